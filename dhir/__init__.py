@@ -1,0 +1,6 @@
+"""dhir: run one MLIR program across a cluster of CPUs and GPUs."""
+
+from dhir.api import parse_file, parse_string, print_module, run_pipeline
+from dhir.ir.diagnostics import DhirError
+
+__all__ = ["DhirError", "parse_file", "parse_string", "print_module", "run_pipeline"]

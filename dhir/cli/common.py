@@ -1,0 +1,36 @@
+"""What every dhir command shares: turning failures into messages and exit codes."""
+
+import os
+import sys
+import traceback
+from collections.abc import Callable
+
+from dhir.ir.diagnostics import DhirError
+
+EXIT_USER_ERROR = 1
+EXIT_INTERNAL_ERROR = 70
+
+
+def guarded(main: Callable[[], int]) -> int:
+    """Run `main`; user errors become a message, bugs a short report, never a traceback
+    (unless DHIR_DEBUG=1, for us)."""
+    try:
+        return main()
+    except DhirError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # a bug in dhir, not in the user's input
+        if os.environ.get("DHIR_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"dhir: internal error: {type(error).__name__}: {error}\n"
+            "This is a bug in dhir, not in your input; please report it with the input "
+            "file (set DHIR_DEBUG=1 for the Python traceback).",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL_ERROR

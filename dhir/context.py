@@ -1,0 +1,51 @@
+"""The xDSL context holding every dialect dhir understands."""
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.ir import Dialect
+
+
+def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
+    # Imported lazily: start-up time matters for a command-line compiler.
+    def dhir() -> Dialect:
+        from dhir.dialects.dhir import DHIR
+
+        return DHIR
+
+    def scf() -> Dialect:
+        from dhir.dialects.scf import SCF
+
+        return SCF
+
+    def gpu() -> Dialect:
+        from dhir.dialects.gpu import GPU
+
+        return GPU
+
+    def memref() -> Dialect:
+        from dhir.dialects.memref import MemRef
+
+        return MemRef
+
+    def mpi() -> Dialect:
+        from dhir.dialects.mpi import MPI
+
+        return MPI
+
+    return {"dhir": dhir, "scf": scf, "gpu": gpu, "memref": memref, "mpi": mpi}
+
+
+def all_dialects() -> dict[str, Callable[[], Dialect]]:
+    """xDSL's dialects, with dhir's versions where dhir has its own."""
+    dialects = dict(get_all_dialects())
+    dialects.update(_dhir_dialects())
+    return dialects
+
+
+def make_context(allow_unregistered: bool = False) -> Context:
+    ctx = Context(allow_unregistered=allow_unregistered)
+    for name, factory in all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx

@@ -1,0 +1,555 @@
+"""The dhir dialect: schedules of tasks, each bound to a target.
+
+    dhir.schedule %a, %b, %c {
+      %cpu = dhir.target {arch = "x86_64"}
+      %t = dhir.task %cpu, %a, %b, %c {
+        ...ordinary MLIR that uses %a, %b, %c directly...
+      }
+    }
+
+Headers carry no types: every operand is already defined, so its type is known.
+"""
+
+from collections.abc import Iterator, Sequence
+
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    AnyFloat,
+)
+from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import TypeAttribute
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch
+from dhir.targets import parse_target_string
+
+
+class VerifyExceptionAt(VerifyException):
+    """A verification error about an op nested in the one being verified, so the
+    diagnostic points at the nested op's source location."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+@irdl_attr_definition
+class TargetType(ParametrizedAttribute, TypeAttribute):
+    """The value of a `dhir.target`: where a task may run."""
+
+    name = "dhir.target"
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """The result of a `dhir.task`, standing for its completion."""
+
+    name = "dhir.token"
+
+
+_TARGET_KEYS = ("arch", "kind", "spec", "device")
+_TARGET_HELP = (
+    'give it an arch ({arch = "x86_64"}, {arch = "sm_90"}), a kind ({kind = "gpu"}), '
+    'a DLTI device spec ({spec = #dlti.target_device_spec<"arch" = "sm_90">}) or a '
+    'device of the module\'s dlti.target_system_spec ({device = "gpu0"})'
+)
+
+
+@irdl_op_definition
+class TargetOp(IRDLOperation):
+    """Where tasks may run: a specific arch, or a kind of device for placement to pick."""
+
+    name = "dhir.target"
+
+    arch = opt_prop_def(StringAttr)
+    kind = opt_prop_def(StringAttr)
+    spec = opt_prop_def(TargetDeviceSpecAttr)
+    device = opt_prop_def(StringAttr)
+    result = result_def(TargetType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        *,
+        arch: str | None = None,
+        kind: str | None = None,
+        spec: TargetDeviceSpecAttr | None = None,
+        device: str | None = None,
+    ) -> None:
+        props: dict[str, Attribute | None] = {
+            "arch": StringAttr(arch) if arch is not None else None,
+            "kind": StringAttr(kind) if kind is not None else None,
+            "spec": spec,
+            "device": StringAttr(device) if device is not None else None,
+        }
+        super().__init__(properties=props, result_types=[TargetType()])
+
+    def info(self) -> TargetInfo:
+        """The resolved target; raises VerifyException when it cannot be resolved."""
+        if self.spec is not None:
+            return _info_from_entries(self.spec, "the DLTI device spec")
+        if self.device is not None:
+            return _info_from_entries(self._system_device(self.device.data), "the device")
+        arch = self.arch.data if self.arch is not None else None
+        kind = self.kind.data if self.kind is not None else None
+        return _info_from_strings(arch, kind)
+
+    def _system_device(self, name: str) -> TargetDeviceSpecAttr:
+        systems = [s for s in _enclosing_attrs(self, "dlti.target_system_spec")]
+        for system in systems:
+            if isinstance(system, TargetSystemSpecAttr):
+                try:
+                    device = system[name]
+                except KeyError:
+                    continue
+                if isinstance(device, TargetDeviceSpecAttr):
+                    return device
+        raise VerifyException(
+            f'device "{name}" is not in any enclosing dlti.target_system_spec; '
+            'add it to the module: module attributes {dlti.target_system_spec = '
+            f'#dlti.target_system_spec<"{name}" = #dlti.target_device_spec<"arch" = ...>>}}'
+        )
+
+    def verify_(self) -> None:
+        given = [key for key in _TARGET_KEYS if self.properties.get(key) is not None]
+        if not given:
+            raise VerifyException(f"dhir.target names no device; {_TARGET_HELP}")
+        if len(given) > 1 and set(given) != {"arch", "kind"}:
+            raise VerifyException(
+                f"dhir.target takes one of arch/kind, spec or device, not {' and '.join(given)}"
+            )
+        self.info()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "TargetOp":
+        attrs = parser.parse_optional_attr_dict()
+        props = {key: attrs.pop(key) for key in _TARGET_KEYS if key in attrs}
+        op = cls.create(properties=props, attributes=attrs, result_types=[TargetType()])
+        return op
+
+    def print(self, printer: Printer) -> None:
+        entries = {k: v for k, v in self.properties.items() if k in _TARGET_KEYS}
+        entries.update(self.attributes)
+        if entries:
+            printer.print_string(" ")
+            printer.print_attr_dict(entries)
+
+
+def _enclosing_attrs(op: Operation, name: str) -> Iterator[Attribute]:
+    current = op.parent_op()
+    while current is not None:
+        if name in current.attributes:
+            yield current.attributes[name]
+        current = current.parent_op()
+
+
+def _info_from_entries(spec: TargetDeviceSpecAttr, what: str) -> TargetInfo:
+    strings: dict[str, str | None] = {"arch": None, "kind": None}
+    for key in strings:
+        try:
+            value = spec[key]
+        except KeyError:
+            continue
+        if not isinstance(value, StringAttr):
+            raise VerifyException(f'"{key}" of {what} must be a string, got {value}')
+        strings[key] = value.data
+    if strings["arch"] is None and strings["kind"] is None:
+        raise VerifyException(f'{what} has neither an "arch" nor a "kind" entry')
+    return _info_from_strings(strings["arch"], strings["kind"])
+
+
+def _info_from_strings(arch: str | None, kind: str | None) -> TargetInfo:
+    try:
+        arch_kind = kind_of_arch(arch) if arch is not None else None
+    except UnknownArchError as error:
+        raise VerifyException(str(error)) from None
+    if kind is not None and kind not in tuple(DeviceKind):
+        kinds = ", ".join(f'"{k}"' for k in DeviceKind)
+        raise VerifyException(f'unknown device kind "{kind}"; known kinds are {kinds}')
+    if arch_kind is not None and kind is not None and kind not in (arch_kind, "any"):
+        raise VerifyException(f'arch "{arch}" is a {arch_kind}, not a {kind}')
+    if arch_kind is not None:
+        return TargetInfo(arch_kind, arch)
+    return TargetInfo(DeviceKind(kind))
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a schedule or task body; implicit in the custom syntax."""
+
+    name = "dhir.yield"
+
+    traits = traits_def(IsTerminator())
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), TaskOp | ScheduleOp):
+            raise VerifyException("dhir.yield ends only dhir.task and dhir.schedule bodies")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "YieldOp":
+        op = cls()
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+
+
+_SCHEDULE_OPERAND_HELP = (
+    "schedule operands must be ranked memrefs of integers, floats or index, "
+    "or scalars of those types"
+)
+
+
+@irdl_op_definition
+class ScheduleOp(IRDLOperation):
+    """A group of tasks whose result is that of running them one by one in order."""
+
+    name = "dhir.schedule"
+
+    args = var_operand_def()
+    body = region_def("single_block")
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
+
+    def __init__(self, args: Sequence[SSAValue], body: Region) -> None:
+        _ensure_terminator(body)
+        super().__init__(operands=[args], regions=[body])
+
+    def tasks(self) -> Iterator["TaskOp"]:
+        return (op for op in self.body.block.ops if isinstance(op, TaskOp))
+
+    def verify_(self) -> None:
+        outer = _enclosing_dhir_op(self)
+        if outer is not None:
+            raise VerifyException(
+                f"dhir.schedule cannot be nested inside a {outer.name}; "
+                "schedules go in ordinary host code (a function body, a loop)"
+            )
+        for index, arg in enumerate(self.args):
+            if not _is_schedulable_type(arg.type):
+                raise VerifyException(
+                    f"schedule operand #{index} ({_value_name(arg)}) has type {arg.type}, "
+                    f"which dhir cannot distribute; {_SCHEDULE_OPERAND_HELP}"
+                )
+        for op in self.body.block.ops:
+            if not isinstance(op, TargetOp | TaskOp | YieldOp):
+                raise VerifyExceptionAt(
+                    op,
+                    f"'{op.name}' cannot stand directly in a dhir.schedule, which holds only "
+                    "dhir.target and dhir.task ops; move it into a task, or before the schedule",
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ScheduleOp":
+        args = _parse_header_operands(parser, allow_empty=True)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(args, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.args:
+            printer.print_string(" ")
+            printer.print_list(self.args, printer.print_operand)
+        _print_attrs_and_body(printer, self.attributes, self.body)
+
+
+@irdl_op_definition
+class TaskOp(IRDLOperation):
+    """One unit of work: its target, the memrefs it touches, and a body using them."""
+
+    name = "dhir.task"
+
+    # Left unconstrained here so verify_ can say in plain words what is wrong.
+    target = opt_operand_def()
+    memrefs = var_operand_def()
+    target_name = opt_prop_def(StringAttr, prop_name="target")
+    body = region_def("single_block")
+    token = result_def(TokenType)
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        target: SSAValue | str,
+        memrefs: Sequence[SSAValue],
+        body: Region,
+    ) -> None:
+        _ensure_terminator(body)
+        operand = target if isinstance(target, SSAValue) else None
+        name = StringAttr(target) if isinstance(target, str) else None
+        super().__init__(
+            operands=[[operand] if operand is not None else [], memrefs],
+            properties={"target": name} if name is not None else {},
+            regions=[body],
+            result_types=[TokenType()],
+        )
+
+    def target_info(self) -> TargetInfo:
+        """Where this task may run (the module must have verified)."""
+        if self.target_name is not None:
+            return parse_target_string(self.target_name.data)
+        assert self.target is not None and isinstance(self.target.owner, TargetOp)
+        return self.target.owner.info()
+
+    def verify_(self) -> None:
+        self._verify_placement_in_schedule()
+        info = self._verify_target()
+        schedule = self.parent_op()
+        assert isinstance(schedule, ScheduleOp)
+        listed = set(self.memrefs)
+        for index, value in enumerate(self.memrefs):
+            _verify_task_memref(value, index + (self.target is not None), schedule)
+        for op in self.body.walk():
+            self._verify_body_op(op, listed, info)
+
+    def _verify_placement_in_schedule(self) -> None:
+        outer = _enclosing_dhir_op(self)
+        if isinstance(outer, TaskOp):
+            raise VerifyException(
+                "dhir.task cannot be nested inside another dhir.task; "
+                "make it a separate task of the schedule"
+            )
+        if not isinstance(self.parent_op(), ScheduleOp):
+            raise VerifyException(
+                "dhir.task must stand directly inside a dhir.schedule; "
+                "wrap it: dhir.schedule %a, ... { %t = dhir.task ... }"
+            )
+
+    def _verify_target(self) -> TargetInfo:
+        if (self.target is None) == (self.target_name is None):
+            raise VerifyException(
+                'dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) '
+                'or an inline name (dhir.task target = "cpu", ...)'
+            )
+        if self.target_name is not None:
+            try:
+                return parse_target_string(self.target_name.data)
+            except UnknownArchError as error:
+                raise VerifyException(f"{error}, or a kind: cpu, gpu, any") from None
+        assert self.target is not None
+        if not isinstance(self.target.owner, TargetOp):
+            raise VerifyException(
+                f"the first operand of dhir.task must be its target, a value made by "
+                f"dhir.target, but {_value_name(self.target)} is {_describe(self.target)}; "
+                'write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}'
+            )
+        return self.target.owner.info()
+
+    def _verify_body_op(self, op: Operation, listed: set[SSAValue], info: TargetInfo) -> None:
+        if info.kind == DeviceKind.CPU and op.dialect_name() == "gpu":
+            raise VerifyExceptionAt(
+                op,
+                f"'{op.name}' needs a GPU, but this task's target is {info} (a CPU); "
+                'bind the task to a GPU target such as dhir.target {arch = "sm_90"} '
+                "or write the work as loops (scf.parallel)",
+            )
+        for value in op.operands:
+            if _defined_inside(value, self):
+                continue
+            if isinstance(value.type, TargetType | TokenType):
+                raise VerifyExceptionAt(
+                    op,
+                    f"'{op.name}' uses {_value_name(value)}, a {value.type} value; "
+                    "task bodies cannot use dhir targets or task tokens",
+                )
+            if isinstance(value.type, MemRefType) and value not in listed:
+                raise VerifyExceptionAt(
+                    op,
+                    f"'{op.name}' uses {_value_name(value)}, a memref defined outside this "
+                    "dhir.task that the task does not list; add it to the task's operands "
+                    f"(dhir.task <target>, ..., {_value_name(value)})",
+                )
+
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "TaskOp":
+        return _parse_task(parser)
+
+    def print(self, printer: Printer) -> None:
+        _print_task(self, printer)
+
+
+def _verify_task_memref(value: SSAValue, position: int, schedule: ScheduleOp) -> None:
+    if not isinstance(value.type, MemRefType):
+        raise VerifyException(
+            f"dhir.task operand #{position} ({_value_name(value)}) has type {value.type}; "
+            "a task lists only the memrefs it touches (scalars are used directly)"
+        )
+    if value not in schedule.args:
+        raise VerifyException(
+            f"dhir.task lists {_value_name(value)}, which is not an operand of the "
+            "enclosing dhir.schedule; add it to the schedule's operands"
+        )
+
+
+def _enclosing_dhir_op(op: Operation) -> Operation | None:
+    current = op.parent_op()
+    while current is not None:
+        if isinstance(current, TaskOp | ScheduleOp):
+            return current
+        current = current.parent_op()
+    return None
+
+
+def _defined_inside(value: SSAValue, ancestor: Operation) -> bool:
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    while op is not None:
+        if op is ancestor:
+            return True
+        op = op.parent_op()
+    return False
+
+
+def _is_schedulable_type(type_: Attribute) -> bool:
+    if isinstance(type_, MemRefType):
+        return _is_scalar_type(type_.element_type)
+    return _is_scalar_type(type_)
+
+
+def _is_scalar_type(type_: Attribute) -> bool:
+    return isinstance(type_, IntegerType | IndexType | AnyFloat)
+
+
+def _value_name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
+
+
+def _describe(value: SSAValue) -> str:
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return f"a {value.type} made by '{owner.name}'"
+    return f"a block argument of type {value.type}"
+
+
+# --- custom syntax helpers -----------------------------------------------------------
+
+
+def _parse_defined_operand(parser: Parser) -> SSAValue | None:
+    """`%name`, already defined; header operands carry no type, so no forward use."""
+    operand = parser.parse_optional_unresolved_operand()
+    if operand is None:
+        return None
+    values = parser.ssa_values.get(operand.operand_name)
+    if values is None or operand.index >= len(values):
+        parser.raise_error(
+            f"use of undefined value %{operand.operand_name}; dhir headers name values "
+            "defined earlier",
+            operand.span,
+        )
+    return values[operand.index]
+
+
+def _parse_header_operands(parser: Parser, allow_empty: bool) -> list[SSAValue]:
+    first = _parse_defined_operand(parser)
+    if first is None:
+        if not allow_empty:
+            parser.raise_error("expected an operand (%name)")
+        return []
+    values = [first]
+    while parser.parse_optional_punctuation(",") is not None:
+        value = _parse_defined_operand(parser)
+        if value is None:
+            parser.raise_error("expected an operand (%name) after ','")
+        values.append(value)
+    return values
+
+
+def _ensure_terminator(body: Region) -> None:
+    if not body.blocks:
+        body.add_block(Block())
+    if len(body.blocks) > 1:
+        return  # the verifier reports it
+    block = body.block
+    if not isinstance(block.last_op, YieldOp):
+        block.add_op(YieldOp())
+
+
+def _print_attrs_and_body(
+    printer: Printer, attributes: dict[str, Attribute], body: Region
+) -> None:
+    printer.print_op_attributes(attributes, print_keyword=True)
+    printer.print_string(" ")
+    terminator = body.block.last_op
+    plain_yield = isinstance(terminator, YieldOp) and not terminator.attributes
+    printer.print_region(body, print_block_terminators=not plain_yield)
+
+
+def _parse_task(parser: Parser) -> TaskOp:
+    target: SSAValue | str
+    if parser.parse_optional_keyword("target") is not None:
+        parser.parse_punctuation("=")
+        target = parser.parse_str_literal("target name (e.g. \"cpu\", \"sm_90\")")
+        memrefs = (
+            _parse_header_operands(parser, allow_empty=False)
+            if parser.parse_optional_punctuation(",") is not None
+            else []
+        )
+    else:
+        operands = _parse_header_operands(parser, allow_empty=False)
+        target, memrefs = operands[0], operands[1:]
+    attrs = parser.parse_optional_attr_dict_with_keyword()
+    body = parser.parse_region()
+    op = TaskOp(target, memrefs, body)
+    if attrs is not None:
+        op.attributes.update(attrs.data)
+    return op
+
+
+def _print_task(op: TaskOp, printer: Printer) -> None:
+    printer.print_string(" ")
+    if op.target_name is not None:
+        printer.print_string("target = ")
+        printer.print_attribute(op.target_name)
+        if op.memrefs:
+            printer.print_string(", ")
+    elif op.target is not None:
+        printer.print_operand(op.target)
+        if op.memrefs:
+            printer.print_string(", ")
+    printer.print_list(op.memrefs, printer.print_operand)
+    _print_attrs_and_body(printer, op.attributes, op.body)
+
+
+DHIR = Dialect("dhir", [ScheduleOp, TaskOp, TargetOp, YieldOp], [TargetType, TokenType])
+
+__all__ = [
+    "DHIR",
+    "ScheduleOp",
+    "TargetOp",
+    "TargetType",
+    "TaskOp",
+    "TokenType",
+    "VerifyExceptionAt",
+    "YieldOp",
+]

@@ -1,0 +1,1 @@
+"""Reading, checking and writing IR: the located parser, diagnostics, the verifier."""

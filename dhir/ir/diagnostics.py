@@ -1,0 +1,83 @@
+"""Errors that point at the user's source: `file:line:col: error: message`.
+
+Every error dhir reports for bad input is a `DhirError`; the command-line tools print
+it and exit non-zero, so users never see a Python traceback for their mistakes.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import FileLineColLoc, LocationAttr
+from xdsl.ir import Operation
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    file: str
+    line: int
+    col: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+def loc_of(op: Operation) -> SourceLoc | None:
+    """The source location of `op`, or of its nearest located ancestor."""
+    current: Operation | None = op
+    while current is not None:
+        loc = location_from_attr(current.location)
+        if loc is not None:
+            return loc
+        current = current.parent_op()
+    return None
+
+
+def location_from_attr(attr: LocationAttr) -> SourceLoc | None:
+    if isinstance(attr, FileLineColLoc):
+        return SourceLoc(attr.filename.data, attr.line.data, attr.column.data)
+    return None
+
+
+@dataclass
+class Diagnostic:
+    message: str
+    loc: SourceLoc | None = None
+    severity: str = "error"
+    notes: list["Diagnostic"] = field(default_factory=list)
+
+    def render(self, sources: Mapping[str, str] | None = None) -> str:
+        head = f"{self.severity}: {self.message}"
+        if self.loc is None:
+            lines = [head]
+        else:
+            lines = [f"{self.loc}: {head}", *_source_context(self.loc, sources)]
+        for note in self.notes:
+            lines.append(note.render(sources))
+        return "\n".join(lines)
+
+
+def _source_context(loc: SourceLoc, sources: Mapping[str, str] | None) -> list[str]:
+    text = None if sources is None else sources.get(loc.file)
+    if text is None:
+        return []
+    source_lines = text.splitlines()
+    if not 0 < loc.line <= len(source_lines):
+        return []
+    line = source_lines[loc.line - 1]
+    return [line, " " * (loc.col - 1) + "^"]
+
+
+class DhirError(Exception):
+    """One or more diagnostics about the user's input."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic], sources: Mapping[str, str] | None = None):
+        self.diagnostics = list(diagnostics)
+        self.sources = dict(sources or {})
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return "\n".join(d.render(self.sources) for d in self.diagnostics)
+
+
+def error_at(op: Operation, message: str) -> DhirError:
+    return DhirError([Diagnostic(message, loc_of(op))])

@@ -1,0 +1,38 @@
+"""xDSL's parser, plus a source location on every operation it reads.
+
+xDSL keeps only explicit `loc(...)` annotations; dhir's diagnostics need the
+position of every op, so this parser records it as a `FileLineColLoc`.
+"""
+
+from bisect import bisect_right
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+
+
+class LocatedParser(Parser):
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
+        super().__init__(ctx, text, name)
+        self._name = StringAttr(name)
+        self._line_offset = line_offset
+        # Line starts are precomputed: xDSL's Span.get_location rescans the whole
+        # prefix of the file, which is quadratic over a large module.
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line = bisect_right(self._line_starts, start)
+            col = start - self._line_starts[line - 1] + 1
+            op.location = FileLineColLoc(
+                self._name, IntAttr(line + self._line_offset), IntAttr(col)
+            )
+        return op
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        if self._current_token.kind.name == "EOF":
+            return ModuleOp([])
+        return super().parse_module(allow_implicit_module)

@@ -1,0 +1,30 @@
+"""Every pass dhir-opt and the Python API can run, by kebab-case name.
+
+One registry: a pass is added here and nowhere else.
+"""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return {}
+
+
+# xDSL's general-purpose cleanups; its dialect-specific passes assume xDSL's own
+# dialect versions (its legacy `mpi`, for one) and are not offered.
+_XDSL_PASSES = ("canonicalize", "cse", "dce", "licm")
+
+
+def dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    return _dhir_passes()
+
+
+def all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    from xdsl.transforms import get_all_passes
+
+    xdsl_passes = get_all_passes()
+    passes = {name: xdsl_passes[name] for name in _XDSL_PASSES}
+    passes.update(_dhir_passes())
+    return passes

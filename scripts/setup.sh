@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up dhir on Debian 12: LLVM/MLIR 22 from apt (the one system step), then a
+# virtual environment in .venv with dhir and its test tools. Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(mlir-22-tools clang-22 lld-22 libomp-22-dev)
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need_apt=()
+command -v mlir-opt-22 >/dev/null 2>&1 || need_apt+=("${APT_PACKAGES[@]}")
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  need_apt+=(python3-venv python3-pip)
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: installing ${need_apt[*]} with apt-get"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+echo "setup: done ($(.venv/bin/dhir-opt --version), $(mlir-opt-22 --version | grep -o 'LLVM version [0-9.]*'))"

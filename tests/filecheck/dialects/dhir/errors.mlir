@@ -1,0 +1,265 @@
+// Every verification error of the dhir dialect, each pointing at its source line.
+// RUN: dhir-opt %s --split-input-file --verify-diagnostics | filecheck %s --match-full-lines
+
+func.func @task_outside_schedule(%a: memref<4xf32>) {
+  %cpu = dhir.target {arch = "x86_64"}
+  %t = dhir.task %cpu, %a {
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: dhir.task must stand directly inside a dhir.schedule; wrap it: dhir.schedule %a, ... { %t = dhir.task ... }
+
+// -----
+
+func.func @task_in_task(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a {
+      %u = dhir.task %cpu, %a {
+      }
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:7: error: dhir.task cannot be nested inside another dhir.task; make it a separate task of the schedule
+
+// -----
+
+func.func @target_not_a_target(%a: memref<4xf32>, %b: memref<4xf32>) {
+  dhir.schedule %a, %b {
+    %t = dhir.task %a, %b {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: the first operand of dhir.task must be its target, a value made by dhir.target, but %a is a block argument of type memref<4xf32>; write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}
+
+// -----
+
+func.func @unlisted_memref(%a: memref<4xf32>, %b: memref<4xf32>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %b[%c0] : memref<4xf32>
+      memref.store %x, %a[%c0] : memref<4xf32>
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:7: error: 'memref.load' uses %b, a memref defined outside this dhir.task that the task does not list; add it to the task's operands (dhir.task <target>, ..., %b)
+
+// -----
+
+func.func @unknown_arch() {
+  dhir.schedule {
+    %t = dhir.target {arch = "pentium"}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: unknown arch "pentium"; known archs are CPU: x86_64, aarch64, riscv64, ppc64le; NVIDIA GPU: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (optionally suffixed a/f)
+
+// -----
+
+func.func @unknown_inline_arch(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %t = dhir.task target = "sm_42", %a {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: unknown arch "sm_42"; known archs are {{.*}}, or a kind: cpu, gpu, any
+
+// -----
+
+func.func @unknown_kind() {
+  dhir.schedule {
+    %t = dhir.target {kind = "fpga"}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: unknown device kind "fpga"; known kinds are "cpu", "gpu", "any"
+
+// -----
+
+func.func @kind_contradicts_arch() {
+  dhir.schedule {
+    %t = dhir.target {arch = "sm_90", kind = "cpu"}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: arch "sm_90" is a gpu, not a cpu
+
+// -----
+
+func.func @empty_target() {
+  dhir.schedule {
+    %t = dhir.target
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: dhir.target names no device; give it an arch {{.*}}
+
+// -----
+
+func.func @missing_system_device() {
+  dhir.schedule {
+    %t = dhir.target {device = "gpu7"}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: device "gpu7" is not in any enclosing dlti.target_system_spec; {{.*}}
+
+// -----
+
+func.func @tensor_operand(%a: tensor<4xf32>) {
+  dhir.schedule %a {
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: schedule operand #0 (%a) has type tensor<4xf32>, which dhir cannot distribute; schedule operands must be ranked memrefs of integers, floats or index, or scalars of those types
+
+// -----
+
+func.func @gpu_launch_on_cpu(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "aarch64"}
+    %t = dhir.task %cpu, %a {
+      %c1 = arith.constant 1 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+                 threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+        gpu.terminator
+      }
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 7]]:7: error: 'gpu.launch' needs a GPU, but this task's target is aarch64 (a CPU); bind the task to a GPU target such as dhir.target {arch = "sm_90"} or write the work as loops (scf.parallel)
+
+// -----
+
+func.func @malformed(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu %a {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:25: error: Expected region!
+
+// -----
+
+func.func @undefined_header_value(%a: memref<4xf32>) {
+  dhir.schedule %a, %nope {
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:21: error: use of undefined value %nope; dhir headers name values defined earlier
+
+// -----
+
+func.func @use_before_def() {
+  %1 = arith.addi %0, %0 : i32
+  %0 = arith.constant 1 : i32
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
+// CHECK-NEXT: {{.*}}
+// CHECK-NEXT: {{.*}}
+// CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 8]]:3: note: operand defined here
+
+// -----
+
+func.func @use_of_inner_value() -> index {
+  scf.execute_region {
+    %0 = arith.constant 1 : index
+    scf.yield
+  }
+  %1 = arith.addi %0, %0 : index
+  return %1 : index
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:3: error: operand #0 of 'arith.addi' does not dominate this use {{.*}}
+
+// -----
+
+func.func @op_in_schedule_body(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %m = memref.alloc() : memref<4xf32>
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: 'memref.alloc' cannot stand directly in a dhir.schedule, which holds only dhir.target and dhir.task ops; move it into a task, or before the schedule
+
+// -----
+
+func.func @memref_not_in_schedule(%a: memref<4xf32>, %b: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a, %b {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: dhir.task lists %b, which is not an operand of the enclosing dhir.schedule; add it to the schedule's operands
+
+// -----
+
+func.func @scalar_task_operand(%a: memref<4xf32>, %s: f32) {
+  dhir.schedule %a, %s {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a, %s {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: dhir.task operand #2 (%s) has type f32; a task lists only the memrefs it touches (scalars are used directly)
+
+// -----
+
+func.func @schedule_in_task(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a {
+      dhir.schedule %a {
+      }
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:7: error: dhir.schedule cannot be nested inside a dhir.task; schedules go in ordinary host code (a function body, a loop)
+
+// -----
+
+func.func @task_uses_token(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a {
+    }
+    %u = dhir.task %cpu, %a {
+      "test.op"(%t) : (!dhir.token) -> ()
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:7: error: 'test.op' uses %t, a !dhir.token value; task bodies cannot use dhir targets or task tokens
+
+// -----
+
+func.func @yield_outside() {
+  "dhir.yield"() : () -> ()
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 2]]:3: error: dhir.yield ends only dhir.task and dhir.schedule bodies
+
+// -----
+
+func.func @two_targets(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = "dhir.task"(%cpu, %a) <{target = "gpu", operandSegmentSizes = array<i32: 1, 1>}> ({
+      "dhir.yield"() : () -> ()
+    }) : (!dhir.target, memref<4xf32>) -> !dhir.token
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:10: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)

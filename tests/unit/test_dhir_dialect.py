@@ -1,0 +1,156 @@
+"""The dhir dialect through the Python API: build, verify, print, parse back."""
+
+import pytest
+from hypothesis import given, settings
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, f32
+from xdsl.ir import Block, Region
+
+from dhir import parse_string, print_module
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir.diagnostics import DhirError
+from dhir.ir.verifier import verify_module
+from dhir.targets import DeviceKind, TargetInfo
+
+from strategies import RandomSchedule, schedules
+
+
+def _round_trip(text: str) -> str:
+    printed = print_module(parse_string(text))
+    assert print_module(parse_string(printed)) == printed
+    generic = print_module(parse_string(printed), generic=True)
+    assert print_module(parse_string(generic)) == printed
+    return printed
+
+
+@settings(max_examples=60, deadline=None)
+@given(schedules())
+def test_random_schedules_round_trip(schedule: RandomSchedule) -> None:
+    printed = _round_trip(schedule.text())
+    module = parse_string(printed)
+    sched = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    assert len(list(sched.tasks())) == len(schedule.tasks)
+
+
+def _build_module() -> ModuleOp:
+    memref = MemRefType(f32, [8])
+    block = Block(arg_types=[memref, memref])
+    a, b = block.args
+    body = Block()
+    target = TargetOp(arch="sm_90")
+    task_body = Block()
+    zero = arith.ConstantOp.from_int_and_width(0, 32)
+    task_body.add_op(zero)
+    task = TaskOp(target.result, [a, b], Region(task_body))
+    body.add_ops([target, task])
+    schedule = ScheduleOp([a, b], Region(body))
+    block.add_ops([schedule, func.ReturnOp()])
+    function = func.FuncOp("main", ((memref, memref), ()), Region(block))
+    return ModuleOp([function])
+
+
+def test_built_module_verifies_and_prints_canonically() -> None:
+    module = _build_module()
+    verify_module(module)
+    text = print_module(module)
+    assert "dhir.target {arch = \"sm_90\"}" in text
+    assert "dhir.yield" not in text  # implicit terminators stay implicit
+    assert _round_trip(text) == text
+
+
+def test_task_target_info_for_every_form() -> None:
+    module = parse_string(
+        """
+module attributes {dlti.target_system_spec = #dlti.target_system_spec<
+    "node0.gpu0" = #dlti.target_device_spec<"arch" = "sm_80">>} {
+  func.func @f(%a: memref<4xf32>) {
+    dhir.schedule %a {
+      %x = dhir.target {arch = "aarch64"}
+      %y = dhir.target {kind = "gpu"}
+      %z = dhir.target {spec = #dlti.target_device_spec<"kind" = "cpu">}
+      %w = dhir.target {device = "node0.gpu0"}
+      %t0 = dhir.task %x, %a {}
+      %t1 = dhir.task %y, %a {}
+      %t2 = dhir.task %z, %a {}
+      %t3 = dhir.task %w, %a {}
+      %t4 = dhir.task target = "any", %a {}
+    }
+    func.return
+  }
+}
+"""
+    )
+    infos = [op.target_info() for op in module.walk() if isinstance(op, TaskOp)]
+    assert infos == [
+        TargetInfo(DeviceKind.CPU, "aarch64"),
+        TargetInfo(DeviceKind.GPU),
+        TargetInfo(DeviceKind.CPU),
+        TargetInfo(DeviceKind.GPU, "sm_80"),
+        TargetInfo(DeviceKind.ANY),
+    ]
+
+
+def test_proposal_duplicate_operands_and_explicit_yield() -> None:
+    # The proposal lists a memref twice (%c, %d, %d) and ends bodies with dhir.yield.
+    text = _round_trip(
+        """
+func.func @f(%c: memref<4xf32>, %d: memref<4xf32>) {
+  dhir.schedule %c, %d {
+    %gpu = dhir.target {arch = "sm_90"}
+    %task3 = dhir.task %gpu, %c, %d, %d {
+      dhir.yield
+    }
+    dhir.yield
+  }
+  func.return
+}
+"""
+    )
+    assert "%task3 = dhir.task %gpu, %c, %d, %d {" in text
+
+
+def test_scalars_are_schedule_operands_and_captured_in_tasks() -> None:
+    _round_trip(
+        """
+func.func @f(%a: memref<4xf32>, %s: f32, %n: index) {
+  dhir.schedule %a, %s, %n {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      memref.store %s, %a[%c0] : memref<4xf32>
+    }
+  }
+  func.return
+}
+"""
+    )
+
+
+def test_errors_carry_location_and_source_line() -> None:
+    with pytest.raises(DhirError) as info:
+        parse_string(
+            'func.func @f() {\n  dhir.schedule {\n    %t = dhir.target {arch = "z80"}\n  }\n'
+            "  func.return\n}\n",
+            "prog.mlir",
+        )
+    rendered = info.value.render()
+    assert rendered.startswith('prog.mlir:3:5: error: unknown arch "z80"')
+    assert '    %t = dhir.target {arch = "z80"}\n    ^' in rendered
+
+
+def test_block_argument_dominance_across_blocks() -> None:
+    text = """
+func.func @f(%c: i1) -> i32 {
+  cf.cond_br %c, ^a, ^b
+^a:
+  %x = arith.constant 1 : i32
+  cf.br ^b
+^b:
+  %y = arith.addi %x, %x : i32
+  func.return %y : i32
+}
+"""
+    with pytest.raises(DhirError, match="does not dominate"):
+        parse_string(text)
+    ok = text.replace("cf.cond_br %c, ^a, ^b", "cf.br ^a")
+    parse_string(ok)
