@@ -10,6 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 
 class LocatedParser(Parser):
@@ -22,8 +23,14 @@ class LocatedParser(Parser):
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
 
     def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
-        op = super().parse_operation()
+        start_span = self._current_token.span
+        start = start_span.start
+        try:
+            op = super().parse_operation()
+        except VerifyException as error:
+            # xDSL's declarative formats check types while parsing and raise
+            # VerifyException; for the user it is an error at this op.
+            raise ParseError(start_span, str(error)) from None
         if isinstance(op.location, UnknownLoc):
             line = bisect_right(self._line_starts, start)
             col = start - self._line_starts[line - 1] + 1

@@ -1,0 +1,32 @@
+// RUN: dhir-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @unknown_reduction(%b: memref<4xf32>, %c: !mpi.comm) {
+  mpi.allreduce(%b, %b, MPI_AVG, %c) : memref<4xf32>, memref<4xf32>
+  func.return
+}
+// CHECK: Expected `MPI_OP_NULL`, `MPI_MAX`, `MPI_MIN`, `MPI_SUM`, {{.*}} or `MPI_REPLACE`.
+
+// -----
+
+func.func @unknown_error_class(%e: !mpi.retval) {
+  %ok = mpi.retval_check %e = <MPI_ERR_NOPE> : i1
+  func.return
+}
+// CHECK: Expected `MPI_SUCCESS`, `MPI_ERR_ACCESS`, {{.*}} or `MPI_ERR_LASTCODE`.
+
+// -----
+
+// The error class takes its angle brackets even in the op's custom form.
+func.func @bare_error_class(%e: !mpi.retval) {
+  %ok = mpi.retval_check %e = MPI_SUCCESS : i1
+  func.return
+}
+// CHECK: '<' expected
+
+// -----
+
+func.func @no_parens(%c: !mpi.comm) {
+  %r = mpi.comm_rank %c : i32
+  func.return
+}
+// CHECK: Expected '('
