@@ -247,10 +247,7 @@ class ScheduleOp(IRDLOperation):
     def verify_(self) -> None:
         outer = _enclosing_dhir_op(self)
         if outer is not None:
-            raise VerifyException(
-                f"dhir.schedule cannot be nested inside a {outer.name}; "
-                "schedules go in ordinary host code (a function body, a loop)"
-            )
+            raise _nesting_error(self, outer)
         for index, arg in enumerate(self.args):
             if not _is_schedulable_type(arg.type):
                 raise VerifyException(
@@ -269,7 +266,7 @@ class ScheduleOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "ScheduleOp":
         args = _parse_header_operands(parser, allow_empty=True)
         attrs = parser.parse_optional_attr_dict_with_keyword()
-        body = parser.parse_region()
+        body = _parse_body(parser)
         op = cls(args, body)
         if attrs is not None:
             op.attributes.update(attrs.data)
@@ -335,10 +332,7 @@ class TaskOp(IRDLOperation):
     def _verify_placement_in_schedule(self) -> None:
         outer = _enclosing_dhir_op(self)
         if isinstance(outer, TaskOp):
-            raise VerifyException(
-                "dhir.task cannot be nested inside another dhir.task; "
-                "make it a separate task of the schedule"
-            )
+            raise _nesting_error(self, outer)
         if not isinstance(self.parent_op(), ScheduleOp):
             raise VerifyException(
                 "dhir.task must stand directly inside a dhir.schedule; "
@@ -366,6 +360,9 @@ class TaskOp(IRDLOperation):
         return self.target.owner.info()
 
     def _verify_body_op(self, op: Operation, listed: set[SSAValue], info: TargetInfo) -> None:
+        if isinstance(op, TaskOp | ScheduleOp):
+            # Reported here, before the nested op's operands look like stray uses.
+            raise _nesting_error(op, self)
         if info.kind == DeviceKind.CPU and op.dialect_name() == "gpu":
             raise VerifyExceptionAt(
                 op,
@@ -410,6 +407,20 @@ def _verify_task_memref(value: SSAValue, position: int, schedule: ScheduleOp) ->
             f"dhir.task lists {_value_name(value)}, which is not an operand of the "
             "enclosing dhir.schedule; add it to the schedule's operands"
         )
+
+
+def _nesting_error(op: Operation, outer: Operation) -> VerifyExceptionAt:
+    if isinstance(op, TaskOp):
+        message = (
+            "dhir.task cannot be nested inside another dhir.task; "
+            "make it a separate task of the schedule"
+        )
+    else:
+        message = (
+            f"dhir.schedule cannot be nested inside a {outer.name}; "
+            "schedules go in ordinary host code (a function body, a loop)"
+        )
+    return VerifyExceptionAt(op, message)
 
 
 def _enclosing_dhir_op(op: Operation) -> Operation | None:
@@ -485,6 +496,15 @@ def _parse_header_operands(parser: Parser, allow_empty: bool) -> list[SSAValue]:
     return values
 
 
+def _parse_body(parser: Parser) -> Region:
+    body = parser.parse_optional_region()
+    if body is None:
+        parser.raise_error(
+            "expected ', %operand', 'attributes {...}' or the body '{ ... }' here"
+        )
+    return body
+
+
 def _ensure_terminator(body: Region) -> None:
     if not body.blocks:
         body.add_block(Block())
@@ -519,7 +539,7 @@ def _parse_task(parser: Parser) -> TaskOp:
         operands = _parse_header_operands(parser, allow_empty=False)
         target, memrefs = operands[0], operands[1:]
     attrs = parser.parse_optional_attr_dict_with_keyword()
-    body = parser.parse_region()
+    body = _parse_body(parser)
     op = TaskOp(target, memrefs, body)
     if attrs is not None:
         op.attributes.update(attrs.data)

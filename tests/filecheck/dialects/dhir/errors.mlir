@@ -134,7 +134,7 @@ func.func @gpu_launch_on_cpu(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 7]]:7: error: 'gpu.launch' needs a GPU, but this task's target is aarch64 (a CPU); bind the task to a GPU target such as dhir.target {arch = "sm_90"} or write the work as loops (scf.parallel)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 8]]:7: error: 'gpu.launch' needs a GPU, but this task's target is aarch64 (a CPU); bind the task to a GPU target such as dhir.target {arch = "sm_90"} or write the work as loops (scf.parallel)
 
 // -----
 
@@ -146,7 +146,7 @@ func.func @malformed(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:25: error: Expected region!
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:25: error: expected ', %operand', 'attributes {...}' or the body '{ ... }' here
 
 // -----
 
@@ -167,7 +167,7 @@ func.func @use_before_def() {
 // CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
 // CHECK-NEXT: {{.*}}
 // CHECK-NEXT: {{.*}}
-// CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 8]]:3: note: operand defined here
+// CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 6]]:3: note: operand defined here
 
 // -----
 
@@ -179,7 +179,7 @@ func.func @use_of_inner_value() -> index {
   %1 = arith.addi %0, %0 : index
   return %1 : index
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:3: error: operand #0 of 'arith.addi' does not dominate this use {{.*}}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 2]]:1: error: values used but not defined: [%0]
 
 // -----
 

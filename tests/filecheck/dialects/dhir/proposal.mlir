@@ -46,6 +46,7 @@ func.func @main(%a: memref<20xi32>, %b: memref<20xi32>, %c: memref<20xi32>) {
 // CHECK-NEXT:         %y = memref.load %b[%i] : memref<20xi32>
 // CHECK-NEXT:         %z = arith.addi %x, %y : i32
 // CHECK-NEXT:         memref.store %z, %c[%i] : memref<20xi32>
+// CHECK-NEXT:         scf.reduce
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     %task3 = dhir.task %gpu, %c, %a {
