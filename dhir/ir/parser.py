@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 
 class LocatedParser(Parser):
@@ -42,4 +43,25 @@ class LocatedParser(Parser):
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         if self._current_token.kind.name == "EOF":
             return ModuleOp([])
-        return super().parse_module(allow_implicit_module)
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError:
+            self._raise_at_undefined_use()
+            raise
+
+    def _raise_at_undefined_use(self) -> None:
+        """xDSL reports values never defined at the end of the input; point at the
+        first use instead, which is where the mistake is."""
+        for name, values in self.forward_ssa_references.items():
+            for value in values.values():
+                use = next(iter(value.uses), None)
+                loc = None if use is None else use.operation.location
+                if isinstance(loc, FileLineColLoc):
+                    start = self._line_starts[loc.line.data - self._line_offset - 1]
+                    start += loc.column.data - 1
+                    span = Span(start, start + 1, self.lexer.input)
+                    raise ParseError(
+                        span,
+                        f"use of undefined value %{name} (it is never defined, or defined "
+                        "inside a region that does not enclose this use)",
+                    ) from None

@@ -179,7 +179,7 @@ func.func @use_of_inner_value() -> index {
   %1 = arith.addi %0, %0 : index
   return %1 : index
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 2]]:1: error: values used but not defined: [%0]
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:3: error: use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)
 
 // -----
 
@@ -262,4 +262,4 @@ func.func @two_targets(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:10: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:5: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)
