@@ -9,7 +9,12 @@ from xdsl.passes import ModulePass
 
 
 def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    return {}
+    def annotate_dependences() -> type[ModulePass]:
+        from dhir.transforms.annotate_dependences import AnnotateDependencesPass
+
+        return AnnotateDependencesPass
+
+    return {"dhir-annotate-dependences": annotate_dependences}
 
 
 # xDSL's general-purpose cleanups; its dialect-specific passes assume xDSL's own

@@ -1,0 +1,1 @@
+"""Analyses over dhir programs: what tasks read and write, and what orders them."""
