@@ -1,0 +1,926 @@
+"""The gpu dialect with MLIR 22's custom syntax (xDSL 0.74 prints every gpu op
+generically) and MLIR 22's definitions where xDSL's differ:
+
+- `gpu.func`'s kernel marker is the `gpu.kernel` attribute (xDSL: a `kernel`
+  property, which mlir-opt drops silently); it also has `arg_attrs`/`res_attrs` and
+  workgroup/private attributions;
+- `gpu.launch` may have clusters, attributions and `module`/`function` names;
+- `gpu.dealloc` and `gpu.memcpy` have no `operandSegmentSizes` (xDSL demands one, so
+  it could not read mlir-opt's generic output);
+- the id ops take an optional `upper_bound`; `gpu.all_reduce` knows MLIR 22's
+  operations (`minsi`, `maxnumf`, ...); `#gpu.address_space<...>` exists.
+"""
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
+
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.dialects.utils.format import parse_assignment, print_func_argument
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Dialect,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.irdl import OptAttributeDef, irdl_attr_definition, irdl_to_attr_constraint
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from dhir.dialects import with_replaced_ops
+from dhir.dialects.memref import (
+    custom_format,
+    optional_property,
+    print_type_list,
+    redefine,
+    split_properties,
+)
+
+_SEGMENTS = "operandSegmentSizes"
+_NUM_WORKGROUP = "workgroup_attributions"
+_TOKEN = gpu.AsyncTokenType()
+T = TypeVar("T")
+
+# --- attributes -----------------------------------------------------------------------
+
+
+class AddressSpace(StrEnum):
+    GLOBAL = "global"
+    WORKGROUP = "workgroup"
+    PRIVATE = "private"
+
+
+@irdl_attr_definition
+class AddressSpaceAttr(EnumAttribute[AddressSpace]):
+    """`#gpu.address_space<workgroup>`, the memory space of shared/local buffers."""
+
+    name = "gpu.address_space"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            super().print_parameter(printer)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> AddressSpace:
+        with parser.in_angle_brackets():
+            return super().parse_parameter(parser)
+
+
+class AllReduceOperation(StrEnum):
+    ADD = "add"
+    MUL = "mul"
+    MINUI = "minui"
+    MINSI = "minsi"
+    MINNUMF = "minnumf"
+    MAXUI = "maxui"
+    MAXSI = "maxsi"
+    MAXNUMF = "maxnumf"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    MINIMUMF = "minimumf"
+    MAXIMUMF = "maximumf"
+
+
+@irdl_attr_definition
+class AllReduceOperationAttr(
+    EnumAttribute[AllReduceOperation], SpacedOpaqueSyntaxAttribute
+):
+    """`#gpu<all_reduce_op add>` with MLIR 22's operations (xDSL has the old names)."""
+
+    name = "gpu.all_reduce_op"
+
+
+# --- shared syntax pieces -----------------------------------------------------------
+
+
+def parse_async(parser: Parser) -> tuple[bool, list[SSAValue]]:
+    """MLIR's `custom<AsyncDependencies>`: `async`? (`[` tokens `]`)?."""
+    is_async = parser.parse_optional_keyword("async") is not None
+    deps = parser.parse_optional_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: parser.parse_operand(_TOKEN)
+    )
+    return is_async, deps or []
+
+
+def print_async(
+    printer: Printer, token: SSAValue | None, deps: Sequence[SSAValue]
+) -> None:
+    if token is not None:
+        printer.print_string(" async")
+    if deps:
+        printer.print_string(" [")
+        printer.print_list(deps, printer.print_operand)
+        printer.print_string("]")
+
+
+def _token_types(is_async: bool) -> list[Attribute]:
+    return [_TOKEN] if is_async else []
+
+
+def _parse_symbol(parser: Parser) -> SymbolRefAttr:
+    pos = parser.pos
+    attr = parser.parse_attribute()
+    if not isinstance(attr, SymbolRefAttr):
+        parser.raise_error("expected a symbol reference", pos, parser.pos)
+    return attr
+
+
+def _print_typed_args(printer: Printer, args: Sequence[SSAValue]) -> None:
+    """`%a : t, %b : u`, as MLIR prints attributions and kernel operands."""
+
+    def one(arg: SSAValue) -> None:
+        printer.print_operand(arg)
+        printer.print_string(" : ")
+        printer.print_attribute(arg.type)
+
+    printer.print_list(args, one)
+
+
+def _parse_attributions(parser: Parser, keyword: str) -> list[Parser.Argument]:
+    if not parser.parse_optional_keyword(keyword):
+        return []
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_argument
+    )
+
+
+def _print_attributions(
+    printer: Printer, keyword: str, args: Sequence[BlockArgument]
+) -> None:
+    if args:
+        printer.print_string(f" {keyword}(")
+        _print_typed_args(printer, args)
+        printer.print_string(")")
+
+
+def _num_workgroup(op: gpu.LaunchOp | gpu.FuncOp) -> int:
+    attr = op.attributes.get(_NUM_WORKGROUP)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
+
+
+# --- simple ops -----------------------------------------------------------------------
+
+_UPPER_BOUND = {"upper_bound": optional_property(IntegerAttr[IndexType])}
+_DIMENSION = "$dimension (`upper_bound` $upper_bound^)? attr-dict"
+_SUBGROUP = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
+
+
+@custom_format(_DIMENSION)
+@redefine(properties=_UPPER_BOUND)
+class ThreadIdOp(gpu.ThreadIdOp):
+    pass
+
+
+@custom_format(_DIMENSION)
+@redefine(properties=_UPPER_BOUND)
+class BlockIdOp(gpu.BlockIdOp):
+    pass
+
+
+@custom_format(_DIMENSION)
+@redefine(properties=_UPPER_BOUND)
+class BlockDimOp(gpu.BlockDimOp):
+    pass
+
+
+@custom_format(_DIMENSION)
+@redefine(properties=_UPPER_BOUND)
+class GridDimOp(gpu.GridDimOp):
+    pass
+
+
+@custom_format(_DIMENSION)
+@redefine(properties=_UPPER_BOUND)
+class GlobalIdOp(gpu.GlobalIdOp):
+    pass
+
+
+@custom_format("(`upper_bound` $upper_bound^)? attr-dict")
+@redefine(properties=_UPPER_BOUND)
+class LaneIdOp(gpu.LaneIdOp):
+    pass
+
+
+@custom_format(_SUBGROUP)
+@redefine(properties=_UPPER_BOUND)
+class NumSubgroupsOp(gpu.NumSubgroupsOp):
+    pass
+
+
+@custom_format(_SUBGROUP)
+@redefine(properties=_UPPER_BOUND)
+class SubgroupIdOp(gpu.SubgroupIdOp):
+    pass
+
+
+@custom_format(_SUBGROUP)
+@redefine(properties=_UPPER_BOUND)
+class SubgroupSizeOp(gpu.SubgroupSizeOp):
+    pass
+
+
+@custom_format("attr-dict")
+class BarrierOp(gpu.BarrierOp):
+    pass
+
+
+@custom_format("attr-dict")
+class TerminatorOp(gpu.TerminatorOp):
+    pass
+
+
+@custom_format("attr-dict ($args^ `:` type($args))?")
+class ReturnOp(gpu.ReturnOp):
+    pass
+
+
+@custom_format("attr-dict ($values^ `:` type($values))?")
+class YieldOp(gpu.YieldOp):
+    pass
+
+
+@custom_format("$value attr-dict `:` type($value)")
+class HostRegisterOp(gpu.HostRegisterOp):
+    pass
+
+
+@custom_format("$value attr-dict `:` type($value)")
+class HostUnregisterOp(gpu.HostUnregisterOp):
+    pass
+
+
+@custom_format("attr-dict $devIndex")
+class SetDefaultDeviceOp(gpu.SetDefaultDeviceOp):
+    pass
+
+
+# --- memory and synchronisation -----------------------------------------------------
+
+
+class AllocOp(gpu.AllocOp):
+    """`gpu.alloc async? [deps]? host_shared? (sizes) ([symbols])? attr-dict : type`."""
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        if self.hostShared is not None:
+            printer.print_string(" host_shared")
+        printer.print_string(" (")
+        printer.print_list(self.dynamicSizes, printer.print_operand)
+        printer.print_string(")")
+        if self.symbolOperands:
+            printer.print_string("[")
+            printer.print_list(self.symbolOperands, printer.print_operand)
+            printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "AllocOp":
+        is_async, deps = parse_async(parser)
+        host_shared = parser.parse_optional_keyword("host_shared") is not None
+        index = IndexType()
+        sizes = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_operand(index)
+        )
+        symbols = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_operand(index)
+        )
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        props.pop(_SEGMENTS, None)
+        if host_shared:
+            props["hostShared"] = UnitAttr()
+        parser.parse_punctuation(":")
+        memref_type = parser.parse_type()
+        return cls.build(
+            operands=[deps, sizes, symbols or []],
+            result_types=[memref_type, _token_types(is_async)],
+            properties=props,
+            attributes=attrs,
+        )
+
+
+@redefine(drop_segment_sizes=True)
+class DeallocOp(gpu.DeallocOp):
+    """`gpu.dealloc async? [deps]? %memref attr-dict : type`."""
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        printer.print_string(" ")
+        printer.print_operand(self.buffer)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.buffer.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DeallocOp":
+        is_async, deps = parse_async(parser)
+        buffer = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        buffer_type = parser.parse_type()
+        return cls.build(
+            operands=[deps, parser.resolve_operand(buffer, buffer_type)],
+            result_types=[_token_types(is_async)],
+            attributes=attrs,
+        )
+
+
+@redefine(drop_segment_sizes=True)
+class MemcpyOp(gpu.MemcpyOp):
+    """`gpu.memcpy async? [deps]? %dst, %src : dst_type, src_type attr-dict`."""
+
+    def verify_(self) -> None:
+        if self.src.type != self.dst.type:
+            raise VerifyException(
+                f"gpu.memcpy source type {self.src.type} differs from destination type "
+                f"{self.dst.type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        printer.print_string(" ")
+        printer.print_list((self.dst, self.src), printer.print_operand)
+        printer.print_string(" : ")
+        print_type_list(printer, (self.dst.type, self.src.type))
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MemcpyOp":
+        is_async, deps = parse_async(parser)
+        pos = parser.pos
+        names = [parser.parse_unresolved_operand()]
+        parser.parse_punctuation(",")
+        names.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        parser.parse_punctuation(",")
+        types.append(parser.parse_type())
+        dst, src = parser.resolve_operands(names, types, pos)
+        attrs = parser.parse_optional_attr_dict()
+        return cls.build(
+            operands=[deps, dst, src],
+            result_types=[_token_types(is_async)],
+            attributes=attrs,
+        )
+
+
+class WaitOp(gpu.WaitOp):
+    """`gpu.wait async? [deps]? attr-dict`."""
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "WaitOp":
+        is_async, deps = parse_async(parser)
+        attrs = parser.parse_optional_attr_dict()
+        return cls.build(
+            operands=[deps], result_types=[_token_types(is_async)], attributes=attrs
+        )
+
+
+@redefine(properties={"op": optional_property(AllReduceOperationAttr)})
+class AllReduceOp(gpu.AllReduceOp):
+    """`gpu.all_reduce op? %value uniform? region attr-dict : (T) -> T`."""
+
+    def verify_(self) -> None:
+        if self.result.type != self.operand.type:
+            raise VerifyException("gpu.all_reduce result type must match its operand")
+        if (self.op is None) == (not self.body.blocks):
+            raise VerifyException(
+                "gpu.all_reduce needs either an operation or a non-empty body, not both"
+            )
+
+    def print(self, printer: Printer) -> None:
+        op = cast(AllReduceOperationAttr | None, self.op)
+        if op is not None:
+            printer.print_string(f" {op.data.value}")
+        printer.print_string(" ")
+        printer.print_operand(self.operand)
+        if self.uniform is not None:
+            printer.print_string(" uniform")
+        printer.print_string(" ")
+        printer.print_region(self.body)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        signature = FunctionType.from_lists([self.operand.type], [self.result.type])
+        printer.print_attribute(signature)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "AllReduceOp":
+        props: dict[str, Attribute] = {}
+        if (op := parser.parse_optional_str_enum(AllReduceOperation)) is not None:
+            props["op"] = AllReduceOperationAttr(op)
+        value = parser.parse_unresolved_operand()
+        if parser.parse_optional_keyword("uniform"):
+            props["uniform"] = UnitAttr()
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        signature = parser.parse_function_type()
+        inputs, outputs = signature.inputs.data, signature.outputs.data
+        if len(inputs) != 1 or len(outputs) != 1:
+            parser.raise_error("expected a type like (T) -> T", pos, parser.pos)
+        return cls.build(
+            operands=[parser.resolve_operand(value, inputs[0])],
+            result_types=[outputs[0]],
+            regions=[body],
+            properties=props,
+            attributes=attrs,
+        )
+
+
+# --- kernels and launches -----------------------------------------------------------
+
+
+@redefine(properties={"targets": optional_property(ArrayAttr)})
+class ModuleOp(gpu.ModuleOp):
+    """`gpu.module @name ([targets])? (attributes {...})? region`."""
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        targets = self.properties.get("targets")
+        if isinstance(targets, ArrayAttr):
+            printer.print_string(" [")
+            printer.print_list(targets.data, printer.print_attribute)
+            printer.print_string("]")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ModuleOp":
+        props: dict[str, Attribute] = {"sym_name": parser.parse_symbol_name()}
+        targets = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_attribute
+        )
+        if targets is not None:
+            props["targets"] = ArrayAttr(targets)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        if not body.blocks:
+            body.add_block(Block())
+        return cls.build(
+            properties=props,
+            attributes=attrs.data if attrs else {},
+            regions=[body],
+        )
+
+
+_DICTS = ArrayAttr[DictionaryAttr]
+
+
+@redefine(
+    properties={
+        "arg_attrs": optional_property(_DICTS),
+        "res_attrs": optional_property(_DICTS),
+    },
+    attributes={"gpu.kernel": OptAttributeDef(irdl_to_attr_constraint(UnitAttr))},
+    drop=("kernel",),
+)
+class FuncOp(gpu.FuncOp):
+    """`gpu.func @name(%a: T {attrs}, ...) (-> results)? (workgroup(...))?
+    (private(...))? kernel? (attributes {...})? region`; attributions are the entry
+    block's arguments after the function's, `workgroup_attributions` counts the first
+    kind."""
+
+    _RESERVED = ("sym_name", "gpu.kernel", _NUM_WORKGROUP)
+
+    def __init__(
+        self,
+        name: str,
+        function_type: FunctionType | tuple[Sequence[Attribute], Sequence[Attribute]],
+        region: Region | type[Region.DEFAULT] = Region.DEFAULT,
+        kernel: bool | None = None,
+        known_block_size: Sequence[int] | None = None,
+        known_grid_size: Sequence[int] | None = None,
+    ):
+        # xDSL's constructor would store `kernel` as a property.
+        super().__init__(
+            name, function_type, region, None, known_block_size, known_grid_size
+        )
+        if kernel:
+            self.attributes["gpu.kernel"] = UnitAttr()
+
+    def verify_(self) -> None:
+        inputs = self.function_type.inputs.data
+        if self.body.blocks and self.body.blocks[0].arg_types[: len(inputs)] != inputs:
+            raise VerifyException(
+                "gpu.func entry block arguments must start with the function's inputs"
+            )
+        if self.kernel is not None and self.function_type.outputs.data:
+            raise VerifyException("a gpu.func kernel must not return values")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        args = self.body.blocks[0].args if self.body.blocks else ()
+        inputs = len(self.function_type.inputs)
+        arg_attrs = _dicts(self.properties.get("arg_attrs"), inputs)
+        printer.print_string("(")
+        printer.print_list(
+            zip(args[:inputs], arg_attrs), lambda a: print_func_argument(printer, *a)
+        )
+        printer.print_string(")")
+        self._print_results(printer)
+        workgroup = inputs + _num_workgroup(self)
+        _print_attributions(printer, "workgroup", args[inputs:workgroup])
+        _print_attributions(printer, "private", args[workgroup:])
+        if self.kernel is not None:
+            printer.print_string(" kernel")
+        printer.print_op_attributes(
+            self.attributes, reserved_attr_names=self._RESERVED, print_keyword=True
+        )
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def _print_results(self, printer: Printer) -> None:
+        outputs = self.function_type.outputs.data
+        if not outputs:
+            return
+        res_attrs = self.properties.get("res_attrs")
+        printer.print_string(" -> ")
+        if res_attrs is None and len(outputs) == 1:
+            printer.print_attribute(outputs[0])
+            return
+
+        def one(pair: tuple[Attribute, DictionaryAttr | None]) -> None:
+            printer.print_attribute(pair[0])
+            if pair[1] is not None:
+                printer.print_op_attributes(pair[1].data)
+
+        printer.print_string("(")
+        printer.print_list(zip(outputs, _dicts(res_attrs, len(outputs))), one)
+        printer.print_string(")")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "FuncOp":
+        name = parser.parse_symbol_name()
+        args = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN,
+            lambda: _parse_with_attrs(parser, parser.parse_argument),
+        )
+        results = _parse_results(parser)
+        workgroup = _parse_attributions(parser, "workgroup")
+        private = _parse_attributions(parser, "private")
+        attrs: dict[str, Attribute] = {
+            "sym_name": name,
+            _NUM_WORKGROUP: IntegerAttr(len(workgroup), i64),
+        }
+        if parser.parse_optional_keyword("kernel"):
+            attrs["gpu.kernel"] = UnitAttr()
+        if (extra := parser.parse_optional_attr_dict_with_keyword()) is not None:
+            attrs |= extra.data
+        entry = [arg for arg, _ in args] + workgroup + private
+        body = parser.parse_region(entry)
+        signature = FunctionType.from_lists(
+            [arg.type for arg, _ in args], [t for t, _ in results]
+        )
+        props: dict[str, Attribute] = {"function_type": signature}
+        _set_dicts(props, "arg_attrs", [a for _, a in args])
+        _set_dicts(props, "res_attrs", [a for _, a in results])
+        return cls.build(properties=props, attributes=attrs, regions=[body])
+
+
+def _parse_with_attrs(
+    parser: Parser, parse: Callable[[], T]
+) -> tuple[T, dict[str, Attribute]]:
+    item = parse()
+    return item, parser.parse_optional_dictionary_attr_dict()
+
+
+def _parse_results(
+    parser: Parser,
+) -> list[tuple[Attribute, dict[str, Attribute]]]:
+    if not parser.parse_optional_punctuation("->"):
+        return []
+    results = parser.parse_optional_comma_separated_list(
+        parser.Delimiter.PAREN, lambda: _parse_with_attrs(parser, parser.parse_type)
+    )
+    return [(parser.parse_type(), {})] if results is None else results
+
+
+def _dicts(attr: Attribute | None, count: int) -> list[DictionaryAttr | None]:
+    if isinstance(attr, ArrayAttr) and len(attr) == count:
+        return [d if isinstance(d, DictionaryAttr) and d.data else None for d in attr]
+    return [None] * count
+
+
+def _set_dicts(
+    props: dict[str, Attribute], name: str, dicts: list[dict[str, Attribute]]
+) -> None:
+    # Like MLIR, omitted when no entry has attributes.
+    if any(dicts):
+        props[name] = ArrayAttr(DictionaryAttr(d) for d in dicts)
+
+
+@redefine(
+    properties={
+        "module": optional_property(SymbolRefAttr),
+        "function": optional_property(SymbolRefAttr),
+    }
+)
+class LaunchOp(gpu.LaunchOp):
+    """`gpu.launch async? [deps]? (clusters(ids) in (sizes))? blocks(ids) in (sizes)
+    threads(ids) in (sizes) (dynamic_shared_memory_size %s)? (module(@m))?
+    (function(@f))? (workgroup(...))? (private(...))? region attr-dict`.
+
+    The body's arguments: block ids, thread ids, grid sizes, block sizes (3 each), then
+    cluster ids and cluster sizes when clustered, then the attributions."""
+
+    def verify_(self) -> None:
+        if not any(b.ops for b in self.body.blocks):
+            raise VerifyException("gpu.launch requires a non-empty body")
+        count = self._num_dims()
+        types = self.body.blocks[0].arg_types[:count]
+        if types != (IndexType(),) * count:
+            raise VerifyException(
+                f"gpu.launch's body must start with {count} index arguments "
+                "(block and thread ids, grid and block sizes, cluster ids and sizes)"
+            )
+
+    def _num_dims(self) -> int:
+        return 18 if self.clusterSizeX is not None else 12
+
+    def print(self, printer: Printer) -> None:
+        args = self.body.blocks[0].args if self.body.blocks else ()
+        if len(args) < self._num_dims():  # invalid op: print what is there
+            printer.print_op_with_default_format(self)
+            return
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        if self.clusterSizeX is not None:
+            sizes = (self.clusterSizeX, self.clusterSizeY, self.clusterSizeZ)
+            _print_dims(printer, "clusters", args[12:15], args[15:18], sizes)
+        grid = (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
+        _print_dims(printer, "blocks", args[0:3], args[6:9], grid)
+        block = (self.blockSizeX, self.blockSizeY, self.blockSizeZ)
+        _print_dims(printer, "threads", args[3:6], args[9:12], block)
+        if self.dynamicSharedMemorySize is not None:
+            printer.print_string(" dynamic_shared_memory_size ")
+            printer.print_operand(self.dynamicSharedMemorySize)
+        for keyword in ("module", "function"):
+            if (symbol := self.properties.get(keyword)) is not None:
+                printer.print_string(f" {keyword}(")
+                printer.print_attribute(symbol)
+                printer.print_string(")")
+        workgroup = self._num_dims() + _num_workgroup(self)
+        _print_attributions(printer, "workgroup", args[self._num_dims() : workgroup])
+        _print_attributions(printer, "private", args[workgroup:])
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(
+            self.attributes, reserved_attr_names=(_NUM_WORKGROUP, _SEGMENTS)
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LaunchOp":
+        is_async, deps = parse_async(parser)
+        clusters = _if_keyword(parser, "clusters", lambda: _parse_dims(parser))
+        blocks = _parse_dims(parser, "blocks")
+        threads = _parse_dims(parser, "threads")
+        shared = _parse_shared_memory_size(parser)
+        props: dict[str, Attribute] = {}
+        for keyword in ("module", "function"):
+            symbol = _if_keyword(parser, keyword, lambda: _parse_in_parens(parser))
+            if symbol is not None:
+                props[keyword] = symbol
+        workgroup = _parse_attributions(parser, "workgroup")
+        private = _parse_attributions(parser, "private")
+        index = IndexType()
+        dims = blocks[0] + threads[0] + blocks[1] + threads[1]
+        if clusters is not None:
+            dims += clusters[0] + clusters[1]
+        entry = [d.resolve(index) for d in dims] + workgroup + private
+        body = parser.parse_region(entry)
+        attrs = parser.parse_optional_attr_dict()
+        attrs.pop(_SEGMENTS, None)
+        attrs[_NUM_WORKGROUP] = IntegerAttr(len(workgroup), i64)
+        cluster_sizes = [[v] for v in clusters[2]] if clusters else [[], [], []]
+        return cls.build(
+            operands=[deps, *blocks[2], *threads[2], *cluster_sizes, shared],
+            result_types=[_token_types(is_async)],
+            regions=[body],
+            properties=props,
+            attributes=attrs,
+        )
+
+
+_Dims = tuple[
+    list[Parser.UnresolvedArgument], list[Parser.UnresolvedArgument], list[SSAValue]
+]
+
+
+def _if_keyword(parser: Parser, keyword: str, parse: Callable[[], T]) -> T | None:
+    return parse() if parser.parse_optional_keyword(keyword) else None
+
+
+def _parse_shared_memory_size(parser: Parser) -> list[SSAValue]:
+    size = _if_keyword(
+        parser, "dynamic_shared_memory_size", lambda: parser.parse_operand(i32)
+    )
+    return [] if size is None else [size]
+
+
+def _parse_in_parens(parser: Parser) -> SymbolRefAttr:
+    parser.parse_punctuation("(")
+    symbol = _parse_symbol(parser)
+    parser.parse_punctuation(")")
+    return symbol
+
+
+def _parse_dims(parser: Parser, keyword: str | None = None) -> _Dims:
+    """`keyword? (%x, %y, %z) in (%sx = %a, %sy = %b, %sz = %c)`: (ids, sizes,
+    values)."""
+    if keyword is not None:
+        parser.parse_keyword(keyword)
+    ids = _parse_triple(parser, lambda: parser.parse_argument(expect_type=False))
+    parser.parse_keyword("in")
+    pairs = _parse_triple(parser, lambda: parse_assignment(parser))
+    values = [parser.resolve_operand(value, IndexType()) for _, value in pairs]
+    return ids, [size for size, _ in pairs], values
+
+
+def _parse_triple(parser: Parser, parse: Callable[[], T]) -> list[T]:
+    pos = parser.pos
+    items = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse)
+    if len(items) != 3:
+        parser.raise_error("expected three values (x, y, z)", pos, parser.pos)
+    return items
+
+
+def _print_dims(
+    printer: Printer,
+    keyword: str,
+    ids: Sequence[BlockArgument],
+    sizes: Sequence[BlockArgument],
+    values: Sequence[SSAValue | None],
+) -> None:
+    printer.print_string(f" {keyword}(")
+    printer.print_list(ids, printer.print_operand)
+    printer.print_string(") in (")
+
+    def one(pair: tuple[BlockArgument, SSAValue | None]) -> None:
+        printer.print_operand(pair[0])
+        printer.print_string(" = ")
+        if pair[1] is not None:
+            printer.print_operand(pair[1])
+
+    printer.print_list(zip(sizes, values), one)
+    printer.print_string(")")
+
+
+class LaunchFuncOp(gpu.LaunchFuncOp):
+    """`gpu.launch_func async? [deps]? (<%obj : T>)? @module::@kernel
+    (clusters in (x, y, z))? blocks in (x, y, z) threads in (x, y, z) (: type)?
+    (dynamic_shared_memory_size %s)? (args(%a : T, ...))? attr-dict`; all sizes share
+    one type, index unless given."""
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        if self.asyncObject is not None:
+            printer.print_string(" <")
+            _print_typed_args(printer, [self.asyncObject])
+            printer.print_string(">")
+        printer.print_string(" ")
+        printer.print_attribute(self.kernel)
+        if self.clusterSizeX is not None:
+            clusters = (self.clusterSizeX, self.clusterSizeY, self.clusterSizeZ)
+            _print_sizes(printer, "clusters", clusters)
+        grid = (self.gridSizeX, self.gridSizeY, self.gridSizeZ)
+        _print_sizes(printer, "blocks", grid)
+        block = (self.blockSizeX, self.blockSizeY, self.blockSizeZ)
+        _print_sizes(printer, "threads", block)
+        if not isinstance(self.gridSizeX.type, IndexType):
+            printer.print_string(" : ")
+            printer.print_attribute(self.gridSizeX.type)
+        if self.dynamicSharedMemorySize is not None:
+            printer.print_string(" dynamic_shared_memory_size ")
+            printer.print_operand(self.dynamicSharedMemorySize)
+        if self.kernelOperands:
+            printer.print_string(" args(")
+            _print_typed_args(printer, self.kernelOperands)
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes, reserved_attr_names=(_SEGMENTS,))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LaunchFuncOp":
+        is_async, deps = parse_async(parser)
+        async_object: list[SSAValue] = []
+        if parser.parse_optional_punctuation("<"):
+            async_object.append(_parse_typed_operand(parser))
+            parser.parse_punctuation(">")
+        kernel = _parse_symbol(parser)
+        clusters = _if_keyword(parser, "clusters", lambda: _parse_sizes(parser))
+        grid = _parse_sizes(parser, "blocks")
+        block = _parse_sizes(parser, "threads")
+        size_type: Attribute = IndexType()
+        if parser.parse_optional_punctuation(":"):
+            size_type = parser.parse_type()
+
+        def resolve(names: Sequence[UnresolvedOperand]) -> list[SSAValue]:
+            return [parser.resolve_operand(n, size_type) for n in names]
+
+        shared = _parse_shared_memory_size(parser)
+        args = _if_keyword(
+            parser,
+            "args",
+            lambda: parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_typed_operand(parser)
+            ),
+        )
+        attrs = parser.parse_optional_attr_dict()
+        attrs.pop(_SEGMENTS, None)
+        cluster_sizes = [[v] for v in resolve(clusters)] if clusters else [[], [], []]
+        return cls.build(
+            operands=[
+                deps, *resolve(grid), *resolve(block), *cluster_sizes, shared,
+                args or [], async_object,
+            ],  # fmt: skip
+            result_types=[_token_types(is_async)],
+            properties={"kernel": kernel},
+            attributes=attrs,
+        )
+
+
+def _parse_typed_operand(parser: Parser) -> SSAValue:
+    name = parser.parse_unresolved_operand()
+    parser.parse_punctuation(":")
+    return parser.resolve_operand(name, parser.parse_type())
+
+
+def _parse_sizes(parser: Parser, keyword: str | None = None) -> list[UnresolvedOperand]:
+    """`keyword? in (%x, %y, %z)`."""
+    if keyword is not None:
+        parser.parse_keyword(keyword)
+    parser.parse_keyword("in")
+    return _parse_triple(parser, parser.parse_unresolved_operand)
+
+
+def _print_sizes(
+    printer: Printer, keyword: str, values: Sequence[SSAValue | None]
+) -> None:
+    printer.print_string(f" {keyword} in (")
+    printer.print_list((v for v in values if v is not None), printer.print_operand)
+    printer.print_string(")")
+
+
+_ops = with_replaced_ops(
+    gpu.GPU,
+    AllocOp,
+    AllReduceOp,
+    BarrierOp,
+    BlockDimOp,
+    BlockIdOp,
+    DeallocOp,
+    FuncOp,
+    GlobalIdOp,
+    GridDimOp,
+    HostRegisterOp,
+    HostUnregisterOp,
+    LaneIdOp,
+    LaunchFuncOp,
+    LaunchOp,
+    MemcpyOp,
+    ModuleOp,
+    NumSubgroupsOp,
+    ReturnOp,
+    SetDefaultDeviceOp,
+    SubgroupIdOp,
+    SubgroupSizeOp,
+    TerminatorOp,
+    ThreadIdOp,
+    WaitOp,
+    YieldOp,
+)
+
+GPU: Dialect = Dialect(
+    _ops.name,
+    list(_ops.operations),
+    [
+        *(a for a in _ops.attributes if a.name != AllReduceOperationAttr.name),
+        AllReduceOperationAttr,
+        AddressSpaceAttr,
+    ],
+)

@@ -1,0 +1,378 @@
+"""The memref dialect with MLIR 22's custom syntax for the ops xDSL 0.74 prints only
+generically (copy, cast, global, memory_space_cast, rank, atomic_rmw, alloca_scope,
+extract_aligned_pointer_as_index), and load/store reporting a wrong index count as a
+verification error rather than a crash.
+
+Also home of the helpers that let a subclass of an xDSL op change its definition or
+gain a declarative assembly format; `dhir.dialects.gpu` and `.scf` use them too.
+"""
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import TypeVar
+
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    AnyAttr,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect
+from xdsl.irdl import (
+    AttributeDef,
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    OptPropertyDef,
+    PropertyDef,
+    irdl_to_attr_constraint,
+)
+from xdsl.irdl.declarative_assembly_format import FormatProgram
+from xdsl.irdl.operations import get_accessors_from_op_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from dhir.dialects import with_replaced_ops
+
+OpT = TypeVar("OpT", bound=type[IRDLOperation])
+
+
+# --- helpers shared with dhir.dialects.gpu -------------------------------------------
+
+
+def redefine(
+    *,
+    properties: Mapping[str, PropertyDef] = {},
+    attributes: Mapping[str, AttributeDef] = {},
+    drop: Iterable[str] = (),
+    drop_segment_sizes: bool = False,
+) -> Callable[[OpT], OpT]:
+    """Class decorator giving a subclass of an xDSL op a changed IRDL definition.
+
+    `irdl_op_definition` cannot be applied again to a subclass of a defined op, so this
+    edits a copy of the base definition instead. New entries replace old ones of the same
+    name, and the properties named in `drop` go; the accessor of an attribute is the
+    last part of its name (`gpu.kernel` -> `kernel`). The base op's own `verify_`
+    checks are lost: the subclass restates those it needs in its own `verify_`.
+    """
+
+    def apply(cls: OpT) -> OpT:
+        base = cls.get_irdl_definition()
+        dropped = set(drop)
+        options = list(base.options)
+        if drop_segment_sizes:
+            # The option also declared the segment sizes attribute/property.
+            segments = AttrSizedOperandSegments
+            options = [o for o in options if not isinstance(o, segments)]
+            dropped.add(AttrSizedOperandSegments.attribute_name)
+        kept = {k: v for k, v in base.properties.items() if k not in dropped}
+        kept_attrs = {k: v for k, v in base.attributes.items() if k not in dropped}
+        accessors = {
+            k: v for k, v in base.accessor_names.items() if v[0] not in dropped
+        }
+        accessors.update({name: (name, "property") for name in properties})
+        accessors.update(
+            {name.rsplit(".", 1)[-1]: (name, "attribute") for name in attributes}
+        )
+        op_def = replace(
+            base,
+            properties={**kept, **properties},
+            attributes={**kept_attrs, **attributes},
+            accessor_names=accessors,
+            options=options,
+            assembly_format=None,
+        )
+        own_verify = cls.__dict__.get("verify_")
+        for name, value in get_accessors_from_op_def(op_def, own_verify).items():
+            setattr(cls, name, value)
+        return cls
+
+    return apply
+
+
+def optional_property(constraint: object) -> OptPropertyDef:
+    return OptPropertyDef(irdl_to_attr_constraint(constraint))  # pyright: ignore
+
+
+def custom_format(assembly_format: str) -> Callable[[OpT], OpT]:
+    """Class decorator giving a subclass of an xDSL op a declarative assembly format."""
+
+    def apply(cls: OpT) -> OpT:
+        program = FormatProgram.from_str(assembly_format, cls.get_irdl_definition())
+
+        def parse(op_type: OpT, parser: Parser) -> IRDLOperation:
+            return program.parse(parser, op_type)
+
+        def print_op(self: IRDLOperation, printer: Printer) -> None:
+            program.print(printer, self)
+
+        setattr(cls, "parse", classmethod(parse))
+        setattr(cls, "print", print_op)
+        return cls
+
+    return apply
+
+
+def split_properties(
+    op_type: type[IRDLOperation], attrs: Mapping[str, Attribute]
+) -> tuple[dict[str, Attribute], dict[str, Attribute]]:
+    """(properties, attributes) of an attr-dict: as in MLIR, an entry naming one of the
+    op's properties sets that property."""
+    names = op_type.get_irdl_definition().properties
+    props = {k: v for k, v in attrs.items() if k in names}
+    return props, {k: v for k, v in attrs.items() if k not in names}
+
+
+def has_terminator(block: Block) -> bool:
+    last = block.last_op
+    return last is not None and last.has_trait(IsTerminator)
+
+
+def print_type_list(printer: Printer, types: Iterable[Attribute]) -> None:
+    printer.print_list(types, printer.print_attribute)
+
+
+# --- ops ----------------------------------------------------------------------------
+
+
+def _reraise_as_verify_error(verify: Callable[[], None]) -> None:
+    try:
+        verify()
+    except VerifyException:
+        raise
+    except Exception as error:  # xDSL 0.74 raises a bare Exception on a bad index count
+        raise VerifyException(str(error)) from error
+
+
+class LoadOp(memref.LoadOp):
+    def verify_(self) -> None:
+        _reraise_as_verify_error(super().verify_)
+
+
+class StoreOp(memref.StoreOp):
+    def verify_(self) -> None:
+        _reraise_as_verify_error(super().verify_)
+
+
+@custom_format(
+    "$source `,` $destination attr-dict `:` type($source) `to` type($destination)"
+)
+class CopyOp(memref.CopyOp):
+    pass
+
+
+@custom_format("$source attr-dict `:` type($source) `to` type($dest)")
+class CastOp(memref.CastOp):
+    pass
+
+
+@custom_format("$source attr-dict `:` type($source) `to` type($dest)")
+class MemorySpaceCastOp(memref.MemorySpaceCastOp):
+    pass
+
+
+@custom_format("$source attr-dict `:` type($source)")
+class RankOp(memref.RankOp):
+    pass
+
+
+@custom_format("$source attr-dict `:` type($source) `->` type($aligned_pointer)")
+class ExtractAlignedPointerAsIndexOp(memref.ExtractAlignedPointerAsIndexOp):
+    pass
+
+
+@custom_format("attr-dict ($ops^ `:` type($ops))?")
+class AllocaScopeReturnOp(memref.AllocaScopeReturnOp):
+    pass
+
+
+class AllocaScopeOp(memref.AllocaScopeOp):
+    """`memref.alloca_scope (-> (types))? region attr-dict`; like MLIR, the return is
+    implicit (neither parsed nor printed) when the scope has no results."""
+
+    def print(self, printer: Printer) -> None:
+        if self.res:
+            printer.print_string(" -> (")
+            print_type_list(printer, self.res.types)
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(self.scope, print_block_terminators=bool(self.res))
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "AllocaScopeOp":
+        types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->"):
+            types = parser.parse_optional_comma_separated_list(
+                parser.Delimiter.PAREN, parser.parse_type
+            ) or [parser.parse_type()]
+        region = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        if not region.blocks:
+            region.add_block(Block())
+        block = region.blocks[-1]
+        if not has_terminator(block):
+            block.add_op(AllocaScopeReturnOp.build(operands=[[]]))
+        return cls.build(result_types=[types], regions=[region], attributes=attrs)
+
+
+# The ids of arith.atomic_rmw_kind, as `mlir-opt-22 --mlir-print-op-generic` shows them.
+ATOMIC_RMW_KINDS = (
+    "addf", "addi", "andi", "assign", "maximumf", "maxnumf", "maxs", "maxu",
+    "minimumf", "minnumf", "mins", "minu", "mulf", "muli", "ori", "xori",
+)  # fmt: skip
+
+
+class AtomicRMWOp(memref.AtomicRMWOp):
+    """`memref.atomic_rmw kind %value, %memref[%i] attr-dict : (T, memref) -> T`."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not 0 <= self.kind.value.data < len(ATOMIC_RMW_KINDS):
+            raise VerifyException(f"unknown atomic_rmw kind {self.kind.value.data}")
+
+    def print(self, printer: Printer) -> None:
+        kind = self.kind.value.data
+        # Invalid IR is printed in diagnostics too: show the number, don't crash.
+        name = ATOMIC_RMW_KINDS[kind] if 0 <= kind < len(ATOMIC_RMW_KINDS) else kind
+        printer.print_string(f" {name} ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        print_type_list(printer, (self.value.type, self.memref.type))
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "AtomicRMWOp":
+        kind = ATOMIC_RMW_KINDS.index(parser.parse_keyword_in(ATOMIC_RMW_KINDS))
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        target = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        types = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        if len(types) != 2:
+            parser.raise_error("expected (value type, memref type)", pos, parser.pos)
+        operands = parser.resolve_operands([value, target], types, pos)
+        index = [parser.resolve_operand(i, IndexType()) for i in indices]
+        return cls.build(
+            operands=[operands[0], operands[1], index],
+            result_types=[result_type],
+            properties={"kind": IntegerAttr(kind, i64)},
+            attributes=attrs,
+        )
+
+
+@redefine(
+    # MLIR lets both be absent: a public global, an external declaration.
+    properties={
+        "sym_visibility": optional_property(StringAttr),
+        "initial_value": optional_property(AnyAttr()),
+    }
+)
+class GlobalOp(memref.GlobalOp):
+    """`memref.global "private"? constant? @name : type (= value|uninitialized)?
+    attr-dict`; the value's tensor type is implied by the memref type."""
+
+    def verify_(self) -> None:
+        if self.alignment is not None:
+            alignment = self.alignment.value.data
+            if alignment <= 0 or alignment & (alignment - 1):
+                raise VerifyException(f"alignment {alignment} is not a power of 2")
+
+    def print(self, printer: Printer) -> None:
+        if self.sym_visibility is not None:
+            printer.print_string(" ")
+            printer.print_string_literal(self.sym_visibility.data)
+        if self.constant is not None:
+            printer.print_string(" constant")
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" : ")
+        printer.print_attribute(self.type)
+        self._print_initial_value(printer)
+        reserved = ("sym_visibility", "constant", "sym_name", "type", "initial_value")
+        extra = {k: v for k, v in self.properties.items() if k not in reserved}
+        printer.print_op_attributes(extra | self.attributes)
+
+    def _print_initial_value(self, printer: Printer) -> None:
+        value = self.initial_value
+        if value is None:
+            return
+        printer.print_string(" = ")
+        if isinstance(value, UnitAttr):
+            printer.print_string("uninitialized")
+        elif isinstance(value, DenseIntOrFPElementsAttr) and value.type == _tensor_of(
+            self.type
+        ):
+            value.print_without_type(printer)
+        else:
+            printer.print_attribute(value)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GlobalOp":
+        props: dict[str, Attribute] = {}
+        if (visibility := parser.parse_optional_str_literal()) is not None:
+            props["sym_visibility"] = StringAttr(visibility)
+        if parser.parse_optional_keyword("constant"):
+            props["constant"] = UnitAttr()
+        props["sym_name"] = parser.parse_symbol_name()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        memref_type = parser.parse_type()
+        if not isinstance(memref_type, memref.MemRefType):
+            parser.raise_error("expected a memref type", pos, parser.pos)
+        props["type"] = memref_type
+        if parser.parse_optional_punctuation("="):
+            props["initial_value"] = _parse_initial_value(parser, memref_type)
+        more_props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(properties=props | more_props, attributes=attrs)
+
+
+def _tensor_of(memref_type: memref.MemRefType) -> TensorType[Attribute]:
+    return TensorType(memref_type.element_type, memref_type.shape)
+
+
+def _parse_initial_value(parser: Parser, memref_type: memref.MemRefType) -> Attribute:
+    if parser.parse_optional_keyword("uninitialized"):
+        return UnitAttr()
+    if parser.parse_optional_keyword("dense"):
+        tensor = _tensor_of(memref_type)
+        return parser.parse_dense_int_or_fp_elements_attr(tensor)  # pyright: ignore
+    return parser.parse_attribute()
+
+
+MemRef: Dialect = with_replaced_ops(
+    memref.MemRef,
+    AllocaScopeOp,
+    AllocaScopeReturnOp,
+    AtomicRMWOp,
+    CastOp,
+    CopyOp,
+    ExtractAlignedPointerAsIndexOp,
+    GlobalOp,
+    LoadOp,
+    MemorySpaceCastOp,
+    RankOp,
+    StoreOp,
+)

@@ -1,0 +1,371 @@
+"""MLIR 22's custom syntax for scf.parallel/reduce, the gpu ops and the memref ops
+xDSL 0.74 reads only generically: parse -> print -> parse, both forms, errors."""
+
+import shutil
+import subprocess
+from io import StringIO
+
+import pytest
+from xdsl.dialects import gpu as xgpu
+from xdsl.dialects import memref as xmemref
+from xdsl.dialects import scf as xscf
+from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
+from xdsl.ir import Block, Operation, Region
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from dhir.context import make_context
+from dhir.dialects import gpu, memref, scf
+
+
+# One context: xDSL makes a new class per unregistered attribute (#nvvm.target here)
+# in each context, and attributes of different classes never compare equal.
+CTX = make_context(allow_unregistered=True)
+
+
+def parse(text: str, verify: bool = True) -> ModuleOp:
+    module = Parser(CTX, text).parse_module()
+    if verify:
+        module.verify()
+    return module
+
+
+def show(op: Operation, generic: bool = False) -> str:
+    out = StringIO()
+    Printer(stream=out, print_generic_format=generic).print_op(op)
+    return out.getvalue()
+
+
+def in_func(args: str, body: str, name: str = "f") -> str:
+    return f"func.func @{name}({args}) {{\n{body}\n  func.return\n}}"
+
+
+def lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+KERNELS = """
+gpu.module @kernels {
+  gpu.func @k(%a: f32 {dhir.note}, %b: i32) kernel attributes {gpu.known_block_size = array<i32: 64, 1, 1>} {
+    %t = gpu.thread_id x
+    %u = gpu.block_id y upper_bound 16
+    %v = gpu.block_dim z
+    %w = gpu.grid_dim x
+    %g = gpu.global_id y
+    %l = gpu.lane_id
+    %l2 = gpu.lane_id upper_bound 32
+    %n = gpu.num_subgroups : index
+    %s = gpu.subgroup_id upper_bound 4 : index
+    %z = gpu.subgroup_size : index
+    gpu.barrier
+    gpu.return
+  }
+  gpu.func @h(%a: f32) -> (f32 {llvm.x}, f32) {
+    gpu.return %a, %a : f32, f32
+  }
+  gpu.func @wg(%a: f32) workgroup(%w : memref<8xf32, #gpu.address_space<workgroup>>) private(%p : memref<1xf32, #gpu.address_space<private>>) kernel {
+    gpu.return
+  }
+}
+gpu.module @targeted [#nvvm.target<chip = "sm_90">] attributes {note} {
+}
+"""
+
+HOST = in_func(
+    "%m: memref<?xf32>, %n: index, %f: f32, %i: i32, %u: memref<*xf32>",
+    """\
+  %c1 = arith.constant 1 : index
+  gpu.launch_func @kernels::@k blocks in (%c1, %c1, %c1) threads in (%n, %c1, %c1) args(%f : f32, %i : i32)
+  gpu.launch_func @kernels::@k blocks in (%i, %i, %i) threads in (%i, %i, %i) : i32 dynamic_shared_memory_size %i args(%f : f32, %i : i32) {note}
+  gpu.launch_func @kernels::@k clusters in (%c1, %c1, %c1) blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%f : f32, %i : i32)
+  %t0 = gpu.wait async
+  %t1 = gpu.launch_func async [%t0] @kernels::@k blocks in (%c1, %c1, %c1) threads in (%n, %c1, %c1) args(%f : f32, %i : i32)
+  %d, %t2 = gpu.alloc async [%t1] (%n) : memref<?xf32>
+  %e = gpu.alloc host_shared () : memref<4xf32>
+  %t3 = gpu.memcpy async [%t2] %d, %m : memref<?xf32>, memref<?xf32>
+  gpu.memcpy %d, %m : memref<?xf32>, memref<?xf32> {note}
+  %t4 = gpu.dealloc async [%t3] %d : memref<?xf32>
+  gpu.dealloc %e : memref<4xf32>
+  gpu.wait [%t4, %t0]
+  gpu.wait
+  gpu.host_register %u : memref<*xf32>
+  gpu.host_unregister %u : memref<*xf32>
+  gpu.set_default_device %i
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %n, %sy = %c1, %sz = %c1) {
+    %v = memref.load %m[%tx] : memref<?xf32>
+    %r = gpu.all_reduce minnumf %v uniform {
+    } : (f32) -> f32
+    %r2 = gpu.all_reduce %v {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.addf %x, %y : f32
+      gpu.yield %s : f32
+    } : (f32) -> f32
+    gpu.terminator
+  }
+  %t5 = gpu.launch async [%t0] clusters(%cx, %cy, %cz) in (%csx = %c1, %csy = %c1, %csz = %c1) blocks(%bx_1, %by_1, %bz_1) in (%gx_1 = %c1, %gy_1 = %c1, %gz_1 = %c1) threads(%tx_1, %ty_1, %tz_1) in (%sx_1 = %n, %sy_1 = %c1, %sz_1 = %c1) dynamic_shared_memory_size %i module(@mod) function(@fn) workgroup(%w : memref<4xf32, #gpu.address_space<workgroup>>) {
+    gpu.terminator
+  } {note = 1 : i32}""",
+    "host",
+)
+
+GPU = "builtin.module attributes {gpu.container_module} {" + KERNELS + HOST + "\n}"
+
+MEMREF = """
+memref.global "private" constant @c : memref<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
+memref.global @g : memref<4xi32> = uninitialized
+memref.global "private" @h : memref<3xf64> = dense<0.000000e+00> {alignment = 64 : i64}
+memref.global @ext : memref<2xf32>
+""" + in_func(
+    "%a: memref<4xf32>, %b: memref<4xf32>, %i: index, %v: f32, %n: index",
+    """\
+  memref.copy %a, %b : memref<4xf32> to memref<4xf32>
+  %c = memref.cast %a : memref<4xf32> to memref<?xf32>
+  %u = memref.cast %a : memref<4xf32> to memref<*xf32>
+  %s = memref.memory_space_cast %a : memref<4xf32> to memref<4xf32, 1 : i64>
+  %r = memref.rank %a : memref<4xf32>
+  %p = memref.extract_aligned_pointer_as_index %a : memref<4xf32> -> index
+  %x = memref.atomic_rmw maximumf %v, %a[%i] {note} : (f32, memref<4xf32>) -> f32
+  %g = memref.get_global @c : memref<2xf32>
+  memref.alloca_scope {
+    %t = memref.alloca() : memref<4xf32>
+  }
+  %y = memref.alloca_scope -> (index) {
+    memref.alloca_scope.return %n : index
+  }""",
+    "mem",
+)
+
+SCF = in_func(
+    "%lb: index, %ub: index, %st: index, %m: memref<?xf32>, %f: f32, %k: i32",
+    """\
+  scf.parallel (%i, %j) = (%lb, %lb) to (%ub, %ub) step (%st, %st) {
+    memref.store %f, %m[%i] : memref<?xf32>
+    scf.reduce
+  } {note}
+  %r = scf.parallel (%i_1) = (%lb) to (%ub) step (%st) init (%f) -> f32 {
+    %v = memref.load %m[%i_1] : memref<?xf32>
+    scf.reduce(%v : f32) {
+    ^bb0(%a: f32, %b: f32):
+      %s = arith.addf %a, %b : f32
+      scf.reduce.return %s : f32
+    }
+  }
+  %q, %p = scf.parallel (%i_2) = (%lb) to (%ub) step (%st) init (%f, %k) -> (f32, i32) {
+    scf.reduce(%f, %k : f32, i32) {
+    ^bb0(%a_1: f32, %b_1: f32):
+      scf.reduce.return %a_1 : f32
+    }, {
+    ^bb0(%a_2: i32, %b_2: i32):
+      scf.reduce.return %b_2 : i32
+    }
+  }""",
+    "loops",
+)
+
+SAMPLES = {"gpu": GPU, "memref": MEMREF, "scf": SCF}
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_custom_syntax_prints_as_written(name: str) -> None:
+    printed = show(parse(SAMPLES[name]))
+    assert set(lines(SAMPLES[name])) - {"}"} <= set(lines(printed))
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_round_trip_custom_and_generic(name: str) -> None:
+    module = parse(SAMPLES[name])
+    text = show(module)
+    again = parse(text)
+    assert show(again) == text
+    assert again.is_structurally_equivalent(module)
+    from_generic = parse(show(module, generic=True))
+    assert show(from_generic) == text
+    assert from_generic.is_structurally_equivalent(module)
+
+
+def test_ops_are_dhir_subclasses_of_xdsl_ops() -> None:
+    module = parse("\n".join(SAMPLES.values()))
+    by_name = {op.name: op for op in module.walk()}
+    pairs = [
+        (gpu.LaunchOp, xgpu.LaunchOp),
+        (gpu.FuncOp, xgpu.FuncOp),
+        (gpu.ThreadIdOp, xgpu.ThreadIdOp),
+        (gpu.MemcpyOp, xgpu.MemcpyOp),
+        (memref.CopyOp, xmemref.CopyOp),
+        (memref.GlobalOp, xmemref.GlobalOp),
+        (scf.ParallelOp, xscf.ParallelOp),
+        (scf.ReduceOp, xscf.ReduceOp),
+    ]
+    for ours, theirs in pairs:
+        op = by_name[ours.name]
+        assert type(op) is ours and isinstance(op, theirs)
+
+
+def test_parallel_terminator_is_implicit() -> None:
+    text = in_func(
+        "%n: index, %m: memref<?xf32>, %f: f32",
+        "  scf.parallel (%i) = (%n) to (%n) step (%n) {\n"
+        "    memref.store %f, %m[%i] : memref<?xf32>\n  }",
+    )
+    loop = next(op for op in parse(text).walk() if isinstance(op, scf.ParallelOp))
+    assert isinstance(loop.body.block.last_op, scf.ReduceOp)
+    assert "\n  scf.reduce\n}" in show(loop)
+
+
+def test_alloca_scope_return_is_implicit_without_results() -> None:
+    text = in_func("", "  memref.alloca_scope {\n  }")
+    scope = next(op for op in parse(text).walk() if isinstance(op, memref.AllocaScopeOp))
+    assert isinstance(scope.scope.block.last_op, memref.AllocaScopeReturnOp)
+    assert "alloca_scope.return" not in show(scope)
+
+
+def test_gpu_func_kernel_is_the_mlir_attribute() -> None:
+    module = parse("gpu.module @m {\n gpu.func @k() kernel {\n gpu.return\n }\n}")
+    func = next(op for op in module.walk() if isinstance(op, gpu.FuncOp))
+    assert func.kernel is not None and "gpu.kernel" in func.attributes
+    assert "kernel" not in func.properties
+    assert "gpu.kernel" in show(module, generic=True)
+
+
+def test_gpu_func_constructor_sets_the_attribute() -> None:
+    func = gpu.FuncOp("k", ([f32], []), kernel=True)
+    func.body.block.add_op(gpu.ReturnOp([]))
+    module = gpu.ModuleOp(StringAttr("m"), Region(Block([func])))
+    module.verify()
+    assert "gpu.func @k(%0: f32) kernel {" in show(module)
+
+
+def test_memcpy_and_dealloc_have_no_segment_sizes() -> None:
+    module = parse(GPU)
+    for op in module.walk():
+        if isinstance(op, gpu.MemcpyOp | gpu.DeallocOp):
+            assert "operandSegmentSizes" not in op.attributes | op.properties
+
+
+MALFORMED = [
+    # scf
+    "scf.parallel (%i) = (%n) to (%n) {\n}",
+    "scf.parallel (%i) = (%n) to (%n) step (%n) init (%f) {\n}",
+    "scf.parallel (%i) = (%n) to (%n) step (%n) init (%f) -> (f32, f32) {\n}",
+    "scf.parallel (%i) (%n) to (%n) step (%n) {\n}",
+    "scf.parallel (%i) = (%n) to (%n) step (%n) {\n  scf.reduce(%f f32)\n}",
+    "scf.parallel (%i) = (%n) to (%n) step (%n) {\n  scf.reduce(%f : f32) {\n  }, \n}",
+    # gpu
+    "%t = gpu.thread_id w",
+    "%t = gpu.thread_id x upper_bound",
+    "%t = gpu.wait async [%f]",
+    "%a = gpu.alloc (%n : memref<?xf32>",
+    "gpu.memcpy %m, %m : memref<?xf32>",
+    "gpu.dealloc %m",
+    "gpu.launch_func @k blocks in (%n, %n) threads in (%n, %n, %n)",
+    "gpu.launch_func %n blocks in (%n, %n, %n) threads in (%n, %n, %n)",
+    "gpu.launch_func @k blocks in (%n, %n, %n) threads in (%n, %n, %n) args(%f)",
+    "gpu.launch blocks(%a, %b) in (%x = %n, %y = %n) threads(%c, %d, %e) in "
+    "(%u = %n, %v = %n, %w = %n) {\n gpu.terminator\n}",
+    "gpu.launch blocks(%a, %b, %c) in (%x = %n, %y = %n, %z = %n) {\n}",
+    "gpu.launch blocks(%a, %b, %c) in (%x = %n, %y = %n, %z = %n) threads(%d, %e, %g)"
+    " in (%u = %n, %v = %n, %w = %n) module(%n) {\n gpu.terminator\n}",
+    "%r = gpu.all_reduce sum %f {\n} : (f32) -> f32",
+    "%r = gpu.all_reduce add %f {\n} : (f32, f32) -> f32",
+    "gpu.module @m [ {\n}",
+    # memref
+    "memref.copy %m, %m : memref<?xf32>",
+    "%c = memref.cast %m : memref<?xf32>",
+    "%x = memref.atomic_rmw plus %f, %m[%n] : (f32, memref<?xf32>) -> f32",
+    "%x = memref.atomic_rmw addf %f, %m[%n] : (memref<?xf32>) -> f32",
+    "memref.alloca_scope -> {\n}",
+]
+
+GLOBALS_MALFORMED = [
+    "memref.global @g : i32",
+    "memref.global @g : memref<2xf32> = dense<[1.0]>",
+    "memref.global private @g : memref<2xf32>",
+    "memref.global @g memref<2xf32>",
+    "gpu.module @m {\n gpu.func @k(f32) {\n gpu.return\n }\n}",
+    "gpu.module @m {\n gpu.func @k(%a: f32) -> {\n gpu.return\n }\n}",
+    "gpu.module @m {\n gpu.func @k() workgroup(%w) {\n gpu.return\n }\n}",
+]
+
+
+@pytest.mark.parametrize(
+    "body", MALFORMED, ids=[f"op{i}" for i in range(len(MALFORMED))]
+)
+def test_malformed_ops_raise_parse_error(body: str) -> None:
+    text = in_func("%n: index, %f: f32, %m: memref<?xf32>", "  " + body)
+    with pytest.raises(ParseError):
+        parse(text, verify=False)
+
+
+@pytest.mark.parametrize(
+    "text", GLOBALS_MALFORMED, ids=[f"top{i}" for i in range(len(GLOBALS_MALFORMED))]
+)
+def test_malformed_top_level_ops_raise_parse_error(text: str) -> None:
+    with pytest.raises(ParseError):
+        parse(text, verify=False)
+
+
+@pytest.mark.parametrize("cut", range(5, 100, 7))
+def test_truncated_input_raises_parse_error(cut: int) -> None:
+    for sample in SAMPLES.values():
+        body = sample[sample.index("func.func") :]
+        with pytest.raises(ParseError):
+            parse(body[: len(body) * cut // 100], verify=False)
+
+
+INVALID = [
+    # a kernel returns nothing
+    "gpu.module @m {\n gpu.func @k() -> f32 kernel {\n %c = arith.constant 1.0 : f32\n"
+    " gpu.return %c : f32\n }\n}",
+    # memcpy between different types
+    in_func(
+        "%a: memref<4xf32>, %b: memref<?xf32>",
+        "  gpu.memcpy %a, %b : memref<4xf32>, memref<?xf32>",
+    ),
+    # unknown atomic_rmw kind
+    in_func(
+        "%v: f32, %a: memref<4xf32>, %i: index",
+        '  %x = "memref.atomic_rmw"(%v, %a, %i) <{kind = 99 : i64}> : '
+        "(f32, memref<4xf32>, index) -> f32",
+    ),
+    # alignment is not a power of two
+    "memref.global @g : memref<2xf32> = uninitialized {alignment = 3 : i64}",
+    # a load with too few indices (xDSL itself raises a bare Exception)
+    in_func("%m: memref<4x4xf32>, %i: index", "  %x = memref.load %m[%i] : memref<4x4xf32>"),
+    # a launch body without its 12 index arguments
+    in_func(
+        "%n: index",
+        '  "gpu.launch"(%n, %n, %n, %n, %n, %n) <{operandSegmentSizes = '
+        "array<i32: 0, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0>}> ({\n"
+        '  ^bb0(%a: index):\n    "gpu.terminator"() : () -> ()\n'
+        "  }) : (index, index, index, index, index, index) -> ()",
+    ),
+]
+
+
+@pytest.mark.parametrize("text", INVALID, ids=[f"bad{i}" for i in range(len(INVALID))])
+def test_invalid_ir_fails_verification_and_still_prints(text: str) -> None:
+    module = parse(text, verify=False)
+    with pytest.raises(VerifyException):
+        module.verify()
+    show(module)  # diagnostics print invalid IR: must not crash
+
+
+def _mlir_opt(text: str, generic: bool) -> str:
+    mlir_opt = shutil.which("mlir-opt-22")
+    assert mlir_opt is not None
+    args = [mlir_opt, "--allow-unregistered-dialect"]
+    if generic:
+        args.append("--mlir-print-op-generic")
+    done = subprocess.run(args, input=text, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+def test_mlir_opt_reads_ours_and_we_read_its(name: str, generic: bool) -> None:
+    module = parse(SAMPLES[name])
+    back = parse(_mlir_opt(show(module), generic))
+    assert back.is_structurally_equivalent(module)
