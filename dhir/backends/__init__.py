@@ -1,0 +1,1 @@
+"""Ways to run a dhir program: the reference interpreter and the native MPI backend."""
