@@ -6,12 +6,13 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from dhir.context import make_context
-from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
 from dhir.ir.parser import LocatedParser
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes
@@ -89,7 +90,10 @@ def run_pipeline(
     try:
         pipeline.apply(ctx, module)
     except DiagnosticException as error:
-        raise DhirError([Diagnostic(str(error.args[0]) if error.args else str(error))]) from None
+        message = str(error.args[0]) if error.args else str(error)
+        culprit = getattr(error, "op", None)
+        loc = loc_of(culprit) if isinstance(culprit, Operation) else None
+        raise DhirError([Diagnostic(message, loc)]) from None
     return module
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FileLineColLoc, LocationAttr
 from xdsl.ir import Operation
+from xdsl.utils.exceptions import PassFailedException
 
 
 @dataclass(frozen=True)
@@ -81,3 +82,11 @@ class DhirError(Exception):
 
 def error_at(op: Operation, message: str) -> DhirError:
     return DhirError([Diagnostic(message, loc_of(op))])
+
+
+class PassFailedAt(PassFailedException):
+    """A pass cannot handle `op`; reported at the op's source location."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op

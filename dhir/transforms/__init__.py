@@ -14,7 +14,21 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AnnotateDependencesPass
 
-    return {"dhir-annotate-dependences": annotate_dependences}
+    def place() -> type[ModulePass]:
+        from dhir.transforms.place import PlacePass
+
+        return PlacePass
+
+    def lower_to_mpi() -> type[ModulePass]:
+        from dhir.transforms.lower_to_mpi import LowerToMPIPass
+
+        return LowerToMPIPass
+
+    return {
+        "dhir-annotate-dependences": annotate_dependences,
+        "dhir-place": place,
+        "dhir-lower-to-mpi": lower_to_mpi,
+    }
 
 
 # xDSL's general-purpose cleanups; its dialect-specific passes assume xDSL's own

@@ -1,0 +1,303 @@
+"""Lower placed schedules to SPMD code over upstream's `mpi` dialect.
+
+Every rank runs the same host code. A schedule becomes, in program order, for each
+task: the messages that bring the task's rank an up-to-date copy of each memref it
+touches, then the task body under `scf.if rank == R`. A copy is up to date on the
+ranks in its *valid set*: all ranks when the schedule starts (host code is SPMD),
+only the writer's rank after a task writes it, plus every rank it is sent to. A
+write needs an up-to-date copy too, because a task may write only part of a buffer.
+Messages go from the rank that last wrote the data to the rank that needs it, and
+only when the two differ; there is no barrier per task and no gather to rank 0.
+
+At the end of a schedule, written memrefs are made consistent again with one
+broadcast from their last writer, except where nothing reads them afterwards: in the
+entry function's top level, a memref argument with no later use only needs to reach
+rank 0, which writes the results.
+
+Deadlock freedom: every rank walks the same global sequence of events (transfers
+and tasks) in the same order, and each transfer is one blocking send/recv pair
+between two ranks. The earliest unfinished transfer always has both of its ranks
+waiting on it, since everything before it has finished, so it completes; by
+induction every transfer does, even if sends are synchronous.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    i32,
+    i64,
+)
+from xdsl.dialects.dlti import MapAttr
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from dhir.analysis.effects import Effects, task_effects
+from dhir.dialects import mpi
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir.diagnostics import PassFailedAt
+from dhir.placement import rank_of
+
+BCAST = "dhir_rt_bcast"
+_MPI_NAMES = {"mpich": "MPICH", "openmpi": "OpenMPI"}
+
+
+@dataclass(frozen=True)
+class LowerToMPIPass(ModulePass):
+    """Turn placed schedules into rank-guarded code with MPI messages (needs dhir-place)."""
+
+    name = "dhir-lower-to-mpi"
+
+    ranks: int = 1
+    mpi: str = "mpich"
+    entry: str = "main"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.mpi not in _MPI_NAMES:
+            raise PassFailedException(f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}")
+        op.attributes["dlti.map"] = MapAttr(
+            ArrayAttr([_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
+        )
+        needs_bcast = False
+        for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
+            schedules = [s for s in function.walk() if isinstance(s, ScheduleOp)]
+            if not schedules:
+                continue
+            guards = _RankGuards(function, self.ranks)
+            for schedule in schedules:
+                lowering = _ScheduleLowering(schedule, guards, self.ranks)
+                needs_bcast |= lowering.run(final_to_root=self._outputs_only(function, schedule))
+        _erase_targets(op)
+        if needs_bcast:
+            op.body.block.add_op(_declare(BCAST, [i64, i64, i32]))
+
+    def _outputs_only(self, function: func.FuncOp, schedule: ScheduleOp) -> set[SSAValue]:
+        """Memref arguments of the entry that nothing reads after `schedule`."""
+        body = function.body.block
+        if function.sym_name.data != self.entry or schedule.parent is not body:
+            return set()
+        later: set[SSAValue] = set()
+        op = schedule.next_op
+        while op is not None:
+            for nested in op.walk():
+                later.update(nested.operands)
+            op = op.next_op
+        return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
+
+
+def _entry(key: str, value: str) -> object:
+    from xdsl.dialects.dlti import DataLayoutEntryAttr
+
+    return DataLayoutEntryAttr(StringAttr(key), StringAttr(value))
+
+
+def _declare(name: str, inputs: Sequence[object]) -> func.FuncOp:
+    return func.FuncOp.external(name, list(inputs), [])  # type: ignore[arg-type]
+
+
+def _erase_targets(module: ModuleOp) -> None:
+    for op in list(module.walk()):
+        if isinstance(op, TargetOp):
+            if op.result.uses:
+                raise PassFailedAt(op, "dhir.target is still used after lowering")
+            op.detach()
+            op.erase()
+
+
+class _RankGuards:
+    """`%comm`, `%rank` and `rank == R` conditions, made once at the function entry."""
+
+    def __init__(self, function: func.FuncOp, ranks: int) -> None:
+        self._block = function.body.block
+        self._anchor = self._block.first_op
+        self.ranks = ranks
+        comm = mpi.CommWorldOp()
+        rank = mpi.CommRankOp(comm.comm)
+        self._insert([comm, rank])
+        self.comm: SSAValue = comm.comm
+        self._rank: SSAValue = rank.rank
+        self._i32: dict[int, SSAValue] = {}
+        self._is: dict[int, SSAValue] = {}
+
+    def _insert(self, ops: Iterable[Operation]) -> None:
+        for op in ops:
+            if self._anchor is None:
+                self._block.add_op(op)
+            else:
+                self._block.insert_op_before(op, self._anchor)
+
+    def const(self, value: int) -> SSAValue:
+        if value not in self._i32:
+            op = arith.ConstantOp(IntegerAttr(value, i32))
+            self._insert([op])
+            self._i32[value] = op.result
+        return self._i32[value]
+
+    def on(self, rank: int) -> SSAValue:
+        """The i1 `rank == R`."""
+        if rank not in self._is:
+            op = arith.CmpiOp(self._rank, self.const(rank), "eq")
+            self._insert([op])
+            self._is[rank] = op.result
+        return self._is[rank]
+
+
+@dataclass
+class _ScheduleLowering:
+    schedule: ScheduleOp
+    guards: _RankGuards
+    ranks: int
+    valid: dict[SSAValue, set[int]] = field(default_factory=dict)
+    writer: dict[SSAValue, int] = field(default_factory=dict)
+
+    def run(self, final_to_root: set[SSAValue]) -> bool:
+        """Emit the schedule's code before it, then erase it; True if it broadcasts."""
+        position = {v: i for i, v in reversed(list(enumerate(self.schedule.args)))}
+        everyone = set(range(self.ranks))
+        for value in self.schedule.args:
+            self.valid[value] = set(everyone)
+        for task in list(self.schedule.tasks()):
+            self._lower_task(task, task_effects(task), position)
+        broadcasts = False
+        for value in sorted(self.writer, key=position.__getitem__):
+            if self.valid[value] == everyone:
+                continue
+            if value in final_to_root:
+                self._transfer(value, 0, position[value])
+            else:
+                self._emit(self._broadcast(value, self.writer[value]))
+                broadcasts = True
+        self.schedule.detach()
+        self.schedule.erase()
+        return broadcasts
+
+    def _lower_task(self, task: TaskOp, effects: Effects, position: dict[SSAValue, int]) -> None:
+        rank = rank_of(task)
+        if rank is None:
+            raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
+        for value in sorted(effects.touches(), key=position.__getitem__):
+            self._check_contiguous(task, value)
+            self._transfer(value, rank, position[value])
+        self._emit(self._guarded(rank, _take_body(task)))
+        for value in effects.writes:
+            self.valid[value] = {rank}
+            self.writer[value] = rank
+        task.detach()
+        task.erase()
+
+    def _transfer(self, value: SSAValue, to: int, tag: int) -> None:
+        if to in self.valid[value]:
+            return
+        source = self.writer[value]
+        flat, flatten_ops = _flattened(value)
+        tag_value = self.guards.const(tag)
+        comm = self.guards.comm
+        send = mpi.SendOp(flat, tag_value, self.guards.const(to), comm)
+        recv = mpi.RecvOp(flat, tag_value, self.guards.const(source), comm)
+        self._emit(flatten_ops)
+        self._emit([*self._guarded(source, [send]), *self._guarded(to, [recv])])
+        self.valid[value].add(to)
+
+    def _guarded(self, rank: int, ops: list[Operation]) -> list[Operation]:
+        if self.ranks == 1:
+            return ops  # one rank runs everything: no guard needed
+        return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
+
+    def _broadcast(self, value: SSAValue, root: int) -> list[Operation]:
+        pointer = memref.ExtractAlignedPointerAsIndexOp.get(value)
+        as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+        size, size_ops = _byte_count(value)
+        call = func.CallOp(BCAST, [as_int.result, size, self.guards.const(root)], [])
+        return [pointer, as_int, *size_ops, call]
+
+    def _emit(self, ops: Iterable[Operation]) -> None:
+        block = self.schedule.parent
+        assert block is not None
+        for op in ops:
+            block.insert_op_before(op, self.schedule)
+
+    def _check_contiguous(self, task: TaskOp, value: SSAValue) -> None:
+        type_ = value.type
+        assert isinstance(type_, MemRefType)
+        if not isinstance(type_.layout, NoneAttr):
+            raise PassFailedAt(
+                task,
+                f"schedule operand of type {type_} has a strided layout; the native backend "
+                "sends contiguous memrefs only (pass the whole buffer, not a view)",
+            )
+
+
+def _take_body(task: TaskOp) -> list[Operation]:
+    ops = list(task.body.block.ops)[:-1]  # drop dhir.yield
+    for op in ops:
+        op.detach()
+    return ops
+
+
+def _flattened(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """A 1-D view of a contiguous memref: upstream's MPI lowering sends only
+    sizes[0] elements of a multi-dimensional buffer (see TOOLCHAIN.md)."""
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    shape = type_.get_shape()
+    if len(shape) == 1:
+        return value, []
+    if len(shape) == 0:
+        raise PassFailedException("0-d memrefs cannot be sent yet; use memref<1xT>")
+    total = -1 if -1 in shape else _product(shape)
+    flat_type = MemRefType(type_.element_type, [total])
+    reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])
+    op = memref.CollapseShapeOp.create(
+        operands=[value], result_types=[flat_type], properties={"reassociation": reassociation}
+    )
+    return op.results[0], [op]
+
+
+def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    width = _element_bytes(type_)
+    shape = type_.get_shape()
+    if -1 not in shape:
+        const = arith.ConstantOp(IntegerAttr(_product(shape) * width, i64))
+        return const.result, [const]
+    ops: list[Operation] = []
+    total: SSAValue = _append(ops, arith.ConstantOp(IntegerAttr(width, IndexType())))
+    for dim, extent in enumerate(shape):
+        index = _append(ops, arith.ConstantOp(IntegerAttr(dim, IndexType())))
+        size = _append(ops, memref.DimOp.from_source_and_index(value, index))
+        total = _append(ops, arith.MuliOp(total, size))
+    return _append(ops, arith.IndexCastOp(total, i64)), ops
+
+
+def _append(ops: list[Operation], op: Operation) -> SSAValue:
+    ops.append(op)
+    return op.results[0]
+
+
+def _element_bytes(type_: MemRefType) -> int:
+    element = type_.element_type
+    if isinstance(element, IndexType):
+        return 8
+    if isinstance(element, IntegerType):
+        return max(1, (element.width.data + 7) // 8)
+    return element.bitwidth // 8  # type: ignore[attr-defined]
+
+
+def _product(shape: Sequence[int]) -> int:
+    total = 1
+    for extent in shape:
+        total *= extent
+    return total
+
