@@ -2,5 +2,6 @@
 
 from dhir.api import parse_file, parse_string, print_module, run_pipeline
 from dhir.ir.diagnostics import DhirError
+from dhir.run import run
 
-__all__ = ["DhirError", "parse_file", "parse_string", "print_module", "run_pipeline"]
+__all__ = ["DhirError", "parse_file", "parse_string", "print_module", "run", "run_pipeline"]

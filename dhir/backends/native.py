@@ -1,0 +1,108 @@
+"""The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
+
+import platform
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
+
+from dhir.api import print_module, run_pipeline
+from dhir.backends.signature import EntrySignature, check_inputs, entry_signature
+from dhir.dialects.dhir import TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+from dhir.targets import DeviceKind
+from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.launch import run_executable
+
+
+def compile_native(
+    module: ModuleOp,
+    entry: str = "main",
+    ranks: int = 1,
+    mpi: str = "mpich",
+    timing: Timing | None = None,
+) -> tuple[Path, EntrySignature]:
+    """Build an executable for `ranks` ranks; `module` is lowered in place."""
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    signature = entry_signature(module, entry)
+    _check_targets(module)
+    _mark_entry(module, entry)
+    with _stage(timing, "dhir passes"):
+        run_pipeline(
+            module,
+            f"dhir-place{{ranks={ranks}}},"
+            f"dhir-lower-to-mpi{{ranks={ranks} mpi={mpi} entry={entry}}}",
+        )
+    with _stage(timing, "print"):
+        text = print_module(module)
+    return build_executable(text, signature, ranks, mpi, timing=timing), signature
+
+
+def run_native(
+    module: ModuleOp,
+    entry: str,
+    inputs: list[object],
+    ranks: int = 1,
+    mpi: str = "mpich",
+    output_dir: Path | None = None,
+    timeout: float = 300.0,
+    timing: Timing | None = None,
+) -> list[np.ndarray]:
+    signature = entry_signature(module, entry)
+    arrays = check_inputs(signature, inputs)
+    exe, signature = compile_native(module, entry, ranks, mpi, timing)
+    with _stage(timing, "run"):
+        return run_executable(
+            exe, signature, ranks, arrays, mpi=mpi, output_dir=output_dir, timeout=timeout
+        )
+
+
+def _check_targets(module: ModuleOp) -> None:
+    """The native backend runs CPU tasks on this machine's kind of CPU, so far."""
+    local = _local_arch()
+    for task in module.walk():
+        if not isinstance(task, TaskOp):
+            continue
+        info = task.target_info()
+        if info.kind == DeviceKind.GPU:
+            raise DhirError(
+                [Diagnostic(
+                    f"this task targets {info}, a GPU; the native backend does not run GPU "
+                    "tasks yet (run it with --backend interp, or bind it to a CPU target)",
+                    loc_of(task),
+                )]
+            )
+        if info.arch is not None and info.arch != local:
+            raise DhirError(
+                [Diagnostic(
+                    f"this task needs an {info.arch} CPU, but the ranks run on {local}; "
+                    f'bind it to {{kind = "cpu"}} or {{arch = "{local}"}}',
+                    loc_of(task),
+                )]
+            )
+
+
+def _local_arch() -> str:
+    machine = platform.machine()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
+
+
+def _mark_entry(module: ModuleOp, entry: str) -> None:
+    for op in module.walk():
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            # The harness calls the entry through MLIR's C interface.
+            op.attributes["llvm.emit_c_interface"] = UnitAttr()
+
+
+class _NoStage:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *args: object) -> None:
+        return None
+
+
+def _stage(timing: Timing | None, name: str) -> object:
+    return timing.stage(name) if timing is not None else _NoStage()

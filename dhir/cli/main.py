@@ -1,0 +1,228 @@
+"""`dhir`: compile and run dhir programs.
+
+    dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
+             [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
+    dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dhir.backends.signature import ArgSpec, EntrySignature, check_inputs, entry_signature
+from dhir.cli.common import guarded
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.run import save_outputs
+
+_INPUT_HELP = (
+    "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
+    "a scalar (f32=2.5, i64=7, index=3)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dhir",
+        description="Compile and run dhir programs across MPI ranks.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run a program (or an executable built by `dhir compile`)",
+        description="Run the entry function of a dhir program on N MPI ranks; rank 0 "
+        "writes the final memref arguments.",
+    )
+    run.add_argument("file", help="a .mlir program, or an executable built by dhir compile")
+    _add_build_options(run)
+    run.add_argument("--backend", choices=("native", "interp"), default="native",
+                     help="native: MPI + LLVM (default); interp: the sequential reference interpreter")
+    run.add_argument("--input", action="append", default=[], metavar="X", help=_INPUT_HELP)
+    run.add_argument("--output-dir", type=Path, metavar="DIR",
+                     help="write memref argument K's final value to DIR/argK.npy")
+    run.add_argument("--print", action="store_true", help="print the final memref arguments")
+    run.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                     help="give up (and kill every rank) after S seconds (default 300)")
+
+    compile_ = commands.add_parser(
+        "compile",
+        help="build an executable for a fixed rank count",
+        description="Build an executable that `dhir run EXE` (or mpirun) runs later.",
+    )
+    compile_.add_argument("file", help="a .mlir program")
+    compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
+    _add_build_options(compile_)
+    return parser
+
+
+def _add_build_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    parser.add_argument("-n", "--ranks", type=int, default=None,
+                        help="MPI ranks (default 1; an executable's own count)")
+    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich",
+                        help="the MPI to build and run with (default: mpich)")
+    parser.add_argument("--timing", action="store_true", help="print the time of each stage")
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from dhir.backends.native import compile_native
+    from dhir.run import load_program
+    from dhir.toolchain.build import Timing
+
+    timing = Timing() if args.timing else None
+    module = load_program(Path(args.file))
+    ranks = args.ranks or 1
+    exe, signature = compile_native(module, args.entry, ranks, args.mpi, timing)
+    _install(exe, args.output)
+    _sidecar(args.output).write_text(json.dumps(_describe(signature, ranks, args.mpi)))
+    if timing is not None:
+        print(timing.report(), file=sys.stderr)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dhir.toolchain.build import Timing
+
+    timing = Timing() if args.timing else None
+    path = Path(args.file)
+    if _is_executable(path):
+        results, signature = _run_built(path, args)
+    else:
+        results, signature = _run_program(path, args, timing)
+    if args.output_dir is not None and args.backend == "interp":
+        save_outputs(results, signature, args.output_dir)
+    if args.print:
+        _print_results(results, signature)
+    if timing is not None:
+        print(timing.report(), file=sys.stderr)
+    return 0
+
+
+def _run_program(
+    path: Path, args: argparse.Namespace, timing: object
+) -> tuple[list[np.ndarray], EntrySignature]:
+    from dhir.run import load_program
+
+    module = load_program(path)
+    signature = entry_signature(module, args.entry)
+    inputs = _read_inputs(args.input, signature)
+    if args.backend == "interp":
+        from dhir.backends.interp import run_interp
+
+        return run_interp(module, args.entry, inputs), signature
+    from dhir.backends.native import run_native
+
+    results = run_native(module, args.entry, inputs, args.ranks or 1, args.mpi,
+                         args.output_dir, args.timeout, timing)  # type: ignore[arg-type]
+    return results, signature
+
+
+def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
+    from dhir.toolchain.launch import run_executable
+
+    meta = _read_sidecar(path)
+    signature = _signature_from(meta)
+    ranks = meta["ranks"]
+    if args.ranks is not None and args.ranks != ranks:
+        raise DhirError([Diagnostic(f"{path} was built for {ranks} ranks; rebuild it with "
+                                    f"dhir compile -n {args.ranks}")])
+    inputs = check_inputs(signature, _read_inputs(args.input, signature))
+    results = run_executable(path, signature, ranks, inputs, mpi=meta["mpi"],
+                             output_dir=args.output_dir, timeout=args.timeout)
+    return results, signature
+
+
+def _read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
+    if len(values) != len(signature.args):
+        need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
+        raise DhirError([Diagnostic(
+            f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
+            f"{len(values)} --input given. {_INPUT_HELP}"
+        )])
+    return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
+
+
+def _read_input(text: str, spec: ArgSpec) -> object:
+    where = f"--input for argument #{spec.index} ({spec.mlir_type})"
+    if not spec.is_memref:
+        prefix, sep, value = text.partition("=")
+        if not sep or prefix != spec.mlir_type:
+            raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
+        try:
+            number = float(value) if spec.dtype.kind == "f" else int(value, 0)
+        except ValueError:
+            raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
+        return number
+    try:
+        return np.load(text, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise DhirError([Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]) from None
+
+
+def _print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
+    for spec, array in zip(signature.args, results):
+        if spec.is_memref:
+            print(f"arg{spec.index}: {spec.mlir_type} =")
+            print(np.array2string(array, threshold=10_000))
+
+
+# --- executables built by `dhir compile` carry a JSON description beside them ---------
+
+
+def _sidecar(exe: Path) -> Path:
+    return exe.with_name(exe.name + ".dhir.json")
+
+
+def _describe(signature: EntrySignature, ranks: int, mpi: str) -> dict[str, object]:
+    args = [
+        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape} for s in signature.args
+    ]
+    return {"entry": signature.name, "ranks": ranks, "mpi": mpi, "args": args}
+
+
+def _read_sidecar(exe: Path) -> dict[str, object]:
+    try:
+        return json.loads(_sidecar(exe).read_text())
+    except (OSError, ValueError):
+        raise DhirError([Diagnostic(
+            f"{exe} is an executable without its description {_sidecar(exe).name}; "
+            "build it with dhir compile (it writes both)"
+        )]) from None
+
+
+def _signature_from(meta: dict[str, object]) -> EntrySignature:
+    args = tuple(
+        ArgSpec(k, a["type"], np.dtype(a["dtype"]), tuple(a["shape"]) if a["shape"] is not None else None)
+        for k, a in enumerate(meta["args"])  # type: ignore[union-attr]
+    )
+    return EntrySignature(str(meta["entry"]), args)
+
+
+def _is_executable(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _install(exe: Path, destination: Path) -> None:
+    import shutil
+
+    try:
+        shutil.copy2(exe, destination)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = {"run": _cmd_run, "compile": _cmd_compile}[args.command]
+    return guarded(lambda: command(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""`dhir.run`: one call from a program and NumPy inputs to the results."""
+
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from dhir.api import parse_file, parse_string
+from dhir.backends.signature import EntrySignature, entry_signature
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+BACKENDS = ("native", "interp")
+
+
+def load_program(program: str | Path | ModuleOp) -> ModuleOp:
+    """A module from a ModuleOp, a path to a .mlir file, or MLIR text."""
+    if isinstance(program, ModuleOp):
+        return program
+    if isinstance(program, Path) or (
+        "\n" not in program and program.endswith(".mlir") and Path(program).exists()
+    ):
+        return parse_file(program)
+    return parse_string(program)
+
+
+def run(
+    program: str | Path | ModuleOp,
+    *args: object,
+    entry: str = "main",
+    ranks: int = 2,
+    backend: str = "native",
+    mpi: str = "mpich",
+    timeout: float = 300.0,
+    output_dir: Path | None = None,
+) -> list[np.ndarray]:
+    """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
+    scalars); return one array per argument: the final contents of each memref, a
+    0-d array for each scalar. The inputs themselves are not modified."""
+    module = load_program(program)
+    if backend == "interp":
+        from dhir.backends.interp import run_interp
+
+        results = run_interp(module, entry, list(args))
+        if output_dir is not None:
+            save_outputs(results, entry_signature(module, entry), output_dir)
+        return results
+    if backend == "native":
+        from dhir.backends.native import run_native
+
+        return run_native(module, entry, list(args), ranks, mpi, output_dir, timeout)
+    raise DhirError([Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")])
+
+
+def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
+    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for spec, array in zip(signature.args, results, strict=True):
+            if spec.is_memref:
+                np.save(directory / f"arg{spec.index}.npy", array)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
