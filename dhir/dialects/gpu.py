@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
-    StringAttr,
     SymbolRefAttr,
     UnitAttr,
     i32,
@@ -45,7 +44,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.memref import (
+from dhir.dialects.format import (
     custom_format,
     optional_property,
     print_type_list,

@@ -11,7 +11,7 @@ from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.memref import has_terminator, print_type_list
+from dhir.dialects.format import has_terminator, print_type_list
 
 _SEGMENTS = "operandSegmentSizes"
 

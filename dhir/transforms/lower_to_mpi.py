@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
+from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
 from dhir.ir.diagnostics import PassFailedAt
@@ -215,7 +216,7 @@ class _ScheduleLowering:
         return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
 
     def _broadcast(self, value: SSAValue, root: int) -> list[Operation]:
-        pointer = memref.ExtractAlignedPointerAsIndexOp.get(value)
+        pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
         as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
         size, size_ops = _byte_count(value)
         call = func.CallOp(BCAST, [as_int.result, size, self.guards.const(root)], [])

@@ -9,7 +9,8 @@ import pytest
 from xdsl.dialects import gpu as xgpu
 from xdsl.dialects import memref as xmemref
 from xdsl.dialects import scf as xscf
-from xdsl.dialects.builtin import ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -369,3 +370,21 @@ def test_mlir_opt_reads_ours_and_we_read_its(name: str, generic: bool) -> None:
     module = parse(SAMPLES[name])
     back = parse(_mlir_opt(show(module), generic))
     assert back.is_structurally_equivalent(module)
+
+
+
+def test_memref_constructors_build_dhir_classes() -> None:
+    block = Block(arg_types=[MemRefType(f32, [4])])
+    source = block.args[0]
+    ops = [
+        memref.CastOp(source, MemRefType(f32, [-1])),
+        memref.RankOp(source),
+        memref.ExtractAlignedPointerAsIndexOp(source),
+    ]
+    for op in ops:
+        op.verify()
+    assert [show(op).split(" = ")[1].split(" %")[0] for op in ops] == [
+        "memref.cast",
+        "memref.rank",
+        "memref.extract_aligned_pointer_as_index",
+    ]
