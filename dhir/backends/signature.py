@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -110,7 +111,7 @@ def _arg_spec(function: func.FuncOp, index: int, type_: Attribute) -> ArgSpec:
             ]
         )
     if isinstance(type_, MemRefType):
-        shape = tuple(DYNAMIC if d == DYNAMIC else d for d in type_.get_shape())
+        shape = tuple(DYNAMIC if d == DYNAMIC_INDEX else d for d in type_.get_shape())
         return ArgSpec(index, str(type_), dtype, shape)
     return ArgSpec(index, str(type_), dtype, None)
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     IndexType,
     IntegerAttr,
@@ -256,7 +257,7 @@ def _flattened(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
         return value, []
     if len(shape) == 0:
         raise PassFailedException("0-d memrefs cannot be sent yet; use memref<1xT>")
-    total = -1 if -1 in shape else _product(shape)
+    total = DYNAMIC_INDEX if DYNAMIC_INDEX in shape else _product(shape)
     flat_type = MemRefType(type_.element_type, [total])
     reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])
     op = memref.CollapseShapeOp.create(
@@ -270,7 +271,7 @@ def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
     assert isinstance(type_, MemRefType)
     width = _element_bytes(type_)
     shape = type_.get_shape()
-    if -1 not in shape:
+    if DYNAMIC_INDEX not in shape:
         const = arith.ConstantOp(IntegerAttr(_product(shape) * width, i64))
         return const.result, [const]
     ops: list[Operation] = []

@@ -1,0 +1,80 @@
+"""The reference executor (`--backend interp`): runs the entry function in-process on
+NumPy arrays with xDSL's interpreter, every `dhir.schedule` as its tasks one by one in
+program order. Every other backend is tested against it, bit for bit.
+
+    results = run_interp(dhir.parse_file("examples/proposal.mlir"), "main", [a, b, c])
+"""
+
+import sys
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
+
+from dhir.backends.interp_impls import MAX_DEPTH, RECURSION_LIMIT, Trap, make_interpreter
+from dhir.backends.signature import check_inputs, entry_signature
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+
+
+class _OpStack(Interpreter.Listener):
+    """The ops being run, innermost last: where an unexpected exception came from
+    (xDSL's dispatcher loses that when it re-raises)."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        self.ops.append(op)
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        self.ops.pop()
+
+
+def run_interp(module: ModuleOp, entry: str, inputs: list[object]) -> list[np.ndarray]:
+    """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
+    per argument: the final contents of each memref, a 0-d array of each scalar."""
+    signature = entry_signature(module, entry)
+    arrays = check_inputs(signature, inputs)  # fresh copies: the run writes into them
+    # Found as entry_signature finds it (it has checked that it exists and has a body).
+    function = next(
+        op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == entry
+    )
+    args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
+    stack = _OpStack()
+    interpreter = make_interpreter(module, [stack])
+    limit = sys.getrecursionlimit()
+    try:
+        # Enough for ~1,600 levels of calls and regions (Python 3.11 keeps its frames
+        # off the C stack).
+        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+        # Overflow to inf and NaN from invalid operations are IEEE results, not errors.
+        with np.errstate(all="ignore"):
+            interpreter.call_op(function, args)
+    except Trap as trap:
+        raise error_at(trap.op, trap.message) from None
+    except RecursionError:
+        message = f"nesting deeper than the interpreter's limit of about {MAX_DEPTH}"
+        raise _error(stack, message) from None
+    except InterpretationError as error:
+        if "Could not find interpretation function" in str(error) and stack.ops:
+            op = stack.ops[-1]
+            raise error_at(op, f"'{op.name}' is not supported by the interpreter") from None
+        raise _error(stack, str(error)) from None
+    except Exception as error:
+        raise _error(stack, f"{type(error).__name__}: {error}") from None
+    finally:
+        sys.setrecursionlimit(limit)
+    return arrays
+
+
+def _error(stack: _OpStack, message: str) -> DhirError:
+    if not stack.ops:
+        return DhirError([Diagnostic(f"the interpreter failed: {message}")])
+    op = stack.ops[-1]
+    return error_at(op, f"'{op.name}' failed in the interpreter: {message}")
+
+
+__all__ = ["run_interp"]
