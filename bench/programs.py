@@ -1,0 +1,94 @@
+"""The dhir programs the benchmarks run, written as text."""
+
+WTIME = "func.func private @MPI_Wtime() -> f64"
+
+
+def _timed_main(args: str, schedule_operands: str, body: list[str]) -> str:
+    """`@main` timing its schedule with MPI_Wtime into its last argument `%time`."""
+    return "\n".join(
+        [
+            WTIME,
+            f"func.func @main({args}, %time: memref<1xf64>) {{",
+            "  %start = func.call @MPI_Wtime() : () -> f64",
+            f"  dhir.schedule {schedule_operands} {{",
+            '    %cpu = dhir.target {kind = "cpu"}',
+            *body,
+            "  }",
+            "  %end = func.call @MPI_Wtime() : () -> f64",
+            "  %seconds = arith.subf %end, %start : f64",
+            "  %z = arith.constant 0 : index",
+            "  memref.store %seconds, %time[%z] : memref<1xf64>",
+            "  return",
+            "}",
+            "",
+        ]
+    )
+
+
+def hop_chain(hops: int) -> str:
+    """`hops` tasks, alternating between ranks 0 and 1, each adding 1 to x[0]: every
+    task depends on the one before, on the other rank."""
+    body: list[str] = []
+    for k in range(hops):
+        body += [
+            f"    %t{k} = dhir.task %cpu, %x attributes {{dhir.rank = {k % 2} : i64}} {{",
+            "      %i = arith.constant 0 : index",
+            "      %one = arith.constant 1.0 : f64",
+            "      %v = memref.load %x[%i] : memref<1xf64>",
+            "      %w = arith.addf %v, %one : f64",
+            "      memref.store %w, %x[%i] : memref<1xf64>",
+            "    }",
+        ]
+    return _timed_main("%x: memref<1xf64>", "%x", body)
+
+
+def dag20(n: int, reps: int) -> str:
+    """bench/c/dag20.c's DAG: task k on rank k % 2 sets X[k%4] = X[k%4]*0.5 + X[(k+3)%4]*0.25,
+    `reps` sweeps over n elements."""
+    t = f"memref<{n}xf64>"
+    body: list[str] = []
+    for k in range(20):
+        dst, src = k % 4, (k + 3) % 4
+        body += [
+            f"    %t{k} = dhir.task %cpu, %x{dst}, %x{src} {{",
+            "      %c0 = arith.constant 0 : index",
+            "      %c1 = arith.constant 1 : index",
+            f"      %n = arith.constant {n} : index",
+            f"      %reps = arith.constant {reps} : index",
+            "      %half = arith.constant 0.5 : f64",
+            "      %quarter = arith.constant 0.25 : f64",
+            "      scf.for %r = %c0 to %reps step %c1 {",
+            "        scf.for %i = %c0 to %n step %c1 {",
+            f"          %d = memref.load %x{dst}[%i] : {t}",
+            f"          %s = memref.load %x{src}[%i] : {t}",
+            "          %dh = arith.mulf %d, %half : f64",
+            "          %sq = arith.mulf %s, %quarter : f64",
+            "          %sum = arith.addf %dh, %sq : f64",
+            f"          memref.store %sum, %x{dst}[%i] : {t}",
+            "        }",
+            "      }",
+            "    }",
+        ]
+    args = ", ".join(f"%x{b}: {t}" for b in range(4))
+    return _timed_main(args, "%x0, %x1, %x2, %x3", body)
+
+
+def many_tasks(tasks: int, buffers: int = 8) -> str:
+    """A schedule of `tasks` small tasks over `buffers` buffers, for compile times."""
+    t = "memref<64xf32>"
+    lines = [
+        "func.func @main(" + ", ".join(f"%b{i}: {t}" for i in range(buffers)) + ") {",
+        "  dhir.schedule " + ", ".join(f"%b{i}" for i in range(buffers)) + " {",
+        '    %cpu = dhir.target {kind = "cpu"}',
+    ]
+    for k in range(tasks):
+        src, dst = k % buffers, (k * 7 + 3) % buffers
+        lines += [
+            f"    %t{k} = dhir.task %cpu, %b{src}, %b{dst} {{",
+            "      %i = arith.constant 0 : index",
+            f"      %v = memref.load %b{src}[%i] : {t}",
+            f"      memref.store %v, %b{dst}[%i] : {t}",
+            "    }",
+        ]
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)

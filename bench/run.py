@@ -1,0 +1,155 @@
+"""dhir's benchmarks, each printed as a ratio against its baseline measured in the
+same run (these machines are noisy: medians of several runs).
+
+    .venv/bin/python bench/run.py [hop|overhead|compile ...] [--mpi mpich|openmpi] [--quick]
+
+- hop: time per dependency hop (a chain of tiny tasks alternating between two ranks)
+  vs a C MPI ping-pong. Goal <= 3x C.
+- overhead: a 20-task DAG of real loops on 2 ranks vs the same placement written by
+  hand in C + MPI (bench/c/dag20.c). Goal <= 1.05x.
+- compile: compile time per stage for schedules of 100, 1,000 and 10,000 tasks.
+  Goal: 10,000 tasks <= 10 s end to end.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import programs  # noqa: E402
+
+from dhir import parse_string  # noqa: E402
+from dhir.backends.native import compile_native  # noqa: E402
+from dhir.toolchain.build import Timing  # noqa: E402
+from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
+
+HERE = Path(__file__).parent
+
+
+def build_c(source: Path, mpi: str, out_dir: Path) -> Path:
+    install = find_mpi(mpi)
+    exe = out_dir / f"{source.stem}-{mpi}"
+    clang = find_llvm_tools().clang
+    subprocess.run(
+        [str(clang), "-O2", "-o", str(exe), str(source), *install.compile_flags, *install.link_flags],
+        check=True,
+    )
+    return exe
+
+
+def run_c(exe: Path, mpi: str, ranks: int, *args: object) -> str:
+    install = find_mpi(mpi)
+    command = [str(install.mpirun), *install.mpirun_flags, "-n", str(ranks), str(exe), *map(str, args)]
+    return subprocess.run(command, check=True, capture_output=True, text=True, timeout=600).stdout
+
+
+def dhir_build(text: str, ranks: int, mpi: str, timing: Timing | None = None) -> tuple[Path, object]:
+    return compile_native(parse_string(text), "main", ranks, mpi, timing)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def bench_hop(mpi: str, quick: bool, out_dir: Path) -> None:
+    hops = 401 if quick else 2001  # odd: the chain ends on rank 0, so hops - 1 messages
+    repeats = 3 if quick else 7
+    exe, signature = dhir_build(programs.hop_chain(hops), 2, mpi)
+    dhir_times = []
+    for _ in range(repeats):
+        results = run_executable(exe, signature, 2, [np.zeros(1), np.zeros(1)], mpi=mpi)  # type: ignore[arg-type]
+        assert results[0][0] == hops, results[0]
+        dhir_times.append(float(results[1][0]) / (hops - 1))
+    c_exe = build_c(HERE / "c" / "pingpong.c", mpi, out_dir)
+    c_times = [float(run_c(c_exe, mpi, 2, hops)) for _ in range(repeats)]
+    d, c = median(dhir_times), median(c_times)
+    print(f"\n## Dependency hop ({mpi}, 2 ranks, {hops - 1} hops, median of {repeats})")
+    print(f"{'':24}{'us/hop':>10}")
+    print(f"{'C MPI ping-pong':24}{c * 1e6:10.2f}")
+    print(f"{'dhir task chain':24}{d * 1e6:10.2f}")
+    print(f"ratio dhir / C: {d / c:.2f}x   (goal <= 3x)")
+
+
+def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
+    n, reps = (1 << 16, 2) if quick else (1 << 20, 4)
+    repeats = 3 if quick else 7
+    exe, signature = dhir_build(programs.dag20(n, reps), 2, mpi)
+    inputs = [np.full(n, b + 1.0) for b in range(4)] + [np.zeros(1)]
+    dhir_times, check = [], 0.0
+    for _ in range(repeats):
+        results = run_executable(exe, signature, 2, inputs, mpi=mpi)  # type: ignore[arg-type]
+        dhir_times.append(float(results[4][0]))
+        check = float(results[3][n // 2])
+    c_exe = build_c(HERE / "c" / "dag20.c", mpi, out_dir)
+    c_runs = [run_c(c_exe, mpi, 2, n, reps).split() for _ in range(repeats)]
+    c_times = [float(seconds) for seconds, _ in c_runs]
+    assert float(c_runs[0][1]) == check, (c_runs[0][1], check)
+    d, c = median(dhir_times), median(c_times)
+    print(f"\n## Overhead: 20-task DAG ({mpi}, 2 ranks, n = {n}, {reps} sweeps, median of {repeats})")
+    print(f"{'':24}{'ms':>10}")
+    print(f"{'hand-written C + MPI':24}{c * 1e3:10.2f}")
+    print(f"{'dhir':24}{d * 1e3:10.2f}")
+    print(f"ratio dhir / C: {d / c:.3f}x   (goal <= 1.05x; results agree: {check})")
+
+
+def bench_compile(mpi: str, quick: bool, out_dir: Path) -> None:
+    sizes = (100, 1000) if quick else (100, 1000, 10000)
+    print(f"\n## Compile time per stage (2 ranks, {mpi}, no cache), seconds")
+    rows: list[tuple[int, Timing]] = []
+    for tasks in sizes:
+        text = programs.many_tasks(tasks)
+        timing = Timing()
+        os.environ["DHIR_CACHE_DIR"] = str(out_dir / f"cache-{tasks}")
+        with timing.stage("parse + verify"):
+            module = parse_string(text)
+        compile_native(module, "main", 2, mpi, timing)
+        rows.append((tasks, timing))
+    del os.environ["DHIR_CACHE_DIR"]
+    per_stage = [_by_stage(t) for _, t in rows]
+    stages = list(dict.fromkeys(s for table in per_stage for s in table))
+    print(f"{'stage':28}" + "".join(f"{n:>12,}" for n, _ in rows))
+    for stage in stages:
+        print(f"{stage:28}" + "".join(f"{table.get(stage, 0.0):12.2f}" for table in per_stage))
+    print(f"{'total':28}" + "".join(f"{t.total:12.2f}" for _, t in rows))
+    largest, timing = rows[-1]
+    print(f"{largest:,} tasks end to end: {timing.total:.1f} s   (goal <= 10 s for 10,000)")
+
+
+def _by_stage(timing: Timing) -> dict[str, float]:
+    table: dict[str, float] = {}
+    for name, seconds in timing.stages:
+        table[name] = table.get(name, 0.0) + seconds
+    return table
+
+
+BENCHMARKS = {"hop": bench_hop, "overhead": bench_overhead, "compile": bench_compile}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="*", metavar="BENCHMARK", help="hop, overhead, compile (default: all)")
+    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
+    args = parser.parse_args()
+    unknown = [name for name in args.which if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="dhir-bench-") as tmp:
+        for name in args.which or BENCHMARKS:
+            BENCHMARKS[name](args.mpi, args.quick, Path(tmp))
+    print(f"\n(benchmarks took {time.time() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
