@@ -9,13 +9,18 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.dialects.builtin import ModuleOp
 
 from dhir.backends.signature import ArgSpec, EntrySignature, check_inputs, entry_signature
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.run import save_outputs
+
+if TYPE_CHECKING:
+    from dhir.toolchain.build import Timing
 
 _INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
@@ -69,11 +74,10 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from dhir.backends.native import compile_native
-    from dhir.run import load_program
     from dhir.toolchain.build import Timing
 
     timing = Timing() if args.timing else None
-    module = load_program(Path(args.file))
+    module = _load_timed(Path(args.file), timing)
     ranks = args.ranks or 1
     exe, signature = compile_native(module, args.entry, ranks, args.mpi, timing)
     _install(exe, args.output)
@@ -101,12 +105,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_program(
-    path: Path, args: argparse.Namespace, timing: object
-) -> tuple[list[np.ndarray], EntrySignature]:
+def _load_timed(path: Path, timing: "Timing | None") -> ModuleOp:
     from dhir.run import load_program
 
-    module = load_program(path)
+    if timing is None:
+        return load_program(path)
+    with timing.stage("parse + verify"):
+        return load_program(path)
+
+
+def _run_program(
+    path: Path, args: argparse.Namespace, timing: "Timing | None"
+) -> tuple[list[np.ndarray], EntrySignature]:
+    module = _load_timed(path, timing)
     signature = entry_signature(module, args.entry)
     inputs = _read_inputs(args.input, signature)
     if args.backend == "interp":
@@ -116,7 +127,7 @@ def _run_program(
     from dhir.backends.native import run_native
 
     results = run_native(module, args.entry, inputs, args.ranks or 1, args.mpi,
-                         args.output_dir, args.timeout, timing)  # type: ignore[arg-type]
+                         args.output_dir, args.timeout, timing)
     return results, signature
 
 
