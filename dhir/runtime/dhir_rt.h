@@ -1,0 +1,27 @@
+/* dhir's C runtime: what compiled dhir programs and their generated `main` call.
+ * Compiled with the chosen MPI's own include flags, so one source serves MPICH and OpenMPI. */
+#ifndef DHIR_RT_H
+#define DHIR_RT_H
+
+#include <stdint.h>
+
+/* Called by lowered programs (plain C ABI; pointers travel as i64). */
+void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root);
+int32_t dhir_rt_comm_size(void);
+int32_t dhir_rt_comm_rank(void);
+void dhir_rt_barrier(void);
+
+/* Prints `dhir: error on rank R: ...` and aborts every rank. */
+_Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* Used by the generated harness. */
+void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);
+void dhir_rt_finalize(void);
+void dhir_rt_expect_argc(int argc, int expected, const char *usage);
+int64_t dhir_rt_parse_int(const char *text, int64_t low, int64_t high, const char *what);
+double dhir_rt_parse_float(const char *text, const char *what);
+int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int64_t element_bytes);
+void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes);
+void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes);
+
+#endif

