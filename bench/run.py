@@ -40,7 +40,15 @@ def build_c(source: Path, mpi: str, out_dir: Path) -> Path:
     exe = out_dir / f"{source.stem}-{mpi}"
     clang = find_llvm_tools().clang
     subprocess.run(
-        [str(clang), "-O2", "-o", str(exe), str(source), *install.compile_flags, *install.link_flags],
+        [
+            str(clang),
+            "-O2",
+            "-o",
+            str(exe),
+            str(source),
+            *install.compile_flags,
+            *install.link_flags,
+        ],
         check=True,
     )
     return exe
@@ -48,11 +56,20 @@ def build_c(source: Path, mpi: str, out_dir: Path) -> Path:
 
 def run_c(exe: Path, mpi: str, ranks: int, *args: object) -> str:
     install = find_mpi(mpi)
-    command = [str(install.mpirun), *install.mpirun_flags, "-n", str(ranks), str(exe), *map(str, args)]
+    command = [
+        str(install.mpirun),
+        *install.mpirun_flags,
+        "-n",
+        str(ranks),
+        str(exe),
+        *map(str, args),
+    ]
     return subprocess.run(command, check=True, capture_output=True, text=True, timeout=600).stdout
 
 
-def dhir_build(text: str, ranks: int, mpi: str, timing: Timing | None = None) -> tuple[Path, object]:
+def dhir_build(
+    text: str, ranks: int, mpi: str, timing: Timing | None = None
+) -> tuple[Path, object]:
     return compile_native(parse_string(text), "main", ranks, mpi, timing)
 
 
@@ -94,7 +111,9 @@ def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
     c_times = [float(seconds) for seconds, _ in c_runs]
     assert float(c_runs[0][1]) == check, (c_runs[0][1], check)
     d, c = median(dhir_times), median(c_times)
-    print(f"\n## Overhead: 20-task DAG ({mpi}, 2 ranks, n = {n}, {reps} sweeps, median of {repeats})")
+    print(
+        f"\n## Overhead: 20-task DAG ({mpi}, 2 ranks, n = {n}, {reps} sweeps, median of {repeats})"
+    )
     print(f"{'':24}{'ms':>10}")
     print(f"{'hand-written C + MPI':24}{c * 1e3:10.2f}")
     print(f"{'dhir':24}{d * 1e3:10.2f}")
@@ -135,8 +154,12 @@ BENCHMARKS = {"hop": bench_hop, "overhead": bench_overhead, "compile": bench_com
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", metavar="BENCHMARK", help="hop, overhead, compile (default: all)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "which", nargs="*", metavar="BENCHMARK", help="hop, overhead, compile (default: all)"
+    )
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     args = parser.parse_args()

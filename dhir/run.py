@@ -48,7 +48,9 @@ def run(
         from dhir.backends.native import run_native
 
         return run_native(module, entry, list(args), ranks, mpi, output_dir, timeout)
-    raise DhirError([Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")])
+    raise DhirError(
+        [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
+    )
 
 
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:

@@ -99,7 +99,7 @@ ImplT = TypeVar("ImplT", bound=Callable[..., Any])
 def handles(*op_types: type[Operation]) -> Callable[[ImplT], ImplT]:
     def mark(function: ImplT) -> ImplT:
         before = getattr(function, "_dhir_op_types", ())
-        setattr(function, "_dhir_op_types", (*before, *op_types))
+        function._dhir_op_types = *before, *op_types
         return function
 
     return mark

@@ -26,10 +26,11 @@ def compile_native(
     """Build an executable for `ranks` ranks; `module` is lowered in place."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
     _check_targets(module)
     _mark_entry(module, entry)
-    with _stage(timing, "dhir passes"):
+    with timing.stage("dhir passes"):
         # Not re-verified after each pass: that would cost more than the passes, and
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
         # tests verify after every pass).
@@ -39,7 +40,7 @@ def compile_native(
             f"dhir-lower-to-mpi{{ranks={ranks} mpi={mpi} entry={entry}}}",
             verify_each=False,
         )
-    with _stage(timing, "print"):
+    with timing.stage("print"):
         text = print_module(module)
     return build_executable(text, signature, ranks, mpi, timing=timing), signature
 
@@ -54,10 +55,11 @@ def run_native(
     timeout: float = 300.0,
     timing: Timing | None = None,
 ) -> list[np.ndarray]:
+    timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)
     exe, signature = compile_native(module, entry, ranks, mpi, timing)
-    with _stage(timing, "run"):
+    with timing.stage("run"):
         return run_executable(
             exe, signature, ranks, arrays, mpi=mpi, output_dir=output_dir, timeout=timeout
         )
@@ -72,19 +74,23 @@ def _check_targets(module: ModuleOp) -> None:
         info = task.target_info()
         if info.kind == DeviceKind.GPU:
             raise DhirError(
-                [Diagnostic(
-                    f"this task targets {info}, a GPU; the native backend does not run GPU "
-                    "tasks yet (run it with --backend interp, or bind it to a CPU target)",
-                    loc_of(task),
-                )]
+                [
+                    Diagnostic(
+                        f"this task targets {info}, a GPU; the native backend does not run GPU "
+                        "tasks yet (run it with --backend interp, or bind it to a CPU target)",
+                        loc_of(task),
+                    )
+                ]
             )
         if info.arch is not None and info.arch != local:
             raise DhirError(
-                [Diagnostic(
-                    f"this task needs an {info.arch} CPU, but the ranks run on {local}; "
-                    f'bind it to {{kind = "cpu"}} or {{arch = "{local}"}}',
-                    loc_of(task),
-                )]
+                [
+                    Diagnostic(
+                        f"this task needs an {info.arch} CPU, but the ranks run on {local}; "
+                        f'bind it to {{kind = "cpu"}} or {{arch = "{local}"}}',
+                        loc_of(task),
+                    )
+                ]
             )
 
 
@@ -98,15 +104,3 @@ def _mark_entry(module: ModuleOp, entry: str) -> None:
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
             # The harness calls the entry through MLIR's C interface.
             op.attributes["llvm.emit_c_interface"] = UnitAttr()
-
-
-class _NoStage:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *args: object) -> None:
-        return None
-
-
-def _stage(timing: Timing | None, name: str) -> object:
-    return timing.stage(name) if timing is not None else _NoStage()

@@ -66,9 +66,7 @@ def numpy_dtype(element: Attribute) -> np.dtype | None:
 
 def entry_signature(module: ModuleOp, entry: str) -> EntrySignature:
     function = _find_entry(module, entry)
-    args = tuple(
-        _arg_spec(function, k, t) for k, t in enumerate(function.function_type.inputs)
-    )
+    args = tuple(_arg_spec(function, k, t) for k, t in enumerate(function.function_type.inputs))
     if function.function_type.outputs.data:
         raise DhirError(
             [
@@ -87,12 +85,18 @@ def _find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     for function in functions:
         if function.sym_name.data == entry:
             if function.is_declaration:
-                raise DhirError([Diagnostic(f"entry function @{entry} has no body", loc_of(function))])
+                raise DhirError(
+                    [Diagnostic(f"entry function @{entry} has no body", loc_of(function))]
+                )
             return function
     names = ", ".join(f"@{f.sym_name.data}" for f in functions if not f.is_declaration)
     raise DhirError(
-        [Diagnostic(f"no function @{entry} to run; the module defines {names or 'no functions'}"
-                    " (choose one with --entry)")]
+        [
+            Diagnostic(
+                f"no function @{entry} to run; the module defines {names or 'no functions'}"
+                " (choose one with --entry)"
+            )
+        ]
     )
 
 
@@ -126,24 +130,35 @@ def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.nda
     """Inputs as arrays (0-d for scalars) of the right dtype and shape, or a DhirError."""
     if len(inputs) != len(signature.args):
         raise DhirError(
-            [Diagnostic(f"@{signature.name} takes {len(signature.args)} arguments, "
-                        f"{len(inputs)} given")]
+            [
+                Diagnostic(
+                    f"@{signature.name} takes {len(signature.args)} arguments, {len(inputs)} given"
+                )
+            ]
         )
-    return [_check_input(spec, value, signature.name) for spec, value in zip(signature.args, inputs)]
+    return [
+        _check_input(spec, value, signature.name) for spec, value in zip(signature.args, inputs)
+    ]
 
 
 def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
     where = f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
     if not spec.is_memref:
         if isinstance(value, np.ndarray) and value.ndim != 0:
-            raise DhirError([Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")])
+            raise DhirError(
+                [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
+            )
         try:
             array = np.asarray(value, dtype=spec.dtype)
         except (TypeError, ValueError, OverflowError):
-            raise DhirError([Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]) from None
+            raise DhirError(
+                [Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]
+            ) from None
         return array
     if not isinstance(value, np.ndarray):
-        raise DhirError([Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")])
+        raise DhirError(
+            [Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")]
+        )
     assert spec.shape is not None
     shape_ok = len(value.shape) == len(spec.shape) and all(
         want in (DYNAMIC, got) for want, got in zip(spec.shape, value.shape)
@@ -151,7 +166,11 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
     if not shape_ok or value.dtype != spec.dtype:
         want_shape = "x".join("?" if d == DYNAMIC else str(d) for d in spec.shape)
         raise DhirError(
-            [Diagnostic(f"{where} needs an array of shape ({want_shape}) and dtype {spec.dtype}, "
-                        f"got shape {value.shape} and dtype {value.dtype}")]
+            [
+                Diagnostic(
+                    f"{where} needs an array of shape ({want_shape}) and dtype {spec.dtype}, "
+                    f"got shape {value.shape} and dtype {value.dtype}"
+                )
+            ]
         )
     return np.ascontiguousarray(value).copy()

@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_pass_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    parser.add_argument(
+        "input", nargs="?", default="-", help="input file, or - for stdin (default)"
+    )
     parser.add_argument("-p", "--passes", default="", help="comma-separated pass pipeline")
     parser.add_argument("-o", "--output-file", help="write the result here instead of stdout")
     parser.add_argument(
@@ -118,9 +120,7 @@ def _process_chunk(
     args: argparse.Namespace, chunk: str, name: str, offset: int, has_passes: bool
 ) -> str:
     ctx = make_context(args.allow_unregistered_dialect)
-    module = parse_string(
-        chunk, name, ctx=ctx, verify=not args.disable_verify, line_offset=offset
-    )
+    module = parse_string(chunk, name, ctx=ctx, verify=not args.disable_verify, line_offset=offset)
     if has_passes:
         try:
             run_pipeline(module, args.passes, ctx=ctx, verify_each=not args.disable_verify)

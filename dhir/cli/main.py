@@ -1,8 +1,8 @@
 """`dhir`: compile and run dhir programs.
 
-    dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
-             [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
-    dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
+dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
+         [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
+dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
 """
 
 import argparse
@@ -43,14 +43,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("file", help="a .mlir program, or an executable built by dhir compile")
     _add_build_options(run)
-    run.add_argument("--backend", choices=("native", "interp"), default="native",
-                     help="native: MPI + LLVM (default); interp: the sequential reference interpreter")
+    run.add_argument(
+        "--backend",
+        choices=("native", "interp"),
+        default="native",
+        help="native: MPI + LLVM (default); interp: the sequential reference interpreter",
+    )
     run.add_argument("--input", action="append", default=[], metavar="X", help=_INPUT_HELP)
-    run.add_argument("--output-dir", type=Path, metavar="DIR",
-                     help="write memref argument K's final value to DIR/argK.npy")
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="write memref argument K's final value to DIR/argK.npy",
+    )
     run.add_argument("--print", action="store_true", help="print the final memref arguments")
-    run.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                     help="give up (and kill every rank) after S seconds (default 300)")
+    run.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="give up (and kill every rank) after S seconds (default 300)",
+    )
 
     compile_ = commands.add_parser(
         "compile",
@@ -65,10 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
-    parser.add_argument("-n", "--ranks", type=int, default=None,
-                        help="MPI ranks (default 1; an executable's own count)")
-    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich",
-                        help="the MPI to build and run with (default: mpich)")
+    parser.add_argument(
+        "-n",
+        "--ranks",
+        type=int,
+        default=None,
+        help="MPI ranks (default 1; an executable's own count)",
+    )
+    parser.add_argument(
+        "--mpi",
+        choices=("mpich", "openmpi"),
+        default="mpich",
+        help="the MPI to build and run with (default: mpich)",
+    )
     parser.add_argument("--timing", action="store_true", help="print the time of each stage")
 
 
@@ -126,8 +148,9 @@ def _run_program(
         return run_interp(module, args.entry, inputs), signature
     from dhir.backends.native import run_native
 
-    results = run_native(module, args.entry, inputs, args.ranks or 1, args.mpi,
-                         args.output_dir, args.timeout, timing)
+    results = run_native(
+        module, args.entry, inputs, args.ranks or 1, args.mpi, args.output_dir, args.timeout, timing
+    )
     return results, signature
 
 
@@ -138,21 +161,38 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
     signature = _signature_from(meta)
     ranks = meta["ranks"]
     if args.ranks is not None and args.ranks != ranks:
-        raise DhirError([Diagnostic(f"{path} was built for {ranks} ranks; rebuild it with "
-                                    f"dhir compile -n {args.ranks}")])
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{path} was built for {ranks} ranks; rebuild it with "
+                    f"dhir compile -n {args.ranks}"
+                )
+            ]
+        )
     inputs = check_inputs(signature, _read_inputs(args.input, signature))
-    results = run_executable(path, signature, ranks, inputs, mpi=meta["mpi"],
-                             output_dir=args.output_dir, timeout=args.timeout)
+    results = run_executable(
+        path,
+        signature,
+        ranks,
+        inputs,
+        mpi=meta["mpi"],
+        output_dir=args.output_dir,
+        timeout=args.timeout,
+    )
     return results, signature
 
 
 def _read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
     if len(values) != len(signature.args):
         need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
-        raise DhirError([Diagnostic(
-            f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
-            f"{len(values)} --input given. {_INPUT_HELP}"
-        )])
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
+                    f"{len(values)} --input given. {_INPUT_HELP}"
+                )
+            ]
+        )
     return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
 
 
@@ -170,7 +210,9 @@ def _read_input(text: str, spec: ArgSpec) -> object:
     try:
         return np.load(text, allow_pickle=False)
     except (OSError, ValueError) as error:
-        raise DhirError([Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]) from None
+        raise DhirError(
+            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
+        ) from None
 
 
 def _print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
@@ -188,9 +230,7 @@ def _sidecar(exe: Path) -> Path:
 
 
 def _describe(signature: EntrySignature, ranks: int, mpi: str) -> dict[str, object]:
-    args = [
-        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape} for s in signature.args
-    ]
+    args = [{"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape} for s in signature.args]
     return {"entry": signature.name, "ranks": ranks, "mpi": mpi, "args": args}
 
 
@@ -198,15 +238,24 @@ def _read_sidecar(exe: Path) -> dict[str, object]:
     try:
         return json.loads(_sidecar(exe).read_text())
     except (OSError, ValueError):
-        raise DhirError([Diagnostic(
-            f"{exe} is an executable without its description {_sidecar(exe).name}; "
-            "build it with dhir compile (it writes both)"
-        )]) from None
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{exe} is an executable without its description {_sidecar(exe).name}; "
+                    "build it with dhir compile (it writes both)"
+                )
+            ]
+        ) from None
 
 
 def _signature_from(meta: dict[str, object]) -> EntrySignature:
     args = tuple(
-        ArgSpec(k, a["type"], np.dtype(a["dtype"]), tuple(a["shape"]) if a["shape"] is not None else None)
+        ArgSpec(
+            k,
+            a["type"],
+            np.dtype(a["dtype"]),
+            tuple(a["shape"]) if a["shape"] is not None else None,
+        )
         for k, a in enumerate(meta["args"])  # type: ignore[union-attr]
     )
     return EntrySignature(str(meta["entry"]), args)

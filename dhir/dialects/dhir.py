@@ -13,15 +13,23 @@ Headers carry no types: every operand is already defined, so its type is known.
 from collections.abc import Iterator, Sequence
 
 from xdsl.dialects.builtin import (
+    AnyFloat,
     IndexType,
     IntegerType,
     MemRefType,
     StringAttr,
-    AnyFloat,
 )
 from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
-from xdsl.ir import TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -39,8 +47,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch
-from dhir.targets import parse_target_string
+from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
 
 
 class VerifyExceptionAt(VerifyException):
@@ -126,7 +133,7 @@ class TargetOp(IRDLOperation):
                     return device
         raise VerifyException(
             f'device "{name}" is not in any enclosing dlti.target_system_spec; '
-            'add it to the module: module attributes {dlti.target_system_spec = '
+            "add it to the module: module attributes {dlti.target_system_spec = "
             f'#dlti.target_system_spec<"{name}" = #dlti.target_device_spec<"arch" = ...>>}}'
         )
 
@@ -342,7 +349,7 @@ class TaskOp(IRDLOperation):
     def _verify_target(self) -> TargetInfo:
         if (self.target is None) == (self.target_name is None):
             raise VerifyException(
-                'dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) '
+                "dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) "
                 'or an inline name (dhir.task target = "cpu", ...)'
             )
         if self.target_name is not None:
@@ -386,7 +393,6 @@ class TaskOp(IRDLOperation):
                     "dhir.task that the task does not list; add it to the task's operands "
                     f"(dhir.task <target>, ..., {_value_name(value)})",
                 )
-
 
     @classmethod
     def parse(cls, parser: Parser) -> "TaskOp":
@@ -499,9 +505,7 @@ def _parse_header_operands(parser: Parser, allow_empty: bool) -> list[SSAValue]:
 def _parse_body(parser: Parser) -> Region:
     body = parser.parse_optional_region()
     if body is None:
-        parser.raise_error(
-            "expected ', %operand', 'attributes {...}' or the body '{ ... }' here"
-        )
+        parser.raise_error("expected ', %operand', 'attributes {...}' or the body '{ ... }' here")
     return body
 
 
@@ -515,9 +519,7 @@ def _ensure_terminator(body: Region) -> None:
         block.add_op(YieldOp())
 
 
-def _print_attrs_and_body(
-    printer: Printer, attributes: dict[str, Attribute], body: Region
-) -> None:
+def _print_attrs_and_body(printer: Printer, attributes: dict[str, Attribute], body: Region) -> None:
     printer.print_op_attributes(attributes, print_keyword=True)
     printer.print_string(" ")
     terminator = body.block.last_op
@@ -529,7 +531,7 @@ def _parse_task(parser: Parser) -> TaskOp:
     target: SSAValue | str
     if parser.parse_optional_keyword("target") is not None:
         parser.parse_punctuation("=")
-        target = parser.parse_str_literal("target name (e.g. \"cpu\", \"sm_90\")")
+        target = parser.parse_str_literal('target name (e.g. "cpu", "sm_90")')
         memrefs = (
             _parse_header_operands(parser, allow_empty=False)
             if parser.parse_optional_punctuation(",") is not None

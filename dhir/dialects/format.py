@@ -50,13 +50,9 @@ def redefine(
             dropped.add(AttrSizedOperandSegments.attribute_name)
         kept = {k: v for k, v in base.properties.items() if k not in dropped}
         kept_attrs = {k: v for k, v in base.attributes.items() if k not in dropped}
-        accessors = {
-            k: v for k, v in base.accessor_names.items() if v[0] not in dropped
-        }
+        accessors = {k: v for k, v in base.accessor_names.items() if v[0] not in dropped}
         accessors.update({name: (name, "property") for name in properties})
-        accessors.update(
-            {name.rsplit(".", 1)[-1]: (name, "attribute") for name in attributes}
-        )
+        accessors.update({name.rsplit(".", 1)[-1]: (name, "attribute") for name in attributes})
         op_def = replace(
             base,
             properties={**kept, **properties},
@@ -89,8 +85,8 @@ def custom_format(assembly_format: str) -> Callable[[OpT], OpT]:
         def print_op(self: IRDLOperation, printer: Printer) -> None:
             program.print(printer, self)
 
-        setattr(cls, "parse", classmethod(parse))
-        setattr(cls, "print", print_op)
+        cls.parse = classmethod(parse)
+        cls.print = print_op
         return cls
 
     return apply

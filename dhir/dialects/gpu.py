@@ -99,9 +99,7 @@ class AllReduceOperation(StrEnum):
 
 
 @irdl_attr_definition
-class AllReduceOperationAttr(
-    EnumAttribute[AllReduceOperation], SpacedOpaqueSyntaxAttribute
-):
+class AllReduceOperationAttr(EnumAttribute[AllReduceOperation], SpacedOpaqueSyntaxAttribute):
     """`#gpu<all_reduce_op add>` with MLIR 22's operations (xDSL has the old names)."""
 
     name = "gpu.all_reduce_op"
@@ -119,9 +117,7 @@ def parse_async(parser: Parser) -> tuple[bool, list[SSAValue]]:
     return is_async, deps or []
 
 
-def print_async(
-    printer: Printer, token: SSAValue | None, deps: Sequence[SSAValue]
-) -> None:
+def print_async(printer: Printer, token: SSAValue | None, deps: Sequence[SSAValue]) -> None:
     if token is not None:
         printer.print_string(" async")
     if deps:
@@ -156,14 +152,10 @@ def _print_typed_args(printer: Printer, args: Sequence[SSAValue]) -> None:
 def _parse_attributions(parser: Parser, keyword: str) -> list[Parser.Argument]:
     if not parser.parse_optional_keyword(keyword):
         return []
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.PAREN, parser.parse_argument
-    )
+    return parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
 
 
-def _print_attributions(
-    printer: Printer, keyword: str, args: Sequence[BlockArgument]
-) -> None:
+def _print_attributions(printer: Printer, keyword: str, args: Sequence[BlockArgument]) -> None:
     if args:
         printer.print_string(f" {keyword}(")
         _print_typed_args(printer, args)
@@ -393,9 +385,7 @@ class WaitOp(gpu.WaitOp):
     def parse(cls, parser: Parser) -> "WaitOp":
         is_async, deps = parse_async(parser)
         attrs = parser.parse_optional_attr_dict()
-        return cls.build(
-            operands=[deps], result_types=[_token_types(is_async)], attributes=attrs
-        )
+        return cls.build(operands=[deps], result_types=[_token_types(is_async)], attributes=attrs)
 
 
 @redefine(properties={"op": optional_property(AllReduceOperationAttr)})
@@ -517,9 +507,7 @@ class FuncOp(gpu.FuncOp):
         known_grid_size: Sequence[int] | None = None,
     ):
         # xDSL's constructor would store `kernel` as a property.
-        super().__init__(
-            name, function_type, region, None, known_block_size, known_grid_size
-        )
+        super().__init__(name, function_type, region, None, known_block_size, known_grid_size)
         if kernel:
             self.attributes["gpu.kernel"] = UnitAttr()
 
@@ -594,18 +582,14 @@ class FuncOp(gpu.FuncOp):
             attrs |= extra.data
         entry = [arg for arg, _ in args] + workgroup + private
         body = parser.parse_region(entry)
-        signature = FunctionType.from_lists(
-            [arg.type for arg, _ in args], [t for t, _ in results]
-        )
+        signature = FunctionType.from_lists([arg.type for arg, _ in args], [t for t, _ in results])
         props: dict[str, Attribute] = {"function_type": signature}
         _set_dicts(props, "arg_attrs", [a for _, a in args])
         _set_dicts(props, "res_attrs", [a for _, a in results])
         return cls.build(properties=props, attributes=attrs, regions=[body])
 
 
-def _parse_with_attrs(
-    parser: Parser, parse: Callable[[], T]
-) -> tuple[T, dict[str, Attribute]]:
+def _parse_with_attrs(parser: Parser, parse: Callable[[], T]) -> tuple[T, dict[str, Attribute]]:
     item = parse()
     return item, parser.parse_optional_dictionary_attr_dict()
 
@@ -627,9 +611,7 @@ def _dicts(attr: Attribute | None, count: int) -> list[DictionaryAttr | None]:
     return [None] * count
 
 
-def _set_dicts(
-    props: dict[str, Attribute], name: str, dicts: list[dict[str, Attribute]]
-) -> None:
+def _set_dicts(props: dict[str, Attribute], name: str, dicts: list[dict[str, Attribute]]) -> None:
     # Like MLIR, omitted when no entry has attributes.
     if any(dicts):
         props[name] = ArrayAttr(DictionaryAttr(d) for d in dicts)
@@ -726,9 +708,7 @@ class LaunchOp(gpu.LaunchOp):
         )
 
 
-_Dims = tuple[
-    list[Parser.UnresolvedArgument], list[Parser.UnresolvedArgument], list[SSAValue]
-]
+_Dims = tuple[list[Parser.UnresolvedArgument], list[Parser.UnresolvedArgument], list[SSAValue]]
 
 
 def _if_keyword(parser: Parser, keyword: str, parse: Callable[[], T]) -> T | None:
@@ -736,9 +716,7 @@ def _if_keyword(parser: Parser, keyword: str, parse: Callable[[], T]) -> T | Non
 
 
 def _parse_shared_memory_size(parser: Parser) -> list[SSAValue]:
-    size = _if_keyword(
-        parser, "dynamic_shared_memory_size", lambda: parser.parse_operand(i32)
-    )
+    size = _if_keyword(parser, "dynamic_shared_memory_size", lambda: parser.parse_operand(i32))
     return [] if size is None else [size]
 
 
@@ -854,8 +832,13 @@ class LaunchFuncOp(gpu.LaunchFuncOp):
         cluster_sizes = [[v] for v in resolve(clusters)] if clusters else [[], [], []]
         return cls.build(
             operands=[
-                deps, *resolve(grid), *resolve(block), *cluster_sizes, shared,
-                args or [], async_object,
+                deps,
+                *resolve(grid),
+                *resolve(block),
+                *cluster_sizes,
+                shared,
+                args or [],
+                async_object,
             ],  # fmt: skip
             result_types=[_token_types(is_async)],
             properties={"kernel": kernel},
@@ -877,9 +860,7 @@ def _parse_sizes(parser: Parser, keyword: str | None = None) -> list[UnresolvedO
     return _parse_triple(parser, parser.parse_unresolved_operand)
 
 
-def _print_sizes(
-    printer: Printer, keyword: str, values: Sequence[SSAValue | None]
-) -> None:
+def _print_sizes(printer: Printer, keyword: str, values: Sequence[SSAValue | None]) -> None:
     printer.print_string(f" {keyword} in (")
     printer.print_list((v for v in values if v is not None), printer.print_operand)
     printer.print_string(")")

@@ -61,9 +61,7 @@ class StoreOp(memref.StoreOp):
         _reraise_as_verify_error(super().verify_)
 
 
-@custom_format(
-    "$source `,` $destination attr-dict `:` type($source) `to` type($destination)"
-)
+@custom_format("$source `,` $destination attr-dict `:` type($source) `to` type($destination)")
 class CopyOp(memref.CopyOp):
     pass
 
@@ -171,9 +169,7 @@ class AtomicRMWOp(memref.AtomicRMWOp):
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         pos = parser.pos
-        types = parser.parse_comma_separated_list(
-            parser.Delimiter.PAREN, parser.parse_type
-        )
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         if len(types) != 2:
@@ -227,9 +223,7 @@ class GlobalOp(memref.GlobalOp):
         printer.print_string(" = ")
         if isinstance(value, UnitAttr):
             printer.print_string("uninitialized")
-        elif isinstance(value, DenseIntOrFPElementsAttr) and value.type == _tensor_of(
-            self.type
-        ):
+        elif isinstance(value, DenseIntOrFPElementsAttr) and value.type == _tensor_of(self.type):
             value.print_without_type(printer)
         else:
             printer.print_attribute(value)

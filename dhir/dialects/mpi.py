@@ -315,9 +315,7 @@ class CommRankOp(IRDLOperation):
     assembly_format = "`(` $comm `)` attr-dict `:` type(results)"
 
     def __init__(self, comm: Value, with_retval: bool = False) -> None:
-        super().__init__(
-            operands=[comm], result_types=[_retval_types(with_retval), i32]
-        )
+        super().__init__(operands=[comm], result_types=[_retval_types(with_retval), i32])
         _name_results(self)
 
 
@@ -337,9 +335,7 @@ class CommSizeOp(IRDLOperation):
     assembly_format = "`(` $comm `)` attr-dict `:` type(results)"
 
     def __init__(self, comm: Value, with_retval: bool = False) -> None:
-        super().__init__(
-            operands=[comm], result_types=[_retval_types(with_retval), i32]
-        )
+        super().__init__(operands=[comm], result_types=[_retval_types(with_retval), i32])
         _name_results(self)
 
 
@@ -360,9 +356,7 @@ class CommSplitOp(IRDLOperation):
 
     assembly_format = "`(` $comm `,` $color `,` $key `)` attr-dict `:` type(results)"
 
-    def __init__(
-        self, comm: Value, color: Value, key: Value, with_retval: bool = False
-    ) -> None:
+    def __init__(self, comm: Value, color: Value, key: Value, with_retval: bool = False) -> None:
         super().__init__(
             operands=[comm, color, key],
             result_types=[_retval_types(with_retval), CommType()],

@@ -40,9 +40,7 @@ class ReduceOp(scf.ReduceOp):
             )
             parser.parse_punctuation(":")
             pos = parser.pos
-            types = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE, parser.parse_type
-            )
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
             parser.parse_punctuation(")")
             args = parser.resolve_operands(names, types, pos)
         regions: list[Region] = []
@@ -144,9 +142,7 @@ def _print_arrow_types(printer: Printer, types: Sequence[Attribute]) -> None:
 def _parse_arrow_types(parser: Parser) -> list[Attribute]:
     if not parser.parse_optional_punctuation("->"):
         return []
-    types = parser.parse_optional_comma_separated_list(
-        parser.Delimiter.PAREN, parser.parse_type
-    )
+    types = parser.parse_optional_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
     return [parser.parse_type()] if types is None else types
 
 

@@ -86,9 +86,7 @@ def _ancestor_in_region(op: Operation, region: Region | None) -> Operation | Non
 
 def _is_graph_region(region: Region) -> bool:
     parent = region.parent
-    return isinstance(parent, ModuleOp) or (
-        parent is not None and parent.has_trait(SymbolTable)
-    )
+    return isinstance(parent, ModuleOp) or (parent is not None and parent.has_trait(SymbolTable))
 
 
 def _successors(block: Block) -> list[Block]:

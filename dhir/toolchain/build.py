@@ -169,45 +169,100 @@ def _build(
 ) -> None:
     (work / "program.mlir").write_text(mlir)
     (work / "harness.c").write_text(harness)
-    _run(timing, "mlir-opt", work,
-         [tools.mlir_opt, *passes, "program.mlir", "-o", "program.llvm.mlir"])
+    _run(
+        timing,
+        "mlir-opt",
+        work,
+        [tools.mlir_opt, *passes, "program.mlir", "-o", "program.llvm.mlir"],
+    )
     _check_lowered(work / "program.llvm.mlir")
-    _run(timing, "mlir-translate", work,
-         [tools.mlir_translate, "--mlir-to-llvmir", "program.llvm.mlir", "-o", "program.ll"])
+    _run(
+        timing,
+        "mlir-translate",
+        work,
+        [tools.mlir_translate, "--mlir-to-llvmir", "program.llvm.mlir", "-o", "program.ll"],
+    )
     ll = work / "program.ll"
     ll.write_text(_patch_llvm_ir(ll.read_text(), mpi))
-    _run(timing, "clang (program)", work,
-         [tools.clang, *clang_flags, "-Wno-override-module", "-c", "program.ll", "-o", "program.o"])
+    _run(
+        timing,
+        "clang (program)",
+        work,
+        [tools.clang, *clang_flags, "-Wno-override-module", "-c", "program.ll", "-o", "program.o"],
+    )
     runtime = _runtime_object(work.parent, clang_flags, tools, mpi, timing)
-    _run(timing, "clang (harness)", work,
-         [tools.clang, *clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}", "-c", "harness.c", "-o", "harness.o"])
+    _run(
+        timing,
+        "clang (harness)",
+        work,
+        [
+            tools.clang,
+            *clang_flags,
+            *C_FLAGS,
+            f"-I{RUNTIME_DIR}",
+            "-c",
+            "harness.c",
+            "-o",
+            "harness.o",
+        ],
+    )
     runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
-    _run(timing, "link", work,
-         [tools.clang, *clang_flags, "program.o", "harness.o", runtime, "-o", "program",
-          *mpi.link_flags, "-lm",
-          # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
-          *(["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
-            if runner_utils else [])])
+    _run(
+        timing,
+        "link",
+        work,
+        [
+            tools.clang,
+            *clang_flags,
+            "program.o",
+            "harness.o",
+            runtime,
+            "-o",
+            "program",
+            *mpi.link_flags,
+            "-lm",
+            # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
+            *(
+                ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
+                if runner_utils
+                else []
+            ),
+        ],
+    )
 
 
 def _runtime_object(
     root: Path, clang_flags: Sequence[str], tools: LlvmTools, mpi: MpiInstall, timing: Timing
 ) -> Path:
     """dhir_rt.o for this MPI and these flags, compiled once (mpi.h alone takes ~0.1 s)."""
-    key = _digest({
-        "format": CACHE_FORMAT,
-        "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
-        "flags": [*clang_flags, *C_FLAGS],
-        "clang": _identity(tools.clang),
-        "mpi": [mpi.name, str(mpi.prefix), mpi.version],
-    })
+    key = _digest(
+        {
+            "format": CACHE_FORMAT,
+            "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
+            "flags": [*clang_flags, *C_FLAGS],
+            "clang": _identity(tools.clang),
+            "mpi": [mpi.name, str(mpi.prefix), mpi.version],
+        }
+    )
     target = root / f"dhir_rt-{key[:24]}.o"
     if not target.is_file():
         partial = Path(tempfile.mkdtemp(prefix="runtime-", dir=root))
         try:
-            _run(timing, "clang (runtime)", partial,
-                 [tools.clang, *clang_flags, *C_FLAGS, *mpi.compile_flags, "-c", RUNTIME_SOURCE,
-                  "-o", "dhir_rt.o"])
+            _run(
+                timing,
+                "clang (runtime)",
+                partial,
+                [
+                    tools.clang,
+                    *clang_flags,
+                    *C_FLAGS,
+                    *mpi.compile_flags,
+                    "-c",
+                    RUNTIME_SOURCE,
+                    "-o",
+                    "dhir_rt.o",
+                ],
+            )
             os.replace(partial / "dhir_rt.o", target)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
@@ -222,14 +277,18 @@ def _run(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> No
     if result.returncode != 0 or problem:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-30:])
         detail = (
-            "the module needs `dlti.map = #dlti.map<\"MPI:Implementation\" = \"MPICH\">` "
-            "(or \"OpenMPI\") to lower mpi ops; " if problem else ""
+            'the module needs `dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">` '
+            '(or "OpenMPI") to lower mpi ops; '
+            if problem
+            else ""
         )
         raise DhirError(
-            [Diagnostic(
-                f"build stage '{stage}' failed (exit status {result.returncode}); {detail}"
-                f"command: {' '.join(argv)}\nin {cwd}\n{tail}"
-            )]
+            [
+                Diagnostic(
+                    f"build stage '{stage}' failed (exit status {result.returncode}); {detail}"
+                    f"command: {' '.join(argv)}\nin {cwd}\n{tail}"
+                )
+            ]
         )
 
 
@@ -249,20 +308,24 @@ def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
     if declared is None:
         problems.append(
             f"the module uses mpi ops but declares no MPI; add `dlti.map = #dlti.map<"
-            f"\"MPI:Implementation\" = \"{mpi.dlti_name}\">` to its attributes"
+            f'"MPI:Implementation" = "{mpi.dlti_name}">` to its attributes'
         )
     elif declared.group(1) != mpi.dlti_name:
         problems.append(
-            f"the module is lowered for MPI:Implementation \"{declared.group(1)}\" but is being "
-            f"built with {mpi.name} (\"{mpi.dlti_name}\"); their ABIs differ, so lower it again "
+            f'the module is lowered for MPI:Implementation "{declared.group(1)}" but is being '
+            f'built with {mpi.name} ("{mpi.dlti_name}"); their ABIs differ, so lower it again '
             "for this MPI"
         )
     unsupported = sorted(used - LOWERED_MPI_OPS)
     if unsupported:
-        instead = [f"mpi.{op} -> {RUNTIME_REPLACEMENTS[op]}()"
-                   for op in unsupported if op in RUNTIME_REPLACEMENTS]
+        instead = [
+            f"mpi.{op} -> {RUNTIME_REPLACEMENTS[op]}()"
+            for op in unsupported
+            if op in RUNTIME_REPLACEMENTS
+        ]
         problems.append(
-            f"MLIR 22 cannot lower {', '.join('mpi.' + op for op in unsupported)} (it leaves them in "
+            f"MLIR 22 cannot lower {', '.join('mpi.' + op for op in unsupported)} "
+            "(it leaves them in "
             "place); call dhir's runtime instead" + (f": {', '.join(instead)}" if instead else "")
         )
     owned = sorted(used & {"init", "finalize"})
@@ -272,8 +335,10 @@ def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
             "initialises and finalises MPI around the entry; remove these ops"
         )
     if mpi.name == "openmpi" and "comm_split" in used:
-        problems.append("mpi.comm_split crashes with OpenMPI in MLIR 22 (it loads the "
-                        "communicator as i32); build with mpi=\"mpich\"")
+        problems.append(
+            "mpi.comm_split crashes with OpenMPI in MLIR 22 (it loads the "
+            'communicator as i32); build with mpi="mpich"'
+        )
     problems += _check_buffers(mlir)
     if problems:
         raise DhirError([Diagnostic(p) for p in problems])
@@ -287,7 +352,7 @@ def _check_buffers(mlir: str) -> list[str]:
         if match is None or match.group(1) not in _BUFFER_OPS:
             continue
         for type_ in _memref_types(line):
-            shape, _, layout = type_[len("memref<"):-1].partition(",")
+            shape, _, layout = type_[len("memref<") : -1].partition(",")
             dims = shape.split("x")[:-1]
             if len(dims) != 1 or (layout and not _UNIT_STRIDE.fullmatch(layout)):
                 problems.append(
@@ -318,8 +383,12 @@ def _check_lowered(path: Path) -> None:
     left += ["!mpi types"] if "!mpi." in text else []
     if left:
         raise DhirError(
-            [Diagnostic(f"mlir-opt-22 left mpi ops unlowered in {path}: {', '.join(left)}; "
-                        "dhir cannot build this module")]
+            [
+                Diagnostic(
+                    f"mlir-opt-22 left mpi ops unlowered in {path}: {', '.join(left)}; "
+                    "dhir cannot build this module"
+                )
+            ]
         )
 
 
@@ -331,16 +400,18 @@ def _cache_key(
     tools: LlvmTools,
     mpi: MpiInstall,
 ) -> str:
-    return _digest({
-        "format": CACHE_FORMAT,
-        "mlir": mlir,
-        "harness": harness,
-        "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
-        "passes": list(passes),
-        "flags": [*clang_flags, *C_FLAGS],
-        "tools": [_identity(p) for p in (tools.mlir_opt, tools.mlir_translate, tools.clang)],
-        "mpi": [mpi.name, str(mpi.prefix), mpi.version],
-    })
+    return _digest(
+        {
+            "format": CACHE_FORMAT,
+            "mlir": mlir,
+            "harness": harness,
+            "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
+            "passes": list(passes),
+            "flags": [*clang_flags, *C_FLAGS],
+            "tools": [_identity(p) for p in (tools.mlir_opt, tools.mlir_translate, tools.clang)],
+            "mpi": [mpi.name, str(mpi.prefix), mpi.version],
+        }
+    )
 
 
 def _identity(tool: Path) -> list[object]:

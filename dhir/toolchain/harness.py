@@ -24,8 +24,9 @@ _SCALARS: dict[str, tuple[str, int, int]] = {
 }
 
 
-def command_line_args(signature: EntrySignature, input_paths: dict[int, str],
-                      inputs: list[np.ndarray]) -> list[str]:
+def command_line_args(
+    signature: EntrySignature, input_paths: dict[int, str], inputs: list[np.ndarray]
+) -> list[str]:
     """The executable's arguments after OUTDIR, for checked inputs (see check_inputs)."""
     words: list[str] = []
     for spec, value in zip(signature.args, inputs, strict=True):
@@ -68,7 +69,8 @@ def generate_harness(signature: EntrySignature, ranks: int) -> str:
         "",
         "int main(int argc, char **argv) {",
         f"  dhir_rt_init(&argc, &argv, {ranks});",
-        f'  dhir_rt_expect_argc(argc, {2 + _word_count(signature)}, "{_c_string(usage(signature))}");',
+        f"  dhir_rt_expect_argc(argc, {2 + _word_count(signature)}, "
+        f'"{_c_string(usage(signature))}");',
         "  const char *out_dir = argv[1];",
     ]
     word = 2
@@ -99,7 +101,9 @@ def _param_type(spec: ArgSpec) -> str:
 
 
 def _word_count(signature: EntrySignature) -> int:
-    return sum(1 + spec.shape.count(DYNAMIC) if spec.shape is not None else 1 for spec in signature.args)
+    return sum(
+        1 + spec.shape.count(DYNAMIC) if spec.shape is not None else 1 for spec in signature.args
+    )
 
 
 def _load(spec: ArgSpec, word: int) -> tuple[list[str], int]:

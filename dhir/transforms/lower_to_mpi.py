@@ -67,7 +67,9 @@ class LowerToMPIPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mpi not in _MPI_NAMES:
-            raise PassFailedException(f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}")
+            raise PassFailedException(
+                f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"
+            )
         op.attributes["dlti.map"] = MapAttr(
             ArrayAttr([_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
         )
@@ -276,7 +278,7 @@ def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
         return const.result, [const]
     ops: list[Operation] = []
     total: SSAValue = _append(ops, arith.ConstantOp(IntegerAttr(width, IndexType())))
-    for dim, extent in enumerate(shape):
+    for dim in range(len(shape)):
         index = _append(ops, arith.ConstantOp(IntegerAttr(dim, IndexType())))
         size = _append(ops, memref.DimOp.from_source_and_index(value, index))
         total = _append(ops, arith.MuliOp(total, size))
@@ -302,4 +304,3 @@ def _product(shape: Sequence[int]) -> int:
     for extent in shape:
         total *= extent
     return total
-

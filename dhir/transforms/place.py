@@ -47,5 +47,5 @@ def _check_explicit(task: TaskOp, ranks: int) -> None:
         raise PassFailedAt(
             task,
             f"task is placed on rank {rank} ({RANK_ATTR}), but the program runs "
-            f"on {ranks} rank{'s' if ranks != 1 else ''} (ranks 0..{ranks - 1})"
+            f"on {ranks} rank{'s' if ranks != 1 else ''} (ranks 0..{ranks - 1})",
         )

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import CPU_TARGETS, RandomSchedule, schedules
 
 import dhir
 from dhir import DhirError
-
-from strategies import CPU_TARGETS, RandomSchedule, schedules
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 MPIS = ("mpich", "openmpi")
@@ -62,7 +61,11 @@ def _inputs(name: str, rng: np.random.Generator) -> list[object]:
         "hazards": lambda: [rng.standard_normal(8).astype(np.float32), np.zeros(8, np.float32)],
         "time_loop": lambda: [rng.standard_normal(16), np.zeros(16), 5],
         "host_between": lambda: [ints(6, np.int64), ints(6, np.int64)],
-        "call": lambda: [rng.standard_normal((4, 4)).astype(np.float32), np.zeros(4, np.float32), 1.5],
+        "call": lambda: [
+            rng.standard_normal((4, 4)).astype(np.float32),
+            np.zeros(4, np.float32),
+            1.5,
+        ],
     }[name]()
 
 

@@ -2,12 +2,11 @@
 written with: every conflicting pair of tasks is ordered, and nothing else is."""
 
 from hypothesis import given, settings
+from strategies import RandomSchedule, schedules
 
 from dhir import parse_string
 from dhir.analysis.dependences import task_graph
 from dhir.dialects.dhir import ScheduleOp
-
-from strategies import RandomSchedule, schedules
 
 
 def _schedule(text: str) -> ScheduleOp:

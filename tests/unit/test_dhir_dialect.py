@@ -2,6 +2,7 @@
 
 import pytest
 from hypothesis import given, settings
+from strategies import RandomSchedule, schedules
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, f32
 from xdsl.ir import Block, Region
@@ -11,8 +12,6 @@ from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.verifier import verify_module
 from dhir.targets import DeviceKind, TargetInfo
-
-from strategies import RandomSchedule, schedules
 
 
 def _round_trip(text: str) -> str:
@@ -53,7 +52,7 @@ def test_built_module_verifies_and_prints_canonically() -> None:
     module = _build_module()
     verify_module(module)
     text = print_module(module)
-    assert "dhir.target {arch = \"sm_90\"}" in text
+    assert 'dhir.target {arch = "sm_90"}' in text
     assert "dhir.yield" not in text  # implicit terminators stay implicit
     assert _round_trip(text) == text
 

@@ -15,12 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from strategies import RandomSchedule, schedules
 
 import dhir
 from dhir import DhirError
 from dhir.backends.interp import run_interp
-
-from strategies import RandomSchedule, schedules
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 N = 8  # elements per array in the op tests: the interpreter runs ~15 us per op

