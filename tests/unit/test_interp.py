@@ -599,6 +599,12 @@ def _zero_rule(x: np.ndarray, y: np.ndarray, positive: bool, base: np.ndarray) -
     return np.where((x == 0) & (y == 0), pick, base)
 
 
+def _other_if_nan(x: np.ndarray, y: np.ndarray, pick: Callable[..., np.ndarray]) -> np.ndarray:
+    """MLIR's maxnumf/minnumf: one NaN operand gives the other operand. np.fmax/fmin would
+    give NaN for a signalling NaN, which random bit patterns sometimes are."""
+    return np.where(np.isnan(x), y, np.where(np.isnan(y), x, pick(x, y)))
+
+
 def _float_rows(t: str) -> list[Row]:
     def row(name: str, reference: Callable[[np.ndarray, np.ndarray], object]) -> Row:
         return Row(f"%z = arith.{name} %x, %y : {t}", t, t, t, reference)
@@ -608,8 +614,8 @@ def _float_rows(t: str) -> list[Row]:
         row("divf", np.divide),
         row("maximumf", lambda x, y: _zero_rule(x, y, True, np.maximum(x, y))),
         row("minimumf", lambda x, y: _zero_rule(x, y, False, np.minimum(x, y))),
-        row("maxnumf", lambda x, y: _zero_rule(x, y, True, np.fmax(x, y))),
-        row("minnumf", lambda x, y: _zero_rule(x, y, False, np.fmin(x, y))),
+        row("maxnumf", lambda x, y: _zero_rule(x, y, True, _other_if_nan(x, y, np.maximum))),
+        row("minnumf", lambda x, y: _zero_rule(x, y, False, _other_if_nan(x, y, np.minimum))),
         Row(f"%z = arith.negf %x : {t}", t, t, t, lambda x, y: -x),
     ]  # fmt: skip
 
