@@ -1,5 +1,6 @@
 // Messages only where data crosses ranks, from its last writer; results reach
 // rank 0 (no later use) or every rank (later use) at the end of the schedule.
+// Each task's step (its incoming messages and its guarded body) is a function.
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=1},dhir-lower-to-mpi{ranks=1}' | filecheck %s --check-prefix=ONE
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2 mpi=openmpi}' | filecheck %s --check-prefix=OMPI
@@ -7,38 +8,50 @@
 // CHECK: builtin.module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">}
 // OMPI: builtin.module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "OpenMPI">}
 // CHECK-LABEL: func.func @main
-// CHECK:      %[[COMM:.*]] = mpi.comm_world : !mpi.comm
-// CHECK-NEXT: %rank = mpi.comm_rank(%[[COMM]]) : i32
+// CHECK:      %comm = mpi.comm_world : !mpi.comm
+// CHECK-NEXT: %rank = mpi.comm_rank(%comm) : i32
 // CHECK-NEXT: %[[R0:.*]] = arith.constant 0 : i32
-// CHECK-NEXT: %[[ON0:.*]] = arith.cmpi eq, %rank, %[[R0]] : i32
-// task 0 (rank 0) writes %b from %a.
-// CHECK-NEXT: scf.if %[[ON0]] {
-// CHECK:        memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
-// CHECK:      }
+// CHECK-NEXT: %on0 = arith.cmpi eq, %rank, %[[R0]] : i32
 // CHECK-NEXT: %[[R1:.*]] = arith.constant 1 : i32
-// CHECK-NEXT: %[[ON1:.*]] = arith.cmpi eq, %rank, %[[R1]] : i32
-// task 1 (rank 1) reads %b: rank 0 sends it (tag 1 = its position in the schedule).
-// CHECK-NEXT: scf.if %[[ON0]] {
-// CHECK-NEXT:   mpi.send(%b, %[[R1]], %[[R1]], %[[COMM]]) : memref<8xf32>, i32, i32
-// CHECK-NEXT: }
-// CHECK-NEXT: scf.if %[[ON1]] {
-// CHECK-NEXT:   mpi.recv(%b, %[[R1]], %[[R0]], %[[COMM]]) : memref<8xf32>, i32, i32
-// CHECK-NEXT: }
-// CHECK-NEXT: scf.if %[[ON1]] {
-// CHECK:        memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
-// CHECK:      }
-// task 2 (rank 0) reads %a (valid everywhere: no message) and writes %a (WAR: no message).
-// CHECK-NEXT: scf.if %[[ON0]] {
-// CHECK:        memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
-// CHECK:      }
+// CHECK-NEXT: %on1 = arith.cmpi eq, %rank, %[[R1]] : i32
+// CHECK-NEXT: %[[TAG:.*]] = arith.constant 2 : i32
+// CHECK-NEXT: func.call @main.schedule0.task0(%on0, %a, %b) {dhir.task = "t0"}
+// CHECK-NEXT: func.call @main.schedule0.task1(%on0, %b, %on1, %c) {dhir.task = "t1"}
+// CHECK-NEXT: func.call @main.schedule0.task2(%on0, %a) {dhir.task = "t2"}
 // The end: %c (written on rank 1, 2-D, sent flattened) goes to rank 0 only.
-// CHECK:      %[[FLAT:.*]] = memref.collapse_shape %c
-// CHECK-NEXT: scf.if %[[ON1]] {
-// CHECK-NEXT:   mpi.send(%[[FLAT]], %{{.*}}, %[[R0]], %[[COMM]]) : memref<8xf32>, i32, i32
-// CHECK:      scf.if %[[ON0]] {
-// CHECK-NEXT:   mpi.recv(%[[FLAT]], %{{.*}}, %[[R1]], %[[COMM]]) : memref<8xf32>, i32, i32
+// CHECK-NEXT: %[[FLAT:.*]] = memref.collapse_shape %c
+// CHECK-NEXT: scf.if %on1 {
+// CHECK-NEXT:   mpi.send(%[[FLAT]], %[[TAG]], %[[R0]], %comm) : memref<8xf32>, i32, i32
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %on0 {
+// CHECK-NEXT:   mpi.recv(%[[FLAT]], %[[TAG]], %[[R1]], %comm) : memref<8xf32>, i32, i32
+// CHECK-NEXT: }
+// CHECK-NEXT: func.return
+//
+// task 0 (rank 0) writes %b from %a: no message.
+// CHECK:      func.func private @main.schedule0.task0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>) attributes {passthrough = ["noinline"]} {
+// CHECK-NEXT:   scf.if %on0 {
+// CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
+// CHECK:      }
+// task 1 (rank 1) reads %b: rank 0 sends it (tag 1 = its position in the schedule).
+// CHECK:      func.func private @main.schedule0.task1(%on0: i1, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>)
+// CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:   %[[COMM:.*]] = mpi.comm_world : !mpi.comm
+// CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
+// CHECK-NEXT:   scf.if %on0 {
+// CHECK-NEXT:     mpi.send(%b, %[[T1]], %[[T1]], %[[COMM]]) : memref<8xf32>, i32, i32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   scf.if %on1 {
+// CHECK-NEXT:     mpi.recv(%b, %[[T1]], %[[ZERO]], %[[COMM]]) : memref<8xf32>, i32, i32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   scf.if %on1 {
+// CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
+// task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no message).
+// CHECK:      func.func private @main.schedule0.task2(%on0: i1, %a: memref<8xf32>)
 // CHECK-NOT:  mpi.
+// CHECK:      memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
 // CHECK:      func.return
+//
 // ONE-NOT: mpi.send
 // ONE-NOT: scf.if
 func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<2x4xf32>) {
@@ -68,9 +81,8 @@ func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<2x4xf32>) {
 // A later read of %a by host code needs %a on every rank: one broadcast from
 // its last writer (rank 1 by round robin), through dhir's runtime.
 // CHECK-LABEL: func.func @later_use
-// CHECK:      scf.if %{{.*}} {
-// CHECK:        memref.store
-// CHECK:      %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %a : memref<8xf32> -> index
+// CHECK:      func.call @later_use.schedule0.task1(%on1, %a) {dhir.task = "t1"}
+// CHECK-NEXT: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %a : memref<8xf32> -> index
 // CHECK-NEXT: %[[P64:.*]] = arith.index_cast %[[PTR]] : index to i64
 // CHECK-NEXT: %[[BYTES:.*]] = arith.constant 32 : i64
 // CHECK-NEXT: func.call @dhir_rt_bcast(%[[P64]], %[[BYTES]], %{{.*}}) : (i64, i64, i32) -> ()
