@@ -11,8 +11,9 @@ def outline(
     ops: Sequence[Operation], name: str, after: Operation
 ) -> tuple[func.CallOp, func.FuncOp]:
     """Replace `ops` (consecutive, in one block) by a call to `@name`, a new function
-    placed after `after` (an op of the module's body). Values the ops use from outside become its arguments, except
-    constants and other pure ops without operands, which are cloned inside."""
+    placed after `after` (an op of the module's body). Values the ops use from outside
+    become its arguments, except constants and other pure ops without operands, which
+    are cloned inside."""
     inside = {nested for op in ops for nested in op.walk()}
     free = _free_values(ops, inside)
     passed = [v for v in free if not _rematerializable(v)]
