@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import CPU_TARGETS, RandomSchedule, schedules
 
@@ -121,6 +121,7 @@ def _random_inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
 @settings(max_examples=150, deadline=None)
 @given(schedules(max_tasks=30, max_buffers=6, targets=CPU_TARGETS), st.integers(0, 2**16))
 def test_random_schedules_interp_equals_numpy(program: RandomSchedule, seed: int) -> None:
+    note(f"the program:\n{program.text()}")
     inputs = _random_inputs(program, seed)
     results = dhir.run(program.text(), *inputs, backend="interp")
     _check(results, program.reference(inputs))
@@ -140,6 +141,7 @@ def test_random_schedules_interp_equals_numpy(program: RandomSchedule, seed: int
 )
 def test_random_schedules_native_equals_interp(case: tuple[int, RandomSchedule, str, int]) -> None:
     ranks, program, mpi, seed = case
+    note(f"on {ranks} ranks with {mpi}, the program:\n{program.text()}")
     inputs = _random_inputs(program, seed)
     oracle = dhir.run(program.text(), *inputs, backend="interp")
     native = dhir.run(program.text(), *inputs, backend="native", ranks=ranks, mpi=mpi, timeout=120)
