@@ -53,6 +53,7 @@ from dhir.placement import rank_of
 from dhir.transforms.outline import outline
 
 BCAST = "dhir_rt_bcast"
+STEPS_PER_FUNCTION = 32
 _MPI_NAMES = {"mpich": "MPICH", "openmpi": "OpenMPI"}
 
 
@@ -173,7 +174,8 @@ class _ScheduleLowering:
     last_function: Operation  # step functions follow their host function, in program order
     valid: dict[SSAValue, set[int]] = field(default_factory=dict)
     writer: dict[SSAValue, int] = field(default_factory=dict)
-    _steps: int = 0
+    _parts: int = 0
+    _tasks_emitted: int = 0
     _emitted: list[Operation] = field(default_factory=list)
 
     def run(self, final_to_root: set[SSAValue]) -> bool:
@@ -184,6 +186,7 @@ class _ScheduleLowering:
             self.valid[value] = set(everyone)
         for task in list(self.schedule.tasks()):
             self._lower_task(task, task_effects(task), position)
+        self._outline_steps()
         broadcasts = False
         for value in sorted(self.writer, key=position.__getitem__):
             if self.valid[value] == everyone:
@@ -201,33 +204,36 @@ class _ScheduleLowering:
         rank = rank_of(task)
         if rank is None:
             raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
-        self._emitted = []
         for value in sorted(effects.touches(), key=position.__getitem__):
             self._check_contiguous(task, value)
             self._transfer(value, rank, position[value])
         self._emit(self._guarded(rank, _take_body(task)))
-        self._outline_step(task)
+        self._tasks_emitted += 1
+        if self._tasks_emitted == STEPS_PER_FUNCTION:
+            self._outline_steps()
         for value in effects.writes:
             self.valid[value] = {rank}
             self.writer[value] = rank
         task.detach()
         task.erase()
 
-    def _outline_step(self, task: TaskOp) -> None:
-        """Move what was just emitted for `task` into a function of its own: one huge
-        host function makes mlir-opt's scf-to-cf quadratic (it splits the block at
-        every scf.if), and 3,000 inline tasks took it 3 GB and 8 s."""
-        k = self._steps
-        self._steps += 1
+    def _outline_steps(self) -> None:
+        """Move the steps emitted since the last call (each task's incoming messages and
+        guarded body) into a function of their own. One huge host function makes
+        mlir-opt's scf-to-cf quadratic (it splits the block at every scf.if: 3,000
+        inline tasks took 8 s and 3 GB, 10,000 were killed), while a function per task
+        makes LLVM slow on thousands of functions; a few dozen tasks per function sits
+        between the two."""
         if not self._emitted:
             return
-        name = f"{self.function.sym_name.data}.schedule{self.number}.task{k}"
-        call, function = outline(self._emitted, name, self.last_function)
-        # Kept out of line: clang -O2 inlining thousands of steps back into one host
-        # function costs more than the calls (1,000 tasks: 5 s of clang instead of 1).
+        name = f"{self.function.sym_name.data}.schedule{self.number}.part{self._parts}"
+        self._parts += 1
+        _, function = outline(self._emitted, name, self.last_function)
+        # Kept out of line, or clang -O2 inlines them all back into one function.
         function.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])
         self.last_function = function
-        call.attributes["dhir.task"] = StringAttr(task.token.name_hint or f"task{k}")
+        self._emitted = []
+        self._tasks_emitted = 0
 
     def _transfer(self, value: SSAValue, to: int, tag: int) -> None:
         if to in self.valid[value]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from strategies import CPU_TARGETS, RandomSchedule, schedules
+from strategies import CPU_TARGETS, RandomSchedule, RandomTask, schedules
 
 import dhir
 from dhir import DhirError
@@ -147,3 +147,28 @@ def test_random_schedules_native_equals_interp(case: tuple[int, RandomSchedule, 
     native = dhir.run(program.text(), *inputs, backend="native", ranks=ranks, mpi=mpi, timeout=120)
     for got, want in zip(native, oracle):
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+@needs_mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_long_schedule_spans_several_step_functions(mpi: str) -> None:
+    """More tasks than one step function holds (STEPS_PER_FUNCTION): values cross the
+    functions' boundaries correctly."""
+    from dhir.transforms.lower_to_mpi import STEPS_PER_FUNCTION
+
+    rng = np.random.default_rng(7)
+    tasks = tuple(
+        RandomTask(
+            0,
+            tuple(int(b) for b in rng.integers(0, 5, 2)),
+            (int(rng.integers(0, 5)),),
+            0,
+            int(rng.integers(1, 9)),
+            int(rng.integers(0, 3)),
+        )
+        for _ in range(2 * STEPS_PER_FUNCTION + 5)
+    )
+    program = RandomSchedule(5, 8, ('{kind = "cpu"}',), tasks)
+    inputs = _random_inputs(program, 3)
+    results = dhir.run(program.text(), *inputs, backend="native", ranks=3, mpi=mpi)
+    _check(results, program.reference(inputs))

@@ -1,6 +1,7 @@
 // Messages only where data crosses ranks, from its last writer; results reach
 // rank 0 (no later use) or every rank (later use) at the end of the schedule.
-// Each task's step (its incoming messages and its guarded body) is a function.
+// The steps (each task's incoming messages and guarded body) go into functions of up
+// to 32 tasks each.
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=1},dhir-lower-to-mpi{ranks=1}' | filecheck %s --check-prefix=ONE
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2 mpi=openmpi}' | filecheck %s --check-prefix=OMPI
@@ -15,9 +16,7 @@
 // CHECK-NEXT: %[[R1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT: %on1 = arith.cmpi eq, %rank, %[[R1]] : i32
 // CHECK-NEXT: %[[TAG:.*]] = arith.constant 2 : i32
-// CHECK-NEXT: func.call @main.schedule0.task0(%on0, %a, %b) {dhir.task = "t0"}
-// CHECK-NEXT: func.call @main.schedule0.task1(%on0, %b, %on1, %c) {dhir.task = "t1"}
-// CHECK-NEXT: func.call @main.schedule0.task2(%on0, %a) {dhir.task = "t2"}
+// CHECK-NEXT: func.call @main.schedule0.part0(%on0, %a, %b, %on1, %c) : (i1, memref<8xf32>, memref<8xf32>, i1, memref<2x4xf32>) -> ()
 // The end: %c (written on rank 1, 2-D, sent flattened) goes to rank 0 only.
 // CHECK-NEXT: %[[FLAT:.*]] = memref.collapse_shape %c
 // CHECK-NEXT: scf.if %on1 {
@@ -28,16 +27,15 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return
 //
-// task 0 (rank 0) writes %b from %a: no message.
-// CHECK:      func.func private @main.schedule0.task0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>) attributes {passthrough = ["noinline"]} {
-// CHECK-NEXT:   scf.if %on0 {
-// CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
-// CHECK:      }
-// task 1 (rank 1) reads %b: rank 0 sends it (tag 1 = its position in the schedule).
-// CHECK:      func.func private @main.schedule0.task1(%on0: i1, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>)
+// CHECK:      func.func private @main.schedule0.part0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>) attributes {passthrough = ["noinline"]} {
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[COMM:.*]] = mpi.comm_world : !mpi.comm
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
+// task 0 (rank 0) writes %b from %a: no message.
+// CHECK-NEXT:   scf.if %on0 {
+// CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:   }
+// task 1 (rank 1) reads %b: rank 0 sends it (tag 1 = its position in the schedule).
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK-NEXT:     mpi.send(%b, %[[T1]], %[[T1]], %[[COMM]]) : memref<8xf32>, i32, i32
 // CHECK-NEXT:   }
@@ -46,11 +44,13 @@
 // CHECK-NEXT:   }
 // CHECK-NEXT:   scf.if %on1 {
 // CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
+// CHECK-NEXT:   }
 // task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no message).
-// CHECK:      func.func private @main.schedule0.task2(%on0: i1, %a: memref<8xf32>)
-// CHECK-NOT:  mpi.
-// CHECK:      memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
-// CHECK:      func.return
+// CHECK-NEXT:   scf.if %on0 {
+// CHECK-NOT:      mpi.
+// CHECK:          memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return
 //
 // ONE-NOT: mpi.send
 // ONE-NOT: scf.if
@@ -81,7 +81,7 @@ func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<2x4xf32>) {
 // A later read of %a by host code needs %a on every rank: one broadcast from
 // its last writer (rank 1 by round robin), through dhir's runtime.
 // CHECK-LABEL: func.func @later_use
-// CHECK:      func.call @later_use.schedule0.task1(%on1, %a) {dhir.task = "t1"}
+// CHECK:      func.call @later_use.schedule0.part0(%on0, %on1, %a)
 // CHECK-NEXT: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %a : memref<8xf32> -> index
 // CHECK-NEXT: %[[P64:.*]] = arith.index_cast %[[PTR]] : index to i64
 // CHECK-NEXT: %[[BYTES:.*]] = arith.constant 32 : i64
