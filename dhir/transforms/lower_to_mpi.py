@@ -73,9 +73,15 @@ class LowerToMPIPass(ModulePass):
                 f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"
             )
         op.attributes["dlti.map"] = MapAttr(
-            ArrayAttr([_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
+            ArrayAttr([_dlti_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
         )
         needs_bcast = False
+        # Only the harness may call the entry: then what it leaves on ranks other than
+        # 0 is never read, which _outputs_only relies on.
+        entry_called = any(
+            isinstance(call, func.CallOp) and call.callee.string_value() == self.entry
+            for call in op.walk()
+        )
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             schedules = [s for s in function.walk() if isinstance(s, ScheduleOp)]
             if not schedules:
@@ -84,14 +90,16 @@ class LowerToMPIPass(ModulePass):
             last: Operation = function
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
-                needs_bcast |= lowering.run(final_to_root=self._outputs_only(function, schedule))
+                outputs = set() if entry_called else self._outputs_only(function, schedule)
+                needs_bcast |= lowering.run(final_to_root=outputs)
                 last = lowering.last_function
         _erase_targets(op)
         if needs_bcast:
             op.body.block.add_op(_declare(BCAST, [i64, i64, i32]))
 
     def _outputs_only(self, function: func.FuncOp, schedule: ScheduleOp) -> set[SSAValue]:
-        """Memref arguments of the entry that nothing reads after `schedule`."""
+        """Memref arguments of the entry that nothing reads after `schedule` (when only
+        the harness calls the entry, so ranks other than 0 never read them again)."""
         body = function.body.block
         if function.sym_name.data != self.entry or schedule.parent is not body:
             return set()
@@ -104,7 +112,7 @@ class LowerToMPIPass(ModulePass):
         return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
 
 
-def _entry(key: str, value: str) -> object:
+def _dlti_entry(key: str, value: str) -> object:
     from xdsl.dialects.dlti import DataLayoutEntryAttr
 
     return DataLayoutEntryAttr(StringAttr(key), StringAttr(value))

@@ -103,3 +103,28 @@ func.func @later_use(%a: memref<8xf32>) -> f32 {
   %v = memref.load %a[%i] : memref<8xf32>
   return %v : f32
 }
+
+// -----
+
+// When something in the module calls the entry, its caller may read the results on
+// any rank: written memrefs are broadcast even without a later use in the entry.
+// CHECK-LABEL: func.func @main
+// CHECK:       func.call @dhir_rt_bcast
+func.func @main(%a: memref<8xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    %idle = dhir.task %cpu, %a {
+    }
+    %t1 = dhir.task %cpu, %a {
+      %i = arith.constant 0 : index
+      %x = arith.constant 1.0 : f32
+      memref.store %x, %a[%i] : memref<8xf32>
+    }
+  }
+  return
+}
+func.func @twice(%a: memref<8xf32>) {
+  func.call @main(%a) : (memref<8xf32>) -> ()
+  func.call @main(%a) : (memref<8xf32>) -> ()
+  return
+}
