@@ -6,7 +6,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.api import parse_file, parse_string
-from dhir.backends.signature import EntrySignature, entry_signature
+from dhir.backends.signature import entry_signature, save_outputs
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 BACKENDS = ("native", "interp")
@@ -51,14 +51,3 @@ def run(
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
     )
-
-
-def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for spec, array in zip(signature.args, results, strict=True):
-            if spec.is_memref:
-                np.save(directory / f"arg{spec.index}.npy", array)
-    except OSError as error:
-        raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None

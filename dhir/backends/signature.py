@@ -2,6 +2,7 @@
 and bring results out, and the checks that give users clear errors."""
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
@@ -174,3 +175,14 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
             ]
         )
     return np.ascontiguousarray(value).copy()
+
+
+def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
+    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for spec, array in zip(signature.args, results, strict=True):
+            if spec.is_memref:
+                np.save(directory / f"arg{spec.index}.npy", array)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None

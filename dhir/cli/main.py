@@ -14,10 +14,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.backends.signature import ArgSpec, EntrySignature, check_inputs, entry_signature
+from dhir.backends.signature import (
+    ArgSpec,
+    EntrySignature,
+    check_inputs,
+    entry_signature,
+    save_outputs,
+)
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.run import save_outputs
 
 if TYPE_CHECKING:
     from dhir.toolchain.build import Timing

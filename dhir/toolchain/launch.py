@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dhir.backends.signature import EntrySignature, check_inputs
+from dhir.backends.signature import EntrySignature, check_inputs, save_outputs
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args
@@ -69,7 +69,7 @@ def run_executable(
             for spec, array in zip(signature.args, arrays)
         ]
     if output_dir is not None:
-        _save(results, signature, Path(output_dir))
+        save_outputs(results, signature, Path(output_dir))
     return results
 
 
@@ -224,13 +224,3 @@ def _read_result(path: Path, like: np.ndarray) -> np.ndarray:
             [Diagnostic(f"{path.name} holds {data.size} elements, expected {like.size}")]
         )
     return data.astype(like.dtype, copy=False).reshape(like.shape)
-
-
-def _save(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        for spec, array in zip(signature.args, results):
-            if spec.is_memref:
-                np.save(directory / f"arg{spec.index}.npy", array)
-    except OSError as error:
-        raise DhirError([Diagnostic(f"cannot save results to {directory}: {error}")]) from None
