@@ -29,11 +29,17 @@ def _pass_help() -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        # The pass list imports every pass; only --help needs it.
+        self.epilog = _pass_help()
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dhir-opt",
         description="Parse, verify, transform and print MLIR that uses the dhir dialect.",
-        epilog=_pass_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
