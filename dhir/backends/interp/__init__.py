@@ -6,15 +6,25 @@ program order. Every other backend is tested against it, bit for bit.
 """
 
 import sys
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.interpreters.cf import CfFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from dhir.backends.interp_impls import MAX_DEPTH, RECURSION_LIMIT, Trap, make_interpreter
+from dhir.backends.interp.arith import ArithImpls
+from dhir.backends.interp.control import ControlImpls
+from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap
+from dhir.backends.interp.gpu import GpuImpls
+from dhir.backends.interp.linalg import LinalgImpls
+from dhir.backends.interp.math_dialect import MathImpls
+from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.signature import check_inputs, entry_signature
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 
@@ -78,3 +88,17 @@ def _error(stack: _OpStack, message: str) -> DhirError:
 
 
 __all__ = ["run_interp"]
+
+
+def make_interpreter(
+    module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()
+) -> Interpreter:
+    interpreter = Interpreter(module, index_bitwidth=INDEX_WIDTH, listeners=tuple(listeners))
+    # From xDSL: func.return and calling func.func, scf.if/while/index_switch and
+    # cf.br/cond_br; they pass values on without looking at them.
+    for functions in (FuncFunctions(), ScfFunctions(), CfFunctions()):
+        interpreter.register_implementations(functions)
+    ours = (ArithImpls, MathImpls, MemrefImpls, ControlImpls, GpuImpls, LinalgImpls)
+    for ours_functions in ours:
+        interpreter.register_implementations(ours_functions(), override=True)
+    return interpreter

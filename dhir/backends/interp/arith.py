@@ -1,0 +1,201 @@
+"""The arith dialect, with exact wrapping and rounding."""
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IntegerAttr,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+)
+from xdsl.ir import Attribute, Operation
+
+from dhir.backends.interp.core import Values, fail, handles, register
+from dhir.backends.interp.scalars import (
+    _CMPF,
+    _CMPI,
+    _FLOATS,
+    _divisor,
+    _exact,
+    _int_binary,
+    _no_signed_overflow,
+    divide,
+    float_rounder,
+    float_to_int,
+    int_to_float,
+    int_width,
+    maximum,
+    maxnum,
+    minimum,
+    minnum,
+    result_rounder,
+    signed,
+    trunc_div,
+    unsigned,
+    wrap,
+)
+from dhir.backends.signature import numpy_dtype
+
+
+@register
+class ArithImpls(InterpreterFunctions):
+    @handles(arith.ConstantOp)
+    def run_constant(self, interp: Interpreter, op: arith.ConstantOp, args: Values) -> Values:
+        value = op.value
+        if isinstance(value, IntegerAttr):
+            return (wrap(value.value.data, int_width(op, op.result.type)),)
+        if isinstance(value, FloatAttr):
+            return (float_rounder(op, op.result.type)(value.value.data),)
+        fail(op, f"of {op.result.type} is not supported by the interpreter (scalars only)")
+
+    @handles(arith.AddiOp, arith.SubiOp, arith.MuliOp)
+    def run_int_arith(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        a, b = args
+        return (_int_binary(op, args, _exact(op, a, b)),)
+
+    @handles(arith.AndIOp, arith.OrIOp, arith.XOrIOp)
+    def run_bitwise(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        a, b = args
+        width = int_width(op, op.results[0].type)
+        if isinstance(op, arith.AndIOp):
+            return (wrap(a & b, width),)
+        return (wrap(a | b if isinstance(op, arith.OrIOp) else a ^ b, width),)
+
+    @handles(arith.DivSIOp, arith.RemSIOp, arith.CeilDivSIOp, arith.FloorDivSIOp)
+    def run_signed_div(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        a, b = signed(args[0], width), _divisor(op, signed(args[1], width))
+        _no_signed_overflow(op, a, b, width)
+        if isinstance(op, arith.DivSIOp):
+            return (wrap(trunc_div(a, b), width),)
+        if isinstance(op, arith.RemSIOp):  # the sign of the dividend
+            return (wrap(a - b * trunc_div(a, b), width),)
+        if isinstance(op, arith.CeilDivSIOp):
+            return (wrap(-(-a // b), width),)
+        return (wrap(a // b, width),)
+
+    @handles(arith.DivUIOp, arith.RemUIOp, arith.CeilDivUIOp)
+    def run_unsigned_div(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        a, b = unsigned(args[0], width), _divisor(op, unsigned(args[1], width))
+        if isinstance(op, arith.DivUIOp):
+            return (wrap(a // b, width),)
+        if isinstance(op, arith.RemUIOp):
+            return (wrap(a % b, width),)
+        return (wrap(-(-a // b), width),)
+
+    @handles(arith.MaxSIOp, arith.MinSIOp, arith.MaxUIOp, arith.MinUIOp)
+    def run_int_minmax(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        view = unsigned if isinstance(op, arith.MaxUIOp | arith.MinUIOp) else signed
+        a, b = view(args[0], width), view(args[1], width)
+        pick = max if isinstance(op, arith.MaxSIOp | arith.MaxUIOp) else min
+        return (wrap(pick(a, b), width),)
+
+    @handles(arith.ShLIOp, arith.ShRSIOp, arith.ShRUIOp)
+    def run_shift(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        amount = unsigned(args[1], width)
+        if amount >= width:
+            fail(op, f"shifts an i{width} by {amount} bits (MLIR gives poison)")
+        if isinstance(op, arith.ShLIOp):
+            return (_int_binary(op, (args[0], amount), args[0] << amount),)
+        view = signed if isinstance(op, arith.ShRSIOp) else unsigned
+        return (wrap(view(args[0], width) >> amount, width),)
+
+    @handles(arith.AddUIExtendedOp)
+    def run_addui_extended(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        total = unsigned(args[0], width) + unsigned(args[1], width)
+        return (wrap(total, width), total >> width)
+
+    @handles(arith.MulUIExtendedOp, arith.MulSIExtendedOp)
+    def run_mul_extended(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        view = signed if isinstance(op, arith.MulSIExtendedOp) else unsigned
+        product_ = view(args[0], width) * view(args[1], width)
+        return (wrap(product_, width), wrap(product_ >> width, width))
+
+    @handles(arith.CmpiOp)
+    def run_cmpi(self, interp: Interpreter, op: arith.CmpiOp, args: Values) -> Values:
+        width = int_width(op, op.lhs.type)
+        predicate = op.predicate.value.data
+        view = unsigned if predicate >= 6 else signed
+        return (int(_CMPI[predicate](view(args[0], width), view(args[1], width))),)
+
+    @handles(arith.CmpfOp)
+    def run_cmpf(self, interp: Interpreter, op: arith.CmpfOp, args: Values) -> Values:
+        return (int(_CMPF[op.predicate.value.data](args[0], args[1])),)
+
+    @handles(arith.SelectOp)
+    def run_select(self, interp: Interpreter, op: arith.SelectOp, args: Values) -> Values:
+        return (args[1] if args[0] else args[2],)
+
+    @handles(arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp)
+    def run_float_arith(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        a, b = args
+        round_to = result_rounder(op)
+        if isinstance(op, arith.AddfOp):
+            return (round_to(a + b),)
+        if isinstance(op, arith.SubfOp):
+            return (round_to(a - b),)
+        if isinstance(op, arith.MulfOp):
+            return (round_to(a * b),)
+        return (round_to(divide(a, b)),)
+
+    @handles(arith.MaximumfOp, arith.MinimumfOp, arith.MaxnumfOp, arith.MinnumfOp)
+    def run_float_minmax(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        result_rounder(op)  # rejects unsupported types
+        pick = {arith.MaximumfOp: maximum, arith.MinimumfOp: minimum,
+                arith.MaxnumfOp: maxnum, arith.MinnumfOp: minnum}  # fmt: skip
+        base = next(t for t in type(op).__mro__ if t in pick)
+        return (pick[base](args[0], args[1]),)
+
+    @handles(arith.NegfOp)
+    def run_negf(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        result_rounder(op)
+        return (-args[0],)
+
+    @handles(arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
+    def run_int_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width_in = int_width(op, op.operands[0].type)
+        width_out = int_width(op, op.results[0].type)
+        view = unsigned if isinstance(op, arith.ExtUIOp) else signed
+        return (wrap(view(args[0], width_in), width_out),)
+
+    @handles(arith.SIToFPOp, arith.UIToFPOp)
+    def run_int_to_float(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.operands[0].type)
+        view = signed if isinstance(op, arith.SIToFPOp) else unsigned
+        return (int_to_float(op, view(args[0], width), op.results[0].type),)
+
+    @handles(arith.FPToSIOp, arith.FPToUIOp)
+    def run_float_to_int(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        return (float_to_int(op, args[0], width, isinstance(op, arith.FPToSIOp)),)
+
+    @handles(arith.ExtFOp, arith.TruncFOp)
+    def run_float_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        float_rounder(op, op.operands[0].type)
+        return (result_rounder(op)(args[0]),)
+
+    @handles(arith.BitcastOp)
+    def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        source, target = op.operands[0].type, op.results[0].type
+        value = args[0]
+        if type(source) in _FLOATS:  # through the bits as a signless integer
+            value = int(np.array(value, numpy_dtype(source)).view(f"u{_bytes(op, source)}"))
+        if type(target) in _FLOATS:
+            width = 8 * _bytes(op, target)
+            bits = np.array(unsigned(value, width), f"u{width // 8}")
+            return (float(bits.view(numpy_dtype(target))),)
+        return (wrap(value, int_width(op, target)),)
+
+
+def _bytes(op: Operation, type_: Attribute) -> int:
+    dtype = numpy_dtype(type_)
+    if dtype is None:
+        fail(op, f"on {type_} is not supported by the interpreter")
+    return dtype.itemsize

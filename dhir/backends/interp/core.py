@@ -1,0 +1,90 @@
+"""What xDSL's interpreter lacks to run dhir programs, with MLIR's exact semantics.
+
+Values, as the interpreter passes them between ops:
+  - integers and index: Python ints, signed two's complement of the declared width
+    (i1 is 0 or 1); every op reinterprets its operands as signed or unsigned itself;
+  - floats: Python floats holding a value exactly representable in the declared type;
+    every f16/f32 op rounds its result to that type (for + - * / and sqrt, computing in
+    double and rounding once is exact, since 53 >= 2*24 + 2);
+  - memrefs: NumPy arrays; subviews and reshapes are NumPy views of the same buffer;
+  - dhir targets/tokens, gpu async tokens: None.
+
+Run-time errors in the program (out-of-bounds access, division by zero, values MLIR
+calls poison) raise `Trap`, which `dhir.backends.interp` turns into a located DhirError.
+"""
+
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
+
+from xdsl.interpreter import (
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.ir import Operation
+from xdsl.traits import IsTerminator
+
+# dhir's subclasses of xDSL ops must exist before `register` looks for them.
+import dhir.dialects.gpu
+import dhir.dialects.memref
+import dhir.dialects.scf  # noqa: F401
+
+INDEX_WIDTH = 64
+# The Python recursion limit during a run (see run_interp); each level of calls or
+# nested regions takes about 12 Python frames.
+RECURSION_LIMIT = 20_000
+MAX_DEPTH = RECURSION_LIMIT // 12
+Values = PythonValues
+Returned = tuple[ReturnedValues, PythonValues]
+
+
+class Trap(BaseException):
+    """A run-time error of the program at `op`. A BaseException so that it passes
+    through xDSL's dispatcher, which catches Exception at every nesting level and
+    prints the whole module into a note each time."""
+
+    def __init__(self, op: Operation, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+
+def fail(op: Operation, message: str) -> NoReturn:
+    raise Trap(op, f"'{op.name}' {message}")
+
+
+ImplT = TypeVar("ImplT", bound=Callable[..., Any])
+
+
+def handles(*op_types: type[Operation]) -> Callable[[ImplT], ImplT]:
+    def mark(function: ImplT) -> ImplT:
+        before = getattr(function, "_dhir_op_types", ())
+        function._dhir_op_types = *before, *op_types
+        return function
+
+    return mark
+
+
+def _with_dhir_subclasses(op_type: type[Operation]) -> list[type[Operation]]:
+    # xDSL dispatches on the exact class, and dhir's parser builds its own subclasses
+    # of some xDSL ops (custom syntax), so each needs the implementation too.
+    found = [op_type]
+    for sub in op_type.__subclasses__():
+        found += [t for t in _with_dhir_subclasses(sub) if t.__module__.startswith("dhir.")]
+    return found
+
+
+FunctionsT = TypeVar("FunctionsT", bound=type[InterpreterFunctions])
+
+
+def register(cls: FunctionsT) -> FunctionsT:
+    for name, function in list(vars(cls).items()):
+        for op_type in getattr(function, "_dhir_op_types", ()):
+            for target in _with_dhir_subclasses(op_type):
+                wrap = impl_terminator if target.has_trait(IsTerminator) else impl
+                key = f"_{name}__{target.__module__}.{target.__qualname__}"
+                setattr(cls, key, wrap(target)(function))  # type: ignore[arg-type]
+    return register_impls(cls)

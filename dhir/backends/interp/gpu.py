@@ -1,0 +1,180 @@
+"""gpu.launch and gpu.launch_func, emulated thread by thread."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import product
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import gpu
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    ReturnedValues,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolTable
+
+from dhir.backends.interp.core import Returned, Values, fail, handles, register
+from dhir.backends.interp.memref import copy, new_array, state
+
+
+@dataclass(frozen=True)
+class GpuIds:
+    block: tuple[int, int, int]
+    thread: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    block_dim: tuple[int, int, int]
+
+
+_XYZ = {"x": 0, "y": 1, "z": 2}
+SUBGROUP_SIZE = 32
+
+
+def _ids(interp: Interpreter, op: Operation) -> GpuIds:
+    ids = state(interp).gpu
+    if ids is None:
+        fail(op, "runs outside a GPU kernel")
+    return ids
+
+
+def _no_barrier(kernel: Operation) -> None:
+    for inner in kernel.walk():
+        if isinstance(inner, gpu.BarrierOp):
+            fail(
+                inner,
+                "is not supported by the interpreter: it runs GPU threads one after "
+                "another, so threads cannot wait for each other",
+            )
+
+
+def _attributions(op: Operation, types: Sequence[Attribute]) -> tuple[np.ndarray, ...]:
+    return tuple(new_array(op, t, []) for t in types)
+
+
+def run_kernel(
+    interpreter: Interpreter,
+    op: Operation,
+    body: Any,
+    grid: Sequence[int],
+    block: Sequence[int],
+    make_args: Callable[[tuple[int, ...], tuple[int, ...]], tuple[Any, ...]],
+    workgroup: Sequence[Attribute],
+    private: Sequence[Attribute],
+) -> None:
+    """Every thread of every block, one after another: blocks in order, x fastest,
+    and within a block its threads in order, x fastest."""
+    if min(*grid, *block) < 1:
+        fail(
+            op,
+            f"launches a grid of {tuple(grid)} blocks of {tuple(block)} threads; "
+            "sizes must be at least 1",
+        )
+    run_state = state(interpreter)
+    g3, b3 = (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
+    try:
+        for bz, by, bx in product(range(grid[2]), range(grid[1]), range(grid[0])):
+            shared = _attributions(op, workgroup)
+            for tz, ty, tx in product(range(block[2]), range(block[1]), range(block[0])):
+                run_state.gpu = GpuIds((bx, by, bz), (tx, ty, tz), g3, b3)
+                own = _attributions(op, private)
+                args = (*make_args((bx, by, bz), (tx, ty, tz)), *shared, *own)
+                interpreter.run_ssacfg_region(body, args, op.name)
+    finally:
+        run_state.gpu = None
+
+
+@register
+class GpuImpls(InterpreterFunctions):
+    @handles(gpu.LaunchOp)
+    def run_launch(self, interp: Interpreter, op: gpu.LaunchOp, args: Values) -> Values:
+        if op.clusterSizeX is not None:
+            fail(op, "with clusters is not supported by the interpreter")
+        _no_barrier(op)
+        sizes = interp.get_values(
+            [op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ]
+        )
+        grid, block = sizes[:3], sizes[3:]
+        block_args = op.body.blocks[0].arg_types
+        attr = op.attributes.get("workgroup_attributions")
+        n_workgroup = attr.value.data if isinstance(attr, IntegerAttr) else 0
+        workgroup = block_args[12 : 12 + n_workgroup]
+        private = block_args[12 + n_workgroup :]
+        run_kernel(
+            interp, op, op.body, grid, block,
+            lambda b, t: (*b, *t, *grid, *block), workgroup, private,
+        )  # fmt: skip
+        return (None,) * len(op.results)
+
+    @handles(gpu.LaunchFuncOp)
+    def run_launch_func(self, interp: Interpreter, op: gpu.LaunchFuncOp, args: Values) -> Values:
+        kernel = SymbolTable.lookup_symbol(op, op.kernel)
+        if not isinstance(kernel, gpu.FuncOp):
+            fail(op, f"launches {op.kernel}, which is not a gpu.func in the module")
+        if op.clusterSizeX is not None:
+            fail(op, "with clusters is not supported by the interpreter")
+        _no_barrier(kernel)
+        sizes = interp.get_values(
+            [op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ]
+        )
+        operands = interp.get_values(op.kernelOperands)
+        block_args = kernel.body.blocks[0].arg_types
+        n_inputs = len(kernel.function_type.inputs)
+        attr = kernel.attributes.get("workgroup_attributions")
+        n_workgroup = attr.value.data if isinstance(attr, IntegerAttr) else 0
+        workgroup = block_args[n_inputs : n_inputs + n_workgroup]
+        private = block_args[n_inputs + n_workgroup :]
+        run_kernel(
+            interp, op, kernel.body, sizes[:3], sizes[3:],
+            lambda b, t: operands, workgroup, private,
+        )  # fmt: skip
+        return (None,) * len(op.results)
+
+    @handles(gpu.TerminatorOp, gpu.ReturnOp, gpu.YieldOp)
+    def run_terminator(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
+        return ReturnedValues(args), ()
+
+    @handles(gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp, gpu.GlobalIdOp)
+    def run_id(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        ids = _ids(interp, op)
+        axis = _XYZ[str(op.properties["dimension"].data)]  # type: ignore[attr-defined]
+        if isinstance(op, gpu.ThreadIdOp):
+            return (ids.thread[axis],)
+        if isinstance(op, gpu.BlockIdOp):
+            return (ids.block[axis],)
+        if isinstance(op, gpu.BlockDimOp):
+            return (ids.block_dim[axis],)
+        if isinstance(op, gpu.GridDimOp):
+            return (ids.grid[axis],)
+        return (ids.block[axis] * ids.block_dim[axis] + ids.thread[axis],)
+
+    @handles(gpu.LaneIdOp, gpu.SubgroupIdOp, gpu.SubgroupSizeOp, gpu.NumSubgroupsOp)
+    def run_subgroup(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        ids = _ids(interp, op)
+        (tx, ty, tz), (sx, sy, sz) = ids.thread, ids.block_dim
+        linear = tx + sx * (ty + sy * tz)
+        if isinstance(op, gpu.LaneIdOp):
+            return (linear % SUBGROUP_SIZE,)
+        if isinstance(op, gpu.SubgroupIdOp):
+            return (linear // SUBGROUP_SIZE,)
+        if isinstance(op, gpu.SubgroupSizeOp):
+            return (SUBGROUP_SIZE,)
+        return (-(-(sx * sy * sz) // SUBGROUP_SIZE),)
+
+    @handles(gpu.AllocOp)
+    def run_gpu_alloc(self, interp: Interpreter, op: gpu.AllocOp, args: Values) -> Values:
+        sizes = interp.get_values(op.dynamicSizes)
+        return (new_array(op, op.result.type, sizes), *(None,) * (len(op.results) - 1))
+
+    @handles(gpu.MemcpyOp)
+    def run_gpu_memcpy(self, interp: Interpreter, op: gpu.MemcpyOp, args: Values) -> Values:
+        copy(op, *interp.get_values([op.src, op.dst]))
+        return (None,) * len(op.results)
+
+    @handles(gpu.DeallocOp, gpu.WaitOp, gpu.HostRegisterOp, gpu.HostUnregisterOp)
+    @handles(gpu.SetDefaultDeviceOp)
+    def run_gpu_no_op(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return (None,) * len(op.results)

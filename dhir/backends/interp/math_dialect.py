@@ -1,0 +1,110 @@
+"""The math dialect, through the C math library as native code would."""
+
+import ctypes
+import ctypes.util
+from collections.abc import Callable
+
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    Float64Type,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+)
+from xdsl.ir import Operation
+
+from dhir.backends.interp.core import Values, fail, handles, register
+from dhir.backends.interp.scalars import divide, int_width, result_rounder, signed, unsigned, wrap
+
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+
+
+def _libm(name: str, arity: int, c_type: type) -> Callable[..., float]:
+    function = getattr(_LIBM, name)
+    function.argtypes = [c_type] * arity
+    function.restype = c_type
+    return function
+
+
+# Transcendental functions come from the C library, as in native CPU code (LLVM lowers
+# math ops to libm calls); f16 is computed in f32 and rounded, as LLVM does.
+_MATH_C_NAMES: dict[type[Operation], str] = {
+    mathd.AbsFOp: "fabs", mathd.AcosOp: "acos", mathd.AcoshOp: "acosh",
+    mathd.AsinOp: "asin", mathd.AsinhOp: "asinh", mathd.AtanOp: "atan",
+    mathd.AtanhOp: "atanh", mathd.Atan2Op: "atan2", mathd.CbrtOp: "cbrt",
+    mathd.CeilOp: "ceil", mathd.CopySignOp: "copysign", mathd.CosOp: "cos",
+    mathd.CoshOp: "cosh", mathd.ErfOp: "erf", mathd.ExpOp: "exp", mathd.Exp2Op: "exp2",
+    mathd.ExpM1Op: "expm1", mathd.FloorOp: "floor", mathd.FmaOp: "fma",
+    mathd.LogOp: "log", mathd.Log10Op: "log10", mathd.Log1pOp: "log1p",
+    mathd.Log2Op: "log2", mathd.PowFOp: "pow", mathd.RoundOp: "round",
+    mathd.RoundEvenOp: "roundeven" if hasattr(_LIBM, "roundeven") else "rint",
+    mathd.SinOp: "sin", mathd.SinhOp: "sinh", mathd.SqrtOp: "sqrt", mathd.TanOp: "tan",
+    mathd.TanhOp: "tanh", mathd.TruncOp: "trunc",
+}  # fmt: skip
+_LIBM_CACHE: dict[tuple[str, int, bool], Callable[..., float]] = {}
+
+
+def libm_function(name: str, arity: int, double: bool) -> Callable[..., float]:
+    key = (name, arity, double)
+    if key not in _LIBM_CACHE:
+        c_name, c_type = (name, ctypes.c_double) if double else (name + "f", ctypes.c_float)
+        _LIBM_CACHE[key] = _libm(c_name, arity, c_type)
+    return _LIBM_CACHE[key]
+
+
+def _math_op_type(op: Operation) -> type[Operation]:
+    return next(t for t in type(op).__mro__ if t in _MATH_C_NAMES)
+
+
+@register
+class MathImpls(InterpreterFunctions):
+    @handles(*_MATH_C_NAMES)
+    def run_libm(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        round_to = result_rounder(op)
+        is_double = isinstance(op.results[0].type, Float64Type)
+        function = libm_function(_MATH_C_NAMES[_math_op_type(op)], len(args), is_double)
+        return (round_to(function(*args)),)
+
+    @handles(mathd.RsqrtOp)
+    def run_rsqrt(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # MLIR expands rsqrt to 1 / sqrt(x): two roundings.
+        round_to = result_rounder(op)
+        root = libm_function("sqrt", 1, isinstance(op.results[0].type, Float64Type))(args[0])
+        return (round_to(divide(1.0, round_to(root))),)
+
+    @handles(mathd.FPowIOp)
+    def run_fpowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # Square-and-multiply with each product rounded, as LLVM's powi (compiler-rt).
+        round_to = result_rounder(op)
+        base, power = args[0], signed(args[1], int_width(op, op.operands[1].type))
+        result, count = 1.0, abs(power)
+        while count:
+            if count & 1:
+                result = round_to(result * base)
+            count >>= 1
+            if count:
+                base = round_to(base * base)
+        return (round_to(divide(1.0, result)) if power < 0 else result,)
+
+    @handles(mathd.IPowIOp)
+    def run_ipowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        base, power = signed(args[0], width), signed(args[1], width)
+        if power < 0:  # as MLIR's expansion: only 1 and -1 have nonzero results
+            if base == 0:
+                fail(op, "raises 0 to a negative power (division by zero)")
+            return (wrap(base ** (-power % 2) if base in (1, -1) else 0, width),)
+        return (wrap(pow(base, power, 1 << width), width),)
+
+    @handles(mathd.AbsIOp, mathd.CountLeadingZerosOp, mathd.CountTrailingZerosOp, mathd.CtPopOp)
+    def run_int_math(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        width = int_width(op, op.results[0].type)
+        bits = unsigned(args[0], width)
+        if isinstance(op, mathd.AbsIOp):
+            return (wrap(abs(signed(bits, width)), width),)
+        if isinstance(op, mathd.CountLeadingZerosOp):
+            return (width - bits.bit_length(),)
+        if isinstance(op, mathd.CountTrailingZerosOp):
+            return (width if bits == 0 else (bits & -bits).bit_length() - 1,)
+        return (bin(bits).count("1"),)

@@ -1,0 +1,288 @@
+"""The memref dialect on NumPy arrays (views share their buffer)."""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseIntOrFPElementsAttr,
+    MemRefType,
+    NoneAttr,
+    UnitAttr,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    ReturnedValues,
+)
+from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolTable
+
+from dhir.backends.interp.core import Returned, Values, fail, handles, register
+from dhir.backends.interp.scalars import combine
+from dhir.backends.signature import numpy_dtype
+from dhir.dialects.memref import ATOMIC_RMW_KINDS
+
+if TYPE_CHECKING:
+    from dhir.backends.interp.gpu import GpuIds
+
+
+@dataclass
+class RunState:
+    """Per-run data: memref.global buffers, the GPU thread being run, linalg indices."""
+
+    globals: dict[Operation, np.ndarray] = field(default_factory=dict[Operation, np.ndarray])
+    gpu: "GpuIds | None" = None  # set by dhir.backends.interp.gpu while a kernel runs
+    linalg_indices: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
+
+
+def state(interpreter: Interpreter) -> RunState:
+    return interpreter.get_data(MemrefImpls, "state", RunState)
+
+
+def element_dtype(op: Operation, type_: MemRefType[Attribute]) -> np.dtype:
+    dtype = numpy_dtype(type_.element_type)
+    if dtype is None:
+        fail(
+            op,
+            f"needs a {type_}; the interpreter runs memrefs of "
+            "i1/i8/i16/i32/i64/index/f16/f32/f64 only",
+        )
+    return dtype
+
+
+def new_array(op: Operation, type_: Attribute, dynamic: Sequence[int]) -> np.ndarray:
+    """A zero-filled buffer (MLIR leaves it uninitialized) for a memref type."""
+    assert isinstance(type_, MemRefType)
+    if not isinstance(type_.layout, NoneAttr):
+        fail(op, f"allocates a {type_} with a layout, which the interpreter does not support")
+    sizes = iter(dynamic)
+    shape = [next(sizes) if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
+    if any(d < 0 for d in shape):
+        fail(op, f"allocates a negative size {tuple(shape)}")
+    return np.zeros(shape, element_dtype(op, type_))
+
+
+def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> tuple[int, ...]:
+    for axis, (i, size) in enumerate(zip(indices, array.shape)):
+        if not 0 <= i < size:
+            shape = "x".join(map(str, array.shape)) or "scalar"
+            fail(
+                op,
+                f"accesses index {i} of dimension {axis}, whose size is {size}, "
+                f"out of bounds (memref of shape {shape}, indices {list(indices)})",
+            )
+    return tuple(indices)
+
+
+def load(op: Operation, array: np.ndarray, indices: Sequence[int]) -> Any:
+    return array.item(checked_index(op, array, indices)) if indices else array.item()
+
+
+def store(op: Operation, array: np.ndarray, indices: Sequence[int], value: Any) -> None:
+    index = checked_index(op, array, indices)
+    try:
+        array[index] = value
+    except ValueError:  # read-only: see _global_array
+        fail(op, "writes into a constant memref.global")
+
+
+def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
+    if source.shape != target.shape:
+        fail(op, f"copies shape {source.shape} into shape {target.shape}")
+    if not target.flags.writeable:
+        fail(op, "writes into a constant memref.global")
+    np.copyto(target, source)
+
+
+def _static_or_dynamic(static: Sequence[int], dynamic: Sequence[int]) -> list[int]:
+    values = iter(dynamic)
+    return [next(values) if v == DYNAMIC_INDEX else v for v in static]
+
+
+def dropped_unit_dims(sizes: Sequence[int], shape: Sequence[int]) -> list[int] | None:
+    """Which size-1 dims a rank-reducing subview drops so that `sizes` becomes `shape`
+    (any answer gives the same view: unit dims do not affect addressing)."""
+    if not shape:
+        return list(range(len(sizes))) if all(s == 1 for s in sizes) else None
+    if not sizes:
+        return None
+    if shape[0] in (DYNAMIC_INDEX, sizes[0]):
+        rest = dropped_unit_dims(sizes[1:], shape[1:])
+        if rest is not None:
+            return [d + 1 for d in rest]
+    if sizes[0] == 1:
+        rest = dropped_unit_dims(sizes[1:], shape)
+        if rest is not None:
+            return [0] + [d + 1 for d in rest]
+    return None
+
+
+def _check_shape(op: Operation, array: np.ndarray, type_: Attribute) -> None:
+    assert isinstance(type_, MemRefType)
+    want = type_.get_shape()
+    matches = all(w in (DYNAMIC_INDEX, g) for w, g in zip(want, array.shape))
+    if len(want) != array.ndim or not matches:
+        fail(op, f"gets a memref of shape {array.shape} where {type_} is expected")
+
+
+def _offsets_sizes_strides(
+    op: memref.SubviewOp | memref.ReinterpretCastOp, dynamic: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
+    n_offsets, n_sizes = len(op.offsets), len(op.sizes)
+    return (
+        _static_or_dynamic(op.static_offsets.get_values(), dynamic[:n_offsets]),
+        _static_or_dynamic(op.static_sizes.get_values(), dynamic[n_offsets : n_offsets + n_sizes]),
+        _static_or_dynamic(op.static_strides.get_values(), dynamic[n_offsets + n_sizes :]),
+    )
+
+
+def _root(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+@register
+class MemrefImpls(InterpreterFunctions):
+    @handles(memref.AllocOp, memref.AllocaOp)
+    def run_alloc(self, interp: Interpreter, op: memref.AllocOp, args: Values) -> Values:
+        return (new_array(op, op.memref.type, args[: len(op.dynamic_sizes)]),)
+
+    @handles(memref.DeallocOp)
+    def run_dealloc(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return ()
+
+    @handles(memref.LoadOp)
+    def run_load(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return (load(op, args[0], args[1:]),)
+
+    @handles(memref.StoreOp)
+    def run_store(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        store(op, args[1], args[2:], args[0])
+        return ()
+
+    @handles(memref.CopyOp)
+    def run_copy(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        copy(op, *args)
+        return ()
+
+    @handles(memref.CastOp, memref.MemorySpaceCastOp, memref.AssumeAlignmentOp)
+    def run_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        _check_shape(op, args[0], op.results[0].type)
+        return (args[0],)
+
+    @handles(memref.DimOp)
+    def run_dim(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        array, axis = args
+        if not 0 <= axis < array.ndim:
+            fail(op, f"asks for dimension {axis} of a rank-{array.ndim} memref")
+        return (array.shape[axis],)
+
+    @handles(memref.RankOp)
+    def run_rank(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return (args[0].ndim,)
+
+    @handles(memref.SubviewOp)
+    def run_subview(self, interp: Interpreter, op: memref.SubviewOp, args: Values) -> Values:
+        array = args[0]
+        offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
+        for axis, (offset, size, stride, dim) in enumerate(
+            zip(offsets, sizes, strides, array.shape)
+        ):
+            last = offset + (size - 1) * stride
+            if size < 0 or stride < 1 or offset < 0 or (size > 0 and last >= dim) or offset > dim:
+                fail(
+                    op,
+                    f"takes offset {offset}, size {size}, stride {stride} of dimension "
+                    f"{axis}, whose size is {dim}: out of bounds (or a stride < 1)",
+                )
+        shape = op.result.type.get_shape()
+        dropped = dropped_unit_dims(sizes, shape) if len(shape) < len(sizes) else []
+        if dropped is None:
+            fail(op, f"cannot drop unit dimensions of sizes {sizes} to get {op.result.type}")
+        index = tuple(
+            o if axis in dropped else slice(o, o + (n - 1) * s + 1 if n else o, s)
+            for axis, (o, n, s) in enumerate(zip(offsets, sizes, strides))
+        )
+        return (array[(*index, ...)],)  # `...`: a view even when every index is an int
+
+    @handles(memref.CollapseShapeOp, memref.ExpandShapeOp)
+    def run_reshape(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        array = args[0]
+        if isinstance(op, memref.ExpandShapeOp):
+            shape = _static_or_dynamic(op.static_output_shape.get_values(), args[1:])
+        else:
+            reassociation = op.reassociation  # type: ignore[attr-defined]
+            groups = [[i.value.data for i in group] for group in reassociation]
+            shape = [math.prod(array.shape[i] for i in g) for g in groups]
+        if math.prod(shape) != array.size:
+            fail(op, f"reshapes {array.shape} into {tuple(shape)}")
+        try:
+            return (array.reshape(shape, copy=False),)  # a view, as in MLIR
+        except ValueError:
+            fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
+
+    @handles(memref.ReinterpretCastOp)
+    def run_reinterpret_cast(
+        self, interp: Interpreter, op: memref.ReinterpretCastOp, args: Values
+    ) -> Values:
+        # Relative to the start of the underlying allocation, like MLIR's base pointer.
+        root = _root(args[0])
+        offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
+        offset = offsets[0]
+        reach = offset + sum((n - 1) * s for n, s in zip(sizes, strides) if n > 0)
+        inside = offset >= 0 and reach < root.size and min(strides, default=0) >= 0
+        if not (root.flags.c_contiguous and inside):
+            fail(
+                op,
+                f"views offset {offset}, sizes {sizes}, strides {strides} outside its "
+                f"buffer of {root.size} elements",
+            )
+        flat = root.reshape(-1)[offset:]
+        item = flat.itemsize
+        return (np.lib.stride_tricks.as_strided(flat, sizes, [s * item for s in strides]),)
+
+    @handles(memref.GetGlobalOp)
+    def run_get_global(self, interp: Interpreter, op: memref.GetGlobalOp, args: Values) -> Values:
+        found = SymbolTable.lookup_symbol(op, op.name_)
+        if not isinstance(found, memref.GlobalOp):
+            fail(op, f"names @{op.name_.string_value()}, which is not a memref.global")
+        buffers = state(interp).globals
+        if found not in buffers:
+            buffers[found] = _global_array(op, found)
+        return (buffers[found],)
+
+    @handles(memref.AllocaScopeOp)
+    def run_alloca_scope(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return interp.run_ssacfg_region(op.regions[0], (), "memref.alloca_scope")
+
+    @handles(memref.AllocaScopeReturnOp)
+    def run_alloca_scope_return(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
+        return ReturnedValues(args), ()
+
+    @handles(memref.AtomicRMWOp)
+    def run_atomic_rmw(self, interp: Interpreter, op: memref.AtomicRMWOp, args: Values) -> Values:
+        value, array, *indices = args
+        old = load(op, array, indices)
+        kind = ATOMIC_RMW_KINDS[op.kind.value.data]
+        store(op, array, indices, combine(op, kind, old, value, op.result.type))
+        return (old,)
+
+
+def _global_array(op: Operation, global_op: memref.GlobalOp) -> np.ndarray:
+    type_ = global_op.type
+    initial = global_op.initial_value
+    if isinstance(initial, UnitAttr):
+        return new_array(op, type_, [])
+    if not isinstance(initial, DenseIntOrFPElementsAttr):
+        fail(op, f"reads @{global_op.sym_name.data}, which has no initial value to run with")
+    values = np.array(initial.get_values()).astype(element_dtype(op, type_))
+    array = values.reshape(type_.get_shape())
+    if global_op.constant is not None:
+        array.flags.writeable = False  # a store is a run-time error
+    return array

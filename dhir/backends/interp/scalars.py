@@ -1,0 +1,241 @@
+"""MLIR's scalar semantics: wrapping integers, float rounding, conversions."""
+
+import math
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+)
+from xdsl.interpreter import (
+    PythonValues,
+)
+from xdsl.ir import Attribute, Operation
+
+from dhir.backends.interp.core import INDEX_WIDTH, fail
+
+
+def int_width(op: Operation, type_: Attribute) -> int:
+    if isinstance(type_, IndexType):
+        return INDEX_WIDTH
+    if isinstance(type_, IntegerType):
+        return type_.width.data
+    fail(op, f"on {type_} is not supported by the interpreter (scalars only)")
+
+
+def wrap(value: int, width: int) -> int:
+    """`value` modulo 2**width, as the canonical signed value (0 or 1 for i1)."""
+    if width == 1:
+        return value & 1
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def signed(value: int, width: int) -> int:
+    return -(value & 1) if width == 1 else wrap(value, width)
+
+
+def unsigned(value: int, width: int) -> int:
+    return value & ((1 << width) - 1)
+
+
+_F32 = struct.Struct("<f")
+_F16 = struct.Struct("<e")
+
+
+def _rounder(packer: struct.Struct) -> Callable[[float], float]:
+    def round_to(value: float) -> float:
+        try:  # C's (float) cast: round to nearest even
+            return packer.unpack(packer.pack(value))[0]
+        except OverflowError:  # finite but rounds past the largest value
+            return math.copysign(math.inf, value)
+
+    return round_to
+
+
+def _same(value: float) -> float:
+    return value
+
+
+# The precision (significand bits) and rounding of each float type the interpreter runs.
+_FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
+    Float16Type: (11, _rounder(_F16)),
+    Float32Type: (24, _rounder(_F32)),
+    Float64Type: (53, _same),
+}
+
+
+def float_rounder(op: Operation, type_: Attribute) -> Callable[[float], float]:
+    found = _FLOATS.get(type(type_))
+    if found is None:
+        fail(op, f"on {type_} is not supported by the interpreter (f16, f32, f64 only)")
+    return found[1]
+
+
+def result_rounder(op: Operation) -> Callable[[float], float]:
+    return float_rounder(op, op.results[0].type)
+
+
+def int_to_float(op: Operation, value: int, type_: Attribute) -> float:
+    """`value` rounded once, to nearest even, into the float type (no double rounding
+    through float64 for wide integers)."""
+    round_to = float_rounder(op, type_)
+    bits = _FLOATS[type(type_)][0]
+    extra = abs(value).bit_length() - bits
+    if extra > 0:
+        quotient, rest = divmod(abs(value), 1 << extra)
+        half = 1 << (extra - 1)
+        if rest > half or (rest == half and quotient & 1):
+            quotient += 1
+        value = (quotient << extra) * (1 if value >= 0 else -1)
+    return round_to(float(value))
+
+
+def float_to_int(op: Operation, value: float, width: int, is_signed: bool) -> int:
+    low = -(1 << (width - 1)) if is_signed else 0
+    high = (1 << (width - 1 if is_signed else width)) - 1
+    if math.isnan(value) or math.isinf(value) or not low <= math.trunc(value) <= high:
+        kind = "signed" if is_signed else "unsigned"
+        fail(
+            op,
+            f"converts {value} to a {width}-bit {kind} integer, which cannot hold it "
+            "(MLIR gives poison)",
+        )
+    return wrap(math.trunc(value), width)
+
+
+def divide(a: float, b: float) -> float:
+    """IEEE division (Python raises on division by zero)."""
+    if b:
+        return a / b
+    if a != a or a == 0:
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def maximum(a: float, b: float) -> float:
+    """arith.maximumf: NaN if either is NaN; +0 > -0."""
+    if a != a or b != b:
+        return math.nan
+    if a == b == 0:
+        return a if math.copysign(1.0, a) > 0 else b
+    return a if a > b else b
+
+
+def minimum(a: float, b: float) -> float:
+    if a != a or b != b:
+        return math.nan
+    if a == b == 0:
+        return a if math.copysign(1.0, a) < 0 else b
+    return a if a < b else b
+
+
+def maxnum(a: float, b: float) -> float:
+    """arith.maxnumf: the other operand when one is NaN (+0 > -0, which MLIR leaves open)."""
+    if a != a:
+        return b
+    return a if b != b else maximum(a, b)
+
+
+def minnum(a: float, b: float) -> float:
+    if a != a:
+        return b
+    return a if b != b else minimum(a, b)
+
+
+def _overflow_flags(op: Operation) -> frozenset[str]:
+    flags = op.properties.get("overflowFlags")
+    return frozenset(str(f) for f in getattr(flags, "data", ()))
+
+
+def _int_binary(op: Operation, args: PythonValues, exact: int) -> int:
+    """Wrap `exact`, the mathematical result; with nsw/nuw flags, MLIR makes overflow
+    poison, so report it."""
+    width = int_width(op, op.results[0].type)
+    result = wrap(exact, width)
+    flags = _overflow_flags(op)
+    if flags:
+        a, b = args
+        exact_s = _exact(op, signed(a, width), signed(b, width))
+        exact_u = _exact(op, unsigned(a, width), unsigned(b, width))
+        if "nsw" in flags and exact_s != signed(result, width):
+            fail(op, "overflows with the nsw flag (MLIR gives poison)")
+        if "nuw" in flags and exact_u != unsigned(result, width):
+            fail(op, "overflows with the nuw flag (MLIR gives poison)")
+    return result
+
+
+def _exact(op: Operation, a: int, b: int) -> int:
+    """The mathematical result of addi/subi/muli/shli."""
+    if isinstance(op, arith.AddiOp):
+        return a + b
+    if isinstance(op, arith.SubiOp):
+        return a - b
+    if isinstance(op, arith.MuliOp):
+        return a * b
+    return a << b  # shli
+
+
+def _divisor(op: Operation, b: int) -> int:
+    if b == 0:
+        fail(op, "divides by zero (undefined behavior in MLIR)")
+    return b
+
+
+def _no_signed_overflow(op: Operation, a: int, b: int, width: int) -> None:
+    if b == -1 and a == -(1 << (width - 1)) and width > 1:
+        fail(op, f"overflows: {a} / -1 does not fit in i{width} (undefined behavior in MLIR)")
+
+
+def trunc_div(a: int, b: int) -> int:
+    quotient = abs(a) // abs(b)
+    return -quotient if (a < 0) != (b < 0) else quotient
+
+
+_CMPI: tuple[Callable[[int, int], bool], ...] = (
+    lambda a, b: a == b, lambda a, b: a != b,
+    lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b,
+    lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b,
+)  # fmt: skip
+
+# Python's float comparisons are the ordered ones (false with NaN); `!=` is unordered.
+_CMPF: tuple[Callable[[float, float], bool], ...] = (
+    lambda x, y: False,
+    lambda x, y: x == y, lambda x, y: x > y, lambda x, y: x >= y,
+    lambda x, y: x < y, lambda x, y: x <= y, lambda x, y: x < y or x > y,
+    lambda x, y: x == x and y == y,
+    lambda x, y: not (x < y or x > y), lambda x, y: not x <= y, lambda x, y: not x < y,
+    lambda x, y: not x >= y, lambda x, y: not x > y, lambda x, y: x != y,
+    lambda x, y: x != x or y != y,
+    lambda x, y: True,
+)  # fmt: skip
+
+
+def combine(op: Operation, kind: str, a: Any, b: Any, type_: Attribute) -> Any:
+    """`a kind b` for memref.atomic_rmw (the kinds of arith.atomic_rmw_kind)."""
+    if kind == "assign":
+        return b
+    if kind in ("addf", "mulf", "maximumf", "minimumf", "maxnumf", "minnumf"):
+        round_to = float_rounder(op, type_)
+        floats: dict[str, Callable[[float, float], float]] = {
+            "addf": lambda x, y: round_to(x + y), "mulf": lambda x, y: round_to(x * y),
+            "maximumf": maximum, "minimumf": minimum, "maxnumf": maxnum, "minnumf": minnum,
+        }  # fmt: skip
+        return floats[kind](a, b)
+    width = int_width(op, type_)
+    s, u = (lambda v: signed(v, width)), (lambda v: unsigned(v, width))
+    ints: dict[str, Callable[[int, int], int]] = {
+        "addi": lambda x, y: x + y, "muli": lambda x, y: x * y,
+        "andi": lambda x, y: x & y, "ori": lambda x, y: x | y, "xori": lambda x, y: x ^ y,
+        "maxs": lambda x, y: max(s(x), s(y)), "mins": lambda x, y: min(s(x), s(y)),
+        "maxu": lambda x, y: max(u(x), u(y)), "minu": lambda x, y: min(u(x), u(y)),
+    }  # fmt: skip
+    if kind not in ints:
+        fail(op, f"uses the reduction kind '{kind}', which the interpreter does not know")
+    return wrap(ints[kind](a, b), width)
