@@ -1,7 +1,8 @@
 """dhir's benchmarks, each printed as a ratio against its baseline measured in the
 same run (these machines are noisy: medians of several runs).
 
-    .venv/bin/python bench/run.py [hop|overhead|compile ...] [--mpi mpich|openmpi] [--quick]
+    .venv/bin/python bench/run.py [hop|overhead|compile|schedule ...] [--mpi mpich|openmpi]
+                                    [--quick]
 
 - hop: time per dependency hop (a chain of tiny tasks alternating between two ranks)
   vs a C MPI ping-pong. Goal <= 3x C.
@@ -9,6 +10,8 @@ same run (these machines are noisy: medians of several runs).
   hand in C + MPI (bench/c/dag20.c). Goal <= 1.05x.
 - compile: compile time per stage for schedules of 100, 1,000 and 10,000 tasks.
   Goal: 10,000 tasks <= 10 s end to end.
+- schedule: placement quality (best vs HEFT vs PEFT) on random task graphs and
+  scheduler speed (bench/schedule_quality.py). Goal: >= 50,000 tasks/s at 16 devices.
 """
 
 import argparse
@@ -150,7 +153,18 @@ def _by_stage(timing: Timing) -> dict[str, float]:
     return table
 
 
-BENCHMARKS = {"hop": bench_hop, "overhead": bench_overhead, "compile": bench_compile}
+def bench_schedule(mpi: str, quick: bool, out_dir: Path) -> None:
+    import schedule_quality
+
+    schedule_quality.main(quick)
+
+
+BENCHMARKS = {
+    "hop": bench_hop,
+    "overhead": bench_overhead,
+    "compile": bench_compile,
+    "schedule": bench_schedule,
+}
 
 
 def main() -> int:
@@ -158,7 +172,10 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "which", nargs="*", metavar="BENCHMARK", help="hop, overhead, compile (default: all)"
+        "which",
+        nargs="*",
+        metavar="BENCHMARK",
+        help="hop, overhead, compile, schedule (default: all)",
     )
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")

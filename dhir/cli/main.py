@@ -21,6 +21,7 @@ from dhir.backends.signature import (
     entry_signature,
     save_outputs,
 )
+from dhir.cli import schedule
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("file", help="a .mlir program")
     compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
     _add_build_options(compile_)
+    schedule.add_parser(commands)
     return parser
 
 
@@ -285,7 +287,7 @@ def _install(exe: Path, destination: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    command = {"run": _cmd_run, "compile": _cmd_compile}[args.command]
+    command = {"run": _cmd_run, "compile": _cmd_compile, "schedule": schedule.run}[args.command]
     return guarded(lambda: command(args))
 
 
