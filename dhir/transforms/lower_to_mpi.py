@@ -253,12 +253,22 @@ class _ScheduleLowering:
         send = mpi.SendOp(flat, tag_value, self.guards.const(to), comm)
         recv = mpi.RecvOp(flat, tag_value, self.guards.const(source), comm)
         self._emit(flatten_ops)
-        self._emit([*self._guarded(source, [send]), *self._guarded(to, [recv])])
+        self._emit(self._guarded(source, [send]))
+        self._emit(self._guarded(to, [recv]))
         self.valid[value].add(to)
 
     def _guarded(self, rank: int, ops: list[Operation]) -> list[Operation]:
+        """`ops` under `scf.if rank == R`; when the op emitted last is already such a
+        guard for the same rank, `ops` join it (a receive and the task that needs it
+        share one branch). Each rank still sees the same ops in the same order."""
         if self.ranks == 1:
             return ops  # one rank runs everything: no guard needed
+        last = self._emitted[-1] if self._emitted else None
+        if isinstance(last, scf.IfOp) and last.cond == self.guards.on(rank):
+            block = last.true_region.block
+            for op in ops:
+                block.insert_op_before(op, block.last_op)  # type: ignore[arg-type]
+            return []
         return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
 
     def _broadcast(self, value: SSAValue, root: int) -> list[Operation]:

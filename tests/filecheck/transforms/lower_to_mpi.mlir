@@ -31,18 +31,15 @@
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[COMM:.*]] = mpi.comm_world : !mpi.comm
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
-// task 0 (rank 0) writes %b from %a: no message.
+// task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads %b, so rank 0
+// sends it right after (tag 1 = its position in the schedule), in the same branch.
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
-// CHECK-NEXT:   }
-// task 1 (rank 1) reads %b: rank 0 sends it (tag 1 = its position in the schedule).
-// CHECK-NEXT:   scf.if %on0 {
 // CHECK-NEXT:     mpi.send(%b, %[[T1]], %[[T1]], %[[COMM]]) : memref<8xf32>, i32, i32
 // CHECK-NEXT:   }
+// Rank 1 receives, then runs task 1, in one branch.
 // CHECK-NEXT:   scf.if %on1 {
 // CHECK-NEXT:     mpi.recv(%b, %[[T1]], %[[ZERO]], %[[COMM]]) : memref<8xf32>, i32, i32
-// CHECK-NEXT:   }
-// CHECK-NEXT:   scf.if %on1 {
 // CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
 // CHECK-NEXT:   }
 // task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no message).
