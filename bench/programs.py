@@ -92,3 +92,29 @@ def many_tasks(tasks: int, buffers: int = 8) -> str:
         ]
     lines += ["  }", "  return", "}", ""]
     return "\n".join(lines)
+
+
+def compute_bound(n: int, inner: int) -> str:
+    """One task: an scf.parallel over n elements, each iterating a dependent
+    multiply-add `inner` times (compute-bound: no memory traffic in the loop)."""
+    t = f"memref<{n}xf64>"
+    body = [
+        "    %work = dhir.task %cpu, %x {",
+        "      %c0 = arith.constant 0 : index",
+        "      %c1 = arith.constant 1 : index",
+        f"      %n = arith.constant {n} : index",
+        f"      %inner = arith.constant {inner} : index",
+        "      %k = arith.constant 0.999999 : f64",
+        "      %h = arith.constant 0.5 : f64",
+        "      scf.parallel (%i) = (%c0) to (%n) step (%c1) {",
+        f"        %v = memref.load %x[%i] : {t}",
+        "        %r = scf.for %j = %c0 to %inner step %c1 iter_args(%a = %v) -> (f64) {",
+        "          %m = arith.mulf %a, %k : f64",
+        "          %s = arith.addf %m, %h : f64",
+        "          scf.yield %s : f64",
+        "        }",
+        f"        memref.store %r, %x[%i] : {t}",
+        "      }",
+        "    }",
+    ]
+    return _timed_main(f"%x: {t}", "%x", body)

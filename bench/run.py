@@ -1,7 +1,7 @@
 """dhir's benchmarks, each printed as a ratio against its baseline measured in the
 same run (these machines are noisy: medians of several runs).
 
-    .venv/bin/python bench/run.py [hop|overhead|compile|schedule ...] [--mpi mpich|openmpi]
+    .venv/bin/python bench/run.py [hop|overhead|compile|threads|schedule ...] [--mpi mpich|openmpi]
                                     [--quick]
 
 - hop: time per dependency hop (a chain of tiny tasks alternating between two ranks)
@@ -10,6 +10,8 @@ same run (these machines are noisy: medians of several runs).
   hand in C + MPI (bench/c/dag20.c). Goal <= 1.05x.
 - compile: compile time per stage for schedules of 100, 1,000 and 10,000 tasks.
   Goal: 10,000 tasks <= 10 s end to end.
+- threads: a compute-bound parallel loop in one CPU task on T OpenMP threads vs 1 thread
+  (one rank). Goal: speed-up >= 0.9 x T.
 - schedule: placement quality (best vs HEFT vs PEFT) on random task graphs and
   scheduler speed (bench/schedule_quality.py). Goal: >= 50,000 tasks/s at 16 devices.
 """
@@ -123,6 +125,31 @@ def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
     print(f"ratio dhir / C: {d / c:.3f}x   (goal <= 1.05x; results agree: {check})")
 
 
+def bench_threads(mpi: str, quick: bool, out_dir: Path) -> None:
+    n, inner = (1 << 12, 2000) if quick else (1 << 14, 4000)
+    repeats = 3 if quick else 7
+    most = os.cpu_count() or 1
+    exe, signature = dhir_build(programs.compute_bound(n, inner), 1, mpi)
+    inputs = [np.ones(n), np.zeros(1)]
+    times: dict[int, float] = {}
+    results: dict[int, np.ndarray] = {}
+    for threads in sorted({1, most}):
+        runs = [
+            run_executable(exe, signature, 1, inputs, mpi=mpi, threads=threads)  # type: ignore[arg-type]
+            for _ in range(repeats)
+        ]
+        times[threads] = median([float(r[1][0]) for r in runs])
+        results[threads] = runs[0][0]
+    same = all(np.array_equal(results[1], r) for r in results.values())
+    print(f"\n## CPU task on OpenMP threads ({mpi}, 1 rank, n = {n}, {inner} steps,", end=" ")
+    print(f"median of {repeats})")
+    print(f"{'threads':>8}{'ms':>10}{'speed-up':>10}{'/ threads':>11}")
+    for threads, seconds in times.items():
+        speedup = times[1] / seconds
+        print(f"{threads:8}{seconds * 1e3:10.1f}{speedup:10.2f}{speedup / threads:11.2f}")
+    print(f"goal: speed-up / threads >= 0.9 at {most} threads; results identical: {same}")
+
+
 def bench_compile(mpi: str, quick: bool, out_dir: Path) -> None:
     sizes = (100, 1000) if quick else (100, 1000, 10000)
     print(f"\n## Compile time per stage (2 ranks, {mpi}, no cache), seconds")
@@ -163,6 +190,7 @@ BENCHMARKS = {
     "hop": bench_hop,
     "overhead": bench_overhead,
     "compile": bench_compile,
+    "threads": bench_threads,
     "schedule": bench_schedule,
 }
 
@@ -175,7 +203,7 @@ def main() -> int:
         "which",
         nargs="*",
         metavar="BENCHMARK",
-        help="hop, overhead, compile, schedule (default: all)",
+        help="hop, overhead, compile, threads, schedule (default: all)",
     )
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")

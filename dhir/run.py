@@ -32,10 +32,12 @@ def run(
     mpi: str = "mpich",
     timeout: float = 300.0,
     output_dir: Path | None = None,
+    threads: int | None = None,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
-    0-d array for each scalar. The inputs themselves are not modified."""
+    0-d array for each scalar. The inputs themselves are not modified. `threads`: OpenMP
+    threads per rank for parallel loops (native; default: the cores divided among ranks)."""
     module = load_program(program)
     if backend == "interp":
         from dhir.backends.interp import run_interp
@@ -47,7 +49,9 @@ def run(
     if backend == "native":
         from dhir.backends.native import run_native
 
-        return run_native(module, entry, list(args), ranks, mpi, output_dir, timeout)
+        return run_native(
+            module, entry, list(args), ranks, mpi, output_dir, timeout, threads=threads
+        )
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
     )

@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--print", action="store_true", help="print the final memref arguments")
     run.add_argument(
+        "--threads",
+        type=int,
+        metavar="T",
+        help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
+    )
+    run.add_argument(
         "--timeout",
         type=float,
         default=300.0,
@@ -156,12 +162,21 @@ def _run_program(
     from dhir.backends.native import run_native
 
     results = run_native(
-        module, args.entry, inputs, args.ranks or 1, args.mpi, args.output_dir, args.timeout, timing
+        module,
+        args.entry,
+        inputs,
+        args.ranks or 1,
+        args.mpi,
+        args.output_dir,
+        args.timeout,
+        timing,
+        threads=args.threads,
     )
     return results, signature
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
+    from dhir.backends.native import default_threads
     from dhir.toolchain.launch import run_executable
 
     meta = _read_sidecar(path)
@@ -185,6 +200,7 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
         mpi=meta["mpi"],
         output_dir=args.output_dir,
         timeout=args.timeout,
+        threads=args.threads if args.threads is not None else default_threads(ranks),
     )
     return results, signature
 

@@ -36,8 +36,17 @@ MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-to-llvm",
     "--reconcile-unrealized-casts",
 )
-# scf.parallel becomes OpenMP instead of a sequential loop; linalg keeps its parallel loops.
-OPENMP_PASSES: tuple[str, ...] = ("--convert-linalg-to-parallel-loops", "--convert-scf-to-openmp")
+# scf.parallel becomes OpenMP instead of a sequential loop; linalg keeps its parallel loops,
+# and affine.parallel is lowered to scf.parallel first so that it is threaded too. The
+# memref lowering must come right after: scf-to-openmp wraps each loop body in a
+# memref.alloca_scope, which rejects the blocks scf-to-cf would make of a loop inside it.
+OPENMP_PASSES: tuple[str, ...] = (
+    "--lower-affine",
+    "--convert-linalg-to-parallel-loops",
+    "--convert-scf-to-openmp",
+    "--expand-strided-metadata",
+    "--finalize-memref-to-llvm",
+)
 CLANG_FLAGS: tuple[str, ...] = ("-O2",)
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
 CACHE_FORMAT = 1

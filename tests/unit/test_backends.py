@@ -172,3 +172,75 @@ def test_long_schedule_spans_several_step_functions(mpi: str) -> None:
     inputs = _random_inputs(program, 3)
     results = dhir.run(program.text(), *inputs, backend="native", ranks=3, mpi=mpi)
     _check(results, program.reference(inputs))
+
+
+PARALLEL_SUM = """
+func.func @main(%a: memref<64xi32>, %b: memref<64xf32>, %out: memref<1xf32>) {
+  dhir.schedule %a, %b, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %fill = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %v = memref.load %a[%i] : memref<64xi32>
+        %x = arith.index_cast %i : index to i32
+        %w = arith.muli %v, %x : i32
+        memref.store %w, %a[%i] : memref<64xi32>
+      }
+    }
+    %sum = dhir.task %cpu, %b, %out {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      %zero = arith.constant 0.0 : f32
+      %s = scf.parallel (%i) = (%c0) to (%n) step (%c1) init (%zero) -> f32 {
+        %v = memref.load %b[%i] : memref<64xf32>
+        scf.reduce(%v : f32) {
+        ^bb0(%l: f32, %r: f32):
+          %t = arith.addf %l, %r : f32
+          scf.reduce.return %t : f32
+        }
+      }
+      memref.store %s, %out[%c0] : memref<1xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_mpi
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_parallel_loops_on_threads_equal_the_oracle(threads: int) -> None:
+    """scf.parallel runs on OpenMP threads; a float reduction keeps the program
+    sequential (openmp_safe) so its sum cannot depend on the thread count."""
+    rng = np.random.default_rng(threads)
+    inputs = [
+        rng.integers(-9, 9, 64).astype(np.int32),
+        rng.standard_normal(64).astype(np.float32),
+        np.zeros(1, np.float32),
+    ]
+    oracle = dhir.run(PARALLEL_SUM, *inputs, backend="interp")
+    native = dhir.run(PARALLEL_SUM, *inputs, ranks=2, threads=threads)
+    for got, want in zip(native, oracle):
+        assert got.tobytes() == want.tobytes()
+
+
+@needs_mpi
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_threaded_example_equals_the_oracle(threads: int) -> None:
+    inputs = _inputs("vector_add", np.random.default_rng(threads))
+    oracle = dhir.run(EXAMPLES / "vector_add.mlir", *inputs, backend="interp")
+    native = dhir.run(EXAMPLES / "vector_add.mlir", *inputs, ranks=2, threads=threads)
+    for got, want in zip(native, oracle):
+        assert got.tobytes() == want.tobytes()
+
+
+def test_openmp_only_without_float_reductions() -> None:
+    from dhir.backends.native import openmp_safe
+
+    assert not openmp_safe(dhir.parse_string(PARALLEL_SUM))
+    vector_add = dhir.parse_file(EXAMPLES / "vector_add.mlir")
+    assert openmp_safe(vector_add)
+    assert not openmp_safe(dhir.parse_file(EXAMPLES / "hazards.mlir"))
