@@ -11,10 +11,10 @@ Everything is deterministic: ties go to the earlier task (in the graph's order) 
 earlier device (in `graph.devices`).
 """
 
-import heapq
 import math
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from heapq import heapify, heappop, heappush
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
@@ -35,7 +35,11 @@ class Problem:
         self.n_devices = len(graph.devices)
         index = {task: i for i, task in enumerate(graph.tasks)}
         self.cost = [_cost_row(graph.cost.get(task, {}), graph.devices) for task in graph.tasks]
-        self.runnable = [[k for k, c in enumerate(row) if c < INF] for row in self.cost]
+        everywhere = list(range(self.n_devices))  # shared by rows that run anywhere; read-only
+        self.runnable = [
+            [k for k, c in enumerate(row) if c < INF] if INF in row else everywhere
+            for row in self.cost
+        ]
         stuck = [graph.tasks[i] for i, devices in enumerate(self.runnable) if not devices]
         if stuck:
             raise DhirError(
@@ -49,12 +53,16 @@ class Problem:
             )
         self.preds: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.succs: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
+        preds, succs = self.preds, self.succs
         for edge in graph.edges:
-            source, target = index[edge.source], index[edge.target]
-            self.preds[target].append((source, edge.comm))
-            self.succs[source].append((target, edge.comm))
+            source, target, comm = index[edge.source], index[edge.target], edge.comm
+            preds[target].append((source, comm))
+            succs[source].append((target, comm))
+        # sum(row) adds the same floats in the same order as the general form.
         self.mean_cost = [
-            sum(row[k] for k in devices) / len(devices)
+            sum(row) / len(row)
+            if devices is everywhere
+            else sum(row[k] for k in devices) / len(devices)
             for row, devices in zip(self.cost, self.runnable)
         ]
 
@@ -148,9 +156,9 @@ class Schedule:
     def placement(self, problem: Problem) -> Placement:
         tasks, devices = problem.graph.tasks, problem.graph.devices
         return Placement(
-            assignment={tasks[i]: devices[self.device_of[i]] for i in range(problem.n)},
-            start={tasks[i]: self.start[i] for i in range(problem.n)},
-            finish={tasks[i]: self.finish[i] for i in range(problem.n)},
+            assignment=dict(zip(tasks, map(devices.__getitem__, self.device_of))),
+            start=dict(zip(tasks, self.start)),
+            finish=dict(zip(tasks, self.finish)),
         )
 
 
@@ -161,57 +169,150 @@ def list_schedule(
     insertion-based finish time plus `lookahead[task][device]` (PEFT's OCT; none for HEFT).
 
     A ready list rather than a plain sort keeps the order topological even when priorities
-    tie across an edge (zero costs)."""
+    tie across an edge (zero costs).
+
+    This is the hot loop, so `Timelines.earliest_start` and `ready_times` are inlined
+    here (same arithmetic, so the same results), and a device is skipped without searching
+    its gaps when even starting at its ready time could not beat the best score so far
+    (float addition is monotone, so a later start never scores less)."""
     n = problem.n
-    waiting = [len(p) for p in problem.preds]
-    heap = [(-priority[i], i) for i in range(n) if waiting[i] == 0]
-    heapq.heapify(heap)
+    n_devices = problem.n_devices
+    preds, succs = problem.preds, problem.succs
+    cost, runnable = problem.cost, problem.runnable
+    waiting = [len(p) for p in preds]
+    heap = [(-priority[i], i) for i in range(n) if not waiting[i]]
+    heapify(heap)
+    pop, push = heappop, heappush
     device_of, start, finish = [-1] * n, [0.0] * n, [0.0] * n
     order: list[int] = []
-    lines = Timelines(problem.n_devices)
-    finishes = lines.finishes
-    cost, runnable, preds = problem.cost, problem.runnable, problem.preds
-    no_lookahead = [0.0] * problem.n_devices
+    append_order = order.append
+    all_starts: list[list[float]] = [[] for _ in range(n_devices)]
+    all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
+    # The last finish on each device (-inf while empty): before it, search the gaps.
+    tail = [-INF] * n_devices
+    no_lookahead = [0.0] * n_devices
     while heap:
-        _, task = heapq.heappop(heap)
-        elsewhere, special, there = ready_times(preds[task], device_of, finish)
+        task = pop(heap)[1]
+        # ready_times, inlined.
+        task_preds = preds[task]
+        first_device, elsewhere, second = -1, 0.0, 0.0
+        for pred, comm in task_preds:
+            arrival = finish[pred] + comm
+            if device_of[pred] == first_device:
+                if arrival > elsewhere:
+                    elsewhere = arrival
+            elif arrival > elsewhere:
+                first_device, elsewhere, second = device_of[pred], arrival, elsewhere
+            elif arrival > second:
+                second = arrival
+        there = second
+        for pred, _ in task_preds:
+            if device_of[pred] == first_device and finish[pred] > there:
+                there = finish[pred]
         extra = lookahead[task] if lookahead is not None else no_lookahead
         row = cost[task]
-        best_score, best = INF, (-1, 0.0, 0.0)
+        best_score, best_device, best_begin, best_end = INF, -1, 0.0, 0.0
         for device in runnable[task]:
-            begin = there if device == special else elsewhere
-            busy = finishes[device]
-            if busy and begin < busy[-1]:  # else it simply goes last
-                begin = lines.earliest_start(device, begin, row[device])
-            end = begin + row[device]
+            begin = there if device == first_device else elsewhere
+            duration = row[device]
+            if begin < tail[device]:
+                if begin + duration + extra[device] >= best_score:
+                    continue  # cannot win even at `begin`
+                # Timelines.earliest_start, inlined.
+                finishes = all_finishes[device]
+                k = bisect_right(finishes, begin)
+                if k != 0 and not begin > finishes[k - 1]:
+                    begin = finishes[k - 1]
+                starts = all_starts[device]
+                count = len(starts)
+                while k < count:
+                    if begin + duration <= starts[k]:
+                        break
+                    begin = finishes[k]
+                    k += 1
+            end = begin + duration
             score = end + extra[device]
             if score < best_score:
-                best_score, best = score, (device, begin, end)
-        device, start[task], finish[task] = best
-        device_of[task] = device
-        lines.add(device, start[task], finish[task])
-        order.append(task)
-        for succ, _ in problem.succs[task]:
+                best_score, best_device, best_begin, best_end = score, device, begin, end
+        start[task], finish[task] = best_begin, best_end
+        device_of[task] = best_device
+        # Timelines.add, inlined.
+        starts, finishes = all_starts[best_device], all_finishes[best_device]
+        if best_begin >= tail[best_device]:
+            starts.append(best_begin)
+            finishes.append(best_end)
+            tail[best_device] = best_end
+        else:
+            k = bisect_right(starts, best_begin)
+            while k > 0 and starts[k - 1] == best_begin and finishes[k - 1] > best_end:
+                k -= 1  # a zero-length task goes before the one starting at the same time
+            starts.insert(k, best_begin)
+            finishes.insert(k, best_end)
+        append_order(task)
+        for succ, _ in succs[task]:
             waiting[succ] -= 1
-            if waiting[succ] == 0:
-                heapq.heappush(heap, (-priority[succ], succ))
+            if not waiting[succ]:
+                push(heap, (-priority[succ], succ))
     return Schedule(order, device_of, start, finish)
 
 
 def simulate(problem: Problem, order: Sequence[int], device_of: list[int]) -> Schedule:
     """Start times for a fixed assignment: tasks in `order` (topological), each as early as
-    its inputs and an idle gap on its device allow."""
+    its inputs and an idle gap on its device allow.
+
+    `ready_times`, `Timelines.earliest_start` and `Timelines.add` are inlined here (the
+    local search calls this many times), with the same arithmetic."""
     n = problem.n
+    n_devices = problem.n_devices
     start, finish = [0.0] * n, [0.0] * n
-    lines = Timelines(problem.n_devices)
+    all_starts: list[list[float]] = [[] for _ in range(n_devices)]
+    all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
+    tail = [-INF] * n_devices  # the last finish on each device (-inf while empty)
     cost, preds = problem.cost, problem.preds
     for task in order:
         device = device_of[task]
-        elsewhere, special, there = ready_times(preds[task], device_of, finish)
-        ready = there if device == special else elsewhere
-        begin = lines.earliest_start(device, ready, cost[task][device])
-        start[task], finish[task] = begin, begin + cost[task][device]
-        lines.add(device, begin, finish[task])
+        task_preds = preds[task]
+        first_device, elsewhere, second = -1, 0.0, 0.0
+        for pred, comm in task_preds:
+            arrival = finish[pred] + comm
+            if device_of[pred] == first_device:
+                if arrival > elsewhere:
+                    elsewhere = arrival
+            elif arrival > elsewhere:
+                first_device, elsewhere, second = device_of[pred], arrival, elsewhere
+            elif arrival > second:
+                second = arrival
+        if device == first_device:
+            begin = second
+            for pred, _ in task_preds:
+                if device_of[pred] == device and finish[pred] > begin:
+                    begin = finish[pred]
+        else:
+            begin = elsewhere
+        duration = cost[task][device]
+        starts, finishes = all_starts[device], all_finishes[device]
+        if begin < tail[device]:
+            k = bisect_right(finishes, begin)
+            if k != 0 and not begin > finishes[k - 1]:
+                begin = finishes[k - 1]
+            count = len(starts)
+            while k < count:
+                if begin + duration <= starts[k]:
+                    break
+                begin = finishes[k]
+                k += 1
+        end = begin + duration
+        start[task], finish[task] = begin, end
+        if begin >= tail[device]:
+            starts.append(begin)
+            finishes.append(end)
+            tail[device] = end
+        else:
+            k = bisect_right(starts, begin)
+            while k > 0 and starts[k - 1] == begin and finishes[k - 1] > end:
+                k -= 1  # a zero-length task goes before the one starting at the same time
+            starts.insert(k, begin)
+            finishes.insert(k, end)
     return Schedule(list(order), list(device_of), start, finish)
 
 
@@ -221,8 +322,15 @@ def simulate(problem: Problem, order: Sequence[int], device_of: list[int]) -> Sc
 def upward_rank(problem: Problem, task_cost: Sequence[float]) -> list[float]:
     """HEFT's rank_u: the task's cost plus the longest (cost + comm) path to an exit."""
     rank = [0.0] * problem.n
+    succs = problem.succs
     for task in reversed(range(problem.n)):  # graph.tasks is topological
-        tail = max((comm + rank[succ] for succ, comm in problem.succs[task]), default=0.0)
+        # max((comm + rank[succ] ...), default=0.0), unrolled: the first of equal maxima.
+        tail = 0.0
+        first = True
+        for succ, comm in succs[task]:
+            value = comm + rank[succ]
+            if first or value > tail:
+                tail, first = value, False
         rank[task] = task_cost[task] + tail
     return rank
 

@@ -14,7 +14,21 @@ from hypothesis import strategies as st
 from dhir import DhirError
 from dhir.cli.schedule import graph_from_json, read_graph
 from dhir.placement.graph import Edge, Placement, TaskGraph
-from dhir.placement.list_scheduling import ALGORITHMS, best, heft, peft, round_robin_graph
+from dhir.placement.list_scheduling import (
+    ALGORITHMS,
+    INF,
+    Problem,
+    Timelines,
+    best,
+    heft,
+    list_schedule,
+    optimistic_cost_table,
+    peft,
+    ready_times,
+    round_robin_graph,
+    simulate,
+    upward_rank,
+)
 
 DATA = Path(__file__).parent / "data"
 TOPCUOGLU = DATA / "topcuoglu2002.json"  # Topcuoglu, Hariri, Wu 2002, Fig. 2 / Table 1
@@ -114,6 +128,113 @@ def test_best_never_worse_than_heft_or_peft(graph: TaskGraph) -> None:
 def test_algorithms_are_deterministic(graph: TaskGraph) -> None:
     for algorithm in ALGORITHMS.values():
         assert algorithm(graph) == algorithm(graph)
+
+
+# --- insertion into idle gaps, against simple references -------------------------------
+
+
+def reference_earliest_start(
+    intervals: list[tuple[float, float]], ready: float, duration: float
+) -> float:
+    """The earliest time >= ready such that [time, time + duration] fits before the next
+    interval: try ready and every finish after it, in order."""
+    for time in sorted({ready, *(f for _, f in intervals if f >= ready)}):
+        if all(time >= f or time + duration <= s for s, f in intervals):
+            return time
+    raise AssertionError("after the last finish always fits")
+
+
+@st.composite
+def timelines(draw: st.DrawFn) -> list[tuple[float, float]]:
+    """Disjoint intervals (zero-length ones included), in placement order."""
+    bounds = sorted(draw(st.lists(st.integers(0, 60), max_size=16)))
+    intervals = [(float(a), float(b)) for a, b in zip(bounds[::2], bounds[1::2])]
+    return draw(st.permutations(intervals))
+
+
+@settings(max_examples=500, deadline=None)
+@given(timelines(), st.integers(0, 70), st.integers(0, 20) | st.floats(0, 20))
+def test_earliest_start_matches_a_simple_reference(
+    intervals: list[tuple[float, float]], ready: int, duration: float
+) -> None:
+    lines = Timelines(1)
+    for s, f in intervals:
+        lines.add(0, s, f)
+    got = lines.earliest_start(0, float(ready), float(duration))
+    assert got == reference_earliest_start(intervals, float(ready), float(duration))
+
+
+def reference_list_schedule(
+    problem: Problem, priority: list[float], lookahead: list[list[float]] | None
+) -> tuple[list[int], list[int], list[float], list[float]]:
+    """`list_schedule` as plainly as possible: `ready_times`, then `Timelines` on every
+    device, the least score (ties to the earlier device)."""
+    import heapq
+
+    n = problem.n
+    waiting = [len(p) for p in problem.preds]
+    heap = [(-priority[i], i) for i in range(n) if waiting[i] == 0]
+    heapq.heapify(heap)
+    device_of, start, finish, order = [-1] * n, [0.0] * n, [0.0] * n, []
+    lines = Timelines(problem.n_devices)
+    while heap:
+        _, task = heapq.heappop(heap)
+        elsewhere, special, there = ready_times(problem.preds[task], device_of, finish)
+        best_score, chosen = INF, (-1, 0.0, 0.0)
+        for device in problem.runnable[task]:
+            ready = there if device == special else elsewhere
+            begin = lines.earliest_start(device, ready, problem.cost[task][device])
+            end = begin + problem.cost[task][device]
+            score = end + (lookahead[task][device] if lookahead is not None else 0.0)
+            if score < best_score:
+                best_score, chosen = score, (device, begin, end)
+        device_of[task], start[task], finish[task] = chosen
+        lines.add(chosen[0], chosen[1], chosen[2])
+        order.append(task)
+        for succ, _ in problem.succs[task]:
+            waiting[succ] -= 1
+            if waiting[succ] == 0:
+                heapq.heappush(heap, (-priority[succ], succ))
+    return order, device_of, start, finish
+
+
+def reference_simulate(
+    problem: Problem, order: list[int], device_of: list[int]
+) -> tuple[list[float], list[float]]:
+    start, finish = [0.0] * problem.n, [0.0] * problem.n
+    lines = Timelines(problem.n_devices)
+    for task in order:
+        device = device_of[task]
+        elsewhere, special, there = ready_times(problem.preds[task], device_of, finish)
+        ready = there if device == special else elsewhere
+        start[task] = lines.earliest_start(device, ready, problem.cost[task][device])
+        finish[task] = start[task] + problem.cost[task][device]
+        lines.add(device, start[task], finish[task])
+    return start, finish
+
+
+@settings(max_examples=300, deadline=None)
+@given(task_graphs(), st.randoms(use_true_random=False))
+def test_list_schedule_and_simulate_match_simple_references(graph: TaskGraph, rng: object) -> None:
+    """The schedulers inline the gap search and skip devices that cannot win; the
+    results must be exactly those of the plain version."""
+    problem = Problem(graph)
+    table = optimistic_cost_table(problem)
+    rank = upward_rank(problem, problem.mean_cost)
+    for lookahead in (None, table):
+        got = list_schedule(problem, rank, lookahead)
+        order, device_of, start, finish = reference_list_schedule(problem, rank, lookahead)
+        assert (got.order, got.device_of, got.start, got.finish) == (
+            order,
+            device_of,
+            start,
+            finish,
+        )
+    # Any valid assignment, in a topological order.
+    device_of = [rng.choice(devices) for devices in problem.runnable]  # type: ignore[attr-defined]
+    order = list(range(problem.n))
+    got = simulate(problem, order, device_of)
+    assert (got.start, got.finish) == reference_simulate(problem, order, device_of)
 
 
 def test_round_robin_skips_devices_a_task_cannot_run_on() -> None:
