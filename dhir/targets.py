@@ -34,10 +34,6 @@ class TargetInfo:
     def __str__(self) -> str:
         return self.arch if self.arch is not None else f"any {self.kind}"
 
-    def admits(self, kind: DeviceKind) -> bool:
-        """Whether a device of `kind` satisfies this target."""
-        return self.kind in (DeviceKind.ANY, kind)
-
 
 class UnknownArchError(ValueError):
     pass
@@ -56,14 +52,6 @@ def kind_of_arch(arch: str) -> DeviceKind:
     if match is not None and int(match.group(1)) in NVIDIA_SM:
         return DeviceKind.GPU
     raise UnknownArchError(f'unknown arch "{arch}"; known archs are {known_archs_text()}')
-
-
-def sm_number(arch: str) -> int:
-    """70 for "sm_70", 100 for "sm_100a"."""
-    match = _SM_PATTERN.fullmatch(arch)
-    if match is None:
-        raise UnknownArchError(f'"{arch}" is not an NVIDIA sm_XY arch')
-    return int(match.group(1))
 
 
 def parse_target_string(text: str) -> TargetInfo:

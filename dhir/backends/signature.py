@@ -36,11 +36,6 @@ class ArgSpec:
     def is_memref(self) -> bool:
         return self.shape is not None
 
-    @property
-    def scalar_prefix(self) -> str:
-        """How users write a scalar of this type on the command line: `f32=2.5`."""
-        return self.mlir_type
-
 
 @dataclass(frozen=True)
 class EntrySignature:
