@@ -30,13 +30,14 @@ def parse_string(
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
+    parser = LocatedParser(ctx, text, name, line_offset)
     try:
-        module = LocatedParser(ctx, text, name, line_offset).parse_module()
+        module = parser.parse_module()
     except ParseError as error:
         raise DhirError([_parse_diagnostic(error, line_offset)], sources) from None
     if verify:
         try:
-            verify_module(module)
+            verify_module(module, parser.task_bodies.cloned)
         except DhirError as error:
             raise DhirError(error.diagnostics, sources) from None
     return module

@@ -386,7 +386,7 @@ class TaskOp(IRDLOperation):
                     f"'{op.name}' uses {_value_name(value)}, a {value.type} value; "
                     "task bodies cannot use dhir targets or task tokens",
                 )
-            if isinstance(value.type, MemRefType) and value not in listed:
+            if isinstance(value.type, MemRefType) and value not in listed and not _on_device(value):
                 raise VerifyExceptionAt(
                     op,
                     f"'{op.name}' uses {_value_name(value)}, a memref defined outside this "
@@ -400,6 +400,17 @@ class TaskOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         _print_task(self, printer)
+
+
+# dhir-gpu-data (dhir/transforms/gpu_data.py) marks the op making a device copy of a
+# schedule operand with this attribute; GPU tasks use such copies without listing them,
+# since they are private to one rank's device and never travel between ranks.
+DEVICE_BUFFER_ATTR = "dhir.device_buffer"
+
+
+def _on_device(value: SSAValue) -> bool:
+    owner = value.owner
+    return isinstance(owner, Operation) and DEVICE_BUFFER_ATTR in owner.attributes
 
 
 def _verify_task_memref(value: SSAValue, position: int, schedule: ScheduleOp) -> None:
@@ -532,16 +543,23 @@ def _parse_task(parser: Parser) -> TaskOp:
     if parser.parse_optional_keyword("target") is not None:
         parser.parse_punctuation("=")
         target = parser.parse_str_literal('target name (e.g. "cpu", "sm_90")')
+        header = parser.pos
         memrefs = (
             _parse_header_operands(parser, allow_empty=False)
             if parser.parse_optional_punctuation(",") is not None
             else []
         )
+        operands = memrefs
     else:
+        header = parser.pos
         operands = _parse_header_operands(parser, allow_empty=False)
         target, memrefs = operands[0], operands[1:]
     attrs = parser.parse_optional_attr_dict_with_keyword()
-    body = _parse_body(parser)
+    # dhir's own parser parses each distinct body once (dhir/ir/region_cache.py).
+    cache = getattr(parser, "task_bodies", None)
+    body = _parse_body(parser) if cache is None else cache.parse(parser, header, operands)
+    if body is None:
+        body = _parse_body(parser)
     op = TaskOp(target, memrefs, body)
     if attrs is not None:
         op.attributes.update(attrs.data)

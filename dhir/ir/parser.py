@@ -13,6 +13,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 
+from dhir.ir.region_cache import TaskBodyCache
+
 
 class LocatedParser(Parser):
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
@@ -22,6 +24,8 @@ class LocatedParser(Parser):
         # Line starts are precomputed: xDSL's Span.get_location rescans the whole
         # prefix of the file, which is quadratic over a large module.
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.task_bodies = TaskBodyCache()
+        self._ints: dict[int, IntAttr] = {}
 
     def parse_operation(self) -> Operation:
         start_span = self._current_token.span
@@ -33,12 +37,25 @@ class LocatedParser(Parser):
             # VerifyException; for the user it is an error at this op.
             raise ParseError(start_span, str(error)) from None
         if isinstance(op.location, UnknownLoc):
-            line = bisect_right(self._line_starts, start)
-            col = start - self._line_starts[line - 1] + 1
-            op.location = FileLineColLoc(
-                self._name, IntAttr(line + self._line_offset), IntAttr(col)
-            )
+            op.location = self.location_at(start)
         return op
+
+    def location_at(self, offset: int) -> FileLineColLoc:
+        """The location of a character of the input."""
+        line = bisect_right(self._line_starts, offset)
+        col = offset - self._line_starts[line - 1] + 1
+        return FileLineColLoc(self._name, self._int(line + self._line_offset), self._int(col))
+
+    def offset_of(self, loc: FileLineColLoc) -> int:
+        """The inverse of location_at."""
+        return self._line_starts[loc.line.data - self._line_offset - 1] + loc.column.data - 1
+
+    def _int(self, value: int) -> IntAttr:
+        # Attributes are immutable: sharing them saves building one per op.
+        attr = self._ints.get(value)
+        if attr is None:
+            attr = self._ints[value] = IntAttr(value)
+        return attr
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         if self._current_token.kind.name == "EOF":
@@ -57,8 +74,7 @@ class LocatedParser(Parser):
                 use = next(iter(value.uses), None)
                 loc = None if use is None else use.operation.location
                 if isinstance(loc, FileLineColLoc):
-                    start = self._line_starts[loc.line.data - self._line_offset - 1]
-                    start += loc.column.data - 1
+                    start = self.offset_of(loc)
                     span = Span(start, start + 1, self.lexer.input)
                     raise ParseError(
                         span,

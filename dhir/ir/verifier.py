@@ -5,7 +5,9 @@ verifies op by op instead, so each error names the op's `file:line:col`, and add
 the SSA dominance check that xDSL lacks.
 """
 
-from xdsl.ir import Operation
+from collections.abc import Mapping
+
+from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -13,11 +15,37 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 
 
-def verify_module(module: Operation) -> None:
-    """Raise a DhirError for the first op (in pre-order) that does not verify."""
+def verify_module(
+    module: Operation, cloned: Mapping[Region, tuple[SSAValue, ...]] | None = None
+) -> None:
+    """Raise a DhirError for the first op (in pre-order) that does not verify.
+
+    `cloned`: regions the parser cloned from a body it parsed and this call verifies
+    (dhir/ir/region_cache.py), with the values they use from outside: their ops are
+    not verified again, but those values must dominate the region's op.
+    """
     dominance = DominanceInfo()
-    for op in module.walk():
+    pending = [module]
+    while pending:
+        op = pending.pop()
         _verify_op(op, dominance)
+        for region in reversed(op.regions):
+            if cloned and region in cloned:
+                _verify_outer_uses(op, cloned[region], dominance)
+                continue
+            for block in reversed(region.blocks):
+                pending.extend(reversed(list(block.ops)))
+
+
+def _verify_outer_uses(
+    op: Operation, values: tuple[SSAValue, ...], dominance: DominanceInfo
+) -> None:
+    for value in values:
+        if dominance.value_dominates(value, op):
+            continue
+        for user in op.walk():
+            if value in user.operands:
+                raise DhirError([_dominance_error(user, list(user.operands).index(value))])
 
 
 def _verify_op(op: Operation, dominance: DominanceInfo) -> None:

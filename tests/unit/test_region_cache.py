@@ -1,0 +1,153 @@
+"""The parser's cache of task bodies (dhir/ir/region_cache.py): a cloned body must be
+exactly the IR, locations included, that parsing its text gives."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dhir.api import parse_string, print_module
+from dhir.context import make_context
+from dhir.ir.diagnostics import DhirError
+from dhir.ir.parser import LocatedParser
+from dhir.ir.verifier import verify_module
+
+NAMES = ("%a", "%buffer_with_a_long_name", "%m7", "%x2")
+BODIES = (
+    # {0}, {1}: the task's operands; %s: an f32 from outside the schedule.
+    "%i = arith.constant 0 : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
+    "      memref.store %v, {1}[%i] : memref<8xf32>",
+    "%i = arith.constant 1 : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
+    "      %w = arith.addf %v, %s : f32\n      memref.store %w, {1}[%i] : memref<8xf32>",
+    "%c0 = arith.constant 0 : index\n      %c8 = arith.constant 8 : index\n"
+    "      %c1 = arith.constant 1 : index\n      scf.for %i = %c0 to %c8 step %c1 {{\n"
+    "        %v = memref.load {1}[%i] : memref<8xf32>\n"
+    "        %w = arith.mulf %v, %s : f32\n        memref.store %w, {0}[%i] : memref<8xf32>\n"
+    "      }}",
+)
+
+
+def program(tasks: list[tuple[int, int, int]]) -> str:
+    args = ", ".join(f"{name}: memref<8xf32>" for name in NAMES)
+    lines = [
+        f"func.func @main({args}, %s: f32) {{",
+        f"  dhir.schedule {', '.join(NAMES)} {{",
+        '    %cpu = dhir.target {kind = "cpu"}',
+    ]
+    for k, (body, first, second) in enumerate(tasks):
+        a, b = NAMES[first], NAMES[second]
+        operands = a if a == b else f"{a}, {b}"
+        lines.append(f"    %t{k} = dhir.task %cpu, {operands} {{")
+        lines.append("      " + BODIES[body].format(a, b))
+        lines.append("    }")
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)
+
+
+def parse(text: str, cache: bool) -> tuple[str, int]:
+    parser = LocatedParser(make_context(), text, "t.mlir")
+    if not cache:
+        parser.task_bodies = None  # type: ignore[assignment]
+    module = parser.parse_module()
+    verify_module(module, parser.task_bodies.cloned if cache else None)
+    clones = len(parser.task_bodies.cloned) if cache else 0
+    return print_module(module, generic=True, debuginfo=True), clones
+
+
+task_lists = st.lists(
+    st.tuples(
+        st.integers(0, len(BODIES) - 1),
+        st.integers(0, len(NAMES) - 1),
+        st.integers(0, len(NAMES) - 1),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(task_lists)
+def test_clones_equal_parsed_ir_with_locations(tasks: list[tuple[int, int, int]]) -> None:
+    text = program(tasks)
+    cached, clones = parse(text, cache=True)
+    plain, _ = parse(text, cache=False)
+    assert cached == plain
+    distinct = {(body, first == second) for body, first, second in tasks}
+    assert clones == len(tasks) - len(distinct)
+
+
+def test_clone_errors_point_at_the_clone() -> None:
+    # The same body under a CPU target: the error is in the second task's body.
+    text = """func.func @main(%a: memref<8xf32>, %bb: memref<8xf32>) {
+  dhir.schedule %a, %bb {
+    %gpu = dhir.target {kind = "gpu"}
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %gpu, %a {
+      %c1 = arith.constant 1 : index
+      gpu.launch blocks(%x, %y, %z) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%u, %v, %w) in (%tx = %c1, %ty = %c1, %tz = %c1) {
+        gpu.terminator
+      }
+    }
+    %t1 = dhir.task %cpu, %bb {
+      %c1 = arith.constant 1 : index
+      gpu.launch blocks(%x, %y, %z) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%u, %v, %w) in (%tx = %c1, %ty = %c1, %tz = %c1) {
+        gpu.terminator
+      }
+    }
+  }
+  return
+}
+"""  # noqa: E501
+    with pytest.raises(DhirError) as error:
+        parse_string(text, "t.mlir")
+    assert "t.mlir:13:7" in str(error.value)
+
+
+def test_outer_value_of_another_type_is_parsed_not_cloned() -> None:
+    body = "%v = arith.addf %s, %s : f32"
+    text = f"""func.func @f(%a: memref<8xf32>, %s: f32) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t0 = dhir.task %cpu, %a {{
+      {body}
+    }}
+  }}
+  return
+}}
+func.func @g(%a: memref<8xf32>, %s: f64) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t0 = dhir.task %cpu, %a {{
+      {body}
+    }}
+  }}
+  return
+}}
+"""
+    with pytest.raises(DhirError) as error:
+        parse_string(text, "t.mlir")
+    assert "t.mlir:14:" in str(error.value)  # the f64 use, parsed for real
+
+
+def test_outer_value_that_does_not_dominate_a_clone() -> None:
+    task = """  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a {
+      %i = arith.constant 0 : index
+      memref.store %s, %a[%i] : memref<8xf32>
+    }
+  }"""
+    text = f"""func.func @f(%a: memref<8xf32>, %c: i1) {{
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  %s = arith.constant 1.0 : f32
+{task}
+  cf.br ^bb2
+^bb2:
+{task}
+  return
+}}
+"""
+    with pytest.raises(DhirError) as error:
+        parse_string(text, "t.mlir")
+    assert "does not dominate" in str(error.value)
+    assert "t.mlir:18:7" in str(error.value)  # the store in the second schedule's task
