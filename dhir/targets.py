@@ -59,3 +59,26 @@ def parse_target_string(text: str) -> TargetInfo:
     if text in tuple(DeviceKind):
         return TargetInfo(DeviceKind(text))
     return TargetInfo(kind_of_arch(text), text)
+
+
+# The lowest PTX ISA version LLVM 22's NVPTX back end accepts for each chip, as
+# `llc-22 -mcpu=sm_XY` reports it (the `.version` it emits by default): "+ptx78" for sm_90.
+# Kernels are built at this level, so that their PTX also loads on the oldest driver that
+# knows the chip. Variants: `a` (arch-specific) and `f` (family) need newer PTX on some chips.
+PTX_MIN_VERSION: dict[str, int] = {
+    "sm_50": 40, "sm_52": 41, "sm_53": 42, "sm_60": 50, "sm_61": 50, "sm_62": 50,
+    "sm_70": 60, "sm_72": 61, "sm_75": 63, "sm_80": 70, "sm_86": 71, "sm_87": 74,
+    "sm_89": 78, "sm_90": 78, "sm_90a": 80,
+    "sm_100": 86, "sm_100a": 86, "sm_100f": 88, "sm_101": 86, "sm_101a": 86, "sm_101f": 88,
+    "sm_103": 88, "sm_103a": 88, "sm_103f": 88, "sm_110": 90, "sm_110a": 90, "sm_110f": 90,
+    "sm_120": 87, "sm_120a": 87, "sm_120f": 88, "sm_121": 88, "sm_121a": 88, "sm_121f": 88,
+}  # fmt: skip
+
+
+def ptx_feature(chip: str) -> str:
+    """The NVPTX feature that selects `chip`'s PTX level: "+ptx78" for "sm_90"."""
+    version = PTX_MIN_VERSION.get(chip)
+    if version is None:
+        known = ", ".join(PTX_MIN_VERSION)
+        raise UnknownArchError(f'LLVM 22 cannot generate code for "{chip}"; it knows {known}')
+    return f"+ptx{version}"

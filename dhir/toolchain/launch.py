@@ -33,10 +33,12 @@ def run_executable(
     output_dir: Path | None = None,
     timeout: float = 300.0,
     threads: int | None = None,
+    hostfile: Path | None = None,
 ) -> list[np.ndarray]:
     """Run `exe` (from build_executable) on `ranks` ranks; one array per entry argument:
     each memref's final contents on rank 0, and each scalar input (0-d) unchanged.
-    With `output_dir`, memref argument K is also saved there as `argK.npy`."""
+    With `output_dir`, memref argument K is also saved there as `argK.npy`. With `hostfile`
+    (see dhir.machine.layout), ranks run on the hosts it lists, else all on this one."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     arrays = check_inputs(signature, list(inputs))
@@ -52,7 +54,7 @@ def run_executable(
                 array.astype(array.dtype.newbyteorder("<"), copy=False).tofile(path)
                 paths[spec.index] = str(path)
         command = [
-            *_mpirun(install, ranks, threads),
+            *_mpirun(install, ranks, threads, hostfile),
             str(Path(exe).resolve()),
             str(out),
             *command_line_args(signature, paths, arrays),
@@ -92,8 +94,26 @@ def compile_and_run(
         return run_executable(exe, signature, ranks, inputs, mpi, output_dir, timeout, threads)
 
 
-def _mpirun(install: MpiInstall, ranks: int, threads: int | None) -> list[str]:
+def run_mpi_program(
+    exe: Path, args: Sequence[str], ranks: int, mpi: str = "mpich", timeout: float = 300.0
+) -> str:
+    """Run a plain MPI program (no dhir entry, no inputs) on `ranks` local ranks, with the
+    same mpirun, flags and clean-up as dhir's programs; its output (stdout and stderr)."""
+    install = find_mpi(mpi)
+    with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
+        work = Path(tmp)
+        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
+        command = [*_mpirun(install, ranks, None), str(Path(exe).resolve()), *args]
+        _launch(command, env, timeout, work / "output.log", ranks)
+        return (work / "output.log").read_text(errors="replace")
+
+
+def _mpirun(
+    install: MpiInstall, ranks: int, threads: int | None, hostfile: Path | None = None
+) -> list[str]:
     command = [str(install.mpirun), *install.mpirun_flags, "-n", str(ranks)]
+    if hostfile is not None:
+        command += ["-f" if install.name == "mpich" else "--hostfile", str(hostfile)]
     if threads is not None and install.name == "openmpi":
         # OpenMPI's default binding (to a core, when not oversubscribed) would stack a rank's
         # threads on one core; -x exports the variable to remote nodes too.

@@ -1,0 +1,258 @@
+"""Measure this machine: MPI latency and bandwidth between two local ranks (ping-pong), memory
+bandwidth (a STREAM triad on every core) and f32 FMA throughput (every core), and the same
+for one core: a triad as generated code runs it from memory, from the core's own cache and
+from the last-level cache (sized by detection), and FMAs on one thread; with the C program
+dhir/runtime/dhir_calibrate.c built by the toolchain's clang and MPI.
+
+What one node cannot measure stays a guess: the network between nodes, and GPUs (not
+measured yet; their typical values are kept, and said so).
+"""
+
+import math
+import os
+import platform
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.description import Device, Link, System
+from dhir.machine.detect import detect
+from dhir.runtime import RUNTIME_DIR
+from dhir.targets import DeviceKind
+from dhir.toolchain.build import C_FLAGS, Timing
+from dhir.toolchain.build import _run as run_build_stage
+from dhir.toolchain.launch import run_mpi_program
+from dhir.toolchain.tools import find_llvm_tools, find_mpi
+
+SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
+SMALL_MESSAGE = 8  # bytes: the latency
+STEP_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class Effort:
+    """How long to measure: sizes and repetitions (best of `trials` is kept)."""
+
+    pingpong_trials: int
+    pingpong_reps: int  # round trips per trial of the small message
+    pingpong_bytes: int  # bytes per trial of the large message (fewer round trips)
+    large_message: int  # bytes: the bandwidth
+    triad_elements: int  # per array, of 8 bytes: far beyond the caches
+    triad_trials: int
+    fma_iterations: int
+    fma_trials: int
+    cache_bytes_moved: int = 256 << 20  # per trial of an in-cache triad on one core
+
+
+FULL = Effort(10, 2000, 1 << 30, 16 << 20, 1 << 26, 20, 20_000_000, 10)
+QUICK = Effort(3, 200, 64 << 20, 4 << 20, 1 << 24, 5, 10_000_000, 3, 64 << 20)
+TRIAD_BYTES = 24  # per element: STREAM's count (read 2 doubles, write 1)
+
+
+@dataclass(frozen=True)
+class Measurements:
+    latency_us: float
+    bandwidth_gbs: float
+    mem_bw_gbs: float
+    peak_gflops: float
+    # One core (None: not measured): description field name -> rate.
+    core: dict[str, float] = field(default_factory=dict)
+
+
+def calibrate(
+    mpi: str = "mpich",
+    quick: bool = False,
+    base: System | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> System:
+    """`base` (default: detect()) with this node's CPU rates and intra-node link measured.
+    `say` hears progress and what was left unmeasured, line by line."""
+    system = detect() if base is None else base
+    if len(system.nodes) != 1:
+        raise DhirError([Diagnostic("calibration measures one node: give a one-node description")])
+    cpu = next(d for d in system.devices if d.kind == DeviceKind.CPU)
+    effort = QUICK if quick else FULL
+    with tempfile.TemporaryDirectory(prefix="dhir-calibrate-") as tmp:
+        exe = build_program(Path(tmp), mpi)
+        measured = measure(exe, mpi, effort, cpu, say)
+    return apply(system, cpu, measured, say)
+
+
+def build_program(directory: Path, mpi: str) -> Path:
+    """dhir_calibrate for this CPU (-march=native: it only ever runs here), with OpenMP and
+    `mpi`, built by the toolchain's clang."""
+    tools = find_llvm_tools()
+    install = find_mpi(mpi)
+    tuning = ["-march=native"]
+    if platform.machine() in ("x86_64", "AMD64"):
+        tuning.append("-mprefer-vector-width=512")  # clang's default keeps AVX-512 to 256 bits
+    command = [
+        tools.clang,
+        "-O3",
+        *tuning,
+        "-fopenmp",
+        *C_FLAGS,
+        *install.compile_flags,
+        SOURCE,
+        "-o",
+        "dhir_calibrate",
+        *install.link_flags,
+    ]
+    run_build_stage(Timing(), "clang (calibration program)", directory, command)
+    return directory / "dhir_calibrate"
+
+
+def measure(
+    exe: Path, mpi: str, effort: Effort, cpu: Device, say: Callable[[str], None]
+) -> Measurements:
+    latency, bandwidth = measure_pingpong(exe, mpi, effort, say)
+    threads = cpu.cores or 1
+    elements = min(effort.triad_elements, cpu.memory_bytes // (4 * 3 * 8))  # a quarter of RAM
+    say(f"memory bandwidth: triad on {threads} threads, 3 x {elements * 8 >> 20} MiB ...")
+    amount, seconds = _run_local(exe, ["triad", str(elements), str(effort.triad_trials)], threads)
+    mem_bw = amount / seconds / 1e9
+    say(f"  {mem_bw:.3g} GB/s")
+    say(f"compute: f32 fused multiply-adds on {threads} threads ...")
+    flops, seconds = _run_local(
+        exe, ["fma", str(effort.fma_iterations), str(effort.fma_trials)], threads
+    )
+    gflops = flops / seconds / 1e9
+    say(f"  {gflops:.4g} GFLOP/s")
+    return Measurements(latency, bandwidth, mem_bw, gflops, measure_core(exe, effort, cpu, say))
+
+
+def measure_core(
+    exe: Path, effort: Effort, cpu: Device, say: Callable[[str], None]
+) -> dict[str, float]:
+    """One core's rates: a triad from memory, from its own cache (a footprint of half of
+    it) and from the last-level cache (the geometric mean of both caches' sizes), and f32
+    FMAs, on one thread."""
+    elements = min(effort.triad_elements, cpu.memory_bytes // (4 * TRIAD_BYTES))
+    sizes = {"core_mem_bw_gbs": elements * TRIAD_BYTES}
+    if cpu.core_cache_bytes:
+        sizes["core_cache_bw_gbs"] = cpu.core_cache_bytes // 2
+    if cpu.llc_bytes and cpu.core_cache_bytes and cpu.llc_bytes > 2 * cpu.core_cache_bytes:
+        # In the middle of the range only the LLC holds, geometrically: well beyond the
+        # core's cache, and well within the LLC even where other cores (or, in a VM,
+        # other guests) use part of it.
+        sizes["llc_bw_gbs"] = math.isqrt(cpu.llc_bytes * cpu.core_cache_bytes)
+    elif cpu.llc_bytes and not cpu.core_cache_bytes:
+        sizes["llc_bw_gbs"] = cpu.llc_bytes // 4
+    rates: dict[str, float] = {}
+    for key, footprint in sizes.items():
+        n = max(footprint // TRIAD_BYTES, 1024)
+        sweeps = max(1, effort.cache_bytes_moved // (n * TRIAD_BYTES))
+        # In-cache trials are short, and the best of few of them is still noisy.
+        trials = effort.triad_trials * (1 if key == "core_mem_bw_gbs" else 4)
+        say(f"one core: triad over {n * TRIAD_BYTES / (1 << 20):.3g} MiB ...")
+        amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)
+        rates[key] = amount / seconds / 1e9
+        say(f"  {rates[key]:.3g} GB/s")
+    if "llc_bw_gbs" not in rates and "core_cache_bw_gbs" in rates:
+        rates["llc_bw_gbs"] = rates["core_cache_bw_gbs"]  # one level: the core's is the last
+    say("one core: f32 fused multiply-adds on 1 thread ...")
+    args = ["fma", str(effort.fma_iterations), str(effort.fma_trials)]
+    flops, seconds = _run_local(exe, args, 1)
+    rates["core_gflops"] = flops / seconds / 1e9
+    say(f"  {rates['core_gflops']:.4g} GFLOP/s")
+    return rates
+
+
+def measure_pingpong(
+    exe: Path, mpi: str, effort: Effort, say: Callable[[str], None]
+) -> tuple[float, float]:
+    """(latency in us, bandwidth in GB/s) between 2 local ranks, run as dhir runs programs."""
+    say(f"MPI ping-pong between 2 local ranks ({mpi}) ...")
+    small, large = SMALL_MESSAGE, effort.large_message
+    large_reps = max(2, effort.pingpong_bytes // large)
+    sizes = [f"{small}:{effort.pingpong_reps}", f"{large}:{large_reps}"]
+    command = ["pingpong", str(effort.pingpong_trials), *sizes]
+    output = run_mpi_program(exe, command, 2, mpi, STEP_TIMEOUT_S)
+    times = {int(amount): seconds for amount, seconds in _results(output, "pingpong")}
+    if small not in times or large not in times:
+        raise DhirError([Diagnostic(f"the ping-pong printed no time for some sizes:\n{output}")])
+    latency, bandwidth = fit_link(small, times[small], large, times[large])
+    say(f"  latency {latency:.3g} us, bandwidth {bandwidth:.3g} GB/s")
+    return latency, bandwidth
+
+
+def fit_link(small: int, small_s: float, large: int, large_s: float) -> tuple[float, float]:
+    """(latency in us, bandwidth in GB/s) of the line through both one-way times, so that
+    Link.time gives both back; the large message's average rate if noise tilts the line."""
+    slope = (large_s - small_s) / (large - small)
+    bandwidth = 1.0 / slope if slope > 0 else large / large_s
+    return small_s * 1e6, bandwidth / 1e9
+
+
+def apply(
+    system: System, cpu: Device, measured: Measurements, say: Callable[[str], None]
+) -> System:
+    """`system` with the measured values in place of guesses."""
+    rates = {"peak_gflops": measured.peak_gflops, "mem_bw_gbs": measured.mem_bw_gbs}
+    rates = {key: _round(value) for key, value in (rates | measured.core).items()}
+    guessed = tuple(g for g in cpu.guessed if g not in rates)
+    system = system.with_device(replace(cpu, **rates, guessed=guessed))
+    intra = Link(_round(measured.latency_us), _round(measured.bandwidth_gbs))
+    gpus = [d for d in system.devices if d.kind == DeviceKind.GPU]
+    if not gpus:
+        say("GPUs: none found (no nvidia-smi, or it lists none); nothing to measure")
+    for gpu in gpus:
+        say(
+            f"{gpu.name} ({gpu.arch}): not measured (dhir cannot calibrate GPUs yet); "
+            "kept typical values, marked as guesses"
+        )
+    if system.network.guessed:
+        say("network between nodes: not measured on one node; kept a typical value (a guess)")
+    return replace(system, intra_node=intra)
+
+
+def _round(value: float) -> float:
+    """Four significant digits: more than the measurements repeat to."""
+    return float(f"{value:.4g}")
+
+
+def _run_local(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    try:
+        result = subprocess.run(
+            [str(exe), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=STEP_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise DhirError(
+            [Diagnostic(f"calibration step '{args[0]}' took over {STEP_TIMEOUT_S:g} s")]
+        ) from None
+    if result.returncode != 0:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"calibration step '{args[0]}' failed (exit status {result.returncode}):\n"
+                    f"{result.stderr.strip()}"
+                )
+            ]
+        )
+    return _results(result.stdout, args[0])[0]
+
+
+def _results(output: str, name: str) -> list[tuple[float, float]]:
+    """(amount, seconds) from the `name amount seconds threads` lines of the output."""
+    rows = []
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 4 and words[0] == name:
+            amount, seconds = float(words[1]), float(words[2])
+            if seconds > 0:
+                rows.append((amount, seconds))
+    if not rows:
+        tail = "\n".join(output.strip().splitlines()[-10:])
+        raise DhirError(
+            [Diagnostic(f"calibration step '{name}' printed no result; its output:\n{tail}")]
+        )
+    return rows

@@ -1,0 +1,174 @@
+"""Machine descriptions as MLIR module attributes, for the compiler to read:
+
+    module attributes {
+      dlti.target_system_spec = #dlti.target_system_spec<
+        "cpu0" = #dlti.target_device_spec<"arch" = "x86_64", "kind" = "cpu", "node" = "n0",
+                                          "peak_gflops" = 2.0e+03 : f64, ...>,
+        "gpu0" = #dlti.target_device_spec<"arch" = "sm_90", ...,
+                   "host_link" = {bandwidth_gbs = 25.0 : f64, latency_us = 10.0 : f64}>>,
+      dhir.machine = {name = "cluster", links = {network = {...}, intra_node = {...}},
+                      nodes = [{name = "n0", host = "n0.example.org"}]}}
+
+One DLTI device spec per device, with the keys of the file formats (docs/machine.md) plus
+"node"; `dhir.target {device = "gpu0"}` finds its device here. Whole numbers are i64, other
+numbers f64, true/false i1, lists arrays, tables dictionaries.
+
+`dhir.machine` is a plain dictionary, not a `#dlti.map`: MLIR answers a DLTI query (such as
+the "MPI:Implementation" its MPI lowering asks) from the first DLTI attribute of the module
+in name order, and `dhir.machine` sorts before `dlti.map`.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BytesAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    f64,
+    i64,
+)
+from xdsl.dialects.dlti import DLTIEntryMap, TargetDeviceSpecAttr, TargetSystemSpecAttr
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import VerifyException
+
+from dhir.dialects.dhir import TargetOp
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.machine.description import System
+from dhir.machine.files import DEVICE_KEYS, from_dict, to_dict
+
+SYSTEM_ATTR = "dlti.target_system_spec"
+MACHINE_ATTR = "dhir.machine"
+DEFAULT_NODE = "node0"  # for device specs that name no node
+
+
+def to_dlti(system: System) -> dict[str, Attribute]:
+    """The module attributes that describe `system`."""
+    data = to_dict(system)
+    devices: dict[str, Attribute] = {}
+    for node in data["nodes"]:
+        for device in node["devices"]:
+            entries = {"arch": device["arch"], "kind": device["kind"], "node": node["name"]}
+            entries |= {k: v for k, v in device.items() if k not in ("name", *entries)}
+            devices[device["name"]] = TargetDeviceSpecAttr(
+                {key: _attribute(value) for key, value in entries.items()}
+            )
+    nodes = [{k: v for k, v in n.items() if k != "devices"} for n in data["nodes"]]
+    machine = {"name": data["name"], "links": data["links"], "nodes": nodes}
+    return {SYSTEM_ATTR: TargetSystemSpecAttr(devices), MACHINE_ATTR: _attribute(machine)}
+
+
+def attach(module: ModuleOp, system: System) -> None:
+    """Describe `system` in `module`'s attributes (replacing a description already there);
+    every `dhir.target {device = ...}` must still find its device."""
+    module.attributes.update(to_dlti(system))
+    for op in module.walk():
+        if isinstance(op, TargetOp) and op.device is not None:
+            try:
+                op.info()
+            except VerifyException:
+                known = ", ".join(d.name for d in system.devices)
+                raise error_at(
+                    op,
+                    f'this target names device "{op.device.data}", which the machine '
+                    f"description '{system.name}' does not have; it has {known}",
+                ) from None
+
+
+def from_dlti(attributes: Mapping[str, Attribute], where: str = "the module") -> System:
+    """The description in a module's attributes: the devices of its dlti.target_system_spec
+    and, when present, the links and nodes of its dhir.machine (typical values otherwise)."""
+    spec = attributes.get(SYSTEM_ATTR)
+    if not isinstance(spec, TargetSystemSpecAttr):
+        raise _error(
+            where,
+            f"has no {SYSTEM_ATTR} attribute to read a machine description from; add "
+            f'module attributes {{{SYSTEM_ATTR} = #dlti.target_system_spec<"cpu0" = '
+            '#dlti.target_device_spec<"arch" = "x86_64", "cores" = 8 : i64>>}',
+        )
+    machine = _plain(attributes.get(MACHINE_ATTR, DictionaryAttr({})), where, MACHINE_ATTR)
+    if not isinstance(machine, dict):
+        raise _error(where, f"{MACHINE_ATTR} must be a dictionary, got {machine!r}")
+    data = {k: v for k, v in machine.items() if k != "nodes"}
+    data["nodes"] = list(_nodes(spec, machine.get("nodes", []), where).values())
+    return from_dict(data, where)
+
+
+def system_of(module: ModuleOp, where: str = "the module") -> System:
+    return from_dlti(module.attributes, where)
+
+
+def _nodes(spec: TargetSystemSpecAttr, listed: object, where: str) -> dict[str, dict[str, Any]]:
+    """The file-format node tables: dhir.machine's, in order, then those only devices name."""
+    if not isinstance(listed, list) or not all(
+        isinstance(n, dict) and isinstance(n.get("name"), str) for n in listed
+    ):
+        raise _error(where, f'{MACHINE_ATTR}: "nodes" must be a list of {{name = "...", ...}}')
+    nodes = {n["name"]: {**n, "devices": []} for n in listed}
+    for entry in spec.entries:
+        name = _plain(entry.key, where, SYSTEM_ATTR)
+        if not isinstance(entry.value, TargetDeviceSpecAttr):
+            raise _error(where, f'{SYSTEM_ATTR} entry "{name}" is not a #dlti.target_device_spec')
+        device = _plain(entry.value, where, f'{SYSTEM_ATTR} entry "{name}"')
+        node = device.pop("node", DEFAULT_NODE)
+        if not isinstance(node, str):
+            raise _error(where, f'device "{name}": "node" must be a string, got {node!r}')
+        # Other consumers may keep entries of their own in a device spec; they are not ours.
+        known = {k: v for k, v in device.items() if k in DEVICE_KEYS}
+        nodes.setdefault(node, {"name": node, "devices": []})["devices"].append(
+            {**known, "name": name}
+        )
+    return nodes
+
+
+def _attribute(value: object) -> Attribute:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), IntegerType(1))
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, list):
+        return ArrayAttr([_attribute(v) for v in value])
+    if isinstance(value, dict):
+        return DictionaryAttr({key: _attribute(v) for key, v in value.items()})
+    raise TypeError(f"no attribute form for {value!r}")
+
+
+def _plain(attr: Attribute, where: str, what: str) -> Any:
+    """The plain value (str, int, float, bool, list, dict) of an attribute."""
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, BytesAttr):
+        # xDSL prints anything outside printable ASCII as escapes ("\C3\A9"), and its
+        # parser reads a string with escapes back as bytes.
+        return attr.data.decode(errors="replace")
+    if isinstance(attr, IntegerAttr):
+        value = attr.value.data
+        width = attr.type.width.data if isinstance(attr.type, IntegerType) else 64
+        return bool(value) if width == 1 else value
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, ArrayAttr):
+        return [_plain(a, where, what) for a in attr.data]
+    if isinstance(attr, DictionaryAttr):
+        return {k: _plain(v, where, f'{what} "{k}"') for k, v in attr.data.items()}
+    if isinstance(attr, DLTIEntryMap):
+        plain: dict[str, Any] = {}
+        for entry in attr.entries:
+            if not isinstance(entry.key, StringAttr):
+                raise _error(where, f"{what}: keys must be strings, got {entry.key}")
+            plain[entry.key.data] = _plain(entry.value, where, f'{what} "{entry.key.data}"')
+        return plain
+    raise _error(where, f"{what}: dhir cannot read {attr} (strings, numbers, arrays, maps only)")
+
+
+def _error(where: str, message: str) -> DhirError:
+    return DhirError([Diagnostic(f"{where}: {message}")])

@@ -1,0 +1,361 @@
+"""Machine descriptions in files: TOML or JSON, one structure (see docs/machine.md).
+
+    name = "cluster"
+    [links.network]            # node <-> node
+    latency_us = 2.0
+    bandwidth_gbs = 12.5
+    [[nodes]]
+    name = "node0"
+    [[nodes.devices]]
+    name = "cpu0"
+    arch = "x86_64"
+    cores = 64
+    ...
+
+Values left out are filled with typical values and listed in the device's `guessed` (links:
+`guessed = true`); the writers write every value, so a written file reads back equal.
+"""
+
+import json
+import math
+import os
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.description import (
+    CACHE_SIZES,
+    CORE_FIELDS,
+    CORE_RATES,
+    GUESSED_INTRA_NODE,
+    GUESSED_NETWORK,
+    DescriptionError,
+    Device,
+    Link,
+    Node,
+    System,
+    guess_device,
+)
+from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
+
+FORMATS = (".toml", ".json")
+_TOP_KEYS = ("name", "links", "nodes")
+_LINKS_KEYS = ("network", "intra_node")
+_LINK_KEYS = ("latency_us", "bandwidth_gbs", "guessed")
+_NODE_KEYS = ("name", "host", "devices")
+DEVICE_KEYS = (
+    "name", "kind", "arch", "peak_gflops", "mem_bw_gbs", "memory_bytes", "cores", "ranks",
+    *CORE_FIELDS, "host_link", "guessed",
+)  # fmt: skip
+_FLOAT_KEYS = ("peak_gflops", "mem_bw_gbs", *CORE_RATES)
+_INT_KEYS = ("memory_bytes", "cores", "ranks", *CACHE_SIZES)
+
+
+# --- System <-> plain data ---------------------------------------------------------------
+
+
+def to_dict(system: System) -> dict[str, Any]:
+    """The description as plain data (str, int, float, bool, list, dict), in file order."""
+    return {
+        "name": system.name,
+        "links": {"network": _link(system.network), "intra_node": _link(system.intra_node)},
+        "nodes": [_node(node) for node in system.nodes],
+    }
+
+
+def _link(link: Link) -> dict[str, Any]:
+    data: dict[str, Any] = {"latency_us": link.latency_us, "bandwidth_gbs": link.bandwidth_gbs}
+    if link.guessed:
+        data["guessed"] = True
+    return data
+
+
+def _node(node: Node) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": node.name}
+    if node.host != node.name:
+        data["host"] = node.host
+    data["devices"] = [_device(device) for device in node.devices]
+    return data
+
+
+def _device(device: Device) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": device.name,
+        "kind": str(device.kind),
+        "arch": device.arch,
+        "peak_gflops": device.peak_gflops,
+        "mem_bw_gbs": device.mem_bw_gbs,
+        "memory_bytes": device.memory_bytes,
+    }
+    if device.cores is not None:
+        data["cores"] = device.cores
+    data["ranks"] = device.ranks
+    for key in CORE_FIELDS:  # CPUs only
+        if getattr(device, key) is not None:
+            data[key] = getattr(device, key)
+    if device.host_link is not None:
+        data["host_link"] = _link(device.host_link)
+    if device.guessed:
+        data["guessed"] = list(device.guessed)
+    return data
+
+
+def from_dict(data: object, where: str) -> System:
+    """A System from plain data; every problem is a DhirError naming `where` and the entry."""
+    try:
+        return _system(data)
+    except (_Problem, DescriptionError) as problem:
+        raise DhirError([Diagnostic(f"{where}: {problem}")]) from None
+
+
+class _Problem(ValueError):
+    pass
+
+
+def _system(data: object) -> System:
+    top = _table(data, "the description", _TOP_KEYS)
+    name = _get(top, "name", str, "the description", "system")
+    links = _table(top.get("links", {}), "links", _LINKS_KEYS)
+    nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)")
+    return System(
+        nodes=tuple(_read_node(node, f"nodes[{k}]") for k, node in enumerate(nodes)),
+        network=_optional_link(links, "network", GUESSED_NETWORK),
+        intra_node=_optional_link(links, "intra_node", GUESSED_INTRA_NODE),
+        name=name,
+    )
+
+
+def _optional_link(links: dict[str, Any], key: str, default: Link) -> Link:
+    data = links.get(key)
+    return default if data is None else _read_link(data, f"links.{key}")
+
+
+def _read_link(data: object, where: str) -> Link:
+    table = _table(data, where, _LINK_KEYS)
+    latency = _get(table, "latency_us", float, where)
+    bandwidth = _get(table, "bandwidth_gbs", float, where)
+    try:
+        return Link(latency, bandwidth, _get(table, "guessed", bool, where, False))
+    except DescriptionError as error:
+        raise _Problem(f"{where}: {str(error).removeprefix('link: ')}") from None
+
+
+def _read_node(data: object, where: str) -> Node:
+    where = _labelled(data, where)
+    table = _table(data, where, _NODE_KEYS)
+    name = _get(table, "name", str, where)
+    devices = _list(table.get("devices"), f"{where}.devices", "[[nodes.devices]] tables")
+    return Node(
+        name=name,
+        devices=tuple(_read_device(d, f"{where}.devices[{k}]") for k, d in enumerate(devices)),
+        host=_get(table, "host", str, where, ""),
+    )
+
+
+def _read_device(data: object, where: str) -> Device:
+    where = _labelled(data, where)
+    table = _table(data, where, DEVICE_KEYS)
+    name = _get(table, "name", str, where)
+    arch = _get(table, "arch", str, where)
+    _check_kind(table, arch, where)
+    given: dict[str, object] = {}
+    for key in _FLOAT_KEYS:
+        if key in table:
+            given[key] = _get(table, key, float, where)
+    for key in _INT_KEYS:
+        if key in table:
+            given[key] = _get(table, key, int, where)
+    if table.get("host_link") is not None:
+        given["host_link"] = _read_link(table["host_link"], f"{where}.host_link")
+    guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names")
+    if not all(isinstance(g, str) for g in guessed):
+        raise _Problem(f"{where}.guessed: must be a list of field names (strings)")
+    return guess_device(name, arch, guessed=guessed, **given)
+
+
+def _labelled(data: object, where: str) -> str:
+    """`where` with the entry's name, when it has one, for messages."""
+    name = data.get("name") if isinstance(data, dict) else None
+    return f"{where} ('{name}')" if isinstance(name, str) else where
+
+
+def _check_kind(table: dict[str, Any], arch: str, where: str) -> None:
+    kind = _get(table, "kind", str, where, None)
+    if kind is None:
+        return
+    choices = (DeviceKind.CPU, DeviceKind.GPU)
+    if kind not in choices:
+        raise _Problem(f'{where}: kind must be "cpu" or "gpu", got "{kind}"')
+    try:
+        actual = kind_of_arch(arch)
+    except UnknownArchError as error:
+        raise _Problem(f"{where}: {error}") from None
+    if actual != kind:
+        raise _Problem(f'{where}: arch "{arch}" is a {actual}, but kind says {kind}')
+
+
+_MISSING = object()
+_TYPE_NAMES = {str: "a string", float: "a number", int: "a whole number", bool: "true or false"}
+
+
+def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any = _MISSING) -> Any:
+    if key not in table:
+        if default is _MISSING:
+            raise _Problem(f"{where}: missing {key}")
+        return default
+    value = table[key]
+    is_bool = isinstance(value, bool)
+    if type_ is float and isinstance(value, int | float) and not is_bool:
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond any float
+            number = math.inf
+        if not math.isfinite(number):
+            raise _Problem(f"{where}: {key} must be a finite number, got {value!r}")
+        return number
+    if isinstance(value, type_) and (type_ is bool or not is_bool):
+        return value
+    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {value!r}")
+
+
+def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise _Problem(f"{where} must be a table (an object), got {data!r}")
+    unknown = [key for key in data if key not in known]
+    if unknown:
+        raise _Problem(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(known)}"
+        )
+    return data
+
+
+def _list(data: object, where: str, what: str) -> list[Any]:
+    if not isinstance(data, list):
+        raise _Problem(f"{where}: missing or not a list; give a list of {what}")
+    return data
+
+
+# --- files -------------------------------------------------------------------------------
+
+SYSTEM_ENV = "DHIR_SYSTEM"
+
+
+def default_system_path() -> Path:
+    """Where `dhir calibrate` writes (and load_local_system looks) by default:
+    $XDG_CONFIG_HOME/dhir/system.toml, else ~/.config/dhir/system.toml."""
+    config = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(config) if config else Path.home() / ".config") / "dhir" / "system.toml"
+
+
+def read_system(path: Path) -> System:
+    """The description in `path` (.toml or .json)."""
+    path = Path(path)
+    parse = _parser_for(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise DhirError(
+            [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]
+        ) from None
+    return from_dict(parse(text, str(path)), str(path))
+
+
+def write_system(system: System, path: Path) -> None:
+    path = Path(path)
+    text = to_json(system) if description_format(path) == ".json" else to_toml(system)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write {path}: {error.strerror}")]) from None
+
+
+def parse_toml(text: str, where: str) -> object:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise DhirError([Diagnostic(f"{where} is not valid TOML: {error}")]) from None
+
+
+def parse_json(text: str, where: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise DhirError([Diagnostic(f"{where} is not valid JSON: {error}")]) from None
+
+
+def description_format(path: Path) -> str:
+    """ ".toml" or ".json", from `path`'s suffix; a DhirError for anything else."""
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{path}: a machine description is a .toml or .json file, "
+                    f"not '{suffix or 'no suffix'}'; rename it"
+                )
+            ]
+        )
+    return suffix
+
+
+def _parser_for(path: Path) -> Callable[[str, str], object]:
+    return parse_json if description_format(path) == ".json" else parse_toml
+
+
+def to_json(system: System) -> str:
+    return json.dumps(to_dict(system), indent=2) + "\n"
+
+
+# --- a TOML writer for this structure: tables, arrays of tables, inline tables, scalars ---
+
+
+def to_toml(system: System) -> str:
+    data = to_dict(system)
+    lines = ["# dhir machine description (docs/machine.md)", f"name = {_value(data['name'])}"]
+    for name, link in data["links"].items():
+        lines += ["", f"[links.{name}]", *_pairs(link)]
+    for node in data["nodes"]:
+        lines += ["", "[[nodes]]", *_pairs({k: v for k, v in node.items() if k != "devices"})]
+        for device in node["devices"]:
+            lines += ["", "[[nodes.devices]]", *_pairs(device)]
+    return "\n".join(lines) + "\n"
+
+
+def _pairs(table: dict[str, Any]) -> list[str]:
+    return [f"{key} = {_value(value)}" for key, value in table.items()]
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)  # the shortest text that reads back equal; TOML takes 1e+16 too
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(_pairs(value)) + " }"
+    raise TypeError(f"no TOML form for {value!r}")
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
+            "\r": "\\r"}  # fmt: skip
+
+
+def _string(text: str) -> str:
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'

@@ -1,0 +1,99 @@
+"""Where ranks run: the mpirun hostfile and thread count for a machine description.
+
+Ranks fill the nodes in order, as many on each as its devices run (`Node.ranks`), which is
+how both MPICH (`host:slots`, `-f FILE`) and OpenMPI (`host slots=N`, `--hostfile FILE`)
+place consecutive ranks when given a hostfile. A one-node run needs no hostfile.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.description import Node, System
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    system: System
+    ranks: int
+    hostfile: Path | None  # None: every rank on the local node
+    threads: int  # OpenMP threads per rank
+
+
+def rank_slots(system: System, ranks: int) -> list[tuple[Node, int]]:
+    """(node, ranks on it) for the first `ranks` ranks of `system`, nodes in order."""
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    if ranks > system.rank_count:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"the machine description '{system.name}' runs {_ranks(system.rank_count)} "
+                    f"({_per_node(system)}); {_ranks(ranks)} do not fit. Ask for at most "
+                    f"{system.rank_count} with -n, or describe more devices or ranks"
+                )
+            ]
+        )
+    slots = []
+    left = ranks
+    for node in system.nodes:
+        if left == 0:
+            break
+        taken = min(node.ranks, left)
+        slots.append((node, taken))
+        left -= taken
+    return slots
+
+
+def hostfile_text(system: System, ranks: int, mpi: str) -> str:
+    """The hostfile placing the first `ranks` ranks of `system`, in `mpi`'s syntax."""
+    line = "{host}:{n}" if mpi == "mpich" else "{host} slots={n}"
+    slots = rank_slots(system, ranks)
+    return "".join(line.format(host=node.host, n=n) + "\n" for node, n in slots)
+
+
+def threads_per_rank(system: System, ranks: int) -> int:
+    """The cores of each node shared among the ranks placed on it; the smallest share, since
+    every rank gets the same OMP_NUM_THREADS."""
+    return min(max(1, node.cores // n) for node, n in rank_slots(system, ranks))
+
+
+def launch_plan(system: System, ranks: int | None, mpi: str, directory: Path) -> LaunchPlan:
+    """How to run all of `system`'s ranks (`ranks`, when given, must be their number: the
+    program is placed on the whole description). With more than one node, a hostfile is
+    written to `directory` (named by its content); one node is this one, reached with -n."""
+    count = system.rank_count
+    if ranks is not None and ranks != count:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"the machine description '{system.name}' runs {_ranks(count)} "
+                    f"({_per_node(system)}), not {ranks}: a program runs on all of them. Leave "
+                    f"out -n (or give -n {count}); build an executable for {_ranks(count)}; "
+                    "or describe fewer devices"
+                )
+            ]
+        )
+    threads = threads_per_rank(system, count)
+    if len(system.nodes) == 1:
+        return LaunchPlan(system, count, None, threads)
+    text = hostfile_text(system, count, mpi)
+    path = Path(directory) / f"hosts-{hashlib.sha256(text.encode()).hexdigest()[:16]}.{mpi}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            path.write_text(text)
+    except OSError as error:
+        raise DhirError(
+            [Diagnostic(f"cannot write the hostfile {path}: {error.strerror}")]
+        ) from None
+    return LaunchPlan(system, count, path, threads)
+
+
+def _per_node(system: System) -> str:
+    return ", ".join(f"{node.name}: {node.ranks}" for node in system.nodes)
+
+
+def _ranks(count: int) -> str:
+    return f"{count} rank" if count == 1 else f"{count} ranks"

@@ -1,0 +1,182 @@
+/* The measurements behind `dhir calibrate` (dhir/machine/calibrate.py builds and runs this).
+
+     dhir_calibrate pingpong TRIALS SIZE:REPS...  under mpirun -n 2: one-way time per size
+     dhir_calibrate triad N TRIALS                a[i] = b[i] + s * c[i] on every core
+     dhir_calibrate serial N TRIALS SWEEPS        the same triad on one core, as generated
+                                                  code runs it: SWEEPS sweeps per trial
+     dhir_calibrate fma ITERS TRIALS              f32 fused multiply-adds on every core
+                                                  (on one with OMP_NUM_THREADS=1)
+
+   Each prints one line per result, "<name> <amount> <seconds> <threads>", with the best
+   time over TRIALS: the best is what the hardware can do, the rest is interference. */
+
+#include <mpi.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Independent accumulators per thread: enough vector registers' worth to cover the FMA
+   latency on every FMA unit, few enough to stay in registers. */
+#if defined(__AVX512F__)
+#define FMA_LANES 256
+#elif defined(__AVX__)
+#define FMA_LANES 96
+#else
+#define FMA_LANES 64
+#endif
+
+static int pingpong(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2 || argc < 4) {
+    if (rank == 0) fprintf(stderr, "pingpong runs on exactly 2 ranks with sizes\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  int trials = atoi(argv[2]);
+  size_t largest = 1;
+  for (int k = 3; k < argc; k++) {
+    size_t bytes = strtoull(argv[k], NULL, 10);
+    if (bytes > largest) largest = bytes;
+  }
+  char *buffer = malloc(largest);
+  if (buffer == NULL) MPI_Abort(MPI_COMM_WORLD, 3);
+  memset(buffer, rank, largest);
+  int peer = 1 - rank;
+  for (int k = 3; k < argc; k++) {
+    int bytes = atoi(argv[k]), reps = 1;
+    const char *colon = strchr(argv[k], ':');
+    if (colon != NULL) reps = atoi(colon + 1);
+    double best = 1e30;
+    for (int trial = 0; trial < trials; trial++) {  /* the first warms up the path */
+      MPI_Barrier(MPI_COMM_WORLD);
+      double start = MPI_Wtime();
+      for (int r = 0; r < reps; r++) {
+        if (rank == 0) {
+          MPI_Send(buffer, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+          MPI_Recv(buffer, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+          MPI_Recv(buffer, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Send(buffer, bytes, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
+        }
+      }
+      double one_way = (MPI_Wtime() - start) / (2.0 * reps);
+      if (one_way < best) best = one_way;
+    }
+    if (rank == 0) printf("pingpong %d %.9e 1\n", bytes, best);
+  }
+  free(buffer);
+  MPI_Finalize();
+  return 0;
+}
+
+static int triad(char **argv) {
+  size_t n = strtoull(argv[2], NULL, 10);
+  int trials = atoi(argv[3]);
+  double *a = malloc(n * sizeof(double)), *b = malloc(n * sizeof(double));
+  double *c = malloc(n * sizeof(double));
+  if (a == NULL || b == NULL || c == NULL) {
+    fprintf(stderr, "triad: cannot allocate 3 x %zu doubles\n", n);
+    return 3;
+  }
+  /* Each thread first touches the pages it works on later, so they are its node's. */
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+  double best = 1e30;
+  for (int trial = 0; trial < trials; trial++) {
+    double s = 3.0 + trial, start = omp_get_wtime();
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+    double seconds = omp_get_wtime() - start;
+    if (seconds < best) best = seconds;
+  }
+  /* STREAM's count: read b and c, write a (the write-allocate read is not counted). */
+  printf("triad %zu %.9e %d\n", 3 * n * sizeof(double), best, omp_get_max_threads());
+  fprintf(stderr, "check %g\n", a[n / 2]);
+  free(a);
+  free(b);
+  free(c);
+  return 0;
+}
+
+/* One core streaming as the code dhir generates does: a plain loop, built at -O2 without
+   -march, which vectorizes to 128-bit registers; so at most 2 doubles a step here too.
+   Small N measures a cache (the first sweep brings the arrays in), large N the memory. */
+static int serial(char **argv) {
+  size_t n = strtoull(argv[2], NULL, 10);
+  int trials = atoi(argv[3]);
+  long sweeps = atol(argv[4]);
+  double *a = malloc(n * sizeof(double)), *b = malloc(n * sizeof(double));
+  double *c = malloc(n * sizeof(double));
+  if (a == NULL || b == NULL || c == NULL || sweeps < 1) {
+    fprintf(stderr, "serial: cannot allocate 3 x %zu doubles\n", n);
+    return 3;
+  }
+  for (size_t i = 0; i < n; i++) {
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+  double best = 1e30;
+  for (int trial = 0; trial < trials; trial++) {
+    double s = 3.0 + trial, start = omp_get_wtime();
+    for (long sweep = 0; sweep < sweeps; sweep++) {
+#pragma clang loop vectorize_width(2) interleave_count(1)
+      for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+      /* The next sweep depends on this one, so the sweeps cannot be merged. */
+      b[sweep % n] += a[n - 1 - sweep % n] * 1e-300;
+    }
+    double seconds = omp_get_wtime() - start;
+    if (seconds < best) best = seconds;
+  }
+  printf("serial %.9e %.9e 1\n", (double)sweeps * 3.0 * (double)n * sizeof(double), best);
+  fprintf(stderr, "check %g\n", a[n / 2]);
+  free(a);
+  free(b);
+  free(c);
+  return 0;
+}
+
+static int fma(char **argv) {
+  long iters = atol(argv[2]);
+  int trials = atoi(argv[3]);
+  /* From the command line, so the compiler cannot fold the loop away. */
+  float scale = (float)(1.0 - 1.0 / (double)(iters + 2)), shift = 1e-7f;
+  double best = 1e30;
+  float sink = 0.0f;
+  for (int trial = 0; trial < trials; trial++) {
+    double start = omp_get_wtime();
+#pragma omp parallel reduction(+ : sink)
+    {
+      float acc[FMA_LANES];
+      for (int j = 0; j < FMA_LANES; j++) acc[j] = (float)(j + omp_get_thread_num());
+      for (long it = 0; it < iters; it++)
+        for (int j = 0; j < FMA_LANES; j++) acc[j] = acc[j] * scale + shift;
+      for (int j = 0; j < FMA_LANES; j++) sink += acc[j];
+    }
+    double seconds = omp_get_wtime() - start;
+    if (seconds < best) best = seconds;
+  }
+  int threads = omp_get_max_threads();
+  printf("fma %.9e %.9e %d\n", 2.0 * FMA_LANES * (double)iters * threads, best, threads);
+  fprintf(stderr, "check %g\n", sink);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 4 && strcmp(argv[1], "pingpong") == 0) return pingpong(argc, argv);
+  if (argc == 4 && strcmp(argv[1], "triad") == 0) return triad(argv);
+  if (argc == 5 && strcmp(argv[1], "serial") == 0) return serial(argv);
+  if (argc == 4 && strcmp(argv[1], "fma") == 0) return fma(argv);
+  fprintf(stderr,
+          "usage: %s pingpong TRIALS SIZE:REPS... | triad N TRIALS | serial N TRIALS SWEEPS | "
+          "fma ITERS TRIALS\n",
+          argv[0]);
+  return 2;
+}

@@ -1,0 +1,131 @@
+"""`dhir calibrate` and finding this machine's description."""
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dhir.ir.diagnostics import DhirError
+from dhir.machine import Link, detect, guess_device, load_local_system, read_system, write_system
+from dhir.machine.calibrate import Measurements, _results, apply, fit_link
+from dhir.machine.files import default_system_path
+
+needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
+
+
+def test_fit_link_gives_both_times_back() -> None:
+    latency, bandwidth = fit_link(8, 1e-6, 8 + 10**9, 1e-6 + 0.5)
+    assert latency == pytest.approx(1.0)
+    assert bandwidth == pytest.approx(2.0)
+    assert Link(latency, bandwidth).time(8 + 10**9) == pytest.approx(1e-6 + 0.5)
+    # Noise that makes the large message look faster than the small one: its average rate.
+    assert fit_link(8, 2e-6, 1000, 1e-6)[1] == pytest.approx(1000 / 1e-6 / 1e9)
+
+
+def test_results_are_read_from_the_programs_lines() -> None:
+    output = "noise\npingpong 8 1.5e-06 1\ncheck 3\npingpong 4096 2.0e-06 1\n"
+    assert _results(output, "pingpong") == [(8.0, 1.5e-6), (4096.0, 2.0e-6)]
+    with pytest.raises(DhirError, match="'triad' printed no result; its output:\nnoise"):
+        _results(output, "triad")
+
+
+def test_apply_replaces_guesses_and_says_what_stays_guessed() -> None:
+    system = detect()
+    gpu = guess_device("gpu0", "sm_90")
+    node = replace(system.nodes[0], devices=(*system.nodes[0].devices, gpu))
+    system = replace(system, nodes=(node,))
+    said: list[str] = []
+    cpu = system.device("cpu0")
+    result = apply(system, cpu, Measurements(1.23456, 7.891011, 12.345678, 98.765432), said.append)
+    measured = result.device("cpu0")
+    assert (measured.peak_gflops, measured.mem_bw_gbs) == (98.77, 12.35)
+    assert "peak_gflops" not in measured.guessed and "mem_bw_gbs" not in measured.guessed
+    assert result.intra_node == Link(1.235, 7.891)
+    assert result.device("gpu0") == gpu and result.network == system.network
+    assert any("gpu0 (sm_90): not measured" in line for line in said)
+    assert any("network between nodes: not measured" in line for line in said)
+
+
+def test_apply_stores_one_cores_rates() -> None:
+    system = detect()
+    cpu = system.device("cpu0")
+    core = {"core_gflops": 33.333333, "core_mem_bw_gbs": 9.87654, "llc_bw_gbs": 20.0}
+    result = apply(system, cpu, Measurements(1, 1, 1, 1, core), lambda _: None).device("cpu0")
+    assert (result.core_gflops, result.core_mem_bw_gbs, result.llc_bw_gbs) == (33.33, 9.877, 20.0)
+    assert not set(core) & set(result.guessed)
+    assert result.llc_bytes == cpu.llc_bytes  # sizes come from detection, not measurement
+
+
+def test_apply_without_gpus_says_there_is_nothing_to_measure() -> None:
+    said: list[str] = []
+    system = detect()
+    no_gpu = replace(system.nodes[0], devices=(system.device("cpu0"),))
+    apply(
+        replace(system, nodes=(no_gpu,)),
+        system.device("cpu0"),
+        Measurements(1, 1, 1, 1),
+        said.append,
+    )
+    assert any("GPUs: none found" in line for line in said)
+
+
+def test_load_local_system_prefers_env_then_calibrated_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DHIR_SYSTEM", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert default_system_path() == tmp_path / "config" / "dhir" / "system.toml"
+    assert load_local_system() == detect()
+    calibrated = replace(detect(), name="calibrated")
+    write_system(calibrated, default_system_path())
+    assert load_local_system() == calibrated
+    named = replace(detect(), name="named")
+    write_system(named, tmp_path / "named.json")
+    monkeypatch.setenv("DHIR_SYSTEM", str(tmp_path / "named.json"))
+    assert load_local_system() == named
+    monkeypatch.setenv("DHIR_SYSTEM", str(tmp_path / "missing.toml"))
+    with pytest.raises(DhirError, match="cannot read the machine description"):
+        load_local_system()
+
+
+def test_default_path_without_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert default_system_path() == Path.home() / ".config" / "dhir" / "system.toml"
+
+
+def dhir(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dhir.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_a_bad_output_name_fails_before_measuring(tmp_path: Path) -> None:
+    result = dhir("calibrate", "-o", str(tmp_path / "system.yaml"))
+    assert result.returncode == 1
+    assert "a .toml or .json file, not '.yaml'" in result.stderr
+    assert "ping-pong" not in result.stderr
+
+
+@pytest.mark.mpi
+@needs_clang
+def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
+    result = dhir("calibrate", "--quick", env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "dhir" / "system.toml"
+    assert result.stdout.strip() == str(path)
+    system = read_system(path)
+    cpu0 = system.device("cpu0")
+    assert "peak_gflops" not in cpu0.guessed and "mem_bw_gbs" not in cpu0.guessed
+    assert cpu0.peak_gflops > 0 and cpu0.mem_bw_gbs > 0
+    assert not system.intra_node.guessed and system.intra_node.bandwidth_gbs > 0
+    assert system.network.guessed  # one node cannot measure it
+    for step in ("latency", "GB/s", "GFLOP/s", "network between nodes: not measured"):
+        assert step in result.stderr

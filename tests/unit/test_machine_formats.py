@@ -1,0 +1,312 @@
+"""Machine descriptions in TOML, JSON and DLTI: random descriptions round-trip through each,
+the documented example reads, and bad files get clear errors."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
+
+from dhir.api import parse_string, print_module
+from dhir.dialects.dhir import TargetOp
+from dhir.ir.diagnostics import DhirError
+from dhir.machine import Device, Link, Node, System, from_dlti, read_system, to_dlti
+from dhir.machine.description import GUESSABLE, MAX_INT
+from dhir.machine.dlti import attach, system_of
+from dhir.machine.files import from_dict, parse_json, parse_toml, to_dict, to_json, to_toml
+from dhir.targets import CPU_ARCHS, NVIDIA_SM
+
+DOCS = Path(__file__).parents[2] / "docs" / "machine.md"
+
+names = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]{0,10}", fullmatch=True)
+positive = st.floats(min_value=0.0, exclude_min=True, allow_nan=False, allow_infinity=False)
+links = st.builds(Link, st.one_of(st.just(0.0), positive), positive, st.booleans())
+guessed = st.lists(st.sampled_from(GUESSABLE), unique=True).map(tuple)
+gpu_archs = st.sampled_from([f"sm_{n}" for n in NVIDIA_SM] + ["sm_90a", "sm_100f"])
+
+
+@st.composite
+def devices(draw: st.DrawFn, name: str, kind: str) -> Device:
+    common = {
+        "name": name,
+        "peak_gflops": draw(positive),
+        "mem_bw_gbs": draw(positive),
+        "memory_bytes": draw(st.integers(1, MAX_INT)),
+        "guessed": draw(guessed),
+    }
+    if kind == "cpu":
+        arch = draw(st.sampled_from(CPU_ARCHS))
+        return Device(
+            arch=arch, cores=draw(st.integers(1, 4096)), ranks=draw(st.integers(1, 64)), **common
+        )
+    return Device(arch=draw(gpu_archs), host_link=draw(links), **common)
+
+
+@st.composite
+def systems(draw: st.DrawFn) -> System:
+    kinds = draw(
+        st.lists(st.lists(st.sampled_from(["cpu", "gpu"]), max_size=3), min_size=1, max_size=4)
+    )
+    kinds = [["cpu", *node] for node in kinds]  # every node has a host CPU
+    count = sum(len(node) for node in kinds)
+    device_names = iter(draw(st.lists(names, min_size=count, max_size=count, unique=True)))
+    # Distinct node names and hosts; each node is reached by its name or by a host name.
+    n = len(kinds)
+    labels = draw(st.lists(names, min_size=2 * n, max_size=2 * n, unique=True))
+    nodes = []
+    for node_name, host, node_kinds in zip(labels[:n], labels[n:], kinds):
+        node_devices = tuple(draw(devices(next(device_names), kind)) for kind in node_kinds)
+        host = draw(st.sampled_from([host, node_name]))
+        nodes.append(Node(node_name, draw(st.permutations(node_devices)), host=host))
+    return System(tuple(nodes), draw(links), draw(links), name=draw(st.text(max_size=12)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(systems())
+def test_toml_round_trip(system: System) -> None:
+    text = to_toml(system)
+    assert from_dict(parse_toml(text, "t.toml"), "t.toml") == system
+
+
+@settings(max_examples=80, deadline=None)
+@given(systems())
+def test_json_round_trip(system: System) -> None:
+    assert from_dict(parse_json(to_json(system), "t.json"), "t.json") == system
+
+
+@settings(max_examples=25, deadline=None)
+@given(systems())
+def test_dlti_round_trip_through_printed_mlir(system: System) -> None:
+    module = ModuleOp([])
+    attach(module, system)
+    assert from_dlti(module.attributes) == system
+    reparsed = parse_string(print_module(module), "m.mlir")
+    assert system_of(reparsed) == system
+
+
+def test_files_on_disk(tmp_path: Path) -> None:
+    system = read_system(_docs_example(tmp_path))
+    for name in ("s.toml", "s.json"):
+        from dhir.machine import write_system
+
+        write_system(system, tmp_path / "sub" / name)
+        assert read_system(tmp_path / "sub" / name) == system
+
+
+def _docs_example(tmp_path: Path) -> Path:
+    """The complete example of docs/machine.md, as a file."""
+    match = re.search(r"```toml\n(# A complete example.*?)```", DOCS.read_text(), re.DOTALL)
+    assert match is not None, "docs/machine.md lost its complete TOML example"
+    path = tmp_path / "example.toml"
+    path.write_text(match.group(1))
+    return path
+
+
+def test_the_documented_example_reads_as_documented(tmp_path: Path) -> None:
+    system = read_system(_docs_example(tmp_path))
+    assert [n.name for n in system.nodes] == ["node0", "node1"]
+    assert [d.name for d in system.rank_devices()] == [
+        "node0.cpu", "node0.gpu0", "node0.gpu1", "node1.cpu", "node1.cpu", "node1.gpu0",
+    ]  # fmt: skip
+    assert system.device("node1.gpu0").guessed == ("peak_gflops", "mem_bw_gbs")
+    assert system.nodes[0].host == "gpu-a.example.org"
+    assert not system.network.guessed and system.intra_node.latency_us == 0.4
+
+
+def test_dlti_device_specs_are_what_dhir_target_reads() -> None:
+    """`dhir.target {device = "..."}` finds the device and its arch in the written spec."""
+    system = from_dict(
+        {"nodes": [{"name": "n0", "devices": [
+            {"name": "cpu0", "arch": "x86_64", "cores": 4},
+            {"name": "gpu0", "arch": "sm_90"},
+        ]}]},
+        "inline",
+    )  # fmt: skip
+    module = parse_string(
+        "func.func @f(%a: memref<4xf32>) {\n"
+        "  dhir.schedule %a {\n"
+        '    %g = dhir.target {device = "gpu0"}\n'
+        '    %c = dhir.target {device = "cpu0"}\n'
+        "    %t = dhir.task %g, %a {\n    }\n"
+        "  }\n  return\n}\n",
+        verify=False,
+    )
+    attach(module, system)
+    module.verify()
+    targets = [op.info() for op in module.walk() if isinstance(op, TargetOp)]
+    assert [(str(t.kind), t.arch) for t in targets] == [("gpu", "sm_90"), ("cpu", "x86_64")]
+    spec = module.attributes["dlti.target_system_spec"]
+    assert isinstance(spec, TargetSystemSpecAttr)
+    gpu0 = spec["gpu0"]
+    assert isinstance(gpu0, TargetDeviceSpecAttr)
+    assert gpu0["node"] == StringAttr("n0") and gpu0["kind"] == StringAttr("gpu")
+
+
+def test_a_bare_system_spec_gets_typical_values() -> None:
+    module = parse_string(
+        'module attributes {dlti.target_system_spec = #dlti.target_system_spec<"c" = '
+        '#dlti.target_device_spec<"arch" = "aarch64", "cores" = 16 : i64, '
+        '"l2_cache_size_in_bytes" = 1048576 : i64>, "g" = #dlti.target_device_spec<'
+        '"arch" = "sm_80">>} {}'
+    )
+    system = system_of(module)
+    assert [n.name for n in system.nodes] == ["node0"]
+    assert system.device("c").cores == 16 and system.network.guessed
+    assert system.device("g").guessed == ("peak_gflops", "mem_bw_gbs", "memory_bytes")
+    # The written spec is complete. (xDSL 0.74's DLTI attributes all compare equal: compare text.)
+    written = str(to_dlti(system)["dlti.target_system_spec"])
+    assert '"peak_gflops" = ' in written and written != str(
+        module.attributes["dlti.target_system_spec"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nodes = 3", "nodes: missing or not a list"),
+        ("name = 'x'", "nodes: missing or not a list"),
+        ("nodez = []", "the description: unknown key 'nodez'; known keys: name, links, nodes"),
+        ("[[nodes]]\nname = 'n'", "nodes\\[0\\] \\('n'\\).devices: missing or not a list"),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\npeak_gflop = 1",
+            "nodes\\[0\\] \\('n'\\).devices\\[0\\] \\('c'\\): unknown key 'peak_gflop'; known keys:",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\ncores = -2",
+            "device 'c': cores must be a positive whole number, got -2",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\ncores = 2.5",
+            "cores must be a whole number, got 2.5",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'pdp11'",
+            "device 'c': unknown arch \"pdp11\"; known archs are CPU: x86_64",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'sm_90'\nkind = 'cpu'",
+            'arch "sm_90" is a gpu, but kind says cpu',
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+            "peak_gflops = 'fast'",
+            "peak_gflops must be a number, got 'fast'",
+        ),
+        (
+            "[links.network]\nlatency_us = -1.0\nbandwidth_gbs = 1.0\n"
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'",
+            "links.network: latency_us must be a non-negative number, got -1.0",
+        ),
+        (
+            "[links.network]\nlatency_us = 1.0\n"
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'",
+            "links.network: missing bandwidth_gbs",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+            "guessed = 'all'",
+            "guessed: missing or not a list",
+        ),
+        ("nodes = [", "is not valid TOML"),
+    ],
+)
+def test_bad_files_say_where_and_what(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(DhirError, match=message) as error:
+        read_system(path)
+    assert str(error.value).startswith(f"error: {path}")
+
+
+def test_bad_paths(tmp_path: Path) -> None:
+    with pytest.raises(DhirError, match="a .toml or .json file, not '.yaml'"):
+        read_system(tmp_path / "m.yaml")
+    with pytest.raises(DhirError, match="cannot read the machine description .*missing.json"):
+        read_system(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(DhirError, match="bad.json is not valid JSON"):
+        read_system(tmp_path / "bad.json")
+
+
+def test_json_numbers_beyond_floats_are_errors() -> None:
+    device = {"name": "c", "arch": "x86_64", "peak_gflops": 10**400}
+    with pytest.raises(DhirError, match="peak_gflops must be a finite number"):
+        from_dict({"nodes": [{"name": "n", "devices": [device]}]}, "big.json")
+
+
+def test_bad_dlti_says_what_is_wrong() -> None:
+    with pytest.raises(DhirError, match="has no dlti.target_system_spec attribute"):
+        system_of(ModuleOp([]))
+    module = parse_string(
+        'module attributes {dlti.target_system_spec = #dlti.target_system_spec<"c" = '
+        '#dlti.target_device_spec<"arch" = "x86_64", "cores" = 0 : i64>>} {}'
+    )
+    with pytest.raises(DhirError, match="device 'c': cores must be a positive whole number"):
+        system_of(module)
+
+
+def test_written_toml_is_plain_to_read() -> None:
+    system = from_dict({"nodes": [{"name": "n", "devices": [{"name": "c", "arch": "x86_64"}]}]}, "")
+    text = to_toml(system)
+    assert '[[nodes.devices]]\nname = "c"\nkind = "cpu"\narch = "x86_64"\n' in text
+    assert to_dict(system)["links"]["network"]["guessed"] is True
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_mlir_opt_lowers_mpi_in_a_described_module(tmp_path: Path) -> None:
+    """MLIR answers the MPI lowering's DLTI query from the module's first DLTI attribute in
+    name order: the description must not stand in front of dlti.map."""
+    attrs = to_dlti(read_system(_docs_example(tmp_path)))
+    text = (
+        "module attributes {"
+        + ", ".join(f"{name} = {value}" for name, value in attrs.items())
+        + ', dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {\n'
+        "  func.func @rank() -> i32 {\n"
+        "    %c = mpi.comm_world : !mpi.comm\n"
+        "    %r = mpi.comm_rank(%c) : i32\n"
+        "    return %r : i32\n  }\n}\n"
+    )
+    path = tmp_path / "m.mlir"
+    path.write_text(text)
+    result = subprocess.run(
+        ["mlir-opt-22", "--convert-to-llvm", str(path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert "failed DLTI query" not in result.stderr
+    assert "MPI_Comm_rank" in result.stdout and "dhir.machine = {" in result.stdout
+
+
+def test_dhir_opt_prints_the_attributes(tmp_path: Path) -> None:
+    module = ModuleOp([])
+    attach(module, read_system(_docs_example(tmp_path)))
+    path = tmp_path / "m.mlir"
+    path.write_text(print_module(module))
+    result = subprocess.run(
+        [sys.executable, "-m", "dhir.cli.dhir_opt", str(path)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert system_of(parse_string(result.stdout)) == read_system(_docs_example(tmp_path))
+
+
+def test_attaching_a_description_without_a_named_device_is_an_error() -> None:
+    module = parse_string(
+        'module attributes {dlti.target_system_spec = #dlti.target_system_spec<"gpu0" = '
+        '#dlti.target_device_spec<"arch" = "sm_90">>} {\n'
+        "func.func @f(%a: memref<4xf32>) {\n"
+        "  dhir.schedule %a {\n"
+        '    %g = dhir.target {device = "gpu0"}\n'
+        "    %t = dhir.task %g, %a {\n    }\n"
+        "  }\n  return\n}\n}\n",
+        "prog.mlir",
+    )
+    system = from_dict({"name": "cpus", "nodes": [{"name": "n", "devices": [
+        {"name": "cpu0", "arch": "x86_64", "cores": 2}]}]}, "cpus.toml")  # fmt: skip
+    with pytest.raises(DhirError, match='prog.mlir:4:5: error: this target names device "gpu0", '
+                       "which the machine description 'cpus' does not have; it has cpu0"):  # fmt: skip
+        attach(module, system)
