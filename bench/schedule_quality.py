@@ -1,152 +1,294 @@
-"""Placement quality and speed on random task graphs in the style of Topcuoglu et al. 2002.
+"""Placement quality and speed: `best` against round-robin, HEFT and PEFT.
 
     .venv/bin/python bench/schedule_quality.py [--quick]
 
-Graphs: v tasks in about sqrt(v)/shape levels of mean width shape*sqrt(v); each task's mean
-cost is uniform in [0, 2*W] and its cost on each device uniform within +-heterogeneity/2 of
-that mean; edge comm is uniform in [0, 2*CCR*W] so comm/compute is about CCR. Fixed seeds.
+Graphs (dhir/placement/generators.py, fixed seeds): random layered graphs in the style of
+Topcuoglu et al. 2002 (sizes 20-1000, CCR 0.1-10, shape 0.5-2, heterogeneity 0.1-1, 4/8/16
+devices), and Gaussian elimination, FFT and tiled Cholesky graphs on CPUs and GPUs (4 = 2
+CPUs + 2 GPUs, 8 = 6 + 2, 16 = 12 + 4), with per-kind costs and CCR 0.1-10. Also the
+papers' golden graphs from tests/unit/data.
 
-Prints mean makespan ratios (best/heft, best/peft, peft/heft; < 1 means the first wins),
-mean SLR (makespan over the critical path at each task's fastest cost, >= 1), how often
-`best` is better/equal/worse than each baseline, and how many tasks per second each
-scheduler places at 16 devices (goal: >= 50,000/s).
+Metrics, per graph family and CCR band (< 1, >= 1):
+- makespan ratios: the mean over graphs of best's makespan over each baseline's (< 1:
+  best is faster);
+- SLR: makespan over the critical path at each task's fastest cost (>= 1, lower is better);
+- speedup: the fastest single device's sequential time over the makespan;
+- better/equal/worse: how often best's makespan is below, equal to, above each baseline's.
+Then the issue's goals, PASS or FAIL, and how many tasks per second each scheduler places
+at 16 devices.
 """
 
 import argparse
 import itertools
-import math
-import random
+import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from dhir.placement.graph import Edge, Placement, TaskGraph  # noqa: E402
-from dhir.placement.list_scheduling import best, heft, peft  # noqa: E402
+from dhir.placement import generators  # noqa: E402
+from dhir.placement.generators import MACHINES, random_graph  # noqa: E402
+from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
+from dhir.placement.list_scheduling import (  # noqa: E402
+    DEFAULT_BUDGET,
+    best,
+    heft,
+    peft,
+    round_robin_graph,
+    sequential_time,
+)
 
-MEAN_COST = 50.0
-
-
-def random_graph(
-    seed: int, size: int, ccr: float, shape: float, heterogeneity: float, n_devices: int
-) -> TaskGraph:
-    rng = random.Random(seed)
-    devices = tuple(f"d{k}" for k in range(n_devices))
-    levels = _levels(rng, size, shape)
-    tasks = tuple(f"t{i}" for i in range(size))
-    cost = {}
-    for task in tasks:
-        mean = rng.uniform(1.0, 2 * MEAN_COST)
-        low, high = mean * (1 - heterogeneity / 2), mean * (1 + heterogeneity / 2)
-        cost[task] = {d: rng.uniform(low, high) for d in devices}
-    edges = []
-    for above, level in zip(levels, levels[1:]):
-        fed = set()
-        for target in level:
-            # One to three parents from the level above.
-            for source in rng.sample(above, min(len(above), rng.randint(1, 3))):
-                edges.append(Edge(tasks[source], tasks[target], _comm(rng, ccr)))
-                fed.add(source)
-        for source in above:  # no dead ends: every task feeds the next level
-            if source not in fed:
-                edges.append(Edge(tasks[source], tasks[rng.choice(level)], _comm(rng, ccr)))
-    return TaskGraph(devices, tasks, cost, tuple(_dedup(edges)))
+DATA = Path(__file__).parents[1] / "tests" / "unit" / "data"
+GOLDEN = {
+    "topcuoglu2002.json": {"heft": 80.0},
+    "arabnejad2014.json": {"heft": 133.0, "peft": 122.0},
+}
+SCHEDULERS: dict[str, Callable[[TaskGraph], Placement]] = {
+    "rr": round_robin_graph,
+    "heft": heft,
+    "peft": peft,
+    "best": best,
+}
+BASELINES = ("rr", "heft", "peft")
+TOL = 1e-9
+GOAL_HEFT, GOAL_PEFT, GOAL_SPEED = 0.95, 0.97, 50_000
 
 
-def _levels(rng: random.Random, size: int, shape: float) -> list[list[int]]:
-    width = max(1.0, shape * math.sqrt(size))
-    levels, placed = [], 0
-    while placed < size:
-        count = min(size - placed, max(1, round(rng.uniform(1, 2 * width - 1))))
-        levels.append(list(range(placed, placed + count)))
-        placed += count
-    return levels
+# --- the graphs -------------------------------------------------------------------------
 
 
-def _comm(rng: random.Random, ccr: float) -> float:
-    return rng.uniform(0.0, 2 * ccr * MEAN_COST)
+@dataclass(frozen=True)
+class Case:
+    family: str
+    ccr: float
+    graph: TaskGraph
 
 
-def _dedup(edges: list[Edge]) -> list[Edge]:
-    seen: dict[tuple[str, str], Edge] = {}
-    for edge in edges:
-        seen.setdefault((edge.source, edge.target), edge)
-    return list(seen.values())
-
-
-def slr(graph: TaskGraph, placement: Placement) -> float:
-    """Makespan over the longest path at each task's fastest cost (a lower bound)."""
-    index = {t: i for i, t in enumerate(graph.tasks)}
-    longest = [0.0] * len(graph.tasks)
-    for i, task in enumerate(graph.tasks):
-        before = max((longest[index[e.source]] for e in graph.predecessors(task)), default=0.0)
-        longest[i] = before + min(graph.cost[task].values())
-    return placement.makespan / max(longest, default=1.0)
-
-
-def grid(quick: bool) -> list[tuple[int, float, float, float, int]]:
+def cases(quick: bool) -> Iterator[Case]:
     if quick:
         sizes, ccrs, shapes, hets = (20, 100, 300), (0.1, 1.0, 10.0), (0.5, 2.0), (0.1, 1.0)
     else:
         sizes = (20, 50, 100, 200, 500, 1000)
         ccrs, shapes, hets = (0.1, 0.5, 1.0, 5.0, 10.0), (0.5, 1.0, 2.0), (0.1, 0.5, 1.0)
-    return list(itertools.product(sizes, ccrs, shapes, hets, (4, 8, 16)))
+    for seed, config in enumerate(itertools.product(sizes, ccrs, shapes, hets, (4, 8, 16))):
+        yield Case("random", config[1], random_graph(seed, *config))
+    # Matrix sizes, points, tiles: from 14-20 tasks up to 816-1151.
+    scales = {
+        "gaussian": (5, 10, 20, 30, 44),
+        "fft": (8, 16, 32, 64, 128),
+        "cholesky": (4, 6, 8, 12, 16),
+    }
+    if quick:
+        scales = {family: (scale[0], scale[2]) for family, scale in scales.items()}
+        hets = (0.5,)
+    for f, (family, scale) in enumerate(scales.items()):
+        make = generators.FAMILIES[family]
+        configs = itertools.product(scale, ccrs, hets, MACHINES.values())
+        for seed, (size, ccr, het, machine) in enumerate(configs):
+            yield Case(family, ccr, make(10_000 * (f + 1) + seed, size, ccr, het, machine))
 
 
-def quality(quick: bool) -> None:
-    configs = grid(quick)
-    ratios: dict[str, list[float]] = {"best/heft": [], "best/peft": [], "peft/heft": []}
-    slrs: dict[str, list[float]] = {"heft": [], "peft": [], "best": []}
-    counts = {"heft": [0, 0, 0], "peft": [0, 0, 0]}
-    for seed, config in enumerate(configs):
-        graph = random_graph(seed, *config)
-        made = {name: fn(graph) for name, fn in (("heft", heft), ("peft", peft), ("best", best))}
-        span = {name: p.makespan for name, p in made.items()}
-        ratios["best/heft"].append(span["best"] / span["heft"])
-        ratios["best/peft"].append(span["best"] / span["peft"])
-        ratios["peft/heft"].append(span["peft"] / span["heft"])
-        for name, placement in made.items():
-            slrs[name].append(slr(graph, placement))
-        for base in counts:
-            diff = span["best"] - span[base]
-            counts[base][0 if diff < -1e-9 else 1 if diff <= 1e-9 else 2] += 1
-    print(f"\n## Placement quality: {len(configs)} random graphs (HEFT-paper style)")
-    for name, values in ratios.items():
-        print(f"mean makespan {name:10} {statistics.mean(values):.4f}")
-    for name, values in slrs.items():
-        print(f"mean SLR {name:15} {statistics.mean(values):.3f}")
-    for base, (better, equal, worse) in counts.items():
-        print(f"best vs {base}: better {better}, equal {equal}, worse {worse}")
+# --- measuring --------------------------------------------------------------------------
 
 
-def speed(quick: bool) -> None:
+@dataclass
+class Result:
+    family: str
+    ccr: float
+    makespan: dict[str, float]
+    slr: dict[str, float]
+    sequential: float  # the fastest single device's time for the whole graph
+
+
+def measure(case: Case) -> Result:
+    graph = case.graph
+    spans = {name: scheduler(graph).makespan for name, scheduler in SCHEDULERS.items()}
+    bound = critical_path_bound(graph)
+    slr = {name: span / bound for name, span in spans.items()}
+    return Result(case.family, case.ccr, spans, slr, sequential_time(graph))
+
+
+def critical_path_bound(graph: TaskGraph) -> float:
+    """The longest path at each task's fastest cost, with no comm: no schedule beats it."""
+    longest: dict[str, float] = {}
+    for task in graph.tasks:
+        before = max((longest[e.source] for e in graph.predecessors(task)), default=0.0)
+        longest[task] = before + min(graph.cost[task].values())
+    return max(longest.values(), default=0.0) or 1.0
+
+
+def compare(mine: float, theirs: float) -> int:
+    """0: better, 1: equal, 2: worse."""
+    return 0 if mine < theirs - TOL else 1 if mine <= theirs + TOL else 2
+
+
+# --- reporting --------------------------------------------------------------------------
+
+
+@dataclass
+class Group:
+    name: str
+    band: str
+    results: list[Result] = field(default_factory=list)
+
+    def ratio(self, mine: str, theirs: str) -> float:
+        return statistics.mean(r.makespan[mine] / r.makespan[theirs] for r in self.results)
+
+    def mean_slr(self, name: str) -> float:
+        return statistics.mean(r.slr[name] for r in self.results)
+
+    def speedup(self, name: str) -> float:
+        return statistics.mean(r.sequential / r.makespan[name] for r in self.results)
+
+    def counts(self, base: str) -> list[int]:
+        tally = [0, 0, 0]
+        for r in self.results:
+            tally[compare(r.makespan["best"], r.makespan[base])] += 1
+        return tally
+
+    def slower_than_one_device(self) -> int:
+        return sum(r.makespan["best"] > r.sequential + TOL for r in self.results)
+
+
+def groups(results: list[Result]) -> list[Group]:
+    bands = {"<1": lambda c: c < 1, ">=1": lambda c: c >= 1, "all": lambda c: True}
+    families = list(dict.fromkeys(r.family for r in results)) + ["all"]
+    out = []
+    for family in families:
+        for band, within in bands.items():
+            chosen = [r for r in results if family in ("all", r.family) and within(r.ccr)]
+            if chosen:
+                out.append(Group(family, band, chosen))
+    return out
+
+
+def print_tables(table: list[Group]) -> None:
+    print("\n## Makespan ratios (mean over graphs; < 1: the first is faster), SLR, speedup")
+    head = f"{'family':9}{'CCR':>4}{'graphs':>7}"
+    print(
+        f"{head}{'best/rr':>9}{'best/heft':>10}{'best/peft':>10}{'peft/heft':>10}"
+        f"  {'SLR: heft':>10}{'peft':>7}{'best':>7}  {'speedup: heft':>13}{'peft':>6}{'best':>6}"
+    )
+    for g in table:
+        print(
+            f"{g.name:9}{g.band:>4}{len(g.results):7}"
+            f"{g.ratio('best', 'rr'):9.4f}{g.ratio('best', 'heft'):10.4f}"
+            f"{g.ratio('best', 'peft'):10.4f}{g.ratio('peft', 'heft'):10.4f}"
+            f"  {g.mean_slr('heft'):10.3f}{g.mean_slr('peft'):7.3f}{g.mean_slr('best'):7.3f}"
+            f"  {g.speedup('heft'):13.2f}{g.speedup('peft'):6.2f}{g.speedup('best'):6.2f}"
+        )
+    print("\n## best against each baseline: better/equal/worse; slower than one device")
+    print(f"{head}{'vs rr':>14}{'vs heft':>14}{'vs peft':>14}{'> 1 device':>12}")
+    for g in table:
+        cells = "".join(f"{'/'.join(map(str, g.counts(base))):>14}" for base in BASELINES)
+        print(f"{g.name:9}{g.band:>4}{len(g.results):7}{cells}{g.slower_than_one_device():12}")
+
+
+def golden() -> tuple[bool, list[str]]:
+    """The papers' worked examples: the baselines' published makespans, and best's."""
+    lines, ok = [], True
+    for name, expected in GOLDEN.items():
+        graph = TaskGraph.from_json(json.loads((DATA / name).read_text()), name)
+        spans = {s: SCHEDULERS[s](graph).makespan for s in ("heft", "peft", "best")}
+        ok &= all(spans[s] == value for s, value in expected.items())
+        ok &= spans["best"] <= min(spans["heft"], spans["peft"]) + TOL
+        shown = ", ".join(f"{s} {v:g}" for s, v in spans.items())
+        paper = ", ".join(f"{s} {v:g}" for s, v in expected.items())
+        lines.append(f"{name}: {shown} (paper: {paper})")
+    return ok, lines
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def print_goals(table: list[Group], golden_ok: bool, heft_rate: float) -> None:
+    high = [g for g in table if g.band == ">=1"]
+    overall = next(g for g in table if g.name == "all" and g.band == "all")
+    every = high[-1]  # all families
+    to_heft, to_peft = every.ratio("best", "heft"), every.ratio("best", "peft")
+    worse = sum(overall.counts(base)[2] for base in BASELINES)
+    slower = overall.slower_than_one_device()
+    graphs = len(overall.results)
+    print("\n## Goals")
+    print(
+        f"[{verdict(to_heft <= GOAL_HEFT)}] CCR >= 1, all families: mean best/heft "
+        f"{to_heft:.4f} <= {GOAL_HEFT} (at least 5% below HEFT)"
+    )
+    print(
+        f"[{verdict(to_peft <= GOAL_PEFT)}] CCR >= 1, all families: mean best/peft "
+        f"{to_peft:.4f} <= {GOAL_PEFT} (at least 3% below PEFT)"
+    )
+    for g in high[:-1]:
+        ok = g.ratio("best", "heft") <= GOAL_HEFT and g.ratio("best", "peft") <= GOAL_PEFT
+        print(
+            f"[{verdict(ok)}]   {g.name}: best/heft {g.ratio('best', 'heft'):.4f}, "
+            f"best/peft {g.ratio('best', 'peft'):.4f}"
+        )
+    print(
+        f"[{verdict(worse == 0 and golden_ok)}] best worse than round-robin, HEFT or PEFT: "
+        f"{worse} of {graphs} graphs; golden graphs as published, best no worse: {golden_ok}"
+    )
+    print(
+        f"[{verdict(slower == 0)}] best slower than the fastest single device: "
+        f"{slower} of {graphs} graphs"
+    )
+    print(
+        f"[{verdict(heft_rate >= GOAL_SPEED)}] HEFT places {heft_rate:,.0f} tasks per CPU "
+        f"second at 16 devices (median), >= {GOAL_SPEED:,} (the speed goal is HEFT's)"
+    )
+
+
+def quality(quick: bool) -> tuple[list[Group], bool]:
+    results = [measure(case) for case in cases(quick)]
+    table = groups(results)
+    print(f"\n## Placement quality: {len(results)} graphs")
+    print_tables(table)
+    ok, lines = golden()
+    print("\n## Golden graphs")
+    print("\n".join(lines))
+    return table, ok
+
+
+def speed(quick: bool) -> dict[str, float]:
+    """Tasks placed per second, building the index form and the result dicts included.
+    Per CPU second of this process (so that other work on the machine does not count),
+    and per wall-clock second."""
     size, count, passes = (1000, 3, 5) if quick else (2000, 5, 7)
     graphs = [random_graph(1000 + k, size, 1.0, 1.0, 0.5, 16) for k in range(count)]
-    print(f"\n## Scheduler speed: {count} graphs of {size} tasks, 16 devices")
-    print(f"{'scheduler':10}{'tasks/s (median of ' + str(passes) + ')':>26}{'slowest':>10}")
-    schedulers: list[tuple[str, Callable[[TaskGraph], Placement]]] = [
-        ("heft", heft),
-        ("peft", peft),
-        ("best", best),
-    ]
-    for name, scheduler in schedulers:
-        rates = []
+    print(f"\n## Scheduler speed: {count} random graphs of {size} tasks, CCR 1, 16 devices")
+    print(f"tasks per second, median of {passes} passes (slowest pass)")
+    print(f"{'scheduler':10}{'per CPU second':>24}{'per wall second':>24}")
+    medians = {}
+    for name in ("heft", "peft", "best"):
+        cpu, wall = [], []
         for _ in range(1 if name == "best" and quick else passes):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             for graph in graphs:
-                scheduler(graph)
-            rates.append(size * count / (time.perf_counter() - started))
-        print(f"{name:10}{statistics.median(rates):26,.0f}{min(rates):10,.0f}")
-    print("(goal: >= 50,000 tasks/s; includes building the index form and the result dicts)")
+                SCHEDULERS[name](graph)
+            cpu.append(size * count / (time.process_time() - started_cpu))
+            wall.append(size * count / (time.perf_counter() - started))
+        medians[name] = statistics.median(cpu)
+        print(
+            f"{name:10}{medians[name]:14,.0f} ({min(cpu):7,.0f})"
+            f"{statistics.median(wall):14,.0f} ({min(wall):7,.0f})"
+        )
+    print(
+        f"(best: a portfolio of about 20 list schedules, then a local search of at most "
+        f"{DEFAULT_BUDGET} whole-graph simulations' worth of tasks)"
+    )
+    return medians
 
 
 def main(quick: bool = False) -> None:
     started = time.time()
-    quality(quick)
-    speed(quick)
+    table, golden_ok = quality(quick)
+    rates = speed(quick)
+    print_goals(table, golden_ok, rates["heft"])
     print(f"\n(schedule benchmark took {time.time() - started:.0f} s)")
 
 

@@ -1,38 +1,54 @@
-"""`dhir schedule`: place a task graph on devices and print when each task runs.
+"""`dhir schedule`: place tasks on devices and print when each task runs.
 
-    dhir schedule --graph G.json [--algorithm round-robin|heft|peft|best] [--json]
+    dhir schedule (FILE.mlir [--system S] [-n RANKS] | --graph G.json)
+                  [--algorithm round-robin|heft|peft|best] [--json]
+                  [--simulate [--node-size K]] [--gantt PATH] [--dot PATH]
 
-Only task graphs in JSON (the format in dhir/placement/graph.py) for now; scheduling the
-tasks of a dhir program comes later.
+A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
+one device per rank, costs estimated from the IR); a task graph in JSON (the format in
+dhir/placement/graph.py) is placed as it is.
 """
 
 import argparse
-import heapq
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.placement.graph import Edge, Placement, TaskGraph
+from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS
-
-_FORMAT = (
-    '{"devices": ["d0", ...], "tasks": {"T": {"cost": {"d0": 3.0, ...}}, ...}, '
-    '"edges": [{"from": "T", "to": "U", "comm": 1.0}, ...]}'
-)
+from dhir.placement.render import FORMATS, dot, gantt
+from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "schedule",
-        help="place a task graph on devices (HEFT, PEFT, ...)",
-        description="Place the tasks of a task graph (JSON) on devices and print each task's "
-        "device, start and finish, and the makespan. Only --graph input for now: scheduling "
-        "dhir programs comes later. The JSON format: " + _FORMAT,
+        help="place a program's tasks (or a task graph) on devices and show the schedule",
+        description="Place the tasks of each schedule of a dhir program (FILE), or of a task "
+        "graph in JSON (--graph), on devices and print each task's device, start and finish, "
+        "and the predicted makespan; optionally replay it in a simulator (--simulate) and draw "
+        "it (--gantt, --dot). A program's tasks get one device per rank, from --system, or "
+        "from -n alike ranks of this machine (rank r with its GPU r mod count for GPU tasks), "
+        "or else from this machine's description "
+        "(dhir calibrate's file, or what dhir detects). The JSON format: " + FORMAT,
     )
     parser.add_argument(
-        "--graph", required=True, type=Path, metavar="G.json", help="the task graph (JSON)"
+        "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
+    )
+    parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
+    parser.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="with FILE: the machine description (TOML or JSON, see docs/machine.md)",
+    )
+    parser.add_argument(
+        "-n",
+        "--ranks",
+        type=int,
+        metavar="N",
+        help="with FILE: the number of ranks (default: the machine description's)",
     )
     parser.add_argument(
         "--algorithm",
@@ -44,26 +60,228 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}}',
+        help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}} '
+        '(and "simulated_makespan" with --simulate)',
+    )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="also replay the placement in the discrete-event simulator (each device runs "
+        "its tasks in the placement's order; transfers contend for links) and print its "
+        "makespan beside the scheduler's",
+    )
+    parser.add_argument(
+        "--node-size",
+        type=int,
+        metavar="K",
+        help="with --simulate: every K consecutive devices (in the graph's order) form a node "
+        "whose transfers to other nodes share one network link, one at a time (default: "
+        "every transfer has a link of its own, the schedulers' model)",
+    )
+    parser.add_argument(
+        "--gantt",
+        type=Path,
+        metavar="PATH",
+        help="draw the placement as a Gantt chart: PATH if it ends in .png or .svg, else "
+        "both PATH.png and PATH.svg",
+    )
+    parser.add_argument(
+        "--dot",
+        type=Path,
+        metavar="PATH",
+        help="write the task graph with the placement in Graphviz DOT to PATH",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = read_graph(args.graph)
-    placement = ALGORITHMS[args.algorithm](graph)
-    print(to_json(placement) if args.json else table(graph, placement))
+    _check_node_size(args)
+    _check_input(args)
+    legend = ""
+    if args.graph is not None:
+        graphs = [("", read_graph(args.graph))]
+    else:
+        legend, graphs = program_graphs(args.program, args.system, args.ranks)
+    results = []
+    for number, (name, graph) in enumerate(graphs):
+        placement = ALGORITHMS[args.algorithm](graph)
+        replay = None
+        if args.simulate:
+            replay = simulate(graph, placement, _network(graph, args.node_size))
+        suffix = f".{number}" if len(graphs) > 1 else ""
+        _draw(args, graph, placement, suffix)
+        results.append((name, graph, placement, replay))
+    if args.json:
+        print(_json_output(results, args.graph is not None))
+    else:
+        if legend:
+            print(legend)
+        print("\n\n".join(_text_output(result, args.node_size) for result in results))
     return 0
 
 
-def to_json(placement: Placement) -> str:
-    return json.dumps(
-        {
-            "makespan": placement.makespan,
-            "assignment": placement.assignment,
-            "start": placement.start,
-            "finish": placement.finish,
-        }
+def _check_input(args: argparse.Namespace) -> None:
+    if (args.program is None) == (args.graph is None):
+        raise _error("give either a program FILE or --graph G.json (one of the two)")
+    if args.graph is not None and (args.system is not None or args.ranks is not None):
+        raise _error("--system and -n describe where a program runs; a --graph names its devices")
+    if args.ranks is not None and args.ranks < 1:
+        raise _error(f"-n must be at least 1, got {args.ranks}")
+
+
+def program_graphs(
+    path: Path, system_file: Path | None, ranks: int | None
+) -> tuple[str, list[tuple[str, TaskGraph]]]:
+    """Which device each rank is, and one task graph per schedule of the program, as
+    `dhir run` places them."""
+    from dhir.api import parse_file
+    from dhir.dialects.dhir import ScheduleOp
+    from dhir.machine.dlti import attach
+    from dhir.placement.from_ir import machine_for, task_graph
+
+    module = parse_file(path)
+    system = None
+    if system_file is not None or ranks is None:
+        system = _system(system_file)
+        attach(module, system)
+        ranks = ranks if ranks is not None else len(system.rank_devices())
+    devices, model = machine_for(module, ranks)
+    legend = _rank_legend(system, ranks, devices)
+    schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
+    if not schedules:
+        raise _error(f"{path} has no dhir.schedule to place")
+    return legend, [
+        (_schedule_name(schedule, number), task_graph(schedule, devices, model))
+        for number, schedule in enumerate(schedules)
+    ]
+
+
+def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
+    """Which device and node each rank (a device of the task graph) stands for."""
+    if system is None:
+        from dhir.analysis.costs import REFERENCE_GPU
+
+        legend = (
+            f"ranks: {ranks} alike CPUs of this machine (rank0 .. rank{ranks - 1})"
+            if ranks > 1
+            else "ranks: 1 (rank0), on this machine's CPU"
+        )
+        gpus = {id(d.gpu): d.gpu for d in devices if getattr(d, "gpu", None) is not None}
+        if not gpus:
+            return legend
+        if list(gpus.values()) == [REFERENCE_GPU]:
+            return legend + ", each with an assumed GPU for GPU tasks (none found here)"
+        return legend + f", rank r with GPU r mod {len(gpus)} for GPU tasks"
+    parts = [
+        f"rank{rank} = {device.name} ({device.arch}) on {system.node_of(device).name}"
+        for rank, device in enumerate(system.rank_devices())
+    ]
+    return "ranks: " + ", ".join(parts)
+
+
+def _system(path: Path | None) -> Any:
+    if path is None:
+        from dhir.machine.detect import load_local_system
+
+        return load_local_system()
+    from dhir.machine.files import read_system
+
+    return read_system(path)
+
+
+def _schedule_name(schedule: Any, number: int) -> str:
+    from xdsl.dialects.func import FuncOp
+
+    function = schedule.parent_op()
+    while function is not None and not isinstance(function, FuncOp):
+        function = function.parent_op()
+    owner = function.sym_name.data if function is not None else "module"
+    return f"schedule #{number} (in @{owner})"
+
+
+def _draw(args: argparse.Namespace, graph: TaskGraph, placement: Placement, suffix: str) -> None:
+    if args.gantt is not None:
+        for path in gantt_paths(_suffixed(args.gantt, suffix)):
+            gantt(graph, placement, path, title=args.algorithm)
+    if args.dot is not None:
+        _write(_suffixed(args.dot, suffix), dot(graph, placement))
+
+
+def _suffixed(path: Path, suffix: str) -> Path:
+    """PATH for one schedule; NAME.K.EXT for schedule K when there are several."""
+    if not suffix:
+        return path
+    if path.suffix:
+        return path.with_name(f"{path.stem}{suffix}{path.suffix}")
+    return Path(f"{path}{suffix}")
+
+
+def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
+    name, graph, placement, replay = result
+    lines = [name] if name else []
+    lines.append(table(graph, placement))
+    if replay is not None:
+        lines.append(_simulated_line(replay, node_size))
+    return "\n".join(lines)
+
+
+def _json_output(results: list[tuple[Any, ...]], plain_graph: bool) -> str:
+    if plain_graph:
+        _, _, placement, replay = results[0]
+        return to_json(placement, replay)
+    schedules = []
+    for name, _, placement, replay in results:
+        entry = json.loads(to_json(placement, replay))
+        schedules.append({"schedule": name, **entry})
+    return json.dumps({"schedules": schedules})
+
+
+def _check_node_size(args: argparse.Namespace) -> None:
+    if args.node_size is None:
+        return
+    if not args.simulate:
+        raise _error("--node-size describes the simulated network: add --simulate")
+    if args.node_size < 1:
+        raise _error(f"--node-size must be at least 1 (devices per node), got {args.node_size}")
+
+
+def _network(graph: TaskGraph, node_size: int | None) -> Network | None:
+    """None (the simulator's default, no contention) unless nodes share a link."""
+    return None if node_size is None else SharedNic.grouped(graph.devices, node_size)
+
+
+def gantt_paths(path: Path) -> list[Path]:
+    """PATH itself when it names a PNG or SVG file; otherwise PATH.png and PATH.svg."""
+    if path.suffix.lower() in FORMATS:
+        return [path]
+    return [Path(f"{path}{suffix}") for suffix in FORMATS]
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as error:
+        raise _error(f"cannot write {path}: {error.strerror or error}") from None
+
+
+def _simulated_line(replay: Simulation, node_size: int | None) -> str:
+    if node_size is None:
+        return f"simulated makespan: {replay.makespan:g} (every transfer on a link of its own)"
+    return (
+        f"simulated makespan: {replay.makespan:g} (nodes of {node_size} devices sharing one "
+        f"network link; transfers waited {replay.link_wait:g} in all)"
     )
+
+
+def to_json(placement: Placement, replay: Simulation | None = None) -> str:
+    out: dict[str, Any] = {
+        "makespan": placement.makespan,
+        "assignment": placement.assignment,
+        "start": placement.start,
+        "finish": placement.finish,
+    }
+    if replay is not None:
+        out["simulated_makespan"] = replay.makespan
+    return json.dumps(out)
 
 
 def table(graph: TaskGraph, placement: Placement) -> str:
@@ -80,7 +298,7 @@ def table(graph: TaskGraph, placement: Placement) -> str:
     return "\n".join(rows)
 
 
-# --- reading and checking the JSON ------------------------------------------------------
+# --- reading the JSON -------------------------------------------------------------------
 
 
 def read_graph(path: Path) -> TaskGraph:
@@ -96,87 +314,8 @@ def read_graph(path: Path) -> TaskGraph:
 
 
 def graph_from_json(data: object, where: str = "graph") -> TaskGraph:
-    if not isinstance(data, dict):
-        raise _error(f"{where}: expected an object like {_FORMAT}")
-    devices = _devices(data.get("devices"), where)
-    costs = _tasks(data.get("tasks"), set(devices), where)
-    edges = _edges(data.get("edges", []), costs, where)
-    order = topological_order(list(costs), edges, where)
-    return TaskGraph(tuple(devices), tuple(order), costs, tuple(edges))
-
-
-def _devices(value: object, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
-        raise _error(f'{where}: "devices" must be a list of device names')
-    seen: set[str] = set()
-    for device in value:
-        if device in seen:
-            raise _error(f"{where}: device '{device}' is listed twice")
-        seen.add(device)
-    return value
-
-
-def _tasks(value: object, devices: set[str], where: str) -> dict[str, dict[str, float]]:
-    if not isinstance(value, dict):
-        raise _error(f'{where}: "tasks" must be an object of task name -> {{"cost": {{...}}}}')
-    costs: dict[str, dict[str, float]] = {}
-    for task, spec in value.items():
-        cost = spec.get("cost") if isinstance(spec, dict) else None
-        if not isinstance(cost, dict):
-            raise _error(f"{where}: task '{task}' needs \"cost\": {{device: time, ...}}")
-        for device, time in cost.items():
-            if device not in devices:
-                raise _error(f"{where}: task '{task}' has a cost on unknown device '{device}'")
-            _check_time(time, f"task '{task}' on device '{device}'", where)
-        costs[task] = {device: float(time) for device, time in cost.items()}
-    return costs
-
-
-def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
-    if not isinstance(value, list):
-        raise _error(f'{where}: "edges" must be a list of {{"from", "to", "comm"}} objects')
-    edges = []
-    for k, edge in enumerate(value):
-        if not isinstance(edge, dict) or "from" not in edge or "to" not in edge:
-            raise _error(f'{where}: edge #{k} needs "from" and "to" (and "comm")')
-        for end in ("from", "to"):
-            if edge[end] not in tasks:
-                raise _error(f"{where}: edge #{k} {end} unknown task '{edge[end]}'")
-        comm = edge.get("comm", 0.0)
-        _check_time(comm, f"edge #{k} ({edge['from']} -> {edge['to']})", where)
-        edges.append(Edge(edge["from"], edge["to"], float(comm)))
-    return edges
-
-
-def _check_time(value: object, what: str, where: str) -> None:
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
-        raise _error(f"{where}: {what}: time must be a non-negative number, got {value!r}")
-
-
-def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[str]:
-    """Kahn's algorithm, always taking the earliest ready task in input order, so an input
-    already in topological order is kept as it is."""
-    position = {task: k for k, task in enumerate(tasks)}
-    waiting = dict.fromkeys(tasks, 0)
-    successors: dict[str, list[str]] = {}
-    for edge in edges:
-        waiting[edge.target] += 1
-        successors.setdefault(edge.source, []).append(edge.target)
-    ready = [position[t] for t in tasks if waiting[t] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        task = tasks[heapq.heappop(ready)]
-        order.append(task)
-        for succ in successors.get(task, []):
-            waiting[succ] -= 1
-            if waiting[succ] == 0:
-                heapq.heappush(ready, position[succ])
-    if len(order) < len(tasks):
-        stuck = [t for t in tasks if waiting[t] > 0]
-        raise _error(f"{where}: the edges form a cycle (tasks on or after it: {', '.join(stuck)})")
-    return order
+    """The checked graph (see `TaskGraph.from_json`); errors name `where`."""
+    return TaskGraph.from_json(data, where)
 
 
 def _error(message: str) -> DhirError:

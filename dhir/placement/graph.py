@@ -2,12 +2,33 @@
 
 Costs are times: `cost[task][device]` is how long `task` runs on `device` (a device
 missing from a task's costs cannot run it), and an edge's `comm` is paid only when its
-two tasks run on different devices. `dhir schedule --graph G.json` reads this from
-JSON: {"devices": [...], "tasks": {"T": {"cost": {"dev": t}}}, "edges": [{"from": "T",
-"to": "U", "comm": t}]}.
+two tasks run on different devices.
+
+Memory, optional: `memory[task]` is how many bytes `task` needs resident on its device
+and `capacity[device]` how many bytes a device has. The model is simple: a task may run
+only on a device whose capacity is at least the task's memory (each task is checked on
+its own, as if it had the device to itself; tasks sharing a device over time do not add
+up). A task missing from `memory` needs none; a device missing from `capacity` has no
+limit, so by default nothing changes.
+
+In JSON, the format of `dhir schedule --graph G.json` (read by `TaskGraph.from_json`):
+{"devices": [...], "tasks": {"T": {"cost": {"dev": t}, "memory": bytes}},
+ "edges": [{"from": "T", "to": "U", "comm": t}], "capacity": {"dev": bytes}}
+where "memory", "capacity" and "comm" may be left out.
 """
 
+import heapq
+import math
 from dataclasses import dataclass, field
+from typing import Any
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+FORMAT = (
+    '{"devices": ["d0", ...], "tasks": {"T": {"cost": {"d0": 3.0, ...}, "memory": 1e9}, '
+    '...}, "edges": [{"from": "T", "to": "U", "comm": 1.0}, ...], "capacity": {"d0": 8e9}}'
+    ' ("memory" and "capacity" optional)'
+)
 
 
 @dataclass(frozen=True)
@@ -23,12 +44,21 @@ class TaskGraph:
     tasks: tuple[str, ...]  # in a topological order (the input's order when it is one)
     cost: dict[str, dict[str, float]]
     edges: tuple[Edge, ...]
+    memory: dict[str, float] = field(default_factory=dict)  # bytes; missing: none needed
+    capacity: dict[str, float] = field(default_factory=dict)  # bytes; missing: unlimited
 
     def successors(self, task: str) -> list[Edge]:
         return self._out.get(task, [])
 
     def predecessors(self, task: str) -> list[Edge]:
         return self._in.get(task, [])
+
+    def fits(self, task: str, device: str) -> bool:
+        """Whether `task`'s memory fits on `device` (whatever its costs say)."""
+        return self.memory.get(task, 0.0) <= self.capacity.get(device, math.inf)
+
+    def can_run(self, task: str, device: str) -> bool:
+        return device in self.cost.get(task, {}) and self.fits(task, device)
 
     def __post_init__(self) -> None:
         out: dict[str, list[Edge]] = {}
@@ -42,6 +72,26 @@ class TaskGraph:
     _out: dict[str, list[Edge]] = field(init=False, repr=False, compare=False)
     _in: dict[str, list[Edge]] = field(init=False, repr=False, compare=False)
 
+    @staticmethod
+    def from_json(data: object, where: str = "graph") -> "TaskGraph":
+        """The graph in `data` (parsed JSON, the format above), checked: names known,
+        times and sizes non-negative numbers, no cycles. Tasks are put in a topological
+        order, the input's own when it is one. Raises DhirError naming what is wrong."""
+        if not isinstance(data, dict):
+            raise _error(f"{where}: expected an object like {FORMAT}")
+        devices = _devices(data.get("devices"), where)
+        specs = _task_specs(data.get("tasks"), where)
+        costs = {task: _costs(task, spec, set(devices), where) for task, spec in specs.items()}
+        memory = {
+            task: _size(spec["memory"], f"task '{task}' memory", where)
+            for task, spec in specs.items()
+            if "memory" in spec
+        }
+        capacity = _capacity(data.get("capacity", {}), set(devices), where)
+        edges = _edges(data.get("edges", []), costs, where)
+        order = topological_order(list(costs), edges, where)
+        return TaskGraph(tuple(devices), tuple(order), costs, tuple(edges), memory, capacity)
+
 
 @dataclass
 class Placement:
@@ -54,3 +104,99 @@ class Placement:
     @property
     def makespan(self) -> float:
         return max(self.finish.values(), default=0.0)
+
+
+# --- reading and checking the JSON ------------------------------------------------------
+
+
+def _devices(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
+        raise _error(f'{where}: "devices" must be a list of device names')
+    seen: set[str] = set()
+    for device in value:
+        if device in seen:
+            raise _error(f"{where}: device '{device}' is listed twice")
+        seen.add(device)
+    return value
+
+
+def _task_specs(value: object, where: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict):
+        raise _error(f'{where}: "tasks" must be an object of task name -> {{"cost": {{...}}}}')
+    for task, spec in value.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("cost"), dict):
+            raise _error(f"{where}: task '{task}' needs \"cost\": {{device: time, ...}}")
+    return value
+
+
+def _costs(task: str, spec: dict[str, Any], devices: set[str], where: str) -> dict[str, float]:
+    for device, time in spec["cost"].items():
+        if device not in devices:
+            raise _error(f"{where}: task '{task}' has a cost on unknown device '{device}'")
+        _check_number(time, f"task '{task}' on device '{device}'", "time", where)
+    return {device: float(time) for device, time in spec["cost"].items()}
+
+
+def _capacity(value: object, devices: set[str], where: str) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise _error(f'{where}: "capacity" must be an object of device name -> bytes')
+    for device in value:
+        if device not in devices:
+            raise _error(f"{where}: capacity given for unknown device '{device}'")
+    return {device: _size(size, f"capacity of '{device}'", where) for device, size in value.items()}
+
+
+def _size(value: object, what: str, where: str) -> float:
+    _check_number(value, what, "size", where)
+    return float(value)  # type: ignore[arg-type]
+
+
+def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
+    if not isinstance(value, list):
+        raise _error(f'{where}: "edges" must be a list of {{"from", "to", "comm"}} objects')
+    edges = []
+    for k, edge in enumerate(value):
+        if not isinstance(edge, dict) or "from" not in edge or "to" not in edge:
+            raise _error(f'{where}: edge #{k} needs "from" and "to" (and "comm")')
+        for end in ("from", "to"):
+            if edge[end] not in tasks:
+                raise _error(f"{where}: edge #{k} {end} unknown task '{edge[end]}'")
+        comm = edge.get("comm", 0.0)
+        _check_number(comm, f"edge #{k} ({edge['from']} -> {edge['to']})", "time", where)
+        edges.append(Edge(edge["from"], edge["to"], float(comm)))
+    return edges
+
+
+def _check_number(value: object, what: str, unit: str, where: str) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
+        raise _error(f"{where}: {what}: {unit} must be a non-negative number, got {value!r}")
+
+
+def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[str]:
+    """Kahn's algorithm, always taking the earliest ready task in input order, so an input
+    already in topological order is kept as it is."""
+    position = {task: k for k, task in enumerate(tasks)}
+    waiting = dict.fromkeys(tasks, 0)
+    successors: dict[str, list[str]] = {}
+    for edge in edges:
+        waiting[edge.target] += 1
+        successors.setdefault(edge.source, []).append(edge.target)
+    ready = [position[t] for t in tasks if waiting[t] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        task = tasks[heapq.heappop(ready)]
+        order.append(task)
+        for succ in successors.get(task, []):
+            waiting[succ] -= 1
+            if waiting[succ] == 0:
+                heapq.heappush(ready, position[succ])
+    if len(order) < len(tasks):
+        stuck = [t for t in tasks if waiting[t] > 0]
+        raise _error(f"{where}: the edges form a cycle (tasks on or after it: {', '.join(stuck)})")
+    return order
+
+
+def _error(message: str) -> DhirError:
+    return DhirError([Diagnostic(message)])

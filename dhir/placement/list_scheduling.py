@@ -3,17 +3,26 @@
 - `round_robin_graph`: task k runs on device k mod D (the next device that can run it).
 - `heft`: Topcuoglu, Hariri and Wu 2002 (upward rank on mean costs, insertion-based EFT).
 - `peft`: Arabnejad and Barbosa 2014 (optimistic cost table, rank_oct, EFT + OCT).
-- `best`: a portfolio of list schedulers (HEFT, PEFT and rank/selection variants), then a
-  bounded local search that moves critical tasks between devices. It starts from the best
-  member, and the portfolio holds HEFT and PEFT, so it is never worse than either.
+- `best`: a portfolio of schedules (`portfolio`: HEFT, PEFT, rank and device-choice
+  variants, HEFT and PEFT on fewer devices, the fastest single device, round robin), then a
+  bounded local search (`local_search`) that moves critical tasks between devices. It
+  starts from the portfolio's shortest schedule and only accepts improvements, so it is
+  never worse than round robin, HEFT, PEFT, or running everything on one device.
+
+A device missing from a task's costs cannot run it, nor can a device too small for the
+task's memory (see graph.py); every algorithm places tasks only where they can run, and a
+task that can run nowhere is a DhirError naming it.
 
 Everything is deterministic: ties go to the earlier task (in the graph's order) and the
-earlier device (in `graph.devices`).
+earlier device (in `graph.devices`), and the local search's budget counts simulated tasks,
+not time.
 """
 
+import gc
 import math
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from heapq import heapify, heappop, heappush
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -35,6 +44,8 @@ class Problem:
         self.n_devices = len(graph.devices)
         index = {task: i for i, task in enumerate(graph.tasks)}
         self.cost = [_cost_row(graph.cost.get(task, {}), graph.devices) for task in graph.tasks]
+        if graph.memory and graph.capacity:
+            self.cost = [_fitting(graph, task, row) for task, row in zip(graph.tasks, self.cost)]
         everywhere = list(range(self.n_devices))  # shared by rows that run anywhere; read-only
         self.runnable = [
             [k for k, c in enumerate(row) if c < INF] if INF in row else everywhere
@@ -42,15 +53,7 @@ class Problem:
         ]
         stuck = [graph.tasks[i] for i, devices in enumerate(self.runnable) if not devices]
         if stuck:
-            raise DhirError(
-                [
-                    Diagnostic(
-                        f"no device can run task '{task}' (its costs name none of the "
-                        f"devices {', '.join(graph.devices) or '(none)'})"
-                    )
-                    for task in stuck
-                ]
-            )
+            raise DhirError([_unschedulable(graph, task) for task in stuck])
         self.preds: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.succs: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         preds, succs = self.preds, self.succs
@@ -68,12 +71,30 @@ class Problem:
 
 
 def _cost_row(costs: dict[str, float], devices: tuple[str, ...]) -> list[float]:
-    if len(costs) == len(devices):
-        try:
-            return list(map(costs.__getitem__, devices))  # the common case: runs anywhere
-        except KeyError:
-            pass
+    if tuple(costs) == devices:
+        return list(costs.values())  # the common case: runs anywhere, listed in order
     return [costs.get(device, INF) for device in devices]
+
+
+def _fitting(graph: TaskGraph, task: str, row: list[float]) -> list[float]:
+    """`row` with the devices `task`'s memory does not fit on made unable to run it."""
+    if task not in graph.memory:
+        return row
+    return [c if graph.fits(task, d) else INF for c, d in zip(row, graph.devices)]
+
+
+def _unschedulable(graph: TaskGraph, task: str) -> Diagnostic:
+    named = [d for d in graph.devices if d in graph.cost.get(task, {})]
+    if not named:
+        return Diagnostic(
+            f"no device can run task '{task}' (its costs name none of the "
+            f"devices {', '.join(graph.devices) or '(none)'})"
+        )
+    room = ", ".join(f"{d}: {graph.capacity[d]:g}" for d in named if d in graph.capacity)
+    return Diagnostic(
+        f"task '{task}' needs {graph.memory[task]:g} bytes of memory, more than any device "
+        f"that can run it has ({room})"
+    )
 
 
 class Timelines:
@@ -163,7 +184,10 @@ class Schedule:
 
 
 def list_schedule(
-    problem: Problem, priority: Sequence[float], lookahead: Sequence[Sequence[float]] | None
+    problem: Problem,
+    priority: Sequence[float],
+    lookahead: Sequence[Sequence[float]] | None,
+    runnable: list[list[int]] | None = None,
 ) -> Schedule:
     """Place ready tasks, highest priority first, each on the device minimising its
     insertion-based finish time plus `lookahead[task][device]` (PEFT's OCT; none for HEFT).
@@ -178,7 +202,9 @@ def list_schedule(
     n = problem.n
     n_devices = problem.n_devices
     preds, succs = problem.preds, problem.succs
-    cost, runnable = problem.cost, problem.runnable
+    cost = problem.cost
+    if runnable is None:
+        runnable = problem.runnable
     waiting = [len(p) for p in preds]
     heap = [(-priority[i], i) for i in range(n) if not waiting[i]]
     heapify(heap)
@@ -190,7 +216,6 @@ def list_schedule(
     all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [-INF] * n_devices
-    no_lookahead = [0.0] * n_devices
     while heap:
         task = pop(heap)[1]
         # ready_times, inlined.
@@ -209,31 +234,55 @@ def list_schedule(
         for pred, _ in task_preds:
             if device_of[pred] == first_device and finish[pred] > there:
                 there = finish[pred]
-        extra = lookahead[task] if lookahead is not None else no_lookahead
         row = cost[task]
-        best_score, best_device, best_begin, best_end = INF, -1, 0.0, 0.0
-        for device in runnable[task]:
-            begin = there if device == first_device else elsewhere
-            duration = row[device]
-            if begin < tail[device]:
-                if begin + duration + extra[device] >= best_score:
-                    continue  # cannot win even at `begin`
-                # Timelines.earliest_start, inlined.
-                finishes = all_finishes[device]
-                k = bisect_right(finishes, begin)
-                if k != 0 and not begin > finishes[k - 1]:
-                    begin = finishes[k - 1]
-                starts = all_starts[device]
-                count = len(starts)
-                while k < count:
-                    if begin + duration <= starts[k]:
-                        break
-                    begin = finishes[k]
-                    k += 1
-            end = begin + duration
-            score = end + extra[device]
-            if score < best_score:
-                best_score, best_device, best_begin, best_end = score, device, begin, end
+        best_device, best_begin, best_end = -1, 0.0, INF
+        if lookahead is None:
+            # The loop below with no lookahead (score = end), spelt out: HEFT's speed.
+            for device in runnable[task]:
+                begin = there if device == first_device else elsewhere
+                duration = row[device]
+                if begin < tail[device]:
+                    if begin + duration >= best_end:
+                        continue
+                    finishes = all_finishes[device]
+                    k = bisect_right(finishes, begin)
+                    if k != 0 and not begin > finishes[k - 1]:
+                        begin = finishes[k - 1]
+                    starts = all_starts[device]
+                    count = len(starts)
+                    while k < count:
+                        if begin + duration <= starts[k]:
+                            break
+                        begin = finishes[k]
+                        k += 1
+                end = begin + duration
+                if end < best_end:
+                    best_device, best_begin, best_end = device, begin, end
+        else:
+            extra = lookahead[task]
+            best_score = INF
+            for device in runnable[task]:
+                begin = there if device == first_device else elsewhere
+                duration = row[device]
+                if begin < tail[device]:
+                    if begin + duration + extra[device] >= best_score:
+                        continue  # cannot win even at `begin`
+                    # Timelines.earliest_start, inlined.
+                    finishes = all_finishes[device]
+                    k = bisect_right(finishes, begin)
+                    if k != 0 and not begin > finishes[k - 1]:
+                        begin = finishes[k - 1]
+                    starts = all_starts[device]
+                    count = len(starts)
+                    while k < count:
+                        if begin + duration <= starts[k]:
+                            break
+                        begin = finishes[k]
+                        k += 1
+                end = begin + duration
+                score = end + extra[device]
+                if score < best_score:
+                    best_score, best_device, best_begin, best_end = score, device, begin, end
         start[task], finish[task] = best_begin, best_end
         device_of[task] = best_device
         # Timelines.add, inlined.
@@ -258,18 +307,41 @@ def list_schedule(
 
 def simulate(problem: Problem, order: Sequence[int], device_of: list[int]) -> Schedule:
     """Start times for a fixed assignment: tasks in `order` (topological), each as early as
-    its inputs and an idle gap on its device allow.
+    its inputs and an idle gap on its device allow."""
+    n, n_devices = problem.n, problem.n_devices
+    order = list(order)
+    timelines: tuple[list[list[float]], list[list[float]]] = (
+        [[] for _ in range(n_devices)],
+        [[] for _ in range(n_devices)],
+    )
+    start, finish = [0.0] * n, [0.0] * n
+    schedule = simulate_from(problem, order, list(device_of), 0, start, finish, timelines, INF)
+    assert schedule is not None  # no limit
+    return schedule
+
+
+def simulate_from(
+    problem: Problem,
+    order: list[int],
+    device_of: list[int],
+    first: int,
+    start: list[float],
+    finish: list[float],
+    timelines: tuple[list[list[float]], list[list[float]]],
+    limit: float,
+) -> Schedule | None:
+    """`simulate` from position `first` of `order` on: `start`, `finish` and `timelines`
+    (each device's sorted starts and finishes) hold the tasks before it, and are updated
+    in place. None as soon as a task would finish at or after `limit`.
 
     `ready_times`, `Timelines.earliest_start` and `Timelines.add` are inlined here (the
     local search calls this many times), with the same arithmetic."""
-    n = problem.n
-    n_devices = problem.n_devices
-    start, finish = [0.0] * n, [0.0] * n
-    all_starts: list[list[float]] = [[] for _ in range(n_devices)]
-    all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
-    tail = [-INF] * n_devices  # the last finish on each device (-inf while empty)
+    all_starts, all_finishes = timelines
+    # The last finish on each device (-inf while empty): before it, search the gaps.
+    tail = [f[-1] if f else -INF for f in all_finishes]
     cost, preds = problem.cost, problem.preds
-    for task in order:
+    for position in range(first, len(order)):
+        task = order[position]
         device = device_of[task]
         task_preds = preds[task]
         first_device, elsewhere, second = -1, 0.0, 0.0
@@ -302,6 +374,8 @@ def simulate(problem: Problem, order: Sequence[int], device_of: list[int]) -> Sc
                 begin = finishes[k]
                 k += 1
         end = begin + duration
+        if end >= limit:
+            return None
         start[task], finish[task] = begin, end
         if begin >= tail[device]:
             starts.append(begin)
@@ -313,7 +387,7 @@ def simulate(problem: Problem, order: Sequence[int], device_of: list[int]) -> Sc
                 k -= 1  # a zero-length task goes before the one starting at the same time
             starts.insert(k, begin)
             finishes.insert(k, end)
-    return Schedule(list(order), list(device_of), start, finish)
+    return Schedule(order, device_of, start, finish)
 
 
 # --- priorities -------------------------------------------------------------------------
@@ -384,12 +458,17 @@ def oct_rank(problem: Problem, table: list[list[float]]) -> list[float]:
 
 def round_robin_graph(graph: TaskGraph) -> Placement:
     """Task k on device k mod D, or the next device after it that can run the task."""
-    problem = Problem(graph)
+    with _no_cycle_collection():
+        problem = Problem(graph)
+        return round_robin_schedule(problem).placement(problem)
+
+
+def round_robin_schedule(problem: Problem) -> Schedule:
     device_of = []
     for k, row in enumerate(problem.cost):
         turn = k % problem.n_devices
         device_of.append(next(d for d in _cyclic(turn, problem.n_devices) if row[d] < INF))
-    return simulate(problem, range(problem.n), device_of).placement(problem)
+    return simulate(problem, range(problem.n), device_of)
 
 
 def _cyclic(first: int, count: int) -> list[int]:
@@ -405,20 +484,40 @@ def peft_schedule(problem: Problem) -> Schedule:
     return list_schedule(problem, oct_rank(problem, table), table)
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The schedulers allocate many small lists and tuples but no reference cycles, so
+    reference counting frees everything, and the cyclic collector, triggered by the
+    allocations, would only spend time scanning the caller's heap (a quarter of HEFT's
+    time in a process holding much else)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def heft(graph: TaskGraph) -> Placement:
-    problem = Problem(graph)
-    return heft_schedule(problem).placement(problem)
+    with _no_cycle_collection():
+        problem = Problem(graph)
+        return heft_schedule(problem).placement(problem)
 
 
 def peft(graph: TaskGraph) -> Placement:
-    problem = Problem(graph)
-    return peft_schedule(problem).placement(problem)
+    with _no_cycle_collection():
+        problem = Problem(graph)
+        return peft_schedule(problem).placement(problem)
 
 
 def portfolio(problem: Problem) -> list[Schedule]:
     """HEFT and PEFT first (so ties keep them), then variants that win on other shapes:
-    each ranking with the other's device choice, an optimistic (min-cost) rank, and a
-    critical-path rank (upward + downward, as in CPOP)."""
+    each ranking with the other's device choice, an optimistic (min-cost) rank, a
+    critical-path rank (upward + downward, as in CPOP); the fastest single device (at high
+    CCR no spreading can pay for its comm) and round robin, so that `best` is never worse
+    than either; HEFT and PEFT on the fastest half, quarter, ... of the devices; and ranks
+    re-computed from the leader's own devices and comm."""
     table = optimistic_cost_table(problem)
     rank_u = upward_rank(problem, problem.mean_cost)
     rank_oct = oct_rank(problem, table)
@@ -426,7 +525,7 @@ def portfolio(problem: Problem) -> list[Schedule]:
     rank_min = upward_rank(problem, fastest)
     rank_d = downward_rank(problem)
     rank_cp = [u + d for u, d in zip(rank_u, rank_d)]
-    return [
+    schedules = [
         list_schedule(problem, rank_u, None),
         list_schedule(problem, rank_oct, table),
         list_schedule(problem, rank_u, table),
@@ -434,58 +533,247 @@ def portfolio(problem: Problem) -> list[Schedule]:
         list_schedule(problem, rank_min, None),
         list_schedule(problem, rank_cp, None),
     ]
+    single = single_device_schedule(problem)
+    if single is not None:
+        schedules.append(single)
+    schedules.append(round_robin_schedule(problem))  # rarely wins, but cheap
+    for devices in fewer_devices(problem):
+        runnable = restricted(problem, devices)
+        schedules.append(list_schedule(problem, rank_u, None, runnable))
+        schedules.append(list_schedule(problem, rank_oct, table, runnable))
+    leader = _shortest(schedules)
+    for _ in range(2):
+        rank = assigned_rank(problem, leader)
+        schedules.append(list_schedule(problem, rank, None))
+        schedules.append(list_schedule(problem, rank, table))
+        leader = _shortest(schedules)
+    return schedules
 
 
-def best_schedule(problem: Problem, budget: int | None = None) -> Schedule:
-    start = min(portfolio(problem), key=lambda s: s.makespan)  # first minimum: HEFT on ties
-    if budget is None:
-        # Each evaluation re-simulates the whole graph; bound the total work.
-        budget = max(10, min(200, 60_000 // max(problem.n, 1)))
-    return local_search(problem, start, budget)
+def _shortest(schedules: list[Schedule]) -> Schedule:
+    return min(schedules, key=lambda s: s.makespan)  # the first of equals: HEFT on ties
 
 
-def best(graph: TaskGraph, budget: int | None = None) -> Placement:
-    problem = Problem(graph)
-    return best_schedule(problem, budget).placement(problem)
+def single_device_schedule(problem: Problem) -> Schedule | None:
+    """Everything on the device that runs the whole graph soonest, None if none can."""
+    totals = _device_totals(problem)
+    device = min(range(problem.n_devices), key=totals.__getitem__, default=-1)
+    if device < 0 or totals[device] == INF:
+        return None
+    return simulate(problem, range(problem.n), [device] * problem.n)
+
+
+def _device_totals(problem: Problem) -> list[float]:
+    # Summed in task order, as simulating them one after another adds them up.
+    return [sum(row[k] for row in problem.cost) for k in range(problem.n_devices)]
+
+
+def fewer_devices(problem: Problem) -> list[list[int]]:
+    """The fastest half of the devices, the fastest quarter, ..., down to two. Speed is the
+    total cost of the graph on a device, counting a task it cannot run at twice its mean."""
+    speed = [0.0] * problem.n_devices
+    for row, mean in zip(problem.cost, problem.mean_cost):
+        for k, c in enumerate(row):
+            speed[k] += c if c < INF else 2 * mean
+    ranked = sorted(range(problem.n_devices), key=lambda k: (speed[k], k))
+    subsets = []
+    count = problem.n_devices // 2
+    while count >= 2:
+        subsets.append(sorted(ranked[:count]))
+        count //= 2
+    return subsets
+
+
+def restricted(problem: Problem, devices: list[int]) -> list[list[int]]:
+    """Each task's devices among `devices`, or all of its own where none of them can run it."""
+    chosen = set(devices)
+    return [[d for d in own if d in chosen] or own for own in problem.runnable]
+
+
+def assigned_rank(problem: Problem, schedule: Schedule) -> list[float]:
+    """Upward rank with each task's cost on its device in `schedule`, and comm only where
+    an edge crosses devices there."""
+    rank = [0.0] * problem.n
+    device_of, cost, succs = schedule.device_of, problem.cost, problem.succs
+    for task in reversed(range(problem.n)):
+        device = device_of[task]
+        tail = 0.0
+        for succ, comm in succs[task]:
+            value = rank[succ] + (comm if device_of[succ] != device else 0.0)
+            if value > tail:
+                tail = value
+        rank[task] = cost[task][device] + tail
+    return rank
+
+
+# How many whole-graph simulations' worth of tasks `best`'s local search may simulate: its
+# time grows with the graph like the portfolio's. Past about 40, gains come slowly.
+DEFAULT_BUDGET = 40
+
+
+def best_schedule(problem: Problem, budget: int = DEFAULT_BUDGET) -> Schedule:
+    return local_search(problem, _shortest(portfolio(problem)), budget)
+
+
+def sequential_time(graph: TaskGraph) -> float:
+    """The fastest single device's time to run the whole graph (inf if none can)."""
+    return min(_device_totals(Problem(graph)), default=INF)
+
+
+def best(graph: TaskGraph, budget: int = DEFAULT_BUDGET) -> Placement:
+    """The portfolio's shortest schedule, improved by `local_search` with `budget`
+    whole-graph simulations' worth of tasks."""
+    with _no_cycle_collection():
+        problem = Problem(graph)
+        return best_schedule(problem, budget).placement(problem)
+
+
+# --- local search -----------------------------------------------------------------------
 
 
 def local_search(problem: Problem, schedule: Schedule, budget: int) -> Schedule:
-    """Move one task of the critical path to another device, re-simulate with insertion
-    (same order), keep the first strict improvement; stop at a local optimum or after
-    `budget` simulations."""
+    """Move one task of the critical path to another device and re-simulate (same order,
+    with insertion), taking the first strict improvement; moves are tried in the order of
+    their estimated gain, and only those estimated to gain. At a local optimum, re-order
+    the tasks for their devices (a list schedule by `assigned_rank`) and go on if that
+    helps. Stops there, or after `budget` whole-graph simulations' worth of tasks: a
+    move of the task at position p in the order re-simulates only positions p on."""
+    steps = budget * max(problem.n, 1)
     current = schedule
-    while budget > 0:
+    while steps > 0:
+        moves = Moves(problem, current)
+        steps -= problem.n  # finding the critical path and the moves
         improved = None
-        for task in critical_path(problem, current):
-            for device in problem.runnable[task]:
-                if device == current.device_of[task] or budget <= 0:
-                    continue
-                budget -= 1
-                device_of = list(current.device_of)
-                device_of[task] = device
-                candidate = simulate(problem, current.order, device_of)
-                if candidate.makespan < current.makespan - _EPS:
-                    improved = candidate
-                    break
-            if improved is not None or budget <= 0:
+        for task, device in moves.promising():
+            improved, used = moves.apply(task, device, current.makespan - _EPS)
+            steps -= used
+            if improved is not None or steps <= 0:
                 break
+        if improved is None and steps > 0:
+            improved = _reordered(problem, current)
+            steps -= problem.n
         if improved is None:
             return current
         current = improved
     return current
 
 
-def critical_path(problem: Problem, schedule: Schedule) -> list[int]:
+def _reordered(problem: Problem, schedule: Schedule) -> Schedule | None:
+    pinned = [[device] for device in schedule.device_of]
+    candidate = list_schedule(problem, assigned_rank(problem, schedule), None, pinned)
+    return candidate if candidate.makespan < schedule.makespan - _EPS else None
+
+
+class Moves:
+    """Moves of critical tasks in one schedule: which look promising, and trying one."""
+
+    def __init__(self, problem: Problem, schedule: Schedule) -> None:
+        self.problem = problem
+        self.schedule = schedule
+        self.position = [0] * problem.n
+        for k, task in enumerate(schedule.order):
+            self.position[task] = k
+        self.on_device = tasks_by_device(problem, schedule)
+
+    def promising(self) -> list[tuple[int, int]]:
+        """(task, device) moves of critical tasks estimated to finish the critical path
+        sooner, the largest estimated gain first."""
+        problem, schedule = self.problem, self.schedule
+        lines = Timelines(problem.n_devices)
+        for device, tasks in enumerate(self.on_device):
+            lines.starts[device] = [schedule.start[t] for t in tasks]
+            lines.finishes[device] = [schedule.finish[t] for t in tasks]
+        path = critical_path(problem, schedule, self.on_device)
+        ranked = []
+        for k, task in enumerate(path):
+            after = path[k - 1] if k else -1
+            for device in problem.runnable[task]:
+                if device == schedule.device_of[task]:
+                    continue
+                end = self._finish_on(lines, task, device)
+                gain = self._gain(task, after, device, end)
+                if gain > _EPS:
+                    ranked.append((-gain, end, k, device, task))
+        ranked.sort()
+        return [(task, device) for *_, device, task in ranked]
+
+    def _finish_on(self, lines: Timelines, task: int, device: int) -> float:
+        """When `task` would finish on `device`, its inputs where they are now and
+        `device` busy as it is now (with the tasks placed after it too: an estimate)."""
+        device_of, finish = self.schedule.device_of, self.schedule.finish
+        ready = 0.0
+        for pred, comm in self.problem.preds[task]:
+            arrival = finish[pred] + (comm if device_of[pred] != device else 0.0)
+            if arrival > ready:
+                ready = arrival
+        duration = self.problem.cost[task][device]
+        return lines.earliest_start(device, ready, duration) + duration
+
+    def _gain(self, task: int, after: int, device: int, end: float) -> float:
+        """How much sooner the critical path could go on past `task` (to `after`, the
+        next critical task, if any) with `task` on `device` finishing at `end`."""
+        schedule = self.schedule
+        if after < 0:
+            return schedule.finish[task] - end
+        device_of = schedule.device_of
+        for succ, comm in self.problem.succs[task]:
+            if succ == after:
+                paid_now = comm if device_of[task] != device_of[after] else 0.0
+                paid_then = comm if device != device_of[after] else 0.0
+                return schedule.finish[task] + paid_now - (end + paid_then)
+        # `after` waited for `task` on their device: moving `task` off frees it.
+        return schedule.start[after] - self._data_ready(after)
+
+    def _data_ready(self, task: int) -> float:
+        device_of, finish = self.schedule.device_of, self.schedule.finish
+        device = device_of[task]
+        return max(
+            (
+                finish[p] + (c if device_of[p] != device else 0.0)
+                for p, c in self.problem.preds[task]
+            ),
+            default=0.0,
+        )
+
+    def apply(self, task: int, device: int, limit: float) -> tuple[Schedule | None, int]:
+        """The schedule with `task` moved to `device` if all of it finishes before `limit`
+        (else None), and how many tasks were simulated. Tasks before `task` in the order
+        keep their times, so simulation resumes at its position."""
+        problem, schedule, position = self.problem, self.schedule, self.position
+        first = position[task]
+        device_of = list(schedule.device_of)
+        device_of[task] = device
+        start, finish = list(schedule.start), list(schedule.finish)
+        starts, finishes = [], []
+        for tasks in self.on_device:
+            kept = [t for t in tasks if position[t] < first]
+            starts.append([start[t] for t in kept])
+            finishes.append([finish[t] for t in kept])
+        moved = simulate_from(
+            problem, schedule.order, device_of, first, start, finish, (starts, finishes), limit
+        )
+        if moved is not None and moved.makespan >= limit:
+            moved = None  # a task before `task` already finishes that late
+        return moved, problem.n - first
+
+
+def critical_path(
+    problem: Problem, schedule: Schedule, on_device: list[list[int]] | None = None
+) -> list[int]:
     """The tasks whose times fix the makespan: back from the last finisher, through the
-    input or the device predecessor that its start waited for. Latest first."""
+    input or the device predecessor that its start waited for. Latest first.
+    (`on_device`: `tasks_by_device(problem, schedule)`, if already at hand.)"""
     if problem.n == 0:
         return []
     task = max(range(problem.n), key=lambda t: (schedule.finish[t], -t))
-    previous_on_device = _previous_on_device(problem, schedule)
+    previous = [-1] * problem.n
+    for tasks in on_device or tasks_by_device(problem, schedule):
+        for before, after in zip(tasks, tasks[1:]):
+            previous[after] = before
     path = [task]
     seen = {task}
     while schedule.start[task] > _EPS:
-        task = _blocker(problem, schedule, task, previous_on_device)
+        task = _blocker(problem, schedule, task, previous)
         if task < 0 or task in seen:
             break
         path.append(task)
@@ -493,15 +781,13 @@ def critical_path(problem: Problem, schedule: Schedule) -> list[int]:
     return path
 
 
-def _previous_on_device(problem: Problem, schedule: Schedule) -> list[int]:
+def tasks_by_device(problem: Problem, schedule: Schedule) -> list[list[int]]:
+    """Each device's tasks in the order they run (by start, then finish)."""
     by_device: list[list[int]] = [[] for _ in range(problem.n_devices)]
-    for task in sorted(range(problem.n), key=lambda t: (schedule.start[t], schedule.finish[t])):
+    start, finish = schedule.start, schedule.finish
+    for task in sorted(range(problem.n), key=lambda t: (start[t], finish[t])):
         by_device[schedule.device_of[task]].append(task)
-    previous = [-1] * problem.n
-    for tasks in by_device:
-        for before, after in zip(tasks, tasks[1:]):
-            previous[after] = before
-    return previous
+    return by_device
 
 
 def _blocker(problem: Problem, schedule: Schedule, task: int, previous: list[int]) -> int:

@@ -1,3 +1,14 @@
+"""`dhir-place`: give every task an MPI rank (`dhir.rank`), keeping ranks already given.
+
+Algorithms: `round-robin` (task k of a schedule on rank k mod N; the pass's default,
+so that hand-written expectations stay put), and the cost-driven list schedulers of
+`dhir.placement.list_scheduling` (`heft`, `peft`, `best`) on each schedule's task graph
+(`dhir.placement.from_ir`): task times estimated from the IR (`dhir.analysis.costs`),
+or measured ones from a profile (`costs=FILE`, as `dhir run --profile FILE` writes
+it). `dhir run` and `dhir compile` use `best` unless told otherwise.
+"""
+
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -5,12 +16,14 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from dhir.analysis.costs import CostModel, load_profile
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.placement import RANK_ATTR, rank_of
 from dhir.placement.round_robin import round_robin
 
-ALGORITHMS = {"round-robin": round_robin}
+ALGORITHMS = ("round-robin", "heft", "peft", "best")
+DEFAULT_ALGORITHM = "best"  # for dhir run and dhir compile
 
 
 @dataclass(frozen=True)
@@ -21,24 +34,63 @@ class PlacePass(ModulePass):
 
     ranks: int = 1
     algorithm: str = "round-robin"
+    costs: str | None = None  # a profile whose measured task times replace the estimates
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ranks < 1:
             raise PassFailedException(f"dhir-place: ranks must be at least 1, got {self.ranks}")
-        place = ALGORITHMS.get(self.algorithm)
-        if place is None:
-            known = ", ".join(ALGORITHMS)
+        if self.algorithm not in ALGORITHMS:
             raise PassFailedException(
-                f"dhir-place: unknown algorithm '{self.algorithm}'; known: {known}"
+                f"dhir-place: unknown algorithm '{self.algorithm}'; known: {', '.join(ALGORITHMS)}"
             )
-        for schedule in op.walk():
-            if isinstance(schedule, ScheduleOp):
-                self._place(schedule, place(schedule, self.ranks))
+        schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
+        profile = load_profile(self.costs) if self.costs else None  # checked in any case
+        if self.algorithm == "round-robin":
+            for schedule in schedules:
+                place_schedule(schedule, self.ranks)
+            return
+        from dhir.placement.from_ir import machine_for
 
-    def _place(self, schedule: ScheduleOp, ranks: list[int]) -> None:
-        for task, rank in zip(schedule.tasks(), ranks, strict=True):
-            _check_explicit(task, self.ranks)
-            task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+        devices, model = machine_for(op, self.ranks, profile)
+        for schedule in schedules:
+            place_schedule(schedule, self.ranks, self.algorithm, model, devices)
+
+
+def place_schedule(
+    schedule: ScheduleOp,
+    ranks: int,
+    algorithm: str = "round-robin",
+    model: CostModel | None = None,
+    devices: Sequence[object] | None = None,
+) -> None:
+    """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
+    (default: alike local CPUs); `model` gives the costs (default: estimates)."""
+    for task in schedule.tasks():
+        _check_explicit(task, ranks)
+    if algorithm == "round-robin":
+        chosen = round_robin(schedule, ranks)
+    else:
+        chosen = _by_cost(schedule, ranks, algorithm, model, devices)
+    for task, rank in zip(schedule.tasks(), chosen, strict=True):
+        task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+
+
+def _by_cost(
+    schedule: ScheduleOp,
+    ranks: int,
+    algorithm: str,
+    model: CostModel | None,
+    devices: Sequence[object] | None,
+) -> list[int]:
+    from dhir.placement.from_ir import local_devices, rank_of_device, task_graph
+    from dhir.placement.list_scheduling import ALGORITHMS as SCHEDULERS
+
+    tasks = list(schedule.tasks())
+    if ranks == 1:
+        return [0] * len(tasks)  # nothing to choose: skip the analysis
+    graph = task_graph(schedule, devices if devices is not None else local_devices(ranks), model)
+    assignment = SCHEDULERS[algorithm](graph).assignment
+    return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 
 def _check_explicit(task: TaskOp, ranks: int) -> None:

@@ -2,6 +2,7 @@
 placement on random graphs (checked here, independently of the schedulers), and
 `dhir schedule` as users run it."""
 
+import gc
 import json
 import subprocess
 import sys
@@ -17,16 +18,23 @@ from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import (
     ALGORITHMS,
     INF,
+    Moves,
     Problem,
     Timelines,
     best,
+    fewer_devices,
     heft,
+    heft_schedule,
     list_schedule,
     optimistic_cost_table,
     peft,
+    portfolio,
     ready_times,
+    restricted,
     round_robin_graph,
+    sequential_time,
     simulate,
+    single_device_schedule,
     upward_rank,
 )
 
@@ -36,13 +44,16 @@ ARABNEJAD = DATA / "arabnejad2014.json"  # Arabnejad, Barbosa 2014, Fig. 1 / Tab
 
 
 def check_valid(graph: TaskGraph, placement: Placement) -> None:
-    """An independent check: every task placed once on a device that can run it, for
-    exactly its cost; inputs arrive before it starts; no two tasks overlap on a device."""
+    """An independent check: every task placed once on a device that can run it and has
+    room for it, for exactly its cost; inputs arrive before it starts; no two tasks overlap
+    on a device."""
     tol = 1e-6
     assert set(placement.assignment) == set(graph.tasks)
     for task in graph.tasks:
         device = placement.assignment[task]
         assert device in graph.cost[task], f"{task} placed on {device}, which cannot run it"
+        room = graph.capacity.get(device, INF)
+        assert graph.memory.get(task, 0.0) <= room, f"{task} does not fit on {device}"
         assert placement.start[task] >= -tol
         duration = placement.finish[task] - placement.start[task]
         assert abs(duration - graph.cost[task][device]) <= tol, task
@@ -93,7 +104,9 @@ def test_best_is_no_worse_on_the_papers_examples(path: Path) -> None:
 
 
 @st.composite
-def task_graphs(draw: st.DrawFn) -> TaskGraph:
+def task_graphs(draw: st.DrawFn, memory: bool = False) -> TaskGraph:
+    """Up to 14 tasks on up to 4 devices, each runnable on some of them; with `memory`,
+    devices of limited capacity, and tasks that each fit on at least one of their own."""
     devices = tuple(f"d{k}" for k in range(draw(st.integers(1, 4))))
     n = draw(st.integers(0, 14))
     tasks = tuple(f"t{i}" for i in range(n))
@@ -106,7 +119,15 @@ def task_graphs(draw: st.DrawFn) -> TaskGraph:
     for j in range(n):
         for i in draw(st.sets(st.integers(0, j - 1), max_size=3) if j else st.just(set())):
             edges.append(Edge(tasks[i], tasks[j], float(draw(times))))
-    return TaskGraph(devices, tasks, cost, tuple(edges))
+    if not memory:
+        return TaskGraph(devices, tasks, cost, tuple(edges))
+    sizes = st.integers(0, 8).map(float)
+    capacity = {d: draw(sizes) for d in devices if draw(st.booleans())}
+    needs = {}
+    for task in tasks:
+        room = max(capacity.get(d, INF) for d in cost[task])
+        needs[task] = draw(st.floats(0, min(room, 10.0)))
+    return TaskGraph(devices, tasks, cost, tuple(edges), needs, capacity)
 
 
 @settings(max_examples=300, deadline=None)
@@ -116,11 +137,92 @@ def test_every_algorithm_places_validly(graph: TaskGraph) -> None:
         check_valid(graph, algorithm(graph))
 
 
+@settings(max_examples=200, deadline=None)
+@given(task_graphs(memory=True))
+def test_every_algorithm_honours_memory_capacity(graph: TaskGraph) -> None:
+    for algorithm in ALGORITHMS.values():
+        check_valid(graph, algorithm(graph))
+
+
 @settings(max_examples=300, deadline=None)
 @given(task_graphs())
-def test_best_never_worse_than_heft_or_peft(graph: TaskGraph) -> None:
-    limit = min(heft(graph).makespan, peft(graph).makespan)
+def test_best_never_worse_than_the_baselines(graph: TaskGraph) -> None:
+    limit = min(algorithm(graph).makespan for algorithm in (round_robin_graph, heft, peft))
     assert best(graph).makespan <= limit + 1e-9
+
+
+def fastest_single_device(graph: TaskGraph) -> float:
+    """Independently of the schedulers: the least total cost of the graph on one device
+    that can run (and fit) every task, summed in task order."""
+    times = [
+        sum(graph.cost[t][d] for t in graph.tasks)
+        for d in graph.devices
+        if all(d in graph.cost[t] and graph.fits(t, d) for t in graph.tasks)
+    ]
+    return min(times, default=INF)
+
+
+@settings(max_examples=300, deadline=None)
+@given(task_graphs(memory=True) | task_graphs())
+def test_best_is_never_slower_than_the_fastest_single_device(graph: TaskGraph) -> None:
+    assert sequential_time(graph) == fastest_single_device(graph)
+    assert best(graph).makespan <= fastest_single_device(graph)
+
+
+def test_best_keeps_everything_on_one_device_when_comm_dominates() -> None:
+    # A chain whose every hop costs far more than running it all on the fastest device.
+    chain = tuple(f"t{i}" for i in range(6))
+    cost = {t: {"slow": 10.0 if i % 2 else 1.0, "fast": 2.0} for i, t in enumerate(chain)}
+    edges = tuple(Edge(a, b, 100.0) for a, b in zip(chain, chain[1:]))
+    graph = TaskGraph(("slow", "fast"), chain, cost, edges)
+    placement = best(graph)
+    assert placement.makespan <= 12.0
+    check_valid(graph, placement)
+
+
+def test_the_portfolio_holds_the_single_device_and_fewer_device_schedules() -> None:
+    graph = TaskGraph(
+        tuple(f"d{k}" for k in range(8)),
+        ("x", "y"),
+        {"x": {f"d{k}": 1.0 + k for k in range(8)}, "y": {f"d{k}": 8.0 - k for k in range(8)}},
+        (Edge("x", "y", 1.0),),
+    )
+    problem = Problem(graph)
+    single = single_device_schedule(problem)
+    assert single is not None and single.device_of == [0, 0]  # 9 on d0, ties to the first
+    assert any(s.device_of == single.device_of for s in portfolio(problem))
+    assert fewer_devices(problem) == [[0, 1, 2, 3], [0, 1]]
+    # Tasks none of the chosen devices can run keep their own devices.
+    assert restricted(problem, [0]) == [[0], [0]]
+
+
+def test_no_single_device_schedule_when_no_device_runs_everything() -> None:
+    graph = TaskGraph(("a", "b"), ("x", "y"), {"x": {"a": 1.0}, "y": {"b": 1.0}}, ())
+    assert single_device_schedule(Problem(graph)) is None
+    assert sequential_time(graph) == INF
+    check_valid(graph, best(graph))
+
+
+@settings(max_examples=200, deadline=None)
+@given(task_graphs(), st.randoms(use_true_random=False))
+def test_a_local_search_move_resimulates_exactly(graph: TaskGraph, rng: object) -> None:
+    """Moving a task re-simulates only from its position on; the result must be that of
+    simulating the whole graph with the task moved."""
+    problem = Problem(graph)
+    if problem.n == 0:
+        return
+    schedule = heft_schedule(problem)
+    task = rng.randrange(problem.n)  # type: ignore[attr-defined]
+    device = rng.choice(problem.runnable[task])  # type: ignore[attr-defined]
+    moved, steps = Moves(problem, schedule).apply(task, device, INF)
+    device_of = list(schedule.device_of)
+    device_of[task] = device
+    whole = simulate(problem, schedule.order, device_of)
+    assert moved is not None and 0 < steps <= problem.n
+    assert (moved.start, moved.finish) == (whole.start, whole.finish)
+    # With a limit at the whole makespan, the move is cut short.
+    if whole.makespan > 0:
+        assert Moves(problem, schedule).apply(task, device, whole.makespan)[0] is None
 
 
 @settings(max_examples=50, deadline=None)
@@ -257,6 +359,68 @@ def test_a_task_no_device_can_run_is_an_error(name: str) -> None:
         ALGORITHMS[name](graph)
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_schedulers_leave_the_cycle_collector_as_they_found_it(enabled: bool) -> None:
+    graph = read_graph(TOPCUOGLU)
+    broken = TaskGraph(("a",), ("x",), {"x": {}}, ())
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        for algorithm in ALGORITHMS.values():
+            algorithm(graph)
+            assert gc.isenabled() == enabled
+            with pytest.raises(DhirError):
+                algorithm(broken)
+            assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_a_task_that_fits_nowhere_is_an_error(name: str) -> None:
+    graph = TaskGraph(
+        ("cpu", "gpu"),
+        ("small", "huge"),
+        {"small": {"cpu": 1, "gpu": 1}, "huge": {"gpu": 1}},
+        (),
+        memory={"small": 1.0, "huge": 64e9},
+        capacity={"gpu": 16e9},  # the CPU has room, but cannot run it
+    )
+    with pytest.raises(DhirError, match="task 'huge' needs 6.4e\\+10 bytes .*gpu: 1.6e\\+10"):
+        ALGORITHMS[name](graph)
+
+
+@settings(max_examples=100, deadline=None)
+@given(task_graphs(memory=True), st.data())
+def test_tasks_that_fit_nowhere_are_named(graph: TaskGraph, data: st.DataObject) -> None:
+    if not graph.tasks:
+        return
+    huge = data.draw(st.lists(st.sampled_from(graph.tasks), min_size=1, unique=True))
+    capacity = {d: graph.capacity.get(d, 100.0) for d in graph.devices}
+    memory = {**graph.memory, **dict.fromkeys(huge, 1000.0)}
+    tight = TaskGraph(graph.devices, graph.tasks, graph.cost, graph.edges, memory, capacity)
+    for algorithm in ALGORITHMS.values():
+        with pytest.raises(DhirError) as raised:
+            algorithm(tight)
+        named = {m.split("'")[1] for m in (d.message for d in raised.value.diagnostics)}
+        assert named == set(huge)
+
+
+def test_memory_limits_steer_tasks_off_the_fast_device() -> None:
+    graph = TaskGraph(
+        ("gpu", "cpu"),
+        ("a", "b"),
+        {"a": {"gpu": 1, "cpu": 10}, "b": {"gpu": 1, "cpu": 10}},
+        (),
+        memory={"b": 5.0},
+        capacity={"gpu": 4.0},
+    )
+    for algorithm in ALGORITHMS.values():
+        placement = algorithm(graph)
+        assert placement.assignment["b"] == "cpu"
+        check_valid(graph, placement)
+
+
 # --- reading graphs ---------------------------------------------------------------------
 
 
@@ -288,14 +452,44 @@ def _graph(**overrides: object) -> dict[str, object]:
         ([], "expected an object"),
     ],
 )
-def test_bad_graphs_are_reported(data: object, message: str) -> None:
+@pytest.mark.parametrize("reader", [graph_from_json, TaskGraph.from_json])
+def test_bad_graphs_are_reported(reader: object, data: object, message: str) -> None:
     with pytest.raises(DhirError, match=message):
-        graph_from_json(data)
+        reader(data)  # type: ignore[operator]
 
 
-def test_tasks_out_of_order_are_sorted_topologically() -> None:
+@pytest.mark.parametrize("reader", [graph_from_json, TaskGraph.from_json])
+def test_tasks_out_of_order_are_sorted_topologically(reader: object) -> None:
     data = _graph(edges=[{"from": "y", "to": "x", "comm": 1}])
-    assert graph_from_json(data).tasks == ("y", "x")
+    assert reader(data).tasks == ("y", "x")  # type: ignore[operator]
+
+
+def test_memory_and_capacity_are_read_when_given() -> None:
+    tasks = {"x": {"cost": {"a": 1, "b": 2}, "memory": 3e9}, "y": {"cost": {"a": 3}}}
+    graph = TaskGraph.from_json(_graph(tasks=tasks, capacity={"b": 2e9}))
+    assert graph.memory == {"x": 3e9} and graph.capacity == {"b": 2e9}
+    assert graph.fits("x", "a") and not graph.fits("x", "b") and graph.fits("y", "b")
+    assert best(graph).assignment["x"] == "a"
+    plain = TaskGraph.from_json(_graph())
+    assert plain.memory == {} and plain.capacity == {}
+    assert plain == graph_from_json(_graph())
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (_graph(capacity={"gpu9": 1}), "capacity given for unknown device 'gpu9'"),
+        (_graph(capacity={"a": -1}), "capacity of 'a': size must be a non-negative number"),
+        (_graph(capacity=[1]), '"capacity" must be an object'),
+        (
+            _graph(tasks={"x": {"cost": {"a": 1}, "memory": "lots"}}),
+            "task 'x' memory: size must be a non-negative number, got 'lots'",
+        ),
+    ],
+)
+def test_bad_memory_and_capacity_are_reported(data: object, message: str) -> None:
+    with pytest.raises(DhirError, match=message):
+        TaskGraph.from_json(data)
 
 
 # --- the command ------------------------------------------------------------------------

@@ -1,0 +1,375 @@
+"""How well dhir's cost model predicts a schedule's wall time on this machine.
+
+    .venv/bin/python bench/cost_accuracy.py [--ranks 1,2,4] [--repeats 3] [--mpi mpich]
+
+For each program and rank count: place its schedule with `best` on the estimated task
+graph (this machine's description, `dhir.placement.from_ir.machine_for`), pin that
+placement (`dhir.rank` on every task) and run it natively with `--profile`, several
+times. Printed, in milliseconds:
+
+- est: the placement's predicted makespan (the list scheduler's, from the estimates);
+- est sim: the simulator replaying that placement in program order (the order the
+  native backend runs each rank's tasks), on the estimates;
+- prof sim: the same replay with the measured task times fed back (`costs=`: the
+  median over the runs of each task's time);
+- measured: the median over the runs of the schedule's wall time (the profile's
+  "schedules": from a barrier at its start to the slowest rank's end; mpirun start-up
+  and the program's input and output are outside it).
+
+Errors are (predicted - measured) / measured; the goal is a mean absolute error of at
+most 15%, judged for est and prof sim separately. No constant is fitted: the rates are
+the machine description's, as `dhir run` uses them (a description with guessed CPU
+rates, per-core ones included, is calibrated first, with `dhir calibrate --quick`, into
+a scratch file; set DHIR_SYSTEM to a description to reuse one: calibrations on a busy
+machine vary).
+
+Rank counts above this machine's cores are left out unless asked for with --ranks:
+MPICH's waiting ranks spin, so oversubscribed runs measure the spinning.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import programs  # noqa: E402
+from xdsl.dialects.builtin import IntegerAttr, i64  # noqa: E402
+
+from dhir import parse_string  # noqa: E402
+from dhir.analysis.costs import CostModel, Measurement, Profile, load_profile  # noqa: E402
+from dhir.api import print_module  # noqa: E402
+from dhir.dialects.dhir import ScheduleOp  # noqa: E402
+from dhir.machine.description import with_core_guesses  # noqa: E402
+from dhir.machine.detect import local_cores  # noqa: E402
+from dhir.machine.files import SYSTEM_ENV  # noqa: E402
+from dhir.placement import RANK_ATTR  # noqa: E402
+from dhir.placement.from_ir import (  # noqa: E402
+    local_link,
+    local_system,
+    machine_for,
+    rank_of_device,
+    task_graph,
+)
+from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
+from dhir.placement.list_scheduling import ALGORITHMS  # noqa: E402
+from dhir.placement.simulate import simulate  # noqa: E402
+from dhir.run import run  # noqa: E402
+
+GOAL = 0.15
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str
+    inputs: Callable[[np.random.Generator], list[object]]
+
+
+def _sweep(dst: str, src: str, n: int, reps: int, t: str) -> list[str]:
+    """`reps` sweeps of dst[i] = dst[i] * 0.5 + src[i] * 0.25 (dst == src: one buffer)."""
+    return [
+        "      %c0 = arith.constant 0 : index",
+        "      %c1 = arith.constant 1 : index",
+        f"      %n = arith.constant {n} : index",
+        f"      %reps = arith.constant {reps} : index",
+        "      %half = arith.constant 0.5 : f64",
+        "      %quarter = arith.constant 0.25 : f64",
+        "      scf.for %r = %c0 to %reps step %c1 {",
+        "        scf.for %i = %c0 to %n step %c1 {",
+        f"          %d = memref.load %{dst}[%i] : {t}",
+        f"          %s = memref.load %{src}[%i] : {t}",
+        "          %dh = arith.mulf %d, %half : f64",
+        "          %sq = arith.mulf %s, %quarter : f64",
+        "          %sum = arith.addf %dh, %sq : f64",
+        f"          memref.store %sum, %{dst}[%i] : {t}",
+        "        }",
+        "      }",
+    ]
+
+
+def _main(args: list[str], body: list[str], before: list[str] | None = None) -> str:
+    names = ", ".join(a.split(":")[0] for a in args)
+    lines = [f"func.func @main({', '.join(args)}) {{", *(before or [])]
+    lines += [f"  dhir.schedule {names} {{", '    %cpu = dhir.target {kind = "cpu"}']
+    return "\n".join([*lines, *body, "  }", "  return", "}", ""])
+
+
+def chain(tasks: int, n: int, reps: int) -> str:
+    """`tasks` sweeps over one buffer, each after the one before."""
+    t = f"memref<{n}xf64>"
+    body: list[str] = []
+    for k in range(tasks):
+        body += [f"    %t{k} = dhir.task %cpu, %x {{", *_sweep("x", "x", n, reps, t), "    }"]
+    return _main([f"%x: {t}"], body)
+
+
+def fork_join(width: int, n: int, reps: int) -> str:
+    """`width` independent sweeps, each over a buffer of its own, then one task that adds
+    them all up into %out."""
+    t = f"memref<{n}xf64>"
+    body: list[str] = []
+    for k in range(width):
+        body += [
+            f"    %f{k} = dhir.task %cpu, %x{k} {{",
+            *_sweep(f"x{k}", f"x{k}", n, reps, t),
+            "    }",
+        ]
+    listed = ", ".join(f"%x{k}" for k in range(width))
+    body += [
+        f"    %join = dhir.task %cpu, %out, {listed} {{",
+        "      %c0 = arith.constant 0 : index",
+        "      %c1 = arith.constant 1 : index",
+        f"      %n = arith.constant {n} : index",
+        "      scf.for %i = %c0 to %n step %c1 {",
+        f"        %s0 = memref.load %x0[%i] : {t}",
+    ]
+    for k in range(1, width):
+        body += [
+            f"        %v{k} = memref.load %x{k}[%i] : {t}",
+            f"        %s{k} = arith.addf %s{k - 1}, %v{k} : f64",
+        ]
+    body += [f"        memref.store %s{width - 1}, %out[%i] : {t}", "      }", "    }"]
+    args = [f"%out: {t}", *(f"%x{k}: {t}" for k in range(width))]
+    return _main(args, body)
+
+
+def stencil(blocks: int, n: int, steps: int) -> str:
+    """A 1-D three-point stencil over `blocks` blocks of n elements (u0..), `steps` time
+    steps of one schedule each: per block, v = the average of u and its neighbours
+    (reading the neighbour blocks' edge elements), then u = v."""
+    t = f"memref<{n}xf64>"
+    body: list[str] = []
+    for k in range(blocks):
+        left = f"u{k - 1}" if k > 0 else f"u{k}"
+        right = f"u{k + 1}" if k < blocks - 1 else f"u{k}"
+        listed = ", ".join(dict.fromkeys([f"%v{k}", f"%u{k}", f"%{left}", f"%{right}"]))
+        body += [
+            f"      %s{k} = dhir.task %cpu, {listed} {{",
+            "        %c0 = arith.constant 0 : index",
+            "        %c1 = arith.constant 1 : index",
+            f"        %last = arith.constant {n - 1} : index",
+            "        %third = arith.constant 0.3333333333333333 : f64",
+            f"        %l = memref.load %{left}[%last] : {t}",
+            f"        %r = memref.load %{right}[%c0] : {t}",
+            "        scf.for %i = %c0 to %last step %c1 {",
+            "          %ip = arith.addi %i, %c1 : index",
+            f"          %a = memref.load %u{k}[%i] : {t}",
+            f"          %b = memref.load %u{k}[%ip] : {t}",
+            "          %ab = arith.addf %a, %b : f64",
+            "          %abl = arith.addf %ab, %l : f64",
+            "          %m = arith.mulf %abl, %third : f64",
+            f"          memref.store %m, %v{k}[%i] : {t}",
+            "        }",
+            f"        %e = memref.load %u{k}[%last] : {t}",
+            "        %er = arith.addf %e, %r : f64",
+            f"        memref.store %er, %v{k}[%last] : {t}",
+            "      }",
+        ]
+    for k in range(blocks):
+        body += [
+            f"      %cp{k} = dhir.task %cpu, %u{k}, %v{k} {{",
+            f"        memref.copy %v{k}, %u{k} : {t} to {t}",
+            "      }",
+        ]
+    args = [f"%u{k}: {t}" for k in range(blocks)] + [f"%v{k}: {t}" for k in range(blocks)]
+    names = ", ".join(a.split(":")[0] for a in args)
+    lines = [
+        f"func.func @main({', '.join(args)}) {{",
+        "  %z = arith.constant 0 : index",
+        "  %one = arith.constant 1 : index",
+        f"  %steps = arith.constant {steps} : index",
+        "  scf.for %step = %z to %steps step %one {",
+        f"    dhir.schedule {names} {{",
+        '      %cpu = dhir.target {kind = "cpu"}',
+        *body,
+        "    }",
+        "  }",
+        "  return",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _arrays(count: int, n: int) -> Callable[[np.random.Generator], list[object]]:
+    return lambda rng: [rng.random(n) for _ in range(count)]
+
+
+def cases(quick: bool) -> list[Case]:
+    scale = 4 if quick else 1
+    small, large = 1 << 16, (1 << 23) // scale
+    dag_inputs = _arrays(4, small)
+    return [
+        Case(
+            f"dag20 n={small} x16",
+            programs.dag20(small, 16),
+            lambda rng: [*dag_inputs(rng), np.zeros(1)],
+        ),
+        Case(
+            f"dag20 n={large} x1",
+            programs.dag20(large, 1),
+            lambda rng: [*_arrays(4, large)(rng), np.zeros(1)],
+        ),
+        Case(f"chain 8 n={large // 4} x4", chain(8, large // 4, 4), _arrays(1, large // 4)),
+        Case(
+            f"fork-join 4 n={large // 4} x4",
+            fork_join(4, large // 4, 4),
+            _arrays(5, large // 4),
+        ),
+        Case(
+            f"stencil 4x{large // 8} 5 steps",
+            stencil(4, large // 8, 5),
+            _arrays(8, large // 8),
+        ),
+    ]
+
+
+# --- measuring and predicting ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    ranks: int
+    estimated: float  # the placement's makespan, on the estimates
+    estimated_sim: float  # program-order replay, estimates
+    profiled_sim: float  # program-order replay, measured task times
+    measured: float  # median schedule wall time
+
+
+def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Row:
+    module = parse_string(case.text)
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    devices, model = machine_for(module, ranks)
+    graph = task_graph(schedule, devices, model)
+    placed = ALGORITHMS["best"](graph)
+    for task, name in zip(schedule.tasks(), graph.tasks, strict=False):
+        task.attributes[RANK_ATTR] = IntegerAttr(rank_of_device(placed.assignment[name]), i64)
+    pinned = print_module(module)  # this placement, whatever the run's placement pass says
+    inputs = case.inputs(np.random.default_rng(SEED))
+    profiles = []
+    for k in range(repeats):
+        path = scratch / f"profile-{ranks}-{k}.json"
+        run(pinned, *inputs, ranks=ranks, mpi=mpi, placement="round-robin", profile=path)
+        profiles.append(json.loads(path.read_text()))
+    name = next(iter(profiles[0]["schedules"]))
+    measured = statistics.median(p["schedules"][name] for p in profiles)
+    feedback = CostModel(_median_profile(profiles, scratch), link=local_link())
+    measured_graph = task_graph(schedule, devices, feedback)
+    return Row(
+        case.name,
+        ranks,
+        placed.makespan,
+        simulate(graph, _program_order(graph, placed)).makespan,
+        simulate(measured_graph, _program_order(measured_graph, placed)).makespan,
+        measured,
+    )
+
+
+def _program_order(graph: TaskGraph, placed: Placement) -> Placement:
+    """The placement's ranks, each running its tasks in program order (as the native
+    backend does): equal starts leave the order to the graph's."""
+    zero = dict.fromkeys(graph.tasks, 0.0)
+    return Placement(dict(placed.assignment), zero, dict(zero))
+
+
+def _median_profile(profiles: list[dict], scratch: Path) -> Profile:
+    tasks = {
+        name: statistics.median(p["tasks"][name] for p in profiles) for name in profiles[0]["tasks"]
+    }
+    path = scratch / "median.json"
+    path.write_text(json.dumps({**profiles[0], "tasks": tasks}))
+    profile = load_profile(path)
+    assert all(isinstance(m, Measurement) for m in profile.tasks.values())
+    return profile
+
+
+# --- the table ---------------------------------------------------------------------------
+
+
+def error(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured
+
+
+def report(rows: list[Row], repeats: int) -> None:
+    print(f"\n## Cost-model accuracy (median of {repeats} runs; times in ms)")
+    header = f"{'program':30}{'ranks':>6}{'est':>9}{'est sim':>9}{'prof sim':>9}"
+    print(header + f"{'measured':>10}{'err est':>9}{'err prof':>9}")
+    for r in rows:
+        times = (r.estimated, r.estimated_sim, r.profiled_sim)
+        cells = "".join(f"{t * 1e3:9.2f}" for t in times)
+        errors = f"{error(r.estimated, r.measured):+9.0%}{error(r.profiled_sim, r.measured):+9.0%}"
+        print(f"{r.case:30}{r.ranks:6}{cells}{r.measured * 1e3:10.2f}{errors}")
+    for label, pick in (
+        ("estimates (est)", lambda r: r.estimated),
+        ("estimates, replayed (est sim)", lambda r: r.estimated_sim),
+        ("measured task times (prof sim)", lambda r: r.profiled_sim),
+    ):
+        mean = statistics.mean(abs(error(pick(r), r.measured)) for r in rows)
+        verdict = "PASS" if mean <= GOAL else "FAIL"
+        print(f"mean |error|, {label:32} {mean:6.1%}   goal <= {GOAL:.0%}: {verdict}")
+
+
+def describe_machine(scratch: Path, mpi: str) -> None:
+    """Use this machine's description; calibrate it first when its CPU rates are guesses."""
+    cpu = next(d for d in local_system().nodes[0].devices if d.kind == "cpu")
+    measured = {"peak_gflops", "mem_bw_gbs", "core_mem_bw_gbs", "core_cache_bw_gbs"}
+    if measured & set(with_core_guesses(cpu).guessed) and not os.environ.get(SYSTEM_ENV):
+        path = scratch / "system.toml"
+        print("this machine's CPU rates are guesses: calibrating (dhir calibrate --quick)")
+        command = [sys.executable, "-m", "dhir.cli.main", "calibrate", "--quick"]
+        subprocess.run([*command, "--mpi", mpi, "-o", str(path)], check=True, capture_output=True)
+        os.environ[SYSTEM_ENV] = str(path)
+        cpu = next(d for d in local_system().nodes[0].devices if d.kind == "cpu")
+    link = local_system().intra_node
+    core = with_core_guesses(cpu)
+    print(
+        f"machine: {cpu.cores} cores, {cpu.peak_gflops} GFLOP/s, {cpu.mem_bw_gbs} GB/s "
+        f"(shared among the ranks busy at once); one core: {core.core_gflops} GFLOP/s, "
+        f"{core.core_mem_bw_gbs} GB/s from memory, {core.core_cache_bw_gbs} GB/s from its "
+        f"{(core.core_cache_bytes or 0) >> 10} KiB cache, {core.llc_bw_gbs} GB/s from the "
+        f"{(core.llc_bytes or 0) >> 20} MiB LLC (guessed: {', '.join(core.guessed) or 'none'}); "
+        f"ranks talk at {link.latency_us} us + bytes / {link.bandwidth_gbs} GB/s"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--ranks", help="comma-separated rank counts (default: 1,2,4 up to cores)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
+    parser.add_argument("--quick", action="store_true", help="arrays a quarter as large")
+    args = parser.parse_args()
+    if args.ranks:
+        counts = [int(word) for word in args.ranks.split(",")]
+    else:
+        counts = [r for r in (1, 2, 4) if r <= local_cores()]
+        left = [r for r in (1, 2, 4) if r > local_cores()]
+        if left:
+            print(f"left out: {left} ranks (more than this machine's {local_cores()} cores)")
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="dhir-cost-accuracy-") as tmp:
+        describe_machine(Path(tmp), args.mpi)
+        for case in cases(args.quick):
+            for ranks in counts:
+                rows.append(measure(case, ranks, args.repeats, args.mpi, Path(tmp)))
+                print(f"  measured {case.name} on {ranks} rank(s)", file=sys.stderr)
+    report(rows, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,412 @@
+"""A schedule as a `TaskGraph` for the list schedulers.
+
+One graph device per MPI rank (`rank0`, `rank1`, ...), each rank running on one
+`Device`. A task gets a cost on every device that can run its target (kind, and arch
+when both name one) and, when it carries `dhir.rank = R`, on rank R's device only; a
+device left out of a task's costs cannot run it. Tasks are named as `task_ids` names
+them (`main.schedule0.task1`). Edges come from the dependences: a read-after-write or
+write-after-write hazard carries the memref (a writer needs an up-to-date copy too,
+as the lowering gives it one), a write-after-read hazard only orders.
+
+A last node, `END_TASK`, pinned to rank 0, stands for the end of the schedule, as
+dhir-lower-to-mpi lowers it: every memref the schedule writes is broadcast from its last
+writer to every rank, except the entry function's outputs that nothing reads afterwards,
+which are only sent to rank 0. Each last writer has an edge to `END_TASK`; the edge
+carries the memrefs sent to rank 0 only (paid when the writer is another rank), and
+`END_TASK`'s time is that of the broadcasts, which every rank waits for whoever wrote
+the data (a binomial tree: ceil(log2(ranks)) transfers one after the other).
+
+Task times depend on how many ranks run at once (`concurrency`): a chain of dependent
+tasks keeps one rank busy at a time, which then has its device's whole memory bandwidth.
+"""
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from dhir.analysis.costs import (
+    REFERENCE_GPU,
+    CostModel,
+    Device,
+    Link,
+    Profile,
+    memref_bytes,
+    schedule_task_ids,
+)
+from dhir.analysis.dependences import Hazard
+from dhir.analysis.dependences import TaskGraph as DependenceGraph
+from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.placement import RANK_ATTR, rank_of
+from dhir.placement.graph import Edge, TaskGraph
+from dhir.targets import DeviceKind, TargetInfo
+
+if TYPE_CHECKING:
+    from dhir.machine.description import Device as MachineDevice
+    from dhir.machine.description import System
+
+END_TASK = "(end)"
+MACHINE_ATTR = "dhir.machine"  # as dhir.machine.dlti writes it
+
+
+def local_devices(ranks: int, with_gpus: bool = False) -> list[Device]:
+    """Without a machine description: `ranks` alike CPU ranks of this machine (its
+    description, `local_system()`), sharing the node's CPU: its rates, cores and caches
+    (the roofline shares the rates among those that run at once). `with_gpus`: each rank
+    also drives one of the node's GPUs, rank r GPU r mod count, as the GPU runtime picks
+    them (one assumed where none is found, so that the program places and its run says
+    there is no GPU); ranks sharing a GPU are not modelled as slowing each other. No arch
+    is stated, so that a program for another chip can still be placed (the native backend
+    and the CUDA driver check it)."""
+    from dhir.machine.description import with_core_guesses
+
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    system = local_system()
+    cpu = with_core_guesses(_local_cpu(system))
+    shared = Device(
+        DeviceKind.CPU,
+        peak_gflops=cpu.peak_gflops,
+        mem_bw_gbs=cpu.mem_bw_gbs,
+        memory_bytes=cpu.memory_bytes,  # shared: any one task may use it all
+        ranks=ranks,
+        cores=cpu.cores,
+        core_gflops=cpu.core_gflops,
+        core_mem_bw_gbs=cpu.core_mem_bw_gbs,
+        core_cache_bytes=cpu.core_cache_bytes,
+        core_cache_bw_gbs=cpu.core_cache_bw_gbs,
+        llc_bytes=cpu.llc_bytes,
+        llc_bw_gbs=cpu.llc_bw_gbs,
+    )
+    if not with_gpus:
+        return [shared] * ranks
+    gpus = [_cost_device(d) for d in system.nodes[0].devices if d.kind == DeviceKind.GPU]
+    gpus = gpus or [REFERENCE_GPU]
+    return [dataclasses.replace(shared, gpu=gpus[rank % len(gpus)]) for rank in range(ranks)]
+
+
+def has_gpu_tasks(module: ModuleOp) -> bool:
+    return any(
+        isinstance(op, TaskOp) and op.target_info().kind == DeviceKind.GPU for op in module.walk()
+    )
+
+
+def _cost_device(gpu: "MachineDevice") -> Device:
+    return Device(
+        DeviceKind.GPU,
+        peak_gflops=gpu.peak_gflops,
+        mem_bw_gbs=gpu.mem_bw_gbs,
+        memory_bytes=gpu.memory_bytes,
+        launch_overhead_s=REFERENCE_GPU.launch_overhead_s,
+    )
+
+
+def local_link() -> Link:
+    """How two ranks of this machine talk: its description's intra-node link."""
+    link = local_system().intra_node
+    return Link(latency_s=link.latency_us * 1e-6, bandwidth_gbs=link.bandwidth_gbs)
+
+
+def local_system() -> "System":
+    """This machine's description (`dhir.machine.load_local_system`: $DHIR_SYSTEM, else
+    the calibrated file, else detection), loaded once per process and description:
+    detection runs nvidia-smi."""
+    from dhir.machine.files import SYSTEM_ENV, default_system_path
+
+    calibrated = default_system_path()
+    stamp = calibrated.stat().st_mtime_ns if calibrated.is_file() else None
+    return _load_local_system(os.environ.get(SYSTEM_ENV) or None, str(calibrated), stamp)
+
+
+@lru_cache(maxsize=4)
+def _load_local_system(named: str | None, calibrated: str, stamp: int | None) -> "System":
+    # The arguments only key the cache: load_local_system reads the same places.
+    from dhir.machine.detect import load_local_system
+
+    return load_local_system()
+
+
+def _local_cpu(system: "System") -> "MachineDevice":
+    """The CPU of the description's first node (this machine's, for a one-node one)."""
+    cpu = next((d for d in system.nodes[0].devices if d.kind == DeviceKind.CPU), None)
+    assert cpu is not None  # every node has a CPU (the description checks it)
+    return cpu
+
+
+def has_machine(module: ModuleOp) -> bool:
+    """Whether `module` carries a whole machine description (`dhir run --system`); a
+    `dlti.target_system_spec` alone only names devices for `dhir.target {device = ...}`."""
+    return MACHINE_ATTR in module.attributes
+
+
+def machine_for(
+    module: ModuleOp, ranks: int, profile: Profile | None = None
+) -> tuple[list[object], CostModel]:
+    """Rank R's device (`devices[R]`) and the cost model: from the module's machine
+    description when it has one, else alike CPU ranks of this machine joined by its
+    intra-node link (`local_devices`)."""
+    if not has_machine(module):
+        devices = local_devices(ranks, with_gpus=has_gpu_tasks(module))
+        return list(devices), CostModel(profile, link=local_link())
+    from dhir.machine.description import with_core_guesses
+    from dhir.machine.dlti import system_of
+
+    system = system_of(module)
+    # Per-core rates a description leaves out are guessed, once per device (ranks of one
+    # device share it).
+    filled = {d.name: with_core_guesses(d) for d in system.devices}
+    devices = [filled[d.name] for d in system.rank_devices()]
+    if len(devices) != ranks:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"the machine description runs {len(devices)} rank"
+                    f"{'s' if len(devices) != 1 else ''}, but the program is built for {ranks}"
+                )
+            ]
+        )
+    # Ranks sharing a device still talk through MPI: over shared memory.
+    return devices, CostModel(profile, link=system.intra_node, transfer=system.transfer_time)
+
+
+def device_name(rank: int) -> str:
+    return f"rank{rank}"
+
+
+def rank_of_device(name: str) -> int:
+    return int(name.removeprefix("rank"))
+
+
+def can_run(target: TargetInfo, device: object) -> bool:
+    """Whether `device` (anything with `kind` and `arch`; arch None: any) can run a task
+    bound to `target`."""
+    if target.kind == DeviceKind.ANY:
+        return True
+    if str(getattr(device, "kind", "")) != target.kind:
+        return False
+    arch = getattr(device, "arch", None)
+    return target.arch is None or arch is None or arch == target.arch
+
+
+def task_graph(
+    schedule: ScheduleOp,
+    devices: Sequence[object],
+    costs: CostModel | None = None,
+    entry: str = "main",
+) -> TaskGraph:
+    """`schedule` on one device per rank (`devices[R]` for rank R); `entry`: the program's
+    entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's)."""
+    costs = costs if costs is not None else CostModel()
+    tasks = list(schedule.tasks())
+    names = schedule_task_ids(schedule)
+    deps = dependence_graph(schedule)
+    for task, effects in zip(tasks, deps.effects, strict=True):
+        costs.work(task, effects)  # the footprint reuses the effects found already
+    graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
+    targets = _Targets()
+    busy = concurrency(deps)
+    cost = {
+        name: _costs(task, name, devices, costs, targets, busy)
+        for task, name in zip(tasks, names, strict=True)
+    }
+    edges = _edges(deps, names, devices, costs)
+    ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry))
+    order = tuple(names)
+    if len(devices) > 1 and ends:
+        cost[END_TASK] = {device_name(0): broadcasts}
+        order += (END_TASK,)
+        edges += ends
+    extra = _optional_fields(tasks, names, devices, costs)
+    return TaskGraph(graph_devices, order, cost, tuple(edges), **extra)
+
+
+def concurrency(deps: DependenceGraph) -> int:
+    """How many tasks of the schedule may run at the same time, as a first model: the most
+    tasks at one depth of the dependence graph (depth: the longest chain of dependences
+    before a task). 1 for a chain, the width for independent tasks."""
+    depth: list[int] = [0] * len(deps.effects)
+    for dep in sorted(deps.dependences, key=lambda d: d.after):
+        depth[dep.after] = max(depth[dep.after], depth[dep.before] + 1)
+    counts: dict[int, int] = {}
+    for level in depth:
+        counts[level] = counts.get(level, 0) + 1
+    return max(counts.values(), default=1)
+
+
+def root_only(schedule: ScheduleOp, entry: str = "main") -> set[SSAValue]:
+    """The memrefs that dhir-lower-to-mpi sends to rank 0 only at the end of `schedule`
+    instead of broadcasting them: arguments of the entry function, with the schedule at
+    its top level, that nothing uses afterwards, when no function calls the entry."""
+    function = schedule.parent_op()
+    if not isinstance(function, func.FuncOp) or function.sym_name.data != entry:
+        return set()
+    module = function.parent_op()
+    calls = module.walk() if module is not None else ()
+    if any(isinstance(op, func.CallOp) and op.callee.string_value() == entry for op in calls):
+        return set()
+    later: set[SSAValue] = set()
+    op: Operation | None = schedule.next_op
+    while op is not None:
+        for nested in op.walk():
+            later.update(nested.operands)
+        op = op.next_op
+    body = function.body.block
+    return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
+
+
+def _costs(
+    task: TaskOp,
+    name: str,
+    devices: Sequence[object],
+    costs: CostModel,
+    targets: "_Targets",
+    busy: int | None = None,
+) -> dict[str, float]:
+    target, wanted = targets.of(task)
+    explicit = rank_of(task)
+    if explicit is not None and not 0 <= explicit < len(devices):
+        raise error_at(
+            task,
+            f"task is placed on rank {explicit} ({RANK_ATTR}), but the program runs on "
+            f"{len(devices)} rank{'s' if len(devices) != 1 else ''}",
+        )
+    ranks = [explicit] if explicit is not None else range(len(devices))
+    times: dict[int, float] = {}  # ranks of one device share a time
+    found = {}
+    for rank in ranks:
+        device = _runner(devices[rank], target)
+        if not can_run(target, device):
+            continue
+        if wanted is not None and getattr(device, "name", wanted) != wanted:
+            continue
+        if id(device) not in times:
+            times[id(device)] = costs.task_time(task, name, device, busy)  # type: ignore[arg-type]
+        found[device_name(rank)] = times[id(device)]
+    if not found:
+        raise error_at(task, _cannot_run(target, devices, explicit, wanted))
+    return found
+
+
+def _runner(device: object, target: TargetInfo) -> object:
+    """The device of a rank that runs a task bound to `target`: the GPU a CPU rank drives
+    (`Device.gpu`) for a GPU task, else the rank's own."""
+    gpu = getattr(device, "gpu", None)
+    return gpu if gpu is not None and target.kind == DeviceKind.GPU else device
+
+
+class _Targets:
+    """Each task's target and the device it names, resolved once per dhir.target."""
+
+    def __init__(self) -> None:
+        self._known: dict[object, tuple[TargetInfo, str | None]] = {}
+
+    def of(self, task: TaskOp) -> tuple[TargetInfo, str | None]:
+        inline = task.properties.get("target")  # `dhir.task target = "cpu"`
+        key = inline if inline is not None else task.operands[0]
+        if key not in self._known:
+            self._known[key] = (task.target_info(), _named_device(task))
+        return self._known[key]
+
+
+def _named_device(task: TaskOp) -> str | None:
+    """The device a task's `dhir.target {device = "gpu0"}` names, if it names one."""
+    target = task.target.owner if task.target is not None else None
+    if isinstance(target, TargetOp) and target.device is not None:
+        return target.device.data
+    return None
+
+
+def _cannot_run(
+    target: TargetInfo, devices: Sequence[object], explicit: int | None, wanted: str | None
+) -> str:
+    if wanted is not None:
+        where = f"rank {explicit} ({RANK_ATTR})" if explicit is not None else "no rank"
+        return f'task targets device "{wanted}", but {where} runs on it'
+    if explicit is not None:
+        device = _describe(devices[explicit])
+        return f"task targets {target}, but rank {explicit} ({RANK_ATTR}) runs on {device}"
+    have = ", ".join(sorted({_describe(d) for d in devices})) or "nothing"
+    return f"task targets {target}, but no rank runs on such a device (the ranks have: {have})"
+
+
+def _describe(device: object) -> str:
+    arch = getattr(device, "arch", None)
+    return str(arch) if arch is not None else f"a {getattr(device, 'kind', 'device')}"
+
+
+def _edges(
+    deps: DependenceGraph, names: list[str], devices: Sequence[object], costs: CostModel
+) -> list[Edge]:
+    """Edges between tasks."""
+    carried: dict[tuple[int, int], set[SSAValue]] = {}
+    for dep in deps.dependences:
+        moved = carried.setdefault((dep.before, dep.after), set())
+        if dep.hazard != Hazard.WAR:
+            moved.add(dep.memref)
+    return [
+        Edge(names[before], names[after], _comm(values, devices, costs))
+        for (before, after), values in sorted(carried.items())
+    ]
+
+
+def _ends(
+    deps: DependenceGraph,
+    names: list[str],
+    devices: Sequence[object],
+    costs: CostModel,
+    to_root: set[SSAValue],
+) -> tuple[list[Edge], float]:
+    """Edges from last writers to END_TASK (carrying the memrefs sent to rank 0 only), and
+    the seconds of the broadcasts of the others."""
+    last_writer: dict[SSAValue, int] = {}
+    for k, effects in enumerate(deps.effects):
+        for value in effects.writes:
+            last_writer[value] = k
+    writers: dict[int, set[SSAValue]] = {}
+    for value, k in last_writer.items():
+        writers.setdefault(k, set()).add(value)
+    ends = [
+        Edge(names[k], END_TASK, _comm(values & to_root, devices, costs))
+        for k, values in sorted(writers.items())
+    ]
+    broadcast = [value for value in last_writer if value not in to_root]
+    return ends, sum(broadcast_time(memref_bytes(v.type), devices, costs) for v in broadcast)
+
+
+def broadcast_time(nbytes: int, devices: Sequence[object], costs: CostModel) -> float:
+    """One MPI_Bcast of `nbytes` to every rank: a binomial tree, ceil(log2(ranks)) rounds
+    of one transfer each."""
+    if len(devices) < 2:
+        return 0.0
+    rounds = math.ceil(math.log2(len(devices)))
+    return rounds * costs.comm_time(nbytes, devices)
+
+
+def _comm(values: set[SSAValue], devices: Sequence[object], costs: CostModel) -> float:
+    if not values or len(devices) < 2:
+        return 0.0
+    return costs.comm_time(sum(memref_bytes(v.type) for v in values), devices)
+
+
+def _optional_fields(
+    tasks: list[TaskOp], names: list[str], devices: Sequence[object], costs: CostModel
+) -> dict[str, object]:
+    """Task memory and device capacity, for a TaskGraph that has such fields."""
+    fields = {f.name for f in dataclasses.fields(TaskGraph)}
+    extra: dict[str, object] = {}
+    if "memory" in fields:
+        extra["memory"] = {name: costs.work(task).footprint for task, name in zip(tasks, names)}
+    if "capacity" in fields:
+        sizes = [getattr(d, "memory_bytes", None) for d in devices]
+        extra["capacity"] = {
+            device_name(rank): size for rank, size in enumerate(sizes) if size is not None
+        }
+    return extra

@@ -1,0 +1,220 @@
+"""`dhir-instrument`: time every task on the rank that runs it.
+
+Each task body is wrapped in `func.call @dhir_rt_task_begin(%id)` and
+`func.call @dhir_rt_task_end(%id)`, where `%id` (i64) is the task's position in
+`task_ids` order (program order over the whole module). The calls take no memref, so
+they change no task's effects. dhir's runtime sums the time (CLOCK_MONOTONIC) and the
+runs per id on each rank; when the environment variable `DHIR_PROFILE` names a file,
+every rank sends its sums to rank 0 at finalize, which writes them there as
+{"ranks": N, "tasks": {"<id>": {"seconds": total, "calls": runs, "rank": R}},
+"schedules": {"<id>": {"seconds": total, "calls": runs}}}.
+
+Each schedule is wrapped too, outside it (every rank runs that host code), in
+`dhir_rt_schedule_begin(%id)` and `dhir_rt_schedule_end(%id)`, `%id` its position in
+`schedule_ids` order. Begin is a barrier, so the ranks start the schedule together; a
+schedule's time is the slowest rank's, from that barrier to the rank's end of the
+schedule (for rank 0, once the results have reached it): the makespan a placement
+predicts. `profile_report` turns the sums into the profile `dhir run --profile` writes.
+"""
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.passes import ModulePass
+
+from dhir.analysis.costs import schedule_ids, task_ids
+from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+BEGIN = "dhir_rt_task_begin"
+END = "dhir_rt_task_end"
+SCHEDULE_BEGIN = "dhir_rt_schedule_begin"
+SCHEDULE_END = "dhir_rt_schedule_end"
+PROFILE_ENV = "DHIR_PROFILE"
+PROFILE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class InstrumentPass(ModulePass):
+    """Time every task (calls to dhir_rt_task_begin/end around its body) and every
+    schedule (dhir_rt_schedule_begin/end around it)."""
+
+    name = "dhir-instrument"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        tasks = list(task_ids(op))
+        for number, task in enumerate(tasks):
+            if not _instrumented(task):
+                _wrap(task, number)
+        schedules = list(schedule_ids(op))
+        for number, schedule in enumerate(schedules):
+            if not _schedule_instrumented(schedule):
+                _wrap_schedule(schedule, number)
+        if tasks or schedules:
+            _declare(op)
+
+
+def _instrumented(task: TaskOp) -> bool:
+    calls = [o for o in task.body.block.ops if isinstance(o, func.CallOp)]
+    return any(call.callee.string_value() == BEGIN for call in calls[:1])
+
+
+def _wrap(task: TaskOp, number: int) -> None:
+    block = task.body.block
+    ident = arith.ConstantOp(IntegerAttr(number, i64))
+    ident.result.name_hint = f"task{number}"
+    begin = func.CallOp(BEGIN, [ident.result], [])
+    end = func.CallOp(END, [ident.result], [])
+    if block.first_op is None:
+        block.add_ops([ident, begin, end])
+        return
+    block.insert_ops_before([ident, begin], block.first_op)
+    terminator = block.last_op
+    assert terminator is not None  # at least the dhir.yield, or the ops just added
+    if terminator.name == "dhir.yield":
+        block.insert_op_before(end, terminator)
+    else:
+        block.add_op(end)
+
+
+def _schedule_instrumented(schedule: ScheduleOp) -> bool:
+    before = schedule.prev_op
+    return isinstance(before, func.CallOp) and before.callee.string_value() == SCHEDULE_BEGIN
+
+
+def _wrap_schedule(schedule: ScheduleOp, number: int) -> None:
+    block = schedule.parent
+    assert block is not None  # the verifier keeps schedules inside functions
+    ident = arith.ConstantOp(IntegerAttr(number, i64))
+    ident.result.name_hint = f"schedule{number}"
+    block.insert_ops_before([ident, func.CallOp(SCHEDULE_BEGIN, [ident.result], [])], schedule)
+    block.insert_op_after(func.CallOp(SCHEDULE_END, [ident.result], []), schedule)
+
+
+def _declare(module: ModuleOp) -> None:
+    present = {f.sym_name.data for f in module.body.block.ops if isinstance(f, func.FuncOp)}
+    for name in (BEGIN, END, SCHEDULE_BEGIN, SCHEDULE_END):
+        if name not in present:
+            module.body.block.add_op(func.FuncOp.external(name, [i64], []))
+
+
+def profile_report(
+    raw: dict[str, object],
+    names: Sequence[str],
+    devices: Sequence[object],
+    cpu_arch: str | None = None,
+    schedules: Sequence[str] = (),
+) -> dict[str, object]:
+    """The profile (see dhir.analysis.costs.Profile) from the runtime's sums: seconds
+    per run of each task that ran, with the rank and the device it ran on (`cpu_arch`
+    for a CPU whose arch the devices do not say), and the wall time per run of each
+    schedule (named by `schedules`) that ran."""
+    tasks: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    where: dict[str, dict[str, object]] = {}
+    entries = raw.get("tasks", {})
+    assert isinstance(entries, dict)
+    for key, entry in entries.items():
+        number = int(key)
+        if not 0 <= number < len(names) or not entry.get("calls"):
+            continue
+        name = names[number]
+        calls[name] = int(entry["calls"])
+        tasks[name] = float(entry["seconds"]) / calls[name]
+        rank = int(entry["rank"])
+        device = devices[rank] if 0 <= rank < len(devices) else None
+        kind = str(getattr(device, "kind", "cpu"))
+        arch = getattr(device, "arch", None) or (cpu_arch if kind == "cpu" else None)
+        where[name] = {"rank": rank, "kind": kind, "arch": arch}
+        if getattr(device, "name", None) is not None:
+            where[name]["device"] = device.name  # type: ignore[union-attr]
+    return {
+        "format": PROFILE_FORMAT,
+        "ranks": raw.get("ranks"),
+        "tasks": tasks,
+        "calls": calls,
+        "devices": where,
+        "schedules": _per_run(raw.get("schedules", {}), schedules),
+    }
+
+
+def _per_run(entries: object, names: Sequence[str]) -> dict[str, float]:
+    """Seconds per run of each named entry that ran."""
+    assert isinstance(entries, dict)
+    times: dict[str, float] = {}
+    for key, entry in entries.items():
+        number = int(key)
+        if 0 <= number < len(names) and entry.get("calls"):
+            times[names[number]] = float(entry["seconds"]) / int(entry["calls"])
+    return times
+
+
+def write_profile(
+    raw_path: Path,
+    names: Sequence[str],
+    devices: Sequence[object],
+    destination: Path,
+    schedules: Sequence[str] = (),
+) -> None:
+    """Turn the runtime's file into the profile at `destination`."""
+    try:
+        raw = json.loads(raw_path.read_text())
+    except (OSError, ValueError) as error:
+        raise DhirError(
+            [Diagnostic(f"the run wrote no readable task profile ({raw_path}): {error}")]
+        ) from None
+    report = profile_report(raw, names, devices, local_arch(), schedules)
+    try:
+        destination.write_text(json.dumps(report, indent=1) + "\n")
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
+
+
+class ProfileRecorder:
+    """What turning a run's sums into a profile needs, taken before the module is
+    lowered: the task and schedule names, and each rank's device."""
+
+    def __init__(self, module: ModuleOp, ranks: int, destination: Path) -> None:
+        from dhir.placement.from_ir import machine_for
+
+        self.names = list(task_ids(module).values())
+        self.schedules = list(schedule_ids(module).values())
+        self.devices, _ = machine_for(module, ranks)
+        self.destination = Path(destination)
+
+
+def local_arch() -> str:
+    from dhir.backends.native import _local_arch  # the arch the native backend builds for
+
+    return _local_arch()
+
+
+@contextmanager
+def recording(recorder: ProfileRecorder | None) -> Iterator[None]:
+    """Around a run of an instrumented executable: point DHIR_PROFILE at a scratch
+    file (the ranks inherit it), and write the profile once the run has succeeded."""
+    if recorder is None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="dhir-profile-") as scratch:
+        raw = Path(scratch) / "tasks.json"
+        previous = os.environ.get(PROFILE_ENV)
+        os.environ[PROFILE_ENV] = str(raw)
+        try:
+            yield
+        finally:
+            if previous is None:
+                del os.environ[PROFILE_ENV]
+            else:
+                os.environ[PROFILE_ENV] = previous
+        write_profile(
+            raw, recorder.names, recorder.devices, recorder.destination, recorder.schedules
+        )

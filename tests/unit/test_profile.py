@@ -1,0 +1,198 @@
+"""Task profiles: `dhir run --profile` measures, `--costs` feeds the times back."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dhir.analysis.costs import CostModel, load_profile, profile_from_json
+from dhir.api import parse_file, parse_string, print_module, run_pipeline
+from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.diagnostics import DhirError
+from dhir.placement.from_ir import local_devices, task_graph
+from dhir.transforms.instrument import profile_report
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+VECTOR_ADD = EXAMPLES / "vector_add.mlir"
+TASKS = ["main.schedule0.task0", "main.schedule0.task1"]
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+def dhir(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dhir.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DHIR_PROFILE": ""},
+    )
+
+
+def vector_inputs(folder: Path) -> list[str]:
+    words = []
+    for name in "abc":
+        np.save(folder / f"{name}.npy", np.arange(20, dtype=np.int32))
+        words += ["--input", str(folder / f"{name}.npy")]
+    return words
+
+
+@needs_llvm
+@pytest.mark.parametrize(("ranks", "mpi"), [(2, "mpich"), (3, "openmpi")])
+def test_profile_times_every_task_and_feeds_back(tmp_path: Path, ranks: int, mpi: str) -> None:
+    inputs = vector_inputs(tmp_path)
+    profile = tmp_path / "profile.json"
+    common = [str(VECTOR_ADD), "-n", str(ranks), "--mpi", mpi, *inputs]
+    result = dhir("run", *common, "--placement", "round-robin", "--profile", str(profile))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(profile.read_text())
+    assert data["ranks"] == ranks
+    assert sorted(data["tasks"]) == TASKS
+    assert all(seconds > 0 for seconds in data["tasks"].values())
+    assert data["calls"] == dict.fromkeys(TASKS, 1)
+    # Round robin: task k on rank k.
+    assert [data["devices"][t]["rank"] for t in TASKS] == [0, 1]
+    assert {data["devices"][t]["kind"] for t in TASKS} == {"cpu"}
+    # The schedule's wall time: it holds both tasks, so it lasts at least as long as each.
+    assert list(data["schedules"]) == ["main.schedule0"]
+    assert data["schedules"]["main.schedule0"] >= max(data["tasks"].values()) > 0
+    assert load_profile(profile).schedules == data["schedules"]
+
+    # The measured times replace the estimates in the task graph...
+    schedule = next(op for op in parse_file(VECTOR_ADD).walk() if isinstance(op, ScheduleOp))
+    devices = local_devices(ranks)
+    estimated = task_graph(schedule, devices)
+    measured = task_graph(schedule, devices, CostModel(load_profile(profile)))
+    for task in TASKS:
+        assert set(measured.cost[task].values()) == {data["tasks"][task]}
+        assert measured.cost[task] != estimated.cost[task]
+
+    # ...and a run placed with them gives the same results.
+    out = tmp_path / "out"
+    result = dhir("run", *common, "--costs", str(profile), "--output-dir", str(out))
+    assert result.returncode == 0, result.stderr
+    a = np.arange(20, dtype=np.int32)
+    np.testing.assert_array_equal(np.load(out / "arg0.npy"), (a + a) * 2)
+
+
+@needs_llvm
+def test_profile_and_costs_do_not_apply_to_built_executables(tmp_path: Path) -> None:
+    exe = tmp_path / "vector_add"
+    result = dhir("compile", str(VECTOR_ADD), "-o", str(exe), "-n", "2", "--placement", "peft")
+    assert result.returncode == 0, result.stderr
+    inputs = vector_inputs(tmp_path)
+    result = dhir("run", str(exe), *inputs, "--profile", str(tmp_path / "p.json"))
+    assert result.returncode == 1
+    assert "--profile cannot change an executable" in result.stderr
+
+
+def test_profile_needs_the_native_backend(tmp_path: Path) -> None:
+    inputs = vector_inputs(tmp_path)
+    result = dhir(
+        "run", str(VECTOR_ADD), "--backend", "interp", *inputs, "--profile", str(tmp_path / "p")
+    )
+    assert result.returncode == 1
+    assert "use it with --backend native" in result.stderr
+
+
+def test_bad_costs_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tasks": 3}')
+    result = dhir(
+        "compile", str(VECTOR_ADD), "-o", str(tmp_path / "x"), "-n", "2", "--costs", str(bad)
+    )
+    assert result.returncode == 1
+    assert 'needs a "tasks" object' in result.stderr
+
+
+def test_report_averages_runs_and_names_tasks() -> None:
+    raw = {
+        "ranks": 2,
+        "tasks": {
+            "0": {"seconds": 3.0, "calls": 3, "rank": 1},
+            "1": {"seconds": 0.0, "calls": 0, "rank": -1},  # never ran: left out
+            "7": {"seconds": 1.0, "calls": 1, "rank": 0},  # not a task of this module
+        },
+    }
+    report = profile_report(
+        raw, ["f.schedule0.task0", "f.schedule0.task1"], local_devices(2), "x86_64"
+    )
+    assert report["tasks"] == {"f.schedule0.task0": 1.0}
+    assert report["calls"] == {"f.schedule0.task0": 3}
+    assert report["devices"] == {"f.schedule0.task0": {"rank": 1, "kind": "cpu", "arch": "x86_64"}}
+    assert report["ranks"] == 2
+
+
+def test_report_names_schedules_and_gives_seconds_per_run() -> None:
+    raw = {
+        "ranks": 2,
+        "tasks": {"0": {"seconds": 1.0, "calls": 2, "rank": 0}},
+        "schedules": {
+            "0": {"seconds": 3.0, "calls": 2},
+            "1": {"seconds": 0.0, "calls": 0},  # never ran: left out
+            "5": {"seconds": 1.0, "calls": 1},  # not a schedule of this module
+        },
+    }
+    names = ["f.schedule0", "f.schedule1"]
+    report = profile_report(raw, ["f.schedule0.task0"], local_devices(2), "x86_64", names)
+    assert report["schedules"] == {"f.schedule0": 1.5}
+    assert profile_report({"tasks": {}}, [], [])["schedules"] == {}
+
+
+TWO_SCHEDULES = """
+func.func @main(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %c0 to %c3 step %c1 {
+    dhir.schedule %a {
+      %cpu = dhir.target {kind = "cpu"}
+      %t = dhir.task %cpu, %a {
+        %x = memref.load %a[%c0] : memref<4xf32>
+        memref.store %x, %a[%c1] : memref<4xf32>
+      }
+    }
+  }
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %x = memref.load %a[%c1] : memref<4xf32>
+      memref.store %x, %a[%c0] : memref<4xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_instrument_wraps_every_schedule_once() -> None:
+    module = parse_string(TWO_SCHEDULES)
+    run_pipeline(module, "dhir-instrument,dhir-instrument")  # a second run adds nothing
+    text = print_module(module)
+    assert text.count("func.call @dhir_rt_schedule_begin") == 2
+    assert text.count("func.call @dhir_rt_schedule_end") == 2
+    assert text.count("func.call @dhir_rt_task_begin") == 2
+    assert "func.func private @dhir_rt_schedule_begin(i64)" in text
+    # Around each schedule, outside it (host code every rank runs), with its number.
+    schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
+    for number, schedule in enumerate(schedules):
+        before, after = schedule.prev_op, schedule.next_op
+        assert before is not None and after is not None
+        assert before.callee.string_value() == "dhir_rt_schedule_begin"  # type: ignore[attr-defined]
+        assert after.callee.string_value() == "dhir_rt_schedule_end"  # type: ignore[attr-defined]
+        ident = before.operands[0].owner
+        assert ident.value.value.data == number  # type: ignore[union-attr]
+
+
+def test_profile_schedules_are_optional_but_checked() -> None:
+    assert profile_from_json({"tasks": {}}).schedules == {}
+    read = profile_from_json({"tasks": {}, "schedules": {"main.schedule0": 0.5}})
+    assert read.schedules == {"main.schedule0": 0.5}
+    with pytest.raises(DhirError, match='schedule "main.schedule0" has time -1'):
+        profile_from_json({"tasks": {}, "schedules": {"main.schedule0": -1}})
+    with pytest.raises(DhirError, match='"schedules" must be an object'):
+        profile_from_json({"tasks": {}, "schedules": [1]})

@@ -1,0 +1,217 @@
+"""Pictures: Gantt charts (valid PNG and SVG files naming the tasks) and Graphviz DOT
+(checked structurally: balanced, every task and edge there, names quoted safely)."""
+
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from dhir import DhirError
+from dhir.placement.graph import Edge, Placement, TaskGraph
+from dhir.placement.list_scheduling import heft
+from dhir.placement.render import dot, gantt, quote
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def small_graph() -> TaskGraph:
+    devices = ("cpu0", "gpu0")
+    tasks = ("load", "a<b&c", "mul", "store")
+    cost = {task: {"cpu0": 10.0, "gpu0": 12.0} for task in tasks}
+    edges = (
+        Edge("load", "a<b&c", 3.0),
+        Edge("load", "mul", 30.0),
+        Edge("a<b&c", "store", 1.0),
+        Edge("mul", "store", 2.5),
+    )
+    return TaskGraph(devices, tasks, cost, edges)
+
+
+# --- Gantt charts -----------------------------------------------------------------------
+
+
+def test_gantt_png(tmp_path: Path) -> None:
+    graph = small_graph()
+    path = tmp_path / "chart.png"
+    gantt(graph, heft(graph), path, title="heft")
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC)
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width > 100 and height > 100
+
+
+def svg_text(path: Path) -> str:
+    root = ET.parse(path).getroot()
+    assert root.tag.endswith("svg")
+    return " ".join(root.itertext())
+
+
+def test_gantt_svg_names_every_task(tmp_path: Path) -> None:
+    graph = small_graph()
+    placement = heft(graph)
+    path = tmp_path / "chart.svg"
+    gantt(graph, placement, path, title="heft")
+    text = svg_text(path)
+    for name in (*graph.tasks, *graph.devices, "heft", f"makespan {placement.makespan:g}"):
+        assert name in text
+
+
+def test_gantt_svg_is_reproducible(tmp_path: Path) -> None:
+    graph = small_graph()
+    placement = heft(graph)
+    gantt(graph, placement, tmp_path / "one.svg")
+    gantt(graph, placement, tmp_path / "two.svg")
+    assert (tmp_path / "one.svg").read_bytes() == (tmp_path / "two.svg").read_bytes()
+
+
+def test_gantt_leaves_out_names_that_do_not_fit(tmp_path: Path) -> None:
+    devices = ("d0",)
+    tasks = ("long", "a_task_with_a_name_far_longer_than_its_bar")
+    cost = {"long": {"d0": 100.0}, tasks[1]: {"d0": 0.5}}
+    graph = TaskGraph(devices, tasks, cost, ())
+    path = tmp_path / "chart.svg"
+    gantt(graph, heft(graph), path)
+    text = svg_text(path)
+    assert "long" in text
+    assert tasks[1] not in text
+
+
+def test_gantt_zero_length_tasks_and_empty_graphs(tmp_path: Path) -> None:
+    graph = TaskGraph(("d0",), ("x", "y"), {"x": {"d0": 0.0}, "y": {"d0": 0.0}}, ())
+    gantt(graph, heft(graph), tmp_path / "zero.png")
+    empty = TaskGraph(("d0",), (), {}, ())
+    gantt(empty, Placement({}, {}, {}), tmp_path / "empty.svg")
+    assert (tmp_path / "zero.png").read_bytes().startswith(PNG_MAGIC)
+    svg_text(tmp_path / "empty.svg")
+
+
+def test_gantt_many_devices(tmp_path: Path) -> None:
+    devices = tuple(f"d{k}" for k in range(200))
+    tasks = tuple(f"t{k}" for k in range(400))
+    graph = TaskGraph(devices, tasks, {t: {devices[k % 200]: 1.0} for k, t in enumerate(tasks)}, ())
+    path = tmp_path / "wide.png"
+    gantt(graph, heft(graph), path)
+    assert path.read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("chart.pdf", "name a .png or .svg file"), ("missing/chart.png", "cannot write")],
+)
+def test_gantt_bad_paths(tmp_path: Path, name: str, message: str) -> None:
+    graph = small_graph()
+    with pytest.raises(DhirError, match=message):
+        gantt(graph, heft(graph), tmp_path / name)
+
+
+def test_gantt_incomplete_placement(tmp_path: Path) -> None:
+    graph = small_graph()
+    with pytest.raises(DhirError, match="task 'load' no device"):
+        gantt(graph, Placement({}, {}, {}), tmp_path / "chart.png")
+
+
+# --- DOT --------------------------------------------------------------------------------
+
+# A DOT token: a quoted string (with backslash escapes), an arrow, a name or number, or
+# one punctuation character.
+TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|->|[A-Za-z_0-9.]+|[{}\[\];,=]')
+
+
+def unquote(token: str) -> str:
+    if not token.startswith('"'):
+        return token
+    return re.sub(r"\\(.)", lambda m: {"n": "\n"}.get(m[1], m[1]), token[1:-1], flags=re.S)
+
+
+def parse_dot(text: str) -> tuple[dict[str, dict[str, str]], list[tuple[str, str, dict]]]:
+    """A small DOT reader, enough for what `dot` writes: one statement per `;`, nodes as
+    `ID [attrs]` and edges as `ID -> ID [attrs]`. Returns the nodes and edges, names and
+    attribute values unquoted."""
+    tokens = TOKEN.findall(text)
+    assert not TOKEN.sub("", text).strip(), "text that is no DOT token"
+    assert tokens[0] == "digraph" and tokens[2] == "{" and tokens[-1] == "}"
+    depth = 0
+    for token in tokens:
+        depth += {"{": 1, "}": -1, "[": 1, "]": -1}.get(token, 0)
+        assert depth >= 0
+    assert depth == 0
+    nodes: dict[str, dict[str, str]] = {}
+    edges: list[tuple[str, str, dict]] = []
+    statement: list[str] = []
+    for token in tokens[3:-1]:
+        if token != ";":
+            statement.append(token)
+            continue
+        head, attributes = _split_attributes(statement)
+        if len(head) == 3 and head[1] == "->":
+            edges.append((unquote(head[0]), unquote(head[2]), attributes))
+        elif len(head) == 1 and head[0] not in ("node", "edge", "graph"):
+            nodes[unquote(head[0])] = attributes
+        statement = []
+    assert not statement
+    return nodes, edges
+
+
+def _split_attributes(statement: list[str]) -> tuple[list[str], dict[str, str]]:
+    if "[" not in statement:
+        return statement, {}
+    at = statement.index("[")
+    assert statement[-1] == "]"
+    inner = [t for t in statement[at + 1 : -1] if t != ","]
+    assert len(inner) % 3 == 0 and all(t == "=" for t in inner[1::3])
+    return statement[:at], {inner[k]: unquote(inner[k + 2]) for k in range(0, len(inner), 3)}
+
+
+def check_dot(graph: TaskGraph, text: str) -> tuple[dict[str, dict[str, str]], list]:
+    nodes, edges = parse_dot(text)
+    assert set(nodes) == set(graph.tasks)
+    assert sorted((s, t) for s, t, _ in edges) == sorted((e.source, e.target) for e in graph.edges)
+    return nodes, edges
+
+
+def test_dot_of_a_placed_graph() -> None:
+    graph = small_graph()
+    placement = heft(graph)
+    nodes, edges = check_dot(graph, dot(graph, placement))
+    for task in graph.tasks:
+        label = nodes[task]["label"]
+        assert label.startswith(task) and f"on {placement.assignment[task]}" in label
+    comms = {(e.source, e.target): e.comm for e in graph.edges}
+    for source, target, attributes in edges:
+        assert attributes["label"] == f"{comms[source, target]:g}"
+        local = placement.assignment[source] == placement.assignment[target]
+        assert (attributes.get("style") == "dashed") == local
+
+
+def test_dot_of_an_unplaced_graph() -> None:
+    graph = small_graph()
+    nodes, _ = check_dot(graph, dot(graph))
+    assert {nodes[t]["label"] for t in graph.tasks} == set(graph.tasks)
+
+
+AWKWARD = ('say "hi"', "back\\slash", "ends with \\", "two\nlines", "{x -> y};", "ünïcødé")
+
+
+def test_dot_quotes_any_name() -> None:
+    cost = {task: {"d0": 1.0} for task in AWKWARD}
+    edges = tuple(Edge(a, b, 1.0) for a, b in zip(AWKWARD, AWKWARD[1:]))
+    graph = TaskGraph(("d0",), AWKWARD, cost, edges)
+    check_dot(graph, dot(graph))
+    check_dot(graph, dot(graph, heft(graph)))
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+def test_quote_round_trips(text: str) -> None:
+    assert unquote(quote(text)) == text
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+def test_graphviz_reads_the_dot(tmp_path: Path) -> None:
+    graph = small_graph()
+    result = subprocess.run(
+        ["dot", "-Tsvg"], input=dot(graph, heft(graph)), capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr

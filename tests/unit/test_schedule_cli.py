@@ -1,0 +1,205 @@
+"""`dhir schedule`'s pictures and simulator options, run in-process as users call them."""
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from dhir.cli.main import main
+from dhir.cli.schedule import gantt_paths
+
+DATA = Path(__file__).parent / "data"
+TOPCUOGLU = DATA / "topcuoglu2002.json"  # 10 tasks on 3 devices; HEFT's makespan is 80
+
+
+def schedule(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["schedule", "--graph", str(TOPCUOGLU), "--algorithm", "heft", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_simulate_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = schedule(capsys, "--json", "--simulate")
+    assert code == 0, err
+    result = json.loads(out)
+    # Without contention the replay agrees with HEFT's own prediction.
+    assert result["makespan"] == result["simulated_makespan"] == 80
+
+
+def test_no_simulated_makespan_unless_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = schedule(capsys, "--json")
+    assert code == 0
+    assert "simulated_makespan" not in json.loads(out)
+
+
+def test_simulate_in_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = schedule(capsys, "--simulate")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[-2] == "makespan: 80"
+    assert lines[-1].startswith("simulated makespan: 80 ")
+
+
+def test_nodes_sharing_a_link_slow_the_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = schedule(capsys, "--json", "--simulate", "--node-size", "1")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["simulated_makespan"] > result["makespan"]
+    code, out, _ = schedule(capsys, "--simulate", "--node-size", "1")
+    assert "nodes of 1 devices sharing one network link" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--node-size", "2"], "add --simulate"),
+        (["--simulate", "--node-size", "0"], "--node-size must be at least 1"),
+        (["--gantt", "missing/chart.png"], "cannot write missing/chart.png"),
+        (["--dot", "missing/graph.dot"], "cannot write missing/graph.dot"),
+    ],
+)
+def test_bad_options(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = schedule(capsys, *args)
+    assert code == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_gantt_without_a_suffix_writes_png_and_svg(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = schedule(capsys, "--gantt", str(tmp_path / "chart"))
+    assert code == 0, err
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    text = " ".join(ET.parse(tmp_path / "chart.svg").getroot().itertext())
+    assert all(f"T{k}" in text for k in range(1, 11))
+
+
+def test_gantt_with_a_suffix_writes_that_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = schedule(capsys, "--gantt", str(tmp_path / "chart.svg"))
+    assert code == 0, err
+    assert [p.name for p in tmp_path.iterdir()] == ["chart.svg"]
+
+
+def test_gantt_paths() -> None:
+    assert gantt_paths(Path("a/b.PNG")) == [Path("a/b.PNG")]
+    assert gantt_paths(Path("b")) == [Path("b.png"), Path("b.svg")]
+    assert gantt_paths(Path("b.pdf")) == [Path("b.pdf.png"), Path("b.pdf.svg")]
+
+
+def test_dot(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "graph.dot"
+    code, out, err = schedule(capsys, "--json", "--dot", str(path))
+    assert code == 0, err
+    text = path.read_text()
+    assignment = json.loads(out)["assignment"]
+    assert text.startswith('digraph "schedule" {') and text.rstrip().endswith("}")
+    for task, device in assignment.items():
+        assert f'"{task}" [label="{task}\\non {device}\\n' in text
+    assert '"T1" -> "T2"' in text
+
+
+# --- programs rather than task graphs ------------------------------------------------
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+MACHINE_DOC = Path(__file__).parents[2] / "docs" / "machine.md"
+
+
+def run_schedule(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["schedule", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_program_round_robin_on_n_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    program = str(EXAMPLES / "hazards.mlir")
+    code, out, err = run_schedule(capsys, program, "-n", "2", "--algorithm", "round-robin")
+    assert code == 0, err
+    assert out.startswith("ranks: 2 alike CPUs")
+    rows = [line.split() for line in out.splitlines() if line.startswith("main.")]
+    placed = {row[0]: row[1] for row in rows}
+    assert placed == {f"main.schedule0.task{k}": f"rank{k % 2}" for k in range(4)}
+
+
+def test_program_json_lists_each_schedule(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_schedule(capsys, str(EXAMPLES / "host_between.mlir"), "-n", "3", "--json")
+    assert code == 0, err
+    schedules = json.loads(out)["schedules"]
+    assert len(schedules) == 2
+    for entry in schedules:
+        assert entry["makespan"] == max(entry["finish"].values())
+        assert set(entry["assignment"].values()) <= {"rank0", "rank1", "rank2"}
+
+
+def test_program_on_a_described_machine_puts_gpu_tasks_on_gpus(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    toml = MACHINE_DOC.read_text().split("```toml\n", 1)[1].split("```", 1)[0]
+    system = tmp_path / "cluster.toml"
+    system.write_text(toml)
+    program = str(EXAMPLES / "proposal.mlir")
+    code, out, err = run_schedule(capsys, program, "--system", str(system), "--json")
+    assert code == 0, err
+    (entry,) = json.loads(out)["schedules"]
+    gpu_ranks = {"rank1", "rank2", "rank5"}  # docs/machine.md: ranks 1, 2 and 5 are GPUs
+    placed = entry["assignment"]
+    gpu_tasks = [t for t in placed if t.startswith("main.") and placed[t] in gpu_ranks]
+    assert gpu_tasks, placed
+    code, out, err = run_schedule(capsys, program, "--system", str(system))
+    assert "rank1 = node0.gpu0 (sm_90) on node0" in out
+
+
+def test_gpu_task_on_a_system_of_cpus_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    system = tmp_path / "cpus.json"
+    cpu = {"name": "cpu0", "arch": "x86_64", "peak_gflops": 50.0, "mem_bw_gbs": 20.0,
+           "memory_bytes": 1 << 33, "cores": 4, "ranks": 2}  # fmt: skip
+    system.write_text(json.dumps({"nodes": [{"name": "n0", "devices": [cpu]}]}))
+    program = str(EXAMPLES / "proposal.mlir")
+    code, _, err = run_schedule(capsys, program, "--system", str(system))
+    assert code == 1
+    assert "proposal.mlir:18:5" in err and "sm_90" in err and "no rank runs on such a device" in err
+
+
+def test_local_ranks_drive_a_gpu_for_gpu_tasks(capsys: pytest.CaptureFixture[str]) -> None:
+    # As dhir run places them without --system: each rank may run GPU tasks on a GPU of
+    # this machine (one assumed where none is found; the run then says there is none).
+    code, out, err = run_schedule(capsys, str(EXAMPLES / "proposal.mlir"), "-n", "2")
+    assert code == 0, err
+    assert "GPU" in out.splitlines()[0] and "main.schedule0.task1" in out
+
+
+def test_program_pictures_per_schedule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    program = str(EXAMPLES / "host_between.mlir")
+    gantt = tmp_path / "chart.svg"
+    code, _, err = run_schedule(capsys, program, "-n", "2", "--gantt", str(gantt))
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chart.0.svg", "chart.1.svg"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((), "either a program FILE or --graph"),
+        (("x.mlir", "--graph", "g.json"), "either a program FILE or --graph"),
+        (("--graph", str(TOPCUOGLU), "-n", "2"), "a --graph names its devices"),
+        ((str(EXAMPLES / "vector_add.mlir"), "-n", "0"), "at least 1"),
+    ],
+)
+def test_bad_program_arguments(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    code, _, err = run_schedule(capsys, *args)
+    assert code == 1
+    assert message in err
