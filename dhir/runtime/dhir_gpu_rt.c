@@ -1,0 +1,463 @@
+/* dhir's GPU runtime: the `mgpu*` entry points that MLIR's gpu-to-llvm lowering and the
+ * translation of gpu.binary call, implemented on the CUDA driver API.
+ *
+ * The driver (libcuda.so.1) is loaded with dlopen the first time a rank uses its GPU, so a
+ * program links and runs anywhere, and ranks that never run a GPU task never need a GPU.
+ * Kernel binaries are registered by global constructors before `main`, but only loaded when
+ * one of their kernels is first launched. Every failure goes through dhir_rt_fatal, naming
+ * the GPU task that was running (set by dhir_rt_gpu_task before each one).
+ *
+ * Device choice: one rank per GPU by default; the ranks of a node take its GPUs by their
+ * local rank (MPI_LOCALRANKID under MPICH, OMPI_COMM_WORLD_LOCAL_RANK under OpenMPI,
+ * SLURM_LOCALID under srun), modulo the device count. DHIR_GPU_DEVICE=N forces device N.
+ *
+ * DHIR_GPU_STATS=1 prints what each rank did with its GPU (kernel launches, copies by
+ * direction, allocations) to standard error at exit; any other value names a file the
+ * lines are appended to. DHIR_CUDA_DRIVER=/path/libcuda.so.1 loads another driver (tests
+ * use a fake one). */
+#include "dhir_rt.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The few driver API types and constants used here (no CUDA headers needed to build). */
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+
+enum {
+  CUDA_SUCCESS = 0,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_OPTIMIZATION_LEVEL = 7,
+  CU_STREAM_NON_BLOCKING = 1,
+  CU_EVENT_DISABLE_TIMING = 2,
+  CU_MEM_ATTACH_GLOBAL = 1,
+};
+
+/* The driver's entry points, resolved by name when the driver is loaded. */
+static struct {
+  CUresult (*Init)(unsigned);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*ModuleLoadData)(CUmodule *, const void *);
+  CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, CUstream, void **, void **);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*EventCreate)(CUevent *, unsigned);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*MemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*GetErrorString)(CUresult, const char **);
+} cu;
+
+static const char *current_task = NULL; /* "GPU task "name" at file:line:col" */
+static bool ready = false;
+static CUdevice device = 0;
+static int device_number = 0;
+static int capability = 0; /* 90 for compute capability 9.0 */
+
+/* --- errors ------------------------------------------------------------------------- */
+
+static const char *task_text(void) {
+  return current_task != NULL ? current_task : "a GPU task";
+}
+
+static void check(CUresult code, const char *call) {
+  if (code == CUDA_SUCCESS)
+    return;
+  const char *text = NULL;
+  if (cu.GetErrorString == NULL || cu.GetErrorString(code, &text) != CUDA_SUCCESS || !text)
+    text = "unknown error";
+  dhir_rt_fatal("%s: %s failed on GPU %d: %s (CUDA error %d)", task_text(), call,
+                device_number, text, code);
+}
+
+/* Called by lowered code before each GPU task (and before allocating its buffers). */
+void dhir_rt_gpu_task(int64_t where) { current_task = (const char *)(intptr_t)where; }
+
+/* --- statistics --------------------------------------------------------------------- */
+
+static struct {
+  long launches, allocs, frees, modules;
+  long copies[3]; /* host to device, device to host, device to device */
+  long long bytes[3];
+} stats;
+
+enum { H2D, D2H, D2D };
+
+/* Device allocations, to tell the direction of a copy (and to count it). */
+static struct {
+  uintptr_t start;
+  size_t size;
+} *buffers;
+static size_t buffer_count, buffer_capacity;
+
+static bool on_device(const void *pointer) {
+  uintptr_t p = (uintptr_t)pointer;
+  for (size_t i = 0; i < buffer_count; ++i)
+    if (p >= buffers[i].start && p < buffers[i].start + (buffers[i].size ? buffers[i].size : 1))
+      return true;
+  return false;
+}
+
+static void remember(void *pointer, size_t size) {
+  if (buffer_count == buffer_capacity) {
+    buffer_capacity = buffer_capacity ? 2 * buffer_capacity : 16;
+    buffers = realloc(buffers, buffer_capacity * sizeof *buffers);
+    if (buffers == NULL)
+      dhir_rt_fatal("out of host memory");
+  }
+  buffers[buffer_count].start = (uintptr_t)pointer;
+  buffers[buffer_count].size = size;
+  ++buffer_count;
+}
+
+static void forget(void *pointer) {
+  for (size_t i = 0; i < buffer_count; ++i)
+    if (buffers[i].start == (uintptr_t)pointer) {
+      buffers[i] = buffers[--buffer_count];
+      return;
+    }
+}
+
+static void print_stats(void) {
+  const char *where = getenv("DHIR_GPU_STATS");
+  if (where == NULL || *where == '\0' || strcmp(where, "0") == 0)
+    return;
+  char line[512];
+  snprintf(line, sizeof line,
+           "dhir: GPU stats on rank %d (device %d): launches=%ld h2d=%ld (%lld bytes) "
+           "d2h=%ld (%lld bytes) d2d=%ld (%lld bytes) allocs=%ld frees=%ld modules=%ld\n",
+           dhir_rt_comm_rank(), device_number, stats.launches, stats.copies[H2D],
+           stats.bytes[H2D], stats.copies[D2H], stats.bytes[D2H], stats.copies[D2D],
+           stats.bytes[D2D], stats.allocs, stats.frees, stats.modules);
+  FILE *out = strcmp(where, "1") == 0 ? stderr : fopen(where, "a");
+  if (out == NULL)
+    return;
+  fputs(line, out);
+  if (out != stderr)
+    fclose(out);
+}
+
+/* --- the driver --------------------------------------------------------------------- */
+
+static void *symbol(void *library, const char *name, bool required) {
+  void *found = dlsym(library, name);
+  if (found == NULL && required)
+    dhir_rt_fatal("%s: the CUDA driver has no %s; it is too old for dhir (update the NVIDIA "
+                  "driver)",
+                  task_text(), name);
+  return found;
+}
+
+#define RESOLVE(field, name) (*(void **)&cu.field = symbol(library, name, true))
+
+static void *open_driver(void) {
+  const char *path = getenv("DHIR_CUDA_DRIVER");
+  void *library = dlopen(path != NULL && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library == NULL)
+    dhir_rt_fatal("%s needs an NVIDIA GPU, but the CUDA driver cannot be loaded (%s). Run it "
+                  "on a machine with an NVIDIA GPU and driver, or build with --gpu-fallback=cpu "
+                  "to run GPU tasks written as loops on the CPU",
+                  task_text(), dlerror());
+  return library;
+}
+
+static int local_rank(void) {
+  static const char *variables[] = {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                    "SLURM_LOCALID"};
+  for (size_t i = 0; i < sizeof variables / sizeof *variables; ++i) {
+    const char *value = getenv(variables[i]);
+    if (value != NULL && *value != '\0')
+      return atoi(value);
+  }
+  int rank = dhir_rt_comm_rank();
+  return rank > 0 ? rank : 0;
+}
+
+static void choose_device(void) {
+  int count = 0;
+  check(cu.DeviceGetCount(&count), "cuDeviceGetCount");
+  if (count < 1)
+    dhir_rt_fatal("%s needs an NVIDIA GPU, but the CUDA driver sees none on this node "
+                  "(check CUDA_VISIBLE_DEVICES)",
+                  task_text());
+  const char *forced = getenv("DHIR_GPU_DEVICE");
+  device_number = forced != NULL && *forced ? atoi(forced) : local_rank() % count;
+  if (device_number < 0 || device_number >= count)
+    dhir_rt_fatal("DHIR_GPU_DEVICE=%s, but this node has %d GPUs (0..%d)", forced, count,
+                  count - 1);
+  check(cu.DeviceGet(&device, device_number), "cuDeviceGet");
+  int major = 0, minor = 0;
+  check(cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+        "cuDeviceGetAttribute");
+  check(cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+        "cuDeviceGetAttribute");
+  capability = 10 * major + minor;
+  CUcontext context = NULL;
+  check(cu.DevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+  check(cu.CtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+static void start(void) {
+  if (ready)
+    return;
+  void *library = open_driver();
+  RESOLVE(GetErrorString, "cuGetErrorString");
+  RESOLVE(Init, "cuInit");
+  RESOLVE(DeviceGetCount, "cuDeviceGetCount");
+  RESOLVE(DeviceGet, "cuDeviceGet");
+  RESOLVE(DeviceGetAttribute, "cuDeviceGetAttribute");
+  RESOLVE(DeviceGetName, "cuDeviceGetName");
+  RESOLVE(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  RESOLVE(CtxSetCurrent, "cuCtxSetCurrent");
+  RESOLVE(ModuleLoadData, "cuModuleLoadData");
+  RESOLVE(ModuleLoadDataEx, "cuModuleLoadDataEx");
+  RESOLVE(ModuleUnload, "cuModuleUnload");
+  RESOLVE(ModuleGetFunction, "cuModuleGetFunction");
+  RESOLVE(LaunchKernel, "cuLaunchKernel");
+  RESOLVE(StreamCreate, "cuStreamCreate");
+  RESOLVE(StreamSynchronize, "cuStreamSynchronize");
+  RESOLVE(StreamDestroy, "cuStreamDestroy_v2");
+  RESOLVE(StreamWaitEvent, "cuStreamWaitEvent");
+  RESOLVE(EventCreate, "cuEventCreate");
+  RESOLVE(EventDestroy, "cuEventDestroy_v2");
+  RESOLVE(EventSynchronize, "cuEventSynchronize");
+  RESOLVE(EventRecord, "cuEventRecord");
+  RESOLVE(MemAlloc, "cuMemAlloc_v2");
+  RESOLVE(MemAllocManaged, "cuMemAllocManaged");
+  RESOLVE(MemFree, "cuMemFree_v2");
+  RESOLVE(MemcpyAsync, "cuMemcpyAsync");
+  RESOLVE(MemsetD32Async, "cuMemsetD32Async");
+  RESOLVE(MemsetD16Async, "cuMemsetD16Async");
+  check(cu.Init(0), "cuInit");
+  choose_device();
+  ready = true;
+  atexit(print_stats);
+}
+
+/* --- modules and kernels ------------------------------------------------------------ */
+
+/* A kernel binary as registered before main; loaded on first use. */
+typedef struct {
+  const void *data;
+  size_t size; /* 0 for PTX, compiled by the driver */
+  int opt_level;
+  CUmodule module;
+} Binary;
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  Binary *binary = calloc(1, sizeof *binary);
+  if (binary == NULL)
+    dhir_rt_fatal("out of host memory");
+  binary->data = data;
+  binary->size = size;
+  return binary;
+}
+
+void *mgpuModuleLoadJIT(void *data, int opt_level) {
+  Binary *binary = mgpuModuleLoad(data, 0);
+  binary->opt_level = opt_level;
+  return binary;
+}
+
+void mgpuModuleUnload(void *handle) {
+  Binary *binary = handle;
+  if (binary == NULL)
+    return;
+  /* At exit: a failure here changes nothing the program computed, so it is ignored. */
+  if (binary->module != NULL && ready)
+    cu.ModuleUnload(binary->module);
+  free(binary);
+}
+
+static void load(Binary *binary) {
+  char log[8192] = "";
+  CUresult code;
+  if (binary->size == 0) {
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                     CU_JIT_OPTIMIZATION_LEVEL};
+    void *values[] = {log, (void *)(uintptr_t)sizeof log, (void *)(intptr_t)binary->opt_level};
+    code = cu.ModuleLoadDataEx(&binary->module, binary->data, 3, options, values);
+  } else {
+    code = cu.ModuleLoadData(&binary->module, binary->data);
+  }
+  if (code != CUDA_SUCCESS) {
+    const char *text = NULL;
+    if (cu.GetErrorString(code, &text) != CUDA_SUCCESS || text == NULL)
+      text = "unknown error";
+    dhir_rt_fatal("%s: its kernels cannot be loaded on GPU %d (compute capability %d.%d): %s "
+                  "(CUDA error %d)%s%s. Was it built for another chip? Bind the task to this "
+                  "GPU's arch (sm_%d) or to {kind = \"gpu\"}",
+                  task_text(), device_number, capability / 10, capability % 10, text, code,
+                  log[0] ? "; " : "", log, capability);
+  }
+  ++stats.modules;
+}
+
+void *mgpuModuleGetFunction(void *handle, const char *name) {
+  start();
+  Binary *binary = handle;
+  if (binary->module == NULL)
+    load(binary);
+  CUfunction function = NULL;
+  check(cu.ModuleGetFunction(&function, binary->module, name), "cuModuleGetFunction");
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y, intptr_t grid_z,
+                      intptr_t block_x, intptr_t block_y, intptr_t block_z, int32_t shared_bytes,
+                      void *stream, void **params, void **extra, size_t param_count) {
+  (void)param_count;
+  start();
+  if (grid_x < 1 || grid_y < 1 || grid_z < 1 || block_x < 1 || block_y < 1 || block_z < 1)
+    return; /* an empty loop: nothing to run (the driver would reject a zero-sized grid) */
+  ++stats.launches;
+  check(cu.LaunchKernel(function, (unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z,
+                        (unsigned)block_x, (unsigned)block_y, (unsigned)block_z,
+                        (unsigned)shared_bytes, stream, params, extra),
+        "cuLaunchKernel");
+}
+
+/* --- streams and events ------------------------------------------------------------- */
+
+/* Lowered code makes a stream per stretch of GPU work; a small pool reuses them. */
+static CUstream pool[16];
+static int pooled = 0;
+
+void *mgpuStreamCreate(void) {
+  start();
+  if (pooled > 0)
+    return pool[--pooled];
+  CUstream stream = NULL;
+  check(cu.StreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return stream;
+}
+
+void mgpuStreamSynchronize(void *stream) {
+  start();
+  check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void mgpuStreamDestroy(void *stream) {
+  start();
+  if (pooled < (int)(sizeof pool / sizeof *pool)) {
+    check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+    pool[pooled++] = stream;
+    return;
+  }
+  check(cu.StreamDestroy(stream), "cuStreamDestroy");
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  start();
+  check(cu.StreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+}
+
+void *mgpuEventCreate(void) {
+  start();
+  CUevent event = NULL;
+  check(cu.EventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return event;
+}
+
+void mgpuEventDestroy(void *event) {
+  start();
+  check(cu.EventDestroy(event), "cuEventDestroy");
+}
+
+void mgpuEventSynchronize(void *event) {
+  start();
+  check(cu.EventSynchronize(event), "cuEventSynchronize");
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  start();
+  check(cu.EventRecord(event, stream), "cuEventRecord");
+}
+
+/* --- memory ------------------------------------------------------------------------- */
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool host_shared) {
+  (void)stream;
+  start();
+  CUdeviceptr pointer = 0;
+  /* A zero-sized memref still needs a distinct, valid address. */
+  size_t size = bytes ? (size_t)bytes : 1;
+  if (host_shared)
+    check(cu.MemAllocManaged(&pointer, size, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged");
+  else
+    check(cu.MemAlloc(&pointer, size), "cuMemAlloc");
+  remember((void *)(uintptr_t)pointer, size);
+  ++stats.allocs;
+  return (void *)(uintptr_t)pointer;
+}
+
+void mgpuMemFree(void *pointer, void *stream) {
+  start();
+  if (stream != NULL)
+    check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  forget(pointer);
+  ++stats.frees;
+  check(cu.MemFree((CUdeviceptr)(uintptr_t)pointer), "cuMemFree");
+}
+
+void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
+  start();
+  int direction = on_device(destination) ? (on_device(source) ? D2D : H2D) : D2H;
+  ++stats.copies[direction];
+  stats.bytes[direction] += (long long)bytes;
+  check(cu.MemcpyAsync((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source,
+                       bytes, stream),
+        "cuMemcpyAsync");
+}
+
+void mgpuMemset32(void *destination, unsigned int value, size_t count, void *stream) {
+  start();
+  check(cu.MemsetD32Async((CUdeviceptr)(uintptr_t)destination, value, count, stream),
+        "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *destination, unsigned short value, size_t count, void *stream) {
+  start();
+  check(cu.MemsetD16Async((CUdeviceptr)(uintptr_t)destination, value, count, stream),
+        "cuMemsetD16Async");
+}
+
+void mgpuSetDefaultDevice(int32_t number) {
+  /* dhir chooses the device per rank (see above); an explicit choice wins if made first. */
+  if (!ready) {
+    char text[16];
+    snprintf(text, sizeof text, "%d", number);
+    setenv("DHIR_GPU_DEVICE", text, 1);
+  }
+}

@@ -1,0 +1,429 @@
+"""`dhir-gpu-data`: device buffers, and the copies between host and device, for GPU tasks.
+
+Runs after dhir-place (it needs each task's rank) and before dhir-lower-to-mpi. For every
+schedule with GPU tasks it walks the tasks in program order and tracks, per memref, on which
+ranks the device copy is valid and whether some rank's device holds data newer than every
+host copy ("dirty"):
+
+- Before a GPU task on rank R: R's device buffer for each memref the task touches is
+  allocated (once per memref and rank, before the schedule; freed after it), and filled from
+  R's host copy when R's device copy is stale. Written memrefs are filled too: a kernel may
+  write only part of a buffer.
+- After a GPU task: what it left dirty on the device is copied back to R's host copy only
+  when something needs the host copy next: a CPU task on R, a task on another rank (MPI
+  messages go host to host), or code after the schedule (every schedule operand counts as
+  needed afterwards unless it is a local allocation with no later use). A memref that the
+  next task touching it also uses on R's GPU stays on the device: no copies in between.
+- A write anywhere else (a CPU task, a GPU task on another rank) invalidates R's device copy.
+
+The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
+device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
+effects: a copy in reads the host memref (and brings it to R first), a copy out writes it.
+A CUDA-aware MPI could send device buffers directly and skip the copy out before a message;
+dhir does not assume one (see docs/gpu.md).
+
+Device buffers are made before the schedule, under `scf.if rank == R` on several ranks
+(other ranks get the host memref, which they never use), by an op carrying
+`dhir.device_buffer`: the task verifier lets GPU tasks use such values without listing
+them, since they are private to one rank's device and never travel between ranks.
+
+Each GPU task first calls `dhir_rt_gpu_task(name)` (dhir/runtime/dhir_gpu_rt.c), so that a
+failing CUDA call, or a missing driver, is reported with the task's name and location.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects import memref as xmemref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from dhir.analysis.effects import Effects, task_effects
+from dhir.dialects import gpu as dgpu
+from dhir.dialects import memref as dmemref
+from dhir.dialects import mpi
+from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
+from dhir.ir.diagnostics import PassFailedAt, loc_of
+from dhir.placement import rank_of
+from dhir.targets import DeviceKind
+
+TASK_HOOK = "dhir_rt_gpu_task"
+
+
+def is_gpu_task(task: TaskOp) -> bool:
+    """Bound to a GPU, or to any device with GPU code in its body."""
+    kind = task.target_info().kind
+    if kind == DeviceKind.GPU:
+        return True
+    return kind == DeviceKind.ANY and any(op.dialect_name() == "gpu" for op in task.body.walk())
+
+
+def task_label(task: TaskOp, index: int | None = None) -> str:
+    """How messages name a task: its `name` attribute, else its position in its schedule
+    (`index`, found when not given), and where it is."""
+    if index is None:
+        parent = task.parent_op()
+        tasks = list(parent.tasks()) if isinstance(parent, ScheduleOp) else [task]
+        index = tasks.index(task)
+    name = task.attributes.get("name")
+    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{index}"
+    loc = loc_of(task)
+    return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
+
+
+@dataclass(frozen=True)
+class GpuDataPass(ModulePass):
+    """Allocate device buffers and copy between host and device around GPU tasks."""
+
+    name = "dhir-gpu-data"
+
+    ranks: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.ranks < 1:
+            raise PassFailedException(f"dhir-gpu-data: ranks must be at least 1, got {self.ranks}")
+        labels = _Labels(op)
+        for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
+            tasks = list(schedule.tasks())
+            if any(is_gpu_task(t) for t in tasks):
+                _ScheduleData(schedule, tasks, self.ranks, labels).run()
+        if labels.used:
+            op.body.block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
+
+
+# --- the plan: which copies go where ---------------------------------------------------
+
+
+@dataclass
+class CopyPlan:
+    """Per task index: memrefs copied host to device before it, device to host after it."""
+
+    copy_in: dict[int, list[SSAValue]] = field(default_factory=dict)
+    copy_out: dict[int, list[SSAValue]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    rank: int
+    gpu: bool
+    effects: Effects
+
+
+def plan_copies(
+    facts: Sequence[TaskFacts], order: Sequence[SSAValue], needed_after: set[SSAValue]
+) -> CopyPlan:
+    """The copies for tasks in program order; `order` sorts memrefs (schedule position),
+    `needed_after` holds the memrefs whose host copy code after the schedule reads."""
+    plan = CopyPlan()
+    on_device: dict[SSAValue, set[int]] = {m: set() for m in order}
+    dirty: dict[SSAValue, int] = {}  # memref -> the rank whose device alone is current
+    for k, task in enumerate(facts):
+        touched = [m for m in order if m in task.effects.touches()]
+        if not task.gpu:
+            for m in task.effects.writes:
+                on_device[m] = set()
+            continue
+        stale = [m for m in touched if task.rank not in on_device[m]]
+        plan.copy_in[k] = stale
+        for m in stale:
+            on_device[m].add(task.rank)
+        for m in task.effects.writes:
+            on_device[m] = {task.rank}
+            dirty[m] = task.rank
+        back = [
+            m
+            for m in touched
+            if dirty.get(m) == task.rank and not _stays_on_device(facts, k, m, needed_after)
+        ]
+        plan.copy_out[k] = back
+        for m in back:
+            del dirty[m]
+    return plan
+
+
+def _stays_on_device(
+    facts: Sequence[TaskFacts], k: int, m: SSAValue, needed_after: set[SSAValue]
+) -> bool:
+    """Whether the next user of `m` after task k is a GPU task on the same rank."""
+    for later in facts[k + 1 :]:
+        if m in later.effects.touches():
+            return later.gpu and later.rank == facts[k].rank
+    return m not in needed_after
+
+
+# --- rewriting a schedule --------------------------------------------------------------
+
+
+class _Labels:
+    """Task names as constant strings in the module, for dhir_rt_gpu_task."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self._module = module
+        self._globals: dict[str, tuple[str, MemRefType]] = {}
+
+    @property
+    def used(self) -> bool:
+        return bool(self._globals)
+
+    def pointer(self, text: str) -> tuple[list[Operation], SSAValue]:
+        """Ops giving the address (i64) of a NUL-terminated copy of `text`."""
+        name, type_ = self._globals.get(text) or self._add(text)
+        get = xmemref.GetGlobalOp(name, type_)
+        address = dmemref.ExtractAlignedPointerAsIndexOp(get.memref)
+        as_int = arith.IndexCastOp(address.aligned_pointer, i64)
+        return [get, address, as_int], as_int.result
+
+    def _add(self, text: str) -> tuple[str, MemRefType]:
+        data = text.encode() + b"\0"
+        type_ = MemRefType(i8, [len(data)])
+        name = f"dhir_gpu_task_name{len(self._globals)}"
+        values = [b - 256 if b > 127 else b for b in data]  # i8 is signed
+        initial = DenseIntOrFPElementsAttr.from_list(TensorType(i8, [len(data)]), values)
+        global_ = dmemref.GlobalOp.build(
+            properties={
+                "sym_name": StringAttr(name),
+                "type": type_,
+                "initial_value": initial,
+                "sym_visibility": StringAttr("private"),
+                "constant": UnitAttr(),
+            }
+        )
+        block = self._module.body.block
+        first = block.first_op
+        if first is None:
+            block.add_op(global_)
+        else:
+            block.insert_op_before(global_, first)
+        self._globals[text] = (name, type_)
+        return name, type_
+
+
+@dataclass
+class _ScheduleData:
+    schedule: ScheduleOp
+    tasks: list[TaskOp]
+    ranks: int
+    labels: _Labels
+    buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
+
+    def run(self) -> None:
+        order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
+        facts = [self._facts(task) for task in self.tasks]
+        plan = plan_copies(facts, order, _needed_after(self.schedule, order))
+        users = self._buffer_users(facts, order)
+        self._allocate(users)
+        for k, task in enumerate(self.tasks):
+            if facts[k].gpu:
+                self._rewrite(task, k, facts[k].rank, plan)
+
+    def _facts(self, task: TaskOp) -> TaskFacts:
+        rank = rank_of(task)
+        if rank is None:
+            if self.ranks > 1:
+                raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-gpu-data")
+            rank = 0
+        return TaskFacts(rank, is_gpu_task(task), task_effects(task))
+
+    def _buffer_users(
+        self, facts: Sequence[TaskFacts], order: Sequence[SSAValue]
+    ) -> dict[int, tuple[TaskOp, list[SSAValue]]]:
+        """Per rank: its first GPU task, and the memrefs its GPU tasks use (in order)."""
+        users: dict[int, tuple[TaskOp, list[SSAValue]]] = {}
+        for task, fact in zip(self.tasks, facts):
+            if not fact.gpu:
+                continue
+            used = _memrefs_used(task)
+            _, memrefs = users.setdefault(fact.rank, (task, []))
+            memrefs += [m for m in order if m in used and m not in memrefs]
+        return users
+
+    def _allocate(self, users: dict[int, tuple[TaskOp, list[SSAValue]]]) -> None:
+        guards = _Guards(self.schedule) if self.ranks > 1 else None
+        for rank in sorted(users):
+            first, memrefs = users[rank]
+            hook, name = self.labels.pointer(task_label(first, self.tasks.index(first)))
+            call = func.CallOp(TASK_HOOK, [name], [])
+            allocs = [op for m in memrefs for op in _alloc(first, m)]
+            made = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
+            body: list[Operation] = [*hook, call, *allocs]
+            if guards is None:
+                self._before_schedule(body)
+                for op in allocs:
+                    op.attributes[DEVICE_BUFFER_ATTR] = UnitAttr()
+                results = made
+                frees: list[Operation] = [_dealloc(v) for v in made]
+                self._after_schedule(frees)
+            else:
+                results = self._guarded_alloc(guards.on(rank), body, made, memrefs)
+                frees = [_dealloc(v) for v in results]
+                guard = scf.IfOp(guards.on(rank), [], [*frees, scf.YieldOp()])
+                guard.attributes[DEVICE_BUFFER_ATTR] = UnitAttr()
+                self._after_schedule([guard])
+            for m, buffer in zip(memrefs, results):
+                buffer.name_hint = f"{m.name_hint or 'm'}_dev{rank}"
+                self.buffers[(rank, m)] = buffer
+
+    def _guarded_alloc(
+        self,
+        condition: SSAValue,
+        body: list[Operation],
+        made: list[SSAValue],
+        memrefs: list[SSAValue],
+    ) -> list[SSAValue]:
+        """`scf.if rank == R` yielding the device buffers (the host memrefs elsewhere)."""
+        types = [m.type for m in memrefs]
+        guard = scf.IfOp(condition, types, [*body, scf.YieldOp(*made)], [scf.YieldOp(*memrefs)])
+        guard.attributes[DEVICE_BUFFER_ATTR] = UnitAttr()
+        self._before_schedule([guard])
+        return list(guard.results)
+
+    def _rewrite(self, task: TaskOp, k: int, rank: int, plan: CopyPlan) -> None:
+        block = task.body.block
+        mine = {m: b for (r, m), b in self.buffers.items() if r == rank}
+        for op in block.walk():
+            for index, operand in enumerate(op.operands):
+                if operand in mine:
+                    op.operands[index] = mine[operand]
+        hook, name = self.labels.pointer(task_label(task, k))
+        start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+        start += [_memcpy(mine[m], m) for m in plan.copy_in.get(k, [])]
+        first = block.first_op
+        assert first is not None  # at least the terminator
+        block.insert_ops_before(start, first)
+        terminator = block.last_op
+        assert terminator is not None
+        for m in plan.copy_out.get(k, []):
+            block.insert_op_before(_memcpy(m, mine[m]), terminator)
+
+    def _before_schedule(self, ops: Iterable[Operation]) -> None:
+        parent = self.schedule.parent
+        assert parent is not None
+        for op in ops:
+            parent.insert_op_before(op, self.schedule)
+
+    def _after_schedule(self, ops: Sequence[Operation]) -> None:
+        parent = self.schedule.parent
+        assert parent is not None
+        anchor: Operation = self.schedule
+        for op in ops:
+            parent.insert_op_after(op, anchor)
+            anchor = op
+
+
+class _Guards:
+    """`rank == R` conditions, computed once before the schedule."""
+
+    def __init__(self, schedule: ScheduleOp) -> None:
+        self._schedule = schedule
+        comm = mpi.CommWorldOp()
+        rank = mpi.CommRankOp(comm.comm)
+        self._rank = rank.rank
+        self._insert([comm, rank])
+        self._on: dict[int, SSAValue] = {}
+
+    def _insert(self, ops: Sequence[Operation]) -> None:
+        parent = self._schedule.parent
+        assert parent is not None
+        for op in ops:
+            parent.insert_op_before(op, self._schedule)
+
+    def on(self, rank: int) -> SSAValue:
+        if rank not in self._on:
+            const = arith.ConstantOp(IntegerAttr(rank, i32))
+            test = arith.CmpiOp(self._rank, const.result, "eq")
+            test.result.name_hint = f"gpu_on{rank}"
+            self._insert([const, test])
+            self._on[rank] = test.result
+        return self._on[rank]
+
+
+def _memrefs_used(task: TaskOp) -> set[SSAValue]:
+    listed = set(task.memrefs)
+    return {v for op in task.body.walk() for v in op.operands if v in listed}
+
+
+def _alloc(task: TaskOp, value: SSAValue) -> list[Operation]:
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    if not isinstance(type_.layout, NoneAttr):
+        raise PassFailedAt(
+            task,
+            f"a GPU task cannot use {type_}, a memref with a layout; device buffers are "
+            "contiguous (pass the whole buffer, not a view)",
+        )
+    ops: list[Operation] = []
+    sizes: list[SSAValue] = []
+    for dim, extent in enumerate(type_.get_shape()):
+        if extent < 0:
+            index = arith.ConstantOp(IntegerAttr(dim, IndexType()))
+            size = xmemref.DimOp.from_source_and_index(value, index.result)
+            ops += [index, size]
+            sizes.append(size.result)
+    alloc = dgpu.AllocOp.build(
+        operands=[[], sizes, []], result_types=[type_, []], properties={}, attributes={}
+    )
+    return [*ops, alloc]
+
+
+def _dealloc(buffer: SSAValue) -> Operation:
+    return dgpu.DeallocOp.build(operands=[[], buffer], result_types=[[]])
+
+
+def _memcpy(destination: SSAValue, source: SSAValue) -> Operation:
+    return dgpu.MemcpyOp.build(operands=[[], destination, source], result_types=[[]])
+
+
+def _needed_after(schedule: ScheduleOp, memrefs: Sequence[SSAValue]) -> set[SSAValue]:
+    """Memrefs whose host copy may be read after the schedule: all but local allocations
+    (in the schedule's block) that nothing after the schedule uses except to free them."""
+    return {m for m in memrefs if not _dead_after(schedule, m)}
+
+
+def _dead_after(schedule: ScheduleOp, value: SSAValue) -> bool:
+    owner = value.owner
+    block = schedule.parent
+    if not isinstance(owner, xmemref.AllocOp | xmemref.AllocaOp) or owner.parent is not block:
+        return False
+    assert block is not None
+    for use in value.uses:
+        top = _ancestor_in(use.operation, block)
+        if top is None or top is schedule or isinstance(use.operation, xmemref.DeallocOp):
+            continue
+        # Uses before the schedule read an earlier allocation, even in a loop.
+        if schedule.is_before_in_block(top):
+            return False
+    return True
+
+
+def _ancestor_in(op: Operation, block: Block) -> Operation | None:
+    current: Operation | None = op
+    while current is not None and current.parent is not block:
+        current = current.parent_op()
+    return current
+
+
+__all__ = [
+    "CopyPlan",
+    "GpuDataPass",
+    "TaskFacts",
+    "is_gpu_task",
+    "plan_copies",
+    "task_label",
+]

@@ -1,0 +1,276 @@
+"""Run the GPU tests' programs on a machine that has an NVIDIA GPU but not the compile
+toolchain (LLVM 22, MPICH's headers): build them here, run them there.
+
+    .venv/bin/python tests/gpu_check.py build DIR [--random N] [--chip sm_90]   # here
+    python3 tests/gpu_check.py check DIR                          # on the GPU machine
+
+`build` compiles, with `dhir compile`, the programs of tests/unit/test_gpu_real.py (the
+proposal's example on 1 and 2 ranks, default placement and round-robin; a CPU -> GPU ->
+CPU chain across 2 ranks; a GPU -> GPU chain as PTX and as a fatbin), every loop form a
+GPU task may use (1-D, 2-D, 3-D scf.parallel, affine.parallel, linalg) and N random
+schedules with GPU tasks (tests/unit/strategies.py), saves their inputs and what the
+sequential interpreter computes from them, and copies what the executables load at run
+time (MPICH's launcher and libmpi, MLIR's runner utilities, libomp) into DIR/runtime.
+
+`check` needs Python with NumPy and dhir importable (xdsl too); it runs every program with
+`python -m dhir run EXE` and compares each output with the interpreter's bit for bit,
+and the GPU -> GPU chain's host<->device copy counts (DHIR_GPU_STATS) with what the
+lowering promises. It exits non-zero if any differs.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
+
+SCALAR_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+# The GPU -> GPU chain: %a and %b go in once, %b comes out once, three kernels run.
+CHAIN_COPIES = {"h2d": 2, "d2h": 1, "launches": 3}
+
+# linalg on the GPU (a reduction dimension stays a loop in each thread) and a 3-D loop
+# nest (tiles of 32 x 4 x 2 threads), on two ranks, with CPU work between.
+MATMUL_3D = """
+func.func @main(%a: memref<64x32xf32>, %b: memref<32x48xf32>, %c: memref<64x48xf32>,
+                %v: memref<8x16x32xf32>) {
+  dhir.schedule %a, %b, %c, %v {
+    %gpu = dhir.target {arch = "sm_90"}
+    %cpu = dhir.target {kind = "cpu"}
+    %mm = dhir.task %gpu, %a, %b, %c attributes {dhir.rank = 1 : i64} {
+      linalg.matmul ins(%a, %b : memref<64x32xf32>, memref<32x48xf32>)
+                    outs(%c : memref<64x48xf32>)
+    }
+    %scale = dhir.task %cpu, %c attributes {dhir.rank = 0 : i64} {
+      %two = arith.constant 2.0 : f32
+      linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>],
+                      iterator_types = ["parallel", "parallel"]} outs(%c : memref<64x48xf32>) {
+      ^bb0(%x: f32):
+        %y = arith.mulf %x, %two : f32
+        linalg.yield %y : f32
+      }
+    }
+    %cube = dhir.task %gpu, %v, %c attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n0 = arith.constant 8 : index
+      %n1 = arith.constant 16 : index
+      %n2 = arith.constant 32 : index
+      scf.parallel (%i, %j, %k) = (%c0, %c0, %c0) to (%n0, %n1, %n2) step (%c1, %c1, %c1) {
+        %x = memref.load %v[%i, %j, %k] : memref<8x16x32xf32>
+        %y = memref.load %c[%j, %k] : memref<64x48xf32>
+        %z = arith.subf %x, %y : f32
+        memref.store %z, %v[%i, %j, %k] : memref<8x16x32xf32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def _cases(random_count: int) -> list[dict[str, object]]:
+    from test_gpu_runtime import PROPOSAL, _chain
+
+    rng = np.random.default_rng(2026)
+    ints = lambda n, k: [rng.integers(-99, 99, n).astype(np.int32) for _ in range(k)]  # noqa: E731
+    cases: list[dict[str, object]] = []
+    for ranks in (1, 2):
+        for placement in ("round-robin", "best"):
+            cases.append(
+                dict(
+                    name=f"proposal-{ranks}r-{placement}",
+                    text=PROPOSAL.read_text(),
+                    ranks=ranks,
+                    placement=placement,
+                    inputs=ints(20, 3),
+                )
+            )
+    cases.append(dict(name="cpu-gpu-cpu-2r", text=_chain(1), ranks=2, inputs=ints(64, 2)))
+    for fmt in ("isa", "fatbin"):
+        cases.append(
+            dict(
+                name=f"gpu-chain-{fmt}",
+                text=_chain(1, 1, 1),
+                ranks=2,
+                inputs=ints(64, 2),
+                env={"DHIR_GPU_FORMAT": fmt},
+                copies=CHAIN_COPIES,
+            )
+        )
+    floats = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    from test_gpu_build import LOOPS
+
+    # math.exp runs libdevice's expf on the GPU, NumPy's on the host: a few ulp apart.
+    cases.append(
+        dict(
+            name="loop-forms",
+            text=LOOPS.replace("ARCH", "sm_90"),
+            ranks=1,
+            inputs=[floats(1000), floats(64, 48), np.float32(1.5)],
+            rtol=1e-6,
+        )
+    )
+    cases.append(
+        dict(
+            name="matmul-3d",
+            text=MATMUL_3D,
+            ranks=2,
+            inputs=[floats(64, 32), floats(32, 48), floats(64, 48), floats(8, 16, 32)],
+        )
+    )
+    return cases + _random_cases(random_count, rng)
+
+
+def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object]]:
+    from hypothesis.errors import NonInteractiveExampleWarning
+    from strategies import schedules
+    from test_gpu_data import GPU_TARGETS, parallel
+
+    cases: list[dict[str, object]] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonInteractiveExampleWarning)
+        for k in range(count):
+            ranks = int(rng.integers(1, 4))
+            program = schedules(max_tasks=12, max_buffers=4, targets=GPU_TARGETS, ranks=ranks)
+            drawn = parallel(program.example())
+            inputs = [
+                rng.integers(-50, 50, drawn.size).astype(np.int32) for _ in range(drawn.buffers)
+            ]
+            cases.append(dict(name=f"random-{k}", text=drawn.text(), ranks=ranks, inputs=inputs))
+    return cases
+
+
+def build(directory: Path, random_count: int, chip: str) -> int:
+    os.environ["DHIR_GPU_CHIP"] = chip  # for `kind = "gpu"` targets: no GPU here to ask
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = [_build_case(directory / str(case["name"]), case) for case in _cases(random_count)]
+    (directory / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    _copy_runtime(directory / "runtime")
+    return 0
+
+
+def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
+    """Compile the case into `folder` with its inputs and the interpreter's results;
+    its manifest entry."""
+    import dhir
+
+    folder.mkdir(exist_ok=True)
+    source = folder / "program.mlir"
+    source.write_text(str(case["text"]))
+    placement = str(case.get("placement", "round-robin"))
+    command = [sys.executable, "-m", "dhir", "compile", str(source), "-o", str(folder / "exe")]
+    command += ["-n", str(case["ranks"]), "--placement", placement]
+    subprocess.run(command, env=dict(os.environ, **case.get("env", {})), check=True)
+    inputs = list(case["inputs"])
+    expected = dhir.run(source, *inputs, backend="interp")
+    given, outputs = [], []
+    for k, (value, want) in enumerate(zip(inputs, expected)):
+        if np.ndim(value) == 0:  # a scalar: TYPE=VALUE on the command line
+            given.append(f"{SCALAR_TYPES[np.asarray(value).dtype.name]}={value}")
+            continue
+        np.save(folder / f"in{k}.npy", value)
+        np.save(folder / f"want{k}.npy", want)
+        given.append(f"in{k}.npy")
+        outputs.append(k)
+    print(f"built {case['name']}")
+    kept = {k: case[k] for k in ("name", "ranks", "copies", "rtol") if k in case}
+    return kept | {"inputs": given, "outputs": outputs}
+
+
+def _copy_runtime(target: Path) -> None:
+    from dhir.toolchain.tools import find_llvm_tools, find_mpi
+
+    mpi = find_mpi("mpich")
+    for sub in ("bin", "lib", "include"):
+        (target / "mpich" / sub).mkdir(parents=True, exist_ok=True)
+    for name in ("mpirun", "mpiexec", "mpiexec.hydra", "hydra_pmi_proxy"):
+        shutil.copy2(mpi.prefix / "bin" / name, target / "mpich" / "bin" / name)
+    shutil.copy2(mpi.include_dir / "mpi.h", target / "mpich" / "include" / "mpi.h")
+    for library in mpi.lib_dir.glob("libmpi.so*"):
+        shutil.copy2(library, target / "mpich" / "lib" / library.name)
+    if (mpi.lib_dir / "mpich").is_dir():  # the wheel's libfabric and UCX, on libmpi's RUNPATH
+        shutil.copytree(
+            mpi.lib_dir / "mpich", target / "mpich" / "lib" / "mpich", dirs_exist_ok=True
+        )
+    (target / "lib").mkdir(exist_ok=True)
+    llvm = find_llvm_tools().lib_dir
+    for pattern in ("libmlir_c_runner_utils.so.*", "libomp.so*"):
+        for library in llvm.glob(pattern):
+            shutil.copy2(library, target / "lib" / library.name)
+
+
+def check(directory: Path) -> int:
+    runtime = directory.resolve() / "runtime"
+    libraries = [runtime / "lib", runtime / "mpich" / "lib", os.environ.get("LD_LIBRARY_PATH", "")]
+    env = dict(
+        os.environ,
+        DHIR_MPICH_PREFIX=str(runtime / "mpich"),
+        LD_LIBRARY_PATH=":".join(str(part) for part in libraries),
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
+    cases = json.loads((directory / "manifest.json").read_text())
+    passed = sum(_check_case(directory / case["name"], case, env) for case in cases)
+    print(f"gpu_check: {passed} of {len(cases)} programs gave the interpreter's results")
+    return 0 if passed == len(cases) else 1
+
+
+def _check_case(folder: Path, case: dict[str, object], env: dict[str, str]) -> bool:
+    out, stats = folder / "out", folder / "gpu-stats.txt"
+    stats.unlink(missing_ok=True)
+    command = [sys.executable, "-m", "dhir", "run", str(folder / "exe"), "--output-dir", str(out)]
+    for given in case["inputs"]:
+        command += ["--input", str(folder / given) if given.endswith(".npy") else given]
+    env = dict(env, DHIR_GPU_STATS=str(stats))
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"FAIL {case['name']}: dhir run exited {result.returncode}\n{result.stderr}")
+        return False
+    rtol = float(case.get("rtol", 0.0))
+    wrong = [
+        k for k in case["outputs"] if not _same(out / f"arg{k}.npy", folder / f"want{k}.npy", rtol)
+    ]
+    counts = stats.read_text().strip() if stats.exists() else "(no GPU used)"
+    if wrong:
+        print(f"FAIL {case['name']}: arguments {wrong} differ from the interpreter's")
+        return False
+    if case.get("copies"):
+        found = dict(part.split("=") for part in counts.split() if "=" in part)
+        if any(int(found.get(k, -1)) != v for k, v in case["copies"].items()):
+            print(f"FAIL {case['name']}: copies {counts}, want {case['copies']}")
+            return False
+    print(f"ok   {case['name']} ({case['ranks']} ranks; GPU: {counts})")
+    return True
+
+
+def _same(got: Path, want: Path, rtol: float) -> bool:
+    """Bit for bit, or within `rtol` where a case allows it (math library functions)."""
+    a, b = np.load(got), np.load(want)
+    if rtol == 0.0:
+        return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=0.0))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    built = sub.add_parser("build")
+    built.add_argument("directory", type=Path)
+    built.add_argument("--random", type=int, default=30, metavar="N")
+    built.add_argument("--chip", default="sm_90", help="the GPU machine's chip")
+    sub.add_parser("check").add_argument("directory", type=Path)
+    args = parser.parse_args()
+    if args.command == "build":
+        return build(args.directory, args.random, args.chip)
+    return check(args.directory)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+/* A fake CUDA driver (libcuda.so.1) for testing dhir's GPU runtime on machines without a GPU.
+ *
+ * Device memory is host memory (malloc), copies are memmove, and kernels do not run: a
+ * launch is only recorded. Every call is appended to the file named by FAKE_CUDA_LOG, one
+ * line each ("cuMemAlloc_v2 4000"). Settings: FAKE_CUDA_DEVICES (default 1),
+ * FAKE_CUDA_CC (compute capability as major*10+minor, default 90), FAKE_CUDA_FAIL (the name
+ * of a call that then fails with CUDA_ERROR_OUT_OF_MEMORY).
+ *
+ * Module loading checks the chip like the driver does, roughly: a fatbin needs an entry for
+ * an arch no newer than the device, PTX a `.target` no newer than the device. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+enum { OK = 0, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, NO_BINARY_FOR_GPU = 209, NOT_FOUND = 500 };
+
+static void record(const char *format, ...) {
+  const char *path = getenv("FAKE_CUDA_LOG");
+  if (path == NULL)
+    return;
+  FILE *log = fopen(path, "a");
+  if (log == NULL)
+    return;
+  va_list args;
+  va_start(args, format);
+  vfprintf(log, format, args);
+  va_end(args);
+  fputc('\n', log);
+  fclose(log);
+}
+
+static int setting(const char *name, int fallback) {
+  const char *value = getenv(name);
+  return value != NULL && *value ? atoi(value) : fallback;
+}
+
+static int fails(const char *call) {
+  const char *which = getenv("FAKE_CUDA_FAIL");
+  return which != NULL && strcmp(which, call) == 0;
+}
+
+#define ENTER(call, ...)                                                                      \
+  do {                                                                                        \
+    record(call __VA_ARGS__);                                                                 \
+    if (fails(call))                                                                          \
+      return OUT_OF_MEMORY;                                                                   \
+  } while (0)
+
+CUresult cuGetErrorString(CUresult code, const char **text) {
+  switch (code) {
+  case OUT_OF_MEMORY: *text = "out of memory (fake)"; break;
+  case NO_BINARY_FOR_GPU: *text = "no kernel image is available for execution on the device (fake)"; break;
+  case INVALID_DEVICE: *text = "invalid device ordinal (fake)"; break;
+  default: *text = "fake error"; break;
+  }
+  return OK;
+}
+
+CUresult cuInit(unsigned flags) { ENTER("cuInit", " %u", flags); return OK; }
+
+CUresult cuDeviceGetCount(int *count) {
+  ENTER("cuDeviceGetCount");
+  *count = setting("FAKE_CUDA_DEVICES", 1);
+  return OK;
+}
+
+CUresult cuDeviceGet(int *device, int ordinal) {
+  ENTER("cuDeviceGet", " %d", ordinal);
+  if (ordinal < 0 || ordinal >= setting("FAKE_CUDA_DEVICES", 1))
+    return INVALID_DEVICE;
+  *device = ordinal;
+  return OK;
+}
+
+CUresult cuDeviceGetAttribute(int *value, int attribute, int device) {
+  (void)device;
+  int cc = setting("FAKE_CUDA_CC", 90);
+  *value = attribute == 75 ? cc / 10 : attribute == 76 ? cc % 10 : 0;
+  return OK;
+}
+
+CUresult cuDeviceGetName(char *name, int length, int device) {
+  snprintf(name, (size_t)length, "Fake GPU %d", device);
+  return OK;
+}
+
+static int context_token;
+CUresult cuDevicePrimaryCtxRetain(void **context, int device) {
+  ENTER("cuDevicePrimaryCtxRetain", " %d", device);
+  *context = &context_token;
+  return OK;
+}
+
+CUresult cuCtxSetCurrent(void *context) { (void)context; return OK; }
+
+/* --- modules ------------------------------------------------------------------------ */
+
+typedef struct { char name[256]; } Function;
+typedef struct { int arch; } Module;
+
+static int fatbin_fits(const unsigned char *data, int cc) {
+  uint16_t header = *(const uint16_t *)(data + 6);
+  uint64_t size = *(const uint64_t *)(data + 8);
+  int best = 0;
+  for (uint64_t at = header; at < header + size;) {
+    const unsigned char *entry = data + at;
+    uint32_t entry_header = *(const uint32_t *)(entry + 4);
+    uint64_t payload = *(const uint64_t *)(entry + 8);
+    int arch = (int)*(const uint32_t *)(entry + 28);
+    if (arch <= cc && arch > best)
+      best = arch;
+    at += entry_header + payload;
+  }
+  return best;
+}
+
+static int ptx_target(const char *text) {
+  const char *target = strstr(text, ".target sm_");
+  return target != NULL ? atoi(target + strlen(".target sm_")) : 0;
+}
+
+static CUresult load(void **module, const void *data, const char *call) {
+  int cc = setting("FAKE_CUDA_CC", 90);
+  const unsigned char *bytes = data;
+  int arch;
+  if (*(const uint32_t *)bytes == 0xBA55ED50u) {
+    arch = fatbin_fits(bytes, cc);
+    record("%s fatbin fits=%d", call, arch);
+    if (arch == 0)
+      return NO_BINARY_FOR_GPU;
+  } else {
+    arch = ptx_target(data);
+    record("%s ptx sm_%d", call, arch);
+    if (arch == 0 || arch > cc)
+      return NO_BINARY_FOR_GPU;
+  }
+  if (fails(call))
+    return OUT_OF_MEMORY;
+  Module *made = malloc(sizeof *made);
+  made->arch = arch;
+  *module = made;
+  return OK;
+}
+
+CUresult cuModuleLoadData(void **module, const void *data) {
+  return load(module, data, "cuModuleLoadData");
+}
+
+CUresult cuModuleLoadDataEx(void **module, const void *data, unsigned count, int *options,
+                            void **values) {
+  (void)count, (void)options, (void)values;
+  return load(module, data, "cuModuleLoadDataEx");
+}
+
+CUresult cuModuleUnload(void *module) { record("cuModuleUnload"); free(module); return OK; }
+
+CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+  (void)module;
+  ENTER("cuModuleGetFunction", " %s", name);
+  Function *made = malloc(sizeof *made);
+  snprintf(made->name, sizeof made->name, "%s", name);
+  *function = made;
+  return OK;
+}
+
+CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
+                        void **extra) {
+  (void)shared, (void)stream, (void)params, (void)extra;
+  ENTER("cuLaunchKernel", " %s grid=%ux%ux%u block=%ux%ux%u", ((Function *)function)->name, gx,
+        gy, gz, bx, by, bz);
+  return OK;
+}
+
+/* --- streams and events ------------------------------------------------------------- */
+
+static int stream_count;
+CUresult cuStreamCreate(void **stream, unsigned flags) {
+  ENTER("cuStreamCreate", " %u", flags);
+  *stream = malloc(1);
+  ++stream_count;
+  return OK;
+}
+CUresult cuStreamSynchronize(void *stream) { (void)stream; return OK; }
+CUresult cuStreamDestroy_v2(void *stream) { record("cuStreamDestroy_v2"); free(stream); return OK; }
+CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
+  (void)stream, (void)event, (void)flags;
+  return OK;
+}
+CUresult cuEventCreate(void **event, unsigned flags) { (void)flags; *event = malloc(1); return OK; }
+CUresult cuEventDestroy_v2(void *event) { free(event); return OK; }
+CUresult cuEventSynchronize(void *event) { (void)event; return OK; }
+CUresult cuEventRecord(void *event, void *stream) { (void)event, (void)stream; return OK; }
+
+/* --- memory ------------------------------------------------------------------------- */
+
+CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+  ENTER("cuMemAlloc_v2", " %zu", bytes);
+  *pointer = (CUdeviceptr)(uintptr_t)calloc(1, bytes);
+  return *pointer ? OK : OUT_OF_MEMORY;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *pointer, size_t bytes, unsigned flags) {
+  (void)flags;
+  return cuMemAlloc_v2(pointer, bytes);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  ENTER("cuMemFree_v2");
+  free((void *)(uintptr_t)pointer);
+  return OK;
+}
+
+CUresult cuMemcpyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, void *stream) {
+  (void)stream;
+  ENTER("cuMemcpyAsync", " %zu", bytes);
+  memmove((void *)(uintptr_t)to, (const void *)(uintptr_t)from, bytes);
+  return OK;
+}
+
+CUresult cuMemsetD32Async(CUdeviceptr to, unsigned value, size_t count, void *stream) {
+  (void)stream;
+  uint32_t *words = (uint32_t *)(uintptr_t)to;
+  for (size_t i = 0; i < count; ++i)
+    words[i] = value;
+  return OK;
+}
+
+CUresult cuMemsetD16Async(CUdeviceptr to, unsigned short value, size_t count, void *stream) {
+  (void)stream;
+  uint16_t *halves = (uint16_t *)(uintptr_t)to;
+  for (size_t i = 0; i < count; ++i)
+    halves[i] = value;
+  return OK;
+}

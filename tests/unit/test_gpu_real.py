@@ -1,0 +1,52 @@
+"""On a real NVIDIA GPU (skipped where nvidia-smi is absent): GPU tasks against the
+sequential interpreter, and a GPU-to-GPU chain that must not copy through the host."""
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_gpu_runtime import PROPOSAL, _chain
+
+import dhir
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no NVIDIA GPU (nvidia-smi)"),
+    pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22"),
+]
+
+
+def _against_oracle(program: str | Path, inputs: list[np.ndarray], ranks: int) -> None:
+    oracle = dhir.run(program, *inputs, backend="interp")
+    native = dhir.run(program, *inputs, ranks=ranks, placement="round-robin", timeout=300)
+    for got, want in zip(native, oracle):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_proposal_equals_the_oracle(ranks: int) -> None:
+    rng = np.random.default_rng(ranks)
+    _against_oracle(PROPOSAL, [rng.integers(-99, 99, 20).astype(np.int32) for _ in range(3)], ranks)
+
+
+def test_cpu_gpu_cpu_chain_across_two_ranks() -> None:
+    rng = np.random.default_rng(5)
+    _against_oracle(_chain(1), [rng.integers(-99, 99, 64).astype(np.int32) for _ in range(2)], 2)
+
+
+@pytest.mark.parametrize("gpu_format", ["isa", "fatbin"])
+def test_gpu_chain_stays_on_the_device(
+    gpu_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DHIR_GPU_FORMAT", gpu_format)
+    stats = tmp_path / "stats.txt"
+    monkeypatch.setenv("DHIR_GPU_STATS", str(stats))
+    rng = np.random.default_rng(6)
+    _against_oracle(
+        _chain(1, 1, 1), [rng.integers(-99, 99, 64).astype(np.int32) for _ in range(2)], 2
+    )
+    (line,) = stats.read_text().splitlines()
+    counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 1, 3)

@@ -1,0 +1,265 @@
+"""dhir's GPU runtime (dhir/runtime/dhir_gpu_rt.c) against a fake CUDA driver
+(tests/gpu_fake/fake_cuda.c): device memory is host memory and kernels do not run, so
+these tests check the host side (driver loading, device choice, allocations, copies and
+their count, launches, error messages), not what kernels compute."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from strategies import RandomSchedule, schedules
+from test_gpu_data import GPU_TARGETS, parallel
+from xdsl.dialects.builtin import ModuleOp
+
+import dhir
+from dhir import DhirError
+from dhir.backends.interp import run_interp
+from dhir.dialects.dhir import TaskOp
+from dhir.transforms.gpu_data import is_gpu_task
+
+pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+ROOT = Path(__file__).parents[2]
+PROPOSAL = ROOT / "examples" / "proposal.mlir"
+FAKE_SOURCE = ROOT / "tests" / "gpu_fake" / "fake_cuda.c"
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("fake-cuda")
+    subprocess.run(
+        ["clang-22", "-shared", "-fPIC", "-O1", "-o", folder / "libcuda.so.1", FAKE_SOURCE],
+        check=True,
+    )
+    return folder
+
+
+class Fake:
+    """The fake driver's call log and the runtime's statistics of one run."""
+
+    def __init__(self, folder: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.log = work / "cuda.log"
+        self.stats = work / "stats.txt"
+        self._env = monkeypatch
+        monkeypatch.setenv("LD_LIBRARY_PATH", str(folder))
+        monkeypatch.setenv("FAKE_CUDA_LOG", str(self.log))
+        monkeypatch.setenv("DHIR_GPU_STATS", str(self.stats))
+        monkeypatch.delenv("DHIR_CUDA_DRIVER", raising=False)
+
+    def set(self, name: str, value: str) -> None:
+        self._env.setenv(name, value)
+
+    def calls(self, name: str) -> list[str]:
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return [line for line in lines if line.split()[0] == name]
+
+    def counts(self) -> list[dict[str, int]]:
+        """Per rank that used its GPU: launches, h2d, d2h, d2d, allocs, frees."""
+        found = []
+        for line in self.stats.read_text().splitlines():
+            found.append({k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)})
+        return found
+
+
+@pytest.fixture
+def fake(fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fake:
+    return Fake(fake_driver, tmp_path, monkeypatch)
+
+
+def _run(program: str | Path, *args: np.ndarray, ranks: int = 2) -> list[np.ndarray]:
+    return dhir.run(program, *args, ranks=ranks, placement="round-robin", timeout=120)
+
+
+def _proposal_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    return [rng.integers(-99, 99, 20).astype(np.int32) for _ in range(3)]
+
+
+def test_proposal_copies_in_launches_and_copies_out(fake: Fake) -> None:
+    a, b, c = _proposal_inputs()
+    results = _run(PROPOSAL, a, b, c)
+    # The CPU task ran (c = a + b); the fake ran no kernel, so %a came back unchanged
+    # from its round trip through device memory.
+    np.testing.assert_array_equal(results[2], a + b)
+    np.testing.assert_array_equal(results[0], a)
+    assert fake.calls("cuMemAlloc_v2") == ["cuMemAlloc_v2 80"] * 2
+    assert fake.calls("cuLaunchKernel") == ["cuLaunchKernel task0_kernel0 grid=1x1x1 block=20x1x1"]
+    assert len(fake.calls("cuModuleLoadData") + fake.calls("cuModuleLoadDataEx")) == 1
+    assert len(fake.calls("cuMemFree_v2")) == 2
+    # Only rank 1 runs the GPU task: only it loads the driver.
+    assert len(fake.calls("cuInit")) == 1
+    (counts,) = fake.counts()
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 1, 1)
+
+
+CHAIN = """
+func.func @main(%a: memref<64xi32>, %b: memref<64xi32>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %gpu = dhir.target {arch = "sm_90"}
+    %fill = dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %v = arith.index_cast %i : index to i32
+        memref.store %v, %a[%i] : memref<64xi32>
+      }
+    }
+    GPU_TASKS
+    %use = dhir.task %cpu, %a, %b attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %x = memref.load %a[%i] : memref<64xi32>
+        %y = memref.load %b[%i] : memref<64xi32>
+        %z = arith.addi %x, %y : i32
+        memref.store %z, %b[%i] : memref<64xi32>
+      }
+    }
+  }
+  return
+}
+"""
+GPU_TASK = """%g{k} = dhir.task %gpu, %a, %b attributes {{dhir.rank = {rank} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {{
+        %x = memref.load %a[%i] : memref<64xi32>
+        %y = memref.load %b[%i] : memref<64xi32>
+        %z = arith.addi %x, %y : i32
+        memref.store %z, %b[%i] : memref<64xi32>
+      }}
+    }}
+    """
+
+
+def _chain(*ranks: int) -> str:
+    tasks = "".join(GPU_TASK.format(k=k, rank=r) for k, r in enumerate(ranks))
+    return CHAIN.replace("GPU_TASKS", tasks)
+
+
+def test_cpu_gpu_cpu_across_two_ranks(fake: Fake) -> None:
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    results = _run(_chain(1), a, b)
+    # The kernel did not run: %b made its round trip through rank 1's device, then
+    # rank 0 added the %a it filled.
+    np.testing.assert_array_equal(results[1], np.arange(64, dtype=np.int32) + 5)
+    (counts,) = fake.counts()
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 1, 1)
+    assert fake.calls("cuLaunchKernel") == ["cuLaunchKernel task0_kernel0 grid=1x1x1 block=256x1x1"]
+
+
+def test_gpu_to_gpu_chain_does_not_copy_through_the_host(fake: Fake) -> None:
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    _run(_chain(1, 1, 1), a, b)
+    (counts,) = fake.counts()
+    # %a and %b go in once before the first task, %b comes out once after the last.
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 1, 3)
+    assert counts["allocs"] == counts["frees"] == 2
+
+
+def test_ranks_take_the_gpus_of_their_node_by_local_rank(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_DEVICES", "2")
+    a, b = np.zeros(64, np.int32), np.zeros(64, np.int32)
+    _run(_chain(0, 1), a, b)
+    assert sorted(fake.calls("cuDeviceGet")) == ["cuDeviceGet 0", "cuDeviceGet 1"]
+    # Both ranks used their GPU; the data crossed from rank 0's device through the hosts.
+    assert sorted(c["d2h"] for c in fake.counts()) == [1, 1]
+
+
+def test_no_driver_names_the_gpu_task(fake: Fake) -> None:
+    fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
+    with pytest.raises(DhirError) as error:
+        _run(PROPOSAL, *_proposal_inputs())
+    message = str(error.value)
+    assert re.search(r"GPU task #1 at \S*proposal\.mlir:18:5 needs an NVIDIA GPU", message)
+    assert "the CUDA driver cannot be loaded" in message and "--gpu-fallback=cpu" in message
+
+
+def test_no_device(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_DEVICES", "0")
+    with pytest.raises(DhirError, match="the CUDA driver sees none on this node"):
+        _run(PROPOSAL, *_proposal_inputs())
+
+
+def test_kernels_for_another_chip_are_a_clear_error(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_CC", "80")
+    with pytest.raises(DhirError, match=r"cannot be loaded on GPU 0 \(compute capability 8\.0\)"):
+        _run(PROPOSAL, *_proposal_inputs())
+
+
+def test_driver_failure_names_the_call_and_the_task(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_FAIL", "cuMemAlloc_v2")
+    with pytest.raises(
+        DhirError, match=r"GPU task #1 at .*: cuMemAlloc failed on GPU 0: out of memory"
+    ):
+        _run(PROPOSAL, *_proposal_inputs())
+
+
+def test_ptx_is_compiled_by_the_driver(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DHIR_GPU_FORMAT", "isa")
+    _run(PROPOSAL, *_proposal_inputs())
+    assert fake.calls("cuModuleLoadDataEx") == ["cuModuleLoadDataEx ptx sm_90"]
+
+
+def _without_gpu_work(text: str) -> ModuleOp:
+    """The program with every GPU task's body emptied: what the fake driver computes,
+    since it runs no kernel (data still makes its round trips through device memory)."""
+    module = dhir.parse_string(text)
+    for task in [t for t in module.walk() if isinstance(t, TaskOp) and is_gpu_task(t)]:
+        for op in reversed(list(task.body.block.ops)[:-1]):
+            op.detach()
+            op.erase()
+    return module
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            schedules(max_tasks=10, max_buffers=4, targets=GPU_TARGETS, ranks=n),
+            st.integers(0, 2**16),
+        )
+    )
+)
+def test_random_schedules_move_data_like_the_oracle(
+    fake: Fake, case: tuple[int, RandomSchedule, int]
+) -> None:
+    ranks, random_program, seed = case
+    text = parallel(random_program).text()
+    note(f"on {ranks} ranks, the program:\n{text}")
+    rng = np.random.default_rng(seed)
+    inputs = [
+        rng.integers(-50, 50, random_program.size).astype(np.int32)
+        for _ in range(random_program.buffers)
+    ]
+    oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
+    native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)
+    for got, want in zip(native, oracle):
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_default_placement_places_gpu_tasks_on_local_ranks(fake: Fake, ranks: int) -> None:
+    # Without --system every rank may drive the node's GPU, so the cost-driven default
+    # places the GPU task; with no driver the run names the task, not the placement.
+    a, b, c = _proposal_inputs()
+    results = dhir.run(PROPOSAL, a, b, c, ranks=ranks, timeout=120)
+    np.testing.assert_array_equal(results[2], a + b)
+    (counts,) = fake.counts()
+    assert counts["launches"] == 1
+    fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
+    with pytest.raises(DhirError, match=r"GPU task #1 at \S*proposal\.mlir:18:5 needs an NVIDIA"):
+        dhir.run(PROPOSAL, a, b, c, ranks=ranks, timeout=120)
