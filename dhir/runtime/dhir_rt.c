@@ -3,13 +3,16 @@
 #include "dhir_rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Cached so that reporting an error never calls back into a possibly broken MPI. */
@@ -73,6 +76,67 @@ static void on_mpi_error(MPI_Comm *comm, int *code, ...) {
   dhir_rt_fatal("MPI call failed: %s", text);
 }
 
+/* --- crash reports ---------------------------------------------------------------------
+ * mpirun kills the other ranks when one dies, and which death it then reports is a race
+ * (often the SIGKILL it sent). So a rank that dies of a signal first writes which one, to
+ * standard error and to its error file, then dies of it as before. Only async-signal-safe
+ * calls here: the message and the path are built before any signal can arrive. */
+static const int CRASH_SIGNALS[] = {SIGFPE, SIGSEGV, SIGBUS, SIGILL, SIGABRT};
+static char crash_path[PATH_MAX];
+
+static const char *signal_name(int number) {
+  switch (number) {
+  case SIGFPE: return "SIGFPE (arithmetic error, such as an integer division by zero)";
+  case SIGSEGV: return "SIGSEGV (invalid memory access)";
+  case SIGBUS: return "SIGBUS (invalid memory access)";
+  case SIGILL: return "SIGILL (illegal instruction)";
+  default: return "SIGABRT (aborted)";
+  }
+}
+
+static void append(char *text, size_t size, const char *more) {
+  size_t used = strlen(text);
+  for (size_t k = 0; more[k] != '\0' && used + 1 < size; ++k)
+    text[used++] = more[k];
+  text[used] = '\0';
+}
+
+static void on_crash(int number) {
+  char line[256] = "dhir: error on rank ";
+  char digits[16];
+  int length = 0;
+  for (int value = world_rank < 0 ? 0 : world_rank; length == 0 || value > 0; value /= 10)
+    digits[length++] = (char)('0' + value % 10);
+  char rank[16];
+  for (int k = 0; k < length; ++k)
+    rank[k] = digits[length - 1 - k];
+  rank[length] = '\0';
+  append(line, sizeof line, rank);
+  append(line, sizeof line, ": the rank died of ");
+  append(line, sizeof line, signal_name(number));
+  append(line, sizeof line, "\n");
+  ssize_t ignored = write(STDERR_FILENO, line, strlen(line));
+  if (crash_path[0] != '\0') {
+    int file = open(crash_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (file >= 0) {
+      ignored = write(file, line, strlen(line));
+      close(file);
+    }
+  }
+  (void)ignored;
+  signal(number, SIG_DFL);
+  raise(number);
+}
+
+static void report_crashes(void) {
+  const char *dir = getenv("DHIR_ERROR_DIR");
+  if (dir == NULL ||
+      snprintf(crash_path, sizeof crash_path, "%s/rank%d.err", dir, world_rank) >= (int)sizeof crash_path)
+    crash_path[0] = '\0';
+  for (size_t k = 0; k < sizeof CRASH_SIGNALS / sizeof CRASH_SIGNALS[0]; ++k)
+    signal(CRASH_SIGNALS[k], on_crash);
+}
+
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   int provided = 0;
   /* FUNNELED: OpenMP-parallel loops may run between MPI calls, never inside them. */
@@ -82,6 +146,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   MPI_Errhandler handler;
   check(MPI_Comm_create_errhandler(on_mpi_error, &handler), "MPI_Comm_create_errhandler");
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler), "MPI_Comm_set_errhandler");
+  report_crashes();
   if (expected_ranks > 0 && world_size != expected_ranks) {
     /* Rank 0 alone reports, so the message appears once; the others wait for its abort, and
      * abort themselves should it never come. */
@@ -93,7 +158,184 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   }
 }
 
-void dhir_rt_finalize(void) { check(MPI_Finalize(), "MPI_Finalize"); }
+/* --- task profiling --------------------------------------------------------------------
+ * Nanoseconds and runs per task id, on this rank; ids are small and dense (a task's
+ * position in the module), so a growing array holds them. */
+typedef struct {
+  int64_t total_ns;
+  int64_t calls;
+  int64_t started_ns;
+} task_clock;
+static task_clock *task_clocks = NULL;
+static int64_t task_slots = 0;
+
+static int64_t now_ns(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static task_clock *task_slot(int64_t id) {
+  if (id < 0)
+    dhir_rt_fatal("task profiling: negative task id %lld", (long long)id);
+  if (id >= task_slots) {
+    int64_t count = task_slots ? task_slots : 64;
+    while (count <= id)
+      count *= 2;
+    task_clock *grown = realloc(task_clocks, (size_t)count * sizeof *grown);
+    if (grown == NULL)
+      dhir_rt_fatal("task profiling: cannot allocate %lld entries", (long long)count);
+    memset(grown + task_slots, 0, (size_t)(count - task_slots) * sizeof *grown);
+    task_clocks = grown;
+    task_slots = count;
+  }
+  return &task_clocks[id];
+}
+
+void dhir_rt_task_begin(int64_t id) { task_slot(id)->started_ns = now_ns(); }
+
+void dhir_rt_task_end(int64_t id) {
+  int64_t end = now_ns();
+  task_clock *slot = task_slot(id);
+  slot->total_ns += end - slot->started_ns;
+  slot->calls += 1;
+}
+
+/* --- schedule timing ------------------------------------------------------------------
+ * Per schedule id (a schedule's position in the module), this rank's total time from the
+ * schedule's start to its end, and the runs. Every rank runs the host code around a
+ * schedule, so the barrier at the start is collective: ranks start together, and the
+ * slowest rank's time is the schedule's wall time (what a placement's makespan predicts). */
+static task_clock *schedule_clocks = NULL;
+static int64_t schedule_slots = 0;
+
+static task_clock *schedule_slot(int64_t id) {
+  if (id < 0)
+    dhir_rt_fatal("schedule timing: negative schedule id %lld", (long long)id);
+  if (id >= schedule_slots) {
+    int64_t count = schedule_slots ? schedule_slots : 8;
+    while (count <= id)
+      count *= 2;
+    task_clock *grown = realloc(schedule_clocks, (size_t)count * sizeof *grown);
+    if (grown == NULL)
+      dhir_rt_fatal("schedule timing: cannot allocate %lld entries", (long long)count);
+    memset(grown + schedule_slots, 0, (size_t)(count - schedule_slots) * sizeof *grown);
+    schedule_clocks = grown;
+    schedule_slots = count;
+  }
+  return &schedule_clocks[id];
+}
+
+void dhir_rt_schedule_begin(int64_t id) {
+  task_clock *slot = schedule_slot(id);
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  slot->started_ns = now_ns();
+}
+
+void dhir_rt_schedule_end(int64_t id) {
+  int64_t end = now_ns();
+  task_clock *slot = schedule_slot(id);
+  slot->total_ns += end - slot->started_ns;
+  slot->calls += 1;
+}
+
+/* The slowest rank's total per schedule, into `out` ({seconds, calls} pairs) on rank 0. */
+static int64_t gather_schedules(int64_t **out) {
+  int64_t count = schedule_slots;
+  check(MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+  size_t slots = count > 0 ? (size_t)count : 1;
+  int64_t *mine = calloc(2 * slots, sizeof *mine), *all = calloc(2 * slots, sizeof *all);
+  if (mine == NULL || all == NULL)
+    dhir_rt_fatal("schedule timing: cannot allocate %lld entries", (long long)count);
+  for (int64_t id = 0; id < count && id < schedule_slots; ++id) {
+    mine[2 * id] = schedule_clocks[id].total_ns;
+    mine[2 * id + 1] = schedule_clocks[id].calls;
+  }
+  check(MPI_Reduce(mine, all, (int)(2 * count), MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+  free(mine);
+  *out = all;
+  return count;
+}
+
+static void write_schedules(FILE *file, const int64_t *sums, int64_t count) {
+  fprintf(file, ", \"schedules\": {");
+  const char *separator = "";
+  for (int64_t id = 0; id < count; ++id) {
+    if (sums[2 * id + 1] == 0)
+      continue;
+    fprintf(file, "%s\"%lld\": {\"seconds\": %.9e, \"calls\": %lld}", separator,
+            (long long)id, (double)sums[2 * id] * 1e-9, (long long)sums[2 * id + 1]);
+    separator = ", ";
+  }
+  fprintf(file, "}");
+}
+
+static void write_profile_file(const char *path, const int64_t *sums, const int64_t *ranks,
+                               int64_t count, const int64_t *schedules, int64_t schedule_count) {
+  FILE *file = fopen(path, "w");
+  if (file == NULL)
+    dhir_rt_fatal("cannot create the task profile %s: %s", path, strerror(errno));
+  fprintf(file, "{\"ranks\": %d, \"tasks\": {", world_size);
+  const char *separator = "";
+  for (int64_t id = 0; id < count; ++id) {
+    if (sums[2 * id + 1] == 0)
+      continue;
+    fprintf(file, "%s\"%lld\": {\"seconds\": %.9e, \"calls\": %lld, \"rank\": %lld}",
+            separator, (long long)id, (double)sums[2 * id] * 1e-9, (long long)sums[2 * id + 1],
+            (long long)ranks[id]);
+    separator = ", ";
+  }
+  fprintf(file, "}");
+  write_schedules(file, schedules, schedule_count);
+  fprintf(file, "}\n");
+  if (fclose(file) != 0)
+    dhir_rt_fatal("cannot write the task profile %s: %s", path, strerror(errno));
+}
+
+/* Collective. Rank 0, which writes the file, decides for all: mpirun need not pass
+ * DHIR_PROFILE on to the other ranks. */
+static void gather_profile(void) {
+  const char *path = getenv("DHIR_PROFILE");
+  int wanted = world_rank == 0 && path != NULL && *path != '\0';
+  check(MPI_Bcast(&wanted, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!wanted)
+    return;
+  int64_t count = task_slots;
+  check(MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+  size_t slots = count > 0 ? (size_t)count : 1;
+  int64_t *sums = calloc(2 * slots, sizeof *sums), *ranks = calloc(slots, sizeof *ranks);
+  int64_t *all_sums = calloc(2 * slots, sizeof *all_sums);
+  int64_t *all_ranks = calloc(slots, sizeof *all_ranks);
+  if (sums == NULL || ranks == NULL || all_sums == NULL || all_ranks == NULL)
+    dhir_rt_fatal("task profiling: cannot allocate %lld entries", (long long)count);
+  for (int64_t id = 0; id < count; ++id) {
+    task_clock *slot = id < task_slots ? &task_clocks[id] : NULL;
+    sums[2 * id] = slot ? slot->total_ns : 0;
+    sums[2 * id + 1] = slot ? slot->calls : 0;
+    ranks[id] = slot && slot->calls ? world_rank : -1;
+  }
+  check(MPI_Reduce(sums, all_sums, (int)(2 * count), MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+  check(MPI_Reduce(ranks, all_ranks, (int)count, MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+  int64_t *schedules = NULL;
+  int64_t schedule_count = gather_schedules(&schedules);
+  if (world_rank == 0)
+    write_profile_file(path, all_sums, all_ranks, count, schedules, schedule_count);
+  free(schedules);
+  free(sums);
+  free(ranks);
+  free(all_sums);
+  free(all_ranks);
+}
+
+void dhir_rt_finalize(void) {
+  gather_profile();
+  check(MPI_Finalize(), "MPI_Finalize");
+}
 
 int32_t dhir_rt_comm_size(void) { return world_size; }
 

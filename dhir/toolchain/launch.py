@@ -20,6 +20,8 @@ from dhir.toolchain.tools import MpiInstall, find_mpi
 OUTPUT_TAIL_LINES = 40
 # How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
 _SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
+# How dhir's runtime reports a rank dying of a signal: "the rank died of SIGFPE (...)".
+_RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
 # mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
 TERMINATE_GRACE_S = 3.0
 
@@ -162,8 +164,15 @@ def _launch(
             _kill_leftovers(env.get("DHIR_RUN_ID"))
     if status != 0:
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        # The ranks' own reports first (dhir_rt.c): mpirun's names whichever death it saw.
+        reports = sorted(errors.glob("rank*.err")) if errors is not None else []
+        text = "".join(path.read_text(errors="replace") for path in reports)
+        reported = _RANK_DIED.search(text)
         died = _SIGNAL_REPORT.search(log.read_text(errors="replace"))
-        if died is not None:
+        if reported is not None:
+            number = int(signal.Signals[reported.group(1)])
+            how += f"; a rank died of {reported.group(1)} (signal {number})"
+        elif died is not None:
             number = int(died.group(1))
             how += f"; a rank died of {_signal_name(number)} (signal {number})"
         raise DhirError(
