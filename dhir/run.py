@@ -33,13 +33,25 @@ def run(
     timeout: float = 300.0,
     output_dir: Path | None = None,
     threads: int | None = None,
+    placement: str = "best",
+    costs: str | Path | None = None,
+    profile: str | Path | None = None,
+    gpu_fallback: str = "none",
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
     0-d array for each scalar. The inputs themselves are not modified. `threads`: OpenMP
-    threads per rank for parallel loops (native; default: the cores divided among ranks)."""
+    threads per rank for parallel loops (native; default: the cores divided among ranks).
+    Native only: `placement` picks the ranks' tasks (round-robin, heft, peft, best), with
+    the measured task times of the profile `costs`; `profile` names a file to write the
+    measured time of every task to (see docs/costs.md). `gpu_fallback="cpu"` runs GPU
+    tasks written as loops on the CPU (native; see docs/gpu.md)."""
     module = load_program(program)
     if backend == "interp":
+        if profile is not None:
+            raise DhirError(
+                [Diagnostic("profile= times tasks on MPI ranks; use it with backend='native'")]
+            )
         from dhir.backends.interp import run_interp
 
         results = run_interp(module, entry, list(args))
@@ -50,7 +62,18 @@ def run(
         from dhir.backends.native import run_native
 
         return run_native(
-            module, entry, list(args), ranks, mpi, output_dir, timeout, threads=threads
+            module,
+            entry,
+            list(args),
+            ranks,
+            mpi,
+            output_dir,
+            timeout,
+            threads=threads,
+            placement=placement,
+            costs=Path(costs) if costs is not None else None,
+            profile=Path(profile) if profile is not None else None,
+            gpu_fallback=gpu_fallback,
         )
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]

@@ -6,16 +6,22 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import affine, func, scf
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.passes import PassPipeline
 
 from dhir.api import print_module, run_pipeline
 from dhir.backends.signature import EntrySignature, check_inputs, entry_signature
-from dhir.dialects.dhir import TaskOp
+from dhir.dialects.dhir import TargetOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
-from dhir.targets import DeviceKind
 from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.gpu import prepare_gpu_tasks
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.gpu_data import GpuDataPass, is_gpu_task, task_label
+from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
+from dhir.transforms.lower_to_mpi import LowerToMPIPass
+from dhir.transforms.place import DEFAULT_ALGORITHM, PlacePass
 
 
 def compile_native(
@@ -24,29 +30,39 @@ def compile_native(
     ranks: int = 1,
     mpi: str = "mpich",
     timing: Timing | None = None,
+    placement: str = DEFAULT_ALGORITHM,
+    costs: Path | None = None,
+    instrument: bool = False,
+    gpu_fallback: str | None = None,
 ) -> tuple[Path, EntrySignature]:
     """Build an executable for `ranks` ranks; `module` is lowered in place. Parallel
-    loops run on OpenMP threads (see `openmp_safe`)."""
+    loops run on OpenMP threads (see `openmp_safe`). Tasks are placed by `placement`
+    (see dhir-place), with measured task times from the profile `costs`; `instrument`
+    times every task (see dhir-instrument). GPU tasks run on the ranks' GPUs (see
+    docs/gpu.md); with `gpu_fallback="cpu"`, those written as loops run on the CPU."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
-    _check_targets(module)
+    on_gpu = _check_targets(module, _check_fallback(gpu_fallback))
     _mark_entry(module, entry)
+    gpu = None
+    if on_gpu:
+        with timing.stage("GPU loops to kernels"):
+            gpu = prepare_gpu_tasks(module, find_llvm_tools().mlir_opt)
     openmp = openmp_safe(module)
     with timing.stage("dhir passes"):
         # Not re-verified after each pass: that would cost more than the passes, and
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
         # tests verify after every pass).
-        run_pipeline(
-            module,
-            f"dhir-place{{ranks={ranks}}},"
-            f"dhir-lower-to-mpi{{ranks={ranks} mpi={mpi} entry={entry}}}",
-            verify_each=False,
-        )
+        place = PlacePass(ranks, placement, str(costs) if costs is not None else None)
+        timed = (InstrumentPass(),) if instrument else ()
+        data = (GpuDataPass(ranks),) if gpu is not None else ()
+        lower = LowerToMPIPass(ranks, mpi, entry)
+        run_pipeline(module, PassPipeline((place, *timed, *data, lower)), verify_each=False)
     with timing.stage("print"):
         text = print_module(module)
-    exe = build_executable(text, signature, ranks, mpi, timing=timing, openmp=openmp)
+    exe = build_executable(text, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu)
     return exe, signature
 
 
@@ -80,16 +96,34 @@ def run_native(
     timeout: float = 300.0,
     timing: Timing | None = None,
     threads: int | None = None,
+    placement: str = DEFAULT_ALGORITHM,
+    costs: Path | None = None,
+    profile: Path | None = None,
+    hostfile: Path | None = None,
+    gpu_fallback: str | None = None,
 ) -> list[np.ndarray]:
     """Build (or reuse) and run; `threads` per rank for parallel loops (default: the
-    cores divided among the ranks)."""
+    cores divided among the ranks). `placement` and `costs` as for compile_native;
+    `profile`: write the measured time of every task there (see dhir-instrument);
+    `gpu_fallback` as for compile_native."""
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)
-    exe, signature = compile_native(module, entry, ranks, mpi, timing)
+    recorder = ProfileRecorder(module, ranks, profile) if profile is not None else None
+    exe, signature = compile_native(
+        module,
+        entry,
+        ranks,
+        mpi,
+        timing,
+        placement,
+        costs,
+        instrument=recorder is not None,
+        gpu_fallback=gpu_fallback,
+    )
     if threads is not None and threads < 1:
         raise DhirError([Diagnostic(f"the thread count must be at least 1, got {threads}")])
-    with timing.stage("run"):
+    with timing.stage("run"), recording(recorder):
         return run_executable(
             exe,
             signature,
@@ -99,26 +133,34 @@ def run_native(
             output_dir=output_dir,
             timeout=timeout,
             threads=threads if threads is not None else default_threads(ranks),
+            hostfile=hostfile,
         )
 
 
-def _check_targets(module: ModuleOp) -> None:
-    """The native backend runs CPU tasks on this machine's kind of CPU, so far."""
+GPU_FALLBACKS = ("none", "cpu")
+
+
+def _check_fallback(gpu_fallback: str | None) -> bool:
+    """Whether GPU tasks fall back to the CPU ("none", like None, means they do not)."""
+    if gpu_fallback is not None and gpu_fallback not in GPU_FALLBACKS:
+        raise DhirError([Diagnostic(f"unknown GPU fallback '{gpu_fallback}'; choose none or cpu")])
+    return gpu_fallback == "cpu"
+
+
+def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:
+    """The native backend runs CPU tasks on this machine's kind of CPU, so far; GPU
+    tasks on the ranks' GPUs or, with the CPU fallback, as CPU tasks. Whether any task
+    runs on a GPU."""
     local = _local_arch()
-    for task in module.walk():
-        if not isinstance(task, TaskOp):
-            continue
+    on_gpu = False
+    for task in (t for t in module.walk() if isinstance(t, TaskOp)):
         info = task.target_info()
-        if info.kind == DeviceKind.GPU:
-            raise DhirError(
-                [
-                    Diagnostic(
-                        f"this task targets {info}, a GPU; the native backend does not run GPU "
-                        "tasks yet (run it with --backend interp, or bind it to a CPU target)",
-                        loc_of(task),
-                    )
-                ]
-            )
+        if is_gpu_task(task):
+            if cpu_fallback:
+                _check_runs_on_cpu(task)
+                _retarget_to_cpu(task)
+            on_gpu |= not cpu_fallback
+            continue
         if info.arch is not None and info.arch != local:
             raise DhirError(
                 [
@@ -129,6 +171,36 @@ def _check_targets(module: ModuleOp) -> None:
                     )
                 ]
             )
+    return on_gpu
+
+
+def _check_runs_on_cpu(task: TaskOp) -> None:
+    kernel = next((op for op in task.body.walk() if op.dialect_name() == "gpu"), None)
+    if kernel is not None:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{task_label(task)} is written with '{kernel.name}', which only a "
+                    "GPU runs, so --gpu-fallback=cpu cannot run it on the CPU; write its work "
+                    "as parallel loops (scf.parallel, affine.parallel, linalg), or run it on a "
+                    "machine with a GPU",
+                    loc_of(kernel),
+                )
+            ]
+        )
+
+
+def _retarget_to_cpu(task: TaskOp) -> None:
+    """Bind the task to `{kind = "cpu"}`, so that placement and lowering treat it as the
+    CPU task it now is."""
+    if task.target is None:
+        task.properties["target"] = StringAttr("cpu")
+        return
+    block = task.parent
+    assert block is not None
+    cpu = TargetOp(kind="cpu")
+    block.insert_op_before(cpu, task)
+    task.operands[0] = cpu.result
 
 
 def _local_arch() -> str:

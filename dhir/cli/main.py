@@ -2,7 +2,10 @@
 
 dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
          [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
+         [--placement ALGO] [--costs FILE] [--profile FILE] [--system FILE]
 dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
+         [--placement ALGO] [--costs FILE]
+dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
 """
 
 import argparse
@@ -21,13 +24,15 @@ from dhir.backends.signature import (
     entry_signature,
     save_outputs,
 )
-from dhir.cli import schedule
+from dhir.cli import calibrate, schedule
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 if TYPE_CHECKING:
+    from dhir.machine.layout import LaunchPlan
     from dhir.toolchain.build import Timing
 
+PLACEMENTS = ("round-robin", "heft", "peft", "best")  # dhir.transforms.place.ALGORITHMS
 _INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
     "a scalar (f32=2.5, i64=7, index=3)"
@@ -64,10 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--print", action="store_true", help="print the final memref arguments")
     run.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="time every task on its rank and write the times to FILE (JSON; for --costs)",
+    )
+    run.add_argument(
         "--threads",
         type=int,
         metavar="T",
         help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
+    )
+    run.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="a machine description (.toml/.json, docs/machine.md) to place tasks on; runs "
+        "its ranks (-n must agree), laid out on its nodes with an mpirun hostfile",
     )
     run.add_argument(
         "--timeout",
@@ -86,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
     _add_build_options(compile_)
     schedule.add_parser(commands)
+    calibrate.add_parser(commands)
     return parser
 
 
@@ -105,6 +124,26 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         help="the MPI to build and run with (default: mpich)",
     )
     parser.add_argument("--timing", action="store_true", help="print the time of each stage")
+    parser.add_argument(
+        "--gpu-fallback",
+        choices=("none", "cpu"),
+        default="none",
+        help="cpu: run GPU tasks written as loops on the CPU (no GPU needed); none: run them "
+        "on the ranks' GPUs (default)",
+    )
+    parser.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        default=None,
+        metavar="ALGO",
+        help=f"how tasks are placed on ranks: {', '.join(PLACEMENTS)} (default: best)",
+    )
+    parser.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help="task times measured by --profile, used by the placement instead of estimates",
+    )
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
@@ -114,7 +153,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     module = _load_timed(Path(args.file), timing)
     ranks = args.ranks or 1
-    exe, signature = compile_native(module, args.entry, ranks, args.mpi, timing)
+    exe, signature = compile_native(
+        module,
+        args.entry,
+        ranks,
+        args.mpi,
+        timing,
+        **_placement_options(args),
+        gpu_fallback=args.gpu_fallback,
+    )
     _install(exe, args.output)
     _sidecar(args.output).write_text(json.dumps(_describe(signature, ranks, args.mpi)))
     if timing is not None:
@@ -156,29 +203,67 @@ def _run_program(
     signature = entry_signature(module, args.entry)
     inputs = _read_inputs(args.input, signature)
     if args.backend == "interp":
+        if args.profile is not None:
+            raise DhirError(
+                [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
+            )
         from dhir.backends.interp import run_interp
 
         return run_interp(module, args.entry, inputs), signature
     from dhir.backends.native import run_native
 
+    plan = _launch_plan(args, args.ranks, args.mpi)
+    if plan is not None:
+        from dhir.machine.dlti import attach
+
+        attach(module, plan.system)  # placement and cost models read it there
     results = run_native(
         module,
         args.entry,
         inputs,
-        args.ranks or 1,
+        plan.ranks if plan is not None else args.ranks or 1,
         args.mpi,
         args.output_dir,
         args.timeout,
         timing,
-        threads=args.threads,
+        threads=args.threads if plan is None or args.threads is not None else plan.threads,
+        profile=args.profile,
+        hostfile=plan.hostfile if plan is not None else None,
+        **_placement_options(args),
+        gpu_fallback=args.gpu_fallback,
     )
     return results, signature
+
+
+def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> "LaunchPlan | None":
+    """With --system: the description, its rank count, hostfile and threads."""
+    if args.system is None:
+        return None
+    from dhir.machine.files import read_system
+    from dhir.machine.layout import launch_plan
+    from dhir.toolchain.build import cache_root
+
+    return launch_plan(read_system(args.system), ranks, mpi, cache_root())
+
+
+def _placement_options(args: argparse.Namespace) -> dict[str, object]:
+    return {"placement": args.placement or "best", "costs": args.costs}
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
     from dhir.backends.native import default_threads
     from dhir.toolchain.launch import run_executable
 
+    given = [f"--{name}" for name in ("placement", "costs", "profile") if getattr(args, name)]
+    if given:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{' and '.join(given)} cannot change an executable, whose tasks were placed "
+                    "when it was built; give them to dhir compile, or run the .mlir program"
+                )
+            ]
+        )
     meta = _read_sidecar(path)
     signature = _signature_from(meta)
     ranks = meta["ranks"]
@@ -192,6 +277,8 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
             ]
         )
     inputs = check_inputs(signature, _read_inputs(args.input, signature))
+    plan = _launch_plan(args, ranks, meta["mpi"])
+    threads = plan.threads if plan is not None else default_threads(ranks)
     results = run_executable(
         path,
         signature,
@@ -200,7 +287,8 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
         mpi=meta["mpi"],
         output_dir=args.output_dir,
         timeout=args.timeout,
-        threads=args.threads if args.threads is not None else default_threads(ranks),
+        threads=args.threads if args.threads is not None else threads,
+        hostfile=plan.hostfile if plan is not None else None,
     )
     return results, signature
 
@@ -303,7 +391,12 @@ def _install(exe: Path, destination: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    command = {"run": _cmd_run, "compile": _cmd_compile, "schedule": schedule.run}[args.command]
+    command = {
+        "run": _cmd_run,
+        "compile": _cmd_compile,
+        "schedule": schedule.run,
+        "calibrate": calibrate.run,
+    }[args.command]
     return guarded(lambda: command(args))
 
 

@@ -10,6 +10,16 @@ void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root);
 int32_t dhir_rt_comm_size(void);
 int32_t dhir_rt_comm_rank(void);
 void dhir_rt_barrier(void);
+/* Task profiling (dhir-instrument): time per task id on the rank that runs it. When the
+ * environment variable DHIR_PROFILE names a file, rank 0 writes every rank's sums there
+ * at finalize. */
+void dhir_rt_task_begin(int64_t id);
+void dhir_rt_task_end(int64_t id);
+/* Schedule timing (dhir-instrument): around each schedule, on every rank. Begin is a barrier,
+ * so that ranks start together; rank 0 writes the slowest rank's time per schedule id under
+ * "schedules" in the same file. */
+void dhir_rt_schedule_begin(int64_t id);
+void dhir_rt_schedule_end(int64_t id);
 
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
 _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -15,12 +15,16 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dhir.backends.signature import EntrySignature
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
+
+if TYPE_CHECKING:
+    from dhir.toolchain.gpu import GpuBuild
 
 # Order matters: expand-strided-metadata and linalg-to-loops emit affine.apply, lower-affine
 # emits scf, scf-to-cf also turns scf.parallel into sequential loops; math ops without an
@@ -120,11 +124,13 @@ def build_executable(
     timing: Timing | None = None,
     extra_mlir_opt_passes: Sequence[str] = (),
     openmp: bool = False,
+    gpu: "GpuBuild | None" = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
 
     `extra_mlir_opt_passes` (e.g. `"--canonicalize"`) run before the standard pipeline;
-    `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`).
+    `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
+    `gpu` compiles GPU kernels and links the GPU runtime (dhir/toolchain/gpu.py).
     """
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
@@ -133,11 +139,13 @@ def build_executable(
     mpi_install = find_mpi(mpi)
     _check_mpi_use(lowered_mlir, mpi_install)
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
+    if gpu is not None:
+        passes = tuple(gpu.mlir_opt_args(passes))
     clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
     root = cache_root()
     with timing.stage("harness, cache lookup"):
         harness = generate_harness(signature, ranks)
-        key = _cache_key(lowered_mlir, harness, passes, clang_flags, tools, mpi_install)
+        key = _cache_key(lowered_mlir, harness, passes, clang_flags, tools, mpi_install, gpu)
         final = root / key[:24]
         exe = final / "program"
         hit = exe.is_file()
@@ -146,7 +154,7 @@ def build_executable(
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
-        _build(work, lowered_mlir, harness, passes, clang_flags, tools, mpi_install, timing)
+        _build(work, lowered_mlir, harness, passes, clang_flags, tools, mpi_install, timing, gpu)
     except DhirError as error:
         # Kept for a look at the stage's input; one per key, so failures do not pile up.
         failed = root / f"failed-{key[:24]}"
@@ -175,6 +183,7 @@ def _build(
     tools: LlvmTools,
     mpi: MpiInstall,
     timing: Timing,
+    gpu: "GpuBuild | None" = None,
 ) -> None:
     (work / "program.mlir").write_text(mlir)
     (work / "harness.c").write_text(harness)
@@ -185,6 +194,8 @@ def _build(
         [tools.mlir_opt, *passes, "program.mlir", "-o", "program.llvm.mlir"],
     )
     _check_lowered(work / "program.llvm.mlir")
+    if gpu is not None:
+        gpu.check_lowered(work / "program.llvm.mlir")
     _run(
         timing,
         "mlir-translate",
@@ -216,6 +227,11 @@ def _build(
         ],
     )
     runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
+    gpu_link: list[object] = []
+    if gpu is not None:
+        flags = (*clang_flags, *C_FLAGS)
+        run = lambda cwd, argv: _run(timing, "clang (GPU runtime)", cwd, argv)  # noqa: E731
+        gpu_link = [gpu.runtime_object(work.parent, tools.clang, flags, run), *gpu.link_flags]
     _run(
         timing,
         "link",
@@ -226,6 +242,7 @@ def _build(
             "program.o",
             "harness.o",
             runtime,
+            *gpu_link,
             "-o",
             "program",
             *mpi.link_flags,
@@ -408,9 +425,12 @@ def _cache_key(
     clang_flags: Sequence[str],
     tools: LlvmTools,
     mpi: MpiInstall,
+    gpu: "GpuBuild | None" = None,
 ) -> str:
+    gpu_parts = {"gpu": gpu.key()} if gpu is not None else {}
     return _digest(
         {
+            **gpu_parts,
             "format": CACHE_FORMAT,
             "mlir": mlir,
             "harness": harness,

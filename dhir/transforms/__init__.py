@@ -19,6 +19,16 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PlacePass
 
+    def instrument() -> type[ModulePass]:
+        from dhir.transforms.instrument import InstrumentPass
+
+        return InstrumentPass
+
+    def gpu_data() -> type[ModulePass]:
+        from dhir.transforms.gpu_data import GpuDataPass
+
+        return GpuDataPass
+
     def lower_to_mpi() -> type[ModulePass]:
         from dhir.transforms.lower_to_mpi import LowerToMPIPass
 
@@ -27,6 +37,8 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-place": place,
+        "dhir-instrument": instrument,
+        "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,
     }
 

@@ -101,16 +101,43 @@ needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="need
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_examples_native(name: str, ranks: int, mpi: str) -> None:
+    # Round robin spreads the tasks, so messages cross ranks; the default placement
+    # keeps small examples mostly on one rank (see the test below).
     inputs = _inputs(name, np.random.default_rng(ranks))
-    results = dhir.run(EXAMPLES / f"{name}.mlir", *inputs, backend="native", ranks=ranks, mpi=mpi)
+    results = dhir.run(
+        EXAMPLES / f"{name}.mlir",
+        *inputs,
+        backend="native",
+        ranks=ranks,
+        mpi=mpi,
+        placement="round-robin",
+    )
     _check(results, REFERENCES[name](*inputs))
 
 
 @needs_mpi
-def test_gpu_task_is_a_clear_error_on_native() -> None:
+@pytest.mark.parametrize("placement", ["heft", "peft", "best"])
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_examples_native_cost_driven_placement(name: str, placement: str) -> None:
+    inputs = _inputs(name, np.random.default_rng(3))
+    results = dhir.run(
+        EXAMPLES / f"{name}.mlir", *inputs, backend="native", ranks=3, placement=placement
+    )
+    _check(results, REFERENCES[name](*inputs))
+
+
+@needs_mpi
+def test_gpu_task_without_a_driver_is_a_clear_error_on_native(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GPU tasks build and run on native (tests/unit/test_gpu_*.py); without a CUDA
+    # driver the run stops with a message naming the task.
+    monkeypatch.setenv("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
     a = np.zeros(20, np.int32)
-    with pytest.raises(DhirError, match="targets sm_90, a GPU"):
-        dhir.run(EXAMPLES / "proposal.mlir", a, a, a, backend="native", ranks=2)
+    with pytest.raises(DhirError, match="GPU task #1 at .* needs an NVIDIA GPU"):
+        dhir.run(
+            EXAMPLES / "proposal.mlir", a, a, a, backend="native", ranks=2, placement="round-robin"
+        )
 
 
 def _random_inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
