@@ -166,8 +166,16 @@ typedef struct {
   int64_t calls;
   int64_t started_ns;
 } task_clock;
-static task_clock *task_clocks = NULL;
-static int64_t task_slots = 0;
+/* A growing array of clocks, indexed by a small dense id. */
+typedef struct {
+  task_clock *clocks;
+  int64_t slots;
+  int64_t first_size;
+  const char *what; /* for errors: "task profiling: ... task id" */
+  const char *id_name;
+} clock_table;
+
+static clock_table task_table = {NULL, 0, 64, "task profiling", "task"};
 
 static int64_t now_ns(void) {
   struct timespec now;
@@ -175,22 +183,24 @@ static int64_t now_ns(void) {
   return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
-static task_clock *task_slot(int64_t id) {
+static task_clock *clock_slot(clock_table *table, int64_t id) {
   if (id < 0)
-    dhir_rt_fatal("task profiling: negative task id %lld", (long long)id);
-  if (id >= task_slots) {
-    int64_t count = task_slots ? task_slots : 64;
+    dhir_rt_fatal("%s: negative %s id %lld", table->what, table->id_name, (long long)id);
+  if (id >= table->slots) {
+    int64_t count = table->slots ? table->slots : table->first_size;
     while (count <= id)
       count *= 2;
-    task_clock *grown = realloc(task_clocks, (size_t)count * sizeof *grown);
+    task_clock *grown = realloc(table->clocks, (size_t)count * sizeof *grown);
     if (grown == NULL)
-      dhir_rt_fatal("task profiling: cannot allocate %lld entries", (long long)count);
-    memset(grown + task_slots, 0, (size_t)(count - task_slots) * sizeof *grown);
-    task_clocks = grown;
-    task_slots = count;
+      dhir_rt_fatal("%s: cannot allocate %lld entries", table->what, (long long)count);
+    memset(grown + table->slots, 0, (size_t)(count - table->slots) * sizeof *grown);
+    table->clocks = grown;
+    table->slots = count;
   }
-  return &task_clocks[id];
+  return &table->clocks[id];
 }
+
+static task_clock *task_slot(int64_t id) { return clock_slot(&task_table, id); }
 
 void dhir_rt_task_begin(int64_t id) { task_slot(id)->started_ns = now_ns(); }
 
@@ -206,25 +216,9 @@ void dhir_rt_task_end(int64_t id) {
  * schedule's start to its end, and the runs. Every rank runs the host code around a
  * schedule, so the barrier at the start is collective: ranks start together, and the
  * slowest rank's time is the schedule's wall time (what a placement's makespan predicts). */
-static task_clock *schedule_clocks = NULL;
-static int64_t schedule_slots = 0;
+static clock_table schedule_table = {NULL, 0, 8, "schedule timing", "schedule"};
 
-static task_clock *schedule_slot(int64_t id) {
-  if (id < 0)
-    dhir_rt_fatal("schedule timing: negative schedule id %lld", (long long)id);
-  if (id >= schedule_slots) {
-    int64_t count = schedule_slots ? schedule_slots : 8;
-    while (count <= id)
-      count *= 2;
-    task_clock *grown = realloc(schedule_clocks, (size_t)count * sizeof *grown);
-    if (grown == NULL)
-      dhir_rt_fatal("schedule timing: cannot allocate %lld entries", (long long)count);
-    memset(grown + schedule_slots, 0, (size_t)(count - schedule_slots) * sizeof *grown);
-    schedule_clocks = grown;
-    schedule_slots = count;
-  }
-  return &schedule_clocks[id];
-}
+static task_clock *schedule_slot(int64_t id) { return clock_slot(&schedule_table, id); }
 
 void dhir_rt_schedule_begin(int64_t id) {
   task_clock *slot = schedule_slot(id);
@@ -241,16 +235,16 @@ void dhir_rt_schedule_end(int64_t id) {
 
 /* The slowest rank's total per schedule, into `out` ({seconds, calls} pairs) on rank 0. */
 static int64_t gather_schedules(int64_t **out) {
-  int64_t count = schedule_slots;
+  int64_t count = schedule_table.slots;
   check(MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
         "MPI_Allreduce");
   size_t slots = count > 0 ? (size_t)count : 1;
   int64_t *mine = calloc(2 * slots, sizeof *mine), *all = calloc(2 * slots, sizeof *all);
   if (mine == NULL || all == NULL)
     dhir_rt_fatal("schedule timing: cannot allocate %lld entries", (long long)count);
-  for (int64_t id = 0; id < count && id < schedule_slots; ++id) {
-    mine[2 * id] = schedule_clocks[id].total_ns;
-    mine[2 * id + 1] = schedule_clocks[id].calls;
+  for (int64_t id = 0; id < count && id < schedule_table.slots; ++id) {
+    mine[2 * id] = schedule_table.clocks[id].total_ns;
+    mine[2 * id + 1] = schedule_table.clocks[id].calls;
   }
   check(MPI_Reduce(mine, all, (int)(2 * count), MPI_INT64_T, MPI_MAX, 0, MPI_COMM_WORLD),
         "MPI_Reduce");
@@ -302,7 +296,7 @@ static void gather_profile(void) {
   check(MPI_Bcast(&wanted, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
   if (!wanted)
     return;
-  int64_t count = task_slots;
+  int64_t count = task_table.slots;
   check(MPI_Allreduce(MPI_IN_PLACE, &count, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD),
         "MPI_Allreduce");
   size_t slots = count > 0 ? (size_t)count : 1;
@@ -312,7 +306,7 @@ static void gather_profile(void) {
   if (sums == NULL || ranks == NULL || all_sums == NULL || all_ranks == NULL)
     dhir_rt_fatal("task profiling: cannot allocate %lld entries", (long long)count);
   for (int64_t id = 0; id < count; ++id) {
-    task_clock *slot = id < task_slots ? &task_clocks[id] : NULL;
+    task_clock *slot = id < task_table.slots ? &task_table.clocks[id] : NULL;
     sums[2 * id] = slot ? slot->total_ns : 0;
     sums[2 * id + 1] = slot ? slot->calls : 0;
     ranks[id] = slot && slot->calls ? world_rank : -1;
