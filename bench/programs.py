@@ -73,8 +73,10 @@ def dag20(n: int, reps: int) -> str:
     return _timed_main(args, "%x0, %x1, %x2, %x3", body)
 
 
-def many_tasks(tasks: int, buffers: int = 8) -> str:
-    """A schedule of `tasks` small tasks over `buffers` buffers, for compile times."""
+def many_tasks(tasks: int, buffers: int = 8, literals: bool = False) -> str:
+    """A schedule of `tasks` small tasks over `buffers` buffers, for compile times. With
+    `literals`, every task has its own constants (an index and a scale), as generated
+    programs' tasks do (tile offsets, loop bounds)."""
     t = "memref<64xf32>"
     lines = [
         "func.func @main(" + ", ".join(f"%b{i}: {t}" for i in range(buffers)) + ") {",
@@ -83,13 +85,22 @@ def many_tasks(tasks: int, buffers: int = 8) -> str:
     ]
     for k in range(tasks):
         src, dst = k % buffers, (k * 7 + 3) % buffers
-        lines += [
-            f"    %t{k} = dhir.task %cpu, %b{src}, %b{dst} {{",
-            "      %i = arith.constant 0 : index",
-            f"      %v = memref.load %b{src}[%i] : {t}",
-            f"      memref.store %v, %b{dst}[%i] : {t}",
-            "    }",
-        ]
+        lines.append(f"    %t{k} = dhir.task %cpu, %b{src}, %b{dst} {{")
+        if literals:
+            lines += [
+                f"      %i = arith.constant {k % 64} : index",
+                f"      %s = arith.constant {k}.5 : f32",
+                f"      %v = memref.load %b{src}[%i] : {t}",
+                "      %w = arith.mulf %v, %s : f32",
+                f"      memref.store %w, %b{dst}[%i] : {t}",
+            ]
+        else:
+            lines += [
+                "      %i = arith.constant 0 : index",
+                f"      %v = memref.load %b{src}[%i] : {t}",
+                f"      memref.store %v, %b{dst}[%i] : {t}",
+            ]
+        lines.append("    }")
     lines += ["  }", "  return", "}", ""]
     return "\n".join(lines)
 

@@ -153,25 +153,27 @@ def bench_threads(mpi: str, quick: bool, out_dir: Path) -> None:
 
 def bench_compile(mpi: str, quick: bool, out_dir: Path) -> None:
     sizes = (100, 1000) if quick else (100, 1000, 10000)
+    cases = [(n, False) for n in sizes] + [(sizes[-1], True)]
     print(f"\n## Compile time per stage (2 ranks, {mpi}, no cache), seconds")
-    rows: list[tuple[int, Timing]] = []
-    for tasks in sizes:
-        text = programs.many_tasks(tasks)
+    print("(the last column: every task with its own constants)")
+    rows: list[tuple[str, Timing]] = []
+    for tasks, literals in cases:
+        text = programs.many_tasks(tasks, literals=literals)
         timing = Timing()
-        os.environ["DHIR_CACHE_DIR"] = str(out_dir / f"cache-{tasks}")
+        os.environ["DHIR_CACHE_DIR"] = str(out_dir / f"cache-{tasks}-{literals}")
         with timing.stage("parse + verify"):
             module = parse_string(text)
         compile_native(module, "main", 2, mpi, timing)
-        rows.append((tasks, timing))
+        rows.append((f"{tasks:,}" + ("*" if literals else ""), timing))
     del os.environ["DHIR_CACHE_DIR"]
     per_stage = [_by_stage(t) for _, t in rows]
     stages = list(dict.fromkeys(s for table in per_stage for s in table))
-    print(f"{'stage':28}" + "".join(f"{n:>12,}" for n, _ in rows))
+    print(f"{'stage':28}" + "".join(f"{name:>12}" for name, _ in rows))
     for stage in stages:
         print(f"{stage:28}" + "".join(f"{table.get(stage, 0.0):12.2f}" for table in per_stage))
     print(f"{'total':28}" + "".join(f"{t.total:12.2f}" for _, t in rows))
-    largest, timing = rows[-1]
-    print(f"{largest:,} tasks end to end: {timing.total:.1f} s   (goal <= 10 s for 10,000)")
+    for name, timing in rows[-2:]:
+        print(f"{name} tasks end to end: {timing.total:.1f} s   (goal <= 10 s for 10,000)")
 
 
 def _by_stage(timing: Timing) -> dict[str, float]:

@@ -12,12 +12,14 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from dhir.context import make_context
+from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
 from dhir.ir.parser import LocatedParser
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes
 
 
+@fewer_collections()
 def parse_string(
     text: str,
     name: str = "<string>",

@@ -55,7 +55,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.effects import Effects, task_effects
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.targets import DeviceKind
 
@@ -608,7 +608,7 @@ def schedule_task_ids(schedule: ScheduleOp) -> list[str]:
 
 
 def _schedules(top: Operation) -> list[ScheduleOp]:
-    return [s for s in top.walk() if isinstance(s, ScheduleOp)]
+    return [s for s in walk_outside_tasks(top) if isinstance(s, ScheduleOp)]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from xdsl.passes import PassPipeline
 
 from dhir.api import print_module, run_pipeline
 from dhir.backends.signature import EntrySignature, check_inputs, entry_signature
-from dhir.dialects.dhir import TargetOp, TaskOp
+from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
+from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.gpu import prepare_gpu_tasks
@@ -24,6 +25,7 @@ from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import DEFAULT_ALGORITHM, PlacePass
 
 
+@fewer_collections()
 def compile_native(
     module: ModuleOp,
     entry: str = "main",
@@ -153,7 +155,7 @@ def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:
     runs on a GPU."""
     local = _local_arch()
     on_gpu = False
-    for task in (t for t in module.walk() if isinstance(t, TaskOp)):
+    for task in (t for t in walk_outside_tasks(module) if isinstance(t, TaskOp)):
         info = task.target_info()
         if is_gpu_task(task):
             if cpu_fallback:
@@ -209,7 +211,7 @@ def _local_arch() -> str:
 
 
 def _mark_entry(module: ModuleOp, entry: str) -> None:
-    for op in module.walk():
+    for op in walk_outside_tasks(module):
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
             # The harness calls the entry through MLIR's C interface.
             op.attributes["llvm.emit_c_interface"] = UnitAttr()

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from dhir.dialects.dhir import walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 
 DYNAMIC = -1
@@ -77,7 +78,7 @@ def entry_signature(module: ModuleOp, entry: str) -> EntrySignature:
 
 
 def _find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    functions = [op for op in module.walk() if isinstance(op, func.FuncOp)]
+    functions = [op for op in walk_outside_tasks(module) if isinstance(op, func.FuncOp)]
     for function in functions:
         if function.sym_name.data == entry:
             if function.is_declaration:

@@ -10,14 +10,19 @@
 Headers carry no types: every operand is already defined, so its type is known.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
 
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseArrayBase,
     IndexType,
     IntegerType,
     MemRefType,
     StringAttr,
+    i32,
 )
 from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
 from xdsl.ir import (
@@ -185,6 +190,7 @@ def _info_from_entries(spec: TargetDeviceSpecAttr, what: str) -> TargetInfo:
     return _info_from_strings(strings["arch"], strings["kind"])
 
 
+@cache  # pure, and asked once per task by several passes
 def _info_from_strings(arch: str | None, kind: str | None) -> TargetInfo:
     try:
         arch_kind = kind_of_arch(arch) if arch is not None else None
@@ -286,6 +292,22 @@ class ScheduleOp(IRDLOperation):
         _print_attrs_and_body(printer, self.attributes, self.body)
 
 
+# Task bodies whose ops are known to pass TaskOp's checks (clones of a body that
+# passes them, see dhir/ir/region_cache.py); set by the verifier while it runs, since
+# checking 10,000 clones again cost a third of verifying a large schedule.
+_CHECKED_BODIES: ContextVar[frozenset[Region]] = ContextVar("checked_bodies", default=frozenset())
+
+
+@contextmanager
+def checked_task_bodies(bodies: Iterable[Region]) -> Iterator[None]:
+    """Within this, TaskOp's verifier does not re-check the ops of these bodies."""
+    token = _CHECKED_BODIES.set(frozenset(bodies))
+    try:
+        yield
+    finally:
+        _CHECKED_BODIES.reset(token)
+
+
 @irdl_op_definition
 class TaskOp(IRDLOperation):
     """One unit of work: its target, the memrefs it touches, and a body using them."""
@@ -309,11 +331,18 @@ class TaskOp(IRDLOperation):
         body: Region,
     ) -> None:
         _ensure_terminator(body)
-        operand = target if isinstance(target, SSAValue) else None
-        name = StringAttr(target) if isinstance(target, str) else None
-        super().__init__(
-            operands=[[operand] if operand is not None else [], memrefs],
-            properties={"target": name} if name is not None else {},
+        operands = [target, *memrefs] if isinstance(target, SSAValue) else list(memrefs)
+        properties: dict[str, Attribute] = {
+            "operandSegmentSizes": _segment_sizes(len(operands) - len(memrefs), len(memrefs))
+        }
+        if isinstance(target, str):
+            properties["target"] = StringAttr(target)
+        # Operation's constructor, not IRDL's generic one, which took twice as long
+        # (a parse of 10,000 tasks builds 10,000 of these); verify_ checks the same.
+        Operation.__init__(
+            self,
+            operands=operands,
+            properties=properties,
             regions=[body],
             result_types=[TokenType()],
         )
@@ -333,6 +362,8 @@ class TaskOp(IRDLOperation):
         listed = set(self.memrefs)
         for index, value in enumerate(self.memrefs):
             _verify_task_memref(value, index + (self.target is not None), schedule)
+        if self.body in _CHECKED_BODIES.get():
+            return
         for op in self.body.walk():
             self._verify_body_op(op, listed, info)
 
@@ -520,6 +551,11 @@ def _parse_body(parser: Parser) -> Region:
     return body
 
 
+@cache
+def _segment_sizes(targets: int, memrefs: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [targets, memrefs])
+
+
 def _ensure_terminator(body: Region) -> None:
     if not body.blocks:
         body.add_block(Block())
@@ -593,3 +629,18 @@ __all__ = [
     "VerifyExceptionAt",
     "YieldOp",
 ]
+
+
+def walk_outside_tasks(op: Operation) -> Iterator[Operation]:
+    """`op` and the ops nested in it, in pre-order, without entering task bodies
+    (tasks are yielded): for passes looking for functions, schedules or tasks, since
+    the bodies of a large schedule hold most of a module's ops."""
+    pending = [op]
+    while pending:
+        current = pending.pop()
+        yield current
+        if isinstance(current, TaskOp):
+            continue
+        for region in reversed(current.regions):
+            for block in reversed(region.blocks):
+                pending.extend(reversed(list(block.ops)))

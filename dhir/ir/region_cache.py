@@ -15,6 +15,11 @@ outside under no name the body mentions) is parsed normally. Each clone gets the
 source locations of its own text. Its ops were verified in the prototype, so
 verification skips them (see dhir.ir.verifier), but it still checks that the values
 the clone uses from outside dominate the task.
+
+Generated bodies also differ in their numbers (a tile's offset, a loop's bound), so
+the literal of an `arith.constant` is part of the body's shape, not of its key: the
+clone gets its own values, built as the parser builds them (checked on the prototype:
+if rebuilding its own literal does not give the parsed attribute, nothing is cloned).
 """
 
 import re
@@ -22,16 +27,33 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Region, SSAValue
+from xdsl.dialects.arith import ConstantOp
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntegerAttr
+from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
 
 # `%name` as MLIR spells value ids (a `#N` result suffix stays outside the match).
 _VALUE_NAME = re.compile(r"%[A-Za-z0-9_$.\-]+")
+# What a body's key abstracts: an `arith.constant`'s decimal literal, or a value name.
+_VARIABLE = re.compile(
+    r"(?P<constant>%[A-Za-z0-9_$.\-]+\s*=\s*arith\.constant\s+)"
+    r"(?P<literal>-?\d+(?P<fraction>(?:\.\d*)?(?:[eE][+-]?\d+)?))(?=\s*:)"
+    r"|(?P<name>%[A-Za-z0-9_$.\-]+)"
+)
+
+
+@dataclass(frozen=True)
+class _Body:
+    """A body's text with its variable parts taken out."""
+
+    key: str
+    spans: tuple[tuple[int, int], ...]  # (offset, length) of each part replaced, in order
+    literals: tuple[tuple[int, str], ...]  # (offset of its op, text) of each constant
 
 
 @dataclass(frozen=True)
@@ -40,7 +62,18 @@ class _Prototype:
     operands: tuple[SSAValue, ...]  # the prototype task's operands, by position
     free: tuple[tuple[str, int, SSAValue], ...]  # other outer values: name, #index, value
     offsets: tuple[int | None, ...]  # of each op's location in the body text, in walk order
-    renamed: tuple[tuple[int, int], ...]  # (offset, length) of each operand name
+    spans: tuple[tuple[int, int], ...]  # as in _Body
+    constants: tuple[int, ...]  # walk index of the op of each literal
+    checked: bool  # whether a clone's body passes dhir.task's checks when this one does
+
+
+class ClonedBody(NamedTuple):
+    """A cloned region, for the verifier: the values it uses from outside, and whether
+    dhir.task's checks of its ops follow from the prototype's (its target can matter:
+    gpu ops are allowed in GPU tasks only)."""
+
+    free: tuple[SSAValue, ...]
+    checked: bool
 
 
 @dataclass
@@ -49,7 +82,7 @@ class TaskBodyCache:
     outer values they use) for the verifier."""
 
     prototypes: dict[tuple[object, ...], _Prototype | None]
-    cloned: dict[Region, tuple[SSAValue, ...]]
+    cloned: dict[Region, ClonedBody]
 
     def __init__(self) -> None:
         self.prototypes = {}
@@ -68,25 +101,30 @@ class TaskBodyCache:
         names = _VALUE_NAME.findall(text, header_start, start)
         if len(names) != len(operands):
             return parser.parse_optional_region()
-        normalized, renamed = _normalize(text, start, end, names)
-        key = (normalized, *(value.type for value in operands))
+        body = _normalize(text, start, end, names)
+        key = (body.key, *(value.type for value in operands))
         if key in self.prototypes:
             prototype = self.prototypes[key]
-            clone = None if prototype is None else self._clone(parser, prototype, operands)
-            if clone is not None:
-                clone_region, free = clone
-                _relocate(parser, clone_region, prototype, renamed, start)  # type: ignore[arg-type]
-                parser._resume_from(end)  # pyright: ignore[reportPrivateUsage]
-                self.cloned[clone_region] = free
-                return clone_region
-            return parser.parse_optional_region()
+            clone = None if prototype is None else self._clone(parser, prototype, operands, body)
+            if clone is None:
+                return parser.parse_optional_region()
+            assert prototype is not None
+            clone_region, free = clone
+            _relocate(parser, clone_region, prototype, body.spans, start)
+            parser._resume_from(end)  # pyright: ignore[reportPrivateUsage]
+            self.cloned[clone_region] = ClonedBody(free, prototype.checked)
+            return clone_region
         region = parser.parse_optional_region()
         assert region is not None
-        self.prototypes[key] = _prototype(parser, region, operands, text, (start, end), renamed)
+        self.prototypes[key] = _prototype(parser, region, operands, text, (start, end), body)
         return region
 
     def _clone(
-        self, parser: "LocatedParser", prototype: _Prototype, operands: Sequence[SSAValue]
+        self,
+        parser: "LocatedParser",
+        prototype: _Prototype,
+        operands: Sequence[SSAValue],
+        body: _Body,
     ) -> tuple[Region, tuple[SSAValue, ...]] | None:
         mapping: dict[SSAValue, SSAValue] = dict(zip(prototype.operands, operands, strict=True))
         for name, index, old in prototype.free:
@@ -94,9 +132,33 @@ class TaskBodyCache:
             if values is None or index >= len(values) or values[index].type != old.type:
                 return None  # the parser reports it, or it is genuinely different IR
             mapping[old] = values[index]
+        ops = list(prototype.region.walk()) if prototype.constants else []
+        try:
+            values = [
+                _constant_value(ops[index], literal)
+                for index, (_, literal) in zip(prototype.constants, body.literals, strict=True)
+            ]
+        except (ValueError, OverflowError, VerifyException):
+            return None  # out of its type's range: the parser reports it
         clone = Region()
         prototype.region.clone_into(clone, value_mapper=mapping)
+        if values:
+            cloned_ops = list(clone.walk())
+            for index, value in zip(prototype.constants, values, strict=True):
+                assert value is not None  # as for the prototype: see _constant_ops
+                cloned_ops[index].properties["value"] = value
         return clone, tuple(mapping[old] for _, _, old in prototype.free)
+
+
+def _constant_value(op: Operation, literal: str) -> Attribute | None:
+    """The value the parser gives `literal` in place of `op`'s (an arith.constant of
+    the prototype, whose value says how the literal reads); None for other ops."""
+    attr = op.properties.get("value") if isinstance(op, ConstantOp) else None
+    if isinstance(attr, FloatAttr):
+        return FloatAttr(float(literal), attr.type)
+    if isinstance(attr, IntegerAttr):
+        return IntegerAttr(int(literal), attr.type)
+    return None
 
 
 def _cacheable(text: str, start: int, end: int) -> bool:
@@ -124,23 +186,29 @@ def _matching_brace(text: str, start: int) -> int | None:
                 return position
 
 
-def _normalize(
-    text: str, start: int, end: int, names: list[str]
-) -> tuple[str, tuple[tuple[int, int], ...]]:
+def _normalize(text: str, start: int, end: int, names: list[str]) -> _Body:
     position = {name: index for index, name in reversed(list(enumerate(names)))}
-    renamed: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
+    literals: list[tuple[int, str]] = []
     parts: list[str] = []
     last = start
-    for match in _VALUE_NAME.finditer(text, start, end):
-        index = position.get(match.group())
-        if index is None:
-            continue
-        parts.append(text[last : match.start()])
-        parts.append(f"%\0{index}")
-        renamed.append((match.start() - start, match.end() - match.start()))
+    for match in _VARIABLE.finditer(text, start, end):
+        if match.group("constant") is not None:
+            kind = "f" if match.group("fraction") else "i"
+            literal = match.group("literal")
+            literals.append((match.start() - start, literal))
+            span_start, replacement = match.start("literal"), f"\0{kind}"
+        else:
+            index = position.get(match.group())
+            if index is None:
+                continue
+            span_start, replacement = match.start(), f"%\0{index}"
+        parts.append(text[last:span_start])
+        parts.append(replacement)
+        spans.append((span_start - start, match.end() - span_start))
         last = match.end()
     parts.append(text[last:end])
-    return "".join(parts), tuple(renamed)
+    return _Body("".join(parts), tuple(spans), tuple(literals))
 
 
 def _prototype(
@@ -149,7 +217,7 @@ def _prototype(
     operands: Sequence[SSAValue],
     text: str,
     span: tuple[int, int],
-    renamed: tuple[tuple[int, int], ...],
+    body: _Body,
 ) -> _Prototype | None:
     start, end = span
     remaining = _free_values(region) - set(operands)
@@ -162,7 +230,35 @@ def _prototype(
     if remaining:
         return None
     offsets = _op_offsets(parser, region, start)
-    return _Prototype(region.clone(), tuple(operands), tuple(named), offsets, renamed)
+    constants = _constant_ops(region, offsets, body.literals)
+    if constants is None:
+        return None
+    checked = not any(op.dialect_name() == "gpu" for op in region.walk())
+    return _Prototype(
+        region.clone(), tuple(operands), tuple(named), offsets, body.spans, constants, checked
+    )
+
+
+def _constant_ops(
+    region: Region, offsets: tuple[int | None, ...], literals: tuple[tuple[int, str], ...]
+) -> tuple[int, ...] | None:
+    """The walk index of each literal's arith.constant, or None when one cannot be
+    found or rebuilt exactly as parsed (then this body's shape is never cloned)."""
+    where = {offset: index for index, offset in enumerate(offsets) if offset is not None}
+    ops = list(region.walk())
+    indices: list[int] = []
+    for offset, literal in literals:
+        index = where.get(offset)
+        if index is None:
+            return None
+        try:
+            value = _constant_value(ops[index], literal)
+        except (ValueError, OverflowError, VerifyException):
+            return None
+        if value is None or value != ops[index].properties["value"]:
+            return None
+        indices.append(index)
+    return tuple(indices)
 
 
 def _free_values(region: Region) -> set[SSAValue]:
@@ -192,13 +288,13 @@ def _relocate(
     parser: "LocatedParser",
     clone: Region,
     prototype: _Prototype,
-    renamed: tuple[tuple[int, int], ...],
+    spans: tuple[tuple[int, int], ...],
     start: int,
 ) -> None:
     """Give the clone's ops the locations of their own text: the same offsets in the
-    body, shifted by how much longer or shorter the operand names before them are."""
-    old_positions = [offset for offset, _ in prototype.renamed]
-    shifts = [0, *accumulate(new - old for (_, new), (_, old) in zip(renamed, prototype.renamed))]
+    body, shifted by how much longer or shorter the variable parts before them are."""
+    old_positions = [offset for offset, _ in prototype.spans]
+    shifts = [0, *accumulate(new - old for (_, new), (_, old) in zip(spans, prototype.spans))]
     for op, offset in zip(clone.walk(), prototype.offsets, strict=True):
         if offset is None:
             continue

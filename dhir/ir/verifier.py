@@ -11,30 +11,33 @@ from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
+from dhir.dialects.dhir import checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
+from dhir.ir.region_cache import ClonedBody
 
 
-def verify_module(
-    module: Operation, cloned: Mapping[Region, tuple[SSAValue, ...]] | None = None
-) -> None:
+def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None = None) -> None:
     """Raise a DhirError for the first op (in pre-order) that does not verify.
 
     `cloned`: regions the parser cloned from a body it parsed and this call verifies
-    (dhir/ir/region_cache.py), with the values they use from outside: their ops are
-    not verified again, but those values must dominate the region's op.
+    (dhir/ir/region_cache.py): their ops are not verified again (nor, where that
+    follows, checked again by their dhir.task), but the values they use from outside
+    must dominate the region's op.
     """
+    cloned = cloned or {}
     dominance = DominanceInfo()
     pending = [module]
-    while pending:
-        op = pending.pop()
-        _verify_op(op, dominance)
-        for region in reversed(op.regions):
-            if cloned and region in cloned:
-                _verify_outer_uses(op, cloned[region], dominance)
-                continue
-            for block in reversed(region.blocks):
-                pending.extend(reversed(list(block.ops)))
+    with checked_task_bodies(region for region, body in cloned.items() if body.checked):
+        while pending:
+            op = pending.pop()
+            _verify_op(op, dominance)
+            for region in reversed(op.regions):
+                if region in cloned:
+                    _verify_outer_uses(op, cloned[region].free, dominance)
+                    continue
+                for block in reversed(region.blocks):
+                    pending.extend(reversed(list(block.ops)))
 
 
 def _verify_outer_uses(

@@ -43,7 +43,7 @@ from dhir.analysis.costs import (
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.placement import RANK_ATTR, rank_of
 from dhir.placement.graph import Edge, TaskGraph
@@ -95,7 +95,8 @@ def local_devices(ranks: int, with_gpus: bool = False) -> list[Device]:
 
 def has_gpu_tasks(module: ModuleOp) -> bool:
     return any(
-        isinstance(op, TaskOp) and op.target_info().kind == DeviceKind.GPU for op in module.walk()
+        isinstance(op, TaskOp) and op.target_info().kind == DeviceKind.GPU
+        for op in walk_outside_tasks(module)
     )
 
 

@@ -47,7 +47,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.effects import Effects, task_effects
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
-from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.placement import rank_of
 from dhir.transforms.outline import outline
@@ -83,7 +83,7 @@ class LowerToMPIPass(ModulePass):
             for call in op.walk()
         )
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
-            schedules = [s for s in function.walk() if isinstance(s, ScheduleOp)]
+            schedules = [s for s in walk_outside_tasks(function) if isinstance(s, ScheduleOp)]
             if not schedules:
                 continue
             guards = _RankGuards(function, self.ranks)

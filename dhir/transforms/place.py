@@ -17,7 +17,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.costs import CostModel, load_profile
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.placement import RANK_ATTR, rank_of
 from dhir.placement.round_robin import round_robin
@@ -43,7 +43,7 @@ class PlacePass(ModulePass):
             raise PassFailedException(
                 f"dhir-place: unknown algorithm '{self.algorithm}'; known: {', '.join(ALGORITHMS)}"
             )
-        schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
+        schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
         profile = load_profile(self.costs) if self.costs else None  # checked in any case
         if self.algorithm == "round-robin":
             for schedule in schedules:

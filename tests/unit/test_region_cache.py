@@ -13,11 +13,15 @@ from dhir.ir.verifier import verify_module
 
 NAMES = ("%a", "%buffer_with_a_long_name", "%m7", "%x2")
 BODIES = (
-    # {0}, {1}: the task's operands; %s: an f32 from outside the schedule.
-    "%i = arith.constant 0 : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
+    # {0}, {1}: the task's operands; %s: an f32 from outside the schedule; {2}: an
+    # index literal, {3}: a float literal, {4}: an i8 literal (may be out of range).
+    "%i = arith.constant {2} : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
     "      memref.store %v, {1}[%i] : memref<8xf32>",
     "%i = arith.constant 1 : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
     "      %w = arith.addf %v, %s : f32\n      memref.store %w, {1}[%i] : memref<8xf32>",
+    "%f = arith.constant {3} : f32\n      %k = arith.constant {4} : i8\n"
+    "      %i = arith.constant {2} : index\n      %v = memref.load {0}[%i] : memref<8xf32>\n"
+    "      %w = arith.mulf %v, %f : f32\n      memref.store %w, {1}[%i] : memref<8xf32>",
     "%c0 = arith.constant 0 : index\n      %c8 = arith.constant 8 : index\n"
     "      %c1 = arith.constant 1 : index\n      scf.for %i = %c0 to %c8 step %c1 {{\n"
     "        %v = memref.load {1}[%i] : memref<8xf32>\n"
@@ -26,18 +30,26 @@ BODIES = (
 )
 
 
-def program(tasks: list[tuple[int, int, int]]) -> str:
+INDEX_LITERALS = ("0", "7", "-3", "12345678901")
+FLOAT_LITERALS = ("0.1", "-2.5e3", "1.", "3.0E-2", "7")
+I8_LITERALS = ("0", "-128", "255", "127")
+
+Task = tuple[int, int, int, int, int, int]  # body, operands, literals (by position)
+
+
+def program(tasks: list[Task]) -> str:
     args = ", ".join(f"{name}: memref<8xf32>" for name in NAMES)
     lines = [
         f"func.func @main({args}, %s: f32) {{",
         f"  dhir.schedule {', '.join(NAMES)} {{",
         '    %cpu = dhir.target {kind = "cpu"}',
     ]
-    for k, (body, first, second) in enumerate(tasks):
+    for k, (body, first, second, index, real, small) in enumerate(tasks):
         a, b = NAMES[first], NAMES[second]
         operands = a if a == b else f"{a}, {b}"
         lines.append(f"    %t{k} = dhir.task %cpu, {operands} {{")
-        lines.append("      " + BODIES[body].format(a, b))
+        literals = INDEX_LITERALS[index], FLOAT_LITERALS[real], I8_LITERALS[small]
+        lines.append("      " + BODIES[body].format(a, b, *literals))
         lines.append("    }")
     lines += ["  }", "  return", "}", ""]
     return "\n".join(lines)
@@ -58,6 +70,9 @@ task_lists = st.lists(
         st.integers(0, len(BODIES) - 1),
         st.integers(0, len(NAMES) - 1),
         st.integers(0, len(NAMES) - 1),
+        st.integers(0, len(INDEX_LITERALS) - 1),
+        st.integers(0, len(FLOAT_LITERALS) - 1),
+        st.integers(0, len(I8_LITERALS) - 1),
     ),
     min_size=1,
     max_size=12,
@@ -66,13 +81,17 @@ task_lists = st.lists(
 
 @settings(max_examples=30, deadline=None)
 @given(task_lists)
-def test_clones_equal_parsed_ir_with_locations(tasks: list[tuple[int, int, int]]) -> None:
+def test_clones_equal_parsed_ir_with_locations(tasks: list[Task]) -> None:
     text = program(tasks)
     cached, clones = parse(text, cache=True)
     plain, _ = parse(text, cache=False)
     assert cached == plain
-    distinct = {(body, first == second) for body, first, second in tasks}
-    assert clones == len(tasks) - len(distinct)
+    # Literals are not part of a body's key, but their kind (integer or not) is.
+    shapes = {
+        (body, first == second, "{3}" in BODIES[body] and FLOAT_LITERALS[real] != "7")
+        for body, first, second, _, real, _ in tasks
+    }
+    assert clones == len(tasks) - len(shapes)
 
 
 def test_clone_errors_point_at_the_clone() -> None:
@@ -151,3 +170,23 @@ def test_outer_value_that_does_not_dominate_a_clone() -> None:
         parse_string(text, "t.mlir")
     assert "does not dominate" in str(error.value)
     assert "t.mlir:18:7" in str(error.value)  # the store in the second schedule's task
+
+
+def test_clone_with_a_literal_out_of_range_is_parsed_and_reported() -> None:
+    body = "%k = arith.constant {} : i8\n      memref.store %s, %a[%i] : memref<8xf32>"
+    tasks = "\n".join(
+        f"    %t{k} = dhir.task %cpu, %a {{\n      {body.format(literal)}\n    }}"
+        for k, literal in enumerate(("1", "2", "300"))
+    )
+    text = f"""func.func @f(%a: memref<8xf32>, %s: f32, %i: index) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+{tasks}
+  }}
+  return
+}}
+"""
+    with pytest.raises(DhirError) as error:
+        parse_string(text, "t.mlir")
+    assert "t.mlir:13:7:" in str(error.value)
+    assert "300" in str(error.value)
