@@ -63,7 +63,7 @@ class _Prototype:
     free: tuple[tuple[str, int, SSAValue], ...]  # other outer values: name, #index, value
     offsets: tuple[int | None, ...]  # of each op's location in the body text, in walk order
     spans: tuple[tuple[int, int], ...]  # as in _Body
-    constants: tuple[int, ...]  # walk index of the op of each literal
+    constants: tuple[Operation, ...]  # the arith.constant of each literal, in `region`
     checked: bool  # whether a clone's body passes dhir.task's checks when this one does
 
 
@@ -132,21 +132,20 @@ class TaskBodyCache:
             if values is None or index >= len(values) or values[index].type != old.type:
                 return None  # the parser reports it, or it is genuinely different IR
             mapping[old] = values[index]
-        ops = list(prototype.region.walk()) if prototype.constants else []
         try:
             values = [
-                _constant_value(ops[index], literal)
-                for index, (_, literal) in zip(prototype.constants, body.literals, strict=True)
+                _constant_value(op, literal)
+                for op, (_, literal) in zip(prototype.constants, body.literals, strict=True)
             ]
         except (ValueError, OverflowError, VerifyException):
             return None  # out of its type's range: the parser reports it
         clone = Region()
         prototype.region.clone_into(clone, value_mapper=mapping)
-        if values:
-            cloned_ops = list(clone.walk())
-            for index, value in zip(prototype.constants, values, strict=True):
-                assert value is not None  # as for the prototype: see _constant_ops
-                cloned_ops[index].properties["value"] = value
+        for op, value in zip(prototype.constants, values, strict=True):
+            assert value is not None  # as for the prototype: see _constant_ops
+            cloned = mapping[op.results[0]].owner
+            assert isinstance(cloned, Operation)
+            cloned.properties["value"] = value
         return clone, tuple(mapping[old] for _, _, old in prototype.free)
 
 
@@ -234,8 +233,11 @@ def _prototype(
     if constants is None:
         return None
     checked = not any(op.dialect_name() == "gpu" for op in region.walk())
+    kept = region.clone()
+    kept_ops = list(kept.walk())
+    literal_ops = tuple(kept_ops[index] for index in constants)
     return _Prototype(
-        region.clone(), tuple(operands), tuple(named), offsets, body.spans, constants, checked
+        kept, tuple(operands), tuple(named), offsets, body.spans, literal_ops, checked
     )
 
 
