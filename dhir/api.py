@@ -32,8 +32,9 @@ def parse_string(
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
-    parser = LocatedParser(ctx, text, name, line_offset)
     try:
+        # Inside: the parser reads the first token as it starts, and it may be bad.
+        parser = LocatedParser(ctx, text, name, line_offset)
         module = parser.parse_module()
     except ParseError as error:
         raise DhirError([_parse_diagnostic(error, line_offset)], sources) from None

@@ -54,6 +54,14 @@ def test_binary_input_is_an_error(tmp_path: Path) -> None:
     assert result.returncode == 1 and "not UTF-8" in result.stderr
 
 
+def test_bad_first_character_is_a_located_error() -> None:
+    # xDSL's parser reads the first token as it is made, before parsing starts.
+    result = dhir_opt(stdin="'s example\n")
+    assert result.returncode == 1
+    assert "<stdin>:1:1: error: Unexpected character" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
