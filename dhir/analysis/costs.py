@@ -454,6 +454,7 @@ class Device:
     core_cache_bw_gbs: float | None = None
     llc_bytes: int | None = None
     llc_bw_gbs: float | None = None
+    core_bw_curve: tuple[tuple[int, float], ...] | None = None  # (footprint bytes, GB/s)
     # A CPU rank that also drives a GPU (ranks without a machine description: the GPU
     # runtime gives local rank r the node's GPU r mod count): its GPU tasks run there.
     gpu: "Device | None" = None
@@ -506,7 +507,8 @@ def rates(work: Work, device: DeviceRates, busy: int | None = None) -> tuple[flo
     whose per-core rates are known, a task runs on one core, or with a parallel loop on
     its rank's threads (cores / ranks), each at the core's rates, within that share; and
     its bytes come from a cache when its footprint fits there: the core's own cache (per
-    thread), else the last-level cache (its share of it)."""
+    thread), else the last-level cache (its share of it). A measured `core_bw_curve`
+    replaces those two levels: see curve_rate."""
     share = _share(device, busy)
     compute = device.peak_gflops / share
     memory = device.mem_bw_gbs / share
@@ -519,9 +521,37 @@ def rates(work: Work, device: DeviceRates, busy: int | None = None) -> tuple[flo
     core_bw = getattr(device, "core_mem_bw_gbs", None)
     if core_gflops:
         compute = min(threads * core_gflops, compute)
+    curve = _curve(device)
+    if curve is not None:
+        # Each thread gets what one core gets at this footprint, but the part of it that
+        # comes from memory is shared with the other busy ranks, and so is the part from
+        # the last-level cache unless each thread's share fits its core's own cache.
+        per_thread = curve_rate(curve, work.footprint * share)
+        cached = max(0.0, per_thread - (core_bw or curve[-1][1]))
+        core_cache = getattr(device, "core_cache_bytes", None) or 0
+        private = work.footprint <= core_cache * threads
+        return compute, min(threads * per_thread, memory + cached * (threads if private else 1))
     if core_bw:
         memory = min(threads * core_bw, memory)
     return compute, max(memory, _cache_rate(work, device, threads, share))
+
+
+def curve_rate(curve: Sequence[tuple[int, float]], footprint: float) -> float:
+    """GB/s at `footprint` bytes on a measured curve (see dhir.machine.description):
+    linear in the footprint's logarithm between points, flat beyond the ends. The
+    footprint counts every busy rank's (they share the last-level cache)."""
+    if footprint <= curve[0][0]:
+        return curve[0][1]
+    for (small, low_rate), (large, high_rate) in zip(curve, curve[1:]):
+        if footprint <= large:
+            t = math.log(footprint / small) / math.log(large / small)
+            return low_rate + t * (high_rate - low_rate)
+    return curve[-1][1]
+
+
+def _curve(device: DeviceRates) -> Sequence[tuple[int, float]] | None:
+    curve = getattr(device, "core_bw_curve", None)
+    return curve if curve else None
 
 
 def _cpu_traffic(work: Work, device: DeviceRates, busy: int | None, rate: float) -> float:
@@ -529,9 +559,19 @@ def _cpu_traffic(work: Work, device: DeviceRates, busy: int | None, rate: float)
     accesses bound the time, and STREAM counts accesses. From memory, cache lines do: the
     lines stores allocate are read too, which STREAM's count leaves out (STREAM_COUNTED)."""
     threads = (_threads(device) if work.parallel else 1) or 1
+    from_memory = (work.bytes + work.allocated) * STREAM_COUNTED
+    curve = _curve(device)
+    if curve is not None:
+        # Between the caches' rate and memory's, weighed by where the footprint lies.
+        memory = getattr(device, "core_mem_bw_gbs", None) or curve[-1][1]
+        fastest = max(r for _, r in curve)
+        per_thread = curve_rate(curve, work.footprint * _share(device, busy))
+        cached = (per_thread - memory) / (fastest - memory) if fastest > memory else 0.0
+        cached = min(1.0, max(0.0, cached))
+        return (cached * work.bytes + (1 - cached) * from_memory) / (rate * 1e9)
     if _cache_rate(work, device, threads, _share(device, busy)) > 0:
         return work.bytes / (rate * 1e9)
-    return (work.bytes + work.allocated) * STREAM_COUNTED / (rate * 1e9)
+    return from_memory / (rate * 1e9)
 
 
 def _share(device: DeviceRates, busy: int | None) -> int:

@@ -1,8 +1,10 @@
-"""Measure this machine: MPI latency and bandwidth between two local ranks (ping-pong), memory
+"""Measure this machine: MPI latency and bandwidth between two local ranks (ping-pong, the
+bandwidth with messages larger than the last-level cache, as a schedule's arrays are), memory
 bandwidth (a STREAM triad on every core) and f32 FMA throughput (every core), and the same
 for one core: a triad as generated code runs it from memory, from the core's own cache and
-from the last-level cache (sized by detection), and FMAs on one thread; with the C program
-dhir/runtime/dhir_calibrate.c built by the toolchain's clang and MPI.
+from the last-level cache (sized by detection), its bandwidth over a range of footprints
+(`core_bw_curve`), and FMAs on one thread; with the C program dhir/runtime/dhir_calibrate.c
+built by the toolchain's clang and MPI.
 
 What one node cannot measure stays a guess: the network between nodes, and GPUs (not
 measured yet; their typical values are kept, and said so).
@@ -50,6 +52,8 @@ class Effort:
 FULL = Effort(10, 2000, 1 << 30, 16 << 20, 1 << 26, 20, 20_000_000, 10)
 QUICK = Effort(3, 200, 64 << 20, 4 << 20, 1 << 24, 5, 10_000_000, 3, 64 << 20)
 TRIAD_BYTES = 24  # per element: STREAM's count (read 2 doubles, write 1)
+CURVE_SMALLEST = 1 << 20  # a core's cache, when detection did not find it
+CURVE_LARGEST = 64 << 20  # the largest footprint at the least
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Measurements:
     peak_gflops: float
     # One core (None: not measured): description field name -> rate.
     core: dict[str, float] = field(default_factory=dict)
+    curve: tuple[tuple[int, float], ...] | None = None  # one core's GB/s by footprint
 
 
 def calibrate(
@@ -108,7 +113,7 @@ def build_program(directory: Path, mpi: str) -> Path:
 def measure(
     exe: Path, mpi: str, effort: Effort, cpu: Device, say: Callable[[str], None]
 ) -> Measurements:
-    latency, bandwidth = measure_pingpong(exe, mpi, effort, say)
+    latency, bandwidth = measure_pingpong(exe, mpi, effort, say, cpu.llc_bytes)
     threads = cpu.cores or 1
     elements = min(effort.triad_elements, cpu.memory_bytes // (4 * 3 * 8))  # a quarter of RAM
     say(f"memory bandwidth: triad on {threads} threads, 3 x {elements * 8 >> 20} MiB ...")
@@ -121,12 +126,13 @@ def measure(
     )
     gflops = flops / seconds / 1e9
     say(f"  {gflops:.4g} GFLOP/s")
-    return Measurements(latency, bandwidth, mem_bw, gflops, measure_core(exe, effort, cpu, say))
+    core, curve = measure_core(exe, effort, cpu, say)
+    return Measurements(latency, bandwidth, mem_bw, gflops, core, curve)
 
 
 def measure_core(
     exe: Path, effort: Effort, cpu: Device, say: Callable[[str], None]
-) -> dict[str, float]:
+) -> tuple[dict[str, float], tuple[tuple[int, float], ...]]:
     """One core's rates: a triad from memory, from its own cache (a footprint of half of
     it) and from the last-level cache (the geometric mean of both caches' sizes), and f32
     FMAs, on one thread."""
@@ -153,20 +159,58 @@ def measure_core(
         say(f"  {rates[key]:.3g} GB/s")
     if "llc_bw_gbs" not in rates and "core_cache_bw_gbs" in rates:
         rates["llc_bw_gbs"] = rates["core_cache_bw_gbs"]  # one level: the core's is the last
+    curve = measure_curve(exe, effort, cpu, say)
     say("one core: f32 fused multiply-adds on 1 thread ...")
     args = ["fma", str(effort.fma_iterations), str(effort.fma_trials)]
     flops, seconds = _run_local(exe, args, 1)
     rates["core_gflops"] = flops / seconds / 1e9
     say(f"  {rates['core_gflops']:.4g} GFLOP/s")
-    return rates
+    return rates, curve
+
+
+def curve_footprints(cpu: Device) -> list[int]:
+    """Footprints from a quarter of the core's cache to four times the last level (at
+    least 64 MiB), two per doubling: where the caches' effective sizes lie is what the
+    curve is for."""
+    smallest = (cpu.core_cache_bytes or CURVE_SMALLEST) // 4
+    largest = max(4 * (cpu.llc_bytes or 0), CURVE_LARGEST)
+    sizes: list[int] = []
+    size = float(max(smallest, 64 << 10))
+    while size <= largest * 1.001:
+        sizes.append(int(size) // TRIAD_BYTES * TRIAD_BYTES)
+        size *= math.sqrt(2)
+    return sizes
+
+
+def measure_curve(
+    exe: Path, effort: Effort, cpu: Device, say: Callable[[str], None]
+) -> tuple[tuple[int, float], ...]:
+    """One core's triad GB/s at each of curve_footprints."""
+    sizes = curve_footprints(cpu)
+    say(f"one core: triad over {len(sizes)} footprints, {_mib(sizes[0])} to {_mib(sizes[-1])} ...")
+    points: list[tuple[int, float]] = []
+    for footprint in sizes:
+        n = footprint // TRIAD_BYTES
+        sweeps = max(1, effort.cache_bytes_moved // footprint)
+        trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
+        amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)
+        points.append((n * TRIAD_BYTES, _round(amount / seconds / 1e9)))
+    say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
+    return tuple(points)
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.3g} MiB"
 
 
 def measure_pingpong(
-    exe: Path, mpi: str, effort: Effort, say: Callable[[str], None]
+    exe: Path, mpi: str, effort: Effort, say: Callable[[str], None], llc_bytes: int | None = None
 ) -> tuple[float, float]:
-    """(latency in us, bandwidth in GB/s) between 2 local ranks, run as dhir runs programs."""
+    """(latency in us, bandwidth in GB/s) between 2 local ranks, run as dhir runs programs.
+    The large message is at least twice the last-level cache: smaller ones are copied
+    through the cache, at twice the rate on a 2-core VM, which schedules' arrays are not."""
     say(f"MPI ping-pong between 2 local ranks ({mpi}) ...")
-    small, large = SMALL_MESSAGE, effort.large_message
+    small, large = SMALL_MESSAGE, max(effort.large_message, 2 * (llc_bytes or 0))
     large_reps = max(2, effort.pingpong_bytes // large)
     sizes = [f"{small}:{effort.pingpong_reps}", f"{large}:{large_reps}"]
     command = ["pingpong", str(effort.pingpong_trials), *sizes]
@@ -194,7 +238,8 @@ def apply(
     rates = {"peak_gflops": measured.peak_gflops, "mem_bw_gbs": measured.mem_bw_gbs}
     rates = {key: _round(value) for key, value in (rates | measured.core).items()}
     guessed = tuple(g for g in cpu.guessed if g not in rates)
-    system = system.with_device(replace(cpu, **rates, guessed=guessed))
+    curve = measured.curve if measured.curve is not None else cpu.core_bw_curve
+    system = system.with_device(replace(cpu, **rates, core_bw_curve=curve, guessed=guessed))
     intra = Link(_round(measured.latency_us), _round(measured.bandwidth_gbs))
     gpus = [d for d in system.devices if d.kind == DeviceKind.GPU]
     if not gpus:

@@ -14,6 +14,10 @@ A CPU also has per-core rates, for code that runs on one core (or a few threads)
 and two cache levels with the bandwidth one core gets from them: `core_cache_bytes` /
 `core_cache_bw_gbs` (the largest cache private to a core, L2 on most CPUs) and `llc_bytes`
 / `llc_bw_gbs` (the last-level cache, shared by the cores). Files without them get guesses.
+`dhir calibrate` also measures `core_bw_curve`: one core's triad bandwidth (GB/s) by
+footprint (bytes), from well inside its own cache to well beyond the last level, since
+what a footprint gets depends on the caches' effective sizes, which detection cannot see
+(in a VM, other guests share the last level); the cost model prefers it to the two levels.
 """
 
 import math
@@ -34,6 +38,8 @@ CORE_FIELDS = (
     "llc_bw_gbs",
 )  # fmt: skip
 CACHE_SIZES = ("core_cache_bytes", "llc_bytes")
+CPU_ONLY = (*CORE_FIELDS, "core_bw_curve")
+CURVE_RULE = "a list of at least 2 [footprint bytes, GB/s] pairs, footprints increasing"
 CORE_RATES = tuple(name for name in CORE_FIELDS if name not in CACHE_SIZES)
 # Device fields whose value may be a guess rather than a measurement or a given fact.
 GUESSABLE = ("peak_gflops", "mem_bw_gbs", "memory_bytes", "cores", *CORE_FIELDS)
@@ -80,6 +86,7 @@ class Device:
     core_cache_bw_gbs: float | None = None
     llc_bytes: int | None = None
     llc_bw_gbs: float | None = None
+    core_bw_curve: tuple[tuple[int, float], ...] | None = None  # (footprint bytes, GB/s)
 
     def __post_init__(self) -> None:
         what = f"device '{self.name}'"
@@ -117,6 +124,8 @@ class Device:
         for name in CACHE_SIZES:
             if getattr(self, name) is not None:
                 _check_int(name, getattr(self, name), what)
+        if self.core_bw_curve is not None:
+            _check_curve(self.core_bw_curve, what)
 
     def _check_gpu(self, what: str) -> None:
         if self.cores is not None:
@@ -125,7 +134,7 @@ class Device:
             raise DescriptionError(f"{what}: a GPU runs one rank, not {self.ranks}")
         if self.host_link is None:
             raise DescriptionError(f"{what}: a GPU needs its host_link (latency, bandwidth)")
-        given = [name for name in CORE_FIELDS if getattr(self, name) is not None]
+        given = [name for name in CPU_ONLY if getattr(self, name) is not None]
         if given:
             raise DescriptionError(f"{what}: {', '.join(given)} are for CPUs; leave them out")
 
@@ -261,6 +270,18 @@ def _check_number(name: str, value: object, what: str, allow_zero: bool = False)
             return
     need = "a non-negative" if allow_zero else "a positive"
     raise DescriptionError(f"{what}: {name} must be {need} number, got {value!r}")
+
+
+def _check_curve(curve: object, what: str) -> None:
+    pairs = curve if isinstance(curve, tuple) else ()
+    if len(pairs) < 2 or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}")
+    for size, rate in pairs:
+        _check_int("core_bw_curve footprint", size, what)
+        _check_number("core_bw_curve GB/s", rate, what)
+    sizes = [size for size, _ in pairs]
+    if any(a >= b for a, b in zip(sizes, sizes[1:])):
+        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}")
 
 
 def _check_int(name: str, value: object, what: str) -> None:

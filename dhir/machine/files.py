@@ -29,6 +29,7 @@ from dhir.machine.description import (
     CACHE_SIZES,
     CORE_FIELDS,
     CORE_RATES,
+    CURVE_RULE,
     GUESSED_INTRA_NODE,
     GUESSED_NETWORK,
     DescriptionError,
@@ -47,7 +48,7 @@ _LINK_KEYS = ("latency_us", "bandwidth_gbs", "guessed")
 _NODE_KEYS = ("name", "host", "devices")
 DEVICE_KEYS = (
     "name", "kind", "arch", "peak_gflops", "mem_bw_gbs", "memory_bytes", "cores", "ranks",
-    *CORE_FIELDS, "host_link", "guessed",
+    *CORE_FIELDS, "core_bw_curve", "host_link", "guessed",
 )  # fmt: skip
 _FLOAT_KEYS = ("peak_gflops", "mem_bw_gbs", *CORE_RATES)
 _INT_KEYS = ("memory_bytes", "cores", "ranks", *CACHE_SIZES)
@@ -95,6 +96,8 @@ def _device(device: Device) -> dict[str, Any]:
     for key in CORE_FIELDS:  # CPUs only
         if getattr(device, key) is not None:
             data[key] = getattr(device, key)
+    if device.core_bw_curve is not None:
+        data["core_bw_curve"] = [[size, rate] for size, rate in device.core_bw_curve]
     if device.host_link is not None:
         data["host_link"] = _link(device.host_link)
     if device.guessed:
@@ -169,10 +172,24 @@ def _read_device(data: object, where: str) -> Device:
             given[key] = _get(table, key, int, where)
     if table.get("host_link") is not None:
         given["host_link"] = _read_link(table["host_link"], f"{where}.host_link")
+    if "core_bw_curve" in table:
+        given["core_bw_curve"] = _read_curve(table["core_bw_curve"], where)
     guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names")
     if not all(isinstance(g, str) for g in guessed):
         raise _Problem(f"{where}.guessed: must be a list of field names (strings)")
     return guess_device(name, arch, guessed=guessed, **given)
+
+
+def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
+    """[[bytes, GB/s], ...] as pairs; the Device checks their values and order."""
+    pairs = data if isinstance(data, list) else None
+    if pairs is None or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        raise _Problem(f"{where}: core_bw_curve must be {CURVE_RULE}, got {data!r}")
+    point = f"{where}: core_bw_curve"
+    return tuple(
+        (_get({"bytes": size}, "bytes", int, point), _get({"GB/s": rate}, "GB/s", float, point))
+        for size, rate in pairs
+    )
 
 
 def _labelled(data: object, where: str) -> str:

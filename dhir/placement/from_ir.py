@@ -85,6 +85,7 @@ def local_devices(ranks: int, with_gpus: bool = False) -> list[Device]:
         core_cache_bw_gbs=cpu.core_cache_bw_gbs,
         llc_bytes=cpu.llc_bytes,
         llc_bw_gbs=cpu.llc_bw_gbs,
+        core_bw_curve=cpu.core_bw_curve,
     )
     if not with_gpus:
         return [shared] * ranks

@@ -11,7 +11,7 @@ import pytest
 
 from dhir.ir.diagnostics import DhirError
 from dhir.machine import Link, detect, guess_device, load_local_system, read_system, write_system
-from dhir.machine.calibrate import Measurements, _results, apply, fit_link
+from dhir.machine.calibrate import Measurements, _results, apply, curve_footprints, fit_link
 from dhir.machine.files import default_system_path
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
@@ -58,6 +58,22 @@ def test_apply_stores_one_cores_rates() -> None:
     assert (result.core_gflops, result.core_mem_bw_gbs, result.llc_bw_gbs) == (33.33, 9.877, 20.0)
     assert not set(core) & set(result.guessed)
     assert result.llc_bytes == cpu.llc_bytes  # sizes come from detection, not measurement
+
+
+def test_apply_stores_the_measured_curve() -> None:
+    system = detect()
+    cpu = system.device("cpu0")
+    curve = ((1 << 20, 80.0), (64 << 20, 20.0))
+    measured = Measurements(1, 1, 1, 1, curve=curve)
+    assert apply(system, cpu, measured, lambda _: None).device("cpu0").core_bw_curve == curve
+
+
+def test_the_curve_spans_the_caches_and_beyond() -> None:
+    cpu = replace(detect().device("cpu0"), core_cache_bytes=2 << 20, llc_bytes=32 << 20)
+    sizes = curve_footprints(cpu)
+    assert sizes[0] <= 512 << 10 and sizes[-1] > (128 << 20) - 24  # whole triad elements
+    assert sizes == sorted(set(sizes))
+    assert all(b / a < 1.5 for a, b in zip(sizes, sizes[1:]))  # two points per doubling
 
 
 def test_apply_without_gpus_says_there_is_nothing_to_measure() -> None:
@@ -126,6 +142,7 @@ def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
     assert "peak_gflops" not in cpu0.guessed and "mem_bw_gbs" not in cpu0.guessed
     assert cpu0.peak_gflops > 0 and cpu0.mem_bw_gbs > 0
     assert not system.intra_node.guessed and system.intra_node.bandwidth_gbs > 0
+    assert cpu0.core_bw_curve is not None and len(cpu0.core_bw_curve) >= 8
     assert system.network.guessed  # one node cannot measure it
     for step in ("latency", "GB/s", "GFLOP/s", "network between nodes: not measured"):
         assert step in result.stderr

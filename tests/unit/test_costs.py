@@ -1,6 +1,7 @@
 """Static cost estimates: trip counts x ops on hand-written tasks, and the roofline."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from dhir.analysis.costs import (
     Device,
     Link,
     Work,
+    curve_rate,
     load_profile,
     rates,
     roofline_time,
@@ -397,6 +399,42 @@ def test_footprints_that_fit_a_cache_stream_from_it() -> None:
     assert rates(Work(bytes=1.0, footprint=2 << 20, parallel=True), NODE)[1] == 120.0
     # From a cache, accesses bound the time: allocated lines cost nothing more.
     assert roofline_time(Work(bytes=6e9, allocated=2e9, footprint=1 << 20), NODE) == 0.1
+
+
+CURVE = ((1 << 20, 80.0), (4 << 20, 60.0), (16 << 20, 20.0))
+MEASURED = replace(NODE, core_bw_curve=CURVE, core_mem_bw_gbs=20.0)
+
+
+def test_a_measured_curve_is_read_between_its_points_by_the_footprints_logarithm() -> None:
+    assert curve_rate(CURVE, 1) == 80.0  # flat beyond the ends
+    assert curve_rate(CURVE, 1 << 30) == 20.0
+    assert curve_rate(CURVE, 4 << 20) == 60.0
+    assert curve_rate(CURVE, 2 << 20) == pytest.approx(70.0)  # halfway, logarithmically
+    assert curve_rate(CURVE, 8 << 20) == pytest.approx(40.0)
+
+
+def test_a_measured_curve_replaces_the_two_cache_levels() -> None:
+    # One thread alone: the curve at its footprint, whatever the described caches say.
+    assert rates(Work(bytes=1.0, footprint=4 << 20), MEASURED, busy=1)[1] == 60.0
+    # Two busy ranks share the last-level cache: each footprint counts twice.
+    assert rates(Work(bytes=1.0, footprint=2 << 20), MEASURED)[1] == 60.0
+    # Beyond the caches, the node's memory is shared: 40 / 2 busy ranks = 20.
+    assert rates(Work(bytes=1.0, footprint=BIG, parallel=True), MEASURED)[1] == 20.0
+    # Two threads whose halves fit their cores' own caches each stream from them ...
+    assert rates(Work(bytes=1.0, footprint=1 << 20, parallel=True), MEASURED, busy=1)[1] == 160.0
+    # ... but the last-level cache's part of the rate is shared: 40 + (60 - 20).
+    shared = Work(bytes=1.0, footprint=4 << 20, parallel=True)
+    assert rates(shared, MEASURED, busy=1)[1] == 80.0
+
+
+def test_larger_footprints_are_never_faster_on_a_falling_curve() -> None:
+    sizes = [1 << k for k in range(16, 30)]
+    for parallel in (False, True):
+        times = [
+            roofline_time(Work(bytes=1e9, allocated=1e8, footprint=s, parallel=parallel), MEASURED)
+            for s in sizes
+        ]
+        assert times == sorted(times)
 
 
 def test_a_device_without_core_rates_shares_its_whole_rates() -> None:

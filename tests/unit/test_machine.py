@@ -90,6 +90,16 @@ def test_unknown_device_lists_the_known_ones() -> None:
         (lambda: replace(gpu("g"), host_link=None), "a GPU needs its host_link"),
         (lambda: replace(cpu("c"), guessed=("speed",)), "guessed lists speed; it may list only"),
         (lambda: cpu("bad name"), "device name 'bad name' is not a valid name"),
+        (lambda: replace(cpu("c"), core_bw_curve=((1, 2.0),)), "core_bw_curve must be a list"),
+        (
+            lambda: replace(cpu("c"), core_bw_curve=((2, 2.0), (1, 3.0))),
+            "footprints increasing",
+        ),
+        (
+            lambda: replace(cpu("c"), core_bw_curve=((1, 2.0), (2, 0.0))),
+            "core_bw_curve GB/s must be a positive number",
+        ),
+        (lambda: replace(gpu("g"), core_bw_curve=((1, 2.0), (2, 1.0))), "are for CPUs"),
         (lambda: Link(-1.0, 1.0), "latency_us must be a non-negative number"),
         (lambda: Link(0.0, 0.0), "bandwidth_gbs must be a positive number"),
         (lambda: Node("n", ()), "node 'n' has no devices"),

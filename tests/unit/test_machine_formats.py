@@ -28,6 +28,9 @@ names = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]{0,10}", fullmatch=True)
 positive = st.floats(min_value=0.0, exclude_min=True, allow_nan=False, allow_infinity=False)
 links = st.builds(Link, st.one_of(st.just(0.0), positive), positive, st.booleans())
 guessed = st.lists(st.sampled_from(GUESSABLE), unique=True).map(tuple)
+curves = st.lists(st.integers(1, MAX_INT), min_size=2, max_size=6, unique=True).flatmap(
+    lambda sizes: st.tuples(*(st.tuples(st.just(size), positive) for size in sorted(sizes)))
+)
 gpu_archs = st.sampled_from([f"sm_{n}" for n in NVIDIA_SM] + ["sm_90a", "sm_100f"])
 
 
@@ -43,7 +46,11 @@ def devices(draw: st.DrawFn, name: str, kind: str) -> Device:
     if kind == "cpu":
         arch = draw(st.sampled_from(CPU_ARCHS))
         return Device(
-            arch=arch, cores=draw(st.integers(1, 4096)), ranks=draw(st.integers(1, 64)), **common
+            arch=arch,
+            cores=draw(st.integers(1, 4096)),
+            ranks=draw(st.integers(1, 64)),
+            core_bw_curve=draw(st.none() | curves),
+            **common,
         )
     return Device(arch=draw(gpu_archs), host_link=draw(links), **common)
 
@@ -212,6 +219,21 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
             "guessed = 'all'",
             "guessed: missing or not a list",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+            "core_bw_curve = [1, 2]",
+            "core_bw_curve must be a list of at least 2 \\[footprint bytes, GB/s\\] pairs",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+            "core_bw_curve = [[1024, 'fast'], [2048, 1.0]]",
+            "core_bw_curve: GB/s must be a number, got 'fast'",
+        ),
+        (
+            "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+            "core_bw_curve = [[1024, 5.0], [512, 1.0]]",
+            "footprints increasing",
         ),
         ("nodes = [", "is not valid TOML"),
     ],
