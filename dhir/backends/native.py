@@ -18,6 +18,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.gpu import prepare_gpu_tasks
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.gpu_data import GpuDataPass, is_gpu_task, task_label
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
@@ -63,8 +64,10 @@ def compile_native(
         lower = LowerToMPIPass(ranks, mpi, entry)
         run_pipeline(module, PassPipeline((place, *timed, *data, lower)), verify_each=False)
     with timing.stage("print"):
-        text = print_module(module)
-    exe = build_executable(text, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu)
+        # GPU builds stay whole: their kernels' module is compiled with the host code.
+        pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
+        texts = [print_module(piece) for piece in pieces]
+    exe = build_executable(texts, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu)
     return exe, signature
 
 

@@ -13,7 +13,9 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,7 +119,7 @@ def cache_root() -> Path:
 
 
 def build_executable(
-    lowered_mlir: str,
+    lowered_mlir: str | Sequence[str],
     signature: EntrySignature,
     ranks: int,
     mpi: str = "mpich",
@@ -127,6 +129,8 @@ def build_executable(
     gpu: "GpuBuild | None" = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
+    `lowered_mlir` may be several modules (dhir/toolchain/split.py), built at the same time
+    and linked together.
 
     `extra_mlir_opt_passes` (e.g. `"--canonicalize"`) run before the standard pipeline;
     `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
@@ -137,7 +141,9 @@ def build_executable(
     timing = timing if timing is not None else Timing()
     tools = find_llvm_tools()
     mpi_install = find_mpi(mpi)
-    _check_mpi_use(lowered_mlir, mpi_install)
+    pieces = [lowered_mlir] if isinstance(lowered_mlir, str) else list(lowered_mlir)
+    for piece in pieces:
+        _check_mpi_use(piece, mpi_install)
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
@@ -145,7 +151,8 @@ def build_executable(
     root = cache_root()
     with timing.stage("harness, cache lookup"):
         harness = generate_harness(signature, ranks)
-        key = _cache_key(lowered_mlir, harness, passes, clang_flags, tools, mpi_install, gpu)
+        mlir = pieces[0] if len(pieces) == 1 else "\n// piece\n".join(pieces)
+        key = _cache_key(mlir, harness, passes, clang_flags, tools, mpi_install, gpu)
         final = root / key[:24]
         exe = final / "program"
         hit = exe.is_file()
@@ -154,7 +161,7 @@ def build_executable(
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=root))
     try:
-        _build(work, lowered_mlir, harness, passes, clang_flags, tools, mpi_install, timing, gpu)
+        _build(work, pieces, harness, passes, clang_flags, tools, mpi_install, timing, gpu)
     except DhirError as error:
         # Kept for a look at the stage's input; one per key, so failures do not pile up.
         failed = root / f"failed-{key[:24]}"
@@ -176,7 +183,7 @@ def build_executable(
 
 def _build(
     work: Path,
-    mlir: str,
+    pieces: Sequence[str],
     harness: str,
     passes: Sequence[str],
     clang_flags: Sequence[str],
@@ -185,47 +192,30 @@ def _build(
     timing: Timing,
     gpu: "GpuBuild | None" = None,
 ) -> None:
-    (work / "program.mlir").write_text(mlir)
     (work / "harness.c").write_text(harness)
-    _run(
-        timing,
-        "mlir-opt",
-        work,
-        [tools.mlir_opt, *passes, "program.mlir", "-o", "program.llvm.mlir"],
+    compile_piece = partial(
+        _compile_piece, work, passes=passes, clang_flags=clang_flags, tools=tools, mpi=mpi, gpu=gpu
     )
-    _check_lowered(work / "program.llvm.mlir")
-    if gpu is not None:
-        gpu.check_lowered(work / "program.llvm.mlir")
-    _run(
-        timing,
-        "mlir-translate",
-        work,
-        [tools.mlir_translate, "--mlir-to-llvmir", "program.llvm.mlir", "-o", "program.ll"],
-    )
-    ll = work / "program.ll"
-    ll.write_text(_patch_llvm_ir(ll.read_text(), mpi))
-    _run(
-        timing,
-        "clang (program)",
-        work,
-        [tools.clang, *clang_flags, "-Wno-override-module", "-c", "program.ll", "-o", "program.o"],
-    )
-    runtime = _runtime_object(work.parent, clang_flags, tools, mpi, timing)
-    _run(
-        timing,
-        "clang (harness)",
-        work,
-        [
-            tools.clang,
-            *clang_flags,
-            *C_FLAGS,
-            f"-I{RUNTIME_DIR}",
-            "-c",
-            "harness.c",
-            "-o",
-            "harness.o",
-        ],
-    )
+    harness_command = [tools.clang, *clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}", "-c", "harness.c"]
+    harness_command += ["-o", "harness.o"]
+    if len(pieces) == 1:
+        objects = [compile_piece("program", pieces[0], timing)]
+        runtime = _runtime_object(work.parent, clang_flags, tools, mpi, timing)
+        _run(timing, "clang (harness)", work, harness_command)
+    else:
+        jobs = min(len(pieces) + 2, os.cpu_count() or 1)
+        stage = f"mlir-opt to clang ({len(pieces)} pieces, runtime, harness; {jobs} at a time)"
+        with timing.stage(stage), ThreadPoolExecutor(jobs) as pool:
+            # Each job's stages are timed apart and dropped: they overlap.
+            started = pool.submit(_runtime_object, work.parent, clang_flags, tools, mpi, Timing())
+            harness_run = pool.submit(_run, Timing(), "clang (harness)", work, harness_command)
+            runs = [
+                pool.submit(compile_piece, f"program{k}", text, Timing())
+                for k, text in enumerate(pieces)
+            ]
+            objects = [run.result() for run in runs]
+            runtime = started.result()
+            harness_run.result()
     runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
     gpu_link: list[object] = []
     if gpu is not None:
@@ -239,7 +229,7 @@ def _build(
         [
             tools.clang,
             *clang_flags,
-            "program.o",
+            *objects,
             "harness.o",
             runtime,
             *gpu_link,
@@ -255,6 +245,38 @@ def _build(
             ),
         ],
     )
+
+
+def _compile_piece(
+    work: Path,
+    stem: str,
+    mlir: str,
+    timing: Timing,
+    *,
+    passes: Sequence[str],
+    clang_flags: Sequence[str],
+    tools: LlvmTools,
+    mpi: MpiInstall,
+    gpu: "GpuBuild | None",
+) -> Path:
+    """`stem`.o from the lowered module `mlir`, in `work`."""
+    (work / f"{stem}.mlir").write_text(mlir)
+    lowered = f"{stem}.llvm.mlir"
+    _run(timing, "mlir-opt", work, [tools.mlir_opt, *passes, f"{stem}.mlir", "-o", lowered])
+    _check_lowered(work / lowered)
+    if gpu is not None:
+        gpu.check_lowered(work / lowered)
+    ll = work / f"{stem}.ll"
+    _run(
+        timing,
+        "mlir-translate",
+        work,
+        [tools.mlir_translate, "--mlir-to-llvmir", lowered, "-o", ll.name],
+    )
+    ll.write_text(_patch_llvm_ir(ll.read_text(), mpi))
+    command = [tools.clang, *clang_flags, "-Wno-override-module", "-c", ll.name, "-o", f"{stem}.o"]
+    _run(timing, "clang (program)", work, command)
+    return work / f"{stem}.o"
 
 
 def _runtime_object(

@@ -1,0 +1,93 @@
+"""Large lowered modules built as several pieces at once (dhir/toolchain/split.py): the
+program behaves as built whole, and what cannot move keeps the module whole."""
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.passes import PassPipeline
+
+from dhir import parse_string
+from dhir.api import run_pipeline
+from dhir.backends import native
+from dhir.run import run
+from dhir.toolchain import split
+from dhir.toolchain.split import split_module
+from dhir.transforms.lower_to_mpi import LowerToMPIPass
+from dhir.transforms.place import PlacePass
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+import programs  # noqa: E402
+
+TASKS = 300  # 10 step functions of 32 tasks
+
+
+def lowered(text: str, ranks: int = 2):
+    module = parse_string(text)
+    passes = (PlacePass(ranks, "round-robin", None), LowerToMPIPass(ranks, "mpich", "main"))
+    run_pipeline(module, PassPipeline(passes), verify_each=False)
+    return module
+
+
+def test_steps_move_in_runs_and_the_host_module_declares_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True)), 3)
+    assert len(pieces) == 3
+    defined = [
+        {op.sym_name.data for op in piece.body.block.ops if not op.is_declaration}
+        for piece in pieces
+    ]
+    assert not (defined[0] & defined[1] or defined[0] & defined[2] or defined[1] & defined[2])
+    assert "main" in defined[0] and len(defined[1]) == 3 and len(defined[2]) == 4  # 10: 3, 3, 4
+    declared = {op.sym_name.data for op in pieces[0].body.block.ops if op.is_declaration}
+    assert defined[1] | defined[2] <= declared
+    for piece in pieces[1:]:
+        assert all(isinstance(op, func.FuncOp) for op in piece.body.block.ops)
+        assert piece.attributes == pieces[0].attributes  # the MPI's DLTI, above all
+
+
+def test_a_small_module_stays_whole() -> None:
+    module = lowered(programs.many_tasks(40))
+    assert split_module(module, 4) == [module]
+
+
+def test_a_step_calling_a_function_defined_in_the_module_stays_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    first = "      %i = arith.constant 0 : index"
+    text = programs.many_tasks(TASKS).replace(
+        first, "      func.call @helper() : () -> ()\n" + first
+    )
+    module = lowered("func.func private @helper() {\n  return\n}\n" + text)
+    assert split_module(module, 3) == [module]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_a_program_built_in_pieces_computes_what_the_interpreter_does(
+    monkeypatch: pytest.MonkeyPatch, mpi: str
+) -> None:
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    counts: list[int] = []
+
+    def counted(module, pieces):  # noqa: ANN001, ANN202
+        result = split_module(module, pieces)
+        counts.append(len(result))
+        return result
+
+    monkeypatch.setattr(native, "split_module", counted)
+    text = programs.many_tasks(TASKS, literals=True)
+    rng = np.random.default_rng(7)
+    inputs = [rng.random(64, dtype=np.float32) for _ in range(8)]
+    expected = run(text, *inputs, backend="interp")
+    actual = run(text, *inputs, ranks=2, mpi=mpi, placement="round-robin")
+    assert counts == [3]
+    for want, got in zip(expected, actual, strict=True):
+        np.testing.assert_array_equal(got, want)
