@@ -118,13 +118,19 @@ class TargetOp(IRDLOperation):
 
     def info(self) -> TargetInfo:
         """The resolved target; raises VerifyException when it cannot be resolved."""
-        if self.spec is not None:
-            return _info_from_entries(self.spec, "the DLTI device spec")
-        if self.device is not None:
-            return _info_from_entries(self._system_device(self.device.data), "the device")
-        arch = self.arch.data if self.arch is not None else None
-        kind = self.kind.data if self.kind is not None else None
-        return _info_from_strings(arch, kind)
+        # Through the properties dictionary, not IRDL's accessors: passes ask this of
+        # every task, and the accessors cost more than the answer.
+        props = self.properties
+        spec, device = props.get("spec"), props.get("device")
+        if isinstance(spec, TargetDeviceSpecAttr):
+            return _info_from_entries(spec, "the DLTI device spec")
+        if isinstance(device, StringAttr):
+            return _info_from_entries(self._system_device(device.data), "the device")
+        arch, kind = props.get("arch"), props.get("kind")
+        return _info_from_strings(
+            arch.data if isinstance(arch, StringAttr) else None,
+            kind.data if isinstance(kind, StringAttr) else None,
+        )
 
     def _system_device(self, name: str) -> TargetDeviceSpecAttr:
         systems = [s for s in _enclosing_attrs(self, "dlti.target_system_spec")]
@@ -349,10 +355,12 @@ class TaskOp(IRDLOperation):
 
     def target_info(self) -> TargetInfo:
         """Where this task may run (the module must have verified)."""
-        if self.target_name is not None:
-            return parse_target_string(self.target_name.data)
-        assert self.target is not None and isinstance(self.target.owner, TargetOp)
-        return self.target.owner.info()
+        name = self.properties.get("target")
+        if isinstance(name, StringAttr):
+            return _target_from_string(name.data)
+        owner = self.operands[0].owner  # the target operand comes first (verified)
+        assert isinstance(owner, TargetOp)
+        return owner.info()
 
     def verify_(self) -> None:
         self._verify_placement_in_schedule()
@@ -549,6 +557,9 @@ def _parse_body(parser: Parser) -> Region:
     if body is None:
         parser.raise_error("expected ', %operand', 'attributes {...}' or the body '{ ... }' here")
     return body
+
+
+_target_from_string = cache(parse_target_string)
 
 
 @cache
