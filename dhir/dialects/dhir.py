@@ -364,16 +364,28 @@ class TaskOp(IRDLOperation):
 
     def verify_(self) -> None:
         self._verify_placement_in_schedule()
-        info = self._verify_target()
+        target, name, memrefs = self._header()
+        info = self._verify_target(target, name)
         schedule = self.parent_op()
         assert isinstance(schedule, ScheduleOp)
-        listed = set(self.memrefs)
-        for index, value in enumerate(self.memrefs):
-            _verify_task_memref(value, index + (self.target is not None), schedule)
+        for index, value in enumerate(memrefs):
+            _verify_task_memref(value, index + (target is not None), schedule)
         if self.body in _CHECKED_BODIES.get():
             return
+        listed = set(memrefs)
         for op in self.body.walk():
             self._verify_body_op(op, listed, info)
+
+    def _header(self) -> tuple[SSAValue | None, StringAttr | None, tuple[SSAValue, ...]]:
+        """(target operand, target name, memrefs), read once: IRDL's accessors recompute
+        the operand segments at every use, which cost a tenth of verifying a schedule."""
+        sizes = self.properties["operandSegmentSizes"]
+        assert isinstance(sizes, DenseArrayBase)  # IRDL verified the segments first
+        targets = sizes.get_values()[0]
+        operands = tuple(self.operands)
+        name = self.properties.get("target")
+        target = operands[0] if targets else None
+        return target, name if isinstance(name, StringAttr) else None, operands[targets:]
 
     def _verify_placement_in_schedule(self) -> None:
         outer = _enclosing_dhir_op(self)
@@ -385,25 +397,25 @@ class TaskOp(IRDLOperation):
                 "wrap it: dhir.schedule %a, ... { %t = dhir.task ... }"
             )
 
-    def _verify_target(self) -> TargetInfo:
-        if (self.target is None) == (self.target_name is None):
+    def _verify_target(self, target: SSAValue | None, name: StringAttr | None) -> TargetInfo:
+        if (target is None) == (name is None):
             raise VerifyException(
                 "dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) "
                 'or an inline name (dhir.task target = "cpu", ...)'
             )
-        if self.target_name is not None:
+        if name is not None:
             try:
-                return parse_target_string(self.target_name.data)
+                return _target_from_string(name.data)
             except UnknownArchError as error:
                 raise VerifyException(f"{error}, or a kind: cpu, gpu, any") from None
-        assert self.target is not None
-        if not isinstance(self.target.owner, TargetOp):
+        assert target is not None
+        if not isinstance(target.owner, TargetOp):
             raise VerifyException(
                 f"the first operand of dhir.task must be its target, a value made by "
-                f"dhir.target, but {_value_name(self.target)} is {_describe(self.target)}; "
+                f"dhir.target, but {_value_name(target)} is {_describe(target)}; "
                 'write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}'
             )
-        return self.target.owner.info()
+        return target.owner.info()
 
     def _verify_body_op(self, op: Operation, listed: set[SSAValue], info: TargetInfo) -> None:
         if isinstance(op, TaskOp | ScheduleOp):
