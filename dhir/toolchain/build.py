@@ -204,7 +204,7 @@ def _build(
         _run(timing, "clang (harness)", work, harness_command)
     else:
         jobs = min(len(pieces) + 2, os.cpu_count() or 1)
-        stage = f"mlir-opt to clang ({len(pieces)} pieces, runtime, harness; {jobs} at a time)"
+        stage = f"mlir-opt..clang ({len(pieces)} pieces)"  # with the runtime and harness
         with timing.stage(stage), ThreadPoolExecutor(jobs) as pool:
             # Each job's stages are timed apart and dropped: they overlap.
             started = pool.submit(_runtime_object, work.parent, clang_flags, tools, mpi, Timing())
