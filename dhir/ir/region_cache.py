@@ -38,12 +38,13 @@ if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
 
 # `%name` as MLIR spells value ids (a `#N` result suffix stays outside the match).
-_VALUE_NAME = re.compile(r"%[A-Za-z0-9_$.\-]+")
+_NAME = r"%[A-Za-z0-9_$.\-]+"
+_VALUE_NAME = re.compile(_NAME)
 # What a body's key abstracts: an `arith.constant`'s decimal literal, or a value name.
 _VARIABLE = re.compile(
-    r"(?P<constant>%[A-Za-z0-9_$.\-]+\s*=\s*arith\.constant\s+)"
+    rf"(?P<constant>{_NAME}\s*=\s*arith\.constant\s+)"
     r"(?P<literal>-?\d+(?P<fraction>(?:\.\d*)?(?:[eE][+-]?\d+)?))(?=\s*:)"
-    r"|(?P<name>%[A-Za-z0-9_$.\-]+)"
+    rf"|(?P<name>{_NAME})"
 )
 
 
