@@ -28,18 +28,23 @@ def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
     splittable."""
     steps = [op for op in module.body.block.ops if _is_step(op)]
     count = min(pieces, len(steps) // MIN_STEPS_PER_PIECE)
-    if count < 2 or not _movable(module, steps):
+    if count < 2:
         return [module]
     declarations = {
         op.sym_name.data: op
         for op in module.body.block.ops
         if isinstance(op, func.FuncOp) and op.is_declaration
     }
+    references = {step: set(_references(step)) for step in steps}
+    allowed = declarations.keys() | {step.sym_name.data for step in steps}
+    if not all(names <= allowed for names in references.values()):
+        return [module]  # a step refers to a global, or to a function the module defines
     # Contiguous runs of steps, as long as can be within one; the first stays with the
     # host code.
     bounds = [len(steps) * k // count for k in range(count + 1)]
     return [module] + [
-        _piece(module, steps[start:end], declarations) for start, end in zip(bounds[1:], bounds[2:])
+        _piece(module, steps[start:end], declarations, references)
+        for start, end in zip(bounds[1:], bounds[2:])
     ]
 
 
@@ -51,19 +56,13 @@ def _is_step(op: Operation) -> bool:
     )
 
 
-def _movable(module: ModuleOp, steps: list[func.FuncOp]) -> bool:
-    """Whether the steps refer only to declarations and to other steps."""
-    allowed = {op.sym_name.data for op in steps}
-    for op in module.body.block.ops:
-        if isinstance(op, func.FuncOp) and op.is_declaration:
-            allowed.add(op.sym_name.data)
-    return all(name in allowed for step in steps for name in _references(step))
-
-
 def _piece(
-    module: ModuleOp, steps: list[func.FuncOp], declarations: dict[str, func.FuncOp]
+    module: ModuleOp,
+    steps: list[func.FuncOp],
+    declarations: dict[str, func.FuncOp],
+    references: dict[func.FuncOp, set[str]],
 ) -> ModuleOp:
-    needed = sorted({name for step in steps for name in _references(step)} & set(declarations))
+    needed = sorted(set().union(*(references[step] for step in steps)) & declarations.keys())
     piece = ModuleOp([declarations[name].clone() for name in needed])
     piece.attributes.update(module.attributes)  # the DLTI saying which MPI, above all
     for step in steps:
