@@ -521,13 +521,13 @@ def rates(work: Work, device: DeviceRates, busy: int | None = None) -> tuple[flo
     core_bw = getattr(device, "core_mem_bw_gbs", None)
     if core_gflops:
         compute = min(threads * core_gflops, compute)
-    curve = _curve(device)
-    if curve is not None:
+    point = _curve_point(work, device, share)
+    if point is not None:
         # Each thread gets what one core gets at this footprint, but the part of it that
         # comes from memory is shared with the other busy ranks, and so is the part from
         # the last-level cache unless each thread's share fits its core's own cache.
-        per_thread = curve_rate(curve, work.footprint * share)
-        cached = max(0.0, per_thread - (core_bw or curve[-1][1]))
+        per_thread, from_memory, _ = point
+        cached = max(0.0, per_thread - from_memory)
         core_cache = getattr(device, "core_cache_bytes", None) or 0
         private = work.footprint <= core_cache * threads
         return compute, min(threads * per_thread, memory + cached * (threads if private else 1))
@@ -549,9 +549,15 @@ def curve_rate(curve: Sequence[tuple[int, float]], footprint: float) -> float:
     return curve[-1][1]
 
 
-def _curve(device: DeviceRates) -> Sequence[tuple[int, float]] | None:
+def _curve_point(work: Work, device: DeviceRates, share: int) -> tuple[float, float, float] | None:
+    """On `device`'s measured curve, if it has one: (one thread's GB/s at `work`'s
+    footprint with `share` busy ranks, the memory rate, the curve's fastest rate)."""
     curve = getattr(device, "core_bw_curve", None)
-    return curve if curve else None
+    if not curve:
+        return None
+    memory = getattr(device, "core_mem_bw_gbs", None) or curve[-1][1]
+    fastest = max(rate for _, rate in curve)
+    return curve_rate(curve, work.footprint * share), memory, fastest
 
 
 def _cpu_traffic(work: Work, device: DeviceRates, busy: int | None, rate: float) -> float:
@@ -560,12 +566,10 @@ def _cpu_traffic(work: Work, device: DeviceRates, busy: int | None, rate: float)
     lines stores allocate are read too, which STREAM's count leaves out (STREAM_COUNTED)."""
     threads = (_threads(device) if work.parallel else 1) or 1
     from_memory = (work.bytes + work.allocated) * STREAM_COUNTED
-    curve = _curve(device)
-    if curve is not None:
+    point = _curve_point(work, device, _share(device, busy))
+    if point is not None:
         # Between the caches' rate and memory's, weighed by where the footprint lies.
-        memory = getattr(device, "core_mem_bw_gbs", None) or curve[-1][1]
-        fastest = max(r for _, r in curve)
-        per_thread = curve_rate(curve, work.footprint * _share(device, busy))
+        per_thread, memory, fastest = point
         cached = (per_thread - memory) / (fastest - memory) if fastest > memory else 0.0
         cached = min(1.0, max(0.0, cached))
         return (cached * work.bytes + (1 - cached) * from_memory) / (rate * 1e9)
