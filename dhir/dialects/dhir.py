@@ -642,17 +642,6 @@ def _print_task(op: TaskOp, printer: Printer) -> None:
 
 DHIR = Dialect("dhir", [ScheduleOp, TaskOp, TargetOp, YieldOp], [TargetType, TokenType])
 
-__all__ = [
-    "DHIR",
-    "ScheduleOp",
-    "TargetOp",
-    "TargetType",
-    "TaskOp",
-    "TokenType",
-    "VerifyExceptionAt",
-    "YieldOp",
-]
-
 
 def walk_outside_tasks(op: Operation) -> Iterator[Operation]:
     """`op` and the ops nested in it, in pre-order, without entering task bodies
@@ -667,3 +656,16 @@ def walk_outside_tasks(op: Operation) -> Iterator[Operation]:
         for region in reversed(current.regions):
             for block in reversed(region.blocks):
                 pending.extend(reversed(list(block.ops)))
+
+
+__all__ = [
+    "DHIR",
+    "ScheduleOp",
+    "TargetOp",
+    "TargetType",
+    "TaskOp",
+    "TokenType",
+    "VerifyExceptionAt",
+    "YieldOp",
+    "walk_outside_tasks",
+]
