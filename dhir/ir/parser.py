@@ -4,6 +4,7 @@ xDSL keeps only explicit `loc(...)` annotations; dhir's diagnostics need the
 position of every op, so this parser records it as a `FileLineColLoc`.
 """
 
+import re
 from bisect import bisect_right
 
 from xdsl.context import Context
@@ -12,8 +13,16 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 from dhir.ir.region_cache import TaskBodyCache
+
+# xDSL 0.74's string-literal pattern nests a `+` inside a `*`, so an unterminated string
+# followed by a long line backtracks exponentially: parsing hung. The same language,
+# one character or escape at a time, matches in linear time.
+MLIRLexer._unescaped_characters_regex = re.compile(  # pyright: ignore[reportPrivateUsage]
+    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+)
 
 
 class LocatedParser(Parser):

@@ -13,13 +13,15 @@ from dhir import DhirError, parse_string
 EXAMPLE = Path(__file__).parents[2] / "examples" / "proposal.mlir"
 
 
-def dhir_opt(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def dhir_opt(
+    *args: str, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dhir.cli.dhir_opt", *args],
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -60,6 +62,15 @@ def test_bad_first_character_is_a_located_error() -> None:
     assert result.returncode == 1
     assert "<stdin>:1:1: error: Unexpected character" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_unterminated_string_before_a_long_line_is_an_error_not_a_hang() -> None:
+    # xDSL 0.74's string pattern backtracked exponentially here (found by the fuzz test
+    # below); dhir.ir.parser replaces it. Before, this took longer than the timeout.
+    line = '  %t = dhir.target {arch = "sm_' + "x" * 40 + " %a, %b, %c {" * 4 + "\n"
+    result = dhir_opt(stdin=line + "}\n", timeout=20)
+    assert result.returncode == 1
+    assert "<stdin>:1:" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
