@@ -2,12 +2,14 @@
 
 mlir-opt, mlir-translate and clang each use one core, and for 10,000 tasks they take a
 quarter of the compile. dhir-lower-to-mpi already puts a large schedule's steps into
-functions of a few dozen tasks each (`<function>.schedule<S>.part<K>`), which call only
-external declarations (the runtime, MPI): those functions move, in contiguous runs, into
-other modules, and each module is lowered and compiled on its own core; the linker joins
-the objects. A moved step is made public (its dotted name cannot clash with a C symbol)
-and the module left behind declares it. Anything else a step refers to keeps the module
-whole: a global, or a function defined in the module, whose private name could clash.
+functions of a few dozen tasks each (`<function>.schedule<S>.part<K>`, called from
+`.group<K>` functions when there are many), which call only external declarations (the
+runtime, MPI) and each other: those functions move, in contiguous runs of about equal
+size, into other modules, and each module is lowered and compiled on its own core; the
+linker joins the objects. Steps are made public (their dotted names cannot clash with a
+C symbol) and each module declares the steps it calls but does not hold. Anything else a
+step refers to keeps the module whole: a global, or a function defined in the module,
+whose private name could clash.
 """
 
 import re
@@ -17,7 +19,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 
-STEP_NAME = re.compile(r"\.schedule\d+\.part\d+$")
+STEP_NAME = re.compile(r"\.schedule\d+\.(?:part|group)\d+$")
 # Fewer steps than this are not worth another round of tool start-ups (~0.1 s each).
 MIN_STEPS_PER_PIECE = 16
 
@@ -39,13 +41,35 @@ def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
     allowed = declarations.keys() | {step.sym_name.data for step in steps}
     if not all(names <= allowed for names in references.values()):
         return [module]  # a step refers to a global, or to a function the module defines
-    # Contiguous runs of steps, as long as can be within one; the first stays with the
-    # host code.
-    bounds = [len(steps) * k // count for k in range(count + 1)]
-    return [module] + [
-        _piece(module, steps[start:end], declarations, references)
-        for start, end in zip(bounds[1:], bounds[2:])
-    ]
+    runs = _balanced_runs(module, steps, count)
+    for step in steps:
+        step.sym_visibility = None  # public: other pieces may call it
+    moved = [_piece(module, run, declarations, references) for run in runs[1:]]
+    for piece, run in zip(moved, runs[1:], strict=True):
+        _declare_other_steps(piece, run, references, steps)
+    return [module, *moved]
+
+
+def _balanced_runs(
+    module: ModuleOp, steps: list[func.FuncOp], count: int
+) -> list[list[func.FuncOp]]:
+    """`count` contiguous runs of `steps` of about the same size (in ops, which LLVM's
+    time follows), the first one sharing its piece with the host code."""
+    sizes = [_size(step) for step in steps]
+    host = sum(_size(op) for op in module.body.block.ops if not _is_step(op))
+    total = host + sum(sizes)
+    runs: list[list[func.FuncOp]] = [[]]
+    filled = host
+    for step, size in zip(steps, sizes, strict=True):
+        if len(runs) < count and filled + size / 2 > total * len(runs) / count and runs[-1]:
+            runs.append([])
+        runs[-1].append(step)
+        filled += size
+    return runs
+
+
+def _size(op: Operation) -> int:
+    return sum(1 for _ in op.walk())
 
 
 def _is_step(op: Operation) -> bool:
@@ -66,14 +90,36 @@ def _piece(
     piece = ModuleOp([declarations[name].clone() for name in needed])
     piece.attributes.update(module.attributes)  # the DLTI saying which MPI, above all
     for step in steps:
-        stub = func.FuncOp.external(
-            step.sym_name.data, step.function_type.inputs.data, step.function_type.outputs.data
-        )
-        module.body.block.insert_op_before(stub, step)
+        module.body.block.insert_op_before(_declaration(step), step)
         step.detach()
-        step.sym_visibility = None  # public: the module left behind calls it
         piece.body.block.add_op(step)
     return piece
+
+
+def _declare_other_steps(
+    piece: ModuleOp,
+    run: list[func.FuncOp],
+    references: dict[func.FuncOp, set[str]],
+    steps: list[func.FuncOp],
+) -> None:
+    """Declarations in `piece` of the steps its own steps call (a group calls its
+    parts) that went to other modules."""
+    inside = {step.sym_name.data for step in run}
+    called = set().union(*(references[step] for step in run)) - inside
+    first = piece.body.block.first_op
+    for step in steps:
+        if step.sym_name.data in called:
+            stub = _declaration(step)
+            if first is None:
+                piece.body.block.add_op(stub)
+            else:
+                piece.body.block.insert_op_before(stub, first)
+
+
+def _declaration(step: func.FuncOp) -> func.FuncOp:
+    return func.FuncOp.external(
+        step.sym_name.data, step.function_type.inputs.data, step.function_type.outputs.data
+    )
 
 
 def _references(function: func.FuncOp) -> Iterator[str]:

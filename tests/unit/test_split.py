@@ -16,6 +16,7 @@ from dhir.backends import native
 from dhir.run import run
 from dhir.toolchain import split
 from dhir.toolchain.split import split_module
+from dhir.transforms import lower_to_mpi
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
 
@@ -43,12 +44,43 @@ def test_steps_move_in_runs_and_the_host_module_declares_them(
         for piece in pieces
     ]
     assert not (defined[0] & defined[1] or defined[0] & defined[2] or defined[1] & defined[2])
-    assert "main" in defined[0] and len(defined[1]) == 3 and len(defined[2]) == 4  # 10: 3, 3, 4
+    assert "main" in defined[0] and all(defined)
+    # Contiguous runs of about equal size: pieces differ by less than the largest step.
+    sizes = [sum(1 for _ in piece.walk()) for piece in pieces]
+    largest = max(
+        sum(1 for _ in op.walk())
+        for piece in pieces
+        for op in piece.body.block.ops
+        if op.sym_name.data != "main" and not op.is_declaration
+    )
+    assert max(sizes) - min(sizes) <= 2 * largest
+    order = [name for names in defined for name in sorted(names, key=_part_number)]
+    assert order == sorted(order, key=_part_number)
     declared = {op.sym_name.data for op in pieces[0].body.block.ops if op.is_declaration}
     assert defined[1] | defined[2] <= declared
     for piece in pieces[1:]:
         assert all(isinstance(op, func.FuncOp) for op in piece.body.block.ops)
         assert piece.attributes == pieces[0].attributes  # the MPI's DLTI, above all
+
+
+def _part_number(name: str) -> int:
+    return -1 if name == "main" else int(name.rpartition("part")[2])
+
+
+def test_many_steps_are_called_from_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lower_to_mpi, "CALLS_PER_GROUP", 4)
+    module = lowered(programs.many_tasks(TASKS))  # 10 steps: groups of 4, 4 and 2
+    functions = {op.sym_name.data: op for op in module.body.block.ops}
+    called = [
+        op.callee.string_value() for op in functions["main"].walk() if isinstance(op, func.CallOp)
+    ]
+    assert called == [f"main.schedule0.group{k}" for k in range(3)]
+    in_groups = [
+        [op.callee.string_value() for op in functions[name].walk() if isinstance(op, func.CallOp)]
+        for name in called
+    ]
+    assert sum(in_groups, []) == [f"main.schedule0.part{k}" for k in range(10)]
+    assert [len(calls) for calls in in_groups] == [4, 4, 2]
 
 
 def test_a_small_module_stays_whole() -> None:
@@ -91,3 +123,36 @@ def test_a_program_built_in_pieces_computes_what_the_interpreter_does(
     assert counts == [3]
     for want, got in zip(expected, actual, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.mpi
+def test_groups_and_their_steps_in_different_pieces_compute_what_the_interpreter_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    monkeypatch.setattr(lower_to_mpi, "STEPS_PER_FUNCTION", 4)
+    monkeypatch.setattr(lower_to_mpi, "CALLS_PER_GROUP", 3)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    pieces: list[list[object]] = []
+
+    def kept(module, count):  # noqa: ANN001, ANN202
+        result = split_module(module, count)
+        pieces.append(result)
+        return result
+
+    monkeypatch.setattr(native, "split_module", kept)
+    text = programs.many_tasks(TASKS, literals=True)
+    rng = np.random.default_rng(11)
+    inputs = [rng.random(64, dtype=np.float32) for _ in range(8)]
+    expected = run(text, *inputs, backend="interp")
+    actual = run(text, *inputs, ranks=2, placement="round-robin")
+    for want, got in zip(expected, actual, strict=True):
+        np.testing.assert_array_equal(got, want)
+    (modules,) = pieces
+    declared_across = [
+        op.sym_name.data
+        for piece in modules[1:]
+        for op in piece.body.block.ops
+        if op.is_declaration and ".part" in op.sym_name.data
+    ]
+    assert declared_across  # a group called steps another piece holds
