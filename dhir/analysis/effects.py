@@ -6,7 +6,7 @@ unknown op) counts as reading and writing every memref it can reach, so the answ
 is never smaller than the truth. Views (subview, cast, ...) alias their source.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType
@@ -64,39 +64,49 @@ _VIEWS = frozenset(
 
 
 def task_effects(task: TaskOp) -> Effects:
+    # Called for every task by dhir-place and again by dhir-lower-to-mpi: kept lean.
     roots: dict[SSAValue, frozenset[SSAValue]] = {m: frozenset([m]) for m in task.memrefs}
     reads: set[SSAValue] = set()
     writes: set[SSAValue] = set()
-
-    def roots_of(values: Iterable[SSAValue]) -> set[SSAValue]:
-        found: set[SSAValue] = set()
-        for value in values:
-            found |= roots.get(value, frozenset())
-        return found
-
-    for op in task.body.walk():
-        if op.name in _VIEWS and op.operands:
-            for result in op.results:
-                roots[result] = roots.get(op.operands[0], frozenset())
-            continue
-        read, written = _access(op)
-        reads |= roots_of(read)
-        writes |= roots_of(written)
-        if op.name not in _ACCESSES and not isinstance(op, LinalgStructuredOperation):
-            # Unknown ops may hand out what they were given.
-            reached = frozenset(roots_of(op.operands))
-            for result in op.results:
-                if isinstance(result.type, MemRefType):
-                    roots[result] = reached
+    for op in _walk(task.body.block.ops):
+        name = op.name
+        access = _ACCESSES.get(name)
+        if access is not None:
+            read, written = access(op)
+            for value in read:
+                reads.update(roots.get(value, ()))
+            for value in written:
+                writes.update(roots.get(value, ()))
+        elif name in _VIEWS:
+            if op.operands:
+                for result in op.results:
+                    roots[result] = roots.get(op.operands[0], frozenset())
+        elif isinstance(op, LinalgStructuredOperation):
+            # Outputs are read too: matmul accumulates, generic may read its outs.
+            for value in (*op.inputs, *op.outputs):
+                reads.update(roots.get(value, ()))
+            for value in op.outputs:
+                writes.update(roots.get(value, ()))
+        else:
+            # Unknown ops read and write every memref they are given (only memrefs
+            # have roots), and may hand them out again.
+            reached: set[SSAValue] = set()
+            for value in op.operands:
+                reached.update(roots.get(value, ()))
+            if reached:
+                reads |= reached
+                writes |= reached
+                for result in op.results:
+                    if isinstance(result.type, MemRefType):
+                        roots[result] = frozenset(reached)
     return Effects(frozenset(reads), frozenset(writes))
 
 
-def _access(op: Operation) -> tuple[Iterable[SSAValue], Iterable[SSAValue]]:
-    access = _ACCESSES.get(op.name)
-    if access is not None:
-        return access(op)
-    if isinstance(op, LinalgStructuredOperation):
-        # Outputs are read too: matmul accumulates, generic may read its outs.
-        return [*op.inputs, *op.outputs], op.outputs
-    memrefs = [v for v in op.operands if isinstance(v.type, MemRefType)]
-    return memrefs, memrefs
+def _walk(ops: Iterable[Operation]) -> Iterator[Operation]:
+    """Every op in `ops` and nested in them, in pre-order (xDSL's walk, without its
+    layers of generators)."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from _walk(block.ops)

@@ -49,3 +49,56 @@ def test_graph_orders_exactly_the_conflicting_pairs(program: RandomSchedule) -> 
             if (i, j) in edges:
                 assert conflict, (i, j)
     assert all(a < b for a, b in edges)
+
+
+EFFECTS = """
+func.func private @touch(memref<8xf32>) -> memref<8xf32>
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: memref<8xf32>,
+                %e: memref<4x2xf32>) {
+  dhir.schedule %a, %b, %c, %d, %e {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a, %b, %c {
+      %v = memref.subview %a[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+      %w = memref.cast %v : memref<4xf32, strided<[1], offset: 2>> to memref<4xf32, strided<[1], offset: ?>>
+      %lb = arith.constant 0 : index
+      %ub = arith.constant 4 : index
+      %one = arith.constant 1 : index
+      scf.for %i = %lb to %ub step %one {
+        %x = memref.load %w[%i] : memref<4xf32, strided<[1], offset: ?>>
+        memref.store %x, %b[%i] : memref<8xf32>
+      }
+      %n = memref.dim %c, %lb : memref<8xf32>
+    }
+    %t1 = dhir.task %cpu, %a, %b, %c {
+      linalg.add ins(%a, %b : memref<8xf32>, memref<8xf32>) outs(%c : memref<8xf32>)
+    }
+    %t2 = dhir.task %cpu, %a, %d {
+      %r = func.call @touch(%a) : (memref<8xf32>) -> memref<8xf32>
+      %s = memref.cast %r : memref<8xf32> to memref<?xf32>
+      %zero = arith.constant 0 : index
+      %x = memref.load %d[%zero] : memref<8xf32>
+      memref.store %x, %s[%zero] : memref<?xf32>
+    }
+    %t3 = dhir.task %cpu, %c, %e {
+      %flat = memref.collapse_shape %e [[0, 1]] : memref<4x2xf32> into memref<8xf32>
+      memref.copy %flat, %c : memref<8xf32> to memref<8xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_effects_follow_views_linalg_calls_and_nested_loops() -> None:
+    schedule = _schedule(EFFECTS)
+    names = {value: value.name_hint for value in schedule.args}
+    found = [
+        ({names[v] for v in e.reads}, {names[v] for v in e.writes})
+        for e in task_graph(schedule).effects
+    ]
+    assert found == [
+        ({"a"}, {"b"}),  # through a subview and a cast, in a loop; memref.dim reads no data
+        ({"a", "b", "c"}, {"c"}),  # linalg's outputs are read too
+        ({"a", "d"}, {"a"}),  # the call reads and writes %a; what it returns aliases %a
+        ({"e"}, {"c"}),
+    ]
