@@ -66,7 +66,9 @@ def compile_native(
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
         pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
-        texts = [print_module(piece) for piece in pieces]
+        # Several are printed one by one as the build asks: LLVM builds each while the
+        # next one prints.
+        texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
     exe = build_executable(texts, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu)
     return exe, signature
 

@@ -12,10 +12,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
+from dataclasses import dataclass
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,7 +56,7 @@ OPENMP_PASSES: tuple[str, ...] = (
 )
 CLANG_FLAGS: tuple[str, ...] = ("-O2",)
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 # What MLIR 22's convert-to-llvm lowers; anything else it leaves in place without a word.
 LOWERED_MPI_OPS = frozenset(
@@ -80,6 +81,12 @@ class Timing:
         self.stages: list[tuple[str, float]] = []
 
     def add(self, name: str, seconds: float) -> None:
+        """Stages of one name add up, in the place of the first (modules printed one at a
+        time, the build's cache lookups)."""
+        for index, (known, before) in enumerate(self.stages):
+            if known == name:
+                self.stages[index] = (name, before + seconds)
+                return
         self.stages.append((name, seconds))
 
     @contextmanager
@@ -119,7 +126,7 @@ def cache_root() -> Path:
 
 
 def build_executable(
-    lowered_mlir: str | Sequence[str],
+    lowered_mlir: str | Iterable[str],
     signature: EntrySignature,
     ranks: int,
     mpi: str = "mpich",
@@ -129,8 +136,12 @@ def build_executable(
     gpu: "GpuBuild | None" = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
-    `lowered_mlir` may be several modules (dhir/toolchain/split.py), built at the same time
-    and linked together.
+
+    `lowered_mlir` may be several modules (dhir/toolchain/split.py), each built on a core
+    of its own and linked together; given as an iterator (of modules being printed), each
+    is built as soon as it comes, while the next ones print, and the time spent pulling
+    them is the "print" stage. Each module's object is cached on its own, the executable
+    by all of them.
 
     `extra_mlir_opt_passes` (e.g. `"--canonicalize"`) run before the standard pipeline;
     `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
@@ -141,180 +152,246 @@ def build_executable(
     timing = timing if timing is not None else Timing()
     tools = find_llvm_tools()
     mpi_install = find_mpi(mpi)
-    pieces = [lowered_mlir] if isinstance(lowered_mlir, str) else list(lowered_mlir)
-    for piece in pieces:
-        _check_mpi_use(piece, mpi_install)
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
     clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
-    root = cache_root()
+    recipe = _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
+    recipe.root.mkdir(parents=True, exist_ok=True)
     with timing.stage("harness, cache lookup"):
         harness = generate_harness(signature, ranks)
-        mlir = pieces[0] if len(pieces) == 1 else "\n// piece\n".join(pieces)
-        key = _cache_key(mlir, harness, passes, clang_flags, tools, mpi_install, gpu)
-        final = root / key[:24]
-        exe = final / "program"
-        hit = exe.is_file()
-    if hit:
-        return exe
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="build-", dir=root))
-    try:
-        _build(work, pieces, harness, passes, clang_flags, tools, mpi_install, timing, gpu)
-    except DhirError as error:
-        # Kept for a look at the stage's input; one per key, so failures do not pile up.
-        failed = root / f"failed-{key[:24]}"
-        shutil.rmtree(failed, ignore_errors=True)
-        os.replace(work, failed)
-        moved = [Diagnostic(d.message.replace(str(work), str(failed))) for d in error.diagnostics]
-        raise DhirError(moved) from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    try:
-        os.replace(work, final)  # atomic: a concurrent build of the same key wins or loses whole
-    except OSError:
-        shutil.rmtree(work, ignore_errors=True)
-        if not exe.is_file():
-            raise
-    return exe
+    if isinstance(lowered_mlir, str):
+        return _build_whole(recipe, lowered_mlir, harness, timing)
+    if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
+        return _build_whole(recipe, lowered_mlir[0], harness, timing)
+    return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing)
 
 
-def _build(
-    work: Path,
-    pieces: Sequence[str],
-    harness: str,
-    passes: Sequence[str],
-    clang_flags: Sequence[str],
-    tools: LlvmTools,
-    mpi: MpiInstall,
-    timing: Timing,
-    gpu: "GpuBuild | None" = None,
-) -> None:
-    (work / "harness.c").write_text(harness)
-    compile_piece = partial(
-        _compile_piece, work, passes=passes, clang_flags=clang_flags, tools=tools, mpi=mpi, gpu=gpu
-    )
-    harness_command = [tools.clang, *clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}", "-c", "harness.c"]
-    harness_command += ["-o", "harness.o"]
-    if len(pieces) == 1:
-        objects = [compile_piece("program", pieces[0], timing)]
-        runtime = _runtime_object(work.parent, clang_flags, tools, mpi, timing)
-        _run(timing, "clang (harness)", work, harness_command)
-    else:
-        jobs = min(len(pieces) + 2, os.cpu_count() or 1)
-        stage = f"mlir-opt..clang ({len(pieces)} pieces)"  # with the runtime and harness
-        with timing.stage(stage), ThreadPoolExecutor(jobs) as pool:
-            # Each job's stages are timed apart and dropped: they overlap.
-            started = pool.submit(_runtime_object, work.parent, clang_flags, tools, mpi, Timing())
-            harness_run = pool.submit(_run, Timing(), "clang (harness)", work, harness_command)
-            runs = [
-                pool.submit(compile_piece, f"program{k}", text, Timing())
-                for k, text in enumerate(pieces)
-            ]
-            objects = [run.result() for run in runs]
-            runtime = started.result()
-            harness_run.result()
-    runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
-    gpu_link: list[object] = []
-    if gpu is not None:
-        flags = (*clang_flags, *C_FLAGS)
-        run = lambda cwd, argv: _run(timing, "clang (GPU runtime)", cwd, argv)  # noqa: E731
-        gpu_link = [gpu.runtime_object(work.parent, tools.clang, flags, run), *gpu.link_flags]
-    _run(
-        timing,
-        "link",
-        work,
-        [
-            tools.clang,
-            *clang_flags,
-            *objects,
-            "harness.o",
-            runtime,
-            *gpu_link,
-            "-o",
-            "program",
-            *mpi.link_flags,
-            "-lm",
-            # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
-            *(
-                ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
-                if runner_utils
-                else []
-            ),
-        ],
-    )
+class _Modules:
+    """The lowered modules, timed as they are pulled (printed) when they are not ready."""
+
+    def __init__(self, modules: Iterable[str], timing: Timing) -> None:
+        self._modules = iter(modules)
+        self._printing = not isinstance(modules, Sequence)
+        self._timing = timing
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        if not self._printing:
+            return next(self._modules)
+        with self._timing.stage("print"):
+            return next(self._modules)
 
 
-def _compile_piece(
-    work: Path,
-    stem: str,
-    mlir: str,
-    timing: Timing,
-    *,
-    passes: Sequence[str],
-    clang_flags: Sequence[str],
-    tools: LlvmTools,
-    mpi: MpiInstall,
-    gpu: "GpuBuild | None",
-) -> Path:
-    """`stem`.o from the lowered module `mlir`, in `work`."""
-    (work / f"{stem}.mlir").write_text(mlir)
-    lowered = f"{stem}.llvm.mlir"
-    _run(timing, "mlir-opt", work, [tools.mlir_opt, *passes, f"{stem}.mlir", "-o", lowered])
-    _check_lowered(work / lowered)
-    if gpu is not None:
-        gpu.check_lowered(work / lowered)
-    ll = work / f"{stem}.ll"
-    _run(
-        timing,
-        "mlir-translate",
-        work,
-        [tools.mlir_translate, "--mlir-to-llvmir", lowered, "-o", ll.name],
-    )
-    ll.write_text(_patch_llvm_ir(ll.read_text(), mpi))
-    command = [tools.clang, *clang_flags, "-Wno-override-module", "-c", ll.name, "-o", f"{stem}.o"]
-    _run(timing, "clang (program)", work, command)
-    return work / f"{stem}.o"
+@dataclass(frozen=True)
+class _Recipe:
+    """How modules become objects and objects an executable, and where they are cached."""
 
+    root: Path
+    passes: tuple[str, ...]
+    clang_flags: tuple[str, ...]
+    tools: LlvmTools
+    mpi: MpiInstall
+    gpu: "GpuBuild | None"
 
-def _runtime_object(
-    root: Path, clang_flags: Sequence[str], tools: LlvmTools, mpi: MpiInstall, timing: Timing
-) -> Path:
-    """dhir_rt.o for this MPI and these flags, compiled once (mpi.h alone takes ~0.1 s)."""
-    key = _digest(
-        {
-            "format": CACHE_FORMAT,
-            "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
-            "flags": [*clang_flags, *C_FLAGS],
-            "clang": _identity(tools.clang),
-            "mpi": [mpi.name, str(mpi.prefix), mpi.version],
-        }
-    )
-    target = root / f"dhir_rt-{key[:24]}.o"
-    if not target.is_file():
-        partial = Path(tempfile.mkdtemp(prefix="runtime-", dir=root))
-        try:
-            _run(
-                timing,
-                "clang (runtime)",
-                partial,
-                [
-                    tools.clang,
-                    *clang_flags,
-                    *C_FLAGS,
-                    *mpi.compile_flags,
-                    "-c",
-                    RUNTIME_SOURCE,
-                    "-o",
-                    "dhir_rt.o",
+    @cached_property
+    def settings(self) -> str:
+        """The digest of everything but the modules and the harness."""
+        return _digest(
+            {
+                **({"gpu": self.gpu.key()} if self.gpu is not None else {}),
+                "format": CACHE_FORMAT,
+                "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
+                "passes": list(self.passes),
+                "flags": [*self.clang_flags, *C_FLAGS],
+                "tools": [
+                    _identity(p)
+                    for p in (self.tools.mlir_opt, self.tools.mlir_translate, self.tools.clang)
                 ],
-            )
-            os.replace(partial / "dhir_rt.o", target)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return target
+                "mpi": [self.mpi.name, str(self.mpi.prefix), self.mpi.version],
+            }
+        )
+
+    def module_key(self, mlir: str) -> str:
+        return _digest({"settings": self.settings, "mlir": mlir})
+
+    def executable(self, module_keys: Sequence[str], harness: str) -> Path:
+        key = _digest({"settings": self.settings, "modules": list(module_keys), "harness": harness})
+        return self.root / key[:24] / "program"
+
+    def module_object(self, mlir: str, key: str, timing: Timing) -> Path:
+        """program.o of the lowered module `mlir` (whose key is `key`), built once."""
+        final = self.root / "modules" / key[:24]
+        if not (final / "program.o").is_file():
+            final.parent.mkdir(exist_ok=True)
+            self._in_work_dir(final, partial(self._compile_module, mlir=mlir, timing=timing))
+        return final / "program.o"
+
+    def runtime_object(self, timing: Timing) -> Path:
+        """dhir_rt.o for this MPI and these flags, compiled once (mpi.h alone takes ~0.1 s)."""
+        return self._c_object(
+            "dhir_rt",
+            RUNTIME_SOURCE.read_text(),
+            [*self.clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}", *self.mpi.compile_flags],
+            [self.mpi.name, str(self.mpi.prefix), self.mpi.version],
+            "clang (runtime)",
+            timing,
+        )
+
+    def harness_object(self, harness: str, timing: Timing) -> Path:
+        flags = [*self.clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}"]
+        return self._c_object("harness", harness, flags, [], "clang (harness)", timing)
+
+    def link(
+        self, exe: Path, modules: Sequence[Path], others: Sequence[Path], timing: Timing
+    ) -> Path:
+        """The modules' objects and `others` (the harness's, the runtime's) linked into `exe`."""
+        link = partial(self._link, modules=modules, others=others, timing=timing)
+        self._in_work_dir(exe.parent, link)
+        return exe
+
+    def _compile_module(self, work: Path, *, mlir: str, timing: Timing) -> None:
+        tools = self.tools
+        (work / "program.mlir").write_text(mlir)
+        lowered = "program.llvm.mlir"
+        _run(
+            timing, "mlir-opt", work, [tools.mlir_opt, *self.passes, "program.mlir", "-o", lowered]
+        )
+        _check_lowered(work / lowered)
+        if self.gpu is not None:
+            self.gpu.check_lowered(work / lowered)
+        command = [tools.mlir_translate, "--mlir-to-llvmir", lowered, "-o", "program.ll"]
+        _run(timing, "mlir-translate", work, command)
+        ll = work / "program.ll"
+        ll.write_text(_patch_llvm_ir(ll.read_text(), self.mpi))
+        command = [tools.clang, *self.clang_flags, "-Wno-override-module", "-c", ll.name]
+        _run(timing, "clang (program)", work, [*command, "-o", "program.o"])
+
+    def _link(
+        self, work: Path, *, modules: Sequence[Path], others: Sequence[Path], timing: Timing
+    ) -> None:
+        self._show_modules(work, [module.parent for module in modules])
+        tools = self.tools
+        runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
+        gpu_link: list[object] = []
+        if self.gpu is not None:
+            flags = (*self.clang_flags, *C_FLAGS)
+            run = lambda cwd, argv: _run(timing, "clang (GPU runtime)", cwd, argv)  # noqa: E731
+            gpu_runtime = self.gpu.runtime_object(self.root, tools.clang, flags, run)
+            gpu_link = [gpu_runtime, *self.gpu.link_flags]
+        command = [tools.clang, *self.clang_flags, *modules, *others, *gpu_link, "-o", "program"]
+        command += [*self.mpi.link_flags, "-lm"]
+        if runner_utils:
+            # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
+            command += ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
+        _run(timing, "link", work, command)
+
+    def _show_modules(self, work: Path, modules: Sequence[Path]) -> None:
+        """Links to each module's stages (program.mlir, .llvm.mlir, .ll) beside the
+        executable, for a look at what was built: programK.* when there are several."""
+        for number, folder in enumerate(modules):
+            stem = "program" if len(modules) == 1 else f"program{number}"
+            for suffix in (".mlir", ".llvm.mlir", ".ll"):
+                target = os.path.relpath(folder / f"program{suffix}", work)
+                (work / f"{stem}{suffix}").symlink_to(target)
+
+    def _c_object(
+        self,
+        stem: str,
+        source: str,
+        flags: Sequence[str],
+        more_key: list[str],
+        stage: str,
+        timing: Timing,
+    ) -> Path:
+        key = _digest(
+            {
+                "format": CACHE_FORMAT,
+                "source": [source, RUNTIME_HEADER.read_text()],
+                "flags": list(flags),
+                "clang": _identity(self.tools.clang),
+                "more": more_key,
+            }
+        )
+        target = self.root / f"{stem}-{key[:24]}.o"
+        if not target.is_file():
+            work = Path(tempfile.mkdtemp(prefix=f"{stem}-", dir=self.root))
+            try:
+                (work / f"{stem}.c").write_text(source)
+                command = [self.tools.clang, *flags, "-c", f"{stem}.c", "-o", f"{stem}.o"]
+                _run(timing, stage, work, command)
+                os.replace(work / f"{stem}.o", target)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        return target
+
+    def _in_work_dir(self, final: Path, build: Callable[[Path], None]) -> None:
+        """Run `build` in a new folder and move it to `final` (atomic: a concurrent build of
+        the same key wins or loses whole); when it fails, the folder is kept for a look at
+        the failed stage's input, one per key, so failures do not pile up."""
+        work = Path(tempfile.mkdtemp(prefix="build-", dir=self.root))
+        try:
+            build(work)
+        except DhirError as error:
+            failed = self.root / f"failed-{final.name}"
+            shutil.rmtree(failed, ignore_errors=True)
+            os.replace(work, failed)
+            moved = [
+                Diagnostic(d.message.replace(str(work), str(failed))) for d in error.diagnostics
+            ]
+            raise DhirError(moved) from None
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        try:
+            os.replace(work, final)
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+            if not final.is_dir():
+                raise
+
+
+def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing) -> Path:
+    """One module: its stages run one after the other, each timed."""
+    with timing.stage("harness, cache lookup"):
+        _check_mpi_use(mlir, recipe.mpi)
+        key = recipe.module_key(mlir)
+        exe = recipe.executable([key], harness)
+        if exe.is_file():
+            return exe
+    program = recipe.module_object(mlir, key, timing)
+    runtime = recipe.runtime_object(timing)
+    return recipe.link(exe, [program], [recipe.harness_object(harness, timing), runtime], timing)
+
+
+def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timing) -> Path:
+    """Several modules, each built on a core of its own as soon as it is printed; the
+    runtime and the harness use the core that is free while the first one prints."""
+    keys: list[str] = []
+    built: list[Future[Path]] = []
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        # Each job's stages are timed apart and dropped: they overlap.
+        others = [
+            pool.submit(recipe.runtime_object, Timing()),
+            pool.submit(recipe.harness_object, harness, Timing()),
+        ]
+        try:
+            for text in modules:
+                _check_mpi_use(text, recipe.mpi)
+                keys.append(recipe.module_key(text))
+                built.append(pool.submit(recipe.module_object, text, keys[-1], Timing()))
+            with timing.stage(f"mlir-opt..clang ({len(keys)} pieces, after printing)"):
+                modules_built = [job.result() for job in built]
+                objects = [job.result() for job in others]
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    exe = recipe.executable(keys, harness)
+    if exe.is_file():
+        return exe
+    return recipe.link(exe, modules_built, objects, timing)
 
 
 def _run(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> None:
@@ -438,31 +515,6 @@ def _check_lowered(path: Path) -> None:
                 )
             ]
         )
-
-
-def _cache_key(
-    mlir: str,
-    harness: str,
-    passes: Sequence[str],
-    clang_flags: Sequence[str],
-    tools: LlvmTools,
-    mpi: MpiInstall,
-    gpu: "GpuBuild | None" = None,
-) -> str:
-    gpu_parts = {"gpu": gpu.key()} if gpu is not None else {}
-    return _digest(
-        {
-            **gpu_parts,
-            "format": CACHE_FORMAT,
-            "mlir": mlir,
-            "harness": harness,
-            "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
-            "passes": list(passes),
-            "flags": [*clang_flags, *C_FLAGS],
-            "tools": [_identity(p) for p in (tools.mlir_opt, tools.mlir_translate, tools.clang)],
-            "mpi": [mpi.name, str(mpi.prefix), mpi.version],
-        }
-    )
 
 
 def _identity(tool: Path) -> list[object]:

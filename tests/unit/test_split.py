@@ -14,7 +14,8 @@ from dhir import parse_string
 from dhir.api import run_pipeline
 from dhir.backends import native
 from dhir.run import run
-from dhir.toolchain import split
+from dhir.toolchain import build, split
+from dhir.toolchain.build import Timing
 from dhir.toolchain.split import split_module
 from dhir.transforms import lower_to_mpi
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
@@ -156,3 +157,43 @@ def test_groups_and_their_steps_in_different_pieces_compute_what_the_interpreter
         if op.is_declaration and ".part" in op.sym_name.data
     ]
     assert declared_across  # a group called steps another piece holds
+
+
+@pytest.mark.mpi
+def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Printed pieces build while the next ones print; a piece that did not change is
+    not built again, and a program whose pieces are all known links nothing anew."""
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    ran: list[str] = []
+    real_run = build._run
+
+    def counted(timing, stage, cwd, command):  # noqa: ANN001, ANN202
+        ran.append(stage)
+        real_run(timing, stage, cwd, command)
+
+    monkeypatch.setattr(build, "_run", counted)
+
+    def compiled(text: str) -> tuple[Path, Timing]:
+        timing = Timing()
+        exe, _ = native.compile_native(
+            parse_string(text), "main", 2, "mpich", timing, placement="round-robin"
+        )
+        return exe, timing
+
+    text = programs.many_tasks(TASKS, literals=True)
+    exe, timing = compiled(text)
+    assert ran.count("mlir-opt") == 3 and ran.count("link") == 1
+    assert "print" in dict(timing.stages)
+    assert sorted(p.name for p in exe.parent.glob("program*.mlir")) == [
+        f"program{k}{suffix}" for k in range(3) for suffix in (".llvm.mlir", ".mlir")
+    ]
+    ran.clear()
+    assert compiled(text)[0] == exe
+    assert ran == []
+    # The last task's constant lives in the last piece only.
+    changed = text.replace(f"arith.constant {TASKS - 1}.5 : f32", "arith.constant 0.25 : f32")
+    assert changed != text
+    assert compiled(changed)[0] != exe
+    assert ran.count("mlir-opt") == 1 and ran.count("link") == 1

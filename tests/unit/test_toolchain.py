@@ -100,6 +100,14 @@ def test_timing_report() -> None:
     assert report.splitlines()[-1].endswith("Total")
 
 
+def test_timing_adds_up_stages_of_one_name_in_the_first_place() -> None:
+    timing = Timing()
+    for name, seconds in [("print", 1.0), ("link", 0.5), ("print", 2.0)]:
+        timing.add(name, seconds)
+    assert timing.stages == [("print", 3.0), ("link", 0.5)]
+    assert timing.total == 3.5
+
+
 def test_harness_source() -> None:
     sig = signature("memref<2x?xf32>", "f64", "i1", "memref<i64>", name="my.entry")
     source = generate_harness(sig, 3)
