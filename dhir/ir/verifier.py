@@ -11,7 +11,7 @@ from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
-from dhir.dialects.dhir import checked_task_bodies
+from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 from dhir.ir.region_cache import ClonedBody
@@ -22,8 +22,8 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
 
     `cloned`: regions the parser cloned from a body it parsed and this call verifies
     (dhir/ir/region_cache.py): their ops are not verified again (nor, where that
-    follows, checked again by their dhir.task), but the values they use from outside
-    must dominate the region's op.
+    follows, checked again by their dhir.task, whose generic IRDL checks hold by
+    construction), but the values they use from outside must dominate the region's op.
     """
     cloned = cloned or {}
     dominance = DominanceInfo()
@@ -31,7 +31,7 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
     with checked_task_bodies(region for region, body in cloned.items() if body.checked):
         while pending:
             op = pending.pop()
-            _verify_op(op, dominance)
+            _verify_op(op, dominance, cloned)
             for region in reversed(op.regions):
                 if region in cloned:
                     _verify_outer_uses(op, cloned[region].free, dominance)
@@ -51,9 +51,14 @@ def _verify_outer_uses(
                 raise DhirError([_dominance_error(user, list(user.operands).index(value))])
 
 
-def _verify_op(op: Operation, dominance: DominanceInfo) -> None:
+def _verify_op(
+    op: Operation, dominance: DominanceInfo, cloned: Mapping[Region, ClonedBody]
+) -> None:
     try:
-        op.verify(verify_nested_ops=False)
+        if isinstance(op, TaskOp) and op.body in cloned:
+            op.verify_task()  # IRDL's checks hold by construction: see verify_task
+        else:
+            op.verify(verify_nested_ops=False)
         _verify_blocks_not_empty(op)
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).

@@ -4,6 +4,7 @@ exactly the IR, locations included, that parsing its text gives."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
 
 from dhir.api import parse_string, print_module
 from dhir.context import make_context
@@ -190,3 +191,13 @@ def test_clone_with_a_literal_out_of_range_is_parsed_and_reported() -> None:
         parse_string(text, "t.mlir")
     assert "t.mlir:13:7:" in str(error.value)
     assert "300" in str(error.value)
+
+
+def test_locations_equal_those_the_constructor_makes() -> None:
+    text = "func.func @f() {\n  %c = arith.constant 1 : i32\n  return\n}\n"
+    parser = LocatedParser(make_context(), text, "t.mlir", line_offset=4)
+    fast = parser.location_at(text.index("%c"))
+    made = FileLineColLoc(StringAttr("t.mlir"), IntAttr(6), IntAttr(3))
+    assert fast == made and hash(fast) == hash(made)
+    assert (fast.filename, fast.line, fast.column) == (made.filename, made.line, made.column)
+    assert str(fast) == str(made)
