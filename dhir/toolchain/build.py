@@ -382,7 +382,8 @@ def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timi
                 _check_mpi_use(text, recipe.mpi)
                 keys.append(recipe.module_key(text))
                 built.append(pool.submit(recipe.module_object, text, keys[-1], Timing()))
-            with timing.stage(f"mlir-opt..clang ({len(keys)} pieces, after printing)"):
+            # What is left after printing: the stage that printing did not hide.
+            with timing.stage(f"mlir-opt..clang, {len(keys)} pieces"):
                 modules_built = [job.result() for job in built]
                 objects = [job.result() for job in others]
         except BaseException:

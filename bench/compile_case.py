@@ -1,0 +1,34 @@
+"""One case of `bench/run.py compile`, in a process of its own (as `dhir compile` runs):
+in one process, a case's parse slowed down by up to half under the collector's scans of
+the IR the earlier cases left behind.
+
+    .venv/bin/python bench/compile_case.py TASKS LITERALS(0|1) MPI
+
+prints the stages' times as JSON: [[stage, seconds], ...].
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import programs  # noqa: E402
+
+from dhir import parse_string  # noqa: E402
+from dhir.backends.native import compile_native  # noqa: E402
+from dhir.toolchain.build import Timing  # noqa: E402
+
+
+def main() -> None:
+    tasks, literals, mpi = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
+    text = programs.many_tasks(tasks, literals=literals)
+    timing = Timing()
+    with timing.stage("parse + verify"):
+        module = parse_string(text)
+    compile_native(module, "main", 2, mpi, timing)
+    print(json.dumps(timing.stages))
+
+
+if __name__ == "__main__":
+    main()
