@@ -36,7 +36,7 @@ STEP_TIMEOUT_S = 180.0
 
 @dataclass(frozen=True)
 class Effort:
-    """How long to measure: sizes and repetitions (best of `trials` is kept)."""
+    """How long to measure: sizes and repetitions (the median of `trials` is kept)."""
 
     pingpong_trials: int
     pingpong_reps: int  # round trips per trial of the small message
@@ -151,7 +151,7 @@ def measure_core(
     for key, footprint in sizes.items():
         n = max(footprint // TRIAD_BYTES, 1024)
         sweeps = max(1, effort.cache_bytes_moved // (n * TRIAD_BYTES))
-        # In-cache trials are short, and the best of few of them is still noisy.
+        # In-cache trials are short, and the median of few of them is still noisy.
         trials = effort.triad_trials * (1 if key == "core_mem_bw_gbs" else 4)
         say(f"one core: triad over {n * TRIAD_BYTES / (1 << 20):.3g} MiB ...")
         amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)

@@ -210,8 +210,10 @@ def task_graph(
     tasks = list(schedule.tasks())
     names = schedule_task_ids(schedule)
     deps = dependence_graph(schedule)
+    touched = set().union(*(effects.touches() for effects in deps.effects))
+    working_set = sum(memref_bytes(value.type) for value in touched)
     for task, effects in zip(tasks, deps.effects, strict=True):
-        costs.work(task, effects)  # the footprint reuses the effects found already
+        costs.work(task, effects, working_set)  # the footprint reuses the effects found
     graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
     targets = _Targets()
     busy = concurrency(deps)

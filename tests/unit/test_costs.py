@@ -10,10 +10,12 @@ from dhir.analysis.costs import (
     DEFAULT_TRIP_COUNT,
     LOCAL_CPU,
     REFERENCE_GPU,
+    STREAM_COUNTED,
     CostModel,
     Device,
     Link,
     Work,
+    cold_bytes,
     curve_rate,
     load_profile,
     rates,
@@ -435,6 +437,29 @@ def test_larger_footprints_are_never_faster_on_a_falling_curve() -> None:
             for s in sizes
         ]
         assert times == sorted(times)
+
+
+def test_a_working_set_beyond_the_caches_makes_the_first_pass_come_from_memory() -> None:
+    # 4 MiB swept 4 times: cached (60 GB/s on the curve) once the first pass is done.
+    base = Work(bytes=16 << 20, footprint=4 << 20)
+    assert cold_bytes(base, MEASURED, busy=1) == 0.0  # working set unknown: all cached
+    small = replace(base, working_set=1 << 20)  # the schedule's data stays at 80 GB/s
+    assert cold_bytes(small, MEASURED, busy=1) == 0.0
+    assert roofline_time(small, MEASURED, busy=1) == roofline_time(base, MEASURED, busy=1)
+    large = replace(base, working_set=1 << 30)  # far beyond: the footprint starts cold
+    assert cold_bytes(large, MEASURED, busy=1) == 4 << 20
+    # A quarter of the traffic from memory at 20 GB/s (line-counted), the rest as before.
+    first = (4 << 20) * STREAM_COUNTED / 20e9
+    warm = roofline_time(base, MEASURED, busy=1)
+    assert roofline_time(large, MEASURED, busy=1) == pytest.approx(first + 0.75 * warm)
+    between = replace(base, working_set=8 << 20)  # 40 GB/s: a third of the way to 80
+    assert cold_bytes(between, MEASURED, busy=1) == pytest.approx((4 << 20) * 2 / 3)
+    # Never more than the traffic, and more working set is never faster.
+    assert cold_bytes(replace(large, bytes=1 << 20), MEASURED, busy=1) == 1 << 20
+    times = [
+        roofline_time(replace(base, working_set=1 << k), MEASURED, busy=1) for k in range(18, 32)
+    ]
+    assert times == sorted(times)
 
 
 def test_a_device_without_core_rates_shares_its_whole_rates() -> None:

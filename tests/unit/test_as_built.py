@@ -1,0 +1,78 @@
+"""A placed schedule's makespan as the native backend runs it (dhir/placement/as_built.py):
+program order on every rank, blocking transfers, the end's messages and broadcasts."""
+
+import pytest
+from hypothesis import given, settings
+from strategies import CPU_TARGETS, RandomSchedule, schedules
+
+from dhir.analysis.costs import CostModel, Device, Link
+from dhir.api import parse_string
+from dhir.dialects.dhir import ScheduleOp
+from dhir.placement.as_built import as_built_makespan
+from dhir.placement.from_ir import broadcast_time, task_graph
+from dhir.targets import DeviceKind
+
+CPU = Device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
+LINK = Link(latency_s=1e-3, bandwidth_gbs=1.0)
+
+PROGRAM = """
+func.func @main(%a: memref<1000xf32>, %b: memref<1000xf32>) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t0 = dhir.task %cpu, %a attributes {{dhir.rank = 0 : i64}} {{
+      %i = arith.constant 0 : index
+      %v = arith.constant 1.0 : f32
+      memref.store %v, %a[%i] : memref<1000xf32>
+    }}
+    %t1 = dhir.task %cpu, %a, %b attributes {{dhir.rank = 1 : i64}} {{
+      %i = arith.constant 0 : index
+      %v = memref.load %a[%i] : memref<1000xf32>
+      memref.store %v, %b[%i] : memref<1000xf32>
+    }}
+  }}
+  {after}
+  return
+}}
+"""
+
+
+def _replay(text: str, devices: list[Device]) -> tuple[float, list[float], CostModel]:
+    module = parse_string(text)
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    costs = CostModel(link=LINK)
+    graph = task_graph(schedule, devices, costs)
+    names = graph.tasks[: len(list(schedule.tasks()))]
+    placed = {name: f"rank{k % len(devices)}" for k, name in enumerate(names)}
+    times = [graph.cost[name][placed[name]] for name in names]
+    return as_built_makespan(schedule, graph, placed, devices, costs), times, costs
+
+
+def test_a_transfer_holds_both_ranks_and_the_output_goes_to_rank_0() -> None:
+    makespan, (t0, t1), _ = _replay(PROGRAM.format(after=""), [CPU, CPU])
+    # %a to rank 1 before t1, then %b, read by no one afterwards, to rank 0 only.
+    assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + LINK.time(4000))
+
+
+def test_data_read_after_the_schedule_is_broadcast() -> None:
+    after = "%z = arith.constant 0 : index\n  %x = memref.load %b[%z] : memref<1000xf32>"
+    makespan, (t0, t1), costs = _replay(PROGRAM.format(after=after), [CPU, CPU])
+    bcast = broadcast_time(4000, [CPU, CPU], costs)
+    assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + bcast)
+
+
+@settings(max_examples=40, deadline=None)
+@given(schedules(max_tasks=8, targets=CPU_TARGETS))
+def test_on_one_rank_the_tasks_run_one_after_another(program: RandomSchedule) -> None:
+    makespan, times, _ = _replay(program.text(), [CPU])
+    assert makespan == pytest.approx(sum(times))
+
+
+@settings(max_examples=40, deadline=None)
+@given(schedules(max_tasks=8, targets=CPU_TARGETS))
+def test_more_ranks_never_beat_the_longest_rank_alone(program: RandomSchedule) -> None:
+    """Each rank runs its own tasks one at a time: the makespan is at least any rank's
+    total work, and at most everything one after another plus every transfer."""
+    devices = [CPU, CPU, CPU]
+    makespan, times, _ = _replay(program.text(), devices)
+    per_rank = [sum(times[k::3]) for k in range(3)]
+    assert makespan >= max(per_rank) - 1e-12
