@@ -11,6 +11,8 @@ dhir/placement/graph.py) is placed as it is.
 
 import argparse
 import json
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,9 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
+
+# A placement's assignment -> its makespan as the native backend runs it.
+AsBuilt = Callable[[Mapping[str, str]], float]
 
 
 def add_parser(commands: Any) -> None:
@@ -61,7 +66,7 @@ def add_parser(commands: Any) -> None:
         "--json",
         action="store_true",
         help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}} '
-        '(and "simulated_makespan" with --simulate)',
+        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan")',
     )
     parser.add_argument(
         "--simulate",
@@ -98,18 +103,19 @@ def run(args: argparse.Namespace) -> int:
     _check_input(args)
     legend = ""
     if args.graph is not None:
-        graphs = [("", read_graph(args.graph))]
+        graphs: list[tuple[str, TaskGraph, AsBuilt | None]] = [("", read_graph(args.graph), None)]
     else:
         legend, graphs = program_graphs(args.program, args.system, args.ranks)
     results = []
-    for number, (name, graph) in enumerate(graphs):
+    for number, (name, graph, as_built) in enumerate(graphs):
         placement = ALGORITHMS[args.algorithm](graph)
         replay = None
         if args.simulate:
             replay = simulate(graph, placement, _network(graph, args.node_size))
         suffix = f".{number}" if len(graphs) > 1 else ""
         _draw(args, graph, placement, suffix)
-        results.append((name, graph, placement, replay))
+        built = as_built(placement.assignment) if as_built is not None else None
+        results.append((name, graph, placement, replay, built))
     if args.json:
         print(_json_output(results, args.graph is not None))
     else:
@@ -130,9 +136,10 @@ def _check_input(args: argparse.Namespace) -> None:
 
 def program_graphs(
     path: Path, system_file: Path | None, ranks: int | None
-) -> tuple[str, list[tuple[str, TaskGraph]]]:
-    """Which device each rank is, and one task graph per schedule of the program, as
-    `dhir run` places them."""
+) -> tuple[str, list[tuple[str, TaskGraph, AsBuilt]]]:
+    """Which device each rank is, and per schedule of the program: its task graph, as
+    `dhir run` places them, and the makespan of a placement as the native backend runs
+    it (dhir.placement.as_built)."""
     from dhir.api import parse_file
     from dhir.dialects.dhir import ScheduleOp
     from dhir.machine.dlti import attach
@@ -149,10 +156,14 @@ def program_graphs(
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
-    return legend, [
-        (_schedule_name(schedule, number), task_graph(schedule, devices, model))
-        for number, schedule in enumerate(schedules)
-    ]
+    from dhir.placement.as_built import as_built_makespan
+
+    graphs = []
+    for number, schedule in enumerate(schedules):
+        graph = task_graph(schedule, devices, model)
+        built = partial(as_built_makespan, schedule, graph, devices=devices, costs=model)
+        graphs.append((_schedule_name(schedule, number), graph, built))
+    return legend, graphs
 
 
 def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
@@ -216,9 +227,14 @@ def _suffixed(path: Path, suffix: str) -> Path:
 
 
 def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
-    name, graph, placement, replay = result
+    name, graph, placement, replay, built = result
     lines = [name] if name else []
     lines.append(table(graph, placement))
+    if built is not None:
+        lines.append(
+            f"as built: {built:g} (each rank runs its tasks in program order; a transfer "
+            "holds both ranks)"
+        )
     if replay is not None:
         lines.append(_simulated_line(replay, node_size))
     return "\n".join(lines)
@@ -226,12 +242,12 @@ def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
 
 def _json_output(results: list[tuple[Any, ...]], plain_graph: bool) -> str:
     if plain_graph:
-        _, _, placement, replay = results[0]
+        _, _, placement, replay, _ = results[0]
         return to_json(placement, replay)
     schedules = []
-    for name, _, placement, replay in results:
+    for name, _, placement, replay, built in results:
         entry = json.loads(to_json(placement, replay))
-        schedules.append({"schedule": name, **entry})
+        schedules.append({"schedule": name, **entry, "as_built_makespan": built})
     return json.dumps({"schedules": schedules})
 
 

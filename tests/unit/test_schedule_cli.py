@@ -1,6 +1,7 @@
 """`dhir schedule`'s pictures and simulator options, run in-process as users call them."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -139,6 +140,13 @@ def test_program_json_lists_each_schedule(capsys: pytest.CaptureFixture[str]) ->
     for entry in schedules:
         assert entry["makespan"] == max(entry["finish"].values())
         assert set(entry["assignment"].values()) <= {"rank0", "rank1", "rank2"}
+        assert entry["as_built_makespan"] > 0  # its value: tests/unit/test_as_built.py
+
+
+def test_program_table_says_the_makespan_as_built(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2")
+    assert code == 0, err
+    assert re.search(r"^as built: \S+ \(each rank runs its tasks in program order", out, re.M)
 
 
 def test_program_on_a_described_machine_puts_gpu_tasks_on_gpus(
