@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import PassPipeline
 
 from dhir import parse_string
@@ -101,55 +102,50 @@ def test_a_step_calling_a_function_defined_in_the_module_stays_whole(
     assert split_module(module, 3) == [module]
 
 
+def _recorded_splits(monkeypatch: pytest.MonkeyPatch) -> list[list[ModuleOp]]:
+    """Each split the native backend makes, as it makes it (on 3 cores, any number of
+    steps per piece)."""
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    splits: list[list[ModuleOp]] = []
+
+    def recorded(module: ModuleOp, pieces: int) -> list[ModuleOp]:
+        splits.append(split_module(module, pieces))
+        return splits[-1]
+
+    monkeypatch.setattr(native, "split_module", recorded)
+    return splits
+
+
+def _native_equals_interpreter(seed: int, mpi: str = "mpich") -> None:
+    text = programs.many_tasks(TASKS, literals=True)
+    rng = np.random.default_rng(seed)
+    inputs = [rng.random(64, dtype=np.float32) for _ in range(8)]
+    expected = run(text, *inputs, backend="interp")
+    actual = run(text, *inputs, ranks=2, mpi=mpi, placement="round-robin")
+    for want, got in zip(expected, actual, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.mpi
 @pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
 def test_a_program_built_in_pieces_computes_what_the_interpreter_does(
     monkeypatch: pytest.MonkeyPatch, mpi: str
 ) -> None:
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    counts: list[int] = []
-
-    def counted(module, pieces):  # noqa: ANN001, ANN202
-        result = split_module(module, pieces)
-        counts.append(len(result))
-        return result
-
-    monkeypatch.setattr(native, "split_module", counted)
-    text = programs.many_tasks(TASKS, literals=True)
-    rng = np.random.default_rng(7)
-    inputs = [rng.random(64, dtype=np.float32) for _ in range(8)]
-    expected = run(text, *inputs, backend="interp")
-    actual = run(text, *inputs, ranks=2, mpi=mpi, placement="round-robin")
-    assert counts == [3]
-    for want, got in zip(expected, actual, strict=True):
-        np.testing.assert_array_equal(got, want)
+    splits = _recorded_splits(monkeypatch)
+    _native_equals_interpreter(7, mpi)
+    assert [len(pieces) for pieces in splits] == [3]
 
 
 @pytest.mark.mpi
 def test_groups_and_their_steps_in_different_pieces_compute_what_the_interpreter_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
     monkeypatch.setattr(lower_to_mpi, "STEPS_PER_FUNCTION", 4)
     monkeypatch.setattr(lower_to_mpi, "CALLS_PER_GROUP", 3)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    pieces: list[list[object]] = []
-
-    def kept(module, count):  # noqa: ANN001, ANN202
-        result = split_module(module, count)
-        pieces.append(result)
-        return result
-
-    monkeypatch.setattr(native, "split_module", kept)
-    text = programs.many_tasks(TASKS, literals=True)
-    rng = np.random.default_rng(11)
-    inputs = [rng.random(64, dtype=np.float32) for _ in range(8)]
-    expected = run(text, *inputs, backend="interp")
-    actual = run(text, *inputs, ranks=2, placement="round-robin")
-    for want, got in zip(expected, actual, strict=True):
-        np.testing.assert_array_equal(got, want)
-    (modules,) = pieces
+    splits = _recorded_splits(monkeypatch)
+    _native_equals_interpreter(11)
+    (modules,) = splits
     declared_across = [
         op.sym_name.data
         for piece in modules[1:]
@@ -164,8 +160,7 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     """Printed pieces build while the next ones print; a piece that did not change is
     not built again, and a program whose pieces are all known links nothing anew."""
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
-    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    splits = _recorded_splits(monkeypatch)
     ran: list[str] = []
     real_run = build._run
 
@@ -184,6 +179,7 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
 
     text = programs.many_tasks(TASKS, literals=True)
     exe, timing = compiled(text)
+    assert [len(pieces) for pieces in splits] == [3]
     assert ran.count("mlir-opt") == 3 and ran.count("link") == 1
     assert "print" in dict(timing.stages)
     assert sorted(p.name for p in exe.parent.glob("program*.mlir")) == [
