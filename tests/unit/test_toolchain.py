@@ -413,6 +413,21 @@ def test_build_stage_error_quotes_the_tool() -> None:
 
 
 @pytest.mark.mlir
+def test_a_failing_module_of_several_stops_the_build_with_its_stage() -> None:
+    """Modules printed one by one (a generator, as the native backend gives them): the
+    bad one's stage is reported, its input kept, and the build goes no further."""
+    need("mpich")
+    good = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
+    bad = "func.func private @helper() {\n  %x = arith.addi\n  return\n}\n"
+    with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2"):
+        build_executable((text for text in (good, bad)), signature(), 1)
+    with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed") as error:
+        build_executable([bad, good], signature(), 1)
+    kept = re.search(r"in (\S*failed-\w+)", str(error.value))
+    assert kept is not None and (Path(kept.group(1)) / "program.mlir").read_text() == bad
+
+
+@pytest.mark.mlir
 def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
     need("mpich")
     need("openmpi")
