@@ -1,7 +1,9 @@
 """Lowered MLIR to an MPI executable: mlir-opt-22, mlir-translate-22, clang-22, with a cache.
 
 The cache key covers everything that shapes the executable (MLIR text, harness, runtime,
-flags, tool binaries, MPI), so a hit can skip every stage safely.
+flags, tool binaries, MPI), so a hit can skip every stage safely. Each lowered module's
+object is cached as well (`modules/<key>/`, with its stages' files), so a program built in
+pieces rebuilds only the pieces that changed.
 """
 
 import hashlib
