@@ -171,25 +171,32 @@ class _Counter:
         return total
 
     def block(self, block: Block) -> Work:
-        total = Work()
+        # Loads, stores and arithmetic (most of a body) add up here, without a Work each:
+        # building them took half of costing 10,000 tasks.
+        flops = traffic = allocated = 0.0
+        nested = Work()
         loaded: set[tuple[object, ...]] = set()  # loads the compiler can reuse
         for op in block.ops:
-            if op.name in _LOADS:
+            name = op.name
+            if name in _LOADS:
                 key = (*op.operands, op.properties.get("map"))
                 if key in loaded:
                     continue  # the same element again, with no store in between: reused
                 loaded.add(key)
-            elif op.name in _STORES:
+                traffic += _access_bytes(op.results[0].type, op.operands[0].type)
+            elif name in _STORES:
                 key = (*op.operands[1:], op.properties.get("map"))
                 stored = _access_bytes(op.operands[0].type, op.operands[1].type)
-                new = 0.0 if key in loaded else stored  # an update in place: line loaded
+                allocated += 0.0 if key in loaded else stored  # update in place: line loaded
                 loaded = {k for k in loaded if k[0] is not key[0]} | {key}
-                total += Work(bytes=stored, allocated=new)
-                continue
-            elif op.regions or isinstance(op, func.CallOp):
-                loaded = set()  # may store anywhere
-            total += self.op(op)
-        return total
+                traffic += stored
+            elif name.startswith(("arith.", "math.")):
+                flops += _flops(op)
+            else:
+                if op.regions or isinstance(op, func.CallOp):
+                    loaded = set()  # may store anywhere
+                nested += self.op(op)
+        return nested + Work(flops=flops, bytes=traffic, allocated=allocated)
 
     def op(self, op: Operation) -> Work:
         # Dispatched by name: most ops of a body are loads, stores and arithmetic.
