@@ -15,7 +15,8 @@ times. Printed, in milliseconds:
   over the runs of each task's time);
 - measured: the median over the runs of the schedule's wall time (the profile's
   "schedules": from a barrier at its start to the slowest rank's end; mpirun start-up
-  and the program's input and output are outside it).
+  and the program's input and output are outside it);
+- spread: (slowest - fastest) / median of those runs, the machine's own noise.
 
 Errors are (predicted - measured) / measured; the goal is a mean absolute error of at
 most 15%, judged for the estimates as built and for the measured task times separately.
@@ -246,6 +247,7 @@ class Row:
     as_built: float  # replayed as the native backend runs it, estimates
     profiled: float  # the same, measured task times
     measured: float  # median schedule wall time
+    spread: float  # (slowest - fastest) / median of the runs: the machine's noise
 
 
 def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Row:
@@ -264,7 +266,8 @@ def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Ro
         run(pinned, *inputs, ranks=ranks, mpi=mpi, placement="round-robin", profile=path)
         profiles.append(json.loads(path.read_text()))
     name = next(iter(profiles[0]["schedules"]))
-    measured = statistics.median(p["schedules"][name] for p in profiles)
+    times = [p["schedules"][name] for p in profiles]
+    measured = statistics.median(times)
     feedback = CostModel(_median_profile(profiles, scratch), link=local_link())
     measured_graph = task_graph(schedule, devices, feedback)
     return Row(
@@ -274,6 +277,7 @@ def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Ro
         as_built_makespan(schedule, graph, placed.assignment, devices, model),
         as_built_makespan(schedule, measured_graph, placed.assignment, devices, feedback),
         measured,
+        (max(times) - min(times)) / measured,
     )
 
 
@@ -298,13 +302,13 @@ def error(predicted: float, measured: float) -> float:
 def report(rows: list[Row], repeats: int) -> None:
     print(f"\n## Cost-model accuracy (median of {repeats} runs; times in ms)")
     header = f"{'program':30}{'ranks':>6}{'est':>9}{'as built':>9}{'prof':>9}{'measured':>10}"
-    print(header + f"{'err est':>9}{'err built':>10}{'err prof':>9}")
+    print(header + f"{'err est':>9}{'err built':>10}{'err prof':>9}{'spread':>8}")
     for r in rows:
         times = (r.estimated, r.as_built, r.profiled)
         cells = "".join(f"{t * 1e3:9.2f}" for t in times)
         errors = (
             f"{error(r.estimated, r.measured):+9.0%}{error(r.as_built, r.measured):+10.0%}"
-            f"{error(r.profiled, r.measured):+9.0%}"
+            f"{error(r.profiled, r.measured):+9.0%}{r.spread:8.0%}"
         )
         print(f"{r.case:30}{r.ranks:6}{cells}{r.measured * 1e3:10.2f}{errors}")
     for label, pick, judged in (
@@ -315,6 +319,8 @@ def report(rows: list[Row], repeats: int) -> None:
         mean = statistics.mean(abs(error(pick(r), r.measured)) for r in rows)
         verdict = ("PASS" if mean <= GOAL else "FAIL") if judged else "(not judged)"
         print(f"mean |error|, {label:38} {mean:6.1%}   goal <= {GOAL:.0%}: {verdict}")
+    spread = statistics.mean(r.spread for r in rows)
+    print(f"mean spread of the runs (slowest - fastest) / median: {spread:.1%}")
 
 
 def describe_machine(scratch: Path, mpi: str, quick: bool) -> None:
