@@ -11,8 +11,8 @@ dhir/placement/graph.py) is placed as it is.
 
 import argparse
 import json
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,28 @@ from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 
-# A placement's assignment -> its makespan as the native backend runs it.
-AsBuilt = Callable[[Mapping[str, str]], float]
+
+@dataclass(frozen=True)
+class AsBuilt:
+    """A program's schedule as the native backend builds it (dhir.placement.as_built)."""
+
+    schedule: Any
+    graph: TaskGraph
+    devices: list[Any]
+    model: Any
+
+    def place(self, algorithm: str) -> Placement:
+        """As dhir-place places it: `best` takes, of its candidates, the fastest as built."""
+        from dhir.placement.as_built import fastest_as_built
+
+        if algorithm == "best":
+            return fastest_as_built(self.schedule, self.graph, self.devices, self.model)
+        return ALGORITHMS[algorithm](self.graph)
+
+    def makespan(self, assignment: Mapping[str, str]) -> float:
+        from dhir.placement.as_built import as_built_makespan
+
+        return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
 
 
 def add_parser(commands: Any) -> None:
@@ -108,13 +128,16 @@ def run(args: argparse.Namespace) -> int:
         legend, graphs = program_graphs(args.program, args.system, args.ranks)
     results = []
     for number, (name, graph, as_built) in enumerate(graphs):
-        placement = ALGORITHMS[args.algorithm](graph)
+        if as_built is None:
+            placement = ALGORITHMS[args.algorithm](graph)
+        else:
+            placement = as_built.place(args.algorithm)
         replay = None
         if args.simulate:
             replay = simulate(graph, placement, _network(graph, args.node_size))
         suffix = f".{number}" if len(graphs) > 1 else ""
         _draw(args, graph, placement, suffix)
-        built = as_built(placement.assignment) if as_built is not None else None
+        built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
     if args.json:
         print(_json_output(results, args.graph is not None))
@@ -156,12 +179,10 @@ def program_graphs(
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
-    from dhir.placement.as_built import as_built_makespan
-
     graphs = []
     for number, schedule in enumerate(schedules):
         graph = task_graph(schedule, devices, model)
-        built = partial(as_built_makespan, schedule, graph, devices=devices, costs=model)
+        built = AsBuilt(schedule, graph, list(devices), model)
         graphs.append((_schedule_name(schedule, number), graph, built))
     return legend, graphs
 

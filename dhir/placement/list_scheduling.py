@@ -628,6 +628,24 @@ def best(graph: TaskGraph, budget: int = DEFAULT_BUDGET) -> Placement:
         return best_schedule(problem, budget).placement(problem)
 
 
+def best_candidates(graph: TaskGraph, budget: int = DEFAULT_BUDGET) -> list[Placement]:
+    """`best`'s placement first, then the portfolio's other placements (HEFT's, PEFT's,
+    the single device's, round robin's, ...), each assignment once: for a caller that
+    judges them by another measure than the list schedules' makespan."""
+    with _no_cycle_collection():
+        problem = Problem(graph)
+        schedules = portfolio(problem)
+        chosen = local_search(problem, _shortest(schedules), budget)
+        seen: set[tuple[int, ...]] = set()
+        candidates = []
+        for schedule in [chosen, *schedules]:
+            key = tuple(schedule.device_of)
+            if key not in seen:
+                seen.add(key)
+                candidates.append(schedule.placement(problem))
+        return candidates
+
+
 # --- local search -----------------------------------------------------------------------
 
 

@@ -5,7 +5,9 @@ so that hand-written expectations stay put), and the cost-driven list schedulers
 `dhir.placement.list_scheduling` (`heft`, `peft`, `best`) on each schedule's task graph
 (`dhir.placement.from_ir`): task times estimated from the IR (`dhir.analysis.costs`),
 or measured ones from a profile (`costs=FILE`, as `dhir run --profile FILE` writes
-it). `dhir run` and `dhir compile` use `best` unless told otherwise.
+it). `best` takes, of its candidate placements, the one whose makespan as the native
+backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `dhir run`
+and `dhir compile` use `best` unless told otherwise.
 """
 
 from collections.abc import Sequence
@@ -82,14 +84,20 @@ def _by_cost(
     model: CostModel | None,
     devices: Sequence[object] | None,
 ) -> list[int]:
+    from dhir.placement.as_built import fastest_as_built
     from dhir.placement.from_ir import local_devices, rank_of_device, task_graph
     from dhir.placement.list_scheduling import ALGORITHMS as SCHEDULERS
 
     tasks = list(schedule.tasks())
     if ranks == 1:
         return [0] * len(tasks)  # nothing to choose: skip the analysis
-    graph = task_graph(schedule, devices if devices is not None else local_devices(ranks), model)
-    assignment = SCHEDULERS[algorithm](graph).assignment
+    devices = devices if devices is not None else local_devices(ranks)
+    model = model if model is not None else CostModel()
+    graph = task_graph(schedule, devices, model)
+    if algorithm == "best":
+        assignment = fastest_as_built(schedule, graph, devices, model).assignment
+    else:
+        assignment = SCHEDULERS[algorithm](graph).assignment
     return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 
