@@ -34,23 +34,20 @@ def fastest_as_built(
     devices: Sequence[object],
     costs: CostModel,
     entry: str = "main",
+    effects: Sequence[Effects] | None = None,
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`), the one whose makespan as
     built is the shortest; `best`'s own on ties. The list schedules let a rank run its
     tasks out of program order and let transfers overlap work, which the built program
     does not: a fork-join of four 16 MiB sweeps, spread over 2 ranks by `best`, ran
     slower than on 1 rank in 8 of 9 runs of bench/cost_accuracy.py (medians 20.8 and
-    14.2 ms), since its transfers held both ranks."""
+    14.2 ms), since its transfers held both ranks. `effects`: the tasks' effects, when
+    known already."""
     candidates = best_candidates(graph)
     if len(candidates) == 1:
         return candidates[0]
-    effects = [task_effects(task) for task in schedule.tasks()]
-    return min(
-        candidates,
-        key=lambda placed: as_built_makespan(
-            schedule, graph, placed.assignment, devices, costs, entry, effects
-        ),
-    )
+    replay = _Replay(schedule, graph, devices, costs, entry, effects)
+    return min(candidates, key=lambda placed: replay.makespan(placed.assignment))
 
 
 def as_built_makespan(
@@ -60,42 +57,71 @@ def as_built_makespan(
     devices: Sequence[object],
     costs: CostModel,
     entry: str = "main",
-    effects: Sequence[Effects] | None = None,
 ) -> float:
     """The time from the schedule's start to its last rank's end, for `graph` (made by
     `dhir.placement.from_ir.task_graph` from `schedule`, `devices` and `costs`) placed
-    as `assignment` says. `effects`: its tasks' effects, when known."""
-    ranks = len(devices)
-    clock = [0.0] * ranks
-    position = {value: k for k, value in reversed(list(enumerate(schedule.args)))}
-    valid: dict[SSAValue, set[int]] = {value: set(range(ranks)) for value in schedule.args}
-    writer: dict[SSAValue, int] = {}
+    as `assignment` says."""
+    return _Replay(schedule, graph, devices, costs, entry).makespan(assignment)
 
-    def transfer(value: SSAValue, source: int, target: int) -> None:
-        start = max(clock[source], clock[target])
-        clock[source] = clock[target] = start + costs.comm_time(memref_bytes(value.type), devices)
-        valid[value].add(target)
 
-    tasks = list(schedule.tasks())
-    known = effects if effects is not None else [task_effects(task) for task in tasks]
-    for effect, name in zip(known, graph.tasks, strict=False):
-        device = assignment[name]
-        rank = rank_of_device(device)
-        for value in sorted(effect.touches(), key=position.__getitem__):
-            if rank not in valid[value]:
-                transfer(value, writer[value], rank)
-        clock[rank] += graph.cost[name][device]
-        for value in effect.writes:
-            valid[value] = {rank}
-            writer[value] = rank
-    to_root = root_only(schedule, entry)
-    for value in sorted(writer, key=position.__getitem__):
-        if len(valid[value]) == ranks:
-            continue
-        if value in to_root:
-            if 0 not in valid[value]:
-                transfer(value, writer[value], 0)
-        else:
-            end = max(clock) + broadcast_time(memref_bytes(value.type), devices, costs)
-            clock = [end] * ranks
-    return max(clock)
+class _Replay:
+    """What the replay of one schedule needs whatever the placement: each task's memrefs
+    in the lowering's order, what moving each memref costs, and which go to rank 0 only."""
+
+    def __init__(
+        self,
+        schedule: ScheduleOp,
+        graph: TaskGraph,
+        devices: Sequence[object],
+        costs: CostModel,
+        entry: str,
+        effects: Sequence[Effects] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.ranks = len(devices)
+        self.args = list(schedule.args)
+        position = {value: k for k, value in reversed(list(enumerate(self.args)))}
+        known = effects if effects is not None else [task_effects(t) for t in schedule.tasks()]
+        self.steps = [
+            (name, sorted(effect.touches(), key=position.__getitem__), effect.writes)
+            for effect, name in zip(known, graph.tasks, strict=False)
+        ]
+        sizes = {value: memref_bytes(value.type) for value in position}
+        self.transfer = {value: costs.comm_time(size, devices) for value, size in sizes.items()}
+        self.broadcast = {
+            value: broadcast_time(size, devices, costs) for value, size in sizes.items()
+        }
+        self.position = position
+        self.to_root = root_only(schedule, entry)
+
+    def makespan(self, assignment: Mapping[str, str]) -> float:
+        ranks = self.ranks
+        clock = [0.0] * ranks
+        valid: dict[SSAValue, set[int]] = {value: set(range(ranks)) for value in self.args}
+        writer: dict[SSAValue, int] = {}
+
+        def move(value: SSAValue, source: int, target: int) -> None:
+            start = max(clock[source], clock[target])
+            clock[source] = clock[target] = start + self.transfer[value]
+            valid[value].add(target)
+
+        for name, touched, writes in self.steps:
+            device = assignment[name]
+            rank = rank_of_device(device)
+            for value in touched:
+                if rank not in valid[value]:
+                    move(value, writer[value], rank)
+            clock[rank] += self.graph.cost[name][device]
+            for value in writes:
+                valid[value] = {rank}
+                writer[value] = rank
+        for value in sorted(writer, key=self.position.__getitem__):
+            if len(valid[value]) == ranks:
+                continue
+            if value in self.to_root:
+                if 0 not in valid[value]:
+                    move(value, writer[value], 0)
+            else:
+                end = max(clock) + self.broadcast[value]
+                clock = [end] * ranks
+        return max(clock)

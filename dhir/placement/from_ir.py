@@ -203,13 +203,15 @@ def task_graph(
     devices: Sequence[object],
     costs: CostModel | None = None,
     entry: str = "main",
+    deps: DependenceGraph | None = None,
 ) -> TaskGraph:
     """`schedule` on one device per rank (`devices[R]` for rank R); `entry`: the program's
-    entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's)."""
+    entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's); `deps`: its
+    dependence graph, when known already."""
     costs = costs if costs is not None else CostModel()
     tasks = list(schedule.tasks())
     names = schedule_task_ids(schedule)
-    deps = dependence_graph(schedule)
+    deps = deps if deps is not None else dependence_graph(schedule)
     touched = set().union(*(effects.touches() for effects in deps.effects))
     working_set = sum(memref_bytes(value.type) for value in touched)
     for task, effects in zip(tasks, deps.effects, strict=True):

@@ -84,6 +84,7 @@ def _by_cost(
     model: CostModel | None,
     devices: Sequence[object] | None,
 ) -> list[int]:
+    from dhir.analysis.dependences import task_graph as dependence_graph
     from dhir.placement.as_built import fastest_as_built
     from dhir.placement.from_ir import local_devices, rank_of_device, task_graph
     from dhir.placement.list_scheduling import ALGORITHMS as SCHEDULERS
@@ -93,9 +94,11 @@ def _by_cost(
         return [0] * len(tasks)  # nothing to choose: skip the analysis
     devices = devices if devices is not None else local_devices(ranks)
     model = model if model is not None else CostModel()
-    graph = task_graph(schedule, devices, model)
+    deps = dependence_graph(schedule)
+    graph = task_graph(schedule, devices, model, deps=deps)
     if algorithm == "best":
-        assignment = fastest_as_built(schedule, graph, devices, model).assignment
+        placed = fastest_as_built(schedule, graph, devices, model, effects=deps.effects)
+        assignment = placed.assignment
     else:
         assignment = SCHEDULERS[algorithm](graph).assignment
     return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]
