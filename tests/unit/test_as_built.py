@@ -1,6 +1,9 @@
 """A placed schedule's makespan as the native backend runs it (dhir/placement/as_built.py):
 program order on every rank, blocking transfers, the end's messages and broadcasts."""
 
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from strategies import CPU_TARGETS, RandomSchedule, schedules
@@ -11,6 +14,9 @@ from dhir.dialects.dhir import ScheduleOp
 from dhir.placement.as_built import as_built_makespan
 from dhir.placement.from_ir import broadcast_time, task_graph
 from dhir.targets import DeviceKind
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+from cost_accuracy import fork_join  # noqa: E402
 
 CPU = Device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
 LINK = Link(latency_s=1e-3, bandwidth_gbs=1.0)
@@ -78,33 +84,6 @@ def test_more_ranks_never_beat_the_longest_rank_alone(program: RandomSchedule) -
     assert makespan >= max(per_rank) - 1e-12
 
 
-def _fork_join(width: int) -> str:
-    """`width` independent writes of their own buffers, then a join reading them all into
-    %out (read by no one afterwards: it only goes to rank 0)."""
-    t = "memref<125000xf64>"  # 1 MB
-    body = []
-    for k in range(width):
-        body += [
-            f"    %f{k} = dhir.task %cpu, %x{k} {{",
-            "      %i = arith.constant 0 : index",
-            "      %v = arith.constant 1.0 : f64",
-            f"      memref.store %v, %x{k}[%i] : {t}",
-            "    }",
-        ]
-    listed = ", ".join(f"%x{k}" for k in range(width))
-    body += [
-        f"    %join = dhir.task %cpu, %out, {listed} {{",
-        "      %i = arith.constant 0 : index",
-    ]
-    body += [f"      %v{k} = memref.load %x{k}[%i] : {t}" for k in range(width)]
-    body += [f"      memref.store %v0, %out[%i] : {t}", "    }"]
-    args = ", ".join([f"%out: {t}", *(f"%x{k}: {t}" for k in range(width))])
-    names = ", ".join(["%out", *(f"%x{k}" for k in range(width))])
-    head = [f"func.func @main({args}) {{", f"  dhir.schedule {names} {{"]
-    head.append('    %cpu = dhir.target {kind = "cpu"}')
-    return "\n".join([*head, *body, "  }", "  return", "}", ""])
-
-
 def test_best_is_judged_as_built_where_program_order_makes_spreading_lose() -> None:
     """Four 1 ms writes and a join; a transfer takes 1.5 ms. The list schedules spread the
     writes over 2 ranks (2 + 1.5 + join: the first transfer overlaps the last writes),
@@ -114,7 +93,7 @@ def test_best_is_judged_as_built_where_program_order_makes_spreading_lose() -> N
     from dhir.placement.as_built import fastest_as_built
     from dhir.placement.list_scheduling import best
 
-    module = parse_string(_fork_join(4))
+    module = parse_string(fork_join(4, 125_000, 1))  # 1 MB buffers
     schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
     times = {f"main.schedule0.task{k}": Measurement(1e-3) for k in range(4)}
     times["main.schedule0.task4"] = Measurement(1e-4)
