@@ -85,10 +85,10 @@ def test_more_ranks_never_beat_the_longest_rank_alone(program: RandomSchedule) -
 
 
 def test_best_is_judged_as_built_where_program_order_makes_spreading_lose() -> None:
-    """Four 1 ms writes and a join; a transfer takes 1.5 ms. The list schedules spread the
-    writes over 2 ranks (2 + 1.5 + join: the first transfer overlaps the last writes),
-    but as built both transfers come after both ranks' writes (2 + 3 + join), which loses
-    to one rank (4 + join): dhir-place takes the one rank."""
+    """Four 1 ms sweeps and a join (times as measured); a transfer takes 1.5 ms. The list
+    schedules spread the sweeps over 2 ranks (2 + 1.5 + join: the first transfer overlaps
+    the last sweeps), but as built both transfers come after both ranks' sweeps (2 + 3 +
+    join), which loses to one rank (4 + join): dhir-place takes the one rank."""
     from dhir.analysis.costs import Measurement, Profile
     from dhir.placement.as_built import fastest_as_built
     from dhir.placement.list_scheduling import best
