@@ -13,7 +13,8 @@ of its ranks. The program dhir-lower-to-mpi builds is stricter, and this replays
   other memref written on fewer than all ranks is broadcast: every rank waits for the
   slowest, then for the broadcast (`broadcast_time`).
 
-Task times are the graph's (estimated or measured); all ranks start at 0.
+Task times are the graph's (estimated or measured), re-estimated when the placement keeps
+fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
 from collections.abc import Mapping, Sequence
@@ -21,9 +22,17 @@ from collections.abc import Mapping, Sequence
 from xdsl.ir import SSAValue
 
 from dhir.analysis.costs import CostModel, memref_bytes
-from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.dependences import TaskGraph as DependenceGraph
+from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.dialects.dhir import ScheduleOp
-from dhir.placement.from_ir import broadcast_time, rank_of_device, root_only
+from dhir.placement.from_ir import (
+    broadcast_time,
+    concurrency,
+    depths,
+    rank_of_device,
+    root_only,
+    task_costs,
+)
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import best_candidates
 
@@ -34,19 +43,19 @@ def fastest_as_built(
     devices: Sequence[object],
     costs: CostModel,
     entry: str = "main",
-    effects: Sequence[Effects] | None = None,
+    deps: DependenceGraph | None = None,
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`), the one whose makespan as
     built is the shortest; `best`'s own on ties. The list schedules let a rank run its
     tasks out of program order and let transfers overlap work, which the built program
     does not: a fork-join of four 16 MiB sweeps, spread over 2 ranks by `best`, ran
     slower than on 1 rank in 8 of 9 runs of bench/cost_accuracy.py (medians 20.8 and
-    14.2 ms), since its transfers held both ranks. `effects`: the tasks' effects, when
-    known already."""
+    14.2 ms), since its transfers held both ranks. `deps`: the schedule's dependence
+    graph, when known already."""
     candidates = best_candidates(graph)
     if len(candidates) == 1:
         return candidates[0]
-    replay = _Replay(schedule, graph, devices, costs, entry, effects)
+    replay = _Replay(schedule, graph, devices, costs, entry, deps)
     return min(candidates, key=lambda placed: replay.makespan(placed.assignment))
 
 
@@ -66,7 +75,13 @@ def as_built_makespan(
 
 class _Replay:
     """What the replay of one schedule needs whatever the placement: each task's memrefs
-    in the lowering's order, what moving each memref costs, and which go to rank 0 only."""
+    in the lowering's order, what moving each memref costs, and which go to rank 0 only.
+
+    The graph's task times assume as many ranks busy at once as the schedule is wide
+    (`concurrency`). A placement that keeps a level's tasks on fewer ranks leaves the
+    others idle: the replay then times the tasks for the most ranks the placement keeps
+    busy at one depth (a wide fork-join kept on one rank of two was estimated 46% too
+    slow as if the idle rank competed for memory)."""
 
     def __init__(
         self,
@@ -75,16 +90,22 @@ class _Replay:
         devices: Sequence[object],
         costs: CostModel,
         entry: str,
-        effects: Sequence[Effects] | None = None,
+        deps: DependenceGraph | None = None,
     ) -> None:
+        self.schedule = schedule
         self.graph = graph
+        self.devices = devices
+        self.costs = costs
         self.ranks = len(devices)
         self.args = list(schedule.args)
         position = {value: k for k, value in reversed(list(enumerate(self.args)))}
-        known = effects if effects is not None else [task_effects(t) for t in schedule.tasks()]
+        deps = deps if deps is not None else dependence_graph(schedule)
+        self.depths = depths(deps)
+        self.busy = min(concurrency(deps), self.ranks)
+        self.times: dict[int, dict[str, dict[str, float]]] = {self.busy: graph.cost}
         self.steps = [
             (name, sorted(effect.touches(), key=position.__getitem__), effect.writes)
-            for effect, name in zip(known, graph.tasks, strict=False)
+            for effect, name in zip(deps.effects, graph.tasks, strict=False)
         ]
         sizes = {value: memref_bytes(value.type) for value in position}
         self.transfer = {value: costs.comm_time(size, devices) for value, size in sizes.items()}
@@ -96,6 +117,7 @@ class _Replay:
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         ranks = self.ranks
+        cost = self._task_times(assignment)
         clock = [0.0] * ranks
         valid: dict[SSAValue, set[int]] = {value: set(range(ranks)) for value in self.args}
         writer: dict[SSAValue, int] = {}
@@ -111,7 +133,7 @@ class _Replay:
             for value in touched:
                 if rank not in valid[value]:
                     move(value, writer[value], rank)
-            clock[rank] += self.graph.cost[name][device]
+            clock[rank] += cost[name][device]
             for value in writes:
                 valid[value] = {rank}
                 writer[value] = rank
@@ -125,3 +147,13 @@ class _Replay:
                 end = max(clock) + self.broadcast[value]
                 clock = [end] * ranks
         return max(clock)
+
+    def _task_times(self, assignment: Mapping[str, str]) -> dict[str, dict[str, float]]:
+        """Task times for the most ranks `assignment` keeps busy at one depth."""
+        at_depth: dict[int, set[str]] = {}
+        for (name, _, _), depth in zip(self.steps, self.depths, strict=True):
+            at_depth.setdefault(depth, set()).add(assignment[name])
+        busy = min(self.busy, max((len(used) for used in at_depth.values()), default=1))
+        if busy not in self.times:
+            self.times[busy] = task_costs(self.schedule, self.devices, self.costs, busy)
+        return self.times[busy]

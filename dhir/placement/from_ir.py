@@ -238,13 +238,31 @@ def concurrency(deps: DependenceGraph) -> int:
     """How many tasks of the schedule may run at the same time, as a first model: the most
     tasks at one depth of the dependence graph (depth: the longest chain of dependences
     before a task). 1 for a chain, the width for independent tasks."""
+    counts: dict[int, int] = {}
+    for level in depths(deps):
+        counts[level] = counts.get(level, 0) + 1
+    return max(counts.values(), default=1)
+
+
+def depths(deps: DependenceGraph) -> list[int]:
+    """Each task's depth: the longest chain of dependences before it."""
     depth: list[int] = [0] * len(deps.effects)
     for dep in sorted(deps.dependences, key=lambda d: d.after):
         depth[dep.after] = max(depth[dep.after], depth[dep.before] + 1)
-    counts: dict[int, int] = {}
-    for level in depth:
-        counts[level] = counts.get(level, 0) + 1
-    return max(counts.values(), default=1)
+    return depth
+
+
+def task_costs(
+    schedule: ScheduleOp, devices: Sequence[object], costs: CostModel, busy: int
+) -> dict[str, dict[str, float]]:
+    """Each task's time on each rank that can run it, with `busy` ranks running at once
+    (as `task_graph` gives them for the schedule's own `concurrency`)."""
+    targets = _Targets()
+    names = schedule_task_ids(schedule)
+    return {
+        name: _costs(task, name, devices, costs, targets, busy)
+        for task, name in zip(schedule.tasks(), names, strict=True)
+    }
 
 
 def root_only(schedule: ScheduleOp, entry: str = "main") -> set[SSAValue]:

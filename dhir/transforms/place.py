@@ -97,7 +97,7 @@ def _by_cost(
     deps = dependence_graph(schedule)
     graph = task_graph(schedule, devices, model, deps=deps)
     if algorithm == "best":
-        placed = fastest_as_built(schedule, graph, devices, model, effects=deps.effects)
+        placed = fastest_as_built(schedule, graph, devices, model, deps=deps)
         assignment = placed.assignment
     else:
         assignment = SCHEDULERS[algorithm](graph).assignment

@@ -127,3 +127,30 @@ def test_the_chosen_placement_is_never_slower_as_built_than_bests(
     assert as_built_makespan(
         schedule, graph, chosen.assignment, devices, costs
     ) <= as_built_makespan(schedule, graph, own.assignment, devices, costs) * (1 + 1e-12)
+
+
+def test_a_placement_that_leaves_ranks_idle_is_timed_for_the_ranks_it_keeps_busy() -> None:
+    """Four independent sweeps of 16 MiB on a node whose memory two busy ranks share: all
+    on one rank, each sweep has the node's whole bandwidth, as on one rank alone."""
+    node = Device(
+        DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=2, cores=2,
+        core_gflops=50.0, core_mem_bw_gbs=20.0,
+    )  # fmt: skip
+    alone = Device(
+        DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=1, cores=2,
+        core_gflops=50.0, core_mem_bw_gbs=20.0,
+    )  # fmt: skip
+    module = parse_string(fork_join(4, 1 << 21, 1))
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    costs = CostModel(link=LINK)
+    graph = task_graph(schedule, [node, node], costs)
+    one_rank = {name: "rank0" for name in graph.tasks}
+    kept = as_built_makespan(schedule, graph, one_rank, [node, node], costs)
+    single = task_graph(schedule, [alone], CostModel(link=LINK))
+    assert kept == pytest.approx(sum(single.cost[name]["rank0"] for name in single.tasks))
+    # Spread, two ranks are busy at once and share the node's memory.
+    spread = {name: f"rank{k % 2}" for k, name in enumerate(graph.tasks)}
+    sweeps = [f"main.schedule0.task{k}" for k in range(4)]
+    assert all(graph.cost[s]["rank0"] > single.cost[s]["rank0"] for s in sweeps)
+    spread_time = as_built_makespan(schedule, graph, spread, [node, node], costs)
+    assert spread_time >= 2 * graph.cost[sweeps[0]]["rank0"]  # two shared-rate sweeps each
