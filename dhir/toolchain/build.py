@@ -247,10 +247,16 @@ class _Recipe:
         return self._c_object("harness", harness, flags, [], "clang (harness)", timing)
 
     def link(
-        self, exe: Path, modules: Sequence[Path], others: Sequence[Path], timing: Timing
+        self,
+        exe: Path,
+        modules: Sequence[Path],
+        others: Sequence[Path],
+        harness: str,
+        timing: Timing,
     ) -> Path:
-        """The modules' objects and `others` (the harness's, the runtime's) linked into `exe`."""
-        link = partial(self._link, modules=modules, others=others, timing=timing)
+        """The modules' objects and `others` (the harness's, the runtime's) linked into `exe`,
+        with the harness's source beside it for a look."""
+        link = partial(self._link, modules=modules, others=others, harness=harness, timing=timing)
         self._in_work_dir(exe.parent, link)
         return exe
 
@@ -272,8 +278,15 @@ class _Recipe:
         _run(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
     def _link(
-        self, work: Path, *, modules: Sequence[Path], others: Sequence[Path], timing: Timing
+        self,
+        work: Path,
+        *,
+        modules: Sequence[Path],
+        others: Sequence[Path],
+        harness: str,
+        timing: Timing,
     ) -> None:
+        (work / "harness.c").write_text(harness)
         self._show_modules(work, [module.parent for module in modules])
         tools = self.tools
         runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
@@ -365,7 +378,8 @@ def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing) -> Pa
             return exe
     program = recipe.module_object(mlir, key, timing)
     runtime = recipe.runtime_object(timing)
-    return recipe.link(exe, [program], [recipe.harness_object(harness, timing), runtime], timing)
+    others = [recipe.harness_object(harness, timing), runtime]
+    return recipe.link(exe, [program], others, harness, timing)
 
 
 def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timing) -> Path:
@@ -394,7 +408,7 @@ def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timi
     exe = recipe.executable(keys, harness)
     if exe.is_file():
         return exe
-    return recipe.link(exe, modules_built, objects, timing)
+    return recipe.link(exe, modules_built, objects, harness, timing)
 
 
 def _run(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> None:

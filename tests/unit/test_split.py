@@ -185,6 +185,7 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     assert sorted(p.name for p in exe.parent.glob("program*.mlir")) == [
         f"program{k}{suffix}" for k in range(3) for suffix in (".llvm.mlir", ".mlir")
     ]
+    assert "int main" in (exe.parent / "harness.c").read_text()
     ran.clear()
     assert compiled(text)[0] == exe
     assert ran == []
