@@ -568,9 +568,13 @@ def _curve_point(work: Work, device: DeviceRates, share: int) -> tuple[float, fl
     curve = getattr(device, "core_bw_curve", None)
     if not curve:
         return None
+    return curve_rate(curve, work.footprint * share), *_curve_ends(curve, device)
+
+
+def _curve_ends(curve: Sequence[tuple[int, float]], device: DeviceRates) -> tuple[float, float]:
+    """(one core's memory rate, the curve's fastest rate)."""
     memory = getattr(device, "core_mem_bw_gbs", None) or curve[-1][1]
-    fastest = max(rate for _, rate in curve)
-    return curve_rate(curve, work.footprint * share), memory, fastest
+    return memory, max(rate for _, rate in curve)
 
 
 def _cpu_traffic(work: Work, device: DeviceRates, busy: int | None, rate: float) -> float:
@@ -608,9 +612,7 @@ def cold_bytes(work: Work, device: DeviceRates, busy: int | None = None) -> floa
     curve = getattr(device, "core_bw_curve", None)
     if not curve or not work.working_set or not work.bytes:
         return 0.0
-    memory = getattr(device, "core_mem_bw_gbs", None) or curve[-1][1]
-    fastest = max(rate for _, rate in curve)
-    kept = _cached_share(curve_rate(curve, work.working_set), memory, fastest)
+    kept = _cached_share(curve_rate(curve, work.working_set), *_curve_ends(curve, device))
     return min(work.bytes, work.footprint * (1.0 - kept))
 
 

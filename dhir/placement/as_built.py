@@ -155,5 +155,7 @@ class _Replay:
             at_depth.setdefault(depth, set()).add(assignment[name])
         busy = min(self.busy, max((len(used) for used in at_depth.values()), default=1))
         if busy not in self.times:
-            self.times[busy] = task_costs(self.schedule, self.devices, self.costs, busy)
+            names = [name for name, _, _ in self.steps]
+            tasks = list(self.schedule.tasks())
+            self.times[busy] = task_costs(tasks, names, self.devices, self.costs, busy)
         return self.times[busy]

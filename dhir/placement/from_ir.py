@@ -217,12 +217,8 @@ def task_graph(
     for task, effects in zip(tasks, deps.effects, strict=True):
         costs.work(task, effects, working_set)  # the footprint reuses the effects found
     graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
-    targets = _Targets()
     busy = concurrency(deps)
-    cost = {
-        name: _costs(task, name, devices, costs, targets, busy)
-        for task, name in zip(tasks, names, strict=True)
-    }
+    cost = task_costs(tasks, names, devices, costs, busy)
     edges = _edges(deps, names, devices, costs)
     ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry))
     order = tuple(names)
@@ -253,15 +249,18 @@ def depths(deps: DependenceGraph) -> list[int]:
 
 
 def task_costs(
-    schedule: ScheduleOp, devices: Sequence[object], costs: CostModel, busy: int
+    tasks: Sequence[TaskOp],
+    names: Sequence[str],
+    devices: Sequence[object],
+    costs: CostModel,
+    busy: int,
 ) -> dict[str, dict[str, float]]:
     """Each task's time on each rank that can run it, with `busy` ranks running at once
-    (as `task_graph` gives them for the schedule's own `concurrency`)."""
+    (`task_graph` gives them for the schedule's own `concurrency`)."""
     targets = _Targets()
-    names = schedule_task_ids(schedule)
     return {
         name: _costs(task, name, devices, costs, targets, busy)
-        for task, name in zip(schedule.tasks(), names, strict=True)
+        for task, name in zip(tasks, names, strict=True)
     }
 
 
