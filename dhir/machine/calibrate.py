@@ -6,8 +6,8 @@ from the last-level cache (sized by detection), its bandwidth over a range of fo
 (`core_bw_curve`), and FMAs on one thread; with the C program dhir/runtime/dhir_calibrate.c
 built by the toolchain's clang and MPI.
 
-What one node cannot measure stays a guess: the network between nodes, and GPUs (not
-measured yet; their typical values are kept, and said so).
+Each GPU's copies are measured by dhir/machine/calibrate_gpu.py. What one node cannot measure
+stays a guess, and is said to be: the network between nodes, and a GPU's compute rate.
 """
 
 import math
@@ -80,10 +80,14 @@ def calibrate(
         raise DhirError([Diagnostic("calibration measures one node: give a one-node description")])
     cpu = next(d for d in system.devices if d.kind == DeviceKind.CPU)
     effort = QUICK if quick else FULL
+    # Imported here: it reads fit_link and significant from this module.
+    from dhir.machine.calibrate_gpu import calibrate_gpus
+
     with tempfile.TemporaryDirectory(prefix="dhir-calibrate-") as tmp:
         exe = build_program(Path(tmp), mpi)
         measured = measure(exe, mpi, effort, cpu, say)
-    return apply(system, cpu, measured, say)
+        system = apply(system, cpu, measured, say)
+        return calibrate_gpus(system, mpi, quick, Path(tmp), say)
 
 
 def build_program(directory: Path, mpi: str) -> Path:
@@ -194,7 +198,7 @@ def measure_curve(
         sweeps = max(1, effort.cache_bytes_moved // footprint)
         trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
         amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)
-        points.append((n * TRIAD_BYTES, _round(amount / seconds / 1e9)))
+        points.append((n * TRIAD_BYTES, significant(amount / seconds / 1e9)))
     say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
     return tuple(points)
 
@@ -236,25 +240,17 @@ def apply(
 ) -> System:
     """`system` with the measured values in place of guesses."""
     rates = {"peak_gflops": measured.peak_gflops, "mem_bw_gbs": measured.mem_bw_gbs}
-    rates = {key: _round(value) for key, value in (rates | measured.core).items()}
+    rates = {key: significant(value) for key, value in (rates | measured.core).items()}
     guessed = tuple(g for g in cpu.guessed if g not in rates)
     curve = measured.curve if measured.curve is not None else cpu.core_bw_curve
     system = system.with_device(replace(cpu, **rates, core_bw_curve=curve, guessed=guessed))
-    intra = Link(_round(measured.latency_us), _round(measured.bandwidth_gbs))
-    gpus = [d for d in system.devices if d.kind == DeviceKind.GPU]
-    if not gpus:
-        say("GPUs: none found (no nvidia-smi, or it lists none); nothing to measure")
-    for gpu in gpus:
-        say(
-            f"{gpu.name} ({gpu.arch}): not measured (dhir cannot calibrate GPUs yet); "
-            "kept typical values, marked as guesses"
-        )
+    intra = Link(significant(measured.latency_us), significant(measured.bandwidth_gbs))
     if system.network.guessed:
         say("network between nodes: not measured on one node; kept a typical value (a guess)")
     return replace(system, intra_node=intra)
 
 
-def _round(value: float) -> float:
+def significant(value: float) -> float:
     """Four significant digits: more than the measurements repeat to."""
     return float(f"{value:.4g}")
 

@@ -1,6 +1,10 @@
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+
+FAKE_CUDA_SOURCE = Path(__file__).parents[1] / "gpu_fake" / "fake_cuda.c"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -9,3 +13,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if "mlir" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the fake CUDA driver (tests/gpu_fake/fake_cuda.c) as libcuda.so.1."""
+    folder = tmp_path_factory.mktemp("fake-cuda")
+    subprocess.run(
+        ["clang-22", "-shared", "-fPIC", "-O1", "-o", folder / "libcuda.so.1", FAKE_CUDA_SOURCE],
+        check=True,
+    )
+    return folder

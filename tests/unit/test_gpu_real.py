@@ -50,3 +50,19 @@ def test_gpu_chain_stays_on_the_device(
     (line,) = stats.read_text().splitlines()
     counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
     assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 1, 3)
+
+
+def test_calibration_measures_every_gpu(tmp_path: Path) -> None:
+    from dhir.machine import detect
+    from dhir.machine.calibrate_gpu import calibrate_gpus
+
+    said: list[str] = []
+    system = detect()
+    result = calibrate_gpus(system, "mpich", True, tmp_path, said.append)
+    gpus = [d for d in result.devices if d.kind == "gpu"]
+    assert gpus, said
+    for gpu in gpus:
+        assert not gpu.host_link.guessed, said
+        # Any PCIe or NVLink host link moves more than 1 GB/s, and a GPU's own memory more
+        # than its host link.
+        assert gpu.host_link.bandwidth_gbs > 1 and gpu.mem_bw_gbs > gpu.host_link.bandwidth_gbs

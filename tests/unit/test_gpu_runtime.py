@@ -5,7 +5,6 @@ their count, launches, error messages), not what kernels compute."""
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,17 +24,6 @@ from dhir.transforms.gpu_data import is_gpu_task
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 ROOT = Path(__file__).parents[2]
 PROPOSAL = ROOT / "examples" / "proposal.mlir"
-FAKE_SOURCE = ROOT / "tests" / "gpu_fake" / "fake_cuda.c"
-
-
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("fake-cuda")
-    subprocess.run(
-        ["clang-22", "-shared", "-fPIC", "-O1", "-o", folder / "libcuda.so.1", FAKE_SOURCE],
-        check=True,
-    )
-    return folder
 
 
 class Fake:
