@@ -17,10 +17,10 @@ from dhir.toolchain.tools import MPI_CHOICES
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "calibrate",
-        help="measure this machine (MPI, memory, compute, GPU copies) and write its description",
+        help="measure this machine (MPI, memory, compute, GPUs) and write its description",
         description="Measure MPI latency and bandwidth between two local ranks, memory "
         "bandwidth and f32 compute rate on every core, each GPU's copies to, from and within "
-        "it (its compute rate stays the data sheet's), and write this machine's description "
+        "it and its f32 compute rate, and write this machine's description "
         "(docs/machine.md). Without -o it goes to $XDG_CONFIG_HOME/dhir/system.toml (default "
         "~/.config/dhir/system.toml), where dhir looks for it.",
     )

@@ -6,8 +6,8 @@ from the last-level cache (sized by detection), its bandwidth over a range of fo
 (`core_bw_curve`), and FMAs on one thread; with the C program dhir/runtime/dhir_calibrate.c
 built by the toolchain's clang and MPI.
 
-Each GPU's copies are measured by dhir/machine/calibrate_gpu.py. What one node cannot measure
-stays a guess, and is said to be: the network between nodes, and a GPU's compute rate.
+Each GPU is measured by dhir/machine/calibrate_gpu.py. What one node cannot measure stays a
+guess, and is said to be: the network between nodes.
 """
 
 import math

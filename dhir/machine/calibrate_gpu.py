@@ -1,11 +1,13 @@
 """Measure this node's NVIDIA GPUs, as compiled programs use them: copies between ordinary
-host memory and the GPU (its `host_link`: latency and bandwidth, both directions averaged)
-and within the GPU (its `mem_bw_gbs`: a device-to-device copy reads and writes each byte),
-all through dhir's own GPU runtime, with the C program dhir/runtime/dhir_calibrate_gpu.c.
+host memory and the GPU (its `host_link`: latency and bandwidth, both directions averaged),
+within the GPU (its `mem_bw_gbs`: a device-to-device copy reads and writes each byte), and
+f32 fused multiply-adds in a kernel filling the GPU (its `peak_gflops`), all through dhir's
+own GPU runtime, with the C program dhir/runtime/dhir_calibrate_gpu.c. The kernel
+(dhir_calibrate_gpu_kernel.c) is compiled to PTX for the GPU's chip by clang's NVPTX back
+end, and by the driver when it loads: no CUDA toolkit is needed.
 
-The compute rate (`peak_gflops`) stays the data sheet's guess: timing a kernel needs one
-compiled for the chip, which this step does not build. A GPU whose measurement fails keeps
-its guesses, and the failure is said; the CPU's measurements still count.
+A GPU whose measurement fails keeps its guesses, and the failure is said; the CPU's
+measurements still count.
 """
 
 import os
@@ -19,13 +21,14 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.calibrate import fit_link, significant
 from dhir.machine.description import Device, Link, System
 from dhir.runtime import RUNTIME_DIR, RUNTIME_SOURCE
-from dhir.targets import DeviceKind
+from dhir.targets import DeviceKind, UnknownArchError, ptx_feature
 from dhir.toolchain.build import C_FLAGS, Timing
 from dhir.toolchain.build import _run as run_build_stage
 from dhir.toolchain.gpu import GPU_RUNTIME_SOURCE
 from dhir.toolchain.tools import find_llvm_tools, find_mpi
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate_gpu.c"
+KERNEL_SOURCE = RUNTIME_DIR / "dhir_calibrate_gpu_kernel.c"
 SMALL_COPY = 8  # bytes: the latency
 STEP_TIMEOUT_S = 180.0
 _RUNTIME_PREFIX = re.compile(r"dhir: error on rank -?\d+: ")
@@ -37,16 +40,18 @@ class GpuEffort:
     small_reps: int  # copies per trial of the small size
     large_copy: int  # bytes: the bandwidths (capped by the memories)
     large_reps: int
+    fma_iters: int  # steps of each thread's FMA chains
 
 
-GPU_FULL = GpuEffort(10, 200, 256 << 20, 4)
-GPU_QUICK = GpuEffort(3, 50, 64 << 20, 2)
+GPU_FULL = GpuEffort(10, 200, 256 << 20, 4, 8192)
+GPU_QUICK = GpuEffort(3, 50, 64 << 20, 2, 2048)
 
 
 @dataclass(frozen=True)
 class GpuMeasurements:
     host_link: Link
     mem_bw_gbs: float
+    peak_gflops: float
 
 
 def calibrate_gpus(
@@ -56,7 +61,8 @@ def calibrate_gpus(
     directory: Path,
     say: Callable[[str], None],
 ) -> System:
-    """`system` with each GPU's host link and memory bandwidth measured where that works."""
+    """`system` with each GPU's host link, memory bandwidth and compute rate measured
+    where that works (`directory`: where the programs are built)."""
     gpus = [d for d in system.devices if d.kind == DeviceKind.GPU]
     if not gpus:
         say("GPUs: none found (no nvidia-smi, or it lists none); nothing to measure")
@@ -65,23 +71,28 @@ def calibrate_gpus(
     try:
         exe = build_gpu_program(directory, mpi)
     except DhirError as error:
-        say(f"GPUs: not measured, the measuring program did not build: {error}")
+        say(f"GPUs: not measured, the measuring program did not build: {_reason(error)}")
         return system
     for position, gpu in enumerate(gpus):
-        say(f"{gpu.name} ({gpu.arch}): copies to, from and within it ...")
+        say(f"{gpu.name} ({gpu.arch}): copies to, from and within it, and f32 FMAs ...")
         try:
-            measured = measure_gpu(exe, device_index(gpu, position), effort, gpu.memory_bytes)
+            kernel = build_kernel(directory, gpu.arch)
+            measured = measure_gpu(exe, kernel, device_index(gpu, position), effort, gpu)
         except DhirError as error:
-            say(f"  not measured: {error}; kept typical values, marked as guesses")
+            say(f"  not measured: {_reason(error)}; kept typical values, marked as guesses")
             continue
         link = measured.host_link
         say(
             f"  host link: latency {link.latency_us:.3g} us, bandwidth "
             f"{link.bandwidth_gbs:.3g} GB/s; memory {measured.mem_bw_gbs:.3g} GB/s; "
-            "compute rate not measured (kept the data sheet's guess)"
+            f"compute {measured.peak_gflops:.4g} GFLOP/s"
         )
         system = system.with_device(apply_gpu(gpu, measured))
     return system
+
+
+def _reason(error: DhirError) -> str:
+    return "; ".join(d.message for d in error.diagnostics)
 
 
 def device_index(gpu: Device, position: int) -> int:
@@ -92,13 +103,14 @@ def device_index(gpu: Device, position: int) -> int:
 
 
 def apply_gpu(gpu: Device, measured: GpuMeasurements) -> Device:
-    """`gpu` with its host link and memory bandwidth measured (no longer guesses)."""
+    """`gpu` with its host link, memory bandwidth and compute rate measured (no longer
+    guesses)."""
     host = measured.host_link
     link = Link(significant(host.latency_us), significant(host.bandwidth_gbs))
-    guessed = tuple(g for g in gpu.guessed if g != "mem_bw_gbs")
-    return replace(
-        gpu, host_link=link, mem_bw_gbs=significant(measured.mem_bw_gbs), guessed=guessed
-    )
+    rates = {"mem_bw_gbs": measured.mem_bw_gbs, "peak_gflops": measured.peak_gflops}
+    guessed = tuple(g for g in gpu.guessed if g not in rates)
+    rates = {key: significant(value) for key, value in rates.items()}
+    return replace(gpu, host_link=link, guessed=guessed, **rates)
 
 
 def build_gpu_program(directory: Path, mpi: str) -> Path:
@@ -123,14 +135,43 @@ def build_gpu_program(directory: Path, mpi: str) -> Path:
     return directory / "dhir_calibrate_gpu"
 
 
+def build_kernel(directory: Path, arch: str) -> Path:
+    """The FMA kernel as PTX for `arch`, at the PTX level dhir's GPU builds use for it.
+    clang's front end is called directly (-cc1): its driver would pick the newest PTX
+    level it knows, which older drivers cannot load."""
+    try:
+        feature = ptx_feature(arch)
+    except UnknownArchError as error:
+        raise DhirError([Diagnostic(str(error))]) from None
+    target = f"kernel-{arch}.ptx"
+    command = [
+        find_llvm_tools().clang,
+        "-cc1",
+        "-triple",
+        "nvptx64-nvidia-cuda",
+        "-target-cpu",
+        arch,
+        "-target-feature",
+        feature,
+        "-O3",
+        f"-I{RUNTIME_DIR}",
+        "-S",
+        "-o",
+        target,
+        KERNEL_SOURCE,
+    ]
+    run_build_stage(Timing(), f"clang (GPU calibration kernel, {arch})", directory, command)
+    return directory / target
+
+
 def measure_gpu(
-    exe: Path, index: int, effort: GpuEffort, memory_bytes: int | None
+    exe: Path, kernel: Path, index: int, effort: GpuEffort, gpu: Device
 ) -> GpuMeasurements:
     large = effort.large_copy
-    if memory_bytes:
-        large = min(large, memory_bytes // 4)  # two buffers, with room to spare
-    args = [str(effort.trials), f"{SMALL_COPY}:{effort.small_reps}", f"{large}:{effort.large_reps}"]
-    times = _copy_times(_run(exe, args, index))
+    if gpu.memory_bytes:
+        large = min(large, gpu.memory_bytes // 4)  # two buffers, with room to spare
+    sizes = [f"{SMALL_COPY}:{effort.small_reps}", f"{large}:{effort.large_reps}"]
+    times = _copy_times(_run(exe, ["copies", str(effort.trials), *sizes], index))
     try:
         one_way = {n: (times["h2d", n] + times["d2h", n]) / 2 for n in (SMALL_COPY, large)}
         within = times["d2d", large]
@@ -138,7 +179,18 @@ def measure_gpu(
         missing = "the GPU measurement printed no time for some copies"
         raise DhirError([Diagnostic(missing)]) from None
     latency_us, bandwidth_gbs = fit_link(SMALL_COPY, one_way[SMALL_COPY], large, one_way[large])
-    return GpuMeasurements(Link(latency_us, bandwidth_gbs), 2 * large / within / 1e9)
+    fma = ["fma", str(effort.trials), str(kernel), str(effort.fma_iters)]
+    flops, seconds = _fma_rate(_run(exe, fma, index))
+    link = Link(latency_us, bandwidth_gbs)
+    return GpuMeasurements(link, 2 * large / within / 1e9, flops / seconds / 1e9)
+
+
+def _fma_rate(output: str) -> tuple[float, float]:
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 4 and words[0] == "fma" and float(words[2]) > 0:
+            return float(words[1]), float(words[2])
+    raise DhirError([Diagnostic("the GPU measurement printed no time for its kernel")])
 
 
 def _copy_times(output: str) -> dict[tuple[str, int], float]:
