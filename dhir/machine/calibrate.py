@@ -13,6 +13,7 @@ guess, and is said to be: the network between nodes.
 import math
 import os
 import platform
+import re
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from dhir.toolchain.tools import find_llvm_tools, find_mpi
 SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
 SMALL_MESSAGE = 8  # bytes: the latency
 STEP_TIMEOUT_S = 180.0
+_RUNTIME_PREFIX = re.compile(r"dhir: error on rank -?\d+: ")
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ def measure_pingpong(
     sizes = [f"{small}:{effort.pingpong_reps}", f"{large}:{large_reps}"]
     command = ["pingpong", str(effort.pingpong_trials), *sizes]
     output = run_mpi_program(exe, command, 2, mpi, STEP_TIMEOUT_S)
-    times = {int(amount): seconds for amount, seconds in _results(output, "pingpong")}
+    times = {int(amount): seconds for amount, seconds in results(output, "pingpong")}
     if small not in times or large not in times:
         raise DhirError([Diagnostic(f"the ping-pong printed no time for some sizes:\n{output}")])
     latency, bandwidth = fit_link(small, times[small], large, times[large])
@@ -257,6 +259,12 @@ def significant(value: float) -> float:
 
 def _run_local(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    return results(run_step(exe, args, env), args[0])[0]
+
+
+def run_step(exe: Path, args: list[str], env: dict[str, str]) -> str:
+    """The standard output of one calibration step, `exe args` (the step's name first);
+    a DhirError with its standard error if it fails or takes too long."""
     try:
         result = subprocess.run(
             [str(exe), *args],
@@ -271,18 +279,20 @@ def _run_local(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
             [Diagnostic(f"calibration step '{args[0]}' took over {STEP_TIMEOUT_S:g} s")]
         ) from None
     if result.returncode != 0:
+        # Without MPI started, the runtime's errors say "rank -1": noise here.
+        stderr = _RUNTIME_PREFIX.sub("", result.stderr.strip())
         raise DhirError(
             [
                 Diagnostic(
                     f"calibration step '{args[0]}' failed (exit status {result.returncode}):\n"
-                    f"{result.stderr.strip()}"
+                    f"{stderr}"
                 )
             ]
         )
-    return _results(result.stdout, args[0])[0]
+    return result.stdout
 
 
-def _results(output: str, name: str) -> list[tuple[float, float]]:
+def results(output: str, name: str) -> list[tuple[float, float]]:
     """(amount, seconds) from the `name amount seconds threads` lines of the output."""
     rows = []
     for line in output.splitlines():

@@ -12,13 +12,12 @@ measurements still count.
 
 import os
 import re
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.machine.calibrate import fit_link, significant
+from dhir.machine.calibrate import fit_link, results, run_step, significant
 from dhir.machine.description import Device, Link, System
 from dhir.runtime import RUNTIME_DIR, RUNTIME_SOURCE
 from dhir.targets import DeviceKind, UnknownArchError, ptx_feature
@@ -30,8 +29,6 @@ from dhir.toolchain.tools import find_llvm_tools, find_mpi
 SOURCE = RUNTIME_DIR / "dhir_calibrate_gpu.c"
 KERNEL_SOURCE = RUNTIME_DIR / "dhir_calibrate_gpu_kernel.c"
 SMALL_COPY = 8  # bytes: the latency
-STEP_TIMEOUT_S = 180.0
-_RUNTIME_PREFIX = re.compile(r"dhir: error on rank -?\d+: ")
 
 
 @dataclass(frozen=True)
@@ -172,51 +169,27 @@ def measure_gpu(
         large = min(large, gpu.memory_bytes // 4)  # two buffers, with room to spare
     sizes = [f"{SMALL_COPY}:{effort.small_reps}", f"{large}:{effort.large_reps}"]
     times = _copy_times(_run(exe, ["copies", str(effort.trials), *sizes], index))
-    try:
-        one_way = {n: (times["h2d", n] + times["d2h", n]) / 2 for n in (SMALL_COPY, large)}
-        within = times["d2d", large]
-    except KeyError:
-        missing = "the GPU measurement printed no time for some copies"
-        raise DhirError([Diagnostic(missing)]) from None
+    wanted = [(way, n) for way in ("h2d", "d2h", "d2d") for n in (SMALL_COPY, large)]
+    if not all(key in times for key in wanted):
+        raise DhirError([Diagnostic(f"the copies printed times for {sorted(times)} only")])
+    one_way = {n: (times["h2d", n] + times["d2h", n]) / 2 for n in (SMALL_COPY, large)}
+    within = times["d2d", large]
     latency_us, bandwidth_gbs = fit_link(SMALL_COPY, one_way[SMALL_COPY], large, one_way[large])
     fma = ["fma", str(effort.trials), str(kernel), str(effort.fma_iters)]
-    flops, seconds = _fma_rate(_run(exe, fma, index))
+    flops, seconds = results(_run(exe, fma, index), "fma")[0]
     link = Link(latency_us, bandwidth_gbs)
     return GpuMeasurements(link, 2 * large / within / 1e9, flops / seconds / 1e9)
 
 
-def _fma_rate(output: str) -> tuple[float, float]:
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) == 4 and words[0] == "fma" and float(words[2]) > 0:
-            return float(words[1]), float(words[2])
-    raise DhirError([Diagnostic("the GPU measurement printed no time for its kernel")])
-
-
 def _copy_times(output: str) -> dict[tuple[str, int], float]:
-    times: dict[tuple[str, int], float] = {}
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) == 4 and words[0] in ("h2d", "d2h", "d2d") and float(words[2]) > 0:
-            times[words[0], int(words[1])] = float(words[2])
-    return times
+    return {
+        (direction, int(size)): seconds
+        for direction in ("h2d", "d2h", "d2d")
+        for size, seconds in results(output, direction)
+    }
 
 
 def _run(exe: Path, args: list[str], index: int) -> str:
     env = dict(os.environ, DHIR_GPU_DEVICE=str(index), CUDA_DEVICE_ORDER="PCI_BUS_ID")
     env.pop("DHIR_GPU_STATS", None)
-    try:
-        result = subprocess.run(
-            [str(exe), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=STEP_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise DhirError([Diagnostic(f"it took over {STEP_TIMEOUT_S:g} s")]) from None
-    if result.returncode != 0:
-        reason = _RUNTIME_PREFIX.sub("", result.stderr.strip()) or f"exit {result.returncode}"
-        raise DhirError([Diagnostic(reason)])
-    return result.stdout
+    return run_step(exe, args, env)

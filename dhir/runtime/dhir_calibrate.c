@@ -12,6 +12,8 @@
    best was kept at first; on a shared VM a streaming loop's median trial took 5-60% longer
    than its best, so the estimates came out that much too short.) */
 
+#include "dhir_median.h"
+
 #include <mpi.h>
 #include <omp.h>
 #include <stdio.h>
@@ -27,17 +29,6 @@
 #else
 #define FMA_LANES 64
 #endif
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of times[0..n), which it sorts. */
-static double median(double *times, int n) {
-  qsort(times, (size_t)n, sizeof(double), by_value);
-  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-}
 
 /* Room for TRIALS times, or exit. */
 static double *trial_times(int trials) {

@@ -16,6 +16,7 @@
    Each first trial (first touches, the driver's staging buffers) is not kept. */
 
 #include "dhir_calibrate_gpu.h"
+#include "dhir_median.h"
 #include "dhir_rt.h"
 
 #include <stdbool.h>
@@ -46,16 +47,6 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *times, int n) {
-  qsort(times, (size_t)n, sizeof(double), by_value);
-  return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
 /* The median time of one copy of `bytes` from `from` to `to`. */

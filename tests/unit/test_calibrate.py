@@ -11,7 +11,7 @@ import pytest
 
 from dhir.ir.diagnostics import DhirError
 from dhir.machine import Link, detect, guess_device, load_local_system, read_system, write_system
-from dhir.machine.calibrate import Measurements, _results, apply, curve_footprints, fit_link
+from dhir.machine.calibrate import Measurements, apply, curve_footprints, fit_link, results
 from dhir.machine.files import default_system_path
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
@@ -26,11 +26,11 @@ def test_fit_link_gives_both_times_back() -> None:
     assert fit_link(8, 2e-6, 1000, 1e-6)[1] == pytest.approx(1000 / 1e-6 / 1e9)
 
 
-def test_results_are_read_from_the_programs_lines() -> None:
+def testresults_are_read_from_the_programs_lines() -> None:
     output = "noise\npingpong 8 1.5e-06 1\ncheck 3\npingpong 4096 2.0e-06 1\n"
-    assert _results(output, "pingpong") == [(8.0, 1.5e-6), (4096.0, 2.0e-6)]
+    assert results(output, "pingpong") == [(8.0, 1.5e-6), (4096.0, 2.0e-6)]
     with pytest.raises(DhirError, match="'triad' printed no result; its output:\nnoise"):
-        _results(output, "triad")
+        results(output, "triad")
 
 
 def test_apply_replaces_guesses_and_says_what_stays_guessed() -> None:

@@ -123,7 +123,8 @@ def test_a_gpu_that_fails_keeps_its_guesses_and_says_why(
     assert "cuMemAlloc failed on GPU 0: out of memory (fake)" in failures[0]
     assert "DHIR_GPU_DEVICE=1, but this node has 1 GPUs" in failures[1]
     assert "dhir: error on rank" not in "\n".join(said)
-    assert failures[0].startswith("  not measured: the GPU calibration: cuMemAlloc failed")
+    assert failures[0].startswith("  not measured: calibration step 'copies' failed")
+    assert "\nthe GPU calibration: cuMemAlloc failed" in failures[0]
 
 
 @pytest.mark.mpi
