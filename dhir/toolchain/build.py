@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from dhir.backends.signature import EntrySignature
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.runtime import RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
+from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
 
@@ -246,6 +246,12 @@ class _Recipe:
         flags = [*self.clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}"]
         return self._c_object("harness", harness, flags, [], "clang (harness)", timing)
 
+    def gpu_runtime_object(self, timing: Timing) -> Path:
+        """dhir_gpu_rt.o, for programs with GPU tasks (dhir/toolchain/gpu.py)."""
+        source = GPU_RUNTIME_SOURCE.read_text()
+        flags = [*self.clang_flags, *C_FLAGS, f"-I{RUNTIME_DIR}"]
+        return self._c_object("dhir_gpu_rt", source, flags, [], "clang (GPU runtime)", timing)
+
     def link(
         self,
         exe: Path,
@@ -292,10 +298,7 @@ class _Recipe:
         runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
         gpu_link: list[object] = []
         if self.gpu is not None:
-            flags = (*self.clang_flags, *C_FLAGS)
-            run = lambda cwd, argv: _run(timing, "clang (GPU runtime)", cwd, argv)  # noqa: E731
-            gpu_runtime = self.gpu.runtime_object(self.root, tools.clang, flags, run)
-            gpu_link = [gpu_runtime, *self.gpu.link_flags]
+            gpu_link = [self.gpu_runtime_object(timing), *self.gpu.link_flags]
         command = [tools.clang, *self.clang_flags, *modules, *others, *gpu_link, "-o", "program"]
         command += [*self.mpi.link_flags, "-lm"]
         if runner_utils:

@@ -11,8 +11,8 @@ chips; each chip gets its own binary, loaded only when one of its kernels first 
 `GpuBuild` says how the build lowers the kernels: the chips, the PTX level of each
 (dhir/targets.py), and the format: `fatbin` (SASS for the chip plus PTX) when the CUDA
 toolkit's ptxas, fatbinary and libdevice are found, else `isa` (PTX, compiled by the driver
-when the program loads it). It also gives the GPU runtime (dhir/runtime/dhir_gpu_rt.c),
-linked into programs with GPU tasks.
+when the program loads it), and what linking the GPU runtime (dhir/runtime/dhir_gpu_rt.c,
+compiled by the build like dhir's C runtime) needs.
 """
 
 import functools
@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,11 +34,10 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from dhir.dialects import gpu as dgpu
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
-from dhir.runtime import RUNTIME_DIR
+from dhir.runtime import GPU_RUNTIME_SOURCE
 from dhir.targets import UnknownArchError, ptx_feature
 from dhir.transforms.gpu_data import is_gpu_task, task_label
 
-GPU_RUNTIME_SOURCE = RUNTIME_DIR / "dhir_gpu_rt.c"
 DEFAULT_CHIP = "sm_80"  # when no GPU is visible to pick one (see default_chip)
 FORMATS = ("fatbin", "isa", "bin")
 INSTALL_HINT = "pip install 'dhir[cuda]'"
@@ -239,34 +238,6 @@ class GpuBuild:
                 )
             ]
         )
-
-    def runtime_object(
-        self,
-        root: Path,
-        clang: Path,
-        flags: Sequence[str],
-        run: Callable[[Path, Sequence[object]], None],
-    ) -> Path:
-        """dhir_gpu_rt.o, compiled once per source and flags; `run(cwd, argv)` runs a
-        build stage."""
-        import hashlib
-
-        digest = hashlib.sha256(
-            "\n".join([GPU_RUNTIME_SOURCE.read_text(), *flags, str(clang)]).encode()
-        ).hexdigest()
-        target = root / f"dhir_gpu_rt-{digest[:24]}.o"
-        if target.is_file():
-            return target
-        partial = Path(tempfile.mkdtemp(prefix="gpu-runtime-", dir=root))
-        try:
-            run(
-                partial,
-                [clang, *flags, f"-I{RUNTIME_DIR}", "-c", GPU_RUNTIME_SOURCE, "-o", "rt.o"],
-            )
-            os.replace(partial / "rt.o", target)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-        return target
 
 
 def module_name(chip: str) -> str:
