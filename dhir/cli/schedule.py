@@ -34,11 +34,9 @@ class AsBuilt:
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built."""
-        from dhir.placement.as_built import fastest_as_built
+        from dhir.placement.as_built import place_program
 
-        if algorithm == "best":
-            return fastest_as_built(self.schedule, self.graph, self.devices, self.model)
-        return ALGORITHMS[algorithm](self.graph)
+        return place_program(self.schedule, self.graph, self.devices, self.model, algorithm)
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         from dhir.placement.as_built import as_built_makespan

@@ -34,7 +34,7 @@ from dhir.placement.from_ir import (
     task_costs,
 )
 from dhir.placement.graph import Placement, TaskGraph
-from dhir.placement.list_scheduling import best_candidates
+from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
 
 
 def fastest_as_built(
@@ -57,6 +57,21 @@ def fastest_as_built(
         return candidates[0]
     replay = _Replay(schedule, graph, devices, costs, entry, deps)
     return min(candidates, key=lambda placed: replay.makespan(placed.assignment))
+
+
+def place_program(
+    schedule: ScheduleOp,
+    graph: TaskGraph,
+    devices: Sequence[object],
+    costs: CostModel,
+    algorithm: str,
+    deps: DependenceGraph | None = None,
+) -> Placement:
+    """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
+    `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built."""
+    if algorithm == "best":
+        return fastest_as_built(schedule, graph, devices, costs, deps=deps)
+    return ALGORITHMS[algorithm](graph)
 
 
 def as_built_makespan(

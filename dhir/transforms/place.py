@@ -85,9 +85,8 @@ def _by_cost(
     devices: Sequence[object] | None,
 ) -> list[int]:
     from dhir.analysis.dependences import task_graph as dependence_graph
-    from dhir.placement.as_built import fastest_as_built
+    from dhir.placement.as_built import place_program
     from dhir.placement.from_ir import local_devices, rank_of_device, task_graph
-    from dhir.placement.list_scheduling import ALGORITHMS as SCHEDULERS
 
     tasks = list(schedule.tasks())
     if ranks == 1:
@@ -96,11 +95,7 @@ def _by_cost(
     model = model if model is not None else CostModel()
     deps = dependence_graph(schedule)
     graph = task_graph(schedule, devices, model, deps=deps)
-    if algorithm == "best":
-        placed = fastest_as_built(schedule, graph, devices, model, deps=deps)
-        assignment = placed.assignment
-    else:
-        assignment = SCHEDULERS[algorithm](graph).assignment
+    assignment = place_program(schedule, graph, devices, model, algorithm, deps).assignment
     return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 
