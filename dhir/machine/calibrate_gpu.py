@@ -69,10 +69,13 @@ def calibrate_gpus(
     except DhirError as error:
         say(f"GPUs: not measured, the measuring program did not build: {_reason(error)}")
         return system
+    kernels: dict[str, Path] = {}  # by arch: a node's GPUs are mostly of one chip
     for position, gpu in enumerate(gpus):
         say(f"{gpu.name} ({gpu.arch}): copies to, from and within it, and f32 FMAs ...")
         try:
-            kernel = build_kernel(directory, gpu.arch)
+            if gpu.arch not in kernels:
+                kernels[gpu.arch] = build_kernel(directory, gpu.arch)
+            kernel = kernels[gpu.arch]
             measured = measure_gpu(exe, kernel, device_index(gpu, position), effort, gpu)
         except DhirError as error:
             say(f"  not measured: {_reason(error)}; kept typical values, marked as guesses")
