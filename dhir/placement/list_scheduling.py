@@ -611,8 +611,12 @@ def assigned_rank(problem: Problem, schedule: Schedule) -> list[float]:
 DEFAULT_BUDGET = 40
 
 
-def best_schedule(problem: Problem, budget: int = DEFAULT_BUDGET) -> Schedule:
-    return local_search(problem, _shortest(portfolio(problem)), budget)
+def best_schedule(
+    problem: Problem, budget: int = DEFAULT_BUDGET, schedules: list[Schedule] | None = None
+) -> Schedule:
+    """The shortest of `schedules` (default: the portfolio's), improved by local_search."""
+    schedules = schedules if schedules is not None else portfolio(problem)
+    return local_search(problem, _shortest(schedules), budget)
 
 
 def sequential_time(graph: TaskGraph) -> float:
@@ -635,7 +639,7 @@ def best_candidates(graph: TaskGraph, budget: int = DEFAULT_BUDGET) -> list[Plac
     with _no_cycle_collection():
         problem = Problem(graph)
         schedules = portfolio(problem)
-        chosen = local_search(problem, _shortest(schedules), budget)
+        chosen = best_schedule(problem, budget, schedules)
         seen: set[tuple[int, ...]] = set()
         candidates = []
         for schedule in [chosen, *schedules]:
