@@ -1,11 +1,13 @@
 """How well dhir's cost model predicts a schedule's wall time on this machine.
 
-    .venv/bin/python bench/cost_accuracy.py [--ranks 1,2,4] [--repeats 3] [--mpi mpich]
+    .venv/bin/python bench/cost_accuracy.py [--ranks 1,2,4] [--repeats 5] [--mpi mpich]
 
 For each program and rank count: place its schedule as `dhir run` does (`best`, judged
 as built) on the estimated task graph (this machine's description,
 `dhir.placement.from_ir.machine_for`), pin that placement (`dhir.rank` on every task)
-and run it natively with `--profile`, several times. Printed, in milliseconds:
+and run it natively with `--profile`, several times: in rounds of one run of every
+program, so that a busy spell of this (shared) machine slows one run of several programs
+rather than every run of one. Printed, in milliseconds:
 
 - est: the placement's predicted makespan (the list scheduler's, from the estimates);
 - as built: that placement replayed as the native backend runs it (each rank's tasks in
@@ -63,6 +65,7 @@ from dhir.placement.from_ir import (  # noqa: E402
     rank_of_device,
     task_graph,
 )
+from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
 from dhir.run import run  # noqa: E402
 
 GOAL = 0.15
@@ -249,7 +252,22 @@ class Row:
     spread: float  # (slowest - fastest) / median of the runs: the machine's noise
 
 
-def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Row:
+@dataclass(frozen=True)
+class Pinned:
+    """A program placed as `dhir run` places it, that placement pinned, with its inputs."""
+
+    case: Case
+    ranks: int
+    schedule: ScheduleOp
+    devices: list[object]
+    graph: TaskGraph
+    model: CostModel
+    placed: Placement
+    text: str
+    inputs: list[object]
+
+
+def pin(case: Case, ranks: int) -> Pinned:
     module = parse_string(case.text)
     schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
     devices, model = machine_for(module, ranks)
@@ -257,24 +275,50 @@ def measure(case: Case, ranks: int, repeats: int, mpi: str, scratch: Path) -> Ro
     placed = fastest_as_built(schedule, graph, devices, model)  # as dhir-place places it
     for task, name in zip(schedule.tasks(), graph.tasks, strict=False):
         task.attributes[RANK_ATTR] = IntegerAttr(rank_of_device(placed.assignment[name]), i64)
-    pinned = print_module(module)  # this placement, whatever the run's placement pass says
+    # This placement, whatever the run's placement pass says.
+    text = print_module(module)
     inputs = case.inputs(np.random.default_rng(SEED))
-    profiles = []
+    return Pinned(case, ranks, schedule, devices, graph, model, placed, text, inputs)
+
+
+def run_once(program: Pinned, k: int, mpi: str, scratch: Path) -> dict:
+    """One run's profile."""
+    path = scratch / f"profile-{id(program)}-{k}.json"
+    run(
+        program.text,
+        *program.inputs,
+        ranks=program.ranks,
+        mpi=mpi,
+        placement="round-robin",
+        profile=path,
+    )
+    return json.loads(path.read_text())
+
+
+def measure(programs: list[Pinned], repeats: int, mpi: str, scratch: Path) -> list[Row]:
+    """Each program `repeats` times, in rounds of one run of each: a busy spell of the
+    machine then slows one run of several programs, not several runs of one."""
+    profiles: list[list[dict]] = [[] for _ in programs]
     for k in range(repeats):
-        path = scratch / f"profile-{ranks}-{k}.json"
-        run(pinned, *inputs, ranks=ranks, mpi=mpi, placement="round-robin", profile=path)
-        profiles.append(json.loads(path.read_text()))
+        for program, runs in zip(programs, profiles, strict=True):
+            runs.append(run_once(program, k, mpi, scratch))
+        print(f"  round {k + 1} of {repeats} done", file=sys.stderr)
+    return [row(p, runs, scratch) for p, runs in zip(programs, profiles, strict=True)]
+
+
+def row(program: Pinned, profiles: list[dict], scratch: Path) -> Row:
     name = next(iter(profiles[0]["schedules"]))
     times = [p["schedules"][name] for p in profiles]
     measured = statistics.median(times)
     feedback = CostModel(_median_profile(profiles, scratch), link=local_link())
+    schedule, devices, assignment = program.schedule, program.devices, program.placed.assignment
     measured_graph = task_graph(schedule, devices, feedback)
     return Row(
-        case.name,
-        ranks,
-        placed.makespan,
-        as_built_makespan(schedule, graph, placed.assignment, devices, model),
-        as_built_makespan(schedule, measured_graph, placed.assignment, devices, feedback),
+        program.case.name,
+        program.ranks,
+        program.placed.makespan,
+        as_built_makespan(schedule, program.graph, assignment, devices, program.model),
+        as_built_makespan(schedule, measured_graph, assignment, devices, feedback),
         measured,
         (max(times) - min(times)) / measured,
     )
@@ -355,7 +399,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--ranks", help="comma-separated rank counts (default: 1,2,4 up to cores)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument(
         "--quick", action="store_true", help="arrays a quarter as large, a quick calibration"
@@ -368,13 +412,10 @@ def main() -> int:
         left = [r for r in (1, 2, 4) if r > local_cores()]
         if left:
             print(f"left out: {left} ranks (more than this machine's {local_cores()} cores)")
-    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="dhir-cost-accuracy-") as tmp:
         describe_machine(Path(tmp), args.mpi, args.quick)
-        for case in cases(args.quick):
-            for ranks in counts:
-                rows.append(measure(case, ranks, args.repeats, args.mpi, Path(tmp)))
-                print(f"  measured {case.name} on {ranks} rank(s)", file=sys.stderr)
+        pinned = [pin(case, ranks) for case in cases(args.quick) for ranks in counts]
+        rows = measure(pinned, args.repeats, args.mpi, Path(tmp))
     report(rows, args.repeats)
     return 0
 
