@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import re
+import statistics
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -49,10 +50,11 @@ class Effort:
     fma_iterations: int
     fma_trials: int
     cache_bytes_moved: int = 256 << 20  # per trial of an in-cache triad on one core
+    curve_passes: int = 3  # over all of the curve's footprints, the trials split among them
 
 
 FULL = Effort(10, 2000, 1 << 30, 16 << 20, 1 << 26, 20, 20_000_000, 10)
-QUICK = Effort(3, 200, 64 << 20, 4 << 20, 1 << 24, 5, 10_000_000, 3, 64 << 20)
+QUICK = Effort(3, 200, 64 << 20, 4 << 20, 1 << 24, 5, 10_000_000, 3, 64 << 20, 1)
 TRIAD_BYTES = 24  # per element: STREAM's count (read 2 doubles, write 1)
 CURVE_SMALLEST = 1 << 20  # a core's cache, when detection did not find it
 CURVE_LARGEST = 64 << 20  # the largest footprint at the least
@@ -191,16 +193,30 @@ def curve_footprints(cpu: Device) -> list[int]:
 def measure_curve(
     exe: Path, effort: Effort, cpu: Device, say: Callable[[str], None]
 ) -> tuple[tuple[int, float], ...]:
-    """One core's triad GB/s at each of curve_footprints."""
+    """One core's triad GB/s at each of curve_footprints: the median of `curve_passes`
+    passes over all of them. Where the caches end, a busy spell of the machine's other
+    guests moves a single pass's rates by up to 40%, and passes seconds apart rarely all
+    meet one."""
     sizes = curve_footprints(cpu)
-    say(f"one core: triad over {len(sizes)} footprints, {_mib(sizes[0])} to {_mib(sizes[-1])} ...")
-    points: list[tuple[int, float]] = []
-    for footprint in sizes:
-        n = footprint // TRIAD_BYTES
-        sweeps = max(1, effort.cache_bytes_moved // footprint)
-        trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
-        amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)
-        points.append((n * TRIAD_BYTES, significant(amount / seconds / 1e9)))
+    passes = max(1, effort.curve_passes)
+    say(
+        f"one core: triad over {len(sizes)} footprints, {_mib(sizes[0])} to {_mib(sizes[-1])}"
+        f", {passes} pass(es) ..."
+    )
+    rates: dict[int, list[float]] = {footprint: [] for footprint in sizes}
+    for _ in range(passes):
+        for footprint in sizes:
+            n = footprint // TRIAD_BYTES
+            sweeps = max(1, effort.cache_bytes_moved // footprint)
+            trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
+            trials = max(3, -(-trials // passes))
+            args = ["serial", str(n), str(trials), str(sweeps)]
+            amount, seconds = _run_local(exe, args, 1)
+            rates[footprint].append(amount / seconds / 1e9)
+    points = [
+        (footprint // TRIAD_BYTES * TRIAD_BYTES, significant(statistics.median(found)))
+        for footprint, found in rates.items()
+    ]
     say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
     return tuple(points)
 

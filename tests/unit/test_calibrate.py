@@ -10,8 +10,24 @@ from pathlib import Path
 import pytest
 
 from dhir.ir.diagnostics import DhirError
-from dhir.machine import Link, detect, guess_device, load_local_system, read_system, write_system
-from dhir.machine.calibrate import Measurements, apply, curve_footprints, fit_link, results
+from dhir.machine import (
+    Link,
+    calibrate,
+    detect,
+    guess_device,
+    load_local_system,
+    read_system,
+    write_system,
+)
+from dhir.machine.calibrate import (
+    FULL,
+    Measurements,
+    apply,
+    curve_footprints,
+    fit_link,
+    measure_curve,
+    results,
+)
 from dhir.machine.files import default_system_path
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
@@ -26,7 +42,7 @@ def test_fit_link_gives_both_times_back() -> None:
     assert fit_link(8, 2e-6, 1000, 1e-6)[1] == pytest.approx(1000 / 1e-6 / 1e9)
 
 
-def testresults_are_read_from_the_programs_lines() -> None:
+def test_results_are_read_from_the_programs_lines() -> None:
     output = "noise\npingpong 8 1.5e-06 1\ncheck 3\npingpong 4096 2.0e-06 1\n"
     assert results(output, "pingpong") == [(8.0, 1.5e-6), (4096.0, 2.0e-6)]
     with pytest.raises(DhirError, match="'triad' printed no result; its output:\nnoise"):
@@ -73,6 +89,33 @@ def test_the_curve_spans_the_caches_and_beyond() -> None:
     assert sizes[0] <= 512 << 10 and sizes[-1] > (128 << 20) - 24  # whole triad elements
     assert sizes == sorted(set(sizes))
     assert all(b / a < 1.5 for a, b in zip(sizes, sizes[1:]))  # two points per doubling
+
+
+def test_the_curve_keeps_each_footprints_median_over_the_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cpu = replace(detect().device("cpu0"), core_cache_bytes=2 << 20, llc_bytes=32 << 20)
+    sizes = curve_footprints(cpu)
+    # A busy spell slows pass 2's small footprints and pass 3's large ones.
+    half = len(sizes) // 2
+    slow = {1: set(), 2: set(sizes[:half]), 3: set(sizes[half:])}
+    calls: list[tuple[int, int]] = []
+
+    def fake_run(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
+        footprint = int(args[1]) * 24
+        done = sum(1 for size, _ in calls if size == footprint) + 1
+        calls.append((footprint, int(args[2])))
+        seconds = 2.0 if footprint in slow[done] else 1.0
+        return 1e9 * footprint / (1 << 20), seconds  # fast: as many GB/s as MiB
+
+    monkeypatch.setattr(calibrate, "_run_local", fake_run)
+    curve = measure_curve(Path("unused"), FULL, cpu, lambda _: None)
+    assert len(calls) == FULL.curve_passes * len(sizes)
+    assert [size for size, _ in curve] == sizes
+    for size, rate in curve:
+        assert rate == pytest.approx(size / (1 << 20), rel=1e-3)  # no slow pass kept
+    # Each pass runs its share of the trials.
+    assert all(trials < FULL.triad_trials * 4 for _, trials in calls)
 
 
 def test_load_local_system_prefers_env_then_calibrated_file(
