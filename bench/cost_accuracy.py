@@ -10,6 +10,8 @@ program, so that a busy spell of this (shared) machine slows one run of several 
 rather than every run of one. Printed, in milliseconds:
 
 - est: the placement's predicted makespan (the list scheduler's, from the estimates);
+- sim: that placement replayed by the discrete-event simulator (`dhir.placement.simulate`,
+  one link per ordered pair of ranks, so transfers between them queue), on the estimates;
 - as built: that placement replayed as the native backend runs it (each rank's tasks in
   program order, blocking transfers before the tasks that need them, the broadcasts at
   the end: `dhir.placement.as_built`), on the estimates;
@@ -66,6 +68,7 @@ from dhir.placement.from_ir import (  # noqa: E402
     task_graph,
 )
 from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
+from dhir.placement.simulate import PairLinks, simulate  # noqa: E402
 from dhir.run import run  # noqa: E402
 
 GOAL = 0.15
@@ -246,6 +249,7 @@ class Row:
     case: str
     ranks: int
     estimated: float  # the placement's makespan, on the estimates
+    simulated: float  # the simulator's replay of it, on the estimates
     as_built: float  # replayed as the native backend runs it, estimates
     profiled: float  # the same, measured task times
     measured: float  # median schedule wall time
@@ -317,6 +321,7 @@ def row(program: Pinned, profiles: list[dict], scratch: Path) -> Row:
         program.case.name,
         program.ranks,
         program.placed.makespan,
+        simulate(program.graph, program.placed, PairLinks()).makespan,
         as_built_makespan(schedule, program.graph, assignment, devices, program.model),
         as_built_makespan(schedule, measured_graph, assignment, devices, feedback),
         measured,
@@ -344,18 +349,21 @@ def error(predicted: float, measured: float) -> float:
 
 def report(rows: list[Row], repeats: int) -> None:
     print(f"\n## Cost-model accuracy (median of {repeats} runs; times in ms)")
-    header = f"{'program':30}{'ranks':>6}{'est':>9}{'as built':>9}{'prof':>9}{'measured':>10}"
-    print(header + f"{'err est':>9}{'err built':>10}{'err prof':>9}{'spread':>8}")
+    header = f"{'program':28}{'ranks':>6}{'est':>8}{'sim':>8}{'as built':>9}{'prof':>8}"
+    header += f"{'measured':>9}{'err est':>8}{'err sim':>8}{'err built':>10}{'err prof':>9}"
+    print(header + f"{'spread':>7}")
     for r in rows:
-        times = (r.estimated, r.as_built, r.profiled)
-        cells = "".join(f"{t * 1e3:9.2f}" for t in times)
+        cells = f"{r.estimated * 1e3:8.2f}{r.simulated * 1e3:8.2f}{r.as_built * 1e3:9.2f}"
+        cells += f"{r.profiled * 1e3:8.2f}{r.measured * 1e3:9.2f}"
         errors = (
-            f"{error(r.estimated, r.measured):+9.0%}{error(r.as_built, r.measured):+10.0%}"
-            f"{error(r.profiled, r.measured):+9.0%}{r.spread:8.0%}"
+            f"{error(r.estimated, r.measured):+8.0%}{error(r.simulated, r.measured):+8.0%}"
+            f"{error(r.as_built, r.measured):+10.0%}{error(r.profiled, r.measured):+9.0%}"
+            f"{r.spread:7.0%}"
         )
-        print(f"{r.case:30}{r.ranks:6}{cells}{r.measured * 1e3:10.2f}{errors}")
+        print(f"{r.case:28}{r.ranks:6}{cells}{errors}")
     for label, pick, judged in (
         ("the scheduler's makespan (est)", lambda r: r.estimated, False),
+        ("the simulator's replay (sim)", lambda r: r.simulated, False),
         ("estimates, as built", lambda r: r.as_built, True),
         ("measured task times, as built (prof)", lambda r: r.profiled, True),
     ):
