@@ -203,20 +203,19 @@ def measure_curve(
         f"one core: triad over {len(sizes)} footprints, {_mib(sizes[0])} to {_mib(sizes[-1])}"
         f", {passes} pass(es) ..."
     )
+    steps: dict[int, list[str]] = {}
+    for footprint in sizes:
+        sweeps = max(1, effort.cache_bytes_moved // footprint)
+        trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
+        trials = max(3, -(-trials // passes))
+        steps[footprint] = ["serial", str(footprint // TRIAD_BYTES), str(trials), str(sweeps)]
     rates: dict[int, list[float]] = {footprint: [] for footprint in sizes}
     for _ in range(passes):
-        for footprint in sizes:
-            n = footprint // TRIAD_BYTES
-            sweeps = max(1, effort.cache_bytes_moved // footprint)
-            trials = effort.triad_trials * (4 if footprint <= 2 * (cpu.llc_bytes or 0) else 1)
-            trials = max(3, -(-trials // passes))
-            args = ["serial", str(n), str(trials), str(sweeps)]
+        for footprint, args in steps.items():
             amount, seconds = _run_local(exe, args, 1)
             rates[footprint].append(amount / seconds / 1e9)
-    points = [
-        (footprint // TRIAD_BYTES * TRIAD_BYTES, significant(statistics.median(found)))
-        for footprint, found in rates.items()
-    ]
+    # curve_footprints gives whole triad elements, so each footprint is what was measured.
+    points = [(size, significant(statistics.median(found))) for size, found in rates.items()]
     say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
     return tuple(points)
 

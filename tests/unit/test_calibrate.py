@@ -21,6 +21,7 @@ from dhir.machine import (
 )
 from dhir.machine.calibrate import (
     FULL,
+    TRIAD_BYTES,
     Measurements,
     apply,
     curve_footprints,
@@ -102,7 +103,7 @@ def test_the_curve_keeps_each_footprints_median_over_the_passes(
     calls: list[tuple[int, int]] = []
 
     def fake_run(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
-        footprint = int(args[1]) * 24
+        footprint = int(args[1]) * TRIAD_BYTES
         done = sum(1 for size, _ in calls if size == footprint) + 1
         calls.append((footprint, int(args[2])))
         seconds = 2.0 if footprint in slow[done] else 1.0
