@@ -413,8 +413,15 @@ def main() -> int:
         "--quick", action="store_true", help="arrays a quarter as large, a quick calibration"
     )
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.ranks:
-        counts = [int(word) for word in args.ranks.split(",")]
+        words = args.ranks.split(",")
+        if not all(word.strip().isdigit() and int(word) > 0 for word in words):
+            parser.error(
+                f"--ranks takes positive whole numbers separated by commas, got {args.ranks!r}"
+            )
+        counts = [int(word) for word in words]
     else:
         counts = [r for r in (1, 2, 4) if r <= local_cores()]
         left = [r for r in (1, 2, 4) if r > local_cores()]
