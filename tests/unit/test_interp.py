@@ -722,7 +722,9 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
 
 
 # Exact where the C library (which the interpreter calls, like native code) and NumPy
-# both round correctly; within 2 ulp where each has its own approximation.
+# both round correctly; within 2 ulp where each has its own approximation, 3 for f64 cbrt:
+# glibc 2.36's cbrt and NumPy's differed by 3 ulp on 2,492 of 4,000,000 random inputs
+# (none by more), and hypothesis found one in CI.
 EXACT_MATH = {
     "sqrt": np.sqrt, "absf": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "roundeven": np.rint, "round": _round_half_away,
@@ -738,6 +740,7 @@ APPROX_MATH = {
     "atanh": (np.arctanh, -0.99, 0.99), "cbrt": (np.cbrt, -1e6, 1e6),
     "erf": (np.vectorize(math.erf), -5, 5),
 }  # fmt: skip
+WIDER_ULPS = {("cbrt", "f64"): 3}
 
 
 def _math_rows(t: str) -> list[Row]:
@@ -750,7 +753,13 @@ def _math_rows(t: str) -> list[Row]:
         reference = (lambda f: lambda x, y: f(x.astype(np.float64)))(f)  # rounded once, by astype
         rows.append(
             Row(
-                f"%z = math.{name} %x : {t}", t, t, t, reference, in_range(dtype, low, high), ulps=2
+                f"%z = math.{name} %x : {t}",
+                t,
+                t,
+                t,
+                reference,
+                in_range(dtype, low, high),
+                ulps=WIDER_ULPS.get((name, t), 2),
             )
         )
     finite = floats(dtype, nan=False)
