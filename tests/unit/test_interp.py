@@ -722,9 +722,9 @@ def _round_half_away(x: np.ndarray) -> np.ndarray:
 
 
 # Exact where the C library (which the interpreter calls, like native code) and NumPy
-# both round correctly; within 2 ulp where each has its own approximation, 3 for f64 cbrt:
-# glibc 2.36's cbrt and NumPy's differed by 3 ulp on 2,492 of 4,000,000 random inputs
-# (none by more), and hypothesis found one in CI.
+# both round correctly; within 2 ulp where each has its own approximation, 3 for f64 cbrt
+# and tanh: glibc 2.36's and NumPy's differed by 3 ulp on 2,492 of 4,000,000 random inputs
+# of cbrt (hypothesis found one in CI) and on 4 of 2,000,000 of tanh, never by more.
 EXACT_MATH = {
     "sqrt": np.sqrt, "absf": np.abs, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "roundeven": np.rint, "round": _round_half_away,
@@ -740,7 +740,7 @@ APPROX_MATH = {
     "atanh": (np.arctanh, -0.99, 0.99), "cbrt": (np.cbrt, -1e6, 1e6),
     "erf": (np.vectorize(math.erf), -5, 5),
 }  # fmt: skip
-WIDER_ULPS = {("cbrt", "f64"): 3}
+WIDER_ULPS = {("cbrt", "f64"): 3, ("tanh", "f64"): 3}
 
 
 def _math_rows(t: str) -> list[Row]:
