@@ -55,10 +55,10 @@ from dhir import parse_string  # noqa: E402
 from dhir.analysis.costs import CostModel, Measurement, Profile, load_profile  # noqa: E402
 from dhir.api import print_module  # noqa: E402
 from dhir.dialects.dhir import ScheduleOp  # noqa: E402
+from dhir.ir.tasks import RANK_ATTR
 from dhir.machine.description import with_core_guesses  # noqa: E402
 from dhir.machine.detect import local_cores  # noqa: E402
 from dhir.machine.files import SYSTEM_ENV  # noqa: E402
-from dhir.placement import RANK_ATTR  # noqa: E402
 from dhir.placement.as_built import as_built_makespan, fastest_as_built  # noqa: E402
 from dhir.placement.from_ir import (  # noqa: E402
     local_link,

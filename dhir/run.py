@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.api import parse_file, parse_string
-from dhir.backends.signature import entry_signature, save_outputs
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_file, parse_string
+from dhir.toolchain.signature import entry_signature, save_outputs
 
 BACKENDS = ("native", "interp")
 

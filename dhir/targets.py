@@ -3,6 +3,7 @@
 Shared by the dialect's verifier, placement and lowering: one table, one place.
 """
 
+import platform
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -52,6 +53,13 @@ def kind_of_arch(arch: str) -> DeviceKind:
     if match is not None and int(match.group(1)) in NVIDIA_SM:
         return DeviceKind.GPU
     raise UnknownArchError(f'unknown arch "{arch}"; known archs are {known_archs_text()}')
+
+
+def host_arch() -> str:
+    """The arch of this machine's CPU, as dhir names archs (the native backend builds
+    CPU tasks for it)."""
+    machine = platform.machine()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
 
 
 def parse_target_string(text: str) -> TargetInfo:

@@ -45,7 +45,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
-    ModuleOp,
     ShapedType,
     VectorType,
 )
@@ -55,7 +54,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.effects import Effects, task_effects
-from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.targets import DeviceKind
 
@@ -667,44 +666,7 @@ def _launch_overhead(device: DeviceRates) -> float:
     return float(given) if given else DEFAULT_LAUNCH_OVERHEAD_S
 
 
-# --- task names and measured profiles --------------------------------------------------
-
-
-def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
-    """Every task's stable name, `<function>.schedule<S>.task<T>`, in program order."""
-    names: dict[TaskOp, str] = {}
-    for op in module.body.block.ops:
-        owner = op.sym_name.data if isinstance(op, func.FuncOp) else "module"
-        schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
-        for s, schedule in enumerate(schedules):
-            for t, task in enumerate(schedule.tasks()):
-                names[task] = f"{owner}.schedule{s}.task{t}"
-    return names
-
-
-def schedule_ids(module: ModuleOp) -> dict[ScheduleOp, str]:
-    """Every schedule's stable name, `<function>.schedule<S>`, in program order (the
-    prefix of its tasks' names)."""
-    names: dict[ScheduleOp, str] = {}
-    for op in module.body.block.ops:
-        owner = op.sym_name.data if isinstance(op, func.FuncOp) else "module"
-        for s, schedule in enumerate(_schedules(op)):
-            names[schedule] = f"{owner}.schedule{s}"
-    return names
-
-
-def schedule_task_ids(schedule: ScheduleOp) -> list[str]:
-    """The names `task_ids` gives the tasks of `schedule`."""
-    top: Operation = schedule
-    while (parent := top.parent_op()) is not None and not isinstance(parent, ModuleOp):
-        top = parent
-    owner = top.sym_name.data if isinstance(top, func.FuncOp) else "module"
-    number = next(s for s, op in enumerate(_schedules(top)) if op is schedule)
-    return [f"{owner}.schedule{number}.task{t}" for t, _ in enumerate(schedule.tasks())]
-
-
-def _schedules(top: Operation) -> list[ScheduleOp]:
-    return [s for s in walk_outside_tasks(top) if isinstance(s, ScheduleOp)]
+# --- measured profiles --------------------------------------------------
 
 
 @dataclass(frozen=True)

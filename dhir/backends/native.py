@@ -1,7 +1,6 @@
 """The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
 
 import os
-import platform
 from pathlib import Path
 
 import numpy as np
@@ -10,17 +9,21 @@ from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
 
-from dhir.api import print_module, run_pipeline
-from dhir.backends.signature import EntrySignature, check_inputs, entry_signature
+from dhir.api import run_pipeline
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+from dhir.ir.tasks import is_gpu_task, task_label
+from dhir.ir.text import print_module
+from dhir.targets import host_arch
 from dhir.toolchain.build import Timing, build_executable
-from dhir.toolchain.gpu import prepare_gpu_tasks
+from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
 from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
-from dhir.transforms.gpu_data import GpuDataPass, is_gpu_task, task_label
+from dhir.transforms.gpu_data import GpuDataPass
+from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import DEFAULT_ALGORITHM, PlacePass
@@ -52,7 +55,12 @@ def compile_native(
     gpu = None
     if on_gpu:
         with timing.stage("GPU loops to kernels"):
-            gpu = prepare_gpu_tasks(module, find_llvm_tools().mlir_opt)
+            run_pipeline(
+                module,
+                PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)),
+                verify_each=False,
+            )
+            gpu = gpu_build(module)
     openmp = openmp_safe(module)
     with timing.stage("dhir passes"):
         # Not re-verified after each pass: that would cost more than the passes, and
@@ -158,7 +166,7 @@ def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:
     """The native backend runs CPU tasks on this machine's kind of CPU, so far; GPU
     tasks on the ranks' GPUs or, with the CPU fallback, as CPU tasks. Whether any task
     runs on a GPU."""
-    local = _local_arch()
+    local = host_arch()
     on_gpu = False
     for task in (t for t in walk_outside_tasks(module) if isinstance(t, TaskOp)):
         info = task.target_info()
@@ -208,11 +216,6 @@ def _retarget_to_cpu(task: TaskOp) -> None:
     cpu = TargetOp(kind="cpu")
     block.insert_op_before(cpu, task)
     task.operands[0] = cpu.result
-
-
-def _local_arch() -> str:
-    machine = platform.machine()
-    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine)
 
 
 def _mark_entry(module: ModuleOp, entry: str) -> None:

@@ -45,8 +45,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dhir.machine.calibrate import calibrate
     from dhir.machine.files import default_system_path, description_format, write_system
+    from dhir.toolchain.calibrate import calibrate
 
     path = args.output if args.output is not None else default_system_path()
     description_format(path)  # a bad name fails now, not after the measurements

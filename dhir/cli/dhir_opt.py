@@ -6,10 +6,11 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 
-from dhir.api import parse_pipeline, parse_string, print_module, run_pipeline
+from dhir.api import parse_pipeline, run_pipeline
 from dhir.cli.common import EXIT_USER_ERROR, guarded
 from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_string, print_module
 from dhir.transforms import all_passes, dhir_passes
 
 _SPLIT_MARKER = re.compile(r"^// -----.*$", re.MULTILINE)

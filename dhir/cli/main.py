@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.backends.signature import (
+from dhir.cli import calibrate, schedule
+from dhir.cli.common import guarded
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.signature import (
     ArgSpec,
     EntrySignature,
     check_inputs,
     entry_signature,
     save_outputs,
 )
-from dhir.cli import calibrate, schedule
-from dhir.cli.common import guarded
-from dhir.ir.diagnostics import DhirError, Diagnostic
 
 if TYPE_CHECKING:
     from dhir.machine.layout import LaunchPlan

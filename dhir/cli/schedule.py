@@ -161,8 +161,8 @@ def program_graphs(
     """Which device each rank is, and per schedule of the program: its task graph, as
     `dhir run` places them, and the makespan of a placement as the native backend runs
     it (dhir.placement.as_built)."""
-    from dhir.api import parse_file
     from dhir.dialects.dhir import ScheduleOp
+    from dhir.ir.text import parse_file
     from dhir.machine.dlti import attach
     from dhir.placement.from_ir import machine_for, task_graph
 

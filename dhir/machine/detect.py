@@ -3,13 +3,14 @@ cache sizes) and its NVIDIA GPUs (from nvidia-smi, when installed). Rates and li
 typical values, listed as guesses; `dhir calibrate` measures them.
 """
 
+import functools
 import os
+import re
 import shutil
 import socket
 import subprocess
 from pathlib import Path
 
-from dhir.backends.native import _local_arch  # the arch the native backend builds for
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import (
     GUESSED_INTRA_NODE,
@@ -22,7 +23,7 @@ from dhir.machine.description import (
     with_core_guesses,
 )
 from dhir.machine.files import SYSTEM_ENV, default_system_path, read_system
-from dhir.targets import UnknownArchError, kind_of_arch
+from dhir.targets import UnknownArchError, host_arch, kind_of_arch
 
 NVIDIA_SMI_QUERY = (
     "--query-gpu=index,name,compute_cap,memory.total",
@@ -56,7 +57,7 @@ def load_local_system() -> System:
 
 
 def local_cpu() -> Device:
-    arch = _local_arch()
+    arch = host_arch()
     try:
         kind_of_arch(arch)
     except UnknownArchError as error:
@@ -174,3 +175,31 @@ def _gpu(line: str) -> Device | None:
         return None
     given = {"memory_bytes": memory} if memory > 0 else {}
     return guess_device(f"gpu{index}", arch, **given)
+
+
+DEFAULT_CHIP = "sm_80"  # when no GPU is visible to pick one (see default_chip)
+
+
+@functools.cache
+def default_chip() -> str:
+    """The chip for `{kind = "gpu"}` tasks: $DHIR_GPU_CHIP, else the first GPU's compute
+    capability from nvidia-smi, else sm_80."""
+    configured = os.environ.get("DHIR_GPU_CHIP")
+    if configured:
+        return configured
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        try:
+            result = subprocess.run(
+                [smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return DEFAULT_CHIP
+        first = result.stdout.strip().splitlines()[:1]
+        if result.returncode == 0 and first and re.fullmatch(r"\d+\.\d+", first[0].strip()):
+            return "sm_" + first[0].strip().replace(".", "")
+    return DEFAULT_CHIP

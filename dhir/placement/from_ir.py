@@ -31,21 +31,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from dhir.analysis.costs import (
-    REFERENCE_GPU,
-    CostModel,
-    Device,
-    Link,
-    Profile,
-    memref_bytes,
-    schedule_task_ids,
-)
+from dhir.analysis.costs import REFERENCE_GPU, CostModel, Device, Link, Profile, memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
-from dhir.placement import RANK_ATTR, rank_of
+from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
 from dhir.placement.graph import Edge, TaskGraph
 from dhir.targets import DeviceKind, TargetInfo
 

@@ -5,7 +5,7 @@ default. Tasks that already carry a rank keep it.
 """
 
 from dhir.dialects.dhir import ScheduleOp
-from dhir.placement import rank_of
+from dhir.ir.tasks import rank_of
 
 
 def round_robin(schedule: ScheduleOp, ranks: int) -> list[int]:

@@ -1,4 +1,4 @@
-/* The measurements behind `dhir calibrate` (dhir/machine/calibrate.py builds and runs this).
+/* The measurements behind `dhir calibrate` (dhir/toolchain/calibrate.py builds and runs this).
 
      dhir_calibrate pingpong TRIALS SIZE:REPS...  under mpirun -n 2: one-way time per size
      dhir_calibrate triad N TRIALS                a[i] = b[i] + s * c[i] on every core

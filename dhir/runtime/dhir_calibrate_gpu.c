@@ -1,4 +1,4 @@
-/* The GPU measurements behind `dhir calibrate` (dhir/machine/calibrate_gpu.py builds and
+/* The GPU measurements behind `dhir calibrate` (dhir/toolchain/calibrate_gpu.py builds and
    runs this, once per GPU, with DHIR_GPU_DEVICE naming it).
 
      dhir_calibrate_gpu copies TRIALS SIZE:REPS...

@@ -2,7 +2,7 @@
    chains per thread (enough, with many warps per SM, to cover the FMA latency), ITERS steps
    each; every thread writes its sum, so nothing can be folded away.
 
-   Compiled to PTX for the GPU's chip by dhir/machine/calibrate_gpu.py with clang's NVPTX
+   Compiled to PTX for the GPU's chip by dhir/toolchain/calibrate_gpu.py with clang's NVPTX
    back end (`clang -cc1 -triple nvptx64-nvidia-cuda`): no CUDA toolkit needed, and the
    driver compiles the PTX when the program loads it, as it does for programs built with
    format `isa`. */

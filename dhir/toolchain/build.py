@@ -22,10 +22,10 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dhir.backends.signature import EntrySignature
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.harness import generate_harness
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
 
 if TYPE_CHECKING:
@@ -270,18 +270,18 @@ class _Recipe:
         tools = self.tools
         (work / "program.mlir").write_text(mlir)
         lowered = "program.llvm.mlir"
-        _run(
+        run_stage(
             timing, "mlir-opt", work, [tools.mlir_opt, *self.passes, "program.mlir", "-o", lowered]
         )
         _check_lowered(work / lowered)
         if self.gpu is not None:
             self.gpu.check_lowered(work / lowered)
         command = [tools.mlir_translate, "--mlir-to-llvmir", lowered, "-o", "program.ll"]
-        _run(timing, "mlir-translate", work, command)
+        run_stage(timing, "mlir-translate", work, command)
         ll = work / "program.ll"
         ll.write_text(_patch_llvm_ir(ll.read_text(), self.mpi))
         command = [tools.clang, *self.clang_flags, "-Wno-override-module", "-c", ll.name]
-        _run(timing, "clang (program)", work, [*command, "-o", "program.o"])
+        run_stage(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
     def _link(
         self,
@@ -304,7 +304,7 @@ class _Recipe:
         if runner_utils:
             # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
             command += ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
-        _run(timing, "link", work, command)
+        run_stage(timing, "link", work, command)
 
     def _show_modules(self, work: Path, modules: Sequence[Path]) -> None:
         """Links to each module's stages (program.mlir, .llvm.mlir, .ll) beside the
@@ -339,7 +339,7 @@ class _Recipe:
             try:
                 (work / f"{stem}.c").write_text(source)
                 command = [self.tools.clang, *flags, "-c", f"{stem}.c", "-o", f"{stem}.o"]
-                _run(timing, stage, work, command)
+                run_stage(timing, stage, work, command)
                 os.replace(work / f"{stem}.o", target)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -414,7 +414,9 @@ def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timi
     return recipe.link(exe, modules_built, objects, harness, timing)
 
 
-def _run(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> None:
+def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> None:
+    """Run one build stage's command in `cwd`, timed as `stage`; a failure is a DhirError
+    with the command and the end of its output."""
     argv = [str(word) for word in command]
     with timing.stage(stage):
         result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)

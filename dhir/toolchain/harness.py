@@ -9,7 +9,7 @@ memref argument K to `OUTDIR/argK.raw`.
 
 import numpy as np
 
-from dhir.backends.signature import DYNAMIC, ArgSpec, EntrySignature
+from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 
 # C types of scalar arguments, by NumPy dtype, with the range the command line may hold.
 _SCALARS: dict[str, tuple[str, int, int]] = {

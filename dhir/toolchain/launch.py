@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dhir.backends.signature import EntrySignature, check_inputs, save_outputs
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args
+from dhir.toolchain.signature import EntrySignature, check_inputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
 
 OUTPUT_TAIL_LINES = 40

@@ -24,6 +24,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InstrumentPass
 
+    def gpu_kernels() -> type[ModulePass]:
+        from dhir.transforms.gpu_kernels import GpuKernelsPass
+
+        return GpuKernelsPass
+
     def gpu_data() -> type[ModulePass]:
         from dhir.transforms.gpu_data import GpuDataPass
 
@@ -38,6 +43,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-place": place,
         "dhir-instrument": instrument,
+        "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,
     }

@@ -60,32 +60,10 @@ from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as dmemref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
-from dhir.ir.diagnostics import PassFailedAt, loc_of
-from dhir.placement import rank_of
-from dhir.targets import DeviceKind
+from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.tasks import is_gpu_task, rank_of, task_label
 
 TASK_HOOK = "dhir_rt_gpu_task"
-
-
-def is_gpu_task(task: TaskOp) -> bool:
-    """Bound to a GPU, or to any device with GPU code in its body."""
-    kind = task.target_info().kind
-    if kind == DeviceKind.GPU:
-        return True
-    return kind == DeviceKind.ANY and any(op.dialect_name() == "gpu" for op in task.body.walk())
-
-
-def task_label(task: TaskOp, index: int | None = None) -> str:
-    """How messages name a task: its `name` attribute, else its position in its schedule
-    (`index`, found when not given), and where it is."""
-    if index is None:
-        parent = task.parent_op()
-        tasks = list(parent.tasks()) if isinstance(parent, ScheduleOp) else [task]
-        index = tasks.index(task)
-    name = task.attributes.get("name")
-    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{index}"
-    loc = loc_of(task)
-    return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,10 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 
-from dhir.analysis.costs import schedule_ids, task_ids
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.tasks import schedule_ids, task_ids
+from dhir.targets import host_arch
 
 BEGIN = "dhir_rt_task_begin"
 END = "dhir_rt_task_end"
@@ -171,7 +172,7 @@ def write_profile(
         raise DhirError(
             [Diagnostic(f"the run wrote no readable task profile ({raw_path}): {error}")]
         ) from None
-    report = profile_report(raw, names, devices, local_arch(), schedules)
+    report = profile_report(raw, names, devices, host_arch(), schedules)
     try:
         destination.write_text(json.dumps(report, indent=1) + "\n")
     except OSError as error:
@@ -189,12 +190,6 @@ class ProfileRecorder:
         self.schedules = list(schedule_ids(module).values())
         self.devices, _ = machine_for(module, ranks)
         self.destination = Path(destination)
-
-
-def local_arch() -> str:
-    from dhir.backends.native import _local_arch  # the arch the native backend builds for
-
-    return _local_arch()
 
 
 @contextmanager

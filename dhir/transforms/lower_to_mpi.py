@@ -49,7 +49,7 @@ from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
-from dhir.placement import rank_of
+from dhir.ir.tasks import rank_of
 from dhir.transforms.outline import outline
 
 BCAST = "dhir_rt_bcast"

@@ -21,7 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.costs import CostModel, load_profile
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
-from dhir.placement import RANK_ATTR, rank_of
+from dhir.ir.tasks import RANK_ATTR, rank_of
 from dhir.placement.round_robin import round_robin
 
 ALGORITHMS = ("round-robin", "heft", "peft", "best")

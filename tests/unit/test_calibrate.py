@@ -12,24 +12,23 @@ import pytest
 from dhir.ir.diagnostics import DhirError
 from dhir.machine import (
     Link,
-    calibrate,
     detect,
     guess_device,
     load_local_system,
     read_system,
     write_system,
 )
-from dhir.machine.calibrate import (
+from dhir.machine.files import default_system_path
+from dhir.toolchain import calibrate
+from dhir.toolchain.calibrate import (
     FULL,
     TRIAD_BYTES,
     Measurements,
     apply,
     curve_footprints,
-    fit_link,
     measure_curve,
-    results,
 )
-from dhir.machine.files import default_system_path
+from dhir.toolchain.calibrate_steps import fit_link, results
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
 

@@ -1,4 +1,4 @@
-"""`dhir calibrate` on GPUs (dhir/machine/calibrate_gpu.py), against the fake CUDA driver
+"""`dhir calibrate` on GPUs (dhir/toolchain/calibrate_gpu.py), against the fake CUDA driver
 (tests/gpu_fake/fake_cuda.c): its device memory is host memory, so these tests check that
 the copies are made, timed, read and stored, not what a real GPU's rates are."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dhir.machine import Link, System, detect, guess_device
-from dhir.machine.calibrate_gpu import (
+from dhir.machine.description import GUESSED_HOST_LINK
+from dhir.toolchain.calibrate_gpu import (
     GPU_QUICK,
     GpuMeasurements,
     apply_gpu,
@@ -17,7 +18,6 @@ from dhir.machine.calibrate_gpu import (
     calibrate_gpus,
     device_index,
 )
-from dhir.machine.description import GUESSED_HOST_LINK
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
 

@@ -20,13 +20,13 @@ from dhir.analysis.costs import (
     load_profile,
     rates,
     roofline_time,
-    task_ids,
     task_work,
     trip_count,
 )
 from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError
+from dhir.ir.tasks import task_ids
 from dhir.targets import DeviceKind
 
 

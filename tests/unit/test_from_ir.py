@@ -14,7 +14,7 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.api import parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
-from dhir.placement import rank_of
+from dhir.ir.tasks import rank_of
 from dhir.placement.from_ir import (
     END_TASK,
     concurrency,

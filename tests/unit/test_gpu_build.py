@@ -7,14 +7,17 @@ import struct
 from pathlib import Path
 
 import pytest
+from xdsl.passes import PassPipeline
 
 import dhir
 from dhir import DhirError
 from dhir.backends.native import compile_native
 from dhir.dialects import gpu as dgpu
+from dhir.machine.detect import default_chip
 from dhir.toolchain import gpu as gpu_toolchain
-from dhir.toolchain.gpu import CudaTools, choose_format, find_cuda_tools, prepare_gpu_tasks
+from dhir.toolchain.gpu import CudaTools, choose_format, find_cuda_tools, gpu_build
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.gpu_kernels import GpuKernelsPass
 
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -185,7 +188,8 @@ _COPY_KERNEL = """      %c1 = arith.constant 1 : index
 
 def _launches(text: str) -> list[dgpu.LaunchOp]:
     module = dhir.parse_string(text)
-    assert prepare_gpu_tasks(module, find_llvm_tools().mlir_opt) is not None
+    dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
+    assert gpu_build(module) is not None
     return [op for op in module.walk() if isinstance(op, dgpu.LaunchOp)]
 
 
@@ -317,20 +321,20 @@ def test_forced_fatbin_without_ptxas_says_how_to_install(monkeypatch: pytest.Mon
 
 
 def test_default_chip_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    gpu_toolchain.default_chip.cache_clear()
+    default_chip.cache_clear()
     monkeypatch.setenv("DHIR_GPU_CHIP", "sm_86")
     try:
         launches = _launches(_proposal("sm_90").replace('{arch = "sm_90"}', '{kind = "gpu"}'))
         assert str(launches[0].properties["module"]) == "@dhir_sm_86"
     finally:
-        gpu_toolchain.default_chip.cache_clear()
+        default_chip.cache_clear()
 
 
 def test_default_chip_without_a_gpu_is_sm_80(monkeypatch: pytest.MonkeyPatch) -> None:
-    gpu_toolchain.default_chip.cache_clear()
+    default_chip.cache_clear()
     monkeypatch.delenv("DHIR_GPU_CHIP", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
     try:
-        assert gpu_toolchain.default_chip() == "sm_80"
+        assert default_chip() == "sm_80"
     finally:
-        gpu_toolchain.default_chip.cache_clear()
+        default_chip.cache_clear()

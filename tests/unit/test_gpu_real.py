@@ -54,7 +54,7 @@ def test_gpu_chain_stays_on_the_device(
 
 def test_calibration_measures_every_gpu(tmp_path: Path) -> None:
     from dhir.machine import detect
-    from dhir.machine.calibrate_gpu import calibrate_gpus
+    from dhir.toolchain.calibrate_gpu import calibrate_gpus
 
     said: list[str] = []
     system = detect()

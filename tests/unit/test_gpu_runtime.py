@@ -19,7 +19,7 @@ import dhir
 from dhir import DhirError
 from dhir.backends.interp import run_interp
 from dhir.dialects.dhir import TaskOp
-from dhir.transforms.gpu_data import is_gpu_task
+from dhir.ir.tasks import is_gpu_task
 
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 ROOT = Path(__file__).parents[2]

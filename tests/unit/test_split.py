@@ -162,13 +162,13 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
     splits = _recorded_splits(monkeypatch)
     ran: list[str] = []
-    real_run = build._run
+    real_run = build.run_stage
 
     def counted(timing, stage, cwd, command):  # noqa: ANN001, ANN202
         ran.append(stage)
         real_run(timing, stage, cwd, command)
 
-    monkeypatch.setattr(build, "_run", counted)
+    monkeypatch.setattr(build, "run_stage", counted)
 
     def compiled(text: str) -> tuple[Path, Timing]:
         timing = Timing()

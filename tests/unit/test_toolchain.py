@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dhir.backends.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args, generate_harness
 from dhir.toolchain.launch import compile_and_run, run_executable
+from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.toolchain.tools import find_mpi
 
 DATA = Path(__file__).parent / "data"

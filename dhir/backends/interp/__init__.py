@@ -25,8 +25,8 @@ from dhir.backends.interp.gpu import GpuImpls
 from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
 from dhir.backends.interp.memref import MemrefImpls
-from dhir.backends.signature import check_inputs, entry_signature
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.toolchain.signature import check_inputs, entry_signature
 
 
 class _OpStack(Interpreter.Listener):

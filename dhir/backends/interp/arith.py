@@ -36,7 +36,7 @@ from dhir.backends.interp.scalars import (
     unsigned,
     wrap,
 )
-from dhir.backends.signature import numpy_dtype
+from dhir.toolchain.signature import numpy_dtype
 
 
 @register

@@ -24,8 +24,8 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.scalars import combine
-from dhir.backends.signature import numpy_dtype
 from dhir.dialects.memref import ATOMIC_RMW_KINDS
+from dhir.toolchain.signature import numpy_dtype
 
 if TYPE_CHECKING:
     from dhir.backends.interp.gpu import GpuIds

@@ -6,16 +6,13 @@ from the last-level cache (sized by detection), its bandwidth over a range of fo
 (`core_bw_curve`), and FMAs on one thread; with the C program dhir/runtime/dhir_calibrate.c
 built by the toolchain's clang and MPI.
 
-Each GPU is measured by dhir/machine/calibrate_gpu.py. What one node cannot measure stays a
+Each GPU is measured by dhir/toolchain/calibrate_gpu.py. What one node cannot measure stays a
 guess, and is said to be: the network between nodes.
 """
 
 import math
 import os
-import platform
-import re
 import statistics
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,16 +22,22 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import Device, Link, System
 from dhir.machine.detect import detect
 from dhir.runtime import RUNTIME_DIR
-from dhir.targets import DeviceKind
+from dhir.targets import DeviceKind, host_arch
 from dhir.toolchain.build import C_FLAGS, Timing
-from dhir.toolchain.build import _run as run_build_stage
+from dhir.toolchain.build import run_stage as run_build_stage
+from dhir.toolchain.calibrate_gpu import calibrate_gpus
+from dhir.toolchain.calibrate_steps import (
+    STEP_TIMEOUT_S,
+    fit_link,
+    results,
+    run_step,
+    significant,
+)
 from dhir.toolchain.launch import run_mpi_program
 from dhir.toolchain.tools import find_llvm_tools, find_mpi
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
 SMALL_MESSAGE = 8  # bytes: the latency
-STEP_TIMEOUT_S = 180.0
-_RUNTIME_PREFIX = re.compile(r"dhir: error on rank -?\d+: ")
 
 
 @dataclass(frozen=True)
@@ -84,9 +87,6 @@ def calibrate(
         raise DhirError([Diagnostic("calibration measures one node: give a one-node description")])
     cpu = next(d for d in system.devices if d.kind == DeviceKind.CPU)
     effort = QUICK if quick else FULL
-    # Imported here: it reads fit_link and significant from this module.
-    from dhir.machine.calibrate_gpu import calibrate_gpus
-
     with tempfile.TemporaryDirectory(prefix="dhir-calibrate-") as tmp:
         exe = build_program(Path(tmp), mpi)
         measured = measure(exe, mpi, effort, cpu, say)
@@ -100,7 +100,7 @@ def build_program(directory: Path, mpi: str) -> Path:
     tools = find_llvm_tools()
     install = find_mpi(mpi)
     tuning = ["-march=native"]
-    if platform.machine() in ("x86_64", "AMD64"):
+    if host_arch() == "x86_64":
         tuning.append("-mprefer-vector-width=512")  # clang's default keeps AVX-512 to 256 bits
     command = [
         tools.clang,
@@ -244,14 +244,6 @@ def measure_pingpong(
     return latency, bandwidth
 
 
-def fit_link(small: int, small_s: float, large: int, large_s: float) -> tuple[float, float]:
-    """(latency in us, bandwidth in GB/s) of the line through both one-way times, so that
-    Link.time gives both back; the large message's average rate if noise tilts the line."""
-    slope = (large_s - small_s) / (large - small)
-    bandwidth = 1.0 / slope if slope > 0 else large / large_s
-    return small_s * 1e6, bandwidth / 1e9
-
-
 def apply(
     system: System, cpu: Device, measured: Measurements, say: Callable[[str], None]
 ) -> System:
@@ -267,58 +259,6 @@ def apply(
     return replace(system, intra_node=intra)
 
 
-def significant(value: float) -> float:
-    """Four significant digits: more than the measurements repeat to."""
-    return float(f"{value:.4g}")
-
-
 def _run_local(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     return results(run_step(exe, args, env), args[0])[0]
-
-
-def run_step(exe: Path, args: list[str], env: dict[str, str]) -> str:
-    """The standard output of one calibration step, `exe args` (the step's name first);
-    a DhirError with its standard error if it fails or takes too long."""
-    try:
-        result = subprocess.run(
-            [str(exe), *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=STEP_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise DhirError(
-            [Diagnostic(f"calibration step '{args[0]}' took over {STEP_TIMEOUT_S:g} s")]
-        ) from None
-    if result.returncode != 0:
-        # Without MPI started, the runtime's errors say "rank -1": noise here.
-        stderr = _RUNTIME_PREFIX.sub("", result.stderr.strip())
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"calibration step '{args[0]}' failed (exit status {result.returncode}):\n"
-                    f"{stderr}"
-                )
-            ]
-        )
-    return result.stdout
-
-
-def results(output: str, name: str) -> list[tuple[float, float]]:
-    """(amount, seconds) from the `name amount seconds threads` lines of the output."""
-    rows = []
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) == 4 and words[0] == name:
-            amount, seconds = float(words[1]), float(words[2])
-            if seconds > 0:
-                rows.append((amount, seconds))
-    if not rows:
-        tail = "\n".join(output.strip().splitlines()[-10:])
-        raise DhirError(
-            [Diagnostic(f"calibration step '{name}' printed no result; its output:\n{tail}")]
-        )
-    return rows

@@ -17,12 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.machine.calibrate import fit_link, results, run_step, significant
 from dhir.machine.description import Device, Link, System
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_SOURCE
 from dhir.targets import DeviceKind, UnknownArchError, ptx_feature
 from dhir.toolchain.build import C_FLAGS, Timing
-from dhir.toolchain.build import _run as run_build_stage
+from dhir.toolchain.build import run_stage as run_build_stage
+from dhir.toolchain.calibrate_steps import fit_link, results, run_step, significant
 from dhir.toolchain.tools import find_llvm_tools, find_mpi
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate_gpu.c"

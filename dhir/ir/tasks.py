@@ -1,0 +1,80 @@
+"""Plain questions about a task or schedule, asked by every stage after parsing: its
+stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.ir.diagnostics import loc_of
+from dhir.targets import DeviceKind
+
+# Placement records its decision on each task as `dhir.rank = R : i64`; a rank written
+# there by the user (or a test) is honoured, so any placement can be forced.
+RANK_ATTR = "dhir.rank"
+
+
+def rank_of(task: TaskOp) -> int | None:
+    """The rank `task` is placed on, if placement (or the user) has said."""
+    attr = task.attributes.get(RANK_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def is_gpu_task(task: TaskOp) -> bool:
+    """Bound to a GPU, or to any device with GPU code in its body."""
+    kind = task.target_info().kind
+    if kind == DeviceKind.GPU:
+        return True
+    return kind == DeviceKind.ANY and any(op.dialect_name() == "gpu" for op in task.body.walk())
+
+
+def task_label(task: TaskOp, index: int | None = None) -> str:
+    """How messages name a GPU task: its `name` attribute, else its position in its
+    schedule (`index`, found when not given), and where it is."""
+    if index is None:
+        parent = task.parent_op()
+        tasks = list(parent.tasks()) if isinstance(parent, ScheduleOp) else [task]
+        index = tasks.index(task)
+    name = task.attributes.get("name")
+    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{index}"
+    loc = loc_of(task)
+    return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
+
+
+def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
+    """Every task's stable name, `<function>.schedule<S>.task<T>`, in program order."""
+    names: dict[TaskOp, str] = {}
+    for op in module.body.block.ops:
+        owner = _owner(op)
+        schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
+        for s, schedule in enumerate(schedules):
+            for t, task in enumerate(schedule.tasks()):
+                names[task] = f"{owner}.schedule{s}.task{t}"
+    return names
+
+
+def schedule_ids(module: ModuleOp) -> dict[ScheduleOp, str]:
+    """Every schedule's stable name, `<function>.schedule<S>`, in program order (the
+    prefix of its tasks' names)."""
+    names: dict[ScheduleOp, str] = {}
+    for op in module.body.block.ops:
+        for s, schedule in enumerate(_schedules(op)):
+            names[schedule] = f"{_owner(op)}.schedule{s}"
+    return names
+
+
+def schedule_task_ids(schedule: ScheduleOp) -> list[str]:
+    """The names `task_ids` gives the tasks of `schedule`."""
+    top: Operation = schedule
+    while (parent := top.parent_op()) is not None and not isinstance(parent, ModuleOp):
+        top = parent
+    number = next(s for s, op in enumerate(_schedules(top)) if op is schedule)
+    return [f"{_owner(top)}.schedule{number}.task{t}" for t, _ in enumerate(schedule.tasks())]
+
+
+def _owner(top: Operation) -> str:
+    return top.sym_name.data if isinstance(top, func.FuncOp) else "module"
+
+
+def _schedules(top: Operation) -> list[ScheduleOp]:
+    return [s for s in walk_outside_tasks(top) if isinstance(s, ScheduleOp)]

@@ -1,0 +1,327 @@
+"""`dhir-gpu-kernels`: GPU tasks' loops become kernels, named by chip.
+
+Runs before placement. Each GPU task written as parallel loops (`scf.parallel`,
+`affine.parallel`, linalg) gets kernels from mlir-opt-22: linalg and affine become
+`scf.parallel`, each loop nest is tiled (a block of threads per tile, never one thread per
+block) and mapped to a grid of blocks x threads (`gpu.launch`). Tasks written as an explicit
+`gpu.launch` keep it. Every kernel is then named after its task and put in the `gpu.module`
+of its chip (`dhir_sm_90`, ...), so one program may hold tasks for several chips; the
+toolchain (dhir.toolchain.gpu) builds one binary per chip. The pass also checks that a GPU
+task's host code leaves its memrefs, which live on the device, alone.
+"""
+
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import affine, func, scf
+from xdsl.dialects.builtin import IndexType, ModuleOp, SymbolRefAttr
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.dialects import gpu as dgpu
+from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.ir.tasks import is_gpu_task, task_label
+from dhir.ir.text import parse_string, print_module
+from dhir.machine.detect import default_chip
+from dhir.targets import UnknownArchError, ptx_feature
+
+MLIR_OPT_HINT = "install LLVM/MLIR 22 with `apt-get install mlir-22-tools` (scripts/setup.sh)"
+
+# Threads per block along each mapped dimension, by loop depth; the first dimension is the
+# innermost (contiguous) one, see _reverse_dims.
+TILE_SIZES: dict[int, tuple[int, ...]] = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+_VIEW_OPS = frozenset(
+    {
+        "memref.subview",
+        "memref.cast",
+        "memref.reinterpret_cast",
+        "memref.collapse_shape",
+        "memref.expand_shape",
+        "memref.transpose",
+        "memref.view",
+        "memref.assume_alignment",
+    }
+)
+# Ops a GPU task's host code may apply to its memrefs (now device buffers): they only read
+# the descriptor, or hand the buffer to the device.
+_HOST_OK = _VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
+_SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class GpuKernelsPass(ModulePass):
+    """Map GPU tasks' loops to kernels with `mlir_opt`, check their bodies and name their
+    kernels by chip."""
+
+    name = "dhir-gpu-kernels"
+
+    mlir_opt: str = "mlir-opt-22"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        tasks = gpu_tasks(op)
+        if not tasks:
+            return
+        position = {
+            task: k
+            for schedule in {t.parent_op() for t in tasks}
+            if isinstance(schedule, ScheduleOp)
+            for k, task in enumerate(schedule.tasks())
+        }
+        labels = {task: task_label(task, position.get(task)) for task in tasks}
+        loops = [task for task in tasks if _needs_mapping(task, labels[task])]
+        if loops:
+            _map_loops(loops, labels, self.mlir_opt)
+        for number, task in enumerate(tasks):
+            _check_host_code(task, labels[task])
+            chip = chip_of(task)
+            try:
+                ptx_feature(chip)
+            except UnknownArchError as error:
+                raise error_at(task, f"{labels[task]}: {error}") from None
+            _name_kernels(task, chip, number)
+
+
+def gpu_tasks(module: ModuleOp) -> list[TaskOp]:
+    return [t for t in module.walk() if isinstance(t, TaskOp) and is_gpu_task(t)]
+
+
+def kernel_chips(module: ModuleOp) -> tuple[str, ...]:
+    """The chips the module's GPU tasks run on, sorted."""
+    return tuple(sorted({chip_of(task) for task in gpu_tasks(module)}))
+
+
+def chip_of(task: TaskOp) -> str:
+    arch = task.target_info().arch
+    return arch if arch is not None and arch.startswith("sm_") else default_chip()
+
+
+def module_name(chip: str) -> str:
+    return f"dhir_{chip}"
+
+
+def _is_loop(op: Operation) -> bool:
+    return isinstance(op, scf.ParallelOp | affine.ParallelOp | LinalgStructuredOperation)
+
+
+def _needs_mapping(task: TaskOp, label: str) -> bool:
+    launches = [op for op in task.body.walk() if isinstance(op, dgpu.LaunchOp)]
+    outside = [op for op in _host_ops(task.body.block) if _is_loop(op)]
+    if launches and outside:
+        raise error_at(
+            outside[0],
+            f"{label} mixes parallel loops with an explicit gpu.launch; write its body either "
+            "as parallel loops (dhir maps them to the GPU) or as gpu.launch ops",
+        )
+    for op in outside:
+        if _reduces(op):
+            raise error_at(
+                op,
+                f"{label}: this parallel loop reduces (init/scf.reduce), which dhir cannot "
+                "map to the GPU yet; compute the reduction in a CPU task, or write the kernel "
+                "as a gpu.launch",
+            )
+    if launches or outside:
+        return bool(outside)
+    raise error_at(
+        task,
+        f"{label} has no parallel loop (scf.parallel, affine.parallel, linalg) or gpu.launch "
+        "to run on the GPU; write its work as one of those, or bind it to a CPU target",
+    )
+
+
+def _reduces(op: Operation) -> bool:
+    if isinstance(op, scf.ParallelOp):
+        return bool(op.initVals)
+    reductions = op.properties.get("reductions")
+    return isinstance(op, affine.ParallelOp) and bool(getattr(reductions, "data", ()))
+
+
+def _host_ops(block: Block) -> Iterator[Operation]:
+    """Ops of a task body, not looking inside kernels."""
+    for op in block.ops:
+        yield op
+        if isinstance(op, dgpu.LaunchOp):
+            continue
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _host_ops(inner)
+
+
+def _check_host_code(task: TaskOp, label: str) -> None:
+    listed = set(task.memrefs)
+    for op in _host_ops(task.body.block):
+        if op.name in _HOST_OK or isinstance(op, dgpu.LaunchOp):
+            continue
+        used = [v for v in op.operands if v in listed]
+        if used:
+            name = f"%{used[0].name_hint}" if used[0].name_hint else "a listed memref"
+            raise error_at(
+                op,
+                f"{label} uses {name} in '{op.name}' outside a kernel; a GPU task's memrefs "
+                "live on the device, so move this into the parallel loop (or the gpu.launch), "
+                "or into a CPU task",
+            )
+
+
+def _name_kernels(task: TaskOp, chip: str, number: int) -> None:
+    name = task.attributes.get("name")
+    text = getattr(name, "data", "")
+    base = text if isinstance(text, str) and _SIMPLE_NAME.fullmatch(text) else "task"
+    launches = [op for op in task.body.walk() if isinstance(op, dgpu.LaunchOp)]
+    for k, launch in enumerate(launches):
+        launch.properties["module"] = SymbolRefAttr(module_name(chip))
+        launch.properties["function"] = SymbolRefAttr(f"{base}{number}_kernel{k}")
+
+
+def _map_loops(tasks: Sequence[TaskOp], labels: dict[TaskOp, str], mlir_opt: str) -> None:
+    functions = [_to_function(task, f"dhir_gpu_task{k}") for k, task in enumerate(tasks)]
+    module = ModuleOp([f for f, _ in functions])
+    if any(isinstance(op, affine.ParallelOp | LinalgStructuredOperation) for op in module.walk()):
+        module = _mlir_opt(
+            module,
+            "builtin.module(func.func(convert-linalg-to-parallel-loops),lower-affine)",
+            mlir_opt,
+            labels,
+        )
+    mapped: dict[str, func.FuncOp] = {}
+    for depth, group in _by_depth(module).items():
+        sizes = ",".join(str(s) for s in TILE_SIZES[depth])
+        # Fixed-size tiles with a bounds check inside: a loop shorter than one tile still
+        # gets a block of threads, which canonicalizing min/max bounds would fold away.
+        # No canonicalization before mapping: it would fold a one-iteration loop into
+        # host code.
+        pipeline = (
+            "builtin.module(func.func(scf-parallel-loop-tiling{"
+            f"parallel-loop-tile-sizes={sizes} no-min-max-bounds=true}},gpu-map-parallel-loops,"
+            "convert-parallel-loops-to-gpu,canonicalize))"
+        )
+        result = _mlir_opt(ModuleOp(group), pipeline, mlir_opt, labels)
+        mapped.update({f.sym_name.data: f for f in result.ops if isinstance(f, func.FuncOp)})
+    for k, (task, (_, free)) in enumerate(zip(tasks, functions)):
+        _take_back(task, mapped[f"dhir_gpu_task{k}"], free, labels[task])
+
+
+def _to_function(task: TaskOp, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
+    """Move the task's body into a function of the values it uses from outside."""
+    ops = list(task.body.block.ops)[:-1]  # all but dhir.yield
+    inside = {nested for op in ops for nested in op.walk()}
+    free: dict[SSAValue, None] = {}
+    for op in inside:
+        for value in op.operands:
+            if not _defined_in(value, inside):
+                free[value] = None
+    block = Block(arg_types=[v.type for v in free])
+    mapping = dict(zip(free, block.args))
+    for op in ops:
+        op.detach()
+        block.add_op(op)
+    for op in inside:
+        for index, value in enumerate(op.operands):
+            if value in mapping:
+                op.operands[index] = mapping[value]
+    for loop in [op for op in block.ops if isinstance(op, scf.ParallelOp)]:
+        _reverse_dims(loop)
+    block.add_op(func.ReturnOp())
+    types = ([v.type for v in free], [])
+    return func.FuncOp(name, types, Region(block), "private"), list(free)
+
+
+def _defined_in(value: SSAValue, inside: set[Operation]) -> bool:
+    if isinstance(value, BlockArgument):
+        return value.block.parent_op() in inside
+    return value.owner in inside
+
+
+def _reverse_dims(loop: scf.ParallelOp) -> None:
+    """Make the innermost (contiguous, in row-major memrefs) dimension the first, which
+    gpu-map-parallel-loops gives to thread x: neighbouring threads then touch
+    neighbouring elements. The iteration space is the same."""
+    n = len(loop.lowerBound)
+    if n < 2 or loop.initVals:
+        return
+    bounds = [list(loop.lowerBound), list(loop.upperBound), list(loop.step)]
+    loop.operands = [*(v for group in bounds for v in reversed(group))]
+    block = loop.body.block
+    old = list(block.args)
+    new = [block.insert_arg(IndexType(), len(block.args)) for _ in range(n)]
+    for i, arg in enumerate(old):
+        arg.replace_all_uses_with(new[n - 1 - i])
+    for arg in old:
+        block.erase_arg(arg)
+
+
+def _by_depth(module: ModuleOp) -> dict[int, list[func.FuncOp]]:
+    """Functions grouped by the deepest of their outermost parallel loops (1 to 3)."""
+    groups: dict[int, list[func.FuncOp]] = {}
+    for function in [f for f in module.ops if isinstance(f, func.FuncOp)]:
+        depths = [
+            len(op.lowerBound)
+            for op in function.walk()
+            if isinstance(op, scf.ParallelOp) and not _inside(op, scf.ParallelOp)
+        ]
+        depth = min(3, max(depths, default=1))
+        function.detach()
+        groups.setdefault(depth, []).append(function)
+    return groups
+
+
+def _inside(op: Operation, kind: type[Operation]) -> bool:
+    """Whether an op of type `kind` encloses `op`."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, kind):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _mlir_opt(
+    module: ModuleOp, pipeline: str, mlir_opt: str, labels: dict[TaskOp, str]
+) -> ModuleOp:
+    try:
+        result = subprocess.run(
+            [mlir_opt, f"--pass-pipeline={pipeline}", "--mlir-print-op-generic", "-"],
+            input=print_module(module),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        raise DhirError(
+            [Diagnostic(f"cannot run {mlir_opt} to map GPU loops: {error}; {MLIR_OPT_HINT}")]
+        ) from None
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-20:])
+        names = "; ".join(labels.values())
+        raise DhirError(
+            [Diagnostic(f"mapping GPU tasks' loops to kernels failed ({names}):\n{tail}")]
+        )
+    return parse_string(result.stdout, "<mlir-opt: GPU loops>", verify=False)
+
+
+def _take_back(task: TaskOp, function: func.FuncOp, free: list[SSAValue], label: str) -> None:
+    """The mapped body back into the task, using the task's values again."""
+    block = function.body.block
+    mapping = dict(zip(block.args, free))
+    ops = list(block.ops)[:-1]  # all but func.return
+    for op in ops:
+        for nested in op.walk():
+            for index, value in enumerate(nested.operands):
+                if value in mapping:
+                    nested.operands[index] = mapping[value]
+            if isinstance(nested, scf.ParallelOp) and not _inside(nested, dgpu.LaunchOp):
+                raise error_at(
+                    task,
+                    f"{label}: a parallel loop could not be mapped to the GPU; write the "
+                    "kernel as a gpu.launch",
+                )
+    yield_op = task.body.block.last_op
+    assert yield_op is not None
+    for op in ops:
+        op.detach()
+        task.body.block.insert_op_before(op, yield_op)
