@@ -5,11 +5,16 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir.backends.interp import run_interp
+from dhir.backends.native import run_native
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
+from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
+from dhir.toolchain.build import Timing
 from dhir.toolchain.signature import entry_signature, save_outputs
 
 BACKENDS = ("native", "interp")
+DEFAULT_BACKEND = "native"
 
 
 def load_program(program: str | Path | ModuleOp) -> ModuleOp:
@@ -28,12 +33,12 @@ def run(
     *args: object,
     entry: str = "main",
     ranks: int = 2,
-    backend: str = "native",
+    backend: str = DEFAULT_BACKEND,
     mpi: str = "mpich",
     timeout: float = 300.0,
     output_dir: Path | None = None,
     threads: int | None = None,
-    placement: str = "best",
+    placement: str = DEFAULT_ALGORITHM,
     costs: str | Path | None = None,
     profile: str | Path | None = None,
     gpu_fallback: str = "none",
@@ -46,33 +51,67 @@ def run(
     the measured task times of the profile `costs`; `profile` names a file to write the
     measured time of every task to (see docs/costs.md). `gpu_fallback="cpu"` runs GPU
     tasks written as loops on the CPU (native; see docs/gpu.md)."""
-    module = load_program(program)
+    return run_module(
+        load_program(program),
+        entry,
+        list(args),
+        backend,
+        ranks=ranks,
+        mpi=mpi,
+        timeout=timeout,
+        output_dir=output_dir,
+        threads=threads,
+        placement=placement,
+        costs=Path(costs) if costs is not None else None,
+        profile=Path(profile) if profile is not None else None,
+        gpu_fallback=gpu_fallback,
+    )
+
+
+def run_module(
+    module: ModuleOp,
+    entry: str,
+    inputs: list[object],
+    backend: str = DEFAULT_BACKEND,
+    *,
+    ranks: int = 1,
+    mpi: str = "mpich",
+    timeout: float = 300.0,
+    output_dir: Path | None = None,
+    timing: Timing | None = None,
+    threads: int | None = None,
+    placement: str = DEFAULT_ALGORITHM,
+    costs: Path | None = None,
+    profile: Path | None = None,
+    hostfile: Path | None = None,
+    gpu_fallback: str = "none",
+) -> list[np.ndarray]:
+    """Run `module` on the chosen backend: what `dhir.run` and `dhir run` share. Rank 0's
+    results are written to `output_dir` (argK.npy) when given."""
     if backend == "interp":
         if profile is not None:
             raise DhirError(
-                [Diagnostic("profile= times tasks on MPI ranks; use it with backend='native'")]
+                [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        from dhir.backends.interp import run_interp
-
-        results = run_interp(module, entry, list(args))
+        results = run_interp(module, entry, inputs)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results
     if backend == "native":
-        from dhir.backends.native import run_native
-
         return run_native(
             module,
             entry,
-            list(args),
+            inputs,
             ranks,
             mpi,
             output_dir,
             timeout,
+            timing,
             threads=threads,
             placement=placement,
-            costs=Path(costs) if costs is not None else None,
-            profile=Path(profile) if profile is not None else None,
+            costs=costs,
+            profile=profile,
+            hostfile=hostfile,
             gpu_fallback=gpu_fallback,
         )
     raise DhirError(

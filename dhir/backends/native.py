@@ -15,6 +15,7 @@ from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
+from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.targets import host_arch
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.gpu import gpu_build
@@ -26,7 +27,7 @@ from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
-from dhir.transforms.place import DEFAULT_ALGORITHM, PlacePass
+from dhir.transforms.place import PlacePass
 
 
 @fewer_collections()

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dhir.machine.files import default_system_path, description_format, write_system
+from dhir.toolchain.calibrate import calibrate
 from dhir.toolchain.tools import MPI_CHOICES
 
 
@@ -45,9 +47,6 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dhir.machine.files import default_system_path, description_format, write_system
-    from dhir.toolchain.calibrate import calibrate
-
     path = args.output if args.output is not None else default_system_path()
     description_format(path)  # a bad name fails now, not after the measurements
     system = calibrate(args.mpi, args.quick, say=lambda line: print(line, file=sys.stderr))

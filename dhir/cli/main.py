@@ -10,29 +10,31 @@ dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir.backends.native import compile_native, default_threads
 from dhir.cli import calibrate, schedule
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.dlti import attach
+from dhir.machine.files import read_system
+from dhir.machine.layout import LaunchPlan, launch_plan
+from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.run import BACKENDS, DEFAULT_BACKEND, load_program, run_module
+from dhir.toolchain.build import Timing, cache_root
+from dhir.toolchain.launch import run_executable
 from dhir.toolchain.signature import (
     ArgSpec,
     EntrySignature,
     check_inputs,
     entry_signature,
-    save_outputs,
 )
 
-if TYPE_CHECKING:
-    from dhir.machine.layout import LaunchPlan
-    from dhir.toolchain.build import Timing
-
-PLACEMENTS = ("round-robin", "heft", "peft", "best")  # dhir.transforms.place.ALGORITHMS
 _INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
     "a scalar (f32=2.5, i64=7, index=3)"
@@ -56,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_build_options(run)
     run.add_argument(
         "--backend",
-        choices=("native", "interp"),
-        default="native",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
         help="native: MPI + LLVM (default); interp: the sequential reference interpreter",
     )
     run.add_argument("--input", action="append", default=[], metavar="X", help=_INPUT_HELP)
@@ -133,10 +135,11 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--placement",
-        choices=PLACEMENTS,
-        default=None,
+        choices=tuple(ALGORITHMS),
+        default=None,  # None: not given (an executable refuses it), DEFAULT_ALGORITHM
         metavar="ALGO",
-        help=f"how tasks are placed on ranks: {', '.join(PLACEMENTS)} (default: best)",
+        help=f"how tasks are placed on ranks: {', '.join(ALGORITHMS)} "
+        f"(default: {DEFAULT_ALGORITHM})",
     )
     parser.add_argument(
         "--costs",
@@ -147,9 +150,6 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from dhir.backends.native import compile_native
-    from dhir.toolchain.build import Timing
-
     timing = Timing() if args.timing else None
     module = _load_timed(Path(args.file), timing)
     ranks = args.ranks or 1
@@ -159,7 +159,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         ranks,
         args.mpi,
         timing,
-        **_placement_options(args),
+        placement=args.placement or DEFAULT_ALGORITHM,
+        costs=args.costs,
         gpu_fallback=args.gpu_fallback,
     )
     _install(exe, args.output)
@@ -170,16 +171,12 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dhir.toolchain.build import Timing
-
     timing = Timing() if args.timing else None
     path = Path(args.file)
     if _is_executable(path):
         results, signature = _run_built(path, args)
     else:
         results, signature = _run_program(path, args, timing)
-    if args.output_dir is not None and args.backend == "interp":
-        save_outputs(results, signature, args.output_dir)
     if args.print:
         _print_results(results, signature)
     if timing is not None:
@@ -187,9 +184,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_timed(path: Path, timing: "Timing | None") -> ModuleOp:
-    from dhir.run import load_program
-
+def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
     if timing is None:
         return load_program(path)
     with timing.stage("parse + verify"):
@@ -197,63 +192,46 @@ def _load_timed(path: Path, timing: "Timing | None") -> ModuleOp:
 
 
 def _run_program(
-    path: Path, args: argparse.Namespace, timing: "Timing | None"
+    path: Path, args: argparse.Namespace, timing: Timing | None
 ) -> tuple[list[np.ndarray], EntrySignature]:
     module = _load_timed(path, timing)
     signature = entry_signature(module, args.entry)
     inputs = _read_inputs(args.input, signature)
-    if args.backend == "interp":
-        if args.profile is not None:
-            raise DhirError(
-                [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
-            )
-        from dhir.backends.interp import run_interp
-
-        return run_interp(module, args.entry, inputs), signature
-    from dhir.backends.native import run_native
-
-    plan = _launch_plan(args, args.ranks, args.mpi)
+    if args.backend == "interp" and args.profile is not None:
+        raise DhirError(
+            [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
+        )
+    plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
     if plan is not None:
-        from dhir.machine.dlti import attach
-
         attach(module, plan.system)  # placement and cost models read it there
-    results = run_native(
+    results = run_module(
         module,
         args.entry,
         inputs,
-        plan.ranks if plan is not None else args.ranks or 1,
-        args.mpi,
-        args.output_dir,
-        args.timeout,
-        timing,
+        args.backend,
+        ranks=plan.ranks if plan is not None else args.ranks or 1,
+        mpi=args.mpi,
+        output_dir=args.output_dir,
+        timeout=args.timeout,
+        timing=timing,
         threads=args.threads if plan is None or args.threads is not None else plan.threads,
         profile=args.profile,
         hostfile=plan.hostfile if plan is not None else None,
-        **_placement_options(args),
+        placement=args.placement or DEFAULT_ALGORITHM,
+        costs=args.costs,
         gpu_fallback=args.gpu_fallback,
     )
     return results, signature
 
 
-def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> "LaunchPlan | None":
+def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> LaunchPlan | None:
     """With --system: the description, its rank count, hostfile and threads."""
     if args.system is None:
         return None
-    from dhir.machine.files import read_system
-    from dhir.machine.layout import launch_plan
-    from dhir.toolchain.build import cache_root
-
     return launch_plan(read_system(args.system), ranks, mpi, cache_root())
 
 
-def _placement_options(args: argparse.Namespace) -> dict[str, object]:
-    return {"placement": args.placement or "best", "costs": args.costs}
-
-
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    from dhir.backends.native import default_threads
-    from dhir.toolchain.launch import run_executable
-
     given = [f"--{name}" for name in ("placement", "costs", "profile") if getattr(args, name)]
     if given:
         raise DhirError(
@@ -381,8 +359,6 @@ def _is_executable(path: Path) -> bool:
 
 
 def _install(exe: Path, destination: Path) -> None:
-    import shutil
-
     try:
         shutil.copy2(exe, destination)
     except OSError as error:

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dhir.analysis.costs import REFERENCE_GPU
+from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_file
+from dhir.machine.detect import load_local_system
+from dhir.machine.dlti import attach
+from dhir.machine.files import read_system
+from dhir.placement.as_built import as_built_makespan, place_program
+from dhir.placement.from_ir import machine_for, task_graph
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
-from dhir.placement.list_scheduling import ALGORITHMS
+from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 
@@ -34,13 +42,10 @@ class AsBuilt:
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built."""
-        from dhir.placement.as_built import place_program
 
         return place_program(self.schedule, self.graph, self.devices, self.model, algorithm)
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
-        from dhir.placement.as_built import as_built_makespan
-
         return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
 
 
@@ -76,7 +81,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--algorithm",
         choices=tuple(ALGORITHMS),
-        default="best",
+        default=DEFAULT_ALGORITHM,
         help="round-robin, heft, peft, or best: a portfolio plus local search, never worse "
         "than heft and peft (default: best)",
     )
@@ -161,10 +166,6 @@ def program_graphs(
     """Which device each rank is, and per schedule of the program: its task graph, as
     `dhir run` places them, and the makespan of a placement as the native backend runs
     it (dhir.placement.as_built)."""
-    from dhir.dialects.dhir import ScheduleOp
-    from dhir.ir.text import parse_file
-    from dhir.machine.dlti import attach
-    from dhir.placement.from_ir import machine_for, task_graph
 
     module = parse_file(path)
     system = None
@@ -188,8 +189,6 @@ def program_graphs(
 def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
     """Which device and node each rank (a device of the task graph) stands for."""
     if system is None:
-        from dhir.analysis.costs import REFERENCE_GPU
-
         legend = (
             f"ranks: {ranks} alike CPUs of this machine (rank0 .. rank{ranks - 1})"
             if ranks > 1
@@ -210,10 +209,7 @@ def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
 
 def _system(path: Path | None) -> Any:
     if path is None:
-        from dhir.machine.detect import load_local_system
-
         return load_local_system()
-    from dhir.machine.files import read_system
 
     return read_system(path)
 

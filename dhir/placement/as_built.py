@@ -24,15 +24,9 @@ from xdsl.ir import SSAValue
 from dhir.analysis.costs import CostModel, memref_bytes
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.outputs import root_only
 from dhir.dialects.dhir import ScheduleOp
-from dhir.placement.from_ir import (
-    broadcast_time,
-    concurrency,
-    depths,
-    rank_of_device,
-    root_only,
-    task_costs,
-)
+from dhir.placement.from_ir import broadcast_time, concurrency, depths, rank_of_device, task_costs
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
 

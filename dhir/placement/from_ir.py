@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
 from dhir.analysis.costs import REFERENCE_GPU, CostModel, Device, Link, Profile, memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.outputs import root_only
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
@@ -254,27 +254,6 @@ def task_costs(
         name: _costs(task, name, devices, costs, targets, busy)
         for task, name in zip(tasks, names, strict=True)
     }
-
-
-def root_only(schedule: ScheduleOp, entry: str = "main") -> set[SSAValue]:
-    """The memrefs that dhir-lower-to-mpi sends to rank 0 only at the end of `schedule`
-    instead of broadcasting them: arguments of the entry function, with the schedule at
-    its top level, that nothing uses afterwards, when no function calls the entry."""
-    function = schedule.parent_op()
-    if not isinstance(function, func.FuncOp) or function.sym_name.data != entry:
-        return set()
-    module = function.parent_op()
-    calls = module.walk() if module is not None else ()
-    if any(isinstance(op, func.CallOp) and op.callee.string_value() == entry for op in calls):
-        return set()
-    later: set[SSAValue] = set()
-    op: Operation | None = schedule.next_op
-    while op is not None:
-        for nested in op.walk():
-            later.update(nested.operands)
-        op = op.next_op
-    body = function.body.block
-    return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
 
 
 def _costs(

@@ -824,6 +824,9 @@ def _blocker(problem: Problem, schedule: Schedule, task: int, previous: list[int
     return -1
 
 
+# The placement algorithms by the names every command and pass takes, and the default of
+# `dhir run`, `dhir compile`, `dhir schedule` and `dhir.run`.
+DEFAULT_ALGORITHM = "best"
 ALGORITHMS: dict[str, Callable[[TaskGraph], Placement]] = {
     "round-robin": round_robin_graph,
     "heft": heft,

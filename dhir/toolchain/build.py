@@ -20,16 +20,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
+from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
-
-if TYPE_CHECKING:
-    from dhir.toolchain.gpu import GpuBuild
 
 # Order matters: expand-strided-metadata and linalg-to-loops emit affine.apply, lower-affine
 # emits scf, scf-to-cf also turns scf.parallel into sequential loops; math ops without an
@@ -135,7 +132,7 @@ def build_executable(
     timing: Timing | None = None,
     extra_mlir_opt_passes: Sequence[str] = (),
     openmp: bool = False,
-    gpu: "GpuBuild | None" = None,
+    gpu: GpuBuild | None = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
 
@@ -196,7 +193,7 @@ class _Recipe:
     clang_flags: tuple[str, ...]
     tools: LlvmTools
     mpi: MpiInstall
-    gpu: "GpuBuild | None"
+    gpu: GpuBuild | None
 
     @cached_property
     def settings(self) -> str:

@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
+from dhir.placement.from_ir import machine_for
 from dhir.targets import host_arch
 
 BEGIN = "dhir_rt_task_begin"
@@ -184,8 +185,6 @@ class ProfileRecorder:
     lowered: the task and schedule names, and each rank's device."""
 
     def __init__(self, module: ModuleOp, ranks: int, destination: Path) -> None:
-        from dhir.placement.from_ir import machine_for
-
         self.names = list(task_ids(module).values())
         self.schedules = list(schedule_ids(module).values())
         self.devices, _ = machine_for(module, ranks)

@@ -45,6 +45,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.outputs import entry_called, root_only
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
@@ -78,12 +79,7 @@ class LowerToMPIPass(ModulePass):
             ArrayAttr([_dlti_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
         )
         needs_bcast = False
-        # Only the harness may call the entry: then what it leaves on ranks other than
-        # 0 is never read, which _outputs_only relies on.
-        entry_called = any(
-            isinstance(call, func.CallOp) and call.callee.string_value() == self.entry
-            for call in op.walk()
-        )
+        called = entry_called(op, self.entry)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             schedules = [s for s in walk_outside_tasks(function) if isinstance(s, ScheduleOp)]
             if not schedules:
@@ -92,26 +88,12 @@ class LowerToMPIPass(ModulePass):
             last: Operation = function
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
-                outputs = set() if entry_called else self._outputs_only(function, schedule)
+                outputs = root_only(schedule, self.entry, called)
                 needs_bcast |= lowering.run(final_to_root=outputs)
                 last = lowering.last_function
         _erase_targets(op)
         if needs_bcast:
             op.body.block.add_op(_declare(BCAST, [i64, i64, i32]))
-
-    def _outputs_only(self, function: func.FuncOp, schedule: ScheduleOp) -> set[SSAValue]:
-        """Memref arguments of the entry that nothing reads after `schedule` (when only
-        the harness calls the entry, so ranks other than 0 never read them again)."""
-        body = function.body.block
-        if function.sym_name.data != self.entry or schedule.parent is not body:
-            return set()
-        later: set[SSAValue] = set()
-        op = schedule.next_op
-        while op is not None:
-            for nested in op.walk():
-                later.update(nested.operands)
-            op = op.next_op
-        return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
 
 
 def _dlti_entry(key: str, value: str) -> object:

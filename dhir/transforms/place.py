@@ -19,13 +19,14 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.costs import CostModel, load_profile
+from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of
+from dhir.placement.as_built import place_program
+from dhir.placement.from_ir import local_devices, machine_for, rank_of_device, task_graph
+from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.round_robin import round_robin
-
-ALGORITHMS = ("round-robin", "heft", "peft", "best")
-DEFAULT_ALGORITHM = "best"  # for dhir run and dhir compile
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,6 @@ class PlacePass(ModulePass):
             for schedule in schedules:
                 place_schedule(schedule, self.ranks)
             return
-        from dhir.placement.from_ir import machine_for
-
         devices, model = machine_for(op, self.ranks, profile)
         for schedule in schedules:
             place_schedule(schedule, self.ranks, self.algorithm, model, devices)
@@ -84,10 +83,6 @@ def _by_cost(
     model: CostModel | None,
     devices: Sequence[object] | None,
 ) -> list[int]:
-    from dhir.analysis.dependences import task_graph as dependence_graph
-    from dhir.placement.as_built import place_program
-    from dhir.placement.from_ir import local_devices, rank_of_device, task_graph
-
     tasks = list(schedule.tasks())
     if ranks == 1:
         return [0] * len(tasks)  # nothing to choose: skip the analysis

@@ -11,6 +11,7 @@ from strategies import CPU_TARGETS, RandomSchedule, schedules
 from dhir.analysis.costs import REFERENCE_GPU, CostModel, Device, Link, Profile
 from dhir.analysis.costs import Measurement as Measured
 from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.outputs import root_only
 from dhir.api import parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
@@ -21,11 +22,10 @@ from dhir.placement.from_ir import (
     local_devices,
     local_link,
     machine_for,
-    root_only,
     task_graph,
 )
+from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.targets import DeviceKind
-from dhir.transforms.place import ALGORITHMS
 
 CPU = Device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
 GPU = Device(DeviceKind.GPU, "sm_90", 60_000.0, 3_000.0, 80 << 30, 5e-6)
@@ -257,9 +257,14 @@ def test_unknown_algorithm_and_bad_costs_file_are_errors() -> None:
 
 
 def test_the_cli_offers_the_pass_algorithms() -> None:
-    from dhir.cli.main import PLACEMENTS
+    from dhir.cli.main import build_parser
 
-    assert PLACEMENTS == ALGORITHMS
+    parser = build_parser()
+    for name in ALGORITHMS:
+        args = parser.parse_args(["compile", "p.mlir", "-o", "exe", "--placement", name])
+        assert args.placement == name
+    with pytest.raises(SystemExit):
+        parser.parse_args(["compile", "p.mlir", "-o", "exe", "--placement", "fastest"])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
