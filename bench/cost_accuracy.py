@@ -52,7 +52,7 @@ import programs  # noqa: E402
 from xdsl.dialects.builtin import IntegerAttr, i64  # noqa: E402
 
 from dhir import parse_string  # noqa: E402
-from dhir.analysis.costs import CostModel, Measurement, Profile, load_profile  # noqa: E402
+from dhir.analysis.profile import Measurement, Profile, load_profile
 from dhir.api import print_module  # noqa: E402
 from dhir.dialects.dhir import ScheduleOp  # noqa: E402
 from dhir.ir.tasks import RANK_ATTR
@@ -60,6 +60,7 @@ from dhir.machine.description import with_core_guesses  # noqa: E402
 from dhir.machine.detect import local_cores  # noqa: E402
 from dhir.machine.files import SYSTEM_ENV  # noqa: E402
 from dhir.placement.as_built import as_built_makespan, fastest_as_built  # noqa: E402
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (  # noqa: E402
     local_link,
     local_system,

@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dhir.analysis.costs import REFERENCE_GPU
+from xdsl.dialects.func import FuncOp
+
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file
+from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.placement.as_built import as_built_makespan, place_program
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import machine_for, task_graph
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
@@ -35,10 +38,10 @@ from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 class AsBuilt:
     """A program's schedule as the native backend builds it (dhir.placement.as_built)."""
 
-    schedule: Any
+    schedule: ScheduleOp
     graph: TaskGraph
-    devices: list[Any]
-    model: Any
+    devices: list[Device]
+    model: CostModel
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built."""
@@ -186,7 +189,7 @@ def program_graphs(
     return legend, graphs
 
 
-def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
+def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:
     """Which device and node each rank (a device of the task graph) stands for."""
     if system is None:
         legend = (
@@ -194,7 +197,7 @@ def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
             if ranks > 1
             else "ranks: 1 (rank0), on this machine's CPU"
         )
-        gpus = {id(d.gpu): d.gpu for d in devices if getattr(d, "gpu", None) is not None}
+        gpus = {id(d.gpu): d.gpu for d in devices if d.gpu is not None}
         if not gpus:
             return legend
         if list(gpus.values()) == [REFERENCE_GPU]:
@@ -207,16 +210,13 @@ def _rank_legend(system: Any, ranks: int, devices: list[Any]) -> str:
     return "ranks: " + ", ".join(parts)
 
 
-def _system(path: Path | None) -> Any:
+def _system(path: Path | None) -> System:
     if path is None:
         return load_local_system()
-
     return read_system(path)
 
 
-def _schedule_name(schedule: Any, number: int) -> str:
-    from xdsl.dialects.func import FuncOp
-
+def _schedule_name(schedule: ScheduleOp, number: int) -> str:
     function = schedule.parent_op()
     while function is not None and not isinstance(function, FuncOp):
         function = function.parent_op()

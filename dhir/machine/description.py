@@ -51,7 +51,7 @@ class DescriptionError(ValueError):
 
 @dataclass(frozen=True)
 class Link:
-    """A connection: the time to move n bytes is latency + n / bandwidth."""
+    """A connection between devices: the time to move n bytes is latency + n / bandwidth."""
 
     latency_us: float
     bandwidth_gbs: float
@@ -61,20 +61,25 @@ class Link:
         _check_number("latency_us", self.latency_us, "link", allow_zero=True)
         _check_number("bandwidth_gbs", self.bandwidth_gbs, "link")
 
-    def time(self, nbytes: int) -> float:
+    def time(self, nbytes: float) -> float:
         """Seconds to move `nbytes` over this link."""
         return self.latency_us * 1e-6 + nbytes / (self.bandwidth_gbs * 1e9)
 
 
 @dataclass(frozen=True)
 class Device:
-    """One CPU (all cores of a node, or a socket) or one GPU."""
+    """One CPU (all cores of a node, or a socket) or one GPU: as a description lists it,
+    or as placement sees the device a rank runs on.
+
+    A description's devices are complete (`Node` checks it). Placement without a
+    description also uses partial ones: no name (""), no arch (None: any arch of `kind`,
+    which must then be given), memory or cores unknown (None)."""
 
     name: str
-    arch: str
+    arch: str | None
     peak_gflops: float
     mem_bw_gbs: float
-    memory_bytes: int
+    memory_bytes: int | None
     cores: int | None = None  # CPUs only
     ranks: int = 1
     host_link: Link | None = None  # GPUs only: host memory <-> device memory
@@ -87,17 +92,23 @@ class Device:
     llc_bytes: int | None = None
     llc_bw_gbs: float | None = None
     core_bw_curve: tuple[tuple[int, float], ...] | None = None  # (footprint bytes, GB/s)
+    # GPUs: seconds to start a kernel (None: dhir.machine.roofline's default). Not in files.
+    launch_overhead_s: float | None = None
+    # A CPU rank that also drives a GPU (ranks without a machine description: the GPU
+    # runtime gives local rank r the node's GPU r mod count): its GPU tasks run there.
+    gpu: "Device | None" = None
+    # Given only with no arch; otherwise the arch's kind.
+    kind: DeviceKind = DeviceKind.ANY
 
     def __post_init__(self) -> None:
         what = f"device '{self.name}'"
-        _check_name(self.name, "device")
-        try:
-            kind = kind_of_arch(self.arch)
-        except UnknownArchError as error:
-            raise DescriptionError(f"{what}: {error}") from None
+        if self.name:
+            _check_name(self.name, "device")
+        kind = self._check_kind(what)
         for name in ("peak_gflops", "mem_bw_gbs"):
             _check_number(name, getattr(self, name), what)
-        _check_int("memory_bytes", self.memory_bytes, what)
+        if self.memory_bytes is not None:
+            _check_int("memory_bytes", self.memory_bytes, what)
         _check_int("ranks", self.ranks, what)
         if kind == DeviceKind.CPU:
             self._check_cpu(what)
@@ -112,10 +123,36 @@ class Device:
         # One spelling per meaning, so that equal descriptions compare equal.
         object.__setattr__(self, "guessed", tuple(g for g in GUESSABLE if g in self.guessed))
 
-    def _check_cpu(self, what: str) -> None:
-        if self.cores is None:
+    def _check_kind(self, what: str) -> DeviceKind:
+        if self.arch is None:
+            if self.kind == DeviceKind.ANY:
+                raise DescriptionError(f"{what}: give its arch, or its kind (cpu or gpu)")
+            return self.kind
+        try:
+            kind = kind_of_arch(self.arch)
+        except UnknownArchError as error:
+            raise DescriptionError(f"{what}: {error}") from None
+        if self.kind not in (DeviceKind.ANY, kind):
+            raise DescriptionError(f"{what}: arch {self.arch} is a {kind}, not a {self.kind}")
+        object.__setattr__(self, "kind", kind)
+        return kind
+
+    def check_complete(self) -> None:
+        """What a description needs besides valid values: a name, an arch, the memory, a
+        CPU's cores, a GPU's host link."""
+        what = f"device '{self.name}'"
+        if not self.name or self.arch is None:
+            raise DescriptionError(f"{what}: a described device needs a name and an arch")
+        if self.memory_bytes is None:
+            raise DescriptionError(f"{what}: memory_bytes must be a positive whole number")
+        if self.kind == DeviceKind.CPU and self.cores is None:
             raise DescriptionError(f"{what}: a CPU needs its number of cores")
-        _check_int("cores", self.cores, what)
+        if self.kind == DeviceKind.GPU and self.host_link is None:
+            raise DescriptionError(f"{what}: a GPU needs its host_link (latency, bandwidth)")
+
+    def _check_cpu(self, what: str) -> None:
+        if self.cores is not None:
+            _check_int("cores", self.cores, what)
         if self.host_link is not None:
             raise DescriptionError(f"{what}: host_link is for GPUs; a CPU is the host")
         for name in CORE_RATES:
@@ -132,15 +169,9 @@ class Device:
             raise DescriptionError(f"{what}: cores is for CPUs; leave it out for a GPU")
         if self.ranks != 1:
             raise DescriptionError(f"{what}: a GPU runs one rank, not {self.ranks}")
-        if self.host_link is None:
-            raise DescriptionError(f"{what}: a GPU needs its host_link (latency, bandwidth)")
         given = [name for name in CPU_ONLY if getattr(self, name) is not None]
         if given:
             raise DescriptionError(f"{what}: {', '.join(given)} are for CPUs; leave them out")
-
-    @property
-    def kind(self) -> DeviceKind:
-        return kind_of_arch(self.arch)
 
 
 @dataclass(frozen=True)
@@ -154,6 +185,8 @@ class Node:
     def __post_init__(self) -> None:
         _check_name(self.name, "node")
         object.__setattr__(self, "devices", tuple(self.devices))
+        for device in self.devices:
+            device.check_complete()
         if not self.host:
             object.__setattr__(self, "host", self.name)
         _check_name(self.host, f"node '{self.name}': host")
@@ -303,6 +336,9 @@ def _check_unique(names: list[str], what: str) -> None:
 GUESSED_NETWORK = Link(2.0, 12.5, guessed=True)  # a 100 Gb/s InfiniBand or Ethernet class
 GUESSED_INTRA_NODE = Link(1.0, 5.0, guessed=True)  # MPI over shared memory
 GUESSED_HOST_LINK = Link(10.0, 25.0, guessed=True)  # PCIe 4.0 x16, one cudaMemcpy
+# Ranks of one machine without a description talk through shared memory (MPICH/OpenMPI's
+# shm transport).
+LOCAL_LINK = Link(2.0, 5.0)
 CPU_GFLOPS_PER_CORE = 40.0  # 2.5 GHz x 16 f32 FMA lanes x 2 flops / 2 threads per core
 CPU_MEM_BW_PER_CORE = 5.0
 CPU_MEM_BW_CAP = 400.0
@@ -401,3 +437,16 @@ def _gpu_guesses(arch: str) -> dict[str, object]:
     nearest = max((k for k in GPU_GUESSES if k <= sm), default=min(GPU_GUESSES))
     gflops, bandwidth, memory = GPU_GUESSES[nearest]
     return {"peak_gflops": gflops, "mem_bw_gbs": bandwidth, "memory_bytes": memory}
+
+
+# A data-centre GPU, for comparisons and for placing GPU tasks where no GPU is found
+# (H100-class: FP32 without tensor cores, HBM3); any chip.
+REFERENCE_GPU = Device(
+    "",
+    None,
+    peak_gflops=60_000.0,
+    mem_bw_gbs=3_000.0,
+    memory_bytes=None,
+    launch_overhead_s=5e-6,
+    kind=DeviceKind.GPU,
+)

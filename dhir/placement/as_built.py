@@ -21,11 +21,13 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import SSAValue
 
-from dhir.analysis.costs import CostModel, memref_bytes
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
+from dhir.analysis.work import memref_bytes
 from dhir.dialects.dhir import ScheduleOp
+from dhir.machine.description import Device
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import broadcast_time, concurrency, depths, rank_of_device, task_costs
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
@@ -34,7 +36,7 @@ from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
 def fastest_as_built(
     schedule: ScheduleOp,
     graph: TaskGraph,
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
     deps: DependenceGraph | None = None,
@@ -56,7 +58,7 @@ def fastest_as_built(
 def place_program(
     schedule: ScheduleOp,
     graph: TaskGraph,
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     algorithm: str,
     deps: DependenceGraph | None = None,
@@ -72,7 +74,7 @@ def as_built_makespan(
     schedule: ScheduleOp,
     graph: TaskGraph,
     assignment: Mapping[str, str],
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
 ) -> float:
@@ -96,7 +98,7 @@ class _Replay:
         self,
         schedule: ScheduleOp,
         graph: TaskGraph,
-        devices: Sequence[object],
+        devices: Sequence[Device],
         costs: CostModel,
         entry: str,
         deps: DependenceGraph | None = None,

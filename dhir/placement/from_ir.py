@@ -25,25 +25,26 @@ import math
 import os
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from dhir.analysis.costs import REFERENCE_GPU, CostModel, Device, Link, Profile, memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
+from dhir.analysis.profile import Profile
+from dhir.analysis.work import memref_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
+from dhir.machine.description import REFERENCE_GPU, Device, Link, System, with_core_guesses
+from dhir.machine.detect import load_local_system
+from dhir.machine.dlti import system_of
+from dhir.machine.files import SYSTEM_ENV, default_system_path
+from dhir.placement.cost_model import CostModel
 from dhir.placement.graph import Edge, TaskGraph
 from dhir.targets import DeviceKind, TargetInfo
-
-if TYPE_CHECKING:
-    from dhir.machine.description import Device as MachineDevice
-    from dhir.machine.description import System
 
 END_TASK = "(end)"
 MACHINE_ATTR = "dhir.machine"  # as dhir.machine.dlti writes it
@@ -56,34 +57,27 @@ def local_devices(ranks: int, with_gpus: bool = False) -> list[Device]:
     also drives one of the node's GPUs, rank r GPU r mod count, as the GPU runtime picks
     them (one assumed where none is found, so that the program places and its run says
     there is no GPU); ranks sharing a GPU are not modelled as slowing each other. No arch
-    is stated, so that a program for another chip can still be placed (the native backend
-    and the CUDA driver check it)."""
-    from dhir.machine.description import with_core_guesses
-
+    or name is stated, so that a program for another chip can still be placed (the native
+    backend and the CUDA driver check it)."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     system = local_system()
-    cpu = with_core_guesses(_local_cpu(system))
-    shared = Device(
-        DeviceKind.CPU,
-        peak_gflops=cpu.peak_gflops,
-        mem_bw_gbs=cpu.mem_bw_gbs,
-        memory_bytes=cpu.memory_bytes,  # shared: any one task may use it all
-        ranks=ranks,
-        cores=cpu.cores,
-        core_gflops=cpu.core_gflops,
-        core_mem_bw_gbs=cpu.core_mem_bw_gbs,
-        core_cache_bytes=cpu.core_cache_bytes,
-        core_cache_bw_gbs=cpu.core_cache_bw_gbs,
-        llc_bytes=cpu.llc_bytes,
-        llc_bw_gbs=cpu.llc_bw_gbs,
-        core_bw_curve=cpu.core_bw_curve,
-    )
+    shared = dataclasses.replace(_anonymous(with_core_guesses(_local_cpu(system))), ranks=ranks)
     if not with_gpus:
         return [shared] * ranks
-    gpus = [_cost_device(d) for d in system.nodes[0].devices if d.kind == DeviceKind.GPU]
+    overhead = REFERENCE_GPU.launch_overhead_s
+    gpus = [
+        dataclasses.replace(_anonymous(d), launch_overhead_s=overhead)
+        for d in system.nodes[0].devices
+        if d.kind == DeviceKind.GPU
+    ]
     gpus = gpus or [REFERENCE_GPU]
     return [dataclasses.replace(shared, gpu=gpus[rank % len(gpus)]) for rank in range(ranks)]
+
+
+def _anonymous(device: Device) -> Device:
+    """`device` with no name or arch (any of its kind), and nothing guessed or linked."""
+    return dataclasses.replace(device, name="", arch=None, guessed=(), host_link=None)
 
 
 def has_gpu_tasks(module: ModuleOp) -> bool:
@@ -93,42 +87,27 @@ def has_gpu_tasks(module: ModuleOp) -> bool:
     )
 
 
-def _cost_device(gpu: "MachineDevice") -> Device:
-    return Device(
-        DeviceKind.GPU,
-        peak_gflops=gpu.peak_gflops,
-        mem_bw_gbs=gpu.mem_bw_gbs,
-        memory_bytes=gpu.memory_bytes,
-        launch_overhead_s=REFERENCE_GPU.launch_overhead_s,
-    )
-
-
 def local_link() -> Link:
     """How two ranks of this machine talk: its description's intra-node link."""
-    link = local_system().intra_node
-    return Link(latency_s=link.latency_us * 1e-6, bandwidth_gbs=link.bandwidth_gbs)
+    return local_system().intra_node
 
 
-def local_system() -> "System":
+def local_system() -> System:
     """This machine's description (`dhir.machine.load_local_system`: $DHIR_SYSTEM, else
     the calibrated file, else detection), loaded once per process and description:
     detection runs nvidia-smi."""
-    from dhir.machine.files import SYSTEM_ENV, default_system_path
-
     calibrated = default_system_path()
     stamp = calibrated.stat().st_mtime_ns if calibrated.is_file() else None
     return _load_local_system(os.environ.get(SYSTEM_ENV) or None, str(calibrated), stamp)
 
 
 @lru_cache(maxsize=4)
-def _load_local_system(named: str | None, calibrated: str, stamp: int | None) -> "System":
+def _load_local_system(named: str | None, calibrated: str, stamp: int | None) -> System:
     # The arguments only key the cache: load_local_system reads the same places.
-    from dhir.machine.detect import load_local_system
-
     return load_local_system()
 
 
-def _local_cpu(system: "System") -> "MachineDevice":
+def _local_cpu(system: System) -> Device:
     """The CPU of the description's first node (this machine's, for a one-node one)."""
     cpu = next((d for d in system.nodes[0].devices if d.kind == DeviceKind.CPU), None)
     assert cpu is not None  # every node has a CPU (the description checks it)
@@ -143,16 +122,13 @@ def has_machine(module: ModuleOp) -> bool:
 
 def machine_for(
     module: ModuleOp, ranks: int, profile: Profile | None = None
-) -> tuple[list[object], CostModel]:
+) -> tuple[list[Device], CostModel]:
     """Rank R's device (`devices[R]`) and the cost model: from the module's machine
     description when it has one, else alike CPU ranks of this machine joined by its
     intra-node link (`local_devices`)."""
     if not has_machine(module):
         devices = local_devices(ranks, with_gpus=has_gpu_tasks(module))
-        return list(devices), CostModel(profile, link=local_link())
-    from dhir.machine.description import with_core_guesses
-    from dhir.machine.dlti import system_of
-
+        return devices, CostModel(profile, link=local_link())
     system = system_of(module)
     # Per-core rates a description leaves out are guessed, once per device (ranks of one
     # device share it).
@@ -179,20 +155,18 @@ def rank_of_device(name: str) -> int:
     return int(name.removeprefix("rank"))
 
 
-def can_run(target: TargetInfo, device: object) -> bool:
-    """Whether `device` (anything with `kind` and `arch`; arch None: any) can run a task
-    bound to `target`."""
+def can_run(target: TargetInfo, device: Device) -> bool:
+    """Whether `device` (arch None: any of its kind) can run a task bound to `target`."""
     if target.kind == DeviceKind.ANY:
         return True
-    if str(getattr(device, "kind", "")) != target.kind:
+    if device.kind != target.kind:
         return False
-    arch = getattr(device, "arch", None)
-    return target.arch is None or arch is None or arch == target.arch
+    return target.arch is None or device.arch is None or device.arch == target.arch
 
 
 def task_graph(
     schedule: ScheduleOp,
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel | None = None,
     entry: str = "main",
     deps: DependenceGraph | None = None,
@@ -243,7 +217,7 @@ def depths(deps: DependenceGraph) -> list[int]:
 def task_costs(
     tasks: Sequence[TaskOp],
     names: Sequence[str],
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     busy: int,
 ) -> dict[str, dict[str, float]]:
@@ -259,7 +233,7 @@ def task_costs(
 def _costs(
     task: TaskOp,
     name: str,
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     targets: "_Targets",
     busy: int | None = None,
@@ -279,20 +253,20 @@ def _costs(
         device = _runner(devices[rank], target)
         if not can_run(target, device):
             continue
-        if wanted is not None and getattr(device, "name", wanted) != wanted:
+        if wanted is not None and device.name and device.name != wanted:
             continue
         if id(device) not in times:
-            times[id(device)] = costs.task_time(task, name, device, busy)  # type: ignore[arg-type]
+            times[id(device)] = costs.task_time(task, name, device, busy)
         found[device_name(rank)] = times[id(device)]
     if not found:
         raise error_at(task, _cannot_run(target, devices, explicit, wanted))
     return found
 
 
-def _runner(device: object, target: TargetInfo) -> object:
+def _runner(device: Device, target: TargetInfo) -> Device:
     """The device of a rank that runs a task bound to `target`: the GPU a CPU rank drives
     (`Device.gpu`) for a GPU task, else the rank's own."""
-    gpu = getattr(device, "gpu", None)
+    gpu = device.gpu
     return gpu if gpu is not None and target.kind == DeviceKind.GPU else device
 
 
@@ -319,7 +293,7 @@ def _named_device(task: TaskOp) -> str | None:
 
 
 def _cannot_run(
-    target: TargetInfo, devices: Sequence[object], explicit: int | None, wanted: str | None
+    target: TargetInfo, devices: Sequence[Device], explicit: int | None, wanted: str | None
 ) -> str:
     if wanted is not None:
         where = f"rank {explicit} ({RANK_ATTR})" if explicit is not None else "no rank"
@@ -331,13 +305,12 @@ def _cannot_run(
     return f"task targets {target}, but no rank runs on such a device (the ranks have: {have})"
 
 
-def _describe(device: object) -> str:
-    arch = getattr(device, "arch", None)
-    return str(arch) if arch is not None else f"a {getattr(device, 'kind', 'device')}"
+def _describe(device: Device) -> str:
+    return device.arch if device.arch is not None else f"a {device.kind}"
 
 
 def _edges(
-    deps: DependenceGraph, names: list[str], devices: Sequence[object], costs: CostModel
+    deps: DependenceGraph, names: list[str], devices: Sequence[Device], costs: CostModel
 ) -> list[Edge]:
     """Edges between tasks."""
     carried: dict[tuple[int, int], set[SSAValue]] = {}
@@ -354,7 +327,7 @@ def _edges(
 def _ends(
     deps: DependenceGraph,
     names: list[str],
-    devices: Sequence[object],
+    devices: Sequence[Device],
     costs: CostModel,
     to_root: set[SSAValue],
 ) -> tuple[list[Edge], float]:
@@ -375,7 +348,7 @@ def _ends(
     return ends, sum(broadcast_time(memref_bytes(v.type), devices, costs) for v in broadcast)
 
 
-def broadcast_time(nbytes: int, devices: Sequence[object], costs: CostModel) -> float:
+def broadcast_time(nbytes: int, devices: Sequence[Device], costs: CostModel) -> float:
     """One MPI_Bcast of `nbytes` to every rank: a binomial tree, ceil(log2(ranks)) rounds
     of one transfer each."""
     if len(devices) < 2:
@@ -384,14 +357,14 @@ def broadcast_time(nbytes: int, devices: Sequence[object], costs: CostModel) -> 
     return rounds * costs.comm_time(nbytes, devices)
 
 
-def _comm(values: set[SSAValue], devices: Sequence[object], costs: CostModel) -> float:
+def _comm(values: set[SSAValue], devices: Sequence[Device], costs: CostModel) -> float:
     if not values or len(devices) < 2:
         return 0.0
     return costs.comm_time(sum(memref_bytes(v.type) for v in values), devices)
 
 
 def _optional_fields(
-    tasks: list[TaskOp], names: list[str], devices: Sequence[object], costs: CostModel
+    tasks: list[TaskOp], names: list[str], devices: Sequence[Device], costs: CostModel
 ) -> dict[str, object]:
     """Task memory and device capacity, for a TaskGraph that has such fields."""
     fields = {f.name for f in dataclasses.fields(TaskGraph)}
@@ -399,7 +372,7 @@ def _optional_fields(
     if "memory" in fields:
         extra["memory"] = {name: costs.work(task).footprint for task, name in zip(tasks, names)}
     if "capacity" in fields:
-        sizes = [getattr(d, "memory_bytes", None) for d in devices]
+        sizes = [d.memory_bytes for d in devices]
         extra["capacity"] = {
             device_name(rank): size for rank, size in enumerate(sizes) if size is not None
         }

@@ -33,6 +33,7 @@ from xdsl.passes import ModulePass
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
+from dhir.machine.description import Device
 from dhir.placement.from_ir import machine_for
 from dhir.targets import host_arch
 
@@ -111,11 +112,11 @@ def _declare(module: ModuleOp) -> None:
 def profile_report(
     raw: dict[str, object],
     names: Sequence[str],
-    devices: Sequence[object],
+    devices: Sequence[Device],
     cpu_arch: str | None = None,
     schedules: Sequence[str] = (),
 ) -> dict[str, object]:
-    """The profile (see dhir.analysis.costs.Profile) from the runtime's sums: seconds
+    """The profile (see dhir.analysis.profile.Profile) from the runtime's sums: seconds
     per run of each task that ran, with the rank and the device it ran on (`cpu_arch`
     for a CPU whose arch the devices do not say), and the wall time per run of each
     schedule (named by `schedules`) that ran."""
@@ -133,11 +134,12 @@ def profile_report(
         tasks[name] = float(entry["seconds"]) / calls[name]
         rank = int(entry["rank"])
         device = devices[rank] if 0 <= rank < len(devices) else None
-        kind = str(getattr(device, "kind", "cpu"))
-        arch = getattr(device, "arch", None) or (cpu_arch if kind == "cpu" else None)
+        kind = str(device.kind) if device is not None else "cpu"
+        arch = device.arch if device is not None else None
+        arch = arch or (cpu_arch if kind == "cpu" else None)
         where[name] = {"rank": rank, "kind": kind, "arch": arch}
-        if getattr(device, "name", None) is not None:
-            where[name]["device"] = device.name  # type: ignore[union-attr]
+        if device is not None and device.name:
+            where[name]["device"] = device.name
     return {
         "format": PROFILE_FORMAT,
         "ranks": raw.get("ranks"),
@@ -162,7 +164,7 @@ def _per_run(entries: object, names: Sequence[str]) -> dict[str, float]:
 def write_profile(
     raw_path: Path,
     names: Sequence[str],
-    devices: Sequence[object],
+    devices: Sequence[Device],
     destination: Path,
     schedules: Sequence[str] = (),
 ) -> None:

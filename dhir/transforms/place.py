@@ -3,7 +3,7 @@
 Algorithms: `round-robin` (task k of a schedule on rank k mod N; the pass's default,
 so that hand-written expectations stay put), and the cost-driven list schedulers of
 `dhir.placement.list_scheduling` (`heft`, `peft`, `best`) on each schedule's task graph
-(`dhir.placement.from_ir`): task times estimated from the IR (`dhir.analysis.costs`),
+(`dhir.placement.from_ir`): task times estimated from the IR (`dhir.placement.cost_model`),
 or measured ones from a profile (`costs=FILE`, as `dhir run --profile FILE` writes
 it). `best` takes, of its candidate placements, the one whose makespan as the native
 backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `dhir run`
@@ -18,12 +18,14 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from dhir.analysis.costs import CostModel, load_profile
 from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.profile import load_profile
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of
+from dhir.machine.description import Device
 from dhir.placement.as_built import place_program
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import local_devices, machine_for, rank_of_device, task_graph
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.round_robin import round_robin
@@ -62,7 +64,7 @@ def place_schedule(
     ranks: int,
     algorithm: str = "round-robin",
     model: CostModel | None = None,
-    devices: Sequence[object] | None = None,
+    devices: Sequence[Device] | None = None,
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
     (default: alike local CPUs); `model` gives the costs (default: estimates)."""
@@ -81,7 +83,7 @@ def _by_cost(
     ranks: int,
     algorithm: str,
     model: CostModel | None,
-    devices: Sequence[object] | None,
+    devices: Sequence[Device] | None,
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:

@@ -5,21 +5,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from devices import rank_device
 from hypothesis import given, settings
 from strategies import CPU_TARGETS, RandomSchedule, schedules
 
-from dhir.analysis.costs import CostModel, Device, Link
 from dhir.api import parse_string
 from dhir.dialects.dhir import ScheduleOp
+from dhir.machine.description import Device, Link
 from dhir.placement.as_built import as_built_makespan
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import broadcast_time, task_graph
 from dhir.targets import DeviceKind
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from cost_accuracy import fork_join  # noqa: E402
 
-CPU = Device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
-LINK = Link(latency_s=1e-3, bandwidth_gbs=1.0)
+CPU = rank_device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
+LINK = Link(1000.0, 1.0)
 
 PROGRAM = """
 func.func @main(%a: memref<1000xf32>, %b: memref<1000xf32>) {{
@@ -89,7 +91,7 @@ def test_best_is_judged_as_built_where_program_order_makes_spreading_lose() -> N
     schedules spread the sweeps over 2 ranks (2 + 1.5 + join: the first transfer overlaps
     the last sweeps), but as built both transfers come after both ranks' sweeps (2 + 3 +
     join), which loses to one rank (4 + join): dhir-place takes the one rank."""
-    from dhir.analysis.costs import Measurement, Profile
+    from dhir.analysis.profile import Measurement, Profile
     from dhir.placement.as_built import fastest_as_built
     from dhir.placement.list_scheduling import best
 
@@ -97,7 +99,7 @@ def test_best_is_judged_as_built_where_program_order_makes_spreading_lose() -> N
     schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
     times = {f"main.schedule0.task{k}": Measurement(1e-3) for k in range(4)}
     times["main.schedule0.task4"] = Measurement(1e-4)
-    costs = CostModel(Profile(times), link=Link(latency_s=0.0, bandwidth_gbs=1e6 / 1.5e-3 / 1e9))
+    costs = CostModel(Profile(times), link=Link(0.0, 1e6 / 1.5e-3 / 1e9))
     devices = [CPU, CPU]
     graph = task_graph(schedule, devices, costs)
     spread = best(graph)
@@ -132,11 +134,11 @@ def test_the_chosen_placement_is_never_slower_as_built_than_bests(
 def test_a_placement_that_leaves_ranks_idle_is_timed_for_the_ranks_it_keeps_busy() -> None:
     """Four independent sweeps of 16 MiB on a node whose memory two busy ranks share: all
     on one rank, each sweep has the node's whole bandwidth, as on one rank alone."""
-    node = Device(
+    node = rank_device(
         DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=2, cores=2,
         core_gflops=50.0, core_mem_bw_gbs=20.0,
     )  # fmt: skip
-    alone = Device(
+    alone = rank_device(
         DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=1, cores=2,
         core_gflops=50.0, core_mem_bw_gbs=20.0,
     )  # fmt: skip

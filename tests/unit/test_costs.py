@@ -5,28 +5,17 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from devices import LOCAL_CPU, rank_device
 
-from dhir.analysis.costs import (
-    DEFAULT_TRIP_COUNT,
-    LOCAL_CPU,
-    REFERENCE_GPU,
-    STREAM_COUNTED,
-    CostModel,
-    Device,
-    Link,
-    Work,
-    cold_bytes,
-    curve_rate,
-    load_profile,
-    rates,
-    roofline_time,
-    task_work,
-    trip_count,
-)
+from dhir.analysis.profile import load_profile
+from dhir.analysis.work import DEFAULT_TRIP_COUNT, Work, task_work, trip_count
 from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import task_ids
+from dhir.machine.description import REFERENCE_GPU, Link
+from dhir.machine.roofline import STREAM_COUNTED, cold_bytes, curve_rate, rates, roofline_time
+from dhir.placement.cost_model import CostModel
 from dhir.targets import DeviceKind
 
 
@@ -242,7 +231,7 @@ def test_vector_ops_count_lanes() -> None:
 
 
 def test_roofline_picks_the_slower_bound_and_gpus_pay_launches() -> None:
-    device = Device(DeviceKind.CPU, peak_gflops=1.0, mem_bw_gbs=2.0)
+    device = rank_device(DeviceKind.CPU, peak_gflops=1.0, mem_bw_gbs=2.0)
     assert roofline_time(Work(flops=3e9, bytes=2e9), device) == pytest.approx(3.0)
     # STREAM's counts are 3/4 of a CPU's traffic; stores to new elements read them first.
     assert roofline_time(Work(flops=1e9, bytes=8e9), device) == pytest.approx(3.0)
@@ -250,10 +239,10 @@ def test_roofline_picks_the_slower_bound_and_gpus_pay_launches() -> None:
     assert roofline_time(Work(bytes=6e9, allocated=2e9), REFERENCE_GPU) == pytest.approx(
         6e9 / 3e12 + 5e-6
     )
-    shared = Device(DeviceKind.CPU, peak_gflops=1.0, mem_bw_gbs=2.0)
+    shared = rank_device(DeviceKind.CPU, peak_gflops=1.0, mem_bw_gbs=2.0)
     object.__setattr__(shared, "ranks", 2)  # a machine description's CPU running 2 ranks
     assert roofline_time(Work(flops=1e9), shared) == pytest.approx(2.0)
-    gpu = Device(DeviceKind.GPU, peak_gflops=1e3, mem_bw_gbs=1e3, launch_overhead_s=1e-5)
+    gpu = rank_device(DeviceKind.GPU, peak_gflops=1e3, mem_bw_gbs=1e3, launch_overhead_s=1e-5)
     assert roofline_time(Work(), gpu) == pytest.approx(1e-5)  # at least one kernel
     assert roofline_time(Work(launches=3), gpu) == pytest.approx(3e-5)
 
@@ -282,14 +271,14 @@ def test_big_work_is_faster_on_a_gpu_and_tiny_work_on_a_cpu() -> None:
 
 
 def test_links_and_transfers() -> None:
-    assert Link(1e-6, 2.0).time(4e9) == pytest.approx(2.000001)
-    model = CostModel(link=Link(1e-6, 1.0))
+    assert Link(1.0, 2.0).time(4e9) == pytest.approx(2.000001)
+    model = CostModel(link=Link(1.0, 1.0))
     assert model.comm_time(1e9, [LOCAL_CPU, LOCAL_CPU]) == pytest.approx(1.000001)
 
     def transfer(src: object, dst: object, nbytes: float) -> float:
         return 1.0 + nbytes * (1.0 if src is LOCAL_CPU else 3.0)
 
-    other = Device(DeviceKind.CPU)
+    other = rank_device(DeviceKind.CPU)
     described = CostModel(link=Link(0.0, 1e9), transfer=transfer)
     # Mean of the two directions, affine in the size.
     assert described.comm_time(10.0, [LOCAL_CPU, other]) == pytest.approx(1.0 + 20.0)
@@ -325,9 +314,9 @@ def test_measured_times_replace_estimates_on_their_kind_of_device(tmp_path: Path
     )
     model = CostModel(load_profile(path))
     assert model.task_time(task, name, LOCAL_CPU) == 0.25  # LOCAL_CPU: any CPU arch
-    assert model.task_time(task, name, Device(DeviceKind.CPU, "x86_64")) == 0.25
-    estimate = CostModel().task_time(task, name, Device(DeviceKind.CPU, "aarch64"))
-    assert model.task_time(task, name, Device(DeviceKind.CPU, "aarch64")) == estimate
+    assert model.task_time(task, name, rank_device(DeviceKind.CPU, "x86_64")) == 0.25
+    estimate = CostModel().task_time(task, name, rank_device(DeviceKind.CPU, "aarch64"))
+    assert model.task_time(task, name, rank_device(DeviceKind.CPU, "aarch64")) == estimate
     assert model.task_time(task, name, REFERENCE_GPU) == CostModel().task_time(
         task, name, REFERENCE_GPU
     )
@@ -355,7 +344,7 @@ def test_bad_profiles_are_clear_errors(tmp_path: Path, content: str, complaint: 
 # --- per-core rates, threads, caches and shared bandwidth --------------------------------
 
 # A node of 4 cores running 2 ranks: 2 threads per rank. Rates in GFLOP/s and GB/s.
-NODE = Device(
+NODE = rank_device(
     DeviceKind.CPU,
     peak_gflops=400.0,
     mem_bw_gbs=40.0,
@@ -463,7 +452,7 @@ def test_a_working_set_beyond_the_caches_makes_the_first_pass_come_from_memory()
 
 
 def test_a_device_without_core_rates_shares_its_whole_rates() -> None:
-    old = Device(DeviceKind.CPU, peak_gflops=40.0, mem_bw_gbs=20.0, ranks=2)
+    old = rank_device(DeviceKind.CPU, peak_gflops=40.0, mem_bw_gbs=20.0, ranks=2)
     assert rates(Work(bytes=1.0), old) == (20.0, 10.0)
     assert rates(Work(bytes=1.0), old, busy=1) == (40.0, 20.0)
 

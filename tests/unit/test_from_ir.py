@@ -5,17 +5,20 @@ import json
 from pathlib import Path
 
 import pytest
+from devices import rank_device
 from hypothesis import HealthCheck, given, settings
 from strategies import CPU_TARGETS, RandomSchedule, schedules
 
-from dhir.analysis.costs import REFERENCE_GPU, CostModel, Device, Link, Profile
-from dhir.analysis.costs import Measurement as Measured
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
+from dhir.analysis.profile import Measurement as Measured
+from dhir.analysis.profile import Profile
 from dhir.api import parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import rank_of
+from dhir.machine.description import REFERENCE_GPU, Link
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     END_TASK,
     concurrency,
@@ -27,8 +30,8 @@ from dhir.placement.from_ir import (
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.targets import DeviceKind
 
-CPU = Device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
-GPU = Device(DeviceKind.GPU, "sm_90", 60_000.0, 3_000.0, 80 << 30, 5e-6)
+CPU = rank_device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
+GPU = rank_device(DeviceKind.GPU, "sm_90", 60_000.0, 3_000.0, 80 << 30, 5e-6)
 
 # This machine, as the tests see it: a fixed description rather than whatever the user's
 # calibrated file or detection say, so that local placements do not vary between machines.
@@ -125,7 +128,7 @@ def test_targets_and_explicit_ranks_decide_where_tasks_may_run() -> None:
 
 
 def test_edges_carry_the_bytes_a_hazard_moves() -> None:
-    link = Link(1e-6, 1.0)
+    link = Link(1.0, 1.0)
     graph = task_graph(schedule_of(PROGRAM), [CPU, GPU], CostModel(link=link))
     comm = {(e.source, e.target): e.comm for e in graph.edges}
     kb = 256 * 4
@@ -365,7 +368,7 @@ def test_local_devices_share_the_described_cpu(ranks: int) -> None:
 
 
 def test_local_transfers_take_the_described_intra_node_link() -> None:
-    assert local_link() == Link(latency_s=3e-6, bandwidth_gbs=4.0)
+    assert local_link() == Link(3.0, 4.0)
     _, model = machine_for(parse_string(PROGRAM), 2)
     assert model.link.time(4e9) == pytest.approx(3e-6 + 1.0)
 
@@ -428,7 +431,7 @@ def test_concurrency_is_the_widest_level_of_the_dependences() -> None:
 
 
 def test_a_chain_gets_the_whole_node_and_independent_tasks_share_it() -> None:
-    node = Device(DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=2, cores=2)
+    node = rank_device(DeviceKind.CPU, peak_gflops=100.0, mem_bw_gbs=20.0, ranks=2, cores=2)
     node = dataclasses.replace(node, core_gflops=50.0, core_mem_bw_gbs=15.0)
     chain = task_graph(schedule_of(_program(["a", "a"])), [node, node])
     fork = task_graph(schedule_of(_program(["a", "b"])), [node, node])
@@ -439,7 +442,7 @@ def test_a_chain_gets_the_whole_node_and_independent_tasks_share_it() -> None:
 
 
 def test_entry_outputs_go_to_rank_0_and_everything_else_is_broadcast() -> None:
-    link = Link(1e-6, 1.0)
+    link = Link(1.0, 1.0)
     kb8 = 1024 * 8
     plain = schedule_of(_program(["a", "b"]))
     assert {v.name_hint for v in root_only(plain)} == {"a", "b"}

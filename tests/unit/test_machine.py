@@ -17,6 +17,7 @@ from dhir.machine.description import GUESSED_HOST_LINK, with_core_guesses
 from dhir.machine.detect import local_caches
 from dhir.machine.files import from_dict, to_dict, write_system
 from dhir.machine.layout import hostfile_text, launch_plan, rank_slots, threads_per_rank
+from dhir.targets import DeviceKind
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -83,11 +84,18 @@ def test_unknown_device_lists_the_known_ones() -> None:
         (lambda: replace(cpu("c"), peak_gflops=-1.0), "peak_gflops must be a positive number"),
         (lambda: replace(cpu("c"), mem_bw_gbs=float("nan")), "mem_bw_gbs must be a positive"),
         (lambda: replace(cpu("c"), memory_bytes=0), "memory_bytes must be a positive whole"),
-        (lambda: replace(cpu("c"), cores=None), "a CPU needs its number of cores"),
+        (lambda: Node("n", (replace(cpu("c"), cores=None),)), "a CPU needs its number of cores"),
+        (lambda: Node("n", (replace(cpu("c"), name=""),)), "needs a name and an arch"),
+        (lambda: Node("n", (replace(cpu("c"), memory_bytes=None),)), "memory_bytes must be"),
+        (lambda: Device("d", None, 1.0, 1.0, None), "give its arch, or its kind"),
+        (lambda: Device("d", "sm_90", 1.0, 1.0, None, kind=DeviceKind.CPU), "is a gpu, not a cpu"),
         (lambda: replace(cpu("c"), host_link=PCIE), "host_link is for GPUs"),
         (lambda: replace(gpu("g"), ranks=2), "a GPU runs one rank, not 2"),
         (lambda: replace(gpu("g"), cores=4), "cores is for CPUs"),
-        (lambda: replace(gpu("g"), host_link=None), "a GPU needs its host_link"),
+        (
+            lambda: Node("n", (cpu("c"), replace(gpu("g"), host_link=None))),
+            "a GPU needs its host_link",
+        ),
         (lambda: replace(cpu("c"), guessed=("speed",)), "guessed lists speed; it may list only"),
         (lambda: cpu("bad name"), "device name 'bad name' is not a valid name"),
         (lambda: replace(cpu("c"), core_bw_curve=((1, 2.0),)), "core_bw_curve must be a list"),

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dhir.analysis.costs import CostModel, load_profile, profile_from_json
+from dhir.analysis.profile import load_profile, profile_from_json
 from dhir.api import parse_file, parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
+from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import local_devices, task_graph
 from dhir.transforms.instrument import profile_report
 

@@ -1,0 +1,86 @@
+"""Task times measured by `dhir run --profile`: read, checked, and asked for by task name
+and device. The cost model uses them instead of its estimates on devices of the kind (and
+arch) they were measured on."""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Seconds per run of a task, measured on a device of `kind` (and `arch`)."""
+
+    seconds: float
+    kind: str = "cpu"
+    arch: str | None = None
+
+
+@dataclass
+class Profile:
+    """Measured task times, by task name (see dhir.ir.tasks.task_ids); JSON as `dhir run --profile`
+    writes it: {"tasks": {"main.schedule0.task0": seconds, ...}, "ranks": N,
+    "devices": {"main.schedule0.task0": {"kind": "cpu", "arch": "x86_64", "rank": 0}},
+    "calls": {...}, "schedules": {"main.schedule0": seconds, ...}}. Only "tasks" is
+    required; a task without "devices" was measured on a CPU. `schedules` holds each
+    schedule's measured wall time per run (the slowest rank's), when the profile has it."""
+
+    tasks: dict[str, Measurement] = field(default_factory=dict)
+    schedules: dict[str, float] = field(default_factory=dict)
+
+    def seconds(self, task: str, kind: str, arch: str | None) -> float | None:
+        """The measured time of `task` on a device of `kind` and `arch` (None: any), if
+        there is one."""
+        found = self.tasks.get(task)
+        if found is None or found.kind != kind:
+            return None
+        if found.arch is not None and arch is not None and found.arch != arch:
+            return None
+        return found.seconds
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile; a missing or malformed file is a DhirError."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise _profile_error(path, f"cannot read it: {error.strerror}") from None
+    except ValueError as error:
+        raise _profile_error(path, f"it is not JSON: {error}") from None
+    return profile_from_json(data, str(path))
+
+
+def profile_from_json(data: object, where: str = "the profile") -> Profile:
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict):
+        raise _profile_error(where, 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}')
+    devices = data.get("devices", {}) if isinstance(data, dict) else {}
+    profile = Profile()
+    for name, seconds in tasks.items():
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise _profile_error(where, f'task "{name}" has time {seconds!r}; need seconds >= 0')
+        device = devices.get(name, {}) if isinstance(devices, dict) else {}
+        kind = device.get("kind", "cpu") if isinstance(device, dict) else "cpu"
+        arch = device.get("arch") if isinstance(device, dict) else None
+        profile.tasks[name] = Measurement(float(seconds), str(kind), arch)
+    profile.schedules = _schedule_times(data.get("schedules", {}), where)  # type: ignore[union-attr]
+    return profile
+
+
+def _schedule_times(schedules: object, where: str) -> dict[str, float]:
+    if not isinstance(schedules, dict):
+        raise _profile_error(where, '"schedules" must be an object: {"<schedule>": seconds}')
+    times: dict[str, float] = {}
+    for name, seconds in schedules.items():
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+            raise _profile_error(
+                where, f'schedule "{name}" has time {seconds!r}; need seconds >= 0'
+            )
+        times[str(name)] = float(seconds)
+    return times
+
+
+def _profile_error(path: object, why: str) -> DhirError:
+    return DhirError([Diagnostic(f"cannot use {path} as task costs: {why}")])

@@ -1,0 +1,404 @@
+"""What running a task once costs, counted from the IR: arithmetic, memory traffic,
+kernel launches, and the bytes it touches.
+
+The body is walked with the number of times each op runs. Loops multiply their bodies by
+their trip counts: `scf.for`, `scf.parallel`, `affine.for` and `affine.parallel` with
+constant bounds (folded through `arith` constants, casts, `+ - *`), `DEFAULT_TRIP_COUNT`
+per loop otherwise (also for `scf.while`); `gpu.launch` by grid x block threads; a linalg
+structured op by its iteration space (each loop's extent read from an operand dimension
+that it indexes directly; `DEFAULT_TRIP_COUNT` for a dynamic one); `scf.if` counts its
+costlier branch; `func.call` counts the callee's body. Counted: arithmetic (`arith` ops on
+ints and floats, `math` ops; one per vector lane; index arithmetic, constants and casts are
+free) as flops; bytes loaded and stored (element or vector size per access; a linalg op
+reads each operand element and writes each output element once per iteration;
+`memref.copy` reads and writes the whole buffer); kernel launches; and the footprint: bytes
+of the memrefs the task touches or allocates. How long that takes on a device is
+dhir.machine.roofline's question; see docs/costs.md.
+"""
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from xdsl.dialects import affine, arith, func, gpu, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ShapedType,
+    VectorType,
+)
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.traits import SymbolTable
+
+from dhir.analysis.effects import Effects, task_effects
+from dhir.dialects.dhir import TaskOp
+
+# The guess for a loop whose trip count is not a constant (and for a dynamic extent):
+# large enough that such a loop outweighs straight-line code, small enough not to
+# dwarf loops whose counts are known.
+DEFAULT_TRIP_COUNT = 100
+
+# Ops that cost nothing at run time: constants, casts and moves of values.
+_FREE_ARITH = frozenset(
+    {
+        "arith.constant",
+        "arith.index_cast",
+        "arith.index_castui",
+        "arith.bitcast",
+        "arith.extf",
+        "arith.truncf",
+        "arith.extsi",
+        "arith.extui",
+        "arith.trunci",
+        "arith.sitofp",
+        "arith.uitofp",
+        "arith.fptosi",
+        "arith.fptoui",
+    }
+)
+# math ops that are one fused operation of two flops.
+_TWO_FLOPS = frozenset({"math.fma"})
+_LOADS = frozenset({"memref.load", "affine.load", "vector.load", "vector.transfer_read"})
+_STORES = frozenset({"memref.store", "affine.store", "vector.store", "vector.transfer_write"})
+_ALLOCS = frozenset({"memref.alloc", "memref.alloca", "gpu.alloc"})
+
+
+@dataclass(frozen=True)
+class Work:
+    """What running something once costs: arithmetic, memory traffic, kernel launches,
+    and (for a whole task) the bytes of the memrefs it touches."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+    launches: float = 0.0
+    footprint: int = 0
+    parallel: bool = False  # has a parallel loop (scf/affine.parallel): runs on threads
+    # Bytes stored to elements not loaded first: a CPU's write-allocate cache reads their
+    # lines before writing them (counted apart, since GPUs do not).
+    allocated: float = 0.0
+    # Bytes of all the data the task's schedule touches, which passes through the caches
+    # between two tasks on the same data (0: not known; the footprint is taken to be
+    # cached already when the task starts). See `cold_bytes`.
+    working_set: int = 0
+
+    def __add__(self, other: "Work") -> "Work":
+        return Work(
+            self.flops + other.flops,
+            self.bytes + other.bytes,
+            self.launches + other.launches,
+            self.footprint + other.footprint,
+            self.parallel or other.parallel,
+            self.allocated + other.allocated,
+            max(self.working_set, other.working_set),
+        )
+
+    def times(self, count: float) -> "Work":
+        """`count` runs one after another (the footprint stays: the same memory)."""
+        return Work(
+            self.flops * count,
+            self.bytes * count,
+            self.launches * count,
+            self.footprint,
+            self.parallel,
+            self.allocated * count,
+            self.working_set,
+        )
+
+
+def task_work(task: TaskOp, effects: Effects | None = None) -> Work:
+    """The work of one run of `task`, with its footprint (`effects`: the task's, when
+    already known)."""
+    body = _Counter().block(task.body.block)
+    footprint = task_footprint(task, effects)
+    return Work(body.flops, body.bytes, body.launches, footprint, body.parallel, body.allocated)
+
+
+def task_footprint(task: TaskOp, effects: Effects | None = None) -> int:
+    """Bytes of the memrefs `task` touches (the ones it lists and uses) or allocates."""
+    effects = effects if effects is not None else task_effects(task)
+    touched = sum(memref_bytes(value.type) for value in effects.touches())
+    allocated = sum(
+        memref_bytes(op.results[0].type)
+        for op in task.body.walk()
+        if op.name in _ALLOCS and op.results
+    )
+    return touched + allocated
+
+
+class _Counter:
+    """Counts ops of a task body, following calls into the module's functions."""
+
+    def __init__(self) -> None:
+        self._calls: list[str] = []  # callees being counted, against recursion
+
+    def region(self, region: Region) -> Work:
+        total = Work()
+        for block in region.blocks:
+            total += self.block(block)
+        return total
+
+    def block(self, block: Block) -> Work:
+        # Loads, stores and arithmetic (most of a body) add up here, without a Work each:
+        # building them took half of costing 10,000 tasks.
+        flops = traffic = allocated = 0.0
+        nested = Work()
+        loaded: set[tuple[object, ...]] = set()  # loads the compiler can reuse
+        for op in block.ops:
+            name = op.name
+            if name in _LOADS:
+                key = (*op.operands, op.properties.get("map"))
+                if key in loaded:
+                    continue  # the same element again, with no store in between: reused
+                loaded.add(key)
+                traffic += _access_bytes(op.results[0].type, op.operands[0].type)
+            elif name in _STORES:
+                key = (*op.operands[1:], op.properties.get("map"))
+                stored = _access_bytes(op.operands[0].type, op.operands[1].type)
+                allocated += 0.0 if key in loaded else stored  # update in place: line loaded
+                loaded = {k for k in loaded if k[0] is not key[0]} | {key}
+                traffic += stored
+            elif name.startswith(("arith.", "math.")):
+                flops += _flops(op)
+            else:
+                if op.regions or isinstance(op, func.CallOp):
+                    loaded = set()  # may store anywhere
+                nested += self.op(op)
+        return nested + Work(flops=flops, bytes=traffic, allocated=allocated)
+
+    def op(self, op: Operation) -> Work:
+        # Dispatched by name: most ops of a body are loads, stores and arithmetic.
+        name = op.name
+        if name in _LOADS:
+            return Work(bytes=_access_bytes(op.results[0].type, op.operands[0].type))
+        if name in _STORES:
+            return Work(bytes=_access_bytes(op.operands[0].type, op.operands[1].type))
+        dialect = name.partition(".")[0]
+        if dialect in ("arith", "math"):
+            return Work(flops=_flops(op))
+        if name == "scf.for":
+            trips = _trips(op.operands[0], op.operands[1], op.operands[2])
+            return self.region(op.regions[0]).times(trips)
+        if isinstance(op, scf.ParallelOp):
+            trips = map(_trips, op.lowerBound, op.upperBound, op.step)
+            return self.block(op.body.block).times(math.prod(trips)) + _PARALLEL
+        if isinstance(op, affine.ForOp | affine.ParallelOp):
+            body = self.region(op.body).times(math.prod(_affine_trips(op)))
+            return body + _PARALLEL if isinstance(op, affine.ParallelOp) else body
+        if name == "scf.while":
+            return self._regions(op).times(DEFAULT_TRIP_COUNT)
+        if name in ("scf.if", "affine.if"):
+            return max((self.region(r) for r in op.regions), key=_weight, default=Work())
+        if isinstance(op, gpu.LaunchOp):
+            return self._launch(op)
+        if dialect == "linalg" and isinstance(op, LinalgStructuredOperation):
+            return self._linalg(op)
+        if isinstance(op, func.CallOp):
+            return self._call(op)
+        if name in ("memref.copy", "gpu.memcpy"):
+            size = memref_bytes(op.operands[-1].type)
+            return Work(bytes=2 * size, allocated=size)
+        # Anything else with regions (scf.execute_region, memref.alloca_scope, ...)
+        # runs them once.
+        return self._regions(op)
+
+    def _regions(self, op: Operation) -> Work:
+        total = Work()
+        for region in op.regions:
+            total += self.region(region)
+        return total
+
+    def _launch(self, op: gpu.LaunchOp) -> Work:
+        sizes = (
+            op.gridSizeX,
+            op.gridSizeY,
+            op.gridSizeZ,
+            op.blockSizeX,
+            op.blockSizeY,
+            op.blockSizeZ,
+        )
+        threads = math.prod(_extent(size) for size in sizes)
+        return self.region(op.body).times(threads) + Work(launches=1.0, parallel=True)
+
+    def _linalg(self, op: LinalgStructuredOperation) -> Work:
+        iterations = math.prod(linalg_loop_ranges(op))
+        body = self.region(op.body)
+        per_iteration = sum(_element_bytes(v.type) for v in op.inputs if _is_shaped(v))
+        allocated = 0
+        args = op.body.block.args if op.body.blocks else ()
+        for k, out in enumerate(op.outputs):
+            used = len(op.inputs) + k < len(args) and bool(args[len(op.inputs) + k].uses)
+            per_iteration += _element_bytes(out.type) * (2 if used else 1)
+            allocated += 0 if used else _element_bytes(out.type)
+        work = Work(body.flops, body.bytes + per_iteration, allocated=body.allocated + allocated)
+        return work.times(iterations)
+
+    def _call(self, op: func.CallOp) -> Work:
+        name = op.callee.string_value()
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(callee, func.FuncOp) or not callee.body.blocks or name in self._calls:
+            return Work()  # external (the runtime, libm) or recursive: not counted
+        self._calls.append(name)
+        try:
+            return self.region(callee.body)
+        finally:
+            self._calls.pop()
+
+
+_PARALLEL = Work(parallel=True)
+
+
+def _weight(work: Work) -> float:
+    return work.flops + work.bytes
+
+
+def _flops(op: Operation) -> float:
+    if op.name in _FREE_ARITH or not op.results:
+        return 0.0
+    result = op.results[0].type
+    element = result.get_element_type() if isinstance(result, VectorType) else result
+    if isinstance(element, IndexType):
+        return 0.0  # address arithmetic: folded into addressing modes, mostly
+    lanes = math.prod(result.get_shape()) if isinstance(result, VectorType) else 1
+    return float(lanes * (2 if op.name in _TWO_FLOPS else 1))
+
+
+def linalg_loop_ranges(op: LinalgStructuredOperation) -> list[int]:
+    """Each loop's extent, from an operand dimension its indexing map reads directly."""
+    maps = [attr.data for attr in op.get_indexing_maps().data]
+    extents: list[int | None] = [None] * (maps[0].num_dims if maps else 0)
+    for value, indexing in zip(op.operands, maps):
+        if not _is_shaped(value):
+            continue
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        for dim, expr in zip(shape, indexing.results):
+            if isinstance(expr, AffineDimExpr) and extents[expr.position] is None:
+                extents[expr.position] = dim if dim != DYNAMIC_INDEX else None
+    return [DEFAULT_TRIP_COUNT if e is None else e for e in extents]
+
+
+# --- constants and trip counts ------------------------------------------------------
+
+
+def constant_int(value: SSAValue, depth: int = 8) -> int | None:
+    """The integer `value` always holds, when `arith` constants and + - * casts fix it."""
+    op = value.owner
+    if depth == 0 or not isinstance(op, Operation):
+        return None
+    if isinstance(op, arith.ConstantOp):
+        attr = op.value
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+    if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return constant_int(op.operands[0], depth - 1)
+    folds: dict[str, Callable[[int, int], int]] = {
+        "arith.addi": lambda a, b: a + b,
+        "arith.subi": lambda a, b: a - b,
+        "arith.muli": lambda a, b: a * b,
+    }
+    fold = folds.get(op.name)
+    if fold is None:
+        return None
+    left, right = (constant_int(v, depth - 1) for v in op.operands[:2])
+    return None if left is None or right is None else fold(left, right)
+
+
+def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
+    """Iterations of `for i = lower to upper step step`; the default guess if unknown."""
+    if lower is None or upper is None or step is None or step <= 0:
+        return DEFAULT_TRIP_COUNT
+    return max(0, -(-(upper - lower) // step))
+
+
+def _trips(lower: SSAValue, upper: SSAValue, step: SSAValue) -> int:
+    return trip_count(constant_int(lower), constant_int(upper), constant_int(step))
+
+
+def _extent(value: SSAValue) -> int:
+    known = constant_int(value)
+    return DEFAULT_TRIP_COUNT if known is None or known < 0 else known
+
+
+def _affine_trips(op: affine.ForOp | affine.ParallelOp) -> list[int]:
+    if isinstance(op, affine.ForOp):
+        lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, max)
+        upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, min)
+        return [trip_count(lower, upper, op.step.value.data)]
+    lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
+    split = lower_map.num_dims + lower_map.num_symbols
+    lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, max)
+    uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, min)
+    steps = [s.value.data for s in op.steps.data]
+    return [trip_count(lo, up, st) for lo, up, st in zip(lowers, uppers, steps)]
+
+
+def _evaluated(bounds: AffineMap, operands: Sequence[SSAValue]) -> tuple[int, ...] | None:
+    values = [constant_int(v) for v in operands]
+    if any(v is None for v in values):
+        return None
+    known = [v for v in values if v is not None]
+    return bounds.eval(known[: bounds.num_dims], known[bounds.num_dims :])
+
+
+def _bound(
+    bounds: AffineMap, operands: Sequence[SSAValue], pick: Callable[[Iterable[int]], int]
+) -> int | None:
+    results = _evaluated(bounds, operands)
+    return pick(results) if results else None
+
+
+def _grouped(
+    bounds: AffineMap,
+    operands: Sequence[SSAValue],
+    groups: Attribute,
+    pick: Callable[[Iterable[int]], int],
+) -> list[int | None]:
+    sizes = [int(n) for n in groups.get_values()]  # type: ignore[attr-defined]
+    results = _evaluated(bounds, operands)
+    picked: list[int | None] = []
+    start = 0
+    for size in sizes:
+        picked.append(pick(results[start : start + size]) if results else None)
+        start += size
+    return picked
+
+
+# --- sizes ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def element_bytes(element: Attribute) -> int:
+    if isinstance(element, IndexType):
+        return 8
+    if isinstance(element, IntegerType):
+        return max(1, (element.width.data + 7) // 8)
+    width = getattr(element, "bitwidth", 32)
+    return max(1, width // 8)
+
+
+@lru_cache(maxsize=4096)  # a program has few types, asked about for every access
+def memref_bytes(type_: Attribute) -> int:
+    """Bytes of a memref (or any shaped type); `DEFAULT_TRIP_COUNT` per dynamic extent."""
+    if not isinstance(type_, ShapedType):
+        return element_bytes(type_)
+    shape = [DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
+    return math.prod(shape) * element_bytes(type_.get_element_type())
+
+
+def _element_bytes(type_: Attribute) -> int:
+    element = type_.get_element_type() if isinstance(type_, ShapedType) else type_
+    return element_bytes(element)
+
+
+def _access_bytes(value_type: Attribute, memref_type: Attribute) -> int:
+    """A load or store moves one element, or a whole vector."""
+    if isinstance(value_type, VectorType):
+        return memref_bytes(value_type)
+    return _element_bytes(memref_type)
+
+
+def _is_shaped(value: SSAValue) -> bool:
+    return isinstance(value.type, ShapedType)
