@@ -70,7 +70,7 @@ from dhir.placement.from_ir import (  # noqa: E402
 )
 from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
 from dhir.placement.simulate import PairLinks, simulate  # noqa: E402
-from dhir.run import run  # noqa: E402
+from dhir.runner import run  # noqa: E402
 
 GOAL = 0.15
 SEED = 0

@@ -25,7 +25,7 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
-from dhir.run import BACKENDS, DEFAULT_BACKEND, load_program, run_module
+from dhir.runner import BACKENDS, DEFAULT_BACKEND, load_program, run_module
 from dhir.toolchain.build import Timing, cache_root
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.signature import (

@@ -10,15 +10,9 @@ from pathlib import Path
 import pytest
 
 from dhir.ir.diagnostics import DhirError
-from dhir.machine import (
-    Link,
-    detect,
-    guess_device,
-    load_local_system,
-    read_system,
-    write_system,
-)
-from dhir.machine.files import default_system_path
+from dhir.machine.description import Link, guess_device
+from dhir.machine.detect import detect, load_local_system
+from dhir.machine.files import default_system_path, read_system, write_system
 from dhir.toolchain import calibrate
 from dhir.toolchain.calibrate import (
     FULL,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dhir.machine import Link, System, detect, guess_device
-from dhir.machine.description import GUESSED_HOST_LINK
+from dhir.machine.description import GUESSED_HOST_LINK, Link, System, guess_device
+from dhir.machine.detect import detect
 from dhir.toolchain.calibrate_gpu import (
     GPU_QUICK,
     GpuMeasurements,

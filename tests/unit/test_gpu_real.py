@@ -53,7 +53,7 @@ def test_gpu_chain_stays_on_the_device(
 
 
 def test_calibration_measures_every_gpu(tmp_path: Path) -> None:
-    from dhir.machine import detect
+    from dhir.machine.detect import detect
     from dhir.toolchain.calibrate_gpu import calibrate_gpus
 
     said: list[str] = []

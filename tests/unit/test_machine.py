@@ -12,9 +12,17 @@ import numpy as np
 import pytest
 
 from dhir.ir.diagnostics import DhirError
-from dhir.machine import DescriptionError, Device, Link, Node, System, detect, guess_device
-from dhir.machine.description import GUESSED_HOST_LINK, with_core_guesses
-from dhir.machine.detect import local_caches
+from dhir.machine.description import (
+    GUESSED_HOST_LINK,
+    DescriptionError,
+    Device,
+    Link,
+    Node,
+    System,
+    guess_device,
+    with_core_guesses,
+)
+from dhir.machine.detect import detect, local_caches
 from dhir.machine.files import from_dict, to_dict, write_system
 from dhir.machine.layout import hostfile_text, launch_plan, rank_slots, threads_per_rank
 from dhir.targets import DeviceKind

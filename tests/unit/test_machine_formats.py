@@ -16,10 +16,17 @@ from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
 from dhir.api import parse_string, print_module
 from dhir.dialects.dhir import TargetOp
 from dhir.ir.diagnostics import DhirError
-from dhir.machine import Device, Link, Node, System, from_dlti, read_system, to_dlti
-from dhir.machine.description import GUESSABLE, MAX_INT
-from dhir.machine.dlti import attach, system_of
-from dhir.machine.files import from_dict, parse_json, parse_toml, to_dict, to_json, to_toml
+from dhir.machine.description import GUESSABLE, MAX_INT, Device, Link, Node, System
+from dhir.machine.dlti import attach, from_dlti, system_of, to_dlti
+from dhir.machine.files import (
+    from_dict,
+    parse_json,
+    parse_toml,
+    read_system,
+    to_dict,
+    to_json,
+    to_toml,
+)
 from dhir.targets import CPU_ARCHS, NVIDIA_SM
 
 DOCS = Path(__file__).parents[2] / "docs" / "machine.md"
@@ -100,7 +107,7 @@ def test_dlti_round_trip_through_printed_mlir(system: System) -> None:
 def test_files_on_disk(tmp_path: Path) -> None:
     system = read_system(_docs_example(tmp_path))
     for name in ("s.toml", "s.json"):
-        from dhir.machine import write_system
+        from dhir.machine.files import write_system
 
         write_system(system, tmp_path / "sub" / name)
         assert read_system(tmp_path / "sub" / name) == system

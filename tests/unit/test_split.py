@@ -14,7 +14,7 @@ from xdsl.passes import PassPipeline
 from dhir import parse_string
 from dhir.api import run_pipeline
 from dhir.backends import native
-from dhir.run import run
+from dhir.runner import run
 from dhir.toolchain import build, split
 from dhir.toolchain.build import Timing
 from dhir.toolchain.split import split_module

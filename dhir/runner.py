@@ -1,4 +1,4 @@
-"""`dhir.run`: one call from a program and NumPy inputs to the results."""
+"""`dhir.run` (dhir.runner.run): one call from a program and NumPy inputs to the results."""
 
 from pathlib import Path
 
