@@ -24,6 +24,7 @@ from functools import lru_cache
 from xdsl.dialects import affine, arith, func, gpu, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ContainerType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -385,11 +386,11 @@ def memref_bytes(type_: Attribute) -> int:
     if not isinstance(type_, ShapedType):
         return element_bytes(type_)
     shape = [DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
-    return math.prod(shape) * element_bytes(type_.get_element_type())
+    return math.prod(shape) * _element_bytes(type_)
 
 
 def _element_bytes(type_: Attribute) -> int:
-    element = type_.get_element_type() if isinstance(type_, ShapedType) else type_
+    element = type_.get_element_type() if isinstance(type_, ContainerType) else type_
     return element_bytes(element)
 
 

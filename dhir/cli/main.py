@@ -12,6 +12,7 @@ import argparse
 import json
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ from dhir.toolchain.signature import (
     check_inputs,
     entry_signature,
 )
+from dhir.toolchain.tools import MPI_CHOICES
 
 _INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
@@ -121,7 +123,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mpi",
-        choices=("mpich", "openmpi"),
+        choices=MPI_CHOICES,
         default="mpich",
         help="the MPI to build and run with (default: mpich)",
     )
@@ -242,9 +244,8 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
                 )
             ]
         )
-    meta = _read_sidecar(path)
-    signature = _signature_from(meta)
-    ranks = meta["ranks"]
+    built = _read_sidecar(path)
+    signature, ranks = built.signature, built.ranks
     if args.ranks is not None and args.ranks != ranks:
         raise DhirError(
             [
@@ -255,14 +256,14 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
             ]
         )
     inputs = check_inputs(signature, _read_inputs(args.input, signature))
-    plan = _launch_plan(args, ranks, meta["mpi"])
+    plan = _launch_plan(args, ranks, built.mpi)
     threads = plan.threads if plan is not None else default_threads(ranks)
     results = run_executable(
         path,
         signature,
         ranks,
         inputs,
-        mpi=meta["mpi"],
+        mpi=built.mpi,
         output_dir=args.output_dir,
         timeout=args.timeout,
         threads=args.threads if args.threads is not None else threads,
@@ -323,10 +324,32 @@ def _describe(signature: EntrySignature, ranks: int, mpi: str) -> dict[str, obje
     return {"entry": signature.name, "ranks": ranks, "mpi": mpi, "args": args}
 
 
-def _read_sidecar(exe: Path) -> dict[str, object]:
+@dataclass(frozen=True)
+class _Built:
+    """What `dhir compile` wrote beside an executable."""
+
+    signature: EntrySignature
+    ranks: int
+    mpi: str
+
+
+def _read_sidecar(exe: Path) -> _Built:
     try:
-        return json.loads(_sidecar(exe).read_text())
-    except (OSError, ValueError):
+        meta = json.loads(_sidecar(exe).read_text())
+        args = tuple(
+            ArgSpec(
+                k,
+                str(a["type"]),
+                np.dtype(a["dtype"]),
+                tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
+            )
+            for k, a in enumerate(meta["args"])
+        )
+        ranks, mpi = meta["ranks"], meta["mpi"]
+        if not isinstance(ranks, int) or ranks < 1 or mpi not in MPI_CHOICES:
+            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}")
+        return _Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)
+    except OSError:
         raise DhirError(
             [
                 Diagnostic(
@@ -335,19 +358,15 @@ def _read_sidecar(exe: Path) -> dict[str, object]:
                 )
             ]
         ) from None
-
-
-def _signature_from(meta: dict[str, object]) -> EntrySignature:
-    args = tuple(
-        ArgSpec(
-            k,
-            a["type"],
-            np.dtype(a["dtype"]),
-            tuple(a["shape"]) if a["shape"] is not None else None,
-        )
-        for k, a in enumerate(meta["args"])  # type: ignore[union-attr]
-    )
-    return EntrySignature(str(meta["entry"]), args)
+    except (ValueError, TypeError, KeyError) as error:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{_sidecar(exe)} is not a description dhir compile wrote ({error}); "
+                    "rebuild the executable with dhir compile"
+                )
+            ]
+        ) from None
 
 
 def _is_executable(path: Path) -> bool:

@@ -11,7 +11,7 @@ dhir/placement/graph.py) is placed as it is.
 
 import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
     _check_input(args)
     legend = ""
     if args.graph is not None:
-        graphs: list[tuple[str, TaskGraph, AsBuilt | None]] = [("", read_graph(args.graph), None)]
+        graphs: Sequence[tuple[str, TaskGraph, AsBuilt | None]] = [
+            ("", read_graph(args.graph), None)
+        ]
     else:
         legend, graphs = program_graphs(args.program, args.system, args.ranks)
     results = []

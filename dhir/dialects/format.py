@@ -3,7 +3,7 @@ giving it a declarative assembly format, and small pieces of MLIR syntax."""
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 from xdsl.ir import Attribute, Block
 from xdsl.irdl import (
@@ -85,8 +85,9 @@ def custom_format(assembly_format: str) -> Callable[[OpT], OpT]:
         def print_op(self: IRDLOperation, printer: Printer) -> None:
             program.print(printer, self)
 
-        cls.parse = classmethod(parse)
-        cls.print = print_op
+        patched = cast(Any, cls)  # IRDL ops' syntax is replaced after the class is made
+        patched.parse = classmethod(parse)
+        patched.print = print_op
         return cls
 
     return apply

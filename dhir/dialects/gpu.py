@@ -111,7 +111,7 @@ class AllReduceOperationAttr(EnumAttribute[AllReduceOperation], SpacedOpaqueSynt
 def parse_async(parser: Parser) -> tuple[bool, list[SSAValue]]:
     """MLIR's `custom<AsyncDependencies>`: `async`? (`[` tokens `]`)?."""
     is_async = parser.parse_optional_keyword("async") is not None
-    deps = parser.parse_optional_comma_separated_list(
+    deps: list[SSAValue] | None = parser.parse_optional_comma_separated_list(
         parser.Delimiter.SQUARE, lambda: parser.parse_operand(_TOKEN)
     )
     return is_async, deps or []
@@ -599,8 +599,10 @@ def _parse_results(
 ) -> list[tuple[Attribute, dict[str, Attribute]]]:
     if not parser.parse_optional_punctuation("->"):
         return []
-    results = parser.parse_optional_comma_separated_list(
-        parser.Delimiter.PAREN, lambda: _parse_with_attrs(parser, parser.parse_type)
+    results: list[tuple[Attribute, dict[str, Attribute]]] | None = (
+        parser.parse_optional_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: _parse_with_attrs(parser, parser.parse_type)
+        )
     )
     return [(parser.parse_type(), {})] if results is None else results
 
@@ -735,7 +737,7 @@ def _parse_dims(parser: Parser, keyword: str | None = None) -> _Dims:
     ids = _parse_triple(parser, lambda: parser.parse_argument(expect_type=False))
     parser.parse_keyword("in")
     pairs = _parse_triple(parser, lambda: parse_assignment(parser))
-    values = [parser.resolve_operand(value, IndexType()) for _, value in pairs]
+    values: list[SSAValue] = [parser.resolve_operand(value, IndexType()) for _, value in pairs]
     return ids, [size for size, _ in pairs], values
 
 

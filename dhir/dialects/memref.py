@@ -9,10 +9,10 @@ from typing import TypeVar
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
-    AnyAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    MemRefType,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
 )
 from xdsl.parser import Parser
@@ -112,9 +113,10 @@ class AllocaScopeOp(memref.AllocaScopeOp):
     def parse(cls, parser: Parser) -> "AllocaScopeOp":
         types: list[Attribute] = []
         if parser.parse_optional_punctuation("->"):
-            types = parser.parse_optional_comma_separated_list(
+            listed: list[Attribute] | None = parser.parse_optional_comma_separated_list(
                 parser.Delimiter.PAREN, parser.parse_type
-            ) or [parser.parse_type()]
+            )
+            types = listed or [parser.parse_type()]
         region = parser.parse_region()
         attrs = parser.parse_optional_attr_dict()
         if not region.blocks:
@@ -239,7 +241,7 @@ class GlobalOp(memref.GlobalOp):
         parser.parse_punctuation(":")
         pos = parser.pos
         memref_type = parser.parse_type()
-        if not isinstance(memref_type, memref.MemRefType):
+        if not isinstance(memref_type, MemRefType):
             parser.raise_error("expected a memref type", pos, parser.pos)
         props["type"] = memref_type
         if parser.parse_optional_punctuation("="):
@@ -248,11 +250,11 @@ class GlobalOp(memref.GlobalOp):
         return cls.build(properties=props | more_props, attributes=attrs)
 
 
-def _tensor_of(memref_type: memref.MemRefType) -> TensorType[Attribute]:
+def _tensor_of(memref_type: MemRefType) -> TensorType[Attribute]:
     return TensorType(memref_type.element_type, memref_type.shape)
 
 
-def _parse_initial_value(parser: Parser, memref_type: memref.MemRefType) -> Attribute:
+def _parse_initial_value(parser: Parser, memref_type: MemRefType) -> Attribute:
     if parser.parse_optional_keyword("uninitialized"):
         return UnitAttr()
     if parser.parse_optional_keyword("dense"):

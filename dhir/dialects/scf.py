@@ -142,7 +142,9 @@ def _print_arrow_types(printer: Printer, types: Sequence[Attribute]) -> None:
 def _parse_arrow_types(parser: Parser) -> list[Attribute]:
     if not parser.parse_optional_punctuation("->"):
         return []
-    types = parser.parse_optional_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+    types: list[Attribute] | None = parser.parse_optional_comma_separated_list(
+        parser.Delimiter.PAREN, parser.parse_type
+    )
     return [parser.parse_type()] if types is None else types
 
 

@@ -258,7 +258,7 @@ class System:
             first += d.ranks
         raise self._unknown(name)
 
-    def transfer_time(self, src: Device | str, dst: Device | str, nbytes: int) -> float:
+    def transfer_time(self, src: Device | str, dst: Device | str, nbytes: float) -> float:
         """Seconds to move `nbytes` from `src`'s memory to `dst`'s: out of the source GPU,
         between the ranks (same node or over the network), into the destination GPU, one
         stage after the other. Zero on one device."""

@@ -192,8 +192,13 @@ def task_graph(
         cost[END_TASK] = {device_name(0): broadcasts}
         order += (END_TASK,)
         edges += ends
-    extra = _optional_fields(tasks, names, devices, costs)
-    return TaskGraph(graph_devices, order, cost, tuple(edges), **extra)
+    memory = {name: float(costs.work(task).footprint) for task, name in zip(tasks, names)}
+    capacity = {
+        device_name(rank): float(d.memory_bytes)
+        for rank, d in enumerate(devices)
+        if d.memory_bytes is not None
+    }
+    return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity)
 
 
 def concurrency(deps: DependenceGraph) -> int:
@@ -361,19 +366,3 @@ def _comm(values: set[SSAValue], devices: Sequence[Device], costs: CostModel) ->
     if not values or len(devices) < 2:
         return 0.0
     return costs.comm_time(sum(memref_bytes(v.type) for v in values), devices)
-
-
-def _optional_fields(
-    tasks: list[TaskOp], names: list[str], devices: Sequence[Device], costs: CostModel
-) -> dict[str, object]:
-    """Task memory and device capacity, for a TaskGraph that has such fields."""
-    fields = {f.name for f in dataclasses.fields(TaskGraph)}
-    extra: dict[str, object] = {}
-    if "memory" in fields:
-        extra["memory"] = {name: costs.work(task).footprint for task, name in zip(tasks, names)}
-    if "capacity" in fields:
-        sizes = [d.memory_bytes for d in devices]
-        extra["capacity"] = {
-            device_name(rank): size for rank, size in enumerate(sizes) if size is not None
-        }
-    return extra

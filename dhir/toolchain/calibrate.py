@@ -123,7 +123,8 @@ def measure(
 ) -> Measurements:
     latency, bandwidth = measure_pingpong(exe, mpi, effort, say, cpu.llc_bytes)
     threads = cpu.cores or 1
-    elements = min(effort.triad_elements, cpu.memory_bytes // (4 * 3 * 8))  # a quarter of RAM
+    memory = cpu.memory_bytes or effort.triad_elements * 4 * 3 * 8  # unknown: not the limit
+    elements = min(effort.triad_elements, memory // (4 * 3 * 8))  # a quarter of RAM
     say(f"memory bandwidth: triad on {threads} threads, 3 x {elements * 8 >> 20} MiB ...")
     amount, seconds = _run_local(exe, ["triad", str(elements), str(effort.triad_trials)], threads)
     mem_bw = amount / seconds / 1e9
@@ -144,7 +145,8 @@ def measure_core(
     """One core's rates: a triad from memory, from its own cache (a footprint of half of
     it) and from the last-level cache (the geometric mean of both caches' sizes), and f32
     FMAs, on one thread."""
-    elements = min(effort.triad_elements, cpu.memory_bytes // (4 * TRIAD_BYTES))
+    memory = cpu.memory_bytes or effort.triad_elements * 4 * TRIAD_BYTES
+    elements = min(effort.triad_elements, memory // (4 * TRIAD_BYTES))
     sizes = {"core_mem_bw_gbs": elements * TRIAD_BYTES}
     if cpu.core_cache_bytes:
         sizes["core_cache_bw_gbs"] = cpu.core_cache_bytes // 2

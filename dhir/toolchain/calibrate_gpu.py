@@ -72,10 +72,12 @@ def calibrate_gpus(
     kernels: dict[str, Path] = {}  # by arch: a node's GPUs are mostly of one chip
     for position, gpu in enumerate(gpus):
         say(f"{gpu.name} ({gpu.arch}): copies to, from and within it, and f32 FMAs ...")
+        arch = gpu.arch
+        assert arch is not None  # a description's devices have one
         try:
-            if gpu.arch not in kernels:
-                kernels[gpu.arch] = build_kernel(directory, gpu.arch)
-            kernel = kernels[gpu.arch]
+            if arch not in kernels:
+                kernels[arch] = build_kernel(directory, arch)
+            kernel = kernels[arch]
             measured = measure_gpu(exe, kernel, device_index(gpu, position), effort, gpu)
         except DhirError as error:
             say(f"  not measured: {_reason(error)}; kept typical values, marked as guesses")

@@ -14,6 +14,7 @@ whose private name could clash.
 
 import re
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRefAttr
@@ -72,7 +73,7 @@ def _size(op: Operation) -> int:
     return sum(1 for _ in op.walk())
 
 
-def _is_step(op: Operation) -> bool:
+def _is_step(op: Operation) -> TypeGuard[func.FuncOp]:
     return (
         isinstance(op, func.FuncOp)
         and not op.is_declaration

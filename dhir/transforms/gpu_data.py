@@ -239,7 +239,7 @@ class _ScheduleData:
             hook, name = self.labels.pointer(task_label(first, self.tasks.index(first)))
             call = func.CallOp(TASK_HOOK, [name], [])
             allocs = [op for m in memrefs for op in _alloc(first, m)]
-            made = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
+            made: list[SSAValue] = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
             body: list[Operation] = [*hook, call, *allocs]
             if guards is None:
                 self._before_schedule(body)

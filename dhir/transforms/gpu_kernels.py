@@ -307,7 +307,7 @@ def _mlir_opt(
 def _take_back(task: TaskOp, function: func.FuncOp, free: list[SSAValue], label: str) -> None:
     """The mapped body back into the task, using the task's values again."""
     block = function.body.block
-    mapping = dict(zip(block.args, free))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, free))
     ops = list(block.ops)[:-1]  # all but func.return
     for op in ops:
         for nested in op.walk():

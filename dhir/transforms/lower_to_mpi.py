@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.dlti import MapAttr
+from xdsl.dialects.dlti import DataLayoutEntryAttr, MapAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -96,9 +96,7 @@ class LowerToMPIPass(ModulePass):
             op.body.block.add_op(_declare(BCAST, [i64, i64, i32]))
 
 
-def _dlti_entry(key: str, value: str) -> object:
-    from xdsl.dialects.dlti import DataLayoutEntryAttr
-
+def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
     return DataLayoutEntryAttr(StringAttr(key), StringAttr(value))
 
 

@@ -144,3 +144,22 @@ func.func @main(%a: memref<2xi32>) {
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "error" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "sidecar",
+    [
+        "not json",
+        '{"entry": "main", "ranks": "two", "mpi": "mpich", "args": []}',
+        '{"entry": "main", "ranks": 2, "mpi": "lam", "args": []}',
+        '{"entry": "main", "ranks": 2, "mpi": "mpich", "args": [{"type": "f32"}]}',
+        '{"entry": "main", "ranks": 2, "mpi": "mpich"}',
+    ],
+)
+def test_a_damaged_executable_description_is_a_clear_error(tmp_path: Path, sidecar: str) -> None:
+    exe = tmp_path / "prog"
+    shutil.copy(sys.executable, exe)  # any ELF file
+    (tmp_path / "prog.dhir.json").write_text(sidecar)
+    result = dhir("run", str(exe))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "is not a description dhir compile wrote" in result.stderr

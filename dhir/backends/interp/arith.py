@@ -186,11 +186,12 @@ class ArithImpls(InterpreterFunctions):
         source, target = op.operands[0].type, op.results[0].type
         value = args[0]
         if type(source) in _FLOATS:  # through the bits as a signless integer
-            value = int(np.array(value, numpy_dtype(source)).view(f"u{_bytes(op, source)}"))
+            bits = np.array(value, _float_dtype(op, source))
+            value = int(bits.view(f"u{_bytes(op, source)}"))
         if type(target) in _FLOATS:
             width = 8 * _bytes(op, target)
             bits = np.array(unsigned(value, width), f"u{width // 8}")
-            return (float(bits.view(numpy_dtype(target))),)
+            return (float(bits.view(_float_dtype(op, target))),)
         return (wrap(value, int_width(op, target)),)
 
 
@@ -199,3 +200,10 @@ def _bytes(op: Operation, type_: Attribute) -> int:
     if dtype is None:
         fail(op, f"on {type_} is not supported by the interpreter")
     return dtype.itemsize
+
+
+def _float_dtype(op: Operation, type_: Attribute) -> np.dtype:
+    dtype = numpy_dtype(type_)
+    if dtype is None:
+        fail(op, f"cannot reinterpret {type_} in the interpreter")
+    return dtype

@@ -57,12 +57,13 @@ def fail(op: Operation, message: str) -> NoReturn:
 
 
 ImplT = TypeVar("ImplT", bound=Callable[..., Any])
+# The op types each implementation handles, as `handles` marks them for `register`.
+_OP_TYPES: dict[Callable[..., Any], tuple[type[Operation], ...]] = {}
 
 
 def handles(*op_types: type[Operation]) -> Callable[[ImplT], ImplT]:
     def mark(function: ImplT) -> ImplT:
-        before = getattr(function, "_dhir_op_types", ())
-        function._dhir_op_types = *before, *op_types
+        _OP_TYPES[function] = (*_OP_TYPES.get(function, ()), *op_types)
         return function
 
     return mark
@@ -82,7 +83,7 @@ FunctionsT = TypeVar("FunctionsT", bound=type[InterpreterFunctions])
 
 def register(cls: FunctionsT) -> FunctionsT:
     for name, function in list(vars(cls).items()):
-        for op_type in getattr(function, "_dhir_op_types", ()):
+        for op_type in _OP_TYPES.get(function, ()):
             for target in _with_dhir_subclasses(op_type):
                 wrap = impl_terminator if target.has_trait(IsTerminator) else impl
                 key = f"_{name}__{target.__module__}.{target.__qualname__}"
