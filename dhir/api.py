@@ -7,7 +7,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -24,7 +24,8 @@ def parse_pipeline(
     available = all_passes()
     try:
         return PassPipeline.parse_spec(available, spec, callback)
-    except Exception as error:  # xDSL raises bare Exception/ValueError kinds here
+    # xDSL raises bare Exception/ValueError kinds here, and a BaseException for bad syntax.
+    except (Exception, ArgSpecParseError) as error:
         names = ", ".join(sorted(available))
         raise DhirError(
             [Diagnostic(f"bad pass pipeline '{spec}': {error}. Available passes: {names}")]

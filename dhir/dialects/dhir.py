@@ -300,7 +300,7 @@ class ScheduleOp(IRDLOperation):
 
 # Task bodies whose ops are known to pass TaskOp's checks (clones of a body that
 # passes them, see dhir/ir/region_cache.py); set by the verifier while it runs, since
-# checking 10,000 clones again cost a third of verifying a large schedule.
+# checking thousands of clones again is a large part of verifying a big schedule.
 _CHECKED_BODIES: ContextVar[frozenset[Region]] = ContextVar("checked_bodies", default=frozenset())
 
 
@@ -343,8 +343,8 @@ class TaskOp(IRDLOperation):
         }
         if isinstance(target, str):
             properties["target"] = StringAttr(target)
-        # Operation's constructor, not IRDL's generic one, which took twice as long
-        # (a parse of 10,000 tasks builds 10,000 of these); verify_ checks the same.
+        # Operation's constructor, not IRDL's generic one, which is slower (a large parse
+        # builds thousands of these); verify_ checks the same.
         Operation.__init__(
             self,
             operands=operands,

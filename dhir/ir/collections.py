@@ -2,7 +2,7 @@
 
 Parsing and lowering a large schedule allocates millions of small objects that stay
 alive (ops, uses, attributes); CPython's default collector then runs a full scan over
-all of them again and again, which cost ~20% of compiling 10,000 tasks. Raising the
+all of them again and again (docs/performance.md). Raising the
 young-generation threshold while IR is built keeps the collector's protection against
 cycles and restores the caller's settings afterwards.
 """

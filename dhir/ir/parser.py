@@ -28,8 +28,9 @@ MLIRLexer._unescaped_characters_regex = re.compile(  # pyright: ignore[reportPri
 def _location(name: StringAttr, line: IntAttr, column: IntAttr) -> FileLineColLoc:
     """FileLineColLoc(name, line, column), without its constructor's checks of the
     parameters' kinds, which these have by their types: every op gets a location, and
-    the checks took a tenth of parsing 10,000 tasks. (Parameters by name, as xDSL 0.74,
-    which dhir pins, defines them; a test compares with the constructor's.)"""
+    the checks are a visible part of parsing (docs/performance.md). (Parameters by
+    name, as xDSL 0.74, which dhir pins, defines them; a test compares with the
+    constructor's.)"""
     location = object.__new__(FileLineColLoc)
     object.__setattr__(location, "filename", name)
     object.__setattr__(location, "line", line)

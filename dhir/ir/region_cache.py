@@ -1,8 +1,8 @@
 """Parse each distinct task body once, and clone it for the tasks that repeat it.
 
 Large schedules are usually generated: thousands of tasks whose bodies are the same
-text up to the memrefs they list (`%b3` here, `%b7` there). xDSL parses ~5k ops/s,
-which made parsing alone take 20 s for 10,000 tasks. A body whose text, with the
+text up to the memrefs they list (`%b3` here, `%b7` there), and xDSL's parser is slow
+on that much text (docs/performance.md). A body whose text, with the
 task's operand names replaced by their positions, and whose operand types equal an
 earlier task's is the same IR up to those operands, so it is cloned instead of parsed.
 

@@ -61,11 +61,10 @@ def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
 
 class _Printer(Printer):
     """xDSL's printer, with shorter ways to the same text: it writes text without line
-    breaks straight to the stream (its own print_string calls print() for every token, a
-    fifth of printing 10,000 tasks), and prints the ops most of a lowered schedule is
-    made of (constants, loads, stores, float arithmetic) in their plain form without
-    going through their declarative formats' machinery (printing a lowered schedule of
-    10,000 tasks: 1.04-1.24 s -> 0.78-0.97 s)."""
+    breaks straight to the stream (its own print_string calls print() for every token),
+    and prints the ops most of a lowered schedule is made of (constants, loads, stores,
+    float arithmetic) in their plain form without going through their declarative
+    formats' machinery; both matter for large schedules (docs/performance.md)."""
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         if "\n" in text or self.stream is None:

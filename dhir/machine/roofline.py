@@ -126,9 +126,7 @@ def cold_bytes(work: Work, device: Device, busy: int | None = None) -> float:
     traffic): none when its schedule's working set stays in the caches, all of them when
     the working set is far beyond, and in between what the curve says of the working set
     (the share of one core's rate above memory's that it keeps). A CPU with a measured
-    curve only: the working set is what the curve can tell. (Measured here: a stencil
-    whose 16 MiB tasks sweep 64 MiB of data ran at memory's rate, twice the estimate that
-    took their data for cached.)"""
+    curve only: the working set is what the curve can tell (docs/performance.md)."""
     curve = device.core_bw_curve
     if not curve or not work.working_set or not work.bytes:
         return 0.0

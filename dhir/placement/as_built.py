@@ -44,10 +44,9 @@ def fastest_as_built(
     """Of `best`'s candidate placements (`best_candidates`), the one whose makespan as
     built is the shortest; `best`'s own on ties. The list schedules let a rank run its
     tasks out of program order and let transfers overlap work, which the built program
-    does not: a fork-join of four 16 MiB sweeps, spread over 2 ranks by `best`, ran
-    slower than on 1 rank in 8 of 9 runs of bench/cost_accuracy.py (medians 20.8 and
-    14.2 ms), since its transfers held both ranks. `deps`: the schedule's dependence
-    graph, when known already."""
+    does not: spreading can lose to one rank when its transfers hold both ranks
+    (docs/performance.md). `deps`: the schedule's dependence graph, when known
+    already."""
     candidates = best_candidates(graph)
     if len(candidates) == 1:
         return candidates[0]

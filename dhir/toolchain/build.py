@@ -229,7 +229,7 @@ class _Recipe:
         return final / "program.o"
 
     def runtime_object(self, timing: Timing) -> Path:
-        """dhir_rt.o for this MPI and these flags, compiled once (mpi.h alone takes ~0.1 s)."""
+        """dhir_rt.o for this MPI and these flags, compiled once (mpi.h is slow to compile)."""
         return self._c_object(
             "dhir_rt",
             RUNTIME_SOURCE.read_text(),

@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRef
 from xdsl.ir import Attribute, Operation
 
 STEP_NAME = re.compile(r"\.schedule\d+\.(?:part|group)\d+$")
-# Fewer steps than this are not worth another round of tool start-ups (~0.1 s each).
+# Fewer steps than this are not worth another round of tool start-ups.
 MIN_STEPS_PER_PIECE = 16
 
 

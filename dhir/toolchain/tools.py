@@ -116,9 +116,9 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool) -> MpiInstall:
         )
     flags: tuple[str, ...] = ()
     if mpi == "openmpi":
-        # --oversubscribe: more ranks than cores is normal here; the libfabric BTL spends about
-        # 1 s probing at start-up (measured: 1.16 s vs 0.17 s for a 2-rank hello) and is only
-        # useful on fabrics that the UCX PML or TCP also cover.
+        # --oversubscribe: more ranks than cores is normal here; the libfabric BTL spends
+        # about a second probing at start-up (docs/performance.md) and is only useful on
+        # fabrics that the UCX PML or TCP also cover.
         flags = ("--oversubscribe", "--mca", "btl", "^ofi")
         if os.geteuid() == 0:
             flags = ("--allow-run-as-root", *flags)

@@ -55,8 +55,10 @@ _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class GpuKernelsPass(ModulePass):
-    """Map GPU tasks' loops to kernels with `mlir_opt`, check their bodies and name their
-    kernels by chip."""
+    """Map GPU tasks' parallel loops to kernels and name every kernel by its chip.
+
+    `mlir_opt`: the mlir-opt-22 that maps the loops. Also checks that GPU tasks' host code
+    leaves their memrefs alone."""
 
     name = "dhir-gpu-kernels"
 

@@ -212,10 +212,9 @@ class _ScheduleLowering:
     def _outline_steps(self) -> None:
         """Move the steps emitted since the last call (each task's incoming messages and
         guarded body) into a function of their own. One huge host function makes
-        mlir-opt's scf-to-cf quadratic (it splits the block at every scf.if: 3,000
-        inline tasks took 8 s and 3 GB, 10,000 were killed), while a function per task
-        makes LLVM slow on thousands of functions; a few dozen tasks per function sits
-        between the two."""
+        mlir-opt's scf-to-cf quadratic (it splits the block at every scf.if), while a
+        function per task makes LLVM slow on thousands of functions; a few dozen tasks per
+        function sits between the two (docs/performance.md)."""
         if not self._emitted:
             return
         name = f"{self.function.sym_name.data}.schedule{self.number}.part{self._parts}"
@@ -231,9 +230,9 @@ class _ScheduleLowering:
     def _group_steps(self) -> None:
         """Move the calls of a long run of steps, CALLS_PER_GROUP at a time, into
         group functions (`.schedule<S>.group<K>`, each after its last step). Every call
-        passes each memref as its descriptor (5+ words), all live across the whole run:
-        clang took 0.9 s on a host function calling 313 steps, mostly in its register
-        allocator, while all of LLVM took 1.2 s for half of those steps."""
+        passes each memref as its descriptor (5+ words), all live across the whole run,
+        which keeps clang's register allocator busy on a long host function
+        (docs/performance.md)."""
         if len(self._steps) <= CALLS_PER_GROUP:
             return
         prefix = f"{self.function.sym_name.data}.schedule{self.number}.group"

@@ -39,6 +39,8 @@ def test_example_round_trips_through_stdin_and_output_file(tmp_path: Path) -> No
     [
         (["/nonexistent/x.mlir"], "cannot read /nonexistent/x.mlir"),
         ([str(EXAMPLE), "-p", "no-such-pass"], "no-such-pass"),
+        ([str(EXAMPLE), "-p", "dhir-place{ranks=/2}"], "bad pass pipeline"),
+        ([str(EXAMPLE), "-p", "dhir-place{ranks=2"], "bad pass pipeline"),
         ([str(EXAMPLE), "-o", "/nonexistent/dir/out.mlir"], "cannot write"),
     ],
 )
