@@ -3,14 +3,18 @@ lowering applies and the cost model prices, stated once.
 
 Only the harness calls the entry function, and only rank 0 writes its results; so an
 argument of the entry that nothing uses after a schedule at the entry's top level is read
-by no rank other than 0 again. When some function calls the entry, the rule does not hold
-and everything goes to every rank.
+by no rank other than 0 again. A use of any alias counts: a view made before the schedule
+and read after it, an address, whatever an unknown op or a region returns from it. When
+some function calls the entry, or its body has several blocks (a branch may run code
+again), the rule does not hold and everything goes to every rank.
 """
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.traits import IsTerminator
 
+from dhir.analysis.effects import derived_results
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -33,13 +37,39 @@ def root_only(
     if called is None:
         module = function.parent_op()
         called = isinstance(module, ModuleOp) and entry_called(module, entry)
-    if called:
+    if called or len(function.body.blocks) != 1:
         return set()
-    later: set[SSAValue] = set()
-    op: Operation | None = schedule.next_op
-    while op is not None:
-        for nested in op.walk():
-            later.update(nested.operands)
-        op = op.next_op
-    body = function.body.block
-    return {a for a in body.args if isinstance(a.type, MemRefType) and a not in later}
+    args = [a for a in function.body.block.args if isinstance(a.type, MemRefType)]
+    return set(args) - _used_after(schedule, args)
+
+
+def _used_after(schedule: ScheduleOp, args: list[BlockArgument]) -> set[SSAValue]:
+    """The `args` that an op after `schedule` (in its block) uses through any alias.
+    Pre-order visits every definition before its uses; what a region yields reaches
+    its op's results, what an op takes reaches its regions' arguments."""
+    roots: dict[SSAValue, frozenset[SSAValue]] = {a: frozenset([a]) for a in args}
+    used: set[SSAValue] = set()
+    after = False
+    block = schedule.parent_block()
+    assert block is not None
+    for top in block.ops:
+        if top is schedule:
+            after = True
+            continue
+        for op in top.walk():
+            reached = frozenset().union(*(roots.get(v, frozenset()) for v in op.operands))
+            if not reached:
+                continue
+            if after:
+                used |= reached
+            for result in derived_results(op):
+                roots[result] = roots.get(result, frozenset()) | reached
+            for region in op.regions:
+                for inner in region.blocks:
+                    for argument in inner.args:
+                        roots[argument] = roots.get(argument, frozenset()) | reached
+            parent = op.parent_op()
+            if op.has_trait(IsTerminator) and parent is not None:
+                for result in parent.results:
+                    roots[result] = roots.get(result, frozenset()) | reached
+    return used
