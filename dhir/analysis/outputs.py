@@ -11,7 +11,7 @@ again), the rule does not hold and everything goes to every rank.
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
@@ -39,11 +39,11 @@ def root_only(
         called = isinstance(module, ModuleOp) and entry_called(module, entry)
     if called or len(function.body.blocks) != 1:
         return set()
-    args = [a for a in function.body.block.args if isinstance(a.type, MemRefType)]
+    args: list[SSAValue] = [a for a in function.body.block.args if isinstance(a.type, MemRefType)]
     return set(args) - _used_after(schedule, args)
 
 
-def _used_after(schedule: ScheduleOp, args: list[BlockArgument]) -> set[SSAValue]:
+def _used_after(schedule: ScheduleOp, args: list[SSAValue]) -> set[SSAValue]:
     """The `args` that an op after `schedule` (in its block) uses through any alias.
     Pre-order visits every definition before its uses; what a region yields reaches
     its op's results, what an op takes reaches its regions' arguments."""

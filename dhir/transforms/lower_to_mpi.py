@@ -46,6 +46,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.outputs import entry_called, root_only
+from dhir.analysis.sharing import check_shared_data
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
@@ -78,6 +79,7 @@ class LowerToMPIPass(ModulePass):
         op.attributes["dlti.map"] = MapAttr(
             ArrayAttr([_dlti_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
         )
+        check_shared_data(op)
         needs_bcast = False
         called = entry_called(op, self.entry)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:

@@ -249,3 +249,191 @@ def test_view_read_after_a_schedule_sees_the_new_data(name: str, mpi: str) -> No
     oracle = dhir.run(text, *inputs, backend="interp")
     assert oracle[1].tolist() == [2, 4, 6, 8]  # the oracle runs the program as meant
     _same(_native(text, inputs, mpi), oracle)
+
+
+# --- mutable globals in tasks (issue 15, item 4) -----------------------------------------
+
+GLOBAL_IN_TASKS = """
+memref.global "private" @g : memref<4xi32> = dense<[1, 2, 3, 4]>
+func.func @main(%b: memref<4xi32>) {
+  dhir.schedule %b {
+    %t0 = dhir.task target = "cpu" attributes {dhir.rank = 1 : i64} {
+      %g = memref.get_global @g : memref<4xi32>
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 42 : i32
+      memref.store %x, %g[%c0] : memref<4xi32>
+    }
+    %t1 = dhir.task target = "cpu", %b attributes {dhir.rank = 0 : i64} {
+      %g = memref.get_global @g : memref<4xi32>
+      memref.copy %g, %b : memref<4xi32> to memref<4xi32>
+    }
+  }
+  func.return
+}
+"""
+
+# The same as the error message says to write it: the global is a schedule operand.
+GLOBAL_AS_OPERAND = """
+memref.global "private" @g : memref<4xi32> = dense<[1, 2, 3, 4]>
+func.func @main(%b: memref<4xi32>) {
+  %g = memref.get_global @g : memref<4xi32>
+  dhir.schedule %g, %b {
+    %t0 = dhir.task target = "cpu", %g attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 42 : i32
+      memref.store %x, %g[%c0] : memref<4xi32>
+    }
+    %t1 = dhir.task target = "cpu", %g, %b attributes {dhir.rank = 0 : i64} {
+      memref.copy %g, %b : memref<4xi32> to memref<4xi32>
+    }
+  }
+  dhir.schedule %g, %b {
+    %t2 = dhir.task target = "cpu", %g, %b attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %x = memref.load %g[%c1] : memref<4xi32>
+      %y = memref.load %g[%c1] : memref<4xi32>
+      %c0 = arith.constant 0 : index
+      %z = memref.load %g[%c0] : memref<4xi32>
+      %s = arith.addi %y, %z : i32
+      memref.store %s, %b[%c1] : memref<4xi32>
+    }
+  }
+  func.return
+}
+"""
+
+
+def _native_error(text: str, inputs: list[np.ndarray]) -> str:
+    with pytest.raises(DhirError) as caught:
+        _native(text, inputs)
+    return str(caught.value)
+
+
+@needs_mpi
+def test_a_task_using_a_mutable_global_is_refused_at_the_task() -> None:
+    inputs = [np.zeros(4, np.int32)]
+    assert dhir.run(GLOBAL_IN_TASKS, *inputs, backend="interp")[0].tolist() == [42, 2, 3, 4]
+    message = _native_error(GLOBAL_IN_TASKS, inputs)
+    assert "<string>:5:5: error: this task uses the mutable memref.global @g" in message
+    assert "as a schedule operand" in message
+
+
+@needs_mpi
+def test_a_task_calling_a_function_that_uses_a_mutable_global_is_refused() -> None:
+    text = GLOBAL_IN_TASKS.replace(
+        """      %g = memref.get_global @g : memref<4xi32>
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 42 : i32
+      memref.store %x, %g[%c0] : memref<4xi32>""",
+        "      func.call @inner() : () -> ()",
+    ).replace(
+        "func.func @main",
+        """func.func private @inner() {
+  func.call @set() : () -> ()
+  func.return
+}
+func.func private @set() {
+  %g = memref.get_global @g : memref<4xi32>
+  %c0 = arith.constant 0 : index
+  %x = arith.constant 42 : i32
+  memref.store %x, %g[%c0] : memref<4xi32>
+  func.return
+}
+func.func @main""",
+    )
+    message = _native_error(text, [np.zeros(4, np.int32)])
+    assert "this task calls @inner, which uses the mutable memref.global @g" in message
+
+
+@needs_mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_mutable_global_passed_as_operand_equals_the_oracle(mpi: str) -> None:
+    inputs = [np.zeros(4, np.int32)]
+    oracle = dhir.run(GLOBAL_AS_OPERAND, *inputs, backend="interp")
+    assert oracle[0].tolist() == [42, 44, 3, 4]
+    _same(_native(GLOBAL_AS_OPERAND, inputs, mpi), oracle)
+
+
+@needs_mpi
+def test_constant_globals_in_tasks_still_run() -> None:
+    text = GLOBAL_IN_TASKS.replace('"private" @g', '"private" constant @g').replace(
+        "%x = arith.constant 42 : i32\n      memref.store %x, %g[%c0] : memref<4xi32>",
+        "%x = memref.load %g[%c0] : memref<4xi32>",
+    )
+    inputs = [np.zeros(4, np.int32)]
+    oracle = dhir.run(text, *inputs, backend="interp")
+    assert oracle[0].tolist() == [1, 2, 3, 4]
+    _same(_native(text, inputs), oracle)
+
+
+# --- schedule operands that alias (issue 15, item 5) -------------------------------------
+
+ALIASING_OPERANDS = """
+func.func @main(%a: memref<4xi32>, %b: memref<4xi32>) {
+  VIEW
+  dhir.schedule %a, %v, %b {
+    %t0 = dhir.task target = "cpu", %a attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 42 : i32
+      memref.store %x, %a[%c0] : memref<4xi32>
+    }
+    %t1 = dhir.task target = "cpu", %v, %b attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %v[%c0] : memref<?xi32>
+      memref.store %x, %b[%c0] : memref<4xi32>
+    }
+  }
+  func.return
+}
+"""
+
+VIEWS = {
+    "cast": "%v = memref.cast %a : memref<4xi32> to memref<?xi32>",
+    "cast-of-subview": (
+        "%s = memref.subview %a[0] [4] [1] : memref<4xi32> to memref<4xi32, strided<[1]>>\n"
+        "  %v = memref.cast %s : memref<4xi32, strided<[1]>> to memref<?xi32>"
+    ),
+    "select": (
+        "%true = arith.constant true\n  %w = arith.select %true, %a, %b : memref<4xi32>\n"
+        "  %v = memref.cast %w : memref<4xi32> to memref<?xi32>"
+    ),
+    "call": "%v = func.call @view(%a) : (memref<4xi32>) -> memref<?xi32>",
+}
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", sorted(VIEWS))
+def test_aliasing_schedule_operands_are_refused(name: str) -> None:
+    text = ALIASING_OPERANDS.replace("VIEW", VIEWS[name])
+    if name == "call":
+        text = "func.func private @view(memref<4xi32>) -> memref<?xi32>\n" + text
+    else:  # the interpreter cannot call an external function
+        inputs = [np.zeros(4, np.int32), np.zeros(4, np.int32)]
+        assert dhir.run(text, *inputs, backend="interp")[1][0] == 42
+    message = _native_error(text, [np.zeros(4, np.int32), np.zeros(4, np.int32)])
+    at = next(n for n, line in enumerate(text.splitlines(), 1) if "dhir.schedule" in line)
+    assert f"<string>:{at}:3: error: schedule operands %a and %v may be views of one buffer" in (
+        message
+    )
+    assert "Pass the buffer once" in message
+
+
+@needs_mpi
+def test_aliasing_operands_that_no_task_writes_run() -> None:
+    text = ALIASING_OPERANDS.replace("VIEW", VIEWS["cast"])
+    text = text.replace("memref.store %x, %a[%c0] : memref<4xi32>", "")
+    inputs = [np.arange(4, dtype=np.int32), np.zeros(4, np.int32)]
+    _same(_native(text, inputs), dhir.run(text, *inputs, backend="interp"))
+
+
+def test_distinct_buffers_are_not_aliases() -> None:
+    from dhir.analysis.sharing import buffers
+
+    text = ALIASING_OPERANDS.replace(
+        "VIEW",
+        "%n = arith.constant 4 : index\n  %u = memref.alloc(%n) : memref<?xi32>\n"
+        "  %w = memref.alloc(%n) : memref<?xi32>\n  %v = memref.cast %w : memref<?xi32> to memref<?xi32>",
+    )
+    schedule = _schedules(text)[0]
+    found = [buffers(v) for v in schedule.args]
+    assert len(set().union(*found)) == 3 and all(len(f) == 1 for f in found)

@@ -1,0 +1,182 @@
+"""Data that the native backend cannot keep consistent across ranks, refused with an
+error at the user's source.
+
+The lowering moves each schedule operand between ranks on its own, from what the
+tasks listing it read and write. Two kinds of shared data escape that:
+
+- schedule operands that are views of one buffer (the same base value through casts,
+  subviews, ...): a write through one view is never sent to a rank reading the other;
+- a mutable `memref.global` used inside a task, directly or through a function it
+  calls: every rank has its own copy, and nothing moves it.
+
+Where the IR shows either, the program is refused rather than run wrongly. Operands
+that only alias when a caller passes one buffer twice cannot be seen, and are
+assumed distinct (docs/semantics.md).
+"""
+
+from collections.abc import Iterator
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator
+
+from dhir.analysis.effects import derived_results, task_effects
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.ir.diagnostics import PassFailedAt
+
+GET_GLOBAL = "memref.get_global"
+
+
+def check_shared_data(module: ModuleOp) -> None:
+    """Raise PassFailedAt for the first schedule with aliasing operands that a task
+    writes, or the first task that uses a mutable global."""
+    mutable = _mutable_globals(module)
+    users = _functions_using(module, mutable)
+    for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
+        _check_operands(schedule)
+        for task in schedule.tasks():
+            _check_globals(task, mutable, users)
+
+
+# --- aliasing schedule operands ---------------------------------------------------------
+
+
+def _check_operands(schedule: ScheduleOp) -> None:
+    operands = list(dict.fromkeys(v for v in schedule.args if isinstance(v.type, MemRefType)))
+    if len(operands) < 2:
+        return
+    bases = {value: buffers(value) for value in operands}
+    written: set[SSAValue] = set()
+    for task in schedule.tasks():
+        written |= task_effects(task).writes
+    for i, first in enumerate(operands):
+        for second in operands[i + 1 :]:
+            shared = bases[first] & bases[second]
+            if shared and (first in written or second in written):
+                raise PassFailedAt(schedule, _alias_message(first, second, next(iter(shared))))
+
+
+def _alias_message(first: SSAValue, second: SSAValue, base: object) -> str:
+    of = _name(base) if isinstance(base, SSAValue) else f"global @{base}"
+    return (
+        f"schedule operands {_name(first)} and {_name(second)} may be views of one buffer "
+        f"({of}), and a task writes one of them; dhir moves each operand between ranks on "
+        "its own, so the other would miss the write. Pass the buffer once and make the "
+        "view inside the tasks that need it"
+    )
+
+
+def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozenset[object]:
+    """The buffers `value` may point into: the values that made them (an argument, an
+    allocation, a call's result) and the names of globals. Views, base buffers and
+    whatever an op or a region derives from a pointer lead back to their sources."""
+    if value in seen:
+        return frozenset()
+    seen = seen | {value}
+    owner = value.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        if parent is None or isinstance(parent, func.FuncOp):
+            return frozenset([value])
+        # A region's argument may be anything its op was given (a loop's iter_args).
+        return frozenset([value]).union(*(buffers(v, seen) for v in parent.operands))
+    if owner.name == GET_GLOBAL:
+        return frozenset([_global_name(owner)])
+    if value not in derived_results(owner):
+        return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
+    sources = [*owner.operands, *_yielded(owner)]
+    found = frozenset[object]().union(*(buffers(v, seen) for v in sources))
+    if found or not isinstance(value.type, MemRefType):
+        return found
+    return frozenset([value])
+
+
+def _yielded(op: Operation) -> Iterator[SSAValue]:
+    """What the regions of `op` hand back to it (scf.if's branches, a loop's body)."""
+    for region in op.regions:
+        for block in region.blocks:
+            last = block.last_op
+            if last is not None and last.has_trait(IsTerminator):
+                yield from last.operands
+
+
+# --- mutable globals ------------------------------------------------------------------
+
+
+def _check_globals(task: TaskOp, mutable: set[str], users: dict[str, str]) -> None:
+    for op in task.body.walk():
+        if op.name == GET_GLOBAL and _global_name(op) in mutable:
+            raise PassFailedAt(
+                task,
+                f"this task uses the mutable memref.global @{_global_name(op)}; every rank "
+                "has its own copy of a global and dhir does not move it between ranks. "
+                f"Pass the buffer as a schedule operand: %g = memref.get_global "
+                f"@{_global_name(op)} before the schedule, then list %g on the schedule and "
+                "on the tasks that use it (or make the global constant)",
+            )
+        callee = _callee(op)
+        if callee in users:
+            raise PassFailedAt(
+                task,
+                f"this task calls @{callee}, which uses the mutable memref.global "
+                f"@{users[callee]}; every rank has its own copy of a global and dhir does "
+                "not move it between ranks. Pass the buffer to the function instead, as a "
+                "schedule operand the task lists",
+            )
+
+
+def _mutable_globals(module: ModuleOp) -> set[str]:
+    """Names of the module's globals that are not constant, and of globals used but
+    not defined here (nothing says they are constant)."""
+    defined: dict[str, bool] = {}
+    for op in module.body.block.ops:
+        if op.name == "memref.global":
+            name = op.properties.get("sym_name")
+            constant = op.properties.get("constant") is not None
+            defined[getattr(name, "data", "")] = constant
+    used = {_global_name(op) for op in module.walk() if op.name == GET_GLOBAL}
+    return {name for name in used if not defined.get(name, False)}
+
+
+def _functions_using(module: ModuleOp, mutable: set[str]) -> dict[str, str]:
+    """Function name -> a mutable global it uses, directly or through its callees."""
+    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
+    users: dict[str, str] = {}
+    calls: dict[str, set[str]] = {}
+    for function in functions:
+        name = function.sym_name.data
+        calls[name] = set()
+        for op in function.walk():
+            if op.name == GET_GLOBAL and _global_name(op) in mutable:
+                users.setdefault(name, _global_name(op))
+            callee = _callee(op)
+            if callee is not None:
+                calls[name].add(callee)
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name in users:
+                continue
+            for callee in callees:
+                if callee in users:
+                    users[name] = users[callee]
+                    changed = True
+                    break
+    return users
+
+
+def _callee(op: Operation) -> str | None:
+    if isinstance(op, func.CallOp):
+        return op.callee.string_value()
+    return None
+
+
+def _global_name(op: Operation) -> str:
+    name = op.properties.get("name")
+    return name.string_value() if isinstance(name, SymbolRefAttr) else ""
+
+
+def _name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
