@@ -53,7 +53,7 @@ _ACCESSES: dict[str, _Access] = {
 }
 
 # Ops whose results point into the memory of their operands, without touching it.
-_VIEWS = frozenset(
+VIEW_OPS = frozenset(
     {
         "memref.subview",
         "memref.cast",
@@ -89,7 +89,7 @@ def is_known(op: Operation) -> bool:
     (it neither stores a pointer away nor hands it to code it cannot see)."""
     return (
         op.name in _ACCESSES
-        or op.name in _VIEWS
+        or op.name in VIEW_OPS
         or isinstance(op, LinalgStructuredOperation)
         or op.dialect_name() in _PURE_DIALECTS
     )
@@ -119,7 +119,7 @@ def memory_effects(
             _escape(op, roots, reads, writes)
             if name == "memref.extract_strided_metadata":
                 roots[op.results[0]] = _reached(op.operands, roots)
-        elif name in _VIEWS:
+        elif name in VIEW_OPS:
             reached = _reached(op.operands, roots)
             if reached:
                 for result in op.results:

@@ -22,6 +22,7 @@ from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.effects import VIEW_OPS
 from dhir.dialects import gpu as dgpu
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
@@ -35,21 +36,9 @@ MLIR_OPT_HINT = "install LLVM/MLIR 22 with `apt-get install mlir-22-tools` (scri
 # Threads per block along each mapped dimension, by loop depth; the first dimension is the
 # innermost (contiguous) one, see _reverse_dims.
 TILE_SIZES: dict[int, tuple[int, ...]] = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
-_VIEW_OPS = frozenset(
-    {
-        "memref.subview",
-        "memref.cast",
-        "memref.reinterpret_cast",
-        "memref.collapse_shape",
-        "memref.expand_shape",
-        "memref.transpose",
-        "memref.view",
-        "memref.assume_alignment",
-    }
-)
 # Ops a GPU task's host code may apply to its memrefs (now device buffers): they only read
 # the descriptor, or hand the buffer to the device.
-_HOST_OK = _VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
+_HOST_OK = VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
