@@ -5,15 +5,23 @@ which xDSL 0.74 prints generically (`scf.parallel`) or with regions MLIR cannot 
 from collections.abc import Sequence
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FunctionType, IndexType
+from xdsl.dialects.builtin import FunctionType, IndexType, UnitAttr
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.format import has_terminator, print_type_list
+from dhir.dialects.format import (
+    has_terminator,
+    optional_property,
+    print_type_list,
+    redefine,
+    split_properties,
+)
 
 _SEGMENTS = "operandSegmentSizes"
+_NO_INLINE = "no_inline"
 
 
 class ReduceOp(scf.ReduceOp):
@@ -111,6 +119,37 @@ class ParallelOp(scf.ParallelOp):
         )
 
 
+@redefine(properties={_NO_INLINE: optional_property(UnitAttr)})
+class ExecuteRegionOp(scf.ExecuteRegionOp):
+    """`scf.execute_region (-> types)? no_inline? region attr-dict`. MLIR prints every
+    terminator: xDSL 0.74 left them out when the op has no results, which loses the
+    `scf.yield` of each block of a region with several, and dropped the attributes."""
+
+    def print(self, printer: Printer) -> None:
+        _print_arrow_types(printer, self.outs.types)
+        printer.print_string(" ")
+        if _NO_INLINE in self.properties:
+            printer.print_string("no_inline ")
+        printer.print_region(self.region, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.region.first_block is None:
+            raise VerifyException("scf.execute_region needs a region with at least one block")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ExecuteRegionOp":
+        result_types = _parse_arrow_types(parser)
+        no_inline = parser.parse_optional_keyword(_NO_INLINE) is not None
+        region = parser.parse_region()
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        if no_inline:
+            props[_NO_INLINE] = UnitAttr()
+        return cls.build(
+            result_types=[result_types], regions=[region], properties=props, attributes=attrs
+        )
+
+
 def _parse_index_list(parser: Parser) -> list[SSAValue]:
     return parser.parse_comma_separated_list(
         parser.Delimiter.PAREN, lambda: parser.parse_operand(IndexType())
@@ -148,4 +187,4 @@ def _parse_arrow_types(parser: Parser) -> list[Attribute]:
     return [parser.parse_type()] if types is None else types
 
 
-SCF: Dialect = with_replaced_ops(scf.Scf, ParallelOp, ReduceOp)
+SCF: Dialect = with_replaced_ops(scf.Scf, ParallelOp, ReduceOp, ExecuteRegionOp)

@@ -25,6 +25,9 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.memref import load, store
 from dhir.backends.interp.scalars import wrap
+
+# Loaded before registering: the implementations also go to dhir's subclasses.
+from dhir.dialects import affine as _dhir_affine  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dhir.dialects import dhir as dhir_ops
 
 
