@@ -29,6 +29,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return MemRef
 
+    def arith() -> Dialect:
+        from dhir.dialects.arith import Arith
+
+        return Arith
+
     def affine() -> Dialect:
         from dhir.dialects.affine import Affine
 
@@ -49,6 +54,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "scf": scf,
         "gpu": gpu,
         "memref": memref,
+        "arith": arith,
         "affine": affine,
         "linalg": linalg,
         "mpi": mpi,
