@@ -29,12 +29,36 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return MemRef
 
+    def arith() -> Dialect:
+        from dhir.dialects.arith import Arith
+
+        return Arith
+
+    def affine() -> Dialect:
+        from dhir.dialects.affine import Affine
+
+        return Affine
+
+    def linalg() -> Dialect:
+        from dhir.dialects.linalg import Linalg
+
+        return Linalg
+
     def mpi() -> Dialect:
         from dhir.dialects.mpi import MPI
 
         return MPI
 
-    return {"dhir": dhir, "scf": scf, "gpu": gpu, "memref": memref, "mpi": mpi}
+    return {
+        "dhir": dhir,
+        "scf": scf,
+        "gpu": gpu,
+        "memref": memref,
+        "arith": arith,
+        "affine": affine,
+        "linalg": linalg,
+        "mpi": mpi,
+    }
 
 
 def all_dialects() -> dict[str, Callable[[], Dialect]]:

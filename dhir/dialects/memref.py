@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
@@ -16,6 +17,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    UnrankedMemRefType,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
@@ -64,7 +66,28 @@ class StoreOp(memref.StoreOp):
 
 @custom_format("$source `,` $destination attr-dict `:` type($source) `to` type($destination)")
 class CopyOp(memref.CopyOp):
-    pass
+    def verify_(self) -> None:
+        # As MLIR: shapes need only be compatible (a dynamic size matches any size;
+        # an unranked memref any shape), so a static buffer copies to a dynamic one.
+        source, dest = self.source.type, self.destination.type
+        if isinstance(source, MemRefType) and isinstance(dest, MemRefType):
+            shapes = source.get_shape(), dest.get_shape()
+            if len(shapes[0]) != len(shapes[1]) or any(
+                a != b and a != DYNAMIC_INDEX and b != DYNAMIC_INDEX for a, b in zip(*shapes)
+            ):
+                raise VerifyException(
+                    f"memref.copy needs compatible shapes, got {source} and {dest}"
+                )
+        if _element_type(source) != _element_type(dest):
+            raise VerifyException(
+                "memref.copy needs source and destination of the same element type"
+            )
+
+
+def _element_type(memref_type: Attribute) -> Attribute | None:
+    if isinstance(memref_type, MemRefType | UnrankedMemRefType):
+        return memref_type.element_type
+    return None
 
 
 @custom_format("$source attr-dict `:` type($source) `to` type($dest)")

@@ -5,15 +5,23 @@ which xDSL 0.74 prints generically (`scf.parallel`) or with regions MLIR cannot 
 from collections.abc import Sequence
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FunctionType, IndexType
+from xdsl.dialects.builtin import FunctionType, IndexType, UnitAttr, i1
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.format import has_terminator, print_type_list
+from dhir.dialects.format import (
+    has_terminator,
+    optional_property,
+    print_type_list,
+    redefine,
+    split_properties,
+)
 
 _SEGMENTS = "operandSegmentSizes"
+_NO_INLINE = "no_inline"
 
 
 class ReduceOp(scf.ReduceOp):
@@ -111,6 +119,148 @@ class ParallelOp(scf.ParallelOp):
         )
 
 
+@redefine(properties={_NO_INLINE: optional_property(UnitAttr)})
+class ExecuteRegionOp(scf.ExecuteRegionOp):
+    """`scf.execute_region (-> types)? no_inline? region attr-dict`. MLIR prints every
+    terminator: xDSL 0.74 left them out when the op has no results, which loses the
+    `scf.yield` of each block of a region with several, and dropped the attributes."""
+
+    def print(self, printer: Printer) -> None:
+        _print_arrow_types(printer, self.outs.types)
+        printer.print_string(" ")
+        if _NO_INLINE in self.properties:
+            printer.print_string("no_inline ")
+        printer.print_region(self.region, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.region.first_block is None:
+            raise VerifyException("scf.execute_region needs a region with at least one block")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ExecuteRegionOp":
+        result_types = _parse_arrow_types(parser)
+        no_inline = parser.parse_optional_keyword(_NO_INLINE) is not None
+        region = parser.parse_region()
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        if no_inline:
+            props[_NO_INLINE] = UnitAttr()
+        return cls.build(
+            result_types=[result_types], regions=[region], properties=props, attributes=attrs
+        )
+
+
+class ForOp(scf.ForOp):
+    """`scf.for %i = %lb to %ub step %s (iter_args(%a = %v, ...) -> types)? (: type)?
+    region attr-dict`; MLIR writes a single iter_args type without parentheses."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ForOp":
+        indvar = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        bounds = [parser.parse_unresolved_operand()]
+        for keyword in ("to", "step"):
+            parser.parse_keyword(keyword)
+            bounds.append(parser.parse_unresolved_operand())
+        pos = parser.pos
+        pairs: list[tuple[Parser.UnresolvedArgument, UnresolvedOperand]] = []
+        types: list[Attribute] = []
+        if parser.parse_optional_keyword("iter_args"):
+            pairs = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_assignment(parser)
+            )
+            types = _parse_arrow_types(parser)
+            if len(types) != len(pairs):
+                parser.raise_error(
+                    f"{len(pairs)} iter_args but {len(types)} types", pos, parser.pos
+                )
+        inits = parser.resolve_operands([v for _, v in pairs], types, pos)
+        iv_type = parser.parse_type() if parser.parse_optional_punctuation(":") else IndexType()
+        lb, ub, step = (parser.resolve_operand(b, iv_type) for b in bounds)
+        args = [indvar.resolve(iv_type), *(a.resolve(t) for (a, _), t in zip(pairs, types))]
+        body = parser.parse_region(args)
+        attrs = parser.parse_optional_attr_dict()
+        if not pairs and body.blocks and not has_terminator(body.blocks[-1]):
+            body.blocks[-1].add_op(scf.YieldOp())
+        op = cls.build(
+            operands=[lb, ub, step, inits], result_types=[types], regions=[body], attributes=attrs
+        )
+        return op
+
+
+class IfOp(scf.IfOp):
+    """`scf.if %c (-> types)? region (else region)? attr-dict`; MLIR writes a single
+    result type without parentheses."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "IfOp":
+        cond = parser.parse_operand(i1)
+        result_types = _parse_arrow_types(parser)
+        then_region = cls.parse_region_with_yield(parser)
+        else_region = (
+            cls.parse_region_with_yield(parser)
+            if parser.parse_optional_keyword("else")
+            else Region()
+        )
+        attrs = parser.parse_optional_attr_dict()
+        return cls(cond, result_types, then_region, else_region, attrs)
+
+
+class WhileOp(scf.WhileOp):
+    """`scf.while ((%a = %v, ...))? : function-type region do region attr-dict-with-keyword`."""
+
+    def print(self, printer: Printer) -> None:
+        if self.arguments:
+            printer.print_string(" (")
+            printer.print_list(
+                zip(self.before_region.block.args, self.arguments, strict=True),
+                lambda pair: self._print_pair(printer, pair),
+            )
+            printer.print_string(")")
+        printer.print_string(" : ")
+        printer.print_operation_type(self)
+        printer.print_string(" ")
+        printer.print_region(self.before_region, print_entry_block_args=False)
+        printer.print_string(" do ")
+        printer.print_region(self.after_region)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "WhileOp":
+        pairs: list[tuple[Parser.UnresolvedArgument, UnresolvedOperand]] = (
+            parser.parse_optional_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_assignment(parser)
+            )
+            or []
+        )
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        signature = parser.parse_function_type()
+        inputs = signature.inputs.data
+        if len(pairs) != len(inputs):
+            parser.raise_error(
+                f"{len(pairs)} arguments but {len(inputs)} operand types", pos, parser.pos
+            )
+        operands = [parser.resolve_operand(v, t) for (_, v), t in zip(pairs, inputs)]
+        before = parser.parse_region([a.resolve(t) for (a, _), t in zip(pairs, inputs)])
+        parser.parse_keyword("do")
+        after = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        return cls.build(
+            operands=[operands],
+            result_types=[signature.outputs.data],
+            regions=[before, after],
+            attributes=attrs.data if attrs is not None else {},
+        )
+
+
+def _parse_assignment(parser: Parser) -> tuple[Parser.UnresolvedArgument, UnresolvedOperand]:
+    arg = parser.parse_argument(expect_type=False)
+    parser.parse_punctuation("=")
+    return arg, parser.parse_unresolved_operand()
+
+
 def _parse_index_list(parser: Parser) -> list[SSAValue]:
     return parser.parse_comma_separated_list(
         parser.Delimiter.PAREN, lambda: parser.parse_operand(IndexType())
@@ -148,4 +298,6 @@ def _parse_arrow_types(parser: Parser) -> list[Attribute]:
     return [parser.parse_type()] if types is None else types
 
 
-SCF: Dialect = with_replaced_ops(scf.Scf, ParallelOp, ReduceOp)
+SCF: Dialect = with_replaced_ops(
+    scf.Scf, ParallelOp, ReduceOp, ExecuteRegionOp, ForOp, IfOp, WhileOp
+)

@@ -25,6 +25,9 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.memref import load, store
 from dhir.backends.interp.scalars import wrap
+
+# Loaded before registering: the implementations also go to dhir's subclasses.
+from dhir.dialects import affine as _dhir_affine  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dhir.dialects import dhir as dhir_ops
 
 
@@ -61,6 +64,21 @@ class ControlImpls(InterpreterFunctions):
     @handles(dhir_ops.YieldOp, scf.ReduceOp, scf.ReduceReturnOp, affine.YieldOp, scf.YieldOp)
     def run_return(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
         return ReturnedValues(args), ()
+
+    # As xDSL's, which are keyed on xDSL's class: dhir's subclasses need them too.
+    @handles(scf.IfOp)
+    def run_if(self, interp: Interpreter, op: scf.IfOp, args: Values) -> Values:
+        region = op.true_region if args[0] else op.false_region
+        return interp.run_ssacfg_region(region, (), "scf.if")
+
+    @handles(scf.WhileOp)
+    def run_while(self, interp: Interpreter, op: scf.WhileOp, args: Values) -> Values:
+        values = tuple(args)
+        while True:
+            condition, *forwarded = interp.run_ssacfg_region(op.before_region, values, "scf.while")
+            if not condition:
+                return tuple(forwarded)
+            values = interp.run_ssacfg_region(op.after_region, tuple(forwarded), "scf.while")
 
     @handles(scf.ForOp)
     def run_for(self, interp: Interpreter, op: scf.ForOp, args: Values) -> Values:

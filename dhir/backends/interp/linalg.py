@@ -15,6 +15,9 @@ from xdsl.ir import Operation
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import load, state, store
 
+# Loaded before registering: the implementations also go to dhir's subclasses.
+from dhir.dialects import linalg as _dhir_linalg  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
 
 def _concrete_subclasses(base: type[Operation]) -> list[type[Operation]]:
     found: list[type[Operation]] = []
