@@ -26,7 +26,7 @@ def _require_operands(parser: Parser, name: str, inputs: int, outputs: int) -> N
         parser.raise_error(f"{name} needs `ins(...)` and `outs(...)` operands")
 
 
-class MatmulOp(linalg.MatmulOp):
+class MatmulOp(linalg_ops.MatmulOp):
     """`linalg.matmul (indexing_maps = [maps])? attr-dict ins(...) outs(...) (-> types)?`."""
 
     @classmethod
@@ -68,7 +68,7 @@ class MatmulOp(linalg.MatmulOp):
         return Region(block)
 
 
-class PoolingNchwMaxOp(linalg.PoolingNchwMaxOp):
+class PoolingNchwMaxOp(linalg_ops.PoolingNchwMaxOp):
     @classmethod
     def parse(cls, parser: Parser) -> "PoolingNchwMaxOp":
         op = super().parse(parser)
