@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
@@ -52,6 +53,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from dhir.dialects.scf import ExecuteRegionOp
 from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
 
 
@@ -336,6 +338,7 @@ class TaskOp(IRDLOperation):
         memrefs: Sequence[SSAValue],
         body: Region,
     ) -> None:
+        _single_block(body)
         _ensure_terminator(body)
         operands = [target, *memrefs] if isinstance(target, SSAValue) else list(memrefs)
         properties: dict[str, Attribute] = {
@@ -584,6 +587,24 @@ _target_from_string = cache(parse_target_string)
 @cache
 def _segment_sizes(targets: int, memrefs: int) -> DenseArrayBase:
     return DenseArrayBase.from_list(i32, [targets, memrefs])
+
+
+def _single_block(body: Region) -> None:
+    """A task body of several blocks (branches with cf ops, as MLIR allows) becomes one
+    block holding them in an `scf.execute_region`, which means the same: control enters
+    at the first block and leaves where a block yields."""
+    if len(body.blocks) < 2:
+        return
+    blocks = list(body.blocks)
+    for block in blocks:
+        last = block.last_op
+        if isinstance(last, YieldOp) and not last.operands:
+            last.detach()
+            last.erase()
+            block.add_op(scf.YieldOp())
+        body.detach_block(block)
+    region = ExecuteRegionOp.build(result_types=[[]], regions=[Region(blocks)])
+    body.add_block(Block([region]))
 
 
 def _ensure_terminator(body: Region) -> None:
