@@ -1,6 +1,8 @@
 """The entry function's arguments as data: what a backend needs to pass inputs in
 and bring results out, and the checks that give users clear errors."""
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -233,11 +235,24 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
 
 
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively."""
+    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively. Each is
+    written under a temporary name in DIR and renamed when all are complete, so a run
+    that fails or is killed never leaves a partial argK.npy that looks complete."""
+    written: list[tuple[Path, Path]] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for spec, array in zip(signature.args, results, strict=True):
             if spec.is_memref:
-                np.save(directory / f"arg{spec.index}.npy", array)
+                final = directory / f"arg{spec.index}.npy"
+                with tempfile.NamedTemporaryFile(
+                    dir=directory, prefix=f".{final.name}.", suffix=".tmp", delete=False
+                ) as file:
+                    written.append((Path(file.name), final))
+                    np.save(file, array)
+        for temporary, final in written:
+            os.replace(temporary, final)
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
+    finally:
+        for temporary, _ in written:
+            temporary.unlink(missing_ok=True)
