@@ -88,12 +88,14 @@ def run_module(
 ) -> list[np.ndarray]:
     """Run `module` on the chosen backend: what `dhir.run` and `dhir run` share. Rank 0's
     results are written to `output_dir` (argK.npy) when given."""
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     if backend == "interp":
         if profile is not None:
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        results = run_interp(module, entry, inputs)
+        results = run_interp(module, entry, inputs, timeout)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results

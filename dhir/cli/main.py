@@ -117,7 +117,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=int,
+        type=_rank_count,
         default=None,
         help="MPI ranks (default 1; an executable's own count)",
     )
@@ -151,10 +151,20 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _rank_count(text: str) -> int:
+    try:
+        ranks = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if ranks < 1:
+        raise argparse.ArgumentTypeError(f"the rank count must be at least 1, got {ranks}")
+    return ranks
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     module = _load_timed(Path(args.file), timing)
-    ranks = args.ranks or 1
+    ranks = args.ranks if args.ranks is not None else 1
     exe, signature = compile_native(
         module,
         args.entry,
@@ -211,7 +221,7 @@ def _run_program(
         args.entry,
         inputs,
         args.backend,
-        ranks=plan.ranks if plan is not None else args.ranks or 1,
+        ranks=plan.ranks if plan is not None else args.ranks if args.ranks is not None else 1,
         mpi=args.mpi,
         output_dir=args.output_dir,
         timeout=args.timeout,
@@ -292,17 +302,41 @@ def _read_input(text: str, spec: ArgSpec) -> object:
         prefix, sep, value = text.partition("=")
         if not sep or prefix != spec.mlir_type:
             raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
-        try:
-            number = float(value) if spec.dtype.kind == "f" else int(value, 0)
-        except ValueError:
-            raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
-        return number
+        # The range is checked with the API's inputs (check_inputs).
+        return _parse_scalar(value, spec, where)
     try:
-        return np.load(text, allow_pickle=False)
+        with open(text, "rb") as file:
+            magic = file.read(len(_NPY_MAGIC))
+            if magic != _NPY_MAGIC:
+                raise DhirError(
+                    [
+                        Diagnostic(
+                            f"{where}: '{text}' is not a .npy file (it does not start with "
+                            "NumPy's header); save the array with numpy.save"
+                        )
+                    ]
+                )
+            file.seek(0)
+            return np.load(file, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise DhirError(
             [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
         ) from None
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_BOOLEANS = {"true": 1, "false": 0}
+
+
+def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
+    try:
+        if spec.dtype.kind == "f":
+            return float(value)
+        if spec.dtype.kind == "b" and value.strip().lower() in _BOOLEANS:
+            return _BOOLEANS[value.strip().lower()]
+        return int(value, 0)
+    except ValueError:
+        raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
 
 
 def _print_results(results: list[np.ndarray], signature: EntrySignature) -> None:

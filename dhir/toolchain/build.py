@@ -18,9 +18,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import cache, cached_property, partial
 from pathlib import Path
 
+from xdsl.context import Context
+from xdsl.dialects.builtin import MemRefType, NoneAttr, StridedLayoutAttr
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import ParseError
+
+from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.gpu import GpuBuild
@@ -69,7 +75,6 @@ _OPENMPI_OPS = re.compile(
 _MAIN_SYMBOL = re.compile(r"@main(?![\w.$-])")
 _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
 _MPI_IMPLEMENTATION = re.compile(r'"MPI:Implementation"\s*=\s*"(\w+)"')
-_UNIT_STRIDE = re.compile(r"\s*strided<\[1\](, offset: [?\d]+)?>")
 _BUFFER_OPS = frozenset({"send", "recv", "isend", "irecv", "allreduce"})
 
 
@@ -495,16 +500,34 @@ def _check_buffers(mlir: str) -> list[str]:
         match = _MPI_OP.search(line)
         if match is None or match.group(1) not in _BUFFER_OPS:
             continue
-        for type_ in _memref_types(line):
-            shape, _, layout = type_[len("memref<") : -1].partition(",")
-            dims = shape.split("x")[:-1]
-            if len(dims) != 1 or (layout and not _UNIT_STRIDE.fullmatch(layout)):
+        for text in _memref_types(line):
+            if not _contiguous_1d(text):
                 problems.append(
-                    f"mpi.{match.group(1)} on {type_}: MLIR 22 transfers only sizes[0] contiguous "
+                    f"mpi.{match.group(1)} on {text}: MLIR 22 transfers only sizes[0] contiguous "
                     "elements, so buffers must be contiguous 1-D memrefs (collapse them with "
                     f"memref.collapse_shape first): {line.strip()}"
                 )
     return problems
+
+
+def _contiguous_1d(text: str) -> bool:
+    """Whether the memref type spelled `text` is 1-D with unit stride (parsed as a type:
+    its text alone misleads, as the "x" in `memref<4xindex>`)."""
+    try:
+        type_ = Parser(_type_context(), text).parse_type()
+    except ParseError:
+        return False  # not a type dhir can read, so not one it can vouch for
+    if not isinstance(type_, MemRefType) or len(type_.get_shape()) != 1:
+        return False
+    layout = type_.layout
+    return isinstance(layout, NoneAttr) or (
+        isinstance(layout, StridedLayoutAttr) and layout.get_strides() == (1,)
+    )
+
+
+@cache
+def _type_context() -> Context:
+    return make_context()
 
 
 def _memref_types(text: str) -> list[str]:

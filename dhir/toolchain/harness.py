@@ -18,6 +18,11 @@ _SCALARS: dict[str, tuple[str, int, int]] = {
     "int16": ("int16_t", -(2**15), 2**15 - 1),
     "int32": ("int32_t", -(2**31), 2**31 - 1),
     "int64": ("int64_t", -(2**63), 2**63 - 1),
+    "uint8": ("uint8_t", 0, 2**8 - 1),
+    "uint16": ("uint16_t", 0, 2**16 - 1),
+    "uint32": ("uint32_t", 0, 2**32 - 1),
+    # Passed as its two's complement bit pattern: the runtime parses int64 words.
+    "uint64": ("uint64_t", -(2**63), 2**63 - 1),
     "float16": ("_Float16", 0, 0),
     "float32": ("float", 0, 0),
     "float64": ("double", 0, 0),
@@ -37,7 +42,8 @@ def command_line_args(
         elif spec.dtype.kind == "f":
             words.append(float(value).hex())  # exact, and strtod reads hex floats, inf and nan
         else:
-            words.append(str(int(value)))
+            number = int(value)
+            words.append(str(number - 2**64 if number >= 2**63 else number))
     return words
 
 

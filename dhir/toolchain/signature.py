@@ -1,6 +1,8 @@
 """The entry function's arguments as data: what a backend needs to pass inputs in
 and bring results out, and the checks that give users clear errors."""
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,9 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    NoneAttr,
+    Signedness,
+    SignednessAttr,
 )
 from xdsl.ir import Attribute
 
@@ -50,6 +55,10 @@ def numpy_dtype(element: Attribute) -> np.dtype | None:
             return np.dtype(np.int64)
         case IntegerType(width=width) if width.data == 1:
             return np.dtype(np.bool_)
+        case IntegerType(width=width, signedness=SignednessAttr(data=Signedness.UNSIGNED)) if (
+            width.data in (8, 16, 32, 64)
+        ):
+            return np.dtype(f"uint{width.data}")
         case IntegerType(width=width) if width.data in (8, 16, 32, 64):
             return np.dtype(f"int{width.data}")
         case Float16Type():
@@ -106,7 +115,7 @@ def _arg_spec(function: func.FuncOp, index: int, type_: Attribute) -> ArgSpec:
                 Diagnostic(
                     f"argument #{index} of @{function.sym_name.data} has type {type_}; entry "
                     "arguments must be memrefs with the default layout, or scalars, of "
-                    "i1/i8/i16/i32/i64/index/f16/f32/f64",
+                    "i1/i8/i16/i32/i64/index/f16/f32/f64 (or si/ui integers of 8 to 64 bits)",
                     loc_of(function),
                 )
             ]
@@ -118,8 +127,6 @@ def _arg_spec(function: func.FuncOp, index: int, type_: Attribute) -> ArgSpec:
 
 
 def _identity_layout(type_: MemRefType) -> bool:
-    from xdsl.dialects.builtin import NoneAttr
-
     return isinstance(type_.layout, NoneAttr) and isinstance(type_.memory_space, NoneAttr)
 
 
@@ -141,22 +148,15 @@ def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.nda
 def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
     where = f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
     if not spec.is_memref:
-        if isinstance(value, np.ndarray) and value.ndim != 0:
-            raise DhirError(
-                [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
-            )
-        try:
-            array = np.asarray(value, dtype=spec.dtype)
-        except (TypeError, ValueError, OverflowError):
-            raise DhirError(
-                [Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]
-            ) from None
-        return array
+        return _check_scalar(spec, value, where)
     if not isinstance(value, np.ndarray):
         raise DhirError(
             [Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")]
         )
     assert spec.shape is not None
+    if value.dtype != spec.dtype and value.dtype.newbyteorder("=") == spec.dtype:
+        # Another byte order (a big-endian .npy): the same values, converted losslessly.
+        value = value.astype(spec.dtype)
     shape_ok = len(value.shape) == len(spec.shape) and all(
         want in (DYNAMIC, got) for want, got in zip(spec.shape, value.shape)
     )
@@ -170,15 +170,89 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
                 )
             ]
         )
-    return np.ascontiguousarray(value).copy()
+    # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D).
+    return np.array(value, order="C", copy=True)
+
+
+def scalar_range(dtype: np.dtype) -> tuple[int, int] | None:
+    """The values an integer (or i1) scalar of `dtype` holds, lowest and highest; None
+    for floats."""
+    if dtype.kind == "b":
+        return 0, 1
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return int(info.min), int(info.max)
+    return None
+
+
+def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise DhirError(
+                [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
+            )
+        value = value.item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    bounds = scalar_range(spec.dtype)
+    if bounds is not None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):  # bool is an int
+            raise DhirError(
+                [Diagnostic(f"{where}: {value!r} is not an integer; {spec.mlir_type} needs one")]
+            )
+        low, high = bounds
+        if not low <= value <= high:
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"{where}: {value} is out of range for {spec.mlir_type}, which holds "
+                        f"{low}..{high}"
+                    )
+                ]
+            )
+        return np.asarray(value, dtype=spec.dtype)
+    try:
+        number = float(value)  # pyright: ignore[reportArgumentType]
+    except (TypeError, ValueError, OverflowError):
+        raise DhirError(
+            [Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]
+        ) from None
+    with np.errstate(over="ignore"):
+        array = np.asarray(number, dtype=spec.dtype)
+    if np.isinf(array) and np.isfinite(number):
+        largest = float(np.finfo(spec.dtype).max)
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where}: {number:g} is out of range for {spec.mlir_type}, whose largest "
+                    f"finite value is {largest:g}"
+                )
+            ]
+        )
+    return array
 
 
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively."""
+    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively. Each is
+    written under a temporary name in DIR and renamed when all are complete, so a run
+    that fails or is killed never leaves a partial argK.npy that looks complete."""
+    written: list[tuple[Path, Path]] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for spec, array in zip(signature.args, results, strict=True):
             if spec.is_memref:
-                np.save(directory / f"arg{spec.index}.npy", array)
+                final = directory / f"arg{spec.index}.npy"
+                with tempfile.NamedTemporaryFile(
+                    dir=directory, prefix=f".{final.name}.", suffix=".tmp", delete=False
+                ) as file:
+                    written.append((Path(file.name), final))
+                    np.save(file, array)
+        for temporary, final in written:
+            os.replace(temporary, final)
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
+    finally:
+        for temporary, _ in written:
+            temporary.unlink(missing_ok=True)

@@ -65,6 +65,10 @@ class GpuKernelsPass(ModulePass):
         }
         labels = {task: task_label(task, position.get(task)) for task in tasks}
         loops = [task for task in tasks if _needs_mapping(task, labels[task])]
+        for task in tasks:
+            # Before mapping too: the ops that come back from mlir-opt have lost the
+            # user's source locations.
+            _check_host_code(task, labels[task])
         if loops:
             _map_loops(loops, labels, self.mlir_opt)
         for number, task in enumerate(tasks):
@@ -133,10 +137,11 @@ def _reduces(op: Operation) -> bool:
 
 
 def _host_ops(block: Block) -> Iterator[Operation]:
-    """Ops of a task body, not looking inside kernels."""
+    """Ops of a task body, not looking inside kernels (launches, and the parallel loops
+    that become kernels)."""
     for op in block.ops:
         yield op
-        if isinstance(op, dgpu.LaunchOp):
+        if isinstance(op, dgpu.LaunchOp) or _is_loop(op):
             continue
         for region in op.regions:
             for inner in region.blocks:
@@ -146,7 +151,7 @@ def _host_ops(block: Block) -> Iterator[Operation]:
 def _check_host_code(task: TaskOp, label: str) -> None:
     listed = set(task.memrefs)
     for op in _host_ops(task.body.block):
-        if op.name in _HOST_OK or isinstance(op, dgpu.LaunchOp):
+        if op.name in _HOST_OK or isinstance(op, dgpu.LaunchOp) or _is_loop(op):
             continue
         used = [v for v in op.operands if v in listed]
         if used:

@@ -29,6 +29,7 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -313,8 +314,16 @@ def _flattened(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
     shape = type_.get_shape()
     if len(shape) == 1:
         return value, []
-    if len(shape) == 0:
-        raise PassFailedException("0-d memrefs cannot be sent yet; use memref<1xT>")
+    if len(shape) == 0:  # one element: expand_shape with no reassociation groups
+        one = MemRefType(type_.element_type, [1])
+        properties = {
+            "reassociation": ArrayAttr([]),
+            "static_output_shape": DenseArrayBase.from_list(i64, [1]),
+        }
+        op = memref.ExpandShapeOp.create(
+            operands=[value], result_types=[one], properties=properties
+        )
+        return op.results[0], [op]
     total = DYNAMIC_INDEX if DYNAMIC_INDEX in shape else _product(shape)
     flat_type = MemRefType(type_.element_type, [total])
     reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])

@@ -6,6 +6,7 @@ program order. Every other backend is tested against it, bit for bit.
 """
 
 import sys
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,23 +30,38 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.toolchain.signature import check_inputs, entry_signature
 
 
+class _TimedOut(BaseException):
+    """The run passed its deadline (a BaseException, like Trap, so that it passes
+    through xDSL's dispatcher)."""
+
+
 class _OpStack(Interpreter.Listener):
     """The ops being run, innermost last: where an unexpected exception came from
-    (xDSL's dispatcher loses that when it re-raises)."""
+    (xDSL's dispatcher loses that when it re-raises). It also stops a run that passes
+    `deadline` (time.monotonic()), at the op it was about to run: checked before every
+    op, so an endless loop is stopped however it loops, in any thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
         self.ops: list[Operation] = []
+        self.deadline = deadline
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         self.ops.append(op)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise _TimedOut()
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         self.ops.pop()
 
 
-def run_interp(module: ModuleOp, entry: str, inputs: list[object]) -> list[np.ndarray]:
+def run_interp(
+    module: ModuleOp, entry: str, inputs: list[object], timeout: float | None = None
+) -> list[np.ndarray]:
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
-    per argument: the final contents of each memref, a 0-d array of each scalar."""
+    per argument: the final contents of each memref, a 0-d array of each scalar. A run
+    longer than `timeout` seconds is stopped with a DhirError."""
+    if timeout is not None and not timeout > 0:
+        raise DhirError([Diagnostic(f"the timeout must be more than 0 seconds, got {timeout:g}")])
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)  # fresh copies: the run writes into them
     # Found as entry_signature finds it (it has checked that it exists and has a body).
@@ -53,7 +69,7 @@ def run_interp(module: ModuleOp, entry: str, inputs: list[object]) -> list[np.nd
         op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == entry
     )
     args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
-    stack = _OpStack()
+    stack = _OpStack(time.monotonic() + timeout if timeout is not None else None)
     interpreter = make_interpreter(module, [stack])
     limit = sys.getrecursionlimit()
     try:
@@ -65,6 +81,9 @@ def run_interp(module: ModuleOp, entry: str, inputs: list[object]) -> list[np.nd
             interpreter.call_op(function, args)
     except Trap as trap:
         raise error_at(trap.op, trap.message) from None
+    except _TimedOut:
+        message = f"the interpreter timed out after {timeout:g} s and stopped the run here"
+        raise _error_here(stack, message) from None
     except RecursionError:
         message = f"nesting deeper than the interpreter's limit of about {MAX_DEPTH}"
         raise _error(stack, message) from None
@@ -78,6 +97,13 @@ def run_interp(module: ModuleOp, entry: str, inputs: list[object]) -> list[np.nd
     finally:
         sys.setrecursionlimit(limit)
     return arrays
+
+
+def _error_here(stack: _OpStack, message: str) -> DhirError:
+    if not stack.ops:
+        return DhirError([Diagnostic(message)])
+    op = stack.ops[-1]
+    return error_at(op, f"{message} (at '{op.name}')")
 
 
 def _error(stack: _OpStack, message: str) -> DhirError:

@@ -1,0 +1,397 @@
+"""Entry arguments and results: types parsed as types, 0-d memrefs, scalar ranges, input
+files, the interpreter's timeout, located errors and results written whole."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError
+from dhir.toolchain import signature as signature_module
+from dhir.toolchain.build import _check_buffers  # pyright: ignore[reportPrivateUsage]
+from dhir.toolchain.signature import entry_signature, save_outputs
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dhir.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+
+
+# --- 8: memref<4xindex> -------------------------------------------------------------------
+
+INDEX_PROGRAM = """
+func.func @main(%a: memref<4xindex>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a RANK1 {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %a[%c0] : memref<4xindex>
+      %w = arith.addi %v, %v : index
+      memref.store %w, %a[%c0] : memref<4xindex>
+    }
+    %t1 = dhir.task %cpu, %a RANK0 {
+      %c0 = arith.constant 0 : index
+      %c3 = arith.constant 3 : index
+      %v = memref.load %a[%c0] : memref<4xindex>
+      memref.store %v, %a[%c3] : memref<4xindex>
+    }
+  }
+  return
+}
+"""
+
+
+def _placed(text: str, ranks: int) -> str:
+    on = {1: "attributes {dhir.rank = 1}", 0: "attributes {dhir.rank = 0}"} if ranks > 1 else {}
+    return text.replace("RANK1", on.get(1, "")).replace("RANK0", on.get(0, ""))
+
+
+def test_the_mpi_buffer_check_reads_memref_types_as_types() -> None:
+    line = "mpi.send(%a, %0, %0, %comm) : memref<4xindex>, i32, i32"
+    assert _check_buffers(line) == []
+    strided = "mpi.send(%a, %0, %0, %comm) : memref<4xindex, strided<[1], offset: ?>>, i32, i32"
+    assert _check_buffers(strided) == []
+    for bad in ("memref<4x4xindex>", "memref<8xindex, strided<[2]>>", "memref<index>"):
+        problems = _check_buffers(f"mpi.recv(%a, %0, %0, %comm) : {bad}, i32, i32")
+        assert len(problems) == 1 and "contiguous 1-D" in problems[0], bad
+
+
+def _index_numpy(a: np.ndarray) -> np.ndarray:
+    a = a.copy()
+    a[0] *= 2
+    a[3] = a[0]
+    return a
+
+
+@pytest.mark.parametrize(
+    "ranks",
+    [
+        pytest.param(1, marks=needs_llvm),
+        pytest.param(
+            2,
+            marks=[
+                needs_llvm,
+                pytest.mark.xfail(
+                    strict=True,
+                    reason="issue 15 item 7: MLIR 22 has no MPI datatype for index elements "
+                    "(mlir-translate crashes); sent as bytes once item 7 lands",
+                ),
+            ],
+        ),
+    ],
+)
+def test_index_memrefs_run_natively(ranks: int) -> None:
+    program = _placed(INDEX_PROGRAM, ranks)
+    a = np.array([21, 1, 2, 3], np.int64)
+    native = dhir.run(program, a, ranks=ranks)[0]
+    oracle = dhir.run(program, a, backend="interp")[0]
+    np.testing.assert_array_equal(native, oracle)
+    np.testing.assert_array_equal(native, _index_numpy(a))
+
+
+# --- 9: 0-d memrefs -----------------------------------------------------------------------
+
+ZERO_D_PROGRAM = """
+func.func @main(%s: memref<f32>, %v: memref<4xf32>) {
+  dhir.schedule %s, %v {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %s RANK1 {
+      %x = memref.load %s[] : memref<f32>
+      %k = arith.constant 2.5 : f32
+      %y = arith.mulf %x, %k : f32
+      memref.store %y, %s[] : memref<f32>
+    }
+    %t1 = dhir.task %cpu, %s, %v RANK0 {
+      %c2 = arith.constant 2 : index
+      %x = memref.load %s[] : memref<f32>
+      memref.store %x, %v[%c2] : memref<4xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def _zero_d_numpy(s: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    s = (s * np.float32(2.5)).astype(np.float32)
+    v = v.copy()
+    v[2] = s
+    return s, v
+
+
+def test_the_interpreter_keeps_0d_memrefs_0d(tmp_path: Path) -> None:
+    s, v = np.array(1.5, np.float32), np.zeros(4, np.float32)
+    results = dhir.run(ZERO_D_PROGRAM.replace("RANK1", "").replace("RANK0", ""), s, v,
+                       backend="interp", output_dir=tmp_path)  # fmt: skip
+    want_s, want_v = _zero_d_numpy(s, v)
+    assert results[0].shape == () and np.load(tmp_path / "arg0.npy").shape == ()
+    np.testing.assert_array_equal(results[0], want_s)
+    np.testing.assert_array_equal(results[1], want_v)
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_0d_memrefs_run_natively_like_the_interpreter_and_numpy(tmp_path: Path, ranks: int) -> None:
+    program = _placed(ZERO_D_PROGRAM, ranks)  # on 2 ranks, rank 1 writes the 0-d memref
+    s, v = np.array(1.5, np.float32), np.arange(4, dtype=np.float32)
+    native = dhir.run(program, s, v, ranks=ranks, output_dir=tmp_path)
+    oracle = dhir.run(program, s, v, backend="interp")
+    for got, interp, want in zip(native, oracle, _zero_d_numpy(s, v)):
+        assert got.shape == interp.shape == want.shape
+        np.testing.assert_array_equal(got, interp)
+        np.testing.assert_array_equal(got, want)
+    assert np.load(tmp_path / "arg0.npy").shape == ()
+
+
+# --- 12: the command line -----------------------------------------------------------------
+
+SCALARS_PROGRAM = """
+func.func @main(%b: i1, %c: i8, %u: ui8, %w: ui64, %x: index, %h: f16, %out: memref<3xi64>,
+                %uo: memref<2xui64>) {
+  dhir.schedule %out, %uo {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %out, %uo {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %bb = arith.extui %b : i1 to i64
+      %cc = arith.extsi %c : i8 to i64
+      %xx = arith.index_cast %x : index to i64
+      memref.store %bb, %out[%c0] : memref<3xi64>
+      memref.store %cc, %out[%c1] : memref<3xi64>
+      memref.store %xx, %out[%c2] : memref<3xi64>
+      memref.store %w, %uo[%c0] : memref<2xui64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.fixture
+def scalars(tmp_path: Path) -> Path:
+    path = tmp_path / "scalars.mlir"
+    path.write_text(SCALARS_PROGRAM)
+    np.save(tmp_path / "out.npy", np.zeros(3, np.int64))
+    np.save(tmp_path / "uo.npy", np.zeros(2, np.uint64))
+    return path
+
+
+def _scalar_inputs(path: Path, **given: str) -> list[str]:
+    values = {"i1": "1", "i8": "-128", "ui8": "255", "ui64": str(2**64 - 1), "index": "-7"}
+    values |= {"f16": "1.5", **given}
+    words = [f"{t}={values[t]}" for t in ("i1", "i8", "ui8", "ui64", "index", "f16")]
+    words += [str(path.parent / "out.npy"), str(path.parent / "uo.npy")]
+    return [w for word in words for w in ("--input", word)]
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ({"i1": "2"}, "2 is out of range for i1, which holds 0..1"),
+        ({"i1": "-1"}, "-1 is out of range for i1"),
+        ({"i8": "300"}, "300 is out of range for i8, which holds -128..127"),
+        ({"ui8": "256"}, "256 is out of range for ui8, which holds 0..255"),
+        ({"ui8": "-1"}, "-1 is out of range for ui8"),
+        ({"ui64": str(2**64)}, f"{2**64} is out of range for ui64"),
+        ({"index": str(2**63)}, f"{2**63} is out of range for index"),
+        ({"f16": "1e6"}, "1e+06 is out of range for f16"),
+    ],
+)
+def test_scalars_out_of_range_are_refused(scalars: Path, given: dict[str, str], shown: str) -> None:
+    result = cli("run", str(scalars), "--backend", "interp", *_scalar_inputs(scalars, **given))
+    assert result.returncode == 1, result.stdout
+    assert shown in result.stderr and "Traceback" not in result.stderr
+
+
+def test_scalars_out_of_range_are_refused_by_the_api() -> None:
+    with pytest.raises(DhirError, match="out of range for i1"):
+        dhir.run(SCALARS_PROGRAM, 2, 2, 3, 4, 5, 1.0, np.zeros(3, np.int64),
+                 np.zeros(2, np.uint64), backend="interp")  # fmt: skip
+    with pytest.raises(DhirError, match="2.5 is not an integer"):
+        dhir.run(SCALARS_PROGRAM, 2.5, 2, 3, 4, 5, 1.0, np.zeros(3, np.int64),
+                 np.zeros(2, np.uint64), backend="interp")  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_scalars_at_the_ends_of_their_range_run(
+    scalars: Path, tmp_path: Path, backend: str
+) -> None:
+    out = tmp_path / "results"
+    inputs = _scalar_inputs(scalars, i1="true")
+    result = cli("run", str(scalars), "-n", "2", "--backend", backend, *inputs,
+                 "--output-dir", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out / "arg6.npy"), [1, -128, -7])
+    np.testing.assert_array_equal(np.load(out / "arg7.npy"), np.array([2**64 - 1, 0], np.uint64))
+
+
+@pytest.mark.parametrize("command", ["run", "compile"])
+@pytest.mark.parametrize("ranks", ["0", "-1"])
+def test_rank_counts_below_one_are_errors(tmp_path: Path, command: str, ranks: str) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(_placed(INDEX_PROGRAM, 1))
+    more = ["-o", str(tmp_path / "exe")] if command == "compile" else []
+    result = cli(command, str(program), "-n", ranks, *more)
+    assert result.returncode != 0
+    assert f"the rank count must be at least 1, got {ranks}" in result.stderr
+
+
+def test_the_api_refuses_zero_ranks_on_every_backend() -> None:
+    for backend in ("interp", "native"):
+        with pytest.raises(DhirError, match="at least 1, got 0"):
+            dhir.run(INDEX_PROGRAM.replace("RANK1", "").replace("RANK0", ""),
+                     np.zeros(4, np.int64), ranks=0, backend=backend)  # fmt: skip
+
+
+ENDLESS_PROGRAM = """
+func.func @main(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a {
+      %true = arith.constant true
+      %c0 = arith.constant 0 : index
+      %r = scf.while (%i = %c0) : (index) -> index {
+        scf.condition(%true) %i : index
+      } do {
+      ^bb0(%j: index):
+        scf.yield %j : index
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_the_interpreter_honours_the_timeout(tmp_path: Path) -> None:
+    program = tmp_path / "endless.mlir"
+    program.write_text(ENDLESS_PROGRAM)
+    np.save(tmp_path / "a.npy", np.zeros(4, np.float32))
+    result = cli("run", str(program), "--backend", "interp", "--timeout", "1",
+                 "--input", str(tmp_path / "a.npy"))  # fmt: skip
+    assert result.returncode == 1
+    assert "the interpreter timed out after 1 s" in result.stderr
+    assert f"{program}:" in result.stderr and "Traceback" not in result.stderr
+    with pytest.raises(DhirError, match="timed out after 0.5 s"):
+        dhir.run(ENDLESS_PROGRAM, np.zeros(4, np.float32), backend="interp", timeout=0.5)
+
+
+def test_a_text_file_is_not_a_npy_file(tmp_path: Path) -> None:
+    text = tmp_path / "values.txt"
+    text.write_text("1 2 3 4\n")
+    program = tmp_path / "p.mlir"
+    program.write_text(ENDLESS_PROGRAM)
+    result = cli("run", str(program), "--backend", "interp", "--input", str(text))
+    assert result.returncode == 1
+    assert f"'{text}' is not a .npy file" in result.stderr
+    assert "pickle" not in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_big_endian_npy_is_converted_losslessly(tmp_path: Path, backend: str) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(ZERO_D_PROGRAM.replace("RANK1", "").replace("RANK0", ""))
+    values = np.array([1.25, -2.0, 3.0e38, 7.0], dtype=">f4")
+    np.save(tmp_path / "s.npy", np.array(4.0, ">f4"))
+    np.save(tmp_path / "v.npy", values)
+    out = tmp_path / "out"
+    result = cli("run", str(program), "--backend", backend, "--input", str(tmp_path / "s.npy"),
+                 "--input", str(tmp_path / "v.npy"), "--output-dir", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    want = values.astype(np.float32)
+    want[2] = 10.0
+    np.testing.assert_array_equal(np.load(out / "arg1.npy"), want)
+    assert np.load(out / "arg1.npy").dtype == np.float32
+
+
+GPU_HOST_PROGRAM = """func.func @main(%a: memref<16xf32>) {
+  dhir.schedule %a {
+    %gpu = dhir.target {kind = "gpu"}
+    %t0 = dhir.task %gpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %one = arith.constant 1.0 : f32
+      scf.parallel (%i) = (%c0) to (%c16) step (%c1) {
+        memref.store %one, %a[%i] : memref<16xf32>
+      }
+      %v = memref.load %a[%c0] : memref<16xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_gpu_host_code_errors_point_at_the_users_line(tmp_path: Path) -> None:
+    program = tmp_path / "gpu.mlir"
+    program.write_text(GPU_HOST_PROGRAM)
+    result = cli("compile", str(program), "-o", str(tmp_path / "exe"))
+    assert result.returncode == 1
+    assert f"{program}:12:7: error:" in result.stderr, result.stderr
+    assert "uses %a in 'memref.load' outside a kernel" in result.stderr
+    assert "<mlir-opt" not in result.stderr
+
+
+# --- 13: results written whole --------------------------------------------------------------
+
+
+def _two_results() -> tuple[list[np.ndarray], signature_module.EntrySignature]:
+    module = dhir.parse_string(ZERO_D_PROGRAM.replace("RANK1", "").replace("RANK0", ""))
+    results = [np.array(2.0, np.float32), np.arange(4, dtype=np.float32)]
+    return results, entry_signature(module, "main")
+
+
+def test_results_written_midway_leave_no_arg_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, signature = _two_results()
+    real_save = np.save
+    calls: list[int] = []
+
+    def failing_save(file: object, array: np.ndarray) -> None:
+        calls.append(1)
+        if len(calls) == 2:  # the second result: part of it written, then the disk is full
+            os.write(file.fileno(), b"\x93NUMPY")  # type: ignore[attr-defined]
+            raise OSError(28, "No space left on device")
+        real_save(file, array)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(signature_module.np, "save", failing_save)
+    with pytest.raises(DhirError, match="No space left"):
+        save_outputs(results, signature, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_saved_results_are_complete_and_leave_no_temporary_files(tmp_path: Path) -> None:
+    results, signature = _two_results()
+    save_outputs(results, signature, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arg0.npy", "arg1.npy"]
+    for k, array in enumerate(results):
+        loaded = np.load(tmp_path / f"arg{k}.npy")
+        assert loaded.shape == array.shape
+        np.testing.assert_array_equal(loaded, array)
+
+
+def test_a_run_that_fails_midway_writes_no_results(tmp_path: Path) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(ENDLESS_PROGRAM)
+    np.save(tmp_path / "a.npy", np.zeros(4, np.float32))
+    out = tmp_path / "out"
+    result = cli("run", str(program), "--backend", "interp", "--timeout", "0.5",
+                 "--input", str(tmp_path / "a.npy"), "--output-dir", str(out))  # fmt: skip
+    assert result.returncode == 1
+    assert not out.exists() or list(out.iterdir()) == []
