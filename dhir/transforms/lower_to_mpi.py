@@ -259,15 +259,17 @@ class _ScheduleLowering:
         if to in self.valid[value]:
             return
         source = self.writer[value]
-        pointer, size, buffer_ops = _buffer(value)
-        tag_value = self.guards.const(tag)
-        send = func.CallOp(SEND, [pointer, size, self.guards.const(to), tag_value], [])
-        recv = func.CallOp(RECV, [pointer, size, self.guards.const(source), tag_value], [])
-        self._emit(buffer_ops)
-        self._emit(self._guarded(source, [send]))
-        self._emit(self._guarded(to, [recv]))
-        self._runtime |= {SEND, RECV}
+        self._emit(self._guarded(source, self._message(SEND, value, to, tag)))
+        self._emit(self._guarded(to, self._message(RECV, value, source, tag)))
         self.valid[value].add(to)
+
+    def _message(self, call: str, value: SSAValue, peer: int, tag: int) -> list[Operation]:
+        """One side of a transfer. Each side finds the address and size itself, inside its
+        guard, so that a send joins the branch of the task that wrote the data."""
+        pointer, size, buffer_ops = _buffer(value)
+        self._runtime.add(call)
+        arguments = [pointer, size, self.guards.const(peer), self.guards.const(tag)]
+        return [*buffer_ops, func.CallOp(call, arguments, [])]
 
     def _guarded(self, rank: int, ops: list[Operation]) -> list[Operation]:
         """`ops` under `scf.if rank == R`; when the op emitted last is already such a

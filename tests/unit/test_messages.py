@@ -224,3 +224,66 @@ def test_messages_over_2_gib(kind: str, mpi: str) -> None:
         program, np.zeros(4, np.int8), backend="native", ranks=2, mpi=mpi, placement="round-robin"
     )
     np.testing.assert_array_equal(out, np.full(4, 42, np.int8))
+
+
+UNSENDABLE = """
+func.func @main(%out: memref<1xf32>) {
+  %b = memref.alloc() : memref<4xf80>
+  dhir.schedule %b, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %b {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 1.0 : f80
+      memref.store %v, %b[%c0] : memref<4xf80>
+    }
+    %t1 = dhir.task %cpu, %b, %out {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %b[%c0] : memref<4xf80>
+      %w = arith.truncf %v : f80 to f32
+      memref.store %w, %out[%c0] : memref<1xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_mpi
+def test_an_element_type_of_unknown_size_is_a_located_error() -> None:
+    with pytest.raises(
+        dhir.DhirError, match=r"<string>:\d+:\d+: .*cannot send elements of type f80"
+    ):
+        dhir.run(
+            UNSENDABLE, np.zeros(1, np.float32), backend="native", ranks=2, placement="round-robin"
+        )
+
+
+ZERO_D = """
+func.func @main(%a: memref<1xi32>, %out: memref<1xi32>) {
+  %s = memref.alloc() : memref<i32>
+  dhir.schedule %a, %s, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a, %s {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %a[%c0] : memref<1xi32>
+      memref.store %v, %s[] : memref<i32>
+    }
+    %t1 = dhir.task %cpu, %s, %out {
+      %c0 = arith.constant 0 : index
+      %v = memref.load %s[] : memref<i32>
+      memref.store %v, %out[%c0] : memref<1xi32>
+    }
+  }
+  memref.dealloc %s : memref<i32>
+  return
+}
+"""
+
+
+@needs_mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_0d_memref_moves_between_ranks(mpi: str) -> None:
+    inputs = [np.array([1234567], np.int32), np.zeros(1, np.int32)]
+    oracle = dhir.run(ZERO_D, *inputs, backend="interp")
+    native = dhir.run(ZERO_D, *inputs, backend="native", ranks=2, mpi=mpi, placement="round-robin")
+    assert native[1].tobytes() == oracle[1].tobytes() == inputs[0].tobytes()
