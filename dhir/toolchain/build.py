@@ -8,6 +8,7 @@ pieces rebuilds only the pieces that changed.
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -71,6 +72,13 @@ _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
 _MPI_IMPLEMENTATION = re.compile(r'"MPI:Implementation"\s*=\s*"(\w+)"')
 _UNIT_STRIDE = re.compile(r"\s*strided<\[1\](, offset: [?\d]+)?>")
 _BUFFER_OPS = frozenset({"send", "recv", "isend", "irecv", "allreduce"})
+# Element types MLIR 22's mpi lowering has an MPI datatype for; it lowers others (i1, index,
+# f16, bf16, ...) to an invalid datatype (MPICH) or an empty symbol (OpenMPI).
+_MPI_ELEMENTS = frozenset(
+    {"f32", "f64"} | {f"{sign}{width}" for sign in ("i", "si", "ui") for width in (8, 16, 32, 64)}
+)
+# A memref type's text: static or dynamic sizes, each followed by "x", then the element type.
+_MEMREF_PARTS = re.compile(r"memref<((?:(?:\d+|\?)x)*)([^,>]+)")
 
 
 class Timing:
@@ -484,6 +492,7 @@ def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
             'communicator as i32); build with mpi="mpich"'
         )
     problems += _check_buffers(mlir)
+    problems += _check_elements(mlir)
     if problems:
         raise DhirError([Diagnostic(p) for p in problems])
 
@@ -505,6 +514,37 @@ def _check_buffers(mlir: str) -> list[str]:
                     f"memref.collapse_shape first): {line.strip()}"
                 )
     return problems
+
+
+def _check_elements(mlir: str) -> list[str]:
+    """MLIR 22 passes the element count as a 32-bit int and knows MPI datatypes for a few
+    element types only; dhir's runtime sends any buffer as bytes."""
+    problems = []
+    for line in mlir.splitlines():
+        match = _MPI_OP.search(line)
+        if match is None or match.group(1) not in _BUFFER_OPS:
+            continue
+        for type_ in _memref_types(line):
+            parts = _MEMREF_PARTS.match(type_)
+            if parts is None:
+                continue
+            why = _element_problem(parts.group(1).split("x")[:-1], parts.group(2).strip())
+            if why is not None:
+                problems.append(
+                    f"mpi.{match.group(1)} on {type_}: {why}; send the buffer as bytes with "
+                    "dhir's runtime instead: dhir_rt_send(ptr, bytes, dest, tag) and "
+                    f"dhir_rt_recv(ptr, bytes, source, tag): {line.strip()}"
+                )
+    return problems
+
+
+def _element_problem(sizes: list[str], element: str) -> str | None:
+    if element not in _MPI_ELEMENTS:
+        return f"MLIR 22 has no MPI datatype for {element}"
+    count = math.prod(int(size) for size in sizes if size != "?")
+    if count >= 2**31:
+        return f"its {count} elements overflow MLIR 22's 32-bit count"
+    return None
 
 
 def _memref_types(text: str) -> list[str]:

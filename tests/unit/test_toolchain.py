@@ -455,6 +455,17 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
     )
     with pytest.raises(DhirError, match=r"mpi\.send on memref<4x5xf32>.*contiguous 1-D"):
         build_executable(module(send), sig, 2)
+    for type_, why in [
+        ("memref<4xf16>", "no MPI datatype for f16"),
+        ("memref<4xi1>", "no MPI datatype for i1"),
+        ("memref<4xbf16>", "no MPI datatype for bf16"),
+        ("memref<?xindex>", "no MPI datatype for index"),
+        (f"memref<{2**31}xi8>", f"its {2**31} elements overflow"),
+    ]:
+        with pytest.raises(
+            DhirError, match=rf"mpi\.send on {re.escape(type_)}: .*{why}.*dhir_rt_send"
+        ):
+            build_executable(module(send.replace("memref<4x5xf32>", type_)), sig, 2)
     with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
         build_executable(module("    mpi.init\n"), sig, 2)
     split = "    %k = arith.constant 0 : i32\n    %n = mpi.comm_split(%comm, %k, %k) : !mpi.comm\n"
