@@ -363,12 +363,14 @@ int32_t dhir_rt_comm_rank(void) { return world_rank; }
 
 void dhir_rt_barrier(void) { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
-static char *message_buffer(const char *what, int64_t ptr, int64_t bytes, int32_t peer) {
+/* `peer`, the other rank, is the `role` (root, destination, source) of the call. */
+static char *message_buffer(const char *what, int64_t ptr, int64_t bytes, const char *role,
+                            int32_t peer) {
   if (bytes < 0)
     dhir_rt_fatal("%s: negative size %lld bytes", what, (long long)bytes);
   if (peer < 0 || peer >= world_size)
-    dhir_rt_fatal("%s: rank %d does not exist (the program runs on %d ranks)", what, peer,
-                  world_size);
+    dhir_rt_fatal("%s: %s rank %d does not exist (the program runs on %d ranks)", what, role,
+                  peer, world_size);
   char *data = (char *)(intptr_t)ptr;
   if (data == NULL && bytes > 0)
     dhir_rt_fatal("%s: null buffer", what);
@@ -380,14 +382,14 @@ static int piece_at(int64_t done, int64_t bytes) {
 }
 
 void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
-  char *data = message_buffer("dhir_rt_send", ptr, bytes, dest);
+  char *data = message_buffer("dhir_rt_send", ptr, bytes, "destination", dest);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Send(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD),
           "MPI_Send");
 }
 
 void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
-  char *data = message_buffer("dhir_rt_recv", ptr, bytes, source);
+  char *data = message_buffer("dhir_rt_recv", ptr, bytes, "source", source);
   for (int64_t done = 0; done < bytes; done += chunk_bytes) {
     int piece = piece_at(done, bytes), got = -1;
     MPI_Status status;
@@ -402,7 +404,7 @@ void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
 }
 
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
-  char *data = message_buffer("dhir_rt_bcast", ptr, bytes, root);
+  char *data = message_buffer("dhir_rt_bcast", ptr, bytes, "root", root);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Bcast(data + done, piece_at(done, bytes), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");

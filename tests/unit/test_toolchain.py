@@ -535,6 +535,13 @@ int main(int argc, char **argv) {
   dhir_rt_bcast((int64_t)(intptr_t)(data + 1), 997, 1); /* 142 chunks of 7 bytes and one of 3 */
   int bad = data[0] != 0 || data[998] != 0 || data[999] != 0;
   for (int i = 1; i < 998; ++i) bad |= data[i] != (unsigned char)(i * 7);
+  /* the same pieces from rank 1 to rank 0, point to point */
+  unsigned char sent[1000];
+  for (int i = 0; i < 1000; ++i) sent[i] = dhir_rt_comm_rank() == 1 ? (unsigned char)(i * 3) : 0;
+  if (dhir_rt_comm_rank() == 1) dhir_rt_send((int64_t)(intptr_t)sent, 997, 0, 9);
+  else dhir_rt_recv((int64_t)(intptr_t)sent, 997, 1, 9);
+  for (int i = 0; i < 997; ++i) bad |= sent[i] != (unsigned char)(i * 3);
+  bad |= sent[997] != (dhir_rt_comm_rank() == 1 ? (unsigned char)(997 * 3) : 0);
   printf("rank %d %s\n", dhir_rt_comm_rank(), bad ? "wrong" : "ok");
   dhir_rt_finalize();
   return 0;
@@ -546,7 +553,8 @@ int main(int argc, char **argv) {
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_bcast_in_chunks(mpi: str, tmp_path: Path) -> None:
-    """Transfers over INT_MAX bytes go in pieces; a 7-byte piece size exercises the loop."""
+    """Transfers over INT_MAX bytes go in pieces; a 7-byte piece size exercises the loops
+    of the broadcast and of send/recv."""
     from dhir.runtime import RUNTIME_DIR, RUNTIME_SOURCE
     from dhir.toolchain.tools import find_llvm_tools
 
