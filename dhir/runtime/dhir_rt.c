@@ -22,11 +22,13 @@
 static int world_rank = -1;
 static int world_size = -1;
 
-/* MPI counts are int; larger transfers go in pieces of this many bytes (tests make it small). */
+/* MPI counts are int, and OpenMPI 5 has no MPI-4 large-count calls (MPI_Send_c), so every
+ * transfer goes as MPI_BYTE in pieces of at most this many bytes. Tests make it small, at
+ * build time with -DDHIR_RT_CHUNK_BYTES or at run time with DHIR_MESSAGE_CHUNK_BYTES. */
 #ifndef DHIR_RT_CHUNK_BYTES
 #define DHIR_RT_CHUNK_BYTES ((int64_t)1 << 30)
 #endif
-static const int64_t CHUNK_BYTES = DHIR_RT_CHUNK_BYTES;
+static int64_t chunk_bytes = DHIR_RT_CHUNK_BYTES;
 
 _Noreturn void dhir_rt_fatal(const char *format, ...) {
   /* One write, so that messages of ranks failing together do not interleave. */
@@ -140,6 +142,15 @@ static void report_crashes(void) {
     signal(CRASH_SIGNALS[k], on_crash);
 }
 
+/* Collective. Both ends of a transfer must cut it alike, and mpirun need not pass the
+ * environment on to every rank, so rank 0 decides for all. */
+static void set_chunk_bytes(void) {
+  const char *text = world_rank == 0 ? getenv("DHIR_MESSAGE_CHUNK_BYTES") : NULL;
+  if (text != NULL && *text != '\0')
+    chunk_bytes = dhir_rt_parse_int(text, 1, INT_MAX, "DHIR_MESSAGE_CHUNK_BYTES");
+  check(MPI_Bcast(&chunk_bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   int provided = 0;
   /* FUNNELED: OpenMP-parallel loops may run between MPI calls, never inside them. */
@@ -170,6 +181,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
                   "run it with mpirun -n %d (or rebuild it for %d ranks)",
                   expected_ranks, world_size, expected_ranks, world_size);
   }
+  set_chunk_bytes();
 }
 
 /* --- task profiling --------------------------------------------------------------------
@@ -351,19 +363,51 @@ int32_t dhir_rt_comm_rank(void) { return world_rank; }
 
 void dhir_rt_barrier(void) { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
-void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
+/* `peer`, the other rank, is the `role` (root, destination, source) of the call. */
+static char *message_buffer(const char *what, int64_t ptr, int64_t bytes, const char *role,
+                            int32_t peer) {
   if (bytes < 0)
-    dhir_rt_fatal("dhir_rt_bcast: negative size %lld bytes", (long long)bytes);
-  if (root < 0 || root >= world_size)
-    dhir_rt_fatal("dhir_rt_bcast: root rank %d does not exist (the program runs on %d ranks)",
-                  root, world_size);
+    dhir_rt_fatal("%s: negative size %lld bytes", what, (long long)bytes);
+  if (peer < 0 || peer >= world_size)
+    dhir_rt_fatal("%s: %s rank %d does not exist (the program runs on %d ranks)", what, role,
+                  peer, world_size);
   char *data = (char *)(intptr_t)ptr;
   if (data == NULL && bytes > 0)
-    dhir_rt_fatal("dhir_rt_bcast: null buffer");
-  for (int64_t done = 0; done < bytes; done += CHUNK_BYTES) {
-    int64_t piece = bytes - done < CHUNK_BYTES ? bytes - done : CHUNK_BYTES;
-    check(MPI_Bcast(data + done, (int)piece, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+    dhir_rt_fatal("%s: null buffer", what);
+  return data;
+}
+
+static int piece_at(int64_t done, int64_t bytes) {
+  return (int)(bytes - done < chunk_bytes ? bytes - done : chunk_bytes);
+}
+
+void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
+  char *data = message_buffer("dhir_rt_send", ptr, bytes, "destination", dest);
+  for (int64_t done = 0; done < bytes; done += chunk_bytes)
+    check(MPI_Send(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD),
+          "MPI_Send");
+}
+
+void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
+  char *data = message_buffer("dhir_rt_recv", ptr, bytes, "source", source);
+  for (int64_t done = 0; done < bytes; done += chunk_bytes) {
+    int piece = piece_at(done, bytes), got = -1;
+    MPI_Status status;
+    check(MPI_Recv(data + done, piece, MPI_BYTE, source, tag, MPI_COMM_WORLD, &status),
+          "MPI_Recv");
+    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+    /* A shorter piece means the two ranks disagree on the buffer's size: never go on. */
+    if (got != piece)
+      dhir_rt_fatal("dhir_rt_recv: expected %d bytes from rank %d (tag %d), got %d", piece,
+                    source, tag, got);
   }
+}
+
+void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
+  char *data = message_buffer("dhir_rt_bcast", ptr, bytes, "root", root);
+  for (int64_t done = 0; done < bytes; done += chunk_bytes)
+    check(MPI_Bcast(data + done, piece_at(done, bytes), MPI_BYTE, root, MPI_COMM_WORLD),
+          "MPI_Bcast");
 }
 
 void dhir_rt_expect_argc(int argc, int expected, const char *usage) {

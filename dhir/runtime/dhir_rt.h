@@ -6,7 +6,11 @@
 #include <stdint.h>
 
 /* Called by lowered programs (plain C ABI; pointers travel as i64). */
+/* Messages of any size, as bytes in pieces MPI's int counts can hold; both ends of a
+ * send/recv pair must name the same size and tag. */
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root);
+void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag);
+void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag);
 int32_t dhir_rt_comm_size(void);
 int32_t dhir_rt_comm_rank(void);
 void dhir_rt_barrier(void);

@@ -8,6 +8,7 @@ pieces rebuilds only the pieces that changed.
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -22,7 +23,16 @@ from functools import cache, cached_property, partial
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import MemRefType, NoneAttr, StridedLayoutAttr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+)
+from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError
 
@@ -489,6 +499,7 @@ def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
             'communicator as i32); build with mpi="mpich"'
         )
     problems += _check_buffers(mlir)
+    problems += _check_elements(mlir)
     if problems:
         raise DhirError([Diagnostic(p) for p in problems])
 
@@ -513,10 +524,7 @@ def _check_buffers(mlir: str) -> list[str]:
 def _contiguous_1d(text: str) -> bool:
     """Whether the memref type spelled `text` is 1-D with unit stride (parsed as a type:
     its text alone misleads, as the "x" in `memref<4xindex>`)."""
-    try:
-        type_ = Parser(_type_context(), text).parse_type()
-    except ParseError:
-        return False  # not a type dhir can read, so not one it can vouch for
+    type_ = _parsed_type(text)  # None: not a type dhir can read, nor vouch for
     if not isinstance(type_, MemRefType) or len(type_.get_shape()) != 1:
         return False
     layout = type_.layout
@@ -525,9 +533,54 @@ def _contiguous_1d(text: str) -> bool:
     )
 
 
+def _parsed_type(text: str) -> Attribute | None:
+    try:
+        return Parser(_type_context(), text).parse_type()
+    except ParseError:
+        return None
+
+
 @cache
 def _type_context() -> Context:
     return make_context()
+
+
+def _check_elements(mlir: str) -> list[str]:
+    """MLIR 22 passes the element count as a 32-bit int and knows MPI datatypes for a few
+    element types only; dhir's runtime sends any buffer as bytes."""
+    problems = []
+    for line in mlir.splitlines():
+        match = _MPI_OP.search(line)
+        if match is None or match.group(1) not in _BUFFER_OPS:
+            continue
+        for text in _memref_types(line):
+            why = _element_problem(text)
+            if why is not None:
+                problems.append(
+                    f"mpi.{match.group(1)} on {text}: {why}; send the buffer as bytes with "
+                    "dhir's runtime instead: dhir_rt_send(ptr, bytes, dest, tag) and "
+                    f"dhir_rt_recv(ptr, bytes, source, tag): {line.strip()}"
+                )
+    return problems
+
+
+def _element_problem(text: str) -> str | None:
+    type_ = _parsed_type(text)
+    if not isinstance(type_, MemRefType):
+        return None  # not a memref dhir can read: the contiguity check reports it
+    element = type_.get_element_type()
+    if not _has_mpi_datatype(element):
+        return f"MLIR 22 has no MPI datatype for {element}"
+    count = math.prod(size for size in type_.get_shape() if size != DYNAMIC_INDEX)
+    if count >= 2**31:
+        return f"its {count} elements overflow MLIR 22's 32-bit count"
+    return None
+
+
+def _has_mpi_datatype(element: Attribute) -> bool:
+    if isinstance(element, IntegerType):
+        return element.width.data in (8, 16, 32, 64)
+    return isinstance(element, Float32Type | Float64Type)
 
 
 def _memref_types(text: str) -> list[str]:

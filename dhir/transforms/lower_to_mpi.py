@@ -14,9 +14,14 @@ broadcast from their last writer, except where nothing reads them afterwards: in
 entry function's top level, a memref argument with no later use only needs to reach
 rank 0, which writes the results.
 
+Every message is a call to dhir's runtime (`dhir_rt_send`/`dhir_rt_recv`/
+`dhir_rt_bcast`) with the buffer's address and size in bytes: MPI has no datatype
+for i1, f16 or bf16, and its int counts cannot hold 2^31 elements, so the runtime
+sends bytes, in pieces when a buffer is larger than a piece (docs/semantics.md).
+
 Deadlock freedom: every rank walks the same global sequence of events (transfers
-and tasks) in the same order, and each transfer is one blocking send/recv pair
-between two ranks. The earliest unfinished transfer always has both of its ranks
+and tasks) in the same order, and each transfer is blocking send/recv pairs (one per
+piece, in order) between two ranks. The earliest unfinished transfer always has both of its ranks
 waiting on it, since everything before it has finished, so it completes; by
 induction every transfer does, even if sends are synchronous.
 """
@@ -29,7 +34,10 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DenseArrayBase,
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -41,7 +49,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.dlti import DataLayoutEntryAttr, MapAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -56,6 +64,8 @@ from dhir.ir.tasks import rank_of
 from dhir.transforms.outline import outline
 
 BCAST = "dhir_rt_bcast"
+SEND = "dhir_rt_send"
+RECV = "dhir_rt_recv"
 STEPS_PER_FUNCTION = 32
 # Step calls per group function (see _group_steps).
 CALLS_PER_GROUP = 16
@@ -81,7 +91,7 @@ class LowerToMPIPass(ModulePass):
             ArrayAttr([_dlti_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
         )
         check_shared_data(op)
-        needs_bcast = False
+        runtime: set[str] = set()
         called = entry_called(op, self.entry)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             schedules = [s for s in walk_outside_tasks(function) if isinstance(s, ScheduleOp)]
@@ -92,11 +102,12 @@ class LowerToMPIPass(ModulePass):
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 outputs = root_only(schedule, self.entry, called)
-                needs_bcast |= lowering.run(final_to_root=outputs)
+                runtime |= lowering.run(final_to_root=outputs)
                 last = lowering.last_function
         _erase_targets(op)
-        if needs_bcast:
-            op.body.block.add_op(_declare(BCAST, [i64, i64, i32]))
+        for name in sorted(runtime):
+            inputs = [i64, i64, i32] if name == BCAST else [i64, i64, i32, i32]
+            op.body.block.add_op(_declare(name, inputs))
 
 
 def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
@@ -171,9 +182,11 @@ class _ScheduleLowering:
     _tasks_emitted: int = 0
     _emitted: list[Operation] = field(default_factory=list)
     _steps: list[tuple[func.CallOp, func.FuncOp]] = field(default_factory=list)
+    _runtime: set[str] = field(default_factory=set)
 
-    def run(self, final_to_root: set[SSAValue]) -> bool:
-        """Emit the schedule's code before it, then erase it; True if it broadcasts."""
+    def run(self, final_to_root: set[SSAValue]) -> set[str]:
+        """Emit the schedule's code before it, then erase it; return the runtime
+        functions it calls."""
         position = {v: i for i, v in reversed(list(enumerate(self.schedule.args)))}
         everyone = set(range(self.ranks))
         for value in self.schedule.args:
@@ -182,7 +195,6 @@ class _ScheduleLowering:
             self._lower_task(task, task_effects(task), position)
         self._outline_steps()
         self._group_steps()
-        broadcasts = False
         for value in sorted(self.writer, key=position.__getitem__):
             if self.valid[value] == everyone:
                 continue
@@ -190,17 +202,16 @@ class _ScheduleLowering:
                 self._transfer(value, 0, position[value])
             else:
                 self._emit(self._broadcast(value, self.writer[value]))
-                broadcasts = True
         self.schedule.detach()
         self.schedule.erase()
-        return broadcasts
+        return self._runtime
 
     def _lower_task(self, task: TaskOp, effects: Effects, position: dict[SSAValue, int]) -> None:
         rank = rank_of(task)
         if rank is None:
             raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
         for value in sorted(effects.touches(), key=position.__getitem__):
-            self._check_contiguous(task, value)
+            self._check_sendable(task, value)
             self._transfer(value, rank, position[value])
         self._emit(self._guarded(rank, _take_body(task)))
         self._tasks_emitted += 1
@@ -250,15 +261,17 @@ class _ScheduleLowering:
         if to in self.valid[value]:
             return
         source = self.writer[value]
-        flat, flatten_ops = _flattened(value)
-        tag_value = self.guards.const(tag)
-        comm = self.guards.comm
-        send = mpi.SendOp(flat, tag_value, self.guards.const(to), comm)
-        recv = mpi.RecvOp(flat, tag_value, self.guards.const(source), comm)
-        self._emit(flatten_ops)
-        self._emit(self._guarded(source, [send]))
-        self._emit(self._guarded(to, [recv]))
+        self._emit(self._guarded(source, self._message(SEND, value, to, tag)))
+        self._emit(self._guarded(to, self._message(RECV, value, source, tag)))
         self.valid[value].add(to)
+
+    def _message(self, call: str, value: SSAValue, peer: int, tag: int) -> list[Operation]:
+        """One side of a transfer. Each side finds the address and size itself, inside its
+        guard, so that a send joins the branch of the task that wrote the data."""
+        pointer, size, buffer_ops = _buffer(value)
+        self._runtime.add(call)
+        arguments = [pointer, size, self.guards.const(peer), self.guards.const(tag)]
+        return [*buffer_ops, func.CallOp(call, arguments, [])]
 
     def _guarded(self, rank: int, ops: list[Operation]) -> list[Operation]:
         """`ops` under `scf.if rank == R`; when the op emitted last is already such a
@@ -275,11 +288,9 @@ class _ScheduleLowering:
         return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
 
     def _broadcast(self, value: SSAValue, root: int) -> list[Operation]:
-        pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
-        as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
-        size, size_ops = _byte_count(value)
-        call = func.CallOp(BCAST, [as_int.result, size, self.guards.const(root)], [])
-        return [pointer, as_int, *size_ops, call]
+        pointer, size, buffer_ops = _buffer(value)
+        self._runtime.add(BCAST)
+        return [*buffer_ops, func.CallOp(BCAST, [pointer, size, self.guards.const(root)], [])]
 
     def _emit(self, ops: Iterable[Operation]) -> None:
         block = self.schedule.parent
@@ -288,7 +299,7 @@ class _ScheduleLowering:
             block.insert_op_before(op, self.schedule)
             self._emitted.append(op)
 
-    def _check_contiguous(self, task: TaskOp, value: SSAValue) -> None:
+    def _check_sendable(self, task: TaskOp, value: SSAValue) -> None:
         type_ = value.type
         assert isinstance(type_, MemRefType)
         if not isinstance(type_.layout, NoneAttr):
@@ -296,6 +307,13 @@ class _ScheduleLowering:
                 task,
                 f"schedule operand of type {type_} has a strided layout; the native backend "
                 "sends contiguous memrefs only (pass the whole buffer, not a view)",
+            )
+        if self.ranks > 1 and _element_bytes(type_.element_type) is None:
+            raise PassFailedAt(
+                task,
+                f"schedule operand of type {type_}: the native backend cannot send elements "
+                f"of type {type_.element_type} between ranks (it sends integers, index, f16, "
+                "bf16, f32 and f64); use one of these types, or run on one rank",
             )
 
 
@@ -306,37 +324,20 @@ def _take_body(task: TaskOp) -> list[Operation]:
     return ops
 
 
-def _flattened(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
-    """A 1-D view of a contiguous memref: upstream's MPI lowering sends only
-    sizes[0] elements of a multi-dimensional buffer (see TOOLCHAIN.md)."""
-    type_ = value.type
-    assert isinstance(type_, MemRefType)
-    shape = type_.get_shape()
-    if len(shape) == 1:
-        return value, []
-    if len(shape) == 0:  # one element: expand_shape with no reassociation groups
-        one = MemRefType(type_.element_type, [1])
-        properties = {
-            "reassociation": ArrayAttr([]),
-            "static_output_shape": DenseArrayBase.from_list(i64, [1]),
-        }
-        op = memref.ExpandShapeOp.create(
-            operands=[value], result_types=[one], properties=properties
-        )
-        return op.results[0], [op]
-    total = DYNAMIC_INDEX if DYNAMIC_INDEX in shape else _product(shape)
-    flat_type = MemRefType(type_.element_type, [total])
-    reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in range(len(shape))])])
-    op = memref.CollapseShapeOp.create(
-        operands=[value], result_types=[flat_type], properties={"reassociation": reassociation}
-    )
-    return op.results[0], [op]
+def _buffer(value: SSAValue) -> tuple[SSAValue, SSAValue, list[Operation]]:
+    """The address (i64) and size in bytes (i64) of a contiguous memref with the
+    identity layout (its offset is 0), and the ops computing them."""
+    pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
+    as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+    size, size_ops = _byte_count(value)
+    return as_int.result, size, [pointer, as_int, *size_ops]
 
 
 def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
     type_ = value.type
     assert isinstance(type_, MemRefType)
-    width = _element_bytes(type_)
+    width = _element_bytes(type_.element_type)
+    assert width is not None, "checked by _check_sendable"
     shape = type_.get_shape()
     if DYNAMIC_INDEX not in shape:
         const = arith.ConstantOp(IntegerAttr(_product(shape) * width, i64))
@@ -355,13 +356,17 @@ def _append(ops: list[Operation], op: Operation) -> SSAValue:
     return op.results[0]
 
 
-def _element_bytes(type_: MemRefType) -> int:
-    element = type_.element_type
+def _element_bytes(element: Attribute) -> int | None:
+    """Bytes between consecutive elements of a memref in memory, as MLIR's LLVM lowering
+    lays them out on x86-64 and AArch64 (an integer takes the next power of two bytes:
+    i1 one byte, i24 four); None for types this does not know."""
     if isinstance(element, IndexType):
         return 8
     if isinstance(element, IntegerType):
-        return max(1, (element.width.data + 7) // 8)
-    return element.bitwidth // 8  # type: ignore[attr-defined]
+        store = max(1, (element.width.data + 7) // 8)
+        return 1 << (store - 1).bit_length()
+    sizes = {Float16Type: 2, BFloat16Type: 2, Float32Type: 4, Float64Type: 8}
+    return sizes.get(type(element))
 
 
 def _product(shape: Sequence[int]) -> int:

@@ -14,6 +14,9 @@ config.excludes = ["lit.cfg.py", "inputs"]
 # dhir-opt and filecheck come from the Python environment that runs lit.
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+# A checkout's own dhir when PYTHONPATH points at it (the environment may hold another's).
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 if shutil.which("mlir-opt-22"):
     config.available_features.add("mlir")

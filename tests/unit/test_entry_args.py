@@ -75,23 +75,8 @@ def _index_numpy(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@pytest.mark.parametrize(
-    "ranks",
-    [
-        pytest.param(1, marks=needs_llvm),
-        pytest.param(
-            2,
-            marks=[
-                needs_llvm,
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="issue 15 item 7: MLIR 22 has no MPI datatype for index elements "
-                    "(mlir-translate crashes); sent as bytes once item 7 lands",
-                ),
-            ],
-        ),
-    ],
-)
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
 def test_index_memrefs_run_natively(ranks: int) -> None:
     program = _placed(INDEX_PROGRAM, ranks)
     a = np.array([21, 1, 2, 3], np.int64)

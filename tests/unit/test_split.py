@@ -76,6 +76,7 @@ def test_many_steps_are_called_from_groups(monkeypatch: pytest.MonkeyPatch) -> N
     called = [
         op.callee.string_value() for op in functions["main"].walk() if isinstance(op, func.CallOp)
     ]
+    called = [name for name in called if not name.startswith("dhir_rt_")]  # the final messages
     assert called == [f"main.schedule0.group{k}" for k in range(3)]
     in_groups = [
         [op.callee.string_value() for op in functions[name].walk() if isinstance(op, func.CallOp)]

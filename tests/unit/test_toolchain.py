@@ -455,6 +455,17 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
     )
     with pytest.raises(DhirError, match=r"mpi\.send on memref<4x5xf32>.*contiguous 1-D"):
         build_executable(module(send), sig, 2)
+    for type_, why in [
+        ("memref<4xf16>", "no MPI datatype for f16"),
+        ("memref<4xi1>", "no MPI datatype for i1"),
+        ("memref<4xbf16>", "no MPI datatype for bf16"),
+        ("memref<?xindex>", "no MPI datatype for index"),
+        (f"memref<{2**31}xi8>", f"its {2**31} elements overflow"),
+    ]:
+        with pytest.raises(
+            DhirError, match=rf"mpi\.send on {re.escape(type_)}: .*{why}.*dhir_rt_send"
+        ):
+            build_executable(module(send.replace("memref<4x5xf32>", type_)), sig, 2)
     with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
         build_executable(module("    mpi.init\n"), sig, 2)
     split = "    %k = arith.constant 0 : i32\n    %n = mpi.comm_split(%comm, %k, %k) : !mpi.comm\n"
@@ -524,6 +535,13 @@ int main(int argc, char **argv) {
   dhir_rt_bcast((int64_t)(intptr_t)(data + 1), 997, 1); /* 142 chunks of 7 bytes and one of 3 */
   int bad = data[0] != 0 || data[998] != 0 || data[999] != 0;
   for (int i = 1; i < 998; ++i) bad |= data[i] != (unsigned char)(i * 7);
+  /* the same pieces from rank 1 to rank 0, point to point */
+  unsigned char sent[1000];
+  for (int i = 0; i < 1000; ++i) sent[i] = dhir_rt_comm_rank() == 1 ? (unsigned char)(i * 3) : 0;
+  if (dhir_rt_comm_rank() == 1) dhir_rt_send((int64_t)(intptr_t)sent, 997, 0, 9);
+  else dhir_rt_recv((int64_t)(intptr_t)sent, 997, 1, 9);
+  for (int i = 0; i < 997; ++i) bad |= sent[i] != (unsigned char)(i * 3);
+  bad |= sent[997] != (dhir_rt_comm_rank() == 1 ? (unsigned char)(997 * 3) : 0);
   printf("rank %d %s\n", dhir_rt_comm_rank(), bad ? "wrong" : "ok");
   dhir_rt_finalize();
   return 0;
@@ -535,7 +553,8 @@ int main(int argc, char **argv) {
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_bcast_in_chunks(mpi: str, tmp_path: Path) -> None:
-    """Transfers over INT_MAX bytes go in pieces; a 7-byte piece size exercises the loop."""
+    """Transfers over INT_MAX bytes go in pieces; a 7-byte piece size exercises the loops
+    of the broadcast and of send/recv."""
     from dhir.runtime import RUNTIME_DIR, RUNTIME_SOURCE
     from dhir.toolchain.tools import find_llvm_tools
 

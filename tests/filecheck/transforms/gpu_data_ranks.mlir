@@ -11,11 +11,13 @@
 // CHECK-NEXT:      gpu.memcpy %b_dev1, %b : memref<8xf64>, memref<8xf64>
 // CHECK:           gpu.launch
 // CHECK:           gpu.memcpy %b, %b_dev1 : memref<8xf64>, memref<8xf64>
-// CHECK-NEXT:      mpi.send(%b, %{{.*}}, %{{.*}}, %{{.*}}) : memref<8xf64>, i32, i32
+// CHECK-NEXT:      memref.extract_aligned_pointer_as_index %b : memref<8xf64>
+// CHECK:           func.call @dhir_rt_send
 // CHECK-NEXT:    }
 // Rank 0 receives into its host copy and runs the CPU task.
 // CHECK-NEXT:    scf.if %on0 {
-// CHECK-NEXT:      mpi.recv(%b, %{{.*}}, %{{.*}}, %{{.*}}) : memref<8xf64>, i32, i32
+// CHECK-NEXT:      memref.extract_aligned_pointer_as_index %b : memref<8xf64>
+// CHECK:           func.call @dhir_rt_recv
 // CHECK-NOT:       gpu.memcpy
 // CHECK:           memref.load %b
 // CHECK:         }

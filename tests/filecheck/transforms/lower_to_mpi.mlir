@@ -17,39 +17,52 @@
 // CHECK-NEXT: %on1 = arith.cmpi eq, %rank, %[[R1]] : i32
 // CHECK-NEXT: %[[TAG:.*]] = arith.constant 2 : i32
 // CHECK-NEXT: func.call @main.schedule0.part0(%on0, %a, %b, %on1, %c) : (i1, memref<8xf32>, memref<8xf32>, i1, memref<2x4xf32>) -> ()
-// The end: %c (written on rank 1, 2-D, sent flattened) goes to rank 0 only.
-// CHECK-NEXT: %[[FLAT:.*]] = memref.collapse_shape %c
+// The end: %c (written on rank 1) goes to rank 0 only, as bytes through dhir's runtime:
+// its address and size (2x4 f32: 32 bytes), found on each side.
 // CHECK-NEXT: scf.if %on1 {
-// CHECK-NEXT:   mpi.send(%[[FLAT]], %[[TAG]], %[[R0]], %comm) : memref<8xf32>, i32, i32
+// CHECK-NEXT:   %[[P:.*]] = memref.extract_aligned_pointer_as_index %c : memref<2x4xf32> -> index
+// CHECK-NEXT:   %[[P64:.*]] = arith.index_cast %[[P]] : index to i64
+// CHECK-NEXT:   %[[N:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:   func.call @dhir_rt_send(%[[P64]], %[[N]], %[[R0]], %[[TAG]]) : (i64, i64, i32, i32) -> ()
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.if %on0 {
-// CHECK-NEXT:   mpi.recv(%[[FLAT]], %[[TAG]], %[[R1]], %comm) : memref<8xf32>, i32, i32
+// CHECK-NEXT:   %[[Q:.*]] = memref.extract_aligned_pointer_as_index %c : memref<2x4xf32> -> index
+// CHECK-NEXT:   %[[Q64:.*]] = arith.index_cast %[[Q]] : index to i64
+// CHECK-NEXT:   %[[M:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:   func.call @dhir_rt_recv(%[[Q64]], %[[M]], %[[R1]], %[[TAG]]) : (i64, i64, i32, i32) -> ()
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return
 //
 // CHECK:      func.func private @main.schedule0.part0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>) attributes {passthrough = ["noinline"]} {
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
-// CHECK-NEXT:   %[[COMM:.*]] = mpi.comm_world : !mpi.comm
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
 // task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads %b, so rank 0
 // sends it right after (tag 1 = its position in the schedule), in the same branch.
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
-// CHECK-NEXT:     mpi.send(%b, %[[T1]], %[[T1]], %[[COMM]]) : memref<8xf32>, i32, i32
+// CHECK-NEXT:     memref.extract_aligned_pointer_as_index %b
+// CHECK-NEXT:     arith.index_cast
+// CHECK-NEXT:     arith.constant 32 : i64
+// CHECK-NEXT:     func.call @dhir_rt_send(%{{.*}}, %{{.*}}, %[[T1]], %[[T1]])
 // CHECK-NEXT:   }
 // Rank 1 receives, then runs task 1, in one branch.
 // CHECK-NEXT:   scf.if %on1 {
-// CHECK-NEXT:     mpi.recv(%b, %[[T1]], %[[ZERO]], %[[COMM]]) : memref<8xf32>, i32, i32
+// CHECK-NEXT:     memref.extract_aligned_pointer_as_index %b
+// CHECK-NEXT:     arith.index_cast
+// CHECK-NEXT:     arith.constant 32 : i64
+// CHECK-NEXT:     func.call @dhir_rt_recv(%{{.*}}, %{{.*}}, %[[ZERO]], %[[T1]])
 // CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
 // CHECK-NEXT:   }
 // task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no message).
 // CHECK-NEXT:   scf.if %on0 {
-// CHECK-NOT:      mpi.
+// CHECK-NOT:      dhir_rt
 // CHECK:          memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
 // CHECK-NEXT:   }
 // CHECK-NEXT:   func.return
+// CHECK:      func.func private @dhir_rt_recv(i64, i64, i32, i32)
+// CHECK-NEXT: func.func private @dhir_rt_send(i64, i64, i32, i32)
 //
-// ONE-NOT: mpi.send
+// ONE-NOT: dhir_rt_send
 // ONE-NOT: scf.if
 func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<2x4xf32>) {
   dhir.schedule %a, %b, %c {
