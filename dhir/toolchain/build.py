@@ -28,17 +28,26 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
 
-# Order matters: expand-strided-metadata and linalg-to-loops emit affine.apply, lower-affine
-# emits scf, scf-to-cf also turns scf.parallel into sequential loops; math ops without an
-# LLVM intrinsic go to libm; convert-to-llvm is the only pass that lowers the mpi dialect.
+# Order matters: expand-strided-metadata, linalg-to-loops and vector-to-scf (which splits
+# n-D vector transfers into loops of 1-D ones) emit affine.apply, lower-affine emits scf,
+# scf-to-cf also turns scf.parallel into sequential loops. math-to-funcs outlines
+# math.ipowi, which nothing else lowers (fpowi is left to LLVM's powi: no exponent is 65
+# bits wide). bf16 arithmetic is done in f32 and its conversions in integer ops, as LLVM
+# would call compiler-rt's __truncsfbf2, which neither Debian's clang nor libgcc 12 ships.
+# Math ops without an LLVM intrinsic go to libm; vector-to-llvm lowers the 1-D
+# transfers convert-to-llvm leaves; convert-to-llvm is the only pass that lowers mpi.
 MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-linalg-to-loops",
+    "--convert-vector-to-scf",
     "--expand-strided-metadata",
     "--lower-affine",
     "--convert-scf-to-cf",
-    "--arith-expand",
+    "--convert-math-to-funcs=min-width-of-fpowi-exponent=65",
+    "--arith-emulate-unsupported-floats=source-types=bf16 target-type=f32",
+    "--arith-expand=include-bf16=true",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
+    "--convert-vector-to-llvm",
     "--convert-to-llvm",
     "--reconcile-unrealized-casts",
 )
