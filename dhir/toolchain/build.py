@@ -32,10 +32,10 @@ from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mp
 # n-D vector transfers into loops of 1-D ones) emit affine.apply, lower-affine emits scf,
 # scf-to-cf also turns scf.parallel into sequential loops. math-to-funcs outlines
 # math.ipowi, which nothing else lowers (fpowi is left to LLVM's powi: no exponent is 65
-# bits wide). bf16 arithmetic is done in f32 and its conversions in integer ops, as LLVM
-# would call compiler-rt's __truncsfbf2, which neither Debian's clang nor libgcc 12 ships.
-# Math ops without an LLVM intrinsic go to libm; vector-to-llvm lowers the 1-D
-# transfers convert-to-llvm leaves; convert-to-llvm is the only pass that lowers mpi.
+# bits wide). Math ops without an LLVM intrinsic go to libm; vector-to-llvm lowers the 1-D
+# transfers that convert-to-llvm leaves; convert-to-llvm is the only pass that lowers the
+# mpi dialect. (LLVM computes bf16 in f32 and rounds each result with __truncsfbf2, which
+# dhir's runtime defines: MLIR's bf16 emulation would skip roundings between ops.)
 MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-linalg-to-loops",
     "--convert-vector-to-scf",
@@ -43,8 +43,7 @@ MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--lower-affine",
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=min-width-of-fpowi-exponent=65",
-    "--arith-emulate-unsupported-floats=source-types=bf16 target-type=f32",
-    "--arith-expand=include-bf16=true",
+    "--arith-expand",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
     "--convert-vector-to-llvm",

@@ -145,3 +145,207 @@ def test_ipowi() -> None:
     native, interp = both(IPOWI, a, b, np.zeros(12, np.int32))
     same_bits(native[2], interp[2], "math.ipowi natively")
     np.testing.assert_array_equal(native[2], _ipowi(a, b))
+
+
+# --- the vector dialect ----------------------------------------------------------------
+
+VECTORS = """
+func.func @main(%a: memref<10xf32>, %m: memref<3x5xf64>, %o: memref<10xf32>,
+                %t: memref<5x3xf64>, %n: memref<8xi32>, %s: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %pad = arith.constant -1.0 : f32
+  %padd = arith.constant 0.5 : f64
+  %v = vector.transfer_read %a[%c8], %pad : memref<10xf32>, vector<4xf32>
+  %e = math.expm1 %v : vector<4xf32>
+  vector.transfer_write %e, %o[%c8] : vector<4xf32>, memref<10xf32>
+  %w = vector.load %a[%c2] : memref<10xf32>, vector<4xf32>
+  %k = arith.constant dense<[1.5, -2.0, 0.25, 3.0]> : vector<4xf32>
+  %f = math.fma %w, %k, %w : vector<4xf32>
+  vector.store %f, %o[%c0] : memref<10xf32>, vector<4xf32>
+  %tr = vector.transfer_read %m[%c0, %c1], %padd
+      {permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<3x5xf64>, vector<5x3xf64>
+  vector.transfer_write %tr, %t[%c0, %c0] : vector<5x3xf64>, memref<5x3xf64>
+  %ni = vector.load %n[%c0] : memref<8xi32>, vector<8xi32>
+  %three = arith.constant 3 : i32
+  %b3 = vector.broadcast %three : i32 to vector<8xi32>
+  %prod = arith.muli %ni, %b3 : vector<8xi32>
+  %zero = arith.constant dense<0> : vector<8xi32>
+  %pos = arith.maxsi %prod, %zero : vector<8xi32>
+  vector.store %pos, %n[%c0] : memref<8xi32>, vector<8xi32>
+  %sum = vector.reduction <add>, %w : vector<4xf32> into f32
+  %mx = vector.reduction <maxsi>, %prod : vector<8xi32> into i32
+  %mxf = arith.sitofp %mx : i32 to f32
+  %x1 = vector.extract %w[1] : f32 from vector<4xf32>
+  %i0 = vector.insert %sum, %k [0] : f32 into vector<4xf32>
+  %i1 = vector.insert %mxf, %i0 [%c1] : f32 into vector<4xf32>
+  %i2 = vector.insert %x1, %i1 [2] : f32 into vector<4xf32>
+  vector.store %i2, %s[%c0] : memref<4xf32>, vector<4xf32>
+  return
+}
+"""
+
+
+def _f32_sum(values: np.ndarray) -> np.float32:
+    total = values[0]
+    for value in values[1:]:
+        total = np.float32(total + value)
+    return total
+
+
+@needs_llvm
+def test_vector_ops() -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(10).astype(np.float32)
+    m = rng.standard_normal((3, 5))
+    n = rng.integers(-100, 100, 8).astype(np.int32)
+    inputs = [a, m, np.zeros(10, np.float32), np.zeros((5, 3)), n, np.zeros(4, np.float32)]
+    native, interp = both(VECTORS, *inputs)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    o = np.zeros(10, np.float32)
+    o[8:] = np.expm1(a[8:])  # the lanes past the end are padding, not written back
+    k = np.array([1.5, -2.0, 0.25, 3.0], np.float32)
+    w = a[2:6]
+    o[:4] = (w.astype(np.float64) * k + w).astype(np.float32)  # fma: rounded once
+    t = np.full((5, 3), 0.5)
+    t[:4] = m[:, 1:].T
+    s = np.array([_f32_sum(w), (n * 3).max(), w[1], k[3]], np.float32)
+    for got, want in zip(interp, [a, m, o, t, np.maximum(n * 3, 0), s]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_unsupported_vector_ops_are_located_errors() -> None:
+    masked = """
+func.func @main(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %pad = arith.constant 0.0 : f32
+  %m = vector.create_mask %c2 : vector<4xi1>
+  %v = vector.transfer_read %a[%c0], %pad, %m : memref<8xf32>, vector<4xf32>
+  vector.transfer_write %v, %a[%c0] : vector<4xf32>, memref<8xf32>
+  return
+}
+"""
+    with pytest.raises(dhir.DhirError, match=r"prog.mlir:6:\d+: error: 'vector.create_mask'"):
+        dhir.run(dhir.parse_string(masked, "prog.mlir"), np.zeros(8, np.float32), backend="interp")
+    out_of_bounds = """
+func.func @main(%a: memref<8xf32>) {
+  %c6 = arith.constant 6 : index
+  %v = vector.load %a[%c6] : memref<8xf32>, vector<4xf32>
+  vector.store %v, %a[%c6] : memref<8xf32>, vector<4xf32>
+  return
+}
+"""
+    with pytest.raises(dhir.DhirError, match=r"prog.mlir:4:\d+: error: 'vector.load' .*out of"):
+        program = dhir.parse_string(out_of_bounds, "prog.mlir")
+        dhir.run(program, np.zeros(8, np.float32), backend="interp")
+
+
+# --- bf16 ------------------------------------------------------------------------------
+
+BF16 = """
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %n: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %t = memref.alloc() : memref<8xbf16>
+  %third = arith.constant 0.333333 : bf16
+  scf.for %k = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%k] : memref<8xf32>
+    %y = arith.truncf %x : f32 to bf16
+    %z = arith.mulf %y, %y : bf16
+    %w = arith.addf %z, %third : bf16
+    %d = arith.divf %w, %y : bf16
+    %i = memref.load %n[%k] : memref<8xi32>
+    %f = arith.sitofp %i : i32 to bf16
+    %g = arith.subf %d, %f : bf16
+    memref.store %g, %t[%k] : memref<8xbf16>
+  }
+  scf.for %k = %c0 to %c8 step %c1 {
+    %w = memref.load %t[%k] : memref<8xbf16>
+    %e = arith.extf %w : bf16 to f32
+    memref.store %e, %b[%k] : memref<8xf32>
+    %i = arith.fptosi %w : bf16 to i32
+    memref.store %i, %n[%k] : memref<8xi32>
+  }
+  memref.dealloc %t : memref<8xbf16>
+  return
+}
+"""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to bf16 (nearest even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+@needs_llvm
+def test_bf16_arithmetic() -> None:
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(8) * 3).astype(np.float32)
+    n = rng.integers(-300, 300, 8).astype(np.int32)
+    n[0] = 16777217  # rounds twice, through f32, as LLVM converts it
+    native, interp = both(BF16, a, np.zeros(8, np.float32), n)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    y = _bf16(a)
+    d = _bf16(_bf16(_bf16(y * y) + _bf16(np.array(0.333333, np.float32))) / y)
+    g = _bf16(d - _bf16(n.astype(np.float32)))
+    np.testing.assert_array_equal(interp[1], g)
+    np.testing.assert_array_equal(interp[2], np.trunc(g).astype(np.int32))
+
+
+# --- linalg.reduce and views through extract_strided_metadata ----------------------------
+
+REDUCE_AND_METADATA = """
+func.func @main(%a: memref<4x6xf32>, %o: memref<4xf32>, %p: memref<6xf32>, %q: memref<3xf32>) {
+  linalg.reduce ins(%a : memref<4x6xf32>) outs(%o : memref<4xf32>) dimensions = [1]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  linalg.reduce ins(%a : memref<4x6xf32>) outs(%p : memref<6xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %s = arith.maximumf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  %sv = memref.subview %a[1, 2] [2, 3] [1, 1]
+      : memref<4x6xf32> to memref<2x3xf32, strided<[6, 1], offset: 8>>
+  %b, %off, %sz:2, %st:2 = memref.extract_strided_metadata %sv
+      : memref<2x3xf32, strided<[6, 1], offset: 8>>
+      -> memref<f32>, index, index, index, index, index
+  %row = memref.reinterpret_cast %b to offset: [%off], sizes: [%sz#1], strides: [%st#1]
+      : memref<f32> to memref<?xf32, strided<[?], offset: ?>>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ten = arith.constant 10.0 : f32
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    %y = arith.addf %x, %ten : f32
+    memref.store %y, %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    memref.store %x, %q[%i] : memref<3xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_linalg_reduce_and_extract_strided_metadata() -> None:
+    a = np.random.default_rng(7).standard_normal((4, 6)).astype(np.float32)
+    o = np.random.default_rng(8).standard_normal(4).astype(np.float32)
+    inputs = [a, o, np.full(6, -np.inf, np.float32), np.zeros(3, np.float32)]
+    native, interp = both(REDUCE_AND_METADATA, *inputs)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    after = a.copy()
+    after[1, 2:5] += np.float32(10)
+    sums = np.array([_f32_sum(np.concatenate([[o[r]], a[r]])) for r in range(4)], np.float32)
+    for got, want in zip(interp, [after, sums, a.max(axis=0), a[1, 2:5]]):
+        np.testing.assert_array_equal(got, want)
