@@ -1,11 +1,15 @@
-"""`dhir-accurate-math`: math.expm1 and math.log1p as calls of the C library's.
+"""`dhir-accurate-math`: the math ops MLIR 22's CPU lowering gets wrong, made right.
 
-MLIR 22's convert-math-to-llvm expands them to exp(x) - 1 and log(1 + x), which lose
-every digit near 0 (expm1(1e-10) is 1.00000008e-10 in f64 and 0 in f32); libm's
-expm1/log1p are accurate to an ulp, as NumPy's and the interpreter's are. The native
-backend runs this on host code only: GPU kernels get libdevice's accurate versions.
-f16 and bf16 are computed in f32 and rounded back (as LLVM does for other math ops);
-vectors element by element.
+- math.expm1 and math.log1p become calls of the C library's: convert-math-to-llvm expands
+  them to exp(x) - 1 and log(1 + x), which lose every digit near 0 (expm1(1e-10) is
+  1.00000008e-10 in f64 and 0 in f32); libm's are accurate to an ulp, as NumPy's and the
+  interpreter's are. f16 and bf16 are computed in f32 and rounded back (as LLVM does for
+  other math ops); vectors lane by lane.
+- math.fpowi with an exponent narrower than i32 gets it sign-extended to i32 (exact): LLVM's
+  powi takes a C int, and clang rejects any other width ("POWI exponent does not match
+  sizeof(int)"); wider exponents are outlined by mlir-opt's convert-math-to-funcs.
+
+The native backend runs this on host code only: GPU kernels have libdevice's versions.
 """
 
 from dataclasses import dataclass
@@ -19,13 +23,15 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FunctionType,
+    IntegerType,
     ModuleOp,
     VectorType,
     f32,
+    i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
 from dhir.ir.diagnostics import PassFailedAt
@@ -35,14 +41,34 @@ _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "
 
 @dataclass(frozen=True)
 class AccurateMathPass(ModulePass):
-    """math.expm1/log1p outside GPU code become func.call @expm1/@expm1f/@log1p/@log1pf."""
+    """math.expm1/log1p outside GPU code become func.call @expm1/@expm1f/@log1p/@log1pf;
+    math.fpowi exponents narrower than i32 are sign-extended to i32."""
 
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = [o for o in op.walk() if _c_name(o) is not None and not _in_gpu_code(o)]
+        found = [o for o in op.walk() if not _in_gpu_code(o)]
         for math_op in found:
-            _replace(op, math_op)
+            if _c_name(math_op) is not None:
+                _replace(op, math_op)
+            elif isinstance(math_op, mathd.FPowIOp):
+                _widen_exponent(math_op)
+
+
+def _widen_exponent(op: mathd.FPowIOp) -> None:
+    type_ = op.operands[1].type
+    element = type_.element_type if isinstance(type_, VectorType) else type_
+    if not isinstance(element, IntegerType) or element.width.data >= 32:
+        return
+    if isinstance(type_, VectorType):  # xDSL 0.74's arith.extsi takes scalars only
+        raise PassFailedAt(
+            op,
+            f"'{op.name}' with {type_} exponents cannot be lowered (LLVM's powi takes i32); "
+            "extend the exponents to i32 first",
+        )
+    extend = arith.ExtSIOp(op.operands[1], i32)
+    Rewriter.insert_op(extend, InsertPoint.before(op))
+    op.operands[1] = extend.result
 
 
 def _c_name(op: Operation) -> str | None:

@@ -47,7 +47,11 @@ SMALL_AND_EXTREME = {
     "f32": [0.0, -0.0, 1e-45, -1e-45, 1.2e-38, 1e-30, -1e-30, 1e-10, -1e-10, 1e-7, -1e-7,
             3e-4, -3e-4, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 50.0, -50.0, 88.0, -88.0, 89.0,
             -104.0, 1e30, -1e30, 3.4028235e38, -3.4028235e38, math.inf, -math.inf, math.nan],
+    "f16": [0.0, -0.0, 6e-8, -6e-8, 6.1e-5, 1e-4, -1e-4, 1e-3, -1e-3, 0.5, -0.5, 1.0, -1.0,
+            3.0, -3.0, 10.0, -10.0, 11.0, -17.0, 1000.0, -1000.0, 65504.0, -65504.0, math.inf,
+            -math.inf, math.nan],
 }  # fmt: skip
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 MATH: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
     "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
@@ -85,9 +89,9 @@ def _unary_program(names: list[str], type_: str, n: int) -> str:
 
 
 @needs_llvm
-@pytest.mark.parametrize("type_", ["f32", "f64"])
+@pytest.mark.parametrize("type_", ["f16", "f32", "f64"])
 def test_math_at_small_and_extreme_inputs(type_: str) -> None:
-    dtype = np.dtype(np.float32 if type_ == "f32" else np.float64)
+    dtype = np.dtype(DTYPES[type_])
     x = np.array(SMALL_AND_EXTREME[type_], dtype)
     names = list(MATH)
     outputs = [np.zeros_like(x) for _ in names]
@@ -349,3 +353,39 @@ def test_linalg_reduce_and_extract_strided_metadata() -> None:
     sums = np.array([_f32_sum(np.concatenate([[o[r]], a[r]])) for r in range(4)], np.float32)
     for got, want in zip(interp, [after, sums, a.max(axis=0), a[1, 2:5]]):
         np.testing.assert_array_equal(got, want)
+
+
+FPOWI = """
+func.func @main(%a: memref<6xf64>, %n: memref<6xi64>, %m: memref<6xi16>, %o: memref<6xf64>,
+                %p: memref<6xf32>) {
+  %lo = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %hi = arith.constant 6 : index
+  scf.for %i = %lo to %hi step %one {
+    %x = memref.load %a[%i] : memref<6xf64>
+    %y = memref.load %n[%i] : memref<6xi64>
+    %z = math.fpowi %x, %y : f64, i64
+    memref.store %z, %o[%i] : memref<6xf64>
+    %s = arith.truncf %x : f64 to f32
+    %k = memref.load %m[%i] : memref<6xi16>
+    %t = math.fpowi %s, %k : f32, i16
+    memref.store %t, %p[%i] : memref<6xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_fpowi_with_exponents_other_than_i32() -> None:
+    # clang rejected both: LLVM's powi takes a C int.
+    a = np.array([1.1, -2.5, 3.0, 0.999999, -1.0, 2.0])
+    n = np.array([7, -3, 40, 5_000_000_000, 2**40 + 1, -1074], np.int64)
+    m = np.array([7, -3, 40, 1000, -32768, 32767], np.int16)
+    native, interp = both(FPOWI, a, n, m, np.zeros(6), np.zeros(6, np.float32))
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    with np.errstate(all="ignore"):
+        within_ulps(interp[3], a ** n.astype(np.float64), 64, "fpowi f64, i64")
+        want = (a.astype(np.float32).astype(np.float64) ** m).astype(np.float32)
+    within_ulps(interp[4], want, 8, "fpowi f32, i16")
