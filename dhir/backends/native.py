@@ -23,6 +23,7 @@ from dhir.toolchain.launch import run_executable
 from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
 from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
@@ -71,7 +72,8 @@ def compile_native(
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
-        run_pipeline(module, PassPipeline((place, *timed, *data, lower)), verify_each=False)
+        passes = (place, *timed, *data, lower, AccurateMathPass())
+        run_pipeline(module, PassPipeline(passes), verify_each=False)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
         pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]

@@ -490,3 +490,17 @@ void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t 
   if (fclose(file) != 0)
     dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
 }
+
+/* LLVM computes bf16 arithmetic in float and rounds each result with compiler-rt's
+ * __truncsfbf2, which Debian's clang-22 does not ship (nor libgcc 12): round to nearest
+ * even, NaN stays a quiet NaN. MLIR's emulation passes would elide the rounding between
+ * ops (their casts carry `contract`), so the builtin is defined here instead. */
+__bf16 __truncsfbf2(float value) {
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    uint16_t half = (value != value) ? (uint16_t)((bits >> 16) | 0x40)
+                                     : (uint16_t)((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+    __bf16 result;
+    memcpy(&result, &half, sizeof result);
+    return result;
+}

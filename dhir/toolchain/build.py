@@ -44,17 +44,26 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
 
-# Order matters: expand-strided-metadata and linalg-to-loops emit affine.apply, lower-affine
-# emits scf, scf-to-cf also turns scf.parallel into sequential loops; math ops without an
-# LLVM intrinsic go to libm; convert-to-llvm is the only pass that lowers the mpi dialect.
+# Order matters: expand-strided-metadata, linalg-to-loops and vector-to-scf (which splits
+# n-D vector transfers into loops of 1-D ones) emit affine.apply, lower-affine emits scf,
+# scf-to-cf also turns scf.parallel into sequential loops. math-to-funcs outlines
+# math.ipowi, which nothing else lowers, and fpowi with an exponent wider than the C int
+# LLVM's powi takes (dhir-accurate-math widens narrower ones). Math ops without an LLVM
+# intrinsic go to libm; vector-to-llvm lowers the 1-D transfers that convert-to-llvm
+# leaves; convert-to-llvm is the only pass that lowers the mpi dialect. (LLVM computes
+# bf16 in f32 and rounds each result with __truncsfbf2, which dhir's runtime defines:
+# MLIR's bf16 emulation would skip roundings between ops.)
 MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-linalg-to-loops",
+    "--convert-vector-to-scf",
     "--expand-strided-metadata",
     "--lower-affine",
     "--convert-scf-to-cf",
+    "--convert-math-to-funcs=min-width-of-fpowi-exponent=33",
     "--arith-expand",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
+    "--convert-vector-to-llvm",
     "--convert-to-llvm",
     "--reconcile-unrealized-casts",
 )

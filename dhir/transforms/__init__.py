@@ -39,6 +39,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerToMPIPass
 
+    def accurate_math() -> type[ModulePass]:
+        from dhir.transforms.accurate_math import AccurateMathPass
+
+        return AccurateMathPass
+
     return {
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-place": place,
@@ -46,6 +51,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,
+        "dhir-accurate-math": accurate_math,
     }
 
 

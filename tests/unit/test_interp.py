@@ -1124,11 +1124,14 @@ def test_unsupported_ops_are_located_errors() -> None:
     assert message.startswith(
         "prog.mlir:25:7: error: 'gpu.barrier' is not supported by the interpreter"
     )
-    line = "%v = vector.broadcast %x : f32 to vector<4xf32>\n%z = arith.addf %x, %y : f32"
+    line = (
+        "%v = vector.broadcast %x : f32 to vector<4xf32>\n"
+        "%w = vector.fma %v, %v, %v : vector<4xf32>\n%z = arith.addf %x, %y : f32"
+    )
     zeros = np.zeros(N, np.float32)
     message = run_error(rows_program([Row(line, "f32", "f32", "f32", np.add)]), zeros, zeros, zeros)
     assert message.startswith(
-        "prog.mlir:8:5: error: 'vector.broadcast' is not supported by the interpreter"
+        "prog.mlir:9:5: error: 'vector.fma' is not supported by the interpreter"
     )
     external = "func.func private @ext()\n" + CALL.replace(
         "%s = func.call", "func.call @ext() : () -> ()\n      %s = func.call"

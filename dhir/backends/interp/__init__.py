@@ -26,6 +26,7 @@ from dhir.backends.interp.gpu import GpuImpls
 from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
 from dhir.backends.interp.memref import MemrefImpls
+from dhir.backends.interp.vector import VectorImpls
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.toolchain.signature import check_inputs, entry_signature
 
@@ -124,7 +125,7 @@ def make_interpreter(
     # cf.br/cond_br; they pass values on without looking at them.
     for functions in (FuncFunctions(), ScfFunctions(), CfFunctions()):
         interpreter.register_implementations(functions)
-    ours = (ArithImpls, MathImpls, MemrefImpls, ControlImpls, GpuImpls, LinalgImpls)
+    ours = (ArithImpls, MathImpls, MemrefImpls, ControlImpls, GpuImpls, LinalgImpls, VectorImpls)
     for ours_functions in ours:
         interpreter.register_implementations(ours_functions(), override=True)
     return interpreter

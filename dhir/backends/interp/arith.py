@@ -1,10 +1,16 @@
 """The arith dialect, with exact wrapping and rounding."""
 
+from typing import cast
+
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
+    VectorType,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -12,7 +18,7 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Attribute, Operation
 
-from dhir.backends.interp.core import Values, fail, handles, register
+from dhir.backends.interp.core import Values, fail, handles, lanewise, register, value_dtype
 from dhir.backends.interp.scalars import (
     _CMPF,
     _CMPI,
@@ -40,6 +46,7 @@ from dhir.toolchain.signature import numpy_dtype
 
 
 @register
+@lanewise
 class ArithImpls(InterpreterFunctions):
     @handles(arith.ConstantOp)
     def run_constant(self, interp: Interpreter, op: arith.ConstantOp, args: Values) -> Values:
@@ -48,7 +55,9 @@ class ArithImpls(InterpreterFunctions):
             return (wrap(value.value.data, int_width(op, op.result.type)),)
         if isinstance(value, FloatAttr):
             return (float_rounder(op, op.result.type)(value.value.data),)
-        fail(op, f"of {op.result.type} is not supported by the interpreter (scalars only)")
+        if isinstance(value, DenseIntOrFPElementsAttr) and isinstance(op.result.type, VectorType):
+            return (_dense_vector(op, value, op.result.type),)
+        fail(op, f"of {op.result.type} is not supported by the interpreter")
 
     @handles(arith.AddiOp, arith.SubiOp, arith.MuliOp)
     def run_int_arith(self, interp: Interpreter, op: Operation, args: Values) -> Values:
@@ -207,3 +216,21 @@ def _float_dtype(op: Operation, type_: Attribute) -> np.dtype:
     if dtype is None:
         fail(op, f"cannot reinterpret {type_} in the interpreter")
     return dtype
+
+
+def _dense_vector(
+    op: Operation, value: DenseIntOrFPElementsAttr, type_: VectorType[Attribute]
+) -> np.ndarray:
+    if isinstance(type_.element_type, IntegerType | IndexType):
+        width = int_width(op, type_)
+        lanes = [wrap(int(cast(int, v)), width) for v in value.get_values()]
+    else:
+        round_to = float_rounder(op, type_)
+        lanes = [round_to(float(cast(float, v))) for v in value.get_values()]
+    dtype = value_dtype(type_.element_type)
+    assert dtype is not None
+    shape = tuple(type_.get_shape())
+    flat = np.array(lanes, dtype)
+    array = np.broadcast_to(flat, shape).copy() if flat.size == 1 else flat.reshape(shape)
+    array.flags.writeable = False
+    return array

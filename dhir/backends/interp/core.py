@@ -7,6 +7,9 @@ Values, as the interpreter passes them between ops:
     every f16/f32 op rounds its result to that type (for + - * / and sqrt, computing in
     double and rounding once is exact, since 53 >= 2*24 + 2);
   - memrefs: NumPy arrays; subviews and reshapes are NumPy views of the same buffer;
+    bf16 is kept in float32 arrays (every bf16 op rounds its result to bf16);
+  - vectors: read-only NumPy arrays of the vector's shape; arith and math ops run on
+    them lane by lane with the scalar implementations (see `lanewise`);
   - dhir targets/tokens, gpu async tokens: None.
 
 Run-time errors in the program (out-of-bounds access, division by zero, values MLIR
@@ -14,8 +17,11 @@ calls poison) raise `Trap`, which `dhir.backends.interp` turns into a located Dh
 """
 
 from collections.abc import Callable
+from functools import wraps
 from typing import Any, NoReturn, TypeVar
 
+import numpy as np
+from xdsl.dialects.builtin import BFloat16Type, VectorType
 from xdsl.interpreter import (
     InterpreterFunctions,
     PythonValues,
@@ -24,13 +30,14 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.traits import IsTerminator
 
 # dhir's subclasses of xDSL ops must exist before `register` looks for them.
 import dhir.dialects.gpu
 import dhir.dialects.memref
 import dhir.dialects.scf  # noqa: F401
+from dhir.toolchain.signature import numpy_dtype
 
 INDEX_WIDTH = 64
 # The Python recursion limit during a run (see run_interp); each level of calls or
@@ -89,3 +96,60 @@ def register(cls: FunctionsT) -> FunctionsT:
                 key = f"_{name}__{target.__module__}.{target.__qualname__}"
                 setattr(cls, key, wrap(target)(function))  # type: ignore[arg-type]
     return register_impls(cls)
+
+
+def value_dtype(type_: Attribute) -> np.dtype | None:
+    """How the interpreter stores elements of `type_` in arrays (memrefs, vectors)."""
+    if isinstance(type_, BFloat16Type):
+        return np.dtype(np.float32)
+    return numpy_dtype(type_)
+
+
+def lanewise(cls: FunctionsT) -> FunctionsT:
+    """Each scalar implementation of `cls` runs on vectors too, lane by lane, as MLIR
+    defines arith and math ops on vectors (apply before `register`)."""
+    for name, function in list(vars(cls).items()):
+        if function in _OP_TYPES:
+            wrapped = _on_lanes(function)
+            _OP_TYPES[wrapped] = _OP_TYPES.pop(function)
+            setattr(cls, name, wrapped)
+    return cls
+
+
+def _on_lanes(function: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(function)
+    def run(self: object, interp: object, op: Operation, args: PythonValues) -> PythonValues:
+        shape = _vector_shape(op)
+        if shape is None or not args:  # constants build their vectors themselves
+            return function(self, interp, op, args)
+        results = [np.empty(shape, _lane_dtype(op, r.type)) for r in op.results]
+        vectors = [isinstance(t, VectorType) for t in op.operand_types]
+        for index in np.ndindex(*shape):
+            lane = tuple(_scalar(a[index]) if v else a for a, v in zip(args, vectors))
+            for array, value in zip(results, function(self, interp, op, lane)):
+                array[index] = value
+        for array in results:
+            array.flags.writeable = False
+        return tuple(results)
+
+    return run
+
+
+def _vector_shape(op: Operation) -> tuple[int, ...] | None:
+    for type_ in (*op.operand_types, *op.result_types):
+        if isinstance(type_, VectorType):
+            return tuple(type_.get_shape())
+    return None
+
+
+def _lane_dtype(op: Operation, type_: Attribute) -> np.dtype:
+    element = type_.element_type if isinstance(type_, VectorType) else type_
+    dtype = value_dtype(element)
+    if dtype is None:
+        fail(op, f"on {type_} is not supported by the interpreter")
+    return dtype
+
+
+def _scalar(value: np.generic) -> Any:
+    item = value.item()
+    return int(item) if isinstance(item, bool) else item

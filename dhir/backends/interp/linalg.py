@@ -63,6 +63,24 @@ class LinalgImpls(InterpreterFunctions):
                 store(op, array, output_map.eval(point, ()), value)
         return ()
 
+    @handles(linalg.ReduceOp)
+    def run_reduce(self, interp: Interpreter, op: linalg.ReduceOp, args: Values) -> Values:
+        # Every input element in lexicographic order, as convert-linalg-to-loops nests
+        # the loops.
+        source, target = args
+        if not isinstance(source, np.ndarray) or op.result:
+            fail(op, "on tensors is not supported by the interpreter (memrefs only)")
+        dimensions = set(op.dimensions.get_values())
+        kept = [d for d in range(source.ndim) if d not in dimensions]
+        if tuple(source.shape[d] for d in kept) != target.shape:
+            fail(op, f"reduces shape {source.shape} over {sorted(dimensions)} into {target.shape}")
+        for point in np.ndindex(*source.shape):
+            out = tuple(point[d] for d in kept)
+            scalars = (load(op, source, point), load(op, target, out))
+            (value,) = interp.run_ssacfg_region(op.region, scalars, op.name)
+            store(op, target, out, value)
+        return ()
+
     @handles(linalg.YieldOp)
     def run_yield(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
         return ReturnedValues(args), ()

@@ -5,17 +5,23 @@ import ctypes.util
 from collections.abc import Callable
 
 from xdsl.dialects import math as mathd
-from xdsl.dialects.builtin import (
-    Float64Type,
-)
+from xdsl.dialects.builtin import Float64Type
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
 )
 from xdsl.ir import Operation
 
-from dhir.backends.interp.core import Values, fail, handles, register
-from dhir.backends.interp.scalars import divide, int_width, result_rounder, signed, unsigned, wrap
+from dhir.backends.interp.core import Values, fail, handles, lanewise, register
+from dhir.backends.interp.scalars import (
+    divide,
+    int_width,
+    lane_type,
+    result_rounder,
+    signed,
+    unsigned,
+    wrap,
+)
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 
@@ -58,11 +64,12 @@ def _math_op_type(op: Operation) -> type[Operation]:
 
 
 @register
+@lanewise
 class MathImpls(InterpreterFunctions):
     @handles(*_MATH_C_NAMES)
     def run_libm(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         round_to = result_rounder(op)
-        is_double = isinstance(op.results[0].type, Float64Type)
+        is_double = isinstance(lane_type(op.results[0].type), Float64Type)
         function = libm_function(_MATH_C_NAMES[_math_op_type(op)], len(args), is_double)
         return (round_to(function(*args)),)
 
@@ -70,8 +77,8 @@ class MathImpls(InterpreterFunctions):
     def run_rsqrt(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # MLIR expands rsqrt to 1 / sqrt(x): two roundings.
         round_to = result_rounder(op)
-        root = libm_function("sqrt", 1, isinstance(op.results[0].type, Float64Type))(args[0])
-        return (round_to(divide(1.0, round_to(root))),)
+        root = libm_function("sqrt", 1, isinstance(lane_type(op.results[0].type), Float64Type))
+        return (round_to(divide(1.0, round_to(root(args[0])))),)
 
     @handles(mathd.FPowIOp)
     def run_fpowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:

@@ -22,10 +22,9 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable
 
-from dhir.backends.interp.core import Returned, Values, fail, handles, register
+from dhir.backends.interp.core import Returned, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.scalars import combine
 from dhir.dialects.memref import ATOMIC_RMW_KINDS
-from dhir.toolchain.signature import numpy_dtype
 
 if TYPE_CHECKING:
     from dhir.backends.interp.gpu import GpuIds
@@ -45,12 +44,12 @@ def state(interpreter: Interpreter) -> RunState:
 
 
 def element_dtype(op: Operation, type_: MemRefType[Attribute]) -> np.dtype:
-    dtype = numpy_dtype(type_.element_type)
+    dtype = value_dtype(type_.element_type)
     if dtype is None:
         fail(
             op,
             f"needs a {type_}; the interpreter runs memrefs of "
-            "i1/i8/i16/i32/i64/index/f16/f32/f64 only",
+            "i1/i8/i16/i32/i64/index/f16/bf16/f32/f64 only",
         )
     return dtype
 
@@ -246,6 +245,22 @@ class MemrefImpls(InterpreterFunctions):
         flat = root.reshape(-1)[offset:]
         item = flat.itemsize
         return (np.lib.stride_tricks.as_strided(flat, sizes, [s * item for s in strides]),)
+
+    @handles(memref.ExtractStridedMetaDataOp)
+    def run_extract_strided_metadata(
+        self, interp: Interpreter, op: Operation, args: Values
+    ) -> Values:
+        # The base is a 0-d view of the allocation's first element, so that a
+        # reinterpret_cast of it sees the whole allocation, as in MLIR.
+        array = args[0]
+        root = _root(array)
+        if not root.flags.c_contiguous:
+            fail(op, "runs on a buffer the interpreter does not hold contiguously")
+        item = array.itemsize
+        start = array.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        base = root.reshape(-1)[:1].reshape(())
+        strides = [s // item for s in array.strides]
+        return (base, start // item, *array.shape, *strides)
 
     @handles(memref.GetGlobalOp)
     def run_get_global(self, interp: Interpreter, op: memref.GetGlobalOp, args: Values) -> Values:

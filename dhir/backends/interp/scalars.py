@@ -7,11 +7,13 @@ from typing import Any
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     Float16Type,
     Float32Type,
     Float64Type,
     IndexType,
     IntegerType,
+    VectorType,
 )
 from xdsl.interpreter import (
     PythonValues,
@@ -21,7 +23,13 @@ from xdsl.ir import Attribute, Operation
 from dhir.backends.interp.core import INDEX_WIDTH, fail
 
 
+def lane_type(type_: Attribute) -> Attribute:
+    """The element type of a vector (arith and math ops work lane by lane), else `type_`."""
+    return type_.element_type if isinstance(type_, VectorType) else type_
+
+
 def int_width(op: Operation, type_: Attribute) -> int:
+    type_ = lane_type(type_)
     if isinstance(type_, IndexType):
         return INDEX_WIDTH
     if isinstance(type_, IntegerType):
@@ -63,18 +71,33 @@ def _same(value: float) -> float:
     return value
 
 
+_ROUND_F32 = _rounder(_F32)
+
+
+def _round_bf16(value: float) -> float:
+    """As native code computes bf16 (MLIR's emulation in f32): rounded to f32, then to
+    bf16's 8 significant bits, to nearest even."""
+    single = _ROUND_F32(value)
+    if single != single or math.isinf(single):
+        return single
+    bits = int.from_bytes(_F32.pack(single), "little")
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return _F32.unpack(bits.to_bytes(4, "little"))[0]
+
+
 # The precision (significand bits) and rounding of each float type the interpreter runs.
 _FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
     Float16Type: (11, _rounder(_F16)),
-    Float32Type: (24, _rounder(_F32)),
+    BFloat16Type: (24, _round_bf16),  # through f32, as native code computes it
+    Float32Type: (24, _ROUND_F32),
     Float64Type: (53, _same),
 }
 
 
 def float_rounder(op: Operation, type_: Attribute) -> Callable[[float], float]:
-    found = _FLOATS.get(type(type_))
+    found = _FLOATS.get(type(lane_type(type_)))
     if found is None:
-        fail(op, f"on {type_} is not supported by the interpreter (f16, f32, f64 only)")
+        fail(op, f"on {type_} is not supported by the interpreter (f16, bf16, f32, f64 only)")
     return found[1]
 
 
@@ -86,7 +109,7 @@ def int_to_float(op: Operation, value: int, type_: Attribute) -> float:
     """`value` rounded once, to nearest even, into the float type (no double rounding
     through float64 for wide integers)."""
     round_to = float_rounder(op, type_)
-    bits = _FLOATS[type(type_)][0]
+    bits = _FLOATS[type(lane_type(type_))][0]
     extra = abs(value).bit_length() - bits
     if extra > 0:
         quotient, rest = divmod(abs(value), 1 << extra)

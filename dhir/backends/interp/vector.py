@@ -1,0 +1,200 @@
+"""The vector dialect's memory and lane ops on read-only NumPy arrays (arith and math on
+vectors run lane by lane: see `lanewise` in core). Masked ops and scalable vectors are
+not supported."""
+
+from collections.abc import Sequence
+from itertools import product
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import vector
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMapAttr,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    VectorType,
+)
+from xdsl.interpreter import Interpreter, InterpreterFunctions
+from xdsl.ir import Attribute, Operation
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
+
+from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
+from dhir.backends.interp.memref import checked_index
+from dhir.backends.interp.scalars import combine
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _new_vector(op: Operation, type_: Attribute) -> np.ndarray:
+    assert isinstance(type_, VectorType)
+    dtype = value_dtype(type_.element_type)
+    if dtype is None:
+        fail(op, f"on {type_} is not supported by the interpreter")
+    return np.empty(tuple(type_.get_shape()), dtype)
+
+
+def _positions(op: Operation, static: Sequence[int], dynamic: Sequence[int]) -> tuple[int, ...]:
+    values = iter(dynamic)
+    return tuple(next(values) if p == DYNAMIC_INDEX else p for p in static)
+
+
+def _in_bounds(op: Operation, rank: int) -> list[bool]:
+    found = op.properties.get("in_bounds") or op.attributes.get("in_bounds")
+    if isinstance(found, ArrayAttr):
+        return [isinstance(b, IntegerAttr) and bool(b.value.data) for b in found.data]
+    return [False] * rank
+
+
+class _Transfer:
+    """Where lane `v` of a vector.transfer_read/write is in memory: the base indices,
+    moved along each memref dimension the permutation map names (a constant 0 result
+    broadcasts the lane)."""
+
+    def __init__(self, op: Operation, array: np.ndarray, base: Sequence[int], rank: int) -> None:
+        permutation = op.properties.get("permutation_map")
+        if op.operands and getattr(op, "mask", None) is not None:
+            fail(op, "with a mask is not supported by the interpreter")
+        if not isinstance(array, np.ndarray):
+            fail(op, "on tensors is not supported by the interpreter (memrefs only)")
+        self.dims: list[int | None] = []
+        results = permutation.data.results if isinstance(permutation, AffineMapAttr) else None
+        if results is None:  # the minor identity
+            self.dims = list(range(array.ndim - rank, array.ndim))
+        for expr in results or ():
+            if isinstance(expr, AffineDimExpr):
+                self.dims.append(expr.position)
+            elif isinstance(expr, AffineConstantExpr) and expr.value == 0:
+                self.dims.append(None)
+            else:
+                fail(op, f"has a permutation map the interpreter cannot follow: {permutation}")
+        self.op, self.array, self.base = op, array, list(base)
+        self.in_bounds = _in_bounds(op, len(self.dims))
+
+    def index(self, lane: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The element's indices, or None where it is out of bounds and masked off."""
+        where = list(self.base)
+        for step, dim, sure in zip(lane, self.dims, self.in_bounds):
+            if dim is None:
+                continue
+            where[dim] += step
+            if not 0 <= where[dim] < self.array.shape[dim] and not sure:
+                return None
+        return checked_index(self.op, self.array, where)
+
+    def lanes(self, shape: Sequence[int]) -> list[tuple[tuple[int, ...], tuple[int, ...] | None]]:
+        return [(lane, self.index(lane)) for lane in product(*map(range, shape))]
+
+
+def _contiguous(op: Operation, array: np.ndarray, base: Sequence[int], shape: Sequence[int]):
+    """vector.load/store: the vector covers the memref's innermost dimensions from `base`."""
+    if len(shape) > array.ndim:
+        fail(op, f"moves a vector of rank {len(shape)} from a memref of rank {array.ndim}")
+    lead = array.ndim - len(shape)
+    last = [*base[:lead], *(b + n - 1 for b, n in zip(base[lead:], shape))]
+    if any(n == 0 for n in shape):
+        return array[tuple(slice(b, b) for b in base)]
+    checked_index(op, array, base)
+    checked_index(op, array, last)
+    return array[(*base[:lead], *(slice(b, b + n) for b, n in zip(base[lead:], shape)))]
+
+
+@register
+class VectorImpls(InterpreterFunctions):
+    @handles(vector.TransferReadOp)
+    def run_transfer_read(
+        self, interp: Interpreter, op: vector.TransferReadOp, args: Values
+    ) -> Values:
+        array, indices, padding = args[0], args[1 : 1 + len(op.indices)], args[1 + len(op.indices)]
+        result = _new_vector(op, op.result.type)
+        for lane, where in _Transfer(op, array, indices, result.ndim).lanes(result.shape):
+            result[lane] = padding if where is None else array[where]
+        return (_frozen(result),)
+
+    @handles(vector.TransferWriteOp)
+    def run_transfer_write(
+        self, interp: Interpreter, op: vector.TransferWriteOp, args: Values
+    ) -> Values:
+        value, array, indices = args[0], args[1], args[2 : 2 + len(op.indices)]
+        if not array.flags.writeable:
+            fail(op, "writes into a constant memref.global")
+        for lane, where in _Transfer(op, array, indices, value.ndim).lanes(value.shape):
+            if where is not None:
+                array[where] = value[lane]
+        return ()
+
+    @handles(vector.LoadOp)
+    def run_load(self, interp: Interpreter, op: vector.LoadOp, args: Values) -> Values:
+        shape = tuple(op.result.type.get_shape())
+        return (_frozen(np.array(_contiguous(op, args[0], args[1:], shape))),)
+
+    @handles(vector.StoreOp)
+    def run_store(self, interp: Interpreter, op: vector.StoreOp, args: Values) -> Values:
+        value, array = args[0], args[1]
+        if not array.flags.writeable:
+            fail(op, "writes into a constant memref.global")
+        _contiguous(op, array, args[2:], value.shape)[...] = value
+        return ()
+
+    @handles(vector.BroadcastOp)
+    def run_broadcast(self, interp: Interpreter, op: vector.BroadcastOp, args: Values) -> Values:
+        result = _new_vector(op, op.vector.type)
+        result[...] = args[0]  # NumPy broadcasts as MLIR does (leading dims, unit dims)
+        return (_frozen(result),)
+
+    @handles(vector.ExtractOp)
+    def run_extract(self, interp: Interpreter, op: vector.ExtractOp, args: Values) -> Values:
+        source = args[0]
+        where = _positions(op, op.static_position.get_values(), args[1:])
+        checked_index(op, source, where)
+        picked = source[where]
+        if isinstance(op.result.type, VectorType):
+            return (_frozen(np.array(picked)),)
+        item = picked.item()
+        return (int(item) if isinstance(item, bool) else item,)
+
+    @handles(vector.InsertOp)
+    def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: Values) -> Values:
+        value, dest = args[0], args[1]
+        where = _positions(op, op.static_position.get_values(), args[2:])
+        checked_index(op, dest, where)
+        result = dest.copy()
+        result[where] = value
+        return (_frozen(result),)
+
+    @handles(vector.FMAOp)
+    def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
+        fail(
+            op,
+            "is not supported by the interpreter: MLIR lowers it to llvm.fmuladd, which "
+            "rounds once or twice depending on the CPU; use math.fma, which rounds once",
+        )
+
+    @handles(vector.ReductionOp)
+    def run_reduction(self, interp: Interpreter, op: vector.ReductionOp, args: Values) -> Values:
+        # In lane order, as LLVM's ordered reductions (no reassoc flag) compute them.
+        kind = _kind(op)
+        lanes: list[Any] = [v.item() for v in np.asarray(args[0]).reshape(-1)]
+        lanes = [int(v) if isinstance(v, bool) else v for v in lanes]
+        total = args[1] if len(args) > 1 else lanes.pop(0)
+        for value in lanes:
+            total = combine(op, kind, total, value, op.dest.type)
+        return (total,)
+
+
+# vector.combining_kind names, as arith.atomic_rmw_kind (`combine`) calls them.
+_FLOAT_KINDS = {"add": "addf", "mul": "mulf"}
+_INT_KINDS = {"add": "addi", "mul": "muli", "and": "andi", "or": "ori", "xor": "xori",
+              "maxsi": "maxs", "minsi": "mins", "maxui": "maxu", "minui": "minu"}  # fmt: skip
+
+
+def _kind(op: vector.ReductionOp) -> str:
+    kind = op.kind.data.value
+    if isinstance(op.dest.type, IntegerType | IndexType):
+        return _INT_KINDS.get(kind, kind)
+    return _FLOAT_KINDS.get(kind, kind)

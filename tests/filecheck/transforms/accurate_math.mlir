@@ -1,0 +1,37 @@
+// dhir-accurate-math: math.expm1 and math.log1p become calls of libm (MLIR 22 would expand
+// them to exp(x) - 1 and log(1 + x)); f16 goes through f32, vectors lane by lane, GPU
+// kernels keep theirs (libdevice's are accurate), and a declaration is reused.
+// RUN: dhir-opt %s -p dhir-accurate-math | filecheck %s
+// RUN: dhir-opt %s -p dhir-accurate-math | mlir-opt-22 > /dev/null
+
+// CHECK:      func.func private @expm1f(f32) -> f32
+// CHECK-NEXT: func.func private @log1p(f64) -> f64
+func.func private @log1p(f64) -> f64
+
+// CHECK-LABEL: func.func @f
+func.func @f(%x: f64, %h: f16, %v: vector<2xf32>) -> (f64, f16, vector<2xf32>) {
+  // CHECK: %y = func.call @log1p(%x) : (f64) -> f64
+  %y = math.log1p %x : f64
+  // CHECK:      %[[W:.*]] = arith.extf %h : f16 to f32
+  // CHECK-NEXT: %[[E:.*]] = func.call @expm1f(%[[W]]) : (f32) -> f32
+  // CHECK-NEXT: %{{.*}} = arith.truncf %[[E]] : f32 to f16
+  %g = math.expm1 %h : f16
+  // CHECK:      %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
+  // CHECK-NEXT: %[[A:.*]] = vector.extract %v[0] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[B:.*]] = func.call @expm1f(%[[A]]) : (f32) -> f32
+  // CHECK-NEXT: %[[C:.*]] = vector.insert %[[B]], %[[Z]] [0] : f32 into vector<2xf32>
+  // CHECK-NEXT: %[[D:.*]] = vector.extract %v[1] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[F:.*]] = func.call @expm1f(%[[D]]) : (f32) -> f32
+  // CHECK-NEXT: %{{.*}} = vector.insert %[[F]], %[[C]] [1] : f32 into vector<2xf32>
+  %w = math.expm1 %v : vector<2xf32>
+  return %y, %g, %w : f64, f16, vector<2xf32>
+}
+
+// CHECK-LABEL: gpu.module @kernels
+gpu.module @kernels {
+  gpu.func @k(%x: f32) kernel {
+    // CHECK: math.expm1 %x : f32
+    %y = math.expm1 %x : f32
+    gpu.return
+  }
+}

@@ -1,0 +1,391 @@
+"""Ops that MLIR 22's CPU lowering gets wrong or cannot lower by itself (math at small and
+extreme inputs, math.ipowi, the vector dialect, bf16): natively and in the interpreter,
+against NumPy. Native results must equal the interpreter's bit for bit; both must be
+within the ulps test_interp.py allows of NumPy."""
+
+import math
+import shutil
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import dhir
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+def both(src: str, *inputs: object) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The results of the native backend (one rank) and of the interpreter."""
+    native = dhir.run(dhir.parse_string(src, "prog.mlir"), *inputs, backend="native", ranks=1)
+    interp = dhir.run(dhir.parse_string(src, "prog.mlir"), *inputs, backend="interp")
+    return native, interp
+
+
+def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    nan = np.isnan(want) if want.dtype.kind == "f" else np.zeros(want.shape, bool)
+    np.testing.assert_array_equal(np.isnan(got) if got.dtype.kind == "f" else nan, nan, what)
+    bits = f"u{got.itemsize}"
+    np.testing.assert_array_equal(got[~nan].view(bits), want[~nan].view(bits), what)
+
+
+def within_ulps(got: np.ndarray, want: np.ndarray, ulps: int, what: str) -> None:
+    bits = f"i{got.itemsize}"
+    apart = np.abs(got.view(bits).astype(np.int64) - want.view(bits).astype(np.int64))
+    close = (got == want) | (np.isnan(got) & np.isnan(want)) | (apart <= ulps)
+    assert close.all(), f"{what}: {got[~close]} where NumPy gives {want[~close]}"
+
+
+# --- math at small and extreme inputs --------------------------------------------------
+
+SMALL_AND_EXTREME = {
+    "f64": [0.0, -0.0, 5e-324, -5e-324, 2.2e-308, 1e-300, -1e-300, 1e-20, -1e-20, 1e-10,
+            -1e-10, 3e-8, -3e-8, 1e-5, -1e-5, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 100.0, -100.0,
+            700.0, -700.0, 710.0, -746.0, 1e300, -1e300, 1.7976931348623157e308, math.inf,
+            -math.inf, math.nan],
+    "f32": [0.0, -0.0, 1e-45, -1e-45, 1.2e-38, 1e-30, -1e-30, 1e-10, -1e-10, 1e-7, -1e-7,
+            3e-4, -3e-4, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0, 50.0, -50.0, 88.0, -88.0, 89.0,
+            -104.0, 1e30, -1e30, 3.4028235e38, -3.4028235e38, math.inf, -math.inf, math.nan],
+    "f16": [0.0, -0.0, 6e-8, -6e-8, 6.1e-5, 1e-4, -1e-4, 1e-3, -1e-3, 0.5, -0.5, 1.0, -1.0,
+            3.0, -3.0, 10.0, -10.0, 11.0, -17.0, 1000.0, -1000.0, 65504.0, -65504.0, math.inf,
+            -math.inf, math.nan],
+}  # fmt: skip
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+MATH: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "cbrt": np.cbrt, "erf": np.vectorize(math.erf, otypes=[float]), "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1.0 / np.sqrt(x), "absf": np.abs, "floor": np.floor, "ceil": np.ceil,
+    "trunc": np.trunc, "roundeven": np.rint,
+}  # fmt: skip
+# As in test_interp.py: glibc's and NumPy's cbrt and tanh differ by up to 3 ulp in f64.
+WIDER_ULPS = {("cbrt", "f64"): 3, ("tanh", "f64"): 3}
+
+
+def _unary_program(names: list[str], type_: str, n: int) -> str:
+    outputs = ", ".join(f"%o{k}: memref<{n}x{type_}>" for k in range(len(names)))
+    body = [f"    %x = memref.load %in[%i] : memref<{n}x{type_}>"]
+    for k, name in enumerate(names):
+        body += [
+            f"    %r{k} = math.{name} %x : {type_}",
+            f"    memref.store %r{k}, %o{k}[%i] : memref<{n}x{type_}>",
+        ]
+    return "\n".join(
+        [
+            f"func.func @main(%in: memref<{n}x{type_}>, {outputs}) {{",
+            "  %lo = arith.constant 0 : index",
+            "  %one = arith.constant 1 : index",
+            f"  %hi = arith.constant {n} : index",
+            "  scf.for %i = %lo to %hi step %one {",
+            *body,
+            "  }",
+            "  return",
+            "}",
+        ]
+    )
+
+
+@needs_llvm
+@pytest.mark.parametrize("type_", ["f16", "f32", "f64"])
+def test_math_at_small_and_extreme_inputs(type_: str) -> None:
+    dtype = np.dtype(DTYPES[type_])
+    x = np.array(SMALL_AND_EXTREME[type_], dtype)
+    names = list(MATH)
+    outputs = [np.zeros_like(x) for _ in names]
+    native, interp = both(_unary_program(names, type_, len(x)), x, *outputs)
+    for name, got, oracle in zip(names, native[1:], interp[1:]):
+        same_bits(got, oracle, f"math.{name} : {type_}, native against the interpreter")
+        with np.errstate(all="ignore"):
+            want = MATH[name](x.astype(np.float64)).astype(dtype)  # rounded once
+        ulps = WIDER_ULPS.get((name, type_), 2)
+        within_ulps(got, want, ulps, f"math.{name} : {type_} of {x}")
+
+
+@needs_llvm
+def test_expm1_and_log1p_keep_small_inputs() -> None:
+    # MLIR's expansion, exp(x) - 1 and log(1 + x), gives 1.0000000827e-10 and 0 here.
+    x64 = np.array([1e-10, -1e-10, 1e-300], np.float64)
+    x32 = np.array([1e-10, -1e-10, 1e-30], np.float32)
+    program = _unary_program(["expm1", "log1p"], "f64", 3)
+    native, _ = both(program, x64, np.zeros(3), np.zeros(3))
+    np.testing.assert_array_equal(native[1:], [np.expm1(x64), np.log1p(x64)])
+    program = _unary_program(["expm1", "log1p"], "f32", 3)
+    native, _ = both(program, x32, np.zeros(3, np.float32), np.zeros(3, np.float32))
+    np.testing.assert_array_equal(native[1:], [np.expm1(x32), np.log1p(x32)])
+
+
+def _ipowi(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """MLIR's expansion: a negative power gives 0, except for 1 and -1."""
+
+    def one(a: int, b: int) -> int:
+        return pow(a, b, 2**32) if b >= 0 else (a ** (-b % 2) if a in (1, -1) else 0)
+
+    return np.array([one(int(a), int(b)) for a, b in zip(x, y)], np.int64).astype(np.int32)
+
+
+IPOWI = """
+func.func @main(%a: memref<12xi32>, %b: memref<12xi32>, %c: memref<12xi32>) {
+  %lo = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %hi = arith.constant 12 : index
+  scf.for %i = %lo to %hi step %one {
+    %x = memref.load %a[%i] : memref<12xi32>
+    %y = memref.load %b[%i] : memref<12xi32>
+    %z = math.ipowi %x, %y : i32
+    memref.store %z, %c[%i] : memref<12xi32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_ipowi() -> None:
+    a = np.array([2, -3, 7, 1, -1, -1, 5, 0, 0, 123456, 2, -2], np.int32)
+    b = np.array([10, 3, 0, -5, -3, -4, -1, 0, 7, 5, 31, 31], np.int32)
+    native, interp = both(IPOWI, a, b, np.zeros(12, np.int32))
+    same_bits(native[2], interp[2], "math.ipowi natively")
+    np.testing.assert_array_equal(native[2], _ipowi(a, b))
+
+
+# --- the vector dialect ----------------------------------------------------------------
+
+VECTORS = """
+func.func @main(%a: memref<10xf32>, %m: memref<3x5xf64>, %o: memref<10xf32>,
+                %t: memref<5x3xf64>, %n: memref<8xi32>, %s: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %pad = arith.constant -1.0 : f32
+  %padd = arith.constant 0.5 : f64
+  %v = vector.transfer_read %a[%c8], %pad : memref<10xf32>, vector<4xf32>
+  %e = math.expm1 %v : vector<4xf32>
+  vector.transfer_write %e, %o[%c8] : vector<4xf32>, memref<10xf32>
+  %w = vector.load %a[%c2] : memref<10xf32>, vector<4xf32>
+  %k = arith.constant dense<[1.5, -2.0, 0.25, 3.0]> : vector<4xf32>
+  %f = math.fma %w, %k, %w : vector<4xf32>
+  vector.store %f, %o[%c0] : memref<10xf32>, vector<4xf32>
+  %tr = vector.transfer_read %m[%c0, %c1], %padd
+      {permutation_map = affine_map<(d0, d1) -> (d1, d0)>} : memref<3x5xf64>, vector<5x3xf64>
+  vector.transfer_write %tr, %t[%c0, %c0] : vector<5x3xf64>, memref<5x3xf64>
+  %ni = vector.load %n[%c0] : memref<8xi32>, vector<8xi32>
+  %three = arith.constant 3 : i32
+  %b3 = vector.broadcast %three : i32 to vector<8xi32>
+  %prod = arith.muli %ni, %b3 : vector<8xi32>
+  %zero = arith.constant dense<0> : vector<8xi32>
+  %pos = arith.maxsi %prod, %zero : vector<8xi32>
+  vector.store %pos, %n[%c0] : memref<8xi32>, vector<8xi32>
+  %sum = vector.reduction <add>, %w : vector<4xf32> into f32
+  %mx = vector.reduction <maxsi>, %prod : vector<8xi32> into i32
+  %mxf = arith.sitofp %mx : i32 to f32
+  %x1 = vector.extract %w[1] : f32 from vector<4xf32>
+  %i0 = vector.insert %sum, %k [0] : f32 into vector<4xf32>
+  %i1 = vector.insert %mxf, %i0 [%c1] : f32 into vector<4xf32>
+  %i2 = vector.insert %x1, %i1 [2] : f32 into vector<4xf32>
+  vector.store %i2, %s[%c0] : memref<4xf32>, vector<4xf32>
+  return
+}
+"""
+
+
+def _f32_sum(values: np.ndarray) -> np.float32:
+    total = values[0]
+    for value in values[1:]:
+        total = np.float32(total + value)
+    return total
+
+
+@needs_llvm
+def test_vector_ops() -> None:
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(10).astype(np.float32)
+    m = rng.standard_normal((3, 5))
+    n = rng.integers(-100, 100, 8).astype(np.int32)
+    inputs = [a, m, np.zeros(10, np.float32), np.zeros((5, 3)), n, np.zeros(4, np.float32)]
+    native, interp = both(VECTORS, *inputs)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    o = np.zeros(10, np.float32)
+    o[8:] = np.expm1(a[8:])  # the lanes past the end are padding, not written back
+    k = np.array([1.5, -2.0, 0.25, 3.0], np.float32)
+    w = a[2:6]
+    o[:4] = (w.astype(np.float64) * k + w).astype(np.float32)  # fma: rounded once
+    t = np.full((5, 3), 0.5)
+    t[:4] = m[:, 1:].T
+    s = np.array([_f32_sum(w), (n * 3).max(), w[1], k[3]], np.float32)
+    for got, want in zip(interp, [a, m, o, t, np.maximum(n * 3, 0), s]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_unsupported_vector_ops_are_located_errors() -> None:
+    masked = """
+func.func @main(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %pad = arith.constant 0.0 : f32
+  %m = vector.create_mask %c2 : vector<4xi1>
+  %v = vector.transfer_read %a[%c0], %pad, %m : memref<8xf32>, vector<4xf32>
+  vector.transfer_write %v, %a[%c0] : vector<4xf32>, memref<8xf32>
+  return
+}
+"""
+    with pytest.raises(dhir.DhirError, match=r"prog.mlir:6:\d+: error: 'vector.create_mask'"):
+        dhir.run(dhir.parse_string(masked, "prog.mlir"), np.zeros(8, np.float32), backend="interp")
+    out_of_bounds = """
+func.func @main(%a: memref<8xf32>) {
+  %c6 = arith.constant 6 : index
+  %v = vector.load %a[%c6] : memref<8xf32>, vector<4xf32>
+  vector.store %v, %a[%c6] : memref<8xf32>, vector<4xf32>
+  return
+}
+"""
+    with pytest.raises(dhir.DhirError, match=r"prog.mlir:4:\d+: error: 'vector.load' .*out of"):
+        program = dhir.parse_string(out_of_bounds, "prog.mlir")
+        dhir.run(program, np.zeros(8, np.float32), backend="interp")
+
+
+# --- bf16 ------------------------------------------------------------------------------
+
+BF16 = """
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %n: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %t = memref.alloc() : memref<8xbf16>
+  %third = arith.constant 0.333333 : bf16
+  scf.for %k = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%k] : memref<8xf32>
+    %y = arith.truncf %x : f32 to bf16
+    %z = arith.mulf %y, %y : bf16
+    %w = arith.addf %z, %third : bf16
+    %d = arith.divf %w, %y : bf16
+    %i = memref.load %n[%k] : memref<8xi32>
+    %f = arith.sitofp %i : i32 to bf16
+    %g = arith.subf %d, %f : bf16
+    memref.store %g, %t[%k] : memref<8xbf16>
+  }
+  scf.for %k = %c0 to %c8 step %c1 {
+    %w = memref.load %t[%k] : memref<8xbf16>
+    %e = arith.extf %w : bf16 to f32
+    memref.store %e, %b[%k] : memref<8xf32>
+    %i = arith.fptosi %w : bf16 to i32
+    memref.store %i, %n[%k] : memref<8xi32>
+  }
+  memref.dealloc %t : memref<8xbf16>
+  return
+}
+"""
+
+
+def _bf16(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to bf16 (nearest even), as float32."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+@needs_llvm
+def test_bf16_arithmetic() -> None:
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(8) * 3).astype(np.float32)
+    n = rng.integers(-300, 300, 8).astype(np.int32)
+    n[0] = 16777217  # rounds twice, through f32, as LLVM converts it
+    native, interp = both(BF16, a, np.zeros(8, np.float32), n)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    y = _bf16(a)
+    d = _bf16(_bf16(_bf16(y * y) + _bf16(np.array(0.333333, np.float32))) / y)
+    g = _bf16(d - _bf16(n.astype(np.float32)))
+    np.testing.assert_array_equal(interp[1], g)
+    np.testing.assert_array_equal(interp[2], np.trunc(g).astype(np.int32))
+
+
+# --- linalg.reduce and views through extract_strided_metadata ----------------------------
+
+REDUCE_AND_METADATA = """
+func.func @main(%a: memref<4x6xf32>, %o: memref<4xf32>, %p: memref<6xf32>, %q: memref<3xf32>) {
+  linalg.reduce ins(%a : memref<4x6xf32>) outs(%o : memref<4xf32>) dimensions = [1]
+    (%in: f32, %init: f32) {
+      %s = arith.addf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  linalg.reduce ins(%a : memref<4x6xf32>) outs(%p : memref<6xf32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %s = arith.maximumf %in, %init : f32
+      linalg.yield %s : f32
+    }
+  %sv = memref.subview %a[1, 2] [2, 3] [1, 1]
+      : memref<4x6xf32> to memref<2x3xf32, strided<[6, 1], offset: 8>>
+  %b, %off, %sz:2, %st:2 = memref.extract_strided_metadata %sv
+      : memref<2x3xf32, strided<[6, 1], offset: 8>>
+      -> memref<f32>, index, index, index, index, index
+  %row = memref.reinterpret_cast %b to offset: [%off], sizes: [%sz#1], strides: [%st#1]
+      : memref<f32> to memref<?xf32, strided<[?], offset: ?>>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ten = arith.constant 10.0 : f32
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    %y = arith.addf %x, %ten : f32
+    memref.store %y, %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    memref.store %x, %q[%i] : memref<3xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_linalg_reduce_and_extract_strided_metadata() -> None:
+    a = np.random.default_rng(7).standard_normal((4, 6)).astype(np.float32)
+    o = np.random.default_rng(8).standard_normal(4).astype(np.float32)
+    inputs = [a, o, np.full(6, -np.inf, np.float32), np.zeros(3, np.float32)]
+    native, interp = both(REDUCE_AND_METADATA, *inputs)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    after = a.copy()
+    after[1, 2:5] += np.float32(10)
+    sums = np.array([_f32_sum(np.concatenate([[o[r]], a[r]])) for r in range(4)], np.float32)
+    for got, want in zip(interp, [after, sums, a.max(axis=0), a[1, 2:5]]):
+        np.testing.assert_array_equal(got, want)
+
+
+FPOWI = """
+func.func @main(%a: memref<6xf64>, %n: memref<6xi64>, %m: memref<6xi16>, %o: memref<6xf64>,
+                %p: memref<6xf32>) {
+  %lo = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  %hi = arith.constant 6 : index
+  scf.for %i = %lo to %hi step %one {
+    %x = memref.load %a[%i] : memref<6xf64>
+    %y = memref.load %n[%i] : memref<6xi64>
+    %z = math.fpowi %x, %y : f64, i64
+    memref.store %z, %o[%i] : memref<6xf64>
+    %s = arith.truncf %x : f64 to f32
+    %k = memref.load %m[%i] : memref<6xi16>
+    %t = math.fpowi %s, %k : f32, i16
+    memref.store %t, %p[%i] : memref<6xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_fpowi_with_exponents_other_than_i32() -> None:
+    # clang rejected both: LLVM's powi takes a C int.
+    a = np.array([1.1, -2.5, 3.0, 0.999999, -1.0, 2.0])
+    n = np.array([7, -3, 40, 5_000_000_000, 2**40 + 1, -1074], np.int64)
+    m = np.array([7, -3, 40, 1000, -32768, 32767], np.int16)
+    native, interp = both(FPOWI, a, n, m, np.zeros(6), np.zeros(6, np.float32))
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    with np.errstate(all="ignore"):
+        within_ulps(interp[3], a ** n.astype(np.float64), 64, "fpowi f64, i64")
+        want = (a.astype(np.float32).astype(np.float64) ** m).astype(np.float32)
+    within_ulps(interp[4], want, 8, "fpowi f32, i16")
