@@ -515,19 +515,22 @@ def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
 
 def _check_buffers(mlir: str) -> list[str]:
     """MLIR 22 sends sizes[0] elements from the base pointer: only contiguous 1-D is right."""
-    problems = []
+    return [
+        f"mpi.{op} on {text}: MLIR 22 transfers only sizes[0] contiguous elements, so "
+        "buffers must be contiguous 1-D memrefs (collapse them with memref.collapse_shape "
+        f"first): {line}"
+        for op, text, line in _buffer_types(mlir)
+        if not _contiguous_1d(text)
+    ]
+
+
+def _buffer_types(mlir: str) -> Iterator[tuple[str, str, str]]:
+    """(op, memref type, line) for each memref that an mpi buffer op of `mlir` names."""
     for line in mlir.splitlines():
         match = _MPI_OP.search(line)
-        if match is None or match.group(1) not in _BUFFER_OPS:
-            continue
-        for text in _memref_types(line):
-            if not _contiguous_1d(text):
-                problems.append(
-                    f"mpi.{match.group(1)} on {text}: MLIR 22 transfers only sizes[0] contiguous "
-                    "elements, so buffers must be contiguous 1-D memrefs (collapse them with "
-                    f"memref.collapse_shape first): {line.strip()}"
-                )
-    return problems
+        if match is not None and match.group(1) in _BUFFER_OPS:
+            for text in _memref_types(line):
+                yield match.group(1), text, line.strip()
 
 
 def _contiguous_1d(text: str) -> bool:
@@ -558,18 +561,14 @@ def _check_elements(mlir: str) -> list[str]:
     """MLIR 22 passes the element count as a 32-bit int and knows MPI datatypes for a few
     element types only; dhir's runtime sends any buffer as bytes."""
     problems = []
-    for line in mlir.splitlines():
-        match = _MPI_OP.search(line)
-        if match is None or match.group(1) not in _BUFFER_OPS:
-            continue
-        for text in _memref_types(line):
-            why = _element_problem(text)
-            if why is not None:
-                problems.append(
-                    f"mpi.{match.group(1)} on {text}: {why}; send the buffer as bytes with "
-                    "dhir's runtime instead: dhir_rt_send(ptr, bytes, dest, tag) and "
-                    f"dhir_rt_recv(ptr, bytes, source, tag): {line.strip()}"
-                )
+    for op, text, line in _buffer_types(mlir):
+        why = _element_problem(text)
+        if why is not None:
+            problems.append(
+                f"mpi.{op} on {text}: {why}; send the buffer as bytes with dhir's runtime "
+                "instead: dhir_rt_send(ptr, bytes, dest, tag) and dhir_rt_recv(ptr, bytes, "
+                f"source, tag): {line}"
+            )
     return problems
 
 
