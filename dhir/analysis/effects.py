@@ -43,6 +43,7 @@ _ACCESSES: dict[str, _Access] = {
     "vector.store": lambda op: ([], [op.operands[1]]),
     "vector.transfer_write": lambda op: ([], [op.operands[1]]),
     "memref.copy": lambda op: ([op.operands[0]], [op.operands[1]]),
+    "memref.generic_atomic_rmw": lambda op: ([op.operands[0]], [op.operands[0]]),
     # operands: async dependencies..., dst, src
     "gpu.memcpy": lambda op: ([op.operands[-1]], [op.operands[-2]]),
     # Shape queries read no data.

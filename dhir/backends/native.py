@@ -24,6 +24,7 @@ from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signatu
 from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
@@ -72,7 +73,7 @@ def compile_native(
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
-        passes = (place, *timed, *data, lower, AccurateMathPass())
+        passes = (place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
         run_pipeline(module, PassPipeline(passes), verify_each=False)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -87,7 +88,11 @@ def compile_native(
 def openmp_safe(module: ModuleOp) -> bool:
     """Whether to run parallel loops on threads: when there are any, and none reduces
     floats, whose sum would then depend on the thread count. (Results must equal the
-    sequential interpreter's bit for bit; such modules run their loops sequentially.)"""
+    sequential interpreter's bit for bit; such modules run their loops sequentially.) Nor
+    with a float `generic_atomic_rmw` in host code, which dhir-float-atomics makes a plain
+    load and store."""
+    if float_atomics(module):
+        return False
     parallel = False
     for op in module.walk():
         if isinstance(op, scf.ParallelOp):

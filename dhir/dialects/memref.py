@@ -24,9 +24,16 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    region_def,
+    result_def,
+    var_operand_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects import with_replaced_ops
@@ -209,6 +216,98 @@ class AtomicRMWOp(memref.AtomicRMWOp):
         )
 
 
+@irdl_op_definition
+class AtomicYieldOp(IRDLOperation):
+    """`memref.atomic_yield %v : type`: the value a `generic_atomic_rmw` stores."""
+
+    name = "memref.atomic_yield"
+
+    result = operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(GenericAtomicRMWOp)))
+
+    assembly_format = "$result attr-dict `:` type($result)"
+
+
+@irdl_op_definition
+class GenericAtomicRMWOp(IRDLOperation):
+    """`%r = memref.generic_atomic_rmw %m[%i, ...] : memref-type region attr-dict`: reads
+    `%m[%i, ...]`, runs the region on that value and stores what it yields, atomically;
+    the result is the value read."""
+
+    name = "memref.generic_atomic_rmw"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+    atomic_body = region_def("single_block")
+
+    def verify_(self) -> None:
+        memref_type = self.memref.type
+        assert isinstance(memref_type, MemRefType)
+        element = memref_type.element_type
+        if self.result.type != element:
+            raise VerifyException(
+                f"memref.generic_atomic_rmw result {self.result.type} is not the "
+                f"element type {element} of its memref"
+            )
+        if len(self.indices) != memref_type.get_num_dims():
+            raise VerifyException(
+                f"memref.generic_atomic_rmw needs {memref_type.get_num_dims()} indices, "
+                f"got {len(self.indices)}"
+            )
+        block = self.atomic_body.block
+        if [a.type for a in block.args] != [element]:
+            raise VerifyException(
+                f"memref.generic_atomic_rmw body needs one block argument of type {element}"
+            )
+        last = block.last_op
+        if not isinstance(last, AtomicYieldOp) or last.result.type != element:
+            raise VerifyException(
+                f"memref.generic_atomic_rmw body must end with memref.atomic_yield of {element}"
+            )
+        for op in block.ops:
+            if op is not last and not is_side_effect_free(op):
+                raise VerifyException(
+                    f"body of memref.generic_atomic_rmw holds {op.name}, which may have "
+                    "side effects; only side-effect free ops are allowed"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("] : ")
+        printer.print_attribute(self.memref.type)
+        printer.print_string(" ")
+        printer.print_region(self.atomic_body)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GenericAtomicRMWOp":
+        target = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        memref_type = parser.parse_type()
+        if not isinstance(memref_type, MemRefType):
+            parser.raise_error("expected a memref type", pos, parser.pos)
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        return cls.build(
+            operands=[
+                parser.resolve_operand(target, memref_type),
+                [parser.resolve_operand(i, IndexType()) for i in indices],
+            ],
+            result_types=[memref_type.element_type],
+            regions=[body],
+            attributes=attrs,
+        )
+
+
 @redefine(
     # MLIR lets both be absent: a public global, an external declaration.
     properties={
@@ -292,8 +391,10 @@ MemRef: Dialect = with_replaced_ops(
     AllocaScopeReturnOp,
     AtomicRMWOp,
     CastOp,
+    AtomicYieldOp,
     CopyOp,
     ExtractAlignedPointerAsIndexOp,
+    GenericAtomicRMWOp,
     GlobalOp,
     LoadOp,
     MemorySpaceCastOp,

@@ -5,10 +5,31 @@ which xDSL 0.74 prints generically (`scf.parallel`) or with regions MLIR cannot 
 from collections.abc import Sequence
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FunctionType, IndexType, UnitAttr, i1
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FunctionType,
+    IndexType,
+    IntegerType,
+    UnitAttr,
+    i1,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    var_operand_def,
+    var_result_def,
+)
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects import with_replaced_ops
@@ -255,6 +276,221 @@ class WhileOp(scf.WhileOp):
         )
 
 
+# MLIR's marker for a bound given by an operand in the static bound arrays.
+_DYNAMIC = -(2**63)
+_STATIC_NAMES = ("staticLowerBound", "staticUpperBound", "staticStep")
+
+
+@irdl_op_definition
+class InParallelOp(IRDLOperation):
+    """`scf.forall.in_parallel region attr-dict`: ends an `scf.forall` body; its region
+    holds the parallel inserts into the shared outputs (empty for memrefs)."""
+
+    name = "scf.forall.in_parallel"
+
+    body = region_def("single_block")
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), NoTerminator(), HasParent(ForallOp)))
+
+    def __init__(self, body: Region | None = None) -> None:
+        super().__init__(regions=[body if body is not None else Region(Block())])
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "InParallelOp":
+        body = parser.parse_region()
+        if not body.blocks:
+            body.add_block(Block())
+        op = cls(body)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
+@irdl_op_definition
+class ForallOp(IRDLOperation):
+    """`scf.forall (%i, ...) in (ubs)` or `scf.forall (%i, ...) = (lbs) to (ubs) step
+    (steps)`, then `(shared_outs(%o = %v, ...) -> (types))? region attr-dict`; each
+    bound is an integer or an index value. Like MLIR, parsing adds the
+    `scf.forall.in_parallel` terminator when it is missing, and printing shows it only
+    when the loop has shared outputs."""
+
+    name = "scf.forall"
+
+    dynamicLowerBound = var_operand_def(IndexType)
+    dynamicUpperBound = var_operand_def(IndexType)
+    dynamicStep = var_operand_def(IndexType)
+    outputs = var_operand_def()
+    staticLowerBound = prop_def(DenseArrayBase.constr(i64))
+    staticUpperBound = prop_def(DenseArrayBase.constr(i64))
+    staticStep = prop_def(DenseArrayBase.constr(i64))
+    mapping = opt_prop_def(ArrayAttr)
+    res = var_result_def()
+    body = region_def("single_block")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def bounds(self) -> tuple[list[int | SSAValue], list[int | SSAValue], list[int | SSAValue]]:
+        """Lower bounds, upper bounds and steps, each an integer or an index value."""
+        lower, upper, step = (
+            _mixed(static, dynamic)
+            for static, dynamic in (
+                (self.staticLowerBound, self.dynamicLowerBound),
+                (self.staticUpperBound, self.dynamicUpperBound),
+                (self.staticStep, self.dynamicStep),
+            )
+        )
+        return lower, upper, step
+
+    def rank(self) -> int:
+        return len(self.staticUpperBound.get_values())
+
+    def verify_(self) -> None:
+        rank = self.rank()
+        for name, static, dynamic in (
+            ("lower bound", self.staticLowerBound, self.dynamicLowerBound),
+            ("upper bound", self.staticUpperBound, self.dynamicUpperBound),
+            ("step", self.staticStep, self.dynamicStep),
+        ):
+            values = static.get_values()
+            if len(values) != rank:
+                raise VerifyException(f"scf.forall needs {rank} {name}s, got {len(values)}")
+            if sum(v == _DYNAMIC for v in values) != len(dynamic):
+                raise VerifyException(f"scf.forall has a wrong number of dynamic {name}s")
+        if any(0 >= s != _DYNAMIC for s in self.staticStep.get_values()):
+            raise VerifyException("scf.forall needs positive constant steps")
+        if self.mapping is not None and len(self.mapping) != rank:
+            raise VerifyException(
+                f"scf.forall has {len(self.mapping)} mapping entries for {rank} loops"
+            )
+        if self.res.types != self.outputs.types:
+            raise VerifyException("scf.forall needs a result of each shared output's type")
+        args = self.body.block.args
+        want = (*[IndexType()] * rank, *self.outputs.types)
+        if tuple(a.type for a in args) != want:
+            raise VerifyException(
+                f"scf.forall needs block arguments of types ({', '.join(map(str, want))})"
+            )
+        if not isinstance(self.body.block.last_op, InParallelOp):
+            raise VerifyException("scf.forall body must end with scf.forall.in_parallel")
+
+    def print(self, printer: Printer) -> None:
+        lower, upper, step = self.bounds()
+        rank = self.rank()
+        ivs = self.body.block.args[:rank]
+        printer.print_string(" (")
+        printer.print_list(ivs, lambda arg: printer.print_block_argument(arg, print_type=False))
+        printer.print_string(")")
+        if all(v == 0 for v in lower) and all(v == 1 for v in step):
+            _print_mixed(printer, " in ", upper)
+        else:
+            _print_mixed(printer, " = ", lower)
+            _print_mixed(printer, " to ", upper)
+            _print_mixed(printer, " step ", step)
+        if self.outputs:
+            printer.print_string(" shared_outs(")
+            printer.print_list(
+                zip(self.body.block.args[rank:], self.outputs, strict=True),
+                lambda pair: _print_assignment(printer, *pair),
+            )
+            printer.print_string(") -> (")
+            print_type_list(printer, self.res.types)
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_block_terminators=bool(self.res)
+        )
+        extra = {"mapping": self.mapping} if self.mapping is not None else {}
+        printer.print_op_attributes(extra | self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ForallOp":
+        ivs = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+        pos = parser.pos
+        if parser.parse_optional_keyword("in"):
+            upper = _parse_mixed(parser)
+            lower: list[int | SSAValue] = [0] * len(upper)
+            step: list[int | SSAValue] = [1] * len(upper)
+        else:
+            parser.parse_punctuation("=")
+            lower = _parse_mixed(parser)
+            parser.parse_keyword("to")
+            upper = _parse_mixed(parser)
+            parser.parse_keyword("step")
+            step = _parse_mixed(parser)
+        if not len(ivs) == len(lower) == len(upper) == len(step):
+            parser.raise_error(f"expected {len(ivs)} bounds of each kind", pos, parser.pos)
+        pairs: list[tuple[Parser.UnresolvedArgument, UnresolvedOperand]] = []
+        types: list[Attribute] = []
+        pos = parser.pos
+        if parser.parse_optional_keyword("shared_outs"):
+            pairs = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_assignment(parser)
+            )
+            parser.parse_punctuation("->")
+            types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+            if len(types) != len(pairs):
+                parser.raise_error(
+                    f"{len(pairs)} shared_outs but {len(types)} types", pos, parser.pos
+                )
+        outputs = parser.resolve_operands([v for _, v in pairs], types, pos)
+        args = [iv.resolve(IndexType()) for iv in ivs]
+        args += [a.resolve(t) for (a, _), t in zip(pairs, types)]
+        body = parser.parse_region(args)
+        if not body.blocks:
+            body.add_block(Block())
+        if not has_terminator(body.blocks[-1]):
+            body.blocks[-1].add_op(InParallelOp())
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        for name, values in zip(_STATIC_NAMES, (lower, upper, step)):
+            props[name] = DenseArrayBase.from_list(
+                i64, [v if isinstance(v, int) else _DYNAMIC for v in values]
+            )
+        dynamic = [[v for v in values if not isinstance(v, int)] for values in (lower, upper, step)]
+        return cls.build(
+            operands=[*dynamic, outputs],
+            result_types=[types],
+            regions=[body],
+            properties=props,
+            attributes=attrs,
+        )
+
+
+def _mixed(
+    static: DenseArrayBase[IntegerType], dynamic: Sequence[SSAValue]
+) -> list[int | SSAValue]:
+    values = iter(dynamic)
+    return [next(values) if v == _DYNAMIC else v for v in static.get_values()]
+
+
+def _print_mixed(printer: Printer, keyword: str, values: Sequence[int | SSAValue]) -> None:
+    printer.print_string(keyword + "(")
+    printer.print_list(
+        values,
+        lambda v: printer.print_string(str(v)) if isinstance(v, int) else printer.print_operand(v),
+    )
+    printer.print_string(")")
+
+
+def _parse_mixed(parser: Parser) -> list[int | SSAValue]:
+    def entry() -> int | SSAValue:
+        value = parser.parse_optional_integer(allow_boolean=False)
+        return value if value is not None else parser.parse_operand(IndexType())
+
+    return parser.parse_comma_separated_list(parser.Delimiter.PAREN, entry)
+
+
+def _print_assignment(printer: Printer, arg: SSAValue, value: SSAValue) -> None:
+    printer.print_operand(arg)
+    printer.print_string(" = ")
+    printer.print_operand(value)
+
+
 def _parse_assignment(parser: Parser) -> tuple[Parser.UnresolvedArgument, UnresolvedOperand]:
     arg = parser.parse_argument(expect_type=False)
     parser.parse_punctuation("=")
@@ -299,5 +535,13 @@ def _parse_arrow_types(parser: Parser) -> list[Attribute]:
 
 
 SCF: Dialect = with_replaced_ops(
-    scf.Scf, ParallelOp, ReduceOp, ExecuteRegionOp, ForOp, IfOp, WhileOp
+    scf.Scf,
+    ParallelOp,
+    ReduceOp,
+    ExecuteRegionOp,
+    ForOp,
+    IfOp,
+    WhileOp,
+    ForallOp,
+    InParallelOp,
 )

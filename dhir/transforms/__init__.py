@@ -44,6 +44,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AccurateMathPass
 
+    def float_atomics() -> type[ModulePass]:
+        from dhir.transforms.float_atomics import FloatAtomicsPass
+
+        return FloatAtomicsPass
+
     return {
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-place": place,
@@ -52,6 +57,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,
         "dhir-accurate-math": accurate_math,
+        "dhir-float-atomics": float_atomics,
     }
 
 

@@ -9,7 +9,7 @@ from xdsl.interpreter import (
     InterpreterFunctions,
     ReturnedValues,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.traits import SymbolTable
@@ -29,6 +29,7 @@ from dhir.backends.interp.scalars import wrap
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import affine as _dhir_affine  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from dhir.dialects import dhir as dhir_ops
+from dhir.dialects.scf import ForallOp, InParallelOp
 
 
 def eval_map(affine_map: AffineMap, operands: Sequence[int]) -> tuple[int, ...]:
@@ -105,6 +106,26 @@ class ControlImpls(InterpreterFunctions):
                 region = reduce.reductions[k]
                 (results[k],) = interp.run_ssacfg_region(region, (results[k], value), "scf.reduce")
         return tuple(results)
+
+    @handles(ForallOp)
+    def run_forall(self, interp: Interpreter, op: ForallOp, args: Values) -> Values:
+        # Sequentially, in lexicographic order: a valid scf.forall gives the same
+        # result in any order.
+        if op.outputs:
+            fail(op, "with shared_outs (tensors) is not supported by the interpreter")
+        values = iter(args)
+        lower, upper, step = (
+            [next(values) if isinstance(v, SSAValue) else v for v in bounds]
+            for bounds in op.bounds()
+        )
+        _positive_steps(op, step)
+        for ivs in product(*map(range, lower, upper, step)):
+            interp.run_ssacfg_region(op.body, ivs, "scf.forall")
+        return ()
+
+    @handles(InParallelOp)
+    def run_in_parallel(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
+        return ReturnedValues(()), ()
 
     @handles(scf.ExecuteRegionOp)
     def run_execute_region(self, interp: Interpreter, op: Operation, args: Values) -> Values:

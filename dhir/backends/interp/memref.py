@@ -24,7 +24,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.scalars import combine
-from dhir.dialects.memref import ATOMIC_RMW_KINDS
+from dhir.dialects.memref import ATOMIC_RMW_KINDS, AtomicYieldOp, GenericAtomicRMWOp
 
 if TYPE_CHECKING:
     from dhir.backends.interp.gpu import GpuIds
@@ -287,6 +287,20 @@ class MemrefImpls(InterpreterFunctions):
         kind = ATOMIC_RMW_KINDS[op.kind.value.data]
         store(op, array, indices, combine(op, kind, old, value, op.result.type))
         return (old,)
+
+    @handles(GenericAtomicRMWOp)
+    def run_generic_atomic_rmw(
+        self, interp: Interpreter, op: GenericAtomicRMWOp, args: Values
+    ) -> Values:
+        array, *indices = args
+        old = load(op, array, indices)
+        (new,) = interp.run_ssacfg_region(op.atomic_body, (old,), "memref.generic_atomic_rmw")
+        store(op, array, indices, new)
+        return (old,)
+
+    @handles(AtomicYieldOp)
+    def run_atomic_yield(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
+        return ReturnedValues(args), ()
 
 
 def _global_array(op: Operation, global_op: memref.GlobalOp) -> np.ndarray:

@@ -1,0 +1,62 @@
+"""`dhir-float-atomics`: `memref.generic_atomic_rmw` on floats as a load, the body and a
+store.
+
+MLIR 22's memref-to-llvm lowering emits `llvm.cmpxchg` on the float itself, which the LLVM
+dialect rejects (cmpxchg takes integers and pointers only). Host code of a rank runs on one
+thread unless its parallel loops run on OpenMP, and the native backend keeps those loops
+sequential in a module with such an op (see `openmp_safe`), so nothing can run between the
+load and the store. Kernels in `gpu.module`s are left alone: they run on many threads.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import gpu, memref
+from xdsl.dialects.builtin import AnyFloat, ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dhir.dialects.memref import GenericAtomicRMWOp
+
+
+def float_atomics(module: ModuleOp) -> list[GenericAtomicRMWOp]:
+    """The host code's `generic_atomic_rmw`s on floats."""
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, GenericAtomicRMWOp)
+        and isinstance(op.result.type, AnyFloat)
+        and not _in_kernel(op)
+    ]
+
+
+def _in_kernel(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, gpu.ModuleOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+@dataclass(frozen=True)
+class FloatAtomicsPass(ModulePass):
+    name = "dhir-float-atomics"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for atomic in float_atomics(op):
+            _unfold(atomic)
+
+
+def _unfold(op: GenericAtomicRMWOp) -> None:
+    load = memref.LoadOp.get(op.memref, op.indices)
+    Rewriter.insert_op(load, InsertPoint.before(op))
+    block = op.atomic_body.block
+    done = block.last_op
+    assert done is not None
+    new_value = done.operands[0]
+    Rewriter.erase_op(done)
+    Rewriter.inline_block(block, InsertPoint.before(op), [load.res])
+    Rewriter.insert_op(memref.StoreOp.get(new_value, op.memref, op.indices), InsertPoint.before(op))
+    Rewriter.replace_op(op, [], [load.res])
