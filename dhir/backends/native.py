@@ -99,7 +99,11 @@ def openmp_safe(module: ModuleOp) -> bool:
             parallel = True
             if any(isinstance(v.type, AnyFloat) for v in op.initVals):
                 return False
-        elif isinstance(op, affine.ParallelOp | LinalgStructuredOperation):
+        elif isinstance(op, affine.ParallelOp):
+            parallel = True
+            if any(isinstance(t, AnyFloat) for t in op.result_types):
+                return False
+        elif isinstance(op, LinalgStructuredOperation):
             parallel = True
     return parallel
 

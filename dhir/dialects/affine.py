@@ -1,5 +1,6 @@
 """The affine dialect with MLIR 22's subscripts for `affine.load`, `affine.store`,
-`affine.vector_load` and `affine.vector_store`.
+`affine.vector_load` and `affine.vector_store`, and MLIR 22's custom syntax for
+`affine.parallel` and `affine.if` (xDSL 0.74 only knows them generically).
 
 In MLIR a bare SSA value in a subscript is a dimension of the access map and
 `symbol(%v)` a symbol; xDSL 0.74 makes every value a symbol, so `%m[%i]` became
@@ -8,10 +9,24 @@ not a valid symbol).
 """
 
 from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects import affine
-from xdsl.dialects.builtin import AffineMapAttr, IndexType, MemRefType, VectorType
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AffineSetAttr,
+    AnyFloat,
+    ArrayAttr,
+    DenseIntElementsAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    TensorType,
+    VectorType,
+    i32,
+)
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineExpr, AffineMap
 from xdsl.ir.affine.affine_expr import (
     AffineBinaryOpKind,
@@ -19,12 +34,16 @@ from xdsl.ir.affine.affine_expr import (
     AffineDimExpr,
     AffineSymExpr,
 )
+from xdsl.irdl import PropertyDef, irdl_to_attr_constraint
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.affine_parser import AffineParser
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 from dhir.dialects import with_replaced_ops
+from dhir.dialects.format import has_terminator, print_type_list, redefine, split_properties
+from dhir.dialects.memref import ATOMIC_RMW_KINDS
 
 _PRECEDENCE = {
     AffineBinaryOpKind.Add: 10,
@@ -35,40 +54,58 @@ _PRECEDENCE = {
 }
 
 
-def parse_subscripts(parser: Parser) -> tuple[AffineMap, list[SSAValue]]:
-    """`[expr, ...]` over `%v` (dimensions) and `symbol(%v)` (symbols): the map and its
-    operands, dimensions first, each value once per kind, in order of first use."""
-    dims: dict[str, UnresolvedOperand] = {}
-    syms: dict[str, UnresolvedOperand] = {}
+class _SSAExprScope:
+    """SSA values in affine expressions as MLIR's `parseAffineExprOfSSAIds` reads them:
+    `%v` is a dimension and `symbol(%v)` a symbol, numbered in order of first use; a value
+    seen before keeps the kind and position it got first (`[symbol(%n), %n]` is
+    `()[s0] -> (s0, s0)`)."""
 
-    def position(table: dict[str, UnresolvedOperand], operand: UnresolvedOperand) -> int:
+    def __init__(self, parser: Parser) -> None:
+        self.parser = parser
+        self.dims: list[UnresolvedOperand] = []
+        self.syms: list[UnresolvedOperand] = []
+        self.seen: dict[str, AffineExpr] = {}
+
+    def _use(self, operand: UnresolvedOperand, symbol: bool) -> AffineExpr:
         key = f"{operand.operand_name}#{operand.index}"
-        if key not in table:
-            table[key] = operand
-        return list(table).index(key)
+        if key not in self.seen:
+            table = self.syms if symbol else self.dims
+            table.append(operand)
+            position = len(table) - 1
+            self.seen[key] = (
+                AffineExpr.symbol(position) if symbol else AffineExpr.dimension(position)
+            )
+        return self.seen[key]
 
-    def parse_value() -> AffineExpr | None:
+    def _parse_value(self) -> AffineExpr | None:
+        parser = self.parser
         if parser.parse_optional_keyword("symbol"):
             parser.parse_punctuation("(")
             operand = parser.parse_unresolved_operand()
             parser.parse_punctuation(")")
-            return AffineExpr.symbol(position(syms, operand))
+            return self._use(operand, symbol=True)
         operand = parser.parse_optional_unresolved_operand()
-        if operand is None:
-            return None
-        return AffineExpr.dimension(position(dims, operand))
+        return None if operand is None else self._use(operand, symbol=False)
 
-    # The affine-expression grammar is xDSL's; only the leaves differ.
-    affine_parser = AffineParser(parser._parser_state)  # pyright: ignore[reportPrivateUsage]
-    exprs = parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE,
-        lambda: affine_parser._parse_affine_expr(parse_value),  # pyright: ignore[reportPrivateUsage]
-    )
-    index = IndexType()
-    operands: list[SSAValue] = [
-        parser.resolve_operand(o, index) for o in (*dims.values(), *syms.values())
-    ]
-    return AffineMap(len(dims), len(syms), tuple(exprs)), operands
+    def parse_expr(self) -> AffineExpr:
+        # The affine-expression grammar is xDSL's; only the leaves differ.
+        state = self.parser._parser_state  # pyright: ignore[reportPrivateUsage]
+        return AffineParser(state)._parse_affine_expr(self._parse_value)  # pyright: ignore[reportPrivateUsage]
+
+    def parse_list(self, delimiter: Parser.Delimiter) -> list[AffineExpr]:
+        return self.parser.parse_comma_separated_list(delimiter, self.parse_expr)
+
+    def operands(self) -> list[SSAValue]:
+        index = IndexType()
+        return [self.parser.resolve_operand(o, index) for o in (*self.dims, *self.syms)]
+
+
+def parse_subscripts(parser: Parser) -> tuple[AffineMap, list[SSAValue]]:
+    """`[expr, ...]` over `%v` (dimensions) and `symbol(%v)` (symbols): the map and its
+    operands, dimensions first."""
+    scope = _SSAExprScope(parser)
+    exprs = scope.parse_list(parser.Delimiter.SQUARE)
+    return AffineMap(len(scope.dims), len(scope.syms), tuple(exprs)), scope.operands()
 
 
 def print_subscripts(printer: Printer, amap: AffineMap, operands: Sequence[SSAValue]) -> None:
@@ -225,4 +262,328 @@ class VectorStoreOp(affine.VectorStoreOp):
         printer.print_attribute(self.value.type)
 
 
-Affine: Dialect = with_replaced_ops(affine.Affine, LoadOp, StoreOp, VectorLoadOp, VectorStoreOp)
+def _parse_bound_list(parser: Parser, keyword: str) -> tuple[AffineMap, list[int], list[SSAValue]]:
+    """`( item, ... )`, each item an expression or `max(expr, ...)` (`min` for upper
+    bounds): the map of all expressions, the group sizes and the operands. As MLIR's
+    `parseAffineMapWithMinMax`: each item is read on its own, then each kind of operand
+    is deduplicated over all items, in order of first use."""
+    dims: list[SSAValue] = []
+    syms: list[SSAValue] = []
+    exprs: list[AffineExpr] = []
+    groups: list[int] = []
+
+    def position(table: list[SSAValue], value: SSAValue) -> int:
+        if value not in table:
+            table.append(value)
+        return table.index(value)
+
+    def parse_item() -> None:
+        scope = _SSAExprScope(parser)
+        if parser.parse_optional_keyword(keyword):
+            items = scope.parse_list(parser.Delimiter.PAREN)
+        else:
+            items = [scope.parse_expr()]
+        values = scope.operands()
+        new_dims = [AffineExpr.dimension(position(dims, v)) for v in values[: len(scope.dims)]]
+        new_syms = [AffineExpr.symbol(position(syms, v)) for v in values[len(scope.dims) :]]
+        exprs.extend(e.replace_dims_and_symbols(new_dims, new_syms) for e in items)
+        groups.append(len(items))
+
+    parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_item)
+    return AffineMap(len(dims), len(syms), tuple(exprs)), groups, [*dims, *syms]
+
+
+def _print_bound_list(
+    printer: Printer,
+    amap: AffineMap,
+    groups: Sequence[int],
+    operands: Sequence[SSAValue],
+    keyword: str,
+) -> None:
+    def print_expr(expr: AffineExpr) -> None:
+        _print_expr(printer, expr, amap, operands, 0)
+
+    start = 0
+    with printer.in_parens():
+        for k, size in enumerate(groups):
+            if k:
+                printer.print_string(", ")
+            exprs = amap.results[start : start + size]
+            start += size
+            if size == 1:
+                print_expr(exprs[0])
+            else:
+                printer.print_string(keyword)
+                with printer.in_parens():
+                    printer.print_list(exprs, print_expr)
+
+
+def _parse_arrow_types(parser: Parser) -> list[Attribute]:
+    """MLIR's optional arrow type list: nothing, `-> T` or `-> (T, ...)`."""
+    if not parser.parse_optional_punctuation("->"):
+        return []
+    if parser.parse_optional_punctuation("("):
+        if parser.parse_optional_punctuation(")"):
+            return []
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        parser.parse_punctuation(")")
+        return list[Attribute](types)
+    return [parser.parse_type()]
+
+
+def _print_arrow_types(printer: Printer, types: Sequence[Attribute], parens: bool) -> None:
+    if not types:
+        return
+    printer.print_string(" -> ")
+    if parens or len(types) != 1:
+        with printer.in_parens():
+            print_type_list(printer, types)
+    else:
+        printer.print_attribute(types[0])
+
+
+def _with_terminator(region: Region, arg_types: Sequence[Attribute] = ()) -> Region:
+    """As MLIR's `ensureTerminator`: a block, ending in `affine.yield` unless it has a
+    terminator."""
+    if not region.blocks:
+        region.add_block(Block(arg_types=arg_types))
+    block = region.blocks[-1]
+    if not has_terminator(block):
+        block.add_op(affine.YieldOp.get())
+    return region
+
+
+def _yield_types(region: Region) -> tuple[Attribute, ...] | None:
+    last = region.blocks[-1].last_op if region.blocks else None
+    return tuple(last.operand_types) if isinstance(last, affine.YieldOp) else None
+
+
+# Result types each reduction kind takes, as mlir-opt-22's verifier checks them
+# (`isResultTypeMatchAtomicRMWKind`): it refuses maxnumf, minnumf, maxs, maxu, mins,
+# minu and xori for every type.
+_FLOAT_REDUCTIONS = frozenset({"addf", "mulf", "maximumf", "minimumf"})
+_INT_REDUCTIONS = frozenset({"addi", "muli", "andi", "ori"})
+
+
+def _reduction_fits(kind: str, type_: Attribute) -> bool:
+    if kind == "assign":
+        return True
+    if kind in _FLOAT_REDUCTIONS:
+        return isinstance(type_, AnyFloat)
+    return kind in _INT_REDUCTIONS and isinstance(type_, IntegerType)
+
+
+@redefine(properties={"reductions": PropertyDef(irdl_to_attr_constraint(ArrayAttr[IntegerAttr]))})
+class ParallelOp(affine.ParallelOp):
+    """`affine.parallel (%i, ...) = (lower bounds) to (upper bounds) (step (s, ...))?
+    (reduce ("kind", ...) -> (types))? region attr-dict`, each bound an expression or a
+    `max(...)`/`min(...)` group. As in MLIR 22, `reductions` holds the ids of
+    arith.atomic_rmw_kind (xDSL 0.74 had strings, which MLIR does not read)."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ParallelOp":
+        ivs = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+        parser.parse_punctuation("=")
+        lower_map, lower_groups, lower_operands = _parse_bound_list(parser, "max")
+        parser.parse_keyword("to")
+        upper_map, upper_groups, upper_operands = _parse_bound_list(parser, "min")
+        steps = [1] * len(ivs)
+        if parser.parse_optional_keyword("step"):
+            steps = cls._parse_steps(parser)
+        reductions: list[int] = []
+        if parser.parse_optional_keyword("reduce"):
+            reductions = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: cls._parse_reduction(parser)
+            )
+        result_types = _parse_arrow_types(parser)
+        index = IndexType()
+        body = parser.parse_region([iv.resolve(index) for iv in ivs])
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        props |= {
+            "reductions": ArrayAttr(IntegerAttr(r, 64) for r in reductions),
+            "lowerBoundsMap": AffineMapAttr(lower_map),
+            "lowerBoundsGroups": _groups_attr(lower_groups),
+            "upperBoundsMap": AffineMapAttr(upper_map),
+            "upperBoundsGroups": _groups_attr(upper_groups),
+            "steps": ArrayAttr(IntegerAttr(s, 64) for s in steps),
+        }
+        return cls.build(
+            operands=[[*lower_operands, *upper_operands]],
+            result_types=[result_types],
+            properties=props,
+            attributes=attrs,
+            regions=[_with_terminator(body, [index] * len(ivs))],
+        )
+
+    @staticmethod
+    def _parse_steps(parser: Parser) -> list[int]:
+        pos = parser.pos
+        scope = _SSAExprScope(parser)
+        steps = scope.parse_list(parser.Delimiter.PAREN)
+        if not all(isinstance(s, AffineConstantExpr) for s in steps):
+            parser.raise_error("steps must be constant integers", pos, parser.pos)
+        return [s.value for s in steps if isinstance(s, AffineConstantExpr)]
+
+    @staticmethod
+    def _parse_reduction(parser: Parser) -> int:
+        pos = parser.pos
+        kind = parser.parse_str_literal()
+        if kind not in ATOMIC_RMW_KINDS:
+            parser.raise_error(
+                f"invalid reduction value: {kind!r}; expected one of "
+                + ", ".join(ATOMIC_RMW_KINDS),
+                pos,
+                parser.pos,
+            )
+        return ATOMIC_RMW_KINDS.index(kind)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(self.body.block.args, lambda a: printer.print_block_argument(a, False))
+        printer.print_string(") = ")
+        lower_map, upper_map = self.lowerBoundsMap.data, self.upperBoundsMap.data
+        split = lower_map.num_dims + lower_map.num_symbols
+        lower_groups = [int(g) for g in self.lowerBoundsGroups.get_values()]
+        upper_groups = [int(g) for g in self.upperBoundsGroups.get_values()]
+        _print_bound_list(printer, lower_map, lower_groups, self.map_operands[:split], "max")
+        printer.print_string(" to ")
+        _print_bound_list(printer, upper_map, upper_groups, self.map_operands[split:], "min")
+        steps = [s.value.data for s in self.steps]
+        if any(s != 1 for s in steps):
+            printer.print_string(f" step ({', '.join(map(str, steps))})")
+        if self.res:
+            printer.print_string(" reduce (")
+            printer.print_list(self.reduction_kinds(), lambda k: printer.print_string(f'"{k}"'))
+            printer.print_string(")")
+            _print_arrow_types(printer, self.result_types, parens=True)
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_block_terminators=bool(self.res)
+        )
+        printer.print_op_attributes(self.attributes)
+
+    def reduction_kinds(self) -> list[str]:
+        """The name of each reduction (its id where it has none: invalid IR is printed in
+        diagnostics too)."""
+        ids = [cast(IntegerAttr, r).value.data for r in self.reductions]
+        return [ATOMIC_RMW_KINDS[i] if 0 <= i < len(ATOMIC_RMW_KINDS) else str(i) for i in ids]
+
+    def verify_(self) -> None:
+        lower_map, upper_map = self.lowerBoundsMap.data, self.upperBoundsMap.data
+        inputs = sum(m.num_dims + m.num_symbols for m in (lower_map, upper_map))
+        if len(self.map_operands) != inputs:
+            raise VerifyException(
+                f"expected {inputs} operands (the inputs of both bound maps), got "
+                f"{len(self.map_operands)}"
+            )
+        rank = len(self.body.block.args) if self.body.blocks else -1
+        for name, groups, amap in (
+            ("lower", self.lowerBoundsGroups, lower_map),
+            ("upper", self.upperBoundsGroups, upper_map),
+        ):
+            sizes = [int(g) for g in groups.get_values()]
+            if len(sizes) != rank or sum(sizes) != len(amap.results) or min(sizes, default=1) < 1:
+                raise VerifyException(
+                    f"{name} bound groups {sizes} do not split the {len(amap.results)} "
+                    f"bounds among the {rank} loop variables"
+                )
+        if len(self.steps) != rank:
+            raise VerifyException(f"expected {rank} steps, got {len(self.steps)}")
+        kinds = self.reduction_kinds()
+        if len(kinds) != len(self.res):
+            raise VerifyException(
+                f"has {len(self.res)} results but {len(kinds)} reductions; they must match"
+            )
+        for kind, type_ in zip(kinds, self.result_types):
+            if not _reduction_fits(kind, type_):
+                raise VerifyException(f'reduction "{kind}" cannot produce a result of type {type_}')
+        if _yield_types(self.body) != tuple(self.result_types):
+            raise VerifyException("its affine.yield must yield one value of each result type")
+
+
+def _groups_attr(sizes: Sequence[int]) -> DenseIntElementsAttr:
+    return DenseIntElementsAttr.from_list(TensorType(i32, [len(sizes)]), list(sizes))
+
+
+class IfOp(affine.IfOp):
+    """`affine.if set(dims)[symbols] (-> types)? region (else region)? attr-dict`, the
+    set inline (`affine_set<...>`) or an alias."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "IfOp":
+        pos = parser.pos
+        condition = parser.parse_attribute()
+        if not isinstance(condition, AffineSetAttr):
+            parser.raise_error(f"expected an integer set, got {condition}", pos, parser.pos)
+        dims = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        syms = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        syms = syms or []
+        iset = condition.data
+        if (len(dims), len(syms)) != (iset.num_dims, iset.num_symbols):
+            parser.raise_error(
+                f"the set takes {iset.num_dims} dimensions and {iset.num_symbols} symbols, "
+                f"given {len(dims)} and {len(syms)}",
+                pos,
+                parser.pos,
+            )
+        operands = [parser.resolve_operand(o, IndexType()) for o in (*dims, *syms)]
+        result_types = _parse_arrow_types(parser)
+        then_region = _with_terminator(parser.parse_region())
+        else_region = Region()
+        if parser.parse_optional_keyword("else"):
+            else_region = _with_terminator(parser.parse_region())
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.build(
+            operands=[operands],
+            result_types=[result_types],
+            properties={**props, "condition": condition},
+            attributes=attrs,
+            regions=[then_region, else_region],
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.condition)
+        num_dims = self.condition.data.num_dims
+        with printer.in_parens():
+            printer.print_list(self.args[:num_dims], printer.print_ssa_value)
+        if len(self.args) > num_dims:
+            with printer.in_square_brackets():
+                printer.print_list(self.args[num_dims:], printer.print_ssa_value)
+        _print_arrow_types(printer, self.result_types, parens=False)
+        printer.print_string(" ")
+        terminators = bool(self.res)
+        printer.print_region(
+            self.then_region, print_entry_block_args=False, print_block_terminators=terminators
+        )
+        if self.else_region.blocks:
+            printer.print_string(" else ")
+            printer.print_region(
+                self.else_region, print_entry_block_args=False, print_block_terminators=terminators
+            )
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        iset = self.condition.data
+        if len(self.args) != iset.num_dims + iset.num_symbols:
+            raise VerifyException(
+                f"the set takes {iset.num_dims + iset.num_symbols} operands, given {len(self.args)}"
+            )
+        types = tuple(self.result_types)
+        if _yield_types(self.then_region) != types:
+            raise VerifyException("the then region must yield one value of each result type")
+        if self.else_region.blocks and _yield_types(self.else_region) != types:
+            raise VerifyException("the else region must yield one value of each result type")
+        if types and not self.else_region.blocks:
+            raise VerifyException("an affine.if with results must have an else region")
+
+
+Affine: Dialect = with_replaced_ops(
+    affine.Affine, LoadOp, StoreOp, VectorLoadOp, VectorStoreOp, ParallelOp, IfOp
+)

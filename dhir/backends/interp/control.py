@@ -1,5 +1,6 @@
 """scf, affine, func and cf control flow, and the dhir ops."""
 
+import math
 from collections.abc import Callable, Sequence
 from itertools import product
 
@@ -9,7 +10,7 @@ from xdsl.interpreter import (
     InterpreterFunctions,
     ReturnedValues,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.traits import SymbolTable
@@ -24,10 +25,10 @@ from dhir.backends.interp.core import (
     register,
 )
 from dhir.backends.interp.memref import load, store
-from dhir.backends.interp.scalars import wrap
+from dhir.backends.interp.scalars import combine, int_width, wrap
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
-from dhir.dialects import affine as _dhir_affine  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from dhir.dialects import affine as _dhir_affine
 from dhir.dialects import dhir as dhir_ops
 from dhir.dialects.scf import ForallOp, InParallelOp
 
@@ -147,10 +148,10 @@ class ControlImpls(InterpreterFunctions):
     def run_affine_parallel(
         self, interp: Interpreter, op: affine.ParallelOp, args: Values
     ) -> Values:
-        # xDSL 0.74's verifier wants an operand per result, so reductions cannot be
-        # written; without them this is a loop nest run in lexicographic order.
-        if op.res:
-            fail(op, "with reductions is not supported by the interpreter")
+        # Sequentially, in lexicographic order; each reduction folds the yielded values
+        # in that order into its identity, as mlir-opt-22's --lower-affine does.
+        if not isinstance(op, _dhir_affine.ParallelOp):
+            fail(op, "is not dhir's affine.parallel; parse the program with dhir")
         lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
         n_lower = _inputs(lower_map)
         lower_groups = op.lowerBoundsGroups.get_values()
@@ -159,9 +160,13 @@ class ControlImpls(InterpreterFunctions):
         uppers = _grouped(eval_map(upper_map, args[n_lower:]), upper_groups, min)
         steps = [s.value.data for s in op.steps]
         _positive_steps(op, steps)
+        kinds = op.reduction_kinds()
+        types = op.result_types
+        results = [_reduction_identity(op, k, t) for k, t in zip(kinds, types)]
         for ivs in product(*map(range, lowers, uppers, steps)):
-            interp.run_ssacfg_region(op.body, ivs, "affine.parallel")
-        return ()
+            values = interp.run_ssacfg_region(op.body, ivs, "affine.parallel")
+            results = [combine(op, *kart) for kart in zip(kinds, results, values, types)]
+        return tuple(results)
 
     @handles(affine.ApplyOp)
     def run_apply(self, interp: Interpreter, op: affine.ApplyOp, args: Values) -> Values:
@@ -217,6 +222,21 @@ class ControlImpls(InterpreterFunctions):
         if not args[0]:
             fail(op, f"failed: {op.msg.data}")
         return ()
+
+
+# The value each reduction starts from, as mlir-opt-22's --lower-affine makes it
+# (arith::getIdentityValueAttr); it refuses "assign", the other kinds fail to verify.
+_IDENTITIES: dict[str, float | int] = {
+    "addf": 0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
+    "addi": 0, "muli": 1, "andi": -1, "ori": 0,
+}  # fmt: skip
+
+
+def _reduction_identity(op: Operation, kind: str, type_: Attribute) -> float | int:
+    if kind not in _IDENTITIES:
+        fail(op, f'with the reduction "{kind}" is not supported (mlir-opt-22 cannot lower it)')
+    identity = _IDENTITIES[kind]
+    return identity if isinstance(identity, float) else wrap(identity, int_width(op, type_))
 
 
 def _grouped(values: Sequence[int], groups: Sequence[int], pick: Callable[..., int]) -> list[int]:
