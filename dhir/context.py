@@ -44,6 +44,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Linalg
 
+    def vector() -> Dialect:
+        from dhir.dialects.vector import Vector
+
+        return Vector
+
     def mpi() -> Dialect:
         from dhir.dialects.mpi import MPI
 
@@ -57,6 +62,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "arith": arith,
         "affine": affine,
         "linalg": linalg,
+        "vector": vector,
         "mpi": mpi,
     }
 
