@@ -140,3 +140,31 @@ def test_vector_ops_on_values_touch_no_memory_and_unknown_ones_touch_all() -> No
     ]
     # vector.maskedload has no entry in dhir's table: it counts as reading and writing.
     assert found == [({"a"}, {"c"}), ({"b"}, {"b"})]
+
+
+NAMED_LINALG_EFFECTS = """
+func.func @main(%a: memref<2x3x4xf32>, %b: memref<2x4x5xf32>, %c: memref<2x3x5xf32>,
+                %x: memref<4xf32>, %s: memref<f32>, %q: memref<4xf32>) {
+  dhir.schedule %a, %b, %c, %x, %s, %q {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a, %b, %c {
+      linalg.batch_matmul ins(%a, %b : memref<2x3x4xf32>, memref<2x4x5xf32>) outs(%c : memref<2x3x5xf32>)
+    }
+    %t1 = dhir.task %cpu, %x, %s, %q {
+      linalg.dot ins(%x, %x : memref<4xf32>, memref<4xf32>) outs(%s : memref<f32>)
+      linalg.div ins(%x, %x : memref<4xf32>, memref<4xf32>) outs(%q : memref<4xf32>)
+    }
+  }
+  return
+}
+"""
+
+
+def test_named_contractions_read_inputs_and_accumulate_into_outputs() -> None:
+    schedule = _schedule(NAMED_LINALG_EFFECTS)
+    names = {value: value.name_hint for value in schedule.args}
+    found = [
+        ({names[v] for v in e.reads}, {names[v] for v in e.writes})
+        for e in task_graph(schedule).effects
+    ]
+    assert found == [({"a", "b", "c"}, {"c"}), ({"x", "s", "q"}, {"s", "q"})]
