@@ -44,6 +44,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Linalg
 
+    def math() -> Dialect:
+        from dhir.dialects.math import Math
+
+        return Math
+
     def vector() -> Dialect:
         from dhir.dialects.vector import Vector
 
@@ -62,6 +67,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "arith": arith,
         "affine": affine,
         "linalg": linalg,
+        "math": math,
         "vector": vector,
         "mpi": mpi,
     }

@@ -33,3 +33,17 @@ func.func @in_a_loop(%m: memref<16x4xf32>) {
   }
   return
 }
+
+func.func @products_and_prints(%a: vector<4xf32>, %b: vector<3xf32>, %acc: vector<4x3xf32>, %s: f32, %i: vector<2xi32>) -> vector<4x3xf32> {
+  %outer = vector.outerproduct %a, %b : vector<4xf32>, vector<3xf32>
+  %sum = vector.outerproduct %a, %b, %acc : vector<4xf32>, vector<3xf32>
+  %top = vector.outerproduct %a, %b, %sum {kind = #vector.kind<maxnumf>} : vector<4xf32>, vector<3xf32>
+  %axpy = vector.outerproduct %a, %s, %a : vector<4xf32>, f32
+  %ints = vector.outerproduct %i, %i {note} : vector<2xi32>, vector<2xi32>
+  vector.print %a : vector<4xf32>
+  vector.print %s : f32 punctuation <comma>
+  vector.print %i : vector<2xi32> punctuation <no_punctuation>
+  vector.print punctuation <newline>
+  vector.print str "done\n"
+  return %top : vector<4x3xf32>
+}
