@@ -44,6 +44,16 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Linalg
 
+    def math() -> Dialect:
+        from dhir.dialects.math import Math
+
+        return Math
+
+    def vector() -> Dialect:
+        from dhir.dialects.vector import Vector
+
+        return Vector
+
     def mpi() -> Dialect:
         from dhir.dialects.mpi import MPI
 
@@ -57,6 +67,8 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "arith": arith,
         "affine": affine,
         "linalg": linalg,
+        "math": math,
+        "vector": vector,
         "mpi": mpi,
     }
 

@@ -1,12 +1,62 @@
-"""The arith dialect with the ops MLIR 22 has and xDSL 0.74 lacks."""
+"""The arith dialect with the ops MLIR 22 has and xDSL 0.74 lacks, and the casts and
+`arith.select` that MLIR 22 also takes on vectors and tensors (xDSL 0.74 takes scalars)."""
+
+from typing import ClassVar
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerType
-from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, base, irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    UnrankedTensorType,
+    VectorType,
+    container_of,
+    i1,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import with_replaced_ops
+
+_INT = container_of(base(IntegerType))
+_INT_OR_INDEX = arith.signlessIntegerLike
+_FLOAT = arith.floatingPointLike
+_NO_FASTMATH = arith.FastMathFlagsAttr("none")
+
+
+class _OwnFormat:
+    """Mixed in before an xDSL op that has an assembly format, so that
+    `irdl_op_definition` builds this class's parser and printer from the format
+    anew (the inherited ones were built for xDSL's operand constraints)."""
+
+    parse = classmethod(Operation.parse.__func__)
+    print = Operation.print
+
+    def verify_(self) -> None:
+        # The inherited `verify_` checks xDSL's constraints; the decorator adds ours.
+        return None
+
+
+def _width(type_: Attribute) -> int:
+    element = get_element_type_or_self(type_)
+    assert isinstance(element, IntegerType)
+    return element.width.data
 
 
 @irdl_op_definition
@@ -15,12 +65,250 @@ class IndexCastUIOp(IRDLOperation):
 
     name = "arith.index_castui"
 
-    input = operand_def(base(IntegerType) | base(IndexType))
-    result = result_def(base(IntegerType) | base(IndexType))
+    input = operand_def(_INT_OR_INDEX)
+    result = result_def(_INT_OR_INDEX)
 
     traits = traits_def(Pure())
 
     assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
 
 
-Arith: Dialect = with_replaced_ops(arith.Arith, IndexCastUIOp)
+@irdl_op_definition
+class IndexCastOp(_OwnFormat, arith.IndexCastOp):
+    input = operand_def(_INT_OR_INDEX)
+    result = result_def(_INT_OR_INDEX)
+
+    def verify_(self) -> None:
+        is_index = [
+            isinstance(get_element_type_or_self(v.type), IndexType)
+            for v in (self.input, self.result)
+        ]
+        if is_index[0] == is_index[1]:
+            raise VerifyException(
+                f"'arith.index_cast' op operand type '{self.input.type}' and result "
+                f"type '{self.result.type}' are cast incompatible"
+            )
+
+
+@irdl_op_definition
+class TruncIOp(_OwnFormat, arith.TruncIOp):
+    """`arith.trunci` on vectors and tensors too, with MLIR 22's overflow flags."""
+
+    input = operand_def(_INT)
+    result = result_def(_INT)
+    overflow_flags = prop_def(
+        arith.IntegerOverflowAttr,
+        default_value=arith.IntegerOverflowAttr("none"),
+        prop_name="overflowFlags",
+    )
+
+    assembly_format = (
+        "$input (`overflow` `` $overflowFlags^)? attr-dict `:` type($input) `to` type($result)"
+    )
+
+    def verify_(self) -> None:
+        if not _width(self.result.type) < _width(self.input.type):
+            raise VerifyException("Destination bit-width must be smaller than the input bit-width")
+
+
+@irdl_op_definition
+class ExtSIOp(_OwnFormat, arith.ExtSIOp):
+    input = operand_def(_INT)
+    result = result_def(_INT)
+
+    def verify_(self) -> None:
+        if not _width(self.result.type) > _width(self.input.type):
+            raise VerifyException("Destination bit-width must be larger than the input bit-width")
+
+
+@irdl_op_definition
+class ExtUIOp(_OwnFormat, arith.ExtUIOp):
+    input = operand_def(_INT)
+    result = result_def(_INT)
+
+    def verify_(self) -> None:
+        if not _width(self.result.type) > _width(self.input.type):
+            raise VerifyException("Destination bit-width must be larger than the input bit-width")
+
+
+@irdl_op_definition
+class FPToSIOp(_OwnFormat, arith.FPToSIOp):
+    input = operand_def(_FLOAT)
+    result = result_def(_INT)
+
+
+@irdl_op_definition
+class FPToUIOp(_OwnFormat, arith.FPToUIOp):
+    input = operand_def(_FLOAT)
+    result = result_def(_INT)
+
+
+@irdl_op_definition
+class SIToFPOp(_OwnFormat, arith.SIToFPOp):
+    input = operand_def(_INT)
+    result = result_def(_FLOAT)
+
+
+@irdl_op_definition
+class UIToFPOp(_OwnFormat, arith.UIToFPOp):
+    input = operand_def(_INT)
+    result = result_def(_FLOAT)
+
+
+@irdl_op_definition
+class SelectOp(arith.SelectOp):
+    """`arith.select` whose condition may also be a vector or tensor of i1, chosen
+    element by element; MLIR then prints the condition's type too."""
+
+    _T: ClassVar = VarConstraint("_T", AnyAttr())
+    cond = operand_def(container_of(i1))
+    lhs = operand_def(_T)
+    rhs = operand_def(_T)
+    result = result_def(_T)
+
+    assembly_format = None
+
+    def verify_(self) -> None:
+        cond = self.cond.type
+        if cond != i1 and getattr(cond, "shape", None) != getattr(self.result.type, "shape", 0):
+            raise VerifyException(
+                f"'arith.select' op condition type {cond} does not match the shape of "
+                f"the result type {self.result.type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "SelectOp":
+        cond = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) > 2:
+            parser.raise_error("expected the condition's type and the result type")
+        cond_type, result_type = types if len(types) == 2 else (i1, types[0])
+        operands = parser.resolve_operands(
+            [cond, lhs, rhs], [cond_type, result_type, result_type], parser.pos
+        )
+        return cls.create(operands=operands, result_types=[result_type], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list((self.cond, self.lhs, self.rhs), printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        if self.cond.type != i1:
+            printer.print_attribute(self.cond.type)
+            printer.print_string(", ")
+        printer.print_attribute(self.result.type)
+
+
+def _bools_like(type_: Attribute) -> Attribute:
+    """i1, or a vector or tensor of i1 of `type_`'s shape: what comparing two
+    values of `type_` gives."""
+    if isinstance(type_, VectorType):
+        return VectorType(i1, type_.shape, type_.scalable_dims)
+    if isinstance(type_, TensorType):
+        return TensorType(i1, type_.shape, type_.encoding)
+    if isinstance(type_, UnrankedTensorType):
+        return UnrankedTensorType(i1)
+    return i1
+
+
+def _predicate(arg: int | str, names: list[str]) -> int:
+    if isinstance(arg, int):
+        return arg
+    if arg not in names:
+        raise VerifyException(f"Unknown comparison mnemonic: {arg}")
+    return names.index(arg)
+
+
+@irdl_op_definition
+class CmpiOp(arith.CmpiOp):
+    """`arith.cmpi` whose result, on vectors and tensors, has their shape (xDSL 0.74
+    gives every comparison an i1 result)."""
+
+    predicate = prop_def(IntegerAttr)
+    lhs = operand_def(_INT_OR_INDEX)
+    rhs = operand_def(_INT_OR_INDEX)
+    result = result_def(container_of(i1))
+
+    def __init__(
+        self, operand1: Operation | SSAValue, operand2: Operation | SSAValue, arg: int | str
+    ):
+        lhs = SSAValue.get(operand1)
+        predicate = _predicate(arg, arith.CMPI_COMPARISON_OPERATIONS)
+        IRDLOperation.__init__(
+            self,
+            operands=[lhs, operand2],
+            result_types=[_bools_like(lhs.type)],
+            properties={"predicate": IntegerAttr(predicate, 64)},
+        )
+
+    def verify_(self) -> None:
+        if self.result.type != _bools_like(self.lhs.type):
+            raise VerifyException(
+                f"'arith.cmpi' op result type must be {_bools_like(self.lhs.type)}"
+            )
+
+
+@irdl_op_definition
+class CmpfOp(arith.CmpfOp):
+    """`arith.cmpf` whose result, on vectors and tensors, has their shape."""
+
+    predicate = prop_def(IntegerAttr)
+    lhs = operand_def(_FLOAT)
+    rhs = operand_def(_FLOAT)
+    fastmath = prop_def(arith.FastMathFlagsAttr, default_value=arith.FastMathFlagsAttr("none"))
+    result = result_def(container_of(i1))
+
+    def __init__(
+        self,
+        operand1: SSAValue | Operation,
+        operand2: SSAValue | Operation,
+        arg: int | str,
+        fastmath: arith.FastMathFlagsAttr = _NO_FASTMATH,
+    ):
+        lhs = SSAValue.get(operand1)
+        predicate = _predicate(arg, arith.CMPF_COMPARISON_OPERATIONS)
+        IRDLOperation.__init__(
+            self,
+            operands=[lhs, operand2],
+            result_types=[_bools_like(lhs.type)],
+            properties={"predicate": IntegerAttr(predicate, 64), "fastmath": fastmath},
+        )
+
+    def verify_(self) -> None:
+        if self.result.type != _bools_like(self.lhs.type):
+            raise VerifyException(
+                f"'arith.cmpf' op result type must be {_bools_like(self.lhs.type)}"
+            )
+
+
+@irdl_op_definition
+class RemFOp(arith.FloatingPointLikeBinaryOperation):
+    """The remainder of a float division, with the dividend's sign (C's fmod)."""
+
+    name = "arith.remf"
+
+    traits = traits_def(Pure())
+
+
+Arith: Dialect = with_replaced_ops(
+    arith.Arith,
+    IndexCastUIOp,
+    IndexCastOp,
+    TruncIOp,
+    ExtSIOp,
+    ExtUIOp,
+    FPToSIOp,
+    FPToUIOp,
+    SIToFPOp,
+    UIToFPOp,
+    SelectOp,
+    CmpiOp,
+    CmpfOp,
+    RemFOp,
+)

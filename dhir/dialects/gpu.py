@@ -12,7 +12,7 @@ generically) and MLIR 22's definitions where xDSL's differ:
 """
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar, cast
+from typing import ClassVar, TypeVar, cast
 
 from xdsl.dialects import gpu
 from xdsl.dialects.builtin import (
@@ -21,8 +21,11 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    MemRefType,
+    StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    i1,
     i32,
     i64,
 )
@@ -37,7 +40,20 @@ from xdsl.ir import (
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
-from xdsl.irdl import OptAttributeDef, irdl_attr_definition, irdl_to_attr_constraint
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    OptAttributeDef,
+    VarConstraint,
+    irdl_attr_definition,
+    irdl_op_definition,
+    irdl_to_attr_constraint,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -103,6 +119,20 @@ class AllReduceOperationAttr(EnumAttribute[AllReduceOperation], SpacedOpaqueSynt
     """`#gpu<all_reduce_op add>` with MLIR 22's operations (xDSL has the old names)."""
 
     name = "gpu.all_reduce_op"
+
+
+class ShuffleMode(StrEnum):
+    XOR = "xor"
+    UP = "up"
+    DOWN = "down"
+    IDX = "idx"
+
+
+@irdl_attr_definition
+class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<shuffle_mode xor>`."""
+
+    name = "gpu.shuffle_mode"
 
 
 # --- shared syntax pieces -----------------------------------------------------------
@@ -340,10 +370,14 @@ class MemcpyOp(gpu.MemcpyOp):
     """`gpu.memcpy async? [deps]? %dst, %src : dst_type, src_type attr-dict`."""
 
     def verify_(self) -> None:
-        if self.src.type != self.dst.type:
+        # As MLIR: the memory spaces may differ (that is the point of a copy), the
+        # element types and shapes may not.
+        src, dst = self.src.type, self.dst.type
+        assert isinstance(src, MemRefType) and isinstance(dst, MemRefType)
+        if src.element_type != dst.element_type or src.get_shape() != dst.get_shape():
             raise VerifyException(
-                f"gpu.memcpy source type {self.src.type} differs from destination type "
-                f"{self.dst.type}"
+                f"gpu.memcpy source type {src} and destination type {dst} differ in "
+                "element type or shape"
             )
 
     def print(self, printer: Printer) -> None:
@@ -436,6 +470,146 @@ class AllReduceOp(gpu.AllReduceOp):
             result_types=[outputs[0]],
             regions=[body],
             properties=props,
+            attributes=attrs,
+        )
+
+
+@irdl_op_definition
+class SubgroupReduceOp(IRDLOperation):
+    """`gpu.subgroup_reduce op %value uniform? (cluster(size = N (, stride = M)?))?
+    attr-dict : (T) -> T`: a reduction across a subgroup's lanes (values only)."""
+
+    name = "gpu.subgroup_reduce"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    op = prop_def(AllReduceOperationAttr)
+    uniform = opt_prop_def(UnitAttr)
+    cluster_size = opt_prop_def(IntegerAttr)
+    cluster_stride = prop_def(IntegerAttr, default_value=IntegerAttr(1, i32))
+    result = result_def(T)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {cast(AllReduceOperationAttr, self.op).data.value} ")
+        printer.print_operand(self.value)
+        if self.uniform is not None:
+            printer.print_string(" uniform")
+        if self.cluster_size is not None:
+            printer.print_string(f" cluster(size = {self.cluster_size.value.data}")
+            if self.cluster_stride.value.data != 1:
+                printer.print_string(f", stride = {self.cluster_stride.value.data}")
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(FunctionType.from_lists([self.value.type], [self.result.type]))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "SubgroupReduceOp":
+        props: dict[str, Attribute] = {
+            "op": AllReduceOperationAttr(parser.parse_str_enum(AllReduceOperation))
+        }
+        value = parser.parse_unresolved_operand()
+        if parser.parse_optional_keyword("uniform"):
+            props["uniform"] = UnitAttr()
+        if parser.parse_optional_keyword("cluster"):
+            parser.parse_punctuation("(")
+            parser.parse_keyword("size")
+            parser.parse_punctuation("=")
+            props["cluster_size"] = IntegerAttr(parser.parse_integer(), i32)
+            if parser.parse_optional_punctuation(","):
+                parser.parse_keyword("stride")
+                parser.parse_punctuation("=")
+                props["cluster_stride"] = IntegerAttr(parser.parse_integer(), i32)
+            parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        signature = parser.parse_function_type()
+        inputs, outputs = signature.inputs.data, signature.outputs.data
+        if len(inputs) != 1 or len(outputs) != 1:
+            parser.raise_error("expected a type like (T) -> T", pos, parser.pos)
+        return cls.create(
+            operands=[parser.resolve_operand(value, inputs[0])],
+            result_types=[outputs[0]],
+            properties=props,
+            attributes=attrs,
+        )
+
+
+@irdl_op_definition
+class PrintfOp(IRDLOperation):
+    """`gpu.printf "format" (, %args : types)? attr-dict`: prints from each thread."""
+
+    name = "gpu.printf"
+
+    format = prop_def(StringAttr)
+    args = var_operand_def()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.format)
+        printer.print_op_attributes(self.attributes)
+        if self.args:
+            printer.print_string(", ")
+            printer.print_list(self.args, printer.print_operand)
+            printer.print_string(" : ")
+            print_type_list(printer, [a.type for a in self.args])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PrintfOp":
+        text = StringAttr(parser.parse_str_literal())
+        attrs = parser.parse_optional_attr_dict()
+        args: Sequence[SSAValue] = []
+        if parser.parse_optional_punctuation(","):
+            pos = parser.pos
+            names = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            args = parser.resolve_operands(names, types, pos)
+        return cls.create(operands=args, properties={"format": text}, attributes=attrs)
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """`gpu.shuffle mode %value, %offset, %width attr-dict : T`: a value from another
+    lane of the subgroup, and whether that lane was in range (values only)."""
+
+    name = "gpu.shuffle"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    offset = operand_def(i32)
+    width = operand_def(i32)
+    mode = prop_def(ShuffleModeAttr)
+    shuffle_result = result_def(T)
+    valid = result_def(i1)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {cast(ShuffleModeAttr, self.mode).data.value} ")
+        printer.print_list((self.value, self.offset, self.width), printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ShuffleOp":
+        mode = ShuffleModeAttr(parser.parse_str_enum(ShuffleMode))
+        pos = parser.pos
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if len(names) != 3:
+            parser.raise_error("expected a value, an offset and a width", pos, parser.pos)
+        operands = parser.resolve_operands(names, [type_, i32, i32], pos)
+        return cls.create(
+            operands=operands,
+            result_types=[type_, i1],
+            properties={"mode": mode},
             attributes=attrs,
         )
 
@@ -895,6 +1069,9 @@ _ops = with_replaced_ops(
     ThreadIdOp,
     WaitOp,
     YieldOp,
+    SubgroupReduceOp,
+    PrintfOp,
+    ShuffleOp,
 )
 
 GPU: Dialect = Dialect(
@@ -904,5 +1081,6 @@ GPU: Dialect = Dialect(
         *(a for a in _ops.attributes if a.name != AllReduceOperationAttr.name),
         AllReduceOperationAttr,
         AddressSpaceAttr,
+        ShuffleModeAttr,
     ],
 )

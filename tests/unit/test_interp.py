@@ -1162,3 +1162,51 @@ def test_speed_per_op() -> None:
     run(src, ones, ones, ones)
     per_op = (time.perf_counter() - start) / (2000 * 6)
     assert per_op < 200e-6, f"{per_op * 1e6:.1f} us per op"
+
+
+NAMED_CONTRACTIONS = """
+func.func @main(%a: memref<2x3x4xi32>, %b: memref<2x4x5xi32>, %c: memref<2x3x5xi32>,
+                %m: memref<3x4xi32>, %x: memref<4xi32>, %y: memref<3xi32>, %s: memref<i32>,
+                %p: memref<6xf32>, %q: memref<6xf32>, %r: memref<6xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<2x3x4xi32>, memref<2x4x5xi32>) outs(%c : memref<2x3x5xi32>)
+  linalg.matvec ins(%m, %x : memref<3x4xi32>, memref<4xi32>) outs(%y : memref<3xi32>)
+  linalg.dot ins(%x, %x : memref<4xi32>, memref<4xi32>) outs(%s : memref<i32>)
+  linalg.div ins(%p, %q : memref<6xf32>, memref<6xf32>) outs(%r : memref<6xf32>)
+  return
+}
+"""
+
+
+def test_named_contractions_and_div_match_numpy() -> None:
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(-9, 9, (2, 3, 4), np.int32), rng.integers(-9, 9, (2, 4, 5), np.int32)
+    c0 = rng.integers(-9, 9, (2, 3, 5), np.int32)
+    m, x = rng.integers(-9, 9, (3, 4), np.int32), rng.integers(-9, 9, 4, np.int32)
+    y0, s0 = rng.integers(-9, 9, 3, np.int32), np.array(5, np.int32)
+    p, q = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    out = run(NAMED_CONTRACTIONS, a, b, c0, m, x, y0, s0, p, q, np.zeros(6, np.float32))
+    same_bits(out[2], c0 + a @ b)
+    same_bits(out[5], y0 + m @ x)
+    same_bits(out[6], s0 + np.array(x @ x, np.int32))
+    same_bits(out[9], p / q)
+
+
+INDEX_CASTUI = """
+func.func @main(%x: memref<i32>, %out: memref<2xi64>) {
+  %v = memref.load %x[] : memref<i32>
+  %u = arith.index_castui %v : i32 to index
+  %s = arith.index_cast %v : i32 to index
+  %a = arith.index_cast %u : index to i64
+  %b = arith.index_cast %s : index to i64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  memref.store %a, %out[%c0] : memref<2xi64>
+  memref.store %b, %out[%c1] : memref<2xi64>
+  return
+}
+"""
+
+
+def test_index_castui_zero_extends() -> None:
+    _, out = run(INDEX_CASTUI, np.array(-1, np.int32), np.zeros(2, np.int64))
+    same_bits(out, np.array([2**32 - 1, -1], np.int64))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from roundtrip import assert_same_as_mlir, parse
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AffineMapAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AffineMapAttr, TensorType, VectorType, i1
 from xdsl.dialects.linalg import ops as linalg
 from xdsl.ir.affine import AffineMap
 
@@ -70,6 +70,19 @@ func.func @m(%a: memref<3x5xf32>, %b: memref<3x7xf32>, %c: memref<5x7xf32>, %s: 
 }
 """
 
+COMPARE = """
+func.func @c(%a: vector<4xf32>, %i: tensor<2x?xi32>) -> (vector<4xi1>, tensor<2x?xi1>) {
+  %lt = arith.cmpf olt, %a, %a : vector<4xf32>
+  %eq = arith.cmpi eq, %i, %i : tensor<2x?xi32>
+  return %lt, %eq : vector<4xi1>, tensor<2x?xi1>
+}
+"""
+
+
+def test_comparisons_of_vectors_and_tensors_give_their_shape() -> None:
+    types = [op.results[0].type for op in parse(COMPARE).walk() if op.name.startswith("arith.cmp")]
+    assert types == [VectorType(i1, [4]), TensorType(i1, [2, DYNAMIC_INDEX])]
+
 
 def test_affine_subscripts_are_dimensions_unless_marked_symbol() -> None:
     load = next(op for op in parse(AFFINE_ACCESS).walk() if op.name == "affine.load")
@@ -87,8 +100,8 @@ def test_pooling_max_takes_output_and_input() -> None:
 @pytest.mark.mlir
 @pytest.mark.parametrize(
     "text",
-    [AFFINE_ACCESS, POOLING, EXECUTE_REGION, MATMUL],
-    ids=["affine-access", "pooling", "execute-region", "matmul"],
+    [AFFINE_ACCESS, POOLING, EXECUTE_REGION, MATMUL, COMPARE],
+    ids=["affine-access", "pooling", "execute-region", "matmul", "compare"],
 )
 def test_xdsl_misreads_are_fixed(text: str) -> None:
     assert_same_as_mlir(text)

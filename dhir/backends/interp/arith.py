@@ -42,6 +42,9 @@ from dhir.backends.interp.scalars import (
     unsigned,
     wrap,
 )
+
+# Loaded before registering: the implementations also go to dhir's subclasses.
+from dhir.dialects import arith as dhir_arith
 from dhir.toolchain.signature import numpy_dtype
 
 
@@ -167,11 +170,14 @@ class ArithImpls(InterpreterFunctions):
         result_rounder(op)
         return (-args[0],)
 
-    @handles(arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp)
+    @handles(
+        arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.IndexCastOp, dhir_arith.IndexCastUIOp
+    )
     def run_int_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         width_in = int_width(op, op.operands[0].type)
         width_out = int_width(op, op.results[0].type)
-        view = unsigned if isinstance(op, arith.ExtUIOp) else signed
+        zero_extends = isinstance(op, arith.ExtUIOp | dhir_arith.IndexCastUIOp)
+        view = unsigned if zero_extends else signed
         return (wrap(view(args[0], width_in), width_out),)
 
     @handles(arith.SIToFPOp, arith.UIToFPOp)

@@ -16,7 +16,7 @@ from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import load, state, store
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
-from dhir.dialects import linalg as _dhir_linalg  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from dhir.dialects import linalg as dhir_linalg
 
 
 def _concrete_subclasses(base: type[Operation]) -> list[type[Operation]]:
@@ -31,7 +31,8 @@ def _concrete_subclasses(base: type[Operation]) -> list[type[Operation]]:
 _STRUCTURED = [
     t
     for t in _concrete_subclasses(linalg_base.LinalgStructuredOperation)
-    if t.__module__.startswith("xdsl.dialects.linalg")
+    # and dhir's own named ops (batch_matmul, dot, ...)
+    if t.__module__.startswith("xdsl.dialects.linalg") or t.__module__ == dhir_linalg.__name__
 ]
 
 

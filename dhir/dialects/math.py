@@ -1,0 +1,60 @@
+"""The math dialect with the ops MLIR 22 has and xDSL 0.74 lacks. They compute on
+values only (no memref operand), so they carry no memory effects."""
+
+from typing import ClassVar
+
+from xdsl.dialects import math
+from xdsl.dialects.arith import FastMathFlagsAttr, floatingPointLike
+from xdsl.ir import Dialect
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from dhir.dialects import with_replaced_ops
+
+
+@irdl_op_definition
+class SincosOp(IRDLOperation):
+    """`math.sincos %x : T`: the sine and the cosine of `%x`."""
+
+    name = "math.sincos"
+
+    T: ClassVar = VarConstraint("T", floatingPointLike)
+    operand = operand_def(T)
+    sin = result_def(T)
+    cos = result_def(T)
+    fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
+
+    traits = traits_def(Pure())
+
+    assembly_format = "$operand (`fastmath` `` $fastmath^)? attr-dict `:` type($operand)"
+
+
+@irdl_op_definition
+class ClampFOp(IRDLOperation):
+    """`math.clampf %x to [%low, %high] : T`: `%x` clamped to the range."""
+
+    name = "math.clampf"
+
+    T: ClassVar = VarConstraint("T", floatingPointLike)
+    value = operand_def(T)
+    min = operand_def(T)
+    max = operand_def(T)
+    result = result_def(T)
+    fastmath = prop_def(FastMathFlagsAttr, default_value=FastMathFlagsAttr("none"))
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$value `to` `[` $min `,` $max `]` (`fastmath` `` $fastmath^)? attr-dict `:` type($result)"
+    )
+
+
+Math: Dialect = with_replaced_ops(math.Math, SincosOp, ClampFOp)
