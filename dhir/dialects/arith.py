@@ -53,6 +53,12 @@ class _OwnFormat:
         return None
 
 
+def _check_widening(input: SSAValue, result: SSAValue) -> None:
+    """An integer extension's result is wider than its input (as MLIR checks)."""
+    if not _width(result.type) > _width(input.type):
+        raise VerifyException("Destination bit-width must be larger than the input bit-width")
+
+
 def _width(type_: Attribute) -> int:
     element = get_element_type_or_self(type_)
     assert isinstance(element, IntegerType)
@@ -117,8 +123,7 @@ class ExtSIOp(_OwnFormat, arith.ExtSIOp):
     result = result_def(_INT)
 
     def verify_(self) -> None:
-        if not _width(self.result.type) > _width(self.input.type):
-            raise VerifyException("Destination bit-width must be larger than the input bit-width")
+        _check_widening(self.input, self.result)
 
 
 @irdl_op_definition
@@ -127,8 +132,7 @@ class ExtUIOp(_OwnFormat, arith.ExtUIOp):
     result = result_def(_INT)
 
     def verify_(self) -> None:
-        if not _width(self.result.type) > _width(self.input.type):
-            raise VerifyException("Destination bit-width must be larger than the input bit-width")
+        _check_widening(self.input, self.result)
 
 
 @irdl_op_definition
