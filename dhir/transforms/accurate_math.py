@@ -41,8 +41,10 @@ _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "
 
 @dataclass(frozen=True)
 class AccurateMathPass(ModulePass):
-    """math.expm1/log1p outside GPU code become func.call @expm1/@expm1f/@log1p/@log1pf;
-    math.fpowi exponents narrower than i32 are sign-extended to i32."""
+    """math.expm1/log1p outside GPU code become calls of libm's accurate versions.
+
+    (@expm1/@expm1f/@log1p/@log1pf); math.fpowi exponents narrower than i32 are
+    sign-extended to i32, as LLVM's powi takes a C int."""
 
     name = "dhir-accurate-math"
 

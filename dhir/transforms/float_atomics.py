@@ -42,6 +42,11 @@ def _in_kernel(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class FloatAtomicsPass(ModulePass):
+    """Float memref.generic_atomic_rmw outside GPU code becomes a load, its body, a store.
+
+    MLIR 22 lowers it to an llvm.cmpxchg on floats, which LLVM rejects; the plain form is
+    right because a rank's host code runs on one thread (see `openmp_safe`)."""
+
     name = "dhir-float-atomics"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dhir import DhirError, parse_string
+from dhir.transforms import dhir_passes
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "proposal.mlir"
 
@@ -90,6 +91,11 @@ def test_help_lists_passes() -> None:
     result = dhir_opt("--help")
     assert result.returncode == 0
     assert "dhir passes:" in result.stdout and "canonicalize" in result.stdout
+    listed = result.stdout.split("dhir passes:")[1].split("general passes")[0]
+    for name in dhir_passes():
+        line = next(row for row in listed.splitlines() if row.split()[:1] == [name])
+        # Each says what it does: a docstring's first line, not a dataclass's repr.
+        assert not line.rstrip().endswith("()") and len(line.split()) > 3, line
 
 
 @settings(max_examples=150, deadline=None)
