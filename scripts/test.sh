@@ -7,7 +7,7 @@ bash scripts/setup.sh
 status=0
 .venv/bin/ruff check dhir tests bench || status=1
 .venv/bin/ruff format --check dhir tests bench || status=1
-.venv/bin/basedpyright || status=1
+.venv/bin/basedpyright -p pyproject.toml || status=1
 .venv/bin/lit -sv tests/filecheck || status=1
 .venv/bin/python -m pytest -q tests/unit || status=1
 exit $status
