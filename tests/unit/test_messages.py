@@ -7,24 +7,13 @@ import shutil
 
 import numpy as np
 import pytest
+from test_toolchain import DTYPES
 
 import dhir
 
 MPIS = ("mpich", "openmpi")
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
-# Every element type a schedule operand may have, with the NumPy type of entry arguments.
-TYPES = {
-    "i1": np.bool_,
-    "i8": np.int8,
-    "i16": np.int16,
-    "i32": np.int32,
-    "i64": np.int64,
-    "index": np.int64,
-    "f16": np.float16,
-    "f32": np.float32,
-    "f64": np.float64,
-}
 
 # %b = %a on rank 0; %c = %b on rank 1 (a message 0 -> 1); %c back to rank 0 at the end
 # (1 -> 0); then %b again on rank 0, and %d = %c on rank 1 read by host code afterwards, so
@@ -83,10 +72,10 @@ def _values(dtype: type, rng: np.random.Generator) -> np.ndarray:
 
 @needs_mpi
 @pytest.mark.parametrize("mpi", MPIS)
-@pytest.mark.parametrize("element", sorted(TYPES))
+@pytest.mark.parametrize("element", sorted(DTYPES))
 def test_every_element_type_moves_between_ranks(element: str, mpi: str) -> None:
     program = _copies(element)
-    dtype = TYPES[element]
+    dtype = DTYPES[element]
     a = _values(dtype, np.random.default_rng(len(element)))
     zeros = np.zeros((3, 5), dtype)
     inputs = [a, zeros, zeros, zeros]
