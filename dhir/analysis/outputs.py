@@ -11,11 +11,10 @@ again), the rule does not hold and everything goes to every rank.
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
-from dhir.dialects.dhir import ScheduleOp
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
@@ -26,11 +25,12 @@ def entry_called(module: ModuleOp, entry: str) -> bool:
 
 
 def root_only(
-    schedule: ScheduleOp, entry: str = "main", called: bool | None = None
+    schedule: Operation, entry: str = "main", called: bool | None = None
 ) -> set[SSAValue]:
     """The memref arguments of the entry function that nothing uses after `schedule`
-    (at the entry's top level), which need to reach only rank 0. `called`: whether some
-    function calls the entry (`entry_called`), when already known."""
+    (at the entry's top level; or a loop around a schedule there), which need to reach
+    only rank 0. `called`: whether some function calls the entry (`entry_called`),
+    when already known."""
     function = schedule.parent_op()
     if not isinstance(function, func.FuncOp) or function.sym_name.data != entry:
         return set()
@@ -43,7 +43,7 @@ def root_only(
     return set(args) - _used_after(schedule, args)
 
 
-def _used_after(schedule: ScheduleOp, args: list[SSAValue]) -> set[SSAValue]:
+def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
     """The `args` that an op after `schedule` (in its block) uses through any alias.
     Pre-order visits every definition before its uses; what a region yields reaches
     its op's results, what an op takes reaches its regions' arguments."""

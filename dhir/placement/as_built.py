@@ -6,12 +6,15 @@ of its ranks. The program dhir-lower-to-mpi builds is stricter, and this replays
 
 - Every rank walks the schedule in program order and runs its own tasks one at a time.
 - Before a task, each memref it touches that its rank has no up-to-date copy of comes
-  from the memref's last writer (once per rank, as the lowering's valid sets say) in a
-  blocking send/recv pair: the transfer starts when both ranks have reached it and
-  holds both for its time (`CostModel.comm_time`).
+  from the memref's last writer in a blocking send/recv pair: the transfer starts when
+  both ranks have reached it and holds both for its time (`CostModel.comm_time`) for
+  the elements the task needs (its access regions). Validity is followed per memref,
+  not per element as the lowering does (analysis/validity.py): cheaper, and never
+  smaller than the lowering's transfers.
 - At the end, memrefs that only rank 0 needs afterwards go there the same way; every
   other memref written on fewer than all ranks is broadcast: every rank waits for the
-  slowest, then for the broadcast (`broadcast_time`).
+  slowest, then for the broadcast (`broadcast_time`); both carry the elements whose
+  last writes stand at the end.
 
 Task times are the graph's (estimated or measured), re-estimated when the placement keeps
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
@@ -22,13 +25,20 @@ from collections.abc import Mapping, Sequence
 from xdsl.ir import SSAValue
 
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
+from dhir.analysis.dependences import count_elements
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
-from dhir.analysis.work import memref_bytes
 from dhir.dialects.dhir import ScheduleOp
 from dhir.machine.description import Device
 from dhir.placement.cost_model import CostModel
-from dhir.placement.from_ir import broadcast_time, concurrency, depths, rank_of_device, task_costs
+from dhir.placement.from_ir import (
+    broadcast_time,
+    concurrency,
+    depths,
+    rank_of_device,
+    region_bytes,
+    task_costs,
+)
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
 
@@ -117,10 +127,22 @@ class _Replay:
             (name, sorted(effect.touches(), key=position.__getitem__), effect.writes)
             for effect, name in zip(deps.effects, graph.tasks, strict=False)
         ]
-        sizes = {value: memref_bytes(value.type) for value in position}
-        self.transfer = {value: costs.comm_time(size, devices) for value, size in sizes.items()}
+        self.needs = [
+            {
+                value: costs.comm_time(
+                    region_bytes(value, count_elements(regions.needs(value))), devices
+                )
+                for value in touched
+            }
+            for (_, touched, _), regions in zip(self.steps, deps.regions, strict=False)
+        ]
+        final = {
+            value: sum(region_bytes(value, count_elements(r)) for _, r in writes)
+            for value, writes in deps.final_writes.items()
+        }
+        self.transfer = {value: costs.comm_time(size, devices) for value, size in final.items()}
         self.broadcast = {
-            value: broadcast_time(size, devices, costs) for value, size in sizes.items()
+            value: broadcast_time(size, devices, costs) for value, size in final.items()
         }
         self.position = position
         self.to_root = root_only(schedule, entry)
@@ -132,17 +154,17 @@ class _Replay:
         valid: dict[SSAValue, set[int]] = {value: set(range(ranks)) for value in self.args}
         writer: dict[SSAValue, int] = {}
 
-        def move(value: SSAValue, source: int, target: int) -> None:
+        def move(value: SSAValue, source: int, target: int, seconds: float) -> None:
             start = max(clock[source], clock[target])
-            clock[source] = clock[target] = start + self.transfer[value]
+            clock[source] = clock[target] = start + seconds
             valid[value].add(target)
 
-        for name, touched, writes in self.steps:
+        for (name, touched, writes), needs in zip(self.steps, self.needs, strict=True):
             device = assignment[name]
             rank = rank_of_device(device)
             for value in touched:
                 if rank not in valid[value]:
-                    move(value, writer[value], rank)
+                    move(value, writer[value], rank, needs[value])
             clock[rank] += cost[name][device]
             for value in writes:
                 valid[value] = {rank}
@@ -152,7 +174,7 @@ class _Replay:
                 continue
             if value in self.to_root:
                 if 0 not in valid[value]:
-                    move(value, writer[value], 0)
+                    move(value, writer[value], 0, self.transfer[value])
             else:
                 end = max(clock) + self.broadcast[value]
                 clock = [end] * ranks

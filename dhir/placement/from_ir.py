@@ -26,10 +26,10 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import SSAValue
 
-from dhir.analysis.dependences import Hazard
+from dhir.analysis.dependences import Hazard, count_elements
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
@@ -317,16 +317,33 @@ def _describe(device: Device) -> str:
 def _edges(
     deps: DependenceGraph, names: list[str], devices: Sequence[Device], costs: CostModel
 ) -> list[Edge]:
-    """Edges between tasks."""
-    carried: dict[tuple[int, int], set[SSAValue]] = {}
+    """Edges between tasks, carrying the elements the later task needs of what the
+    earlier one wrote."""
+    carried: dict[tuple[int, int], dict[SSAValue, int]] = {}
     for dep in deps.dependences:
-        moved = carried.setdefault((dep.before, dep.after), set())
+        moved = carried.setdefault((dep.before, dep.after), {})
         if dep.hazard != Hazard.WAR:
-            moved.add(dep.memref)
+            nbytes = region_bytes(dep.memref, dep.elements)
+            moved[dep.memref] = max(moved.get(dep.memref, 0), nbytes)
     return [
-        Edge(names[before], names[after], _comm(values, devices, costs))
+        Edge(names[before], names[after], _comm(sum(values.values()), devices, costs))
         for (before, after), values in sorted(carried.items())
     ]
+
+
+def region_bytes(memref: SSAValue, elements: int | None) -> int:
+    """Bytes of `elements` elements of `memref`; the whole memref when not counted."""
+    if elements is None:
+        return memref_bytes(memref.type)
+    whole = memref_bytes(memref.type)
+    count = max(1, _elements(memref))
+    return min(whole, elements * (whole // count))
+
+
+def _elements(memref: SSAValue) -> int:
+    type_ = memref.type
+    assert isinstance(type_, MemRefType)
+    return math.prod(max(1, d) for d in type_.get_shape())
 
 
 def _ends(
@@ -336,21 +353,23 @@ def _ends(
     costs: CostModel,
     to_root: set[SSAValue],
 ) -> tuple[list[Edge], float]:
-    """Edges from last writers to END_TASK (carrying the memrefs sent to rank 0 only), and
-    the seconds of the broadcasts of the others."""
-    last_writer: dict[SSAValue, int] = {}
-    for k, effects in enumerate(deps.effects):
-        for value in effects.writes:
-            last_writer[value] = k
-    writers: dict[int, set[SSAValue]] = {}
-    for value, k in last_writer.items():
-        writers.setdefault(k, set()).add(value)
+    """Edges from the tasks whose writes stand at the end to END_TASK (carrying what goes
+    to rank 0 only), and the seconds of the broadcasts of the rest."""
+    to_end: dict[int, int] = {}
+    broadcast = 0.0
+    for value, writes in deps.final_writes.items():
+        for k, region in writes:
+            nbytes = region_bytes(value, count_elements(region))
+            if value in to_root:
+                to_end[k] = to_end.get(k, 0) + nbytes
+            else:
+                to_end.setdefault(k, 0)
+                broadcast += broadcast_time(nbytes, devices, costs)
     ends = [
-        Edge(names[k], END_TASK, _comm(values & to_root, devices, costs))
-        for k, values in sorted(writers.items())
+        Edge(names[k], END_TASK, _comm(nbytes, devices, costs))
+        for k, nbytes in sorted(to_end.items())
     ]
-    broadcast = [value for value in last_writer if value not in to_root]
-    return ends, sum(broadcast_time(memref_bytes(v.type), devices, costs) for v in broadcast)
+    return ends, broadcast
 
 
 def broadcast_time(nbytes: int, devices: Sequence[Device], costs: CostModel) -> float:
@@ -362,7 +381,7 @@ def broadcast_time(nbytes: int, devices: Sequence[Device], costs: CostModel) -> 
     return rounds * costs.comm_time(nbytes, devices)
 
 
-def _comm(values: set[SSAValue], devices: Sequence[Device], costs: CostModel) -> float:
-    if not values or len(devices) < 2:
+def _comm(nbytes: int, devices: Sequence[Device], costs: CostModel) -> float:
+    if not nbytes or len(devices) < 2:
         return 0.0
-    return costs.comm_time(sum(memref_bytes(v.type) for v in values), devices)
+    return costs.comm_time(nbytes, devices)

@@ -352,7 +352,25 @@ static void gather_profile(void) {
   free(all_ranks);
 }
 
+/* Bytes and messages this rank sent (a broadcast counts at its root), printed at the end
+ * when DHIR_RT_STATS is set so that benchmarks can show the traffic. */
+static int64_t sent_bytes = 0, sent_messages = 0;
+
+static void count_sent(int64_t bytes) {
+  sent_bytes += bytes;
+  sent_messages += 1;
+}
+
+static void print_stats(void) {
+  const char *flag = getenv("DHIR_RT_STATS");
+  if (flag == NULL || flag[0] == '\0' || strcmp(flag, "0") == 0)
+    return;
+  fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages\n", world_rank,
+          (long long)sent_bytes, (long long)sent_messages);
+}
+
 void dhir_rt_finalize(void) {
+  print_stats();
   gather_profile();
   check(MPI_Finalize(), "MPI_Finalize");
 }
@@ -383,6 +401,7 @@ static int piece_at(int64_t done, int64_t bytes) {
 
 void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
   char *data = message_buffer("dhir_rt_send", ptr, bytes, "destination", dest);
+  count_sent(bytes);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Send(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD),
           "MPI_Send");
@@ -405,9 +424,68 @@ void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
 
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
   char *data = message_buffer("dhir_rt_bcast", ptr, bytes, "root", root);
+  if (root == world_rank)
+    count_sent(bytes);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Bcast(data + done, piece_at(done, bytes), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");
+}
+
+/* A strided block: `count2` groups `stride2` bytes apart, each of `count` runs `stride`
+ * bytes apart, each run `length` bytes. Described to MPI as nested hvector types, so
+ * neither side packs; the runs and counts must fit MPI's int. */
+static MPI_Datatype strided_type(const char *what, int64_t length, int64_t count, int64_t stride,
+                                 int64_t count2, int64_t stride2) {
+  if (length < 0 || count < 1 || count2 < 1 || length > INT_MAX || count > INT_MAX ||
+      count2 > INT_MAX)
+    dhir_rt_fatal("%s: a strided block of %lld x %lld runs of %lld bytes is out of range", what,
+                  (long long)count2, (long long)count, (long long)length);
+  MPI_Datatype run, rows, block;
+  check(MPI_Type_contiguous((int)length, MPI_BYTE, &run), "MPI_Type_contiguous");
+  check(MPI_Type_create_hvector((int)count, 1, (MPI_Aint)stride, run, &rows),
+        "MPI_Type_create_hvector");
+  check(MPI_Type_create_hvector((int)count2, 1, (MPI_Aint)stride2, rows, &block),
+        "MPI_Type_create_hvector");
+  check(MPI_Type_commit(&block), "MPI_Type_commit");
+  MPI_Type_free(&run);
+  MPI_Type_free(&rows);
+  return block;
+}
+
+void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                          int64_t count2, int64_t stride2, int32_t dest, int32_t tag) {
+  char *data = message_buffer("dhir_rt_send_strided", ptr, length, "destination", dest);
+  MPI_Datatype block = strided_type("dhir_rt_send_strided", length, count, stride, count2,
+                                    stride2);
+  count_sent(length * count * count2);
+  check(MPI_Send(data, 1, block, dest, tag, MPI_COMM_WORLD), "MPI_Send");
+  MPI_Type_free(&block);
+}
+
+void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                          int64_t count2, int64_t stride2, int32_t source, int32_t tag) {
+  char *data = message_buffer("dhir_rt_recv_strided", ptr, length, "source", source);
+  MPI_Datatype block = strided_type("dhir_rt_recv_strided", length, count, stride, count2,
+                                    stride2);
+  MPI_Status status;
+  check(MPI_Recv(data, 1, block, source, tag, MPI_COMM_WORLD, &status), "MPI_Recv");
+  int got = -1;
+  check(MPI_Get_count(&status, block, &got), "MPI_Get_count");
+  if (got != 1)
+    dhir_rt_fatal("dhir_rt_recv_strided: the block from rank %d (tag %d) has another size",
+                  source, tag);
+  MPI_Type_free(&block);
+}
+
+void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                           int64_t count2, int64_t stride2, int32_t root) {
+  char *data = message_buffer("dhir_rt_bcast_strided", ptr, length, "root", root);
+  MPI_Datatype block = strided_type("dhir_rt_bcast_strided", length, count, stride, count2,
+                                    stride2);
+  if (root == world_rank)
+    count_sent(length * count * count2);
+  check(MPI_Bcast(data, 1, block, root, MPI_COMM_WORLD), "MPI_Bcast");
+  MPI_Type_free(&block);
 }
 
 void dhir_rt_expect_argc(int argc, int expected, const char *usage) {

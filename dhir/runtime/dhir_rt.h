@@ -11,6 +11,13 @@
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root);
 void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag);
 void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag);
+/* The same for a strided block (see dhir_rt.c): both sides name the same layout. */
+void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                          int64_t count2, int64_t stride2, int32_t dest, int32_t tag);
+void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                          int64_t count2, int64_t stride2, int32_t source, int32_t tag);
+void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                           int64_t count2, int64_t stride2, int32_t root);
 int32_t dhir_rt_comm_size(void);
 int32_t dhir_rt_comm_rank(void);
 void dhir_rt_barrier(void);

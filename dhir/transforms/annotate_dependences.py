@@ -1,10 +1,13 @@
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.dependences import task_graph
+from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -33,7 +36,22 @@ def _annotate(schedule: ScheduleOp) -> None:
         task.attributes["dhir.id"] = IntegerAttr(k, i64)
         task.attributes["dhir.reads"] = _array(position[m] for m in effects.reads)
         task.attributes["dhir.writes"] = _array(position[m] for m in effects.writes)
+        regions = graph.regions[k]
+        reads = sorted(effects.reads, key=position.__getitem__)
+        writes = sorted(effects.writes, key=position.__getitem__)
+        task.attributes["dhir.read_regions"] = _strings(str(regions.read(m)) for m in reads)
+        task.attributes["dhir.write_regions"] = _strings(_write(regions, m) for m in writes)
         task.attributes["dhir.after"] = _array(graph.predecessors(k))
+
+
+def _write(regions: Regions, memref: SSAValue) -> str:
+    written = regions.written(memref)
+    must = written.is_subset(regions.must_written(memref))
+    return f"{'must' if must else 'may'} {written}"
+
+
+def _strings(texts: Iterable[str]) -> ArrayAttr[StringAttr]:
+    return ArrayAttr([StringAttr(t) for t in texts])
 
 
 def _array(values: object) -> DenseArrayBase:

@@ -28,6 +28,7 @@ induction every transfer does, even if sends are synchronous.
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
@@ -53,9 +54,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.effects import Effects, memory_effects, task_effects
 from dhir.analysis.outputs import entry_called, root_only
+from dhir.analysis.regions import Regions, task_regions
 from dhir.analysis.sharing import check_shared_data
+from dhir.analysis.validity import Block, Transfer, Validity
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
@@ -66,6 +69,11 @@ from dhir.transforms.outline import outline
 BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
 RECV = "dhir_rt_recv"
+# Suffix of the runtime's calls for strided blocks (dhir_rt_send_strided, ...).
+STRIDED = "_strided"
+# Rounds to find the validity a time loop's iterations start with (two suffice for a
+# schedule whose tasks write the same places every iteration).
+LOOP_ROUNDS = 8
 STEPS_PER_FUNCTION = 32
 # Step calls per group function (see _group_steps).
 CALLS_PER_GROUP = 16
@@ -101,13 +109,22 @@ class LowerToMPIPass(ModulePass):
             last: Operation = function
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
-                outputs = root_only(schedule, self.entry, called)
-                runtime |= lowering.run(final_to_root=outputs)
+                start = loop_entry_state(schedule, self.ranks) if self.ranks > 1 else None
+                loop = _time_loop(schedule) if start is not None else None
+                outputs = root_only(loop or schedule, self.entry, called)
+                runtime |= lowering.run(outputs, start, loop)
                 last = lowering.last_function
         _erase_targets(op)
         for name in sorted(runtime):
-            inputs = [i64, i64, i32] if name == BCAST else [i64, i64, i32, i32]
-            op.body.block.add_op(_declare(name, inputs))
+            op.body.block.add_op(_declare(name, _runtime_inputs(name)))
+
+
+def _runtime_inputs(name: str) -> list[Attribute]:
+    """Address, run length (and four layout words for a strided block), then the peer
+    (root of a broadcast) and the tag."""
+    layout = [i64, i64, i64, i64] if name.endswith(STRIDED) else []
+    peers = [i32] if name.startswith(BCAST) else [i32, i32]
+    return [i64, i64, *layout, *peers]
 
 
 def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
@@ -168,6 +185,86 @@ class _RankGuards:
         return self._is[rank]
 
 
+@dataclass(frozen=True)
+class _TaskPlan:
+    """What the lowering needs to know of a task before it takes the task apart."""
+
+    rank: int
+    effects: Effects
+    regions: Regions
+
+
+def _plans(schedule: ScheduleOp) -> list[_TaskPlan]:
+    plans: list[_TaskPlan] = []
+    for task in schedule.tasks():
+        rank = rank_of(task)
+        if rank is None:
+            raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
+        plans.append(_TaskPlan(rank, task_effects(task), task_regions(task)))
+    return plans
+
+
+def _run_tasks(plans: Sequence[_TaskPlan], state: Validity) -> None:
+    """What the schedule's tasks do to `state`, without emitting anything."""
+    for plan in plans:
+        for value in plan.effects.touches():
+            _task_transfers(plan, value, state)
+
+
+def _task_transfers(plan: _TaskPlan, value: SSAValue, state: Validity) -> list[Transfer]:
+    regions = plan.regions
+    return state.run_task(
+        value,
+        plan.rank,
+        regions.read(value),
+        regions.written(value),
+        regions.must_written(value),
+    )
+
+
+def loop_entry_state(schedule: ScheduleOp, ranks: int) -> Validity | None:
+    """For a schedule that is the only user of its memrefs in the body of a loop, the
+    validity that holds at the start of every iteration: the fixed point of running
+    the body from "everything everywhere" (the state on entry), met with what the body
+    leaves. None when the schedule is not in such a loop, or no fixed point is found."""
+    if _time_loop(schedule) is None:
+        return None
+    plans = _plans(schedule)
+    state = Validity(list(schedule.args), ranks)
+    for _ in range(LOOP_ROUNDS):
+        after = state.copy()
+        _run_tasks(plans, after)
+        met = state.meet(after)
+        if met.same(state):
+            return state
+        state = met
+    return None
+
+
+def _time_loop(schedule: ScheduleOp) -> Operation | None:
+    """The scf.for or scf.while whose body holds `schedule` and nothing else that uses
+    its memrefs (through any alias), or None."""
+    loop = schedule.parent_op()
+    if not isinstance(loop, scf.ForOp | scf.WhileOp):
+        return None
+    roots = {v: frozenset([v]) for v in _outer_values(schedule)}
+    others = [
+        op
+        for region in loop.regions
+        for block in region.blocks
+        for op in block.ops
+        if op is not schedule
+    ]
+    reads, writes = memory_effects(others, roots)
+    if reads or writes or any(v in roots for op in others for v in op.operands):
+        return None
+    return loop
+
+
+def _outer_values(schedule: ScheduleOp) -> list[SSAValue]:
+    return [v for v in schedule.operands if isinstance(v.type, MemRefType)]
+
+
 @dataclass
 class _ScheduleLowering:
     schedule: ScheduleOp
@@ -176,50 +273,66 @@ class _ScheduleLowering:
     function: func.FuncOp
     number: int
     last_function: Operation  # step functions follow their host function, in program order
-    valid: dict[SSAValue, set[int]] = field(default_factory=dict)
-    writer: dict[SSAValue, int] = field(default_factory=dict)
+    state: Validity = field(init=False)
     _parts: int = 0
     _tasks_emitted: int = 0
     _emitted: list[Operation] = field(default_factory=list)
     _steps: list[tuple[func.CallOp, func.FuncOp]] = field(default_factory=list)
     _runtime: set[str] = field(default_factory=set)
 
-    def run(self, final_to_root: set[SSAValue]) -> set[str]:
+    def run(
+        self, final_to_root: set[SSAValue], start: Validity | None, loop: Operation | None
+    ) -> set[str]:
         """Emit the schedule's code before it, then erase it; return the runtime
-        functions it calls."""
+        functions it calls. `start`: the validity every run of the schedule begins
+        with, given for a schedule in a time loop, whose memrefs then stay where they
+        are at its end and are assembled after `loop`; else everything is valid
+        everywhere at the start and made so again at the end."""
         position = {v: i for i, v in reversed(list(enumerate(self.schedule.args)))}
-        everyone = set(range(self.ranks))
-        for value in self.schedule.args:
-            self.valid[value] = set(everyone)
-        for task in list(self.schedule.tasks()):
-            self._lower_task(task, task_effects(task), position)
+        self.state = (
+            start.copy() if start is not None else Validity(list(self.schedule.args), self.ranks)
+        )
+        plans = _plans(self.schedule)
+        for task, plan in zip(list(self.schedule.tasks()), plans, strict=True):
+            self._lower_task(task, plan, position)
         self._outline_steps()
         self._group_steps()
-        for value in sorted(self.writer, key=position.__getitem__):
-            if self.valid[value] == everyone:
-                continue
-            if value in final_to_root:
-                self._transfer(value, 0, position[value])
-            else:
-                self._emit(self._broadcast(value, self.writer[value]))
+        if start is None:
+            self._assemble(self.state, final_to_root, position, self)
+        else:
+            assert loop is not None
+            self._assemble(start.copy(), final_to_root, position, _After(loop))
         self.schedule.detach()
         self.schedule.erase()
         return self._runtime
 
-    def _lower_task(self, task: TaskOp, effects: Effects, position: dict[SSAValue, int]) -> None:
-        rank = rank_of(task)
-        if rank is None:
-            raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
-        for value in sorted(effects.touches(), key=position.__getitem__):
-            self._check_sendable(task, value)
-            self._transfer(value, rank, position[value])
-        self._emit(self._guarded(rank, _take_body(task)))
+    def _assemble(
+        self,
+        state: Validity,
+        final_to_root: set[SSAValue],
+        position: dict[SSAValue, int],
+        sink: "_Sink",
+    ) -> None:
+        """Leave every memref valid everywhere (on rank 0 only for `final_to_root`)."""
+        for value in sorted(state.held, key=position.__getitem__):
+            if state.everywhere(value):
+                continue
+            dest = 0 if value in final_to_root else None
+            for transfer in state.assemble(value, dest):
+                self._check_sendable(self.schedule, value)
+                self._place_transfer(transfer, position[value], sink)
+
+    def _lower_task(self, task: TaskOp, plan: _TaskPlan, position: dict[SSAValue, int]) -> None:
+        for value in sorted(plan.effects.touches(), key=position.__getitem__):
+            transfers = _task_transfers(plan, value, self.state)
+            if transfers:
+                self._check_sendable(task, value)
+            for transfer in transfers:
+                self._place_transfer(transfer, position[value], self)
+        self.emit(self._guarded(plan.rank, _take_body(task), self.last()))
         self._tasks_emitted += 1
         if self._tasks_emitted == STEPS_PER_FUNCTION:
             self._outline_steps()
-        for value in effects.writes:
-            self.valid[value] = {rank}
-            self.writer[value] = rank
         task.detach()
         task.erase()
 
@@ -257,29 +370,55 @@ class _ScheduleLowering:
             group.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])
             self.last_function = group
 
-    def _transfer(self, value: SSAValue, to: int, tag: int) -> None:
-        if to in self.valid[value]:
+    def _place_transfer(self, transfer: Transfer, tag: int, sink: "_Sink") -> None:
+        """Emit one transfer: a broadcast every rank calls, or a send guarded by the
+        source's rank, then a receive guarded by the destination's."""
+        value, source, dest = transfer.memref, transfer.source, transfer.dest
+        blocks: Sequence[Block | None] = transfer.blocks if transfer.blocks is not None else [None]
+        if dest is None:
+            for block in blocks:
+                sink.emit(self._message(BCAST, value, block, [self.guards.const(source)]))
             return
-        source = self.writer[value]
-        self._emit(self._guarded(source, self._message(SEND, value, to, tag)))
-        self._emit(self._guarded(to, self._message(RECV, value, source, tag)))
-        self.valid[value].add(to)
+        sends: list[Operation] = []
+        receives: list[Operation] = []
+        for block in blocks:
+            to = [self.guards.const(dest), self.guards.const(tag)]
+            sends += self._message(SEND, value, block, to)
+            back = [self.guards.const(source), self.guards.const(tag)]
+            receives += self._message(RECV, value, block, back)
+        sink.emit(self._guarded(source, sends, sink.last()))
+        sink.emit(self._guarded(dest, receives, sink.last()))
 
-    def _message(self, call: str, value: SSAValue, peer: int, tag: int) -> list[Operation]:
-        """One side of a transfer. Each side finds the address and size itself, inside its
-        guard, so that a send joins the branch of the task that wrote the data."""
-        pointer, size, buffer_ops = _buffer(value)
-        self._runtime.add(call)
-        arguments = [pointer, size, self.guards.const(peer), self.guards.const(tag)]
-        return [*buffer_ops, func.CallOp(call, arguments, [])]
+    def _message(
+        self, call: str, value: SSAValue, block: Block | None, tail: list[SSAValue]
+    ) -> list[Operation]:
+        """One call of one side of a transfer. Each side finds the address and size
+        itself, inside its guard, so that a send joins the branch of the task that wrote
+        the data."""
+        pointer, size, ops = _buffer(value, block)
+        if block is None or (block.count == 1 and block.count2 == 1):
+            self._runtime.add(call)
+            return [*ops, func.CallOp(call, [pointer, size, *tail], [])]
+        width = _element_bytes(_element_type(value))
+        assert width is not None
+        layout = [
+            block.count,
+            block.stride * width,
+            block.count2,
+            block.stride2 * width,
+        ]
+        constants = [arith.ConstantOp(IntegerAttr(n, i64)) for n in layout]
+        name = call + STRIDED
+        self._runtime.add(name)
+        arguments = [pointer, size, *(c.result for c in constants), *tail]
+        return [*ops, *constants, func.CallOp(name, arguments, [])]
 
-    def _guarded(self, rank: int, ops: list[Operation]) -> list[Operation]:
-        """`ops` under `scf.if rank == R`; when the op emitted last is already such a
-        guard for the same rank, `ops` join it (a receive and the task that needs it
-        share one branch). Each rank still sees the same ops in the same order."""
+    def _guarded(self, rank: int, ops: list[Operation], last: Operation | None) -> list[Operation]:
+        """`ops` under `scf.if rank == R`; when `last`, the op emitted last, is already
+        such a guard for the same rank, `ops` join it (a receive and the task that needs
+        it share one branch). Each rank still sees the same ops in the same order."""
         if self.ranks == 1:
             return ops  # one rank runs everything: no guard needed
-        last = self._emitted[-1] if self._emitted else None
         if isinstance(last, scf.IfOp) and last.cond == self.guards.on(rank):
             block = last.true_region.block
             for op in ops:
@@ -287,19 +426,18 @@ class _ScheduleLowering:
             return []
         return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
 
-    def _broadcast(self, value: SSAValue, root: int) -> list[Operation]:
-        pointer, size, buffer_ops = _buffer(value)
-        self._runtime.add(BCAST)
-        return [*buffer_ops, func.CallOp(BCAST, [pointer, size, self.guards.const(root)], [])]
-
-    def _emit(self, ops: Iterable[Operation]) -> None:
+    def emit(self, ops: Iterable[Operation]) -> None:
+        """Emit before the schedule (the _Sink protocol)."""
         block = self.schedule.parent
         assert block is not None
         for op in ops:
             block.insert_op_before(op, self.schedule)
             self._emitted.append(op)
 
-    def _check_sendable(self, task: TaskOp, value: SSAValue) -> None:
+    def last(self) -> Operation | None:
+        return self._emitted[-1] if self._emitted else None
+
+    def _check_sendable(self, task: Operation, value: SSAValue) -> None:
         type_ = value.type
         assert isinstance(type_, MemRefType)
         if not isinstance(type_.layout, NoneAttr):
@@ -317,6 +455,33 @@ class _ScheduleLowering:
             )
 
 
+class _Sink(Protocol):
+    """Where emitted ops go, and the op emitted there last."""
+
+    def emit(self, ops: Iterable[Operation]) -> None: ...
+
+    def last(self) -> Operation | None: ...
+
+
+@dataclass
+class _After:
+    """Emits after `point` (a loop), in order."""
+
+    point: Operation
+    _last: Operation | None = None
+
+    def emit(self, ops: Iterable[Operation]) -> None:
+        block = self.point.parent_block()
+        assert block is not None
+        for op in ops:
+            block.insert_op_after(op, self.point)
+            self.point = op
+            self._last = op
+
+    def last(self) -> Operation | None:
+        return self._last
+
+
 def _take_body(task: TaskOp) -> list[Operation]:
     ops = list(task.body.block.ops)[:-1]  # drop dhir.yield
     for op in ops:
@@ -324,13 +489,30 @@ def _take_body(task: TaskOp) -> list[Operation]:
     return ops
 
 
-def _buffer(value: SSAValue) -> tuple[SSAValue, SSAValue, list[Operation]]:
-    """The address (i64) and size in bytes (i64) of a contiguous memref with the
-    identity layout (its offset is 0), and the ops computing them."""
+def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, list[Operation]]:
+    """The address (i64) of `block` of a contiguous memref with the identity layout (its
+    offset is 0) and the length in bytes (i64) of one of its runs, or of the whole
+    buffer when `block` is None; and the ops computing them."""
     pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
     as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
-    size, size_ops = _byte_count(value)
-    return as_int.result, size, [pointer, as_int, *size_ops]
+    if block is None:
+        size, size_ops = _byte_count(value)
+        return as_int.result, size, [pointer, as_int, *size_ops]
+    width = _element_bytes(_element_type(value))
+    assert width is not None, "checked by _check_sendable"
+    ops: list[Operation] = [pointer, as_int]
+    address = as_int.result
+    if block.offset:
+        offset = _append(ops, arith.ConstantOp(IntegerAttr(block.offset * width, i64)))
+        address = _append(ops, arith.AddiOp(address, offset))
+    size = _append(ops, arith.ConstantOp(IntegerAttr(block.length * width, i64)))
+    return address, size, ops
+
+
+def _element_type(value: SSAValue) -> Attribute:
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    return type_.element_type
 
 
 def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:

@@ -28,14 +28,22 @@ func.func @main(%a: memref<1000xf32>, %b: memref<1000xf32>) {{
   dhir.schedule %a, %b {{
     %cpu = dhir.target {{kind = "cpu"}}
     %t0 = dhir.task %cpu, %a attributes {{dhir.rank = 0 : i64}} {{
-      %i = arith.constant 0 : index
+      %lo = arith.constant 0 : index
+      %hi = arith.constant {count} : index
+      %one = arith.constant 1 : index
       %v = arith.constant 1.0 : f32
-      memref.store %v, %a[%i] : memref<1000xf32>
+      scf.for %i = %lo to %hi step %one {{
+        memref.store %v, %a[%i] : memref<1000xf32>
+      }}
     }}
     %t1 = dhir.task %cpu, %a, %b attributes {{dhir.rank = 1 : i64}} {{
-      %i = arith.constant 0 : index
-      %v = memref.load %a[%i] : memref<1000xf32>
-      memref.store %v, %b[%i] : memref<1000xf32>
+      %lo = arith.constant 0 : index
+      %hi = arith.constant {count} : index
+      %one = arith.constant 1 : index
+      scf.for %i = %lo to %hi step %one {{
+        %v = memref.load %a[%i] : memref<1000xf32>
+        memref.store %v, %b[%i] : memref<1000xf32>
+      }}
     }}
   }}
   {after}
@@ -56,14 +64,19 @@ def _replay(text: str, devices: list[Device]) -> tuple[float, list[float], CostM
 
 
 def test_a_transfer_holds_both_ranks_and_the_output_goes_to_rank_0() -> None:
-    makespan, (t0, t1), _ = _replay(PROGRAM.format(after=""), [CPU, CPU])
+    makespan, (t0, t1), _ = _replay(PROGRAM.format(after="", count=1000), [CPU, CPU])
     # %a to rank 1 before t1, then %b, read by no one afterwards, to rank 0 only.
     assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + LINK.time(4000))
 
 
+def test_transfers_carry_only_the_elements_touched() -> None:
+    makespan, (t0, t1), _ = _replay(PROGRAM.format(after="", count=10), [CPU, CPU])
+    assert makespan == pytest.approx(t0 + LINK.time(40) + t1 + LINK.time(40))
+
+
 def test_data_read_after_the_schedule_is_broadcast() -> None:
     after = "%z = arith.constant 0 : index\n  %x = memref.load %b[%z] : memref<1000xf32>"
-    makespan, (t0, t1), costs = _replay(PROGRAM.format(after=after), [CPU, CPU])
+    makespan, (t0, t1), costs = _replay(PROGRAM.format(after=after, count=1000), [CPU, CPU])
     bcast = broadcast_time(4000, [CPU, CPU], costs)
     assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + bcast)
 

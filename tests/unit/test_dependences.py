@@ -1,6 +1,8 @@
-"""Effects and dependences against the reads and writes the random programs were
-written with: every conflicting pair of tasks is ordered, and nothing else is."""
+"""Effects, regions and dependences against the reads and writes the random programs
+were written with: every conflicting pair of tasks (same memref, overlapping ranges) is
+ordered, and nothing else is."""
 
+import islpy as isl
 from hypothesis import given, settings
 from strategies import RandomSchedule, schedules
 
@@ -33,16 +35,24 @@ def test_graph_orders_exactly_the_conflicting_pairs(program: RandomSchedule) -> 
     schedule = _schedule(program.text())
     graph = task_graph(schedule)
     names = {value: int(value.name_hint[1:]) for value in schedule.args}  # %m3 -> 3
-    for task, effects in zip(program.tasks, graph.effects, strict=True):
+    for task, effects, regions in zip(program.tasks, graph.effects, graph.regions, strict=True):
         assert {names[v] for v in effects.reads} == set(task.reads)
         assert {names[v] for v in effects.writes} == set(task.writes)
+        span = isl.Set(f"{{ [x0] : {task.lo} <= x0 < {task.hi} }}")
+        for value in effects.reads:
+            assert regions.read(value).is_equal(span)
+        for value in effects.writes:
+            assert regions.written(value).is_equal(span)
+            assert regions.must_written(value).is_equal(span)
 
     edges = {(d.before, d.after) for d in graph.dependences}
     tasks = program.tasks
     for i in range(len(tasks)):
         for j in range(i + 1, len(tasks)):
-            conflict = (set(tasks[i].writes) & (set(tasks[j].reads) | set(tasks[j].writes))) or (
-                set(tasks[i].reads) & set(tasks[j].writes)
+            overlap = max(tasks[i].lo, tasks[j].lo) < min(tasks[i].hi, tasks[j].hi)
+            conflict = overlap and (
+                (set(tasks[i].writes) & (set(tasks[j].reads) | set(tasks[j].writes)))
+                or (set(tasks[i].reads) & set(tasks[j].writes))
             )
             if conflict:
                 assert _reachable(edges, i, j), (i, j)

@@ -16,7 +16,7 @@ func.func @f(%a: memref<8xf32>, %b: memref<8xf32>) {
     // CHECK-NEXT:   linalg.fill
     // CHECK-NEXT:   func.call @dhir_rt_task_end(%[[ID0]]) : (i64) -> ()
     // CHECK-NEXT: }
-    // DEPS: %fill = dhir.task %cpu, %a attributes {dhir.id = 0 : i64, dhir.reads = array<i64: 0>, dhir.writes = array<i64: 0>, dhir.after = array<i64>}
+    // DEPS: %fill = dhir.task %cpu, %a attributes {dhir.id = 0 : i64, dhir.reads = array<i64: 0>, dhir.writes = array<i64: 0>, {{.*}}dhir.after = array<i64>}
     %fill = dhir.task %cpu, %a {
       %x = arith.constant 1.0 : f32
       linalg.fill ins(%x : f32) outs(%a : memref<8xf32>)
@@ -27,9 +27,9 @@ func.func @f(%a: memref<8xf32>, %b: memref<8xf32>) {
     // CHECK-NEXT:   func.call @dhir_rt_task_begin(%[[ID1]]) : (i64) -> ()
     // CHECK-NEXT:   func.call @dhir_rt_task_end(%[[ID1]]) : (i64) -> ()
     // CHECK-NEXT: }
-    // DEPS: %empty = dhir.task %cpu, %b attributes {dhir.id = 1 : i64, dhir.reads = array<i64>, dhir.writes = array<i64>, dhir.after = array<i64>}
+    // DEPS: %empty = dhir.task %cpu, %b attributes {dhir.id = 1 : i64, dhir.reads = array<i64>, dhir.writes = array<i64>, {{.*}}dhir.after = array<i64>}
     %empty = dhir.task %cpu, %b {}
-    // DEPS: %copy = dhir.task %cpu, %a, %b attributes {dhir.id = 2 : i64, dhir.reads = array<i64: 0>, dhir.writes = array<i64: 1>, dhir.after = array<i64: 0>}
+    // DEPS: %copy = dhir.task %cpu, %a, %b attributes {dhir.id = 2 : i64, dhir.reads = array<i64: 0>, dhir.writes = array<i64: 1>, {{.*}}dhir.after = array<i64: 0>}
     // CHECK: %copy = dhir.task %cpu, %a, %b {
     // CHECK:   func.call @dhir_rt_task_begin(%{{.*}}) : (i64) -> ()
     // CHECK:   memref.copy

@@ -1,5 +1,6 @@
-// Messages only where data crosses ranks, from its last writer; results reach
-// rank 0 (no later use) or every rank (later use) at the end of the schedule.
+// Messages only where data crosses ranks, from its last writer, and only the elements
+// the receiver needs; results reach rank 0 (no later use) or every rank (later use) at
+// the end of the schedule.
 // The steps (each task's incoming messages and guarded body) go into functions of up
 // to 32 tasks each.
 // RUN: dhir-opt %s --split-input-file -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
@@ -18,17 +19,18 @@
 // CHECK-NEXT: %[[TAG:.*]] = arith.constant 2 : i32
 // CHECK-NEXT: func.call @main.schedule0.part0(%on0, %a, %b, %on1, %c) : (i1, memref<8xf32>, memref<8xf32>, i1, memref<2x4xf32>) -> ()
 // The end: %c (written on rank 1) goes to rank 0 only, as bytes through dhir's runtime:
-// its address and size (2x4 f32: 32 bytes), found on each side.
+// the address and size of the one element written (c[0, 0], f32: 4 bytes), found on
+// each side.
 // CHECK-NEXT: scf.if %on1 {
 // CHECK-NEXT:   %[[P:.*]] = memref.extract_aligned_pointer_as_index %c : memref<2x4xf32> -> index
 // CHECK-NEXT:   %[[P64:.*]] = arith.index_cast %[[P]] : index to i64
-// CHECK-NEXT:   %[[N:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:   %[[N:.*]] = arith.constant 4 : i64
 // CHECK-NEXT:   func.call @dhir_rt_send(%[[P64]], %[[N]], %[[R0]], %[[TAG]]) : (i64, i64, i32, i32) -> ()
 // CHECK-NEXT: }
 // CHECK-NEXT: scf.if %on0 {
 // CHECK-NEXT:   %[[Q:.*]] = memref.extract_aligned_pointer_as_index %c : memref<2x4xf32> -> index
 // CHECK-NEXT:   %[[Q64:.*]] = arith.index_cast %[[Q]] : index to i64
-// CHECK-NEXT:   %[[M:.*]] = arith.constant 32 : i64
+// CHECK-NEXT:   %[[M:.*]] = arith.constant 4 : i64
 // CHECK-NEXT:   func.call @dhir_rt_recv(%[[Q64]], %[[M]], %[[R1]], %[[TAG]]) : (i64, i64, i32, i32) -> ()
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return
@@ -36,20 +38,21 @@
 // CHECK:      func.func private @main.schedule0.part0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>) attributes {passthrough = ["noinline"]} {
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
-// task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads %b, so rank 0
-// sends it right after (tag 1 = its position in the schedule), in the same branch.
+// task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads b[0], so rank 0
+// sends that element (4 bytes) right after (tag 1 = its position in the schedule), in
+// the same branch.
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
 // CHECK-NEXT:     memref.extract_aligned_pointer_as_index %b
 // CHECK-NEXT:     arith.index_cast
-// CHECK-NEXT:     arith.constant 32 : i64
+// CHECK-NEXT:     arith.constant 4 : i64
 // CHECK-NEXT:     func.call @dhir_rt_send(%{{.*}}, %{{.*}}, %[[T1]], %[[T1]])
 // CHECK-NEXT:   }
 // Rank 1 receives, then runs task 1, in one branch.
 // CHECK-NEXT:   scf.if %on1 {
 // CHECK-NEXT:     memref.extract_aligned_pointer_as_index %b
 // CHECK-NEXT:     arith.index_cast
-// CHECK-NEXT:     arith.constant 32 : i64
+// CHECK-NEXT:     arith.constant 4 : i64
 // CHECK-NEXT:     func.call @dhir_rt_recv(%{{.*}}, %{{.*}}, %[[ZERO]], %[[T1]])
 // CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
 // CHECK-NEXT:   }
@@ -88,13 +91,14 @@ func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<2x4xf32>) {
 
 // -----
 
-// A later read of %a by host code needs %a on every rank: one broadcast from
-// its last writer (rank 1 by round robin), through dhir's runtime.
+// A later read of %a by host code needs %a on every rank: one broadcast of the
+// element written (a[0], 4 bytes) from its writer (rank 1 by round robin), through
+// dhir's runtime.
 // CHECK-LABEL: func.func @later_use
 // CHECK:      func.call @later_use.schedule0.part0(%on0, %on1, %a)
 // CHECK-NEXT: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %a : memref<8xf32> -> index
 // CHECK-NEXT: %[[P64:.*]] = arith.index_cast %[[PTR]] : index to i64
-// CHECK-NEXT: %[[BYTES:.*]] = arith.constant 32 : i64
+// CHECK-NEXT: %[[BYTES:.*]] = arith.constant 4 : i64
 // CHECK-NEXT: func.call @dhir_rt_bcast(%[[P64]], %[[BYTES]], %{{.*}}) : (i64, i64, i32) -> ()
 // CHECK:      memref.load %a
 // CHECK:      func.func private @dhir_rt_bcast(i64, i64, i32)

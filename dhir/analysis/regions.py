@@ -1,0 +1,651 @@
+"""Which elements of each listed memref a task may read, may write and must write:
+its access regions, as integer sets (isl, through islpy).
+
+Each access is the image of the loop nest around it under its subscripts: loop bounds
+and subscripts that are affine in the loop variables and constants (scf.for/parallel,
+affine.for, affine maps, arith on index values, views with static or affine offsets)
+give exact sets. Whatever this module cannot follow widens the region, never narrows
+it: an unknown subscript or bound leaves that variable free within the memref's shape,
+and an op it does not know (a call, a cast to a pointer, an unlisted view) counts as
+reading and writing all of every memref it can reach (analysis/effects.py says which).
+A write is a *must*-write only when it runs for every point of its loop nest with known
+subscripts: not under scf.if, not in a while loop, not through an unknown view.
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from itertools import count
+
+import islpy as isl
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    VectorType,
+)
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+
+from dhir.analysis.effects import memory_effects
+from dhir.dialects.dhir import TaskOp
+
+# An index value as quasi-affine isl text over loop variables, or None when unknown.
+Expr = str | None
+
+
+@dataclass(frozen=True)
+class Regions:
+    """Per listed memref (a task operand), the elements a task may read, may write and
+    must write; memrefs a task does not touch have no entry."""
+
+    reads: dict[SSAValue, isl.Set]
+    writes: dict[SSAValue, isl.Set]
+    must_writes: dict[SSAValue, isl.Set]
+
+    def read(self, memref: SSAValue) -> isl.Set:
+        return _get(self.reads, memref)
+
+    def written(self, memref: SSAValue) -> isl.Set:
+        return _get(self.writes, memref)
+
+    def must_written(self, memref: SSAValue) -> isl.Set:
+        return _get(self.must_writes, memref)
+
+    def needs(self, memref: SSAValue) -> isl.Set:
+        """The elements whose current values the task needs: what it reads, and what it
+        may write without surely writing it (those must stay right)."""
+        return self.read(memref) | (self.written(memref) - self.must_written(memref))
+
+
+def _get(table: dict[SSAValue, isl.Set], memref: SSAValue) -> isl.Set:
+    found = table.get(memref)
+    return found if found is not None else empty(memref.type)
+
+
+def whole(type_: Attribute) -> isl.Set:
+    """Every element of a memref type: its shape as a box (a dynamic extent is open)."""
+    return _parse(_whole_text(_shape(type_)))
+
+
+def empty(type_: Attribute) -> isl.Set:
+    return whole(type_).empty(whole(type_).get_space())
+
+
+def _shape(type_: Attribute) -> tuple[int, ...]:
+    assert isinstance(type_, MemRefType)
+    return tuple(type_.get_shape())
+
+
+def _whole_text(shape: Sequence[int]) -> str:
+    names = [f"x{k}" for k in range(len(shape))]
+    bounds = [
+        f"0 <= {n}" if extent == DYNAMIC_INDEX else f"0 <= {n} < {extent}"
+        for n, extent in zip(names, shape, strict=True)
+    ]
+    return f"{{ [{', '.join(names)}] : {' and '.join(bounds) or 'true'} }}"
+
+
+@cache
+def _parse(text: str) -> isl.Set:
+    return isl.Set(text)
+
+
+def task_regions(task: TaskOp) -> Regions:
+    walker = _Walker()
+    for memref in task.memrefs:
+        walker.views[memref] = _View(memref, None)
+    walker.walk(task.body.block.ops, _Nest((), (), True))
+    return walker.result()
+
+
+@dataclass(frozen=True)
+class _View:
+    """A value that points into the listed memref `root`: `subscripts` maps the value's
+    own indices (named y0, y1, ...) to the root's, or is None when that is unknown (any
+    element of the root may be meant). A listed memref is its own view, with None for
+    the identity."""
+
+    root: SSAValue
+    subscripts: tuple[str, ...] | None
+    known: bool = True
+
+
+@dataclass(frozen=True)
+class _Nest:
+    """The loops around an op: their variables, the constraints on them (isl text), and
+    whether every op of the nest runs for every point (no condition, no unknown bound)."""
+
+    names: tuple[str, ...]
+    constraints: tuple[str, ...]
+    exact: bool
+
+    def with_loop(self, names: Sequence[str], constraints: Sequence[str], exact: bool) -> "_Nest":
+        return _Nest((*self.names, *names), (*self.constraints, *constraints), self.exact and exact)
+
+    def inexact(self) -> "_Nest":
+        return _Nest(self.names, self.constraints, False)
+
+
+@dataclass
+class _Walker:
+    views: dict[SSAValue, _View] = field(default_factory=dict)
+    values: dict[SSAValue, str] = field(default_factory=dict)
+    reads: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
+    writes: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
+    musts: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
+    _fresh: "count[int]" = field(default_factory=count)
+
+    def result(self) -> Regions:
+        return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
+
+    def fresh(self, prefix: str = "v") -> str:
+        return f"{prefix}{next(self._fresh)}"
+
+    # --- values -------------------------------------------------------------------
+
+    def expr(self, value: SSAValue) -> Expr:
+        known = self.values.get(value)
+        if known is not None:
+            return known
+        owner = value.owner
+        if not isinstance(owner, Operation):
+            return None
+        found = self._evaluate(owner)
+        if found is not None:
+            self.values[value] = found
+        return found
+
+    def _evaluate(self, op: Operation) -> Expr:
+        name = op.name
+        if name == "arith.constant":
+            value = op.get_attr_or_prop("value")
+            if isinstance(value, IntegerAttr) and isinstance(value.type, IndexType | IntegerType):
+                return str(value.value.data)
+            return None
+        if name in ("arith.index_cast", "arith.index_castui"):
+            return self.expr(op.operands[0])
+        if name in ("arith.addi", "arith.subi", "arith.muli"):
+            a, b = (self.expr(v) for v in op.operands)
+            if a is None or b is None:
+                return None
+            if name == "arith.muli":
+                return _product(a, b)
+            return f"({a}) {'+' if name == 'arith.addi' else '-'} ({b})"
+        if name == "affine.apply":
+            amap = op.get_attr_or_prop("map")
+            results = self.map_exprs(getattr(amap, "data", None), op.operands)
+            return results[0] if results is not None and len(results) == 1 else None
+        return None
+
+    def map_exprs(self, amap: object, operands: Sequence[SSAValue]) -> list[str] | None:
+        """The results of an affine map applied to `operands` (dims, then symbols)."""
+        if not isinstance(amap, AffineMap):
+            return None
+        args = [self.expr(v) for v in operands]
+        if any(a is None for a in args):
+            return None
+        dims = args[: amap.num_dims]
+        symbols = args[amap.num_dims :]
+        out = [_affine_text(e, dims, symbols) for e in amap.results]  # type: ignore[arg-type]
+        return None if any(e is None for e in out) else out  # type: ignore[return-value]
+
+    # --- ops ----------------------------------------------------------------------
+
+    def walk(self, ops: Iterable[Operation], nest: _Nest) -> None:
+        for op in ops:
+            self.visit(op, nest)
+
+    def visit(self, op: Operation, nest: _Nest) -> None:
+        name = op.name
+        handler = _HANDLERS.get(name)
+        if handler is not None and not self._escapes(op, handler.memrefs(op)):
+            handler.visit(self, op, nest)
+        elif isinstance(op, LinalgStructuredOperation) and not self._escapes(
+            op, [*op.inputs, *op.outputs]
+        ):
+            self._linalg(op, nest)
+        elif name in _STRUCTURED and not self._escapes(op, []):
+            for region in op.regions:
+                for block in region.blocks:
+                    self.walk(block.ops, nest.inexact())
+        elif op.regions or any(v in self.views for v in op.operands):
+            self._unknown(op)
+
+    def _escapes(self, op: Operation, memrefs: Sequence[SSAValue]) -> bool:
+        """Whether `op` takes a pointer into a listed memref other than as `memrefs`
+        (an address as data, a memref carried by a loop or yielded)."""
+        expected = set(memrefs)
+        return any(v in self.views and v not in expected for v in op.operands)
+
+    def _unknown(self, op: Operation) -> None:
+        """What effects.py finds `op` reads and writes counts whole; whatever its results
+        point into becomes an unknown view."""
+        roots = {v: frozenset([view.root]) for v, view in self.views.items()}
+        before = set(roots)
+        reads, writes = memory_effects([op], roots)
+        for root in reads:
+            self._add(self.reads, root, whole(root.type))
+        for root in writes:
+            self._add(self.writes, root, whole(root.type))
+        for value in set(roots) - before:
+            for root in roots[value]:
+                self.views[value] = _View(root, None, known=False)
+
+    # --- accesses -----------------------------------------------------------------
+
+    def scalar_access(self, op: Operation, nest: _Nest) -> None:
+        is_store = op.name.endswith("store")
+        memref = op.operands[1] if is_store else op.operands[0]
+        indices = list(op.operands[2:] if is_store else op.operands[1:])
+        if op.name.startswith("affine."):
+            amap = op.get_attr_or_prop("map")
+            subscripts = self.map_exprs(getattr(amap, "data", None), indices)
+            exprs: list[Expr] = list(subscripts) if subscripts is not None else []
+            if subscripts is None:
+                exprs = [None] * _rank(memref)
+        else:
+            exprs = [self.expr(v) for v in indices]
+        self._access(memref, exprs, nest, (), read=not is_store, write=is_store)
+
+    def vector_access(self, op: Operation, nest: _Nest) -> None:
+        is_store = op.name == "vector.store"
+        memref = op.operands[1] if is_store else op.operands[0]
+        indices = list(op.operands[2:] if is_store else op.operands[1:])
+        vector = (op.operands[0] if is_store else op.results[0]).type
+        assert isinstance(vector, VectorType)
+        lanes = vector.get_shape()
+        exprs: list[Expr] = [self.expr(v) for v in indices]
+        extra: list[tuple[int, int]] = []
+        first = len(exprs) - len(lanes)
+        for k, width in enumerate(lanes):
+            extra.append((first + k, width))
+        self._access(memref, exprs, nest, tuple(extra), read=not is_store, write=is_store)
+
+    def _access(
+        self,
+        memref: SSAValue,
+        exprs: Sequence[Expr],
+        nest: _Nest,
+        lanes: tuple[tuple[int, int], ...],
+        read: bool = False,
+        write: bool = False,
+    ) -> None:
+        """Record an access of `memref` at `exprs` (None: unknown) for every point of
+        `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses."""
+        view = self.views.get(memref)
+        if view is None:
+            return
+        names = list(nest.names)
+        constraints = list(nest.constraints)
+        own: list[str] = []
+        exact = nest.exact and view.known
+        for d, e in enumerate(exprs):
+            y = self.fresh("y")
+            names.append(y)
+            own.append(y)
+            width = dict(lanes).get(d)
+            if e is None:
+                exact = False
+            elif width is None:
+                constraints.append(f"{y} = {e}")
+            else:
+                constraints.append(f"{e} <= {y} < ({e}) + {width}")
+        region = self._image(view, own, names, constraints)
+        if read:
+            self._add(self.reads, view.root, region)
+        if write:
+            self._add(self.writes, view.root, region)
+            if exact:
+                self._add(self.musts, view.root, region)
+
+    def whole_access(
+        self, memref: SSAValue, nest: _Nest, read: bool = False, write: bool = False
+    ) -> None:
+        type_ = memref.type
+        if not isinstance(type_, MemRefType):
+            return
+        shape = type_.get_shape()
+        exprs: list[Expr] = []
+        constraints: list[str] = []
+        names: list[str] = []
+        for extent in shape:
+            v = self.fresh("w")
+            names.append(v)
+            exprs.append(v)
+            constraints.append(f"0 <= {v}" if extent == DYNAMIC_INDEX else f"0 <= {v} < {extent}")
+        inner = nest.with_loop(names, constraints, DYNAMIC_INDEX not in shape)
+        self._access(memref, exprs, inner, (), read=read, write=write)
+
+    def _image(
+        self, view: _View, own: list[str], names: list[str], constraints: list[str]
+    ) -> isl.Set:
+        """The root's elements that view indices `own` reach, over the loop variables."""
+        root_type = view.root.type
+        shape = _shape(root_type)
+        outs = [f"x{k}" for k in range(len(shape))]
+        if view.subscripts is None and view.known:
+            subscripts: Sequence[str | None] = own
+        elif view.subscripts is None:
+            subscripts = [None] * len(shape)
+        else:
+            subscripts = [_substitute(s, own) for s in view.subscripts]
+        equalities = [f"{x} = {s}" for x, s in zip(outs, subscripts, strict=True) if s is not None]
+        body = " and ".join([*constraints, *equalities]) or "true"
+        text = f"{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
+        return _parse(text) & whole(root_type)
+
+    # --- views --------------------------------------------------------------------
+
+    def view(self, op: Operation, nest: _Nest) -> None:
+        source = self.views.get(op.operands[0])
+        if source is None:
+            return
+        result = op.results[0]
+        if op.name == "memref.cast":
+            self.views[result] = source
+            return
+        mapping = self._subview(op)
+        if mapping is None or not source.known:
+            self.views[result] = _View(source.root, None, known=False)
+            return
+        if source.subscripts is None:
+            self.views[result] = _View(source.root, tuple(mapping))
+        else:
+            composed = tuple(_substitute(s, mapping) for s in source.subscripts)
+            self.views[result] = _View(source.root, composed)
+
+    def _subview(self, op: Operation) -> list[str] | None:
+        """The source index for each result index y_k of a subview (offset + stride *
+        y_k), or None when it drops dimensions or has an unknown offset or stride."""
+        offsets = _static(op.properties.get("static_offsets"))
+        strides = _static(op.properties.get("static_strides"))
+        if offsets is None or strides is None or DYNAMIC_INDEX in strides:
+            return None
+        sizes = _static(op.properties.get("static_sizes"))
+        result = op.results[0].type
+        if sizes is None or not isinstance(result, MemRefType):
+            return None
+        kept = _kept_dims(sizes, len(result.get_shape()))
+        if kept is None:
+            return None
+        dynamic = iter(op.operands[1:])
+        out: list[str] = []
+        for d, (offset, stride) in enumerate(zip(offsets, strides, strict=True)):
+            start = self.expr(next(dynamic)) if offset == DYNAMIC_INDEX else str(offset)
+            if start is None:
+                return None
+            k = kept.get(d)
+            out.append(f"({start})" if k is None else f"({start}) + {stride}*{{{k}}}")
+        return out
+
+    # --- loops --------------------------------------------------------------------
+
+    def _loop_var(
+        self, var: SSAValue, low: Expr, high: Expr, step: Expr
+    ) -> tuple[list[str], list[str], bool]:
+        name = self.fresh("i")
+        self.values[var] = name
+        constraints: list[str] = []
+        exact = low is not None and high is not None and step is not None
+        if low is not None:
+            constraints.append(f"{name} >= {low}")
+        if high is not None:
+            constraints.append(f"{name} < {high}")
+        names = [name]
+        if low is not None and step is not None and step != "1":
+            try:
+                stride = int(step)
+            except ValueError:
+                stride = 0
+            if stride > 0:
+                k = self.fresh("k")
+                names.append(k)
+                constraints.append(f"{name} = ({low}) + {stride}*{k}")
+            else:
+                exact = False
+        return names, constraints, exact
+
+    def scf_for(self, op: Operation, nest: _Nest) -> None:
+        lb, ub, step = (self.expr(v) for v in op.operands[:3])
+        block = op.regions[0].block
+        names, constraints, exact = self._loop_var(block.args[0], lb, ub, step)
+        self.walk(block.ops, nest.with_loop(names, constraints, exact and len(block.args) == 1))
+
+    def scf_parallel(self, op: Operation, nest: _Nest) -> None:
+        block = op.regions[0].block
+        ranks = len(block.args)
+        bounds = [self.expr(v) for v in op.operands[: 3 * ranks]]
+        inner = nest
+        for k, var in enumerate(block.args):
+            names, constraints, exact = self._loop_var(
+                var, bounds[k], bounds[ranks + k], bounds[2 * ranks + k]
+            )
+            inner = inner.with_loop(names, constraints, exact)
+        exact_reductions = len(op.results) == 0
+        self.walk(block.ops, inner if exact_reductions else inner.inexact())
+
+    def affine_for(self, op: Operation, nest: _Nest) -> None:
+        lower = op.properties.get("lowerBoundMap")
+        upper = op.properties.get("upperBoundMap")
+        step_attr = op.properties.get("step")
+        low_ops = op.operands[: _map_arity(lower)]
+        high_ops = op.operands[len(low_ops) : len(low_ops) + _map_arity(upper)]
+        lows = self.map_exprs(getattr(lower, "data", None), low_ops)
+        highs = self.map_exprs(getattr(upper, "data", None), high_ops)
+        step = str(step_attr.value.data) if isinstance(step_attr, IntegerAttr) else None
+        block = op.regions[0].block
+        name = self.fresh("i")
+        self.values[block.args[0]] = name
+        constraints = [f"{name} >= {e}" for e in lows or []]
+        constraints += [f"{name} < {e}" for e in highs or []]
+        names = [name]
+        exact = lows is not None and highs is not None and step is not None
+        if lows is not None and step not in (None, "1"):
+            if len(lows) == 1:
+                k = self.fresh("k")
+                names.append(k)
+                constraints.append(f"{name} = ({lows[0]}) + {step}*{k}")
+            else:
+                exact = False
+        only_iv = len(block.args) == 1
+        self.walk(block.ops, nest.with_loop(names, constraints, exact and only_iv))
+
+    # --- linalg -------------------------------------------------------------------
+
+    def _linalg(self, op: LinalgStructuredOperation, nest: _Nest) -> None:
+        operands = [*op.inputs, *op.outputs]
+        for block in op.body.blocks:
+            self.walk(block.ops, nest.inexact())
+        if not any(v in self.views for v in operands):
+            return
+        try:
+            ranges = op.get_static_loop_ranges()
+            maps = op.get_indexing_maps()
+        except Exception:  # noqa: BLE001 - xDSL raises several kinds for odd ops
+            ranges, maps = None, None
+        if ranges is None or maps is None or len(maps) != len(operands) or DYNAMIC_INDEX in ranges:
+            self._unknown(op)
+            return
+        names = [self.fresh("l") for _ in ranges]
+        constraints = [f"0 <= {n} < {r}" for n, r in zip(names, ranges, strict=True)]
+        inner = nest.with_loop(names, constraints, True)
+        outputs = set(op.outputs)
+        for k, (value, amap) in enumerate(zip(operands, maps, strict=True)):
+            if value not in self.views:
+                continue
+            exprs = [_affine_text(e, names, []) for e in amap.data.results]
+            is_output = value in outputs
+            read = not is_output or _reads_output(op, k)
+            self._access(value, exprs, inner, (), read=read, write=is_output)
+
+    def _add(self, table: dict[SSAValue, list[isl.Set]], root: SSAValue, region: isl.Set) -> None:
+        table.setdefault(root, []).append(region)
+
+
+def _reads_output(op: LinalgStructuredOperation, k: int) -> bool:
+    """Whether the body of `op` uses the old value of its operand `k` (an output): a fill
+    or a copy does not; a matmul accumulates into it."""
+    blocks = list(op.body.blocks)
+    if len(blocks) != 1 or len(blocks[0].args) <= k:
+        return True
+    return bool(blocks[0].args[k].uses)
+
+
+def _union(table: dict[SSAValue, list[isl.Set]]) -> dict[SSAValue, isl.Set]:
+    out: dict[SSAValue, isl.Set] = {}
+    for root, sets in table.items():
+        total = sets[0]
+        for s in sets[1:]:
+            total = total | s
+        out[root] = total.coalesce()
+    return out
+
+
+def _rank(memref: SSAValue) -> int:
+    type_ = memref.type
+    return len(type_.get_shape()) if isinstance(type_, MemRefType) else 0
+
+
+def _kept_dims(sizes: tuple[int, ...], rank: int) -> dict[int, int] | None:
+    """For a subview of `sizes` with a result of `rank` dimensions: the result dimension
+    of each kept source dimension. Dropping dimensions is read only when exactly the
+    unit ones go (otherwise which ones go is ambiguous)."""
+    if rank == len(sizes):
+        return {d: d for d in range(rank)}
+    kept = [d for d, size in enumerate(sizes) if size != 1]
+    if len(kept) != rank:
+        return None
+    return {d: k for k, d in enumerate(kept)}
+
+
+def _static(attr: Attribute | None) -> tuple[int, ...] | None:
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    return None
+
+
+def _map_arity(attr: Attribute | None) -> int:
+    amap = getattr(attr, "data", None)
+    return amap.num_dims + amap.num_symbols if isinstance(amap, AffineMap) else 0
+
+
+def _substitute(template: str, values: Sequence[str]) -> str:
+    """`template` with `{k}` replaced by values[k]."""
+    return template.format(*(f"({v})" for v in values))
+
+
+def _product(a: str, b: str) -> Expr:
+    """a * b when one side is a constant (isl takes only affine products)."""
+    for constant, other in ((a, b), (b, a)):
+        try:
+            return f"{int(constant)}*({other})"
+        except ValueError:
+            continue
+    return None
+
+
+def _affine_text(expr: AffineExpr, dims: Sequence[Expr], symbols: Sequence[Expr]) -> Expr:
+    if isinstance(expr, AffineConstantExpr):
+        return str(expr.value)
+    if isinstance(expr, AffineDimExpr):
+        return dims[expr.position] if expr.position < len(dims) else None
+    if isinstance(expr, AffineSymExpr):
+        return symbols[expr.position] if expr.position < len(symbols) else None
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs = _affine_text(expr.lhs, dims, symbols)
+        rhs = _affine_text(expr.rhs, dims, symbols)
+        if lhs is None or rhs is None:
+            return None
+        kind = expr.kind
+        if kind == AffineBinaryOpKind.Add:
+            return f"({lhs}) + ({rhs})"
+        if kind == AffineBinaryOpKind.Mul:
+            return _product(lhs, rhs)
+        try:
+            divisor = int(rhs)
+        except ValueError:
+            return None
+        if divisor <= 0:
+            return None
+        if kind == AffineBinaryOpKind.Mod:
+            return f"({lhs}) mod {divisor}"
+        if kind == AffineBinaryOpKind.FloorDiv:
+            return f"floor(({lhs})/{divisor})"
+        return f"ceil(({lhs})/{divisor})"
+    return None
+
+
+@dataclass(frozen=True)
+class _Handler:
+    """How the walker treats one op: `memrefs` are the operands it expects to point
+    into memory (any other that does makes the op unknown)."""
+
+    memrefs: Callable[[Operation], Sequence[SSAValue]]
+    visit: Callable[[_Walker, Operation, _Nest], None]
+
+
+def _first(op: Operation) -> Sequence[SSAValue]:
+    return op.operands[:1]
+
+
+def _second(op: Operation) -> Sequence[SSAValue]:
+    return op.operands[1:2]
+
+
+def _none(op: Operation) -> Sequence[SSAValue]:
+    return ()
+
+
+def _copy(walker: _Walker, op: Operation, nest: _Nest) -> None:
+    walker.whole_access(op.operands[0], nest, read=True)
+    walker.whole_access(op.operands[1], nest, write=True)
+
+
+def _nothing(walker: _Walker, op: Operation, nest: _Nest) -> None:
+    pass
+
+
+_HANDLERS: dict[str, _Handler] = {
+    "memref.load": _Handler(_first, _Walker.scalar_access),
+    "affine.load": _Handler(_first, _Walker.scalar_access),
+    "memref.store": _Handler(_second, _Walker.scalar_access),
+    "affine.store": _Handler(_second, _Walker.scalar_access),
+    "vector.load": _Handler(_first, _Walker.vector_access),
+    "vector.store": _Handler(_second, _Walker.vector_access),
+    "memref.copy": _Handler(lambda op: op.operands[:2], _copy),
+    "memref.subview": _Handler(_first, _Walker.view),
+    "memref.cast": _Handler(_first, _Walker.view),
+    "memref.dim": _Handler(_first, _nothing),
+    "memref.rank": _Handler(_first, _nothing),
+    "scf.for": _Handler(_none, _Walker.scf_for),
+    "scf.parallel": _Handler(_none, _Walker.scf_parallel),
+    "affine.for": _Handler(_none, _Walker.affine_for),
+}
+
+# Ops whose regions run zero or more times, under conditions this module does not read.
+_STRUCTURED = frozenset(
+    {
+        "scf.if",
+        "affine.if",
+        "scf.while",
+        "scf.execute_region",
+        "scf.yield",
+        "affine.yield",
+        "scf.condition",
+        "scf.reduce",
+        "scf.reduce.return",
+    }
+)
