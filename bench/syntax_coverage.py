@@ -48,17 +48,27 @@ def chunks(text: str) -> list[str]:
     return [c for c in re.split(r"^// -----.*$", text, flags=re.M) if c.strip()]
 
 
+def _has_code(lines: list[str]) -> bool:
+    return any(s.strip() and not s.lstrip().startswith("//") for s in lines)
+
+
 def top_level_ops(chunk: str) -> list[str]:
     """The chunk's top-level ops as texts: a line starting in column 0 starts one."""
     pieces: list[list[str]] = [[]]
     for line in chunk.splitlines():
-        if TOP_LEVEL.match(line) and any(s.strip() for s in pieces[-1]):
+        if TOP_LEVEL.match(line) and _has_code(pieces[-1]):
             pieces.append([])
         pieces[-1].append(line)
-    texts = ["\n".join(p) + "\n" for p in pieces if any(s.strip() for s in p)]
+    # Comments before an op go with it: a piece of comments alone is no op to count.
+    texts = ["\n".join(p) + "\n" for p in pieces if _has_code(p)]
     # Attribute and type aliases (`#name = ...`, `!name = ...`) go with every op.
-    aliases = "".join(t for t in texts if t[0] in "#!")
-    return [aliases + t for t in texts if t[0] not in "#!"]
+    aliases = "".join(t for t in texts if _is_alias(t))
+    return [aliases + t for t in texts if not _is_alias(t)]
+
+
+def _is_alias(text: str) -> bool:
+    code = next(s for s in text.splitlines() if s.strip() and not s.lstrip().startswith("//"))
+    return code[0] in "#!"
 
 
 def dhir_print(text: str) -> str:

@@ -13,18 +13,23 @@ from typing import cast
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     AffineSetAttr,
     AnyFloat,
     ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
     DenseIntElementsAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
     TensorType,
+    UnitAttr,
     VectorType,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineExpr, AffineMap
@@ -34,15 +39,30 @@ from xdsl.ir.affine.affine_expr import (
     AffineDimExpr,
     AffineSymExpr,
 )
-from xdsl.irdl import PropertyDef, irdl_to_attr_constraint
+from xdsl.irdl import (
+    AnyAttr,
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    PropertyDef,
+    irdl_op_definition,
+    irdl_to_attr_constraint,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.affine_parser import AffineParser
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.format import has_terminator, print_type_list, redefine, split_properties
+from dhir.dialects.format import print_type_list, redefine, split_properties
 from dhir.dialects.memref import ATOMIC_RMW_KINDS
 
 _PRECEDENCE = {
@@ -348,7 +368,9 @@ def _with_terminator(region: Region, arg_types: Sequence[Attribute] = ()) -> Reg
     if not region.blocks:
         region.add_block(Block(arg_types=arg_types))
     block = region.blocks[-1]
-    if not has_terminator(block):
+    last = block.last_op
+    # As in MLIR, an op of no known dialect is not a terminator here (xDSL assumes it is).
+    if last is None or not last.has_trait(IsTerminator, value_if_unregistered=False):
         block.add_op(affine.YieldOp.get())
     return region
 
@@ -584,6 +606,199 @@ class IfOp(affine.IfOp):
             raise VerifyException("an affine.if with results must have an else region")
 
 
+@irdl_op_definition
+class MaxOp(IRDLOperation):
+    """`affine.max map(dims)[symbols]`: the largest result of the map (xDSL 0.74 has
+    only `affine.min`)."""
+
+    name = "affine.max"
+
+    arguments = var_operand_def(IndexType())
+    result = result_def(IndexType())
+    map = prop_def(AffineMapAttr)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MaxOp":
+        pos = parser.pos
+        amap = parser.parse_attribute()
+        if not isinstance(amap, AffineMapAttr):
+            parser.raise_error("expected an affine map", pos, parser.pos)
+        dims = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, lambda: parser.parse_operand(IndexType())
+        )
+        syms = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_operand(IndexType())
+        )
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        return cls.create(
+            operands=[*dims, *(syms or [])],
+            result_types=[IndexType()],
+            properties={**props, "map": amap},
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.map)
+        num_dims = self.map.data.num_dims
+        with printer.in_parens():
+            printer.print_list(self.arguments[:num_dims], printer.print_operand)
+        if len(self.arguments) > num_dims:
+            with printer.in_square_brackets():
+                printer.print_list(self.arguments[num_dims:], printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        amap = self.map.data
+        if len(self.arguments) != amap.num_dims + amap.num_symbols:
+            raise VerifyException(
+                f"the map takes {amap.num_dims + amap.num_symbols} operands, "
+                f"given {len(self.arguments)}"
+            )
+        if not amap.results:
+            raise VerifyException("the map must have at least one result")
+
+
+def _parse_basis(parser: Parser) -> tuple[list[int], list[SSAValue]]:
+    """`(4, %n, 8)`: the static basis (dynamic entries as DYNAMIC_INDEX) and the values."""
+    static: list[int] = []
+    dynamic: list[SSAValue] = []
+
+    def entry() -> None:
+        value = parser.parse_optional_integer()
+        if value is None:
+            dynamic.append(parser.parse_operand(IndexType()))
+            static.append(DYNAMIC_INDEX)
+        else:
+            static.append(value)
+
+    parser.parse_comma_separated_list(parser.Delimiter.PAREN, entry)
+    return static, dynamic
+
+
+def _print_basis(printer: Printer, static: Sequence[int], dynamic: Sequence[SSAValue]) -> None:
+    values = iter(dynamic)
+
+    def entry(size: int) -> None:
+        if size == DYNAMIC_INDEX:
+            printer.print_operand(next(values))
+        else:
+            printer.print_string(str(size))
+
+    with printer.in_parens():
+        printer.print_list(static, entry)
+
+
+@irdl_op_definition
+class DelinearizeIndexOp(IRDLOperation):
+    """`affine.delinearize_index %i into (basis) attr-dict : types`."""
+
+    name = "affine.delinearize_index"
+
+    linear_index = operand_def(IndexType())
+    dynamic_basis = var_operand_def(IndexType())
+    static_basis = prop_def(DenseArrayBase.constr(i64))
+    multi_index = var_result_def(IndexType())
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DelinearizeIndexOp":
+        index = parser.parse_operand(IndexType())
+        parser.parse_keyword("into")
+        static, dynamic = _parse_basis(parser)
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        return cls.create(
+            operands=[index, *dynamic],
+            result_types=types,
+            properties={**props, "static_basis": DenseArrayBase.from_list(i64, static)},
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.linear_index)
+        printer.print_string(" into ")
+        _print_basis(printer, self.static_basis.get_values(), self.dynamic_basis)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_type_list(printer, self.result_types)
+
+    def verify_(self) -> None:
+        static = self.static_basis.get_values()
+        if len(self.dynamic_basis) != sum(s == DYNAMIC_INDEX for s in static):
+            raise VerifyException("the basis has one value per dynamic entry")
+        if len(self.multi_index) not in (len(static), len(static) + 1):
+            raise VerifyException("there is one result per basis entry, or one more")
+
+
+@irdl_op_definition
+class LinearizeIndexOp(IRDLOperation):
+    """`affine.linearize_index disjoint? [indices] by (basis) attr-dict : index`."""
+
+    name = "affine.linearize_index"
+
+    multi_index = var_operand_def(IndexType())
+    dynamic_basis = var_operand_def(IndexType())
+    static_basis = prop_def(DenseArrayBase.constr(i64))
+    # Set, MLIR's generic form has `disjoint`, unset `disjoint = false`.
+    disjoint = opt_prop_def(AnyAttr())
+    linear_index = result_def(IndexType())
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "LinearizeIndexOp":
+        props: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("disjoint"):
+            props["disjoint"] = UnitAttr()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, lambda: parser.parse_operand(IndexType())
+        )
+        parser.parse_keyword("by")
+        static, dynamic = _parse_basis(parser)
+        more, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        result = parser.parse_type()
+        props["static_basis"] = DenseArrayBase.from_list(i64, static)
+        return cls.create(
+            operands=[*indices, *dynamic],
+            result_types=[result],
+            properties={
+                **more,
+                **props,
+                "operandSegmentSizes": DenseArrayBase.from_list(i32, [len(indices), len(dynamic)]),
+            },
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        if isinstance(self.disjoint, UnitAttr) or self.disjoint == BoolAttr.from_bool(True):
+            printer.print_string(" disjoint")
+        printer.print_string(" ")
+        with printer.in_square_brackets():
+            printer.print_list(self.multi_index, printer.print_operand)
+        printer.print_string(" by ")
+        _print_basis(printer, self.static_basis.get_values(), self.dynamic_basis)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.linear_index.type)
+
+
 Affine: Dialect = with_replaced_ops(
-    affine.Affine, LoadOp, StoreOp, VectorLoadOp, VectorStoreOp, ParallelOp, IfOp
+    affine.Affine,
+    LoadOp,
+    StoreOp,
+    VectorLoadOp,
+    VectorStoreOp,
+    ParallelOp,
+    IfOp,
+    MaxOp,
+    DelinearizeIndexOp,
+    LinearizeIndexOp,
 )

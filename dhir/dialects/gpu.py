@@ -50,12 +50,22 @@ from xdsl.irdl import (
     irdl_to_attr_constraint,
     operand_def,
     opt_prop_def,
+    opt_result_def,
     prop_def,
+    region_def,
     result_def,
+    traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.traits import (
+    IsTerminator,
+    RecursiveMemoryEffect,
+    SingleBlockImplicitTerminator,
+    SymbolOpInterface,
+)
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -275,7 +285,11 @@ class ReturnOp(gpu.ReturnOp):
 
 @custom_format("attr-dict ($values^ `:` type($values))?")
 class YieldOp(gpu.YieldOp):
-    pass
+    def verify_(self) -> None:
+        # In gpu.warp_execute_on_lane_0 the region yields whole values and the op
+        # returns each lane's part: the shapes differ.
+        if not isinstance(self.parent_op(), WarpExecuteOnLane0Op):
+            super().verify_()
 
 
 @custom_format("$value attr-dict `:` type($value)")
@@ -617,13 +631,19 @@ class ShuffleOp(IRDLOperation):
 # --- kernels and launches -----------------------------------------------------------
 
 
-@redefine(properties={"targets": optional_property(ArrayAttr)})
+@redefine(
+    properties={
+        "targets": optional_property(ArrayAttr),
+        "offloadingHandler": optional_property(AnyAttr()),
+    }
+)
 class ModuleOp(gpu.ModuleOp):
-    """`gpu.module @name ([targets])? (attributes {...})? region`."""
+    """`gpu.module @name (<handler>)? ([targets])? (attributes {...})? region`."""
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_symbol_name(self.sym_name.data)
+        _print_handler(printer, self.properties.get("offloadingHandler"))
         targets = self.properties.get("targets")
         if isinstance(targets, ArrayAttr):
             printer.print_string(" [")
@@ -636,6 +656,9 @@ class ModuleOp(gpu.ModuleOp):
     @classmethod
     def parse(cls, parser: Parser) -> "ModuleOp":
         props: dict[str, Attribute] = {"sym_name": parser.parse_symbol_name()}
+        if parser.parse_optional_punctuation("<"):
+            props["offloadingHandler"] = parser.parse_attribute()
+            parser.parse_punctuation(">")
         targets = parser.parse_optional_comma_separated_list(
             parser.Delimiter.SQUARE, parser.parse_attribute
         )
@@ -1042,6 +1065,207 @@ def _print_sizes(printer: Printer, keyword: str, values: Sequence[SSAValue | Non
     printer.print_string(")")
 
 
+def _print_handler(printer: Printer, handler: Attribute | None) -> None:
+    if handler is not None:
+        printer.print_string(" <")
+        printer.print_attribute(handler)
+        printer.print_string(">")
+
+
+@irdl_op_definition
+class BinaryOp(IRDLOperation):
+    """`gpu.binary @name (<handler>)? attr-dict [objects]`: compiled GPU code. dhir keeps
+    it as read (its attributes are of dialects dhir does not define)."""
+
+    name = "gpu.binary"
+
+    sym_name = prop_def(StringAttr)
+    offloadingHandler = opt_prop_def(AnyAttr())
+    objects = prop_def(ArrayAttr)
+
+    traits = traits_def(SymbolOpInterface())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        _print_handler(printer, self.offloadingHandler)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" [")
+        printer.print_list(self.objects.data, printer.print_attribute)
+        printer.print_string("]")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "BinaryOp":
+        props: dict[str, Attribute] = {"sym_name": parser.parse_symbol_name()}
+        if parser.parse_optional_punctuation("<"):
+            props["offloadingHandler"] = parser.parse_attribute()
+            parser.parse_punctuation(">")
+        else:
+            # MLIR's parser sets the default handler; it is an attribute of a dialect dhir
+            # does not define, made as the parser makes it.
+            props["offloadingHandler"] = Parser(parser.ctx, "#gpu.select_object").parse_attribute()
+        attrs = parser.parse_optional_attr_dict()
+        objects = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+        props["objects"] = ArrayAttr(objects)
+        return cls.create(properties=props, attributes=attrs)
+
+
+@irdl_op_definition
+class RotateOp(IRDLOperation):
+    """`gpu.rotate %value, offset, width attr-dict : T`: a value from the lane `offset`
+    further round a group of `width` lanes, and whether that lane was in range."""
+
+    name = "gpu.rotate"
+
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    offset = prop_def(IntegerAttr)
+    width = prop_def(IntegerAttr)
+    rotate_result = result_def(T)
+    valid = result_def(i1)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(f", {self.offset.value.data}, {self.width.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "RotateOp":
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        offset = IntegerAttr(parser.parse_integer(), i32)
+        parser.parse_punctuation(",")
+        width = IntegerAttr(parser.parse_integer(), i32)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.create(
+            operands=[parser.resolve_operand(value, type_)],
+            result_types=[type_, i1],
+            properties={"offset": offset, "width": width},
+            attributes=attrs,
+        )
+
+
+@irdl_op_definition
+class MemsetOp(IRDLOperation):
+    """`gpu.memset async? [deps]? %dst, %value : memref_type, value_type attr-dict`."""
+
+    name = "gpu.memset"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    dst = operand_def(MemRefType)
+    value = operand_def()
+    asyncToken = opt_result_def(_TOKEN)
+
+    def print(self, printer: Printer) -> None:
+        print_async(printer, self.asyncToken, self.asyncDependencies)
+        printer.print_string(" ")
+        printer.print_list((self.dst, self.value), printer.print_operand)
+        printer.print_string(" : ")
+        print_type_list(printer, (self.dst.type, self.value.type))
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MemsetOp":
+        is_async, deps = parse_async(parser)
+        pos = parser.pos
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(names) != 2 or len(types) != 2:
+            parser.raise_error("expected a memref and a value, and their types", pos, parser.pos)
+        dst, value = parser.resolve_operands(names, types, pos)
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(
+            operands=[*deps, dst, value],
+            result_types=_token_types(is_async),
+            attributes=attrs,
+        )
+
+    def verify_(self) -> None:
+        dst = self.dst.type
+        assert isinstance(dst, MemRefType)
+        if dst.element_type != self.value.type:
+            raise VerifyException(f"gpu.memset writes {dst.element_type}, given {self.value.type}")
+
+
+@irdl_op_definition
+class WarpExecuteOnLane0Op(IRDLOperation):
+    """`gpu.warp_execute_on_lane_0(%lane)[size] (args(%v : types))? (-> (types))? region
+    attr-dict`: a region run by lane 0 of a warp, its values distributed over the lanes."""
+
+    name = "gpu.warp_execute_on_lane_0"
+
+    laneid = operand_def(IndexType())
+    args = var_operand_def()
+    warp_size = prop_def(IntegerAttr)
+    # Not `results`: that name is Operation's.
+    outputs = var_result_def()
+    warpRegion = region_def()
+
+    traits = traits_def(SingleBlockImplicitTerminator(gpu.YieldOp), RecursiveMemoryEffect())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string("(")
+        printer.print_operand(self.laneid)
+        printer.print_string(f")[{self.warp_size.value.data}]")
+        if self.args:
+            printer.print_string(" args(")
+            _print_typed_args(printer, self.args)
+            printer.print_string(")")
+        if self.outputs:
+            printer.print_string(" -> (")
+            print_type_list(printer, self.result_types)
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(
+            self.warpRegion,
+            print_entry_block_args=bool(self.warpRegion.block.args),
+            print_block_terminators=bool(self.outputs),
+        )
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "WarpExecuteOnLane0Op":
+        parser.parse_punctuation("(")
+        lane = parser.parse_operand(IndexType())
+        parser.parse_punctuation(")")
+        parser.parse_punctuation("[")
+        size = IntegerAttr(parser.parse_integer(), i64)
+        parser.parse_punctuation("]")
+        args: list[SSAValue] = []
+        if parser.parse_optional_keyword("args"):
+            args = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, lambda: _parse_typed_operand(parser)
+            )
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->"):
+            result_types = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, parser.parse_type
+            )
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        block = region.blocks[-1]
+        last = block.last_op
+        if last is None or not last.has_trait(IsTerminator, value_if_unregistered=False):
+            block.add_op(YieldOp.create())
+        attrs = parser.parse_optional_attr_dict()
+        return cls.create(
+            operands=[lane, *args],
+            result_types=result_types,
+            properties={"warp_size": size},
+            attributes=attrs,
+            regions=[region],
+        )
+
+
 _ops = with_replaced_ops(
     gpu.GPU,
     AllocOp,
@@ -1072,6 +1296,10 @@ _ops = with_replaced_ops(
     SubgroupReduceOp,
     PrintfOp,
     ShuffleOp,
+    BinaryOp,
+    RotateOp,
+    MemsetOp,
+    WarpExecuteOnLane0Op,
 )
 
 GPU: Dialect = Dialect(
