@@ -1,0 +1,211 @@
+"""Access regions, validity and the messages built from them: a stencil in a time loop
+exchanges only its halo rows, strided blocks travel as strided MPI messages, and every
+native run equals the interpreter."""
+
+import shutil
+
+import islpy as isl
+import numpy as np
+import pytest
+from test_messages import MPIS
+
+import dhir
+from dhir.analysis.regions import task_regions
+from dhir.analysis.validity import Box, Validity, blocks_of
+from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.text import parse_string
+from dhir.transforms.lower_to_mpi import loop_entry_state
+
+needs_mlir = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+N = 12
+
+
+def _sweep(src: str, dst: str, lo: int, hi: int, rank: int, k: int) -> str:
+    """A 5-point average of rows lo..hi-1 of `src` into `dst`, on `rank`."""
+    return f"""
+    %s{k} = dhir.task %cpu, %{src}, %{dst} attributes {{dhir.rank = {rank} : i64}} {{
+      %c1 = arith.constant 1 : index
+      %lo = arith.constant {lo} : index
+      %hi = arith.constant {hi} : index
+      %last = arith.constant {N - 1} : index
+      scf.for %i = %lo to %hi step %c1 {{
+        scf.for %j = %c1 to %last step %c1 {{
+          %im = arith.subi %i, %c1 : index
+          %ip = arith.addi %i, %c1 : index
+          %jm = arith.subi %j, %c1 : index
+          %jp = arith.addi %j, %c1 : index
+          %n = memref.load %{src}[%im, %j] : memref<{N}x{N}xi64>
+          %s = memref.load %{src}[%ip, %j] : memref<{N}x{N}xi64>
+          %w = memref.load %{src}[%i, %jm] : memref<{N}x{N}xi64>
+          %e = memref.load %{src}[%i, %jp] : memref<{N}x{N}xi64>
+          %a = arith.addi %n, %s : i64
+          %b = arith.addi %w, %e : i64
+          %c = arith.addi %a, %b : i64
+          memref.store %c, %{dst}[%i, %j] : memref<{N}x{N}xi64>
+        }}
+      }}
+    }}"""
+
+
+def stencil(ranks: int) -> str:
+    half = N // 2
+    tasks = [
+        _sweep("u", "v", 1, half, 0, 0),
+        _sweep("u", "v", half, N - 1, 1 % ranks, 1),
+        _sweep("v", "u", 1, half, 0, 2),
+        _sweep("v", "u", half, N - 1, 1 % ranks, 3),
+    ]
+    return f"""
+func.func @main(%u: memref<{N}x{N}xi64>, %v: memref<{N}x{N}xi64>, %steps: index) {{
+  %zero = arith.constant 0 : index
+  %one = arith.constant 1 : index
+  scf.for %t = %zero to %steps step %one {{
+    dhir.schedule %u, %v {{
+      %cpu = dhir.target {{kind = "cpu"}}
+      {"".join(tasks)}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def _schedule(text: str) -> ScheduleOp:
+    module = parse_string(text)
+    return next(op for op in module.walk() if isinstance(op, ScheduleOp))
+
+
+def test_a_stencil_in_a_time_loop_exchanges_only_halo_rows() -> None:
+    schedule = _schedule(stencil(2))
+    start = loop_entry_state(schedule, 2)
+    assert start is not None, "the schedule is the loop body's only user of u and v"
+    # Two iterations from the loop's steady state: each sweep brings one halo row (the
+    # interior columns, N - 2 elements) to each rank, nothing else.
+    state = start.copy()
+    for _ in range(2):
+        moved: list[int] = []
+        for task in schedule.tasks():
+            regions = task_regions(task)
+            rank = 0 if task.attributes["dhir.rank"].value.data == 0 else 1  # type: ignore[union-attr]
+            for value in task.memrefs:
+                for transfer in state.run_task(
+                    value,
+                    rank,
+                    regions.read(value),
+                    regions.written(value),
+                    regions.must_written(value),
+                ):
+                    elements = transfer.elements()
+                    assert elements is not None
+                    moved.append(elements)
+        assert moved == [N - 2] * 4
+        assert state.same(start) or start.meet(state).same(start)
+
+
+def test_the_first_sweep_of_a_schedule_outside_a_loop_needs_no_message() -> None:
+    schedule = _schedule(stencil(2))
+    state = Validity(list(schedule.args), 2)
+    first = next(iter(schedule.tasks()))
+    regions = task_regions(first)
+    for value in first.memrefs:
+        transfers = state.run_task(
+            value, 0, regions.read(value), regions.written(value), regions.must_written(value)
+        )
+        assert transfers == []
+
+
+def test_a_box_is_one_run_when_contiguous_or_its_span_is_held() -> None:
+    shape = (4, 6)
+    everything = isl.Set("{ [x0, x1] : 0 <= x0 < 4 and 0 <= x1 < 6 }")
+    rows = Box((1, 0), (3, 6))
+    assert [(b.offset, b.length, b.count) for b in blocks_of(rows, shape, everything)] == [
+        (6, 12, 1)
+    ]
+    block = Box((1, 2), (3, 4))
+    # The span from (1, 2) to (2, 3) is held: one run of 8 elements.
+    assert [(b.offset, b.length) for b in blocks_of(block, shape, everything)] == [(8, 8)]
+    # Held only where the box is: two runs of 2, 6 apart.
+    only = block.as_set()
+    (strided,) = blocks_of(block, shape, only)
+    assert (strided.offset, strided.length, strided.count, strided.stride) == (8, 2, 2, 6)
+
+
+COLUMNS = """
+func.func @main(%a: memref<6x8xi64>, %b: memref<6x8xi64>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %left = dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c6 = arith.constant 6 : index
+      scf.for %i = %c0 to %c6 step %c1 {
+        scf.for %j = %c0 to %c3 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<6x8xi64>
+          %i64 = arith.index_cast %i : index to i64
+          %y = arith.addi %x, %i64 : i64
+          memref.store %y, %a[%i, %j] : memref<6x8xi64>
+        }
+      }
+    }
+    %right = dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c1 to %c5 step %c1 {
+        scf.for %j = %c3 to %c8 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<6x8xi64>
+          %y = arith.muli %x, %x : i64
+          memref.store %y, %a[%i, %j] : memref<6x8xi64>
+        }
+      }
+    }
+    %all = dhir.task %cpu, %a, %b attributes {dhir.rank = 2 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c6 = arith.constant 6 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c6 step %c1 {
+        scf.for %j = %c0 to %c8 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<6x8xi64>
+          %c = arith.constant 3 : i64
+          %y = arith.muli %x, %c : i64
+          memref.store %y, %b[%i, %j] : memref<6x8xi64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_column_blocks_travel_strided_and_equal_the_oracle(mpi: str) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(-50, 50, (6, 8)).astype(np.int64)
+    b = np.zeros((6, 8), dtype=np.int64)
+    expected = dhir.run(COLUMNS, a.copy(), b.copy(), backend="interp")
+    got = dhir.run(COLUMNS, a.copy(), b.copy(), backend="native", ranks=3, mpi=mpi)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_stencil_in_a_time_loop_equals_the_oracle(ranks: int, mpi: str) -> None:
+    rng = np.random.default_rng(ranks)
+    u = rng.integers(0, 9, (N, N)).astype(np.int64)
+    v = u.copy()
+    steps = np.array(3, dtype=np.int64)
+    text = stencil(ranks)
+    expected = dhir.run(text, u.copy(), v.copy(), steps, backend="interp")
+    got = dhir.run(text, u.copy(), v.copy(), steps, backend="native", ranks=ranks, mpi=mpi)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
