@@ -1,41 +1,58 @@
 """The vector dialect with the ops MLIR 22 has and xDSL 0.74 lacks.
 
-These ops work on vector values only (no memref operand), so they carry no memory
-effects for dhir's dependence analysis to miss."""
+Most of them work on vector values only. Those that take a memref (gather, scatter,
+expandload, compressstore) are not in dhir's table of memory accesses, so the dependence
+analysis counts them as reading and writing all they reach; the ops under a
+`vector.mask` are seen through its region."""
+
+from typing import cast
 
 from xdsl.dialects import vector
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
+    DictionaryAttr,
+    FixedBitwidthType,
+    IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     StringAttr,
+    TensorType,
     VectorType,
     i1,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Dialect, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     base,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from dhir.dialects import with_replaced_ops
+from dhir.dialects.format import print_type_list, split_properties
 
 I64Array = ArrayAttr[IntegerAttr]
 
@@ -321,6 +338,637 @@ class OuterProductOp(IRDLOperation):
         printer.print_attribute(self.rhs.type)
 
 
+class IteratorType(StrEnum):
+    PARALLEL = "parallel"
+    REDUCTION = "reduction"
+
+
+@irdl_attr_definition
+class IteratorTypeAttr(EnumAttribute[IteratorType]):
+    """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`."""
+
+    name = "vector.iterator_type"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> IteratorType:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(IteratorType)
+
+
+def _iterator_types(value: Attribute, parser: Parser, pos: int) -> ArrayAttr[IteratorTypeAttr]:
+    """The trait's `iterator_types`: MLIR writes them as strings in the custom form."""
+    if not isinstance(value, ArrayAttr):
+        parser.raise_error("expected an array of iterator types", pos, parser.pos)
+    found: list[IteratorTypeAttr] = []
+    for item in cast(ArrayAttr[Attribute], value).data:
+        if isinstance(item, IteratorTypeAttr):
+            found.append(item)
+        elif isinstance(item, StringAttr) and item.data in set(IteratorType):
+            found.append(IteratorTypeAttr(IteratorType(item.data)))
+        else:
+            parser.raise_error(f"{item} is not 'parallel' or 'reduction'", pos, parser.pos)
+    return ArrayAttr(found)
+
+
+@irdl_op_definition
+class ContractionOp(IRDLOperation):
+    """`vector.contract {indexing_maps = [...], iterator_types = [...], kind = ...}
+    %lhs, %rhs, %acc attr-dict : L, R into A`: a generalized matrix product."""
+
+    name = "vector.contract"
+
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    acc = operand_def()
+    indexing_maps = prop_def(ArrayAttr[AffineMapAttr])
+    iterator_types = prop_def(ArrayAttr[IteratorTypeAttr])
+    kind = prop_def(vector.CombiningKindAttr, default_value=_ADD)
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ContractionOp":
+        pos = parser.pos
+        trait = parser.parse_attribute()
+        if not isinstance(trait, DictionaryAttr):
+            parser.raise_error("expected the contraction's trait dictionary", pos, parser.pos)
+        entries = dict(trait.data)
+        if "indexing_maps" not in entries or "iterator_types" not in entries:
+            parser.raise_error("the trait needs indexing_maps and iterator_types", pos)
+        entries["iterator_types"] = _iterator_types(entries["iterator_types"], parser, pos)
+        names_pos = parser.pos
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        entries.update(parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        lhs_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        rhs_type = parser.parse_type()
+        parser.parse_keyword("into")
+        acc_type = parser.parse_type()
+        operands = parser.resolve_operands(names, [lhs_type, rhs_type, acc_type], names_pos)
+        props, attrs = split_properties(cls, entries)
+        return cls.create(
+            operands=operands, result_types=[acc_type], properties=props, attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        names = [StringAttr(t.data) for t in self.iterator_types.data]
+        trait = {"indexing_maps": self.indexing_maps, "iterator_types": ArrayAttr(names)}
+        printer.print_string(" ")
+        printer.print_attr_dict({**trait, "kind": self.kind})
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.rhs.type)
+        printer.print_string(" into ")
+        printer.print_attribute(self.acc.type)
+
+    def verify_(self) -> None:
+        maps = [m.data for m in self.indexing_maps.data]
+        if len(maps) != 3:
+            raise VerifyException("expected an indexing map for each of lhs, rhs and acc")
+        loops = len(self.iterator_types.data)
+        if any(m.num_dims != loops or m.num_symbols for m in maps):
+            raise VerifyException(f"expected indexing maps of {loops} dimensions, no symbols")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`."""
+
+    name = "vector.yield"
+
+    values = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(MaskOp), Pure()))
+
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+
+@irdl_op_definition
+class MaskOp(IRDLOperation):
+    """`vector.mask %mask (, %passthru)? { op } attr-dict : M (-> T...)?`: runs one
+    maskable op under `%mask`; the region yields its results."""
+
+    name = "vector.mask"
+
+    mask = operand_def(VectorType.constr(base(type(i1))))
+    passthru = opt_operand_def()
+    body = region_def("single_block")
+    outputs = var_result_def()
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MaskOp":
+        pos = parser.pos
+        names = [parser.parse_unresolved_operand()]
+        if parser.parse_optional_punctuation(","):
+            names.append(parser.parse_unresolved_operand())
+        body = parser.parse_region()
+        _ensure_yield(body)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types: list[Attribute] = [parser.parse_type()]
+        result_types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->"):
+            result_types = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_type
+            )
+        if len(names) == 2:
+            if not result_types:
+                parser.raise_error("a passthru value needs a result type", pos, parser.pos)
+            types.append(result_types[0])
+        operands = parser.resolve_operands(names, types, pos)
+        return cls.create(
+            operands=operands, result_types=result_types, regions=[body], attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.mask.type)
+        if self.outputs:
+            printer.print_string(" -> ")
+            print_type_list(printer, self.outputs.types)
+
+    def verify_(self) -> None:
+        yielded = self.body.block.last_op
+        assert yielded is not None  # SingleBlockImplicitTerminator checked it
+        if [*yielded.operand_types] != [*self.outputs.types]:
+            raise VerifyException("the region must yield values of the result types")
+        if self.passthru is not None and (
+            not self.outputs or self.passthru.type != self.outputs.types[0]
+        ):
+            raise VerifyException("the passthru value must have the result's type")
+
+
+def _ensure_yield(body: Region) -> None:
+    """As MLIR does: an empty region yields nothing, one op alone yields its results."""
+    if not body.blocks:
+        body.add_block(Block())
+    block = body.block
+    last = block.last_op
+    if last is None:
+        block.add_op(YieldOp.create())
+    elif not last.has_trait(IsTerminator):
+        block.add_op(YieldOp.create(operands=list(last.results)))
+
+
+_MEMREF_OR_TENSOR = base(MemRefType) | base(TensorType)
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    name = "vector.gather"
+
+    base_ = operand_def(_MEMREF_OR_TENSOR)
+    offsets = var_operand_def(IndexType)
+    index_vec = operand_def(VectorType)
+    mask = operand_def(VectorType)
+    pass_thru = operand_def(VectorType)
+    alignment = opt_prop_def(IntegerAttr)
+    result = result_def(VectorType)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$base_ `[` $offsets `]` `[` $index_vec `]` `,` $mask `,` $pass_thru attr-dict"
+        " `:` type($base_) `,` type($index_vec) `,` type($mask) `,` type($pass_thru)"
+        " `into` type($result)"
+    )
+
+
+@irdl_op_definition
+class ScatterOp(IRDLOperation):
+    name = "vector.scatter"
+
+    base_ = operand_def(_MEMREF_OR_TENSOR)
+    offsets = var_operand_def(IndexType)
+    index_vec = operand_def(VectorType)
+    mask = operand_def(VectorType)
+    valueToStore = operand_def(VectorType)  # noqa: N815 - MLIR's name
+    alignment = opt_prop_def(IntegerAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$base_ `[` $offsets `]` `[` $index_vec `]` `,` $mask `,` $valueToStore attr-dict"
+        " `:` type($base_) `,` type($index_vec) `,` type($mask) `,` type($valueToStore)"
+    )
+
+
+@irdl_op_definition
+class ExpandLoadOp(IRDLOperation):
+    name = "vector.expandload"
+
+    base_ = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    mask = operand_def(VectorType)
+    pass_thru = operand_def(VectorType)
+    alignment = opt_prop_def(IntegerAttr)
+    result = result_def(VectorType)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$base_ `[` $indices `]` `,` $mask `,` $pass_thru attr-dict"
+        " `:` type($base_) `,` type($mask) `,` type($pass_thru) `into` type($result)"
+    )
+
+
+@irdl_op_definition
+class CompressStoreOp(IRDLOperation):
+    name = "vector.compressstore"
+
+    base_ = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    mask = operand_def(VectorType)
+    valueToStore = operand_def(VectorType)  # noqa: N815 - MLIR's name
+    alignment = opt_prop_def(IntegerAttr)
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$base_ `[` $indices `]` `,` $mask `,` $valueToStore attr-dict"
+        " `:` type($base_) `,` type($mask) `,` type($valueToStore)"
+    )
+
+
+@irdl_op_definition
+class MultiDimReductionOp(IRDLOperation):
+    """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`."""
+
+    name = "vector.multi_reduction"
+
+    source = operand_def(VectorType)
+    acc = operand_def()
+    kind = prop_def(vector.CombiningKindAttr)
+    reduction_dims = prop_def(DenseArrayBase)
+    dest = result_def()
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MultiDimReductionOp":
+        kind = vector.CombiningKindAttr(vector.CombiningKindAttr.parse_parameter(parser))
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        acc = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        dims = _parse_i64_list(parser)
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_keyword("to")
+        dest_type = parser.parse_type()
+        operands = parser.resolve_operands([source, acc], [source_type, dest_type], pos)
+        return cls.create(
+            operands=operands,
+            result_types=[dest_type],
+            properties={"kind": kind, "reduction_dims": dims},
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        self.kind.print_parameter(printer)
+        printer.print_string(", ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" ")
+        _print_i64_list(printer, self.reduction_dims)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.dest.type)
+
+
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """`vector.scan <kind>, %source, %init {reduction_dim = D, inclusive = B} : S, I`:
+    prefix sums along one dimension, and the last of them."""
+
+    name = "vector.scan"
+
+    source = operand_def(VectorType)
+    initial_value = operand_def(VectorType)
+    kind = prop_def(vector.CombiningKindAttr)
+    reduction_dim = prop_def(IntegerAttr)
+    inclusive = prop_def(BoolAttr)
+    dest = result_def(VectorType)
+    accumulated_value = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ScanOp":
+        kind = vector.CombiningKindAttr(vector.CombiningKindAttr.parse_parameter(parser))
+        parser.parse_punctuation(",")
+        pos = parser.pos
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        init = parser.parse_unresolved_operand()
+        props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        init_type = parser.parse_type()
+        operands = parser.resolve_operands([source, init], [source_type, init_type], pos)
+        return cls.create(
+            operands=operands,
+            result_types=[source_type, init_type],
+            properties={"kind": kind, **props},
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        self.kind.print_parameter(printer)
+        printer.print_string(", ")
+        printer.print_list(self.operands, printer.print_operand)
+        shown = {"reduction_dim": self.reduction_dim, "inclusive": self.inclusive}
+        printer.print_op_attributes({**shown, **self.attributes})
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.initial_value.type)
+
+
+@irdl_op_definition
+class VectorScaleOp(IRDLOperation):
+    """`vector.vscale`: the runtime multiple of scalable vector sizes."""
+
+    name = "vector.vscale"
+
+    result = result_def(IndexType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "attr-dict"
+
+
+def _parse_position(parser: Parser) -> IntegerAttr:
+    parser.parse_punctuation("[")
+    pos = parser.parse_integer()
+    parser.parse_punctuation("]")
+    return IntegerAttr(pos, i64)
+
+
+@irdl_op_definition
+class ScalableInsertOp(IRDLOperation):
+    """`vector.scalable.insert %value, %dest[pos] : V into D`."""
+
+    name = "vector.scalable.insert"
+
+    valueToStore = operand_def(VectorType)  # noqa: N815 - MLIR's name
+    dest = operand_def(VectorType)
+    pos = prop_def(IntegerAttr)
+    res = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ScalableInsertOp":
+        start = parser.pos
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dest = parser.parse_unresolved_operand()
+        pos = _parse_position(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        parser.parse_keyword("into")
+        dest_type = parser.parse_type()
+        operands = parser.resolve_operands([value, dest], [value_type, dest_type], start)
+        return cls.create(
+            operands=operands, result_types=[dest_type], properties={"pos": pos}, attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.valueToStore)
+        printer.print_string(", ")
+        printer.print_operand(self.dest)
+        printer.print_string(f"[{self.pos.value.data}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.valueToStore.type)
+        printer.print_string(" into ")
+        printer.print_attribute(self.dest.type)
+
+    def verify_(self) -> None:
+        _verify_scalable_part(self.valueToStore.type, self.dest.type, self.pos)
+
+
+def _verify_scalable_part(part: Attribute, whole: Attribute, pos: IntegerAttr) -> None:
+    """scalable.insert/extract: 1-d vectors, the whole one scalable, `pos` a multiple of
+    the part's (minimum) length."""
+    assert isa(part, VectorType) and isa(whole, VectorType)
+    if part.get_num_dims() != 1 or whole.get_num_dims() != 1:
+        raise VerifyException("expected 1-d vectors")
+    if not whole.get_scalable_dims()[0]:
+        raise VerifyException(f"expected a scalable vector, not {whole}")
+    if pos.value.data % part.get_shape()[0]:
+        raise VerifyException("the position must be a multiple of the part's length")
+
+
+@irdl_op_definition
+class ScalableExtractOp(IRDLOperation):
+    """`vector.scalable.extract %source[pos] : R from S`."""
+
+    name = "vector.scalable.extract"
+
+    source = operand_def(VectorType)
+    pos = prop_def(IntegerAttr)
+    res = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ScalableExtractOp":
+        start = parser.pos
+        source = parser.parse_unresolved_operand()
+        pos = _parse_position(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        result_type = parser.parse_type()
+        parser.parse_keyword("from")
+        source_type = parser.parse_type()
+        operand = parser.resolve_operands([source], [source_type], start)
+        return cls.create(
+            operands=operand, result_types=[result_type], properties={"pos": pos}, attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f"[{self.pos.value.data}]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.res.type)
+        printer.print_string(" from ")
+        printer.print_attribute(self.source.type)
+
+    def verify_(self) -> None:
+        _verify_scalable_part(self.res.type, self.source.type, self.pos)
+
+
+@irdl_op_definition
+class InterleaveOp(IRDLOperation):
+    """`vector.interleave %lhs, %rhs : V -> R`: the lanes of both, alternating."""
+
+    name = "vector.interleave"
+
+    lhs = operand_def(VectorType)
+    rhs = operand_def(VectorType)
+    result = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "InterleaveOp":
+        start = parser.pos
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        operands = parser.resolve_operands([lhs, rhs], [source_type, source_type], start)
+        return cls.create(operands=operands, result_types=[result_type], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    def verify_(self) -> None:
+        if self.lhs.type != self.rhs.type:
+            raise VerifyException("both operands must have the same type")
+        _verify_halves(self.lhs.type, self.result.type)
+
+
+def _verify_halves(half: Attribute, whole: Attribute) -> None:
+    """interleave/deinterleave: `whole` is `half` with its last dimension doubled."""
+    assert isa(half, VectorType) and isa(whole, VectorType)
+    shape = [*half.get_shape()]
+    shape = [*shape[:-1], 2 * shape[-1]] if shape else [2]
+    scalable = half.get_scalable_dims() or (False,)
+    if whole.element_type != half.element_type or [*whole.get_shape()] != shape:
+        raise VerifyException(f"{whole} is not {half} with its last dimension doubled")
+    if whole.get_scalable_dims()[-1:] != scalable[-1:]:
+        raise VerifyException(f"{whole} and {half} differ in scalability")
+
+
+@irdl_op_definition
+class DeinterleaveOp(IRDLOperation):
+    """`%even, %odd = vector.deinterleave %source : S -> R`: the inverse of interleave."""
+
+    name = "vector.deinterleave"
+
+    source = operand_def(VectorType)
+    res1 = result_def(VectorType)
+    res2 = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DeinterleaveOp":
+        start = parser.pos
+        source = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        operand = parser.resolve_operands([source], [source_type], start)
+        return cls.create(
+            operands=operand, result_types=[result_type, result_type], attributes=attrs
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.res1.type)
+
+    def verify_(self) -> None:
+        if self.res1.type != self.res2.type:
+            raise VerifyException("both results must have the same type")
+        _verify_halves(self.res1.type, self.source.type)
+
+
+def _bits(element: Attribute) -> int | None:
+    """An element's width as vector.bitcast counts it (index is 64 bits, as in MLIR)."""
+    if isinstance(element, IndexType):
+        return 64
+    return element.bitwidth if isinstance(element, FixedBitwidthType) else None
+
+
+class BitcastOp(vector.BitcastOp):
+    """xDSL's op refuses index elements, which MLIR takes as 64 bits wide."""
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isa(source, VectorType) and isa(result, VectorType)
+        source_shape, result_shape = source.get_shape(), result.get_shape()
+        if source_shape[:-1] != result_shape[:-1]:
+            raise VerifyException("all but the last dimension must be equal")
+        source_bits, result_bits = _bits(source.element_type), _bits(result.element_type)
+        if source_bits is None or result_bits is None:
+            raise VerifyException("expected elements of a known width")
+        last = (source_shape[-1:] or (1,))[0] * source_bits
+        if last != (result_shape[-1:] or (1,))[0] * result_bits:
+            raise VerifyException("the last dimensions must hold the same number of bits")
+
+
+def _verify_memory_type(memory: Attribute, result: Attribute) -> None:
+    """vector.load/store: a memref of scalars gives vectors of the same element type, a
+    memref of vectors gives that vector type (xDSL 0.74 knows only the first)."""
+    assert isa(memory, MemRefType) and isa(result, VectorType)
+    element = memory.element_type
+    if isinstance(element, VectorType):
+        if element != result:
+            raise VerifyException("the vector type must be the memref's element type")
+    elif element != result.element_type:
+        raise VerifyException("MemRef element type should match the Vector element type.")
+
+
+class LoadOp(vector.LoadOp):
+    def verify_(self) -> None:
+        _verify_memory_type(self.base.type, self.result.type)
+        if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
+            raise VerifyException("Expected an index for each dimension.")
+
+
+class StoreOp(vector.StoreOp):
+    def verify_(self) -> None:
+        _verify_memory_type(self.base.type, self.vector.type)
+        if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
+            raise VerifyException("Expected an index for each dimension.")
+
+
 _ops = with_replaced_ops(
     vector.Vector,
     ShapeCastOp,
@@ -330,6 +978,25 @@ _ops = with_replaced_ops(
     ConstantMaskOp,
     PrintOp,
     OuterProductOp,
+    ContractionOp,
+    YieldOp,
+    MaskOp,
+    GatherOp,
+    ScatterOp,
+    ExpandLoadOp,
+    CompressStoreOp,
+    MultiDimReductionOp,
+    ScanOp,
+    VectorScaleOp,
+    ScalableInsertOp,
+    ScalableExtractOp,
+    InterleaveOp,
+    DeinterleaveOp,
+    BitcastOp,
+    LoadOp,
+    StoreOp,
 )
 
-Vector: Dialect = Dialect(_ops.name, list(_ops.operations), [*_ops.attributes, PunctuationAttr])
+Vector: Dialect = Dialect(
+    _ops.name, list(_ops.operations), [*_ops.attributes, PunctuationAttr, IteratorTypeAttr]
+)

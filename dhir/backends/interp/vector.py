@@ -24,6 +24,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
 from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
+from dhir.dialects import vector as dhir_vector
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -128,12 +129,14 @@ class VectorImpls(InterpreterFunctions):
                 array[where] = value[lane]
         return ()
 
-    @handles(vector.LoadOp)
+    # dhir's vector.load and vector.store (which take memrefs of vectors too) are the
+    # ones parsed: name them so that they exist when the impls are registered.
+    @handles(vector.LoadOp, dhir_vector.LoadOp)
     def run_load(self, interp: Interpreter, op: vector.LoadOp, args: Values) -> Values:
         shape = tuple(op.result.type.get_shape())
         return (_frozen(np.array(_contiguous(op, args[0], args[1:], shape))),)
 
-    @handles(vector.StoreOp)
+    @handles(vector.StoreOp, dhir_vector.StoreOp)
     def run_store(self, interp: Interpreter, op: vector.StoreOp, args: Values) -> Values:
         value, array = args[0], args[1]
         if not array.flags.writeable:
