@@ -258,7 +258,7 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
 
     shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
     print(f"\n## {name} {args.size} ({shown}), K = {args.tasks}, results match NumPy")
-    print(f"{'':34}{'ms':>10}{'vs dhir1':>10}   bytes sent per rank")
+    print(f"{'':34}{'ms':>10}{'min ms':>10}{'vs dhir1':>10}   bytes sent per rank")
     base = med("dhir1") if 1 in ranks else None
     labels = {
         "C": "plain C (clang -O2, 1 core)",
@@ -275,7 +275,7 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
         )
         ratio = f"{statistics.median(values) / base:10.2f}" if base else f"{'-':>10}"
         extra = _bytes(runs[int(key[4:])]) if key.startswith("dhir") else ""
-        print(f"{label:34}{_ms(values)}{ratio}   {extra}")
+        print(f"{label:34}{_ms(values)}{min(values) * 1e3:10.2f}{ratio}   {extra}")
     run2 = runs.get(2)
     for line in goals(name, sizes, med, run2):
         note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
