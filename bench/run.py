@@ -14,6 +14,10 @@ same run (these machines are noisy: medians of several runs).
   (one rank). Goal: speed-up >= 0.9 x T.
 - schedule: placement quality (best vs HEFT vs PEFT) on random task graphs and
   scheduler speed (bench/schedule_quality.py). Goal: >= 50,000 tasks/s at 16 devices.
+
+PolyBench/C kernels (gemm, 2mm, 3mm, syr2k, atax, mvt, jacobi-2d, heat-3d, fdtd-2d) on 1
+and 2 ranks against plain C, NumPy, mpi4py and Dask have their own command:
+bench/polybench/run.py (docs/performance.md, "PolyBench suite").
 """
 
 import argparse

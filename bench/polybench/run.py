@@ -1,0 +1,321 @@
+"""PolyBench/C 4.2.1 kernels in dhir, against plain C and NumPy (docs/performance.md,
+"PolyBench suite"). Every dhir and C result is checked against NumPy; a mismatch stops
+the run.
+
+    .venv/bin/python bench/polybench/run.py [--size MEDIUM|LARGE] [--kernels gemm,...]
+        [--tasks K] [--ranks 1,2] [--mpi mpich|openmpi] [--repeats N] [--placement P]
+
+Per kernel, medians of N runs: dhir on each rank count (1 thread per rank), the same loops
+in C (clang -O2, one core), NumPy (vectorised, 1 thread), the ratios, and the bytes each
+rank sent (from the runtime's DHIR_RT_STATS=1 report, "n/a" where it prints none). For
+jacobi-2d also mpi4py + NumPy on 2 ranks and Dask array on 2 threads (the optional extra
+`bench`: .venv/bin/pip install mpi4py 'dask[array]')."""
+
+import os
+
+# One thread per rank, for dhir's OpenMP loops and NumPy's BLAS alike: set before NumPy loads.
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["DHIR_RT_STATS"] = "1"
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import baselines  # noqa: E402
+import kernels  # noqa: E402
+from kernels import check  # noqa: E402
+
+from dhir import parse_string  # noqa: E402
+from dhir.backends.native import compile_native  # noqa: E402
+from dhir.placement.list_scheduling import DEFAULT_ALGORITHM  # noqa: E402
+from dhir.toolchain.harness import command_line_args  # noqa: E402
+from dhir.toolchain.launch import run_mpi_program  # noqa: E402
+from dhir.toolchain.signature import EntrySignature, check_inputs  # noqa: E402
+from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
+
+# The runtime's report with DHIR_RT_STATS=1, one line per rank.
+STATS = re.compile(r"dhir: rank (\d+) sent (\d+) bytes in (\d+) messages")
+INSTALL_HINT = "install the optional extra `bench`: .venv/bin/pip install mpi4py 'dask[array]'"
+MATMULS = ("gemm", "2mm", "3mm", "syr2k")
+STENCILS = ("jacobi-2d", "heat-3d", "fdtd-2d")
+
+
+@dataclass
+class DhirRun:
+    seconds: list[float] = field(default_factory=list[float])
+    sent: dict[int, int] | None = None  # bytes per rank, None when the runtime says nothing
+    messages: dict[int, int] | None = None
+    build_s: float = 0.0
+
+
+def run_dhir(
+    exe: Path, signature: EntrySignature, ranks: int, values: list[np.ndarray], mpi: str
+) -> tuple[list[np.ndarray], str]:
+    """Like dhir.toolchain.launch.run_executable, but also returns the program's output
+    (stdout and stderr), where the runtime's statistics are."""
+    arrays = check_inputs(signature, list(values))
+    with tempfile.TemporaryDirectory(prefix="polybench-") as tmp:
+        work = Path(tmp)
+        out = work / "out"
+        out.mkdir()
+        paths: dict[int, str] = {}
+        for spec, array in zip(signature.args, arrays):
+            if spec.is_memref:
+                paths[spec.index] = str(work / f"in{spec.index}.raw")
+                array.astype("<f8").tofile(paths[spec.index])
+        args = [str(out), *command_line_args(signature, paths, arrays)]
+        log = run_mpi_program(exe, args, ranks, mpi, timeout=3600)
+        results = [
+            np.fromfile(out / f"arg{spec.index}.raw", dtype="<f8").reshape(array.shape)
+            for spec, array in zip(signature.args, arrays)
+        ]
+    return results, log
+
+
+def measure_dhir(
+    name: str, sizes: dict[str, int], tasks: int, ranks: int, args: argparse.Namespace
+) -> DhirRun:
+    values = kernels.inputs(name, sizes)
+    want = kernels.reference(name, sizes, values)
+    began = time.perf_counter()
+    module = parse_string(kernels.program(name, sizes, tasks))
+    exe, signature = compile_native(module, "main", ranks, args.mpi, None, args.placement)
+    run = DhirRun(build_s=time.perf_counter() - began)
+    for _ in range(args.repeats):
+        results, log = run_dhir(exe, signature, ranks, [*values.values(), np.zeros(1)], args.mpi)
+        check(f"dhir {name} on {ranks} ranks", dict(zip(values, results)), want)
+        run.seconds.append(float(results[-1][0]))
+        found = STATS.findall(log)
+        if found:
+            run.sent = {int(r): int(b) for r, b, _ in found}
+            run.messages = {int(r): int(m) for r, _, m in found}
+    return run
+
+
+def measure_c(name: str, sizes: dict[str, int], args: argparse.Namespace, tmp: Path) -> list[float]:
+    values = kernels.inputs(name, sizes)
+    want = kernels.reference(name, sizes, values)
+    source = tmp / f"{name}.c"
+    source.write_text(kernels.c_program(name, sizes))
+    exe = tmp / name
+    clang = find_llvm_tools().clang
+    subprocess.run([str(clang), "-O2", "-o", str(exe), str(source)], check=True)
+    given, taken = tmp / f"{name}-in", tmp / f"{name}-out"
+    given.mkdir(exist_ok=True)
+    taken.mkdir(exist_ok=True)
+    for array_name, array in values.items():
+        array.astype("<f8").tofile(given / f"{array_name}.raw")
+    seconds: list[float] = []
+    for _ in range(args.repeats):
+        out = subprocess.run(
+            [str(exe), str(given), str(taken)], check=True, capture_output=True, text=True
+        )
+        got = {
+            k: np.fromfile(taken / f"{k}.raw", dtype="<f8").reshape(v.shape)
+            for k, v in values.items()
+        }
+        check(f"C {name}", got, want)
+        seconds.append(float(out.stdout))
+    return seconds
+
+
+def measure_numpy(name: str, sizes: dict[str, int], repeats: int) -> list[float]:
+    values = kernels.inputs(name, sizes)
+    seconds: list[float] = []
+    for _ in range(repeats):
+        began = time.perf_counter()
+        kernels.reference(name, sizes, values)
+        seconds.append(time.perf_counter() - began)
+    return seconds
+
+
+def missing_extras() -> list[str]:
+    return [m for m in ("mpi4py", "dask") if importlib.util.find_spec(m) is None]
+
+
+def measure_mpi4py(sizes: dict[str, int], args: argparse.Namespace, tmp: Path) -> list[float]:
+    want = kernels.reference("jacobi-2d", sizes, kernels.inputs("jacobi-2d", sizes))
+    install = find_mpi("mpich")  # mpi4py's wheel runs with the MPICH wheel's mpirun
+    out = tmp / "mpi4py.npz"
+    command = [
+        str(install.mpirun),
+        *install.mpirun_flags,
+        "-n",
+        "2",
+        sys.executable,
+        str(Path(baselines.__file__)),
+        str(sizes["tsteps"]),
+        str(sizes["n"]),
+        str(out),
+    ]
+    seconds: list[float] = []
+    for _ in range(args.repeats):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            raise SystemExit(f"mpi4py baseline failed:\n{done.stdout}\n{done.stderr}")
+        with np.load(out) as got:
+            check("mpi4py jacobi-2d", {"A": got["A"], "B": got["B"]}, want)
+        seconds.append(float(done.stdout.split()[-1]))
+    return seconds
+
+
+def measure_dask(sizes: dict[str, int], repeats: int) -> list[float]:
+    want = kernels.reference("jacobi-2d", sizes, kernels.inputs("jacobi-2d", sizes))
+    seconds: list[float] = []
+    for _ in range(repeats):
+        taken, got = baselines.dask_jacobi(sizes["tsteps"], sizes["n"])
+        check("Dask jacobi-2d", got, want)
+        seconds.append(taken)
+    return seconds
+
+
+def _ms(values: list[float] | None) -> str:
+    return f"{statistics.median(values) * 1e3:10.2f}" if values else f"{'-':>10}"
+
+
+def _bytes(run: DhirRun) -> str:
+    if run.sent is None or run.messages is None:
+        return "n/a"
+    return ", ".join(f"r{r} {b:,} B/{run.messages[r]} msgs" for r, b in sorted(run.sent.items()))
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def goals(
+    name: str, sizes: dict[str, int], med: Callable[[str], float | None], run2: DhirRun | None
+) -> list[str]:
+    """The issue's goals (stated for LARGE on 2 cores) beside the measured ratios."""
+    lines: list[str] = []
+    d1, d2, c = med("dhir1"), med("dhir2"), med("C")
+    if d1 is not None and c is not None:
+        lines.append(f"dhir1 / C = {d1 / c:.2f} (goal <= 1.10: {_verdict(d1 <= 1.10 * c)})")
+    if d1 is not None and d2 is not None:
+        speedup = d1 / d2
+        if name in MATMULS:
+            lines.append(
+                f"dhir1 / dhir2 = {speedup:.2f} (goal >= 1.85: {_verdict(speedup >= 1.85)})"
+            )
+        elif name in STENCILS:
+            lines.append(f"dhir1 / dhir2 = {speedup:.2f} (goal >= 1.7: {_verdict(speedup >= 1.7)})")
+        else:
+            lines.append(
+                f"dhir2 / dhir1 = {d2 / d1:.2f} (goal <= 1.05: {_verdict(d2 <= 1.05 * d1)})"
+            )
+    if name == "jacobi-2d":
+        n, sweeps = sizes["n"], 2 * sizes["tsteps"]
+        if run2 is not None and run2.sent is not None:
+            # One halo row each way per sweep, plus rank 1's half gathered once at the end.
+            budget = sweeps * n * 8 + (n * n * 8) // 2
+            most = max(run2.sent.values())
+            lines.append(
+                f"bytes per rank per sweep = {most / sweeps:,.0f} (goal <= {n * 8:,} halo row "
+                f"+ final gather: {_verdict(most <= budget)})"
+            )
+        else:
+            lines.append("bytes per sweep: n/a (the runtime printed no DHIR_RT_STATS line)")
+        m4, dk = med("mpi4py2"), med("dask2")
+        if d2 is not None and m4 is not None:
+            lines.append(f"mpi4py2 / dhir2 = {m4 / d2:.2f} (goal >= 3: {_verdict(m4 >= 3 * d2)})")
+        if d2 is not None and dk is not None:
+            lines.append(f"dask2 / dhir2 = {dk / d2:.2f} (goal >= 10: {_verdict(dk >= 10 * d2)})")
+    return lines
+
+
+def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Path) -> None:
+    sizes = kernels.SIZES[name][args.size]
+    times: dict[str, list[float]] = {}
+    runs: dict[int, DhirRun] = {}
+    for r in ranks:
+        runs[r] = measure_dhir(name, sizes, args.tasks, r, args)
+        times[f"dhir{r}"] = runs[r].seconds
+    times["C"] = measure_c(name, sizes, args, tmp)
+    times["NumPy"] = measure_numpy(name, sizes, args.repeats)
+    if name == "jacobi-2d":
+        if missing_extras():
+            missing = ", ".join(missing_extras())
+            print(f"(mpi4py / Dask baselines skipped: {missing} missing; {INSTALL_HINT})")
+        else:
+            times["mpi4py2"] = measure_mpi4py(sizes, args, tmp)
+            times["dask2"] = measure_dask(sizes, args.repeats)
+
+    def med(key: str) -> float | None:
+        return statistics.median(times[key]) if times.get(key) else None
+
+    shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    print(f"\n## {name} {args.size} ({shown}), K = {args.tasks}, results match NumPy")
+    print(f"{'':34}{'ms':>10}{'min ms':>10}{'vs dhir1':>10}   bytes sent per rank")
+    base = med("dhir1") if 1 in ranks else None
+    labels = {
+        "C": "plain C (clang -O2, 1 core)",
+        "NumPy": "NumPy (1 thread)",
+        "mpi4py2": "mpi4py + NumPy, 2 ranks",
+        "dask2": "Dask map_overlap, 2 threads",
+    }
+    for key, values in times.items():
+        label = labels.get(
+            key,
+            f"dhir, {key[4:]} rank(s) (build {runs[int(key[4:])].build_s:.1f} s)"
+            if key.startswith("dhir")
+            else key,
+        )
+        ratio = f"{statistics.median(values) / base:10.2f}" if base else f"{'-':>10}"
+        extra = _bytes(runs[int(key[4:])]) if key.startswith("dhir") else ""
+        print(f"{label:34}{_ms(values)}{min(values) * 1e3:10.2f}{ratio}   {extra}")
+    run2 = runs.get(2)
+    for line in goals(name, sizes, med, run2):
+        note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
+        print(f"  {line}{note}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", choices=("MEDIUM", "LARGE"), default="MEDIUM")
+    parser.add_argument("--kernels", default=",".join(kernels.SIZES), help="comma-separated")
+    parser.add_argument("--tasks", type=int, default=2, help="K: tasks per statement (row blocks)")
+    parser.add_argument("--ranks", default="1,2", help="comma-separated rank counts")
+    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--placement", default=DEFAULT_ALGORITHM, help="round-robin, heft, peft, best"
+    )
+    args = parser.parse_args()
+    names = [n for n in args.kernels.split(",") if n]
+    unknown = [n for n in names if n not in kernels.SIZES]
+    if unknown:
+        parser.error(f"unknown kernel {', '.join(unknown)}; choose from {', '.join(kernels.SIZES)}")
+    ranks = [int(r) for r in args.ranks.split(",")]
+    if args.tasks < 1 or args.repeats < 1 or min(ranks) < 1:
+        parser.error("--tasks, --repeats and every rank count must be at least 1")
+    if missing_extras() and "jacobi-2d" in names:
+        print(f"note: {', '.join(missing_extras())} not installed; {INSTALL_HINT}")
+    print(
+        f"PolyBench {args.size}, {args.mpi}, placement {args.placement}, K = {args.tasks}, "
+        f"median of {args.repeats}; times are the kernel only (MPI_Wtime / clock_gettime)"
+    )
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="polybench-") as tmp:
+        for name in names:
+            bench_kernel(name, args, ranks, Path(tmp))
+    print(f"\n(took {time.time() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
