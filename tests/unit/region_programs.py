@@ -30,8 +30,13 @@ class Loop:
     hi: int  # exclusive
     step: int = 1
     bound: int | None = None  # the index argument %n<bound> (whose value is hi) as bound
+    # hi - back + t in step t of the time loop (a bound that is a loop value); hi is the
+    # bound in the last step, so every access stays in bounds
+    back: int | None = None
 
-    def points(self) -> range:
+    def points(self, t: int | None = None) -> range:
+        if self.back is not None and t is not None:
+            return range(self.lo, self.hi - self.back + t, self.step)
         return range(self.lo, self.hi, self.step)
 
     def last(self) -> int:
@@ -62,12 +67,12 @@ class Stmt:
     seed: int = 1
     timed: bool = False  # the seed adds the time loop's step
 
-    def points(self) -> Iterator[tuple[int, ...]]:
+    def points(self, t: int | None = None) -> Iterator[tuple[int, ...]]:
         def walk(prefix: tuple[int, ...], rest: tuple[Loop, ...]) -> Iterator[tuple[int, ...]]:
             if not rest:
                 yield prefix
                 return
-            for x in rest[0].points():
+            for x in rest[0].points(t):
                 yield from walk((*prefix, x), rest[1:])
 
         return walk((), self.loops)
@@ -139,7 +144,7 @@ class Program:
 
     def _run_stmt(self, stmt: Stmt, bufs: list[np.ndarray], t: int) -> None:
         seed = stmt.seed + (t if stmt.timed else 0)
-        for point in stmt.points():
+        for point in stmt.points(t):
             values = [bufs[a.buf][a.at(point)] for a in stmt.reads]
             if self.dtype == "i32":
                 acc = seed
@@ -315,6 +320,10 @@ class _Writer:
         for loop in loops:
             iv = self.fresh("i")
             hi = f"%n{loop.bound}" if loop.bound is not None else None
+            if loop.back is not None:
+                assert not affine  # %t is no affine symbol
+                hi = self.fresh("hi")
+                out.append(f"{hi} = arith.addi %t, {self.const(loop.hi - loop.back, out)} : index")
             if affine:
                 step = f" step {loop.step}" if loop.step != 1 else ""
                 out.append(f"affine.for {iv} = {loop.lo} to {hi or loop.hi}{step} {{")
@@ -478,10 +487,11 @@ def _affine_expr(row: tuple[int, ...], k: int, names: list[str]) -> str:
 
 @st.composite
 def loops_over(
-    draw: st.DrawFn, shape: tuple[int, ...], scalars: tuple[int, ...]
+    draw: st.DrawFn, shape: tuple[int, ...], scalars: tuple[int, ...], steps: int | None = None
 ) -> tuple[Loop, ...]:
     """A box of `shape` (a row block, one row or column, a strided range...), hi bounded
-    by an index argument where one has a fitting value."""
+    by an index argument where one has a fitting value, or (given the time loop's
+    `steps`) by the time step plus a constant."""
     out = []
     for extent in shape:
         lo = draw(st.integers(0, extent - 1))
@@ -491,7 +501,12 @@ def loops_over(
         bound = draw(st.none() | st.sampled_from(fits)) if fits else None
         if bound is not None:
             hi = scalars[bound]
-        out.append(Loop(lo, hi, step, bound))
+        back = (
+            steps - 1
+            if steps is not None and bound is None and draw(st.integers(0, 3)) == 0
+            else None
+        )
+        out.append(Loop(lo, hi, step, bound, back))
     return tuple(out)
 
 
@@ -525,11 +540,17 @@ def _written(loops: tuple[Loop, ...], buf: int, consts: tuple[int, ...]) -> Acce
 
 @st.composite
 def loop_stmt(
-    draw: st.DrawFn, shapes: tuple[tuple[int, ...], ...], scalars: tuple[int, ...], timed: bool
+    draw: st.DrawFn,
+    shapes: tuple[tuple[int, ...], ...],
+    scalars: tuple[int, ...],
+    timed: bool,
+    steps: int | None = None,
 ) -> Stmt:
-    """A loop nest over part of a memref, written in scf, affine or affine-map style."""
+    """A loop nest over part of a memref, written in scf, affine or affine-map style;
+    scf loops may be bounded by the time step (`steps` given)."""
+    style = draw(st.sampled_from(("scf", "affine", "affine-map")))
     w = draw(st.integers(0, len(shapes) - 1))
-    loops = draw(loops_over(shapes[w], scalars))
+    loops = draw(loops_over(shapes[w], scalars, steps if style == "scf" and timed else None))
     write = _written(loops, w, (0,) * len(loops))
     combine = draw(st.sampled_from(("mix", "mix", "mix", "copy", "fill")))
     count = 0 if combine == "fill" else draw(st.integers(1 if combine == "copy" else 0, 3))
@@ -539,7 +560,6 @@ def loop_stmt(
     )
     if combine == "mix" and draw(st.booleans()):
         reads = (*reads, write)  # read-modify-write: a partial update of what is there
-    style = draw(st.sampled_from(("scf", "affine", "affine-map")))
     return Stmt(
         loops, reads, write, style, combine, draw(st.integers(1, 9)), timed and draw(st.booleans())
     )
@@ -600,13 +620,17 @@ class _Unfit(Exception):
 
 @st.composite
 def stmt(
-    draw: st.DrawFn, shapes: tuple[tuple[int, ...], ...], scalars: tuple[int, ...], timed: bool
+    draw: st.DrawFn,
+    shapes: tuple[tuple[int, ...], ...],
+    scalars: tuple[int, ...],
+    timed: bool,
+    steps: int,
 ) -> Stmt:
     if draw(st.integers(0, 3)) == 0:
         found = draw(box_stmt(shapes, timed))
         if found is not None:
             return found
-    return draw(loop_stmt(shapes, scalars, timed))
+    return draw(loop_stmt(shapes, scalars, timed, steps))
 
 
 @st.composite
@@ -621,11 +645,12 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
     )
     scalars = tuple(draw(st.lists(st.integers(1, 2 * rows + cols), min_size=1, max_size=2)))
     timed = draw(st.integers(0, 4)) > 0
+    steps = draw(st.integers(1, 3))
 
     def task() -> st.SearchStrategy[Task]:
         return st.builds(
             Task,
-            st.lists(stmt(shapes, scalars, timed), min_size=1, max_size=2).map(tuple),
+            st.lists(stmt(shapes, scalars, timed, steps), min_size=1, max_size=2).map(tuple),
             st.none() | st.integers(0, ranks - 1),
             st.booleans(),
         )
@@ -634,7 +659,7 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
         return Schedule(tuple(draw(st.lists(task(), min_size=1, max_size=5))))
 
     def host(in_loop: bool) -> Host:
-        s = draw(loop_stmt(shapes, scalars, timed and in_loop))
+        s = draw(loop_stmt(shapes, scalars, timed and in_loop, steps))
         return Host(Stmt(s.loops, s.reads, s.write, "scf", s.combine, s.seed, s.timed))
 
     loop: list[Phase] = [schedule()]
@@ -652,7 +677,7 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
         dtype,
         shapes,
         scalars,
-        draw(st.integers(1, 3)),
+        steps,
         tuple(loop),
         _untimed(after),
         timed,
@@ -661,10 +686,11 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
 
 
 def _untimed(phases: list[Phase]) -> tuple[Phase, ...]:
-    """Code after the time loop has no time step to add to its seeds."""
+    """Code after the time loop has no time step for its seeds and loop bounds."""
 
     def fix(s: Stmt) -> Stmt:
-        return Stmt(s.loops, s.reads, s.write, s.style, s.combine, s.seed, False)
+        loops = tuple(Loop(x.lo, x.hi, x.step, x.bound) for x in s.loops)
+        return Stmt(loops, s.reads, s.write, s.style, s.combine, s.seed, False)
 
     out: list[Phase] = []
     for phase in phases:
