@@ -1,0 +1,707 @@
+"""Random dhir programs whose tasks touch *parts* of shared memrefs, for the region tests
+(tests/unit/test_random_regions.py).
+
+A program is a list of loop-nest statements grouped into tasks, schedules and host code,
+inside an `scf.for` time loop. Every statement runs over a box of iteration points
+(lo, hi, step per loop; hi a constant or an index argument of the entry) and, at each
+point in lexicographic order, combines what it reads into a value and stores it:
+`mix` is `acc = acc * 3 + r` in i32 (wrapping) or `acc * 0.5 + r` in f64, from a seed
+(k + 1, plus the time step where the statement sits in the time loop); `copy` stores its
+one read, `fill` the seed. Every subscript is affine in the loop variables (`i + 1`,
+`2*i + j - 1`, a row or a column), so the statement can be written as scf loops with
+arith, affine.for with affine.load/store, affine.apply of an affine map, or as loops over
+(or a linalg op on) memref.subviews taken inside the task. `Program.reference` computes
+what the program means with plain Python, so the oracle itself is checked too.
+"""
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+from hypothesis import strategies as st
+
+Handles = Callable[[int], tuple[str, str]]  # a buffer -> the name and type to use
+BOX_STYLES = ("subview", "linalg")  # every access is a strided box of its memref
+
+
+@dataclass(frozen=True)
+class Loop:
+    lo: int
+    hi: int  # exclusive
+    step: int = 1
+    bound: int | None = None  # the index argument %n<bound> (whose value is hi) as bound
+    # hi - back + t in step t of the time loop (a bound that is a loop value); hi is the
+    # bound in the last step, so every access stays in bounds
+    back: int | None = None
+
+    def points(self, t: int | None = None) -> range:
+        if self.back is not None and t is not None:
+            return range(self.lo, self.hi - self.back + t, self.step)
+        return range(self.lo, self.hi, self.step)
+
+    def last(self) -> int:
+        return self.points()[-1]
+
+
+@dataclass(frozen=True)
+class Access:
+    """buffer[sum(coeffs[d][v] * var_v) + consts[d] for each dim d]."""
+
+    buf: int
+    coeffs: tuple[tuple[int, ...], ...]
+    consts: tuple[int, ...]
+
+    def at(self, point: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(
+            sum(c * x for c, x in zip(row, point)) + k for row, k in zip(self.coeffs, self.consts)
+        )
+
+
+@dataclass(frozen=True)
+class Stmt:
+    loops: tuple[Loop, ...]
+    reads: tuple[Access, ...]
+    write: Access
+    style: str = "scf"
+    combine: str = "mix"  # mix | copy | fill
+    seed: int = 1
+    timed: bool = False  # the seed adds the time loop's step
+
+    def points(self, t: int | None = None) -> Iterator[tuple[int, ...]]:
+        def walk(prefix: tuple[int, ...], rest: tuple[Loop, ...]) -> Iterator[tuple[int, ...]]:
+            if not rest:
+                yield prefix
+                return
+            for x in rest[0].points(t):
+                yield from walk((*prefix, x), rest[1:])
+
+        return walk((), self.loops)
+
+    def buffers(self) -> set[int]:
+        return {a.buf for a in (*self.reads, self.write)}
+
+
+@dataclass(frozen=True)
+class Task:
+    stmts: tuple[Stmt, ...]
+    rank: int | None = None
+    # per buffer the alias mode allows a choice for: True = use the view (%v), else %b
+    through_view: bool = False
+
+
+@dataclass(frozen=True)
+class Schedule:
+    tasks: tuple[Task, ...]
+
+
+@dataclass(frozen=True)
+class Host:
+    stmt: Stmt
+
+
+Phase = Schedule | Host
+
+
+@dataclass(frozen=True)
+class Program:
+    dtype: str  # i32 | f64
+    shapes: tuple[tuple[int, ...], ...]
+    scalars: tuple[int, ...]  # values of the index arguments %n0, %n1, ...
+    steps: int
+    loop: tuple[Phase, ...]  # the body of the time loop (or the top level if not timed)
+    after: tuple[Phase, ...]
+    timed: bool = True
+    # How buffer 0 reaches the schedules: "none" (%b0 itself), "cast" (%v0 = a cast of
+    # %b0 to a dynamic shape, listed instead of %b0) or "both" (%b0 and %v0 listed:
+    # operands that alias, which the compiler may refuse with a located error).
+    alias: str = "none"
+
+    # --- what it means ----------------------------------------------------------------
+
+    def inputs(self, seed: int) -> list[object]:
+        rng = np.random.default_rng(seed)
+        arrays: list[object] = [
+            rng.integers(-50, 50, shape).astype(np.int32 if self.dtype == "i32" else np.float64)
+            for shape in self.shapes
+        ]
+        return [*arrays, *self.scalars, self.steps]
+
+    def reference(self, inputs: list[object]) -> list[np.ndarray]:
+        bufs = [np.array(a).copy() for a in inputs[: len(self.shapes)]]
+        for t in range(self.steps if self.timed else 1):
+            for phase in self.loop:
+                self._run_phase(phase, bufs, t)
+        for phase in self.after:
+            self._run_phase(phase, bufs, 0)
+        return [*bufs, *(np.array(x) for x in inputs[len(self.shapes) :])]
+
+    def _run_phase(self, phase: Phase, bufs: list[np.ndarray], t: int) -> None:
+        stmts = (
+            [phase.stmt] if isinstance(phase, Host) else [s for k in phase.tasks for s in k.stmts]
+        )
+        for stmt in stmts:
+            self._run_stmt(stmt, bufs, t)
+
+    def _run_stmt(self, stmt: Stmt, bufs: list[np.ndarray], t: int) -> None:
+        seed = stmt.seed + (t if stmt.timed else 0)
+        for point in stmt.points(t):
+            values = [bufs[a.buf][a.at(point)] for a in stmt.reads]
+            if self.dtype == "i32":
+                acc = seed
+                if stmt.combine == "copy":
+                    acc = int(values[0])
+                elif stmt.combine == "mix":
+                    for r in values:
+                        acc = _wrap32(acc * 3 + int(r))
+                bufs[stmt.write.buf][stmt.write.at(point)] = acc
+            else:
+                facc = np.float64(seed)
+                if stmt.combine == "copy":
+                    facc = np.float64(values[0])
+                elif stmt.combine == "mix":
+                    for r in values:
+                        facc = facc * np.float64(0.5) + np.float64(r)
+                bufs[stmt.write.buf][stmt.write.at(point)] = facc
+
+    # --- how it is written ----------------------------------------------------------------
+
+    def text(self) -> str:
+        return _Writer(self).program()
+
+
+def _wrap32(x: int) -> int:
+    return (x + 2**31) % 2**32 - 2**31
+
+
+@dataclass
+class _Writer:
+    program_: Program
+    lines: list[str] = field(default_factory=list)
+    counter: int = 0
+
+    @property
+    def p(self) -> Program:
+        return self.program_
+
+    def fresh(self, stem: str = "x") -> str:
+        self.counter += 1
+        return f"%{stem}{self.counter}"
+
+    def elem(self) -> str:
+        return self.p.dtype
+
+    def static_type(self, buf: int) -> str:
+        dims = "x".join(str(n) for n in self.p.shapes[buf])
+        return f"memref<{dims}x{self.elem()}>"
+
+    def dynamic_type(self, buf: int) -> str:
+        shape = self.p.shapes[buf]
+        dims = "x".join(["?", *(str(n) for n in shape[1:])])
+        return f"memref<{dims}x{self.elem()}>"
+
+    def handle(self, buf: int, view: bool) -> tuple[str, str]:
+        """The name and type that reach the schedules for `buf`."""
+        if buf == 0 and self.p.alias == "cast" or buf == 0 and self.p.alias == "both" and view:
+            return "%v0", self.dynamic_type(0)
+        return f"%b{buf}", self.static_type(buf)
+
+    def operands(self) -> list[str]:
+        names = [self.handle(b, False)[0] for b in range(len(self.p.shapes))]
+        if self.p.alias == "both":
+            names.insert(1, "%v0")
+        return names
+
+    # -- program
+
+    def program(self) -> str:
+        p = self.p
+        args = [f"%b{b}: {self.static_type(b)}" for b in range(len(p.shapes))]
+        args += [f"%n{k}: index" for k in range(len(p.scalars))] + ["%steps: index"]
+        out = [f"func.func @main({', '.join(args)}) {{"]
+        out += ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+        if p.alias != "none":
+            out.append(f"  %v0 = memref.cast %b0 : {self.static_type(0)} to {self.dynamic_type(0)}")
+        if p.timed:
+            out.append("  scf.for %t = %c0 to %steps step %c1 {")
+            for phase in p.loop:
+                out += self.phase(phase, "    ")
+            out.append("  }")
+        else:
+            for phase in p.loop:
+                out += self.phase(phase, "  ")
+        for phase in p.after:
+            out += self.phase(phase, "  ")
+        out += ["  func.return", "}"]
+        return "\n".join(out) + "\n"
+
+    def phase(self, phase: Phase, pad: str) -> list[str]:
+        if isinstance(phase, Host):
+            return [pad + line for line in self.stmt(phase.stmt, lambda b: self.handle(b, False))]
+        out = [f"{pad}dhir.schedule {', '.join(self.operands())} {{"]
+        cpu = self.fresh("cpu")
+        out.append(f'{pad}  {cpu} = dhir.target {{kind = "cpu"}}')
+        for task in phase.tasks:
+            out += [pad + "  " + line for line in self.task(task, cpu)]
+        out.append(f"{pad}}}")
+        return out
+
+    def task(self, task: Task, cpu: str) -> list[str]:
+        touched = sorted(set().union(*(s.buffers() for s in task.stmts)))
+        names = [self.handle(b, task.through_view)[0] for b in touched]
+        attrs = f" attributes {{dhir.rank = {task.rank} : i64}}" if task.rank is not None else ""
+        out = [f"{self.fresh('task')} = dhir.task {', '.join([cpu, *names])}{attrs} {{"]
+        for stmt in task.stmts:
+            out += [
+                "  " + line for line in self.stmt(stmt, lambda b: self.handle(b, task.through_view))
+            ]
+        out.append("}")
+        return out
+
+    # -- statements
+
+    def stmt(self, stmt: Stmt, handle_of: Handles) -> list[str]:
+        out: list[str] = []
+        seed = self.seed(stmt, out)
+        if stmt.style in BOX_STYLES:
+            return out + self.box_stmt(stmt, handle_of, seed)
+        names = {b: self.local(b, handle_of, out, static=False) for b in stmt.buffers()}
+        affine = stmt.style in ("affine", "affine-map")
+        ivs, body, close = self.loops(stmt.loops, affine, out)
+        values = []
+        for a in stmt.reads:
+            name, type_ = names[a.buf]
+            v = self.fresh("r")
+            if stmt.style == "affine":
+                body.append(f"{v} = affine.load {name}[{self.affine_subscripts(a, ivs)}] : {type_}")
+            else:
+                subs = self.index_subscripts(a, ivs, body, stmt.style == "affine-map")
+                body.append(f"{v} = memref.load {name}[{subs}] : {type_}")
+            values.append(v)
+        result = self.combine(stmt, seed, values, body)
+        name, type_ = names[stmt.write.buf]
+        if stmt.style == "affine":
+            subs = self.affine_subscripts(stmt.write, ivs)
+            body.append(f"affine.store {result}, {name}[{subs}] : {type_}")
+        else:
+            subs = self.index_subscripts(stmt.write, ivs, body, stmt.style == "affine-map")
+            body.append(f"memref.store {result}, {name}[{subs}] : {type_}")
+        return out + self.nest(body, close)
+
+    def seed(self, stmt: Stmt, out: list[str]) -> str:
+        seed = self.fresh("seed")
+        if not stmt.timed:
+            value = f"{stmt.seed}.0" if self.elem() == "f64" else str(stmt.seed)
+            out.append(f"{seed} = arith.constant {value} : {self.elem()}")
+            return seed
+        k = self.fresh("k")
+        s = self.fresh("s")
+        out.append(f"{k} = arith.constant {stmt.seed} : index")
+        out.append(f"{s} = arith.addi %t, {k} : index")
+        if self.elem() == "i32":
+            out.append(f"{seed} = arith.index_cast {s} : index to i32")
+        else:
+            wide = self.fresh("w")
+            out.append(f"{wide} = arith.index_cast {s} : index to i64")
+            out.append(f"{seed} = arith.sitofp {wide} : i64 to f64")
+        return seed
+
+    def local(self, buf: int, handle_of: Handles, out: list[str], static: bool) -> tuple[str, str]:
+        name, type_ = handle_of(buf)
+        if static and type_ != self.static_type(buf):
+            cast = self.fresh("st")
+            out.append(f"{cast} = memref.cast {name} : {type_} to {self.static_type(buf)}")
+            return cast, self.static_type(buf)
+        return name, type_
+
+    def loops(
+        self, loops: tuple[Loop, ...], affine: bool, out: list[str]
+    ) -> tuple[list[str], list[str], int]:
+        ivs = []
+        for loop in loops:
+            iv = self.fresh("i")
+            hi = f"%n{loop.bound}" if loop.bound is not None else None
+            if loop.back is not None:
+                assert not affine  # %t is no affine symbol
+                hi = self.fresh("hi")
+                out.append(f"{hi} = arith.addi %t, {self.const(loop.hi - loop.back, out)} : index")
+            if affine:
+                step = f" step {loop.step}" if loop.step != 1 else ""
+                out.append(f"affine.for {iv} = {loop.lo} to {hi or loop.hi}{step} {{")
+            else:
+                lo, st_ = self.const(loop.lo, out), self.const(loop.step, out)
+                hi = hi or self.const(loop.hi, out)
+                out.append(f"scf.for {iv} = {lo} to {hi} step {st_} {{")
+            ivs.append(iv)
+        return ivs, [], len(loops)
+
+    def nest(self, body: list[str], close: int) -> list[str]:
+        # `loops` left the opening lines in `out`; indent the body and close the nest.
+        return ["  " * close + line for line in body] + [
+            "  " * (close - 1 - k) + "}" for k in range(close)
+        ]
+
+    def const(self, value: int, out: list[str]) -> str:
+        name = self.fresh("c")
+        out.append(f"{name} = arith.constant {value} : index")
+        return name
+
+    def affine_subscripts(self, a: Access, ivs: list[str]) -> str:
+        return ", ".join(_affine_expr(row, k, ivs) for row, k in zip(a.coeffs, a.consts))
+
+    def index_subscripts(self, a: Access, ivs: list[str], body: list[str], use_map: bool) -> str:
+        subs = []
+        for row, k in zip(a.coeffs, a.consts):
+            name = self.fresh("ix")
+            if use_map:
+                dims = ", ".join(f"d{v}" for v in range(len(ivs)))
+                expr = _affine_expr(row, k, [f"d{v}" for v in range(len(ivs))])
+                body.append(
+                    f"{name} = affine.apply affine_map<({dims}) -> ({expr})>({', '.join(ivs)})"
+                )
+            else:
+                acc = self.const(k, body)
+                for c, iv in zip(row, ivs):
+                    if c == 0:
+                        continue
+                    term = iv
+                    if c != 1:
+                        factor = self.const(c, body)
+                        term = self.fresh("m")
+                        body.append(f"{term} = arith.muli {iv}, {factor} : index")
+                    summed = self.fresh("a")
+                    body.append(f"{summed} = arith.addi {acc}, {term} : index")
+                    acc = summed
+                body.append(f"{name} = arith.addi {acc}, %c0 : index")
+            subs.append(name)
+        return ", ".join(subs)
+
+    def combine(self, stmt: Stmt, seed: str, values: list[str], body: list[str]) -> str:
+        if stmt.combine == "copy":
+            return values[0]
+        acc = seed
+        if stmt.combine == "fill":
+            return acc
+        mul, add, factor = (
+            ("arith.muli", "arith.addi", "3 : i32")
+            if self.elem() == "i32"
+            else ("arith.mulf", "arith.addf", "0.5 : f64")
+        )
+        k = self.fresh("f")
+        body.append(f"{k} = arith.constant {factor}")
+        for v in values:
+            m, a = self.fresh("mul"), self.fresh("acc")
+            body.append(f"{m} = {mul} {acc}, {k} : {self.elem()}")
+            body.append(f"{a} = {add} {m}, {v} : {self.elem()}")
+            acc = a
+        return acc
+
+    # -- subviews and linalg
+
+    def view(
+        self, a: Access, sizes: tuple[int, ...], handle_of: Handles, out: list[str]
+    ) -> tuple[str, str]:
+        name, type_ = self.local(a.buf, handle_of, out, static=True)
+        shape = self.p.shapes[a.buf]
+        strides = [a.coeffs[d][d] for d in range(len(shape))]
+        base = [int(np.prod(shape[d + 1 :])) for d in range(len(shape))]
+        offset = sum(k * b for k, b in zip(a.consts, base))
+        layout = ", ".join(str(s * b) for s, b in zip(strides, base))
+        dims = "x".join(str(n) for n in sizes)
+        vtype = f"memref<{dims}x{self.elem()}, strided<[{layout}], offset: {offset}>>"
+        v = self.fresh("view")
+        out.append(
+            f"{v} = memref.subview {name}[{', '.join(map(str, a.consts))}] "
+            f"[{', '.join(map(str, sizes))}] [{', '.join(map(str, strides))}] : {type_} to {vtype}"
+        )
+        return v, vtype
+
+    def box_stmt(self, stmt: Stmt, handle_of: Handles, seed: str) -> list[str]:
+        out: list[str] = []
+        sizes = tuple(len(loop.points()) for loop in stmt.loops)
+        views = {
+            a: self.view(a, sizes, handle_of, out) for a in dict.fromkeys((*stmt.reads, stmt.write))
+        }
+        wname, wtype = views[stmt.write]
+        if stmt.style == "subview":
+            ivs, body, close = self.loops(stmt.loops, False, out)
+            values = []
+            for a in stmt.reads:
+                name, type_ = views[a]
+                v = self.fresh("r")
+                body.append(f"{v} = memref.load {name}[{', '.join(ivs)}] : {type_}")
+                values.append(v)
+            result = self.combine(stmt, seed, values, body)
+            body.append(f"memref.store {result}, {wname}[{', '.join(ivs)}] : {wtype}")
+            return out + self.nest(body, close)
+        if stmt.combine == "fill":
+            out.append(f"linalg.fill ins({seed} : {self.elem()}) outs({wname} : {wtype})")
+            return out
+        if stmt.combine == "copy":
+            rname, rtype = views[stmt.reads[0]]
+            out.append(f"linalg.copy ins({rname} : {rtype}) outs({wname} : {wtype})")
+            return out
+        ins = [a for a in dict.fromkeys(stmt.reads) if a != stmt.write]
+        rank = len(sizes)
+        dims = ", ".join(f"d{v}" for v in range(rank))
+        ident = f"affine_map<({dims}) -> ({dims})>"
+        maps = ", ".join([ident] * (len(ins) + 1))
+        iters = ", ".join(['"parallel"'] * rank)
+        head = f"linalg.generic {{indexing_maps = [{maps}], iterator_types = [{iters}]}}"
+        if ins:
+            head += f" ins({', '.join(views[a][0] for a in ins)} : {', '.join(views[a][1] for a in ins)})"
+        out.append(f"{head} outs({wname} : {wtype}) {{")
+        args = {a: self.fresh("in") for a in ins}
+        out_arg = self.fresh("out")
+        block = ", ".join(
+            [*(f"{args[a]}: {self.elem()}" for a in ins), f"{out_arg}: {self.elem()}"]
+        )
+        out.append(f"^bb0({block}):")
+        body: list[str] = []
+        values = [out_arg if a == stmt.write else args[a] for a in stmt.reads]
+        result = self.combine(stmt, seed, values, body)
+        out += ["  " + line for line in body]
+        out += [f"  linalg.yield {result} : {self.elem()}", "}"]
+        return out
+
+
+def _identity(rank: int, buf: int) -> Access:
+    return Access(
+        buf, tuple(tuple(int(v == d) for v in range(rank)) for d in range(rank)), (0,) * rank
+    )
+
+
+def _affine_expr(row: tuple[int, ...], k: int, names: list[str]) -> str:
+    terms = [n if c == 1 else f"{n} * {c}" for c, n in zip(row, names) if c != 0]
+    if not terms:
+        return str(k)
+    expr = " + ".join(terms)
+    if k > 0:
+        expr += f" + {k}"
+    elif k < 0:
+        expr += f" - {-k}"
+    return expr
+
+
+# --- strategies ------------------------------------------------------------------------
+
+
+@st.composite
+def loops_over(
+    draw: st.DrawFn, shape: tuple[int, ...], scalars: tuple[int, ...], steps: int | None = None
+) -> tuple[Loop, ...]:
+    """A box of `shape` (a row block, one row or column, a strided range...), hi bounded
+    by an index argument where one has a fitting value, or (given the time loop's
+    `steps`) by the time step plus a constant."""
+    out = []
+    for extent in shape:
+        lo = draw(st.integers(0, extent - 1))
+        hi = draw(st.integers(lo + 1, extent))
+        step = draw(st.sampled_from((1, 1, 1, 2, 3)))
+        fits = [k for k, n in enumerate(scalars) if lo < n <= extent]
+        bound = draw(st.none() | st.sampled_from(fits)) if fits else None
+        if bound is not None:
+            hi = scalars[bound]
+        back = (
+            steps - 1
+            if steps is not None and bound is None and draw(st.integers(0, 3)) == 0
+            else None
+        )
+        out.append(Loop(lo, hi, step, bound, back))
+    return tuple(out)
+
+
+@st.composite
+def access(draw: st.DrawFn, buf: int, shape: tuple[int, ...], loops: tuple[Loop, ...]) -> Access:
+    """An in-bounds affine access: each subscript one or two loop variables (coefficient
+    1 or 2) plus a constant (halos: -1, +1, ...), or a constant (one row or column)."""
+    rows, consts = [], []
+    nvars = len(loops)
+    for extent in shape:
+        row = [0] * nvars
+        if nvars and draw(st.integers(0, 4)) > 0:
+            v = draw(st.integers(0, nvars - 1))
+            row[v] = draw(st.sampled_from((1, 1, 1, 2)))
+            if nvars > 1 and draw(st.integers(0, 5)) == 0:
+                row[1 - v] += 1
+        low = sum(c * loop.lo for c, loop in zip(row, loops))
+        high = sum(c * loop.last() for c, loop in zip(row, loops))
+        if high - low > extent - 1:
+            row = [0] * nvars
+            low = high = 0
+        k = draw(st.integers(-low, extent - 1 - high))
+        rows.append(tuple(row))
+        consts.append(k)
+    return Access(buf, tuple(rows), tuple(consts))
+
+
+def _written(loops: tuple[Loop, ...], buf: int, consts: tuple[int, ...]) -> Access:
+    return Access(buf, _identity(len(loops), buf).coeffs, consts)
+
+
+@st.composite
+def loop_stmt(
+    draw: st.DrawFn,
+    shapes: tuple[tuple[int, ...], ...],
+    scalars: tuple[int, ...],
+    timed: bool,
+    steps: int | None = None,
+) -> Stmt:
+    """A loop nest over part of a memref, written in scf, affine or affine-map style;
+    scf loops may be bounded by the time step (`steps` given)."""
+    style = draw(st.sampled_from(("scf", "affine", "affine-map")))
+    w = draw(st.integers(0, len(shapes) - 1))
+    loops = draw(loops_over(shapes[w], scalars, steps if style == "scf" and timed else None))
+    write = _written(loops, w, (0,) * len(loops))
+    combine = draw(st.sampled_from(("mix", "mix", "mix", "copy", "fill")))
+    count = 0 if combine == "fill" else draw(st.integers(1 if combine == "copy" else 0, 3))
+    reads = tuple(
+        draw(st.integers(0, len(shapes) - 1).flatmap(lambda b: access(b, shapes[b], loops)))
+        for _ in range(count)
+    )
+    if combine == "mix" and draw(st.booleans()):
+        reads = (*reads, write)  # read-modify-write: a partial update of what is there
+    return Stmt(
+        loops, reads, write, style, combine, draw(st.integers(1, 9)), timed and draw(st.booleans())
+    )
+
+
+@st.composite
+def box_stmt(draw: st.DrawFn, shapes: tuple[tuple[int, ...], ...], timed: bool) -> Stmt | None:
+    """Loads and stores through memref.subviews taken in the task, or a linalg op on
+    them: every access a strided box of the same sizes, of memrefs of one rank."""
+    rank = draw(st.sampled_from(sorted({len(s) for s in shapes})))
+    same = [b for b, s in enumerate(shapes) if len(s) == rank]
+    w = draw(st.sampled_from(same))
+    style = draw(st.sampled_from(BOX_STYLES))
+    combine = draw(st.sampled_from(("mix", "mix", "copy", "fill")))
+    sizes = [
+        draw(st.integers(1, max(1, min(s[d] for s in (shapes[b] for b in same)) // 2 + 1)))
+        for d in range(rank)
+    ]
+
+    def box(buf: int) -> Access:
+        strides, offsets = [], []
+        for d, n in enumerate(sizes):
+            extent = shapes[buf][d]
+            stride = draw(st.sampled_from((1, 1, 2, 3)))
+            if (n - 1) * stride > extent - 1:
+                stride = 1
+            if n > extent:
+                raise _Unfit
+            strides.append(stride)
+            offsets.append(draw(st.integers(0, extent - 1 - (n - 1) * stride)))
+        coeffs = tuple(tuple(strides[d] if v == d else 0 for v in range(rank)) for d in range(rank))
+        return Access(buf, coeffs, tuple(offsets))
+
+    try:
+        write = box(w)
+        reads: tuple[Access, ...] = ()
+        if combine != "fill":
+            # linalg reads of the written memref only through the written box itself: a
+            # parallel op whose input overlaps its output differently has no fixed order.
+            others = [b for b in same if b != w] if style == "linalg" else same
+            count = draw(st.integers(1 if combine == "copy" else 0, 2))
+            reads = tuple(box(draw(st.sampled_from(others))) for _ in range(count if others else 0))
+            if combine == "copy" and not reads:
+                combine = "fill"
+            if combine == "mix" and draw(st.booleans()):
+                reads = (*reads, write)
+    except _Unfit:
+        return None
+    loops = tuple(Loop(0, n) for n in sizes)
+    return Stmt(
+        loops, reads, write, style, combine, draw(st.integers(1, 9)), timed and draw(st.booleans())
+    )
+
+
+class _Unfit(Exception):
+    pass
+
+
+@st.composite
+def stmt(
+    draw: st.DrawFn,
+    shapes: tuple[tuple[int, ...], ...],
+    scalars: tuple[int, ...],
+    timed: bool,
+    steps: int,
+) -> Stmt:
+    if draw(st.integers(0, 3)) == 0:
+        found = draw(box_stmt(shapes, timed))
+        if found is not None:
+            return found
+    return draw(loop_stmt(shapes, scalars, timed, steps))
+
+
+@st.composite
+def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
+    dtype = draw(st.sampled_from(("i32", "i32", "f64")))
+    rows = draw(st.integers(2, 9))
+    cols = draw(st.integers(1, 5))
+    buffers = draw(st.integers(1, 4))
+    shapes = tuple(
+        (rows, cols) if draw(st.integers(0, 3)) > 0 else (draw(st.integers(rows, 2 * rows + cols)),)
+        for _ in range(buffers)
+    )
+    scalars = tuple(draw(st.lists(st.integers(1, 2 * rows + cols), min_size=1, max_size=2)))
+    timed = draw(st.integers(0, 4)) > 0
+    steps = draw(st.integers(1, 3))
+
+    def task() -> st.SearchStrategy[Task]:
+        return st.builds(
+            Task,
+            st.lists(stmt(shapes, scalars, timed, steps), min_size=1, max_size=2).map(tuple),
+            st.none() | st.integers(0, ranks - 1),
+            st.booleans(),
+        )
+
+    def schedule() -> Schedule:
+        return Schedule(tuple(draw(st.lists(task(), min_size=1, max_size=5))))
+
+    def host(in_loop: bool) -> Host:
+        s = draw(loop_stmt(shapes, scalars, timed and in_loop, steps))
+        return Host(Stmt(s.loops, s.reads, s.write, "scf", s.combine, s.seed, s.timed))
+
+    loop: list[Phase] = [schedule()]
+    for _ in range(draw(st.integers(0, 2))):
+        if draw(st.booleans()):
+            loop.append(host(True))
+        loop.append(schedule())
+    after: list[Phase] = []
+    if draw(st.booleans()):
+        after.append(host(False))
+    if draw(st.integers(0, 3)) == 0:
+        after.append(Schedule((draw(task().map(lambda k: k)),)))
+    chosen = alias if alias is not None else draw(st.sampled_from(("none", "none", "cast")))
+    return Program(
+        dtype,
+        shapes,
+        scalars,
+        steps,
+        tuple(loop),
+        _untimed(after),
+        timed,
+        chosen,
+    )
+
+
+def _untimed(phases: list[Phase]) -> tuple[Phase, ...]:
+    """Code after the time loop has no time step for its seeds and loop bounds."""
+
+    def fix(s: Stmt) -> Stmt:
+        loops = tuple(Loop(x.lo, x.hi, x.step, x.bound) for x in s.loops)
+        return Stmt(loops, s.reads, s.write, s.style, s.combine, s.seed, False)
+
+    out: list[Phase] = []
+    for phase in phases:
+        if isinstance(phase, Host):
+            out.append(Host(fix(phase.stmt)))
+        else:
+            out.append(
+                Schedule(
+                    tuple(
+                        Task(tuple(map(fix, k.stmts)), k.rank, k.through_view) for k in phase.tasks
+                    )
+                )
+            )
+    return tuple(out)
