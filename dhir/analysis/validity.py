@@ -15,6 +15,7 @@ needs the widened part too. A memref with a dynamic shape is one indivisible uni
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import islpy as isl
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
@@ -41,9 +42,14 @@ class Box:
         return total
 
     def as_set(self) -> isl.Set:
-        names = [f"x{d}" for d in range(len(self.lo))]
-        bounds = [f"{a} <= {n} < {b}" for n, a, b in zip(names, self.lo, self.hi, strict=True)]
-        return isl.Set(f"{{ [{', '.join(names)}] : {' and '.join(bounds) or 'true'} }}")
+        return _box_set(self.lo, self.hi)
+
+
+@cache
+def _box_set(lo: tuple[int, ...], hi: tuple[int, ...]) -> isl.Set:
+    names = [f"x{d}" for d in range(len(lo))]
+    bounds = [f"{a} <= {n} < {b}" for n, a, b in zip(names, lo, hi, strict=True)]
+    return isl.Set(f"{{ [{', '.join(names)}] : {' and '.join(bounds) or 'true'} }}")
 
 
 @dataclass(frozen=True)
@@ -178,11 +184,10 @@ class Validity:
                 held[other] = (held[other] | region).coalesce()
             else:
                 held[other] = (held[other] - region).coalesce()
-        return region
 
     def widen(self, memref: SSAValue, written: isl.Set) -> isl.Set:
         region = units(memref.type, written)
-        if not divisible(memref.type) or region.is_empty():
+        if not divisible(memref.type) or region.is_empty() or region.is_box():
             return region
         total = region.empty(region.get_space())
         for piece in region.coalesce().get_basic_sets():

@@ -528,7 +528,7 @@ def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
     total: SSAValue = _append(ops, arith.ConstantOp(IntegerAttr(width, IndexType())))
     for dim in range(len(shape)):
         index = _append(ops, arith.ConstantOp(IntegerAttr(dim, IndexType())))
-        size = _append(ops, memref.DimOp.from_source_and_index(value, index))
+        size = _append(ops, memref.DimOp(value, index))
         total = _append(ops, arith.MuliOp(total, size))
     return _append(ops, arith.IndexCastOp(total, i64)), ops
 
