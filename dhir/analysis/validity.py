@@ -154,7 +154,7 @@ class Validity:
             transfer = self._transfer(memref, source, rank, piece)
             transfers.append(transfer)
             missing = (missing - piece).coalesce()
-            held[rank] = (held[rank] | self._carried(memref, transfer)).coalesce()
+            held[rank] = (held[rank] | carried(memref, transfer)).coalesce()
         assert missing.is_empty(), "every element is valid on some rank"
         return transfers
 
@@ -165,19 +165,24 @@ class Validity:
         `musts` of `memref`: the transfers it needs first; afterwards only `rank` holds
         what it wrote."""
         region = self.widen(memref, writes)
-        surely = (
-            units(memref.type, musts)
-            if divisible(memref.type)
-            else region.empty(region.get_space())
-        )
-        transfers = self.bring(memref, rank, units(memref.type, reads) | (region - surely))
-        self.write(memref, rank, writes)
+        needed = units(memref.type, reads)
+        if not region.is_empty():
+            surely = musts if divisible(memref.type) else region.empty(region.get_space())
+            needed = needed | (region - surely)
+        transfers = self.bring(memref, rank, needed) if not needed.is_empty() else []
+        self._wrote(memref, rank, region)
         return transfers
 
     def write(self, memref: SSAValue, rank: int, written: isl.Set) -> isl.Set:
         """Record that `rank` wrote `written` (widened to boxes); return the widened
         region, whose rest the task needs up to date beforehand."""
         region = self.widen(memref, written)
+        self._wrote(memref, rank, region)
+        return region
+
+    def _wrote(self, memref: SSAValue, rank: int, region: isl.Set) -> None:
+        if region.is_empty():
+            return
         held = self.held[memref]
         for other in range(self.ranks):
             if other == rank:
@@ -212,7 +217,7 @@ class Validity:
                 continue
             transfer = self._transfer(memref, source, None, piece)
             transfers.append(transfer)
-            stale = (stale - self._carried(memref, transfer)).coalesce()
+            stale = (stale - carried(memref, transfer)).coalesce()
         self.held[memref] = [full for _ in range(self.ranks)]
         return transfers
 
@@ -235,14 +240,32 @@ class Validity:
         blocks = [b for box in boxes for b in blocks_of(box, shape, holder)]
         return Transfer(memref, source, dest, tuple(boxes), tuple(blocks))
 
-    def _carried(self, memref: SSAValue, transfer: Transfer) -> isl.Set:
-        if transfer.boxes is None:
-            return _unit()
-        full = everything(memref.type)
-        total = full.empty(full.get_space())
+
+def carried(memref: SSAValue, transfer: Transfer, span: bool = False) -> isl.Set:
+    """The elements `transfer` makes valid at its receivers; with `span`, every element
+    its blocks reach in memory (the elements between a block's runs included)."""
+    if transfer.boxes is None or transfer.blocks is None:
+        return _unit()
+    full = everything(memref.type)
+    total = full.empty(full.get_space())
+    if not span:
         for box in transfer.boxes:
             total = total | box.as_set()
-        return total
+        return total.coalesce()
+    type_ = memref.type
+    assert isinstance(type_, MemRefType)
+    shape = tuple(type_.get_shape())
+    strides = _row_major(shape)
+    for block in transfer.blocks:
+        last = (
+            block.offset
+            + (block.count2 - 1) * block.stride2
+            + (block.count - 1) * block.stride
+            + block.length
+            - 1
+        )
+        total = total | _span(block.offset, last, shape, strides)
+    return total.coalesce()
 
 
 def cover(piece: isl.Set, holder: isl.Set) -> list[Box]:

@@ -422,13 +422,18 @@ void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
   }
 }
 
-void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
+/* Not counted in the statistics: the harness broadcasts the inputs with it. */
+static void broadcast(int64_t ptr, int64_t bytes, int32_t root) {
   char *data = message_buffer("dhir_rt_bcast", ptr, bytes, "root", root);
-  if (root == world_rank)
-    count_sent(bytes);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Bcast(data + done, piece_at(done, bytes), MPI_BYTE, root, MPI_COMM_WORLD),
           "MPI_Bcast");
+}
+
+void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
+  if (root == world_rank)
+    count_sent(bytes);
+  broadcast(ptr, bytes, root);
 }
 
 /* A strided block: `count2` groups `stride2` bytes apart, each of `count` runs `stride`
@@ -486,6 +491,82 @@ void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t s
     count_sent(length * count * count2);
   check(MPI_Bcast(data, 1, block, root, MPI_COMM_WORLD), "MPI_Bcast");
   MPI_Type_free(&block);
+}
+
+/* Sends in flight, by the slot the lowering gave each (docs/semantics.md): every block of
+ * one transfer joins its slot; dhir_rt_wait completes them all. */
+typedef struct {
+  MPI_Request *requests;
+  MPI_Datatype *types;
+  int64_t count, capacity;
+} send_slot;
+
+static send_slot *send_slots = NULL;
+static int64_t send_slot_count = 0;
+
+static send_slot *slot_at(int64_t slot) {
+  if (slot < 0)
+    dhir_rt_fatal("request slot %lld is negative", (long long)slot);
+  if (slot >= send_slot_count) {
+    int64_t count = send_slot_count ? send_slot_count : 16;
+    while (count <= slot)
+      count *= 2;
+    send_slot *grown = realloc(send_slots, (size_t)count * sizeof *grown);
+    if (grown == NULL)
+      dhir_rt_fatal("cannot allocate %lld request slots", (long long)count);
+    memset(grown + send_slot_count, 0, (size_t)(count - send_slot_count) * sizeof *grown);
+    send_slots = grown;
+    send_slot_count = count;
+  }
+  return &send_slots[slot];
+}
+
+static MPI_Request *next_request(send_slot *slot, MPI_Datatype type) {
+  if (slot->count == slot->capacity) {
+    int64_t capacity = slot->capacity ? 2 * slot->capacity : 4;
+    MPI_Request *requests = realloc(slot->requests, (size_t)capacity * sizeof *requests);
+    MPI_Datatype *types = realloc(slot->types, (size_t)capacity * sizeof *types);
+    if (requests == NULL || types == NULL)
+      dhir_rt_fatal("cannot allocate %lld requests", (long long)capacity);
+    slot->requests = requests;
+    slot->types = types;
+    slot->capacity = capacity;
+  }
+  slot->types[slot->count] = type;
+  return &slot->requests[slot->count++];
+}
+
+void dhir_rt_isend(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag, int64_t slot) {
+  char *data = message_buffer("dhir_rt_isend", ptr, bytes, "destination", dest);
+  send_slot *pending = slot_at(slot);
+  count_sent(bytes);
+  for (int64_t done = 0; done < bytes; done += chunk_bytes)
+    check(MPI_Isend(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD,
+                    next_request(pending, MPI_DATATYPE_NULL)),
+          "MPI_Isend");
+}
+
+void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                           int64_t count2, int64_t stride2, int32_t dest, int32_t tag,
+                           int64_t slot) {
+  char *data = message_buffer("dhir_rt_isend_strided", ptr, length, "destination", dest);
+  MPI_Datatype block = strided_type("dhir_rt_isend_strided", length, count, stride, count2,
+                                    stride2);
+  send_slot *pending = slot_at(slot);
+  count_sent(length * count * count2);
+  check(MPI_Isend(data, 1, block, dest, tag, MPI_COMM_WORLD, next_request(pending, block)),
+        "MPI_Isend");
+}
+
+void dhir_rt_wait(int64_t slot) {
+  send_slot *pending = slot_at(slot);
+  if (pending->count > INT_MAX)
+    dhir_rt_fatal("request slot %lld holds too many requests", (long long)slot);
+  check(MPI_Waitall((int)pending->count, pending->requests, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  for (int64_t k = 0; k < pending->count; ++k)
+    if (pending->types[k] != MPI_DATATYPE_NULL)
+      MPI_Type_free(&pending->types[k]);
+  pending->count = 0;
 }
 
 void dhir_rt_expect_argc(int argc, int expected, const char *usage) {
@@ -550,7 +631,7 @@ void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
                     ferror(file) ? strerror(errno) : "file ended early");
     fclose(file);
   }
-  dhir_rt_bcast((int64_t)(intptr_t)data, bytes, 0);
+  broadcast((int64_t)(intptr_t)data, bytes, 0);
   return data;
 }
 

@@ -16,6 +16,12 @@ void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t st
                           int64_t count2, int64_t stride2, int32_t dest, int32_t tag);
 void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                           int64_t count2, int64_t stride2, int32_t source, int32_t tag);
+/* Non-blocking sends: each joins request slot `slot`; dhir_rt_wait(slot) completes them. */
+void dhir_rt_isend(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag, int64_t slot);
+void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
+                           int64_t count2, int64_t stride2, int32_t dest, int32_t tag,
+                           int64_t slot);
+void dhir_rt_wait(int64_t slot);
 void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                            int64_t count2, int64_t stride2, int32_t root);
 int32_t dhir_rt_comm_size(void);

@@ -54,10 +54,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from dhir.analysis.effects import Effects, memory_effects, task_effects
+from dhir.analysis.effects import memory_effects, task_effects
 from dhir.analysis.outputs import entry_called, root_only
-from dhir.analysis.regions import Regions, task_regions
+from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
+from dhir.analysis.transfers import Event, TaskStep, plan_events
 from dhir.analysis.validity import Block, Transfer, Validity
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
@@ -69,6 +70,8 @@ from dhir.transforms.outline import outline
 BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
 RECV = "dhir_rt_recv"
+ISEND = "dhir_rt_isend"
+WAIT = "dhir_rt_wait"
 # Suffix of the runtime's calls for strided blocks (dhir_rt_send_strided, ...).
 STRIDED = "_strided"
 # Rounds to find the validity a time loop's iterations start with (two suffice for a
@@ -121,10 +124,13 @@ class LowerToMPIPass(ModulePass):
 
 def _runtime_inputs(name: str) -> list[Attribute]:
     """Address, run length (and four layout words for a strided block), then the peer
-    (root of a broadcast) and the tag."""
+    (root of a broadcast) and the tag, and a send's request slot; a wait takes the slot."""
+    if name == WAIT:
+        return [i64]
     layout = [i64, i64, i64, i64] if name.endswith(STRIDED) else []
     peers = [i32] if name.startswith(BCAST) else [i32, i32]
-    return [i64, i64, *layout, *peers]
+    slot = [i64] if name.startswith(ISEND) else []
+    return [i64, i64, *layout, *peers, *slot]
 
 
 def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
@@ -185,33 +191,24 @@ class _RankGuards:
         return self._is[rank]
 
 
-@dataclass(frozen=True)
-class _TaskPlan:
-    """What the lowering needs to know of a task before it takes the task apart."""
-
-    rank: int
-    effects: Effects
-    regions: Regions
-
-
-def _plans(schedule: ScheduleOp) -> list[_TaskPlan]:
-    plans: list[_TaskPlan] = []
+def _plans(schedule: ScheduleOp) -> list[TaskStep]:
+    plans: list[TaskStep] = []
     for task in schedule.tasks():
         rank = rank_of(task)
         if rank is None:
             raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
-        plans.append(_TaskPlan(rank, task_effects(task), task_regions(task)))
+        plans.append(TaskStep(rank, task_effects(task), task_regions(task)))
     return plans
 
 
-def _run_tasks(plans: Sequence[_TaskPlan], state: Validity) -> None:
+def _run_tasks(plans: Sequence[TaskStep], state: Validity) -> None:
     """What the schedule's tasks do to `state`, without emitting anything."""
     for plan in plans:
         for value in plan.effects.touches():
             _task_transfers(plan, value, state)
 
 
-def _task_transfers(plan: _TaskPlan, value: SSAValue, state: Validity) -> list[Transfer]:
+def _task_transfers(plan: TaskStep, value: SSAValue, state: Validity) -> list[Transfer]:
     regions = plan.regions
     return state.run_task(
         value,
@@ -293,8 +290,12 @@ class _ScheduleLowering:
             start.copy() if start is not None else Validity(list(self.schedule.args), self.ranks)
         )
         plans = _plans(self.schedule)
-        for task, plan in zip(list(self.schedule.tasks()), plans, strict=True):
-            self._lower_task(task, plan, position)
+        tasks = list(self.schedule.tasks())
+        for event in plan_events(plans, self.state, position):
+            if event.kind == "task":
+                self._lower_task(tasks[event.task], event.rank)
+            else:
+                self._place_event(event, position)
         self._outline_steps()
         self._group_steps()
         if start is None:
@@ -322,19 +323,41 @@ class _ScheduleLowering:
                 self._check_sendable(self.schedule, value)
                 self._place_transfer(transfer, position[value], sink)
 
-    def _lower_task(self, task: TaskOp, plan: _TaskPlan, position: dict[SSAValue, int]) -> None:
-        for value in sorted(plan.effects.touches(), key=position.__getitem__):
-            transfers = _task_transfers(plan, value, self.state)
-            if transfers:
-                self._check_sendable(task, value)
-            for transfer in transfers:
-                self._place_transfer(transfer, position[value], self)
-        self.emit(self._guarded(plan.rank, _take_body(task), self.last()))
+    def _lower_task(self, task: TaskOp, rank: int) -> None:
+        self.emit(self._guarded(rank, _take_body(task), self.last()))
         self._tasks_emitted += 1
         if self._tasks_emitted == STEPS_PER_FUNCTION:
             self._outline_steps()
         task.detach()
         task.erase()
+
+    def _place_event(self, event: Event, position: dict[SSAValue, int]) -> None:
+        """A send posted, a receive, or a send completed, on the event's rank."""
+        if event.kind == "wait":
+            self._runtime.add(WAIT)
+            slot = arith.ConstantOp(IntegerAttr(event.slot, i64))
+            call = func.CallOp(WAIT, [slot.result], [])
+            self.emit(self._guarded(event.rank, [slot, call], self.last()))
+            return
+        transfer = event.transfer
+        assert transfer is not None and transfer.dest is not None
+        value = transfer.memref
+        self._check_sendable(self.schedule, value)
+        tag = self.guards.const(position[value])
+        blocks: Sequence[Block | None] = transfer.blocks if transfer.blocks is not None else [None]
+        ops: list[Operation] = []
+        if event.kind == "send":
+            # Every block of one transfer joins one request slot of the runtime.
+            slot = arith.ConstantOp(IntegerAttr(event.slot, i64))
+            ops.append(slot)
+            peer = [self.guards.const(transfer.dest), tag, slot.result]
+            for block in blocks:
+                ops += self._message(ISEND, value, block, peer)
+        else:
+            source = [self.guards.const(transfer.source), tag]
+            for block in blocks:
+                ops += self._message(RECV, value, block, source)
+        self.emit(self._guarded(event.rank, ops, self.last()))
 
     def _outline_steps(self) -> None:
         """Move the steps emitted since the last call (each task's incoming messages and

@@ -1,6 +1,6 @@
 // A GPU task on rank 1 writes %b, which a CPU task on rank 0 reads: the GPU task copies
-// %b back to rank 1's host copy at its end, and only then does lower-to-mpi send it
-// from rank 1's host to rank 0 (a CUDA-aware MPI could send the device buffer itself).
+// %b back to rank 1's host copy at its end, and only then does lower-to-mpi post its
+// send from rank 1's host to rank 0 (a CUDA-aware MPI could send the device buffer itself).
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
 
 // CHECK-LABEL: func.func private @main.schedule0.part0
@@ -11,8 +11,9 @@
 // CHECK-NEXT:      gpu.memcpy %b_dev1, %b : memref<8xf64>, memref<8xf64>
 // CHECK:           gpu.launch
 // CHECK:           gpu.memcpy %b, %b_dev1 : memref<8xf64>, memref<8xf64>
+// CHECK-NEXT:      arith.constant 0 : i64
 // CHECK-NEXT:      memref.extract_aligned_pointer_as_index %b : memref<8xf64>
-// CHECK:           func.call @dhir_rt_send
+// CHECK:           func.call @dhir_rt_isend
 // CHECK-NEXT:    }
 // Rank 0 receives into its host copy and runs the CPU task.
 // CHECK-NEXT:    scf.if %on0 {

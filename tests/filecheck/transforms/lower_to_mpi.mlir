@@ -39,14 +39,15 @@
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
 // task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads b[0], so rank 0
-// sends that element (4 bytes) right after (tag 1 = its position in the schedule), in
-// the same branch.
+// posts a non-blocking send of that element (4 bytes, tag 1 = its position in the
+// schedule, request slot 0) right after writing it, in the same branch.
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK:          memref.store %{{.*}}, %b[%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:     %[[SLOT:.*]] = arith.constant 0 : i64
 // CHECK-NEXT:     memref.extract_aligned_pointer_as_index %b
 // CHECK-NEXT:     arith.index_cast
 // CHECK-NEXT:     arith.constant 4 : i64
-// CHECK-NEXT:     func.call @dhir_rt_send(%{{.*}}, %{{.*}}, %[[T1]], %[[T1]])
+// CHECK-NEXT:     func.call @dhir_rt_isend(%{{.*}}, %{{.*}}, %[[T1]], %[[T1]], %[[SLOT]])
 // CHECK-NEXT:   }
 // Rank 1 receives, then runs task 1, in one branch.
 // CHECK-NEXT:   scf.if %on1 {
@@ -56,14 +57,19 @@
 // CHECK-NEXT:     func.call @dhir_rt_recv(%{{.*}}, %{{.*}}, %[[ZERO]], %[[T1]])
 // CHECK:          memref.store %{{.*}}, %c[%{{.*}}, %{{.*}}] : memref<2x4xf32>
 // CHECK-NEXT:   }
-// task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no message).
+// task 2 (rank 0) reads %a (valid everywhere: no message) and writes it (WAR: no
+// message); rank 0 completes its send at the end of the schedule.
 // CHECK-NEXT:   scf.if %on0 {
 // CHECK-NOT:      dhir_rt
 // CHECK:          memref.store %{{.*}}, %a[%{{.*}}] : memref<8xf32>
+// CHECK-NEXT:     %[[W:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:     func.call @dhir_rt_wait(%[[W]]) : (i64) -> ()
 // CHECK-NEXT:   }
 // CHECK-NEXT:   func.return
-// CHECK:      func.func private @dhir_rt_recv(i64, i64, i32, i32)
+// CHECK:      func.func private @dhir_rt_isend(i64, i64, i32, i32, i64)
+// CHECK-NEXT: func.func private @dhir_rt_recv(i64, i64, i32, i32)
 // CHECK-NEXT: func.func private @dhir_rt_send(i64, i64, i32, i32)
+// CHECK-NEXT: func.func private @dhir_rt_wait(i64)
 //
 // ONE-NOT: dhir_rt_send
 // ONE-NOT: scf.if
