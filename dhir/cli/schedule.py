@@ -249,8 +249,8 @@ def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
     lines.append(table(graph, placement))
     if built is not None:
         lines.append(
-            f"as built: {built:g} (each rank runs its tasks in program order; a transfer "
-            "holds both ranks)"
+            f"as built: {built:g} (each rank runs its tasks in program order; a receive "
+            "waits for the task that wrote its data)"
         )
     if replay is not None:
         lines.append(_simulated_line(replay, node_size))

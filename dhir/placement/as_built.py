@@ -5,16 +5,14 @@ tasks in any order the dependences allow, and let a transfer overlap the work of
 of its ranks. The program dhir-lower-to-mpi builds is stricter, and this replays it:
 
 - Every rank walks the schedule in program order and runs its own tasks one at a time.
-- Before a task, each memref it touches that its rank has no up-to-date copy of comes
-  from the memref's last writer in a blocking send/recv pair: the transfer starts when
-  both ranks have reached it and holds both for its time (`CostModel.comm_time`) for
-  the elements the task needs (its access regions). Validity is followed per memref,
-  not per element as the lowering does (analysis/validity.py): cheaper, and never
-  smaller than the lowering's transfers.
-- At the end, memrefs that only rank 0 needs afterwards go there the same way; every
-  other memref written on fewer than all ranks is broadcast: every rank waits for the
-  slowest, then for the broadcast (`broadcast_time`); both carry the elements whose
-  last writes stand at the end.
+- Before a task, the elements it needs that another rank wrote (its dependences'
+  counts, from the access regions) come from the writer's rank, once per rank: the
+  sender posts the send as soon as it wrote them and goes on (analysis/transfers.py);
+  the receiver waits for the writer's task to end, then for the transfer
+  (`CostModel.comm_time`).
+- At the end, the writes that stand go to rank 0 the same way for memrefs only rank 0
+  needs afterwards; every other written memref is broadcast: every rank waits for the
+  slowest, then for the broadcast (`broadcast_time`) of those elements.
 
 Task times are the graph's (estimated or measured), re-estimated when the placement keeps
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
@@ -24,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import SSAValue
 
+from dhir.analysis.dependences import Hazard, count_elements
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
-from dhir.analysis.dependences import count_elements
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only
 from dhir.dialects.dhir import ScheduleOp
@@ -127,22 +125,15 @@ class _Replay:
             (name, sorted(effect.touches(), key=position.__getitem__), effect.writes)
             for effect, name in zip(deps.effects, graph.tasks, strict=False)
         ]
-        self.needs = [
-            {
-                value: costs.comm_time(
-                    region_bytes(value, count_elements(regions.needs(value))), devices
-                )
-                for value in touched
-            }
-            for (_, touched, _), regions in zip(self.steps, deps.regions, strict=False)
-        ]
-        final = {
-            value: sum(region_bytes(value, count_elements(r)) for _, r in writes)
+        self.incoming: list[list[tuple[int, SSAValue, float]]] = [[] for _ in self.steps]
+        for dep in deps.dependences:
+            if dep.hazard != Hazard.WAR and dep.elements != 0:
+                nbytes = region_bytes(dep.memref, dep.elements)
+                seconds = costs.comm_time(nbytes, devices)
+                self.incoming[dep.after].append((dep.before, dep.memref, seconds))
+        self.finals = {
+            value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
             for value, writes in deps.final_writes.items()
-        }
-        self.transfer = {value: costs.comm_time(size, devices) for value, size in final.items()}
-        self.broadcast = {
-            value: broadcast_time(size, devices, costs) for value, size in final.items()
         }
         self.position = position
         self.to_root = root_only(schedule, entry)
@@ -151,32 +142,29 @@ class _Replay:
         ranks = self.ranks
         cost = self._task_times(assignment)
         clock = [0.0] * ranks
-        valid: dict[SSAValue, set[int]] = {value: set(range(ranks)) for value in self.args}
-        writer: dict[SSAValue, int] = {}
-
-        def move(value: SSAValue, source: int, target: int, seconds: float) -> None:
-            start = max(clock[source], clock[target])
-            clock[source] = clock[target] = start + seconds
-            valid[value].add(target)
-
-        for (name, touched, writes), needs in zip(self.steps, self.needs, strict=True):
-            device = assignment[name]
-            rank = rank_of_device(device)
-            for value in touched:
-                if rank not in valid[value]:
-                    move(value, writer[value], rank, needs[value])
-            clock[rank] += cost[name][device]
-            for value in writes:
-                valid[value] = {rank}
-                writer[value] = rank
-        for value in sorted(writer, key=self.position.__getitem__):
-            if len(valid[value]) == ranks:
+        placed = [rank_of_device(assignment[name]) for name, _, _ in self.steps]
+        finish = [0.0] * len(self.steps)
+        received: set[tuple[int, SSAValue, int]] = set()
+        for k, (name, _, _) in enumerate(self.steps):
+            rank = placed[k]
+            for before, value, seconds in self.incoming[k]:
+                if placed[before] != rank and (before, value, rank) not in received:
+                    clock[rank] = max(clock[rank], finish[before]) + seconds
+                    received.add((before, value, rank))
+            clock[rank] += cost[name][assignment[name]]
+            finish[k] = clock[rank]
+        for value in sorted(self.finals, key=self.position.__getitem__):
+            writes = self.finals[value]
+            if ranks == 1 or not writes:
                 continue
             if value in self.to_root:
-                if 0 not in valid[value]:
-                    move(value, writer[value], 0, self.transfer[value])
+                for k, nbytes in writes:
+                    if placed[k] != 0:
+                        seconds = self.costs.comm_time(nbytes, self.devices)
+                        clock[0] = max(clock[0], finish[k]) + seconds
             else:
-                end = max(clock) + self.broadcast[value]
+                total = sum(nbytes for _, nbytes in writes)
+                end = max(clock) + broadcast_time(total, self.devices, self.costs)
                 clock = [end] * ranks
         return max(clock)
 

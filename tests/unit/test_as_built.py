@@ -63,7 +63,7 @@ def _replay(text: str, devices: list[Device]) -> tuple[float, list[float], CostM
     return as_built_makespan(schedule, graph, placed, devices, costs), times, costs
 
 
-def test_a_transfer_holds_both_ranks_and_the_output_goes_to_rank_0() -> None:
+def test_a_receive_waits_for_its_writer_and_the_output_goes_to_rank_0() -> None:
     makespan, (t0, t1), _ = _replay(PROGRAM.format(after="", count=1000), [CPU, CPU])
     # %a to rank 1 before t1, then %b, read by no one afterwards, to rank 0 only.
     assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + LINK.time(4000))
