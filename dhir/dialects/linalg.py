@@ -1,15 +1,21 @@
-"""The linalg dialect with the named ops whose syntax or body xDSL 0.74 gets wrong.
+"""The linalg dialect with the named ops whose syntax or body xDSL 0.74 gets wrong, and
+those it lacks.
 
 - `linalg.matmul indexing_maps = [...]`, MLIR's form of a transposed or broadcast
   matmul, ended in an internal error; its body added `mul + out` where MLIR adds
-  `out + mul` (same value, but a different generic form).
-- `linalg.pooling_nchw_max`'s body took the maximum of the input and the *window*
-  operand, which holds only the window's shape; MLIR's takes the maximum of the
-  output and the input.
+  `out + mul` (same value, but a different generic form), and no body cast mixed
+  element types to the output's as MLIR's do.
+- The convolutions' bodies had the same order, and `linalg.pooling_nchw_max`'s body took
+  the maximum of the input and the *window* operand, which holds only the window's shape;
+  MLIR's takes the maximum of the output and the input.
 
-It also adds named ops xDSL 0.74 lacks: the contractions `batch_matmul`, `matvec`,
-`vecmat`, `dot` and `batch_matvec`, and `linalg.div`. All are linalg structured ops,
-so dhir's effect analysis reads their inputs and reads and writes their outputs.
+Convolutions and poolings are one table of loops and accesses here (strides and
+dilations optional, as in MLIR). Also added: the contractions `batch_matmul`,
+`batch_reduce_matmul`, `contract`, `matvec`, `vecmat`, `dot`, `batch_matvec`, `mmt4d` and
+`batch_mmt4d`, the elementwise ops xDSL lacks (`div`, `abs` ... `powf`), `fill` of
+vectors, and `linalg.pack` / `linalg.unpack`. The structured ops all are
+`LinalgStructuredOperation`s: dhir's effect analysis reads their inputs and reads and
+writes their outputs, and the interpreter runs them by their maps and bodies.
 """
 
 from collections.abc import Callable, Sequence
@@ -45,8 +51,8 @@ from xdsl.irdl import (
     operand_def,
     opt_operand_def,
     opt_prop_def,
-    opt_result_def,
     prop_def,
+    result_def,
     var_operand_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
@@ -766,8 +772,9 @@ def _print_int_list(printer: Printer, values: DenseArrayBase[IntegerType]) -> No
 
 
 class _Relayout(IRDLOperation):
-    """`linalg.pack` and `linalg.unpack`: not structured ops, so dhir's effect analysis
-    takes them to read and write all their operands reach."""
+    """`linalg.pack` and `linalg.unpack`, on tensors only (as in MLIR 22): not structured
+    ops, so dhir's effect analysis takes them to read and write all their operands
+    reach."""
 
     PADDING: ClassVar[bool] = False
 
@@ -805,9 +812,12 @@ class _Relayout(IRDLOperation):
         dest = parser.parse_unresolved_operand()
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        pos = parser.pos
         source_type = parser.parse_type()
         parser.parse_punctuation("->")
         dest_type = parser.parse_type()
+        if not isinstance(source_type, TensorType) or not isinstance(dest_type, TensorType):
+            parser.raise_error(f"{cls.name} works on ranked tensors", pos, parser.pos)
         operands: list[SSAValue | list[SSAValue]] = [
             parser.resolve_operand(source, source_type),
             parser.resolve_operand(dest, dest_type),
@@ -815,10 +825,9 @@ class _Relayout(IRDLOperation):
         if cls.PADDING:
             operands.append([parser.resolve_operand(*padding)] if padding else [])
         operands.append([parser.resolve_operand(t, IndexType()) for t in tiles])
-        results = [dest_type] if isinstance(dest_type, TensorType) else []
         return cls.build(
             operands=operands,
-            result_types=[results],
+            result_types=[dest_type],
             properties=properties,
             attributes=attributes,
         )
@@ -858,11 +867,11 @@ class PackOp(_Relayout):
     name = "linalg.pack"
     PADDING: ClassVar[bool] = True
 
-    source = operand_def()
-    dest = operand_def()
+    source = operand_def(TensorType)
+    dest = operand_def(TensorType)
     padding_value = opt_operand_def()
     inner_tiles = var_operand_def(IndexType())
-    result = opt_result_def()
+    result = result_def(TensorType)
     inner_dims_pos = prop_def(DenseArrayBase.constr(i64))
     outer_dims_perm = opt_prop_def(DenseArrayBase.constr(i64))
     static_inner_tiles = prop_def(DenseArrayBase.constr(i64))
@@ -879,10 +888,10 @@ class UnpackOp(_Relayout):
 
     name = "linalg.unpack"
 
-    source = operand_def()
-    dest = operand_def()
+    source = operand_def(TensorType)
+    dest = operand_def(TensorType)
     inner_tiles = var_operand_def(IndexType())
-    result = opt_result_def()
+    result = result_def(TensorType)
     inner_dims_pos = prop_def(DenseArrayBase.constr(i64))
     outer_dims_perm = opt_prop_def(DenseArrayBase.constr(i64))
     static_inner_tiles = prop_def(DenseArrayBase.constr(i64))

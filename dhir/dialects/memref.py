@@ -10,23 +10,32 @@ from typing import TypeVar
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    BoolAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
     UnitAttr,
     UnrankedMemRefType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    OperandDef,
+    ParsePropInAttrDict,
     irdl_op_definition,
+    irdl_to_attr_constraint,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
     region_def,
     result_def,
     var_operand_def,
@@ -43,6 +52,7 @@ from dhir.dialects.format import (
     optional_property,
     print_type_list,
     redefine,
+    redefine_operands,
     split_properties,
 )
 
@@ -72,6 +82,12 @@ class StoreOp(memref.StoreOp):
 
 
 @custom_format("$source `,` $destination attr-dict `:` type($source) `to` type($destination)")
+@redefine_operands(
+    {
+        name: OperandDef(irdl_to_attr_constraint(MemRefType | UnrankedMemRefType))
+        for name in ("source", "destination")
+    }
+)
 class CopyOp(memref.CopyOp):
     def verify_(self) -> None:
         # As MLIR: shapes need only be compatible (a dynamic size matches any size;
@@ -385,6 +401,126 @@ def _parse_initial_value(parser: Parser, memref_type: MemRefType) -> Attribute:
     return parser.parse_attribute()
 
 
+# --- ops xDSL 0.74 lacks ---------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReallocOp(IRDLOperation):
+    """`memref.realloc %src (`(` %size `)`)? attr-dict : type to type`: a buffer of the
+    new size holding the old one's data; the old buffer is freed."""
+
+    name = "memref.realloc"
+
+    source = operand_def(MemRefType)
+    dynamic_result_size = opt_operand_def(IndexType)
+    result = result_def(MemRefType)
+    alignment = opt_prop_def(IntegerAttr[IntegerType])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$source (`(` $dynamic_result_size^ `)`)? attr-dict `:` type($source) `to` type($result)"
+    )
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        if source.get_num_dims() != 1 or result.get_num_dims() != 1:
+            raise VerifyException("memref.realloc works on 1-d memrefs")
+        if source.element_type != result.element_type:
+            raise VerifyException("memref.realloc keeps the element type")
+        dynamic = result.get_shape()[0] == DYNAMIC_INDEX
+        if dynamic != (self.dynamic_result_size is not None):
+            raise VerifyException(
+                "memref.realloc needs a size exactly when the result's is dynamic"
+            )
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """`memref.reshape %src(%shape) attr-dict : (src-type, shape-type) -> type`: a view
+    of `%src` with the shape held in the 1-d memref `%shape`."""
+
+    name = "memref.reshape"
+
+    source = operand_def(MemRefType | UnrankedMemRefType)
+    shape = operand_def(MemRefType)
+    result = result_def(MemRefType | UnrankedMemRefType)
+
+    assembly_format = "$source `(` $shape `)` attr-dict `:` functional-type(operands, results)"
+
+
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`memref.prefetch %m[%i, ...], read|write, locality<0..3>, data|instr : type`: a
+    hint to the cache, without effect on the program's results."""
+
+    name = "memref.prefetch"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    isWrite = prop_def(BoolAttr)
+    localityHint = prop_def(IntegerAttr[IntegerType])
+    isDataCache = prop_def(BoolAttr)
+
+    def verify_(self) -> None:
+        memref_type = self.memref.type
+        assert isinstance(memref_type, MemRefType)
+        if len(self.indices) != memref_type.get_num_dims():
+            raise VerifyException(
+                f"memref.prefetch needs {memref_type.get_num_dims()} indices, "
+                f"got {len(self.indices)}"
+            )
+        if not 0 <= self.localityHint.value.data <= 3:
+            raise VerifyException("memref.prefetch locality must be 0 to 3")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("], ")
+        printer.print_string("write" if self.isWrite.value.data else "read")
+        printer.print_string(f", locality<{self.localityHint.value.data}>, ")
+        printer.print_string("data" if self.isDataCache.value.data else "instr")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.memref.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PrefetchOp":
+        target = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(",")
+        is_write = parser.parse_keyword_in(("read", "write")) == "write"
+        parser.parse_punctuation(",")
+        parser.parse_keyword("locality")
+        parser.parse_punctuation("<")
+        locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(">")
+        parser.parse_punctuation(",")
+        is_data = parser.parse_keyword_in(("data", "instr")) == "data"
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        memref_type = parser.parse_type()
+        if not isinstance(memref_type, MemRefType):
+            parser.raise_error("expected a memref type", pos, parser.pos)
+        return cls.build(
+            operands=[
+                parser.resolve_operand(target, memref_type),
+                [parser.resolve_operand(i, IndexType()) for i in indices],
+            ],
+            properties={
+                "isWrite": BoolAttr.from_bool(is_write),
+                "localityHint": IntegerAttr(locality, i32),
+                "isDataCache": BoolAttr.from_bool(is_data),
+            },
+            attributes=attrs,
+        )
+
+
 MemRef: Dialect = with_replaced_ops(
     memref.MemRef,
     AllocaScopeOp,
@@ -398,6 +534,9 @@ MemRef: Dialect = with_replaced_ops(
     GlobalOp,
     LoadOp,
     MemorySpaceCastOp,
+    PrefetchOp,
     RankOp,
+    ReallocOp,
+    ReshapeOp,
     StoreOp,
 )
