@@ -1,10 +1,13 @@
 """The memref dialect with MLIR 22's custom syntax for the ops xDSL 0.74 prints only
 generically (copy, cast, global, memory_space_cast, rank, atomic_rmw, alloca_scope,
-extract_aligned_pointer_as_index), and load/store reporting a wrong index count as a
-verification error rather than a crash.
+extract_aligned_pointer_as_index), load/store reporting a wrong index count as a
+verification error rather than a crash, copies of unranked memrefs, dma_start/dma_wait
+with MLIR's flat operand lists, and the ops xDSL lacks (realloc, reshape, prefetch,
+generic_atomic_rmw). The effect analysis knows none of the new ones: it takes them to
+read and write all their operands reach.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects import memref
@@ -40,7 +43,7 @@ from xdsl.irdl import (
     result_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
@@ -521,6 +524,147 @@ class PrefetchOp(IRDLOperation):
         )
 
 
+def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """`%m[%i, ...]`."""
+    target = parser.parse_unresolved_operand()
+    indices = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    return target, indices
+
+
+def _print_indexed(printer: Printer, target: SSAValue, indices: Sequence[SSAValue]) -> None:
+    printer.print_operand(target)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+def _rank(value: SSAValue) -> int:
+    kind = value.type
+    return kind.get_num_dims() if isinstance(kind, MemRefType) else 0
+
+
+@irdl_op_definition
+class DmaStartOp(IRDLOperation):
+    """`memref.dma_start %src[...], %dst[...], %count, %tag[...] (, %stride, %per_stride)?
+    : src-type, dst-type, tag-type`. As in MLIR, the operands are one flat list (xDSL
+    0.74's op has segment sizes and wants an i32 tag, so it misreads MLIR's generic form)."""
+
+    name = "memref.dma_start"
+
+    args = var_operand_def()
+
+    def parts(self) -> list[list[SSAValue]]:
+        """[source, its indices...], [destination, ...], [count], [tag, ...], [strides]."""
+        values = list(self.args)
+        groups: list[list[SSAValue]] = []
+        for memref_first in (True, True, False, True):
+            if not values:
+                break
+            count = 1 + _rank(values[0]) if memref_first else 1
+            groups.append(values[:count])
+            values = values[count:]
+        return [*groups, values]
+
+    def verify_(self) -> None:
+        parts = self.parts()
+        buffers = [parts[i][0] for i in (0, 1, 3) if i < len(parts) - 1]
+        if len(parts) != 5 or any(not isinstance(b.type, MemRefType) for b in buffers):
+            raise VerifyException("memref.dma_start needs a source, a destination and a tag")
+        source, dest, count, tag, strides = parts
+        if len(strides) not in (0, 2):
+            raise VerifyException("memref.dma_start takes a stride with an element count or none")
+        for value in (*source[1:], *dest[1:], *count, *tag[1:], *strides):
+            if not isinstance(value.type, IndexType):
+                raise VerifyException("memref.dma_start indices and counts are index values")
+
+    def print(self, printer: Printer) -> None:
+        source, dest, count, tag, strides = self.parts()
+        printer.print_string(" ")
+        _print_indexed(printer, source[0], source[1:])
+        printer.print_string(", ")
+        _print_indexed(printer, dest[0], dest[1:])
+        printer.print_string(", ")
+        printer.print_operand(count[0])
+        printer.print_string(", ")
+        _print_indexed(printer, tag[0], tag[1:])
+        for stride in strides:
+            printer.print_string(", ")
+            printer.print_operand(stride)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_type_list(printer, (source[0].type, dest[0].type, tag[0].type))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DmaStartOp":
+        source = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        dest = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        count = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        tag = _parse_indexed(parser)
+        strides: list[UnresolvedOperand] = []
+        while parser.parse_optional_punctuation(","):
+            strides.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 3:
+            parser.raise_error("expected the source, destination and tag types", pos, parser.pos)
+        index = IndexType()
+        values: list[SSAValue] = []
+        for (buffer, indices), kind in zip((source, dest, tag), types):
+            group = [parser.resolve_operand(buffer, kind)]
+            group += [parser.resolve_operand(i, index) for i in indices]
+            if buffer is tag[0]:
+                values.append(parser.resolve_operand(count, index))
+            values += group
+        values += [parser.resolve_operand(s, index) for s in strides]
+        return cls.build(operands=[values], attributes=attrs)
+
+
+@irdl_op_definition
+class DmaWaitOp(IRDLOperation):
+    """`memref.dma_wait %tag[...], %count : tag-type` (operands one flat list, as in MLIR)."""
+
+    name = "memref.dma_wait"
+
+    args = var_operand_def()
+
+    def verify_(self) -> None:
+        if not self.args or not isinstance(self.args[0].type, MemRefType):
+            raise VerifyException("memref.dma_wait needs a tag memref")
+        if len(self.args) != _rank(self.args[0]) + 2:
+            raise VerifyException("memref.dma_wait needs the tag's indices and a count")
+
+    def print(self, printer: Printer) -> None:
+        tag, *rest = self.args
+        printer.print_string(" ")
+        _print_indexed(printer, tag, rest[:-1])
+        printer.print_string(", ")
+        printer.print_operand(rest[-1])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(tag.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DmaWaitOp":
+        tag, indices = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        count = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        kind = parser.parse_type()
+        index = IndexType()
+        values = [parser.resolve_operand(tag, kind)]
+        values += [parser.resolve_operand(i, index) for i in indices]
+        values.append(parser.resolve_operand(count, index))
+        return cls.build(operands=[values], attributes=attrs)
+
+
 MemRef: Dialect = with_replaced_ops(
     memref.MemRef,
     AllocaScopeOp,
@@ -529,6 +673,8 @@ MemRef: Dialect = with_replaced_ops(
     CastOp,
     AtomicYieldOp,
     CopyOp,
+    DmaStartOp,
+    DmaWaitOp,
     ExtractAlignedPointerAsIndexOp,
     GenericAtomicRMWOp,
     GlobalOp,

@@ -143,6 +143,10 @@ func.func @m(%src: memref<2xf32>, %d: index, %u: memref<*xf32>, %shape: memref<2
   memref.prefetch %t[%i, %i], write, locality<1>, data : memref<4x4xi32>
   memref.prefetch %t[%i, %d], read, locality<3>, instr : memref<4x4xi32>
   memref.copy %u, %u : memref<*xf32> to memref<*xf32>
+  %tag = memref.alloc() : memref<1xf32>
+  memref.dma_start %t[%i, %i], %t[%d, %i], %i, %tag[%i] : memref<4x4xi32>, memref<4x4xi32>, memref<1xf32>
+  memref.dma_start %src[%i], %0[%i], %d, %tag[%i], %i, %d : memref<2xf32>, memref<?xf32>, memref<1xf32>
+  memref.dma_wait %tag[%i], %d : memref<1xf32>
   return %0, %2 : memref<?xf32>, memref<?x?xf32>
 }
 """
@@ -171,6 +175,7 @@ def test_round_trips_through_mlir_opt(text: str) -> None:
         "linalg.pack %f inner_dims_pos = [0] inner_tiles = [2] into %f"
         " : memref<4xf32> -> memref<2x2xf32>",
         "memref.prefetch %f[%n], write, locality<1>, code : memref<4xf32>",
+        "memref.dma_start %f[%n], %f[%n], %n : memref<4xf32>, memref<4xf32>",
     ],
     ids=[
         "abs-int",
@@ -181,6 +186,7 @@ def test_round_trips_through_mlir_opt(text: str) -> None:
         "into",
         "pack-memref",
         "cache",
+        "dma-tag",
     ],
 )
 def test_malformed_ops_raise_parse_error(body: str) -> None:
@@ -272,8 +278,9 @@ def test_interpreter_runs_elementwise_ops_as_numpy() -> None:
     [
         "%r = memref.realloc %a : memref<4xf32> to memref<8xf32>",
         "memref.prefetch %a[%c], read, locality<3>, data : memref<4xf32>",
+        "memref.dma_wait %a[%c], %c : memref<4xf32>",
     ],
-    ids=["realloc", "prefetch"],
+    ids=["realloc", "prefetch", "dma"],
 )
 def test_interpreter_refuses_what_it_cannot_run(body: str) -> None:
     src = (
