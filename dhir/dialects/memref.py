@@ -2,9 +2,9 @@
 generically (copy, cast, global, memory_space_cast, rank, atomic_rmw, alloca_scope,
 extract_aligned_pointer_as_index), load/store reporting a wrong index count as a
 verification error rather than a crash, copies of unranked memrefs, dma_start/dma_wait
-with MLIR's flat operand lists, and the ops xDSL lacks (realloc, reshape, prefetch,
-generic_atomic_rmw). The effect analysis knows none of the new ones: it takes them to
-read and write all their operands reach.
+with MLIR's flat operand lists, and the ops xDSL lacks (generic_atomic_rmw, realloc,
+reshape, prefetch). dhir's effect analysis does not list realloc, reshape, prefetch or
+the dma ops: it takes them to read and write all their operands reach.
 """
 
 from collections.abc import Callable, Sequence
