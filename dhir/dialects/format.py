@@ -10,6 +10,7 @@ from xdsl.irdl import (
     AttributeDef,
     AttrSizedOperandSegments,
     IRDLOperation,
+    OperandDef,
     OptPropertyDef,
     PropertyDef,
     irdl_to_attr_constraint,
@@ -110,3 +111,20 @@ def has_terminator(block: Block) -> bool:
 
 def print_type_list(printer: Printer, types: Iterable[Attribute]) -> None:
     printer.print_list(types, printer.print_attribute)
+
+
+def redefine_operands(operands: Mapping[str, OperandDef]) -> Callable[[OpT], OpT]:
+    """Class decorator giving a subclass of an xDSL op other constraints on the operands
+    named in `operands` (their order is kept); like `redefine`, the base op's own
+    `verify_` checks are lost."""
+
+    def apply(cls: OpT) -> OpT:
+        base = cls.get_irdl_definition()
+        changed = [(name, operands.get(name, old)) for name, old in base.operands]
+        op_def = replace(base, operands=changed, assembly_format=None)
+        own_verify = cls.__dict__.get("verify_")
+        for name, value in get_accessors_from_op_def(op_def, own_verify).items():
+            setattr(cls, name, value)
+        return cls
+
+    return apply

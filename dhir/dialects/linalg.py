@@ -1,30 +1,63 @@
-"""The linalg dialect with the named ops whose syntax or body xDSL 0.74 gets wrong.
+"""The linalg dialect with the named ops whose syntax or body xDSL 0.74 gets wrong, and
+those it lacks.
 
 - `linalg.matmul indexing_maps = [...]`, MLIR's form of a transposed or broadcast
   matmul, ended in an internal error; its body added `mul + out` where MLIR adds
-  `out + mul` (same value, but a different generic form).
-- `linalg.pooling_nchw_max`'s body took the maximum of the input and the *window*
-  operand, which holds only the window's shape; MLIR's takes the maximum of the
-  output and the input.
+  `out + mul` (same value, but a different generic form), and no body cast mixed
+  element types to the output's as MLIR's do.
+- The convolutions' bodies had the same order, and `linalg.pooling_nchw_max`'s body took
+  the maximum of the input and the *window* operand, which holds only the window's shape;
+  MLIR's takes the maximum of the output and the input.
 
-It also adds named ops xDSL 0.74 lacks: the contractions `batch_matmul`, `matvec`,
-`vecmat`, `dot` and `batch_matvec`, and `linalg.div`. All are linalg structured ops,
-so dhir's effect analysis reads their inputs and reads and writes their outputs.
+Convolutions and poolings are one table of loops and accesses here (strides and
+dilations optional, as in MLIR). Also added: the contractions `batch_matmul`,
+`batch_reduce_matmul`, `contract`, `matvec`, `vecmat`, `dot`, `batch_matvec`, `mmt4d` and
+`batch_mmt4d`, the elementwise ops xDSL lacks (`div`, `abs` ... `powf`), `fill` of
+vectors, and `linalg.pack` / `linalg.unpack`. The structured ops all are
+`LinalgStructuredOperation`s: dhir's effect analysis reads their inputs and reads and
+writes their outputs, and the interpreter runs them by their maps and bodies.
 """
 
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from xdsl.dialects import arith, linalg
-from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, ArrayAttr
+from xdsl.dialects import arith, linalg, math
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMapAttr,
+    AnyFloat,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ShapedType,
+    TensorType,
+    VectorType,
+    i64,
+)
 from xdsl.dialects.linalg import ops as linalg_ops
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
-from xdsl.ir import Block, Dialect, Region, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
-from xdsl.irdl import irdl_op_definition, prop_def
-from xdsl.parser import Parser
+from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
 from dhir.dialects import with_replaced_ops
@@ -54,18 +87,342 @@ def _print_maps(op: NamedOperation, maps: ArrayAttr, printer: Printer) -> None:
         printer.print_attribute(maps)
 
 
-def _multiply_accumulate(arg_types: Sequence) -> Region:
-    """MLIR's contraction body: `out + lhs * rhs`."""
-    if not arg_types:
-        return Region()
-    is_float = isa(arg_types[-1], AnyFloat)
-    add, mul = (arith.AddfOp, arith.MulfOp) if is_float else (arith.AddiOp, arith.MuliOp)
+# --- Casts as MLIR's named ops make them (OpDSL's `cast_signed` / `cast_unsigned`) ---
+
+
+def _cast(ops: list[Operation], value: SSAValue, to: Attribute, unsigned: bool) -> SSAValue:
+    """`value` converted to `to` the way a named op's body converts it: sign- (or zero-)
+    extension, truncation, int <-> float conversion; the cast ops go to `ops`."""
+    source = value.type
+    if source == to:
+        return value
+    cast: Operation
+    if isinstance(source, IntegerType) and isinstance(to, IntegerType):
+        widen = arith.ExtUIOp if unsigned else arith.ExtSIOp
+        narrower = source.width.data > to.width.data
+        cast = arith.TruncIOp(value, to) if narrower else widen(value, to)
+    elif isinstance(source, IntegerType) and isa(to, AnyFloat):
+        cast = (arith.UIToFPOp if unsigned else arith.SIToFPOp)(value, to)
+    elif isa(source, AnyFloat) and isinstance(to, IntegerType):
+        cast = (arith.FPToUIOp if unsigned else arith.FPToSIOp)(value, to)
+    elif isa(source, AnyFloat) and isa(to, AnyFloat):
+        narrower = source.bitwidth > to.bitwidth
+        cast = arith.TruncFOp(value, to) if narrower else arith.ExtFOp(value, to)
+    else:
+        raise ValueError(f"cannot convert {source} to {to} in a named op's body")
+    ops.append(cast)
+    return cast.results[0]
+
+
+def _body(
+    arg_types: Sequence[Attribute], build: Callable[[Block, list[Operation]], SSAValue]
+) -> Region:
     block = Block(arg_types=arg_types)
-    args = block.args
-    product = mul(args[0], args[1])
-    total = add(args[2], product)
-    block.add_ops([product, total, linalg_ops.YieldOp(total)])
+    ops: list[Operation] = []
+    result = build(block, ops)
+    block.add_ops([*ops, linalg_ops.YieldOp(result)])
     return Region(block)
+
+
+def _combine(kind: str, out: Attribute) -> type[Operation]:
+    """The arith op of a body's `kind` (add, mul, sub, max, min, max_unsigned, ...) for
+    elements of type `out`."""
+    is_float = isa(out, AnyFloat)
+    table: dict[str, tuple[type[Operation], type[Operation]]] = {
+        "add": (arith.AddfOp, arith.AddiOp),
+        "sum": (arith.AddfOp, arith.AddiOp),
+        "mul": (arith.MulfOp, arith.MuliOp),
+        "sub": (arith.SubfOp, arith.SubiOp),
+        "max": (arith.MaximumfOp, arith.MaxSIOp),
+        "min": (arith.MinimumfOp, arith.MinSIOp),
+        "max_unsigned": (arith.MaximumfOp, arith.MaxUIOp),
+        "min_unsigned": (arith.MinimumfOp, arith.MinUIOp),
+    }
+    float_op, int_op = table[kind]
+    if kind.endswith("_unsigned") and is_float:
+        raise ValueError("unsigned pooling needs integer elements")
+    return float_op if is_float else int_op
+
+
+def _apply(ops: list[Operation], kind: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+    op = _combine(kind, lhs.type)(lhs, rhs)  # pyright: ignore[reportCallIssue]
+    ops.append(op)
+    return op.results[0]
+
+
+def _multiply_accumulate_body(arg_types: Sequence[Attribute], zero_points: bool = False) -> Region:
+    """`out + cast(lhs) * cast(rhs)` (minus the zero points `lhs_zp`, `rhs_zp` when the
+    op has them: `out + (cast(lhs) - cast(lhs_zp)) * (cast(rhs) - cast(rhs_zp))`)."""
+
+    def build(block: Block, ops: list[Operation]) -> SSAValue:
+        args = block.args
+        out = args[-1]
+        lhs = _cast(ops, args[0], out.type, False)
+        if zero_points:
+            lhs = _apply(ops, "sub", lhs, _cast(ops, args[2], out.type, False))
+        rhs = _cast(ops, args[1], out.type, False)
+        if zero_points:
+            rhs = _apply(ops, "sub", rhs, _cast(ops, args[3], out.type, False))
+        return _apply(ops, "add", out, _apply(ops, "mul", lhs, rhs))
+
+    return _body(arg_types, build)
+
+
+def _multiply_accumulate(arg_types: Sequence[Attribute]) -> Region:
+    """A contraction's body, `out + cast(lhs) * cast(rhs)`; empty (and refused by the
+    verifier) unless the op has two inputs and one output."""
+    return _multiply_accumulate_body(arg_types) if len(arg_types) == 3 else Region()
+
+
+def _pooling_body(arg_types: Sequence[Attribute], kind: str) -> Region:
+    """`kind(out, cast(in))`; the window operand only gives the window's shape."""
+
+    def build(block: Block, ops: list[Operation]) -> SSAValue:
+        out = block.args[-1]
+        value = _cast(ops, block.args[0], out.type, kind.endswith("_unsigned"))
+        return _apply(ops, kind, out, value)
+
+    return _body(arg_types, build)
+
+
+def _element_types(operands: Sequence[SSAValue]) -> list[Attribute]:
+    types: list[Attribute] = []
+    for operand in operands:
+        kind = operand.type
+        # A vector operand is one element (of a tensor of vectors, say).
+        is_container = isinstance(kind, MemRefType | TensorType)
+        types.append(kind.get_element_type() if is_container else kind)
+    return types
+
+
+class _Windowed(NamedOperation):
+    """A convolution or pooling: loops named in `LOOPS`, one access per operand in
+    `ACCESS` (`oh+kh` is `oh * stride + kh * dilation`, taking the next stride and
+    dilation; an empty access is a scalar), loops that index the output parallel and the
+    others reductions. `BODY` names the body: `mac`, `mac_q` (with zero points) or a
+    pooling kind (`sum`, `max`, `min`, `max_unsigned`, `min_unsigned`)."""
+
+    PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
+    LOOPS: ClassVar[str]
+    ACCESS: ClassVar[tuple[str, ...]]
+    BODY: ClassVar[str]
+
+    strides = opt_prop_def(DenseIntElementsAttr)
+    dilations = opt_prop_def(DenseIntElementsAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_Windowed":
+        start = parser.pos
+        op = super().parse(parser)
+        _require_operands(parser, cls.name, len(op.inputs), len(op.outputs))
+        if len(op.operands) != len(cls.ACCESS):
+            parser.raise_error(
+                f"{cls.name} takes {len(cls.ACCESS) - 1} inputs and one output", start, parser.pos
+            )
+        assert isinstance(op, _Windowed)
+        return op
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = _element_types((*inputs, *outputs))
+        if len(arg_types) != len(cls.ACCESS):
+            return Region()
+        if cls.BODY == "mac":
+            return _multiply_accumulate_body(arg_types)
+        if cls.BODY == "mac_q":
+            return _multiply_accumulate_body(arg_types, zero_points=True)
+        return _pooling_body(arg_types, cls.BODY)
+
+    @classmethod
+    def spatial_rank(cls) -> int:
+        return cls.ACCESS[0].count("+")
+
+    def _window(self, attr: DenseIntElementsAttr | None) -> tuple[int, ...]:
+        if attr is None:
+            return (1,) * self.spatial_rank()
+        return tuple(int(v) for v in attr.get_values())
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        loops = self.LOOPS.split()
+        dims = {name: AffineExpr.dimension(i) for i, name in enumerate(loops)}
+        steps = iter(zip(self._window(self.strides), self._window(self.dilations)))
+        maps: list[AffineMap] = []
+        for access in self.ACCESS:
+            results: list[AffineExpr] = []
+            for term in filter(None, (t.strip() for t in access.split(","))):
+                if "+" in term:
+                    outer, inner = term.split("+")
+                    stride, dilation = next(steps)
+                    results.append(dims[outer] * stride + dims[inner] * dilation)
+                else:
+                    results.append(dims[term])
+            maps.append(AffineMap(len(loops), 0, tuple(results)))
+        return maps
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        parallel = set(self.ACCESS[-1].replace(",", " ").split())
+        return ArrayAttr(
+            IteratorTypeAttr.parallel() if loop in parallel else IteratorTypeAttr.reduction()
+            for loop in self.LOOPS.split()
+        )
+
+    def verify_(self) -> None:
+        rank = self.spatial_rank()
+        for name, attr in (("strides", self.strides), ("dilations", self.dilations)):
+            if attr is None:
+                continue
+            values = attr.get_values()
+            if len(values) != rank or not isinstance(attr.get_element_type(), IntegerType):
+                raise VerifyException(
+                    f"'{self.name}' op attribute '{name}' must hold {rank} 64-bit integers"
+                )
+        super().verify_()
+
+
+def _windowed(name: str, loops: str, access: tuple[str, ...], body: str) -> type[_Windowed]:
+    attributes = {
+        "name": name,
+        "LOOPS": loops,
+        "ACCESS": access,
+        "BODY": body,
+        "__module__": __name__,
+        "__annotations__": {
+            "LOOPS": ClassVar[str],
+            "ACCESS": ClassVar[tuple],
+            "BODY": ClassVar[str],
+        },
+    }
+    class_name = "".join(part.title() for part in name.split(".")[1].split("_")) + "Op"
+    return irdl_op_definition(type(class_name, (_Windowed,), attributes))
+
+
+# (name, loops, accesses of input, filter or window (and zero points), output)
+_CONV_2D_NGCHW = "n g f oh ow c kh kw"
+_CONVOLUTIONS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("conv_1d_nwc_wcf", "n ow f kw c", ("n, ow+kw, c", "kw, c, f", "n, ow, f")),
+    ("conv_1d_ncw_fcw", "n f ow c kw", ("n, c, ow+kw", "f, c, kw", "n, f, ow")),
+    (
+        "conv_2d_nhwc_hwcf",
+        "n oh ow f kh kw c",
+        ("n, oh+kh, ow+kw, c", "kh, kw, c, f", "n, oh, ow, f"),
+    ),
+    (
+        "conv_2d_nhwc_fhwc",
+        "n oh ow f kh kw c",
+        ("n, oh+kh, ow+kw, c", "f, kh, kw, c", "n, oh, ow, f"),
+    ),
+    (
+        "conv_2d_nchw_fchw",
+        "n f oh ow c kh kw",
+        ("n, c, oh+kh, ow+kw", "f, c, kh, kw", "n, f, oh, ow"),
+    ),
+    (
+        "conv_2d_ngchw_fgchw",
+        _CONV_2D_NGCHW,
+        ("n, g, c, oh+kh, ow+kw", "f, g, c, kh, kw", "n, g, f, oh, ow"),
+    ),
+    (
+        "conv_2d_ngchw_gfchw",
+        _CONV_2D_NGCHW,
+        ("n, g, c, oh+kh, ow+kw", "g, f, c, kh, kw", "n, g, f, oh, ow"),
+    ),
+    (
+        "conv_2d_nhwgc_gfhwc",
+        "n oh ow g f kh kw c",
+        ("n, oh+kh, ow+kw, g, c", "g, f, kh, kw, c", "n, oh, ow, g, f"),
+    ),
+    (
+        "conv_3d_ndhwc_dhwcf",
+        "n od oh ow f kd kh kw c",
+        ("n, od+kd, oh+kh, ow+kw, c", "kd, kh, kw, c, f", "n, od, oh, ow, f"),
+    ),
+    (
+        "conv_3d_ncdhw_fcdhw",
+        "n f od oh ow c kd kh kw",
+        ("n, c, od+kd, oh+kh, ow+kw", "f, c, kd, kh, kw", "n, f, od, oh, ow"),
+    ),
+    ("depthwise_conv_1d_nwc_wc", "n ow ic kw", ("n, ow+kw, ic", "kw, ic", "n, ow, ic")),
+    ("depthwise_conv_1d_ncw_cw", "n ow ic kw", ("n, ic, ow+kw", "ic, kw", "n, ic, ow")),
+    (
+        "depthwise_conv_1d_nwc_wcm",
+        "n ow ic cm kw",
+        ("n, ow+kw, ic", "kw, ic, cm", "n, ow, ic, cm"),
+    ),
+    (
+        "depthwise_conv_2d_nhwc_hwc",
+        "n oh ow ic kh kw",
+        ("n, oh+kh, ow+kw, ic", "kh, kw, ic", "n, oh, ow, ic"),
+    ),
+    (
+        "depthwise_conv_2d_nchw_chw",
+        "n oh ow ic kh kw",
+        ("n, ic, oh+kh, ow+kw", "ic, kh, kw", "n, ic, oh, ow"),
+    ),
+    (
+        "depthwise_conv_2d_nhwc_hwcm",
+        "n oh ow ic cm kh kw",
+        ("n, oh+kh, ow+kw, ic", "kh, kw, ic, cm", "n, oh, ow, ic, cm"),
+    ),
+    (
+        "depthwise_conv_3d_ndhwc_dhwc",
+        "n od oh ow kd kh kw ic",
+        ("n, od+kd, oh+kh, ow+kw, ic", "kd, kh, kw, ic", "n, od, oh, ow, ic"),
+    ),
+    (
+        "depthwise_conv_3d_ncdhw_cdhw",
+        "n od oh ow kd kh kw ic",
+        ("n, ic, od+kd, oh+kh, ow+kw", "ic, kd, kh, kw", "n, ic, od, oh, ow"),
+    ),
+    (
+        "depthwise_conv_3d_ndhwc_dhwcm",
+        "n od oh ow cm kd kh kw ic",
+        ("n, od+kd, oh+kh, ow+kw, ic", "kd, kh, kw, ic, cm", "n, od, oh, ow, ic, cm"),
+    ),
+]
+
+# Convolutions with zero points: the two scalars follow the input and the filter.
+_QUANTIZED = ["conv_2d_ngchw_gfchw", "conv_2d_nhwc_hwcf", "conv_2d_nhwc_fhwc"]
+_QUANTIZED_DEPTHWISE = ["depthwise_conv_2d_nhwc_hwc", "depthwise_conv_2d_nhwc_hwcm"]
+
+_POOLING_LAYOUTS: list[tuple[str, str, tuple[str, ...], list[str]]] = [
+    (
+        "nhwc",
+        "n oh ow c kh kw",
+        ("n, oh+kh, ow+kw, c", "kh, kw", "n, oh, ow, c"),
+        ["sum", "max", "min", "max_unsigned", "min_unsigned"],
+    ),
+    ("nchw", "n c oh ow kh kw", ("n, c, oh+kh, ow+kw", "kh, kw", "n, c, oh, ow"), ["sum", "max"]),
+    (
+        "nwc",
+        "n ow c kw",
+        ("n, ow+kw, c", "kw", "n, ow, c"),
+        ["sum", "max", "min", "max_unsigned", "min_unsigned"],
+    ),
+    ("ncw", "n c ow kw", ("n, c, ow+kw", "kw", "n, c, ow"), ["sum", "max"]),
+    (
+        "ndhwc",
+        "n od oh ow c kd kh kw",
+        ("n, od+kd, oh+kh, ow+kw, c", "kd, kh, kw", "n, od, oh, ow, c"),
+        ["sum", "max", "min"],
+    ),
+]
+
+
+def _windowed_ops() -> list[type[_Windowed]]:
+    ops: list[type[_Windowed]] = []
+    specs = {name: (loops, access) for name, loops, access in _CONVOLUTIONS}
+    for name, (loops, access) in specs.items():
+        ops.append(_windowed(f"linalg.{name}", loops, access, "mac"))
+    for name in _QUANTIZED + _QUANTIZED_DEPTHWISE:
+        loops, (image, filter_, out) = specs[name]
+        ops.append(_windowed(f"linalg.{name}_q", loops, (image, filter_, "", "", out), "mac_q"))
+    for layout, loops, access, kinds in _POOLING_LAYOUTS:
+        for kind in kinds:
+            ops.append(_windowed(f"linalg.pooling_{layout}_{kind}", loops, access, kind))
+    return ops
+
+
+_WINDOWED = _windowed_ops()
 
 
 def _maps(dims: int, build: Callable[..., tuple[tuple[AffineExpr, ...], ...]]) -> list[AffineMap]:
@@ -89,7 +446,7 @@ class _Contraction(NamedOperation):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        return _multiply_accumulate(cls.body_arg_types((*inputs, *outputs)))
+        return _multiply_accumulate(_element_types((*inputs, *outputs)))
 
     def get_default_indexing_maps(self) -> Sequence[AffineMap]:
         return self.MAPS
@@ -99,41 +456,96 @@ class _Contraction(NamedOperation):
         return ArrayAttr(kinds[k] for k in self.ITERATORS)
 
 
+class _MappedContraction(_Contraction):
+    """A contraction whose maps the user may give: `indexing_maps = [...]` in front."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_MappedContraction":
+        start = parser.pos
+        maps = _parse_maps(parser)
+        op = super().parse(parser)
+        assert isinstance(op, _MappedContraction)
+        if maps is not None:
+            op.properties["indexing_maps"] = maps
+        elif "indexing_maps" not in op.properties and cls.MAPS is None:
+            parser.raise_error(f"{cls.name} needs `indexing_maps = [...]`", start, parser.pos)
+        return op
+
+    def user_maps(self) -> ArrayAttr[AffineMapAttr]:
+        maps = self.properties.get("indexing_maps")
+        if maps is None:
+            maps = type(self).get_irdl_definition().properties["indexing_maps"].default_value
+        assert isa(maps, ArrayAttr[AffineMapAttr])
+        return maps
+
+    def print(self, printer: Printer) -> None:
+        _print_maps(self, self.user_maps(), printer)
+        super().print(printer)
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        return tuple(m.data for m in self.user_maps().data)
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return self.user_maps()
+
+
 _BATCH_MATMUL_MAPS = _maps(4, lambda b, i, j, k: ((b, i, k), (b, k, j), (b, i, j)))
+_BATCH_REDUCE_MATMUL_MAPS = _maps(4, lambda b, i, j, k: ((b, i, k), (b, k, j), (i, j)))
+
+
+def _default_maps(maps: list[AffineMap]) -> ArrayAttr[AffineMapAttr]:
+    return ArrayAttr(AffineMapAttr(m) for m in maps)
 
 
 @irdl_op_definition
-class BatchMatmulOp(_Contraction):
+class BatchMatmulOp(_MappedContraction):
     """`linalg.batch_matmul (indexing_maps = [maps])? ins(a, b) outs(c)`: one matmul per
     leading index."""
 
     name = "linalg.batch_matmul"
 
     indexing_maps = prop_def(
-        ArrayAttr[AffineMapAttr],
-        default_value=ArrayAttr(AffineMapAttr(m) for m in _BATCH_MATMUL_MAPS),
+        ArrayAttr[AffineMapAttr], default_value=_default_maps(_BATCH_MATMUL_MAPS)
     )
     MAPS: ClassVar[list[AffineMap]] = _BATCH_MATMUL_MAPS
     ITERATORS: ClassVar[str] = "pppr"
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "BatchMatmulOp":
-        maps = _parse_maps(parser)
-        op = super().parse(parser)
-        assert isinstance(op, BatchMatmulOp)
-        if maps is not None:
-            op.properties["indexing_maps"] = maps
-        return op
+
+@irdl_op_definition
+class BatchReduceMatmulOp(_MappedContraction):
+    """`linalg.batch_reduce_matmul`: the sum of the matmuls of a batch."""
+
+    name = "linalg.batch_reduce_matmul"
+
+    indexing_maps = prop_def(
+        ArrayAttr[AffineMapAttr], default_value=_default_maps(_BATCH_REDUCE_MATMUL_MAPS)
+    )
+    MAPS: ClassVar[list[AffineMap]] = _BATCH_REDUCE_MATMUL_MAPS
+    ITERATORS: ClassVar[str] = "rppr"
+
+
+@irdl_op_definition
+class ContractOp(_MappedContraction):
+    """`linalg.contract indexing_maps = [...] ins(a, b) outs(c)`: loops that index the
+    output are parallel, the others reductions."""
+
+    name = "linalg.contract"
+
+    indexing_maps = prop_def(ArrayAttr[AffineMapAttr])
+    MAPS: ClassVar[list[AffineMap] | None] = None  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def print(self, printer: Printer) -> None:
-        _print_maps(self, self.indexing_maps, printer)
-        super().print(printer)
+        printer.print_string(" indexing_maps = ")
+        printer.print_attribute(self.user_maps())
+        _Contraction.print(self, printer)
 
-    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
-        return tuple(m.data for m in self.indexing_maps.data)
-
-    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
-        return self.indexing_maps
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        maps = self.get_default_indexing_maps()
+        parallel = {r.position for r in maps[-1].results if isinstance(r, AffineDimExpr)}
+        return ArrayAttr(
+            IteratorTypeAttr.parallel() if d in parallel else IteratorTypeAttr.reduction()
+            for d in range(maps[-1].num_dims)
+        )
 
 
 @irdl_op_definition
@@ -201,38 +613,306 @@ class MatmulOp(linalg_ops.MatmulOp):
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        return _multiply_accumulate(cls.body_arg_types((*inputs, *outputs)))
+        return _multiply_accumulate(_element_types((*inputs, *outputs)))
 
 
-class PoolingNchwMaxOp(linalg_ops.PoolingNchwMaxOp):
+# --- Elementwise ops xDSL 0.74 lacks ---
+
+
+def _unary_math(op: type[Operation]) -> Callable[[list[Operation], list[SSAValue]], SSAValue]:
+    def build(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+        ops.append(made := op(args[0]))  # pyright: ignore[reportCallIssue]
+        return made.results[0]
+
+    return build
+
+
+def _binary(op: type[Operation]) -> Callable[[list[Operation], list[SSAValue]], SSAValue]:
+    def build(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+        ops.append(made := op(args[0], args[1]))  # pyright: ignore[reportCallIssue]
+        return made.results[0]
+
+    return build
+
+
+def _reciprocal(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+    element = args[0].type
+    assert isa(element, AnyFloat)
+    one = arith.ConstantOp(FloatAttr(1.0, element))
+    quotient = arith.DivfOp(one, args[0])
+    ops.extend([one, quotient])
+    return quotient.result
+
+
+def _square(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+    product = arith.MulfOp(args[0], args[0])
+    ops.append(product)
+    return product.result
+
+
+# name: (number of inputs, element kind the body needs, body)
+_ELEMENTWISE: dict[str, tuple[int, str, Callable[[list[Operation], list[SSAValue]], SSAValue]]] = {
+    "abs": (1, "float", _unary_math(math.AbsFOp)),
+    "ceil": (1, "float", _unary_math(math.CeilOp)),
+    "floor": (1, "float", _unary_math(math.FloorOp)),
+    "negf": (1, "float", _unary_math(arith.NegfOp)),
+    "reciprocal": (1, "float", _reciprocal),
+    "round": (1, "float", _unary_math(math.RoundOp)),
+    "rsqrt": (1, "float", _unary_math(math.RsqrtOp)),
+    "square": (1, "float", _square),
+    "tanh": (1, "float", _unary_math(math.TanhOp)),
+    "erf": (1, "float", _unary_math(math.ErfOp)),
+    "powf": (2, "float", _binary(math.PowFOp)),
+    "div_unsigned": (2, "integer", _binary(arith.DivUIOp)),
+}
+
+
+class _Elementwise(ElementwiseOperation):
+    """An elementwise op whose body `_ELEMENTWISE` gives by name."""
+
+    PRINT_ATTRS_IN_FRONT: ClassVar[bool] = True
+
     @classmethod
-    def parse(cls, parser: Parser) -> "PoolingNchwMaxOp":
+    def parse(cls, parser: Parser) -> "_Elementwise":
+        start = parser.pos
+        arity, kind, _ = _ELEMENTWISE[cls.name.split(".")[1]]
         op = super().parse(parser)
-        assert isinstance(op, PoolingNchwMaxOp)
-        _require_operands(parser, cls.name, len(op.inputs), len(op.outputs))
+        assert isinstance(op, _Elementwise)
+        if len(op.inputs) != arity or len(op.outputs) != 1:
+            parser.raise_error(f"{cls.name} takes {arity} inputs and one output", start, parser.pos)
+        if not op.body.blocks:
+            parser.raise_error(f"{cls.name} needs {kind} elements", start, parser.pos)
         return op
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
-        arg_types = cls.body_arg_types((*inputs, *outputs))
-        if not arg_types:
+        arity, kind, build = _ELEMENTWISE[cls.name.split(".")[1]]
+        arg_types = _element_types((*inputs, *outputs))
+        if kind == "float":
+            fits = all(isa(t, AnyFloat) for t in arg_types)
+        else:
+            fits = all(isinstance(t, IntegerType) for t in arg_types)
+        if len(arg_types) != arity + 1 or not fits:
             return Region()
-        is_float = isa(arg_types[-1], AnyFloat)
-        maximum = arith.MaximumfOp if is_float else arith.MaxSIOp
+        return _body(arg_types, lambda block, ops: build(ops, list(block.args)))
 
+
+def _elementwise(name: str) -> type[_Elementwise]:
+    class_name = "".join(part.title() for part in name.split("_")) + "Op"
+    return irdl_op_definition(
+        type(class_name, (_Elementwise,), {"name": f"linalg.{name}", "__module__": __name__})
+    )
+
+
+_ELEMENTWISE_OPS = [_elementwise(name) for name in _ELEMENTWISE]
+
+
+class FillOp(linalg_ops.FillOp):
+    """`linalg.fill`, also of vectors (a tensor of vectors filled with one vector)."""
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        arg_types = _element_types((*inputs, *outputs))
+        if len(arg_types) != 2:
+            return Region()
         block = Block(arg_types=arg_types)
-        # (input element, window element, output element): the window operand only
-        # gives the window's shape.
-        result = maximum(block.args[2], block.args[0])
-        block.add_ops([result, linalg_ops.YieldOp(result)])
+        block.add_op(linalg_ops.YieldOp(block.args[0]))
         return Region(block)
+
+    def verify_(self) -> None:
+        outputs = _element_types(self.outputs)
+        for value in self.inputs:
+            if isinstance(value.type, ShapedType) and not isinstance(value.type, VectorType):
+                raise VerifyException(f"'linalg.fill' op fills with a scalar, not {value.type}")
+            if outputs and value.type != outputs[0]:
+                raise VerifyException(
+                    f"'linalg.fill' op expected fill value type ({value.type}) to match "
+                    f"output element type ({outputs[0]})"
+                )
+
+
+# --- Contractions with maps given by the op or by the user ---
+
+
+@irdl_op_definition
+class Mmt4dOp(_Contraction):
+    """`linalg.mmt4d`: a matmul of tiled operands, the right-hand side transposed."""
+
+    name = "linalg.mmt4d"
+    MAPS: ClassVar[list[AffineMap]] = _maps(
+        6, lambda m, n, k, m0, n0, k0: ((m, k, m0, k0), (n, k, n0, k0), (m, n, m0, n0))
+    )
+    ITERATORS: ClassVar[str] = "pprppr"
+
+
+@irdl_op_definition
+class BatchMmt4dOp(_Contraction):
+    name = "linalg.batch_mmt4d"
+    MAPS: ClassVar[list[AffineMap]] = _maps(
+        7,
+        lambda b, m, n, k, m0, n0, k0: (
+            (b, m, k, m0, k0),
+            (b, n, k, n0, k0),
+            (b, m, n, m0, n0),
+        ),
+    )
+    ITERATORS: ClassVar[str] = "ppprppr"
+
+
+# --- linalg.pack and linalg.unpack: relayouts between a tensor and its tiles ---
+
+
+def _parse_int_list(parser: Parser) -> DenseArrayBase[IntegerType]:
+    values = parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, parser.parse_integer)
+    return DenseArrayBase.from_list(i64, values)
+
+
+def _print_int_list(printer: Printer, values: DenseArrayBase[IntegerType]) -> None:
+    printer.print_string("[" + ", ".join(str(v) for v in values.get_values()) + "]")
+
+
+class _Relayout(IRDLOperation):
+    """`linalg.pack` and `linalg.unpack`, on tensors only (as in MLIR 22): not structured
+    ops, so dhir's effect analysis takes them to read and write all their operands
+    reach."""
+
+    PADDING: ClassVar[bool] = False
+
+    def parts(self) -> tuple[SSAValue, SSAValue, SSAValue | None, Sequence[SSAValue]]:
+        """Source, destination, padding value and dynamic tile sizes."""
+        raise NotImplementedError
+
+    def array(self, name: str) -> DenseArrayBase[IntegerType] | None:
+        value = self.properties.get(name)
+        assert value is None or isa(value, DenseArrayBase[IntegerType])
+        return value
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_Relayout":
+        source = parser.parse_unresolved_operand()
+        padding: tuple[UnresolvedOperand, Attribute] | None = None
+        if cls.PADDING and parser.parse_optional_keyword("padding_value"):
+            parser.parse_punctuation("(")
+            value = parser.parse_unresolved_operand()
+            parser.parse_punctuation(":")
+            padding = (value, parser.parse_type())
+            parser.parse_punctuation(")")
+        properties: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("outer_dims_perm"):
+            parser.parse_punctuation("=")
+            properties["outer_dims_perm"] = _parse_int_list(parser)
+        parser.parse_keyword("inner_dims_pos")
+        parser.parse_punctuation("=")
+        properties["inner_dims_pos"] = _parse_int_list(parser)
+        parser.parse_keyword("inner_tiles")
+        parser.parse_punctuation("=")
+        tiles, static = parse_dynamic_index_list_without_types(parser, DYNAMIC_INDEX)
+        properties["static_inner_tiles"] = DenseArrayBase.from_list(i64, static)
+        parser.parse_keyword("into")
+        dest = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dest_type = parser.parse_type()
+        if not isinstance(source_type, TensorType) or not isinstance(dest_type, TensorType):
+            parser.raise_error(f"{cls.name} works on ranked tensors", pos, parser.pos)
+        operands: list[SSAValue | list[SSAValue]] = [
+            parser.resolve_operand(source, source_type),
+            parser.resolve_operand(dest, dest_type),
+        ]
+        if cls.PADDING:
+            operands.append([parser.resolve_operand(*padding)] if padding else [])
+        operands.append([parser.resolve_operand(t, IndexType()) for t in tiles])
+        return cls.build(
+            operands=operands,
+            result_types=[dest_type],
+            properties=properties,
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        source, dest, padding, tiles = self.parts()
+        printer.print_string(" ")
+        printer.print_ssa_value(source)
+        if padding is not None:
+            printer.print_string(" padding_value(")
+            printer.print_ssa_value(padding)
+            printer.print_string(" : ")
+            printer.print_attribute(padding.type)
+            printer.print_string(")")
+        for name in ("outer_dims_perm", "inner_dims_pos"):
+            if (values := self.array(name)) is not None:
+                printer.print_string(f" {name} = ")
+                _print_int_list(printer, values)
+        printer.print_string(" inner_tiles = ")
+        static = self.array("static_inner_tiles")
+        sizes = static.get_values() if static is not None else ()
+        print_dynamic_index_list(printer, DYNAMIC_INDEX, tiles, sizes)
+        printer.print_string(" into ")
+        printer.print_ssa_value(dest)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(dest.type)
+
+
+@irdl_op_definition
+class PackOp(_Relayout):
+    """`linalg.pack %src (padding_value(%p : t))? (outer_dims_perm = [..])?
+    inner_dims_pos = [..] inner_tiles = [..] into %dest attr-dict : type -> type`."""
+
+    name = "linalg.pack"
+    PADDING: ClassVar[bool] = True
+
+    source = operand_def(TensorType)
+    dest = operand_def(TensorType)
+    padding_value = opt_operand_def()
+    inner_tiles = var_operand_def(IndexType())
+    result = result_def(TensorType)
+    inner_dims_pos = prop_def(DenseArrayBase.constr(i64))
+    outer_dims_perm = opt_prop_def(DenseArrayBase.constr(i64))
+    static_inner_tiles = prop_def(DenseArrayBase.constr(i64))
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def parts(self) -> tuple[SSAValue, SSAValue, SSAValue | None, Sequence[SSAValue]]:
+        return self.source, self.dest, self.padding_value, self.inner_tiles
+
+
+@irdl_op_definition
+class UnpackOp(_Relayout):
+    """`linalg.unpack %src (outer_dims_perm = [..])? inner_dims_pos = [..]
+    inner_tiles = [..] into %dest attr-dict : type -> type`."""
+
+    name = "linalg.unpack"
+
+    source = operand_def(TensorType)
+    dest = operand_def(TensorType)
+    inner_tiles = var_operand_def(IndexType())
+    result = result_def(TensorType)
+    inner_dims_pos = prop_def(DenseArrayBase.constr(i64))
+    outer_dims_perm = opt_prop_def(DenseArrayBase.constr(i64))
+    static_inner_tiles = prop_def(DenseArrayBase.constr(i64))
+
+    def parts(self) -> tuple[SSAValue, SSAValue, SSAValue | None, Sequence[SSAValue]]:
+        return self.source, self.dest, None, self.inner_tiles
 
 
 Linalg: Dialect = with_replaced_ops(
     linalg.Linalg,
     MatmulOp,
-    PoolingNchwMaxOp,
+    FillOp,
+    *_WINDOWED,
+    *_ELEMENTWISE_OPS,
     BatchMatmulOp,
+    BatchReduceMatmulOp,
+    ContractOp,
+    Mmt4dOp,
+    BatchMmt4dOp,
+    PackOp,
+    UnpackOp,
     MatvecOp,
     VecmatOp,
     BatchMatvecOp,

@@ -1,37 +1,49 @@
 """The memref dialect with MLIR 22's custom syntax for the ops xDSL 0.74 prints only
 generically (copy, cast, global, memory_space_cast, rank, atomic_rmw, alloca_scope,
-extract_aligned_pointer_as_index), and load/store reporting a wrong index count as a
-verification error rather than a crash.
+extract_aligned_pointer_as_index), load/store reporting a wrong index count as a
+verification error rather than a crash, copies of unranked memrefs, dma_start/dma_wait
+with MLIR's flat operand lists, and the ops xDSL lacks (generic_atomic_rmw, realloc,
+reshape, prefetch). dhir's effect analysis does not list realloc, reshape, prefetch or
+the dma ops: it takes them to read and write all their operands reach.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    BoolAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
     UnitAttr,
     UnrankedMemRefType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    OperandDef,
+    ParsePropInAttrDict,
     irdl_op_definition,
+    irdl_to_attr_constraint,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
     region_def,
     result_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
@@ -43,6 +55,7 @@ from dhir.dialects.format import (
     optional_property,
     print_type_list,
     redefine,
+    redefine_operands,
     split_properties,
 )
 
@@ -72,6 +85,12 @@ class StoreOp(memref.StoreOp):
 
 
 @custom_format("$source `,` $destination attr-dict `:` type($source) `to` type($destination)")
+@redefine_operands(
+    {
+        name: OperandDef(irdl_to_attr_constraint(MemRefType | UnrankedMemRefType))
+        for name in ("source", "destination")
+    }
+)
 class CopyOp(memref.CopyOp):
     def verify_(self) -> None:
         # As MLIR: shapes need only be compatible (a dynamic size matches any size;
@@ -385,6 +404,267 @@ def _parse_initial_value(parser: Parser, memref_type: MemRefType) -> Attribute:
     return parser.parse_attribute()
 
 
+# --- ops xDSL 0.74 lacks ---------------------------------------------------------------
+
+
+@irdl_op_definition
+class ReallocOp(IRDLOperation):
+    """`memref.realloc %src (`(` %size `)`)? attr-dict : type to type`: a buffer of the
+    new size holding the old one's data; the old buffer is freed."""
+
+    name = "memref.realloc"
+
+    source = operand_def(MemRefType)
+    dynamic_result_size = opt_operand_def(IndexType)
+    result = result_def(MemRefType)
+    alignment = opt_prop_def(IntegerAttr[IntegerType])
+
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = (
+        "$source (`(` $dynamic_result_size^ `)`)? attr-dict `:` type($source) `to` type($result)"
+    )
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        if source.get_num_dims() != 1 or result.get_num_dims() != 1:
+            raise VerifyException("memref.realloc works on 1-d memrefs")
+        if source.element_type != result.element_type:
+            raise VerifyException("memref.realloc keeps the element type")
+        dynamic = result.get_shape()[0] == DYNAMIC_INDEX
+        if dynamic != (self.dynamic_result_size is not None):
+            raise VerifyException(
+                "memref.realloc needs a size exactly when the result's is dynamic"
+            )
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """`memref.reshape %src(%shape) attr-dict : (src-type, shape-type) -> type`: a view
+    of `%src` with the shape held in the 1-d memref `%shape`."""
+
+    name = "memref.reshape"
+
+    source = operand_def(MemRefType | UnrankedMemRefType)
+    shape = operand_def(MemRefType)
+    result = result_def(MemRefType | UnrankedMemRefType)
+
+    assembly_format = "$source `(` $shape `)` attr-dict `:` functional-type(operands, results)"
+
+
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`memref.prefetch %m[%i, ...], read|write, locality<0..3>, data|instr : type`: a
+    hint to the cache, without effect on the program's results."""
+
+    name = "memref.prefetch"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    isWrite = prop_def(BoolAttr)
+    localityHint = prop_def(IntegerAttr[IntegerType])
+    isDataCache = prop_def(BoolAttr)
+
+    def verify_(self) -> None:
+        memref_type = self.memref.type
+        assert isinstance(memref_type, MemRefType)
+        if len(self.indices) != memref_type.get_num_dims():
+            raise VerifyException(
+                f"memref.prefetch needs {memref_type.get_num_dims()} indices, "
+                f"got {len(self.indices)}"
+            )
+        if not 0 <= self.localityHint.value.data <= 3:
+            raise VerifyException("memref.prefetch locality must be 0 to 3")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("], ")
+        printer.print_string("write" if self.isWrite.value.data else "read")
+        printer.print_string(f", locality<{self.localityHint.value.data}>, ")
+        printer.print_string("data" if self.isDataCache.value.data else "instr")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.memref.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PrefetchOp":
+        target = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        parser.parse_punctuation(",")
+        is_write = parser.parse_keyword_in(("read", "write")) == "write"
+        parser.parse_punctuation(",")
+        parser.parse_keyword("locality")
+        parser.parse_punctuation("<")
+        locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(">")
+        parser.parse_punctuation(",")
+        is_data = parser.parse_keyword_in(("data", "instr")) == "data"
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        memref_type = parser.parse_type()
+        if not isinstance(memref_type, MemRefType):
+            parser.raise_error("expected a memref type", pos, parser.pos)
+        return cls.build(
+            operands=[
+                parser.resolve_operand(target, memref_type),
+                [parser.resolve_operand(i, IndexType()) for i in indices],
+            ],
+            properties={
+                "isWrite": BoolAttr.from_bool(is_write),
+                "localityHint": IntegerAttr(locality, i32),
+                "isDataCache": BoolAttr.from_bool(is_data),
+            },
+            attributes=attrs,
+        )
+
+
+def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
+    """`%m[%i, ...]`."""
+    target = parser.parse_unresolved_operand()
+    indices = parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+    )
+    return target, indices
+
+
+def _print_indexed(printer: Printer, target: SSAValue, indices: Sequence[SSAValue]) -> None:
+    printer.print_operand(target)
+    printer.print_string("[")
+    printer.print_list(indices, printer.print_operand)
+    printer.print_string("]")
+
+
+def _rank(value: SSAValue) -> int:
+    kind = value.type
+    return kind.get_num_dims() if isinstance(kind, MemRefType) else 0
+
+
+@irdl_op_definition
+class DmaStartOp(IRDLOperation):
+    """`memref.dma_start %src[...], %dst[...], %count, %tag[...] (, %stride, %per_stride)?
+    : src-type, dst-type, tag-type`. As in MLIR, the operands are one flat list (xDSL
+    0.74's op has segment sizes and wants an i32 tag, so it misreads MLIR's generic form)."""
+
+    name = "memref.dma_start"
+
+    args = var_operand_def()
+
+    def parts(self) -> list[list[SSAValue]]:
+        """[source, its indices...], [destination, ...], [count], [tag, ...], [strides]."""
+        values = list(self.args)
+        groups: list[list[SSAValue]] = []
+        for memref_first in (True, True, False, True):
+            if not values:
+                break
+            count = 1 + _rank(values[0]) if memref_first else 1
+            groups.append(values[:count])
+            values = values[count:]
+        return [*groups, values]
+
+    def verify_(self) -> None:
+        parts = self.parts()
+        buffers = [parts[i][0] for i in (0, 1, 3) if i < len(parts) - 1]
+        if len(parts) != 5 or any(not isinstance(b.type, MemRefType) for b in buffers):
+            raise VerifyException("memref.dma_start needs a source, a destination and a tag")
+        source, dest, count, tag, strides = parts
+        if len(strides) not in (0, 2):
+            raise VerifyException("memref.dma_start takes a stride with an element count or none")
+        for value in (*source[1:], *dest[1:], *count, *tag[1:], *strides):
+            if not isinstance(value.type, IndexType):
+                raise VerifyException("memref.dma_start indices and counts are index values")
+
+    def print(self, printer: Printer) -> None:
+        source, dest, count, tag, strides = self.parts()
+        printer.print_string(" ")
+        _print_indexed(printer, source[0], source[1:])
+        printer.print_string(", ")
+        _print_indexed(printer, dest[0], dest[1:])
+        printer.print_string(", ")
+        printer.print_operand(count[0])
+        printer.print_string(", ")
+        _print_indexed(printer, tag[0], tag[1:])
+        for stride in strides:
+            printer.print_string(", ")
+            printer.print_operand(stride)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        print_type_list(printer, (source[0].type, dest[0].type, tag[0].type))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DmaStartOp":
+        source = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        dest = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        count = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        tag = _parse_indexed(parser)
+        strides: list[UnresolvedOperand] = []
+        while parser.parse_optional_punctuation(","):
+            strides.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != 3:
+            parser.raise_error("expected the source, destination and tag types", pos, parser.pos)
+        index = IndexType()
+        values: list[SSAValue] = []
+        for (buffer, indices), kind in zip((source, dest, tag), types):
+            group = [parser.resolve_operand(buffer, kind)]
+            group += [parser.resolve_operand(i, index) for i in indices]
+            if buffer is tag[0]:
+                values.append(parser.resolve_operand(count, index))
+            values += group
+        values += [parser.resolve_operand(s, index) for s in strides]
+        return cls.build(operands=[values], attributes=attrs)
+
+
+@irdl_op_definition
+class DmaWaitOp(IRDLOperation):
+    """`memref.dma_wait %tag[...], %count : tag-type` (operands one flat list, as in MLIR)."""
+
+    name = "memref.dma_wait"
+
+    args = var_operand_def()
+
+    def verify_(self) -> None:
+        if not self.args or not isinstance(self.args[0].type, MemRefType):
+            raise VerifyException("memref.dma_wait needs a tag memref")
+        if len(self.args) != _rank(self.args[0]) + 2:
+            raise VerifyException("memref.dma_wait needs the tag's indices and a count")
+
+    def print(self, printer: Printer) -> None:
+        tag, *rest = self.args
+        printer.print_string(" ")
+        _print_indexed(printer, tag, rest[:-1])
+        printer.print_string(", ")
+        printer.print_operand(rest[-1])
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(tag.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "DmaWaitOp":
+        tag, indices = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        count = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        kind = parser.parse_type()
+        index = IndexType()
+        values = [parser.resolve_operand(tag, kind)]
+        values += [parser.resolve_operand(i, index) for i in indices]
+        values.append(parser.resolve_operand(count, index))
+        return cls.build(operands=[values], attributes=attrs)
+
+
 MemRef: Dialect = with_replaced_ops(
     memref.MemRef,
     AllocaScopeOp,
@@ -393,11 +673,16 @@ MemRef: Dialect = with_replaced_ops(
     CastOp,
     AtomicYieldOp,
     CopyOp,
+    DmaStartOp,
+    DmaWaitOp,
     ExtractAlignedPointerAsIndexOp,
     GenericAtomicRMWOp,
     GlobalOp,
     LoadOp,
     MemorySpaceCastOp,
+    PrefetchOp,
     RankOp,
+    ReallocOp,
+    ReshapeOp,
     StoreOp,
 )
