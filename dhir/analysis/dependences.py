@@ -49,37 +49,37 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     """Hazards between the tasks' access regions. A write no later than another that
     covers it is dropped from the writes a later task is checked against: the later
     task then depends on the covering write, which depends on it. Reads are trimmed the
-    same way."""
+    same way. Accesses of one region by several tasks share one entry, and bounding
+    boxes rule out most pairs before isl is asked."""
     tasks = list(schedule.tasks())
     effects = [task_effects(task) for task in tasks]
     regions = [task_regions(task) for task in tasks]
-    writers: dict[SSAValue, list[tuple[int, isl.Set]]] = {}
-    readers: dict[SSAValue, list[tuple[int, isl.Set]]] = {}
+    writers: dict[SSAValue, _Accesses] = {}
+    readers: dict[SSAValue, _Accesses] = {}
     deps: list[Dependence] = []
     for k, (effect, region) in enumerate(zip(effects, regions, strict=True)):
         for m in sorted(effect.touches(), key=_order(schedule)):
-            read, written = region.read(m), region.written(m)
+            read, written = _Region.of(region.read(m)), _Region.of(region.written(m))
             needs = region.needs(m)
-            for j, w in writers.get(m, []):
-                if not (w & read).is_empty():
+            for w, js in writers.setdefault(m, _Accesses()).overlapping(read):
+                for j in js:
                     deps.append(Dependence(j, k, m, Hazard.RAW, count_elements(w & needs)))
-            if written.is_empty():
-                readers.setdefault(m, []).append((k, read))
+            if written.empty:
+                readers.setdefault(m, _Accesses()).add(read, k)
                 continue
-            deps.extend(
-                Dependence(j, k, m, Hazard.WAR)
-                for j, r in readers.get(m, [])
-                if j != k and not (r & written).is_empty()
-            )
-            for j, w in writers.get(m, []):
-                if not (w & written).is_empty():
+            for _, js in readers.setdefault(m, _Accesses()).overlapping(written):
+                deps.extend(Dependence(j, k, m, Hazard.WAR) for j in js if j != k)
+            for w, js in writers[m].overlapping(written):
+                for j in js:
                     deps.append(Dependence(j, k, m, Hazard.WAW, count_elements(w & needs)))
-            writers[m] = [*_trim(writers.get(m, []), written), (k, written)]
-            readers[m] = _trim(readers.get(m, []), written)
-            rest = (read - written).coalesce()
-            if not rest.is_empty():
-                readers[m].append((k, rest))
-    return TaskGraph(effects, deps, regions, writers)
+            writers[m].trim(written)
+            writers[m].add(written, k)
+            readers[m].trim(written)
+            readers[m].add(_Region.of((read.set - written.set).coalesce()), k)
+    final = {m: [(j, r) for r, js in a.entries() for j in js] for m, a in writers.items()}
+    return TaskGraph(
+        effects, deps, regions, {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w}
+    )
 
 
 def _order(schedule: ScheduleOp) -> Callable[[SSAValue], int]:
@@ -87,13 +87,74 @@ def _order(schedule: ScheduleOp) -> Callable[[SSAValue], int]:
     return lambda m: position.get(m, len(position))
 
 
-def _trim(accesses: list[tuple[int, isl.Set]], written: isl.Set) -> list[tuple[int, isl.Set]]:
-    out: list[tuple[int, isl.Set]] = []
-    for j, region in accesses:
-        rest = (region - written).coalesce()
-        if not rest.is_empty():
-            out.append((j, rest))
-    return out
+@dataclass(frozen=True)
+class _Region:
+    """A region with its bounding box (None when unbounded), to rule out overlaps
+    cheaply."""
+
+    set: isl.Set
+    box: tuple[tuple[int, ...], tuple[int, ...]] | None
+    empty: bool
+
+    @staticmethod
+    def of(region: isl.Set) -> "_Region":
+        if region.is_empty():
+            return _Region(region, None, True)
+        if not region.is_bounded():
+            return _Region(region, None, False)
+        dims = region.dim(isl.dim_type.set)
+        lo = tuple(int(region.dim_min_val(d).to_python()) for d in range(dims))
+        hi = tuple(int(region.dim_max_val(d).to_python()) for d in range(dims))
+        return _Region(region, (lo, hi), False)
+
+    def key(self) -> object:
+        """Equal for equal regions (boxes by their bounds, others by their text)."""
+        if self.box is not None and self.set.is_box():
+            return self.box
+        return str(self.set)
+
+    def may_overlap(self, other: "_Region") -> bool:
+        if self.empty or other.empty:
+            return False
+        if self.box is None or other.box is None:
+            return True
+        (alo, ahi), (blo, bhi) = self.box, other.box
+        return all(a <= d and b <= c for a, c, b, d in zip(alo, ahi, blo, bhi, strict=True))
+
+    def overlaps(self, other: "_Region") -> bool:
+        return self.may_overlap(other) and not (self.set & other.set).is_empty()
+
+
+class _Accesses:
+    """Regions of one memref and the tasks that last accessed each."""
+
+    def __init__(self) -> None:
+        self._entries: dict[object, tuple[_Region, list[int]]] = {}
+
+    def add(self, region: _Region, task: int) -> None:
+        if region.empty:
+            return
+        entry = self._entries.setdefault(region.key(), (region, []))
+        entry[1].append(task)
+
+    def overlapping(self, region: _Region) -> list[tuple[isl.Set, list[int]]]:
+        return [(r.set, js) for r, js in self._entries.values() if r.overlaps(region)]
+
+    def trim(self, written: _Region) -> None:
+        """Drop `written` from every region (what is left of each)."""
+        kept: dict[object, tuple[_Region, list[int]]] = {}
+        for key, (region, tasks) in self._entries.items():
+            if region.may_overlap(written):
+                rest = _Region.of((region.set - written.set).coalesce())
+                if rest.empty:
+                    continue
+                key, region = rest.key(), rest
+            entry = kept.setdefault(key, (region, []))
+            entry[1].extend(tasks)
+        self._entries = kept
+
+    def entries(self) -> list[tuple[isl.Set, list[int]]]:
+        return [(r.set, js) for r, js in self._entries.values()]
 
 
 def count_elements(region: isl.Set) -> int | None:
