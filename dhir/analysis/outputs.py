@@ -9,12 +9,15 @@ some function calls the entry, or its body has several blocks (a branch may run 
 again), the rule does not hold and everything goes to every rank.
 """
 
-from xdsl.dialects import func
+from collections.abc import Iterable
+
+from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
+from dhir.dialects.dhir import ScheduleOp
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
@@ -73,3 +76,48 @@ def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
                 for result in parent.results:
                     roots[result] = roots.get(result, frozenset()) | reached
     return used
+
+
+def time_loop(schedule: ScheduleOp) -> Operation | None:
+    """The scf.for or scf.while whose body holds `schedule` and nothing else that may
+    touch its memrefs: no other op that uses one of them or an alias of them (made
+    anywhere in the function), and no call (a callee may reach a global). None when
+    there is no such loop. Such a schedule's data may stay distributed between the
+    loop's iterations."""
+    loop = schedule.parent_op()
+    if not isinstance(loop, scf.ForOp | scf.WhileOp):
+        return None
+    function = loop.parent_op()
+    while function is not None and not isinstance(function, func.FuncOp):
+        function = function.parent_op()
+    if function is None:
+        return None
+    seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
+    aliases = _aliases(function.body.block.ops, seeds)
+    for op in loop.walk():
+        if op is schedule or schedule.is_ancestor(op):
+            continue
+        if isinstance(op, func.CallOp) or op.dialect_name() == "builtin":
+            return None
+        if any(v in aliases for v in op.operands):
+            return None
+    return loop
+
+
+def _aliases(ops: Iterable[Operation], seeds: list[SSAValue]) -> set[SSAValue]:
+    """`seeds` and every value that may point into the same memory, in `ops` and the
+    ops nested in them (what an op derives from them, what a region yields, what an op
+    passes to its regions' arguments)."""
+    found: set[SSAValue] = set(seeds)
+    for top in ops:
+        for op in top.walk():
+            if not any(v in found for v in op.operands):
+                continue
+            found.update(derived_results(op))
+            for region in op.regions:
+                for inner in region.blocks:
+                    found.update(inner.args)
+            parent = op.parent_op()
+            if op.has_trait(IsTerminator) and parent is not None:
+                found.update(parent.results)
+    return found

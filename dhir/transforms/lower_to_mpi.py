@@ -54,8 +54,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from dhir.analysis.effects import memory_effects, task_effects
-from dhir.analysis.outputs import entry_called, root_only
+from dhir.analysis.effects import task_effects
+from dhir.analysis.outputs import entry_called, root_only, time_loop
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
@@ -113,7 +113,7 @@ class LowerToMPIPass(ModulePass):
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 start = loop_entry_state(schedule, self.ranks) if self.ranks > 1 else None
-                loop = _time_loop(schedule) if start is not None else None
+                loop = time_loop(schedule) if start is not None else None
                 outputs = root_only(loop or schedule, self.entry, called)
                 runtime |= lowering.run(outputs, start, loop)
                 last = lowering.last_function
@@ -224,7 +224,7 @@ def loop_entry_state(schedule: ScheduleOp, ranks: int) -> Validity | None:
     validity that holds at the start of every iteration: the fixed point of running
     the body from "everything everywhere" (the state on entry), met with what the body
     leaves. None when the schedule is not in such a loop, or no fixed point is found."""
-    if _time_loop(schedule) is None:
+    if time_loop(schedule) is None:
         return None
     plans = _plans(schedule)
     state = Validity(list(schedule.args), ranks)
@@ -236,30 +236,6 @@ def loop_entry_state(schedule: ScheduleOp, ranks: int) -> Validity | None:
             return state
         state = met
     return None
-
-
-def _time_loop(schedule: ScheduleOp) -> Operation | None:
-    """The scf.for or scf.while whose body holds `schedule` and nothing else that uses
-    its memrefs (through any alias), or None."""
-    loop = schedule.parent_op()
-    if not isinstance(loop, scf.ForOp | scf.WhileOp):
-        return None
-    roots = {v: frozenset([v]) for v in _outer_values(schedule)}
-    others = [
-        op
-        for region in loop.regions
-        for block in region.blocks
-        for op in block.ops
-        if op is not schedule
-    ]
-    reads, writes = memory_effects(others, roots)
-    if reads or writes or any(v in roots for op in others for v in op.operands):
-        return None
-    return loop
-
-
-def _outer_values(schedule: ScheduleOp) -> list[SSAValue]:
-    return [v for v in schedule.operands if isinstance(v.type, MemRefType)]
 
 
 @dataclass

@@ -209,3 +209,39 @@ def test_a_stencil_in_a_time_loop_equals_the_oracle(ranks: int, mpi: str) -> Non
     got = dhir.run(text, u.copy(), v.copy(), steps, backend="native", ranks=ranks, mpi=mpi)
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+def _with_host_read_through_alias() -> str:
+    """The stencil, with host code in the loop reading u[6, 6] through a cast made
+    before the loop: the schedule must leave u whole on every rank each iteration."""
+    text = stencil(2).replace(
+        f"func.func @main(%u: memref<{N}x{N}xi64>, %v: memref<{N}x{N}xi64>, %steps: index) {{",
+        f"func.func @main(%u: memref<{N}x{N}xi64>, %v: memref<{N}x{N}xi64>, %steps: index,"
+        " %out: memref<1xi64>) {\n"
+        f"  %alias = memref.cast %u : memref<{N}x{N}xi64> to memref<?x?xi64>",
+    )
+    host = """
+    %six = arith.constant 6 : index
+    %o = arith.constant 0 : index
+    %seen = memref.load %alias[%six, %six] : memref<?x?xi64>
+    %sum = memref.load %out[%o] : memref<1xi64>
+    %new = arith.addi %sum, %seen : i64
+    memref.store %new, %out[%o] : memref<1xi64>
+  }
+  return"""
+    return text.replace("\n  }\n  return", host)
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_host_code_reading_an_alias_in_the_loop_sees_every_sweep(mpi: str) -> None:
+    text = _with_host_read_through_alias()
+    assert loop_entry_state(_schedule(text), 2) is None
+    rng = np.random.default_rng(7)
+    u = rng.integers(0, 9, (N, N)).astype(np.int64)
+    inputs = [u, u.copy(), np.array(3, dtype=np.int64), np.zeros(1, dtype=np.int64)]
+    expected = dhir.run(text, *(x.copy() for x in inputs), backend="interp")
+    got = dhir.run(text, *(x.copy() for x in inputs), backend="native", ranks=2, mpi=mpi)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
