@@ -37,6 +37,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import TaskOp
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
@@ -111,24 +112,43 @@ class Work:
         )
 
 
-def task_work(task: TaskOp, effects: Effects | None = None) -> Work:
-    """The work of one run of `task`, with its footprint (`effects`: the task's, when
-    already known)."""
+def task_work(task: TaskOp, effects: Effects | None = None, regions: Regions | None = None) -> Work:
+    """The work of one run of `task`, with its footprint (`effects`, `regions`: the
+    task's, when already known)."""
     body = _Counter().block(task.body.block)
-    footprint = task_footprint(task, effects)
+    footprint = task_footprint(task, effects, regions)
     return Work(body.flops, body.bytes, body.launches, footprint, body.parallel, body.allocated)
 
 
-def task_footprint(task: TaskOp, effects: Effects | None = None) -> int:
-    """Bytes of the memrefs `task` touches (the ones it lists and uses) or allocates."""
+def task_footprint(
+    task: TaskOp, effects: Effects | None = None, regions: Regions | None = None
+) -> int:
+    """Bytes of the elements `task` touches of the memrefs it lists (all of each, unless
+    `regions` says which) and of what it allocates."""
     effects = effects if effects is not None else task_effects(task)
-    touched = sum(memref_bytes(value.type) for value in effects.touches())
+    touched = sum(_touched_bytes(value, regions) for value in effects.touches())
     allocated = sum(
         memref_bytes(op.results[0].type)
         for op in task.body.walk()
         if op.name in _ALLOCS and op.results
     )
     return touched + allocated
+
+
+def _touched_bytes(memref: SSAValue, regions: Regions | None) -> int:
+    whole = memref_bytes(memref.type)
+    if regions is None:
+        return whole
+    region = regions.read(memref) | regions.written(memref)
+    if not region.is_bounded():
+        return whole
+    elements = int(region.count_val().to_python())
+    count = max(1, math.prod(max(1, d) for d in _shape(memref.type)))
+    return min(whole, elements * (whole // count))
+
+
+def _shape(type_: Attribute) -> Sequence[int]:
+    return type_.get_shape() if isinstance(type_, ShapedType) else ()
 
 
 class _Counter:

@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from dhir.analysis.dependences import Hazard, count_elements
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import root_only
+from dhir.analysis.outputs import root_only, time_loop
 from dhir.dialects.dhir import ScheduleOp
 from dhir.machine.description import Device
 from dhir.placement.cost_model import CostModel
@@ -137,6 +137,8 @@ class _Replay:
         }
         self.position = position
         self.to_root = root_only(schedule, entry)
+        if time_loop(schedule) is not None:
+            self.finals = {}  # assembled once after the loop, not every iteration
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         ranks = self.ranks

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from dhir.analysis.effects import Effects
 from dhir.analysis.profile import Profile
+from dhir.analysis.regions import Regions
 from dhir.analysis.work import Work, task_work
 from dhir.dialects.dhir import TaskOp
 from dhir.machine.description import LOCAL_LINK, Device, Link
@@ -32,11 +33,17 @@ class CostModel:
         self._work: dict[TaskOp, Work] = {}
         self._link_cache: tuple[tuple[Device, ...], tuple[float, float]] | None = None
 
-    def work(self, task: TaskOp, effects: Effects | None = None, working_set: int = 0) -> Work:
-        """`task`'s work (`effects`: its effects, when known), with `working_set` (see
-        Work) the first time it is asked for."""
+    def work(
+        self,
+        task: TaskOp,
+        effects: Effects | None = None,
+        working_set: int = 0,
+        regions: Regions | None = None,
+    ) -> Work:
+        """`task`'s work (`effects`, `regions`: its effects and access regions, when
+        known), with `working_set` (see Work) the first time it is asked for."""
         if task not in self._work:
-            work = task_work(task, effects)
+            work = task_work(task, effects, regions)
             self._work[task] = replace(work, working_set=working_set)
         return self._work[task]
 

@@ -32,7 +32,7 @@ from xdsl.ir import SSAValue
 from dhir.analysis.dependences import Hazard, count_elements
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import root_only
+from dhir.analysis.outputs import root_only, time_loop
 from dhir.analysis.profile import Profile
 from dhir.analysis.work import memref_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
@@ -180,13 +180,17 @@ def task_graph(
     deps = deps if deps is not None else dependence_graph(schedule)
     touched = set().union(*(effects.touches() for effects in deps.effects))
     working_set = sum(memref_bytes(value.type) for value in touched)
-    for task, effects in zip(tasks, deps.effects, strict=True):
-        costs.work(task, effects, working_set)  # the footprint reuses the effects found
+    for task, effects, regions in zip(tasks, deps.effects, deps.regions, strict=True):
+        costs.work(task, effects, working_set, regions)  # reuses the effects found
     graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
     busy = concurrency(deps)
     cost = task_costs(tasks, names, devices, costs, busy)
     edges = _edges(deps, names, devices, costs)
     ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry))
+    if time_loop(schedule) is not None:
+        # Its data stays distributed between iterations and is assembled once after
+        # the loop (docs/semantics.md, "Time loops"): nothing to pay per iteration.
+        ends, broadcasts = [Edge(e.source, e.target, 0.0) for e in ends], 0.0
     order = tuple(names)
     if len(devices) > 1 and ends:
         cost[END_TASK] = {device_name(0): broadcasts}
