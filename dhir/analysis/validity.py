@@ -221,6 +221,42 @@ class Validity:
         self.held[memref] = [full for _ in range(self.ranks)]
         return transfers
 
+    def collective(self, memref: SSAValue, dest: int | None) -> list[Block | None] | None:
+        """Per rank, the one run of memory it contributes when `memref` is assembled by a
+        single collective (a gather to `dest`, or to every rank when None), or None for a
+        rank that contributes nothing; None when the stale elements do not split into
+        one run per rank that its rank holds (then `assemble` sends pieces)."""
+        type_ = memref.type
+        if not divisible(type_):
+            return None
+        assert isinstance(type_, MemRefType)
+        shape = tuple(type_.get_shape())
+        held = self.held[memref]
+        full = everything(type_)
+        stale = full.empty(full.get_space())
+        for rank, s in enumerate(held):
+            if dest is None or rank == dest:
+                stale = stale | (full - s)
+        runs: list[Block | None] = []
+        for source in range(self.ranks):
+            piece = (stale & held[source]).coalesce()
+            if source == dest or piece.is_empty():
+                runs.append(None)
+                continue
+            first, last = _linear(piece.lexmin(), shape), _linear(piece.lexmax(), shape)
+            span = _span(first, last, shape, _row_major(shape))
+            if not span.is_subset(held[source]):
+                return None
+            runs.append(Block(first, last - first + 1))
+            stale = (stale - span).coalesce()
+        ends = sorted((b.offset, b.offset + b.length) for b in runs if b is not None)
+        if not stale.is_empty() or any(a[1] > b[0] for a, b in zip(ends, ends[1:])):
+            return None
+        for rank in range(self.ranks):
+            if dest is None or rank == dest:
+                held[rank] = full
+        return runs
+
     def _sources(self, rank: int) -> Iterator[int]:
         """Ranks to take elements from: the nearest after `rank` first, so that pieces
         spread over neighbours rather than all coming from rank 0."""
@@ -342,6 +378,16 @@ def _corners(box: Box, dims: list[int], strides: tuple[int, ...]) -> list[int]:
     for d in dims:
         starts = [s + k * strides[d] for s in starts for k in range(box.hi[d] - box.lo[d])]
     return starts
+
+
+def _linear(point: isl.Set, shape: tuple[int, ...]) -> int:
+    """The row-major offset of the one point of `point`."""
+    sample = point.sample_point()
+    strides = _row_major(shape)
+    return sum(
+        int(sample.get_coordinate_val(isl.dim_type.set, d).to_python()) * strides[d]
+        for d in range(len(shape))
+    )
 
 
 def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:

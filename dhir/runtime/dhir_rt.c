@@ -569,6 +569,87 @@ void dhir_rt_wait(int64_t slot) {
   pending->count = 0;
 }
 
+/* Every rank's run (offset, length in bytes) of a collective assembly, known to all; and
+ * whether MPI's int counts and displacements hold them (else the runs go piece by piece). */
+static int64_t *gather_runs(const char *what, int64_t bytes, int64_t offset, int64_t length,
+                            int *fits) {
+  if (offset < 0 || length < 0 || offset + length > bytes)
+    dhir_rt_fatal("%s: run of %lld bytes at %lld lies outside the %lld-byte buffer", what,
+                  (long long)length, (long long)offset, (long long)bytes);
+  int64_t mine[2] = {offset, length};
+  int64_t *runs = malloc(2 * (size_t)world_size * sizeof *runs);
+  if (runs == NULL)
+    dhir_rt_fatal("%s: cannot allocate %d runs", what, world_size);
+  check(MPI_Allgather(mine, 2, MPI_INT64_T, runs, 2, MPI_INT64_T, MPI_COMM_WORLD),
+        "MPI_Allgather");
+  *fits = 1;
+  for (int r = 0; r < world_size; ++r)
+    if (runs[2 * r] + runs[2 * r + 1] > chunk_bytes)
+      *fits = 0;
+  return runs;
+}
+
+static void counts_of(const int64_t *runs, int *counts, int *displs) {
+  for (int r = 0; r < world_size; ++r) {
+    displs[r] = (int)runs[2 * r];
+    counts[r] = (int)runs[2 * r + 1];
+  }
+}
+
+void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length) {
+  char *data = message_buffer("dhir_rt_allgatherv", ptr, bytes, "root", 0);
+  int fits = 0;
+  int64_t *runs = gather_runs("dhir_rt_allgatherv", bytes, offset, length, &fits);
+  count_sent(length);
+  if (fits) {
+    int *counts = malloc(2 * (size_t)world_size * sizeof *counts);
+    if (counts == NULL)
+      dhir_rt_fatal("dhir_rt_allgatherv: cannot allocate %d counts", world_size);
+    counts_of(runs, counts, counts + world_size);
+    check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts, counts + world_size,
+                         MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
+    free(counts);
+  } else {
+    for (int r = 0; r < world_size; ++r)
+      if (runs[2 * r + 1] > 0)
+        broadcast(ptr + runs[2 * r], runs[2 * r + 1], r);
+  }
+  free(runs);
+}
+
+void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length, int32_t root) {
+  char *data = message_buffer("dhir_rt_gatherv", ptr, bytes, "root", root);
+  int fits = 0;
+  int64_t *runs = gather_runs("dhir_rt_gatherv", bytes, offset, length, &fits);
+  if (fits) {
+    count_sent(length);
+    int *counts = malloc(2 * (size_t)world_size * sizeof *counts);
+    if (counts == NULL)
+      dhir_rt_fatal("dhir_rt_gatherv: cannot allocate %d counts", world_size);
+    counts_of(runs, counts, counts + world_size);
+    if (world_rank == root)
+      check(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts, counts + world_size,
+                        MPI_BYTE, root, MPI_COMM_WORLD),
+            "MPI_Gatherv");
+    else
+      check(MPI_Gatherv(data + offset, (int)length, MPI_BYTE, NULL, NULL, NULL, MPI_BYTE, root,
+                        MPI_COMM_WORLD),
+            "MPI_Gatherv");
+    free(counts);
+  } else {
+    for (int r = 0; r < world_size; ++r) {
+      if (r == root || runs[2 * r + 1] == 0)
+        continue;
+      if (world_rank == r)
+        dhir_rt_send(ptr + runs[2 * r], runs[2 * r + 1], root, 0);
+      else if (world_rank == root)
+        dhir_rt_recv(ptr + runs[2 * r], runs[2 * r + 1], r, 0);
+    }
+  }
+  free(runs);
+}
+
 void dhir_rt_expect_argc(int argc, int expected, const char *usage) {
   if (argc != expected)
     dhir_rt_fatal("expected %d command-line arguments, got %d; usage: %s", expected - 1, argc - 1,

@@ -22,6 +22,10 @@ void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t s
                            int64_t count2, int64_t stride2, int32_t dest, int32_t tag,
                            int64_t slot);
 void dhir_rt_wait(int64_t slot);
+/* Assembly with one collective: every rank gives its own run (offset and length in bytes
+ * within the buffer, length 0 for none); all ranks (or `root`) receive every run. */
+void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length);
+void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length, int32_t root);
 void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                            int64_t count2, int64_t stride2, int32_t root);
 int32_t dhir_rt_comm_size(void);

@@ -1,29 +1,23 @@
 """Lower placed schedules to SPMD code over upstream's `mpi` dialect.
 
-Every rank runs the same host code. A schedule becomes, in program order, for each
-task: the messages that bring the task's rank an up-to-date copy of each memref it
-touches, then the task body under `scf.if rank == R`. A copy is up to date on the
-ranks in its *valid set*: all ranks when the schedule starts (host code is SPMD),
-only the writer's rank after a task writes it, plus every rank it is sent to. A
-write needs an up-to-date copy too, because a task may write only part of a buffer.
-Messages go from the rank that last wrote the data to the rank that needs it, and
-only when the two differ; there is no barrier per task and no gather to rank 0.
+Every rank runs the same host code. A schedule becomes, in program order, its tasks'
+bodies under `scf.if rank == R`, with the messages that bring each task's rank the
+elements it needs and lacks (analysis/validity.py: which rank holds which elements,
+from the tasks' access regions), posted and completed where analysis/transfers.py
+says: a send as soon as its data is final, its wait as late as the data allows.
 
-At the end of a schedule, written memrefs are made consistent again with one
-broadcast from their last writer, except where nothing reads them afterwards: in the
-entry function's top level, a memref argument with no later use only needs to reach
-rank 0, which writes the results.
+At the end of a schedule, what some rank holds only partly is made consistent again
+(broadcasts, or one collective on three ranks or more), except where nothing reads it
+afterwards: in the entry function's top level, a memref argument with no later use only
+needs to reach rank 0, which writes the results. A schedule alone in a time loop's body
+keeps its data distributed between iterations and is assembled after the loop.
 
-Every message is a call to dhir's runtime (`dhir_rt_send`/`dhir_rt_recv`/
-`dhir_rt_bcast`) with the buffer's address and size in bytes: MPI has no datatype
-for i1, f16 or bf16, and its int counts cannot hold 2^31 elements, so the runtime
-sends bytes, in pieces when a buffer is larger than a piece (docs/semantics.md).
-
-Deadlock freedom: every rank walks the same global sequence of events (transfers
-and tasks) in the same order, and each transfer is blocking send/recv pairs (one per
-piece, in order) between two ranks. The earliest unfinished transfer always has both of its ranks
-waiting on it, since everything before it has finished, so it completes; by
-induction every transfer does, even if sends are synchronous.
+Every message is a call to dhir's runtime (`dhir_rt_isend`/`dhir_rt_recv`/
+`dhir_rt_bcast`, their `_strided` forms, `dhir_rt_allgatherv`/`dhir_rt_gatherv`) with
+addresses and sizes in bytes: MPI has no datatype for i1, f16 or bf16, and its int
+counts cannot hold 2^31 elements, so the runtime sends bytes, in pieces when a buffer is
+larger than a piece (docs/semantics.md). Why no rank waits forever: see
+analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
 from collections.abc import Iterable, Sequence
@@ -71,6 +65,8 @@ BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
 RECV = "dhir_rt_recv"
 ISEND = "dhir_rt_isend"
+ALLGATHER = "dhir_rt_allgatherv"
+GATHER = "dhir_rt_gatherv"
 WAIT = "dhir_rt_wait"
 # Suffix of the runtime's calls for strided blocks (dhir_rt_send_strided, ...).
 STRIDED = "_strided"
@@ -127,6 +123,9 @@ def _runtime_inputs(name: str) -> list[Attribute]:
     (root of a broadcast) and the tag, and a send's request slot; a wait takes the slot."""
     if name == WAIT:
         return [i64]
+    if name in (ALLGATHER, GATHER):
+        # Buffer address and size, this rank's run (offset, length), the root of a gather.
+        return [i64, i64, i64, i64, *([i32] if name == GATHER else [])]
     layout = [i64, i64, i64, i64] if name.endswith(STRIDED) else []
     peers = [i32] if name.startswith(BCAST) else [i32, i32]
     slot = [i64] if name.startswith(ISEND) else []
@@ -295,9 +294,35 @@ class _ScheduleLowering:
             if state.everywhere(value):
                 continue
             dest = 0 if value in final_to_root else None
+            self._check_sendable(self.schedule, value)
+            runs = state.collective(value, dest) if self.ranks > 2 else None
+            if runs is not None:
+                self._place_collective(value, runs, dest, sink)
+                continue
             for transfer in state.assemble(value, dest):
-                self._check_sendable(self.schedule, value)
                 self._place_transfer(transfer, position[value], sink)
+
+    def _place_collective(
+        self, value: SSAValue, runs: list[Block | None], dest: int | None, sink: "_Sink"
+    ) -> None:
+        """One MPI_Allgatherv (or MPI_Gatherv to `dest`) of every rank's run: each rank
+        calls it once, with its own run (or none)."""
+        name = ALLGATHER if dest is None else GATHER
+        self._runtime.add(name)
+        for rank, run in enumerate(runs):
+            pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
+            as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+            width = _element_bytes(_element_type(value))
+            assert width is not None
+            offset = run.offset * width if run is not None else 0
+            length = run.length * width if run is not None else 0
+            size, size_ops = _byte_count(value)
+            words = [arith.ConstantOp(IntegerAttr(n, i64)) for n in (offset, length)]
+            tail = [self.guards.const(dest)] if dest is not None else []
+            arguments = [as_int.result, size, *(w.result for w in words), *tail]
+            call = func.CallOp(name, arguments, [])
+            ops = [pointer, as_int, *size_ops, *words, call]
+            sink.emit(self._guarded(rank, ops, sink.last()) if self.ranks > 1 else ops)
 
     def _lower_task(self, task: TaskOp, rank: int) -> None:
         self.emit(self._guarded(rank, _take_body(task), self.last()))
