@@ -133,6 +133,7 @@ def run_native(
     cores divided among the ranks). `placement` and `costs` as for compile_native;
     `profile`: write the measured time of every task there (see dhir-instrument);
     `gpu_fallback` as for compile_native."""
+    reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)
@@ -161,6 +162,7 @@ def run_native(
             timeout=timeout,
             threads=threads if threads is not None else default_threads(ranks),
             hostfile=hostfile,
+            traffic=timing.notes if reporting else None,
         )
 
 

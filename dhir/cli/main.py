@@ -127,7 +127,12 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         default="mpich",
         help="the MPI to build and run with (default: mpich)",
     )
-    parser.add_argument("--timing", action="store_true", help="print the time of each stage")
+    parser.add_argument(
+        "--timing",
+        action="store_true",
+        help="print the time of each stage (dhir run on the native backend: also the bytes "
+        "each rank sent)",
+    )
     parser.add_argument(
         "--gpu-fallback",
         choices=("none", "cpu"),

@@ -102,6 +102,8 @@ class Timing:
 
     def __init__(self) -> None:
         self.stages: list[tuple[str, float]] = []
+        # Lines the run itself reported (each rank's bytes sent), printed after the stages.
+        self.notes: list[str] = []
 
     def add(self, name: str, seconds: float) -> None:
         """Stages of one name add up, in the place of the first (modules printed one at a
@@ -138,6 +140,8 @@ class Timing:
         for name, seconds in [*self.stages, ("Total", total)]:
             share = 100.0 * seconds / total if total > 0 else 0.0
             lines.append(f"  {seconds:8.4f} ({share:5.1f}%)  {name}")
+        if self.notes:
+            lines += ["", *(f"  {note}" for note in self.notes)]
         return "\n".join(lines)
 
     __str__ = report

@@ -36,11 +36,14 @@ def run_executable(
     timeout: float = 300.0,
     threads: int | None = None,
     hostfile: Path | None = None,
+    traffic: list[str] | None = None,
 ) -> list[np.ndarray]:
     """Run `exe` (from build_executable) on `ranks` ranks; one array per entry argument:
     each memref's final contents on rank 0, and each scalar input (0-d) unchanged.
     With `output_dir`, memref argument K is also saved there as `argK.npy`. With `hostfile`
-    (see dhir.machine.layout), ranks run on the hosts it lists, else all on this one."""
+    (see dhir.machine.layout), ranks run on the hosts it lists, else all on this one.
+    With `traffic`, the bytes and messages each rank sent are appended to it, one line
+    per rank (the runtime's DHIR_RT_STATS report)."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     arrays = check_inputs(signature, list(inputs))
@@ -67,7 +70,12 @@ def run_executable(
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
         if threads is not None:
             env["OMP_NUM_THREADS"] = str(threads)
+        if traffic is not None:
+            env["DHIR_RT_STATS"] = "1"
         _launch(command, env, timeout, work / "output.log", ranks, errors)
+        if traffic is not None:
+            log = (work / "output.log").read_text(errors="replace")
+            traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
         results = [
             _read_result(out / f"arg{spec.index}.raw", array) if spec.is_memref else array
             for spec, array in zip(signature.args, arrays)
@@ -123,6 +131,9 @@ def _mpirun(
     if install.name == "openmpi":
         command += ["-x", "DHIR_RUN_ID", "-x", "DHIR_ERROR_DIR"]
     return command
+
+
+_TRAFFIC = re.compile(r"^dhir: rank \d+ sent \d+ bytes in \d+ messages$", re.M)
 
 
 def _launch(

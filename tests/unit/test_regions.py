@@ -317,3 +317,21 @@ def test_collective_assembly_equals_the_oracle(
     got = dhir.run(text, a.copy(), out.copy(), backend="native", ranks=4, mpi=mpi)
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_timing_reports_the_bytes_each_rank_sent() -> None:
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+
+    timing = Timing()
+    a = np.arange(48, dtype=np.int64).reshape(6, 8)
+    b = np.zeros((6, 8), dtype=np.int64)
+    run_module(parse_string(COLUMNS), "main", [a, b], "native", ranks=3, timing=timing)
+    sent = {int(line.split()[2]): int(line.split()[4]) for line in timing.notes}
+    # Rank 2 reads all of %a: rank 0 sends the 6x3 left block it wrote, rank 1 its 4x5
+    # block, which also goes to rank 0 at the end (only rank 0 needs the results); rank 2
+    # gathers %b, which it wrote, to rank 0 (6x8). Every element is an i64.
+    assert sent == {0: 18 * 8, 1: 2 * 20 * 8, 2: 48 * 8}
+    assert "dhir: rank 1 sent 320 bytes in " in timing.report()
