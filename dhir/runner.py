@@ -11,7 +11,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
-from dhir.toolchain.signature import entry_signature, save_outputs
+from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
 
 BACKENDS = ("native", "interp")
 DEFAULT_BACKEND = "native"
@@ -90,6 +90,9 @@ def run_module(
     results are written to `output_dir` (argK.npy) when given."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    if output_dir is not None:
+        # Before building too: a build that fails leaves no earlier results behind.
+        clear_outputs(entry_signature(module, entry), output_dir)
     if backend == "interp":
         if profile is not None:
             raise DhirError(

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     DictionaryAttr,
     FunctionType,
     IndexType,
+    IntAttr,
     IntegerAttr,
     MemRefType,
     StringAttr,
@@ -36,15 +37,21 @@ from xdsl.ir import (
     Block,
     BlockArgument,
     Dialect,
+    ParametrizedAttribute,
     Region,
     SpacedOpaqueSyntaxAttribute,
     SSAValue,
+    TypeAttribute,
 )
 from xdsl.irdl import (
     AnyAttr,
+    AttrSizedOperandSegments,
+    AttrSizedResultSegments,
     IRDLOperation,
     OptAttributeDef,
+    ParsePropInAttrDict,
     VarConstraint,
+    base,
     irdl_attr_definition,
     irdl_op_definition,
     irdl_to_attr_constraint,
@@ -57,6 +64,14 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
     var_result_def,
+)
+from xdsl.irdl.declarative_assembly_format import (
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    TypeDirective,
+    VariadicOperandVariable,
+    irdl_custom_directive,
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -1266,6 +1281,654 @@ class WarpExecuteOnLane0Op(IRDLOperation):
         )
 
 
+# --- matrix-multiply-accumulate (MMA) ops -------------------------------------------
+
+
+@irdl_attr_definition
+class MMAMatrixType(ParametrizedAttribute, TypeAttribute):
+    """`!gpu.mma_matrix<16x16xf16, "AOp">`: a matrix spread over a subgroup's lanes."""
+
+    name = "gpu.mma_matrix"
+
+    shape: ArrayAttr[IntAttr]
+    element_type: Attribute
+    operand: StringAttr
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string("".join(f"{d.data}x" for d in self.shape))
+            printer.print_attribute(self.element_type)
+            printer.print_string(", ")
+            printer.print_attribute(self.operand)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> tuple[Attribute, ...]:
+        with parser.in_angle_brackets():
+            shape, element_type = parser.parse_ranked_shape()
+            parser.parse_punctuation(",")
+            operand = StringAttr(parser.parse_str_literal())
+        return ArrayAttr(IntAttr(d) for d in shape), element_type, operand
+
+
+class MMAElementwise(StrEnum):
+    ADDF = "addf"
+    MULF = "mulf"
+    SUBF = "subf"
+    MAXF = "maxf"
+    MINF = "minf"
+    DIVF = "divf"
+    ADDI = "addi"
+    MULI = "muli"
+    SUBI = "subi"
+    DIVS = "divs"
+    DIVU = "divu"
+    NEGATEF = "negatef"
+    NEGATES = "negates"
+    EXTF = "extf"
+
+
+@irdl_attr_definition
+class MMAElementwiseAttr(EnumAttribute[MMAElementwise], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<mma_element_wise addf>`."""
+
+    name = "gpu.mma_element_wise"
+
+
+_MATRIX = base(MMAMatrixType)
+_INDEX = IndexType()
+
+
+@irdl_op_definition
+class SubgroupMmaLoadMatrixOp(IRDLOperation):
+    name = "gpu.subgroup_mma_load_matrix"
+
+    srcMemref = operand_def(MemRefType)
+    indices = var_operand_def(_INDEX)
+    leadDimension = prop_def(IntegerAttr[IndexType])
+    transpose = opt_prop_def(UnitAttr)
+    res = result_def(_MATRIX)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    assembly_format = "$srcMemref `[` $indices `]` attr-dict `:` type($srcMemref) `->` type($res)"
+
+
+@irdl_op_definition
+class SubgroupMmaStoreMatrixOp(IRDLOperation):
+    name = "gpu.subgroup_mma_store_matrix"
+
+    src = operand_def(_MATRIX)
+    dstMemref = operand_def(MemRefType)
+    indices = var_operand_def(_INDEX)
+    leadDimension = prop_def(IntegerAttr[IndexType])
+    transpose = opt_prop_def(UnitAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    assembly_format = (
+        "$src `,` $dstMemref `[` $indices `]` attr-dict `:` type($src) `,` type($dstMemref)"
+    )
+
+
+@irdl_op_definition
+class SubgroupMmaConstantMatrixOp(IRDLOperation):
+    name = "gpu.subgroup_mma_constant_matrix"
+
+    value = operand_def()
+    res = result_def(_MATRIX)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.res.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "SubgroupMmaConstantMatrixOp":
+        value = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        matrix = parser.parse_type()
+        if not isinstance(matrix, MMAMatrixType):
+            parser.raise_error("expected a !gpu.mma_matrix type", pos, parser.pos)
+        # The value's type is the matrix's element type, as MLIR infers it.
+        operand = parser.resolve_operand(value, matrix.element_type)
+        return cls.create(operands=[operand], result_types=[matrix], attributes=attrs)
+
+
+@irdl_op_definition
+class SubgroupMmaElementwiseOp(IRDLOperation):
+    name = "gpu.subgroup_mma_elementwise"
+
+    args = var_operand_def(_MATRIX)
+    opType = prop_def(MMAElementwiseAttr)
+    res = result_def(_MATRIX)
+
+    assembly_format = "$opType $args attr-dict `:` functional-type($args, $res)"
+
+
+@irdl_op_definition
+class SubgroupMmaComputeOp(IRDLOperation):
+    name = "gpu.subgroup_mma_compute"
+
+    opA = operand_def(_MATRIX)
+    opB = operand_def(_MATRIX)
+    C: ClassVar = VarConstraint("C", _MATRIX)
+    opC = operand_def(C)
+    a_transpose = opt_prop_def(UnitAttr)
+    b_transpose = opt_prop_def(UnitAttr)
+    res = result_def(C)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    assembly_format = (
+        "$opA `,` $opB `,` $opC attr-dict `:` type($opA) `,` type($opB) `->` type($res)"
+    )
+
+
+@irdl_op_definition
+class SubgroupMmaExtractThreadLocalOp(IRDLOperation):
+    name = "gpu.subgroup_mma_extract_thread_local"
+
+    matrix = operand_def(_MATRIX)
+    indices = var_operand_def(_INDEX)
+    res = result_def()
+
+    assembly_format = "$matrix `[` $indices `]` attr-dict `:` type($matrix) `->` type($res)"
+
+
+@irdl_op_definition
+class SubgroupMmaInsertThreadLocalOp(IRDLOperation):
+    name = "gpu.subgroup_mma_insert_thread_local"
+
+    value = operand_def()
+    matrix = operand_def(_MATRIX)
+    indices = var_operand_def(_INDEX)
+    res = result_def(_MATRIX)
+
+    assembly_format = (
+        "$value `,` $matrix `[` $indices `]` attr-dict `:` type($value) `,` type($matrix)"
+        " `->` type($res)"
+    )
+
+
+MMA_OPS: tuple[type[IRDLOperation], ...] = (
+    SubgroupMmaLoadMatrixOp,
+    SubgroupMmaStoreMatrixOp,
+    SubgroupMmaConstantMatrixOp,
+    SubgroupMmaElementwiseOp,
+    SubgroupMmaComputeOp,
+    SubgroupMmaExtractThreadLocalOp,
+    SubgroupMmaInsertThreadLocalOp,
+)
+
+
+# --- sparse linear algebra (cuSPARSE) ops -------------------------------------------
+
+
+@irdl_attr_definition
+class SpMatHandleType(ParametrizedAttribute, TypeAttribute):
+    """`!gpu.sparse.spmat_handle`: a sparse matrix known to the sparse library."""
+
+    name = "gpu.sparse.spmat_handle"
+
+
+@irdl_attr_definition
+class DnTensorHandleType(ParametrizedAttribute, TypeAttribute):
+    """`!gpu.sparse.dntensor_handle`: a dense tensor known to the sparse library."""
+
+    name = "gpu.sparse.dntensor_handle"
+
+
+@irdl_attr_definition
+class SpGEMMOpHandleType(ParametrizedAttribute, TypeAttribute):
+    """`!gpu.sparse.spgemmop_handle`: the state of a sparse matrix product."""
+
+    name = "gpu.sparse.spgemmop_handle"
+
+
+class TransposeMode(StrEnum):
+    NON_TRANSPOSE = "NON_TRANSPOSE"
+    TRANSPOSE = "TRANSPOSE"
+    CONJUGATE_TRANSPOSE = "CONJUGATE_TRANSPOSE"
+
+
+@irdl_attr_definition
+class TransposeModeAttr(EnumAttribute[TransposeMode], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<mat_transpose_mode TRANSPOSE>`."""
+
+    name = "gpu.mat_transpose_mode"
+
+
+class Prune2To4(StrEnum):
+    NONE = "NONE"
+    PRUNE_ONLY = "PRUNE_ONLY"
+    PRUNE_AND_CHECK = "PRUNE_AND_CHECK"
+
+
+@irdl_attr_definition
+class Prune2To4Attr(EnumAttribute[Prune2To4], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<prune_2to4_spmat_flag PRUNE_AND_CHECK>`."""
+
+    name = "gpu.prune_2to4_spmat_flag"
+
+
+class SpGEMMKind(StrEnum):
+    WORK_ESTIMATION = "WORK_ESTIMATION"
+    COMPUTE = "COMPUTE"
+
+
+@irdl_attr_definition
+class SpGEMMKindAttr(EnumAttribute[SpGEMMKind], SpacedOpaqueSyntaxAttribute):
+    """`#gpu<spgemm_work_estimation_or_compute_kind COMPUTE>`."""
+
+    name = "gpu.spgemm_work_estimation_or_compute_kind"
+
+
+@irdl_custom_directive
+class AsyncDependencies(CustomDirective):
+    """MLIR's `custom<AsyncDependencies>(type($asyncToken), $asyncDependencies)`."""
+
+    token: TypeDirective
+    deps: VariadicOperandVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        is_async = parser.parse_optional_keyword("async") is not None
+        names = parser.parse_optional_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        self.token.set(state, _token_types(is_async))
+        self.deps.set(state, names or [])
+        self.deps.set_types(state, [_TOKEN] * len(names or []))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        # The token, when there is one, is the op's last result.
+        token = op.results[-1] if self.token.get(op) else None
+        print_async(printer, token, self.deps.get(op))
+
+
+_ASYNC = "custom<AsyncDependencies>(type($asyncToken), $asyncDependencies)"
+_SPMAT = SpMatHandleType()
+_DNTENSOR = DnTensorHandleType()
+_SPGEMM = SpGEMMOpHandleType()
+_ANY_MEMREF = base(MemRefType)
+
+
+# A transpose mode is `NON_TRANSPOSE` when left out (and then not printed).
+_NON_TRANSPOSE = TransposeModeAttr(TransposeMode.NON_TRANSPOSE)
+
+
+class _SparseOp(IRDLOperation):
+    """Every sparse op may run asynchronously: after the tokens it is given (its first
+    operands, declared by each op to come first), giving one (its last result)."""
+
+    asyncToken = opt_result_def(_TOKEN)
+    custom_directives = (AsyncDependencies,)
+
+
+@irdl_op_definition
+class CreateDnTensorOp(_SparseOp):
+    name = "gpu.create_dn_tensor"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    memref = operand_def(_ANY_MEMREF)
+    dims = var_operand_def(_INDEX)
+    dnTensor = result_def(_DNTENSOR)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = f"{_ASYNC} $memref `,` $dims attr-dict `:` type($dims) `into` type($memref)"
+
+
+@irdl_op_definition
+class DestroyDnTensorOp(_SparseOp):
+    name = "gpu.destroy_dn_tensor"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    dnTensor = operand_def(_DNTENSOR)
+    assembly_format = f"{_ASYNC} $dnTensor attr-dict"
+
+
+@irdl_op_definition
+class DestroySpMatOp(_SparseOp):
+    name = "gpu.destroy_sp_mat"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmat = operand_def(_SPMAT)
+    assembly_format = f"{_ASYNC} $spmat attr-dict"
+
+
+def _sizes_and_arrays(sizes: Sequence[str], arrays: Sequence[str]) -> str:
+    """`%size, ..., %array, ... attr-dict : array types` (the sizes are indices)."""
+    operands = " `,` ".join(f"${name}" for name in (*sizes, *arrays))
+    types = " `,` ".join(f"type(${name})" for name in arrays)
+    return f"{_ASYNC} {operands} attr-dict `:` {types}"
+
+
+@irdl_op_definition
+class CreateCooOp(_SparseOp):
+    name = "gpu.create_coo"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    rows = operand_def(_INDEX)
+    cols = operand_def(_INDEX)
+    nnz = operand_def(_INDEX)
+    rowIdxs = operand_def(_ANY_MEMREF)
+    colIdxs = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+    spmat = result_def(_SPMAT)
+
+    assembly_format = _sizes_and_arrays(("rows", "cols", "nnz"), ("rowIdxs", "colIdxs", "values"))
+
+
+@irdl_op_definition
+class CreateCooAoSOp(_SparseOp):
+    name = "gpu.create_coo_aos"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    rows = operand_def(_INDEX)
+    cols = operand_def(_INDEX)
+    nnz = operand_def(_INDEX)
+    idxs = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+    spmat = result_def(_SPMAT)
+
+    assembly_format = _sizes_and_arrays(("rows", "cols", "nnz"), ("idxs", "values"))
+
+
+@irdl_op_definition
+class CreateCsrOp(_SparseOp):
+    name = "gpu.create_csr"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    rows = operand_def(_INDEX)
+    cols = operand_def(_INDEX)
+    nnz = operand_def(_INDEX)
+    rowPos = operand_def(_ANY_MEMREF)
+    colIdxs = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+    spmat = result_def(_SPMAT)
+
+    assembly_format = _sizes_and_arrays(("rows", "cols", "nnz"), ("rowPos", "colIdxs", "values"))
+
+
+@irdl_op_definition
+class CreateCscOp(_SparseOp):
+    name = "gpu.create_csc"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    rows = operand_def(_INDEX)
+    cols = operand_def(_INDEX)
+    nnz = operand_def(_INDEX)
+    colPos = operand_def(_ANY_MEMREF)
+    rowIdxs = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+    spmat = result_def(_SPMAT)
+
+    assembly_format = _sizes_and_arrays(("rows", "cols", "nnz"), ("colPos", "rowIdxs", "values"))
+
+
+@irdl_op_definition
+class CreateBsrOp(_SparseOp):
+    name = "gpu.create_bsr"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    brows = operand_def(_INDEX)
+    bcols = operand_def(_INDEX)
+    bnnz = operand_def(_INDEX)
+    rBlockSize = operand_def(_INDEX)
+    cBlockSize = operand_def(_INDEX)
+    bRowPos = operand_def(_ANY_MEMREF)
+    bColIdxs = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+    spmat = result_def(_SPMAT)
+
+    assembly_format = _sizes_and_arrays(
+        ("brows", "bcols", "bnnz", "rBlockSize", "cBlockSize"), ("bRowPos", "bColIdxs", "values")
+    )
+
+
+@irdl_op_definition
+class Create2To4SpMatOp(_SparseOp):
+    name = "gpu.create_2to4_spmat"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    rows = operand_def(_INDEX)
+    cols = operand_def(_INDEX)
+    memref = operand_def(_ANY_MEMREF)
+    pruneFlag = prop_def(Prune2To4Attr)
+    spMat = result_def(_SPMAT)
+
+    assembly_format = (
+        f"{_ASYNC} `{{` $pruneFlag `}}` $rows `,` $cols `,` $memref attr-dict `:` type($memref)"
+    )
+
+
+@irdl_op_definition
+class SpMatGetSizeOp(_SparseOp):
+    name = "gpu.spmat_get_size"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmat = operand_def(_SPMAT)
+    rows = result_def(_INDEX)
+    cols = result_def(_INDEX)
+    nnz = result_def(_INDEX)
+
+    assembly_format = f"{_ASYNC} $spmat attr-dict"
+
+
+@irdl_op_definition
+class SetCsrPointersOp(_SparseOp):
+    name = "gpu.set_csr_pointers"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmat = operand_def(_SPMAT)
+    positions = operand_def(_ANY_MEMREF)
+    coordinates = operand_def(_ANY_MEMREF)
+    values = operand_def(_ANY_MEMREF)
+
+    assembly_format = (
+        f"{_ASYNC} $spmat `,` $positions `,` $coordinates `,` $values attr-dict"
+        " `:` type($positions) `,` type($coordinates) `,` type($values)"
+    )
+
+
+_A = "$spmatA (`{` $modeA^ `}`)?"
+_DN_AB = "$dnmatA (`{` $modeA^ `}`)? `,` $dnmatB (`{` $modeB^ `}`)?"
+
+
+@irdl_op_definition
+class SpMVBufferSizeOp(_SparseOp):
+    name = "gpu.spmv_buffer_size"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmatA = operand_def(_SPMAT)
+    dnX = operand_def(_DNTENSOR)
+    dnY = operand_def(_DNTENSOR)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+    bufferSz = result_def(_INDEX)
+
+    assembly_format = f"{_ASYNC} {_A} `,` $dnX `,` $dnY attr-dict `into` $computeType"
+
+
+@irdl_op_definition
+class SpMVOp(_SparseOp):
+    name = "gpu.spmv"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmatA = operand_def(_SPMAT)
+    dnX = operand_def(_DNTENSOR)
+    dnY = operand_def(_DNTENSOR)
+    buffer = operand_def(_ANY_MEMREF)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+
+    assembly_format = (
+        f"{_ASYNC} {_A} `,` $dnX `,` $dnY `,` $buffer attr-dict `:` type($buffer)"
+        " `into` $computeType"
+    )
+
+
+@irdl_op_definition
+class SpMMBufferSizeOp(_SparseOp):
+    name = "gpu.spmm_buffer_size"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmatA = operand_def(_SPMAT)
+    dnmatB = operand_def(_DNTENSOR)
+    dnmatC = operand_def(_DNTENSOR)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+    bufferSzs = var_result_def(_INDEX)
+    # Redeclared after bufferSzs: the result order is MLIR's.
+    asyncToken = opt_result_def(_TOKEN)
+    irdl_options = (AttrSizedResultSegments(as_property=True),)
+
+    assembly_format = (
+        f"{_ASYNC} {_A} `,` $dnmatB (`{{` $modeB^ `}}`)? `,` $dnmatC attr-dict"
+        " `:` type($bufferSzs) `into` $computeType"
+    )
+
+
+@irdl_op_definition
+class SpMMOp(_SparseOp):
+    name = "gpu.spmm"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    spmatA = operand_def(_SPMAT)
+    dnmatB = operand_def(_DNTENSOR)
+    dnmatC = operand_def(_DNTENSOR)
+    buffers = var_operand_def(_ANY_MEMREF)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        f"{_ASYNC} {_A} `,` $dnmatB (`{{` $modeB^ `}}`)? `,` $dnmatC `,` $buffers attr-dict"
+        " `:` type($buffers) `into` $computeType"
+    )
+
+
+@irdl_op_definition
+class SDDMMBufferSizeOp(_SparseOp):
+    name = "gpu.sddmm_buffer_size"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    dnmatA = operand_def(_DNTENSOR)
+    dnmatB = operand_def(_DNTENSOR)
+    spmatC = operand_def(_SPMAT)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+    bufferSz = result_def(_INDEX)
+
+    assembly_format = f"{_ASYNC} {_DN_AB} `,` $spmatC attr-dict `into` $computeType"
+
+
+@irdl_op_definition
+class SDDMMOp(_SparseOp):
+    name = "gpu.sddmm"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    dnmatA = operand_def(_DNTENSOR)
+    dnmatB = operand_def(_DNTENSOR)
+    spmatC = operand_def(_SPMAT)
+    buffer = operand_def(_ANY_MEMREF)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+
+    assembly_format = (
+        f"{_ASYNC} {_DN_AB} `,` $spmatC `,` $buffer attr-dict `:` type($buffer) `into` $computeType"
+    )
+
+
+@irdl_op_definition
+class SpGEMMCreateDescrOp(_SparseOp):
+    name = "gpu.spgemm_create_descr"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    desc = result_def(_SPGEMM)
+    assembly_format = f"{_ASYNC} attr-dict"
+
+
+@irdl_op_definition
+class SpGEMMDestroyDescrOp(_SparseOp):
+    name = "gpu.spgemm_destroy_descr"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    desc = operand_def(_SPGEMM)
+    assembly_format = f"{_ASYNC} $desc attr-dict"
+
+
+_SPGEMM_AB = "$spmatA (`{` $modeA^ `}`)? `,` $spmatB (`{` $modeB^ `}`)?"
+
+
+@irdl_op_definition
+class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
+    name = "gpu.spgemm_work_estimation_or_compute"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    desc = operand_def(_SPGEMM)
+    spmatA = operand_def(_SPMAT)
+    spmatB = operand_def(_SPMAT)
+    spmatC = operand_def(_SPMAT)
+    bufferSz = operand_def(_INDEX)
+    buffer = operand_def(_ANY_MEMREF)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+    kind = prop_def(SpGEMMKindAttr)
+    bufferSzNew = result_def(_INDEX)
+
+    assembly_format = (
+        f"{_ASYNC} `{{` $kind `}}` {_SPGEMM_AB} `,` $spmatC `,` $desc `,` $bufferSz `,` $buffer"
+        " attr-dict `:` $computeType `into` type($buffer)"
+    )
+
+
+@irdl_op_definition
+class SpGEMMCopyOp(_SparseOp):
+    name = "gpu.spgemm_copy"
+
+    asyncDependencies = var_operand_def(_TOKEN)
+    desc = operand_def(_SPGEMM)
+    spmatA = operand_def(_SPMAT)
+    spmatB = operand_def(_SPMAT)
+    spmatC = operand_def(_SPMAT)
+    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+    computeType = prop_def(TypeAttribute)
+
+    assembly_format = f"{_ASYNC} {_SPGEMM_AB} `,` $spmatC `,` $desc attr-dict `:` $computeType"
+
+
+SPARSE_OPS: tuple[type[IRDLOperation], ...] = (
+    CreateDnTensorOp,
+    DestroyDnTensorOp,
+    DestroySpMatOp,
+    CreateCooOp,
+    CreateCooAoSOp,
+    CreateCsrOp,
+    CreateCscOp,
+    CreateBsrOp,
+    Create2To4SpMatOp,
+    SpMatGetSizeOp,
+    SetCsrPointersOp,
+    SpMVBufferSizeOp,
+    SpMVOp,
+    SpMMBufferSizeOp,
+    SpMMOp,
+    SDDMMBufferSizeOp,
+    SDDMMOp,
+    SpGEMMCreateDescrOp,
+    SpGEMMDestroyDescrOp,
+    SpGEMMWorkEstimationOrComputeOp,
+    SpGEMMCopyOp,
+)
+
+
 _ops = with_replaced_ops(
     gpu.GPU,
     AllocOp,
@@ -1300,6 +1963,8 @@ _ops = with_replaced_ops(
     RotateOp,
     MemsetOp,
     WarpExecuteOnLane0Op,
+    *MMA_OPS,
+    *SPARSE_OPS,
 )
 
 GPU: Dialect = Dialect(
@@ -1310,5 +1975,13 @@ GPU: Dialect = Dialect(
         AllReduceOperationAttr,
         AddressSpaceAttr,
         ShuffleModeAttr,
+        MMAMatrixType,
+        MMAElementwiseAttr,
+        SpMatHandleType,
+        DnTensorHandleType,
+        SpGEMMOpHandleType,
+        TransposeModeAttr,
+        Prune2To4Attr,
+        SpGEMMKindAttr,
     ],
 )

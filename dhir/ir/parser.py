@@ -13,7 +13,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
-from xdsl.utils.mlir_lexer import MLIRLexer
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from dhir.ir.region_cache import TaskBodyCache
 
@@ -83,13 +83,27 @@ class LocatedParser(Parser):
         return attr
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        if self._current_token.kind.name == "EOF":
+        if allow_implicit_module:
+            self._parse_leading_definitions()
+        if self._current_token.kind == MLIRTokenKind.EOF:
             return ModuleOp([])
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError:
             self._raise_at_undefined_use()
             raise
+
+    def _parse_leading_definitions(self) -> None:
+        """The attribute and type aliases (`#map = ...`, `!t = ...`) and file metadata
+        before the first op. As in MLIR, a file of nothing else is an empty module (xDSL
+        refuses it: it wants at least one op)."""
+        definitions = {
+            MLIRTokenKind.HASH_IDENT: self._parse_alias_def,  # pyright: ignore[reportPrivateUsage]
+            MLIRTokenKind.EXCLAMATION_IDENT: self._parse_alias_def,  # pyright: ignore[reportPrivateUsage]
+            MLIRTokenKind.FILE_METADATA_BEGIN: self._parse_file_metadata_dictionary,  # pyright: ignore[reportPrivateUsage]
+        }
+        while (parse := definitions.get(self._current_token.kind)) is not None:
+            parse()
 
     def _raise_at_undefined_use(self) -> None:
         """xDSL reports values never defined at the end of the input; point at the

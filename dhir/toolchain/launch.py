@@ -14,7 +14,7 @@ import numpy as np
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args
-from dhir.toolchain.signature import EntrySignature, check_inputs, save_outputs
+from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
 
 OUTPUT_TAIL_LINES = 40
@@ -47,6 +47,8 @@ def run_executable(
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     arrays = check_inputs(signature, list(inputs))
+    if output_dir is not None:
+        clear_outputs(signature, Path(output_dir))
     install = find_mpi(mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)

@@ -234,6 +234,18 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
     return array
 
 
+def clear_outputs(signature: EntrySignature, directory: Path) -> None:
+    """Remove the argK.npy files a run is about to write to DIR, before it starts: left
+    there by an earlier run, they would look like this run's results if it fails."""
+    try:
+        for spec in signature.args:
+            if spec.is_memref:
+                (directory / f"arg{spec.index}.npy").unlink(missing_ok=True)
+    except OSError as error:
+        message = f"cannot remove earlier results from {directory}: {error}"
+        raise DhirError([Diagnostic(message)]) from None
+
+
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
     """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively. Each is
     written under a temporary name in DIR and renamed when all are complete, so a run

@@ -40,6 +40,7 @@ TILE_SIZES: dict[int, tuple[int, ...]] = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
 # the descriptor, or hand the buffer to the device.
 _HOST_OK = VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UNBUILDABLE = (*dgpu.MMA_OPS, *dgpu.SPARSE_OPS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class GpuKernelsPass(ModulePass):
         labels = {task: task_label(task, position.get(task)) for task in tasks}
         loops = [task for task in tasks if _needs_mapping(task, labels[task])]
         for task in tasks:
+            _check_buildable(task, labels[task])
             # Before mapping too: the ops that come back from mlir-opt have lost the
             # user's source locations.
             _check_host_code(task, labels[task])
@@ -146,6 +148,20 @@ def _host_ops(block: Block) -> Iterator[Operation]:
         for region in op.regions:
             for inner in region.blocks:
                 yield from _host_ops(inner)
+
+
+def _check_buildable(task: TaskOp, label: str) -> None:
+    """dhir reads and prints the tensor-core (MMA) and sparse (cuSPARSE) ops, but does not
+    build them: mlir-opt-22 leaves some MMA ops unlowered, and the sparse ops call a
+    runtime dhir does not provide."""
+    for op in task.body.walk():
+        if isinstance(op, _UNBUILDABLE):
+            raise error_at(
+                op,
+                f"{label} uses '{op.name}', which dhir can read and print but not build or "
+                "run; write the work as parallel loops (scf.parallel, affine.parallel, "
+                "linalg) instead",
+            )
 
 
 def _check_host_code(task: TaskOp, label: str) -> None:

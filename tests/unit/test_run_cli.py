@@ -163,3 +163,34 @@ def test_a_damaged_executable_description_is_a_clear_error(tmp_path: Path, sidec
     result = dhir("run", str(exe))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "is not a description dhir compile wrote" in result.stderr
+
+
+ABORTS = """
+func.func private @abort()
+func.func @main(%m: memref<4x4xf32>, %out: memref<4xf32>, %s: f32) {
+  dhir.schedule %m, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %m, %out {
+      func.call @abort() : () -> ()
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_failed_run_leaves_no_earlier_results(
+    tmp_path: Path, call_inputs: list[str], backend: str
+) -> None:
+    out = tmp_path / "results"
+    common = ["-n", "2", "--backend", backend, *call_inputs, "--output-dir", str(out)]
+    first = dhir("run", str(EXAMPLES / "call.mlir"), *common)
+    assert first.returncode == 0, first.stderr
+    assert (out / "arg0.npy").exists() and (out / "arg1.npy").exists()
+    program = tmp_path / "aborts.mlir"
+    program.write_text(ABORTS)
+    failed = dhir("run", str(program), *common, "--timeout", "60")
+    assert failed.returncode == 1
+    assert "Traceback" not in failed.stderr and "error" in failed.stderr
+    assert sorted(p.name for p in out.iterdir()) == []

@@ -112,3 +112,19 @@ def test_xdsl_misreads_are_fixed(text: str) -> None:
 @pytest.mark.parametrize("path", sorted(CORPUS.glob("*.mlir")), ids=lambda p: p.stem)
 def test_corpus_round_trips_through_mlir_opt(path: Path) -> None:
     assert_same_as_mlir(path.read_text())
+
+
+ALIASES_ONLY = """
+// Nothing but aliases: mlir-opt-22 reads an empty module.
+#map = affine_map<(d0, d1) -> (d1, d0)>
+!row = memref<4xf32>
+"""
+
+
+def test_a_module_of_aliases_only_is_empty() -> None:
+    assert list(parse(ALIASES_ONLY).ops) == []
+
+
+@pytest.mark.mlir
+def test_a_module_of_aliases_only_reads_as_mlir_opt_reads_it() -> None:
+    assert_same_as_mlir(ALIASES_ONLY)
