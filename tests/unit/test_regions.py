@@ -335,3 +335,37 @@ def test_timing_reports_the_bytes_each_rank_sent() -> None:
     # gathers %b, which it wrote, to rank 0 (6x8). Every element is an i64.
     assert sent == {0: 18 * 8, 1: 2 * 20 * 8, 2: 48 * 8}
     assert "dhir: rank 1 sent 320 bytes in " in timing.report()
+
+
+def _while_stencil() -> str:
+    """The stencil under `scf.while` counting down %steps (the condition reads no memref)."""
+    text = stencil(2)
+    head = "  scf.for %t = %zero to %steps step %one {\n"
+    assert head in text
+    loop = (
+        "  %left = scf.while (%k = %steps) : (index) -> index {\n"
+        "    %more = arith.cmpi sgt, %k, %zero : index\n"
+        "    scf.condition(%more) %k : index\n"
+        "  } do {\n"
+        "  ^bb0(%k2: index):\n"
+    )
+    text = text.replace(head, loop)
+    return text.replace(
+        "    }}\n  }}\n  return".replace("}}", "}"),
+        "    }\n    %next = arith.subi %k2, %one : index\n    scf.yield %next : index\n  }\n  return",
+    )
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_stencil_in_a_while_loop_stays_distributed_and_equals_the_oracle(mpi: str) -> None:
+    text = _while_stencil()
+    assert loop_entry_state(_schedule(text), 2) is not None
+    rng = np.random.default_rng(11)
+    u = rng.integers(0, 9, (N, N)).astype(np.int64)
+    steps = np.array(3, dtype=np.int64)
+    expected = dhir.run(text, u.copy(), u.copy(), steps, backend="interp")
+    got = dhir.run(text, u.copy(), u.copy(), steps, backend="native", ranks=2, mpi=mpi)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
