@@ -22,6 +22,7 @@ from loops import (
     sub,
     to_c,
     to_mlir,
+    to_plain_mlir,
 )
 
 # PolyBench/C 4.2.1's datasets (the kernels' .h files).
@@ -511,6 +512,12 @@ def kernel(name: str, sizes: dict[str, int]) -> Kernel:
 def program(name: str, sizes: dict[str, int], tasks: int, timed: bool = True) -> str:
     """The kernel as dhir MLIR text with `tasks` row-block tasks per statement."""
     return to_mlir(kernel(name, sizes), tasks, timed)
+
+
+def plain_program(name: str, sizes: dict[str, int], timed: bool = True) -> str:
+    """The kernel as plain MLIR (no dhir ops): one loop nest per statement over all its
+    rows, as a C front end would emit it; same arguments, inputs and timing as `program`."""
+    return to_plain_mlir(kernel(name, sizes), timed)
 
 
 def c_program(name: str, sizes: dict[str, int]) -> str:

@@ -372,3 +372,41 @@ def to_c(kernel: Kernel) -> str:
             "",
         ]
     )
+
+
+def to_plain_mlir(kernel: Kernel, timed: bool = True) -> str:
+    """The kernel as plain MLIR, without dhir ops, as a C front end would emit it: one
+    `scf.for` nest per statement over all its rows, the stencils' statements inside an
+    `scf.for` time loop, every constant at the top of the function (where MLIR's
+    canonicalizer puts them). Same arguments and timing as `to_mlir`."""
+    types = {name: memref_type(shape) for name, shape in kernel.arrays.items()}
+    args = ", ".join(f"%{name}: {types[name]}" for name in kernel.arrays)
+    body = _TaskBody(types)
+    zero, one = body.index_const(0), body.index_const(1)  # the time loop's and the store's
+    pad = "    " if kernel.steps else "  "
+    for statement in kernel.statements:
+        for node in statement.body(statement.lo, statement.hi):
+            body.node(node, pad)
+    lines: list[str] = []
+    if timed:
+        lines.append("func.func private @MPI_Wtime() -> f64")
+        args += ", %time: memref<1xf64>"
+    lines.append(f"func.func @main({args}) {{")
+    lines += [f"  {line}" for line in body.constants.values()]
+    if kernel.steps:
+        lines.append(f"  %tsteps = arith.constant {kernel.steps} : index")
+    if timed:
+        lines.append("  %start = func.call @MPI_Wtime() : () -> f64")
+    if kernel.steps:
+        lines.append(f"  scf.for %t = {zero} to %tsteps step {one} {{")
+    lines += body.lines
+    if kernel.steps:
+        lines.append("  }")
+    if timed:
+        lines += [
+            "  %end = func.call @MPI_Wtime() : () -> f64",
+            "  %seconds = arith.subf %end, %start : f64",
+            f"  memref.store %seconds, %time[{zero}] : memref<1xf64>",
+        ]
+    lines += ["  return", "}", ""]
+    return "\n".join(lines)

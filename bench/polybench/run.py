@@ -4,12 +4,15 @@ the run.
 
     .venv/bin/python bench/polybench/run.py [--size MEDIUM|LARGE] [--kernels gemm,...]
         [--tasks K] [--ranks 1,2] [--mpi mpich|openmpi] [--repeats N] [--placement P]
+        [--plain]
 
 Per kernel, medians of N runs: dhir on each rank count (1 thread per rank), the same loops
 in C (clang -O2, one core), NumPy (vectorised, 1 thread), the ratios, and the bytes each
 rank sent (from the runtime's DHIR_RT_STATS=1 report, "n/a" where it prints none). For
 jacobi-2d also mpi4py + NumPy on 2 ranks and Dask array on 2 threads (the optional extra
-`bench`: .venv/bin/pip install mpi4py 'dask[array]')."""
+`bench`: .venv/bin/pip install mpi4py 'dask[array]'). With --plain, also the kernel written
+as plain MLIR (no dhir ops, one loop nest per statement) through the normal compile path,
+which hands a function without schedules to CodeDrop, on each rank count."""
 
 import os
 
@@ -86,17 +89,26 @@ def run_dhir(
 
 
 def measure_dhir(
-    name: str, sizes: dict[str, int], tasks: int, ranks: int, args: argparse.Namespace
+    name: str,
+    sizes: dict[str, int],
+    tasks: int,
+    ranks: int,
+    args: argparse.Namespace,
+    plain: bool = False,
 ) -> DhirRun:
+    """The hand-tasked program with `tasks` tasks per statement, or with `plain` the plain
+    one, which compile_native treats as any user's plain function."""
     values = kernels.inputs(name, sizes)
     want = kernels.reference(name, sizes, values)
     began = time.perf_counter()
-    module = parse_string(kernels.program(name, sizes, tasks))
+    text = kernels.plain_program(name, sizes) if plain else kernels.program(name, sizes, tasks)
+    module = parse_string(text)
     exe, signature = compile_native(module, "main", ranks, args.mpi, None, args.placement)
     run = DhirRun(build_s=time.perf_counter() - began)
     for _ in range(args.repeats):
         results, log = run_dhir(exe, signature, ranks, [*values.values(), np.zeros(1)], args.mpi)
-        check(f"dhir {name} on {ranks} ranks", dict(zip(values, results)), want)
+        what = "dhir plain" if plain else "dhir"
+        check(f"{what} {name} on {ranks} ranks", dict(zip(values, results)), want)
         run.seconds.append(float(results[-1][0]))
         found = STATS.findall(log)
         if found:
@@ -239,13 +251,47 @@ def goals(
     return lines
 
 
+def plain_goals(name: str, ranks: list[int], med: Callable[[str], float | None]) -> list[str]:
+    """Issue 17's goals for the plain kernels: as fast as the hand-tasked program on the
+    same rank count; gemm and 2mm (stated for LARGE) twice as fast on 2 ranks as on 1."""
+    lines: list[str] = []
+    for r in ranks:
+        plain, tasked = med(f"plain{r}"), med(f"dhir{r}")
+        if plain is not None and tasked is not None:
+            lines.append(
+                f"plain{r} / dhir{r} = {plain / tasked:.2f} "
+                f"(goal <= 1.10: {_verdict(plain <= 1.10 * tasked)})"
+            )
+    p1, p2 = med("plain1"), med("plain2")
+    if name in ("gemm", "2mm") and p1 is not None and p2 is not None:
+        lines.append(f"plain1 / plain2 = {p1 / p2:.2f} (goal >= 1.85: {_verdict(p1 >= 1.85 * p2)})")
+    return lines
+
+
+def _label(key: str, runs: dict[str, DhirRun]) -> str:
+    labels = {
+        "C": "plain C (clang -O2, 1 core)",
+        "NumPy": "NumPy (1 thread)",
+        "mpi4py2": "mpi4py + NumPy, 2 ranks",
+        "dask2": "Dask map_overlap, 2 threads",
+    }
+    if key in labels:
+        return labels[key]
+    if key.startswith("plain"):
+        return f"dhir plain (CodeDrop), {key[5:]} rank(s) (build {runs[key].build_s:.1f} s)"
+    return f"dhir, {key[4:]} rank(s) (build {runs[key].build_s:.1f} s)"
+
+
 def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Path) -> None:
     sizes = kernels.SIZES[name][args.size]
     times: dict[str, list[float]] = {}
-    runs: dict[int, DhirRun] = {}
+    runs: dict[str, DhirRun] = {}  # by key: dhirR (hand-tasked), plainR
     for r in ranks:
-        runs[r] = measure_dhir(name, sizes, args.tasks, r, args)
-        times[f"dhir{r}"] = runs[r].seconds
+        runs[f"dhir{r}"] = measure_dhir(name, sizes, args.tasks, r, args)
+    for r in ranks if args.plain else []:
+        runs[f"plain{r}"] = measure_dhir(name, sizes, args.tasks, r, args, plain=True)
+    for key, run in runs.items():
+        times[key] = run.seconds
     times["C"] = measure_c(name, sizes, args, tmp)
     times["NumPy"] = measure_numpy(name, sizes, args.repeats)
     if name == "jacobi-2d":
@@ -261,28 +307,18 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
 
     shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
     print(f"\n## {name} {args.size} ({shown}), K = {args.tasks}, results match NumPy")
-    print(f"{'':34}{'ms':>10}{'min ms':>10}{'vs dhir1':>10}   bytes sent per rank")
+    width = max(34, *(len(_label(key, runs)) + 2 for key in times))
+    print(f"{'':{width}}{'ms':>10}{'min ms':>10}{'vs dhir1':>10}   bytes sent per rank")
     base = med("dhir1") if 1 in ranks else None
-    labels = {
-        "C": "plain C (clang -O2, 1 core)",
-        "NumPy": "NumPy (1 thread)",
-        "mpi4py2": "mpi4py + NumPy, 2 ranks",
-        "dask2": "Dask map_overlap, 2 threads",
-    }
     for key, values in times.items():
-        label = labels.get(
-            key,
-            f"dhir, {key[4:]} rank(s) (build {runs[int(key[4:])].build_s:.1f} s)"
-            if key.startswith("dhir")
-            else key,
-        )
         ratio = f"{statistics.median(values) / base:10.2f}" if base else f"{'-':>10}"
-        extra = _bytes(runs[int(key[4:])]) if key.startswith("dhir") else ""
-        print(f"{label:34}{_ms(values)}{min(values) * 1e3:10.2f}{ratio}   {extra}")
-    run2 = runs.get(2)
-    for line in goals(name, sizes, med, run2):
-        note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
+        extra = _bytes(runs[key]) if key in runs else ""
+        print(f"{_label(key, runs):{width}}{_ms(values)}{min(values) * 1e3:10.2f}{ratio}   {extra}")
+    note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
+    for line in goals(name, sizes, med, runs.get("dhir2")):
         print(f"  {line}{note}")
+    for line in plain_goals(name, ranks, med) if args.plain else []:
+        print(f"  {line}{note if line.startswith('plain1 / plain2') else ''}")
 
 
 def main() -> int:
@@ -295,6 +331,11 @@ def main() -> int:
     parser.add_argument("--ranks", default="1,2", help="comma-separated rank counts")
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="also the kernels as plain MLIR (no dhir ops), compiled through CodeDrop",
+    )
     parser.add_argument(
         "--placement", default=DEFAULT_ALGORITHM, help="round-robin, heft, peft, best"
     )
