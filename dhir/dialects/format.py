@@ -17,11 +17,29 @@ from xdsl.irdl import (
 )
 from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.irdl.operations import get_accessors_from_op_def
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
+from xdsl.utils.str_enum import StrEnum
 
 OpT = TypeVar("OpT", bound=type[IRDLOperation])
+
+
+class AngleBracketEnum:
+    """Mixin for an EnumAttribute written `#dialect.name<value>` (put it before
+    `EnumAttribute[...]` in the bases): the value sits in angle brackets."""
+
+    # The attribute's own `data` and `enum_type` (EnumAttribute's), read as such.
+    def print_parameter(self, printer: Printer) -> None:
+        data = cast(StrEnum, getattr(self, "data"))  # noqa: B009
+        with printer.in_angle_brackets():
+            printer.print_identifier_or_string_literal(data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Any:
+        enum_type = cast(type[StrEnum], getattr(cls, "enum_type"))  # noqa: B009
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(enum_type)
 
 
 def redefine(

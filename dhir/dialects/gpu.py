@@ -86,6 +86,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
+    AngleBracketEnum,
     custom_format,
     optional_property,
     print_type_list,
@@ -108,19 +109,10 @@ class AddressSpace(StrEnum):
 
 
 @irdl_attr_definition
-class AddressSpaceAttr(EnumAttribute[AddressSpace]):
+class AddressSpaceAttr(AngleBracketEnum, EnumAttribute[AddressSpace]):
     """`#gpu.address_space<workgroup>`, the memory space of shared/local buffers."""
 
     name = "gpu.address_space"
-
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            super().print_parameter(printer)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> AddressSpace:
-        with parser.in_angle_brackets():
-            return super().parse_parameter(parser)
 
 
 class AllReduceOperation(StrEnum):

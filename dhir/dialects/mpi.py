@@ -40,11 +40,13 @@ from xdsl.irdl.declarative_assembly_format import (
     PrintingState,
     irdl_custom_directive,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum  # xDSL's enum helpers are typed against it
+
+from dhir.dialects.format import AngleBracketEnum
 
 # What op constructors accept as an operand: a value, or a one-result op.
 Value = SSAValue | Operation
@@ -197,21 +199,12 @@ class StatusType(ParametrizedAttribute, TypeAttribute):
 
 
 @irdl_attr_definition
-class ErrorClassAttr(EnumAttribute[ErrorClass]):
+class ErrorClassAttr(AngleBracketEnum, EnumAttribute[ErrorClass]):
     """`#mpi.errclass<MPI_SUCCESS>`; inside `mpi.retval_check` only `<...>`."""
-
-    name = "mpi.errclass"
 
     # Upstream's parameter syntax carries the angle brackets, so the stripped
     # form used in the op's custom syntax is `<MPI_SUCCESS>`, not `MPI_SUCCESS`.
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            super().print_parameter(printer)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> ErrorClass:
-        with parser.in_angle_brackets():
-            return super().parse_parameter(parser)
+    name = "mpi.errclass"
 
 
 def reduction_attr(kind: ReductionKind | str) -> IntegerAttr[I32]:

@@ -44,7 +44,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -52,7 +52,7 @@ from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.format import print_type_list, split_properties
+from dhir.dialects.format import AngleBracketEnum, print_type_list, split_properties
 
 I64Array = ArrayAttr[IntegerAttr]
 
@@ -216,19 +216,10 @@ class Punctuation(StrEnum):
 
 
 @irdl_attr_definition
-class PunctuationAttr(EnumAttribute[Punctuation]):
+class PunctuationAttr(AngleBracketEnum, EnumAttribute[Punctuation]):
     """`#vector.punctuation<newline>`: what `vector.print` prints after its value."""
 
     name = "vector.punctuation"
-
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string(self.data)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> Punctuation:
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(Punctuation)
 
 
 _NEWLINE = PunctuationAttr(Punctuation.NEWLINE)
@@ -344,19 +335,10 @@ class IteratorType(StrEnum):
 
 
 @irdl_attr_definition
-class IteratorTypeAttr(EnumAttribute[IteratorType]):
+class IteratorTypeAttr(AngleBracketEnum, EnumAttribute[IteratorType]):
     """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`."""
 
     name = "vector.iterator_type"
-
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string(self.data)
-
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> IteratorType:
-        with parser.in_angle_brackets():
-            return parser.parse_str_enum(IteratorType)
 
 
 def _iterator_types(value: Attribute, parser: Parser, pos: int) -> ArrayAttr[IteratorTypeAttr]:
