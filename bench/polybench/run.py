@@ -44,9 +44,8 @@ from kernels import check  # noqa: E402
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM  # noqa: E402
-from dhir.toolchain.harness import command_line_args  # noqa: E402
-from dhir.toolchain.launch import run_mpi_program  # noqa: E402
-from dhir.toolchain.signature import EntrySignature, check_inputs  # noqa: E402
+from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.signature import EntrySignature  # noqa: E402
 from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
 
 # The runtime's report with DHIR_RT_STATS=1, one line per rank.
@@ -67,25 +66,10 @@ class DhirRun:
 def run_dhir(
     exe: Path, signature: EntrySignature, ranks: int, values: list[np.ndarray], mpi: str
 ) -> tuple[list[np.ndarray], str]:
-    """Like dhir.toolchain.launch.run_executable, but also returns the program's output
-    (stdout and stderr), where the runtime's statistics are."""
-    arrays = check_inputs(signature, list(values))
-    with tempfile.TemporaryDirectory(prefix="polybench-") as tmp:
-        work = Path(tmp)
-        out = work / "out"
-        out.mkdir()
-        paths: dict[int, str] = {}
-        for spec, array in zip(signature.args, arrays):
-            if spec.is_memref:
-                paths[spec.index] = str(work / f"in{spec.index}.raw")
-                array.astype("<f8").tofile(paths[spec.index])
-        args = [str(out), *command_line_args(signature, paths, arrays)]
-        log = run_mpi_program(exe, args, ranks, mpi, timeout=3600)
-        results = [
-            np.fromfile(out / f"arg{spec.index}.raw", dtype="<f8").reshape(array.shape)
-            for spec, array in zip(signature.args, arrays)
-        ]
-    return results, log
+    """Run a built kernel; the results and the runtime's traffic lines (one per rank)."""
+    traffic: list[str] = []
+    results = run_executable(exe, signature, ranks, values, mpi=mpi, timeout=3600, traffic=traffic)
+    return results, "\n".join(traffic)
 
 
 def measure_dhir(
