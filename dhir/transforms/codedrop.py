@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from dhir.analysis.effects import VIEW_OPS, memory_effects
 from dhir.analysis.sharing import buffers, mutable_global_users, reaches_mutable_global
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic
 
 TARGET_KINDS = ("any", "cpu", "gpu")
 _LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
@@ -265,7 +266,10 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     function = find_function(module, entry)
     if function is None or not function.body.blocks or has_schedule(function):
         return None
-    done = codedrop(module, entry, target)
+    try:
+        done = codedrop(module, entry, target)
+    except PassFailedException as error:
+        raise DhirError([Diagnostic(str(error.args[0]) if error.args else str(error))]) from None
     where = f"dhir: no dhir.schedule in @{entry}"
     if not done.nests:
         return (
