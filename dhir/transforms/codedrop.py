@@ -197,7 +197,7 @@ class _Dropper:
                 views[value] = chain
             roots[value] = frozenset([base])
         bases = list(dict.fromkeys(next(iter(r)) for r in roots.values()))
-        if not all(_sendable(b) for b in bases) or self._uses_mutable_global(op):
+        if not all(_sendable(b) for b in bases) or self._reaches_outside(op):
             return None
         _, writes = memory_effects([op], dict(roots))
         task = _Task(op, bases, views, frozenset(writes))
@@ -205,8 +205,11 @@ class _Dropper:
             return None
         return task
 
-    def _uses_mutable_global(self, op: Operation) -> bool:
-        return reaches_mutable_global(op, *self.globals_)
+    def _reaches_outside(self, op: Operation) -> bool:
+        """Whether `op` uses a mutable global or calls a function holding schedules."""
+        calls = (o for o in op.walk() if isinstance(o, func.CallOp))
+        blocked = any(call.callee.string_value() in self.blocked for call in calls)
+        return blocked or reaches_mutable_global(op, *self.globals_)
 
     def _flush(self, run: list[_Task], moved: list[Operation]) -> None:
         if not run:

@@ -284,3 +284,29 @@ def test_target_reaches_the_tasks() -> None:
 def test_help_lists_the_flags() -> None:
     result = _dhir("run", "--help")
     assert "--no-codedrop" in result.stdout and "--target" in result.stdout
+
+
+def test_a_nest_calling_a_function_with_a_schedule_stays_host_code() -> None:
+    """A task cannot run a schedule: the loop calling @helper stays host code."""
+    text = f"""
+func.func @helper(%a: {TYPE}) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %a {{}}
+  }}
+  return
+}}
+func.func @main(%a: {TYPE}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant {N} : index
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {{
+    func.call @helper(%a) : ({TYPE}) -> ()
+    scf.reduce
+  }}
+  func.call @helper(%a) : ({TYPE}) -> ()
+  return
+}}
+"""
+    module = parse_string(text)
+    assert codedrop(module, "main").nests == 0
