@@ -1,5 +1,6 @@
 """`dhir.run` (dhir.runner.run): one call from a program and NumPy inputs to the results."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
 from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
+from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")
 DEFAULT_BACKEND = "native"
@@ -42,6 +44,8 @@ def run(
     costs: str | Path | None = None,
     profile: str | Path | None = None,
     gpu_fallback: str = "none",
+    codedrop: bool = True,
+    target: str = "any",
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -50,7 +54,9 @@ def run(
     Native only: `placement` picks the ranks' tasks (round-robin, heft, peft, best), with
     the measured task times of the profile `costs`; `profile` names a file to write the
     measured time of every task to (see docs/costs.md). `gpu_fallback="cpu"` runs GPU
-    tasks written as loops on the CPU (native; see docs/gpu.md)."""
+    tasks written as loops on the CPU (native; see docs/gpu.md). An entry without a
+    `dhir.schedule` goes through CodeDrop first (native; `codedrop=False` runs it as
+    written), its tasks bound to `target` (an arch, cpu, gpu or any)."""
     return run_module(
         load_program(program),
         entry,
@@ -65,7 +71,18 @@ def run(
         costs=Path(costs) if costs is not None else None,
         profile=Path(profile) if profile is not None else None,
         gpu_fallback=gpu_fallback,
+        codedrop=codedrop,
+        target=target,
     )
+
+
+def drop_code(module: ModuleOp, entry: str, enabled: bool = True, target: str = "any") -> None:
+    """CodeDrop on an entry without schedules (dhir-codedrop), saying so on stderr."""
+    if not enabled:
+        return
+    line = auto_codedrop(module, entry, target)
+    if line is not None:
+        print(line, file=sys.stderr)
 
 
 def run_module(
@@ -85,6 +102,8 @@ def run_module(
     profile: Path | None = None,
     hostfile: Path | None = None,
     gpu_fallback: str = "none",
+    codedrop: bool = True,
+    target: str = "any",
 ) -> list[np.ndarray]:
     """Run `module` on the chosen backend: what `dhir.run` and `dhir run` share. Rank 0's
     results are written to `output_dir` (argK.npy) when given."""
@@ -103,6 +122,7 @@ def run_module(
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results
     if backend == "native":
+        drop_code(module, entry, codedrop, target)
         return run_native(
             module,
             entry,

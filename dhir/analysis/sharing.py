@@ -104,6 +104,23 @@ def _yielded(op: Operation) -> Iterator[SSAValue]:
 # --- mutable globals ------------------------------------------------------------------
 
 
+def mutable_global_users(module: ModuleOp) -> tuple[set[str], dict[str, str]]:
+    """The module's mutable globals, and the functions reaching one (see below)."""
+    mutable = _mutable_globals(module)
+    return mutable, _functions_using(module, mutable)
+
+
+def reaches_mutable_global(op: Operation, mutable: set[str], users: dict[str, str]) -> bool:
+    """Whether `op` uses a mutable global, directly or through a function it calls."""
+    for inner in op.walk():
+        if inner.name == GET_GLOBAL and _global_name(inner) in mutable:
+            return True
+        callee = _callee(inner)
+        if callee is not None and callee in users:
+            return True
+    return False
+
+
 def _check_globals(task: TaskOp, mutable: set[str], users: dict[str, str]) -> None:
     for op in task.body.walk():
         if op.name == GET_GLOBAL and _global_name(op) in mutable:

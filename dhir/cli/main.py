@@ -3,8 +3,9 @@
 dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
          [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
          [--placement ALGO] [--costs FILE] [--profile FILE] [--system FILE]
+         [--no-codedrop] [--target ARCH|cpu|gpu]
 dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
-         [--placement ALGO] [--costs FILE]
+         [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
 dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
 """
 
@@ -26,7 +27,7 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
-from dhir.runner import BACKENDS, DEFAULT_BACKEND, load_program, run_module
+from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
 from dhir.toolchain.build import Timing, cache_root
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.signature import (
@@ -154,6 +155,18 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="task times measured by --profile, used by the placement instead of estimates",
     )
+    parser.add_argument(
+        "--no-codedrop",
+        action="store_true",
+        help="run an entry without dhir.schedule as written, on every rank (by default "
+        "CodeDrop wraps its loop nests, linalg ops and calls in tasks; docs/commands.md)",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="ARCH|cpu|gpu",
+        help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
+        "(default: any device)",
+    )
 
 
 def _rank_count(text: str) -> int:
@@ -170,6 +183,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     module = _load_timed(Path(args.file), timing)
     ranks = args.ranks if args.ranks is not None else 1
+    drop_code(module, args.entry, not args.no_codedrop, args.target or "any")
     exe, signature = compile_native(
         module,
         args.entry,
@@ -237,6 +251,8 @@ def _run_program(
         placement=args.placement or DEFAULT_ALGORITHM,
         costs=args.costs,
         gpu_fallback=args.gpu_fallback,
+        codedrop=not args.no_codedrop,
+        target=args.target or "any",
     )
     return results, signature
 
@@ -249,7 +265,9 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    given = [f"--{name}" for name in ("placement", "costs", "profile") if getattr(args, name)]
+    given = [
+        f"--{name}" for name in ("placement", "costs", "profile", "target") if getattr(args, name)
+    ]
     if given:
         raise DhirError(
             [

@@ -14,6 +14,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AnnotateDependencesPass
 
+    def codedrop() -> type[ModulePass]:
+        from dhir.transforms.codedrop import CodeDropPass
+
+        return CodeDropPass
+
     def place() -> type[ModulePass]:
         from dhir.transforms.place import PlacePass
 
@@ -51,6 +56,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
     return {
         "dhir-annotate-dependences": annotate_dependences,
+        "dhir-codedrop": codedrop,
         "dhir-place": place,
         "dhir-instrument": instrument,
         "dhir-gpu-kernels": gpu_kernels,

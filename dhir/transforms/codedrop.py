@@ -1,0 +1,389 @@
+"""`dhir-codedrop`: plain MLIR in, schedules of tasks out.
+
+A function without dhir ops becomes one with schedules. Each top-level piece of work
+becomes a task: a loop nest (`scf.for`, `scf.parallel`, `affine.for`, `affine.parallel`),
+a linalg structured op, or a `func.call` taking memrefs. A task lists the memrefs defined
+outside it that it uses; a view made by host code (a `memref.subview` of an argument,
+say) is made again inside the task, which lists the view's base buffer instead, so that
+no two schedule operands alias. Consecutive tasks share one schedule; scalar arithmetic,
+allocations and views between them move before it. Anything else is host code and ends
+the schedule.
+
+An outer `scf.for`/`affine.for` around several pieces of work is a *time loop*: it stays
+a host loop around schedules of its body. One around a single nest is a task when its
+counter reaches a subscript of that nest (the rows of a gemm) and a time loop otherwise.
+Both choices keep the meaning (tasks run in program order); the rule only decides what
+dhir may spread over ranks.
+
+Work stays host code (still correct, run on every rank) when it cannot be a task: its
+results are used, it uses a memref type dhir cannot send, its memrefs may alias one
+another and it writes one, it touches a mutable global, or it calls a function that
+holds schedules. See docs/commands.md.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import affine, func, scf
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, MemRefType, ModuleOp, NoneAttr
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import PassFailedException, VerifyException
+
+from dhir.analysis.effects import VIEW_OPS, memory_effects
+from dhir.analysis.sharing import buffers, mutable_global_users, reaches_mutable_global
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+TARGET_KINDS = ("any", "cpu", "gpu")
+_LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
+_SERIAL_LOOPS = (scf.ForOp, affine.ForOp)
+# Host ops whose regions may hold work of their own (a time loop's body, a branch).
+_HOST_REGIONS = ("scf.for", "affine.for", "scf.while", "scf.if", "affine.if", "scf.execute_region")
+# Ops that touch no data: they may move before a schedule instead of ending it.
+_MOVABLE = frozenset({"memref.alloc", "memref.alloca", "memref.dim", "memref.rank"}) | VIEW_OPS
+_PURE_DIALECTS = frozenset({"arith", "index", "math"})
+_PURE_AFFINE = frozenset({"affine.apply", "affine.min", "affine.max"})
+# op name -> the operand positions that are subscripts
+_SUBSCRIPTS = {
+    "memref.load": 1,
+    "affine.load": 1,
+    "vector.load": 1,
+    "memref.store": 2,
+    "affine.store": 2,
+    "vector.store": 2,
+    "memref.subview": 1,
+}
+
+
+@dataclass(frozen=True)
+class CodeDropPass(ModulePass):
+    """Wrap the loop nests, linalg ops and calls of functions without dhir ops in tasks."""
+
+    name = "dhir-codedrop"
+
+    entry: str | None = None  # the one function to rewrite; default: every function
+    target: str = "any"  # an arch, or the kind cpu, gpu or any
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        codedrop(op, self.entry, self.target)
+
+
+@dataclass
+class Summary:
+    """What CodeDrop did: pieces of work wrapped in tasks, schedules made."""
+
+    nests: int = 0
+    schedules: int = 0
+
+
+def has_schedule(function: func.FuncOp) -> bool:
+    return any(isinstance(op, ScheduleOp | TaskOp) for op in function.walk())
+
+
+def find_function(module: ModuleOp, name: str) -> func.FuncOp | None:
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
+            return op
+    return None
+
+
+def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") -> Summary:
+    """Rewrite `entry` (or every function) when it holds no dhir ops; what was done."""
+    _check_target(target)
+    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp) and f.body.blocks]
+    if entry is not None:
+        chosen = find_function(module, entry)
+        if chosen is None or not chosen.body.blocks:
+            raise PassFailedException(
+                f"dhir-codedrop: the module has no function @{entry} with a body; "
+                f"name one of: {', '.join('@' + f.sym_name.data for f in functions) or 'none'}"
+            )
+        functions = [chosen]
+    functions = [f for f in functions if not has_schedule(f)]
+    names = {f.sym_name.data for f in functions}
+    # Calls into functions that hold (or will hold) schedules stay host code: a task
+    # cannot run a schedule.
+    blocked = names | {f.sym_name.data for f in _all_functions(module) if has_schedule(f)}
+    dropper = _Dropper(target, blocked, mutable_global_users(module))
+    for function in functions:
+        for block in function.body.blocks:
+            dropper.block(block)
+    return dropper.summary
+
+
+def _all_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    return (f for f in module.body.block.ops if isinstance(f, func.FuncOp))
+
+
+def _check_target(target: str) -> None:
+    try:
+        _make_target(target).verify_()
+    except VerifyException as error:
+        raise PassFailedException(
+            f"dhir-codedrop: bad target '{target}': {error}; give an arch, or cpu, gpu or any"
+        ) from None
+
+
+def _make_target(target: str) -> TargetOp:
+    return TargetOp(kind=target) if target in TARGET_KINDS else TargetOp(arch=target)
+
+
+@dataclass
+class _Task:
+    """A piece of work about to become a task."""
+
+    op: Operation
+    bases: list[SSAValue]  # the memrefs it lists
+    views: dict[SSAValue, list[Operation]]  # a used view -> the host ops making it
+    writes: frozenset[SSAValue]
+
+
+@dataclass
+class _Dropper:
+    target: str
+    blocked: set[str]
+    globals_: tuple[set[str], dict[str, str]]
+    summary: Summary = field(default_factory=Summary)
+
+    def block(self, block: Block) -> None:
+        run: list[_Task] = []
+        moved: list[Operation] = []
+        for op in list(block.ops):
+            if op.has_trait(IsTerminator):
+                break
+            if _is_movable(op):
+                if run:
+                    moved.append(op)
+                continue
+            task = self._task(op) if self._is_work(op) else None
+            if task is not None and not _conflicts(run, task):
+                run.append(task)
+                continue
+            self._flush(run, moved)
+            run, moved = [], []
+            if task is not None:
+                run.append(task)
+            elif op.name in _HOST_REGIONS and not self._is_work(op):
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self.block(inner)
+        self._flush(run, moved)
+
+    def _is_work(self, op: Operation) -> bool:
+        if any(result.uses for result in op.results):
+            return False
+        if isinstance(op, _SERIAL_LOOPS):
+            return not _is_time_loop(op)
+        if isinstance(op, (*_LOOPS, LinalgStructuredOperation)):
+            return True
+        if isinstance(op, func.CallOp):
+            return op.callee.string_value() not in self.blocked and any(
+                isinstance(v.type, MemRefType) for v in op.operands
+            )
+        return False
+
+    def _task(self, op: Operation) -> _Task | None:
+        """`op` as a task, or None when it must stay host code."""
+        used = _outside_memrefs(op)
+        views: dict[SSAValue, list[Operation]] = {}
+        roots: dict[SSAValue, frozenset[SSAValue]] = {}
+        for value in used:
+            chain, base = _view_chain(value)
+            if chain:
+                views[value] = chain
+            roots[value] = frozenset([base])
+        bases = list(dict.fromkeys(next(iter(r)) for r in roots.values()))
+        if not all(_sendable(b) for b in bases) or self._reaches_outside(op):
+            return None
+        _, writes = memory_effects([op], dict(roots))
+        task = _Task(op, bases, views, frozenset(writes))
+        if _aliased(task.bases, task.bases, task.writes):
+            return None
+        return task
+
+    def _reaches_outside(self, op: Operation) -> bool:
+        """Whether `op` uses a mutable global or calls a function holding schedules."""
+        calls = (o for o in op.walk() if isinstance(o, func.CallOp))
+        blocked = any(call.callee.string_value() in self.blocked for call in calls)
+        return blocked or reaches_mutable_global(op, *self.globals_)
+
+    def _flush(self, run: list[_Task], moved: list[Operation]) -> None:
+        if not run:
+            return
+        first = run[0].op
+        block = first.parent_block()
+        assert block is not None
+        for op in moved:
+            op.detach()
+            block.insert_op_before(op, first)
+        operands = list(dict.fromkeys(b for task in run for b in task.bases))
+        target = _make_target(self.target)
+        target.result.name_hint = self.target if self.target in TARGET_KINDS else "target"
+        body = Block([target])
+        schedule = ScheduleOp(operands, Region(body))
+        schedule.location = first.location
+        block.insert_op_before(schedule, first)
+        end = body.last_op
+        assert end is not None  # the schedule's dhir.yield
+        for task in run:
+            body.insert_op_before(_wrap(task, target.result), end)
+            _erase_unused(task.views.values())
+        self.summary.nests += len(run)
+        self.summary.schedules += 1
+
+
+def _wrap(task: _Task, target: SSAValue) -> TaskOp:
+    op = task.op
+    inner = Block()
+    for value, chain in task.views.items():
+        mapping: dict[SSAValue, SSAValue] = {}
+        for view in chain:
+            clone = view.clone(value_mapper=mapping)
+            inner.add_op(clone)
+            mapping.update(zip(view.results, clone.results))
+        made = mapping[value]
+        value.replace_uses_with_if(made, lambda use: _inside(use.operation, op))
+    op.detach()
+    inner.add_op(op)
+    wrapped = TaskOp(target, task.bases, Region(inner))
+    wrapped.location = op.location
+    return wrapped
+
+
+def _erase_unused(chains: Iterable[list[Operation]]) -> None:
+    """Drop host views that only the wrapped work used (each task makes its own)."""
+    for chain in chains:
+        for view in reversed(chain):
+            if view.parent is not None and not any(r.uses for r in view.results):
+                view.detach()
+                view.erase()
+
+
+def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | None:
+    """What `dhir run` does with a plain program: apply CodeDrop to `entry` when it holds
+    no schedule, and say so (the line to show the user); None when it has one."""
+    function = find_function(module, entry)
+    if function is None or not function.body.blocks or has_schedule(function):
+        return None
+    try:
+        done = codedrop(module, entry, target)
+    except PassFailedException as error:
+        raise DhirError([Diagnostic(str(error.args[0]) if error.args else str(error))]) from None
+    where = f"dhir: no dhir.schedule in @{entry}"
+    if not done.nests:
+        return (
+            f"{where}, and no loop nest, linalg op or call CodeDrop can wrap; it runs as host code"
+        )
+    tasks = f"{done.nests} task{'s' if done.nests != 1 else ''}"
+    schedules = f"{done.schedules} schedule{'s' if done.schedules != 1 else ''}"
+    return f"{where}; CodeDrop made {tasks} in {schedules} (--no-codedrop to run it as written)"
+
+
+def _is_time_loop(op: Operation) -> bool:
+    """An outer serial loop around work that is not one nest over its rows."""
+    body = [o for o in op.regions[0].block.ops if not o.has_trait(IsTerminator)]
+    nests = [o for o in body if not _is_movable(o)]
+    if not any(_holds_work(o) for o in nests):
+        return False  # a loop of plain statements: one nest
+    if len(nests) != 1 or op.results or not isinstance(nests[0], _LOOPS):
+        return True
+    counter = op.regions[0].block.args[0]
+    return not _reaches_subscript(counter, nests[0])
+
+
+def _holds_work(op: Operation) -> bool:
+    return any(isinstance(o, (*_LOOPS, LinalgStructuredOperation, func.CallOp)) for o in op.walk())
+
+
+def _reaches_subscript(counter: SSAValue, nest: Operation) -> bool:
+    """Whether `counter`, through index arithmetic, is a subscript of an access in `nest`."""
+    derived = {counter}
+    for op in nest.walk():
+        start = _SUBSCRIPTS.get(op.name)
+        if start is not None and any(v in derived for v in op.operands[start:]):
+            return True
+        if _is_pure_scalar(op) and any(v in derived for v in op.operands):
+            derived.update(op.results)
+    return False
+
+
+def _is_pure_scalar(op: Operation) -> bool:
+    return not op.regions and (op.dialect_name() in _PURE_DIALECTS or op.name in _PURE_AFFINE)
+
+
+def _is_movable(op: Operation) -> bool:
+    return not op.regions and (_is_pure_scalar(op) or op.name in _MOVABLE)
+
+
+def _outside_memrefs(op: Operation) -> list[SSAValue]:
+    used: dict[SSAValue, None] = {}
+    for inner in op.walk():
+        for value in inner.operands:
+            if isinstance(value.type, MemRefType) and not _defined_in(value, op):
+                used[value] = None
+    return list(used)
+
+
+def _view_chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """The host ops making the view `value` of a buffer (outermost first), and the buffer."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, Operation) and value.owner.name in VIEW_OPS:
+        source = value.owner.operands[0] if value.owner.operands else None
+        if source is None or not isinstance(source.type, MemRefType):
+            break
+        chain.insert(0, value.owner)
+        value = source
+    return chain, value
+
+
+def _sendable(value: SSAValue) -> bool:
+    type_ = value.type
+    return (
+        isinstance(type_, MemRefType)
+        and isinstance(type_.layout, NoneAttr)
+        and isinstance(type_.element_type, IntegerType | IndexType | AnyFloat)
+    )
+
+
+def _aliased(first: list[SSAValue], second: list[SSAValue], writes: frozenset[SSAValue]) -> bool:
+    """Whether a value of `first` and a different one of `second` may share a buffer
+    while one of them is written (dhir-lower-to-mpi refuses such schedule operands)."""
+    for a in first:
+        for b in second:
+            if a is not b and (a in writes or b in writes) and buffers(a) & buffers(b):
+                return True
+    return False
+
+
+def _conflicts(run: list[_Task], task: _Task) -> bool:
+    if not run:
+        return False
+    bases = list(dict.fromkeys(b for t in run for b in t.bases))
+    writes = task.writes.union(*(t.writes for t in run))
+    return _aliased(task.bases, bases, writes)
+
+
+def _defined_in(value: SSAValue, op: Operation) -> bool:
+    owner = value.owner
+    current = owner if isinstance(owner, Operation) else owner.parent_op()
+    while current is not None:
+        if current is op:
+            return True
+        current = current.parent_op()
+    return False
+
+
+def _inside(user: Operation, op: Operation) -> bool:
+    current: Operation | None = user
+    while current is not None:
+        if current is op:
+            return True
+        current = current.parent_op()
+    return False
+
+
+__all__ = ["CodeDropPass", "Summary", "auto_codedrop", "codedrop", "find_function", "has_schedule"]

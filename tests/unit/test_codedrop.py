@@ -1,0 +1,312 @@
+"""CodeDrop (dhir-codedrop): plain MLIR through CodeDrop on 1-4 ranks equals the
+interpreter on the original program bit for bit; `dhir run`/`dhir compile` apply it to an
+entry without schedules, say so, and obey --no-codedrop and --target."""
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import dhir
+from dhir.ir.text import parse_string
+from dhir.transforms.codedrop import codedrop
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+N = 8  # every buffer is memref<8xi32>; loops run over 1..N-2 so that i-1 and i+1 fit
+TIMEOUT = 90
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+@dataclass(frozen=True)
+class Nest:
+    """for i in 1..N-2: w[i] = mix(seed, reads), a read being buf[i + offset]."""
+
+    kind: str  # for | parallel | affine | nested (a 2-deep nest: for i { for j in 0..1 })
+    write: int
+    reads: tuple[tuple[int, int], ...]
+    seed: int
+
+
+@dataclass(frozen=True)
+class Host:
+    """w[k] = r[k2], outside any loop."""
+
+    write: int
+    read: int
+    k: int
+
+
+@dataclass(frozen=True)
+class TimeLoop:
+    steps: int
+    body: tuple["Nest | Host", ...]
+
+
+Item = Nest | Host | TimeLoop
+
+
+def _nests(buffers: int) -> st.SearchStrategy[Nest]:
+    def build(kind: str, write: int, seed: int) -> st.SearchStrategy[Nest]:
+        # A parallel loop reads no buffer it writes (that would be a race).
+        choices = [b for b in range(buffers) if kind != "parallel" or b != write]
+        read = st.tuples(st.sampled_from(choices), st.integers(-1, 1))
+        return st.lists(read, min_size=1, max_size=3).map(
+            lambda reads: Nest(kind, write, tuple(reads), seed)
+        )
+
+    return st.tuples(
+        st.sampled_from(("for", "parallel", "affine", "nested")),
+        st.integers(0, buffers - 1),
+        st.integers(1, 9),
+    ).flatmap(lambda t: build(*t))
+
+
+def _items(buffers: int) -> st.SearchStrategy[Item]:
+    host = st.builds(
+        Host, st.integers(0, buffers - 1), st.integers(0, buffers - 1), st.integers(0, N - 1)
+    )
+    plain = st.one_of(_nests(buffers), _nests(buffers), host)
+    loop = st.builds(
+        TimeLoop, st.integers(1, 3), st.lists(plain, min_size=1, max_size=3).map(tuple)
+    )
+    return st.one_of(plain, plain, loop)
+
+
+programs = st.integers(2, 3).flatmap(
+    lambda b: st.tuples(st.just(b), st.lists(_items(b), min_size=1, max_size=5))
+)
+
+
+def _text(buffers: int, items: list[Item]) -> str:
+    lines: list[str] = []
+    counter = iter(range(10_000))
+
+    def emit(item: Nest | Host | TimeLoop, indent: str) -> None:
+        if isinstance(item, TimeLoop):
+            lines.append(f"{indent}scf.for %t{next(counter)} = %c0 to %s{item.steps} step %c1 {{")
+            for inner in item.body:
+                emit(inner, indent + "  ")
+            lines.append(f"{indent}}}")
+        elif isinstance(item, Host):
+            v = f"%h{next(counter)}"
+            lines.append(f"{indent}{v} = memref.load %b{item.read}[%k{item.k}] : {TYPE}")
+            lines.append(f"{indent}memref.store {v}, %b{item.write}[%k{item.k}] : {TYPE}")
+        else:
+            _nest(item, indent, lines, next(counter))
+
+    for item in items:
+        emit(item, "  ")
+    args = ", ".join(f"%b{b}: {TYPE}" for b in range(buffers))
+    consts = [f"  %k{k} = arith.constant {k} : index" for k in range(N)]
+    consts += [f"  %s{s} = arith.constant {s} : index" for s in (1, 2, 3)]
+    consts += ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
+    consts += [f"  %hi = arith.constant {N - 1} : index", "  %three = arith.constant 3 : i32"]
+    body = "\n".join([*consts, *lines])
+    return f"func.func @main({args}) {{\n{body}\n  return\n}}\n"
+
+
+TYPE = f"memref<{N}xi32>"
+
+
+def _nest(nest: Nest, indent: str, lines: list[str], n: int) -> None:
+    i = f"%i{n}"
+    inner = indent + "  "
+    if nest.kind == "parallel":
+        lines.append(f"{indent}scf.parallel ({i}) = (%k1) to (%hi) step (%c1) {{")
+    elif nest.kind == "affine":
+        lines.append(f"{indent}affine.for {i} = 1 to {N - 1} {{")
+    else:
+        lines.append(f"{indent}scf.for {i} = %k1 to %hi step %c1 {{")
+    if nest.kind == "nested":  # the inner loop runs once more per row: i stays a subscript
+        lines.append(f"{inner}scf.for %j{n} = %c0 to %c1 step %c1 {{")
+        inner += "  "
+    acc = f"%a{n}_s"
+    lines.append(f"{inner}{acc} = arith.constant {nest.seed} : i32")
+    for r, (buf, offset) in enumerate(nest.reads):
+        at = f"%x{n}_{r}"
+        lines.append(f"{inner}{at} = arith.addi {i}, %k{offset + 1} : index")
+        lines.append(f"{inner}{at}m = arith.subi {at}, %c1 : index")
+        lines.append(f"{inner}%v{n}_{r} = memref.load %b{buf}[{at}m] : {TYPE}")
+        lines.append(f"{inner}%m{n}_{r} = arith.muli {acc}, %three : i32")
+        acc = f"%a{n}_{r}"
+        lines.append(f"{inner}{acc} = arith.addi %m{n}_{r}, %v{n}_{r} : i32")
+    lines.append(f"{inner}memref.store {acc}, %b{nest.write}[{i}] : {TYPE}")
+    if nest.kind == "nested":
+        lines.append(f"{indent}  }}")
+    if nest.kind == "parallel":
+        lines.append(f"{indent}  scf.reduce")
+    lines.append(f"{indent}}}")
+
+
+def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), f"argument {k}:\n{g}\n{w}"
+
+
+@needs_llvm
+@settings(
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+@given(programs, st.integers(1, 4), st.sampled_from(("round-robin", "best")), st.integers(0, 99))
+def test_random_plain_programs_through_codedrop_equal_the_interpreter(
+    program: tuple[int, list[Item]], ranks: int, placement: str, seed: int
+) -> None:
+    buffers, items = program
+    text = _text(buffers, items)
+    note(f"on {ranks} ranks, placement {placement}:\n{text}")
+    rng = np.random.default_rng(seed)
+    inputs = [rng.integers(-50, 50, N).astype(np.int32) for _ in range(buffers)]
+    oracle = dhir.run(text, *inputs, backend="interp")
+    got = dhir.run(text, *inputs, ranks=ranks, placement=placement, timeout=TIMEOUT)
+    _same(got, oracle)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(programs)
+def test_codedrop_wraps_every_nest_outside_time_loops(program: tuple[int, list[Item]]) -> None:
+    """Every top-level nest becomes a task, every time loop keeps its nests in schedules
+    (a loop around host statements only is a nest), and the interpreter gives the same result before and after."""
+    buffers, items = program
+    text = _text(buffers, items)
+    module = parse_string(text)
+    done = codedrop(module, "main")
+    loops = [i for i in items if isinstance(i, TimeLoop)]
+    nests = sum(isinstance(i, Nest) for i in items)
+    # A loop around plain statements only is itself a (one-deep) nest.
+    nests += sum(max(1, sum(isinstance(n, Nest) for n in loop.body)) for loop in loops)
+    assert done.nests == nests, text
+    inputs = [np.arange(N, dtype=np.int32) * (b + 1) for b in range(buffers)]
+    _same(dhir.run(module, *inputs, backend="interp"), dhir.run(text, *inputs, backend="interp"))
+
+
+# --- what stays host code -------------------------------------------------------------
+
+
+def test_aliasing_views_written_stay_host_code() -> None:
+    """Two views of one buffer, selected by arith.select, one of them written: a schedule
+    would be refused, so the nest stays host code."""
+    text = f"""
+func.func @main(%a: {TYPE}, %b: {TYPE}, %p: i1) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant {N} : index
+  %s = arith.select %p, %a, %b : {TYPE}
+  scf.for %i = %c0 to %c8 step %c1 {{
+    %v = memref.load %a[%i] : {TYPE}
+    memref.store %v, %s[%i] : {TYPE}
+  }}
+  return
+}}
+"""
+    module = parse_string(text)
+    assert codedrop(module, "main").nests == 0
+
+
+# --- dhir run / dhir compile ----------------------------------------------------------
+
+
+def _dhir(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dhir.cli.main", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def gemm_inputs(tmp_path: Path) -> list[str]:
+    rng = np.random.default_rng(0)
+    args: list[str] = []
+    for name in "ABC":
+        np.save(tmp_path / f"{name}.npy", rng.integers(-5, 5, (64, 64)).astype(np.float64))
+        args += ["--input", str(tmp_path / f"{name}.npy")]
+    return args
+
+
+def _gemm_result(tmp_path: Path) -> np.ndarray:
+    a, b, c = (np.load(tmp_path / f"{name}.npy") for name in "ABC")
+    return c + a @ b
+
+
+@needs_llvm
+def test_dhir_run_applies_codedrop_and_says_so(tmp_path: Path, gemm_inputs: list[str]) -> None:
+    out = tmp_path / "out"
+    gemm = str(EXAMPLES / "plain_gemm.mlir")
+    result = _dhir("run", gemm, "-n", "2", *gemm_inputs, "--output-dir", str(out))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "CodeDrop" in line]
+    assert lines == [
+        "dhir: no dhir.schedule in @main; CodeDrop made 1 task in 1 schedule "
+        "(--no-codedrop to run it as written)"
+    ]
+    np.testing.assert_array_equal(np.load(out / "arg2.npy"), _gemm_result(tmp_path))
+
+
+@needs_llvm
+def test_no_codedrop_runs_it_as_written(tmp_path: Path, gemm_inputs: list[str]) -> None:
+    out = tmp_path / "out"
+    gemm = str(EXAMPLES / "plain_gemm.mlir")
+    result = _dhir("run", gemm, "-n", "2", *gemm_inputs, "--output-dir", str(out), "--no-codedrop")
+    assert result.returncode == 0, result.stderr
+    assert "CodeDrop" not in result.stderr
+    np.testing.assert_array_equal(np.load(out / "arg2.npy"), _gemm_result(tmp_path))
+
+
+@needs_llvm
+def test_compile_applies_codedrop_with_the_target(tmp_path: Path) -> None:
+    gemm = str(EXAMPLES / "plain_gemm.mlir")
+    exe = tmp_path / "gemm"
+    bad = _dhir("compile", gemm, "-o", str(exe), "--target", "x86_65")
+    assert bad.returncode == 1 and "bad target 'x86_65'" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
+    # A GPU target without the GPU fallback needs a GPU build; with it, the task runs on
+    # the CPU: the target reached the task either way.
+    result = _dhir("compile", gemm, "-o", str(exe), "--target", "gpu", "--gpu-fallback", "cpu")
+    assert result.returncode == 0, result.stderr
+    assert "CodeDrop made 1 task in 1 schedule" in result.stderr
+
+
+def test_target_reaches_the_tasks() -> None:
+    module = parse_string((EXAMPLES / "plain_gemm.mlir").read_text())
+    codedrop(module, "main", "sm_90")
+    assert 'dhir.target {arch = "sm_90"}' in dhir.print_module(module)
+
+
+def test_help_lists_the_flags() -> None:
+    result = _dhir("run", "--help")
+    assert "--no-codedrop" in result.stdout and "--target" in result.stdout
+
+
+def test_a_nest_calling_a_function_with_a_schedule_stays_host_code() -> None:
+    """A task cannot run a schedule: the loop calling @helper stays host code."""
+    text = f"""
+func.func @helper(%a: {TYPE}) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %a {{}}
+  }}
+  return
+}}
+func.func @main(%a: {TYPE}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant {N} : index
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {{
+    func.call @helper(%a) : ({TYPE}) -> ()
+    scf.reduce
+  }}
+  func.call @helper(%a) : ({TYPE}) -> ()
+  return
+}}
+"""
+    module = parse_string(text)
+    assert codedrop(module, "main").nests == 0
