@@ -12,7 +12,7 @@ A write is a *must*-write only when it runs for every point of its loop nest wit
 subscripts: not under scf.if, not in a while loop, not through an unknown view.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import count
@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -111,6 +111,18 @@ def task_regions(task: TaskOp) -> Regions:
     return walker.result()
 
 
+def iteration_regions(task: TaskOp, body: Block, variables: Mapping[SSAValue, str]) -> Regions:
+    """The regions one run of `body` (a loop body inside `task`) touches, over the loop
+    variables `variables` names: each becomes an isl parameter of that name, so that two
+    iterations' regions can be compared (dhir-split proves loops carry no dependence so)."""
+    walker = _Walker(params=tuple(variables.values()))
+    for memref in task.memrefs:
+        walker.views[memref] = _View(memref, None)
+    walker.values.update(variables)
+    walker.walk(body.ops, _Nest((), (), True))
+    return walker.result()
+
+
 @dataclass(frozen=True)
 class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
@@ -147,6 +159,7 @@ class _Walker:
     writes: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     musts: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     _fresh: "count[int]" = field(default_factory=count)
+    params: tuple[str, ...] = ()  # names of values that isl treats as parameters
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -344,7 +357,8 @@ class _Walker:
             subscripts = [_substitute(s, own) for s in view.subscripts]
         equalities = [f"{x} = {s}" for x, s in zip(outs, subscripts, strict=True) if s is not None]
         body = " and ".join([*constraints, *equalities]) or "true"
-        text = f"{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
+        prefix = f"[{', '.join(self.params)}] -> " if self.params else ""
+        text = f"{prefix}{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
         return _parse(text) & whole(root_type)
 
     # --- views --------------------------------------------------------------------
