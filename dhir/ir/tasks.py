@@ -31,17 +31,25 @@ def is_gpu_task(task: TaskOp) -> bool:
     return kind == DeviceKind.ANY and any(op.dialect_name() == "gpu" for op in task.body.walk())
 
 
-def task_label(task: TaskOp, index: int | None = None) -> str:
-    """How messages name a GPU task: its `name` attribute, else its position in its
-    schedule (`index`, found when not given), and where it is."""
-    if index is None:
+def task_label(task: TaskOp, number: str | None = None) -> str:
+    """How messages name a GPU task: its `name` attribute, else its number in its
+    schedule (`number`, as `task_numbers` gives it; found when not given), and where it is."""
+    if number is None:
         parent = task.parent_op()
-        tasks = list(parent.tasks()) if isinstance(parent, ScheduleOp) else [task]
-        index = tasks.index(task)
+        if isinstance(parent, ScheduleOp):
+            number = task_numbers(parent)[list(parent.tasks()).index(task)]
+        else:
+            number = "0"
     name = task.attributes.get("name")
-    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{index}"
+    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{number}"
     loc = loc_of(task)
     return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
+
+
+def task_numbers(schedule: ScheduleOp) -> list[str]:
+    """Each task's number in its schedule, as its name ends (`3`, `3.piece1`): positions
+    counted as they were before dhir-split cut any task."""
+    return [suffix.removeprefix("task") for suffix in _task_suffixes(schedule)]
 
 
 def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
