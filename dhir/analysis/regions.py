@@ -20,6 +20,7 @@ from itertools import count
 import islpy as isl
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ArrayAttr,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
@@ -477,6 +478,37 @@ class _Walker:
         only_iv = len(block.args) == 1
         self.walk(block.ops, nest.with_loop(names, constraints, exact and only_iv))
 
+    def affine_parallel(self, op: Operation, nest: _Nest) -> None:
+        lower = op.properties.get("lowerBoundsMap")
+        upper = op.properties.get("upperBoundsMap")
+        split = _map_arity(lower)
+        lows = self.map_exprs(getattr(lower, "data", None), op.operands[:split])
+        highs = self.map_exprs(getattr(upper, "data", None), op.operands[split:])
+        low_groups = _groups(op.properties.get("lowerBoundsGroups"))
+        high_groups = _groups(op.properties.get("upperBoundsGroups"))
+        steps = op.properties.get("steps")
+        block = op.regions[0].block
+        inner = nest
+        for k, var in enumerate(block.args):
+            step = _step_at(steps, k)
+            lo = _group(lows, low_groups, k)
+            hi = _group(highs, high_groups, k)
+            name = self.fresh("i")
+            self.values[var] = name
+            constraints = [f"{name} >= {e}" for e in lo or []]
+            constraints += [f"{name} < {e}" for e in hi or []]
+            names = [name]
+            exact = lo is not None and hi is not None and step is not None
+            if step != 1:
+                if lo is not None and len(lo) == 1 and step is not None and step > 0:
+                    var_k = self.fresh("k")
+                    names.append(var_k)
+                    constraints.append(f"{name} = ({lo[0]}) + {step}*{var_k}")
+                else:
+                    exact = False
+            inner = inner.with_loop(names, constraints, exact)
+        self.walk(block.ops, inner if not op.results else inner.inexact())
+
     # --- linalg -------------------------------------------------------------------
 
     def _linalg(self, op: LinalgStructuredOperation, nest: _Nest) -> None:
@@ -548,6 +580,27 @@ def _kept_dims(sizes: tuple[int, ...], rank: int) -> dict[int, int] | None:
 def _static(attr: Attribute | None) -> tuple[int, ...] | None:
     if isinstance(attr, DenseArrayBase):
         return tuple(int(v) for v in attr.get_values())
+    return None
+
+
+def _groups(attr: Attribute | None) -> list[int] | None:
+    """An affine.parallel's bound groups: how many map results bound each variable."""
+    values = getattr(attr, "get_values", None)
+    return [int(g) for g in values()] if values is not None else None
+
+
+def _group(exprs: list[str] | None, groups: list[int] | None, k: int) -> list[str] | None:
+    """The bounds of variable k: its group's results of the bound map."""
+    if exprs is None or groups is None or k >= len(groups):
+        return None
+    start = sum(groups[:k])
+    return exprs[start : start + groups[k]]
+
+
+def _step_at(steps: Attribute | None, k: int) -> int | None:
+    if isinstance(steps, ArrayAttr) and k < len(steps.data):
+        step = steps.data[k]
+        return step.value.data if isinstance(step, IntegerAttr) else None
     return None
 
 
@@ -647,6 +700,7 @@ _HANDLERS: dict[str, _Handler] = {
     "scf.for": _Handler(_none, _Walker.scf_for),
     "scf.parallel": _Handler(_none, _Walker.scf_parallel),
     "affine.for": _Handler(_none, _Walker.affine_for),
+    "affine.parallel": _Handler(_none, _Walker.affine_parallel),
 }
 
 # Ops whose regions run zero or more times, under conditions this module does not read.

@@ -3,7 +3,8 @@ ranges of its outermost loop, so that placement can spread one loop over several
 
 A task is split when its body is pure ops (constants, index arithmetic), one loop, and
 pure ops again, and the loop is
-- an `scf.parallel` without reductions (split along its first dimension), or
+- an `scf.parallel` without reductions (split along its first dimension), or an
+  `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
   disjoint elements: what iteration i writes overlaps nothing iteration i' != i reads or
   writes (`dhir.analysis.regions.iteration_regions`, isl). Unproven means kept whole.
@@ -39,7 +40,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -155,6 +156,8 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
         return None
     if isinstance(loop, scf.ParallelOp):
         return (position, loop) if not loop.initVals else None
+    if isinstance(loop, affine.ParallelOp):
+        return (position, loop) if not loop.results and _first_range(loop) else None
     if isinstance(loop, scf.ForOp | affine.ForOp):
         body = loop.body.block
         if len(body.args) != 1 or not _independent(task, body):
@@ -197,6 +200,10 @@ class _Range:
 
 
 def _loop_range(loop: Operation) -> _Range:
+    if isinstance(loop, affine.ParallelOp):
+        first = _first_range(loop)
+        assert first is not None
+        return _Range(first)
     if isinstance(loop, affine.ForOp):
         low, high = _affine_range(loop) or (0, 0)
         return _Range((low, high, loop.step.value.data))
@@ -221,6 +228,22 @@ def _affine_range(loop: affine.ForOp) -> tuple[int, int] | None:
         value = amap.eval([], [])
         out.append(value[0])
     return out[0], out[1]
+
+
+def _first_range(loop: affine.ParallelOp) -> tuple[int, int, int] | None:
+    """The first variable's bounds and step in an affine.parallel, when each bound is
+    one constant (a single result of its group)."""
+    bounds: list[int] = []
+    for amap, groups in (
+        (loop.lowerBoundsMap.data, loop.lowerBoundsGroups),
+        (loop.upperBoundsMap.data, loop.upperBoundsGroups),
+    ):
+        first = amap.results[0] if amap.results else None
+        if int(groups.get_values()[0]) != 1 or not isinstance(first, AffineConstantExpr):
+            return None
+        bounds.append(first.value)
+    step = loop.steps.data[0]
+    return bounds[0], bounds[1], step.value.data
 
 
 def _constant(value: SSAValue) -> int | None:
@@ -256,6 +279,15 @@ def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | No
 
 def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> None:
     """Make `loop` (in a piece) run from `low` to `high` (see _piece_bounds)."""
+    if isinstance(loop, affine.ParallelOp):
+        assert isinstance(low, int) and isinstance(high, int)
+        for name, value in (("lowerBoundsMap", low), ("upperBoundsMap", high)):
+            amap = loop.properties[name]
+            assert isinstance(amap, AffineMapAttr)
+            old = amap.data
+            results = (AffineExpr.constant(value), *old.results[1:])
+            loop.properties[name] = AffineMapAttr(AffineMap(old.num_dims, old.num_symbols, results))
+        return
     if isinstance(loop, affine.ForOp):
         assert isinstance(low, int) and isinstance(high, int)
         loop.properties["lowerBoundMap"] = AffineMapAttr(AffineMap.constant_map(low))

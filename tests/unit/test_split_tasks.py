@@ -29,7 +29,7 @@ from dhir.machine.dlti import attach
 
 HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
 ROWS, COLS = 9, 3
-LOOPS = ("scf.for", "scf.parallel", "affine.for")
+LOOPS = ("scf.for", "scf.parallel", "affine.for", "affine.parallel")
 MPIS = ("mpich", "openmpi")
 SPREAD = "round-robin"  # piece k on rank k mod N: tiny pieces would all stay on one rank
 
@@ -77,6 +77,8 @@ class OneLoop:
         high = "%n" if self.dynamic else "%chi"
         if self.loop == "affine.for":
             head = f"affine.for %i = {self.lo} to {self.hi} step {self.step} {{"
+        elif self.loop == "affine.parallel":
+            head = f"affine.parallel (%i) = ({self.lo}) to ({self.hi}) step ({self.step}) {{"
         elif self.loop == "scf.for":
             head = f"scf.for %i = %clo to {high} step %cstep {{"
         else:
@@ -121,7 +123,7 @@ def one_loops(draw: st.DrawFn, loops: tuple[str, ...] = LOOPS) -> OneLoop:
     lo = draw(st.integers(max(0, -shift), ROWS - 1))
     hi = draw(st.integers(lo, ROWS - max(0, shift)))
     dst, src = draw(st.integers(0, 1)), draw(st.integers(0, 1))
-    if loop == "scf.parallel" and dst == src and shift != 0:
+    if loop.endswith("parallel") and dst == src and shift != 0:
         src = 1 - dst  # a parallel loop whose iterations race is the user's error
     return OneLoop(
         loop=loop,
@@ -132,7 +134,7 @@ def one_loops(draw: st.DrawFn, loops: tuple[str, ...] = LOOPS) -> OneLoop:
         src=src,
         shift=shift,
         floats=draw(st.booleans()),
-        dynamic=loop != "affine.for" and draw(st.booleans()),
+        dynamic=loop.startswith("scf") and draw(st.booleans()),
         pieces=draw(st.integers(1, 5)),
     )
 
@@ -186,7 +188,7 @@ def test_a_call_in_the_loop_keeps_the_task_whole() -> None:
 
 @pytest.mark.mlir
 @settings(max_examples=6, derandomize=True, deadline=None, print_blob=True)
-@given(one_loops(("scf.for", "scf.parallel")), st.integers(1, 4), st.sampled_from(MPIS))
+@given(one_loops(), st.integers(1, 4), st.sampled_from(MPIS))
 def test_split_tasks_run_natively_as_the_interpreter_does(
     case: OneLoop, ranks: int, mpi: str
 ) -> None:

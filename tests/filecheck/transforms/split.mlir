@@ -18,7 +18,7 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
     // CHECK:        %[[L2:[0-9]+]] = arith.constant 6 : index
     // CHECK-NEXT:   %[[H2:[0-9]+]] = arith.constant 10 : index
     // CHECK-NEXT:   scf.for %{{.*}} = %[[L2]] to %[[H2]]
-    // ONE-COUNT-3: dhir.piece
+    // ONE-COUNT-3: dhir.piece = [0
     %copy = dhir.task target = "cpu", %a, %b attributes {dhir.split = 3} {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -75,7 +75,7 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
     // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [3 : i64, 1 : i64]}
     // CHECK:        %[[M1:.*]] = affine.apply
     // CHECK-NEXT:   scf.parallel (%{{.*}}) = (%[[M1]]) to (%n)
-    // ONE-NOT: dhir.piece
+    // ONE: %fill = dhir.task target = "cpu", %b {
     %fill = dhir.task target = "cpu", %b {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
@@ -85,6 +85,17 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
         scf.for %j = %c0 to %c4 step %c1 {
           memref.store %v, %b[%i, %j] : memref<10x4xi32>
         }
+      }
+    }
+    // affine.parallel: its first dimension's constant bounds become each piece's.
+    // CHECK:      dhir.piece = [4 : i64, 0 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (0, 0) to (5, 4)
+    // CHECK:      dhir.piece = [4 : i64, 1 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (5, 0) to (10, 4)
+    %copy2 = dhir.task target = "cpu", %a, %b attributes {dhir.split = 2} {
+      affine.parallel (%i, %j) = (0, 0) to (10, 4) {
+        %x = affine.load %a[%i, %j] : memref<10x4xi32>
+        affine.store %x, %b[%i, %j] : memref<10x4xi32>
       }
     }
   }
