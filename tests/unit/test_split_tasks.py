@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import islpy as isl
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,8 +15,10 @@ from xdsl.dialects import arith, scf
 
 import dhir
 from dhir import parse_string
+from dhir.analysis.regions import task_regions
 from dhir.api import run_pipeline
 from dhir.cli.main import main
+from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import task_ids
 from dhir.ir.text import print_module
 from dhir.machine.description import (
@@ -240,3 +243,12 @@ def test_dhir_schedule_shows_the_pieces(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["schedule", str(path), "-n", "2"]) == 0
     out = capsys.readouterr().out
     assert "main.schedule0.task0.piece0" in out and "main.schedule0.task0.piece1" in out
+
+
+def test_affine_parallel_regions_are_the_rows_it_runs_over() -> None:
+    case = OneLoop("affine.parallel", 2, 8, 2, 1, 0, 0, False, False, 1)
+    module = parse_string(case.text())
+    task = next(op for op in module.walk() if isinstance(op, TaskOp))
+    written = task_regions(task).written(task.memrefs[1])
+    rows = "(x0 = 2 or x0 = 4 or x0 = 6)"
+    assert written == isl.Set(f"{{ [x0, x1] : {rows} and 0 <= x1 < {COLS} }}")
