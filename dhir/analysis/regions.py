@@ -12,7 +12,7 @@ A write is a *must*-write only when it runs for every point of its loop nest wit
 subscripts: not under scf.if, not in a while loop, not through an unknown view.
 """
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import count
@@ -20,6 +20,7 @@ from itertools import count
 import islpy as isl
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ArrayAttr,
     DenseArrayBase,
     IndexType,
     IntegerAttr,
@@ -28,7 +29,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -111,6 +112,18 @@ def task_regions(task: TaskOp) -> Regions:
     return walker.result()
 
 
+def iteration_regions(task: TaskOp, body: Block, variables: Mapping[SSAValue, str]) -> Regions:
+    """The regions one run of `body` (a loop body inside `task`) touches, over the loop
+    variables `variables` names: each becomes an isl parameter of that name, so that two
+    iterations' regions can be compared (dhir-split proves loops carry no dependence so)."""
+    walker = _Walker(params=tuple(variables.values()))
+    for memref in task.memrefs:
+        walker.views[memref] = _View(memref, None)
+    walker.values.update(variables)
+    walker.walk(body.ops, _Nest((), (), True))
+    return walker.result()
+
+
 @dataclass(frozen=True)
 class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
@@ -147,6 +160,7 @@ class _Walker:
     writes: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     musts: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     _fresh: "count[int]" = field(default_factory=count)
+    params: tuple[str, ...] = ()  # names of values that isl treats as parameters
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -344,7 +358,8 @@ class _Walker:
             subscripts = [_substitute(s, own) for s in view.subscripts]
         equalities = [f"{x} = {s}" for x, s in zip(outs, subscripts, strict=True) if s is not None]
         body = " and ".join([*constraints, *equalities]) or "true"
-        text = f"{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
+        prefix = f"[{', '.join(self.params)}] -> " if self.params else ""
+        text = f"{prefix}{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
         return _parse(text) & whole(root_type)
 
     # --- views --------------------------------------------------------------------
@@ -463,6 +478,37 @@ class _Walker:
         only_iv = len(block.args) == 1
         self.walk(block.ops, nest.with_loop(names, constraints, exact and only_iv))
 
+    def affine_parallel(self, op: Operation, nest: _Nest) -> None:
+        lower = op.properties.get("lowerBoundsMap")
+        upper = op.properties.get("upperBoundsMap")
+        split = _map_arity(lower)
+        lows = self.map_exprs(getattr(lower, "data", None), op.operands[:split])
+        highs = self.map_exprs(getattr(upper, "data", None), op.operands[split:])
+        low_groups = _groups(op.properties.get("lowerBoundsGroups"))
+        high_groups = _groups(op.properties.get("upperBoundsGroups"))
+        steps = op.properties.get("steps")
+        block = op.regions[0].block
+        inner = nest
+        for k, var in enumerate(block.args):
+            step = _step_at(steps, k)
+            lo = _group(lows, low_groups, k)
+            hi = _group(highs, high_groups, k)
+            name = self.fresh("i")
+            self.values[var] = name
+            constraints = [f"{name} >= {e}" for e in lo or []]
+            constraints += [f"{name} < {e}" for e in hi or []]
+            names = [name]
+            exact = lo is not None and hi is not None and step is not None
+            if step != 1:
+                if lo is not None and len(lo) == 1 and step is not None and step > 0:
+                    var_k = self.fresh("k")
+                    names.append(var_k)
+                    constraints.append(f"{name} = ({lo[0]}) + {step}*{var_k}")
+                else:
+                    exact = False
+            inner = inner.with_loop(names, constraints, exact)
+        self.walk(block.ops, inner if not op.results else inner.inexact())
+
     # --- linalg -------------------------------------------------------------------
 
     def _linalg(self, op: LinalgStructuredOperation, nest: _Nest) -> None:
@@ -534,6 +580,27 @@ def _kept_dims(sizes: tuple[int, ...], rank: int) -> dict[int, int] | None:
 def _static(attr: Attribute | None) -> tuple[int, ...] | None:
     if isinstance(attr, DenseArrayBase):
         return tuple(int(v) for v in attr.get_values())
+    return None
+
+
+def _groups(attr: Attribute | None) -> list[int] | None:
+    """An affine.parallel's bound groups: how many map results bound each variable."""
+    values = getattr(attr, "get_values", None)
+    return [int(g) for g in values()] if values is not None else None
+
+
+def _group(exprs: list[str] | None, groups: list[int] | None, k: int) -> list[str] | None:
+    """The bounds of variable k: its group's results of the bound map."""
+    if exprs is None or groups is None or k >= len(groups):
+        return None
+    start = sum(groups[:k])
+    return exprs[start : start + groups[k]]
+
+
+def _step_at(steps: Attribute | None, k: int) -> int | None:
+    if isinstance(steps, ArrayAttr) and k < len(steps.data):
+        step = steps.data[k]
+        return step.value.data if isinstance(step, IntegerAttr) else None
     return None
 
 
@@ -633,6 +700,7 @@ _HANDLERS: dict[str, _Handler] = {
     "scf.for": _Handler(_none, _Walker.scf_for),
     "scf.parallel": _Handler(_none, _Walker.scf_parallel),
     "affine.for": _Handler(_none, _Walker.affine_for),
+    "affine.parallel": _Handler(_none, _Walker.affine_parallel),
 }
 
 # Ops whose regions run zero or more times, under conditions this module does not read.

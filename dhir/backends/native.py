@@ -30,6 +30,7 @@ from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
+from dhir.transforms.split_tasks import SplitTasksPass
 
 
 @fewer_collections()
@@ -69,11 +70,12 @@ def compile_native(
         # Not re-verified after each pass: that would cost more than the passes, and
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
         # tests verify after every pass).
+        split = SplitTasksPass(ranks)  # so that placement places the pieces
         place = PlacePass(ranks, placement, str(costs) if costs is not None else None)
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
-        passes = (place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
+        passes = (split, place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
         run_pipeline(module, PassPipeline(passes), verify_each=False)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.

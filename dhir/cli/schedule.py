@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.func import FuncOp
+from xdsl.passes import PassPipeline
 
+from dhir.api import run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file
@@ -32,6 +34,7 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
+from dhir.transforms.split_tasks import SplitTasksPass
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ def program_graphs(
         system = _system(system_file)
         attach(module, system)
         ranks = ranks if ranks is not None else len(system.rank_devices())
+    run_pipeline(module, PassPipeline((SplitTasksPass(ranks),)))  # as `dhir run` does
     devices, model = machine_for(module, ranks)
     legend = _rank_legend(system, ranks, devices)
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]

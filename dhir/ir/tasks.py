@@ -2,7 +2,7 @@
 stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
@@ -12,6 +12,9 @@ from dhir.targets import DeviceKind
 # Placement records its decision on each task as `dhir.rank = R : i64`; a rank written
 # there by the user (or a test) is honoured, so any placement can be forced.
 RANK_ATTR = "dhir.rank"
+# dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
+# schedule's task number T (counted before the cut), so that later tasks keep their names.
+PIECE_ATTR = "dhir.piece"
 
 
 def rank_of(task: TaskOp) -> int | None:
@@ -28,17 +31,25 @@ def is_gpu_task(task: TaskOp) -> bool:
     return kind == DeviceKind.ANY and any(op.dialect_name() == "gpu" for op in task.body.walk())
 
 
-def task_label(task: TaskOp, index: int | None = None) -> str:
-    """How messages name a GPU task: its `name` attribute, else its position in its
-    schedule (`index`, found when not given), and where it is."""
-    if index is None:
+def task_label(task: TaskOp, number: str | None = None) -> str:
+    """How messages name a GPU task: its `name` attribute, else its number in its
+    schedule (`number`, as `task_numbers` gives it; found when not given), and where it is."""
+    if number is None:
         parent = task.parent_op()
-        tasks = list(parent.tasks()) if isinstance(parent, ScheduleOp) else [task]
-        index = tasks.index(task)
+        if isinstance(parent, ScheduleOp):
+            number = task_numbers(parent)[list(parent.tasks()).index(task)]
+        else:
+            number = "0"
     name = task.attributes.get("name")
-    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{index}"
+    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{number}"
     loc = loc_of(task)
     return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
+
+
+def task_numbers(schedule: ScheduleOp) -> list[str]:
+    """Each task's number in its schedule, as its name ends (`3`, `3.piece1`): positions
+    counted as they were before dhir-split cut any task."""
+    return [suffix.removeprefix("task") for suffix in _task_suffixes(schedule)]
 
 
 def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
@@ -48,8 +59,8 @@ def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
         owner = _owner(op)
         schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
         for s, schedule in enumerate(schedules):
-            for t, task in enumerate(schedule.tasks()):
-                names[task] = f"{owner}.schedule{s}.task{t}"
+            for task, suffix in zip(schedule.tasks(), _task_suffixes(schedule), strict=True):
+                names[task] = f"{owner}.schedule{s}.{suffix}"
     return names
 
 
@@ -69,7 +80,31 @@ def schedule_task_ids(schedule: ScheduleOp) -> list[str]:
     while (parent := top.parent_op()) is not None and not isinstance(parent, ModuleOp):
         top = parent
     number = next(s for s, op in enumerate(_schedules(top)) if op is schedule)
-    return [f"{_owner(top)}.schedule{number}.task{t}" for t, _ in enumerate(schedule.tasks())]
+    return [f"{_owner(top)}.schedule{number}.{suffix}" for suffix in _task_suffixes(schedule)]
+
+
+def _task_suffixes(schedule: ScheduleOp) -> list[str]:
+    """`task<T>` for each task, `task<T>.piece<k>` for the pieces dhir-split made: a
+    task's number counts the tasks before it as they were before any was cut."""
+    out: list[str] = []
+    number = 0
+    for task in schedule.tasks():
+        piece = _piece(task)
+        if piece is not None and piece > 0 and out:
+            out.append(f"task{number - 1}.piece{piece}")
+            continue
+        out.append(f"task{number}" + (f".piece{piece}" if piece is not None else ""))
+        number += 1
+    return out
+
+
+def _piece(task: TaskOp) -> int | None:
+    attr = task.attributes.get(PIECE_ATTR)
+    if isinstance(attr, ArrayAttr) and len(attr.data) == 2:
+        k = attr.data[1]
+        if isinstance(k, IntegerAttr):
+            return k.value.data
+    return None
 
 
 def _owner(top: Operation) -> str:

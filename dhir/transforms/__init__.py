@@ -54,9 +54,15 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FloatAtomicsPass
 
+    def split() -> type[ModulePass]:
+        from dhir.transforms.split_tasks import SplitTasksPass
+
+        return SplitTasksPass
+
     return {
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-codedrop": codedrop,
+        "dhir-split": split,
         "dhir-place": place,
         "dhir-instrument": instrument,
         "dhir-gpu-kernels": gpu_kernels,

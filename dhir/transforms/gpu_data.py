@@ -61,7 +61,7 @@ from dhir.dialects import memref as dmemref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import PassFailedAt
-from dhir.ir.tasks import is_gpu_task, rank_of, task_label
+from dhir.ir.tasks import is_gpu_task, rank_of, task_label, task_numbers
 
 TASK_HOOK = "dhir_rt_gpu_task"
 
@@ -200,8 +200,10 @@ class _ScheduleData:
     ranks: int
     labels: _Labels
     buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
+    numbers: list[str] = field(default_factory=list)  # see task_numbers
 
     def run(self) -> None:
+        self.numbers = task_numbers(self.schedule)
         order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         plan = plan_copies(facts, order, _needed_after(self.schedule, order))
@@ -236,7 +238,9 @@ class _ScheduleData:
         guards = _Guards(self.schedule) if self.ranks > 1 else None
         for rank in sorted(users):
             first, memrefs = users[rank]
-            hook, name = self.labels.pointer(task_label(first, self.tasks.index(first)))
+            hook, name = self.labels.pointer(
+                task_label(first, self.numbers[self.tasks.index(first)])
+            )
             call = func.CallOp(TASK_HOOK, [name], [])
             allocs = [op for m in memrefs for op in _alloc(first, m)]
             made: list[SSAValue] = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
@@ -279,7 +283,7 @@ class _ScheduleData:
             for index, operand in enumerate(op.operands):
                 if operand in mine:
                     op.operands[index] = mine[operand]
-        hook, name = self.labels.pointer(task_label(task, k))
+        hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
         start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
         start += [_memcpy(mine[m], m) for m in plan.copy_in.get(k, [])]
         first = block.first_op

@@ -26,7 +26,7 @@ from dhir.analysis.effects import VIEW_OPS
 from dhir.dialects import gpu as dgpu
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
-from dhir.ir.tasks import is_gpu_task, task_label
+from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
 from dhir.ir.text import parse_string, print_module
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
@@ -58,13 +58,13 @@ class GpuKernelsPass(ModulePass):
         tasks = gpu_tasks(op)
         if not tasks:
             return
-        position = {
-            task: k
+        numbers = {
+            task: number
             for schedule in {t.parent_op() for t in tasks}
             if isinstance(schedule, ScheduleOp)
-            for k, task in enumerate(schedule.tasks())
+            for task, number in zip(schedule.tasks(), task_numbers(schedule), strict=True)
         }
-        labels = {task: task_label(task, position.get(task)) for task in tasks}
+        labels = {task: task_label(task, numbers.get(task)) for task in tasks}
         loops = [task for task in tasks if _needs_mapping(task, labels[task])]
         for task in tasks:
             _check_buildable(task, labels[task])

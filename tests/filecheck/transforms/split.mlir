@@ -1,0 +1,103 @@
+// dhir-split cuts a task whose work is one parallel loop into pieces over ranges of its
+// outermost loop; loops with a carried dependence and float reductions stay whole.
+// RUN: dhir-opt %s -p 'dhir-split{ranks=2}' | filecheck %s
+// RUN: dhir-opt %s -p 'dhir-split' | filecheck %s --check-prefix=ONE
+
+func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: index) {
+  dhir.schedule %a, %b, %s, %n {
+    // dhir.split = 3 forces three even pieces, whatever the rank count.
+    // CHECK:      dhir.task target = "cpu", %a, %b attributes {dhir.piece = [0 : i64, 0 : i64]}
+    // CHECK:        %[[L0:[0-9]+]] = arith.constant 0 : index
+    // CHECK-NEXT:   %[[H0:[0-9]+]] = arith.constant 3 : index
+    // CHECK-NEXT:   scf.for %{{.*}} = %[[L0]] to %[[H0]]
+    // CHECK:      dhir.task target = "cpu", %a, %b attributes {dhir.piece = [0 : i64, 1 : i64]}
+    // CHECK:        %[[L1:[0-9]+]] = arith.constant 3 : index
+    // CHECK-NEXT:   %[[H1:[0-9]+]] = arith.constant 6 : index
+    // CHECK-NEXT:   scf.for %{{.*}} = %[[L1]] to %[[H1]]
+    // CHECK:      dhir.task target = "cpu", %a, %b attributes {dhir.piece = [0 : i64, 2 : i64]}
+    // CHECK:        %[[L2:[0-9]+]] = arith.constant 6 : index
+    // CHECK-NEXT:   %[[H2:[0-9]+]] = arith.constant 10 : index
+    // CHECK-NEXT:   scf.for %{{.*}} = %[[L2]] to %[[H2]]
+    // ONE-COUNT-3: dhir.piece = [0
+    %copy = dhir.task target = "cpu", %a, %b attributes {dhir.split = 3} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c10 = arith.constant 10 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i = %c0 to %c10 step %c1 {
+        scf.for %j = %c0 to %c4 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<10x4xi32>
+          memref.store %x, %b[%i, %j] : memref<10x4xi32>
+        }
+      }
+    }
+    // Row i reads row i - 1, written by the iteration before: kept whole.
+    // CHECK:      dhir.task target = "cpu", %a {
+    // CHECK-NOT:  dhir.piece
+    // CHECK:      scf.for
+    %carried = dhir.task target = "cpu", %a {
+      %c1 = arith.constant 1 : index
+      %c0 = arith.constant 0 : index
+      %c4 = arith.constant 4 : index
+      %c10 = arith.constant 10 : index
+      scf.for %i = %c1 to %c10 step %c1 {
+        scf.for %j = %c0 to %c4 step %c1 {
+          %im = arith.subi %i, %c1 : index
+          %x = memref.load %a[%im, %j] : memref<10x4xi32>
+          memref.store %x, %a[%i, %j] : memref<10x4xi32>
+        }
+      }
+    }
+    // An scf.parallel with a float reduction: kept whole.
+    // CHECK:      dhir.task target = "cpu", %b, %s {
+    // CHECK-NOT:  dhir.piece
+    // CHECK:      scf.parallel
+    %sum = dhir.task target = "cpu", %b, %s {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c10 = arith.constant 10 : index
+      %zero = arith.constant 0.0 : f64
+      %total = scf.parallel (%i) = (%c0) to (%c10) step (%c1) init (%zero) -> f64 {
+        %x = memref.load %b[%i, %c0] : memref<10x4xi32>
+        %f = arith.sitofp %x : i32 to f64
+        scf.reduce(%f : f64) {
+        ^bb0(%l: f64, %r: f64):
+          %t = arith.addf %l, %r : f64
+          scf.reduce.return %t : f64
+        }
+      }
+      memref.store %total, %s[%c0] : memref<1xf64>
+    }
+    // By default, one piece per rank; a schedule scalar bound gives affine.apply bounds.
+    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [3 : i64, 0 : i64]}
+    // CHECK:        %[[M0:.*]] = affine.apply affine_map<(d0, d1) -> ((d0 + ((d1 + (d0 * -1)) floordiv 2)))> (%{{.*}}, %n)
+    // CHECK-NEXT:   scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[M0]])
+    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [3 : i64, 1 : i64]}
+    // CHECK:        %[[M1:.*]] = affine.apply
+    // CHECK-NEXT:   scf.parallel (%{{.*}}) = (%[[M1]]) to (%n)
+    // ONE: %fill = dhir.task target = "cpu", %b {
+    %fill = dhir.task target = "cpu", %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %v = arith.constant 7 : i32
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        scf.for %j = %c0 to %c4 step %c1 {
+          memref.store %v, %b[%i, %j] : memref<10x4xi32>
+        }
+      }
+    }
+    // affine.parallel: its first dimension's constant bounds become each piece's.
+    // CHECK:      dhir.piece = [4 : i64, 0 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (0, 0) to (5, 4)
+    // CHECK:      dhir.piece = [4 : i64, 1 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (5, 0) to (10, 4)
+    %copy2 = dhir.task target = "cpu", %a, %b attributes {dhir.split = 2} {
+      affine.parallel (%i, %j) = (0, 0) to (10, 4) {
+        %x = affine.load %a[%i, %j] : memref<10x4xi32>
+        affine.store %x, %b[%i, %j] : memref<10x4xi32>
+      }
+    }
+  }
+  return
+}

@@ -1,0 +1,254 @@
+"""dhir-split (dhir/transforms/split_tasks.py): random one-loop tasks cut into K pieces
+give bit-identical interpreter results to the whole task; loops whose iterations depend
+on each other stay whole; native runs of the pieces on 1-4 ranks equal the interpreter."""
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import islpy as isl
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.dialects import arith, scf
+
+import dhir
+from dhir import parse_string
+from dhir.analysis.regions import task_regions
+from dhir.api import run_pipeline
+from dhir.cli.main import main
+from dhir.dialects.dhir import TaskOp
+from dhir.ir.tasks import task_ids
+from dhir.ir.text import print_module
+from dhir.machine.description import (
+    GUESSED_INTRA_NODE,
+    GUESSED_NETWORK,
+    Node,
+    System,
+    guess_device,
+)
+from dhir.machine.dlti import attach
+
+HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
+ROWS, COLS = 9, 3
+LOOPS = ("scf.for", "scf.parallel", "affine.for", "affine.parallel")
+MPIS = ("mpich", "openmpi")
+SPREAD = "round-robin"  # piece k on rank k mod N: tiny pieces would all stay on one rank
+
+
+def _profile(examples: int) -> settings:
+    return settings(
+        max_examples=examples * 10 if HEAVY else examples,
+        derandomize=not HEAVY,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        print_blob=True,
+    )
+
+
+@dataclass(frozen=True)
+class OneLoop:
+    """One task: for i in [lo, hi) step `step` (hi: the entry's %n when `dynamic`), for j:
+    buf[dst][i, j] = buf[src][i + shift, j] * 3 + i (i32), or * 0.5 + 1 (f64)."""
+
+    loop: str
+    lo: int
+    hi: int
+    step: int
+    dst: int
+    src: int
+    shift: int
+    floats: bool
+    dynamic: bool
+    pieces: int
+
+    @property
+    def carried(self) -> bool:
+        return self.dst == self.src and self.shift != 0
+
+    def text(self) -> str:
+        elem = "f64" if self.floats else "i32"
+        mem = f"memref<{ROWS}x{COLS}x{elem}>"
+        value = (
+            "%h = arith.constant 0.5 : f64\n %o = arith.constant 1.0 : f64\n"
+            " %m = arith.mulf %x, %h : f64\n %y = arith.addf %m, %o : f64"
+            if self.floats
+            else "%three = arith.constant 3 : i32\n %ii = arith.index_cast %i : index to i32\n"
+            " %m = arith.muli %x, %three : i32\n %y = arith.addi %m, %ii : i32"
+        )
+        high = "%n" if self.dynamic else "%chi"
+        if self.loop == "affine.for":
+            head = f"affine.for %i = {self.lo} to {self.hi} step {self.step} {{"
+        elif self.loop == "affine.parallel":
+            head = f"affine.parallel (%i) = ({self.lo}) to ({self.hi}) step ({self.step}) {{"
+        elif self.loop == "scf.for":
+            head = f"scf.for %i = %clo to {high} step %cstep {{"
+        else:
+            head = f"scf.parallel (%i) = (%clo) to ({high}) step (%cstep) {{"
+        split = f" attributes {{dhir.split = {self.pieces}}}"
+        return f"""
+func.func @main(%b0: {mem}, %b1: {mem}, %n: index) {{
+  dhir.schedule %b0, %b1, %n {{
+    %t = dhir.task target = "cpu", %b0, %b1{split} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cols = arith.constant {COLS} : index
+      %clo = arith.constant {self.lo} : index
+      %chi = arith.constant {self.hi} : index
+      %cstep = arith.constant {self.step} : index
+      %shift = arith.constant {self.shift} : index
+      {head}
+        scf.for %j = %c0 to %cols step %c1 {{
+          %r = arith.addi %i, %shift : index
+          %x = memref.load %b{self.src}[%r, %j] : {mem}
+          {value}
+          memref.store %y, %b{self.dst}[%i, %j] : {mem}
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+    def inputs(self) -> list[object]:
+        rng = np.random.default_rng(self.lo * 31 + self.hi)
+        dtype = np.float64 if self.floats else np.int32
+        bufs = [rng.integers(-50, 50, (ROWS, COLS)).astype(dtype) for _ in range(2)]
+        return [*bufs, self.hi]
+
+
+@st.composite
+def one_loops(draw: st.DrawFn, loops: tuple[str, ...] = LOOPS) -> OneLoop:
+    loop = draw(st.sampled_from(loops))
+    shift = draw(st.sampled_from((-1, 0, 1)))
+    lo = draw(st.integers(max(0, -shift), ROWS - 1))
+    hi = draw(st.integers(lo, ROWS - max(0, shift)))
+    dst, src = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+    if loop.endswith("parallel") and dst == src and shift != 0:
+        src = 1 - dst  # a parallel loop whose iterations race is the user's error
+    return OneLoop(
+        loop=loop,
+        lo=lo,
+        hi=hi,
+        step=draw(st.integers(1, 3)),
+        dst=dst,
+        src=src,
+        shift=shift,
+        floats=draw(st.booleans()),
+        dynamic=loop.startswith("scf") and draw(st.booleans()),
+        pieces=draw(st.integers(1, 5)),
+    )
+
+
+def _split(text: str, ranks: int = 1) -> tuple[str, list[str]]:
+    module = parse_string(text)
+    run_pipeline(module, f"dhir-split{{ranks={ranks}}}")
+    return print_module(module), list(task_ids(module).values())
+
+
+def _interp(text: str, inputs: list[object]) -> list[np.ndarray]:
+    return dhir.run(text, *inputs, backend="interp", ranks=1)
+
+
+def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), f"argument {k}:\n{g}\n{w}"
+
+
+@_profile(60)
+@given(one_loops())
+def test_split_loops_give_the_whole_tasks_results_bit_for_bit(case: OneLoop) -> None:
+    text = case.text()
+    split, tasks = _split(text)
+    trips = len(range(case.lo, case.hi, case.step))
+    may_split = not case.carried and case.pieces > 1 and (case.dynamic or trips > 1)
+    if case.dynamic and case.step != 1:
+        may_split = False  # schedule-scalar bounds are cut only with step 1
+    if may_split:
+        assert len(tasks) == (case.pieces if case.dynamic else min(case.pieces, trips))
+    else:
+        assert len(tasks) == 1, split
+    _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
+def test_ranks_give_one_piece_each_and_split_one_keeps_a_task_whole() -> None:
+    case = OneLoop("scf.for", 0, ROWS, 1, 1, 0, 0, False, False, 1)
+    text = case.text().replace(" attributes {dhir.split = 1}", "")
+    assert len(_split(text, ranks=4)[1]) == 4
+    assert len(_split(case.text(), ranks=4)[1]) == 1
+    names = _split(text, ranks=2)[1]
+    assert names == ["main.schedule0.task0.piece0", "main.schedule0.task0.piece1"]
+
+
+def test_a_call_in_the_loop_keeps_the_task_whole() -> None:
+    text = OneLoop("scf.for", 0, ROWS, 1, 1, 0, 0, False, False, 3).text()
+    text = text.replace("memref.store %y", "func.call @g() : () -> ()\n memref.store %y")
+    text = text.replace("  return\n}", "  return\n}\nfunc.func private @g()")
+    assert len(_split(text)[1]) == 1
+
+
+@pytest.mark.mlir
+@settings(max_examples=6, derandomize=True, deadline=None, print_blob=True)
+@given(one_loops(), st.integers(1, 4), st.sampled_from(MPIS))
+def test_split_tasks_run_natively_as_the_interpreter_does(
+    case: OneLoop, ranks: int, mpi: str
+) -> None:
+    text = case.text().replace(f" attributes {{dhir.split = {case.pieces}}}", "")
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, mpi=mpi, placement=SPREAD)
+    _same(got, _interp(text, case.inputs()))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("mpi", MPIS)
+def test_rows_of_one_task_on_three_ranks_equal_the_interpreter(mpi: str) -> None:
+    case = OneLoop("scf.for", 0, ROWS, 1, 1, 0, 0, False, False, 1)
+    text = case.text().replace(" attributes {dhir.split = 1}", "")
+    assert len(_split(text, ranks=3)[1]) == 3
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=3, mpi=mpi, placement=SPREAD)
+    _same(got, _interp(text, case.inputs()))
+
+
+def _row_ranges(text: str, ranks: int, system: System) -> list[tuple[int, int]]:
+    module = parse_string(text)
+    attach(module, system)
+    run_pipeline(module, f"dhir-split{{ranks={ranks}}}")
+    out = []
+    for loop in (op for op in module.walk() if isinstance(op, scf.ForOp)):
+        low, high = (v.owner for v in (loop.lb, loop.ub))
+        if isinstance(low, arith.ConstantOp) and loop.body.block.args[0].uses:
+            if any(u.operation.name == "arith.addi" for u in loop.body.block.args[0].uses):
+                assert isinstance(high, arith.ConstantOp)
+                out.append((low.value.value.data, high.value.value.data))  # type: ignore[union-attr]
+    return out
+
+
+def test_pieces_follow_the_devices_rates_in_a_machine_description() -> None:
+    fast = replace(guess_device("fast", "x86_64", cores=8), peak_gflops=100.0)
+    slow = replace(guess_device("slow", "x86_64", cores=8), peak_gflops=50.0)
+    system = System((Node("n0", (fast, slow)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+    case = OneLoop("scf.for", 0, ROWS, 1, 1, 0, 0, False, False, 1)
+    text = case.text().replace(" attributes {dhir.split = 1}", "")
+    assert _row_ranges(text, 2, system) == [(0, 6), (6, 9)]
+    shared = replace(fast, ranks=2)
+    even = System((Node("n0", (shared,)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+    assert _row_ranges(text, 2, even) == [(0, 4), (4, 9)]
+
+
+def test_dhir_schedule_shows_the_pieces(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = OneLoop("scf.for", 0, ROWS, 1, 1, 0, 0, False, False, 1)
+    path = tmp_path / "one.mlir"
+    path.write_text(case.text().replace(" attributes {dhir.split = 1}", ""))
+    assert main(["schedule", str(path), "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "main.schedule0.task0.piece0" in out and "main.schedule0.task0.piece1" in out
+
+
+def test_affine_parallel_regions_are_the_rows_it_runs_over() -> None:
+    case = OneLoop("affine.parallel", 2, 8, 2, 1, 0, 0, False, False, 1)
+    module = parse_string(case.text())
+    task = next(op for op in module.walk() if isinstance(op, TaskOp))
+    written = task_regions(task).written(task.memrefs[1])
+    rows = "(x0 = 2 or x0 = 4 or x0 = 6)"
+    assert written == isl.Set(f"{{ [x0, x1] : {rows} and 0 <= x1 < {COLS} }}")
