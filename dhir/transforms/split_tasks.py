@@ -14,9 +14,11 @@ range only, so the region analysis sees the rows each piece touches. Constant bo
 constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds.
 
 How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
-pass's `pieces` (default: `ranks`). With a machine description in the module and as many
-pieces as ranks, pieces are sized by the compute rate of each rank's device that can run
-the task (its peak GFLOP/s over the ranks sharing it); otherwise they are even.
+pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
+than ranks: a schedule cut into enough tasks by hand, or a hand-split stencil, keeps
+them). With a machine description in the module and as many pieces as ranks, pieces are
+sized by the compute rate of each rank's device that can run the task (its peak GFLOP/s
+over the ranks sharing it); otherwise they are even.
 
 Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is how
 `dhir.ir.tasks.task_ids` names them (`main.schedule0.task3.piece1`).
@@ -44,11 +46,12 @@ from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import iteration_regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
 from dhir.machine.description import Device
-from dhir.placement.from_ir import can_run, has_machine, machine_for
+from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 
 SPLIT_ATTR = "dhir.split"
 
@@ -77,10 +80,18 @@ class SplitTasksPass(ModulePass):
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
         for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
+            busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
                 weights = _weights(task, count, devices)
-                if weights is not None:
-                    split_task(task, index, weights)
+                if weights is None:
+                    continue
+                if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
+                    # Enough independent tasks already keep every rank busy: leave them.
+                    if busy is None:
+                        busy = concurrency(task_graph(schedule))
+                    if busy >= self.ranks:
+                        continue
+                split_task(task, index, weights)
 
 
 def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:

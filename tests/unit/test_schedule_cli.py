@@ -129,10 +129,7 @@ def test_program_round_robin_on_n_ranks(capsys: pytest.CaptureFixture[str]) -> N
     assert out.startswith("ranks: 2 alike CPUs")
     rows = [line.split() for line in out.splitlines() if line.startswith("main.")]
     placed = {row[0]: row[1] for row in rows}
-    # dhir-split cuts the two loop tasks in one piece per rank (docs/semantics.md).
-    pieces = [f"main.schedule0.task{t}.piece{k}" for t in (0, 1) for k in (0, 1)]
-    names = [*pieces, "main.schedule0.task2", "main.schedule0.task3"]
-    assert placed == {name: f"rank{k % 2}" for k, name in enumerate(names)}
+    assert placed == {f"main.schedule0.task{k}": f"rank{k % 2}" for k in range(4)}
 
 
 def test_program_json_lists_each_schedule(capsys: pytest.CaptureFixture[str]) -> None:

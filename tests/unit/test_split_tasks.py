@@ -252,3 +252,47 @@ def test_affine_parallel_regions_are_the_rows_it_runs_over() -> None:
     written = task_regions(task).written(task.memrefs[1])
     rows = "(x0 = 2 or x0 = 4 or x0 = 6)"
     assert written == isl.Set(f"{{ [x0, x1] : {rows} and 0 <= x1 < {COLS} }}")
+
+
+def _row_halves(tasks: int) -> str:
+    """A 8x4 copy as `tasks` tasks over row ranges (1: one task over every row)."""
+    rows = 8 // tasks
+    body = "".join(
+        f"""
+    %t{k} = dhir.task %cpu, %a, %b {{
+      %lo = arith.constant {k * rows} : index
+      %hi = arith.constant {(k + 1) * rows} : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i = %lo to %hi step %c1 {{
+        scf.for %j = %c0 to %c4 step %c1 {{
+          %x = memref.load %a[%i, %j] : memref<8x4xi32>
+          memref.store %x, %b[%i, %j] : memref<8x4xi32>
+        }}
+      }}
+    }}"""
+        for k in range(tasks)
+    )
+    return f"""
+func.func @main(%a: memref<8x4xi32>, %b: memref<8x4xi32>) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    {body}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize(("tasks", "pieces"), [(1, 2), (2, 0)])
+def test_by_default_only_schedules_with_fewer_independent_tasks_than_ranks_split(
+    tasks: int, pieces: int
+) -> None:
+    """One task on two ranks becomes two pieces; two independent tasks (cut by hand)
+    already keep both ranks busy and stay as written."""
+    from dhir.api import run_pipeline
+
+    module = parse_string(_row_halves(tasks))
+    run_pipeline(module, "dhir-split{ranks=2}")
+    assert str(module).count("dhir.piece") == pieces

@@ -68,11 +68,25 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
       }
       memref.store %total, %s[%c0] : memref<1xf64>
     }
-    // By default, one piece per rank; a schedule scalar bound gives affine.apply bounds.
-    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [3 : i64, 0 : i64]}
+    // affine.parallel: its first dimension's constant bounds become each piece's.
+    // CHECK:      dhir.piece = [3 : i64, 0 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (0, 0) to (5, 4)
+    // CHECK:      dhir.piece = [3 : i64, 1 : i64]
+    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (5, 0) to (10, 4)
+    %copy2 = dhir.task target = "cpu", %a, %b attributes {dhir.split = 2} {
+      affine.parallel (%i, %j) = (0, 0) to (10, 4) {
+        %x = affine.load %a[%i, %j] : memref<10x4xi32>
+        affine.store %x, %b[%i, %j] : memref<10x4xi32>
+      }
+    }
+  }
+  dhir.schedule %b, %n {
+    // By default, one piece per rank, in a schedule with fewer independent tasks than
+    // ranks (here one); a schedule scalar bound gives affine.apply bounds.
+    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [0 : i64, 0 : i64]}
     // CHECK:        %[[M0:.*]] = affine.apply affine_map<(d0, d1) -> ((d0 + ((d1 + (d0 * -1)) floordiv 2)))> (%{{.*}}, %n)
     // CHECK-NEXT:   scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[M0]])
-    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [3 : i64, 1 : i64]}
+    // CHECK:      dhir.task target = "cpu", %b attributes {dhir.piece = [0 : i64, 1 : i64]}
     // CHECK:        %[[M1:.*]] = affine.apply
     // CHECK-NEXT:   scf.parallel (%{{.*}}) = (%[[M1]]) to (%n)
     // ONE: %fill = dhir.task target = "cpu", %b {
@@ -85,17 +99,6 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
         scf.for %j = %c0 to %c4 step %c1 {
           memref.store %v, %b[%i, %j] : memref<10x4xi32>
         }
-      }
-    }
-    // affine.parallel: its first dimension's constant bounds become each piece's.
-    // CHECK:      dhir.piece = [4 : i64, 0 : i64]
-    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (0, 0) to (5, 4)
-    // CHECK:      dhir.piece = [4 : i64, 1 : i64]
-    // CHECK:      affine.parallel (%{{.*}}, %{{.*}}) = (5, 0) to (10, 4)
-    %copy2 = dhir.task target = "cpu", %a, %b attributes {dhir.split = 2} {
-      affine.parallel (%i, %j) = (0, 0) to (10, 4) {
-        %x = affine.load %a[%i, %j] : memref<10x4xi32>
-        affine.store %x, %b[%i, %j] : memref<10x4xi32>
       }
     }
   }
