@@ -1,11 +1,12 @@
 """`dhir schedule`: place tasks on devices and print when each task runs.
 
-    dhir schedule (FILE.mlir [--system S] [-n RANKS] | --graph G.json)
+    dhir schedule (FILE.mlir [--system S] [-n RANKS] [--no-codedrop] | --graph G.json)
                   [--algorithm round-robin|heft|peft|best] [--json]
                   [--simulate [--node-size K]] [--gantt PATH] [--dot PATH]
 
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
-one device per rank, costs estimated from the IR); a task graph in JSON (the format in
+one device per rank, costs estimated from the IR; a plain @main goes through CodeDrop
+first, and tasks are split as dhir-split cuts them); a task graph in JSON (the format in
 dhir/placement/graph.py) is placed as it is.
 """
 
@@ -34,6 +35,7 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
+from dhir.runner import drop_code
 from dhir.transforms.split_tasks import SplitTasksPass
 
 
@@ -71,6 +73,12 @@ def add_parser(commands: Any) -> None:
         "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
     )
     parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
+    parser.add_argument(
+        "--no-codedrop",
+        action="store_true",
+        help="a program whose @main has no dhir.schedule is not wrapped by CodeDrop "
+        "(then there is nothing to place)",
+    )
     parser.add_argument(
         "--system",
         type=Path,
@@ -136,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
             ("", read_graph(args.graph), None)
         ]
     else:
-        legend, graphs = program_graphs(args.program, args.system, args.ranks)
+        legend, graphs = program_graphs(
+            args.program, args.system, args.ranks, codedrop=not args.no_codedrop
+        )
     results = []
     for number, (name, graph, as_built) in enumerate(graphs):
         if as_built is None:
@@ -169,13 +179,14 @@ def _check_input(args: argparse.Namespace) -> None:
 
 
 def program_graphs(
-    path: Path, system_file: Path | None, ranks: int | None
+    path: Path, system_file: Path | None, ranks: int | None, codedrop: bool = True
 ) -> tuple[str, list[tuple[str, TaskGraph, AsBuilt]]]:
     """Which device each rank is, and per schedule of the program: its task graph, as
     `dhir run` places them, and the makespan of a placement as the native backend runs
     it (dhir.placement.as_built)."""
 
     module = parse_file(path)
+    drop_code(module, "main", codedrop)  # a plain @main: schedules as `dhir run` makes them
     system = None
     if system_file is not None or ranks is None:
         system = _system(system_file)

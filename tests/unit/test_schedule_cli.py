@@ -211,3 +211,19 @@ def test_bad_program_arguments(
     code, _, err = run_schedule(capsys, *args)
     assert code == 1
     assert message in err
+
+
+def test_a_plain_program_is_wrapped_and_split_as_dhir_run_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plain = Path(__file__).parents[2] / "examples" / "plain_gemm.mlir"
+    assert main(["schedule", str(plain), "-n", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "CodeDrop made 1 task in 1 schedule" in captured.err
+    rows = [line.split() for line in captured.out.splitlines() if line.startswith("main.")]
+    assert {row[0]: row[1] for row in rows} == {
+        "main.schedule0.task0.piece0": "rank0",
+        "main.schedule0.task0.piece1": "rank1",
+    }
+    assert main(["schedule", str(plain), "-n", "2", "--no-codedrop"]) == 1
+    assert "has no dhir.schedule to place" in capsys.readouterr().err
