@@ -22,7 +22,9 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"
 os.environ["DHIR_RT_STATS"] = "1"
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import importlib.util  # noqa: E402
+import io  # noqa: E402
 import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -44,6 +46,7 @@ from kernels import check  # noqa: E402
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM  # noqa: E402
+from dhir.runner import drop_code  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
 from dhir.toolchain.signature import EntrySignature  # noqa: E402
 from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
@@ -81,12 +84,15 @@ def measure_dhir(
     plain: bool = False,
 ) -> DhirRun:
     """The hand-tasked program with `tasks` tasks per statement, or with `plain` the plain
-    one, which compile_native treats as any user's plain function."""
+    one, which goes through CodeDrop first as `dhir run` and `dhir compile` take it."""
     values = kernels.inputs(name, sizes)
     want = kernels.reference(name, sizes, values)
     began = time.perf_counter()
     text = kernels.plain_program(name, sizes) if plain else kernels.program(name, sizes, tasks)
     module = parse_string(text)
+    if plain:
+        with contextlib.redirect_stderr(io.StringIO()):  # its one line, for every run
+            drop_code(module, "main")
     exe, signature = compile_native(module, "main", ranks, args.mpi, None, args.placement)
     run = DhirRun(build_s=time.perf_counter() - began)
     for _ in range(args.repeats):

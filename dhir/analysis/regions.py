@@ -112,16 +112,34 @@ def task_regions(task: TaskOp) -> Regions:
     return walker.result()
 
 
-def iteration_regions(task: TaskOp, body: Block, variables: Mapping[SSAValue, str]) -> Regions:
-    """The regions one run of `body` (a loop body inside `task`) touches, over the loop
-    variables `variables` names: each becomes an isl parameter of that name, so that two
-    iterations' regions can be compared (dhir-split proves loops carry no dependence so)."""
+def iteration_regions(
+    memrefs: Iterable[SSAValue], body: Block, variables: Mapping[SSAValue, str]
+) -> Regions:
+    """The regions of `memrefs` that one run of `body` (a loop body) touches, over the
+    loop variables `variables` names: each becomes an isl parameter of that name, so that
+    two iterations' regions can be compared."""
     walker = _Walker(params=tuple(variables.values()))
-    for memref in task.memrefs:
+    for memref in memrefs:
         walker.views[memref] = _View(memref, None)
     walker.values.update(variables)
     walker.walk(body.ops, _Nest((), (), True))
     return walker.result()
+
+
+def iterations_independent(memrefs: Iterable[SSAValue], body: Block) -> bool:
+    """Whether no iteration of the loop whose body is `body` writes an element of
+    `memrefs` that another iteration reads or writes (for any two distinct values of the
+    loop variable, its first block argument). Unproven is False."""
+    roots = list(memrefs)
+    variable = body.args[0]
+    one = iteration_regions(roots, body, {variable: "ia"})
+    other = iteration_regions(roots, body, {variable: "ib"})
+    apart = isl.Set("[ia, ib] -> { : ia < ib or ia > ib }")
+    for memref, written in one.writes.items():
+        clash = written & (other.read(memref) | other.written(memref))
+        if not clash.intersect_params(apart).is_empty():
+            return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from dhir.analysis.effects import VIEW_OPS, memory_effects
+from dhir.analysis.regions import iterations_independent
 from dhir.analysis.sharing import buffers, mutable_global_users, reaches_mutable_global
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -284,15 +285,42 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
 
 
 def _is_time_loop(op: Operation) -> bool:
-    """An outer serial loop around work that is not one nest over its rows."""
+    """An outer serial loop around work that is not one nest over its rows, and whose
+    iterations may depend on one another (a loop proved free of carried dependences,
+    such as gemm's rows around two nests, is one task that dhir-split can cut)."""
     body = [o for o in op.regions[0].block.ops if not o.has_trait(IsTerminator)]
     nests = [o for o in body if not _is_movable(o)]
     if not any(_holds_work(o) for o in nests):
         return False  # a loop of plain statements: one nest
+    block = op.regions[0].block
+    if not op.results and len(block.args) == 1 and _free_of_carried(op):
+        return False
     if len(nests) != 1 or op.results or not isinstance(nests[0], _LOOPS):
         return True
-    counter = op.regions[0].block.args[0]
-    return not _reaches_subscript(counter, nests[0])
+    return not _reaches_subscript(block.args[0], nests[0])
+
+
+def _free_of_carried(loop: Operation) -> bool:
+    """Whether the loop's iterations provably touch disjoint data (isl, over the memrefs
+    defined outside it); calls and unknown ops make that unprovable."""
+    if any(isinstance(o, func.CallOp) for o in loop.walk()):
+        return False
+    outside = {
+        v
+        for o in loop.walk()
+        for v in o.operands
+        if isinstance(v.type, MemRefType) and not loop.is_ancestor(_owner(v))
+    }
+    return iterations_independent(outside, loop.regions[0].block)
+
+
+def _owner(value: SSAValue) -> Operation:
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return owner
+    parent = owner.parent_op()
+    assert parent is not None
+    return parent
 
 
 def _holds_work(op: Operation) -> bool:

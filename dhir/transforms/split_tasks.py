@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-import islpy as isl
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
@@ -41,13 +40,13 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph
-from dhir.analysis.regions import iteration_regions
+from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
 from dhir.machine.description import Device
@@ -171,7 +170,7 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
         return (position, loop) if not loop.results and _first_range(loop) else None
     if isinstance(loop, scf.ForOp | affine.ForOp):
         body = loop.body.block
-        if len(body.args) != 1 or not _independent(task, body):
+        if len(body.args) != 1 or not iterations_independent(task.memrefs, body):
             return None
         if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
             return None
@@ -183,20 +182,6 @@ def _pure(op: Operation) -> bool:
     if op.regions or any(isinstance(v.type, MemRefType) for v in (*op.operands, *op.results)):
         return False
     return op.dialect_name() in _PURE_DIALECTS or isinstance(op, affine.ApplyOp)
-
-
-def _independent(task: TaskOp, body: Block) -> bool:
-    """Whether no iteration of the loop `body` writes an element another iteration reads
-    or writes (checked for any two distinct values of the loop variable)."""
-    variable = body.args[0]
-    one = iteration_regions(task, body, {variable: "ia"})
-    other = iteration_regions(task, body, {variable: "ib"})
-    apart = isl.Set("[ia, ib] -> { : ia < ib or ia > ib }")
-    for memref, written in one.writes.items():
-        clash = written & (other.read(memref) | other.written(memref))
-        if not clash.intersect_params(apart).is_empty():
-            return False
-    return True
 
 
 @dataclass(frozen=True)

@@ -151,3 +151,44 @@ func.func @written(%a: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// An outer loop around two nests whose iterations touch disjoint rows (gemm as PolyBench
+// writes it: scale row i of C, then add A[i, k] * B[k, :]) carries no dependence: it is
+// one task, which dhir-split can cut by rows; it is not a time loop.
+// CHECK-LABEL: func.func @rows(%A: memref<4x3xf64>, %B: memref<3x5xf64>, %C: memref<4x5xf64>)
+// CHECK:         dhir.schedule %C, %A, %B {
+// CHECK:           dhir.task %any, %C, %A, %B {
+// CHECK-NEXT:        scf.for %i = %c0 to %c4 step %c1 {
+// CHECK-NEXT:          scf.for %j = %c0 to %c5 step %c1 {
+// CHECK:               scf.for %k = %c0 to %c3 step %c1 {
+// CHECK-NEXT:            scf.for %j{{.*}} = %c0 to %c5 step %c1 {
+// CHECK-NOT:       dhir.task
+// CHECK:         return
+func.func @rows(%A: memref<4x3xf64>, %B: memref<3x5xf64>, %C: memref<4x5xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %beta = arith.constant 1.5 : f64
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c5 step %c1 {
+      %c = memref.load %C[%i, %j] : memref<4x5xf64>
+      %s = arith.mulf %c, %beta : f64
+      memref.store %s, %C[%i, %j] : memref<4x5xf64>
+    }
+    scf.for %k = %c0 to %c3 step %c1 {
+      scf.for %j = %c0 to %c5 step %c1 {
+        %a = memref.load %A[%i, %k] : memref<4x3xf64>
+        %b = memref.load %B[%k, %j] : memref<3x5xf64>
+        %c = memref.load %C[%i, %j] : memref<4x5xf64>
+        %p = arith.mulf %a, %b : f64
+        %s = arith.addf %c, %p : f64
+        memref.store %s, %C[%i, %j] : memref<4x5xf64>
+      }
+    }
+  }
+  return
+}
