@@ -85,6 +85,8 @@ class SplitTasksPass(ModulePass):
                 if weights is None:
                     continue
                 if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
+                    if _splittable(task) is None:
+                        continue
                     # Enough independent tasks already keep every rank busy: leave them.
                     if busy is None:
                         busy = concurrency(task_graph(schedule))
