@@ -439,7 +439,7 @@ class TaskOp(IRDLOperation):
                 "or write the work as loops (scf.parallel)",
             )
         for value in op.operands:
-            if _defined_inside(value, self):
+            if defined_inside(value, self):
                 continue
             if isinstance(value.type, TargetType | TokenType):
                 raise VerifyExceptionAt(
@@ -510,7 +510,8 @@ def _enclosing_dhir_op(op: Operation) -> Operation | None:
     return None
 
 
-def _defined_inside(value: SSAValue, ancestor: Operation) -> bool:
+def defined_inside(value: SSAValue, ancestor: Operation) -> bool:
+    """Whether `value` is made by an op nested in `ancestor` (or a block argument there)."""
     owner = value.owner
     op = owner if isinstance(owner, Operation) else owner.parent_op()
     while op is not None:

@@ -36,7 +36,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from dhir.analysis.effects import VIEW_OPS, memory_effects
 from dhir.analysis.regions import iterations_independent
 from dhir.analysis.sharing import buffers, mutable_global_users, reaches_mutable_global
-from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 TARGET_KINDS = ("any", "cpu", "gpu")
@@ -309,18 +309,9 @@ def _free_of_carried(loop: Operation) -> bool:
         v
         for o in loop.walk()
         for v in o.operands
-        if isinstance(v.type, MemRefType) and not loop.is_ancestor(_owner(v))
+        if isinstance(v.type, MemRefType) and not defined_inside(v, loop)
     }
     return iterations_independent(outside, loop.regions[0].block)
-
-
-def _owner(value: SSAValue) -> Operation:
-    owner = value.owner
-    if isinstance(owner, Operation):
-        return owner
-    parent = owner.parent_op()
-    assert parent is not None
-    return parent
 
 
 def _holds_work(op: Operation) -> bool:
@@ -351,7 +342,7 @@ def _outside_memrefs(op: Operation) -> list[SSAValue]:
     used: dict[SSAValue, None] = {}
     for inner in op.walk():
         for value in inner.operands:
-            if isinstance(value.type, MemRefType) and not _defined_in(value, op):
+            if isinstance(value.type, MemRefType) and not defined_inside(value, op):
                 used[value] = None
     return list(used)
 
@@ -393,16 +384,6 @@ def _conflicts(run: list[_Task], task: _Task) -> bool:
     bases = list(dict.fromkeys(b for t in run for b in t.bases))
     writes = task.writes.union(*(t.writes for t in run))
     return _aliased(task.bases, bases, writes)
-
-
-def _defined_in(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    current = owner if isinstance(owner, Operation) else owner.parent_op()
-    while current is not None:
-        if current is op:
-            return True
-        current = current.parent_op()
-    return False
 
 
 def _inside(user: Operation, op: Operation) -> bool:
