@@ -300,11 +300,18 @@ class _Walker:
         assert isinstance(vector, VectorType)
         lanes = vector.get_shape()
         exprs: list[Expr] = [self.expr(v) for v in indices]
-        extra: list[tuple[int, int]] = []
         first = len(exprs) - len(lanes)
-        for k, width in enumerate(lanes):
-            extra.append((first + k, width))
-        self._access(memref, exprs, nest, tuple(extra), read=not is_store, write=is_store)
+        type_ = memref.type
+        scalar = isinstance(type_, MemRefType) and not isinstance(
+            type_.get_element_type(), VectorType
+        )
+        if not scalar or first < 0 or vector.get_num_scalable_dims():
+            # Lanes that are not the memref's trailing elements (a memref of vectors, a
+            # scalable vector): the whole memref, never a must-write.
+            self._access(memref, [None] * len(exprs), nest, (), read=not is_store, write=is_store)
+            return
+        extra = tuple((first + k, width) for k, width in enumerate(lanes))
+        self._access(memref, exprs, nest, extra, read=not is_store, write=is_store)
 
     def _access(
         self,

@@ -369,3 +369,33 @@ def test_a_stencil_in_a_while_loop_stays_distributed_and_equals_the_oracle(mpi: 
     got = dhir.run(text, u.copy(), u.copy(), steps, backend="native", ranks=2, mpi=mpi)
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+VECTORS = """
+func.func @main(%f: memref<8xf32>, %g: memref<8xf32>) {
+  dhir.schedule %f, %g {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %f, %g {
+      %c2 = arith.constant 2 : index
+      %x = arith.constant dense<1.0> : vector<4xf32>
+      vector.store %x, %f[%c2] : memref<8xf32>, vector<4xf32>
+      %y = arith.constant 1.0 : f32
+      %z = vector.broadcast %y : f32 to vector<[4]xf32>
+      vector.store %z, %g[%c2] : memref<8xf32>, vector<[4]xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_vector_lanes_are_elements_unless_the_vector_is_scalable() -> None:
+    """A vector store writes its lanes' elements (surely); a scalable vector's length is
+    unknown, so its store counts as the whole memref and never as a must-write."""
+    task = next(iter(_schedule(VECTORS).tasks()))
+    regions = task_regions(task)
+    f, g = task.memrefs
+    lanes = isl.Set("{ [x0] : 2 <= x0 <= 5 }")
+    assert regions.written(f).is_equal(lanes) and regions.must_written(f).is_equal(lanes)
+    assert regions.written(g).is_equal(isl.Set("{ [x0] : 0 <= x0 <= 7 }"))
+    assert regions.must_written(g).is_empty()
