@@ -63,7 +63,10 @@ _OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
 
 @dataclass(frozen=True)
 class SplitTasksPass(ModulePass):
-    """Cut parallel-loop tasks into pieces (see the module docstring)."""
+    """Cut each task whose work is one parallel loop into pieces over its outer loop.
+
+    One piece per rank where a schedule has fewer independent tasks than ranks, or
+    `pieces`; `dhir.split = K` on a task forces K (1 keeps it whole)."""
 
     name = "dhir-split"
 
