@@ -173,13 +173,6 @@ class Validity:
         self._wrote(memref, rank, region)
         return transfers
 
-    def write(self, memref: SSAValue, rank: int, written: isl.Set) -> isl.Set:
-        """Record that `rank` wrote `written` (widened to boxes); return the widened
-        region, whose rest the task needs up to date beforehand."""
-        region = self.widen(memref, written)
-        self._wrote(memref, rank, region)
-        return region
-
     def _wrote(self, memref: SSAValue, rank: int, region: isl.Set) -> None:
         if region.is_empty():
             return

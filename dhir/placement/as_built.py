@@ -121,11 +121,9 @@ class _Replay:
         self.depths = depths(deps)
         self.busy = min(concurrency(deps), self.ranks)
         self.times: dict[int, dict[str, dict[str, float]]] = {self.busy: graph.cost}
-        self.steps = [
-            (name, sorted(effect.touches(), key=position.__getitem__), effect.writes)
-            for effect, name in zip(deps.effects, graph.tasks, strict=False)
-        ]
-        self.incoming: list[list[tuple[int, SSAValue, float]]] = [[] for _ in self.steps]
+        # The schedule's tasks (the graph's names end with END_TASK, which has none).
+        self.names = list(graph.tasks[: len(deps.effects)])
+        self.incoming: list[list[tuple[int, SSAValue, float]]] = [[] for _ in self.names]
         for dep in deps.dependences:
             if dep.hazard != Hazard.WAR and dep.elements != 0:
                 nbytes = region_bytes(dep.memref, dep.elements)
@@ -144,10 +142,10 @@ class _Replay:
         ranks = self.ranks
         cost = self._task_times(assignment)
         clock = [0.0] * ranks
-        placed = [rank_of_device(assignment[name]) for name, _, _ in self.steps]
-        finish = [0.0] * len(self.steps)
+        placed = [rank_of_device(assignment[name]) for name in self.names]
+        finish = [0.0] * len(self.names)
         received: set[tuple[int, SSAValue, int]] = set()
-        for k, (name, _, _) in enumerate(self.steps):
+        for k, name in enumerate(self.names):
             rank = placed[k]
             for before, value, seconds in self.incoming[k]:
                 if placed[before] != rank and (before, value, rank) not in received:
@@ -173,11 +171,10 @@ class _Replay:
     def _task_times(self, assignment: Mapping[str, str]) -> dict[str, dict[str, float]]:
         """Task times for the most ranks `assignment` keeps busy at one depth."""
         at_depth: dict[int, set[str]] = {}
-        for (name, _, _), depth in zip(self.steps, self.depths, strict=True):
+        for name, depth in zip(self.names, self.depths, strict=True):
             at_depth.setdefault(depth, set()).add(assignment[name])
         busy = min(self.busy, max((len(used) for used in at_depth.values()), default=1))
         if busy not in self.times:
-            names = [name for name, _, _ in self.steps]
             tasks = list(self.schedule.tasks())
-            self.times[busy] = task_costs(tasks, names, self.devices, self.costs, busy)
+            self.times[busy] = task_costs(tasks, self.names, self.devices, self.costs, busy)
         return self.times[busy]
