@@ -10,7 +10,7 @@ import islpy as isl
 from xdsl.ir import SSAValue
 
 from dhir.analysis.effects import Effects, task_effects
-from dhir.analysis.regions import Regions, task_regions
+from dhir.analysis.regions import Regions, count_elements, task_regions
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -155,12 +155,3 @@ class _Accesses:
 
     def entries(self) -> list[tuple[isl.Set, list[int]]]:
         return [(r.set, js) for r, js in self._entries.values()]
-
-
-def count_elements(region: isl.Set) -> int | None:
-    """The number of elements of a bounded region; None for an unbounded one."""
-    if region.is_empty():
-        return 0
-    if not region.is_bounded():
-        return None
-    return int(region.count_val().to_python())

@@ -76,6 +76,15 @@ def _get(table: dict[SSAValue, isl.Set], memref: SSAValue) -> isl.Set:
     return found if found is not None else empty(memref.type)
 
 
+def count_elements(region: isl.Set) -> int | None:
+    """The number of elements of a bounded region; None for an unbounded one."""
+    if region.is_empty():
+        return 0
+    if not region.is_bounded():
+        return None
+    return int(region.count_val().to_python())
+
+
 def whole(type_: Attribute) -> isl.Set:
     """Every element of a memref type: its shape as a box (a dynamic extent is open)."""
     return _parse(_whole_text(_shape(type_)))

@@ -37,7 +37,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.effects import Effects, task_effects
-from dhir.analysis.regions import Regions
+from dhir.analysis.regions import Regions, count_elements
 from dhir.dialects.dhir import TaskOp
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
@@ -136,19 +136,9 @@ def task_footprint(
 
 
 def _touched_bytes(memref: SSAValue, regions: Regions | None) -> int:
-    whole = memref_bytes(memref.type)
     if regions is None:
-        return whole
-    region = regions.read(memref) | regions.written(memref)
-    if not region.is_bounded():
-        return whole
-    elements = int(region.count_val().to_python())
-    count = max(1, math.prod(max(1, d) for d in _shape(memref.type)))
-    return min(whole, elements * (whole // count))
-
-
-def _shape(type_: Attribute) -> Sequence[int]:
-    return type_.get_shape() if isinstance(type_, ShapedType) else ()
+        return memref_bytes(memref.type)
+    return region_bytes(memref, count_elements(regions.read(memref) | regions.written(memref)))
 
 
 class _Counter:
@@ -407,6 +397,17 @@ def memref_bytes(type_: Attribute) -> int:
         return element_bytes(type_)
     shape = [DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
     return math.prod(shape) * _element_bytes(type_)
+
+
+def region_bytes(memref: SSAValue, elements: int | None) -> int:
+    """Bytes of `elements` elements of `memref`; the whole memref when not counted."""
+    whole = memref_bytes(memref.type)
+    if elements is None:
+        return whole
+    type_ = memref.type
+    shape = type_.get_shape() if isinstance(type_, ShapedType) else ()
+    count = max(1, math.prod(max(1, d) for d in shape))
+    return min(whole, elements * (whole // count))
 
 
 def _element_bytes(type_: Attribute) -> int:

@@ -22,10 +22,12 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.ir import SSAValue
 
-from dhir.analysis.dependences import Hazard, count_elements
+from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
+from dhir.analysis.regions import count_elements
+from dhir.analysis.work import region_bytes
 from dhir.dialects.dhir import ScheduleOp
 from dhir.machine.description import Device
 from dhir.placement.cost_model import CostModel
@@ -34,7 +36,6 @@ from dhir.placement.from_ir import (
     concurrency,
     depths,
     rank_of_device,
-    region_bytes,
     task_costs,
 )
 from dhir.placement.graph import Placement, TaskGraph

@@ -26,15 +26,16 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from dhir.analysis.dependences import Hazard, count_elements
+from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
 from dhir.analysis.profile import Profile
-from dhir.analysis.work import memref_bytes
+from dhir.analysis.regions import count_elements
+from dhir.analysis.work import memref_bytes, region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
@@ -333,21 +334,6 @@ def _edges(
         Edge(names[before], names[after], _comm(sum(values.values()), devices, costs))
         for (before, after), values in sorted(carried.items())
     ]
-
-
-def region_bytes(memref: SSAValue, elements: int | None) -> int:
-    """Bytes of `elements` elements of `memref`; the whole memref when not counted."""
-    if elements is None:
-        return memref_bytes(memref.type)
-    whole = memref_bytes(memref.type)
-    count = max(1, _elements(memref))
-    return min(whole, elements * (whole // count))
-
-
-def _elements(memref: SSAValue) -> int:
-    type_ = memref.type
-    assert isinstance(type_, MemRefType)
-    return math.prod(max(1, d) for d in type_.get_shape())
 
 
 def _ends(
