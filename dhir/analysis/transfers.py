@@ -45,6 +45,18 @@ class TaskStep:
     effects: Effects
     regions: Regions
 
+    def run(self, value: SSAValue, state: Validity) -> list[Transfer]:
+        """The transfers of `value` the task needs from `state`, which then records its
+        writes (Validity.run_task)."""
+        regions = self.regions
+        return state.run_task(
+            value,
+            self.rank,
+            regions.read(value),
+            regions.written(value),
+            regions.must_written(value),
+        )
+
 
 @dataclass(frozen=True)
 class Event:
@@ -92,15 +104,7 @@ class _Planner:
 
     def task(self, k: int, step: TaskStep) -> None:
         for value in sorted(step.effects.touches(), key=self.order.__getitem__):
-            regions = step.regions
-            transfers = self.state.run_task(
-                value,
-                step.rank,
-                regions.read(value),
-                regions.written(value),
-                regions.must_written(value),
-            )
-            for transfer in transfers:
+            for transfer in step.run(value, self.state):
                 self._transfer(k, transfer)
         self.events.append(Event((k, 3, 0, 0), "task", step.rank, task=k))
         for value in step.effects.writes:

@@ -108,10 +108,11 @@ class LowerToMPIPass(ModulePass):
             last: Operation = function
             for number, schedule in enumerate(schedules):
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
-                start = loop_entry_state(schedule, self.ranks) if self.ranks > 1 else None
-                loop = time_loop(schedule) if start is not None else None
+                plans = _plans(schedule)
+                kept = loop_entry_state(schedule, self.ranks, plans) if self.ranks > 1 else None
+                loop, start = kept if kept is not None else (None, None)
                 outputs = root_only(loop or schedule, self.entry, called)
-                runtime |= lowering.run(outputs, start, loop)
+                runtime |= lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
         _erase_targets(op)
         for name in sorted(runtime):
@@ -200,39 +201,27 @@ def _plans(schedule: ScheduleOp) -> list[TaskStep]:
     return plans
 
 
-def _run_tasks(plans: Sequence[TaskStep], state: Validity) -> None:
-    """What the schedule's tasks do to `state`, without emitting anything."""
-    for plan in plans:
-        for value in plan.effects.touches():
-            _task_transfers(plan, value, state)
-
-
-def _task_transfers(plan: TaskStep, value: SSAValue, state: Validity) -> list[Transfer]:
-    regions = plan.regions
-    return state.run_task(
-        value,
-        plan.rank,
-        regions.read(value),
-        regions.written(value),
-        regions.must_written(value),
-    )
-
-
-def loop_entry_state(schedule: ScheduleOp, ranks: int) -> Validity | None:
-    """For a schedule that is the only user of its memrefs in the body of a loop, the
-    validity that holds at the start of every iteration: the fixed point of running
-    the body from "everything everywhere" (the state on entry), met with what the body
-    leaves. None when the schedule is not in such a loop, or no fixed point is found."""
-    if time_loop(schedule) is None:
+def loop_entry_state(
+    schedule: ScheduleOp, ranks: int, plans: Sequence[TaskStep] | None = None
+) -> tuple[Operation, Validity] | None:
+    """For a schedule that is the only user of its memrefs in the body of a loop: the
+    loop, and the validity that holds at the start of every iteration, the fixed point
+    of running the body from "everything everywhere" (the state on entry) met with what
+    the body leaves. None when the schedule is not in such a loop, or no fixed point is
+    found. `plans`: the schedule's, when known."""
+    loop = time_loop(schedule)
+    if loop is None:
         return None
-    plans = _plans(schedule)
+    plans = plans if plans is not None else _plans(schedule)
     state = Validity(list(schedule.args), ranks)
     for _ in range(LOOP_ROUNDS):
         after = state.copy()
-        _run_tasks(plans, after)
+        for plan in plans:
+            for value in plan.effects.touches():
+                plan.run(value, after)
         met = state.meet(after)
         if met.same(state):
-            return state
+            return loop, state
         state = met
     return None
 
@@ -253,7 +242,11 @@ class _ScheduleLowering:
     _runtime: set[str] = field(default_factory=set)
 
     def run(
-        self, final_to_root: set[SSAValue], start: Validity | None, loop: Operation | None
+        self,
+        plans: Sequence[TaskStep],
+        final_to_root: set[SSAValue],
+        start: Validity | None,
+        loop: Operation | None,
     ) -> set[str]:
         """Emit the schedule's code before it, then erase it; return the runtime
         functions it calls. `start`: the validity every run of the schedule begins
@@ -264,7 +257,6 @@ class _ScheduleLowering:
         self.state = (
             start.copy() if start is not None else Validity(list(self.schedule.args), self.ranks)
         )
-        plans = _plans(self.schedule)
         tasks = list(self.schedule.tasks())
         for event in plan_events(plans, self.state, position):
             if event.kind == "task":

@@ -78,8 +78,9 @@ def _schedule(text: str) -> ScheduleOp:
 
 def test_a_stencil_in_a_time_loop_exchanges_only_halo_rows() -> None:
     schedule = _schedule(stencil(2))
-    start = loop_entry_state(schedule, 2)
-    assert start is not None, "the schedule is the loop body's only user of u and v"
+    kept = loop_entry_state(schedule, 2)
+    assert kept is not None, "the schedule is the loop body's only user of u and v"
+    _, start = kept
     # Two iterations from the loop's steady state: each sweep brings one halo row (the
     # interior columns, N - 2 elements) to each rank, nothing else.
     state = start.copy()
