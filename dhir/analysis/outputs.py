@@ -47,35 +47,42 @@ def root_only(
 
 
 def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
-    """The `args` that an op after `schedule` (in its block) uses through any alias.
-    Pre-order visits every definition before its uses; what a region yields reaches
-    its op's results, what an op takes reaches its regions' arguments."""
-    roots: dict[SSAValue, frozenset[SSAValue]] = {a: frozenset([a]) for a in args}
-    used: set[SSAValue] = set()
-    after = False
+    """The `args` that an op after `schedule` (in its block) uses through any alias."""
     block = schedule.parent_block()
     assert block is not None
-    for top in block.ops:
-        if top is schedule:
-            after = True
+    roots = _alias_roots(block.ops, args, skip=schedule)
+    tops = list(block.ops)
+    used: set[SSAValue] = set()
+    for top in tops[tops.index(schedule) + 1 :]:
+        for op in top.walk():
+            for value in op.operands:
+                used |= roots.get(value, frozenset())
+    return used
+
+
+def _alias_roots(
+    ops: Iterable[Operation], seeds: list[SSAValue], skip: Operation | None = None
+) -> dict[SSAValue, frozenset[SSAValue]]:
+    """Every value in `ops` (and the ops nested in them, `skip` aside) that may point
+    into the memory of some of `seeds`, with those seeds. Pre-order visits every
+    definition before its uses; what a region yields reaches its op's results, what an
+    op takes reaches its regions' arguments."""
+    roots: dict[SSAValue, frozenset[SSAValue]] = {s: frozenset([s]) for s in seeds}
+    for top in ops:
+        if top is skip:
             continue
         for op in top.walk():
             reached = frozenset().union(*(roots.get(v, frozenset()) for v in op.operands))
             if not reached:
                 continue
-            if after:
-                used |= reached
-            for result in derived_results(op):
-                roots[result] = roots.get(result, frozenset()) | reached
-            for region in op.regions:
-                for inner in region.blocks:
-                    for argument in inner.args:
-                        roots[argument] = roots.get(argument, frozenset()) | reached
+            derived = list(derived_results(op))
+            derived += [a for region in op.regions for inner in region.blocks for a in inner.args]
             parent = op.parent_op()
             if op.has_trait(IsTerminator) and parent is not None:
-                for result in parent.results:
-                    roots[result] = roots.get(result, frozenset()) | reached
-    return used
+                derived += parent.results
+            for value in derived:
+                roots[value] = roots.get(value, frozenset()) | reached
+    return roots
 
 
 def time_loop(schedule: ScheduleOp) -> Operation | None:
@@ -93,7 +100,7 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     if function is None:
         return None
     seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
-    aliases = _aliases(function.body.block.ops, seeds)
+    aliases = _alias_roots(function.body.block.ops, seeds)
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue
@@ -102,22 +109,3 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
         if any(v in aliases for v in op.operands):
             return None
     return loop
-
-
-def _aliases(ops: Iterable[Operation], seeds: list[SSAValue]) -> set[SSAValue]:
-    """`seeds` and every value that may point into the same memory, in `ops` and the
-    ops nested in them (what an op derives from them, what a region yields, what an op
-    passes to its regions' arguments)."""
-    found: set[SSAValue] = set(seeds)
-    for top in ops:
-        for op in top.walk():
-            if not any(v in found for v in op.operands):
-                continue
-            found.update(derived_results(op))
-            for region in op.regions:
-                for inner in region.blocks:
-                    found.update(inner.args)
-            parent = op.parent_op()
-            if op.has_trait(IsTerminator) and parent is not None:
-                found.update(parent.results)
-    return found
