@@ -35,12 +35,6 @@ class Box:
     lo: tuple[int, ...]
     hi: tuple[int, ...]
 
-    def size(self) -> int:
-        total = 1
-        for a, b in zip(self.lo, self.hi, strict=True):
-            total *= b - a
-        return total
-
     def as_set(self) -> isl.Set:
         return _box_set(self.lo, self.hi)
 
