@@ -48,6 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
@@ -113,7 +114,9 @@ def _weights(task: TaskOp, count: int, devices: Sequence[Device] | None) -> list
     forced = task.attributes.get(SPLIT_ATTR)
     if forced is not None:
         if not isinstance(forced, IntegerAttr) or forced.value.data < 1:
-            raise PassFailedException(f"dhir-split: {SPLIT_ATTR} must be an integer >= 1")
+            raise PassFailedAt(
+                task, f"{SPLIT_ATTR} must be an integer >= 1 (1 keeps the task whole)"
+            )
         return [1] * forced.value.data if forced.value.data > 1 else None
     if count == 1 or RANK_ATTR in task.attributes:
         return None

@@ -296,3 +296,17 @@ def test_by_default_only_schedules_with_fewer_independent_tasks_than_ranks_split
     module = parse_string(_row_halves(tasks))
     run_pipeline(module, "dhir-split{ranks=2}")
     assert str(module).count("dhir.piece") == pieces
+
+
+def test_a_split_below_one_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dhir.cli.dhir_opt import main as dhir_opt
+
+    program = tmp_path / "bad.mlir"
+    forced = "dhir.task %cpu, %a, %b attributes {dhir.split = 0} {"
+    program.write_text(_row_halves(1).replace("dhir.task %cpu, %a, %b {", forced))
+    assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}"]) == 1
+    err = capsys.readouterr().err
+    assert f"{program}:6:5:" in err and "dhir.split must be an integer >= 1" in err
+    assert "Traceback" not in err
