@@ -520,8 +520,8 @@ def plain_program(name: str, sizes: dict[str, int], timed: bool = True) -> str:
     return to_plain_mlir(kernel(name, sizes), timed)
 
 
-def c_program(name: str, sizes: dict[str, int]) -> str:
-    return to_c(kernel(name, sizes))
+def c_program(name: str, sizes: dict[str, int], rows: tuple[int, int] | None = None) -> str:
+    return to_c(kernel(name, sizes), rows)
 
 
 def inputs(name: str, sizes: dict[str, int]) -> dict[str, np.ndarray]:

@@ -298,10 +298,10 @@ def _c_node(n: Node, pad: str) -> list[str]:
     return [*lines, f"{pad}}}"]
 
 
-def to_c(kernel: Kernel) -> str:
+def to_c(kernel: Kernel, rows: tuple[int, int] | None = None) -> str:
     """The same loops in plain C, one core: `prog IN_DIR OUT_DIR` reads NAME.raw for every
     array, runs the kernel (timed with clock_gettime), writes every array to OUT_DIR and
-    prints the seconds."""
+    prints the seconds. With `rows`, every statement runs over those of its rows only."""
     params = ", ".join(
         f"double {name}" + "".join(f"[{n}]" for n in shape) for name, shape in kernel.arrays.items()
     )
@@ -311,7 +311,10 @@ def to_c(kernel: Kernel) -> str:
         body.append(f"  for (long t = 0; t < {kernel.steps}; t++) {{")
         pad = "    "
     for statement in kernel.statements:
-        for node in statement.body(statement.lo, statement.hi):
+        lo, hi = statement.lo, statement.hi
+        if rows is not None:
+            lo, hi = max(lo, rows[0]), min(hi, rows[1])
+        for node in statement.body(lo, hi) if lo < hi else []:
             body += _c_node(node, pad)
     if kernel.steps:
         body.append("  }")

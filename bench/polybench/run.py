@@ -9,6 +9,8 @@ the run.
 Per kernel, medians of N runs: dhir on each rank count (1 thread per rank), the same loops
 in C (clang -O2, one core), NumPy (vectorised, 1 thread), the ratios, and the bytes each
 rank sent (from the runtime's DHIR_RT_STATS=1 report, "n/a" where it prints none). For
+gemm and 2mm with 2 ranks, also the C loops as two processes at once over row halves, no
+messages: what 2 ranks could at best reach on this machine. For
 jacobi-2d also mpi4py + NumPy on 2 ranks and Dask array on 2 threads (the optional extra
 `bench`: .venv/bin/pip install mpi4py 'dask[array]'). With --plain, also the kernel written
 as plain MLIR (no dhir ops, one loop nest per statement) through the normal compile path,
@@ -55,6 +57,9 @@ from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
 STATS = re.compile(r"dhir: rank (\d+) sent (\d+) bytes in (\d+) messages")
 INSTALL_HINT = "install the optional extra `bench`: .venv/bin/pip install mpi4py 'dask[array]'"
 MATMULS = ("gemm", "2mm", "3mm", "syr2k")
+# Kernels whose statements each compute row i from row i of the one before, so that two
+# processes over row halves compute the whole result with no messages.
+ROW_HALVES = ("gemm", "2mm")
 STENCILS = ("jacobi-2d", "heat-3d", "fdtd-2d")
 
 
@@ -131,6 +136,52 @@ def measure_c(name: str, sizes: dict[str, int], args: argparse.Namespace, tmp: P
         }
         check(f"C {name}", got, want)
         seconds.append(float(out.stdout))
+    return seconds
+
+
+def measure_c_halves(
+    name: str, sizes: dict[str, int], args: argparse.Namespace, tmp: Path
+) -> list[float]:
+    """The ceiling for 2 ranks on this machine: the C kernel as two processes at once, each
+    over half the rows, with no messages at all. Only for kernels whose row halves are
+    independent (ROW_HALVES); a run's time is the slower half's."""
+    values = kernels.inputs(name, sizes)
+    want = kernels.reference(name, sizes, values)
+    halves = [(0, sizes["ni"] // 2), (sizes["ni"] // 2, sizes["ni"])]
+    given = tmp / f"{name}-in"
+    given.mkdir(exist_ok=True)
+    for array_name, array in values.items():
+        array.astype("<f8").tofile(given / f"{array_name}.raw")
+    clang = find_llvm_tools().clang
+    exes: list[Path] = []
+    for k, half in enumerate(halves):
+        source = tmp / f"{name}-half{k}.c"
+        source.write_text(kernels.c_program(name, sizes, half))
+        exes.append(tmp / f"{name}-half{k}")
+        subprocess.run([str(clang), "-O2", "-o", str(exes[k]), str(source)], check=True)
+        (tmp / f"{name}-out{k}").mkdir(exist_ok=True)
+    seconds: list[float] = []
+    for _ in range(args.repeats):
+        running = [
+            subprocess.Popen(
+                [str(exe), str(given), str(tmp / f"{name}-out{k}")],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for k, exe in enumerate(exes)
+        ]
+        taken = [float(process.communicate()[0]) for process in running]
+        if any(process.returncode for process in running):
+            raise SystemExit(f"C {name} halves: a process failed")
+        for k, (lo, hi) in enumerate(halves):
+            got = {
+                out: np.fromfile(tmp / f"{name}-out{k}" / f"{out}.raw", dtype="<f8").reshape(
+                    values[out].shape
+                )[lo:hi]
+                for out in want
+            }
+            check(f"C {name} rows {lo}..{hi}", got, {out: a[lo:hi] for out, a in want.items()})
+        seconds.append(max(taken))
     return seconds
 
 
@@ -261,6 +312,7 @@ def plain_goals(name: str, ranks: list[int], med: Callable[[str], float | None])
 def _label(key: str, runs: dict[str, DhirRun]) -> str:
     labels = {
         "C": "plain C (clang -O2, 1 core)",
+        "C2": "C, 2 processes on row halves, no MPI",
         "NumPy": "NumPy (1 thread)",
         "mpi4py2": "mpi4py + NumPy, 2 ranks",
         "dask2": "Dask map_overlap, 2 threads",
@@ -283,6 +335,8 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
     for key, run in runs.items():
         times[key] = run.seconds
     times["C"] = measure_c(name, sizes, args, tmp)
+    if name in ROW_HALVES and 2 in ranks:
+        times["C2"] = measure_c_halves(name, sizes, args, tmp)
     times["NumPy"] = measure_numpy(name, sizes, args.repeats)
     if name == "jacobi-2d":
         if missing_extras():
@@ -307,6 +361,9 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
     note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
     for line in goals(name, sizes, med, runs.get("dhir2")):
         print(f"  {line}{note}")
+    c1, c2 = med("C"), med("C2")
+    if c1 is not None and c2 is not None:
+        print(f"  C / C2 = {c1 / c2:.2f} (no goal: this machine's ceiling for 2 ranks)")
     for line in plain_goals(name, ranks, med) if args.plain else []:
         print(f"  {line}{note if line.startswith('plain1 / plain2') else ''}")
 

@@ -82,6 +82,28 @@ def test_kernel_c_equals_numpy(name: str, tmp_path: Path) -> None:
     assert float(seconds) >= 0.0
 
 
+@pytest.mark.mlir
+@pytest.mark.parametrize("name", ["gemm", "2mm"])
+def test_c_over_a_row_range_computes_those_rows_only(name: str, tmp_path: Path) -> None:
+    """The 2-rank ceiling in run.py runs the C loops as two processes over row halves."""
+    sizes = kernels.tiny_sizes(name)
+    values = kernels.inputs(name, sizes)
+    lo, hi = 1, sizes["ni"] - 1
+    source = tmp_path / "k.c"
+    source.write_text(kernels.c_program(name, sizes, (lo, hi)))
+    exe = tmp_path / "k"
+    subprocess.run([str(find_llvm_tools().clang), "-O2", "-o", str(exe), str(source)], check=True)
+    for key, array in values.items():
+        array.tofile(tmp_path / f"{key}.raw")
+    subprocess.run([str(exe), str(tmp_path), str(tmp_path)], check=True, capture_output=True)
+    want = kernels.reference(name, sizes, values)
+    for key in want:
+        got = np.fromfile(tmp_path / f"{key}.raw").reshape(values[key].shape)
+        check(f"C {name} rows {lo}..{hi}", {key: got[lo:hi]}, {key: want[key][lo:hi]})
+        np.testing.assert_array_equal(got[:lo], values[key][:lo])
+        np.testing.assert_array_equal(got[hi:], values[key][hi:])
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_plain_kernel_interp_equals_numpy(name: str) -> None:
     sizes = kernels.tiny_sizes(name)
