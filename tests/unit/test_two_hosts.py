@@ -1,0 +1,174 @@
+"""Ranks on two "hosts" talking over TCP (tests/unit/two_hosts.py): `dhir run --system`
+with a two-node description, on MPICH and OpenMPI, against the interpreter. Where the
+namespaces cannot be made, the tests are skipped with the reason."""
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from strategies import CPU_TARGETS, RandomSchedule, schedules
+from two_hosts import TwoHosts, Unavailable, two_hosts
+
+import dhir
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+MPIS = ("mpich", "openmpi")
+TIMEOUT = 120  # seconds per run: a hang is a failure, not a stuck test run
+HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22"),
+]
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoHosts]:
+    # Names unique to this test session (and short: veth names hold 15 characters).
+    name = f"dhirtcp{os.getpid() % 100000}"
+    try:
+        with two_hosts(name, tmp_path_factory.mktemp("two-hosts")) as made:
+            yield made
+    except Unavailable as error:
+        pytest.skip(f"no two hosts over TCP here: {error}")
+
+
+def _run_over(
+    hosts: TwoHosts,
+    program: Path,
+    inputs: list[np.ndarray],
+    mpi: str,
+    ranks_per_node: int,
+    work: Path,
+    placement: str = "round-robin",
+) -> list[np.ndarray]:
+    """`dhir run PROGRAM --system` on the first host; rank 0's results."""
+    system = work / "two.toml"
+    system.write_text(hosts.system_toml(ranks_per_node))
+    paths = []
+    for index, array in enumerate(inputs):
+        paths += ["--input", str(work / f"in{index}.npy")]
+        np.save(work / f"in{index}.npy", array)
+    out = work / "out"
+    command = [str(Path(".venv/bin/dhir").absolute()), "run", str(program), "--system"]
+    command += [str(system), "--mpi", mpi, "--placement", placement, "--output-dir", str(out)]
+    done = hosts.run(hosts.hosts[0], [*command, "--timeout", str(TIMEOUT), *paths], {}, 200)
+    assert done.returncode == 0, f"dhir run failed:\n{done.stdout}\n{done.stderr}"
+    return [np.load(out / f"arg{index}.npy") for index in range(len(inputs))]
+
+
+def _equal(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    assert len(got) == len(want)
+    for native, oracle in zip(got, want):
+        assert native.dtype == oracle.dtype and native.tobytes() == oracle.tobytes()
+
+
+def _example_inputs(name: str, rng: np.random.Generator) -> list[np.ndarray]:
+    ints = lambda n, t: rng.integers(-1000, 1000, n).astype(t)  # noqa: E731
+    return {
+        "vector_add": lambda: [ints(20, np.int32), ints(20, np.int32), ints(20, np.int32)],
+        "hazards": lambda: [rng.standard_normal(8).astype(np.float32), np.zeros(8, np.float32)],
+        "host_between": lambda: [ints(6, np.int64), ints(6, np.int64)],
+    }[name]()
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize(
+    ("name", "ranks_per_node"),
+    [("vector_add", 1), ("hazards", 1), ("host_between", 1), ("vector_add", 2), ("hazards", 2)],
+)
+def test_examples_over_tcp_equal_the_interpreter(
+    hosts: TwoHosts, tmp_path: Path, name: str, ranks_per_node: int, mpi: str
+) -> None:
+    program = EXAMPLES / f"{name}.mlir"
+    inputs = _example_inputs(name, np.random.default_rng(ranks_per_node))
+    oracle = dhir.run(program, *inputs, backend="interp")
+    _equal(_run_over(hosts, program, inputs, mpi, ranks_per_node, tmp_path), oracle)
+
+
+# The second task runs on the other host, so the array crosses the link there and back.
+ACROSS = """
+func.func @main(%a: memref<262144xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %add = dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 262144 : index
+      %one = arith.constant 1.0 : f32
+      scf.for %i = %c0 to %n step %c1 {
+        %x = memref.load %a[%i] : memref<262144xf32>
+        %y = arith.addf %x, %one : f32
+        memref.store %y, %a[%i] : memref<262144xf32>
+      }
+    }
+    %double = dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 262144 : index
+      %two = arith.constant 2.0 : f32
+      scf.for %i = %c0 to %n step %c1 {
+        %x = memref.load %a[%i] : memref<262144xf32>
+        %y = arith.mulf %x, %two : f32
+        memref.store %y, %a[%i] : memref<262144xf32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_messages_between_hosts_cross_the_link(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    # Over shared memory, or with both ranks on one host, the veth would carry only the
+    # launchers' few kilobytes, not the 1 MiB array each way.
+    program = tmp_path / "across.mlir"
+    program.write_text(ACROSS)
+    a = np.random.default_rng(7).standard_normal(262144).astype(np.float32)
+    sent, received = hosts.link_bytes()
+    results = _run_over(hosts, program, [a], mpi, 1, tmp_path, placement="heft")
+    sent_now, received_now = hosts.link_bytes()
+    _equal(results, [(a + np.float32(1)) * np.float32(2)])
+    assert sent_now - sent >= a.nbytes
+    assert received_now - received >= a.nbytes
+
+
+def _random_inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)]
+
+
+@settings(
+    max_examples=50 if HEAVY else 5,
+    derandomize=not HEAVY,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.sampled_from([1, 2]).flatmap(
+        lambda per_node: st.tuples(
+            st.just(per_node),
+            schedules(max_tasks=12, max_buffers=4, targets=CPU_TARGETS, ranks=2 * per_node),
+            st.integers(0, 2**16),
+        )
+    )
+)
+@pytest.mark.parametrize("mpi", MPIS)
+def test_random_schedules_over_tcp_equal_the_interpreter(
+    hosts: TwoHosts, tmp_path: Path, mpi: str, case: tuple[int, RandomSchedule, int]
+) -> None:
+    per_node, program, seed = case
+    note(f"{per_node} ranks per host with {mpi}, the program:\n{program.text()}")
+    inputs = _random_inputs(program, seed)
+    oracle = dhir.run(program.text(), *inputs, backend="interp")
+    work = tmp_path / f"case-{seed}-{per_node}"
+    work.mkdir(exist_ok=True)
+    source = work / "program.mlir"
+    source.write_text(program.text())
+    _equal(_run_over(hosts, source, inputs, mpi, per_node, work, placement="heft"), oracle)
