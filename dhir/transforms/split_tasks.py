@@ -1,5 +1,6 @@
-"""`dhir-split`: cut a task whose work is one parallel loop into pieces over contiguous
-ranges of its outermost loop, so that placement can spread one loop over several ranks.
+"""`dhir-split`: cut a task whose work is one parallel loop (or one linalg op) into pieces
+over contiguous ranges of its outermost loop, so that placement can spread one loop over
+several ranks.
 
 A task is split when its body is pure ops (constants, index arithmetic), one loop, and
 pure ops again, and the loop is
@@ -7,11 +8,20 @@ pure ops again, and the loop is
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
   disjoint elements: what iteration i writes overlaps nothing iteration i' != i reads or
-  writes (`dhir.analysis.regions.iteration_regions`, isl). Unproven means kept whole.
+  writes (`dhir.analysis.regions.iteration_regions`, isl), or
+- a linalg structured op on memrefs (`linalg.generic`, `matmul`, `fill`, `add`, ...)
+  whose first loop d0 is "parallel", no `linalg.index` in its body, where each operand's
+  indexing map has d0 at most as one plain result (`(d0, d1, d2) -> (d0, d2)`, not
+  `d0 + d1`), every output has it, and the operands that have it have static shapes that
+  agree on d0's extent and static strided layouts. Unproven means kept whole.
 
 Each piece is a copy of the task (same target, same memrefs) whose loop runs over its
 range only, so the region analysis sees the rows each piece touches. Constant bounds give
-constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds.
+constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds. A
+linalg piece runs the same op on views: each operand that uses d0 becomes a static
+`memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
+the others stay whole; d0 being outermost, the pieces run one after the other are the
+whole op's iterations in the same order.
 
 How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
 pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
