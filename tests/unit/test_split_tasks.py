@@ -494,3 +494,84 @@ def test_split_linalg_ops_run_natively_as_the_interpreter_does(
     assert len(_split(text, ranks=ranks)[1]) == ranks
     got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, mpi=mpi, placement=SPREAD)
     _same(got, _interp(text, case.inputs()))
+
+
+# Named ops: (op with {0}, {1}, ... for operands and {t0}, ... for their types, operand
+# shapes, pieces with dhir.split = 2: 1 where d0 is a reduction).
+_NAMED: dict[str, tuple[str, list[tuple[int, ...]], int]] = {
+    "copy": ("linalg.copy ins({0} : {t0}) outs({1} : {t1})", [(5, 3), (5, 3)], 2),
+    "add": ("linalg.add ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})", [(5, 3)] * 3, 2),
+    "transpose": (
+        "linalg.transpose ins({0} : {t0}) outs({1} : {t1}) permutation = [1, 0]",
+        [(3, 5), (5, 3)],
+        2,
+    ),
+    "batch_matmul": (
+        "linalg.batch_matmul ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 2, 4), (3, 4, 5), (3, 2, 5)],
+        2,
+    ),
+    "matvec": (
+        "linalg.matvec ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(5, 4), (4,), (5,)],
+        2,
+    ),
+    "vecmat": (
+        "linalg.vecmat ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(4,), (4, 5), (5,)],
+        2,
+    ),
+    "dot": ("linalg.dot ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})", [(4,), (4,), ()], 1),
+    "conv_2d_nhwc_hwcf": (
+        "linalg.conv_2d_nhwc_hwcf ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 5, 5, 2), (2, 2, 2, 3), (3, 4, 4, 3)],
+        2,
+    ),
+    "pooling_nhwc_sum": (
+        "linalg.pooling_nhwc_sum ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 5, 5, 2), (2, 2), (3, 4, 4, 2)],
+        2,
+    ),
+    "mmt4d": (
+        "linalg.mmt4d ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 2, 2, 2), (4, 2, 2, 2), (3, 4, 2, 2)],
+        2,
+    ),
+}
+
+
+def _named(name: str, split: int | None) -> tuple[str, list[object]]:
+    op, shapes, _ = _NAMED[name]
+    names = [f"%m{k}" for k in range(len(shapes))]
+    types = [f"memref<{''.join(f'{d}x' for d in s)}f64>" for s in shapes]
+    work = op.format(*names, **{f"t{k}": t for k, t in enumerate(types)})
+    forced = f" attributes {{dhir.split = {split}}}" if split else ""
+    text = f"""
+func.func @main({", ".join(f"{n}: {t}" for n, t in zip(names, types, strict=True))}) {{
+  dhir.schedule {", ".join(names)} {{
+    %t = dhir.task target = "cpu", {", ".join(names)}{forced} {{
+      {work}
+    }}
+  }}
+  return
+}}
+"""
+    rng = np.random.default_rng(len(name))
+    return text, [rng.integers(-5, 5, s).astype(np.float64) for s in shapes]
+
+
+@pytest.mark.parametrize("name", sorted(_NAMED))
+def test_named_linalg_ops_split_by_d0_equal_the_whole_op(name: str) -> None:
+    text, inputs = _named(name, 2)
+    split, tasks = _split(text)
+    assert len(tasks) == _NAMED[name][2], split
+    _same(_interp(split, inputs), _interp(text, inputs))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("name", sorted(_NAMED))
+def test_named_linalg_op_pieces_run_natively_as_the_interpreter_does(name: str) -> None:
+    text, inputs = _named(name, None)
+    assert len(_split(text, ranks=2)[1]) == _NAMED[name][2]
+    got = dhir.run(text, *inputs, backend="native", ranks=2, placement=SPREAD)
+    _same(got, _interp(text, inputs))
