@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 
 import dhir
 from dhir import parse_string
@@ -575,3 +575,15 @@ def test_named_linalg_op_pieces_run_natively_as_the_interpreter_does(name: str) 
     assert len(_split(text, ranks=2)[1]) == _NAMED[name][2]
     got = dhir.run(text, *inputs, backend="native", ranks=2, placement=SPREAD)
     _same(got, _interp(text, inputs))
+
+
+def test_linalg_pieces_follow_the_devices_rates_in_a_machine_description() -> None:
+    fast = replace(guess_device("fast", "x86_64", cores=8), peak_gflops=100.0)
+    slow = replace(guess_device("slow", "x86_64", cores=8), peak_gflops=50.0)
+    system = System((Node("n0", (fast, slow)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+    module = parse_string(LinalgTask("matmul", 9, True, False, 1).unforced())
+    attach(module, system)
+    run_pipeline(module, "dhir-split{ranks=2}")
+    views = [op for op in module.walk() if isinstance(op, memref.SubviewOp)]
+    rows = [(v.static_offsets.get_values()[0], v.static_sizes.get_values()[0]) for v in views]
+    assert rows == [(0, 6), (0, 6), (6, 3), (6, 3)]  # A's and C's rows, piece by piece
