@@ -1,5 +1,6 @@
-"""`dhir-split`: cut a task whose work is one parallel loop into pieces over contiguous
-ranges of its outermost loop, so that placement can spread one loop over several ranks.
+"""`dhir-split`: cut a task whose work is one parallel loop (or one linalg op) into pieces
+over contiguous ranges of its outermost loop, so that placement can spread one loop over
+several ranks.
 
 A task is split when its body is pure ops (constants, index arithmetic), one loop, and
 pure ops again, and the loop is
@@ -7,11 +8,20 @@ pure ops again, and the loop is
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
   disjoint elements: what iteration i writes overlaps nothing iteration i' != i reads or
-  writes (`dhir.analysis.regions.iteration_regions`, isl). Unproven means kept whole.
+  writes (`dhir.analysis.regions.iteration_regions`, isl), or
+- a linalg structured op on memrefs (`linalg.generic`, `matmul`, `fill`, `add`, ...)
+  whose first loop d0 is "parallel", no `linalg.index` in its body, where each operand's
+  indexing map has d0 at most as one plain result (`(d0, d1, d2) -> (d0, d2)`, not
+  `d0 + d1`), every output has it, and the operands that have it have static shapes that
+  agree on d0's extent and static strided layouts. Unproven means kept whole.
 
 Each piece is a copy of the task (same target, same memrefs) whose loop runs over its
 range only, so the region analysis sees the rows each piece touches. Constant bounds give
-constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds.
+constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds. A
+linalg piece runs the same op on views: each operand that uses d0 becomes a static
+`memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
+the others stay whole; d0 being outermost, the pieces run one after the other are the
+whole op's iterations in the same order.
 
 How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
 pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
@@ -30,8 +40,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, scf
+from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
     IndexType,
@@ -40,8 +51,10 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap
+from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
+from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -183,7 +196,78 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
         if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
             return None
         return position, loop
+    if isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None:
+        return position, loop
     return None
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """How a linalg op is cut along its first loop d0: d0's extent, and for each operand
+    the dimension that d0 indexes (None: the operand does not use d0 and stays whole)."""
+
+    extent: int
+    dims: tuple[int | None, ...]
+
+
+def _linalg_rows(op: LinalgStructuredOperation) -> _Rows | None:
+    """How `op` may be cut along d0, when d0 is a parallel loop that each operand uses at
+    most as one plain result of its map, every output uses, and whose extent the operands'
+    static shapes agree on; None keeps the op whole."""
+    if op.res or any(o.name == "linalg.index" for o in op.body.walk()):
+        return None  # tensors; a body reading d0 would see the piece's own count
+    try:
+        maps = [m.data for m in op.get_indexing_maps()]
+        iterators = list(op.get_iterator_types())
+    except Exception:  # noqa: BLE001 - xDSL raises several kinds for odd ops
+        return None
+    operands = [*op.inputs, *op.outputs]
+    if not iterators or iterators[0] != IteratorTypeAttr.parallel() or len(maps) != len(operands):
+        return None
+    dims: list[int | None] = []
+    extents: set[int] = set()
+    for value, amap in zip(operands, maps, strict=True):
+        dim = _row_dim(amap)
+        if dim is False:
+            return None
+        if dim is not None:
+            if not _cuttable(value.type, dim):
+                return None
+            assert isinstance(value.type, MemRefType)
+            extents.add(value.type.get_shape()[dim])
+        dims.append(dim)
+    if len(extents) != 1 or any(d is None for d in dims[len(op.inputs) :]):
+        return None
+    return _Rows(extents.pop(), tuple(dims))
+
+
+def _row_dim(amap: AffineMap) -> int | None | bool:
+    """The result position where `amap` has d0 alone; None if it does not use d0; False
+    if it uses d0 otherwise (in an expression, twice, or with symbols)."""
+    if amap.num_symbols:
+        return False
+    plain = [
+        k for k, e in enumerate(amap.results) if isinstance(e, AffineDimExpr) and e.position == 0
+    ]
+    uses = [k for k, e in enumerate(amap.results) if 0 in e.used_dims()]
+    if not uses:
+        return None
+    return plain[0] if len(uses) == 1 and plain == uses else False
+
+
+def _cuttable(kind: Attribute, dim: int) -> bool:
+    """Whether a memref of type `kind` has a static extent along `dim` and a static
+    strided layout, so that its rows along `dim` make a subview of a static type."""
+    if not isinstance(kind, MemRefType):
+        return False
+    shape = kind.get_shape()
+    if DYNAMIC_INDEX in shape:
+        return False
+    try:
+        strides, offset = kind.get_strides(), kind.get_offset()
+    except Exception:  # noqa: BLE001 - a layout that is not strided
+        return False
+    return strides is not None and None not in strides and offset is not None
 
 
 def _pure(op: Operation) -> bool:
@@ -204,6 +288,10 @@ class _Range:
 
 
 def _loop_range(loop: Operation) -> _Range:
+    if isinstance(loop, LinalgStructuredOperation):
+        rows = _linalg_rows(loop)
+        assert rows is not None
+        return _Range((0, rows.extent, 1))
     if isinstance(loop, affine.ParallelOp):
         first = _first_range(loop)
         assert first is not None
@@ -283,6 +371,10 @@ def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | No
 
 def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> None:
     """Make `loop` (in a piece) run from `low` to `high` (see _piece_bounds)."""
+    if isinstance(loop, LinalgStructuredOperation):
+        assert isinstance(low, int) and isinstance(high, int)
+        _view_rows(loop, low, high)
+        return
     if isinstance(loop, affine.ParallelOp):
         assert isinstance(low, int) and isinstance(high, int)
         for name, value in (("lowerBoundsMap", low), ("upperBoundsMap", high)):
@@ -319,3 +411,26 @@ def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue
         made = affine.ApplyOp([lower, upper], AffineMapAttr(AffineMap(2, 0, (expr,))))
     block.insert_op_before(made, loop)
     return made.results[0]
+
+
+def _view_rows(op: LinalgStructuredOperation, low: int, high: int) -> None:
+    """Give each operand of `op` that uses d0 as its view of rows [low, high) along the
+    dimension d0 indexes: the op then runs over those rows only, in the same order."""
+    rows = _linalg_rows(op)
+    assert rows is not None
+    for k, dim in enumerate(rows.dims):
+        if dim is None:
+            continue
+        value = op.operands[k]
+        kind = value.type
+        assert isinstance(kind, MemRefType)
+        shape = list(kind.get_shape())
+        offsets = [low if d == dim else 0 for d in range(len(shape))]
+        shape[dim] = high - low
+        view = memref.SubviewOp.from_static_parameters(
+            value, kind, offsets, shape, [1] * len(shape)
+        )
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(view, op)
+        op.operands[k] = view.result

@@ -310,3 +310,21 @@ func.func @main(%a: {TYPE}) {{
 """
     module = parse_string(text)
     assert codedrop(module, "main").nests == 0
+
+
+@needs_llvm
+def test_a_plain_linalg_matmul_uses_both_ranks(tmp_path: Path, gemm_inputs: list[str]) -> None:
+    """CodeDrop makes the matmul a task and dhir-split cuts it into row blocks: one piece
+    on each of the two ranks, and the result is the gemm's."""
+    matmul = str(EXAMPLES / "plain_matmul.mlir")
+    shown = _dhir("schedule", matmul, "-n", "2")
+    assert shown.returncode == 0, shown.stderr
+    placed = {line.split()[0]: line.split()[1] for line in shown.stdout.splitlines()[3:5]}
+    assert placed == {
+        "main.schedule0.task0.piece0": "rank0",
+        "main.schedule0.task0.piece1": "rank1",
+    }, shown.stdout
+    out = tmp_path / "out"
+    result = _dhir("run", matmul, "-n", "2", *gemm_inputs, "--output-dir", str(out))
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out / "arg2.npy"), _gemm_result(tmp_path))

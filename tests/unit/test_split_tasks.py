@@ -1,6 +1,8 @@
-"""dhir-split (dhir/transforms/split_tasks.py): random one-loop tasks cut into K pieces
-give bit-identical interpreter results to the whole task; loops whose iterations depend
-on each other stay whole; native runs of the pieces on 1-4 ranks equal the interpreter."""
+"""dhir-split (dhir/transforms/split_tasks.py): random one-loop tasks, and tasks of one
+linalg op (matmul, transposed matmul, generic), cut into K pieces give bit-identical
+interpreter results to the whole task; loops whose iterations depend on each other, and
+linalg ops that cannot be cut by rows of d0, stay whole; native runs of the pieces on 1-4
+ranks equal the interpreter."""
 
 import os
 from dataclasses import dataclass, replace
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, memref, scf
 
 import dhir
 from dhir import parse_string
@@ -310,3 +312,278 @@ def test_a_split_below_one_is_a_located_error(
     err = capsys.readouterr().err
     assert f"{program}:6:5:" in err and "dhir.split must be an integer >= 1" in err
     assert "Traceback" not in err
+
+
+# --- linalg ops ------------------------------------------------------------------------
+
+INNER = 4  # the matmul's k and the generic's second loop
+
+
+@dataclass(frozen=True)
+class LinalgTask:
+    """One task whose work is one linalg op over `rows` values of d0, on i32 or f64:
+    - `matmul`: C[rows x 3] += A[rows x INNER] * B[INNER x 3];
+    - `matmul_t`: the same with A stored transposed (INNER x rows, `indexing_maps`);
+    - `generic`: O = X * Y^T + v (X: rows x INNER, Y: INNER x rows, v: INNER, a row
+      every d0 reads), O stored as rows x INNER, or transposed when `column_out`."""
+
+    kind: str
+    rows: int
+    floats: bool
+    column_out: bool
+    pieces: int
+
+    def shapes(self) -> list[tuple[int, ...]]:
+        if self.kind == "matmul":
+            return [(self.rows, INNER), (INNER, 3), (self.rows, 3)]
+        if self.kind == "matmul_t":
+            return [(INNER, self.rows), (INNER, 3), (self.rows, 3)]
+        out = (INNER, self.rows) if self.column_out else (self.rows, INNER)
+        return [(self.rows, INNER), (INNER, self.rows), (INNER,), out]
+
+    def text(self) -> str:
+        elem = "f64" if self.floats else "i32"
+        types = [f"memref<{'x'.join(map(str, s))}x{elem}>" for s in self.shapes()]
+        names = [f"%m{k}" for k in range(len(types))]
+        args = ", ".join(f"{n}: {t}" for n, t in zip(names, types, strict=True))
+        ins, outs = ", ".join(names[:-1]), names[-1]
+        typed = f"ins({ins} : {', '.join(types[:-1])}) outs({outs} : {types[-1]})"
+        if self.kind.startswith("matmul"):
+            maps = ""
+            if self.kind == "matmul_t":
+                maps = (
+                    "indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>, "
+                    "affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>] "
+                )
+            work = f"linalg.matmul {maps}{typed}"
+        else:
+            mul, add = ("arith.mulf", "arith.addf") if self.floats else ("arith.muli", "arith.addi")
+            out = "(d1, d0)" if self.column_out else "(d0, d1)"
+            work = f"""linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+          affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d1)>,
+          affine_map<(d0, d1) -> {out}>], iterator_types = ["parallel", "parallel"]}}
+          {typed} {{
+      ^bb0(%x: {elem}, %y: {elem}, %v: {elem}, %o: {elem}):
+        %p = {mul} %x, %y : {elem}
+        %s = {add} %p, %v : {elem}
+        linalg.yield %s : {elem}
+      }}"""
+        return f"""
+func.func @main({args}) {{
+  dhir.schedule {", ".join(names)} {{
+    %t = dhir.task target = "cpu", {", ".join(names)} attributes {{dhir.split = {self.pieces}}} {{
+      {work}
+    }}
+  }}
+  return
+}}
+"""
+
+    def unforced(self) -> str:
+        return self.text().replace(f" attributes {{dhir.split = {self.pieces}}}", "")
+
+    def inputs(self) -> list[object]:
+        rng = np.random.default_rng(self.rows * 7 + self.pieces)
+        dtype = np.float64 if self.floats else np.int32
+        return [rng.standard_normal(s).astype(dtype) * 9 for s in self.shapes()]
+
+
+@st.composite
+def linalg_tasks(draw: st.DrawFn) -> LinalgTask:
+    return LinalgTask(
+        kind=draw(st.sampled_from(("matmul", "matmul_t", "generic"))),
+        rows=draw(st.integers(1, 7)),
+        floats=draw(st.booleans()),
+        column_out=draw(st.booleans()),
+        pieces=draw(st.integers(1, 5)),
+    )
+
+
+@_profile(40)
+@given(linalg_tasks())
+def test_split_linalg_ops_give_the_whole_tasks_results_bit_for_bit(case: LinalgTask) -> None:
+    split, tasks = _split(case.text())
+    assert len(tasks) == (min(case.pieces, case.rows) if case.pieces > 1 else 1), split
+    if len(tasks) > 1:
+        assert "memref.subview" in split
+    _same(_interp(split, case.inputs()), _interp(case.text(), case.inputs()))
+
+
+def test_linalg_pieces_write_disjoint_rows() -> None:
+    """The region analysis follows the pieces' subviews: each piece of a matmul writes
+    its own rows of C, and together they write all of C."""
+    case = LinalgTask("matmul_t", 7, True, False, 3)
+    module = parse_string(case.text())
+    run_pipeline(module, "dhir-split")
+    pieces = [op for op in module.walk() if isinstance(op, TaskOp)]
+    written = [task_regions(p).written(p.memrefs[2]) for p in pieces]
+    bounds = [(0, 2), (2, 4), (4, 7)]
+    for region, (low, high) in zip(written, bounds, strict=True):
+        assert region == isl.Set(f"{{ [x0, x1] : {low} <= x0 < {high} and 0 <= x1 < 3 }}")
+    read_a = [task_regions(p).read(p.memrefs[0]) for p in pieces]
+    for region, (low, high) in zip(read_a, bounds, strict=True):
+        assert region == isl.Set(f"{{ [x0, x1] : 0 <= x0 < {INNER} and {low} <= x1 < {high} }}")
+
+
+_KEPT_WHOLE = {
+    # d0 is a reduction: its pieces would add partial sums in another order.
+    "reduction outermost": (
+        '["reduction", "parallel"]',
+        "(d0, d1) -> (d0, d1)",
+        "(d0, d1) -> (d1)",
+        "%s = arith.addf %b, %a : f64",
+    ),
+    # The same with rows of the output tagged as a reduction: taken at its word.
+    "reduction outermost writing rows": (
+        '["reduction", "parallel"]',
+        "(d0, d1) -> (d0, d1)",
+        "(d0, d1) -> (d0, d1)",
+        "%s = arith.addf %b, %a : f64",
+    ),
+    # d0 inside an expression: the rows a piece reads are not a block of d0.
+    "d0 in an expression": (
+        '["parallel", "parallel"]',
+        "(d0, d1) -> (d0 + d1, d1)",
+        "(d0, d1) -> (d0, d1)",
+        "%s = arith.addf %a, %a : f64",
+    ),
+    # linalg.index of d0 counts from the piece's first row, not the op's.
+    "linalg.index": (
+        '["parallel", "parallel"]',
+        "(d0, d1) -> (d0, d1)",
+        "(d0, d1) -> (d0, d1)",
+        "%i = linalg.index 0 : index\n %f = arith.index_cast %i : index to i64\n"
+        " %g = arith.sitofp %f : i64 to f64\n %s = arith.addf %a, %g : f64",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEPT_WHOLE))
+def test_linalg_ops_that_cannot_be_cut_by_rows_stay_whole(name: str) -> None:
+    iterators, read, write, body = _KEPT_WHOLE[name]
+    x = "memref<11x4xf64>" if "+" in read else "memref<8x4xf64>"  # rows d0 + d1 reaches
+    out, kind = ("%r", "memref<4xf64>") if write.endswith("(d1)") else ("%o", "memref<8x4xf64>")
+    text = f"""
+func.func @main(%x: {x}, %o: memref<8x4xf64>, %r: memref<4xf64>) {{
+  dhir.schedule %x, %o, %r {{
+    %t = dhir.task target = "cpu", %x, %o, %r attributes {{dhir.split = 2}} {{
+      linalg.generic {{indexing_maps = [affine_map<{read}>, affine_map<{write}>],
+          iterator_types = {iterators}}} ins(%x : {x}) outs({out} : {kind}) {{
+      ^bb0(%a: f64, %b: f64):
+        {body}
+        linalg.yield %s : f64
+      }}
+    }}
+  }}
+  return
+}}
+"""
+    split, tasks = _split(text)
+    assert len(tasks) == 1 and "memref.subview" not in split, split
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("kind", ["matmul_t", "generic"])
+def test_split_linalg_ops_run_natively_as_the_interpreter_does(
+    kind: str, ranks: int, mpi: str
+) -> None:
+    case = LinalgTask(kind, 7, True, kind == "generic", 1)
+    text = case.unforced()
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, mpi=mpi, placement=SPREAD)
+    _same(got, _interp(text, case.inputs()))
+
+
+# Named ops: (op with {0}, {1}, ... for operands and {t0}, ... for their types, operand
+# shapes, pieces with dhir.split = 2: 1 where d0 is a reduction).
+_NAMED: dict[str, tuple[str, list[tuple[int, ...]], int]] = {
+    "copy": ("linalg.copy ins({0} : {t0}) outs({1} : {t1})", [(5, 3), (5, 3)], 2),
+    "add": ("linalg.add ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})", [(5, 3)] * 3, 2),
+    "transpose": (
+        "linalg.transpose ins({0} : {t0}) outs({1} : {t1}) permutation = [1, 0]",
+        [(3, 5), (5, 3)],
+        2,
+    ),
+    "batch_matmul": (
+        "linalg.batch_matmul ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 2, 4), (3, 4, 5), (3, 2, 5)],
+        2,
+    ),
+    "matvec": (
+        "linalg.matvec ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(5, 4), (4,), (5,)],
+        2,
+    ),
+    "vecmat": (
+        "linalg.vecmat ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(4,), (4, 5), (5,)],
+        2,
+    ),
+    "dot": ("linalg.dot ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})", [(4,), (4,), ()], 1),
+    "conv_2d_nhwc_hwcf": (
+        "linalg.conv_2d_nhwc_hwcf ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 5, 5, 2), (2, 2, 2, 3), (3, 4, 4, 3)],
+        2,
+    ),
+    "pooling_nhwc_sum": (
+        "linalg.pooling_nhwc_sum ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 5, 5, 2), (2, 2), (3, 4, 4, 2)],
+        2,
+    ),
+    "mmt4d": (
+        "linalg.mmt4d ins({0}, {1} : {t0}, {t1}) outs({2} : {t2})",
+        [(3, 2, 2, 2), (4, 2, 2, 2), (3, 4, 2, 2)],
+        2,
+    ),
+}
+
+
+def _named(name: str, split: int | None) -> tuple[str, list[object]]:
+    op, shapes, _ = _NAMED[name]
+    names = [f"%m{k}" for k in range(len(shapes))]
+    types = [f"memref<{''.join(f'{d}x' for d in s)}f64>" for s in shapes]
+    work = op.format(*names, **{f"t{k}": t for k, t in enumerate(types)})
+    forced = f" attributes {{dhir.split = {split}}}" if split else ""
+    text = f"""
+func.func @main({", ".join(f"{n}: {t}" for n, t in zip(names, types, strict=True))}) {{
+  dhir.schedule {", ".join(names)} {{
+    %t = dhir.task target = "cpu", {", ".join(names)}{forced} {{
+      {work}
+    }}
+  }}
+  return
+}}
+"""
+    rng = np.random.default_rng(len(name))
+    return text, [rng.integers(-5, 5, s).astype(np.float64) for s in shapes]
+
+
+@pytest.mark.parametrize("name", sorted(_NAMED))
+def test_named_linalg_ops_split_by_d0_equal_the_whole_op(name: str) -> None:
+    text, inputs = _named(name, 2)
+    split, tasks = _split(text)
+    assert len(tasks) == _NAMED[name][2], split
+    _same(_interp(split, inputs), _interp(text, inputs))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("name", sorted(_NAMED))
+def test_named_linalg_op_pieces_run_natively_as_the_interpreter_does(name: str) -> None:
+    text, inputs = _named(name, None)
+    assert len(_split(text, ranks=2)[1]) == _NAMED[name][2]
+    got = dhir.run(text, *inputs, backend="native", ranks=2, placement=SPREAD)
+    _same(got, _interp(text, inputs))
+
+
+def test_linalg_pieces_follow_the_devices_rates_in_a_machine_description() -> None:
+    fast = replace(guess_device("fast", "x86_64", cores=8), peak_gflops=100.0)
+    slow = replace(guess_device("slow", "x86_64", cores=8), peak_gflops=50.0)
+    system = System((Node("n0", (fast, slow)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+    module = parse_string(LinalgTask("matmul", 9, True, False, 1).unforced())
+    attach(module, system)
+    run_pipeline(module, "dhir-split{ranks=2}")
+    views = [op for op in module.walk() if isinstance(op, memref.SubviewOp)]
+    rows = [(v.static_offsets.get_values()[0], v.static_sizes.get_values()[0]) for v in views]
+    assert rows == [(0, 6), (0, 6), (6, 3), (6, 3)]  # A's and C's rows, piece by piece

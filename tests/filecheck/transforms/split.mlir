@@ -1,5 +1,6 @@
 // dhir-split cuts a task whose work is one parallel loop into pieces over ranges of its
-// outermost loop; loops with a carried dependence and float reductions stay whole.
+// outermost loop (or, for a linalg op, views of the rows of its parallel outermost d0);
+// loops with a carried dependence and float reductions stay whole.
 // RUN: dhir-opt %s -p 'dhir-split{ranks=2}' | filecheck %s
 // RUN: dhir-opt %s -p 'dhir-split' | filecheck %s --check-prefix=ONE
 
@@ -99,6 +100,44 @@ func.func @f(%a: memref<10x4xi32>, %b: memref<10x4xi32>, %s: memref<1xf64>, %n: 
         scf.for %j = %c0 to %c4 step %c1 {
           memref.store %v, %b[%i, %j] : memref<10x4xi32>
         }
+      }
+    }
+  }
+  return
+}
+
+// A linalg op whose outermost loop d0 is parallel: each piece views its rows of the
+// operands that d0 indexes (A and C of a matmul) and keeps the others (B) whole.
+// CHECK-LABEL: func.func @mm
+// CHECK:      dhir.task target = "cpu", %a, %b, %c attributes {dhir.piece = [0 : i64, 0 : i64]}
+// CHECK-NEXT:   %[[A0:.*]] = memref.subview %a[0, 0] [3, 5] [1, 1] : memref<7x5xf64> to memref<3x5xf64, strided<[5, 1]>>
+// CHECK-NEXT:   %[[C0:.*]] = memref.subview %c[0, 0] [3, 6] [1, 1] : memref<7x6xf64> to memref<3x6xf64, strided<[6, 1]>>
+// CHECK-NEXT:   linalg.matmul ins(%[[A0]], %b : {{.*}}) outs(%[[C0]] : memref<3x6xf64, strided<[6, 1]>>)
+// CHECK:      dhir.task target = "cpu", %a, %b, %c attributes {dhir.piece = [0 : i64, 1 : i64]}
+// CHECK-NEXT:   %[[A1:.*]] = memref.subview %a[3, 0] [4, 5] [1, 1] : memref<7x5xf64> to memref<4x5xf64, strided<[5, 1], offset: 15>>
+// CHECK-NEXT:   %[[C1:.*]] = memref.subview %c[3, 0] [4, 6] [1, 1] : memref<7x6xf64> to memref<4x6xf64, strided<[6, 1], offset: 18>>
+// CHECK-NEXT:   linalg.matmul ins(%[[A1]], %b : {{.*}}) outs(%[[C1]] : memref<4x6xf64, strided<[6, 1], offset: 18>>)
+// A column sum: d0 is a reduction, kept whole.
+// CHECK:      dhir.task target = "cpu", %a, %s {
+// CHECK-NOT:  dhir.piece
+// CHECK-NOT:  memref.subview
+// CHECK:      linalg.generic
+// ONE-LABEL: func.func @mm
+// ONE-NOT:   dhir.piece
+func.func @mm(%a: memref<7x5xf64>, %b: memref<5x6xf64>, %c: memref<7x6xf64>, %s: memref<5xf64>) {
+  dhir.schedule %a, %b, %c {
+    %t = dhir.task target = "cpu", %a, %b, %c {
+      linalg.matmul ins(%a, %b : memref<7x5xf64>, memref<5x6xf64>) outs(%c : memref<7x6xf64>)
+    }
+  }
+  dhir.schedule %a, %s {
+    %u = dhir.task target = "cpu", %a, %s {
+      linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>],
+                      iterator_types = ["reduction", "parallel"]}
+          ins(%a : memref<7x5xf64>) outs(%s : memref<5xf64>) {
+      ^bb0(%x: f64, %o: f64):
+        %r = arith.addf %o, %x : f64
+        linalg.yield %r : f64
       }
     }
   }
