@@ -1,16 +1,18 @@
 """Splitting a reduction when the user allows reassociation (`dhir.reassociate`), for
 `dhir-split` (dhir/transforms/split_tasks.py decides how many pieces and where they go).
 
-A task with the unit attribute `dhir.reassociate` whose body is pure ops, one
-`scf.parallel` with reductions, then ops without regions that use its results (pure ops,
-loads and stores) is cut like a reduction-free loop, with two changes: each piece starts
-its reductions from the combining op's identity and stores its partial results into its
-own element of a new buffer (one per reduction, `memref.alloc` before the schedule,
-`memref.dealloc` after it, a schedule operand like any other); and one more task, the
-last piece, combines the original initial value and the partials in piece order with the
-same op and then runs the ops that followed the loop. The result equals the sequential
-one up to the order of the combining op: exactly for integer ops and float min/max,
-within rounding for float sums and products.
+A task with the unit attribute `dhir.reassociate` whose body is pure ops (and loads of
+memrefs the loop does not write), one `scf.parallel` with reductions (or an `scf.for`
+whose iter_args are plain accumulations and whose iterations are otherwise independent),
+then ops without regions that use its results (pure ops, loads and stores) is cut like a
+reduction-free loop, with two changes: each piece starts its reductions from the
+combining op's identity and stores its partial results into its own element of a new
+buffer (one per reduction, `memref.alloc` before the schedule, `memref.dealloc` after it,
+a schedule operand like any other); and one more task, the last piece, combines the
+original initial value and the partials in piece order with the same op and then runs
+the ops that followed the loop. The result equals the sequential one up to the order of
+the combining op: exactly for integer ops and float min/max, within rounding for float
+sums and products.
 
 Only ops with an exact identity qualify (`arith.addf` -0.0, `mulf` 1.0, `maximumf` -inf,
 `minimumf` +inf, `maxnumf`/`minnumf` NaN, `addi`/`ori`/`xori`/`maxui` 0, `muli` 1,
@@ -41,6 +43,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, loc_of
 from dhir.ir.tasks import PIECE_ATTR, is_gpu_task, task_ids
@@ -51,6 +54,9 @@ _PURE_DIALECTS = frozenset({"arith", "index", "math"})
 _OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
 # What may follow the loop: it runs once, in the combining task.
 _AFTER = frozenset({"memref.load", "memref.store", "affine.load", "affine.store"})
+# Loads may come before the loop (an initial value read from memory) when the loop only
+# reads their memref: the combining task reads it after the pieces ran.
+_LOADS = frozenset({"memref.load", "affine.load"})
 _FLOAT_OPS: dict[type[Operation], float] = {
     arith.AddfOp: -0.0,
     arith.MulfOp: 1.0,
@@ -83,8 +89,10 @@ SetRange = Callable[[Operation, int | Fraction, int | Fraction], None]
 @dataclass(frozen=True)
 class _Reduction:
     position: int  # of the loop among the body's ops
-    loop: scf.ParallelOp
-    combiners: tuple[Operation, ...]  # the op of each scf.reduce region
+    loop: scf.ParallelOp | scf.ForOp
+    # For each reduced value: the op combining the running value with a new one, and
+    # which of its operands is the running value.
+    combiners: tuple[tuple[Operation, SSAValue], ...]
 
 
 def reassociable(task: TaskOp) -> bool:
@@ -131,7 +139,7 @@ def split_reduction(
     for k, (low, high) in enumerate(bounds):
         piece = _piece(task, index, k)
         loop = list(piece.body.block.ops)[found.position]
-        assert isinstance(loop, scf.ParallelOp)
+        assert isinstance(loop, scf.ParallelOp | scf.ForOp)
         set_range(loop, low, high)
         _compute_partials(loop, found.combiners, partials, k)
         _list_used(piece, partials)
@@ -152,27 +160,43 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
     if task.token.uses:
         return "its token is used"
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
-    loops = [k for k, op in enumerate(ops) if not _pure(op)]
+    loops = [k for k, op in enumerate(ops) if not (_pure(op) or op.name in _LOADS)]
     if not loops:
         return "its body has no loop"
     position = loops[0]
     loop = ops[position]
-    if not isinstance(loop, scf.ParallelOp) or not loop.initVals:
-        return f"its first op with effects is {loop.name}, not an scf.parallel with init values"
+    if not (isinstance(loop, scf.ParallelOp) and loop.initVals) and not (
+        isinstance(loop, scf.ForOp) and loop.iter_args
+    ):
+        return (
+            f"its first op with effects is {loop.name}, not an scf.parallel with init values "
+            "or an scf.for with iter_args"
+        )
     after = ops[position + 1 :]
     bad = next((op for op in after if op.regions or not (_pure(op) or op.name in _AFTER)), None)
     if bad is not None:
         return f"'{bad.name}' after the loop (only pure ops, loads and stores may follow it)"
     if any(o.name in _OPAQUE or o.dialect_name() in ("llvm", "gpu", "mpi") for o in loop.walk()):
         return "its loop calls a function or uses a global, llvm, gpu or mpi op"
-    combiners = _combiners(loop)
+    for load in (op for op in ops[:position] if op.name in _LOADS):
+        read = load.operands[0]
+        if any(o.name not in _LOADS for o in loop.walk() if read in o.operands):
+            return f"its loop may write %{read.name_hint or '?'}, which a load before it reads"
+    if isinstance(loop, scf.ForOp):
+        combiners = _accumulations(loop)
+        if isinstance(combiners, tuple) and not iterations_independent(
+            task.memrefs, loop.body.block
+        ):
+            return "its scf.for's iterations are not proven independent"
+    else:
+        combiners = _combiners(loop)
     return _Reduction(position, loop, combiners) if isinstance(combiners, tuple) else combiners
 
 
-def _combiners(loop: scf.ParallelOp) -> "tuple[Operation, ...] | str":
+def _combiners(loop: scf.ParallelOp) -> "tuple[tuple[Operation, SSAValue], ...] | str":
     reduce = loop.body.block.last_op
     assert isinstance(reduce, scf.ReduceOp)
-    out: list[Operation] = []
+    out: list[tuple[Operation, SSAValue]] = []
     for region in reduce.reductions:
         block = region.block
         ops = list(block.ops)
@@ -183,13 +207,43 @@ def _combiners(loop: scf.ParallelOp) -> "tuple[Operation, ...] | str":
             return f"a reduction's '{op.name}' does not combine the two reduced values"
         if ops[1].operands[0] is not op.results[0]:
             return "a reduction does not return its combining op's result"
-        if _identity(op, op.results[0].type) is None:
-            return f"a reduction by '{op.name}' on {op.results[0].type} has no exact identity"
-        flags = op.properties.get("overflowFlags")
-        if flags is not None and getattr(flags, "data", ()):
-            return f"a reduction's '{op.name}' has overflow flags, which another order may break"
-        out.append(op)
+        why = _unusable(op)
+        if why is not None:
+            return why
+        out.append((op, block.args[0]))
     return tuple(out)
+
+
+def _accumulations(loop: scf.ForOp) -> "tuple[tuple[Operation, SSAValue], ...] | str":
+    """For an scf.for whose each iter_arg is used only by one op combining it with a
+    value of the iteration, whose result only the yield returns in its place."""
+    block = loop.body.block
+    yielded = block.last_op
+    assert isinstance(yielded, scf.YieldOp)
+    out: list[tuple[Operation, SSAValue]] = []
+    for j, carried in enumerate(block.args[1:]):
+        uses = list(carried.uses)
+        op = uses[0].operation if len(uses) == 1 else None
+        if op is None or op.parent_block() is not block or len(op.operands) != 2:
+            return "an iter_arg is not used by exactly one combining op"
+        result_uses = list(op.results[0].uses) if len(op.results) == 1 else []
+        if [(u.operation, u.index) for u in result_uses] != [(yielded, j)]:
+            return f"the result of '{op.name}' on an iter_arg is not only yielded in its place"
+        why = _unusable(op)
+        if why is not None:
+            return why
+        out.append((op, carried))
+    return tuple(out)
+
+
+def _unusable(op: Operation) -> str | None:
+    """Why `op` cannot combine partials, if it cannot."""
+    if _identity(op, op.results[0].type) is None:
+        return f"a reduction by '{op.name}' on {op.results[0].type} has no exact identity"
+    flags = op.properties.get("overflowFlags")
+    if flags is not None and getattr(flags, "data", ()):
+        return f"a reduction's '{op.name}' has overflow flags, which another order may break"
+    return None
 
 
 def _identity(op: Operation, type_: Attribute) -> IntegerAttr | FloatAttr | None:
@@ -227,21 +281,26 @@ def _piece(task: TaskOp, index: int, k: int) -> TaskOp:
 
 
 def _compute_partials(
-    loop: scf.ParallelOp, combiners: Sequence[Operation], partials: Sequence[SSAValue], k: int
+    loop: scf.ParallelOp | scf.ForOp,
+    combiners: Sequence[tuple[Operation, SSAValue]],
+    partials: Sequence[SSAValue],
+    k: int,
 ) -> None:
     """Start `loop` (in piece k) from the identities, store its results at [k] of
     `partials`, and drop what followed it (the combining task runs that)."""
     block = loop.parent_block()
     assert block is not None
-    first_init = 3 * len(loop.lowerBound)
-    for j, (combiner, result) in enumerate(zip(combiners, loop.results, strict=True)):
+    first_init = 3 * len(loop.lowerBound) if isinstance(loop, scf.ParallelOp) else 3
+    for j, ((combiner, _), result) in enumerate(zip(combiners, loop.results, strict=True)):
         identity = _identity(combiner, result.type)
         assert identity is not None
         constant = arith.ConstantOp(identity, result.type)
         Rewriter.insert_op(constant, InsertPoint.before(loop))
         loop.operands[first_init + j] = constant.result
-    after = list(block.ops)[list(block.ops).index(loop) + 1 : -1]
-    for op in reversed(after):
+    ops = list(block.ops)
+    after = ops[ops.index(loop) + 1 : -1]
+    before = [op for op in ops[: ops.index(loop)] if op.name in _LOADS]
+    for op in [*reversed(after), *(op for op in before if not op.results[0].uses)]:
         op.detach()
         op.erase()
     at = arith.ConstantOp(IntegerAttr(k, IndexType()))
@@ -255,23 +314,21 @@ def _combine(task: TaskOp, found: _Reduction, partials: Sequence[SSAValue]) -> N
     """Replace the loop in `task` by: the initial value, combined with each partial in
     piece order."""
     loop = list(task.body.block.ops)[found.position]
-    assert isinstance(loop, scf.ParallelOp)
+    assert isinstance(loop, scf.ParallelOp | scf.ForOp)
+    inits = loop.initVals if isinstance(loop, scf.ParallelOp) else loop.iter_args
     count = partials[0].type.get_shape()[0] if isinstance(partials[0].type, MemRefType) else 0
     made: list[Operation] = []
     indices = [arith.ConstantOp(IntegerAttr(k, IndexType())) for k in range(count)]
     made.extend(indices)
-    for combiner, init, result, buffer in zip(
-        found.combiners, loop.initVals, loop.results, partials, strict=True
+    for (combiner, running), init, result, buffer in zip(
+        found.combiners, inits, loop.results, partials, strict=True
     ):
         acc = init
-        block = combiner.parent_block()
-        assert block is not None
-        lhs = block.args[0]
         for at in indices:
             load = memref.LoadOp.get(buffer, [at.result])
             step = combiner.clone()
             for n, operand in enumerate(step.operands):
-                step.operands[n] = acc if operand is lhs else load.res
+                step.operands[n] = acc if operand is running else load.res
             made.extend((load, step))
             acc = step.results[0]
         result.replace_all_uses_with(acc)

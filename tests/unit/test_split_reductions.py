@@ -54,6 +54,7 @@ class Reduction:
     step: int
     pieces: int
     reassociate: bool = True
+    loop: str = "scf.parallel"
 
     @property
     def elem(self) -> str:
@@ -72,14 +73,7 @@ func.func @main(%a: memref<{N}x{elem}>, %out: memref<2x{elem}>) {{
       %hi = arith.constant {self.hi} : index
       %step = arith.constant {self.step} : index
       %init = arith.constant {init} : {elem}
-      %r = scf.parallel (%i) = (%lo) to (%hi) step (%step) init (%init) -> {elem} {{
-        %x = memref.load %a[%i] : memref<{N}x{elem}>
-        scf.reduce(%x : {elem}) {{
-        ^bb0(%l: {elem}, %v: {elem}):
-          %s = arith.{self.op} %l, %v : {elem}
-          scf.reduce.return %s : {elem}
-        }}
-      }}
+      {self._loop(elem)}
       memref.store %r, %out[%c0] : memref<2x{elem}>
       %again = memref.load %out[%c0] : memref<2x{elem}>
       memref.store %again, %out[%c1] : memref<2x{elem}>
@@ -88,6 +82,22 @@ func.func @main(%a: memref<{N}x{elem}>, %out: memref<2x{elem}>) {{
   return
 }}
 """
+
+    def _loop(self, elem: str) -> str:
+        if self.loop == "scf.for":
+            return f"""%r = scf.for %i = %lo to %hi step %step iter_args(%acc = %init) -> ({elem}) {{
+        %x = memref.load %a[%i] : memref<{N}x{elem}>
+        %s = arith.{self.op} %acc, %x : {elem}
+        scf.yield %s : {elem}
+      }}"""
+        return f"""%r = scf.parallel (%i) = (%lo) to (%hi) step (%step) init (%init) -> {elem} {{
+        %x = memref.load %a[%i] : memref<{N}x{elem}>
+        scf.reduce(%x : {elem}) {{
+        ^bb0(%l: {elem}, %v: {elem}):
+          %s = arith.{self.op} %l, %v : {elem}
+          scf.reduce.return %s : {elem}
+        }}
+      }}"""
 
     def inputs(self, seed: int = 0) -> list[np.ndarray]:
         rng = np.random.default_rng(seed + self.lo * 31 + self.hi)
@@ -117,6 +127,7 @@ def reductions(draw: st.DrawFn) -> Reduction:
         hi=draw(st.integers(lo, N)),
         step=draw(st.integers(1, 3)),
         pieces=draw(st.integers(2, 5)),
+        loop=draw(st.sampled_from(("scf.parallel", "scf.for"))),
     )
 
 
@@ -153,7 +164,8 @@ def test_split_reductions_give_the_whole_tasks_results(case: Reduction) -> None:
     # K pieces and the task combining their partials, or the task whole.
     assert len(tasks) == (pieces + 1 if pieces > 1 else 1), split
     if pieces > 1:
-        assert split.count("init (%") == pieces  # each piece reduces its own range
+        # Each piece reduces its own range.
+        assert split.count("init (%" if case.loop == "scf.parallel" else "iter_args(") == pieces
         assert tasks[-1] == f"main.schedule0.task0.piece{pieces}"
     _agree(case, _interp(split, case.inputs()), _interp(text, case.inputs()))
 
@@ -239,12 +251,14 @@ NATIVE = [
     Reduction("xori", 1, N, 2, 3),
     Reduction("minnumf", 0, N, 1, 3),
     Reduction("muli", 0, N - 1, 1, 2),
+    Reduction("addf", 1, N, 1, 2, loop="scf.for"),
+    Reduction("minsi", 0, N, 1, 2, loop="scf.for"),
 ]
 
 
 @pytest.mark.mlir
 @pytest.mark.parametrize("ranks", [2, 3])
-@pytest.mark.parametrize("case", NATIVE, ids=lambda c: c.op)
+@pytest.mark.parametrize("case", NATIVE, ids=lambda c: f"{c.loop}-{c.op}")
 def test_split_reductions_run_natively_as_the_interpreter_does(case: Reduction, ranks: int) -> None:
     text = case.text().replace(f"dhir.split = {case.pieces}, ", "")
     assert len(_split(text, ranks)[1]) == ranks + 1  # one piece per rank, and the combining task
@@ -261,3 +275,95 @@ def test_a_split_sum_runs_on_openmpi() -> None:
         text, *case.inputs(2), backend="native", ranks=2, mpi="openmpi", placement=SPREAD
     )
     _agree(case, got, _interp(text, case.inputs(2)))
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            ("scf.yield %s", "%j = arith.addi %i, %c1 : index\n"
+             "memref.store %x, %a[%j] : memref<12xi32>\nscf.yield %s"),
+            "iterations are not proven independent",
+        ),
+        (
+            ("scf.yield %s", "%twice = arith.addi %s, %acc : i32\nscf.yield %twice"),
+            "not used by exactly one combining op",
+        ),
+        (("arith.addi %acc, %x", "arith.addi %acc, %acc"), "not used by exactly one"),
+    ],
+)  # fmt: skip
+def test_an_scf_for_that_is_not_a_plain_accumulation_stays_whole(
+    change: tuple[str, str], why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = Reduction("addi", 0, N - 1, 1, 3, loop="scf.for").text()
+    assert len(_split(text)[1]) == 4
+    _, tasks = _split(text.replace(*change))
+    err = capsys.readouterr().err
+    assert len(tasks) == 1 and why in err and err.count("\n") == 1
+
+
+TIME_LOOP = """
+func.func @main(%a: memref<12xf64>, %s: memref<1xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %t = %c0 to %c3 step %c1 {
+    dhir.schedule %a, %s {
+      %sum = dhir.task target = "cpu", %a, %s attributes {dhir.reassociate} {
+        %z = arith.constant 0 : index
+        %one = arith.constant 1 : index
+        %n = arith.constant 12 : index
+        %init = memref.load %s[%z] : memref<1xf64>
+        %r = scf.parallel (%i) = (%z) to (%n) step (%one) init (%init) -> f64 {
+          %x = memref.load %a[%i] : memref<12xf64>
+          scf.reduce(%x : f64) {
+          ^bb0(%l: f64, %v: f64):
+            %y = arith.addf %l, %v : f64
+            scf.reduce.return %y : f64
+          }
+        }
+        memref.store %r, %s[%z] : memref<1xf64>
+      }
+      %scale = dhir.task target = "cpu", %a, %s {
+        %z = arith.constant 0 : index
+        %one = arith.constant 1 : index
+        %n = arith.constant 12 : index
+        %h = arith.constant 0.5 : f64
+        scf.for %i = %z to %n step %one {
+          %x = memref.load %a[%i] : memref<12xf64>
+          %y = arith.mulf %x, %h : f64
+          memref.store %y, %a[%i] : memref<12xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+def test_a_split_sum_in_a_time_loop_runs_natively_as_the_interpreter_does() -> None:
+    """s[0] += sum(a); a *= 0.5, three times: the initial value is loaded before the loop,
+    and the partials buffer is allocated and freed around the schedule in each iteration."""
+    split, tasks = _split(TIME_LOOP, 2)
+    assert tasks[:3] == [f"main.schedule0.task0.piece{k}" for k in range(3)]
+    assert split.count("memref.alloc") == 1
+    assert split.index("memref.alloc") > split.index("scf.for %t")
+    inputs = [np.random.default_rng(4).standard_normal(12), np.array([2.0])]
+    got = dhir.run(TIME_LOOP, *inputs, backend="native", ranks=2, placement=SPREAD)
+    want = _interp(TIME_LOOP, inputs)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_load_before_the_loop_of_a_memref_the_loop_writes_keeps_it_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The combining task would read s[0] after the pieces wrote it."""
+    store = "scf.reduce(%x"
+    writes = "memref.store %x, %s[%z] : memref<1xf64>\n          scf.reduce(%x"
+    text = TIME_LOOP.replace(store, writes)
+    assert "main.schedule0.task0.piece2" in _split(TIME_LOOP, 2)[1]
+    assert "main.schedule0.task0" in _split(text, 2)[1]
+    assert "its loop may write %s, which a load before it reads" in capsys.readouterr().err
