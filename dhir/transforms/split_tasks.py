@@ -65,6 +65,7 @@ from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
+from dhir.transforms.split_reductions import reassociable, split_reduction, warn_ignored
 
 SPLIT_ATTR = "dhir.split"
 
@@ -95,6 +96,7 @@ class SplitTasksPass(ModulePass):
             )
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
+        warn_ignored(op)
         for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
@@ -102,14 +104,15 @@ class SplitTasksPass(ModulePass):
                 if weights is None:
                     continue
                 if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
-                    if _splittable(task) is None:
+                    if _splittable(task) is None and not reassociable(task):
                         continue
                     # Enough independent tasks already keep every rank busy: leave them.
                     if busy is None:
                         busy = concurrency(task_graph(schedule))
                     if busy >= self.ranks:
                         continue
-                split_task(task, index, weights)
+                if not split_task(task, index, weights):
+                    split_reduction(task, index, weights, _piece_bounds, _set_range)
 
 
 def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:
