@@ -227,3 +227,49 @@ def test_a_plain_program_is_wrapped_and_split_as_dhir_run_does(
     }
     assert main(["schedule", str(plain), "-n", "2", "--no-codedrop"]) == 1
     assert "has no dhir.schedule to place" in capsys.readouterr().err
+
+
+def two_node_system(path: Path, network: dict[str, float] | None = None) -> Path:
+    """Two nodes of one 2-rank CPU each, reached as hosts alpha.example and beta.example."""
+
+    def node(name: str, host: str) -> dict[str, object]:
+        cpu = {"name": f"{name}.cpu", "arch": "x86_64", "peak_gflops": 50.0, "mem_bw_gbs": 20.0,
+               "memory_bytes": 1 << 33, "cores": 4, "ranks": 2}  # fmt: skip
+        return {"name": name, "host": host, "devices": [cpu]}
+
+    data: dict[str, object] = {
+        "nodes": [node("n0", "alpha.example"), node("n1", "beta.example")],
+        "links": {"intra_node": {"latency_us": 1.0, "bandwidth_gbs": 10.0}},
+    }
+    if network is not None:
+        data["links"] = {**data["links"], "network": network}  # type: ignore[dict-item]
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_program_on_two_nodes_shows_each_rank_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    system = str(two_node_system(tmp_path / "two.json"))
+    program = str(EXAMPLES / "hazards.mlir")
+    code, out, err = run_schedule(capsys, program, "--system", system)
+    assert code == 0, err
+    legend, _, header, *rows = out.splitlines()  # the second: the schedule's name
+    assert "rank1 = n0.cpu (x86_64) on n0 (host alpha.example)" in legend
+    assert "rank2 = n1.cpu (x86_64) on n1 (host beta.example)" in legend
+    assert header.split()[:3] == ["task", "device", "host"]
+    hosts = {"rank0": "alpha.example", "rank1": "alpha.example"}
+    hosts |= {"rank2": "beta.example", "rank3": "beta.example"}
+    placed = [row.split() for row in rows if row.startswith("main.")]
+    assert placed and all(hosts[row[1]] == row[2] for row in placed)
+    code, out, err = run_schedule(capsys, program, "--system", system, "--json")
+    assert code == 0, err
+    assert json.loads(out)["hosts"] == hosts
+
+
+def test_one_node_table_has_no_host_column(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2")
+    assert code == 0, err
+    assert out.splitlines()[2].split()[:3] == ["task", "device", "start"]
+    code, out, _ = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2", "--json")
+    assert "hosts" not in json.loads(out)
