@@ -273,3 +273,76 @@ def test_one_node_table_has_no_host_column(capsys: pytest.CaptureFixture[str]) -
     assert out.splitlines()[2].split()[:3] == ["task", "device", "start"]
     code, out, _ = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2", "--json")
     assert "hosts" not in json.loads(out)
+
+
+FORK_N = 262144
+
+
+def _fork_task(name: str, reads: str, writes: str, reps: int) -> str:
+    """A task writing `writes` (from `reads` `reps` times, or filled with ones)."""
+    mem = f"memref<{FORK_N}xf32>"
+    if not reads:
+        body = f"memref.store %v, %{writes}[%i] : {mem}"
+        return (
+            f"    %{name} = dhir.task %cpu, %{writes} {{\n"
+            f"      %lo = arith.constant 0 : index\n      %hi = arith.constant {FORK_N} : index\n"
+            f"      %one = arith.constant 1 : index\n      %v = arith.constant 1.0 : f32\n"
+            f"      scf.for %i = %lo to %hi step %one {{\n        {body}\n      }}\n    }}\n"
+        )
+    return (
+        f"    %{name} = dhir.task %cpu, %{reads}, %{writes} {{\n"
+        f"      %lo = arith.constant 0 : index\n      %hi = arith.constant {FORK_N} : index\n"
+        f"      %one = arith.constant 1 : index\n      %r = arith.constant {reps} : index\n"
+        f"      scf.for %k = %lo to %r step %one {{\n"
+        f"        scf.for %i = %lo to %hi step %one {{\n"
+        f"          %v = memref.load %{reads}[%i] : {mem}\n"
+        f"          %w = memref.load %{writes}[%i] : {mem}\n"
+        f"          %s = math.fma %v, %v, %w : f32\n"
+        f"          memref.store %s, %{writes}[%i] : {mem}\n"
+        f"        }}\n      }}\n    }}\n"
+    )
+
+
+def two_forks_program(path: Path) -> Path:
+    """Two independent forks: task0 fills x1, tasks 1 and 2 compute long from it; tasks
+    3-5 the same on x2. Each fork's transfers stay inside a node only if it has one."""
+    names = ["x1", "y1", "z1", "x2", "y2", "z2"]
+    args = ", ".join(f"%{n}: memref<{FORK_N}xf32>" for n in names)
+    tasks = "".join(
+        _fork_task(f"t{k}", reads, writes, 200)
+        for k, (reads, writes) in enumerate(
+            [("", "x1"), ("x1", "y1"), ("x1", "z1"), ("", "x2"), ("x2", "y2"), ("x2", "z2")]
+        )
+    )
+    path.write_text(
+        f"func.func @main({args}) {{\n  dhir.schedule {', '.join('%' + n for n in names)} {{\n"
+        f'    %cpu = dhir.target {{kind = "cpu"}}\n{tasks}  }}\n  return\n}}\n'
+    )
+    return path
+
+
+def test_a_slow_network_keeps_transfers_inside_a_node(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    program = str(two_forks_program(tmp_path / "forks.mlir"))
+    placed = {}
+    bandwidths = (0.05, 0.1, 10.0)  # GB/s between the nodes; 10 inside each
+    for bandwidth in bandwidths:
+        network = {"latency_us": 2.0, "bandwidth_gbs": bandwidth}
+        system = two_node_system(tmp_path / f"two-{bandwidth}.json", network)
+        code, out, err = run_schedule(capsys, program, "--system", str(system), "--json")
+        assert code == 0, err
+        result = json.loads(out)
+        (entry,) = result["schedules"]
+        placed[bandwidth] = {
+            task: result["hosts"][rank]
+            for task, rank in entry["assignment"].items()
+            if task.startswith("main.")
+        }
+    # Slow: the forks' inputs and every result (which rank 0 gets at the end) would cross
+    # the network, so all stays on rank 0's node. Averaging the network with the node's
+    # link, as placement once did, put two tasks on the other node.
+    assert set(placed[0.05].values()) == {"alpha.example"}
+    # A faster network makes the second node worth using, more so the faster it is.
+    away = [sum(host == "beta.example" for host in placed[b].values()) for b in bandwidths]
+    assert away == sorted(away) and away[-1] > 0
