@@ -1,9 +1,10 @@
 """`dhir calibrate`: measure this machine and write its description.
 
-    dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
+    dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick] [--system FILE]
 
 Without -o the description goes to $XDG_CONFIG_HOME/dhir/system.toml (else
-~/.config/dhir/system.toml), where dhir looks for this machine's description.
+~/.config/dhir/system.toml), where dhir looks for this machine's description. With
+--system, a description of several nodes gets its links measured (and needs -o).
 """
 
 import argparse
@@ -11,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dhir.machine.files import default_system_path, description_format, write_system
-from dhir.toolchain.calibrate import calibrate
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.files import default_system_path, description_format, read_system, write_system
+from dhir.toolchain.calibrate import calibrate, calibrate_links
 from dhir.toolchain.tools import MPI_CHOICES
 
 
@@ -40,6 +42,15 @@ def add_parser(commands: Any) -> None:
         help="the MPI to measure (default: mpich)",
     )
     parser.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="start from this description (TOML or JSON) instead of detection; with two "
+        "nodes or more, measure its network (one rank on each of the first two nodes) and "
+        "intra-node link (two ranks on the first node), launched with a hostfile as dhir run "
+        "does, and keep its devices (needs -o)",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="fewer, smaller measurements: a few seconds, less steady",
@@ -47,9 +58,27 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    base = read_system(args.system) if args.system is not None else None
+    several = base is not None and len(base.nodes) > 1
+    if several and args.output is None:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{args.system} describes several nodes, not this machine alone: give "
+                    "-o FILE for the measured description"
+                )
+            ]
+        )
     path = args.output if args.output is not None else default_system_path()
     description_format(path)  # a bad name fails now, not after the measurements
-    system = calibrate(args.mpi, args.quick, say=lambda line: print(line, file=sys.stderr))
+    if base is not None and several:
+        system = calibrate_links(base, args.mpi, args.quick, _say)
+    else:
+        system = calibrate(args.mpi, args.quick, base, _say)
     write_system(system, path)
     print(path)
     return 0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)

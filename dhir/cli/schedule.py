@@ -30,7 +30,7 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.placement.as_built import as_built_makespan, place_program
 from dhir.placement.cost_model import CostModel
-from dhir.placement.from_ir import machine_for, task_graph
+from dhir.placement.from_ir import device_name, machine_for, task_graph
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.render import FORMATS, dot, gantt
@@ -138,13 +138,13 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_node_size(args)
     _check_input(args)
-    legend = ""
+    legend, hosts = "", {}
     if args.graph is not None:
         graphs: Sequence[tuple[str, TaskGraph, AsBuilt | None]] = [
             ("", read_graph(args.graph), None)
         ]
     else:
-        legend, graphs = program_graphs(
+        legend, hosts, graphs = program_graphs(
             args.program, args.system, args.ranks, codedrop=not args.no_codedrop
         )
     results = []
@@ -161,11 +161,12 @@ def run(args: argparse.Namespace) -> int:
         built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
     if args.json:
-        print(_json_output(results, args.graph is not None))
+        print(_json_output(results, args.graph is not None, hosts))
     else:
         if legend:
             print(legend)
-        print("\n\n".join(_text_output(result, args.node_size) for result in results))
+        shown = hosts if len(set(hosts.values())) > 1 else {}
+        print("\n\n".join(_text_output(result, args.node_size, shown) for result in results))
     return 0
 
 
@@ -180,10 +181,11 @@ def _check_input(args: argparse.Namespace) -> None:
 
 def program_graphs(
     path: Path, system_file: Path | None, ranks: int | None, codedrop: bool = True
-) -> tuple[str, list[tuple[str, TaskGraph, AsBuilt]]]:
-    """Which device each rank is, and per schedule of the program: its task graph, as
-    `dhir run` places them, and the makespan of a placement as the native backend runs
-    it (dhir.placement.as_built)."""
+) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]]]:
+    """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
+    runs on when a machine description says (else none), and per schedule of the
+    program: its task graph, as `dhir run` places them, and the makespan of a placement
+    as the native backend runs it (dhir.placement.as_built)."""
 
     module = parse_file(path)
     drop_code(module, "main", codedrop)  # a plain @main: schedules as `dhir run` makes them
@@ -195,6 +197,7 @@ def program_graphs(
     run_pipeline(module, PassPipeline((SplitTasksPass(ranks),)))  # as `dhir run` does
     devices, model = machine_for(module, ranks)
     legend = _rank_legend(system, ranks, devices)
+    hosts = rank_hosts(system) if system is not None else {}
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
@@ -203,7 +206,7 @@ def program_graphs(
         graph = task_graph(schedule, devices, model)
         built = AsBuilt(schedule, graph, list(devices), model)
         graphs.append((_schedule_name(schedule, number), graph, built))
-    return legend, graphs
+    return legend, hosts, graphs
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:
@@ -221,10 +224,22 @@ def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> st
             return legend + ", each with an assumed GPU for GPU tasks (none found here)"
         return legend + f", rank r with GPU r mod {len(gpus)} for GPU tasks"
     parts = [
-        f"rank{rank} = {device.name} ({device.arch}) on {system.node_of(device).name}"
+        f"rank{rank} = {device.name} ({device.arch}) on {_node_and_host(system, device)}"
         for rank, device in enumerate(system.rank_devices())
     ]
     return "ranks: " + ", ".join(parts)
+
+
+def _node_and_host(system: System, device: Device) -> str:
+    node = system.node_of(device)
+    return node.name if node.host == node.name else f"{node.name} (host {node.host})"
+
+
+def rank_hosts(system: System) -> dict[str, str]:
+    """The host (`Node.host`, the name mpirun reaches it by) of each rank's node, by the
+    rank's name in the task graphs."""
+    devices = system.rank_devices()
+    return {device_name(rank): system.node_of(d).host for rank, d in enumerate(devices)}
 
 
 def _system(path: Path | None) -> System:
@@ -258,10 +273,10 @@ def _suffixed(path: Path, suffix: str) -> Path:
     return Path(f"{path}{suffix}")
 
 
-def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
+def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[str, str]) -> str:
     name, graph, placement, replay, built = result
     lines = [name] if name else []
-    lines.append(table(graph, placement))
+    lines.append(table(graph, placement, hosts))
     if built is not None:
         lines.append(
             f"as built: {built:g} (each rank runs its tasks in program order; a receive "
@@ -272,7 +287,9 @@ def _text_output(result: tuple[Any, ...], node_size: int | None) -> str:
     return "\n".join(lines)
 
 
-def _json_output(results: list[tuple[Any, ...]], plain_graph: bool) -> str:
+def _json_output(
+    results: list[tuple[Any, ...]], plain_graph: bool, hosts: Mapping[str, str]
+) -> str:
     if plain_graph:
         _, _, placement, replay, _ = results[0]
         return to_json(placement, replay)
@@ -280,7 +297,9 @@ def _json_output(results: list[tuple[Any, ...]], plain_graph: bool) -> str:
     for name, _, placement, replay, built in results:
         entry = json.loads(to_json(placement, replay))
         schedules.append({"schedule": name, **entry, "as_built_makespan": built})
-    return json.dumps({"schedules": schedules})
+    if not hosts:
+        return json.dumps({"schedules": schedules})
+    return json.dumps({"hosts": dict(hosts), "schedules": schedules})
 
 
 def _check_node_size(args: argparse.Namespace) -> None:
@@ -332,14 +351,21 @@ def to_json(placement: Placement, replay: Simulation | None = None) -> str:
     return json.dumps(out)
 
 
-def table(graph: TaskGraph, placement: Placement) -> str:
+def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | None = None) -> str:
+    """One row per task by start: its device and times, and its device's host when `hosts`
+    (device -> host) has any."""
+    hosts = hosts or {}
     width = max((len(t) for t in graph.tasks), default=4)
     dev_width = max((len(d) for d in graph.devices), default=6)
-    rows = [f"{'task':<{width}}  {'device':<{dev_width}}  {'start':>10}  {'finish':>10}"]
+    host_width = max((len(h) for h in hosts.values()), default=0)
+    host_head = f"  {'host':<{host_width}}" if hosts else ""
+    rows = [f"{'task':<{width}}  {'device':<{dev_width}}{host_head}  {'start':>10}  {'finish':>10}"]
     by_start = sorted(graph.tasks, key=lambda t: (placement.start[t], placement.finish[t]))
     for task in by_start:
+        device = placement.assignment[task]
+        host = f"  {hosts.get(device, ''):<{host_width}}" if hosts else ""
         rows.append(
-            f"{task:<{width}}  {placement.assignment[task]:<{dev_width}}  "
+            f"{task:<{width}}  {device:<{dev_width}}{host}  "
             f"{placement.start[task]:>10g}  {placement.finish[task]:>10g}"
         )
     rows.append(f"makespan: {placement.makespan:g}")

@@ -6,6 +6,7 @@ place consecutive ranks when given a hostfile. A one-node run needs no hostfile.
 """
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,9 +49,14 @@ def rank_slots(system: System, ranks: int) -> list[tuple[Node, int]]:
 
 def hostfile_text(system: System, ranks: int, mpi: str) -> str:
     """The hostfile placing the first `ranks` ranks of `system`, in `mpi`'s syntax."""
+    return slots_text([(node.host, n) for node, n in rank_slots(system, ranks)], mpi)
+
+
+def slots_text(slots: Sequence[tuple[str, int]], mpi: str) -> str:
+    """A hostfile giving each (host, count) of `slots` that many ranks, in order, in
+    `mpi`'s syntax."""
     line = "{host}:{n}" if mpi == "mpich" else "{host} slots={n}"
-    slots = rank_slots(system, ranks)
-    return "".join(line.format(host=node.host, n=n) + "\n" for node, n in slots)
+    return "".join(line.format(host=host, n=n) + "\n" for host, n in slots)
 
 
 def threads_per_rank(system: System, ranks: int) -> int:

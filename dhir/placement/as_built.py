@@ -124,12 +124,14 @@ class _Replay:
         self.times: dict[int, dict[str, dict[str, float]]] = {self.busy: graph.cost}
         # The schedule's tasks (the graph's names end with END_TASK, which has none).
         self.names = list(graph.tasks[: len(deps.effects)])
-        self.incoming: list[list[tuple[int, SSAValue, float]]] = [[] for _ in self.names]
+        # With ranks on several nodes, each transfer is timed between its two ranks.
+        self.by_pair = costs.nodes(devices) is not None
+        self.incoming: list[list[tuple[int, SSAValue, int, float]]] = [[] for _ in self.names]
         for dep in deps.dependences:
             if dep.hazard != Hazard.WAR and dep.elements != 0:
                 nbytes = region_bytes(dep.memref, dep.elements)
                 seconds = costs.comm_time(nbytes, devices)
-                self.incoming[dep.after].append((dep.before, dep.memref, seconds))
+                self.incoming[dep.after].append((dep.before, dep.memref, nbytes, seconds))
         self.finals = {
             value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
             for value, writes in deps.final_writes.items()
@@ -148,8 +150,10 @@ class _Replay:
         received: set[tuple[int, SSAValue, int]] = set()
         for k, name in enumerate(self.names):
             rank = placed[k]
-            for before, value, seconds in self.incoming[k]:
+            for before, value, nbytes, seconds in self.incoming[k]:
                 if placed[before] != rank and (before, value, rank) not in received:
+                    if self.by_pair:
+                        seconds = self._pair(nbytes, placed[before], rank)
                     clock[rank] = max(clock[rank], finish[before]) + seconds
                     received.add((before, value, rank))
             clock[rank] += cost[name][assignment[name]]
@@ -161,13 +165,20 @@ class _Replay:
             if value in self.to_root:
                 for k, nbytes in writes:
                     if placed[k] != 0:
-                        seconds = self.costs.comm_time(nbytes, self.devices)
+                        seconds = (
+                            self._pair(nbytes, placed[k], 0)
+                            if self.by_pair
+                            else self.costs.comm_time(nbytes, self.devices)
+                        )
                         clock[0] = max(clock[0], finish[k]) + seconds
             else:
                 total = sum(nbytes for _, nbytes in writes)
                 end = max(clock) + broadcast_time(total, self.devices, self.costs)
                 clock = [end] * ranks
         return max(clock)
+
+    def _pair(self, nbytes: int, source: int, target: int) -> float:
+        return self.costs.pair_time(nbytes, self.devices[source], self.devices[target])
 
     def _task_times(self, assignment: Mapping[str, str]) -> dict[str, dict[str, float]]:
         """Task times for the most ranks `assignment` keeps busy at one depth."""

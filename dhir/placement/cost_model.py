@@ -19,19 +19,23 @@ class CostModel:
     """Task times (estimated, or measured when `profile` has them) and transfer times.
 
     `transfer(src, dst, nbytes)` gives a transfer's time between two devices (a machine
-    description's `transfer_time`); without it every pair is joined by `link`."""
+    description's `transfer_time`); without it every pair is joined by `link`. `node_of`
+    names a device's node (a machine description's): with devices on several nodes,
+    transfers inside a node and between nodes are told apart (`comm_times`)."""
 
     def __init__(
         self,
         profile: Profile | None = None,
         link: Link = LOCAL_LINK,
         transfer: Transfer | None = None,
+        node_of: Callable[[Device], str] | None = None,
     ) -> None:
         self.profile = profile
         self.link = link
         self.transfer = transfer
+        self.node_of = node_of
         self._work: dict[TaskOp, Work] = {}
-        self._link_cache: tuple[tuple[Device, ...], tuple[float, float]] | None = None
+        self._link_cache: dict[tuple[tuple[Device, ...], str], tuple[float, float]] = {}
 
     def work(
         self,
@@ -61,22 +65,52 @@ class CostModel:
         """A transfer's time between two distinct devices of `devices`, on average."""
         if self.transfer is None:
             return self.link.time(nbytes)
-        latency, per_byte = self._mean_link(tuple(devices))
+        latency, per_byte = self._mean_link(tuple(devices), "all")
         return latency + nbytes * per_byte
 
-    def _mean_link(self, devices: tuple[Device, ...]) -> tuple[float, float]:
+    def nodes(self, devices: Sequence[Device]) -> list[str] | None:
+        """Each device's node, None when they are all on one (or nodes are not known)."""
+        if self.node_of is None or self.transfer is None:
+            return None
+        names = [self.node_of(d) for d in devices]
+        return names if len(set(names)) > 1 else None
+
+    def comm_times(self, nbytes: float, devices: Sequence[Device]) -> tuple[float, float | None]:
+        """A transfer's time between two distinct devices of `devices` on one node and
+        between two on different nodes, on average; (`comm_time`, None) on one node."""
+        if self.nodes(devices) is None:
+            return self.comm_time(nbytes, devices), None
+        inside = self._mean_link(tuple(devices), "inside")
+        between = self._mean_link(tuple(devices), "between")
+        return inside[0] + nbytes * inside[1], between[0] + nbytes * between[1]
+
+    def pair_time(self, nbytes: float, source: Device, target: Device) -> float:
+        """A transfer's time from rank device `source` to rank device `target`."""
+        if self.transfer is None:
+            return self.link.time(nbytes)
+        return self._pair_time(source, target, nbytes)
+
+    def _mean_link(self, devices: tuple[Device, ...], which: str) -> tuple[float, float]:
         # Transfer times are affine in the size, so their mean is the mean latency
         # plus the mean time per byte: two probes per pair, once per device list.
-        cached = self._link_cache
-        if cached is not None and cached[0] == devices:
-            return cached[1]
+        # `which`: all pairs, those "inside" a node or those "between" nodes.
+        key = (devices, which)
+        if key in self._link_cache:
+            return self._link_cache[key]
         assert self.transfer is not None
         pairs = [(a, b) for i, a in enumerate(devices) for j, b in enumerate(devices) if i != j]
+        if which != "all" and self.node_of is not None:
+            node_of = self.node_of
+            inside = which == "inside"
+            chosen = [(a, b) for a, b in pairs if (node_of(a) == node_of(b)) == inside]
+            pairs = chosen or pairs  # no such pair: the edge never pays it; keep a mean
         probe = 1e9
         latency = sum(self._pair_time(a, b, 0.0) for a, b in pairs) / max(len(pairs), 1)
         full = sum(self._pair_time(a, b, probe) for a, b in pairs) / max(len(pairs), 1)
         result = (latency, (full - latency) / probe)
-        self._link_cache = (devices, result)
+        if len(self._link_cache) >= 8:
+            self._link_cache.clear()  # device lists of other programs
+        self._link_cache[key] = result
         return result
 
     def _pair_time(self, source: Device, target: Device, nbytes: float) -> float:

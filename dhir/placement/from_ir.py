@@ -145,7 +145,13 @@ def machine_for(
             ]
         )
     # Ranks sharing a device still talk through MPI: over shared memory.
-    return devices, CostModel(profile, link=system.intra_node, transfer=system.transfer_time)
+    model = CostModel(
+        profile,
+        link=system.intra_node,
+        transfer=system.transfer_time,
+        node_of=lambda device: system.node_of(device).name,
+    )
+    return devices, model
 
 
 def device_name(rank: int) -> str:
@@ -203,7 +209,8 @@ def task_graph(
         for rank, d in enumerate(devices)
         if d.memory_bytes is not None
     }
-    return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity)
+    nodes = dict(zip(graph_devices, costs.nodes(devices) or ()))
+    return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes)
 
 
 def concurrency(deps: DependenceGraph) -> int:
@@ -331,7 +338,7 @@ def _edges(
             nbytes = region_bytes(dep.memref, dep.elements)
             moved[dep.memref] = max(moved.get(dep.memref, 0), nbytes)
     return [
-        Edge(names[before], names[after], _comm(sum(values.values()), devices, costs))
+        _edge(names[before], names[after], sum(values.values()), devices, costs)
         for (before, after), values in sorted(carried.items())
     ]
 
@@ -356,8 +363,7 @@ def _ends(
                 to_end.setdefault(k, 0)
                 broadcast += broadcast_time(nbytes, devices, costs)
     ends = [
-        Edge(names[k], END_TASK, _comm(nbytes, devices, costs))
-        for k, nbytes in sorted(to_end.items())
+        _edge(names[k], END_TASK, nbytes, devices, costs) for k, nbytes in sorted(to_end.items())
     ]
     return ends, broadcast
 
@@ -371,7 +377,12 @@ def broadcast_time(nbytes: int, devices: Sequence[Device], costs: CostModel) -> 
     return rounds * costs.comm_time(nbytes, devices)
 
 
-def _comm(nbytes: int, devices: Sequence[Device], costs: CostModel) -> float:
+def _edge(
+    source: str, target: str, nbytes: int, devices: Sequence[Device], costs: CostModel
+) -> Edge:
+    """An edge moving `nbytes`: its time inside a node, and between nodes where the
+    devices span several."""
     if not nbytes or len(devices) < 2:
-        return 0.0
-    return costs.comm_time(nbytes, devices)
+        return Edge(source, target, 0.0)
+    inside, between = costs.comm_times(nbytes, devices)
+    return Edge(source, target, inside, between)

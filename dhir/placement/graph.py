@@ -11,10 +11,16 @@ its own, as if it had the device to itself; tasks sharing a device over time do 
 up). A task missing from `memory` needs none; a device missing from `capacity` has no
 limit, so by default nothing changes.
 
+Nodes, optional: `nodes[device]` names the node (host) a device is on. Between devices of
+different nodes an edge costs its `remote` time (the network's) when it has one, else its
+`comm`; between devices of one node, `comm` (the link inside the node). Without nodes, or
+with all devices on one node, every edge costs its `comm`, as before.
+
 In JSON, the format of `dhir schedule --graph G.json` (read by `TaskGraph.from_json`):
 {"devices": [...], "tasks": {"T": {"cost": {"dev": t}, "memory": bytes}},
- "edges": [{"from": "T", "to": "U", "comm": t}], "capacity": {"dev": bytes}}
-where "memory", "capacity" and "comm" may be left out.
+ "edges": [{"from": "T", "to": "U", "comm": t, "remote": t}], "capacity": {"dev": bytes},
+ "nodes": {"dev": "node"}}
+where "memory", "capacity", "comm", "remote" and "nodes" may be left out.
 """
 
 import heapq
@@ -26,8 +32,9 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 
 FORMAT = (
     '{"devices": ["d0", ...], "tasks": {"T": {"cost": {"d0": 3.0, ...}, "memory": 1e9}, '
-    '...}, "edges": [{"from": "T", "to": "U", "comm": 1.0}, ...], "capacity": {"d0": 8e9}}'
-    ' ("memory" and "capacity" optional)'
+    '...}, "edges": [{"from": "T", "to": "U", "comm": 1.0, "remote": 4.0}, ...], '
+    '"capacity": {"d0": 8e9}, "nodes": {"d0": "host0", ...}} ("memory", "capacity", '
+    '"remote" (an edge\'s time between nodes) and "nodes" optional)'
 )
 
 
@@ -35,7 +42,8 @@ FORMAT = (
 class Edge:
     source: str
     target: str
-    comm: float
+    comm: float  # between devices of one node
+    remote: float | None = None  # between devices of different nodes (None: comm)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,15 @@ class TaskGraph:
     edges: tuple[Edge, ...]
     memory: dict[str, float] = field(default_factory=dict)  # bytes; missing: none needed
     capacity: dict[str, float] = field(default_factory=dict)  # bytes; missing: unlimited
+    nodes: dict[str, str] = field(default_factory=dict)  # device -> node; empty: one node
+
+    def comm_between(self, edge: Edge, source: str, target: str) -> float:
+        """What `edge` costs from a task on device `source` to one on `target`."""
+        if source == target:
+            return 0.0
+        if edge.remote is not None and self.nodes.get(source) != self.nodes.get(target):
+            return edge.remote
+        return edge.comm
 
     def successors(self, task: str) -> list[Edge]:
         return self._out.get(task, [])
@@ -88,9 +105,10 @@ class TaskGraph:
             if "memory" in spec
         }
         capacity = _capacity(data.get("capacity", {}), set(devices), where)
+        nodes = _nodes(data.get("nodes", {}), devices, where)
         edges = _edges(data.get("edges", []), costs, where)
         order = topological_order(list(costs), edges, where)
-        return TaskGraph(tuple(devices), tuple(order), costs, tuple(edges), memory, capacity)
+        return TaskGraph(tuple(devices), tuple(order), costs, tuple(edges), memory, capacity, nodes)
 
 
 @dataclass
@@ -162,9 +180,26 @@ def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
             if edge[end] not in tasks:
                 raise _error(f"{where}: edge #{k} {end} unknown task '{edge[end]}'")
         comm = edge.get("comm", 0.0)
-        _check_number(comm, f"edge #{k} ({edge['from']} -> {edge['to']})", "time", where)
-        edges.append(Edge(edge["from"], edge["to"], float(comm)))
+        what = f"edge #{k} ({edge['from']} -> {edge['to']})"
+        _check_number(comm, what, "time", where)
+        remote = edge.get("remote")
+        if remote is not None:
+            _check_number(remote, f"{what} remote", "time", where)
+            remote = float(remote)
+        edges.append(Edge(edge["from"], edge["to"], float(comm), remote))
     return edges
+
+
+def _nodes(value: object, devices: list[str], where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(n, str) for n in value.values()):
+        raise _error(f'{where}: "nodes" must be an object of device name -> node name')
+    unknown = [d for d in value if d not in devices]
+    if unknown:
+        raise _error(f"{where}: node given for unknown device '{unknown[0]}'")
+    missing = [d for d in devices if d not in value]
+    if value and missing:
+        raise _error(f"{where}: device '{missing[0]}' has no node; give every device one")
+    return dict(value)
 
 
 def _check_number(value: object, what: str, unit: str, where: str) -> None:

@@ -61,6 +61,14 @@ class Problem:
             source, target, comm = index[edge.source], index[edge.target], edge.comm
             preds[target].append((source, comm))
             succs[source].append((target, comm))
+        # Nodes (None: one node, every edge costs its comm): each device's node, and the
+        # edges' times between nodes where they differ from their comm.
+        self.node = _node_index(graph)
+        self.remote: dict[tuple[int, int], float] = {}
+        if self.node is not None:
+            for edge in graph.edges:
+                if edge.remote is not None:
+                    self.remote[index[edge.source], index[edge.target]] = edge.remote
         # sum(row) adds the same floats in the same order as the general form.
         self.mean_cost = [
             sum(row) / len(row)
@@ -68,6 +76,34 @@ class Problem:
             else sum(row[k] for k in devices) / len(devices)
             for row, devices in zip(self.cost, self.runnable)
         ]
+
+    def paid(self, source: int, target: int, comm: float, here: int, there: int) -> float:
+        """What the edge source -> target (of `comm`) costs from device `here` to `there`."""
+        if here == there:
+            return 0.0
+        node = self.node
+        if node is None or node[here] == node[there]:
+            return comm
+        return self.remote.get((source, target), comm)
+
+    def ready_on(self, task: int, device: int, device_of: list[int], finish: list[float]) -> float:
+        """When all of `task`'s inputs are on `device` (with nodes: each input's own cost)."""
+        ready = 0.0
+        for pred, comm in self.preds[task]:
+            arrival = finish[pred] + self.paid(pred, task, comm, device_of[pred], device)
+            if arrival > ready:
+                ready = arrival
+        return ready
+
+
+def _node_index(graph: TaskGraph) -> list[int] | None:
+    """Each device's node as a number, None when the devices are on one node (or none
+    is given)."""
+    if not graph.nodes:
+        return None
+    numbers: dict[str, int] = {}
+    node = [numbers.setdefault(graph.nodes[d], len(numbers)) for d in graph.devices]
+    return node if len(numbers) > 1 else None
 
 
 def _cost_row(costs: dict[str, float], devices: tuple[str, ...]) -> list[float]:
@@ -216,6 +252,8 @@ def list_schedule(
     all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [-INF] * n_devices
+    nodes = problem.node is not None  # then inputs' times depend on the nodes too
+    ready_on = problem.ready_on
     while heap:
         task = pop(heap)[1]
         # ready_times, inlined.
@@ -239,7 +277,10 @@ def list_schedule(
         if lookahead is None:
             # The loop below with no lookahead (score = end), spelt out: HEFT's speed.
             for device in runnable[task]:
-                begin = there if device == first_device else elsewhere
+                if nodes:
+                    begin = ready_on(task, device, device_of, finish)
+                else:
+                    begin = there if device == first_device else elsewhere
                 duration = row[device]
                 if begin < tail[device]:
                     if begin + duration >= best_end:
@@ -262,7 +303,10 @@ def list_schedule(
             extra = lookahead[task]
             best_score = INF
             for device in runnable[task]:
-                begin = there if device == first_device else elsewhere
+                if nodes:
+                    begin = ready_on(task, device, device_of, finish)
+                else:
+                    begin = there if device == first_device else elsewhere
                 duration = row[device]
                 if begin < tail[device]:
                     if begin + duration + extra[device] >= best_score:
@@ -354,7 +398,9 @@ def simulate_from(
                 first_device, elsewhere, second = device_of[pred], arrival, elsewhere
             elif arrival > second:
                 second = arrival
-        if device == first_device:
+        if problem.node is not None:
+            begin = problem.ready_on(task, device, device_of, finish)
+        elif device == first_device:
             begin = second
             for pred, _ in task_preds:
                 if device_of[pred] == device and finish[pred] > begin:
@@ -516,7 +562,8 @@ def portfolio(problem: Problem) -> list[Schedule]:
     each ranking with the other's device choice, an optimistic (min-cost) rank, a
     critical-path rank (upward + downward, as in CPOP); the fastest single device (at high
     CCR no spreading can pay for its comm) and round robin, so that `best` is never worse
-    than either; HEFT and PEFT on the fastest half, quarter, ... of the devices; and ranks
+    than either; HEFT and PEFT on the fastest half, quarter, ... of the devices; with
+    devices on several nodes, HEFT and PEFT taking the nodes in turn on ties; and ranks
     re-computed from the leader's own devices and comm."""
     table = optimistic_cost_table(problem)
     rank_u = upward_rank(problem, problem.mean_cost)
@@ -539,6 +586,12 @@ def portfolio(problem: Problem) -> list[Schedule]:
     schedules.append(round_robin_schedule(problem))  # rarely wins, but cheap
     for devices in fewer_devices(problem):
         runnable = restricted(problem, devices)
+        schedules.append(list_schedule(problem, rank_u, None, runnable))
+        schedules.append(list_schedule(problem, rank_oct, table, runnable))
+    if problem.node is not None:
+        # Ties go to the earlier device: by node, independent work fills one node first
+        # and its transfers then cross to the next; taking the nodes in turn spreads it.
+        runnable = across_nodes(problem)
         schedules.append(list_schedule(problem, rank_u, None, runnable))
         schedules.append(list_schedule(problem, rank_oct, table, runnable))
     leader = _shortest(schedules)
@@ -584,6 +637,19 @@ def fewer_devices(problem: Problem) -> list[list[int]]:
     return subsets
 
 
+def across_nodes(problem: Problem) -> list[list[int]]:
+    """Each task's devices, taking the nodes in turn: the first device of each node, then
+    the second of each, and so on."""
+    node = problem.node or [0] * problem.n_devices
+    seen: dict[int, int] = {}
+    turn = [0] * problem.n_devices
+    for device, number in enumerate(node):
+        turn[device] = seen.get(number, 0)
+        seen[number] = turn[device] + 1
+    key = [(turn[d], node[d], d) for d in range(problem.n_devices)]
+    return [sorted(own, key=key.__getitem__) for own in problem.runnable]
+
+
 def restricted(problem: Problem, devices: list[int]) -> list[list[int]]:
     """Each task's devices among `devices`, or all of its own where none of them can run it."""
     chosen = set(devices)
@@ -599,7 +665,7 @@ def assigned_rank(problem: Problem, schedule: Schedule) -> list[float]:
         device = device_of[task]
         tail = 0.0
         for succ, comm in succs[task]:
-            value = rank[succ] + (comm if device_of[succ] != device else 0.0)
+            value = rank[succ] + problem.paid(task, succ, comm, device, device_of[succ])
             if value > tail:
                 tail = value
         rank[task] = cost[task][device] + tail
@@ -723,11 +789,7 @@ class Moves:
         """When `task` would finish on `device`, its inputs where they are now and
         `device` busy as it is now (with the tasks placed after it too: an estimate)."""
         device_of, finish = self.schedule.device_of, self.schedule.finish
-        ready = 0.0
-        for pred, comm in self.problem.preds[task]:
-            arrival = finish[pred] + (comm if device_of[pred] != device else 0.0)
-            if arrival > ready:
-                ready = arrival
+        ready = self.problem.ready_on(task, device, device_of, finish)
         duration = self.problem.cost[task][device]
         return lines.earliest_start(device, ready, duration) + duration
 
@@ -738,24 +800,18 @@ class Moves:
         if after < 0:
             return schedule.finish[task] - end
         device_of = schedule.device_of
+        paid = self.problem.paid
         for succ, comm in self.problem.succs[task]:
             if succ == after:
-                paid_now = comm if device_of[task] != device_of[after] else 0.0
-                paid_then = comm if device != device_of[after] else 0.0
+                paid_now = paid(task, after, comm, device_of[task], device_of[after])
+                paid_then = paid(task, after, comm, device, device_of[after])
                 return schedule.finish[task] + paid_now - (end + paid_then)
         # `after` waited for `task` on their device: moving `task` off frees it.
         return schedule.start[after] - self._data_ready(after)
 
     def _data_ready(self, task: int) -> float:
         device_of, finish = self.schedule.device_of, self.schedule.finish
-        device = device_of[task]
-        return max(
-            (
-                finish[p] + (c if device_of[p] != device else 0.0)
-                for p, c in self.problem.preds[task]
-            ),
-            default=0.0,
-        )
+        return self.problem.ready_on(task, device_of[task], device_of, finish)
 
     def apply(self, task: int, device: int, limit: float) -> tuple[Schedule | None, int]:
         """The schedule with `task` moved to `device` if all of it finishes before `limit`
@@ -815,7 +871,7 @@ def tasks_by_device(problem: Problem, schedule: Schedule) -> list[list[int]]:
 def _blocker(problem: Problem, schedule: Schedule, task: int, previous: list[int]) -> int:
     begin, device = schedule.start[task], schedule.device_of[task]
     for pred, comm in problem.preds[task]:
-        paid = comm if schedule.device_of[pred] != device else 0.0
+        paid = problem.paid(pred, task, comm, schedule.device_of[pred], device)
         if abs(schedule.finish[pred] + paid - begin) <= _EPS:
             return pred
     before = previous[task]

@@ -99,7 +99,7 @@ def simulate(graph: TaskGraph, placement: Placement, network: Network | None = N
     """Replay `placement` of `graph` on `network` (default: `Contentionless`)."""
     network = network if network is not None else Contentionless()
     device_of, duration = _assignment(graph, placement)
-    succs, n_preds = _successors(graph)
+    succs, n_preds = _successors(graph, device_of)
     link_of = _links(graph, device_of, succs, network)
     queues = _device_orders(graph, placement, device_of)
     start, finish, transfers, link_wait = _replay(
@@ -206,13 +206,19 @@ def _assignment(graph: TaskGraph, placement: Placement) -> tuple[list[int], list
     return device_of, duration
 
 
-def _successors(graph: TaskGraph) -> tuple[list[list[tuple[int, float]]], list[int]]:
+def _successors(
+    graph: TaskGraph, device_of: list[int]
+) -> tuple[list[list[tuple[int, float]]], list[int]]:
+    """Each task's successors with what each edge costs between the devices its tasks
+    are placed on (the graph's nodes decide it), and each task's count of inputs."""
     index = {task: i for i, task in enumerate(graph.tasks)}
     succs: list[list[tuple[int, float]]] = [[] for _ in graph.tasks]
     n_preds = [0] * len(graph.tasks)
+    devices = graph.devices
     for edge in graph.edges:
-        target = index[edge.target]
-        succs[index[edge.source]].append((target, edge.comm))
+        source, target = index[edge.source], index[edge.target]
+        here, there = devices[device_of[source]], devices[device_of[target]]
+        succs[source].append((target, graph.comm_between(edge, here, there)))
         n_preds[target] += 1
     return succs, n_preds
 

@@ -8,10 +8,15 @@ built by the toolchain's clang and MPI.
 
 Each GPU is measured by dhir/toolchain/calibrate_gpu.py. What one node cannot measure stays a
 guess, and is said to be: the network between nodes.
+
+A description of two nodes or more (`calibrate_links`) gets its links measured instead, with
+ranks laid out by a hostfile as `dhir run` lays them out: `network` between one rank on its
+first node and one on its second, `intra_node` between two ranks on its first node.
 """
 
 import math
 import os
+import shutil
 import statistics
 import tempfile
 from collections.abc import Callable
@@ -21,9 +26,10 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import Device, Link, System
 from dhir.machine.detect import detect
+from dhir.machine.layout import slots_text
 from dhir.runtime import RUNTIME_DIR
 from dhir.targets import DeviceKind, host_arch
-from dhir.toolchain.build import C_FLAGS, Timing
+from dhir.toolchain.build import C_FLAGS, Timing, cache_root
 from dhir.toolchain.build import run_stage as run_build_stage
 from dhir.toolchain.calibrate_gpu import calibrate_gpus
 from dhir.toolchain.calibrate_steps import (
@@ -92,6 +98,46 @@ def calibrate(
         measured = measure(exe, mpi, effort, cpu, say)
         system = apply(system, cpu, measured, say)
         return calibrate_gpus(system, mpi, quick, Path(tmp), say)
+
+
+def calibrate_links(
+    system: System, mpi: str = "mpich", quick: bool = False, say: Callable[[str], None] = print
+) -> System:
+    """`system` (two nodes or more) with `network` and `intra_node` measured by ping-pongs
+    launched with a hostfile, as `dhir run` lays ranks out: one rank on each of its first
+    two nodes, then two ranks on its first node. The program is built here, under dhir's
+    cache (as `dhir run` builds programs), so every node must reach it at the same path
+    (a shared file system) and run this CPU's code. Devices
+    are kept as given: calibrate each node on its own for them."""
+    if len(system.nodes) < 2:
+        raise DhirError(
+            [Diagnostic("measuring the network needs a description of two nodes or more")]
+        )
+    first, second = system.nodes[0], system.nodes[1]
+    cpu = next(d for d in first.devices if d.kind == DeviceKind.CPU)
+    effort = QUICK if quick else FULL
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="calibrate-", dir=root))
+    try:
+        exe = build_program(directory, mpi)
+        links = {}
+        for name, slots, between in (
+            ("network", [(first.host, 1), (second.host, 1)], f"{first.host} and {second.host}"),
+            ("intra_node", [(first.host, 2)], f"2 ranks on {first.host}"),
+        ):
+            hostfile = directory / f"hosts-{name}"
+            hostfile.write_text(slots_text(slots, mpi))
+            latency, bandwidth = measure_pingpong(
+                exe, mpi, effort, say, cpu.llc_bytes, hostfile, between
+            )
+            links[name] = Link(significant(latency), significant(bandwidth))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    if len(system.nodes) > 2:
+        say(f"network: measured between {first.name} and {second.name}, taken for all nodes")
+    say("devices: kept as described; run dhir calibrate on each node to measure them")
+    return replace(system, network=links["network"], intra_node=links["intra_node"])
 
 
 def build_program(directory: Path, mpi: str) -> Path:
@@ -227,17 +273,24 @@ def _mib(size: int) -> str:
 
 
 def measure_pingpong(
-    exe: Path, mpi: str, effort: Effort, say: Callable[[str], None], llc_bytes: int | None = None
+    exe: Path,
+    mpi: str,
+    effort: Effort,
+    say: Callable[[str], None],
+    llc_bytes: int | None = None,
+    hostfile: Path | None = None,
+    between: str = "2 local ranks",
 ) -> tuple[float, float]:
-    """(latency in us, bandwidth in GB/s) between 2 local ranks, run as dhir runs programs.
-    The large message is at least twice the last-level cache: smaller ones are copied
-    through the cache, at twice the rate on a 2-core VM, which schedules' arrays are not."""
-    say(f"MPI ping-pong between 2 local ranks ({mpi}) ...")
+    """(latency in us, bandwidth in GB/s) between 2 ranks (local ones, or where `hostfile`
+    puts them; `between` says which, for `say`), run as dhir runs programs. The large
+    message is at least twice the last-level cache: smaller ones are copied through the
+    cache, at twice the rate on a 2-core VM, which schedules' arrays are not."""
+    say(f"MPI ping-pong between {between} ({mpi}) ...")
     small, large = SMALL_MESSAGE, max(effort.large_message, 2 * (llc_bytes or 0))
     large_reps = max(2, effort.pingpong_bytes // large)
     sizes = [f"{small}:{effort.pingpong_reps}", f"{large}:{large_reps}"]
     command = ["pingpong", str(effort.pingpong_trials), *sizes]
-    output = run_mpi_program(exe, command, 2, mpi, STEP_TIMEOUT_S)
+    output = run_mpi_program(exe, command, 2, mpi, STEP_TIMEOUT_S, hostfile)
     times = {int(amount): seconds for amount, seconds in results(output, "pingpong")}
     if small not in times or large not in times:
         raise DhirError([Diagnostic(f"the ping-pong printed no time for some sizes:\n{output}")])

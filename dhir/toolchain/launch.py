@@ -107,15 +107,21 @@ def compile_and_run(
 
 
 def run_mpi_program(
-    exe: Path, args: Sequence[str], ranks: int, mpi: str = "mpich", timeout: float = 300.0
+    exe: Path,
+    args: Sequence[str],
+    ranks: int,
+    mpi: str = "mpich",
+    timeout: float = 300.0,
+    hostfile: Path | None = None,
 ) -> str:
-    """Run a plain MPI program (no dhir entry, no inputs) on `ranks` local ranks, with the
-    same mpirun, flags and clean-up as dhir's programs; its output (stdout and stderr)."""
+    """Run a plain MPI program (no dhir entry, no inputs) on `ranks` ranks, local ones or
+    where `hostfile` puts them, with the same mpirun, flags and clean-up as dhir's
+    programs; its output (stdout and stderr)."""
     install = find_mpi(mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
-        command = [*_mpirun(install, ranks, None), str(Path(exe).resolve()), *args]
+        command = [*_mpirun(install, ranks, None, hostfile), str(Path(exe).resolve()), *args]
         _launch(command, env, timeout, work / "output.log", ranks)
         return (work / "output.log").read_text(errors="replace")
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fake_hosts import HOSTS, agent_calls, launcher_env, two_node_description
 
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.description import Link, guess_device
@@ -169,3 +170,60 @@ def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
     assert system.network.guessed  # one node cannot measure it
     for step in ("latency", "GB/s", "GFLOP/s", "network between nodes: not measured"):
         assert step in result.stderr
+
+
+def test_calibrate_links_puts_one_rank_on_each_node_then_two_on_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layouts: list[str] = []
+
+    def pingpong(*args: object) -> tuple[float, float]:
+        hostfile = args[5]
+        assert isinstance(hostfile, Path)
+        layouts.append(hostfile.read_text())
+        return (3.0, 1.5) if len(layouts) == 1 else (0.5, 9.0)
+
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibrate, "build_program", lambda directory, mpi: directory / "exe")
+    monkeypatch.setattr(calibrate, "measure_pingpong", pingpong)
+    base = read_system(two_node_description(tmp_path / "two.json"))
+    said: list[str] = []
+    result = calibrate.calibrate_links(base, "mpich", quick=True, say=said.append)
+    assert layouts == [f"{HOSTS[0]}:1\n{HOSTS[1]}:1\n", f"{HOSTS[0]}:2\n"]
+    assert result.network == Link(3.0, 1.5) and result.intra_node == Link(0.5, 9.0)
+    assert result.nodes == base.nodes  # devices kept as described
+    assert any("devices: kept as described" in line for line in said)
+    assert list((tmp_path / "cache").iterdir()) == []  # the build directory is removed
+
+
+def test_calibrate_links_needs_two_nodes() -> None:
+    with pytest.raises(DhirError, match="two nodes or more"):
+        calibrate.calibrate_links(detect())
+
+
+def test_calibrating_several_nodes_needs_an_output_file(tmp_path: Path) -> None:
+    result = dhir("calibrate", "--system", str(two_node_description(tmp_path / "two.json")))
+    assert result.returncode == 1
+    assert "describes several nodes" in result.stderr and "-o FILE" in result.stderr
+    assert "ping-pong" not in result.stderr
+
+
+@pytest.mark.mpi
+@needs_clang
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_calibrate_measures_the_network_between_two_hosts(tmp_path: Path, mpi: str) -> None:
+    # Two "hosts" that are this machine (tests/unit/fake_hosts.py), over TCP.
+    description = two_node_description(tmp_path / "two.json")
+    out = tmp_path / "measured.toml"
+    env = {**launcher_env(tmp_path, mpi), "DHIR_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("calibrate", "--quick", "--mpi", mpi, "--system", str(description), "-o", str(out))
+    result = dhir(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"ping-pong between {HOSTS[0]} and {HOSTS[1]}" in result.stderr
+    assert f"ping-pong between 2 ranks on {HOSTS[0]}" in result.stderr
+    system = read_system(out)
+    for link in (system.network, system.intra_node):
+        assert not link.guessed and link.latency_us > 0 and link.bandwidth_gbs > 0
+    assert system.nodes == read_system(description).nodes
+    # Each node's ranks were started through the launcher: the runs really used the hostfile.
+    assert len(agent_calls(tmp_path)) >= 2

@@ -227,3 +227,122 @@ def test_a_plain_program_is_wrapped_and_split_as_dhir_run_does(
     }
     assert main(["schedule", str(plain), "-n", "2", "--no-codedrop"]) == 1
     assert "has no dhir.schedule to place" in capsys.readouterr().err
+
+
+def two_node_system(path: Path, network: dict[str, float] | None = None) -> Path:
+    """Two nodes of one 2-rank CPU each, reached as hosts alpha.example and beta.example."""
+
+    def node(name: str, host: str) -> dict[str, object]:
+        cpu = {"name": f"{name}.cpu", "arch": "x86_64", "peak_gflops": 50.0, "mem_bw_gbs": 20.0,
+               "memory_bytes": 1 << 33, "cores": 4, "ranks": 2}  # fmt: skip
+        return {"name": name, "host": host, "devices": [cpu]}
+
+    data: dict[str, object] = {
+        "nodes": [node("n0", "alpha.example"), node("n1", "beta.example")],
+        "links": {"intra_node": {"latency_us": 1.0, "bandwidth_gbs": 10.0}},
+    }
+    if network is not None:
+        data["links"] = {**data["links"], "network": network}  # type: ignore[dict-item]
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_program_on_two_nodes_shows_each_rank_host(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    system = str(two_node_system(tmp_path / "two.json"))
+    program = str(EXAMPLES / "hazards.mlir")
+    code, out, err = run_schedule(capsys, program, "--system", system)
+    assert code == 0, err
+    legend, _, header, *rows = out.splitlines()  # the second: the schedule's name
+    assert "rank1 = n0.cpu (x86_64) on n0 (host alpha.example)" in legend
+    assert "rank2 = n1.cpu (x86_64) on n1 (host beta.example)" in legend
+    assert header.split()[:3] == ["task", "device", "host"]
+    hosts = {"rank0": "alpha.example", "rank1": "alpha.example"}
+    hosts |= {"rank2": "beta.example", "rank3": "beta.example"}
+    placed = [row.split() for row in rows if row.startswith("main.")]
+    assert placed and all(hosts[row[1]] == row[2] for row in placed)
+    code, out, err = run_schedule(capsys, program, "--system", system, "--json")
+    assert code == 0, err
+    assert json.loads(out)["hosts"] == hosts
+
+
+def test_one_node_table_has_no_host_column(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2")
+    assert code == 0, err
+    assert out.splitlines()[2].split()[:3] == ["task", "device", "start"]
+    code, out, _ = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2", "--json")
+    assert "hosts" not in json.loads(out)
+
+
+FORK_N = 262144
+
+
+def _fork_task(name: str, reads: str, writes: str, reps: int) -> str:
+    """A task writing `writes` (from `reads` `reps` times, or filled with ones)."""
+    mem = f"memref<{FORK_N}xf32>"
+    if not reads:
+        body = f"memref.store %v, %{writes}[%i] : {mem}"
+        return (
+            f"    %{name} = dhir.task %cpu, %{writes} {{\n"
+            f"      %lo = arith.constant 0 : index\n      %hi = arith.constant {FORK_N} : index\n"
+            f"      %one = arith.constant 1 : index\n      %v = arith.constant 1.0 : f32\n"
+            f"      scf.for %i = %lo to %hi step %one {{\n        {body}\n      }}\n    }}\n"
+        )
+    return (
+        f"    %{name} = dhir.task %cpu, %{reads}, %{writes} {{\n"
+        f"      %lo = arith.constant 0 : index\n      %hi = arith.constant {FORK_N} : index\n"
+        f"      %one = arith.constant 1 : index\n      %r = arith.constant {reps} : index\n"
+        f"      scf.for %k = %lo to %r step %one {{\n"
+        f"        scf.for %i = %lo to %hi step %one {{\n"
+        f"          %v = memref.load %{reads}[%i] : {mem}\n"
+        f"          %w = memref.load %{writes}[%i] : {mem}\n"
+        f"          %s = math.fma %v, %v, %w : f32\n"
+        f"          memref.store %s, %{writes}[%i] : {mem}\n"
+        f"        }}\n      }}\n    }}\n"
+    )
+
+
+def two_forks_program(path: Path) -> Path:
+    """Two independent forks: task0 fills x1, tasks 1 and 2 compute long from it; tasks
+    3-5 the same on x2. Each fork's transfers stay inside a node only if it has one."""
+    names = ["x1", "y1", "z1", "x2", "y2", "z2"]
+    args = ", ".join(f"%{n}: memref<{FORK_N}xf32>" for n in names)
+    tasks = "".join(
+        _fork_task(f"t{k}", reads, writes, 200)
+        for k, (reads, writes) in enumerate(
+            [("", "x1"), ("x1", "y1"), ("x1", "z1"), ("", "x2"), ("x2", "y2"), ("x2", "z2")]
+        )
+    )
+    path.write_text(
+        f"func.func @main({args}) {{\n  dhir.schedule {', '.join('%' + n for n in names)} {{\n"
+        f'    %cpu = dhir.target {{kind = "cpu"}}\n{tasks}  }}\n  return\n}}\n'
+    )
+    return path
+
+
+def test_a_slow_network_keeps_transfers_inside_a_node(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    program = str(two_forks_program(tmp_path / "forks.mlir"))
+    placed = {}
+    bandwidths = (0.05, 0.1, 10.0)  # GB/s between the nodes; 10 inside each
+    for bandwidth in bandwidths:
+        network = {"latency_us": 2.0, "bandwidth_gbs": bandwidth}
+        system = two_node_system(tmp_path / f"two-{bandwidth}.json", network)
+        code, out, err = run_schedule(capsys, program, "--system", str(system), "--json")
+        assert code == 0, err
+        result = json.loads(out)
+        (entry,) = result["schedules"]
+        placed[bandwidth] = {
+            task: result["hosts"][rank]
+            for task, rank in entry["assignment"].items()
+            if task.startswith("main.")
+        }
+    # Slow: the forks' inputs and every result (which rank 0 gets at the end) would cross
+    # the network, so all stays on rank 0's node. Averaging the network with the node's
+    # link, as placement once did, put two tasks on the other node.
+    assert set(placed[0.05].values()) == {"alpha.example"}
+    # A faster network makes the second node worth using, more so the faster it is.
+    away = [sum(host == "beta.example" for host in placed[b].values()) for b in bandwidths]
+    assert away == sorted(away) and away[-1] > 0
