@@ -29,6 +29,7 @@ from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
+from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -75,7 +76,9 @@ def compile_native(
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
+        threaded = (OpenMPReductionsPass(),) if openmp else ()
         passes = (split, place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
+        passes = (*passes, *threaded)
         run_pipeline(module, PassPipeline(passes), verify_each=False)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.

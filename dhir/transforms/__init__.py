@@ -54,6 +54,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return FloatAtomicsPass
 
+    def openmp_reductions() -> type[ModulePass]:
+        from dhir.transforms.openmp_reductions import OpenMPReductionsPass
+
+        return OpenMPReductionsPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -70,6 +75,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-lower-to-mpi": lower_to_mpi,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
+        "dhir-openmp-reductions": openmp_reductions,
     }
 
 

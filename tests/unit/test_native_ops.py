@@ -389,3 +389,62 @@ def test_fpowi_with_exponents_other_than_i32() -> None:
         within_ulps(interp[3], a ** n.astype(np.float64), 64, "fpowi f64, i64")
         want = (a.astype(np.float32).astype(np.float64) ** m).astype(np.float32)
     within_ulps(interp[4], want, 8, "fpowi f32, i16")
+
+
+# --- integer min/max reductions on OpenMP ------------------------------------------------
+
+MIN_MAX_REDUCTION = """
+func.func @main(%a: memref<37xi32>, %out: memref<4xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c37 = arith.constant 37 : index
+  %i0 = arith.constant 0 : i32
+  %r:4 = scf.parallel (%i) = (%c0) to (%c37) step (%c1)
+      init (%i0, %i0, %i0, %i0) -> (i32, i32, i32, i32) {
+    %v = memref.load %a[%i] : memref<37xi32>
+    scf.reduce(%v, %v, %v, %v : i32, i32, i32, i32) {
+    ^bb0(%x: i32, %y: i32):
+      %m = arith.maxsi %x, %y : i32
+      scf.reduce.return %m : i32
+    }, {
+    ^bb0(%x: i32, %y: i32):
+      %m = arith.minsi %x, %y : i32
+      scf.reduce.return %m : i32
+    }, {
+    ^bb0(%x: i32, %y: i32):
+      %m = arith.maxui %x, %y : i32
+      scf.reduce.return %m : i32
+    }, {
+    ^bb0(%x: i32, %y: i32):
+      %m = arith.minui %x, %y : i32
+      scf.reduce.return %m : i32
+    }
+  }
+  memref.store %r#0, %out[%c0] : memref<4xi32>
+  memref.store %r#1, %out[%c1] : memref<4xi32>
+  memref.store %r#2, %out[%c2] : memref<4xi32>
+  memref.store %r#3, %out[%c3] : memref<4xi32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_integer_min_max_reductions_run_on_openmp() -> None:
+    """MLIR 22's convert-scf-to-openmp stops on these (dhir-openmp-reductions)."""
+    a = np.random.default_rng(5).integers(-1000, 1000, 37).astype(np.int32)
+    module = dhir.parse_string(MIN_MAX_REDUCTION, "prog.mlir")
+    native = dhir.run(module, a, np.zeros(4, np.int32), backend="native", threads=2)
+    interp = dhir.run(
+        dhir.parse_string(MIN_MAX_REDUCTION, "prog.mlir"),
+        a,
+        np.zeros(4, np.int32),
+        backend="interp",
+    )
+    u = a.view(np.uint32)
+    want = np.array([max(0, a.max()), min(0, a.min()), 0, 0], np.int32)
+    want[2:] = np.array([u.max(), 0], np.uint32).view(np.int32)
+    np.testing.assert_array_equal(native[1], want)
+    np.testing.assert_array_equal(interp[1], want)
