@@ -231,6 +231,7 @@ class _Watch:
     def __init__(self, states: Path | None) -> None:
         self._states = states
         self._pids: dict[int, int] = {}
+        self._seen: set[int] = set()
         self.vanished: list[int] = []
 
     def wait(self, process: subprocess.Popen[bytes], timeout: float) -> int:
@@ -249,7 +250,10 @@ class _Watch:
         if len(self._pids) < len(list(self._states.glob("rank*.state"))):
             self._pids = read_pids(self._states)
         for rank, pid in self._pids.items():
-            if rank not in self.vanished and not _alive(pid):
+            # Only a process once seen alive here: a rank on another host is not ours to see.
+            if _alive(pid):
+                self._seen.add(rank)
+            elif rank in self._seen and rank not in self.vanished:
                 self.vanished.append(rank)
 
 
