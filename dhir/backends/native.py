@@ -32,6 +32,7 @@ from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
 from dhir.transforms.split_tasks import SplitTasksPass
+from dhir.transforms.track_tasks import TrackTasksPass, task_table
 
 
 @fewer_collections()
@@ -76,17 +77,21 @@ def compile_native(
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
+        track = TrackTasksPass()  # so that a rank that dies can be named with its task
         threaded = (OpenMPReductionsPass(),) if openmp else ()
-        passes = (split, place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
-        passes = (*passes, *threaded)
+        passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
+        passes = (*passes, FloatAtomicsPass(), *threaded)
         run_pipeline(module, PassPipeline(passes), verify_each=False)
+        tasks = task_table(module)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
         pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
         # Several are printed one by one as the build asks: LLVM builds each while the
         # next one prints.
         texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
-    exe = build_executable(texts, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu)
+    exe = build_executable(
+        texts, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu, tasks=tasks
+    )
     return exe, signature
 
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,7 +31,11 @@ static int world_size = -1;
 #endif
 static int64_t chunk_bytes = DHIR_RT_CHUNK_BYTES;
 
+/* Set once a rank reports its own error, so that the exit that follows adds no report. */
+static int reported = 0;
+
 _Noreturn void dhir_rt_fatal(const char *format, ...) {
+  reported = 1;
   /* One write, so that messages of ranks failing together do not interleave. */
   char message[4096];
   int used = snprintf(message, sizeof message, "dhir: error on rank %d: ", world_rank);
@@ -151,6 +156,114 @@ static void set_chunk_bytes(void) {
   check(MPI_Bcast(&chunk_bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
+/* --- where each rank is ----------------------------------------------------------------
+ * A rank killed from outside (SIGKILL) runs no handler, so every rank keeps its state in a
+ * small file mapped into its memory (MAP_SHARED): plain stores, no system call per task, and
+ * the file keeps the last state when the process dies. The launcher reads the files after a
+ * failure to name the rank that died and the task it was running. DHIR_STATE_DIR names
+ * their directory; without it the state stays in this process's memory.
+ * Layout of `<dir>/rank<R>.state` (native byte order, read by dhir/toolchain/failure.py):
+ * the magic "DHIRST01", int64 rank, pid, phase, task, call, peer; the task table (text, one
+ * "name<TAB>location" line per task id) from byte STATE_TABLE on. */
+enum { PHASE_STARTING = 0, PHASE_TASK = 1, PHASE_BETWEEN = 2, PHASE_MPI = 3, PHASE_DONE = 4 };
+/* What a rank in PHASE_MPI is in (failure.py keeps the same list). */
+enum { CALL_RECV = 1, CALL_SEND, CALL_WAIT, CALL_BCAST, CALL_GATHER, CALL_BARRIER };
+#define STATE_MAGIC "DHIRST01"
+#define STATE_TABLE 4096
+
+typedef struct {
+  char magic[8];
+  int64_t rank, pid, phase, task, call, peer;
+} rank_state;
+
+static rank_state in_memory = {{0}, -1, -1, PHASE_STARTING, -1, 0, -1};
+/* Volatile: every store must reach the mapping, in order, even the last before a crash. */
+static volatile rank_state *state = &in_memory;
+
+void dhir_rt_task_enter(int64_t id) {
+  state->task = id;
+  state->phase = PHASE_TASK;
+}
+
+void dhir_rt_task_leave(int64_t id) {
+  (void)id;
+  state->phase = PHASE_BETWEEN;
+}
+
+/* Around a blocking MPI call: `peer` is the other rank (-1 for a collective). */
+static int64_t mpi_enter(int64_t call, int64_t peer) {
+  int64_t before = state->phase;
+  state->call = call;
+  state->peer = peer;
+  state->phase = PHASE_MPI;
+  return before;
+}
+
+static void mpi_leave(int64_t before) { state->phase = before; }
+
+static void write_all(int file, const char *text, size_t length, off_t at, const char *path) {
+  while (length > 0) {
+    ssize_t done = pwrite(file, text, length, at);
+    if (done < 0 && errno == EINTR)
+      continue;
+    if (done <= 0)
+      dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
+    text += done;
+    length -= (size_t)done;
+    at += done;
+  }
+}
+
+void dhir_rt_track(const char *table) {
+  const char *dir = getenv("DHIR_STATE_DIR");
+  if (dir == NULL || *dir == '\0')
+    return;
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/rank%d.state", dir, world_rank) >= (int)sizeof path)
+    dhir_rt_fatal("DHIR_STATE_DIR is too long: %s", dir);
+  int file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (file < 0)
+    dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
+  if (ftruncate(file, STATE_TABLE) != 0)
+    dhir_rt_fatal("cannot size %s: %s", path, strerror(errno));
+  write_all(file, table, strlen(table), STATE_TABLE, path);
+  void *page = mmap(NULL, STATE_TABLE, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+  if (page == MAP_FAILED)
+    dhir_rt_fatal("cannot map %s: %s", path, strerror(errno));
+  close(file);
+  volatile rank_state *mapped = page;
+  mapped->rank = world_rank;
+  mapped->pid = getpid();
+  mapped->phase = state->phase;
+  mapped->task = state->task;
+  mapped->call = state->call;
+  mapped->peer = state->peer;
+  /* The magic last: the launcher trusts a file only once it is there. */
+  for (size_t k = 0; k < sizeof mapped->magic; ++k)
+    mapped->magic[k] = STATE_MAGIC[k];
+  state = mapped;
+}
+
+/* A rank that exits before the end (exit() called from a task, say) runs no crash handler
+ * and MPI need not say which rank it was; so it says so itself, like a crash. */
+static void on_early_exit(int status, void *unused) {
+  (void)unused;
+  if (state->phase == PHASE_DONE || reported)
+    return;
+  char line[128];
+  snprintf(line, sizeof line,
+           "dhir: error on rank %d: the rank exited with status %d before the program ended\n",
+           world_rank, status);
+  fputs(line, stderr);
+  if (crash_path[0] != '\0') {
+    FILE *file = fopen(crash_path, "a");
+    if (file != NULL) {
+      fputs(line, file);
+      fclose(file);
+    }
+  }
+}
+
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   int provided = 0;
   /* FUNNELED: OpenMP-parallel loops may run between MPI calls, never inside them. */
@@ -161,6 +274,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   check(MPI_Comm_create_errhandler(on_mpi_error, &handler), "MPI_Comm_create_errhandler");
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler), "MPI_Comm_set_errhandler");
   report_crashes();
+  on_exit(on_early_exit, NULL);
 #ifdef _OPENMP
   /* Start the OpenMP threads here (~2 ms on a 2-core VM) rather than in the first parallel
    * loop, where they would count as that task's time in profiles and schedule timers. */
@@ -370,6 +484,7 @@ static void print_stats(void) {
 }
 
 void dhir_rt_finalize(void) {
+  state->phase = PHASE_DONE;
   print_stats();
   gather_profile();
   check(MPI_Finalize(), "MPI_Finalize");
@@ -379,7 +494,11 @@ int32_t dhir_rt_comm_size(void) { return world_size; }
 
 int32_t dhir_rt_comm_rank(void) { return world_rank; }
 
-void dhir_rt_barrier(void) { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+void dhir_rt_barrier(void) {
+  int64_t before = mpi_enter(CALL_BARRIER, -1);
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  mpi_leave(before);
+}
 
 /* `peer`, the other rank, is the `role` (root, destination, source) of the call. */
 static char *message_buffer(const char *what, int64_t ptr, int64_t bytes, const char *role,
@@ -400,14 +519,17 @@ static int piece_at(int64_t done, int64_t bytes) {
 }
 
 void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
+  int64_t before = mpi_enter(CALL_SEND, dest);
   char *data = message_buffer("dhir_rt_send", ptr, bytes, "destination", dest);
   count_sent(bytes);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Send(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD),
           "MPI_Send");
+  mpi_leave(before);
 }
 
 void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
+  int64_t before = mpi_enter(CALL_RECV, source);
   char *data = message_buffer("dhir_rt_recv", ptr, bytes, "source", source);
   for (int64_t done = 0; done < bytes; done += chunk_bytes) {
     int piece = piece_at(done, bytes), got = -1;
@@ -420,6 +542,7 @@ void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
       dhir_rt_fatal("dhir_rt_recv: expected %d bytes from rank %d (tag %d), got %d", piece,
                     source, tag, got);
   }
+  mpi_leave(before);
 }
 
 /* Not counted in the statistics: the harness broadcasts the inputs with it. */
@@ -431,9 +554,11 @@ static void broadcast(int64_t ptr, int64_t bytes, int32_t root) {
 }
 
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
+  int64_t before = mpi_enter(CALL_BCAST, root);
   if (root == world_rank)
     count_sent(bytes);
   broadcast(ptr, bytes, root);
+  mpi_leave(before);
 }
 
 /* A strided block: `count2` groups `stride2` bytes apart, each of `count` runs `stride`
@@ -459,16 +584,19 @@ static MPI_Datatype strided_type(const char *what, int64_t length, int64_t count
 
 void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                           int64_t count2, int64_t stride2, int32_t dest, int32_t tag) {
+  int64_t before = mpi_enter(CALL_SEND, dest);
   char *data = message_buffer("dhir_rt_send_strided", ptr, length, "destination", dest);
   MPI_Datatype block = strided_type("dhir_rt_send_strided", length, count, stride, count2,
                                     stride2);
   count_sent(length * count * count2);
   check(MPI_Send(data, 1, block, dest, tag, MPI_COMM_WORLD), "MPI_Send");
   MPI_Type_free(&block);
+  mpi_leave(before);
 }
 
 void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                           int64_t count2, int64_t stride2, int32_t source, int32_t tag) {
+  int64_t before = mpi_enter(CALL_RECV, source);
   char *data = message_buffer("dhir_rt_recv_strided", ptr, length, "source", source);
   MPI_Datatype block = strided_type("dhir_rt_recv_strided", length, count, stride, count2,
                                     stride2);
@@ -480,10 +608,12 @@ void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t st
     dhir_rt_fatal("dhir_rt_recv_strided: the block from rank %d (tag %d) has another size",
                   source, tag);
   MPI_Type_free(&block);
+  mpi_leave(before);
 }
 
 void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                            int64_t count2, int64_t stride2, int32_t root) {
+  int64_t before = mpi_enter(CALL_BCAST, root);
   char *data = message_buffer("dhir_rt_bcast_strided", ptr, length, "root", root);
   MPI_Datatype block = strided_type("dhir_rt_bcast_strided", length, count, stride, count2,
                                     stride2);
@@ -491,6 +621,7 @@ void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t s
     count_sent(length * count * count2);
   check(MPI_Bcast(data, 1, block, root, MPI_COMM_WORLD), "MPI_Bcast");
   MPI_Type_free(&block);
+  mpi_leave(before);
 }
 
 /* Sends in flight, by the slot the lowering gave each (docs/semantics.md): every block of
@@ -559,6 +690,7 @@ void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t s
 }
 
 void dhir_rt_wait(int64_t slot) {
+  int64_t before = mpi_enter(CALL_WAIT, -1);
   send_slot *pending = slot_at(slot);
   if (pending->count > INT_MAX)
     dhir_rt_fatal("request slot %lld holds too many requests", (long long)slot);
@@ -567,6 +699,7 @@ void dhir_rt_wait(int64_t slot) {
     if (pending->types[k] != MPI_DATATYPE_NULL)
       MPI_Type_free(&pending->types[k]);
   pending->count = 0;
+  mpi_leave(before);
 }
 
 /* Every rank's run (offset, length in bytes) of a collective assembly, known to all; and
@@ -597,6 +730,7 @@ static void counts_of(const int64_t *runs, int *counts, int *displs) {
 }
 
 void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length) {
+  int64_t before = mpi_enter(CALL_GATHER, -1);
   char *data = message_buffer("dhir_rt_allgatherv", ptr, bytes, "root", 0);
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_allgatherv", bytes, offset, length, &fits);
@@ -616,9 +750,11 @@ void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t leng
         broadcast(ptr + runs[2 * r], runs[2 * r + 1], r);
   }
   free(runs);
+  mpi_leave(before);
 }
 
 void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length, int32_t root) {
+  int64_t before = mpi_enter(CALL_GATHER, root);
   char *data = message_buffer("dhir_rt_gatherv", ptr, bytes, "root", root);
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_gatherv", bytes, offset, length, &fits);
@@ -648,6 +784,7 @@ void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length,
     }
   }
   free(runs);
+  mpi_leave(before);
 }
 
 void dhir_rt_expect_argc(int argc, int expected, const char *usage) {

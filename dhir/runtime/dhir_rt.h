@@ -42,6 +42,15 @@ void dhir_rt_task_end(int64_t id);
 void dhir_rt_schedule_begin(int64_t id);
 void dhir_rt_schedule_end(int64_t id);
 
+/* Where each rank is, for the launcher to report when a rank dies (see dhir_rt.c):
+ * dhir-track-tasks calls these at the start and end of every task body; `id` is the
+ * task's position in dhir.ir.tasks.task_ids order. */
+void dhir_rt_task_enter(int64_t id);
+void dhir_rt_task_leave(int64_t id);
+/* Called by the harness after dhir_rt_init: `table` names the tasks, one line per id
+ * ("name<TAB>location"), written to this rank's state file. */
+void dhir_rt_track(const char *table);
+
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
 _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

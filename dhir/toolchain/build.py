@@ -161,6 +161,7 @@ def build_executable(
     extra_mlir_opt_passes: Sequence[str] = (),
     openmp: bool = False,
     gpu: GpuBuild | None = None,
+    tasks: Sequence[str] = (),
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
 
@@ -172,7 +173,8 @@ def build_executable(
 
     `extra_mlir_opt_passes` (e.g. `"--canonicalize"`) run before the standard pipeline;
     `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
-    `gpu` compiles GPU kernels and links the GPU runtime (dhir/toolchain/gpu.py).
+    `gpu` compiles GPU kernels and links the GPU runtime (dhir/toolchain/gpu.py);
+    `tasks` names the tasks dhir-track-tasks numbered (see generate_harness).
     """
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
@@ -186,7 +188,7 @@ def build_executable(
     recipe = _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
     recipe.root.mkdir(parents=True, exist_ok=True)
     with timing.stage("harness, cache lookup"):
-        harness = generate_harness(signature, ranks)
+        harness = generate_harness(signature, ranks, tasks)
     if isinstance(lowered_mlir, str):
         return _build_whole(recipe, lowered_mlir, harness, timing)
     if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:

@@ -7,6 +7,8 @@ C interface (`_mlir_ciface_<entry>` taking memref descriptors by pointer), then 
 memref argument K to `OUTDIR/argK.raw`.
 """
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
@@ -59,7 +61,9 @@ def usage(signature: EntrySignature) -> str:
     return " ".join(words)
 
 
-def generate_harness(signature: EntrySignature, ranks: int) -> str:
+def generate_harness(signature: EntrySignature, ranks: int, tasks: Sequence[str] = ()) -> str:
+    """`tasks`: one line per task id (`name<TAB>location`, see dhir-track-tasks), for the
+    ranks' state files that name the task a dead rank was running."""
     ranks_in_use = sorted({len(s.shape) for s in signature.args if s.shape is not None})
     params = ", ".join(_param_type(spec) for spec in signature.args) or "void"
     # An asm label names the symbol exactly, whatever characters the MLIR symbol holds.
@@ -75,6 +79,7 @@ def generate_harness(signature: EntrySignature, ranks: int) -> str:
         "",
         "int main(int argc, char **argv) {",
         f"  dhir_rt_init(&argc, &argv, {ranks});",
+        f'  dhir_rt_track("{_c_string("".join(line + chr(10) for line in tasks))}");',
         f"  dhir_rt_expect_argc(argc, {2 + _word_count(signature)}, "
         f'"{_c_string(usage(signature))}");',
         "  const char *out_dir = argv[1];",

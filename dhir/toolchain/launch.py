@@ -5,6 +5,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
@@ -24,6 +26,8 @@ _SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
 _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
 # mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
 TERMINATE_GRACE_S = 3.0
+# How often the launcher looks for ranks that have died while mpirun runs.
+WATCH_S = 0.05
 
 
 def run_executable(
@@ -70,6 +74,8 @@ def run_executable(
         errors.mkdir()
         # Every process of this run inherits the marker, so stragglers can be found by it.
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
+        # Where each rank keeps its state (failure.py), in the same directory as its errors.
+        env["DHIR_STATE_DIR"] = str(errors)
         if threads is not None:
             env["OMP_NUM_THREADS"] = str(threads)
         if traffic is not None:
@@ -120,7 +126,9 @@ def run_mpi_program(
     install = find_mpi(mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
-        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
+        marker = uuid.uuid4().hex
+        env = dict(os.environ, DHIR_RUN_ID=marker, DHIR_ERROR_DIR=str(work))
+        env["DHIR_STATE_DIR"] = str(work)
         command = [*_mpirun(install, ranks, None, hostfile), str(Path(exe).resolve()), *args]
         _launch(command, env, timeout, work / "output.log", ranks)
         return (work / "output.log").read_text(errors="replace")
@@ -137,7 +145,7 @@ def _mpirun(
         # threads on one core; -x exports the variable to remote nodes too.
         command += ["--bind-to", "none", "-x", "OMP_NUM_THREADS"]
     if install.name == "openmpi":
-        command += ["-x", "DHIR_RUN_ID", "-x", "DHIR_ERROR_DIR"]
+        command += ["-x", "DHIR_RUN_ID", "-x", "DHIR_ERROR_DIR", "-x", "DHIR_STATE_DIR"]
     return command
 
 
@@ -164,15 +172,17 @@ def _launch(
             env=env,
             start_new_session=True,
         )
+        watch = _Watch(errors)
         try:
-            status = process.wait(timeout=timeout)
+            status = watch.wait(process, timeout)
         except subprocess.TimeoutExpired:
             _terminate(process)
+            where = "".join(line + "\n" for line in _where(errors, "", "", None))
             raise DhirError(
                 [
                     Diagnostic(
                         f"the program timed out after {timeout:g} s on {ranks} ranks and was "
-                        f"killed\n{_tail(log, errors)}"
+                        f"killed\n{where}{_tail(log, errors)}"
                     )
                 ]
             ) from None
@@ -186,17 +196,80 @@ def _launch(
         # The ranks' own reports first (dhir_rt.c): mpirun's names whichever death it saw.
         reports = sorted(errors.glob("rank*.err")) if errors is not None else []
         text = "".join(path.read_text(errors="replace") for path in reports)
+        output = log.read_text(errors="replace")
         reported = _RANK_DIED.search(text)
-        died = _SIGNAL_REPORT.search(log.read_text(errors="replace"))
+        died = _SIGNAL_REPORT.search(output)
         if reported is not None:
             number = int(signal.Signals[reported.group(1)])
             how += f"; a rank died of {reported.group(1)} (signal {number})"
         elif died is not None:
             number = int(died.group(1))
             how += f"; a rank died of {_signal_name(number)} (signal {number})"
+        where = _where(errors, text, output, watch)
+        # The dead rank and its task lead: what the user needs first.
+        lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
+        rest = "".join(line + "\n" for line in where)
         raise DhirError(
-            [Diagnostic(f"the program failed on {ranks} ranks: mpirun {how}\n{_tail(log, errors)}")]
+            [
+                Diagnostic(
+                    f"the program failed on {ranks} ranks{lead}; mpirun {how}\n"
+                    f"{rest}{_tail(log, errors)}"
+                )
+            ]
         )
+
+
+def _where(errors: Path | None, text: str, output: str, watch: "_Watch | None") -> list[str]:
+    """What the ranks' state files (failure.py) say: which rank died first and what it was
+    running, then where each other rank was. Empty when the ranks left no state."""
+    if errors is None:
+        return []
+    states = read_states(errors)
+    dead = first_dead(text, output, watch.vanished if watch else [], states) if watch else None
+    first, others = explain(states, dead)
+    return [first] * bool(first) + ["  " + line for line in others]
+
+
+class _Watch:
+    """Waits for mpirun, noting the order in which the ranks' processes vanish (the first
+    to go is the one that died, when neither the runtime nor the MPI says which)."""
+
+    def __init__(self, states: Path | None) -> None:
+        self._states = states
+        self._pids: dict[int, int] = {}
+        self._seen: set[int] = set()
+        self.vanished: list[int] = []
+
+    def wait(self, process: subprocess.Popen[bytes], timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return process.wait(timeout=min(WATCH_S, max(deadline - time.monotonic(), 0)))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    raise
+                self._look()
+
+    def _look(self) -> None:
+        if self._states is None:
+            return
+        if len(self._pids) < len(list(self._states.glob("rank*.state"))):
+            self._pids = read_pids(self._states)
+        for rank, pid in self._pids.items():
+            # Only a process once seen alive here: a rank on another host is not ours to see.
+            if _alive(pid):
+                self._seen.add(rank)
+            elif rank in self._seen and rank not in self.vanished:
+                self.vanished.append(rank)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

@@ -29,6 +29,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InstrumentPass
 
+    def track_tasks() -> type[ModulePass]:
+        from dhir.transforms.track_tasks import TrackTasksPass
+
+        return TrackTasksPass
+
     def gpu_kernels() -> type[ModulePass]:
         from dhir.transforms.gpu_kernels import GpuKernelsPass
 
@@ -70,6 +75,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-split": split,
         "dhir-place": place,
         "dhir-instrument": instrument,
+        "dhir-track-tasks": track_tasks,
         "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,

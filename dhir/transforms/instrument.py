@@ -56,7 +56,7 @@ class InstrumentPass(ModulePass):
         tasks = list(task_ids(op))
         for number, task in enumerate(tasks):
             if not _instrumented(task):
-                _wrap(task, number)
+                wrap_task(task, number, BEGIN, END)
         schedules = list(schedule_ids(op))
         for number, schedule in enumerate(schedules):
             if not _schedule_instrumented(schedule):
@@ -70,12 +70,13 @@ def _instrumented(task: TaskOp) -> bool:
     return any(call.callee.string_value() == BEGIN for call in calls[:1])
 
 
-def _wrap(task: TaskOp, number: int) -> None:
+def wrap_task(task: TaskOp, number: int, before: str, after: str) -> None:
+    """Call `before(number)` first in the task's body and `after(number)` last."""
     block = task.body.block
     ident = arith.ConstantOp(IntegerAttr(number, i64))
     ident.result.name_hint = f"task{number}"
-    begin = func.CallOp(BEGIN, [ident.result], [])
-    end = func.CallOp(END, [ident.result], [])
+    begin = func.CallOp(before, [ident.result], [])
+    end = func.CallOp(after, [ident.result], [])
     if block.first_op is None:
         block.add_ops([ident, begin, end])
         return

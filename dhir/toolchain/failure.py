@@ -1,0 +1,126 @@
+"""What the ranks of a failed run were doing, and which of them died first.
+
+Every rank keeps its state in a file mapped into its memory (dhir_rt.c, "where each rank
+is"): its rank and pid, whether it is running a task (and which), between tasks, in an MPI
+call, or done, and the table of task names. The file outlives the rank, even one killed
+with SIGKILL, so the launcher reads the files once mpirun has ended.
+"""
+
+import re
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# The header dhir_rt.c writes: magic, then int64 rank, pid, phase, task, call, peer.
+_HEADER = struct.Struct("=8s6q")
+_MAGIC = b"DHIRST01"
+_TABLE_AT = 4096
+# Phases and calls as dhir_rt.c numbers them.
+_TASK, _BETWEEN, _MPI, _DONE = 1, 2, 3, 4
+_CALLS = {
+    1: "a receive (dhir_rt_recv)",
+    2: "a send (dhir_rt_send)",
+    3: "waiting for its sends (dhir_rt_wait)",
+    4: "a broadcast (dhir_rt_bcast)",
+    5: "a gather (dhir_rt_allgatherv/gatherv)",
+    6: "a barrier (dhir_rt_barrier)",
+}
+# How the runtime names a rank in trouble ("dhir: error on rank 1: ..."), MPICH's report of
+# a dead rank (by pid: "PID 4242 RUNNING AT host" / "EXIT CODE: 9"), and OpenMPI's
+# ("process rank 1 with PID 4242 on node host exited on signal 9").
+_RUNTIME_REPORT = re.compile(r"dhir: error on rank (\d+):")
+_MPICH_REPORT = re.compile(r"\bPID (\d+) RUNNING AT ")
+_OPENMPI_REPORT = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on")
+
+
+@dataclass(frozen=True)
+class RankState:
+    rank: int
+    pid: int
+    phase: int
+    task: int
+    call: int
+    peer: int
+    tasks: tuple[str, ...]  # "name<TAB>location", by task id
+
+    def task_name(self) -> str | None:
+        if not 0 <= self.task < len(self.tasks):
+            return None
+        name, _, where = self.tasks[self.task].partition("\t")
+        return f"task {name}" + (f" at {where}" if where else "")
+
+    def doing(self) -> str:
+        """What the rank was doing, as a phrase."""
+        task = self.task_name()
+        if self.phase == _TASK:
+            return f"running {task}" if task else "running a task"
+        if self.phase == _DONE:
+            return "finishing, after its last task"
+        after = f"after {task}" if task else "before its first task"
+        if self.phase == _MPI:
+            call = _CALLS.get(self.call, "an MPI call")
+            peer = f" with rank {self.peer}" if self.peer >= 0 else ""
+            return f"in {call}{peer}, {after}"
+        return f"between tasks, {after}" if self.phase == _BETWEEN else f"starting, {after}"
+
+
+def read_states(directory: Path) -> dict[int, RankState]:
+    """Every rank's last state, by rank (ranks that never got to write one are missing)."""
+    states: dict[int, RankState] = {}
+    for path in sorted(directory.glob("rank*.state")):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) < _HEADER.size or data[:8] != _MAGIC:
+            continue
+        _, rank, pid, phase, task, call, peer = _HEADER.unpack_from(data)
+        table = data[_TABLE_AT:].decode(errors="replace").splitlines()
+        states[rank] = RankState(rank, pid, phase, task, call, peer, tuple(table))
+    return states
+
+
+def read_pids(directory: Path) -> dict[int, int]:
+    """Each rank's pid, from the headers alone (the launcher looks while the ranks run)."""
+    pids: dict[int, int] = {}
+    for path in directory.glob("rank*.state"):
+        try:
+            with open(path, "rb") as file:
+                data = file.read(_HEADER.size)
+        except OSError:
+            continue
+        if len(data) == _HEADER.size and data[:8] == _MAGIC:
+            _, rank, pid, *_ = _HEADER.unpack(data)
+            pids[rank] = pid
+    return pids
+
+
+def first_dead(
+    reports: str, log: str, vanished: Iterable[int], states: Mapping[int, RankState]
+) -> int | None:
+    """The rank that died first: the one whose runtime reported the error, else the one
+    the MPI names (MPICH by its pid), else the first whose process was seen gone."""
+    for text in (reports, log):
+        match = _RUNTIME_REPORT.search(text)
+        if match is not None:
+            return int(match.group(1))
+    match = _OPENMPI_REPORT.search(log)
+    if match is not None:
+        return int(match.group(1))
+    by_pid = {state.pid: rank for rank, state in states.items()}
+    for match in _MPICH_REPORT.finditer(log):
+        if int(match.group(1)) in by_pid:
+            return by_pid[int(match.group(1))]
+    return next((r for r in vanished if r not in states or states[r].phase != _DONE), None)
+
+
+def explain(states: Mapping[int, RankState], dead: int | None) -> tuple[str, list[str]]:
+    """Which rank died and what it was running (empty when unknown), and a line for
+    where each other rank was."""
+    first = ""
+    if dead is not None:
+        doing = states[dead].doing() if dead in states else "starting, before its first task"
+        first = f"rank {dead} died while {doing}"
+    others = [f"rank {r} was {states[r].doing()}" for r in sorted(states) if r != dead]
+    return first, others

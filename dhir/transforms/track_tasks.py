@@ -1,0 +1,69 @@
+"""`dhir-track-tasks`: let every rank say which task it is running, for the launcher to
+report when a rank dies (docs/commands.md, `dhir run`).
+
+Each task body is wrapped in `func.call @dhir_rt_task_enter(%id)` and
+`func.call @dhir_rt_task_leave(%id)`, `%id` (i64) the task's position in `task_ids` order,
+as dhir-instrument numbers them. The runtime stores the id in a file mapped into the rank's
+memory (a plain store, no system call), which outlives the rank even when it is killed.
+The calls take no memref, so they change no task's effects. The pass records what the ids
+stand for as the module attribute `dhir.task_table`: one `name<TAB>location` string per id,
+which the native backend takes off the module and builds into the executable.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
+from xdsl.passes import ModulePass
+
+from dhir.dialects.dhir import TaskOp
+from dhir.ir.diagnostics import loc_of
+from dhir.ir.tasks import task_ids
+from dhir.transforms.instrument import wrap_task
+
+ENTER = "dhir_rt_task_enter"
+LEAVE = "dhir_rt_task_leave"
+TABLE_ATTR = "dhir.task_table"
+
+
+@dataclass(frozen=True)
+class TrackTasksPass(ModulePass):
+    """Call dhir_rt_task_enter/leave around every task; name the ids in `dhir.task_table`."""
+
+    name = "dhir-track-tasks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        names = task_ids(op)
+        for number, task in enumerate(names):
+            if not _tracked(task):
+                wrap_task(task, number, ENTER, LEAVE)
+        op.attributes[TABLE_ATTR] = ArrayAttr(
+            [StringAttr(_line(name, task)) for task, name in names.items()]
+        )
+        if names:
+            present = {f.sym_name.data for f in op.body.block.ops if isinstance(f, func.FuncOp)}
+            for callee in (ENTER, LEAVE):
+                if callee not in present:
+                    op.body.block.add_op(func.FuncOp.external(callee, [i64], []))
+
+
+def task_table(module: ModuleOp) -> list[str]:
+    """The table dhir-track-tasks left on `module`, taken off it (mlir-opt need not see it)."""
+    table = module.attributes.pop(TABLE_ATTR, None)
+    if not isinstance(table, ArrayAttr):
+        return []
+    return [entry.data for entry in table.data if isinstance(entry, StringAttr)]
+
+
+def _line(name: str, task: TaskOp) -> str:
+    loc = loc_of(task)
+    # Tabs and newlines would break the table's lines; names and paths rarely hold them.
+    where = str(loc).replace("\t", " ").replace("\n", " ") if loc is not None else ""
+    return f"{name}\t{where}"
+
+
+def _tracked(task: TaskOp) -> bool:
+    return any(
+        isinstance(o, func.CallOp) and o.callee.string_value() == ENTER for o in task.body.block.ops
+    )

@@ -1,0 +1,195 @@
+"""A rank that dies mid-run, killed from outside (SIGKILL) or crashing: `dhir run` (and
+the Python API) fails within seconds, naming the rank and the task it was running, and
+leaves neither processes nor results behind. On both MPIs."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+
+import dhir
+from dhir.api import parse_file, run_pipeline
+from dhir.ir.diagnostics import DhirError
+from dhir.toolchain.failure import RankState, explain, first_dead, read_states
+from dhir.toolchain.tools import find_mpi
+from dhir.transforms.track_tasks import task_table
+
+PROGRAM = Path(__file__).parent / "data" / "rank_failure.mlir"
+# The task on rank 1 (the `%dies` task, line 15), as `dhir schedule` names it.
+DIES = f"task main.schedule0.task1 at {PROGRAM}:15:5"
+MPIS = ("mpich", "openmpi")
+# The rank number each MPI gives its processes in their environment.
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
+SLEEP, ABORT, DIVIDE, EXIT = 1, 2, 3, 4
+
+
+def need(mpi: str) -> str:
+    try:
+        find_mpi(mpi)
+    except DhirError as error:
+        pytest.skip(f"{mpi} is not installed: {error}")
+    return mpi
+
+
+def start(mpi: str, mode: int, arg: int, tmp_path: Path, marker: str) -> subprocess.Popen[str]:
+    """`dhir run` of the program on 2 ranks; every process it starts inherits `marker`."""
+    np.save(tmp_path / "a.npy", np.zeros(4, np.int32))
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(PROGRAM), "-n", "2"]
+    command += ["--mpi", mpi, "--input", str(tmp_path / "a.npy")]
+    command += ["--input", f"i32={mode}", "--input", f"i32={arg}", "--timeout", "120"]
+    command += ["--output-dir", str(tmp_path / "out")]
+    env = dict(os.environ, FAILURE_TEST_MARKER=marker)
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def environment(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if b"=" in item)
+    return {key.decode(errors="replace"): value.decode(errors="replace") for key, _, value in pairs}
+
+
+def marked(marker: str) -> list[int]:
+    """Live processes (not zombies) that carry `marker`: mpirun, its proxies, the ranks."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        if environment(int(entry.name)).get("FAILURE_TEST_MARKER") != marker:
+            continue
+        try:
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def rank_in_task(marker: str, rank: int, deadline: float) -> int:
+    """The pid of `rank` once its state file says it is running the task that sleeps."""
+    while time.monotonic() < deadline:
+        for pid in marked(marker):
+            env = environment(pid)
+            if not any(env.get(name) == str(rank) for name in RANK_VARIABLES):
+                continue
+            states = read_states(Path(env.get("DHIR_STATE_DIR", "/nonexistent")))
+            if rank in states and states[rank].pid == pid:
+                if states[rank].doing() == f"running {DIES}":
+                    return pid
+        time.sleep(0.05)
+    raise AssertionError(f"rank {rank} never started the task that sleeps")
+
+
+def check_failed(run: subprocess.Popen[str], since: float, marker: str, tmp_path: Path) -> str:
+    """The run's error output, once it has failed within 10 s of `since` and left no
+    process and no result behind."""
+    _, stderr = run.communicate(timeout=60)
+    elapsed = time.monotonic() - since
+    assert run.returncode != 0, stderr
+    assert elapsed < 10, f"the run took {elapsed:.1f} s to fail"
+    assert "Traceback" not in stderr
+    assert not marked(marker), "processes of the run are left"
+    out = tmp_path / "out"
+    assert not out.exists() or not list(out.iterdir()), "a failed run wrote results"
+    return stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_rank_killed_from_outside(mpi: str, tmp_path: Path) -> None:
+    need(mpi)
+    marker = uuid.uuid4().hex
+    run = start(mpi, SLEEP, 100, tmp_path, marker)
+    try:
+        pid = rank_in_task(marker, 1, time.monotonic() + 120)
+        killed = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        stderr = check_failed(run, killed, marker, tmp_path)
+    finally:
+        run.kill()
+        run.wait()
+    assert f"rank 1 died while running {DIES}" in stderr
+    assert "SIGKILL" in stderr
+    assert "rank 0 was in a receive (dhir_rt_recv) with rank 1" in stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize(
+    ("mode", "arg", "how"),
+    [(ABORT, 0, "SIGABRT"), (DIVIDE, 0, "SIGFPE"), (EXIT, 3, "exited with status 3")],
+    ids=["abort", "divide-by-zero", "exit-3"],
+)
+def test_a_rank_that_crashes_mid_run(
+    mpi: str, mode: int, arg: int, how: str, tmp_path: Path
+) -> None:
+    need(mpi)
+    marker = uuid.uuid4().hex
+    began = time.monotonic()
+    run = start(mpi, mode, arg, tmp_path, marker)
+    try:
+        stderr = check_failed(run, began, marker, tmp_path)
+    finally:
+        run.kill()
+        run.wait()
+    assert f"rank 1 died while running {DIES}" in stderr
+    assert how in stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_the_python_api_names_the_task(tmp_path: Path) -> None:
+    need("mpich")
+    a = np.zeros(4, np.int32)
+    with pytest.raises(DhirError, match=f"rank 1 died while running {DIES}"):
+        dhir.run(PROGRAM, a, np.int32(DIVIDE), np.int32(0), ranks=2, output_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    # The same program, when no rank dies, runs to the end.
+    result = dhir.run(PROGRAM, a, np.int32(0), np.int32(0), ranks=2, output_dir=tmp_path)
+    assert result[0].tolist() == [1, 2, 3, 0]
+
+
+def test_track_tasks_numbers_tasks_as_their_names() -> None:
+    module = parse_file(PROGRAM)
+    run_pipeline(module, "dhir-track-tasks,dhir-track-tasks")  # a second run adds nothing
+    calls = [op.callee.string_value() for op in module.walk() if isinstance(op, func.CallOp)]
+    assert calls.count("dhir_rt_task_enter") == 3 and calls.count("dhir_rt_task_leave") == 3
+    table = task_table(module)
+    assert [line.split("\t")[0] for line in table] == [f"main.schedule0.task{k}" for k in range(3)]
+    assert table[1].split("\t")[1] == f"{PROGRAM}:15:5"
+    assert "dhir.task_table" not in module.attributes
+
+
+def state(rank: int, pid: int) -> RankState:
+    return RankState(rank, pid, 1, 0, 0, -1, ("main.schedule0.task0\tf.mlir:3:5",))
+
+
+@pytest.mark.parametrize(
+    ("log", "dead"),
+    [
+        ("=   PID 202 RUNNING AT vm\n=   EXIT CODE: 9", 2),  # MPICH names the pid
+        ("prterun noticed that process rank 1 with PID 201 on node vm exited on", 1),
+        ("", 0),  # neither: the first rank seen gone
+    ],
+    ids=["mpich", "openmpi", "vanished"],
+)
+def test_the_dead_rank_from_what_the_mpi_says(log: str, dead: int) -> None:
+    states = {r: state(r, 200 + r) for r in range(3)}
+    assert first_dead("", log, [0, 2], states) == dead
+    assert first_dead("dhir: error on rank 2: the rank died", log, [0], states) == 2
+    first, others = explain(states, dead)
+    assert first == f"rank {dead} died while running task main.schedule0.task0 at f.mlir:3:5"
+    assert len(others) == 2
