@@ -140,6 +140,10 @@ def _mpirun(
     command = [str(install.mpirun), *install.mpirun_flags, "-n", str(ranks)]
     if hostfile is not None:
         command += ["-f" if install.name == "mpich" else "--hostfile", str(hostfile)]
+    if hostfile is not None and install.name == "openmpi":
+        # PRRTE maps 2 ranks or fewer by core, filling the first node's cores before the
+        # hostfile's next node: by slot, each node gets the ranks its line gives it.
+        command += ["--map-by", "slot"]
     if threads is not None and install.name == "openmpi":
         # OpenMPI's default binding (to a core, when not oversubscribed) would stack a rank's
         # threads on one core; -x exports the variable to remote nodes too.

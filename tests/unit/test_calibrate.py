@@ -4,11 +4,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from fake_hosts import HOSTS, agent_calls, launcher_env, two_node_description
+from two_hosts import TwoHosts, Unavailable, describe, open_two_hosts, system_toml
 
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.description import Link, guess_device
@@ -172,6 +173,20 @@ def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
         assert step in result.stderr
 
 
+HOSTS = ("n0.example", "n1.example")
+
+
+def two_node_description(path: Path) -> Path:
+    """Two nodes of one 2-rank CPU each, on HOSTS; links left to guesses."""
+    nodes = [
+        f'[[nodes]]\nname = "n{k}"\nhost = "{host}"\n\n[[nodes.devices]]\nname = "n{k}.cpu"\n'
+        f'arch = "x86_64"\ncores = 2\nranks = 2\n'
+        for k, host in enumerate(HOSTS)
+    ]
+    path.write_text("\n".join(nodes))
+    return path
+
+
 def test_calibrate_links_puts_one_rank_on_each_node_then_two_on_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -186,7 +201,7 @@ def test_calibrate_links_puts_one_rank_on_each_node_then_two_on_the_first(
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(calibrate, "build_program", lambda directory, mpi: directory / "exe")
     monkeypatch.setattr(calibrate, "measure_pingpong", pingpong)
-    base = read_system(two_node_description(tmp_path / "two.json"))
+    base = read_system(two_node_description(tmp_path / "two.toml"))
     said: list[str] = []
     result = calibrate.calibrate_links(base, "mpich", quick=True, say=said.append)
     assert layouts == [f"{HOSTS[0]}:1\n{HOSTS[1]}:1\n", f"{HOSTS[0]}:2\n"]
@@ -202,28 +217,58 @@ def test_calibrate_links_needs_two_nodes() -> None:
 
 
 def test_calibrating_several_nodes_needs_an_output_file(tmp_path: Path) -> None:
-    result = dhir("calibrate", "--system", str(two_node_description(tmp_path / "two.json")))
+    result = dhir("calibrate", "--system", str(two_node_description(tmp_path / "two.toml")))
     assert result.returncode == 1
     assert "describes several nodes" in result.stderr and "-o FILE" in result.stderr
     assert "ping-pong" not in result.stderr
 
 
+@pytest.fixture(scope="module")
+def hosts(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TwoHosts]:
+    """Two hosts over TCP (tests/unit/two_hosts.py): namespaces where they can be made."""
+    name = f"dhirtcp{os.getpid() % 100000}c"
+    with open_two_hosts(name, tmp_path_factory.mktemp("two-hosts")) as made:
+        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write_line(f"\n{request.node.name}: {describe(made)}")
+        yield made
+
+
+def calibrate_two_hosts(hosts: TwoHosts, work: Path, mpi: str) -> tuple[Path, str]:
+    """`dhir calibrate --quick --system` run on the first host: the file written, stderr."""
+    description = work / "two.toml"
+    description.write_text(system_toml(hosts, 2))
+    out = work / "measured.toml"
+    command = [sys.executable, "-m", "dhir.cli.main", "calibrate", "--quick", "--mpi", mpi]
+    command += ["--system", str(description), "-o", str(out)]
+    env_command = ["env", f"DHIR_CACHE_DIR={work / 'cache'}", *command]
+    result = hosts.run(hosts.hosts[0], env_command, mpi, 300)
+    assert result.returncode == 0, result.stderr
+    return out, result.stderr
+
+
 @pytest.mark.mpi
 @needs_clang
 @pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
-def test_calibrate_measures_the_network_between_two_hosts(tmp_path: Path, mpi: str) -> None:
-    # Two "hosts" that are this machine (tests/unit/fake_hosts.py), over TCP.
-    description = two_node_description(tmp_path / "two.json")
-    out = tmp_path / "measured.toml"
-    env = {**launcher_env(tmp_path, mpi), "DHIR_CACHE_DIR": str(tmp_path / "cache")}
-    args = ("calibrate", "--quick", "--mpi", mpi, "--system", str(description), "-o", str(out))
-    result = dhir(*args, env=env)
-    assert result.returncode == 0, result.stderr
-    assert f"ping-pong between {HOSTS[0]} and {HOSTS[1]}" in result.stderr
-    assert f"ping-pong between 2 ranks on {HOSTS[0]}" in result.stderr
+def test_calibrate_measures_the_network_between_two_hosts(
+    hosts: TwoHosts, tmp_path: Path, mpi: str
+) -> None:
+    try:
+        before = hosts.link_bytes()[0]
+    except Unavailable:
+        before = None
+    out, said = calibrate_two_hosts(hosts, tmp_path, mpi)
+    first, second = hosts.hosts
+    assert f"ping-pong between {first} and {second}" in said
+    assert f"ping-pong between 2 ranks on {first}" in said
     system = read_system(out)
     for link in (system.network, system.intra_node):
         assert not link.guessed and link.latency_us > 0 and link.bandwidth_gbs > 0
-    assert system.nodes == read_system(description).nodes
-    # Each node's ranks were started through the launcher: the runs really used the hostfile.
-    assert len(agent_calls(tmp_path)) >= 2
+    assert system.nodes == read_system(tmp_path / "two.toml").nodes
+    # TCP between the hosts, shared memory inside one: measured both over shared memory (or
+    # both over TCP), the two latencies would be alike.
+    assert system.network.latency_us > 2 * system.intra_node.latency_us
+    if before is not None:  # the large message crossed the link (2 ranks on one host do not)
+        assert hosts.link_bytes()[0] - before >= calibrate.QUICK.large_message

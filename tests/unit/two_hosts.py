@@ -1,34 +1,61 @@
-"""Two "hosts" on this machine for runs over TCP: network namespaces joined by a veth pair,
-each with its own hostname and boot id (scripts/two_hosts.sh), and `dhir run` started on
-the first with the MPI launchers reaching the second through an ssh stand-in."""
+"""Two "hosts" on this machine for runs whose ranks talk over TCP, made one of two ways:
+
+- namespaces: two network namespaces joined by a veth pair, each with its own hostname and
+  boot id (scripts/two_hosts.sh), the MPI launchers reaching the second through an ssh
+  stand-in. Needs root.
+- loopback: the hosts are 127.0.0.2 and 127.0.0.3, which neither MPI takes for this machine,
+  so both start their daemons there through an ssh stand-in that runs the command here; the
+  transports that would see through it (UCX's shared memory for MPICH, the UCX PML for
+  OpenMPI) are turned off. Each run gets a private network namespace of its own where
+  `unshare -n` works (as root, or in a user namespace), whose loopback counters then count
+  that run's bytes alone: the check that ranks on different hosts did talk over TCP.
+
+`open_two_hosts` picks namespaces where they can be made, else loopback; DHIR_TWO_HOSTS
+(namespaces or loopback) forces one."""
 
 import os
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "two_hosts.sh"
 REPO = SCRIPT.parents[1]
+MODES = ("namespaces", "loopback")
+MODE_VARIABLE = "DHIR_TWO_HOSTS"
 
 
 class Unavailable(Exception):
-    """Namespaces cannot be made here (not root, no `ip`, no CAP_NET_ADMIN)."""
+    """The hosts (or the byte count) cannot be had here; the message says why."""
+
+
+def _command_line(command: list[str]) -> str:
+    return f"cd {shlex.quote(str(REPO))} && {shlex.join(command)}"
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    """This environment plus `extra`, with this dhir first on the Python path."""
+    full = dict(os.environ, **extra)
+    full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full.get("PYTHONPATH")]))
+    return full
 
 
 @dataclass(frozen=True)
-class TwoHosts:
+class Namespaces:
     name: str
     directory: Path
+    mode: str = "namespaces"
 
     @property
     def hosts(self) -> tuple[str, str]:
         return (f"{self.name}0", f"{self.name}1")
 
-    def env(self) -> dict[str, str]:
+    def env(self, mpi: str) -> dict[str, str]:
         """The variables (from DIR/env) that send both MPIs' launchers through the agent."""
+        del mpi  # each host has its own hostname and boot id: nothing to turn off
         found: dict[str, str] = {}
         for line in (self.directory / "env").read_text().splitlines():
             for word in shlex.split(line)[1:]:
@@ -37,16 +64,12 @@ class TwoHosts:
         return found
 
     def run(
-        self, host: str, command: list[str], env: dict[str, str], timeout: float
+        self, host: str, command: list[str], mpi: str, timeout: float
     ) -> subprocess.CompletedProcess[str]:
-        """`command` on `host`, with this environment plus `env` and this dhir first on
-        the Python path, in the repository's root."""
-        full = dict(os.environ, **self.env(), **env)
-        full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full.get("PYTHONPATH")]))
-        line = f"cd {shlex.quote(str(REPO))} && exec {shlex.join(command)}"
+        """`command` on `host`, launching through `mpi`, in the repository's root."""
         return subprocess.run(
-            [str(self.directory / "host"), host, line],
-            env=full,
+            [str(self.directory / "host"), host, f"{_command_line(command)}"],
+            env=_env(self.env(mpi)),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -55,35 +78,134 @@ class TwoHosts:
 
     def link_bytes(self) -> tuple[int, int]:
         """(sent, received) bytes so far on the first host's end of the veth pair."""
+        statistics = f"/sys/class/net/{self.name}v0/statistics"
         counts = subprocess.run(
-            [
-                "ip",
-                "netns",
-                "exec",
-                self.hosts[0],
-                "cat",
-                f"/sys/class/net/{self.name}v0/statistics/tx_bytes",
-                f"/sys/class/net/{self.name}v0/statistics/rx_bytes",
-            ],
+            ["ip", "netns", "exec", self.hosts[0], "cat"]
+            + [f"{statistics}/tx_bytes", f"{statistics}/rx_bytes"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.split()
         return int(counts[0]), int(counts[1])
 
-    def system_toml(self, ranks_per_node: int) -> str:
-        """A description of the two hosts: one CPU each, `ranks_per_node` ranks on it."""
-        nodes = [
-            f'[[nodes]]\nname = "host{i}"\nhost = "{host}"\n\n'
-            f'[[nodes.devices]]\nname = "host{i}.cpu"\narch = "x86_64"\n'
-            f"cores = {ranks_per_node}\nranks = {ranks_per_node}\n"
-            for i, host in enumerate(self.hosts)
-        ]
-        return 'name = "two-hosts"\n\n' + "\n".join(nodes)
+
+_AGENT = """#!/bin/sh
+# What the MPI launchers call instead of ssh: agent [options] HOST COMMAND..., run here.
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -[opli]) shift 2 ;;
+        -*) shift ;;
+        *) break ;;
+    esac
+done
+shift
+echo "$*" >>"{log}"
+exec sh -c "$*"
+"""
+
+# Ranks on different hosts would otherwise share memory: UCX (MPICH's netmod) finds them on
+# one machine by its boot id and hostname, and OpenMPI's UCX PML likewise; OpenMPI's TCP
+# BTL leaves the loopback alone unless told. Ranks on one host keep shared memory.
+_NO_SHARED_MEMORY = {
+    "mpich": {"UCX_TLS": "tcp,self", "FI_PROVIDER": "tcp"},
+    "openmpi": {"OMPI_MCA_pml": "ob1"},
+}
+
+
+# A private namespace has only its loopback (and, mounted anew, its own /sys), which both MPIs' TCP transports pass over; an
+# address on a veth pair inside gives them one to use, and what is sent to it goes over lo.
+_DEVICE = "dhirtcpa"
+_PRIVATE_NETWORK = (
+    "mount -t sysfs sysfs /sys && ip link set lo up && ip link add dhirtcpa type veth peer name dhirtcpb"
+    " && ip addr add 10.78.0.1/24 dev dhirtcpa && ip link set dhirtcpa up"
+    " && ip link set dhirtcpb up"
+)
+
+
+@dataclass(frozen=True)
+class Loopback:
+    directory: Path
+    private: bool  # each run in a network namespace of its own
+    mode: str = "loopback"
+    hosts: tuple[str, str] = ("127.0.0.2", "127.0.0.3")
+
+    def env(self, mpi: str) -> dict[str, str]:
+        agent = str(self.directory / "agent")
+        launch = {"HYDRA_LAUNCHER": "ssh", "HYDRA_LAUNCHER_EXEC": agent}
+        # OpenMPI 5 launches through PRRTE, which reads PRTE_MCA_*, not OMPI_MCA_plm_rsh_agent.
+        launch |= {"PRTE_MCA_plm_ssh_agent": agent}
+        private = {"UCX_NET_DEVICES": _DEVICE, "OMPI_MCA_btl_tcp_if_include": _DEVICE}
+        return launch | _NO_SHARED_MEMORY[mpi] | (private if self.private else {})
+
+    def run(
+        self, host: str, command: list[str], mpi: str, timeout: float
+    ) -> subprocess.CompletedProcess[str]:
+        """`command` (on either host: they are both here), launching through `mpi`."""
+        assert host in self.hosts
+        if not self.private:
+            line = _command_line(command)
+            return subprocess.run(
+                ["sh", "-c", line],
+                env=_env(self.env(mpi)),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        counts = self.directory / "lo_bytes"
+        line = (
+            f"{_PRIVATE_NETWORK} || exit 97\n"
+            f"({_command_line(command)})\nstatus=$?\n"
+            f"cat /sys/class/net/lo/statistics/tx_bytes >>{shlex.quote(str(counts))}\n"
+            "exit $status\n"
+        )
+        return subprocess.run(
+            [*_unshare(), "sh", "-c", line],
+            env=_env(self.env(mpi)),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def link_bytes(self) -> tuple[int, int]:
+        """(sent, received) bytes so far on the loopback of the runs' private namespaces
+        (what crosses it is both sent and received)."""
+        if not self.private:
+            raise Unavailable(
+                "no private network namespace (`unshare -n` failed): the loopback carries "
+                "this machine's other traffic too, so TCP cannot be told from shared memory"
+            )
+        counts = self.directory / "lo_bytes"
+        total = sum(int(word) for word in counts.read_text().split()) if counts.is_file() else 0
+        return total, total
+
+    def agent_calls(self) -> list[str]:
+        log = self.directory / "agent.log"
+        return log.read_text().splitlines() if log.is_file() else []
+
+
+TwoHosts = Namespaces | Loopback
+
+
+def _unshare() -> list[str]:
+    # As root a plain network namespace; otherwise inside a user namespace, root there.
+    # A mount namespace too, for a /sys that shows this network namespace's devices.
+    private = ["unshare", "--net", "--mount", "--propagation", "private"]
+    return private if os.geteuid() == 0 else [*private, "--map-root-user"]
+
+
+def _private_namespace_works() -> bool:
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return False
+    done = subprocess.run(
+        [*_unshare(), "sh", "-c", _PRIVATE_NETWORK], capture_output=True, check=False
+    )
+    return done.returncode == 0
 
 
 @contextmanager
-def two_hosts(name: str, directory: Path) -> Iterator[TwoHosts]:
+def namespaces(name: str, directory: Path) -> Iterator[Namespaces]:
     """Hosts NAME0 and NAME1 while the block runs; removed afterwards, even on failure.
     Raises Unavailable (with the reason) where they cannot be made."""
     if os.geteuid() != 0:
@@ -101,6 +223,56 @@ def two_hosts(name: str, directory: Path) -> Iterator[TwoHosts]:
     if made.returncode != 0:
         raise Unavailable(f"{SCRIPT.name} up failed: {made.stderr.strip()}")
     try:
-        yield TwoHosts(name, directory)
+        yield Namespaces(name, directory)
     finally:
         subprocess.run(["sh", str(SCRIPT), "down", name, str(directory)], check=False)
+
+
+def loopback(directory: Path) -> Loopback:
+    directory.mkdir(parents=True, exist_ok=True)
+    agent = directory / "agent"
+    agent.write_text(_AGENT.replace("{log}", str(directory / "agent.log")))
+    agent.chmod(0o755)
+    return Loopback(directory, _private_namespace_works())
+
+
+def chosen_mode() -> str | None:
+    """The mode DHIR_TWO_HOSTS forces, or None to pick; ValueError for another value."""
+    mode = os.environ.get(MODE_VARIABLE) or None
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"{MODE_VARIABLE}={mode!r}: use one of {', '.join(MODES)}")
+    return mode
+
+
+@contextmanager
+def open_two_hosts(name: str, directory: Path, mode: str | None = None) -> Iterator[TwoHosts]:
+    """Two hosts in `mode`; None: as DHIR_TWO_HOSTS says, else namespaces where they can be
+    made and loopback otherwise. A forced mode that cannot be made raises Unavailable."""
+    mode = mode or chosen_mode()
+    with ExitStack() as stack:
+        made: TwoHosts | None = None
+        if mode != "loopback":
+            try:
+                made = stack.enter_context(namespaces(name, directory / "namespaces"))
+            except Unavailable:
+                if mode == "namespaces":
+                    raise
+        yield made or loopback(directory / "loopback")
+
+
+def describe(hosts: TwoHosts) -> str:
+    if isinstance(hosts, Namespaces):
+        return f"two hosts: network namespaces {hosts.hosts[0]} and {hosts.hosts[1]} (veth)"
+    counted = "bytes counted in a private namespace" if hosts.private else "bytes not counted"
+    return f"two hosts: loopback {hosts.hosts[0]} and {hosts.hosts[1]}, {counted}"
+
+
+def system_toml(hosts: TwoHosts, ranks_per_node: int) -> str:
+    """A description of the two hosts: one CPU each, `ranks_per_node` ranks on it."""
+    nodes = [
+        f'[[nodes]]\nname = "host{i}"\nhost = "{host}"\n\n'
+        f'[[nodes.devices]]\nname = "host{i}.cpu"\narch = "x86_64"\n'
+        f"cores = {ranks_per_node}\nranks = {ranks_per_node}\n"
+        for i, host in enumerate(hosts.hosts)
+    ]
+    return 'name = "two-hosts"\n\n' + "\n".join(nodes)
