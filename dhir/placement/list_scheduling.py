@@ -134,6 +134,61 @@ class Timelines:
         self.finishes[device].insert(k, finish)
 
 
+class FrozenTimelines:
+    """`Timelines` that no longer change, answering `earliest_start` (the same answer)
+    without visiting every busy interval: each block of `block` consecutive gaps keeps
+    its widest, and a block too narrow for the task is skipped whole. The local search
+    asks this of every critical task on every device, and a long critical path on a
+    busy device made those scans quadratic."""
+
+    def __init__(self, lines: Timelines, block: int = 32) -> None:
+        self.starts = lines.starts
+        self.finishes = lines.finishes
+        self.block = block
+        # widest[device][b]: the widest gap before interval k, for k in block b (k >= 1).
+        self.widest = [_widest_gaps(s, f, block) for s, f in zip(self.starts, self.finishes)]
+
+    def earliest_start(self, device: int, ready: float, duration: float) -> float:
+        finishes = self.finishes[device]
+        if not finishes or ready >= finishes[-1]:
+            return ready
+        starts = self.starts[device]
+        k = bisect_right(finishes, ready)
+        time = ready if k == 0 or ready > finishes[k - 1] else finishes[k - 1]
+        count = len(starts)
+        if time + duration <= starts[k]:
+            return time
+        time = finishes[k]
+        k += 1
+        # From here on time == finishes[k - 1]. The gap widths are rounded differently
+        # from `time + duration <= starts[k]`: skip only blocks short by a clear margin.
+        need = duration - _MARGIN * (abs(finishes[-1]) + duration)
+        widest, block = self.widest[device], self.block
+        while k < count:
+            if k % block == 0 and widest[k // block] < need:
+                k = min(k + block, count)
+                time = finishes[k - 1]
+                continue
+            if time + duration <= starts[k]:
+                return time
+            time = finishes[k]
+            k += 1
+        return time
+
+
+# Far above the rounding error of a difference of two times (a few ulps).
+_MARGIN = 1e-9
+
+
+def _widest_gaps(starts: list[float], finishes: list[float], block: int) -> list[float]:
+    widest = [-INF] * (len(starts) // block + 1)
+    for k in range(1, len(starts)):
+        gap = starts[k] - finishes[k - 1]
+        if gap > widest[k // block]:
+            widest[k // block] = gap
+    return widest
+
+
 def ready_times(
     preds: list[tuple[int, float]], device_of: list[int], finish: list[float]
 ) -> tuple[float, int, float]:
@@ -705,6 +760,7 @@ class Moves:
         for device, tasks in enumerate(self.on_device):
             lines.starts[device] = [schedule.start[t] for t in tasks]
             lines.finishes[device] = [schedule.finish[t] for t in tasks]
+        frozen = FrozenTimelines(lines)
         path = critical_path(problem, schedule, self.on_device)
         ranked = []
         for k, task in enumerate(path):
@@ -712,14 +768,14 @@ class Moves:
             for device in problem.runnable[task]:
                 if device == schedule.device_of[task]:
                     continue
-                end = self._finish_on(lines, task, device)
+                end = self._finish_on(frozen, task, device)
                 gain = self._gain(task, after, device, end)
                 if gain > _EPS:
                     ranked.append((-gain, end, k, device, task))
         ranked.sort()
         return [(task, device) for *_, device, task in ranked]
 
-    def _finish_on(self, lines: Timelines, task: int, device: int) -> float:
+    def _finish_on(self, lines: "FrozenTimelines", task: int, device: int) -> float:
         """When `task` would finish on `device`, its inputs where they are now and
         `device` busy as it is now (with the tasks placed after it too: an estimate)."""
         device_of, finish = self.schedule.device_of, self.schedule.finish
