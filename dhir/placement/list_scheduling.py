@@ -20,7 +20,7 @@ not time.
 
 import gc
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from heapq import heapify, heappop, heappush
@@ -751,15 +751,18 @@ class Moves:
         for k, task in enumerate(schedule.order):
             self.position[task] = k
         self.on_device = tasks_by_device(problem, schedule)
+        # Each device's tasks' positions in the order, and their times, for `apply`.
+        self._positions = [[self.position[t] for t in tasks] for tasks in self.on_device]
+        self._starts = [[schedule.start[t] for t in tasks] for tasks in self.on_device]
+        self._finishes = [[schedule.finish[t] for t in tasks] for tasks in self.on_device]
+        self._in_order = [all(a < b for a, b in zip(p, p[1:])) for p in self._positions]
 
     def promising(self) -> list[tuple[int, int]]:
         """(task, device) moves of critical tasks estimated to finish the critical path
         sooner, the largest estimated gain first."""
         problem, schedule = self.problem, self.schedule
         lines = Timelines(problem.n_devices)
-        for device, tasks in enumerate(self.on_device):
-            lines.starts[device] = [schedule.start[t] for t in tasks]
-            lines.finishes[device] = [schedule.finish[t] for t in tasks]
+        lines.starts, lines.finishes = self._starts, self._finishes  # only read
         frozen = FrozenTimelines(lines)
         path = critical_path(problem, schedule, self.on_device)
         ranked = []
@@ -823,16 +826,27 @@ class Moves:
         device_of[task] = device
         start, finish = list(schedule.start), list(schedule.finish)
         starts, finishes = [], []
-        for tasks in self.on_device:
-            kept = [t for t in tasks if position[t] < first]
-            starts.append([start[t] for t in kept])
-            finishes.append([finish[t] for t in kept])
+        for other in range(problem.n_devices):
+            starts_kept, finishes_kept = self._before(other, first)
+            starts.append(starts_kept)
+            finishes.append(finishes_kept)
         moved = simulate_from(
             problem, schedule.order, device_of, first, start, finish, (starts, finishes), limit
         )
         if moved is not None and moved.makespan >= limit:
             moved = None  # a task before `task` already finishes that late
         return moved, problem.n - first
+
+    def _before(self, device: int, first: int) -> tuple[list[float], list[float]]:
+        """The starts and finishes, in the device's order, of its tasks placed before
+        position `first` of the order: a prefix when the device runs its tasks in the
+        order (the common case, found by bisection), else picked one by one."""
+        positions = self._positions[device]
+        if self._in_order[device]:
+            cut = bisect_left(positions, first)
+            return self._starts[device][:cut], self._finishes[device][:cut]
+        kept = [k for k, p in enumerate(positions) if p < first]
+        return [self._starts[device][k] for k in kept], [self._finishes[device][k] for k in kept]
 
 
 def critical_path(
