@@ -1,6 +1,7 @@
 """The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
 
+from dhir.analysis.handoff import handing_over
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
@@ -76,7 +78,11 @@ def compile_native(
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
         passes = (split, place, *timed, *data, lower, AccurateMathPass(), FloatAtomicsPass())
-        run_pipeline(module, PassPipeline(passes), verify_each=False)
+        # dhir-place's task facts stay right for dhir-lower-to-mpi only when no pass
+        # runs between the two.
+        adjacent = not timed and not data
+        with handing_over() if adjacent else nullcontext():
+            run_pipeline(module, PassPipeline(passes), verify_each=False)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
         pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
