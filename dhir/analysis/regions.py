@@ -96,6 +96,7 @@ def empty(type_: Attribute) -> isl.Set:
     return whole(type_).empty(whole(type_).get_space())
 
 
+@cache
 def _shape(type_: Attribute) -> tuple[int, ...]:
     assert isinstance(type_, MemRefType)
     return tuple(type_.get_shape())
