@@ -119,7 +119,11 @@ class _Region:
         if self.box is None or other.box is None:
             return True
         (alo, ahi), (blo, bhi) = self.box, other.box
-        return all(a <= d and b <= c for a, c, b, d in zip(alo, ahi, blo, bhi, strict=True))
+        # A loop rather than all(...): this runs for every pair of accesses of a memref.
+        for d in range(len(alo)):
+            if alo[d] > bhi[d] or blo[d] > ahi[d]:
+                return False
+        return True
 
     def overlaps(self, other: "_Region") -> bool:
         return self.may_overlap(other) and not (self.set & other.set).is_empty()

@@ -85,15 +85,18 @@ def count_elements(region: isl.Set) -> int | None:
     return int(region.count_val().to_python())
 
 
+@cache
 def whole(type_: Attribute) -> isl.Set:
     """Every element of a memref type: its shape as a box (a dynamic extent is open)."""
     return _parse(_whole_text(_shape(type_)))
 
 
+@cache
 def empty(type_: Attribute) -> isl.Set:
     return whole(type_).empty(whole(type_).get_space())
 
 
+@cache
 def _shape(type_: Attribute) -> tuple[int, ...]:
     assert isinstance(type_, MemRefType)
     return tuple(type_.get_shape())
@@ -111,6 +114,13 @@ def _whole_text(shape: Sequence[int]) -> str:
 @cache
 def _parse(text: str) -> isl.Set:
     return isl.Set(text)
+
+
+@cache
+def _within(text: str, type_: Attribute) -> isl.Set:
+    """The set `text` describes, cut to the elements of memref type `type_`: tasks that
+    differ only in their constants mostly access regions of the same text."""
+    return _parse(text) & whole(type_)
 
 
 def task_regions(task: TaskOp) -> Regions:
@@ -394,7 +404,7 @@ class _Walker:
         body = " and ".join([*constraints, *equalities]) or "true"
         prefix = f"[{', '.join(self.params)}] -> " if self.params else ""
         text = f"{prefix}{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
-        return _parse(text) & whole(root_type)
+        return _within(text, root_type)
 
     # --- views --------------------------------------------------------------------
 

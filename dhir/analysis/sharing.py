@@ -47,14 +47,20 @@ def _check_operands(schedule: ScheduleOp) -> None:
     if len(operands) < 2:
         return
     bases = {value: buffers(value) for value in operands}
+    pairs = [
+        (first, second, shared)
+        for i, first in enumerate(operands)
+        for second in operands[i + 1 :]
+        if (shared := bases[first] & bases[second])
+    ]
+    if not pairs:
+        return  # no two operands may alias: what the tasks write does not matter
     written: set[SSAValue] = set()
     for task in schedule.tasks():
         written |= task_effects(task).writes
-    for i, first in enumerate(operands):
-        for second in operands[i + 1 :]:
-            shared = bases[first] & bases[second]
-            if shared and (first in written or second in written):
-                raise PassFailedAt(schedule, _alias_message(first, second, next(iter(shared))))
+    for first, second, shared in pairs:
+        if first in written or second in written:
+            raise PassFailedAt(schedule, _alias_message(first, second, next(iter(shared))))
 
 
 def _alias_message(first: SSAValue, second: SSAValue, base: object) -> str:

@@ -1,6 +1,7 @@
 """The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
 
+from dhir.analysis.handoff import handing_over
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
@@ -77,11 +79,16 @@ def compile_native(
         timed = (InstrumentPass(),) if instrument else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
+        # dhir-track-tasks comes before dhir-place: its calls take no memref, and so
+        # dhir-place's task facts stay right for dhir-lower-to-mpi when nothing else
+        # runs between the two.
         track = TrackTasksPass()  # so that a rank that dies can be named with its task
         threaded = (OpenMPReductionsPass(),) if openmp else ()
-        passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
+        passes = (split, track, place, *timed, *data, lower, AccurateMathPass())
         passes = (*passes, FloatAtomicsPass(), *threaded)
-        run_pipeline(module, PassPipeline(passes), verify_each=False)
+        adjacent = not timed and not data
+        with handing_over() if adjacent else nullcontext():
+            run_pipeline(module, PassPipeline(passes), verify_each=False)
         tasks = task_table(module)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.

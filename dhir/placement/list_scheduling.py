@@ -20,7 +20,7 @@ not time.
 
 import gc
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from heapq import heapify, heappop, heappush
@@ -168,6 +168,61 @@ class Timelines:
             k -= 1  # a zero-length task goes before the one starting at the same time
         starts.insert(k, start)
         self.finishes[device].insert(k, finish)
+
+
+class FrozenTimelines:
+    """`Timelines` that no longer change, answering `earliest_start` (the same answer)
+    without visiting every busy interval: each block of `block` consecutive gaps keeps
+    its widest, and a block too narrow for the task is skipped whole. The local search
+    asks this of every critical task on every device, and a long critical path on a
+    busy device made those scans quadratic."""
+
+    def __init__(self, lines: Timelines, block: int = 32) -> None:
+        self.starts = lines.starts
+        self.finishes = lines.finishes
+        self.block = block
+        # widest[device][b]: the widest gap before interval k, for k in block b (k >= 1).
+        self.widest = [_widest_gaps(s, f, block) for s, f in zip(self.starts, self.finishes)]
+
+    def earliest_start(self, device: int, ready: float, duration: float) -> float:
+        finishes = self.finishes[device]
+        if not finishes or ready >= finishes[-1]:
+            return ready
+        starts = self.starts[device]
+        k = bisect_right(finishes, ready)
+        time = ready if k == 0 or ready > finishes[k - 1] else finishes[k - 1]
+        count = len(starts)
+        if time + duration <= starts[k]:
+            return time
+        time = finishes[k]
+        k += 1
+        # From here on time == finishes[k - 1]. The gap widths are rounded differently
+        # from `time + duration <= starts[k]`: skip only blocks short by a clear margin.
+        need = duration - _MARGIN * (abs(finishes[-1]) + duration)
+        widest, block = self.widest[device], self.block
+        while k < count:
+            if k % block == 0 and widest[k // block] < need:
+                k = min(k + block, count)
+                time = finishes[k - 1]
+                continue
+            if time + duration <= starts[k]:
+                return time
+            time = finishes[k]
+            k += 1
+        return time
+
+
+# Far above the rounding error of a difference of two times (a few ulps).
+_MARGIN = 1e-9
+
+
+def _widest_gaps(starts: list[float], finishes: list[float], block: int) -> list[float]:
+    widest = [-INF] * (len(starts) // block + 1)
+    for k in range(1, len(starts)):
+        gap = starts[k] - finishes[k - 1]
+        if gap > widest[k // block]:
+            widest[k // block] = gap
+    return widest
 
 
 def ready_times(
@@ -762,15 +817,19 @@ class Moves:
         for k, task in enumerate(schedule.order):
             self.position[task] = k
         self.on_device = tasks_by_device(problem, schedule)
+        # Each device's tasks' positions in the order, and their times, for `apply`.
+        self._positions = [[self.position[t] for t in tasks] for tasks in self.on_device]
+        self._starts = [[schedule.start[t] for t in tasks] for tasks in self.on_device]
+        self._finishes = [[schedule.finish[t] for t in tasks] for tasks in self.on_device]
+        self._in_order = [all(a < b for a, b in zip(p, p[1:])) for p in self._positions]
 
     def promising(self) -> list[tuple[int, int]]:
         """(task, device) moves of critical tasks estimated to finish the critical path
         sooner, the largest estimated gain first."""
         problem, schedule = self.problem, self.schedule
         lines = Timelines(problem.n_devices)
-        for device, tasks in enumerate(self.on_device):
-            lines.starts[device] = [schedule.start[t] for t in tasks]
-            lines.finishes[device] = [schedule.finish[t] for t in tasks]
+        lines.starts, lines.finishes = self._starts, self._finishes  # only read
+        frozen = FrozenTimelines(lines)
         path = critical_path(problem, schedule, self.on_device)
         ranked = []
         for k, task in enumerate(path):
@@ -778,14 +837,14 @@ class Moves:
             for device in problem.runnable[task]:
                 if device == schedule.device_of[task]:
                     continue
-                end = self._finish_on(lines, task, device)
+                end = self._finish_on(frozen, task, device)
                 gain = self._gain(task, after, device, end)
                 if gain > _EPS:
                     ranked.append((-gain, end, k, device, task))
         ranked.sort()
         return [(task, device) for *_, device, task in ranked]
 
-    def _finish_on(self, lines: Timelines, task: int, device: int) -> float:
+    def _finish_on(self, lines: "FrozenTimelines", task: int, device: int) -> float:
         """When `task` would finish on `device`, its inputs where they are now and
         `device` busy as it is now (with the tasks placed after it too: an estimate)."""
         device_of, finish = self.schedule.device_of, self.schedule.finish
@@ -823,16 +882,27 @@ class Moves:
         device_of[task] = device
         start, finish = list(schedule.start), list(schedule.finish)
         starts, finishes = [], []
-        for tasks in self.on_device:
-            kept = [t for t in tasks if position[t] < first]
-            starts.append([start[t] for t in kept])
-            finishes.append([finish[t] for t in kept])
+        for other in range(problem.n_devices):
+            starts_kept, finishes_kept = self._before(other, first)
+            starts.append(starts_kept)
+            finishes.append(finishes_kept)
         moved = simulate_from(
             problem, schedule.order, device_of, first, start, finish, (starts, finishes), limit
         )
         if moved is not None and moved.makespan >= limit:
             moved = None  # a task before `task` already finishes that late
         return moved, problem.n - first
+
+    def _before(self, device: int, first: int) -> tuple[list[float], list[float]]:
+        """The starts and finishes, in the device's order, of its tasks placed before
+        position `first` of the order: a prefix when the device runs its tasks in the
+        order (the common case, found by bisection), else picked one by one."""
+        positions = self._positions[device]
+        if self._in_order[device]:
+            cut = bisect_left(positions, first)
+            return self._starts[device][:cut], self._finishes[device][:cut]
+        kept = [k for k, p in enumerate(positions) if p < first]
+        return [self._starts[device][k] for k in kept], [self._finishes[device][k] for k in kept]
 
 
 def critical_path(

@@ -49,6 +49,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import task_effects
+from dhir.analysis.handoff import take
 from dhir.analysis.outputs import entry_called, root_only, time_loop
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
@@ -197,7 +198,9 @@ def _plans(schedule: ScheduleOp) -> list[TaskStep]:
         rank = rank_of(task)
         if rank is None:
             raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
-        plans.append(TaskStep(rank, task_effects(task), task_regions(task)))
+        facts = take(task)  # dhir-place's, when the driver hands them on
+        effects, regions = facts if facts is not None else (task_effects(task), task_regions(task))
+        plans.append(TaskStep(rank, effects, regions))
     return plans
 
 

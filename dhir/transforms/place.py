@@ -19,6 +19,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.handoff import hand_over
 from dhir.analysis.profile import load_profile
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
@@ -91,6 +92,7 @@ def _by_cost(
     devices = devices if devices is not None else local_devices(ranks)
     model = model if model is not None else CostModel()
     deps = dependence_graph(schedule)
+    hand_over(tasks, deps.effects, deps.regions)
     graph = task_graph(schedule, devices, model, deps=deps)
     assignment = place_program(schedule, graph, devices, model, algorithm, deps).assignment
     return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]

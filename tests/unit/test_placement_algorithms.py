@@ -18,6 +18,7 @@ from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import (
     ALGORITHMS,
     INF,
+    FrozenTimelines,
     Moves,
     Problem,
     Timelines,
@@ -264,6 +265,27 @@ def test_earliest_start_matches_a_simple_reference(
         lines.add(0, s, f)
     got = lines.earliest_start(0, float(ready), float(duration))
     assert got == reference_earliest_start(intervals, float(ready), float(duration))
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    timelines(),
+    st.integers(0, 70),
+    st.integers(0, 20) | st.floats(0, 20),
+    st.integers(1, 4),
+    st.floats(0, 1e6),
+)
+def test_frozen_timelines_give_the_same_earliest_start(
+    intervals: list[tuple[float, float]], ready: int, duration: float, block: int, shift: float
+) -> None:
+    """Blocks of gaps skipped whole (small blocks, so that many are), with times shifted
+    by a float so that gap widths round differently from `time + duration`."""
+    lines = Timelines(1)
+    for s, f in intervals:
+        lines.add(0, s + shift, f + shift)
+    frozen = FrozenTimelines(lines, block)
+    start = float(ready) + shift
+    assert frozen.earliest_start(0, start, duration) == lines.earliest_start(0, start, duration)
 
 
 def reference_list_schedule(

@@ -1,0 +1,48 @@
+"""Task facts (effects and access regions) that dhir-place found, handed on to
+dhir-lower-to-mpi when one driver runs the two passes back to back.
+
+Both passes need every task's effects and regions, and finding them twice is a large
+share of their time on big schedules. A fact is only right for the IR it was found on,
+so the hand-off is opened explicitly (`handing_over`) by a driver that runs nothing
+between the two passes (the native backend); dhir-place records what it found there,
+and dhir-lower-to-mpi takes each task's facts once. Outside such a scope (dhir-opt, any
+other pipeline) nothing is recorded and each pass finds its own.
+"""
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from dhir.analysis.effects import Effects
+from dhir.analysis.regions import Regions
+from dhir.dialects.dhir import TaskOp
+
+Facts = tuple[Effects, Regions]
+
+_open: ContextVar[dict[TaskOp, Facts] | None] = ContextVar("task_facts", default=None)
+
+
+@contextmanager
+def handing_over() -> Iterator[None]:
+    """Let dhir-place hand its task facts to dhir-lower-to-mpi while this lasts. Only
+    around passes that leave the tasks' bodies as dhir-place found them in between."""
+    token = _open.set({})
+    try:
+        yield
+    finally:
+        _open.reset(token)
+
+
+def hand_over(
+    tasks: Sequence[TaskOp], effects: Sequence[Effects], regions: Sequence[Regions]
+) -> None:
+    """Record each task's facts, if a hand-off is open."""
+    facts = _open.get()
+    if facts is not None:
+        facts.update(zip(tasks, zip(effects, regions, strict=True), strict=True))
+
+
+def take(task: TaskOp) -> Facts | None:
+    """The facts recorded for `task` (then forgotten), or None."""
+    facts = _open.get()
+    return facts.pop(task, None) if facts is not None else None
