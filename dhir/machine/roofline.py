@@ -133,18 +133,16 @@ def _cpu_traffic(work: Work, device: Device, busy: int | None, rate: float) -> f
 def _reuse_traffic(
     work: Work, device: Device, busy: int | None, rate: float, caches: list[tuple[float, float]]
 ) -> float:
-    """Seconds of traffic that reuses data in the caches: the slowest of the bytes that
-    pass each cache (those the loops cannot keep in a cache of its size, at the rate of
-    the level beyond it) and of the bytes the task touches at all, at the rate of its
-    footprint (as without reuse, cold first pass included)."""
+    """Seconds of traffic that reuses data in the caches: the bytes the task touches at
+    all, at the rate of its footprint (as without reuse, cold first pass included), and
+    at the slowest cache, the bytes its loops fetch again because they cannot keep them
+    in a cache of its size, at the rate of the level beyond it."""
     touched = work.moved(math.inf) or 0.0
     counted = (work.bytes + work.allocated) * STREAM_COUNTED
     scale = min(1.0, touched / counted) if counted else 1.0
     whole = replace(work, bytes=work.bytes * scale, allocated=work.allocated * scale, reuse=())
-    seconds = _cpu_traffic(whole, device, busy, rate)
-    for cache, beyond in caches:
-        seconds = max(seconds, (work.moved(cache) or 0.0) / (beyond * 1e9))
-    return seconds
+    again = max((((work.moved(c) or 0.0) - touched) / (b * 1e9) for c, b in caches), default=0)
+    return _cpu_traffic(whole, device, busy, rate) + max(0.0, again)
 
 
 def _cache_sizes(work: Work, device: Device, busy: int | None) -> list[tuple[float, float]]:
