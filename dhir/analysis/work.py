@@ -17,7 +17,7 @@ dhir.machine.roofline's question; see docs/costs.md.
 """
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 from xdsl.traits import SymbolTable
 
+from dhir.analysis import reuse
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.regions import Regions, count_elements
 from dhir.dialects.dhir import TaskOp
@@ -87,6 +88,9 @@ class Work:
     # between two tasks on the same data (0: not known; the footprint is taken to be
     # cached already when the task starts). See `cold_bytes`.
     working_set: int = 0
+    # (cache bytes, bytes moved with a cache that large, STREAM-counted) where that
+    # changes, smallest cache first (dhir.analysis.reuse); () when not known.
+    reuse: tuple[tuple[float, float], ...] = ()
 
     def __add__(self, other: "Work") -> "Work":
         return Work(
@@ -97,7 +101,14 @@ class Work:
             self.parallel or other.parallel,
             self.allocated + other.allocated,
             max(self.working_set, other.working_set),
+            _added_reuse(self, other),
         )
+
+    def moved(self, cache: float) -> float | None:
+        """STREAM-counted bytes moved beyond a cache of `cache` bytes (None: not known)."""
+        if not self.reuse:
+            return None
+        return next(t for size, t in reversed(self.reuse) if size <= cache)
 
     def times(self, count: float) -> "Work":
         """`count` runs one after another (the footprint stays: the same memory)."""
@@ -109,6 +120,7 @@ class Work:
             self.parallel,
             self.allocated * count,
             self.working_set,
+            tuple((size, moved * count) for size, moved in self.reuse),
         )
 
 
@@ -117,7 +129,26 @@ def task_work(task: TaskOp, effects: Effects | None = None, regions: Regions | N
     task's, when already known)."""
     body = _Counter().block(task.body.block)
     footprint = task_footprint(task, effects, regions)
-    return Work(body.flops, body.bytes, body.launches, footprint, body.parallel, body.allocated)
+    curve = reuse.traffic_curve(task.body.block) if body.bytes else None
+    return Work(
+        body.flops,
+        body.bytes,
+        body.launches,
+        footprint,
+        body.parallel,
+        body.allocated,
+        reuse=curve or (),
+    )
+
+
+def _added_reuse(one: Work, other: Work) -> tuple[tuple[float, float], ...]:
+    """The traffic curve of both; () unless both have one (or one moves nothing)."""
+    if not one.bytes or not other.bytes:
+        return one.reuse or other.reuse
+    if not one.reuse or not other.reuse:
+        return ()
+    sizes = sorted({size for size, _ in (*one.reuse, *other.reuse)})
+    return tuple((size, (one.moved(size) or 0.0) + (other.moved(size) or 0.0)) for size in sizes)
 
 
 def task_footprint(
@@ -146,6 +177,7 @@ class _Counter:
 
     def __init__(self) -> None:
         self._calls: list[str] = []  # callees being counted, against recursion
+        self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
 
     def region(self, region: Region) -> Work:
         total = Work()
@@ -192,13 +224,15 @@ class _Counter:
         if dialect in ("arith", "math"):
             return Work(flops=_flops(op))
         if name == "scf.for":
-            trips = _trips(op.operands[0], op.operands[1], op.operands[2])
+            iv = op.regions[0].block.args[0]
+            trips = loop_trips(op.operands[:3], iv, self._means)
             return self.region(op.regions[0]).times(trips)
         if isinstance(op, scf.ParallelOp):
-            trips = map(_trips, op.lowerBound, op.upperBound, op.step)
+            bounds = zip(op.lowerBound, op.upperBound, op.step, op.body.block.args)
+            trips = [loop_trips(b[:3], b[3], self._means) for b in bounds]
             return self.block(op.body.block).times(math.prod(trips)) + _PARALLEL
         if isinstance(op, affine.ForOp | affine.ParallelOp):
-            body = self.region(op.body).times(math.prod(_affine_trips(op)))
+            body = self.region(op.body).times(math.prod(affine_trips(op, self._means)))
             return body + _PARALLEL if isinstance(op, affine.ParallelOp) else body
         if name == "scf.while":
             return self._regions(op).times(DEFAULT_TRIP_COUNT)
@@ -295,16 +329,22 @@ def linalg_loop_ranges(op: LinalgStructuredOperation) -> list[int]:
 # --- constants and trip counts ------------------------------------------------------
 
 
-def constant_int(value: SSAValue, depth: int = 8) -> int | None:
-    """The integer `value` always holds, when `arith` constants and + - * casts fix it."""
+def constant_int(
+    value: SSAValue, depth: int = 8, means: Mapping[SSAValue, int] | None = None
+) -> int | None:
+    """The integer `value` always holds, when `arith` constants and + - * casts fix it;
+    with `means` (the mean value of enclosing loops' variables), its mean value when
+    those fix it."""
     op = value.owner
-    if depth == 0 or not isinstance(op, Operation):
+    if not isinstance(op, Operation):
+        return means.get(value) if means else None
+    if depth == 0:
         return None
     if isinstance(op, arith.ConstantOp):
         attr = op.value
         return attr.value.data if isinstance(attr, IntegerAttr) else None
     if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-        return constant_int(op.operands[0], depth - 1)
+        return constant_int(op.operands[0], depth - 1, means)
     folds: dict[str, Callable[[int, int], int]] = {
         "arith.addi": lambda a, b: a + b,
         "arith.subi": lambda a, b: a - b,
@@ -313,7 +353,7 @@ def constant_int(value: SSAValue, depth: int = 8) -> int | None:
     fold = folds.get(op.name)
     if fold is None:
         return None
-    left, right = (constant_int(v, depth - 1) for v in op.operands[:2])
+    left, right = (constant_int(v, depth - 1, means) for v in op.operands[:2])
     return None if left is None or right is None else fold(left, right)
 
 
@@ -324,8 +364,15 @@ def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
     return max(0, -(-(upper - lower) // step))
 
 
-def _trips(lower: SSAValue, upper: SSAValue, step: SSAValue) -> int:
-    return trip_count(constant_int(lower), constant_int(upper), constant_int(step))
+def loop_trips(bounds: Sequence[SSAValue], iv: SSAValue, means: dict[SSAValue, int]) -> int:
+    """Iterations of an `scf` loop over `iv` (on average, when its bounds depend on the
+    variables of enclosing loops, whose mean values `means` holds); records `iv`'s mean
+    value in `means` when its bounds are known."""
+    first, last, stride = (constant_int(v, means=means) for v in bounds[:3])
+    trips = trip_count(first, last, stride)
+    if first is not None and stride is not None and last is not None:
+        means[iv] = first + stride * max(0, trips - 1) // 2
+    return trips
 
 
 def _extent(value: SSAValue) -> int:
@@ -333,21 +380,32 @@ def _extent(value: SSAValue) -> int:
     return DEFAULT_TRIP_COUNT if known is None or known < 0 else known
 
 
-def _affine_trips(op: affine.ForOp | affine.ParallelOp) -> list[int]:
+def affine_trips(
+    op: affine.ForOp | affine.ParallelOp, means: dict[SSAValue, int] | None = None
+) -> list[int]:
+    """Iterations of each variable of an affine loop (as `loop_trips`)."""
+    means = {} if means is None else means
     if isinstance(op, affine.ForOp):
-        lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, max)
-        upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, min)
-        return [trip_count(lower, upper, op.step.value.data)]
-    lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
-    split = lower_map.num_dims + lower_map.num_symbols
-    lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, max)
-    uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, min)
-    steps = [s.value.data for s in op.steps.data]
-    return [trip_count(lo, up, st) for lo, up, st in zip(lowers, uppers, steps)]
+        lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, max, means)
+        upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, min, means)
+        lowers, uppers, steps = [lower], [upper], [op.step.value.data]
+    else:
+        lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
+        split = lower_map.num_dims + lower_map.num_symbols
+        lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, max, means)
+        uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, min, means)
+        steps = [s.value.data for s in op.steps.data]
+    trips = [trip_count(lo, up, st) for lo, up, st in zip(lowers, uppers, steps)]
+    for iv, lo, up, st, n in zip(op.body.block.args, lowers, uppers, steps, trips):
+        if lo is not None and up is not None:
+            means[iv] = lo + st * max(0, n - 1) // 2
+    return trips
 
 
-def _evaluated(bounds: AffineMap, operands: Sequence[SSAValue]) -> tuple[int, ...] | None:
-    values = [constant_int(v) for v in operands]
+def _evaluated(
+    bounds: AffineMap, operands: Sequence[SSAValue], means: Mapping[SSAValue, int]
+) -> tuple[int, ...] | None:
+    values = [constant_int(v, means=means) for v in operands]
     if any(v is None for v in values):
         return None
     known = [v for v in values if v is not None]
@@ -355,9 +413,12 @@ def _evaluated(bounds: AffineMap, operands: Sequence[SSAValue]) -> tuple[int, ..
 
 
 def _bound(
-    bounds: AffineMap, operands: Sequence[SSAValue], pick: Callable[[Iterable[int]], int]
+    bounds: AffineMap,
+    operands: Sequence[SSAValue],
+    pick: Callable[[Iterable[int]], int],
+    means: Mapping[SSAValue, int],
 ) -> int | None:
-    results = _evaluated(bounds, operands)
+    results = _evaluated(bounds, operands, means)
     return pick(results) if results else None
 
 
@@ -366,9 +427,10 @@ def _grouped(
     operands: Sequence[SSAValue],
     groups: Attribute,
     pick: Callable[[Iterable[int]], int],
+    means: Mapping[SSAValue, int],
 ) -> list[int | None]:
     sizes = [int(n) for n in groups.get_values()]  # type: ignore[attr-defined]
-    results = _evaluated(bounds, operands)
+    results = _evaluated(bounds, operands, means)
     picked: list[int | None] = []
     start = 0
     for size in sizes:

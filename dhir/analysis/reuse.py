@@ -1,0 +1,256 @@
+"""How many bytes a task's loop nests move between a cache of a given size and what lies
+beyond it: a reuse-aware count of memory traffic (docs/costs.md, "Reuse").
+
+Accesses to one memref in one loop nest whose subscripts differ by constants (A[i][j-1],
+A[i][j], A[i+1][j]) form a group, which touches the same lines. A group's data is reused
+across the iterations of a loop when one iteration of that loop touches no more than the
+cache holds (its footprint, over all the groups inside the loop); from the innermost loop
+outwards, the first loop whose iteration does not fit fetches its body's data again at
+each iteration. The traffic at a cache size is then, per group, the bytes of the lines it
+touches within the loops that keep it, times the runs of the loops around them; a group
+that is stored to moves its lines twice (read, written back). Bytes are counted as STREAM
+counts them (line traffic x 3/4, see dhir.machine.roofline), so a triad's traffic is its
+footprint. Subscripts are read as linear forms of the loop variables (through `arith`
+constants, `+ - *`, casts, and affine maps); anything else touches up to the whole
+dimension.
+
+`traffic_curve` gives the traffic at each cache size where it changes, or None for a body
+it cannot follow (calls, linalg, GPU launches, vector accesses, while loops): the caller
+then keeps the count of one access per load and store.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects import affine, scf
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ShapedType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+
+from dhir.analysis import work as counting
+
+# Bytes of a cache line: what a cache moves for one element.
+LINE_BYTES = 64
+# Line traffic in the bytes STREAM counts (a triad moves 32 bytes per 24 it counts).
+STREAM_COUNTED = 24 / 32
+
+# A subscript: coefficient per loop variable (constants dropped), or None when unknown.
+Linear = dict[SSAValue, int] | None
+
+_LOADS = frozenset({"memref.load", "affine.load"})
+_STORES = frozenset({"memref.store", "affine.store"})
+_CONDITIONALS = frozenset({"scf.if", "affine.if"})
+_QUIET = ("arith.", "math.", "scf.yield", "affine.yield", "memref.dim", "memref.alloca")
+
+
+@dataclass(eq=False)
+class _Loop:
+    """One loop op: its variables' trip counts, and the groups of accesses inside it."""
+
+    trips: dict[SSAValue, int]
+    depth: int
+    iteration_bytes: float = 0.0  # footprint of one iteration (of all variables at once)
+
+    @property
+    def runs(self) -> int:
+        return math.prod(self.trips.values())
+
+
+@dataclass(eq=False)
+class _Group:
+    memref: SSAValue
+    subscripts: tuple[Linear, ...]
+    loops: tuple[_Loop, ...]  # enclosing loops of the task, outermost first
+    stored: bool = False
+    element: int = 8
+    shape: tuple[int, ...] = field(default_factory=tuple[int, ...])
+
+    def span(self, inner: Sequence[_Loop]) -> float:
+        """Bytes of the lines the group touches while the `inner` loops run once."""
+        trips = {v: t for loop in inner for v, t in loop.trips.items()}
+        if not self.subscripts:
+            return float(LINE_BYTES)
+        ranges = [_range(s, trips, extent) for s, extent in zip(self.subscripts, self.shape)]
+        last = self.subscripts[-1]
+        stride = min((abs(c) for v, c in (last or {}).items() if v in trips and c), default=1)
+        elements = ranges[-1]
+        lines = min(elements, math.ceil(elements * stride * self.element / LINE_BYTES))
+        whole = math.prod(self.shape) * self.element
+        touched = math.prod(ranges[:-1]) * lines * LINE_BYTES
+        return float(min(touched, max(whole, LINE_BYTES)))
+
+    def traffic(self, capacity: float) -> float:
+        """Bytes moved with a cache of `capacity` bytes (STREAM-counted)."""
+        keep = len(self.loops)
+        while keep > 0 and self.loops[keep - 1].iteration_bytes <= capacity:
+            keep -= 1
+        runs = math.prod(loop.runs for loop in self.loops[:keep])
+        moves = 2 if self.stored else 1
+        return self.span(self.loops[keep:]) * runs * moves * STREAM_COUNTED
+
+
+def _range(subscript: Linear, trips: dict[SSAValue, int], extent: int) -> int:
+    """How many values `subscript` takes while the loops of `trips` run (at most `extent`)."""
+    if subscript is None:
+        return max(1, min(extent, math.prod(trips.values())))
+    varying = [(abs(c), trips[v]) for v, c in subscript.items() if v in trips and c]
+    if not varying:
+        return 1
+    spread = 1 + sum(c * (t - 1) for c, t in varying)
+    return max(1, min(extent, spread, math.prod(t for _, t in varying)))
+
+
+class _Unfollowed(Exception):
+    """The body holds something the count cannot follow."""
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.groups: dict[tuple[object, ...], _Group] = {}
+        self.loops: list[_Loop] = []
+        self.means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
+
+    def block(self, block: Block, loops: tuple[_Loop, ...]) -> None:
+        for op in block.ops:
+            self.op(op, loops)
+
+    def op(self, op: Operation, loops: tuple[_Loop, ...]) -> None:
+        name = op.name
+        if name in _LOADS or name in _STORES:
+            self.access(op, loops, name in _STORES)
+        elif name == "scf.for":
+            iv = op.regions[0].block.args[0]
+            trips = counting.loop_trips(op.operands[:3], iv, self.means)
+            self.loop(op, {iv: trips}, loops)
+        elif isinstance(op, scf.ParallelOp):
+            bounds = zip(op.lowerBound, op.upperBound, op.step, op.body.block.args)
+            trips = [counting.loop_trips(b[:3], b[3], self.means) for b in bounds]
+            self.loop(op, dict(zip(op.body.block.args, trips)), loops)
+        elif isinstance(op, affine.ForOp | affine.ParallelOp):
+            args = op.body.block.args
+            self.loop(op, dict(zip(args, counting.affine_trips(op, self.means))), loops)
+        elif name in _CONDITIONALS:
+            for region in op.regions:
+                for block in region.blocks:
+                    self.block(block, loops)
+        elif op.regions or not name.startswith(_QUIET):
+            if name not in ("memref.alloc", "memref.dealloc") and not name.startswith("dhir."):
+                raise _Unfollowed(name)
+
+    def loop(self, op: Operation, trips: dict[SSAValue, int], loops: tuple[_Loop, ...]) -> None:
+        loop = _Loop(trips, len(loops))
+        self.loops.append(loop)
+        self.block(op.regions[0].block, (*loops, loop))
+
+    def access(self, op: Operation, loops: tuple[_Loop, ...], store: bool) -> None:
+        memref = op.operands[1] if store else op.operands[0]
+        type_ = memref.type
+        if not isinstance(type_, ShapedType):
+            raise _Unfollowed(op.name)
+        indices = op.operands[2:] if store else op.operands[1:]
+        amap = op.properties.get("map")
+        if amap is not None:
+            subscripts = _affine_subscripts(amap.data, indices)  # type: ignore[attr-defined]
+        else:
+            subscripts = [_linear(v) for v in indices]
+        shape = tuple(
+            counting.DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()
+        )
+        key_subs = tuple(None if s is None else frozenset(s.items()) for s in subscripts)
+        key = (memref, key_subs, tuple(id(loop) for loop in loops))
+        group = self.groups.get(key)
+        if group is None:
+            element = counting.memref_bytes(type_) // max(1, math.prod(shape))
+            group = _Group(memref, tuple(subscripts), loops, element=element, shape=shape)
+            self.groups[key] = group
+        group.stored |= store
+
+
+def traffic_curve(block: Block) -> tuple[tuple[float, float], ...] | None:
+    """(cache bytes, STREAM-counted bytes moved with a cache that large) at each size
+    where the traffic of one run of `block` changes, from the smallest cache (0) up;
+    None when the body holds what this count cannot follow."""
+    collector = _Collector()
+    try:
+        collector.block(block, ())
+    except _Unfollowed:
+        return None
+    groups = list(collector.groups.values())
+    for group in groups:
+        for depth, loop in enumerate(group.loops):
+            loop.iteration_bytes += group.span(group.loops[depth + 1 :])
+    sizes = sorted({0.0, *(loop.iteration_bytes for loop in collector.loops)})
+    return tuple((size, sum(g.traffic(size) for g in groups)) for size in sizes)
+
+
+def _linear(value: SSAValue, depth: int = 8) -> Linear:
+    """`value` as a linear form of block arguments (loop variables), constants dropped."""
+    known = counting.constant_int(value)
+    if known is not None:
+        return {}
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        return {value: 1}
+    if depth == 0:
+        return None
+    name = owner.name
+    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return _linear(owner.operands[0], depth - 1)
+    if name in ("arith.addi", "arith.subi"):
+        left, right = (_linear(v, depth - 1) for v in owner.operands[:2])
+        sign = -1 if name == "arith.subi" else 1
+        return None if left is None or right is None else _sum(left, right, sign)
+    if name == "arith.muli":
+        for this, other in (owner.operands[:2], owner.operands[1::-1]):
+            factor = counting.constant_int(other)
+            form = _linear(this, depth - 1)
+            if factor is not None and form is not None:
+                return {v: c * factor for v, c in form.items()}
+    if isinstance(owner, affine.ApplyOp):
+        (form,) = _affine_subscripts(owner.map.data, owner.mapOperands)
+        return form
+    return None
+
+
+def _sum(left: dict[SSAValue, int], right: dict[SSAValue, int], sign: int) -> dict[SSAValue, int]:
+    total = dict(left)
+    for v, c in right.items():
+        total[v] = total.get(v, 0) + sign * c
+    return total
+
+
+def _affine_subscripts(amap: AffineMap, operands: Sequence[SSAValue]) -> list[Linear]:
+    dims = [_linear(v) for v in operands[: amap.num_dims]]
+    symbols = [_linear(v) for v in operands[amap.num_dims :]]
+    return [_affine_linear(expr, dims, symbols) for expr in amap.results]
+
+
+def _affine_linear(expr: AffineExpr, dims: list[Linear], symbols: list[Linear]) -> Linear:
+    if isinstance(expr, AffineConstantExpr):
+        return {}
+    if isinstance(expr, AffineDimExpr):
+        return dims[expr.position] if expr.position < len(dims) else None
+    if isinstance(expr, AffineSymExpr):
+        return symbols[expr.position] if expr.position < len(symbols) else None
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return None
+    left = _affine_linear(expr.lhs, dims, symbols)
+    right = _affine_linear(expr.rhs, dims, symbols)
+    if left is None or right is None:
+        return None
+    if expr.kind == AffineBinaryOpKind.Add:
+        return _sum(left, right, 1)
+    if expr.kind == AffineBinaryOpKind.Mul and isinstance(expr.rhs, AffineConstantExpr):
+        return {v: c * expr.rhs.value for v, c in left.items()}
+    if expr.kind == AffineBinaryOpKind.Mul and isinstance(expr.lhs, AffineConstantExpr):
+        return {v: c * expr.lhs.value for v, c in right.items()}
+    return None
