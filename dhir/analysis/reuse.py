@@ -36,7 +36,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from dhir.analysis import work as counting
+from dhir.analysis import counts as counting
 
 # Bytes of a cache line: what a cache moves for one element.
 LINE_BYTES = 64

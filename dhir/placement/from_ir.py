@@ -29,13 +29,14 @@ from functools import lru_cache
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from dhir.analysis.counts import memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
 from dhir.analysis.profile import Profile
 from dhir.analysis.regions import count_elements
-from dhir.analysis.work import memref_bytes, region_bytes
+from dhir.analysis.work import region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from devices import LOCAL_CPU, rank_device
 
+from dhir.analysis.counts import DEFAULT_TRIP_COUNT, trip_count
 from dhir.analysis.profile import load_profile
-from dhir.analysis.work import DEFAULT_TRIP_COUNT, Work, task_work, trip_count
+from dhir.analysis.work import Work, task_work
 from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError

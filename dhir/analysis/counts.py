@@ -1,0 +1,165 @@
+"""Constants, loop trip counts and sizes in bytes, as the cost model reads them from the
+IR: what dhir.analysis.work (arithmetic and traffic) and dhir.analysis.reuse (what the
+caches keep) both count with."""
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+
+from xdsl.dialects import affine, arith
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ContainerType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ShapedType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+
+# The guess for a loop whose trip count is not a constant (and for a dynamic extent):
+# large enough that such a loop outweighs straight-line code, small enough not to
+# dwarf loops whose counts are known.
+DEFAULT_TRIP_COUNT = 100
+
+
+# --- constants and trip counts ------------------------------------------------------
+
+
+def constant_int(
+    value: SSAValue, depth: int = 8, means: Mapping[SSAValue, int] | None = None
+) -> int | None:
+    """The integer `value` always holds, when `arith` constants and + - * casts fix it;
+    with `means` (the mean value of enclosing loops' variables), its mean value when
+    those fix it."""
+    op = value.owner
+    if not isinstance(op, Operation):
+        return means.get(value) if means else None
+    if depth == 0:
+        return None
+    if isinstance(op, arith.ConstantOp):
+        attr = op.value
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+    if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
+        return constant_int(op.operands[0], depth - 1, means)
+    folds: dict[str, Callable[[int, int], int]] = {
+        "arith.addi": lambda a, b: a + b,
+        "arith.subi": lambda a, b: a - b,
+        "arith.muli": lambda a, b: a * b,
+    }
+    fold = folds.get(op.name)
+    if fold is None:
+        return None
+    left, right = (constant_int(v, depth - 1, means) for v in op.operands[:2])
+    return None if left is None or right is None else fold(left, right)
+
+
+def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
+    """Iterations of `for i = lower to upper step step`; the default guess if unknown."""
+    if lower is None or upper is None or step is None or step <= 0:
+        return DEFAULT_TRIP_COUNT
+    return max(0, -(-(upper - lower) // step))
+
+
+def loop_trips(bounds: Sequence[SSAValue], iv: SSAValue, means: dict[SSAValue, int]) -> int:
+    """Iterations of an `scf` loop over `iv` (on average, when its bounds depend on the
+    variables of enclosing loops, whose mean values `means` holds); records `iv`'s mean
+    value in `means` when its bounds are known."""
+    first, last, stride = (constant_int(v, means=means) for v in bounds[:3])
+    trips = trip_count(first, last, stride)
+    if first is not None and stride is not None and last is not None:
+        means[iv] = first + stride * max(0, trips - 1) // 2
+    return trips
+
+
+def extent(value: SSAValue) -> int:
+    """The constant `value` holds when known and not negative, else the default guess."""
+    known = constant_int(value)
+    return DEFAULT_TRIP_COUNT if known is None or known < 0 else known
+
+
+def affine_trips(
+    op: affine.ForOp | affine.ParallelOp, means: dict[SSAValue, int] | None = None
+) -> list[int]:
+    """Iterations of each variable of an affine loop (as `loop_trips`)."""
+    means = {} if means is None else means
+    if isinstance(op, affine.ForOp):
+        lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, max, means)
+        upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, min, means)
+        lowers, uppers, steps = [lower], [upper], [op.step.value.data]
+    else:
+        lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
+        split = lower_map.num_dims + lower_map.num_symbols
+        lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, max, means)
+        uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, min, means)
+        steps = [s.value.data for s in op.steps.data]
+    trips = [trip_count(lo, up, st) for lo, up, st in zip(lowers, uppers, steps)]
+    for iv, lo, up, st, n in zip(op.body.block.args, lowers, uppers, steps, trips):
+        if lo is not None and up is not None:
+            means[iv] = lo + st * max(0, n - 1) // 2
+    return trips
+
+
+def _evaluated(
+    bounds: AffineMap, operands: Sequence[SSAValue], means: Mapping[SSAValue, int]
+) -> tuple[int, ...] | None:
+    values = [constant_int(v, means=means) for v in operands]
+    if any(v is None for v in values):
+        return None
+    known = [v for v in values if v is not None]
+    return bounds.eval(known[: bounds.num_dims], known[bounds.num_dims :])
+
+
+def _bound(
+    bounds: AffineMap,
+    operands: Sequence[SSAValue],
+    pick: Callable[[Iterable[int]], int],
+    means: Mapping[SSAValue, int],
+) -> int | None:
+    results = _evaluated(bounds, operands, means)
+    return pick(results) if results else None
+
+
+def _grouped(
+    bounds: AffineMap,
+    operands: Sequence[SSAValue],
+    groups: Attribute,
+    pick: Callable[[Iterable[int]], int],
+    means: Mapping[SSAValue, int],
+) -> list[int | None]:
+    sizes = [int(n) for n in groups.get_values()]  # type: ignore[attr-defined]
+    results = _evaluated(bounds, operands, means)
+    picked: list[int | None] = []
+    start = 0
+    for size in sizes:
+        picked.append(pick(results[start : start + size]) if results else None)
+        start += size
+    return picked
+
+
+# --- sizes ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def element_bytes(element: Attribute) -> int:
+    if isinstance(element, IndexType):
+        return 8
+    if isinstance(element, IntegerType):
+        return max(1, (element.width.data + 7) // 8)
+    width = getattr(element, "bitwidth", 32)
+    return max(1, width // 8)
+
+
+@lru_cache(maxsize=4096)  # a program has few types, asked about for every access
+def memref_bytes(type_: Attribute) -> int:
+    """Bytes of a memref (or any shaped type); `DEFAULT_TRIP_COUNT` per dynamic extent."""
+    if not isinstance(type_, ShapedType):
+        return element_bytes(type_)
+    shape = [DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
+    return math.prod(shape) * element_bytes_of(type_)
+
+
+def element_bytes_of(type_: Attribute) -> int:
+    element = type_.get_element_type() if isinstance(type_, ContainerType) else type_
+    return element_bytes(element)
