@@ -222,6 +222,11 @@ void dhir_rt_track(const char *table) {
   if (snprintf(path, sizeof path, "%s/rank%d.state", dir, world_rank) >= (int)sizeof path)
     dhir_rt_fatal("DHIR_STATE_DIR is too long: %s", dir);
   int file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  /* A node that does not see the launcher's directory (a node-local /tmp on a cluster):
+   * the run goes on, the state stays in memory, and the launcher names this rank from
+   * what the MPI reports. */
+  if (file < 0 && errno == ENOENT)
+    return;
   if (file < 0)
     dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
   if (ftruncate(file, STATE_TABLE) != 0)

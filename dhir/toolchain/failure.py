@@ -32,6 +32,10 @@ _CALLS = {
 _RUNTIME_REPORT = re.compile(r"dhir: error on rank (\d+):")
 _MPICH_REPORT = re.compile(r"\bPID (\d+) RUNNING AT ")
 _OPENMPI_REPORT = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on")
+# How the MPIs' TCP transports fail a rank whose peer's process is gone.
+_LOST_PEER = re.compile(r"Socket closed|Connection reset by peer|connection closed", re.I)
+# OpenMPI's report of a rank that aborted (its own MPI error handler, e.g. a socket closed).
+_OPENMPI_ABORT = re.compile(r"due to process rank (\d+) with PID \d+ on node \S+ calling")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,10 @@ class RankState:
             return None
         name, _, where = self.tasks[self.task].partition("\t")
         return f"task {name}" + (f" at {where}" if where else "")
+
+    def waiting_on(self) -> int | None:
+        """The rank this one was in an MPI call with, if any."""
+        return self.peer if self.phase == _MPI and self.peer >= 0 else None
 
     def doing(self) -> str:
         """What the rank was doing, as a phrase."""
@@ -100,19 +108,36 @@ def first_dead(
     reports: str, log: str, vanished: Iterable[int], states: Mapping[int, RankState]
 ) -> int | None:
     """The rank that died first: the one whose runtime reported the error, else the one
-    the MPI names (MPICH by its pid), else the first whose process was seen gone."""
+    the MPI names (MPICH by its pid), else the first whose process was seen gone. Over
+    TCP a rank waiting on one that died may fail first (its socket closed) and be named:
+    then the peer it waited on, if that was seen gone before it, died first."""
+    vanished = list(vanished)
+    lost = _LOST_PEER.search(reports + log) is not None
     for text in (reports, log):
         match = _RUNTIME_REPORT.search(text)
         if match is not None:
-            return int(match.group(1))
-    match = _OPENMPI_REPORT.search(log)
+            return _waited_on(int(match.group(1)), lost, vanished, states)
+    match = _OPENMPI_REPORT.search(log) or _OPENMPI_ABORT.search(log)
     if match is not None:
-        return int(match.group(1))
+        return _waited_on(int(match.group(1)), lost, vanished, states)
     by_pid = {state.pid: rank for rank, state in states.items()}
     for match in _MPICH_REPORT.finditer(log):
         if int(match.group(1)) in by_pid:
-            return by_pid[int(match.group(1))]
+            return _waited_on(by_pid[int(match.group(1))], lost, vanished, states)
     return next((r for r in vanished if r not in states or states[r].phase != _DONE), None)
+
+
+def _waited_on(named: int, lost: bool, vanished: list[int], states: Mapping[int, RankState]) -> int:
+    """`named`, or the peer it was in an MPI call with when it failed for having lost its
+    connection to that peer, or when that peer was seen gone before it."""
+    peer = states[named].waiting_on() if named in states else None
+    if peer is None:
+        return named
+    if lost:
+        return peer
+    if peer not in vanished or (named in vanished and vanished.index(named) < vanished.index(peer)):
+        return named
+    return peer
 
 
 def explain(states: Mapping[int, RankState], dead: int | None) -> tuple[str, list[str]]:
@@ -120,7 +145,10 @@ def explain(states: Mapping[int, RankState], dead: int | None) -> tuple[str, lis
     where each other rank was."""
     first = ""
     if dead is not None:
-        doing = states[dead].doing() if dead in states else "starting, before its first task"
-        first = f"rank {dead} died while {doing}"
+        if dead in states:
+            first = f"rank {dead} died while {states[dead].doing()}"
+        else:
+            # Before its first task, or on a node that does not see the run's directory.
+            first = f"rank {dead} died before it told where it was (no state file)"
     others = [f"rank {r} was {states[r].doing()}" for r in sorted(states) if r != dead]
     return first, others

@@ -22,6 +22,8 @@ from dhir.toolchain.tools import MpiInstall, find_mpi
 OUTPUT_TAIL_LINES = 40
 # How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
 _SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
+# MPICH's report of a dead rank; the only one when the rank ran on another host.
+_MPICH_EXIT = re.compile(r"^=\s+EXIT CODE: (\d+)$", re.M)
 # How dhir's runtime reports a rank dying of a signal: "the rank died of SIGFPE (...)".
 _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
 # mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
@@ -209,6 +211,12 @@ def _launch(
         elif died is not None:
             number = int(died.group(1))
             how += f"; a rank died of {_signal_name(number)} (signal {number})"
+        elif (code := _MPICH_EXIT.search(output)) and "dhir: error" not in text + output:
+            # A rank that exits early or crashes reports itself; one killed on another host
+            # is known only by MPICH's exit code, which for a signal is its number.
+            number = int(code.group(1))
+            how += f"; MPICH reports exit code {number}, as for a rank killed by "
+            how += f"{_signal_name(number)} (signal {number})"
         where = _where(errors, text, output, watch)
         # The dead rank and its task lead: what the user needs first.
         lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
@@ -259,12 +267,18 @@ class _Watch:
             return
         if len(self._pids) < len(list(self._states.glob("rank*.state"))):
             self._pids = read_pids(self._states)
+        gone = []
         for rank, pid in self._pids.items():
             # Only a process once seen alive here: a rank on another host is not ours to see.
             if _alive(pid):
                 self._seen.add(rank)
             elif rank in self._seen and rank not in self.vanished:
-                self.vanished.append(rank)
+                gone.append(rank)
+        if len(gone) > 1:
+            # Gone in one look: a rank blocked in an MPI call on another went after it.
+            states = read_states(self._states)
+            gone.sort(key=lambda rank: rank in states and states[rank].waiting_on() in gone)
+        self.vanished += gone
 
 
 def _alive(pid: int) -> bool:

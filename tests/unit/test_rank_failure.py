@@ -193,3 +193,15 @@ def test_the_dead_rank_from_what_the_mpi_says(log: str, dead: int) -> None:
     first, others = explain(states, dead)
     assert first == f"rank {dead} died while running task main.schedule0.task0 at f.mlir:3:5"
     assert len(others) == 2
+
+
+def test_a_rank_that_lost_its_peer_names_the_peer() -> None:
+    # Over TCP rank 0, in a receive from rank 1, fails first when rank 1 is killed.
+    waiting = RankState(0, 200, 3, 0, 1, 1, ("main.schedule0.task0\tf.mlir:3:5",))
+    states = {0: waiting, 1: state(1, 201)}
+    aborted = "An error occurred in Socket closed\nexited due to process rank 0 with PID 0 on node h calling"
+    assert first_dead("", aborted, [0, 1], states) == 1
+    assert first_dead("", aborted.replace("Socket closed", "MPI_Recv"), [0, 1], states) == 0
+    assert first_dead("", "", [1, 0], states) == 1
+    first, _ = explain({0: waiting}, 1)
+    assert first == "rank 1 died before it told where it was (no state file)"

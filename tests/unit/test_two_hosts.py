@@ -5,15 +5,20 @@ one); a few tests always run on the loopback hosts too, so that way cannot rot."
 
 import os
 import shutil
+import signal
+import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+import test_rank_failure as failing
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import CPU_TARGETS, RandomSchedule, schedules
-from two_hosts import TwoHosts, Unavailable, describe, open_two_hosts, system_toml
+from two_hosts import Loopback, TwoHosts, Unavailable, describe, open_two_hosts, system_toml
 
 import dhir
 
@@ -230,3 +235,62 @@ def test_random_schedules_over_tcp_equal_the_interpreter(
     source = work / "program.mlir"
     source.write_text(program.text())
     _equal(_run_over(hosts, source, inputs, mpi, per_node, work, placement="heft"), oracle)
+
+
+def _start_failing(
+    hosts: TwoHosts, mpi: str, mode: int, arg: int, work: Path, marker: str
+) -> subprocess.Popen[str]:
+    """`dhir run` of rank_failure.mlir on the first host, rank 1 on the second; every
+    process it starts inherits `marker`."""
+    system = work / "two.toml"
+    system.write_text(system_toml(hosts, 1))
+    np.save(work / "a.npy", np.zeros(4, np.int32))
+    command = [str(Path(".venv/bin/dhir").absolute()), "run", str(failing.PROGRAM)]
+    command += ["--system", str(system), "--mpi", mpi, "--input", str(work / "a.npy")]
+    command += ["--input", f"i32={mode}", "--input", f"i32={arg}", "--timeout", "120"]
+    command += ["--output-dir", str(work / "out")]
+    return hosts.start(hosts.hosts[0], command, mpi, {"FAILURE_TEST_MARKER": marker})
+
+
+def _check_failed(
+    hosts: TwoHosts, run: subprocess.Popen[str], since: float, marker: str, work: Path
+) -> str:
+    """As test_rank_failure.check_failed, and nothing is left running on either host."""
+    try:
+        stderr = failing.check_failed(run, since, marker, work)
+    finally:
+        run.kill()
+        run.wait()
+    for host in hosts.hosts:
+        assert not hosts.pids(host), f"processes are left on {host}"
+    return stderr
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_rank_killed_on_the_second_host(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    marker = uuid.uuid4().hex
+    run = _start_failing(hosts, mpi, failing.SLEEP, 100, tmp_path, marker)
+    try:
+        pid = failing.rank_in_task(marker, 1, time.monotonic() + TIMEOUT)
+        assert pid in hosts.pids(hosts.hosts[1]) or isinstance(hosts, Loopback)
+        killed = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+    except BaseException:
+        run.kill()
+        run.wait()
+        raise
+    stderr = _check_failed(hosts, run, killed, marker, tmp_path)
+    assert f"rank 1 died while running {failing.DIES}" in stderr
+    # OpenMPI's rank 0 often fails first (its socket to rank 1 closed): then prterun
+    # reports that abort, and no MPI says which signal rank 1 died of.
+    assert "SIGKILL" in stderr or mpi == "openmpi"
+
+
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_rank_that_aborts_on_the_second_host(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    marker = uuid.uuid4().hex
+    began = time.monotonic()
+    run = _start_failing(hosts, mpi, failing.ABORT, 0, tmp_path, marker)
+    stderr = _check_failed(hosts, run, began, marker, tmp_path)
+    assert f"rank 1 died while running {failing.DIES}" in stderr
+    assert "SIGABRT" in stderr

@@ -76,6 +76,25 @@ class Namespaces:
             check=False,
         )
 
+    def start(
+        self, host: str, command: list[str], mpi: str, extra: dict[str, str]
+    ) -> subprocess.Popen[str]:
+        """`command` started on `host` as `run` does, with `extra` in its environment."""
+        return subprocess.Popen(
+            [str(self.directory / "host"), host, f"{_command_line(command)}"],
+            env=_env(self.env(mpi) | extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def pids(self, host: str) -> list[int]:
+        """The processes running on `host` (in its namespace)."""
+        listed = subprocess.run(
+            ["ip", "netns", "pids", host], capture_output=True, text=True, check=True
+        )
+        return [int(word) for word in listed.stdout.split()]
+
     def link_bytes(self) -> tuple[int, int]:
         """(sent, received) bytes so far on the first host's end of the veth pair."""
         statistics = f"/sys/class/net/{self.name}v0/statistics"
@@ -167,6 +186,27 @@ class Loopback:
             timeout=timeout,
             check=False,
         )
+
+    def start(
+        self, host: str, command: list[str], mpi: str, extra: dict[str, str]
+    ) -> subprocess.Popen[str]:
+        """`command` started as `run` does (bytes not counted), with `extra` in its
+        environment."""
+        assert host in self.hosts
+        line = _command_line(command)
+        wrapped = [*_unshare(), "sh", "-c", f"{_PRIVATE_NETWORK} || exit 97\n{line}"]
+        return subprocess.Popen(
+            wrapped if self.private else ["sh", "-c", line],
+            env=_env(self.env(mpi) | extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def pids(self, host: str) -> list[int]:
+        """Nothing tells the loopback hosts' processes from this machine's: none listed."""
+        del host
+        return []
 
     def link_bytes(self) -> tuple[int, int]:
         """(sent, received) bytes so far on the loopback of the runs' private namespaces
