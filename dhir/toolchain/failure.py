@@ -129,11 +129,13 @@ def first_dead(
 
 def _waited_on(named: int, lost: bool, vanished: list[int], states: Mapping[int, RankState]) -> int:
     """`named`, or the peer it was in an MPI call with when it failed for having lost its
-    connection to that peer, or when that peer was seen gone before it."""
+    connection to that peer, or when that peer was seen gone before it, or when neither
+    was seen go (mpirun ended both between two looks, and MPICH may then name either:
+    the rank waiting on the other is the likelier casualty)."""
     peer = states[named].waiting_on() if named in states else None
-    if peer is None:
-        return named
-    if lost:
+    if peer is None or lost:
+        return named if peer is None else peer
+    if named not in vanished and peer not in vanished:
         return peer
     if peer not in vanished or (named in vanished and vanished.index(named) < vanished.index(peer)):
         return named

@@ -203,5 +203,8 @@ def test_a_rank_that_lost_its_peer_names_the_peer() -> None:
     assert first_dead("", aborted, [0, 1], states) == 1
     assert first_dead("", aborted.replace("Socket closed", "MPI_Recv"), [0, 1], states) == 0
     assert first_dead("", "", [1, 0], states) == 1
+    # mpirun ended both before the launcher looked, and MPICH named the waiting rank.
+    assert first_dead("", "PID 200 RUNNING AT h\n", [], states) == 1
+    assert first_dead("", "PID 200 RUNNING AT h\n", [0], states) == 0
     first, _ = explain({0: waiting}, 1)
     assert first == "rank 1 died before it told where it was (no state file)"
