@@ -1,12 +1,18 @@
 """dhir-place hands its task facts to dhir-lower-to-mpi only inside `handing_over`, and
 the lowering built from them is the one built from facts found afresh."""
 
+import pytest
+from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 
 from dhir import parse_string, print_module, run_pipeline
+from dhir.analysis.effects import task_effects
 from dhir.analysis.handoff import handing_over, take
+from dhir.analysis.regions import task_regions
+from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import RANK_ATTR
+from dhir.transforms.place import PlacePass
 
 PLACE = "dhir-place{ranks=2 algorithm=best}"
 LOWER = "dhir-lower-to-mpi{ranks=2}"
@@ -83,3 +89,32 @@ def test_lowering_from_handed_facts_is_the_same() -> None:
         handed = _lowered(parse_string(PROGRAM))
     assert handed == fresh
     assert "dhir_rt_recv" in fresh  # t2 needs what t1 wrote on rank 1
+
+
+def test_tracking_between_place_and_lower_changes_no_task_facts() -> None:
+    """compile_native runs dhir-track-tasks inside the hand-off, between the two."""
+    module = parse_string(PROGRAM)
+    before = [(task_effects(t), str(task_regions(t))) for t in _tasks(module)]
+    run_pipeline(module, "dhir-track-tasks")
+    after = [(task_effects(t), str(task_regions(t))) for t in _tasks(module)]
+    assert after == before
+    assert all("dhir_rt_task_enter" in str(t) for t in _tasks(module))
+
+
+@pytest.mark.mlir
+def test_placement_in_the_native_build_sees_no_tracking_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Calls in a loop nest hide its reuse from the cost model (dhir.analysis.reuse): a
+    gemm placed after dhir-track-tasks stayed on one rank."""
+    seen: list[str] = []
+    place = PlacePass.apply
+
+    def spy(self: PlacePass, ctx: Context, op: ModuleOp) -> None:
+        seen.append(str(op))
+        place(self, ctx, op)
+
+    monkeypatch.setattr(PlacePass, "apply", spy)
+    compile_native(parse_string(PROGRAM), "main", 2)
+    assert seen and "dhir.task" in seen[0]
+    assert "dhir_rt_task_enter" not in seen[0]
