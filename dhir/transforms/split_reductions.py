@@ -50,8 +50,11 @@ from dhir.ir.tasks import PIECE_ATTR, is_gpu_task, task_ids
 
 REASSOCIATE_ATTR = "dhir.reassociate"
 
-_PURE_DIALECTS = frozenset({"arith", "index", "math"})
-_OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
+# Ops that may stand before or after the loop in a task that is split: each piece gets
+# its own copy, so they must have no effect (dhir-split's rule too).
+PURE_DIALECTS = frozenset({"arith", "index", "math"})
+# Ops in the loop that reach state the memref regions do not describe.
+OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
 # What may follow the loop: it runs once, in the combining task.
 _AFTER = frozenset({"memref.load", "memref.store", "affine.load", "affine.store"})
 # Loads may come before the loop (an initial value read from memory) when the loop only
@@ -160,7 +163,7 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
     if task.token.uses:
         return "its token is used"
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
-    loops = [k for k, op in enumerate(ops) if not (_pure(op) or op.name in _LOADS)]
+    loops = [k for k, op in enumerate(ops) if not (pure(op) or op.name in _LOADS)]
     if not loops:
         return "its body has no loop"
     position = loops[0]
@@ -173,10 +176,10 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
             "or an scf.for with iter_args"
         )
     after = ops[position + 1 :]
-    bad = next((op for op in after if op.regions or not (_pure(op) or op.name in _AFTER)), None)
+    bad = next((op for op in after if op.regions or not (pure(op) or op.name in _AFTER)), None)
     if bad is not None:
         return f"'{bad.name}' after the loop (only pure ops, loads and stores may follow it)"
-    if any(o.name in _OPAQUE or o.dialect_name() in ("llvm", "gpu", "mpi") for o in loop.walk()):
+    if opaque(loop):
         return "its loop calls a function or uses a global, llvm, gpu or mpi op"
     for load in (op for op in ops[:position] if op.name in _LOADS):
         read = load.operands[0]
@@ -256,10 +259,16 @@ def _identity(op: Operation, type_: Attribute) -> IntegerAttr | FloatAttr | None
     return None
 
 
-def _pure(op: Operation) -> bool:
+def pure(op: Operation) -> bool:
+    """Whether each piece may run its own copy of `op`: it has no effect."""
     if op.regions or any(isinstance(v.type, MemRefType) for v in (*op.operands, *op.results)):
         return False
-    return op.dialect_name() in _PURE_DIALECTS or op.name == "affine.apply"
+    return op.dialect_name() in PURE_DIALECTS or op.name == "affine.apply"
+
+
+def opaque(loop: Operation) -> bool:
+    """Whether `loop` reaches state that the memref regions do not describe."""
+    return any(o.name in OPAQUE or o.dialect_name() in ("llvm", "gpu", "mpi") for o in loop.walk())
 
 
 def _partials(schedule: ScheduleOp, type_: Attribute, count: int) -> SSAValue:

@@ -65,15 +65,15 @@ from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
-from dhir.transforms.split_reductions import reassociable, split_reduction, warn_ignored
+from dhir.transforms.split_reductions import (
+    opaque,
+    pure,
+    reassociable,
+    split_reduction,
+    warn_ignored,
+)
 
 SPLIT_ATTR = "dhir.split"
-
-# Ops that may stand before or after the loop in a task that is split: each piece gets
-# its own copy, so they must have no effect.
-_PURE_DIALECTS = frozenset({"arith", "index", "math"})
-# Ops in the loop that reach state the memref regions do not describe.
-_OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
 
 
 @dataclass(frozen=True)
@@ -182,11 +182,11 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
     if task.token.uses:
         return None
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
-    loops = [(k, op) for k, op in enumerate(ops) if not _pure(op)]
+    loops = [(k, op) for k, op in enumerate(ops) if not pure(op)]
     if len(loops) != 1:
         return None
     position, loop = loops[0]
-    if any(o.name in _OPAQUE or o.dialect_name() in ("llvm", "gpu", "mpi") for o in loop.walk()):
+    if opaque(loop):
         return None
     if isinstance(loop, scf.ParallelOp):
         return (position, loop) if not loop.initVals else None
@@ -271,12 +271,6 @@ def _cuttable(kind: Attribute, dim: int) -> bool:
     except Exception:  # noqa: BLE001 - a layout that is not strided
         return False
     return strides is not None and None not in strides and offset is not None
-
-
-def _pure(op: Operation) -> bool:
-    if op.regions or any(isinstance(v.type, MemRefType) for v in (*op.operands, *op.results)):
-        return False
-    return op.dialect_name() in _PURE_DIALECTS or isinstance(op, affine.ApplyOp)
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_toolchain import need
 from xdsl.dialects import func
 
 import dhir
 from dhir.api import parse_file, run_pipeline
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain.failure import RankState, explain, first_dead, read_states
-from dhir.toolchain.tools import find_mpi
 from dhir.transforms.track_tasks import task_table
 
 PROGRAM = Path(__file__).parent / "data" / "rank_failure.mlir"
@@ -28,14 +28,6 @@ MPIS = ("mpich", "openmpi")
 # The rank number each MPI gives its processes in their environment.
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
 SLEEP, ABORT, DIVIDE, EXIT = 1, 2, 3, 4
-
-
-def need(mpi: str) -> str:
-    try:
-        find_mpi(mpi)
-    except DhirError as error:
-        pytest.skip(f"{mpi} is not installed: {error}")
-    return mpi
 
 
 def start(mpi: str, mode: int, arg: int, tmp_path: Path, marker: str) -> subprocess.Popen[str]:
