@@ -783,7 +783,10 @@ def local_search(problem: Problem, schedule: Schedule, budget: int) -> Schedule:
     move of the task at position p in the order re-simulates only positions p on."""
     steps = budget * max(problem.n, 1)
     current = schedule
+    floor = lower_bound(problem)
     while steps > 0:
+        if current.makespan - _EPS < floor:
+            return current  # no move can gain more than _EPS
         moves = Moves(problem, current)
         steps -= problem.n  # finding the critical path and the moves
         improved = None
@@ -799,6 +802,19 @@ def local_search(problem: Problem, schedule: Schedule, budget: int) -> Schedule:
             return current
         current = improved
     return current
+
+
+def lower_bound(problem: Problem) -> float:
+    """No schedule of `problem` is shorter: its tasks at their cheapest, spread evenly over
+    all devices, or in a chain of dependences with no transfer paid."""
+    least = [min(row) for row in problem.cost]
+    chain = [0.0] * problem.n
+    for task in range(problem.n):
+        # Only edges from earlier tasks (program order): leaving one out lowers the bound.
+        start = max((chain[p] for p, _ in problem.preds[task] if p < task), default=0.0)
+        chain[task] = start + least[task]
+    spread = sum(least) / max(problem.n_devices, 1)
+    return max(spread, max(chain, default=0.0))
 
 
 def _reordered(problem: Problem, schedule: Schedule) -> Schedule | None:

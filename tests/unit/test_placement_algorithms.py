@@ -17,16 +17,20 @@ from dhir.cli.schedule import graph_from_json, read_graph
 from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import (
     ALGORITHMS,
+    DEFAULT_BUDGET,
     INF,
     FrozenTimelines,
     Moves,
     Problem,
     Timelines,
     best,
+    best_schedule,
     fewer_devices,
     heft,
     heft_schedule,
     list_schedule,
+    local_search,
+    lower_bound,
     optimistic_cost_table,
     peft,
     portfolio,
@@ -561,3 +565,24 @@ def test_schedule_errors_without_traceback(
     assert result.returncode == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(task_graphs())
+def test_no_schedule_beats_the_lower_bound(graph: TaskGraph) -> None:
+    """local_search stops at `lower_bound`: it must bound every schedule found."""
+    problem = Problem(graph)
+    floor = lower_bound(problem)
+    for schedule in [*portfolio(problem), best_schedule(problem)]:
+        assert schedule.makespan >= floor - 1e-9 * max(1.0, floor)
+
+
+def test_a_schedule_at_the_lower_bound_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Independent equal tasks, evenly spread: no move can help, none is simulated."""
+    tasks = tuple(f"t{i}" for i in range(8))
+    graph = TaskGraph(("a", "b"), tasks, {t: {"a": 1.0, "b": 1.0} for t in tasks}, ())
+    problem = Problem(graph)
+    schedule = heft_schedule(problem)
+    assert schedule.makespan == lower_bound(problem) == 4.0
+    monkeypatch.setattr(Moves, "__init__", lambda *_: pytest.fail("a move was tried"))
+    assert local_search(problem, schedule, DEFAULT_BUDGET) is schedule
