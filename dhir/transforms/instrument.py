@@ -27,7 +27,7 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, i64
 from xdsl.passes import ModulePass
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp
@@ -73,10 +73,16 @@ def _instrumented(task: TaskOp) -> bool:
 def wrap_task(task: TaskOp, number: int, before: str, after: str) -> None:
     """Call `before(number)` first in the task's body and `after(number)` last."""
     block = task.body.block
-    ident = arith.ConstantOp(IntegerAttr(number, i64))
+    # `create` skips the constructors' checks of their arguments, which cost more than the
+    # rest of this, run for every task of every build (docs/performance.md).
+    ident = arith.ConstantOp.create(
+        result_types=[i64], properties={"value": IntegerAttr(number, i64)}
+    )
     ident.result.name_hint = f"task{number}"
-    begin = func.CallOp(before, [ident.result], [])
-    end = func.CallOp(after, [ident.result], [])
+    begin, end = (
+        func.CallOp.create(operands=[ident.result], properties={"callee": SymbolRefAttr(name)})
+        for name in (before, after)
+    )
     if block.first_op is None:
         block.add_ops([ident, begin, end])
         return
