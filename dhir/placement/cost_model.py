@@ -35,6 +35,8 @@ class CostModel:
         self.transfer = transfer
         self.node_of = node_of
         self._work: dict[TaskOp, Work] = {}
+        # Generated schedules repeat a task's work thousands of times.
+        self._estimates: dict[tuple[Work, Device, int | None], float] = {}
         self._link_cache: dict[tuple[tuple[Device, ...], str], tuple[float, float]] = {}
 
     def work(
@@ -59,7 +61,11 @@ class CostModel:
             measured = self.profile.seconds(name, str(device.kind), device.arch)
         if measured is not None:
             return measured
-        return roofline_time(self.work(task), device, busy)
+        key = (self.work(task), device, busy)
+        estimate = self._estimates.get(key)
+        if estimate is None:
+            estimate = self._estimates[key] = roofline_time(*key)
+        return estimate
 
     def comm_time(self, nbytes: float, devices: Sequence[Device]) -> float:
         """A transfer's time between two distinct devices of `devices`, on average."""
