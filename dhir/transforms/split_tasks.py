@@ -35,6 +35,7 @@ Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is h
 """
 
 import itertools
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -61,11 +62,12 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import PassFailedAt
-from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task
+from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of
+from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 from dhir.transforms.split_reductions import (
+    REASSOCIATE_ATTR,
     opaque,
     pure,
     reassociable,
@@ -97,11 +99,14 @@ class SplitTasksPass(ModulePass):
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
         warn_ignored(op)
+        names = task_ids(op) if any(SPLIT_ATTR in o.attributes for o in op.walk()) else {}
         for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
                 weights = _weights(task, count, devices)
                 if weights is None:
+                    if is_gpu_task(task) and _forced(task) > 1:
+                        _warn_forced(task, names, "GPU tasks are not split")
                     continue
                 if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
                     if _splittable(task) is None and not reassociable(task):
@@ -111,8 +116,32 @@ class SplitTasksPass(ModulePass):
                         busy = concurrency(task_graph(schedule))
                     if busy >= self.ranks:
                         continue
-                if not split_task(task, index, weights):
-                    split_reduction(task, index, weights, _piece_bounds, _set_range)
+                if split_task(task, index, weights):
+                    continue
+                done = split_reduction(task, index, weights, _piece_bounds, _set_range)
+                if not done and _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
+                    why = _NOT_SPLIT if _splittable(task) is None else _TOO_SHORT
+                    _warn_forced(task, names, why)
+
+
+_NOT_SPLIT = (
+    "its work is not one parallel loop, or one loop whose iterations touch disjoint "
+    "elements, or one linalg op with a parallel outer dimension (reductions need "
+    f"{REASSOCIATE_ATTR})"
+)
+_TOO_SHORT = "its loop has fewer than 2 iterations, or bounds dhir-split cannot cut"
+
+
+def _forced(task: TaskOp) -> int:
+    forced = task.attributes.get(SPLIT_ATTR)
+    return forced.value.data if isinstance(forced, IntegerAttr) else 0
+
+
+def _warn_forced(task: TaskOp, names: dict[TaskOp, str], why: str) -> None:
+    """`dhir.split = K` asked for pieces that cannot be made: say so, as for reductions."""
+    name = names.get(task, "a task")
+    message = f"{SPLIT_ATTR} = {_forced(task)} on {name} has no effect: {why}; the task stays whole"
+    print(Diagnostic(message, loc_of(task), "warning").render(), file=sys.stderr)
 
 
 def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:

@@ -314,6 +314,36 @@ def test_a_split_below_one_is_a_located_error(
     assert "Traceback" not in err
 
 
+def test_a_split_that_cannot_be_made_says_so_at_the_task(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """dhir.split = K on a task it cannot cut: one warning line, the task stays whole."""
+    from dhir.cli.dhir_opt import main as dhir_opt
+
+    forced = "dhir.task %cpu, %a, %b attributes {dhir.split = 2} {"
+    whole = _row_halves(1).replace("dhir.task %cpu, %a, %b {", forced)
+    carried = whole.replace("memref.store %x, %b[%i, %j]", "memref.store %x, %a[%j, %i]")
+    one_row = whole.replace("arith.constant 8 : index", "arith.constant 1 : index")
+    on_gpu = whole.replace('{kind = "cpu"}', '{kind = "gpu"}')
+    for text, why in [
+        (carried, "its work is not one parallel loop"),
+        (one_row, "its loop has fewer than 2 iterations"),
+        (on_gpu, "GPU tasks are not split"),
+        (whole, None),
+    ]:
+        program = tmp_path / "forced.mlir"
+        program.write_text(text)
+        out = tmp_path / "out.mlir"
+        assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}", "-o", str(out)]) == 0
+        err = capsys.readouterr().err
+        pieces = out.read_text().count("dhir.piece")
+        if why is None:
+            assert err == "" and pieces == 2
+        else:
+            assert f"{program}:6:5: warning: dhir.split = 2 on main.schedule0.task0" in err
+            assert why in err and "the task stays whole" in err and pieces == 0
+
+
 # --- linalg ops ------------------------------------------------------------------------
 
 INNER = 4  # the matmul's k and the generic's second loop
