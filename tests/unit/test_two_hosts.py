@@ -18,7 +18,15 @@ import test_rank_failure as failing
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import CPU_TARGETS, RandomSchedule, schedules
-from two_hosts import Loopback, TwoHosts, Unavailable, describe, open_two_hosts, system_toml
+from two_hosts import (
+    Loopback,
+    TwoHosts,
+    Unavailable,
+    describe,
+    open_two_hosts,
+    skip_where_it_hangs,
+    system_toml,
+)
 
 import dhir
 
@@ -110,6 +118,7 @@ def _example_inputs(name: str, rng: np.random.Generator) -> list[np.ndarray]:
 def test_examples_over_tcp_equal_the_interpreter(
     hosts: TwoHosts, tmp_path: Path, name: str, ranks_per_node: int, mpi: str
 ) -> None:
+    skip_where_it_hangs(hosts, mpi)
     program = EXAMPLES / f"{name}.mlir"
     inputs = _example_inputs(name, np.random.default_rng(ranks_per_node))
     oracle = dhir.run(program, *inputs, backend="interp")
@@ -170,6 +179,7 @@ def _check_the_link_carries_the_array(
 
 @pytest.mark.parametrize("mpi", MPIS)
 def test_messages_between_hosts_cross_the_link(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    skip_where_it_hangs(hosts, mpi)
     _check_the_link_carries_the_array(hosts, tmp_path, mpi)
 
 
@@ -178,6 +188,7 @@ def test_messages_between_hosts_cross_the_link(hosts: TwoHosts, tmp_path: Path, 
 def test_an_example_over_loopback_equals_the_interpreter(
     loopback: TwoHosts, tmp_path: Path, mpi: str
 ) -> None:
+    skip_where_it_hangs(loopback, mpi)
     program = EXAMPLES / "hazards.mlir"
     inputs = _example_inputs("hazards", np.random.default_rng(3))
     oracle = dhir.run(program, *inputs, backend="interp")
@@ -226,6 +237,7 @@ def _random_inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
 def test_random_schedules_over_tcp_equal_the_interpreter(
     hosts: TwoHosts, tmp_path: Path, mpi: str, case: tuple[int, RandomSchedule, int]
 ) -> None:
+    skip_where_it_hangs(hosts, mpi)
     per_node, program, seed = case
     note(f"{per_node} ranks per host with {mpi}, the program:\n{program.text()}")
     inputs = _random_inputs(program, seed)
@@ -268,6 +280,7 @@ def _check_failed(
 
 @pytest.mark.parametrize("mpi", MPIS)
 def test_a_rank_killed_on_the_second_host(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    skip_where_it_hangs(hosts, mpi)
     marker = uuid.uuid4().hex
     run = _start_failing(hosts, mpi, failing.SLEEP, 100, tmp_path, marker)
     try:
@@ -288,6 +301,7 @@ def test_a_rank_killed_on_the_second_host(hosts: TwoHosts, tmp_path: Path, mpi: 
 
 @pytest.mark.parametrize("mpi", MPIS)
 def test_a_rank_that_aborts_on_the_second_host(hosts: TwoHosts, tmp_path: Path, mpi: str) -> None:
+    skip_where_it_hangs(hosts, mpi)
     marker = uuid.uuid4().hex
     began = time.monotonic()
     run = _start_failing(hosts, mpi, failing.ABORT, 0, tmp_path, marker)

@@ -22,6 +22,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).parents[2] / "scripts" / "two_hosts.sh"
 REPO = SCRIPT.parents[1]
 MODES = ("namespaces", "loopback")
@@ -41,6 +43,18 @@ def _env(extra: dict[str, str]) -> dict[str, str]:
     full = dict(os.environ, **extra)
     full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full.get("PYTHONPATH")]))
     return full
+
+
+def _run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, env=_env(env), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        argv, env=_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 @dataclass(frozen=True)
@@ -67,25 +81,16 @@ class Namespaces:
         self, host: str, command: list[str], mpi: str, timeout: float
     ) -> subprocess.CompletedProcess[str]:
         """`command` on `host`, launching through `mpi`, in the repository's root."""
-        return subprocess.run(
-            [str(self.directory / "host"), host, f"{_command_line(command)}"],
-            env=_env(self.env(mpi)),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
+        return _run(
+            [str(self.directory / "host"), host, _command_line(command)], self.env(mpi), timeout
         )
 
     def start(
         self, host: str, command: list[str], mpi: str, extra: dict[str, str]
     ) -> subprocess.Popen[str]:
         """`command` started on `host` as `run` does, with `extra` in its environment."""
-        return subprocess.Popen(
-            [str(self.directory / "host"), host, f"{_command_line(command)}"],
-            env=_env(self.env(mpi) | extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        return _start(
+            [str(self.directory / "host"), host, _command_line(command)], self.env(mpi) | extra
         )
 
     def pids(self, host: str) -> list[int]:
@@ -162,15 +167,7 @@ class Loopback:
         """`command` (on either host: they are both here), launching through `mpi`."""
         assert host in self.hosts
         if not self.private:
-            line = _command_line(command)
-            return subprocess.run(
-                ["sh", "-c", line],
-                env=_env(self.env(mpi)),
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
+            return _run(["sh", "-c", _command_line(command)], self.env(mpi), timeout)
         counts = self.directory / "lo_bytes"
         line = (
             f"{_PRIVATE_NETWORK} || exit 97\n"
@@ -178,14 +175,7 @@ class Loopback:
             f"cat /sys/class/net/lo/statistics/tx_bytes >>{shlex.quote(str(counts))}\n"
             "exit $status\n"
         )
-        return subprocess.run(
-            [*_unshare(), "sh", "-c", line],
-            env=_env(self.env(mpi)),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        return _run([*_unshare(), "sh", "-c", line], self.env(mpi), timeout)
 
     def start(
         self, host: str, command: list[str], mpi: str, extra: dict[str, str]
@@ -195,13 +185,7 @@ class Loopback:
         assert host in self.hosts
         line = _command_line(command)
         wrapped = [*_unshare(), "sh", "-c", f"{_PRIVATE_NETWORK} || exit 97\n{line}"]
-        return subprocess.Popen(
-            wrapped if self.private else ["sh", "-c", line],
-            env=_env(self.env(mpi) | extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        return _start(wrapped if self.private else ["sh", "-c", line], self.env(mpi) | extra)
 
     def pids(self, host: str) -> list[int]:
         """Nothing tells the loopback hosts' processes from this machine's: none listed."""
@@ -316,3 +300,11 @@ def system_toml(hosts: TwoHosts, ranks_per_node: int) -> str:
         for i, host in enumerate(hosts.hosts)
     ]
     return 'name = "two-hosts"\n\n' + "\n".join(nodes)
+
+
+def skip_where_it_hangs(hosts: "TwoHosts", mpi: str) -> None:
+    """OpenMPI between the loopback hosts hangs on messages of about 1 MiB, and about one
+    run in six fails to connect and a rank dies (docs/machine.md, "Two hosts on one
+    machine"; the link check keeps the hang as a strict xfail): there, only MPICH runs."""
+    if isinstance(hosts, Loopback) and mpi == "openmpi":
+        pytest.skip("OpenMPI between loopback hosts hangs or fails to connect; needs namespaces")
