@@ -12,8 +12,7 @@ import pytest
 from two_hosts import (
     TwoHosts,
     Unavailable,
-    describe,
-    open_two_hosts,
+    opened_for,
     skip_where_it_hangs,
     system_toml,
 )
@@ -235,12 +234,7 @@ def hosts(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TwoHosts]:
     """Two hosts over TCP (tests/unit/two_hosts.py): namespaces where they can be made."""
-    name = f"dhirtcp{os.getpid() % 100000}c"
-    with open_two_hosts(name, tmp_path_factory.mktemp("two-hosts")) as made:
-        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write_line(f"\n{request.node.name}: {describe(made)}")
-        yield made
+    yield from opened_for(request, tmp_path_factory, None, "c")
 
 
 def calibrate_two_hosts(hosts: TwoHosts, work: Path, mpi: str) -> tuple[Path, str]:

@@ -22,8 +22,7 @@ from two_hosts import (
     Loopback,
     TwoHosts,
     Unavailable,
-    describe,
-    open_two_hosts,
+    opened_for,
     skip_where_it_hangs,
     system_toml,
 )
@@ -41,31 +40,19 @@ pytestmark = [
 ]
 
 
-def _open(
-    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, mode: str | None
-) -> Iterator[TwoHosts]:
-    # Names unique to this test session (and short: veth names hold 15 characters).
-    name = f"dhirtcp{os.getpid() % 100000}"
-    with open_two_hosts(name, factory.mktemp("two-hosts"), mode) as made:
-        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write_line(f"\n{request.node.name}: {describe(made)}")
-        yield made
-
-
 @pytest.fixture(scope="module")
 def hosts(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TwoHosts]:
     """Namespaces where they can be made, else loopback; DHIR_TWO_HOSTS forces one."""
-    yield from _open(request, tmp_path_factory, None)
+    yield from opened_for(request, tmp_path_factory, None, "")
 
 
 @pytest.fixture(scope="module")
 def loopback(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[TwoHosts]:
-    yield from _open(request, tmp_path_factory, "loopback")
+    yield from opened_for(request, tmp_path_factory, "loopback", "")
 
 
 def _run_over(

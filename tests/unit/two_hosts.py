@@ -284,6 +284,20 @@ def open_two_hosts(name: str, directory: Path, mode: str | None = None) -> Itera
         yield made or loopback(directory / "loopback")
 
 
+def opened_for(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory, mode: str | None, tag: str
+) -> Iterator[TwoHosts]:
+    """A fixture's two hosts (`mode` as in open_two_hosts), named for this test session and
+    `tag` (modules that hold theirs at once need different tags), said in the test output."""
+    # Short: veth names hold 15 characters.
+    name = f"dhirtcp{os.getpid() % 100000}{tag}"
+    with open_two_hosts(name, factory.mktemp("two-hosts"), mode) as made:
+        terminal = request.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write_line(f"\n{request.node.name}: {describe(made)}")
+        yield made
+
+
 def describe(hosts: TwoHosts) -> str:
     if isinstance(hosts, Namespaces):
         return f"two hosts: network namespaces {hosts.hosts[0]} and {hosts.hosts[1]} (veth)"
