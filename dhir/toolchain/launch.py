@@ -128,8 +128,7 @@ def run_mpi_program(
     install = find_mpi(mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
-        marker = uuid.uuid4().hex
-        env = dict(os.environ, DHIR_RUN_ID=marker, DHIR_ERROR_DIR=str(work))
+        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
         env["DHIR_STATE_DIR"] = str(work)
         command = [*_mpirun(install, ranks, None, hostfile), str(Path(exe).resolve()), *args]
         _launch(command, env, timeout, work / "output.log", ranks)
@@ -237,7 +236,7 @@ def _where(errors: Path | None, text: str, output: str, watch: "_Watch | None") 
     if errors is None:
         return []
     states = read_states(errors)
-    dead = first_dead(text, output, watch.vanished if watch else [], states) if watch else None
+    dead = first_dead(text, output, watch.vanished, states) if watch else None
     first, others = explain(states, dead)
     return [first] * bool(first) + ["  " + line for line in others]
 
