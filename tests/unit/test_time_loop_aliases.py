@@ -163,3 +163,13 @@ def test_a_ping_ponged_buffer_is_refused_naming_the_memref() -> None:
     assert "<string>:7:5: error: schedule operands %x and %y may be views of one buffer (%a)" in (
         message
     )
+
+
+@pytest.mark.parametrize("rank", ['"one"', "1.0", "true", "[1]"])
+def test_a_rank_that_is_no_integer_is_refused_where_it_is_written(rank: str) -> None:
+    text = _program("cast").replace("dhir.rank = 1 : i64", f"dhir.rank = {rank}")
+    at = next(n for n, line in enumerate(text.splitlines(), 1) if "dhir.task" in line)
+    for backend in ("interp", "native"):
+        with pytest.raises(DhirError) as caught:
+            dhir.run(text, *_inputs("cast"), backend=backend, ranks=2, timeout=120)
+        assert f"<string>:{at}:7: error: dhir.rank must be an integer" in str(caught.value)
