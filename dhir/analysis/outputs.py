@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
+from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -87,25 +88,20 @@ def _alias_roots(
 
 def time_loop(schedule: ScheduleOp) -> Operation | None:
     """The scf.for or scf.while whose body holds `schedule` and nothing else that may
-    touch its memrefs: no other op that uses one of them or an alias of them (made
-    anywhere in the function), and no call (a callee may reach a global). None when
+    touch its memrefs: no other op that uses a value which may point into their buffers
+    (a view of the same base made anywhere, the base itself, the same global taken
+    again; see sharing.buffers), and no call (a callee may reach a global). None when
     there is no such loop. Such a schedule's data may stay distributed between the
     loop's iterations."""
     loop = schedule.parent_op()
     if not isinstance(loop, scf.ForOp | scf.WhileOp):
         return None
-    function = loop.parent_op()
-    while function is not None and not isinstance(function, func.FuncOp):
-        function = function.parent_op()
-    if function is None:
-        return None
-    seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
-    aliases = _alias_roots(function.body.block.ops, seeds)
+    memory = memory_of(v for v in schedule.operands if isinstance(v.type, MemRefType))
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue
         if isinstance(op, func.CallOp) or op.dialect_name() == "builtin":
             return None
-        if any(v in aliases for v in op.operands):
+        if any(may_alias(v, memory) for v in op.operands):
             return None
     return loop

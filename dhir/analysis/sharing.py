@@ -14,11 +14,12 @@ that only alias when a caller passes one buffer twice cannot be seen, and are
 assumed distinct (docs/semantics.md).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results, task_effects
@@ -48,54 +49,134 @@ def _check_operands(schedule: ScheduleOp) -> None:
         return
     bases = {value: buffers(value) for value in operands}
     pairs = [
-        (first, second, shared)
+        (first, second, common)
         for i, first in enumerate(operands)
         for second in operands[i + 1 :]
-        if (shared := bases[first] & bases[second])
+        if (common := shared(bases[first], bases[second]))
     ]
     if not pairs:
         return  # no two operands may alias: what the tasks write does not matter
     written: set[SSAValue] = set()
     for task in schedule.tasks():
         written |= task_effects(task).writes
-    for first, second, shared in pairs:
+    for first, second, common in pairs:
         if first in written or second in written:
-            raise PassFailedAt(schedule, _alias_message(first, second, next(iter(shared))))
+            raise PassFailedAt(schedule, _alias_message(first, second, common))
 
 
-def _alias_message(first: SSAValue, second: SSAValue, base: object) -> str:
-    of = _name(base) if isinstance(base, SSAValue) else f"global @{base}"
+def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object]) -> str:
     return (
         f"schedule operands {_name(first)} and {_name(second)} may be views of one buffer "
-        f"({of}), and a task writes one of them; dhir moves each operand between ranks on "
-        "its own, so the other would miss the write. Pass the buffer once and make the "
-        "view inside the tasks that need it"
+        f"({describe(common)}), and a task writes one of them; dhir moves each operand "
+        "between ranks on its own, so the other would miss the write. Pass the buffer once "
+        "and make the view inside the tasks that need it"
     )
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Memory that an op made from nothing dhir can follow (a call without memref
+    operands, an unknown op): it may be any global, or what another such op made."""
+
+    value: SSAValue
+
+
+# Ops whose memref result is a new buffer, whatever their (size) operands.
+_FRESH = frozenset({"memref.alloc", "memref.alloca"})
 
 
 def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozenset[object]:
     """The buffers `value` may point into: the values that made them (an argument, an
-    allocation, a call's result) and the names of globals. Views, base buffers and
-    whatever an op or a region derives from a pointer lead back to their sources."""
+    allocation), the names of globals, and `Opaque` memory. Views, base buffers, what a
+    loop carries and whatever an op or a region derives from a pointer lead back to
+    their sources. A value that is no memref and comes from no pointer (a size, a trip
+    count) points nowhere."""
     if value in seen:
         return frozenset()
     seen = seen | {value}
     owner = value.owner
+    fresh = False
     if isinstance(owner, Block):
         parent = owner.parent_op()
         if parent is None or isinstance(parent, func.FuncOp):
-            return frozenset([value])
-        # A region's argument may be anything its op was given (a loop's iter_args).
-        return frozenset([value]).union(*(buffers(v, seen) for v in parent.operands))
-    if owner.name == GET_GLOBAL:
+            # Arguments are distinct buffers, as far as the IR shows (docs/semantics.md).
+            return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
+        sources = _carried(value, owner, parent)
+    elif owner.name == GET_GLOBAL:
         return frozenset([_global_name(owner)])
-    if value not in derived_results(owner):
-        return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
-    sources = [*owner.operands, *_yielded(owner)]
+    elif value in derived_results(owner):
+        sources = [*owner.operands, *_yielded(owner)]
+        fresh = owner.name in _FRESH
+    else:
+        sources = []
     found = frozenset[object]().union(*(buffers(v, seen) for v in sources))
     if found or not isinstance(value.type, MemRefType):
         return found
-    return frozenset([value])
+    return frozenset([value if fresh else Opaque(value)])
+
+
+def shared(first: frozenset[object], second: frozenset[object]) -> frozenset[object]:
+    """The buffers of `first` that `second` may point into too: the same ones, and
+    besides, where either side holds Opaque memory, the globals and Opaque memory of
+    the other."""
+    common = first & second
+    if any(isinstance(b, Opaque) for b in second):
+        common |= {b for b in first if isinstance(b, str | Opaque)}
+    if any(isinstance(b, Opaque) for b in first):
+        common |= {b for b in second if isinstance(b, str | Opaque)}
+    return common
+
+
+def memory_of(values: Iterable[SSAValue]) -> frozenset[object]:
+    """The buffers any of `values` may point into."""
+    return frozenset[object]().union(*(buffers(v) for v in values))
+
+
+def may_alias(value: SSAValue, memory: frozenset[object]) -> bool:
+    """Whether `value` may point into `memory` (`memory_of` some values): a view of the
+    same buffer made anywhere, the same global taken again, or memory of unknown origin."""
+    return bool(shared(buffers(value), memory))
+
+
+def describe(common: frozenset[object]) -> str:
+    """One of `common` (the buffers `shared` found), in words: a named memref first."""
+
+    def rank(base: object) -> tuple[int, str]:
+        if isinstance(base, SSAValue):
+            return (0 if base.name_hint else 2, _name(base))
+        if isinstance(base, str):
+            return (1, f"global @{base}")
+        assert isinstance(base, Opaque)
+        owner = base.value.owner
+        what = owner.name if isinstance(owner, Operation) else "a region"
+        return (3, f"what {what} returns")
+
+    return min(rank(b) for b in common)[1]
+
+
+def _carried(value: SSAValue, block: Block, parent: Operation) -> list[SSAValue]:
+    """What a region's argument may be: for a loop, its initial value and what the
+    iterations hand on at its place (a loop's counter is no pointer); for other ops,
+    anything the op takes or its regions yield."""
+    assert isinstance(value, BlockArgument)
+    index = value.index
+    regions = list(parent.regions)
+    if parent.name == "scf.for":
+        if index == 0:
+            return []
+        return [parent.operands[2 + index], *_yielded_at(block, index - 1)]
+    if parent.name == "scf.while" and len(regions) == 2:
+        if block.parent is regions[0]:
+            return [parent.operands[index], *_yielded_at(regions[1].blocks[0], index)]
+        return [*_yielded_at(regions[0].blocks[0], index + 1)]  # scf.condition's flag first
+    return [*parent.operands, *_yielded(parent)]
+
+
+def _yielded_at(block: Block, index: int) -> list[SSAValue]:
+    last = block.last_op
+    if last is None or not last.has_trait(IsTerminator) or index >= len(last.operands):
+        return []
+    return [last.operands[index]]
 
 
 def _yielded(op: Operation) -> Iterator[SSAValue]:

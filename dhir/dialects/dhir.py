@@ -20,9 +20,11 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     StringAttr,
+    i1,
     i32,
 )
 from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
@@ -64,6 +66,11 @@ class VerifyExceptionAt(VerifyException):
     def __init__(self, op: Operation, message: str) -> None:
         super().__init__(message)
         self.op = op
+
+
+# Placement records its decision on each task as `dhir.rank = R : i64`; a rank written
+# there by the user (or a test) is honoured, so any placement can be forced.
+RANK_ATTR = "dhir.rank"
 
 
 @irdl_attr_definition
@@ -374,6 +381,7 @@ class TaskOp(IRDLOperation):
         verifier skips those for tasks whose body the parser cloned, since dhir's
         parser builds such a task only as they require (see dhir/ir/region_cache.py)."""
         self._verify_placement_in_schedule()
+        self._verify_rank()
         target, name, memrefs = self._header()
         info = self._verify_target(target, name)
         schedule = self.parent_op()
@@ -396,6 +404,20 @@ class TaskOp(IRDLOperation):
         name = self.properties.get("target")
         target = operands[0] if targets else None
         return target, name if isinstance(name, StringAttr) else None, operands[targets:]
+
+    def _verify_rank(self) -> None:
+        # Anything but an integer would be ignored, and the task placed elsewhere.
+        rank = self.attributes.get(RANK_ATTR)
+        if rank is None or (
+            isinstance(rank, IntegerAttr)
+            and isinstance(rank.type, IntegerType | IndexType)
+            and rank.type != i1
+        ):
+            return
+        raise VerifyException(
+            f"{RANK_ATTR} must be an integer, the MPI rank to run the task on "
+            f"({RANK_ATTR} = 1 : i64), got {rank}"
+        )
 
     def _verify_placement_in_schedule(self) -> None:
         outer = _enclosing_dhir_op(self)

@@ -5,20 +5,18 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 
-from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.targets import DeviceKind
 
-# Placement records its decision on each task as `dhir.rank = R : i64`; a rank written
-# there by the user (or a test) is honoured, so any placement can be forced.
-RANK_ATTR = "dhir.rank"
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
 # schedule's task number T (counted before the cut), so that later tasks keep their names.
 PIECE_ATTR = "dhir.piece"
 
 
 def rank_of(task: TaskOp) -> int | None:
-    """The rank `task` is placed on, if placement (or the user) has said."""
+    """The rank `task` is placed on (`RANK_ATTR`, an integer: the verifier refuses
+    anything else), if placement (or the user) has said."""
     attr = task.attributes.get(RANK_ATTR)
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 

@@ -35,7 +35,12 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from dhir.analysis.effects import VIEW_OPS, memory_effects
 from dhir.analysis.regions import iterations_independent
-from dhir.analysis.sharing import buffers, mutable_global_users, reaches_mutable_global
+from dhir.analysis.sharing import (
+    buffers,
+    mutable_global_users,
+    reaches_mutable_global,
+    shared,
+)
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
@@ -373,7 +378,7 @@ def _aliased(first: list[SSAValue], second: list[SSAValue], writes: frozenset[SS
     while one of them is written (dhir-lower-to-mpi refuses such schedule operands)."""
     for a in first:
         for b in second:
-            if a is not b and (a in writes or b in writes) and buffers(a) & buffers(b):
+            if a is not b and (a in writes or b in writes) and shared(buffers(a), buffers(b)):
                 return True
     return False
 

@@ -115,6 +115,10 @@ class Program:
     # %b0 to a dynamic shape, listed instead of %b0) or "both" (%b0 and %v0 listed:
     # operands that alias, which the compiler may refuse with a located error).
     alias: str = "none"
+    # How host code reaches each buffer, when not as the schedules do: "base" (%b<k>),
+    # "cast" or "subview" (%h<k>, a view of %b<k> made before the time loop). With
+    # alias "cast", the schedules then list a cast %v<k> of every buffer.
+    host_views: tuple[str, ...] = ()
 
     # --- what it means ----------------------------------------------------------------
 
@@ -203,7 +207,47 @@ class _Writer:
         """The name and type that reach the schedules for `buf`."""
         if buf == 0 and self.p.alias == "cast" or buf == 0 and self.p.alias == "both" and view:
             return "%v0", self.dynamic_type(0)
+        if self.p.host_views and self.p.alias == "cast":  # every buffer through its cast
+            return f"%v{buf}", self.dynamic_type(buf)
         return f"%b{buf}", self.static_type(buf)
+
+    def host_handle(self, buf: int) -> tuple[str, str]:
+        """The name and type host code uses for `buf` (see Program.host_views)."""
+        kind = self.p.host_views[buf] if self.p.host_views else None
+        if kind == "cast":
+            return f"%h{buf}", self.dynamic_type(buf)
+        if kind == "subview":
+            return f"%h{buf}", self.full_subview_type(buf)
+        if kind == "base":
+            return f"%b{buf}", self.static_type(buf)
+        return self.handle(buf, False)
+
+    def full_subview_type(self, buf: int) -> str:
+        shape = self.p.shapes[buf]
+        dims = "x".join(str(n) for n in shape)
+        strides = ", ".join(str(int(np.prod(shape[d + 1 :]))) for d in range(len(shape)))
+        return f"memref<{dims}x{self.elem()}, strided<[{strides}]>>"
+
+    def host_view_lines(self) -> list[str]:
+        out = []
+        for buf, kind in enumerate(self.p.host_views):
+            shape, static = self.p.shapes[buf], self.static_type(buf)
+            if buf > 0 and self.p.alias == "cast":
+                out.append(
+                    f"  %v{buf} = memref.cast %b{buf} : {static} to {self.dynamic_type(buf)}"
+                )
+            if kind == "cast":
+                out.append(
+                    f"  %h{buf} = memref.cast %b{buf} : {static} to {self.dynamic_type(buf)}"
+                )
+            elif kind == "subview":
+                zeros, ones = ", ".join("0" for _ in shape), ", ".join("1" for _ in shape)
+                sizes = ", ".join(str(n) for n in shape)
+                out.append(
+                    f"  %h{buf} = memref.subview %b{buf}[{zeros}] [{sizes}] [{ones}] : "
+                    f"{static} to {self.full_subview_type(buf)}"
+                )
+        return out
 
     def operands(self) -> list[str]:
         names = [self.handle(b, False)[0] for b in range(len(self.p.shapes))]
@@ -221,6 +265,7 @@ class _Writer:
         out += ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
         if p.alias != "none":
             out.append(f"  %v0 = memref.cast %b0 : {self.static_type(0)} to {self.dynamic_type(0)}")
+        out += self.host_view_lines()
         if p.timed:
             out.append("  scf.for %t = %c0 to %steps step %c1 {")
             for phase in p.loop:
@@ -236,7 +281,7 @@ class _Writer:
 
     def phase(self, phase: Phase, pad: str) -> list[str]:
         if isinstance(phase, Host):
-            return [pad + line for line in self.stmt(phase.stmt, lambda b: self.handle(b, False))]
+            return [pad + line for line in self.stmt(phase.stmt, self.host_handle)]
         out = [f"{pad}dhir.schedule {', '.join(self.operands())} {{"]
         cpu = self.fresh("cpu")
         out.append(f'{pad}  {cpu} = dhir.target {{kind = "cpu"}}')
@@ -634,7 +679,11 @@ def stmt(
 
 
 @st.composite
-def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
+def programs(
+    draw: st.DrawFn, ranks: int, alias: str | None = None, host_views: bool = False
+) -> Program:
+    """`host_views`: one schedule in a time loop, with host code before or after it in
+    the loop that reaches the buffers under other names (Program.host_views)."""
     dtype = draw(st.sampled_from(("i32", "i32", "f64")))
     rows = draw(st.integers(2, 9))
     cols = draw(st.integers(1, 5))
@@ -644,7 +693,7 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
         for _ in range(buffers)
     )
     scalars = tuple(draw(st.lists(st.integers(1, 2 * rows + cols), min_size=1, max_size=2)))
-    timed = draw(st.integers(0, 4)) > 0
+    timed = host_views or draw(st.integers(0, 4)) > 0
     steps = draw(st.integers(1, 3))
 
     def task() -> st.SearchStrategy[Task]:
@@ -658,21 +707,32 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
     def schedule() -> Schedule:
         return Schedule(tuple(draw(st.lists(task(), min_size=1, max_size=5))))
 
-    def host(in_loop: bool) -> Host:
-        s = draw(loop_stmt(shapes, scalars, timed and in_loop, steps))
+    def host(in_loop: bool, reads: bool = False) -> Host:
+        made = loop_stmt(shapes, scalars, timed and in_loop, steps)
+        s = draw(made.filter(lambda s: bool(s.reads)) if reads else made)
         return Host(Stmt(s.loops, s.reads, s.write, "scf", s.combine, s.seed, s.timed))
 
     loop: list[Phase] = [schedule()]
-    for _ in range(draw(st.integers(0, 2))):
+    for _ in range(0 if host_views else draw(st.integers(0, 2))):
         if draw(st.booleans()):
             loop.append(host(True))
         loop.append(schedule())
+    if host_views:
+        where = draw(st.sampled_from(("before", "after", "both")))
+        loop = [*([host(True, reads=True)] if where != "after" else []), *loop]
+        loop += [host(True, reads=True)] if where != "before" else []
     after: list[Phase] = []
     if draw(st.booleans()):
         after.append(host(False))
     if draw(st.integers(0, 3)) == 0:
         after.append(Schedule((draw(task().map(lambda k: k)),)))
-    chosen = alias if alias is not None else draw(st.sampled_from(("none", "none", "cast")))
+    kinds = ("none", "cast", "cast") if host_views else ("none", "none", "cast")
+    chosen = alias if alias is not None else draw(st.sampled_from(kinds))
+    views: tuple[str, ...] = ()
+    if host_views:
+        # "base" only where the schedules list a view: else the host uses what they list
+        kinds = ("cast", "subview", "base") if chosen == "cast" else ("cast", "subview")
+        views = tuple(draw(st.sampled_from(kinds)) for _ in shapes)
     return Program(
         dtype,
         shapes,
@@ -682,6 +742,7 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
         _untimed(after),
         timed,
         chosen,
+        views,
     )
 
 

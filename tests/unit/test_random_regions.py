@@ -130,6 +130,30 @@ def test_random_aliasing_operands_run_right_or_are_refused_at_the_schedule(
     _same(got, oracle)
 
 
+@needs_mpi
+@_profile(20)
+@given(
+    st.integers(2, 3).flatmap(
+        lambda n: st.tuples(
+            st.just(n), programs(n, host_views=True), st.sampled_from(MPIS), st.integers(0, 99)
+        )
+    )
+)
+def test_random_views_made_before_a_time_loop_read_by_its_host_code(
+    case: tuple[int, Program, str, int],
+) -> None:
+    """Issue 23: host code in a time loop that reaches a schedule's buffers under other
+    names (a cast or subview made before the loop, or the base of the view the schedule
+    lists) must see each iteration's data, as in the oracle."""
+    ranks, program, mpi, seed = case
+    text = program.text()
+    note(f"on {ranks} ranks with {mpi}, the program:\n{text}")
+    inputs = program.inputs(seed)
+    oracle = dhir.run(text, *inputs, backend="interp")
+    _same(oracle, program.reference(inputs))
+    _same(_native(text, inputs, ranks, mpi), oracle)
+
+
 # --- fixed cases ------------------------------------------------------------------------
 
 # A 3-point stencil down the rows of u (8x4 f64), the sweep split over two tasks by row

@@ -1,0 +1,175 @@
+"""Host code in a time loop that reaches a schedule's buffer under another name (issue
+23): the base of the view the schedule lists, a sibling view, the same global taken
+again. Such a loop must not keep the schedule's data distributed between iterations.
+Native runs on two ranks against the sequential oracle. Also the error texts for a
+buffer ping-ponged through `iter_args` and for a `dhir.rank` that is no integer."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError, parse_string
+from dhir.analysis.outputs import time_loop
+from dhir.analysis.sharing import buffers
+from dhir.dialects.dhir import ScheduleOp
+
+MPIS = ("mpich", "openmpi")
+needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+# The task on rank 1 doubles %d[0] every step; the host reads it through NAME into %acc.
+LOOP = """
+GLOBAL
+func.func @main(ARGS%acc: memref<2xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  VIEW
+  scf.for %t = %c0 to %c2 step %c1 {
+    dhir.schedule %d {
+      %t0 = dhir.task target = "cpu", %d attributes {dhir.rank = 1 : i64} {
+        %k0 = arith.constant 0 : index
+        %x = memref.load %d[INDEX] : TYPE
+        %y = arith.addi %x, %x : i32
+        memref.store %y, %d[INDEX] : TYPE
+      }
+    }
+    HOST
+    %v = memref.load NAME[%c0] : memref<4xi32>
+    memref.store %v, %acc[%t] : memref<2xi32>
+  }
+  func.return
+}
+"""
+
+ARG = "%a: memref<4xi32>, "
+CASES = {
+    "cast": dict(
+        ARGS=ARG,
+        VIEW="%d = memref.cast %a : memref<4xi32> to memref<?xi32>",
+        INDEX="%k0",
+        TYPE="memref<?xi32>",
+        NAME="%a",
+    ),
+    "expand_shape": dict(
+        ARGS=ARG,
+        VIEW="%d = memref.expand_shape %a [[0, 1]] output_shape [2, 2]"
+        " : memref<4xi32> into memref<2x2xi32>",
+        INDEX="%k0, %k0",
+        TYPE="memref<2x2xi32>",
+        NAME="%a",
+    ),
+    # a sibling: the schedule lists one view of %a, the host reads another
+    "sibling-subview": dict(
+        ARGS=ARG,
+        VIEW="%d = memref.cast %a : memref<4xi32> to memref<?xi32>\n"
+        "  %s = memref.subview %a[0] [4] [1] : memref<4xi32> to memref<4xi32, strided<[1]>>",
+        INDEX="%k0",
+        TYPE="memref<?xi32>",
+        NAME="%s",
+    ),
+    "get_global-again": dict(
+        GLOBAL='memref.global "private" @g : memref<4xi32> = dense<[1, 1, 1, 1]>',
+        VIEW="%d = memref.get_global @g : memref<4xi32>",
+        INDEX="%k0",
+        TYPE="memref<4xi32>",
+        HOST="%e = memref.get_global @g : memref<4xi32>",
+        NAME="%e",
+    ),
+}
+
+
+def _program(name: str) -> str:
+    text = LOOP
+    for key in ("GLOBAL", "ARGS", "VIEW", "INDEX", "TYPE", "HOST", "NAME"):
+        text = text.replace(key, CASES[name].get(key, ""))
+    text = text.replace(
+        "memref.load %s[%c0] : memref<4xi32>", "memref.load %s[%c0] : memref<4xi32, strided<[1]>>"
+    )
+    return text
+
+
+def _inputs(name: str) -> list[np.ndarray]:
+    a = [np.ones(4, np.int32)] if CASES[name].get("ARGS") else []
+    return [*a, np.zeros(2, np.int32)]
+
+
+def _loop_schedule(text: str) -> ScheduleOp:
+    return next(op for op in parse_string(text).walk() if isinstance(op, ScheduleOp))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_host_code_under_another_name_is_no_time_loop(name: str) -> None:
+    assert time_loop(_loop_schedule(_program(name))) is None
+
+
+def test_a_loop_whose_host_code_touches_other_buffers_is_a_time_loop() -> None:
+    # The rule still lets data stay distributed where the host reads something else.
+    text = _program("cast").replace("memref.load %a[%c0]", "memref.load %b[%c0]")
+    text = text.replace("%a: memref<4xi32>, ", "%a: memref<4xi32>, %b: memref<4xi32>, ")
+    assert time_loop(_loop_schedule(text)) is not None
+
+
+@needs_mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_host_code_under_another_name_sees_each_step(name: str, mpi: str) -> None:
+    text, inputs = _program(name), _inputs(name)
+    oracle = dhir.run(text, *inputs, backend="interp")
+    assert oracle[-1].tolist() == [2, 4]  # the oracle runs the program as meant
+    got = dhir.run(text, *inputs, backend="native", ranks=2, mpi=mpi, timeout=120)
+    for g, w in zip(got, oracle, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), (g, w)
+
+
+# --- item 8: the error texts -----------------------------------------------------------
+
+PING_PONG = """
+func.func @main(%a: memref<4xi32>, %b: memref<4xi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.for %t = %c0 to %steps step %c1 iter_args(%x = %a, %y = %b)
+      -> (memref<4xi32>, memref<4xi32>) {
+    dhir.schedule %x, %y {
+      %t0 = dhir.task target = "cpu", %x, %y attributes {dhir.rank = 1 : i64} {
+        %k0 = arith.constant 0 : index
+        %v = memref.load %x[%k0] : memref<4xi32>
+        %w = arith.addi %v, %v : i32
+        memref.store %w, %y[%k0] : memref<4xi32>
+      }
+    }
+    scf.yield %y, %x : memref<4xi32>, memref<4xi32>
+  }
+  func.return
+}
+"""
+
+
+def test_a_trip_count_is_no_buffer() -> None:
+    schedule = _loop_schedule(PING_PONG)
+    names = [{getattr(b, "name_hint", b) for b in buffers(v)} for v in schedule.args]
+    # each iter_arg may be either buffer (what the loop starts with and hands on)
+    assert names == [{"a", "b"}, {"a", "b"}]
+
+
+@needs_mpi
+def test_a_ping_ponged_buffer_is_refused_naming_the_memref() -> None:
+    inputs = [np.ones(4, np.int32), np.zeros(4, np.int32), np.int64(3)]
+    assert dhir.run(PING_PONG, *inputs, backend="interp")[1].tolist() == [8, 0, 0, 0]
+    with pytest.raises(DhirError) as caught:
+        dhir.run(PING_PONG, *inputs, backend="native", ranks=2, timeout=120)
+    message = str(caught.value)
+    assert "<string>:7:5: error: schedule operands %x and %y may be views of one buffer (%a)" in (
+        message
+    )
+
+
+@pytest.mark.parametrize("rank", ['"one"', "1.0", "true", "[1]"])
+def test_a_rank_that_is_no_integer_is_refused_where_it_is_written(rank: str) -> None:
+    text = _program("cast").replace("dhir.rank = 1 : i64", f"dhir.rank = {rank}")
+    at = next(n for n, line in enumerate(text.splitlines(), 1) if "dhir.task" in line)
+    for backend in ("interp", "native"):
+        with pytest.raises(DhirError) as caught:
+            dhir.run(text, *_inputs("cast"), backend=backend, ranks=2, timeout=120)
+        assert f"<string>:{at}:7: error: dhir.rank must be an integer" in str(caught.value)
