@@ -12,6 +12,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
+from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
 from dhir.transforms.codedrop import auto_codedrop
 
@@ -56,24 +57,26 @@ def run(
     measured time of every task to (see docs/costs.md). `gpu_fallback="cpu"` runs GPU
     tasks written as loops on the CPU (native; see docs/gpu.md). An entry without a
     `dhir.schedule` goes through CodeDrop first (native; `codedrop=False` runs it as
-    written), its tasks bound to `target` (an arch, cpu, gpu or any)."""
-    return run_module(
-        load_program(program),
-        entry,
-        list(args),
-        backend,
-        ranks=ranks,
-        mpi=mpi,
-        timeout=timeout,
-        output_dir=output_dir,
-        threads=threads,
-        placement=placement,
-        costs=Path(costs) if costs is not None else None,
-        profile=Path(profile) if profile is not None else None,
-        gpu_fallback=gpu_fallback,
-        codedrop=codedrop,
-        target=target,
-    )
+    written), its tasks bound to `target` (an arch, cpu, gpu or any). SIGTERM or SIGHUP
+    during the call stop every process of the run first, then take their usual effect."""
+    with ending_cleanly(redeliver=True):
+        return run_module(
+            load_program(program),
+            entry,
+            list(args),
+            backend,
+            ranks=ranks,
+            mpi=mpi,
+            timeout=timeout,
+            output_dir=output_dir,
+            threads=threads,
+            placement=placement,
+            costs=Path(costs) if costs is not None else None,
+            profile=Path(profile) if profile is not None else None,
+            gpu_fallback=gpu_fallback,
+            codedrop=codedrop,
+            target=target,
+        )
 
 
 def drop_code(module: ModuleOp, entry: str, enabled: bool = True, target: str = "any") -> None:
