@@ -21,9 +21,10 @@ DEFAULT_BACKEND = "native"
 
 
 def load_program(program: str | Path | ModuleOp) -> ModuleOp:
-    """A module from a ModuleOp, a path to a .mlir file, or MLIR text."""
+    """A module from a ModuleOp (a copy: running lowers it, and the caller's stays as it
+    was), a path to a .mlir file, or MLIR text."""
     if isinstance(program, ModuleOp):
-        return program
+        return program.clone()
     if isinstance(program, Path) or (
         "\n" not in program and program.endswith(".mlir") and Path(program).exists()
     ):

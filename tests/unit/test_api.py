@@ -4,14 +4,52 @@ output folder named by a string) and what it leaves as it was."""
 from pathlib import Path
 
 import numpy as np
+import pytest
+from test_toolchain import need
 
 import dhir
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
+# No dhir.schedule: the native backend runs CodeDrop on it first.
+PLAIN = """
+func.func @main(%a: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %two = arith.constant 2 : i32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xi32>
+    %y = arith.muli %x, %two : i32
+    memref.store %y, %a[%i] : memref<8xi32>
+  }
+  return
+}
+"""
 
 
 def vector_add_inputs() -> list[np.ndarray]:
     return [np.arange(20, dtype=np.int32), np.full(20, 3, np.int32), np.zeros(20, np.int32)]
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize("plain", [False, True], ids=["scheduled", "plain"])
+def test_a_parsed_module_is_left_as_it_was(plain: bool, backend: str) -> None:
+    # The native backend lowers the module it runs; it must be a copy of the caller's, which
+    # a second call then runs again (a plain one: through CodeDrop, each time).
+    need("mpich")
+    text = PLAIN if plain else (EXAMPLES / "vector_add.mlir").read_text()
+    inputs = [np.arange(8, dtype=np.int32)] if plain else vector_add_inputs()
+    module = dhir.parse_string(text)
+    before = dhir.print_module(module)
+    first = dhir.run(module, *inputs, ranks=2, backend=backend, timeout=120)
+    assert dhir.print_module(module) == before
+    second = dhir.run(module, *inputs, ranks=2, backend=backend, timeout=120)
+    assert dhir.print_module(module) == before
+    oracle = dhir.run(text, *inputs, backend="interp")
+    for got, again, want in zip(first, second, oracle, strict=True):
+        assert got.tobytes() == want.tobytes() and again.tobytes() == want.tobytes()
 
 
 def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
