@@ -1,5 +1,6 @@
 """`dhir.run` (dhir.runner.run): one call from a program and NumPy inputs to the results."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,20 +21,33 @@ BACKENDS = ("native", "interp")
 DEFAULT_BACKEND = "native"
 
 
-def load_program(program: str | Path | ModuleOp) -> ModuleOp:
+def load_program(program: str | os.PathLike[str] | ModuleOp) -> ModuleOp:
     """A module from a ModuleOp (a copy: running lowers it, and the caller's stays as it
-    was), a path to a .mlir file, or MLIR text."""
+    was), a path to a .mlir file, or MLIR text (see `names_a_file`)."""
     if isinstance(program, ModuleOp):
         return program.clone()
-    if isinstance(program, Path) or (
-        "\n" not in program and program.endswith(".mlir") and Path(program).exists()
-    ):
-        return parse_file(program)
+    if isinstance(program, os.PathLike) or names_a_file(program):
+        return parse_file(Path(program))  # which says so when there is no such file
     return parse_string(program)
 
 
+# Every MLIR program with a function has some: `func.func @main(%a: ...) {`.
+_MLIR_MARKS = frozenset('{(%@"')
+
+
+def names_a_file(program: str) -> bool:
+    """Whether a str given as the program is a file's path rather than MLIR text: one line
+    that names an existing file, ends in .mlir (no MLIR text does), or has none of the
+    characters every MLIR program with a function has. A missing file is then an error
+    that says so, not a parse error on its name."""
+    if "\n" in program:
+        return False
+    text = program.strip()
+    return os.path.isfile(program) or text.endswith(".mlir") or not _MLIR_MARKS & set(text)
+
+
 def run(
-    program: str | Path | ModuleOp,
+    program: str | os.PathLike[str] | ModuleOp,
     *args: object,
     entry: str = "main",
     ranks: int = 2,

@@ -8,6 +8,7 @@ import pytest
 from test_toolchain import need
 
 import dhir
+from dhir import DhirError
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 # No dhir.schedule: the native backend runs CodeDrop on it first.
@@ -58,3 +59,25 @@ def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
     results = dhir.run(EXAMPLES / "vector_add.mlir", *inputs, backend="interp", output_dir=str(out))
     assert sorted(p.name for p in out.iterdir()) == ["arg0.npy", "arg1.npy", "arg2.npy"]
     assert np.array_equal(np.load(out / "arg0.npy"), results[0])
+
+
+@pytest.mark.parametrize(
+    "name", ["missing.mlir", "no/such/folder/prog.mlir", "results (copy).mlir", "prog", " x.mlir "]
+)
+def test_a_string_naming_a_missing_file_says_so(name: str, tmp_path: Path) -> None:
+    # Not parsed as MLIR ("Operation missing.mlir is not registered").
+    with pytest.raises(DhirError, match=r"cannot read .*: No such file or directory") as caught:
+        dhir.run(str(tmp_path / name) if "/" in name else name, *vector_add_inputs())
+    assert "not registered" not in str(caught.value)
+
+
+def test_a_string_naming_a_file_or_holding_mlir(tmp_path: Path) -> None:
+    inputs = vector_add_inputs()
+    text = (EXAMPLES / "vector_add.mlir").read_text()
+    oracle = dhir.run(text, *inputs, backend="interp")
+    (tmp_path / "program").write_text(text)  # a file, whatever its name
+    by_path = dhir.run(str(tmp_path / "program"), *inputs, backend="interp")
+    assert all(np.array_equal(a, b) for a, b in zip(by_path, oracle, strict=True))
+    # MLIR text on one line is MLIR text.
+    one_line = "func.func @main(%a: memref<2xi32>) { return }"
+    assert dhir.run(one_line, np.ones(2, np.int32), backend="interp")[0].tolist() == [1, 1]
