@@ -2,7 +2,7 @@
 and bring results out, and the checks that give users clear errors."""
 
 import os
-import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -256,10 +256,10 @@ def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory
         for spec, array in zip(signature.args, results, strict=True):
             if spec.is_memref:
                 final = directory / f"arg{spec.index}.npy"
-                with tempfile.NamedTemporaryFile(
-                    dir=directory, prefix=f".{final.name}.", suffix=".tmp", delete=False
-                ) as file:
-                    written.append((Path(file.name), final))
+                temporary = directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
+                # Made as open() makes files, 0666 less the umask (mkstemp's are 0600).
+                with open(temporary, "xb") as file:
+                    written.append((temporary, final))
                     np.save(file, array)
         for temporary, final in written:
             os.replace(temporary, final)

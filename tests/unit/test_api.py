@@ -1,6 +1,8 @@
 """`dhir.run` as a program calls it: what it takes (a parsed module, a path, MLIR text, an
 output folder named by a string) and what it leaves as it was."""
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +83,18 @@ def test_a_string_naming_a_file_or_holding_mlir(tmp_path: Path) -> None:
     # MLIR text on one line is MLIR text.
     one_line = "func.func @main(%a: memref<2xi32>) { return }"
     assert dhir.run(one_line, np.ones(2, np.int32), backend="interp")[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
+def test_result_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
+    # As any file a program writes: 0666 less the umask (a temporary file is 0600).
+    out = tmp_path / "out"
+    before = os.umask(umask)
+    try:
+        dhir.run(
+            EXAMPLES / "vector_add.mlir", *vector_add_inputs(), backend="interp", output_dir=out
+        )
+    finally:
+        os.umask(before)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
+    assert modes == {f"arg{k}.npy": 0o666 & ~umask for k in range(3)}
