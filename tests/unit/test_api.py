@@ -2,7 +2,9 @@
 output folder named by a string) and what it leaves as it was."""
 
 import os
+import signal
 import stat
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ from test_toolchain import need
 
 import dhir
 from dhir import DhirError
+from dhir.toolchain.signals import ending_cleanly
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 # No dhir.schedule: the native backend runs CodeDrop on it first.
@@ -98,3 +101,22 @@ def test_result_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
         os.umask(before)
     modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
     assert modes == {f"arg{k}.npy": 0o666 & ~umask for k in range(3)}
+
+
+def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
+    # dhir.run cleans up first (Terminated unwinds it), then the caller's handler runs; the
+    # run is over, so the call fails. A signal the program ignores stays ignored.
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, _: seen.append(signum))
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with pytest.raises(DhirError, match="the run was ended by SIGTERM"):
+            with ending_cleanly(redeliver=True):
+                os.kill(os.getpid(), signal.SIGHUP)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler interrupts it
+        assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGHUP, ignored)
