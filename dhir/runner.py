@@ -1,5 +1,6 @@
 """`dhir.run` (dhir.runner.run): one call from a program and NumPy inputs to the results."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
+from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
 from dhir.transforms.codedrop import auto_codedrop
 
@@ -19,26 +21,40 @@ BACKENDS = ("native", "interp")
 DEFAULT_BACKEND = "native"
 
 
-def load_program(program: str | Path | ModuleOp) -> ModuleOp:
-    """A module from a ModuleOp, a path to a .mlir file, or MLIR text."""
+def load_program(program: str | os.PathLike[str] | ModuleOp) -> ModuleOp:
+    """A module from a ModuleOp (a copy: running lowers it, and the caller's stays as it
+    was), a path to a .mlir file, or MLIR text (see `names_a_file`)."""
     if isinstance(program, ModuleOp):
-        return program
-    if isinstance(program, Path) or (
-        "\n" not in program and program.endswith(".mlir") and Path(program).exists()
-    ):
-        return parse_file(program)
+        return program.clone()
+    if isinstance(program, os.PathLike) or names_a_file(program):
+        return parse_file(Path(program))  # which says so when there is no such file
     return parse_string(program)
 
 
+# Every MLIR program with a function has some: `func.func @main(%a: ...) {`.
+_MLIR_MARKS = frozenset('{(%@"')
+
+
+def names_a_file(program: str) -> bool:
+    """Whether a str given as the program is a file's path rather than MLIR text: one line
+    that names an existing file, ends in .mlir (no MLIR text does), or has none of the
+    characters every MLIR program with a function has. A missing file is then an error
+    that says so, not a parse error on its name."""
+    if "\n" in program:
+        return False
+    text = program.strip()
+    return os.path.isfile(program) or text.endswith(".mlir") or not _MLIR_MARKS & set(text)
+
+
 def run(
-    program: str | Path | ModuleOp,
+    program: str | os.PathLike[str] | ModuleOp,
     *args: object,
     entry: str = "main",
     ranks: int = 2,
     backend: str = DEFAULT_BACKEND,
     mpi: str = "mpich",
     timeout: float = 300.0,
-    output_dir: Path | None = None,
+    output_dir: str | Path | None = None,
     threads: int | None = None,
     placement: str = DEFAULT_ALGORITHM,
     costs: str | Path | None = None,
@@ -56,24 +72,26 @@ def run(
     measured time of every task to (see docs/costs.md). `gpu_fallback="cpu"` runs GPU
     tasks written as loops on the CPU (native; see docs/gpu.md). An entry without a
     `dhir.schedule` goes through CodeDrop first (native; `codedrop=False` runs it as
-    written), its tasks bound to `target` (an arch, cpu, gpu or any)."""
-    return run_module(
-        load_program(program),
-        entry,
-        list(args),
-        backend,
-        ranks=ranks,
-        mpi=mpi,
-        timeout=timeout,
-        output_dir=output_dir,
-        threads=threads,
-        placement=placement,
-        costs=Path(costs) if costs is not None else None,
-        profile=Path(profile) if profile is not None else None,
-        gpu_fallback=gpu_fallback,
-        codedrop=codedrop,
-        target=target,
-    )
+    written), its tasks bound to `target` (an arch, cpu, gpu or any). SIGTERM or SIGHUP
+    during the call stop every process of the run first, then take their usual effect."""
+    with ending_cleanly(redeliver=True):
+        return run_module(
+            load_program(program),
+            entry,
+            list(args),
+            backend,
+            ranks=ranks,
+            mpi=mpi,
+            timeout=timeout,
+            output_dir=Path(output_dir) if output_dir is not None else None,
+            threads=threads,
+            placement=placement,
+            costs=Path(costs) if costs is not None else None,
+            profile=Path(profile) if profile is not None else None,
+            gpu_fallback=gpu_fallback,
+            codedrop=codedrop,
+            target=target,
+        )
 
 
 def drop_code(module: ModuleOp, entry: str, enabled: bool = True, target: str = "any") -> None:

@@ -6,6 +6,7 @@ import traceback
 from collections.abc import Callable
 
 from dhir.ir.diagnostics import DhirError
+from dhir.toolchain.signals import Terminated, ending_cleanly
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70
@@ -13,15 +14,20 @@ EXIT_INTERNAL_ERROR = 70
 
 def guarded(main: Callable[[], int]) -> int:
     """Run `main`; user errors become a message, bugs a short report, never a traceback
-    (unless DHIR_DEBUG=1, for us)."""
+    (unless DHIR_DEBUG=1, for us). SIGTERM and SIGHUP stop the run cleanly, as Ctrl-C does,
+    and exit with 128 + the signal's number, as shells report a command a signal ended."""
     try:
-        return main()
+        with ending_cleanly():
+            return main()
     except DhirError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated as ended:
+        print(f"dhir: {ended}", file=sys.stderr)
+        return 128 + ended.signum
     except BrokenPipeError:
         return 0
     except Exception as error:  # a bug in dhir, not in the user's input

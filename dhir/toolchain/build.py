@@ -152,6 +152,30 @@ def cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "dhir"
 
 
+@contextmanager
+def writing_cache(root: Path) -> Iterator[None]:
+    """An OSError on the cache directory `root` or a file in it (read-only, not a
+    directory, a full disk) becomes a DhirError that names it and says how to choose
+    another; other OSErrors pass."""
+    try:
+        yield
+    except OSError as error:
+        names = [n for n in (error.filename, error.filename2) if isinstance(n, str | bytes)]
+        paths = [Path(os.path.abspath(os.fsdecode(name))) for name in names]
+        where = Path(os.path.abspath(root))
+        if not any(p == where or where in p.parents or p in where.parents for p in paths):
+            raise
+        detail = f" ({paths[0]})" if paths and paths[0] != where else ""
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot write to dhir's cache directory {root}: {error.strerror}{detail}; "
+                    "make it a writable directory, or choose another with DHIR_CACHE_DIR=DIR"
+                )
+            ]
+        ) from None
+
+
 def build_executable(
     lowered_mlir: str | Iterable[str],
     signature: EntrySignature,
@@ -186,14 +210,15 @@ def build_executable(
         passes = tuple(gpu.mlir_opt_args(passes))
     clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
     recipe = _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
-    recipe.root.mkdir(parents=True, exist_ok=True)
-    with timing.stage("harness, cache lookup"):
-        harness = generate_harness(signature, ranks, tasks)
-    if isinstance(lowered_mlir, str):
-        return _build_whole(recipe, lowered_mlir, harness, timing)
-    if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
-        return _build_whole(recipe, lowered_mlir[0], harness, timing)
-    return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing)
+    with writing_cache(recipe.root):
+        recipe.root.mkdir(parents=True, exist_ok=True)
+        with timing.stage("harness, cache lookup"):
+            harness = generate_harness(signature, ranks, tasks)
+        if isinstance(lowered_mlir, str):
+            return _build_whole(recipe, lowered_mlir, harness, timing)
+        if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
+            return _build_whole(recipe, lowered_mlir[0], harness, timing)
+        return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing)
 
 
 class _Modules:

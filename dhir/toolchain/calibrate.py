@@ -29,7 +29,7 @@ from dhir.machine.detect import detect
 from dhir.machine.layout import slots_text
 from dhir.runtime import RUNTIME_DIR
 from dhir.targets import DeviceKind, host_arch
-from dhir.toolchain.build import C_FLAGS, Timing, cache_root
+from dhir.toolchain.build import C_FLAGS, Timing, cache_root, writing_cache
 from dhir.toolchain.build import run_stage as run_build_stage
 from dhir.toolchain.calibrate_gpu import calibrate_gpus
 from dhir.toolchain.calibrate_steps import (
@@ -117,23 +117,24 @@ def calibrate_links(
     cpu = next(d for d in first.devices if d.kind == DeviceKind.CPU)
     effort = QUICK if quick else FULL
     root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="calibrate-", dir=root))
-    try:
-        exe = build_program(directory, mpi)
-        links = {}
-        for name, slots, between in (
-            ("network", [(first.host, 1), (second.host, 1)], f"{first.host} and {second.host}"),
-            ("intra_node", [(first.host, 2)], f"2 ranks on {first.host}"),
-        ):
-            hostfile = directory / f"hosts-{name}"
-            hostfile.write_text(slots_text(slots, mpi))
-            latency, bandwidth = measure_pingpong(
-                exe, mpi, effort, say, cpu.llc_bytes, hostfile, between
-            )
-            links[name] = Link(significant(latency), significant(bandwidth))
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    with writing_cache(root):
+        root.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix="calibrate-", dir=root))
+        try:
+            exe = build_program(directory, mpi)
+            links = {}
+            for name, slots, between in (
+                ("network", [(first.host, 1), (second.host, 1)], f"{first.host} and {second.host}"),
+                ("intra_node", [(first.host, 2)], f"2 ranks on {first.host}"),
+            ):
+                hostfile = directory / f"hosts-{name}"
+                hostfile.write_text(slots_text(slots, mpi))
+                latency, bandwidth = measure_pingpong(
+                    exe, mpi, effort, say, cpu.llc_bytes, hostfile, between
+                )
+                links[name] = Link(significant(latency), significant(bandwidth))
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
     if len(system.nodes) > 2:
         say(f"network: measured between {first.name} and {second.name}, taken for all nodes")
     say("devices: kept as described; run dhir calibrate on each node to measure them")

@@ -166,21 +166,24 @@ def _launch(
     errors: Path | None = None,
 ) -> None:
     # Output goes to a file, not a pipe: a stray rank holding a pipe open would block reading it.
+    watch = _Watch(errors)
+    process: subprocess.Popen[bytes] | None = None
     with open(log, "wb") as sink:
-        # A session of its own: its process group is mpirun and what stays in it. The ranks,
-        # which both MPIs put in groups of their own, are found by the DHIR_RUN_ID marker.
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        watch = _Watch(errors)
         try:
+            # A session of its own: its process group is mpirun and what stays in it. The
+            # ranks, which both MPIs put in groups of their own, are found by the DHIR_RUN_ID
+            # marker (also mpirun, should a signal's Terminated cut Popen short).
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
             status = watch.wait(process, timeout)
         except subprocess.TimeoutExpired:
+            assert process is not None  # only waiting on it times out
             _terminate(process)
             where = "".join(line + "\n" for line in _where(errors, "", "", None))
             raise DhirError(
@@ -191,8 +194,9 @@ def _launch(
                     )
                 ]
             ) from None
-        except BaseException:
-            _terminate(process)
+        except BaseException:  # Ctrl-C, or SIGTERM and SIGHUP (signals.py)
+            if process is not None:
+                _terminate(process)
             raise
         finally:
             _kill_leftovers(env.get("DHIR_RUN_ID"))

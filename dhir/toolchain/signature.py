@@ -2,7 +2,7 @@
 and bring results out, and the checks that give users clear errors."""
 
 import os
-import tempfile
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,22 +249,26 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
     """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively. Each is
     written under a temporary name in DIR and renamed when all are complete, so a run
-    that fails or is killed never leaves a partial argK.npy that looks complete."""
+    that fails or is killed never leaves a partial argK.npy that looks complete; a run
+    stopped between two renames (an error, Ctrl-C, SIGTERM) takes back those renamed."""
     written: list[tuple[Path, Path]] = []
+    placed: list[Path] = []
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for spec, array in zip(signature.args, results, strict=True):
             if spec.is_memref:
                 final = directory / f"arg{spec.index}.npy"
-                with tempfile.NamedTemporaryFile(
-                    dir=directory, prefix=f".{final.name}.", suffix=".tmp", delete=False
-                ) as file:
-                    written.append((Path(file.name), final))
+                temporary = directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
+                # Made as open() makes files, 0666 less the umask (mkstemp's are 0600).
+                with open(temporary, "xb") as file:
+                    written.append((temporary, final))
                     np.save(file, array)
         for temporary, final in written:
+            placed.append(final)  # first: a signal may come between the two
             os.replace(temporary, final)
+        placed = []  # all in place: they stay
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
     finally:
-        for temporary, _ in written:
-            temporary.unlink(missing_ok=True)
+        for path in [temporary for temporary, _ in written] + placed:
+            path.unlink(missing_ok=True)

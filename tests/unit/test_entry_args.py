@@ -361,6 +361,27 @@ def test_results_written_midway_leave_no_arg_files(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_results_renamed_midway_leave_no_arg_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    # An error, Ctrl-C, SIGTERM or SIGHUP (signals.py) between two renames: none or all.
+    results, signature = _two_results()
+    real_replace = os.replace
+    calls: list[int] = []
+
+    def failing_replace(source: Path, destination: Path) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise error
+        real_replace(source, destination)
+
+    monkeypatch.setattr(signature_module.os, "replace", failing_replace)
+    with pytest.raises((DhirError, KeyboardInterrupt)):
+        save_outputs(results, signature, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_saved_results_are_complete_and_leave_no_temporary_files(tmp_path: Path) -> None:
     results, signature = _two_results()
     save_outputs(results, signature, tmp_path)

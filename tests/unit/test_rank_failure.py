@@ -37,6 +37,22 @@ def start(mpi: str, mode: int, arg: int, tmp_path: Path, marker: str) -> subproc
     command += ["--mpi", mpi, "--input", str(tmp_path / "a.npy")]
     command += ["--input", f"i32={mode}", "--input", f"i32={arg}", "--timeout", "120"]
     command += ["--output-dir", str(tmp_path / "out")]
+    return launch(command, marker)
+
+
+def start_api(mpi: str, mode: int, arg: int, tmp_path: Path, marker: str) -> subprocess.Popen[str]:
+    """The same run through `dhir.run`, in a Python process of its own."""
+    script = (
+        "import sys, numpy as np, dhir\nfrom pathlib import Path\n"
+        "a = np.zeros(4, np.int32)\n"
+        "dhir.run(sys.argv[1], a, np.int32(int(sys.argv[3])), np.int32(int(sys.argv[4])),\n"
+        "         ranks=2, mpi=sys.argv[2], timeout=120, output_dir=Path(sys.argv[5]))\n"
+    )
+    command = [sys.executable, "-c", script, str(PROGRAM), mpi, str(mode), str(arg)]
+    return launch([*command, str(tmp_path / "out")], marker)
+
+
+def launch(command: list[str], marker: str) -> subprocess.Popen[str]:
     env = dict(os.environ, FAILURE_TEST_MARKER=marker)
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
@@ -139,6 +155,43 @@ def test_a_rank_that_crashes_mid_run(
         run.wait()
     assert f"rank 1 died while running {DIES}" in stderr
     assert how in stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("how", ["cli", "api"])
+def test_a_run_ended_by_a_signal_leaves_nothing(
+    mpi: str, signum: signal.Signals, how: str, tmp_path: Path
+) -> None:
+    # What `timeout`, `scancel` and Slurm's time limit (SIGTERM) or a closed terminal
+    # (SIGHUP) do: every process of the run ends, its directory goes, no result is written.
+    need(mpi)
+    marker = uuid.uuid4().hex
+    run = (start if how == "cli" else start_api)(mpi, SLEEP, 100, tmp_path, marker)
+    try:
+        pid = rank_in_task(marker, 1, time.monotonic() + 120)
+        work = Path(environment(pid)["DHIR_STATE_DIR"]).parent
+        assert work.name.startswith("dhir-run-") and work.is_dir()
+        sent = time.monotonic()
+        run.send_signal(signum)
+        _, stderr = run.communicate(timeout=60)
+        elapsed = time.monotonic() - sent
+    finally:
+        run.kill()
+        run.wait()
+    left = marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "processes of the run are left"
+    assert not work.exists(), f"the run directory {work} is left"
+    out = tmp_path / "out"
+    assert not out.exists() or not list(out.iterdir()), "an ended run wrote results"
+    assert elapsed < 8, f"the run took {elapsed:.1f} s to end"
+    assert "Traceback" not in stderr
+    # The CLI exits as shells report a command a signal ended; the API's process dies of it.
+    assert run.returncode == (128 + signum if how == "cli" else -signum), stderr
 
 
 @pytest.mark.mlir

@@ -194,3 +194,36 @@ def test_a_failed_run_leaves_no_earlier_results(
     assert failed.returncode == 1
     assert "Traceback" not in failed.stderr and "error" in failed.stderr
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+@needs_llvm
+@pytest.mark.parametrize("where", ["in-proc", "under-a-file", "a-file-in-it", "read-only"])
+def test_an_unwritable_cache_directory_is_a_clear_error(
+    tmp_path: Path, call_inputs: list[str], where: str
+) -> None:
+    cache = {
+        "in-proc": Path("/proc/dhir-cache"),  # cannot be made, even by root
+        "under-a-file": tmp_path / "file" / "cache",
+        "a-file-in-it": tmp_path / "cache",  # where the build puts its modules' objects
+        "read-only": tmp_path / "cache",
+    }[where]
+    (tmp_path / "file").write_text("")
+    if where == "a-file-in-it":
+        cache.mkdir()
+        (cache / "modules").write_text("")
+    if where == "read-only":
+        cache.mkdir(mode=0o500)
+        # Root writes to a read-only directory, but not to an immutable one.
+        if os.geteuid() == 0 and subprocess.run(["chattr", "+i", cache]).returncode != 0:
+            pytest.skip("root writes to a read-only directory, and chattr +i failed")
+    try:
+        result = dhir(
+            "run", str(EXAMPLES / "call.mlir"), *call_inputs, env={"DHIR_CACHE_DIR": str(cache)}
+        )
+    finally:
+        if where == "read-only" and os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", cache])
+    assert result.returncode == 1, result.stderr
+    assert f"cannot write to dhir's cache directory {cache}" in result.stderr
+    assert "choose another with DHIR_CACHE_DIR=DIR" in result.stderr
+    assert "internal error" not in result.stderr

@@ -1,0 +1,122 @@
+"""`dhir.run` as a program calls it: what it takes (a parsed module, a path, MLIR text, an
+output folder named by a string) and what it leaves as it was."""
+
+import os
+import signal
+import stat
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_toolchain import need
+
+import dhir
+from dhir import DhirError
+from dhir.toolchain.signals import ending_cleanly
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+# No dhir.schedule: the native backend runs CodeDrop on it first.
+PLAIN = """
+func.func @main(%a: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %two = arith.constant 2 : i32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xi32>
+    %y = arith.muli %x, %two : i32
+    memref.store %y, %a[%i] : memref<8xi32>
+  }
+  return
+}
+"""
+
+
+def vector_add_inputs() -> list[np.ndarray]:
+    return [np.arange(20, dtype=np.int32), np.full(20, 3, np.int32), np.zeros(20, np.int32)]
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize("plain", [False, True], ids=["scheduled", "plain"])
+def test_a_parsed_module_is_left_as_it_was(plain: bool, backend: str) -> None:
+    # The native backend lowers the module it runs; it must be a copy of the caller's, which
+    # a second call then runs again (a plain one: through CodeDrop, each time).
+    need("mpich")
+    text = PLAIN if plain else (EXAMPLES / "vector_add.mlir").read_text()
+    inputs = [np.arange(8, dtype=np.int32)] if plain else vector_add_inputs()
+    module = dhir.parse_string(text)
+    before = dhir.print_module(module)
+    first = dhir.run(module, *inputs, ranks=2, backend=backend, timeout=120)
+    assert dhir.print_module(module) == before
+    second = dhir.run(module, *inputs, ranks=2, backend=backend, timeout=120)
+    assert dhir.print_module(module) == before
+    oracle = dhir.run(text, *inputs, backend="interp")
+    for got, again, want in zip(first, second, oracle, strict=True):
+        assert got.tobytes() == want.tobytes() and again.tobytes() == want.tobytes()
+
+
+def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
+    inputs = vector_add_inputs()
+    out = tmp_path / "out"
+    results = dhir.run(EXAMPLES / "vector_add.mlir", *inputs, backend="interp", output_dir=str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["arg0.npy", "arg1.npy", "arg2.npy"]
+    assert np.array_equal(np.load(out / "arg0.npy"), results[0])
+
+
+@pytest.mark.parametrize(
+    "name", ["missing.mlir", "no/such/folder/prog.mlir", "results (copy).mlir", "prog", " x.mlir "]
+)
+def test_a_string_naming_a_missing_file_says_so(name: str, tmp_path: Path) -> None:
+    # Not parsed as MLIR ("Operation missing.mlir is not registered").
+    with pytest.raises(DhirError, match=r"cannot read .*: No such file or directory") as caught:
+        dhir.run(str(tmp_path / name) if "/" in name else name, *vector_add_inputs())
+    assert "not registered" not in str(caught.value)
+
+
+def test_a_string_naming_a_file_or_holding_mlir(tmp_path: Path) -> None:
+    inputs = vector_add_inputs()
+    text = (EXAMPLES / "vector_add.mlir").read_text()
+    oracle = dhir.run(text, *inputs, backend="interp")
+    (tmp_path / "program").write_text(text)  # a file, whatever its name
+    by_path = dhir.run(str(tmp_path / "program"), *inputs, backend="interp")
+    assert all(np.array_equal(a, b) for a, b in zip(by_path, oracle, strict=True))
+    # MLIR text on one line is MLIR text.
+    one_line = "func.func @main(%a: memref<2xi32>) { return }"
+    assert dhir.run(one_line, np.ones(2, np.int32), backend="interp")[0].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
+def test_result_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
+    # As any file a program writes: 0666 less the umask (a temporary file is 0600).
+    out = tmp_path / "out"
+    before = os.umask(umask)
+    try:
+        dhir.run(
+            EXAMPLES / "vector_add.mlir", *vector_add_inputs(), backend="interp", output_dir=out
+        )
+    finally:
+        os.umask(before)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
+    assert modes == {f"arg{k}.npy": 0o666 & ~umask for k in range(3)}
+
+
+def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
+    # dhir.run cleans up first (Terminated unwinds it), then the caller's handler runs; the
+    # run is over, so the call fails. A signal the program ignores stays ignored.
+    seen: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, _: seen.append(signum))
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with pytest.raises(DhirError, match="the run was ended by SIGTERM"):
+            with ending_cleanly(redeliver=True):
+                os.kill(os.getpid(), signal.SIGHUP)
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler interrupts it
+        assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGHUP, ignored)
