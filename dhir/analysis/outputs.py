@@ -97,7 +97,9 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     function = loop.parent_op()
     while function is not None and not isinstance(function, func.FuncOp):
         function = function.parent_op()
-    if function is None:
+    if function is None or len(function.body.blocks) != 1:
+        # A branch may pass an alias on as a block argument, which _alias_roots does not
+        # follow: assume the worst, that something else touches the data.
         return None
     seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
     aliases = _alias_roots(function.body.block.ops, seeds)
