@@ -1,0 +1,132 @@
+"""Host parallel loops around schedules, on several OpenMP threads per rank: such a loop
+reaches MPI, so dhir-serial-loops runs it sequentially (MPI is initialised for the main
+thread only), and native equals the interpreter bit for bit; loops that reach no MPI stay
+on threads."""
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.backends.native import openmp_safe
+
+pytestmark = [pytest.mark.mlir, pytest.mark.mpi]
+TIMEOUT = 90
+
+# Two tasks per schedule (round robin puts them on two ranks), using the loop's counter:
+# a[i, j] = 3 a[i, j] + i, then b[j] = 2 b[j] + a[i, j].
+_SCHEDULE = """
+    dhir.schedule %a, %b {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %a {
+        %z = arith.constant 0 : index
+        %one = arith.constant 1 : index
+        %n = arith.constant 8 : index
+        %three = arith.constant 3 : i32
+        %x = arith.index_cast %i : index to i32
+        scf.for %j = %z to %n step %one {
+          %v = memref.load %a[%i, %j] : memref<4x8xi32>
+          %w = arith.muli %v, %three : i32
+          %y = arith.addi %w, %x : i32
+          memref.store %y, %a[%i, %j] : memref<4x8xi32>
+        }
+      }
+      %t1 = dhir.task %cpu, %a, %b {
+        %z = arith.constant 0 : index
+        %one = arith.constant 1 : index
+        %n = arith.constant 8 : index
+        %two = arith.constant 2 : i32
+        scf.for %j = %z to %n step %one {
+          %v = memref.load %a[%i, %j] : memref<4x8xi32>
+          %u = memref.load %b[%j] : memref<8xi32>
+          %m = arith.muli %u, %two : i32
+          %y = arith.addi %m, %v : i32
+          memref.store %y, %b[%j] : memref<8xi32>
+        }
+      }
+    }
+"""
+
+# An scf.parallel around the schedule, summing b[0] after each iteration (which depends on
+# the iterations before it). A loop without MPI stays parallel next to it.
+SCF = f"""
+func.func @main(%a: memref<4x8xi32>, %b: memref<8xi32>, %out: memref<4xi32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0 : i32
+  %r = scf.parallel (%i) = (%c0) to (%c4) step (%c1) init (%zero) -> i32 {{
+{_SCHEDULE}
+    %v = memref.load %b[%c0] : memref<8xi32>
+    scf.reduce(%v : i32) {{
+    ^bb0(%l: i32, %q: i32):
+      %s = arith.addi %l, %q : i32
+      scf.reduce.return %s : i32
+    }}
+  }}
+  memref.store %r, %out[%c0] : memref<4xi32>
+  scf.parallel (%k) = (%c1) to (%c4) step (%c1) {{
+    %x = arith.index_cast %k : index to i32
+    memref.store %x, %out[%k] : memref<4xi32>
+  }}
+  return
+}}
+"""
+
+# An affine.parallel of two dimensions whose body calls a function holding the schedule.
+AFFINE = f"""
+func.func @step(%a: memref<4x8xi32>, %b: memref<8xi32>, %i: index) {{
+{_SCHEDULE}
+  return
+}}
+
+func.func @main(%a: memref<4x8xi32>, %b: memref<8xi32>, %out: memref<4xi32>) {{
+  %c0 = arith.constant 0 : index
+  %r = affine.parallel (%i, %k) = (0, 0) to (4, 2) reduce ("addi") -> i32 {{
+    func.call @step(%a, %b, %i) : (memref<4x8xi32>, memref<8xi32>, index) -> ()
+    %v = memref.load %b[%k] : memref<8xi32>
+    affine.yield %v : i32
+  }}
+  memref.store %r, %out[%c0] : memref<4xi32>
+  return
+}}
+"""
+
+PROGRAMS = {"scf": SCF, "affine": AFFINE}
+
+
+def _inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(3)
+    return [
+        rng.integers(-9, 9, (4, 8)).astype(np.int32),
+        rng.integers(-9, 9, 8).astype(np.int32),
+        np.zeros(4, np.int32),
+    ]
+
+
+def _check(text: str, ranks: int, mpi: str = "mpich") -> None:
+    assert openmp_safe(dhir.parse_string(text))  # so the loops would run on threads
+    inputs = _inputs()
+    oracle = dhir.run(text, *inputs, backend="interp")
+    native = dhir.run(
+        text,
+        *inputs,
+        ranks=ranks,
+        threads=2,
+        mpi=mpi,
+        placement="round-robin",
+        timeout=TIMEOUT,
+    )
+    for got, want in zip(native, oracle, strict=True):
+        assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_schedules_in_host_parallel_loops_on_threads_equal_the_interpreter(
+    program: str, ranks: int
+) -> None:
+    _check(PROGRAMS[program], ranks)
+
+
+def test_schedules_in_host_parallel_loops_with_openmpi() -> None:
+    _check(SCF, 2, "openmpi")
