@@ -22,6 +22,14 @@ from hypothesis import strategies as st
 
 Handles = Callable[[int], tuple[str, str]]  # a buffer -> the name and type to use
 BOX_STYLES = ("subview", "linalg")  # every access is a strided box of its memref
+# How the time loop is written. A host parallel loop means its iterations in lexicographic
+# order too (as the interpreter runs it): they hold schedules, so the native backend must
+# not run them on threads.
+TIME_LOOPS = {
+    "scf.for": "scf.for %t = %c0 to %steps step %c1 {",
+    "scf.parallel": "scf.parallel (%t) = (%c0) to (%steps) step (%c1) {",
+    "affine.parallel": "affine.parallel (%t) = (0) to (symbol(%steps)) {",
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class Program:
     # %b0 to a dynamic shape, listed instead of %b0) or "both" (%b0 and %v0 listed:
     # operands that alias, which the compiler may refuse with a located error).
     alias: str = "none"
+    time_loop: str = "scf.for"  # or a host parallel loop: a key of TIME_LOOPS
 
     # --- what it means ----------------------------------------------------------------
 
@@ -222,7 +231,7 @@ class _Writer:
         if p.alias != "none":
             out.append(f"  %v0 = memref.cast %b0 : {self.static_type(0)} to {self.dynamic_type(0)}")
         if p.timed:
-            out.append("  scf.for %t = %c0 to %steps step %c1 {")
+            out.append("  " + TIME_LOOPS[p.time_loop])
             for phase in p.loop:
                 out += self.phase(phase, "    ")
             out.append("  }")
@@ -634,7 +643,11 @@ def stmt(
 
 
 @st.composite
-def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
+def programs(
+    draw: st.DrawFn, ranks: int, alias: str | None = None, time_loops: tuple[str, ...] = ()
+) -> Program:
+    """`time_loops`: the ways to write the time loop to draw from (TIME_LOOPS' keys; the
+    program then always has one); by default an scf.for, when drawn."""
     dtype = draw(st.sampled_from(("i32", "i32", "f64")))
     rows = draw(st.integers(2, 9))
     cols = draw(st.integers(1, 5))
@@ -646,6 +659,8 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
     scalars = tuple(draw(st.lists(st.integers(1, 2 * rows + cols), min_size=1, max_size=2)))
     timed = draw(st.integers(0, 4)) > 0
     steps = draw(st.integers(1, 3))
+    time_loop = draw(st.sampled_from(time_loops)) if time_loops else "scf.for"
+    timed = timed or bool(time_loops)
 
     def task() -> st.SearchStrategy[Task]:
         return st.builds(
@@ -682,6 +697,7 @@ def programs(draw: st.DrawFn, ranks: int, alias: str | None = None) -> Program:
         _untimed(after),
         timed,
         chosen,
+        time_loop,
     )
 
 

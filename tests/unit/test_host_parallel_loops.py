@@ -1,10 +1,14 @@
 """Host parallel loops around schedules, on several OpenMP threads per rank: such a loop
 reaches MPI, so dhir-serial-loops runs it sequentially (MPI is initialised for the main
 thread only), and native equals the interpreter bit for bit; loops that reach no MPI stay
-on threads."""
+on threads. Fixed programs, and random ones (tests/unit/region_programs.py) whose time
+loop is an scf.parallel or affine.parallel."""
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from region_programs import TIME_LOOPS, Program, programs
 
 import dhir
 from dhir.backends.native import openmp_safe
@@ -103,9 +107,9 @@ def _inputs() -> list[np.ndarray]:
     ]
 
 
-def _check(text: str, ranks: int, mpi: str = "mpich") -> None:
+def _check(text: str, ranks: int, mpi: str = "mpich", inputs: list[object] | None = None) -> None:
     assert openmp_safe(dhir.parse_string(text))  # so the loops would run on threads
-    inputs = _inputs()
+    inputs = inputs if inputs is not None else _inputs()
     oracle = dhir.run(text, *inputs, backend="interp")
     native = dhir.run(
         text,
@@ -130,3 +134,36 @@ def test_schedules_in_host_parallel_loops_on_threads_equal_the_interpreter(
 
 def test_schedules_in_host_parallel_loops_with_openmpi() -> None:
     _check(SCF, 2, "openmpi")
+
+
+PARALLEL_TIME_LOOPS = tuple(k for k in TIME_LOOPS if k != "scf.for")
+
+
+@settings(
+    max_examples=12,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    print_blob=True,
+)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            programs(n, time_loops=PARALLEL_TIME_LOOPS),
+            st.sampled_from(("mpich", "openmpi")),
+            st.integers(0, 2**16),
+        )
+    )
+)
+def test_random_schedules_in_host_parallel_loops_on_threads_equal_the_interpreter(
+    case: tuple[int, Program, str, int],
+) -> None:
+    ranks, program, mpi, seed = case
+    text = program.text()
+    note(f"on {ranks} ranks with {mpi}, 2 threads each, the program:\n{text}")
+    inputs = program.inputs(seed)
+    oracle = dhir.run(text, *inputs, backend="interp")
+    for got, want in zip(oracle, program.reference(inputs), strict=True):
+        assert got.tobytes() == np.asarray(want).tobytes()
+    _check(text, ranks, mpi, inputs)
