@@ -86,8 +86,9 @@ def compile_native(
         # no task's effects or regions. (Before dhir-place, they would hide a loop nest's
         # reuse from the cost model.)
         track = TrackTasksPass()  # so that a rank that dies can be named with its task
-        # Parallel loops that reach MPI or the runtime must not run on threads.
-        threaded = (SerialLoopsPass(), OpenMPReductionsPass()) if openmp else ()
+        # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
+        # know, run sequentially.
+        threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
         passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
         passes = (*passes, FloatAtomicsPass(), *threaded)
         adjacent = not timed and not data

@@ -1,4 +1,5 @@
-"""`dhir-serial-loops`: host parallel loops that communicate become sequential loops.
+"""`dhir-serial-loops`: parallel loops that must not or cannot run on OpenMP threads
+become sequential loops.
 
 With OpenMP, mlir-opt-22's convert-scf-to-openmp runs every `scf.parallel` (and every
 `affine.parallel`, lowered to one first) on threads. A loop around a schedule, or around
@@ -10,7 +11,9 @@ dhir's runtime (dhir/analysis/communication.py), becomes a nest of `scf.for` (or
 order; reductions fold each iteration's values into their initial value (the reduction's
 identity for `affine.parallel`, as mlir-opt-22's --lower-affine starts from) in that
 order, with the loop's own combining ops. That is exactly what the interpreter does, and
-a valid order of a parallel loop. Loops that do not communicate stay parallel.
+a valid order of a parallel loop. An `scf.parallel` with a reduction that
+convert-scf-to-openmp cannot make an OpenMP one of (it stops the build on it) becomes such
+a nest too. Other loops stay parallel.
 """
 
 from collections.abc import Callable, Sequence
@@ -18,7 +21,14 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import affine, arith, scf
-from xdsl.dialects.builtin import AffineMapAttr, AnyFloat, FloatAttr, IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
@@ -38,14 +48,20 @@ _COMBINE: dict[str, type[Operation]] = {
     "andi": arith.AndIOp, "ori": arith.OrIOp,
 }  # fmt: skip
 
+# The integer combining ops convert-scf-to-openmp makes OpenMP reductions of, and the
+# compares of a min/max (arith.cmpi's predicates slt, sle, sgt, sge, ult, ule, ugt, uge).
+_OPENMP_COMBINE = (arith.AddiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp)
+_ORDERINGS = frozenset({2, 3, 4, 5, 6, 7, 8, 9})
+
 # Appends to a block the ops folding the body's values into the accumulators; the new ones.
 _Fold = Callable[[Block, Sequence[SSAValue]], list[SSAValue]]
 
 
 @dataclass(frozen=True)
 class SerialLoopsPass(ModulePass):
-    """`scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime become
-    sequential loop nests (run it before OpenMP sees the loops)."""
+    """`scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, or whose
+    reductions OpenMP cannot make, become sequential loop nests (run it last before
+    OpenMP sees the loops)."""
 
     name = "dhir-serial-loops"
 
@@ -59,8 +75,49 @@ class SerialLoopsPass(ModulePass):
             return
         functions = communicating_functions(op)
         for loop in loops:  # outer loops first; inner ones move along, unchanged
-            if communicates(loop, functions):
+            if communicates(loop, functions) or not _openmp_reduces(loop):
                 serialize(loop)
+
+
+def _openmp_reduces(loop: Operation) -> bool:
+    """Whether convert-scf-to-openmp can make OpenMP reductions of the loop's: each an
+    integer (not index) reduction whose body is one known op of the two arguments in
+    order, or a compare of them and a select of one (min/max; dhir-openmp-reductions
+    writes integer min/max so). On anything else it stops ("unconverted operation
+    found"). affine.parallel's integer kinds lower to such bodies."""
+    if not isinstance(loop, scf.ParallelOp):
+        return True
+    reduce = loop.body.block.last_op
+    assert isinstance(reduce, scf.ReduceOp)
+    return all(
+        isinstance(value.type, IntegerType) and _known_reduction(region.block)
+        for value, region in zip(reduce.args, reduce.reductions)
+    )
+
+
+def _known_reduction(block: Block) -> bool:
+    ops = list(block.ops)
+    args = list(block.args)
+    returned = ops[-1].operands[0] if ops and ops[-1].operands else None
+    if len(ops) == 2:
+        combine = ops[0]
+        return (
+            isinstance(combine, _OPENMP_COMBINE)
+            and list(combine.operands) == args
+            and returned == combine.results[0]
+        )
+    if len(ops) == 3:
+        compare, select = ops[0], ops[1]
+        return (
+            isinstance(compare, arith.CmpiOp)
+            and compare.predicate.value.data in _ORDERINGS
+            and list(compare.operands) == args
+            and isinstance(select, arith.SelectOp)
+            and select.cond == compare.result
+            and [select.lhs, select.rhs] in (args, args[::-1])
+            and returned == select.result
+        )
+    return False
 
 
 def serialize(loop: Operation) -> None:

@@ -136,6 +136,51 @@ def test_schedules_in_host_parallel_loops_with_openmpi() -> None:
     _check(SCF, 2, "openmpi")
 
 
+# In a task: a reduction whose body OpenMP does not know (two ops), and one over index;
+# mlir-opt-22's convert-scf-to-openmp stopped on both ("unconverted operation found").
+REDUCTIONS = """
+func.func @main(%a: memref<8xi32>, %out: memref<1xi32>, %n: memref<1xindex>) {
+  dhir.schedule %a, %out, %n {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %out, %n {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %zero = arith.constant 0 : i32
+      %r = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%zero) -> i32 {
+        %v = memref.load %a[%i] : memref<8xi32>
+        scf.reduce(%v : i32) {
+        ^bb0(%l: i32, %q: i32):
+          %s = arith.muli %l, %q : i32
+          %u = arith.addi %s, %q : i32
+          scf.reduce.return %u : i32
+        }
+      }
+      memref.store %r, %out[%c0] : memref<1xi32>
+      %k = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%c1) -> index {
+        scf.reduce(%i : index) {
+        ^bb0(%l: index, %q: index):
+          %s = arith.addi %l, %q : index
+          scf.reduce.return %s : index
+        }
+      }
+      memref.store %k, %n[%c0] : memref<1xindex>
+    }
+  }
+  return
+}
+"""
+
+
+def test_reductions_openmp_does_not_know_run_sequentially() -> None:
+    inputs: list[object] = [
+        np.arange(1, 9, dtype=np.int32),
+        np.zeros(1, np.int32),
+        np.zeros(1, np.int64),
+    ]
+    _check(REDUCTIONS, 1, inputs=inputs)
+
+
 PARALLEL_TIME_LOOPS = tuple(k for k in TIME_LOOPS if k != "scf.for")
 
 

@@ -130,3 +130,69 @@ func.func @nested(%a: memref<8xi32>) {
   }
   return
 }
+
+// Reductions convert-scf-to-openmp cannot make OpenMP ones of (it stops with "unconverted
+// operation found") run sequentially too: a body of two ops, swapped arguments, an index.
+// One op of the two arguments in order, or a compare and a select, stays parallel.
+// CHECK-LABEL: func.func @reductions
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:         scf.for
+// CHECK:         scf.parallel
+// CHECK:           arith.muli %{{.*}}, %{{.*}} : i32
+// CHECK:         scf.parallel
+// CHECK:           arith.cmpi ult
+// CHECK-NOT:     scf.for
+func.func @reductions(%a: memref<8xi32>, %out: memref<5xi32>, %n: memref<1xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0 : i32
+  %r0 = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%zero) -> i32 {
+    %v = memref.load %a[%i] : memref<8xi32>
+    scf.reduce(%v : i32) {
+    ^bb0(%l: i32, %q: i32):
+      %s = arith.addi %l, %q : i32
+      %t = arith.addi %s, %q : i32
+      scf.reduce.return %t : i32
+    }
+  }
+  %r1 = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%zero) -> i32 {
+    %v = memref.load %a[%i] : memref<8xi32>
+    scf.reduce(%v : i32) {
+    ^bb0(%l: i32, %q: i32):
+      %s = arith.addi %q, %l : i32
+      scf.reduce.return %s : i32
+    }
+  }
+  %r2 = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%c0) -> index {
+    scf.reduce(%i : index) {
+    ^bb0(%l: index, %q: index):
+      %s = arith.addi %l, %q : index
+      scf.reduce.return %s : index
+    }
+  }
+  %r3 = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%zero) -> i32 {
+    %v = memref.load %a[%i] : memref<8xi32>
+    scf.reduce(%v : i32) {
+    ^bb0(%l: i32, %q: i32):
+      %s = arith.muli %l, %q : i32
+      scf.reduce.return %s : i32
+    }
+  }
+  %r4 = scf.parallel (%i) = (%c0) to (%c8) step (%c1) init (%zero) -> i32 {
+    %v = memref.load %a[%i] : memref<8xi32>
+    scf.reduce(%v : i32) {
+    ^bb0(%l: i32, %q: i32):
+      %c = arith.cmpi ult, %l, %q : i32
+      %s = arith.select %c, %q, %l : i32
+      scf.reduce.return %s : i32
+    }
+  }
+  memref.store %r0, %out[%c0] : memref<5xi32>
+  memref.store %r1, %out[%c0] : memref<5xi32>
+  memref.store %r2, %n[%c0] : memref<1xindex>
+  memref.store %r3, %out[%c0] : memref<5xi32>
+  memref.store %r4, %out[%c0] : memref<5xi32>
+  return
+}
