@@ -98,10 +98,13 @@ def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozens
     fresh = False
     if isinstance(owner, Block):
         parent = owner.parent_op()
-        if parent is None or isinstance(parent, func.FuncOp):
+        if owner.parent is not None and owner is not owner.parent.first_block:
+            sources = _branched(owner)
+        elif parent is None or isinstance(parent, func.FuncOp):
             # Arguments are distinct buffers, as far as the IR shows (docs/semantics.md).
             return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
-        sources = _carried(value, owner, parent)
+        else:
+            sources = _carried(value, owner, parent)
     elif owner.name == GET_GLOBAL:
         return frozenset([_global_name(owner)])
     elif value in derived_results(owner):
@@ -170,6 +173,19 @@ def _carried(value: SSAValue, block: Block, parent: Operation) -> list[SSAValue]
             return [parent.operands[index], *_yielded_at(regions[1].blocks[0], index)]
         return [*_yielded_at(regions[0].blocks[0], index + 1)]  # scf.condition's flag first
     return [*parent.operands, *_yielded(parent)]
+
+
+def _branched(block: Block) -> list[SSAValue]:
+    """What a block after the first of its region may get as an argument: anything a
+    branch to it passes (every operand of such a branch, over-approximating the place)."""
+    region = block.parent
+    assert region is not None
+    return [
+        v
+        for other in region.blocks
+        if (last := other.last_op) is not None and block in last.successors
+        for v in last.operands
+    ]
 
 
 def _yielded_at(block: Block, index: int) -> list[SSAValue]:

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
 
+from dhir.analysis.communication import communicates, communicating_functions
 from dhir.analysis.handoff import handing_over
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
@@ -33,6 +34,7 @@ from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recordin
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
+from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
 
@@ -84,7 +86,9 @@ def compile_native(
         # no task's effects or regions. (Before dhir-place, they would hide a loop nest's
         # reuse from the cost model.)
         track = TrackTasksPass()  # so that a rank that dies can be named with its task
-        threaded = (OpenMPReductionsPass(),) if openmp else ()
+        # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
+        # know, run sequentially.
+        threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
         passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
         passes = (*passes, FloatAtomicsPass(), *threaded)
         adjacent = not timed and not data
@@ -104,14 +108,16 @@ def compile_native(
 
 
 def openmp_safe(module: ModuleOp) -> bool:
-    """Whether to run parallel loops on threads: when there are any, and none reduces
-    floats, whose sum would then depend on the thread count. (Results must equal the
-    sequential interpreter's bit for bit; such modules run their loops sequentially.) Nor
-    with a float `generic_atomic_rmw` in host code, which dhir-float-atomics makes a plain
-    load and store."""
+    """Whether to run parallel loops on threads: when there are any, none reduces
+    floats, whose sum would then depend on the thread count, and no linalg op reaches
+    MPI. (Results must equal the sequential interpreter's bit for bit; such modules run
+    their loops sequentially.) Nor with a float `generic_atomic_rmw` in host code, which
+    dhir-float-atomics makes a plain load and store. Other loops that reach MPI run
+    sequentially: see dhir-serial-loops."""
     if float_atomics(module):
         return False
     parallel = False
+    linalg: list[LinalgStructuredOperation] = []
     for op in module.walk():
         if isinstance(op, scf.ParallelOp):
             parallel = True
@@ -123,7 +129,18 @@ def openmp_safe(module: ModuleOp) -> bool:
                 return False
         elif isinstance(op, LinalgStructuredOperation):
             parallel = True
-    return parallel
+            linalg.append(op)
+    return parallel and not _linalg_communicates(module, linalg)
+
+
+def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation]) -> bool:
+    """Whether a linalg op's body reaches MPI or the runtime (a call of a function holding
+    a schedule): OpenMP would run it on threads, and dhir-serial-loops, which keeps such
+    scf and affine loops sequential, cannot reach the loops linalg becomes."""
+    if not ops:
+        return False
+    functions = communicating_functions(module)
+    return any(communicates(op, functions) for op in ops)
 
 
 def default_threads(ranks: int) -> int:

@@ -8,6 +8,7 @@ In MLIR a bare SSA value in a subscript is a dimension of the access map and
 not a valid symbol).
 """
 
+import math
 from collections.abc import Sequence
 from typing import cast
 
@@ -385,6 +386,14 @@ def _yield_types(region: Region) -> tuple[Attribute, ...] | None:
 # minu and xori for every type.
 _FLOAT_REDUCTIONS = frozenset({"addf", "mulf", "maximumf", "minimumf"})
 _INT_REDUCTIONS = frozenset({"addi", "muli", "andi", "ori"})
+
+
+# The value each reduction starts from, as mlir-opt-22's --lower-affine makes it
+# (arith::getIdentityValueAttr); it refuses "assign", the other kinds fail to verify.
+REDUCTION_IDENTITIES: dict[str, float | int] = {
+    "addf": 0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
+    "addi": 0, "muli": 1, "andi": -1, "ori": 0,
+}  # fmt: skip
 
 
 def _reduction_fits(kind: str, type_: Attribute) -> bool:

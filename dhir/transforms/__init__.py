@@ -64,6 +64,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return OpenMPReductionsPass
 
+    def serial_loops() -> type[ModulePass]:
+        from dhir.transforms.serial_loops import SerialLoopsPass
+
+        return SerialLoopsPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -81,6 +86,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-lower-to-mpi": lower_to_mpi,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
+        "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
     }
 

@@ -49,7 +49,7 @@ class AccurateMathPass(ModulePass):
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = [o for o in op.walk() if not _in_gpu_code(o)]
+        found = [o for o in op.walk() if not in_gpu_code(o)]
         for math_op in found:
             if _c_name(math_op) is not None:
                 _replace(op, math_op)
@@ -77,7 +77,7 @@ def _c_name(op: Operation) -> str | None:
     return next((name for t, name in _C_NAMES.items() if isinstance(op, t)), None)
 
 
-def _in_gpu_code(op: Operation) -> bool:
+def in_gpu_code(op: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None:
         if parent.name.startswith("gpu."):

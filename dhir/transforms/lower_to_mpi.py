@@ -152,10 +152,11 @@ def _erase_targets(module: ModuleOp) -> None:
 
 
 class _RankGuards:
-    """`%comm`, `%rank` and `rank == R` conditions, made once at the function entry."""
+    """`%comm`, `%rank` and `rank == R` conditions, made once at the start of the
+    function's entry block, which dominates its every block and so every schedule."""
 
     def __init__(self, function: func.FuncOp, ranks: int) -> None:
-        self._block = function.body.block
+        self._block = function.body.blocks[0]
         self.ranks = ranks
         comm = mpi.CommWorldOp()
         comm.comm.name_hint = "comm"

@@ -22,6 +22,14 @@ from hypothesis import strategies as st
 
 Handles = Callable[[int], tuple[str, str]]  # a buffer -> the name and type to use
 BOX_STYLES = ("subview", "linalg")  # every access is a strided box of its memref
+# How the time loop is written. A host parallel loop means its iterations in lexicographic
+# order too (as the interpreter runs it): they hold schedules, so the native backend must
+# not run them on threads.
+TIME_LOOPS = {
+    "scf.for": "scf.for %t = %c0 to %steps step %c1 {",
+    "scf.parallel": "scf.parallel (%t) = (%c0) to (%steps) step (%c1) {",
+    "affine.parallel": "affine.parallel (%t) = (0) to (symbol(%steps)) {",
+}
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,7 @@ class Program:
     # "cast" or "subview" (%h<k>, a view of %b<k> made before the time loop). With
     # alias "cast", the schedules then list a cast %v<k> of every buffer.
     host_views: tuple[str, ...] = ()
+    time_loop: str = "scf.for"  # or a host parallel loop: a key of TIME_LOOPS
 
     # --- what it means ----------------------------------------------------------------
 
@@ -267,7 +276,7 @@ class _Writer:
             out.append(f"  %v0 = memref.cast %b0 : {self.static_type(0)} to {self.dynamic_type(0)}")
         out += self.host_view_lines()
         if p.timed:
-            out.append("  scf.for %t = %c0 to %steps step %c1 {")
+            out.append("  " + TIME_LOOPS[p.time_loop])
             for phase in p.loop:
                 out += self.phase(phase, "    ")
             out.append("  }")
@@ -680,10 +689,16 @@ def stmt(
 
 @st.composite
 def programs(
-    draw: st.DrawFn, ranks: int, alias: str | None = None, host_views: bool = False
+    draw: st.DrawFn,
+    ranks: int,
+    alias: str | None = None,
+    host_views: bool = False,
+    time_loops: tuple[str, ...] = (),
 ) -> Program:
     """`host_views`: one schedule in a time loop, with host code before or after it in
-    the loop that reaches the buffers under other names (Program.host_views)."""
+    the loop that reaches the buffers under other names (Program.host_views).
+    `time_loops`: the ways to write the time loop to draw from (TIME_LOOPS' keys; the
+    program then always has one); by default an scf.for, when drawn."""
     dtype = draw(st.sampled_from(("i32", "i32", "f64")))
     rows = draw(st.integers(2, 9))
     cols = draw(st.integers(1, 5))
@@ -695,6 +710,8 @@ def programs(
     scalars = tuple(draw(st.lists(st.integers(1, 2 * rows + cols), min_size=1, max_size=2)))
     timed = host_views or draw(st.integers(0, 4)) > 0
     steps = draw(st.integers(1, 3))
+    time_loop = draw(st.sampled_from(time_loops)) if time_loops else "scf.for"
+    timed = timed or bool(time_loops)
 
     def task() -> st.SearchStrategy[Task]:
         return st.builds(
@@ -743,6 +760,7 @@ def programs(
         timed,
         chosen,
         views,
+        time_loop,
     )
 
 

@@ -1,6 +1,5 @@
 """scf, affine, func and cf control flow, and the dhir ops."""
 
-import math
 from collections.abc import Callable, Sequence
 from itertools import product
 
@@ -30,6 +29,7 @@ from dhir.backends.interp.scalars import combine, int_width, wrap
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import affine as _dhir_affine
 from dhir.dialects import dhir as dhir_ops
+from dhir.dialects.affine import REDUCTION_IDENTITIES
 from dhir.dialects.scf import ForallOp, InParallelOp
 
 
@@ -224,18 +224,10 @@ class ControlImpls(InterpreterFunctions):
         return ()
 
 
-# The value each reduction starts from, as mlir-opt-22's --lower-affine makes it
-# (arith::getIdentityValueAttr); it refuses "assign", the other kinds fail to verify.
-_IDENTITIES: dict[str, float | int] = {
-    "addf": 0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
-    "addi": 0, "muli": 1, "andi": -1, "ori": 0,
-}  # fmt: skip
-
-
 def _reduction_identity(op: Operation, kind: str, type_: Attribute) -> float | int:
-    if kind not in _IDENTITIES:
+    if kind not in REDUCTION_IDENTITIES:
         fail(op, f'with the reduction "{kind}" is not supported (mlir-opt-22 cannot lower it)')
-    identity = _IDENTITIES[kind]
+    identity = REDUCTION_IDENTITIES[kind]
     return identity if isinstance(identity, float) else wrap(identity, int_width(op, type_))
 
 
