@@ -35,6 +35,7 @@ from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
+from dhir.transforms.vector_rows import VectorRowsPass
 
 
 @fewer_collections()
@@ -85,7 +86,8 @@ def compile_native(
         # reuse from the cost model.)
         track = TrackTasksPass()  # so that a rank that dies can be named with its task
         threaded = (OpenMPReductionsPass(),) if openmp else ()
-        passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
+        rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
+        passes = (split, place, *timed, track, *data, lower, AccurateMathPass(), rows)
         passes = (*passes, FloatAtomicsPass(), *threaded)
         adjacent = not timed and not data
         with handing_over() if adjacent else nullcontext():

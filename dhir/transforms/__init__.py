@@ -64,6 +64,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return OpenMPReductionsPass
 
+    def vector_rows() -> type[ModulePass]:
+        from dhir.transforms.vector_rows import VectorRowsPass
+
+        return VectorRowsPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -82,6 +87,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
         "dhir-openmp-reductions": openmp_reductions,
+        "dhir-vector-rows": vector_rows,
     }
 
 
