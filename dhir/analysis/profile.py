@@ -3,6 +3,7 @@ and device. The cost model uses them instead of its estimates on devices of the 
 arch) they were measured on."""
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,37 @@ class Profile:
         if found.arch is not None and arch is not None and found.arch != arch:
             return None
         return found.seconds
+
+
+def unmatched(profile: Profile, tasks: Iterable[str]) -> list[str]:
+    """The profile's task entries that describe none of `tasks` (the names `task_ids`
+    gives now, after dhir-split): names no task has, and the pieces of a task that was
+    cut into other pieces when measured (another rank count or `dhir.split`), whose
+    sizes differ from those of the pieces now."""
+    names = set(tasks)
+    now, then = _pieces(names), _pieces(profile.tasks)
+    return [
+        name
+        for name in profile.tasks
+        if name not in names or (_whole(name) in then and then[_whole(name)] != now[_whole(name)])
+    ]
+
+
+_PIECE = ".piece"
+
+
+def _whole(name: str) -> str:
+    """The name of the task that `name` is a piece of (`name` itself for a whole task)."""
+    return name.rpartition(_PIECE)[0] if _PIECE in name else name
+
+
+def _pieces(names: Iterable[str]) -> dict[str, set[str]]:
+    """For each task cut into pieces, the names of its pieces."""
+    out: dict[str, set[str]] = {}
+    for name in names:
+        if _PIECE in name:
+            out.setdefault(_whole(name), set()).add(name)
+    return out
 
 
 def load_profile(path: str | Path) -> Profile:

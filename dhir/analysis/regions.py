@@ -20,6 +20,7 @@ from itertools import count
 import islpy as isl
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
     IndexType,
@@ -416,7 +417,7 @@ class _Walker:
         if op.name == "memref.cast":
             self.views[result] = source
             return
-        mapping = self._subview(op)
+        mapping = _transposed(op) if op.name == "memref.transpose" else self._subview(op)
         if mapping is None or not source.known:
             self.views[result] = _View(source.root, None, known=False)
             return
@@ -653,6 +654,18 @@ def _map_arity(attr: Attribute | None) -> int:
     return amap.num_dims + amap.num_symbols if isinstance(amap, AffineMap) else 0
 
 
+def _transposed(op: Operation) -> list[str] | None:
+    """The source index for each result index y_k of a memref.transpose: source dimension
+    d is the result dimension k whose permutation result is d."""
+    amap = op.properties.get("permutation")
+    if not isinstance(amap, AffineMapAttr):
+        return None
+    axes = [e.position for e in amap.data.results if isinstance(e, AffineDimExpr)]
+    if sorted(axes) != list(range(amap.data.num_dims)):
+        return None
+    return [f"{{{axes.index(d)}}}" for d in range(len(axes))]
+
+
 def _substitute(template: str, values: Sequence[str]) -> str:
     """`template` with `{k}` replaced by values[k]."""
     return template.format(*(f"({v})" for v in values))
@@ -739,6 +752,7 @@ _HANDLERS: dict[str, _Handler] = {
     "memref.copy": _Handler(lambda op: op.operands[:2], _copy),
     "memref.subview": _Handler(_first, _Walker.view),
     "memref.cast": _Handler(_first, _Walker.view),
+    "memref.transpose": _Handler(_first, _Walker.view),
     "memref.dim": _Handler(_first, _nothing),
     "memref.rank": _Handler(_first, _nothing),
     "scf.for": _Handler(_none, _Walker.scf_for),

@@ -37,6 +37,7 @@ from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
+from dhir.transforms.vector_rows import VectorRowsPass
 
 
 @fewer_collections()
@@ -48,14 +49,16 @@ def compile_native(
     timing: Timing | None = None,
     placement: str = DEFAULT_ALGORITHM,
     costs: Path | None = None,
-    instrument: bool = False,
+    profile: ProfileRecorder | None = None,
     gpu_fallback: str | None = None,
 ) -> tuple[Path, EntrySignature]:
     """Build an executable for `ranks` ranks; `module` is lowered in place. Parallel
     loops run on OpenMP threads (see `openmp_safe`). Tasks are placed by `placement`
-    (see dhir-place), with measured task times from the profile `costs`; `instrument`
-    times every task (see dhir-instrument). GPU tasks run on the ranks' GPUs (see
-    docs/gpu.md); with `gpu_fallback="cpu"`, those written as loops run on the CPU."""
+    (see dhir-place), with measured task times from the profile `costs`. With a
+    `profile` recorder, every task is timed (see dhir-instrument) and the recorder learns
+    the names of the tasks as they were numbered: after dhir-split, pieces by their own
+    names. GPU tasks run on the ranks' GPUs (see docs/gpu.md); with
+    `gpu_fallback="cpu"`, those written as loops run on the CPU."""
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
     timing = timing if timing is not None else Timing()
@@ -78,7 +81,7 @@ def compile_native(
         # tests verify after every pass).
         split = SplitTasksPass(ranks)  # so that placement places the pieces
         place = PlacePass(ranks, placement, str(costs) if costs is not None else None)
-        timed = (InstrumentPass(),) if instrument else ()
+        timed = (InstrumentPass(),) if profile is not None else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry)
         # dhir-place's task facts stay right for dhir-lower-to-mpi when only
@@ -89,12 +92,15 @@ def compile_native(
         # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
         # know, run sequentially.
         threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
-        passes = (split, place, *timed, track, *data, lower, AccurateMathPass())
+        rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
+        passes = (split, place, *timed, track, *data, lower, AccurateMathPass(), rows)
         passes = (*passes, FloatAtomicsPass(), *threaded)
         adjacent = not timed and not data
         with handing_over() if adjacent else nullcontext():
             run_pipeline(module, PassPipeline(passes), verify_each=False)
         tasks = task_table(module)
+        if profile is not None:
+            profile.name_tasks(tasks)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
         pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
@@ -174,15 +180,7 @@ def run_native(
     arrays = check_inputs(signature, inputs)
     recorder = ProfileRecorder(module, ranks, profile) if profile is not None else None
     exe, signature = compile_native(
-        module,
-        entry,
-        ranks,
-        mpi,
-        timing,
-        placement,
-        costs,
-        instrument=recorder is not None,
-        gpu_fallback=gpu_fallback,
+        module, entry, ranks, mpi, timing, placement, costs, recorder, gpu_fallback
     )
     if threads is not None and threads < 1:
         raise DhirError([Diagnostic(f"the thread count must be at least 1, got {threads}")])

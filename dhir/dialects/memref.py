@@ -3,7 +3,7 @@ generically (copy, cast, global, memory_space_cast, rank, atomic_rmw, alloca_sco
 extract_aligned_pointer_as_index), load/store reporting a wrong index count as a
 verification error rather than a crash, copies of unranked memrefs, dma_start/dma_wait
 with MLIR's flat operand lists, and the ops xDSL lacks (generic_atomic_rmw, realloc,
-reshape, prefetch). dhir's effect analysis does not list realloc, reshape, prefetch or
+reshape, prefetch, transpose). dhir's effect analysis does not list realloc, reshape, prefetch or
 the dma ops: it takes them to read and write all their operands reach.
 """
 
@@ -13,12 +13,14 @@ from typing import TypeVar
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AffineMapAttr,
     BoolAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
+    StridedLayoutAttr,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -27,6 +29,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -41,11 +44,12 @@ from xdsl.irdl import (
     prop_def,
     region_def,
     result_def,
+    traits_def,
     var_operand_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, is_side_effect_free
+from xdsl.traits import HasParent, IsTerminator, Pure, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects import with_replaced_ops
@@ -453,6 +457,94 @@ class ReshapeOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """`memref.transpose %src (d0, d1) -> (d1, d0) attr-dict : type to type`: a view of
+    `%src` whose dimension k is the source's dimension given by result k of the
+    permutation; the result type is the source's with its sizes and strides permuted."""
+
+    name = "memref.transpose"
+
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    permutation = prop_def(AffineMapAttr)
+
+    traits = traits_def(Pure())
+
+    def axes(self) -> list[int]:
+        """For each result dimension, the source dimension it is."""
+        return [e.position for e in self.permutation.data.results if isinstance(e, AffineDimExpr)]
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        amap, rank = self.permutation.data, source.get_num_dims()
+        if amap.num_symbols or sorted(self.axes()) != list(range(amap.num_dims)):
+            raise VerifyException(f"memref.transpose expects a permutation map, got {amap}")
+        if amap.num_dims != rank:
+            raise VerifyException(
+                f"memref.transpose expects a permutation of {rank} dimensions, got {amap}"
+            )
+        want = _transposed(source, self.axes())
+        same = (source.element_type, source.memory_space) == (
+            result.element_type,
+            result.memory_space,
+        )
+        if want is None or not same or _strided(want) != _strided(result):
+            raise VerifyException(
+                f"memref.transpose: the result type {result} is not the source's with its "
+                f"sizes and strides permuted: {want or 'a strided layout'} is expected"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f" {self.permutation.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "TransposeOp":
+        source = parser.parse_unresolved_operand()
+        permutation = AffineMapAttr(parser.parse_affine_map())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_keyword("to")
+        result_type = parser.parse_type()
+        return cls.build(
+            operands=[parser.resolve_operand(source, source_type)],
+            result_types=[result_type],
+            properties={"permutation": permutation},
+            attributes=attrs,
+        )
+
+
+_Strided = tuple[tuple[int, ...], tuple[int | None, ...], int | None]
+
+
+def _strided(kind: MemRefType) -> _Strided | None:
+    """A memref type's shape, strides and offset (None: dynamic), when it is strided."""
+    strides = kind.get_strides()
+    if strides is None:
+        return None
+    return tuple(kind.get_shape()), tuple(strides), kind.get_offset()
+
+
+def _transposed(source: MemRefType, axes: Sequence[int]) -> MemRefType | None:
+    """The type of the view of `source` whose dimension k is the source's axes[k], when
+    the source's layout is strided."""
+    found = _strided(source)
+    if found is None:
+        return None
+    shape, strides, offset = found
+    layout = StridedLayoutAttr([strides[a] for a in axes], offset)
+    return MemRefType(source.element_type, [shape[a] for a in axes], layout, source.memory_space)
+
+
+@irdl_op_definition
 class PrefetchOp(IRDLOperation):
     """`memref.prefetch %m[%i, ...], read|write, locality<0..3>, data|instr : type`: a
     hint to the cache, without effect on the program's results."""
@@ -685,4 +777,5 @@ MemRef: Dialect = with_replaced_ops(
     ReallocOp,
     ReshapeOp,
     StoreOp,
+    TransposeOp,
 )

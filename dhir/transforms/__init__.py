@@ -69,6 +69,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SerialLoopsPass
 
+    def vector_rows() -> type[ModulePass]:
+        from dhir.transforms.vector_rows import VectorRowsPass
+
+        return VectorRowsPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -88,6 +93,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-float-atomics": float_atomics,
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
+        "dhir-vector-rows": vector_rows,
     }
 
 

@@ -190,14 +190,21 @@ def write_profile(
 
 
 class ProfileRecorder:
-    """What turning a run's sums into a profile needs, taken before the module is
-    lowered: the task and schedule names, and each rank's device."""
+    """What turning a run's sums into a profile needs: each rank's device and the
+    schedule names, taken before the module is lowered, and the task names, which
+    the build gives (`name_tasks`) once dhir-split has cut tasks into pieces and
+    dhir-instrument has numbered them."""
 
     def __init__(self, module: ModuleOp, ranks: int, destination: Path) -> None:
-        self.names = list(task_ids(module).values())
+        self.names: list[str] = []
         self.schedules = list(schedule_ids(module).values())
         self.devices, _ = machine_for(module, ranks)
         self.destination = Path(destination)
+
+    def name_tasks(self, table: Sequence[str]) -> None:
+        """Take the task names from dhir-track-tasks' table (`name<TAB>location` per
+        id), whose ids are dhir-instrument's: both number `task_ids` of one module."""
+        self.names = [line.split("\t", 1)[0] for line in table]
 
 
 @contextmanager

@@ -10,6 +10,7 @@ backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `d
 and `dhir compile` use `best` unless told otherwise.
 """
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,10 +21,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
-from dhir.analysis.profile import load_profile
+from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import PassFailedAt
-from dhir.ir.tasks import RANK_ATTR, rank_of
+from dhir.ir.diagnostics import Diagnostic, PassFailedAt
+from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
 from dhir.placement.as_built import place_program
 from dhir.placement.cost_model import CostModel
@@ -51,6 +52,8 @@ class PlacePass(ModulePass):
             )
         schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
         profile = load_profile(self.costs) if self.costs else None  # checked in any case
+        if profile is not None:
+            drop_unmatched(profile, op, str(self.costs))
         if self.algorithm == "round-robin":
             for schedule in schedules:
                 place_schedule(schedule, self.ranks)
@@ -58,6 +61,24 @@ class PlacePass(ModulePass):
         devices, model = machine_for(op, self.ranks, profile)
         for schedule in schedules:
             place_schedule(schedule, self.ranks, self.algorithm, model, devices)
+
+
+def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
+    """Warn about the profile's entries that describe no task of `module` (a name from
+    another program, a task measured whole that is now cut, or cut otherwise), and
+    leave them out: those tasks keep their estimates."""
+    stale = unmatched(profile, task_ids(module).values())
+    if not stale:
+        return
+    for name in stale:
+        del profile.tasks[name]
+    shown = ", ".join(stale[:8]) + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
+    message = (
+        f"{path} has times for tasks this program does not have: {shown}; they are not "
+        "used (the names are those `dhir schedule` prints for the same rank count; pieces "
+        "measured with another rank count or dhir.split are cut otherwise)"
+    )
+    print(Diagnostic(message, severity="warning").render(), file=sys.stderr)
 
 
 def place_schedule(

@@ -17,7 +17,8 @@ pure ops again, and the loop is
 
 Each piece is a copy of the task (same target, same memrefs) whose loop runs over its
 range only, so the region analysis sees the rows each piece touches. Constant bounds give
-constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds. A
+constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds; both
+keep the type of the loop's bounds (an `scf.for` may count in `i32`). A
 linalg piece runs the same op on views: each operand that uses d0 becomes a static
 `memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
 the others stay whole; d0 being outermost, the pieces run one after the other are the
@@ -48,6 +49,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     i64,
@@ -422,21 +424,40 @@ def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> No
 
 
 def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue) -> SSAValue:
-    """A value before `loop`: the constant `at`, or lower + floor((upper - lower) * at)."""
+    """A value before `loop`, of the type of its bounds: the constant `at`, or
+    lower + floor((upper - lower) * at)."""
     block = loop.parent_block()
     assert block is not None
+    kind = lower.type  # index, or the integer type of an scf.for's counter
+    assert isinstance(kind, IndexType | IntegerType)
     if isinstance(at, int):
-        made: Operation = arith.ConstantOp(IntegerAttr(at, IndexType()))
+        made: list[Operation] = [arith.ConstantOp(IntegerAttr(at, kind))]
     elif at == 0:
         return lower
     elif at == 1:
         return upper
     else:
-        d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        expr = d0 + ((d1 - d0) * at.numerator) // at.denominator
-        made = affine.ApplyOp([lower, upper], AffineMapAttr(AffineMap(2, 0, (expr,))))
-    block.insert_op_before(made, loop)
-    return made.results[0]
+        made = _between(lower, upper, at)
+    for op in made:
+        block.insert_op_before(op, loop)
+    return made[-1].results[0]
+
+
+def _between(lower: SSAValue, upper: SSAValue, at: Fraction) -> list[Operation]:
+    """Ops computing lower + floor((upper - lower) * at), with 0 < at < 1: an affine.apply
+    on index values; integer bounds are widened to index for it (signed, as scf.for
+    compares them) and the result, which lies between them, narrowed back."""
+    kind = lower.type
+    made: list[Operation] = []
+    if not isinstance(kind, IndexType):
+        made = [arith.IndexCastOp(v, IndexType()) for v in (lower, upper)]
+        lower, upper = (op.results[0] for op in made)
+    d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
+    expr = d0 + ((d1 - d0) * at.numerator) // at.denominator
+    made.append(affine.ApplyOp([lower, upper], AffineMapAttr(AffineMap(2, 0, (expr,)))))
+    if not isinstance(kind, IndexType):
+        made.append(arith.IndexCastOp(made[-1].results[0], kind))
+    return made
 
 
 def _view_rows(op: LinalgStructuredOperation, low: int, high: int) -> None:

@@ -10,7 +10,8 @@ point in lexicographic order, combines what it reads into a value and stores it:
 one read, `fill` the seed. Every subscript is affine in the loop variables (`i + 1`,
 `2*i + j - 1`, a row or a column), so the statement can be written as scf loops with
 arith, affine.for with affine.load/store, affine.apply of an affine map, or as loops over
-(or a linalg op on) memref.subviews taken inside the task. `Program.reference` computes
+(or a linalg op on) memref.subviews taken inside the task, loads and stores through the
+memref.transpose of such subviews (their dimensions reversed). `Program.reference` computes
 what the program means with plain Python, so the oracle itself is checked too.
 """
 
@@ -21,7 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 Handles = Callable[[int], tuple[str, str]]  # a buffer -> the name and type to use
-BOX_STYLES = ("subview", "linalg")  # every access is a strided box of its memref
+BOX_STYLES = ("subview", "transposed", "linalg")  # every access is a strided box of its memref
 # How the time loop is written. A host parallel loop means its iterations in lexicographic
 # order too (as the interpreter runs it): they hold schedules, so the native backend must
 # not run them on threads.
@@ -452,8 +453,15 @@ class _Writer:
     # -- subviews and linalg
 
     def view(
-        self, a: Access, sizes: tuple[int, ...], handle_of: Handles, out: list[str]
+        self,
+        a: Access,
+        sizes: tuple[int, ...],
+        handle_of: Handles,
+        out: list[str],
+        transposed: bool = False,
     ) -> tuple[str, str]:
+        """A subview of the box `a` (its dimensions reversed by memref.transpose when
+        `transposed`)."""
         name, type_ = self.local(a.buf, handle_of, out, static=True)
         shape = self.p.shapes[a.buf]
         strides = [a.coeffs[d][d] for d in range(len(shape))]
@@ -467,17 +475,32 @@ class _Writer:
             f"{v} = memref.subview {name}[{', '.join(map(str, a.consts))}] "
             f"[{', '.join(map(str, sizes))}] [{', '.join(map(str, strides))}] : {type_} to {vtype}"
         )
-        return v, vtype
+        if not transposed:
+            return v, vtype
+        rank = len(sizes)
+        dims = [f"d{d}" for d in range(rank)]
+        layout = ", ".join(str(s * b) for s, b in reversed(list(zip(strides, base))))
+        dims_t = "x".join(str(n) for n in reversed(sizes))
+        ttype = f"memref<{dims_t}x{self.elem()}, strided<[{layout}], offset: {offset}>>"
+        t = self.fresh("t")
+        out.append(
+            f"{t} = memref.transpose {v} ({', '.join(dims)}) -> ({', '.join(reversed(dims))}) "
+            f": {vtype} to {ttype}"
+        )
+        return t, ttype
 
     def box_stmt(self, stmt: Stmt, handle_of: Handles, seed: str) -> list[str]:
         out: list[str] = []
         sizes = tuple(len(loop.points()) for loop in stmt.loops)
+        turned = stmt.style == "transposed"
         views = {
-            a: self.view(a, sizes, handle_of, out) for a in dict.fromkeys((*stmt.reads, stmt.write))
+            a: self.view(a, sizes, handle_of, out, turned)
+            for a in dict.fromkeys((*stmt.reads, stmt.write))
         }
         wname, wtype = views[stmt.write]
-        if stmt.style == "subview":
+        if stmt.style in ("subview", "transposed"):
             ivs, body, close = self.loops(stmt.loops, False, out)
+            ivs = ivs[::-1] if turned else ivs
             values = []
             for a in stmt.reads:
                 name, type_ = views[a]

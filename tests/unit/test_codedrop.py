@@ -27,7 +27,9 @@ needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="nee
 class Nest:
     """for i in 1..N-2: w[i] = mix(seed, reads), a read being buf[i + offset]."""
 
-    kind: str  # for | parallel | affine | nested (a 2-deep nest: for i { for j in 0..1 })
+    # for | for32 (an scf.for on i32) | parallel | affine | nested (a 2-deep nest:
+    # for i { for j in 0..1 })
+    kind: str
     write: int
     reads: tuple[tuple[int, int], ...]
     seed: int
@@ -61,7 +63,7 @@ def _nests(buffers: int) -> st.SearchStrategy[Nest]:
         )
 
     return st.tuples(
-        st.sampled_from(("for", "parallel", "affine", "nested")),
+        st.sampled_from(("for", "for32", "parallel", "affine", "nested")),
         st.integers(0, buffers - 1),
         st.integers(1, 9),
     ).flatmap(lambda t: build(*t))
@@ -107,6 +109,7 @@ def _text(buffers: int, items: list[Item]) -> str:
     consts += [f"  %s{s} = arith.constant {s} : index" for s in (1, 2, 3)]
     consts += ["  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index"]
     consts += [f"  %hi = arith.constant {N - 1} : index", "  %three = arith.constant 3 : i32"]
+    consts += ["  %k1i = arith.constant 1 : i32", f"  %hii = arith.constant {N - 1} : i32"]
     body = "\n".join([*consts, *lines])
     return f"func.func @main({args}) {{\n{body}\n  return\n}}\n"
 
@@ -121,6 +124,9 @@ def _nest(nest: Nest, indent: str, lines: list[str], n: int) -> None:
         lines.append(f"{indent}scf.parallel ({i}) = (%k1) to (%hi) step (%c1) {{")
     elif nest.kind == "affine":
         lines.append(f"{indent}affine.for {i} = 1 to {N - 1} {{")
+    elif nest.kind == "for32":
+        lines.append(f"{indent}scf.for {i}w = %k1i to %hii step %k1i : i32 {{")
+        lines.append(f"{indent}  {i} = arith.index_cast {i}w : i32 to index")
     else:
         lines.append(f"{indent}scf.for {i} = %k1 to %hi step %c1 {{")
     if nest.kind == "nested":  # the inner loop runs once more per row: i stays a subscript

@@ -10,13 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dhir.analysis.profile import load_profile, profile_from_json
+from dhir.analysis.profile import load_profile, profile_from_json, unmatched
 from dhir.api import parse_file, parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
+from dhir.ir.tasks import task_ids
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import local_devices, task_graph
 from dhir.transforms.instrument import profile_report
+from dhir.transforms.place import drop_unmatched
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 VECTOR_ADD = EXAMPLES / "vector_add.mlir"
@@ -52,30 +54,35 @@ def test_profile_times_every_task_and_feeds_back(tmp_path: Path, ranks: int, mpi
     assert result.returncode == 0, result.stderr
     data = json.loads(profile.read_text())
     assert data["ranks"] == ranks
-    assert sorted(data["tasks"]) == TASKS
+    # Both tasks are cut into one piece per rank: an entry per piece, on its rank.
+    where = _scheduled(VECTOR_ADD, ranks)
+    pieces = sorted(where)
+    assert pieces == [f"{t}.piece{k}" for t in TASKS for k in range(ranks)]
+    assert sorted(data["tasks"]) == pieces
     assert all(seconds > 0 for seconds in data["tasks"].values())
-    assert data["calls"] == dict.fromkeys(TASKS, 1)
-    # Round robin: task k on rank k.
-    assert [data["devices"][t]["rank"] for t in TASKS] == [0, 1]
-    assert {data["devices"][t]["kind"] for t in TASKS} == {"cpu"}
+    assert data["calls"] == dict.fromkeys(pieces, 1)
+    assert {t: data["devices"][t]["rank"] for t in pieces} == where
+    assert {data["devices"][t]["kind"] for t in pieces} == {"cpu"}
     # The schedule's wall time: it holds both tasks, so it lasts at least as long as each.
     assert list(data["schedules"]) == ["main.schedule0"]
     assert data["schedules"]["main.schedule0"] >= max(data["tasks"].values()) > 0
     assert load_profile(profile).schedules == data["schedules"]
 
     # The measured times replace the estimates in the task graph...
-    schedule = next(op for op in parse_file(VECTOR_ADD).walk() if isinstance(op, ScheduleOp))
+    module = parse_file(VECTOR_ADD)
+    run_pipeline(module, f"dhir-split{{ranks={ranks}}}")
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
     devices = local_devices(ranks)
     estimated = task_graph(schedule, devices)
     measured = task_graph(schedule, devices, CostModel(load_profile(profile)))
-    for task in TASKS:
+    for task in pieces:
         assert set(measured.cost[task].values()) == {data["tasks"][task]}
         assert measured.cost[task] != estimated.cost[task]
 
     # ...and a run placed with them gives the same results.
     out = tmp_path / "out"
     result = dhir("run", *common, "--costs", str(profile), "--output-dir", str(out))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
     a = np.arange(20, dtype=np.int32)
     np.testing.assert_array_equal(np.load(out / "arg0.npy"), (a + a) * 2)
 
@@ -197,3 +204,83 @@ def test_profile_schedules_are_optional_but_checked() -> None:
         profile_from_json({"tasks": {}, "schedules": {"main.schedule0": -1}})
     with pytest.raises(DhirError, match='"schedules" must be an object'):
         profile_from_json({"tasks": {}, "schedules": [1]})
+
+
+# Task 0 is one loop dhir-split cuts into one piece per rank; task 1 stays whole.
+SPLIT = """
+func.func @main(%a: memref<64xf64>, %b: memref<64xf64>) {
+  dhir.schedule %a, %b {
+    %t0 = dhir.task target = "cpu", %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      %f = arith.constant 2.0 : f64
+      scf.for %i = %c0 to %n step %c1 {
+        %x = memref.load %a[%i] : memref<64xf64>
+        %y = arith.mulf %x, %f : f64
+        memref.store %y, %a[%i] : memref<64xf64>
+      }
+    }
+    %t1 = dhir.task target = "cpu", %b attributes {dhir.split = 1} {
+      %c0 = arith.constant 0 : index
+      %f = arith.constant 1.0 : f64
+      memref.store %f, %b[%c0] : memref<64xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def _scheduled(path: Path, ranks: int) -> dict[str, int]:
+    """Each task's rank as `dhir schedule --algorithm round-robin` prints it."""
+    result = dhir("schedule", str(path), "-n", str(ranks), "--algorithm", "round-robin")
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()]
+    return {r[0]: int(r[1].removeprefix("rank")) for r in rows if r and r[0].startswith("main.")}
+
+
+@needs_llvm
+def test_a_profile_after_split_has_one_entry_per_piece_where_it_ran(tmp_path: Path) -> None:
+    """Named as `dhir schedule` names the pieces, each with the rank that ran it."""
+    program = tmp_path / "split.mlir"
+    program.write_text(SPLIT)
+    for name in "ab":
+        np.save(tmp_path / f"{name}.npy", np.arange(64.0))
+    inputs = ["--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")]
+    profile = tmp_path / "profile.json"
+    placed = "--placement", "round-robin"
+    result = dhir("run", str(program), "-n", "3", *placed, *inputs, "--profile", str(profile))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(profile.read_text())
+    where = _scheduled(program, 3)
+    assert sorted(where) == [f"main.schedule0.task0.piece{k}" for k in range(3)] + [TASKS[1]]
+    assert sorted(data["tasks"]) == sorted(where)
+    assert data["calls"] == dict.fromkeys(where, 1)
+    assert {name: data["devices"][name]["rank"] for name in where} == where
+    # Fed back for the same rank count, every entry names a task: no warning.
+    result = dhir("run", str(program), "-n", "3", *inputs, "--costs", str(profile))
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+
+
+def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name no task has, a task measured whole that is now cut, and the pieces of a
+    task cut into another number of pieces (measured on 2 ranks, placed on 3)."""
+    costs = tmp_path / "costs.json"
+    stale = ["main.schedule0.task0", "main.schedule0.task0.piece0", "main.schedule0.task0.piece1"]
+    stale.append("main.schedule3.task0")
+    costs.write_text(json.dumps({"tasks": {**dict.fromkeys(stale, 1.0), TASKS[1]: 2.0}}))
+    module = parse_string(SPLIT)
+    run_pipeline(
+        module, f'dhir-split{{ranks=3}},dhir-place{{ranks=3 algorithm=heft costs="{costs}"}}'
+    )
+    warning = capsys.readouterr().err
+    assert warning.startswith(f"warning: {costs} has times for tasks"), warning
+    assert all(f"{name}," in warning or f"{name};" in warning for name in stale), warning
+    assert TASKS[1] not in warning
+    profile = profile_from_json(json.loads(costs.read_text()))
+    assert unmatched(profile, task_ids(module).values()) == stale
+    drop_unmatched(profile, module, str(costs))
+    assert list(profile.tasks) == [TASKS[1]]

@@ -400,3 +400,36 @@ def test_vector_lanes_are_elements_unless_the_vector_is_scalable() -> None:
     assert regions.written(f).is_equal(lanes) and regions.must_written(f).is_equal(lanes)
     assert regions.written(g).is_equal(isl.Set("{ [x0] : 0 <= x0 <= 7 }"))
     assert regions.must_written(g).is_empty()
+
+
+TRANSPOSED = """
+func.func @main(%a: memref<4x6xf64>, %b: memref<6x4xf64>) {
+  dhir.schedule %a, %b {
+    %w = dhir.task target = "cpu", %a, %b {
+      %t = memref.transpose %a (i, j) -> (j, i) : memref<4x6xf64> to memref<6x4xf64, strided<[1, 6]>>
+      %s = memref.subview %t[1, 0] [2, 4] [1, 1] : memref<6x4xf64, strided<[1, 6]>> to memref<2x4xf64, strided<[1, 6], offset: 6>>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      scf.for %j = %c0 to %c4 step %c1 {
+        %x = memref.load %s[%c1, %j] : memref<2x4xf64, strided<[1, 6], offset: 6>>
+        memref.store %x, %b[%c3, %j] : memref<6x4xf64>
+        memref.store %x, %t[%c0, %j] : memref<6x4xf64, strided<[1, 6]>>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_transposed_view_maps_its_indices_back_to_the_buffer() -> None:
+    """%t[i, j] is %a[j, i]: the task reads column 2 of %a (row 2 of %t, through a
+    subview of it) and writes its column 0, not all of %a."""
+    task = next(iter(_schedule(TRANSPOSED).tasks()))
+    regions = task_regions(task)
+    a, _ = task.memrefs
+    assert regions.read(a).is_equal(isl.Set("{ [x0, 2] : 0 <= x0 <= 3 }"))
+    column = isl.Set("{ [x0, 0] : 0 <= x0 <= 3 }")
+    assert regions.written(a).is_equal(column) and regions.must_written(a).is_equal(column)

@@ -6,7 +6,7 @@ products) and natively on 2 and 3 ranks; a task it cannot split stays whole with
 warning, and without the attribute nothing changes."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,8 @@ CLOSE = {"addf": ("f64", "0.25"), "mulf": ("f64", "1.5")}
 @dataclass(frozen=True)
 class Reduction:
     """One task: out[0] = init <op> f(a[i]) over i in [lo, hi) step `step`, then
-    out[1] = out[0] (code after the loop), with `dhir.split = pieces`."""
+    out[1] = out[0] (code after the loop), with `dhir.split = pieces`; an scf.for's counter
+    and bounds are of type `counter` (index or i32)."""
 
     op: str
     lo: int
@@ -55,6 +56,7 @@ class Reduction:
     pieces: int
     reassociate: bool = True
     loop: str = "scf.parallel"
+    counter: str = "index"
 
     @property
     def elem(self) -> str:
@@ -69,9 +71,9 @@ func.func @main(%a: memref<{N}x{elem}>, %out: memref<2x{elem}>) {{
     %t = dhir.task target = "cpu", %a, %out attributes {{{attrs}}} {{
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %lo = arith.constant {self.lo} : index
-      %hi = arith.constant {self.hi} : index
-      %step = arith.constant {self.step} : index
+      %lo = arith.constant {self.lo} : {self.counter}
+      %hi = arith.constant {self.hi} : {self.counter}
+      %step = arith.constant {self.step} : {self.counter}
       %init = arith.constant {init} : {elem}
       {self._loop(elem)}
       memref.store %r, %out[%c0] : memref<2x{elem}>
@@ -85,8 +87,12 @@ func.func @main(%a: memref<{N}x{elem}>, %out: memref<2x{elem}>) {{
 
     def _loop(self, elem: str) -> str:
         if self.loop == "scf.for":
-            return f"""%r = scf.for %i = %lo to %hi step %step iter_args(%acc = %init) -> ({elem}) {{
-        %x = memref.load %a[%i] : memref<{N}x{elem}>
+            typed, at, cast = "", "%i", ""
+            if self.counter != "index":
+                typed, at = f" : {self.counter}", "%ii"
+                cast = f"%ii = arith.index_cast %i : {self.counter} to index\n        "
+            return f"""%r = scf.for %i = %lo to %hi step %step iter_args(%acc = %init) -> ({elem}){typed} {{
+        {cast}%x = memref.load %a[{at}] : memref<{N}x{elem}>
         %s = arith.{self.op} %acc, %x : {elem}
         scf.yield %s : {elem}
       }}"""
@@ -113,6 +119,10 @@ func.func @main(%a: memref<{N}x{elem}>, %out: memref<2x{elem}>) {{
             a = rng.integers(-9, 9, N).astype(dtype)  # the products wrap: still exact
         return [a, np.zeros(2, dtype)]
 
+    def counted_by(self, counter: str) -> "Reduction":
+        """This reduction with an scf.for's counter of type `counter` (scf.parallel: index)."""
+        return replace(self, counter=counter if self.loop == "scf.for" else "index")
+
     @property
     def trips(self) -> int:
         return len(range(self.lo, self.hi, self.step))
@@ -128,7 +138,7 @@ def reductions(draw: st.DrawFn) -> Reduction:
         step=draw(st.integers(1, 3)),
         pieces=draw(st.integers(2, 5)),
         loop=draw(st.sampled_from(("scf.parallel", "scf.for"))),
-    )
+    ).counted_by(draw(st.sampled_from(("index", "i32"))))
 
 
 def _split(text: str, ranks: int = 1) -> tuple[str, list[str]]:
@@ -253,12 +263,13 @@ NATIVE = [
     Reduction("muli", 0, N - 1, 1, 2),
     Reduction("addf", 1, N, 1, 2, loop="scf.for"),
     Reduction("minsi", 0, N, 1, 2, loop="scf.for"),
+    Reduction("addi", 1, N, 1, 2, loop="scf.for", counter="i32"),
 ]
 
 
 @pytest.mark.mlir
 @pytest.mark.parametrize("ranks", [2, 3])
-@pytest.mark.parametrize("case", NATIVE, ids=lambda c: f"{c.loop}-{c.op}")
+@pytest.mark.parametrize("case", NATIVE, ids=lambda c: f"{c.loop}-{c.counter}-{c.op}")
 def test_split_reductions_run_natively_as_the_interpreter_does(case: Reduction, ranks: int) -> None:
     text = case.text().replace(f"dhir.split = {case.pieces}, ", "")
     assert len(_split(text, ranks)[1]) == ranks + 1  # one piece per rank, and the combining task

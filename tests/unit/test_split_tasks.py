@@ -52,7 +52,8 @@ def _profile(examples: int) -> settings:
 @dataclass(frozen=True)
 class OneLoop:
     """One task: for i in [lo, hi) step `step` (hi: the entry's %n when `dynamic`), for j:
-    buf[dst][i, j] = buf[src][i + shift, j] * 3 + i (i32), or * 0.5 + 1 (f64)."""
+    buf[dst][i, j] = buf[src][i + shift, j] * 3 + i (i32), or * 0.5 + 1 (f64). An scf.for's
+    counter, bounds and %n are of type `counter` (index or i32)."""
 
     loop: str
     lo: int
@@ -64,6 +65,7 @@ class OneLoop:
     floats: bool
     dynamic: bool
     pieces: int
+    counter: str = "index"
 
     @property
     def carried(self) -> bool:
@@ -84,21 +86,26 @@ class OneLoop:
             head = f"affine.for %i = {self.lo} to {self.hi} step {self.step} {{"
         elif self.loop == "affine.parallel":
             head = f"affine.parallel (%i) = ({self.lo}) to ({self.hi}) step ({self.step}) {{"
+        elif self.loop == "scf.for" and self.counter != "index":
+            head = (
+                f"scf.for %i0 = %clo to {high} step %cstep : {self.counter} {{\n"
+                f" %i = arith.index_cast %i0 : {self.counter} to index"
+            )
         elif self.loop == "scf.for":
             head = f"scf.for %i = %clo to {high} step %cstep {{"
         else:
             head = f"scf.parallel (%i) = (%clo) to ({high}) step (%cstep) {{"
         split = f" attributes {{dhir.split = {self.pieces}}}"
         return f"""
-func.func @main(%b0: {mem}, %b1: {mem}, %n: index) {{
+func.func @main(%b0: {mem}, %b1: {mem}, %n: {self.counter}) {{
   dhir.schedule %b0, %b1, %n {{
     %t = dhir.task target = "cpu", %b0, %b1{split} {{
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %cols = arith.constant {COLS} : index
-      %clo = arith.constant {self.lo} : index
-      %chi = arith.constant {self.hi} : index
-      %cstep = arith.constant {self.step} : index
+      %clo = arith.constant {self.lo} : {self.counter}
+      %chi = arith.constant {self.hi} : {self.counter}
+      %cstep = arith.constant {self.step} : {self.counter}
       %shift = arith.constant {self.shift} : index
       {head}
         scf.for %j = %c0 to %cols step %c1 {{
@@ -118,7 +125,7 @@ func.func @main(%b0: {mem}, %b1: {mem}, %n: index) {{
         rng = np.random.default_rng(self.lo * 31 + self.hi)
         dtype = np.float64 if self.floats else np.int32
         bufs = [rng.integers(-50, 50, (ROWS, COLS)).astype(dtype) for _ in range(2)]
-        return [*bufs, self.hi]
+        return [*bufs, np.int32(self.hi) if self.counter == "i32" else self.hi]
 
 
 @st.composite
@@ -141,6 +148,7 @@ def one_loops(draw: st.DrawFn, loops: tuple[str, ...] = LOOPS) -> OneLoop:
         floats=draw(st.booleans()),
         dynamic=loop.startswith("scf") and draw(st.booleans()),
         pieces=draw(st.integers(1, 5)),
+        counter=draw(st.sampled_from(("index", "i32"))) if loop == "scf.for" else "index",
     )
 
 
@@ -210,6 +218,58 @@ def test_rows_of_one_task_on_three_ranks_equal_the_interpreter(mpi: str) -> None
     assert len(_split(text, ranks=3)[1]) == 3
     got = dhir.run(text, *case.inputs(), backend="native", ranks=3, mpi=mpi, placement=SPREAD)
     _same(got, _interp(text, case.inputs()))
+
+
+def _i32_rows(bounds: str, form: str) -> str:
+    """b1[i] = b0[i] * 3 + i over rows i in [1, 9) of an scf.for on i32, whose bounds are
+    constants or the entry's %lo and %n, in a task or as plain code (CodeDrop's)."""
+    low, high = ("%c1i", "%c9i") if bounds == "constant" else ("%lo", "%n")
+    mem = f"memref<{ROWS}x{COLS}xi32>"
+    loop = f"""
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cols = arith.constant {COLS} : index
+      %c1i = arith.constant 1 : i32
+      %c9i = arith.constant 9 : i32
+      %three = arith.constant 3 : i32
+      scf.for %i = {low} to {high} step %c1i : i32 {{
+        %r = arith.index_cast %i : i32 to index
+        scf.for %j = %c0 to %cols step %c1 {{
+          %x = memref.load %b0[%r, %j] : {mem}
+          %m = arith.muli %x, %three : i32
+          %y = arith.addi %m, %i : i32
+          memref.store %y, %b1[%r, %j] : {mem}
+        }}
+      }}"""
+    if form == "task":
+        loop = f"""
+  dhir.schedule %b0, %b1, %lo, %n {{
+    %t = dhir.task target = "cpu", %b0, %b1 {{{loop}
+    }}
+  }}"""
+    return f"""
+func.func @main(%b0: {mem}, %b1: {mem}, %lo: i32, %n: i32) {{{loop}
+  return
+}}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("form", ["task", "plain"])
+@pytest.mark.parametrize("bounds", ["constant", "scalar"])
+def test_i32_loops_split_and_run_natively_as_the_interpreter_does(
+    bounds: str, form: str, ranks: int
+) -> None:
+    """The pieces' bounds keep the loop's type (i32, not index), which mlir-opt checks."""
+    text = _i32_rows(bounds, form)
+    if form == "task":
+        assert len(_split(text, ranks=ranks)[1]) == ranks
+    rng = np.random.default_rng(ranks)
+    inputs = [rng.integers(-50, 50, (ROWS, COLS)).astype(np.int32) for _ in range(2)]
+    inputs += [np.int32(1), np.int32(ROWS)]
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, inputs))
 
 
 def _row_ranges(text: str, ranks: int, system: System) -> list[tuple[int, int]]:

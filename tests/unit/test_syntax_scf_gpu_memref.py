@@ -116,9 +116,10 @@ memref.global @g : memref<4xi32> = uninitialized
 memref.global "private" @h : memref<3xf64> = dense<0.000000e+00> {alignment = 64 : i64}
 memref.global @ext : memref<2xf32>
 """ + in_func(
-    "%a: memref<4xf32>, %b: memref<4xf32>, %i: index, %v: f32, %n: index",
+    "%a: memref<4xf32>, %b: memref<4xf32>, %i: index, %v: f32, %n: index, %m: memref<2x3x4xf32>",
     """\
   memref.copy %a, %b : memref<4xf32> to memref<4xf32>
+  %tr = memref.transpose %m (d0, d1, d2) -> (d2, d0, d1) : memref<2x3x4xf32> to memref<4x2x3xf32, strided<[1, 12, 4]>>
   %c = memref.cast %a : memref<4xf32> to memref<?xf32>
   %u = memref.cast %a : memref<4xf32> to memref<*xf32>
   %s = memref.memory_space_cast %a : memref<4xf32> to memref<4xf32, 1 : i64>
@@ -329,6 +330,16 @@ INVALID = [
     "memref.global @g : memref<2xf32> = uninitialized {alignment = 3 : i64}",
     # a load with too few indices (xDSL itself raises a bare Exception)
     in_func("%m: memref<4x4xf32>, %i: index", "  %x = memref.load %m[%i] : memref<4x4xf32>"),
+    # a transpose whose map is not a permutation
+    in_func(
+        "%m: memref<4x8xf32>",
+        "  %t = memref.transpose %m (d0, d1) -> (d0, d0) : memref<4x8xf32> to memref<4x4xf32>",
+    ),
+    # a transpose whose result type keeps the source's strides
+    in_func(
+        "%m: memref<4x8xf32>",
+        "  %t = memref.transpose %m (d0, d1) -> (d1, d0) : memref<4x8xf32> to memref<8x4xf32>",
+    ),
     # a launch body without its 12 index arguments
     in_func(
         "%n: index",

@@ -24,7 +24,12 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.scalars import combine
-from dhir.dialects.memref import ATOMIC_RMW_KINDS, AtomicYieldOp, GenericAtomicRMWOp
+from dhir.dialects.memref import (
+    ATOMIC_RMW_KINDS,
+    AtomicYieldOp,
+    GenericAtomicRMWOp,
+    TransposeOp,
+)
 
 if TYPE_CHECKING:
     from dhir.backends.interp.gpu import GpuIds
@@ -225,6 +230,10 @@ class MemrefImpls(InterpreterFunctions):
             return (array.reshape(shape, copy=False),)  # a view, as in MLIR
         except ValueError:
             fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
+
+    @handles(TransposeOp)
+    def run_transpose(self, interp: Interpreter, op: TransposeOp, args: Values) -> Values:
+        return (args[0].transpose(op.axes()),)  # a view, as in MLIR
 
     @handles(memref.ReinterpretCastOp)
     def run_reinterpret_cast(

@@ -17,6 +17,8 @@ func.func @buffers(%m: memref<4x8xf32>, %d: memref<?xf32>, %n: index, %f: f32) {
   %re = memref.reinterpret_cast %base to offset: [0], sizes: [32], strides: [1] : memref<f32> to memref<32xf32>
   %e = memref.expand_shape %s [[0, 1]] output_shape [2, 2] : memref<4xf32> into memref<2x2xf32>
   %c = memref.collapse_shape %m [[0, 1]] : memref<4x8xf32> into memref<32xf32>
+  %t = memref.transpose %m (i, j) -> (j, i) : memref<4x8xf32> to memref<8x4xf32, strided<[1, 8]>>
+  %tv = memref.transpose %v (d0, d1) -> (d1, d0) {note} : memref<2x4xf32, strided<[8, 1], offset: 10>> to memref<4x2xf32, strided<[1, 8], offset: 10>>
   memref.dealloc %a : memref<?xf32>
   return
 }
