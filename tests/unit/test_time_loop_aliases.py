@@ -69,6 +69,14 @@ CASES = {
         TYPE="memref<?xi32>",
         NAME="%s",
     ),
+    # a later block gets %a as its argument %d from a branch
+    "branch-argument": dict(
+        ARGS=ARG,
+        VIEW="cf.br ^next(%a : memref<4xi32>)\n^next(%d: memref<4xi32>):",
+        INDEX="%k0",
+        TYPE="memref<4xi32>",
+        NAME="%a",
+    ),
     "get_global-again": dict(
         GLOBAL='memref.global "private" @g : memref<4xi32> = dense<[1, 1, 1, 1]>',
         VIEW="%d = memref.get_global @g : memref<4xi32>",
