@@ -333,7 +333,8 @@ def _loop_range(loop: Operation) -> _Range:
     low, high, stride = (_constant(v) for v in (lower, upper, step))
     if low is not None and high is not None and stride is not None:
         return _Range((low, high, stride))
-    return _Range(None, lower, upper, stride == 1)
+    # Cuts between unknown bounds are affine.apply ops, which take index values only.
+    return _Range(None, lower, upper, stride == 1 and isinstance(lower.type, IndexType))
 
 
 def _affine_range(loop: affine.ForOp) -> tuple[int, int] | None:
@@ -426,7 +427,7 @@ def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue
     block = loop.parent_block()
     assert block is not None
     if isinstance(at, int):
-        made: Operation = arith.ConstantOp(IntegerAttr(at, IndexType()))
+        made: Operation = arith.ConstantOp(IntegerAttr(at, lower.type))  # an iN loop's too
     elif at == 0:
         return lower
     elif at == 1:
