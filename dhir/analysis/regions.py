@@ -8,8 +8,11 @@ give exact sets. Whatever this module cannot follow widens the region, never nar
 it: an unknown subscript or bound leaves that variable free within the memref's shape,
 and an op it does not know (a call, a cast to a pointer, an unlisted view) counts as
 reading and writing all of every memref it can reach (analysis/effects.py says which).
+Integer casts read their operand with their own signedness and width (see Expr). A
+memref that an arith.select may pick is accessed through each of its choices.
 A write is a *must*-write only when it runs for every point of its loop nest with known
-subscripts: not under scf.if, not in a while loop, not through an unknown view.
+subscripts: not under scf.if, not in a while loop, not through an unknown view, not
+through a select.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
