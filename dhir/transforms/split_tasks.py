@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     i64,
@@ -427,7 +428,9 @@ def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue
     block = loop.parent_block()
     assert block is not None
     if isinstance(at, int):
-        made: Operation = arith.ConstantOp(IntegerAttr(at, lower.type))  # an iN loop's too
+        kind = lower.type  # index, or an iN loop's own type
+        assert isinstance(kind, IndexType | IntegerType)
+        made: Operation = arith.ConstantOp(IntegerAttr(at, kind))
     elif at == 0:
         return lower
     elif at == 1:
