@@ -17,7 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
-from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.dhir import ScheduleOp, defined_inside
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
@@ -100,6 +100,8 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     if function is None:
         return None
     seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
+    if any(defined_inside(v, loop) for v in seeds):
+        return None  # made anew each iteration (an arith.select, a view): maybe other memory
     aliases = _alias_roots(function.body.block.ops, seeds)
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):

@@ -527,6 +527,47 @@ def _ping_pong(u: np.ndarray, v: np.ndarray, steps: int) -> list[np.ndarray]:
     return [*bufs, np.array(steps)]
 
 
+# The buffer a time loop's schedule works on, chosen anew each step by host code: its data
+# cannot stay distributed between steps (the next step's %m is the other buffer).
+HOST_SELECT = """
+func.func @main(%u: memref<8xi32>, %v: memref<8xi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %t = %c0 to %steps step %c1 {
+    %p = arith.remui %t, %c2 : index
+    %even = arith.cmpi eq, %p, %c0 : index
+    %m = arith.select %even, %u, %v : memref<8xi32>
+    dhir.schedule %m {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %m attributes {dhir.rank = 1 : i64} {
+        %k0 = arith.constant 0 : index
+        %k1 = arith.constant 1 : index
+        %k4 = arith.constant 4 : index
+        %three = arith.constant 3 : i32
+        scf.for %i = %k0 to %k4 step %k1 {
+          %x = memref.load %m[%i] : memref<8xi32>
+          %y = arith.muli %x, %three : i32
+          memref.store %y, %m[%i] : memref<8xi32>
+        }
+      }
+      %t1 = dhir.task %cpu, %m attributes {dhir.rank = 0 : i64} {
+        %k0 = arith.constant 4 : index
+        %k1 = arith.constant 1 : index
+        %k4 = arith.constant 8 : index
+        %two = arith.constant 2 : i32
+        scf.for %i = %k0 to %k4 step %k1 {
+          %x = memref.load %m[%i] : memref<8xi32>
+          %y = arith.addi %x, %two : i32
+          memref.store %y, %m[%i] : memref<8xi32>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
 CASES = {
     "castui-of-minus-2-i3": (CASTUI, lambda: [np.zeros(8, np.int32)]),
     "i3-loop-through-castui": (I3_LOOP, lambda: [np.full(8, 99, np.int32), np.zeros(1, np.int32)]),
@@ -537,6 +578,10 @@ CASES = {
     "store-through-select-false": (
         SELECT_STORE,
         lambda: [np.zeros(4, np.int32), np.zeros(4, np.int32), False],
+    ),
+    "host-select-in-a-time-loop": (
+        HOST_SELECT,
+        lambda: [np.arange(8, dtype=np.int32), np.arange(8, dtype=np.int32) * 10, 4],
     ),
     "ping-pong-by-parity": (
         PING_PONG,
