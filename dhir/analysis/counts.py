@@ -18,6 +18,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
+from dhir.dialects.arith import int_cast
+
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
 # large enough that such a loop outweighs straight-line code, small enough not to
 # dwarf loops whose counts are known.
@@ -41,8 +43,10 @@ def constant_int(
     if isinstance(op, arith.ConstantOp):
         attr = op.value
         return attr.value.data if isinstance(attr, IntegerAttr) else None
-    if op.name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-        return constant_int(op.operands[0], depth - 1, means)
+    cast = int_cast(op)
+    if cast is not None:
+        known = constant_int(op.operands[0], depth - 1, means)
+        return None if known is None else cast.apply(known)
     folds: dict[str, Callable[[int, int], int]] = {
         "arith.addi": lambda a, b: a + b,
         "arith.subi": lambda a, b: a - b,

@@ -18,7 +18,7 @@ from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.dhir import ScheduleOp, defined_inside
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
@@ -96,7 +96,10 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     loop = schedule.parent_op()
     if not isinstance(loop, scf.ForOp | scf.WhileOp):
         return None
-    memory = memory_of(v for v in schedule.operands if isinstance(v.type, MemRefType))
+    seeds = [v for v in schedule.operands if isinstance(v.type, MemRefType)]
+    if any(defined_inside(v, loop) for v in seeds):
+        return None  # made anew each iteration (an arith.select, a view): maybe other memory
+    memory = memory_of(seeds)
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue

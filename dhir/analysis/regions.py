@@ -8,12 +8,15 @@ give exact sets. Whatever this module cannot follow widens the region, never nar
 it: an unknown subscript or bound leaves that variable free within the memref's shape,
 and an op it does not know (a call, a cast to a pointer, an unlisted view) counts as
 reading and writing all of every memref it can reach (analysis/effects.py says which).
+Integer casts read their operand with their own signedness and width (see Expr). A
+memref that an arith.select may pick is accessed through each of its choices.
 A write is a *must*-write only when it runs for every point of its loop nest with known
-subscripts: not under scf.if, not in a while loop, not through an unknown view.
+subscripts: not under scf.if, not in a while loop, not through an unknown view, not
+through a select.
 """
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import count
 
@@ -42,9 +45,13 @@ from xdsl.ir.affine import (
 )
 
 from dhir.analysis.effects import memory_effects
+from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 from dhir.dialects.dhir import TaskOp
 
-# An index value as quasi-affine isl text over loop variables, or None when unknown.
+# An integer value as quasi-affine isl text over loop variables, or None when unknown.
+# Index and 64-bit values are exact (their arithmetic is taken not to overflow); a
+# narrower iN value is known modulo 2**N only (its arithmetic wraps), so a cast reads
+# it as its own signed or unsigned value of N bits.
 Expr = str | None
 
 
@@ -127,7 +134,7 @@ def _within(text: str, type_: Attribute) -> isl.Set:
 def task_regions(task: TaskOp) -> Regions:
     walker = _Walker()
     for memref in task.memrefs:
-        walker.views[memref] = _View(memref, None)
+        walker.views[memref] = (_View(memref, None),)
     walker.walk(task.body.block.ops, _Nest((), (), True))
     return walker.result()
 
@@ -140,7 +147,7 @@ def iteration_regions(
     two iterations' regions can be compared."""
     walker = _Walker(params=tuple(variables.values()))
     for memref in memrefs:
-        walker.views[memref] = _View(memref, None)
+        walker.views[memref] = (_View(memref, None),)
     walker.values.update(variables)
     walker.walk(body.ops, _Nest((), (), True))
     return walker.result()
@@ -155,6 +162,13 @@ def iterations_independent(memrefs: Iterable[SSAValue], body: Block) -> bool:
     one = iteration_regions(roots, body, {variable: "ia"})
     other = iteration_regions(roots, body, {variable: "ib"})
     apart = isl.Set("[ia, ib] -> { : ia < ib or ia > ib }")
+    bits = scalar_int_width(variable.type)
+    if bits is not None and bits < INDEX_WIDTH:
+        # An iN variable holds a signed N-bit value, whatever its casts read it as.
+        half = 1 << (bits - 1)
+        apart = apart.intersect(
+            isl.Set(f"[ia, ib] -> {{ : -{half} <= ia < {half} and -{half} <= ib < {half} }}")
+        )
     for memref, written in one.writes.items():
         clash = written & (other.read(memref) | other.written(memref))
         if not clash.intersect_params(apart).is_empty():
@@ -167,11 +181,13 @@ class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
     own indices (named y0, y1, ...) to the root's, or is None when that is unknown (any
     element of the root may be meant). A listed memref is its own view, with None for
-    the identity."""
+    the identity. `sure`: the value is this view, not maybe another memref (one an
+    arith.select may pick instead); only then can a write through it be a must-write."""
 
     root: SSAValue
     subscripts: tuple[str, ...] | None
     known: bool = True
+    sure: bool = True
 
 
 @dataclass(frozen=True)
@@ -192,7 +208,9 @@ class _Nest:
 
 @dataclass
 class _Walker:
-    views: dict[SSAValue, _View] = field(default_factory=dict)
+    # The views each value that points into a listed memref may be: one, or several
+    # when an arith.select picks one of them.
+    views: dict[SSAValue, tuple[_View, ...]] = field(default_factory=dict)
     values: dict[SSAValue, str] = field(default_factory=dict)
     reads: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     writes: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
@@ -227,8 +245,9 @@ class _Walker:
             if isinstance(value, IntegerAttr) and isinstance(value.type, IndexType | IntegerType):
                 return str(value.value.data)
             return None
-        if name in ("arith.index_cast", "arith.index_castui"):
-            return self.expr(op.operands[0])
+        cast = int_cast(op)
+        if cast is not None:
+            return _cast(self.expr(op.operands[0]), cast)
         if name in ("arith.addi", "arith.subi", "arith.muli"):
             a, b = (self.expr(v) for v in op.operands)
             if a is None or b is None:
@@ -285,7 +304,7 @@ class _Walker:
     def _unknown(self, op: Operation) -> None:
         """What effects.py finds `op` reads and writes counts whole; whatever its results
         point into becomes an unknown view."""
-        roots = {v: frozenset([view.root]) for v, view in self.views.items()}
+        roots = {v: frozenset(view.root for view in views) for v, views in self.views.items()}
         before = set(roots)
         reads, writes = memory_effects([op], roots)
         for root in reads:
@@ -293,8 +312,7 @@ class _Walker:
         for root in writes:
             self._add(self.writes, root, whole(root.type))
         for value in set(roots) - before:
-            for root in roots[value]:
-                self.views[value] = _View(root, None, known=False)
+            self.views[value] = tuple(_View(root, None, known=False) for root in roots[value])
 
     # --- accesses -----------------------------------------------------------------
 
@@ -343,14 +361,24 @@ class _Walker:
         write: bool = False,
     ) -> None:
         """Record an access of `memref` at `exprs` (None: unknown) for every point of
-        `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses."""
-        view = self.views.get(memref)
-        if view is None:
-            return
+        `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses. A
+        memref that may be one of several views accesses each of them."""
+        for view in self.views.get(memref, ()):
+            self._view_access(view, exprs, nest, lanes, read, write)
+
+    def _view_access(
+        self,
+        view: _View,
+        exprs: Sequence[Expr],
+        nest: _Nest,
+        lanes: tuple[tuple[int, int], ...],
+        read: bool,
+        write: bool,
+    ) -> None:
         names = list(nest.names)
         constraints = list(nest.constraints)
         own: list[str] = []
-        exact = nest.exact and view.known
+        exact = nest.exact and view.known and view.sure
         for d, e in enumerate(exprs):
             y = self.fresh("y")
             names.append(y)
@@ -410,22 +438,29 @@ class _Walker:
     # --- views --------------------------------------------------------------------
 
     def view(self, op: Operation, nest: _Nest) -> None:
-        source = self.views.get(op.operands[0])
-        if source is None:
+        sources = self.views.get(op.operands[0])
+        if sources is None:
             return
         result = op.results[0]
         if op.name == "memref.cast":
-            self.views[result] = source
+            self.views[result] = sources
             return
         mapping = _transposed(op) if op.name == "memref.transpose" else self._subview(op)
-        if mapping is None or not source.known:
-            self.views[result] = _View(source.root, None, known=False)
+        self.views[result] = tuple(_subview_of(source, mapping) for source in sources)
+
+    def select(self, op: Operation, nest: _Nest) -> None:
+        """An arith.select of two memrefs may be either: each access through it is an
+        access of both, and no write through it is a must-write."""
+        chosen = [self.views.get(v) for v in op.operands[1:3]]
+        if chosen[0] is None and chosen[1] is None:
+            return  # a choice of values that point nowhere listed
+        if op.operands[1] is op.operands[2]:
+            self.views[op.results[0]] = chosen[0] or ()
             return
-        if source.subscripts is None:
-            self.views[result] = _View(source.root, tuple(mapping))
-        else:
-            composed = tuple(_substitute(s, mapping) for s in source.subscripts)
-            self.views[result] = _View(source.root, composed)
+        # A memref that is not listed (a local allocation) is one of the choices too.
+        self.views[op.results[0]] = tuple(
+            replace(view, sure=False) for views in chosen for view in views or ()
+        )
 
     def _subview(self, op: Operation) -> list[str] | None:
         """The source index for each result index y_k of a subview (offset + stride *
@@ -479,8 +514,12 @@ class _Walker:
         return names, constraints, exact
 
     def scf_for(self, op: Operation, nest: _Nest) -> None:
-        lb, ub, step = (self.expr(v) for v in op.operands[:3])
         block = op.regions[0].block
+        bits = scalar_int_width(block.args[0].type)
+        lb, ub, step = (self.expr(v) for v in op.operands[:3])
+        if bits is not None and bits < INDEX_WIDTH:
+            # An iN loop compares signed: its bounds as signed values of N bits.
+            lb, ub, step = (_read(e, bits, unsigned=False) for e in (lb, ub, step))
         names, constraints, exact = self._loop_var(block.args[0], lb, ub, step)
         self.walk(block.ops, nest.with_loop(names, constraints, exact and len(block.args) == 1))
 
@@ -586,6 +625,17 @@ class _Walker:
         table.setdefault(root, []).append(region)
 
 
+def _subview_of(source: _View, mapping: list[str] | None) -> _View:
+    """The view a subview whose indices map to its source's by `mapping` (None:
+    unknown) makes of `source`."""
+    if mapping is None or not source.known:
+        return _View(source.root, None, known=False, sure=source.sure)
+    if source.subscripts is None:
+        return replace(source, subscripts=tuple(mapping))
+    composed = tuple(_substitute(s, mapping) for s in source.subscripts)
+    return replace(source, subscripts=composed)
+
+
 def _reads_output(op: LinalgStructuredOperation, k: int) -> bool:
     """Whether the body of `op` uses the old value of its operand `k` (an output): a fill
     or a copy does not; a matmul accumulates into it."""
@@ -669,6 +719,31 @@ def _transposed(op: Operation) -> list[str] | None:
 def _substitute(template: str, values: Sequence[str]) -> str:
     """`template` with `{k}` replaced by values[k]."""
     return template.format(*(f"({v})" for v in values))
+
+
+def _cast(expr: Expr, cast: IntCast) -> Expr:
+    """What `cast` makes of an operand that `expr` gives (see Expr): a truncation keeps
+    it modulo 2**bits_out, an extension reads it as a value of bits_in bits. Wider than
+    64 bits is unknown."""
+    if expr is None or max(cast.bits_in, cast.bits_out) > INDEX_WIDTH:
+        return None
+    if cast.bits_out <= cast.bits_in:
+        return expr
+    return _read(expr, cast.bits_in, cast.unsigned)
+
+
+def _read(expr: Expr, bits: int, unsigned: bool) -> Expr:
+    """`expr`, known modulo 2**bits, as the signed or unsigned value of that many bits."""
+    if expr is None or bits >= INDEX_WIDTH:
+        return expr
+    try:
+        return str(IntCast(bits, bits, unsigned).read(int(expr)))
+    except ValueError:
+        pass
+    size = 1 << bits
+    if unsigned:
+        return f"({expr}) mod {size}"
+    return f"(({expr}) + {size >> 1}) mod {size} - {size >> 1}"
 
 
 def _product(a: str, b: str) -> Expr:
@@ -755,6 +830,7 @@ _HANDLERS: dict[str, _Handler] = {
     "memref.transpose": _Handler(_first, _Walker.view),
     "memref.dim": _Handler(_first, _nothing),
     "memref.rank": _Handler(_first, _nothing),
+    "arith.select": _Handler(lambda op: op.operands[1:3], _Walker.select),
     "scf.for": _Handler(_none, _Walker.scf_for),
     "scf.parallel": _Handler(_none, _Walker.scf_parallel),
     "affine.for": _Handler(_none, _Walker.affine_for),

@@ -1,6 +1,7 @@
 """The arith dialect with the ops MLIR 22 has and xDSL 0.74 lacks, and the casts and
 `arith.select` that MLIR 22 also takes on vectors and tensors (xDSL 0.74 takes scalars)."""
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects import arith
@@ -316,3 +317,65 @@ Arith: Dialect = with_replaced_ops(
     CmpfOp,
     RemFOp,
 )
+
+
+# --- integer casts, as analyses read them ------------------------------------------------
+
+INDEX_WIDTH = 64  # bits of `index` on every target dhir builds for
+
+# Integer casts: op name -> whether the op reads its operand unsigned (zero-extends).
+# A cast to fewer bits keeps the value modulo 2**bits, whichever of these it is.
+INT_CASTS: dict[str, bool] = {
+    "arith.index_cast": False,
+    "arith.index_castui": True,
+    "arith.extsi": False,
+    "arith.extui": True,
+    "arith.trunci": False,
+}
+
+
+def scalar_int_width(type_: Attribute) -> int | None:
+    """The bits of a scalar integer or index type; None for any other type."""
+    if isinstance(type_, IndexType):
+        return INDEX_WIDTH
+    if isinstance(type_, IntegerType):
+        return type_.width.data
+    return None
+
+
+@dataclass(frozen=True)
+class IntCast:
+    """An integer cast of a scalar from `bits_in` to `bits_out` bits, reading its
+    operand unsigned (zero-extending) or signed."""
+
+    bits_in: int
+    bits_out: int
+    unsigned: bool
+
+    def apply(self, value: int) -> int:
+        """What the cast makes of `value` (any integer congruent to the operand's bits),
+        as the result's signed value (index is signed)."""
+        return _as_signed(self.read(value), self.bits_out)
+
+    def read(self, value: int) -> int:
+        """The operand's value as the cast reads it: signed or unsigned."""
+        low = value % (1 << self.bits_in)
+        return low if self.unsigned else _as_signed(low, self.bits_in)
+
+
+def int_cast(op: Operation) -> IntCast | None:
+    """`op` as an integer cast of a scalar, or None when it is none (or on vectors)."""
+    unsigned = INT_CASTS.get(op.name)
+    if unsigned is None or len(op.operands) != 1 or len(op.results) != 1:
+        return None
+    bits_in = scalar_int_width(op.operands[0].type)
+    bits_out = scalar_int_width(op.results[0].type)
+    if bits_in is None or bits_out is None:
+        return None
+    return IntCast(bits_in, bits_out, unsigned)
+
+
+def _as_signed(value: int, bits: int) -> int:
+    """`value` modulo 2**bits as a signed (two's complement) value."""
+    low = value % (1 << bits)
+    return low - (1 << bits) if low >> (bits - 1) else low

@@ -16,7 +16,7 @@ what the program means with plain Python, so the oracle itself is checked too.
 """
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from hypothesis import strategies as st
@@ -65,6 +65,14 @@ class Access:
             sum(c * x for c, x in zip(row, point)) + k for row, k in zip(self.coeffs, self.consts)
         )
 
+    def choices(self) -> tuple[int, ...]:
+        """The buffers the access may reach (see Chosen)."""
+        return (self.buf,)
+
+    def pick(self, t: int, scalars: tuple[int, ...]) -> int:
+        """The buffer it reaches in time step `t`."""
+        return self.buf
+
 
 @dataclass(frozen=True)
 class Stmt:
@@ -87,7 +95,7 @@ class Stmt:
         return walk((), self.loops)
 
     def buffers(self) -> set[int]:
-        return {a.buf for a in (*self.reads, self.write)}
+        return {b for a in (*self.reads, self.write) for b in a.choices()}
 
 
 @dataclass(frozen=True)
@@ -158,8 +166,11 @@ class Program:
 
     def _run_stmt(self, stmt: Stmt, bufs: list[np.ndarray], t: int) -> None:
         seed = stmt.seed + (t if stmt.timed else 0)
+        step = t if stmt.timed else 0  # the %t a statement's code sees (0 when untimed)
+        out = bufs[stmt.write.pick(step, self.scalars)]
+        ins = [bufs[a.pick(step, self.scalars)] for a in stmt.reads]
         for point in stmt.points(t):
-            values = [bufs[a.buf][a.at(point)] for a in stmt.reads]
+            values = [b[a.at(point)] for a, b in zip(stmt.reads, ins)]
             if self.dtype == "i32":
                 acc = seed
                 if stmt.combine == "copy":
@@ -167,7 +178,7 @@ class Program:
                 elif stmt.combine == "mix":
                     for r in values:
                         acc = _wrap32(acc * 3 + int(r))
-                bufs[stmt.write.buf][stmt.write.at(point)] = acc
+                out[stmt.write.at(point)] = acc
             else:
                 facc = np.float64(seed)
                 if stmt.combine == "copy":
@@ -175,7 +186,7 @@ class Program:
                 elif stmt.combine == "mix":
                     for r in values:
                         facc = facc * np.float64(0.5) + np.float64(r)
-                bufs[stmt.write.buf][stmt.write.at(point)] = facc
+                out[stmt.write.at(point)] = facc
 
     # --- how it is written ----------------------------------------------------------------
 
@@ -321,24 +332,29 @@ class _Writer:
             return out + self.box_stmt(stmt, handle_of, seed)
         names = {b: self.local(b, handle_of, out, static=False) for b in stmt.buffers()}
         affine = stmt.style in ("affine", "affine-map")
-        ivs, body, close = self.loops(stmt.loops, affine, out)
+        if stmt.style == NARROW_LOOPS:
+            ivs, body, close = self.narrow_loops(stmt.loops, out)
+        else:
+            ivs, body, close = self.loops(stmt.loops, affine, out)
         values = []
         for a in stmt.reads:
-            name, type_ = names[a.buf]
+            name, type_ = self.memref_of(a, names, handle_of, stmt, out)
             v = self.fresh("r")
             if stmt.style == "affine":
                 body.append(f"{v} = affine.load {name}[{self.affine_subscripts(a, ivs)}] : {type_}")
             else:
                 subs = self.index_subscripts(a, ivs, body, stmt.style == "affine-map")
+                subs = self.cast_subscripts(a, subs, stmt, body)
                 body.append(f"{v} = memref.load {name}[{subs}] : {type_}")
             values.append(v)
         result = self.combine(stmt, seed, values, body)
-        name, type_ = names[stmt.write.buf]
+        name, type_ = self.memref_of(stmt.write, names, handle_of, stmt, out)
         if stmt.style == "affine":
             subs = self.affine_subscripts(stmt.write, ivs)
             body.append(f"affine.store {result}, {name}[{subs}] : {type_}")
         else:
             subs = self.index_subscripts(stmt.write, ivs, body, stmt.style == "affine-map")
+            subs = self.cast_subscripts(stmt.write, subs, stmt, body)
             body.append(f"memref.store {result}, {name}[{subs}] : {type_}")
         return out + self.nest(body, close)
 
@@ -540,6 +556,97 @@ class _Writer:
         out += [f"  linalg.yield {result} : {self.elem()}", "}"]
         return out
 
+    # -- integer casts and memrefs chosen by arith.select (issue 23)
+
+    def memref_of(
+        self,
+        a: Access,
+        names: dict[int, tuple[str, str]],
+        handle_of: Handles,
+        stmt: Stmt,
+        out: list[str],
+    ) -> tuple[str, str]:
+        """The memref `a` accesses: its buffer, or (Chosen) an arith.select of two."""
+        if not isinstance(a, Chosen):
+            return names[a.buf]
+        first, type_ = self.local(a.buf, handle_of, out, static=True)
+        second, _ = self.local(a.other, handle_of, out, static=True)
+        cond = self.fresh("cond")
+        if a.scalar is None:
+            t = "%t" if stmt.timed else self.const(0, out)
+            two, parity = self.const(2, out), self.fresh("par")
+            out.append(f"{parity} = arith.remui {t}, {two} : index")
+            value = self.const(a.value, out)
+            out.append(f"{cond} = arith.cmpi eq, {parity}, {value} : index")
+        else:
+            value = self.const(a.value, out)
+            out.append(f"{cond} = arith.cmpi slt, %n{a.scalar}, {value} : index")
+        chosen = self.fresh("sel")
+        out.append(f"{chosen} = arith.select {cond}, {first}, {second} : {type_}")
+        return chosen, type_
+
+    def narrow_loops(
+        self, loops: tuple[Loop, ...], out: list[str]
+    ) -> tuple[list[str], list[str], int]:
+        """scf loops over iN (N: the fewest bits, at least 3, that hold hi + step, so
+        that the variable never wraps) from lo - 2^(N-1) to hi - 2^(N-1); each variable,
+        plus 2^(N-1) in iN (wrapping), read unsigned is the loop's index again."""
+        ivs = []
+        for loop in loops:
+            bits = max(3, narrow_bits(loop.hi + loop.step))
+            half, ty = 1 << (bits - 1), f"i{bits}"
+            lo, hi, step = (self.fresh("nb") for _ in range(3))
+            out.append(f"{lo} = arith.constant {loop.lo - half} : {ty}")
+            out.append(f"{hi} = arith.constant {loop.hi - half} : {ty}")
+            out.append(f"{step} = arith.constant {loop.step} : {ty}")
+            k, shift, wrapped, iv = (self.fresh(x) for x in ("k", "h", "w", "i"))
+            out.append(f"scf.for {k} = {lo} to {hi} step {step} : {ty} {{")
+            out.append(f"{shift} = arith.constant {-half} : {ty}")
+            out.append(f"{wrapped} = arith.addi {k}, {shift} : {ty}")
+            out.append(f"{iv} = arith.index_castui {wrapped} : {ty} to index")
+            ivs.append(iv)
+        return ivs, [], len(loops)
+
+    def cast_subscripts(self, a: Access, subs: str, stmt: Stmt, body: list[str]) -> str:
+        """Each subscript through a chain of narrow integer casts that gives it back
+        (style CAST_SUBSCRIPTS; the chain varies with the dimension and the seed)."""
+        if stmt.style != CAST_SUBSCRIPTS:
+            return subs
+        out = []
+        for d, name in enumerate(subs.split(", ")):
+            chain = CAST_CHAINS[(d + stmt.seed) % len(CAST_CHAINS)]
+            out.append(self.cast_chain(name, self.p.shapes[a.buf][d], chain, body))
+        return ", ".join(out)
+
+    def cast_chain(self, e: str, extent: int, chain: str, body: list[str]) -> str:
+        """`e` (0 <= e < extent) through `chain`, a value equal to it."""
+        bits = narrow_bits(2 * extent if chain == "extsi" else extent)
+        ty = f"i{bits}"
+        n, r = self.fresh("nw"), self.fresh("cx")
+        if chain == "castui":  # e - 2^N truncated to iN, read unsigned
+            shifted = self.fresh("sh")
+            body.append(f"{shifted} = arith.subi {e}, {self.const(1 << bits, body)} : index")
+            body.append(f"{n} = arith.index_cast {shifted} : index to {ty}")
+            body.append(f"{r} = arith.index_castui {n} : {ty} to index")
+        elif chain == "extsi":  # e in iN (N - 1 bits hold it), sign-extended to i32
+            wide = self.fresh("ws")
+            body.append(f"{n} = arith.index_cast {e} : index to {ty}")
+            body.append(f"{wide} = arith.extsi {n} : {ty} to i32")
+            body.append(f"{r} = arith.index_cast {wide} : i32 to index")
+        elif chain == "extui":  # e + 2^N truncated to iN, zero-extended to i16
+            shifted, wide = self.fresh("sh"), self.fresh("wu")
+            body.append(f"{shifted} = arith.addi {e}, {self.const(1 << bits, body)} : index")
+            body.append(f"{n} = arith.index_cast {shifted} : index to {ty}")
+            body.append(f"{wide} = arith.extui {n} : {ty} to i16")
+            body.append(f"{r} = arith.index_castui {wide} : i16 to index")
+        else:  # trunci: e + 3 * 2^N in i32, truncated to iN, read unsigned
+            shifted, wide = self.fresh("sh"), self.fresh("wt")
+            body.append(f"{shifted} = arith.addi {e}, {self.const(3 << bits, body)} : index")
+            body.append(f"{wide} = arith.index_cast {shifted} : index to i32")
+            body.append(f"{n} = arith.trunci {wide} : i32 to {ty}")
+            body.append(f"{r} = arith.index_castui {n} : {ty} to index")
+        return r
+
 
 def _identity(rank: int, buf: int) -> Access:
     return Access(
@@ -707,7 +814,7 @@ def stmt(
         found = draw(box_stmt(shapes, timed))
         if found is not None:
             return found
-    return draw(loop_stmt(shapes, scalars, timed, steps))
+    return draw(integer_shapes(draw(loop_stmt(shapes, scalars, timed, steps)), shapes, scalars))
 
 
 @st.composite
@@ -807,3 +914,61 @@ def _untimed(phases: list[Phase]) -> tuple[Phase, ...]:
                 )
             )
     return tuple(out)
+
+
+# --- integer casts and memrefs chosen by arith.select (issue 23) ----------------------
+
+CAST_SUBSCRIPTS = "scf-casts"  # scf style, every subscript through narrow integer casts
+NARROW_LOOPS = "scf-narrow"  # scf style, loops over narrow integers read unsigned
+CAST_CHAINS = ("castui", "extsi", "extui", "trunci")
+
+
+def narrow_bits(values: int) -> int:
+    """The fewest bits (at least 1) whose unsigned values count `values` or more."""
+    return max(1, (values - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class Chosen(Access):
+    """An access through `arith.select %cond, %b<buf>, %b<other>` (one shape): `buf`
+    when the condition holds, else `other`. The condition: the time step's parity is
+    `value` (`scalar` None; %t is 0 in untimed code), or %n<scalar> < `value`."""
+
+    other: int = 0
+    scalar: int | None = None
+    value: int = 0
+
+    def choices(self) -> tuple[int, ...]:
+        return (self.buf, self.other)
+
+    def pick(self, t: int, scalars: tuple[int, ...]) -> int:
+        holds = t % 2 == self.value if self.scalar is None else scalars[self.scalar] < self.value
+        return self.buf if holds else self.other
+
+
+@st.composite
+def integer_shapes(
+    draw: st.DrawFn, s: Stmt, shapes: tuple[tuple[int, ...], ...], scalars: tuple[int, ...]
+) -> Stmt:
+    """`s` (a loop statement) with issue 23's shapes: an scf one may take its subscripts
+    through casts of narrow and unsigned integers, or loop over narrow integers (constant
+    bounds only); any access may reach a memref chosen by arith.select."""
+    style = s.style
+    if style == "scf":
+        fixed = all(loop.bound is None and loop.back is None for loop in s.loops)
+        style = draw(st.sampled_from(("scf", CAST_SUBSCRIPTS, *((NARROW_LOOPS,) if fixed else ()))))
+
+    def chosen(a: Access) -> Access:
+        others = [b for b, shape in enumerate(shapes) if shape == shapes[a.buf] and b != a.buf]
+        if not others or draw(st.integers(0, 2)) > 0:
+            return a
+        other = draw(st.sampled_from(others))
+        if draw(st.booleans()):
+            return Chosen(a.buf, a.coeffs, a.consts, other, None, draw(st.integers(0, 1)))
+        scalar = draw(st.integers(0, len(scalars) - 1))
+        value = draw(st.integers(scalars[scalar] - 1, scalars[scalar] + 1))
+        return Chosen(a.buf, a.coeffs, a.consts, other, scalar, value)
+
+    write = chosen(s.write)
+    reads = tuple(write if a is s.write else chosen(a) for a in s.reads)
+    return replace(s, reads=reads, write=write, style=style)

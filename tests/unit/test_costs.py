@@ -483,3 +483,27 @@ def test_parallel_loops_and_repeated_loads_are_counted() -> None:
     assert (work.bytes, work.allocated) == (64 * 3 * 8, 64 * 8)
     sequential = one_task("%a: memref<4xf64>", "%a", "")
     assert not task_work(sequential).parallel
+
+
+def test_constants_through_casts_are_read_with_their_own_signedness() -> None:
+    """-2 : i3 is 6 read unsigned; trunci keeps the low bits; extsi sign-extends."""
+    from dhir.analysis.counts import constant_int
+
+    module = parse_string(
+        """
+func.func @main() {
+  %c = arith.constant -2 : i3
+  %u = arith.index_castui %c : i3 to index
+  %s = arith.index_cast %c : i3 to index
+  %z = arith.extui %c : i3 to i8
+  %w = arith.constant 13 : i32
+  %t = arith.trunci %w : i32 to i3
+  %e = arith.extsi %t : i3 to i64
+  return
+}
+"""
+    )
+    values = {
+        v.name_hint: constant_int(v) for op in module.walk() for v in op.results if v.name_hint
+    }
+    assert values == {"c": -2, "u": 6, "s": -2, "z": 6, "w": 13, "t": -3, "e": -3}

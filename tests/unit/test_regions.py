@@ -402,6 +402,240 @@ def test_vector_lanes_are_elements_unless_the_vector_is_scalable() -> None:
     assert regions.must_written(g).is_empty()
 
 
+# --- casts of narrow and unsigned integers, memrefs chosen by arith.select (issue 23) ---
+
+# The user's program: -2 : i3 read unsigned is 6; the store on rank 1 must reach rank 0.
+CASTUI = """
+func.func @main(%a: memref<8xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c = arith.constant -2 : i3
+      %i = arith.index_castui %c : i3 to index
+      %x = arith.constant 7 : i32
+      memref.store %x, %a[%i] : memref<8xi32>
+    }
+  }
+  return
+}
+"""
+
+# An i3 loop from -4 to 3 on rank 1, its variable read unsigned (rows 4-7, then 0-2)
+# and signed (the value stored); rank 0 then reads all of %a.
+I3_LOOP = """
+func.func @main(%a: memref<8xi32>, %sum: memref<1xi32>) {
+  dhir.schedule %a, %sum {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %lo = arith.constant -4 : i3
+      %hi = arith.constant 3 : i3
+      %one = arith.constant 1 : i3
+      scf.for %i = %lo to %hi step %one : i3 {
+        %x = arith.index_castui %i : i3 to index
+        %v = arith.extsi %i : i3 to i32
+        memref.store %v, %a[%x] : memref<8xi32>
+      }
+    }
+    %r = dhir.task %cpu, %a, %sum attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        %v = memref.load %a[%i] : memref<8xi32>
+        %s = memref.load %sum[%c0] : memref<1xi32>
+        %n = arith.addi %s, %v : i32
+        memref.store %n, %sum[%c0] : memref<1xi32>
+      }
+    }
+  }
+  return
+}
+"""
+
+# A store through arith.select of two memrefs, on rank 1.
+SELECT_STORE = """
+func.func @main(%a: memref<4xi32>, %b: memref<4xi32>, %flag: i1) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %b attributes {dhir.rank = 1 : i64} {
+      %m = arith.select %flag, %a, %b : memref<4xi32>
+      %c1 = arith.constant 1 : index
+      %x = arith.constant 7 : i32
+      memref.store %x, %m[%c1] : memref<4xi32>
+    }
+  }
+  return
+}
+"""
+
+
+def _ping_pong_sweep(k: int, lo: int, hi: int) -> str:
+    """Rows lo..hi-1 of the step's destination from three rows of its source."""
+    return f"""
+    %s{k} = dhir.task %cpu, %u, %v {{
+      %src = arith.select %even, %u, %v : memref<10x4xi64>
+      %dst = arith.select %even, %v, %u : memref<10x4xi64>
+      %k0 = arith.constant 0 : index
+      %k1 = arith.constant 1 : index
+      %k4 = arith.constant 4 : index
+      %lo = arith.constant {lo} : index
+      %hi = arith.constant {hi} : index
+      %three = arith.constant 3 : i64
+      scf.for %i = %lo to %hi step %k1 {{
+        scf.for %j = %k0 to %k4 step %k1 {{
+          %im = arith.subi %i, %k1 : index
+          %ip = arith.addi %i, %k1 : index
+          %n = memref.load %src[%im, %j] : memref<10x4xi64>
+          %m = memref.load %src[%i, %j] : memref<10x4xi64>
+          %s = memref.load %src[%ip, %j] : memref<10x4xi64>
+          %a = arith.addi %n, %s : i64
+          %b = arith.muli %m, %three : i64
+          %c = arith.subi %b, %a : i64
+          memref.store %c, %dst[%i, %j] : memref<10x4xi64>
+        }}
+      }}
+    }}"""
+
+
+# The natural ping-pong stencil: each step reads one buffer and writes the other, the
+# pair chosen by the step's parity; three tasks over row blocks.
+PING_PONG = f"""
+func.func @main(%u: memref<10x4xi64>, %v: memref<10x4xi64>, %steps: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %t = %c0 to %steps step %c1 {{
+    %p = arith.remui %t, %c2 : index
+    %even = arith.cmpi eq, %p, %c0 : index
+    dhir.schedule %u, %v {{
+      %cpu = dhir.target {{kind = "cpu"}}
+      {_ping_pong_sweep(0, 1, 4)}
+      {_ping_pong_sweep(1, 4, 7)}
+      {_ping_pong_sweep(2, 7, 9)}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def _ping_pong(u: np.ndarray, v: np.ndarray, steps: int) -> list[np.ndarray]:
+    bufs = [u.copy(), v.copy()]
+    for t in range(steps):
+        src, dst = bufs[t % 2], bufs[1 - t % 2]
+        dst[1:9] = 3 * src[1:9] - src[0:8] - src[2:10]
+    return [*bufs, np.array(steps)]
+
+
+# The buffer a time loop's schedule works on, chosen anew each step by host code: its data
+# cannot stay distributed between steps (the next step's %m is the other buffer).
+HOST_SELECT = """
+func.func @main(%u: memref<8xi32>, %v: memref<8xi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %t = %c0 to %steps step %c1 {
+    %p = arith.remui %t, %c2 : index
+    %even = arith.cmpi eq, %p, %c0 : index
+    %m = arith.select %even, %u, %v : memref<8xi32>
+    dhir.schedule %m {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %m attributes {dhir.rank = 1 : i64} {
+        %k0 = arith.constant 0 : index
+        %k1 = arith.constant 1 : index
+        %k4 = arith.constant 4 : index
+        %three = arith.constant 3 : i32
+        scf.for %i = %k0 to %k4 step %k1 {
+          %x = memref.load %m[%i] : memref<8xi32>
+          %y = arith.muli %x, %three : i32
+          memref.store %y, %m[%i] : memref<8xi32>
+        }
+      }
+      %t1 = dhir.task %cpu, %m attributes {dhir.rank = 0 : i64} {
+        %k0 = arith.constant 4 : index
+        %k1 = arith.constant 1 : index
+        %k4 = arith.constant 8 : index
+        %two = arith.constant 2 : i32
+        scf.for %i = %k0 to %k4 step %k1 {
+          %x = memref.load %m[%i] : memref<8xi32>
+          %y = arith.addi %x, %two : i32
+          memref.store %y, %m[%i] : memref<8xi32>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+CASES = {
+    "castui-of-minus-2-i3": (CASTUI, lambda: [np.zeros(8, np.int32)]),
+    "i3-loop-through-castui": (I3_LOOP, lambda: [np.full(8, 99, np.int32), np.zeros(1, np.int32)]),
+    "store-through-select-true": (
+        SELECT_STORE,
+        lambda: [np.zeros(4, np.int32), np.zeros(4, np.int32), True],
+    ),
+    "store-through-select-false": (
+        SELECT_STORE,
+        lambda: [np.zeros(4, np.int32), np.zeros(4, np.int32), False],
+    ),
+    "host-select-in-a-time-loop": (
+        HOST_SELECT,
+        lambda: [np.arange(8, dtype=np.int32), np.arange(8, dtype=np.int32) * 10, 4],
+    ),
+    "ping-pong-by-parity": (
+        PING_PONG,
+        lambda: [
+            np.random.default_rng(4).integers(-9, 9, (10, 4)).astype(np.int64),
+            np.zeros((10, 4), np.int64),
+            5,
+        ],
+    ),
+}
+
+
+def test_casts_and_selects_interp_means_what_the_programs_say() -> None:
+    """The oracle itself: the values the user expected."""
+    a = dhir.run(CASTUI, np.zeros(8, np.int32), backend="interp")[0]
+    assert a.tolist() == [0, 0, 0, 0, 0, 0, 7, 0]
+    a, total = dhir.run(I3_LOOP, *CASES["i3-loop-through-castui"][1](), backend="interp")[:2]
+    assert a.tolist() == [0, 1, 2, 99, -4, -3, -2, -1] and total.tolist() == [92]
+    for flag, written in ((True, 0), (False, 1)):
+        got = dhir.run(
+            SELECT_STORE, np.zeros(4, np.int32), np.zeros(4, np.int32), flag, backend="interp"
+        )
+        assert got[written].tolist() == [0, 7, 0, 0] and not got[1 - written].any()
+    inputs = CASES["ping-pong-by-parity"][1]()
+    got = dhir.run(PING_PONG, *inputs, backend="interp")
+    for have, want in zip(got, _ping_pong(*inputs), strict=True):
+        np.testing.assert_array_equal(have, want)
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_casts_and_selects_run_natively_as_the_interpreter_does(
+    name: str, ranks: int, mpi: str
+) -> None:
+    text, make = CASES[name]
+    expected = dhir.run(text, *make(), backend="interp")
+    got = dhir.run(text, *make(), backend="native", ranks=ranks, mpi=mpi, placement="round-robin")
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
+
+
+def test_a_store_through_a_select_may_write_either_memref() -> None:
+    """Both memrefs an arith.select may pick are written (may), neither surely."""
+    task = next(iter(_schedule(SELECT_STORE).tasks()))
+    regions = task_regions(task)
+    one = isl.Set("{ [x0] : x0 = 1 }")
+    for memref in task.memrefs:
+        assert regions.written(memref).is_equal(one)
+        assert regions.must_written(memref).is_empty()
+
+
 TRANSPOSED = """
 func.func @main(%a: memref<4x6xf64>, %b: memref<6x4xf64>) {
   dhir.schedule %a, %b {

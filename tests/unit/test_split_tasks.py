@@ -677,3 +677,44 @@ def test_linalg_pieces_follow_the_devices_rates_in_a_machine_description() -> No
     views = [op for op in module.walk() if isinstance(op, memref.SubviewOp)]
     rows = [(v.static_offsets.get_values()[0], v.static_sizes.get_values()[0]) for v in views]
     assert rows == [(0, 6), (0, 6), (6, 3), (6, 3)]  # A's and C's rows, piece by piece
+
+
+def _integer_loop(high: str) -> str:
+    """Rows [1, high) of %b from %a's, by an i64 loop (index_cast of it a subscript)."""
+    return f"""
+func.func @main(%a: memref<{ROWS}x{COLS}xi32>, %b: memref<{ROWS}x{COLS}xi32>, %n: index) {{
+  dhir.schedule %a, %b, %n {{
+    %t = dhir.task target = "cpu", %a, %b attributes {{dhir.split = 2}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cols = arith.constant {COLS} : index
+      %lo = arith.constant 1 : i64
+      %nn = arith.index_cast %n : index to i64
+      %one = arith.constant 1 : i64
+      %hi = {high}
+      scf.for %i = %lo to %hi step %one : i64 {{
+        %r = arith.index_cast %i : i64 to index
+        scf.for %j = %c0 to %cols step %c1 {{
+          %x = memref.load %a[%r, %j] : memref<{ROWS}x{COLS}xi32>
+          memref.store %x, %b[%r, %j] : memref<{ROWS}x{COLS}xi32>
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("high", "pieces"), [(f"arith.constant {ROWS} : i64", 2), ("arith.addi %nn, %one : i64", 2)]
+)
+def test_an_integer_loop_splits_into_pieces_of_its_own_type(high: str, pieces: int) -> None:
+    """The pieces' bounds are of the loop's type (i64, not index): constants, or cuts
+    between unknown bounds made on index casts and cast back."""
+    text = _integer_loop(high)
+    split, tasks = _split(text)
+    assert len(tasks) == pieces, split
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(-9, 9, (ROWS, COLS)).astype(np.int32) for _ in range(2)] + [ROWS - 1]
+    _same(_interp(split, inputs), _interp(text, inputs))
