@@ -7,7 +7,8 @@
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
 one device per rank, costs estimated from the IR; a plain @main goes through CodeDrop
 first, and tasks are split as dhir-split cuts them); a task graph in JSON (the format in
-dhir/placement/graph.py) is placed as it is.
+dhir/placement/graph.py) is placed as it is. For a program, the memory each rank holds
+and the part its tasks touch follow (dhir/analysis/footprint.py).
 """
 
 import argparse
@@ -70,7 +71,8 @@ def add_parser(commands: Any) -> None:
         "it (--gantt, --dot). A program's tasks get one device per rank, from --system, or "
         "from -n alike ranks of this machine (rank r with its GPU r mod count for GPU tasks), "
         "or else from this machine's description "
-        "(dhir calibrate's file, or what dhir detects). The JSON format: " + FORMAT,
+        "(dhir calibrate's file, or what dhir detects). For a program, it then prints the bytes "
+        "each rank holds and those its tasks touch (memory per rank). The JSON format: " + FORMAT,
     )
     parser.add_argument(
         "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
@@ -106,7 +108,8 @@ def add_parser(commands: Any) -> None:
         "--json",
         action="store_true",
         help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}} '
-        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan")',
+        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan" '
+        'and "memory", what each rank holds and touches)',
     )
     parser.add_argument(
         "--simulate",
