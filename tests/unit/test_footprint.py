@@ -505,3 +505,14 @@ def test_dhir_schedule_json_has_the_memory_key(
         "boxes": {"rank0": [[[0, 1]]], "rank1": []},
     }
     assert b["boxes"] == {"rank0": [], "rank1": [[[3, 4]]]}
+
+
+def test_element_sizes_count_every_lane_of_a_vector_and_both_parts_of_a_complex() -> None:
+    text = """
+func.func @main(%v: memref<3xvector<4xf32>>, %z: memref<2xcomplex<f64>>, %i: memref<5xi1>) {
+  return
+}
+"""
+    v, z, i = _footprint(text, 1).memrefs
+    assert (v.element_bytes, z.element_bytes, i.element_bytes) == (16, 16, 1)
+    assert (v.size, z.size, i.size) == (48, 32, 5)
