@@ -106,6 +106,8 @@ class MemrefFootprint:
 
 @dataclass(frozen=True)
 class Footprint:
+    """Every memref argument of the entry, in order, with what each rank needs of it."""
+
     ranks: int
     memrefs: tuple[MemrefFootprint, ...]
 
