@@ -9,11 +9,13 @@ from functools import lru_cache
 from xdsl.dialects import affine, arith
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ComplexType,
     ContainerType,
     IndexType,
     IntegerAttr,
     IntegerType,
     ShapedType,
+    VectorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -149,6 +151,10 @@ def _grouped(
 def element_bytes(element: Attribute) -> int:
     if isinstance(element, IndexType):
         return 8
+    if isinstance(element, VectorType):  # a memref of vectors: each element is one
+        return math.prod(element.get_shape()) * element_bytes(element.get_element_type())
+    if isinstance(element, ComplexType):
+        return 2 * element_bytes(element.element_type)
     if isinstance(element, IntegerType):
         return max(1, (element.width.data + 7) // 8)
     width = getattr(element, "bitwidth", 32)

@@ -7,7 +7,8 @@
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
 one device per rank, costs estimated from the IR; a plain @main goes through CodeDrop
 first, and tasks are split as dhir-split cuts them); a task graph in JSON (the format in
-dhir/placement/graph.py) is placed as it is.
+dhir/placement/graph.py) is placed as it is. For a program, the memory each rank holds
+and the part its tasks touch follow (dhir/analysis/footprint.py).
 """
 
 import argparse
@@ -17,12 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import PassPipeline
 
+from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.api import run_pipeline
-from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file
 from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
@@ -30,7 +34,7 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.placement.as_built import as_built_makespan, place_program
 from dhir.placement.cost_model import CostModel
-from dhir.placement.from_ir import device_name, machine_for, task_graph
+from dhir.placement.from_ir import device_name, machine_for, rank_of_device, task_graph
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.render import FORMATS, dot, gantt
@@ -67,7 +71,8 @@ def add_parser(commands: Any) -> None:
         "it (--gantt, --dot). A program's tasks get one device per rank, from --system, or "
         "from -n alike ranks of this machine (rank r with its GPU r mod count for GPU tasks), "
         "or else from this machine's description "
-        "(dhir calibrate's file, or what dhir detects). The JSON format: " + FORMAT,
+        "(dhir calibrate's file, or what dhir detects). For a program, it then prints the bytes "
+        "each rank holds and those its tasks touch (memory per rank). The JSON format: " + FORMAT,
     )
     parser.add_argument(
         "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
@@ -103,7 +108,8 @@ def add_parser(commands: Any) -> None:
         "--json",
         action="store_true",
         help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}} '
-        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan")',
+        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan" '
+        'and "memory", what each rank holds and touches)',
     )
     parser.add_argument(
         "--simulate",
@@ -160,14 +166,38 @@ def run(args: argparse.Namespace) -> int:
         _draw(args, graph, placement, suffix)
         built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
+    memory = _footprint([(built, result[2]) for (_, _, built), result in zip(graphs, results)])
     if args.json:
-        print(_json_output(results, args.graph is not None, hosts))
+        print(_json_output(results, args.graph is not None, hosts, memory))
     else:
         if legend:
             print(legend)
         shown = hosts if len(set(hosts.values())) > 1 else {}
-        print("\n\n".join(_text_output(result, args.node_size, shown) for result in results))
+        texts = [_text_output(result, args.node_size, shown) for result in results]
+        if memory is not None:
+            texts.append(memory_text(memory))
+        print("\n\n".join(texts))
     return 0
+
+
+def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Footprint | None:
+    """What each rank's tasks touch of each memref argument of @main, placed as shown
+    (dhir.analysis.footprint); None for a task graph, or a program without @main."""
+    ranks: dict[TaskOp, int] = {}
+    for as_built, placement in placed:
+        if as_built is None:
+            return None
+        names = schedule_task_ids(as_built.schedule)
+        for task, name in zip(as_built.schedule.tasks(), names, strict=True):
+            ranks[task] = rank_of_device(placement.assignment[name])
+    if not placed:
+        return None
+    as_built = placed[0][0]
+    assert as_built is not None
+    entry = _main(as_built.schedule.get_toplevel_object())
+    if entry is None:
+        return None
+    return footprint(entry, len(as_built.devices), ranks)
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -287,8 +317,18 @@ def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[
     return "\n".join(lines)
 
 
+def _main(module: object) -> FuncOp | None:
+    if not isinstance(module, ModuleOp):
+        return None
+    functions = (op for op in module.body.block.ops if isinstance(op, FuncOp))
+    return next((f for f in functions if f.sym_name.data == "main"), None)
+
+
 def _json_output(
-    results: list[tuple[Any, ...]], plain_graph: bool, hosts: Mapping[str, str]
+    results: list[tuple[Any, ...]],
+    plain_graph: bool,
+    hosts: Mapping[str, str],
+    memory: Footprint | None = None,
 ) -> str:
     if plain_graph:
         _, _, placement, replay, _ = results[0]
@@ -297,9 +337,76 @@ def _json_output(
     for name, _, placement, replay, built in results:
         entry = json.loads(to_json(placement, replay))
         schedules.append({"schedule": name, **entry, "as_built_makespan": built})
-    if not hosts:
-        return json.dumps({"schedules": schedules})
-    return json.dumps({"hosts": dict(hosts), "schedules": schedules})
+    out: dict[str, Any] = {"hosts": dict(hosts)} if hosts else {}
+    out["schedules"] = schedules
+    if memory is not None:
+        out["memory"] = memory_json(memory)
+    return json.dumps(out)
+
+
+# --- memory per rank ------------------------------------------------------------------
+
+_NOT_YET = "dhir does not partition memrefs yet: every rank holds each one whole"
+
+
+def memory_text(memory: Footprint) -> str:
+    """Per rank, the bytes it holds today and those its tasks touch; then each memref
+    that would stay whole, and why."""
+    lines = [f"memory per rank ({_NOT_YET}):"]
+    held = _size(memory.held())
+    for rank in range(memory.ranks):
+        touched = _size(memory.touched(rank))
+        lines.append(f"  {device_name(rank)}: holds {held}, its tasks touch {touched}")
+    for memref in memory.memrefs:
+        whole = memref.whole
+        if whole is not None:
+            unsized = "; not counted above" if memref.size is None else ""
+            lines.append(f"  {memref.name} stays whole: {whole.reason}{unsized}")
+    return "\n".join(lines)
+
+
+def memory_json(memory: Footprint) -> dict[str, Any]:
+    """`memory_text` as data: bytes per rank, and per memref its boxes on each rank
+    (each box [[lo, hi] per dimension], hi exclusive) or the reason it stays whole."""
+    ranks = {
+        device_name(r): {"held_bytes": memory.held(), "touched_bytes": memory.touched(r)}
+        for r in range(memory.ranks)
+    }
+    return {
+        "partitioned": False,
+        "ranks": ranks,
+        "memrefs": [_memref_json(m) for m in memory.memrefs],
+    }
+
+
+def _memref_json(memref: MemrefFootprint) -> dict[str, Any]:
+    whole = memref.whole
+    boxes = None
+    if whole is None:
+        boxes = {
+            device_name(rank): [
+                [[lo, hi] for lo, hi in zip(box.lo, box.hi, strict=True)] for box in part
+            ]
+            for rank, part in enumerate(memref.parts)
+            if not isinstance(part, Whole)
+        }
+    return {
+        "name": memref.name,
+        "shape": list(memref.shape) if memref.shape is not None else None,
+        "element_bytes": memref.element_bytes,
+        "bytes": memref.size,
+        "whole": whole.reason if whole is not None else None,
+        "boxes": boxes,
+    }
+
+
+def _size(count: int) -> str:
+    value, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            break
+        value /= 1024
+    return f"{count} B" if unit == "B" else f"{value:.3g} {unit}"
 
 
 def _check_node_size(args: argparse.Namespace) -> None:

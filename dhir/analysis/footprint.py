@@ -1,0 +1,397 @@
+"""What each rank's tasks touch of each memref argument of the entry: the storage a rank
+would need if it held only its part of each array (issue 24), as boxes.
+
+For every memref argument and every rank R, the elements that the tasks placed on R may
+read or write, over all the schedules of the entry function (each schedule of a time
+loop once: its tasks touch the same regions every iteration), widened to a few boxes:
+the bounding box of each piece of every task's read and written regions (as
+dhir.analysis.validity widens writes: a task also needs the widened part), then boxes
+that overlap or that together make a box merged, and at most `MAX_BOXES` kept (the
+cheapest to merge are merged). A rank whose tasks touch nothing of a memref needs none of
+it. A task without a rank counts on every rank.
+
+A memref stays whole, on every rank, where the IR does not bound what a rank touches:
+a dynamic shape, host code (outside schedules, run by every rank) that uses it or any
+alias of it, a call or an unknown op at host level that it reaches, a schedule listing
+a view of it, a task using an address into it without listing it. Any alias counts
+(dhir.analysis.sharing: views made anywhere, the same buffer through loops and branches).
+
+What this leaves to the lowering that partitions storage (today every rank holds every
+memref whole, and this analysis is only reported by `dhir schedule`):
+- Input and output: rank 0 reads the inputs and writes the results, and every element
+  is valid on every rank when a schedule starts. With partitioned storage rank 0 has to
+  scatter each input to the ranks whose boxes hold it and gather the results: it needs
+  the whole array at those moments, or has to stream it by pieces.
+- Transfers: a box may travel as one run of memory that covers elements between its
+  first and last ones (dhir.analysis.validity); a receiver holding only its boxes must
+  receive the box itself (a strided block) instead.
+- The end of a schedule makes every partly held memref consistent on every rank; with
+  no host code reading it (else it is whole here) that is only the gather to rank 0.
+"""
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import islpy as isl
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from dhir.analysis.counts import element_bytes_of
+from dhir.analysis.effects import VIEW_OPS
+from dhir.analysis.regions import task_regions, whole
+from dhir.analysis.sharing import buffers, memory_of, shared
+from dhir.analysis.validity import Box
+from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.diagnostics import loc_of
+from dhir.ir.tasks import rank_of
+
+# Boxes per memref and rank, at most: the storage a rank allocates stays a few blocks.
+MAX_BOXES = 4
+# Past this many distinct boxes (after exact merges), one bounding box: choosing which
+# to merge costs the square of their number.
+MAX_CANDIDATES = 64
+
+# Host ops that touch no data of their operands and hand on no pointer other than as
+# their results, whose uses are checked in turn: views, shape queries, pure arithmetic
+# (an address cast to an integer, a select of two memrefs).
+_HARMLESS = VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
+_PURE_DIALECTS = frozenset({"arith", "index"})
+
+
+@dataclass(frozen=True)
+class Whole:
+    """The memref stays whole on every rank, for `reason` (a phrase: "its shape is
+    dynamic")."""
+
+    reason: str
+
+
+# What a rank needs of a memref: its boxes (none: nothing), or all of it.
+Part = tuple[Box, ...] | Whole
+
+
+@dataclass(frozen=True)
+class MemrefFootprint:
+    """One memref argument of the entry: its name (`%a`, or `argK` when it has none), its
+    position, shape (None for a dynamic extent), element size, and per rank what that
+    rank needs of it."""
+
+    name: str
+    index: int
+    shape: tuple[int | None, ...] | None  # None: unranked
+    element_bytes: int
+    parts: tuple[Part, ...]
+
+    @property
+    def whole(self) -> Whole | None:
+        return next((p for p in self.parts if isinstance(p, Whole)), None)
+
+    @property
+    def size(self) -> int | None:
+        """Bytes of the whole memref; None when its shape is not static."""
+        if self.shape is None or None in self.shape:
+            return None
+        return math.prod(d for d in self.shape if d is not None) * self.element_bytes
+
+    def bytes_on(self, rank: int) -> int | None:
+        """Bytes rank `rank` needs; None when that is the whole of a memref of unknown size."""
+        part = self.parts[rank]
+        if isinstance(part, Whole):
+            return self.size
+        return sum(volume(box) for box in part) * self.element_bytes
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Every memref argument of the entry, in order, with what each rank needs of it."""
+
+    ranks: int
+    memrefs: tuple[MemrefFootprint, ...]
+
+    def touched(self, rank: int) -> int:
+        """Bytes rank `rank` needs of the memrefs of known size."""
+        return sum(b for m in self.memrefs if (b := m.bytes_on(rank)) is not None)
+
+    def held(self) -> int:
+        """Bytes every rank holds today (every memref whole), of those of known size."""
+        return sum(m.size for m in self.memrefs if m.size is not None)
+
+    def unsized(self) -> list[MemrefFootprint]:
+        """The memrefs whose size the IR does not fix."""
+        return [m for m in self.memrefs if m.size is None]
+
+
+def volume(box: Box) -> int:
+    return math.prod(b - a for a, b in zip(box.lo, box.hi, strict=True))
+
+
+def footprint(
+    function: func.FuncOp, ranks: int, placement: Mapping[TaskOp, int] | None = None
+) -> Footprint:
+    """What each of `ranks` ranks needs of each memref argument of `function` (the entry),
+    with its tasks placed as `placement` says, or else as their `dhir.rank` says."""
+    entry = function.body.blocks.first
+    args = [a for a in entry.args if _is_memref(a)] if entry is not None else []
+    reasons = _whole_reasons(function, args)
+    found = _touched(function, {a for a in args if a not in reasons}, ranks, placement)
+    memrefs = []
+    for arg in args:
+        reason = reasons.get(arg)
+        parts: tuple[Part, ...]
+        if reason is not None:
+            parts = (Whole(reason),) * ranks
+        else:
+            parts = tuple(merged(found.get((arg, rank), set())) for rank in range(ranks))
+        memrefs.append(_memref(arg, parts))
+    return Footprint(ranks, tuple(memrefs))
+
+
+def _touched(
+    function: func.FuncOp,
+    tracked: set[BlockArgument],
+    ranks: int,
+    placement: Mapping[TaskOp, int] | None,
+) -> dict[tuple[SSAValue, int], set[Box]]:
+    """Per (memref, rank): the boxes of each piece of what a task there reads or writes."""
+    found: dict[tuple[SSAValue, int], set[Box]] = {}
+    for schedule in _schedules(function):
+        for task in schedule.tasks():
+            listed = [m for m in task.memrefs if m in tracked]
+            if not listed:
+                continue
+            on = _ranks_of(task, ranks, placement)
+            regions = task_regions(task)
+            for memref in listed:
+                boxes = _boxes(regions.read(memref), memref)
+                boxes |= _boxes(regions.written(memref), memref)
+                for rank in on:
+                    found.setdefault((memref, rank), set()).update(boxes)
+    return found
+
+
+def _memref(arg: BlockArgument, parts: tuple[Part, ...]) -> MemrefFootprint:
+    type_ = arg.type
+    shape = None
+    if isinstance(type_, MemRefType):
+        shape = tuple(None if d == DYNAMIC_INDEX else d for d in type_.get_shape())
+    name = f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
+    return MemrefFootprint(name, arg.index, shape, element_bytes_of(type_), parts)
+
+
+def _is_memref(value: SSAValue) -> bool:
+    return isinstance(value.type, MemRefType | UnrankedMemRefType)
+
+
+def _ranks_of(task: TaskOp, ranks: int, placement: Mapping[TaskOp, int] | None) -> range:
+    rank = placement.get(task) if placement is not None else None
+    if rank is None:
+        rank = rank_of(task)
+    if rank is None or not 0 <= rank < ranks:
+        return range(ranks)  # unplaced: it may run anywhere
+    return range(rank, rank + 1)
+
+
+def _boxes(region: isl.Set, memref: SSAValue) -> set[Box]:
+    """The bounding box of each piece of `region`, cut to the memref's shape."""
+    region = (region & whole(memref.type)).coalesce()
+    return {_bounding(isl.Set.from_basic_set(piece)) for piece in region.get_basic_sets()}
+
+
+def _bounding(piece: isl.Set) -> Box:
+    dims = piece.dim(isl.dim_type.set)
+    lo = tuple(int(piece.dim_min_val(d).to_python()) for d in range(dims))
+    hi = tuple(int(piece.dim_max_val(d).to_python()) + 1 for d in range(dims))
+    return Box(lo, hi)
+
+
+# --- a few boxes ----------------------------------------------------------------------
+
+
+def merged(boxes: Iterable[Box]) -> tuple[Box, ...]:
+    """At most MAX_BOXES disjoint boxes that hold every box of `boxes`: those that
+    together make a box joined, overlapping ones replaced by their bounding box, and
+    while there are too many, the two whose bounding box adds the fewest elements."""
+    found = _joined(set(boxes))
+    if len(found) > MAX_CANDIDATES:
+        return (_hull(found),)
+    found = _without_overlaps(found)
+    while len(found) > MAX_BOXES:
+        a, b = min(combinations(found, 2), key=lambda pair: _waste(*pair))
+        found = _without_overlaps([*(x for x in found if x is not a and x is not b), _hull([a, b])])
+    return tuple(sorted(found, key=lambda box: (box.lo, box.hi)))
+
+
+def _joined(boxes: set[Box]) -> list[Box]:
+    """`boxes` with every two that touch or overlap along one dimension and agree in the
+    others joined, until no such pair is left (bands of rows become one block)."""
+    found = list(boxes)
+    changed = True
+    while changed and found:
+        changed = False
+        for d in range(len(found[0].lo)):
+            joined = _joined_along(found, d)
+            changed = changed or len(joined) < len(found)
+            found = joined
+    return found
+
+
+def _joined_along(boxes: list[Box], d: int) -> list[Box]:
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[Box]] = {}
+    for box in boxes:
+        key = (box.lo[:d] + box.lo[d + 1 :], box.hi[:d] + box.hi[d + 1 :])
+        groups.setdefault(key, []).append(box)
+    out: list[Box] = []
+    for group in groups.values():
+        group.sort(key=lambda box: box.lo[d])
+        current = group[0]
+        for box in group[1:]:
+            if box.lo[d] <= current.hi[d]:
+                hi = max(current.hi[d], box.hi[d])
+                current = Box(current.lo, (*current.hi[:d], hi, *current.hi[d + 1 :]))
+            else:
+                out.append(current)
+                current = box
+        out.append(current)
+    return out
+
+
+def _without_overlaps(boxes: Sequence[Box]) -> list[Box]:
+    """Boxes with the same elements or more, no two sharing one: a box inside another
+    goes, two that overlap become their bounding box."""
+    found = list(boxes)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in combinations(found, 2):
+            if _overlap(a, b):
+                found = [x for x in found if x is not a and x is not b]
+                found.append(_hull([a, b]))
+                changed = True
+                break
+    return found
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return all(max(x, y) < min(u, v) for x, y, u, v in zip(a.lo, b.lo, a.hi, b.hi, strict=True))
+
+
+def _hull(boxes: Iterable[Box]) -> Box:
+    boxes = list(boxes)
+    lo = tuple(min(values) for values in zip(*(b.lo for b in boxes), strict=True))
+    hi = tuple(max(values) for values in zip(*(b.hi for b in boxes), strict=True))
+    return Box(lo, hi)
+
+
+def _waste(a: Box, b: Box) -> int:
+    """Elements the bounding box of a and b (disjoint) holds beyond them."""
+    return volume(_hull([a, b])) - volume(a) - volume(b)
+
+
+# --- memrefs that stay whole ----------------------------------------------------------
+
+
+def _whole_reasons(function: func.FuncOp, args: Sequence[BlockArgument]) -> dict[SSAValue, str]:
+    """Why each of `args` that stays whole does: the first reason found."""
+    reasons: dict[SSAValue, str] = {}
+    for arg in args:
+        type_ = arg.type
+        if not isinstance(type_, MemRefType):
+            reasons[arg] = "its shape is not known (an unranked memref)"
+        elif DYNAMIC_INDEX in type_.get_shape():
+            reasons[arg] = f"its shape is dynamic ({type_})"
+    aliases = _Aliases({arg: memory_of([arg]) for arg in args})
+    for op in _host_ops(function):
+        for arg, reason in _host_reasons(op, aliases):
+            reasons.setdefault(arg, reason)
+    return reasons
+
+
+@dataclass
+class _Aliases:
+    """Which arguments a value may point into (each value's buffers found once)."""
+
+    memory: dict[BlockArgument, frozenset[object]]
+    known: dict[SSAValue, list[BlockArgument]] = field(default_factory=dict)
+
+    def of(self, value: SSAValue) -> list[BlockArgument]:
+        found = self.known.get(value)
+        if found is None:
+            mine = buffers(value)
+            found = [a for a, memory in self.memory.items() if shared(mine, memory)]
+            self.known[value] = found
+        return found
+
+
+def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, str]]:
+    where = _where(op)
+    if isinstance(op, ScheduleOp):
+        for value in op.args:
+            for arg in aliases.of(value):
+                if value is not arg:
+                    view = f"{_name(value)}, which may be a view of it"
+                    yield arg, f"the schedule{where} lists {view}"
+        for inner in op.body.block.ops:
+            if not isinstance(inner, TaskOp):
+                yield from _host_reasons(inner, aliases)
+        return
+    hits = dict.fromkeys(a for value in op.operands for a in aliases.of(value))
+    if not hits:
+        return
+    if op.name in _HARMLESS or op.dialect_name() in _PURE_DIALECTS:
+        yield from _unlisted_uses(op, aliases)
+        return
+    if isinstance(op, func.CallOp):
+        what = f"host code, which every rank runs, passes it to @{op.callee.string_value()}"
+    else:
+        what = f"host code, which every rank runs, uses it ({op.name}"
+    for arg in hits:
+        yield arg, f"{what}{where})" if "(" in what else f"{what}{where}"
+
+
+def _unlisted_uses(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, str]]:
+    """A task that uses a result of `op` pointing into an argument without listing it (an
+    address as an integer: a memref it would have to list)."""
+    for result in op.results:
+        users = [use.operation for use in result.uses if _inside_task(use.operation)]
+        if users and not isinstance(result.type, MemRefType):
+            for arg in aliases.of(result):
+                yield arg, f"a task uses {_name(result)}{_where(users[0])}, an address into it"
+
+
+def _inside_task(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, TaskOp | func.FuncOp):
+        parent = parent.parent_op()
+    return isinstance(parent, TaskOp)
+
+
+def _host_ops(function: func.FuncOp) -> Iterator[Operation]:
+    """The ops of `function` outside schedules (schedules included, not their bodies)."""
+    pending = [op for block in reversed(function.body.blocks) for op in reversed(list(block.ops))]
+    while pending:
+        op = pending.pop()
+        yield op
+        if isinstance(op, ScheduleOp):
+            continue
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                pending.extend(reversed(list(block.ops)))
+
+
+def _schedules(function: func.FuncOp) -> Iterator[ScheduleOp]:
+    return (op for op in _host_ops(function) if isinstance(op, ScheduleOp))
+
+
+def _where(op: Operation) -> str:
+    loc = loc_of(op)
+    return f" at {loc}" if loc is not None else ""
+
+
+def _name(value: SSAValue) -> str:
+    if value.name_hint:
+        return f"%{value.name_hint}"
+    owner = value.owner
+    return f"a result of {owner.name}" if isinstance(owner, Operation) else "a block argument"
