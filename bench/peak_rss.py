@@ -65,7 +65,7 @@ class Report:
 
 def measure(command: list[str]) -> Report:
     """Run `command` (its first word a path, or a name on PATH) as a child of this process."""
-    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    floor = own_high_water()
     began = time.perf_counter()
     pid = os.fork()
     if pid == 0:
@@ -83,6 +83,20 @@ def measure(command: list[str]) -> Report:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return Report(usage.ru_maxrss, floor, time.perf_counter() - began, status)
+
+
+def own_high_water() -> int:
+    """This process's own peak resident set (KiB): VmHWM, its memory's high-water mark
+    since its exec. Not ru_maxrss, which also holds what the process that started this
+    one had resident when it forked (all of pytest's memory, say), kept across the exec."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def rank_name() -> str:

@@ -62,3 +62,17 @@ def test_exits_as_its_child_did(tmp_path: Path) -> None:
     assert killed.returncode == -signal.SIGTERM
     missing = _launch(tmp_path, str(tmp_path / "no-such-program"))
     assert missing.returncode == 127 and "cannot run" in missing.stderr
+
+
+def test_the_floor_is_the_launchers_own_not_what_started_it(tmp_path: Path) -> None:
+    """A launcher started by a large process (pytest late in the suite, 145 MB) inherits
+    that process's ru_maxrss across its exec; its floor must still be its own memory."""
+    start = (
+        "import subprocess, sys\n"
+        f"ballast = b'x' * {256 * MIB}\n"
+        f"sys.exit(subprocess.run({[sys.executable, '-S', str(LAUNCHER), str(tmp_path)]!r}"
+        f" + {_holding(64)!r}, env={{'PMI_RANK': '0', 'PATH': '/usr/bin:/bin'}}).returncode)"
+    )
+    assert subprocess.run([sys.executable, "-S", "-c", start], timeout=60).returncode == 0
+    report = peak_rss.read_reports(str(tmp_path))["0"]
+    assert report.floor_kib < 64 * 1024 and report.exact
