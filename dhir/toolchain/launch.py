@@ -154,17 +154,23 @@ def _mpirun(
     return command
 
 
+# OpenMPI's launcher now and then fails to start its PMIx server, a transient failure
+# before any rank runs: nothing ran, so mpirun is started again, up to _STARTS times.
+_LAUNCHER_FAILED = re.compile(r"The PMIx server's listener thread failed to start")
+_STARTS = 3
+
 _TRAFFIC = re.compile(r"^dhir: rank \d+ sent \d+ bytes in \d+ messages$", re.M)
 
 
-def _launch(
+def _run_once(
     command: list[str],
     env: dict[str, str],
     timeout: float,
     log: Path,
     ranks: int,
-    errors: Path | None = None,
-) -> None:
+    errors: Path | None,
+) -> tuple[int, "_Watch"]:
+    """Start mpirun, wait for it within `timeout`, and clean up after it: its status."""
     # Output goes to a file, not a pipe: a stray rank holding a pipe open would block reading it.
     watch = _Watch(errors)
     process: subprocess.Popen[bytes] | None = None
@@ -200,6 +206,22 @@ def _launch(
             raise
         finally:
             _kill_leftovers(env.get("DHIR_RUN_ID"))
+    return status, watch
+
+
+def _launch(
+    command: list[str],
+    env: dict[str, str],
+    timeout: float,
+    log: Path,
+    ranks: int,
+    errors: Path | None = None,
+) -> None:
+    status, watch = _run_once(command, env, timeout, log, ranks, errors)
+    for _ in range(_STARTS - 1):
+        if status == 0 or not _LAUNCHER_FAILED.search(log.read_text(errors="replace")):
+            break
+        status, watch = _run_once(command, env, timeout, log, ranks, errors)
     if status != 0:
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         # The ranks' own reports first (dhir_rt.c): mpirun's names whichever death it saw.

@@ -14,7 +14,7 @@ from dhir.ir.diagnostics import DhirError
 from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args, generate_harness
-from dhir.toolchain.launch import compile_and_run, run_executable
+from dhir.toolchain.launch import _launch, compile_and_run, run_executable
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.toolchain.tools import find_mpi
 
@@ -585,3 +585,28 @@ def test_bcast_in_chunks(mpi: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(result.stdout.split("\n")[:2]) == ["rank 0 ok", "rank 1 ok"]
+
+
+def _flaky_launcher(tmp_path: Path, message: str, failures: int) -> list[str]:
+    """A stand-in for mpirun that prints `message` and fails its first `failures` starts,
+    counting its starts in tmp_path/starts."""
+    script = (
+        f"n=$(cat {tmp_path}/starts 2>/dev/null || echo 0); echo $((n + 1)) > {tmp_path}/starts; "
+        f'if [ "$n" -lt {failures} ]; then echo "{message}"; exit 213; fi; echo ran'
+    )
+    return ["sh", "-c", script]
+
+
+def test_a_launcher_that_fails_to_start_its_pmix_server_is_started_again(tmp_path: Path) -> None:
+    message = "The PMIx server's listener thread failed to start. We cannot"
+    command = _flaky_launcher(tmp_path, message, failures=2)
+    _launch(command, dict(os.environ), 30, tmp_path / "log", 2)
+    assert (tmp_path / "starts").read_text().strip() == "3"
+    assert (tmp_path / "log").read_text().strip() == "ran"
+
+
+def test_a_program_that_fails_is_not_started_again(tmp_path: Path) -> None:
+    command = _flaky_launcher(tmp_path, "dhir: error: rank 1 failed", failures=1)
+    with pytest.raises(DhirError, match="exited with status 213"):
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2)
+    assert (tmp_path / "starts").read_text().strip() == "1"
