@@ -44,7 +44,7 @@ from dhir.analysis.effects import VIEW_OPS
 from dhir.analysis.regions import task_regions, whole
 from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import rank_of
 
@@ -333,9 +333,6 @@ def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, 
                 if value is not arg:
                     view = f"{_name(value)}, which may be a view of it"
                     yield arg, f"the schedule{where} lists {view}"
-        for inner in op.body.block.ops:
-            if not isinstance(inner, TaskOp):
-                yield from _host_reasons(inner, aliases)
         return
     hits = dict.fromkeys(a for value in op.operands for a in aliases.of(value))
     if not hits:
@@ -369,16 +366,11 @@ def _inside_task(op: Operation) -> bool:
 
 
 def _host_ops(function: func.FuncOp) -> Iterator[Operation]:
-    """The ops of `function` outside schedules (schedules included, not their bodies)."""
-    pending = [op for block in reversed(function.body.blocks) for op in reversed(list(block.ops))]
-    while pending:
-        op = pending.pop()
-        yield op
-        if isinstance(op, ScheduleOp):
-            continue
-        for region in reversed(op.regions):
-            for block in reversed(region.blocks):
-                pending.extend(reversed(list(block.ops)))
+    """The ops of `function` outside tasks: schedules and what their bodies hold besides
+    tasks (targets) included, tasks not."""
+    for op in walk_outside_tasks(function):
+        if op is not function and not isinstance(op, TaskOp):
+            yield op
 
 
 def _schedules(function: func.FuncOp) -> Iterator[ScheduleOp]:
