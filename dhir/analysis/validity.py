@@ -13,7 +13,7 @@ validity set a union of boxes and every transfer a list of blocks; the task then
 needs the widened part too. A memref with a dynamic shape is one indivisible unit.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -104,11 +104,21 @@ def everything(type_: Attribute) -> isl.Set:
 class Validity:
     """Per memref, the elements each rank holds up to date."""
 
-    def __init__(self, memrefs: Sequence[SSAValue], ranks: int) -> None:
+    def __init__(
+        self,
+        memrefs: Sequence[SSAValue],
+        ranks: int,
+        start: Mapping[SSAValue, Sequence[isl.Set]] | None = None,
+    ) -> None:
+        """Every element of `memrefs` valid on every rank, except for those `start`
+        gives, per rank, the elements held (a rank holding only part of a memref)."""
         self.ranks = ranks
         self.held: dict[SSAValue, list[isl.Set]] = {
             m: [everything(m.type) for _ in range(ranks)] for m in memrefs
         }
+        for m, sets in (start or {}).items():
+            if m in self.held:
+                self.held[m] = list(sets)
 
     def copy(self) -> "Validity":
         other = Validity([], self.ranks)
@@ -243,6 +253,29 @@ class Validity:
             if dest is None or rank == dest:
                 held[rank] = full
         return runs
+
+    def writes(self, memref: SSAValue) -> tuple[list[tuple[int, list[Block]]], list[Block]]:
+        """How the final contents of `memref` reach a file laid out like it: per rank,
+        the blocks it writes (elements it holds up to date, none chosen twice; a block
+        may also cover others it holds up to date), and the blocks no rank holds, which
+        (with every rank's part given as `start`) no task wrote, so they come unchanged
+        from the input."""
+        type_ = memref.type
+        assert isinstance(type_, MemRefType) and divisible(type_)
+        shape = tuple(type_.get_shape())
+        full = everything(type_)
+        done = full.empty(full.get_space())
+        plan: list[tuple[int, list[Block]]] = []
+        for rank, holder in enumerate(self.held[memref]):
+            piece = (holder - done).coalesce()
+            if piece.is_empty():
+                continue
+            blocks = [b for box in cover(piece, holder) for b in blocks_of(box, shape, holder)]
+            plan.append((rank, blocks))
+            done = (done | piece).coalesce()
+        rest = (full - done).coalesce()
+        copies = [b for box in cover(rest, full) for b in blocks_of(box, shape, full)]
+        return plan, copies
 
     def _sources(self, rank: int) -> Iterator[int]:
         """Ranks to take elements from: the nearest after `rank` first, so that pieces

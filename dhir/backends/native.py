@@ -3,15 +3,27 @@
 import os
 from contextlib import nullcontext
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from xdsl.dialects import affine, func, scf
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+)
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
+from xdsl.traits import SymbolTable
 
 from dhir.analysis.communication import communicates, communicating_functions
+from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import handing_over
+from dhir.analysis.partition import Partition, Rows
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
@@ -31,7 +43,7 @@ from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
-from dhir.transforms.lower_to_mpi import LowerToMPIPass
+from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
@@ -83,7 +95,7 @@ def compile_native(
         place = PlacePass(ranks, placement, str(costs) if costs is not None else None)
         timed = (InstrumentPass(),) if profile is not None else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
-        lower = LowerToMPIPass(ranks, mpi, entry)
+        lower = LowerToMPIPass(ranks, mpi, entry, partition=gpu is None)
         # dhir-place's task facts stay right for dhir-lower-to-mpi when only
         # dhir-track-tasks runs between the two: its calls take no memref, so they change
         # no task's effects or regions. (Before dhir-place, they would hide a loop nest's
@@ -99,6 +111,7 @@ def compile_native(
         with handing_over() if adjacent else nullcontext():
             run_pipeline(module, PassPipeline(passes), verify_each=False)
         tasks = task_table(module)
+        bands = _take_bands(module, entry, timing)
         if profile is not None:
             profile.name_tasks(tasks)
     with timing.stage("print"):
@@ -108,9 +121,45 @@ def compile_native(
         # next one prints.
         texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
     exe = build_executable(
-        texts, signature, ranks, mpi, timing=timing, openmp=openmp, gpu=gpu, tasks=tasks
+        texts,
+        signature,
+        ranks,
+        mpi,
+        timing=timing,
+        openmp=openmp,
+        gpu=gpu,
+        tasks=tasks,
+        bands=bands,
     )
     return exe, signature
+
+
+def _take_bands(module: ModuleOp, entry: str, timing: Timing) -> dict[int, tuple[Rows, ...]]:
+    """The rows each rank holds of each partitioned memref argument, from the entry's
+    `dhir.bands` (dhir-lower-to-mpi), which leaves the module; what stayed whole and why
+    goes to `timing`'s notes (`--timing`)."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    assert isinstance(function, func.FuncOp)
+    bands_attr = function.attributes.pop(BANDS, None)
+    whole_attr = function.attributes.pop(WHOLE, None)
+    bands: dict[int, tuple[Rows, ...]] = {}
+    if isinstance(bands_attr, DictionaryAttr):
+        for key, ranks in bands_attr.data.items():
+            assert isinstance(ranks, ArrayAttr)
+            bands[int(key)] = tuple(_pairs(cast(DenseArrayBase, r)) for r in ranks.data)
+    whole = {}
+    if isinstance(whole_attr, DictionaryAttr):
+        pairs = whole_attr.data.items()
+        whole = {int(k): Whole(v.data) for k, v in pairs if isinstance(v, StringAttr)}
+    args = function.body.blocks[0].args
+    names = {a.index: f"%{a.name_hint}" if a.name_hint else f"arg{a.index}" for a in args}
+    timing.notes += [f"memory: {line}" for line in Partition(0, bands, whole).lines(names)]
+    return bands
+
+
+def _pairs(array: DenseArrayBase) -> Rows:
+    words = [int(n) for n in array.get_values()]
+    return tuple(zip(words[::2], words[1::2], strict=True))
 
 
 def openmp_safe(module: ModuleOp) -> bool:

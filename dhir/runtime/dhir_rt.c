@@ -886,3 +886,165 @@ __bf16 __truncsfbf2(float value) {
     memcpy(&result, &half, sizeof result);
     return result;
 }
+
+/* Partitioned storage: see dhir_rt.h. */
+
+static void read_all(int file, char *data, int64_t bytes, off_t at, const char *path) {
+  for (int64_t done = 0; done < bytes;) {
+    ssize_t got = pread(file, data + done, (size_t)(bytes - done), at + done);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      dhir_rt_fatal("cannot read %s: %s", path, got < 0 ? strerror(errno) : "file ended early");
+    done += got;
+  }
+}
+
+static void write_at(int file, const char *data, int64_t bytes, off_t at, const char *path) {
+  for (int64_t done = 0; done < bytes;) {
+    ssize_t put = pwrite(file, data + done, (size_t)(bytes - done), at + done);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put <= 0)
+      dhir_rt_fatal("cannot write %s: %s", path, put < 0 ? strerror(errno) : "no space");
+    done += put;
+  }
+}
+
+static int open_input(int32_t index, const char *path, int64_t bytes) {
+  int file = open(path, O_RDONLY);
+  if (file < 0)
+    dhir_rt_fatal("argument #%d: cannot open %s: %s (with partitioned storage every rank reads "
+                  "its own rows: the file must be on a file system every rank sees)",
+                  index, path, strerror(errno));
+  struct stat info;
+  if (fstat(file, &info) != 0)
+    dhir_rt_fatal("argument #%d: cannot stat %s: %s", index, path, strerror(errno));
+  if ((int64_t)info.st_size != bytes)
+    dhir_rt_fatal("argument #%d: %s holds %lld bytes, the argument needs %lld", index, path,
+                  (long long)info.st_size, (long long)bytes);
+  return file;
+}
+
+void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
+                        const int64_t *ranges, int64_t count) {
+  int file = open_input(index, path, bytes);
+  if (count == 0) {
+    close(file);
+    return NULL;
+  }
+  int64_t first = ranges[0], size = (ranges[2 * count - 1] - first) * row_bytes;
+  /* Anonymous pages cost nothing until touched, so the rows between ranges take no
+   * memory; mmap also gives page (so 64-byte) alignment. */
+  char *data = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED)
+    dhir_rt_fatal("argument #%d: cannot reserve %lld bytes for rows %lld..%lld: %s", index,
+                  (long long)size, (long long)first, (long long)ranges[2 * count - 1] - 1,
+                  strerror(errno));
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1];
+    read_all(file, data + (lo - first) * row_bytes, (hi - lo) * row_bytes,
+             (off_t)(lo * row_bytes), path);
+  }
+  close(file);
+  return data;
+}
+
+void *dhir_rt_before(void *pointer, int64_t bytes) {
+  return (void *)((uintptr_t)pointer - (uintptr_t)bytes);
+}
+
+typedef struct {
+  int output;
+  int input; /* rank 0 only: blocks no rank holds come from the input */
+  char input_path[PATH_MAX];
+} result_file;
+
+static result_file *results = NULL;
+static int32_t result_count = 0;
+
+static result_file *result_at(int32_t index) {
+  if (index < 0 || index >= result_count || results[index].output < 0)
+    dhir_rt_fatal("argument #%d has no open result file", index);
+  return &results[index];
+}
+
+static void result_path(char *path, const char *dir, int32_t index, const char *suffix) {
+  if (snprintf(path, PATH_MAX, "%s/arg%d.raw%s", dir, index, suffix) >= PATH_MAX)
+    dhir_rt_fatal("output directory name too long: %s", dir);
+}
+
+void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int64_t bytes) {
+  if (index >= result_count) {
+    results = realloc(results, sizeof *results * (size_t)(index + 1));
+    if (results == NULL)
+      dhir_rt_fatal("out of memory");
+    for (int32_t k = result_count; k <= index; ++k)
+      results[k].output = results[k].input = -1;
+    result_count = index + 1;
+  }
+  char path[PATH_MAX];
+  result_path(path, dir, index, ".partial");
+  if (world_rank == 0) {
+    int file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (file < 0 || ftruncate(file, (off_t)bytes) != 0)
+      dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
+    close(file);
+    results[index].input = open_input(index, input, bytes);
+    snprintf(results[index].input_path, PATH_MAX, "%s", input);
+  }
+  dhir_rt_barrier();
+  results[index].output = open(path, O_WRONLY);
+  if (results[index].output < 0)
+    dhir_rt_fatal("cannot open %s: %s", path, strerror(errno));
+}
+
+void dhir_rt_close_result(const char *dir, int32_t index) {
+  result_file *result = result_at(index);
+  char path[PATH_MAX], final[PATH_MAX];
+  result_path(path, dir, index, ".partial");
+  if (close(result->output) != 0)
+    dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
+  result->output = -1;
+  if (result->input >= 0)
+    close(result->input);
+  dhir_rt_barrier(); /* every rank has written its part */
+  result_path(final, dir, index, "");
+  if (world_rank == 0 && rename(path, final) != 0)
+    dhir_rt_fatal("cannot rename %s to %s: %s", path, final, strerror(errno));
+}
+
+/* Calls `run(offset, length)` for every run of a block. */
+#define FOR_EACH_RUN(offset, count, stride, count2, stride2, run)                                  \
+  for (int64_t outer = 0; outer < (count2); ++outer)                                               \
+    for (int64_t inner = 0; inner < (count); ++inner)                                              \
+      run((offset) + outer * (stride2) + inner * (stride))
+
+void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t length,
+                        int64_t count, int64_t stride, int64_t count2, int64_t stride2) {
+  result_file *result = result_at(index);
+  const char *data = (const char *)(intptr_t)ptr;
+#define WRITE_RUN(at) write_at(result->output, data + (at), length, (off_t)(at), "a result file")
+  FOR_EACH_RUN(offset, count, stride, count2, stride2, WRITE_RUN);
+#undef WRITE_RUN
+}
+
+static void copy_run(result_file *result, int64_t at, int64_t length) {
+  static char buffer[1 << 20];
+  for (int64_t done = 0; done < length; done += (int64_t)sizeof buffer) {
+    int64_t piece = length - done < (int64_t)sizeof buffer ? length - done : (int64_t)sizeof buffer;
+    read_all(result->input, buffer, piece, (off_t)(at + done), result->input_path);
+    write_at(result->output, buffer, piece, (off_t)(at + done), "a result file");
+  }
+}
+
+void dhir_rt_copy_part(int32_t index, int64_t offset, int64_t length, int64_t count,
+                       int64_t stride, int64_t count2, int64_t stride2) {
+  result_file *result = result_at(index);
+  if (result->input < 0)
+    dhir_rt_fatal("argument #%d: only rank 0 copies from the input", index);
+#define COPY_RUN(at) copy_run(result, (at), length)
+  FOR_EACH_RUN(offset, count, stride, count2, stride2, COPY_RUN);
+#undef COPY_RUN
+}

@@ -64,4 +64,26 @@ int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int
 void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes);
 void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes);
 
+/* Partitioned storage (docs/semantics.md): each rank reserves the rows of argument `index`
+ * (rows of `row_bytes`) from the start of its first range to the end of its last one and
+ * reads its `count` ranges (lo, hi pairs in `ranges`, sorted) from the file at `path`, which
+ * holds `bytes` bytes; rows between ranges take no memory. NULL for no ranges.
+ * dhir_rt_before(p, n) is the address n bytes before p, as an integer difference (the
+ * entry adds global offsets back to it). */
+void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
+                        const int64_t *ranges, int64_t count);
+void *dhir_rt_before(void *pointer, int64_t bytes);
+/* The result file of a partitioned argument: every rank calls open before the entry and
+ * close after; the file is `DIR/argK.raw` only once every rank has written its part. */
+void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int64_t bytes);
+void dhir_rt_close_result(const char *dir, int32_t index);
+/* Called by lowered programs: write a block (offset, run length, count, stride, count2,
+ * stride2, all in bytes from the array's start) of this rank's memory at `ptr` (the
+ * array's aligned pointer) to the result file, at the same offsets; copy a block from the
+ * input file to the result file. */
+void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t length,
+                        int64_t count, int64_t stride, int64_t count2, int64_t stride2);
+void dhir_rt_copy_part(int32_t index, int64_t offset, int64_t length, int64_t count,
+                       int64_t stride, int64_t count2, int64_t stride2);
+
 #endif

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -186,6 +186,7 @@ def build_executable(
     openmp: bool = False,
     gpu: GpuBuild | None = None,
     tasks: Sequence[str] = (),
+    bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
 
@@ -198,7 +199,8 @@ def build_executable(
     `extra_mlir_opt_passes` (e.g. `"--canonicalize"`) run before the standard pipeline;
     `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
     `gpu` compiles GPU kernels and links the GPU runtime (dhir/toolchain/gpu.py);
-    `tasks` names the tasks dhir-track-tasks numbered (see generate_harness).
+    `tasks` names the tasks dhir-track-tasks numbered, `bands` the rows of each memref
+    argument each rank holds (see generate_harness).
     """
     if ranks < 1:
         raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
@@ -213,7 +215,7 @@ def build_executable(
     with writing_cache(recipe.root):
         recipe.root.mkdir(parents=True, exist_ok=True)
         with timing.stage("harness, cache lookup"):
-            harness = generate_harness(signature, ranks, tasks)
+            harness = generate_harness(signature, ranks, tasks, bands)
         if isinstance(lowered_mlir, str):
             return _build_whole(recipe, lowered_mlir, harness, timing)
         if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:

@@ -7,7 +7,7 @@ C interface (`_mlir_ciface_<entry>` taking memref descriptors by pointer), then 
 memref argument K to `OUTDIR/argK.raw`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -61,9 +61,18 @@ def usage(signature: EntrySignature) -> str:
     return " ".join(words)
 
 
-def generate_harness(signature: EntrySignature, ranks: int, tasks: Sequence[str] = ()) -> str:
+def generate_harness(
+    signature: EntrySignature,
+    ranks: int,
+    tasks: Sequence[str] = (),
+    bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
+) -> str:
     """`tasks`: one line per task id (`name<TAB>location`, see dhir-track-tasks), for the
-    ranks' state files that name the task a dead rank was running."""
+    ranks' state files that name the task a dead rank was running. `bands`: per memref
+    argument each rank holds only in part, each rank's row ranges (lo, hi) of it (see
+    dhir-lower-to-mpi's `dhir.bands`): each rank reads only those rows, and the entry
+    writes the result file, which appears under its name only when the run succeeds."""
+    bands = bands or {}
     ranks_in_use = sorted({len(s.shape) for s in signature.args if s.shape is not None})
     params = ", ".join(_param_type(spec) for spec in signature.args) or "void"
     # An asm label names the symbol exactly, whatever characters the MLIR symbol holds.
@@ -86,14 +95,17 @@ def generate_harness(signature: EntrySignature, ranks: int, tasks: Sequence[str]
     ]
     word = 2
     for spec in signature.args:
-        body, word = _load(spec, word)
+        body, word = _load(spec, word, bands.get(spec.index))
         lines += body
     call_args = ", ".join(f"&a{s.index}" if s.is_memref else f"a{s.index}" for s in signature.args)
     lines.append(f"  dhir_entry({call_args});")
     for spec in signature.args:
         if spec.is_memref:
             k = spec.index
-            lines.append(f"  dhir_rt_save_arg(out_dir, {k}, a{k}.aligned, bytes{k});")
+            if k in bands:
+                lines.append(f"  dhir_rt_close_result(out_dir, {k});")
+            else:
+                lines.append(f"  dhir_rt_save_arg(out_dir, {k}, a{k}.aligned, bytes{k});")
     lines += ["  dhir_rt_finalize();", "  return 0;", "}", ""]
     return "\n".join(lines)
 
@@ -117,7 +129,9 @@ def _word_count(signature: EntrySignature) -> int:
     )
 
 
-def _load(spec: ArgSpec, word: int) -> tuple[list[str], int]:
+def _load(
+    spec: ArgSpec, word: int, rows: Sequence[Sequence[tuple[int, int]]] | None = None
+) -> tuple[list[str], int]:
     k = spec.index
     what = _c_string(f"argument #{k} ({spec.mlir_type})")
     if spec.shape is None:
@@ -140,9 +154,31 @@ def _load(spec: ArgSpec, word: int) -> tuple[list[str], int]:
         else:
             lines.append(f"  a{k}.sizes[{d}] = {size};")
     sizes, strides = (f"a{k}.sizes", f"a{k}.strides") if rank else ("NULL", "NULL")
+    lines.append(
+        f"  int64_t bytes{k} = dhir_rt_layout({rank}, {sizes}, {strides}, {spec.dtype.itemsize});"
+    )
+    if rows is None:
+        load = f"dhir_rt_load_arg({k}, argv[{path_word}], bytes{k})"
+        return [*lines, f"  a{k}.allocated = a{k}.aligned = {load};"], word
+    # The aligned pointer stands as many rows before the reserved ones as they start
+    # after the first row, so that global subscripts and offsets land in them
+    # (docs/semantics.md, "Partitioned storage").
+    pairs = [[n for band in ranges for n in band] for ranges in rows]
+    starts = [0]
+    for ranges in rows:
+        starts.append(starts[-1] + len(ranges))
+    table = ", ".join(str(n) for pair in pairs for n in pair) or "0"
+    row = f"a{k}.strides[0] * {spec.dtype.itemsize}"
     lines += [
-        f"  int64_t bytes{k} = dhir_rt_layout({rank}, {sizes}, {strides}, {spec.dtype.itemsize});",
-        f"  a{k}.allocated = a{k}.aligned = dhir_rt_load_arg({k}, argv[{path_word}], bytes{k});",
+        f"  static const int64_t rows{k}[] = {{{table}}};",
+        f"  static const int64_t starts{k}[] = {{{', '.join(map(str, starts))}}};",
+        f"  const int64_t *mine{k} = rows{k} + 2 * starts{k}[dhir_rt_comm_rank()];",
+        f"  int64_t ranges{k} = starts{k}[dhir_rt_comm_rank() + 1] - "
+        f"starts{k}[dhir_rt_comm_rank()];",
+        f"  a{k}.allocated = dhir_rt_load_rows({k}, argv[{path_word}], bytes{k}, {row}, "
+        f"mine{k}, ranges{k});",
+        f"  a{k}.aligned = dhir_rt_before(a{k}.allocated, ranges{k} ? mine{k}[0] * {row} : 0);",
+        f"  dhir_rt_open_result(out_dir, {k}, argv[{path_word}], bytes{k});",
     ]
     return lines, word
 

@@ -20,16 +20,19 @@ larger than a piece (docs/semantics.md). Why no rank waits forever: see
 analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import islpy as isl
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     BFloat16Type,
+    DenseArrayBase,
+    DictionaryAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -44,13 +47,15 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.dlti import DataLayoutEntryAttr, MapAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import task_effects
+from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take
 from dhir.analysis.outputs import entry_called, root_only, time_loop
+from dhir.analysis.partition import loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
@@ -69,6 +74,12 @@ ISEND = "dhir_rt_isend"
 ALLGATHER = "dhir_rt_allgatherv"
 GATHER = "dhir_rt_gatherv"
 WAIT = "dhir_rt_wait"
+WRITE = "dhir_rt_write_part"
+COPY = "dhir_rt_copy_part"
+# Attributes of the entry function: the row bands of its partitioned memref arguments
+# and why the others stay whole (see LowerToMPIPass._partition).
+BANDS = "dhir.bands"
+WHOLE = "dhir.whole"
 # Suffix of the runtime's calls for strided blocks (dhir_rt_send_strided, ...).
 STRIDED = "_strided"
 # Rounds to find the validity a time loop's iterations start with (two suffice for a
@@ -89,6 +100,7 @@ class LowerToMPIPass(ModulePass):
     ranks: int = 1
     mpi: str = "mpich"
     entry: str = "main"
+    partition: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mpi not in _MPI_NAMES:
@@ -107,17 +119,79 @@ class LowerToMPIPass(ModulePass):
                 continue
             guards = _RankGuards(function, self.ranks)
             last: Operation = function
+            all_plans = [_plans(schedule) for schedule in schedules]
+            held = self._partition(function, list(zip(schedules, all_plans)), called)
             for number, schedule in enumerate(schedules):
+                plans = all_plans[number]
+                outputs, start, loop = self._prepare(schedule, plans, called, held)
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
-                plans = _plans(schedule)
-                kept = loop_entry_state(schedule, self.ranks, plans) if self.ranks > 1 else None
-                loop, start = kept if kept is not None else (None, None)
-                outputs = root_only(loop or schedule, self.entry, called)
+                lowering.held = held
                 runtime |= lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
         _erase_targets(op)
         for name in sorted(runtime):
             op.body.block.add_op(_declare(name, _runtime_inputs(name)))
+
+    def _prepare(
+        self, schedule: ScheduleOp, plans: list[TaskStep], called: bool, held: "_Held"
+    ) -> "_Step":
+        kept = loop_entry_state(schedule, self.ranks, plans, held) if self.ranks > 1 else None
+        loop, start = kept if kept is not None else (None, None)
+        outputs = root_only(loop or schedule, self.entry, called)
+        return outputs, start, loop
+
+    def _partition(
+        self,
+        function: func.FuncOp,
+        schedules: Sequence[tuple[ScheduleOp, list[TaskStep]]],
+        called: bool,
+    ) -> "_Held":
+        """With `partition`, the elements each rank holds of the entry's memref
+        arguments that it holds only in part (dhir.analysis.partition), recorded on the
+        entry function as `dhir.bands` (argument position to each rank's row ranges, as
+        lo, hi pairs) and `dhir.whole` (position to why not) for the harness and
+        `--timing`."""
+        if not self.partition or function.sym_name.data != self.entry or self.ranks == 1:
+            return {}
+        final_to_root: set[SSAValue] = set()
+        for schedule, _ in schedules:
+            # As _prepare finds it, when a time loop keeps its data distributed.
+            outputs = root_only(time_loop(schedule) or schedule, self.entry, called)
+            final_to_root |= outputs & set(schedule.operands)
+        found = row_bands(function, self.ranks, final_to_root)
+        args = function.body.blocks[0].args
+        held = {
+            args[k]: [loaded(r, _shape(args[k])) for r in rows] for k, rows in found.bands.items()
+        }
+        bands, whole = dict(found.bands), dict(found.whole)
+        for schedule, plans in schedules:
+            mine = [v for v in schedule.operands if v in held]
+            if mine and time_loop(schedule) is not None:
+                if loop_entry_state(schedule, self.ranks, plans, held):
+                    continue
+                for value in mine:
+                    assert isinstance(value, BlockArgument)
+                    del held[value], bands[value.index]
+                    whole[value.index] = Whole("its time loop finds no fixed layout")
+        function.attributes[BANDS] = DictionaryAttr(
+            {
+                str(k): ArrayAttr(
+                    [DenseArrayBase.from_list(i64, [n for band in r for n in band]) for r in rows]
+                )
+                for k, rows in bands.items()
+            }
+        )
+        function.attributes[WHOLE] = DictionaryAttr(
+            {str(k): StringAttr(w.reason) for k, w in whole.items()}
+        )
+        return held
+
+
+# Per memref argument held in part, the elements each rank holds when a schedule starts.
+_Held = dict[SSAValue, list[isl.Set]]
+# The memrefs only rank 0 needs after a schedule, and for a schedule that keeps its data
+# distributed through a time loop, its entry validity and the loop.
+_Step = tuple[set[SSAValue], Validity | None, Operation | None]
 
 
 def _runtime_inputs(name: str) -> list[Attribute]:
@@ -125,6 +199,9 @@ def _runtime_inputs(name: str) -> list[Attribute]:
     (root of a broadcast) and the tag, and a send's request slot; a wait takes the slot."""
     if name == WAIT:
         return [i64]
+    if name in (WRITE, COPY):
+        # The argument's position, (a write's address,) then a block's five words in bytes.
+        return [i32, *([i64] if name == WRITE else []), i64, i64, i64, i64, i64, i64]
     if name in (ALLGATHER, GATHER):
         # Buffer address and size, this rank's run (offset, length), the root of a gather.
         return [i64, i64, i64, i64, *([i32] if name == GATHER else [])]
@@ -206,18 +283,22 @@ def _plans(schedule: ScheduleOp) -> list[TaskStep]:
 
 
 def loop_entry_state(
-    schedule: ScheduleOp, ranks: int, plans: Sequence[TaskStep] | None = None
+    schedule: ScheduleOp,
+    ranks: int,
+    plans: Sequence[TaskStep] | None = None,
+    held: Mapping[SSAValue, Sequence[isl.Set]] | None = None,
 ) -> tuple[Operation, Validity] | None:
     """For a schedule that is the only user of its memrefs in the body of a loop: the
     loop, and the validity that holds at the start of every iteration, the fixed point
     of running the body from "everything everywhere" (the state on entry) met with what
     the body leaves. None when the schedule is not in such a loop, or no fixed point is
-    found. `plans`: the schedule's, when known."""
+    found. `plans`: the schedule's, when known; `held`: what each rank holds of the
+    memrefs it holds only in part."""
     loop = time_loop(schedule)
     if loop is None:
         return None
     plans = plans if plans is not None else _plans(schedule)
-    state = Validity(list(schedule.args), ranks)
+    state = Validity(list(schedule.args), ranks, held)
     for _ in range(LOOP_ROUNDS):
         after = state.copy()
         for plan in plans:
@@ -244,6 +325,8 @@ class _ScheduleLowering:
     _emitted: list[Operation] = field(default_factory=list)
     _steps: list[tuple[func.CallOp, func.FuncOp]] = field(default_factory=list)
     _runtime: set[str] = field(default_factory=set)
+    # What each rank holds of the memrefs held in part (see LowerToMPIPass._partition).
+    held: "_Held" = field(default_factory=dict)
 
     def run(
         self,
@@ -259,7 +342,9 @@ class _ScheduleLowering:
         everywhere at the start and made so again at the end."""
         position = {v: i for i, v in reversed(list(enumerate(self.schedule.args)))}
         self.state = (
-            start.copy() if start is not None else Validity(list(self.schedule.args), self.ranks)
+            start.copy()
+            if start is not None
+            else Validity(list(self.schedule.args), self.ranks, self.held)
         )
         tasks = list(self.schedule.tasks())
         for event in plan_events(plans, self.state, position):
@@ -285,8 +370,12 @@ class _ScheduleLowering:
         position: dict[SSAValue, int],
         sink: "_Sink",
     ) -> None:
-        """Leave every memref valid everywhere (on rank 0 only for `final_to_root`)."""
+        """Leave every memref valid everywhere (on rank 0 only for `final_to_root`); a
+        partitioned one goes to its result file instead."""
         for value in sorted(state.held, key=position.__getitem__):
+            if value in self.held and value in final_to_root:
+                self._place_writes(value, state, sink)
+                continue
             if state.everywhere(value):
                 continue
             dest = 0 if value in final_to_root else None
@@ -297,6 +386,31 @@ class _ScheduleLowering:
                 continue
             for transfer in state.assemble(value, dest):
                 self._place_transfer(transfer, position[value], sink)
+
+    def _place_writes(self, value: SSAValue, state: Validity, sink: "_Sink") -> None:
+        """Each rank writes the up-to-date elements of its band to `value`'s result file,
+        and rank 0 copies from the input file what no rank holds."""
+        assert isinstance(value, BlockArgument)
+        plan, copies = state.writes(value)
+        width = _element_bytes(_element_type(value))
+        assert width is not None
+        index = self.guards.const(value.index)
+        for rank, blocks in plan:
+            self._runtime.add(WRITE)
+            pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
+            as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+            ops: list[Operation] = [pointer, as_int]
+            for block in blocks:
+                words = _block_words(block, width)
+                ops += [*words, func.CallOp(WRITE, [index, as_int.result, *_results(words)], [])]
+            sink.emit(self._guarded(rank, ops, sink.last()))
+        if copies:
+            self._runtime.add(COPY)
+            ops = []
+            for block in copies:
+                words = _block_words(block, width)
+                ops += [*words, func.CallOp(COPY, [index, *_results(words)], [])]
+            sink.emit(self._guarded(0, ops, sink.last()))
 
     def _place_collective(
         self, value: SSAValue, runs: list[Block | None], dest: int | None, sink: "_Sink"
@@ -527,6 +641,30 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
         address = _append(ops, arith.AddiOp(address, offset))
     size = _append(ops, arith.ConstantOp(IntegerAttr(block.length * width, i64)))
     return address, size, ops
+
+
+def _block_words(block: Block, width: int) -> list[Operation]:
+    """A block's offset, run length, count, stride, count2, stride2 in bytes (counts as
+    they are), as i64 constants."""
+    words = (
+        block.offset * width,
+        block.length * width,
+        block.count,
+        block.stride * width,
+        block.count2,
+        block.stride2 * width,
+    )
+    return [arith.ConstantOp(IntegerAttr(n, i64)) for n in words]
+
+
+def _results(ops: Sequence[Operation]) -> list[SSAValue]:
+    return [op.results[0] for op in ops]
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    return tuple(type_.get_shape())
 
 
 def _element_type(value: SSAValue) -> Attribute:
