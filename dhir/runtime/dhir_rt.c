@@ -474,6 +474,8 @@ static void gather_profile(void) {
 /* Bytes and messages this rank sent (a broadcast counts at its root), printed at the end
  * when DHIR_RT_STATS is set so that benchmarks can show the traffic. */
 static int64_t sent_bytes = 0, sent_messages = 0;
+/* Bytes of the inputs that reached this rank: read from their files or broadcast to it. */
+static int64_t input_bytes = 0;
 
 static void count_sent(int64_t bytes) {
   sent_bytes += bytes;
@@ -484,8 +486,8 @@ static void print_stats(void) {
   const char *flag = getenv("DHIR_RT_STATS");
   if (flag == NULL || flag[0] == '\0' || strcmp(flag, "0") == 0)
     return;
-  fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages\n", world_rank,
-          (long long)sent_bytes, (long long)sent_messages);
+  fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages, took %lld bytes of inputs\n",
+          world_rank, (long long)sent_bytes, (long long)sent_messages, (long long)input_bytes);
 }
 
 void dhir_rt_finalize(void) {
@@ -855,6 +857,7 @@ void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
     fclose(file);
   }
   broadcast((int64_t)(intptr_t)data, bytes, 0);
+  input_bytes += bytes;
   return data;
 }
 
@@ -946,6 +949,7 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
     int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1];
     read_all(file, data + (lo - first) * row_bytes, (hi - lo) * row_bytes,
              (off_t)(lo * row_bytes), path);
+    input_bytes += (hi - lo) * row_bytes;
   }
   close(file);
   return data;

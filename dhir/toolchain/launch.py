@@ -159,7 +159,9 @@ def _mpirun(
 _LAUNCHER_FAILED = re.compile(r"The PMIx server's listener thread failed to start")
 _STARTS = 3
 
-_TRAFFIC = re.compile(r"^dhir: rank \d+ sent \d+ bytes in \d+ messages$", re.M)
+_TRAFFIC = re.compile(
+    r"^dhir: rank \d+ sent \d+ bytes in \d+ messages, took \d+ bytes of inputs$", re.M
+)
 
 
 def _run_once(

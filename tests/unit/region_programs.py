@@ -824,9 +824,12 @@ def programs(
     alias: str | None = None,
     host_views: bool = False,
     time_loops: tuple[str, ...] = (),
+    partitionable: bool = False,
 ) -> Program:
     """`host_views`: one schedule in a time loop, with host code before or after it in
     the loop that reaches the buffers under other names (Program.host_views).
+    `partitionable`: one schedule (in a time loop or not), no host code, no views: what
+    partitioned storage (dhir/analysis/partition.py) can split.
     `time_loops`: the ways to write the time loop to draw from (TIME_LOOPS' keys; the
     program then always has one); by default an scf.for, when drawn."""
     dtype = draw(st.sampled_from(("i32", "i32", "f64")))
@@ -860,7 +863,7 @@ def programs(
         return Host(Stmt(s.loops, s.reads, s.write, "scf", s.combine, s.seed, s.timed))
 
     loop: list[Phase] = [schedule()]
-    for _ in range(0 if host_views else draw(st.integers(0, 2))):
+    for _ in range(0 if host_views or partitionable else draw(st.integers(0, 2))):
         if draw(st.booleans()):
             loop.append(host(True))
         loop.append(schedule())
@@ -869,11 +872,12 @@ def programs(
         loop = [*([host(True, reads=True)] if where != "after" else []), *loop]
         loop += [host(True, reads=True)] if where != "before" else []
     after: list[Phase] = []
-    if draw(st.booleans()):
+    if not partitionable and draw(st.booleans()):
         after.append(host(False))
-    if draw(st.integers(0, 3)) == 0:
+    if not partitionable and draw(st.integers(0, 3)) == 0:
         after.append(Schedule((draw(task().map(lambda k: k)),)))
     kinds = ("none", "cast", "cast") if host_views else ("none", "none", "cast")
+    kinds = ("none",) if partitionable else kinds
     chosen = alias if alias is not None else draw(st.sampled_from(kinds))
     views: tuple[str, ...] = ()
     if host_views:

@@ -330,12 +330,16 @@ def test_timing_reports_the_bytes_each_rank_sent() -> None:
     a = np.arange(48, dtype=np.int64).reshape(6, 8)
     b = np.zeros((6, 8), dtype=np.int64)
     run_module(parse_string(COLUMNS), "main", [a, b], "native", ranks=3, timing=timing)
-    sent = {int(line.split()[2]): int(line.split()[4]) for line in timing.notes}
+    ranks = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    sent = {int(words[2]): int(words[4]) for words in ranks}
+    took = {int(words[2]): int(words[-4]) for words in ranks}
     # Rank 2 reads all of %a: rank 0 sends the 6x3 left block it wrote, rank 1 its 4x5
-    # block, which also goes to rank 0 at the end (only rank 0 needs the results); rank 2
-    # gathers %b, which it wrote, to rank 0 (6x8). Every element is an i64.
-    assert sent == {0: 18 * 8, 1: 2 * 20 * 8, 2: 48 * 8}
-    assert "dhir: rank 1 sent 320 bytes in " in timing.report()
+    # block. Nothing goes to rank 0 at the end: each rank holds only the rows it touches
+    # (rank 1 rows 1..4 of %a, rank 2 all of both) and writes its part of the results.
+    # Every element is an i64.
+    assert sent == {0: 18 * 8, 1: 20 * 8, 2: 0}
+    assert took == {0: 48 * 8, 1: 32 * 8, 2: 2 * 48 * 8}
+    assert "dhir: rank 1 sent 160 bytes in " in timing.report()
 
 
 def _while_stencil() -> str:

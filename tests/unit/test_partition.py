@@ -1,0 +1,356 @@
+"""Partitioned storage (issue 24): each rank holds, reads and writes only the rows of an
+array its tasks touch (dhir/analysis/partition.py, the harness, dhir-lower-to-mpi's
+writes), and arrays it cannot bound stay whole. Native runs equal the interpreter bit for
+bit; the random region programs of test_random_regions.py run partitioned too."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+from region_programs import Program, programs
+
+from dhir.analysis.partition import Partition, row_bands
+from dhir.backends.native import compile_native
+from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.text import parse_string
+from dhir.runner import run_module
+from dhir.toolchain.build import Timing
+from dhir.toolchain.launch import _mpirun, find_mpi
+from dhir.toolchain.signature import entry_signature
+
+MPIS = ("mpich", "openmpi")
+HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"  # many more random programs
+needs_mlir = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+BENCH = Path(__file__).parents[2] / "bench"
+
+
+def stencil(n: int, tasks: int, ranks: list[int | None], steps: int = 2, host: str = "") -> str:
+    """A 1-D three-point stencil on an n x 8 array in a time loop: `tasks` row blocks per
+    sweep, block k on `ranks[k]`, from %a into %b and back; `host` after the loop."""
+    rows = (n - 2) // tasks
+    sweeps = []
+    for src, dst in (("a", "b"), ("b", "a")):
+        for k in range(tasks):
+            lo, hi = 1 + k * rows, (n - 1 if k == tasks - 1 else 1 + (k + 1) * rows)
+            rank = f" attributes {{dhir.rank = {ranks[k]} : i64}}" if ranks[k] is not None else ""
+            sweeps.append(
+                f"""      dhir.task %cpu, %{src}, %{dst}{rank} {{
+        %lo = arith.constant {lo} : index
+        %hi = arith.constant {hi} : index
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c8 = arith.constant 8 : index
+        %third = arith.constant 0.25 : f64
+        scf.for %i = %lo to %hi step %c1 {{
+          %im = arith.subi %i, %c1 : index
+          %ip = arith.addi %i, %c1 : index
+          scf.for %j = %c0 to %c8 step %c1 {{
+            %x = memref.load %{src}[%im, %j] : memref<{n}x8xf64>
+            %y = memref.load %{src}[%i, %j] : memref<{n}x8xf64>
+            %z = memref.load %{src}[%ip, %j] : memref<{n}x8xf64>
+            %s = arith.addf %x, %y : f64
+            %w = arith.addf %s, %z : f64
+            %u = arith.mulf %w, %third : f64
+            memref.store %u, %{dst}[%i, %j] : memref<{n}x8xf64>
+          }}
+        }}
+      }}"""
+            )
+    body = "\n".join(sweeps)
+    return f"""func.func @main(%a: memref<{n}x8xf64>, %b: memref<{n}x8xf64>) {{
+  %t0 = arith.constant 0 : index
+  %t1 = arith.constant 1 : index
+  %steps = arith.constant {steps} : index
+  scf.for %t = %t0 to %steps step %t1 {{
+    dhir.schedule %a, %b {{
+      %cpu = dhir.target {{kind = "cpu"}}
+{body}
+    }}
+  }}
+{host}  return
+}}
+"""
+
+
+def bands_of(text: str, ranks: int, final: tuple[str, ...] = ("a", "b")) -> Partition:
+    module = parse_string(text)
+    entry = next(op for op in module.walk() if op.name == "func.func")
+    args = {a.name_hint: a for a in entry.regions[0].block.args}  # type: ignore[attr-defined]
+    return row_bands(entry, ranks, {args[n] for n in final})  # type: ignore[arg-type]
+
+
+# --- which rows -------------------------------------------------------------------------
+
+
+def test_a_stencil_in_blocks_holds_its_rows_and_halos() -> None:
+    found = bands_of(stencil(18, 4, [0, 0, 1, 1]), 2)
+    # Blocks of 4 rows from row 1: rank 0 writes rows 1..8 and reads 0..9.
+    assert found.bands[0] == (((0, 10),), ((8, 18),))
+    assert found.bands[1] == found.bands[0]
+    assert not found.whole
+
+
+def test_round_robin_blocks_leave_gaps_between_ranges() -> None:
+    found = bands_of(stencil(18, 4, [0, 1, 0, 1]), 2)
+    assert found.bands[0] == (((0, 6), (8, 14)), ((4, 10), (12, 18)))
+
+
+def test_a_task_without_a_rank_counts_on_every_rank() -> None:
+    found = bands_of(stencil(18, 4, [0, 1, None, 1]), 2)
+    rank0, rank1 = found.bands[0]
+    assert rank0 == ((0, 6), (8, 14)) and rank1 == ((4, 18),)
+
+
+@pytest.mark.parametrize(
+    ("text", "final", "reason"),
+    [
+        (stencil(18, 2, [0, 1]), ("a", "b"), None),
+        (stencil(18, 2, [None, None]), ("a", "b"), "every rank's tasks touch all its rows"),
+        (stencil(18, 2, [0, 1]), ("b",), "code after its schedule needs it on every rank"),
+        (
+            stencil(18, 2, [0, 1], host="  %r = memref.load %a[%t0, %t0] : memref<18x8xf64>\n"),
+            ("b",),
+            "host code",
+        ),
+    ],
+    ids=["split", "unplaced", "needed-after", "host-code"],
+)
+def test_what_stays_whole_says_why(text: str, final: tuple[str, ...], reason: str | None) -> None:
+    found = bands_of(text, 2, final)
+    if reason is None:
+        assert 0 in found.bands and not found.whole
+    else:
+        assert reason in found.whole[0].reason
+
+
+def test_one_rank_and_two_schedules_stay_whole() -> None:
+    assert "one rank" in bands_of(stencil(18, 2, [0, 0]), 1).whole[0].reason
+    text = stencil(18, 2, [0, 1])
+    module = parse_string(text)
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    schedule.parent_block().insert_op_after(schedule.clone(), schedule)  # type: ignore[union-attr]
+    entry = next(op for op in module.walk() if op.name == "func.func")
+    found = row_bands(entry, 2, set(entry.regions[0].block.args))  # type: ignore[attr-defined]
+    assert "2 schedules list it" in found.whole[0].reason
+
+
+# --- native runs ------------------------------------------------------------------------
+
+
+def _native(text: str, inputs: list[object], ranks: int, mpi: str, placement: str) -> Timing:
+    timing = Timing()
+    got = run_module(
+        parse_string(text), "main", list(inputs), "native", ranks=ranks, mpi=mpi,
+        placement=placement, timing=timing, timeout=90,
+    )  # fmt: skip
+    want = run_module(parse_string(text), "main", list(inputs), "interp")
+    for g, w in zip(got, want, strict=True):
+        assert g.tobytes() == np.asarray(w).tobytes()
+    return timing
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize(
+    ("ranks", "owners"),
+    [(2, [0, 0, 1, 1]), (2, [0, 1, 0, 1]), (3, [2, 0, 1, 2]), (4, [3, 2, 1, 0])],
+)
+def test_a_partitioned_stencil_equals_the_interpreter(
+    mpi: str, ranks: int, owners: list[int]
+) -> None:
+    rng = np.random.default_rng(ranks)
+    a, b = rng.random((22, 8)), rng.random((22, 8))
+    timing = _native(stencil(22, 4, list(owners), steps=3), [a, b], ranks, mpi, "best")
+    assert any(line.startswith("memory: %a: partitioned") for line in timing.notes)
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_each_rank_takes_only_its_rows_of_the_inputs() -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.random((22, 8)), rng.random((22, 8))
+    timing = _native(stencil(22, 4, [0, 0, 1, 1]), [a, b], 2, "mpich", "best")
+    took = {
+        int(line.split()[2]): int(line.split()[-4])
+        for line in timing.notes
+        if line.startswith("dhir: rank")
+    }
+    # Rank 0 holds rows 0..11 of each array (its blocks 1..10 and their halos), rank 1
+    # rows 10..21; a row is 8 f64.
+    assert took == {0: 2 * 12 * 64, 1: 2 * 12 * 64}
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_rows_no_task_writes_keep_their_input_values() -> None:
+    # Only rows 5..9 change, on rank 1; rank 0's task reads rows 0..2: rows 10..21 are in
+    # no rank's rows and come from the input file.
+    text = """func.func @main(%a: memref<22x8xf64>, %s: memref<2xf64>) {
+  dhir.schedule %a, %s {
+    %cpu = dhir.target {kind = "cpu"}
+    dhir.task %cpu, %a, %s attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %x = memref.load %a[%c2, %c0] : memref<22x8xf64>
+      memref.store %x, %s[%c0] : memref<2xf64>
+    }
+    dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c5 = arith.constant 5 : index
+      %c10 = arith.constant 10 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %two = arith.constant 2.0 : f64
+      scf.for %i = %c5 to %c10 step %c1 {
+        scf.for %j = %c0 to %c8 step %c1 {
+          memref.store %two, %a[%i, %j] : memref<22x8xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+    rng = np.random.default_rng(1)
+    timing = _native(text, [rng.random((22, 8)), np.zeros(2)], 2, "mpich", "best")
+    assert "memory: %a: partitioned, rank 0 rows 2..2; rank 1 rows 5..9" in timing.notes
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_an_array_host_code_reads_stays_whole_and_right() -> None:
+    host = """  %s = memref.load %a[%t1, %t1] : memref<22x8xf64>
+  memref.store %s, %b[%t0, %t0] : memref<22x8xf64>
+"""
+    rng = np.random.default_rng(2)
+    a, b = rng.random((22, 8)), rng.random((22, 8))
+    timing = _native(stencil(22, 4, [0, 0, 1, 1], host=host), [a, b], 2, "mpich", "best")
+    assert any("%a: whole on every rank, host code" in line for line in timing.notes)
+
+
+# A random program's memrefs are partitioned where they can be; either way native equals
+# the interpreter (event: how many were partitioned).
+@needs_mlir
+@pytest.mark.mpi
+@settings(
+    max_examples=500 if HEAVY else 40,
+    derandomize=not HEAVY,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    st.integers(2, 4).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            programs(ranks=n, partitionable=True),
+            st.sampled_from(MPIS),
+            st.integers(0, 2**16),
+        )
+    )
+)
+def test_random_region_programs_partitioned_equal_the_interpreter(
+    case: tuple[int, Program, str, int],
+) -> None:
+    ranks, program, mpi, seed = case
+    text = program.text()
+    note(f"on {ranks} ranks with {mpi}:\n{text}")
+    timing = _native(text, program.inputs(seed), ranks, mpi, "round-robin")
+    parts = sum("partitioned" in line for line in timing.notes)
+    event(f"{parts} partitioned")
+
+
+# --- results and failures ---------------------------------------------------------------
+
+DIES = """func.func private @exit(i32)
+func.func @main(%a: memref<8x4xi32>, %b: memref<2xi32>, %die: i32) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1 : i32
+      memref.store %one, %a[%c0, %c0] : memref<8x4xi32>
+    }
+    dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c7 = arith.constant 7 : index
+      %c0 = arith.constant 0 : index
+      %two = arith.constant 2 : i32
+      memref.store %two, %a[%c7, %c0] : memref<8x4xi32>
+    }
+  }
+  dhir.schedule %b {
+    %cpu = dhir.target {kind = "cpu"}
+    dhir.task %cpu, %b attributes {dhir.rank = 1 : i64} {
+      %zero = arith.constant 0 : i32
+      %no = arith.cmpi eq, %die, %zero : i32
+      scf.if %no {
+      } else {
+        func.call @exit(%die) : (i32) -> ()
+      }
+      %c0 = arith.constant 0 : index
+      memref.store %die, %b[%c0] : memref<2xi32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_result_file_appears_only_when_every_rank_finished(mpi: str, tmp_path: Path) -> None:
+    """The executable itself: rank 1 dies after both ranks wrote their rows of %a."""
+    module = parse_string(DIES)
+    timing = Timing()
+    exe, signature = compile_native(module, "main", 2, mpi, timing)
+    assert "memory: %a: partitioned, rank 0 rows 0..0; rank 1 rows 7..7" in timing.notes
+    a = tmp_path / "a.raw"
+    np.arange(32, dtype=np.int32).tofile(a)
+    b = tmp_path / "b.raw"
+    np.zeros(2, np.int32).tofile(b)
+    for die, ok in ((3, False), (0, True)):
+        out = tmp_path / f"out{die}"
+        out.mkdir()
+        command = [*_mpirun(find_mpi(mpi), 2, None), str(exe), str(out), str(a), str(b), str(die)]
+        run = subprocess.run(command, capture_output=True, timeout=90, env=dict(os.environ))
+        assert (run.returncode == 0) == ok, run.stderr
+        assert (out / "arg0.raw").exists() == ok
+    want = np.arange(32, dtype=np.int32).reshape(8, 4)
+    want[0, 0], want[7, 0] = 1, 2
+    assert np.array_equal(np.fromfile(tmp_path / "out0" / "arg0.raw", np.int32).reshape(8, 4), want)
+    assert entry_signature(parse_string(DIES), "main") == signature
+
+
+# --- memory -----------------------------------------------------------------------------
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_each_rank_of_a_partitioned_stencil_holds_about_its_share(tmp_path: Path) -> None:
+    """Peak resident memory, measured by bench/peak_rss.py in front of each rank: two
+    16 MiB arrays in 4 blocks over 2 ranks take about half each, over an empty run's."""
+    sys.path.insert(0, str(BENCH))
+    import memory
+
+    n = 4 * 65536 + 2
+    text = stencil(n, 4, [0, 0, 1, 1], steps=1)
+    values = [np.ones((n, 8)), np.zeros((n, 8))]
+    launcher = memory.Launcher(tmp_path, "mpich")
+    exe, signature = compile_native(parse_string(text), "main", 2, "mpich")
+    results, reports = launcher.run(exe, signature, 2, values)
+    empty_exe, empty_sig = compile_native(parse_string(stencil(6, 2, [0, 1], 1)), "main", 2)
+    _, empty = launcher.run(empty_exe, empty_sig, 2, [np.ones((6, 8)), np.zeros((6, 8))])
+    arrays_mb = 2 * n * 8 * 8 / 2**20
+    for rank in (0, 1):
+        extra = reports[rank].peak_mb - empty[rank].peak_mb
+        print(f"rank {rank}: {extra:.1f} MB over an empty run, arrays {arrays_mb:.1f} MB")
+        assert extra < 0.65 * arrays_mb, (rank, extra, arrays_mb)
+    assert results[0].shape == (n, 8)
