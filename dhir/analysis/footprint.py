@@ -30,7 +30,7 @@ memref whole, and this analysis is only reported by `dhir schedule`):
 """
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -159,17 +159,41 @@ def _touched(
     found: dict[tuple[SSAValue, int], set[Box]] = {}
     for schedule in _schedules(function):
         for task in schedule.tasks():
-            listed = [m for m in task.memrefs if m in tracked]
-            if not listed:
+            touched = task_boxes(task, tracked)
+            if not touched:
                 continue
-            on = _ranks_of(task, ranks, placement)
-            regions = task_regions(task)
-            for memref in listed:
-                boxes = _boxes(regions.read(memref), memref)
-                boxes |= _boxes(regions.written(memref), memref)
+            on = task_ranks(task, ranks, placement)
+            for memref, boxes in touched.items():
                 for rank in on:
                     found.setdefault((memref, rank), set()).update(boxes)
     return found
+
+
+def task_boxes(task: TaskOp, tracked: Set[SSAValue]) -> dict[SSAValue, set[Box]]:
+    """Per memref of `tracked` that `task` lists: the boxes of each piece of what it reads
+    or writes of it."""
+    listed = [m for m in task.memrefs if m in tracked]
+    if not listed:
+        return {}
+    regions = task_regions(task)
+    return {
+        memref: _boxes(regions.read(memref), memref) | _boxes(regions.written(memref), memref)
+        for memref in listed
+    }
+
+
+def whole_reasons(function: func.FuncOp) -> dict[int, Whole]:
+    """The memref arguments of `function` (the entry), by position, that stay whole on
+    every rank whatever the placement, and why (see the module's docstring)."""
+    entry = function.body.blocks.first
+    args = [a for a in entry.args if _is_memref(a)] if entry is not None else []
+    reasons = _whole_reasons(function, args)
+    return {a.index: Whole(reasons[a]) for a in args if a in reasons}
+
+
+def memref_name(arg: BlockArgument) -> str:
+    """`%a`, or `argK` for an argument without a name."""
+    return f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
 
 
 def _memref(arg: BlockArgument, parts: tuple[Part, ...]) -> MemrefFootprint:
@@ -177,15 +201,15 @@ def _memref(arg: BlockArgument, parts: tuple[Part, ...]) -> MemrefFootprint:
     shape = None
     if isinstance(type_, MemRefType):
         shape = tuple(None if d == DYNAMIC_INDEX else d for d in type_.get_shape())
-    name = f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
-    return MemrefFootprint(name, arg.index, shape, element_bytes_of(type_), parts)
+    return MemrefFootprint(memref_name(arg), arg.index, shape, element_bytes_of(type_), parts)
 
 
 def _is_memref(value: SSAValue) -> bool:
     return isinstance(value.type, MemRefType | UnrankedMemRefType)
 
 
-def _ranks_of(task: TaskOp, ranks: int, placement: Mapping[TaskOp, int] | None) -> range:
+def task_ranks(task: TaskOp, ranks: int, placement: Mapping[TaskOp, int] | None) -> range:
+    """The ranks `task` runs on: its rank in `placement`, else its `dhir.rank`, else any."""
     rank = placement.get(task) if placement is not None else None
     if rank is None:
         rank = rank_of(task)

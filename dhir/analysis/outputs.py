@@ -18,7 +18,7 @@ from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects.dhir import ScheduleOp, defined_inside
+from dhir.dialects.dhir import ScheduleOp, defined_inside, walk_outside_tasks
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
@@ -108,3 +108,16 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
         if any(may_alias(v, memory) for v in op.operands):
             return None
     return loop
+
+
+def final_to_root(
+    function: func.FuncOp, entry: str = "main", called: bool | None = None
+) -> set[SSAValue]:
+    """The memrefs that, after a schedule of `function` listing them (or its time loop,
+    `time_loop`), only rank 0 needs: those dhir-lower-to-mpi may partition."""
+    found: set[SSAValue] = set()
+    for op in walk_outside_tasks(function):
+        if isinstance(op, ScheduleOp):
+            outputs = root_only(time_loop(op) or op, entry, called)
+            found |= outputs & set(op.operands)
+    return found

@@ -17,15 +17,24 @@ exactly one schedule listing it, or a schedule after which the memref is needed 
 than rank 0 (`final_to_root`: the lowering's, see dhir.analysis.outputs.root_only).
 """
 
+import math
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, NoneAttr
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, NoneAttr, UnrankedMemRefType
+from xdsl.ir import BlockArgument, SSAValue
 
-from dhir.analysis.footprint import Whole, footprint
+from dhir.analysis.counts import element_bytes_of
+from dhir.analysis.footprint import (
+    Whole,
+    memref_name,
+    merged,
+    task_boxes,
+    task_ranks,
+    whole_reasons,
+)
 from dhir.analysis.validity import Box
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import is_gpu_task
@@ -69,25 +78,107 @@ def row_bands(
     tasks placed as `placement` says, else as their `dhir.rank` says. `final_to_root`:
     the memrefs that, after the one schedule listing them (or its time loop), only rank 0
     needs."""
-    found = footprint(function, ranks, placement)
-    entry = function.body.blocks.first
-    args = list(entry.args) if entry is not None else []
-    listing = _listing(function)
-    bands: dict[int, tuple[Rows, ...]] = {}
-    whole: dict[int, Whole] = {}
-    for memref in found.memrefs:
-        arg = args[memref.index]
-        reason = memref.whole or _reason(arg, ranks, listing.get(arg, []), final_to_root)
-        if reason is not None:
-            whole[memref.index] = reason
-            continue
-        rows = tuple(_rows(part) for part in memref.parts if not isinstance(part, Whole))
+    return storage(function, ranks, final_to_root).partition(placement)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A memref argument of the entry as storage, whatever the placement: its name,
+    position, shape, bytes of one row (of its first dimension) and in all (None for an
+    unknown shape); `whole`: why every rank holds it whole, if it does whatever the
+    placement; else `schedule`, the one schedule listing it, and `boxes`, per task
+    touching it, what that task reads or writes of it."""
+
+    name: str
+    index: int
+    shape: tuple[int, ...] | None
+    row_bytes: int
+    size: int | None
+    whole: Whole | None
+    schedule: ScheduleOp | None = None
+    boxes: Mapping[TaskOp, frozenset[Box]] = field(default_factory=dict[TaskOp, frozenset[Box]])
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Every memref argument of the entry (`storage`), to partition for a placement."""
+
+    ranks: int
+    memrefs: tuple[Stored, ...]
+
+    def partition(self, placement: Mapping[TaskOp, int] | None = None) -> Partition:
+        """Each rank's rows of each memref, tasks placed as `placement` says, else as
+        their `dhir.rank` says (a task with neither counts on every rank)."""
+        bands: dict[int, tuple[Rows, ...]] = {}
+        whole: dict[int, Whole] = {}
+        for memref in self.memrefs:
+            found = self.rows(memref, placement)
+            if isinstance(found, Whole):
+                whole[memref.index] = found
+            else:
+                bands[memref.index] = found
+        return Partition(self.ranks, bands, whole)
+
+    def rows(
+        self, memref: Stored, placement: Mapping[TaskOp, int] | None
+    ) -> tuple[Rows, ...] | Whole:
+        """Each rank's rows of `memref`, or why every rank holds it whole."""
+        if memref.whole is not None:
+            return memref.whole
+        touched: list[set[Box]] = [set() for _ in range(self.ranks)]
+        for task, boxes in memref.boxes.items():
+            for rank in task_ranks(task, self.ranks, placement):
+                touched[rank] |= boxes
+        rows = tuple(_rows(merged(boxes)) for boxes in touched)
         extent = memref.shape[0] if memref.shape else 0
         if all(r == ((0, extent),) for r in rows):
-            whole[memref.index] = Whole("every rank's tasks touch all its rows")
-            continue
-        bands[memref.index] = rows
-    return Partition(ranks, bands, whole)
+            return Whole("every rank's tasks touch all its rows")
+        return rows
+
+    def held(self, memref: Stored, rows: Rows | Whole) -> int:
+        """The bytes of `memref` a rank holding `rows` of it holds (0 for an unknown size:
+        not counted)."""
+        if isinstance(rows, Whole):
+            return memref.size or 0
+        return sum(hi - lo for lo, hi in rows) * memref.row_bytes
+
+
+def storage(function: func.FuncOp, ranks: int, final_to_root: Set[SSAValue]) -> Storage:
+    """The memref arguments of `function` (the entry) on `ranks` ranks, as `row_bands`
+    partitions them, with what decides their rows found once for every placement."""
+    entry = function.body.blocks.first
+    args = list(entry.args) if entry is not None else []
+    memrefs = [a for a in args if isinstance(a.type, MemRefType | UnrankedMemRefType)]
+    reasons = whole_reasons(function)
+    listing = _listing(function)
+    out: list[Stored] = []
+    tracked: set[SSAValue] = set()
+    for arg in memrefs:
+        schedules = listing.get(arg, [])
+        reason = reasons.get(arg.index) or _reason(arg, ranks, schedules, final_to_root)
+        out.append(_stored(arg, reason, schedules[0] if reason is None else None))
+        if reason is None:
+            tracked.add(arg)
+    boxes: dict[SSAValue, dict[TaskOp, frozenset[Box]]] = {}
+    for schedule in (op for op in walk_outside_tasks(function) if isinstance(op, ScheduleOp)):
+        for task in schedule.tasks():
+            for memref, found in task_boxes(task, tracked).items():
+                boxes.setdefault(memref, {})[task] = frozenset(found)
+    memrefs_out = tuple(
+        replace(s, boxes=boxes.get(args[s.index], {})) if s.whole is None else s for s in out
+    )
+    return Storage(ranks, memrefs_out)
+
+
+def _stored(arg: BlockArgument, whole: Whole | None, schedule: ScheduleOp | None) -> Stored:
+    type_ = arg.type
+    element = element_bytes_of(type_)
+    shape = None
+    if isinstance(type_, MemRefType) and DYNAMIC_INDEX not in type_.get_shape():
+        shape = tuple(type_.get_shape())
+    size = math.prod(shape) * element if shape is not None else None
+    row_bytes = math.prod(shape[1:]) * element if shape else 0
+    return Stored(memref_name(arg), arg.index, shape, row_bytes, size, whole, schedule)
 
 
 def _listing(function: func.FuncOp) -> dict[SSAValue, list[ScheduleOp]]:

@@ -92,7 +92,7 @@ def compile_native(
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
         # tests verify after every pass).
         split = SplitTasksPass(ranks)  # so that placement places the pieces
-        place = PlacePass(ranks, placement, str(costs) if costs is not None else None)
+        place = PlacePass(ranks, placement, str(costs) if costs is not None else None, entry)
         timed = (InstrumentPass(),) if profile is not None else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
         lower = LowerToMPIPass(ranks, mpi, entry, partition=gpu is None)

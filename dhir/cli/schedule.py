@@ -23,6 +23,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import PassPipeline
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
+from dhir.analysis.partition import Partition
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -34,12 +35,20 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.placement.as_built import as_built_makespan, place_program
 from dhir.placement.cost_model import CostModel
-from dhir.placement.from_ir import device_name, machine_for, rank_of_device, task_graph
+from dhir.placement.from_ir import (
+    device_name,
+    has_gpu_tasks,
+    machine_for,
+    rank_of_device,
+    task_graph,
+)
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
+from dhir.transforms.place import memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
 
 
@@ -51,11 +60,14 @@ class AsBuilt:
     graph: TaskGraph
     devices: list[Device]
     model: CostModel
+    limits: MemoryLimits | None = None  # shared by the program's schedules, placed in order
 
     def place(self, algorithm: str) -> Placement:
-        """As dhir-place places it: `best` takes, of its candidates, the fastest as built."""
-
-        return place_program(self.schedule, self.graph, self.devices, self.model, algorithm)
+        """As dhir-place places it: `best` takes, of its candidates, the fastest as built;
+        what each rank holds fits its device's memory."""
+        return place_program(
+            self.schedule, self.graph, self.devices, self.model, algorithm, limits=self.limits
+        )
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
@@ -180,9 +192,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Footprint | None:
-    """What each rank's tasks touch of each memref argument of @main, placed as shown
-    (dhir.analysis.footprint); None for a task graph, or a program without @main."""
+@dataclass(frozen=True)
+class Memory:
+    """What each rank's tasks touch of each memref argument of @main (`touched`), the
+    rows of it each rank holds (`partition`) and the bytes it holds (`held`)."""
+
+    touched: Footprint
+    partition: Partition
+    held: list[int]
+
+
+def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Memory | None:
+    """What each rank's tasks touch and hold of each memref argument of @main, placed as
+    shown (dhir.analysis.footprint, dhir.placement.memory); None for a task graph, or a
+    program without @main."""
     ranks: dict[TaskOp, int] = {}
     for as_built, placement in placed:
         if as_built is None:
@@ -197,7 +220,11 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Footprint 
     entry = _main(as_built.schedule.get_toplevel_object())
     if entry is None:
         return None
-    return footprint(entry, len(as_built.devices), ranks)
+    count = len(as_built.devices)
+    module = as_built.schedule.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    stored = program_storage(entry, count, "main", has_gpu_tasks(module))
+    return Memory(footprint(entry, count, ranks), stored.partition(ranks), resident(stored, ranks))
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -231,10 +258,11 @@ def program_graphs(
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
+    limits = memory_limits(module, ranks, devices=devices)
     graphs = []
     for number, schedule in enumerate(schedules):
         graph = task_graph(schedule, devices, model)
-        built = AsBuilt(schedule, graph, list(devices), model)
+        built = AsBuilt(schedule, graph, list(devices), model, limits)
         graphs.append((_schedule_name(schedule, number), graph, built))
     return legend, hosts, graphs
 
@@ -328,7 +356,7 @@ def _json_output(
     results: list[tuple[Any, ...]],
     plain_graph: bool,
     hosts: Mapping[str, str],
-    memory: Footprint | None = None,
+    memory: Memory | None = None,
 ) -> str:
     if plain_graph:
         _, _, placement, replay, _ = results[0]
@@ -346,37 +374,46 @@ def _json_output(
 
 # --- memory per rank ------------------------------------------------------------------
 
-_NOT_YET = "dhir does not partition memrefs yet: every rank holds each one whole"
 
-
-def memory_text(memory: Footprint) -> str:
-    """Per rank, the bytes it holds today and those its tasks touch; then each memref
-    that would stay whole, and why."""
-    lines = [f"memory per rank ({_NOT_YET}):"]
-    held = _size(memory.held())
-    for rank in range(memory.ranks):
-        touched = _size(memory.touched(rank))
-        lines.append(f"  {device_name(rank)}: holds {held}, its tasks touch {touched}")
-    for memref in memory.memrefs:
-        whole = memref.whole
-        if whole is not None:
-            unsized = "; not counted above" if memref.size is None else ""
-            lines.append(f"  {memref.name} stays whole: {whole.reason}{unsized}")
+def memory_text(memory: Memory) -> str:
+    """Per rank, the bytes it holds and those its tasks touch; then each memref: the rows
+    each rank holds, or why every rank holds it whole."""
+    lines = ["memory per rank (the rows of each memref a rank's tasks touch, where dhir "
+             "partitions it; else all of it):"]  # fmt: skip
+    touched = memory.touched
+    for rank in range(touched.ranks):
+        held, used = _size(memory.held[rank]), _size(touched.touched(rank))
+        lines.append(f"  {device_name(rank)}: holds {held}, its tasks touch {used}")
+    names = {m.index: m.name for m in touched.memrefs}
+    unsized = {m.index for m in touched.memrefs if m.size is None}
+    for index, line in zip(sorted(names), memory.partition.lines(names), strict=True):
+        lines.append(f"  {line}{'; not counted above' if index in unsized else ''}")
     return "\n".join(lines)
 
 
-def memory_json(memory: Footprint) -> dict[str, Any]:
+def memory_json(memory: Memory) -> dict[str, Any]:
     """`memory_text` as data: bytes per rank, and per memref its boxes on each rank
-    (each box [[lo, hi] per dimension], hi exclusive) or the reason it stays whole."""
+    (each box [[lo, hi] per dimension], hi exclusive) or the reason it stays whole, and
+    the rows each rank holds ([lo, hi] pairs) or null when it is whole."""
+    touched = memory.touched
     ranks = {
-        device_name(r): {"held_bytes": memory.held(), "touched_bytes": memory.touched(r)}
-        for r in range(memory.ranks)
+        device_name(r): {"held_bytes": memory.held[r], "touched_bytes": touched.touched(r)}
+        for r in range(touched.ranks)
     }
-    return {
-        "partitioned": False,
-        "ranks": ranks,
-        "memrefs": [_memref_json(m) for m in memory.memrefs],
-    }
+    bands = memory.partition.bands
+    memrefs = []
+    for memref in touched.memrefs:
+        entry = _memref_json(memref)
+        rows = bands.get(memref.index)
+        entry["rows"] = (
+            {device_name(r): [list(band) for band in mine] for r, mine in enumerate(rows)}
+            if rows is not None
+            else None
+        )
+        if rows is None:
+            entry["whole"] = memory.partition.whole[memref.index].reason
+        memrefs.append(entry)
+    return {"partitioned": bool(bands), "ranks": ranks, "memrefs": memrefs}
 
 
 def _memref_json(memref: MemrefFootprint) -> dict[str, Any]:

@@ -18,7 +18,7 @@ Task times are the graph's (estimated or measured), re-estimated when the placem
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.ir import SSAValue
 
@@ -28,18 +28,20 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
 from dhir.analysis.regions import count_elements
 from dhir.analysis.work import region_bytes
-from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.machine.description import Device
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     broadcast_time,
     concurrency,
     depths,
+    device_name,
     rank_of_device,
     task_costs,
 )
 from dhir.placement.graph import Placement, TaskGraph
-from dhir.placement.list_scheduling import ALGORITHMS, best_candidates
+from dhir.placement.list_scheduling import ALGORITHMS, best_candidates, timed
+from dhir.placement.memory import MemoryLimits
 
 
 def fastest_as_built(
@@ -49,14 +51,17 @@ def fastest_as_built(
     costs: CostModel,
     entry: str = "main",
     deps: DependenceGraph | None = None,
+    fits: Callable[[Mapping[str, str]], bool] | None = None,
 ) -> Placement:
-    """Of `best`'s candidate placements (`best_candidates`), the one whose makespan as
-    built is the shortest; `best`'s own on ties. The list schedules let a rank run its
-    tasks out of program order and let transfers overlap work, which the built program
-    does not: spreading can lose to one rank when its transfers hold both ranks
-    (docs/performance.md). `deps`: the schedule's dependence graph, when known
-    already."""
+    """Of `best`'s candidate placements (`best_candidates`) that `fits` (all when none
+    does), the one whose makespan as built is the shortest; `best`'s own on ties. The
+    list schedules let a rank run its tasks out of program order and let transfers
+    overlap work, which the built program does not: spreading can lose to one rank when
+    its transfers hold both ranks (docs/performance.md). `deps`: the schedule's
+    dependence graph, when known already."""
     candidates = best_candidates(graph)
+    if fits is not None:
+        candidates = [c for c in candidates if fits(c.assignment)] or candidates
     if len(candidates) == 1:
         return candidates[0]
     replay = _Replay(schedule, graph, devices, costs, entry, deps)
@@ -70,12 +75,37 @@ def place_program(
     costs: CostModel,
     algorithm: str,
     deps: DependenceGraph | None = None,
+    limits: MemoryLimits | None = None,
 ) -> Placement:
     """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
-    `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built."""
+    `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built.
+    With `limits`, what each rank holds fits its device's memory (`best` takes the fastest
+    candidate that fits; else `MemoryLimits.settle` moves tasks, or refuses)."""
+    tasks = list(schedule.tasks())
+    names = graph.tasks[: len(tasks)]
+
+    def ranks(assignment: Mapping[str, str]) -> dict[TaskOp, int]:
+        return {t: rank_of_device(assignment[n]) for t, n in zip(tasks, names, strict=True)}
+
+    def fits(assignment: Mapping[str, str]) -> bool:
+        return limits is None or limits.fits(schedule, ranks(assignment))
+
     if algorithm == "best":
-        return fastest_as_built(schedule, graph, devices, costs, deps=deps)
-    return ALGORITHMS[algorithm](graph)
+        placed = fastest_as_built(
+            schedule, graph, devices, costs, deps=deps, fits=fits if limits else None
+        )
+    else:
+        placed = ALGORITHMS[algorithm](graph)
+    if limits is None:
+        return placed
+    chosen = list(ranks(placed.assignment).values())
+    settled = limits.settle(
+        schedule, chosen, lambda k, rank: graph.can_run(names[k], device_name(rank))
+    )
+    if settled == chosen:
+        return placed
+    moved = dict(placed.assignment) | {n: device_name(r) for n, r in zip(names, settled)}
+    return timed(graph, moved)
 
 
 def as_built_makespan(

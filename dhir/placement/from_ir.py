@@ -281,6 +281,16 @@ def _costs(
     return found
 
 
+def runs_on(task: TaskOp, device: Device) -> bool:
+    """Whether a rank on `device` can run `task`, as `task_graph` gives it costs there
+    (its `dhir.rank` aside)."""
+    target = task.target_info()
+    runner = _runner(device, target)
+    wanted = _named_device(task)
+    named = wanted is None or not runner.name or runner.name == wanted
+    return can_run(target, runner) and named
+
+
 def _runner(device: Device, target: TargetInfo) -> Device:
     """The device of a rank that runs a task bound to `target`: the GPU a CPU rank drives
     (`Device.gpu`) for a GPU task, else the rank's own."""

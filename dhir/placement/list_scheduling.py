@@ -21,7 +21,7 @@ not time.
 import gc
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from heapq import heapify, heappop, heappush
 
@@ -492,6 +492,15 @@ def simulate_from(
 
 
 # --- priorities -------------------------------------------------------------------------
+
+
+def timed(graph: TaskGraph, assignment: Mapping[str, str]) -> Placement:
+    """`assignment` (task -> device) with each task's start and finish: tasks in the
+    graph's order, each as early as its inputs and an idle gap on its device allow."""
+    problem = Problem(graph)
+    index = {device: k for k, device in enumerate(graph.devices)}
+    device_of = [index[assignment[task]] for task in graph.tasks]
+    return simulate(problem, range(problem.n), device_of).placement(problem)
 
 
 def upward_rank(problem: Problem, task_cost: Sequence[float]) -> list[float]:

@@ -11,12 +11,14 @@ and `dhir compile` use `best` unless told otherwise.
 """
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
@@ -26,10 +28,20 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
+from dhir.machine.dlti import system_of
 from dhir.placement.as_built import place_program
 from dhir.placement.cost_model import CostModel
-from dhir.placement.from_ir import local_devices, machine_for, rank_of_device, task_graph
+from dhir.placement.from_ir import (
+    has_gpu_tasks,
+    has_machine,
+    local_devices,
+    machine_for,
+    rank_of_device,
+    runs_on,
+    task_graph,
+)
 from dhir.placement.list_scheduling import ALGORITHMS
+from dhir.placement.memory import MemoryLimits
 from dhir.placement.round_robin import round_robin
 
 
@@ -42,6 +54,7 @@ class PlacePass(ModulePass):
     ranks: int = 1
     algorithm: str = "round-robin"
     costs: str | None = None  # a profile whose measured task times replace the estimates
+    entry: str = "main"  # the function whose memref arguments a rank may hold in part
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ranks < 1:
@@ -55,12 +68,34 @@ class PlacePass(ModulePass):
         if profile is not None:
             drop_unmatched(profile, op, str(self.costs))
         if self.algorithm == "round-robin":
+            limits = memory_limits(op, self.ranks, self.entry)
             for schedule in schedules:
-                place_schedule(schedule, self.ranks)
+                place_schedule(schedule, self.ranks, limits=limits)
             return
         devices, model = machine_for(op, self.ranks, profile)
+        limits = memory_limits(op, self.ranks, self.entry, devices)
         for schedule in schedules:
-            place_schedule(schedule, self.ranks, self.algorithm, model, devices)
+            place_schedule(schedule, self.ranks, self.algorithm, model, devices, limits)
+
+
+def memory_limits(
+    module: ModuleOp, ranks: int, entry: str = "main", devices: Sequence[Device] | None = None
+) -> MemoryLimits | None:
+    """What each rank of the machine description of `module` may hold (None without a
+    description giving memory_bytes, or whose rank count is not `ranks`, or without the
+    entry function). `devices`: its ranks' devices, when known already."""
+    if not has_machine(module):
+        return None
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp):
+        return None
+    system = system_of(module)
+    if devices is None:
+        if system.rank_count != ranks:
+            return None
+        devices, _ = machine_for(module, ranks)
+    where = f"'{system.name}'"
+    return MemoryLimits.of(function, devices, where, entry, gpu=has_gpu_tasks(module))
 
 
 def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
@@ -87,15 +122,19 @@ def place_schedule(
     algorithm: str = "round-robin",
     model: CostModel | None = None,
     devices: Sequence[Device] | None = None,
+    limits: MemoryLimits | None = None,
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
-    (default: alike local CPUs); `model` gives the costs (default: estimates)."""
+    (default: alike local CPUs); `model` gives the costs (default: estimates); `limits`:
+    each device's memory, which what its ranks hold must fit (dhir.placement.memory)."""
     for task in schedule.tasks():
         _check_explicit(task, ranks)
     if algorithm == "round-robin":
         chosen = round_robin(schedule, ranks)
+        if limits is not None:
+            chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))
     else:
-        chosen = _by_cost(schedule, ranks, algorithm, model, devices)
+        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits)
     for task, rank in zip(schedule.tasks(), chosen, strict=True):
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
 
@@ -106,17 +145,33 @@ def _by_cost(
     algorithm: str,
     model: CostModel | None,
     devices: Sequence[Device] | None,
+    limits: MemoryLimits | None,
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:
-        return [0] * len(tasks)  # nothing to choose: skip the analysis
+        chosen = [0] * len(tasks)  # nothing to choose: skip the analysis
+        if limits is not None:
+            limits.settle(schedule, chosen, lambda k, rank: rank == 0)
+        return chosen
     devices = devices if devices is not None else local_devices(ranks)
     model = model if model is not None else CostModel()
     deps = dependence_graph(schedule)
     hand_over(tasks, deps.effects, deps.regions)
     graph = task_graph(schedule, devices, model, deps=deps)
-    assignment = place_program(schedule, graph, devices, model, algorithm, deps).assignment
-    return [rank_of_device(assignment[name]) for name in graph.tasks[: len(tasks)]]
+    placed = place_program(schedule, graph, devices, model, algorithm, deps, limits)
+    return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
+
+
+def _runs_on(schedule: ScheduleOp, devices: Sequence[Device]) -> Callable[[int, int], bool]:
+    """Whether task k of `schedule` may run on rank R: its `dhir.rank` if it has one, and
+    a device that can run its target."""
+    tasks = list(schedule.tasks())
+
+    def runs(k: int, rank: int) -> bool:
+        explicit = rank_of(tasks[k])
+        return explicit in (None, rank) and runs_on(tasks[k], devices[rank])
+
+    return runs
 
 
 def _check_explicit(task: TaskOp, ranks: int) -> None:

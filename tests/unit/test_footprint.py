@@ -473,13 +473,14 @@ def test_dhir_schedule_prints_memory_per_rank(
     assert main(["schedule", str(path), "-n", "2", "--algorithm", "round-robin"]) == 0
     out = capsys.readouterr().out
     section = out[out.index("memory per rank") :].splitlines()
-    assert "every rank holds each one whole" in section[0]
+    assert "where dhir partitions it" in section[0]
     assert section[1:3] == [
-        "  rank0: holds 64 B, its tasks touch 32 B",
-        "  rank1: holds 64 B, its tasks touch 36 B",
+        "  rank0: holds 32 B, its tasks touch 32 B",  # %a whole, none of %b
+        "  rank1: holds 36 B, its tasks touch 36 B",  # %a whole, one row of %b
     ]
-    assert section[3].startswith("  %a stays whole: host code, which every rank runs, passes")
-    assert len(section) == 4
+    assert section[3].startswith("  %a: whole on every rank, host code, which every rank runs")
+    assert section[4] == "  %b: partitioned, rank 0 rows none; rank 1 rows 3..3"
+    assert len(section) == 5
 
 
 def test_dhir_schedule_json_has_the_memory_key(
@@ -491,9 +492,10 @@ def test_dhir_schedule_json_has_the_memory_key(
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"schedules", "memory"}
     memory = result["memory"]
+    assert memory["partitioned"] is True
     assert memory["ranks"] == {
-        "rank0": {"held_bytes": 64, "touched_bytes": 4},
-        "rank1": {"held_bytes": 64, "touched_bytes": 4},
+        "rank0": {"held_bytes": 4, "touched_bytes": 4},
+        "rank1": {"held_bytes": 4, "touched_bytes": 4},
     }
     a, b = memory["memrefs"]
     assert a == {
@@ -503,6 +505,7 @@ def test_dhir_schedule_json_has_the_memory_key(
         "bytes": 32,
         "whole": None,
         "boxes": {"rank0": [[[0, 1]]], "rank1": []},
+        "rows": {"rank0": [[0, 1]], "rank1": []},
     }
     assert b["boxes"] == {"rank0": [], "rank1": [[[3, 4]]]}
 
