@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    IntegerType,
     ModuleOp,
     StringAttr,
     UnitAttr,
@@ -146,7 +147,8 @@ def _take_bands(module: ModuleOp, entry: str, timing: Timing) -> dict[int, tuple
     if isinstance(bands_attr, DictionaryAttr):
         for key, ranks in bands_attr.data.items():
             assert isinstance(ranks, ArrayAttr)
-            bands[int(key)] = tuple(_pairs(cast(DenseArrayBase, r)) for r in ranks.data)
+            arrays = cast(tuple[DenseArrayBase[IntegerType], ...], ranks.data)
+            bands[int(key)] = tuple(_pairs(array) for array in arrays)
     whole = {}
     if isinstance(whole_attr, DictionaryAttr):
         pairs = whole_attr.data.items()
@@ -157,8 +159,8 @@ def _take_bands(module: ModuleOp, entry: str, timing: Timing) -> dict[int, tuple
     return bands
 
 
-def _pairs(array: DenseArrayBase) -> Rows:
-    words = [int(n) for n in array.get_values()]
+def _pairs(array: DenseArrayBase[IntegerType]) -> Rows:
+    words = list(array.iter_values())
     return tuple(zip(words[::2], words[1::2], strict=True))
 
 

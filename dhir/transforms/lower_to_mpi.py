@@ -54,7 +54,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.effects import task_effects
 from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take
-from dhir.analysis.outputs import entry_called, root_only, time_loop
+from dhir.analysis.outputs import entry_called, final_to_root, root_only, time_loop
 from dhir.analysis.partition import loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
@@ -153,14 +153,10 @@ class LowerToMPIPass(ModulePass):
         `--timing`."""
         if not self.partition or function.sym_name.data != self.entry or self.ranks == 1:
             return {}
-        final_to_root: set[SSAValue] = set()
-        for schedule, _ in schedules:
-            # As _prepare finds it, when a time loop keeps its data distributed.
-            outputs = root_only(time_loop(schedule) or schedule, self.entry, called)
-            final_to_root |= outputs & set(schedule.operands)
-        found = row_bands(function, self.ranks, final_to_root)
+        # As _prepare finds the outputs, when a time loop keeps its data distributed.
+        found = row_bands(function, self.ranks, final_to_root(function, self.entry, called))
         args = function.body.blocks[0].args
-        held = {
+        held: _Held = {
             args[k]: [loaded(r, _shape(args[k])) for r in rows] for k, rows in found.bands.items()
         }
         bands, whole = dict(found.bands), dict(found.whole)
