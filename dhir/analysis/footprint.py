@@ -41,7 +41,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from dhir.analysis.counts import element_bytes_of
 from dhir.analysis.effects import VIEW_OPS
-from dhir.analysis.regions import task_regions, whole
+from dhir.analysis.regions import Regions, task_regions, whole
 from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
@@ -169,13 +169,15 @@ def _touched(
     return found
 
 
-def task_boxes(task: TaskOp, tracked: Set[SSAValue]) -> dict[SSAValue, set[Box]]:
+def task_boxes(
+    task: TaskOp, tracked: Set[SSAValue], regions: Regions | None = None
+) -> dict[SSAValue, set[Box]]:
     """Per memref of `tracked` that `task` lists: the boxes of each piece of what it reads
-    or writes of it."""
+    or writes of it. `regions`: the task's, when known."""
     listed = [m for m in task.memrefs if m in tracked]
     if not listed:
         return {}
-    regions = task_regions(task)
+    regions = regions if regions is not None else task_regions(task)
     return {
         memref: _boxes(regions.read(memref), memref) | _boxes(regions.written(memref), memref)
         for memref in listed

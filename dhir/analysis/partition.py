@@ -35,6 +35,7 @@ from dhir.analysis.footprint import (
     task_ranks,
     whole_reasons,
 )
+from dhir.analysis.regions import Regions
 from dhir.analysis.validity import Box
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import is_gpu_task
@@ -73,12 +74,13 @@ def row_bands(
     ranks: int,
     final_to_root: Set[SSAValue],
     placement: Mapping[TaskOp, int] | None = None,
+    regions: Mapping[TaskOp, Regions] | None = None,
 ) -> Partition:
     """The bands of the memref arguments of `function` (the entry) on `ranks` ranks, with
     tasks placed as `placement` says, else as their `dhir.rank` says. `final_to_root`:
     the memrefs that, after the one schedule listing them (or its time loop), only rank 0
-    needs."""
-    return storage(function, ranks, final_to_root).partition(placement)
+    needs. `regions`: the tasks' access regions, where already found."""
+    return storage(function, ranks, final_to_root, regions).partition(placement)
 
 
 @dataclass(frozen=True)
@@ -143,26 +145,34 @@ class Storage:
         return sum(hi - lo for lo, hi in rows) * memref.row_bytes
 
 
-def storage(function: func.FuncOp, ranks: int, final_to_root: Set[SSAValue]) -> Storage:
+def storage(
+    function: func.FuncOp,
+    ranks: int,
+    final_to_root: Set[SSAValue],
+    regions: Mapping[TaskOp, Regions] | None = None,
+) -> Storage:
     """The memref arguments of `function` (the entry) on `ranks` ranks, as `row_bands`
-    partitions them, with what decides their rows found once for every placement."""
+    partitions them, with what decides their rows found once for every placement.
+    `regions`: the tasks' access regions, where already found."""
     entry = function.body.blocks.first
     args = list(entry.args) if entry is not None else []
     memrefs = [a for a in args if isinstance(a.type, MemRefType | UnrankedMemRefType)]
     reasons = whole_reasons(function)
     listing = _listing(function)
+    on_gpu = _gpu_memrefs(listing)
     out: list[Stored] = []
     tracked: set[SSAValue] = set()
     for arg in memrefs:
         schedules = listing.get(arg, [])
-        reason = reasons.get(arg.index) or _reason(arg, ranks, schedules, final_to_root)
+        reason = reasons.get(arg.index) or _reason(arg, ranks, schedules, final_to_root, on_gpu)
         out.append(_stored(arg, reason, schedules[0] if reason is None else None))
         if reason is None:
             tracked.add(arg)
     boxes: dict[SSAValue, dict[TaskOp, frozenset[Box]]] = {}
     for schedule in (op for op in walk_outside_tasks(function) if isinstance(op, ScheduleOp)):
         for task in schedule.tasks():
-            for memref, found in task_boxes(task, tracked).items():
+            known = regions.get(task) if regions is not None else None
+            for memref, found in task_boxes(task, tracked, known).items():
                 boxes.setdefault(memref, {})[task] = frozenset(found)
     memrefs_out = tuple(
         replace(s, boxes=boxes.get(args[s.index], {})) if s.whole is None else s for s in out
@@ -190,8 +200,18 @@ def _listing(function: func.FuncOp) -> dict[SSAValue, list[ScheduleOp]]:
     return out
 
 
+def _gpu_memrefs(listing: Mapping[SSAValue, list[ScheduleOp]]) -> set[SSAValue]:
+    """The memrefs a GPU task of a schedule in `listing` lists."""
+    schedules = dict.fromkeys(s for found in listing.values() for s in found)
+    return {m for s in schedules for t in s.tasks() if is_gpu_task(t) for m in t.memrefs}
+
+
 def _reason(
-    arg: SSAValue, ranks: int, schedules: list[ScheduleOp], final_to_root: Set[SSAValue]
+    arg: SSAValue,
+    ranks: int,
+    schedules: list[ScheduleOp],
+    final_to_root: Set[SSAValue],
+    on_gpu: Set[SSAValue],
 ) -> Whole | None:
     type_ = arg.type
     assert isinstance(type_, MemRefType)
@@ -203,7 +223,7 @@ def _reason(
         return Whole("its layout is not the identity")
     if len(schedules) != 1:
         return Whole(f"{len(schedules) or 'no'} schedules list it, not one")
-    if any(is_gpu_task(t) and arg in t.memrefs for t in schedules[0].tasks()):
+    if arg in on_gpu:
         return Whole("a GPU task uses it (device copies are whole)")
     if arg not in final_to_root:
         return Whole("code after its schedule needs it on every rank")

@@ -154,7 +154,13 @@ class LowerToMPIPass(ModulePass):
         if not self.partition or function.sym_name.data != self.entry or self.ranks == 1:
             return {}
         # As _prepare finds the outputs, when a time loop keeps its data distributed.
-        found = row_bands(function, self.ranks, final_to_root(function, self.entry, called))
+        regions = {
+            task: plan.regions
+            for schedule, plans in schedules
+            for task, plan in zip(schedule.tasks(), plans, strict=True)
+        }
+        outputs = final_to_root(function, self.entry, called)
+        found = row_bands(function, self.ranks, outputs, regions=regions)
         args = function.body.blocks[0].args
         held: _Held = {
             args[k]: [loaded(r, _shape(args[k])) for r in rows] for k, rows in found.bands.items()
