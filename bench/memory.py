@@ -1,7 +1,7 @@
 """Memory per rank: each rank's peak resident memory, and the time spent distributing the
 inputs and writing the results, on 1, 2 and 4 ranks (docs/performance.md, "Memory per
-rank"). Today every rank holds every array whole; the figures are the baseline that
-partitioned storage will be judged against.
+rank"). With partitioned storage (docs/semantics.md) a rank holds, reads and writes only
+the rows of each array its tasks touch.
 
     .venv/bin/python bench/memory.py [--quick] [--mpi mpich|openmpi] [--repeats N]
         [--placement P]
@@ -21,8 +21,9 @@ The runtime does not time its input and output phases, so they are derived: rank
 process lifetime (from the launcher's fork to the rank's exit) less the kernel's time
 (MPI_Wtime around the schedules, stored by the program into its last argument) less the
 empty program's lifetime on as many ranks (MPI_Init and MPI_Finalize). What remains is rank
-0 reading the input files and broadcasting them, and gathering (whatever of it falls after
-the kernel's second MPI_Wtime) and writing the result files. Medians of
+0 reading its rows of the input files (the whole files, and a broadcast, for an array held
+whole), and writing its part of the result files (whatever of it falls after the kernel's
+second MPI_Wtime). Medians of
 --repeats runs (5; 1 with --quick): memory is steady, times are noisy on a shared 2-core
 machine, where 4 ranks oversubscribe the cores, so 4-rank timings are not shown.
 
@@ -33,11 +34,12 @@ Cases (the goals of issue 24, printed as measured ratio beside the goal, met or 
 - jacobi-2d LARGE (1300x1300, 500 steps; 50 with --quick): input and output on 2 ranks
   no slower than on 1.
 - gemm 2000x2000x2000 f64, K = 4 row tasks: the most any rank holds on 4 ranks <= 0.5x of 1
-  rank's (B replicated, A and C partitioned once partitioning exists).
+  rank's (B replicated, A and C partitioned).
 
 Tasks are placed round-robin (task k on rank k mod R) unless --placement says otherwise:
 storage can only be divided among the ranks the tasks run on, and the compiler's default
-(`best`) keeps jacobi-2d 4096x4096 and gemm 2000 on rank 0 alone today. The `tasks per rank`
+(`best`, without a machine description giving memory_bytes) keeps jacobi-2d 4096x4096 and
+gemm 2000 on rank 0 alone. The `tasks per rank`
 column shows where they went (dhir-split and dhir-place run on a copy of the program).
 
 Every result is checked against NumPy (kernels.check: a mismatch stops the run), and at a

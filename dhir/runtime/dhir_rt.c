@@ -890,7 +890,14 @@ __bf16 __truncsfbf2(float value) {
     return result;
 }
 
-/* Partitioned storage: see dhir_rt.h. */
+/* Partitioned storage: see dhir_rt.h. Each rank reads and writes its own rows of the
+ * files when every rank can open them; otherwise (files on a disk only rank 0 sees, or
+ * DHIR_IO=rank0 in rank 0's environment) rank 0 reads each rank's rows and sends them, and
+ * receives each rank's part of the results and writes it, in pieces of at most
+ * IO_PIECE_BYTES: no rank holds more than its own rows and one piece. */
+
+#define IO_PIECE_BYTES ((int64_t)4 << 20)
+#define IO_TAG 32000 /* after the entry's messages, which all completed before it returns */
 
 static void read_all(int file, char *data, int64_t bytes, off_t at, const char *path) {
   for (int64_t done = 0; done < bytes;) {
@@ -914,12 +921,27 @@ static void write_at(int file, const char *data, int64_t bytes, off_t at, const 
   }
 }
 
-static int open_input(int32_t index, const char *path, int64_t bytes) {
+/* Whether every rank can do its own file I/O: `ok` is this rank's answer. */
+static int every_rank(int ok) {
+  const char *mode = getenv("DHIR_IO");
+  if (world_rank == 0 && mode != NULL && strcmp(mode, "rank0") == 0)
+    ok = 0;
+  int all = 0;
+  check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+  return all;
+}
+
+static int io_piece(int64_t done, int64_t bytes) {
+  return (int)(bytes - done < IO_PIECE_BYTES ? bytes - done : IO_PIECE_BYTES);
+}
+
+/* The input file, or -1 where it cannot be opened (fatal on rank 0, which must). */
+static int open_input(int32_t index, const char *path, int64_t bytes, int must) {
   int file = open(path, O_RDONLY);
+  if (file < 0 && !must)
+    return -1;
   if (file < 0)
-    dhir_rt_fatal("argument #%d: cannot open %s: %s (with partitioned storage every rank reads "
-                  "its own rows: the file must be on a file system every rank sees)",
-                  index, path, strerror(errno));
+    dhir_rt_fatal("argument #%d: cannot open %s: %s", index, path, strerror(errno));
   struct stat info;
   if (fstat(file, &info) != 0)
     dhir_rt_fatal("argument #%d: cannot stat %s: %s", index, path, strerror(errno));
@@ -929,14 +951,12 @@ static int open_input(int32_t index, const char *path, int64_t bytes) {
   return file;
 }
 
-void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
-                        const int64_t *ranges, int64_t count) {
-  int file = open_input(index, path, bytes);
-  if (count == 0) {
-    close(file);
+static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *ranges, int64_t count) {
+  if (count == 0)
     return NULL;
-  }
   int64_t first = ranges[0], size = (ranges[2 * count - 1] - first) * row_bytes;
+  if (size == 0)
+    return NULL;
   /* Anonymous pages cost nothing until touched, so the rows between ranges take no
    * memory; mmap also gives page (so 64-byte) alignment. */
   char *data = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE,
@@ -945,13 +965,53 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
     dhir_rt_fatal("argument #%d: cannot reserve %lld bytes for rows %lld..%lld: %s", index,
                   (long long)size, (long long)first, (long long)ranges[2 * count - 1] - 1,
                   strerror(errno));
+  return data;
+}
+
+/* Rank 0 reads rank `dest`'s ranges and sends them in pieces. */
+static void send_rows(int file, const char *path, int64_t row_bytes, const int64_t *ranges,
+                      int64_t count, int dest, char *buffer) {
   for (int64_t k = 0; k < count; ++k) {
-    int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1];
-    read_all(file, data + (lo - first) * row_bytes, (hi - lo) * row_bytes,
-             (off_t)(lo * row_bytes), path);
-    input_bytes += (hi - lo) * row_bytes;
+    int64_t at = ranges[2 * k] * row_bytes, bytes = (ranges[2 * k + 1] - ranges[2 * k]) * row_bytes;
+    for (int64_t done = 0; done < bytes; done += IO_PIECE_BYTES) {
+      read_all(file, buffer, io_piece(done, bytes), (off_t)(at + done), path);
+      check(MPI_Send(buffer, io_piece(done, bytes), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
+            "MPI_Send");
+    }
   }
-  close(file);
+}
+
+void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
+                        const int64_t *table, const int64_t *starts) {
+  const int64_t *ranges = table + 2 * starts[world_rank];
+  int64_t count = starts[world_rank + 1] - starts[world_rank];
+  char *data = reserve_rows(index, row_bytes, ranges, count);
+  char *base = count ? data - ranges[0] * row_bytes : NULL; /* row 0's place, never used */
+  int file = open_input(index, path, bytes, world_rank == 0);
+  int shared = every_rank(file >= 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1], size = (hi - lo) * row_bytes;
+    input_bytes += size;
+    if (shared || world_rank == 0) {
+      read_all(file, base + lo * row_bytes, size, (off_t)(lo * row_bytes), path);
+      continue;
+    }
+    for (int64_t done = 0; done < size; done += IO_PIECE_BYTES)
+      check(MPI_Recv(base + lo * row_bytes + done, io_piece(done, size), MPI_BYTE, 0, IO_TAG,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            "MPI_Recv");
+  }
+  if (!shared && world_rank == 0) {
+    char *buffer = malloc((size_t)IO_PIECE_BYTES);
+    if (buffer == NULL)
+      dhir_rt_fatal("out of memory");
+    for (int dest = 1; dest < world_size; ++dest)
+      send_rows(file, path, row_bytes, table + 2 * starts[dest], starts[dest + 1] - starts[dest],
+                dest, buffer);
+    free(buffer);
+  }
+  if (file >= 0)
+    close(file);
   return data;
 }
 
@@ -959,17 +1019,27 @@ void *dhir_rt_before(void *pointer, int64_t bytes) {
   return (void *)((uintptr_t)pointer - (uintptr_t)bytes);
 }
 
+/* A run of memory this rank writes at `at` in the result file, kept until close when rank 0
+ * writes for it. */
 typedef struct {
-  int output;
-  int input; /* rank 0 only: blocks no rank holds come from the input */
+  const char *data;
+  int64_t at, length;
+} pending_run;
+
+typedef struct {
+  int output;  /* -1 where rank 0 writes for this rank */
+  int input;   /* rank 0 only: blocks no rank holds come from the input */
+  int through_rank0;
   char input_path[PATH_MAX];
+  pending_run *runs;
+  int64_t run_count, run_capacity;
 } result_file;
 
 static result_file *results = NULL;
 static int32_t result_count = 0;
 
 static result_file *result_at(int32_t index) {
-  if (index < 0 || index >= result_count || results[index].output < 0)
+  if (index < 0 || index >= result_count)
     dhir_rt_fatal("argument #%d has no open result file", index);
   return &results[index];
 }
@@ -984,10 +1054,12 @@ void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int6
     results = realloc(results, sizeof *results * (size_t)(index + 1));
     if (results == NULL)
       dhir_rt_fatal("out of memory");
+    memset(results + result_count, 0, sizeof *results * (size_t)(index + 1 - result_count));
     for (int32_t k = result_count; k <= index; ++k)
       results[k].output = results[k].input = -1;
     result_count = index + 1;
   }
+  result_file *result = &results[index];
   char path[PATH_MAX];
   result_path(path, dir, index, ".partial");
   if (world_rank == 0) {
@@ -995,41 +1067,106 @@ void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int6
     if (file < 0 || ftruncate(file, (off_t)bytes) != 0)
       dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
     close(file);
-    results[index].input = open_input(index, input, bytes);
-    snprintf(results[index].input_path, PATH_MAX, "%s", input);
+    result->input = open_input(index, input, bytes, 1);
+    snprintf(result->input_path, PATH_MAX, "%s", input);
   }
   dhir_rt_barrier();
-  results[index].output = open(path, O_WRONLY);
-  if (results[index].output < 0)
+  result->output = open(path, O_WRONLY);
+  if (world_rank == 0 && result->output < 0)
     dhir_rt_fatal("cannot open %s: %s", path, strerror(errno));
+  result->through_rank0 = !every_rank(result->output >= 0);
+  if (result->through_rank0 && world_rank != 0 && result->output >= 0) {
+    close(result->output);
+    result->output = -1;
+  }
+}
+
+static void keep_run(result_file *result, const char *data, int64_t at, int64_t length) {
+  if (result->run_count == result->run_capacity) {
+    result->run_capacity = result->run_capacity ? 2 * result->run_capacity : 16;
+    result->runs = realloc(result->runs, sizeof *result->runs * (size_t)result->run_capacity);
+    if (result->runs == NULL)
+      dhir_rt_fatal("out of memory");
+  }
+  result->runs[result->run_count++] = (pending_run){data, at, length};
+}
+
+/* Rank 0 writes every other rank's kept runs, rank by rank, in pieces. */
+static void write_for_ranks(result_file *result, const char *path) {
+  if (world_rank != 0) {
+    check(MPI_Send(&result->run_count, 1, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
+    for (int64_t k = 0; k < result->run_count; ++k) {
+      pending_run run = result->runs[k];
+      int64_t head[2] = {run.at, run.length};
+      check(MPI_Send(head, 2, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
+      for (int64_t done = 0; done < run.length; done += IO_PIECE_BYTES)
+        check(MPI_Send(run.data + done, io_piece(done, run.length), MPI_BYTE, 0, IO_TAG,
+                       MPI_COMM_WORLD),
+              "MPI_Send");
+    }
+    return;
+  }
+  char *buffer = malloc((size_t)IO_PIECE_BYTES);
+  if (buffer == NULL)
+    dhir_rt_fatal("out of memory");
+  for (int source = 1; source < world_size; ++source) {
+    int64_t runs = 0;
+    check(MPI_Recv(&runs, 1, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+          "MPI_Recv");
+    for (int64_t k = 0; k < runs; ++k) {
+      int64_t head[2];
+      check(MPI_Recv(head, 2, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      for (int64_t done = 0; done < head[1]; done += IO_PIECE_BYTES) {
+        int piece = io_piece(done, head[1]);
+        check(MPI_Recv(buffer, piece, MPI_BYTE, source, IO_TAG, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        write_at(result->output, buffer, piece, (off_t)(head[0] + done), path);
+      }
+    }
+  }
+  free(buffer);
 }
 
 void dhir_rt_close_result(const char *dir, int32_t index) {
   result_file *result = result_at(index);
   char path[PATH_MAX], final[PATH_MAX];
   result_path(path, dir, index, ".partial");
-  if (close(result->output) != 0)
+  if (result->through_rank0)
+    write_for_ranks(result, path);
+  if (result->output >= 0 && close(result->output) != 0)
     dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
   result->output = -1;
   if (result->input >= 0)
     close(result->input);
+  free(result->runs);
   dhir_rt_barrier(); /* every rank has written its part */
   result_path(final, dir, index, "");
   if (world_rank == 0 && rename(path, final) != 0)
     dhir_rt_fatal("cannot rename %s to %s: %s", path, final, strerror(errno));
 }
 
-/* Calls `run(offset, length)` for every run of a block. */
+/* Calls `run(offset)` for every run of a block. */
 #define FOR_EACH_RUN(offset, count, stride, count2, stride2, run)                                  \
   for (int64_t outer = 0; outer < (count2); ++outer)                                               \
     for (int64_t inner = 0; inner < (count); ++inner)                                              \
       run((offset) + outer * (stride2) + inner * (stride))
 
+static void write_run(result_file *result, const char *data, int64_t at, int64_t length) {
+  if (result->output >= 0)
+    write_at(result->output, data + at, length, (off_t)at, "a result file");
+  else if (result->through_rank0)
+    keep_run(result, data + at, at, length);
+  else
+    dhir_rt_fatal("a result file is not open");
+}
+
 void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t length,
                         int64_t count, int64_t stride, int64_t count2, int64_t stride2) {
   result_file *result = result_at(index);
   const char *data = (const char *)(intptr_t)ptr;
-#define WRITE_RUN(at) write_at(result->output, data + (at), length, (off_t)(at), "a result file")
+#define WRITE_RUN(at) write_run(result, data, (at), length)
   FOR_EACH_RUN(offset, count, stride, count2, stride2, WRITE_RUN);
 #undef WRITE_RUN
 }

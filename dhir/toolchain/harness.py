@@ -176,7 +176,7 @@ def _load(
         f"  int64_t ranges{k} = starts{k}[dhir_rt_comm_rank() + 1] - "
         f"starts{k}[dhir_rt_comm_rank()];",
         f"  a{k}.allocated = dhir_rt_load_rows({k}, argv[{path_word}], bytes{k}, {row}, "
-        f"mine{k}, ranges{k});",
+        f"rows{k}, starts{k});",
         f"  a{k}.aligned = dhir_rt_before(a{k}.allocated, ranges{k} ? mine{k}[0] * {row} : 0);",
         f"  dhir_rt_open_result(out_dir, {k}, argv[{path_word}], bytes{k});",
     ]

@@ -162,9 +162,14 @@ def _native(text: str, inputs: list[object], ranks: int, mpi: str, placement: st
     ("ranks", "owners"),
     [(2, [0, 0, 1, 1]), (2, [0, 1, 0, 1]), (3, [2, 0, 1, 2]), (4, [3, 2, 1, 0])],
 )
+@pytest.mark.parametrize("io", ["each", "rank0"])
 def test_a_partitioned_stencil_equals_the_interpreter(
-    mpi: str, ranks: int, owners: list[int]
+    mpi: str, ranks: int, owners: list[int], io: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With io="rank0", rank 0 reads every rank's rows and writes every rank's results
+    (what happens where the other ranks cannot open the files)."""
+    if io == "rank0":
+        monkeypatch.setenv("DHIR_IO", "rank0")
     rng = np.random.default_rng(ranks)
     a, b = rng.random((22, 8)), rng.random((22, 8))
     timing = _native(stencil(22, 4, list(owners), steps=3), [a, b], ranks, mpi, "best")
