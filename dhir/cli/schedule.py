@@ -13,8 +13,9 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import PassPipeline
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
-from dhir.analysis.partition import Partition
+from dhir.analysis.partition import Partition, Storage
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -48,7 +49,7 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
-from dhir.transforms.place import memory_limits
+from dhir.transforms.place import entry_storage, memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
 
 
@@ -61,12 +62,19 @@ class AsBuilt:
     devices: list[Device]
     model: CostModel
     limits: MemoryLimits | None = None  # shared by the program's schedules, placed in order
+    storage: Callable[[], Storage | None] | None = None  # how the ranks hold the memrefs
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built;
         what each rank holds fits its device's memory."""
         return place_program(
-            self.schedule, self.graph, self.devices, self.model, algorithm, limits=self.limits
+            self.schedule,
+            self.graph,
+            self.devices,
+            self.model,
+            algorithm,
+            limits=self.limits,
+            storage=self.storage,
         )
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
@@ -259,10 +267,11 @@ def program_graphs(
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
     limits = memory_limits(module, ranks, devices=devices)
+    storage = cache(partial(entry_storage, module, ranks))
     graphs = []
     for number, schedule in enumerate(schedules):
         graph = task_graph(schedule, devices, model)
-        built = AsBuilt(schedule, graph, list(devices), model, limits)
+        built = AsBuilt(schedule, graph, list(devices), model, limits, storage)
         graphs.append((_schedule_name(schedule, number), graph, built))
     return legend, hosts, graphs
 

@@ -26,6 +26,7 @@ from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
+from dhir.analysis.partition import Storage
 from dhir.analysis.regions import count_elements
 from dhir.analysis.work import region_bytes
 from dhir.dialects.dhir import ScheduleOp, TaskOp
@@ -41,7 +42,11 @@ from dhir.placement.from_ir import (
 )
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, best_candidates, timed
-from dhir.placement.memory import MemoryLimits
+from dhir.placement.memory import MemoryLimits, resident
+
+# Candidates whose makespans as built are within this fraction of the shortest count as
+# tied; the one whose fullest rank holds least is taken.
+MEMORY_TIE = 0.01
 
 
 def fastest_as_built(
@@ -52,20 +57,28 @@ def fastest_as_built(
     entry: str = "main",
     deps: DependenceGraph | None = None,
     fits: Callable[[Mapping[str, str]], bool] | None = None,
+    held: Callable[[Mapping[str, str]], int] | None = None,
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`) that `fits` (all when none
     does), the one whose makespan as built is the shortest; `best`'s own on ties. The
     list schedules let a rank run its tasks out of program order and let transfers
     overlap work, which the built program does not: spreading can lose to one rank when
     its transfers hold both ranks (docs/performance.md). `deps`: the schedule's
-    dependence graph, when known already."""
+    dependence graph, when known already. `held`: the most bytes a rank holds with a
+    placement; of the candidates within MEMORY_TIE of the shortest, the one holding
+    least wins (an estimate that close is no reason to hold a whole array on one rank)."""
     candidates = best_candidates(graph)
     if fits is not None:
         candidates = [c for c in candidates if fits(c.assignment)] or candidates
     if len(candidates) == 1:
         return candidates[0]
     replay = _Replay(schedule, graph, devices, costs, entry, deps)
-    return min(candidates, key=lambda placed: replay.makespan(placed.assignment))
+    times = [replay.makespan(placed.assignment) for placed in candidates]
+    fastest = min(range(len(candidates)), key=times.__getitem__)
+    near = [k for k, t in enumerate(times) if t <= times[fastest] * (1 + MEMORY_TIE)]
+    if held is None or len(near) == 1:
+        return candidates[fastest]
+    return candidates[min(near, key=lambda k: (held(candidates[k].assignment), times[k], k))]
 
 
 def place_program(
@@ -76,11 +89,14 @@ def place_program(
     algorithm: str,
     deps: DependenceGraph | None = None,
     limits: MemoryLimits | None = None,
+    storage: Callable[[], Storage | None] | None = None,
 ) -> Placement:
     """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
     `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built.
     With `limits`, what each rank holds fits its device's memory (`best` takes the fastest
-    candidate that fits; else `MemoryLimits.settle` moves tasks, or refuses)."""
+    candidate that fits; else `MemoryLimits.settle` moves tasks, or refuses). `storage`:
+    the program's memrefs as the ranks hold them (dhir.placement.memory.program_storage),
+    found when needed, for `best` to break near ties by memory."""
     tasks = list(schedule.tasks())
     names = graph.tasks[: len(tasks)]
 
@@ -90,9 +106,13 @@ def place_program(
     def fits(assignment: Mapping[str, str]) -> bool:
         return limits is None or limits.fits(schedule, ranks(assignment))
 
+    def held(assignment: Mapping[str, str]) -> int:
+        found = limits.storage if limits is not None else storage() if storage else None
+        return max(resident(found, ranks(assignment)), default=0) if found else 0
+
     if algorithm == "best":
         placed = fastest_as_built(
-            schedule, graph, devices, costs, deps=deps, fits=fits if limits else None
+            schedule, graph, devices, costs, deps=deps, fits=fits if limits else None, held=held
         )
     else:
         placed = ALGORITHMS[algorithm](graph)

@@ -13,6 +13,7 @@ and `dhir compile` use `best` unless told otherwise.
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache, partial
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
@@ -23,6 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
+from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt
@@ -41,7 +43,7 @@ from dhir.placement.from_ir import (
     task_graph,
 )
 from dhir.placement.list_scheduling import ALGORITHMS
-from dhir.placement.memory import MemoryLimits
+from dhir.placement.memory import MemoryLimits, program_storage
 from dhir.placement.round_robin import round_robin
 
 
@@ -74,8 +76,18 @@ class PlacePass(ModulePass):
             return
         devices, model = machine_for(op, self.ranks, profile)
         limits = memory_limits(op, self.ranks, self.entry, devices)
+        storage = cache(partial(entry_storage, op, self.ranks, self.entry))
         for schedule in schedules:
-            place_schedule(schedule, self.ranks, self.algorithm, model, devices, limits)
+            place_schedule(schedule, self.ranks, self.algorithm, model, devices, limits, storage)
+
+
+def entry_storage(module: ModuleOp, ranks: int, entry: str = "main") -> Storage | None:
+    """How the ranks hold the memref arguments of `entry` (None without it), for `best`
+    to prefer, of placements it finds as fast, the one whose fullest rank holds least."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp):
+        return None
+    return program_storage(function, ranks, entry, gpu=has_gpu_tasks(module))
 
 
 def memory_limits(
@@ -123,6 +135,7 @@ def place_schedule(
     model: CostModel | None = None,
     devices: Sequence[Device] | None = None,
     limits: MemoryLimits | None = None,
+    storage: Callable[[], Storage | None] | None = None,
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
     (default: alike local CPUs); `model` gives the costs (default: estimates); `limits`:
@@ -134,7 +147,7 @@ def place_schedule(
         if limits is not None:
             chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))
     else:
-        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits)
+        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits, storage)
     for task, rank in zip(schedule.tasks(), chosen, strict=True):
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
 
@@ -146,6 +159,7 @@ def _by_cost(
     model: CostModel | None,
     devices: Sequence[Device] | None,
     limits: MemoryLimits | None,
+    storage: Callable[[], Storage | None] | None = None,
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:
@@ -158,7 +172,7 @@ def _by_cost(
     deps = dependence_graph(schedule)
     hand_over(tasks, deps.effects, deps.regions)
     graph = task_graph(schedule, devices, model, deps=deps)
-    placed = place_program(schedule, graph, devices, model, algorithm, deps, limits)
+    placed = place_program(schedule, graph, devices, model, algorithm, deps, limits, storage)
     return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 

@@ -14,8 +14,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from region_programs import Program, programs
+from xdsl.dialects import func
+from xdsl.passes import PassPipeline
+from xdsl.traits import SymbolTable
 
+from dhir.analysis.outputs import final_to_root
 from dhir.analysis.partition import Partition, row_bands
+from dhir.api import run_pipeline
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.text import parse_string
@@ -23,6 +28,7 @@ from dhir.runner import run_module
 from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import _mpirun, find_mpi
 from dhir.toolchain.signature import entry_signature
+from dhir.transforms.place import PlacePass
 
 MPIS = ("mpich", "openmpi")
 HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"  # many more random programs
@@ -359,3 +365,23 @@ def test_each_rank_of_a_partitioned_stencil_holds_about_its_share(tmp_path: Path
         print(f"rank {rank}: {extra:.1f} MB over an empty run, arrays {arrays_mb:.1f} MB")
         assert extra < 0.65 * arrays_mb, (rank, extra, arrays_mb)
     assert results[0].shape == (n, 8)
+
+
+# --- placement ------------------------------------------------------------------------
+
+
+def test_best_spreads_a_stencil_when_that_is_as_fast_and_holds_less() -> None:
+    """The cost model finds jacobi-2d 4096x4096 on one rank about as fast as on two (its
+    tasks are bound by memory bandwidth): of placements that close, `best` takes the one
+    whose fullest rank holds least."""
+    sys.path.insert(0, str(BENCH / "polybench"))
+    import kernels
+
+    module = parse_string(kernels.program("jacobi-2d", {"tsteps": 5, "n": 4096}, 4, False))
+    run_pipeline(module, PassPipeline((PlacePass(2, "best"),)))
+    entry = SymbolTable.lookup_symbol(module, "main")
+    assert isinstance(entry, func.FuncOp)
+    found = row_bands(entry, 2, final_to_root(entry))
+    for rows in found.bands.values():
+        for ranges in rows:
+            assert sum(hi - lo for lo, hi in ranges) < 0.6 * 4096, rows
