@@ -2,9 +2,11 @@
 
 The executable's command line is `OUTDIR` followed by each entry argument in order: a memref
 is a raw little-endian file (row-major) then one integer per `?` dimension; a scalar is its
-value. Rank 0 reads the files and broadcasts them, every rank calls the entry through MLIR's
-C interface (`_mlir_ciface_<entry>` taking memref descriptors by pointer), then rank 0 writes
-memref argument K to `OUTDIR/argK.raw`.
+value. For a memref every rank holds whole, rank 0 reads the file and broadcasts it and,
+after the entry, writes it to `OUTDIR/argK.raw`; for one held in part (`bands`), each rank
+reads its rows and the entry writes the result file (see generate_harness). Every rank calls
+the entry through MLIR's C interface (`_mlir_ciface_<entry>` taking memref descriptors by
+pointer).
 """
 
 from collections.abc import Mapping, Sequence
