@@ -12,6 +12,14 @@ afterwards: in the entry function's top level, a memref argument with no later u
 needs to reach rank 0, which writes the results. A schedule alone in a time loop's body
 keeps its data distributed between iterations and is assembled after the loop.
 
+With `partition` (the native backend's choice), a memref argument of the entry that each
+rank can hold in part (dhir.analysis.partition: the rows its tasks touch) starts each
+schedule valid only in those rows, and where it would reach rank 0 at the end, each rank
+writes its up-to-date elements to its result file instead (`dhir_rt_write_part`; rank 0
+copies what no rank holds from the input, `dhir_rt_copy_part`); the rows go on the entry
+as `dhir.bands` for the harness, which reserves and reads them (docs/semantics.md,
+"Partitioned storage").
+
 Every message is a call to dhir's runtime (`dhir_rt_isend`/`dhir_rt_recv`/
 `dhir_rt_bcast`, their `_strided` forms, `dhir_rt_allgatherv`/`dhir_rt_gatherv`) with
 addresses and sizes in bytes: MPI has no datatype for i1, f16 or bf16, and its int
