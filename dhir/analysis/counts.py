@@ -11,9 +11,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ComplexType,
     ContainerType,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     ShapedType,
     VectorType,
 )
@@ -21,6 +19,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dhir.dialects.arith import int_cast
+from dhir.ir import layout
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
 # large enough that such a loop outweighs straight-line code, small enough not to
@@ -149,14 +148,15 @@ def _grouped(
 
 @lru_cache(maxsize=4096)
 def element_bytes(element: Attribute) -> int:
-    if isinstance(element, IndexType):
-        return 8
+    """dhir.ir.layout's rule where it knows the type; else an estimate for the cost model
+    (a vector or complex number from its parts, another type from its bit width)."""
+    known = layout.element_bytes(element)
+    if known is not None:
+        return known
     if isinstance(element, VectorType):  # a memref of vectors: each element is one
         return math.prod(element.get_shape()) * element_bytes(element.get_element_type())
     if isinstance(element, ComplexType):
         return 2 * element_bytes(element.element_type)
-    if isinstance(element, IntegerType):
-        return max(1, (element.width.data + 7) // 8)
     width = getattr(element, "bitwidth", 32)
     return max(1, width // 8)
 

@@ -38,15 +38,10 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     NoneAttr,
@@ -72,6 +67,7 @@ from dhir.dialects import memref as dhir_memref
 from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.layout import element_bytes
 from dhir.ir.tasks import rank_of
 from dhir.transforms.outline import outline
 
@@ -402,7 +398,7 @@ class _ScheduleLowering:
         and rank 0 copies from the input file what no rank holds."""
         assert isinstance(value, BlockArgument)
         plan, copies = state.writes(value)
-        width = _element_bytes(_element_type(value))
+        width = element_bytes(_element_type(value))
         assert width is not None
         index = self.guards.const(value.index)
         for rank, blocks in plan:
@@ -432,7 +428,7 @@ class _ScheduleLowering:
         for rank, run in enumerate(runs):
             pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
             as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
-            width = _element_bytes(_element_type(value))
+            width = element_bytes(_element_type(value))
             assert width is not None
             offset = run.offset * width if run is not None else 0
             length = run.length * width if run is not None else 0
@@ -543,7 +539,7 @@ class _ScheduleLowering:
         if block is None or (block.count == 1 and block.count2 == 1):
             self._runtime.add(call)
             return [*ops, func.CallOp(call, [pointer, size, *tail], [])]
-        width = _element_bytes(_element_type(value))
+        width = element_bytes(_element_type(value))
         assert width is not None
         layout = [
             block.count,
@@ -590,7 +586,7 @@ class _ScheduleLowering:
                 f"schedule operand of type {type_} has a strided layout; the native backend "
                 "sends contiguous memrefs only (pass the whole buffer, not a view)",
             )
-        if self.ranks > 1 and _element_bytes(type_.element_type) is None:
+        if self.ranks > 1 and element_bytes(type_.element_type) is None:
             raise PassFailedAt(
                 task,
                 f"schedule operand of type {type_}: the native backend cannot send elements "
@@ -642,7 +638,7 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
     if block is None:
         size, size_ops = _byte_count(value)
         return as_int.result, size, [pointer, as_int, *size_ops]
-    width = _element_bytes(_element_type(value))
+    width = element_bytes(_element_type(value))
     assert width is not None, "checked by _check_sendable"
     ops: list[Operation] = [pointer, as_int]
     address = as_int.result
@@ -686,7 +682,7 @@ def _element_type(value: SSAValue) -> Attribute:
 def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
     type_ = value.type
     assert isinstance(type_, MemRefType)
-    width = _element_bytes(type_.element_type)
+    width = element_bytes(type_.element_type)
     assert width is not None, "checked by _check_sendable"
     shape = type_.get_shape()
     if DYNAMIC_INDEX not in shape:
@@ -704,19 +700,6 @@ def _byte_count(value: SSAValue) -> tuple[SSAValue, list[Operation]]:
 def _append(ops: list[Operation], op: Operation) -> SSAValue:
     ops.append(op)
     return op.results[0]
-
-
-def _element_bytes(element: Attribute) -> int | None:
-    """Bytes between consecutive elements of a memref in memory, as MLIR's LLVM lowering
-    lays them out on x86-64 and AArch64 (an integer takes the next power of two bytes:
-    i1 one byte, i24 four); None for types this does not know."""
-    if isinstance(element, IndexType):
-        return 8
-    if isinstance(element, IntegerType):
-        store = max(1, (element.width.data + 7) // 8)
-        return 1 << (store - 1).bit_length()
-    sizes = {Float16Type: 2, BFloat16Type: 2, Float32Type: 4, Float64Type: 8}
-    return sizes.get(type(element))
 
 
 def _product(shape: Sequence[int]) -> int:
