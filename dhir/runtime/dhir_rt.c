@@ -835,32 +835,6 @@ int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int
   return bytes;
 }
 
-void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
-  /* 64-byte alignment lets vectorized code use aligned loads; aligned_alloc needs a multiple. */
-  size_t capacity = ((size_t)bytes + 63) / 64 * 64;
-  char *data = aligned_alloc(64, capacity ? capacity : 64);
-  if (data == NULL)
-    dhir_rt_fatal("argument #%d: cannot allocate %lld bytes", index, (long long)bytes);
-  if (world_rank == 0) {
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-      dhir_rt_fatal("argument #%d: cannot open %s: %s", index, path, strerror(errno));
-    struct stat info;
-    if (fstat(fileno(file), &info) != 0)
-      dhir_rt_fatal("argument #%d: cannot stat %s: %s", index, path, strerror(errno));
-    if ((int64_t)info.st_size != bytes)
-      dhir_rt_fatal("argument #%d: %s holds %lld bytes, the argument needs %lld", index, path,
-                    (long long)info.st_size, (long long)bytes);
-    if (bytes > 0 && fread(data, 1, (size_t)bytes, file) != (size_t)bytes)
-      dhir_rt_fatal("argument #%d: cannot read %s: %s", index, path,
-                    ferror(file) ? strerror(errno) : "file ended early");
-    fclose(file);
-  }
-  broadcast((int64_t)(intptr_t)data, bytes, 0);
-  input_bytes += bytes;
-  return data;
-}
-
 void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes) {
   if (world_rank != 0)
     return;
@@ -910,17 +884,6 @@ static void read_all(int file, char *data, int64_t bytes, off_t at, const char *
   }
 }
 
-static void write_at(int file, const char *data, int64_t bytes, off_t at, const char *path) {
-  for (int64_t done = 0; done < bytes;) {
-    ssize_t put = pwrite(file, data + done, (size_t)(bytes - done), at + done);
-    if (put < 0 && errno == EINTR)
-      continue;
-    if (put <= 0)
-      dhir_rt_fatal("cannot write %s: %s", path, put < 0 ? strerror(errno) : "no space");
-    done += put;
-  }
-}
-
 /* Whether every rank can do its own file I/O: `ok` is this rank's answer. */
 static int every_rank(int ok) {
   const char *mode = getenv("DHIR_IO");
@@ -929,6 +892,14 @@ static int every_rank(int ok) {
   int all = 0;
   check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
   return all;
+}
+
+/* Rank 0's buffer for one piece, made on first use. */
+static char *io_buffer(void) {
+  static char *buffer = NULL;
+  if (buffer == NULL && (buffer = malloc((size_t)IO_PIECE_BYTES)) == NULL)
+    dhir_rt_fatal("out of memory");
+  return buffer;
 }
 
 static int io_piece(int64_t done, int64_t bytes) {
@@ -951,6 +922,22 @@ static int open_input(int32_t index, const char *path, int64_t bytes, int must) 
   return file;
 }
 
+void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
+  /* 64-byte alignment lets vectorized code use aligned loads; aligned_alloc needs a multiple. */
+  size_t capacity = ((size_t)bytes + 63) / 64 * 64;
+  char *data = aligned_alloc(64, capacity ? capacity : 64);
+  if (data == NULL)
+    dhir_rt_fatal("argument #%d: cannot allocate %lld bytes", index, (long long)bytes);
+  if (world_rank == 0) {
+    int file = open_input(index, path, bytes, 1);
+    read_all(file, data, bytes, 0, path);
+    close(file);
+  }
+  broadcast((int64_t)(intptr_t)data, bytes, 0);
+  input_bytes += bytes;
+  return data;
+}
+
 static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *ranges, int64_t count) {
   if (count == 0)
     return NULL;
@@ -970,7 +957,8 @@ static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *range
 
 /* Rank 0 reads rank `dest`'s ranges and sends them in pieces. */
 static void send_rows(int file, const char *path, int64_t row_bytes, const int64_t *ranges,
-                      int64_t count, int dest, char *buffer) {
+                      int64_t count, int dest) {
+  char *buffer = io_buffer();
   for (int64_t k = 0; k < count; ++k) {
     int64_t at = ranges[2 * k] * row_bytes, bytes = (ranges[2 * k + 1] - ranges[2 * k]) * row_bytes;
     for (int64_t done = 0; done < bytes; done += IO_PIECE_BYTES) {
@@ -982,41 +970,36 @@ static void send_rows(int file, const char *path, int64_t row_bytes, const int64
 }
 
 void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
-                        const int64_t *table, const int64_t *starts) {
+                        const int64_t *table, const int64_t *starts, void **aligned) {
   const int64_t *ranges = table + 2 * starts[world_rank];
   int64_t count = starts[world_rank + 1] - starts[world_rank];
   char *data = reserve_rows(index, row_bytes, ranges, count);
-  char *base = count ? data - ranges[0] * row_bytes : NULL; /* row 0's place, never used */
+  int64_t first = count ? ranges[0] : 0;
+  /* Row 0's place, never itself used: an integer difference, as it may lie before any
+   * allocation. */
+  *aligned = (void *)((uintptr_t)data - (uintptr_t)(first * row_bytes));
   int file = open_input(index, path, bytes, world_rank == 0);
   int shared = every_rank(file >= 0);
   for (int64_t k = 0; k < count; ++k) {
     int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1], size = (hi - lo) * row_bytes;
     input_bytes += size;
     if (shared || world_rank == 0) {
-      read_all(file, base + lo * row_bytes, size, (off_t)(lo * row_bytes), path);
+      read_all(file, data + (lo - first) * row_bytes, size, (off_t)(lo * row_bytes), path);
       continue;
     }
     for (int64_t done = 0; done < size; done += IO_PIECE_BYTES)
-      check(MPI_Recv(base + lo * row_bytes + done, io_piece(done, size), MPI_BYTE, 0, IO_TAG,
+      check(MPI_Recv(data + (lo - first) * row_bytes + done, io_piece(done, size), MPI_BYTE, 0,
+                     IO_TAG,
                      MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "MPI_Recv");
   }
-  if (!shared && world_rank == 0) {
-    char *buffer = malloc((size_t)IO_PIECE_BYTES);
-    if (buffer == NULL)
-      dhir_rt_fatal("out of memory");
+  if (!shared && world_rank == 0)
     for (int dest = 1; dest < world_size; ++dest)
       send_rows(file, path, row_bytes, table + 2 * starts[dest], starts[dest + 1] - starts[dest],
-                dest, buffer);
-    free(buffer);
-  }
+                dest);
   if (file >= 0)
     close(file);
   return data;
-}
-
-void *dhir_rt_before(void *pointer, int64_t bytes) {
-  return (void *)((uintptr_t)pointer - (uintptr_t)bytes);
 }
 
 /* A run of memory this rank writes at `at` in the result file, kept until close when rank 0
@@ -1106,9 +1089,7 @@ static void write_for_ranks(result_file *result, const char *path) {
     }
     return;
   }
-  char *buffer = malloc((size_t)IO_PIECE_BYTES);
-  if (buffer == NULL)
-    dhir_rt_fatal("out of memory");
+  char *buffer = io_buffer();
   for (int source = 1; source < world_size; ++source) {
     int64_t runs = 0;
     check(MPI_Recv(&runs, 1, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
@@ -1122,11 +1103,10 @@ static void write_for_ranks(result_file *result, const char *path) {
         check(MPI_Recv(buffer, piece, MPI_BYTE, source, IO_TAG, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE),
               "MPI_Recv");
-        write_at(result->output, buffer, piece, (off_t)(head[0] + done), path);
+        write_all(result->output, buffer, (size_t)piece, (off_t)(head[0] + done), path);
       }
     }
   }
-  free(buffer);
 }
 
 void dhir_rt_close_result(const char *dir, int32_t index) {
@@ -1155,7 +1135,7 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
 
 static void write_run(result_file *result, const char *data, int64_t at, int64_t length) {
   if (result->output >= 0)
-    write_at(result->output, data + at, length, (off_t)at, "a result file");
+    write_all(result->output, data + at, (size_t)length, (off_t)at, "a result file");
   else if (result->through_rank0)
     keep_run(result, data + at, at, length);
   else
@@ -1172,11 +1152,11 @@ void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t leng
 }
 
 static void copy_run(result_file *result, int64_t at, int64_t length) {
-  static char buffer[1 << 20];
-  for (int64_t done = 0; done < length; done += (int64_t)sizeof buffer) {
-    int64_t piece = length - done < (int64_t)sizeof buffer ? length - done : (int64_t)sizeof buffer;
+  char *buffer = io_buffer();
+  for (int64_t done = 0; done < length; done += IO_PIECE_BYTES) {
+    int piece = io_piece(done, length);
     read_all(result->input, buffer, piece, (off_t)(at + done), result->input_path);
-    write_at(result->output, buffer, piece, (off_t)(at + done), "a result file");
+    write_all(result->output, buffer, (size_t)piece, (off_t)(at + done), "a result file");
   }
 }
 

@@ -67,13 +67,13 @@ void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t 
 /* Partitioned storage (docs/semantics.md): each rank reserves the rows of argument `index`
  * (rows of `row_bytes`) from the start of its first range to the end of its last one and
  * fills its ranges from the file at `path`, which holds `bytes` bytes; rows between ranges
- * take no memory; NULL for no ranges. Rank R's ranges are the lo, hi pairs of `table` from
- * pair starts[R] to starts[R + 1]. dhir_rt_before(p, n) is the address n bytes before p, as
- * an integer difference (the entry adds global offsets back to it). Every rank reads its
- * own rows where every rank can open the file; else rank 0 reads and sends them. */
+ * take no memory. Rank R's ranges are the lo, hi pairs of `table` from pair starts[R] to
+ * starts[R + 1]. Returns the reserved block (NULL for no ranges) and sets `*aligned` to
+ * where row 0 would be, the descriptor's aligned pointer: the entry adds global offsets
+ * back to it. Every rank reads its own rows where every rank can open the file; else rank
+ * 0 reads and sends them. */
 void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
-                        const int64_t *table, const int64_t *starts);
-void *dhir_rt_before(void *pointer, int64_t bytes);
+                        const int64_t *table, const int64_t *starts, void **aligned);
 /* The result file of a partitioned argument: every rank calls open before the entry and
  * close after; the file is `DIR/argK.raw` only once every rank has written its part
  * (itself where every rank can open the file, else rank 0 for it, at close). */

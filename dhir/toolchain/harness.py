@@ -10,6 +10,7 @@ pointer).
 """
 
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 
 import numpy as np
 
@@ -162,24 +163,17 @@ def _load(
     if rows is None:
         load = f"dhir_rt_load_arg({k}, argv[{path_word}], bytes{k})"
         return [*lines, f"  a{k}.allocated = a{k}.aligned = {load};"], word
-    # The aligned pointer stands as many rows before the reserved ones as they start
-    # after the first row, so that global subscripts and offsets land in them
+    # The runtime sets the aligned pointer as many rows before the reserved ones as they
+    # start after the first row, so that global subscripts and offsets land in them
     # (docs/semantics.md, "Partitioned storage").
-    pairs = [[n for band in ranges for n in band] for ranges in rows]
-    starts = [0]
-    for ranges in rows:
-        starts.append(starts[-1] + len(ranges))
-    table = ", ".join(str(n) for pair in pairs for n in pair) or "0"
+    table = ", ".join(str(n) for ranges in rows for band in ranges for n in band) or "0"
+    starts = [0, *accumulate(len(ranges) for ranges in rows)]
     row = f"a{k}.strides[0] * {spec.dtype.itemsize}"
     lines += [
         f"  static const int64_t rows{k}[] = {{{table}}};",
         f"  static const int64_t starts{k}[] = {{{', '.join(map(str, starts))}}};",
-        f"  const int64_t *mine{k} = rows{k} + 2 * starts{k}[dhir_rt_comm_rank()];",
-        f"  int64_t ranges{k} = starts{k}[dhir_rt_comm_rank() + 1] - "
-        f"starts{k}[dhir_rt_comm_rank()];",
         f"  a{k}.allocated = dhir_rt_load_rows({k}, argv[{path_word}], bytes{k}, {row}, "
-        f"rows{k}, starts{k});",
-        f"  a{k}.aligned = dhir_rt_before(a{k}.allocated, ranges{k} ? mine{k}[0] * {row} : 0);",
+        f"rows{k}, starts{k}, &a{k}.aligned);",
         f"  dhir_rt_open_result(out_dir, {k}, argv[{path_word}], bytes{k});",
     ]
     return lines, word
