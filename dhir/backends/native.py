@@ -22,7 +22,7 @@ from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.communication import communicates, communicating_functions
-from dhir.analysis.footprint import Whole
+from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.api import run_pipeline
@@ -112,7 +112,7 @@ def compile_native(
         with handing_over() if adjacent else nullcontext():
             run_pipeline(module, PassPipeline(passes), verify_each=False)
         tasks = task_table(module)
-        bands = _take_bands(module, entry, timing)
+        bands = _take_bands(module, entry, ranks, timing)
         if profile is not None:
             profile.name_tasks(tasks)
     with timing.stage("print"):
@@ -135,7 +135,9 @@ def compile_native(
     return exe, signature
 
 
-def _take_bands(module: ModuleOp, entry: str, timing: Timing) -> dict[int, tuple[Rows, ...]]:
+def _take_bands(
+    module: ModuleOp, entry: str, ranks: int, timing: Timing
+) -> dict[int, tuple[Rows, ...]]:
     """The rows each rank holds of each partitioned memref argument, from the entry's
     `dhir.bands` (dhir-lower-to-mpi), which leaves the module; what stayed whole and why
     goes to `timing`'s notes (`--timing`)."""
@@ -145,17 +147,17 @@ def _take_bands(module: ModuleOp, entry: str, timing: Timing) -> dict[int, tuple
     whole_attr = function.attributes.pop(WHOLE, None)
     bands: dict[int, tuple[Rows, ...]] = {}
     if isinstance(bands_attr, DictionaryAttr):
-        for key, ranks in bands_attr.data.items():
-            assert isinstance(ranks, ArrayAttr)
-            arrays = cast(tuple[DenseArrayBase[IntegerType], ...], ranks.data)
+        for key, per_rank in bands_attr.data.items():
+            assert isinstance(per_rank, ArrayAttr)
+            arrays = cast(tuple[DenseArrayBase[IntegerType], ...], per_rank.data)
             bands[int(key)] = tuple(_pairs(array) for array in arrays)
     whole = {}
     if isinstance(whole_attr, DictionaryAttr):
         pairs = whole_attr.data.items()
         whole = {int(k): Whole(v.data) for k, v in pairs if isinstance(v, StringAttr)}
-    args = function.body.blocks[0].args
-    names = {a.index: f"%{a.name_hint}" if a.name_hint else f"arg{a.index}" for a in args}
-    timing.notes += [f"memory: {line}" for line in Partition(0, bands, whole).lines(names)]
+    names = {a.index: memref_name(a) for a in function.body.blocks[0].args}
+    found = Partition(ranks, bands, whole)
+    timing.notes += [f"memory: {line}" for line in found.lines(names)]
     return bands
 
 

@@ -58,7 +58,7 @@ from dhir.analysis.effects import task_effects
 from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take
 from dhir.analysis.outputs import entry_called, final_to_root, root_only, time_loop
-from dhir.analysis.partition import loaded, row_bands
+from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
@@ -124,22 +124,30 @@ class LowerToMPIPass(ModulePass):
             guards = _RankGuards(function, self.ranks)
             last: Operation = function
             all_plans = [_plans(schedule) for schedule in schedules]
-            held = self._partition(function, list(zip(schedules, all_plans)), called)
+            parts = self._partition(function, list(zip(schedules, all_plans)), called)
+            held = parts.held if parts is not None else {}
             for number, schedule in enumerate(schedules):
                 plans = all_plans[number]
-                outputs, start, loop = self._prepare(schedule, plans, called, held)
+                outputs, start, loop = self._prepare(schedule, plans, called, parts)
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 lowering.held = held
                 runtime |= lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
+            if parts is not None:
+                parts.record(function)
         _erase_targets(op)
         for name in sorted(runtime):
             op.body.block.add_op(_declare(name, _runtime_inputs(name)))
 
     def _prepare(
-        self, schedule: ScheduleOp, plans: list[TaskStep], called: bool, held: "_Held"
+        self, schedule: ScheduleOp, plans: list[TaskStep], called: bool, parts: "_Parts | None"
     ) -> "_Step":
+        held = parts.held if parts is not None else None
         kept = loop_entry_state(schedule, self.ranks, plans, held) if self.ranks > 1 else None
+        mine = [v for v in schedule.operands if held and v in held]
+        if parts is not None and kept is None and mine and time_loop(schedule) is not None:
+            parts.keep_whole(mine, "its time loop finds no fixed layout")
+            kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
         loop, start = kept if kept is not None else (None, None)
         outputs = root_only(loop or schedule, self.entry, called)
         return outputs, start, loop
@@ -149,14 +157,11 @@ class LowerToMPIPass(ModulePass):
         function: func.FuncOp,
         schedules: Sequence[tuple[ScheduleOp, list[TaskStep]]],
         called: bool,
-    ) -> "_Held":
-        """With `partition`, the elements each rank holds of the entry's memref
-        arguments that it holds only in part (dhir.analysis.partition), recorded on the
-        entry function as `dhir.bands` (argument position to each rank's row ranges, as
-        lo, hi pairs) and `dhir.whole` (position to why not) for the harness and
-        `--timing`."""
+    ) -> "_Parts | None":
+        """With `partition`, the entry's memref arguments each rank holds only in part
+        (dhir.analysis.partition); None without."""
         if not self.partition or function.sym_name.data != self.entry or self.ranks == 1:
-            return {}
+            return None
         # As _prepare finds the outputs, when a time loop keeps its data distributed.
         regions = {
             task: plan.regions
@@ -169,28 +174,7 @@ class LowerToMPIPass(ModulePass):
         held: _Held = {
             args[k]: [loaded(r, _shape(args[k])) for r in rows] for k, rows in found.bands.items()
         }
-        bands, whole = dict(found.bands), dict(found.whole)
-        for schedule, plans in schedules:
-            mine = [v for v in schedule.operands if v in held]
-            if mine and time_loop(schedule) is not None:
-                if loop_entry_state(schedule, self.ranks, plans, held):
-                    continue
-                for value in mine:
-                    assert isinstance(value, BlockArgument)
-                    del held[value], bands[value.index]
-                    whole[value.index] = Whole("its time loop finds no fixed layout")
-        function.attributes[BANDS] = DictionaryAttr(
-            {
-                str(k): ArrayAttr(
-                    [DenseArrayBase.from_list(i64, [n for band in r for n in band]) for r in rows]
-                )
-                for k, rows in bands.items()
-            }
-        )
-        function.attributes[WHOLE] = DictionaryAttr(
-            {str(k): StringAttr(w.reason) for k, w in whole.items()}
-        )
-        return held
+        return _Parts(held, dict(found.bands), dict(found.whole))
 
 
 # Per memref argument held in part, the elements each rank holds when a schedule starts.
@@ -198,6 +182,38 @@ _Held = dict[SSAValue, list[isl.Set]]
 # The memrefs only rank 0 needs after a schedule, and for a schedule that keeps its data
 # distributed through a time loop, its entry validity and the loop.
 _Step = tuple[set[SSAValue], Validity | None, Operation | None]
+
+
+@dataclass
+class _Parts:
+    """The entry's memref arguments held in part: what each rank holds of each when a
+    schedule starts, and by argument position, each rank's rows or why it stays whole."""
+
+    held: _Held
+    bands: dict[int, tuple[Rows, ...]]
+    whole: dict[int, Whole]
+
+    def keep_whole(self, values: Iterable[SSAValue], reason: str) -> None:
+        for value in values:
+            assert isinstance(value, BlockArgument)
+            del self.held[value], self.bands[value.index]
+            self.whole[value.index] = Whole(reason)
+
+    def record(self, function: func.FuncOp) -> None:
+        """As `dhir.bands` (argument position to each rank's row ranges, as lo, hi
+        pairs) and `dhir.whole` (position to why not) on the entry, for the harness and
+        `--timing`."""
+        function.attributes[BANDS] = DictionaryAttr(
+            {
+                str(k): ArrayAttr(
+                    [DenseArrayBase.from_list(i64, [n for band in r for n in band]) for r in rows]
+                )
+                for k, rows in self.bands.items()
+            }
+        )
+        function.attributes[WHOLE] = DictionaryAttr(
+            {str(k): StringAttr(w.reason) for k, w in self.whole.items()}
+        )
 
 
 def _runtime_inputs(name: str) -> list[Attribute]:

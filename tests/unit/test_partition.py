@@ -28,6 +28,7 @@ from dhir.runner import run_module
 from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import _mpirun, find_mpi
 from dhir.toolchain.signature import entry_signature
+from dhir.transforms import lower_to_mpi
 from dhir.transforms.place import PlacePass
 
 MPIS = ("mpich", "openmpi")
@@ -385,3 +386,20 @@ def test_best_spreads_a_stencil_when_that_is_as_fast_and_holds_less() -> None:
     for rows in found.bands.values():
         for ranges in rows:
             assert sum(hi - lo for lo, hi in ranges) < 0.6 * 4096, rows
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_a_time_loop_without_a_fixed_layout_keeps_its_arrays_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the lowering finds no validity every iteration starts with (no rounds here),
+    the loop's schedule assembles its data every iteration: its arrays stay whole."""
+    monkeypatch.setattr(lower_to_mpi, "LOOP_ROUNDS", 0)
+    rng = np.random.default_rng(3)
+    a, b = rng.random((22, 8)), rng.random((22, 8))
+    timing = _native(stencil(22, 4, [0, 0, 1, 1], steps=3), [a, b], 2, "mpich", "best")
+    for name in ("%a", "%b"):
+        assert f"memory: {name}: whole on every rank, its time loop finds no fixed layout" in (
+            timing.notes
+        )
