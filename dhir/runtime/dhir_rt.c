@@ -835,21 +835,6 @@ int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int
   return bytes;
 }
 
-void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes) {
-  if (world_rank != 0)
-    return;
-  char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/arg%d.raw", dir, index) >= (int)sizeof path)
-    dhir_rt_fatal("output directory name too long: %s", dir);
-  FILE *file = fopen(path, "wb");
-  if (file == NULL)
-    dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
-  if (bytes > 0 && fwrite(data, 1, (size_t)bytes, file) != (size_t)bytes)
-    dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
-  if (fclose(file) != 0)
-    dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
-}
-
 /* LLVM computes bf16 arithmetic in float and rounds each result with compiler-rt's
  * __truncsfbf2, which Debian's clang-22 does not ship (nor libgcc 12): round to nearest
  * even, NaN stays a quiet NaN. MLIR's emulation passes would elide the rounding between
@@ -1030,6 +1015,19 @@ static result_file *result_at(int32_t index) {
 static void result_path(char *path, const char *dir, int32_t index, const char *suffix) {
   if (snprintf(path, PATH_MAX, "%s/arg%d.raw%s", dir, index, suffix) >= PATH_MAX)
     dhir_rt_fatal("output directory name too long: %s", dir);
+}
+
+void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes) {
+  if (world_rank != 0)
+    return;
+  char path[PATH_MAX];
+  result_path(path, dir, index, "");
+  int file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (file < 0)
+    dhir_rt_fatal("cannot create %s: %s", path, strerror(errno));
+  write_all(file, data, (size_t)bytes, 0, path);
+  if (close(file) != 0)
+    dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
 }
 
 void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int64_t bytes) {
