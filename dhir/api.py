@@ -1,6 +1,8 @@
 """The Python API: parse, verify, run passes, print — what dhir-opt does. Parsing and
 printing live in dhir.ir.text (every stage uses them); passes are run from here."""
 
+from collections.abc import Callable
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
@@ -19,12 +21,14 @@ def parse_pipeline(
     spec: str,
     callback: PassPipelineCallbackType | None = None,
     inner_callback: PassPipelineCallbackType | None = None,
+    available: dict[str, Callable[[], type[ModulePass]]] | None = None,
 ) -> PassPipeline:
     """`pass-a,pass-b{opt=val}`, or nested as mlir-opt writes it
     (`builtin.module(func.func(cse),pass-b)`), into a pipeline; unknown names are a
     DhirError. `callback` runs between the outermost passes, `inner_callback` between
-    those nested under an op (dhir.transforms.nesting)."""
-    available = all_passes()
+    those nested under an op (dhir.transforms.nesting). `available`: the passes by name
+    (default: dhir.transforms.all_passes())."""
+    available = all_passes() if available is None else available
     try:
         return parse_nested(available, spec, callback, inner_callback)
     # xDSL raises bare Exception/ValueError kinds here, and a BaseException for bad syntax.
