@@ -244,8 +244,8 @@ class DhirOptMain(xDSLOptMain):
             return self._transform(chunk, name, offset)
         try:
             expected = expectations(chunk, name, offset)
-        except ValueError as error:
-            raise DhirError([Diagnostic(str(error))]) from None
+        except DhirError as error:
+            raise DhirError(error.diagnostics, {name: _padded(chunk, offset)}) from None
         output: str | None = None
         with collected_warnings() as warnings:
             try:

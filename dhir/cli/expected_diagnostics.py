@@ -12,13 +12,14 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from dhir.ir.diagnostics import Diagnostic, SourceLoc
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 
 _ANNOTATION = re.compile(
     r"expected-(?P<severity>error|warning|note|remark)"
     r"(?: *@(?P<where>above|below|unknown|[+-][0-9]+))? *\{\{(?P<text>.*)\}\}"
 )
-_MENTION = re.compile(r"expected-(?:error|warning|note|remark)\b")
+# A comment that starts as an annotation does, for finding misspelt ones.
+_MENTION = re.compile(r"//\s*(expected-(?:error|warning|note|remark)\b)")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Expected:
 
 def expectations(text: str, name: str, line_offset: int = 0) -> list[Expected]:
     """The annotations in `text` (a file, or one chunk of it starting `line_offset` lines
-    into it); lines are those of the whole file. A malformed annotation is a ValueError."""
+    into it); lines are those of the whole file. A malformed annotation is a DhirError."""
     found: list[Expected] = []
     below: list[tuple[str, str, SourceLoc]] = []
     last_plain: int | None = None
@@ -49,11 +50,7 @@ def expectations(text: str, name: str, line_offset: int = 0) -> list[Expected]:
         annotations = list(_ANNOTATION.finditer(line))
         if not annotations:
             if (mention := _MENTION.search(line)) is not None:
-                raise ValueError(
-                    f"{SourceLoc(name, number, mention.start() + 1)}: malformed annotation; write "
-                    "expected-<error|warning|note|remark>[@+N|@-N|@above|@below|@unknown] "
-                    "{{message text}}"
-                )
+                raise _malformed(SourceLoc(name, number, mention.start(1) + 1))
             found.extend(Expected(s, number, t, at) for s, t, at in below)
             below.clear()
             last_plain = number
@@ -66,11 +63,19 @@ def expectations(text: str, name: str, line_offset: int = 0) -> list[Expected]:
                 continue
             line_of = _target_line(where, number, last_plain)
             if line_of == 0:
-                raise ValueError(f"{at}: @above has no line above it to apply to")
+                raise _malformed(at, "@above has no line above it to apply to")
             found.append(Expected(severity, line_of, message, at))
     if below:
-        raise ValueError(f"{below[0][2]}: @below has no line below it to apply to")
+        raise _malformed(below[0][2], "@below has no line below it to apply to")
     return found
+
+
+def _malformed(at: SourceLoc, why: str = "") -> DhirError:
+    usage = (
+        "write expected-<error|warning|note|remark>[@+N|@-N|@above|@below|@unknown] "
+        "{{message text}}"
+    )
+    return DhirError([Diagnostic(f"malformed annotation: {why or usage}", at)])
 
 
 def _target_line(where: str | None, number: int, last_plain: int | None) -> int | None:
