@@ -6,12 +6,12 @@ pass timing, and --verify-diagnostics that checks `expected-error {{...}}` annot
 import argparse
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.metadata import version
 from io import StringIO
-from typing import IO, ClassVar
+from typing import IO, ClassVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -123,6 +123,7 @@ class DhirOptMain(xDSLOptMain):
             "--passes",
             "--pass-pipeline",
             default="",
+            metavar="PIPELINE",
             help="pass pipeline: comma-separated passes, nested under op names as "
             "mlir-opt writes them (see below)",
         )
@@ -174,7 +175,13 @@ class DhirOptMain(xDSLOptMain):
             action="store_true",
             help="skip verification of the input and after each pass (debugging only)",
         )
-        add("-v", "--version", action=VersionAction, version_format=self.version_format)
+        add(
+            "-v",
+            "--version",
+            action=VersionAction,
+            version_format=self.version_format,
+            help="print the versions of dhir-opt and xDSL, and exit",
+        )
 
     def setup_pipeline(self) -> None:
         self.pipeline = parse_pipeline(
@@ -273,8 +280,8 @@ class DhirOptMain(xDSLOptMain):
 
     def _printed(self, module: ModuleOp) -> str:
         output = StringIO()
-        target = self.available_targets["mlir"]()
-        assert issubclass(target, DhirText)
+        # The registry's entries are old-style printers or Target factories; ours is one.
+        target = cast(Callable[[], type[DhirText]], self.available_targets["mlir"])()
         target(self.args.print_op_generic, self.args.print_debuginfo).emit(self.ctx, module, output)
         return output.getvalue()
 
