@@ -6,7 +6,7 @@ from collections.abc import Callable
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
-from xdsl.passes import ModulePass, PassPipeline
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from dhir.context import make_context
@@ -14,16 +14,23 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.text import parse_file, parse_string, print_module
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes
+from dhir.transforms.nesting import parse_nested
 
 
 def parse_pipeline(
     spec: str,
-    callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None = None,
+    callback: PassPipelineCallbackType | None = None,
+    inner_callback: PassPipelineCallbackType | None = None,
+    available: dict[str, Callable[[], type[ModulePass]]] | None = None,
 ) -> PassPipeline:
-    """`pass-a,pass-b{opt=val}` into a pipeline; unknown names are a DhirError."""
-    available = all_passes()
+    """`pass-a,pass-b{opt=val}`, or nested as mlir-opt writes it
+    (`builtin.module(func.func(cse),pass-b)`), into a pipeline; unknown names are a
+    DhirError. `callback` runs between the outermost passes, `inner_callback` between
+    those nested under an op (dhir.transforms.nesting). `available`: the passes by name
+    (default: dhir.transforms.all_passes())."""
+    available = all_passes() if available is None else available
     try:
-        return PassPipeline.parse_spec(available, spec, callback)
+        return parse_nested(available, spec, callback, inner_callback)
     # xDSL raises bare Exception/ValueError kinds here, and a BaseException for bad syntax.
     except (Exception, ArgSpecParseError) as error:
         names = ", ".join(sorted(available))

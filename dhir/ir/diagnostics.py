@@ -4,7 +4,10 @@ Every error dhir reports for bad input is a `DhirError`; the command-line tools 
 it and exit non-zero, so users never see a Python traceback for their mistakes.
 """
 
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import FileLineColLoc, LocationAttr
@@ -82,6 +85,30 @@ class DhirError(Exception):
 
 def error_at(op: Operation, message: str) -> DhirError:
     return DhirError([Diagnostic(message, loc_of(op))])
+
+
+_warnings: ContextVar[list["Diagnostic"] | None] = ContextVar("dhir_warnings", default=None)
+
+
+def warn(diagnostic: Diagnostic) -> None:
+    """Report a warning: on standard error, or to the innermost `collected_warnings`."""
+    collected = _warnings.get()
+    if collected is None:
+        print(diagnostic.render(), file=sys.stderr)
+    else:
+        collected.append(diagnostic)
+
+
+@contextmanager
+def collected_warnings() -> Iterator[list[Diagnostic]]:
+    """Within: warnings are kept in the list given, not printed (dhir-opt
+    --verify-diagnostics checks them against expected-warning annotations)."""
+    collected: list[Diagnostic] = []
+    token = _warnings.set(collected)
+    try:
+        yield collected
+    finally:
+        _warnings.reset(token)
 
 
 class PassFailedAt(PassFailedException):

@@ -10,7 +10,6 @@ backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `d
 and `dhir compile` use `best` unless told otherwise.
 """
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -27,7 +26,7 @@ from dhir.analysis.handoff import hand_over
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import Diagnostic, PassFailedAt
+from dhir.ir.diagnostics import Diagnostic, PassFailedAt, warn
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
 from dhir.machine.dlti import system_of
@@ -125,7 +124,7 @@ def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
         "used (the names are those `dhir schedule` prints for the same rank count; pieces "
         "measured with another rank count or dhir.split are cut otherwise)"
     )
-    print(Diagnostic(message, severity="warning").render(), file=sys.stderr)
+    warn(Diagnostic(message, severity="warning"))
 
 
 def place_schedule(

@@ -21,7 +21,6 @@ with the attribute that does not fit stays whole, with a one-line warning on std
 """
 
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -45,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import Diagnostic, loc_of
+from dhir.ir.diagnostics import Diagnostic, loc_of, warn
 from dhir.ir.tasks import PIECE_ATTR, is_gpu_task, task_ids
 
 REASSOCIATE_ATTR = "dhir.reassociate"
@@ -119,7 +118,7 @@ def warn_ignored(module: ModuleOp) -> None:
         if isinstance(found, str):
             name = names.get(task, "a task")
             message = f"{REASSOCIATE_ATTR} on {name} has no effect: {found}; the task stays whole"
-            print(Diagnostic(message, loc_of(task), "warning").render(), file=sys.stderr)
+            warn(Diagnostic(message, loc_of(task), "warning"))
 
 
 def split_reduction(

@@ -36,7 +36,6 @@ Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is h
 """
 
 import itertools
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -64,7 +63,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of
+from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
@@ -143,7 +142,7 @@ def _warn_forced(task: TaskOp, names: dict[TaskOp, str], why: str) -> None:
     """`dhir.split = K` asked for pieces that cannot be made: say so, as for reductions."""
     name = names.get(task, "a task")
     message = f"{SPLIT_ATTR} = {_forced(task)} on {name} has no effect: {why}; the task stays whole"
-    print(Diagnostic(message, loc_of(task), "warning").render(), file=sys.stderr)
+    warn(Diagnostic(message, loc_of(task), "warning"))
 
 
 def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:

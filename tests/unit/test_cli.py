@@ -82,14 +82,47 @@ def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     assert result.returncode == 1
     assert "func.func @ok" in result.stdout
     assert "<stdin>:5:" in result.stderr and "<stdin>:7:" in result.stderr
+    # Without expected-error annotations, each error is unexpected, and said to be.
     diagnostics = dhir_opt("--split-input-file", "--verify-diagnostics", stdin=text)
-    assert diagnostics.returncode == 0
-    assert "<stdin>:5:" in diagnostics.stdout
+    assert diagnostics.returncode == 1
+    assert "func.func @ok" in diagnostics.stdout
+    assert "<stdin>:5:" in diagnostics.stderr and "<stdin>:7:" in diagnostics.stderr
+    assert "unexpected error: " in diagnostics.stderr
+
+
+def test_verify_diagnostics_passes_only_when_the_annotations_hold() -> None:
+    bad = "func.func @bad() {\n  %1 = arith.addi %0, %0 : i32\n  return\n}\n"
+    annotated = bad.replace("  %1", "  // expected-error@+1 {{use of undefined value %0}}\n  %1")
+    assert dhir_opt("--verify-diagnostics", stdin=annotated).returncode == 0
+    wrong = annotated.replace("@+1", "@+2")
+    result = dhir_opt("--verify-diagnostics", stdin=wrong)
+    assert result.returncode == 1
+    assert "unexpected error: use of undefined value %0" in result.stderr
+    assert 'expected error "use of undefined value %0" was not produced' in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_nested_pass_may_not_change_the_module_around_its_op() -> None:
+    # dhir-track-tasks records its table on the module: nested under func.func, each
+    # function's table would replace the last one's.
+    result = dhir_opt(str(EXAMPLE), "-p", "builtin.module(func.func(dhir-track-tasks))")
+    assert result.returncode == 1
+    assert "proposal.mlir:3:1: error: passes nested under 'func.func' changed" in result.stderr
+    assert "(dhir.task_table); run them on builtin.module instead" in result.stderr
 
 
 def test_help_lists_passes() -> None:
     result = dhir_opt("--help")
     assert result.returncode == 0
+    assert result.stdout.startswith("usage: dhir-opt ")
+    for option in (
+        "--pass-pipeline",
+        "--verify-diagnostics",
+        "--mlir-print-ir-after-all",
+        "--mlir-timing",
+        "--split-input-file",
+    ):
+        assert option in result.stdout
     assert "dhir passes:" in result.stdout and "canonicalize" in result.stdout
     listed = result.stdout.split("dhir passes:")[1].split("general passes")[0]
     for name in dhir_passes():

@@ -1,5 +1,6 @@
 // A dhir.target naming a device the machine description does not have.
-// RUN: dhir-opt %s --verify-diagnostics | filecheck %s
+// RUN: dhir-opt %s --verify-diagnostics
+// RUN: not dhir-opt %s 2>&1 | filecheck %s
 
 module attributes {
   dlti.target_system_spec = #dlti.target_system_spec<

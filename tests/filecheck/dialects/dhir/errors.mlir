@@ -1,8 +1,11 @@
-// Every verification error of the dhir dialect, each pointing at its source line.
-// RUN: dhir-opt %s --split-input-file --verify-diagnostics | filecheck %s --match-full-lines
+// Every verification error of the dhir dialect, each pointing at its source line: checked
+// by the annotations, and as printed (with the column) by the CHECK lines.
+// RUN: dhir-opt %s --split-input-file --verify-diagnostics
+// RUN: not dhir-opt %s --split-input-file 2>&1 | filecheck %s --match-full-lines
 
 func.func @task_outside_schedule(%a: memref<4xf32>) {
   %cpu = dhir.target {arch = "x86_64"}
+  // expected-error@+1 {{dhir.task must stand directly inside a dhir.schedule; wrap it: dhir.schedule %a, ... { %t = dhir.task ... }}}
   %t = dhir.task %cpu, %a {
   }
   return
@@ -15,6 +18,7 @@ func.func @task_in_task(%a: memref<4xf32>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
     %t = dhir.task %cpu, %a {
+      // expected-error@+1 {{dhir.task cannot be nested inside another dhir.task; make it a separate task of the schedule}}
       %u = dhir.task %cpu, %a {
       }
     }
@@ -27,6 +31,7 @@ func.func @task_in_task(%a: memref<4xf32>) {
 
 func.func @target_not_a_target(%a: memref<4xf32>, %b: memref<4xf32>) {
   dhir.schedule %a, %b {
+    // expected-error@+1 {{the first operand of dhir.task must be its target, a value made by dhir.target, but %a is a block argument of type memref<4xf32>; write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}}}
     %t = dhir.task %a, %b {
     }
   }
@@ -41,6 +46,7 @@ func.func @unlisted_memref(%a: memref<4xf32>, %b: memref<4xf32>) {
     %cpu = dhir.target {arch = "x86_64"}
     %t = dhir.task %cpu, %a {
       %c0 = arith.constant 0 : index
+      // expected-error@+1 {{'memref.load' uses %b, a memref defined outside this dhir.task that the task does not list; add it to the task's operands (dhir.task <target>, ..., %b)}}
       %x = memref.load %b[%c0] : memref<4xf32>
       memref.store %x, %a[%c0] : memref<4xf32>
     }
@@ -53,6 +59,7 @@ func.func @unlisted_memref(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 func.func @unknown_arch() {
   dhir.schedule {
+    // expected-error@+1 {{unknown arch "pentium"; known archs are CPU: x86_64, aarch64, riscv64, ppc64le; NVIDIA GPU: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (optionally suffixed a/f)}}
     %t = dhir.target {arch = "pentium"}
   }
   return
@@ -63,6 +70,7 @@ func.func @unknown_arch() {
 
 func.func @unknown_inline_arch(%a: memref<4xf32>) {
   dhir.schedule %a {
+    // expected-error@+1 {{unknown arch "sm_42"; known archs are}}
     %t = dhir.task target = "sm_42", %a {
     }
   }
@@ -74,6 +82,7 @@ func.func @unknown_inline_arch(%a: memref<4xf32>) {
 
 func.func @unknown_kind() {
   dhir.schedule {
+    // expected-error@+1 {{unknown device kind "fpga"; known kinds are "cpu", "gpu", "any"}}
     %t = dhir.target {kind = "fpga"}
   }
   return
@@ -84,6 +93,7 @@ func.func @unknown_kind() {
 
 func.func @kind_contradicts_arch() {
   dhir.schedule {
+    // expected-error@+1 {{arch "sm_90" is a gpu, not a cpu}}
     %t = dhir.target {arch = "sm_90", kind = "cpu"}
   }
   return
@@ -94,6 +104,7 @@ func.func @kind_contradicts_arch() {
 
 func.func @empty_target() {
   dhir.schedule {
+    // expected-error@+1 {{dhir.target names no device; give it an arch}}
     %t = dhir.target
   }
   return
@@ -104,6 +115,7 @@ func.func @empty_target() {
 
 func.func @missing_system_device() {
   dhir.schedule {
+    // expected-error@+1 {{device "gpu7" is not in any enclosing dlti.target_system_spec;}}
     %t = dhir.target {device = "gpu7"}
   }
   return
@@ -113,6 +125,7 @@ func.func @missing_system_device() {
 // -----
 
 func.func @tensor_operand(%a: tensor<4xf32>) {
+  // expected-error@+1 {{schedule operand #0 (%a) has type tensor<4xf32>, which dhir cannot distribute; schedule operands must be ranked memrefs of integers, floats or index, or scalars of those types}}
   dhir.schedule %a {
   }
   return
@@ -126,6 +139,7 @@ func.func @gpu_launch_on_cpu(%a: memref<4xf32>) {
     %cpu = dhir.target {arch = "aarch64"}
     %t = dhir.task %cpu, %a {
       %c1 = arith.constant 1 : index
+      // expected-error@+1 {{'gpu.launch' needs a GPU, but this task's target is aarch64 (a CPU); bind the task to a GPU target such as dhir.target {arch = "sm_90"} or write the work as loops (scf.parallel)}}
       gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
                  threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
         gpu.terminator
@@ -141,6 +155,7 @@ func.func @gpu_launch_on_cpu(%a: memref<4xf32>) {
 func.func @malformed(%a: memref<4xf32>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{expected ', %operand', 'attributes {...}' or the body '{ ... }' here}}
     %t = dhir.task %cpu %a {
     }
   }
@@ -151,6 +166,7 @@ func.func @malformed(%a: memref<4xf32>) {
 // -----
 
 func.func @undefined_header_value(%a: memref<4xf32>) {
+  // expected-error@+1 {{use of undefined value %nope; dhir headers name values defined earlier}}
   dhir.schedule %a, %nope {
   }
   return
@@ -160,11 +176,13 @@ func.func @undefined_header_value(%a: memref<4xf32>) {
 // -----
 
 func.func @use_before_def() {
+  // expected-error@+1 {{operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)}}
   %1 = arith.addi %0, %0 : i32
+  // expected-note@+1 {{operand defined here}}
   %0 = arith.constant 1 : i32
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:3: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
 // CHECK-NEXT: {{.*}}
 // CHECK-NEXT: {{.*}}
 // CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 6]]:3: note: operand defined here
@@ -176,6 +194,7 @@ func.func @use_of_inner_value() -> index {
     %0 = arith.constant 1 : index
     scf.yield
   }
+  // expected-error@+1 {{use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)}}
   %1 = arith.addi %0, %0 : index
   return %1 : index
 }
@@ -185,6 +204,7 @@ func.func @use_of_inner_value() -> index {
 
 func.func @op_in_schedule_body(%a: memref<4xf32>) {
   dhir.schedule %a {
+    // expected-error@+1 {{'memref.alloc' cannot stand directly in a dhir.schedule, which holds only dhir.target and dhir.task ops; move it into a task, or before the schedule}}
     %m = memref.alloc() : memref<4xf32>
   }
   return
@@ -196,6 +216,7 @@ func.func @op_in_schedule_body(%a: memref<4xf32>) {
 func.func @memref_not_in_schedule(%a: memref<4xf32>, %b: memref<4xf32>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{dhir.task lists %b, which is not an operand of the enclosing dhir.schedule; add it to the schedule's operands}}
     %t = dhir.task %cpu, %a, %b {
     }
   }
@@ -208,6 +229,7 @@ func.func @memref_not_in_schedule(%a: memref<4xf32>, %b: memref<4xf32>) {
 func.func @scalar_task_operand(%a: memref<4xf32>, %s: f32) {
   dhir.schedule %a, %s {
     %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{dhir.task operand #2 (%s) has type f32; a task lists only the memrefs it touches (scalars are used directly)}}
     %t = dhir.task %cpu, %a, %s {
     }
   }
@@ -221,6 +243,7 @@ func.func @schedule_in_task(%a: memref<4xf32>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
     %t = dhir.task %cpu, %a {
+      // expected-error@+1 {{dhir.schedule cannot be nested inside a dhir.task; schedules go in ordinary host code (a function body, a loop)}}
       dhir.schedule %a {
       }
     }
@@ -237,6 +260,7 @@ func.func @task_uses_token(%a: memref<4xf32>) {
     %t = dhir.task %cpu, %a {
     }
     %u = dhir.task %cpu, %a {
+      // expected-error@+1 {{'test.op' uses %t, a !dhir.token value; task bodies cannot use dhir targets or task tokens}}
       "test.op"(%t) : (!dhir.token) -> ()
     }
   }
@@ -247,6 +271,7 @@ func.func @task_uses_token(%a: memref<4xf32>) {
 // -----
 
 func.func @yield_outside() {
+  // expected-error@+1 {{dhir.yield ends only dhir.task and dhir.schedule bodies}}
   "dhir.yield"() : () -> ()
 }
 // CHECK: {{.*}}errors.mlir:[[# @LINE - 2]]:3: error: dhir.yield ends only dhir.task and dhir.schedule bodies
@@ -256,6 +281,7 @@ func.func @yield_outside() {
 func.func @two_targets(%a: memref<4xf32>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)}}
     %t = "dhir.task"(%cpu, %a) <{target = "gpu", operandSegmentSizes = array<i32: 1, 1>}> ({
       "dhir.yield"() : () -> ()
     }) : (!dhir.target, memref<4xf32>) -> !dhir.token

@@ -1,0 +1,159 @@
+"""Pass pipelines with nesting, as mlir-opt writes them:
+`builtin.module(func.func(cse),dhir-place{ranks=2})`.
+
+xDSL 0.74's pipeline parser reads flat lists only (`a,b{k=v}`, no parentheses). This
+splits the text at its top-level commas, makes each `op.name(...)` element a pass that
+runs the pipeline inside on each op of that name directly in the module, and leaves each
+flat element (`name{options}`) to xDSL's parser.
+"""
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
+from xdsl.utils.arg_spec import parse_pipeline as parse_flat
+
+from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+
+MODULE = "builtin.module"
+_ANCHOR = re.compile(r"\s*([A-Za-z_][\w.$-]*)\s*\((.*)\)\s*", re.DOTALL)
+_CLOSING = {"(": ")", "{": "}", "[": "]"}
+
+PassFactories = dict[str, Callable[[], type[ModulePass]]]
+
+
+@dataclass(frozen=True)
+class OnEach(ModulePass):
+    """Runs `pipeline` on each op named `anchor` directly in the module's body. A nested
+    `builtin.module` is run on as it is; any other op is run on in its module with the
+    other ops of that module taken out for the while, so that its passes see it alone,
+    as mlir-opt runs a pass nested under an op. Such passes may add ops next to it, but
+    not change the module's attributes (that is an error: run the pass on the module)."""
+
+    name = "on-each"
+
+    anchor: str
+    pipeline: PassPipeline
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for child in list(op.body.block.ops):
+            if child.name != self.anchor:
+                continue
+            if isinstance(child, ModuleOp):
+                self.pipeline.apply(ctx, child)
+            else:
+                self._apply_alone(ctx, op, child)
+
+    def _apply_alone(self, ctx: Context, module: ModuleOp, child: Operation) -> None:
+        block = module.body.block
+        ops = list(block.ops)
+        index = ops.index(child)
+        before, after = ops[:index], ops[index + 1 :]
+        attributes = dict(module.attributes)
+        for other in before + after:
+            other.detach()
+        try:
+            self.pipeline.apply(ctx, module)
+        finally:
+            first = block.first_op
+            for other in before:
+                if first is None:
+                    block.add_op(other)
+                else:
+                    block.insert_op_before(other, first)
+            block.add_ops(after)
+        if module.attributes != attributes:
+            changed = sorted(set(module.attributes.items()) ^ set(attributes.items()))
+            names = ", ".join(sorted({name for name, _ in changed}))
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"passes nested under '{self.anchor}' changed the attributes of "
+                        f"the module around it ({names}); run them on {MODULE} instead",
+                        loc_of(child) if child.parent is not None else None,
+                    )
+                ]
+            )
+
+
+def parse_nested(
+    available: PassFactories,
+    spec: str,
+    callback: PassPipelineCallbackType | None = None,
+    inner_callback: PassPipelineCallbackType | None = None,
+) -> PassPipeline:
+    """A pipeline from `spec`, run on the module: a list of elements, or one element
+    `builtin.module(...)` that names the module itself (mlir-opt's --pass-pipeline form).
+    `callback` runs between the passes of the outermost list; `inner_callback` between
+    passes nested under an op, while the module holds that op alone (so verifying the
+    module then would find its calls' callees missing)."""
+    elements = list(_split(spec))
+    if len(elements) == 1 and (anchored := _ANCHOR.fullmatch(elements[0])) is not None:
+        if anchored.group(1) == MODULE:
+            elements = list(_split(anchored.group(2)))
+    passes = tuple(_element(available, text, MODULE, inner_callback) for text in elements)
+    return PassPipeline(passes, callback)
+
+
+def _element(
+    available: PassFactories,
+    text: str,
+    parent: str,
+    callback: PassPipelineCallbackType | None,
+) -> ModulePass:
+    anchored = _ANCHOR.fullmatch(text)
+    if anchored is None:
+        return _flat_pass(available, text)
+    anchor, inner = anchored.groups()
+    if parent != MODULE:
+        raise ValueError(
+            f"'{anchor}(...)' is nested under '{parent}'; passes nest under an op name "
+            f"only directly inside {MODULE}(...)"
+        )
+    passes = tuple(_element(available, part, anchor, callback) for part in _split(inner))
+    return OnEach(anchor, PassPipeline(passes, callback))
+
+
+def _flat_pass(available: PassFactories, text: str) -> ModulePass:
+    specs = list(parse_flat(text.strip()))
+    if len(specs) != 1:
+        raise ValueError(f"expected one pass, got '{text}'")
+    spec = specs[0]
+    if spec.name not in available:
+        raise ValueError(f"unknown pass '{spec.name}'")
+    return available[spec.name]().from_pass_spec(spec)
+
+
+def _split(spec: str) -> Iterator[str]:
+    """`spec`'s elements: its pieces between commas outside brackets and strings."""
+    if not spec.strip():
+        return
+    start, expected = 0, list[str]()
+    in_string = escaped = False
+    for index, char in enumerate(spec):
+        if in_string:
+            escaped = char == "\\" and not escaped
+            in_string = escaped or char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSING:
+            expected.append(_CLOSING[char])
+        elif char in ")}]":
+            if not expected or expected.pop() != char:
+                raise ValueError(f"unbalanced '{char}' at position {index + 1}")
+        elif char == "," and not expected:
+            yield _nonempty(spec[start:index], index)
+            start = index + 1
+    if expected or in_string:
+        raise ValueError(f"missing '{expected[-1] if expected else chr(34)}' at the end")
+    yield _nonempty(spec[start:], len(spec))
+
+
+def _nonempty(element: str, end: int) -> str:
+    if not element.strip():
+        raise ValueError(f"empty pipeline element before position {end + 1}")
+    return element
