@@ -412,8 +412,10 @@ def _read_sidecar(exe: Path) -> _Built:
             for k, a in enumerate(meta["args"])
         )
         ranks, mpi = meta["ranks"], meta["mpi"]
-        if not isinstance(ranks, int) or ranks < 1 or mpi not in MPI_CHOICES:
-            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}")
+        try:
+            RunOptions(ranks=ranks, mpi=mpi)
+        except DhirError:
+            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
         return _Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)
     except OSError:
         raise DhirError(
