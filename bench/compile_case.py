@@ -18,6 +18,7 @@ import programs  # noqa: E402
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
 from dhir.toolchain.build import Timing  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
 
 
 def main() -> None:
@@ -26,7 +27,7 @@ def main() -> None:
     timing = Timing()
     with timing.stage("parse + verify"):
         module = parse_string(text)
-    compile_native(module, "main", 2, mpi, timing)
+    compile_native(module, "main", RunOptions(ranks=2, mpi=mpi), timing)
     print(json.dumps(timing.stages))
 
 

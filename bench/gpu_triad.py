@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.signature import entry_signature  # noqa: E402
+from dhir.transforms.instrument import ProfileRecorder  # noqa: E402
 
 ELEMENTS = (1 << 30) // (3 * 8)  # three float64 arrays, 1 GiB in all
 BASE_ITERATIONS = 10
@@ -117,7 +119,10 @@ def main() -> int:
     signature = entry_signature(module, "main")
     exe = args.exe
     if exe is None:
-        exe = compile_native(module, "main", 1, instrument=True)[0]
+        # A recorder makes compile_native instrument the build; the run's profile is read
+        # from DHIR_PROFILE below, not written by the recorder.
+        recorder = ProfileRecorder(module, 1, Path(os.devnull))
+        exe = compile_native(module, "main", RunOptions(), None, recorder)[0]
     if args.compile_only:
         if args.output is not None:
             shutil.copy2(exe, args.output)
@@ -132,7 +137,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="gpu-triad-") as scratch:
             profile = Path(scratch) / "profile.json"
             os.environ["DHIR_PROFILE"] = str(profile)
-            run_executable(exe, signature, 1, [a, b, c, 3.0, iterations], timeout=600)
+            inputs = [a, b, c, 3.0, iterations]
+            run_executable(exe, signature, inputs, RunOptions(ranks=1, timeout=600))
             (task,) = json.loads(profile.read_text())["tasks"].values()
             return float(task["seconds"])
 

@@ -79,6 +79,7 @@ from dhir.backends.native import compile_native  # noqa: E402
 from dhir.ir.tasks import rank_of, task_ids  # noqa: E402
 from dhir.placement.list_scheduling import ALGORITHMS  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.signature import EntrySignature  # noqa: E402
 from dhir.transforms.place import PlacePass  # noqa: E402
 from dhir.transforms.split_tasks import SplitTasksPass  # noqa: E402
@@ -146,7 +147,8 @@ class Launcher:
         wrapper.chmod(0o755)
         for old in self.reports.iterdir():
             old.unlink()
-        results = run_executable(wrapper, signature, ranks, values, mpi=self.mpi, timeout=3600)
+        options = RunOptions(ranks=ranks, mpi=self.mpi, timeout=3600)
+        results = run_executable(wrapper, signature, values, options)
         reports = {int(name): r for name, r in peak_rss.read_reports(str(self.reports)).items()}
         if sorted(reports) != list(range(ranks)):
             raise SystemExit(f"expected a report from each of {ranks} ranks, got {sorted(reports)}")
@@ -191,7 +193,8 @@ def cases(quick: bool) -> list[Case]:
 
 
 def build(text: str, ranks: int, args: argparse.Namespace) -> tuple[Path, EntrySignature]:
-    return compile_native(parse_string(text), "main", ranks, args.mpi, None, args.placement)
+    options = RunOptions(ranks=ranks, mpi=args.mpi, placement=args.placement)
+    return compile_native(parse_string(text), "main", options)
 
 
 def measure_empty(launcher: Launcher, ranks: int, repeats: int, args: argparse.Namespace) -> Runs:

@@ -40,6 +40,7 @@ from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
 from dhir.toolchain.build import Timing  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
 
 HERE = Path(__file__).parent
@@ -81,7 +82,8 @@ def dhir_build(
     text: str, ranks: int, mpi: str, timing: Timing | None = None
 ) -> tuple[Path, object]:
     # The C baselines place task k on rank k % 2 (or as dhir.rank says): so does dhir here.
-    return compile_native(parse_string(text), "main", ranks, mpi, timing, "round-robin")
+    options = RunOptions(ranks=ranks, mpi=mpi, placement="round-robin")
+    return compile_native(parse_string(text), "main", options, timing)
 
 
 def median(values: list[float]) -> float:
@@ -92,9 +94,9 @@ def bench_hop(mpi: str, quick: bool, out_dir: Path) -> None:
     hops = 401 if quick else 2001  # odd: the chain ends on rank 0, so hops - 1 messages
     repeats = 3 if quick else 7
     exe, signature = dhir_build(programs.hop_chain(hops), 2, mpi)
-    dhir_times = []
+    dhir_times, options = [], RunOptions(ranks=2, mpi=mpi)
     for _ in range(repeats):
-        results = run_executable(exe, signature, 2, [np.zeros(1), np.zeros(1)], mpi=mpi)  # type: ignore[arg-type]
+        results = run_executable(exe, signature, [np.zeros(1), np.zeros(1)], options)  # type: ignore[arg-type]
         assert results[0][0] == hops, results[0]
         dhir_times.append(float(results[1][0]) / (hops - 1))
     c_exe = build_c(HERE / "c" / "pingpong.c", mpi, out_dir)
@@ -114,7 +116,7 @@ def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
     inputs = [np.full(n, b + 1.0) for b in range(4)] + [np.zeros(1)]
     dhir_times, check = [], 0.0
     for _ in range(repeats):
-        results = run_executable(exe, signature, 2, inputs, mpi=mpi)  # type: ignore[arg-type]
+        results = run_executable(exe, signature, inputs, RunOptions(ranks=2, mpi=mpi))  # type: ignore[arg-type]
         dhir_times.append(float(results[4][0]))
         check = float(results[3][n // 2])
     c_exe = build_c(HERE / "c" / "dag20.c", mpi, out_dir)
@@ -140,8 +142,9 @@ def bench_threads(mpi: str, quick: bool, out_dir: Path) -> None:
     times: dict[int, float] = {}
     results: dict[int, np.ndarray] = {}
     for threads in sorted({1, most}):
+        options = RunOptions(ranks=1, mpi=mpi, threads=threads)
         runs = [
-            run_executable(exe, signature, 1, inputs, mpi=mpi, threads=threads)  # type: ignore[arg-type]
+            run_executable(exe, signature, inputs, options)  # type: ignore[arg-type]
             for _ in range(repeats)
         ]
         times[threads] = median([float(r[1][0]) for r in runs])

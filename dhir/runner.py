@@ -13,6 +13,13 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
+from dhir.toolchain.options import (
+    DEFAULT_GPU_FALLBACK,
+    DEFAULT_MPI,
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    RunOptions,
+)
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
 from dhir.transforms.codedrop import auto_codedrop
@@ -50,18 +57,18 @@ def run(
     program: str | os.PathLike[str] | ModuleOp,
     *args: object,
     entry: str = "main",
-    ranks: int = 2,
+    ranks: int = 2,  # documented so (docs/commands.md); `dhir run` and RunOptions take 1
     backend: str = DEFAULT_BACKEND,
-    mpi: str = "mpich",
-    timeout: float = 300.0,
+    mpi: str = DEFAULT_MPI,
+    timeout: float = DEFAULT_TIMEOUT_S,
     output_dir: str | Path | None = None,
     threads: int | None = None,
     placement: str = DEFAULT_ALGORITHM,
     costs: str | Path | None = None,
     profile: str | Path | None = None,
-    gpu_fallback: str = "none",
+    gpu_fallback: str = DEFAULT_GPU_FALLBACK,
     codedrop: bool = True,
-    target: str = "any",
+    target: str = DEFAULT_TARGET,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -73,32 +80,38 @@ def run(
     tasks written as loops on the CPU (native; see docs/gpu.md). An entry without a
     `dhir.schedule` goes through CodeDrop first (native; `codedrop=False` runs it as
     written), its tasks bound to `target` (an arch, cpu, gpu or any). SIGTERM or SIGHUP
-    during the call stop every process of the run first, then take their usual effect."""
+    during the call stop every process of the run first, then take their usual effect.
+    Bad options are refused before any work (see RunOptions)."""
+    options = RunOptions(
+        ranks=ranks,
+        mpi=mpi,
+        timeout=timeout,
+        threads=threads,
+        placement=placement,
+        costs=Path(costs) if costs is not None else None,
+        profile=Path(profile) if profile is not None else None,
+        gpu_fallback=gpu_fallback,
+        codedrop=codedrop,
+        target=target,
+    )
     with ending_cleanly(redeliver=True):
         return run_module(
             load_program(program),
             entry,
             list(args),
             backend,
-            ranks=ranks,
-            mpi=mpi,
-            timeout=timeout,
+            options,
             output_dir=Path(output_dir) if output_dir is not None else None,
-            threads=threads,
-            placement=placement,
-            costs=Path(costs) if costs is not None else None,
-            profile=Path(profile) if profile is not None else None,
-            gpu_fallback=gpu_fallback,
-            codedrop=codedrop,
-            target=target,
         )
 
 
-def drop_code(module: ModuleOp, entry: str, enabled: bool = True, target: str = "any") -> None:
-    """CodeDrop on an entry without schedules (dhir-codedrop), saying so on stderr."""
-    if not enabled:
+def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -> None:
+    """CodeDrop on an entry without schedules (dhir-codedrop) as `options` say, saying so
+    on stderr."""
+    options = options if options is not None else RunOptions()
+    if not options.codedrop:
         return
-    line = auto_codedrop(module, entry, target)
+    line = auto_codedrop(module, entry, options.target)
     if line is not None:
         print(line, file=sys.stderr)
 
@@ -108,55 +121,29 @@ def run_module(
     entry: str,
     inputs: list[object],
     backend: str = DEFAULT_BACKEND,
+    options: RunOptions | None = None,
     *,
-    ranks: int = 1,
-    mpi: str = "mpich",
-    timeout: float = 300.0,
     output_dir: Path | None = None,
     timing: Timing | None = None,
-    threads: int | None = None,
-    placement: str = DEFAULT_ALGORITHM,
-    costs: Path | None = None,
-    profile: Path | None = None,
-    hostfile: Path | None = None,
-    gpu_fallback: str = "none",
-    codedrop: bool = True,
-    target: str = "any",
 ) -> list[np.ndarray]:
-    """Run `module` on the chosen backend: what `dhir.run` and `dhir run` share. Rank 0's
-    results are written to `output_dir` (argK.npy) when given."""
-    if ranks < 1:
-        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    """Run `module` on the chosen backend, as `options` say: what `dhir.run` and `dhir
+    run` share. Rank 0's results are written to `output_dir` (argK.npy) when given."""
+    options = options if options is not None else RunOptions()
     if output_dir is not None:
         # Before building too: a build that fails leaves no earlier results behind.
         clear_outputs(entry_signature(module, entry), output_dir)
     if backend == "interp":
-        if profile is not None:
+        if options.profile is not None:
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        results = run_interp(module, entry, inputs, timeout)
+        results = run_interp(module, entry, inputs, options.timeout)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results
     if backend == "native":
-        drop_code(module, entry, codedrop, target)
-        return run_native(
-            module,
-            entry,
-            inputs,
-            ranks,
-            mpi,
-            output_dir,
-            timeout,
-            timing,
-            threads=threads,
-            placement=placement,
-            costs=costs,
-            profile=profile,
-            hostfile=hostfile,
-            gpu_fallback=gpu_fallback,
-        )
+        drop_code(module, entry, options)
+        return run_native(module, entry, inputs, options, output_dir, timing)
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
     )

@@ -50,6 +50,7 @@ from dhir.backends.native import compile_native  # noqa: E402
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM  # noqa: E402
 from dhir.runner import drop_code  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.signature import EntrySignature  # noqa: E402
 from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
 
@@ -76,7 +77,8 @@ def run_dhir(
 ) -> tuple[list[np.ndarray], str]:
     """Run a built kernel; the results and the runtime's traffic lines (one per rank)."""
     traffic: list[str] = []
-    results = run_executable(exe, signature, ranks, values, mpi=mpi, timeout=3600, traffic=traffic)
+    options = RunOptions(ranks=ranks, mpi=mpi, timeout=3600)
+    results = run_executable(exe, signature, values, options, traffic=traffic)
     return results, "\n".join(traffic)
 
 
@@ -98,7 +100,8 @@ def measure_dhir(
     if plain:
         with contextlib.redirect_stderr(io.StringIO()):  # its one line, for every run
             drop_code(module, "main")
-    exe, signature = compile_native(module, "main", ranks, args.mpi, None, args.placement)
+    options = RunOptions(ranks=ranks, mpi=args.mpi, placement=args.placement)
+    exe, signature = compile_native(module, "main", options)
     run = DhirRun(build_s=time.perf_counter() - began)
     for _ in range(args.repeats):
         results, log = run_dhir(exe, signature, ranks, [*values.values(), np.zeros(1)], args.mpi)

@@ -16,6 +16,7 @@ import numpy as np
 from dhir import parse_file
 from dhir.backends.native import compile_native
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
 
 HERE = Path(__file__).parent
 N = 600
@@ -23,11 +24,11 @@ N = 600
 
 def _time(ranks: int, inputs: list[np.ndarray], repeats: int, mpi: str) -> float:
     module = parse_file(HERE / "gemm_one_task.mlir")
-    exe, signature = compile_native(module, "main", ranks, mpi)
+    exe, signature = compile_native(module, "main", RunOptions(ranks=ranks, mpi=mpi))
     seconds = []
     for _ in range(repeats):
         began = time.perf_counter()
-        out = run_executable(exe, signature, ranks, inputs, mpi=mpi, threads=1)
+        out = run_executable(exe, signature, inputs, RunOptions(ranks=ranks, mpi=mpi, threads=1))
         seconds.append(time.perf_counter() - began)
         np.testing.assert_allclose(out[2], inputs[0] @ inputs[1], rtol=1e-12)
     return statistics.median(seconds)

@@ -2,6 +2,7 @@
 
 import os
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
@@ -31,11 +32,11 @@ from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
-from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.targets import host_arch
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
 from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
@@ -57,26 +58,23 @@ from dhir.transforms.vector_rows import VectorRowsPass
 def compile_native(
     module: ModuleOp,
     entry: str = "main",
-    ranks: int = 1,
-    mpi: str = "mpich",
+    options: RunOptions | None = None,
     timing: Timing | None = None,
-    placement: str = DEFAULT_ALGORITHM,
-    costs: Path | None = None,
     profile: ProfileRecorder | None = None,
-    gpu_fallback: str | None = None,
 ) -> tuple[Path, EntrySignature]:
-    """Build an executable for `ranks` ranks; `module` is lowered in place. Parallel
-    loops run on OpenMP threads (see `openmp_safe`). Tasks are placed by `placement`
-    (see dhir-place), with measured task times from the profile `costs`. With a
-    `profile` recorder, every task is timed (see dhir-instrument) and the recorder learns
-    the names of the tasks as they were numbered: after dhir-split, pieces by their own
-    names. GPU tasks run on the ranks' GPUs (see docs/gpu.md); with
-    `gpu_fallback="cpu"`, those written as loops run on the CPU."""
-    if ranks < 1:
-        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    """Build an executable for `options.ranks` ranks of `options.mpi`; `module` is
+    lowered in place. Parallel loops run on OpenMP threads (see `openmp_safe`). Tasks are
+    placed by `options.placement` (see dhir-place), with measured task times from the
+    profile `options.costs`. With a `profile` recorder, every task is timed (see
+    dhir-instrument) and the recorder learns the names of the tasks as they were
+    numbered: after dhir-split, pieces by their own names. GPU tasks run on the ranks'
+    GPUs (see docs/gpu.md); with `options.gpu_fallback="cpu"`, those written as loops run
+    on the CPU."""
+    options = options if options is not None else RunOptions()
+    ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
-    on_gpu = _check_targets(module, _check_fallback(gpu_fallback))
+    on_gpu = _check_targets(module, options.cpu_fallback)
     _mark_entry(module, entry)
     gpu = None
     if on_gpu:
@@ -93,10 +91,12 @@ def compile_native(
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
         # tests verify after every pass).
         split = SplitTasksPass(ranks)  # so that placement places the pieces
-        place = PlacePass(ranks, placement, str(costs) if costs is not None else None, entry)
+        place = PlacePass(
+            ranks, options.placement, str(costs) if costs is not None else None, entry
+        )
         timed = (InstrumentPass(),) if profile is not None else ()
         data = (GpuDataPass(ranks),) if gpu is not None else ()
-        lower = LowerToMPIPass(ranks, mpi, entry, partition=gpu is None)
+        lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
         # dhir-place's task facts stay right for dhir-lower-to-mpi when only
         # dhir-track-tasks runs between the two: its calls take no memref, so they change
         # no task's effects or regions. (Before dhir-place, they would hide a loop nest's
@@ -124,8 +124,7 @@ def compile_native(
     exe = build_executable(
         texts,
         signature,
-        ranks,
-        mpi,
+        options,
         timing=timing,
         openmp=openmp,
         gpu=gpu,
@@ -202,64 +201,36 @@ def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation])
     return any(communicates(op, functions) for op in ops)
 
 
-def default_threads(ranks: int) -> int:
-    """The node's cores shared among its ranks (all ranks run on this node so far)."""
-    return max(1, (os.cpu_count() or 1) // ranks)
-
-
 def run_native(
     module: ModuleOp,
     entry: str,
     inputs: list[object],
-    ranks: int = 1,
-    mpi: str = "mpich",
+    options: RunOptions | None = None,
     output_dir: Path | None = None,
-    timeout: float = 300.0,
     timing: Timing | None = None,
-    threads: int | None = None,
-    placement: str = DEFAULT_ALGORITHM,
-    costs: Path | None = None,
-    profile: Path | None = None,
-    hostfile: Path | None = None,
-    gpu_fallback: str | None = None,
 ) -> list[np.ndarray]:
-    """Build (or reuse) and run; `threads` per rank for parallel loops (default: the
-    cores divided among the ranks). `placement` and `costs` as for compile_native;
-    `profile`: write the measured time of every task there (see dhir-instrument);
-    `gpu_fallback` as for compile_native."""
+    """Build (or reuse) and run, as `options` say (see compile_native and
+    run_executable), with `options.threads_per_rank()` threads per rank for parallel
+    loops; `options.profile`: write the measured time of every task there (see
+    dhir-instrument)."""
+    options = options if options is not None else RunOptions()
     reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)
-    recorder = ProfileRecorder(module, ranks, profile) if profile is not None else None
-    exe, signature = compile_native(
-        module, entry, ranks, mpi, timing, placement, costs, recorder, gpu_fallback
-    )
-    if threads is not None and threads < 1:
-        raise DhirError([Diagnostic(f"the thread count must be at least 1, got {threads}")])
+    profile = options.profile
+    recorder = ProfileRecorder(module, options.ranks, profile) if profile is not None else None
+    exe, signature = compile_native(module, entry, options, timing, recorder)
+    threaded = replace(options, threads=options.threads_per_rank())
     with timing.stage("run"), recording(recorder):
         return run_executable(
             exe,
             signature,
-            ranks,
             arrays,
-            mpi=mpi,
+            threaded,
             output_dir=output_dir,
-            timeout=timeout,
-            threads=threads if threads is not None else default_threads(ranks),
-            hostfile=hostfile,
             traffic=timing.notes if reporting else None,
         )
-
-
-GPU_FALLBACKS = ("none", "cpu")
-
-
-def _check_fallback(gpu_fallback: str | None) -> bool:
-    """Whether GPU tasks fall back to the CPU ("none", like None, means they do not)."""
-    if gpu_fallback is not None and gpu_fallback not in GPU_FALLBACKS:
-        raise DhirError([Diagnostic(f"unknown GPU fallback '{gpu_fallback}'; choose none or cpu")])
-    return gpu_fallback == "cpu"
 
 
 def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:

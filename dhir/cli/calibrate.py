@@ -15,7 +15,7 @@ from typing import Any
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.files import default_system_path, description_format, read_system, write_system
 from dhir.toolchain.calibrate import calibrate, calibrate_links
-from dhir.toolchain.tools import MPI_CHOICES
+from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
 
 
 def add_parser(commands: Any) -> None:
@@ -38,8 +38,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--mpi",
         choices=MPI_CHOICES,
-        default="mpich",
-        help="the MPI to measure (default: mpich)",
+        default=DEFAULT_MPI,
+        help=f"the MPI to measure (default: {DEFAULT_MPI})",
     )
     parser.add_argument(
         "--system",

@@ -13,13 +13,14 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.backends.native import compile_native, default_threads
+from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -30,6 +31,18 @@ from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
 from dhir.toolchain.build import Timing, cache_root
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import (
+    DEFAULT_GPU_FALLBACK,
+    DEFAULT_MPI,
+    DEFAULT_RANKS,
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    GPU_FALLBACKS,
+    RunOptions,
+    rank_count,
+    thread_count,
+    timeout_seconds,
+)
 from dhir.toolchain.signature import (
     ArgSpec,
     EntrySignature,
@@ -81,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--threads",
-        type=int,
+        type=_checked(thread_count, int, "a whole number"),
         metavar="T",
         help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
     )
@@ -94,10 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout",
-        type=float,
-        default=300.0,
+        type=_checked(timeout_seconds, float, "a number"),
+        default=DEFAULT_TIMEOUT_S,
         metavar="S",
-        help="give up (and kill every rank) after S seconds (default 300)",
+        help=f"give up (and kill every rank) after S seconds (default {DEFAULT_TIMEOUT_S:g})",
     )
 
     compile_ = commands.add_parser(
@@ -118,15 +131,15 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=_rank_count,
-        default=None,
-        help="MPI ranks (default 1; an executable's own count)",
+        type=_checked(rank_count, int, "a whole number"),
+        default=None,  # None: not given (an executable's own count, or DEFAULT_RANKS)
+        help=f"MPI ranks (default {DEFAULT_RANKS}; an executable's own count)",
     )
     parser.add_argument(
         "--mpi",
         choices=MPI_CHOICES,
-        default="mpich",
-        help="the MPI to build and run with (default: mpich)",
+        default=DEFAULT_MPI,
+        help=f"the MPI to build and run with (default: {DEFAULT_MPI})",
     )
     parser.add_argument(
         "--timing",
@@ -136,8 +149,8 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpu-fallback",
-        choices=("none", "cpu"),
-        default="none",
+        choices=GPU_FALLBACKS,
+        default=DEFAULT_GPU_FALLBACK,
         help="cpu: run GPU tasks written as loops on the CPU (no GPU needed); none: run them "
         "on the ranks' GPUs (default)",
     )
@@ -169,33 +182,48 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _rank_count(text: str) -> int:
-    try:
-        ranks = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if ranks < 1:
-        raise argparse.ArgumentTypeError(f"the rank count must be at least 1, got {ranks}")
-    return ranks
+def _checked(
+    rule: Callable[[object], object], kind: Callable[[str], object], noun: str
+) -> Callable[[str], object]:
+    """An argparse type: the text read as `kind`, then held to RunOptions' `rule`, so that
+    a bad value is a malformed command line (exit status 2) with the rule's message."""
+
+    def check(text: str) -> object:
+        try:
+            return rule(kind(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+        except DhirError as error:
+            message = "; ".join(d.message for d in error.diagnostics)
+            raise argparse.ArgumentTypeError(message) from None
+
+    return check
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    """The options `args` give (`dhir compile` has no --timeout, --threads, --profile)."""
+    return RunOptions(
+        ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
+        mpi=args.mpi,
+        timeout=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        threads=getattr(args, "threads", None),
+        placement=args.placement or DEFAULT_ALGORITHM,
+        costs=args.costs,
+        profile=getattr(args, "profile", None),
+        gpu_fallback=args.gpu_fallback,
+        codedrop=not args.no_codedrop,
+        target=args.target or DEFAULT_TARGET,
+    )
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
+    options = _options(args)
     module = _load_timed(Path(args.file), timing)
-    ranks = args.ranks if args.ranks is not None else 1
-    drop_code(module, args.entry, not args.no_codedrop, args.target or "any")
-    exe, signature = compile_native(
-        module,
-        args.entry,
-        ranks,
-        args.mpi,
-        timing,
-        placement=args.placement or DEFAULT_ALGORITHM,
-        costs=args.costs,
-        gpu_fallback=args.gpu_fallback,
-    )
+    drop_code(module, args.entry, options)
+    exe, signature = compile_native(module, args.entry, options, timing)
     _install(exe, args.output)
-    _sidecar(args.output).write_text(json.dumps(_describe(signature, ranks, args.mpi)))
+    _sidecar(args.output).write_text(json.dumps(_describe(signature, options)))
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -225,6 +253,7 @@ def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
 def _run_program(
     path: Path, args: argparse.Namespace, timing: Timing | None
 ) -> tuple[list[np.ndarray], EntrySignature]:
+    options = _options(args)
     module = _load_timed(path, timing)
     signature = entry_signature(module, args.entry)
     inputs = _read_inputs(args.input, signature)
@@ -235,24 +264,10 @@ def _run_program(
     plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
+        threads = options.threads if options.threads is not None else plan.threads
+        options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
     results = run_module(
-        module,
-        args.entry,
-        inputs,
-        args.backend,
-        ranks=plan.ranks if plan is not None else args.ranks if args.ranks is not None else 1,
-        mpi=args.mpi,
-        output_dir=args.output_dir,
-        timeout=args.timeout,
-        timing=timing,
-        threads=args.threads if plan is None or args.threads is not None else plan.threads,
-        profile=args.profile,
-        hostfile=plan.hostfile if plan is not None else None,
-        placement=args.placement or DEFAULT_ALGORITHM,
-        costs=args.costs,
-        gpu_fallback=args.gpu_fallback,
-        codedrop=not args.no_codedrop,
-        target=args.target or "any",
+        module, args.entry, inputs, args.backend, options, output_dir=args.output_dir, timing=timing
     )
     return results, signature
 
@@ -290,18 +305,12 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
         )
     inputs = check_inputs(signature, _read_inputs(args.input, signature))
     plan = _launch_plan(args, ranks, built.mpi)
-    threads = plan.threads if plan is not None else default_threads(ranks)
-    results = run_executable(
-        path,
-        signature,
-        ranks,
-        inputs,
-        mpi=built.mpi,
-        output_dir=args.output_dir,
-        timeout=args.timeout,
-        threads=args.threads if args.threads is not None else threads,
-        hostfile=plan.hostfile if plan is not None else None,
-    )
+    hostfile = plan.hostfile if plan is not None else None
+    options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
+    if options.threads is None:
+        threads = plan.threads if plan is not None else options.threads_per_rank()
+        options = replace(options, threads=threads)
+    results = run_executable(path, signature, inputs, options, output_dir=args.output_dir)
     return results, signature
 
 
@@ -376,9 +385,9 @@ def _sidecar(exe: Path) -> Path:
     return exe.with_name(exe.name + ".dhir.json")
 
 
-def _describe(signature: EntrySignature, ranks: int, mpi: str) -> dict[str, object]:
+def _describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
     args = [{"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape} for s in signature.args]
-    return {"entry": signature.name, "ranks": ranks, "mpi": mpi, "args": args}
+    return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
 
 
 @dataclass(frozen=True)
@@ -403,8 +412,10 @@ def _read_sidecar(exe: Path) -> _Built:
             for k, a in enumerate(meta["args"])
         )
         ranks, mpi = meta["ranks"], meta["mpi"]
-        if not isinstance(ranks, int) or ranks < 1 or mpi not in MPI_CHOICES:
-            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}")
+        try:
+            RunOptions(ranks=ranks, mpi=mpi)
+        except DhirError:
+            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
         return _Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)
     except OSError:
         raise DhirError(

@@ -49,6 +49,7 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
+from dhir.toolchain.options import RunOptions
 from dhir.transforms.place import entry_storage, memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -253,7 +254,8 @@ def program_graphs(
     as the native backend runs it (dhir.placement.as_built)."""
 
     module = parse_file(path)
-    drop_code(module, "main", codedrop)  # a plain @main: schedules as `dhir run` makes them
+    # A plain @main: schedules as `dhir run` makes them.
+    drop_code(module, "main", RunOptions(codedrop=codedrop))
     system = None
     if system_file is not None or ranks is None:
         system = _system(system_file)

@@ -41,6 +41,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
 
@@ -179,8 +180,7 @@ def writing_cache(root: Path) -> Iterator[None]:
 def build_executable(
     lowered_mlir: str | Iterable[str],
     signature: EntrySignature,
-    ranks: int,
-    mpi: str = "mpich",
+    options: RunOptions | None = None,
     timing: Timing | None = None,
     extra_mlir_opt_passes: Sequence[str] = (),
     openmp: bool = False,
@@ -188,7 +188,8 @@ def build_executable(
     tasks: Sequence[str] = (),
     bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
 ) -> Path:
-    """An executable running `signature`'s entry of `lowered_mlir` on `ranks` MPI ranks.
+    """An executable running `signature`'s entry of `lowered_mlir` on `options.ranks`
+    ranks of `options.mpi`.
 
     `lowered_mlir` may be several modules (dhir/toolchain/split.py), each built on a core
     of its own and linked together; given as an iterator (of modules being printed), each
@@ -202,11 +203,10 @@ def build_executable(
     `tasks` names the tasks dhir-track-tasks numbered, `bands` the rows of each memref
     argument each rank holds (see generate_harness).
     """
-    if ranks < 1:
-        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    options = options if options is not None else RunOptions()
     timing = timing if timing is not None else Timing()
     tools = find_llvm_tools()
-    mpi_install = find_mpi(mpi)
+    mpi_install = find_mpi(options.mpi)
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
@@ -215,7 +215,7 @@ def build_executable(
     with writing_cache(recipe.root):
         recipe.root.mkdir(parents=True, exist_ok=True)
         with timing.stage("harness, cache lookup"):
-            harness = generate_harness(signature, ranks, tasks, bands)
+            harness = generate_harness(signature, options.ranks, tasks, bands)
         if isinstance(lowered_mlir, str):
             return _build_whole(recipe, lowered_mlir, harness, timing)
         if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:

@@ -40,7 +40,8 @@ from dhir.toolchain.calibrate_steps import (
     significant,
 )
 from dhir.toolchain.launch import run_mpi_program
-from dhir.toolchain.tools import find_llvm_tools, find_mpi
+from dhir.toolchain.options import RunOptions
+from dhir.toolchain.tools import DEFAULT_MPI, find_llvm_tools, find_mpi
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
 SMALL_MESSAGE = 8  # bytes: the latency
@@ -81,7 +82,7 @@ class Measurements:
 
 
 def calibrate(
-    mpi: str = "mpich",
+    mpi: str = DEFAULT_MPI,
     quick: bool = False,
     base: System | None = None,
     say: Callable[[str], None] = lambda _: None,
@@ -101,7 +102,7 @@ def calibrate(
 
 
 def calibrate_links(
-    system: System, mpi: str = "mpich", quick: bool = False, say: Callable[[str], None] = print
+    system: System, mpi: str = DEFAULT_MPI, quick: bool = False, say: Callable[[str], None] = print
 ) -> System:
     """`system` (two nodes or more) with `network` and `intra_node` measured by ping-pongs
     launched with a hostfile, as `dhir run` lays ranks out: one rank on each of its first
@@ -291,7 +292,8 @@ def measure_pingpong(
     large_reps = max(2, effort.pingpong_bytes // large)
     sizes = [f"{small}:{effort.pingpong_reps}", f"{large}:{large_reps}"]
     command = ["pingpong", str(effort.pingpong_trials), *sizes]
-    output = run_mpi_program(exe, command, 2, mpi, STEP_TIMEOUT_S, hostfile)
+    options = RunOptions(ranks=2, mpi=mpi, timeout=STEP_TIMEOUT_S, hostfile=hostfile)
+    output = run_mpi_program(exe, command, options)
     times = {int(amount): seconds for amount, seconds in results(output, "pingpong")}
     if small not in times or large not in times:
         raise DhirError([Diagnostic(f"the ping-pong printed no time for some sizes:\n{output}")])

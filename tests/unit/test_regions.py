@@ -14,6 +14,7 @@ from dhir.analysis.regions import task_regions
 from dhir.analysis.validity import Box, Validity, blocks_of
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.text import parse_string
+from dhir.toolchain.options import RunOptions
 from dhir.transforms.lower_to_mpi import loop_entry_state
 
 needs_mlir = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -329,7 +330,7 @@ def test_timing_reports_the_bytes_each_rank_sent() -> None:
     timing = Timing()
     a = np.arange(48, dtype=np.int64).reshape(6, 8)
     b = np.zeros((6, 8), dtype=np.int64)
-    run_module(parse_string(COLUMNS), "main", [a, b], "native", ranks=3, timing=timing)
+    run_module(parse_string(COLUMNS), "main", [a, b], "native", RunOptions(ranks=3), timing=timing)
     ranks = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
     sent = {int(words[2]): int(words[4]) for words in ranks}
     took = {int(words[2]): int(words[-4]) for words in ranks}

@@ -17,6 +17,7 @@ from dhir.backends import native
 from dhir.runner import run
 from dhir.toolchain import build, split
 from dhir.toolchain.build import Timing
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.split import split_module
 from dhir.transforms import lower_to_mpi
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
@@ -176,7 +177,10 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     def compiled(text: str) -> tuple[Path, Timing]:
         timing = Timing()
         exe, _ = native.compile_native(
-            parse_string(text), "main", 2, "mpich", timing, placement="round-robin"
+            parse_string(text),
+            "main",
+            RunOptions(ranks=2, mpi="mpich", placement="round-robin"),
+            timing=timing,
         )
         return exe, timing
 

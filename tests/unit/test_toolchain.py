@@ -15,6 +15,7 @@ from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args, generate_harness
 from dhir.toolchain.launch import _launch, compile_and_run, run_executable
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.toolchain.tools import find_mpi
 
@@ -130,8 +131,8 @@ def test_proposal_sample_on_two_ranks(mpi: str) -> None:
     need(mpi)
     sig = signature("memref<20xi32>", "memref<20xi32>", "memref<20xi32>")
     a, b = np.arange(20, dtype=np.int32), 100 * np.arange(20, dtype=np.int32)
-    exe = build_executable(sample("lowered_proposal.mlir", mpi), sig, 2, mpi)
-    out = run_executable(exe, sig, 2, [a, b, np.zeros(20, np.int32)], mpi=mpi)
+    exe = build_executable(sample("lowered_proposal.mlir", mpi), sig, RunOptions(ranks=2, mpi=mpi))
+    out = run_executable(exe, sig, [a, b, np.zeros(20, np.int32)], RunOptions(ranks=2, mpi=mpi))
     # rank 0: c = a + b, sent to rank 1, which copies it into a; a broadcast from 1, c from 0
     np.testing.assert_array_equal(out[0], a + b)
     np.testing.assert_array_equal(out[1], b)
@@ -150,9 +151,8 @@ def test_blocked_saxpy(mpi: str, ranks: int, tmp_path: Path) -> None:
     out = compile_and_run(
         sample("lowered_saxpy_blocks.mlir", mpi),
         sig,
-        ranks,
         [x, y, 2.5],
-        mpi=mpi,
+        RunOptions(ranks=ranks, mpi=mpi),
         output_dir=tmp_path,
     )
     np.testing.assert_array_equal(out[1], 2.5 * x + y)
@@ -169,7 +169,10 @@ def test_empty_arrays(mpi: str) -> None:
     need(mpi)
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
     out = compile_and_run(
-        sample("lowered_saxpy_blocks.mlir", mpi), sig, 2, [np.zeros(0), np.zeros(0), 1.0], mpi=mpi
+        sample("lowered_saxpy_blocks.mlir", mpi),
+        sig,
+        [np.zeros(0), np.zeros(0), 1.0],
+        RunOptions(ranks=2, mpi=mpi),
     )
     assert out[0].shape == (0,) and out[1].shape == (0,)
 
@@ -195,9 +198,8 @@ def test_kernels(mpi: str, ranks: int) -> None:
     out = compile_and_run(
         sample("lowered_kernels.mlir", mpi),
         sig,
-        ranks,
         [a, b, np.zeros((4, 5), np.float32), v, np.zeros(6), np.zeros((4, 2), np.float32)],
-        mpi=mpi,
+        RunOptions(ranks=ranks, mpi=mpi),
     )
     c = a @ b + 1  # the last rank adds 1 and broadcasts
     np.testing.assert_array_equal(out[2], c)
@@ -253,8 +255,8 @@ def test_every_argument_type(mpi: str) -> None:
             inputs.append(np.full((2, 4, 3) if spec.shape else (), 2, dtype=spec.dtype))
         else:
             inputs.append(scalars[spec.index])
-    exe = build_executable(sample("lowered_types.mlir"), sig, 2, mpi)
-    out = run_executable(exe, sig, 2, inputs, mpi=mpi)
+    exe = build_executable(sample("lowered_types.mlir"), sig, RunOptions(ranks=2, mpi=mpi))
+    out = run_executable(exe, sig, inputs, RunOptions(ranks=2, mpi=mpi))
     for spec in sig.args:
         if spec.is_memref and spec.shape == (3,):
             want = np.array([1, 0, 1], dtype=spec.dtype)
@@ -275,10 +277,14 @@ def test_every_argument_type(mpi: str) -> None:
 def test_openmp_threads(mpi: str) -> None:
     need(mpi)
     sig = signature("memref<64xi32>")
-    exe = build_executable(sample("lowered_threads.mlir"), sig, 2, mpi, openmp=True)
+    exe = build_executable(
+        sample("lowered_threads.mlir"), sig, RunOptions(ranks=2, mpi=mpi), openmp=True
+    )
     assert "__kmpc_fork_call" in (exe.parent / "program.ll").read_text()
     for threads in (1, 2, 3):
-        out = run_executable(exe, sig, 2, [np.zeros(64, np.int32)], mpi=mpi, threads=threads)
+        out = run_executable(
+            exe, sig, [np.zeros(64, np.int32)], RunOptions(ranks=2, mpi=mpi, threads=threads)
+        )
         assert out[0][0] == threads
         np.testing.assert_array_equal(out[0][1:], np.arange(1, 64))
 
@@ -293,20 +299,20 @@ def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyP
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
     text = sample("lowered_saxpy_blocks.mlir")
     cold = Timing()
-    exe = build_executable(text, sig, 2, timing=cold)
+    exe = build_executable(text, sig, RunOptions(ranks=2), timing=cold)
     assert {"mlir-opt", "mlir-translate", "clang (program)", "clang (runtime)", "link"} <= {
         name for name, _ in cold.stages
     }
 
     monkeypatch.setattr(build_module.subprocess, "run", no_tools)
     warm = Timing()
-    assert build_executable(text, sig, 2, timing=warm) == exe
+    assert build_executable(text, sig, RunOptions(ranks=2), timing=warm) == exe
     assert [name for name, _ in warm.stages] == ["harness, cache lookup"]
     # Anything that shapes the executable is part of the key.
     monkeypatch.undo()
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
-    assert build_executable(text, sig, 3) != exe
-    assert build_executable(text + "\n", sig, 2) != exe
+    assert build_executable(text, sig, RunOptions(ranks=3)) != exe
+    assert build_executable(text + "\n", sig, RunOptions(ranks=2)) != exe
 
 
 # --- errors -------------------------------------------------------------------------------
@@ -318,11 +324,18 @@ def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_wrong_rank_count_at_launch(mpi: str) -> None:
     need(mpi)
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
-    exe = build_executable(sample("lowered_saxpy_blocks.mlir", mpi), sig, 2, mpi)
+    exe = build_executable(
+        sample("lowered_saxpy_blocks.mlir", mpi), sig, RunOptions(ranks=2, mpi=mpi)
+    )
     for ranks in (1, 3):
         start = time.monotonic()
         with pytest.raises(DhirError, match=f"built for 2 MPI ranks but was started on {ranks}"):
-            run_executable(exe, sig, ranks, [np.zeros(4), np.zeros(4), 1.0], mpi=mpi, timeout=60)
+            run_executable(
+                exe,
+                sig,
+                [np.zeros(4), np.zeros(4), 1.0],
+                RunOptions(ranks=ranks, mpi=mpi, timeout=60),
+            )
         assert time.monotonic() - start < 20
 
 
@@ -344,14 +357,22 @@ FAILURES = signature("memref<4xi32>", "i32", "i32")
 @pytest.mark.mpi
 def test_failing_program(mpi: str, mode: int, message: str) -> None:
     need(mpi)
-    exe = build_executable(sample("lowered_failures.mlir", mpi), FAILURES, 2, mpi)
+    exe = build_executable(
+        sample("lowered_failures.mlir", mpi), FAILURES, RunOptions(ranks=2, mpi=mpi)
+    )
     assert (
-        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 0, 0], mpi=mpi)[0].size == 4
+        run_executable(
+            exe, FAILURES, [np.arange(4, dtype=np.int32), 0, 0], RunOptions(ranks=2, mpi=mpi)
+        )[0].size
+        == 4
     )
     start = time.monotonic()
     with pytest.raises(DhirError, match=message) as error:
         run_executable(
-            exe, FAILURES, 2, [np.arange(4, dtype=np.int32), mode, 0], mpi=mpi, timeout=60
+            exe,
+            FAILURES,
+            [np.arange(4, dtype=np.int32), mode, 0],
+            RunOptions(ranks=2, mpi=mpi, timeout=60),
         )
     assert time.monotonic() - start < 20, "a failing rank must end the run quickly"
     assert "the program failed on 2 ranks" in str(error.value)
@@ -364,10 +385,17 @@ def test_failing_program(mpi: str, mode: int, message: str) -> None:
 @pytest.mark.slow
 def test_timeout_kills_every_process(mpi: str) -> None:
     need(mpi)
-    exe = build_executable(sample("lowered_failures.mlir", mpi), FAILURES, 2, mpi)
+    exe = build_executable(
+        sample("lowered_failures.mlir", mpi), FAILURES, RunOptions(ranks=2, mpi=mpi)
+    )
     start = time.monotonic()
     with pytest.raises(DhirError, match=r"timed out after 3 s"):
-        run_executable(exe, FAILURES, 2, [np.arange(4, dtype=np.int32), 3, 0], mpi=mpi, timeout=3)
+        run_executable(
+            exe,
+            FAILURES,
+            [np.arange(4, dtype=np.int32), 3, 0],
+            RunOptions(ranks=2, mpi=mpi, timeout=3),
+        )
     assert time.monotonic() - start < 3 + 6
     assert not live_processes(exe)
 
@@ -378,7 +406,9 @@ def test_timeout_kills_every_process(mpi: str) -> None:
 def test_harness_input_errors(mpi: str, tmp_path: Path) -> None:
     install = find_mpi(need(mpi))
     sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
-    exe = build_executable(sample("lowered_saxpy_blocks.mlir", mpi), sig, 1, mpi)
+    exe = build_executable(
+        sample("lowered_saxpy_blocks.mlir", mpi), sig, RunOptions(ranks=1, mpi=mpi)
+    )
     short = tmp_path / "short.raw"
     np.zeros(3).tofile(short)
 
@@ -407,7 +437,7 @@ def test_build_stage_error_quotes_the_tool() -> None:
     with pytest.raises(
         DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2"
     ) as error:
-        build_executable(bad, signature(), 1)
+        build_executable(bad, signature(), RunOptions(ranks=1))
     kept = re.search(r"in (\S*failed-\w+)", str(error.value))
     assert kept is not None and (Path(kept.group(1)) / "program.mlir").read_text() == bad
 
@@ -420,9 +450,9 @@ def test_a_failing_module_of_several_stops_the_build_with_its_stage() -> None:
     good = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
     bad = "func.func private @helper() {\n  %x = arith.addi\n  return\n}\n"
     with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed.*program\.mlir:2"):
-        build_executable((text for text in (good, bad)), signature(), 1)
+        build_executable((text for text in (good, bad)), signature(), RunOptions(ranks=1))
     with pytest.raises(DhirError, match=r"(?s)build stage 'mlir-opt' failed") as error:
-        build_executable([bad, good], signature(), 1)
+        build_executable([bad, good], signature(), RunOptions(ranks=1))
     kept = re.search(r"in (\S*failed-\w+)", str(error.value))
     assert kept is not None and (Path(kept.group(1)) / "program.mlir").read_text() == bad
 
@@ -444,17 +474,19 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(
         DhirError, match=r"for MPI:Implementation \"MPICH\" but is being built with openmpi"
     ):
-        build_executable(module(""), sig, 2, "openmpi")
+        build_executable(module(""), sig, RunOptions(ranks=2, mpi="openmpi"))
     with pytest.raises(DhirError, match="declares no MPI"):
-        build_executable(module("").replace('"MPI:Implementation"', '"other"'), sig, 2)
+        build_executable(
+            module("").replace('"MPI:Implementation"', '"other"'), sig, RunOptions(ranks=2)
+        )
     with pytest.raises(DhirError, match=r"cannot lower mpi\.barrier.*dhir_rt_barrier"):
-        build_executable(module("    mpi.barrier(%comm)\n"), sig, 2)
+        build_executable(module("    mpi.barrier(%comm)\n"), sig, RunOptions(ranks=2))
     send = (
         "    %t = arith.constant 0 : i32\n"
         "    mpi.send(%a, %t, %t, %comm) : memref<4x5xf32>, i32, i32\n"
     )
     with pytest.raises(DhirError, match=r"mpi\.send on memref<4x5xf32>.*contiguous 1-D"):
-        build_executable(module(send), sig, 2)
+        build_executable(module(send), sig, RunOptions(ranks=2))
     for type_, why in [
         ("memref<4xf16>", "no MPI datatype for f16"),
         ("memref<4xi1>", "no MPI datatype for i1"),
@@ -465,12 +497,14 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
         with pytest.raises(
             DhirError, match=rf"mpi\.send on {re.escape(type_)}: .*{why}.*dhir_rt_send"
         ):
-            build_executable(module(send.replace("memref<4x5xf32>", type_)), sig, 2)
+            build_executable(
+                module(send.replace("memref<4x5xf32>", type_)), sig, RunOptions(ranks=2)
+            )
     with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
-        build_executable(module("    mpi.init\n"), sig, 2)
+        build_executable(module("    mpi.init\n"), sig, RunOptions(ranks=2))
     split = "    %k = arith.constant 0 : i32\n    %n = mpi.comm_split(%comm, %k, %k) : !mpi.comm\n"
     with pytest.raises(DhirError, match="comm_split crashes with OpenMPI"):
-        build_executable(module(split, "OpenMPI"), sig, 2, "openmpi")
+        build_executable(module(split, "OpenMPI"), sig, RunOptions(ranks=2, mpi="openmpi"))
 
 
 @pytest.mark.mlir
@@ -479,7 +513,7 @@ def test_missing_tool_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(
         DhirError, match=r"mlir-opt-22 not found on PATH.*setup\.sh.*apt-get install"
     ):
-        build_executable("module {}", signature(), 1)
+        build_executable("module {}", signature(), RunOptions(ranks=1))
 
 
 def test_missing_mpi_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -521,7 +555,7 @@ def test_leftover_mpi_ops_after_mlir_opt(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(
         DhirError, match=r"mlir-opt-22 left mpi ops unlowered .*: mpi\.barrier, !mpi types"
     ):
-        build_executable(text, signature(), 1)
+        build_executable(text, signature(), RunOptions(ranks=1))
 
 
 CHUNKED_BCAST = r"""

@@ -28,6 +28,7 @@ from dhir.backends.interp.math_dialect import MathImpls
 from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.interp.vector import VectorImpls
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.toolchain.options import timeout_seconds
 from dhir.toolchain.signature import check_inputs, entry_signature
 
 
@@ -61,8 +62,8 @@ def run_interp(
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
     per argument: the final contents of each memref, a 0-d array of each scalar. A run
     longer than `timeout` seconds is stopped with a DhirError."""
-    if timeout is not None and not timeout > 0:
-        raise DhirError([Diagnostic(f"the timeout must be more than 0 seconds, got {timeout:g}")])
+    if timeout is not None:
+        timeout = timeout_seconds(timeout)  # RunOptions' rule, for callers without them
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs)  # fresh copies: the run writes into them
     # Found as entry_signature finds it (it has checked that it exists and has a body).

@@ -1,0 +1,111 @@
+"""How to build and run a program: one value that `dhir.run`, `dhir run` and `dhir compile`
+make and that the native backend, the build and the launcher read. Each option has its
+one default here, and a bad value is refused when the value is made, before any work."""
+
+import math
+import numbers
+import operator
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
+
+DEFAULT_RANKS = 1
+DEFAULT_TIMEOUT_S = 300.0
+GPU_FALLBACKS = ("none", "cpu")
+DEFAULT_GPU_FALLBACK = "none"
+DEFAULT_TARGET = "any"  # CodeDrop's tasks may run on any device
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """`ranks` MPI ranks of the MPI `mpi`, killed after `timeout` seconds; `threads`
+    OpenMP threads per rank (None: the launcher sets none, see `threads_per_rank`);
+    ranks laid out by `hostfile` (None: all on this node). The native backend places
+    tasks by `placement`, with the measured task times of the profile `costs`, writes
+    the time of every task to `profile`, runs GPU tasks written as loops on the CPU with
+    `gpu_fallback="cpu"`, and puts an entry without a schedule through CodeDrop
+    (`codedrop`), its tasks bound to `target`."""
+
+    ranks: int = DEFAULT_RANKS
+    mpi: str = DEFAULT_MPI
+    timeout: float = DEFAULT_TIMEOUT_S
+    threads: int | None = None
+    hostfile: Path | None = None
+    placement: str = DEFAULT_ALGORITHM
+    costs: Path | None = None
+    profile: Path | None = None
+    gpu_fallback: str = DEFAULT_GPU_FALLBACK
+    codedrop: bool = True
+    target: str = DEFAULT_TARGET
+
+    def __post_init__(self) -> None:
+        # Whole numbers of other kinds (NumPy's) are taken as the ints they are.
+        object.__setattr__(self, "ranks", rank_count(self.ranks))
+        object.__setattr__(self, "timeout", timeout_seconds(self.timeout))
+        if self.threads is not None:
+            object.__setattr__(self, "threads", thread_count(self.threads))
+        _choose("MPI", self.mpi, MPI_CHOICES)
+        _choose("placement", self.placement, tuple(ALGORITHMS))
+        _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
+
+    @property
+    def cpu_fallback(self) -> bool:
+        """Whether GPU tasks written as loops run on the CPU."""
+        return self.gpu_fallback == "cpu"
+
+    def threads_per_rank(self) -> int:
+        """`threads`, or the node's cores shared among its ranks (all ranks run on this
+        node when no hostfile says otherwise)."""
+        return self.threads if self.threads is not None else default_threads(self.ranks)
+
+
+def default_threads(ranks: int) -> int:
+    """The node's cores shared among `ranks` ranks."""
+    return max(1, (os.cpu_count() or 1) // ranks)
+
+
+def rank_count(value: object) -> int:
+    """`value` as a rank count: a whole number, at least 1."""
+    ranks = _whole(value, "rank count")
+    if ranks < 1:
+        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
+    return ranks
+
+
+def thread_count(value: object) -> int:
+    """`value` as a count of threads per rank: a whole number, at least 1."""
+    threads = _whole(value, "thread count")
+    if threads < 1:
+        raise DhirError([Diagnostic(f"the thread count must be at least 1, got {threads}")])
+    return threads
+
+
+def timeout_seconds(value: object) -> float:
+    """`value` as a timeout: a number of seconds more than 0 (NaN is not one; infinity
+    waits for ever)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise DhirError([Diagnostic(f"the timeout must be a number of seconds, got {value!r}")])
+    seconds = float(value)
+    if math.isnan(seconds) or seconds <= 0:
+        raise DhirError([Diagnostic(f"the timeout must be more than 0 seconds, got {seconds:g}")])
+    return seconds
+
+
+def _whole(value: object, what: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)  # pyright: ignore[reportArgumentType]
+    except TypeError:
+        raise DhirError([Diagnostic(f"the {what} must be a whole number, got {value!r}")]) from None
+
+
+def _choose(what: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise DhirError(
+            [Diagnostic(f"unknown {what} '{value}'; choose one of {', '.join(choices)}")]
+        )

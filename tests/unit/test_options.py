@@ -1,0 +1,158 @@
+"""The run/build options (dhir.toolchain.options.RunOptions): a bad value is refused with
+a clear DhirError when the options are made, before any work, from the Python API and the
+command line alike; the options reach the backends as given; the API's defaults are the
+CLI's."""
+
+import inspect
+import math
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import runner
+from dhir.cli import main as cli
+from dhir.ir.diagnostics import DhirError
+from dhir.toolchain.options import RunOptions
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+VECTOR_ADD = EXAMPLES / "vector_add.mlir"
+EMPTY_PROGRAM = "func.func @main() {\n  return\n}\n"
+
+# Each bad option, and what its message says.
+BAD = [
+    ({"ranks": 0}, r"the rank count must be at least 1, got 0"),
+    ({"ranks": -3}, r"the rank count must be at least 1, got -3"),
+    ({"ranks": 2.5}, r"the rank count must be a whole number, got 2\.5"),
+    ({"timeout": 0}, r"the timeout must be more than 0 seconds, got 0"),
+    ({"timeout": -1.5}, r"the timeout must be more than 0 seconds, got -1\.5"),
+    ({"timeout": math.nan}, r"the timeout must be more than 0 seconds, got nan"),
+    ({"timeout": "60"}, r"the timeout must be a number of seconds, got '60'"),
+    ({"threads": 0}, r"the thread count must be at least 1, got 0"),
+    ({"mpi": "lam"}, r"unknown MPI 'lam'; choose one of mpich, openmpi"),
+    ({"gpu_fallback": "gpu"}, r"unknown GPU fallback 'gpu'; choose one of none, cpu"),
+    ({"placement": "fastest"}, r"unknown placement 'fastest'; choose one of round-robin"),
+]
+
+
+@pytest.mark.parametrize(("keywords", "message"), BAD)
+def test_bad_options_are_refused_when_made(keywords: dict[str, object], message: str) -> None:
+    with pytest.raises(DhirError, match=message):
+        RunOptions(**keywords)  # pyright: ignore[reportArgumentType]
+
+
+def test_whole_numbers_of_other_kinds_are_taken() -> None:
+    options = RunOptions(ranks=np.int64(3), threads=np.int32(2), timeout=np.float32(1.5))  # pyright: ignore[reportArgumentType]
+    assert (options.ranks, options.threads, options.timeout) == (3, 2, 1.5)
+    assert type(options.ranks) is int and type(options.timeout) is float
+
+
+def _must_not_run(*_args: object, **_keywords: object) -> list[np.ndarray]:
+    raise AssertionError("a backend ran with bad options")
+
+
+@pytest.mark.parametrize("backend", ["interp", "native"])
+@pytest.mark.parametrize(("keywords", "message"), BAD)
+def test_the_api_refuses_bad_options_before_running(
+    keywords: dict[str, object], message: str, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On either backend, whether or not that backend uses the option."""
+    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    monkeypatch.setattr(runner, "run_native", _must_not_run)
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    with pytest.raises(DhirError, match=message):
+        dhir.run(VECTOR_ADD, *arrays, backend=backend, **keywords)  # pyright: ignore[reportArgumentType]
+
+
+def test_the_api_hands_its_keywords_to_the_backend_as_options(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[RunOptions] = []
+
+    def native(_module: object, _entry: str, _inputs: object, options: RunOptions, *_: object):  # noqa: ANN202
+        seen.append(options)
+        return []
+
+    monkeypatch.setattr(runner, "run_native", native)
+    costs = tmp_path / "costs.json"
+    dhir.run(EMPTY_PROGRAM, mpi="openmpi", timeout=7, threads=2, placement="heft",
+             costs=str(costs), gpu_fallback="cpu", codedrop=False, target="cpu")  # fmt: skip
+    want = RunOptions(ranks=2, mpi="openmpi", timeout=7.0, threads=2, placement="heft",
+                      costs=costs, gpu_fallback="cpu", codedrop=False, target="cpu")  # fmt: skip
+    assert seen == [want]
+
+
+def test_the_cli_hands_its_flags_to_the_backend_as_options(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[RunOptions] = []
+
+    def run_module(*_args: object, **keywords: object) -> list[np.ndarray]:
+        seen.append(_args[4])  # pyright: ignore[reportArgumentType]
+        return []
+
+    monkeypatch.setattr(cli, "run_module", run_module)
+    program = tmp_path / "p.mlir"
+    program.write_text(EMPTY_PROGRAM)
+    status = cli.main(["run", str(program), "-n", "3", "--mpi", "openmpi", "--timeout", "7",
+                       "--threads", "2", "--placement", "heft", "--gpu-fallback", "cpu",
+                       "--no-codedrop", "--target", "cpu"])  # fmt: skip
+    assert status == 0
+    assert seen == [RunOptions(ranks=3, mpi="openmpi", timeout=7.0, threads=2, placement="heft",
+                               gpu_fallback="cpu", codedrop=False, target="cpu")]  # fmt: skip
+
+
+# A bad flag is a malformed command line (exit status 2), refused before the program is read.
+BAD_FLAGS = [
+    (["-n", "0"], "the rank count must be at least 1, got 0"),
+    (["-n", "two"], "'two' is not a whole number"),
+    (["--timeout", "0"], "the timeout must be more than 0 seconds, got 0"),
+    (["--timeout", "-5"], "the timeout must be more than 0 seconds, got -5"),
+    (["--timeout", "nan"], "the timeout must be more than 0 seconds, got nan"),
+    (["--timeout", "soon"], "'soon' is not a number"),
+    (["--threads", "0"], "the thread count must be at least 1, got 0"),
+    (["--mpi", "lam"], "invalid choice: 'lam'"),
+    (["--gpu-fallback", "gpu"], "invalid choice: 'gpu'"),
+    (["--placement", "fastest"], "invalid choice: 'fastest'"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), BAD_FLAGS)
+def test_the_cli_refuses_bad_flags(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["run", str(VECTOR_ADD), "--backend", "interp", *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_the_cli_exits_2_with_the_message() -> None:
+    """As a user runs it: the status and the message, no traceback."""
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(VECTOR_ADD), "--timeout", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 2
+    assert "the timeout must be more than 0 seconds, got 0" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_api_defaults_are_the_cli_defaults() -> None:
+    """dhir.run, dhir run, dhir compile and RunOptions agree on every default but
+    dhir.run's rank count: 2, as documented (docs/commands.md), where the others take 1."""
+    parser = cli.build_parser()
+    run = cli._options(parser.parse_args(["run", "p.mlir"]))  # pyright: ignore[reportPrivateUsage]
+    compile_ = cli._options(parser.parse_args(["compile", "p.mlir", "-o", "exe"]))  # pyright: ignore[reportPrivateUsage]
+    assert run == compile_ == RunOptions()
+    api = inspect.signature(dhir.run).parameters
+    shared = [field.name for field in fields(RunOptions) if field.name in api]
+    assert len(shared) == len(fields(RunOptions)) - 1  # all but the hostfile (--system)
+    for name in shared:
+        want = 2 if name == "ranks" else getattr(run, name)
+        assert api[name].default == want, name
+    args = parser.parse_args(["run", "p.mlir"])
+    assert (api["entry"].default, api["backend"].default) == (args.entry, args.backend)
