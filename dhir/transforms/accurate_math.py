@@ -34,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
+from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
@@ -49,7 +50,7 @@ class AccurateMathPass(ModulePass):
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = [o for o in op.walk() if not in_gpu_code(o)]
+        found = [o for o in op.walk() if not in_device_code(o)]
         for math_op in found:
             if _c_name(math_op) is not None:
                 _replace(op, math_op)
@@ -75,15 +76,6 @@ def _widen_exponent(op: mathd.FPowIOp) -> None:
 
 def _c_name(op: Operation) -> str | None:
     return next((name for t, name in _C_NAMES.items() if isinstance(op, t)), None)
-
-
-def in_gpu_code(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None:
-        if parent.name.startswith("gpu."):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 def _replace(module: ModuleOp, op: Operation) -> None:

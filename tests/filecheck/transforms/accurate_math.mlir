@@ -1,6 +1,7 @@
 // dhir-accurate-math: math.expm1 and math.log1p become calls of libm (MLIR 22 would expand
 // them to exp(x) - 1 and log(1 + x)); f16 goes through f32, vectors lane by lane, GPU
-// kernels keep theirs (libdevice's are accurate), and a declaration is reused.
+// kernels keep theirs (libdevice's are accurate), in a gpu.module or a gpu.launch body,
+// and a declaration is reused.
 // RUN: dhir-opt %s -p dhir-accurate-math | filecheck %s
 // RUN: dhir-opt %s -p dhir-accurate-math | mlir-opt-22 > /dev/null
 
@@ -34,4 +35,16 @@ gpu.module @kernels {
     %y = math.expm1 %x : f32
     gpu.return
   }
+}
+
+// CHECK-LABEL: func.func @launch
+func.func @launch(%x: f32) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // CHECK: math.log1p %x : f32
+    %y = math.log1p %x : f32
+    gpu.terminator
+  }
+  return
 }
