@@ -48,3 +48,24 @@ func.func @launch(%x: f32) {
   }
   return
 }
+
+// fpowi on vectors with exponents up to i32: lane by lane (MLIR 22 would give LLVM's powi a
+// vector exponent), narrow ones sign-extended; i64 ones are left to convert-math-to-funcs.
+// CHECK-LABEL: func.func @powers
+func.func @powers(%x: vector<2xf32>, %n: vector<2xi16>, %w: vector<2xi64>) -> (vector<2xf32>, vector<2xf32>) {
+  // CHECK:      %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
+  // CHECK-NEXT: %[[X0:.*]] = vector.extract %x[0] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[N0:.*]] = vector.extract %n[0] : i16 from vector<2xi16>
+  // CHECK-NEXT: %[[E0:.*]] = arith.extsi %[[N0]] : i16 to i32
+  // CHECK-NEXT: %[[P0:.*]] = math.fpowi %[[X0]], %[[E0]] fastmath<nnan> : f32, i32
+  // CHECK-NEXT: %[[V0:.*]] = vector.insert %[[P0]], %[[Z]] [0] : f32 into vector<2xf32>
+  // CHECK-NEXT: %[[X1:.*]] = vector.extract %x[1] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[N1:.*]] = vector.extract %n[1] : i16 from vector<2xi16>
+  // CHECK-NEXT: %[[E1:.*]] = arith.extsi %[[N1]] : i16 to i32
+  // CHECK-NEXT: %[[P1:.*]] = math.fpowi %[[X1]], %[[E1]] fastmath<nnan> : f32, i32
+  // CHECK-NEXT: %{{.*}} = vector.insert %[[P1]], %[[V0]] [1] : f32 into vector<2xf32>
+  %y = math.fpowi %x, %n fastmath<nnan> : vector<2xf32>, vector<2xi16>
+  // CHECK: math.fpowi %x, %w : vector<2xf32>, vector<2xi64>
+  %u = math.fpowi %x, %w : vector<2xf32>, vector<2xi64>
+  return %y, %u : vector<2xf32>, vector<2xf32>
+}
