@@ -117,7 +117,7 @@ def compile_native(
             profile.name_tasks(tasks)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
-        pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
+        pieces = split_module(module, (os.cpu_count() or 1) if gpu is None else 1)
         # Several are printed one by one as the build asks: LLVM builds each while the
         # next one prints.
         texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
