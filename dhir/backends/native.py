@@ -41,6 +41,7 @@ from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signatu
 from dhir.toolchain.split import split_module
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
@@ -107,7 +108,8 @@ def compile_native(
         threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
         rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
         passes = (split, place, *timed, track, *data, lower, AccurateMathPass(), rows)
-        passes = (*passes, FloatAtomicsPass(), *threaded)
+        # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
+        passes = (*passes, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
         adjacent = not timed and not data
         with handing_over() if adjacent else nullcontext():
             run_pipeline(module, PassPipeline(passes), verify_each=False)
@@ -117,7 +119,7 @@ def compile_native(
             profile.name_tasks(tasks)
     with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
-        pieces = split_module(module, os.cpu_count() or 1) if gpu is None else [module]
+        pieces = split_module(module, (os.cpu_count() or 1) if gpu is None else 1)
         # Several are printed one by one as the build asks: LLVM builds each while the
         # next one prints.
         texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
@@ -130,6 +132,7 @@ def compile_native(
         gpu=gpu,
         tasks=tasks,
         bands=bands,
+        mpi_checked=True,
     )
     return exe, signature
 

@@ -37,6 +37,7 @@ from xdsl.ir import (
     Block,
     BlockArgument,
     Dialect,
+    Operation,
     ParametrizedAttribute,
     Region,
     SpacedOpaqueSyntaxAttribute,
@@ -1919,6 +1920,23 @@ SPARSE_OPS: tuple[type[IRDLOperation], ...] = (
     SpGEMMWorkEstimationOrComputeOp,
     SpGEMMCopyOp,
 )
+
+
+# The ops whose regions are compiled for the device. xDSL's classes, which dhir's
+# subclass, so that ops built with either count.
+_DEVICE_CODE = (gpu.ModuleOp, gpu.FuncOp, gpu.LaunchOp)
+
+
+def in_device_code(op: Operation) -> bool:
+    """Whether `op` is compiled for the device: inside a `gpu.module` or `gpu.func`, or
+    inside a `gpu.launch` body (which gpu-kernel-outlining moves into a `gpu.module`).
+    The one rule for "is this GPU code"."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, _DEVICE_CODE):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 _ops = with_replaced_ops(

@@ -8,7 +8,6 @@ pieces rebuilds only the pieces that changed.
 
 import hashlib
 import json
-import math
 import os
 import re
 import shutil
@@ -19,31 +18,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property, partial
+from functools import cached_property, partial
 from pathlib import Path
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    MemRefType,
-    NoneAttr,
-    StridedLayoutAttr,
-)
-from xdsl.ir import Attribute
-from xdsl.parser import Parser
-from xdsl.utils.exceptions import ParseError
-
-from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
+from dhir.transforms.check_mpi import mpi_problems
 
 # Order matters: expand-strided-metadata, linalg-to-loops and vector-to-scf (which splits
 # n-D vector transfers into loops of 1-D ones) emit affine.apply, lower-affine emits scf,
@@ -83,19 +69,16 @@ CLANG_FLAGS: tuple[str, ...] = ("-O2",)
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
 CACHE_FORMAT = 2
 
-# What MLIR 22's convert-to-llvm lowers; anything else it leaves in place without a word.
-LOWERED_MPI_OPS = frozenset(
-    {"init", "finalize", "comm_world", "comm_rank", "comm_split", "send", "recv", "allreduce"}
-)
-RUNTIME_REPLACEMENTS = {"comm_size": "dhir_rt_comm_size", "barrier": "dhir_rt_barrier"}
+# The name that diagnostics give a lowered module handed over as text.
+LOWERED_NAME = "program.mlir"
 # MLIR 22 names OpenMPI's predefined reductions `ompi_mpi_<op>`; libmpi exports `ompi_mpi_op_<op>`.
 _OPENMPI_OPS = re.compile(
     r"@ompi_mpi_(sum|prod|max|min|maxloc|minloc|land|band|lor|bor|lxor|bxor|replace|no_op)\b"
 )
 _MAIN_SYMBOL = re.compile(r"@main(?![\w.$-])")
+# An mpi op in mlir-opt's output (text: reading it back into xDSL would cost more than the
+# build); `!mpi.` types are looked for apart.
 _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
-_MPI_IMPLEMENTATION = re.compile(r'"MPI:Implementation"\s*=\s*"(\w+)"')
-_BUFFER_OPS = frozenset({"send", "recv", "isend", "irecv", "allreduce"})
 
 
 class Timing:
@@ -187,6 +170,7 @@ def build_executable(
     gpu: GpuBuild | None = None,
     tasks: Sequence[str] = (),
     bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
+    mpi_checked: bool = False,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `options.ranks`
     ranks of `options.mpi`.
@@ -201,7 +185,9 @@ def build_executable(
     `openmp` runs scf.parallel loops on OpenMP threads (see run_executable's `threads`);
     `gpu` compiles GPU kernels and links the GPU runtime (dhir/toolchain/gpu.py);
     `tasks` names the tasks dhir-track-tasks numbered, `bands` the rows of each memref
-    argument each rank holds (see generate_harness).
+    argument each rank holds (see generate_harness). `mpi_checked`: the modules passed
+    dhir-check-mpi as IR before they were printed (as the native backend does); else each
+    one with mpi ops is read back and checked here.
     """
     options = options if options is not None else RunOptions()
     timing = timing if timing is not None else Timing()
@@ -216,11 +202,12 @@ def build_executable(
         recipe.root.mkdir(parents=True, exist_ok=True)
         with timing.stage("harness, cache lookup"):
             harness = generate_harness(signature, options.ranks, tasks, bands)
+        check = not mpi_checked
         if isinstance(lowered_mlir, str):
-            return _build_whole(recipe, lowered_mlir, harness, timing)
+            return _build_whole(recipe, lowered_mlir, harness, timing, check)
         if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
-            return _build_whole(recipe, lowered_mlir[0], harness, timing)
-        return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing)
+            return _build_whole(recipe, lowered_mlir[0], harness, timing, check)
+        return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing, check)
 
 
 class _Modules:
@@ -425,10 +412,12 @@ class _Recipe:
                 raise
 
 
-def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing) -> Path:
-    """One module: its stages run one after the other, each timed."""
+def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing, check: bool) -> Path:
+    """One module: its stages run one after the other, each timed; its mpi ops checked
+    first with `check`."""
     with timing.stage("harness, cache lookup"):
-        _check_mpi_use(mlir, recipe.mpi)
+        if check:
+            _check_mpi_use(mlir, recipe.mpi)
         key = recipe.module_key(mlir)
         exe = recipe.executable([key], harness)
         if exe.is_file():
@@ -439,9 +428,12 @@ def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing) -> Pa
     return recipe.link(exe, [program], others, harness, timing)
 
 
-def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timing) -> Path:
-    """Several modules, each built on a core of its own as soon as it is printed; the
-    runtime and the harness use the core that is free while the first one prints."""
+def _build_pieces(
+    recipe: _Recipe, modules: _Modules, harness: str, timing: Timing, check: bool
+) -> Path:
+    """Several modules, each built on a core of its own as soon as it is printed (their mpi
+    ops checked first with `check`); the runtime and the harness use the core that is free
+    while the first one prints."""
     keys: list[str] = []
     built: list[Future[Path]] = []
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
@@ -452,7 +444,8 @@ def _build_pieces(recipe: _Recipe, modules: _Modules, harness: str, timing: Timi
         ]
         try:
             for text in modules:
-                _check_mpi_use(text, recipe.mpi)
+                if check:
+                    _check_mpi_use(text, recipe.mpi)
                 keys.append(recipe.module_key(text))
                 built.append(pool.submit(recipe.module_object, text, keys[-1], Timing()))
             # What is left after printing: the stage that printing did not hide.
@@ -500,142 +493,15 @@ def _patch_llvm_ir(ll: str, mpi: MpiInstall) -> str:
 
 
 def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:
-    """Refuse, with the reason, what MLIR 22 would lower wrongly or not at all."""
-    used = {match.group(1) for match in _MPI_OP.finditer(mlir)}
-    if not used:
+    """Refuse, with the reason, what MLIR 22 would lower wrongly or not at all
+    (dhir-check-mpi, on the module read back from `mlir`). Text without "mpi." holds no
+    mpi op, and is not read."""
+    if "mpi." not in mlir:
         return
-    problems: list[str] = []
-    declared = _MPI_IMPLEMENTATION.search(mlir)
-    if declared is None:
-        problems.append(
-            f"the module uses mpi ops but declares no MPI; add `dlti.map = #dlti.map<"
-            f'"MPI:Implementation" = "{mpi.dlti_name}">` to its attributes'
-        )
-    elif declared.group(1) != mpi.dlti_name:
-        problems.append(
-            f'the module is lowered for MPI:Implementation "{declared.group(1)}" but is being '
-            f'built with {mpi.name} ("{mpi.dlti_name}"); their ABIs differ, so lower it again '
-            "for this MPI"
-        )
-    unsupported = sorted(used - LOWERED_MPI_OPS)
-    if unsupported:
-        instead = [
-            f"mpi.{op} -> {RUNTIME_REPLACEMENTS[op]}()"
-            for op in unsupported
-            if op in RUNTIME_REPLACEMENTS
-        ]
-        problems.append(
-            f"MLIR 22 cannot lower {', '.join('mpi.' + op for op in unsupported)} "
-            "(it leaves them in "
-            "place); call dhir's runtime instead" + (f": {', '.join(instead)}" if instead else "")
-        )
-    owned = sorted(used & {"init", "finalize"})
-    if owned:
-        problems.append(
-            f"the module calls {', '.join('mpi.' + op for op in owned)}, but dhir's generated main "
-            "initialises and finalises MPI around the entry; remove these ops"
-        )
-    if mpi.name == "openmpi" and "comm_split" in used:
-        problems.append(
-            "mpi.comm_split crashes with OpenMPI in MLIR 22 (it loads the "
-            'communicator as i32); build with mpi="mpich"'
-        )
-    problems += _check_buffers(mlir)
-    problems += _check_elements(mlir)
+    module = parse_string(mlir, LOWERED_NAME, verify=False)
+    problems = mpi_problems(module, mpi.name)
     if problems:
-        raise DhirError([Diagnostic(p) for p in problems])
-
-
-def _check_buffers(mlir: str) -> list[str]:
-    """MLIR 22 sends sizes[0] elements from the base pointer: only contiguous 1-D is right."""
-    return [
-        f"mpi.{op} on {text}: MLIR 22 transfers only sizes[0] contiguous elements, so "
-        "buffers must be contiguous 1-D memrefs (collapse them with memref.collapse_shape "
-        f"first): {line}"
-        for op, text, line in _buffer_types(mlir)
-        if not _contiguous_1d(text)
-    ]
-
-
-def _buffer_types(mlir: str) -> Iterator[tuple[str, str, str]]:
-    """(op, memref type, line) for each memref that an mpi buffer op of `mlir` names."""
-    for line in mlir.splitlines():
-        match = _MPI_OP.search(line)
-        if match is not None and match.group(1) in _BUFFER_OPS:
-            for text in _memref_types(line):
-                yield match.group(1), text, line.strip()
-
-
-def _contiguous_1d(text: str) -> bool:
-    """Whether the memref type spelled `text` is 1-D with unit stride (parsed as a type:
-    its text alone misleads, as the "x" in `memref<4xindex>`)."""
-    type_ = _parsed_type(text)  # None: not a type dhir can read, nor vouch for
-    if not isinstance(type_, MemRefType) or len(type_.get_shape()) != 1:
-        return False
-    layout = type_.layout
-    return isinstance(layout, NoneAttr) or (
-        isinstance(layout, StridedLayoutAttr) and layout.get_strides() == (1,)
-    )
-
-
-def _parsed_type(text: str) -> Attribute | None:
-    try:
-        return Parser(_type_context(), text).parse_type()
-    except ParseError:
-        return None
-
-
-@cache
-def _type_context() -> Context:
-    return make_context()
-
-
-def _check_elements(mlir: str) -> list[str]:
-    """MLIR 22 passes the element count as a 32-bit int and knows MPI datatypes for a few
-    element types only; dhir's runtime sends any buffer as bytes."""
-    problems = []
-    for op, text, line in _buffer_types(mlir):
-        why = _element_problem(text)
-        if why is not None:
-            problems.append(
-                f"mpi.{op} on {text}: {why}; send the buffer as bytes with dhir's runtime "
-                "instead: dhir_rt_send(ptr, bytes, dest, tag) and dhir_rt_recv(ptr, bytes, "
-                f"source, tag): {line}"
-            )
-    return problems
-
-
-def _element_problem(text: str) -> str | None:
-    type_ = _parsed_type(text)
-    if not isinstance(type_, MemRefType):
-        return None  # not a memref dhir can read: the contiguity check reports it
-    element = type_.get_element_type()
-    if not _has_mpi_datatype(element):
-        return f"MLIR 22 has no MPI datatype for {element}"
-    count = math.prod(size for size in type_.get_shape() if size != DYNAMIC_INDEX)
-    if count >= 2**31:
-        return f"its {count} elements overflow MLIR 22's 32-bit count"
-    return None
-
-
-def _has_mpi_datatype(element: Attribute) -> bool:
-    if isinstance(element, IntegerType):
-        return element.width.data in (8, 16, 32, 64)
-    return isinstance(element, Float32Type | Float64Type)
-
-
-def _memref_types(text: str) -> list[str]:
-    found = []
-    start = text.find("memref<")
-    while start >= 0:
-        depth, end = 0, start
-        for end in range(start + len("memref"), len(text)):
-            depth += {"<": 1, ">": -1}.get(text[end], 0)
-            if depth == 0:
-                break
-        found.append(text[start : end + 1])
-        start = text.find("memref<", end)
-    return found
+        raise DhirError(problems, {LOWERED_NAME: mlir})
 
 
 def _check_lowered(path: Path) -> None:

@@ -6,21 +6,21 @@ functions of a few dozen tasks each (`<function>.schedule<S>.part<K>`, called fr
 `.group<K>` functions when there are many), which call only external declarations (the
 runtime, MPI) and each other: those functions move, in contiguous runs of about equal
 size, into other modules, and each module is lowered and compiled on its own core; the
-linker joins the objects. Steps are made public (their dotted names cannot clash with a
-C symbol) and each module declares the steps it calls but does not hold. Anything else a
-step refers to keeps the module whole: a global, or a function defined in the module,
-whose private name could clash.
+linker joins the objects. Steps are the functions dhir-lower-to-mpi marks `dhir.step`
+(their names are for people: a user's function may look like one). Steps are made public
+(their dotted names cannot clash with a C symbol) and each module declares the steps it
+calls but does not hold. Anything else a step refers to keeps the module whole: a global,
+or a function defined in the module, whose private name could clash.
 """
 
-import re
 from collections.abc import Iterator
-from typing import TypeGuard
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 
-STEP_NAME = re.compile(r"\.schedule\d+\.(?:part|group)\d+$")
+from dhir.transforms.lower_to_mpi import STEP
+
 # Fewer steps than this are not worth another round of tool start-ups.
 MIN_STEPS_PER_PIECE = 16
 
@@ -28,8 +28,9 @@ MIN_STEPS_PER_PIECE = 16
 def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
     """`module` (changed in place: the first piece, with the first run of steps) and up
     to `pieces - 1` new modules holding the other runs; [module] when it is small or not
-    splittable."""
-    steps = [op for op in module.body.block.ops if _is_step(op)]
+    splittable. The steps' `dhir.step` marks leave the module either way: nothing after
+    this needs them."""
+    steps = _take_steps(module)
     count = min(pieces, len(steps) // MIN_STEPS_PER_PIECE)
     if count < 2:
         return [module]
@@ -51,13 +52,23 @@ def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
     return [module, *moved]
 
 
+def _take_steps(module: ModuleOp) -> list[func.FuncOp]:
+    """The module's step functions, in order, their marks taken off."""
+    steps: list[func.FuncOp] = []
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp) and op.attributes.pop(STEP, None) is not None:
+            steps.append(op)
+    return steps
+
+
 def _balanced_runs(
     module: ModuleOp, steps: list[func.FuncOp], count: int
 ) -> list[list[func.FuncOp]]:
     """`count` contiguous runs of `steps` of about the same size (in ops, which LLVM's
     time follows), the first one sharing its piece with the host code."""
     sizes = [_size(step) for step in steps]
-    host = sum(_size(op) for op in module.body.block.ops if not _is_step(op))
+    chosen = set(steps)
+    host = sum(_size(op) for op in module.body.block.ops if op not in chosen)
     total = host + sum(sizes)
     runs: list[list[func.FuncOp]] = [[]]
     filled = host
@@ -71,14 +82,6 @@ def _balanced_runs(
 
 def _size(op: Operation) -> int:
     return sum(1 for _ in op.walk())
-
-
-def _is_step(op: Operation) -> TypeGuard[func.FuncOp]:
-    return (
-        isinstance(op, func.FuncOp)
-        and not op.is_declaration
-        and STEP_NAME.search(op.sym_name.data) is not None
-    )
 
 
 def _piece(

@@ -54,6 +54,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AccurateMathPass
 
+    def check_mpi() -> type[ModulePass]:
+        from dhir.transforms.check_mpi import CheckMpiPass
+
+        return CheckMpiPass
+
     def float_atomics() -> type[ModulePass]:
         from dhir.transforms.float_atomics import FloatAtomicsPass
 
@@ -91,6 +96,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-lower-to-mpi": lower_to_mpi,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
+        "dhir-check-mpi": check_mpi,
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,

@@ -7,11 +7,13 @@
   other math ops); vectors lane by lane.
 - math.fpowi with an exponent narrower than i32 gets it sign-extended to i32 (exact): LLVM's
   powi takes a C int, and clang rejects any other width ("POWI exponent does not match
-  sizeof(int)"); wider exponents are outlined by mlir-opt's convert-math-to-funcs.
+  sizeof(int)"); wider exponents are outlined by mlir-opt's convert-math-to-funcs. On
+  vectors with exponents up to i32, lane by lane: MLIR 22 would give powi a vector exponent.
 
 The native backend runs this on host code only: GPU kernels have libdevice's versions.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
 
@@ -33,10 +35,15 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
+from xdsl.utils.type import get_element_type_or_self
 
+from dhir.dialects.arith import ExtSIOp
+from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
+# One lane's value from its operands' lanes, appending the ops that compute it to the list.
+_Scalar = Callable[[list[SSAValue], list[Operation]], SSAValue]
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,12 @@ class AccurateMathPass(ModulePass):
     """math.expm1/log1p outside GPU code become calls of libm's accurate versions.
 
     (@expm1/@expm1f/@log1p/@log1pf); math.fpowi exponents narrower than i32 are
-    sign-extended to i32, as LLVM's powi takes a C int."""
+    sign-extended to i32, as LLVM's powi takes a C int (vectors lane by lane)."""
 
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = [o for o in op.walk() if not in_gpu_code(o)]
+        found = [o for o in op.walk() if not in_device_code(o)]
         for math_op in found:
             if _c_name(math_op) is not None:
                 _replace(op, math_op)
@@ -58,49 +65,54 @@ class AccurateMathPass(ModulePass):
 
 
 def _widen_exponent(op: mathd.FPowIOp) -> None:
-    type_ = op.operands[1].type
-    element = type_.element_type if isinstance(type_, VectorType) else type_
-    if not isinstance(element, IntegerType) or element.width.data >= 32:
+    """Exponents narrower than i32 sign-extended to i32. Vectors with exponents up to i32
+    are done lane by lane: MLIR 22 lowers them to an `llvm.intr.powi` with a vector
+    exponent, which LLVM rejects (it takes one int). Wider exponents are left to
+    convert-math-to-funcs, which unrolls vectors itself."""
+    type_ = op.rhs.type
+    element = get_element_type_or_self(type_)
+    if not isinstance(element, IntegerType) or element.width.data > 32:
         return
-    if isinstance(type_, VectorType):  # xDSL 0.74's arith.extsi takes scalars only
-        raise PassFailedAt(
-            op,
-            f"'{op.name}' with {type_} exponents cannot be lowered (LLVM's powi takes i32); "
-            "extend the exponents to i32 first",
-        )
-    extend = arith.ExtSIOp(op.operands[1], i32)
-    Rewriter.insert_op(extend, InsertPoint.before(op))
-    op.operands[1] = extend.result
+    if isinstance(type_, VectorType):
+        _lane_by_lane(op, lambda lanes, ops: _scalar_fpowi(op, lanes, ops))
+    elif element.width.data < 32:
+        extend = ExtSIOp(op.rhs, i32)
+        Rewriter.insert_op(extend, InsertPoint.before(op))
+        op.operands[1] = extend.result
+
+
+def _scalar_fpowi(op: mathd.FPowIOp, lanes: list[SSAValue], ops: list[Operation]) -> SSAValue:
+    base, exponent = lanes
+    if exponent.type != i32:
+        ops.append(extend := ExtSIOp(exponent, i32))
+        exponent = extend.result
+    power = mathd.FPowIOp.create(
+        operands=[base, exponent],
+        result_types=[base.type],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    ops.append(power)
+    return power.results[0]
 
 
 def _c_name(op: Operation) -> str | None:
     return next((name for t, name in _C_NAMES.items() if isinstance(op, t)), None)
 
 
-def in_gpu_code(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None:
-        if parent.name.startswith("gpu."):
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def _replace(module: ModuleOp, op: Operation) -> None:
-    type_ = op.results[0].type
-    element = type_.element_type if isinstance(type_, VectorType) else type_
+    element = get_element_type_or_self(op.results[0].type)
     c_name = _c_name(op)
     assert c_name is not None
-    ops: list[Operation] = []
 
-    def scalar(value: SSAValue) -> SSAValue:
+    def scalar(lanes: list[SSAValue], ops: list[Operation]) -> SSAValue:
         if isinstance(element, Float64Type):
             callee = _declare(module, op, c_name, element)
-            ops.append(call := func.CallOp(callee, [value], [element]))
+            ops.append(call := func.CallOp(callee, lanes, [element]))
             return call.res[0]
-        wide = value
+        wide = lanes[0]
         if not isinstance(element, Float32Type):  # f16, bf16
-            ops.append(extend := arith.ExtFOp(value, f32))
+            ops.append(extend := arith.ExtFOp(wide, f32))
             wide = extend.result
         ops.append(call := func.CallOp(_declare(module, op, c_name + "f", f32), [wide], [f32]))
         if isinstance(element, Float32Type):
@@ -108,17 +120,33 @@ def _replace(module: ModuleOp, op: Operation) -> None:
         ops.append(narrow := arith.TruncFOp(call.res[0], element))
         return narrow.result
 
-    if isinstance(type_, VectorType):
-        if any(d < 0 for d in type_.get_shape()):
-            raise PassFailedAt(op, f"'{op.name}' on a scalable vector is not supported natively")
-        ops.append(result := arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(type_, [0.0])))
-        value: SSAValue = result.result
-        for position in product(*map(range, type_.get_shape())):
-            ops.append(item := vector.ExtractOp(op.operands[0], list(position), element))
-            ops.append(put := vector.InsertOp(scalar(item.result), value, list(position), type_))
-            value = put.result
+    if isinstance(op.results[0].type, VectorType):
+        _lane_by_lane(op, scalar)
     else:
-        value = scalar(op.operands[0])
+        ops: list[Operation] = []
+        value = scalar(list(op.operands), ops)
+        Rewriter.replace_op(op, ops, [value])
+
+
+def _lane_by_lane(op: Operation, scalar: _Scalar) -> None:
+    """Replace `op`, whose operands and float result are vectors of one shape, by `scalar`
+    of each lane's operands (appending its ops to the list it is given), the results
+    inserted into a vector in their lanes."""
+    type_ = op.results[0].type
+    assert isinstance(type_, VectorType)
+    if type_.get_num_scalable_dims():
+        raise PassFailedAt(op, f"'{op.name}' on a scalable vector is not supported natively")
+    ops: list[Operation] = []
+    ops.append(result := arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(type_, [0.0])))
+    value: SSAValue = result.result
+    for position in product(*map(range, type_.get_shape())):
+        lanes: list[SSAValue] = []
+        for operand in op.operands:
+            lane_type = get_element_type_or_self(operand.type)
+            ops.append(item := vector.ExtractOp(operand, list(position), lane_type))
+            lanes.append(item.result)
+        ops.append(put := vector.InsertOp(scalar(lanes, ops), value, list(position), type_))
+        value = put.result
     Rewriter.replace_op(op, ops, [value])
 
 

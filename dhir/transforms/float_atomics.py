@@ -5,18 +5,19 @@ MLIR 22's memref-to-llvm lowering emits `llvm.cmpxchg` on the float itself, whic
 dialect rejects (cmpxchg takes integers and pointers only). Host code of a rank runs on one
 thread unless its parallel loops run on OpenMP, and the native backend keeps those loops
 sequential in a module with such an op (see `openmp_safe`), so nothing can run between the
-load and the store. Kernels in `gpu.module`s are left alone: they run on many threads.
+load and the store. Device code (kernels in `gpu.module`s, and `gpu.launch` bodies
+before they are outlined) is left alone: it runs on many threads.
 """
 
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import gpu, memref
+from xdsl.dialects import memref
 from xdsl.dialects.builtin import AnyFloat, ModuleOp
-from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dhir.dialects.gpu import in_device_code
 from dhir.dialects.memref import GenericAtomicRMWOp
 
 
@@ -27,17 +28,8 @@ def float_atomics(module: ModuleOp) -> list[GenericAtomicRMWOp]:
         for op in module.walk()
         if isinstance(op, GenericAtomicRMWOp)
         and isinstance(op.result.type, AnyFloat)
-        and not _in_kernel(op)
+        and not in_device_code(op)
     ]
-
-
-def _in_kernel(op: Operation) -> bool:
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, gpu.ModuleOp):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,10 @@ COPY = "dhir_rt_copy_part"
 # and why the others stay whole (see LowerToMPIPass._partition).
 BANDS = "dhir.bands"
 WHOLE = "dhir.whole"
+# Marks a function a schedule's steps were outlined into ("part", or "group" for one that
+# calls parts): dhir/toolchain/split.py moves these, and only these, between modules, and
+# takes the mark off before the module is printed.
+STEP = "dhir.step"
 # Suffix of the runtime's calls for strided blocks (dhir_rt_send_strided, ...).
 STRIDED = "_strided"
 # Rounds to find the validity a time loop's iterations start with (two suffice for a
@@ -505,6 +509,7 @@ class _ScheduleLowering:
         call, function = outline(self._emitted, name, self.last_function)
         # Kept out of line, or clang -O2 inlines them all back into one function.
         function.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])
+        function.attributes[STEP] = StringAttr("part")
         self.last_function = function
         self._steps.append((call, function))
         self._emitted = []
@@ -524,6 +529,7 @@ class _ScheduleLowering:
             calls = [call for call, _ in run]
             _, group = outline(calls, f"{prefix}{number}", run[-1][1])
             group.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])
+            group.attributes[STEP] = StringAttr("group")
             self.last_function = group
 
     def _place_transfer(self, transfer: Transfer, tag: int, sink: "_Sink") -> None:

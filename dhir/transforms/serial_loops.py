@@ -38,8 +38,8 @@ from dhir.analysis.communication import communicates, communicating_functions
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects import scf as dhir_scf
 from dhir.dialects.affine import REDUCTION_IDENTITIES
+from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt
-from dhir.transforms.accurate_math import in_gpu_code
 
 # affine.parallel's reductions' combining ops (their identities: REDUCTION_IDENTITIES).
 _COMBINE: dict[str, type[Operation]] = {
@@ -69,7 +69,7 @@ class SerialLoopsPass(ModulePass):
         loops = [
             o
             for o in op.walk()
-            if isinstance(o, scf.ParallelOp | affine.ParallelOp) and not in_gpu_code(o)
+            if isinstance(o, scf.ParallelOp | affine.ParallelOp) and not in_device_code(o)
         ]
         if not loops:
             return

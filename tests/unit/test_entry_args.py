@@ -13,7 +13,6 @@ import pytest
 import dhir
 from dhir import DhirError
 from dhir.toolchain import signature as signature_module
-from dhir.toolchain.build import _check_buffers  # pyright: ignore[reportPrivateUsage]
 from dhir.toolchain.signature import entry_signature, save_outputs
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -56,16 +55,6 @@ func.func @main(%a: memref<4xindex>) {
 def _placed(text: str, ranks: int) -> str:
     on = {1: "attributes {dhir.rank = 1}", 0: "attributes {dhir.rank = 0}"} if ranks > 1 else {}
     return text.replace("RANK1", on.get(1, "")).replace("RANK0", on.get(0, ""))
-
-
-def test_the_mpi_buffer_check_reads_memref_types_as_types() -> None:
-    line = "mpi.send(%a, %0, %0, %comm) : memref<4xindex>, i32, i32"
-    assert _check_buffers(line) == []
-    strided = "mpi.send(%a, %0, %0, %comm) : memref<4xindex, strided<[1], offset: ?>>, i32, i32"
-    assert _check_buffers(strided) == []
-    for bad in ("memref<4x4xindex>", "memref<8xindex, strided<[2]>>", "memref<index>"):
-        problems = _check_buffers(f"mpi.recv(%a, %0, %0, %comm) : {bad}, i32, i32")
-        assert len(problems) == 1 and "contiguous 1-D" in problems[0], bad
 
 
 def _index_numpy(a: np.ndarray) -> np.ndarray:

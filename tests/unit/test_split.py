@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import PassPipeline
 
 from dhir import parse_string
@@ -68,6 +68,20 @@ def test_steps_move_in_runs_and_the_host_module_declares_them(
 
 def _part_number(name: str) -> int:
     return -1 if name == "main" else int(name.rpartition("part")[2])
+
+
+def test_steps_are_known_by_their_mark_not_their_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's function named like a step is not one: it stays with the host code, and
+    private. The steps' `dhir.step` marks leave every piece before it is printed."""
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    helper = "func.func private @util.schedule0.part99() {\n  return\n}\n"
+    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True) + helper), 3)
+    assert len(pieces) == 3
+    first = {op.sym_name.data: op for op in pieces[0].body.block.ops}
+    kept = first["util.schedule0.part99"]
+    assert not kept.is_declaration and kept.sym_visibility == StringAttr("private")
+    marked = [op for piece in pieces for op in piece.walk() if lower_to_mpi.STEP in op.attributes]
+    assert marked == []
 
 
 def test_many_steps_are_called_from_groups(monkeypatch: pytest.MonkeyPatch) -> None:

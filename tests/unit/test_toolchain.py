@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dhir.dialects import mpi as mpi_dialect
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
@@ -18,6 +19,7 @@ from dhir.toolchain.launch import _launch, compile_and_run, run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.toolchain.tools import find_mpi
+from dhir.transforms import check_mpi
 
 DATA = Path(__file__).parent / "data"
 MPIS = ("mpich", "openmpi")
@@ -497,8 +499,9 @@ def test_mpi_use_checked_before_building(monkeypatch: pytest.MonkeyPatch) -> Non
         with pytest.raises(
             DhirError, match=rf"mpi\.send on {re.escape(type_)}: .*{why}.*dhir_rt_send"
         ):
+            # The argument's type too: the check reads the module as IR.
             build_executable(
-                module(send.replace("memref<4x5xf32>", type_)), sig, RunOptions(ranks=2)
+                module(send).replace("memref<4x5xf32>", type_), sig, RunOptions(ranks=2)
             )
     with pytest.raises(DhirError, match=r"calls mpi\.init, but dhir's generated main initialises"):
         build_executable(module("    mpi.init\n"), sig, RunOptions(ranks=2))
@@ -546,7 +549,7 @@ def test_timeout_kills_the_process_tree(tmp_path: Path) -> None:
 def test_leftover_mpi_ops_after_mlir_opt(monkeypatch: pytest.MonkeyPatch) -> None:
     """The safety net behind the up-front check: mlir-opt-22 exits 0 leaving mpi.barrier."""
     need("mpich")
-    monkeypatch.setattr(build_module, "LOWERED_MPI_OPS", build_module.LOWERED_MPI_OPS | {"barrier"})
+    monkeypatch.setattr(check_mpi, "LOWERED", (*check_mpi.LOWERED, mpi_dialect.BarrierOp))
     text = (
         'module attributes {dlti.map = #dlti.map<"MPI:Implementation" = "MPICH">} {\n'
         "  func.func @main() attributes {llvm.emit_c_interface} {\n"

@@ -1,6 +1,7 @@
 // dhir-accurate-math: math.expm1 and math.log1p become calls of libm (MLIR 22 would expand
 // them to exp(x) - 1 and log(1 + x)); f16 goes through f32, vectors lane by lane, GPU
-// kernels keep theirs (libdevice's are accurate), and a declaration is reused.
+// kernels keep theirs (libdevice's are accurate), in a gpu.module or a gpu.launch body,
+// and a declaration is reused.
 // RUN: dhir-opt %s -p dhir-accurate-math | filecheck %s
 // RUN: dhir-opt %s -p dhir-accurate-math | mlir-opt-22 > /dev/null
 
@@ -34,4 +35,37 @@ gpu.module @kernels {
     %y = math.expm1 %x : f32
     gpu.return
   }
+}
+
+// CHECK-LABEL: func.func @launch
+func.func @launch(%x: f32) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    // CHECK: math.log1p %x : f32
+    %y = math.log1p %x : f32
+    gpu.terminator
+  }
+  return
+}
+
+// fpowi on vectors with exponents up to i32: lane by lane (MLIR 22 would give LLVM's powi a
+// vector exponent), narrow ones sign-extended; i64 ones are left to convert-math-to-funcs.
+// CHECK-LABEL: func.func @powers
+func.func @powers(%x: vector<2xf32>, %n: vector<2xi16>, %w: vector<2xi64>) -> (vector<2xf32>, vector<2xf32>) {
+  // CHECK:      %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
+  // CHECK-NEXT: %[[X0:.*]] = vector.extract %x[0] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[N0:.*]] = vector.extract %n[0] : i16 from vector<2xi16>
+  // CHECK-NEXT: %[[E0:.*]] = arith.extsi %[[N0]] : i16 to i32
+  // CHECK-NEXT: %[[P0:.*]] = math.fpowi %[[X0]], %[[E0]] fastmath<nnan> : f32, i32
+  // CHECK-NEXT: %[[V0:.*]] = vector.insert %[[P0]], %[[Z]] [0] : f32 into vector<2xf32>
+  // CHECK-NEXT: %[[X1:.*]] = vector.extract %x[1] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[N1:.*]] = vector.extract %n[1] : i16 from vector<2xi16>
+  // CHECK-NEXT: %[[E1:.*]] = arith.extsi %[[N1]] : i16 to i32
+  // CHECK-NEXT: %[[P1:.*]] = math.fpowi %[[X1]], %[[E1]] fastmath<nnan> : f32, i32
+  // CHECK-NEXT: %{{.*}} = vector.insert %[[P1]], %[[V0]] [1] : f32 into vector<2xf32>
+  %y = math.fpowi %x, %n fastmath<nnan> : vector<2xf32>, vector<2xi16>
+  // CHECK: math.fpowi %x, %w : vector<2xf32>, vector<2xi64>
+  %u = math.fpowi %x, %w : vector<2xf32>, vector<2xi64>
+  return %y, %u : vector<2xf32>, vector<2xf32>
 }

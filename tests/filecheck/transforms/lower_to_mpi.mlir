@@ -35,7 +35,7 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return
 //
-// CHECK:      func.func private @main.schedule0.part0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>) attributes {passthrough = ["noinline"]} {
+// CHECK:      func.func private @main.schedule0.part0(%on0: i1, %a: memref<8xf32>, %b: memref<8xf32>, %on1: i1, %c: memref<2x4xf32>) attributes {passthrough = ["noinline"], dhir.step = "part"} {
 // CHECK-NEXT:   %[[T1:.*]] = arith.constant 1 : i32
 // CHECK-NEXT:   %[[ZERO:.*]] = arith.constant 0 : i32
 // task 0 (rank 0) writes %b from %a: no message; task 1 (rank 1) reads b[0], so rank 0
