@@ -5,7 +5,7 @@ expandload, compressstore) are not in dhir's table of memory accesses, so the de
 analysis counts them as reading and writing all they reach; the ops under a
 `vector.mask` are seen through its region."""
 
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.dialects import vector
 from xdsl.dialects.builtin import (
@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     base,
     irdl_attr_definition,
     irdl_op_definition,
@@ -809,42 +810,21 @@ class ScalableExtractOp(IRDLOperation):
 
 @irdl_op_definition
 class InterleaveOp(IRDLOperation):
-    """`vector.interleave %lhs, %rhs : V -> R`: the lanes of both, alternating."""
+    """`vector.interleave %lhs, %rhs : V -> R`: the lanes of both, alternating.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.interleave"
 
-    lhs = operand_def(VectorType)
-    rhs = operand_def(VectorType)
+    T: ClassVar = VarConstraint("T", base(VectorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
     result = result_def(VectorType)
 
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "InterleaveOp":
-        start = parser.pos
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands([lhs, rhs], [source_type, source_type], start)
-        return cls.create(operands=operands, result_types=[result_type], attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
 
     def verify_(self) -> None:
-        if self.lhs.type != self.rhs.type:
-            raise VerifyException("both operands must have the same type")
         _verify_halves(self.lhs.type, self.result.type)
 
 
@@ -862,42 +842,21 @@ def _verify_halves(half: Attribute, whole: Attribute) -> None:
 
 @irdl_op_definition
 class DeinterleaveOp(IRDLOperation):
-    """`%even, %odd = vector.deinterleave %source : S -> R`: the inverse of interleave."""
+    """`%even, %odd = vector.deinterleave %source : S -> R`: the inverse of interleave.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.deinterleave"
 
+    T: ClassVar = VarConstraint("T", base(VectorType))
     source = operand_def(VectorType)
-    res1 = result_def(VectorType)
-    res2 = result_def(VectorType)
+    res1 = result_def(T)
+    res2 = result_def(T)
 
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "DeinterleaveOp":
-        start = parser.pos
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operand = parser.resolve_operands([source], [source_type], start)
-        return cls.create(
-            operands=operand, result_types=[result_type, result_type], attributes=attrs
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res1.type)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($res1)"
 
     def verify_(self) -> None:
-        if self.res1.type != self.res2.type:
-            raise VerifyException("both results must have the same type")
         _verify_halves(self.res1.type, self.source.type)
 
 
