@@ -68,7 +68,8 @@ def _width(type_: Attribute) -> int:
 
 @irdl_op_definition
 class IndexCastUIOp(IRDLOperation):
-    """`arith.index_cast` that zero-extends where `arith.index_cast` sign-extends."""
+    """`arith.index_cast` that zero-extends where `arith.index_cast` sign-extends. xDSL 0.74
+    lacks this op."""
 
     name = "arith.index_castui"
 
@@ -82,6 +83,8 @@ class IndexCastUIOp(IRDLOperation):
 
 @irdl_op_definition
 class IndexCastOp(_OwnFormat, arith.IndexCastOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT_OR_INDEX)
     result = result_def(_INT_OR_INDEX)
 
@@ -99,7 +102,8 @@ class IndexCastOp(_OwnFormat, arith.IndexCastOp):
 
 @irdl_op_definition
 class TruncIOp(_OwnFormat, arith.TruncIOp):
-    """`arith.trunci` on vectors and tensors too, with MLIR 22's overflow flags."""
+    """`arith.trunci` on vectors and tensors too, with MLIR 22's overflow flags. xDSL 0.74 takes
+    scalars only."""
 
     input = operand_def(_INT)
     result = result_def(_INT)
@@ -120,6 +124,8 @@ class TruncIOp(_OwnFormat, arith.TruncIOp):
 
 @irdl_op_definition
 class ExtSIOp(_OwnFormat, arith.ExtSIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_INT)
 
@@ -129,6 +135,8 @@ class ExtSIOp(_OwnFormat, arith.ExtSIOp):
 
 @irdl_op_definition
 class ExtUIOp(_OwnFormat, arith.ExtUIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_INT)
 
@@ -138,24 +146,32 @@ class ExtUIOp(_OwnFormat, arith.ExtUIOp):
 
 @irdl_op_definition
 class FPToSIOp(_OwnFormat, arith.FPToSIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_FLOAT)
     result = result_def(_INT)
 
 
 @irdl_op_definition
 class FPToUIOp(_OwnFormat, arith.FPToUIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_FLOAT)
     result = result_def(_INT)
 
 
 @irdl_op_definition
 class SIToFPOp(_OwnFormat, arith.SIToFPOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_FLOAT)
 
 
 @irdl_op_definition
 class UIToFPOp(_OwnFormat, arith.UIToFPOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_FLOAT)
 
@@ -163,7 +179,8 @@ class UIToFPOp(_OwnFormat, arith.UIToFPOp):
 @irdl_op_definition
 class SelectOp(arith.SelectOp):
     """`arith.select` whose condition may also be a vector or tensor of i1, chosen
-    element by element; MLIR then prints the condition's type too."""
+    element by element; MLIR then prints the condition's type too.
+    xDSL 0.74 takes only a scalar condition."""
 
     _T: ClassVar = VarConstraint("_T", AnyAttr())
     cond = operand_def(container_of(i1))
@@ -261,7 +278,8 @@ class CmpiOp(arith.CmpiOp):
 
 @irdl_op_definition
 class CmpfOp(arith.CmpfOp):
-    """`arith.cmpf` whose result, on vectors and tensors, has their shape."""
+    """`arith.cmpf` whose result, on vectors and tensors, has their shape. xDSL 0.74 gives every
+    comparison an i1 result."""
 
     predicate = prop_def(IntegerAttr)
     lhs = operand_def(_FLOAT)
@@ -294,7 +312,8 @@ class CmpfOp(arith.CmpfOp):
 
 @irdl_op_definition
 class RemFOp(arith.FloatingPointLikeBinaryOperation):
-    """The remainder of a float division, with the dividend's sign (C's fmod)."""
+    """The remainder of a float division, with the dividend's sign (C's fmod). xDSL 0.74 lacks
+    this op."""
 
     name = "arith.remf"
 

@@ -22,7 +22,7 @@ from dhir.dialects import with_replaced_ops
 
 @irdl_op_definition
 class SincosOp(IRDLOperation):
-    """`math.sincos %x : T`: the sine and the cosine of `%x`."""
+    """`math.sincos %x : T`: the sine and the cosine of `%x`. xDSL 0.74 lacks this op."""
 
     name = "math.sincos"
 
@@ -39,7 +39,7 @@ class SincosOp(IRDLOperation):
 
 @irdl_op_definition
 class ClampFOp(IRDLOperation):
-    """`math.clampf %x to [%low, %high] : T`: `%x` clamped to the range."""
+    """`math.clampf %x to [%low, %high] : T`: `%x` clamped to the range. xDSL 0.74 lacks this op."""
 
     name = "math.clampf"
 

@@ -70,6 +70,8 @@ def _print_i64_list(printer: Printer, values: DenseArrayBase) -> None:
 
 @irdl_op_definition
 class ShapeCastOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.shape_cast"
 
     source = operand_def(VectorType)
@@ -82,6 +84,8 @@ class ShapeCastOp(IRDLOperation):
 
 @irdl_op_definition
 class ExtractStridedSliceOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.extract_strided_slice"
 
     source = operand_def(VectorType)
@@ -98,6 +102,8 @@ class ExtractStridedSliceOp(IRDLOperation):
 
 @irdl_op_definition
 class InsertStridedSliceOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.insert_strided_slice"
 
     source = operand_def(VectorType)
@@ -141,6 +147,8 @@ class InsertStridedSliceOp(IRDLOperation):
 
 @irdl_op_definition
 class TransposeOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.transpose"
 
     vector = operand_def(VectorType)
@@ -181,6 +189,8 @@ class TransposeOp(IRDLOperation):
 
 @irdl_op_definition
 class ConstantMaskOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.constant_mask"
 
     mask_dim_sizes = prop_def(DenseArrayBase)
@@ -218,7 +228,8 @@ class Punctuation(StrEnum):
 
 @irdl_attr_definition
 class PunctuationAttr(AngleBracketEnum, EnumAttribute[Punctuation]):
-    """`#vector.punctuation<newline>`: what `vector.print` prints after its value."""
+    """`#vector.punctuation<newline>`: what `vector.print` prints after its value. xDSL 0.74
+    lacks this attribute."""
 
     name = "vector.punctuation"
 
@@ -229,7 +240,7 @@ _NEWLINE = PunctuationAttr(Punctuation.NEWLINE)
 @irdl_op_definition
 class PrintOp(IRDLOperation):
     """`vector.print (%value : T)? (punctuation <p>)? | str "text"`: prints from the
-    host (a side effect, on values only)."""
+    host (a side effect, on values only). xDSL 0.74 lacks the `punctuation` and `str` forms."""
 
     name = "vector.print"
 
@@ -283,7 +294,8 @@ def _outer_product_type(lhs: Attribute, rhs: Attribute) -> Attribute:
 @irdl_op_definition
 class OuterProductOp(IRDLOperation):
     """`vector.outerproduct %lhs, %rhs (, %acc)? attr-dict : T, U`: the outer product
-    of two 1-d vectors (or a vector and a scalar), added to `%acc` if given."""
+    of two 1-d vectors (or a vector and a scalar), added to `%acc` if given.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.outerproduct"
 
@@ -337,7 +349,8 @@ class IteratorType(StrEnum):
 
 @irdl_attr_definition
 class IteratorTypeAttr(AngleBracketEnum, EnumAttribute[IteratorType]):
-    """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`."""
+    """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`. xDSL 0.74 lacks
+    this attribute."""
 
     name = "vector.iterator_type"
 
@@ -360,7 +373,8 @@ def _iterator_types(value: Attribute, parser: Parser, pos: int) -> ArrayAttr[Ite
 @irdl_op_definition
 class ContractionOp(IRDLOperation):
     """`vector.contract {indexing_maps = [...], iterator_types = [...], kind = ...}
-    %lhs, %rhs, %acc attr-dict : L, R into A`: a generalized matrix product."""
+    %lhs, %rhs, %acc attr-dict : L, R into A`: a generalized matrix product.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.contract"
 
@@ -427,7 +441,8 @@ class ContractionOp(IRDLOperation):
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`."""
+    """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`. xDSL 0.74 lacks
+    this op."""
 
     name = "vector.yield"
 
@@ -441,7 +456,7 @@ class YieldOp(IRDLOperation):
 @irdl_op_definition
 class MaskOp(IRDLOperation):
     """`vector.mask %mask (, %passthru)? { op } attr-dict : M (-> T...)?`: runs one
-    maskable op under `%mask`; the region yields its results."""
+    maskable op under `%mask`; the region yields its results. xDSL 0.74 lacks this op."""
 
     name = "vector.mask"
 
@@ -517,6 +532,8 @@ _MEMREF_OR_TENSOR = base(MemRefType) | base(TensorType)
 
 @irdl_op_definition
 class GatherOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.gather"
 
     base_ = operand_def(_MEMREF_OR_TENSOR)
@@ -537,6 +554,8 @@ class GatherOp(IRDLOperation):
 
 @irdl_op_definition
 class ScatterOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.scatter"
 
     base_ = operand_def(_MEMREF_OR_TENSOR)
@@ -555,6 +574,8 @@ class ScatterOp(IRDLOperation):
 
 @irdl_op_definition
 class ExpandLoadOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.expandload"
 
     base_ = operand_def(MemRefType)
@@ -573,6 +594,8 @@ class ExpandLoadOp(IRDLOperation):
 
 @irdl_op_definition
 class CompressStoreOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.compressstore"
 
     base_ = operand_def(MemRefType)
@@ -590,7 +613,7 @@ class CompressStoreOp(IRDLOperation):
 
 @irdl_op_definition
 class MultiDimReductionOp(IRDLOperation):
-    """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`."""
+    """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`. xDSL 0.74 lacks this op."""
 
     name = "vector.multi_reduction"
 
@@ -641,7 +664,7 @@ class MultiDimReductionOp(IRDLOperation):
 @irdl_op_definition
 class ScanOp(IRDLOperation):
     """`vector.scan <kind>, %source, %init {reduction_dim = D, inclusive = B} : S, I`:
-    prefix sums along one dimension, and the last of them."""
+    prefix sums along one dimension, and the last of them. xDSL 0.74 lacks this op."""
 
     name = "vector.scan"
 
@@ -691,7 +714,7 @@ class ScanOp(IRDLOperation):
 
 @irdl_op_definition
 class VectorScaleOp(IRDLOperation):
-    """`vector.vscale`: the runtime multiple of scalable vector sizes."""
+    """`vector.vscale`: the runtime multiple of scalable vector sizes. xDSL 0.74 lacks this op."""
 
     name = "vector.vscale"
 
@@ -711,7 +734,7 @@ def _parse_position(parser: Parser) -> IntegerAttr:
 
 @irdl_op_definition
 class ScalableInsertOp(IRDLOperation):
-    """`vector.scalable.insert %value, %dest[pos] : V into D`."""
+    """`vector.scalable.insert %value, %dest[pos] : V into D`. xDSL 0.74 lacks this op."""
 
     name = "vector.scalable.insert"
 
@@ -769,7 +792,7 @@ def _verify_scalable_part(part: Attribute, whole: Attribute, pos: IntegerAttr) -
 
 @irdl_op_definition
 class ScalableExtractOp(IRDLOperation):
-    """`vector.scalable.extract %source[pos] : R from S`."""
+    """`vector.scalable.extract %source[pos] : R from S`. xDSL 0.74 lacks this op."""
 
     name = "vector.scalable.extract"
 
@@ -897,6 +920,8 @@ def _verify_memory_type(memory: Attribute, result: Attribute) -> None:
 
 
 class LoadOp(vector.LoadOp):
+    """xDSL 0.74 refuses memrefs of vectors."""
+
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.result.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
@@ -904,6 +929,8 @@ class LoadOp(vector.LoadOp):
 
 
 class StoreOp(vector.StoreOp):
+    """xDSL 0.74 refuses memrefs of vectors."""
+
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.vector.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
