@@ -62,6 +62,17 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
+# What the rest of dhir uses of xDSL's affine dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.affine is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.affine import (
+    ApplyOp as ApplyOp,
+    ForOp as ForOp,
+    MinOp as MinOp,
+    YieldOp as YieldOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import print_type_list, redefine, split_properties
 from dhir.dialects.memref import ATOMIC_RMW_KINDS

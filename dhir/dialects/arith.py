@@ -33,6 +33,51 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.type import get_element_type_or_self
 
+# What the rest of dhir uses of xDSL's arith dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.arith is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.arith import (
+    AddUIExtendedOp as AddUIExtendedOp,
+    AddfOp as AddfOp,
+    AddiOp as AddiOp,
+    AndIOp as AndIOp,
+    BitcastOp as BitcastOp,
+    CeilDivSIOp as CeilDivSIOp,
+    CeilDivUIOp as CeilDivUIOp,
+    ConstantOp as ConstantOp,
+    DivSIOp as DivSIOp,
+    DivUIOp as DivUIOp,
+    DivfOp as DivfOp,
+    ExtFOp as ExtFOp,
+    FastMathFlagsAttr as FastMathFlagsAttr,
+    FloorDivSIOp as FloorDivSIOp,
+    MaxSIOp as MaxSIOp,
+    MaxUIOp as MaxUIOp,
+    MaximumfOp as MaximumfOp,
+    MaxnumfOp as MaxnumfOp,
+    MinSIOp as MinSIOp,
+    MinUIOp as MinUIOp,
+    MinimumfOp as MinimumfOp,
+    MinnumfOp as MinnumfOp,
+    MulSIExtendedOp as MulSIExtendedOp,
+    MulUIExtendedOp as MulUIExtendedOp,
+    MulfOp as MulfOp,
+    MuliOp as MuliOp,
+    NegfOp as NegfOp,
+    OrIOp as OrIOp,
+    RemSIOp as RemSIOp,
+    RemUIOp as RemUIOp,
+    ShLIOp as ShLIOp,
+    ShRSIOp as ShRSIOp,
+    ShRUIOp as ShRUIOp,
+    SignlessIntegerBinaryOperation as SignlessIntegerBinaryOperation,
+    SubfOp as SubfOp,
+    SubiOp as SubiOp,
+    TruncFOp as TruncFOp,
+    XOrIOp as XOrIOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 
 _INT = container_of(base(IntegerType))

@@ -60,6 +60,20 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
+# What the rest of dhir uses of xDSL's linalg dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.linalg is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.linalg.ops import (
+    IndexOp as IndexOp,
+    ReduceOp as ReduceOp,
+    YieldOp as YieldOp,
+)
+from xdsl.dialects.linalg.abstract_ops import (
+    LinalgStructuredOperation as LinalgStructuredOperation,
+)
+# isort: on
+
+from dhir.dialects import arith as dhir_arith
 from dhir.dialects import with_replaced_ops
 
 
@@ -97,14 +111,16 @@ def _cast(ops: list[Operation], value: SSAValue, to: Attribute, unsigned: bool) 
     if source == to:
         return value
     cast: Operation
+    # dhir's casts, not xDSL's: the rest of dhir (the interpreter, the analyses) knows
+    # an op by dhir's class where dhir has its own.
     if isinstance(source, IntegerType) and isinstance(to, IntegerType):
-        widen = arith.ExtUIOp if unsigned else arith.ExtSIOp
+        widen = dhir_arith.ExtUIOp if unsigned else dhir_arith.ExtSIOp
         narrower = source.width.data > to.width.data
-        cast = arith.TruncIOp(value, to) if narrower else widen(value, to)
+        cast = dhir_arith.TruncIOp(value, to) if narrower else widen(value, to)
     elif isinstance(source, IntegerType) and isa(to, AnyFloat):
-        cast = (arith.UIToFPOp if unsigned else arith.SIToFPOp)(value, to)
+        cast = (dhir_arith.UIToFPOp if unsigned else dhir_arith.SIToFPOp)(value, to)
     elif isa(source, AnyFloat) and isinstance(to, IntegerType):
-        cast = (arith.FPToUIOp if unsigned else arith.FPToSIOp)(value, to)
+        cast = (dhir_arith.FPToUIOp if unsigned else dhir_arith.FPToSIOp)(value, to)
     elif isa(source, AnyFloat) and isa(to, AnyFloat):
         narrower = source.bitwidth > to.bitwidth
         cast = arith.TruncFOp(value, to) if narrower else arith.ExtFOp(value, to)

@@ -52,6 +52,24 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
+# What the rest of dhir uses of xDSL's memref dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.memref is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.memref import (
+    AllocOp as AllocOp,
+    AllocaOp as AllocaOp,
+    AssumeAlignmentOp as AssumeAlignmentOp,
+    CollapseShapeOp as CollapseShapeOp,
+    DeallocOp as DeallocOp,
+    DimOp as DimOp,
+    ExpandShapeOp as ExpandShapeOp,
+    ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
+    GetGlobalOp as GetGlobalOp,
+    ReinterpretCastOp as ReinterpretCastOp,
+    SubviewOp as SubviewOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
     custom_format,

@@ -32,6 +32,15 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+# What the rest of dhir uses of xDSL's scf dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.scf is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.scf import (
+    ReduceReturnOp as ReduceReturnOp,
+    YieldOp as YieldOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
     has_terminator,

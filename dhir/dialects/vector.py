@@ -52,6 +52,20 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
+# What the rest of dhir uses of xDSL's vector dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.vector is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.vector import (
+    BroadcastOp as BroadcastOp,
+    ExtractOp as ExtractOp,
+    FMAOp as FMAOp,
+    InsertOp as InsertOp,
+    ReductionOp as ReductionOp,
+    TransferReadOp as TransferReadOp,
+    TransferWriteOp as TransferWriteOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import AngleBracketEnum, print_type_list, split_properties
 
