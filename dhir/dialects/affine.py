@@ -62,6 +62,17 @@ from xdsl.traits import IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
+# What the rest of dhir uses of xDSL's affine dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.affine is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.affine import (
+    ApplyOp as ApplyOp,
+    ForOp as ForOp,
+    MinOp as MinOp,
+    YieldOp as YieldOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import print_type_list, redefine, split_properties
 from dhir.dialects.memref import ATOMIC_RMW_KINDS
@@ -200,7 +211,8 @@ def _parse_vector_type(parser: Parser, op_name: str) -> VectorType:
 
 
 class LoadOp(affine.LoadOp):
-    """`affine.load %memref[subscripts] attr-dict : memref-type`."""
+    """`affine.load %memref[subscripts] attr-dict : memref-type`. xDSL 0.74 makes every
+    subscript value a symbol, which MLIR rejects for loop variables."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "LoadOp":
@@ -219,7 +231,8 @@ class LoadOp(affine.LoadOp):
 
 
 class StoreOp(affine.StoreOp):
-    """`affine.store %value, %memref[subscripts] attr-dict : memref-type`."""
+    """`affine.store %value, %memref[subscripts] attr-dict : memref-type`. xDSL 0.74 makes every
+    subscript value a symbol, which MLIR rejects for loop variables."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "StoreOp":
@@ -239,7 +252,8 @@ class StoreOp(affine.StoreOp):
 
 
 class VectorLoadOp(affine.VectorLoadOp):
-    """`affine.vector_load %memref[subscripts] : memref-type, vector-type`."""
+    """`affine.vector_load %memref[subscripts] : memref-type, vector-type`. xDSL 0.74 makes
+    every subscript value a symbol, which MLIR rejects for loop variables."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "VectorLoadOp":
@@ -261,7 +275,8 @@ class VectorLoadOp(affine.VectorLoadOp):
 
 
 class VectorStoreOp(affine.VectorStoreOp):
-    """`affine.vector_store %value, %memref[subscripts] : memref-type, vector-type`."""
+    """`affine.vector_store %value, %memref[subscripts] : memref-type, vector-type`. xDSL 0.74
+    makes every subscript value a symbol, which MLIR rejects for loop variables."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "VectorStoreOp":
@@ -540,7 +555,7 @@ def _groups_attr(sizes: Sequence[int]) -> DenseIntElementsAttr:
 
 class IfOp(affine.IfOp):
     """`affine.if set(dims)[symbols] (-> types)? region (else region)? attr-dict`, the
-    set inline (`affine_set<...>`) or an alias."""
+    set inline (`affine_set<...>`) or an alias. xDSL 0.74 has only the generic form."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "IfOp":
@@ -702,7 +717,7 @@ def _print_basis(printer: Printer, static: Sequence[int], dynamic: Sequence[SSAV
 
 @irdl_op_definition
 class DelinearizeIndexOp(IRDLOperation):
-    """`affine.delinearize_index %i into (basis) attr-dict : types`."""
+    """`affine.delinearize_index %i into (basis) attr-dict : types`. xDSL 0.74 lacks this op."""
 
     name = "affine.delinearize_index"
 
@@ -747,7 +762,8 @@ class DelinearizeIndexOp(IRDLOperation):
 
 @irdl_op_definition
 class LinearizeIndexOp(IRDLOperation):
-    """`affine.linearize_index disjoint? [indices] by (basis) attr-dict : index`."""
+    """`affine.linearize_index disjoint? [indices] by (basis) attr-dict : index`. xDSL 0.74
+    lacks this op."""
 
     name = "affine.linearize_index"
 

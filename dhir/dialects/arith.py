@@ -33,6 +33,51 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.type import get_element_type_or_self
 
+# What the rest of dhir uses of xDSL's arith dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.arith is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.arith import (
+    AddUIExtendedOp as AddUIExtendedOp,
+    AddfOp as AddfOp,
+    AddiOp as AddiOp,
+    AndIOp as AndIOp,
+    BitcastOp as BitcastOp,
+    CeilDivSIOp as CeilDivSIOp,
+    CeilDivUIOp as CeilDivUIOp,
+    ConstantOp as ConstantOp,
+    DivSIOp as DivSIOp,
+    DivUIOp as DivUIOp,
+    DivfOp as DivfOp,
+    ExtFOp as ExtFOp,
+    FastMathFlagsAttr as FastMathFlagsAttr,
+    FloorDivSIOp as FloorDivSIOp,
+    MaxSIOp as MaxSIOp,
+    MaxUIOp as MaxUIOp,
+    MaximumfOp as MaximumfOp,
+    MaxnumfOp as MaxnumfOp,
+    MinSIOp as MinSIOp,
+    MinUIOp as MinUIOp,
+    MinimumfOp as MinimumfOp,
+    MinnumfOp as MinnumfOp,
+    MulSIExtendedOp as MulSIExtendedOp,
+    MulUIExtendedOp as MulUIExtendedOp,
+    MulfOp as MulfOp,
+    MuliOp as MuliOp,
+    NegfOp as NegfOp,
+    OrIOp as OrIOp,
+    RemSIOp as RemSIOp,
+    RemUIOp as RemUIOp,
+    ShLIOp as ShLIOp,
+    ShRSIOp as ShRSIOp,
+    ShRUIOp as ShRUIOp,
+    SignlessIntegerBinaryOperation as SignlessIntegerBinaryOperation,
+    SubfOp as SubfOp,
+    SubiOp as SubiOp,
+    TruncFOp as TruncFOp,
+    XOrIOp as XOrIOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 
 _INT = container_of(base(IntegerType))
@@ -68,7 +113,8 @@ def _width(type_: Attribute) -> int:
 
 @irdl_op_definition
 class IndexCastUIOp(IRDLOperation):
-    """`arith.index_cast` that zero-extends where `arith.index_cast` sign-extends."""
+    """`arith.index_cast` that zero-extends where `arith.index_cast` sign-extends. xDSL 0.74
+    lacks this op."""
 
     name = "arith.index_castui"
 
@@ -82,6 +128,8 @@ class IndexCastUIOp(IRDLOperation):
 
 @irdl_op_definition
 class IndexCastOp(_OwnFormat, arith.IndexCastOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT_OR_INDEX)
     result = result_def(_INT_OR_INDEX)
 
@@ -99,7 +147,8 @@ class IndexCastOp(_OwnFormat, arith.IndexCastOp):
 
 @irdl_op_definition
 class TruncIOp(_OwnFormat, arith.TruncIOp):
-    """`arith.trunci` on vectors and tensors too, with MLIR 22's overflow flags."""
+    """`arith.trunci` on vectors and tensors too, with MLIR 22's overflow flags. xDSL 0.74 takes
+    scalars only."""
 
     input = operand_def(_INT)
     result = result_def(_INT)
@@ -120,6 +169,8 @@ class TruncIOp(_OwnFormat, arith.TruncIOp):
 
 @irdl_op_definition
 class ExtSIOp(_OwnFormat, arith.ExtSIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_INT)
 
@@ -129,6 +180,8 @@ class ExtSIOp(_OwnFormat, arith.ExtSIOp):
 
 @irdl_op_definition
 class ExtUIOp(_OwnFormat, arith.ExtUIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_INT)
 
@@ -138,24 +191,32 @@ class ExtUIOp(_OwnFormat, arith.ExtUIOp):
 
 @irdl_op_definition
 class FPToSIOp(_OwnFormat, arith.FPToSIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_FLOAT)
     result = result_def(_INT)
 
 
 @irdl_op_definition
 class FPToUIOp(_OwnFormat, arith.FPToUIOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_FLOAT)
     result = result_def(_INT)
 
 
 @irdl_op_definition
 class SIToFPOp(_OwnFormat, arith.SIToFPOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_FLOAT)
 
 
 @irdl_op_definition
 class UIToFPOp(_OwnFormat, arith.UIToFPOp):
+    """xDSL 0.74 takes scalars only."""
+
     input = operand_def(_INT)
     result = result_def(_FLOAT)
 
@@ -163,7 +224,8 @@ class UIToFPOp(_OwnFormat, arith.UIToFPOp):
 @irdl_op_definition
 class SelectOp(arith.SelectOp):
     """`arith.select` whose condition may also be a vector or tensor of i1, chosen
-    element by element; MLIR then prints the condition's type too."""
+    element by element; MLIR then prints the condition's type too.
+    xDSL 0.74 takes only a scalar condition."""
 
     _T: ClassVar = VarConstraint("_T", AnyAttr())
     cond = operand_def(container_of(i1))
@@ -261,7 +323,8 @@ class CmpiOp(arith.CmpiOp):
 
 @irdl_op_definition
 class CmpfOp(arith.CmpfOp):
-    """`arith.cmpf` whose result, on vectors and tensors, has their shape."""
+    """`arith.cmpf` whose result, on vectors and tensors, has their shape. xDSL 0.74 gives every
+    comparison an i1 result."""
 
     predicate = prop_def(IntegerAttr)
     lhs = operand_def(_FLOAT)
@@ -294,7 +357,8 @@ class CmpfOp(arith.CmpfOp):
 
 @irdl_op_definition
 class RemFOp(arith.FloatingPointLikeBinaryOperation):
-    """The remainder of a float division, with the dividend's sign (C's fmod)."""
+    """The remainder of a float division, with the dividend's sign (C's fmod). xDSL 0.74 lacks
+    this op."""
 
     name = "arith.remf"
 

@@ -111,7 +111,8 @@ class AddressSpace(StrEnum):
 
 @irdl_attr_definition
 class AddressSpaceAttr(AngleBracketEnum, EnumAttribute[AddressSpace]):
-    """`#gpu.address_space<workgroup>`, the memory space of shared/local buffers."""
+    """`#gpu.address_space<workgroup>`, the memory space of shared/local buffers. xDSL 0.74
+    lacks this attribute."""
 
     name = "gpu.address_space"
 
@@ -148,7 +149,7 @@ class ShuffleMode(StrEnum):
 
 @irdl_attr_definition
 class ShuffleModeAttr(EnumAttribute[ShuffleMode], SpacedOpaqueSyntaxAttribute):
-    """`#gpu<shuffle_mode xor>`."""
+    """`#gpu<shuffle_mode xor>`. xDSL 0.74 lacks this attribute."""
 
     name = "gpu.shuffle_mode"
 
@@ -225,74 +226,76 @@ _SUBGROUP = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 @custom_format(_DIMENSION)
 @redefine(properties=_UPPER_BOUND)
 class ThreadIdOp(gpu.ThreadIdOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format(_DIMENSION)
 @redefine(properties=_UPPER_BOUND)
 class BlockIdOp(gpu.BlockIdOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format(_DIMENSION)
 @redefine(properties=_UPPER_BOUND)
 class BlockDimOp(gpu.BlockDimOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format(_DIMENSION)
 @redefine(properties=_UPPER_BOUND)
 class GridDimOp(gpu.GridDimOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format(_DIMENSION)
 @redefine(properties=_UPPER_BOUND)
 class GlobalIdOp(gpu.GlobalIdOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format("(`upper_bound` $upper_bound^)? attr-dict")
 @redefine(properties=_UPPER_BOUND)
 class LaneIdOp(gpu.LaneIdOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format(_SUBGROUP)
 @redefine(properties=_UPPER_BOUND)
 class NumSubgroupsOp(gpu.NumSubgroupsOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format(_SUBGROUP)
 @redefine(properties=_UPPER_BOUND)
 class SubgroupIdOp(gpu.SubgroupIdOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format(_SUBGROUP)
 @redefine(properties=_UPPER_BOUND)
 class SubgroupSizeOp(gpu.SubgroupSizeOp):
-    pass
+    """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
 @custom_format("attr-dict")
 class BarrierOp(gpu.BarrierOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("attr-dict")
 class TerminatorOp(gpu.TerminatorOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("attr-dict ($args^ `:` type($args))?")
 class ReturnOp(gpu.ReturnOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("attr-dict ($values^ `:` type($values))?")
 class YieldOp(gpu.YieldOp):
+    """xDSL 0.74 has only the generic form."""
+
     def verify_(self) -> None:
         # In gpu.warp_execute_on_lane_0 the region yields whole values and the op
         # returns each lane's part: the shapes differ.
@@ -302,24 +305,25 @@ class YieldOp(gpu.YieldOp):
 
 @custom_format("$value attr-dict `:` type($value)")
 class HostRegisterOp(gpu.HostRegisterOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("$value attr-dict `:` type($value)")
 class HostUnregisterOp(gpu.HostUnregisterOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("attr-dict $devIndex")
 class SetDefaultDeviceOp(gpu.SetDefaultDeviceOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 # --- memory and synchronisation -----------------------------------------------------
 
 
 class AllocOp(gpu.AllocOp):
-    """`gpu.alloc async? [deps]? host_shared? (sizes) ([symbols])? attr-dict : type`."""
+    """`gpu.alloc async? [deps]? host_shared? (sizes) ([symbols])? attr-dict : type`. xDSL 0.74
+    has only the generic form."""
 
     def print(self, printer: Printer) -> None:
         print_async(printer, self.asyncToken, self.asyncDependencies)
@@ -363,7 +367,8 @@ class AllocOp(gpu.AllocOp):
 
 @redefine(drop_segment_sizes=True)
 class DeallocOp(gpu.DeallocOp):
-    """`gpu.dealloc async? [deps]? %memref attr-dict : type`."""
+    """`gpu.dealloc async? [deps]? %memref attr-dict : type`. xDSL 0.74 has only the generic
+    form, with an operandSegmentSizes MLIR does not write."""
 
     def print(self, printer: Printer) -> None:
         print_async(printer, self.asyncToken, self.asyncDependencies)
@@ -389,7 +394,8 @@ class DeallocOp(gpu.DeallocOp):
 
 @redefine(drop_segment_sizes=True)
 class MemcpyOp(gpu.MemcpyOp):
-    """`gpu.memcpy async? [deps]? %dst, %src : dst_type, src_type attr-dict`."""
+    """`gpu.memcpy async? [deps]? %dst, %src : dst_type, src_type attr-dict`. xDSL 0.74 has only
+    the generic form, with an operandSegmentSizes MLIR does not write."""
 
     def verify_(self) -> None:
         # As MLIR: the memory spaces may differ (that is the point of a copy), the
@@ -431,7 +437,7 @@ class MemcpyOp(gpu.MemcpyOp):
 
 
 class WaitOp(gpu.WaitOp):
-    """`gpu.wait async? [deps]? attr-dict`."""
+    """`gpu.wait async? [deps]? attr-dict`. xDSL 0.74 has only the generic form."""
 
     def print(self, printer: Printer) -> None:
         print_async(printer, self.asyncToken, self.asyncDependencies)
@@ -446,7 +452,8 @@ class WaitOp(gpu.WaitOp):
 
 @redefine(properties={"op": optional_property(AllReduceOperationAttr)})
 class AllReduceOp(gpu.AllReduceOp):
-    """`gpu.all_reduce op? %value uniform? region attr-dict : (T) -> T`."""
+    """`gpu.all_reduce op? %value uniform? region attr-dict : (T) -> T`. xDSL 0.74 has only the
+    generic form and lacks MLIR 22's operations."""
 
     def verify_(self) -> None:
         if self.result.type != self.operand.type:
@@ -499,7 +506,8 @@ class AllReduceOp(gpu.AllReduceOp):
 @irdl_op_definition
 class SubgroupReduceOp(IRDLOperation):
     """`gpu.subgroup_reduce op %value uniform? (cluster(size = N (, stride = M)?))?
-    attr-dict : (T) -> T`: a reduction across a subgroup's lanes (values only)."""
+    attr-dict : (T) -> T`: a reduction across a subgroup's lanes (values only).
+    xDSL 0.74 lacks this op."""
 
     name = "gpu.subgroup_reduce"
 
@@ -560,7 +568,8 @@ class SubgroupReduceOp(IRDLOperation):
 
 @irdl_op_definition
 class PrintfOp(IRDLOperation):
-    """`gpu.printf "format" (, %args : types)? attr-dict`: prints from each thread."""
+    """`gpu.printf "format" (, %args : types)? attr-dict`: prints from each thread. xDSL 0.74
+    lacks this op."""
 
     name = "gpu.printf"
 
@@ -596,7 +605,8 @@ class PrintfOp(IRDLOperation):
 @irdl_op_definition
 class ShuffleOp(IRDLOperation):
     """`gpu.shuffle mode %value, %offset, %width attr-dict : T`: a value from another
-    lane of the subgroup, and whether that lane was in range (values only)."""
+    lane of the subgroup, and whether that lane was in range (values only).
+    xDSL 0.74 lacks this op."""
 
     name = "gpu.shuffle"
 
@@ -646,7 +656,8 @@ class ShuffleOp(IRDLOperation):
     }
 )
 class ModuleOp(gpu.ModuleOp):
-    """`gpu.module @name (<handler>)? ([targets])? (attributes {...})? region`."""
+    """`gpu.module @name (<handler>)? ([targets])? (attributes {...})? region`. xDSL 0.74 has
+    only the generic form."""
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -698,7 +709,7 @@ class FuncOp(gpu.FuncOp):
     """`gpu.func @name(%a: T {attrs}, ...) (-> results)? (workgroup(...))?
     (private(...))? kernel? (attributes {...})? region`; attributions are the entry
     block's arguments after the function's, `workgroup_attributions` counts the first
-    kind."""
+    kind. xDSL 0.74 has only the generic form; its kernel marker is a property mlir-opt drops."""
 
     _RESERVED = ("sym_name", "gpu.kernel", _NUM_WORKGROUP)
 
@@ -836,7 +847,8 @@ class LaunchOp(gpu.LaunchOp):
     (function(@f))? (workgroup(...))? (private(...))? region attr-dict`.
 
     The body's arguments: block ids, thread ids, grid sizes, block sizes (3 each), then
-    cluster ids and cluster sizes when clustered, then the attributions."""
+    cluster ids and cluster sizes when clustered, then the attributions.
+    xDSL 0.74 has only the generic form, without clusters or attributions."""
 
     def verify_(self) -> None:
         if not any(b.ops for b in self.body.blocks):
@@ -979,7 +991,7 @@ class LaunchFuncOp(gpu.LaunchFuncOp):
     """`gpu.launch_func async? [deps]? (<%obj : T>)? @module::@kernel
     (clusters in (x, y, z))? blocks in (x, y, z) threads in (x, y, z) (: type)?
     (dynamic_shared_memory_size %s)? (args(%a : T, ...))? attr-dict`; all sizes share
-    one type, index unless given."""
+    one type, index unless given. xDSL 0.74 has only the generic form."""
 
     def print(self, printer: Printer) -> None:
         print_async(printer, self.asyncToken, self.asyncDependencies)
@@ -1083,7 +1095,7 @@ def _print_handler(printer: Printer, handler: Attribute | None) -> None:
 @irdl_op_definition
 class BinaryOp(IRDLOperation):
     """`gpu.binary @name (<handler>)? attr-dict [objects]`: compiled GPU code. dhir keeps
-    it as read (its attributes are of dialects dhir does not define)."""
+    it as read (its attributes are of dialects dhir does not define). xDSL 0.74 lacks this op."""
 
     name = "gpu.binary"
 
@@ -1121,7 +1133,8 @@ class BinaryOp(IRDLOperation):
 @irdl_op_definition
 class RotateOp(IRDLOperation):
     """`gpu.rotate %value, offset, width attr-dict : T`: a value from the lane `offset`
-    further round a group of `width` lanes, and whether that lane was in range."""
+    further round a group of `width` lanes, and whether that lane was in range.
+    xDSL 0.74 lacks this op."""
 
     name = "gpu.rotate"
 
@@ -1160,7 +1173,8 @@ class RotateOp(IRDLOperation):
 
 @irdl_op_definition
 class MemsetOp(IRDLOperation):
-    """`gpu.memset async? [deps]? %dst, %value : memref_type, value_type attr-dict`."""
+    """`gpu.memset async? [deps]? %dst, %value : memref_type, value_type attr-dict`. xDSL 0.74
+    lacks this op."""
 
     name = "gpu.memset"
 
@@ -1206,7 +1220,8 @@ class MemsetOp(IRDLOperation):
 @irdl_op_definition
 class WarpExecuteOnLane0Op(IRDLOperation):
     """`gpu.warp_execute_on_lane_0(%lane)[size] (args(%v : types))? (-> (types))? region
-    attr-dict`: a region run by lane 0 of a warp, its values distributed over the lanes."""
+    attr-dict`: a region run by lane 0 of a warp, its values distributed over the lanes.
+    xDSL 0.74 lacks this op."""
 
     name = "gpu.warp_execute_on_lane_0"
 
@@ -1279,7 +1294,8 @@ class WarpExecuteOnLane0Op(IRDLOperation):
 
 @irdl_attr_definition
 class MMAMatrixType(ParametrizedAttribute, TypeAttribute):
-    """`!gpu.mma_matrix<16x16xf16, "AOp">`: a matrix spread over a subgroup's lanes."""
+    """`!gpu.mma_matrix<16x16xf16, "AOp">`: a matrix spread over a subgroup's lanes. xDSL 0.74
+    lacks this type."""
 
     name = "gpu.mma_matrix"
 
@@ -1322,7 +1338,7 @@ class MMAElementwise(StrEnum):
 
 @irdl_attr_definition
 class MMAElementwiseAttr(EnumAttribute[MMAElementwise], SpacedOpaqueSyntaxAttribute):
-    """`#gpu<mma_element_wise addf>`."""
+    """`#gpu<mma_element_wise addf>`. xDSL 0.74 lacks this attribute."""
 
     name = "gpu.mma_element_wise"
 
@@ -1333,6 +1349,8 @@ _INDEX = IndexType()
 
 @irdl_op_definition
 class SubgroupMmaLoadMatrixOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_load_matrix"
 
     srcMemref = operand_def(MemRefType)
@@ -1347,6 +1365,8 @@ class SubgroupMmaLoadMatrixOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaStoreMatrixOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_store_matrix"
 
     src = operand_def(_MATRIX)
@@ -1363,6 +1383,8 @@ class SubgroupMmaStoreMatrixOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaConstantMatrixOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_constant_matrix"
 
     value = operand_def()
@@ -1391,6 +1413,8 @@ class SubgroupMmaConstantMatrixOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaElementwiseOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_elementwise"
 
     args = var_operand_def(_MATRIX)
@@ -1402,6 +1426,8 @@ class SubgroupMmaElementwiseOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaComputeOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_compute"
 
     opA = operand_def(_MATRIX)
@@ -1420,6 +1446,8 @@ class SubgroupMmaComputeOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaExtractThreadLocalOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_extract_thread_local"
 
     matrix = operand_def(_MATRIX)
@@ -1431,6 +1459,8 @@ class SubgroupMmaExtractThreadLocalOp(IRDLOperation):
 
 @irdl_op_definition
 class SubgroupMmaInsertThreadLocalOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.subgroup_mma_insert_thread_local"
 
     value = operand_def()
@@ -1460,21 +1490,24 @@ MMA_OPS: tuple[type[IRDLOperation], ...] = (
 
 @irdl_attr_definition
 class SpMatHandleType(ParametrizedAttribute, TypeAttribute):
-    """`!gpu.sparse.spmat_handle`: a sparse matrix known to the sparse library."""
+    """`!gpu.sparse.spmat_handle`: a sparse matrix known to the sparse library. xDSL 0.74 lacks
+    this attribute."""
 
     name = "gpu.sparse.spmat_handle"
 
 
 @irdl_attr_definition
 class DnTensorHandleType(ParametrizedAttribute, TypeAttribute):
-    """`!gpu.sparse.dntensor_handle`: a dense tensor known to the sparse library."""
+    """`!gpu.sparse.dntensor_handle`: a dense tensor known to the sparse library. xDSL 0.74
+    lacks this type."""
 
     name = "gpu.sparse.dntensor_handle"
 
 
 @irdl_attr_definition
 class SpGEMMOpHandleType(ParametrizedAttribute, TypeAttribute):
-    """`!gpu.sparse.spgemmop_handle`: the state of a sparse matrix product."""
+    """`!gpu.sparse.spgemmop_handle`: the state of a sparse matrix product. xDSL 0.74 lacks this
+    attribute."""
 
     name = "gpu.sparse.spgemmop_handle"
 
@@ -1487,7 +1520,7 @@ class TransposeMode(StrEnum):
 
 @irdl_attr_definition
 class TransposeModeAttr(EnumAttribute[TransposeMode], SpacedOpaqueSyntaxAttribute):
-    """`#gpu<mat_transpose_mode TRANSPOSE>`."""
+    """`#gpu<mat_transpose_mode TRANSPOSE>`. xDSL 0.74 lacks this attribute."""
 
     name = "gpu.mat_transpose_mode"
 
@@ -1500,7 +1533,7 @@ class Prune2To4(StrEnum):
 
 @irdl_attr_definition
 class Prune2To4Attr(EnumAttribute[Prune2To4], SpacedOpaqueSyntaxAttribute):
-    """`#gpu<prune_2to4_spmat_flag PRUNE_AND_CHECK>`."""
+    """`#gpu<prune_2to4_spmat_flag PRUNE_AND_CHECK>`. xDSL 0.74 lacks this attribute."""
 
     name = "gpu.prune_2to4_spmat_flag"
 
@@ -1512,7 +1545,7 @@ class SpGEMMKind(StrEnum):
 
 @irdl_attr_definition
 class SpGEMMKindAttr(EnumAttribute[SpGEMMKind], SpacedOpaqueSyntaxAttribute):
-    """`#gpu<spgemm_work_estimation_or_compute_kind COMPUTE>`."""
+    """`#gpu<spgemm_work_estimation_or_compute_kind COMPUTE>`. xDSL 0.74 lacks this attribute."""
 
     name = "gpu.spgemm_work_estimation_or_compute_kind"
 
@@ -1560,6 +1593,8 @@ class _SparseOp(IRDLOperation):
 
 @irdl_op_definition
 class CreateDnTensorOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_dn_tensor"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1573,6 +1608,8 @@ class CreateDnTensorOp(_SparseOp):
 
 @irdl_op_definition
 class DestroyDnTensorOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.destroy_dn_tensor"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1582,6 +1619,8 @@ class DestroyDnTensorOp(_SparseOp):
 
 @irdl_op_definition
 class DestroySpMatOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.destroy_sp_mat"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1598,6 +1637,8 @@ def _sizes_and_arrays(sizes: Sequence[str], arrays: Sequence[str]) -> str:
 
 @irdl_op_definition
 class CreateCooOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_coo"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1614,6 +1655,8 @@ class CreateCooOp(_SparseOp):
 
 @irdl_op_definition
 class CreateCooAoSOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_coo_aos"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1629,6 +1672,8 @@ class CreateCooAoSOp(_SparseOp):
 
 @irdl_op_definition
 class CreateCsrOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_csr"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1645,6 +1690,8 @@ class CreateCsrOp(_SparseOp):
 
 @irdl_op_definition
 class CreateCscOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_csc"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1661,6 +1708,8 @@ class CreateCscOp(_SparseOp):
 
 @irdl_op_definition
 class CreateBsrOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_bsr"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1681,6 +1730,8 @@ class CreateBsrOp(_SparseOp):
 
 @irdl_op_definition
 class Create2To4SpMatOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.create_2to4_spmat"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1697,6 +1748,8 @@ class Create2To4SpMatOp(_SparseOp):
 
 @irdl_op_definition
 class SpMatGetSizeOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spmat_get_size"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1710,6 +1763,8 @@ class SpMatGetSizeOp(_SparseOp):
 
 @irdl_op_definition
 class SetCsrPointersOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.set_csr_pointers"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1730,6 +1785,8 @@ _DN_AB = "$dnmatA (`{` $modeA^ `}`)? `,` $dnmatB (`{` $modeB^ `}`)?"
 
 @irdl_op_definition
 class SpMVBufferSizeOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spmv_buffer_size"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1745,6 +1802,8 @@ class SpMVBufferSizeOp(_SparseOp):
 
 @irdl_op_definition
 class SpMVOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spmv"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1763,6 +1822,8 @@ class SpMVOp(_SparseOp):
 
 @irdl_op_definition
 class SpMMBufferSizeOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spmm_buffer_size"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1785,6 +1846,8 @@ class SpMMBufferSizeOp(_SparseOp):
 
 @irdl_op_definition
 class SpMMOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spmm"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1805,6 +1868,8 @@ class SpMMOp(_SparseOp):
 
 @irdl_op_definition
 class SDDMMBufferSizeOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.sddmm_buffer_size"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1821,6 +1886,8 @@ class SDDMMBufferSizeOp(_SparseOp):
 
 @irdl_op_definition
 class SDDMMOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.sddmm"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1839,6 +1906,8 @@ class SDDMMOp(_SparseOp):
 
 @irdl_op_definition
 class SpGEMMCreateDescrOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spgemm_create_descr"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1848,6 +1917,8 @@ class SpGEMMCreateDescrOp(_SparseOp):
 
 @irdl_op_definition
 class SpGEMMDestroyDescrOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spgemm_destroy_descr"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1860,6 +1931,8 @@ _SPGEMM_AB = "$spmatA (`{` $modeA^ `}`)? `,` $spmatB (`{` $modeB^ `}`)?"
 
 @irdl_op_definition
 class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spgemm_work_estimation_or_compute"
 
     asyncDependencies = var_operand_def(_TOKEN)
@@ -1883,6 +1956,8 @@ class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
 
 @irdl_op_definition
 class SpGEMMCopyOp(_SparseOp):
+    """xDSL 0.74 lacks this op."""
+
     name = "gpu.spgemm_copy"
 
     asyncDependencies = var_operand_def(_TOKEN)

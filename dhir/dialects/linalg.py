@@ -60,6 +60,20 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
+# What the rest of dhir uses of xDSL's linalg dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.linalg is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.linalg.ops import (
+    IndexOp as IndexOp,
+    ReduceOp as ReduceOp,
+    YieldOp as YieldOp,
+)
+from xdsl.dialects.linalg.abstract_ops import (
+    LinalgStructuredOperation as LinalgStructuredOperation,
+)
+# isort: on
+
+from dhir.dialects import arith as dhir_arith
 from dhir.dialects import with_replaced_ops
 
 
@@ -97,14 +111,16 @@ def _cast(ops: list[Operation], value: SSAValue, to: Attribute, unsigned: bool) 
     if source == to:
         return value
     cast: Operation
+    # dhir's casts, not xDSL's: the rest of dhir (the interpreter, the analyses) knows
+    # an op by dhir's class where dhir has its own.
     if isinstance(source, IntegerType) and isinstance(to, IntegerType):
-        widen = arith.ExtUIOp if unsigned else arith.ExtSIOp
+        widen = dhir_arith.ExtUIOp if unsigned else dhir_arith.ExtSIOp
         narrower = source.width.data > to.width.data
-        cast = arith.TruncIOp(value, to) if narrower else widen(value, to)
+        cast = dhir_arith.TruncIOp(value, to) if narrower else widen(value, to)
     elif isinstance(source, IntegerType) and isa(to, AnyFloat):
-        cast = (arith.UIToFPOp if unsigned else arith.SIToFPOp)(value, to)
+        cast = (dhir_arith.UIToFPOp if unsigned else dhir_arith.SIToFPOp)(value, to)
     elif isa(source, AnyFloat) and isinstance(to, IntegerType):
-        cast = (arith.FPToUIOp if unsigned else arith.FPToSIOp)(value, to)
+        cast = (dhir_arith.FPToUIOp if unsigned else dhir_arith.FPToSIOp)(value, to)
     elif isa(source, AnyFloat) and isa(to, AnyFloat):
         narrower = source.bitwidth > to.bitwidth
         cast = arith.TruncFOp(value, to) if narrower else arith.ExtFOp(value, to)
@@ -279,8 +295,32 @@ class _Windowed(NamedOperation):
         super().verify_()
 
 
+# The windowed ops xDSL 0.74 has, each with the body it gets wrong.
+_XDSL_WRONG_BODY = {
+    "linalg.pooling_nchw_max": "the maximum of the input and the window operand (MLIR: of "
+    "the output and the input)",
+    **{
+        f"linalg.conv_2d_{layout}": "`mul + out` (MLIR: `out + mul`)"
+        for layout in (
+            "nchw_fchw",
+            "nhwgc_gfhwc",
+            "nhwc_hwcf",
+            "ngchw_gfchw",
+            "ngchw_fgchw",
+            "nhwc_fhwc",
+        )
+    },
+}
+
+
 def _windowed(name: str, loops: str, access: tuple[str, ...], body: str) -> type[_Windowed]:
+    wrong = _XDSL_WRONG_BODY.get(name)
     attributes = {
+        "__doc__": (
+            f"xDSL 0.74 requires strides and dilations, and its body computes {wrong}."
+            if wrong
+            else "xDSL 0.74 lacks this op."
+        ),
         "name": name,
         "LOOPS": loops,
         "ACCESS": access,
@@ -500,7 +540,7 @@ def _default_maps(maps: list[AffineMap]) -> ArrayAttr[AffineMapAttr]:
 @irdl_op_definition
 class BatchMatmulOp(_MappedContraction):
     """`linalg.batch_matmul (indexing_maps = [maps])? ins(a, b) outs(c)`: one matmul per
-    leading index."""
+    leading index. xDSL 0.74 lacks this op."""
 
     name = "linalg.batch_matmul"
 
@@ -513,7 +553,7 @@ class BatchMatmulOp(_MappedContraction):
 
 @irdl_op_definition
 class BatchReduceMatmulOp(_MappedContraction):
-    """`linalg.batch_reduce_matmul`: the sum of the matmuls of a batch."""
+    """`linalg.batch_reduce_matmul`: the sum of the matmuls of a batch. xDSL 0.74 lacks this op."""
 
     name = "linalg.batch_reduce_matmul"
 
@@ -527,7 +567,7 @@ class BatchReduceMatmulOp(_MappedContraction):
 @irdl_op_definition
 class ContractOp(_MappedContraction):
     """`linalg.contract indexing_maps = [...] ins(a, b) outs(c)`: loops that index the
-    output are parallel, the others reductions."""
+    output are parallel, the others reductions. xDSL 0.74 lacks this op."""
 
     name = "linalg.contract"
 
@@ -550,6 +590,8 @@ class ContractOp(_MappedContraction):
 
 @irdl_op_definition
 class MatvecOp(_Contraction):
+    """xDSL 0.74 lacks this op."""
+
     name = "linalg.matvec"
     MAPS: ClassVar[list[AffineMap]] = _maps(2, lambda i, k: ((i, k), (k,), (i,)))
     ITERATORS: ClassVar[str] = "pr"
@@ -557,6 +599,8 @@ class MatvecOp(_Contraction):
 
 @irdl_op_definition
 class VecmatOp(_Contraction):
+    """xDSL 0.74 lacks this op."""
+
     name = "linalg.vecmat"
     MAPS: ClassVar[list[AffineMap]] = _maps(2, lambda j, k: ((k,), (k, j), (j,)))
     ITERATORS: ClassVar[str] = "pr"
@@ -564,6 +608,8 @@ class VecmatOp(_Contraction):
 
 @irdl_op_definition
 class BatchMatvecOp(_Contraction):
+    """xDSL 0.74 lacks this op."""
+
     name = "linalg.batch_matvec"
     MAPS: ClassVar[list[AffineMap]] = _maps(3, lambda b, i, k: ((b, i, k), (b, k), (b, i)))
     ITERATORS: ClassVar[str] = "ppr"
@@ -571,6 +617,8 @@ class BatchMatvecOp(_Contraction):
 
 @irdl_op_definition
 class DotOp(_Contraction):
+    """xDSL 0.74 lacks this op."""
+
     name = "linalg.dot"
     MAPS: ClassVar[list[AffineMap]] = _maps(1, lambda k: ((k,), (k,), ()))
     ITERATORS: ClassVar[str] = "r"
@@ -578,7 +626,8 @@ class DotOp(_Contraction):
 
 @irdl_op_definition
 class DivOp(ElementwiseOperation):
-    """`linalg.div ins(a, b) outs(c)`: elementwise `a / b` (signed for integers)."""
+    """`linalg.div ins(a, b) outs(c)`: elementwise `a / b` (signed for integers). xDSL 0.74
+    lacks this op."""
 
     name = "linalg.div"
 
@@ -595,7 +644,8 @@ class DivOp(ElementwiseOperation):
 
 
 class MatmulOp(linalg_ops.MatmulOp):
-    """`linalg.matmul (indexing_maps = [maps])? attr-dict ins(...) outs(...) (-> types)?`."""
+    """`linalg.matmul (indexing_maps = [maps])? attr-dict ins(...) outs(...) (-> types)?`.
+    xDSL 0.74 fails on `indexing_maps`, and its body adds `mul + out` (MLIR: `out + mul`)."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "MatmulOp":
@@ -697,10 +747,17 @@ class _Elementwise(ElementwiseOperation):
         return _body(arg_types, lambda block, ops: build(ops, list(block.args)))
 
 
+_LACKS = "xDSL 0.74 lacks this op."
+
+
 def _elementwise(name: str) -> type[_Elementwise]:
     class_name = "".join(part.title() for part in name.split("_")) + "Op"
     return irdl_op_definition(
-        type(class_name, (_Elementwise,), {"name": f"linalg.{name}", "__module__": __name__})
+        type(
+            class_name,
+            (_Elementwise,),
+            {"__doc__": _LACKS, "name": f"linalg.{name}", "__module__": __name__},
+        )
     )
 
 
@@ -708,7 +765,8 @@ _ELEMENTWISE_OPS = [_elementwise(name) for name in _ELEMENTWISE]
 
 
 class FillOp(linalg_ops.FillOp):
-    """`linalg.fill`, also of vectors (a tensor of vectors filled with one vector)."""
+    """`linalg.fill`, also of vectors (a tensor of vectors filled with one vector). xDSL 0.74
+    fails on fills of vectors (an assertion)."""
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
@@ -736,7 +794,8 @@ class FillOp(linalg_ops.FillOp):
 
 @irdl_op_definition
 class Mmt4dOp(_Contraction):
-    """`linalg.mmt4d`: a matmul of tiled operands, the right-hand side transposed."""
+    """`linalg.mmt4d`: a matmul of tiled operands, the right-hand side transposed. xDSL 0.74
+    lacks this op."""
 
     name = "linalg.mmt4d"
     MAPS: ClassVar[list[AffineMap]] = _maps(
@@ -747,6 +806,8 @@ class Mmt4dOp(_Contraction):
 
 @irdl_op_definition
 class BatchMmt4dOp(_Contraction):
+    """xDSL 0.74 lacks this op."""
+
     name = "linalg.batch_mmt4d"
     MAPS: ClassVar[list[AffineMap]] = _maps(
         7,
@@ -862,7 +923,8 @@ class _Relayout(IRDLOperation):
 @irdl_op_definition
 class PackOp(_Relayout):
     """`linalg.pack %src (padding_value(%p : t))? (outer_dims_perm = [..])?
-    inner_dims_pos = [..] inner_tiles = [..] into %dest attr-dict : type -> type`."""
+    inner_dims_pos = [..] inner_tiles = [..] into %dest attr-dict : type -> type`.
+    xDSL 0.74 lacks this op."""
 
     name = "linalg.pack"
     PADDING: ClassVar[bool] = True
@@ -884,7 +946,7 @@ class PackOp(_Relayout):
 @irdl_op_definition
 class UnpackOp(_Relayout):
     """`linalg.unpack %src (outer_dims_perm = [..])? inner_dims_pos = [..]
-    inner_tiles = [..] into %dest attr-dict : type -> type`."""
+    inner_tiles = [..] into %dest attr-dict : type -> type`. xDSL 0.74 lacks this op."""
 
     name = "linalg.unpack"
 

@@ -17,12 +17,58 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+# What the rest of dhir uses of xDSL's math dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.math is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.math import (
+    AbsFOp as AbsFOp,
+    AbsIOp as AbsIOp,
+    AcosOp as AcosOp,
+    AcoshOp as AcoshOp,
+    AsinOp as AsinOp,
+    AsinhOp as AsinhOp,
+    Atan2Op as Atan2Op,
+    AtanOp as AtanOp,
+    AtanhOp as AtanhOp,
+    CbrtOp as CbrtOp,
+    CeilOp as CeilOp,
+    CopySignOp as CopySignOp,
+    CosOp as CosOp,
+    CoshOp as CoshOp,
+    CountLeadingZerosOp as CountLeadingZerosOp,
+    CountTrailingZerosOp as CountTrailingZerosOp,
+    CtPopOp as CtPopOp,
+    ErfOp as ErfOp,
+    Exp2Op as Exp2Op,
+    ExpM1Op as ExpM1Op,
+    ExpOp as ExpOp,
+    FPowIOp as FPowIOp,
+    FloorOp as FloorOp,
+    FmaOp as FmaOp,
+    IPowIOp as IPowIOp,
+    Log10Op as Log10Op,
+    Log1pOp as Log1pOp,
+    Log2Op as Log2Op,
+    LogOp as LogOp,
+    PowFOp as PowFOp,
+    RoundEvenOp as RoundEvenOp,
+    RoundOp as RoundOp,
+    RsqrtOp as RsqrtOp,
+    SinOp as SinOp,
+    SinhOp as SinhOp,
+    SqrtOp as SqrtOp,
+    TanOp as TanOp,
+    TanhOp as TanhOp,
+    TruncOp as TruncOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 
 
 @irdl_op_definition
 class SincosOp(IRDLOperation):
-    """`math.sincos %x : T`: the sine and the cosine of `%x`."""
+    """`math.sincos %x : T`: the sine and the cosine of `%x`. xDSL 0.74 lacks this op."""
 
     name = "math.sincos"
 
@@ -39,7 +85,7 @@ class SincosOp(IRDLOperation):
 
 @irdl_op_definition
 class ClampFOp(IRDLOperation):
-    """`math.clampf %x to [%low, %high] : T`: `%x` clamped to the range."""
+    """`math.clampf %x to [%low, %high] : T`: `%x` clamped to the range. xDSL 0.74 lacks this op."""
 
     name = "math.clampf"
 

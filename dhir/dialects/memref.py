@@ -52,6 +52,24 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, is_side_effect_free
 from xdsl.utils.exceptions import VerifyException
 
+# What the rest of dhir uses of xDSL's memref dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.memref is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.memref import (
+    AllocOp as AllocOp,
+    AllocaOp as AllocaOp,
+    AssumeAlignmentOp as AssumeAlignmentOp,
+    CollapseShapeOp as CollapseShapeOp,
+    DeallocOp as DeallocOp,
+    DimOp as DimOp,
+    ExpandShapeOp as ExpandShapeOp,
+    ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
+    GetGlobalOp as GetGlobalOp,
+    ReinterpretCastOp as ReinterpretCastOp,
+    SubviewOp as SubviewOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
     custom_format,
@@ -79,11 +97,15 @@ def _reraise_as_verify_error(verify: Callable[[], None]) -> None:
 
 
 class LoadOp(memref.LoadOp):
+    """xDSL 0.74 crashes on a wrong index count instead of failing verification."""
+
     def verify_(self) -> None:
         _reraise_as_verify_error(super().verify_)
 
 
 class StoreOp(memref.StoreOp):
+    """xDSL 0.74 crashes on a wrong index count instead of failing verification."""
+
     def verify_(self) -> None:
         _reraise_as_verify_error(super().verify_)
 
@@ -96,6 +118,8 @@ class StoreOp(memref.StoreOp):
     }
 )
 class CopyOp(memref.CopyOp):
+    """xDSL 0.74 has only the generic form, and no copies of unranked memrefs."""
+
     def verify_(self) -> None:
         # As MLIR: shapes need only be compatible (a dynamic size matches any size;
         # an unranked memref any shape), so a static buffer copies to a dynamic one.
@@ -122,6 +146,8 @@ def _element_type(memref_type: Attribute) -> Attribute | None:
 
 @custom_format("$source attr-dict `:` type($source) `to` type($dest)")
 class CastOp(memref.CastOp):
+    """xDSL 0.74 has only the generic form."""
+
     # xDSL's factory (`get`) builds xDSL's class.
     def __init__(self, source: SSAValue | Operation, result_type: Attribute):
         super().__init__(operands=[source], result_types=[result_type])
@@ -129,29 +155,34 @@ class CastOp(memref.CastOp):
 
 @custom_format("$source attr-dict `:` type($source) `to` type($dest)")
 class MemorySpaceCastOp(memref.MemorySpaceCastOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 @custom_format("$source attr-dict `:` type($source)")
 class RankOp(memref.RankOp):
+    """xDSL 0.74 has only the generic form."""
+
     def __init__(self, source: SSAValue | Operation):
         super().__init__(operands=[source], result_types=[IndexType()])
 
 
 @custom_format("$source attr-dict `:` type($source) `->` type($aligned_pointer)")
 class ExtractAlignedPointerAsIndexOp(memref.ExtractAlignedPointerAsIndexOp):
+    """xDSL 0.74 has only the generic form."""
+
     def __init__(self, source: SSAValue | Operation):
         super().__init__(operands=[source], result_types=[IndexType()])
 
 
 @custom_format("attr-dict ($ops^ `:` type($ops))?")
 class AllocaScopeReturnOp(memref.AllocaScopeReturnOp):
-    pass
+    """xDSL 0.74 has only the generic form."""
 
 
 class AllocaScopeOp(memref.AllocaScopeOp):
     """`memref.alloca_scope (-> (types))? region attr-dict`; like MLIR, the return is
-    implicit (neither parsed nor printed) when the scope has no results."""
+    implicit (neither parsed nor printed) when the scope has no results.
+    xDSL 0.74 has only the generic form."""
 
     def print(self, printer: Printer) -> None:
         if self.res:
@@ -188,7 +219,8 @@ ATOMIC_RMW_KINDS = (
 
 
 class AtomicRMWOp(memref.AtomicRMWOp):
-    """`memref.atomic_rmw kind %value, %memref[%i] attr-dict : (T, memref) -> T`."""
+    """`memref.atomic_rmw kind %value, %memref[%i] attr-dict : (T, memref) -> T`. xDSL 0.74 has
+    only the generic form."""
 
     def verify_(self) -> None:
         super().verify_()
@@ -241,7 +273,8 @@ class AtomicRMWOp(memref.AtomicRMWOp):
 
 @irdl_op_definition
 class AtomicYieldOp(IRDLOperation):
-    """`memref.atomic_yield %v : type`: the value a `generic_atomic_rmw` stores."""
+    """`memref.atomic_yield %v : type`: the value a `generic_atomic_rmw` stores. xDSL 0.74 lacks
+    this op."""
 
     name = "memref.atomic_yield"
 
@@ -256,7 +289,7 @@ class AtomicYieldOp(IRDLOperation):
 class GenericAtomicRMWOp(IRDLOperation):
     """`%r = memref.generic_atomic_rmw %m[%i, ...] : memref-type region attr-dict`: reads
     `%m[%i, ...]`, runs the region on that value and stores what it yields, atomically;
-    the result is the value read."""
+    the result is the value read. xDSL 0.74 lacks this op."""
 
     name = "memref.generic_atomic_rmw"
 
@@ -340,7 +373,8 @@ class GenericAtomicRMWOp(IRDLOperation):
 )
 class GlobalOp(memref.GlobalOp):
     """`memref.global "private"? constant? @name : type (= value|uninitialized)?
-    attr-dict`; the value's tensor type is implied by the memref type."""
+    attr-dict`; the value's tensor type is implied by the memref type.
+    xDSL 0.74 has only the generic form."""
 
     def verify_(self) -> None:
         if self.alignment is not None:
@@ -414,7 +448,7 @@ def _parse_initial_value(parser: Parser, memref_type: MemRefType) -> Attribute:
 @irdl_op_definition
 class ReallocOp(IRDLOperation):
     """`memref.realloc %src (`(` %size `)`)? attr-dict : type to type`: a buffer of the
-    new size holding the old one's data; the old buffer is freed."""
+    new size holding the old one's data; the old buffer is freed. xDSL 0.74 lacks this op."""
 
     name = "memref.realloc"
 
@@ -445,7 +479,7 @@ class ReallocOp(IRDLOperation):
 @irdl_op_definition
 class ReshapeOp(IRDLOperation):
     """`memref.reshape %src(%shape) attr-dict : (src-type, shape-type) -> type`: a view
-    of `%src` with the shape held in the 1-d memref `%shape`."""
+    of `%src` with the shape held in the 1-d memref `%shape`. xDSL 0.74 lacks this op."""
 
     name = "memref.reshape"
 
@@ -460,7 +494,8 @@ class ReshapeOp(IRDLOperation):
 class TransposeOp(IRDLOperation):
     """`memref.transpose %src (d0, d1) -> (d1, d0) attr-dict : type to type`: a view of
     `%src` whose dimension k is the source's dimension given by result k of the
-    permutation; the result type is the source's with its sizes and strides permuted."""
+    permutation; the result type is the source's with its sizes and strides permuted.
+    xDSL 0.74 lacks this op."""
 
     name = "memref.transpose"
 
@@ -547,7 +582,7 @@ def _transposed(source: MemRefType, axes: Sequence[int]) -> MemRefType | None:
 @irdl_op_definition
 class PrefetchOp(IRDLOperation):
     """`memref.prefetch %m[%i, ...], read|write, locality<0..3>, data|instr : type`: a
-    hint to the cache, without effect on the program's results."""
+    hint to the cache, without effect on the program's results. xDSL 0.74 lacks this op."""
 
     name = "memref.prefetch"
 
@@ -720,7 +755,8 @@ class DmaStartOp(IRDLOperation):
 
 @irdl_op_definition
 class DmaWaitOp(IRDLOperation):
-    """`memref.dma_wait %tag[...], %count : tag-type` (operands one flat list, as in MLIR)."""
+    """`memref.dma_wait %tag[...], %count : tag-type` (operands one flat list, as in MLIR). xDSL
+    0.74 splits MLIR's flat operand list into segments."""
 
     name = "memref.dma_wait"
 

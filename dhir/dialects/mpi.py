@@ -14,6 +14,7 @@ the error class of `mpi.retval_check` is a dialect attribute
 from __future__ import annotations
 
 from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, i1, i32
+from xdsl.dialects.mpi import RequestType, StatusType  # as upstream's: no shadow needed
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
@@ -172,35 +173,22 @@ _ERROR_CODES: dict[ErrorClass, int] = {e: i for i, e in enumerate(ErrorClass)}
 
 @irdl_attr_definition
 class CommType(ParametrizedAttribute, TypeAttribute):
-    """`!mpi.comm`: an MPI communicator handle."""
+    """`!mpi.comm`: an MPI communicator handle. xDSL 0.74 lacks this type."""
 
     name = "mpi.comm"
 
 
 @irdl_attr_definition
 class RetvalType(ParametrizedAttribute, TypeAttribute):
-    """`!mpi.retval`: the return code of an MPI call."""
+    """`!mpi.retval`: the return code of an MPI call. xDSL 0.74 lacks this type."""
 
     name = "mpi.retval"
 
 
 @irdl_attr_definition
-class RequestType(ParametrizedAttribute, TypeAttribute):
-    """`!mpi.request`: the handle of a non-blocking operation."""
-
-    name = "mpi.request"
-
-
-@irdl_attr_definition
-class StatusType(ParametrizedAttribute, TypeAttribute):
-    """`!mpi.status`: a reception status; upstream defines it but no op uses it."""
-
-    name = "mpi.status"
-
-
-@irdl_attr_definition
 class ErrorClassAttr(AngleBracketEnum, EnumAttribute[ErrorClass]):
-    """`#mpi.errclass<MPI_SUCCESS>`; inside `mpi.retval_check` only `<...>`."""
+    """`#mpi.errclass<MPI_SUCCESS>`; inside `mpi.retval_check` only `<...>`. xDSL 0.74 lacks
+    this attribute."""
 
     # Upstream's parameter syntax carries the angle brackets, so the stripped
     # form used in the op's custom syntax is `<MPI_SUCCESS>`, not `MPI_SUCCESS`.
@@ -250,7 +238,8 @@ def _name_results(op: IRDLOperation) -> None:
 
 @irdl_op_definition
 class InitOp(IRDLOperation):
-    """`MPI_Init(NULL, NULL)`."""
+    """`MPI_Init(NULL, NULL)`. xDSL 0.74's op of this name belongs to its older mpi dialect,
+    which mlir-opt rejects."""
 
     name = "mpi.init"
 
@@ -264,7 +253,8 @@ class InitOp(IRDLOperation):
 
 @irdl_op_definition
 class FinalizeOp(IRDLOperation):
-    """`MPI_Finalize()`."""
+    """`MPI_Finalize()`. xDSL 0.74's op of this name belongs to its older mpi dialect, which
+    mlir-opt rejects."""
 
     name = "mpi.finalize"
 
@@ -278,7 +268,7 @@ class FinalizeOp(IRDLOperation):
 
 @irdl_op_definition
 class CommWorldOp(IRDLOperation):
-    """`MPI_COMM_WORLD`."""
+    """`MPI_COMM_WORLD`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_world"
 
@@ -294,7 +284,7 @@ class CommWorldOp(IRDLOperation):
 
 @irdl_op_definition
 class CommRankOp(IRDLOperation):
-    """`MPI_Comm_rank(comm, &rank)`."""
+    """`MPI_Comm_rank(comm, &rank)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_rank"
 
@@ -314,7 +304,7 @@ class CommRankOp(IRDLOperation):
 
 @irdl_op_definition
 class CommSizeOp(IRDLOperation):
-    """`MPI_Comm_size(comm, &size)`."""
+    """`MPI_Comm_size(comm, &size)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_size"
 
@@ -334,7 +324,7 @@ class CommSizeOp(IRDLOperation):
 
 @irdl_op_definition
 class CommSplitOp(IRDLOperation):
-    """`MPI_Comm_split(comm, color, key, &newcomm)`."""
+    """`MPI_Comm_split(comm, color, key, &newcomm)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_split"
 
@@ -369,7 +359,8 @@ def _p2p_format(peer: str, results: str) -> str:
 
 @irdl_op_definition
 class SendOp(IRDLOperation):
-    """`MPI_Send(buf, count, dtype, dest, tag, comm)`."""
+    """`MPI_Send(buf, count, dtype, dest, tag, comm)`. xDSL 0.74's op of this name belongs to
+    its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.send"
 
@@ -398,7 +389,8 @@ class SendOp(IRDLOperation):
 
 @irdl_op_definition
 class RecvOp(IRDLOperation):
-    """`MPI_Recv(buf, count, dtype, source, tag, comm, MPI_STATUS_IGNORE)`."""
+    """`MPI_Recv(buf, count, dtype, source, tag, comm, MPI_STATUS_IGNORE)`. xDSL 0.74's op of
+    this name belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.recv"
 
@@ -427,7 +419,8 @@ class RecvOp(IRDLOperation):
 
 @irdl_op_definition
 class ISendOp(IRDLOperation):
-    """`MPI_Isend(buf, count, dtype, dest, tag, comm, &req)`."""
+    """`MPI_Isend(buf, count, dtype, dest, tag, comm, &req)`. xDSL 0.74's op of this name
+    belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.isend"
 
@@ -458,7 +451,8 @@ class ISendOp(IRDLOperation):
 
 @irdl_op_definition
 class IRecvOp(IRDLOperation):
-    """`MPI_Irecv(buf, count, dtype, source, tag, comm, &req)`."""
+    """`MPI_Irecv(buf, count, dtype, source, tag, comm, &req)`. xDSL 0.74's op of this name
+    belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.irecv"
 
@@ -489,7 +483,8 @@ class IRecvOp(IRDLOperation):
 
 @irdl_op_definition
 class WaitOp(IRDLOperation):
-    """`MPI_Wait(&req, MPI_STATUS_IGNORE)`."""
+    """`MPI_Wait(&req, MPI_STATUS_IGNORE)`. xDSL 0.74's op of this name belongs to its older mpi
+    dialect, which mlir-opt rejects."""
 
     name = "mpi.wait"
 
@@ -505,7 +500,7 @@ class WaitOp(IRDLOperation):
 
 @irdl_op_definition
 class BarrierOp(IRDLOperation):
-    """`MPI_Barrier(comm)`."""
+    """`MPI_Barrier(comm)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.barrier"
 
@@ -521,7 +516,8 @@ class BarrierOp(IRDLOperation):
 
 @irdl_op_definition
 class AllReduceOp(IRDLOperation):
-    """`MPI_Allreduce(sendbuf, recvbuf, count, dtype, op, comm)`."""
+    """`MPI_Allreduce(sendbuf, recvbuf, count, dtype, op, comm)`. xDSL 0.74's op of this name
+    belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.allreduce"
 
@@ -569,7 +565,7 @@ class AllReduceOp(IRDLOperation):
 
 @irdl_op_definition
 class RetvalCheckOp(IRDLOperation):
-    """Compares an `!mpi.retval` with an error class; yields `i1`."""
+    """Compares an `!mpi.retval` with an error class; yields `i1`. xDSL 0.74 lacks this op."""
 
     name = "mpi.retval_check"
 
@@ -591,7 +587,7 @@ class RetvalCheckOp(IRDLOperation):
 
 @irdl_op_definition
 class ErrorClassOp(IRDLOperation):
-    """`MPI_Error_class(val, &errclass)`."""
+    """`MPI_Error_class(val, &errclass)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.error_class"
 

@@ -32,6 +32,15 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+# What the rest of dhir uses of xDSL's scf dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.scf is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.scf import (
+    ReduceReturnOp as ReduceReturnOp,
+    YieldOp as YieldOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
     has_terminator,
@@ -46,7 +55,8 @@ _NO_INLINE = "no_inline"
 
 
 class ReduceOp(scf.ReduceOp):
-    """`scf.reduce ((%v, ... : types))? region (, region)* attr-dict`."""
+    """`scf.reduce ((%v, ... : types))? region (, region)* attr-dict`. xDSL 0.74 prints its
+    regions without the `,` MLIR needs between them."""
 
     def print(self, printer: Printer) -> None:
         if self.args:
@@ -84,7 +94,7 @@ class ReduceOp(scf.ReduceOp):
 class ParallelOp(scf.ParallelOp):
     """`scf.parallel (%i, ...) = (lbs) to (ubs) step (steps) (init (vals))? (-> types)?
     region attr-dict`. Like MLIR, parsing adds the `scf.reduce` terminator when it is
-    missing, and printing always shows it."""
+    missing, and printing always shows it. xDSL 0.74 has only the generic form."""
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -173,7 +183,8 @@ class ExecuteRegionOp(scf.ExecuteRegionOp):
 
 class ForOp(scf.ForOp):
     """`scf.for %i = %lb to %ub step %s (iter_args(%a = %v, ...) -> types)? (: type)?
-    region attr-dict`; MLIR writes a single iter_args type without parentheses."""
+    region attr-dict`; MLIR writes a single iter_args type without parentheses.
+    xDSL 0.74 cannot read a single iter_args type without parentheses."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "ForOp":
@@ -211,7 +222,8 @@ class ForOp(scf.ForOp):
 
 class IfOp(scf.IfOp):
     """`scf.if %c (-> types)? region (else region)? attr-dict`; MLIR writes a single
-    result type without parentheses."""
+    result type without parentheses.
+    xDSL 0.74 cannot read a single result type without parentheses."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "IfOp":
@@ -228,7 +240,8 @@ class IfOp(scf.IfOp):
 
 
 class WhileOp(scf.WhileOp):
-    """`scf.while ((%a = %v, ...))? : function-type region do region attr-dict-with-keyword`."""
+    """`scf.while ((%a = %v, ...))? : function-type region do region attr-dict-with-keyword`.
+    xDSL 0.74 cannot read a loop without arguments."""
 
     def print(self, printer: Printer) -> None:
         if self.arguments:
@@ -284,7 +297,8 @@ _STATIC_NAMES = ("staticLowerBound", "staticUpperBound", "staticStep")
 @irdl_op_definition
 class InParallelOp(IRDLOperation):
     """`scf.forall.in_parallel region attr-dict`: ends an `scf.forall` body; its region
-    holds the parallel inserts into the shared outputs (empty for memrefs)."""
+    holds the parallel inserts into the shared outputs (empty for memrefs).
+    xDSL 0.74 lacks this op."""
 
     name = "scf.forall.in_parallel"
 
@@ -316,7 +330,7 @@ class ForallOp(IRDLOperation):
     (steps)`, then `(shared_outs(%o = %v, ...) -> (types))? region attr-dict`; each
     bound is an integer or an index value. Like MLIR, parsing adds the
     `scf.forall.in_parallel` terminator when it is missing, and printing shows it only
-    when the loop has shared outputs."""
+    when the loop has shared outputs. xDSL 0.74 lacks this op."""
 
     name = "scf.forall"
 

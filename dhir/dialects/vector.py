@@ -5,7 +5,7 @@ expandload, compressstore) are not in dhir's table of memory accesses, so the de
 analysis counts them as reading and writing all they reach; the ops under a
 `vector.mask` are seen through its region."""
 
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.dialects import vector
 from xdsl.dialects.builtin import (
@@ -30,6 +30,7 @@ from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     base,
     irdl_attr_definition,
     irdl_op_definition,
@@ -51,6 +52,20 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
+# What the rest of dhir uses of xDSL's vector dialect as it is (the ops dhir does not
+# shadow), so that dhir.dialects.vector is the whole dialect as dhir uses it.
+# isort: off
+from xdsl.dialects.vector import (
+    BroadcastOp as BroadcastOp,
+    ExtractOp as ExtractOp,
+    FMAOp as FMAOp,
+    InsertOp as InsertOp,
+    ReductionOp as ReductionOp,
+    TransferReadOp as TransferReadOp,
+    TransferWriteOp as TransferWriteOp,
+)
+# isort: on
+
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import AngleBracketEnum, print_type_list, split_properties
 
@@ -69,6 +84,8 @@ def _print_i64_list(printer: Printer, values: DenseArrayBase) -> None:
 
 @irdl_op_definition
 class ShapeCastOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.shape_cast"
 
     source = operand_def(VectorType)
@@ -81,6 +98,8 @@ class ShapeCastOp(IRDLOperation):
 
 @irdl_op_definition
 class ExtractStridedSliceOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.extract_strided_slice"
 
     source = operand_def(VectorType)
@@ -97,6 +116,8 @@ class ExtractStridedSliceOp(IRDLOperation):
 
 @irdl_op_definition
 class InsertStridedSliceOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.insert_strided_slice"
 
     source = operand_def(VectorType)
@@ -140,6 +161,8 @@ class InsertStridedSliceOp(IRDLOperation):
 
 @irdl_op_definition
 class TransposeOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.transpose"
 
     vector = operand_def(VectorType)
@@ -180,6 +203,8 @@ class TransposeOp(IRDLOperation):
 
 @irdl_op_definition
 class ConstantMaskOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.constant_mask"
 
     mask_dim_sizes = prop_def(DenseArrayBase)
@@ -217,7 +242,8 @@ class Punctuation(StrEnum):
 
 @irdl_attr_definition
 class PunctuationAttr(AngleBracketEnum, EnumAttribute[Punctuation]):
-    """`#vector.punctuation<newline>`: what `vector.print` prints after its value."""
+    """`#vector.punctuation<newline>`: what `vector.print` prints after its value. xDSL 0.74
+    lacks this attribute."""
 
     name = "vector.punctuation"
 
@@ -228,7 +254,7 @@ _NEWLINE = PunctuationAttr(Punctuation.NEWLINE)
 @irdl_op_definition
 class PrintOp(IRDLOperation):
     """`vector.print (%value : T)? (punctuation <p>)? | str "text"`: prints from the
-    host (a side effect, on values only)."""
+    host (a side effect, on values only). xDSL 0.74 lacks the `punctuation` and `str` forms."""
 
     name = "vector.print"
 
@@ -282,7 +308,8 @@ def _outer_product_type(lhs: Attribute, rhs: Attribute) -> Attribute:
 @irdl_op_definition
 class OuterProductOp(IRDLOperation):
     """`vector.outerproduct %lhs, %rhs (, %acc)? attr-dict : T, U`: the outer product
-    of two 1-d vectors (or a vector and a scalar), added to `%acc` if given."""
+    of two 1-d vectors (or a vector and a scalar), added to `%acc` if given.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.outerproduct"
 
@@ -336,7 +363,8 @@ class IteratorType(StrEnum):
 
 @irdl_attr_definition
 class IteratorTypeAttr(AngleBracketEnum, EnumAttribute[IteratorType]):
-    """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`."""
+    """`#vector.iterator_type<parallel>`: one dimension of a `vector.contract`. xDSL 0.74 lacks
+    this attribute."""
 
     name = "vector.iterator_type"
 
@@ -359,7 +387,8 @@ def _iterator_types(value: Attribute, parser: Parser, pos: int) -> ArrayAttr[Ite
 @irdl_op_definition
 class ContractionOp(IRDLOperation):
     """`vector.contract {indexing_maps = [...], iterator_types = [...], kind = ...}
-    %lhs, %rhs, %acc attr-dict : L, R into A`: a generalized matrix product."""
+    %lhs, %rhs, %acc attr-dict : L, R into A`: a generalized matrix product.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.contract"
 
@@ -426,7 +455,8 @@ class ContractionOp(IRDLOperation):
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`."""
+    """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`. xDSL 0.74 lacks
+    this op."""
 
     name = "vector.yield"
 
@@ -440,7 +470,7 @@ class YieldOp(IRDLOperation):
 @irdl_op_definition
 class MaskOp(IRDLOperation):
     """`vector.mask %mask (, %passthru)? { op } attr-dict : M (-> T...)?`: runs one
-    maskable op under `%mask`; the region yields its results."""
+    maskable op under `%mask`; the region yields its results. xDSL 0.74 lacks this op."""
 
     name = "vector.mask"
 
@@ -516,6 +546,8 @@ _MEMREF_OR_TENSOR = base(MemRefType) | base(TensorType)
 
 @irdl_op_definition
 class GatherOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.gather"
 
     base_ = operand_def(_MEMREF_OR_TENSOR)
@@ -536,6 +568,8 @@ class GatherOp(IRDLOperation):
 
 @irdl_op_definition
 class ScatterOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.scatter"
 
     base_ = operand_def(_MEMREF_OR_TENSOR)
@@ -554,6 +588,8 @@ class ScatterOp(IRDLOperation):
 
 @irdl_op_definition
 class ExpandLoadOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.expandload"
 
     base_ = operand_def(MemRefType)
@@ -572,6 +608,8 @@ class ExpandLoadOp(IRDLOperation):
 
 @irdl_op_definition
 class CompressStoreOp(IRDLOperation):
+    """xDSL 0.74 lacks this op."""
+
     name = "vector.compressstore"
 
     base_ = operand_def(MemRefType)
@@ -589,7 +627,7 @@ class CompressStoreOp(IRDLOperation):
 
 @irdl_op_definition
 class MultiDimReductionOp(IRDLOperation):
-    """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`."""
+    """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`. xDSL 0.74 lacks this op."""
 
     name = "vector.multi_reduction"
 
@@ -640,7 +678,7 @@ class MultiDimReductionOp(IRDLOperation):
 @irdl_op_definition
 class ScanOp(IRDLOperation):
     """`vector.scan <kind>, %source, %init {reduction_dim = D, inclusive = B} : S, I`:
-    prefix sums along one dimension, and the last of them."""
+    prefix sums along one dimension, and the last of them. xDSL 0.74 lacks this op."""
 
     name = "vector.scan"
 
@@ -690,7 +728,7 @@ class ScanOp(IRDLOperation):
 
 @irdl_op_definition
 class VectorScaleOp(IRDLOperation):
-    """`vector.vscale`: the runtime multiple of scalable vector sizes."""
+    """`vector.vscale`: the runtime multiple of scalable vector sizes. xDSL 0.74 lacks this op."""
 
     name = "vector.vscale"
 
@@ -710,7 +748,7 @@ def _parse_position(parser: Parser) -> IntegerAttr:
 
 @irdl_op_definition
 class ScalableInsertOp(IRDLOperation):
-    """`vector.scalable.insert %value, %dest[pos] : V into D`."""
+    """`vector.scalable.insert %value, %dest[pos] : V into D`. xDSL 0.74 lacks this op."""
 
     name = "vector.scalable.insert"
 
@@ -768,7 +806,7 @@ def _verify_scalable_part(part: Attribute, whole: Attribute, pos: IntegerAttr) -
 
 @irdl_op_definition
 class ScalableExtractOp(IRDLOperation):
-    """`vector.scalable.extract %source[pos] : R from S`."""
+    """`vector.scalable.extract %source[pos] : R from S`. xDSL 0.74 lacks this op."""
 
     name = "vector.scalable.extract"
 
@@ -809,42 +847,21 @@ class ScalableExtractOp(IRDLOperation):
 
 @irdl_op_definition
 class InterleaveOp(IRDLOperation):
-    """`vector.interleave %lhs, %rhs : V -> R`: the lanes of both, alternating."""
+    """`vector.interleave %lhs, %rhs : V -> R`: the lanes of both, alternating.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.interleave"
 
-    lhs = operand_def(VectorType)
-    rhs = operand_def(VectorType)
+    T: ClassVar = VarConstraint("T", base(VectorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
     result = result_def(VectorType)
 
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "InterleaveOp":
-        start = parser.pos
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands([lhs, rhs], [source_type, source_type], start)
-        return cls.create(operands=operands, result_types=[result_type], attributes=attrs)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.lhs.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)"
 
     def verify_(self) -> None:
-        if self.lhs.type != self.rhs.type:
-            raise VerifyException("both operands must have the same type")
         _verify_halves(self.lhs.type, self.result.type)
 
 
@@ -862,42 +879,21 @@ def _verify_halves(half: Attribute, whole: Attribute) -> None:
 
 @irdl_op_definition
 class DeinterleaveOp(IRDLOperation):
-    """`%even, %odd = vector.deinterleave %source : S -> R`: the inverse of interleave."""
+    """`%even, %odd = vector.deinterleave %source : S -> R`: the inverse of interleave.
+    xDSL 0.74 lacks this op."""
 
     name = "vector.deinterleave"
 
+    T: ClassVar = VarConstraint("T", base(VectorType))
     source = operand_def(VectorType)
-    res1 = result_def(VectorType)
-    res2 = result_def(VectorType)
+    res1 = result_def(T)
+    res2 = result_def(T)
 
     traits = traits_def(Pure())
 
-    @classmethod
-    def parse(cls, parser: Parser) -> "DeinterleaveOp":
-        start = parser.pos
-        source = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operand = parser.resolve_operands([source], [source_type], start)
-        return cls.create(
-            operands=operand, result_types=[result_type, result_type], attributes=attrs
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.source)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.res1.type)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($res1)"
 
     def verify_(self) -> None:
-        if self.res1.type != self.res2.type:
-            raise VerifyException("both results must have the same type")
         _verify_halves(self.res1.type, self.source.type)
 
 
@@ -938,6 +934,8 @@ def _verify_memory_type(memory: Attribute, result: Attribute) -> None:
 
 
 class LoadOp(vector.LoadOp):
+    """xDSL 0.74 refuses memrefs of vectors."""
+
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.result.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
@@ -945,6 +943,8 @@ class LoadOp(vector.LoadOp):
 
 
 class StoreOp(vector.StoreOp):
+    """xDSL 0.74 refuses memrefs of vectors."""
+
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.vector.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):

@@ -1,0 +1,10 @@
+"""xDSL's func dialect, which dhir takes as it is (no shadow): the rest of dhir
+reaches it through this module, as it reaches every dialect through dhir.dialects."""
+
+# isort: off
+from xdsl.dialects.func import (
+    CallOp as CallOp,
+    FuncOp as FuncOp,
+    ReturnOp as ReturnOp,
+)
+# isort: on
