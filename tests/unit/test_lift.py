@@ -283,7 +283,7 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
     args = {"i": draw(st.integers(-40, 40)), "j": draw(st.integers(-40, 40))}
     pool: list[tuple[str, int, str]] = [("i", args["i"], "index"), ("j", args["j"], "index")]
     lines: list[str] = []
-    for k in range(draw(st.integers(1, 10))):
+    for k in range(draw(st.integers(1, 12))):
         name = f"v{k}"
         kind = draw(st.sampled_from(_KINDS))
         a_name, a, a_type = draw(st.sampled_from(pool))
@@ -338,8 +338,9 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
     return "\n".join(f"  {line}" for line in lines), pool, args
 
 
-_KINDS = ("constant", "addi", "subi", "muli", "minsi", "maxsi", "minui", "maxui", "select",
-          "apply", "cast")  # fmt: skip
+# Casts weigh more: each reads with its own signedness, and narrow values come from them.
+_KINDS = ("constant", "constant", "addi", "subi", "muli", "minsi", "maxsi", "minui", "maxui",
+          "select", "apply", "cast", "cast", "cast", "cast", "cast")  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
