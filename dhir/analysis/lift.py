@@ -28,7 +28,7 @@ leaves, mods that cannot wrap dropped, from the loop variables' constant ranges)
 `evaluate`/`Lifter.constant` (the number, given values of the leaves).
 """
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import affine, arith, scf
@@ -49,13 +49,16 @@ from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 
 # --- expressions ----------------------------------------------------------------------
 
+# What a leaf stands for: a block argument, or a name a caller chose.
+Key = SSAValue | str
+
 
 @dataclass(frozen=True)
 class Leaf:
     """A value the lifter does not look through: a block argument, or a name a caller
     chose (a linalg op's loop variable)."""
 
-    key: Hashable
+    key: "Key"
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ def constant(value: int) -> Affine:
     return Affine((), value)
 
 
-def leaf(key: Hashable) -> Affine:
+def leaf(key: Key) -> Affine:
     return Affine.of(Leaf(key))
 
 
@@ -189,7 +192,7 @@ class Lifted:
 # --- views ----------------------------------------------------------------------------
 
 
-def isl_text(expr: Affine, names: Mapping[Hashable, str]) -> str | None:
+def isl_text(expr: Affine, names: Mapping[SSAValue, str]) -> str | None:
     """`expr` as isl's quasi-affine text, each leaf by its name in `names` (a leaf keyed
     by a string is that name); None when a leaf has no name."""
     parts: list[str] = []
@@ -205,10 +208,9 @@ def isl_text(expr: Affine, names: Mapping[Hashable, str]) -> str | None:
     return " + ".join(parts)
 
 
-def _atom_text(atom: Atom, names: Mapping[Hashable, str]) -> str | None:
+def _atom_text(atom: Atom, names: Mapping[SSAValue, str]) -> str | None:
     if isinstance(atom, Leaf):
-        name = names.get(atom.key)
-        return atom.key if name is None and isinstance(atom.key, str) else name
+        return atom.key if isinstance(atom.key, str) else names.get(atom.key)
     if isinstance(atom, Extreme):
         texts = [isl_text(a, names) for a in atom.args]
         if any(t is None for t in texts):
@@ -226,7 +228,7 @@ def _atom_text(atom: Atom, names: Mapping[Hashable, str]) -> str | None:
     return f"{'ceil' if atom.ceil else 'floor'}(({inner})/{atom.divisor})"
 
 
-def number(lifted: Lifted | None, env: Mapping[Hashable, int]) -> int | None:
+def number(lifted: Lifted | None, env: Mapping[SSAValue, int]) -> int | None:
     """The number `lifted` is when each leaf has the value `env` gives, when its bounds
     agree on one."""
     if lifted is None:
@@ -237,7 +239,7 @@ def number(lifted: Lifted | None, env: Mapping[Hashable, int]) -> int | None:
     return low if low == evaluate(lifted.high, env) else None
 
 
-def evaluate(expr: Affine, env: Mapping[Hashable, int]) -> int | None:
+def evaluate(expr: Affine, env: Mapping[SSAValue, int]) -> int | None:
     """The number `expr` is when each leaf has the value `env` gives; None when a leaf
     has none."""
     total = expr.constant
@@ -249,9 +251,9 @@ def evaluate(expr: Affine, env: Mapping[Hashable, int]) -> int | None:
     return total
 
 
-def _atom_value(atom: Atom, env: Mapping[Hashable, int]) -> int | None:
+def _atom_value(atom: Atom, env: Mapping[SSAValue, int]) -> int | None:
     if isinstance(atom, Leaf):
-        return env.get(atom.key)
+        return None if isinstance(atom.key, str) else env.get(atom.key)
     if isinstance(atom, Extreme):
         values = [evaluate(a, env) for a in atom.args]
         if any(v is None for v in values):
@@ -269,7 +271,7 @@ def _atom_value(atom: Atom, env: Mapping[Hashable, int]) -> int | None:
 Interval = tuple[int, int]
 
 
-def interval(expr: Affine, ranges: Callable[[Hashable], Interval | None]) -> Interval | None:
+def interval(expr: Affine, ranges: Callable[[Key], Interval | None]) -> Interval | None:
     """The least and greatest values of `expr` when each leaf lies in the interval
     `ranges` gives; None when a leaf's is unknown."""
     low = high = expr.constant
@@ -282,7 +284,7 @@ def interval(expr: Affine, ranges: Callable[[Hashable], Interval | None]) -> Int
     return low, high
 
 
-def _atom_interval(atom: Atom, ranges: Callable[[Hashable], Interval | None]) -> Interval | None:
+def _atom_interval(atom: Atom, ranges: Callable[[Key], Interval | None]) -> Interval | None:
     if isinstance(atom, Leaf):
         return ranges(atom.key)
     if isinstance(atom, Extreme):
@@ -321,7 +323,7 @@ class Lifter:
 
     def __init__(self) -> None:
         self._memo: dict[SSAValue, _Entry | None] = {}
-        self._ranges: dict[Hashable, Interval | None] = {}
+        self._ranges: dict[Key, Interval | None] = {}
 
     # --- public ---------------------------------------------------------------------
 
@@ -337,7 +339,7 @@ class Lifter:
         lifted = self.value(value)
         return lifted.low if lifted is not None and lifted.exact else None
 
-    def constant(self, value: SSAValue, env: Mapping[Hashable, int] | None = None) -> int | None:
+    def constant(self, value: SSAValue, env: Mapping[SSAValue, int] | None = None) -> int | None:
         """The number `value` holds (its leaves valued by `env`), when that fixes it."""
         return number(self.value(value), env or {})
 
@@ -355,15 +357,18 @@ class Lifter:
         args = [self.value(v) for v in operands]
         return [apply(e, args[: amap.num_dims], args[amap.num_dims :]) for e in amap.results]
 
-    def linear(self, lifted: Lifted | None) -> dict[Hashable, int] | None:
+    def linear(self, lifted: Lifted | None) -> dict[SSAValue, int] | None:
         """The coefficient of each leaf in `lifted` (its constant dropped), when it is
         exact and linear once the mods that provably do not wrap are dropped."""
         if lifted is None or not lifted.exact:
             return None
         simple = self.simplified(lifted.low)
-        if any(not isinstance(atom, Leaf) for atom, _ in simple.terms):
-            return None
-        return {atom.key: k for atom, k in simple.terms if isinstance(atom, Leaf)}
+        out: dict[SSAValue, int] = {}
+        for atom, k in simple.terms:
+            if not isinstance(atom, Leaf) or isinstance(atom.key, str):
+                return None
+            out[atom.key] = k
+        return out
 
     def simplified(self, expr: Affine) -> Affine:
         """`expr` without the mods whose argument provably lies in [0, divisor)."""
@@ -376,7 +381,7 @@ class Lifter:
         """The range of `expr` from the constant ranges of loop variables."""
         return interval(expr, self.leaf_range)
 
-    def leaf_range(self, key: Hashable) -> Interval | None:
+    def leaf_range(self, key: Key) -> Interval | None:
         """The values a leaf takes: for the variable of a loop with constant bounds and
         a positive step, its first and last; else None."""
         if key not in self._ranges:

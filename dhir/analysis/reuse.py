@@ -21,7 +21,7 @@ then keeps the count of one access per load and store.
 """
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import affine, scf
@@ -38,7 +38,7 @@ LINE_BYTES = 64
 STREAM_COUNTED = 24 / 32
 
 # A subscript: coefficient per loop variable (constants dropped), or None when unknown.
-Linear = dict[Hashable, int] | None
+Linear = dict[SSAValue, int] | None
 
 _LOADS = frozenset({"memref.load", "affine.load"})
 _STORES = frozenset({"memref.store", "affine.store"})
