@@ -6,19 +6,18 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from xdsl.dialects import affine, arith
+from xdsl.dialects import affine
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ComplexType,
     ContainerType,
-    IntegerAttr,
     ShapedType,
     VectorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineMap
 
-from dhir.dialects.arith import int_cast
+from dhir.analysis.lift import Lifter, number
 from dhir.ir import layout
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
@@ -30,34 +29,11 @@ DEFAULT_TRIP_COUNT = 100
 # --- constants and trip counts ------------------------------------------------------
 
 
-def constant_int(
-    value: SSAValue, depth: int = 8, means: Mapping[SSAValue, int] | None = None
-) -> int | None:
-    """The integer `value` always holds, when `arith` constants and + - * casts fix it;
-    with `means` (the mean value of enclosing loops' variables), its mean value when
-    those fix it."""
-    op = value.owner
-    if not isinstance(op, Operation):
-        return means.get(value) if means else None
-    if depth == 0:
-        return None
-    if isinstance(op, arith.ConstantOp):
-        attr = op.value
-        return attr.value.data if isinstance(attr, IntegerAttr) else None
-    cast = int_cast(op)
-    if cast is not None:
-        known = constant_int(op.operands[0], depth - 1, means)
-        return None if known is None else cast.apply(known)
-    folds: dict[str, Callable[[int, int], int]] = {
-        "arith.addi": lambda a, b: a + b,
-        "arith.subi": lambda a, b: a - b,
-        "arith.muli": lambda a, b: a * b,
-    }
-    fold = folds.get(op.name)
-    if fold is None:
-        return None
-    left, right = (constant_int(v, depth - 1, means) for v in op.operands[:2])
-    return None if left is None or right is None else fold(left, right)
+def constant_int(value: SSAValue, means: Mapping[SSAValue, int] | None = None) -> int | None:
+    """The integer `value` always holds, as dhir.analysis.lift reads it (a narrow integer
+    signed); with `means` (the mean value of enclosing loops' variables), its mean value
+    when those fix it."""
+    return Lifter().constant(value, means)
 
 
 def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
@@ -109,11 +85,10 @@ def affine_trips(
 def _evaluated(
     bounds: AffineMap, operands: Sequence[SSAValue], means: Mapping[SSAValue, int]
 ) -> tuple[int, ...] | None:
-    values = [constant_int(v, means=means) for v in operands]
-    if any(v is None for v in values):
-        return None
+    results = Lifter().map(bounds, operands)
+    values = [number(r, means) for r in results or []]
     known = [v for v in values if v is not None]
-    return bounds.eval(known[: bounds.num_dims], known[bounds.num_dims :])
+    return tuple(known) if results is not None and len(known) == len(values) else None
 
 
 def _bound(

@@ -8,8 +8,10 @@ give exact sets. Whatever this module cannot follow widens the region, never nar
 it: an unknown subscript or bound leaves that variable free within the memref's shape,
 and an op it does not know (a call, a cast to a pointer, an unlisted view) counts as
 reading and writing all of every memref it can reach (analysis/effects.py says which).
-Integer casts read their operand with their own signedness and width (see Expr). A
-memref that an arith.select may pick is accessed through each of its choices.
+Subscripts and bounds are what dhir.analysis.lift makes of them (integer casts read
+with their own signedness and width, min/max exact, a select of two values a range
+between them). A memref that an arith.select may pick is accessed through each of its
+choices.
 A write is a *must*-write only when it runs for every point of its loop nest with known
 subscripts: not under scf.if, not in a while loop, not through an unknown view, not
 through a select.
@@ -26,33 +28,22 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
-    IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     VectorType,
 )
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-    AffineSymExpr,
-)
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
-from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
+from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
+from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import TaskOp
 
-# An integer value as quasi-affine isl text over loop variables, or None when unknown.
-# Index and 64-bit values are exact (their arithmetic is taken not to overflow); a
-# narrower iN value is known modulo 2**N only (its arithmetic wraps), so a cast reads
-# it as its own signed or unsigned value of N bits.
-Expr = str | None
+# An integer value (a subscript, a bound) as quasi-affine isl text over loop variables:
+# exact text, the (low, high) texts of a range it lies in, or None when unknown.
+Expr = str | tuple[str, str] | None
 
 
 @dataclass(frozen=True)
@@ -211,12 +202,13 @@ class _Walker:
     # The views each value that points into a listed memref may be: one, or several
     # when an arith.select picks one of them.
     views: dict[SSAValue, tuple[_View, ...]] = field(default_factory=dict)
-    values: dict[SSAValue, str] = field(default_factory=dict)
+    values: dict[SSAValue, str] = field(default_factory=dict)  # isl names of loop variables
     reads: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     writes: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     musts: dict[SSAValue, list[isl.Set]] = field(default_factory=dict)
     _fresh: "count[int]" = field(default_factory=count)
     params: tuple[str, ...] = ()  # names of values that isl treats as parameters
+    lift: Lifter = field(default_factory=Lifter)
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -227,51 +219,25 @@ class _Walker:
     # --- values -------------------------------------------------------------------
 
     def expr(self, value: SSAValue) -> Expr:
-        known = self.values.get(value)
-        if known is not None:
-            return known
-        owner = value.owner
-        if not isinstance(owner, Operation):
-            return None
-        found = self._evaluate(owner)
-        if found is not None:
-            self.values[value] = found
-        return found
+        return self._text(self.lift.value(value))
 
-    def _evaluate(self, op: Operation) -> Expr:
-        name = op.name
-        if name == "arith.constant":
-            value = op.get_attr_or_prop("value")
-            if isinstance(value, IntegerAttr) and isinstance(value.type, IndexType | IntegerType):
-                return str(value.value.data)
+    def _text(self, lifted: Lifted | None) -> Expr:
+        """`lifted` over the loop variables' names; a leaf without one is unknown."""
+        if lifted is None:
             return None
-        cast = int_cast(op)
-        if cast is not None:
-            return _cast(self.expr(op.operands[0]), cast)
-        if name in ("arith.addi", "arith.subi", "arith.muli"):
-            a, b = (self.expr(v) for v in op.operands)
-            if a is None or b is None:
-                return None
-            if name == "arith.muli":
-                return _product(a, b)
-            return f"({a}) {'+' if name == 'arith.addi' else '-'} ({b})"
-        if name == "affine.apply":
-            amap = op.get_attr_or_prop("map")
-            results = self.map_exprs(getattr(amap, "data", None), op.operands)
-            return results[0] if results is not None and len(results) == 1 else None
-        return None
+        low = isl_text(lifted.low, self.values)
+        if lifted.exact:
+            return low
+        high = isl_text(lifted.high, self.values)
+        return None if low is None or high is None else (low, high)
 
-    def map_exprs(self, amap: object, operands: Sequence[SSAValue]) -> list[str] | None:
+    def map_exprs(self, amap: object, operands: Sequence[SSAValue]) -> list[Expr] | None:
         """The results of an affine map applied to `operands` (dims, then symbols)."""
         if not isinstance(amap, AffineMap):
             return None
-        args = [self.expr(v) for v in operands]
-        if any(a is None for a in args):
-            return None
-        dims = args[: amap.num_dims]
-        symbols = args[amap.num_dims :]
-        out = [_affine_text(e, dims, symbols) for e in amap.results]  # type: ignore[arg-type]
-        return None if any(e is None for e in out) else out  # type: ignore[return-value]
+        results = self.lift.map(amap, operands)
+        out = [self._text(r) for r in results or []]
+        return None if results is None or any(e is None for e in out) else out
 
     # --- ops ----------------------------------------------------------------------
 
@@ -386,6 +352,11 @@ class _Walker:
             width = dict(lanes).get(d)
             if e is None:
                 exact = False
+            elif isinstance(e, tuple):
+                exact = False
+                low, high = e
+                end = f"<= {high}" if width is None else f"< ({high}) + {width}"
+                constraints.append(f"{low} <= {y} {end}")
             elif width is None:
                 constraints.append(f"{y} = {e}")
             else:
@@ -480,7 +451,7 @@ class _Walker:
         out: list[str] = []
         for d, (offset, stride) in enumerate(zip(offsets, strides, strict=True)):
             start = self.expr(next(dynamic)) if offset == DYNAMIC_INDEX else str(offset)
-            if start is None:
+            if not isinstance(start, str):
                 return None
             k = kept.get(d)
             out.append(f"({start})" if k is None else f"({start}) + {stride}*{{{k}}}")
@@ -494,13 +465,13 @@ class _Walker:
         name = self.fresh("i")
         self.values[var] = name
         constraints: list[str] = []
-        exact = low is not None and high is not None and step is not None
+        exact = all(isinstance(e, str) for e in (low, high, step))
         if low is not None:
-            constraints.append(f"{name} >= {low}")
+            constraints.append(f"{name} >= {_lowest(low)}")
         if high is not None:
-            constraints.append(f"{name} < {high}")
+            constraints.append(f"{name} < {_highest(high)}")
         names = [name]
-        if low is not None and step is not None and step != "1":
+        if isinstance(low, str) and isinstance(step, str) and step != "1":
             try:
                 stride = int(step)
             except ValueError:
@@ -515,11 +486,8 @@ class _Walker:
 
     def scf_for(self, op: Operation, nest: _Nest) -> None:
         block = op.regions[0].block
-        bits = scalar_int_width(block.args[0].type)
+        # An iN loop compares signed: the lifter reads its bounds as signed values.
         lb, ub, step = (self.expr(v) for v in op.operands[:3])
-        if bits is not None and bits < INDEX_WIDTH:
-            # An iN loop compares signed: its bounds as signed values of N bits.
-            lb, ub, step = (_read(e, bits, unsigned=False) for e in (lb, ub, step))
         names, constraints, exact = self._loop_var(block.args[0], lb, ub, step)
         self.walk(block.ops, nest.with_loop(names, constraints, exact and len(block.args) == 1))
 
@@ -548,12 +516,12 @@ class _Walker:
         block = op.regions[0].block
         name = self.fresh("i")
         self.values[block.args[0]] = name
-        constraints = [f"{name} >= {e}" for e in lows or []]
-        constraints += [f"{name} < {e}" for e in highs or []]
+        constraints = [f"{name} >= {_lowest(e)}" for e in lows or []]
+        constraints += [f"{name} < {_highest(e)}" for e in highs or []]
         names = [name]
-        exact = lows is not None and highs is not None and step is not None
+        exact = _all_exact(lows) and _all_exact(highs) and step is not None
         if lows is not None and step not in (None, "1"):
-            if len(lows) == 1:
+            if len(lows) == 1 and isinstance(lows[0], str):
                 k = self.fresh("k")
                 names.append(k)
                 constraints.append(f"{name} = ({lows[0]}) + {step}*{k}")
@@ -579,12 +547,12 @@ class _Walker:
             hi = _group(highs, high_groups, k)
             name = self.fresh("i")
             self.values[var] = name
-            constraints = [f"{name} >= {e}" for e in lo or []]
-            constraints += [f"{name} < {e}" for e in hi or []]
+            constraints = [f"{name} >= {_lowest(e)}" for e in lo or []]
+            constraints += [f"{name} < {_highest(e)}" for e in hi or []]
             names = [name]
-            exact = lo is not None and hi is not None and step is not None
+            exact = _all_exact(lo) and _all_exact(hi) and step is not None
             if step != 1:
-                if lo is not None and len(lo) == 1 and step is not None and step > 0:
+                if lo is not None and len(lo) == 1 and isinstance(lo[0], str) and (step or 0) > 0:
                     var_k = self.fresh("k")
                     names.append(var_k)
                     constraints.append(f"{name} = ({lo[0]}) + {step}*{var_k}")
@@ -616,7 +584,8 @@ class _Walker:
         for k, (value, amap) in enumerate(zip(operands, maps, strict=True)):
             if value not in self.views:
                 continue
-            exprs = [_affine_text(e, names, []) for e in amap.data.results]
+            variables = [Lifted.at(leaf(n)) for n in names]
+            exprs = [self._text(apply(e, variables, [])) for e in amap.data.results]
             is_output = value in outputs
             read = not is_output or _reads_output(op, k)
             self._access(value, exprs, inner, (), read=read, write=is_output)
@@ -684,7 +653,7 @@ def _groups(attr: Attribute | None) -> list[int] | None:
     return [int(g) for g in values()] if values is not None else None
 
 
-def _group(exprs: list[str] | None, groups: list[int] | None, k: int) -> list[str] | None:
+def _group(exprs: list[Expr] | None, groups: list[int] | None, k: int) -> list[Expr] | None:
     """The bounds of variable k: its group's results of the bound map."""
     if exprs is None or groups is None or k >= len(groups):
         return None
@@ -721,70 +690,18 @@ def _substitute(template: str, values: Sequence[str]) -> str:
     return template.format(*(f"({v})" for v in values))
 
 
-def _cast(expr: Expr, cast: IntCast) -> Expr:
-    """What `cast` makes of an operand that `expr` gives (see Expr): a truncation keeps
-    it modulo 2**bits_out, an extension reads it as a value of bits_in bits. Wider than
-    64 bits is unknown."""
-    if expr is None or max(cast.bits_in, cast.bits_out) > INDEX_WIDTH:
-        return None
-    if cast.bits_out <= cast.bits_in:
-        return expr
-    return _read(expr, cast.bits_in, cast.unsigned)
+def _lowest(expr: Expr) -> str | None:
+    """The text of the least value `expr` may be."""
+    return expr[0] if isinstance(expr, tuple) else expr
 
 
-def _read(expr: Expr, bits: int, unsigned: bool) -> Expr:
-    """`expr`, known modulo 2**bits, as the signed or unsigned value of that many bits."""
-    if expr is None or bits >= INDEX_WIDTH:
-        return expr
-    try:
-        return str(IntCast(bits, bits, unsigned).read(int(expr)))
-    except ValueError:
-        pass
-    size = 1 << bits
-    if unsigned:
-        return f"({expr}) mod {size}"
-    return f"(({expr}) + {size >> 1}) mod {size} - {size >> 1}"
+def _highest(expr: Expr) -> str | None:
+    """The text of the greatest value `expr` may be."""
+    return expr[1] if isinstance(expr, tuple) else expr
 
 
-def _product(a: str, b: str) -> Expr:
-    """a * b when one side is a constant (isl takes only affine products)."""
-    for constant, other in ((a, b), (b, a)):
-        try:
-            return f"{int(constant)}*({other})"
-        except ValueError:
-            continue
-    return None
-
-
-def _affine_text(expr: AffineExpr, dims: Sequence[Expr], symbols: Sequence[Expr]) -> Expr:
-    if isinstance(expr, AffineConstantExpr):
-        return str(expr.value)
-    if isinstance(expr, AffineDimExpr):
-        return dims[expr.position] if expr.position < len(dims) else None
-    if isinstance(expr, AffineSymExpr):
-        return symbols[expr.position] if expr.position < len(symbols) else None
-    if isinstance(expr, AffineBinaryOpExpr):
-        lhs = _affine_text(expr.lhs, dims, symbols)
-        rhs = _affine_text(expr.rhs, dims, symbols)
-        if lhs is None or rhs is None:
-            return None
-        kind = expr.kind
-        if kind == AffineBinaryOpKind.Add:
-            return f"({lhs}) + ({rhs})"
-        if kind == AffineBinaryOpKind.Mul:
-            return _product(lhs, rhs)
-        try:
-            divisor = int(rhs)
-        except ValueError:
-            return None
-        if divisor <= 0:
-            return None
-        if kind == AffineBinaryOpKind.Mod:
-            return f"({lhs}) mod {divisor}"
-        if kind == AffineBinaryOpKind.FloorDiv:
-            return f"floor(({lhs})/{divisor})"
-        return f"ceil(({lhs})/{divisor})"
-    return None
+def _all_exact(exprs: Sequence[Expr] | None) -> bool:
+    return exprs is not None and all(isinstance(e, str) for e in exprs)
 
 
 @dataclass(frozen=True)

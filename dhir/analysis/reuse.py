@@ -10,8 +10,9 @@ each iteration. The traffic at a cache size is then, per group, the bytes of the
 touches within the loops that keep it, times the runs of the loops around them; a group
 that is stored to moves its lines twice (read, written back). Bytes are counted as STREAM
 counts them (line traffic x 3/4, see dhir.machine.roofline), so a triad's traffic is its
-footprint. Subscripts are read as linear forms of the loop variables (through `arith`
-constants, `+ - *`, casts, and affine maps); anything else touches up to the whole
+footprint. Subscripts are read as linear forms of the loop variables (dhir.analysis.lift:
+`arith` constants, `+ - *`, casts by their signedness, affine maps; a mod or cast that
+may wrap, or anything else, is unknown); an unknown subscript touches up to the whole
 dimension.
 
 `traffic_curve` gives the traffic at each cache size where it changes, or None for a body
@@ -26,17 +27,10 @@ from dataclasses import dataclass, field
 from xdsl.dialects import affine, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ShapedType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-    AffineSymExpr,
-)
+from xdsl.ir.affine import AffineMap
 
 from dhir.analysis import counts as counting
+from dhir.analysis.lift import Lifter
 
 # Bytes of a cache line: what a cache moves for one element.
 LINE_BYTES = 64
@@ -118,6 +112,7 @@ class _Collector:
         self.groups: dict[tuple[object, ...], _Group] = {}
         self.loops: list[_Loop] = []
         self.means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
+        self.lift = Lifter()
 
     def block(self, block: Block, loops: tuple[_Loop, ...]) -> None:
         for op in block.ops:
@@ -157,11 +152,11 @@ class _Collector:
         if not isinstance(type_, ShapedType):
             raise _Unfollowed(op.name)
         indices = op.operands[2:] if store else op.operands[1:]
-        amap = op.properties.get("map")
-        if amap is not None:
-            subscripts = _affine_subscripts(amap.data, indices)  # type: ignore[attr-defined]
+        amap = getattr(op.properties.get("map"), "data", None)
+        if isinstance(amap, AffineMap):
+            subscripts = [self.lift.linear(r) for r in self.lift.map_each(amap, indices)]
         else:
-            subscripts = [_linear(v) for v in indices]
+            subscripts = [self.lift.linear(self.lift.value(v)) for v in indices]
         shape = tuple(
             counting.DEFAULT_TRIP_COUNT if d == DYNAMIC_INDEX else d for d in type_.get_shape()
         )
@@ -190,67 +185,3 @@ def traffic_curve(block: Block) -> tuple[tuple[float, float], ...] | None:
             loop.iteration_bytes += group.span(group.loops[depth + 1 :])
     sizes = sorted({0.0, *(loop.iteration_bytes for loop in collector.loops)})
     return tuple((size, sum(g.traffic(size) for g in groups)) for size in sizes)
-
-
-def _linear(value: SSAValue, depth: int = 8) -> Linear:
-    """`value` as a linear form of block arguments (loop variables), constants dropped."""
-    known = counting.constant_int(value)
-    if known is not None:
-        return {}
-    owner = value.owner
-    if not isinstance(owner, Operation):
-        return {value: 1}
-    if depth == 0:
-        return None
-    name = owner.name
-    if name in ("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui"):
-        return _linear(owner.operands[0], depth - 1)
-    if name in ("arith.addi", "arith.subi"):
-        left, right = (_linear(v, depth - 1) for v in owner.operands[:2])
-        sign = -1 if name == "arith.subi" else 1
-        return None if left is None or right is None else _sum(left, right, sign)
-    if name == "arith.muli":
-        for this, other in (owner.operands[:2], owner.operands[1::-1]):
-            factor = counting.constant_int(other)
-            form = _linear(this, depth - 1)
-            if factor is not None and form is not None:
-                return {v: c * factor for v, c in form.items()}
-    if isinstance(owner, affine.ApplyOp):
-        (form,) = _affine_subscripts(owner.map.data, owner.mapOperands)
-        return form
-    return None
-
-
-def _sum(left: dict[SSAValue, int], right: dict[SSAValue, int], sign: int) -> dict[SSAValue, int]:
-    total = dict(left)
-    for v, c in right.items():
-        total[v] = total.get(v, 0) + sign * c
-    return total
-
-
-def _affine_subscripts(amap: AffineMap, operands: Sequence[SSAValue]) -> list[Linear]:
-    dims = [_linear(v) for v in operands[: amap.num_dims]]
-    symbols = [_linear(v) for v in operands[amap.num_dims :]]
-    return [_affine_linear(expr, dims, symbols) for expr in amap.results]
-
-
-def _affine_linear(expr: AffineExpr, dims: list[Linear], symbols: list[Linear]) -> Linear:
-    if isinstance(expr, AffineConstantExpr):
-        return {}
-    if isinstance(expr, AffineDimExpr):
-        return dims[expr.position] if expr.position < len(dims) else None
-    if isinstance(expr, AffineSymExpr):
-        return symbols[expr.position] if expr.position < len(symbols) else None
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return None
-    left = _affine_linear(expr.lhs, dims, symbols)
-    right = _affine_linear(expr.rhs, dims, symbols)
-    if left is None or right is None:
-        return None
-    if expr.kind == AffineBinaryOpKind.Add:
-        return _sum(left, right, 1)
-    if expr.kind == AffineBinaryOpKind.Mul and isinstance(expr.rhs, AffineConstantExpr):
-        return {v: c * expr.rhs.value for v, c in left.items()}
-    if expr.kind == AffineBinaryOpKind.Mul and isinstance(expr.lhs, AffineConstantExpr):
-        return {v: c * expr.lhs.value for v, c in right.items()}
-    return None

@@ -61,6 +61,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph
+from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
@@ -366,10 +367,8 @@ def _first_range(loop: affine.ParallelOp) -> tuple[int, int, int] | None:
 
 
 def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
+    """The number a bound always is (an iN bound read signed, as scf.for compares)."""
+    return Lifter().constant(value)
 
 
 # A piece's bounds: constants, or (lower, upper) values with the fraction of the way

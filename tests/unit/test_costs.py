@@ -507,3 +507,27 @@ func.func @main() {
         v.name_hint: constant_int(v) for op in module.walk() for v in op.results if v.name_hint
     }
     assert values == {"c": -2, "u": 6, "s": -2, "z": 6, "w": 13, "t": -3, "e": -3}
+
+
+def test_narrow_integer_arithmetic_wraps_in_constants_and_trip_counts() -> None:
+    """100 + 100 in i8 is -56 (as regions and the interpreter read it), so an i8 loop
+    from 0 to it runs no iteration, not 200."""
+    from dhir.analysis.counts import constant_int, loop_trips
+
+    module = parse_string(
+        """
+func.func @main() {
+  %c0 = arith.constant 0 : i8
+  %c1 = arith.constant 1 : i8
+  %h = arith.constant 100 : i8
+  %top = arith.addi %h, %h : i8
+  scf.for %i = %c0 to %top step %c1 : i8 {
+  }
+  return
+}
+"""
+    )
+    (top,) = (v for op in module.walk() for v in op.results if v.name_hint == "top")
+    assert constant_int(top) == -56
+    (loop,) = (op for op in module.walk() if op.name == "scf.for")
+    assert loop_trips(loop.operands[:3], loop.regions[0].block.args[0], {}) == 0

@@ -573,6 +573,82 @@ func.func @main(%u: memref<8xi32>, %v: memref<8xi32>, %steps: index) {
 }
 """
 
+# Subscripts through min, max and select (dhir.analysis.lift): min(i, 3) for i in 0..6
+# surely writes rows 0-3 (row 3 last with 7), max(i, 5) rows 5-6, and a select
+# of i and 7 - i may write any row between them (rows 0, 6, 5), surely none; a last
+# task reads them all.
+MIN_MAX_SELECT = """
+func.func @main(%a: memref<8xi32>, %b: memref<8xi32>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %w1 = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c7 = arith.constant 7 : index
+      scf.for %i = %c0 to %c7 step %c1 {
+        %r = arith.minsi %i, %c3 : index
+        %n = arith.addi %i, %c1 : index
+        %v = arith.index_cast %n : index to i32
+        memref.store %v, %a[%r] : memref<8xi32>
+      }
+    }
+    %w2 = dhir.task %cpu, %a {
+      %v = arith.constant -3 : i32
+      %c5 = arith.constant 5 : index
+      affine.for %i = 0 to 7 {
+        %r = arith.maxsi %i, %c5 : index
+        memref.store %v, %a[%r] : memref<8xi32>
+      }
+    }
+    %w3 = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c7 = arith.constant 7 : index
+      %forty = arith.constant 40 : i32
+      scf.for %i = %c0 to %c3 step %c1 {
+        %first = arith.cmpi slt, %i, %c1 : index
+        %j = arith.subi %c7, %i : index
+        %r = arith.select %first, %i, %j : index
+        %k = arith.index_cast %i : index to i32
+        %v = arith.addi %forty, %k : i32
+        memref.store %v, %a[%r] : memref<8xi32>
+      }
+    }
+    %read = dhir.task %cpu, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        %x = memref.load %a[%i] : memref<8xi32>
+        %y = memref.load %b[%i] : memref<8xi32>
+        %z = arith.addi %x, %y : i32
+        memref.store %z, %b[%i] : memref<8xi32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def _min_max_select(a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+    a, b = a.copy(), b.copy()
+    for i in range(7):
+        a[min(i, 3)] = i + 1
+    for i in range(7):
+        a[max(i, 5)] = -3
+    for i in range(3):
+        a[i if i < 1 else 7 - i] = 40 + i
+    return [a, a + b]
+
+
+def _min_max_select_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(8)
+    return [rng.integers(-9, 9, 8).astype(np.int32), rng.integers(-9, 9, 8).astype(np.int32)]
+
+
 CASES = {
     "castui-of-minus-2-i3": (CASTUI, lambda: [np.zeros(8, np.int32)]),
     "i3-loop-through-castui": (I3_LOOP, lambda: [np.full(8, 99, np.int32), np.zeros(1, np.int32)]),
@@ -588,6 +664,7 @@ CASES = {
         HOST_SELECT,
         lambda: [np.arange(8, dtype=np.int32), np.arange(8, dtype=np.int32) * 10, 4],
     ),
+    "min-max-select-subscripts": (MIN_MAX_SELECT, _min_max_select_inputs),
     "ping-pong-by-parity": (
         PING_PONG,
         lambda: [
@@ -629,6 +706,25 @@ def test_casts_and_selects_run_natively_as_the_interpreter_does(
     got = dhir.run(text, *make(), backend="native", ranks=ranks, mpi=mpi, placement="round-robin")
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+def test_subscripts_through_min_max_and_select_have_their_regions() -> None:
+    """min and max are exact (must-writes); a select of two subscripts may write any row
+    between them, surely none. The oracle says what the program means."""
+    inputs = _min_max_select_inputs()
+    got = dhir.run(MIN_MAX_SELECT, *inputs, backend="interp")
+    for have, want in zip(got, _min_max_select(*inputs), strict=True):
+        np.testing.assert_array_equal(have, want)
+    w1, w2, w3, _ = _schedule(MIN_MAX_SELECT).tasks()
+    a = w1.memrefs[0]
+    one = task_regions(w1)
+    assert one.written(a).is_equal(isl.Set("{ [x0] : 0 <= x0 <= 3 }"))
+    assert one.must_written(a).is_equal(one.written(a))
+    two = task_regions(w2)
+    assert two.must_written(a).is_equal(isl.Set("{ [x0] : 5 <= x0 <= 6 }"))
+    three = task_regions(w3)
+    assert three.written(a).is_equal(isl.Set("{ [x0] : 0 <= x0 <= 7 }"))
+    assert three.must_written(a).is_empty()
 
 
 def test_a_store_through_a_select_may_write_either_memref() -> None:

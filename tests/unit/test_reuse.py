@@ -205,3 +205,34 @@ def test_a_triangular_loop_counts_its_mean_trips() -> None:
         )
     )
     assert work.flops == pytest.approx(n * (n + 1) / 2, rel=0.02)
+
+
+def test_an_unsigned_cast_of_a_maybe_negative_subscript_is_not_the_signed_one() -> None:
+    """Over an i8 loop from -8 to 8, A[index_castui i] (rows 248-255 and 0-7) and
+    A[(index_cast i) + 8] (rows 0-15) touch different lines: reading the unsigned cast
+    as signed put them in one group, as if they shared their lines."""
+    t = "memref<256xf64>"
+    loop = """
+      %lo = arith.constant -8 : i8
+      %hi = arith.constant 8 : i8
+      %one = arith.constant 1 : i8
+      %c8 = arith.constant 8 : index
+      scf.for %i = %lo to %hi step %one : i8 {{
+{loads}
+      }}"""
+    unsigned = (
+        f"        %u = arith.index_castui %i : i8 to index\n        %x = memref.load %A[%u] : {t}"
+    )
+    signed = (
+        "        %s = arith.index_cast %i : i8 to index\n"
+        "        %p = arith.addi %s, %c8 : index\n"
+        f"        %y = memref.load %B[%p] : {t}"
+    )
+    args = f"%A: {t}, %B: {t}"
+    apart = [
+        moved(task_work(task(args, loop.format(loads=part))), 0) for part in (unsigned, signed)
+    ]
+    together = task_work(
+        task(args, loop.format(loads=unsigned + "\n" + signed.replace("%B", "%A")))
+    )
+    assert moved(together, 0) == pytest.approx(sum(apart))
