@@ -328,6 +328,11 @@ def is_pure(op: Operation) -> bool:
     return build is _pure
 
 
+def is_arithmetic(op: Operation) -> bool:
+    """Whether `op` is an arith or math op: what the work count takes as flops."""
+    return type(op) in _PURE_CLASSES
+
+
 def is_view(op: Operation) -> bool:
     found = facts(op)
     return found is not None and found.kind is Kind.VIEW
