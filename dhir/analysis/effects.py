@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
-from dhir.dialects.access import Kind, facts
+from dhir.dialects.access import Kind, facts, kind
 from dhir.dialects.dhir import TaskOp
 
 
@@ -54,18 +54,20 @@ def memory_effects(
     reads: set[SSAValue] = set()
     writes: set[SSAValue] = set()
     for op in _walk(ops):
-        found = facts(op)
-        if found is None or found.kind is Kind.PURE:
+        what = kind(op)
+        if what is None or what is Kind.PURE:
             reached = _reached(op.operands, roots)
             if not reached:
                 continue
-            if found is None:
+            if what is None:
                 # Unknown ops read and write all they can reach, and may hand it out again.
                 reads |= reached
                 writes |= reached
             for result in op.results:
                 roots[result] = reached
             continue
+        found = facts(op)
+        assert found is not None
         for access in found.accesses:
             if access.read:
                 reads.update(_reached([access.memref], roots))

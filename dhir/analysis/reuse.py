@@ -37,14 +37,7 @@ from xdsl.ir.affine import (
 )
 
 from dhir.analysis import counts as counting
-from dhir.dialects.access import (
-    Access,
-    is_alloc,
-    is_dealloc,
-    is_pure,
-    is_shape_query,
-    scalar_access,
-)
+from dhir.dialects.access import Access, Kind, is_dealloc, kind, scalar_access
 from dhir.dialects.dhir import DHIR
 
 # Bytes of a cache line: what a cache moves for one element.
@@ -188,12 +181,11 @@ def _quiet(op: Operation) -> bool:
     if op.regions:
         return False
     return (
-        is_pure(op)
-        or isinstance(op, scf.YieldOp | affine.YieldOp)
-        or is_shape_query(op)
-        or is_alloc(op)
-        or is_dealloc(op)
+        kind(op) in _QUIET_KINDS or isinstance(op, scf.YieldOp | affine.YieldOp) or is_dealloc(op)
     )
+
+
+_QUIET_KINDS = (Kind.PURE, Kind.SHAPE, Kind.ALLOC)
 
 
 _DHIR_OPS = frozenset(DHIR.operations)

@@ -42,7 +42,7 @@ from dhir.analysis.counts import (
 )
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.regions import Regions, count_elements
-from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic
+from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic, kind, moved
 from dhir.dialects.dhir import TaskOp
 
 # Ops that cost nothing at run time: constants, casts and moves of values.
@@ -186,16 +186,16 @@ class _Counter:
         nested = Work()
         loaded: set[tuple[object, ...]] = set()  # loads the compiler can reuse
         for op in block.ops:
-            moved = _moved(op)
-            if moved is not None and moved.read:
-                key = _key(moved)
+            access = moved(op)
+            if access is not None and access.read:
+                key = _key(access)
                 if key in loaded:
                     continue  # the same element again, with no store in between: reused
                 loaded.add(key)
-                traffic += _access_bytes(moved)
-            elif moved is not None:
-                key = _key(moved)
-                stored = _access_bytes(moved)
+                traffic += _access_bytes(access)
+            elif access is not None:
+                key = _key(access)
+                stored = _access_bytes(access)
                 allocated += 0.0 if key in loaded else stored  # update in place: line loaded
                 loaded = {k for k in loaded if k[0] is not key[0]} | {key}
                 traffic += stored
@@ -208,9 +208,9 @@ class _Counter:
         return nested + Work(flops=flops, bytes=traffic, allocated=allocated)
 
     def op(self, op: Operation) -> Work:
-        moved = _moved(op)
-        if moved is not None:
-            return Work(bytes=_access_bytes(moved))
+        access = moved(op)
+        if access is not None:
+            return Work(bytes=_access_bytes(access))
         if is_arithmetic(op):
             return Work(flops=_flops(op))
         if isinstance(op, scf.ForOp):
@@ -234,8 +234,9 @@ class _Counter:
             return self._linalg(op)
         if isinstance(op, func.CallOp):
             return self._call(op)
-        found = facts(op)
-        if found is not None and found.kind is Kind.COPY:
+        if kind(op) is Kind.COPY:
+            found = facts(op)
+            assert found is not None
             size = memref_bytes(found.accesses[-1].memref.type)
             return Work(bytes=2 * size, allocated=size)
         # Anything else with regions (scf.execute_region, memref.alloca_scope, ...)
@@ -329,14 +330,6 @@ def region_bytes(memref: SSAValue, elements: int | None) -> int:
     shape = type_.get_shape() if isinstance(type_, ShapedType) else ()
     count = max(1, math.prod(max(1, d) for d in shape))
     return min(whole, elements * (whole // count))
-
-
-def _moved(op: Operation) -> Access | None:
-    """The access of a load or a store (of an element or a vector), else None."""
-    found = facts(op)
-    if found is None or found.kind not in (Kind.LOAD, Kind.STORE):
-        return None
-    return found.accesses[0]
 
 
 def _key(access: Access) -> tuple[object, ...]:

@@ -18,8 +18,8 @@ and dhir-split move or copy them.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum, auto
+from typing import NamedTuple
 
 from xdsl.dialects import affine, arith, gpu, math, memref, vector
 from xdsl.dialects.builtin import VectorType
@@ -56,8 +56,7 @@ class ViewKind(Enum):
     OTHER = auto()  # anything else (reinterpret_cast, reshapes, view, an address)
 
 
-@dataclass(frozen=True)
-class Access:
+class Access(NamedTuple):
     """One memref operand an op reads or writes.
 
     `indices` are the op's subscript operands (the operands of `map` for affine ops);
@@ -77,11 +76,11 @@ class Access:
     value: SSAValue | None = None
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """What an op does to memory: its accesses, the results that may point where its
     operands point (`derived`), and its kind (`view` for views)."""
 
+    # Named tuples: the analyses ask for the facts of every op of every task.
     kind: Kind
     accesses: tuple[Access, ...] = ()
     derived: tuple[SSAValue, ...] = ()
@@ -96,72 +95,55 @@ class Facts:
 
 
 def _load(op: Operation) -> Facts:
-    indices = tuple(op.operands[1:])
-    return Facts(
-        Kind.LOAD, (Access(op.operands[0], read=True, indices=indices, value=op.results[0]),)
-    )
+    memref, *indices = op.operands
+    access = Access(memref, True, False, tuple(indices), value=op.results[0])
+    return Facts(Kind.LOAD, (access,))
 
 
 def _store(op: Operation) -> Facts:
-    indices = tuple(op.operands[2:])
-    return Facts(
-        Kind.STORE,
-        (Access(op.operands[1], write=True, indices=indices, exact=True, value=op.operands[0]),),
-    )
+    value, memref, *indices = op.operands
+    access = Access(memref, False, True, tuple(indices), exact=True, value=value)
+    return Facts(Kind.STORE, (access,))
 
 
 def _affine_load(op: Operation) -> Facts:
-    (access,) = _load(op).accesses
-    return Facts(Kind.LOAD, (_with_map(access, op),))
+    memref, *indices = op.operands
+    value = op.results[0]
+    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, read=True),))
 
 
 def _affine_store(op: Operation) -> Facts:
-    (access,) = _store(op).accesses
-    return Facts(Kind.STORE, (_with_map(access, op),))
+    value, memref, *indices = op.operands
+    return Facts(Kind.STORE, (_affine(op, memref, indices, value, read=False),))
 
 
-def _with_map(access: Access, op: Operation) -> Access:
-    amap = op.properties.get("map")
-    data = getattr(amap, "data", None)
+def _affine(
+    op: Operation, memref: SSAValue, indices: list[SSAValue], value: SSAValue, read: bool
+) -> Access:
+    """An affine load's or store's access: its map's results are the subscripts."""
+    data = getattr(op.properties.get("map"), "data", None)
     if not isinstance(data, AffineMap):
-        return Access(access.memref, access.read, access.write, access.indices, whole=True)
-    lanes = access.value.type if access.value is not None else None
-    vector_ = lanes if isinstance(lanes, VectorType) else None
-    return Access(
-        access.memref,
-        access.read,
-        access.write,
-        access.indices,
-        map=data,
-        lanes=vector_,
-        exact=access.exact,
-        value=access.value,
-    )
+        return Access(memref, read, not read, tuple(indices), whole=True)
+    lanes = value.type if isinstance(value.type, VectorType) else None
+    return Access(memref, read, not read, tuple(indices), data, lanes, False, not read, value)
 
 
 def _vector_load(op: Operation) -> Facts:
-    (access,) = _load(op).accesses
-    return Facts(Kind.LOAD, (_with_lanes(access),))
+    memref, *indices = op.operands
+    value = op.results[0]
+    access = Access(memref, True, False, tuple(indices), None, _lanes(value), value=value)
+    return Facts(Kind.LOAD, (access,))
 
 
 def _vector_store(op: Operation) -> Facts:
-    (access,) = _store(op).accesses
-    return Facts(Kind.STORE, (_with_lanes(access),))
+    value, memref, *indices = op.operands
+    access = Access(memref, False, True, tuple(indices), None, _lanes(value), False, True, value)
+    return Facts(Kind.STORE, (access,))
 
 
-def _with_lanes(access: Access) -> Access:
-    assert access.value is not None
-    type_ = access.value.type
-    lanes = type_ if isinstance(type_, VectorType) else None
-    return Access(
-        access.memref,
-        access.read,
-        access.write,
-        access.indices,
-        lanes=lanes,
-        exact=access.exact,
-        value=access.value,
-    )
+def _lanes(value: SSAValue) -> VectorType | None:
+    type_ = value.type
+    return type_ if isinstance(type_, VectorType) else None
 
 
 def _transfer_read(op: vector.TransferReadOp) -> Facts:
@@ -239,27 +221,32 @@ def _pure(op: Operation) -> Facts:
     return Facts(Kind.PURE, derived=tuple(op.results))
 
 
-_BY_CLASS: tuple[
-    tuple[type[Operation] | tuple[type[Operation], ...], Callable[..., Facts]], ...
-] = (
-    (affine.VectorLoadOp, _affine_load),
-    (affine.VectorStoreOp, _affine_store),
-    (affine.LoadOp, _affine_load),
-    (affine.StoreOp, _affine_store),
-    (memref.LoadOp, _load),
-    (memref.StoreOp, _store),
-    (vector.LoadOp, _vector_load),
-    (vector.StoreOp, _vector_store),
-    (vector.TransferReadOp, _transfer_read),
-    (vector.TransferWriteOp, _transfer_write),
-    (memref.CopyOp, _copy),
-    (gpu.MemcpyOp, _memcpy),
-    (memref.AtomicRMWOp, _atomic_rmw),
-    (dmemref.GenericAtomicRMWOp, _generic_atomic_rmw),
-    (LinalgStructuredOperation, _structured),
-    ((memref.CastOp, memref.MemorySpaceCastOp, memref.AssumeAlignmentOp), _view(ViewKind.SAME)),
-    (memref.SubviewOp, _view(ViewKind.SUBVIEW)),
-    (dmemref.TransposeOp, _view(ViewKind.TRANSPOSE)),
+_Classes = type[Operation] | tuple[type[Operation], ...]
+_Builder = Callable[[Operation], Facts]
+
+_BY_CLASS: tuple[tuple[_Classes, Kind, _Builder], ...] = (
+    (affine.VectorLoadOp, Kind.LOAD, _affine_load),
+    (affine.VectorStoreOp, Kind.STORE, _affine_store),
+    (affine.LoadOp, Kind.LOAD, _affine_load),
+    (affine.StoreOp, Kind.STORE, _affine_store),
+    (memref.LoadOp, Kind.LOAD, _load),
+    (memref.StoreOp, Kind.STORE, _store),
+    (vector.LoadOp, Kind.LOAD, _vector_load),
+    (vector.StoreOp, Kind.STORE, _vector_store),
+    (vector.TransferReadOp, Kind.LOAD, _transfer_read),
+    (vector.TransferWriteOp, Kind.STORE, _transfer_write),
+    (memref.CopyOp, Kind.COPY, _copy),
+    (gpu.MemcpyOp, Kind.COPY, _memcpy),
+    (memref.AtomicRMWOp, Kind.ATOMIC, _atomic_rmw),
+    (dmemref.GenericAtomicRMWOp, Kind.ATOMIC, _generic_atomic_rmw),
+    (LinalgStructuredOperation, Kind.STRUCTURED, _structured),
+    (
+        (memref.CastOp, memref.MemorySpaceCastOp, memref.AssumeAlignmentOp),
+        Kind.VIEW,
+        _view(ViewKind.SAME),
+    ),
+    (memref.SubviewOp, Kind.VIEW, _view(ViewKind.SUBVIEW)),
+    (dmemref.TransposeOp, Kind.VIEW, _view(ViewKind.TRANSPOSE)),
     (
         (
             memref.ReinterpretCastOp,
@@ -268,13 +255,14 @@ _BY_CLASS: tuple[
             memref.ViewOp,
             memref.ExtractAlignedPointerAsIndexOp,
         ),
+        Kind.VIEW,
         _view(ViewKind.OTHER),
     ),
-    ((memref.DimOp, memref.RankOp), _shape),
-    (memref.ExtractStridedMetaDataOp, _strided_metadata),
-    ((memref.AllocOp, memref.AllocaOp, gpu.AllocOp), _alloc),
-    ((affine.ApplyOp, affine.MinOp, daffine.MaxOp), _pure),
-    ((daffine.DelinearizeIndexOp, daffine.LinearizeIndexOp), _pure),
+    ((memref.DimOp, memref.RankOp), Kind.SHAPE, _shape),
+    (memref.ExtractStridedMetaDataOp, Kind.SHAPE, _strided_metadata),
+    ((memref.AllocOp, memref.AllocaOp, gpu.AllocOp), Kind.ALLOC, _alloc),
+    ((affine.ApplyOp, affine.MinOp, daffine.MaxOp), Kind.PURE, _pure),
+    ((daffine.DelinearizeIndexOp, daffine.LinearizeIndexOp), Kind.PURE, _pure),
 )
 
 # Whole dialects of pure ops: arith and math compute values only (no op of theirs has a
@@ -284,35 +272,38 @@ _PURE_CLASSES: frozenset[type[Operation]] = frozenset(
     op for dialect in _PURE_DIALECTS for op in dialect.operations
 )
 
-_Builder = Callable[[Operation], Facts] | None
-_builders: dict[type[Operation], _Builder] = {}
+# Per op class: its kind and facts builder, or None (looked up once per class: the
+# analyses ask for every op of every task).
+_by_type: dict[type[Operation], tuple[Kind, _Builder] | None] = {}
 
 
-def _builder(cls: type[Operation]) -> _Builder:
-    """The facts builder of an op class (looked up once per class)."""
-    if cls in _builders:
-        return _builders[cls]
-    found: _Builder = None
-    for classes, build in _BY_CLASS:
+def _entry(cls: type[Operation]) -> tuple[Kind, _Builder] | None:
+    try:
+        return _by_type[cls]
+    except KeyError:
+        pass
+    found: tuple[Kind, _Builder] | None = None
+    for classes, kind_, build in _BY_CLASS:
         if issubclass(cls, classes):
-            found = build
+            found = (kind_, build)
             break
     if found is None and cls in _PURE_CLASSES:
-        found = _pure
-    _builders[cls] = found
+        found = (Kind.PURE, _pure)
+    _by_type[cls] = found
     return found
 
 
 def facts(op: Operation) -> Facts | None:
     """What `op` does to memory, or None when dhir does not know (the worst case: it may
     read and write all it can reach, and its results may point there)."""
-    build = _builder(type(op))
-    return build(op) if build is not None else None
+    entry = _entry(type(op))
+    return entry[1](op) if entry is not None else None
 
 
 def kind(op: Operation) -> Kind | None:
-    found = facts(op)
-    return found.kind if found is not None else None
+    """The kind of `op`, None when it has no facts (cheaper than `facts`)."""
+    entry = _entry(type(op))
+    return entry[0] if entry is not None else None
 
 
 def accesses(op: Operation) -> tuple[Access, ...] | None:
@@ -324,8 +315,7 @@ def accesses(op: Operation) -> tuple[Access, ...] | None:
 def is_pure(op: Operation) -> bool:
     """Whether `op` computes values from values and touches no memory (arith, math,
     affine.apply/min/max, affine.(de)linearize_index): the one purity rule."""
-    build = _builder(type(op))
-    return build is _pure
+    return kind(op) is Kind.PURE
 
 
 def is_arithmetic(op: Operation) -> bool:
@@ -334,18 +324,15 @@ def is_arithmetic(op: Operation) -> bool:
 
 
 def is_view(op: Operation) -> bool:
-    found = facts(op)
-    return found is not None and found.kind is Kind.VIEW
+    return kind(op) is Kind.VIEW
 
 
 def is_shape_query(op: Operation) -> bool:
-    found = facts(op)
-    return found is not None and found.kind is Kind.SHAPE
+    return kind(op) is Kind.SHAPE
 
 
 def is_alloc(op: Operation) -> bool:
-    found = facts(op)
-    return found is not None and found.kind is Kind.ALLOC
+    return kind(op) is Kind.ALLOC
 
 
 def is_dealloc(op: Operation) -> bool:
@@ -356,19 +343,30 @@ def is_dealloc(op: Operation) -> bool:
 
 def scalar_access(op: Operation) -> Access | None:
     """The access of a load or store of one element (memref or affine), else None."""
-    found = facts(op)
-    if found is None or found.kind not in (Kind.LOAD, Kind.STORE):
+    access = moved(op)
+    if access is None:
         return None
-    (access,) = found.accesses
     return None if access.whole or access.lanes is not None else access
+
+
+def moved(op: Operation) -> Access | None:
+    """The access of a load or a store (of an element or a vector), else None."""
+    entry = _entry(type(op))
+    if entry is None or entry[0] not in _MOVES:
+        return None
+    return entry[1](op).accesses[0]
+
+
+_MOVES = (Kind.LOAD, Kind.STORE)
 
 
 def subscripts(op: Operation) -> tuple[SSAValue, ...]:
     """The operands of `op` that choose elements: the subscripts of its accesses, the
     offsets, sizes and strides of a subview."""
-    found = facts(op)
-    if found is None:
+    if kind(op) in (None, Kind.PURE, Kind.ALLOC, Kind.SHAPE):
         return ()
+    found = facts(op)
+    assert found is not None
     if found.view is ViewKind.SUBVIEW:
         return tuple(op.operands[1:])
     return tuple(v for a in found.accesses for v in a.indices)
