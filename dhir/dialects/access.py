@@ -109,23 +109,40 @@ def _store(op: Operation) -> Facts:
 def _affine_load(op: Operation) -> Facts:
     memref, *indices = op.operands
     value = op.results[0]
-    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, read=True),))
+    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, False, read=True),))
 
 
 def _affine_store(op: Operation) -> Facts:
     value, memref, *indices = op.operands
-    return Facts(Kind.STORE, (_affine(op, memref, indices, value, read=False),))
+    return Facts(Kind.STORE, (_affine(op, memref, indices, value, False, read=False),))
+
+
+def _affine_vector_load(op: Operation) -> Facts:
+    memref, *indices = op.operands
+    value = op.results[0]
+    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, True, read=True),))
+
+
+def _affine_vector_store(op: Operation) -> Facts:
+    value, memref, *indices = op.operands
+    return Facts(Kind.STORE, (_affine(op, memref, indices, value, True, read=False),))
 
 
 def _affine(
-    op: Operation, memref: SSAValue, indices: list[SSAValue], value: SSAValue, read: bool
+    op: Operation,
+    memref: SSAValue,
+    indices: list[SSAValue],
+    value: SSAValue,
+    lanes: bool,
+    read: bool,
 ) -> Access:
-    """An affine load's or store's access: its map's results are the subscripts."""
+    """An affine load's or store's access: its map's results are the subscripts, and a
+    vector one's `value` covers lanes (a plain one may move a vector element whole)."""
     data = getattr(op.properties.get("map"), "data", None)
     if not isinstance(data, AffineMap):
         return Access(memref, read, not read, tuple(indices), whole=True)
-    lanes = value.type if isinstance(value.type, VectorType) else None
-    return Access(memref, read, not read, tuple(indices), data, lanes, False, not read, value)
+    vector_ = _lanes(value) if lanes else None
+    return Access(memref, read, not read, tuple(indices), data, vector_, False, not read, value)
 
 
 def _vector_load(op: Operation) -> Facts:
@@ -146,13 +163,15 @@ def _lanes(value: SSAValue) -> VectorType | None:
     return type_ if isinstance(type_, VectorType) else None
 
 
-def _transfer_read(op: vector.TransferReadOp) -> Facts:
+def _transfer_read(op: Operation) -> Facts:
     # A permutation map, a mask and out-of-bounds lanes: which elements is not modelled.
+    assert isinstance(op, vector.TransferReadOp)
     access = Access(op.source, read=True, indices=tuple(op.indices), whole=True, value=op.result)
     return Facts(Kind.LOAD, (access,))
 
 
-def _transfer_write(op: vector.TransferWriteOp) -> Facts:
+def _transfer_write(op: Operation) -> Facts:
+    assert isinstance(op, vector.TransferWriteOp)
     access = Access(op.source, write=True, indices=tuple(op.indices), whole=True, value=op.vector)
     return Facts(Kind.STORE, (access,))
 
@@ -225,8 +244,8 @@ _Classes = type[Operation] | tuple[type[Operation], ...]
 _Builder = Callable[[Operation], Facts]
 
 _BY_CLASS: tuple[tuple[_Classes, Kind, _Builder], ...] = (
-    (affine.VectorLoadOp, Kind.LOAD, _affine_load),
-    (affine.VectorStoreOp, Kind.STORE, _affine_store),
+    (affine.VectorLoadOp, Kind.LOAD, _affine_vector_load),
+    (affine.VectorStoreOp, Kind.STORE, _affine_vector_store),
     (affine.LoadOp, Kind.LOAD, _affine_load),
     (affine.StoreOp, Kind.STORE, _affine_store),
     (memref.LoadOp, Kind.LOAD, _load),

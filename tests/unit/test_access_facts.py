@@ -389,3 +389,17 @@ def test_atomics_and_vector_lanes_run_natively_as_the_interpreter_does(ranks: in
     got = dhir.run(LANES, *inputs(), backend="native", ranks=ranks, placement="round-robin")
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+def test_an_affine_store_of_a_vector_element_is_one_element() -> None:
+    """Only affine.vector_load/store cover lanes: a plain affine.store into a memref of
+    vectors writes one (vector) element, which reuse.py follows as a scalar access."""
+    module = parse_string("""
+func.func @f(%a: memref<4xvector<2xf32>>, %x: vector<2xf32>) {
+  affine.store %x, %a[1] : memref<4xvector<2xf32>>
+  return
+}
+""")
+    store = next(op for op in module.walk() if op.name == "affine.store")
+    access = scalar_access(store)
+    assert access is not None and access.lanes is None and access.exact
