@@ -40,10 +40,10 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from dhir.analysis.counts import element_bytes_of
-from dhir.analysis.effects import VIEW_OPS
 from dhir.analysis.regions import Regions, task_regions, whole
 from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
+from dhir.dialects.access import is_pure, is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import rank_of
@@ -53,12 +53,6 @@ MAX_BOXES = 4
 # Past this many distinct boxes (after exact merges), one bounding box: choosing which
 # to merge costs the square of their number.
 MAX_CANDIDATES = 64
-
-# Host ops that touch no data of their operands and hand on no pointer other than as
-# their results, whose uses are checked in turn: views, shape queries, pure arithmetic
-# (an address cast to an integer, a select of two memrefs).
-_HARMLESS = VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
-_PURE_DIALECTS = frozenset({"arith", "index"})
 
 
 @dataclass(frozen=True)
@@ -363,7 +357,7 @@ def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, 
     hits = dict.fromkeys(a for value in op.operands for a in aliases.of(value))
     if not hits:
         return
-    if op.name in _HARMLESS or op.dialect_name() in _PURE_DIALECTS:
+    if _harmless(op):
         yield from _unlisted_uses(op, aliases)
         return
     if isinstance(op, func.CallOp):
@@ -372,6 +366,13 @@ def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, 
         what = f"host code, which every rank runs, uses it ({op.name}"
     for arg in hits:
         yield arg, f"{what}{where})" if "(" in what else f"{what}{where}"
+
+
+def _harmless(op: Operation) -> bool:
+    """Whether host op `op` touches no data of its operands and hands on no pointer other
+    than as its results, whose uses are checked in turn: views, shape queries, pure
+    arithmetic (an address cast to an integer, a select of two memrefs)."""
+    return is_view(op) or is_shape_query(op) or is_pure(op)
 
 
 def _unlisted_uses(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, str]]:

@@ -17,12 +17,13 @@ subscripts: not under scf.if, not in a while loop, not through an unknown view, 
 through a select.
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import count
 
 import islpy as isl
+from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -38,6 +39,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
+from dhir.dialects.access import Access, Kind, ViewKind, facts
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import TaskOp
 
@@ -246,20 +248,48 @@ class _Walker:
             self.visit(op, nest)
 
     def visit(self, op: Operation, nest: _Nest) -> None:
-        name = op.name
-        handler = _HANDLERS.get(name)
-        if handler is not None and not self._escapes(op, handler.memrefs(op)):
-            handler.visit(self, op, nest)
+        found = facts(op)
+        if found is not None and found.kind in _ACCESS_KINDS:
+            if self._escapes(op, found.memrefs()):
+                self._unknown(op)
+                return
+            for access in found.accesses:
+                self.access(access, nest)
+            self._walk_regions(op, nest.inexact())  # a generic_atomic_rmw's body
+        elif found is not None and found.kind in (Kind.VIEW, Kind.SHAPE):
+            if self._escapes(op, op.operands[:1]):
+                self._unknown(op)
+            elif found.view is not None:
+                self.view(op, found.view)
+            else:
+                self._derive(op, found.derived)
+        elif isinstance(op, arith.SelectOp) and not self._escapes(op, op.operands[1:3]):
+            self.select(op, nest)
+        elif isinstance(op, _LOOPS) and not self._escapes(op, []):
+            self.loop(op, nest)
         elif isinstance(op, LinalgStructuredOperation) and not self._escapes(
             op, [*op.inputs, *op.outputs]
         ):
             self._linalg(op, nest)
-        elif name in _STRUCTURED and not self._escapes(op, []):
-            for region in op.regions:
-                for block in region.blocks:
-                    self.walk(block.ops, nest.inexact())
+        elif isinstance(op, _STRUCTURED) and not self._escapes(op, []):
+            self._walk_regions(op, nest.inexact())
         elif op.regions or any(v in self.views for v in op.operands):
             self._unknown(op)
+
+    def _walk_regions(self, op: Operation, nest: _Nest) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                self.walk(block.ops, nest)
+
+    def loop(self, op: Operation, nest: _Nest) -> None:
+        if isinstance(op, scf.ForOp):
+            self.scf_for(op, nest)
+        elif isinstance(op, scf.ParallelOp):
+            self.scf_parallel(op, nest)
+        elif isinstance(op, affine.ForOp):
+            self.affine_for(op, nest)
+        else:
+            self.affine_parallel(op, nest)
 
     def _escapes(self, op: Operation, memrefs: Sequence[SSAValue]) -> bool:
         """Whether `op` takes a pointer into a listed memref other than as `memrefs`
@@ -280,30 +310,34 @@ class _Walker:
         for value in set(roots) - before:
             self.views[value] = tuple(_View(root, None, known=False) for root in roots[value])
 
+    def _derive(self, op: Operation, derived: Sequence[SSAValue]) -> None:
+        """`derived` (results of `op`) point into what its operands point into, at
+        elements this module does not follow (extract_strided_metadata's base buffer)."""
+        roots = {view.root for v in op.operands for view in self.views.get(v, ())}
+        for value in derived:
+            self.views[value] = tuple(_View(root, None, known=False) for root in roots)
+
     # --- accesses -----------------------------------------------------------------
 
-    def scalar_access(self, op: Operation, nest: _Nest) -> None:
-        is_store = op.name.endswith("store")
-        memref = op.operands[1] if is_store else op.operands[0]
-        indices = list(op.operands[2:] if is_store else op.operands[1:])
-        if op.name.startswith("affine."):
-            amap = op.get_attr_or_prop("map")
-            subscripts = self.map_exprs(getattr(amap, "data", None), indices)
+    def access(self, access: Access, nest: _Nest) -> None:
+        """Record one access an op's facts name."""
+        memref = access.memref
+        read, write, exact = access.read, access.write, access.exact
+        if access.whole:
+            self.whole_access(memref, nest, read=read, write=write, exact=exact)
+            return
+        if access.map is not None:
+            subscripts = self.map_exprs(access.map, access.indices)
             exprs: list[Expr] = list(subscripts) if subscripts is not None else []
             if subscripts is None:
                 exprs = [None] * _rank(memref)
         else:
-            exprs = [self.expr(v) for v in indices]
-        self._access(memref, exprs, nest, (), read=not is_store, write=is_store)
-
-    def vector_access(self, op: Operation, nest: _Nest) -> None:
-        is_store = op.name == "vector.store"
-        memref = op.operands[1] if is_store else op.operands[0]
-        indices = list(op.operands[2:] if is_store else op.operands[1:])
-        vector = (op.operands[0] if is_store else op.results[0]).type
-        assert isinstance(vector, VectorType)
+            exprs = [self.expr(v) for v in access.indices]
+        vector = access.lanes
+        if vector is None:
+            self._access(memref, exprs, nest, (), read, write, exact)
+            return
         lanes = vector.get_shape()
-        exprs: list[Expr] = [self.expr(v) for v in indices]
         first = len(exprs) - len(lanes)
         type_ = memref.type
         scalar = isinstance(type_, MemRefType) and not isinstance(
@@ -312,10 +346,10 @@ class _Walker:
         if not scalar or first < 0 or vector.get_num_scalable_dims():
             # Lanes that are not the memref's trailing elements (a memref of vectors, a
             # scalable vector): the whole memref, never a must-write.
-            self._access(memref, [None] * len(exprs), nest, (), read=not is_store, write=is_store)
+            self._access(memref, [None] * len(exprs), nest, (), read, write, exact)
             return
         extra = tuple((first + k, width) for k, width in enumerate(lanes))
-        self._access(memref, exprs, nest, extra, read=not is_store, write=is_store)
+        self._access(memref, exprs, nest, extra, read, write, exact)
 
     def _access(
         self,
@@ -325,12 +359,14 @@ class _Walker:
         lanes: tuple[tuple[int, int], ...],
         read: bool = False,
         write: bool = False,
+        exact: bool = True,
     ) -> None:
         """Record an access of `memref` at `exprs` (None: unknown) for every point of
-        `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses. A
-        memref that may be one of several views accesses each of them."""
+        `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses; `exact`:
+        a write overwrites every element named. A memref that may be one of several
+        views accesses each of them."""
         for view in self.views.get(memref, ()):
-            self._view_access(view, exprs, nest, lanes, read, write)
+            self._view_access(view, exprs, nest, lanes, read, write, exact)
 
     def _view_access(
         self,
@@ -340,11 +376,12 @@ class _Walker:
         lanes: tuple[tuple[int, int], ...],
         read: bool,
         write: bool,
+        exact: bool,
     ) -> None:
         names = list(nest.names)
         constraints = list(nest.constraints)
         own: list[str] = []
-        exact = nest.exact and view.known and view.sure
+        exact = exact and nest.exact and view.known and view.sure
         for d, e in enumerate(exprs):
             y = self.fresh("y")
             names.append(y)
@@ -370,7 +407,12 @@ class _Walker:
                 self._add(self.musts, view.root, region)
 
     def whole_access(
-        self, memref: SSAValue, nest: _Nest, read: bool = False, write: bool = False
+        self,
+        memref: SSAValue,
+        nest: _Nest,
+        read: bool = False,
+        write: bool = False,
+        exact: bool = True,
     ) -> None:
         type_ = memref.type
         if not isinstance(type_, MemRefType):
@@ -385,7 +427,7 @@ class _Walker:
             exprs.append(v)
             constraints.append(f"0 <= {v}" if extent == DYNAMIC_INDEX else f"0 <= {v} < {extent}")
         inner = nest.with_loop(names, constraints, DYNAMIC_INDEX not in shape)
-        self._access(memref, exprs, inner, (), read=read, write=write)
+        self._access(memref, exprs, inner, (), read=read, write=write, exact=exact)
 
     def _image(
         self, view: _View, own: list[str], names: list[str], constraints: list[str]
@@ -408,16 +450,22 @@ class _Walker:
 
     # --- views --------------------------------------------------------------------
 
-    def view(self, op: Operation, nest: _Nest) -> None:
+    def view(self, op: Operation, kind: ViewKind) -> None:
         sources = self.views.get(op.operands[0])
         if sources is None:
             return
-        result = op.results[0]
-        if op.name == "memref.cast":
-            self.views[result] = sources
+        if kind is ViewKind.SAME:
+            for result in op.results:
+                self.views[result] = sources
             return
-        mapping = _transposed(op) if op.name == "memref.transpose" else self._subview(op)
-        self.views[result] = tuple(_subview_of(source, mapping) for source in sources)
+        if kind is ViewKind.OTHER:
+            mapping = None
+        elif kind is ViewKind.TRANSPOSE:
+            mapping = _transposed(op)
+        else:
+            mapping = self._subview(op)
+        for result in op.results:
+            self.views[result] = tuple(_subview_of(source, mapping) for source in sources)
 
     def select(self, op: Operation, nest: _Nest) -> None:
         """An arith.select of two memrefs may be either: each access through it is an
@@ -704,67 +752,18 @@ def _all_exact(exprs: Sequence[Expr] | None) -> bool:
     return exprs is not None and all(isinstance(e, str) for e in exprs)
 
 
-@dataclass(frozen=True)
-class _Handler:
-    """How the walker treats one op: `memrefs` are the operands it expects to point
-    into memory (any other that does makes the op unknown)."""
-
-    memrefs: Callable[[Operation], Sequence[SSAValue]]
-    visit: Callable[[_Walker, Operation, _Nest], None]
-
-
-def _first(op: Operation) -> Sequence[SSAValue]:
-    return op.operands[:1]
-
-
-def _second(op: Operation) -> Sequence[SSAValue]:
-    return op.operands[1:2]
-
-
-def _none(op: Operation) -> Sequence[SSAValue]:
-    return ()
-
-
-def _copy(walker: _Walker, op: Operation, nest: _Nest) -> None:
-    walker.whole_access(op.operands[0], nest, read=True)
-    walker.whole_access(op.operands[1], nest, write=True)
-
-
-def _nothing(walker: _Walker, op: Operation, nest: _Nest) -> None:
-    pass
-
-
-_HANDLERS: dict[str, _Handler] = {
-    "memref.load": _Handler(_first, _Walker.scalar_access),
-    "affine.load": _Handler(_first, _Walker.scalar_access),
-    "memref.store": _Handler(_second, _Walker.scalar_access),
-    "affine.store": _Handler(_second, _Walker.scalar_access),
-    "vector.load": _Handler(_first, _Walker.vector_access),
-    "vector.store": _Handler(_second, _Walker.vector_access),
-    "memref.copy": _Handler(lambda op: op.operands[:2], _copy),
-    "memref.subview": _Handler(_first, _Walker.view),
-    "memref.cast": _Handler(_first, _Walker.view),
-    "memref.transpose": _Handler(_first, _Walker.view),
-    "memref.dim": _Handler(_first, _nothing),
-    "memref.rank": _Handler(_first, _nothing),
-    "arith.select": _Handler(lambda op: op.operands[1:3], _Walker.select),
-    "scf.for": _Handler(_none, _Walker.scf_for),
-    "scf.parallel": _Handler(_none, _Walker.scf_parallel),
-    "affine.for": _Handler(_none, _Walker.affine_for),
-    "affine.parallel": _Handler(_none, _Walker.affine_parallel),
-}
-
+# Kinds of ops whose accesses this module records (linalg has its own walk).
+_ACCESS_KINDS = (Kind.LOAD, Kind.STORE, Kind.COPY, Kind.ATOMIC)
+_LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
 # Ops whose regions run zero or more times, under conditions this module does not read.
-_STRUCTURED = frozenset(
-    {
-        "scf.if",
-        "affine.if",
-        "scf.while",
-        "scf.execute_region",
-        "scf.yield",
-        "affine.yield",
-        "scf.condition",
-        "scf.reduce",
-        "scf.reduce.return",
-    }
+_STRUCTURED = (
+    scf.IfOp,
+    affine.IfOp,
+    scf.WhileOp,
+    scf.ExecuteRegionOp,
+    scf.YieldOp,
+    affine.YieldOp,
+    scf.ConditionOp,
+    scf.ReduceOp,
+    scf.ReduceReturnOp,
 )

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from xdsl.dialects import affine, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ShapedType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
 
 from dhir.analysis import counts as counting
 from dhir.analysis.lift import Lifter
+from dhir.dialects.access import Access, Kind, is_dealloc, kind, scalar_access
+from dhir.dialects.dhir import DHIR
 
 # Bytes of a cache line: what a cache moves for one element.
 LINE_BYTES = 64
@@ -40,10 +41,7 @@ STREAM_COUNTED = 24 / 32
 # A subscript: coefficient per loop variable (constants dropped), or None when unknown.
 Linear = dict[SSAValue, int] | None
 
-_LOADS = frozenset({"memref.load", "affine.load"})
-_STORES = frozenset({"memref.store", "affine.store"})
-_CONDITIONALS = frozenset({"scf.if", "affine.if"})
-_QUIET = ("arith.", "math.", "scf.yield", "affine.yield", "memref.dim", "memref.alloca")
+_CONDITIONALS = (scf.IfOp, affine.IfOp)
 
 
 @dataclass(eq=False)
@@ -119,10 +117,10 @@ class _Collector:
             self.op(op, loops)
 
     def op(self, op: Operation, loops: tuple[_Loop, ...]) -> None:
-        name = op.name
-        if name in _LOADS or name in _STORES:
-            self.access(op, loops, name in _STORES)
-        elif name == "scf.for":
+        access = scalar_access(op)
+        if access is not None:
+            self.access(access, loops)
+        elif isinstance(op, scf.ForOp):
             iv = op.regions[0].block.args[0]
             trips = counting.loop_trips(op.operands[:3], iv, self.means)
             self.loop(op, {iv: trips}, loops)
@@ -133,28 +131,27 @@ class _Collector:
         elif isinstance(op, affine.ForOp | affine.ParallelOp):
             args = op.body.block.args
             self.loop(op, dict(zip(args, counting.affine_trips(op, self.means))), loops)
-        elif name in _CONDITIONALS:
+        elif isinstance(op, _CONDITIONALS):
             for region in op.regions:
                 for block in region.blocks:
                     self.block(block, loops)
-        elif op.regions or not name.startswith(_QUIET):
-            if name not in ("memref.alloc", "memref.dealloc") and not name.startswith("dhir."):
-                raise _Unfollowed(name)
+        elif not _quiet(op):
+            raise _Unfollowed(op.name)
 
     def loop(self, op: Operation, trips: dict[SSAValue, int], loops: tuple[_Loop, ...]) -> None:
         loop = _Loop(trips, len(loops))
         self.loops.append(loop)
         self.block(op.regions[0].block, (*loops, loop))
 
-    def access(self, op: Operation, loops: tuple[_Loop, ...], store: bool) -> None:
-        memref = op.operands[1] if store else op.operands[0]
+    def access(self, access: Access, loops: tuple[_Loop, ...]) -> None:
+        memref = access.memref
+        store = access.write
         type_ = memref.type
         if not isinstance(type_, ShapedType):
-            raise _Unfollowed(op.name)
-        indices = op.operands[2:] if store else op.operands[1:]
-        amap = getattr(op.properties.get("map"), "data", None)
-        if isinstance(amap, AffineMap):
-            subscripts = [self.lift.linear(r) for r in self.lift.map_each(amap, indices)]
+            raise _Unfollowed(str(type_))
+        indices = access.indices
+        if access.map is not None:
+            subscripts = [self.lift.linear(r) for r in self.lift.map_each(access.map, indices)]
         else:
             subscripts = [self.lift.linear(self.lift.value(v)) for v in indices]
         shape = tuple(
@@ -168,6 +165,24 @@ class _Collector:
             group = _Group(memref, tuple(subscripts), loops, element=element, shape=shape)
             self.groups[key] = group
         group.stored |= store
+
+
+def _quiet(op: Operation) -> bool:
+    """Ops that move no data the count must follow: pure arithmetic, region
+    terminators, shape queries, allocations and deallocations, dhir's own ops."""
+    if type(op) in _DHIR_OPS:
+        return True
+    if op.regions:
+        return False
+    return (
+        kind(op) in _QUIET_KINDS or isinstance(op, scf.YieldOp | affine.YieldOp) or is_dealloc(op)
+    )
+
+
+_QUIET_KINDS = (Kind.PURE, Kind.SHAPE, Kind.ALLOC)
+
+
+_DHIR_OPS = frozenset(DHIR.operations)
 
 
 def traffic_curve(block: Block) -> tuple[tuple[float, float], ...] | None:

@@ -17,16 +17,15 @@ assumed distinct (docs/semantics.md).
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, SymbolRefAttr
+from xdsl.dialects import func, scf
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results, task_effects
+from dhir.dialects.access import global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
-
-GET_GLOBAL = "memref.get_global"
 
 
 def check_shared_data(module: ModuleOp) -> None:
@@ -81,10 +80,6 @@ class Opaque:
     value: SSAValue
 
 
-# Ops whose memref result is a new buffer, whatever their (size) operands.
-_FRESH = frozenset({"memref.alloc", "memref.alloca"})
-
-
 def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozenset[object]:
     """The buffers `value` may point into: the values that made them (an argument, an
     allocation), the names of globals, and `Opaque` memory. Views, base buffers, what a
@@ -95,7 +90,6 @@ def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozens
         return frozenset()
     seen = seen | {value}
     owner = value.owner
-    fresh = False
     if isinstance(owner, Block):
         parent = owner.parent_op()
         if owner.parent is not None and owner is not owner.parent.first_block:
@@ -105,17 +99,19 @@ def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozens
             return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
         else:
             sources = _carried(value, owner, parent)
-    elif owner.name == GET_GLOBAL:
-        return frozenset([_global_name(owner)])
+    elif (name := global_name(owner)) is not None:
+        return frozenset([name])
+    elif is_alloc(owner):
+        # A new buffer, whatever its (size) operands.
+        return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
     elif value in derived_results(owner):
         sources = [*owner.operands, *_yielded(owner)]
-        fresh = owner.name in _FRESH
     else:
         sources = []
     found = frozenset[object]().union(*(buffers(v, seen) for v in sources))
     if found or not isinstance(value.type, MemRefType):
         return found
-    return frozenset([value if fresh else Opaque(value)])
+    return frozenset([Opaque(value)])
 
 
 def shared(first: frozenset[object], second: frozenset[object]) -> frozenset[object]:
@@ -164,11 +160,11 @@ def _carried(value: SSAValue, block: Block, parent: Operation) -> list[SSAValue]
     assert isinstance(value, BlockArgument)
     index = value.index
     regions = list(parent.regions)
-    if parent.name == "scf.for":
+    if isinstance(parent, scf.ForOp):
         if index == 0:
             return []
         return [parent.operands[2 + index], *_yielded_at(block, index - 1)]
-    if parent.name == "scf.while" and len(regions) == 2:
+    if isinstance(parent, scf.WhileOp) and len(regions) == 2:
         if block.parent is regions[0]:
             return [parent.operands[index], *_yielded_at(regions[1].blocks[0], index)]
         return [*_yielded_at(regions[0].blocks[0], index + 1)]  # scf.condition's flag first
@@ -216,7 +212,8 @@ def mutable_global_users(module: ModuleOp) -> tuple[set[str], dict[str, str]]:
 def reaches_mutable_global(op: Operation, mutable: set[str], users: dict[str, str]) -> bool:
     """Whether `op` uses a mutable global, directly or through a function it calls."""
     for inner in op.walk():
-        if inner.name == GET_GLOBAL and _global_name(inner) in mutable:
+        used = global_name(inner)
+        if used is not None and used in mutable:
             return True
         callee = _callee(inner)
         if callee is not None and callee in users:
@@ -226,13 +223,14 @@ def reaches_mutable_global(op: Operation, mutable: set[str], users: dict[str, st
 
 def _check_globals(task: TaskOp, mutable: set[str], users: dict[str, str]) -> None:
     for op in task.body.walk():
-        if op.name == GET_GLOBAL and _global_name(op) in mutable:
+        used = global_name(op)
+        if used is not None and used in mutable:
             raise PassFailedAt(
                 task,
-                f"this task uses the mutable memref.global @{_global_name(op)}; every rank "
+                f"this task uses the mutable memref.global @{used}; every rank "
                 "has its own copy of a global and dhir does not move it between ranks. "
                 f"Pass the buffer as a schedule operand: %g = memref.get_global "
-                f"@{_global_name(op)} before the schedule, then list %g on the schedule and "
+                f"@{used} before the schedule, then list %g on the schedule and "
                 "on the tasks that use it (or make the global constant)",
             )
         callee = _callee(op)
@@ -251,11 +249,11 @@ def _mutable_globals(module: ModuleOp) -> set[str]:
     not defined here (nothing says they are constant)."""
     defined: dict[str, bool] = {}
     for op in module.body.block.ops:
-        if op.name == "memref.global":
+        if is_global(op):
             name = op.properties.get("sym_name")
             constant = op.properties.get("constant") is not None
             defined[getattr(name, "data", "")] = constant
-    used = {_global_name(op) for op in module.walk() if op.name == GET_GLOBAL}
+    used = {name for op in module.walk() if (name := global_name(op)) is not None}
     return {name for name in used if not defined.get(name, False)}
 
 
@@ -268,8 +266,9 @@ def _functions_using(module: ModuleOp, mutable: set[str]) -> dict[str, str]:
         name = function.sym_name.data
         calls[name] = set()
         for op in function.walk():
-            if op.name == GET_GLOBAL and _global_name(op) in mutable:
-                users.setdefault(name, _global_name(op))
+            used = global_name(op)
+            if used is not None and used in mutable:
+                users.setdefault(name, used)
             callee = _callee(op)
             if callee is not None:
                 calls[name].add(callee)
@@ -291,11 +290,6 @@ def _callee(op: Operation) -> str | None:
     if isinstance(op, func.CallOp):
         return op.callee.string_value()
     return None
-
-
-def _global_name(op: Operation) -> str:
-    name = op.properties.get("name")
-    return name.string_value() if isinstance(name, SymbolRefAttr) else ""
 
 
 def _name(value: SSAValue) -> str:

@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import SymbolTable
 
@@ -42,6 +42,7 @@ from dhir.analysis.counts import (
 )
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.regions import Regions, count_elements
+from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic, kind, moved
 from dhir.dialects.dhir import TaskOp
 
 # Ops that cost nothing at run time: constants, casts and moves of values.
@@ -64,9 +65,6 @@ _FREE_ARITH = frozenset(
 )
 # math ops that are one fused operation of two flops.
 _TWO_FLOPS = frozenset({"math.fma"})
-_LOADS = frozenset({"memref.load", "affine.load", "vector.load", "vector.transfer_read"})
-_STORES = frozenset({"memref.store", "affine.store", "vector.store", "vector.transfer_write"})
-_ALLOCS = frozenset({"memref.alloc", "memref.alloca", "gpu.alloc"})
 
 
 @dataclass(frozen=True)
@@ -157,9 +155,7 @@ def task_footprint(
     effects = effects if effects is not None else task_effects(task)
     touched = sum(_touched_bytes(value, regions) for value in effects.touches())
     allocated = sum(
-        memref_bytes(op.results[0].type)
-        for op in task.body.walk()
-        if op.name in _ALLOCS and op.results
+        memref_bytes(op.results[0].type) for op in task.body.walk() if is_alloc(op) and op.results
     )
     return touched + allocated
 
@@ -190,20 +186,20 @@ class _Counter:
         nested = Work()
         loaded: set[tuple[object, ...]] = set()  # loads the compiler can reuse
         for op in block.ops:
-            name = op.name
-            if name in _LOADS:
-                key = (*op.operands, op.properties.get("map"))
+            access = moved(op)
+            if access is not None and access.read:
+                key = _key(access)
                 if key in loaded:
                     continue  # the same element again, with no store in between: reused
                 loaded.add(key)
-                traffic += _access_bytes(op.results[0].type, op.operands[0].type)
-            elif name in _STORES:
-                key = (*op.operands[1:], op.properties.get("map"))
-                stored = _access_bytes(op.operands[0].type, op.operands[1].type)
+                traffic += _access_bytes(access)
+            elif access is not None:
+                key = _key(access)
+                stored = _access_bytes(access)
                 allocated += 0.0 if key in loaded else stored  # update in place: line loaded
                 loaded = {k for k in loaded if k[0] is not key[0]} | {key}
                 traffic += stored
-            elif name.startswith(("arith.", "math.")):
+            elif is_arithmetic(op):
                 flops += _flops(op)
             else:
                 if op.regions or isinstance(op, func.CallOp):
@@ -212,16 +208,12 @@ class _Counter:
         return nested + Work(flops=flops, bytes=traffic, allocated=allocated)
 
     def op(self, op: Operation) -> Work:
-        # Dispatched by name: most ops of a body are loads, stores and arithmetic.
-        name = op.name
-        if name in _LOADS:
-            return Work(bytes=_access_bytes(op.results[0].type, op.operands[0].type))
-        if name in _STORES:
-            return Work(bytes=_access_bytes(op.operands[0].type, op.operands[1].type))
-        dialect = name.partition(".")[0]
-        if dialect in ("arith", "math"):
+        access = moved(op)
+        if access is not None:
+            return Work(bytes=_access_bytes(access))
+        if is_arithmetic(op):
             return Work(flops=_flops(op))
-        if name == "scf.for":
+        if isinstance(op, scf.ForOp):
             iv = op.regions[0].block.args[0]
             trips = loop_trips(op.operands[:3], iv, self._means)
             return self.region(op.regions[0]).times(trips)
@@ -232,18 +224,20 @@ class _Counter:
         if isinstance(op, affine.ForOp | affine.ParallelOp):
             body = self.region(op.body).times(math.prod(affine_trips(op, self._means)))
             return body + _PARALLEL if isinstance(op, affine.ParallelOp) else body
-        if name == "scf.while":
+        if isinstance(op, scf.WhileOp):
             return self._regions(op).times(DEFAULT_TRIP_COUNT)
-        if name in ("scf.if", "affine.if"):
+        if isinstance(op, scf.IfOp | affine.IfOp):
             return max((self.region(r) for r in op.regions), key=_weight, default=Work())
         if isinstance(op, gpu.LaunchOp):
             return self._launch(op)
-        if dialect == "linalg" and isinstance(op, LinalgStructuredOperation):
+        if isinstance(op, LinalgStructuredOperation):
             return self._linalg(op)
         if isinstance(op, func.CallOp):
             return self._call(op)
-        if name in ("memref.copy", "gpu.memcpy"):
-            size = memref_bytes(op.operands[-1].type)
+        if kind(op) is Kind.COPY:
+            found = facts(op)
+            assert found is not None
+            size = memref_bytes(found.accesses[-1].memref.type)
             return Work(bytes=2 * size, allocated=size)
         # Anything else with regions (scf.execute_region, memref.alloca_scope, ...)
         # runs them once.
@@ -338,11 +332,18 @@ def region_bytes(memref: SSAValue, elements: int | None) -> int:
     return min(whole, elements * (whole // count))
 
 
-def _access_bytes(value_type: Attribute, memref_type: Attribute) -> int:
+def _key(access: Access) -> tuple[object, ...]:
+    """What tells two accesses of the same element apart: the memref first."""
+    return (access.memref, *access.indices, access.map)
+
+
+def _access_bytes(access: Access) -> int:
     """A load or store moves one element, or a whole vector."""
+    assert access.value is not None
+    value_type = access.value.type
     if isinstance(value_type, VectorType):
         return memref_bytes(value_type)
-    return element_bytes_of(memref_type)
+    return element_bytes_of(access.memref.type)
 
 
 def _is_shaped(value: SSAValue) -> bool:

@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from dhir.analysis.effects import VIEW_OPS, memory_effects
+from dhir.analysis.effects import memory_effects
 from dhir.analysis.regions import iterations_independent
 from dhir.analysis.sharing import (
     buffers,
@@ -41,6 +41,7 @@ from dhir.analysis.sharing import (
     reaches_mutable_global,
     shared,
 )
+from dhir.dialects.access import Kind, is_pure, kind, subscripts, view_source
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
@@ -48,21 +49,16 @@ TARGET_KINDS = ("any", "cpu", "gpu")
 _LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
 _SERIAL_LOOPS = (scf.ForOp, affine.ForOp)
 # Host ops whose regions may hold work of their own (a time loop's body, a branch).
-_HOST_REGIONS = ("scf.for", "affine.for", "scf.while", "scf.if", "affine.if", "scf.execute_region")
+_HOST_REGIONS = (
+    scf.ForOp,
+    affine.ForOp,
+    scf.WhileOp,
+    scf.IfOp,
+    affine.IfOp,
+    scf.ExecuteRegionOp,
+)
 # Ops that touch no data: they may move before a schedule instead of ending it.
-_MOVABLE = frozenset({"memref.alloc", "memref.alloca", "memref.dim", "memref.rank"}) | VIEW_OPS
-_PURE_DIALECTS = frozenset({"arith", "index", "math"})
-_PURE_AFFINE = frozenset({"affine.apply", "affine.min", "affine.max"})
-# op name -> the operand positions that are subscripts
-_SUBSCRIPTS = {
-    "memref.load": 1,
-    "affine.load": 1,
-    "vector.load": 1,
-    "memref.store": 2,
-    "affine.store": 2,
-    "vector.store": 2,
-    "memref.subview": 1,
-}
+_MOVABLE = (Kind.ALLOC, Kind.SHAPE, Kind.VIEW, Kind.PURE)
 
 
 @dataclass(frozen=True)
@@ -173,7 +169,7 @@ class _Dropper:
             run, moved = [], []
             if task is not None:
                 run.append(task)
-            elif op.name in _HOST_REGIONS and not self._is_work(op):
+            elif isinstance(op, _HOST_REGIONS) and not self._is_work(op):
                 for region in op.regions:
                     for inner in region.blocks:
                         self.block(inner)
@@ -327,20 +323,15 @@ def _reaches_subscript(counter: SSAValue, nest: Operation) -> bool:
     """Whether `counter`, through index arithmetic, is a subscript of an access in `nest`."""
     derived = {counter}
     for op in nest.walk():
-        start = _SUBSCRIPTS.get(op.name)
-        if start is not None and any(v in derived for v in op.operands[start:]):
+        if any(v in derived for v in subscripts(op)):
             return True
-        if _is_pure_scalar(op) and any(v in derived for v in op.operands):
+        if is_pure(op) and any(v in derived for v in op.operands):
             derived.update(op.results)
     return False
 
 
-def _is_pure_scalar(op: Operation) -> bool:
-    return not op.regions and (op.dialect_name() in _PURE_DIALECTS or op.name in _PURE_AFFINE)
-
-
 def _is_movable(op: Operation) -> bool:
-    return not op.regions and (_is_pure_scalar(op) or op.name in _MOVABLE)
+    return not op.regions and kind(op) in _MOVABLE
 
 
 def _outside_memrefs(op: Operation) -> list[SSAValue]:
@@ -355,8 +346,8 @@ def _outside_memrefs(op: Operation) -> list[SSAValue]:
 def _view_chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
     """The host ops making the view `value` of a buffer (outermost first), and the buffer."""
     chain: list[Operation] = []
-    while isinstance(value.owner, Operation) and value.owner.name in VIEW_OPS:
-        source = value.owner.operands[0] if value.owner.operands else None
+    while isinstance(value.owner, Operation):
+        source = view_source(value.owner)
         if source is None or not isinstance(source.type, MemRefType):
             break
         chain.insert(0, value.owner)

@@ -22,8 +22,8 @@ from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dhir.analysis.effects import VIEW_OPS
 from dhir.dialects import gpu as dgpu
+from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
@@ -36,9 +36,6 @@ MLIR_OPT_HINT = "install LLVM/MLIR 22 with `apt-get install mlir-22-tools` (scri
 # Threads per block along each mapped dimension, by loop depth; the first dimension is the
 # innermost (contiguous) one, see _reverse_dims.
 TILE_SIZES: dict[int, tuple[int, ...]] = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
-# Ops a GPU task's host code may apply to its memrefs (now device buffers): they only read
-# the descriptor, or hand the buffer to the device.
-_HOST_OK = VIEW_OPS | {"memref.dim", "memref.rank", "memref.extract_strided_metadata"}
 _SIMPLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNBUILDABLE = (*dgpu.MMA_OPS, *dgpu.SPARSE_OPS)
 
@@ -167,7 +164,9 @@ def _check_buildable(task: TaskOp, label: str) -> None:
 def _check_host_code(task: TaskOp, label: str) -> None:
     listed = set(task.memrefs)
     for op in _host_ops(task.body.block):
-        if op.name in _HOST_OK or isinstance(op, dgpu.LaunchOp) or _is_loop(op):
+        # Views and shape queries only read the descriptor, or hand the buffer (now on
+        # the device) to the device.
+        if is_view(op) or is_shape_query(op) or isinstance(op, dgpu.LaunchOp) or _is_loop(op):
             continue
         used = [v for v in op.operands if v in listed]
         if used:

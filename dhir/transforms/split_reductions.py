@@ -43,22 +43,15 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.regions import iterations_independent
+from dhir.dialects.access import Access, global_name, is_pure, scalar_access
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, loc_of, warn
 from dhir.ir.tasks import PIECE_ATTR, is_gpu_task, task_ids
 
 REASSOCIATE_ATTR = "dhir.reassociate"
 
-# Ops that may stand before or after the loop in a task that is split: each piece gets
-# its own copy, so they must have no effect (dhir-split's rule too).
-PURE_DIALECTS = frozenset({"arith", "index", "math"})
-# Ops in the loop that reach state the memref regions do not describe.
-OPAQUE = frozenset({"func.call", "func.call_indirect", "memref.get_global"})
-# What may follow the loop: it runs once, in the combining task.
-_AFTER = frozenset({"memref.load", "memref.store", "affine.load", "affine.store"})
-# Loads may come before the loop (an initial value read from memory) when the loop only
-# reads their memref: the combining task reads it after the pieces ran.
-_LOADS = frozenset({"memref.load", "affine.load"})
+# Calls in the loop reach state the memref regions do not describe (a global does too).
+_CALLS = frozenset({"func.call", "func.call_indirect"})
 _FLOAT_OPS: dict[type[Operation], float] = {
     arith.AddfOp: -0.0,
     arith.MulfOp: 1.0,
@@ -162,7 +155,9 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
     if task.token.uses:
         return "its token is used"
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
-    loops = [k for k, op in enumerate(ops) if not (pure(op) or op.name in _LOADS)]
+    # Loads may come before the loop (an initial value read from memory) when the loop
+    # only reads their memref: the combining task reads it after the pieces ran.
+    loops = [k for k, op in enumerate(ops) if not (pure(op) or _load(op) is not None)]
     if not loops:
         return "its body has no loop"
     position = loops[0]
@@ -175,14 +170,18 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
             "or an scf.for with iter_args"
         )
     after = ops[position + 1 :]
-    bad = next((op for op in after if op.regions or not (pure(op) or op.name in _AFTER)), None)
+    # What follows the loop runs once, in the combining task: loads and stores only.
+    bad = next(
+        (op for op in after if op.regions or not (pure(op) or scalar_access(op) is not None)),
+        None,
+    )
     if bad is not None:
         return f"'{bad.name}' after the loop (only pure ops, loads and stores may follow it)"
     if opaque(loop):
         return "its loop calls a function or uses a global, llvm, gpu or mpi op"
-    for load in (op for op in ops[:position] if op.name in _LOADS):
-        read = load.operands[0]
-        if any(o.name not in _LOADS for o in loop.walk() if read in o.operands):
+    for load in (access for op in ops[:position] if (access := _load(op)) is not None):
+        read = load.memref
+        if any(_load(o) is None for o in loop.walk() if read in o.operands):
             return f"its loop may write %{read.name_hint or '?'}, which a load before it reads"
     if isinstance(loop, scf.ForOp):
         combiners = _accumulations(loop)
@@ -259,15 +258,25 @@ def _identity(op: Operation, type_: Attribute) -> IntegerAttr | FloatAttr | None
 
 
 def pure(op: Operation) -> bool:
-    """Whether each piece may run its own copy of `op`: it has no effect."""
+    """Whether each piece may run its own copy of `op`: it has no effect (dhir-split's
+    rule too)."""
     if op.regions or any(isinstance(v.type, MemRefType) for v in (*op.operands, *op.results)):
         return False
-    return op.dialect_name() in PURE_DIALECTS or op.name == "affine.apply"
+    return is_pure(op)
+
+
+def _load(op: Operation) -> Access | None:
+    """The access of a load of one element (memref or affine), else None."""
+    access = scalar_access(op)
+    return access if access is not None and access.read else None
 
 
 def opaque(loop: Operation) -> bool:
     """Whether `loop` reaches state that the memref regions do not describe."""
-    return any(o.name in OPAQUE or o.dialect_name() in ("llvm", "gpu", "mpi") for o in loop.walk())
+    return any(
+        o.name in _CALLS or global_name(o) is not None or o.dialect_name() in ("llvm", "gpu", "mpi")
+        for o in loop.walk()
+    )
 
 
 def _partials(schedule: ScheduleOp, type_: Attribute, count: int) -> SSAValue:
@@ -307,7 +316,7 @@ def _compute_partials(
         loop.operands[first_init + j] = constant.result
     ops = list(block.ops)
     after = ops[ops.index(loop) + 1 : -1]
-    before = [op for op in ops[: ops.index(loop)] if op.name in _LOADS]
+    before = [op for op in ops[: ops.index(loop)] if _load(op) is not None]
     for op in [*reversed(after), *(op for op in before if not op.results[0].uses)]:
         op.detach()
         op.erase()

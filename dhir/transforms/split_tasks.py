@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.ops import IndexOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -248,7 +249,7 @@ def _linalg_rows(op: LinalgStructuredOperation) -> _Rows | None:
     """How `op` may be cut along d0, when d0 is a parallel loop that each operand uses at
     most as one plain result of its map, every output uses, and whose extent the operands'
     static shapes agree on; None keeps the op whole."""
-    if op.res or any(o.name == "linalg.index" for o in op.body.walk()):
+    if op.res or any(isinstance(o, IndexOp) for o in op.body.walk()):
         return None  # tensors; a body reading d0 would see the piece's own count
     try:
         maps = [m.data for m in op.get_indexing_maps()]
