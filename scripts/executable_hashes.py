@@ -12,9 +12,9 @@ the GPU toolchain (docs/gpu.md), not a GPU. A build that fails prints its last l
 """
 
 import hashlib
+import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,16 +61,21 @@ def build(source: Path, out: Path, ranks: int, placement: str | None) -> str:
     return digest.hexdigest()[:16]
 
 
+# A fixed folder: a program's path is part of its executable (its error messages).
+WORK = Path("/tmp/dhir-executable-hashes")
+
+
 def main() -> int:
-    with tempfile.TemporaryDirectory() as name:
-        tmp = Path(name)
-        for label, source in sources(tmp):
-            for ranks in (1, 2):
-                for placement in (None, "round-robin"):
-                    out = tmp / "exe"
-                    result = build(source, out, ranks, placement)
-                    print(f"{label} ranks={ranks} placement={placement or 'default'} {result}")
-                    sys.stdout.flush()
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    for label, source in sources(WORK):
+        for ranks in (1, 2):
+            for placement in (None, "round-robin"):
+                out = WORK / "exe"
+                result = build(source, out, ranks, placement)
+                print(f"{label} ranks={ranks} placement={placement or 'default'} {result}")
+                sys.stdout.flush()
+    shutil.rmtree(WORK)
     return 0
 
 
