@@ -28,7 +28,9 @@ import programs  # noqa: E402
 
 def sources(tmp: Path) -> Iterator[tuple[str, Path]]:
     for path in sorted((ROOT / "examples").glob("*.mlir")):
-        yield f"examples/{path.name}", path
+        copy = tmp / path.name
+        shutil.copyfile(path, copy)
+        yield f"examples/{path.name}", copy
     bench = {
         "hop_chain": programs.hop_chain(8),
         "dag20": programs.dag20(64, 2),
@@ -61,7 +63,8 @@ def build(source: Path, out: Path, ranks: int, placement: str | None) -> str:
     return digest.hexdigest()[:16]
 
 
-# A fixed folder: a program's path is part of its executable (its error messages).
+# One fixed folder for every program, from any checkout: a program's path is part of
+# its executable (its error messages).
 WORK = Path("/tmp/dhir-executable-hashes")
 
 
