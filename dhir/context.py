@@ -3,8 +3,9 @@
 from collections.abc import Callable
 
 from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
 from xdsl.ir import Dialect
+
+from dhir.dialects import get_all_dialects
 
 
 def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:

@@ -15,10 +15,10 @@ unknown external function may call either, so it is assumed to.
 
 from collections.abc import Iterable
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
+from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 
 _MATH = (

@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from xdsl.dialects import affine
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ComplexType,
@@ -18,6 +17,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dhir.analysis.lift import Lifter, number
+from dhir.dialects import affine
 from dhir.ir import layout
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):

@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 import islpy as isl
-from xdsl.dialects import func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
@@ -43,6 +42,7 @@ from dhir.analysis.counts import element_bytes_of
 from dhir.analysis.regions import Regions, task_regions, whole
 from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
+from dhir.dialects import func
 from dhir.dialects.access import is_pure, is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of

@@ -31,7 +31,6 @@ leaves, mods that cannot wrap dropped, from the loop variables' constant ranges)
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
@@ -44,6 +43,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
+from dhir.dialects import affine, arith, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 

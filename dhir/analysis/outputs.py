@@ -11,13 +11,13 @@ again), the rule does not hold and everything goes to every rank.
 
 from collections.abc import Iterable
 
-from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
+from dhir.dialects import func, scf
 from dhir.dialects.dhir import ScheduleOp, defined_inside, walk_outside_tasks
 
 

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 import islpy as isl
-from xdsl.dialects import func
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, NoneAttr, UnrankedMemRefType
 from xdsl.ir import BlockArgument, SSAValue
 
@@ -37,6 +36,7 @@ from dhir.analysis.footprint import (
 )
 from dhir.analysis.regions import Regions
 from dhir.analysis.validity import Box
+from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import is_gpu_task
 

@@ -23,7 +23,6 @@ from functools import cache
 from itertools import count
 
 import islpy as isl
-from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -33,15 +32,16 @@ from xdsl.dialects.builtin import (
     MemRefType,
     VectorType,
 )
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
+from dhir.dialects import affine, arith, scf
 from dhir.dialects.access import Access, Kind, ViewKind, facts
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import TaskOp
+from dhir.dialects.linalg import LinalgStructuredOperation
 
 # An integer value (a subscript, a bound) as quasi-affine isl text over loop variables:
 # exact text, the (low, high) texts of a range it lies in, or None when unknown.

@@ -24,12 +24,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects import affine, scf
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ShapedType
 from xdsl.ir import Block, Operation, SSAValue
 
 from dhir.analysis import counts as counting
 from dhir.analysis.lift import Lifter
+from dhir.dialects import affine, scf
 from dhir.dialects.access import Access, Kind, is_dealloc, kind, scalar_access
 from dhir.dialects.dhir import DHIR
 

@@ -17,12 +17,12 @@ assumed distinct (docs/semantics.md).
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from xdsl.dialects import func, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results, task_effects
+from dhir.dialects import func, scf
 from dhir.dialects.access import global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt

@@ -19,14 +19,12 @@ dhir.machine.roofline's question; see docs/costs.md.
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects import affine, func, gpu, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IndexType,
     ShapedType,
     VectorType,
 )
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import SymbolTable
@@ -42,8 +40,10 @@ from dhir.analysis.counts import (
 )
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.regions import Regions, count_elements
+from dhir.dialects import affine, func, gpu, scf
 from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic, kind, moved
 from dhir.dialects.dhir import TaskOp
+from dhir.dialects.linalg import LinalgStructuredOperation
 
 # Ops that cost nothing at run time: constants, casts and moves of values.
 _FREE_ARITH = frozenset(

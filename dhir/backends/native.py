@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
-from xdsl.dialects import affine, func, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -18,7 +17,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
@@ -27,7 +25,9 @@ from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.api import run_pipeline
+from dhir.dialects import affine, func, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.tasks import is_gpu_task, task_label

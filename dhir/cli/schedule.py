@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp
 from xdsl.passes import PassPipeline
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file

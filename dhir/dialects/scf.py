@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 # shadow), so that dhir.dialects.scf is the whole dialect as dhir uses it.
 # isort: off
 from xdsl.dialects.scf import (
+    ConditionOp as ConditionOp,
     ReduceReturnOp as ReduceReturnOp,
     YieldOp as YieldOp,
 )

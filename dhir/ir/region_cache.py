@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple
 
-from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntegerAttr
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
+
+from dhir.dialects.arith import ConstantOp
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser

@@ -1,10 +1,10 @@
 """Plain questions about a task or schedule, asked by every stage after parsing: its
 stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 
+from dhir.dialects import func
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.targets import DeviceKind

@@ -5,13 +5,13 @@ from io import StringIO
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
 from dhir.context import make_context
+from dhir.dialects import arith, memref
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.parser import LocatedParser

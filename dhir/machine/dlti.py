@@ -33,11 +33,11 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.dialects.dlti import DLTIEntryMap, TargetDeviceSpecAttr, TargetSystemSpecAttr
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.dhir import TargetOp
+from dhir.dialects.dlti import DLTIEntryMap, TargetDeviceSpecAttr, TargetSystemSpecAttr
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.machine.description import System
 from dhir.machine.files import DEVICE_KEYS, from_dict, to_dict

@@ -22,11 +22,10 @@ dhir.analysis.partition (a time loop that finds no fixed layout).
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from xdsl.dialects import func
-
 from dhir.analysis.footprint import Whole
 from dhir.analysis.outputs import final_to_root
 from dhir.analysis.partition import Rows, Storage, Stored, describe, storage
+from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import Device

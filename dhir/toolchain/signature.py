@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     Float16Type,
@@ -23,6 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from dhir.dialects import func
 from dhir.dialects.dhir import walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 

@@ -15,10 +15,10 @@ or a function defined in the module, whose private name could clash.
 
 from collections.abc import Iterator
 
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation
 
+from dhir.dialects import func
 from dhir.transforms.lower_to_mpi import STEP
 
 # Fewer steps than this are not worth another round of tool start-ups.

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from itertools import product
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, vector
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
@@ -37,6 +35,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 from xdsl.utils.type import get_element_type_or_self
 
+from dhir.dialects import arith, func, vector
+from dhir.dialects import math as mathd
 from dhir.dialects.arith import ExtSIOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt

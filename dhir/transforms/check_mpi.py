@@ -28,12 +28,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnrankedMemRefType,
 )
-from xdsl.dialects.dlti import DLTIEntryMap
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.dialects import mpi
+from dhir.dialects.dlti import DLTIEntryMap
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 
 # The MPIs dhir builds with, by the names their DLTI entry gives them.

@@ -25,9 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import affine, func, scf
 from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, MemRefType, ModuleOp, NoneAttr
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import IsTerminator
@@ -41,8 +39,10 @@ from dhir.analysis.sharing import (
     reaches_mutable_global,
     shared,
 )
+from dhir.dialects import affine, func, scf
 from dhir.dialects.access import Kind, is_pure, kind, subscripts, view_source
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 TARGET_KINDS = ("any", "cpu", "gpu")

@@ -12,11 +12,11 @@ before they are outlined) is left alone: it runs on many threads.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import AnyFloat, ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dhir.dialects import memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.memref import GenericAtomicRMWOp
 

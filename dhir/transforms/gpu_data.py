@@ -35,8 +35,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
-from xdsl.dialects import memref as xmemref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IndexType,
@@ -56,9 +54,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
+from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as dmemref
-from dhir.dialects import mpi
+from dhir.dialects import memref as xmemref
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.tasks import is_gpu_task, rank_of, task_label, task_numbers

@@ -16,15 +16,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, func, scf
 from xdsl.dialects.builtin import IndexType, ModuleOp, SymbolRefAttr
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.dialects import affine, func, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
 from dhir.ir.text import parse_string, print_module

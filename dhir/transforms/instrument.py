@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, i64
 from xdsl.passes import ModulePass
 
+from dhir.dialects import arith, func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids

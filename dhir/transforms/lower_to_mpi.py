@@ -34,7 +34,6 @@ from typing import Protocol
 
 import islpy as isl
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -49,7 +48,6 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.dialects.dlti import DataLayoutEntryAttr, MapAttr
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -63,9 +61,10 @@ from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
 from dhir.analysis.validity import Block, Transfer, Validity
+from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects import memref as dhir_memref
-from dhir.dialects import mpi
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.layout import element_bytes
 from dhir.ir.tasks import rank_of

@@ -11,10 +11,11 @@ reducing floats runs its loops sequentially, see `dhir.backends.native.openmp_sa
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+
+from dhir.dialects import arith, scf
 
 _PREDICATES = {
     arith.MaxSIOp: "sgt",

@@ -2,9 +2,10 @@
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, func
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.traits import Pure
+
+from dhir.dialects import arith, func
 
 
 def outline(

@@ -16,7 +16,6 @@ from functools import cache, partial
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
@@ -26,6 +25,7 @@ from dhir.analysis.handoff import hand_over
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, warn
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device

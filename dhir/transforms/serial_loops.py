@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, scf
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     AnyFloat,
@@ -35,6 +34,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.communication import communicates, communicating_functions
+from dhir.dialects import affine, arith, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects import scf as dhir_scf
 from dhir.dialects.affine import REDUCTION_IDENTITIES

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -43,6 +42,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.regions import iterations_independent
+from dhir.dialects import arith, memref, scf
 from dhir.dialects.access import Access, global_name, is_pure, scalar_access
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import Diagnostic, loc_of, warn

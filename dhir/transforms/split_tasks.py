@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -53,9 +52,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.dialects.linalg.abstract_ops import LinalgStructuredOperation
-from xdsl.dialects.linalg.attrs import IteratorTypeAttr
-from xdsl.dialects.linalg.ops import IndexOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -64,7 +60,9 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import iterations_independent
+from dhir.dialects import affine, arith, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device

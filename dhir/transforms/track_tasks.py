@@ -13,10 +13,10 @@ which the native backend takes off the module and builds into the executable.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
+from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import task_ids

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from itertools import product
 
 from xdsl.context import Context
-from xdsl.dialects import arith, vector
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, VectorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from dhir.dialects import arith, vector
 from dhir.dialects import vector as dhir_vector
 
 

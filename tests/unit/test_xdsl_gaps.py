@@ -11,6 +11,7 @@ show. Plain xDSL gets a sample wrong when it fails on what dhir reads (or crashe
 dhir reports an error), or reads it but prints it differently (custom or generic form).
 docs/upstream-bugs.md describes the gaps worth reporting, with reproducers."""
 
+import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -32,6 +33,7 @@ import dhir
 from dhir.context import all_dialects, make_context
 from dhir.ir.parser import LocatedParser
 
+PACKAGE = Path(dhir.__file__).parent
 SHADOWED = ("affine", "arith", "gpu", "linalg", "math", "memref", "mpi", "scf", "vector")
 UNIT = Path(__file__).parent
 CORPUS = [
@@ -328,3 +330,27 @@ def test_xdsl_gets_wrong(shadow: Shadow) -> None:
         f"xDSL fixed this: delete dhir's shadow of {shadow.name} (plain xDSL reads, "
         f"verifies and prints all {len(samples)} samples as dhir does)"
     )
+
+
+def _xdsl_dialect_imports(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text())):
+        modules: list[str] = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        for module in modules:
+            if module.startswith("xdsl.dialects") and module != "xdsl.dialects.builtin":
+                yield f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {module}"
+
+
+def test_only_dhir_dialects_import_xdsl_dialects() -> None:
+    """dhir/dialects is the one door to xDSL's dialects, so that no module picks xDSL's op
+    where dhir has its own (builtin's types and attributes, never shadowed, excepted)."""
+    found = [
+        line
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "dialects"
+        for line in _xdsl_dialect_imports(path)
+    ]
+    assert not found, "import these from dhir.dialects instead:\n" + "\n".join(found)

@@ -10,7 +10,6 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.interpreters.cf import CfFunctions
@@ -27,6 +26,7 @@ from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
 from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.interp.vector import VectorImpls
+from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.toolchain.options import timeout_seconds
 from dhir.toolchain.signature import check_inputs, entry_signature

@@ -3,7 +3,6 @@
 from typing import cast
 
 import numpy as np
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -42,6 +41,7 @@ from dhir.backends.interp.scalars import (
     unsigned,
     wrap,
 )
+from dhir.dialects import arith
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import arith as dhir_arith

@@ -3,7 +3,6 @@
 from collections.abc import Callable, Sequence
 from itertools import product
 
-from xdsl.dialects import affine, cf, func, scf
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -25,6 +24,7 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.memref import load, store
 from dhir.backends.interp.scalars import combine, int_width, wrap
+from dhir.dialects import affine, cf, func, scf
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import affine as _dhir_affine

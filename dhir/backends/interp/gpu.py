@@ -6,7 +6,6 @@ from itertools import product
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import gpu
 from xdsl.dialects.builtin import (
     IntegerAttr,
 )
@@ -20,6 +19,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import copy, new_array, state
+from dhir.dialects import gpu
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,6 @@
 from itertools import product
 
 import numpy as np
-from xdsl.dialects.linalg import abstract_ops as linalg_base
-from xdsl.dialects.linalg import ops as linalg
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -17,6 +15,8 @@ from dhir.backends.interp.memref import load, state, store
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import linalg as dhir_linalg
+from dhir.dialects import linalg as linalg
+from dhir.dialects import linalg as linalg_base
 
 
 def _concrete_subclasses(base: type[Operation]) -> list[type[Operation]]:

@@ -4,7 +4,6 @@ import ctypes
 import ctypes.util
 from collections.abc import Callable
 
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float64Type
 from xdsl.interpreter import (
     Interpreter,
@@ -22,6 +21,7 @@ from dhir.backends.interp.scalars import (
     unsigned,
     wrap,
 )
+from dhir.dialects import math as mathd
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
@@ -24,6 +23,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.scalars import combine
+from dhir.dialects import memref
 from dhir.dialects.memref import (
     ATOMIC_RMW_KINDS,
     AtomicYieldOp,

@@ -5,7 +5,6 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -21,6 +20,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 
 from dhir.backends.interp.core import INDEX_WIDTH, fail
+from dhir.dialects import arith
 
 
 def lane_type(type_: Attribute) -> Attribute:

@@ -7,7 +7,6 @@ from itertools import product
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
@@ -24,6 +23,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
 from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
+from dhir.dialects import vector
 from dhir.dialects import vector as dhir_vector
 
 
