@@ -478,10 +478,12 @@ def simulate_from(
     finish: list[float],
     timelines: tuple[list[list[float]], list[list[float]]],
     limit: float,
+    known_gaps: list[Gaps | None] | None = None,
 ) -> Schedule | None:
     """`simulate` from position `first` of `order` on: `start`, `finish` and `timelines`
     (each device's sorted starts and finishes) hold the tasks before it, and are updated
-    in place. None as soon as a task would finish at or after `limit`.
+    in place. None as soon as a task would finish at or after `limit`. `known_gaps`:
+    the gaps of those timelines (`gaps_of`) where the caller has them, updated too.
 
     `ready_times`, `Timelines.earliest_start` and `Timelines.add` are inlined here (the
     local search calls this many times), with the same arithmetic."""
@@ -489,7 +491,7 @@ def simulate_from(
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [f[-1] if f else -INF for f in all_finishes]
     # Each device's gaps, found when a task first looks past the interval in its way.
-    gaps: list[Gaps | None] = [None] * len(all_starts)
+    gaps = known_gaps if known_gaps is not None else [None] * len(all_starts)
     cost, preds = problem.cost, problem.preds
     for position in range(first, len(order)):
         task = order[position]
@@ -904,6 +906,7 @@ class Moves:
         self._starts = [[schedule.start[t] for t in tasks] for tasks in self.on_device]
         self._finishes = [[schedule.finish[t] for t in tasks] for tasks in self.on_device]
         self._in_order = [all(a < b for a, b in zip(p, p[1:])) for p in self._positions]
+        self._gaps: list[Gaps | None] = [None] * problem.n_devices
 
     def promising(self) -> list[tuple[int, int]]:
         """(task, device) moves of critical tasks estimated to finish the critical path
@@ -963,13 +966,15 @@ class Moves:
         device_of = list(schedule.device_of)
         device_of[task] = device
         start, finish = list(schedule.start), list(schedule.finish)
-        starts, finishes = [], []
+        starts, finishes, gaps = [], [], []
         for other in range(problem.n_devices):
             starts_kept, finishes_kept = self._before(other, first)
             starts.append(starts_kept)
             finishes.append(finishes_kept)
+            gaps.append(self._gaps_before(other, len(starts_kept)))
+        timelines = (starts, finishes)
         moved = simulate_from(
-            problem, schedule.order, device_of, first, start, finish, (starts, finishes), limit
+            problem, schedule.order, device_of, first, start, finish, timelines, limit, gaps
         )
         if moved is not None and moved.makespan >= limit:
             moved = None  # a task before `task` already finishes that late
@@ -985,6 +990,22 @@ class Moves:
             return self._starts[device][:cut], self._finishes[device][:cut]
         kept = [k for k, p in enumerate(positions) if p < first]
         return [self._starts[device][k] for k in kept], [self._finishes[device][k] for k in kept]
+
+    def _gaps_before(self, device: int, cut: int) -> Gaps | None:
+        """The gaps between the device's first `cut` intervals, when those are a prefix
+        (else None: found when needed). The device's gaps are found once, and a prefix's
+        are those beginning before its last finish (a copy, which the simulation updates):
+        copying them costs far less than finding them again for every move tried."""
+        if not self._in_order[device]:
+            return None
+        found = self._gaps[device]
+        if found is None:
+            found = self._gaps[device] = gaps_of(self._starts[device], self._finishes[device])
+        if cut == 0:
+            return [], []
+        begins, ends = found
+        count = bisect_left(begins, self._finishes[device][cut - 1])
+        return begins[:count], ends[:count]
 
 
 def critical_path(
