@@ -491,7 +491,7 @@ def simulate_from(
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [f[-1] if f else -INF for f in all_finishes]
     # Each device's gaps, found when a task first looks past the interval in its way.
-    gaps = known_gaps if known_gaps is not None else [None] * len(all_starts)
+    gaps: list[Gaps | None] = known_gaps if known_gaps is not None else [None] * len(all_starts)
     cost, preds = problem.cost, problem.preds
     for position in range(first, len(order)):
         task = order[position]
