@@ -2,9 +2,11 @@
 in one process, a case's parse slowed down by up to half under the collector's scans of
 the IR the earlier cases left behind.
 
-    .venv/bin/python bench/compile_case.py TASKS LITERALS(0|1) MPI
+    .venv/bin/python bench/compile_case.py TASKS PROGRAM MPI
 
-prints the stages' times as JSON: [[stage, seconds], ...].
+PROGRAM: `plain` or `literals` (bench/programs.py many_tasks, without or with each task's
+own constants) or `neighbours` (neighbour_tasks, issue 25's program). Prints the stages'
+times as JSON: [[stage, seconds], ...].
 """
 
 import json
@@ -22,8 +24,11 @@ from dhir.toolchain.options import RunOptions  # noqa: E402
 
 
 def main() -> None:
-    tasks, literals, mpi = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3]
-    text = programs.many_tasks(tasks, literals=literals)
+    tasks, program, mpi = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    if program == "neighbours":
+        text = programs.neighbour_tasks(tasks)
+    else:
+        text = programs.many_tasks(tasks, literals=program == "literals")
     timing = Timing()
     with timing.stage("parse + verify"):
         module = parse_string(text)

@@ -129,3 +129,28 @@ def compute_bound(n: int, inner: int) -> str:
         "    }",
     ]
     return _timed_main(f"%x: {t}", "%x", body)
+
+
+def neighbour_tasks(tasks: int) -> str:
+    """Issue 25's compile-time program: `tasks` tasks, each with its own constants; task k
+    reads b[k] and b[k+1] and writes a[k], so every task is independent of the others
+    but each pair of tasks shares a memref."""
+    a, b = f"memref<{tasks}xf32>", f"memref<{tasks + 1}xf32>"
+    lines = [
+        f"func.func @main(%a: {a}, %b: {b}) {{",
+        "  dhir.schedule %a, %b {",
+        '    %cpu = dhir.target {kind = "cpu"}',
+    ]
+    for k in range(tasks):
+        lines += [
+            f"    %t{k} = dhir.task %cpu, %a, %b {{",
+            f"      %i = arith.constant {k} : index",
+            f"      %j = arith.constant {k + 1} : index",
+            f"      %x = memref.load %b[%i] : {b}",
+            f"      %y = memref.load %b[%j] : {b}",
+            "      %s = arith.addf %x, %y : f32",
+            f"      memref.store %s, %a[%i] : {a}",
+            "    }",
+        ]
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)

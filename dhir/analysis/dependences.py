@@ -2,6 +2,7 @@
 write-after-write hazards on the schedule's memrefs, in program order, between tasks
 whose access regions (analysis/regions.py) overlap."""
 
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -129,33 +130,147 @@ class _Region:
         return self.may_overlap(other) and not (self.set & other.set).is_empty()
 
 
-class _Accesses:
-    """Regions of one memref and the tasks that last accessed each."""
+class _Entry:
+    """A region of one memref and the tasks that last accessed it; `seq` orders the
+    entries as they were first made (a merge keeps the earlier's place)."""
+
+    __slots__ = ("region", "tasks", "seq", "key")
+
+    def __init__(self, region: _Region, seq: int) -> None:
+        self.region = region
+        self.tasks: list[int] = []
+        self.seq = seq
+        self.key = region.key()
+
+
+class _BoxIndex:
+    """Entries by their bounding boxes, so that those that may overlap a box are found
+    without visiting the others: per dimension and per class of extent (a power of two),
+    their lower bounds sorted. A box's candidates have, in each dimension and class, a
+    lower bound within that extent below the box; they are listed from the dimension
+    where they are fewest. Entries without a box (unbounded, or of a 0-d memref) are
+    candidates for every query."""
 
     def __init__(self) -> None:
-        self._entries: dict[object, tuple[_Region, list[int]]] = {}
+        self._sorted: list[dict[int, list[tuple[int, int]]]] = []
+        self._always: dict[int, _Entry] = {}
+        self._by_seq: dict[int, _Entry] = {}
+
+    def add(self, entry: _Entry) -> None:
+        self._by_seq[entry.seq] = entry
+        box = entry.region.box
+        if box is None or not box[0]:
+            self._always[entry.seq] = entry
+            return
+        if not self._sorted:
+            self._sorted = [{} for _ in box[0]]
+        for lo, hi, classes in zip(*box, self._sorted, strict=True):
+            insort(classes.setdefault((hi - lo).bit_length(), []), (lo, entry.seq))
+
+    def remove(self, entry: _Entry) -> None:
+        del self._by_seq[entry.seq]
+        box = entry.region.box
+        if box is None or not box[0]:
+            del self._always[entry.seq]
+            return
+        for lo, hi, classes in zip(*box, self._sorted, strict=True):
+            listed = classes[(hi - lo).bit_length()]
+            del listed[bisect_left(listed, (lo, entry.seq))]
+
+    def candidates(self, region: _Region) -> list[_Entry]:
+        """The entries that may overlap `region` (by their boxes), in `seq` order."""
+        if region.empty:
+            return []
+        box = region.box
+        if box is None or not box[0] or not self._sorted:
+            found = list(self._by_seq.values())
+        else:
+            found = [self._by_seq[seq] for seq in self._narrowest(*box)]
+            found = [e for e in found if e.region.may_overlap(region)]
+            found += self._always.values()
+        found.sort(key=_seq)
+        return found
+
+    def _narrowest(self, lo: tuple[int, ...], hi: tuple[int, ...]) -> list[int]:
+        """The seqs of the entries whose extent meets [lo, hi] in the dimension where
+        fewest may."""
+        best: list[tuple[list[tuple[int, int]], int, int]] = []
+        fewest = -1
+        for d, classes in enumerate(self._sorted):
+            spans = []
+            count = 0
+            for extent, listed in classes.items():
+                first = bisect_left(listed, (lo[d] - (1 << extent) + 1,))
+                last = bisect_left(listed, (hi[d] + 1,))
+                spans.append((listed, first, last))
+                count += last - first
+            if fewest < 0 or count < fewest:
+                best, fewest = spans, count
+        return [seq for listed, first, last in best for _, seq in listed[first:last]]
+
+    def entries(self) -> list[_Entry]:
+        return sorted(self._by_seq.values(), key=_seq)
+
+
+def _seq(entry: _Entry) -> int:
+    return entry.seq
+
+
+class _Accesses:
+    """Regions of one memref and the tasks that last accessed each, in the order the
+    regions were first accessed; by region, and indexed by bounding box."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[object, _Entry] = {}
+        self._index = _BoxIndex()
+        self._made = 0
 
     def add(self, region: _Region, task: int) -> None:
         if region.empty:
             return
-        entry = self._entries.setdefault(region.key(), (region, []))
-        entry[1].append(task)
+        entry = self._by_key.get(region.key())
+        if entry is None:
+            entry = _Entry(region, self._made)
+            self._made += 1
+            self._insert(entry)
+        entry.tasks.append(task)
 
     def overlapping(self, region: _Region) -> list[tuple[isl.Set, list[int]]]:
-        return [(r.set, js) for r, js in self._entries.values() if r.overlaps(region)]
+        return [
+            (e.region.set, e.tasks)
+            for e in self._index.candidates(region)
+            if e.region.overlaps(region)
+        ]
 
     def trim(self, written: _Region) -> None:
-        """Drop `written` from every region (what is left of each)."""
-        kept: dict[object, tuple[_Region, list[int]]] = {}
-        for key, (region, tasks) in self._entries.items():
-            if region.may_overlap(written):
-                rest = _Region.of((region.set - written.set).coalesce())
-                if rest.empty:
-                    continue
-                key, region = rest.key(), rest
-            entry = kept.setdefault(key, (region, []))
-            entry[1].extend(tasks)
-        self._entries = kept
+        """Drop `written` from every region (what is left of each). Regions left equal
+        become one entry, in the place of the earliest, with the tasks of all in order."""
+        touched = self._index.candidates(written)
+        for entry in touched:
+            self._delete(entry)
+        left: dict[object, list[_Entry]] = {}
+        for entry in touched:
+            rest = _Region.of((entry.region.set - written.set).coalesce())
+            if not rest.empty:
+                entry.region, entry.key = rest, rest.key()
+                left.setdefault(entry.key, []).append(entry)
+        for key, alike in left.items():
+            kept = self._by_key.get(key)
+            if kept is not None:
+                self._delete(kept)
+                alike = sorted([*alike, kept], key=_seq)
+            first = alike[0]
+            for other in alike[1:]:
+                first.tasks.extend(other.tasks)
+            self._insert(first)
 
     def entries(self) -> list[tuple[isl.Set, list[int]]]:
-        return [(r.set, js) for r, js in self._entries.values()]
+        return [(e.region.set, e.tasks) for e in self._index.entries()]
+
+    def _insert(self, entry: _Entry) -> None:
+        self._by_key[entry.key] = entry
+        self._index.add(entry)
+
+    def _delete(self, entry: _Entry) -> None:
+        del self._by_key[entry.key]
+        self._index.remove(entry)

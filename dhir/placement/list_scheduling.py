@@ -172,17 +172,19 @@ class Timelines:
 
 class FrozenTimelines:
     """`Timelines` that no longer change, answering `earliest_start` (the same answer)
-    without visiting every busy interval: each block of `block` consecutive gaps keeps
-    its widest, and a block too narrow for the task is skipped whole. The local search
-    asks this of every critical task on every device, and a long critical path on a
-    busy device made those scans quadratic."""
+    without visiting every busy interval: past the first interval in the way, only the
+    idle gaps of positive width can take a task (`later_start`), and each block of
+    `block` consecutive gaps keeps its widest, so that a block too narrow for the task is
+    skipped whole. The local search asks this of every critical task on every device,
+    and a long critical path on a busy device made those scans quadratic."""
 
     def __init__(self, lines: Timelines, block: int = 32) -> None:
         self.starts = lines.starts
         self.finishes = lines.finishes
         self.block = block
-        # widest[device][b]: the widest gap before interval k, for k in block b (k >= 1).
-        self.widest = [_widest_gaps(s, f, block) for s, f in zip(self.starts, self.finishes)]
+        self.gaps = [gaps_of(s, f) for s, f in zip(self.starts, self.finishes)]
+        # widest[device][b]: the widest of gaps b * block .. (b + 1) * block - 1.
+        self.widest = [_widest(ends, begins, block) for begins, ends in self.gaps]
 
     def earliest_start(self, device: int, ready: float, duration: float) -> float:
         finishes = self.finishes[device]
@@ -191,38 +193,89 @@ class FrozenTimelines:
         starts = self.starts[device]
         k = bisect_right(finishes, ready)
         time = ready if k == 0 or ready > finishes[k - 1] else finishes[k - 1]
-        count = len(starts)
         if time + duration <= starts[k]:
             return time
-        time = finishes[k]
-        k += 1
-        # From here on time == finishes[k - 1]. The gap widths are rounded differently
-        # from `time + duration <= starts[k]`: skip only blocks short by a clear margin.
-        need = duration - _MARGIN * (abs(finishes[-1]) + duration)
-        widest, block = self.widest[device], self.block
-        while k < count:
-            if k % block == 0 and widest[k // block] < need:
-                k = min(k + block, count)
-                time = finishes[k - 1]
-                continue
-            if time + duration <= starts[k]:
-                return time
-            time = finishes[k]
-            k += 1
-        return time
+        gaps, widest = self.gaps[device], self.widest[device]
+        return later_start(starts, finishes, gaps, k, duration, widest, self.block)
 
 
-# Far above the rounding error of a difference of two times (a few ulps).
-_MARGIN = 1e-9
-
-
-def _widest_gaps(starts: list[float], finishes: list[float], block: int) -> list[float]:
-    widest = [-INF] * (len(starts) // block + 1)
-    for k in range(1, len(starts)):
-        gap = starts[k] - finishes[k - 1]
-        if gap > widest[k // block]:
-            widest[k // block] = gap
+def _widest(ends: list[float], begins: list[float], block: int) -> list[float]:
+    widest = [-INF] * (len(begins) // block + 1)
+    for j, (begin, end) in enumerate(zip(begins, ends)):
+        if end - begin > widest[j // block]:
+            widest[j // block] = end - begin
     return widest
+
+
+# An idle gap: (its beginning, the last finish before it; its end, the next start), as two
+# sorted lists. Only gaps of positive width are kept: they begin at distinct times.
+Gaps = tuple[list[float], list[float]]
+
+
+def gaps_of(starts: list[float], finishes: list[float]) -> Gaps:
+    """The idle gaps of positive width between a device's intervals."""
+    pairs = [(f, s) for f, s in zip(finishes, starts[1:]) if s > f]
+    return [f for f, _ in pairs], [s for _, s in pairs]
+
+
+def later_start(
+    starts: list[float],
+    finishes: list[float],
+    gaps: Gaps,
+    k: int,
+    duration: float,
+    widest: list[float] | None = None,
+    block: int = 32,
+) -> float:
+    """Where a task of `duration` starts that does not fit before interval `k` (which
+    finishes after its inputs are ready): the first later gap it fits, else after the
+    last interval. The same answer as trying every later gap in turn, as
+    `Timelines.earliest_start` does: a gap of width zero takes no task whose duration
+    is not lost in rounding (that case takes the plain scan), and the widths kept in
+    `widest` (per `block` gaps) round differently from `begin + duration <= end`, so a
+    block is skipped only when short by a clear margin."""
+    need = duration - _MARGIN * (abs(finishes[-1]) + duration)
+    if need <= 0:
+        time, count = finishes[k], len(starts)
+        for j in range(k + 1, count):
+            if time + duration <= starts[j]:
+                return time
+            time = finishes[j]
+        return time
+    begins, ends = gaps
+    count = len(begins)
+    j = bisect_left(begins, finishes[k])
+    while j < count:
+        if widest is not None and j % block == 0 and widest[j // block] < need:
+            j += block
+            continue
+        if begins[j] + duration <= ends[j]:
+            return begins[j]
+        j += 1
+    return finishes[-1]
+
+
+def gap_filled(gaps: Gaps, starts: list[float], finishes: list[float], k: int) -> None:
+    """Update `gaps` for interval `k`, just inserted: the gap it went into (between its
+    neighbours) is replaced by what is left of it either side."""
+    begins, ends = gaps
+    last = len(starts) - 1
+    if 0 < k < last and starts[k + 1] > finishes[k - 1]:
+        j = bisect_left(begins, finishes[k - 1])
+        del begins[j], ends[j]
+    if k > 0 and starts[k] > finishes[k - 1]:
+        j = bisect_left(begins, finishes[k - 1])
+        begins.insert(j, finishes[k - 1])
+        ends.insert(j, starts[k])
+    if k < last and starts[k + 1] > finishes[k]:
+        j = bisect_left(begins, finishes[k])
+        begins.insert(j, finishes[k])
+        ends.insert(j, starts[k + 1])
+
+
+# Far above the rounding error of a difference of two times (a few ulps), and of a time
+# plus a duration.
+_MARGIN = 1e-9
 
 
 def ready_times(
@@ -307,6 +360,7 @@ def list_schedule(
     all_finishes: list[list[float]] = [[] for _ in range(n_devices)]
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [-INF] * n_devices
+    gaps: list[Gaps] = [([], []) for _ in range(n_devices)]
     nodes = problem.node is not None  # then inputs' times depend on the nodes too
     ready_on = problem.ready_on
     while heap:
@@ -345,12 +399,8 @@ def list_schedule(
                     if k != 0 and not begin > finishes[k - 1]:
                         begin = finishes[k - 1]
                     starts = all_starts[device]
-                    count = len(starts)
-                    while k < count:
-                        if begin + duration <= starts[k]:
-                            break
-                        begin = finishes[k]
-                        k += 1
+                    if not begin + duration <= starts[k]:
+                        begin = later_start(starts, finishes, gaps[device], k, duration)
                 end = begin + duration
                 if end < best_end:
                     best_device, best_begin, best_end = device, begin, end
@@ -372,12 +422,8 @@ def list_schedule(
                     if k != 0 and not begin > finishes[k - 1]:
                         begin = finishes[k - 1]
                     starts = all_starts[device]
-                    count = len(starts)
-                    while k < count:
-                        if begin + duration <= starts[k]:
-                            break
-                        begin = finishes[k]
-                        k += 1
+                    if not begin + duration <= starts[k]:
+                        begin = later_start(starts, finishes, gaps[device], k, duration)
                 end = begin + duration
                 score = end + extra[device]
                 if score < best_score:
@@ -387,6 +433,9 @@ def list_schedule(
         # Timelines.add, inlined.
         starts, finishes = all_starts[best_device], all_finishes[best_device]
         if best_begin >= tail[best_device]:
+            if best_begin > tail[best_device] and finishes:
+                gaps[best_device][0].append(tail[best_device])
+                gaps[best_device][1].append(best_begin)
             starts.append(best_begin)
             finishes.append(best_end)
             tail[best_device] = best_end
@@ -396,6 +445,7 @@ def list_schedule(
                 k -= 1  # a zero-length task goes before the one starting at the same time
             starts.insert(k, best_begin)
             finishes.insert(k, best_end)
+            gap_filled(gaps[best_device], starts, finishes, k)
         append_order(task)
         for succ, _ in succs[task]:
             waiting[succ] -= 1
@@ -428,16 +478,20 @@ def simulate_from(
     finish: list[float],
     timelines: tuple[list[list[float]], list[list[float]]],
     limit: float,
+    known_gaps: list[Gaps | None] | None = None,
 ) -> Schedule | None:
     """`simulate` from position `first` of `order` on: `start`, `finish` and `timelines`
     (each device's sorted starts and finishes) hold the tasks before it, and are updated
-    in place. None as soon as a task would finish at or after `limit`.
+    in place. None as soon as a task would finish at or after `limit`. `known_gaps`:
+    the gaps of those timelines (`gaps_of`) where the caller has them, updated too.
 
     `ready_times`, `Timelines.earliest_start` and `Timelines.add` are inlined here (the
     local search calls this many times), with the same arithmetic."""
     all_starts, all_finishes = timelines
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [f[-1] if f else -INF for f in all_finishes]
+    # Each device's gaps, found when a task first looks past the interval in its way.
+    gaps: list[Gaps | None] = known_gaps if known_gaps is not None else [None] * len(all_starts)
     cost, preds = problem.cost, problem.preds
     for position in range(first, len(order)):
         task = order[position]
@@ -468,17 +522,20 @@ def simulate_from(
             k = bisect_right(finishes, begin)
             if k != 0 and not begin > finishes[k - 1]:
                 begin = finishes[k - 1]
-            count = len(starts)
-            while k < count:
-                if begin + duration <= starts[k]:
-                    break
-                begin = finishes[k]
-                k += 1
+            if not begin + duration <= starts[k]:
+                found = gaps[device]
+                if found is None:
+                    found = gaps[device] = gaps_of(starts, finishes)
+                begin = later_start(starts, finishes, found, k, duration)
         end = begin + duration
         if end >= limit:
             return None
         start[task], finish[task] = begin, end
+        found = gaps[device]
         if begin >= tail[device]:
+            if found is not None and begin > tail[device] and finishes:
+                found[0].append(tail[device])
+                found[1].append(begin)
             starts.append(begin)
             finishes.append(end)
             tail[device] = end
@@ -488,6 +545,8 @@ def simulate_from(
                 k -= 1  # a zero-length task goes before the one starting at the same time
             starts.insert(k, begin)
             finishes.insert(k, end)
+            if found is not None:
+                gap_filled(found, starts, finishes, k)
     return Schedule(order, device_of, start, finish)
 
 
@@ -847,6 +906,7 @@ class Moves:
         self._starts = [[schedule.start[t] for t in tasks] for tasks in self.on_device]
         self._finishes = [[schedule.finish[t] for t in tasks] for tasks in self.on_device]
         self._in_order = [all(a < b for a, b in zip(p, p[1:])) for p in self._positions]
+        self._gaps: list[Gaps | None] = [None] * problem.n_devices
 
     def promising(self) -> list[tuple[int, int]]:
         """(task, device) moves of critical tasks estimated to finish the critical path
@@ -906,13 +966,15 @@ class Moves:
         device_of = list(schedule.device_of)
         device_of[task] = device
         start, finish = list(schedule.start), list(schedule.finish)
-        starts, finishes = [], []
+        starts, finishes, gaps = [], [], []
         for other in range(problem.n_devices):
             starts_kept, finishes_kept = self._before(other, first)
             starts.append(starts_kept)
             finishes.append(finishes_kept)
+            gaps.append(self._gaps_before(other, len(starts_kept)))
+        timelines = (starts, finishes)
         moved = simulate_from(
-            problem, schedule.order, device_of, first, start, finish, (starts, finishes), limit
+            problem, schedule.order, device_of, first, start, finish, timelines, limit, gaps
         )
         if moved is not None and moved.makespan >= limit:
             moved = None  # a task before `task` already finishes that late
@@ -928,6 +990,22 @@ class Moves:
             return self._starts[device][:cut], self._finishes[device][:cut]
         kept = [k for k, p in enumerate(positions) if p < first]
         return [self._starts[device][k] for k in kept], [self._finishes[device][k] for k in kept]
+
+    def _gaps_before(self, device: int, cut: int) -> Gaps | None:
+        """The gaps between the device's first `cut` intervals, when those are a prefix
+        (else None: found when needed). The device's gaps are found once, and a prefix's
+        are those beginning before its last finish (a copy, which the simulation updates):
+        copying them costs far less than finding them again for every move tried."""
+        if not self._in_order[device]:
+            return None
+        found = self._gaps[device]
+        if found is None:
+            found = self._gaps[device] = gaps_of(self._starts[device], self._finishes[device])
+        if cut == 0:
+            return [], []
+        begins, ends = found
+        count = bisect_left(begins, self._finishes[device][cut - 1])
+        return begins[:count], ends[:count]
 
 
 def critical_path(

@@ -4,10 +4,11 @@ ordered, and nothing else is."""
 
 import islpy as isl
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from strategies import RandomSchedule, schedules
 
 from dhir import parse_string
-from dhir.analysis.dependences import task_graph
+from dhir.analysis.dependences import _Accesses, _Region, task_graph
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -178,3 +179,78 @@ def test_named_contractions_read_inputs_and_accumulate_into_outputs() -> None:
         for e in task_graph(schedule).effects
     ]
     assert found == [({"a", "b", "c"}, {"c"}), ({"x", "s", "q"}, {"s", "q"})]
+
+
+class _PairwiseAccesses:
+    """`_Accesses` as it was, every stored region checked against every query: the
+    reference for the indexed one."""
+
+    def __init__(self) -> None:
+        self.entries_: dict[object, tuple[_Region, list[int]]] = {}
+
+    def add(self, region: _Region, task: int) -> None:
+        if not region.empty:
+            self.entries_.setdefault(region.key(), (region, []))[1].append(task)
+
+    def overlapping(self, region: _Region) -> list[tuple[isl.Set, list[int]]]:
+        return [(r.set, js) for r, js in self.entries_.values() if r.overlaps(region)]
+
+    def trim(self, written: _Region) -> None:
+        kept: dict[object, tuple[_Region, list[int]]] = {}
+        for key, (region, tasks) in self.entries_.items():
+            if region.may_overlap(written):
+                region = _Region.of((region.set - written.set).coalesce())
+                if region.empty:
+                    continue
+                key = region.key()
+            kept.setdefault(key, (region, []))[1].extend(tasks)
+        self.entries_ = kept
+
+    def entries(self) -> list[tuple[isl.Set, list[int]]]:
+        return [(r.set, js) for r, js in self.entries_.values()]
+
+
+def _box(lo: tuple[int, int], size: tuple[int, int]) -> str:
+    return " and ".join(f"{a} <= x{d} < {a + n}" for d, (a, n) in enumerate(zip(lo, size)))
+
+
+@st.composite
+def _regions(draw: st.DrawFn) -> _Region:
+    """2-d regions: mostly boxes of all sizes (empty ones too), some unions of two boxes,
+    some unbounded."""
+    # Small coordinates, so that trims often leave regions equal to others (merged).
+    corner = st.tuples(st.integers(-2, 10), st.integers(0, 2))
+    size = st.tuples(st.integers(0, 4), st.integers(0, 2)) | st.tuples(
+        st.integers(0, 40), st.integers(0, 4)
+    )
+    kind = draw(st.sampled_from(["box"] * 6 + ["union", "unbounded"]))
+    text = _box(draw(corner), draw(size))
+    if kind == "union":
+        text = f"{text}; [x0, x1] : {_box(draw(corner), draw(size))}"
+    elif kind == "unbounded":
+        text = f"x0 >= {draw(st.integers(-2, 10))} and 0 <= x1 < 3"
+    return _Region.of(isl.Set(f"{{ [x0, x1] : {text} }}").coalesce())
+
+
+def _shown(found: list[tuple[isl.Set, list[int]]]) -> list[tuple[str, list[int]]]:
+    return [(str(region), list(tasks)) for region, tasks in found]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.sampled_from(["add", "find", "trim"]), _regions()), max_size=40))
+def test_indexed_accesses_answer_as_checking_every_pair(
+    steps: list[tuple[str, _Region]],
+) -> None:
+    """The box index finds the same regions, with the same tasks in the same order, as
+    checking every stored region; trims leave the same entries in the same order."""
+    indexed, pairwise = _Accesses(), _PairwiseAccesses()
+    for task, (step, region) in enumerate(steps):
+        if step == "add":
+            indexed.add(region, task)
+            pairwise.add(region, task)
+        elif step == "find":
+            assert _shown(indexed.overlapping(region)) == _shown(pairwise.overlapping(region))
+        elif not region.empty:  # task_graph trims by non-empty writes only
+            indexed.trim(region)
+            pairwise.trim(region)
+        assert _shown(indexed.entries()) == _shown(pairwise.entries())

@@ -217,14 +217,16 @@ def test_a_local_search_move_resimulates_exactly(graph: TaskGraph, rng: object) 
     if problem.n == 0:
         return
     schedule = heft_schedule(problem)
-    task = rng.randrange(problem.n)  # type: ignore[attr-defined]
-    device = rng.choice(problem.runnable[task])  # type: ignore[attr-defined]
-    moved, steps = Moves(problem, schedule).apply(task, device, INF)
-    device_of = list(schedule.device_of)
-    device_of[task] = device
-    whole = simulate(problem, schedule.order, device_of)
-    assert moved is not None and 0 < steps <= problem.n
-    assert (moved.start, moved.finish) == (whole.start, whole.finish)
+    moves = Moves(problem, schedule)
+    for _ in range(2):  # moves tried one after the other share what `moves` found
+        task = rng.randrange(problem.n)  # type: ignore[attr-defined]
+        device = rng.choice(problem.runnable[task])  # type: ignore[attr-defined]
+        moved, steps = moves.apply(task, device, INF)
+        device_of = list(schedule.device_of)
+        device_of[task] = device
+        whole = simulate(problem, schedule.order, device_of)
+        assert moved is not None and 0 < steps <= problem.n
+        assert (moved.start, moved.finish) == (whole.start, whole.finish)
     # With a limit at the whole makespan, the move is cut short.
     if whole.makespan > 0:
         assert Moves(problem, schedule).apply(task, device, whole.makespan)[0] is None
