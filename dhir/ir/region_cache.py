@@ -24,16 +24,17 @@ if rebuilding its own literal does not give the parsed attribute, nothing is clo
 
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
-from typing import TYPE_CHECKING, NamedTuple
+from itertools import accumulate, repeat
+from typing import TYPE_CHECKING, NamedTuple, cast
 
-from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntegerAttr
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.dialects.builtin import FileLineColLoc, FloatAttr, IntegerAttr, LocationAttr
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.arith import ConstantOp
+from dhir.dialects.dhir import YieldOp
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
@@ -66,6 +67,7 @@ class _Prototype:
     offsets: tuple[int | None, ...]  # of each op's location in the body text, in walk order
     spans: tuple[tuple[int, int], ...]  # as in _Body
     constants: tuple[Operation, ...]  # the arith.constant of each literal, in `region`
+    constant_indices: tuple[int, ...]  # their places in `region`'s walk order
     checked: bool  # whether a clone's body passes dhir.task's checks when this one does
 
 
@@ -85,10 +87,12 @@ class TaskBodyCache:
 
     prototypes: dict[tuple[object, ...], _Prototype | None]
     cloned: dict[Region, ClonedBody]
+    _constants: dict[tuple[str, type[Attribute], Attribute], Attribute | None]
 
     def __init__(self) -> None:
         self.prototypes = {}
         self.cloned = {}
+        self._constants = {}
 
     def parse(
         self, parser: "LocatedParser", header_start: int, operands: Sequence[SSAValue]
@@ -107,12 +111,13 @@ class TaskBodyCache:
         key = (body.key, *(value.type for value in operands))
         if key in self.prototypes:
             prototype = self.prototypes[key]
-            clone = None if prototype is None else self._clone(parser, prototype, operands, body)
+            clone = (
+                None if prototype is None else self._clone(parser, prototype, operands, body, start)
+            )
             if clone is None:
                 return parser.parse_optional_region()
             assert prototype is not None
             clone_region, free = clone
-            _relocate(parser, clone_region, prototype, body.spans, start)
             parser._resume_from(end)  # pyright: ignore[reportPrivateUsage]
             self.cloned[clone_region] = ClonedBody(free, prototype.checked)
             return clone_region
@@ -127,6 +132,7 @@ class TaskBodyCache:
         prototype: _Prototype,
         operands: Sequence[SSAValue],
         body: _Body,
+        start: int,
     ) -> tuple[Region, tuple[SSAValue, ...]] | None:
         mapping: dict[SSAValue, SSAValue] = dict(zip(prototype.operands, operands, strict=True))
         for name, index, old in prototype.free:
@@ -136,19 +142,102 @@ class TaskBodyCache:
             mapping[old] = values[index]
         try:
             values = [
-                _constant_value(op, literal)
+                self._constant(op, literal)
                 for op, (_, literal) in zip(prototype.constants, body.literals, strict=True)
             ]
         except (ValueError, OverflowError, VerifyException):
             return None  # out of its type's range: the parser reports it
-        clone = Region()
-        prototype.region.clone_into(clone, value_mapper=mapping)
-        for op, value in zip(prototype.constants, values, strict=True):
-            assert value is not None  # as for the prototype: see _constant_ops
-            cloned = mapping[op.results[0]].owner
-            assert isinstance(cloned, Operation)
-            cloned.properties["value"] = value
+        changes = [
+            _Change(location, None) for location in _locations(parser, prototype, body.spans, start)
+        ]
+        for index, value in zip(prototype.constant_indices, values, strict=True):
+            changes[index] = changes[index]._replace(value=value)
+        clone = _Copier(mapping, iter(changes)).region(prototype.region)
         return clone, tuple(mapping[old] for _, _, old in prototype.free)
+
+    def _constant(self, op: Operation, literal: str) -> Attribute | None:
+        """_constant_value, once per literal and kind of value (the class and type of the
+        prototype's): neighbouring tasks of a generated schedule share most of their
+        literals, and attributes are immutable."""
+        value = op.properties["value"]
+        assert isinstance(value, FloatAttr | IntegerAttr)  # see _constant_ops
+        key = (literal, type(value), value.type)
+        if key not in self._constants:
+            self._constants[key] = _constant_value(op, literal)
+        return self._constants[key]
+
+
+class _Change(NamedTuple):
+    """What a clone's op takes from its own text: its location (None: the
+    prototype's) and, for a literal's arith.constant, its value."""
+
+    location: LocationAttr | None
+    value: Attribute | None
+
+
+class _Copier:
+    """Copies a prototype's ops as xDSL's `Region.clone` does (same operands, uses in the
+    same order, types, properties, attributes, name hints), each with its `_Change` (in
+    walk order) applied as it is built, in one pass: cloning thousands of bodies was a
+    third of parsing a large schedule (docs/performance.md)."""
+
+    def __init__(self, mapping: dict[SSAValue, SSAValue], changes: Iterator[_Change]) -> None:
+        self._values = mapping
+        self._blocks: dict[Block, Block] = {}
+        self._changes = changes
+        self._copies: list[tuple[Operation, Operation]] = []  # (prototype's, copy) in order
+        self._forward = False  # an operand was defined after its use in walk order
+
+    def region(self, region: Region) -> Region:
+        copy = Region()
+        self._fill(region, copy)
+        if self._forward:
+            # As xDSL does: every operand set once all ops exist, in walk order.
+            for old, new in self._copies:
+                new.operands = [self._values.get(value, value) for value in old.operands]
+        return copy
+
+    def _fill(self, region: Region, copy: Region) -> None:
+        blocks = [self._block(block) for block in region.blocks]
+        copy.add_block(blocks)
+        for block, new in zip(region.blocks, blocks, strict=True):
+            for op in block.ops:
+                new.add_op(self._op(op))
+
+    def _block(self, block: Block) -> Block:
+        new = Block(arg_types=[arg.type for arg in block.args])
+        new.name_hint = block.name_hint  # as parsed (xDSL's clone drops it)
+        for arg, new_arg in zip(block.args, new.args, strict=True):
+            new_arg.name_hint = arg.name_hint
+            self._values[arg] = new_arg
+        self._blocks[block] = new
+        return new
+
+    def _op(self, op: Operation) -> Operation:
+        change = next(self._changes)
+        operands = [self._values.get(value) for value in op.operands]
+        if None in operands:
+            self._forward = True
+        properties = op.properties.copy()
+        if change.value is not None:
+            properties["value"] = change.value
+        regions = [Region() for _ in op.regions]
+        copy = op.create(
+            operands=() if self._forward else cast(list[SSAValue], operands),
+            result_types=op.result_types,
+            properties=properties,
+            attributes=op.attributes.copy(),
+            location=op.location if change.location is None else change.location,
+            successors=[self._blocks.get(block, block) for block in op.successors],
+            regions=regions,
+        )
+        self._copies.append((op, copy))
+        for result, new in zip(op.results, copy.results, strict=True):
+            new.name_hint = result.name_hint
+            self._values[result] = new
+        for region, new_region in zip(op.regions, regions, strict=True):
+            self._fill(region, new_region)
+        return copy
 
 
 def _constant_value(op: Operation, literal: str) -> Attribute | None:
@@ -221,7 +310,8 @@ def _prototype(
     body: _Body,
 ) -> _Prototype | None:
     start, end = span
-    remaining = _free_values(region) - set(operands)
+    free = _free_values(region)
+    remaining = free - set(operands)
     named: list[tuple[str, int, SSAValue]] = []
     for name in dict.fromkeys(_VALUE_NAME.findall(text, start, end)):
         for index, value in enumerate(parser.ssa_values.get(name[1:], ())):
@@ -235,11 +325,27 @@ def _prototype(
     if constants is None:
         return None
     checked = not any(op.dialect_name() == "gpu" for op in region.walk())
-    kept = region.clone()
+    # The copy kept uses stand-ins for the values from outside: uses of the real ones
+    # would stay on them, as if a detached body still used them.
+    outer = list(free)
+    stand_ins = dict(zip(outer, Block(arg_types=[value.type for value in outer]).args))
+    kept = _Copier(dict(stand_ins), repeat(_Change(None, None))).region(region)
     kept_ops = list(kept.walk())
     literal_ops = tuple(kept_ops[index] for index in constants)
+    if len(kept.blocks) == 1 and not isinstance(kept.block.last_op, YieldOp):
+        # The dhir.yield that TaskOp adds to a body without one (last in walk order, with
+        # no text of its own), copied with the rest rather than built for each clone.
+        kept.block.add_op(YieldOp())
+        offsets = (*offsets, None)
     return _Prototype(
-        kept, tuple(operands), tuple(named), offsets, body.spans, literal_ops, checked
+        kept,
+        tuple(stand_ins.get(value, value) for value in operands),
+        tuple((name, index, stand_ins[value]) for name, index, value in named),
+        offsets,
+        body.spans,
+        literal_ops,
+        constants,
+        checked,
     )
 
 
@@ -288,19 +394,20 @@ def _op_offsets(parser: "LocatedParser", region: Region, start: int) -> tuple[in
     )
 
 
-def _relocate(
+def _locations(
     parser: "LocatedParser",
-    clone: Region,
     prototype: _Prototype,
     spans: tuple[tuple[int, int], ...],
     start: int,
-) -> None:
-    """Give the clone's ops the locations of their own text: the same offsets in the
-    body, shifted by how much longer or shorter the variable parts before them are."""
+) -> Iterator[LocationAttr | None]:
+    """The location of each op of a clone (in walk order) in its own text: the
+    prototype's offsets in the body, shifted by how much longer or shorter the variable
+    parts before them are; None for ops the text does not spell."""
     old_positions = [offset for offset, _ in prototype.spans]
     shifts = [0, *accumulate(new - old for (_, new), (_, old) in zip(spans, prototype.spans))]
-    for op, offset in zip(clone.walk(), prototype.offsets, strict=True):
+    for offset in prototype.offsets:
         if offset is None:
-            continue
-        shift = shifts[bisect_left(old_positions, offset)]
-        op.location = parser.location_at(start + offset + shift)
+            yield None
+        else:
+            shift = shifts[bisect_left(old_positions, offset)]
+            yield parser.location_at(start + offset + shift)

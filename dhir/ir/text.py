@@ -1,12 +1,13 @@
 """MLIR text in and out: parse (with source locations) and verify, print."""
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
@@ -59,6 +60,7 @@ def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
     return Diagnostic(error.msg, SourceLoc(loc.file, loc.line + line_offset, loc.col))
 
 
+@dataclass(eq=False, repr=False)
 class _Printer(Printer):
     """xDSL's printer, with shorter ways to the same text: it writes text without line
     breaks straight to the stream (its own print_string calls print() for every token),
@@ -66,12 +68,27 @@ class _Printer(Printer):
     float arithmetic) in their plain form without going through their declarative
     formats' machinery; both matter for large schedules (docs/performance.md)."""
 
+    _memref_types: dict[MemRefType, str] = field(default_factory=dict[MemRefType, str], init=False)
+
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         if "\n" in text or self.stream is None:
             super().print_string(text, indent=indent)
             return
         self._current_column += len(text)
         self.stream.write(text)
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        # Every load and store prints its memref's type: each is printed once (a type
+        # prints the same wherever it stands, on one line).
+        if not isinstance(attribute, MemRefType):
+            super().print_attribute(attribute)
+            return
+        text = self._memref_types.get(attribute)
+        if text is None:
+            out = StringIO()
+            Printer(stream=out).print_attribute(attribute)
+            text = self._memref_types[attribute] = out.getvalue()
+        self.print_string(text)
 
     def print_op(self, op: Operation) -> None:
         plain = _PLAIN_FORMS.get(type(op))

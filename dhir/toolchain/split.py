@@ -5,8 +5,9 @@ quarter of the compile. dhir-lower-to-mpi already puts a large schedule's steps 
 functions of a few dozen tasks each (`<function>.schedule<S>.part<K>`, called from
 `.group<K>` functions when there are many), which call only external declarations (the
 runtime, MPI) and each other: those functions move, in contiguous runs of about equal
-size, into other modules, and each module is lowered and compiled on its own core; the
-linker joins the objects. Steps are the functions dhir-lower-to-mpi marks `dhir.step`
+size, into other modules, which are lowered and compiled at the same time on the cores
+(a large program in more modules than cores: see MAX_STEPS_PER_PIECE); the linker
+joins the objects. Steps are the functions dhir-lower-to-mpi marks `dhir.step`
 (their names are for people: a user's function may look like one). Steps are made public
 (their dotted names cannot clash with a C symbol) and each module declares the steps it
 calls but does not hold. Anything else a step refers to keeps the module whole: a global,
@@ -23,14 +24,23 @@ from dhir.transforms.lower_to_mpi import STEP
 
 # Fewer steps than this are not worth another round of tool start-ups.
 MIN_STEPS_PER_PIECE = 16
+# mlir-opt's time grows faster than the functions in a module (convert-to-llvm: 0.06,
+# 0.24 and 1.2 s for modules of 170, 340 and 1,000 steps), so a large program is cut
+# into pieces of at most this many steps, more pieces than cores if need be
+# (docs/performance.md).
+MAX_STEPS_PER_PIECE = 128
 
 
 def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
-    """`module` (changed in place: the first piece, with the first run of steps) and up
-    to `pieces - 1` new modules holding the other runs; [module] when it is small or not
-    splittable. The steps' `dhir.step` marks leave the module either way: nothing after
-    this needs them."""
+    """`module` (changed in place: the first piece, with the first run of steps) and
+    new modules holding the other runs: `pieces` of them (the cores that build them),
+    or more when they would hold over MAX_STEPS_PER_PIECE steps each; [module] when
+    `pieces` is 1, or the module is small or not splittable. The steps' `dhir.step`
+    marks leave the module either way: nothing after this needs them."""
     steps = _take_steps(module)
+    if pieces < 2:
+        return [module]
+    pieces = max(pieces, -(-len(steps) // MAX_STEPS_PER_PIECE))
     count = min(pieces, len(steps) // MIN_STEPS_PER_PIECE)
     if count < 2:
         return [module]

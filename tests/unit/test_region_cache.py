@@ -4,7 +4,7 @@ exactly the IR, locations included, that parsing its text gives."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 
 from dhir.api import parse_string, print_module
 from dhir.context import make_context
@@ -201,3 +201,64 @@ def test_locations_equal_those_the_constructor_makes() -> None:
     assert fast == made and hash(fast) == hash(made)
     assert (fast.filename, fast.line, fast.column) == (made.filename, made.line, made.column)
     assert str(fast) == str(made)
+
+
+def _uses(module: ModuleOp) -> list[list[tuple[str, int]]]:
+    """Every value's uses, in their list's order, as (user's location, operand index)."""
+    values = [arg for op in module.walk() for r in op.regions for b in r.blocks for arg in b.args]
+    values += [result for op in module.walk() for result in op.results]
+    return [[(str(use.operation.location), use.index) for use in value.uses] for value in values]
+
+
+def _program(body: str) -> str:
+    tasks = "\n".join(
+        f"    %t{k} = dhir.task %cpu, {m} {{\n      {body.format(k=k, m=m)}\n    }}"
+        for k, m in enumerate(("%a", "%b", "%a"))
+    )
+    return f"""func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+{tasks}
+  }}
+  return
+}}
+"""
+
+
+def _parse_both(text: str) -> tuple[ModuleOp, ModuleOp]:
+    """(with the cache, without it), unverified."""
+    parser = LocatedParser(make_context(), text, "t.mlir")
+    cached = parser.parse_module()
+    assert len(parser.task_bodies.cloned) == 2
+    plain_parser = LocatedParser(make_context(), text, "t.mlir")
+    plain_parser.task_bodies = None  # type: ignore[assignment]
+    plain = plain_parser.parse_module()
+    generic = [print_module(m, generic=True, debuginfo=True) for m in (cached, plain)]
+    assert generic[0] == generic[1]
+    return cached, plain
+
+
+def test_clones_keep_block_names_and_every_use_in_order() -> None:
+    # A region of two named blocks with arguments and a branch between them. The
+    # prototype kept for cloning must not hold uses of %a and %b.
+    body = """%c0 = arith.constant {k} : index
+      %v = memref.load {m}[%c0] : memref<8xf32>
+      %w = arith.addf %v, %v : f32
+      memref.store %w, {m}[%c0] : memref<8xf32>
+      scf.execute_region {{
+        cf.br ^next(%v : f32)
+      ^next(%x: f32):
+        memref.store %x, {m}[%c0] : memref<8xf32>
+        scf.yield
+      }}"""
+    cached, plain = _parse_both(_program(body))
+    assert _uses(cached) == _uses(plain)
+
+
+def test_clones_with_a_use_before_its_definition() -> None:
+    # The parser takes it (the verifier rejects it): cloned, it is the same IR.
+    body = """%w = arith.addf %v, %v : f32
+      %c0 = arith.constant {k} : index
+      %v = memref.load {m}[%c0] : memref<8xf32>
+      memref.store %w, {m}[%c0] : memref<8xf32>"""
+    _parse_both(_program(body))

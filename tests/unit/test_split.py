@@ -101,6 +101,17 @@ def test_many_steps_are_called_from_groups(monkeypatch: pytest.MonkeyPatch) -> N
     assert [len(calls) for calls in in_groups] == [4, 4, 2]
 
 
+def test_a_large_module_makes_more_pieces_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond MAX_STEPS_PER_PIECE steps a piece, mlir-opt slows down more than linearly:
+    10 steps at most 4 a piece make 3 pieces on 2 cores; 1 core keeps the module whole."""
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    monkeypatch.setattr(split, "MAX_STEPS_PER_PIECE", 4)
+    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True)), 2)
+    assert len(pieces) == 3
+    module = lowered(programs.many_tasks(TASKS, literals=True))
+    assert split_module(module, 1) == [module]
+
+
 def test_a_small_module_stays_whole() -> None:
     module = lowered(programs.many_tasks(40))
     assert split_module(module, 4) == [module]
