@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
+from dhir.analysis.outputs import entry_called
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
@@ -170,8 +171,14 @@ def _by_cost(
     model = model if model is not None else CostModel()
     deps = dependence_graph(schedule)
     hand_over(tasks, deps.effects, deps.regions)
-    graph = task_graph(schedule, devices, model, deps=deps)
-    placed = place_program(schedule, graph, devices, model, algorithm, deps, limits, storage)
+    # Both the graph and the replay ask it (as root_only would): one walk, not two.
+    function = schedule.parent_op()
+    module = function.parent_op() if function is not None else None
+    called = isinstance(module, ModuleOp) and entry_called(module, "main")
+    graph = task_graph(schedule, devices, model, deps=deps, called=called)
+    placed = place_program(
+        schedule, graph, devices, model, algorithm, deps, limits, storage, called
+    )
     return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 
