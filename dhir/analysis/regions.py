@@ -267,6 +267,13 @@ class _Walker:
 
     def visit(self, op: Operation, nest: _Nest) -> None:
         found = facts(op)
+        if found is not None and found.kind is Kind.PURE and not op.regions:
+            # Most ops of a body (constants, arithmetic): none of the cases below but the
+            # last can hold for an op without regions that is no select.
+            if not isinstance(op, arith.SelectOp):
+                if any(v in self.views for v in op.operands):
+                    self._unknown(op)
+                return
         if found is not None and found.kind in _ACCESS_KINDS:
             if self._escapes(op, found.memrefs()):
                 self._unknown(op)
