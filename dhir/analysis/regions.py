@@ -228,12 +228,14 @@ class _Walker:
         regions of one text, which isl parses once (`_image`). Only for terms that stand
         alone in a sum: a literal factor must stay a number."""
         if isinstance(expr, tuple):
-            low, high = self.literal(expr[0]), self.literal(expr[1])
-            return None if low is None or high is None else (low, high)
-        if expr is None or not _INTEGER.fullmatch(expr):
-            return expr
+            return (self._literal(expr[0]), self._literal(expr[1]))
+        return None if expr is None else self._literal(expr)
+
+    def _literal(self, text: str) -> str:
+        if not _INTEGER.fullmatch(text):
+            return text
         name = self.fresh(_LITERAL)
-        self.literals[name] = int(expr)
+        self.literals[name] = int(text)
         return name
 
     # --- values -------------------------------------------------------------------
