@@ -478,11 +478,11 @@ class _Walker:
         region = _within(text, root_type)
         # Each literal's parameter fixed to its value and projected out: the set the text
         # with the literals written in describes.
-        first = len(self.params)
-        for k, name in enumerate(literals):
-            value = isl.Val(str(self.literals[name]))
-            region = region.fix_val(isl.dim_type.param, first + k, value)
-        return region.project_out(isl.dim_type.param, first, len(literals)) if literals else region
+        for name in literals:
+            at = region.find_dim_by_name(isl.dim_type.param, name)
+            region = region.fix_val(isl.dim_type.param, at, isl.Val(str(self.literals[name])))
+            region = region.project_out(isl.dim_type.param, at, 1)
+        return region
 
     # --- views --------------------------------------------------------------------
 
