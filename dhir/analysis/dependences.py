@@ -58,8 +58,9 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     writers: dict[SSAValue, _Accesses] = {}
     readers: dict[SSAValue, _Accesses] = {}
     deps: list[Dependence] = []
+    order = _order(schedule)
     for k, (effect, region) in enumerate(zip(effects, regions, strict=True)):
-        for m in sorted(effect.touches(), key=_order(schedule)):
+        for m in sorted(effect.touches(), key=order):
             read, written = _Region.of(region.read(m)), _Region.of(region.written(m))
             needs = region.needs(m)
             for w, js in writers.setdefault(m, _Accesses()).overlapping(read):

@@ -216,6 +216,8 @@ def task_ranks(task: TaskOp, ranks: int, placement: Mapping[TaskOp, int] | None)
 
 def _boxes(region: isl.Set, memref: SSAValue) -> set[Box]:
     """The bounding box of each piece of `region`, cut to the memref's shape."""
+    if region.is_empty():
+        return set()  # what most tasks read or write of most memrefs they list
     region = (region & whole(memref.type)).coalesce()
     return {_bounding(isl.Set.from_basic_set(piece)) for piece in region.get_basic_sets()}
 

@@ -661,6 +661,8 @@ _STEPS: dict[type[Operation], _Step] = {
     dhir_affine.MaxOp: Lifter._affine,
 }
 
+_STEP_KINDS = tuple(_STEPS)
+
 
 def _inputs(value: SSAValue) -> Sequence[SSAValue]:
     """The values lifting `value` needs first."""
@@ -669,6 +671,6 @@ def _inputs(value: SSAValue) -> Sequence[SSAValue]:
         return ()
     if isinstance(op, arith.SelectOp):
         return op.operands[1:3]
-    if int_cast(op) is not None or any(isinstance(op, kind) for kind in _STEPS):
+    if int_cast(op) is not None or isinstance(op, _STEP_KINDS):
         return op.operands
     return ()

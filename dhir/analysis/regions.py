@@ -17,6 +17,7 @@ subscripts: not under scf.if, not in a while loop, not through an unknown view, 
 through a select.
 """
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -211,12 +212,31 @@ class _Walker:
     _fresh: "count[int]" = field(default_factory=count)
     params: tuple[str, ...] = ()  # names of values that isl treats as parameters
     lift: Lifter = field(default_factory=Lifter)
+    # The integer literals of bounds and subscripts, by the isl parameter standing for
+    # each (`literal`).
+    literals: dict[str, int] = field(default_factory=dict)
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
 
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self._fresh)}"
+
+    def literal(self, expr: Expr) -> Expr:
+        """`expr` with an integer literal (or each bound of a range that is one) replaced
+        by a parameter of its own: tasks that differ only in their constants then make
+        regions of one text, which isl parses once (`_image`). Only for terms that stand
+        alone in a sum: a literal factor must stay a number."""
+        if isinstance(expr, tuple):
+            return (self._literal(expr[0]), self._literal(expr[1]))
+        return None if expr is None else self._literal(expr)
+
+    def _literal(self, text: str) -> str:
+        if not _INTEGER.fullmatch(text):
+            return text
+        name = self.fresh(_LITERAL)
+        self.literals[name] = int(text)
+        return name
 
     # --- values -------------------------------------------------------------------
 
@@ -249,6 +269,13 @@ class _Walker:
 
     def visit(self, op: Operation, nest: _Nest) -> None:
         found = facts(op)
+        if found is not None and found.kind is Kind.PURE and not op.regions:
+            # Most ops of a body (constants, arithmetic): none of the cases below but the
+            # last can hold for an op without regions that is no select.
+            if not isinstance(op, arith.SelectOp):
+                if any(v in self.views for v in op.operands):
+                    self._unknown(op)
+                return
         if found is not None and found.kind in _ACCESS_KINDS:
             if self._escapes(op, found.memrefs()):
                 self._unknown(op)
@@ -382,7 +409,7 @@ class _Walker:
         constraints = list(nest.constraints)
         own: list[str] = []
         exact = exact and nest.exact and view.known and view.sure
-        for d, e in enumerate(exprs):
+        for d, e in enumerate(self.literal(e) for e in exprs):
             y = self.fresh("y")
             names.append(y)
             own.append(y)
@@ -444,9 +471,18 @@ class _Walker:
             subscripts = [_substitute(s, own) for s in view.subscripts]
         equalities = [f"{x} = {s}" for x, s in zip(outs, subscripts, strict=True) if s is not None]
         body = " and ".join([*constraints, *equalities]) or "true"
-        prefix = f"[{', '.join(self.params)}] -> " if self.params else ""
+        literals = list(dict.fromkeys(_LITERAL_NAME.findall(body)))
+        params = [*self.params, *literals]
+        prefix = f"[{', '.join(params)}] -> " if params else ""
         text = f"{prefix}{{ [{', '.join(outs)}] : exists ({', '.join(names) or 'e'} : {body}) }}"
-        return _within(text, root_type)
+        region = _within(text, root_type)
+        # Each literal's parameter fixed to its value and projected out: the set the text
+        # with the literals written in describes.
+        for name in literals:
+            at = region.find_dim_by_name(isl.dim_type.param, name)
+            region = region.fix_val(isl.dim_type.param, at, isl.Val(str(self.literals[name])))
+            region = region.project_out(isl.dim_type.param, at, 1)
+        return region
 
     # --- views --------------------------------------------------------------------
 
@@ -499,6 +535,7 @@ class _Walker:
         out: list[str] = []
         for d, (offset, stride) in enumerate(zip(offsets, strides, strict=True)):
             start = self.expr(next(dynamic)) if offset == DYNAMIC_INDEX else str(offset)
+            start = self.literal(start)
             if not isinstance(start, str):
                 return None
             k = kept.get(d)
@@ -514,6 +551,7 @@ class _Walker:
         self.values[var] = name
         constraints: list[str] = []
         exact = all(isinstance(e, str) for e in (low, high, step))
+        low, high = self.literal(low), self.literal(high)
         if low is not None:
             constraints.append(f"{name} >= {_lowest(low)}")
         if high is not None:
@@ -564,10 +602,12 @@ class _Walker:
         block = op.regions[0].block
         name = self.fresh("i")
         self.values[block.args[0]] = name
-        constraints = [f"{name} >= {_lowest(e)}" for e in lows or []]
-        constraints += [f"{name} < {_highest(e)}" for e in highs or []]
-        names = [name]
         exact = _all_exact(lows) and _all_exact(highs) and step is not None
+        lows = [self.literal(e) for e in lows] if lows is not None else None
+        highs = [self.literal(e) for e in highs or []]
+        constraints = [f"{name} >= {_lowest(e)}" for e in lows or []]
+        constraints += [f"{name} < {_highest(e)}" for e in highs]
+        names = [name]
         if lows is not None and step not in (None, "1"):
             if len(lows) == 1 and isinstance(lows[0], str):
                 k = self.fresh("k")
@@ -595,10 +635,11 @@ class _Walker:
             hi = _group(highs, high_groups, k)
             name = self.fresh("i")
             self.values[var] = name
-            constraints = [f"{name} >= {_lowest(e)}" for e in lo or []]
-            constraints += [f"{name} < {_highest(e)}" for e in hi or []]
-            names = [name]
             exact = _all_exact(lo) and _all_exact(hi) and step is not None
+            lo = [self.literal(e) for e in lo] if lo is not None else None
+            constraints = [f"{name} >= {_lowest(e)}" for e in lo or []]
+            constraints += [f"{name} < {_highest(self.literal(e))}" for e in hi or []]
+            names = [name]
             if step != 1:
                 if lo is not None and len(lo) == 1 and isinstance(lo[0], str) and (step or 0) > 0:
                     var_k = self.fresh("k")
@@ -751,6 +792,10 @@ def _highest(expr: Expr) -> str | None:
 def _all_exact(exprs: Sequence[Expr] | None) -> bool:
     return exprs is not None and all(isinstance(e, str) for e in exprs)
 
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_LITERAL = "c_"  # the prefix of the parameters standing for literals (no other name has it)
+_LITERAL_NAME = re.compile(rf"\b{_LITERAL}[0-9]+\b")
 
 # Kinds of ops whose accesses this module records (linalg has its own walk).
 _ACCESS_KINDS = (Kind.LOAD, Kind.STORE, Kind.COPY, Kind.ATOMIC)

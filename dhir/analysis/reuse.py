@@ -120,6 +120,9 @@ class _Collector:
         access = scalar_access(op)
         if access is not None:
             self.access(access, loops)
+        elif not op.regions:  # no loop nor conditional: quiet, or not followed
+            if not _quiet(op):
+                raise _Unfollowed(op.name)
         elif isinstance(op, scf.ForOp):
             iv = op.regions[0].block.args[0]
             trips = counting.loop_trips(op.operands[:3], iv, self.means)

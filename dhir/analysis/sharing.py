@@ -32,10 +32,11 @@ def check_shared_data(module: ModuleOp) -> None:
     """Raise PassFailedAt for the first schedule with aliasing operands that a task
     writes, or the first task that uses a mutable global."""
     mutable = _mutable_globals(module)
-    users = _functions_using(module, mutable)
+    # Without a mutable global no task can use one: its ops need no second look.
+    users = _functions_using(module, mutable) if mutable else {}
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
         _check_operands(schedule)
-        for task in schedule.tasks():
+        for task in schedule.tasks() if mutable else ():
             _check_globals(task, mutable, users)
 
 

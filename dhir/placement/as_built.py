@@ -58,6 +58,7 @@ def fastest_as_built(
     deps: DependenceGraph | None = None,
     fits: Callable[[Mapping[str, str]], bool] | None = None,
     held: Callable[[Mapping[str, str]], int] | None = None,
+    called: bool | None = None,
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`) that `fits` (all when none
     does), the one whose makespan as built is the shortest; `best`'s own on ties. The
@@ -66,13 +67,14 @@ def fastest_as_built(
     its transfers hold both ranks (docs/performance.md). `deps`: the schedule's
     dependence graph, when known already. `held`: the most bytes a rank holds with a
     placement; of the candidates within MEMORY_TIE of the shortest, the one holding
-    least wins (an estimate that close is no reason to hold a whole array on one rank)."""
+    least wins (an estimate that close is no reason to hold a whole array on one rank).
+    `called`: whether a function calls the entry, when known already."""
     candidates = best_candidates(graph)
     if fits is not None:
         candidates = [c for c in candidates if fits(c.assignment)] or candidates
     if len(candidates) == 1:
         return candidates[0]
-    replay = _Replay(schedule, graph, devices, costs, entry, deps)
+    replay = _Replay(schedule, graph, devices, costs, entry, deps, called)
     times = [replay.makespan(placed.assignment) for placed in candidates]
     fastest = min(range(len(candidates)), key=times.__getitem__)
     near = [k for k, t in enumerate(times) if t <= times[fastest] * (1 + MEMORY_TIE)]
@@ -90,13 +92,15 @@ def place_program(
     deps: DependenceGraph | None = None,
     limits: MemoryLimits | None = None,
     storage: Callable[[], Storage | None] | None = None,
+    called: bool | None = None,
 ) -> Placement:
     """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
     `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built.
     With `limits`, what each rank holds fits its device's memory (`best` takes the fastest
     candidate that fits; else `MemoryLimits.settle` moves tasks, or refuses). `storage`:
     the program's memrefs as the ranks hold them (dhir.placement.memory.program_storage),
-    found when needed, for `best` to break near ties by memory."""
+    found when needed, for `best` to break near ties by memory. `called`: whether a
+    function calls the entry, when known already."""
     tasks = list(schedule.tasks())
     names = graph.tasks[: len(tasks)]
 
@@ -112,7 +116,14 @@ def place_program(
 
     if algorithm == "best":
         placed = fastest_as_built(
-            schedule, graph, devices, costs, deps=deps, fits=fits if limits else None, held=held
+            schedule,
+            graph,
+            devices,
+            costs,
+            deps=deps,
+            fits=fits if limits else None,
+            held=held,
+            called=called,
         )
     else:
         placed = ALGORITHMS[algorithm](graph)
@@ -160,6 +171,7 @@ class _Replay:
         costs: CostModel,
         entry: str,
         deps: DependenceGraph | None = None,
+        called: bool | None = None,
     ) -> None:
         self.schedule = schedule
         self.graph = graph
@@ -187,7 +199,7 @@ class _Replay:
             for value, writes in deps.final_writes.items()
         }
         self.position = position
-        self.to_root = root_only(schedule, entry)
+        self.to_root = root_only(schedule, entry, called)
         if time_loop(schedule) is not None:
             self.finals = {}  # assembled once after the loop, not every iteration
 

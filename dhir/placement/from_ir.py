@@ -178,10 +178,12 @@ def task_graph(
     costs: CostModel | None = None,
     entry: str = "main",
     deps: DependenceGraph | None = None,
+    called: bool | None = None,
 ) -> TaskGraph:
     """`schedule` on one device per rank (`devices[R]` for rank R); `entry`: the program's
     entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's); `deps`: its
-    dependence graph, when known already."""
+    dependence graph, when known already; `called`: whether a function calls the entry
+    (`dhir.analysis.outputs.entry_called`), when known already."""
     costs = costs if costs is not None else CostModel()
     tasks = list(schedule.tasks())
     names = schedule_task_ids(schedule)
@@ -194,7 +196,7 @@ def task_graph(
     busy = concurrency(deps)
     cost = task_costs(tasks, names, devices, costs, busy)
     edges = _edges(deps, names, devices, costs)
-    ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry))
+    ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry, called))
     if time_loop(schedule) is not None:
         # Its data stays distributed between iterations and is assembled once after
         # the loop (docs/semantics.md, "Time loops"): nothing to pay per iteration.

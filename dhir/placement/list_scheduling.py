@@ -798,6 +798,11 @@ def assigned_rank(problem: Problem, schedule: Schedule) -> list[float]:
 # How many whole-graph simulations' worth of tasks `best`'s local search may simulate: its
 # time grows with the graph like the portfolio's. Past about 40, gains come slowly.
 DEFAULT_BUDGET = 40
+# ... of a graph of at most this many tasks: on larger ones the search simulates no more
+# tasks than on one this large. Their portfolio schedule mostly stands (a move there
+# gains little of the makespan), while each simulation costs as much as compiling a few
+# of their tasks (10,000 tasks: a third of dhir-place went to the search).
+SEARCHED_TASKS = 2_000
 
 
 def best_schedule(
@@ -847,9 +852,10 @@ def local_search(problem: Problem, schedule: Schedule, budget: int) -> Schedule:
     with insertion), taking the first strict improvement; moves are tried in the order of
     their estimated gain, and only those estimated to gain. At a local optimum, re-order
     the tasks for their devices (a list schedule by `assigned_rank`) and go on if that
-    helps. Stops there, or after `budget` whole-graph simulations' worth of tasks: a
-    move of the task at position p in the order re-simulates only positions p on."""
-    steps = budget * max(problem.n, 1)
+    helps. Stops there, or after `budget` whole-graph simulations' worth of tasks (of a
+    graph of at most SEARCHED_TASKS): a move of the task at position p in the order
+    re-simulates only positions p on."""
+    steps = budget * min(max(problem.n, 1), SEARCHED_TASKS)
     current = schedule
     floor = lower_bound(problem)
     while steps > 0:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from dhir.analysis.footprint import Whole
 from dhir.analysis.outputs import final_to_root
 from dhir.analysis.partition import Rows, Storage, Stored, describe, storage
+from dhir.analysis.regions import Regions
 from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -168,11 +169,18 @@ class MemoryLimits:
         return DhirError([Diagnostic(message)])
 
 
-def program_storage(function: func.FuncOp, ranks: int, entry: str, gpu: bool) -> Storage:
+def program_storage(
+    function: func.FuncOp,
+    ranks: int,
+    entry: str,
+    gpu: bool,
+    regions: Mapping[TaskOp, Regions] | None = None,
+) -> Storage:
     """The storage of `function` (the entry) on `ranks` ranks as the native backend keeps
     it: partitioned where dhir.analysis.partition allows, except in a build for GPUs
-    (`gpu`), which keeps every memref whole."""
-    found = storage(function, ranks, final_to_root(function, entry))
+    (`gpu`), which keeps every memref whole. `regions`: tasks' access regions, where
+    already found."""
+    found = storage(function, ranks, final_to_root(function, entry), regions)
     if not gpu:
         return found
     reason = Whole("a build for GPUs keeps every memref whole")

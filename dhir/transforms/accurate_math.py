@@ -42,6 +42,7 @@ from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
+_CHANGED = (*_C_NAMES, mathd.FPowIOp)
 # One lane's value from its operands' lanes, appending the ops that compute it to the list.
 _Scalar = Callable[[list[SSAValue], list[Operation]], SSAValue]
 
@@ -56,7 +57,8 @@ class AccurateMathPass(ModulePass):
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        found = [o for o in op.walk() if not in_device_code(o)]
+        # Where an op is (a walk up its parents) is asked only of the few it changes.
+        found = [o for o in op.walk() if isinstance(o, _CHANGED) and not in_device_code(o)]
         for math_op in found:
             if _c_name(math_op) is not None:
                 _replace(op, math_op)

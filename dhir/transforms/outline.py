@@ -15,8 +15,10 @@ def outline(
     placed after `after` (an op of the module's body). Values the ops use from outside
     become its arguments, except constants and other pure ops without operands, which
     are cloned inside."""
-    inside = {nested for op in ops for nested in op.walk()}
-    free = _free_values(ops, inside)
+    # One walk: the moved ops and those nested in them, in order.
+    moved = [nested for op in ops for nested in op.walk()]
+    inside = set(moved)
+    free = _free_values(moved, inside)
     passed = [v for v in free if not _rematerializable(v)]
     block = Block(arg_types=[v.type for v in passed])
     for arg, value in zip(block.args, passed):
@@ -37,7 +39,7 @@ def outline(
         block.add_op(op)
     # Through the moved ops, not the values' use lists: values such as the rank guards
     # are used by every step, so scanning their uses would be quadratic.
-    for nested in inside:
+    for nested in moved:
         for index, operand in enumerate(nested.operands):
             if operand in mapping:
                 nested.operands[index] = mapping[operand]
@@ -49,13 +51,13 @@ def outline(
     return call, function
 
 
-def _free_values(ops: Sequence[Operation], inside: set[Operation]) -> list[SSAValue]:
+def _free_values(moved: Sequence[Operation], inside: set[Operation]) -> list[SSAValue]:
+    """The values the ops of `moved` use that none of `inside` defines, in order of use."""
     free: dict[SSAValue, None] = {}
-    for op in ops:
-        for nested in op.walk():
-            for value in nested.operands:
-                if not _defined_in(value, inside):
-                    free[value] = None
+    for op in moved:
+        for value in op.operands:
+            if not _defined_in(value, inside):
+                free[value] = None
     return list(free)
 
 

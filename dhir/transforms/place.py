@@ -10,7 +10,7 @@ backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `d
 and `dhir compile` use `best` unless told otherwise.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
 
@@ -22,8 +22,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
+from dhir.analysis.outputs import entry_called
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched
+from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, warn
@@ -75,18 +77,28 @@ class PlacePass(ModulePass):
             return
         devices, model = machine_for(op, self.ranks, profile)
         limits = memory_limits(op, self.ranks, self.entry, devices)
-        storage = cache(partial(entry_storage, op, self.ranks, self.entry))
+        # Each placed schedule's task regions (its dependence graph's), for the storage.
+        found: dict[TaskOp, Regions] = {}
+        storage = cache(partial(entry_storage, op, self.ranks, self.entry, found))
         for schedule in schedules:
-            place_schedule(schedule, self.ranks, self.algorithm, model, devices, limits, storage)
+            place_schedule(
+                schedule, self.ranks, self.algorithm, model, devices, limits, storage, found
+            )
 
 
-def entry_storage(module: ModuleOp, ranks: int, entry: str = "main") -> Storage | None:
+def entry_storage(
+    module: ModuleOp,
+    ranks: int,
+    entry: str = "main",
+    regions: Mapping[TaskOp, Regions] | None = None,
+) -> Storage | None:
     """How the ranks hold the memref arguments of `entry` (None without it), for `best`
-    to prefer, of placements it finds as fast, the one whose fullest rank holds least."""
+    to prefer, of placements it finds as fast, the one whose fullest rank holds least.
+    `regions`: tasks' access regions, where already found."""
     function = SymbolTable.lookup_symbol(module, entry)
     if not isinstance(function, FuncOp):
         return None
-    return program_storage(function, ranks, entry, gpu=has_gpu_tasks(module))
+    return program_storage(function, ranks, entry, has_gpu_tasks(module), regions)
 
 
 def memory_limits(
@@ -135,10 +147,12 @@ def place_schedule(
     devices: Sequence[Device] | None = None,
     limits: MemoryLimits | None = None,
     storage: Callable[[], Storage | None] | None = None,
+    regions: dict[TaskOp, Regions] | None = None,
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
     (default: alike local CPUs); `model` gives the costs (default: estimates); `limits`:
-    each device's memory, which what its ranks hold must fit (dhir.placement.memory)."""
+    each device's memory, which what its ranks hold must fit (dhir.placement.memory).
+    `regions`: where the tasks' access regions found on the way are recorded."""
     for task in schedule.tasks():
         _check_explicit(task, ranks)
     if algorithm == "round-robin":
@@ -146,7 +160,7 @@ def place_schedule(
         if limits is not None:
             chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))
     else:
-        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits, storage)
+        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits, storage, regions)
     for task, rank in zip(schedule.tasks(), chosen, strict=True):
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
 
@@ -159,6 +173,7 @@ def _by_cost(
     devices: Sequence[Device] | None,
     limits: MemoryLimits | None,
     storage: Callable[[], Storage | None] | None = None,
+    regions: dict[TaskOp, Regions] | None = None,
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:
@@ -170,8 +185,16 @@ def _by_cost(
     model = model if model is not None else CostModel()
     deps = dependence_graph(schedule)
     hand_over(tasks, deps.effects, deps.regions)
-    graph = task_graph(schedule, devices, model, deps=deps)
-    placed = place_program(schedule, graph, devices, model, algorithm, deps, limits, storage)
+    if regions is not None:
+        regions.update(zip(tasks, deps.regions, strict=True))
+    # Both the graph and the replay ask it (as root_only would): one walk, not two.
+    function = schedule.parent_op()
+    module = function.parent_op() if function is not None else None
+    called = isinstance(module, ModuleOp) and entry_called(module, "main")
+    graph = task_graph(schedule, devices, model, deps=deps, called=called)
+    placed = place_program(
+        schedule, graph, devices, model, algorithm, deps, limits, storage, called
+    )
     return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
 
 

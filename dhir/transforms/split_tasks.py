@@ -212,8 +212,13 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
     if task.token.uses:
         return None
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
-    loops = [(k, op) for k, op in enumerate(ops) if not pure(op)]
-    if len(loops) != 1:
+    loops: list[tuple[int, Operation]] = []
+    for k, op in enumerate(ops):
+        if not pure(op):
+            loops.append((k, op))
+            if len(loops) > 1:
+                return None  # not one loop: no need to look further
+    if not loops:
         return None
     position, loop = loops[0]
     if opaque(loop):

@@ -588,3 +588,35 @@ def test_a_schedule_at_the_lower_bound_is_not_searched(monkeypatch: pytest.Monke
     assert schedule.makespan == lower_bound(problem) == 4.0
     monkeypatch.setattr(Moves, "__init__", lambda *_: pytest.fail("a move was tried"))
     assert local_search(problem, schedule, DEFAULT_BUDGET) is schedule
+
+
+def test_the_local_search_on_a_large_graph_simulates_a_bounded_number_of_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search's work stops growing with the graph past SEARCHED_TASKS (here 20): on a
+    graph of 300 tasks it simulates about budget * 20 tasks, not budget * 300."""
+    import dhir.placement.list_scheduling as scheduling
+
+    monkeypatch.setattr(scheduling, "SEARCHED_TASKS", 20, raising=False)
+    # A chain placed round robin: every edge pays a transfer, and each move saves some.
+    tasks = tuple(f"t{i}" for i in range(300))
+    cost = {t: {"a": 1.0, "b": 1.0} for t in tasks}
+    edges = tuple(Edge(tasks[i - 1], tasks[i], 1.0) for i in range(1, len(tasks)))
+    problem = Problem(TaskGraph(("a", "b"), tasks, cost, edges))
+    simulated = [0]
+    apply = Moves.apply
+
+    def counted(self: Moves, task: int, device: int, limit: float) -> tuple[object, int]:
+        found, used = apply(self, task, device, limit)
+        simulated[0] += used
+        return found, used
+
+    monkeypatch.setattr(Moves, "apply", counted)
+    local_search(problem, round_robin_graph_schedule(problem), 4)
+    # The last move may run past the budget by one simulation of the graph.
+    assert simulated[0] > 0
+    assert simulated[0] <= 4 * 20 + problem.n
+
+
+def round_robin_graph_schedule(problem: Problem) -> object:
+    return list_schedule(problem, list(range(problem.n)), None, [[k % 2] for k in range(problem.n)])

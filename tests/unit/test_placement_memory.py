@@ -209,3 +209,26 @@ def test_dhir_schedule_prints_what_each_rank_holds(
     out = capsys.readouterr().out
     assert f"  rank1: holds {held[1] / 1024:.3g} KiB" in out
     assert "  %c: partitioned, rank 0 rows none; rank 1 rows 0..31" in out
+
+
+def test_best_finds_each_tasks_regions_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When `best` breaks a near tie by what the ranks hold, the storage takes the regions
+    the dependence graph found instead of finding them again for every task."""
+    import sys
+
+    import dhir.analysis.dependences as dependences
+    import dhir.analysis.footprint as footprint
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    import programs
+
+    import dhir.placement.as_built as as_built
+
+    monkeypatch.setattr(as_built, "MEMORY_TIE", 1e9)  # every candidate ties: storage asked
+    calls: list[object] = []
+    for module in (dependences, footprint):
+        found = module.task_regions
+        monkeypatch.setattr(module, "task_regions", lambda t, f=found: calls.append(t) or f(t))
+    program = parse_string(programs.many_tasks(64, literals=True))
+    run_pipeline(program, PassPipeline((PlacePass(2, "best"),)), verify_each=False)
+    assert len(calls) == 64

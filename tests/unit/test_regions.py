@@ -768,3 +768,40 @@ def test_a_transposed_view_maps_its_indices_back_to_the_buffer() -> None:
     assert regions.read(a).is_equal(isl.Set("{ [x0, 2] : 0 <= x0 <= 3 }"))
     column = isl.Set("{ [x0, 0] : 0 <= x0 <= 3 }")
     assert regions.written(a).is_equal(column) and regions.must_written(a).is_equal(column)
+
+
+def test_tasks_differing_in_their_constants_share_one_parsed_text() -> None:
+    """Tasks that differ only in their constants (task k reads b[k], b[k+1] and writes
+    a[k] in a loop from k to k + 2) make their regions from a few parsed isl texts, each
+    set still exact."""
+    from dhir.analysis import regions
+
+    tasks = 40
+    body = []
+    for k in range(tasks):
+        body.append(f"""
+    %t{k} = dhir.task %cpu, %a, %b {{
+      %i = arith.constant {k} : index
+      %j = arith.constant {k + 1} : index
+      %n = arith.constant {k + 2} : index
+      %c1 = arith.constant 1 : index
+      %x = memref.load %b[%j] : memref<{tasks + 1}xf32>
+      scf.for %l = %i to %n step %c1 {{
+        memref.store %x, %a[%l] : memref<{tasks + 1}xf32>
+      }}
+    }}""")
+    text = f"""func.func @main(%a: memref<{tasks + 1}xf32>, %b: memref<{tasks + 1}xf32>) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}{"".join(body)}
+  }}
+  return
+}}"""
+    schedule = next(op for op in parse_string(text).walk() if isinstance(op, ScheduleOp))
+    regions._within.cache_clear()
+    for k, task in enumerate(schedule.tasks()):
+        found = task_regions(task)
+        a, b = task.memrefs
+        assert found.read(b).is_equal(isl.Set(f"{{ [x0] : x0 = {k + 1} }}"))
+        assert found.written(a).is_equal(isl.Set(f"{{ [x0] : {k} <= x0 < {k + 2} }}"))
+        assert found.must_written(a).is_equal(found.written(a))
+    assert regions._within.cache_info().misses <= 4
