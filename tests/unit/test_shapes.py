@@ -3,6 +3,7 @@ what dhir-place finds per shape equals what it finds per task, and is found once
 shape."""
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 from devices import rank_device
@@ -155,8 +156,8 @@ def test_each_shape_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     expected = len(set(shape_ids(list(schedule.tasks()))))
     calls = {"effects": 0, "work": 0}
 
-    def counted(name: str, function):  # noqa: ANN001, ANN202
-        def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def counted(name: str, function: Callable[..., object]) -> Callable[..., object]:
+        def wrapper(*args: object, **kwargs: object) -> object:
             calls[name] += 1
             return function(*args, **kwargs)
 
