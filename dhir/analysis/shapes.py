@@ -83,26 +83,30 @@ def _blocks(
 def _op(
     op: Operation, refs: dict[SSAValue, object], numbers: dict[Block, int], parts: list[object]
 ) -> None:
-    # Called for every op of every task by dhir-place: kept lean.
+    # Called for every op of every task by dhir-place: each xDSL property read once.
     cls = type(op)
-    properties: object = tuple(op.properties.items())
-    if cls is ConstantOp and _subscript_only(op):  # pyright: ignore[reportArgumentType]
-        properties = op.result_types
+    results = op.results
+    regions = op.regions
     successors = op.successors
+    properties = op.properties
+    attributes = op.attributes
+    shown: object = tuple(properties.items()) if properties else ()
+    if cls is ConstantOp and _subscript_only(op):  # pyright: ignore[reportArgumentType]
+        shown = "subscript"  # its value left out; its type is its result's
     parts.append(
         (
             cls,
             tuple([refs.get(value, value) for value in op.operands]),
-            op.result_types,
-            properties,
-            tuple(op.attributes.items()) if op.attributes else (),
+            tuple([result.type for result in results]),
+            shown,
+            tuple(attributes.items()) if attributes else (),
             tuple([numbers.get(block, block) for block in successors]) if successors else (),
-            _callee(op) if isinstance(op, func.CallOp) else len(op.regions),
+            _callee(op) if isinstance(op, func.CallOp) else len(regions),
         )
     )
-    for result in op.results:
+    for result in results:
         refs[result] = len(refs)
-    for region in op.regions:
+    for region in regions:
         parts.append(("region", len(region.blocks)))
         _blocks(region.blocks, refs, numbers, parts)
 
