@@ -4,14 +4,15 @@ whose access regions (analysis/regions.py) overlap."""
 
 from bisect import bisect_left, insort
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import islpy as isl
 from xdsl.ir import SSAValue
 
-from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.effects import Effects, shared_effects
 from dhir.analysis.regions import Regions, count_elements, task_regions
+from dhir.analysis.shapes import shape_ids
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -41,6 +42,8 @@ class TaskGraph:
     regions: list[Regions]
     # Per memref, the writes no later task overwrites: (task, elements), in order.
     final_writes: dict[SSAValue, list[tuple[int, isl.Set]]]
+    # Each task's shape number (dhir.analysis.shapes): equal numbers, equal bodies.
+    shapes: list[int] = field(default_factory=list[int])
 
     def predecessors(self, task: int) -> list[int]:
         return sorted({d.before for d in self.dependences if d.after == task})
@@ -53,7 +56,8 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     same way. Accesses of one region by several tasks share one entry, and bounding
     boxes rule out most pairs before isl is asked."""
     tasks = list(schedule.tasks())
-    effects = [task_effects(task) for task in tasks]
+    shapes = shape_ids(tasks)
+    effects = shared_effects(tasks, shapes)
     regions = [task_regions(task) for task in tasks]
     writers: dict[SSAValue, _Accesses] = {}
     readers: dict[SSAValue, _Accesses] = {}
@@ -80,7 +84,11 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
             readers[m].add(_Region.of((read.set - written.set).coalesce()), k)
     final = {m: [(j, r) for r, js in a.entries() for j in js] for m, a in writers.items()}
     return TaskGraph(
-        effects, deps, regions, {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w}
+        effects,
+        deps,
+        regions,
+        {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w},
+        shapes,
     )
 
 

@@ -9,12 +9,13 @@ unknown op) counts as reading and writing every memref it can reach, and what it
 may point into them too, so the answer is never smaller than the truth.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
+from dhir.analysis.shapes import at_positions, by_position
 from dhir.dialects.access import Kind, facts, kind
 from dhir.dialects.dhir import TaskOp
 
@@ -42,6 +43,25 @@ def derived_results(op: Operation) -> tuple[SSAValue, ...]:
 def task_effects(task: TaskOp) -> Effects:
     reads, writes = memory_effects(task.body.block.ops, {m: frozenset([m]) for m in task.memrefs})
     return Effects(frozenset(reads), frozenset(writes))
+
+
+def shared_effects(tasks: Sequence[TaskOp], shapes: Sequence[int]) -> list[Effects]:
+    """Each task's effects, found once per shape (`shapes`: each task's shape number,
+    see dhir.analysis.shapes)."""
+    found: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
+    out: list[Effects] = []
+    for task, shape in zip(tasks, shapes, strict=True):
+        memrefs = task.memrefs
+        positions = found.get(shape)
+        if positions is None:
+            effects = task_effects(task)
+            reads, writes = effects.reads, effects.writes
+            found[shape] = (by_position(reads, memrefs), by_position(writes, memrefs))
+            out.append(effects)
+            continue
+        reads, writes = (at_positions(p, memrefs) for p in positions)
+        out.append(Effects(reads, writes))
+    return out
 
 
 def memory_effects(

@@ -17,7 +17,7 @@ dhir.machine.roofline's question; see docs/costs.md.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -120,17 +120,30 @@ class Work:
         )
 
 
-def task_work(task: TaskOp, effects: Effects | None = None, regions: Regions | None = None) -> Work:
-    """The work of one run of `task`, with its footprint (`effects`, `regions`: the
-    task's, when already known)."""
+def task_work(
+    task: TaskOp,
+    effects: Effects | None = None,
+    regions: Regions | None = None,
+    body: Work | None = None,
+) -> Work:
+    """The work of one run of `task`, with its footprint (`effects`, `regions`, `body`:
+    the task's effects, regions and `body_work`, when already known)."""
+    body = body if body is not None else body_work(task)
+    effects = effects if effects is not None else task_effects(task)
+    touched = sum(_touched_bytes(value, regions) for value in effects.touches())
+    return replace(body, footprint=body.footprint + touched)
+
+
+def body_work(task: TaskOp) -> Work:
+    """What `task_work` counts from the body alone, with the bytes the body allocates as
+    its footprint: the same for tasks of one shape (dhir.analysis.shapes)."""
     body = _Counter().block(task.body.block)
-    footprint = task_footprint(task, effects, regions)
     curve = reuse.traffic_curve(task.body.block) if body.bytes else None
     return Work(
         body.flops,
         body.bytes,
         body.launches,
-        footprint,
+        _allocated_bytes(task),
         body.parallel,
         body.allocated,
         reuse=curve or (),
@@ -154,10 +167,13 @@ def task_footprint(
     `regions` says which) and of what it allocates."""
     effects = effects if effects is not None else task_effects(task)
     touched = sum(_touched_bytes(value, regions) for value in effects.touches())
-    allocated = sum(
+    return touched + _allocated_bytes(task)
+
+
+def _allocated_bytes(task: TaskOp) -> int:
+    return sum(
         memref_bytes(op.results[0].type) for op in task.body.walk() if is_alloc(op) and op.results
     )
-    return touched + allocated
 
 
 def _touched_bytes(memref: SSAValue, regions: Regions | None) -> int:

@@ -45,11 +45,13 @@ class CostModel:
         effects: Effects | None = None,
         working_set: int = 0,
         regions: Regions | None = None,
+        body: Work | None = None,
     ) -> Work:
-        """`task`'s work (`effects`, `regions`: its effects and access regions, when
-        known), with `working_set` (see Work) the first time it is asked for."""
+        """`task`'s work (`effects`, `regions`, `body`: its effects, access regions and
+        dhir.analysis.work's `body_work`, when known), with `working_set` (see Work) the
+        first time it is asked for."""
         if task not in self._work:
-            work = task_work(task, effects, regions)
+            work = task_work(task, effects, regions, body)
             self._work[task] = replace(work, working_set=working_set)
         return self._work[task]
 

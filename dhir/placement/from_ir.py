@@ -36,7 +36,7 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import root_only, time_loop
 from dhir.analysis.profile import Profile
 from dhir.analysis.regions import count_elements
-from dhir.analysis.work import region_bytes
+from dhir.analysis.work import Work, body_work, region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
@@ -190,8 +190,14 @@ def task_graph(
     deps = deps if deps is not None else dependence_graph(schedule)
     touched = set().union(*(effects.touches() for effects in deps.effects))
     working_set = sum(memref_bytes(value.type) for value in touched)
-    for task, effects, regions in zip(tasks, deps.effects, deps.regions, strict=True):
-        costs.work(task, effects, working_set, regions)  # reuses the effects found
+    shapes = deps.shapes or list(range(-len(tasks), 0))  # unknown: a shape each
+    bodies: dict[int, Work] = {}  # the counted body of each shape, found once
+    for task, effects, regions, shape in zip(
+        tasks, deps.effects, deps.regions, shapes, strict=True
+    ):
+        if shape not in bodies:
+            bodies[shape] = body_work(task)
+        costs.work(task, effects, working_set, regions, bodies[shape])  # reuses what was found
     graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
     busy = concurrency(deps)
     cost = task_costs(tasks, names, devices, costs, busy)

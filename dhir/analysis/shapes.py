@@ -1,0 +1,129 @@
+"""Task bodies of one shape: equal up to the memrefs they list and the literals of their
+subscripts, so the analyses that depend on nothing else (effects, the counted work)
+are found once per shape (docs/performance.md: generated schedules repeat a body with
+other constants thousands of times).
+
+A shape key is exact for those analyses: it holds every op's name, operands (by where
+they are defined: an earlier op of the body, or the position of a listed memref, or
+the outer value itself), result types, properties, attributes, successors, regions and
+block arguments, the types of the listed memrefs, and the callee of each call (its
+body is counted). The one thing left out is the value of an `arith.constant` whose
+every use is a subscript of a scalar load or store without a map: the effects do not
+look at subscripts, the work count tells accesses apart by their SSA values, and the
+reuse count drops a subscript's constant term. Any other literal (a loop bound, a
+multiplier, a stored value) is part of the key.
+"""
+
+from collections.abc import Sequence
+
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
+
+from dhir.dialects import func
+from dhir.dialects.access import scalar_access
+from dhir.dialects.arith import ConstantOp
+from dhir.dialects.dhir import TaskOp
+
+ShapeKey = tuple[object, ...]
+
+
+def shape_ids(tasks: Sequence[TaskOp]) -> list[int]:
+    """A number per task, the same for two tasks when their bodies have one shape
+    (`body_shape`); meaningful among these tasks only."""
+    ids: dict[ShapeKey, int] = {}
+    out: list[int] = []
+    for task in tasks:
+        key = body_shape(task)
+        try:
+            out.append(ids.setdefault(key, len(ids)))
+        except TypeError:  # an attribute that cannot be hashed: a shape of its own
+            out.append(-1 - len(out))
+    return out
+
+
+def body_shape(task: TaskOp) -> ShapeKey:
+    """The key of `task`'s body: equal for two tasks when the effects and the work of
+    one, with its memrefs by position, are those of the other."""
+    memrefs = task.memrefs
+    refs: dict[SSAValue, object] = {}
+    for position in range(len(memrefs) - 1, -1, -1):
+        refs[memrefs[position]] = -1 - position  # the first position of a listed value
+    parts: list[object] = [tuple(value.type for value in memrefs)]
+    _blocks(task.body.blocks, refs, {}, parts)
+    return tuple(parts)
+
+
+def by_position(values: frozenset[SSAValue], memrefs: Sequence[SSAValue]) -> frozenset[int]:
+    """`values` (some of a task's memrefs) as their first positions in `memrefs`."""
+    first = {value: k for k, value in reversed(list(enumerate(memrefs)))}
+    return frozenset(first[value] for value in values)
+
+
+def at_positions(positions: frozenset[int], memrefs: Sequence[SSAValue]) -> frozenset[SSAValue]:
+    return frozenset(memrefs[k] for k in positions)
+
+
+def _blocks(
+    blocks: Sequence[Block],
+    refs: dict[SSAValue, object],
+    numbers: dict[Block, int],
+    parts: list[object],
+) -> None:
+    for block in blocks:
+        numbers[block] = len(numbers)
+        for arg in block.args:
+            refs[arg] = len(refs)
+        parts.append(("block", tuple(arg.type for arg in block.args)))
+    for block in blocks:
+        parts.append("ops")
+        for op in block.ops:
+            _op(op, refs, numbers, parts)
+
+
+def _op(
+    op: Operation, refs: dict[SSAValue, object], numbers: dict[Block, int], parts: list[object]
+) -> None:
+    # Called for every op of every task by dhir-place: each xDSL property read once.
+    cls = type(op)
+    results = op.results
+    regions = op.regions
+    successors = op.successors
+    properties = op.properties
+    attributes = op.attributes
+    shown: object = tuple(properties.items()) if properties else ()
+    if cls is ConstantOp and _subscript_only(op):  # pyright: ignore[reportArgumentType]
+        shown = "subscript"  # its value left out; its type is its result's
+    parts.append(
+        (
+            cls,
+            tuple([refs.get(value, value) for value in op.operands]),
+            tuple([result.type for result in results]),
+            shown,
+            tuple(attributes.items()) if attributes else (),
+            tuple([numbers.get(block, block) for block in successors]) if successors else (),
+            _callee(op) if isinstance(op, func.CallOp) else len(regions),
+        )
+    )
+    for result in results:
+        refs[result] = len(refs)
+    for region in regions:
+        parts.append(("region", len(region.blocks)))
+        _blocks(region.blocks, refs, numbers, parts)
+
+
+def _subscript_only(op: ConstantOp) -> bool:
+    """Whether every use of the constant is a subscript of a scalar load or store
+    without a map (not its memref, not the value stored)."""
+    value = op.result
+    for use in value.uses:
+        access = scalar_access(use.operation)
+        if access is None or access.map is not None:
+            return False
+        if value is access.value or value is access.memref or value not in access.indices:
+            return False
+    return True
+
+
+def _callee(op: func.CallOp) -> tuple[Operation | None, int]:
+    """The function a call counts (the same name in another module is another body)."""
+    return SymbolTable.lookup_symbol(op, op.callee), len(op.regions)

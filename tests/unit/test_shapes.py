@@ -1,0 +1,170 @@
+"""Tasks of one body shape share their effects and counted work (dhir.analysis.shapes):
+what dhir-place finds per shape equals what it finds per task, and is found once per
+shape."""
+
+import dataclasses
+from collections.abc import Callable
+
+import pytest
+from devices import rank_device
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dhir import parse_string
+from dhir.analysis import effects as effects_module
+from dhir.analysis.dependences import task_graph as dependence_graph
+from dhir.analysis.effects import task_effects
+from dhir.analysis.shapes import shape_ids
+from dhir.analysis.work import task_work
+from dhir.dialects.dhir import ScheduleOp
+from dhir.placement import from_ir
+from dhir.placement.cost_model import CostModel
+from dhir.targets import DeviceKind
+
+CPU = rank_device(DeviceKind.CPU, "x86_64", memory_bytes=1 << 30)
+
+_MEMREFS = "%a: memref<16xf32>, %b: memref<17xf32>, %c: memref<16xf32>"
+_TYPES = {"%a": "memref<16xf32>", "%b": "memref<17xf32>", "%c": "memref<16xf32>"}
+
+
+def _neighbours(k: int, src: str, dst: str) -> list[str]:
+    """dst[k] = src[k] + src[k+1]: literals only in subscripts."""
+    return [
+        f"%i = arith.constant {k} : index",
+        f"%j = arith.constant {k + 1} : index",
+        f"%x = memref.load {src}[%i] : {_TYPES[src]}",
+        f"%y = memref.load {src}[%j] : {_TYPES[src]}",
+        "%s = arith.addf %x, %y : f32",
+        f"memref.store %s, {dst}[%i] : {_TYPES[dst]}",
+    ]
+
+
+def _strided(n: int, stride: int, src: str, dst: str) -> list[str]:
+    """A loop of `n` trips reading src[i * stride]: the trip count and the multiplier
+    change the work and the reuse count."""
+    return [
+        "%c0 = arith.constant 0 : index",
+        "%c1 = arith.constant 1 : index",
+        f"%n = arith.constant {n} : index",
+        f"%s = arith.constant {stride} : index",
+        "scf.for %i = %c0 to %n step %c1 {",
+        "  %j = arith.muli %i, %s : index",
+        f"  %x = memref.load {src}[%j] : {_TYPES[src]}",
+        f"  memref.store %x, {dst}[%i] : {_TYPES[dst]}",
+        "}",
+    ]
+
+
+def _stored(k: int, value: float, dst: str) -> list[str]:
+    """A literal stored, and one used both as a subscript and as a value."""
+    return [
+        f"%k = arith.constant {k} : index",
+        f"%v = arith.constant {value} : f32",
+        f"memref.store %v, {dst}[%k] : {_TYPES[dst]}",
+        "%w = arith.index_cast %k : index to i32",
+        "%f = arith.sitofp %w : i32 to f32",
+        f"memref.store %f, {dst}[%k] : {_TYPES[dst]}",
+    ]
+
+
+def _local(size: int, k: int, src: str) -> list[str]:
+    """A buffer of its own: its size is the task's footprint."""
+    return [
+        f"%t = memref.alloc() : memref<{size}xf32>",
+        f"%i = arith.constant {k} : index",
+        f"%x = memref.load {src}[%i] : {_TYPES[src]}",
+        f"memref.store %x, %t[%i] : memref<{size}xf32>",
+        f"memref.dealloc %t : memref<{size}xf32>",
+    ]
+
+
+_MEMREF = st.sampled_from(["%a", "%b", "%c"])
+_BODIES = st.one_of(
+    st.builds(_neighbours, st.integers(0, 14), _MEMREF, _MEMREF),
+    st.builds(_strided, st.integers(1, 5), st.integers(1, 3), _MEMREF, _MEMREF),
+    st.builds(_stored, st.integers(0, 15), st.sampled_from([0.5, 2.5]), _MEMREF),
+    st.builds(_local, st.sampled_from([16, 32]), st.integers(0, 15), _MEMREF),
+)
+# Which memrefs a task lists, in which order (a listed memref may repeat).
+_LISTS = st.sampled_from(["%a, %b, %c", "%c, %b, %a", "%a, %a, %b, %c", "%b, %c, %a"])
+
+
+def _program(tasks: list[tuple[list[str], str]]) -> str:
+    lines = [f"func.func @main({_MEMREFS}) {{", "  dhir.schedule %a, %b, %c {"]
+    lines.append('    %cpu = dhir.target {kind = "cpu"}')
+    for number, (body, listed) in enumerate(tasks):
+        lines.append(f"    %t{number} = dhir.task %cpu, {listed} {{")
+        lines += [f"      {line}" for line in body]
+        lines.append("    }")
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)
+
+
+def _schedule(text: str) -> ScheduleOp:
+    module = parse_string(text)
+    return next(op for op in module.walk() if isinstance(op, ScheduleOp))
+
+
+def _assert_shared_equal_per_task(schedule: ScheduleOp) -> None:
+    deps = dependence_graph(schedule)
+    costs = CostModel()
+    from_ir.task_graph(schedule, [CPU, CPU], costs, deps=deps, called=False)
+    tasks = list(schedule.tasks())
+    for task, effects, regions in zip(tasks, deps.effects, deps.regions, strict=True):
+        assert effects == task_effects(task)
+        shared = dataclasses.replace(costs.work(task), working_set=0)
+        assert shared == task_work(task, effects, regions)
+
+
+_SEVERAL_SHAPES = [
+    (_neighbours(0, "%b", "%a"), "%a, %b, %c"),
+    (_neighbours(5, "%b", "%a"), "%a, %b, %c"),
+    (_neighbours(5, "%b", "%a"), "%b, %a, %c"),
+    (_neighbours(7, "%a", "%a"), "%a, %a, %b, %c"),
+    (_strided(4, 1, "%b", "%c"), "%a, %b, %c"),
+    (_strided(4, 3, "%b", "%c"), "%a, %b, %c"),
+    (_strided(2, 3, "%b", "%c"), "%a, %b, %c"),
+    (_stored(1, 0.5, "%c"), "%a, %b, %c"),
+    (_stored(9, 2.5, "%c"), "%a, %b, %c"),
+    (_local(16, 3, "%b"), "%a, %b, %c"),
+    (_local(32, 3, "%b"), "%a, %b, %c"),
+]
+
+
+def test_shared_analyses_equal_per_task_ones() -> None:
+    _assert_shared_equal_per_task(_schedule(_program(_SEVERAL_SHAPES)))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(_BODIES, _LISTS), min_size=1, max_size=8))
+def test_shared_analyses_equal_per_task_ones_random(tasks: list[tuple[list[str], str]]) -> None:
+    _assert_shared_equal_per_task(_schedule(_program(tasks)))
+
+
+def test_shapes_tell_apart_what_the_analyses_see() -> None:
+    ids = shape_ids(list(_schedule(_program(_SEVERAL_SHAPES)).tasks()))
+    # Subscript literals alone differ: one shape; listed in another order, another.
+    assert ids[0] == ids[1] != ids[2]
+    assert ids[3] != ids[0]  # the same memref twice
+    assert len({ids[4], ids[5], ids[6]}) == 3  # a multiplier, a trip count
+    assert ids[7] != ids[8]  # a stored literal
+    assert ids[9] != ids[10]  # the type of a local buffer
+
+
+def test_each_shape_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    schedule = _schedule(_program(_SEVERAL_SHAPES * 3))
+    expected = len(set(shape_ids(list(schedule.tasks()))))
+    calls = {"effects": 0, "work": 0}
+
+    def counted(name: str, function: Callable[..., object]) -> Callable[..., object]:
+        def wrapper(*args: object, **kwargs: object) -> object:
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(effects_module, "task_effects", counted("effects", task_effects))
+    monkeypatch.setattr(from_ir, "body_work", counted("work", from_ir.body_work))
+    from_ir.task_graph(schedule, [CPU, CPU], CostModel(), called=False)
+    assert expected == 10
+    assert calls == {"effects": expected, "work": expected}
