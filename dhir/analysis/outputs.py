@@ -19,13 +19,12 @@ from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import func, scf
 from dhir.dialects.dhir import ScheduleOp, defined_inside, walk_outside_tasks
+from dhir.ir.walk import find_ops
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
     """Whether a function of `module` calls `entry`."""
-    return any(
-        isinstance(op, func.CallOp) and op.callee.string_value() == entry for op in module.walk()
-    )
+    return any(call.callee.string_value() == entry for call in find_ops(module, func.CallOp))
 
 
 def root_only(

@@ -23,9 +23,10 @@ from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, scf
-from dhir.dialects.access import global_name, is_alloc, is_global
+from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.walk import find_ops
 
 
 def check_shared_data(module: ModuleOp) -> None:
@@ -254,7 +255,8 @@ def _mutable_globals(module: ModuleOp) -> set[str]:
             name = op.properties.get("sym_name")
             constant = op.properties.get("constant") is not None
             defined[getattr(name, "data", "")] = constant
-    used = {name for op in module.walk() if (name := global_name(op)) is not None}
+    uses = find_ops(module, GLOBAL_USES)
+    used = {name for op in uses if (name := global_name(op)) is not None}
     return {name for name in used if not defined.get(name, False)}
 
 

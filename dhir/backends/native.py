@@ -32,6 +32,7 @@ from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
+from dhir.ir.walk import find_ops
 from dhir.targets import host_arch
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.gpu import gpu_build
@@ -179,7 +180,7 @@ def openmp_safe(module: ModuleOp) -> bool:
         return False
     parallel = False
     linalg: list[LinalgStructuredOperation] = []
-    for op in module.walk():
+    for op in find_ops(module, (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)):
         if isinstance(op, scf.ParallelOp):
             parallel = True
             if any(isinstance(v.type, AnyFloat) for v in op.initVals):

@@ -398,6 +398,10 @@ def view_source(op: Operation) -> SSAValue | None:
     return op.operands[0]
 
 
+# The ops `global_name` names a global for: what a search of a whole module looks for.
+GLOBAL_USES: tuple[type[Operation], ...] = (memref.GetGlobalOp,)
+
+
 def global_name(op: Operation) -> str | None:
     """The symbol a `memref.get_global` takes, or None for any other op."""
     if not isinstance(op, memref.GetGlobalOp):

@@ -7,6 +7,7 @@ from xdsl.ir import Operation
 from dhir.dialects import func
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
+from dhir.ir.walk import find_ops
 from dhir.targets import DeviceKind
 
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
@@ -55,7 +56,7 @@ def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
     names: dict[TaskOp, str] = {}
     for op in module.body.block.ops:
         owner = _owner(op)
-        schedules = [s for s in op.walk() if isinstance(s, ScheduleOp)]
+        schedules = find_ops(op, ScheduleOp)
         for s, schedule in enumerate(schedules):
             for task, suffix in zip(schedule.tasks(), _task_suffixes(schedule), strict=True):
                 names[task] = f"{owner}.schedule{s}.{suffix}"

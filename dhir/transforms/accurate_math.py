@@ -40,6 +40,7 @@ from dhir.dialects import math as mathd
 from dhir.dialects.arith import ExtSIOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.walk import find_ops
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
 _CHANGED = (*_C_NAMES, mathd.FPowIOp)
@@ -58,7 +59,7 @@ class AccurateMathPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # Where an op is (a walk up its parents) is asked only of the few it changes.
-        found = [o for o in op.walk() if isinstance(o, _CHANGED) and not in_device_code(o)]
+        found = [o for o in find_ops(op, _CHANGED) if not in_device_code(o)]
         for math_op in found:
             if _c_name(math_op) is not None:
                 _replace(op, math_op)

@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.dialects import mpi
 from dhir.dialects.dlti import DLTIEntryMap
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+from dhir.ir.walk import find_ops
 
 # The MPIs dhir builds with, by the names their DLTI entry gives them.
 DLTI_NAMES = {"mpich": "MPICH", "openmpi": "OpenMPI"}
@@ -59,8 +60,7 @@ RUNTIME_REPLACEMENTS: dict[type[Operation], str] = {
 _OWNED = (mpi.InitOp, mpi.FinalizeOp)
 # The ops whose memref operands MPI sends or receives.
 _BUFFER_OPS = (mpi.SendOp, mpi.RecvOp, mpi.ISendOp, mpi.IRecvOp, mpi.AllReduceOp)
-# Exact classes: a set lookup per op is much cheaper than isinstance on IRDL classes.
-_MPI_OPS = frozenset(mpi.MPI.operations)
+_MPI_OPS = tuple(mpi.MPI.operations)
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def check_mpi_use(module: ModuleOp, mpi_name: str) -> None:
 
 
 def mpi_problems(module: ModuleOp, mpi_name: str) -> list[Diagnostic]:
-    ops = [op for op in module.walk() if type(op) in _MPI_OPS]
+    ops = find_ops(module, _MPI_OPS)
     if not ops:
         return []
     dlti = DLTI_NAMES[mpi_name]

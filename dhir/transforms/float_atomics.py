@@ -19,16 +19,15 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dhir.dialects import memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.memref import GenericAtomicRMWOp
+from dhir.ir.walk import find_ops
 
 
 def float_atomics(module: ModuleOp) -> list[GenericAtomicRMWOp]:
     """The host code's `generic_atomic_rmw`s on floats."""
     return [
         op
-        for op in module.walk()
-        if isinstance(op, GenericAtomicRMWOp)
-        and isinstance(op.result.type, AnyFloat)
-        and not in_device_code(op)
+        for op in find_ops(module, GenericAtomicRMWOp)
+        if isinstance(op.result.type, AnyFloat) and not in_device_code(op)
     ]
 
 

@@ -68,6 +68,7 @@ from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
 from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.layout import element_bytes
 from dhir.ir.tasks import rank_of
+from dhir.ir.walk import find_ops
 from dhir.transforms.outline import outline
 
 BCAST = "dhir_rt_bcast"
@@ -245,12 +246,11 @@ def _declare(name: str, inputs: Sequence[object]) -> func.FuncOp:
 
 
 def _erase_targets(module: ModuleOp) -> None:
-    for op in list(module.walk()):
-        if isinstance(op, TargetOp):
-            if op.result.uses:
-                raise PassFailedAt(op, "dhir.target is still used after lowering")
-            op.detach()
-            op.erase()
+    for op in find_ops(module, TargetOp):
+        if op.result.uses:
+            raise PassFailedAt(op, "dhir.target is still used after lowering")
+        op.detach()
+        op.erase()
 
 
 class _RankGuards:

@@ -65,6 +65,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
+from dhir.ir.walk import find_ops
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 from dhir.transforms.split_reductions import (
@@ -100,7 +101,8 @@ class SplitTasksPass(ModulePass):
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
         warn_ignored(op)
-        names = task_ids(op) if any(SPLIT_ATTR in o.attributes for o in op.walk()) else {}
+        forced = any(SPLIT_ATTR in t.attributes for t in find_ops(op, TaskOp))
+        names = task_ids(op) if forced else {}  # only to name tasks in warnings
         for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):

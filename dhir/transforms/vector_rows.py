@@ -24,6 +24,7 @@ from xdsl.rewriter import Rewriter
 
 from dhir.dialects import arith, vector
 from dhir.dialects import vector as dhir_vector
+from dhir.ir.walk import find_ops
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class VectorRowsPass(ModulePass):
     name = "dhir-vector-rows"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for found in list(op.walk()):
+        for found in find_ops(op, (vector.LoadOp, vector.StoreOp)):
             if isinstance(found, vector.LoadOp) and _rows(found.base, found.result.type):
                 _load_rows(found)
             elif isinstance(found, vector.StoreOp) and _rows(found.base, found.vector.type):

@@ -1,0 +1,38 @@
+"""Finding ops of given kinds in a module, the cheap way.
+
+`Operation.walk` nests one generator per level of regions, and `isinstance` on IRDL
+classes is slow; passes that look for a few kinds of ops in a whole lowered module (tens
+of thousands of ops) spend most of their time there. `find_ops` walks with one explicit
+stack and asks `issubclass` once per class, which finds the same ops, in the same order,
+at less than half the cost (docs/performance.md).
+"""
+
+from typing import TypeVar
+
+from xdsl.ir import Operation
+
+_Op = TypeVar("_Op", bound=Operation)
+
+
+def find_ops(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> list[_Op]:
+    """The ops nested in `root`, `root` included, that are instances of `kinds`, in the
+    pre-order of `root.walk()`."""
+    wanted: dict[type[Operation], bool] = {}
+    found: list[_Op] = []
+    pending: list[Operation] = [root]
+    while pending:
+        op = pending.pop()
+        kind = type(op)
+        hit = wanted.get(kind)
+        if hit is None:
+            hit = wanted[kind] = issubclass(kind, kinds)
+        if hit:
+            found.append(op)  # pyright: ignore[reportArgumentType]
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                # Pushed last to first, so that they come off the stack in order.
+                child = block.last_op
+                while child is not None:
+                    pending.append(child)
+                    child = child.prev_op
+    return found
