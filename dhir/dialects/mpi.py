@@ -601,6 +601,11 @@ class ErrorClassOp(IRDLOperation):
         super().__init__(operands=[val], result_types=[RetvalType()])
 
 
+# The DLTI entry upstream's MPI lowering reads to pick an ABI, and its value for each
+# MPI dhir builds with: what dhir-lower-to-mpi writes and the build checks.
+IMPLEMENTATION_KEY = "MPI:Implementation"
+IMPLEMENTATIONS = {"mpich": "MPICH", "openmpi": "OpenMPI"}
+
 MPI = Dialect(
     "mpi",
     [

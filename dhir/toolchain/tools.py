@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from dhir.dialects.mpi import IMPLEMENTATIONS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 MPI_CHOICES = ("mpich", "openmpi")
@@ -45,7 +46,7 @@ class MpiInstall:
     @property
     def dlti_name(self) -> str:
         """The `MPI:Implementation` the lowered module must declare for this MPI."""
-        return {"mpich": "MPICH", "openmpi": "OpenMPI"}[self.name]
+        return IMPLEMENTATIONS[self.name]
 
     @property
     def compile_flags(self) -> tuple[str, ...]:

@@ -34,12 +34,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.dialects import mpi
 from dhir.dialects.dlti import DLTIEntryMap
+from dhir.dialects.mpi import IMPLEMENTATION_KEY, IMPLEMENTATIONS
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.walk import find_ops
-
-# The MPIs dhir builds with, by the names their DLTI entry gives them.
-DLTI_NAMES = {"mpich": "MPICH", "openmpi": "OpenMPI"}
-IMPLEMENTATION_KEY = "MPI:Implementation"
 
 # What MLIR 22's convert-to-llvm lowers; anything else it leaves in place without a word.
 LOWERED: tuple[type[Operation], ...] = (
@@ -73,7 +70,7 @@ class CheckMpiPass(ModulePass):
     mpi: str = "mpich"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.mpi not in DLTI_NAMES:
+        if self.mpi not in IMPLEMENTATIONS:
             raise PassFailedException(
                 f"dhir-check-mpi: mpi must be mpich or openmpi, got {self.mpi}"
             )
@@ -92,7 +89,7 @@ def mpi_problems(module: ModuleOp, mpi_name: str) -> list[Diagnostic]:
     ops = find_ops(module, _MPI_OPS)
     if not ops:
         return []
-    dlti = DLTI_NAMES[mpi_name]
+    dlti = IMPLEMENTATIONS[mpi_name]
     problems = _implementation_problems(ops, mpi_name, dlti)
     problems += _unlowered(ops)
     owned = [op for op in ops if isinstance(op, _OWNED)]

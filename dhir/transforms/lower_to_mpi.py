@@ -96,7 +96,6 @@ LOOP_ROUNDS = 8
 STEPS_PER_FUNCTION = 32
 # Step calls per group function (see _group_steps).
 CALLS_PER_GROUP = 16
-_MPI_NAMES = {"mpich": "MPICH", "openmpi": "OpenMPI"}
 
 
 @dataclass(frozen=True)
@@ -111,12 +110,12 @@ class LowerToMPIPass(ModulePass):
     partition: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.mpi not in _MPI_NAMES:
+        if self.mpi not in mpi.IMPLEMENTATIONS:
             raise PassFailedException(
                 f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"
             )
         op.attributes["dlti.map"] = MapAttr(
-            ArrayAttr([_dlti_entry("MPI:Implementation", _MPI_NAMES[self.mpi])])
+            ArrayAttr([_dlti_entry(mpi.IMPLEMENTATION_KEY, mpi.IMPLEMENTATIONS[self.mpi])])
         )
         check_shared_data(op)
         runtime: set[str] = set()
