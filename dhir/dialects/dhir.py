@@ -56,6 +56,7 @@ from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.scf import ExecuteRegionOp
+from dhir.ir.walk import enclosing
 from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
 
 
@@ -524,12 +525,7 @@ def _nesting_error(op: Operation, outer: Operation) -> VerifyExceptionAt:
 
 
 def _enclosing_dhir_op(op: Operation) -> Operation | None:
-    current = op.parent_op()
-    while current is not None:
-        if isinstance(current, TaskOp | ScheduleOp):
-            return current
-        current = current.parent_op()
-    return None
+    return enclosing(op, (TaskOp, ScheduleOp))
 
 
 def defined_inside(value: SSAValue, ancestor: Operation) -> bool:

@@ -94,6 +94,7 @@ from dhir.dialects.format import (
     redefine,
     split_properties,
 )
+from dhir.ir.walk import enclosing
 
 _SEGMENTS = "operandSegmentSizes"
 _NUM_WORKGROUP = "workgroup_attributions"
@@ -2006,12 +2007,7 @@ def in_device_code(op: Operation) -> bool:
     """Whether `op` is compiled for the device: inside a `gpu.module` or `gpu.func`, or
     inside a `gpu.launch` body (which gpu-kernel-outlining moves into a `gpu.module`).
     The one rule for "is this GPU code"."""
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, _DEVICE_CODE):
-            return True
-        parent = parent.parent_op()
-    return False
+    return enclosing(op, _DEVICE_CODE) is not None
 
 
 _ops = with_replaced_ops(

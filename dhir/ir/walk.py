@@ -36,3 +36,13 @@ def find_ops(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> list[
                     pending.append(child)
                     child = child.prev_op
     return found
+
+
+def enclosing(op: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> _Op | None:
+    """The nearest op around `op` (not `op` itself) that is an instance of `kinds`."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, kinds):
+            return parent
+        parent = parent.parent_op()
+    return None

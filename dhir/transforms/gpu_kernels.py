@@ -28,6 +28,7 @@ from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
 from dhir.ir.text import parse_string, print_module
+from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
 
@@ -273,22 +274,12 @@ def _by_depth(module: ModuleOp) -> dict[int, list[func.FuncOp]]:
         depths = [
             len(op.lowerBound)
             for op in function.walk()
-            if isinstance(op, scf.ParallelOp) and not _inside(op, scf.ParallelOp)
+            if isinstance(op, scf.ParallelOp) and enclosing(op, scf.ParallelOp) is None
         ]
         depth = min(3, max(depths, default=1))
         function.detach()
         groups.setdefault(depth, []).append(function)
     return groups
-
-
-def _inside(op: Operation, kind: type[Operation]) -> bool:
-    """Whether an op of type `kind` encloses `op`."""
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, kind):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 def _mlir_opt(
@@ -325,7 +316,7 @@ def _take_back(task: TaskOp, function: func.FuncOp, free: list[SSAValue], label:
             for index, value in enumerate(nested.operands):
                 if value in mapping:
                     nested.operands[index] = mapping[value]
-            if isinstance(nested, scf.ParallelOp) and not _inside(nested, dgpu.LaunchOp):
+            if isinstance(nested, scf.ParallelOp) and enclosing(nested, dgpu.LaunchOp) is None:
                 raise error_at(
                     task,
                     f"{label}: a parallel loop could not be mapped to the GPU; write the "
