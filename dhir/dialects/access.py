@@ -106,26 +106,19 @@ def _store(op: Operation) -> Facts:
     return Facts(Kind.STORE, (access,))
 
 
-def _affine_load(op: Operation) -> Facts:
-    memref, *indices = op.operands
-    value = op.results[0]
-    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, False, read=True),))
+def _affine_move(read: bool, lanes: bool) -> Callable[[Operation], Facts]:
+    """The facts of an affine load (`read`) or store, of one element or (`lanes`) of a
+    vector."""
 
+    def facts_of(op: Operation) -> Facts:
+        if read:
+            (memref, *indices), value = op.operands, op.results[0]
+        else:
+            value, memref, *indices = op.operands
+        kind_ = Kind.LOAD if read else Kind.STORE
+        return Facts(kind_, (_affine(op, memref, indices, value, lanes, read),))
 
-def _affine_store(op: Operation) -> Facts:
-    value, memref, *indices = op.operands
-    return Facts(Kind.STORE, (_affine(op, memref, indices, value, False, read=False),))
-
-
-def _affine_vector_load(op: Operation) -> Facts:
-    memref, *indices = op.operands
-    value = op.results[0]
-    return Facts(Kind.LOAD, (_affine(op, memref, indices, value, True, read=True),))
-
-
-def _affine_vector_store(op: Operation) -> Facts:
-    value, memref, *indices = op.operands
-    return Facts(Kind.STORE, (_affine(op, memref, indices, value, True, read=False),))
+    return facts_of
 
 
 def _affine(
@@ -244,10 +237,10 @@ _Classes = type[Operation] | tuple[type[Operation], ...]
 _Builder = Callable[[Operation], Facts]
 
 _BY_CLASS: tuple[tuple[_Classes, Kind, _Builder], ...] = (
-    (affine.VectorLoadOp, Kind.LOAD, _affine_vector_load),
-    (affine.VectorStoreOp, Kind.STORE, _affine_vector_store),
-    (affine.LoadOp, Kind.LOAD, _affine_load),
-    (affine.StoreOp, Kind.STORE, _affine_store),
+    (affine.VectorLoadOp, Kind.LOAD, _affine_move(read=True, lanes=True)),
+    (affine.VectorStoreOp, Kind.STORE, _affine_move(read=False, lanes=True)),
+    (affine.LoadOp, Kind.LOAD, _affine_move(read=True, lanes=False)),
+    (affine.StoreOp, Kind.STORE, _affine_move(read=False, lanes=False)),
     (memref.LoadOp, Kind.LOAD, _load),
     (memref.StoreOp, Kind.STORE, _store),
     (vector.LoadOp, Kind.LOAD, _vector_load),
