@@ -11,8 +11,8 @@ import islpy as isl
 from xdsl.ir import SSAValue
 
 from dhir.analysis.effects import Effects, shared_effects
-from dhir.analysis.regions import Regions, count_elements, task_regions
-from dhir.analysis.shapes import shape_ids
+from dhir.analysis.regions import Regions, count_elements, shared_regions
+from dhir.analysis.shapes import shapes_of
 from dhir.dialects.dhir import ScheduleOp
 
 
@@ -56,9 +56,9 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     same way. Accesses of one region by several tasks share one entry, and bounding
     boxes rule out most pairs before isl is asked."""
     tasks = list(schedule.tasks())
-    shapes = shape_ids(tasks)
-    effects = shared_effects(tasks, shapes)
-    regions = [task_regions(task) for task in tasks]
+    shapes = shapes_of(tasks)
+    effects = shared_effects(tasks, shapes.ids)
+    regions = shared_regions(tasks, shapes)
     writers: dict[SSAValue, _Accesses] = {}
     readers: dict[SSAValue, _Accesses] = {}
     deps: list[Dependence] = []
@@ -88,7 +88,7 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
         deps,
         regions,
         {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w},
-        shapes,
+        shapes.ids,
     )
 
 

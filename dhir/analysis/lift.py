@@ -327,6 +327,11 @@ class Lifter:
 
     # --- public ---------------------------------------------------------------------
 
+    def name(self, value: SSAValue, name: str) -> None:
+        """Lift the index value `value` as the leaf `name`, whatever defines it (a
+        constant that a caller fixes later)."""
+        self._memo[value] = _Entry(Lifted.at(leaf(name)))
+
     def value(self, value: SSAValue) -> Lifted | None:
         """`value` (index or integer) as a number: a narrow integer read signed."""
         width = scalar_int_width(value.type)

@@ -38,6 +38,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
+from dhir.analysis.shapes import Shapes
 from dhir.dialects import affine, arith, scf
 from dhir.dialects.access import Access, Kind, ViewKind, facts
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
@@ -131,6 +132,72 @@ def task_regions(task: TaskOp) -> Regions:
         walker.views[memref] = (_View(memref, None),)
     walker.walk(task.body.block.ops, _Nest((), (), True))
     return walker.result()
+
+
+def shared_regions(tasks: Sequence[TaskOp], shapes: Shapes) -> list[Regions]:
+    """Each task's regions (`task_regions`), found once per shape: over a parameter for
+    each constant the shape leaves out (`Shapes.constants`), each then fixed to a task's
+    own value."""
+    templates: dict[int, _Template] = {}
+    out: list[Regions] = []
+    for task, shape, constants in zip(tasks, shapes.ids, shapes.constants, strict=True):
+        template = templates.get(shape)
+        if template is None:
+            template = templates[shape] = _Template.of(task, constants)
+        out.append(template.instance(task.memrefs, constants))
+    return out
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A shape's regions over parameters `names`: per table (reads, writes, must-writes),
+    the first position of each memref in the task's list, with its region."""
+
+    names: tuple[str, ...]
+    tables: tuple[tuple[tuple[int, isl.Set], ...], ...]
+
+    @staticmethod
+    def of(task: TaskOp, constants: Sequence[arith.ConstantOp]) -> "_Template":
+        names = tuple(f"{_CONSTANT}{k}" for k in range(len(constants)))
+        walker = _Walker(params=names)
+        for constant, name in zip(constants, names, strict=True):
+            walker.lift.name(constant.result, name)
+        for memref in task.memrefs:
+            walker.views[memref] = (_View(memref, None),)
+        walker.walk(task.body.block.ops, _Nest((), (), True))
+        found = walker.result()
+        first = {value: k for k, value in reversed(list(enumerate(task.memrefs)))}
+        tables = tuple(
+            tuple((first[root], region) for root, region in table.items())
+            for table in (found.reads, found.writes, found.must_writes)
+        )
+        return _Template(names, tables)
+
+    def instance(
+        self, memrefs: Sequence[SSAValue], constants: Sequence[arith.ConstantOp]
+    ) -> Regions:
+        values = [_constant_value(c) for c in constants]
+        reads, writes, musts = (
+            {memrefs[k]: _fixed(region, self.names, values) for k, region in table}
+            for table in self.tables
+        )
+        return Regions(reads, writes, musts)
+
+
+def _constant_value(op: arith.ConstantOp) -> isl.Val:
+    attr = op.value
+    assert isinstance(attr, IntegerAttr)  # a used subscript (dhir.analysis.shapes)
+    return isl.Val(str(attr.value.data))
+
+
+def _fixed(region: isl.Set, names: Sequence[str], values: Sequence[isl.Val]) -> isl.Set:
+    """`region` with parameter `names[k]` fixed to `values[k]`, parameters projected out."""
+    params = isl.dim_type.param
+    for name, value in zip(names, values, strict=True):
+        at = region.find_dim_by_name(params, name)
+        if at >= 0:
+            region = region.fix_val(params, at, value)
+    return region.project_out(params, 0, region.dim(params)).coalesce()
 
 
 def iteration_regions(
@@ -795,6 +862,8 @@ def _all_exact(exprs: Sequence[Expr] | None) -> bool:
 
 _INTEGER = re.compile(r"-?[0-9]+")
 _LITERAL = "c_"  # the prefix of the parameters standing for literals (no other name has it)
+# The prefix of the parameters standing for a shape's constants (`shared_regions`).
+_CONSTANT = "s_"
 _LITERAL_NAME = re.compile(rf"\b{_LITERAL}[0-9]+\b")
 
 # Kinds of ops whose accesses this module records (linalg has its own walk).

@@ -11,10 +11,13 @@ body is counted). The one thing left out is the value of an `arith.constant` who
 every use is a subscript of a scalar load or store without a map: the effects do not
 look at subscripts, the work count tells accesses apart by their SSA values, and the
 reuse count drops a subscript's constant term. Any other literal (a loop bound, a
-multiplier, a stored value) is part of the key.
+multiplier, a stored value) is part of the key. The access regions depend on those
+constants: they are found once per shape with each constant left out as a parameter
+(dhir.analysis.regions.shared_regions), given by `Shapes.constants`.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
@@ -27,29 +30,45 @@ from dhir.dialects.dhir import TaskOp
 ShapeKey = tuple[object, ...]
 
 
-def shape_ids(tasks: Sequence[TaskOp]) -> list[int]:
-    """A number per task, the same for two tasks when their bodies have one shape
-    (`body_shape`); meaningful among these tasks only."""
+@dataclass(frozen=True)
+class Shapes:
+    """Per task: its shape number, the same for two tasks when their bodies have one
+    shape (`body_shape`), meaningful among these tasks only; and the constants its key
+    leaves out, in walk order (the k-th of one task stands where the k-th of another of
+    its shape does)."""
+
+    ids: list[int]
+    constants: list[tuple[ConstantOp, ...]]
+
+
+def shapes_of(tasks: Sequence[TaskOp]) -> Shapes:
     ids: dict[ShapeKey, int] = {}
-    out: list[int] = []
+    out = Shapes([], [])
     for task in tasks:
-        key = body_shape(task)
+        constants: list[ConstantOp] = []
+        key = body_shape(task, constants)
         try:
-            out.append(ids.setdefault(key, len(ids)))
+            out.ids.append(ids.setdefault(key, len(ids)))
         except TypeError:  # an attribute that cannot be hashed: a shape of its own
-            out.append(-1 - len(out))
+            out.ids.append(-1 - len(out.ids))
+        out.constants.append(tuple(constants))
     return out
 
 
-def body_shape(task: TaskOp) -> ShapeKey:
+def shape_ids(tasks: Sequence[TaskOp]) -> list[int]:
+    return shapes_of(tasks).ids
+
+
+def body_shape(task: TaskOp, constants: list[ConstantOp] | None = None) -> ShapeKey:
     """The key of `task`'s body: equal for two tasks when the effects and the work of
-    one, with its memrefs by position, are those of the other."""
+    one, with its memrefs by position, are those of the other. The constants the key
+    leaves out are added to `constants`."""
     memrefs = task.memrefs
     refs: dict[SSAValue, object] = {}
     for position in range(len(memrefs) - 1, -1, -1):
         refs[memrefs[position]] = -1 - position  # the first position of a listed value
     parts: list[object] = [tuple(value.type for value in memrefs)]
-    _blocks(task.body.blocks, refs, {}, parts)
+    _blocks(task.body.blocks, refs, {}, parts, constants if constants is not None else [])
     return tuple(parts)
 
 
@@ -68,6 +87,7 @@ def _blocks(
     refs: dict[SSAValue, object],
     numbers: dict[Block, int],
     parts: list[object],
+    constants: list[ConstantOp],
 ) -> None:
     for block in blocks:
         numbers[block] = len(numbers)
@@ -77,11 +97,15 @@ def _blocks(
     for block in blocks:
         parts.append("ops")
         for op in block.ops:
-            _op(op, refs, numbers, parts)
+            _op(op, refs, numbers, parts, constants)
 
 
 def _op(
-    op: Operation, refs: dict[SSAValue, object], numbers: dict[Block, int], parts: list[object]
+    op: Operation,
+    refs: dict[SSAValue, object],
+    numbers: dict[Block, int],
+    parts: list[object],
+    constants: list[ConstantOp],
 ) -> None:
     # Called for every op of every task by dhir-place: each xDSL property read once.
     cls = type(op)
@@ -93,6 +117,8 @@ def _op(
     shown: object = tuple(properties.items()) if properties else ()
     if cls is ConstantOp and _subscript_only(op):  # pyright: ignore[reportArgumentType]
         shown = "subscript"  # its value left out; its type is its result's
+        if op.results[0].first_use is not None:  # an unused one stands for nothing
+            constants.append(op)  # pyright: ignore[reportArgumentType]
     parts.append(
         (
             cls,
@@ -108,7 +134,7 @@ def _op(
         refs[result] = len(refs)
     for region in regions:
         parts.append(("region", len(region.blocks)))
-        _blocks(region.blocks, refs, numbers, parts)
+        _blocks(region.blocks, refs, numbers, parts, constants)
 
 
 def _subscript_only(op: ConstantOp) -> bool:

@@ -1,6 +1,6 @@
-"""Tasks of one body shape share their effects and counted work (dhir.analysis.shapes):
-what dhir-place finds per shape equals what it finds per task, and is found once per
-shape."""
+"""Tasks of one body shape share their effects, counted work and access regions
+(dhir.analysis.shapes): what dhir-place finds per shape equals what it finds per task,
+and is found once per shape."""
 
 import dataclasses
 from collections.abc import Callable
@@ -14,6 +14,7 @@ from dhir import parse_string
 from dhir.analysis import effects as effects_module
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.effects import task_effects
+from dhir.analysis.regions import Regions, task_regions
 from dhir.analysis.shapes import shape_ids
 from dhir.analysis.work import task_work
 from dhir.dialects.dhir import ScheduleOp
@@ -28,8 +29,9 @@ _TYPES = {"%a": "memref<16xf32>", "%b": "memref<17xf32>", "%c": "memref<16xf32>"
 
 
 def _neighbours(k: int, src: str, dst: str) -> list[str]:
-    """dst[k] = src[k] + src[k+1]: literals only in subscripts."""
+    """dst[k] = src[k] + src[k+1]: literals only in subscripts (and one unused)."""
     return [
+        "%unused = arith.constant 2.5 : f32",
         f"%i = arith.constant {k} : index",
         f"%j = arith.constant {k + 1} : index",
         f"%x = memref.load {src}[%i] : {_TYPES[src]}",
@@ -112,8 +114,20 @@ def _assert_shared_equal_per_task(schedule: ScheduleOp) -> None:
     tasks = list(schedule.tasks())
     for task, effects, regions in zip(tasks, deps.effects, deps.regions, strict=True):
         assert effects == task_effects(task)
+        _assert_same_regions(regions, task_regions(task))
         shared = dataclasses.replace(costs.work(task), working_set=0)
         assert shared == task_work(task, effects, regions)
+
+
+def _assert_same_regions(shared: Regions, own: Regions) -> None:
+    for table, expected in (
+        (shared.reads, own.reads),
+        (shared.writes, own.writes),
+        (shared.must_writes, own.must_writes),
+    ):
+        assert table.keys() == expected.keys()
+        for memref, region in table.items():
+            assert region.is_equal(expected[memref]), (region, expected[memref])
 
 
 _SEVERAL_SHAPES = [
