@@ -11,7 +11,14 @@ import islpy as isl
 from xdsl.ir import SSAValue
 
 from dhir.analysis.effects import Effects, shared_effects
-from dhir.analysis.regions import Regions, count_elements, shared_regions
+from dhir.analysis.regions import (
+    Bounds,
+    Regions,
+    count_elements,
+    hull,
+    piece_boxes,
+    shared_regions,
+)
 from dhir.analysis.shapes import shapes_of
 from dhir.dialects.dhir import ScheduleOp
 
@@ -65,7 +72,7 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     order = _order(schedule)
     for k, (effect, region) in enumerate(zip(effects, regions, strict=True)):
         for m in sorted(effect.touches(), key=order):
-            read, written = _Region.of(region.read(m)), _Region.of(region.written(m))
+            read, written = _Region.of(region, m, False), _Region.of(region, m, True)
             needs = region.needs(m)
             for w, js in writers.setdefault(m, _Accesses()).overlapping(read):
                 for j in js:
@@ -81,7 +88,7 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
             writers[m].trim(written)
             writers[m].add(written, k)
             readers[m].trim(written)
-            readers[m].add(_Region.of((read.set - written.set).coalesce()), k)
+            readers[m].add(_Region.of_set((read.set - written.set).coalesce()), k)
     final = {m: [(j, r) for r, js in a.entries() for j in js] for m, a in writers.items()}
     return TaskGraph(
         effects,
@@ -103,19 +110,24 @@ class _Region:
     cheaply."""
 
     set: isl.Set
-    box: tuple[tuple[int, ...], tuple[int, ...]] | None
+    box: Bounds | None
     empty: bool
 
     @staticmethod
-    def of(region: isl.Set) -> "_Region":
-        if region.is_empty():
-            return _Region(region, None, True)
-        if not region.is_bounded():
+    def of(regions: Regions, memref: SSAValue, written: bool) -> "_Region":
+        """What a task reads (or writes) of `memref`."""
+        region = regions.written(memref) if written else regions.read(memref)
+        return _Region.boxed(region, regions.boxes(memref, written))
+
+    @staticmethod
+    def of_set(region: isl.Set) -> "_Region":
+        return _Region.boxed(region, piece_boxes(region))
+
+    @staticmethod
+    def boxed(region: isl.Set, boxes: tuple[Bounds, ...] | None) -> "_Region":
+        if boxes is None:
             return _Region(region, None, False)
-        dims = region.dim(isl.dim_type.set)
-        lo = tuple(int(region.dim_min_val(d).to_python()) for d in range(dims))
-        hi = tuple(int(region.dim_max_val(d).to_python()) for d in range(dims))
-        return _Region(region, (lo, hi), False)
+        return _Region(region, hull(boxes), False) if boxes else _Region(region, None, True)
 
     def key(self) -> object:
         """Equal for equal regions (boxes by their bounds, others by their text)."""
@@ -259,7 +271,7 @@ class _Accesses:
             self._delete(entry)
         left: dict[object, list[_Entry]] = {}
         for entry in touched:
-            rest = _Region.of((entry.region.set - written.set).coalesce())
+            rest = _Region.of_set((entry.region.set - written.set).coalesce())
             if not rest.empty:
                 entry.region, entry.key = rest, rest.key()
                 left.setdefault(entry.key, []).append(entry)

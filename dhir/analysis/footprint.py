@@ -34,12 +34,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from itertools import combinations
 
-import islpy as isl
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from dhir.analysis.counts import element_bytes_of
-from dhir.analysis.regions import Regions, task_regions, whole
+from dhir.analysis.regions import Regions, task_regions
 from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
 from dhir.dialects import func
@@ -172,10 +171,7 @@ def task_boxes(
     if not listed:
         return {}
     regions = regions if regions is not None else task_regions(task)
-    return {
-        memref: _boxes(regions.read(memref), memref) | _boxes(regions.written(memref), memref)
-        for memref in listed
-    }
+    return {memref: _boxes(regions, memref) for memref in listed}
 
 
 def whole_reasons(function: func.FuncOp) -> dict[int, Whole]:
@@ -214,19 +210,17 @@ def task_ranks(task: TaskOp, ranks: int, placement: Mapping[TaskOp, int] | None)
     return range(rank, rank + 1)
 
 
-def _boxes(region: isl.Set, memref: SSAValue) -> set[Box]:
-    """The bounding box of each piece of `region`, cut to the memref's shape."""
-    if region.is_empty():
-        return set()  # what most tasks read or write of most memrefs they list
-    region = (region & whole(memref.type)).coalesce()
-    return {_bounding(isl.Set.from_basic_set(piece)) for piece in region.get_basic_sets()}
-
-
-def _bounding(piece: isl.Set) -> Box:
-    dims = piece.dim(isl.dim_type.set)
-    lo = tuple(int(piece.dim_min_val(d).to_python()) for d in range(dims))
-    hi = tuple(int(piece.dim_max_val(d).to_python()) + 1 for d in range(dims))
-    return Box(lo, hi)
+def _boxes(regions: Regions, memref: SSAValue) -> set[Box]:
+    """The bounding box of each piece of what a task reads or writes of `memref`."""
+    found: set[Box] = set()
+    for written in (False, True):
+        boxes = regions.boxes(memref, written)
+        if boxes is None:  # unbounded: a dynamic shape, which stays whole (`whole_reasons`)
+            type_ = memref.type
+            assert isinstance(type_, MemRefType)
+            return {Box(tuple(0 for _ in type_.get_shape()), tuple(type_.get_shape()))}
+        found.update(Box(lo, tuple(h + 1 for h in hi)) for lo, hi in boxes)
+    return found
 
 
 # --- a few boxes ----------------------------------------------------------------------

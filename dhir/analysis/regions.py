@@ -50,14 +50,24 @@ from dhir.dialects.linalg import LinalgStructuredOperation
 Expr = str | tuple[str, str] | None
 
 
+# The lowest and the highest index of each dimension.
+Bounds = tuple[tuple[int, ...], tuple[int, ...]]
+
+
 @dataclass(frozen=True)
 class Regions:
     """Per listed memref (a task operand), the elements a task may read, may write and
-    must write; memrefs a task does not touch have no entry."""
+    must write; memrefs a task does not touch have no entry. Each set is coalesced and
+    lies within its memref's shape."""
 
     reads: dict[SSAValue, isl.Set]
     writes: dict[SSAValue, isl.Set]
     must_writes: dict[SSAValue, isl.Set]
+    _boxes: dict[tuple[SSAValue, bool], tuple[Bounds, ...] | None] = field(
+        default_factory=dict[tuple[SSAValue, bool], tuple[Bounds, ...] | None],
+        compare=False,
+        repr=False,
+    )
 
     def read(self, memref: SSAValue) -> isl.Set:
         return _get(self.reads, memref)
@@ -68,6 +78,14 @@ class Regions:
     def must_written(self, memref: SSAValue) -> isl.Set:
         return _get(self.must_writes, memref)
 
+    def boxes(self, memref: SSAValue, written: bool) -> tuple[Bounds, ...] | None:
+        """`piece_boxes` of what the task reads (or, with `written`, writes) of `memref`,
+        found once: the dependence graph and the partition both ask."""
+        key = (memref, written)
+        if key not in self._boxes:
+            self._boxes[key] = piece_boxes(self.written(memref) if written else self.read(memref))
+        return self._boxes[key]
+
     def needs(self, memref: SSAValue) -> isl.Set:
         """The elements whose current values the task needs: what it reads, and what it
         may write without surely writing it (those must stay right)."""
@@ -77,6 +95,32 @@ class Regions:
 def _get(table: dict[SSAValue, isl.Set], memref: SSAValue) -> isl.Set:
     found = table.get(memref)
     return found if found is not None else empty(memref.type)
+
+
+def piece_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
+    """The bounding box of each piece (basic set) of `region`, a set without parameters;
+    None when it is unbounded."""
+    if region.is_empty():
+        return ()
+    if not region.is_bounded():
+        return None
+    if region.n_basic_set() == 1:
+        return (_bounding(region),)
+    return tuple(_bounding(isl.Set.from_basic_set(piece)) for piece in region.get_basic_sets())
+
+
+def hull(boxes: Sequence[Bounds]) -> Bounds:
+    """The smallest box holding every one of `boxes` (at least one)."""
+    if len(boxes) == 1:
+        return boxes[0]
+    los, his = zip(*boxes, strict=True)
+    return tuple(map(min, zip(*los, strict=True))), tuple(map(max, zip(*his, strict=True)))
+
+
+def _bounding(region: isl.Set) -> Bounds:
+    dims = range(region.dim(isl.dim_type.set))
+    lo = tuple(int(region.dim_min_val(d).to_python()) for d in dims)
+    return lo, tuple(int(region.dim_max_val(d).to_python()) for d in dims)
 
 
 def count_elements(region: isl.Set) -> int | None:

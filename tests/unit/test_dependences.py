@@ -199,7 +199,7 @@ class _PairwiseAccesses:
         kept: dict[object, tuple[_Region, list[int]]] = {}
         for key, (region, tasks) in self.entries_.items():
             if region.may_overlap(written):
-                region = _Region.of((region.set - written.set).coalesce())
+                region = _Region.of_set((region.set - written.set).coalesce())
                 if region.empty:
                     continue
                 key = region.key()
@@ -229,7 +229,7 @@ def _regions(draw: st.DrawFn) -> _Region:
         text = f"{text}; [x0, x1] : {_box(draw(corner), draw(size))}"
     elif kind == "unbounded":
         text = f"x0 >= {draw(st.integers(-2, 10))} and 0 <= x1 < 3"
-    return _Region.of(isl.Set(f"{{ [x0, x1] : {text} }}").coalesce())
+    return _Region.of_set(isl.Set(f"{{ [x0, x1] : {text} }}").coalesce())
 
 
 def _shown(found: list[tuple[isl.Set, list[int]]]) -> list[tuple[str, list[int]]]:

@@ -226,9 +226,11 @@ def test_best_finds_each_tasks_regions_once(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(as_built, "MEMORY_TIE", 1e9)  # every candidate ties: storage asked
     calls: list[object] = []
-    for module in (dependences, footprint):
-        found = module.task_regions
-        monkeypatch.setattr(module, "task_regions", lambda t, f=found: calls.append(t) or f(t))
+    found, shared = footprint.task_regions, dependences.shared_regions
+    monkeypatch.setattr(footprint, "task_regions", lambda t: calls.append(t) or found(t))
+    monkeypatch.setattr(
+        dependences, "shared_regions", lambda ts, s: calls.extend(ts) or shared(ts, s)
+    )
     program = parse_string(programs.many_tasks(64, literals=True))
     run_pipeline(program, PassPipeline((PlacePass(2, "best"),)), verify_each=False)
     assert len(calls) == 64
