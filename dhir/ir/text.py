@@ -6,13 +6,13 @@ from io import StringIO
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
 from dhir.context import make_context
-from dhir.dialects import arith, memref
+from dhir.dialects import arith, func, memref
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.parser import LocatedParser
@@ -66,7 +66,8 @@ class _Printer(Printer):
     breaks straight to the stream (its own print_string calls print() for every token),
     and prints the ops most of a lowered schedule is made of (constants, loads, stores,
     float arithmetic) in their plain form without going through their declarative
-    formats' machinery; both matter for large schedules (docs/performance.md)."""
+    formats' machinery (and calls, which tracked tasks are full of); both matter for
+    large schedules (docs/performance.md)."""
 
     _memref_types: dict[MemRefType, str] = field(default_factory=dict[MemRefType, str], init=False)
 
@@ -158,11 +159,35 @@ def _print_float_binary(printer: _Printer, op: Operation) -> bool:
     return True
 
 
+def _print_call(printer: _Printer, op: Operation) -> bool:
+    results = op.result_types
+    if len(op.properties) != 1 or len(results) > 1:
+        return False
+    if results and isinstance(results[0], FunctionType):
+        return False  # printed in parentheses
+    if results:
+        printer.print_ssa_value(op.results[0])
+        printer.print_string(" = ")
+    printer.print_string("func.call ")
+    printer.print_attribute(op.properties["callee"])
+    printer.print_string("(")
+    printer.print_list(op.operands, printer.print_ssa_value)
+    printer.print_string(") : (")
+    printer.print_list(op.operand_types, printer.print_attribute)
+    printer.print_string(") -> ")
+    if results:
+        printer.print_attribute(results[0])
+    else:
+        printer.print_string("()")
+    return True
+
+
 _NO_FASTMATH = {"fastmath": arith.FastMathFlagsAttr("none")}
 _PLAIN_FORMS: dict[type[Operation], Callable[[_Printer, Operation], bool]] = {
     arith.ConstantOp: _print_constant,
     memref.LoadOp: _print_load,
     memref.StoreOp: _print_store,
+    func.CallOp: _print_call,
     **dict.fromkeys((arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp), _print_float_binary),
 }
 

@@ -52,14 +52,25 @@ func.func @main(%a: memref<8xf32>, %b: memref<2x3xf64>, %h: memref<4xf16>) {
   %k = memref.load %h[%i] {nontemporal = false} : memref<4xf16>
   %m = arith.mulf %k, %q : f16
   memref.store %m, %h[%i] : memref<4xf16>
+  func.call @none() : () -> ()
+  %r = func.call @one(%i, %x) : (index, f32) -> i32
+  %p:2 = func.call @two(%a) : (memref<8xf32>) -> (f32, f32)
+  %u = func.call @"odd name"(%i) {tag} : (index) -> f32
+  %o = func.call @fn() : () -> ((i32) -> i32)
   return
 }
+func.func private @none()
+func.func private @one(index, f32) -> i32
+func.func private @two(memref<8xf32>) -> (f32, f32)
+func.func private @"odd name"(index) -> f32
+func.func private @fn() -> ((i32) -> i32)
 """
 
 
 def test_plain_forms_print_as_xdsl_does() -> None:
-    """Constants of every kind, loads and stores of any rank, float arithmetic, and the
-    same ops with flags or attributes, which xDSL prints itself."""
+    """Constants of every kind, loads and stores of any rank, float arithmetic, calls
+    with no, one and two results, and the same ops with flags or attributes, which
+    xDSL prints itself."""
     module = parse_string(CONSTANTS)
     assert print_module(module) == _xdsl_text(module)
 
