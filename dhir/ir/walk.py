@@ -28,7 +28,10 @@ def find_ops(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> list[
             hit = wanted[kind] = issubclass(kind, kinds)
         if hit:
             found.append(op)  # pyright: ignore[reportArgumentType]
-        for region in reversed(op.regions):
+        regions = op.regions
+        if not regions:  # most ops: no reversed() to build
+            continue
+        for region in reversed(regions):
             for block in reversed(region.blocks):
                 # Pushed last to first, so that they come off the stack in order.
                 child = block.last_op
