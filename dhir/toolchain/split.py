@@ -26,21 +26,24 @@ from dhir.transforms.lower_to_mpi import STEP
 MIN_STEPS_PER_PIECE = 16
 # mlir-opt's time grows faster than the functions in a module (convert-to-llvm: 0.06,
 # 0.24 and 1.2 s for modules of 170, 340 and 1,000 steps), so a large program is cut
-# into pieces of at most this many steps, more pieces than cores if need be
-# (docs/performance.md).
+# into pieces of at most this many steps, more pieces than cores if need be (a
+# multiple of them; docs/performance.md).
 MAX_STEPS_PER_PIECE = 128
 
 
 def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
     """`module` (changed in place: the first piece, with the first run of steps) and
     new modules holding the other runs: `pieces` of them (the cores that build them),
-    or more when they would hold over MAX_STEPS_PER_PIECE steps each; [module] when
-    `pieces` is 1, or the module is small or not splittable. The steps' `dhir.step`
-    marks leave the module either way: nothing after this needs them."""
+    or a multiple of that when they would hold over MAX_STEPS_PER_PIECE steps each;
+    [module] when `pieces` is 1, or the module is small or not splittable. The steps'
+    `dhir.step` marks leave the module either way: nothing after this needs them."""
     steps = _take_steps(module)
     if pieces < 2:
         return [module]
-    pieces = max(pieces, -(-len(steps) // MAX_STEPS_PER_PIECE))
+    # A multiple of the cores: with one piece more than they build at once, the last
+    # one is built alone while the other cores wait.
+    rounds = -(-len(steps) // (MAX_STEPS_PER_PIECE * pieces))
+    pieces *= rounds
     count = min(pieces, len(steps) // MIN_STEPS_PER_PIECE)
     if count < 2:
         return [module]
