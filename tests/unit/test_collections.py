@@ -1,0 +1,44 @@
+"""dhir.ir.collections: fewer collections while IR is built, the caller's settings back
+afterwards, and the objects that existed before out of the collector's sight meanwhile."""
+
+import gc
+
+from dhir.ir.collections import fewer_collections
+
+
+def test_outer_block_freezes_and_restores() -> None:
+    before = gc.get_threshold()
+    existing = [object() for _ in range(3)]  # untracked, but the list is tracked
+    with fewer_collections():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        assert gc.get_threshold()[0] >= 100_000
+        with fewer_collections():  # a parse inside a build: nothing more frozen
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen  # the inner block unfroze nothing
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
+    assert existing
+
+
+def test_cycles_made_meanwhile_are_collected_after() -> None:
+    class Node:
+        other: "Node"
+
+    with fewer_collections():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        del a, b
+    gc.collect()
+    assert not any(type(o) is Node for o in gc.get_objects())
+
+
+def test_an_error_inside_restores() -> None:
+    before = gc.get_threshold()
+    try:
+        with fewer_collections():
+            raise ValueError
+    except ValueError:
+        pass
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
