@@ -73,10 +73,10 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     for k, (effect, region) in enumerate(zip(effects, regions, strict=True)):
         for m in sorted(effect.touches(), key=order):
             read, written = _Region.of(region, m, False), _Region.of(region, m, True)
-            needs = region.needs(m)
+            needs = _Needs(region, m)
             for w, js in writers.setdefault(m, _Accesses()).overlapping(read):
                 for j in js:
-                    deps.append(Dependence(j, k, m, Hazard.RAW, count_elements(w & needs)))
+                    deps.append(Dependence(j, k, m, Hazard.RAW, needs.count(w)))
             if written.empty:
                 readers.setdefault(m, _Accesses()).add(read, k)
                 continue
@@ -84,11 +84,12 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
                 deps.extend(Dependence(j, k, m, Hazard.WAR) for j in js if j != k)
             for w, js in writers[m].overlapping(written):
                 for j in js:
-                    deps.append(Dependence(j, k, m, Hazard.WAW, count_elements(w & needs)))
+                    deps.append(Dependence(j, k, m, Hazard.WAW, needs.count(w)))
             writers[m].trim(written)
             writers[m].add(written, k)
             readers[m].trim(written)
-            readers[m].add(_Region.of_set((read.set - written.set).coalesce()), k)
+            if not read.empty:
+                readers[m].add(_Region.of_set((read.set - written.set).coalesce()), k)
     final = {m: [(j, r) for r, js in a.entries() for j in js] for m, a in writers.items()}
     return TaskGraph(
         effects,
@@ -97,6 +98,22 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
         {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w},
         shapes.ids,
     )
+
+
+@dataclass
+class _Needs:
+    """What a task needs of `memref` (`Regions.needs`), found when a dependence on it is
+    first counted: most accesses meet no earlier writer."""
+
+    regions: Regions
+    memref: SSAValue
+    _found: isl.Set | None = None
+
+    def count(self, written: isl.Set) -> int | None:
+        """How many elements of `written` the task needs."""
+        if self._found is None:
+            self._found = self.regions.needs(self.memref)
+        return count_elements(written & self._found)
 
 
 def _order(schedule: ScheduleOp) -> Callable[[SSAValue], int]:
