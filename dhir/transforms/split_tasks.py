@@ -214,6 +214,8 @@ def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
     if task.token.uses:
         return None
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
+    if not any(op.regions for op in ops):
+        return None  # no loop at all: what most tasks of large schedules are
     loops: list[tuple[int, Operation]] = []
     for k, op in enumerate(ops):
         if not pure(op):
