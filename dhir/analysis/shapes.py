@@ -111,7 +111,7 @@ def _op(
     cls = type(op)
     results = op.results
     regions = op.regions
-    successors = op.successors
+    successors = op.successors if op.successor_uses else ()  # most ops: no view to build
     properties = op.properties
     attributes = op.attributes
     shown: object = tuple(properties.items()) if properties else ()
