@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRef
 from xdsl.ir import Attribute, Operation
 
 from dhir.dialects import func
+from dhir.ir.walk import find_ops
 from dhir.transforms.lower_to_mpi import STEP
 
 # Fewer steps than this are not worth another round of tool start-ups.
@@ -52,11 +53,12 @@ def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
         for op in module.body.block.ops
         if isinstance(op, func.FuncOp) and op.is_declaration
     }
-    references = {step: set(_references(step)) for step in steps}
+    scans = {step: _scan(step) for step in steps}
+    references = {step: names for step, (names, _) in scans.items()}
     allowed = declarations.keys() | {step.sym_name.data for step in steps}
     if not all(names <= allowed for names in references.values()):
         return [module]  # a step refers to a global, or to a function the module defines
-    runs = _balanced_runs(module, steps, count)
+    runs = _balanced_runs(module, steps, [size for _, size in scans.values()], count)
     for step in steps:
         step.sym_visibility = None  # public: other pieces may call it
     moved = [_piece(module, run, declarations, references) for run in runs[1:]]
@@ -75,11 +77,10 @@ def _take_steps(module: ModuleOp) -> list[func.FuncOp]:
 
 
 def _balanced_runs(
-    module: ModuleOp, steps: list[func.FuncOp], count: int
+    module: ModuleOp, steps: list[func.FuncOp], sizes: list[int], count: int
 ) -> list[list[func.FuncOp]]:
-    """`count` contiguous runs of `steps` of about the same size (in ops, which LLVM's
-    time follows), the first one sharing its piece with the host code."""
-    sizes = [_size(step) for step in steps]
+    """`count` contiguous runs of `steps` (of `sizes` ops) of about the same size (in ops,
+    which LLVM's time follows), the first one sharing its piece with the host code."""
     chosen = set(steps)
     host = sum(_size(op) for op in module.body.block.ops if op not in chosen)
     total = host + sum(sizes)
@@ -94,7 +95,7 @@ def _balanced_runs(
 
 
 def _size(op: Operation) -> int:
-    return sum(1 for _ in op.walk())
+    return len(find_ops(op, Operation))
 
 
 def _piece(
@@ -139,10 +140,28 @@ def _declaration(step: func.FuncOp) -> func.FuncOp:
     )
 
 
-def _references(function: func.FuncOp) -> Iterator[str]:
-    for op in function.walk():
-        for attr in (*op.properties.values(), *op.attributes.values()):
-            yield from _symbols(attr)
+def _scan(function: func.FuncOp) -> tuple[set[str], int]:
+    """The symbols `function` refers to, and its size in ops, in one walk."""
+    names: set[str] = set()
+    ops = find_ops(function, Operation)
+    for op in ops:
+        for attrs in (op.properties, op.attributes):
+            for attr in attrs.values():
+                if _HOLDS_SYMBOLS[type(attr)]:
+                    names.update(_symbols(attr))
+    return names, len(ops)
+
+
+class _HoldsSymbols(dict[type, bool]):
+    """Whether an attribute class may hold a symbol reference, asked once per class: a
+    step's attributes are mostly constants' values."""
+
+    def __missing__(self, cls: type) -> bool:
+        found = self[cls] = issubclass(cls, SymbolRefAttr | ArrayAttr | DictionaryAttr)
+        return found
+
+
+_HOLDS_SYMBOLS = _HoldsSymbols()
 
 
 def _symbols(attr: Attribute) -> Iterator[str]:
