@@ -218,17 +218,23 @@ class _Copier:
         operands = [self._values.get(value) for value in op.operands]
         if None in operands:
             self._forward = True
-        properties = op.properties.copy()
+        # `create` copies the dicts it is given.
+        properties = op.properties
         if change.value is not None:
-            properties["value"] = change.value
-        regions = [Region() for _ in op.regions]
+            properties = {**properties, "value": change.value}
+        regions = [Region() for _ in op.regions] if op.regions else ()
+        successors = (
+            [self._blocks.get(block, block) for block in op.successors]
+            if op.successor_uses
+            else ()
+        )
         copy = op.create(
             operands=() if self._forward else cast(list[SSAValue], operands),
             result_types=op.result_types,
             properties=properties,
-            attributes=op.attributes.copy(),
+            attributes=op.attributes,
             location=op.location if change.location is None else change.location,
-            successors=[self._blocks.get(block, block) for block in op.successors],
+            successors=successors,
             regions=regions,
         )
         self._copies.append((op, copy))
