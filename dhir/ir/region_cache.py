@@ -224,9 +224,7 @@ class _Copier:
             properties = {**properties, "value": change.value}
         regions = [Region() for _ in op.regions] if op.regions else ()
         successors = (
-            [self._blocks.get(block, block) for block in op.successors]
-            if op.successor_uses
-            else ()
+            [self._blocks.get(block, block) for block in op.successors] if op.successor_uses else ()
         )
         copy = op.create(
             operands=() if self._forward else cast(list[SSAValue], operands),
