@@ -93,6 +93,7 @@ def place_program(
     limits: MemoryLimits | None = None,
     storage: Callable[[], Storage | None] | None = None,
     called: bool | None = None,
+    entry: str = "main",
 ) -> Placement:
     """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
     `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built.
@@ -100,7 +101,7 @@ def place_program(
     candidate that fits; else `MemoryLimits.settle` moves tasks, or refuses). `storage`:
     the program's memrefs as the ranks hold them (dhir.placement.memory.program_storage),
     found when needed, for `best` to break near ties by memory. `called`: whether a
-    function calls the entry, when known already."""
+    function calls the entry (`entry`, whose outputs go to rank 0), when known already."""
     tasks = list(schedule.tasks())
     names = graph.tasks[: len(tasks)]
 
@@ -120,6 +121,7 @@ def place_program(
             graph,
             devices,
             costs,
+            entry,
             deps=deps,
             fits=fits if limits else None,
             held=held,

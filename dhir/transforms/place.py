@@ -82,7 +82,15 @@ class PlacePass(ModulePass):
         storage = cache(partial(entry_storage, op, self.ranks, self.entry, found))
         for schedule in schedules:
             place_schedule(
-                schedule, self.ranks, self.algorithm, model, devices, limits, storage, found
+                schedule,
+                self.ranks,
+                self.algorithm,
+                model,
+                devices,
+                limits,
+                storage,
+                found,
+                self.entry,
             )
 
 
@@ -148,11 +156,13 @@ def place_schedule(
     limits: MemoryLimits | None = None,
     storage: Callable[[], Storage | None] | None = None,
     regions: dict[TaskOp, Regions] | None = None,
+    entry: str = "main",
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
     (default: alike local CPUs); `model` gives the costs (default: estimates); `limits`:
     each device's memory, which what its ranks hold must fit (dhir.placement.memory).
-    `regions`: where the tasks' access regions found on the way are recorded."""
+    `regions`: where the tasks' access regions found on the way are recorded. `entry`:
+    the program's entry function, whose outputs go to rank 0 only."""
     for task in schedule.tasks():
         _check_explicit(task, ranks)
     if algorithm == "round-robin":
@@ -160,7 +170,9 @@ def place_schedule(
         if limits is not None:
             chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))
     else:
-        chosen = _by_cost(schedule, ranks, algorithm, model, devices, limits, storage, regions)
+        chosen = _by_cost(
+            schedule, ranks, algorithm, model, devices, limits, storage, regions, entry
+        )
     for task, rank in zip(schedule.tasks(), chosen, strict=True):
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
 
@@ -174,6 +186,7 @@ def _by_cost(
     limits: MemoryLimits | None,
     storage: Callable[[], Storage | None] | None = None,
     regions: dict[TaskOp, Regions] | None = None,
+    entry: str = "main",
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:
@@ -190,10 +203,10 @@ def _by_cost(
     # Both the graph and the replay ask it (as root_only would): one walk, not two.
     function = schedule.parent_op()
     module = function.parent_op() if function is not None else None
-    called = isinstance(module, ModuleOp) and entry_called(module, "main")
-    graph = task_graph(schedule, devices, model, deps=deps, called=called)
+    called = isinstance(module, ModuleOp) and entry_called(module, entry)
+    graph = task_graph(schedule, devices, model, entry, deps=deps, called=called)
     placed = place_program(
-        schedule, graph, devices, model, algorithm, deps, limits, storage, called
+        schedule, graph, devices, model, algorithm, deps, limits, storage, called, entry
     )
     return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
 

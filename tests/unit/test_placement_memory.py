@@ -234,3 +234,28 @@ def test_best_finds_each_tasks_regions_once(monkeypatch: pytest.MonkeyPatch) -> 
     program = parse_string(programs.many_tasks(64, literals=True))
     run_pipeline(program, PassPipeline((PlacePass(2, "best"),)), verify_each=False)
     assert len(calls) == 64
+
+
+def test_best_models_the_outputs_of_the_entry_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir-place's cost model and its replays send the outputs of its `entry` to rank 0,
+    not those of a function named main (they once asked about main whatever the entry)."""
+    import sys
+
+    import dhir.analysis.outputs as outputs
+    import dhir.placement.as_built as as_built
+    import dhir.placement.from_ir as from_ir
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+    import programs
+
+    asked: list[str] = []
+
+    def recorded(schedule: object, entry: str, called: object = None) -> object:
+        asked.append(entry)
+        return outputs.root_only(schedule, entry, called)  # type: ignore[arg-type]
+
+    for module in (from_ir, as_built):
+        monkeypatch.setattr(module, "root_only", recorded)
+    text = programs.neighbour_tasks(40).replace("@main(", "@compute(")
+    run_pipeline(parse_string(text), PassPipeline((PlacePass(2, "best", None, "compute"),)))
+    assert asked and set(asked) == {"compute"}
