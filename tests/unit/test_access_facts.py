@@ -9,6 +9,7 @@ from pathlib import Path
 import islpy as isl
 import numpy as np
 import pytest
+from single_task import single_task
 
 import dhir
 from dhir.analysis.effects import derived_results, task_effects
@@ -23,8 +24,6 @@ from dhir.dialects.access import (
     scalar_access,
     subscripts,
 )
-from dhir.dialects.dhir import TaskOp
-from dhir.ir.tasks import task_ids
 from dhir.ir.text import parse_string
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dhir"
@@ -216,27 +215,10 @@ def test_no_module_outside_the_dialects_names_ops_by_string() -> None:
 # --- results that change: the old tables disagreed or did not know an op ---------------
 
 
-def _task(args: str, body: str) -> TaskOp:
-    names = ", ".join(a.split(":")[0].strip() for a in args.split(","))
-    text = f"""
-func.func @main({args}) {{
-  dhir.schedule {names} {{
-    %t = dhir.target {{kind = "cpu"}}
-    %k = dhir.task %t, {names} {{
-{body}
-    }}
-  }}
-  return
-}}
-"""
-    (task,) = task_ids(parse_string(text))
-    return task
-
-
 def test_math_on_an_address_touches_no_memory() -> None:
     """math ops are pure like arith ones (effects.py took them for unknown ops that read
     and write all an address reaches)."""
-    task = _task(
+    task = single_task(
         "%a: memref<8xi64>",
         """
       %p = memref.extract_aligned_pointer_as_index %a : memref<8xi64> -> index
@@ -251,7 +233,7 @@ def test_math_on_an_address_touches_no_memory() -> None:
 def test_an_affine_vector_load_only_reads() -> None:
     """affine.vector_load/store were unknown ops (read and write all); now a read of
     its lanes and a (sure) write of its lanes, and the work count moves their bytes."""
-    task = _task(
+    task = single_task(
         "%a: memref<16xf32>, %b: memref<16xf32>",
         """
       %c2 = arith.constant 2 : index
@@ -271,7 +253,7 @@ def test_an_affine_vector_load_only_reads() -> None:
 
 def test_atomics_touch_their_element_only() -> None:
     """An atomic read-modify-write of a[3] reads and surely writes a[3], not all of a."""
-    task = _task(
+    task = single_task(
         "%a: memref<8xf32>",
         """
       %c3 = arith.constant 3 : index
@@ -287,7 +269,7 @@ def test_atomics_touch_their_element_only() -> None:
 
 
 def test_a_memory_space_cast_keeps_its_indices() -> None:
-    task = _task(
+    task = single_task(
         "%a: memref<8xf32>",
         """
       %c5 = arith.constant 5 : index
@@ -304,7 +286,7 @@ def test_a_memory_space_cast_keeps_its_indices() -> None:
 
 def test_a_transfer_write_stays_in_its_view_and_is_no_sure_write() -> None:
     """Its lanes may be masked: any element of the subview, none surely."""
-    task = _task(
+    task = single_task(
         "%a: memref<16xf32>",
         """
       %c0 = arith.constant 0 : index
@@ -323,7 +305,7 @@ def test_a_transfer_write_stays_in_its_view_and_is_no_sure_write() -> None:
 
 def test_affine_apply_in_a_loop_leaves_the_reuse_count_followable() -> None:
     """affine.apply is pure: the reuse count follows its body (it gave up on it)."""
-    task = _task(
+    task = single_task(
         "%a: memref<64xf64>",
         """
       %c0 = arith.constant 0 : index

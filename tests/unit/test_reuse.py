@@ -4,11 +4,10 @@ from dataclasses import replace
 
 import pytest
 from devices import rank_device
+from single_task import single_task
 
 from dhir.analysis.work import Work, task_work
-from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
-from dhir.ir.tasks import task_ids
 from dhir.machine.description import Device
 from dhir.machine.roofline import STREAM_COUNTED, roofline_time
 from dhir.targets import DeviceKind
@@ -17,22 +16,9 @@ LINE = 64
 
 
 def task(args: str, body: str) -> TaskOp:
-    names = ", ".join(a.split(":")[0].strip() for a in args.split(","))
-    text = f"""
-func.func @main({args}) {{
-  dhir.schedule {names} {{
-    %t = dhir.target {{kind = "cpu"}}
-    %k = dhir.task %t, {names} {{
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-{body}
-    }}
-  }}
-  return
-}}
-"""
-    (only,) = task_ids(parse_string(text))
-    return only
+    """One task whose body has %c0 and %c1 (index constants) before `body`."""
+    constants = "      %c0 = arith.constant 0 : index\n      %c1 = arith.constant 1 : index\n"
+    return single_task(args, constants + body)
 
 
 def gemm(n: int) -> Work:
