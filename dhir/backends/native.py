@@ -34,7 +34,7 @@ from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import find_ops
 from dhir.targets import host_arch
-from dhir.toolchain.build import Timing, build_executable
+from dhir.toolchain.build import EarlyRuntime, Timing, build_executable
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
@@ -88,6 +88,7 @@ def compile_native(
             )
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
+    runtime = EarlyRuntime(options, openmp)
     with timing.stage("dhir passes"):
         # Not re-verified after each pass: that would cost more than the passes, and
         # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
@@ -134,6 +135,7 @@ def compile_native(
         tasks=tasks,
         bands=bands,
         mpi_checked=True,
+        early_runtime=runtime,
     )
     return exe, signature
 

@@ -187,6 +187,7 @@ def build_executable(
     tasks: Sequence[str] = (),
     bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
     mpi_checked: bool = False,
+    early_runtime: "EarlyRuntime | None" = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `options.ranks`
     ranks of `options.mpi`.
@@ -203,27 +204,68 @@ def build_executable(
     `tasks` names the tasks dhir-track-tasks numbered, `bands` the rows of each memref
     argument each rank holds (see generate_harness). `mpi_checked`: the modules passed
     dhir-check-mpi as IR before they were printed (as the native backend does); else each
-    one with mpi ops is read back and checked here.
+    one with mpi ops is read back and checked here. `early_runtime`: the runtime's object
+    as it was started before (used when it was compiled with the same flags and MPI).
     """
     options = options if options is not None else RunOptions()
     timing = timing if timing is not None else Timing()
+    recipe = _recipe(options, openmp, gpu, extra_mlir_opt_passes)
+    with writing_cache(recipe.root):
+        recipe.root.mkdir(parents=True, exist_ok=True)
+        with timing.stage("harness, cache lookup"):
+            harness = generate_harness(signature, options.ranks, tasks, bands)
+        check = not mpi_checked
+        runtime = partial(_runtime_object, recipe, early_runtime)
+        if isinstance(lowered_mlir, str):
+            return _build_whole(recipe, lowered_mlir, harness, runtime, timing, check)
+        if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
+            return _build_whole(recipe, lowered_mlir[0], harness, runtime, timing, check)
+        modules = _Modules(lowered_mlir, timing)
+        return _build_pieces(recipe, modules, harness, runtime, timing, check)
+
+
+def _recipe(
+    options: RunOptions, openmp: bool, gpu: GpuBuild | None, extra_mlir_opt_passes: Sequence[str]
+) -> "_Recipe":
     tools = find_llvm_tools()
     mpi_install = find_mpi(options.mpi)
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
     clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
-    recipe = _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
-    with writing_cache(recipe.root):
-        recipe.root.mkdir(parents=True, exist_ok=True)
-        with timing.stage("harness, cache lookup"):
-            harness = generate_harness(signature, options.ranks, tasks, bands)
-        check = not mpi_checked
-        if isinstance(lowered_mlir, str):
-            return _build_whole(recipe, lowered_mlir, harness, timing, check)
-        if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
-            return _build_whole(recipe, lowered_mlir[0], harness, timing, check)
-        return _build_pieces(recipe, _Modules(lowered_mlir, timing), harness, timing, check)
+    return _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
+
+
+class EarlyRuntime:
+    """dhir_rt.o compiled on a thread of its own from now on, for build_executable's
+    `early_runtime`: the dhir passes run on one core and leave the others idle, so a build
+    that starts them after this one finds its runtime ready."""
+
+    def __init__(self, options: RunOptions, openmp: bool) -> None:
+        pool = ThreadPoolExecutor(1)
+        self._job = pool.submit(self._build, options, openmp)
+        pool.shutdown(wait=False)
+
+    @staticmethod
+    def _build(options: RunOptions, openmp: bool) -> tuple[tuple[object, ...], Path]:
+        recipe = _recipe(options, openmp, None, ())
+        with writing_cache(recipe.root):
+            recipe.root.mkdir(parents=True, exist_ok=True)
+            return recipe.runtime_inputs, recipe.runtime_object(Timing())
+
+    def object_for(self, recipe: "_Recipe") -> Path | None:
+        """The object, once compiled, when `recipe` would compile the same one; else None."""
+        inputs, target = self._job.result()
+        return target if inputs == recipe.runtime_inputs else None
+
+
+def _runtime_object(recipe: "_Recipe", early: EarlyRuntime | None, timing: Timing) -> Path:
+    if early is not None:
+        with timing.stage("clang (runtime)"):
+            made = early.object_for(recipe)
+        if made is not None:
+            return made
+    return recipe.runtime_object(timing)
 
 
 class _Modules:
@@ -254,6 +296,11 @@ class _Recipe:
     tools: LlvmTools
     mpi: MpiInstall
     gpu: GpuBuild | None
+
+    @property
+    def runtime_inputs(self) -> tuple[object, ...]:
+        """What runtime_object's result depends on."""
+        return (self.root, self.clang_flags, self.tools, self.mpi)
 
     @cached_property
     def settings(self) -> str:
@@ -427,7 +474,14 @@ class _Recipe:
                 raise
 
 
-def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing, check: bool) -> Path:
+def _build_whole(
+    recipe: _Recipe,
+    mlir: str,
+    harness: str,
+    runtime_object: Callable[[Timing], Path],
+    timing: Timing,
+    check: bool,
+) -> Path:
     """One module: its stages run one after the other, each timed; its mpi ops checked
     first with `check`."""
     with timing.stage("harness, cache lookup"):
@@ -438,13 +492,18 @@ def _build_whole(recipe: _Recipe, mlir: str, harness: str, timing: Timing, check
         if exe.is_file():
             return exe
     program = recipe.module_object(mlir, key, timing)
-    runtime = recipe.runtime_object(timing)
+    runtime = runtime_object(timing)
     others = [recipe.harness_object(harness, timing), runtime]
     return recipe.link(exe, [program], others, harness, timing)
 
 
 def _build_pieces(
-    recipe: _Recipe, modules: _Modules, harness: str, timing: Timing, check: bool
+    recipe: _Recipe,
+    modules: _Modules,
+    harness: str,
+    runtime_object: Callable[[Timing], Path],
+    timing: Timing,
+    check: bool,
 ) -> Path:
     """Several modules, each built on a core of its own as soon as it is printed (their mpi
     ops checked first with `check`); the runtime and the harness use the core that is free
@@ -454,7 +513,7 @@ def _build_pieces(
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         # Each job's stages are timed apart and dropped: they overlap.
         others = [
-            pool.submit(recipe.runtime_object, Timing()),
+            pool.submit(runtime_object, Timing()),
             pool.submit(recipe.harness_object, harness, Timing()),
         ]
         try:

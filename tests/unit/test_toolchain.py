@@ -317,6 +317,33 @@ def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert build_executable(text + "\n", sig, RunOptions(ranks=2)) != exe
 
 
+@pytest.mark.mlir
+def test_a_runtime_started_early_is_used_only_by_a_build_with_its_flags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need("mpich")
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    early = build_module.EarlyRuntime(RunOptions(ranks=2), openmp=False)
+    sig = signature("memref<64xi32>")
+    threaded = sample("lowered_threads.mlir")
+    build_executable(threaded, sig, RunOptions(ranks=2), openmp=True, early_runtime=early)
+    # Built with -fopenmp, the program needs a runtime of its own flags.
+    assert len(list(tmp_path.glob("dhir_rt-*.o"))) == 2
+
+    ran: list[str] = []
+    real_run = build_module.subprocess.run
+
+    def recording(command: list[object], **kwargs: object) -> object:
+        ran.extend(str(part) for part in command)
+        return real_run(command, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(build_module.subprocess, "run", recording)
+    sig = signature("memref<?xf64>", "memref<?xf64>", "f64")
+    text = sample("lowered_saxpy_blocks.mlir")
+    build_executable(text, sig, RunOptions(ranks=2), early_runtime=early)
+    assert "program.mlir" in ran and "dhir_rt.c" not in ran
+
+
 # --- errors -------------------------------------------------------------------------------
 
 
