@@ -216,9 +216,10 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     assert [len(pieces) for pieces in splits] == [3]
     assert ran.count("mlir-opt") == 3 and ran.count("link") == 1
     assert "print" in dict(timing.stages)
-    assert sorted(p.name for p in exe.parent.glob("program*.mlir")) == [
-        f"program{k}{suffix}" for k in range(3) for suffix in (".llvm.mlir", ".mlir")
+    assert sorted(p.name for p in exe.parent.glob("program*.mlir*")) == [
+        f"program{k}{suffix}" for k in range(3) for suffix in (".llvm.mlirbc", ".mlir")
     ]
+    assert all(p.is_file() for p in exe.parent.glob("program*"))  # no link left dangling
     assert "int main" in (exe.parent / "harness.c").read_text()
     ran.clear()
     assert compiled(text)[0] == exe

@@ -674,3 +674,23 @@ def test_a_program_that_fails_is_not_started_again(tmp_path: Path) -> None:
     with pytest.raises(DhirError, match="exited with status 213"):
         _launch(command, dict(os.environ), 30, tmp_path / "log", 2)
     assert (tmp_path / "starts").read_text().strip() == "1"
+
+
+@pytest.mark.mlir
+def test_a_module_mlir_translate_refuses_is_left_readable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mlir-opt-22 hands bytecode over; when mlir-translate-22 refuses it, its error is
+    the build's, with the lowered module as text beside the bytecode for a look."""
+    need("mpich")
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    text = (
+        "func.func private @f(tensor<4xf32>)\n"
+        "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
+    )
+    with pytest.raises(DhirError, match="build stage 'mlir-translate' failed") as error:
+        build_executable(text, signature(), RunOptions(ranks=1))
+    (failed,) = tmp_path.glob("failed-*")
+    assert str(failed) in str(error.value)
+    assert "func.func private @f(tensor<4xf32>)" in (failed / "program.llvm.mlir").read_text()
+    assert (failed / "program.llvm.mlirbc").is_file()
