@@ -6,8 +6,8 @@ from io import StringIO
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, i1
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError
 
@@ -64,12 +64,12 @@ def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
 class _Printer(Printer):
     """xDSL's printer, with shorter ways to the same text: it writes text without line
     breaks straight to the stream (its own print_string calls print() for every token),
-    and prints the ops most of a lowered schedule is made of (constants, loads, stores,
-    float arithmetic) in their plain form without going through their declarative
-    formats' machinery (and calls, which tracked tasks are full of); both matter for
+    prints each type once, and prints the ops most of a lowered schedule is made of
+    (constants, loads, stores, float arithmetic, calls) in their plain form in one
+    write, without going through their declarative formats' machinery; both matter for
     large schedules (docs/performance.md)."""
 
-    _memref_types: dict[MemRefType, str] = field(default_factory=dict[MemRefType, str], init=False)
+    _types: dict[TypeAttribute, str] = field(default_factory=dict[TypeAttribute, str], init=False)
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         if "\n" in text or self.stream is None:
@@ -79,17 +79,29 @@ class _Printer(Printer):
         self.stream.write(text)
 
     def print_attribute(self, attribute: Attribute) -> None:
-        # Every load and store prints its memref's type: each is printed once (a type
-        # prints the same wherever it stands, on one line).
-        if not isinstance(attribute, MemRefType):
+        if isinstance(attribute, TypeAttribute):
+            self.print_string(self.type_text(attribute))
+        else:
             super().print_attribute(attribute)
-            return
-        text = self._memref_types.get(attribute)
+
+    def type_text(self, type_: Attribute) -> str:
+        """`type_` as it prints: a type prints the same wherever it stands, on one line,
+        so each is printed once."""
+        text = self._types.get(type_) if isinstance(type_, TypeAttribute) else None
         if text is None:
             out = StringIO()
-            Printer(stream=out).print_attribute(attribute)
-            text = self._memref_types[attribute] = out.getvalue()
-        self.print_string(text)
+            Printer(stream=out).print_attribute(type_)
+            text = out.getvalue()
+            if isinstance(type_, TypeAttribute):
+                self._types[type_] = text
+        return text
+
+    def names(self, values: Sequence[SSAValue]) -> list[str] | None:
+        """`%name` of each of `values`, when all have been printed before (as an op's
+        operands mostly have); else None."""
+        known = self._ssa_values
+        names = [known.get(value) for value in values]
+        return None if None in names else [f"%{name}" for name in names]
 
     def print_op(self, op: Operation) -> None:
         plain = _PLAIN_FORMS.get(type(op))
@@ -114,54 +126,52 @@ def _print_constant(printer: _Printer, op: Operation) -> bool:
     if value.type != op.results[0].type:
         return False
     printer.print_ssa_value(op.results[0])
+    if isinstance(value, IntegerAttr) and value.type != i1:  # i1 prints true or false
+        text = f"{value.value.data} : {printer.type_text(value.type)}"
+        printer.print_string(f" = arith.constant {text}")
+        return True
     printer.print_string(" = arith.constant ")
     printer.print_attribute(value)
     return True
 
 
 def _print_load(printer: _Printer, op: Operation) -> bool:
-    if op.properties:
+    names = printer.names(op.operands)
+    if op.properties or names is None:
         return False
     printer.print_ssa_value(op.results[0])
-    printer.print_string(" = memref.load ")
-    _print_access(printer, op.operands[0], op.operands[1:])
+    printer.print_string(f" = memref.load {_access(printer, op.operands[0], names)}")
     return True
 
 
 def _print_store(printer: _Printer, op: Operation) -> bool:
-    if op.properties:
+    names = printer.names(op.operands)
+    if op.properties or names is None:
         return False
-    printer.print_string("memref.store ")
-    printer.print_ssa_value(op.operands[0])
-    printer.print_string(", ")
-    _print_access(printer, op.operands[1], op.operands[2:])
+    printer.print_string(f"memref.store {names[0]}, {_access(printer, op.operands[1], names[1:])}")
     return True
 
 
-def _print_access(printer: _Printer, memref: SSAValue, indices: Sequence[SSAValue]) -> None:
-    printer.print_ssa_value(memref)
-    printer.print_string("[")
-    printer.print_list(indices, printer.print_ssa_value)
-    printer.print_string("] : ")
-    printer.print_attribute(memref.type)
+def _access(printer: _Printer, memref: SSAValue, names: Sequence[str]) -> str:
+    """`%m[%i, %j] : type`, `names` the memref's and the indices'."""
+    return f"{names[0]}[{', '.join(names[1:])}] : {printer.type_text(memref.type)}"
 
 
 def _print_float_binary(printer: _Printer, op: Operation) -> bool:
-    if op.properties and op.properties != _NO_FASTMATH:
+    names = printer.names(op.operands)
+    if (op.properties and op.properties != _NO_FASTMATH) or names is None:
         return False
-    printer.print_ssa_value(op.results[0])
-    printer.print_string(f" = {op.name} ")
-    printer.print_ssa_value(op.operands[0])
-    printer.print_string(", ")
-    printer.print_ssa_value(op.operands[1])
-    printer.print_string(" : ")
-    printer.print_attribute(op.results[0].type)
+    result = op.results[0]
+    printer.print_ssa_value(result)
+    text = f"{names[0]}, {names[1]} : {printer.type_text(result.type)}"
+    printer.print_string(f" = {op.name} {text}")
     return True
 
 
 def _print_call(printer: _Printer, op: Operation) -> bool:
     results = op.result_types
-    if len(op.properties) != 1 or len(results) > 1:
+    names = printer.names(op.operands)
+    if len(op.properties) != 1 or len(results) > 1 or names is None:
         return False
     if results and isinstance(results[0], FunctionType):
         return False  # printed in parentheses
@@ -170,15 +180,9 @@ def _print_call(printer: _Printer, op: Operation) -> bool:
         printer.print_string(" = ")
     printer.print_string("func.call ")
     printer.print_attribute(op.properties["callee"])
-    printer.print_string("(")
-    printer.print_list(op.operands, printer.print_ssa_value)
-    printer.print_string(") : (")
-    printer.print_list(op.operand_types, printer.print_attribute)
-    printer.print_string(") -> ")
-    if results:
-        printer.print_attribute(results[0])
-    else:
-        printer.print_string("()")
+    inputs = ", ".join(printer.type_text(type_) for type_ in op.operand_types)
+    output = printer.type_text(results[0]) if results else "()"
+    printer.print_string(f"({', '.join(names)}) : ({inputs}) -> {output}")
     return True
 
 
