@@ -400,11 +400,14 @@ class _Recipe:
         run_stage(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
     def _explain_translation_failure(self, work: Path) -> None:
-        """The lowered bytecode as text beside it, for a look; and when mlir-opt left mpi
-        ops in it (it exits 0 doing so), that is the error."""
+        """The lowered bytecode as text beside it, for a look; when mlir-opt left mpi ops
+        in it (it exits 0 doing so), that is the error; else mlir-translate's on the text,
+        which names the op it refuses (on bytecode, only the op's dialect)."""
         command = [self.tools.mlir_opt, _LOWERED_BYTECODE, "-o", _LOWERED_TEXT]
         run_stage(Timing(), "mlir-opt (bytecode to text)", work, command)
         _check_lowered(work / _LOWERED_TEXT)
+        command = [self.tools.mlir_translate, "--mlir-to-llvmir", _LOWERED_TEXT, "-o", "program.ll"]
+        run_stage(Timing(), "mlir-translate", work, command)
 
     def _link(
         self,

@@ -692,5 +692,6 @@ def test_a_module_mlir_translate_refuses_is_left_readable(
         build_executable(text, signature(), RunOptions(ranks=1))
     (failed,) = tmp_path.glob("failed-*")
     assert str(failed) in str(error.value)
+    assert "for op: func.func" in str(error.value)  # read from text: the op, not its dialect
     assert "func.func private @f(tensor<4xf32>)" in (failed / "program.llvm.mlir").read_text()
     assert (failed / "program.llvm.mlirbc").is_file()
