@@ -1,7 +1,8 @@
 """The Python API: parse, verify, run passes, print — what dhir-opt does. Parsing and
 printing live in dhir.ir.text (every stage uses them); passes are run from here."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -55,14 +56,21 @@ def run_pipeline(
                 verify_module(mod)
 
         pipeline = parse_pipeline(pipeline, check)
-    try:
+    with diagnosed():
         pipeline.apply(ctx, module)
+    return module
+
+
+@contextmanager
+def diagnosed() -> Iterator[None]:
+    """A pass's DiagnosticException, raised inside, as a DhirError at the op it blames."""
+    try:
+        yield
     except DiagnosticException as error:
         message = str(error.args[0]) if error.args else str(error)
         culprit = getattr(error, "op", None)
         loc = loc_of(culprit) if isinstance(culprit, Operation) else None
         raise DhirError([Diagnostic(message, loc)]) from None
-    return module
 
 
 __all__ = ["parse_file", "parse_pipeline", "parse_string", "print_module", "run_pipeline"]

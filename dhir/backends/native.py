@@ -1,8 +1,9 @@
 """The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
 
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
@@ -17,14 +18,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.passes import PassPipeline
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.communication import communicates, communicating_functions
 from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
-from dhir.api import run_pipeline
+from dhir.api import diagnosed, run_pipeline
 from dhir.dialects import affine, func, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
@@ -34,12 +35,13 @@ from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import find_ops
 from dhir.targets import host_arch
-from dhir.toolchain.build import EarlyRuntime, Timing, build_executable
+from dhir.toolchain.build import EarlyRuntime, Timing, build_executable, start_builds
 from dhir.toolchain.gpu import gpu_build
+from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
-from dhir.toolchain.split import split_module
+from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.check_mpi import CheckMpiPass
@@ -47,7 +49,7 @@ from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
-from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass
+from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
@@ -89,44 +91,44 @@ def compile_native(
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
     runtime = EarlyRuntime(options, openmp)
-    with timing.stage("dhir passes"):
-        # Not re-verified after each pass: that would cost more than the passes, and
-        # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit
-        # tests verify after every pass).
-        split = SplitTasksPass(ranks)  # so that placement places the pieces
-        place = PlacePass(
-            ranks, options.placement, str(costs) if costs is not None else None, entry
-        )
-        timed = (InstrumentPass(),) if profile is not None else ()
-        data = (GpuDataPass(ranks),) if gpu is not None else ()
-        lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
-        # dhir-place's task facts stay right for dhir-lower-to-mpi when only
-        # dhir-track-tasks runs between the two: its calls take no memref, so they change
-        # no task's effects or regions. (Before dhir-place, they would hide a loop nest's
-        # reuse from the cost model.)
-        track = TrackTasksPass()  # so that a rank that dies can be named with its task
-        # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
-        # know, run sequentially.
-        threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
-        rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
-        passes = (split, place, *timed, track, *data, lower, AccurateMathPass(), rows)
-        # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
-        passes = (*passes, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
-        adjacent = not timed and not data
-        with handing_over() if adjacent else nullcontext():
-            run_pipeline(module, PassPipeline(passes), verify_each=False)
-        tasks = task_table(module)
-        bands = _take_bands(module, entry, ranks, timing)
+    # Not re-verified after each pass: that would cost more than the passes, and
+    # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit tests
+    # verify after every pass).
+    split = SplitTasksPass(ranks)  # so that placement places the pieces
+    place = PlacePass(ranks, options.placement, str(costs) if costs is not None else None, entry)
+    timed = (InstrumentPass(),) if profile is not None else ()
+    data = (GpuDataPass(ranks),) if gpu is not None else ()
+    lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
+    # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks
+    # runs between the two: its calls take no memref, so they change no task's effects or
+    # regions. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
+    track = TrackTasksPass()  # so that a rank that dies can be named with its task
+    # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
+    # know, run sequentially.
+    threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
+    rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
+    # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
+    after = (AccurateMathPass(), rows, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
+    adjacent = not timed and not data
+    with handing_over() if adjacent else nullcontext():
+        with timing.stage("dhir passes"):
+            run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)
+            tasks = task_table(module)
         if profile is not None:
             profile.name_tasks(tasks)
-    with timing.stage("print"):
         # GPU builds stay whole: their kernels' module is compiled with the host code.
-        pieces = split_module(module, (os.cpu_count() or 1) if gpu is None else 1)
-        # Several are printed one by one as the build asks: LLVM builds each while the
-        # next one prints.
-        texts = [print_module(module)] if len(pieces) == 1 else (print_module(p) for p in pieces)
+        steps = part_count(len(tasks))
+        count = piece_count(steps, os.cpu_count() or 1) if gpu is None else 1
+        if count >= 2:
+            build = _Build(options, signature, timing, openmp, runtime, tasks)
+            return build.lowering(module, lower, after, -(-steps // count)), signature
+        with timing.stage("dhir passes"):
+            run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
+            bands = _take_bands(module, entry, ranks, timing)
+    with timing.stage("print"):
+        text = print_module(module)
     exe = build_executable(
-        texts,
+        text,
         signature,
         options,
         timing=timing,
@@ -138,6 +140,56 @@ def compile_native(
         early_runtime=runtime,
     )
     return exe, signature
+
+
+@dataclass(frozen=True)
+class _Build:
+    """A build whose pieces LLVM builds while the rest of the program is lowered."""
+
+    options: RunOptions
+    signature: EntrySignature
+    timing: Timing
+    openmp: bool
+    runtime: EarlyRuntime
+    tasks: list[str]
+
+    def lowering(
+        self, module: ModuleOp, lower: LowerToMPIPass, after: Sequence[ModulePass], per_piece: int
+    ) -> Path:
+        """The executable of `module`, lowered by `lower` and `after`: each run of
+        `per_piece` parts is cut off as a piece (dhir.toolchain.split.StepPieces), takes
+        `after`, and is printed and handed to LLVM while the rest is lowered."""
+        timing, finish = self.timing, PassPipeline(tuple(after))
+        pieces = StepPieces(module, per_piece)
+        with start_builds(self.options, timing, self.openmp, self.runtime) as builds:
+            parts = lower.lower(module)
+            while True:
+                with timing.stage("dhir passes"), diagnosed():
+                    piece = _next_piece(parts, pieces)
+                    if piece is not None:
+                        run_pipeline(piece, finish, verify_each=False)
+                if piece is None:
+                    break
+                with timing.stage("print"):
+                    builds.add(print_module(piece))
+            with timing.stage("dhir passes"):
+                run_pipeline(module, finish, verify_each=False)
+                bands = _take_bands(module, lower.entry, self.options.ranks, timing)
+                unmark_steps(module)
+            with timing.stage("print"):
+                builds.add(print_module(module))
+            with timing.stage("harness, cache lookup"):
+                harness = generate_harness(self.signature, self.options.ranks, self.tasks, bands)
+            return builds.finish(harness)
+
+
+def _next_piece(parts: Iterator[func.FuncOp], pieces: StepPieces) -> ModuleOp | None:
+    """The next piece `pieces` cuts off as `parts` come; the parts left once they end."""
+    for part in parts:
+        piece = pieces.add(part)
+        if piece is not None:
+            return piece
+    return pieces.flush()
 
 
 def _take_bands(

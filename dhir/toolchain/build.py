@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -522,6 +523,79 @@ def _build_whole(
     return recipe.link(exe, [program], others, harness, timing)
 
 
+class ModuleBuilds:
+    """Lowered modules built as they are added, each on a core of its own, and linked into
+    one executable by `finish`: a caller adds each module as soon as it has it, and LLVM
+    builds it while the caller makes the next (start_builds; build_executable, with
+    modules being printed). Each module's mpi ops are checked first with `check`. Used
+    as a context: leaving it by an exception cancels the builds not started."""
+
+    def __init__(
+        self,
+        recipe: _Recipe,
+        timing: Timing,
+        check: bool,
+        runtime_object: Callable[[Timing], Path],
+    ) -> None:
+        self._recipe = recipe
+        self._timing = timing
+        self._check = check
+        with writing_cache(recipe.root):
+            recipe.root.mkdir(parents=True, exist_ok=True)
+        cores = os.cpu_count() or 1
+        self._pool = ThreadPoolExecutor(cores)
+        # While the caller works, it keeps a core busy: the modules wait for the others.
+        self._cores = threading.Semaphore(max(1, cores - 1))
+        # Each job's stages are timed apart and dropped: they overlap.
+        self._runtime = self._pool.submit(runtime_object, Timing())
+        self._keys: list[str] = []
+        self._built: list[Future[Path]] = []
+
+    def __enter__(self) -> "ModuleBuilds":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._pool.shutdown(cancel_futures=kind is not None)
+
+    def add(self, mlir: str) -> None:
+        recipe = self._recipe
+        if self._check:
+            _check_mpi_use(mlir, recipe.mpi)
+        self._keys.append(recipe.module_key(mlir))
+        self._built.append(self._pool.submit(self._build, mlir, self._keys[-1]))
+
+    def _build(self, mlir: str, key: str) -> Path:
+        with self._cores:
+            return self._recipe.module_object(mlir, key, Timing())
+
+    def finish(self, harness: str) -> Path:
+        """The executable of the modules added and `harness`, once they are built."""
+        recipe = self._recipe
+        self._cores.release()  # the caller's core is free now
+        with writing_cache(recipe.root):
+            harness_job = self._pool.submit(recipe.harness_object, harness, Timing())
+            # What is left once the caller is done: the stage its work did not hide.
+            with self._timing.stage(f"mlir-opt..clang, {len(self._keys)} pieces"):
+                modules = [job.result() for job in self._built]
+                objects = [self._runtime.result(), harness_job.result()]
+            exe = recipe.executable(self._keys, harness)
+            if exe.is_file():
+                return exe
+            return recipe.link(exe, modules, objects, harness, self._timing)
+
+
+def start_builds(
+    options: RunOptions,
+    timing: Timing,
+    openmp: bool = False,
+    early_runtime: EarlyRuntime | None = None,
+) -> ModuleBuilds:
+    """Builds of modules for `options` (as build_executable's), added one by one: for
+    modules whose mpi ops passed dhir-check-mpi as IR; see ModuleBuilds."""
+    recipe = _recipe(options, openmp, None, ())
+    return ModuleBuilds(recipe, timing, False, partial(_runtime_object, recipe, early_runtime))
+
+
 def _build_pieces(
     recipe: _Recipe,
     modules: _Modules,
@@ -530,34 +604,11 @@ def _build_pieces(
     timing: Timing,
     check: bool,
 ) -> Path:
-    """Several modules, each built on a core of its own as soon as it is printed (their mpi
-    ops checked first with `check`); the runtime and the harness use the core that is free
-    while the first one prints."""
-    keys: list[str] = []
-    built: list[Future[Path]] = []
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        # Each job's stages are timed apart and dropped: they overlap.
-        others = [
-            pool.submit(runtime_object, Timing()),
-            pool.submit(recipe.harness_object, harness, Timing()),
-        ]
-        try:
-            for text in modules:
-                if check:
-                    _check_mpi_use(text, recipe.mpi)
-                keys.append(recipe.module_key(text))
-                built.append(pool.submit(recipe.module_object, text, keys[-1], Timing()))
-            # What is left after printing: the stage that printing did not hide.
-            with timing.stage(f"mlir-opt..clang, {len(keys)} pieces"):
-                modules_built = [job.result() for job in built]
-                objects = [job.result() for job in others]
-        except BaseException:
-            pool.shutdown(cancel_futures=True)
-            raise
-    exe = recipe.executable(keys, harness)
-    if exe.is_file():
-        return exe
-    return recipe.link(exe, modules_built, objects, harness, timing)
+    """Several modules, each built on a core of its own as soon as it is printed."""
+    with ModuleBuilds(recipe, timing, check, runtime_object) as builds:
+        for text in modules:
+            builds.add(text)
+        return builds.finish(harness)
 
 
 def needed_passes(passes: Sequence[str], mlir: str) -> list[str]:

@@ -1,27 +1,28 @@
-"""Split a large lowered module into pieces that LLVM builds at the same time.
+"""Cut a large program into pieces that LLVM builds while the rest is lowered.
 
 mlir-opt, mlir-translate and clang each use one core, and for 10,000 tasks they take a
-quarter of the compile. dhir-lower-to-mpi already puts a large schedule's steps into
-functions of a few dozen tasks each (`<function>.schedule<S>.part<K>`, called from
-`.group<K>` functions when there are many), which call only external declarations (the
-runtime, MPI) and each other: those functions move, in contiguous runs of about equal
-size, into other modules, which are lowered and compiled at the same time on the cores
-(a large program in more modules than cores: see MAX_STEPS_PER_PIECE); the linker
-joins the objects. Steps are the functions dhir-lower-to-mpi marks `dhir.step`
-(their names are for people: a user's function may look like one). Steps are made public
-(their dotted names cannot clash with a C symbol) and each module declares the steps it
-calls but does not hold. Anything else a step refers to keeps the module whole: a global,
-or a function defined in the module, whose private name could clash.
+third of the compile. dhir-lower-to-mpi puts a large schedule's tasks into functions of a
+few dozen tasks each (parts, `<function>.schedule<S>.part<K>`, called from `.group<K>`
+functions when there are many), and hands each over as soon as it is finished
+(LowerToMPIPass.lower). Parts call only external declarations (the runtime, MPI, the
+user's): `StepPieces` moves them, in runs of about equal size, into modules of their own,
+each printed and built at once on a free core while the rest is lowered; the module left
+(the host code, the groups) is the last piece, and the linker joins the objects. Parts
+are the functions dhir-lower-to-mpi marks `dhir.step` (their names are for people: a
+user's function may look like one). A moved part is public (its dotted name cannot clash
+with a C symbol) and leaves a declaration of itself behind. A part that refers to
+anything else (a global, a function the module defines, whose private name could
+clash) stays, with every later one.
 """
 
 from collections.abc import Iterator
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, SymbolRefAttr
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.ir import Attribute, Operation, Region
 
 from dhir.dialects import func
 from dhir.ir.walk import find_ops
-from dhir.transforms.lower_to_mpi import STEP
+from dhir.transforms.lower_to_mpi import STEP, runtime_declaration
 
 # Fewer steps than this are not worth another round of tool start-ups.
 MIN_STEPS_PER_PIECE = 16
@@ -32,124 +33,97 @@ MIN_STEPS_PER_PIECE = 16
 MAX_STEPS_PER_PIECE = 128
 
 
-def split_module(module: ModuleOp, pieces: int) -> list[ModuleOp]:
-    """`module` (changed in place: the first piece, with the first run of steps) and
-    new modules holding the other runs: `pieces` of them (the cores that build them),
-    or a multiple of that when they would hold over MAX_STEPS_PER_PIECE steps each;
-    [module] when `pieces` is 1, or the module is small or not splittable. The steps'
-    `dhir.step` marks leave the module either way: nothing after this needs them."""
-    steps = _take_steps(module)
-    if pieces < 2:
-        return [module]
-    # A multiple of the cores: with one piece more than they build at once, the last
-    # one is built alone while the other cores wait.
-    rounds = -(-len(steps) // (MAX_STEPS_PER_PIECE * pieces))
-    pieces *= rounds
-    count = min(pieces, len(steps) // MIN_STEPS_PER_PIECE)
-    if count < 2:
-        return [module]
-    declarations = {
-        op.sym_name.data: op
-        for op in module.body.block.ops
-        if isinstance(op, func.FuncOp) and op.is_declaration
-    }
-    scans = {step: _scan(step) for step in steps}
-    references = {step: names for step, (names, _) in scans.items()}
-    allowed = declarations.keys() | {step.sym_name.data for step in steps}
-    if not all(names <= allowed for names in references.values()):
-        return [module]  # a step refers to a global, or to a function the module defines
-    runs = _balanced_runs(module, steps, [size for _, size in scans.values()], count)
-    for step in steps:
-        step.sym_visibility = None  # public: other pieces may call it
-    moved = [_piece(module, run, declarations, references) for run in runs[1:]]
-    for piece, run in zip(moved, runs[1:], strict=True):
-        _declare_other_steps(piece, run, references, steps)
-    return [module, *moved]
+def piece_count(steps: int, cores: int) -> int:
+    """How many pieces of parts `steps` parts make on `cores` cores; fewer than 2: the
+    program is built whole (one core, or too few parts to pay for more tool starts)."""
+    if cores < 2:
+        return 1
+    # A multiple of the cores, so that none is built alone at the end.
+    rounds = -(-steps // (MAX_STEPS_PER_PIECE * cores))
+    return min(cores * rounds, steps // MIN_STEPS_PER_PIECE)
 
 
-def _take_steps(module: ModuleOp) -> list[func.FuncOp]:
-    """The module's step functions, in order, their marks taken off."""
-    steps: list[func.FuncOp] = []
+class StepPieces:
+    """Pieces cut off `module` while dhir-lower-to-mpi lowers it (LowerToMPIPass.lower):
+    each part it finishes joins a run, and each run of `per_piece` parts becomes a piece
+    at once, for LLVM to build while the rest is lowered. A part leaves a declaration of
+    itself in its place (the lowering places the next step after it). A part that refers
+    to anything but a declaration of `module` or the runtime (a function the module
+    defines, a global, another step) stays in `module`, and so does every later one:
+    `module` keeps the host code, the groups and what is left, the last piece."""
+
+    def __init__(self, module: ModuleOp, per_piece: int) -> None:
+        self._module = module
+        self._per_piece = per_piece
+        self._declarations = {
+            op.sym_name.data: op
+            for op in module.body.block.ops
+            if isinstance(op, func.FuncOp) and op.is_declaration
+        }
+        self._run: list[func.FuncOp] = []
+        self._needed: set[str] = set()
+        self._closed = False
+
+    def add(self, part: func.FuncOp) -> ModuleOp | None:
+        """Take `part`; the piece its run makes when the run is full, else None."""
+        if self._closed:
+            return None
+        names = _references(part)
+        known = self._declarations.keys()
+        if not all(name in known or runtime_declaration(name) is not None for name in names):
+            self._closed = True
+            return None
+        self._run.append(part)
+        self._needed |= names
+        return self.flush() if len(self._run) >= self._per_piece else None
+
+    def flush(self) -> ModuleOp | None:
+        """The parts taken since the last piece, as a piece (None when there are none)."""
+        if not self._run:
+            return None
+        declarations = [
+            self._declarations[name].clone()
+            if name in self._declarations
+            else runtime_declaration(name)
+            for name in sorted(self._needed)
+        ]
+        piece = ModuleOp([d for d in declarations if d is not None])
+        piece.attributes.update(self._module.attributes)  # the DLTI saying which MPI
+        for part in self._run:
+            piece.body.block.add_op(_moved(part))
+        self._run, self._needed = [], set()
+        return piece
+
+
+def _moved(part: func.FuncOp) -> func.FuncOp:
+    """A public copy of `part` that takes its body, leaving `part` a declaration."""
+    part.attributes.pop(STEP, None)
+    inputs, outputs = part.function_type.inputs.data, part.function_type.outputs.data
+    moved = func.FuncOp(part.sym_name.data, (inputs, outputs), Region())
+    part.body.move_blocks(moved.body)
+    moved.attributes.update(part.attributes)
+    part.attributes.clear()
+    part.sym_visibility = StringAttr("private")
+    return moved
+
+
+def unmark_steps(module: ModuleOp) -> None:
+    """Take the `dhir.step` marks off the steps left in `module` (nothing after the split
+    needs them)."""
     for op in module.body.block.ops:
-        if isinstance(op, func.FuncOp) and op.attributes.pop(STEP, None) is not None:
-            steps.append(op)
-    return steps
+        if isinstance(op, func.FuncOp):
+            op.attributes.pop(STEP, None)
 
 
-def _balanced_runs(
-    module: ModuleOp, steps: list[func.FuncOp], sizes: list[int], count: int
-) -> list[list[func.FuncOp]]:
-    """`count` contiguous runs of `steps` (of `sizes` ops) of about the same size (in ops,
-    which LLVM's time follows), the first one sharing its piece with the host code."""
-    chosen = set(steps)
-    host = sum(_size(op) for op in module.body.block.ops if op not in chosen)
-    total = host + sum(sizes)
-    runs: list[list[func.FuncOp]] = [[]]
-    filled = host
-    for step, size in zip(steps, sizes, strict=True):
-        if len(runs) < count and filled + size / 2 > total * len(runs) / count and runs[-1]:
-            runs.append([])
-        runs[-1].append(step)
-        filled += size
-    return runs
-
-
-def _size(op: Operation) -> int:
-    return len(find_ops(op, Operation))
-
-
-def _piece(
-    module: ModuleOp,
-    steps: list[func.FuncOp],
-    declarations: dict[str, func.FuncOp],
-    references: dict[func.FuncOp, set[str]],
-) -> ModuleOp:
-    needed = sorted(set().union(*(references[step] for step in steps)) & declarations.keys())
-    piece = ModuleOp([declarations[name].clone() for name in needed])
-    piece.attributes.update(module.attributes)  # the DLTI saying which MPI, above all
-    for step in steps:
-        module.body.block.insert_op_before(_declaration(step), step)
-        step.detach()
-        piece.body.block.add_op(step)
-    return piece
-
-
-def _declare_other_steps(
-    piece: ModuleOp,
-    run: list[func.FuncOp],
-    references: dict[func.FuncOp, set[str]],
-    steps: list[func.FuncOp],
-) -> None:
-    """Declarations in `piece` of the steps its own steps call (a group calls its
-    parts) that went to other modules."""
-    inside = {step.sym_name.data for step in run}
-    called = set().union(*(references[step] for step in run)) - inside
-    first = piece.body.block.first_op
-    for step in steps:
-        if step.sym_name.data in called:
-            stub = _declaration(step)
-            if first is None:
-                piece.body.block.add_op(stub)
-            else:
-                piece.body.block.insert_op_before(stub, first)
-
-
-def _declaration(step: func.FuncOp) -> func.FuncOp:
-    return func.FuncOp.external(
-        step.sym_name.data, step.function_type.inputs.data, step.function_type.outputs.data
-    )
-
-
-def _scan(function: func.FuncOp) -> tuple[set[str], int]:
-    """The symbols `function` refers to, and its size in ops, in one walk."""
+def _references(function: func.FuncOp) -> set[str]:
+    """The symbols `function` refers to."""
     names: set[str] = set()
-    ops = find_ops(function, Operation)
-    for op in ops:
+    for op in find_ops(function, Operation):
         for attrs in (op.properties, op.attributes):
             for attr in attrs.values():
                 if _HOLDS_SYMBOLS[type(attr)]:
                     names.update(_symbols(attr))
-    return names, len(ops)
+    return names
 
 
 class _HoldsSymbols(dict[type, bool]):

@@ -28,7 +28,7 @@ larger than a piece (docs/semantics.md). Why no rank waits forever: see
 analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -110,6 +110,15 @@ class LowerToMPIPass(ModulePass):
     partition: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for _ in self.lower(op):
+            pass
+
+    def lower(self, op: ModuleOp) -> Iterator[func.FuncOp]:
+        """What `apply` does, yielding each step function a schedule's tasks were
+        outlined into (a part, marked STEP) as soon as it is finished: nothing changes it
+        afterwards, so a caller may build it while the rest is lowered (a part may move
+        out of the module meanwhile, leaving a declaration of itself in its place; see
+        dhir.toolchain.split.StepPieces)."""
         if self.mpi not in mpi.IMPLEMENTATIONS:
             raise PassFailedException(
                 f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"
@@ -134,13 +143,15 @@ class LowerToMPIPass(ModulePass):
                 outputs, start, loop = self._prepare(schedule, plans, called, parts)
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 lowering.held = held
-                runtime |= lowering.run(plans, outputs, start, loop)
+                runtime |= yield from lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
             if parts is not None:
                 parts.record(function)
         _erase_targets(op)
         for name in sorted(runtime):
-            op.body.block.add_op(_declare(name, _runtime_inputs(name)))
+            declaration = runtime_declaration(name)
+            assert declaration is not None, f"{name} is missing from _RUNTIME"
+            op.body.block.add_op(declaration)
 
     def _prepare(
         self, schedule: ScheduleOp, plans: list[TaskStep], called: bool, parts: "_Parts | None"
@@ -234,6 +245,22 @@ def _runtime_inputs(name: str) -> list[Attribute]:
     peers = [i32] if name.startswith(BCAST) else [i32, i32]
     slot = [i64] if name.startswith(ISEND) else []
     return [i64, i64, *layout, *peers, *slot]
+
+
+# The runtime functions the lowered code may call (declared at the end of lowering).
+_RUNTIME = {BCAST, SEND, RECV, ISEND, ALLGATHER, GATHER, WAIT, WRITE, COPY}
+_RUNTIME |= {name + STRIDED for name in (BCAST, SEND, RECV, ISEND)}
+
+
+def part_count(tasks: int) -> int:
+    """About how many parts a schedule of `tasks` tasks is lowered into."""
+    return -(-tasks // STEPS_PER_FUNCTION)
+
+
+def runtime_declaration(name: str) -> func.FuncOp | None:
+    """The declaration of the runtime function `name` that dhir-lower-to-mpi adds to the
+    module when its code calls it; None when `name` is no such function."""
+    return _declare(name, _runtime_inputs(name)) if name in _RUNTIME else None
 
 
 def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
@@ -358,12 +385,13 @@ class _ScheduleLowering:
         final_to_root: set[SSAValue],
         start: Validity | None,
         loop: Operation | None,
-    ) -> set[str]:
-        """Emit the schedule's code before it, then erase it; return the runtime
-        functions it calls. `start`: the validity every run of the schedule begins
-        with, given for a schedule in a time loop, whose memrefs then stay where they
-        are at its end and are assembled after `loop`; else everything is valid
-        everywhere at the start and made so again at the end."""
+    ) -> Generator[func.FuncOp, None, set[str]]:
+        """Emit the schedule's code before it, then erase it; yield each part function
+        once it is finished, and return the runtime functions the code calls. `start`:
+        the validity every run of the schedule begins with, given for a schedule in a
+        time loop, whose memrefs then stay where they are at its end and are assembled
+        after `loop`; else everything is valid everywhere at the start and made so again
+        at the end."""
         position = {v: i for i, v in reversed(list(enumerate(self.schedule.args)))}
         self.state = (
             start.copy()
@@ -371,12 +399,18 @@ class _ScheduleLowering:
             else Validity(list(self.schedule.args), self.ranks, self.held)
         )
         tasks = list(self.schedule.tasks())
+        finished = 0
         for event in plan_events(plans, self.state, position):
             if event.kind == "task":
                 self._lower_task(tasks[event.task], event.rank)
             else:
                 self._place_event(event, position)
+            for _, part in self._steps[finished:]:
+                yield part
+            finished = len(self._steps)
         self._outline_steps()
+        for _, part in self._steps[finished:]:
+            yield part
         self._group_steps()
         if start is None:
             self._assemble(self.state, final_to_root, position, self)

@@ -1,5 +1,6 @@
-"""Large lowered modules built as several pieces at once (dhir/toolchain/split.py): the
-program behaves as built whole, and what cannot move keeps the module whole."""
+"""Large programs built as several pieces, each built while the rest is lowered
+(dhir/toolchain/split.py): the program behaves as built whole, and what cannot move
+stays in the host module."""
 
 import os
 import sys
@@ -14,11 +15,12 @@ from xdsl.passes import PassPipeline
 from dhir import parse_string
 from dhir.api import run_pipeline
 from dhir.backends import native
+from dhir.ir.diagnostics import DhirError
 from dhir.runner import run
 from dhir.toolchain import build, split
 from dhir.toolchain.build import Timing
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.split import split_module
+from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.transforms import lower_to_mpi
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
@@ -26,61 +28,67 @@ from dhir.transforms.place import PlacePass
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import programs  # noqa: E402
 
-TASKS = 300  # 10 step functions of 32 tasks
+TASKS = 300  # 10 parts of 32 tasks
 
 
-def lowered(text: str, ranks: int = 2):
+def placed(text: str, ranks: int = 2) -> ModuleOp:
     module = parse_string(text)
-    passes = (PlacePass(ranks, "round-robin", None), LowerToMPIPass(ranks, "mpich", "main"))
-    run_pipeline(module, PassPipeline(passes), verify_each=False)
+    run_pipeline(module, PassPipeline((PlacePass(ranks, "round-robin", None),)), verify_each=False)
     return module
 
 
-def test_steps_move_in_runs_and_the_host_module_declares_them(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
-    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True)), 3)
-    assert len(pieces) == 3
-    defined = [
-        {op.sym_name.data for op in piece.body.block.ops if not op.is_declaration}
-        for piece in pieces
+def lowered(text: str, ranks: int = 2) -> ModuleOp:
+    module = placed(text, ranks)
+    run_pipeline(module, PassPipeline((LowerToMPIPass(ranks, "mpich", "main"),)))
+    return module
+
+
+def cut(module: ModuleOp, per_piece: int) -> list[ModuleOp]:
+    """The pieces StepPieces cuts off `module` as it is lowered."""
+    pieces = StepPieces(module, per_piece)
+    made = [pieces.add(part) for part in LowerToMPIPass(2, "mpich", "main").lower(module)]
+    last = pieces.flush()
+    return [piece for piece in [*made, last] if piece is not None]
+
+
+def defined(module: ModuleOp) -> list[str]:
+    return [op.sym_name.data for op in module.body.block.ops if not op.is_declaration]
+
+
+def test_parts_move_in_runs_and_the_host_module_declares_them() -> None:
+    module = placed(programs.many_tasks(TASKS, literals=True))
+    pieces = cut(module, 4)
+    assert [defined(piece) for piece in pieces] == [
+        [f"main.schedule0.part{k}" for k in range(first, min(first + 4, 10))] for first in (0, 4, 8)
     ]
-    assert not (defined[0] & defined[1] or defined[0] & defined[2] or defined[1] & defined[2])
-    assert "main" in defined[0] and all(defined)
-    # Contiguous runs of about equal size: pieces differ by less than the largest step.
-    sizes = [sum(1 for _ in piece.walk()) for piece in pieces]
-    largest = max(
-        sum(1 for _ in op.walk())
-        for piece in pieces
-        for op in piece.body.block.ops
-        if op.sym_name.data != "main" and not op.is_declaration
-    )
-    assert max(sizes) - min(sizes) <= 2 * largest
-    order = [name for names in defined for name in sorted(names, key=_part_number)]
-    assert order == sorted(order, key=_part_number)
-    declared = {op.sym_name.data for op in pieces[0].body.block.ops if op.is_declaration}
-    assert defined[1] | defined[2] <= declared
-    for piece in pieces[1:]:
+    assert defined(module) == ["main"]  # 10 parts: no groups
+    declared = {op.sym_name.data for op in module.body.block.ops if op.is_declaration}
+    assert {name for piece in pieces for name in defined(piece)} <= declared
+    for piece in pieces:
         assert all(isinstance(op, func.FuncOp) for op in piece.body.block.ops)
-        assert piece.attributes == pieces[0].attributes  # the MPI's DLTI, above all
+        assert piece.attributes == module.attributes  # the MPI's DLTI, above all
+        for op in piece.body.block.ops:
+            assert lower_to_mpi.STEP not in op.attributes
+            assert op.is_declaration == (op.sym_visibility == StringAttr("private"))
+    # Each piece declares the runtime functions its parts call, as the host module does.
+    runtime = {op.sym_name.data for op in module.body.block.ops if "dhir_rt_" in op.sym_name.data}
+    for piece in pieces:
+        calls = {op.callee.string_value() for op in piece.walk() if isinstance(op, func.CallOp)}
+        declared_here = {op.sym_name.data for op in piece.body.block.ops if op.is_declaration}
+        assert calls == declared_here and declared_here <= runtime
 
 
-def _part_number(name: str) -> int:
-    return -1 if name == "main" else int(name.rpartition("part")[2])
-
-
-def test_steps_are_known_by_their_mark_not_their_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_steps_are_known_by_their_mark_not_their_name() -> None:
     """A user's function named like a step is not one: it stays with the host code, and
-    private. The steps' `dhir.step` marks leave every piece before it is printed."""
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+    private; the marks of the steps left in the host module come off."""
     helper = "func.func private @util.schedule0.part99() {\n  return\n}\n"
-    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True) + helper), 3)
+    module = placed(programs.many_tasks(TASKS, literals=True) + helper)
+    pieces = cut(module, 4)
     assert len(pieces) == 3
-    first = {op.sym_name.data: op for op in pieces[0].body.block.ops}
-    kept = first["util.schedule0.part99"]
+    kept = {op.sym_name.data: op for op in module.body.block.ops}["util.schedule0.part99"]
     assert not kept.is_declaration and kept.sym_visibility == StringAttr("private")
-    marked = [op for piece in pieces for op in piece.walk() if lower_to_mpi.STEP in op.attributes]
+    unmark_steps(module)
+    marked = [op for op in module.walk() if lower_to_mpi.STEP in op.attributes]
     assert marked == []
 
 
@@ -101,49 +109,48 @@ def test_many_steps_are_called_from_groups(monkeypatch: pytest.MonkeyPatch) -> N
     assert [len(calls) for calls in in_groups] == [4, 4, 2]
 
 
-def test_a_large_module_makes_more_pieces_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Beyond MAX_STEPS_PER_PIECE steps a piece, mlir-opt slows down more than linearly:
-    10 steps at most 4 a piece make 4 pieces on 2 cores (a multiple of the cores, so that
-    none is built alone at the end), 3 on 3 cores; 1 core keeps the module whole."""
+def test_a_large_program_makes_more_pieces_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond MAX_STEPS_PER_PIECE parts a piece, mlir-opt slows down more than linearly:
+    10 parts at most 4 a piece make 4 pieces on 2 cores (a multiple of the cores, so that
+    none is built alone at the end), 3 on 3 cores; 1 core builds the program whole, and so
+    do too few parts."""
     monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
     monkeypatch.setattr(split, "MAX_STEPS_PER_PIECE", 4)
-    pieces = split_module(lowered(programs.many_tasks(TASKS, literals=True)), 2)
-    assert len(pieces) == 4
-    assert len(split_module(lowered(programs.many_tasks(TASKS, literals=True)), 3)) == 3
-    module = lowered(programs.many_tasks(TASKS, literals=True))
-    assert split_module(module, 1) == [module]
+    assert [piece_count(10, cores) for cores in (1, 2, 3)] == [1, 4, 3]
+    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 16)
+    assert piece_count(20, 4) == 1
 
 
-def test_a_small_module_stays_whole() -> None:
-    module = lowered(programs.many_tasks(40))
-    assert split_module(module, 4) == [module]
-
-
-def test_a_step_calling_a_function_defined_in_the_module_stays_whole(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+def test_a_part_calling_a_function_defined_in_the_module_stays() -> None:
+    """It could not call the module's private function from another module; nor do the
+    parts after it move (they would be placed after it)."""
     first = "      %i = arith.constant 0 : index"
-    text = programs.many_tasks(TASKS).replace(
-        first, "      func.call @helper() : () -> ()\n" + first
-    )
-    module = lowered("func.func private @helper() {\n  return\n}\n" + text)
-    assert split_module(module, 3) == [module]
+    head, tail = programs.many_tasks(TASKS).split("    %t192 = ")
+    tail = tail.replace(first, "      func.call @helper() : () -> ()\n" + first)
+    text = f"func.func private @helper() {{\n  return\n}}\n{head}    %t192 = {tail}"
+    module = placed(text)
+    pieces = cut(module, 2)
+    moved = [name for piece in pieces for name in defined(piece)]
+    assert moved == [f"main.schedule0.part{k}" for k in range(6)]  # tasks 0-191
+    assert [f"main.schedule0.part{k}" for k in range(6, 10)] == defined(module)[-4:]
 
 
-def _recorded_splits(monkeypatch: pytest.MonkeyPatch) -> list[list[ModuleOp]]:
-    """Each split the native backend makes, as it makes it (on 3 cores, any number of
-    steps per piece)."""
+def _recorded_pieces(monkeypatch: pytest.MonkeyPatch) -> list[ModuleOp]:
+    """Each piece the native backend cuts off, as it does (on 3 cores, any number of
+    parts per piece)."""
     monkeypatch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 3)
-    splits: list[list[ModuleOp]] = []
+    pieces: list[ModuleOp] = []
 
-    def recorded(module: ModuleOp, pieces: int) -> list[ModuleOp]:
-        splits.append(split_module(module, pieces))
-        return splits[-1]
+    class Recorded(StepPieces):
+        def flush(self) -> ModuleOp | None:
+            piece = super().flush()
+            if piece is not None:
+                pieces.append(piece)
+            return piece
 
-    monkeypatch.setattr(native, "split_module", recorded)
-    return splits
+    monkeypatch.setattr(native, "StepPieces", Recorded)
+    return pieces
 
 
 def _native_equals_interpreter(seed: int, mpi: str = "mpich", tasks: int = TASKS) -> None:
@@ -161,9 +168,9 @@ def _native_equals_interpreter(seed: int, mpi: str = "mpich", tasks: int = TASKS
 def test_a_program_built_in_pieces_computes_what_the_interpreter_does(
     monkeypatch: pytest.MonkeyPatch, mpi: str
 ) -> None:
-    splits = _recorded_splits(monkeypatch)
+    pieces = _recorded_pieces(monkeypatch)
     _native_equals_interpreter(7, mpi)
-    assert [len(pieces) for pieces in splits] == [3]
+    assert len(pieces) == 3
 
 
 @pytest.mark.mpi
@@ -172,18 +179,11 @@ def test_groups_and_their_steps_in_different_pieces_compute_what_the_interpreter
 ) -> None:
     monkeypatch.setattr(lower_to_mpi, "STEPS_PER_FUNCTION", 4)
     monkeypatch.setattr(lower_to_mpi, "CALLS_PER_GROUP", 3)
-    splits = _recorded_splits(monkeypatch)
-    # Where the pieces' edges fall depends on the host function's size: with 200 tasks
-    # one falls inside a group.
-    _native_equals_interpreter(11, tasks=200)
-    (modules,) = splits
-    declared_across = [
-        op.sym_name.data
-        for piece in modules[1:]
-        for op in piece.body.block.ops
-        if op.is_declaration and ".part" in op.sym_name.data
-    ]
-    assert declared_across  # a group called steps another piece holds
+    pieces = _recorded_pieces(monkeypatch)
+    _native_equals_interpreter(11, tasks=200)  # 50 parts, called from 17 groups
+    moved = [name for piece in pieces for name in defined(piece)]
+    assert len(pieces) == 3 and len(moved) == 50
+    assert all(".part" in name for name in moved)  # the groups stay with the host code
 
 
 @pytest.mark.mpi
@@ -191,7 +191,7 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     """Printed pieces build while the next ones print; a piece that did not change is
     not built again, and a program whose pieces are all known links nothing anew."""
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
-    splits = _recorded_splits(monkeypatch)
+    pieces = _recorded_pieces(monkeypatch)
     ran: list[str] = []
     real_run = build.run_stage
 
@@ -213,11 +213,11 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
 
     text = programs.many_tasks(TASKS, literals=True)
     exe, timing = compiled(text)
-    assert [len(pieces) for pieces in splits] == [3]
-    assert ran.count("mlir-opt") == 3 and ran.count("link") == 1
+    assert len(pieces) == 3
+    assert ran.count("mlir-opt") == 4 and ran.count("link") == 1  # and the host module
     assert "print" in dict(timing.stages)
     assert sorted(p.name for p in exe.parent.glob("program*.mlir*")) == [
-        f"program{k}{suffix}" for k in range(3) for suffix in (".llvm.mlirbc", ".mlir")
+        f"program{k}{suffix}" for k in range(4) for suffix in (".llvm.mlirbc", ".mlir")
     ]
     assert all(p.is_file() for p in exe.parent.glob("program*"))  # no link left dangling
     assert "int main" in (exe.parent / "harness.c").read_text()
@@ -229,3 +229,17 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
     assert changed != text
     assert compiled(changed)[0] != exe
     assert ran.count("mlir-opt") == 1 and ran.count("link") == 1
+
+
+def test_an_op_refused_in_a_piece_is_an_error_at_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir-check-mpi runs on each piece as it is cut off: its refusal stops the build."""
+    pieces = _recorded_pieces(monkeypatch)
+    head, tail = programs.many_tasks(TASKS).split("    %t250 = ")
+    first = "      %i = arith.constant 0 : index"
+    size = "      %comm = mpi.comm_world : !mpi.comm\n      %n = mpi.comm_size(%comm) : i32\n"
+    text = f"{head}    %t250 = {tail.replace(first, size + first, 1)}"
+    line = text[: text.index("mpi.comm_size")].count("\n") + 1
+    inputs = [np.zeros(64, np.float32) for _ in range(8)]
+    with pytest.raises(DhirError, match=rf"prog.mlir:{line}:\d+: .*mpi\.comm_size"):
+        run(parse_string(text, "prog.mlir"), *inputs, ranks=2, placement="round-robin")
+    assert len(pieces) == 2  # the second holds task 250: the lowering stopped there
