@@ -188,7 +188,7 @@ def test_groups_and_their_steps_in_different_pieces_compute_what_the_interpreter
 
 @pytest.mark.mpi
 def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Printed pieces build while the next ones print; a piece that did not change is
+    """Pieces build while the rest is lowered; a piece that did not change is
     not built again, and a program whose pieces are all known links nothing anew."""
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
     pieces = _recorded_pieces(monkeypatch)
