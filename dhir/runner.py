@@ -2,6 +2,7 @@
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
+from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
@@ -69,6 +71,7 @@ def run(
     gpu_fallback: str = DEFAULT_GPU_FALLBACK,
     codedrop: bool = True,
     target: str = DEFAULT_TARGET,
+    link: Sequence[str | os.PathLike[str]] = (),
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -81,7 +84,9 @@ def run(
     `dhir.schedule` goes through CodeDrop first (native; `codedrop=False` runs it as
     written), its tasks bound to `target` (an arch, cpu, gpu or any). SIGTERM or SIGHUP
     during the call stop every process of the run first, then take their usual effect.
-    Bad options are refused before any work (see RunOptions)."""
+    `link` (native): object files, static and shared libraries, `-lNAME` and `-LDIR`, as a
+    C compiler takes them, linked for tasks that call their functions (docs/commands.md,
+    "Calling your own code"). Bad options are refused before any work (see RunOptions)."""
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,
@@ -93,6 +98,7 @@ def run(
         gpu_fallback=gpu_fallback,
         codedrop=codedrop,
         target=target,
+        link=LinkInputs.from_words(link),
     )
     with ending_cleanly(redeliver=True):
         return run_module(
@@ -136,6 +142,15 @@ def run_module(
         if options.profile is not None:
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
+            )
+        if options.link:
+            raise DhirError(
+                [
+                    Diagnostic(
+                        "the interpreter does not call linked code yet; run a program that "
+                        "links files or libraries with the native backend"
+                    )
+                ]
             )
         results = run_interp(module, entry, inputs, options.timeout)
         if output_dir is not None:

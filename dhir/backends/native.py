@@ -30,12 +30,18 @@ from dhir.dialects import affine, func, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.collections import fewer_collections
-from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import find_ops
 from dhir.targets import host_arch
-from dhir.toolchain.build import EarlyRuntime, Timing, build_executable, start_builds
+from dhir.toolchain.build import (
+    Callers,
+    EarlyRuntime,
+    Timing,
+    build_executable,
+    start_builds,
+)
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
@@ -91,6 +97,7 @@ def compile_native(
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
     runtime = EarlyRuntime(options, openmp)
+    callers = external_callers(module)
     # Not re-verified after each pass: that would cost more than the passes, and
     # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit tests
     # verify after every pass).
@@ -120,7 +127,7 @@ def compile_native(
         steps = part_count(len(tasks))
         count = piece_count(steps, os.cpu_count() or 1) if gpu is None else 1
         if count >= 2:
-            build = _Build(options, signature, timing, openmp, runtime, tasks)
+            build = _Build(options, signature, timing, openmp, runtime, tasks, callers)
             return build.lowering(module, lower, after, -(-steps // count)), signature
         with timing.stage("dhir passes"):
             run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
@@ -138,6 +145,7 @@ def compile_native(
         bands=bands,
         mpi_checked=True,
         early_runtime=runtime,
+        callers=callers,
     )
     return exe, signature
 
@@ -152,6 +160,7 @@ class _Build:
     openmp: bool
     runtime: EarlyRuntime
     tasks: list[str]
+    callers: Callers
 
     def lowering(
         self, module: ModuleOp, lower: LowerToMPIPass, after: Sequence[ModulePass], per_piece: int
@@ -180,7 +189,24 @@ class _Build:
                 builds.add(print_module(module))
             with timing.stage("harness, cache lookup"):
                 harness = generate_harness(self.signature, self.options.ranks, self.tasks, bands)
-            return builds.finish(harness)
+            return builds.finish(harness, self.callers)
+
+
+def external_callers(module: ModuleOp) -> Callers:
+    """Where `module` first calls each function it declares without a body."""
+    declared = {
+        op.sym_name.data
+        for op in module.body.block.ops
+        if isinstance(op, func.FuncOp) and op.is_declaration
+    }
+    callers: dict[str, SourceLoc | None] = {}
+    if not declared:
+        return callers  # no walk (a large schedule's costs 50 ms)
+    for call in find_ops(module, func.CallOp):
+        name = call.callee.string_value()
+        if name in declared and name not in callers:
+            callers[name] = loc_of(call)
+    return callers
 
 
 def _next_piece(parts: Iterator[func.FuncOp], pieces: StepPieces) -> ModuleOp | None:

@@ -3,9 +3,10 @@
 dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
          [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
          [--placement ALGO] [--costs FILE] [--profile FILE] [--system FILE]
-         [--no-codedrop] [--target ARCH|cpu|gpu]
+         [--no-codedrop] [--target ARCH|cpu|gpu] [--link FILE]... [-l NAME]... [-L DIR]...
 dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
          [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
+         [--link FILE]... [-l NAME]... [-L DIR]...
 dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
 """
 
@@ -31,6 +32,7 @@ from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
 from dhir.toolchain.build import Timing, cache_root
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
@@ -175,6 +177,33 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "CodeDrop wraps its loop nests, linalg ops and calls in tasks; docs/commands.md)",
     )
     parser.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="link an object file (.o), static (.a) or shared library (.so) into every rank's "
+        "executable, for tasks that call its functions (repeatable; docs/commands.md, "
+        '"Calling your own code")',
+    )
+    parser.add_argument(
+        "-l",
+        action="append",
+        default=[],
+        dest="libraries",
+        metavar="NAME",
+        help="link the library libNAME.so or libNAME.a, as a C compiler does (repeatable)",
+    )
+    parser.add_argument(
+        "-L",
+        action="append",
+        default=[],
+        dest="library_dirs",
+        type=Path,
+        metavar="DIR",
+        help="look for -l libraries in DIR first (repeatable)",
+    )
+    parser.add_argument(
         "--target",
         metavar="ARCH|cpu|gpu",
         help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
@@ -213,6 +242,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         gpu_fallback=args.gpu_fallback,
         codedrop=not args.no_codedrop,
         target=args.target or DEFAULT_TARGET,
+        link=LinkInputs(tuple(args.link), tuple(args.libraries), tuple(args.library_dirs)),
     )
 
 
@@ -280,15 +310,20 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    given = [
-        f"--{name}" for name in ("placement", "costs", "profile", "target") if getattr(args, name)
+    names = ("placement", "costs", "profile", "target", "link")
+    given = [f"--{name}" for name in names if getattr(args, name)]
+    given += [
+        f"-{flag}"
+        for flag, name in (("l", "libraries"), ("L", "library_dirs"))
+        if getattr(args, name)
     ]
     if given:
         raise DhirError(
             [
                 Diagnostic(
                     f"{' and '.join(given)} cannot change an executable, whose tasks were placed "
-                    "when it was built; give them to dhir compile, or run the .mlir program"
+                    "and code linked when it was built; give them to dhir compile, or run the "
+                    ".mlir program"
                 )
             ]
         )

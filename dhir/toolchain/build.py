@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
+from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
@@ -84,6 +85,8 @@ OPENMP_PASSES: tuple[str, ...] = (
 )
 CLANG_FLAGS: tuple[str, ...] = ("-O2",)
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
+# Where a program first calls each function it declares without defining it, by name.
+Callers = Mapping[str, SourceLoc | None]
 CACHE_FORMAT = 3  # 3: modules lowered to bytecode, program.llvm.mlirbc
 # What mlir-opt-22 lowers a module to: MLIR bytecode (`mlir-opt-22 FILE` prints it as
 # text), or text for GPU builds.
@@ -193,6 +196,7 @@ def build_executable(
     bands: Mapping[int, Sequence[Sequence[tuple[int, int]]]] | None = None,
     mpi_checked: bool = False,
     early_runtime: "EarlyRuntime | None" = None,
+    callers: Callers | None = None,
 ) -> Path:
     """An executable running `signature`'s entry of `lowered_mlir` on `options.ranks`
     ranks of `options.mpi`.
@@ -211,7 +215,10 @@ def build_executable(
     dhir-check-mpi as IR before they were printed (as the native backend does); else each
     one with mpi ops is read back and checked here. `early_runtime`: the runtime's object
     as it was started before (used when it was compiled with the same flags and MPI).
+    `callers`: where the program first calls each function it declares without defining
+    it (by symbol), so that a link that finds no definition says where it is called.
     """
+    callers = callers if callers is not None else {}
     options = options if options is not None else RunOptions()
     timing = timing if timing is not None else Timing()
     recipe = _recipe(options, openmp, gpu, extra_mlir_opt_passes)
@@ -221,12 +228,13 @@ def build_executable(
             harness = generate_harness(signature, options.ranks, tasks, bands)
         check = not mpi_checked
         runtime = partial(_runtime_object, recipe, early_runtime)
+        whole = partial(_build_whole, recipe, harness=harness, runtime_object=runtime)
         if isinstance(lowered_mlir, str):
-            return _build_whole(recipe, lowered_mlir, harness, runtime, timing, check)
+            return whole(lowered_mlir, timing=timing, check=check, callers=callers)
         if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
-            return _build_whole(recipe, lowered_mlir[0], harness, runtime, timing, check)
+            return whole(lowered_mlir[0], timing=timing, check=check, callers=callers)
         modules = _Modules(lowered_mlir, timing)
-        return _build_pieces(recipe, modules, harness, runtime, timing, check)
+        return _build_pieces(recipe, modules, harness, runtime, timing, check, callers)
 
 
 def _recipe(
@@ -238,7 +246,7 @@ def _recipe(
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
     clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
-    return _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu)
+    return _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu, options.link)
 
 
 class EarlyRuntime:
@@ -301,6 +309,7 @@ class _Recipe:
     tools: LlvmTools
     mpi: MpiInstall
     gpu: GpuBuild | None
+    linked: LinkInputs  # the user's code and libraries, linked into the executable
 
     @property
     def runtime_inputs(self) -> tuple[object, ...]:
@@ -329,8 +338,10 @@ class _Recipe:
         return _digest({"settings": self.settings, "mlir": mlir})
 
     def executable(self, module_keys: Sequence[str], harness: str) -> Path:
-        key = _digest({"settings": self.settings, "modules": list(module_keys), "harness": harness})
-        return self.root / key[:24] / "program"
+        parts = {"settings": self.settings, "modules": list(module_keys), "harness": harness}
+        if self.linked:
+            parts["linked"] = self.linked.digest()
+        return self.root / _digest(parts)[:24] / "program"
 
     def module_object(self, mlir: str, key: str, timing: Timing) -> Path:
         """program.o of the lowered module `mlir` (whose key is `key`), built once."""
@@ -368,11 +379,15 @@ class _Recipe:
         others: Sequence[Path],
         harness: str,
         timing: Timing,
+        callers: Callers,
     ) -> Path:
         """The modules' objects and `others` (the harness's, the runtime's) linked into `exe`,
-        with the harness's source beside it for a look."""
+        with the harness's source beside it for a look. `callers`: see build_executable."""
         link = partial(self._link, modules=modules, others=others, harness=harness, timing=timing)
-        self._in_work_dir(exe.parent, link)
+        try:
+            self._in_work_dir(exe.parent, link)
+        except DhirError as error:
+            raise _undefined_functions(error, callers) or error from None
         return exe
 
     def _compile_module(self, work: Path, *, mlir: str, timing: Timing) -> None:
@@ -427,7 +442,7 @@ class _Recipe:
         if self.gpu is not None:
             gpu_link = [self.gpu_runtime_object(timing), *self.gpu.link_flags]
         command = [tools.clang, *self.clang_flags, *modules, *others, *gpu_link, "-o", "program"]
-        command += [*self.mpi.link_flags, "-lm"]
+        command += [*self.linked.flags(), *self.mpi.link_flags, "-lm"]
         if runner_utils:
             # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
             command += ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
@@ -486,7 +501,8 @@ class _Recipe:
             shutil.rmtree(failed, ignore_errors=True)
             os.replace(work, failed)
             moved = [
-                Diagnostic(d.message.replace(str(work), str(failed))) for d in error.diagnostics
+                Diagnostic(d.message.replace(str(work), str(failed)), d.loc)
+                for d in error.diagnostics
             ]
             raise DhirError(moved) from None
         except BaseException:
@@ -507,6 +523,7 @@ def _build_whole(
     runtime_object: Callable[[Timing], Path],
     timing: Timing,
     check: bool,
+    callers: Callers,
 ) -> Path:
     """One module: its stages run one after the other, each timed; its mpi ops checked
     first with `check`."""
@@ -520,7 +537,7 @@ def _build_whole(
     program = recipe.module_object(mlir, key, timing)
     runtime = runtime_object(timing)
     others = [recipe.harness_object(harness, timing), runtime]
-    return recipe.link(exe, [program], others, harness, timing)
+    return recipe.link(exe, [program], others, harness, timing, callers)
 
 
 class ModuleBuilds:
@@ -568,8 +585,9 @@ class ModuleBuilds:
         with self._cores:
             return self._recipe.module_object(mlir, key, Timing())
 
-    def finish(self, harness: str) -> Path:
-        """The executable of the modules added and `harness`, once they are built."""
+    def finish(self, harness: str, callers: Callers | None = None) -> Path:
+        """The executable of the modules added and `harness`, once they are built;
+        `callers`: see build_executable."""
         recipe = self._recipe
         self._cores.release()  # the caller's core is free now
         with writing_cache(recipe.root):
@@ -581,7 +599,7 @@ class ModuleBuilds:
             exe = recipe.executable(self._keys, harness)
             if exe.is_file():
                 return exe
-            return recipe.link(exe, modules, objects, harness, self._timing)
+            return recipe.link(exe, modules, objects, harness, self._timing, callers or {})
 
 
 def start_builds(
@@ -603,12 +621,40 @@ def _build_pieces(
     runtime_object: Callable[[Timing], Path],
     timing: Timing,
     check: bool,
+    callers: Callers,
 ) -> Path:
     """Several modules, each built on a core of its own as soon as it is printed."""
     with ModuleBuilds(recipe, timing, check, runtime_object) as builds:
         for text in modules:
             builds.add(text)
-        return builds.finish(harness)
+        return builds.finish(harness, callers)
+
+
+# What the linker says of a symbol no object defines: GNU ld, then lld.
+_UNDEFINED = re.compile(r"undefined reference to `([^']+)'|undefined symbol: (\S+)")
+_CIFACE = "_mlir_ciface_"  # the C symbol of a function declared llvm.emit_c_interface
+
+
+def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None:
+    """A failed link's error as one error per function of the program's that no linked
+    file defines, at its first call; None when the linker names none, or names a symbol
+    that is not such a function (dhir's own, a library's)."""
+    text = "\n".join(d.message for d in error.diagnostics)
+    found = [m.group(1) or m.group(2) for m in _UNDEFINED.finditer(text)]
+    names = [symbol.removeprefix(_CIFACE) for symbol in dict.fromkeys(found)]
+    if not names or not all(name in callers for name in names):
+        return None
+    return DhirError(
+        [
+            Diagnostic(
+                f"calls {name}, which no file the program links defines; pass the object "
+                "file or library that does with --link FILE or -l NAME (dhir.run: "
+                'link=[...]; docs/commands.md, "Calling your own code")',
+                callers[name],
+            )
+            for name in names
+        ]
+    )
 
 
 def needed_passes(passes: Sequence[str], mlir: str) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
 
 DEFAULT_RANKS = 1
@@ -28,7 +29,8 @@ class RunOptions:
     tasks by `placement`, with the measured task times of the profile `costs`, writes
     the time of every task to `profile`, runs GPU tasks written as loops on the CPU with
     `gpu_fallback="cpu"`, and puts an entry without a schedule through CodeDrop
-    (`codedrop`), its tasks bound to `target`."""
+    (`codedrop`), its tasks bound to `target`. Every rank's executable links `link`, the
+    user's own code and libraries."""
 
     ranks: int = DEFAULT_RANKS
     mpi: str = DEFAULT_MPI
@@ -41,6 +43,7 @@ class RunOptions:
     gpu_fallback: str = DEFAULT_GPU_FALLBACK
     codedrop: bool = True
     target: str = DEFAULT_TARGET
+    link: LinkInputs = LinkInputs()
 
     def __post_init__(self) -> None:
         # Whole numbers of other kinds (NumPy's) are taken as the ints they are.

@@ -1,0 +1,137 @@
+"""The user's own code and libraries a program links: object files, static and shared
+libraries, and `-l NAME` / `-L DIR` as a C compiler takes them (docs/commands.md, "Calling
+your own code").
+
+Every rank's executable links them; a shared library is found at run time through an
+rpath to its folder, so ranks on other nodes find it where this one does (the same path
+must hold it there). A library named with `-l` is looked for where the linker would
+look for it (the `-L` folders first, then clang's own), when the options are made, so
+that a missing one is an error before any work, and its contents are part of the
+build's cache key as a named file's are.
+"""
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.tools import find_llvm_tools
+
+# What the linker takes: objects, static archives, shared libraries (libfoo.so.1.2 too).
+_KINDS = re.compile(r".*(\.o|\.a|\.so(\.\d+)*)$")
+_NAME = re.compile(r"[A-Za-z0-9_.+\-]+")
+_HINT = "pass object files (.o), static libraries (.a) or shared libraries (.so)"
+
+
+@dataclass(frozen=True)
+class LinkInputs:
+    """What a program links besides dhir's own objects: `files` (in order), then the
+    libraries `names` (`-l NAME`), looked for in `dirs` (`-L DIR`) before the linker's
+    own folders. Made from command-line words by `from_words`."""
+
+    files: tuple[Path, ...] = ()
+    names: tuple[str, ...] = ()
+    dirs: tuple[Path, ...] = ()
+    found: tuple[Path, ...] = field(default=(), init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "files", tuple(_file(path) for path in self.files))
+        object.__setattr__(self, "dirs", tuple(_folder(path) for path in self.dirs))
+        object.__setattr__(self, "found", tuple(self._library(name) for name in self.names))
+
+    @classmethod
+    def from_words(cls, words: Iterable[str | os.PathLike[str]]) -> "LinkInputs":
+        """`-lNAME` and `-LDIR` as a C compiler reads them; any other word names a file."""
+        files: list[Path] = []
+        names: list[str] = []
+        dirs: list[Path] = []
+        for word in words:
+            text = os.fspath(word)
+            if text.startswith("-l"):
+                names.append(text[2:])
+            elif text.startswith("-L"):
+                dirs.append(Path(text[2:]))
+            else:
+                files.append(Path(text))
+        return cls(tuple(files), tuple(names), tuple(dirs))
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.names)
+
+    def flags(self) -> list[str]:
+        """The linker's arguments, after the program's objects: the files, the folders and
+        the libraries, with an rpath to every folder a shared library was found in."""
+        shared = [p for p in (*self.files, *self.found) if p.suffix != ".a" and ".so" in p.name]
+        folders = dict.fromkeys(str(path.parent) for path in shared)
+        rpaths = [f"-Wl,-rpath,{folder}" for folder in folders if folder not in _linker_dirs()]
+        return [
+            *(str(path) for path in self.files),
+            *(f"-L{folder}" for folder in self.dirs),
+            *(f"-l{name}" for name in self.names),
+            *rpaths,
+        ]
+
+    def digest(self) -> list[object]:
+        """What the executable depends on: each file and library found, by its contents."""
+        return [[str(path), _contents(path)] for path in (*self.files, *self.found)]
+
+    def _library(self, name: str) -> Path:
+        if not _NAME.fullmatch(name):
+            raise _error(f"-l{name} is not a library name (-lNAME links libNAME.so or .a)")
+        folders = [*self.dirs, *(Path(d) for d in _linker_dirs())]
+        for folder in folders:
+            for candidate in (f"lib{name}.so", f"lib{name}.a"):
+                if (folder / candidate).is_file():
+                    return (folder / candidate).resolve()
+        where = ", ".join(str(folder) for folder in folders)
+        raise _error(
+            f"cannot find -l{name}: no lib{name}.so or lib{name}.a in {where}; "
+            "add its folder with -L DIR, or pass the library's file itself"
+        )
+
+
+def _file(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise _error(f"cannot link {path}: no such file; {_HINT}")
+    if not _KINDS.fullmatch(path.name):
+        raise _error(f"cannot link {path}: not a kind of file dhir links; {_HINT}")
+    return path.resolve()
+
+
+def _folder(path: Path) -> Path:
+    path = Path(path)
+    if not path.is_dir():
+        raise _error(f"-L{path}: no such folder")
+    return path.resolve()
+
+
+def _contents(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as error:
+        raise _error(f"cannot read {path}: {error.strerror}") from None
+
+
+@cache
+def _linker_dirs() -> tuple[str, ...]:
+    """The folders clang's linker looks for `-l` libraries in (without -L)."""
+    try:
+        clang = find_llvm_tools().clang
+        out = subprocess.run(
+            [clang, "-print-search-dirs"], capture_output=True, text=True, check=True
+        ).stdout
+    except (DhirError, OSError, subprocess.CalledProcessError):
+        return ("/usr/local/lib", "/usr/lib", "/lib")
+    line = next((line for line in out.splitlines() if line.startswith("libraries: =")), "")
+    folders = [os.path.normpath(d) for d in line.removeprefix("libraries: =").split(":") if d]
+    return tuple(dict.fromkeys(d for d in folders if os.path.isdir(d)))
+
+
+def _error(message: str) -> DhirError:
+    return DhirError([Diagnostic(message)])

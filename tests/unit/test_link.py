@@ -1,0 +1,173 @@
+"""Tasks calling the user's own C code (`--link`, `-l`, `-L`; dhir.toolchain.linking): every
+kind of file links, a missing function is an error at its call, and a changed file
+rebuilds."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.ir.diagnostics import DhirError
+from dhir.toolchain.linking import LinkInputs
+
+DATA = Path(__file__).parent / "data" / "link"
+PROGRAM = DATA / "views.mlir"
+
+
+def inputs() -> list[np.ndarray]:
+    return [np.arange(32, dtype=np.float64).reshape(8, 4), np.arange(16, dtype=np.float64)]
+
+
+def expected(scale: float = 1.0) -> list[np.ndarray]:
+    a, b = inputs()
+    a[:4] *= 2.0 * scale
+    a[4:] *= 3.0 * scale
+    return [a, b + 1.0]
+
+
+def compile_c(folder: Path, kind: str, scale: float = 1.0) -> Path:
+    """kernel.c built as `kind` (o, a or so) in `folder`; its rows scaled `scale` times
+    more than the program says (to see a changed object rebuild)."""
+    source = (DATA / "kernel.c").read_text()
+    if scale != 1.0:
+        source = source.replace("*= factor", f"*= factor * {scale}")
+    (folder / "kernel.c").write_text(source)
+    obj = folder / "kernel.o"
+    clang = ["clang-22", "-O2", "-fPIC", "-c", str(folder / "kernel.c"), "-o", str(obj)]
+    subprocess.run(clang, check=True)
+    if kind == "o":
+        return obj
+    if kind == "a":
+        subprocess.run(["ar", "rcs", str(folder / "libkernel.a"), str(obj)], check=True)
+        obj.unlink()
+        return folder / "libkernel.a"
+    shared = folder / "libkernel.so"
+    subprocess.run(["clang-22", "-shared", str(obj), "-o", str(shared)], check=True)
+    obj.unlink()
+    return shared
+
+
+def assert_equal(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("kind", ["o", "a", "so"])
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_task_calls_c_from_each_kind_of_file(tmp_path: Path, kind: str, ranks: int) -> None:
+    """A row block of a memref passed as a view (llvm.emit_c_interface), another as a
+    bare pointer; the shared library is found at run time through its rpath. Round robin
+    puts the three tasks on three ranks: what C writes is sent back as a whole memref."""
+    linked = compile_c(tmp_path, kind)
+    got = dhir.run(str(PROGRAM), *inputs(), ranks=ranks, placement="round-robin", link=[linked])
+    assert_equal(got, expected())
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_libraries_by_name_in_a_folder(tmp_path: Path) -> None:
+    compile_c(tmp_path, "so")
+    got = dhir.run(str(PROGRAM), *inputs(), ranks=2, link=["-lkernel", f"-L{tmp_path}"])
+    assert_equal(got, expected())
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_openmpi_links_them_too(tmp_path: Path) -> None:
+    try:
+        got = dhir.run(
+            str(PROGRAM), *inputs(), ranks=2, mpi="openmpi", link=[compile_c(tmp_path, "a")]
+        )
+    except DhirError as error:
+        if "OpenMPI" in str(error) and "install" in str(error):
+            pytest.skip(f"OpenMPI is not installed: {error}")
+        raise
+    assert_equal(got, expected())
+
+
+@pytest.mark.mlir
+def test_a_function_no_file_defines_is_an_error_at_its_call(tmp_path: Path) -> None:
+    with pytest.raises(DhirError) as error:
+        dhir.run(str(PROGRAM), *inputs(), ranks=2)
+    lines = [str(d.loc) + ": " + d.message for d in error.value.diagnostics]
+    text = PROGRAM.read_text().splitlines()
+    call = next(k for k, line in enumerate(text, 1) if "func.call @scale_rows" in line)
+    assert lines[0].startswith(f"{PROGRAM}:{call}:7: calls scale_rows, which no file")
+    assert "--link FILE or -l NAME" in lines[0]
+    assert lines[1].split(": ", 1)[1].startswith("calls add_one")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_changed_object_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = compile_c(tmp_path / "one", "o")
+    assert_equal(dhir.run(str(PROGRAM), *inputs(), ranks=2, link=[first]), expected())
+    # The same path, other contents: the executable's cache key follows the contents.
+    second = compile_c(tmp_path / "two", "o", scale=2.5)
+    first.write_bytes(second.read_bytes())
+    assert_equal(dhir.run(str(PROGRAM), *inputs(), ranks=2, link=[first]), expected(2.5))
+
+
+def test_words_as_a_c_compiler_reads_them(tmp_path: Path) -> None:
+    (tmp_path / "k.o").write_bytes(b"")
+    (tmp_path / "libz2.so.1").write_bytes(b"")
+    linked = LinkInputs.from_words([tmp_path / "k.o", str(tmp_path / "libz2.so.1"), "-lm"])
+    assert linked.files == (tmp_path / "k.o", tmp_path / "libz2.so.1")
+    assert linked.names == ("m",) and linked.found[0].name.startswith("libm.")
+    flags = linked.flags()
+    assert flags[:3] == [str(tmp_path / "k.o"), str(tmp_path / "libz2.so.1"), "-lm"]
+    assert f"-Wl,-rpath,{tmp_path}" in flags
+    assert not LinkInputs() and linked
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["nowhere.o"], "cannot link nowhere.o: no such file"),
+        (["kernel.c"], "cannot link .*kernel.c: not a kind of file dhir links"),
+        (["-Lnowhere"], "-Lnowhere: no such folder"),
+        (["-lnosuchlibrary"], "cannot find -lnosuchlibrary: no libnosuchlibrary.so or "),
+        (["-l../x"], "-l../x is not a library name"),
+    ],
+)
+def test_bad_words_are_refused_before_any_work(words: list[str], message: str) -> None:
+    os.chdir(DATA)
+    with pytest.raises(DhirError, match=message):
+        LinkInputs.from_words(words)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_the_command_line(tmp_path: Path) -> None:
+    linked = compile_c(tmp_path, "so")
+    a, b = inputs()
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    files = ["--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")]
+    out = tmp_path / "out"
+    words = ["-l", "kernel", "-L", str(tmp_path)]
+    run = [sys.executable, "-m", "dhir.cli.main", "run", str(PROGRAM), "-n", "2"]
+    done = subprocess.run([*run, *files, *words, "--output-dir", str(out)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert_equal([np.load(out / "arg0.npy"), np.load(out / "arg1.npy")], expected())
+    exe = tmp_path / "prog"
+    compile_ = [sys.executable, "-m", "dhir.cli.main", "compile", str(PROGRAM), "-n", "2"]
+    done = subprocess.run([*compile_, "--link", str(linked), "-o", str(exe)], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    again = subprocess.run(
+        [sys.executable, "-m", "dhir.cli.main", "run", str(exe), *files, "--link", str(linked)],
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 1 and "--link cannot change an executable" in again.stderr
+    interp = subprocess.run([*run, *files, *words, "--backend", "interp"], capture_output=True)
+    assert interp.returncode == 1 and b"the interpreter does not call linked code" in interp.stderr
