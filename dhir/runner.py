@@ -143,16 +143,7 @@ def run_module(
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        if options.link:
-            raise DhirError(
-                [
-                    Diagnostic(
-                        "the interpreter does not call linked code yet; run a program that "
-                        "links files or libraries with the native backend"
-                    )
-                ]
-            )
-        results = run_interp(module, entry, inputs, options.timeout)
+        results = run_interp(module, entry, inputs, options.timeout, options.link)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results

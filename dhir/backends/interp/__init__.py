@@ -18,6 +18,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from dhir.backends.interp import external
 from dhir.backends.interp.arith import ArithImpls
 from dhir.backends.interp.control import ControlImpls
 from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap
@@ -28,6 +29,7 @@ from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.interp.vector import VectorImpls
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import timeout_seconds
 from dhir.toolchain.signature import check_inputs, entry_signature
 
@@ -57,11 +59,16 @@ class _OpStack(Interpreter.Listener):
 
 
 def run_interp(
-    module: ModuleOp, entry: str, inputs: list[object], timeout: float | None = None
+    module: ModuleOp,
+    entry: str,
+    inputs: list[object],
+    timeout: float | None = None,
+    link: LinkInputs | None = None,
 ) -> list[np.ndarray]:
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
     per argument: the final contents of each memref, a 0-d array of each scalar. A run
-    longer than `timeout` seconds is stopped with a DhirError."""
+    longer than `timeout` seconds is stopped with a DhirError. Functions the module
+    declares without a body run from `link`'s files (dhir.backends.interp.external)."""
     if timeout is not None:
         timeout = timeout_seconds(timeout)  # RunOptions' rule, for callers without them
     signature = entry_signature(module, entry)
@@ -73,6 +80,7 @@ def run_interp(
     args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
     stack = _OpStack(time.monotonic() + timeout if timeout is not None else None)
     interpreter = make_interpreter(module, [stack])
+    linked = external.attach(interpreter, link) if link else None
     limit = sys.getrecursionlimit()
     try:
         # Enough for ~1,600 levels of calls and regions (Python 3.11 keeps its frames
@@ -98,6 +106,8 @@ def run_interp(
         raise _error(stack, f"{type(error).__name__}: {error}") from None
     finally:
         sys.setrecursionlimit(limit)
+        if linked is not None:
+            linked.cleanup()
     return arrays
 
 

@@ -13,6 +13,7 @@ from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.traits import SymbolTable
 
+from dhir.backends.interp import external
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
     MAX_DEPTH,
@@ -204,12 +205,10 @@ class ControlImpls(InterpreterFunctions):
     @handles(func.CallOp)
     def run_call(self, interp: Interpreter, op: func.CallOp, args: Values) -> Values:
         callee = SymbolTable.lookup_symbol(op, op.callee)
-        if not isinstance(callee, func.FuncOp) or callee.is_declaration:
-            fail(
-                op,
-                f"calls {op.callee}, which has no body in the module; the interpreter "
-                "runs only functions defined in the module",
-            )
+        if isinstance(callee, func.FuncOp) and callee.is_declaration:
+            return external.call(interp, op, callee, args)  # from the files linked
+        if not isinstance(callee, func.FuncOp):
+            fail(op, f"calls {op.callee}, which the module does not define")
         try:
             return interp.run_ssacfg_region(callee.body, args, callee.sym_name.data)
         except RecursionError:

@@ -271,6 +271,12 @@ class MemrefImpls(InterpreterFunctions):
         strides = [s // item for s in array.strides]
         return (base, start // item, *array.shape, *strides)
 
+    @handles(memref.ExtractAlignedPointerAsIndexOp)
+    def run_aligned_pointer(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # The address of the buffer in this process, as native code has it: C code the
+        # program links may be handed it (dhir.backends.interp.external).
+        return (_root(args[0]).__array_interface__["data"][0],)
+
     @handles(memref.GetGlobalOp)
     def run_get_global(self, interp: Interpreter, op: memref.GetGlobalOp, args: Values) -> Values:
         found = SymbolTable.lookup_symbol(op, op.name_)

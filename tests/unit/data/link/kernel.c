@@ -12,3 +12,13 @@ void add_one(int64_t data, int64_t n) {  /* a bare pointer, as BLAS takes one */
   double *x = (double *)(intptr_t)data;
   for (int64_t i = 0; i < n; ++i) x[i] += 1.0;
 }
+
+/* A memref without llvm.emit_c_interface: its descriptor's fields, one argument each. */
+double sum_plain(double *allocated, double *aligned, int64_t offset, int64_t size,
+                 int64_t stride) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < size; ++i) sum += aligned[offset + i * stride];
+  return sum;
+}
+
+int32_t twice(int32_t x) { return 2 * x; }

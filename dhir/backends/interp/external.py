@@ -1,0 +1,225 @@
+"""Calls of functions the module declares without a body, run from the files the program
+links (`--link`, `-l`; dhir.toolchain.linking) loaded with ctypes, by MLIR's calling
+convention as native code calls them (docs/commands.md, "Calling your own code"): so the
+interpreter, the reference every backend is held to, runs such programs too.
+
+Shared libraries are loaded as they are; object files and static libraries are linked
+into one shared library first (they must be position-independent: `-fPIC`). A memref
+passes as its descriptor (a pointer to it with `llvm.emit_c_interface`, else its fields
+one by one), pointing into the interpreter's own arrays, so what the function writes is
+what the task sees.
+"""
+
+import ctypes
+import ctypes.util
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+)
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
+from xdsl.ir import Attribute, Operation
+
+from dhir.backends.interp.core import INDEX_WIDTH, fail
+from dhir.backends.interp.scalars import wrap
+from dhir.dialects import func
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.tools import find_llvm_tools
+
+C_INTERFACE = "llvm.emit_c_interface"
+_CIFACE = "_mlir_ciface_"
+_FLOATS: dict[type[Attribute], type[Any]] = {
+    Float32Type: ctypes.c_float,
+    Float64Type: ctypes.c_double,
+}
+_INTS: dict[int, type[Any]] = {
+    1: ctypes.c_bool,
+    8: ctypes.c_int8,
+    16: ctypes.c_int16,
+    32: ctypes.c_int32,
+    64: ctypes.c_int64,
+}
+
+
+@dataclass
+class Libraries:
+    """The loaded files, searched in order for a symbol."""
+
+    handles: list[ctypes.CDLL]
+
+    def symbol(self, name: str) -> Any | None:
+        for handle in self.handles:
+            try:
+                return getattr(handle, name)
+            except AttributeError:
+                continue
+        return None
+
+
+def load(link: LinkInputs, folder: Path) -> Libraries:
+    """`link`'s files and libraries, loaded; objects and static libraries linked into a
+    shared library in `folder` first."""
+    every = [*link.files, *link.found]
+    shared = [path for path in every if path.suffix != ".a" and ".so" in path.name]
+    static = [path for path in every if path not in shared]
+    # A -l library may be a linker script (libm.so is): the loader wants the file it names.
+    names = dict(zip(link.found, link.names, strict=True))
+    # Global, so that the objects' library finds the shared libraries they call.
+    handles = [_open(path, ctypes.RTLD_GLOBAL, names.get(path)) for path in shared]
+    if static:
+        handles.append(_open(_shared_from(static, folder), ctypes.RTLD_LOCAL))
+    return Libraries(handles)
+
+
+def _open(path: Path, mode: int, name: str | None = None) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(str(path), mode=mode)
+    except OSError as error:
+        found = ctypes.util.find_library(name) if name is not None else None
+        if found is not None:
+            return ctypes.CDLL(found, mode=mode)
+        raise DhirError([Diagnostic(f"the interpreter cannot load {path}: {error}")]) from None
+
+
+def _shared_from(files: list[Path], folder: Path) -> Path:
+    target = folder / "linked.so"
+    archives = [str(path) for path in files if path.suffix == ".a"]
+    objects = [str(path) for path in files if path.suffix != ".a"]
+    whole = ["-Wl,--whole-archive", *archives, "-Wl,--no-whole-archive"] if archives else []
+    command = [str(find_llvm_tools().clang), "-shared", *objects, *whole, "-o", str(target)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"the interpreter links {', '.join(map(str, files))} into a shared "
+                    "library to call them, and clang failed (an object must be compiled with "
+                    f"-fPIC):\n{tail}"
+                )
+            ]
+        )
+    return target
+
+
+class ExternalCalls(InterpreterFunctions):
+    """No op's functions: the key a run keeps its loaded libraries under."""
+
+
+def attach(interpreter: Interpreter, link: LinkInputs) -> tempfile.TemporaryDirectory[str]:
+    """Load `link` for calls made by `interpreter`'s run; the returned folder holds what
+    was built for it (remove it once the run ends)."""
+    folder = tempfile.TemporaryDirectory(prefix="dhir-interp-link-")
+    interpreter.set_data(ExternalCalls, "libraries", load(link, Path(folder.name)))
+    return folder
+
+
+def call(
+    interpreter: Interpreter, op: func.CallOp, callee: func.FuncOp, args: PythonValues
+) -> PythonValues:
+    """`callee` (a declaration) called on `args` from the linked files."""
+    name = callee.sym_name.data
+    c_interface = C_INTERFACE in callee.attributes
+    libraries = interpreter.get_data(ExternalCalls, "libraries", lambda: None)
+    symbol = f"{_CIFACE}{name}" if c_interface else name
+    function = libraries.symbol(symbol) if libraries is not None else None
+    if function is None:
+        fail(
+            op,
+            f"calls {name}, which no file the program links defines; pass the file that "
+            "does with --link FILE or -l NAME (dhir.run: link=[...])",
+        )
+    outputs = callee.function_type.outputs.data
+    if len(outputs) > 1 or any(not _is_scalar(type_) for type_ in outputs):
+        returned = ", ".join(str(type_) for type_ in outputs)
+        fail(
+            op,
+            f"calls {name}, which returns {returned}: the interpreter calls linked functions "
+            "that return one scalar or nothing",
+        )
+    argtypes: list[Any] = []
+    values: list[Any] = []
+    for type_, value in zip(callee.function_type.inputs.data, args, strict=True):
+        if isinstance(type_, MemRefType):
+            _memref(op, value, c_interface, argtypes, values)
+        else:
+            kind = _scalar(op, type_)
+            argtypes.append(kind)
+            values.append(_to_c(type_, value))
+    function.argtypes = argtypes
+    function.restype = _scalar(op, outputs[0]) if outputs else None
+    result = function(*values)
+    return (_from_c(outputs[0], result),) if outputs else ()
+
+
+def _memref(
+    op: Operation, array: object, c_interface: bool, argtypes: list[Any], values: list[Any]
+) -> None:
+    if not isinstance(array, np.ndarray):
+        fail(op, "passes a memref the interpreter does not hold as an array")
+    base, offset, sizes, strides = _descriptor(array)
+    if not c_interface:
+        argtypes += [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        argtypes += [ctypes.c_int64] * (2 * array.ndim)
+        values += [base, base, offset, *sizes, *strides]
+        return
+    row = ctypes.c_int64 * array.ndim
+    fields = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p)]
+    fields += [("offset", ctypes.c_int64), ("sizes", row), ("strides", row)]
+    descriptor = type("Descriptor", (ctypes.Structure,), {"_fields_": fields})
+    argtypes.append(ctypes.POINTER(descriptor))
+    # byref keeps the descriptor alive through the call.
+    values.append(ctypes.byref(descriptor(base, base, offset, row(*sizes), row(*strides))))
+
+
+def _descriptor(array: np.ndarray) -> tuple[int, int, list[int], list[int]]:
+    """The base address, offset, sizes and strides (in elements) of `array`'s view."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    size = array.itemsize
+    base = root.ctypes.data
+    offset = (array.ctypes.data - base) // size
+    return base, offset, list(array.shape), [stride // size for stride in array.strides]
+
+
+def _is_scalar(type_: Attribute) -> bool:
+    return isinstance(type_, IndexType | IntegerType) or type(type_) in _FLOATS
+
+
+def _scalar(op: Operation, type_: Attribute) -> type[Any]:
+    if isinstance(type_, IndexType):
+        return ctypes.c_int64
+    if isinstance(type_, IntegerType) and type_.width.data in _INTS:
+        return _INTS[type_.width.data]
+    if type(type_) in _FLOATS:
+        return _FLOATS[type(type_)]
+    fail(
+        op,
+        f"passes {type_} to a linked function: the interpreter passes i1, i8 to i64, index, "
+        "f32, f64 and memrefs",
+    )
+
+
+def _to_c(type_: Attribute, value: Any) -> Any:
+    if isinstance(type_, IntegerType) and type_.width.data == 1:
+        return bool(value & 1)
+    return value
+
+
+def _from_c(type_: Attribute, value: Any) -> Any:
+    if isinstance(type_, IndexType):
+        return wrap(int(value), INDEX_WIDTH)
+    if isinstance(type_, IntegerType):
+        return wrap(int(value), type_.width.data)
+    return float(value)
