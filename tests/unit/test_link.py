@@ -234,3 +234,36 @@ def test_libm_by_name_though_its_file_is_a_linker_script() -> None:
     interp = dhir.run(LIBM, x, backend="interp", link=["-lm"])
     assert_equal(interp, dhir.run(LIBM, x, ranks=2))
     assert interp[0][0] == pytest.approx(3.0)
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples" / "link"
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", ["mpich", "openmpi"])
+def test_the_examples_on_one_to_three_ranks(tmp_path: Path, mpi: str) -> None:
+    """examples/run_link.py's programs: row blocks to C, and OpenBLAS's dgemm from NumPy's
+    wheel, native equal to the interpreter bit for bit and to NumPy within rounding."""
+    kernel = tmp_path / "rows.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", EXAMPLES / "rows.c", "-o", kernel], check=True)
+    rng = np.random.default_rng(3)
+    a = rng.random((8, 16))
+    cases = [("rows.mlir", [a], [kernel], [a / a.sum(axis=1, keepdims=True)])]
+    libs = Path(np.__file__).parent.parent / "numpy.libs"
+    openblas = sorted(libs.glob("libscipy_openblas*.so"))
+    if openblas:
+        x, y = rng.random((32, 32)), rng.random((32, 32))
+        cases.append(("dgemm.mlir", [x, y, np.zeros((32, 32))], openblas[:1], [x, y, x @ y]))
+    for name, args, link, want in cases:
+        reference = dhir.run(EXAMPLES / name, *args, backend="interp", link=link)
+        for got, close in zip(reference, want, strict=True):
+            np.testing.assert_allclose(got, close)
+        for ranks in (1, 2, 3):
+            try:
+                native = dhir.run(EXAMPLES / name, *args, ranks=ranks, mpi=mpi, link=link)
+            except DhirError as error:
+                if mpi == "openmpi" and "install" in str(error):
+                    pytest.skip(f"OpenMPI is not installed: {error}")
+                raise
+            assert_equal(native, reference)
