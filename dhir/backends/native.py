@@ -31,9 +31,9 @@ from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
-from dhir.ir.tasks import is_gpu_task, task_label
+from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import enclosing, find_ops
 from dhir.targets import host_arch
 from dhir.toolchain.build import (
     Callers,
@@ -193,19 +193,24 @@ class _Build:
 
 
 def external_callers(module: ModuleOp) -> Callers:
-    """Where `module` first calls each function it declares without a body."""
+    """Where `module` first calls each function it declares without a body, and in which
+    task (by the name a profile gives it)."""
     declared = {
         op.sym_name.data
         for op in module.body.block.ops
         if isinstance(op, func.FuncOp) and op.is_declaration
     }
-    callers: dict[str, SourceLoc | None] = {}
+    callers: dict[str, tuple[SourceLoc | None, str | None]] = {}
     if not declared:
         return callers  # no walk (a large schedule's costs 50 ms)
+    names: dict[TaskOp, str] = {}
     for call in find_ops(module, func.CallOp):
         name = call.callee.string_value()
         if name in declared and name not in callers:
-            callers[name] = loc_of(call)
+            task = enclosing(call, TaskOp)
+            if task is not None and not names:
+                names = task_ids(module)
+            callers[name] = (loc_of(call), names.get(task) if task is not None else None)
     return callers
 
 

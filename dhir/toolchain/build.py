@@ -85,8 +85,9 @@ OPENMP_PASSES: tuple[str, ...] = (
 )
 CLANG_FLAGS: tuple[str, ...] = ("-O2",)
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
-# Where a program first calls each function it declares without defining it, by name.
-Callers = Mapping[str, SourceLoc | None]
+# Where a program first calls each function it declares without defining it, by name: the
+# call's location and the task it is in (None: host code).
+Callers = Mapping[str, tuple[SourceLoc | None, str | None]]
 CACHE_FORMAT = 3  # 3: modules lowered to bytecode, program.llvm.mlirbc
 # What mlir-opt-22 lowers a module to: MLIR bytecode (`mlir-opt-22 FILE` prints it as
 # text), or text for GPU builds.
@@ -644,17 +645,17 @@ def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None
     names = [symbol.removeprefix(_CIFACE) for symbol in dict.fromkeys(found)]
     if not names or not all(name in callers for name in names):
         return None
-    return DhirError(
-        [
-            Diagnostic(
-                f"calls {name}, which no file the program links defines; pass the object "
-                "file or library that does with --link FILE or -l NAME (dhir.run: "
-                'link=[...]; docs/commands.md, "Calling your own code")',
-                callers[name],
-            )
-            for name in names
-        ]
-    )
+    diagnostics = []
+    for name in names:
+        loc, task = callers[name]
+        where = f" in task {task}" if task is not None else ""
+        message = (
+            f"calls {name}{where}, which no file the program links defines; pass the object "
+            "file or library that does with --link FILE or -l NAME (dhir.run: link=[...]; "
+            'docs/commands.md, "Calling your own code")'
+        )
+        diagnostics.append(Diagnostic(message, loc))
+    return DhirError(diagnostics)
 
 
 def needed_passes(passes: Sequence[str], mlir: str) -> list[str]:
