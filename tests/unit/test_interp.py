@@ -1137,7 +1137,7 @@ def test_unsupported_ops_are_located_errors() -> None:
         "%s = func.call", "func.call @ext() : () -> ()\n      %s = func.call"
     )
     message = run_error(external, np.zeros(4, np.float32), np.zeros(1, np.float32), 1.0)
-    assert "'func.call' calls @ext, which has no body" in message
+    assert "'func.call' calls ext, which no file the program links defines" in message
 
 
 def test_store_into_a_constant_global() -> None:

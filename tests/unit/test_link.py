@@ -2,7 +2,6 @@
 kind of file links, a missing function is an error at its call, and a changed file
 rebuilds."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,8 +139,10 @@ def test_words_as_a_c_compiler_reads_them(tmp_path: Path) -> None:
         (["-l../x"], "-l../x is not a library name"),
     ],
 )
-def test_bad_words_are_refused_before_any_work(words: list[str], message: str) -> None:
-    os.chdir(DATA)
+def test_bad_words_are_refused_before_any_work(
+    words: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(DATA)
     with pytest.raises(DhirError, match=message):
         LinkInputs.from_words(words)
 

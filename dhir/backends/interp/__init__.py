@@ -18,10 +18,10 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from dhir.backends.interp import external
 from dhir.backends.interp.arith import ArithImpls
 from dhir.backends.interp.control import ControlImpls
 from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap
+from dhir.backends.interp.external import attach
 from dhir.backends.interp.gpu import GpuImpls
 from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
@@ -80,7 +80,7 @@ def run_interp(
     args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
     stack = _OpStack(time.monotonic() + timeout if timeout is not None else None)
     interpreter = make_interpreter(module, [stack])
-    linked = external.attach(interpreter, link) if link else None
+    linked = attach(interpreter, link) if link else None
     limit = sys.getrecursionlimit()
     try:
         # Enough for ~1,600 levels of calls and regions (Python 3.11 keeps its frames

@@ -13,7 +13,6 @@ from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.traits import SymbolTable
 
-from dhir.backends.interp import external
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
     MAX_DEPTH,
@@ -23,6 +22,7 @@ from dhir.backends.interp.core import (
     handles,
     register,
 )
+from dhir.backends.interp.external import call_external
 from dhir.backends.interp.memref import load, store
 from dhir.backends.interp.scalars import combine, int_width, wrap
 from dhir.dialects import affine, cf, func, scf
@@ -206,7 +206,7 @@ class ControlImpls(InterpreterFunctions):
     def run_call(self, interp: Interpreter, op: func.CallOp, args: Values) -> Values:
         callee = SymbolTable.lookup_symbol(op, op.callee)
         if isinstance(callee, func.FuncOp) and callee.is_declaration:
-            return external.call(interp, op, callee, args)  # from the files linked
+            return call_external(interp, op, callee, args)  # from the files linked
         if not isinstance(callee, func.FuncOp):
             fail(op, f"calls {op.callee}, which the module does not define")
         try:

@@ -124,7 +124,7 @@ def attach(interpreter: Interpreter, link: LinkInputs) -> tempfile.TemporaryDire
     return folder
 
 
-def call(
+def call_external(
     interpreter: Interpreter, op: func.CallOp, callee: func.FuncOp, args: PythonValues
 ) -> PythonValues:
     """`callee` (a declaration) called on `args` from the linked files."""
