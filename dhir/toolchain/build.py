@@ -227,15 +227,13 @@ def build_executable(
         recipe.root.mkdir(parents=True, exist_ok=True)
         with timing.stage("harness, cache lookup"):
             harness = generate_harness(signature, options.ranks, tasks, bands)
-        check = not mpi_checked
         runtime = partial(_runtime_object, recipe, early_runtime)
-        whole = partial(_build_whole, recipe, harness=harness, runtime_object=runtime)
+        linking = _Linking(recipe, harness, runtime, timing, not mpi_checked, callers)
         if isinstance(lowered_mlir, str):
-            return whole(lowered_mlir, timing=timing, check=check, callers=callers)
+            return linking.whole(lowered_mlir)
         if isinstance(lowered_mlir, Sequence) and len(lowered_mlir) == 1:
-            return whole(lowered_mlir[0], timing=timing, check=check, callers=callers)
-        modules = _Modules(lowered_mlir, timing)
-        return _build_pieces(recipe, modules, harness, runtime, timing, check, callers)
+            return linking.whole(lowered_mlir[0])
+        return linking.pieces(_Modules(lowered_mlir, timing))
 
 
 def _recipe(
@@ -517,28 +515,38 @@ class _Recipe:
                 raise
 
 
-def _build_whole(
-    recipe: _Recipe,
-    mlir: str,
-    harness: str,
-    runtime_object: Callable[[Timing], Path],
-    timing: Timing,
-    check: bool,
-    callers: Callers,
-) -> Path:
-    """One module: its stages run one after the other, each timed; its mpi ops checked
-    first with `check`."""
-    with timing.stage("harness, cache lookup"):
-        if check:
-            _check_mpi_use(mlir, recipe.mpi)
-        key = recipe.module_key(mlir)
-        exe = recipe.executable([key], harness)
-        if exe.is_file():
-            return exe
-    program = recipe.module_object(mlir, key, timing)
-    runtime = runtime_object(timing)
-    others = [recipe.harness_object(harness, timing), runtime]
-    return recipe.link(exe, [program], others, harness, timing, callers)
+@dataclass(frozen=True)
+class _Linking:
+    """What build_executable builds its modules with, however many there are."""
+
+    recipe: _Recipe
+    harness: str
+    runtime_object: Callable[[Timing], Path]
+    timing: Timing
+    check: bool  # the modules' mpi ops, before building them
+    callers: Callers
+
+    def whole(self, mlir: str) -> Path:
+        """One module: its stages run one after the other, each timed."""
+        recipe, timing = self.recipe, self.timing
+        with timing.stage("harness, cache lookup"):
+            if self.check:
+                _check_mpi_use(mlir, recipe.mpi)
+            key = recipe.module_key(mlir)
+            exe = recipe.executable([key], self.harness)
+            if exe.is_file():
+                return exe
+        program = recipe.module_object(mlir, key, timing)
+        runtime = self.runtime_object(timing)
+        others = [recipe.harness_object(self.harness, timing), runtime]
+        return recipe.link(exe, [program], others, self.harness, timing, self.callers)
+
+    def pieces(self, modules: "_Modules") -> Path:
+        """Several modules, each built on a core of its own as soon as it is printed."""
+        with ModuleBuilds(self.recipe, self.timing, self.check, self.runtime_object) as builds:
+            for text in modules:
+                builds.add(text)
+            return builds.finish(self.harness, self.callers)
 
 
 class ModuleBuilds:
@@ -613,22 +621,6 @@ def start_builds(
     modules whose mpi ops passed dhir-check-mpi as IR; see ModuleBuilds."""
     recipe = _recipe(options, openmp, None, ())
     return ModuleBuilds(recipe, timing, False, partial(_runtime_object, recipe, early_runtime))
-
-
-def _build_pieces(
-    recipe: _Recipe,
-    modules: _Modules,
-    harness: str,
-    runtime_object: Callable[[Timing], Path],
-    timing: Timing,
-    check: bool,
-    callers: Callers,
-) -> Path:
-    """Several modules, each built on a core of its own as soon as it is printed."""
-    with ModuleBuilds(recipe, timing, check, runtime_object) as builds:
-        for text in modules:
-            builds.add(text)
-        return builds.finish(harness, callers)
 
 
 # What the linker says of a symbol no object defines: GNU ld, then lld.
