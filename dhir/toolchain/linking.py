@@ -24,6 +24,7 @@ from dhir.toolchain.tools import find_llvm_tools
 
 # What the linker takes: objects, static archives, shared libraries (libfoo.so.1.2 too).
 _KINDS = re.compile(r".*(\.o|\.a|\.so(\.\d+)*)$")
+_SHARED = re.compile(r".*\.so(\.\d+)*")
 _NAME = re.compile(r"[A-Za-z0-9_.+\-]+")
 _HINT = "pass object files (.o), static libraries (.a) or shared libraries (.so)"
 
@@ -66,7 +67,7 @@ class LinkInputs:
     def flags(self) -> list[str]:
         """The linker's arguments, after the program's objects: the files, the folders and
         the libraries, with an rpath to every folder a shared library was found in."""
-        shared = [p for p in (*self.files, *self.found) if p.suffix != ".a" and ".so" in p.name]
+        shared = [path for path in (*self.files, *self.found) if is_shared(path)]
         folders = dict.fromkeys(str(path.parent) for path in shared)
         rpaths = [f"-Wl,-rpath,{folder}" for folder in folders if folder not in _linker_dirs()]
         return [
@@ -93,6 +94,11 @@ class LinkInputs:
             f"cannot find -l{name}: no lib{name}.so or lib{name}.a in {where}; "
             "add its folder with -L DIR, or pass the library's file itself"
         )
+
+
+def is_shared(path: Path) -> bool:
+    """Whether `path` names a shared library (`libfoo.so`, `libfoo.so.1.2`)."""
+    return _SHARED.fullmatch(path.name) is not None
 
 
 def _file(path: Path) -> Path:

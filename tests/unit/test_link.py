@@ -11,7 +11,7 @@ import pytest
 
 import dhir
 from dhir.ir.diagnostics import DhirError
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import LinkInputs, is_shared
 
 DATA = Path(__file__).parent / "data" / "link"
 PROGRAM = DATA / "views.mlir"
@@ -127,6 +127,8 @@ def test_words_as_a_c_compiler_reads_them(tmp_path: Path) -> None:
     assert flags[:3] == [str(tmp_path / "k.o"), str(tmp_path / "libz2.so.1"), "-lm"]
     assert f"-Wl,-rpath,{tmp_path}" in flags
     assert not LinkInputs() and linked
+    names = ["libk.so", "libk.so.1.2", "my.sol.o", "libk.a", "k.o"]
+    assert [is_shared(Path(name)) for name in names] == [True, True, False, False, False]
 
 
 @pytest.mark.parametrize(

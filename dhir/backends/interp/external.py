@@ -33,7 +33,7 @@ from dhir.backends.interp.core import INDEX_WIDTH, fail
 from dhir.backends.interp.scalars import wrap
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import LinkInputs, is_shared
 from dhir.toolchain.tools import find_llvm_tools
 
 C_INTERFACE = "llvm.emit_c_interface"
@@ -70,7 +70,7 @@ def load(link: LinkInputs, folder: Path) -> Libraries:
     """`link`'s files and libraries, loaded; objects and static libraries linked into a
     shared library in `folder` first."""
     every = [*link.files, *link.found]
-    shared = [path for path in every if path.suffix != ".a" and ".so" in path.name]
+    shared = [path for path in every if is_shared(path)]
     static = [path for path in every if path not in shared]
     # A -l library may be a linker script (libm.so is): the loader wants the file it names.
     names = dict(zip(link.found, link.names, strict=True))
