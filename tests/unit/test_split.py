@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import PassPipeline
@@ -27,6 +29,7 @@ from dhir.transforms.place import PlacePass
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import programs  # noqa: E402
+from strategies import CPU_TARGETS, RandomSchedule, schedules  # noqa: E402
 
 TASKS = 300  # 10 parts of 32 tasks
 
@@ -243,3 +246,44 @@ def test_an_op_refused_in_a_piece_is_an_error_at_its_line(monkeypatch: pytest.Mo
     with pytest.raises(DhirError, match=rf"prog.mlir:{line}:\d+: .*mpi\.comm_size"):
         run(parse_string(text, "prog.mlir"), *inputs, ranks=2, placement="round-robin")
     assert len(pieces) == 2  # the second holds task 250: the lowering stopped there
+
+
+@pytest.mark.mpi
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 3).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            schedules(max_tasks=24, max_buffers=5, targets=CPU_TARGETS, ranks=n),
+            st.integers(0, 2**16),
+        )
+    )
+)
+def test_random_schedules_built_in_pieces_equal_the_interpreter(
+    case: tuple[int, RandomSchedule, int],
+) -> None:
+    """Random task graphs and placements, cut into pieces of a part of 2 tasks each (parts
+    called from groups of 2) while they are lowered: bit for bit the interpreter's."""
+    ranks, program, seed = case
+    note(f"on {ranks} ranks, the program:\n{program.text()}")
+    rng = np.random.default_rng(seed)
+    inputs = [rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)]
+    oracle = run(program.text(), *inputs, backend="interp")
+    made: list[ModuleOp] = []
+
+    class Recorded(StepPieces):
+        def flush(self) -> ModuleOp | None:
+            piece = super().flush()
+            made.extend([piece] if piece is not None else [])
+            return piece
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lower_to_mpi, "STEPS_PER_FUNCTION", 2)
+        patch.setattr(lower_to_mpi, "CALLS_PER_GROUP", 2)
+        patch.setattr(split, "MIN_STEPS_PER_PIECE", 1)
+        patch.setattr(os, "cpu_count", lambda: 3)
+        patch.setattr(native, "StepPieces", Recorded)
+        got = run(program.text(), *inputs, ranks=ranks, timeout=120)
+    assert made or len(program.tasks) < 4  # the path under test was taken
+    for native_out, want in zip(got, oracle, strict=True):
+        assert native_out.tobytes() == want.tobytes()
