@@ -117,3 +117,23 @@ def schedules(
 
     tasks = tuple(draw(st.lists(task(), min_size=0, max_size=max_tasks)))
     return RandomSchedule(buffers, size, chosen, tasks)
+
+
+def ranked_cases(
+    ranks: tuple[int, int], max_tasks: int, max_buffers: int, targets: tuple[str, ...]
+) -> st.SearchStrategy[tuple[int, RandomSchedule, int]]:
+    """A rank count from `ranks` (lowest, highest), a random schedule whose tasks may be
+    pinned to those ranks, and a seed for its inputs (`random_inputs`)."""
+    return st.integers(*ranks).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            schedules(max_tasks=max_tasks, max_buffers=max_buffers, targets=targets, ranks=n),
+            st.integers(0, 2**16),
+        )
+    )
+
+
+def random_inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
+    """One i32 array per buffer of `program`, drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)]

@@ -5,8 +5,7 @@ with stale data)."""
 
 import numpy as np
 from hypothesis import given, note, settings
-from hypothesis import strategies as st
-from strategies import RandomSchedule, schedules
+from strategies import RandomSchedule, random_inputs, ranked_cases
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i1
 from xdsl.ir import SSAValue
@@ -162,21 +161,8 @@ def _erase_unused(value: SSAValue) -> None:
         _erase_unused(operand)
 
 
-def _inputs(program: RandomSchedule, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)]
-
-
 @settings(max_examples=120, deadline=None)
-@given(
-    st.integers(1, 3).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            schedules(max_tasks=14, max_buffers=4, targets=GPU_TARGETS, ranks=n),
-            st.integers(0, 2**16),
-        )
-    )
-)
+@given(ranked_cases((1, 3), 14, 4, GPU_TARGETS))
 def test_copies_keep_the_sequential_result(case: tuple[int, RandomSchedule, int]) -> None:
     ranks, random_program, seed = case
     program = parallel(random_program)
@@ -184,7 +170,7 @@ def test_copies_keep_the_sequential_result(case: tuple[int, RandomSchedule, int]
     module = dhir.parse_string(program.text())
     dhir.run_pipeline(module, f"dhir-place{{ranks={ranks}}},dhir-gpu-data{{ranks={ranks}}}")
     note(dhir.print_module(module))
-    inputs = _inputs(program, seed)
+    inputs = random_inputs(program, seed)
     results = _run_on_interp(module, [a.copy() for a in inputs])
     for got, want in zip(results, program.reference(inputs)):
         np.testing.assert_array_equal(got, want)

@@ -7,8 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
-from strategies import RandomSchedule, schedules
+from strategies import RandomSchedule, random_inputs, ranked_cases
 from test_gpu_data import GPU_TARGETS, parallel
 
 import dhir
@@ -20,24 +19,12 @@ PROPOSAL = Path(__file__).parents[2] / "examples" / "proposal.mlir"
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.integers(1, 3).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            schedules(max_tasks=12, max_buffers=4, targets=GPU_TARGETS, ranks=n),
-            st.integers(0, 2**16),
-        )
-    )
-)
+@given(ranked_cases((1, 3), 12, 4, GPU_TARGETS))
 def test_fallback_equals_the_interpreter(case: tuple[int, RandomSchedule, int]) -> None:
     ranks, random_program, seed = case
     text = parallel(random_program).text()
     note(f"on {ranks} ranks, the program:\n{text}")
-    rng = np.random.default_rng(seed)
-    inputs = [
-        rng.integers(-50, 50, random_program.size).astype(np.int32)
-        for _ in range(random_program.buffers)
-    ]
+    inputs = random_inputs(random_program, seed)
     oracle = dhir.run(text, *inputs, backend="interp")
     native = dhir.run(text, *inputs, ranks=ranks, gpu_fallback="cpu", timeout=120)
     for got, want in zip(native, oracle):

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
-from strategies import RandomSchedule, schedules
+from strategies import RandomSchedule, random_inputs, ranked_cases
 from test_gpu_data import GPU_TARGETS, parallel
 from xdsl.dialects.builtin import ModuleOp
 
@@ -213,26 +212,14 @@ def _without_gpu_work(text: str) -> ModuleOp:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(
-    st.integers(1, 3).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            schedules(max_tasks=10, max_buffers=4, targets=GPU_TARGETS, ranks=n),
-            st.integers(0, 2**16),
-        )
-    )
-)
+@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS))
 def test_random_schedules_move_data_like_the_oracle(
     fake: Fake, case: tuple[int, RandomSchedule, int]
 ) -> None:
     ranks, random_program, seed = case
     text = parallel(random_program).text()
     note(f"on {ranks} ranks, the program:\n{text}")
-    rng = np.random.default_rng(seed)
-    inputs = [
-        rng.integers(-50, 50, random_program.size).astype(np.int32)
-        for _ in range(random_program.buffers)
-    ]
+    inputs = random_inputs(random_program, seed)
     oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
     native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)
     for got, want in zip(native, oracle):

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
-from hypothesis import strategies as st
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.passes import PassPipeline
@@ -29,7 +28,7 @@ from dhir.transforms.place import PlacePass
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 import programs  # noqa: E402
-from strategies import CPU_TARGETS, RandomSchedule, schedules  # noqa: E402
+from strategies import CPU_TARGETS, RandomSchedule, random_inputs, ranked_cases  # noqa: E402
 
 TASKS = 300  # 10 parts of 32 tasks
 
@@ -250,15 +249,7 @@ def test_an_op_refused_in_a_piece_is_an_error_at_its_line(monkeypatch: pytest.Mo
 
 @pytest.mark.mpi
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.integers(2, 3).flatmap(
-        lambda n: st.tuples(
-            st.just(n),
-            schedules(max_tasks=24, max_buffers=5, targets=CPU_TARGETS, ranks=n),
-            st.integers(0, 2**16),
-        )
-    )
-)
+@given(ranked_cases((2, 3), 24, 5, CPU_TARGETS))
 def test_random_schedules_built_in_pieces_equal_the_interpreter(
     case: tuple[int, RandomSchedule, int],
 ) -> None:
@@ -266,8 +257,7 @@ def test_random_schedules_built_in_pieces_equal_the_interpreter(
     called from groups of 2) while they are lowered: bit for bit the interpreter's."""
     ranks, program, seed = case
     note(f"on {ranks} ranks, the program:\n{program.text()}")
-    rng = np.random.default_rng(seed)
-    inputs = [rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)]
+    inputs = random_inputs(program, seed)
     oracle = run(program.text(), *inputs, backend="interp")
     made: list[ModuleOp] = []
 
