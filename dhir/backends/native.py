@@ -45,6 +45,7 @@ from dhir.toolchain.build import (
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
+from dhir.toolchain.linking import C_INTERFACE
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
@@ -382,4 +383,4 @@ def _mark_entry(module: ModuleOp, entry: str) -> None:
     for op in walk_outside_tasks(module):
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
             # The harness calls the entry through MLIR's C interface.
-            op.attributes["llvm.emit_c_interface"] = UnitAttr()
+            op.attributes[C_INTERFACE] = UnitAttr()

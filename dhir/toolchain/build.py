@@ -27,7 +27,7 @@ from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
@@ -625,7 +625,6 @@ def start_builds(
 
 # What the linker says of a symbol no object defines: GNU ld, then lld.
 _UNDEFINED = re.compile(r"undefined reference to `([^']+)'|undefined symbol: (\S+)")
-_CIFACE = "_mlir_ciface_"  # the C symbol of a function declared llvm.emit_c_interface
 
 
 def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None:
@@ -634,7 +633,7 @@ def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None
     that is not such a function (dhir's own, a library's)."""
     text = "\n".join(d.message for d in error.diagnostics)
     found = [m.group(1) or m.group(2) for m in _UNDEFINED.finditer(text)]
-    names = [symbol.removeprefix(_CIFACE) for symbol in dict.fromkeys(found)]
+    names = [symbol.removeprefix(C_INTERFACE_PREFIX) for symbol in dict.fromkeys(found)]
     if not names or not all(name in callers for name in names):
         return None
     diagnostics = []

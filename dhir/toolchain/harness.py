@@ -14,6 +14,7 @@ from itertools import accumulate
 
 import numpy as np
 
+from dhir.toolchain.linking import C_INTERFACE_PREFIX
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 
 # C types of scalar arguments, by NumPy dtype, with the range the command line may hold.
@@ -87,7 +88,7 @@ def generate_harness(
         "#include <stdint.h>",
         "",
         *(_descriptor_type(r) for r in ranks_in_use),
-        f'void dhir_entry({params}) __asm__("_mlir_ciface_{_c_string(signature.name)}");',
+        f'void dhir_entry({params}) __asm__("{C_INTERFACE_PREFIX}{_c_string(signature.name)}");',
         "",
         "int main(int argc, char **argv) {",
         f"  dhir_rt_init(&argc, &argv, {ranks});",

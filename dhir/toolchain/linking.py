@@ -22,6 +22,10 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.tools import find_llvm_tools
 
+# MLIR's C interface: a function declared with this unit attribute is called as
+# `_mlir_ciface_NAME`, with pointers to its memrefs' descriptors.
+C_INTERFACE = "llvm.emit_c_interface"
+C_INTERFACE_PREFIX = "_mlir_ciface_"
 # What the linker takes: objects, static archives, shared libraries (libfoo.so.1.2 too).
 _KINDS = re.compile(r".*(\.o|\.a|\.so(\.\d+)*)$")
 _SHARED = re.compile(r".*\.so(\.\d+)*")

@@ -30,14 +30,13 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
 
 from dhir.backends.interp.core import INDEX_WIDTH, fail
+from dhir.backends.interp.memref import base_array
 from dhir.backends.interp.scalars import wrap
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.linking import LinkInputs, is_shared
+from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs, is_shared
 from dhir.toolchain.tools import find_llvm_tools
 
-C_INTERFACE = "llvm.emit_c_interface"
-_CIFACE = "_mlir_ciface_"
 _FLOATS: dict[type[Attribute], type[Any]] = {
     Float32Type: ctypes.c_float,
     Float64Type: ctypes.c_double,
@@ -131,7 +130,7 @@ def call_external(
     name = callee.sym_name.data
     c_interface = C_INTERFACE in callee.attributes
     libraries = interpreter.get_data(ExternalCalls, "libraries", lambda: None)
-    symbol = f"{_CIFACE}{name}" if c_interface else name
+    symbol = f"{C_INTERFACE_PREFIX}{name}" if c_interface else name
     function = libraries.symbol(symbol) if libraries is not None else None
     if function is None:
         fail(
@@ -184,11 +183,8 @@ def _memref(
 
 def _descriptor(array: np.ndarray) -> tuple[int, int, list[int], list[int]]:
     """The base address, offset, sizes and strides (in elements) of `array`'s view."""
-    root = array
-    while isinstance(root.base, np.ndarray):
-        root = root.base
     size = array.itemsize
-    base = root.ctypes.data
+    base = base_array(array).ctypes.data
     offset = (array.ctypes.data - base) // size
     return base, offset, list(array.shape), [stride // size for stride in array.strides]
 

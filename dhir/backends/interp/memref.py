@@ -145,7 +145,8 @@ def _offsets_sizes_strides(
     )
 
 
-def _root(array: np.ndarray) -> np.ndarray:
+def base_array(array: np.ndarray) -> np.ndarray:
+    """The array `array` is a view of (itself when it is none), as MLIR's base buffer."""
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
@@ -240,7 +241,7 @@ class MemrefImpls(InterpreterFunctions):
         self, interp: Interpreter, op: memref.ReinterpretCastOp, args: Values
     ) -> Values:
         # Relative to the start of the underlying allocation, like MLIR's base pointer.
-        root = _root(args[0])
+        root = base_array(args[0])
         offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
         offset = offsets[0]
         reach = offset + sum((n - 1) * s for n, s in zip(sizes, strides) if n > 0)
@@ -262,7 +263,7 @@ class MemrefImpls(InterpreterFunctions):
         # The base is a 0-d view of the allocation's first element, so that a
         # reinterpret_cast of it sees the whole allocation, as in MLIR.
         array = args[0]
-        root = _root(array)
+        root = base_array(array)
         if not root.flags.c_contiguous:
             fail(op, "runs on a buffer the interpreter does not hold contiguously")
         item = array.itemsize
@@ -275,7 +276,7 @@ class MemrefImpls(InterpreterFunctions):
     def run_aligned_pointer(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # The address of the buffer in this process, as native code has it: C code the
         # program links may be handed it (dhir.backends.interp.external).
-        return (_root(args[0]).__array_interface__["data"][0],)
+        return (base_array(args[0]).__array_interface__["data"][0],)
 
     @handles(memref.GetGlobalOp)
     def run_get_global(self, interp: Interpreter, op: memref.GetGlobalOp, args: Values) -> Values:
