@@ -22,7 +22,7 @@ from xdsl.ir import Attribute, Operation, Region
 
 from dhir.dialects import func
 from dhir.ir.walk import find_ops
-from dhir.transforms.lower_to_mpi import STEP, runtime_declaration
+from dhir.transforms.lower_to_mpi import RUNTIME_FUNCTIONS, STEP, runtime_declaration
 
 # Fewer steps than this are not worth another round of tool start-ups.
 MIN_STEPS_PER_PIECE = 16
@@ -60,6 +60,8 @@ class StepPieces:
             for op in module.body.block.ops
             if isinstance(op, func.FuncOp) and op.is_declaration
         }
+        # What a part may refer to and still move.
+        self._known = self._declarations.keys() | RUNTIME_FUNCTIONS
         self._run: list[func.FuncOp] = []
         self._needed: set[str] = set()
         self._closed = False
@@ -69,8 +71,7 @@ class StepPieces:
         if self._closed:
             return None
         names = _references(part)
-        known = self._declarations.keys()
-        if not all(name in known or runtime_declaration(name) is not None for name in names):
+        if not names <= self._known:
             self._closed = True
             return None
         self._run.append(part)

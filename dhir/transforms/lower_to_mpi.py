@@ -150,7 +150,7 @@ class LowerToMPIPass(ModulePass):
         _erase_targets(op)
         for name in sorted(runtime):
             declaration = runtime_declaration(name)
-            assert declaration is not None, f"{name} is missing from _RUNTIME"
+            assert declaration is not None, f"{name} is missing from RUNTIME_FUNCTIONS"
             op.body.block.add_op(declaration)
 
     def _prepare(
@@ -248,8 +248,10 @@ def _runtime_inputs(name: str) -> list[Attribute]:
 
 
 # The runtime functions the lowered code may call (declared at the end of lowering).
-_RUNTIME = {BCAST, SEND, RECV, ISEND, ALLGATHER, GATHER, WAIT, WRITE, COPY}
-_RUNTIME |= {name + STRIDED for name in (BCAST, SEND, RECV, ISEND)}
+RUNTIME_FUNCTIONS = frozenset(
+    {BCAST, SEND, RECV, ISEND, ALLGATHER, GATHER, WAIT, WRITE, COPY}
+    | {name + STRIDED for name in (BCAST, SEND, RECV, ISEND)}
+)
 
 
 def part_count(tasks: int) -> int:
@@ -260,7 +262,7 @@ def part_count(tasks: int) -> int:
 def runtime_declaration(name: str) -> func.FuncOp | None:
     """The declaration of the runtime function `name` that dhir-lower-to-mpi adds to the
     module when its code calls it; None when `name` is no such function."""
-    return _declare(name, _runtime_inputs(name)) if name in _RUNTIME else None
+    return _declare(name, _runtime_inputs(name)) if name in RUNTIME_FUNCTIONS else None
 
 
 def _dlti_entry(key: str, value: str) -> DataLayoutEntryAttr:
