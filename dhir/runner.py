@@ -72,6 +72,9 @@ def run(
     codedrop: bool = True,
     target: str = DEFAULT_TARGET,
     link: Sequence[str | os.PathLike[str]] = (),
+    cpu: str | None = None,
+    optimize: bool = True,
+    fast_math: str = "none",
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -86,7 +89,12 @@ def run(
     during the call stop every process of the run first, then take their usual effect.
     `link` (native): object files, static and shared libraries, `-lNAME` and `-LDIR`, as a
     C compiler takes them, linked for tasks that call their functions (docs/commands.md,
-    "Calling your own code"). Bad options are refused before any work (see RunOptions)."""
+    "Calling your own code"). `cpu` (native): the CPU to build for, clang's -march name or
+    "native" (default: this machine's; docs/machine.md); `optimize=False` builds task
+    bodies as written (no dhir-optimize-bodies); `fast_math` (native): the floating-point
+    relaxations the program allows, "contract", "reassoc" or "fast" (see dhir-fast-math;
+    the interpreter stays exact). Bad options are refused before any work
+    (see RunOptions)."""
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,
@@ -99,6 +107,9 @@ def run(
         codedrop=codedrop,
         target=target,
         link=LinkInputs.from_words(link),
+        cpu=cpu,
+        optimize=optimize,
+        fast_math=fast_math,
     )
     with ending_cleanly(redeliver=True):
         return run_module(

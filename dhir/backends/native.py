@@ -34,6 +34,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
+from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.targets import host_arch
 from dhir.toolchain.build import (
     Callers,
@@ -42,6 +43,7 @@ from dhir.toolchain.build import (
     build_executable,
     start_builds,
 )
+from dhir.toolchain.cpu import cpu_facts, cpu_for
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
@@ -52,12 +54,14 @@ from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.check_mpi import CheckMpiPass
+from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
+from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.split_tasks import SplitTasksPass
@@ -80,10 +84,12 @@ def compile_native(
     dhir-instrument) and the recorder learns the names of the tasks as they were
     numbered: after dhir-split, pieces by their own names. GPU tasks run on the ranks'
     GPUs (see docs/gpu.md); with `options.gpu_fallback="cpu"`, those written as loops run
-    on the CPU."""
-    options = options if options is not None else RunOptions()
+    on the CPU. Floating-point ops take the relaxations `options.fast_math` allows
+    (dhir-fast-math)."""
+    options = _with_cpu(module, options if options is not None else RunOptions())
     ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
+    relax(module, options.fast_math)
     signature = entry_signature(module, entry)
     on_gpu = _check_targets(module, options.cpu_fallback)
     _mark_entry(module, entry)
@@ -108,8 +114,9 @@ def compile_native(
     data = (GpuDataPass(ranks),) if gpu is not None else ()
     lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
     # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks
-    # runs between the two: its calls take no memref, so they change no task's effects or
-    # regions. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
+    # and the optimizer run between the two: the calls the first adds take no memref, and
+    # the second reads and writes the same elements, so neither changes a task's effects
+    # or regions. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
     # know, run sequentially.
@@ -122,6 +129,8 @@ def compile_native(
         with timing.stage("dhir passes"):
             run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)
             tasks = task_table(module)
+        if options.optimize:
+            _optimize(module, options, timing)
         if profile is not None:
             profile.name_tasks(tasks)
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -321,6 +330,28 @@ def run_native(
             output_dir=output_dir,
             traffic=timing.notes if reporting else None,
         )
+
+
+def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> None:
+    """dhir-optimize-bodies for the CPU the code is built for, its decisions noted for
+    --timing. Between dhir-place and the lowering: it changes no task's effects or
+    regions (the same elements, read and written), so placement's facts stay right."""
+    assert options.cpu is not None
+    bits = cpu_facts(find_llvm_tools().clang, options.cpu).vector_bits
+    with timing.stage("dhir optimizer"):
+        decisions = optimize_bodies(module, bits)
+    timing.notes += [f"optimizer: {decision.line()}" for decision in decisions]
+
+
+def _with_cpu(module: ModuleOp, options: RunOptions) -> RunOptions:
+    """`options` with the CPU to build for: the one given, or the machine description's in
+    `module`, or this machine's."""
+    if options.cpu is None:
+        system = system_of(module) if SYSTEM_ATTR in module.attributes else None
+        options = replace(options, cpu=cpu_for(system))
+    assert options.cpu is not None
+    cpu_facts(find_llvm_tools().clang, options.cpu)  # a CPU clang does not know stops here
+    return options
 
 
 def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:

@@ -52,6 +52,7 @@ from dhir.toolchain.signature import (
     entry_signature,
 )
 from dhir.toolchain.tools import MPI_CHOICES
+from dhir.transforms.fast_math import MODES
 
 _INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
@@ -204,6 +205,27 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         help="look for -l libraries in DIR first (repeatable)",
     )
     parser.add_argument(
+        "--cpu",
+        metavar="NAME",
+        help="build each rank's code for this CPU: clang's -march name (znver4, "
+        "x86-64-v3, ...) or native (default: the --system description's, else this "
+        "machine's; docs/machine.md)",
+    )
+    parser.add_argument(
+        "--fast-math",
+        choices=MODES,
+        default="none",
+        help="floating-point relaxations the whole program allows: contract (fused "
+        "multiply-adds), reassoc (also sums in another order), fast (all of LLVM's); "
+        "default none: every result as the program's operations round it",
+    )
+    parser.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="build task bodies' loop nests as written (by default dhir-optimize-bodies "
+        "blocks and vectorises contraction nests, exactly; --timing says which)",
+    )
+    parser.add_argument(
         "--target",
         metavar="ARCH|cpu|gpu",
         help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
@@ -243,6 +265,9 @@ def _options(args: argparse.Namespace) -> RunOptions:
         codedrop=not args.no_codedrop,
         target=args.target or DEFAULT_TARGET,
         link=LinkInputs(tuple(args.link), tuple(args.libraries), tuple(args.library_dirs)),
+        cpu=args.cpu,
+        optimize=not args.no_optimize,
+        fast_math=args.fast_math,
     )
 
 
@@ -310,8 +335,9 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    names = ("placement", "costs", "profile", "target", "link")
-    given = [f"--{name}" for name in names if getattr(args, name)]
+    names = ("placement", "costs", "profile", "target", "link", "cpu", "no_optimize")
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
+    given += ["--fast-math"] if args.fast_math != "none" else []
     given += [
         f"-{flag}"
         for flag, name in (("l", "libraries"), ("L", "library_dirs"))

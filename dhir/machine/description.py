@@ -29,6 +29,8 @@ from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
 # Names end up in hostfiles and DLTI keys: keep them to characters both take as they are.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:+-]*")
 NAME_RULE = "letters, digits and _ . : + - (not starting with . : + -)"
+_CPU = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+CPU_RULE = "an LLVM CPU name (letters, digits and _ . + -, as clang's -march takes) or native"
 MAX_INT = 2**63 - 1  # TOML integers and DLTI's i64 entries are signed 64-bit
 
 # CPU fields for one core and its caches: optional in files (guessed when left out), absent
@@ -38,11 +40,16 @@ CORE_FIELDS = (
     "llc_bw_gbs",
 )  # fmt: skip
 CACHE_SIZES = ("core_cache_bytes", "llc_bytes")
-CPU_ONLY = (*CORE_FIELDS, "core_bw_curve")
+CPU_ONLY = (*CORE_FIELDS, "core_bw_curve", "cpu")
 CURVE_RULE = "a list of at least 2 [footprint bytes, GB/s] pairs, footprints increasing"
 CORE_RATES = tuple(name for name in CORE_FIELDS if name not in CACHE_SIZES)
 # Device fields whose value may be a guess rather than a measurement or a given fact.
 GUESSABLE = ("peak_gflops", "mem_bw_gbs", "memory_bytes", "cores", *CORE_FIELDS)
+
+
+def valid_cpu(name: object) -> bool:
+    """Whether `name` can be a CPU name (clang says later whether it knows it)."""
+    return isinstance(name, str) and _CPU.fullmatch(name) is not None
 
 
 class DescriptionError(ValueError):
@@ -92,6 +99,9 @@ class Device:
     llc_bytes: int | None = None
     llc_bw_gbs: float | None = None
     core_bw_curve: tuple[tuple[int, float], ...] | None = None  # (footprint bytes, GB/s)
+    # CPUs only: the CPU to build its ranks' code for (clang's -march/-mcpu name, or
+    # "native"); None: dhir.toolchain.cpu decides.
+    cpu: str | None = None
     # GPUs: seconds to start a kernel (None: dhir.machine.roofline's default). Not in files.
     launch_overhead_s: float | None = None
     # A CPU rank that also drives a GPU (ranks without a machine description: the GPU
@@ -163,6 +173,8 @@ class Device:
                 _check_int(name, getattr(self, name), what)
         if self.core_bw_curve is not None:
             _check_curve(self.core_bw_curve, what)
+        if self.cpu is not None and not valid_cpu(self.cpu):
+            raise DescriptionError(f"{what}: cpu must be {CPU_RULE}, got {self.cpu!r}")
 
     def _check_gpu(self, what: str) -> None:
         if self.cores is not None:

@@ -48,7 +48,7 @@ _LINK_KEYS = ("latency_us", "bandwidth_gbs", "guessed")
 _NODE_KEYS = ("name", "host", "devices")
 DEVICE_KEYS = (
     "name", "kind", "arch", "peak_gflops", "mem_bw_gbs", "memory_bytes", "cores", "ranks",
-    *CORE_FIELDS, "core_bw_curve", "host_link", "guessed",
+    *CORE_FIELDS, "core_bw_curve", "cpu", "host_link", "guessed",
 )  # fmt: skip
 _FLOAT_KEYS = ("peak_gflops", "mem_bw_gbs", *CORE_RATES)
 _INT_KEYS = ("memory_bytes", "cores", "ranks", *CACHE_SIZES)
@@ -98,6 +98,8 @@ def _device(device: Device) -> dict[str, Any]:
             data[key] = getattr(device, key)
     if device.core_bw_curve is not None:
         data["core_bw_curve"] = [[size, rate] for size, rate in device.core_bw_curve]
+    if device.cpu is not None:
+        data["cpu"] = device.cpu
     if device.host_link is not None:
         data["host_link"] = _link(device.host_link)
     if device.guessed:
@@ -174,6 +176,8 @@ def _read_device(data: object, where: str) -> Device:
         given["host_link"] = _read_link(table["host_link"], f"{where}.host_link")
     if "core_bw_curve" in table:
         given["core_bw_curve"] = _read_curve(table["core_bw_curve"], where)
+    if "cpu" in table:
+        given["cpu"] = _get(table, "cpu", str, where)
     guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names")
     if not all(isinstance(g, str) for g in guessed):
         raise _Problem(f"{where}.guessed: must be a list of field names (strings)")

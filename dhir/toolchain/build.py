@@ -25,6 +25,7 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
+from dhir.toolchain.cpu import NATIVE, CpuFacts, cpu_facts, cpu_flags
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs
@@ -83,7 +84,10 @@ OPENMP_PASSES: tuple[str, ...] = (
     "--expand-strided-metadata",
     "--finalize-memref-to-llvm",
 )
-CLANG_FLAGS: tuple[str, ...] = ("-O2",)
+# No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
+# dhir's results are the sequential program's, rounding by rounding. (Ops whose fastmath
+# flags allow contraction are still fused: the flag on the instruction decides.)
+CLANG_FLAGS: tuple[str, ...] = ("-O2", "-ffp-contract=off")
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
 # Where a program first calls each function it declares without defining it, by name: the
 # call's location and the task it is in (None: host code).
@@ -244,8 +248,11 @@ def _recipe(
     passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
-    clang_flags = (*CLANG_FLAGS, *(("-fopenmp",) if openmp else ()))
-    return _Recipe(cache_root(), tuple(passes), clang_flags, tools, mpi_install, gpu, options.link)
+    cpu = cpu_facts(tools.clang, options.cpu if options.cpu is not None else NATIVE)
+    clang_flags = (*CLANG_FLAGS, *cpu_flags(cpu.cpu), *(("-fopenmp",) if openmp else ()))
+    return _Recipe(
+        cache_root(), tuple(passes), clang_flags, cpu, tools, mpi_install, gpu, options.link
+    )
 
 
 class EarlyRuntime:
@@ -305,6 +312,7 @@ class _Recipe:
     root: Path
     passes: tuple[str, ...]
     clang_flags: tuple[str, ...]
+    cpu: CpuFacts  # what the flags build for ("native" is this machine's CPU)
     tools: LlvmTools
     mpi: MpiInstall
     gpu: GpuBuild | None
@@ -313,7 +321,7 @@ class _Recipe:
     @property
     def runtime_inputs(self) -> tuple[object, ...]:
         """What runtime_object's result depends on."""
-        return (self.root, self.clang_flags, self.tools, self.mpi)
+        return (self.root, self.clang_flags, self.cpu, self.tools, self.mpi)
 
     @cached_property
     def settings(self) -> str:
@@ -325,6 +333,7 @@ class _Recipe:
                 "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
                 "passes": list(self.passes),
                 "flags": [*self.clang_flags, *C_FLAGS],
+                "cpu": self.cpu.digest,
                 "tools": [
                     _identity(p)
                     for p in (self.tools.mlir_opt, self.tools.mlir_translate, self.tools.clang)
@@ -472,6 +481,7 @@ class _Recipe:
                 "format": CACHE_FORMAT,
                 "source": [source, RUNTIME_HEADER.read_text()],
                 "flags": list(flags),
+                "cpu": self.cpu.digest,
                 "clang": _identity(self.tools.clang),
                 "more": more_key,
             }

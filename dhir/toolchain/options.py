@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
+from dhir.transforms.fast_math import check_mode
 
 DEFAULT_RANKS = 1
 DEFAULT_TIMEOUT_S = 300.0
@@ -30,7 +32,11 @@ class RunOptions:
     the time of every task to `profile`, runs GPU tasks written as loops on the CPU with
     `gpu_fallback="cpu"`, and puts an entry without a schedule through CodeDrop
     (`codedrop`), its tasks bound to `target`. Every rank's executable links `link`, the
-    user's own code and libraries."""
+    user's own code and libraries, and is built for the CPU `cpu` (clang's -march name
+    or "native"; None: as the machine description says, see dhir.toolchain.cpu), its task
+    bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
+    False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
+    contract, reassoc, fast)."""
 
     ranks: int = DEFAULT_RANKS
     mpi: str = DEFAULT_MPI
@@ -44,6 +50,9 @@ class RunOptions:
     codedrop: bool = True
     target: str = DEFAULT_TARGET
     link: LinkInputs = LinkInputs()
+    cpu: str | None = None
+    optimize: bool = True
+    fast_math: str = "none"
 
     def __post_init__(self) -> None:
         # Whole numbers of other kinds (NumPy's) are taken as the ints they are.
@@ -54,6 +63,9 @@ class RunOptions:
         _choose("MPI", self.mpi, MPI_CHOICES)
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
+        check_mode(self.fast_math)
+        if self.cpu is not None and not valid_cpu(self.cpu):
+            raise DhirError([Diagnostic(f"bad CPU {self.cpu!r}: give {CPU_RULE}")])
 
     @property
     def cpu_fallback(self) -> bool:

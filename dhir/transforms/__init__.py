@@ -79,6 +79,16 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorRowsPass
 
+    def fast_math() -> type[ModulePass]:
+        from dhir.transforms.fast_math import FastMathPass
+
+        return FastMathPass
+
+    def optimize_bodies() -> type[ModulePass]:
+        from dhir.transforms.optimize_bodies import OptimizeBodiesPass
+
+        return OptimizeBodiesPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -91,6 +101,8 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-place": place,
         "dhir-instrument": instrument,
         "dhir-track-tasks": track_tasks,
+        "dhir-fast-math": fast_math,
+        "dhir-optimize-bodies": optimize_bodies,
         "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,

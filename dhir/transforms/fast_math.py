@@ -1,0 +1,67 @@
+"""dhir-fast-math: floating-point relaxations a whole program allows, as `arith` fastmath
+flags on every op that takes them (`--fast-math`, `fast_math=` in `dhir.run`).
+
+MLIR's flags say what LLVM may do with an op; dhir adds them and LLVM does the rest:
+`contract` lets a multiply and the add that takes its result become one fused
+multiply-add (one rounding instead of two); `reassoc` lets sums be computed in another
+order (vectorised reductions, and libraries that sum in their own order); `fast` allows
+every relaxation LLVM has (no NaNs or infinities assumed, signed zeros ignored, reciprocals
+and approximate functions). The modes include each other: `reassoc` allows `contract` too.
+Flags a program already has stay; the interpreter ignores them all (it is the exact
+oracle), so relaxed results are compared with it within a tolerance, not bit for bit.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
+
+from dhir.dialects.arith import FastMathFlagsAttr
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+MODES = ("none", "contract", "reassoc", "fast")
+_FLAGS: dict[str, FastMathFlagsAttr] = {
+    "none": FastMathFlagsAttr("none"),
+    "contract": FastMathFlagsAttr(["contract"]),  # pyright: ignore[reportArgumentType]
+    "reassoc": FastMathFlagsAttr(["contract", "reassoc"]),  # pyright: ignore[reportArgumentType]
+    "fast": FastMathFlagsAttr("fast"),
+}
+
+
+def check_mode(mode: str) -> str:
+    """`mode` if it is one of MODES, else a DhirError listing them."""
+    if mode not in MODES:
+        raise DhirError(
+            [Diagnostic(f"unknown fast-math mode '{mode}'; choose one of {', '.join(MODES)}")]
+        )
+    return mode
+
+
+def relax(module: ModuleOp, mode: str) -> int:
+    """Add `mode`'s flags to every op in `module` that has fastmath flags; how many ops."""
+    added = _FLAGS[check_mode(mode)].data
+    if not added:
+        return 0
+    count = 0
+    for op in module.walk():
+        current = getattr(op, "fastmath", None)
+        if not isinstance(current, FastMathFlagsAttr):
+            continue
+        op.properties["fastmath"] = FastMathFlagsAttr(current.data | added)
+        count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class FastMathPass(ModulePass):
+    """`mode`: none, contract, reassoc or fast (module docstring)."""
+
+    name = "dhir-fast-math"
+    mode: str = "none"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.mode not in MODES:
+            raise VerifyException(f"dhir-fast-math: mode must be one of {', '.join(MODES)}")
+        relax(op, self.mode)
