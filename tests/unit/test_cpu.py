@@ -1,0 +1,104 @@
+"""The CPU each rank's code is built for (dhir.toolchain.cpu): from the options, the machine
+description, or this machine; and what clang says it has."""
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dhir.ir.diagnostics import DhirError, collected_warnings
+from dhir.machine.dlti import from_dlti, to_dlti
+from dhir.machine.files import from_dict, parse_toml, to_toml
+from dhir.targets import host_arch
+from dhir.toolchain.cpu import NATIVE, cpu_facts, cpu_flags, cpu_for
+from dhir.toolchain.options import RunOptions
+from dhir.toolchain.tools import find_llvm_tools
+
+
+def _system(*nodes: tuple[str, str | None], arch: str | None = None) -> Any:
+    listed = []
+    for number, (host, cpu) in enumerate(nodes):
+        device: dict[str, object] = {
+            "name": f"cpu{number}",
+            "arch": arch or host_arch(),
+            "cores": 2,
+            "memory_bytes": 2**30,
+        }
+        if cpu is not None:
+            device["cpu"] = cpu
+        listed.append({"name": f"n{number}", "host": host, "devices": [device]})
+    return from_dict({"name": "test", "nodes": listed}, "test")
+
+
+def test_without_a_description_this_machines_cpu() -> None:
+    assert cpu_for(None) == NATIVE
+
+
+def test_one_node_is_this_machine_whatever_its_host() -> None:
+    assert cpu_for(_system(("far.example.org", None))) == NATIVE
+
+
+def test_the_cpu_a_description_gives() -> None:
+    assert cpu_for(_system(("localhost", "znver4"), ("far", "znver4"))) == "znver4"
+
+
+def test_nodes_with_different_cpus_get_the_baseline_with_a_warning() -> None:
+    with collected_warnings() as warnings:
+        cpu = cpu_for(_system((socket.gethostname(), None), ("far.example.org", None)))
+    assert cpu == "x86-64"
+    (warning,) = warnings
+    assert "different CPUs" in warning.message and "native on n0" in warning.message
+
+
+def test_a_node_of_another_arch_is_refused() -> None:
+    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
+    with pytest.raises(DhirError, match=f"is {other}, this machine"):
+        cpu_for(_system(("localhost", None), ("far", None), arch=other))
+
+
+def test_a_description_keeps_its_cpu_through_files_and_dlti() -> None:
+    system = _system(("localhost", "x86-64-v3"))
+    again = from_dict(parse_toml(to_toml(system), "again"), "again")
+    assert again == system and again.nodes[0].devices[0].cpu == "x86-64-v3"
+    assert from_dlti(to_dlti(system)).nodes[0].devices[0].cpu == "x86-64-v3"
+
+
+def test_bad_cpu_names_are_refused() -> None:
+    with pytest.raises(DhirError, match="cpu must be an LLVM CPU name"):
+        _system(("localhost", "two words"))
+    with pytest.raises(DhirError, match="bad CPU 'a;b'"):
+        RunOptions(cpu="a;b")
+
+
+def test_a_cpu_clang_does_not_know_lists_those_it_does() -> None:
+    with pytest.raises(DhirError) as error:
+        cpu_facts(find_llvm_tools().clang, "no-such-cpu")
+    message = str(error.value)
+    assert "cannot build for CPU 'no-such-cpu'" in message and "znver4" in message
+
+
+def test_flags_by_arch() -> None:
+    assert cpu_flags("znver4", "x86_64") == ("-march=znver4",)
+    assert cpu_flags("neoverse-v2", "aarch64") == ("-mcpu=neoverse-v2",)
+
+
+def test_native_and_a_named_cpu_key_the_cache_apart() -> None:
+    clang = find_llvm_tools().clang
+    assert cpu_facts(clang, NATIVE).digest != cpu_facts(clang, "x86-64").digest
+
+
+def test_cli_unknown_cpu_is_an_error_without_traceback(tmp_path: Path) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main() {\n  return\n}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "run", str(program), "--cpu", "no-such-cpu"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "cannot build for CPU 'no-such-cpu'" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,362 @@
+"""dhir-optimize-bodies: what it rewrites, what it leaves and why, and that a rewritten nest
+computes bit for bit what the interpreter (the sequential oracle) computes."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dhir
+from dhir import parse_string
+from dhir.backends.native import compile_native
+from dhir.toolchain.build import Timing
+from dhir.toolchain.cpu import cpu_facts
+from dhir.toolchain.options import RunOptions
+from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.optimize_bodies import optimize_bodies
+
+# --- random contraction nests -------------------------------------------------------------
+
+OPS = ("addf", "subf", "mulf", "divf", "maximumf")
+LEAVES = ("acc", "a", "b", "d", "alpha")
+
+
+@st.composite
+def expressions(draw: st.DrawFn, depth: int = 0) -> object:
+    if depth >= 3 or (depth > 0 and draw(st.booleans())):
+        return draw(st.sampled_from(LEAVES))
+    op = draw(st.sampled_from(OPS))
+    return (op, draw(expressions(depth + 1)), draw(expressions(depth + 1)))
+
+
+@dataclass(frozen=True)
+class Nest:
+    """A row loop over C's rows holding a contraction nest, and what may come with it."""
+
+    dtype: str
+    ni: int
+    nj: int
+    nk: int
+    i_lo: int
+    j_lo: int
+    k_lo: int
+    k_step: int
+    carried: bool
+    expr: object
+    scale_first: bool  # a loop scaling row i of C before the nest
+    add_after: bool  # a loop adding row i of D to C's after it
+    init: str  # carried form: the accumulator's start: "c", "zero", "scaled"
+
+    def text(self) -> str:
+        t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
+        lines = [
+            f"func.func @main(%C: memref<{ni}x{nj}x{t}>, %A: memref<{ni}x{nk}x{t}>, "
+            f"%B: memref<{nk}x{nj}x{t}>, %D: memref<{ni}x{nj}x{t}>) {{",
+            "  dhir.schedule %C, %A, %B, %D {",
+            '    %cpu = dhir.target {kind = "cpu"}',
+            "    %t = dhir.task %cpu, %C, %A, %B, %D {",
+            "      %c0 = arith.constant 0 : index",
+            "      %c1 = arith.constant 1 : index",
+            f"      %ilo = arith.constant {self.i_lo} : index",
+            f"      %jlo = arith.constant {self.j_lo} : index",
+            f"      %klo = arith.constant {self.k_lo} : index",
+            f"      %kstep = arith.constant {self.k_step} : index",
+            f"      %ni = arith.constant {ni} : index",
+            f"      %nj = arith.constant {nj} : index",
+            f"      %nk = arith.constant {nk} : index",
+            f"      %alpha = arith.constant 1.5 : {t}",
+            f"      %zero = arith.constant 0.0 : {t}",
+            "      scf.for %i = %ilo to %ni step %c1 {",
+            *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
+            *(self._carried() if self.carried else self._memory()),
+            *(self._row_loop("addf", "%dv") if self.add_after else []),
+            "      }",
+            "    }",
+            "  }",
+            "  return",
+            "}",
+        ]
+        return "\n".join(lines)
+
+    def _row_loop(self, op: str, operand: str) -> list[str]:
+        t, nj = self.dtype, self.nj
+        return [
+            "        scf.for %jr = %c0 to %nj step %c1 {",
+            f"          %cv = memref.load %C[%i, %jr] : memref<{self.ni}x{nj}x{t}>",
+            f"          %dv = memref.load %D[%i, %jr] : memref<{self.ni}x{nj}x{t}>",
+            f"          %nv = arith.{op} %cv, {operand} : {t}",
+            f"          memref.store %nv, %C[%i, %jr] : memref<{self.ni}x{nj}x{t}>",
+            "        }",
+        ]
+
+    def _loads(self, indent: str) -> list[str]:
+        t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
+        return [
+            f"{indent}%a = memref.load %A[%i, %k] : memref<{ni}x{nk}x{t}>",
+            f"{indent}%b = memref.load %B[%k, %j] : memref<{nk}x{nj}x{t}>",
+            f"{indent}%d = memref.load %D[%i, %j] : memref<{ni}x{nj}x{t}>",
+        ]
+
+    def _expr(self, indent: str, lines: list[str]) -> str:
+        counter = [0]
+
+        def emit(node: object) -> str:
+            if isinstance(node, str):
+                return f"%{node}"
+            op, left, right = node  # type: ignore[misc]
+            first, second = emit(left), emit(right)
+            counter[0] += 1
+            lines.append(f"{indent}%e{counter[0]} = arith.{op} {first}, {second} : {self.dtype}")
+            return f"%e{counter[0]}"
+
+        return emit(self.expr)
+
+    def _memory(self) -> list[str]:
+        t, ni, nj = self.dtype, self.ni, self.nj
+        lines = [
+            "        scf.for %k = %klo to %nk step %kstep {",
+            "          scf.for %j = %jlo to %nj step %c1 {",
+            f"            %acc = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            *self._loads("            "),
+        ]
+        result = self._expr("            ", lines)
+        lines += [
+            f"            memref.store {result}, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            "          }",
+            "        }",
+        ]
+        return lines
+
+    def _carried(self) -> list[str]:
+        t, ni, nj = self.dtype, self.ni, self.nj
+        start = {"c": "%c_ij", "zero": "%zero", "scaled": "%scaled"}[self.init]
+        lines = [
+            "        scf.for %j = %jlo to %nj step %c1 {",
+            f"          %c_ij = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            f"          %scaled = arith.mulf %c_ij, %alpha : {t}",
+            f"          %s = scf.for %k = %klo to %nk step %kstep iter_args(%acc = {start}) "
+            f"-> ({t}) {{",
+            *self._loads("            "),
+        ]
+        result = self._expr("            ", lines)
+        lines += [
+            f"            scf.yield {result} : {t}",
+            "          }",
+            f"          %out = arith.addf %s, %c_ij : {t}",
+            f"          memref.store %out, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            "        }",
+        ]
+        return lines
+
+    def inputs(self, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        shapes = [(self.ni, self.nj), (self.ni, self.nk), (self.nk, self.nj), (self.ni, self.nj)]
+        kind = np.float64 if self.dtype == "f64" else np.float32
+        return [rng.standard_normal(shape).astype(kind) for shape in shapes]
+
+
+@st.composite
+def nests(draw: st.DrawFn) -> Nest:
+    nk = draw(st.integers(0, 6))
+    return Nest(
+        dtype=draw(st.sampled_from(["f64", "f32"])),
+        ni=draw(st.integers(1, 10)),
+        nj=draw(st.integers(1, 72)),
+        nk=nk,
+        i_lo=draw(st.integers(0, 2)),
+        j_lo=draw(st.integers(0, 3)),
+        k_lo=draw(st.integers(0, 1)),
+        k_step=draw(st.integers(1, 2)),
+        carried=draw(st.booleans()),
+        # An update of the accumulator, on either side, by an expression of the rest.
+        expr=draw(
+            st.tuples(st.sampled_from(OPS), expressions(1)).flatmap(
+                lambda pair: st.sampled_from([(pair[0], "acc", pair[1]), (pair[0], pair[1], "acc")])
+            )
+        ),
+        scale_first=draw(st.booleans()),
+        add_after=draw(st.booleans()),
+        init=draw(st.sampled_from(["c", "zero", "scaled"])),
+    )
+
+
+def _decisions(text: str, bits: int = 512) -> list[str]:
+    return [d.line() for d in optimize_bodies(parse_string(text), bits) if d.done]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nest=nests(),
+    ranks=st.integers(1, 2),
+    cpu=st.sampled_from(["native", "haswell", "x86-64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_optimized_nests_equal_the_interpreter(nest: Nest, ranks: int, cpu: str, seed: int) -> None:
+    """Random nests (both forms, bounds, steps, expressions, statements around them, f32
+    and f64, vectors of 128 to 512 bits): rewritten, and bit for bit what the interpreter
+    computes."""
+    text = nest.text()
+    assert _decisions(text), "the generated nest must be one the optimizer rewrites"
+    inputs = nest.inputs(seed)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
+# --- what it rewrites and what it leaves --------------------------------------------------
+
+GEMM = Nest(
+    "f64", 9, 37, 5, 0, 0, 0, 1, False, ("addf", "acc", ("mulf", "a", "b")), True, False, "c"
+)
+
+
+def test_rewrites_gemm_in_both_forms_for_the_vector_width() -> None:
+    for carried in (False, True):
+        text = Nest(**{**GEMM.__dict__, "carried": carried}).text()
+        (wide,) = _decisions(text, 512)
+        assert "4 rows x 32 columns (4 vectors of 8 x f64)" in wide
+        (narrow,) = _decisions(text, 256)
+        assert "4 rows x 8 columns (2 vectors of 4 x f64)" in narrow
+
+
+def _left(text: str) -> str:
+    (decision,) = optimize_bodies(parse_string(text), 256)
+    assert not decision.done
+    return decision.text
+
+
+def test_leaves_a_nest_writing_other_rows() -> None:
+    text = GEMM.text().replace("memref.store %e2, %C[%i, %j]", "memref.store %e2, %C[%c0, %j]")
+    assert "other rows" in _left(text)
+
+
+def test_leaves_a_nest_whose_column_index_is_arithmetic() -> None:
+    text = GEMM.text().replace(
+        "%b = memref.load %B[%k, %j]",
+        "%jj = arith.addi %j, %c0 : index\n%b = memref.load %B[%k, %jj]",
+    )
+    assert "column index" in _left(text)
+
+
+def test_leaves_integer_nests() -> None:
+    text = GEMM.text().replace("f64", "i64").replace("1.5 : i64", "3 : i64")
+    text = text.replace("0.0 : i64", "0 : i64").replace("arith.mulf", "arith.muli")
+    text = text.replace("arith.addf", "arith.addi")
+    assert "not f32 or f64" in _left(text)
+
+
+def test_leaves_a_triangle() -> None:
+    text = GEMM.text().replace("scf.for %j = %jlo to %nj", "scf.for %j = %jlo to %i")
+    assert "bounds vary with the row" in _left(text)
+
+
+def test_leaves_views_of_one_buffer() -> None:
+    text = """
+func.func @main(%M: memref<8x16xf64>) {
+  dhir.schedule %M {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %M {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %top = memref.subview %M[0, 0] [4, 16] [1, 1] : memref<8x16xf64> to memref<4x16xf64, strided<[16, 1]>>
+      %low = memref.subview %M[4, 0] [4, 16] [1, 1] : memref<8x16xf64> to memref<4x16xf64, strided<[16, 1], offset: 64>>
+      scf.for %i = %c0 to %c4 step %c1 {
+        scf.for %k = %c0 to %c4 step %c1 {
+          scf.for %j = %c0 to %c8 step %c1 {
+            %acc = memref.load %top[%i, %j] : memref<4x16xf64, strided<[16, 1]>>
+            %b = memref.load %low[%k, %j] : memref<4x16xf64, strided<[16, 1], offset: 64>>
+            %s = arith.addf %acc, %b : f64
+            memref.store %s, %top[%i, %j] : memref<4x16xf64, strided<[16, 1]>>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+    assert "share memory" in _left(text)
+
+
+def test_vector_width_of_named_cpus() -> None:
+    clang = find_llvm_tools().clang
+    assert cpu_facts(clang, "x86-64").vector_bits == 128
+    assert cpu_facts(clang, "haswell").vector_bits == 256
+    assert cpu_facts(clang, "skylake-avx512").vector_bits == 512
+
+
+def test_a_build_for_a_named_cpu_uses_its_vector_width() -> None:
+    """Built for haswell (AVX2), the kernel's vectors are 4 doubles wide in the LLVM IR
+    and nothing touches a 512-bit register; built for skylake-avx512, 8 wide."""
+    for cpu, lanes in (("haswell", 4), ("skylake-avx512", 8)):
+        timing = Timing()
+        options = RunOptions(ranks=1, cpu=cpu)
+        exe, _ = compile_native(parse_string(GEMM.text()), "main", options, timing)
+        (note,) = [n for n in timing.notes if n.startswith("optimizer:")]
+        assert f"vectors of {lanes} x f64" in note
+        llvm_ir = (exe.parent / "program.ll").read_text()
+        assert f"<{lanes} x double>" in llvm_ir
+
+
+@pytest.mark.parametrize("optimize", [True, False])
+def test_gemm_equal_with_and_without_the_optimizer(optimize: bool) -> None:
+    inputs = GEMM.inputs(7)
+    want = dhir.run(GEMM.text(), *inputs, backend="interp", ranks=1)
+    options = RunOptions(ranks=2, optimize=optimize)
+    exe, signature = compile_native(parse_string(GEMM.text()), "main", options)
+    from dhir.toolchain.launch import run_executable
+
+    got = run_executable(exe, signature, inputs, options)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    m=st.integers(1, 9),
+    n=st.integers(1, 40),
+    k=st.integers(0, 5),
+    dtype=st.sampled_from(["f32", "f64"]),
+    cpu=st.sampled_from(["native", "haswell"]),
+)
+def test_linalg_matmul_becomes_the_kernel_and_stays_exact(
+    m: int, n: int, k: int, dtype: str, cpu: str
+) -> None:
+    text = f"""
+func.func @main(%A: memref<{m}x{k}x{dtype}>, %B: memref<{k}x{n}x{dtype}>, %C: memref<{m}x{n}x{dtype}>) {{
+  linalg.matmul ins(%A, %B : memref<{m}x{k}x{dtype}>, memref<{k}x{n}x{dtype}>) outs(%C : memref<{m}x{n}x{dtype}>)
+  return
+}}
+"""
+    module = parse_string(text)
+    from dhir.runner import drop_code
+
+    drop_code(module, "main")
+    (decision,) = optimize_bodies(module, 256)
+    assert decision.done and "k innermost" in decision.text
+    rng = np.random.default_rng(m * 100 + n)
+    kind = np.float64 if dtype == "f64" else np.float32
+    inputs = [rng.standard_normal(s).astype(kind) for s in ((m, k), (k, n), (m, n))]
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(text, *inputs, backend="native", ranks=1, cpu=cpu)
+    np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_leaves_a_matmul_writing_into_its_input() -> None:
+    text = """
+func.func @main(%A: memref<4x4xf64>) {
+  linalg.matmul ins(%A, %A : memref<4x4xf64>, memref<4x4xf64>) outs(%A : memref<4x4xf64>)
+  return
+}
+"""
+    module = parse_string(text)
+    from dhir.runner import drop_code
+
+    drop_code(module, "main")
+    (decision,) = optimize_bodies(module, 256)
+    assert "may share memory with an input" in decision.text
