@@ -47,12 +47,13 @@ from dhir.toolchain.cpu import cpu_facts, cpu_for
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
-from dhir.toolchain.linking import C_INTERFACE
+from dhir.toolchain.linking import C_INTERFACE, blas_library
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.blas import GEMM
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
@@ -130,7 +131,7 @@ def compile_native(
             run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)
             tasks = task_table(module)
         if options.optimize:
-            _optimize(module, options, timing)
+            options = _optimize(module, options, timing)
         if profile is not None:
             profile.name_tasks(tasks)
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -332,15 +333,21 @@ def run_native(
         )
 
 
-def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> None:
+def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> RunOptions:
     """dhir-optimize-bodies for the CPU the code is built for, its decisions noted for
-    --timing. Between dhir-place and the lowering: it changes no task's effects or
-    regions (the same elements, read and written), so placement's facts stay right."""
+    --timing; `options` with OpenBLAS linked where it made calls to it. Between dhir-place
+    and the lowering: it changes no task's effects or regions (the same elements read and
+    written; a BLAS call's addresses count as reaching all of its memrefs), so placement's
+    facts stay right."""
     assert options.cpu is not None
     bits = cpu_facts(find_llvm_tools().clang, options.cpu).vector_bits
     with timing.stage("dhir optimizer"):
         decisions = optimize_bodies(module, bits)
     timing.notes += [f"optimizer: {decision.line()}" for decision in decisions]
+    if any(SymbolTable.lookup_symbol(module, symbol) for symbol in GEMM.values()):
+        link = options.link
+        options = replace(options, link=replace(link, files=(*link.files, blas_library())))
+    return options
 
 
 def _with_cpu(module: ModuleOp, options: RunOptions) -> RunOptions:

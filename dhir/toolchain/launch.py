@@ -79,6 +79,10 @@ def run_executable(
         env["DHIR_STATE_DIR"] = str(errors)
         if threads is not None:
             env["OMP_NUM_THREADS"] = str(threads)
+        # OpenBLAS (the calls --fast-math=reassoc makes) takes every core by default:
+        # each rank gets its own share, or what the caller set for it.
+        if threads is not None or "OPENBLAS_NUM_THREADS" not in env:
+            env["OPENBLAS_NUM_THREADS"] = str(options.threads_per_rank())
         if traffic is not None:
             env["DHIR_RT_STATS"] = "1"
         _launch(command, env, options.timeout, work / "output.log", ranks, errors)

@@ -100,6 +100,21 @@ class LinkInputs:
         )
 
 
+def blas_library() -> Path:
+    """OpenBLAS as NumPy's wheel ships it (dhir.transforms.blas calls it)."""
+    import numpy
+
+    folder = Path(numpy.__file__).resolve().parent.parent / "numpy.libs"
+    found = sorted(folder.glob("libscipy_openblas*.so*"))
+    if not found:
+        raise _error(
+            f"no OpenBLAS in {folder} (NumPy's wheel ships libscipy_openblas64_ there), "
+            "which the calls --fast-math=reassoc made need; install NumPy from its wheel "
+            "(`bash scripts/setup.sh`), or build without --fast-math=reassoc"
+        )
+    return found[0]
+
+
 def is_shared(path: Path) -> bool:
     """Whether `path` names a shared library (`libfoo.so`, `libfoo.so.1.2`)."""
     return _SHARED.fullmatch(path.name) is not None

@@ -24,6 +24,7 @@ from typing import TypeVar, cast
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyFloat,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -39,6 +40,7 @@ from dhir.dialects import arith, linalg, memref, scf, vector
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
+from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
 
 ROWS = 4  # rows blocked in registers
 # Float ops that may work on vectors: lane by lane they round as the scalar op does.
@@ -93,12 +95,15 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     decisions: list[Decision] = []
     for task in [t for t in module.walk() if isinstance(t, TaskOp) and not is_gpu_task(t)]:
         for matmul in [op for op in task.body.walk() if isinstance(op, linalg.MatmulOp)]:
-            why = _matmul_as_loops(matmul)
-            if why is not None:
-                decisions.append(Decision(loc_of(matmul), False, f"left as written: {why}"))
+            loc = loc_of(matmul)
+            why = _matmul_as_loops(matmul, module)
+            if why is None:
+                continue
+            done = why.startswith(_CALLED)
+            decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
         for row, nest in list(_candidates(task)):
             try:
-                text = _Nest.of(row, nest, vector_bits).rewrite()
+                text = _Nest.of(row, nest, vector_bits).rewrite(module)
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
@@ -108,11 +113,15 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
 _MATMUL_MAPS = ("(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)")
 
 
-def _matmul_as_loops(op: linalg.MatmulOp) -> str | None:
+_CALLED = "a call to OpenBLAS"
+
+
+def _matmul_as_loops(op: linalg.MatmulOp, module: ModuleOp) -> str | None:
     """Replace `op` by the loops it means, the sum carried in a register along `k`
     (`for i { for j { s = for k iter_args(acc = C[i, j]) {...}; C[i, j] = s } }`), which
     the kernel takes next: each element as the interpreter computes it (`out + a * b`, `k`
-    ascending). Why not, when it stays."""
+    ascending); or, where its body allows any order, by a call to BLAS (what it did,
+    starting _CALLED). Why not, when it stays."""
     operands = [*op.inputs, *op.outputs]
     kinds = [v.type for v in operands]
     if op.res or not all(isinstance(t, MemRefType) for t in kinds):
@@ -135,6 +144,10 @@ def _matmul_as_loops(op: linalg.MatmulOp) -> str | None:
     block = op.parent_block()
     assert block is not None
     loops = Block()
+    if allows_any_order(op.body.block.ops):
+        _matmul_call(op, module, loops, (m, n, k))
+        _replace(op, loops)
+        return f"{_CALLED} gemm (reassoc allows its order of sums)"
     bounds = [_put(loops, arith.ConstantOp.from_int_and_width(v, IndexType())).result
               for v in (0, 1, m, n, k)]  # fmt: skip
     zero, one, rows, cols, depth = bounds
@@ -158,12 +171,31 @@ def _matmul_as_loops(op: linalg.MatmulOp) -> str | None:
     _put(rows_body, scf.ForOp(zero, cols, one, [], Region(cols_body)))
     _put(rows_body, scf.YieldOp())
     _put(loops, scf.ForOp(zero, rows, one, [], Region(rows_body)))
-    made = list(loops.ops)
+    _replace(op, loops)
+    return None
+
+
+def _replace(op: Operation, ops: Block) -> None:
+    """Put the ops of `ops` where `op` is, and erase it."""
+    block = op.parent_block()
+    assert block is not None
+    made = list(ops.ops)
     for new in made:
         new.detach()
     block.insert_ops_before(made, op)
     block.erase_op(op)
-    return None
+
+
+def _matmul_call(
+    op: linalg.MatmulOp, module: ModuleOp, block: Block, shape: tuple[int, int, int]
+) -> None:
+    index = IndexType()
+    zero = _put(block, arith.ConstantOp.from_int_and_width(0, index)).result
+    sizes = [_put(block, arith.ConstantOp.from_int_and_width(v, index)).result for v in shape]
+    element = cast(MemRefType, op.outputs[0].type).element_type
+    one = _put(block, arith.ConstantOp(FloatAttr(1.0, cast(AnyFloat, element)))).result
+    a, b, c = (Corner(v, zero, zero) for v in (*op.inputs, op.outputs[0]))
+    emit_gemm(block, module, a, b, c, (sizes[0], sizes[1], sizes[2]), one)
 
 
 def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp, scf.ForOp]]:
@@ -177,7 +209,11 @@ def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp, scf.ForOp]]:
 
 
 def _body_ops(loop: scf.ForOp) -> list[Operation]:
-    return [op for op in loop.body.block.ops if not isinstance(op, scf.YieldOp)]
+    return _body_ops_of(loop.body.block)
+
+
+def _body_ops_of(block: Block) -> list[Operation]:
+    return [op for op in block.ops if not isinstance(op, scf.YieldOp)]
 
 
 def _memory_form(loop: scf.ForOp) -> scf.ForOp | None:
@@ -263,6 +299,7 @@ class _Nest:
     out: memref.StoreOp
     acc_load: memref.LoadOp | None  # memory form: the load of the element stored
     element: AnyFloat = field(init=False)
+    _split: bool = field(init=False, default=False)  # the row loop was cut in three
 
     @staticmethod
     def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int) -> "_Nest":
@@ -338,20 +375,200 @@ class _Nest:
 
     # --- the rewrite ---------------------------------------------------------------------
 
-    def rewrite(self) -> str:
+    def rewrite(self, module: ModuleOp) -> str:
+        """Rewrite the nest: a BLAS call where the program allows it, else the kernel."""
+        product = self._blas_product()
+        if product is not None:
+            return self._call_blas(module, *product)
+        return self._blocked()
+
+    # --- BLAS, where the program allows any order of sums --------------------------------
+
+    def _blas_product(self) -> tuple[memref.LoadOp, memref.LoadOp, list[SSAValue]] | None:
+        """(X[i, k], Y[k, j], scalar factors) when the nest is C[i, j] += product of them
+        and nothing else, every add and multiply may be reordered, and what follows the
+        nest in the row loop uses nothing computed before it there; else None."""
+        row_iv, j, k = _iv(self.row), _iv(self.cols), _iv(self.red)
+        load, out = self.acc_load, self.out
+        if not self.memory or load is None or _constant(self.red.step) != 1:
+            return None
+        ops = _body_ops(self.cols)
+        total = out.value.owner
+        if list(out.indices) != [row_iv, j] or not allows_any_order(ops):
+            return None
+        if not isinstance(total, arith.AddfOp) or list(total.operands).count(load.res) != 1:
+            return None
+        used: set[Operation] = {total, load, out}
+        leaves: list[SSAValue] = []
+        pending = [v for v in total.operands if v is not load.res]
+        while pending:
+            value = pending.pop()
+            owner = value.owner
+            if isinstance(owner, arith.MulfOp) and owner.parent_block() is self.cols.body.block:
+                used.add(owner)
+                pending += [owner.lhs, owner.rhs]
+            else:
+                leaves.append(value)
+        found = self._factors(leaves, (row_iv, k), (k, j))
+        if found is None:
+            return None
+        # Besides the product, only loads and arithmetic whose values nothing uses.
+        extra = [op for op in ops if op not in used and op not in found[:2]]
+        if any(not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in extra):
+            return None
+        if any(result.uses for op in extra for result in op.results):
+            return None
+        return found if self._row_splits() else None
+
+    def _factors(
+        self, leaves: list[SSAValue], left: tuple[SSAValue, ...], right: tuple[SSAValue, ...]
+    ) -> tuple[memref.LoadOp, memref.LoadOp, list[SSAValue]] | None:
+        """The leaves as X[left], Y[right] (row-major 2-D memrefs) and scalars from outside
+        the row loop."""
+        x = y = None
+        scalars: list[SSAValue] = []
+        for leaf in leaves:
+            owner = leaf.owner
+            if isinstance(owner, memref.LoadOp) and tuple(owner.indices) == left and x is None:
+                x = owner
+            elif isinstance(owner, memref.LoadOp) and tuple(owner.indices) == right and y is None:
+                y = owner
+            elif not _inside(leaf, self.row) and leaf.type == self.element:
+                scalars.append(leaf)
+            else:
+                return None
+        if x is None or y is None:
+            return None
+        for operand in (x.memref, y.memref, self.out.memref):
+            kind = operand.type
+            if not isinstance(kind, MemRefType) or not isinstance(kind.layout, NoneAttr):
+                return None
+            if kind.get_num_dims() != 2 or kind.element_type != self.element:
+                return None
+        return x, y, scalars
+
+    def _row_splits(self) -> bool:
+        """Whether the row loop may run as three: what is before the nest for every row,
+        the nest for every row, what follows for every row (the rows are independent; the
+        parts must not share values computed in the row)."""
+        before = _body_ops(self.row)[: _body_ops(self.row).index(self.nest)]
+        made = {r for op in before for inner in op.walk() for r in inner.results}
+        later = [inner for op in _body_ops(self.row)[len(before) :] for inner in op.walk()]
+        return not any(operand in made for op in later for operand in op.operands)
+
+    def _call_blas(
+        self, module: ModuleOp, x: memref.LoadOp, y: memref.LoadOp, scalars: list[SSAValue]
+    ) -> str:
+        row, cols, red = self.row, self.cols, self.red
+        block = Block()
+        ops = _body_ops(row)
+        at = ops.index(self.nest)
+        if at:
+            _put(block, self._row_loop(ops[:at]))
+        one = _put(block, arith.ConstantOp(FloatAttr(1.0, self.element))).result
+        alpha = scalars[0] if scalars else one
+        for factor in scalars[1:]:
+            relaxed = arith.FastMathFlagsAttr("fast")
+            alpha = _put(block, arith.MulfOp(alpha, factor, relaxed)).result
+        sizes = (count(block, row.lb, row.ub), count(block, cols.lb, cols.ub))
+        depth = count(block, red.lb, red.ub)
+        a = Corner(x.memref, row.lb, red.lb)
+        b = Corner(y.memref, red.lb, cols.lb)
+        c = Corner(self.out.memref, row.lb, cols.lb)
+        emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
+        if ops[at + 1 :]:
+            _put(block, self._row_loop(ops[at + 1 :]))
+        _replace(row, block)
+        return f"nest (i-k-j) as {_CALLED} gemm (reassoc allows its order of sums)"
+
+    def _row_loop(
+        self,
+        ops: list[Operation],
+        rows: tuple[SSAValue, SSAValue] | None = None,
+        cols_from: SSAValue | None = None,
+    ) -> scf.ForOp:
+        """A loop over the rows (all, or `rows`) with clones of `ops`; with `cols_from`,
+        `ops` is the nest, its columns from there on."""
+        body = Block(arg_types=[IndexType()])
+        _clone_into(body, ops, {_iv(self.row): body.args[0]})
+        if cols_from is not None:
+            (nest,) = _body_ops_of(body)
+            assert isinstance(nest, scf.ForOp)
+            columns = nest if not self.memory else _body_ops(nest)[0]
+            columns.operands[0] = cols_from
+        _put(body, scf.YieldOp())
+        lb, ub = rows if rows is not None else (self.row.lb, self.row.ub)
+        return scf.ForOp(lb, ub, self.row.step, [], Region(body))
+
+    # --- the register-blocked kernel -----------------------------------------------------
+
+    def _blocked(self) -> str:
+        if self._row_splits():
+            self._panels()
+        else:
+            self._row_blocks()
+        form = "i-k-j" if self.memory else "k innermost"
+        width = self.lanes * self.unroll
+        order = ", column blocks outer" if self._split else ""
+        return (
+            f"nest ({form}) blocked {ROWS} rows x {width} columns ({self.unroll} vectors of "
+            f"{self.lanes} x {self.element}) in registers{order}, exact"
+        )
+
+    def _panels(self) -> None:
+        """The row loop as three (_row_splits), the nest's blocks with columns outer and
+        rows inner: a column block's panel of B (k x columns) stays in the core's cache
+        while every row block uses it, instead of coming from memory for each."""
+        self._split = True
+        row, cols, width = self.row, self.cols, self.lanes * self.unroll
+        ops = _body_ops(row)
+        at = ops.index(self.nest)
+        block = Block()
+        if at:
+            _put(block, self._row_loop(ops[:at]))
+        i_end = _block_end(block, row.lb, row.ub, ROWS)
+        j_end = _block_end(block, cols.lb, cols.ub, width)
+        index = IndexType()
+        rstep = _put(block, arith.ConstantOp.from_int_and_width(ROWS, index)).result
+        cstep = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+        columns = Block(arg_types=[index])
+        rows = Block(arg_types=[index])
+        envs = self._row_envs(rows, rows.args[0])
+        widen = _Widen(self, columns.args[0], rows)
+        if self.memory:
+            widen.memory_kernel(envs)
+        else:
+            widen.carried_kernel(envs)
+        _put(rows, scf.YieldOp())
+        _put(columns, scf.ForOp(row.lb, i_end, rstep, [], Region(rows)))
+        _put(columns, scf.YieldOp())
+        _put(block, scf.ForOp(cols.lb, j_end, cstep, [], Region(columns)))
+        _put(block, self._row_loop([self.nest], (row.lb, i_end), j_end))
+        _put(block, self._row_loop([self.nest], (i_end, row.ub)))
+        if ops[at + 1 :]:
+            _put(block, self._row_loop(ops[at + 1 :]))
+        _replace(row, block)
+
+    def _row_envs(self, block: Block, i0: SSAValue) -> list[Env]:
+        """Per row of a block starting at `i0`: the row's index, made in `block`."""
+        envs: list[Env] = []
+        for r in range(ROWS):
+            offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
+            envs.append({_iv(self.row): _put(block, arith.AddiOp(i0, offset)).result})
+        return envs
+
+    def _row_blocks(self) -> None:
+        """Blocks of rows, each running what the row loop holds for its rows in turn: the
+        statements before the nest, the nest's kernel, the statements after."""
         row, rows = self.row, ROWS
         outer = Block()
         i_end = _block_end(outer, row.lb, row.ub, rows)
         step = _put(outer, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
         body = Block(arg_types=[IndexType()])
         i0 = body.args[0]
-        envs: list[Env] = []
         nest_at = list(row.body.block.ops).index(self.nest)
         before, after = _body_ops(row)[:nest_at], _body_ops(row)[nest_at + 1 :]
-        for r in range(rows):
-            offset = _put(body, arith.ConstantOp.from_int_and_width(r, IndexType())).result
-            env: Env = {_iv(row): _put(body, arith.AddiOp(i0, offset)).result}
-            envs.append(env)
+        envs = self._row_envs(body, i0)
         for env in envs:
             _clone_into(body, before, env)
         self._kernel(body, envs)
@@ -366,12 +583,6 @@ class _Nest:
             op.detach()
         parent.insert_ops_before(ops, row)
         row.operands[0] = i_end  # the original loop takes the rows left over
-        form = "i-k-j" if self.memory else "k innermost"
-        width = self.lanes * self.unroll
-        return (
-            f"nest ({form}) blocked {rows} rows x {width} columns ({self.unroll} vectors of "
-            f"{self.lanes} x {self.element}) in registers, exact"
-        )
 
     def _kernel(self, block: Block, envs: list[Env]) -> None:
         """The blocked column loop for the rows of `envs`, then the columns left over."""
@@ -439,6 +650,7 @@ class _Widen:
         self.nest = nest
         self.kind = VectorType(nest.element, [nest.lanes])
         self.block = block
+        self._loaded: dict[tuple[object, ...], SSAValue] = {}
         index = IndexType()
         self.columns: list[SSAValue] = []
         for u in range(nest.unroll):
@@ -530,15 +742,8 @@ class _Widen:
     def _op(self, op: Operation, env: Env) -> None:
         j = _iv(self.nest.cols)
         if isinstance(op, memref.LoadOp) and op.indices and op.indices[-1] is j:
-            env[op.res] = tuple(
-                _put(
-                    self.block,
-                    vector.LoadOp(
-                        op.memref, [*self._scalars(op.indices[:-1], env), col], self.kind
-                    ),  # fmt: skip
-                ).result
-                for col in self.columns
-            )
+            indices = self._scalars(op.indices[:-1], env)
+            env[op.res] = tuple(self._vector_load(op.memref, [*indices, c]) for c in self.columns)
         elif isinstance(op, memref.StoreOp):
             indices = self._scalars(op.indices[:-1], env)
             for value, col in zip(self._lanes(op.value, env), self.columns):
@@ -562,6 +767,16 @@ class _Widen:
             mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
             clone = _put(self.block, op.clone(value_mapper=mapper))
             env.update(zip(op.results, clone.results))
+
+    def _vector_load(self, source: SSAValue, indices: list[SSAValue]) -> SSAValue:
+        """A vector load, shared by the rows that load the same vector in one block (B[k,
+        j..] for all of them), unless the nest writes the memref (then a later load may
+        see a store)."""
+        key = (self.block, source, *indices)
+        if source is self.nest.out.memref or key not in self._loaded:
+            load = _put(self.block, vector.LoadOp(source, indices, self.kind))
+            self._loaded[key] = load.result
+        return self._loaded[key]
 
     def _scalars(self, values: Sequence[SSAValue], env: Env) -> list[SSAValue]:
         return [_scalar(v, env) for v in values]

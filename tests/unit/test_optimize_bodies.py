@@ -20,7 +20,9 @@ from dhir.transforms.optimize_bodies import optimize_bodies
 # --- random contraction nests -------------------------------------------------------------
 
 OPS = ("addf", "subf", "mulf", "divf", "maximumf")
-LEAVES = ("acc", "a", "b", "d", "alpha")
+# `inner` is computed in the row loop, before the nest: the row loop then cannot be cut
+# in three, and the kernel runs row block by row block.
+LEAVES = ("acc", "a", "b", "d", "alpha", "inner")
 
 
 @st.composite
@@ -69,6 +71,7 @@ class Nest:
             f"      %alpha = arith.constant 1.5 : {t}",
             f"      %zero = arith.constant 0.0 : {t}",
             "      scf.for %i = %ilo to %ni step %c1 {",
+            f"        %inner = arith.mulf %alpha, %alpha : {t}",
             *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
             *(self._carried() if self.carried else self._memory()),
             *(self._row_loop("addf", "%dv") if self.add_after else []),
@@ -360,3 +363,71 @@ func.func @main(%A: memref<4x4xf64>) {
     drop_code(module, "main")
     (decision,) = optimize_bodies(module, 256)
     assert "may share memory with an input" in decision.text
+
+
+@st.composite
+def products(draw: st.DrawFn) -> object:
+    """acc + a product of A[i, k], B[k, j] and 0 to 2 scalars, in any order and shape."""
+    factors: list[object] = draw(
+        st.permutations(["a", "b", *(["alpha"] * draw(st.integers(0, 2)))])
+    )
+    while len(factors) > 1:
+        at = draw(st.integers(0, len(factors) - 2))
+        factors[at : at + 2] = [("mulf", factors[at], factors[at + 1])]
+    return draw(st.sampled_from([("addf", "acc", factors[0]), ("addf", factors[0], "acc")]))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nest=nests(),
+    product=products(),
+    ranks=st.integers(1, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_reassoc_products_call_blas_within_tolerance(
+    nest: Nest, product: object, ranks: int, seed: int
+) -> None:
+    """With --fast-math=reassoc, C[i, j] += products in i-k-j order become OpenBLAS gemm
+    calls (the row loop cut around them), within a tolerance of the exact interpreter."""
+    nest = Nest(**{**nest.__dict__, "carried": False, "expr": product, "k_step": 1})
+    text = nest.text()
+    module = parse_string(text)
+    from dhir.transforms.fast_math import relax
+
+    relax(module, "reassoc")
+    (decision,) = optimize_bodies(module, 256)
+    assert decision.done and "OpenBLAS" in decision.text, decision.text
+    inputs = nest.inputs(seed)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, fast_math="reassoc")
+    _, a, b, _ = inputs
+    # Each element: a sum of nk products of A, B and alpha (1.5) up to 2.25.
+    scale = 2.25 * np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    scale = scale + np.abs(want[0].astype(np.float64)) + 1.0
+    tolerance = 1e-12 if nest.dtype == "f64" else 1e-4
+    assert np.max(np.abs(got[0] - want[0]) / scale) < tolerance
+    for expected, actual in zip(want[1:], got[1:]):
+        np.testing.assert_array_equal(actual, expected)
+
+
+def test_linalg_matmul_with_reassoc_calls_blas() -> None:
+    text = """
+func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf64>) {
+  linalg.matmul ins(%A, %B : memref<33x17xf64>, memref<17x29xf64>) outs(%C : memref<33x29xf64>)
+  return
+}
+"""
+    module = parse_string(text)
+    from dhir.runner import drop_code
+    from dhir.transforms.fast_math import relax
+
+    drop_code(module, "main")
+    relax(module, "reassoc")
+    (decision,) = optimize_bodies(module, 512)
+    assert decision.done and "OpenBLAS gemm" in decision.text
+    rng = np.random.default_rng(11)
+    a, b, c = (rng.standard_normal(s) for s in ((33, 17), (17, 29), (33, 29)))
+    want = c + a @ b
+    for ranks in (1, 2):
+        got = dhir.run(text, a, b, c, ranks=ranks, fast_math="reassoc")[2]
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
