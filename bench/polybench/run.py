@@ -4,7 +4,7 @@ the run.
 
     .venv/bin/python bench/polybench/run.py [--size MEDIUM|LARGE] [--kernels gemm,...]
         [--tasks K] [--ranks 1,2] [--mpi mpich|openmpi] [--repeats N] [--placement P]
-        [--plain]
+        [--plain] [--fast-math none|contract|reassoc|fast] [--no-optimize]
 
 Per kernel, medians of N runs: dhir on each rank count (1 thread per rank), the same loops
 in C (clang -O2, one core), NumPy (vectorised, 1 thread), the ratios, and the bytes each
@@ -14,7 +14,14 @@ messages: what 2 ranks could at best reach on this machine. For
 jacobi-2d also mpi4py + NumPy on 2 ranks and Dask array on 2 threads (the optional extra
 `bench`: .venv/bin/pip install mpi4py 'dask[array]'). With --plain, also the kernel written
 as plain MLIR (no dhir ops, one loop nest per statement) through the normal compile path,
-which hands a function without schedules to CodeDrop, on each rank count."""
+which hands a function without schedules to CodeDrop, on each rank count.
+
+Issue 27's goals for each rank's code come last: for the matrix products, GFLOP/s and the
+share of the core's f64 peak measured in the same run (bench/peak.py; without FMA for
+exact code), and the time against NumPy's; atax and mvt against C; the stencils against
+dhir as built before issue 27 (baseline x86-64, no optimizer: the "before" row); and each
+kernel on 2 ranks against NumPy on one core. --fast-math builds dhir with that relaxation
+(the goals against NumPy tighten with it), --no-optimize without dhir-optimize-bodies."""
 
 import os
 
@@ -40,10 +47,12 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))  # bench/peak.py
 
 import baselines  # noqa: E402
 import kernels  # noqa: E402
 from kernels import check  # noqa: E402
+from peak import core_f64_peak  # noqa: E402
 
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
@@ -53,6 +62,7 @@ from dhir.toolchain.launch import run_executable  # noqa: E402
 from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.signature import EntrySignature  # noqa: E402
 from dhir.toolchain.tools import find_llvm_tools, find_mpi  # noqa: E402
+from dhir.transforms.fast_math import MODES  # noqa: E402
 
 # The runtime's report with DHIR_RT_STATS=1, one line per rank.
 STATS = re.compile(r"dhir: rank (\d+) sent (\d+) bytes in (\d+) messages")
@@ -89,9 +99,11 @@ def measure_dhir(
     ranks: int,
     args: argparse.Namespace,
     plain: bool = False,
+    before: bool = False,
 ) -> DhirRun:
     """The hand-tasked program with `tasks` tasks per statement, or with `plain` the plain
-    one, which goes through CodeDrop first as `dhir run` and `dhir compile` take it."""
+    one, which goes through CodeDrop first as `dhir run` and `dhir compile` take it. With
+    `before`, built as before issue 27: for baseline x86-64, without the optimizer."""
     values = kernels.inputs(name, sizes)
     want = kernels.reference(name, sizes, values)
     began = time.perf_counter()
@@ -100,7 +112,14 @@ def measure_dhir(
     if plain:
         with contextlib.redirect_stderr(io.StringIO()):  # its one line, for every run
             drop_code(module, "main")
-    options = RunOptions(ranks=ranks, mpi=args.mpi, placement=args.placement)
+    options = RunOptions(
+        ranks=ranks,
+        mpi=args.mpi,
+        placement=args.placement,
+        fast_math=args.fast_math,
+        optimize=not args.no_optimize and not before,
+        cpu="x86-64" if before else None,
+    )
     exe, signature = compile_native(module, "main", options)
     run = DhirRun(build_s=time.perf_counter() - began)
     for _ in range(args.repeats):
@@ -252,6 +271,61 @@ def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
+# Issue 27's goals for dhir on 1 rank against NumPy, by --fast-math mode.
+BODY_GOALS = {"none": 1.8, "contract": 1.35, "reassoc": 1.05, "fast": 1.05}
+SYR2K_GOAL = 2.5
+
+
+def flops(name: str, sizes: dict[str, int]) -> float | None:
+    """The matrix products' flops as PolyBench counts them (2 per multiply-add)."""
+    s = sizes
+    counts = {
+        "gemm": lambda: 2.0 * s["ni"] * s["nj"] * s["nk"],
+        "2mm": lambda: 2.0 * s["ni"] * s["nj"] * s["nk"] + 2.0 * s["ni"] * s["nl"] * s["nj"],
+        "3mm": lambda: (
+            2.0 * (s["ni"] * s["nj"] * s["nk"] + s["nj"] * s["nl"] * s["nm"])
+            + 2.0 * s["ni"] * s["nl"] * s["nj"]
+        ),
+        "syr2k": lambda: 2.0 * s["m"] * s["n"] * (s["n"] + 1),
+    }
+    return counts[name]() if name in counts else None
+
+
+def body_goals(
+    name: str, sizes: dict[str, int], med: Callable[[str], float | None], fast_math: str
+) -> list[str]:
+    """Issue 27's goals for one rank's code (stated for LARGE, 1 rank, 1 thread)."""
+    lines: list[str] = []
+    d1, d2, c, numpy_s = med("dhir1"), med("dhir2"), med("C"), med("NumPy")
+    count = flops(name, sizes)
+    if d1 is not None and count is not None:
+        fused, apart = core_f64_peak()
+        peak = apart if fast_math == "none" else fused
+        rate = count / d1 / 1e9
+        lines.append(
+            f"dhir1: {rate:.1f} GFLOP/s, {100 * rate / peak:.0f}% of the core's measured "
+            f"f64 peak ({peak:.1f} GFLOP/s{' without FMA' if fast_math == 'none' else ''})"
+        )
+    if d1 is not None and numpy_s is not None and name in MATMULS:
+        goal = SYR2K_GOAL if name == "syr2k" else BODY_GOALS[fast_math]
+        what = "exact" if fast_math == "none" else fast_math
+        if name != "syr2k" or fast_math == "none":
+            lines.append(
+                f"dhir1 / NumPy = {d1 / numpy_s:.2f} (goal <= {goal}, {what}: "
+                f"{_verdict(d1 <= goal * numpy_s)})"
+            )
+    if d1 is not None and c is not None and name in ("atax", "mvt"):
+        lines.append(f"dhir1 / C = {d1 / c:.2f} (goal <= 1.0: {_verdict(d1 <= c)})")
+    before = med("before1")
+    if d1 is not None and before is not None and name in STENCILS:
+        lines.append(
+            f"before1 / dhir1 = {before / d1:.2f} (goal >= 1.8: {_verdict(before >= 1.8 * d1)})"
+        )
+    if d2 is not None and numpy_s is not None:
+        lines.append(f"NumPy / dhir2 = {numpy_s / d2:.2f} (goal > 1: {_verdict(d2 < numpy_s)})")
+    return lines
+
+
 def goals(
     name: str, sizes: dict[str, int], med: Callable[[str], float | None], run2: DhirRun | None
 ) -> list[str]:
@@ -323,6 +397,8 @@ def _label(key: str, runs: dict[str, DhirRun]) -> str:
     }
     if key in labels:
         return labels[key]
+    if key == "before1":
+        return f"dhir 1 rank, as before issue 27 (build {runs[key].build_s:.1f} s)"
     if key.startswith("plain"):
         return f"dhir plain (CodeDrop), {key[5:]} rank(s) (build {runs[key].build_s:.1f} s)"
     return f"dhir, {key[4:]} rank(s) (build {runs[key].build_s:.1f} s)"
@@ -336,6 +412,8 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
         runs[f"dhir{r}"] = measure_dhir(name, sizes, args.tasks, r, args)
     for r in ranks if args.plain else []:
         runs[f"plain{r}"] = measure_dhir(name, sizes, args.tasks, r, args, plain=True)
+    if name in STENCILS and 1 in ranks:
+        runs["before1"] = measure_dhir(name, sizes, args.tasks, 1, args, before=True)
     for key, run in runs.items():
         times[key] = run.seconds
     times["C"] = measure_c(name, sizes, args, tmp)
@@ -365,6 +443,8 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
     note = "" if args.size == "LARGE" else "  [goal stated for LARGE]"
     for line in goals(name, sizes, med, runs.get("dhir2")):
         print(f"  {line}{note}")
+    for line in body_goals(name, sizes, med, args.fast_math):
+        print(f"  {line}{note}")
     c1, c2 = med("C"), med("C2")
     if c1 is not None and c2 is not None:
         print(f"  C / C2 = {c1 / c2:.2f} (no goal: this machine's ceiling for 2 ranks)")
@@ -389,6 +469,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--placement", default=DEFAULT_ALGORITHM, help="round-robin, heft, peft, best"
+    )
+    parser.add_argument(
+        "--fast-math", choices=MODES, default="none", help="dhir's floating-point relaxations"
+    )
+    parser.add_argument(
+        "--no-optimize", action="store_true", help="dhir without dhir-optimize-bodies"
     )
     args = parser.parse_args()
     names = [n for n in args.kernels.split(",") if n]

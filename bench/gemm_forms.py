@@ -1,0 +1,152 @@
+"""C += A B (f64, N^3, default N = 1200) written three ways, as plain MLIR a user would
+write, built by dhir for 1 rank (CodeDrop makes the task), with and without
+dhir-optimize-bodies, against NumPy (OpenBLAS, 1 thread) in this process and against the
+core's measured f64 peak (bench/c/fma_peak.c: independent vector FMAs, and multiplies and
+adds rounded apart, which is what exact code may use). Results are checked against the
+interpreter's order of operations: the dhir runs must equal each other bit for bit.
+
+    .venv/bin/python bench/gemm_forms.py [--n N] [--repeats R]
+"""
+
+import os
+
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import io  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from peak import core_f64_peak  # noqa: E402
+
+from dhir import parse_string  # noqa: E402
+from dhir.backends.native import compile_native  # noqa: E402
+from dhir.runner import drop_code  # noqa: E402
+from dhir.toolchain.launch import run_executable  # noqa: E402
+from dhir.toolchain.options import RunOptions  # noqa: E402
+
+
+def _program(form: str, n: int) -> str:
+    t = f"memref<{n}x{n}xf64>"
+    head = [
+        "func.func private @MPI_Wtime() -> f64",
+        f"func.func @main(%A: {t}, %B: {t}, %C: {t}, %time: memref<1xf64>) {{",
+        "  %c0 = arith.constant 0 : index",
+        "  %c1 = arith.constant 1 : index",
+        f"  %n = arith.constant {n} : index",
+        "  %start = func.call @MPI_Wtime() : () -> f64",
+    ]
+    body = {
+        "i-k-j": [
+            "  scf.for %i = %c0 to %n step %c1 {",
+            "    scf.for %k = %c0 to %n step %c1 {",
+            "      scf.for %j = %c0 to %n step %c1 {",
+            f"        %c = memref.load %C[%i, %j] : {t}",
+            f"        %a = memref.load %A[%i, %k] : {t}",
+            f"        %b = memref.load %B[%k, %j] : {t}",
+            "        %p = arith.mulf %a, %b : f64",
+            "        %s = arith.addf %c, %p : f64",
+            f"        memref.store %s, %C[%i, %j] : {t}",
+            "      }",
+            "    }",
+            "  }",
+        ],
+        "k innermost, iter_args": [
+            "  scf.for %i = %c0 to %n step %c1 {",
+            "    scf.for %j = %c0 to %n step %c1 {",
+            f"      %c = memref.load %C[%i, %j] : {t}",
+            "      %sum = scf.for %k = %c0 to %n step %c1 iter_args(%acc = %c) -> (f64) {",
+            f"        %a = memref.load %A[%i, %k] : {t}",
+            f"        %b = memref.load %B[%k, %j] : {t}",
+            "        %p = arith.mulf %a, %b : f64",
+            "        %s = arith.addf %acc, %p : f64",
+            "        scf.yield %s : f64",
+            "      }",
+            f"      memref.store %sum, %C[%i, %j] : {t}",
+            "    }",
+            "  }",
+        ],
+        "linalg.matmul": [f"  linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t})"],
+    }[form]
+    tail = [
+        "  %end = func.call @MPI_Wtime() : () -> f64",
+        "  %seconds = arith.subf %end, %start : f64",
+        "  memref.store %seconds, %time[%c0] : memref<1xf64>",
+        "  return",
+        "}",
+    ]
+    return "\n".join([*head, *body, *tail])
+
+
+FORMS = ("i-k-j", "k innermost, iter_args", "linalg.matmul")
+
+
+def _dhir(form: str, n: int, optimize: bool, inputs: list[np.ndarray], repeats: int):
+    module = parse_string(_program(form, n))
+    with contextlib.redirect_stderr(io.StringIO()):
+        drop_code(module, "main")
+    options = RunOptions(ranks=1, optimize=optimize, timeout=3600)
+    exe, signature = compile_native(module, "main", options)
+    times, result = [], None
+    for _ in range(repeats):
+        out = run_executable(exe, signature, [*inputs, np.zeros(1)], options)
+        times.append(float(out[-1][0]))
+        result = out[2]
+    return statistics.median(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1200)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    n = args.n
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal((n, n)) for _ in range(3))
+    flops = 2.0 * n**3
+    fused, apart = core_f64_peak()
+    numpy_times = []
+    for _ in range(args.repeats):
+        began = time.perf_counter()
+        want = c + a @ b
+        numpy_times.append(time.perf_counter() - began)
+    numpy_s = statistics.median(numpy_times)
+    print(f"## C += A B, f64, N = {n}, 1 rank, 1 thread (medians of {args.repeats})")
+    print(f"core f64 peak (measured): {fused:.1f} GFLOP/s with FMA, {apart:.1f} without")
+    print(f"{'':34}{'ms':>9}{'GFLOP/s':>9}{'vs NumPy':>10}{'% peak':>8}")
+
+    def row(name: str, seconds: float, peak: float) -> None:
+        rate = flops / seconds / 1e9
+        line = f"{name:34}{seconds * 1e3:9.1f}{rate:9.1f}{seconds / numpy_s:10.2f}"
+        print(f"{line}{100 * rate / peak:7.0f}%")
+
+    row("NumPy (OpenBLAS, 1 thread)", numpy_s, fused)
+    exact: np.ndarray | None = None
+    for form in FORMS:
+        for optimize in (True, False):
+            seconds, result = _dhir(form, n, optimize, [a, b, c], args.repeats)
+            assert result is not None
+            if exact is None:
+                exact = result
+            elif not np.array_equal(result, exact):
+                raise SystemExit(f"MISMATCH: {form} differs from i-k-j bit for bit")
+            if not np.allclose(result, want, rtol=1e-10, atol=1e-10 * float(np.abs(want).max())):
+                raise SystemExit(f"MISMATCH: {form} differs from NumPy beyond rounding")
+            label = f"dhir {form}{'' if optimize else ' (--no-optimize)'}"
+            row(label, seconds, apart)
+            if optimize:
+                ratio = seconds / numpy_s
+                verdict = "met" if ratio <= 2.0 else "NOT met"
+                print(f"  {form}: {ratio:.2f}x NumPy (goal <= 2.0x, exact: {verdict})")
+
+
+if __name__ == "__main__":
+    main()
