@@ -105,6 +105,13 @@ _OPENMPI_OPS = re.compile(
     r"@ompi_mpi_(sum|prod|max|min|maxloc|minloc|land|band|lor|bor|lxor|bxor|replace|no_op)\b"
 )
 _MAIN_SYMBOL = re.compile(r"@main(?![\w.$-])")
+# A module without loops (the glue of many small tasks) gains next to nothing from LLVM's
+# SLP vectoriser, which took a third of clang's time on such modules built for AVX-512
+# CPUs (docs/performance.md, "Task bodies").
+_LOOP = re.compile(
+    r"\b(scf\.(for|while|parallel)|affine\.(for|parallel)|linalg\.|cf\.(br|cond_br)|omp\.)"
+)
+_STRAIGHT_LINE_FLAGS = ("-fno-slp-vectorize",)
 # An mpi op in mlir-opt's output (text: reading it back into xDSL would cost more than the
 # build); `!mpi.` types are looked for apart.
 _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
@@ -420,7 +427,8 @@ class _Recipe:
             raise
         ll = work / "program.ll"
         ll.write_text(_patch_llvm_ir(ll.read_text(), self.mpi))
-        command = [tools.clang, *self.clang_flags, "-Wno-override-module", "-c", ll.name]
+        flags = [*self.clang_flags, *(() if _LOOP.search(mlir) else _STRAIGHT_LINE_FLAGS)]
+        command = [tools.clang, *flags, "-Wno-override-module", "-c", ll.name]
         run_stage(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
     def _explain_translation_failure(self, work: Path) -> None:

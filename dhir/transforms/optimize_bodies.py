@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf, vector
-from dhir.dialects.dhir import TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
@@ -93,8 +93,11 @@ class OptimizeBodiesPass(ModulePass):
 def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     """Optimize every CPU task's contraction nests in place; what was done and left."""
     decisions: list[Decision] = []
-    for task in [t for t in module.walk() if isinstance(t, TaskOp) and not is_gpu_task(t)]:
-        for matmul in [op for op in task.body.walk() if isinstance(op, linalg.MatmulOp)]:
+    for task in _tasks(module):
+        matmuls, nests = _interesting(task)
+        if (not matmuls and not nests) or is_gpu_task(task):
+            continue
+        for matmul in matmuls:
             loc = loc_of(matmul)
             why = _matmul_as_loops(matmul, module)
             if why is None:
@@ -196,6 +199,25 @@ def _matmul_call(
     one = _put(block, arith.ConstantOp(FloatAttr(1.0, cast(AnyFloat, element)))).result
     a, b, c = (Corner(v, zero, zero) for v in (*op.inputs, op.outputs[0]))
     emit_gemm(block, module, a, b, c, (sizes[0], sizes[1], sizes[2]), one)
+
+
+def _tasks(module: ModuleOp) -> Iterator[TaskOp]:
+    for op in walk_outside_tasks(module):
+        if isinstance(op, ScheduleOp):
+            yield from op.tasks()
+
+
+def _interesting(task: TaskOp) -> tuple[list[linalg.MatmulOp], bool]:
+    """The task's linalg.matmul ops, and whether it has a loop right in a loop (one walk:
+    most tasks have neither, and a walk of 10,000 tasks is felt)."""
+    matmuls: list[linalg.MatmulOp] = []
+    nested = False
+    for op in task.body.walk():
+        if isinstance(op, linalg.MatmulOp):
+            matmuls.append(op)
+        elif isinstance(op, scf.ForOp) and isinstance(op.parent_op(), scf.ForOp):
+            nested = True
+    return matmuls, nested
 
 
 def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp, scf.ForOp]]:
