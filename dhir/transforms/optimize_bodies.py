@@ -104,9 +104,11 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 continue
             done = why.startswith(_CALLED)
             decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
+        if nests:
+            _carried_accumulations(task)
         for row, nest in list(_candidates(task)):
             try:
-                text = _Nest.of(row, nest, vector_bits).rewrite(module)
+                text = _optimize_nest(row, nest, vector_bits, module)
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
@@ -201,6 +203,118 @@ def _matmul_call(
     emit_gemm(block, module, a, b, c, (sizes[0], sizes[1], sizes[2]), one)
 
 
+SUM_ROWS = 8  # rows whose sums run side by side
+
+
+def _carried_accumulations(task: TaskOp) -> None:
+    """Innermost loops that add into one memory element, turned into loops that carry the
+    element in a register: `for j { s = M[x]; ...; M[x] = v }` with `x` fixed in the loop
+    becomes `s0 = M[x]; r = for j iter_args(s = s0) {...; yield v}; M[x] = r`. Each
+    iteration reads what the one before stored, so the values are the same; what the
+    kernels take next (k innermost) or the row sums."""
+    for loop in [op for op in task.body.walk() if isinstance(op, scf.ForOp)]:
+        target = _accumulated(loop)
+        if target is not None:
+            _carry(loop, *target)
+
+
+def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None:
+    """The load and store of the one element `loop` accumulates into, if it does just that:
+    no iter_args, no nested regions, one store, to indices fixed in the loop, one load of
+    that element before it, and no other access that may reach its memref."""
+    ops = _body_ops(loop)
+    if loop.iter_args or any(op.regions for op in ops):
+        return None
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    if len(stores) != 1 or any(_inside(i, loop) for i in stores[0].indices):
+        return None
+    store = stores[0]
+    target = memory_of([store.memref])
+    loads = [op for op in ops if isinstance(op, memref.LoadOp) and may_alias(op.memref, target)]
+    if len(loads) != 1 or loads[0].memref is not store.memref:
+        return None
+    load = loads[0]
+    if list(load.indices) != list(store.indices) or ops.index(load) > ops.index(store):
+        return None
+    if not all(isinstance(op, (memref.LoadOp, memref.StoreOp, *_SCALAR)) for op in ops):
+        return None
+    return load, store
+
+
+def _carry(loop: scf.ForOp, load: memref.LoadOp, store: memref.StoreOp) -> None:
+    block = loop.parent_block()
+    assert block is not None
+    start = memref.LoadOp.get(load.memref, list(load.indices))
+    block.insert_op_before(start, loop)
+    body = Block(arg_types=[IndexType(), load.res.type])
+    mapper: dict[SSAValue, SSAValue] = {_iv(loop): body.args[0], load.res: body.args[1]}
+    for op in _body_ops(loop):
+        if op is load:
+            continue
+        if op is store:
+            body.add_op(scf.YieldOp(mapper.get(store.value, store.value)))
+            continue
+        body.add_op(op.clone(value_mapper=mapper))
+    carried = scf.ForOp(loop.lb, loop.ub, loop.step, [start.res], Region(body))
+    block.insert_op_before(carried, loop)
+    block.insert_op_before(
+        memref.StoreOp.get(carried.res[0], store.memref, list(store.indices)), loop
+    )
+    block.erase_op(loop)
+
+
+def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
+    """The carried loop `red` in the row loop run for SUM_ROWS rows side by side: their
+    sums are independent chains, so the core overlaps them instead of waiting for each add
+    in turn. Each row's operations, in its order: exact."""
+    _check_rows_independent(row)
+    if any(op.regions or not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in _body_ops(red)):
+        raise _Left("the reduction's body holds more than loads and arithmetic")
+    for bound in red.operands[:3]:
+        if _inside(bound, row) or bound is _iv(row):
+            raise _Left("the reduction's bounds vary with the row")
+    block = Block()
+    i_end = _block_end(block, row.lb, row.ub, SUM_ROWS)
+    step = _put(block, arith.ConstantOp.from_int_and_width(SUM_ROWS, IndexType())).result
+    body = Block(arg_types=[IndexType()])
+    envs: list[Env] = []
+    for r in range(SUM_ROWS):
+        offset = _put(body, arith.ConstantOp.from_int_and_width(r, IndexType())).result
+        envs.append({_iv(row): _put(body, arith.AddiOp(body.args[0], offset)).result})
+    ops = _body_ops(row)
+    at = ops.index(red)
+    for env in envs:
+        _clone_into(body, ops[:at], env)
+    inits = [_scalar(v, env) for env in envs for v in red.iter_args]
+    loop_body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
+    carried = iter(loop_body.args[1:])
+    for env in envs:
+        env[_iv(red)] = loop_body.args[0]
+        env.update((arg, next(carried)) for arg in red.body.block.args[1:])
+    for op in _body_ops(red):
+        for env in envs:
+            _clone_into(loop_body, [op], env)
+    end = red.body.block.last_op
+    assert isinstance(end, scf.YieldOp)
+    loop_body.add_op(scf.YieldOp(*(_scalar(v, env) for env in envs for v in end.operands)))
+    loop = _put(body, scf.ForOp(red.lb, red.ub, red.step, inits, Region(loop_body)))
+    results = iter(loop.res)
+    for env in envs:
+        env.update((result, next(results)) for result in red.res)
+    for env in envs:
+        _clone_into(body, ops[at + 1 :], env)
+    _put(body, scf.YieldOp())
+    _put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
+    ops_made = list(block.ops)
+    for op in ops_made:
+        op.detach()
+    parent = row.parent_block()
+    assert parent is not None
+    parent.insert_ops_before(ops_made, row)
+    row.operands[0] = i_end
+    return f"sums of {SUM_ROWS} rows run side by side (k innermost, each in its order), exact"
+
+
 def _tasks(module: ModuleOp) -> Iterator[TaskOp]:
     for op in walk_outside_tasks(module):
         if isinstance(op, ScheduleOp):
@@ -220,14 +334,60 @@ def _interesting(task: TaskOp) -> tuple[list[linalg.MatmulOp], bool]:
     return matmuls, nested
 
 
-def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp, scf.ForOp]]:
-    """(row loop, nest) pairs: a loop nest of one of the two forms, right in a loop."""
+def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:
+    """(row loop, nest) pairs: a loop nest of one of the two forms, right in a loop, or
+    (None, nest) for one in no loop."""
     for op in task.body.walk():
         if not isinstance(op, scf.ForOp) or op.iter_args:
             continue
-        row = op.parent_op()
-        if isinstance(row, scf.ForOp) and (_memory_form(op) or _carried_form(op)):
-            yield row, op
+        if _memory_form(op) or _carried_form(op):
+            row = op.parent_op()
+            yield (row if isinstance(row, scf.ForOp) else None), op
+
+
+def _optimize_nest(row: scf.ForOp | None, nest: scf.ForOp, bits: int, module: ModuleOp) -> str:
+    """What was done with `nest` (raising _Left when nothing): its kernel, a nest in no row
+    loop as one of a single row, else, for a reduction nest, its rows' sums side by side."""
+    alone = row is None
+    row = _wrap(nest) if row is None else row
+    try:
+        return _Nest.of(row, nest, bits, 1 if alone else ROWS).rewrite(module)
+    except _Left as why:
+        if alone:
+            _unwrap(row, nest)
+        red = _carried_form(nest)
+        if red is None:
+            raise
+        try:
+            return _row_sums(nest, red)
+        except _Left:
+            raise why from None
+
+
+def _wrap(nest: scf.ForOp) -> scf.ForOp:
+    """`nest` in a loop of one iteration, as the row loop of a single row."""
+    block = nest.parent_block()
+    assert block is not None
+    zero = arith.ConstantOp.from_int_and_width(0, IndexType())
+    one = arith.ConstantOp.from_int_and_width(1, IndexType())
+    body = Block(arg_types=[IndexType()])
+    row = scf.ForOp(zero, one, one, [], Region(body))
+    block.insert_ops_before([zero, one, row], nest)
+    nest.detach()
+    body.add_ops([nest, scf.YieldOp()])
+    return row
+
+
+def _unwrap(row: scf.ForOp, nest: scf.ForOp) -> None:
+    block = row.parent_block()
+    assert block is not None
+    nest.detach()
+    block.insert_op_before(nest, row)
+    bounds = [row.lb.owner, row.ub.owner]
+    block.erase_op(row)
+    for bound in bounds:
+        assert isinstance(bound, Operation)
+        block.erase_op(bound)
 
 
 def _body_ops(loop: scf.ForOp) -> list[Operation]:
@@ -280,6 +440,12 @@ def _inside(value: SSAValue, op: Operation) -> bool:
     return False
 
 
+def _single(row: scf.ForOp) -> bool:
+    """A loop of one iteration (a nest in no row loop, wrapped as one row)."""
+    lb, ub = _constant(row.lb), _constant(row.ub)
+    return lb is not None and ub is not None and ub - lb == 1
+
+
 def _check_rows_independent(row: scf.ForOp) -> None:
     """Raise _Left unless the iterations of `row` touch disjoint memory (module docstring)."""
     if _constant(row.step) != 1:
@@ -303,7 +469,7 @@ def _check_rows_independent(row: scf.ForOp) -> None:
             for m, indices, _ in accesses
             if m is target
         ]
-        if not set.intersection(*rows):
+        if not _single(row) and not set.intersection(*rows):
             raise _Left("an iteration touches other rows of a memref the loop writes")
 
 
@@ -322,9 +488,10 @@ class _Nest:
     acc_load: memref.LoadOp | None  # memory form: the load of the element stored
     element: AnyFloat = field(init=False)
     _split: bool = field(init=False, default=False)  # the row loop was cut in three
+    rows: int = field(init=False, default=4)  # rows blocked in registers
 
     @staticmethod
-    def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int) -> "_Nest":
+    def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int, rows: int = 4) -> "_Nest":
         memory_cols = _memory_form(nest)
         if memory_cols is not None:
             cols, red = memory_cols, nest
@@ -345,6 +512,7 @@ class _Nest:
         acc_load = _accumulator(cols, out) if memory_cols is not None else None
         nest_ = _Nest(row, nest, cols, red, memory_cols is not None, lanes, unroll, out, acc_load)
         nest_.element = element
+        nest_.rows = rows
         nest_.check()
         return nest_
 
@@ -532,8 +700,9 @@ class _Nest:
         form = "i-k-j" if self.memory else "k innermost"
         width = self.lanes * self.unroll
         order = ", column blocks outer" if self._split else ""
+        rows = f"{self.rows} rows" if self.rows > 1 else "1 row"
         return (
-            f"nest ({form}) blocked {ROWS} rows x {width} columns ({self.unroll} vectors of "
+            f"nest ({form}) blocked {rows} x {width} columns ({self.unroll} vectors of "
             f"{self.lanes} x {self.element}) in registers{order}, exact"
         )
 
@@ -548,10 +717,10 @@ class _Nest:
         block = Block()
         if at:
             _put(block, self._row_loop(ops[:at]))
-        i_end = _block_end(block, row.lb, row.ub, ROWS)
+        i_end = _block_end(block, row.lb, row.ub, self.rows)
         j_end = _block_end(block, cols.lb, cols.ub, width)
         index = IndexType()
-        rstep = _put(block, arith.ConstantOp.from_int_and_width(ROWS, index)).result
+        rstep = _put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
         cstep = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
         columns = Block(arg_types=[index])
         rows = Block(arg_types=[index])
@@ -574,7 +743,7 @@ class _Nest:
     def _row_envs(self, block: Block, i0: SSAValue) -> list[Env]:
         """Per row of a block starting at `i0`: the row's index, made in `block`."""
         envs: list[Env] = []
-        for r in range(ROWS):
+        for r in range(self.rows):
             offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
             envs.append({_iv(self.row): _put(block, arith.AddiOp(i0, offset)).result})
         return envs
@@ -582,7 +751,7 @@ class _Nest:
     def _row_blocks(self) -> None:
         """Blocks of rows, each running what the row loop holds for its rows in turn: the
         statements before the nest, the nest's kernel, the statements after."""
-        row, rows = self.row, ROWS
+        row, rows = self.row, self.rows
         outer = Block()
         i_end = _block_end(outer, row.lb, row.ub, rows)
         step = _put(outer, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
