@@ -87,7 +87,11 @@ OPENMP_PASSES: tuple[str, ...] = (
 # No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
 # dhir's results are the sequential program's, rounding by rounding. (Ops whose fastmath
 # flags allow contraction are still fused: the flag on the instruction decides.)
-CLANG_FLAGS: tuple[str, ...] = ("-O2", "-ffp-contract=off")
+# No SLP vectoriser: dhir-optimize-bodies vectorises the nests it can, the loop vectoriser
+# the other loops, and SLP turned the independent row sums the optimizer makes into slow
+# gathers (mvt 3.8 -> 8.2 ms) and took a third of clang's time on the loop-free pieces
+# of many small tasks (docs/performance.md, "Task bodies").
+CLANG_FLAGS: tuple[str, ...] = ("-O2", "-ffp-contract=off", "-fno-slp-vectorize")
 C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the harness
 # Where a program first calls each function it declares without defining it, by name: the
 # call's location and the task it is in (None: host code).
@@ -105,13 +109,6 @@ _OPENMPI_OPS = re.compile(
     r"@ompi_mpi_(sum|prod|max|min|maxloc|minloc|land|band|lor|bor|lxor|bxor|replace|no_op)\b"
 )
 _MAIN_SYMBOL = re.compile(r"@main(?![\w.$-])")
-# A module without loops (the glue of many small tasks) gains next to nothing from LLVM's
-# SLP vectoriser, which took a third of clang's time on such modules built for AVX-512
-# CPUs (docs/performance.md, "Task bodies").
-_LOOP = re.compile(
-    r"\b(scf\.(for|while|parallel)|affine\.(for|parallel)|linalg\.|cf\.(br|cond_br)|omp\.)"
-)
-_STRAIGHT_LINE_FLAGS = ("-fno-slp-vectorize",)
 # An mpi op in mlir-opt's output (text: reading it back into xDSL would cost more than the
 # build); `!mpi.` types are looked for apart.
 _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
@@ -427,8 +424,7 @@ class _Recipe:
             raise
         ll = work / "program.ll"
         ll.write_text(_patch_llvm_ir(ll.read_text(), self.mpi))
-        flags = [*self.clang_flags, *(() if _LOOP.search(mlir) else _STRAIGHT_LINE_FLAGS)]
-        command = [tools.clang, *flags, "-Wno-override-module", "-c", ll.name]
+        command = [tools.clang, *self.clang_flags, "-Wno-override-module", "-c", ll.name]
         run_stage(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
     def _explain_translation_failure(self, work: Path) -> None:
