@@ -856,79 +856,60 @@ class _Widen:
         for env in envs:
             self._op(load, env)
         inits = [v for env in envs for v in cast(Lanes, env[load.res])]
-        loop_body = Block(arg_types=[IndexType(), *(self.kind for _ in inits)])
-        self.block, outer = loop_body, self.block
-        accs = iter(loop_body.args[1:])
+        ops = [op for op in _body_ops(nest.cols) if op is not load and op is not nest.out]
+        value = nest.out.value
+        self._vector_loop(nest.red, inits, envs, [load.res], ops, [value], [value])
         for env in envs:
-            env[_iv(nest.red)] = loop_body.args[0]
-            env[load.res] = tuple(next(accs) for _ in range(nest.unroll))
-        for op in _body_ops(nest.cols):
-            if op is load or op is nest.out:
-                continue
-            for env in envs:
-                self._op(op, env)
-        yielded = [v for env in envs for v in self._lanes(nest.out.value, env)]
-        _put(loop_body, scf.YieldOp(*yielded))
-        self.block = outer
-        red = nest.red
-        loop = _put(
-            outer,
-            scf.ForOp(
-                _scalar(red.lb, envs[0]),
-                _scalar(red.ub, envs[0]),
-                red.step,
-                inits,
-                Region(loop_body),
-            ),  # fmt: skip
-        )
-        results = iter(loop.results)
-        for env in envs:
-            env[nest.out.value] = tuple(next(results) for _ in range(nest.unroll))
             self._op(nest.out, env)
 
     def carried_kernel(self, envs: list[Env]) -> None:
         nest = self.nest
         envs = [dict(env) for env in envs]
         for op in _body_ops(nest.cols):
-            if op is nest.red:
-                self._reduction(envs)
+            if op is not nest.red:
+                for env in envs:
+                    self._op(op, env)
                 continue
-            for env in envs:
-                self._op(op, env)
+            red = nest.red
+            inits = [v for env in envs for init in red.iter_args for v in self._lanes(init, env)]
+            end = red.body.block.last_op
+            assert isinstance(end, scf.YieldOp)
+            carried = red.body.block.args[1:]
+            self._vector_loop(red, inits, envs, carried, _body_ops(red), end.operands, red.res)
 
-    def _reduction(self, envs: list[Env]) -> None:
-        red = self.nest.red
+    def _vector_loop(
+        self,
+        red: scf.ForOp,
+        inits: list[SSAValue],
+        envs: list[Env],
+        carried: Sequence[SSAValue],
+        ops: Sequence[Operation],
+        yields: Sequence[SSAValue],
+        outputs: Sequence[SSAValue],
+    ) -> None:
+        """The reduction loop `red` over vectors: `carried` (per row, U vectors each, from
+        `inits`) go round the loop, `ops` are widened in it, `yields` go to the next
+        iteration, and `outputs` stand for what the loop ends with."""
         unroll = self.nest.unroll
-        inits = [v for env in envs for init in red.iter_args for v in self._lanes(init, env)]
         loop_body = Block(arg_types=[IndexType(), *(self.kind for _ in inits)])
         self.block, outer = loop_body, self.block
         accs = iter(loop_body.args[1:])
         for env in envs:
             env[_iv(red)] = loop_body.args[0]
-            for arg in red.body.block.args[1:]:
-                env[arg] = tuple(next(accs) for _ in range(unroll))
-        for op in _body_ops(red):
+            for value in carried:
+                env[value] = tuple(next(accs) for _ in range(unroll))
+        for op in ops:
             for env in envs:
                 self._op(op, env)
-        end = red.body.block.last_op
-        assert isinstance(end, scf.YieldOp)
-        yielded = [v for env in envs for value in end.operands for v in self._lanes(value, env)]
-        _put(loop_body, scf.YieldOp(*yielded))
+        lanes = [v for env in envs for value in yields for v in self._lanes(value, env)]
+        _put(loop_body, scf.YieldOp(*lanes))
         self.block = outer
-        loop = _put(
-            outer,
-            scf.ForOp(
-                _scalar(red.lb, envs[0]),
-                _scalar(red.ub, envs[0]),
-                red.step,
-                inits,
-                Region(loop_body),
-            ),  # fmt: skip
-        )
+        bounds = (_scalar(red.lb, envs[0]), _scalar(red.ub, envs[0]), red.step)
+        loop = _put(outer, scf.ForOp(*bounds, inits, Region(loop_body)))
         results = iter(loop.results)
         for env in envs:
-            for result in red.results:
-                env[result] = tuple(next(results) for _ in range(unroll))
+            for value in outputs:
+                env[value] = tuple(next(results) for _ in range(unroll))
 
     def _op(self, op: Operation, env: Env) -> None:
         j = _iv(self.nest.cols)

@@ -20,6 +20,8 @@ from dhir.transforms.optimize_bodies import optimize_bodies
 # --- random contraction nests -------------------------------------------------------------
 
 OPS = ("addf", "subf", "mulf", "divf", "maximumf")
+# How a generated program ends: the row loop, the task, the schedule, the function.
+END = ["      }", "    }", "  }", "  return", "}"]
 # `inner` is computed in the row loop, before the nest: the row loop then cannot be cut
 # in three, and the kernel runs row block by row block.
 LEAVES = ("acc", "a", "b", "d", "alpha", "inner")
@@ -75,11 +77,7 @@ class Nest:
             *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
             *(self._carried() if self.carried else self._memory()),
             *(self._row_loop("addf", "%dv") if self.add_after else []),
-            "      }",
-            "    }",
-            "  }",
-            "  return",
-            "}",
+            *END,
         ]
         return "\n".join(lines)
 
@@ -483,11 +481,7 @@ class Sums:
             *body,
             f"          memref.store {result}, %T[%i] : memref<{ni}x{t}>",
             "        }",
-            "      }",
-            "    }",
-            "  }",
-            "  return",
-            "}",
+            *END,
         ]
         return "\n".join(lines)
 
