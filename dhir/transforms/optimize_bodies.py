@@ -2,19 +2,25 @@
 vectorised along their columns, with each element computed exactly as written.
 
 The nests it takes sit in a row loop `i` whose iterations are independent (every memref
-it writes is written and read only at row `i`, and may alias nothing else it touches):
+it writes is written and read only at row `i`, and may alias nothing else it touches), or
+in no loop (then they are one row):
 
 - memory form, `for k { for j { OUT[.., j] = f(OUT[.., j], ...) } }` (gemm in i-k-j order);
 - carried form, `for j { init; s = for k iter_args(acc = init) {...}; OUT[.., j] = g(s) }`
-  (k innermost, the sum in a register).
+  (k innermost, the sum in a register); `linalg.matmul` is first written as this, and
+  so is an innermost loop that adds into one memory element (loaded before, stored after).
 
 Each is rewritten for R rows and U vectors of V columns at once: the R*U accumulators
 stay in vector registers across the whole `k` loop, a value that does not vary along `j`
 (A[i, k], alpha) is computed once per row and broadcast, B[k, j..j+V) is loaded once for
-R rows. Every element still takes the same operations in the same order (`k` ascending,
-the expression as written), so the result is bit for bit the program's; columns and rows
-left over run the original loops. Anything else in the row loop runs before or after the
-nest, row by row, as it did. What it leaves alone, it says why (`--timing`).
+R rows. Where the row loop can be cut in three (what comes before the nest, the nest, what
+follows), column blocks run outer and row blocks inner, so that B's panel stays in the
+core's cache. A carried nest that cannot be vectorised along its columns (A x: the sums
+run along the rows) runs 8 rows' sums side by side instead. Every element still takes the
+same operations in the same order (`k` ascending, the expression as written), so the
+result is bit for bit the program's; columns and rows left over run the original loops.
+Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix product
+calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
 """
 
 from collections.abc import Iterator, Sequence
@@ -223,7 +229,7 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     no iter_args, no nested regions, one store, to indices fixed in the loop, one load of
     that element before it, and no other access that may reach its memref."""
     ops = _body_ops(loop)
-    if loop.iter_args or any(op.regions for op in ops):
+    if loop.iter_args or any(op.regions for op in ops) or _threaded(loop):
         return None
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
     if len(stores) != 1 or any(_inside(i, loop) for i in stores[0].indices):
@@ -239,6 +245,18 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     if not all(isinstance(op, (memref.LoadOp, memref.StoreOp, *_SCALAR)) for op in ops):
         return None
     return load, store
+
+
+def _threaded(op: Operation) -> bool:
+    """Whether `op` is inside a loop whose iterations may run at once: there, storing an
+    element back where the program touched none (a loop of no iterations) could overwrite
+    another thread's store."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, TaskOp):
+        if parent.name in ("scf.parallel", "scf.forall", "affine.parallel"):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 def _carry(loop: scf.ForOp, load: memref.LoadOp, store: memref.StoreOp) -> None:
