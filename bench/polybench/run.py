@@ -337,9 +337,8 @@ def goals(
     if d1 is not None and d2 is not None:
         speedup = d1 / d2
         if name in MATMULS:
-            lines.append(
-                f"dhir1 / dhir2 = {speedup:.2f} (goal >= 1.85: {_verdict(speedup >= 1.85)})"
-            )
+            # Issue 27 restates the matrix products' 2-rank goal as >= 1.7x.
+            lines.append(f"dhir1 / dhir2 = {speedup:.2f} (goal >= 1.7: {_verdict(speedup >= 1.7)})")
         elif name in STENCILS:
             lines.append(f"dhir1 / dhir2 = {speedup:.2f} (goal >= 1.7: {_verdict(speedup >= 1.7)})")
         else:
