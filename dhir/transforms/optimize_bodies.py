@@ -138,6 +138,8 @@ def _matmul_as_loops(op: linalg.MatmulOp, module: ModuleOp) -> str | None:
     if op.res or not all(isinstance(t, MemRefType) for t in kinds):
         return "linalg.matmul on tensors"
     memrefs = cast(list[MemRefType], kinds)
+    if any(t.get_num_dims() != 2 for t in memrefs):
+        return "linalg.matmul on memrefs of other than 2 dimensions"
     element = memrefs[0].element_type
     if any(t.element_type != element or not isinstance(t.layout, NoneAttr) for t in memrefs):
         return "linalg.matmul with mixed element types or a layout other than row-major"
