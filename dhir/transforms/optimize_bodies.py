@@ -42,7 +42,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects import arith, linalg, memref, scf, vector
+from dhir.dialects import affine, arith, linalg, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
@@ -255,7 +255,7 @@ def _threaded(op: Operation) -> bool:
     another thread's store."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, TaskOp):
-        if parent.name in ("scf.parallel", "scf.forall", "affine.parallel"):
+        if isinstance(parent, (scf.ParallelOp, scf.ForallOp, affine.ParallelOp)):
             return True
         parent = parent.parent_op()
     return False

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import dhir
 from dhir import parse_string
 from dhir.backends.native import compile_native
+from dhir.dialects import scf
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
 from dhir.toolchain.options import RunOptions
@@ -530,3 +531,38 @@ def test_row_sums_and_single_rows_equal_the_interpreter(
     got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu)
     for expected, actual in zip(want, got):
         np.testing.assert_array_equal(actual, expected)
+
+
+def test_sums_in_parallel_loops_stay_in_memory() -> None:
+    """In a parallel loop, a sum into memory is not carried in a register: with no
+    iterations it would store back an element another thread may write. (The task's other
+    nest makes the optimizer look at its loops.)"""
+    text = """
+func.func @main(%T: memref<8xf64>, %A: memref<8x4xf64>, %n: index) {
+  dhir.schedule %T, %A {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %T, %A {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %r = %c0 to %c1 step %c1 {
+        scf.for %q = %c0 to %c1 step %c1 {
+        }
+      }
+      scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+        scf.for %j = %c0 to %n step %c1 {
+          %acc = memref.load %T[%i] : memref<8xf64>
+          %a = memref.load %A[%i, %j] : memref<8x4xf64>
+          %s = arith.addf %acc, %a : f64
+          memref.store %s, %T[%i] : memref<8xf64>
+        }
+        scf.reduce
+      }
+    }
+  }
+  return
+}
+"""
+    module = parse_string(text)
+    optimize_bodies(module, 512)
+    assert not any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk())
