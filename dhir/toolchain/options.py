@@ -14,7 +14,7 @@ from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
-from dhir.transforms.fast_math import check_mode
+from dhir.transforms.fast_math import MODES
 
 DEFAULT_RANKS = 1
 DEFAULT_TIMEOUT_S = 300.0
@@ -63,7 +63,7 @@ class RunOptions:
         _choose("MPI", self.mpi, MPI_CHOICES)
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
-        check_mode(self.fast_math)
+        _choose("fast-math mode", self.fast_math, MODES)
         if self.cpu is not None and not valid_cpu(self.cpu):
             raise DhirError([Diagnostic(f"bad CPU {self.cpu!r}: give {CPU_RULE}")])
 

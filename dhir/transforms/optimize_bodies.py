@@ -23,7 +23,7 @@ Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix
 calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
@@ -141,7 +141,7 @@ def _matmul_as_loops(op: linalg.MatmulOp, module: ModuleOp) -> str | None:
     if any(t.get_num_dims() != 2 for t in memrefs):
         return "linalg.matmul on memrefs of other than 2 dimensions"
     element = memrefs[0].element_type
-    if any(t.element_type != element or not isinstance(t.layout, NoneAttr) for t in memrefs):
+    if any(t.element_type != element for t in memrefs) or not all(map(_row_major, operands)):
         return "linalg.matmul with mixed element types or a layout other than row-major"
     if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):
         return f"linalg.matmul on {element}, not f32 or f64"
@@ -190,13 +190,54 @@ def _matmul_as_loops(op: linalg.MatmulOp, module: ModuleOp) -> str | None:
 
 def _replace(op: Operation, ops: Block) -> None:
     """Put the ops of `ops` where `op` is, and erase it."""
+    _insert_before(ops, op)
+    block = op.parent_block()
+    assert block is not None
+    block.erase_op(op)
+
+
+def _insert_before(ops: Block, op: Operation) -> None:
+    """Move the ops of `ops` to just before `op`."""
     block = op.parent_block()
     assert block is not None
     made = list(ops.ops)
     for new in made:
         new.detach()
     block.insert_ops_before(made, op)
-    block.erase_op(op)
+
+
+def _in_row_blocks(
+    row: scf.ForOp, nest: Operation, rows: int, middle: Callable[[Block, list[Env]], None]
+) -> None:
+    """Blocks of `rows` rows before `row`, each running for its rows in turn what the row
+    loop holds before `nest`, then `middle` (given the block and each row's values), then
+    what it holds after; `row` keeps the rows left over."""
+    block = Block()
+    i_end = _block_end(block, row.lb, row.ub, rows)
+    step = _put(block, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
+    body = Block(arg_types=[IndexType()])
+    envs = _row_envs(body, body.args[0], _iv(row), rows)
+    ops = _body_ops(row)
+    at = ops.index(nest)
+    for env in envs:
+        _clone_into(body, ops[:at], env)
+    middle(body, envs)
+    for env in envs:
+        _clone_into(body, ops[at + 1 :], env)
+    _put(body, scf.YieldOp())
+    _put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
+    _insert_before(block, row)
+    row.operands[0] = i_end
+
+
+def _row_envs(block: Block, i0: SSAValue, row_iv: SSAValue, rows: int) -> list[Env]:
+    """Per row of a block of `rows` starting at `i0`: its index for `row_iv`, made in
+    `block`."""
+    envs: list[Env] = []
+    for r in range(rows):
+        offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
+        envs.append({row_iv: _put(block, arith.AddiOp(i0, offset)).result})
+    return envs
 
 
 def _matmul_call(
@@ -293,45 +334,26 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
     for bound in red.operands[:3]:
         if _inside(bound, row) or bound is _iv(row):
             raise _Left("the reduction's bounds vary with the row")
-    block = Block()
-    i_end = _block_end(block, row.lb, row.ub, SUM_ROWS)
-    step = _put(block, arith.ConstantOp.from_int_and_width(SUM_ROWS, IndexType())).result
-    body = Block(arg_types=[IndexType()])
-    envs: list[Env] = []
-    for r in range(SUM_ROWS):
-        offset = _put(body, arith.ConstantOp.from_int_and_width(r, IndexType())).result
-        envs.append({_iv(row): _put(body, arith.AddiOp(body.args[0], offset)).result})
-    ops = _body_ops(row)
-    at = ops.index(red)
-    for env in envs:
-        _clone_into(body, ops[:at], env)
-    inits = [_scalar(v, env) for env in envs for v in red.iter_args]
-    loop_body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
-    carried = iter(loop_body.args[1:])
-    for env in envs:
-        env[_iv(red)] = loop_body.args[0]
-        env.update((arg, next(carried)) for arg in red.body.block.args[1:])
-    for op in _body_ops(red):
+
+    def sums(body: Block, envs: list[Env]) -> None:
+        inits = [_scalar(v, env) for env in envs for v in red.iter_args]
+        loop_body = Block(arg_types=[IndexType(), *(v.type for v in inits)])
+        carried = iter(loop_body.args[1:])
         for env in envs:
-            _clone_into(loop_body, [op], env)
-    end = red.body.block.last_op
-    assert isinstance(end, scf.YieldOp)
-    loop_body.add_op(scf.YieldOp(*(_scalar(v, env) for env in envs for v in end.operands)))
-    loop = _put(body, scf.ForOp(red.lb, red.ub, red.step, inits, Region(loop_body)))
-    results = iter(loop.res)
-    for env in envs:
-        env.update((result, next(results)) for result in red.res)
-    for env in envs:
-        _clone_into(body, ops[at + 1 :], env)
-    _put(body, scf.YieldOp())
-    _put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
-    ops_made = list(block.ops)
-    for op in ops_made:
-        op.detach()
-    parent = row.parent_block()
-    assert parent is not None
-    parent.insert_ops_before(ops_made, row)
-    row.operands[0] = i_end
+            env[_iv(red)] = loop_body.args[0]
+            env.update((arg, next(carried)) for arg in red.body.block.args[1:])
+        for op in _body_ops(red):
+            for env in envs:
+                _clone_into(loop_body, [op], env)
+        end = red.body.block.last_op
+        assert isinstance(end, scf.YieldOp)
+        loop_body.add_op(scf.YieldOp(*(_scalar(v, env) for env in envs for v in end.operands)))
+        loop = _put(body, scf.ForOp(red.lb, red.ub, red.step, inits, Region(loop_body)))
+        results = iter(loop.res)
+        for env in envs:
+            env.update((result, next(results)) for result in red.res)
+
+    _in_row_blocks(row, red, SUM_ROWS, sums)
     return f"sums of {SUM_ROWS} rows run side by side (k innermost, each in its order), exact"
 
 
@@ -438,6 +460,12 @@ def _carried_form(loop: scf.ForOp) -> scf.ForOp | None:
     return None if any(op.regions for op in _body_ops(inner)) else inner
 
 
+def _row_major(value: SSAValue) -> bool:
+    """Whether `value` is a memref with the default (row-major, contiguous) layout."""
+    kind = value.type
+    return isinstance(kind, MemRefType) and isinstance(kind.layout, NoneAttr)
+
+
 def _iv(loop: scf.ForOp) -> SSAValue:
     return loop.body.block.args[0]
 
@@ -507,11 +535,10 @@ class _Nest:
     out: memref.StoreOp
     acc_load: memref.LoadOp | None  # memory form: the load of the element stored
     element: AnyFloat = field(init=False)
-    _split: bool = field(init=False, default=False)  # the row loop was cut in three
-    rows: int = field(init=False, default=4)  # rows blocked in registers
+    rows: int = field(init=False, default=ROWS)  # rows blocked in registers
 
     @staticmethod
-    def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int, rows: int = 4) -> "_Nest":
+    def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int, rows: int = ROWS) -> "_Nest":
         memory_cols = _memory_form(nest)
         if memory_cols is not None:
             cols, red = memory_cols, nest
@@ -579,8 +606,7 @@ class _Nest:
 
     @staticmethod
     def _check_contiguous(value: SSAValue) -> None:
-        kind = value.type
-        if not isinstance(kind, MemRefType) or not isinstance(kind.layout, NoneAttr):
+        if not _row_major(value):
             raise _Left("a memref read along the columns has a layout other than row-major")
 
     # --- the rewrite ---------------------------------------------------------------------
@@ -651,7 +677,7 @@ class _Nest:
             return None
         for operand in (x.memref, y.memref, self.out.memref):
             kind = operand.type
-            if not isinstance(kind, MemRefType) or not isinstance(kind.layout, NoneAttr):
+            if not _row_major(operand) or not isinstance(kind, MemRefType):
                 return None
             if kind.get_num_dims() != 2 or kind.element_type != self.element:
                 return None
@@ -704,8 +730,7 @@ class _Nest:
         if cols_from is not None:
             (nest,) = _body_ops_of(body)
             assert isinstance(nest, scf.ForOp)
-            columns = nest if not self.memory else _body_ops(nest)[0]
-            columns.operands[0] = cols_from
+            self._columns_from(nest, cols_from)
         _put(body, scf.YieldOp())
         lb, ub = rows if rows is not None else (self.row.lb, self.row.ub)
         return scf.ForOp(lb, ub, self.row.step, [], Region(body))
@@ -713,13 +738,14 @@ class _Nest:
     # --- the register-blocked kernel -----------------------------------------------------
 
     def _blocked(self) -> str:
-        if self._row_splits():
+        split = self._row_splits()
+        if split:
             self._panels()
         else:
             self._row_blocks()
         form = "i-k-j" if self.memory else "k innermost"
         width = self.lanes * self.unroll
-        order = ", column blocks outer" if self._split else ""
+        order = ", column blocks outer" if split else ""
         rows = f"{self.rows} rows" if self.rows > 1 else "1 row"
         return (
             f"nest ({form}) blocked {rows} x {width} columns ({self.unroll} vectors of "
@@ -730,7 +756,6 @@ class _Nest:
         """The row loop as three (_row_splits), the nest's blocks with columns outer and
         rows inner: a column block's panel of B (k x columns) stays in the core's cache
         while every row block uses it, instead of coming from memory for each."""
-        self._split = True
         row, cols, width = self.row, self.cols, self.lanes * self.unroll
         ops = _body_ops(row)
         at = ops.index(self.nest)
@@ -744,7 +769,7 @@ class _Nest:
         cstep = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
         columns = Block(arg_types=[index])
         rows = Block(arg_types=[index])
-        envs = self._row_envs(rows, rows.args[0])
+        envs = _row_envs(rows, rows.args[0], _iv(row), self.rows)
         widen = _Widen(self, columns.args[0], rows)
         if self.memory:
             widen.memory_kernel(envs)
@@ -760,40 +785,10 @@ class _Nest:
             _put(block, self._row_loop(ops[at + 1 :]))
         _replace(row, block)
 
-    def _row_envs(self, block: Block, i0: SSAValue) -> list[Env]:
-        """Per row of a block starting at `i0`: the row's index, made in `block`."""
-        envs: list[Env] = []
-        for r in range(self.rows):
-            offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
-            envs.append({_iv(self.row): _put(block, arith.AddiOp(i0, offset)).result})
-        return envs
-
     def _row_blocks(self) -> None:
         """Blocks of rows, each running what the row loop holds for its rows in turn: the
         statements before the nest, the nest's kernel, the statements after."""
-        row, rows = self.row, self.rows
-        outer = Block()
-        i_end = _block_end(outer, row.lb, row.ub, rows)
-        step = _put(outer, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
-        body = Block(arg_types=[IndexType()])
-        i0 = body.args[0]
-        nest_at = list(row.body.block.ops).index(self.nest)
-        before, after = _body_ops(row)[:nest_at], _body_ops(row)[nest_at + 1 :]
-        envs = self._row_envs(body, i0)
-        for env in envs:
-            _clone_into(body, before, env)
-        self._kernel(body, envs)
-        for env in envs:
-            _clone_into(body, after, env)
-        _put(body, scf.YieldOp())
-        _put(outer, scf.ForOp(row.lb, i_end, step, [], Region(body)))
-        parent = row.parent_block()
-        assert parent is not None
-        ops = list(outer.ops)
-        for op in ops:
-            op.detach()
-        parent.insert_ops_before(ops, row)
-        row.operands[0] = i_end  # the original loop takes the rows left over
+        _in_row_blocks(self.row, self.nest, self.rows, self._kernel)
 
     def _kernel(self, block: Block, envs: list[Env]) -> None:
         """The blocked column loop for the rows of `envs`, then the columns left over."""
@@ -811,10 +806,14 @@ class _Nest:
         _put(block, scf.ForOp(cols.lb, j_end, step, [], Region(body)))
         for env in envs:
             mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
-            rest = self.nest.clone(value_mapper=mapper)
-            columns = rest if not self.memory else _body_ops(rest)[0]
-            columns.operands[0] = j_end
-            _put(block, rest)
+            rest = _put(block, self.nest.clone(value_mapper=mapper))
+            self._columns_from(rest, j_end)
+
+    def _columns_from(self, nest: scf.ForOp, start: SSAValue) -> None:
+        """Start the column loop of `nest` (a clone of the nest) at `start`."""
+        columns = nest if not self.memory else _body_ops(nest)[0]
+        assert isinstance(columns, scf.ForOp)
+        columns.operands[0] = start
 
 
 def _accumulator(cols: scf.ForOp, out: memref.StoreOp) -> memref.LoadOp:
@@ -832,12 +831,8 @@ def _accumulator(cols: scf.ForOp, out: memref.StoreOp) -> memref.LoadOp:
 def _block_end(block: Block, lb: SSAValue, ub: SSAValue, width: int) -> SSAValue:
     """lb + (max(ub - lb, 0) // width) * width, at the end of `block`: where whole blocks
     of `width` end."""
-    index = IndexType()
-    zero = _put(block, arith.ConstantOp.from_int_and_width(0, index)).result
-    size = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
-    span = _put(block, arith.SubiOp(ub, lb)).result
-    span = _put(block, arith.MaxSIOp(span, zero)).result
-    blocks = _put(block, arith.DivUIOp(span, size)).result
+    size = _put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
+    blocks = _put(block, arith.DivUIOp(count(block, lb, ub), size)).result
     return _put(block, arith.AddiOp(lb, _put(block, arith.MuliOp(blocks, size)).result)).result
 
 
