@@ -5,16 +5,18 @@ Both passes need every task's effects and regions, and finding them twice is a l
 share of their time on big schedules. A fact is only right for the IR it was found on,
 so the hand-off is opened explicitly (`handing_over`) by a driver that runs nothing
 between the two passes (the native backend); dhir-place records what it found there,
-and dhir-lower-to-mpi takes each task's facts once. Outside such a scope (dhir-opt, any
-other pipeline) nothing is recorded and each pass finds its own.
+and dhir-lower-to-mpi takes each task's facts once. A pass in between that keeps the
+elements each task touches may record the facts of the tasks it rewrites before it does
+(`keep_facts`). Outside such a scope (dhir-opt, any other pipeline) nothing is recorded
+and each pass finds its own.
 """
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from dhir.analysis.effects import Effects
-from dhir.analysis.regions import Regions
+from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.regions import Regions, task_regions
 from dhir.dialects.dhir import TaskOp
 
 Facts = tuple[Effects, Regions]
@@ -40,6 +42,15 @@ def hand_over(
     facts = _open.get()
     if facts is not None:
         facts.update(zip(tasks, zip(effects, regions, strict=True), strict=True))
+
+
+def keep_facts(task: TaskOp) -> None:
+    """Record `task`'s facts as its body has them now, if a hand-off is open and none are
+    recorded: for a pass that rewrites the body so that it touches the same elements,
+    but in a form the region analysis bounds less tightly (dhir-optimize-bodies)."""
+    facts = _open.get()
+    if facts is not None and task not in facts:
+        facts[task] = (task_effects(task), task_regions(task))
 
 
 def take(task: TaskOp) -> Facts | None:

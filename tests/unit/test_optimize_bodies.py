@@ -566,3 +566,17 @@ func.func @main(%T: memref<8xf64>, %A: memref<8x4xf64>, %n: index) {
     module = parse_string(text)
     optimize_bodies(module, 512)
     assert not any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk())
+
+
+def test_the_optimizer_keeps_what_each_rank_holds() -> None:
+    """The lowering bounds each rank's rows by the facts found before the rewrite: the
+    blocked loops' index arithmetic would be bounded less tightly (every row, whole)."""
+    text = Nest(**{**GEMM.__dict__, "ni": 16, "nj": 40}).text()
+    held = []
+    for optimize in (False, True):
+        timing = Timing()
+        options = RunOptions(ranks=2, optimize=optimize, placement="round-robin")
+        compile_native(parse_string(text), "main", options, timing)
+        held.append([note for note in timing.notes if note.startswith("memory:")])
+    assert any("%C: partitioned" in note for note in held[0]), held[0]
+    assert held[1] == held[0]
