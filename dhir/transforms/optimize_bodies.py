@@ -48,6 +48,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
+from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
 ROWS = 4  # rows blocked in registers
 # Float ops that may work on vectors: lane by lane they round as the scalar op does.
@@ -445,11 +446,15 @@ def _body_ops_of(block: Block) -> list[Operation]:
 
 
 def _memory_form(loop: scf.ForOp) -> scf.ForOp | None:
-    """The column loop of `for k { for j {...} }` whose inner body holds no region."""
+    """The column loop of `for k { for j {...} }` whose inner body holds no region (`k`'s
+    body may also compute `j`'s bounds)."""
     ops = _body_ops(loop)
-    if len(ops) != 1 or not isinstance(ops[0], scf.ForOp) or ops[0].iter_args:
+    loops = [op for op in ops if isinstance(op, scf.ForOp)]
+    if len(loops) != 1 or loops[0].iter_args:
         return None
-    inner = ops[0]
+    inner = loops[0]
+    if len(ops) > 1 and not only_bounds([op for op in ops if op is not inner], inner):
+        return None
     if any(op.regions for op in _body_ops(inner)):
         return None
     return inner if any(isinstance(op, memref.StoreOp) for op in _body_ops(inner)) else None
@@ -540,6 +545,17 @@ class _Nest:
     acc_load: memref.LoadOp | None  # memory form: the load of the element stored
     element: AnyFloat = field(init=False)
     rows: int = field(init=False, default=ROWS)  # rows blocked in registers
+    bounds: tuple[RowBound, RowBound] = field(init=False)  # the columns', by the row
+    transposed: list[memref.LoadOp] = field(init=False, default_factory=list)
+    # Where the transposed reads read in the kernel: each source's panels, and the column
+    # the panels start at.
+    panels: dict[SSAValue, SSAValue] = field(init=False, default_factory=dict)
+    panels_from: SSAValue | None = field(init=False, default=None)
+
+    @property
+    def triangle(self) -> bool:
+        """Whether the columns' bounds move with the row."""
+        return any(bound.coef for bound in self.bounds)
 
     @staticmethod
     def of(row: scf.ForOp, nest: scf.ForOp, vector_bits: int, rows: int = ROWS) -> "_Nest":
@@ -572,9 +588,15 @@ class _Nest:
     def check(self) -> None:
         if _constant(self.cols.step) != 1:
             raise _Left("the column loop's step is not the constant 1")
-        for bound in (*self.cols.operands[:3], *self.red.operands[:3]):
+        for bound in self.red.operands[:3]:
             if _inside(bound, self.row) or bound is _iv(self.row):
-                raise _Left("its loops' bounds vary with the row")
+                raise _Left("its reduction's bounds vary with the row")
+        lb, ub = lift(self.cols.lb, self.row), lift(self.cols.ub, self.row)
+        if lb is None or ub is None:
+            raise _Left("its columns' bounds are not the row times a constant plus a value")
+        if lb.coef < 0 or ub.coef < 0:
+            raise _Left("its columns' bounds fall as the row grows")
+        self.bounds = (lb, ub)
         j = _iv(self.cols)
         if self.out.indices[-1] is not j or any(i is j for i in self.out.indices[:-1]):
             raise _Left("the element it writes is not at the column index, last")
@@ -583,10 +605,18 @@ class _Nest:
                 raise _Left("the row it writes varies inside the nest")
         for op in self.cols.body.walk():
             self._check_op(op)
+        if self.transposed and (lb.coef or not self._row_splits()):
+            raise _Left(
+                f"it reads {_names(self.transposed)} down a column, which needs columns "
+                "that start where the row loop starts and a row loop that can be cut in three"
+            )
 
     def _check_op(self, op: Operation) -> None:
         j = _iv(self.cols)
         if isinstance(op, memref.LoadOp | memref.StoreOp):
+            if isinstance(op, memref.LoadOp) and self._down_a_column(op):
+                self.transposed.append(op)
+                return
             if any(i is j for i in op.indices[:-1]):
                 raise _Left("the column index is not the last subscript of an access")
             if op.indices and op.indices[-1] is j:
@@ -608,6 +638,18 @@ class _Nest:
             if isinstance(op, _LANEWISE) and result.type != self.element:
                 raise _Left(f"it computes in {result.type} beside {self.element}")
 
+    def _down_a_column(self, load: memref.LoadOp) -> bool:
+        """A read of X[j, k] (`j` the column index, `k` the reduction's) that a transposed
+        copy can serve: X is not what the nest writes, and holds its element type."""
+        kind = load.memref.type
+        return (
+            transposable(load, _iv(self.cols), _iv(self.red))
+            and load.memref is not self.out.memref
+            and isinstance(kind, MemRefType)
+            and kind.element_type == self.element
+            and _row_major(load.memref)
+        )
+
     @staticmethod
     def _check_contiguous(value: SSAValue) -> None:
         if not _row_major(value):
@@ -617,10 +659,13 @@ class _Nest:
 
     def rewrite(self, module: ModuleOp) -> str:
         """Rewrite the nest: a BLAS call where the program allows it, else the kernel."""
-        product = self._blas_product()
+        product = None if self.triangle or self.transposed else self._blas_product()
         if product is not None:
             return self._call_blas(module, *product)
-        return self._blocked()
+        packed = ""
+        if self.transposed:
+            packed = f"; {_names(self.transposed)} read down columns, copied into panels first"
+        return self._blocked() + packed
 
     # --- BLAS, where the program allows any order of sums --------------------------------
 
@@ -699,7 +744,7 @@ class _Nest:
     def _call_blas(
         self, module: ModuleOp, x: memref.LoadOp, y: memref.LoadOp, scalars: list[SSAValue]
     ) -> str:
-        row, cols, red = self.row, self.cols, self.red
+        row, red = self.row, self.red
         block = Block()
         ops = _body_ops(row)
         at = ops.index(self.nest)
@@ -710,11 +755,12 @@ class _Nest:
         for factor in scalars[1:]:
             relaxed = arith.FastMathFlagsAttr("fast")
             alpha = _put(block, arith.MulfOp(alpha, factor, relaxed)).result
-        sizes = (count(block, row.lb, row.ub), count(block, cols.lb, cols.ub))
+        j_lb, j_ub = (bound.at(block, row.lb) for bound in self.bounds)
+        sizes = (count(block, row.lb, row.ub), count(block, j_lb, j_ub))
         depth = count(block, red.lb, red.ub)
         a = Corner(x.memref, row.lb, red.lb)
-        b = Corner(y.memref, red.lb, cols.lb)
-        c = Corner(self.out.memref, row.lb, cols.lb)
+        b = Corner(y.memref, red.lb, j_lb)
+        c = Corner(self.out.memref, row.lb, j_lb)
         emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
         if ops[at + 1 :]:
             _put(block, self._row_loop(ops[at + 1 :]))
@@ -742,12 +788,14 @@ class _Nest:
     # --- the register-blocked kernel -----------------------------------------------------
 
     def _blocked(self) -> str:
-        split = self._row_splits()
+        split = self._row_splits() and not self.bounds[0].coef
         if split:
             self._panels()
         else:
             self._row_blocks()
         form = "i-k-j" if self.memory else "k innermost"
+        if self.triangle:
+            form += ", columns bounded by the row"
         width = self.lanes * self.unroll
         order = ", column blocks outer" if split else ""
         rows = f"{self.rows} rows" if self.rows > 1 else "1 row"
@@ -759,19 +807,26 @@ class _Nest:
     def _panels(self) -> None:
         """The row loop as three (_row_splits), the nest's blocks with columns outer and
         rows inner: a column block's panel of B (k x columns) stays in the core's cache
-        while every row block uses it, instead of coming from memory for each."""
-        row, cols, width = self.row, self.cols, self.lanes * self.unroll
+        while every row block uses it, instead of coming from memory for each. Where the
+        columns end with the row (a lower triangle), a column block runs for the row
+        blocks that have all of its columns."""
+        row, width = self.row, self.lanes * self.unroll
         ops = _body_ops(row)
         at = ops.index(self.nest)
         block = Block()
         if at:
             _put(block, self._row_loop(ops[:at]))
         i_end = _block_end(block, row.lb, row.ub, self.rows)
-        j_end = _block_end(block, cols.lb, cols.ub, width)
+        j_lb = self.bounds[0].at(block, row.lb)
+        one = _put(block, arith.ConstantOp.from_int_and_width(1, IndexType())).result
+        last = _put(block, arith.SubiOp(i_end, one)).result
+        j_end = _block_end(block, j_lb, self.bounds[1].at(block, last), width)
+        freed = self._pack(block, (row.lb, i_end), (j_lb, j_end))
         index = IndexType()
         rstep = _put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
         cstep = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
         columns = Block(arg_types=[index])
+        first = self._first_row_block(columns, columns.args[0], i_end)
         rows = Block(arg_types=[index])
         envs = _row_envs(rows, rows.args[0], _iv(row), self.rows)
         widen = _Widen(self, columns.args[0], rows)
@@ -780,14 +835,59 @@ class _Nest:
         else:
             widen.carried_kernel(envs)
         _put(rows, scf.YieldOp())
-        _put(columns, scf.ForOp(row.lb, i_end, rstep, [], Region(rows)))
+        _put(columns, scf.ForOp(first, i_end, rstep, [], Region(rows)))
         _put(columns, scf.YieldOp())
-        _put(block, scf.ForOp(cols.lb, j_end, cstep, [], Region(columns)))
-        _put(block, self._row_loop([self.nest], (row.lb, i_end), j_end))
+        _put(block, scf.ForOp(j_lb, j_end, cstep, [], Region(columns)))
+        rest = Block(arg_types=[index])
+        envs = _row_envs(rest, rest.args[0], _iv(row), self.rows)
+        ubs = [self.bounds[1].at(rest, _scalar(_iv(row), env)) for env in envs]
+        self._rest(
+            rest, envs, ([j_lb] * len(envs), ubs), j_lb, _block_end(rest, j_lb, ubs[0], width)
+        )
+        _put(rest, scf.YieldOp())
+        _put(block, scf.ForOp(row.lb, i_end, rstep, [], Region(rest)))
         _put(block, self._row_loop([self.nest], (i_end, row.ub)))
         if ops[at + 1 :]:
             _put(block, self._row_loop(ops[at + 1 :]))
+        block.add_ops(freed)
         _replace(row, block)
+
+    def _pack(
+        self, block: Block, rows: tuple[SSAValue, SSAValue], columns: tuple[SSAValue, SSAValue]
+    ) -> list[Operation]:
+        """Panels of what the kernel reads down columns, for the column blocks in
+        `columns` (all of which the last of the blocked `rows` has: none when there are
+        no such rows); the ops that free them."""
+        if not self.transposed:
+            return []
+        some = _put(block, arith.CmpiOp(rows[0], rows[1], "slt")).result
+        end = _put(block, arith.SelectOp(some, columns[1], columns[0])).result
+        sources = [load.memref for load in self.transposed]
+        width = self.lanes * self.unroll
+        self.panels, freed = pack_panels(block, sources, self.red, (columns[0], end), width)
+        self.panels_from = columns[0]
+        return freed
+
+    def _first_row_block(self, block: Block, j0: SSAValue, i_end: SSAValue) -> SSAValue:
+        """The first row block (of those from the row loop's start) whose first row has
+        every column of the block starting at `j0`: the row loop's start for rectangles."""
+        row, ub = self.row, self.bounds[1]
+        if not ub.coef:
+            return row.lb
+        index = IndexType()
+        width = self.lanes * self.unroll
+        zero = _put(block, arith.ConstantOp.from_int_and_width(0, index)).result
+        offset = ub.at(block, zero)
+        span = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+        need = _put(block, arith.AddiOp(j0, span)).result
+        need = _put(block, arith.SubiOp(need, offset)).result
+        coef = _put(block, arith.ConstantOp.from_int_and_width(ub.coef, index)).result
+        need = _put(block, arith.CeilDivSIOp(need, coef)).result  # ub(i) >= j0 + width
+        rows = _put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
+        blocks = _put(block, arith.CeilDivUIOp(count(block, row.lb, need), rows)).result
+        start = _put(block, arith.MuliOp(blocks, rows)).result
+        start = _put(block, arith.AddiOp(row.lb, start)).result
+        return _put(block, arith.MinSIOp(start, i_end)).result
 
     def _row_blocks(self) -> None:
         """Blocks of rows, each running what the row loop holds for its rows in turn: the
@@ -795,10 +895,15 @@ class _Nest:
         _in_row_blocks(self.row, self.nest, self.rows, self._kernel)
 
     def _kernel(self, block: Block, envs: list[Env]) -> None:
-        """The blocked column loop for the rows of `envs`, then the columns left over."""
+        """The blocked column loop for the rows of `envs` over the columns they all have,
+        then, row by row, the columns left over on either side. The bounds grow with the
+        row (check), so the first row has the fewest columns on the right, the last the
+        fewest on the left."""
         width = self.lanes * self.unroll
-        cols = self.cols
-        j_end = _block_end(block, cols.lb, cols.ub, width)
+        lbs = [self.bounds[0].at(block, _scalar(_iv(self.row), env)) for env in envs]
+        ubs = [self.bounds[1].at(block, _scalar(_iv(self.row), env)) for env in envs]
+        j_lb, j_ub = lbs[-1], ubs[0]
+        j_end = _block_end(block, j_lb, j_ub, width)
         step = _put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
         body = Block(arg_types=[IndexType()])
         widen = _Widen(self, body.args[0], body)
@@ -807,17 +912,49 @@ class _Nest:
         else:
             widen.carried_kernel(envs)
         _put(body, scf.YieldOp())
-        _put(block, scf.ForOp(cols.lb, j_end, step, [], Region(body)))
-        for env in envs:
+        _put(block, scf.ForOp(j_lb, j_end, step, [], Region(body)))
+        self._rest(block, envs, (lbs, ubs), j_lb, j_end)
+
+    def _rest(
+        self,
+        block: Block,
+        envs: list[Env],
+        bounds: tuple[list[SSAValue], list[SSAValue]],
+        j_lb: SSAValue,
+        j_end: SSAValue,
+    ) -> None:
+        """Each row's columns that the kernel, over [j_lb, j_end), left: on the left
+        where the columns start with the row, and on the right."""
+        for env, lb, ub in zip(envs, *bounds):
             mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
+            if self.bounds[0].coef:
+                end = _put(block, arith.MinSIOp(j_lb, ub)).result
+                left = _put(block, self.nest.clone(value_mapper=mapper))
+                self._columns(left, lb, end)
             rest = _put(block, self.nest.clone(value_mapper=mapper))
-            self._columns_from(rest, j_end)
+            self._columns(rest, j_end, ub)
 
     def _columns_from(self, nest: scf.ForOp, start: SSAValue) -> None:
         """Start the column loop of `nest` (a clone of the nest) at `start`."""
-        columns = nest if not self.memory else _body_ops(nest)[0]
-        assert isinstance(columns, scf.ForOp)
+        columns = self._column_loop(nest)
         columns.operands[0] = start
+
+    def _columns(self, nest: scf.ForOp, start: SSAValue, end: SSAValue) -> None:
+        """Run the column loop of `nest` (a clone of the nest) over [start, end)."""
+        columns = self._column_loop(nest)
+        columns.operands[0] = start
+        columns.operands[1] = end
+
+    def _column_loop(self, nest: scf.ForOp) -> scf.ForOp:
+        if not self.memory:
+            return nest
+        (columns,) = [op for op in _body_ops(nest) if isinstance(op, scf.ForOp)]
+        return columns
+
+
+def _names(loads: Sequence[memref.LoadOp]) -> str:
+    names = {f"%{load.memref.name_hint}" for load in loads if load.memref.name_hint}
+    return ", ".join(sorted(names)) or "a memref"
 
 
 def _accumulator(cols: scf.ForOp, out: memref.StoreOp) -> memref.LoadOp:
@@ -863,9 +1000,17 @@ class _Widen:
         self._loaded: dict[tuple[object, ...], SSAValue] = {}
         index = IndexType()
         self.columns: list[SSAValue] = []
+        self.offsets: list[SSAValue] = []
         for u in range(nest.unroll):
             offset = _put(block, arith.ConstantOp.from_int_and_width(u * nest.lanes, index))
+            self.offsets.append(offset.result)
             self.columns.append(_put(block, arith.AddiOp(j0, offset.result)).result)
+        self.panel = None
+        if nest.panels_from is not None:
+            width = nest.lanes * nest.unroll
+            size = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+            start = _put(block, arith.SubiOp(j0, nest.panels_from)).result
+            self.panel = _put(block, arith.DivUIOp(start, size)).result
 
     def memory_kernel(self, envs: list[Env]) -> None:
         nest = self.nest
@@ -932,7 +1077,14 @@ class _Widen:
 
     def _op(self, op: Operation, env: Env) -> None:
         j = _iv(self.nest.cols)
-        if isinstance(op, memref.LoadOp) and op.indices and op.indices[-1] is j:
+        if isinstance(op, memref.LoadOp) and op in self.nest.transposed:
+            assert self.panel is not None
+            source = self.nest.panels[op.memref]
+            k = _scalar(op.indices[1], env)
+            env[op.res] = tuple(
+                self._vector_load(source, [self.panel, k, offset]) for offset in self.offsets
+            )
+        elif isinstance(op, memref.LoadOp) and op.indices and op.indices[-1] is j:
             indices = self._scalars(op.indices[:-1], env)
             env[op.res] = tuple(self._vector_load(op.memref, [*indices, c]) for c in self.columns)
         elif isinstance(op, memref.StoreOp):

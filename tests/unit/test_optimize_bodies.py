@@ -25,15 +25,17 @@ OPS = ("addf", "subf", "mulf", "divf", "maximumf")
 END = ["      }", "    }", "  }", "  return", "}"]
 # `inner` is computed in the row loop, before the nest: the row loop then cannot be cut
 # in three, and the kernel runs row block by row block.
+# `t` is T[j, k], read down a column: the optimizer copies T transposed first.
 LEAVES = ("acc", "a", "b", "d", "alpha", "inner")
+NEST_LEAVES = (*LEAVES, "t")
 
 
 @st.composite
-def expressions(draw: st.DrawFn, depth: int = 0) -> object:
+def expressions(draw: st.DrawFn, depth: int = 0, leaves: tuple[str, ...] = LEAVES) -> object:
     if depth >= 3 or (depth > 0 and draw(st.booleans())):
-        return draw(st.sampled_from(LEAVES))
+        return draw(st.sampled_from(leaves))
     op = draw(st.sampled_from(OPS))
-    return (op, draw(expressions(depth + 1)), draw(expressions(depth + 1)))
+    return (op, draw(expressions(depth + 1, leaves)), draw(expressions(depth + 1, leaves)))
 
 
 @dataclass(frozen=True)
@@ -53,15 +55,19 @@ class Nest:
     scale_first: bool  # a loop scaling row i of C before the nest
     add_after: bool  # a loop adding row i of D to C's after it
     init: str  # carried form: the accumulator's start: "c", "zero", "scaled"
+    # Column bounds that move with the row: j from i + lo_row, to i + hi_row (a triangle).
+    lo_row: int | None = None
+    hi_row: int | None = None
 
     def text(self) -> str:
         t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
         lines = [
             f"func.func @main(%C: memref<{ni}x{nj}x{t}>, %A: memref<{ni}x{nk}x{t}>, "
-            f"%B: memref<{nk}x{nj}x{t}>, %D: memref<{ni}x{nj}x{t}>) {{",
-            "  dhir.schedule %C, %A, %B, %D {",
+            f"%B: memref<{nk}x{nj}x{t}>, %D: memref<{ni}x{nj}x{t}>, "
+            f"%T: memref<{nj}x{nk}x{t}>) {{",
+            "  dhir.schedule %C, %A, %B, %D, %T {",
             '    %cpu = dhir.target {kind = "cpu"}',
-            "    %t = dhir.task %cpu, %C, %A, %B, %D {",
+            "    %task = dhir.task %cpu, %C, %A, %B, %D, %T {",
             "      %c0 = arith.constant 0 : index",
             "      %c1 = arith.constant 1 : index",
             f"      %ilo = arith.constant {self.i_lo} : index",
@@ -73,6 +79,8 @@ class Nest:
             f"      %nk = arith.constant {nk} : index",
             f"      %alpha = arith.constant 1.5 : {t}",
             f"      %zero = arith.constant 0.0 : {t}",
+            f"      %clo = arith.constant {self.lo_row or 0} : index",
+            f"      %chi = arith.constant {self.hi_row or 0} : index",
             "      scf.for %i = %ilo to %ni step %c1 {",
             f"        %inner = arith.mulf %alpha, %alpha : {t}",
             *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
@@ -95,11 +103,24 @@ class Nest:
 
     def _loads(self, indent: str) -> list[str]:
         t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
+        down = [f"{indent}%t = memref.load %T[%j, %k] : memref<{nj}x{nk}x{t}>"]
         return [
             f"{indent}%a = memref.load %A[%i, %k] : memref<{ni}x{nk}x{t}>",
             f"{indent}%b = memref.load %B[%k, %j] : memref<{nk}x{nj}x{t}>",
             f"{indent}%d = memref.load %D[%i, %j] : memref<{ni}x{nj}x{t}>",
+            *(down if _uses(self.expr, "t") else []),
         ]
+
+    def _columns(self, indent: str) -> tuple[list[str], str]:
+        """The column loop's bounds (computed where they are used) and its header."""
+        lines, lo, hi = [], "%jlo", "%nj"
+        if self.lo_row is not None:
+            lines.append(f"{indent}%jl = arith.addi %i, %clo : index")
+            lo = "%jl"
+        if self.hi_row is not None:
+            lines.append(f"{indent}%jh = arith.addi %chi, %i : index")
+            hi = "%jh"
+        return lines, f"{indent}scf.for %j = {lo} to {hi} step %c1 {{"
 
     def _expr(self, indent: str, lines: list[str]) -> str:
         counter = [0]
@@ -117,9 +138,11 @@ class Nest:
 
     def _memory(self) -> list[str]:
         t, ni, nj = self.dtype, self.ni, self.nj
+        bounds, header = self._columns("          ")
         lines = [
             "        scf.for %k = %klo to %nk step %kstep {",
-            "          scf.for %j = %jlo to %nj step %c1 {",
+            *bounds,
+            header,
             f"            %acc = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
             *self._loads("            "),
         ]
@@ -134,8 +157,10 @@ class Nest:
     def _carried(self) -> list[str]:
         t, ni, nj = self.dtype, self.ni, self.nj
         start = {"c": "%c_ij", "zero": "%zero", "scaled": "%scaled"}[self.init]
+        bounds, header = self._columns("        ")
         lines = [
-            "        scf.for %j = %jlo to %nj step %c1 {",
+            *bounds,
+            header,
             f"          %c_ij = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
             f"          %scaled = arith.mulf %c_ij, %alpha : {t}",
             f"          %s = scf.for %k = %klo to %nk step %kstep iter_args(%acc = {start}) "
@@ -155,6 +180,7 @@ class Nest:
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
         shapes = [(self.ni, self.nj), (self.ni, self.nk), (self.nk, self.nj), (self.ni, self.nj)]
+        shapes.append((self.nj, self.nk))
         kind = np.float64 if self.dtype == "f64" else np.float32
         return [rng.standard_normal(shape).astype(kind) for shape in shapes]
 
@@ -162,26 +188,52 @@ class Nest:
 @st.composite
 def nests(draw: st.DrawFn) -> Nest:
     nk = draw(st.integers(0, 6))
+    ni = draw(st.integers(1, 10))
+    lo_row = draw(st.none() | st.integers(0, 2))
+    hi_row = draw(st.none() | st.integers(0, 3))
+    nj = draw(st.integers(1, 72))
+    if hi_row is not None:
+        nj = max(nj, ni + hi_row)
+    # An update of the accumulator, on either side, by an expression of the rest.
+    expr = draw(
+        st.tuples(st.sampled_from(OPS), expressions(1, NEST_LEAVES)).flatmap(
+            lambda pair: st.sampled_from([(pair[0], "acc", pair[1]), (pair[0], pair[1], "acc")])
+        )
+    )
+    if _uses(expr, "t"):
+        # Reads down a column take columns that start with the row loop, and a row loop
+        # that can be cut in three (no value from before the nest used in it).
+        lo_row, expr = None, _renamed(expr, "inner", "alpha")
     return Nest(
         dtype=draw(st.sampled_from(["f64", "f32"])),
-        ni=draw(st.integers(1, 10)),
-        nj=draw(st.integers(1, 72)),
+        ni=ni,
+        nj=nj,
         nk=nk,
         i_lo=draw(st.integers(0, 2)),
         j_lo=draw(st.integers(0, 3)),
         k_lo=draw(st.integers(0, 1)),
         k_step=draw(st.integers(1, 2)),
         carried=draw(st.booleans()),
-        # An update of the accumulator, on either side, by an expression of the rest.
-        expr=draw(
-            st.tuples(st.sampled_from(OPS), expressions(1)).flatmap(
-                lambda pair: st.sampled_from([(pair[0], "acc", pair[1]), (pair[0], pair[1], "acc")])
-            )
-        ),
+        expr=expr,
         scale_first=draw(st.booleans()),
         add_after=draw(st.booleans()),
         init=draw(st.sampled_from(["c", "zero", "scaled"])),
+        lo_row=lo_row,
+        hi_row=hi_row,
     )
+
+
+def _uses(expr: object, leaf: str) -> bool:
+    if isinstance(expr, str):
+        return expr == leaf
+    return any(_uses(part, leaf) for part in expr[1:])  # type: ignore[index]
+
+
+def _renamed(expr: object, old: str, new: str) -> object:
+    if isinstance(expr, str):
+        return new if expr == old else expr
+    op, left, right = expr  # type: ignore[misc]
+    return (op, _renamed(left, old, new), _renamed(right, old, new))
 
 
 def _decisions(text: str, bits: int = 512) -> list[str]:
@@ -250,9 +302,37 @@ def test_leaves_integer_nests() -> None:
     assert "not f32 or f64" in _left(text)
 
 
-def test_leaves_a_triangle() -> None:
-    text = GEMM.text().replace("scf.for %j = %jlo to %nj", "scf.for %j = %jlo to %i")
-    assert "bounds vary with the row" in _left(text)
+def test_leaves_columns_that_shrink_as_the_row_grows() -> None:
+    text = GEMM.text().replace(
+        "scf.for %j = %jlo to %nj",
+        "%back = arith.subi %nj, %i : index\nscf.for %j = %jlo to %back",
+    )
+    assert "fall as the row grows" in _left(text)
+
+
+def test_reads_down_a_column_copy_panels_in_a_triangle() -> None:
+    down = ("addf", "acc", ("mulf", "a", "t"))
+    nest = Nest(**{**GEMM.__dict__, "expr": down, "hi_row": 1, "nj": 12})
+    (done,) = _decisions(nest.text(), 256)
+    assert "columns bounded by the row" in done and "%T read down columns" in done
+    inputs = nest.inputs(3)
+    want = dhir.run(nest.text(), *inputs, backend="interp", ranks=1)
+    got = dhir.run(nest.text(), *inputs, backend="native", ranks=1)
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_leaves_reads_down_a_column_where_columns_start_with_the_row() -> None:
+    down = ("addf", "acc", ("mulf", "a", "t"))
+    text = Nest(**{**GEMM.__dict__, "expr": down, "lo_row": 0}).text()
+    assert "down a column" in _left(text)
+
+
+def test_leaves_columns_bounded_by_a_product_of_indices() -> None:
+    text = GEMM.text().replace(
+        "scf.for %j = %jlo to %nj",
+        "%sq = arith.muli %i, %i : index\nscf.for %j = %jlo to %sq",
+    )
+    assert "bounds are not the row times a constant" in _left(text)
 
 
 def test_leaves_views_of_one_buffer() -> None:
@@ -388,7 +468,8 @@ def test_reassoc_products_call_blas_within_tolerance(
 ) -> None:
     """With --fast-math=reassoc, C[i, j] += products in i-k-j order become OpenBLAS gemm
     calls (the row loop cut around them), within a tolerance of the exact interpreter."""
-    nest = Nest(**{**nest.__dict__, "carried": False, "expr": product, "k_step": 1})
+    rectangle = {"lo_row": None, "hi_row": None}
+    nest = Nest(**{**nest.__dict__, "carried": False, "expr": product, "k_step": 1, **rectangle})
     text = nest.text()
     module = parse_string(text)
     from dhir.transforms.fast_math import relax
@@ -399,7 +480,7 @@ def test_reassoc_products_call_blas_within_tolerance(
     inputs = nest.inputs(seed)
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
     got = dhir.run(text, *inputs, backend="native", ranks=ranks, fast_math="reassoc")
-    _, a, b, _ = inputs
+    _, a, b, _, _ = inputs
     # Each element: a sum of nk products of A, B and alpha (1.5) up to 2.25.
     scale = 2.25 * np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     scale = scale + np.abs(want[0].astype(np.float64)) + 1.0
