@@ -5,8 +5,18 @@
 #include <stdlib.h>
 #include <time.h>
 
-typedef double vec __attribute__((vector_size(64), aligned(64)));
+/* The widest vectors the CPU has: a wider one would not fit the "+v" register below. */
+#if defined(__AVX512F__)
+#define LANES 8
 #define CHAINS 16
+#elif defined(__AVX__)
+#define LANES 4
+#define CHAINS 12 /* 16 registers: chains, x and y, and one to spare */
+#else
+#define LANES 2
+#define CHAINS 12
+#endif
+typedef double vec __attribute__((vector_size(8 * LANES), aligned(8 * LANES)));
 
 static double now(void) {
     struct timespec t;
@@ -17,8 +27,8 @@ static double now(void) {
 static double run(long rounds, int fused, double *sink) {
     vec acc[CHAINS], x, y;
     for (int c = 0; c < CHAINS; c++)
-        for (int l = 0; l < 8; l++) acc[c][l] = 1e-3 * (c + l);
-    for (int l = 0; l < 8; l++) { x[l] = 0.999999; y[l] = 1e-7; }
+        for (int l = 0; l < LANES; l++) acc[c][l] = 1e-3 * (c + l);
+    for (int l = 0; l < LANES; l++) { x[l] = 0.999999; y[l] = 1e-7; }
     double start = now();
     for (long r = 0; r < rounds; r++) {
         if (fused) {
@@ -33,7 +43,7 @@ static double run(long rounds, int fused, double *sink) {
     }
     double seconds = now() - start;
     for (int c = 0; c < CHAINS; c++) *sink += acc[c][0];
-    return 2.0 * 8 * CHAINS * rounds / seconds / 1e9;
+    return 2.0 * LANES * CHAINS * rounds / seconds / 1e9;
 }
 
 int main(int argc, char **argv) {
