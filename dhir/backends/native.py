@@ -53,7 +53,7 @@ from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signatu
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
-from dhir.transforms.blas import GEMM
+from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
@@ -344,7 +344,7 @@ def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> RunOptio
     with timing.stage("dhir optimizer"):
         decisions = optimize_bodies(module, bits)
     timing.notes += [f"optimizer: {decision.line()}" for decision in decisions]
-    if any(SymbolTable.lookup_symbol(module, symbol) for symbol in GEMM.values()):
+    if any(SymbolTable.lookup_symbol(module, symbol) for symbol in SYMBOLS):
         link = options.link
         options = replace(options, link=replace(link, files=(*link.files, blas_library())))
     return options

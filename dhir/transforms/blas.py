@@ -11,6 +11,7 @@ address analysis sees that they escape, so a task's facts stay as large as the t
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -22,13 +23,16 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import arith, func, memref, scf
 
 GEMM = {64: "scipy_cblas_dgemm64_", 32: "scipy_cblas_sgemm64_"}
-_ROW_MAJOR, _NO_TRANSPOSE = 101, 111
+GEMV = {64: "scipy_cblas_dgemv64_", 32: "scipy_cblas_sgemv64_"}
+DOT = {64: "scipy_cblas_ddot64_", 32: "scipy_cblas_sdot64_"}
+SYMBOLS = (*GEMM.values(), *GEMV.values(), *DOT.values())
+_ROW_MAJOR, _NO_TRANSPOSE, _TRANSPOSE = 101, 111, 112
 _RELAXED = frozenset({"reassoc", "contract"})
 
 
@@ -40,11 +44,13 @@ def allows_any_order(ops: Iterable[Operation]) -> bool:
 
 @dataclass(frozen=True)
 class Corner:
-    """A row-major matrix in a 2-D memref, from element (row, col) on."""
+    """A row-major matrix in a memref's last two dimensions, from element (row, col) on
+    (of matrix `batch` of a 3-D memref)."""
 
     memref: SSAValue
     row: SSAValue
     col: SSAValue
+    batch: SSAValue | None = None
 
 
 def emit_gemm(
@@ -60,7 +66,8 @@ def emit_gemm(
     values, none negative) as `sizes` says."""
     element = _element(c.memref)
     symbol = GEMM[element.bitwidth]
-    _declare(module, symbol, element)
+    gemm_args = [i32, i32, i32, i64, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
+    _declare(module, symbol, gemm_args, [])
     ops: list[Operation] = []
 
     def put(op: Operation) -> SSAValue:
@@ -77,7 +84,10 @@ def emit_gemm(
         rows, cols = _shape(corner.memref)
         base = wide(put(memref.ExtractAlignedPointerAsIndexOp.get(corner.memref)))
         leading = constant(cols)
-        first = put(arith.MuliOp(wide(corner.row), leading))
+        row = wide(corner.row)
+        if corner.batch is not None:
+            row = put(arith.AddiOp(put(arith.MuliOp(wide(corner.batch), constant(rows))), row))
+        first = put(arith.MuliOp(row, leading))
         first = put(arith.AddiOp(first, wide(corner.col)))
         offset = put(arith.MuliOp(first, constant(element.bitwidth // 8)))
         return put(arith.AddiOp(base, offset)), leading
@@ -104,18 +114,78 @@ def _element(value: SSAValue) -> AnyFloat:
     return kind.element_type
 
 
+def emit_gemv(
+    block: Block,
+    module: ModuleOp,
+    matrix: SSAValue,
+    x: SSAValue,
+    y: SSAValue,
+    transpose: bool,
+) -> None:
+    """At the end of `block`: y += A x (or A^T x), A the whole row-major 2-D `matrix`,
+    x and y whole 1-D memrefs."""
+    element = _element(y)
+    symbol = GEMV[element.bitwidth]
+    args = [i32, i32, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
+    _declare(module, symbol, args, [])
+    rows, cols = _shape(matrix)
+    ops: list[Operation] = []
+    one = _constant(ops, 1)
+    scale = arith.ConstantOp(FloatAttr(1.0, element))
+    ops.append(scale)
+    trans = _TRANSPOSE if transpose else _NO_TRANSPOSE
+    order, which = _constant(ops, _ROW_MAJOR, i32), _constant(ops, trans, i32)
+    m, n, lda = _constant(ops, rows), _constant(ops, cols), _constant(ops, cols)
+    a, xs, ys = (_address(ops, v) for v in (matrix, x, y))
+    arguments = [order, which, m, n, scale.result, a, lda, xs, one, scale.result, ys, one]
+    if rows and cols:  # BLAS refuses a leading dimension of 0; nothing to add then
+        ops.append(func.CallOp(symbol, arguments, []))
+    block.add_ops(ops)
+
+
+def emit_dot(block: Block, module: ModuleOp, x: SSAValue, y: SSAValue, out: SSAValue) -> None:
+    """At the end of `block`: out[] += x . y, x and y whole 1-D memrefs, out 0-D."""
+    element = _element(out)
+    symbol = DOT[element.bitwidth]
+    _declare(module, symbol, [i64, i64, i64, i64, i64], [element])
+    size = cast(MemRefType, x.type).get_shape()[0]
+    ops: list[Operation] = []
+    one = _constant(ops, 1)
+    arguments = [_constant(ops, size), _address(ops, x), one, _address(ops, y), one]
+    call = func.CallOp(symbol, arguments, [element])
+    start = memref.LoadOp.get(out, [])
+    total = arith.AddfOp(start.res, call.res[0], arith.FastMathFlagsAttr("fast"))
+    ops += [call, start, total, memref.StoreOp.get(total.result, out, [])]
+    block.add_ops(ops)
+
+
+def _constant(ops: list[Operation], value: int, kind: IntegerType = i64) -> SSAValue:
+    op = arith.ConstantOp.from_int_and_width(value, kind)
+    ops.append(op)
+    return op.result
+
+
+def _address(ops: list[Operation], value: SSAValue) -> SSAValue:
+    """The address of a memref's first element, as an i64."""
+    pointer = memref.ExtractAlignedPointerAsIndexOp.get(value)
+    wide = arith.IndexCastOp(pointer.aligned_pointer, i64)
+    ops += [pointer, wide]
+    return wide.result
+
+
 def _shape(value: SSAValue) -> tuple[int, int]:
     kind = value.type
     assert isinstance(kind, MemRefType)
-    rows, cols = kind.get_shape()
+    *_, rows, cols = kind.get_shape()
     return rows, cols
 
 
-def _declare(module: ModuleOp, symbol: str, element: AnyFloat) -> None:
+def _declare(
+    module: ModuleOp, symbol: str, inputs: list[Attribute], outputs: list[Attribute]
+) -> None:
     if SymbolTable.lookup_symbol(module, symbol) is not None:
         return
-    inputs = [i32, i32, i32, i64, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
-    module.body.block.add_op(func.FuncOp.external(symbol, inputs, []))
+    module.body.block.add_op(func.FuncOp.external(symbol, inputs, outputs))
 
 
 def count(block: Block, lb: SSAValue, ub: SSAValue) -> SSAValue:

@@ -43,11 +43,12 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects import affine, arith, linalg, memref, scf, vector
+from dhir.dialects import affine, arith, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
+from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
 ROWS = 4  # rows blocked in registers
@@ -110,10 +111,10 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
         keep_facts(task)
         for matmul in matmuls:
             loc = loc_of(matmul)
-            why = _matmul_as_loops(matmul, module)
+            why = rewrite_contraction(matmul, module)
             if why is None:
                 continue
-            done = why.startswith(_CALLED)
+            done = why.startswith(CALLED)
             decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
         if nests:
             _carried_accumulations(task)
@@ -124,73 +125,6 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
     return decisions
-
-
-_MATMUL_MAPS = ("(d0, d1, d2) -> (d0, d2)", "(d0, d1, d2) -> (d2, d1)", "(d0, d1, d2) -> (d0, d1)")
-
-
-_CALLED = "a call to OpenBLAS"
-
-
-def _matmul_as_loops(op: linalg.MatmulOp, module: ModuleOp) -> str | None:
-    """Replace `op` by the loops it means, the sum carried in a register along `k`
-    (`for i { for j { s = for k iter_args(acc = C[i, j]) {...}; C[i, j] = s } }`), which
-    the kernel takes next: each element as the interpreter computes it (`out + a * b`, `k`
-    ascending); or, where its body allows any order, by a call to BLAS (what it did,
-    starting _CALLED). Why not, when it stays."""
-    operands = [*op.inputs, *op.outputs]
-    kinds = [v.type for v in operands]
-    if op.res or not all(isinstance(t, MemRefType) for t in kinds):
-        return "linalg.matmul on tensors"
-    memrefs = cast(list[MemRefType], kinds)
-    if any(t.get_num_dims() != 2 for t in memrefs):
-        return "linalg.matmul on memrefs of other than 2 dimensions"
-    element = memrefs[0].element_type
-    if any(t.element_type != element for t in memrefs) or not all(map(_row_major, operands)):
-        return "linalg.matmul with mixed element types or a layout other than row-major"
-    if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):
-        return f"linalg.matmul on {element}, not f32 or f64"
-    if any(d < 0 for t in memrefs for d in t.get_shape()):
-        return "linalg.matmul with dynamic sizes"
-    maps = tuple(str(m.data).split(": ")[-1].strip() for m in op.get_indexing_maps())
-    if maps != _MATMUL_MAPS:
-        return "linalg.matmul with other indexing maps"
-    out = op.outputs[0]
-    if may_alias(out, memory_of(op.inputs)):
-        return "linalg.matmul whose output may share memory with an input"
-    (m, n), k = memrefs[2].get_shape(), memrefs[0].get_shape()[1]
-    block = op.parent_block()
-    assert block is not None
-    loops = Block()
-    if allows_any_order(op.body.block.ops):
-        _matmul_call(op, module, loops, (m, n, k))
-        _replace(op, loops)
-        return f"{_CALLED} gemm (reassoc allows its order of sums)"
-    bounds = [_put(loops, arith.ConstantOp.from_int_and_width(v, IndexType())).result
-              for v in (0, 1, m, n, k)]  # fmt: skip
-    zero, one, rows, cols, depth = bounds
-    rows_body = Block(arg_types=[IndexType()])
-    cols_body = Block(arg_types=[IndexType()])
-    i, j = rows_body.args[0], cols_body.args[0]
-    start = _put(cols_body, memref.LoadOp.get(out, [i, j])).res
-    red_body = Block(arg_types=[IndexType(), element])
-    kk, acc = red_body.args
-    a = _put(red_body, memref.LoadOp.get(op.inputs[0], [i, kk])).res
-    b = _put(red_body, memref.LoadOp.get(op.inputs[1], [kk, j])).res
-    mapper: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, (a, b, acc)))
-    for inner in op.body.block.ops:
-        if isinstance(inner, linalg.YieldOp):
-            _put(red_body, scf.YieldOp(mapper.get(inner.operands[0], inner.operands[0])))
-        else:
-            _put(red_body, inner.clone(value_mapper=mapper))
-    red = _put(cols_body, scf.ForOp(zero, depth, one, [start], Region(red_body)))
-    _put(cols_body, memref.StoreOp.get(red.res[0], out, [i, j]))
-    _put(cols_body, scf.YieldOp())
-    _put(rows_body, scf.ForOp(zero, cols, one, [], Region(cols_body)))
-    _put(rows_body, scf.YieldOp())
-    _put(loops, scf.ForOp(zero, rows, one, [], Region(rows_body)))
-    _replace(op, loops)
-    return None
 
 
 def _replace(op: Operation, ops: Block) -> None:
@@ -243,18 +177,6 @@ def _row_envs(block: Block, i0: SSAValue, row_iv: SSAValue, rows: int) -> list[E
         offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
         envs.append({row_iv: _put(block, arith.AddiOp(i0, offset)).result})
     return envs
-
-
-def _matmul_call(
-    op: linalg.MatmulOp, module: ModuleOp, block: Block, shape: tuple[int, int, int]
-) -> None:
-    index = IndexType()
-    zero = _put(block, arith.ConstantOp.from_int_and_width(0, index)).result
-    sizes = [_put(block, arith.ConstantOp.from_int_and_width(v, index)).result for v in shape]
-    element = cast(MemRefType, op.outputs[0].type).element_type
-    one = _put(block, arith.ConstantOp(FloatAttr(1.0, cast(AnyFloat, element)))).result
-    a, b, c = (Corner(v, zero, zero) for v in (*op.inputs, op.outputs[0]))
-    emit_gemm(block, module, a, b, c, (sizes[0], sizes[1], sizes[2]), one)
 
 
 SUM_ROWS = 8  # rows whose sums run side by side
@@ -368,13 +290,13 @@ def _tasks(module: ModuleOp) -> Iterator[TaskOp]:
             yield from op.tasks()
 
 
-def _interesting(task: TaskOp) -> tuple[list[linalg.MatmulOp], bool]:
-    """The task's linalg.matmul ops, and whether it has a loop right in a loop (one walk:
-    most tasks have neither, and a walk of 10,000 tasks is felt)."""
-    matmuls: list[linalg.MatmulOp] = []
+def _interesting(task: TaskOp) -> tuple[list[Contraction], bool]:
+    """The task's linalg contractions, and whether it has a loop right in a loop (one
+    walk: most tasks have neither, and a walk of 10,000 tasks is felt)."""
+    matmuls: list[Contraction] = []
     nested = False
     for op in task.body.walk():
-        if isinstance(op, linalg.MatmulOp):
+        if isinstance(op, KINDS):
             matmuls.append(op)
         elif isinstance(op, scf.ForOp) and isinstance(op.parent_op(), scf.ForOp):
             nested = True
@@ -605,6 +527,9 @@ class _Nest:
                 raise _Left("the row it writes varies inside the nest")
         for op in self.cols.body.walk():
             self._check_op(op)
+        if self.transposed and self.rows == 1:
+            # A panel read by one row is read once: copying it first only adds traffic.
+            raise _Left(f"it reads {_names(self.transposed)} down a column, in no row loop")
         if self.transposed and (lb.coef or not self._row_splits()):
             raise _Left(
                 f"it reads {_names(self.transposed)} down a column, which needs columns "
@@ -765,7 +690,7 @@ class _Nest:
         if ops[at + 1 :]:
             _put(block, self._row_loop(ops[at + 1 :]))
         _replace(row, block)
-        return f"nest (i-k-j) as {_CALLED} gemm (reassoc allows its order of sums)"
+        return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
 
     def _row_loop(
         self,

@@ -513,6 +513,72 @@ func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
+def _named_shapes(name: str, b: int, m: int, n: int, k: int) -> list[tuple[int, ...]]:
+    """The shapes of a named contraction's two inputs and its output."""
+    return {
+        "matvec": [(m, k), (k,), (m,)],
+        "vecmat": [(k,), (k, n), (n,)],
+        "dot": [(k,), (k,), ()],
+        "batch_matmul": [(b, m, k), (b, k, n), (b, m, n)],
+    }[name]
+
+
+def _named_text(name: str, shapes: list[tuple[int, ...]], dtype: str) -> str:
+    kinds = ["memref<" + "".join(f"{d}x" for d in shape) + f"{dtype}>" for shape in shapes]
+    return (
+        f"func.func @main(%x: {kinds[0]}, %y: {kinds[1]}, %out: {kinds[2]}) {{\n"
+        f"  linalg.{name} ins(%x, %y : {kinds[0]}, {kinds[1]}) outs(%out : {kinds[2]})\n"
+        "  return\n}\n"
+    )
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(["matvec", "vecmat", "dot", "batch_matmul"]),
+    sizes=st.tuples(*(st.integers(0, 11) for _ in range(4))),
+    dtype=st.sampled_from(["f32", "f64"]),
+    relaxed=st.booleans(),
+    ranks=st.integers(1, 2),
+)
+def test_named_contractions_equal_the_interpreter(
+    name: str, sizes: tuple[int, int, int, int], dtype: str, relaxed: bool, ranks: int
+) -> None:
+    """matvec, vecmat, dot and batch_matmul: as loops the kernels take, bit for bit the
+    interpreter's; with --fast-math=reassoc, OpenBLAS calls, within rounding of it."""
+    shapes = _named_shapes(name, *sizes)
+    text = _named_text(name, shapes, dtype)
+    module = parse_string(text)
+    from dhir.runner import drop_code
+    from dhir.transforms.fast_math import relax
+
+    drop_code(module, "main")
+    if relaxed:
+        relax(module, "reassoc")
+    decisions = optimize_bodies(module, 256)
+    called = [d for d in decisions if "OpenBLAS" in d.text]
+    assert len(called) == (1 if relaxed else 0), [d.text for d in decisions]
+    kind = np.float64 if dtype == "f64" else np.float32
+    rng = np.random.default_rng(sum(sizes))
+    inputs = [np.asarray(rng.standard_normal(shape)).astype(kind) for shape in shapes]
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)[2]
+    fast_math = "reassoc" if relaxed else "none"
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, fast_math=fast_math)[2]
+    if not relaxed:
+        np.testing.assert_array_equal(got, want)
+        return
+    x, y = (v.astype(np.float64) for v in inputs[:2])
+    # Each element: its start plus a sum of products; rounding scales with their sizes.
+    bound = np.abs(inputs[2].astype(np.float64)) + np.abs(_reference(name, np.abs(x), np.abs(y)))
+    tolerance = (1e-12 if dtype == "f64" else 1e-4) * (bound + 1.0)
+    assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= tolerance)
+
+
+def _reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if name == "dot":
+        return np.asarray(np.dot(x, y))
+    return np.matmul(x, y)
+
+
 @dataclass(frozen=True)
 class Sums:
     """T[i] accumulating along j, in memory: `for i { [T[i] = 0]; for j { T[i] = f(T[i],

@@ -1,0 +1,170 @@
+"""Linalg's named contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
+`batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs become the loops they mean, each
+output element's sum carried in a register along the reduction, innermost and ascending,
+as the interpreter computes it (the kernels and row sums take these loops next); or,
+where every add and multiply of the op's body allows any order (`reassoc`, `contract`),
+calls to OpenBLAS (gemm, gemv, dot)."""
+
+from collections.abc import Sequence
+from typing import TypeVar, cast
+
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, MemRefType, ModuleOp, NoneAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+
+from dhir.analysis.sharing import may_alias, memory_of
+from dhir.dialects import arith, linalg, memref, scf
+from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
+
+KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
+Contraction = (
+    linalg.MatmulOp | linalg.BatchMatmulOp | linalg.MatvecOp | linalg.VecmatOp | linalg.DotOp
+)
+CALLED = "a call to OpenBLAS"
+
+_Op = TypeVar("_Op", bound=Operation)
+
+
+def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
+    """Replace `op` by its loops (None), or by a call to BLAS (what was done, starting
+    CALLED); why it stays, when it does."""
+    why = _refusal(op)
+    if why is not None:
+        return why
+    block = Block()
+    if allows_any_order(op.body.block.ops):
+        name = _call(op, module, block)
+        what = f"{CALLED} {name} (reassoc allows its order of sums)"
+    else:
+        _loops(op, block)
+        what = None
+    parent = op.parent_block()
+    assert parent is not None
+    made = list(block.ops)
+    for new in made:
+        new.detach()
+    parent.insert_ops_before(made, op)
+    parent.erase_op(op)
+    return what
+
+
+def _refusal(op: Contraction) -> str | None:
+    name = op.name
+    operands = [*op.inputs, *op.outputs]
+    kinds = [v.type for v in operands]
+    if op.res or not all(isinstance(t, MemRefType) for t in kinds):
+        return f"{name} on tensors"
+    memrefs = cast(list[MemRefType], kinds)
+    element = memrefs[0].element_type
+    row_major = all(isinstance(t.layout, NoneAttr) for t in memrefs)
+    if any(t.element_type != element for t in memrefs) or not row_major:
+        return f"{name} with mixed element types or a layout other than row-major"
+    if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):
+        return f"{name} on {element}, not f32 or f64"
+    if any(d < 0 for t in memrefs for d in t.get_shape()):
+        return f"{name} with dynamic sizes"
+    if [m.data for m in op.get_indexing_maps()] != _default_maps(op):
+        return f"{name} with other indexing maps"
+    if may_alias(op.outputs[0], memory_of(op.inputs)):
+        return f"{name} whose output may share memory with an input"
+    return None
+
+
+_MATMUL = [
+    AffineMap.from_callable(lambda i, j, k: (i, k)),
+    AffineMap.from_callable(lambda i, j, k: (k, j)),
+    AffineMap.from_callable(lambda i, j, k: (i, j)),
+]
+
+
+def _default_maps(op: Contraction) -> list[AffineMap]:
+    return _MATMUL if isinstance(op, linalg.MatmulOp) else list(type(op).MAPS)
+
+
+def _loops(op: Contraction, block: Block) -> None:
+    """At the end of `block`: a loop per parallel dimension, in order, around a loop over
+    the reduction carrying the output element from its load to its store."""
+    maps = [m.data for m in op.get_indexing_maps()]
+    parallel = [kind.data.value == "parallel" for kind in op.get_iterator_types()]
+    sizes = _dim_sizes(op, maps)
+    index = IndexType()
+    zero = _index(block, 0)
+    one = _index(block, 1)
+    ivs: dict[int, SSAValue] = {}
+    out = op.outputs[0]
+    element = cast(MemRefType, out.type).element_type
+    (reduction,) = [d for d, p in enumerate(parallel) if not p]
+    here = block
+    loops: list[tuple[Block, scf.ForOp]] = []
+    for dim in (d for d, p in enumerate(parallel) if p):
+        body = Block(arg_types=[index])
+        ivs[dim] = body.args[0]
+        loops.append((here, scf.ForOp(zero, _index(block, sizes[dim]), one, [], Region(body))))
+        here = body
+    start = _put(here, memref.LoadOp.get(out, _at(maps[-1], ivs))).res
+    red = Block(arg_types=[index, element])
+    ivs[reduction] = red.args[0]
+    loads = [_put(red, memref.LoadOp.get(v, _at(m, ivs))).res for v, m in zip(op.inputs, maps)]
+    mapper: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, (*loads, red.args[1])))
+    for inner in op.body.block.ops:
+        if isinstance(inner, linalg.YieldOp):
+            _put(red, scf.YieldOp(mapper.get(inner.operands[0], inner.operands[0])))
+        else:
+            _put(red, inner.clone(value_mapper=mapper))
+    depth = _index(block, sizes[reduction])
+    total = _put(here, scf.ForOp(zero, depth, one, [start], Region(red)))
+    _put(here, memref.StoreOp.get(total.res[0], out, _at(maps[-1], ivs)))
+    for parent, loop in reversed(loops):
+        _put(loop.body.block, scf.YieldOp())
+        _put(parent, loop)
+
+
+def _dim_sizes(op: Contraction, maps: Sequence[AffineMap]) -> dict[int, int]:
+    sizes: dict[int, int] = {}
+    for value, amap in zip([*op.inputs, *op.outputs], maps):
+        shape = cast(MemRefType, value.type).get_shape()
+        for extent, result in zip(shape, amap.results):
+            sizes[cast(AffineDimExpr, result).position] = extent
+    return sizes
+
+
+def _at(amap: AffineMap, ivs: dict[int, SSAValue]) -> list[SSAValue]:
+    return [ivs[cast(AffineDimExpr, result).position] for result in amap.results]
+
+
+def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
+    """The BLAS call that computes `op`, at the end of `block`; its routine's name."""
+    a, b = op.inputs
+    out = op.outputs[0]
+    element = cast(AnyFloat, cast(MemRefType, out.type).element_type)
+    one = _put(block, arith.ConstantOp(FloatAttr(1.0, element))).result
+    if isinstance(op, linalg.DotOp):
+        emit_dot(block, module, a, b, out)
+        return "dot"
+    if isinstance(op, linalg.MatvecOp | linalg.VecmatOp):
+        matrix, vector = (a, b) if isinstance(op, linalg.MatvecOp) else (b, a)
+        emit_gemv(block, module, matrix, vector, out, isinstance(op, linalg.VecmatOp))
+        return "gemv"
+    zero = _index(block, 0)
+    *batch, m, k = cast(MemRefType, a.type).get_shape()
+    n = cast(MemRefType, b.type).get_shape()[-1]
+    sizes = (_index(block, m), _index(block, n), _index(block, k))
+    if not batch:
+        ca, cb, cc = (Corner(v, zero, zero) for v in (a, b, out))
+        emit_gemm(block, module, ca, cb, cc, sizes, one)
+        return "gemm"
+    body = Block(arg_types=[IndexType()])
+    ca, cb, cc = (Corner(v, zero, zero, body.args[0]) for v in (a, b, out))
+    emit_gemm(body, module, ca, cb, cc, sizes, one)
+    _put(body, scf.YieldOp())
+    _put(block, scf.ForOp(zero, _index(block, batch[0]), _index(block, 1), [], Region(body)))
+    return "gemm per batch"
+
+
+def _index(block: Block, value: int) -> SSAValue:
+    return _put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
+
+
+def _put(block: Block, op: _Op) -> _Op:
+    block.add_op(op)
+    return op
