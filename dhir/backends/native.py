@@ -66,6 +66,7 @@ from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.split_tasks import SplitTasksPass
+from dhir.transforms.time_tiles import time_tiles
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
 from dhir.transforms.vector_rows import VectorRowsPass
 
@@ -126,6 +127,10 @@ def compile_native(
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
     after = (AccurateMathPass(), rows, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
     adjacent = not timed and not data
+    if options.optimize and ranks == 1:
+        with timing.stage("dhir time tiles"):
+            tiled = time_tiles(module)
+        timing.notes += [f"time tiles: {decision.line()}" for decision in tiled]
     with handing_over() if adjacent else nullcontext():
         with timing.stage("dhir passes"):
             run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)

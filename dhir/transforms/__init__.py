@@ -89,6 +89,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return OptimizeBodiesPass
 
+    def time_tiles() -> type[ModulePass]:
+        from dhir.transforms.time_tiles import TimeTilesPass
+
+        return TimeTilesPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -103,6 +108,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-track-tasks": track_tasks,
         "dhir-fast-math": fast_math,
         "dhir-optimize-bodies": optimize_bodies,
+        "dhir-time-tiles": time_tiles,
         "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
         "dhir-lower-to-mpi": lower_to_mpi,

@@ -1,0 +1,231 @@
+"""dhir-time-tiles: time loops of row statements run in skewed bands on one rank, bit for
+bit what the interpreter (the sequential oracle) computes; what it leaves, and why."""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dhir
+from dhir import parse_string, print_module
+from dhir.transforms.time_tiles import time_tiles
+
+ROWS, COLS = 9, 5
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """`dst[i, j] = sum of c * src[i + offset, j]` for rows [lo, hi), or, with `row`
+    set, for that one row with reads of the constant rows `row + offset`."""
+
+    dst: int
+    reads: tuple[tuple[int, int], ...]  # (array, row offset)
+    lo: int
+    hi: int
+    row: int | None = None
+    forcing: bool = False  # also adds F[t]: a read-only array indexed by the time
+
+
+@dataclass(frozen=True)
+class Program:
+    arrays: int
+    steps: int
+    sweeps: tuple[Sweep, ...]
+
+    def text(self) -> str:
+        kind = f"memref<{ROWS}x{COLS}xf64>"
+        names = [f"%M{a}" for a in range(self.arrays)]
+        args = ", ".join(f"{n}: {kind}" for n in names) + f", %F: memref<{self.steps + 1}xf64>"
+        lines = [
+            f"func.func @main({args}) {{",
+            "  %c0 = arith.constant 0 : index",
+            "  %c1 = arith.constant 1 : index",
+            f"  %steps = arith.constant {self.steps} : index",
+            "  scf.for %t = %c0 to %steps step %c1 {",
+            f"    dhir.schedule {', '.join(names)}, %F {{",
+            '      %cpu = dhir.target {kind = "cpu"}',
+        ]
+        for s, sweep in enumerate(self.sweeps):
+            lines += self._task(s, sweep, names, kind)
+        lines += ["    }", "  }", "  return", "}"]
+        return "\n".join(lines)
+
+    def _task(self, s: int, sweep: Sweep, names: list[str], kind: str) -> list[str]:
+        used = sorted({sweep.dst, *(a for a, _ in sweep.reads)})
+        listed = ", ".join([*(names[a] for a in used), "%F"])
+        pad = "          " if sweep.row is None else "        "
+        row = "%i" if sweep.row is None else "%row"
+        body = [f"{pad}  %acc0 = arith.constant 0.5 : f64"]
+        for n, (array, offset) in enumerate(sweep.reads):
+            body += [
+                f"{pad}  %o{n} = arith.constant {offset} : index",
+                f"{pad}  %r{n} = arith.addi {row}, %o{n} : index",
+                f"{pad}  %x{n} = memref.load {names[array]}[%r{n}, %j] : {kind}",
+                f"{pad}  %w{n} = arith.constant {0.25 + 0.125 * n} : f64",
+                f"{pad}  %p{n} = arith.mulf %x{n}, %w{n} : f64",
+                f"{pad}  %acc{n + 1} = arith.addf %acc{n}, %p{n} : f64",
+            ]
+        total = f"%acc{len(sweep.reads)}"
+        if sweep.forcing:
+            body += [
+                f"{pad}  %f = memref.load %F[%t] : memref<{self.steps + 1}xf64>",
+                f"{pad}  %forced = arith.addf {total}, %f : f64",
+            ]
+            total = "%forced"
+        body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j] : {kind}")
+        columns = [f"{pad}scf.for %j = %k0 to %cols step %k1 {{", *body, f"{pad}}}"]
+        head = [
+            f"      %s{s} = dhir.task %cpu, {listed} {{",
+            "        %k0 = arith.constant 0 : index",
+            "        %k1 = arith.constant 1 : index",
+            f"        %cols = arith.constant {COLS} : index",
+        ]
+        if sweep.row is not None:
+            return [
+                *head,
+                f"        %row = arith.constant {sweep.row} : index",
+                *columns,
+                "      }",
+            ]
+        return [
+            *head,
+            f"        %lo = arith.constant {sweep.lo} : index",
+            f"        %hi = arith.constant {sweep.hi} : index",
+            "        scf.for %i = %lo to %hi step %k1 {",
+            *columns,
+            "        }",
+            "      }",
+        ]
+
+    def inputs(self, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return [rng.standard_normal((ROWS, COLS)) for _ in range(self.arrays)] + [
+            rng.standard_normal(self.steps + 1)
+        ]
+
+
+@st.composite
+def sweeps(draw: st.DrawFn, arrays: int) -> Sweep:
+    dst = draw(st.integers(0, arrays - 1))
+    others = [a for a in range(arrays) if a != dst]
+    reads = draw(
+        st.lists(st.tuples(st.sampled_from(others), st.integers(-2, 2)), min_size=1, max_size=4)
+    )
+    if draw(st.booleans()):
+        reads.append((dst, 0))  # its own element, before it is written
+    forcing = draw(st.booleans())
+    if draw(st.integers(0, 4)) == 0:  # one fixed row (fdtd-2d's ey[0][j] = fict[t])
+        row = draw(st.integers(2, ROWS - 3))
+        return Sweep(dst, tuple(reads), row, row + 1, row, forcing)
+    lo = draw(st.integers(2, ROWS - 2))
+    hi = draw(st.integers(lo, ROWS - 2))
+    return Sweep(dst, tuple(reads), lo, hi, None, forcing)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> Program:
+    arrays = draw(st.integers(2, 3))
+    count = draw(st.integers(1, 3))
+    cut: list[Sweep] = []
+    for sweep in (draw(sweeps(arrays)) for _ in range(count)):
+        if sweep.row is None and sweep.hi - sweep.lo >= 2 and draw(st.booleans()):
+            # Row blocks of one sweep, as tasks cut for ranks: they share a stage.
+            at = draw(st.integers(sweep.lo + 1, sweep.hi - 1))
+            cut += [replace(sweep, hi=at), replace(sweep, lo=at)]
+        else:
+            cut.append(sweep)
+    return Program(arrays, draw(st.integers(0, 7)), tuple(cut))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=programs(), band=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_bands_equal_the_interpreter(program: Program, band: int, seed: int) -> None:
+    """Random sweeps (1-3 statements over 2-3 arrays, row offsets -2..2, partial row
+    ranges, fixed rows, a time-indexed forcing array) in bands of 1-4 steps: bit for bit
+    what the interpreter computes from the loop as written."""
+    text = program.text()
+    module = parse_string(text)
+    (decision,) = time_tiles(module, band if band > 1 else 0)
+    assert decision.done, decision.text
+    inputs = program.inputs(seed)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(print_module(module), *inputs, backend="native", ranks=1)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
+JACOBI = Program(
+    2, 5, (Sweep(1, ((0, -1), (0, 0), (0, 1)), 1, 8), Sweep(0, ((1, -1), (1, 1)), 1, 8))
+)
+
+
+def _left(text: str) -> str:
+    (decision,) = time_tiles(parse_string(text), 2)
+    assert not decision.done
+    return decision.text
+
+
+def test_the_native_backend_tiles_one_rank_only() -> None:
+    inputs = JACOBI.inputs(1)
+    want = dhir.run(JACOBI.text(), *inputs, backend="interp", ranks=1)
+    for ranks in (1, 2):
+        got = dhir.run(JACOBI.text(), *inputs, backend="native", ranks=ranks)
+        for expected, actual in zip(want, got):
+            np.testing.assert_array_equal(actual, expected)
+
+
+def test_reports_the_band() -> None:
+    (decision,) = time_tiles(parse_string(JACOBI.text()), 3)
+    assert "2 row statements (2 stages a step) run in skewed bands of 3 steps" in decision.text
+    assert "(rows 1 apart per stage)" in decision.text
+
+
+def test_row_blocks_of_one_sweep_share_a_stage() -> None:
+    halves = Program(
+        2,
+        4,
+        (
+            Sweep(1, ((0, -1), (0, 1)), 1, 4),
+            Sweep(1, ((0, -1), (0, 1)), 4, 8),
+            Sweep(0, ((1, 0),), 1, 8),
+        ),
+    )
+    (decision,) = time_tiles(parse_string(halves.text()), 2)
+    assert "3 row statements (2 stages a step)" in decision.text
+    inputs = halves.inputs(2)
+    want = dhir.run(halves.text(), *inputs, backend="interp", ranks=1)
+    got = dhir.run(halves.text(), *inputs, backend="native", ranks=1)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
+def test_leaves_a_sweep_reading_other_rows_of_what_it_writes() -> None:
+    seidel = Program(2, 3, (Sweep(0, ((0, -1), (1, 0)), 1, 8),))
+    assert "other rows of a memref it writes" in _left(seidel.text())
+
+
+def test_leaves_a_sweep_storing_to_rows_its_loop_does_not_give() -> None:
+    text = JACOBI.text().replace(
+        "memref.store %acc3, %M1[%i, %j]", "memref.store %acc3, %M1[%r0, %j]"
+    )
+    assert "row index varies inside a task without a row loop" in _left(text)
+
+
+def test_leaves_a_written_memref_read_at_a_row_that_does_not_follow() -> None:
+    text = JACOBI.text().replace("%x0 = memref.load %M0[%r0, %j]", "%x0 = memref.load %M0[%k0, %j]")
+    assert "does not follow its own" in _left(text)
+
+
+def test_leaves_a_task_holding_other_ops() -> None:
+    text = JACOBI.text().replace(
+        "%k0 = arith.constant 0 : index",
+        "%k0 = arith.constant 0 : index\n        memref.store %acc0x, %F[%k0] : memref<6xf64>\n"
+        "        %acc0x = arith.constant 0.0 : f64",
+        1,
+    )
+    text = text.replace(
+        "memref.store %acc0x, %F[%k0] : memref<6xf64>\n        %acc0x = arith.constant 0.0 : f64",
+        "%acc0x = arith.constant 0.0 : f64\n        memref.store %acc0x, %F[%k0] : memref<6xf64>",
+    )
+    assert "touches memory outside its row loop" in _left(text)
