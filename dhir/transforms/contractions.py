@@ -6,23 +6,22 @@ where every add and multiply of the op's body allows any order (`reassoc`, `cont
 calls to OpenBLAS (gemm, gemv, dot)."""
 
 from collections.abc import Sequence
-from typing import TypeVar, cast
+from typing import cast
 
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, MemRefType, ModuleOp, NoneAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
 from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
+from dhir.transforms.building import const_index, put
 
 KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
 Contraction = (
     linalg.MatmulOp | linalg.BatchMatmulOp | linalg.MatvecOp | linalg.VecmatOp | linalg.DotOp
 )
 CALLED = "a call to OpenBLAS"
-
-_Op = TypeVar("_Op", bound=Operation)
 
 
 def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
@@ -88,8 +87,8 @@ def _loops(op: Contraction, block: Block) -> None:
     parallel = [kind.data.value == "parallel" for kind in op.get_iterator_types()]
     sizes = _dim_sizes(op, maps)
     index = IndexType()
-    zero = _index(block, 0)
-    one = _index(block, 1)
+    zero = const_index(block, 0)
+    one = const_index(block, 1)
     ivs: dict[int, SSAValue] = {}
     out = op.outputs[0]
     element = cast(MemRefType, out.type).element_type
@@ -99,24 +98,24 @@ def _loops(op: Contraction, block: Block) -> None:
     for dim in (d for d, p in enumerate(parallel) if p):
         body = Block(arg_types=[index])
         ivs[dim] = body.args[0]
-        loops.append((here, scf.ForOp(zero, _index(block, sizes[dim]), one, [], Region(body))))
+        loops.append((here, scf.ForOp(zero, const_index(block, sizes[dim]), one, [], Region(body))))
         here = body
-    start = _put(here, memref.LoadOp.get(out, _at(maps[-1], ivs))).res
+    start = put(here, memref.LoadOp.get(out, _at(maps[-1], ivs))).res
     red = Block(arg_types=[index, element])
     ivs[reduction] = red.args[0]
-    loads = [_put(red, memref.LoadOp.get(v, _at(m, ivs))).res for v, m in zip(op.inputs, maps)]
+    loads = [put(red, memref.LoadOp.get(v, _at(m, ivs))).res for v, m in zip(op.inputs, maps)]
     mapper: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, (*loads, red.args[1])))
     for inner in op.body.block.ops:
         if isinstance(inner, linalg.YieldOp):
-            _put(red, scf.YieldOp(mapper.get(inner.operands[0], inner.operands[0])))
+            put(red, scf.YieldOp(mapper.get(inner.operands[0], inner.operands[0])))
         else:
-            _put(red, inner.clone(value_mapper=mapper))
-    depth = _index(block, sizes[reduction])
-    total = _put(here, scf.ForOp(zero, depth, one, [start], Region(red)))
-    _put(here, memref.StoreOp.get(total.res[0], out, _at(maps[-1], ivs)))
+            put(red, inner.clone(value_mapper=mapper))
+    depth = const_index(block, sizes[reduction])
+    total = put(here, scf.ForOp(zero, depth, one, [start], Region(red)))
+    put(here, memref.StoreOp.get(total.res[0], out, _at(maps[-1], ivs)))
     for parent, loop in reversed(loops):
-        _put(loop.body.block, scf.YieldOp())
-        _put(parent, loop)
+        put(loop.body.block, scf.YieldOp())
+        put(parent, loop)
 
 
 def _dim_sizes(op: Contraction, maps: Sequence[AffineMap]) -> dict[int, int]:
@@ -137,7 +136,7 @@ def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
     a, b = op.inputs
     out = op.outputs[0]
     element = cast(AnyFloat, cast(MemRefType, out.type).element_type)
-    one = _put(block, arith.ConstantOp(FloatAttr(1.0, element))).result
+    one = put(block, arith.ConstantOp(FloatAttr(1.0, element))).result
     if isinstance(op, linalg.DotOp):
         emit_dot(block, module, a, b, out)
         return "dot"
@@ -145,10 +144,10 @@ def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
         matrix, vector = (a, b) if isinstance(op, linalg.MatvecOp) else (b, a)
         emit_gemv(block, module, matrix, vector, out, isinstance(op, linalg.VecmatOp))
         return "gemv"
-    zero = _index(block, 0)
+    zero = const_index(block, 0)
     *batch, m, k = cast(MemRefType, a.type).get_shape()
     n = cast(MemRefType, b.type).get_shape()[-1]
-    sizes = (_index(block, m), _index(block, n), _index(block, k))
+    sizes = (const_index(block, m), const_index(block, n), const_index(block, k))
     if not batch:
         ca, cb, cc = (Corner(v, zero, zero) for v in (a, b, out))
         emit_gemm(block, module, ca, cb, cc, sizes, one)
@@ -156,15 +155,9 @@ def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
     body = Block(arg_types=[IndexType()])
     ca, cb, cc = (Corner(v, zero, zero, body.args[0]) for v in (a, b, out))
     emit_gemm(body, module, ca, cb, cc, sizes, one)
-    _put(body, scf.YieldOp())
-    _put(block, scf.ForOp(zero, _index(block, batch[0]), _index(block, 1), [], Region(body)))
+    put(body, scf.YieldOp())
+    put(
+        block,
+        scf.ForOp(zero, const_index(block, batch[0]), const_index(block, 1), [], Region(body)),
+    )
     return "gemm per batch"
-
-
-def _index(block: Block, value: int) -> SSAValue:
-    return _put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
-
-
-def _put(block: Block, op: _Op) -> _Op:
-    block.add_op(op)
-    return op

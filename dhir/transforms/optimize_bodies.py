@@ -25,7 +25,7 @@ calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`-
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -48,6 +48,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
+from dhir.transforms.building import inside, put
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -65,7 +66,6 @@ _LANEWISE = (
 # Ops on values that do not vary along the columns (indices, scalars).
 _SCALAR = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp, *_LANEWISE)
 
-_Op = TypeVar("_Op", bound=Operation)
 Lanes = tuple[SSAValue, ...]  # a value along the columns: one vector per U
 Env = dict[SSAValue, SSAValue | Lanes]
 
@@ -153,7 +153,7 @@ def _in_row_blocks(
     what it holds after; `row` keeps the rows left over."""
     block = Block()
     i_end = _block_end(block, row.lb, row.ub, rows)
-    step = _put(block, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
+    step = put(block, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
     body = Block(arg_types=[IndexType()])
     envs = _row_envs(body, body.args[0], _iv(row), rows)
     ops = _body_ops(row)
@@ -163,8 +163,8 @@ def _in_row_blocks(
     middle(body, envs)
     for env in envs:
         _clone_into(body, ops[at + 1 :], env)
-    _put(body, scf.YieldOp())
-    _put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
+    put(body, scf.YieldOp())
+    put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
     _insert_before(block, row)
     row.operands[0] = i_end
 
@@ -174,8 +174,8 @@ def _row_envs(block: Block, i0: SSAValue, row_iv: SSAValue, rows: int) -> list[E
     `block`."""
     envs: list[Env] = []
     for r in range(rows):
-        offset = _put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
-        envs.append({row_iv: _put(block, arith.AddiOp(i0, offset)).result})
+        offset = put(block, arith.ConstantOp.from_int_and_width(r, IndexType())).result
+        envs.append({row_iv: put(block, arith.AddiOp(i0, offset)).result})
     return envs
 
 
@@ -202,7 +202,7 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     if loop.iter_args or any(op.regions for op in ops) or _threaded(loop):
         return None
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
-    if len(stores) != 1 or any(_inside(i, loop) for i in stores[0].indices):
+    if len(stores) != 1 or any(inside(i, loop) for i in stores[0].indices):
         return None
     store = stores[0]
     target = memory_of([store.memref])
@@ -259,7 +259,7 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
     if any(op.regions or not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in _body_ops(red)):
         raise _Left("the reduction's body holds more than loads and arithmetic")
     for bound in red.operands[:3]:
-        if _inside(bound, row) or bound is _iv(row):
+        if inside(bound, row) or bound is _iv(row):
             raise _Left("the reduction's bounds vary with the row")
 
     def sums(body: Block, envs: list[Env]) -> None:
@@ -275,7 +275,7 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
         end = red.body.block.last_op
         assert isinstance(end, scf.YieldOp)
         loop_body.add_op(scf.YieldOp(*(_scalar(v, env) for env in envs for v in end.operands)))
-        loop = _put(body, scf.ForOp(red.lb, red.ub, red.step, inits, Region(loop_body)))
+        loop = put(body, scf.ForOp(red.lb, red.ub, red.step, inits, Region(loop_body)))
         results = iter(loop.res)
         for env in envs:
             env.update((result, next(results)) for result in red.res)
@@ -408,17 +408,6 @@ def _constant(value: SSAValue) -> int | None:
     return None
 
 
-def _inside(value: SSAValue, op: Operation) -> bool:
-    """Whether `value` is defined in `op`'s regions."""
-    owner = value.owner
-    parent = owner.parent_op() if isinstance(owner, Operation) else owner.parent_op()
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def _single(row: scf.ForOp) -> bool:
     """A loop of one iteration (a nest in no row loop, wrapped as one row)."""
     lb, ub = _constant(row.lb), _constant(row.ub)
@@ -511,7 +500,7 @@ class _Nest:
         if _constant(self.cols.step) != 1:
             raise _Left("the column loop's step is not the constant 1")
         for bound in self.red.operands[:3]:
-            if _inside(bound, self.row) or bound is _iv(self.row):
+            if inside(bound, self.row) or bound is _iv(self.row):
                 raise _Left("its reduction's bounds vary with the row")
         lb, ub = lift(self.cols.lb, self.row), lift(self.cols.ub, self.row)
         if lb is None or ub is None:
@@ -523,7 +512,7 @@ class _Nest:
         if self.out.indices[-1] is not j or any(i is j for i in self.out.indices[:-1]):
             raise _Left("the element it writes is not at the column index, last")
         for index in self.out.indices[:-1]:
-            if _inside(index, self.red) or _inside(index, self.cols):
+            if inside(index, self.red) or inside(index, self.cols):
                 raise _Left("the row it writes varies inside the nest")
         for op in self.cols.body.walk():
             self._check_op(op)
@@ -550,7 +539,7 @@ class _Nest:
                 same = list(op.indices) == list(self.out.indices)
                 if not same or (self.memory and op is not self.acc_load):
                     raise _Left("it reads the memref it writes elsewhere than the element")
-                if not self.memory and _inside(op.res, self.red):
+                if not self.memory and inside(op.res, self.red):
                     raise _Left("it reads the element it writes inside the reduction")
             return
         if op is self.red or isinstance(op, scf.YieldOp):
@@ -643,7 +632,7 @@ class _Nest:
                 x = owner
             elif isinstance(owner, memref.LoadOp) and tuple(owner.indices) == right and y is None:
                 y = owner
-            elif not _inside(leaf, self.row) and leaf.type == self.element:
+            elif not inside(leaf, self.row) and leaf.type == self.element:
                 scalars.append(leaf)
             else:
                 return None
@@ -674,12 +663,12 @@ class _Nest:
         ops = _body_ops(row)
         at = ops.index(self.nest)
         if at:
-            _put(block, self._row_loop(ops[:at]))
-        one = _put(block, arith.ConstantOp(FloatAttr(1.0, self.element))).result
+            put(block, self._row_loop(ops[:at]))
+        one = put(block, arith.ConstantOp(FloatAttr(1.0, self.element))).result
         alpha = scalars[0] if scalars else one
         for factor in scalars[1:]:
             relaxed = arith.FastMathFlagsAttr("fast")
-            alpha = _put(block, arith.MulfOp(alpha, factor, relaxed)).result
+            alpha = put(block, arith.MulfOp(alpha, factor, relaxed)).result
         j_lb, j_ub = (bound.at(block, row.lb) for bound in self.bounds)
         sizes = (count(block, row.lb, row.ub), count(block, j_lb, j_ub))
         depth = count(block, red.lb, red.ub)
@@ -688,7 +677,7 @@ class _Nest:
         c = Corner(self.out.memref, row.lb, j_lb)
         emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
         if ops[at + 1 :]:
-            _put(block, self._row_loop(ops[at + 1 :]))
+            put(block, self._row_loop(ops[at + 1 :]))
         _replace(row, block)
         return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
 
@@ -706,7 +695,7 @@ class _Nest:
             (nest,) = _body_ops_of(body)
             assert isinstance(nest, scf.ForOp)
             self._columns_from(nest, cols_from)
-        _put(body, scf.YieldOp())
+        put(body, scf.YieldOp())
         lb, ub = rows if rows is not None else (self.row.lb, self.row.ub)
         return scf.ForOp(lb, ub, self.row.step, [], Region(body))
 
@@ -740,16 +729,16 @@ class _Nest:
         at = ops.index(self.nest)
         block = Block()
         if at:
-            _put(block, self._row_loop(ops[:at]))
+            put(block, self._row_loop(ops[:at]))
         i_end = _block_end(block, row.lb, row.ub, self.rows)
         j_lb = self.bounds[0].at(block, row.lb)
-        one = _put(block, arith.ConstantOp.from_int_and_width(1, IndexType())).result
-        last = _put(block, arith.SubiOp(i_end, one)).result
+        one = put(block, arith.ConstantOp.from_int_and_width(1, IndexType())).result
+        last = put(block, arith.SubiOp(i_end, one)).result
         j_end = _block_end(block, j_lb, self.bounds[1].at(block, last), width)
         freed = self._pack(block, (row.lb, i_end), (j_lb, j_end))
         index = IndexType()
-        rstep = _put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
-        cstep = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+        rstep = put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
+        cstep = put(block, arith.ConstantOp.from_int_and_width(width, index)).result
         columns = Block(arg_types=[index])
         first = self._first_row_block(columns, columns.args[0], i_end)
         rows = Block(arg_types=[index])
@@ -759,21 +748,21 @@ class _Nest:
             widen.memory_kernel(envs)
         else:
             widen.carried_kernel(envs)
-        _put(rows, scf.YieldOp())
-        _put(columns, scf.ForOp(first, i_end, rstep, [], Region(rows)))
-        _put(columns, scf.YieldOp())
-        _put(block, scf.ForOp(j_lb, j_end, cstep, [], Region(columns)))
+        put(rows, scf.YieldOp())
+        put(columns, scf.ForOp(first, i_end, rstep, [], Region(rows)))
+        put(columns, scf.YieldOp())
+        put(block, scf.ForOp(j_lb, j_end, cstep, [], Region(columns)))
         rest = Block(arg_types=[index])
         envs = _row_envs(rest, rest.args[0], _iv(row), self.rows)
         ubs = [self.bounds[1].at(rest, _scalar(_iv(row), env)) for env in envs]
         self._rest(
             rest, envs, ([j_lb] * len(envs), ubs), j_lb, _block_end(rest, j_lb, ubs[0], width)
         )
-        _put(rest, scf.YieldOp())
-        _put(block, scf.ForOp(row.lb, i_end, rstep, [], Region(rest)))
-        _put(block, self._row_loop([self.nest], (i_end, row.ub)))
+        put(rest, scf.YieldOp())
+        put(block, scf.ForOp(row.lb, i_end, rstep, [], Region(rest)))
+        put(block, self._row_loop([self.nest], (i_end, row.ub)))
         if ops[at + 1 :]:
-            _put(block, self._row_loop(ops[at + 1 :]))
+            put(block, self._row_loop(ops[at + 1 :]))
         block.add_ops(freed)
         _replace(row, block)
 
@@ -785,8 +774,8 @@ class _Nest:
         no such rows); the ops that free them."""
         if not self.transposed:
             return []
-        some = _put(block, arith.CmpiOp(rows[0], rows[1], "slt")).result
-        end = _put(block, arith.SelectOp(some, columns[1], columns[0])).result
+        some = put(block, arith.CmpiOp(rows[0], rows[1], "slt")).result
+        end = put(block, arith.SelectOp(some, columns[1], columns[0])).result
         sources = [load.memref for load in self.transposed]
         width = self.lanes * self.unroll
         self.panels, freed = pack_panels(block, sources, self.red, (columns[0], end), width)
@@ -801,18 +790,18 @@ class _Nest:
             return row.lb
         index = IndexType()
         width = self.lanes * self.unroll
-        zero = _put(block, arith.ConstantOp.from_int_and_width(0, index)).result
+        zero = put(block, arith.ConstantOp.from_int_and_width(0, index)).result
         offset = ub.at(block, zero)
-        span = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
-        need = _put(block, arith.AddiOp(j0, span)).result
-        need = _put(block, arith.SubiOp(need, offset)).result
-        coef = _put(block, arith.ConstantOp.from_int_and_width(ub.coef, index)).result
-        need = _put(block, arith.CeilDivSIOp(need, coef)).result  # ub(i) >= j0 + width
-        rows = _put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
-        blocks = _put(block, arith.CeilDivUIOp(count(block, row.lb, need), rows)).result
-        start = _put(block, arith.MuliOp(blocks, rows)).result
-        start = _put(block, arith.AddiOp(row.lb, start)).result
-        return _put(block, arith.MinSIOp(start, i_end)).result
+        span = put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+        need = put(block, arith.AddiOp(j0, span)).result
+        need = put(block, arith.SubiOp(need, offset)).result
+        coef = put(block, arith.ConstantOp.from_int_and_width(ub.coef, index)).result
+        need = put(block, arith.CeilDivSIOp(need, coef)).result  # ub(i) >= j0 + width
+        rows = put(block, arith.ConstantOp.from_int_and_width(self.rows, index)).result
+        blocks = put(block, arith.CeilDivUIOp(count(block, row.lb, need), rows)).result
+        start = put(block, arith.MuliOp(blocks, rows)).result
+        start = put(block, arith.AddiOp(row.lb, start)).result
+        return put(block, arith.MinSIOp(start, i_end)).result
 
     def _row_blocks(self) -> None:
         """Blocks of rows, each running what the row loop holds for its rows in turn: the
@@ -829,15 +818,15 @@ class _Nest:
         ubs = [self.bounds[1].at(block, _scalar(_iv(self.row), env)) for env in envs]
         j_lb, j_ub = lbs[-1], ubs[0]
         j_end = _block_end(block, j_lb, j_ub, width)
-        step = _put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
+        step = put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
         body = Block(arg_types=[IndexType()])
         widen = _Widen(self, body.args[0], body)
         if self.memory:
             widen.memory_kernel(envs)
         else:
             widen.carried_kernel(envs)
-        _put(body, scf.YieldOp())
-        _put(block, scf.ForOp(j_lb, j_end, step, [], Region(body)))
+        put(body, scf.YieldOp())
+        put(block, scf.ForOp(j_lb, j_end, step, [], Region(body)))
         self._rest(block, envs, (lbs, ubs), j_lb, j_end)
 
     def _rest(
@@ -853,10 +842,10 @@ class _Nest:
         for env, lb, ub in zip(envs, *bounds):
             mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
             if self.bounds[0].coef:
-                end = _put(block, arith.MinSIOp(j_lb, ub)).result
-                left = _put(block, self.nest.clone(value_mapper=mapper))
+                end = put(block, arith.MinSIOp(j_lb, ub)).result
+                left = put(block, self.nest.clone(value_mapper=mapper))
                 self._columns(left, lb, end)
-            rest = _put(block, self.nest.clone(value_mapper=mapper))
+            rest = put(block, self.nest.clone(value_mapper=mapper))
             self._columns(rest, j_end, ub)
 
     def _columns_from(self, nest: scf.ForOp, start: SSAValue) -> None:
@@ -897,21 +886,16 @@ def _accumulator(cols: scf.ForOp, out: memref.StoreOp) -> memref.LoadOp:
 def _block_end(block: Block, lb: SSAValue, ub: SSAValue, width: int) -> SSAValue:
     """lb + (max(ub - lb, 0) // width) * width, at the end of `block`: where whole blocks
     of `width` end."""
-    size = _put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
-    blocks = _put(block, arith.DivUIOp(count(block, lb, ub), size)).result
-    return _put(block, arith.AddiOp(lb, _put(block, arith.MuliOp(blocks, size)).result)).result
-
-
-def _put(block: Block, op: _Op) -> _Op:
-    block.add_op(op)
-    return op
+    size = put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
+    blocks = put(block, arith.DivUIOp(count(block, lb, ub), size)).result
+    return put(block, arith.AddiOp(lb, put(block, arith.MuliOp(blocks, size)).result)).result
 
 
 def _clone_into(block: Block, ops: Sequence[Operation], env: Env) -> None:
     """Clone `ops` at the end of `block`, scalars mapped by `env` (which learns theirs)."""
     mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
     for op in ops:
-        _put(block, op.clone(value_mapper=mapper))
+        put(block, op.clone(value_mapper=mapper))
     env.update(mapper)
 
 
@@ -927,15 +911,15 @@ class _Widen:
         self.columns: list[SSAValue] = []
         self.offsets: list[SSAValue] = []
         for u in range(nest.unroll):
-            offset = _put(block, arith.ConstantOp.from_int_and_width(u * nest.lanes, index))
+            offset = put(block, arith.ConstantOp.from_int_and_width(u * nest.lanes, index))
             self.offsets.append(offset.result)
-            self.columns.append(_put(block, arith.AddiOp(j0, offset.result)).result)
+            self.columns.append(put(block, arith.AddiOp(j0, offset.result)).result)
         self.panel = None
         if nest.panels_from is not None:
             width = nest.lanes * nest.unroll
-            size = _put(block, arith.ConstantOp.from_int_and_width(width, index)).result
-            start = _put(block, arith.SubiOp(j0, nest.panels_from)).result
-            self.panel = _put(block, arith.DivUIOp(start, size)).result
+            size = put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+            start = put(block, arith.SubiOp(j0, nest.panels_from)).result
+            self.panel = put(block, arith.DivUIOp(start, size)).result
 
     def memory_kernel(self, envs: list[Env]) -> None:
         nest = self.nest
@@ -991,10 +975,10 @@ class _Widen:
             for env in envs:
                 self._op(op, env)
         lanes = [v for env in envs for value in yields for v in self._lanes(value, env)]
-        _put(loop_body, scf.YieldOp(*lanes))
+        put(loop_body, scf.YieldOp(*lanes))
         self.block = outer
         bounds = (_scalar(red.lb, envs[0]), _scalar(red.ub, envs[0]), red.step)
-        loop = _put(outer, scf.ForOp(*bounds, inits, Region(loop_body)))
+        loop = put(outer, scf.ForOp(*bounds, inits, Region(loop_body)))
         results = iter(loop.results)
         for env in envs:
             for value in outputs:
@@ -1015,12 +999,12 @@ class _Widen:
         elif isinstance(op, memref.StoreOp):
             indices = self._scalars(op.indices[:-1], env)
             for value, col in zip(self._lanes(op.value, env), self.columns):
-                _put(self.block, vector.StoreOp(value, op.memref, [*indices, col]))
+                put(self.block, vector.StoreOp(value, op.memref, [*indices, col]))
         elif any(isinstance(env.get(v), tuple) for v in op.operands):
             assert isinstance(op, _LANEWISE)
             per_u = [self._lanes(v, env) for v in op.operands]
             env[op.results[0]] = tuple(
-                _put(
+                put(
                     self.block,
                     type(op).create(
                         operands=[lanes[u] for lanes in per_u],
@@ -1033,7 +1017,7 @@ class _Widen:
             )
         else:
             mapper = {k: v for k, v in env.items() if isinstance(v, SSAValue)}
-            clone = _put(self.block, op.clone(value_mapper=mapper))
+            clone = put(self.block, op.clone(value_mapper=mapper))
             env.update(zip(op.results, clone.results))
 
     def _vector_load(self, source: SSAValue, indices: list[SSAValue]) -> SSAValue:
@@ -1042,7 +1026,7 @@ class _Widen:
         see a store)."""
         key = (self.block, source, *indices)
         if source is self.nest.out.memref or key not in self._loaded:
-            load = _put(self.block, vector.LoadOp(source, indices, self.kind))
+            load = put(self.block, vector.LoadOp(source, indices, self.kind))
             self._loaded[key] = load.result
         return self._loaded[key]
 
@@ -1053,7 +1037,7 @@ class _Widen:
         mapped = env.get(value, value)
         if isinstance(mapped, tuple):
             return mapped
-        wide = _put(self.block, vector.BroadcastOp(mapped, self.kind)).vector
+        wide = put(self.block, vector.BroadcastOp(mapped, self.kind)).vector
         return tuple(wide for _ in range(self.nest.unroll))
 
 

@@ -23,7 +23,6 @@ distributed time loop exchanges halos each step instead (issue 27 leaves w-wide 
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
@@ -36,10 +35,10 @@ from dhir.dialects.access import is_pure
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, YieldOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task
+from dhir.transforms.building import const_index, inside, put
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.triangles import lift
 
-_Op = TypeVar("_Op", bound=Operation)
 _L2, _L3 = 512 * 1024, 16 * 1024 * 1024  # when the system does not say
 MAX_STEPS = 64
 
@@ -166,7 +165,7 @@ class _Row:
 def _row(index: SSAValue, statement: _Statement, scope: Operation) -> _Row:
     if statement.row is None:
         value = _folded(index)
-        if value is None and _inside(index, scope):
+        if value is None and inside(index, scope):
             raise _Left("a row index varies inside a task without a row loop")
         return _Row(at=value)
     loop = statement.row.owner.parent_op()
@@ -223,7 +222,7 @@ class _Band:
         target = next(schedule.tasks()).target
         assert target is not None and isinstance(target.owner, TargetOp)
         body = Block()
-        made = _put(body, target.owner.clone())
+        made = put(body, target.owner.clone())
         memrefs: list[SSAValue] = []
         for statement in self.statements:
             for value in statement.task.memrefs:
@@ -231,7 +230,7 @@ class _Band:
                     memrefs.append(value)
         task_body = Block()
         self._bands(task_body)
-        _put(body, TaskOp(made.results[0], memrefs, Region(task_body)))
+        put(body, TaskOp(made.results[0], memrefs, Region(task_body)))
         fused = ScheduleOp(list(schedule.args), Region(body))
         parent = loop.parent_block()
         assert parent is not None
@@ -247,59 +246,59 @@ class _Band:
         """for tb in [lb, ub) step steps*step { for w { for tt { stages } } }"""
         loop, count = self.loop, len(self.stages)
         index = IndexType()
-        span = _put(block, arith.MuliOp(loop.step, _index(block, self.steps))).result
+        span = put(block, arith.MuliOp(loop.step, const_index(block, self.steps))).result
         band = Block(arg_types=[index])
         start = band.args[0]
-        end = _put(band, arith.MinSIOp(_put(band, arith.AddiOp(start, span)).result, loop.ub))
-        length = _put(band, arith.SubiOp(end.result, start)).result
-        taken = _put(band, arith.CeilDivSIOp(length, loop.step)).result
-        stages = _put(band, arith.MuliOp(taken, _index(band, count))).result
+        end = put(band, arith.MinSIOp(put(band, arith.AddiOp(start, span)).result, loop.ub))
+        length = put(band, arith.SubiOp(end.result, start)).result
+        taken = put(band, arith.CeilDivSIOp(length, loop.step)).result
+        stages = put(band, arith.MuliOp(taken, const_index(band, count))).result
         first = min(s.lo for s in self.statements)
         last = max(s.hi for s in self.statements)
         # w = i + skew * q for i in [first, last), q in [0, stages)
-        tail = _put(band, arith.SubiOp(stages, _index(band, 1))).result
-        reach = _put(band, arith.MuliOp(tail, _index(band, self.skew))).result
-        w_end = _put(band, arith.AddiOp(reach, _index(band, last))).result
+        tail = put(band, arith.SubiOp(stages, const_index(band, 1))).result
+        reach = put(band, arith.MuliOp(tail, const_index(band, self.skew))).result
+        w_end = put(band, arith.AddiOp(reach, const_index(band, last))).result
         front = Block(arg_types=[index])
         self._front(front, front.args[0], start, taken)
-        _put(front, scf.YieldOp())
-        one = _index(band, 1)
-        _put(band, scf.ForOp(_index(band, first), w_end, one, [], Region(front)))
-        _put(band, scf.YieldOp())
-        _put(block, scf.ForOp(loop.lb, loop.ub, span, [], Region(band)))
+        put(front, scf.YieldOp())
+        one = const_index(band, 1)
+        put(band, scf.ForOp(const_index(band, first), w_end, one, [], Region(front)))
+        put(band, scf.YieldOp())
+        put(block, scf.ForOp(loop.lb, loop.ub, span, [], Region(band)))
 
     def _front(self, block: Block, w: SSAValue, start: SSAValue, taken: SSAValue) -> None:
         """The instances of one wavefront `w`, step by step, statement by statement."""
         loop, count = self.loop, len(self.stages)
         body = Block(arg_types=[IndexType()])
         tt = body.args[0]
-        later = _put(body, arith.MuliOp(tt, loop.step)).result
-        t = _put(body, arith.AddiOp(start, later)).result
-        first = _put(body, arith.MuliOp(tt, _index(body, count))).result
+        later = put(body, arith.MuliOp(tt, loop.step)).result
+        t = put(body, arith.AddiOp(start, later)).result
+        first = put(body, arith.MuliOp(tt, const_index(body, count))).result
         for s, stage in enumerate(self.stages):
-            q = _put(body, arith.AddiOp(first, _index(body, s))).result
-            back = _put(body, arith.MuliOp(q, _index(body, self.skew))).result
-            i = _put(body, arith.SubiOp(w, back)).result
+            q = put(body, arith.AddiOp(first, const_index(body, s))).result
+            back = put(body, arith.MuliOp(q, const_index(body, self.skew))).result
+            i = put(body, arith.SubiOp(w, back)).result
             for statement in stage:
                 self._instance(body, statement, i, t)
-        _put(body, scf.YieldOp())
-        _put(block, scf.ForOp(_index(block, 0), taken, _index(block, 1), [], Region(body)))
+        put(body, scf.YieldOp())
+        put(block, scf.ForOp(const_index(block, 0), taken, const_index(block, 1), [], Region(body)))
 
     def _instance(self, body: Block, statement: _Statement, i: SSAValue, t: SSAValue) -> None:
         """Statement `statement` for row `i` at time `t`, when it has that row."""
         # Row i when the statement has it: a loop of at most one row, which LLVM
         # vectorises inside as it does the row loop as written (not so under an if).
-        low = _put(body, arith.MaxSIOp(i, _index(body, statement.lo))).result
-        after = _put(body, arith.AddiOp(i, _index(body, 1))).result
-        high = _put(body, arith.MinSIOp(after, _index(body, statement.hi))).result
+        low = put(body, arith.MaxSIOp(i, const_index(body, statement.lo))).result
+        after = put(body, arith.AddiOp(i, const_index(body, 1))).result
+        high = put(body, arith.MinSIOp(after, const_index(body, statement.hi))).result
         then = Block(arg_types=[IndexType()])
         mapper: dict[SSAValue, SSAValue] = {self.loop.body.block.args[0]: t}
         if statement.row is not None:
             mapper[statement.row] = then.args[0]
         for op in statement.ops:
-            _put(then, op.clone(value_mapper=mapper))
-        _put(then, scf.YieldOp())
-        _put(body, scf.ForOp(low, high, _index(body, 1), [], Region(then)))
+            put(then, op.clone(value_mapper=mapper))
+        put(then, scf.YieldOp())
+        put(body, scf.ForOp(low, high, const_index(body, 1), [], Region(then)))
 
 
 def _stages(statements: Sequence[_Statement]) -> list[list[_Statement]]:
@@ -400,21 +399,3 @@ def _folded(value: SSAValue) -> int | None:
             return lhs + rhs
         return lhs - rhs if isinstance(owner, arith.SubiOp) else lhs * rhs
     return _constant(value)
-
-
-def _inside(value: SSAValue, op: Operation) -> bool:
-    parent = value.owner.parent_op()
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def _index(block: Block, value: int) -> SSAValue:
-    return _put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
-
-
-def _put(block: Block, op: _Op) -> _Op:
-    block.add_op(op)
-    return op

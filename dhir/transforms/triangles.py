@@ -11,14 +11,13 @@
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dhir.dialects import arith, memref, scf
+from dhir.transforms.building import const_index, inside, put
 
-_Op = TypeVar("_Op", bound=Operation)
 # Integer ops whose results may serve as bounds of the column loop.
 INDEX_OPS = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
 
@@ -41,13 +40,13 @@ class RowBound:
 
     def at(self, block: Block, row: SSAValue) -> SSAValue:
         """The bound for the row `row`, computed at the end of `block`."""
-        value = _index(block, self.const)
+        value = const_index(block, self.const)
         if self.coef:
             scaled = row if self.coef == 1 else _mul(block, row, self.coef)
-            value = _put(block, arith.AddiOp(value, scaled)).result
+            value = put(block, arith.AddiOp(value, scaled)).result
         for sign, term in self.terms:
             scaled = term if sign == 1 else _mul(block, term, sign)
-            value = _put(block, arith.AddiOp(value, scaled)).result
+            value = put(block, arith.AddiOp(value, scaled)).result
         return value
 
 
@@ -60,7 +59,7 @@ def lift(value: SSAValue, row: scf.ForOp) -> RowBound | None:
     owner = value.owner
     if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
         return RowBound(0, owner.value.value.data)
-    if not _inside(value, row):
+    if not inside(value, row):
         return RowBound(0, 0, ((1, value),))
     if isinstance(owner, arith.AddiOp | arith.SubiOp):
         lhs, rhs = lift(owner.lhs, row), lift(owner.rhs, row)
@@ -114,10 +113,10 @@ def pack_panels(
     ops that free them. The copy reads only elements the nest reads, when the caller
     gives columns every row of it covers."""
     lo, hi = columns
-    size = _index(block, width)
-    blocks = _put(block, arith.DivUIOp(_put(block, arith.SubiOp(hi, lo)).result, size)).result
-    zero = _index(block, 0)
-    depth = _put(block, arith.MaxSIOp(red.ub, zero)).result
+    size = const_index(block, width)
+    blocks = put(block, arith.DivUIOp(put(block, arith.SubiOp(hi, lo)).result, size)).result
+    zero = const_index(block, 0)
+    depth = put(block, arith.MaxSIOp(red.ub, zero)).result
     panels: dict[SSAValue, SSAValue] = {}
     for source in sources:
         if source not in panels:
@@ -136,7 +135,7 @@ def _panel(
     assert isinstance(kind, MemRefType)
     lo, blocks = columns
     depth, width = sizes
-    panel = _put(
+    panel = put(
         block,
         memref.AllocOp.get(
             kind.element_type,
@@ -148,39 +147,20 @@ def _panel(
     middle = Block(arg_types=[IndexType()])
     inner = Block(arg_types=[IndexType()])
     b, k, c = outer.args[0], middle.args[0], inner.args[0]
-    first = _put(outer, arith.MuliOp(b, _index(outer, width))).result
-    first = _put(outer, arith.AddiOp(lo, first)).result
-    j = _put(inner, arith.AddiOp(first, c)).result
-    value = _put(inner, memref.LoadOp.get(source, [j, k])).res
-    _put(inner, memref.StoreOp.get(value, panel, [b, k, c]))
-    _put(inner, scf.YieldOp())
-    one = _index(block, 1)
-    _put(middle, scf.ForOp(_index(block, 0), _index(block, width), one, [], Region(inner)))
-    _put(middle, scf.YieldOp())
-    _put(outer, scf.ForOp(red.lb, red.ub, red.step, [], Region(middle)))
-    _put(outer, scf.YieldOp())
-    _put(block, scf.ForOp(_index(block, 0), blocks, one, [], Region(outer)))
+    first = put(outer, arith.MuliOp(b, const_index(outer, width))).result
+    first = put(outer, arith.AddiOp(lo, first)).result
+    j = put(inner, arith.AddiOp(first, c)).result
+    value = put(inner, memref.LoadOp.get(source, [j, k])).res
+    put(inner, memref.StoreOp.get(value, panel, [b, k, c]))
+    put(inner, scf.YieldOp())
+    one = const_index(block, 1)
+    put(middle, scf.ForOp(const_index(block, 0), const_index(block, width), one, [], Region(inner)))
+    put(middle, scf.YieldOp())
+    put(outer, scf.ForOp(red.lb, red.ub, red.step, [], Region(middle)))
+    put(outer, scf.YieldOp())
+    put(block, scf.ForOp(const_index(block, 0), blocks, one, [], Region(outer)))
     return panel
 
 
-def _inside(value: SSAValue, op: Operation) -> bool:
-    owner = value.owner
-    parent = owner.parent_op()
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
-
-
-def _index(block: Block, value: int) -> SSAValue:
-    return _put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
-
-
 def _mul(block: Block, value: SSAValue, factor: int) -> SSAValue:
-    return _put(block, arith.MuliOp(value, _index(block, factor))).result
-
-
-def _put(block: Block, op: _Op) -> _Op:
-    block.add_op(op)
-    return op
+    return put(block, arith.MuliOp(value, const_index(block, factor))).result

@@ -1,0 +1,32 @@
+"""Small helpers the rewriting passes share to build IR: ops appended to a block, index
+constants, and where a value is defined."""
+
+from typing import TypeVar
+
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block, Operation, SSAValue
+
+from dhir.dialects import arith
+
+_Op = TypeVar("_Op", bound=Operation)
+
+
+def put(block: Block, op: _Op) -> _Op:
+    """`op`, appended to `block`."""
+    block.add_op(op)
+    return op
+
+
+def const_index(block: Block, value: int) -> SSAValue:
+    """An index constant, appended to `block`."""
+    return put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
+
+
+def inside(value: SSAValue, op: Operation) -> bool:
+    """Whether `value` is defined in `op`'s regions."""
+    parent = value.owner.parent_op()
+    while parent is not None:
+        if parent is op:
+            return True
+        parent = parent.parent_op()
+    return False
