@@ -78,11 +78,11 @@ def emit_gemm(
         return put(arith.IndexCastOp(value, i64))
 
     def constant(value: int, kind: IntegerType = i64) -> SSAValue:
-        return put(arith.ConstantOp.from_int_and_width(value, kind))
+        return _constant(ops, value, kind)
 
     def address(corner: Corner) -> tuple[SSAValue, SSAValue]:
         rows, cols = _shape(corner.memref)
-        base = wide(put(memref.ExtractAlignedPointerAsIndexOp.get(corner.memref)))
+        base = _address(ops, corner.memref)
         leading = constant(cols)
         row = wide(corner.row)
         if corner.batch is not None:

@@ -22,6 +22,24 @@ def const_index(block: Block, value: int) -> SSAValue:
     return put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
 
 
+def insert_before(ops: Block, op: Operation) -> None:
+    """Move the ops of `ops` to just before `op`."""
+    block = op.parent_block()
+    assert block is not None
+    made = list(ops.ops)
+    for new in made:
+        new.detach()
+    block.insert_ops_before(made, op)
+
+
+def replace_by(op: Operation, ops: Block) -> None:
+    """Put the ops of `ops` where `op` is, and erase it."""
+    insert_before(ops, op)
+    block = op.parent_block()
+    assert block is not None
+    block.erase_op(op)
+
+
 def inside(value: SSAValue, op: Operation) -> bool:
     """Whether `value` is defined in `op`'s regions."""
     parent = value.owner.parent_op()

@@ -15,7 +15,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
 from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
-from dhir.transforms.building import const_index, put
+from dhir.transforms.building import const_index, put, replace_by
 
 KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
 Contraction = (
@@ -37,13 +37,7 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
     else:
         _loops(op, block)
         what = None
-    parent = op.parent_block()
-    assert parent is not None
-    made = list(block.ops)
-    for new in made:
-        new.detach()
-    parent.insert_ops_before(made, op)
-    parent.erase_op(op)
+    replace_by(op, block)
     return what
 
 

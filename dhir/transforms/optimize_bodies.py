@@ -48,7 +48,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
-from dhir.transforms.building import inside, put
+from dhir.transforms.building import insert_before, inside, put, replace_by
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -127,24 +127,6 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     return decisions
 
 
-def _replace(op: Operation, ops: Block) -> None:
-    """Put the ops of `ops` where `op` is, and erase it."""
-    _insert_before(ops, op)
-    block = op.parent_block()
-    assert block is not None
-    block.erase_op(op)
-
-
-def _insert_before(ops: Block, op: Operation) -> None:
-    """Move the ops of `ops` to just before `op`."""
-    block = op.parent_block()
-    assert block is not None
-    made = list(ops.ops)
-    for new in made:
-        new.detach()
-    block.insert_ops_before(made, op)
-
-
 def _in_row_blocks(
     row: scf.ForOp, nest: Operation, rows: int, middle: Callable[[Block, list[Env]], None]
 ) -> None:
@@ -165,7 +147,7 @@ def _in_row_blocks(
         _clone_into(body, ops[at + 1 :], env)
     put(body, scf.YieldOp())
     put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
-    _insert_before(block, row)
+    insert_before(block, row)
     row.operands[0] = i_end
 
 
@@ -678,7 +660,7 @@ class _Nest:
         emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))
-        _replace(row, block)
+        replace_by(row, block)
         return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
 
     def _row_loop(
@@ -764,7 +746,7 @@ class _Nest:
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))
         block.add_ops(freed)
-        _replace(row, block)
+        replace_by(row, block)
 
     def _pack(
         self, block: Block, rows: tuple[SSAValue, SSAValue], columns: tuple[SSAValue, SSAValue]

@@ -25,10 +25,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.counts import constant_int
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, memref, scf
 from dhir.dialects.access import is_pure
@@ -103,8 +104,8 @@ def _statement(task: TaskOp, outer: set[SSAValue]) -> _Statement:
         raise _Left("a task touches memory outside its row loop")
     if len(loops) == 1 and isinstance(loops[0], scf.ForOp) and _is_row_loop(loops[0]):
         loop = loops[0]
-        lo, hi = _constant(loop.lb), _constant(loop.ub)
-        if lo is None or hi is None or _constant(loop.step) != 1:
+        lo, hi = constant_int(loop.lb), constant_int(loop.ub)
+        if lo is None or hi is None or constant_int(loop.step) != 1:
             raise _Left("a row loop's bounds are not constants with step 1")
         body = [op for op in ops if op is not loop]
         body += [op for op in loop.body.block.ops if not isinstance(op, scf.YieldOp)]
@@ -164,7 +165,7 @@ class _Row:
 
 def _row(index: SSAValue, statement: _Statement, scope: Operation) -> _Row:
     if statement.row is None:
-        value = _folded(index)
+        value = constant_int(index)
         if value is None and inside(index, scope):
             raise _Left("a row index varies inside a task without a row loop")
         return _Row(at=value)
@@ -379,23 +380,3 @@ def _cache_bytes() -> tuple[int, int]:
             size = 0
         sizes.append(size if size > 0 else default)
     return sizes[0], sizes[1]
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
-def _folded(value: SSAValue) -> int | None:
-    """`value` when constants, added, subtracted or multiplied, make it."""
-    owner = value.owner
-    if isinstance(owner, arith.AddiOp | arith.SubiOp | arith.MuliOp):
-        lhs, rhs = _folded(owner.lhs), _folded(owner.rhs)
-        if lhs is None or rhs is None:
-            return None
-        if isinstance(owner, arith.AddiOp):
-            return lhs + rhs
-        return lhs - rhs if isinstance(owner, arith.SubiOp) else lhs * rhs
-    return _constant(value)
