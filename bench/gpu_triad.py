@@ -1,7 +1,8 @@
 """GPU memory bandwidth of a dhir GPU task: the STREAM triad a = b + s * c over float64
 arrays of 1 GiB in all, as achieved GB/s and as a ratio to the device's peak.
 
-    .venv/bin/python bench/gpu_triad.py [--iterations N] [--compile-only [-o EXE]] [--exe EXE]
+    .venv/bin/python bench/gpu_triad.py [--iterations N] [--compile-only [-o EXE] [--cpu NAME]]
+                                        [--exe EXE]
 
 The task runs the triad N times in a loop, with its data on the device (copied in once,
 out once). The program is instrumented (dhir-instrument), so the task's own time is
@@ -108,6 +109,11 @@ def main() -> int:
         "-o", "--output", type=Path, help="with --compile-only: keep the executable"
     )
     parser.add_argument(
+        "--cpu",
+        help="with --compile-only: the GPU machine's CPU, as clang's -march names it "
+        "(default: this machine's)",
+    )
+    parser.add_argument(
         "--exe", type=Path, help="run this executable (from -o) instead of building"
     )
     args = parser.parse_args()
@@ -122,7 +128,7 @@ def main() -> int:
         # A recorder makes compile_native instrument the build; the run's profile is read
         # from DHIR_PROFILE below, not written by the recorder.
         recorder = ProfileRecorder(module, 1, Path(os.devnull))
-        exe = compile_native(module, "main", RunOptions(), None, recorder)[0]
+        exe = compile_native(module, "main", RunOptions(cpu=args.cpu), None, recorder)[0]
     if args.compile_only:
         if args.output is not None:
             shutil.copy2(exe, args.output)

@@ -1,0 +1,125 @@
+"""PolyBench kernels on many ranks of a machine that has cores but not LLVM 22 (the GPU
+machine's 16 cores, say): build here, run there.
+
+    .venv/bin/python bench/polybench/remote.py build DIR [--size LARGE] [--kernels K,...]
+        [--ranks 1,4,16] [--cpu x86-64-v3]
+    python3 bench/polybench/remote.py run DIR [--runtime RUNTIME] [--repeats N]
+        [--numpy-repeats N]
+
+`build` compiles each kernel for each rank count (R row blocks per statement on R ranks,
+at least 2) for the other machine's CPU, and saves the executables with their entry
+signatures. `run` needs Python with NumPy and dhir importable (xdsl and islpy too) and the
+run-time libraries that `tests/gpu_check.py build` copies into DIR/runtime (MPICH's
+launcher and libmpi, MLIR's runner utilities, libomp); it runs each executable on its rank
+count, checks the results against NumPy, and prints medians, the speed-up over 1 rank and
+the time against NumPy on one core, measured in the same run."""
+
+# ruff: noqa: I001  (run first: it sets one thread per rank before NumPy loads)
+import argparse
+import json
+import os
+import pickle
+import statistics
+import sys
+from pathlib import Path
+
+import run as bench
+import kernels
+import numpy as np
+from dhir import parse_string
+from dhir.backends.native import compile_native
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
+
+
+def build(directory: Path, size: str, names: list[str], ranks: list[int], cpu: str) -> int:
+    directory.mkdir(parents=True, exist_ok=True)
+    built = []
+    for name in names:
+        sizes = kernels.SIZES[name][size]
+        for count in ranks:
+            module = parse_string(kernels.program(name, sizes, max(2, count)))
+            options = RunOptions(ranks=count, cpu=cpu)
+            exe, signature = compile_native(module, "main", options)
+            stem = f"{name}-{count}"
+            (directory / stem).write_bytes(exe.read_bytes())
+            (directory / stem).chmod(0o755)
+            (directory / f"{stem}.sig").write_bytes(pickle.dumps(signature))
+            built.append({"kernel": name, "ranks": count, "size": size, "stem": stem})
+            print(f"built {stem}", flush=True)
+    (directory / "manifest.json").write_text(json.dumps(built, indent=1))
+    return 0
+
+
+def run(directory: Path, runtime: Path | None, repeats: int, numpy_repeats: int) -> int:
+    if runtime is not None:
+        _use_runtime(runtime)
+    entries = json.loads((directory / "manifest.json").read_text())
+    for name in dict.fromkeys(entry["kernel"] for entry in entries):
+        mine = [entry for entry in entries if entry["kernel"] == name]
+        sizes = kernels.SIZES[name][mine[0]["size"]]
+        values = kernels.inputs(name, sizes)
+        want = kernels.reference(name, sizes, values)
+        times = {entry["ranks"]: _times(directory, entry, values, want, repeats) for entry in mine}
+        numpy = statistics.median(bench.measure_numpy(name, sizes, numpy_repeats))
+        _report(name, mine[0]["size"], times, numpy)
+    return 0
+
+
+def _use_runtime(runtime: Path) -> None:
+    """Run with the MPI and libraries copied into `runtime`, not this machine's."""
+    libraries = [runtime / "lib", runtime / "mpich" / "lib", os.environ.get("LD_LIBRARY_PATH", "")]
+    os.environ["DHIR_MPICH_PREFIX"] = str(runtime / "mpich")
+    os.environ["LD_LIBRARY_PATH"] = ":".join(str(part) for part in libraries)
+
+
+def _times(directory: Path, entry: dict, values: dict, want: dict, repeats: int) -> float:
+    exe = directory / entry["stem"]
+    signature = pickle.loads((directory / f"{entry['stem']}.sig").read_bytes())
+    options = RunOptions(ranks=entry["ranks"], timeout=3600)
+    seconds = []
+    for _ in range(repeats):
+        results = run_executable(exe, signature, [*values.values(), np.zeros(1)], options)
+        kernels.check(f"{entry['stem']}", dict(zip(values, results)), want)
+        seconds.append(float(results[-1][0]))
+    return statistics.median(seconds)
+
+
+def _report(name: str, size: str, times: dict[int, float], numpy: float) -> None:
+    print(f"\n## {name} {size}: results match NumPy; medians")
+    print(f"{'ranks':>6}{'ms':>10}{'vs 1 rank':>11}{'vs NumPy':>10}")
+    one = times.get(1)
+    for count, seconds in sorted(times.items()):
+        speedup = f"{one / seconds:10.2f}x" if one else f"{'-':>11}"
+        print(f"{count:>6}{seconds * 1e3:10.1f}{speedup}{numpy / seconds:9.2f}x")
+    print(f"{'NumPy':>6}{numpy * 1e3:10.1f}   (1 thread)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    made = sub.add_parser("build")
+    made.add_argument("directory", type=Path)
+    made.add_argument("--size", choices=("MEDIUM", "LARGE"), default="LARGE")
+    made.add_argument("--kernels", default=",".join(bench.STENCILS), help="comma-separated")
+    made.add_argument("--ranks", default="1,4,16", help="comma-separated rank counts")
+    made.add_argument("--cpu", default="x86-64-v3", help="the other machine's CPU (clang -march)")
+    ran = sub.add_parser("run")
+    ran.add_argument("directory", type=Path)
+    ran.add_argument(
+        "--runtime", type=Path, help="gpu_check's DIR/runtime (default: this machine's MPI)"
+    )
+    ran.add_argument("--repeats", type=int, default=3)
+    ran.add_argument(
+        "--numpy-repeats", type=int, default=3, help="NumPy baseline runs (heat-3d: slow)"
+    )
+    args = parser.parse_args()
+    if args.command == "build":
+        ranks = [int(part) for part in args.ranks.split(",")]
+        return build(args.directory, args.size, args.kernels.split(","), ranks, args.cpu)
+    runtime = args.runtime.resolve() if args.runtime else None
+    return run(args.directory, runtime, args.repeats, args.numpy_repeats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
