@@ -17,7 +17,7 @@ from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects import func, scf
+from dhir.dialects import func, memref, scf
 from dhir.dialects.dhir import ScheduleOp, defined_inside, walk_outside_tasks
 from dhir.ir.walk import find_ops
 
@@ -44,6 +44,31 @@ def root_only(
         return set()
     args: list[SSAValue] = [a for a in function.body.block.args if isinstance(a.type, MemRefType)]
     return set(args) - _used_after(schedule, args)
+
+
+def dead_after(op: Operation, values: Iterable[SSAValue]) -> set[SSAValue]:
+    """The `values` (memrefs a schedule lists; `op`: the schedule or its time loop) that
+    no rank needs after `op`: buffers its function allocates in the same block before it
+    (memref.alloc or alloca) that no later op uses through any alias, except to free
+    them. A function of several blocks has none."""
+    block, function = op.parent_block(), op.parent_op()
+    if block is None or not isinstance(function, func.FuncOp) or len(function.body.blocks) != 1:
+        return set()
+    local = [
+        v
+        for v in values
+        if isinstance(v.owner, memref.AllocOp | memref.AllocaOp) and v.owner.parent is block
+    ]
+    roots = _alias_roots(block.ops, local, skip=op)
+    tops = list(block.ops)
+    used: set[SSAValue] = set()
+    for top in tops[tops.index(op) + 1 :]:
+        for inner in top.walk():
+            if isinstance(inner, memref.DeallocOp) and inner.memref in local:
+                continue
+            for value in inner.operands:
+                used |= roots.get(value, frozenset())
+    return set(local) - used
 
 
 def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:

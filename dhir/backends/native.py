@@ -127,9 +127,9 @@ def compile_native(
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
     after = (AccurateMathPass(), rows, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
     adjacent = not timed and not data
-    if options.optimize and ranks == 1:
+    if options.optimize:
         with timing.stage("dhir time tiles"):
-            tiled = time_tiles(module)
+            tiled = time_tiles(module, ranks=ranks)
         timing.notes += [f"time tiles: {decision.line()}" for decision in tiled]
     with handing_over() if adjacent else nullcontext():
         with timing.stage("dhir passes"):

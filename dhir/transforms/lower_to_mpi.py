@@ -55,7 +55,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.effects import task_effects
 from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take
-from dhir.analysis.outputs import entry_called, final_to_root, root_only, time_loop
+from dhir.analysis.outputs import dead_after, entry_called, final_to_root, root_only, time_loop
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
@@ -380,6 +380,7 @@ class _ScheduleLowering:
     _runtime: set[str] = field(default_factory=set)
     # What each rank holds of the memrefs held in part (see LowerToMPIPass._partition).
     held: "_Held" = field(default_factory=dict)
+    dead: set[SSAValue] = field(default_factory=set[SSAValue])  # no rank needs after it
 
     def run(
         self,
@@ -414,6 +415,7 @@ class _ScheduleLowering:
         for _, part in self._steps[finished:]:
             yield part
         self._group_steps()
+        self.dead = dead_after(loop or self.schedule, self.schedule.args)
         if start is None:
             self._assemble(self.state, final_to_root, position, self)
         else:
@@ -430,9 +432,12 @@ class _ScheduleLowering:
         position: dict[SSAValue, int],
         sink: "_Sink",
     ) -> None:
-        """Leave every memref valid everywhere (on rank 0 only for `final_to_root`); a
-        partitioned one goes to its result file instead."""
+        """Leave every memref valid everywhere (on rank 0 only for `final_to_root`, on no
+        rank for a buffer dead after it); a partitioned one goes to its result file
+        instead."""
         for value in sorted(state.held, key=position.__getitem__):
+            if value in self.dead:
+                continue
             if value in self.held and value in final_to_root:
                 self._place_writes(value, state, sink)
                 continue

@@ -15,17 +15,27 @@ and computes its values with the same operations, so the result is bit for bit t
 program's.
 
 Bands hold as many steps as fit their rows (`s * m * steps` rows of every array) in
-half the core's L2 cache, or, where not even two would, a quarter of the L3. The pass
-runs for one rank only (the schedule becomes one task): with several ranks, the
-distributed time loop exchanges halos each step instead (issue 27 leaves w-wide halos).
+half the core's L2 cache, or, where not even two would, a quarter of the L3.
+
+On one rank the schedule becomes one task. On R ranks the rows become R blocks, one task
+per rank (`dhir.rank`), in a schedule per band: a host loop of bands. Each task copies
+the rows its block needs at the band's start (`halo = s * m * steps` more on each side)
+into buffers of its own, runs the band there on rows that shrink by `s` each stage (so
+that every instance it computes sees only rows it computed or copied), and copies its
+block's rows back. Ghost rows are computed on both sides, by the same operations, so the
+result stays the program's bit for bit; the ranks exchange `halo`-wide halos once a band
+instead of thin ones every step. Bands are kept short enough that the ghost rows cost at
+most about an eighth more work; where not even two steps are, the loop is left. So is a
+loop whose rows, cut in blocks, fit half of each core's share of the L3: each rank's
+sweeps already run from cache.
 """
 
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -33,15 +43,24 @@ from dhir.analysis.counts import constant_int
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, memref, scf
 from dhir.dialects.access import is_pure
-from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, YieldOp, walk_outside_tasks
+from dhir.dialects.dhir import (
+    RANK_ATTR,
+    ScheduleOp,
+    TargetOp,
+    TaskOp,
+    YieldOp,
+    walk_outside_tasks,
+)
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task
-from dhir.transforms.building import const_index, inside, put
+from dhir.transforms.building import const_index, insert_before, inside, put
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.triangles import lift
 
 _L2, _L3 = 512 * 1024, 16 * 1024 * 1024  # when the system does not say
 MAX_STEPS = 64
+# Ghost rows on R ranks: a band's halo is at most 1/GHOSTS of a block (module docstring).
+GHOSTS = 8
 
 
 class _Left(Exception):
@@ -51,21 +70,23 @@ class _Left(Exception):
 @dataclass(frozen=True)
 class TimeTilesPass(ModulePass):
     """Time loops of row statements as skewed bands (module docstring); `steps`: the
-    steps in a band (0: as the caches allow)."""
+    steps in a band (0: as the caches allow); `ranks`: the ranks the loop runs on."""
 
     name = "dhir-time-tiles"
     steps: int = 0
+    ranks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        time_tiles(op, self.steps)
+        time_tiles(op, self.steps, self.ranks)
 
 
-def time_tiles(module: ModuleOp, steps: int = 0) -> list[Decision]:
+def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decision]:
     """Rewrite every time loop it can (see the module docstring); what it did and left."""
     decisions: list[Decision] = []
     for loop, schedule in list(_time_loops(module)):
         try:
-            text = _Band.of(loop, schedule, steps).rewrite()
+            band = _Band.of(loop, schedule, steps, ranks)
+            text = band.rewrite() if ranks == 1 else band.rewrite_parts()
             decisions.append(Decision(loc_of(loop), True, text))
         except _Left as why:
             decisions.append(Decision(loc_of(loop), False, f"time loop left as written: {why}"))
@@ -189,9 +210,10 @@ class _Band:
     stages: list[list[_Statement]]  # statements run as one stage (_stages)
     skew: int
     steps: int
+    parts: list["_Part"]  # one per rank, none on one rank
 
     @staticmethod
-    def of(loop: scf.ForOp, schedule: ScheduleOp, steps: int) -> "_Band":
+    def of(loop: scf.ForOp, schedule: ScheduleOp, steps: int, ranks: int = 1) -> "_Band":
         outer = set(schedule.args)
         others = [op for op in schedule.body.block.ops if not isinstance(op, TaskOp | YieldOp)]
         if any(not isinstance(op, TargetOp) for op in others):
@@ -201,17 +223,56 @@ class _Band:
             raise _Left("the schedule has no task")
         if len({task.target for task in tasks}) != 1:
             raise _Left("its tasks name different targets")
+        if ranks > 1 and any(RANK_ATTR in task.attributes for task in tasks):
+            raise _Left(f"its tasks are placed by hand ({RANK_ATTR})")
         statements = [_statement(task, outer) for task in tasks]
         skew = _skew(statements)
-        band = _Band(loop, schedule, statements, _stages(statements), skew, 0)
+        band = _Band(loop, schedule, statements, _stages(statements), skew, 0, [])
         band.steps = steps if steps > 0 else band.fitting_steps()
         if band.steps < 2:
             raise _Left("not even two steps' rows fit the core's caches")
+        if ranks > 1:
+            band.cut(ranks, steps > 0)
         return band
 
+    def cut(self, ranks: int, fixed: bool) -> None:
+        """One block of rows per rank, and bands short enough for its ghost rows."""
+        first = min(s.lo for s in self.statements)
+        last = max(s.hi for s in self.statements)
+        rows = last - first
+        per_step = self.skew * len(self.stages)
+        if not fixed:
+            self._worth_it(rows // ranks)
+            self.steps = min(self.steps, rows // ranks // (GHOSTS * per_step))
+        if self.steps < 2 or rows < ranks:
+            raise _Left(
+                f"blocks of {rows // ranks} rows on {ranks} ranks are too thin for bands "
+                "of two steps: the ranks exchange halos every step"
+            )
+        if any(not _static(m) for s in self.statements for m in s.writes):
+            raise _Left("a memref the tasks write has a dynamic shape")
+        bounds = [first + rows * k // ranks for k in range(ranks + 1)]
+        halo = per_step * self.steps
+        self.parts = [_Part(lo, hi, halo) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _worth_it(self, block: int) -> None:
+        """Leave the loop where a rank's rows of every array already fit half its share
+        of the L3: its sweeps then run from cache, and ghost rows would only add work."""
+        _, l3 = _cache_bytes()
+        share = l3 // (os.cpu_count() or 1)
+        held = block * self._row_bytes()
+        if held <= share // 2:
+            raise _Left(
+                f"a rank's {block} rows ({held // 1024} KiB) fit half its share of the L3 "
+                f"({share // 2048} of {share // 1024} KiB): its sweeps run from cache, halos "
+                "every step"
+            )
+
+    def _row_bytes(self) -> int:
+        return sum(_row_bytes(m) for m in {m for s in self.statements for m in _touched(s)})
+
     def fitting_steps(self) -> int:
-        row_bytes = sum(_row_bytes(m) for m in {m for s in self.statements for m in _touched(s)})
-        per_step = self.skew * len(self.stages) * max(row_bytes, 1)
+        per_step = self.skew * len(self.stages) * max(self._row_bytes(), 1)
         l2, l3 = _cache_bytes()
         steps = (l2 // 2) // per_step
         if steps < 2:
@@ -224,14 +285,9 @@ class _Band:
         assert target is not None and isinstance(target.owner, TargetOp)
         body = Block()
         made = put(body, target.owner.clone())
-        memrefs: list[SSAValue] = []
-        for statement in self.statements:
-            for value in statement.task.memrefs:
-                if value not in memrefs:
-                    memrefs.append(value)
         task_body = Block()
         self._bands(task_body)
-        put(body, TaskOp(made.results[0], memrefs, Region(task_body)))
+        put(body, TaskOp(made.results[0], self._memrefs(), Region(task_body)))
         fused = ScheduleOp(list(schedule.args), Region(body))
         parent = loop.parent_block()
         assert parent is not None
@@ -243,13 +299,86 @@ class _Band:
             f"bands of {self.steps} steps (rows {self.skew} apart per stage) on one rank, exact"
         )
 
+    def rewrite_parts(self) -> str:
+        """Copies of each rank's rows; for tb { schedule { per rank: the rows it needs
+        (all of them in the first band, else its ghost rows), the band; per rank: its
+        edge rows (its whole block after the last band) } }"""
+        loop = self.loop
+        parent = loop.parent_block()
+        assert parent is not None
+        outside, written = Block(), self._written()
+        for part in self.parts:
+            for value in written:
+                part.make(outside, value)
+        copies = [copy for part in self.parts for copy, _ in part.copies.values()]
+        span = put(outside, arith.MuliOp(loop.step, const_index(outside, self.steps))).result
+        host = Block(arg_types=[IndexType()])
+        start = host.args[0]
+        body = Block()
+        made = put(body, self._target().clone()).results[0]
+        # Every rank takes the rows it needs from the others before any gives its own
+        # edge rows: its copies carry the band's values from the first task to the second.
+        for rank, part in enumerate(self.parts):
+            block = Block()
+            first = put(block, arith.CmpiOp(start, loop.lb, "eq")).result
+            put(block, _either(first, part, written, _Part.fill, _Part.refresh))
+            self._band(block, start, part)
+            self._task(body, made, rank, part, block)
+        for rank, part in enumerate(self.parts):
+            block = Block()
+            after = put(block, arith.AddiOp(start, span)).result
+            last = put(block, arith.CmpiOp(after, loop.ub, "sge")).result
+            put(block, _either(last, part, written, _Part.give_block, _Part.give_edges))
+            self._task(body, made, rank, part, block)
+        put(host, ScheduleOp([*self.schedule.args, *copies], Region(body)))
+        put(host, scf.YieldOp())
+        put(outside, scf.ForOp(loop.lb, loop.ub, span, [], Region(host)))
+        for copy in copies:
+            put(outside, memref.DeallocOp.get(copy))
+        insert_before(outside, loop)
+        parent.erase_op(loop)
+        count, stages, ranks = len(self.statements), len(self.stages), len(self.parts)
+        return (
+            f"time loop of {count} row statements ({stages} stages a step) run in skewed "
+            f"bands of {self.steps} steps on {ranks} ranks, a block of rows each, with "
+            f"halos of {self.parts[0].halo} rows once a band, exact"
+        )
+
+    def _target(self) -> TargetOp:
+        target = next(self.schedule.tasks()).target
+        assert target is not None and isinstance(target.owner, TargetOp)
+        return target.owner
+
+    def _task(self, body: Block, target: SSAValue, rank: int, part: "_Part", block: Block) -> None:
+        mine = [copy for copy, _ in part.copies.values()]
+        task = TaskOp(target, [*self._memrefs(), *mine], Region(block))
+        task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+        put(body, task)
+
+    def _memrefs(self) -> list[SSAValue]:
+        memrefs: list[SSAValue] = []
+        for statement in self.statements:
+            for value in statement.task.memrefs:
+                if value not in memrefs:
+                    memrefs.append(value)
+        return memrefs
+
+    def _written(self) -> list[SSAValue]:
+        return [m for m in self._memrefs() if any(m in s.writes for s in self.statements)]
+
     def _bands(self, block: Block) -> None:
         """for tb in [lb, ub) step steps*step { for w { for tt { stages } } }"""
+        span = put(block, arith.MuliOp(self.loop.step, const_index(block, self.steps))).result
+        band = Block(arg_types=[IndexType()])
+        self._band(band, band.args[0], None)
+        put(band, scf.YieldOp())
+        put(block, scf.ForOp(self.loop.lb, self.loop.ub, span, [], Region(band)))
+
+    def _band(self, band: Block, start: SSAValue, part: "_Part | None") -> None:
+        """The band of steps from `start`: for w { for tt { stages } }; with `part`,
+        only the wavefronts that reach its rows."""
         loop, count = self.loop, len(self.stages)
-        index = IndexType()
-        span = put(block, arith.MuliOp(loop.step, const_index(block, self.steps))).result
-        band = Block(arg_types=[index])
-        start = band.args[0]
+        span = put(band, arith.MuliOp(loop.step, const_index(band, self.steps))).result
         end = put(band, arith.MinSIOp(put(band, arith.AddiOp(start, span)).result, loop.ub))
         length = put(band, arith.SubiOp(end.result, start)).result
         taken = put(band, arith.CeilDivSIOp(length, loop.step)).result
@@ -260,15 +389,19 @@ class _Band:
         tail = put(band, arith.SubiOp(stages, const_index(band, 1))).result
         reach = put(band, arith.MuliOp(tail, const_index(band, self.skew))).result
         w_end = put(band, arith.AddiOp(reach, const_index(band, last))).result
-        front = Block(arg_types=[index])
-        self._front(front, front.args[0], start, taken)
+        if part is not None:  # its last stage's rows: w < hi + halo - skew
+            edge = const_index(band, part.hi + part.halo - self.skew)
+            w_end = put(band, arith.MinSIOp(w_end, edge)).result
+            first = max(first, part.lo - part.halo + self.skew)
+        front = Block(arg_types=[IndexType()])
+        self._front(front, front.args[0], start, taken, part)
         put(front, scf.YieldOp())
         one = const_index(band, 1)
         put(band, scf.ForOp(const_index(band, first), w_end, one, [], Region(front)))
-        put(band, scf.YieldOp())
-        put(block, scf.ForOp(loop.lb, loop.ub, span, [], Region(band)))
 
-    def _front(self, block: Block, w: SSAValue, start: SSAValue, taken: SSAValue) -> None:
+    def _front(
+        self, block: Block, w: SSAValue, start: SSAValue, taken: SSAValue, part: "_Part | None"
+    ) -> None:
         """The instances of one wavefront `w`, step by step, statement by statement."""
         loop, count = self.loop, len(self.stages)
         body = Block(arg_types=[IndexType()])
@@ -280,26 +413,166 @@ class _Band:
             q = put(body, arith.AddiOp(first, const_index(body, s))).result
             back = put(body, arith.MuliOp(q, const_index(body, self.skew))).result
             i = put(body, arith.SubiOp(w, back)).result
+            rows = part.rows(body, back, self.skew) if part is not None else None
             for statement in stage:
-                self._instance(body, statement, i, t)
+                self._instance(body, statement, i, t, rows, part)
         put(body, scf.YieldOp())
         put(block, scf.ForOp(const_index(block, 0), taken, const_index(block, 1), [], Region(body)))
 
-    def _instance(self, body: Block, statement: _Statement, i: SSAValue, t: SSAValue) -> None:
-        """Statement `statement` for row `i` at time `t`, when it has that row."""
+    def _instance(
+        self,
+        body: Block,
+        statement: _Statement,
+        i: SSAValue,
+        t: SSAValue,
+        rows: tuple[SSAValue, SSAValue] | None,
+        part: "_Part | None",
+    ) -> None:
+        """Statement `statement` for row `i` at time `t`, when it has that row (and, on
+        several ranks, when the stage's `rows` hold it)."""
         # Row i when the statement has it: a loop of at most one row, which LLVM
         # vectorises inside as it does the row loop as written (not so under an if).
         low = put(body, arith.MaxSIOp(i, const_index(body, statement.lo))).result
         after = put(body, arith.AddiOp(i, const_index(body, 1))).result
         high = put(body, arith.MinSIOp(after, const_index(body, statement.hi))).result
+        if rows is not None:
+            low = put(body, arith.MaxSIOp(low, rows[0])).result
+            high = put(body, arith.MinSIOp(high, rows[1])).result
         then = Block(arg_types=[IndexType()])
         mapper: dict[SSAValue, SSAValue] = {self.loop.body.block.args[0]: t}
         if statement.row is not None:
             mapper[statement.row] = then.args[0]
+        if part is not None:
+            mapper.update({m: copy for m, (copy, _) in part.copies.items()})
         for op in statement.ops:
-            put(then, op.clone(value_mapper=mapper))
+            made = put(then, op.clone(value_mapper=mapper))
+            if part is not None:
+                part.shift(made)
         put(then, scf.YieldOp())
         put(body, scf.ForOp(low, high, const_index(body, 1), [], Region(then)))
+
+
+@dataclass
+class _Part:
+    """Rows [lo, hi) that one rank finishes each band, from copies of rows [lo - halo,
+    hi + halo) of what the statements write; `copies`: each memref's copy and the row
+    of the memref where the copy starts."""
+
+    lo: int
+    hi: int
+    halo: int
+    copies: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
+
+    def make(self, block: Block, value: SSAValue) -> None:
+        """The copy of `value`'s rows this part needs, allocated in `block`."""
+        kind = value.type
+        assert isinstance(kind, MemRefType)
+        shape = list(kind.get_shape())
+        first, end = max(0, self.lo - self.halo), min(shape[0], self.hi + self.halo)
+        if first < end:
+            rows = [end - first, *shape[1:]]
+            copy = put(block, memref.AllocOp.get(kind.element_type, shape=rows)).memref
+            self.copies[value] = (copy, first)
+
+    def fill(self, block: Block, value: SSAValue) -> None:
+        """All the rows of the copy, from the memref."""
+        if value in self.copies:
+            first, end = self._extent(value)
+            self._copy(block, value, first, end, inward=True)
+
+    def refresh(self, block: Block, value: SSAValue) -> None:
+        """The ghost rows, which other ranks finish, from the memref."""
+        if value in self.copies:
+            first, end = self._extent(value)
+            self._copy(block, value, first, min(self.lo, end), inward=True)
+            self._copy(block, value, max(self.hi, first), end, inward=True)
+
+    def give_edges(self, block: Block, value: SSAValue) -> None:
+        """The rows of the block within `halo` of its ends, which other ranks' ghost
+        rows are, to the memref."""
+        if value in self.copies:
+            lo, hi = self.lo, min(self.hi, _shape(value)[0])
+            if hi - lo <= 2 * self.halo:
+                self._copy(block, value, lo, hi, inward=False)
+                return
+            self._copy(block, value, lo, lo + self.halo, inward=False)
+            self._copy(block, value, hi - self.halo, hi, inward=False)
+
+    def give_block(self, block: Block, value: SSAValue) -> None:
+        """The block's rows, to the memref."""
+        if value in self.copies:
+            self._copy(block, value, self.lo, min(self.hi, _shape(value)[0]), inward=False)
+
+    def _extent(self, value: SSAValue) -> tuple[int, int]:
+        copy, first = self.copies[value]
+        return first, first + _shape(copy)[0]
+
+    def _copy(self, block: Block, value: SSAValue, lo: int, hi: int, inward: bool) -> None:
+        """Rows [lo, hi) of `value` into its copy (`inward`) or back."""
+        if lo >= hi:
+            return
+        copy, first = self.copies[value]
+        outer, inner = _rows(block, value, lo, hi), _rows(block, copy, lo - first, hi - first)
+        put(block, memref.CopyOp(outer, inner) if inward else memref.CopyOp(inner, outer))
+
+    def rows(self, block: Block, back: SSAValue, skew: int) -> tuple[SSAValue, SSAValue]:
+        """The rows stage q computes, `back` = skew * q: [lo - halo + skew * (q + 1),
+        hi + halo - skew * (q + 1))."""
+        low = put(block, arith.AddiOp(back, const_index(block, self.lo - self.halo + skew)))
+        high = put(block, arith.SubiOp(const_index(block, self.hi + self.halo - skew), back))
+        return low.result, high.result
+
+    def shift(self, op: Operation) -> None:
+        """Loads and stores in `op` that use a copy: their row from the memref's to the
+        copy's."""
+        firsts = {copy: first for copy, first in self.copies.values()}
+        for access in op.walk():
+            if not isinstance(access, memref.LoadOp | memref.StoreOp):
+                continue
+            first = firsts.get(access.memref)
+            if not first:
+                continue
+            at = len(access.operands) - len(access.indices)
+            ops = Block()
+            row = put(ops, arith.SubiOp(access.indices[0], const_index(ops, first))).result
+            insert_before(ops, access)
+            access.operands[at] = row
+
+
+_Copies = Callable[["_Part", Block, SSAValue], None]
+
+
+def _either(
+    condition: SSAValue, part: "_Part", written: list[SSAValue], then: _Copies, other: _Copies
+) -> scf.IfOp:
+    """scf.if condition { then's copies } else { other's }, for each written memref."""
+    blocks = Block(), Block()
+    for block, copies in zip(blocks, (then, other)):
+        for value in written:
+            copies(part, block, value)
+        put(block, scf.YieldOp())
+    return scf.IfOp(condition, [], Region(blocks[0]), Region(blocks[1]))
+
+
+def _shape(value: SSAValue) -> list[int]:
+    kind = value.type
+    assert isinstance(kind, MemRefType)
+    return list(kind.get_shape())
+
+
+def _rows(block: Block, value: SSAValue, first: int, end: int) -> SSAValue:
+    """Rows [first, end) of `value`, as a view appended to `block`."""
+    kind = value.type
+    assert isinstance(kind, MemRefType)
+    shape = list(kind.get_shape())
+    offsets, sizes = [first] + [0] * (len(shape) - 1), [end - first, *shape[1:]]
+    view = memref.SubviewOp.from_static_parameters(value, kind, offsets, sizes, [1] * len(shape))
+    return put(block, view).result
+
+
+def _static(value: SSAValue) -> bool:
+    kind = value.type
+    return isinstance(kind, MemRefType) and all(n >= 0 for n in kind.get_shape())
 
 
 def _stages(statements: Sequence[_Statement]) -> list[list[_Statement]]:

@@ -1,5 +1,6 @@
-"""dhir-time-tiles: time loops of row statements run in skewed bands on one rank, bit for
-bit what the interpreter (the sequential oracle) computes; what it leaves, and why."""
+"""dhir-time-tiles: time loops of row statements run in skewed bands, on one rank or on
+several (a block of rows each, halos once a band), bit for bit what the interpreter (the
+sequential oracle) computes; what it leaves, and why."""
 
 from dataclasses import dataclass, replace
 
@@ -166,13 +167,104 @@ def _left(text: str) -> str:
     return decision.text
 
 
-def test_the_native_backend_tiles_one_rank_only() -> None:
+def test_the_native_backend_keeps_results_on_any_rank_count() -> None:
     inputs = JACOBI.inputs(1)
     want = dhir.run(JACOBI.text(), *inputs, backend="interp", ranks=1)
     for ranks in (1, 2):
         got = dhir.run(JACOBI.text(), *inputs, backend="native", ranks=ranks)
         for expected, actual in zip(want, got):
             np.testing.assert_array_equal(actual, expected)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    program=programs(),
+    band=st.integers(2, 4),
+    ranks=st.integers(2, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_bands_on_several_ranks_equal_the_interpreter(
+    program: Program, band: int, ranks: int, seed: int
+) -> None:
+    """The same random sweeps cut into a block of rows per rank, each computing ghost
+    rows from its own copies: what the rewritten program means (the interpreter runs its
+    tasks in program order) is bit for bit the loop as written."""
+    text = program.text()
+    module = parse_string(text)
+    (decision,) = time_tiles(module, band, ranks)
+    if not decision.done:
+        assert "too thin" in decision.text
+        return
+    inputs = program.inputs(seed)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(print_module(module), *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
+FORCED = Program(
+    3,
+    7,
+    (
+        Sweep(1, ((0, -1), (0, 1), (2, 0)), 1, 5),
+        Sweep(1, ((0, -1), (0, 1), (2, 0)), 5, 8),
+        Sweep(2, ((1, 0),), 4, 5, 4, True),
+        Sweep(0, ((1, -2), (1, 1), (2, 0)), 2, 7),
+    ),
+)
+
+
+def test_bands_on_several_ranks_run_natively() -> None:
+    """Built and run on 2 and 3 ranks: each rank's tasks, the halos between them and the
+    results written from each rank's rows equal the interpreter's, bit for bit."""
+    for program, ranks in ((JACOBI, 2), (FORCED, 3)):
+        module = parse_string(program.text())
+        (decision,) = time_tiles(module, 2, ranks)
+        assert decision.done, decision.text
+        inputs = program.inputs(ranks)
+        want = dhir.run(program.text(), *inputs, backend="interp", ranks=1)
+        got = dhir.run(print_module(module), *inputs, backend="native", ranks=ranks)
+        for expected, actual in zip(want, got):
+            np.testing.assert_array_equal(actual, expected)
+
+
+def test_ranks_send_only_halos_once_a_band() -> None:
+    """JACOBI on 2 ranks in bands of 2 steps (5 steps: 3 bands): each rank sends the
+    other at most its 4 edge rows of both arrays once a band (the first band's come from
+    the input file), and nothing else: no copy travels after the loop (they are freed,
+    and no rank needs them; they would add 9 rows of both), and each rank writes its
+    rows of the results itself."""
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    module = parse_string(JACOBI.text())
+    (decision,) = time_tiles(module, 2, 2)
+    assert decision.done
+    timing = Timing()
+    inputs = JACOBI.inputs(3)
+    run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
+    sent = [int(line.split()[4]) for line in timing.notes if line.startswith("dhir: rank")]
+    row_bytes = COLS * 8
+    assert len(sent) == 2 and all(0 < n <= 3 * 2 * 4 * row_bytes for n in sent), sent
+
+
+def test_reports_the_blocks_and_leaves_thin_ones() -> None:
+    (decision,) = time_tiles(parse_string(JACOBI.text()), 2, 2)
+    assert "bands of 2 steps on 2 ranks" in decision.text
+    assert "halos of 4 rows once a band" in decision.text
+    (decision,) = time_tiles(parse_string(JACOBI.text()), 2, 8)
+    assert not decision.done and "blocks of 0 rows on 8 ranks are too thin" in decision.text
+    (decision,) = time_tiles(parse_string(JACOBI.text()), 0, 2)
+    assert not decision.done and "its sweeps run from cache, halos every step" in decision.text
+
+
+def test_leaves_tasks_placed_by_hand_on_several_ranks() -> None:
+    task = "%F {\n        %k0"
+    text = JACOBI.text().replace(task, task.replace("{", "attributes {dhir.rank = 1 : i64} {"), 1)
+    assert "dhir.rank" in text
+    (decision,) = time_tiles(parse_string(text), 2, 2)
+    assert not decision.done and "placed by hand" in decision.text
 
 
 def test_reports_the_band() -> None:
