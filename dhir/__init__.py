@@ -5,7 +5,13 @@ only what that module needs.
 """
 
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+try:
+    __version__ = version("dhir")
+except PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from dhir.api import run_pipeline
@@ -21,7 +27,15 @@ _MODULE_OF = {
     "run": "dhir.runner",
     "run_pipeline": "dhir.api",
 }
-__all__ = ["DhirError", "parse_file", "parse_string", "print_module", "run", "run_pipeline"]
+__all__ = [
+    "__version__",
+    "DhirError",
+    "parse_file",
+    "parse_string",
+    "print_module",
+    "run",
+    "run_pipeline",
+]
 
 
 def __getattr__(name: str) -> object:

@@ -21,10 +21,12 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir import __version__
 from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_string
 from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
@@ -65,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dhir",
         description="Compile and run dhir programs across MPI ranks.",
     )
+    parser.add_argument("--version", action="version", version=f"dhir {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -73,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the entry function of a dhir program on N MPI ranks; rank 0 "
         "writes the final memref arguments.",
     )
-    run.add_argument("file", help="a .mlir program, or an executable built by dhir compile")
+    run.add_argument(
+        "file", help="a .mlir program (- for standard input), or an executable from dhir compile"
+    )
     _add_build_options(run)
     run.add_argument(
         "--backend",
@@ -121,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="build an executable for a fixed rank count",
         description="Build an executable that `dhir run EXE` (or mpirun) runs later.",
     )
-    compile_.add_argument("file", help="a .mlir program")
+    compile_.add_argument("file", help="a .mlir program (- for standard input)")
     compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
     _add_build_options(compile_)
     schedule.add_parser(commands)
@@ -301,9 +306,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
     if timing is None:
-        return load_program(path)
+        return _load(path)
     with timing.stage("parse + verify"):
-        return load_program(path)
+        return _load(path)
+
+
+def _load(path: Path) -> ModuleOp:
+    """The program in `path`, or in standard input for `-`."""
+    if str(path) == "-":
+        return parse_string(sys.stdin.read(), "<stdin>")
+    return load_program(path)
 
 
 def _run_program(

@@ -1,7 +1,7 @@
 """`dhir schedule`: place tasks on devices and print when each task runs.
 
     dhir schedule (FILE.mlir [--system S] [-n RANKS] [--no-codedrop] | --graph G.json)
-                  [--algorithm round-robin|heft|peft|best] [--json]
+                  [--placement round-robin|heft|peft|best] [--json]
                   [--simulate [--node-size K]] [--gantt PATH] [--dot PATH]
 
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
@@ -118,12 +118,18 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="with FILE: the number of ranks (default: the machine description's)",
     )
+    # --algorithm: the option's earlier name, kept so that old command lines still work.
     parser.add_argument(
-        "--algorithm",
+        "--algorithm", choices=tuple(ALGORITHMS), default=DEFAULT_ALGORITHM, help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--placement",
+        dest="algorithm",
         choices=tuple(ALGORITHMS),
         default=DEFAULT_ALGORITHM,
-        help="round-robin, heft, peft, or best: a portfolio plus local search, never worse "
-        "than heft and peft (default: best)",
+        metavar="ALGO",
+        help="how tasks are placed on ranks: round-robin, heft, peft, or best, a portfolio "
+        "plus local search, never worse than heft and peft (default: best)",
     )
     parser.add_argument(
         "--json",

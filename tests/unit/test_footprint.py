@@ -470,7 +470,7 @@ def test_dhir_schedule_prints_memory_per_rank(
 ) -> None:
     path = tmp_path / "prog.mlir"
     path.write_text(_one_task(ARGS, "  func.call @f(%a) : (memref<8xf32>) -> ()"))
-    assert main(["schedule", str(path), "-n", "2", "--algorithm", "round-robin"]) == 0
+    assert main(["schedule", str(path), "-n", "2", "--placement", "round-robin"]) == 0
     out = capsys.readouterr().out
     section = out[out.index("memory per rank") :].splitlines()
     assert "where dhir partitions it" in section[0]

@@ -195,7 +195,7 @@ def test_dhir_schedule_prints_what_each_rank_holds(
     program = tmp_path / "jacobi.mlir"
     program.write_text(PROGRAM)
     system = str(_system(tmp_path / "four.json", 4))
-    args = ["schedule", str(program), "--system", system, "--algorithm", "round-robin"]
+    args = ["schedule", str(program), "--system", system, "--placement", "round-robin"]
     assert main([*args, "--json"]) == 0
     memory = json.loads(capsys.readouterr().out)["memory"]
     assert memory["partitioned"]

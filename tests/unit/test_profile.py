@@ -233,8 +233,8 @@ func.func @main(%a: memref<64xf64>, %b: memref<64xf64>) {
 
 
 def _scheduled(path: Path, ranks: int) -> dict[str, int]:
-    """Each task's rank as `dhir schedule --algorithm round-robin` prints it."""
-    result = dhir("schedule", str(path), "-n", str(ranks), "--algorithm", "round-robin")
+    """Each task's rank as `dhir schedule --placement round-robin` prints it."""
+    result = dhir("schedule", str(path), "-n", str(ranks), "--placement", "round-robin")
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()]
     return {r[0]: int(r[1].removeprefix("rank")) for r in rows if r and r[0].startswith("main.")}

@@ -15,7 +15,7 @@ TOPCUOGLU = DATA / "topcuoglu2002.json"  # 10 tasks on 3 devices; HEFT's makespa
 
 
 def schedule(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["schedule", "--graph", str(TOPCUOGLU), "--algorithm", "heft", *args])
+    code = main(["schedule", "--graph", str(TOPCUOGLU), "--placement", "heft", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
