@@ -228,8 +228,9 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "--no-optimize",
         action="store_true",
         help="build task bodies' loop nests as written (by default dhir-optimize-bodies "
-        "blocks and vectorises contraction nests, and on one rank dhir-time-tiles runs "
-        "stencil time loops in skewed bands, exactly; --timing says which)",
+        "blocks and vectorises contraction nests, and dhir-time-tiles runs stencil time "
+        "loops in skewed bands, with halos once a band on several ranks, exactly; --timing "
+        "says which)",
     )
     parser.add_argument(
         "--target",

@@ -1,6 +1,7 @@
 """`dhir schedule`: place tasks on devices and print when each task runs.
 
-    dhir schedule (FILE.mlir [--system S] [-n RANKS] [--no-codedrop] | --graph G.json)
+    dhir schedule (FILE.mlir [--system S] [-n RANKS] [--entry NAME] [--target ARCH|cpu|gpu]
+                  [--costs FILE] [--no-codedrop] | --graph G.json)
                   [--placement round-robin|heft|peft|best] [--json]
                   [--simulate [--node-size K]] [--gantt PATH] [--dot PATH]
 
@@ -24,6 +25,7 @@ from xdsl.passes import PassPipeline
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
+from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -49,8 +51,8 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
-from dhir.toolchain.options import RunOptions
-from dhir.transforms.place import entry_storage, memory_limits
+from dhir.toolchain.options import DEFAULT_TARGET, RunOptions
+from dhir.transforms.place import drop_unmatched, entry_storage, memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
 
 
@@ -100,10 +102,26 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
     parser.add_argument(
+        "--entry", default="main", help="with FILE: the entry function (default: main)"
+    )
+    parser.add_argument(
         "--no-codedrop",
         action="store_true",
-        help="a program whose @main has no dhir.schedule is not wrapped by CodeDrop "
+        help="a program whose entry has no dhir.schedule is not wrapped by CodeDrop "
         "(then there is nothing to place)",
+    )
+    parser.add_argument(
+        "--target",
+        default=DEFAULT_TARGET,
+        metavar="ARCH|cpu|gpu",
+        help="with FILE: where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, "
+        "...), cpu, gpu (default: any device)",
+    )
+    parser.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help="with FILE: task times measured by dhir run --profile, used instead of estimates",
     )
     parser.add_argument(
         "--system",
@@ -178,7 +196,13 @@ def run(args: argparse.Namespace) -> int:
         ]
     else:
         legend, hosts, graphs = program_graphs(
-            args.program, args.system, args.ranks, codedrop=not args.no_codedrop
+            args.program,
+            args.system,
+            args.ranks,
+            codedrop=not args.no_codedrop,
+            entry=args.entry,
+            target=args.target,
+            costs=args.costs,
         )
     results = []
     for number, (name, graph, as_built) in enumerate(graphs):
@@ -193,7 +217,8 @@ def run(args: argparse.Namespace) -> int:
         _draw(args, graph, placement, suffix)
         built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
-    memory = _footprint([(built, result[2]) for (_, _, built), result in zip(graphs, results)])
+    placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
+    memory = _footprint(placed, args.entry or "main")
     if args.json:
         print(_json_output(results, args.graph is not None, hosts, memory))
     else:
@@ -217,10 +242,10 @@ class Memory:
     held: list[int]
 
 
-def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Memory | None:
-    """What each rank's tasks touch and hold of each memref argument of @main, placed as
-    shown (dhir.analysis.footprint, dhir.placement.memory); None for a task graph, or a
-    program without @main."""
+def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -> Memory | None:
+    """What each rank's tasks touch and hold of each memref argument of the entry, placed
+    as shown (dhir.analysis.footprint, dhir.placement.memory); None for a task graph, or a
+    program without the entry."""
     ranks: dict[TaskOp, int] = {}
     for as_built, placement in placed:
         if as_built is None:
@@ -232,14 +257,15 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]]) -> Memory | N
         return None
     as_built = placed[0][0]
     assert as_built is not None
-    entry = _main(as_built.schedule.get_toplevel_object())
-    if entry is None:
+    function = _function(as_built.schedule.get_toplevel_object(), entry)
+    if function is None:
         return None
     count = len(as_built.devices)
     module = as_built.schedule.get_toplevel_object()
     assert isinstance(module, ModuleOp)
-    stored = program_storage(entry, count, "main", has_gpu_tasks(module))
-    return Memory(footprint(entry, count, ranks), stored.partition(ranks), resident(stored, ranks))
+    stored = program_storage(function, count, entry, has_gpu_tasks(module))
+    touched = footprint(function, count, ranks)
+    return Memory(touched, stored.partition(ranks), resident(stored, ranks))
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -247,35 +273,47 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _error("give either a program FILE or --graph G.json (one of the two)")
     if args.graph is not None and (args.system is not None or args.ranks is not None):
         raise _error("--system and -n describe where a program runs; a --graph names its devices")
+    if args.graph is not None and args.costs is not None:
+        raise _error("--costs gives a program's measured task times; a --graph has its own")
     if args.ranks is not None and args.ranks < 1:
         raise _error(f"-n must be at least 1, got {args.ranks}")
 
 
 def program_graphs(
-    path: Path, system_file: Path | None, ranks: int | None, codedrop: bool = True
+    path: Path,
+    system_file: Path | None,
+    ranks: int | None,
+    codedrop: bool = True,
+    entry: str = "main",
+    target: str = DEFAULT_TARGET,
+    costs: Path | None = None,
 ) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]]]:
     """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
     runs on when a machine description says (else none), and per schedule of the
-    program: its task graph, as `dhir run` places them, and the makespan of a placement
-    as the native backend runs it (dhir.placement.as_built)."""
+    program: its task graph, as `dhir run` places them (with the task times measured in
+    `costs`, a profile, where given), and the makespan of a placement as the native
+    backend runs it (dhir.placement.as_built)."""
 
     module = parse_file(path)
-    # A plain @main: schedules as `dhir run` makes them.
-    drop_code(module, "main", RunOptions(codedrop=codedrop))
+    # A plain entry: schedules as `dhir run` makes them.
+    drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
     system = None
     if system_file is not None or ranks is None:
         system = _system(system_file)
         attach(module, system)
         ranks = ranks if ranks is not None else len(system.rank_devices())
     run_pipeline(module, PassPipeline((SplitTasksPass(ranks),)))  # as `dhir run` does
-    devices, model = machine_for(module, ranks)
+    profile = load_profile(str(costs)) if costs is not None else None
+    if profile is not None:
+        drop_unmatched(profile, module, str(costs))
+    devices, model = machine_for(module, ranks, profile)
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
-    limits = memory_limits(module, ranks, devices=devices)
-    storage = cache(partial(entry_storage, module, ranks))
+    limits = memory_limits(module, ranks, entry, devices)
+    storage = cache(partial(entry_storage, module, ranks, entry))
     graphs = []
     for number, schedule in enumerate(schedules):
         graph = task_graph(schedule, devices, model)
@@ -362,11 +400,11 @@ def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[
     return "\n".join(lines)
 
 
-def _main(module: object) -> FuncOp | None:
+def _function(module: object, name: str) -> FuncOp | None:
     if not isinstance(module, ModuleOp):
         return None
     functions = (op for op in module.body.block.ops if isinstance(op, FuncOp))
-    return next((f for f in functions if f.sym_name.data == "main"), None)
+    return next((f for f in functions if f.sym_name.data == name), None)
 
 
 def _json_output(

@@ -85,3 +85,38 @@ def test_the_machine_api_is_where_the_docs_say(tmp_path: Path) -> None:
     assert machine.read_system(path) == system
     assert machine.from_dlti(machine.to_dlti(system)) == system
     assert isinstance(system, machine.System)
+
+
+def _schedule_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    import json
+
+    assert main(["schedule", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_schedule_takes_the_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Memory per rank is that of the entry's memref arguments: given with --entry, and
+    none for a program whose @main is missing."""
+    program = tmp_path / "kernel.mlir"
+    program.write_text(EXAMPLE.read_text().replace("@main", "@kernel"))
+    found = _schedule_json(capsys, str(program), "-n", "2", "--entry", "kernel")
+    assert found["schedules"][0]["schedule"] == "schedule #0 (in @kernel)"
+    assert found["memory"]
+    assert "memory" not in _schedule_json(capsys, str(program), "-n", "2")
+
+
+def test_schedule_takes_measured_costs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A profile saying the example's CPU task (both its pieces) takes a second a piece
+    makes the predicted makespan at least a second; the estimates are microseconds."""
+    import json
+
+    estimated = _schedule_json(capsys, str(EXAMPLE), "-n", "2")["schedules"][0]
+    assert estimated["makespan"] < 0.5
+    pieces = [name for name in estimated["assignment"] if name.startswith("main.schedule0.task0")]
+    assert len(pieces) == 2
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"tasks": dict.fromkeys(pieces, 1.0)}))
+    measured = _schedule_json(capsys, str(EXAMPLE), "-n", "2", "--costs", str(costs))
+    assert measured["schedules"][0]["makespan"] >= 1.0
+    assert main(["schedule", "--graph", str(costs), "--costs", str(costs)]) != 0
+    assert "a --graph has its own" in capsys.readouterr().err
