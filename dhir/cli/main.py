@@ -300,6 +300,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         results, signature = _run_program(path, args, timing)
     if args.print:
         _print_results(results, signature)
+    elif args.output_dir is None and any(spec.is_memref for spec in signature.args):
+        print(
+            "dhir run: the results were not kept: --output-dir DIR saves them (argK.npy, and "
+            "NAME.npy after the argument's name), --print prints them",
+            file=sys.stderr,
+        )
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -461,7 +467,10 @@ def _sidecar(exe: Path) -> Path:
 
 
 def _describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
-    args = [{"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape} for s in signature.args]
+    args = [
+        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape, "name": s.name}
+        for s in signature.args
+    ]
     return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
 
 
@@ -483,6 +492,7 @@ def _read_sidecar(exe: Path) -> _Built:
                 str(a["type"]),
                 np.dtype(a["dtype"]),
                 tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
+                str(a["name"]) if a.get("name") is not None else None,
             )
             for k, a in enumerate(meta["args"])
         )

@@ -2,6 +2,7 @@
 and bring results out, and the checks that give users clear errors."""
 
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,14 @@ DYNAMIC = -1
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One entry argument: a memref (shape, DYNAMIC for `?`) or a scalar (shape None)."""
+    """One entry argument: a memref (shape, DYNAMIC for `?`) or a scalar (shape None), and
+    its name in the program (`%A`: "A"), when it has one."""
 
     index: int
     mlir_type: str
     dtype: np.dtype
     shape: tuple[int, ...] | None
+    name: str | None = None
 
     @property
     def is_memref(self) -> bool:
@@ -120,10 +123,11 @@ def _arg_spec(function: func.FuncOp, index: int, type_: Attribute) -> ArgSpec:
                 )
             ]
         )
+    name = function.body.blocks[0].args[index].name_hint if function.body.blocks else None
     if isinstance(type_, MemRefType):
         shape = tuple(DYNAMIC if d == DYNAMIC_INDEX else d for d in type_.get_shape())
-        return ArgSpec(index, str(type_), dtype, shape)
-    return ArgSpec(index, str(type_), dtype, None)
+        return ArgSpec(index, str(type_), dtype, shape, name)
+    return ArgSpec(index, str(type_), dtype, None, name)
 
 
 def _identity_layout(type_: MemRefType) -> bool:
@@ -234,30 +238,72 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
     return array
 
 
+# In a results directory: the files the last run wrote there, one name a line.
+WRITTEN = ".dhir-results"
+
+
+def output_names(signature: EntrySignature) -> list[list[str]]:
+    """Per memref argument, the files its result goes to: `argK.npy`, and `NAME.npy`
+    after its name in the program where that name is a plain one (letters, digits, `_`),
+    not of the form argK, and no other argument's."""
+    memrefs = [spec for spec in signature.args if spec.is_memref]
+    names = [spec.name for spec in memrefs]
+    files = []
+    for spec in memrefs:
+        these = [f"arg{spec.index}.npy"]
+        name = spec.name
+        if name and _PLAIN.fullmatch(name) and not _ARGK.fullmatch(name) and names.count(name) == 1:
+            these.append(f"{name}.npy")
+        files.append(these)
+    return files
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARGK = re.compile(r"arg[0-9]+")
+
+
 def clear_outputs(signature: EntrySignature, directory: Path) -> None:
-    """Remove the argK.npy files a run is about to write to DIR, before it starts: left
-    there by an earlier run, they would look like this run's results if it fails."""
+    """Remove, before a run starts, the result files it is about to write to DIR and
+    those the last run wrote there (listed in DIR/.dhir-results): left there, they would
+    look like this run's results if it fails, or like results of this program."""
     try:
-        for spec in signature.args:
-            if spec.is_memref:
-                (directory / f"arg{spec.index}.npy").unlink(missing_ok=True)
+        earlier = (directory / WRITTEN).read_text().split("\n")
+    except OSError:
+        earlier = []
+    try:
+        for name in [*earlier, *(n for names in output_names(signature) for n in names)]:
+            if name and "/" not in name:
+                (directory / name).unlink(missing_ok=True)
+        (directory / WRITTEN).unlink(missing_ok=True)
     except OSError as error:
         message = f"cannot remove earlier results from {directory}: {error}"
         raise DhirError([Diagnostic(message)]) from None
 
 
+def _list_written(directory: Path, names: list[str]) -> None:
+    """DIR/.dhir-results: `names`, so that the next run into DIR removes them."""
+    temporary = directory / f".{WRITTEN}.{uuid.uuid4().hex}.tmp"
+    try:
+        temporary.write_text("".join(f"{name}\n" for name in names))
+        os.replace(temporary, directory / WRITTEN)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy, as rank 0 does natively. Each is
-    written under a temporary name in DIR and renamed when all are complete, so a run
-    that fails or is killed never leaves a partial argK.npy that looks complete; a run
+    """Memref argument K's final value to DIR/argK.npy (and DIR/NAME.npy, see
+    `output_names`), as rank 0 does natively, and their list to DIR/.dhir-results. Each
+    is written under a temporary name in DIR and renamed when all are complete, so a run
+    that fails or is killed never leaves a partial file that looks complete; a run
     stopped between two renames (an error, Ctrl-C, SIGTERM) takes back those renamed."""
     written: list[tuple[Path, Path]] = []
     placed: list[Path] = []
+    memrefs = [array for spec, array in zip(signature.args, results, strict=True) if spec.is_memref]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for spec, array in zip(signature.args, results, strict=True):
-            if spec.is_memref:
-                final = directory / f"arg{spec.index}.npy"
+        for names, array in zip(output_names(signature), memrefs, strict=True):
+            for name in names:
+                final = directory / name
                 temporary = directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
                 # Made as open() makes files, 0666 less the umask (mkstemp's are 0600).
                 with open(temporary, "xb") as file:
@@ -266,7 +312,8 @@ def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory
         for temporary, final in written:
             placed.append(final)  # first: a signal may come between the two
             os.replace(temporary, final)
-        placed = []  # all in place: they stay
+        _list_written(directory, [final.name for _, final in written])
+        placed = []  # all in place, and listed: they stay
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
     finally:

@@ -62,7 +62,10 @@ def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
     inputs = vector_add_inputs()
     out = tmp_path / "out"
     results = dhir.run(EXAMPLES / "vector_add.mlir", *inputs, backend="interp", output_dir=str(out))
-    assert sorted(p.name for p in out.iterdir()) == ["arg0.npy", "arg1.npy", "arg2.npy"]
+    named = ["a.npy", "b.npy", "c.npy"]  # after %a, %b and %c
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [".dhir-results", "arg0.npy", "arg1.npy", "arg2.npy", *named]
+    )
     assert np.array_equal(np.load(out / "arg0.npy"), results[0])
 
 
@@ -100,7 +103,8 @@ def test_result_files_honour_the_umask(tmp_path: Path, umask: int) -> None:
     finally:
         os.umask(before)
     modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()}
-    assert modes == {f"arg{k}.npy": 0o666 & ~umask for k in range(3)}
+    names = [f"arg{k}.npy" for k in range(3)] + ["a.npy", "b.npy", "c.npy", ".dhir-results"]
+    assert modes == dict.fromkeys(names, 0o666 & ~umask)
 
 
 def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:

@@ -374,11 +374,14 @@ def test_results_renamed_midway_leave_no_arg_files(
 def test_saved_results_are_complete_and_leave_no_temporary_files(tmp_path: Path) -> None:
     results, signature = _two_results()
     save_outputs(results, signature, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["arg0.npy", "arg1.npy"]
+    files = ["arg0.npy", "s.npy", "arg1.npy", "v.npy"]  # by position and by name (%s, %v)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".dhir-results", *files])
+    assert (tmp_path / ".dhir-results").read_text().split() == files
     for k, array in enumerate(results):
-        loaded = np.load(tmp_path / f"arg{k}.npy")
-        assert loaded.shape == array.shape
-        np.testing.assert_array_equal(loaded, array)
+        for name in (f"arg{k}.npy", files[2 * k + 1]):
+            loaded = np.load(tmp_path / name)
+            assert loaded.shape == array.shape
+            np.testing.assert_array_equal(loaded, array)
 
 
 def test_a_run_that_fails_midway_writes_no_results(tmp_path: Path) -> None:

@@ -227,3 +227,30 @@ def test_an_unwritable_cache_directory_is_a_clear_error(
     assert f"cannot write to dhir's cache directory {cache}" in result.stderr
     assert "choose another with DHIR_CACHE_DIR=DIR" in result.stderr
     assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_results_are_named_after_the_arguments_and_a_reused_directory_is_cleaned(
+    tmp_path: Path, call_inputs: list[str], backend: str
+) -> None:
+    """examples/call.mlir's memrefs are %m and %out: m.npy and out.npy beside arg0.npy and
+    arg1.npy. A second program run into the same directory leaves none of the first's."""
+    out = tmp_path / "results"
+    first = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", backend, *call_inputs,
+                 "--output-dir", str(out))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    for k, name in ((0, "m"), (1, "out")):
+        np.testing.assert_array_equal(np.load(out / f"{name}.npy"), np.load(out / f"arg{k}.npy"))
+    program = tmp_path / "one.mlir"
+    program.write_text("func.func @main(%v: memref<4xf32>) {\n  return\n}\n")
+    np.save(tmp_path / "v.npy", np.ones(4, np.float32))
+    second = dhir("run", str(program), "--backend", backend, "--input", str(tmp_path / "v.npy"),
+                  "--output-dir", str(out))  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    assert sorted(p.name for p in out.iterdir()) == [".dhir-results", "arg0.npy", "v.npy"]
+
+
+def test_a_run_that_keeps_no_results_says_so(tmp_path: Path, call_inputs: list[str]) -> None:
+    result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *call_inputs)
+    assert result.returncode == 0, result.stderr
+    assert "the results were not kept: --output-dir DIR saves them" in result.stderr
