@@ -18,6 +18,7 @@ from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
+    DEFAULT_RANKS,
     DEFAULT_TARGET,
     DEFAULT_TIMEOUT_S,
     RunOptions,
@@ -59,7 +60,7 @@ def run(
     program: str | os.PathLike[str] | ModuleOp,
     *args: object,
     entry: str = "main",
-    ranks: int = 2,  # documented so (docs/commands.md); `dhir run` and RunOptions take 1
+    ranks: int = DEFAULT_RANKS,  # as `dhir run`'s -n
     backend: str = DEFAULT_BACKEND,
     mpi: str = DEFAULT_MPI,
     timeout: float = DEFAULT_TIMEOUT_S,

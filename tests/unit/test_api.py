@@ -75,7 +75,7 @@ def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
 def test_a_string_naming_a_missing_file_says_so(name: str, tmp_path: Path) -> None:
     # Not parsed as MLIR ("Operation missing.mlir is not registered").
     with pytest.raises(DhirError, match=r"cannot read .*: No such file or directory") as caught:
-        dhir.run(str(tmp_path / name) if "/" in name else name, *vector_add_inputs())
+        dhir.run(str(tmp_path / name) if "/" in name else name, *vector_add_inputs(), ranks=2)
     assert "not registered" not in str(caught.value)
 
 

@@ -499,7 +499,7 @@ def test_integer_min_max_reductions_run_on_openmp() -> None:
     """MLIR 22's convert-scf-to-openmp stops on these (dhir-openmp-reductions)."""
     a = np.random.default_rng(5).integers(-1000, 1000, 37).astype(np.int32)
     module = dhir.parse_string(MIN_MAX_REDUCTION, "prog.mlir")
-    native = dhir.run(module, a, np.zeros(4, np.int32), backend="native", threads=2)
+    native = dhir.run(module, a, np.zeros(4, np.int32), backend="native", threads=2, ranks=2)
     interp = dhir.run(
         dhir.parse_string(MIN_MAX_REDUCTION, "prog.mlir"),
         a,

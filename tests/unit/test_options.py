@@ -81,7 +81,7 @@ def test_the_api_hands_its_keywords_to_the_backend_as_options(
     monkeypatch.setattr(runner, "run_native", native)
     costs = tmp_path / "costs.json"
     dhir.run(EMPTY_PROGRAM, mpi="openmpi", timeout=7, threads=2, placement="heft",
-             costs=str(costs), gpu_fallback="cpu", codedrop=False, target="cpu")  # fmt: skip
+             costs=str(costs), gpu_fallback="cpu", codedrop=False, target="cpu", ranks=2)  # fmt: skip
     want = RunOptions(ranks=2, mpi="openmpi", timeout=7.0, threads=2, placement="heft",
                       costs=costs, gpu_fallback="cpu", codedrop=False, target="cpu")  # fmt: skip
     assert seen == [want]

@@ -65,7 +65,9 @@ def test_a_task_using_one_stops_at_its_line(ops: str, name: str, backend: str) -
     text = TASK.replace("        OP", "\n".join(f"        {line}" for line in ops.splitlines()))
     line = text.splitlines().index(next(s for s in text.splitlines() if name in s)) + 1
     with pytest.raises(dhir.DhirError) as error:
-        dhir.run(parse_string(text, "prog.mlir"), np.zeros(16, np.float32), backend=backend)
+        dhir.run(
+            parse_string(text, "prog.mlir"), np.zeros(16, np.float32), backend=backend, ranks=2
+        )
     message = str(error.value)
     assert message.startswith(f"prog.mlir:{line}:"), message
     assert f"'{name}'" in message
