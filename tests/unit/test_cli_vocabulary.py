@@ -39,16 +39,6 @@ def test_schedule_still_takes_the_old_name() -> None:
     assert parser.parse_args(["schedule", "x.mlir", "--algorithm", "heft"]).algorithm == "heft"
 
 
-def test_the_api_runs_on_as_many_ranks_as_the_cli_by_default() -> None:
-    import inspect
-
-    from dhir.toolchain.options import DEFAULT_RANKS, RunOptions
-
-    default = inspect.signature(dhir.run).parameters["ranks"].default
-    assert build_parser().parse_args(["run", "x.mlir"]).ranks is None  # then DEFAULT_RANKS
-    assert default == DEFAULT_RANKS == RunOptions().ranks
-
-
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["--version"])

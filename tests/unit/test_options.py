@@ -143,8 +143,8 @@ def test_the_cli_exits_2_with_the_message() -> None:
 
 
 def test_the_api_defaults_are_the_cli_defaults() -> None:
-    """dhir.run, dhir run, dhir compile and RunOptions agree on every default but
-    dhir.run's rank count: 2, as documented (docs/commands.md), where the others take 1."""
+    """dhir.run, dhir run, dhir compile and RunOptions agree on every default, the rank
+    count (1) included."""
     parser = cli.build_parser()
     run = cli._options(parser.parse_args(["run", "p.mlir"]))  # pyright: ignore[reportPrivateUsage]
     compile_ = cli._options(parser.parse_args(["compile", "p.mlir", "-o", "exe"]))  # pyright: ignore[reportPrivateUsage]
@@ -153,7 +153,7 @@ def test_the_api_defaults_are_the_cli_defaults() -> None:
     shared = [field.name for field in fields(RunOptions) if field.name in api]
     assert len(shared) == len(fields(RunOptions)) - 1  # all but the hostfile (--system)
     for name in shared:
-        want = 2 if name == "ranks" else getattr(run, name)
+        want = getattr(run, name)
         default = api[name].default
         # dhir.run takes the words --link, -l and -L take: none by default.
         default = LinkInputs.from_words(default) if name == "link" else default
