@@ -33,6 +33,7 @@ sweeps already run from cache.
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i64
@@ -281,10 +282,8 @@ class _Band:
 
     def rewrite(self) -> str:
         schedule, loop = self.schedule, self.loop
-        target = next(schedule.tasks()).target
-        assert target is not None and isinstance(target.owner, TargetOp)
         body = Block()
-        made = put(body, target.owner.clone())
+        made = put(body, self._target().clone())
         task_body = Block()
         self._bands(task_body)
         put(body, TaskOp(made.results[0], self._memrefs(), Region(task_body)))
@@ -310,7 +309,7 @@ class _Band:
         for part in self.parts:
             for value in written:
                 part.make(outside, value)
-        copies = [copy for part in self.parts for copy, _ in part.copies.values()]
+        copies = [copy for part in self.parts for copy in part.buffers]
         span = put(outside, arith.MuliOp(loop.step, const_index(outside, self.steps))).result
         host = Block(arg_types=[IndexType()])
         start = host.args[0]
@@ -322,7 +321,7 @@ class _Band:
             block = Block()
             first = put(block, arith.CmpiOp(start, loop.lb, "eq")).result
             put(block, _either(first, part, written, _Part.fill, _Part.refresh))
-            self._band(block, start, part)
+            self._band(block, start, span, part)
             self._task(body, made, rank, part, block)
         for rank, part in enumerate(self.parts):
             block = Block()
@@ -350,8 +349,7 @@ class _Band:
         return target.owner
 
     def _task(self, body: Block, target: SSAValue, rank: int, part: "_Part", block: Block) -> None:
-        mine = [copy for copy, _ in part.copies.values()]
-        task = TaskOp(target, [*self._memrefs(), *mine], Region(block))
+        task = TaskOp(target, [*self._memrefs(), *part.buffers], Region(block))
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
         put(body, task)
 
@@ -370,15 +368,14 @@ class _Band:
         """for tb in [lb, ub) step steps*step { for w { for tt { stages } } }"""
         span = put(block, arith.MuliOp(self.loop.step, const_index(block, self.steps))).result
         band = Block(arg_types=[IndexType()])
-        self._band(band, band.args[0], None)
+        self._band(band, band.args[0], span, None)
         put(band, scf.YieldOp())
         put(block, scf.ForOp(self.loop.lb, self.loop.ub, span, [], Region(band)))
 
-    def _band(self, band: Block, start: SSAValue, part: "_Part | None") -> None:
-        """The band of steps from `start`: for w { for tt { stages } }; with `part`,
-        only the wavefronts that reach its rows."""
+    def _band(self, band: Block, start: SSAValue, span: SSAValue, part: "_Part | None") -> None:
+        """The band of steps from `start` (`span` = steps * step): for w { for tt {
+        stages } }; with `part`, only the wavefronts that reach its rows."""
         loop, count = self.loop, len(self.stages)
-        span = put(band, arith.MuliOp(loop.step, const_index(band, self.steps))).result
         end = put(band, arith.MinSIOp(put(band, arith.AddiOp(start, span)).result, loop.ub))
         length = put(band, arith.SubiOp(end.result, start)).result
         taken = put(band, arith.CeilDivSIOp(length, loop.step)).result
@@ -463,16 +460,18 @@ class _Part:
     halo: int
     copies: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)
 
+    @property
+    def buffers(self) -> list[SSAValue]:
+        return [copy for copy, _ in self.copies.values()]
+
     def make(self, block: Block, value: SSAValue) -> None:
         """The copy of `value`'s rows this part needs, allocated in `block`."""
-        kind = value.type
-        assert isinstance(kind, MemRefType)
-        shape = list(kind.get_shape())
+        shape = _shape(value)
         first, end = max(0, self.lo - self.halo), min(shape[0], self.hi + self.halo)
         if first < end:
-            rows = [end - first, *shape[1:]]
-            copy = put(block, memref.AllocOp.get(kind.element_type, shape=rows)).memref
-            self.copies[value] = (copy, first)
+            element = cast(MemRefType, value.type).element_type
+            copy = put(block, memref.AllocOp.get(element, shape=[end - first, *shape[1:]]))
+            self.copies[value] = (copy.memref, first)
 
     def fill(self, block: Block, value: SSAValue) -> None:
         """All the rows of the copy, from the memref."""
@@ -562,9 +561,8 @@ def _shape(value: SSAValue) -> list[int]:
 
 def _rows(block: Block, value: SSAValue, first: int, end: int) -> SSAValue:
     """Rows [first, end) of `value`, as a view appended to `block`."""
-    kind = value.type
-    assert isinstance(kind, MemRefType)
-    shape = list(kind.get_shape())
+    kind = cast(MemRefType, value.type)
+    shape = _shape(value)
     offsets, sizes = [first] + [0] * (len(shape) - 1), [end - first, *shape[1:]]
     view = memref.SubviewOp.from_static_parameters(value, kind, offsets, sizes, [1] * len(shape))
     return put(block, view).result
