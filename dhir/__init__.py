@@ -4,9 +4,10 @@ The API below is loaded when first used, so that importing one of dhir's modules
 only what that module needs.
 """
 
-from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+from dhir.lazy import lazy_names
 
 try:
     __version__ = version("dhir")
@@ -38,8 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dhir' has no attribute '{name}'")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_names(__name__, _MODULE_OF)

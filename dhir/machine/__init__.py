@@ -6,8 +6,9 @@ layout.py lays ranks out on nodes (`dhir run --system`), roofline.py times work 
 device. `dhir calibrate` (dhir.toolchain.calibrate) measures this machine.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from dhir.lazy import lazy_names
 
 if TYPE_CHECKING:
     from dhir.machine.description import Device, Link, Node, System
@@ -43,8 +44,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dhir.machine' has no attribute '{name}'")
-    return getattr(import_module(module), name)
+__getattr__ = lazy_names(__name__, _MODULE_OF)
