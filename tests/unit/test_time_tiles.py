@@ -139,6 +139,17 @@ def programs(draw: st.DrawFn) -> Program:
     return Program(arrays, draw(st.integers(0, 7)), tuple(cut))
 
 
+def _as_written(
+    text: str, run: str, inputs: list[np.ndarray], backend: str, ranks: int = 1
+) -> None:
+    """`run` on `backend` and `ranks` gives bit for bit what the interpreter computes
+    from `text`."""
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(run, *inputs, backend=backend, ranks=ranks)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program=programs(), band=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_bands_equal_the_interpreter(program: Program, band: int, seed: int) -> None:
@@ -149,11 +160,7 @@ def test_bands_equal_the_interpreter(program: Program, band: int, seed: int) -> 
     module = parse_string(text)
     (decision,) = time_tiles(module, band if band > 1 else 0)
     assert decision.done, decision.text
-    inputs = program.inputs(seed)
-    want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(print_module(module), *inputs, backend="native", ranks=1)
-    for expected, actual in zip(want, got):
-        np.testing.assert_array_equal(actual, expected)
+    _as_written(text, print_module(module), program.inputs(seed), "native")
 
 
 JACOBI = Program(
@@ -168,12 +175,8 @@ def _left(text: str) -> str:
 
 
 def test_the_native_backend_keeps_results_on_any_rank_count() -> None:
-    inputs = JACOBI.inputs(1)
-    want = dhir.run(JACOBI.text(), *inputs, backend="interp", ranks=1)
     for ranks in (1, 2):
-        got = dhir.run(JACOBI.text(), *inputs, backend="native", ranks=ranks)
-        for expected, actual in zip(want, got):
-            np.testing.assert_array_equal(actual, expected)
+        _as_written(JACOBI.text(), JACOBI.text(), JACOBI.inputs(1), "native", ranks)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -195,11 +198,7 @@ def test_bands_on_several_ranks_equal_the_interpreter(
     if not decision.done:
         assert "too thin" in decision.text
         return
-    inputs = program.inputs(seed)
-    want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(print_module(module), *inputs, backend="interp", ranks=1)
-    for expected, actual in zip(want, got):
-        np.testing.assert_array_equal(actual, expected)
+    _as_written(text, print_module(module), program.inputs(seed), "interp")
 
 
 FORCED = Program(
@@ -221,11 +220,7 @@ def test_bands_on_several_ranks_run_natively() -> None:
         module = parse_string(program.text())
         (decision,) = time_tiles(module, 2, ranks)
         assert decision.done, decision.text
-        inputs = program.inputs(ranks)
-        want = dhir.run(program.text(), *inputs, backend="interp", ranks=1)
-        got = dhir.run(print_module(module), *inputs, backend="native", ranks=ranks)
-        for expected, actual in zip(want, got):
-            np.testing.assert_array_equal(actual, expected)
+        _as_written(program.text(), print_module(module), program.inputs(ranks), "native", ranks)
 
 
 def test_ranks_send_only_halos_once_a_band() -> None:
@@ -285,11 +280,7 @@ def test_row_blocks_of_one_sweep_share_a_stage() -> None:
     )
     (decision,) = time_tiles(parse_string(halves.text()), 2)
     assert "3 row statements (2 stages a step)" in decision.text
-    inputs = halves.inputs(2)
-    want = dhir.run(halves.text(), *inputs, backend="interp", ranks=1)
-    got = dhir.run(halves.text(), *inputs, backend="native", ranks=1)
-    for expected, actual in zip(want, got):
-        np.testing.assert_array_equal(actual, expected)
+    _as_written(halves.text(), halves.text(), halves.inputs(2), "native")
 
 
 def test_leaves_a_sweep_reading_other_rows_of_what_it_writes() -> None:
