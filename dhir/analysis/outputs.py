@@ -1,5 +1,6 @@
-"""Which memrefs a schedule's results only need to reach rank 0: the rule that the
-lowering applies and the cost model prices, stated once.
+"""Which memrefs a schedule's results only need to reach rank 0, and which no rank
+(`dead_after`): the rules that the lowering applies and the cost model prices, stated
+once.
 
 Only the harness calls the entry function, and only rank 0 writes its results; so an
 argument of the entry that nothing uses after a schedule at the entry's top level is read

@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import root_only, time_loop
+from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.partition import Storage
 from dhir.analysis.regions import count_elements
 from dhir.analysis.work import region_bytes
@@ -196,9 +196,11 @@ class _Replay:
                 nbytes = region_bytes(dep.memref, dep.elements)
                 seconds = costs.comm_time(nbytes, devices)
                 self.incoming[dep.after].append((dep.before, dep.memref, nbytes, seconds))
+        dead = dead_after(schedule, schedule.args)  # goes nowhere at the end
         self.finals = {
             value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
             for value, writes in deps.final_writes.items()
+            if value not in dead
         }
         self.position = position
         self.to_root = root_only(schedule, entry, called)

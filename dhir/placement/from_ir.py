@@ -33,7 +33,7 @@ from dhir.analysis.counts import memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import root_only, time_loop
+from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.profile import Profile
 from dhir.analysis.regions import count_elements
 from dhir.analysis.work import Work, body_work, region_bytes
@@ -202,7 +202,8 @@ def task_graph(
     busy = concurrency(deps)
     cost = task_costs(tasks, names, devices, costs, busy)
     edges = _edges(deps, names, devices, costs)
-    ends, broadcasts = _ends(deps, names, devices, costs, root_only(schedule, entry, called))
+    outputs = root_only(schedule, entry, called), dead_after(schedule, schedule.args)
+    ends, broadcasts = _ends(deps, names, devices, costs, *outputs)
     if time_loop(schedule) is not None:
         # Its data stays distributed between iterations and is assembled once after
         # the loop (docs/semantics.md, "Time loops"): nothing to pay per iteration.
@@ -368,12 +369,16 @@ def _ends(
     devices: Sequence[Device],
     costs: CostModel,
     to_root: set[SSAValue],
+    dead: set[SSAValue],
 ) -> tuple[list[Edge], float]:
     """Edges from the tasks whose writes stand at the end to END_TASK (carrying what goes
-    to rank 0 only), and the seconds of the broadcasts of the rest."""
+    to rank 0 only), and the seconds of the broadcasts of the rest but the `dead`
+    buffers, which go nowhere (dhir.analysis.outputs.dead_after)."""
     to_end: dict[int, int] = {}
     broadcast = 0.0
     for value, writes in deps.final_writes.items():
+        if value in dead:
+            continue
         for k, region in writes:
             nbytes = region_bytes(value, count_elements(region))
             if value in to_root:
