@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "dhir"
 
 # Module name prefixes by layer, lowest first.
 LAYERS: list[tuple[str, ...]] = [
-    ("dhir.targets", "dhir.dialects", "dhir.ir", "dhir.context", "dhir.runtime"),
+    ("dhir.lazy", "dhir.targets", "dhir.dialects", "dhir.ir", "dhir.context", "dhir.runtime"),
     ("dhir.analysis",),
     ("dhir.machine",),
     ("dhir.placement",),
