@@ -123,6 +123,30 @@ def _bounding(region: isl.Set) -> Bounds:
     return lo, tuple(int(region.dim_max_val(d).to_python()) for d in dims)
 
 
+def row_span(region: isl.Set, memref: SSAValue) -> tuple[int, int] | None:
+    """The rows [first, end) along `memref`'s first dimension that hold `region` (an
+    empty range for an empty region); None when that is every row, or unknown."""
+    shape = _shape(memref.type)
+    boxes = piece_boxes(region)
+    if boxes == ():
+        return (0, 0)
+    if boxes is None or DYNAMIC_INDEX in shape:
+        return None
+    low, high = hull(boxes)
+    rows = (low[0], high[0] + 1)
+    return None if rows == (0, shape[0]) else rows
+
+
+def rows_region(memref: SSAValue, span: tuple[int, int] | None) -> isl.Set:
+    """The elements of rows [first, end) of `memref` (all of them: None)."""
+    region = whole(memref.type)
+    if span is None:
+        return region
+    return region.lower_bound_val(isl.dim_type.set, 0, isl.Val(str(span[0]))).upper_bound_val(
+        isl.dim_type.set, 0, isl.Val(str(span[1] - 1))
+    )
+
+
 def count_elements(region: isl.Set) -> int | None:
     """The number of elements of a bounded region; None for an unbounded one."""
     if region.is_empty():

@@ -59,12 +59,14 @@ from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
+from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass
 from dhir.transforms.serial_loops import SerialLoopsPass
+from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
@@ -93,6 +95,9 @@ def compile_native(
     timing = timing if timing is not None else Timing()
     relax(module, options.fast_math)
     signature = entry_signature(module, entry)
+    if not options.cpu_fallback:
+        # Before the kernels are made: the GPU pieces need theirs.
+        run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)), verify_each=False)
     on_gpu = _check_targets(module, options.cpu_fallback)
     _mark_entry(module, entry)
     gpu = None
@@ -125,7 +130,15 @@ def compile_native(
     threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
     rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
-    after = (AccurateMathPass(), rows, FloatAtomicsPass(), *threaded, CheckMpiPass(options.mpi))
+    copies = (GpuRowCopiesPass(),) if gpu is not None else ()
+    after = (
+        AccurateMathPass(),
+        rows,
+        FloatAtomicsPass(),
+        *copies,
+        *threaded,
+        CheckMpiPass(options.mpi),
+    )
     adjacent = not timed and not data
     if options.optimize:
         with timing.stage("dhir time tiles"):

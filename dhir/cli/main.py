@@ -128,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compile_.add_argument("file", help="a .mlir program (- for standard input)")
     compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
+    compile_.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="a machine description (.toml/.json, docs/machine.md) to place tasks on; builds "
+        "for its ranks (-n must agree); `dhir run EXE --system FILE` lays them out",
+    )
     _add_build_options(compile_)
     schedule.add_parser(commands)
     calibrate.add_parser(commands)
@@ -282,6 +289,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     options = _options(args)
     module = _load_timed(Path(args.file), timing)
+    plan = _launch_plan(args, args.ranks, args.mpi)
+    if plan is not None:
+        attach(module, plan.system)  # placement and cost models read it there
+        options = replace(options, ranks=plan.ranks)
     drop_code(module, args.entry, options)
     exe, signature = compile_native(module, args.entry, options, timing)
     _install(exe, args.output)

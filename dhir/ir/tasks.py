@@ -1,8 +1,10 @@
 """Plain questions about a task or schedule, asked by every stage after parsing: its
 stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation, SSAValue
 
 from dhir.dialects import func
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
@@ -13,6 +15,44 @@ from dhir.targets import DeviceKind
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
 # schedule's task number T (counted before the cut), so that later tasks keep their names.
 PIECE_ATTR = "dhir.piece"
+# dhir-split-devices marks each GPU piece with the rows of each memref it must copy in
+# and out, found while its body is still a loop (a kernel's accesses are not analysed):
+# `dhir.rows`, one entry per listed memref, `[]` untouched, else `[in0, in1, out0, out1]`:
+# rows [in0, in1) copied in, [out0, out1) out; an empty range copies nothing, -1 all rows.
+ROWS_ATTR = "dhir.rows"
+Span = tuple[int, int] | None  # rows [first, end) along the first dimension; None: all
+
+
+@dataclass(frozen=True)
+class PieceRows:
+    copy_in: Span
+    copy_out: Span
+
+
+def set_rows(task: TaskOp, rows: dict[SSAValue, PieceRows]) -> None:
+    """Record `rows` on `task` as `ROWS_ATTR`."""
+    entries: list[ArrayAttr[IntegerAttr]] = []
+    for m in task.memrefs:
+        found = rows.get(m)
+        spans = () if found is None else (found.copy_in, found.copy_out)
+        values = [v for span in spans for v in (span if span is not None else (-1, -1))]
+        entries.append(ArrayAttr([IntegerAttr(v, i64) for v in values]))
+    task.attributes[ROWS_ATTR] = ArrayAttr(entries)
+
+
+def rows_of(task: TaskOp) -> dict[SSAValue, PieceRows] | None:
+    """The rows `set_rows` recorded on `task`, if it did."""
+    attr = task.attributes.get(ROWS_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    found: dict[SSAValue, PieceRows] = {}
+    for m, entry in zip(task.memrefs, attr.data, strict=True):
+        assert isinstance(entry, ArrayAttr)
+        v = [x.value.data for x in entry.data if isinstance(x, IntegerAttr)]
+        if len(v) == 4:
+            spans = [None if v[k] < 0 else (v[k], v[k + 1]) for k in (0, 2)]
+            found[m] = PieceRows(spans[0], spans[1])
+    return found
 
 
 def rank_of(task: TaskOp) -> int | None:

@@ -441,6 +441,15 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
         "cuMemcpyAsync");
 }
 
+/* A copy of a row view (dhir-gpu-row-copies): addresses as integers, since MLIR 22 does
+   not lower gpu.memcpy of a view with an offset. The host has waited for the GPU work
+   before it; the copy is done when this returns, before the next GPU work starts. */
+void dhir_rt_gpu_copy(int64_t destination, int64_t source, int64_t bytes) {
+  void *stream = mgpuStreamCreate();
+  mgpuMemcpy((void *)(uintptr_t)destination, (void *)(uintptr_t)source, (size_t)bytes, stream);
+  mgpuStreamDestroy(stream);
+}
+
 void mgpuMemset32(void *destination, unsigned int value, size_t count, void *stream) {
   start();
   check(cu.MemsetD32Async((CUdeviceptr)(uintptr_t)destination, value, count, stream),

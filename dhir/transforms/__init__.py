@@ -39,6 +39,16 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return GpuKernelsPass
 
+    def split_devices() -> type[ModulePass]:
+        from dhir.transforms.split_devices import SplitDevicesPass
+
+        return SplitDevicesPass
+
+    def gpu_row_copies() -> type[ModulePass]:
+        from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
+
+        return GpuRowCopiesPass
+
     def gpu_data() -> type[ModulePass]:
         from dhir.transforms.gpu_data import GpuDataPass
 
@@ -102,6 +112,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "dhir-annotate-dependences": annotate_dependences,
         "dhir-codedrop": codedrop,
+        "dhir-split-devices": split_devices,
         "dhir-split": split,
         "dhir-place": place,
         "dhir-instrument": instrument,
@@ -111,6 +122,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-time-tiles": time_tiles,
         "dhir-gpu-kernels": gpu_kernels,
         "dhir-gpu-data": gpu_data,
+        "dhir-gpu-row-copies": gpu_row_copies,
         "dhir-lower-to-mpi": lower_to_mpi,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,

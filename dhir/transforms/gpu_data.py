@@ -60,7 +60,15 @@ from dhir.dialects import memref as dmemref
 from dhir.dialects import memref as xmemref
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import PassFailedAt
-from dhir.ir.tasks import is_gpu_task, rank_of, task_label, task_numbers
+from dhir.ir.tasks import (
+    PieceRows,
+    Span,
+    is_gpu_task,
+    rank_of,
+    rows_of,
+    task_label,
+    task_numbers,
+)
 
 TASK_HOOK = "dhir_rt_gpu_task"
 
@@ -101,6 +109,9 @@ class TaskFacts:
     rank: int
     gpu: bool
     effects: Effects
+    # A GPU piece of a split loop (dhir-split-devices): per memref, the rows it copies in
+    # and out, every time.
+    rows: dict[SSAValue, PieceRows] | None = None
 
 
 def plan_copies(
@@ -115,6 +126,14 @@ def plan_copies(
         touched = [m for m in order if m in task.effects.touches()]
         if not task.gpu:
             for m in task.effects.writes:
+                on_device[m] = set()
+            continue
+        if task.rows is not None:
+            # Other ranks write the other rows at the same time: the device never holds
+            # the whole memref, and the host gets the piece's rows back at once.
+            plan.copy_in[k] = [m for m in touched if _rows(task, m, out=False) != ()]
+            plan.copy_out[k] = [m for m in touched if _rows(task, m, out=True) != ()]
+            for m in touched:
                 on_device[m] = set()
             continue
         stale = [m for m in touched if task.rank not in on_device[m]]
@@ -135,13 +154,23 @@ def plan_copies(
     return plan
 
 
+def _rows(task: TaskFacts, m: SSAValue, out: bool) -> Span | tuple[()]:
+    """The rows of `m` a GPU piece copies (in, or with `out` out); () for none."""
+    assert task.rows is not None
+    found = task.rows.get(m)
+    if found is None:  # not analysed: all of what it touches, both ways
+        return None if out is False or m in task.effects.writes else ()
+    span = found.copy_out if out else found.copy_in
+    return () if span is not None and span[0] >= span[1] else span
+
+
 def _stays_on_device(
     facts: Sequence[TaskFacts], k: int, m: SSAValue, needed_after: set[SSAValue]
 ) -> bool:
     """Whether the next user of `m` after task k is a GPU task on the same rank."""
     for later in facts[k + 1 :]:
         if m in later.effects.touches():
-            return later.gpu and later.rank == facts[k].rank
+            return later.gpu and later.rows is None and later.rank == facts[k].rank
     return m not in needed_after
 
 
@@ -210,7 +239,7 @@ class _ScheduleData:
         self._allocate(users)
         for k, task in enumerate(self.tasks):
             if facts[k].gpu:
-                self._rewrite(task, k, facts[k].rank, plan)
+                self._rewrite(task, k, facts[k], plan)
 
     def _facts(self, task: TaskOp) -> TaskFacts:
         rank = rank_of(task)
@@ -218,7 +247,9 @@ class _ScheduleData:
             if self.ranks > 1:
                 raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-gpu-data")
             rank = 0
-        return TaskFacts(rank, is_gpu_task(task), task_effects(task))
+        gpu = is_gpu_task(task)
+        rows = rows_of(task) if gpu else None
+        return TaskFacts(rank, gpu, task_effects(task), rows)
 
     def _buffer_users(
         self, facts: Sequence[TaskFacts], order: Sequence[SSAValue]
@@ -275,23 +306,27 @@ class _ScheduleData:
         self._before_schedule([guard])
         return list(guard.results)
 
-    def _rewrite(self, task: TaskOp, k: int, rank: int, plan: CopyPlan) -> None:
+    def _rewrite(self, task: TaskOp, k: int, facts: TaskFacts, plan: CopyPlan) -> None:
         block = task.body.block
-        mine = {m: b for (r, m), b in self.buffers.items() if r == rank}
+        mine = {m: b for (r, m), b in self.buffers.items() if r == facts.rank}
         for op in block.walk():
             for index, operand in enumerate(op.operands):
                 if operand in mine:
                     op.operands[index] = mine[operand]
         hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
         start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
-        start += [_memcpy(mine[m], m) for m in plan.copy_in.get(k, [])]
+        rows = facts.rows or {}
+        for m in plan.copy_in.get(k, []):
+            start += _copy(mine[m], m, rows[m].copy_in if m in rows else None)
         first = block.first_op
         assert first is not None  # at least the terminator
         block.insert_ops_before(start, first)
         terminator = block.last_op
         assert terminator is not None
         for m in plan.copy_out.get(k, []):
-            block.insert_op_before(_memcpy(m, mine[m]), terminator)
+            block.insert_ops_before(
+                _copy(m, mine[m], rows[m].copy_out if m in rows else None), terminator
+            )
 
     def _before_schedule(self, ops: Iterable[Operation]) -> None:
         parent = self.schedule.parent
@@ -369,6 +404,24 @@ def _dealloc(buffer: SSAValue) -> Operation:
 
 def _memcpy(destination: SSAValue, source: SSAValue) -> Operation:
     return dgpu.MemcpyOp.build(operands=[[], destination, source], result_types=[[]])
+
+
+def _copy(destination: SSAValue, source: SSAValue, rows: Span) -> list[Operation]:
+    """A copy of `rows` of `source` (all of it: None) into the same rows of `destination`."""
+    if rows is None:
+        return [_memcpy(destination, source)]
+    views = [_rows_view(v, rows) for v in (destination, source)]
+    return [*views, _memcpy(views[0].result, views[1].result)]
+
+
+def _rows_view(value: SSAValue, rows: tuple[int, int]) -> xmemref.SubviewOp:
+    """The contiguous view of `rows` of a memref with static shape and no layout."""
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    shape = list(type_.get_shape())
+    offsets = [rows[0]] + [0] * (len(shape) - 1)
+    shape[0] = rows[1] - rows[0]
+    return xmemref.SubviewOp.from_static_parameters(value, type_, offsets, shape, [1] * len(shape))
 
 
 def _needed_after(schedule: ScheduleOp, memrefs: Sequence[SSAValue]) -> set[SSAValue]:

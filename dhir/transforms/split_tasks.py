@@ -112,7 +112,7 @@ class SplitTasksPass(ModulePass):
                         _warn_forced(task, names, "GPU tasks are not split")
                     continue
                 if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
-                    if _splittable(task) is None and not reassociable(task):
+                    if splittable(task) is None and not reassociable(task):
                         continue
                     # Enough independent tasks already keep every rank busy: leave them.
                     if busy is None:
@@ -123,7 +123,7 @@ class SplitTasksPass(ModulePass):
                     continue
                 done = split_reduction(task, index, weights, _piece_bounds, _set_range)
                 if not done and _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
-                    why = _NOT_SPLIT if _splittable(task) is None else _TOO_SHORT
+                    why = _NOT_SPLIT if splittable(task) is None else _TOO_SHORT
                     _warn_forced(task, names, why)
 
 
@@ -185,31 +185,34 @@ def _integer_weights(rates: Sequence[float]) -> list[int]:
     return [max(1, round(1000 * r / top)) for r in rates]
 
 
-def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> bool:
+def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, TaskOp]:
     """Replace `task` (the schedule's task number `index`) by pieces sized as `weights`,
-    when it is a loop that may be split; whether it was."""
-    found = _splittable(task)
+    when it is a loop that may be split: piece by the index of its weight (a weight too
+    small for an iteration gets none); empty when the task was not split."""
+    found = splittable(task)
     if found is None:
-        return False
+        return {}
     position, loop = found
-    bounds = _piece_bounds(loop, weights)
-    if bounds is None or len(bounds) < 2:
-        return False
+    slots = _piece_slots(loop, weights)
+    if slots is None or len(slots) < 2:
+        return {}
     block = task.parent_block()
     assert block is not None
-    for k, (low, high) in enumerate(bounds):
+    pieces: dict[int, TaskOp] = {}
+    for k, (slot, (low, high)) in enumerate(slots.items()):
         piece = task.clone()
         piece.attributes.pop(SPLIT_ATTR, None)
         piece.attributes[PIECE_ATTR] = ArrayAttr([IntegerAttr(index, i64), IntegerAttr(k, i64)])
         piece_loop = list(piece.body.block.ops)[position]
         _set_range(piece_loop, low, high)
         block.insert_op_before(piece, task)
+        pieces[slot] = piece
     task.detach()
     task.erase()
-    return True
+    return pieces
 
 
-def _splittable(task: TaskOp) -> tuple[int, Operation] | None:
+def splittable(task: TaskOp) -> tuple[int, Operation] | None:
     """The position and op of the task's one loop, when the task may be split."""
     if task.token.uses:
         return None
@@ -389,20 +392,26 @@ _Bounds = tuple[int, int] | tuple[Fraction, Fraction]
 def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | None:
     """Each non-empty piece's bounds: constants when the loop's range is, else fractions
     of the way from the lower bound to the upper one (step 1 only)."""
+    slots = _piece_slots(loop, weights)
+    return None if slots is None else list(slots.values())
+
+
+def _piece_slots(loop: Operation, weights: Sequence[int]) -> dict[int, _Bounds] | None:
+    """`_piece_bounds` by the index of each non-empty piece's weight."""
     total = sum(weights)
     cuts = [Fraction(sum(weights[:k]), total) for k in range(len(weights) + 1)]
     found = _loop_range(loop)
     if found.known is None:
         if not found.unit_step:
             return None
-        return [(a, b) for a, b in itertools.pairwise(cuts) if a < b]
+        return {k: (a, b) for k, (a, b) in enumerate(itertools.pairwise(cuts)) if a < b}
     low, high, step = found.known
     if step <= 0:
         return None
     trips = max(0, -(-(high - low) // step))
     edges = [low + step * int(trips * c) for c in cuts]
     edges[-1] = max(high, low)
-    return [(a, b) for a, b in itertools.pairwise(edges) if a < b]
+    return {k: (a, b) for k, (a, b) in enumerate(itertools.pairwise(edges)) if a < b}
 
 
 def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> None:

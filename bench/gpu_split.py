@@ -1,0 +1,267 @@
+"""One loop split over a node's GPU and its CPU cores (dhir-split-devices), against each
+device alone: a float64 gemm (linalg.matmul) and a 5-point stencil sweep (scf.parallel),
+each a task bound to `{kind = "any"}` that an entry runs ITERS times.
+
+    .venv/bin/python bench/gpu_split.py build DIR [--cpu x86-64-v3] [--arch sm_90]
+        [--shares 0.5,0.7,...]                                   # here (LLVM 22)
+    python3 bench/gpu_split.py run DIR [--runtime RUNTIME] [--threads 15] [--repeats 3]
+
+`build` makes, per kernel: the task on the GPU alone (1 rank), on the CPU alone (1 rank,
+OpenMP threads), and split over 2 ranks (rank 0 the CPU, rank 1 the GPU) by machine
+descriptions that give the GPU each share in `--shares` of the rates. The split's sizes
+are fixed when it is built, and this machine has no GPU to measure, so several shares are
+built; `run` measures both devices alone, takes the share their times call for
+(t_cpu / (t_cpu + t_gpu): the split a description with measured rates makes) and
+reports the built share nearest it, beside every other.
+
+Each time is the entry's own (MPI_Wtime on rank 0 around the loop, results gathered
+included), per iteration: (time of 2 + N iterations - time of 2) / N, medians of
+`--repeats`, so start-up, CUDA's first-use costs and file I/O are left out. Every
+iteration of the GPU task copies its data in and out, as a task run once does. `run`
+checks every result against the CPU alone's bit for bit (all are exact) and the gemm
+against NumPy. It needs Python with NumPy and dhir importable and the run-time libraries
+`tests/gpu_check.py build` copies into DIR/runtime.
+"""
+
+# ruff: noqa: E402
+import argparse
+import json
+import os
+import pickle
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+
+from dhir import parse_string
+from dhir.backends.native import compile_native
+from dhir.machine.description import (
+    GUESSED_INTRA_NODE,
+    GUESSED_NETWORK,
+    Node,
+    System,
+    guess_device,
+)
+from dhir.machine.dlti import attach
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
+
+GEMM_N = 2048
+STENCIL_N = 4096
+BASE, EXTRA = 2, 8
+SHARES = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
+
+GEMM = f"""
+func.func private @MPI_Wtime() -> f64
+func.func @main(%a: memref<{GEMM_N}x{GEMM_N}xf64>, %b: memref<{GEMM_N}x{GEMM_N}xf64>,
+                %c: memref<{GEMM_N}x{GEMM_N}xf64>, %iters: index, %time: memref<1xf64>) {{
+  %start = func.call @MPI_Wtime() : () -> f64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %k = %c0 to %iters step %c1 {{
+    dhir.schedule %a, %b, %c {{
+      %where = dhir.target {{kind = "TARGET"}}
+      %t = dhir.task %where, %a, %b, %c attributes {{name = "gemm"}} {{
+        linalg.matmul ins(%a, %b : memref<{GEMM_N}x{GEMM_N}xf64>, memref<{GEMM_N}x{GEMM_N}xf64>)
+                      outs(%c : memref<{GEMM_N}x{GEMM_N}xf64>)
+      }}
+    }}
+  }}
+  %end = func.call @MPI_Wtime() : () -> f64
+  %seconds = arith.subf %end, %start : f64
+  memref.store %seconds, %time[%c0] : memref<1xf64>
+  return
+}}
+"""
+
+STENCIL = f"""
+func.func private @MPI_Wtime() -> f64
+func.func @main(%a: memref<{STENCIL_N}x{STENCIL_N}xf64>, %b: memref<{STENCIL_N}x{STENCIL_N}xf64>,
+                %iters: index, %time: memref<1xf64>) {{
+  %start = func.call @MPI_Wtime() : () -> f64
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %k = %c0 to %iters step %c1 {{
+    dhir.schedule %a, %b {{
+      %where = dhir.target {{kind = "TARGET"}}
+      %t = dhir.task %where, %a, %b attributes {{name = "sweep"}} {{
+        %one = arith.constant 1 : index
+        %last = arith.constant {STENCIL_N - 1} : index
+        %q = arith.constant 0.25 : f64
+        scf.parallel (%i, %j) = (%one, %one) to (%last, %last) step (%one, %one) {{
+          %im = arith.subi %i, %one : index
+          %ip = arith.addi %i, %one : index
+          %jm = arith.subi %j, %one : index
+          %jp = arith.addi %j, %one : index
+          %n = memref.load %a[%im, %j] : memref<{STENCIL_N}x{STENCIL_N}xf64>
+          %s = memref.load %a[%ip, %j] : memref<{STENCIL_N}x{STENCIL_N}xf64>
+          %w = memref.load %a[%i, %jm] : memref<{STENCIL_N}x{STENCIL_N}xf64>
+          %e = memref.load %a[%i, %jp] : memref<{STENCIL_N}x{STENCIL_N}xf64>
+          %ns = arith.addf %n, %s : f64
+          %we = arith.addf %w, %e : f64
+          %all = arith.addf %ns, %we : f64
+          %v = arith.mulf %all, %q : f64
+          memref.store %v, %b[%i, %j] : memref<{STENCIL_N}x{STENCIL_N}xf64>
+        }}
+      }}
+    }}
+  }}
+  %end = func.call @MPI_Wtime() : () -> f64
+  %seconds = arith.subf %end, %start : f64
+  memref.store %seconds, %time[%c0] : memref<1xf64>
+  return
+}}
+"""
+
+KERNELS = {"gemm": GEMM, "stencil": STENCIL}
+# Useful work per iteration, for GFLOP/s: 2 n^3 for gemm, 5 per point for the sweep.
+FLOPS = {"gemm": 2.0 * GEMM_N**3, "stencil": 5.0 * (STENCIL_N - 2) ** 2}
+
+
+def _system(share: float, arch: str) -> System:
+    """Rank 0: the node's CPU; rank 1: its GPU, with `share` of the two rates."""
+    cpu = replace(guess_device("node.cpu", "x86_64", cores=16), peak_gflops=1000 * (1 - share))
+    gpu = replace(guess_device("node.gpu0", arch), peak_gflops=1000 * share)
+    return System((Node("node", (cpu, gpu)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+
+
+def _variants(shares: list[float], arch: str) -> list[tuple[str, str, int, float | None]]:
+    """(stem suffix, target kind, ranks, GPU share) of each build of a kernel."""
+    out: list[tuple[str, str, int, float | None]] = [
+        ("gpu", "gpu", 1, None),
+        ("cpu", "cpu", 1, None),
+    ]
+    out += [(f"split{round(s * 100)}", "any", 2, s) for s in shares]
+    return out
+
+
+def build(directory: Path, cpu: str, arch: str, shares: list[float]) -> int:
+    directory.mkdir(parents=True, exist_ok=True)
+    built = []
+    for name, text in KERNELS.items():
+        for suffix, kind, ranks, share in _variants(shares, arch):
+            program = text.replace("TARGET", kind)
+            if kind == "gpu":
+                program = program.replace('{kind = "gpu"}', f'{{arch = "{arch}"}}')
+            module = parse_string(program, f"{name}.mlir")
+            if share is not None:
+                attach(module, _system(share, arch))
+            exe, signature = compile_native(module, "main", RunOptions(ranks=ranks, cpu=cpu))
+            stem = f"{name}-{suffix}"
+            (directory / stem).write_bytes(exe.read_bytes())
+            (directory / stem).chmod(0o755)
+            (directory / f"{stem}.sig").write_bytes(pickle.dumps(signature))
+            built.append({"kernel": name, "stem": stem, "ranks": ranks, "share": share})
+            print(f"built {stem}", flush=True)
+    (directory / "manifest.json").write_text(json.dumps(built, indent=1))
+    return 0
+
+
+def _inputs(name: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    n = GEMM_N if name == "gemm" else STENCIL_N
+    count = 3 if name == "gemm" else 2
+    return [rng.standard_normal((n, n)) for _ in range(count)]
+
+
+def _seconds(directory: Path, entry: dict, threads: int, iters: int) -> tuple[float, list]:
+    exe = directory / entry["stem"]
+    signature = pickle.loads((directory / f"{entry['stem']}.sig").read_bytes())
+    # Alone, the CPU has every core; split, one drives the GPU.
+    count = threads + 1 if entry["ranks"] == 1 else threads
+    options = RunOptions(ranks=entry["ranks"], threads=count, timeout=1200)
+    inputs = [*_inputs(entry["kernel"]), iters, np.zeros(1)]
+    results = run_executable(exe, signature, inputs, options)
+    return float(results[-1][0]), results
+
+
+def _per_iteration(directory: Path, entry: dict, threads: int, repeats: int) -> tuple[float, list]:
+    """Median seconds per iteration, and the results of a run of BASE iterations."""
+    times = []
+    results: list = []
+    for _ in range(repeats):
+        base, results = _seconds(directory, entry, threads, BASE)
+        more, _ = _seconds(directory, entry, threads, BASE + EXTRA)
+        times.append((more - base) / EXTRA)
+    return statistics.median(times), results
+
+
+def run(directory: Path, runtime: Path | None, threads: int, repeats: int) -> int:
+    if runtime is not None:
+        libraries = [
+            runtime / "lib",
+            runtime / "mpich" / "lib",
+            os.environ.get("LD_LIBRARY_PATH", ""),
+        ]
+        os.environ["DHIR_MPICH_PREFIX"] = str(runtime / "mpich")
+        os.environ["LD_LIBRARY_PATH"] = ":".join(str(part) for part in libraries)
+    entries = json.loads((directory / "manifest.json").read_text())
+    failed = 0
+    for name in KERNELS:
+        mine = {e["stem"].split("-", 1)[1]: e for e in entries if e["kernel"] == name}
+        times: dict[str, float] = {}
+        outputs: dict[str, list] = {}
+        for suffix, entry in mine.items():
+            times[suffix], outputs[suffix] = _per_iteration(directory, entry, threads, repeats)
+        reference = outputs["cpu"]
+        for suffix, got in outputs.items():
+            same = all(np.array_equal(g, w) for g, w in zip(got[:-2], reference[:-2], strict=True))
+            if not same:
+                failed += 1
+                print(f"{name}-{suffix}: results differ from the CPU alone's", flush=True)
+        if name == "gemm":
+            a, b, c = _inputs("gemm")
+            want = c + BASE * (a @ b)
+            np.testing.assert_allclose(reference[2], want, rtol=1e-9, atol=1e-9)
+        _report(name, times)
+    return 1 if failed else 0
+
+
+def _report(name: str, times: dict[str, float]) -> None:
+    gpu, cpu = times["gpu"], times["cpu"]
+    best = min(gpu, cpu)
+    calibrated = cpu / (cpu + gpu)
+    splits = {k: v for k, v in times.items() if k.startswith("split")}
+    chosen = min(splits, key=lambda k: abs(int(k.removeprefix("split")) / 100 - calibrated))
+    print(f"\n## {name}: ms per iteration (medians), GFLOP/s, faster device alone / this")
+    for suffix, seconds in times.items():
+        mark = "  <- the measured rates' share" if suffix == chosen else ""
+        print(
+            f"{suffix:>9}{seconds * 1e3:10.2f}{FLOPS[name] / seconds / 1e9:9.1f}"
+            f"{best / seconds:8.2f}x{mark}"
+        )
+    print(f"GPU share from the measured rates: {calibrated:.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    made = sub.add_parser("build")
+    made.add_argument("directory", type=Path)
+    made.add_argument("--cpu", default="x86-64-v3", help="the GPU machine's CPU (clang -march)")
+    made.add_argument("--arch", default="sm_90", help="the GPU's chip")
+    made.add_argument("--shares", default=",".join(map(str, SHARES)), help="GPU shares to build")
+    ran = sub.add_parser("run")
+    ran.add_argument("directory", type=Path)
+    ran.add_argument("--runtime", type=Path, help="gpu_check's DIR/runtime")
+    ran.add_argument(
+        "--threads",
+        type=int,
+        default=15,
+        help="OpenMP threads of the split's CPU rank (the CPU alone gets one more)",
+    )
+    ran.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if args.command == "build":
+        shares = [float(part) for part in args.shares.split(",")]
+        return build(args.directory, args.cpu, args.arch, shares)
+    runtime = args.runtime.resolve() if args.runtime else None
+    return run(args.directory, runtime, args.threads, args.repeats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

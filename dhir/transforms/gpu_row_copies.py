@@ -1,0 +1,125 @@
+"""`dhir-gpu-row-copies`: copies between views of rows, which MLIR 22 cannot lower, become
+calls of dhir's GPU runtime.
+
+A GPU piece of a split loop (dhir-split-devices) copies only its rows in and out:
+`gpu.memcpy` between `memref.subview`s of whole rows, which are contiguous but have an
+offset. MLIR 22's `gpu-to-llvm` lowers `gpu.memcpy` of memrefs without a layout only and
+leaves these in place (the build then fails). Each one becomes
+
+    dhir_rt_gpu_copy(destination address, source address, bytes)
+
+with each address the view's aligned pointer plus its static offset. The runtime copies
+on a stream of its own and waits for it; `gpu-async-region` already makes the host wait
+for earlier GPU work before any call, so the copy is ordered as the `gpu.memcpy` was.
+Views that are not one contiguous block, or have a dynamic offset, are refused.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    i64,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.dialects import arith, func
+from dhir.dialects import memref as dmemref
+from dhir.dialects.gpu import MemcpyOp
+from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.walk import find_ops
+
+COPY_HOOK = "dhir_rt_gpu_copy"
+
+
+@dataclass(frozen=True)
+class GpuRowCopiesPass(ModulePass):
+    """`gpu.memcpy` between contiguous views with an offset becomes a runtime call."""
+
+    name = "dhir-gpu-row-copies"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        copies = [c for c in find_ops(op, MemcpyOp) if _has_layout(c)]
+        for copy in copies:
+            _rewrite(copy)
+        if copies:
+            op.body.block.add_op(func.FuncOp.external(COPY_HOOK, [i64, i64, i64], []))
+
+
+def _has_layout(copy: MemcpyOp) -> bool:
+    return any(
+        isinstance(v.type, MemRefType) and not isinstance(v.type.layout, NoneAttr)
+        for v in (copy.dst, copy.src)
+    )
+
+
+def _rewrite(copy: MemcpyOp) -> None:
+    if copy.asyncDependencies or copy.asyncToken is not None:
+        raise PassFailedAt(copy, "an asynchronous copy of a view cannot be lowered")
+    ops: list[Operation] = []
+    addresses = [_address(copy, v, ops) for v in (copy.dst, copy.src)]
+    type_ = copy.src.type
+    assert isinstance(type_, MemRefType)
+    count = 1
+    for extent in type_.get_shape():
+        count *= extent
+    size = arith.ConstantOp(IntegerAttr(count * _element_bytes(copy, type_), i64))
+    call = func.CallOp(COPY_HOOK, [*addresses, size.result], [])
+    block = copy.parent_block()
+    assert block is not None
+    block.insert_ops_before([*ops, size, call], copy)
+    copy.detach()
+    copy.erase()
+
+
+def _address(copy: MemcpyOp, value: SSAValue, ops: list[Operation]) -> SSAValue:
+    """The address (i64) of the first element of `value`; appends the ops computing it."""
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    offset = _contiguous_offset(copy, type_)
+    pointer = dmemref.ExtractAlignedPointerAsIndexOp(value)
+    as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+    ops += [pointer, as_int]
+    if offset == 0:
+        return as_int.result
+    shift = arith.ConstantOp(IntegerAttr(offset * _element_bytes(copy, type_), i64))
+    moved = arith.AddiOp(as_int.result, shift.result)
+    ops += [shift, moved]
+    return moved.result
+
+
+def _contiguous_offset(copy: MemcpyOp, type_: MemRefType) -> int:
+    """The static offset of a memref whose elements are one row-major block."""
+    shape = type_.get_shape()
+    layout = type_.layout
+    if isinstance(layout, NoneAttr):
+        return 0
+    if not isinstance(layout, StridedLayoutAttr) or any(e < 0 for e in shape):
+        raise PassFailedAt(copy, f"cannot copy {type_}: only static strided views are copied")
+    expected = [1] * len(shape)
+    for k in range(len(shape) - 2, -1, -1):
+        expected[k] = expected[k + 1] * shape[k + 1]
+    strides = list(layout.get_strides())
+    offset = layout.get_offset()
+    # A dimension of extent 1 may have any stride.
+    same = all(s == e or n == 1 for s, e, n in zip(strides, expected, shape, strict=True))
+    if not same or not isinstance(offset, int):
+        raise PassFailedAt(
+            copy, f"cannot copy {type_}: the view is not one contiguous block with a static offset"
+        )
+    return offset
+
+
+def _element_bytes(copy: MemcpyOp, type_: MemRefType) -> int:
+    width = getattr(type_.element_type, "bitwidth", None)
+    if not isinstance(width, int) or width % 8:
+        if isinstance(type_.element_type, IndexType):
+            return 8
+        raise PassFailedAt(copy, f"cannot copy elements of type {type_.element_type}")
+    return width // 8

@@ -1,0 +1,128 @@
+"""`dhir-split-devices`: cut a loop that may run on any device over a node's GPU and its
+CPU ranks, each piece sized by its device's rate.
+
+Where the module's machine description gives the program's ranks both GPUs and CPUs, a
+task bound to `{kind = "any"}` whose work is one parallel loop (`scf.parallel`,
+`affine.parallel`) or one linalg op with a parallel outer dimension, as `dhir-split` cuts
+them, becomes one piece per rank, sized by the rank's share of its device's peak GFLOP/s
+(`peak_gflops / ranks`). Each piece is pinned to its rank (`dhir.rank`) and bound to that
+rank's kind of device (a GPU piece to its GPU's arch, when the description names it): a
+GPU rank's piece is a GPU task, whose loop `dhir-gpu-kernels` turns into a kernel and
+whose rows `dhir-gpu-data` copies in and out (`dhir.rows`, found here while the body is
+still a loop); the CPU ranks' pieces run as CPU tasks. The pieces write disjoint rows, so
+they run at once and meet, through dhir-lower-to-mpi's messages, as split pieces do.
+
+Left whole: tasks with `dhir.rank` or `dhir.split` (the user chose), tasks with GPU code of
+their own, sequential loops (a kernel cannot run them), loops the split cannot cut. A
+rank whose share is too small for one iteration gets no piece.
+
+It runs before `dhir-gpu-kernels` (the native backend runs it first), since the GPU pieces
+need kernels; `dhir-split` then leaves the pieces alone.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from dhir.analysis.regions import row_span, rows_region, task_regions
+from dhir.dialects import affine, scf
+from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
+from dhir.dialects.linalg import LinalgStructuredOperation
+from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, PieceRows, is_gpu_task, set_rows
+from dhir.machine.description import Device
+from dhir.placement.from_ir import has_machine, machine_for
+from dhir.targets import DeviceKind
+from dhir.transforms.split_tasks import SPLIT_ATTR, split_task, splittable
+
+
+@dataclass(frozen=True)
+class SplitDevicesPass(ModulePass):
+    """Cut loops bound to any device over the ranks' GPUs and CPUs, by their rates."""
+
+    name = "dhir-split-devices"
+
+    ranks: int = 1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.ranks < 1:
+            raise PassFailedException(
+                f"dhir-split-devices: ranks must be at least 1, got {self.ranks}"
+            )
+        devices = mixed_devices(op, self.ranks)
+        if devices is None:
+            return
+        weights = [max(1, round(1000 * r / max(map(_rate, devices)))) for r in map(_rate, devices)]
+        for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
+            for index, task in enumerate(list(schedule.tasks())):
+                if _candidate(task):
+                    pieces = split_task(task, index, weights)
+                    _bind(pieces, devices)
+
+
+def mixed_devices(module: ModuleOp, ranks: int) -> list[Device] | None:
+    """Each rank's device, when the module's machine description gives its ranks both
+    GPUs and CPUs; else None."""
+    if ranks < 2 or not has_machine(module):
+        return None
+    devices, _ = machine_for(module, ranks)
+    kinds = {d.kind for d in devices}
+    return devices if kinds == {DeviceKind.CPU, DeviceKind.GPU} else None
+
+
+def _rate(device: Device) -> float:
+    return device.peak_gflops / max(device.ranks, 1)
+
+
+def _candidate(task: TaskOp) -> bool:
+    if task.target_info().kind != DeviceKind.ANY or is_gpu_task(task):
+        return False
+    if any(a in task.attributes for a in (RANK_ATTR, SPLIT_ATTR, PIECE_ATTR)):
+        return False
+    # A GPU piece's loop must become a kernel: parallel loops and linalg ops only.
+    found = splittable(task)
+    return found is not None and isinstance(found[1], _KERNEL_LOOPS)
+
+
+_KERNEL_LOOPS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
+
+
+def _bind(pieces: dict[int, TaskOp], devices: list[Device]) -> None:
+    """Pin each piece to its rank and bind it to that rank's kind of device."""
+    targets: dict[str, SSAValue] = {}
+    for rank, piece in pieces.items():
+        device = devices[rank]
+        # A GPU piece is built for its GPU's chip, where the description names it.
+        name = device.arch if device.kind == DeviceKind.GPU and device.arch else device.kind.value
+        piece.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+        if device.kind == DeviceKind.GPU:
+            set_rows(piece, _rows(piece))
+        if piece.target is None:
+            piece.properties["target"] = StringAttr(name)
+            continue
+        if name not in targets:
+            target = TargetOp(arch=name) if name != device.kind.value else TargetOp(kind=name)
+            block = piece.parent
+            assert block is not None
+            first = next(iter(pieces.values()))
+            block.insert_op_before(target, first)
+            targets[name] = target.result
+        piece.operands[0] = targets[name]
+
+
+def _rows(piece: TaskOp) -> dict[SSAValue, PieceRows]:
+    """The rows of each memref a GPU piece writes, and those its device copy needs from
+    the host first: what it reads, and whatever of the rows it copies back it does not
+    surely write (those must come back as they were)."""
+    regions = task_regions(piece)
+    rows: dict[SSAValue, PieceRows] = {}
+    for m in piece.memrefs:
+        if m not in regions.reads and m not in regions.writes:
+            continue
+        out = row_span(regions.written(m), m)
+        kept = rows_region(m, out) - regions.must_written(m)
+        rows[m] = PieceRows(row_span(regions.needs(m) | kept, m), out)
+    return rows

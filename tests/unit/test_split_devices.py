@@ -1,0 +1,238 @@
+"""dhir-split-devices (dhir/transforms/split_devices.py): loops bound to any device cut
+over a node's GPU and CPU ranks by their rates. The rewritten programs, with dhir-gpu-data's
+row copies, run in the interpreter (each rank's device buffers are arrays of their own, so
+a row not copied in or out shows) and give the whole task's results bit for bit; the GPU
+runtime's copies are checked against the fake CUDA driver; dhir-gpu-row-copies turns the
+row copies into runtime calls."""
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import event, given, note, settings
+from hypothesis import strategies as st
+from test_gpu_data import _run_on_interp
+from test_gpu_runtime import Fake
+from test_split_tasks import LinalgTask, OneLoop, linalg_tasks, one_loops
+from xdsl.dialects.builtin import ModuleOp
+
+import dhir
+from dhir.dialects.dhir import TaskOp
+from dhir.ir.tasks import PIECE_ATTR, rank_of, rows_of
+from dhir.machine.description import (
+    GUESSED_INTRA_NODE,
+    GUESSED_NETWORK,
+    Node,
+    System,
+    guess_device,
+)
+from dhir.machine.dlti import attach
+from dhir.transforms.gpu_row_copies import COPY_HOOK
+
+
+def _node(cpu_ranks: int, cpu_rate: float, gpu_rate: float) -> System:
+    cpu = replace(guess_device("n0.cpu", "x86_64", cores=8), peak_gflops=cpu_rate, ranks=cpu_ranks)
+    gpu = replace(guess_device("n0.gpu0", "sm_90"), peak_gflops=gpu_rate)
+    return System((Node("n0", (cpu, gpu)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+
+
+def _split(text: str, system: System) -> ModuleOp:
+    module = dhir.parse_string(text)
+    attach(module, system)
+    ranks = len(system.rank_devices())
+    dhir.run_pipeline(
+        module,
+        f"dhir-split-devices{{ranks={ranks}}},dhir-place{{ranks={ranks}}},"
+        f"dhir-gpu-data{{ranks={ranks}}}",
+    )
+    return module
+
+
+def _any(text: str) -> str:
+    return text.replace('target = "cpu"', 'target = "any"')
+
+
+def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), f"argument {k}:\n{g}\n{w}"
+
+
+def _tasks(module: ModuleOp) -> list[TaskOp]:
+    return [op for op in module.walk() if isinstance(op, TaskOp)]
+
+
+systems = st.builds(
+    _node,
+    st.integers(1, 3),
+    st.sampled_from((50.0, 100.0)),
+    st.sampled_from((30.0, 100.0, 200.0)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(one_loops(("scf.parallel", "affine.parallel")), systems)
+def test_parallel_loops_split_over_gpu_and_cpus_keep_their_results(
+    case: OneLoop, system: System
+) -> None:
+    text = _any(case.text().replace(f" attributes {{dhir.split = {case.pieces}}}", ""))
+    module = _split(text, system)
+    note(dhir.print_module(module))
+    event(f"{sum(rows_of(t) is not None for t in _tasks(module))} GPU pieces")
+    want = dhir.run(text, *case.inputs(), backend="interp")
+    _same(_run_on_interp(module, [np.asarray(a).copy() for a in case.inputs()]), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(linalg_tasks(), systems)
+def test_linalg_ops_split_over_gpu_and_cpus_keep_their_results(
+    case: LinalgTask, system: System
+) -> None:
+    text = _any(case.unforced())
+    module = _split(text, system)
+    note(dhir.print_module(module))
+    event(f"{sum(rows_of(t) is not None for t in _tasks(module))} GPU pieces")
+    want = dhir.run(text, *case.inputs(), backend="interp")
+    _same(_run_on_interp(module, [np.asarray(a).copy() for a in case.inputs()]), want)
+
+
+STENCIL = """
+func.func @main(%a: memref<40x16xf64>, %b: memref<40x16xf64>) {
+  dhir.schedule %a, %b {
+    %any = dhir.target {kind = "any"}
+    %t = dhir.task %any, %a, %b ATTRS {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %c39 = arith.constant 39 : index
+      LOOP {
+        %im = arith.subi %i, %c1 : index
+        %ip = arith.addi %i, %c1 : index
+        %x = memref.load %a[%im, %j] : memref<40x16xf64>
+        %y = memref.load %a[%ip, %j] : memref<40x16xf64>
+        %z = arith.addf %x, %y : f64
+        memref.store %z, %b[%i, %j] : memref<40x16xf64>
+      }
+    }
+  }
+  return
+}
+"""
+PARALLEL = "scf.parallel (%i, %j) = (%c1, %c0) to (%c39, %c16) step (%c1, %c1)"
+SEQUENTIAL = "scf.for %i = %c1 to %c39 step %c1 { scf.for %j = %c0 to %c16 step %c1"
+
+
+def _stencil(loop: str = PARALLEL, attrs: str = "") -> str:
+    text = STENCIL.replace("LOOP", loop).replace("ATTRS", attrs)
+    return (
+        text.replace("      }\n    }\n  }", "      }}\n    }\n  }") if "scf.for" in loop else text
+    )
+
+
+def test_pieces_follow_the_rates_and_the_gpu_piece_copies_its_rows_only() -> None:
+    module = _split(_stencil(), _node(1, 100.0, 300.0))
+    cpu, gpu = _tasks(module)
+    assert (rank_of(cpu), rank_of(gpu)) == (0, 1)
+    assert cpu.target_info().kind.value == "cpu"
+    assert gpu.target_info().arch == "sm_90"
+    rows = rows_of(gpu)
+    assert rows is not None
+    a, b = gpu.memrefs
+    # Rows 10..38 of %b are the GPU's (3 of 4 parts of 1..38); it reads %a's 9..39 and
+    # writes all it copies back, so %b is not copied in.
+    assert (rows[a].copy_in, rows[a].copy_out) == ((9, 40), (0, 0))
+    assert (rows[b].copy_in, rows[b].copy_out) == ((0, 0), (10, 39))
+    text = dhir.print_module(module)
+    assert text.count("gpu.memcpy") == 2
+    a0, b0 = np.random.default_rng(1).random((2, 40, 16))
+    got = _run_on_interp(module, [a0.copy(), b0.copy()])
+    want = b0.copy()
+    want[1:39] = a0[0:38] + a0[2:40]
+    np.testing.assert_array_equal(got[1], want)
+
+
+@pytest.mark.parametrize(
+    ("text", "system"),
+    [
+        (_stencil(attrs="attributes {dhir.rank = 0 : i64}"), _node(1, 100.0, 300.0)),
+        (_stencil(attrs="attributes {dhir.split = 2 : i64}"), _node(1, 100.0, 300.0)),
+        (_stencil(SEQUENTIAL), _node(1, 100.0, 300.0)),
+        (_stencil().replace('kind = "any"', 'kind = "cpu"'), _node(1, 100.0, 300.0)),
+    ],
+    ids=["pinned", "split-by-hand", "sequential-loop", "cpu-task"],
+)
+def test_tasks_the_user_placed_or_a_kernel_cannot_run_stay_whole(text: str, system: System) -> None:
+    module = dhir.parse_string(text)
+    attach(module, system)
+    dhir.run_pipeline(module, "dhir-split-devices{ranks=2}")
+    assert not any(PIECE_ATTR in t.attributes for t in _tasks(module))
+
+
+def test_without_gpus_and_cpus_in_the_description_nothing_is_split() -> None:
+    module = dhir.parse_string(_stencil())
+    dhir.run_pipeline(module, "dhir-split-devices{ranks=2}")
+    assert len(_tasks(module)) == 1
+    cpus = System(
+        (Node("n0", (replace(guess_device("c", "x86_64", cores=2), ranks=2),)),),
+        GUESSED_NETWORK,
+        GUESSED_INTRA_NODE,
+    )
+    attach(module, cpus)
+    dhir.run_pipeline(module, "dhir-split-devices{ranks=2}")
+    assert len(_tasks(module)) == 1
+
+
+# --- row copies -------------------------------------------------------------------------
+
+ROW_COPY = """
+func.func @f(%h: memref<8x4xf32>, %d: memref<8x4xf32>) {
+  %s = memref.subview %h[2, 0] [3, 4] [1, 1] : memref<8x4xf32> to VIEW
+  %t = memref.subview %d[2, 0] [3, 4] [1, 1] : memref<8x4xf32> to VIEW
+  gpu.memcpy %t, %s : VIEW, VIEW
+  return
+}
+""".replace("VIEW", "memref<3x4xf32, strided<[4, 1], offset: 8>>")
+
+
+def test_row_copies_become_runtime_calls_with_addresses_and_bytes() -> None:
+    module = dhir.parse_string(ROW_COPY)
+    dhir.run_pipeline(module, "dhir-gpu-row-copies")
+    text = dhir.print_module(module)
+    assert "gpu.memcpy" not in text
+    assert f"func.call @{COPY_HOOK}" in text and f"func.func private @{COPY_HOOK}" in text
+    assert "arith.constant 32 : i64" in text  # the offset, 8 elements of 4 bytes
+    assert "arith.constant 48 : i64" in text  # 3 x 4 elements
+
+
+def test_a_copy_of_a_view_that_is_not_one_block_is_refused() -> None:
+    text = ROW_COPY.replace("[3, 4] [1, 1]", "[3, 2] [1, 1]").replace(
+        "memref<3x4xf32, strided<[4, 1], offset: 8>>",
+        "memref<3x2xf32, strided<[4, 1], offset: 8>>",
+    )
+    module = dhir.parse_string(text)
+    with pytest.raises(dhir.DhirError, match="not one contiguous block"):
+        dhir.run_pipeline(module, "dhir-gpu-row-copies")
+
+
+# --- the runtime, against the fake driver -------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_a_split_stencil_copies_the_gpu_rows_only(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = Fake(fake_driver, tmp_path, monkeypatch)
+    module = dhir.parse_string(_stencil())
+    attach(module, _node(1, 100.0, 300.0))
+    a0, b0 = np.random.default_rng(2).random((2, 40, 16))
+    got = dhir.run(module, a0, b0, ranks=2, timeout=120)
+    # The fake runs no kernel: rows 1..9 are the CPU's, computed; %b's GPU rows come back
+    # from a device buffer nothing wrote, and the rest of %b is as it was.
+    want = a0[0:9] + a0[2:11]
+    np.testing.assert_array_equal(got[1][1:10], want)
+    np.testing.assert_array_equal(got[1][39:], b0[39:])
+    (counts,) = fake.counts()
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (1, 1, 1)
+    log = fake.calls("cuMemcpyAsync")
+    assert log == [f"cuMemcpyAsync {31 * 16 * 8}", f"cuMemcpyAsync {29 * 16 * 8}"]
