@@ -7,9 +7,11 @@
  * one of their kernels is first launched. Every failure goes through dhir_rt_fatal, naming
  * the GPU task that was running (set by dhir_rt_gpu_task before each one).
  *
- * Device choice: one rank per GPU by default; the ranks of a node take its GPUs by their
- * local rank (MPI_LOCALRANKID under MPICH, OMPI_COMM_WORLD_LOCAL_RANK under OpenMPI,
- * SLURM_LOCALID under srun), modulo the device count. DHIR_GPU_DEVICE=N forces device N.
+ * Device choice: the GPU the machine description gives the rank, when the program was
+ * built with one (mgpuSetDefaultDevice before the first use); else the ranks of a node take
+ * its GPUs by their local rank (MPI_LOCALRANKID under MPICH, OMPI_COMM_WORLD_LOCAL_RANK
+ * under OpenMPI, SLURM_LOCALID under srun), modulo the device count. DHIR_GPU_DEVICE=N
+ * forces device N.
  *
  * DHIR_GPU_STATS=1 prints what each rank did with its GPU (kernel launches, copies by
  * direction, allocations) to standard error at exit; any other value names a file the
@@ -204,6 +206,9 @@ static int local_rank(void) {
   return rank > 0 ? rank : 0;
 }
 
+/* The GPU the machine description gives this rank (mgpuSetDefaultDevice), or -1. */
+static int described_device = -1;
+
 static void choose_device(void) {
   int count = 0;
   check(cu.DeviceGetCount(&count), "cuDeviceGetCount");
@@ -212,10 +217,20 @@ static void choose_device(void) {
                   "(check CUDA_VISIBLE_DEVICES)",
                   task_text());
   const char *forced = getenv("DHIR_GPU_DEVICE");
-  device_number = forced != NULL && *forced ? atoi(forced) : local_rank() % count;
-  if (device_number < 0 || device_number >= count)
-    dhir_rt_fatal("DHIR_GPU_DEVICE=%s, but this node has %d GPUs (0..%d)", forced, count,
-                  count - 1);
+  if (forced != NULL && *forced) {
+    device_number = atoi(forced);
+    if (device_number < 0 || device_number >= count)
+      dhir_rt_fatal("DHIR_GPU_DEVICE=%s, but this node has %d GPUs (0..%d)", forced, count,
+                    count - 1);
+  } else if (described_device >= 0) {
+    device_number = described_device;
+    if (device_number >= count)
+      dhir_rt_fatal("%s: the machine description gives this rank GPU %d of its node, but the "
+                    "CUDA driver sees %d GPUs here (0..%d)",
+                    task_text(), device_number, count, count - 1);
+  } else {
+    device_number = local_rank() % count;
+  }
   check(cu.DeviceGet(&device, device_number), "cuDeviceGet");
   int major = 0, minor = 0;
   check(cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
@@ -463,10 +478,8 @@ void mgpuMemset16(void *destination, unsigned short value, size_t count, void *s
 }
 
 void mgpuSetDefaultDevice(int32_t number) {
-  /* dhir chooses the device per rank (see above); an explicit choice wins if made first. */
-  if (!ready) {
-    char text[16];
-    snprintf(text, sizeof text, "%d", number);
-    setenv("DHIR_GPU_DEVICE", text, 1);
-  }
+  /* The rank's GPU by the machine description (dhir-gpu-data), before the first use;
+     DHIR_GPU_DEVICE still wins (see choose_device). */
+  if (!ready)
+    described_device = number;
 }

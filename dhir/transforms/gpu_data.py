@@ -69,6 +69,9 @@ from dhir.ir.tasks import (
     task_label,
     task_numbers,
 )
+from dhir.machine.dlti import system_of
+from dhir.placement.from_ir import has_machine
+from dhir.targets import DeviceKind
 
 TASK_HOOK = "dhir_rt_gpu_task"
 
@@ -85,10 +88,11 @@ class GpuDataPass(ModulePass):
         if self.ranks < 1:
             raise PassFailedException(f"dhir-gpu-data: ranks must be at least 1, got {self.ranks}")
         labels = _Labels(op)
+        numbers = described_gpus(op, self.ranks)
         for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
             tasks = list(schedule.tasks())
             if any(is_gpu_task(t) for t in tasks):
-                _ScheduleData(schedule, tasks, self.ranks, labels).run()
+                _ScheduleData(schedule, tasks, self.ranks, labels, numbers).run()
         if labels.used:
             op.body.block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
 
@@ -227,6 +231,7 @@ class _ScheduleData:
     tasks: list[TaskOp]
     ranks: int
     labels: _Labels
+    gpus: dict[int, int]  # rank -> its GPU on its node, by the machine description
     buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
     numbers: list[str] = field(default_factory=list)  # see task_numbers
 
@@ -274,7 +279,7 @@ class _ScheduleData:
             call = func.CallOp(TASK_HOOK, [name], [])
             allocs = [op for m in memrefs for op in _alloc(first, m)]
             made: list[SSAValue] = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
-            body: list[Operation] = [*hook, call, *allocs]
+            body: list[Operation] = [*_choose_gpu(self.gpus.get(rank)), *hook, call, *allocs]
             if guards is None:
                 self._before_schedule(body)
                 for op in allocs:
@@ -368,6 +373,33 @@ class _Guards:
             self._insert([const, test])
             self._on[rank] = test.result
         return self._on[rank]
+
+
+def described_gpus(module: ModuleOp, ranks: int) -> dict[int, int]:
+    """For each rank the machine description puts on a GPU: that GPU's number among its
+    node's GPUs, in the description's order (which the CUDA driver's numbering must
+    follow); empty without a description."""
+    if not has_machine(module):
+        return {}
+    system = system_of(module)
+    devices = system.rank_devices()
+    if len(devices) != ranks:
+        return {}  # placement reports the mismatch
+    numbers: dict[int, int] = {}
+    for rank, device in enumerate(devices):
+        if device.kind == DeviceKind.GPU:
+            node = system.node_of(device)
+            gpus = [d.name for d in node.devices if d.kind == DeviceKind.GPU]
+            numbers[rank] = gpus.index(device.name)
+    return numbers
+
+
+def _choose_gpu(number: int | None) -> list[Operation]:
+    """Tell the runtime which GPU this rank uses (before its first use), if known."""
+    if number is None:
+        return []
+    index = arith.ConstantOp(IntegerAttr(number, i32))
+    return [index, dgpu.SetDefaultDeviceOp(index.result)]
 
 
 def _memrefs_used(task: TaskOp) -> set[SSAValue]:

@@ -19,6 +19,14 @@ from dhir import DhirError
 from dhir.backends.interp import run_interp
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import is_gpu_task
+from dhir.machine.description import (
+    GUESSED_INTRA_NODE,
+    GUESSED_NETWORK,
+    Node,
+    System,
+    guess_device,
+)
+from dhir.machine.dlti import attach
 
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 ROOT = Path(__file__).parents[2]
@@ -238,3 +246,17 @@ def test_default_placement_places_gpu_tasks_on_local_ranks(fake: Fake, ranks: in
     fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
     with pytest.raises(DhirError, match=r"GPU task #1 at \S*proposal\.mlir:18:5 needs an NVIDIA"):
         dhir.run(PROPOSAL, a, b, c, ranks=ranks, timeout=120)
+
+
+def test_ranks_take_the_gpus_the_machine_description_gives_them(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_DEVICES", "2")
+    cpu = guess_device("n0.cpu", "x86_64", cores=4)
+    gpus = [guess_device(f"n0.gpu{k}", "sm_90") for k in range(2)]
+    system = System((Node("n0", (cpu, *gpus)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+    module = dhir.parse_string(_chain(2, 1))
+    attach(module, system)
+    a, b = np.zeros(64, np.int32), np.zeros(64, np.int32)
+    dhir.run(module, a, b, ranks=3, timeout=120)
+    # Rank 1 is n0.gpu0 and rank 2 n0.gpu1; by local rank they would take GPUs 1 and 0.
+    stats = fake.stats.read_text()
+    assert "rank 1 (device 0)" in stats and "rank 2 (device 1)" in stats, stats
