@@ -3,8 +3,8 @@ constants, and where a value is defined."""
 
 from typing import TypeVar
 
-from xdsl.dialects.builtin import IndexType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr, StridedLayoutAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dhir.dialects import arith
 
@@ -48,3 +48,17 @@ def inside(value: SSAValue, op: Operation) -> bool:
             return True
         parent = parent.parent_op()
     return False
+
+
+def rows_contiguous(kind: Attribute) -> bool:
+    """A memref whose rows are contiguous: row-major, or a view of one with static strides
+    whose last is 1 (a block of rows, as the pieces of a split matmul use)."""
+    if not isinstance(kind, MemRefType):
+        return False
+    layout = kind.layout
+    if isinstance(layout, NoneAttr):
+        return True
+    if not isinstance(layout, StridedLayoutAttr):
+        return False
+    strides = layout.get_strides()
+    return bool(strides) and strides[-1] == 1 and None not in strides

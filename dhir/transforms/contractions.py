@@ -8,14 +8,21 @@ calls to OpenBLAS (gemm, gemv, dot)."""
 from collections.abc import Sequence
 from typing import cast
 
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, MemRefType, ModuleOp, NoneAttr
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+)
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
 from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
-from dhir.transforms.building import const_index, put, replace_by
+from dhir.transforms.building import const_index, put, replace_by, rows_contiguous
 
 KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
 Contraction = (
@@ -31,7 +38,9 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
     if why is not None:
         return why
     block = Block()
-    if allows_any_order(op.body.block.ops):
+    plain = all(isinstance(cast(MemRefType, v.type).layout, NoneAttr) for v in op.operands)
+    # BLAS takes a leading dimension per matrix but no offset: views keep the loops.
+    if plain and allows_any_order(op.body.block.ops):
         name = _call(op, module, block)
         what = f"{CALLED} {name} (reassoc allows its order of sums)"
     else:
@@ -49,7 +58,7 @@ def _refusal(op: Contraction) -> str | None:
         return f"{name} on tensors"
     memrefs = cast(list[MemRefType], kinds)
     element = memrefs[0].element_type
-    row_major = all(isinstance(t.layout, NoneAttr) for t in memrefs)
+    row_major = all(rows_contiguous(t) for t in memrefs)
     if any(t.element_type != element for t in memrefs) or not row_major:
         return f"{name} with mixed element types or a layout other than row-major"
     if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):

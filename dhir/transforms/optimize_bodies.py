@@ -48,7 +48,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
-from dhir.transforms.building import insert_before, inside, put, replace_by
+from dhir.transforms.building import insert_before, inside, put, replace_by, rows_contiguous
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -548,7 +548,7 @@ class _Nest:
 
     @staticmethod
     def _check_contiguous(value: SSAValue) -> None:
-        if not _row_major(value):
+        if not rows_contiguous(value.type):
             raise _Left("a memref read along the columns has a layout other than row-major")
 
     # --- the rewrite ---------------------------------------------------------------------

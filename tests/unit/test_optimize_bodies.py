@@ -727,3 +727,41 @@ def test_the_optimizer_keeps_what_each_rank_holds() -> None:
         held.append([note for note in timing.notes if note.startswith("memory:")])
     assert any("%C: partitioned" in note for note in held[0]), held[0]
     assert held[1] == held[0]
+
+
+SPLIT_MATMUL = """
+func.func @main(%A: memref<37x19xf64>, %B: memref<19x23xf64>, %C: memref<37x23xf64>) {
+  dhir.schedule %A, %B, %C {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %A, %B, %C attributes {dhir.split = 3 : i64} {
+      linalg.matmul ins(%A, %B : memref<37x19xf64>, memref<19x23xf64>)
+                    outs(%C : memref<37x23xf64>)
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("fast_math", ["none", "reassoc"])
+def test_matmul_pieces_on_views_of_rows_become_the_kernel(fast_math: str) -> None:
+    """dhir-split's pieces run linalg.matmul on views of rows (a strided layout with an
+    offset): the kernel takes them as it takes whole matrices; BLAS, which takes no
+    offset, does not, so with reassoc they keep the loops (whose sums LLVM may reorder)."""
+    module = parse_string(SPLIT_MATMUL)
+    from dhir.api import run_pipeline
+    from dhir.transforms.fast_math import relax
+
+    run_pipeline(module, "dhir-split{ranks=3}")
+    relax(module, fast_math)
+    decisions = optimize_bodies(module, 256)
+    assert len(decisions) == 3
+    assert all(d.done and "blocked" in d.text for d in decisions), [d.text for d in decisions]
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(s) for s in ((37, 19), (19, 23), (37, 23))]
+    want = dhir.run(SPLIT_MATMUL, *inputs, backend="interp")
+    got = dhir.run(SPLIT_MATMUL, *inputs, ranks=3, fast_math=fast_math)
+    if fast_math == "none":
+        np.testing.assert_array_equal(got[2], want[2])
+    else:  # reassoc lets LLVM reorder the sums
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-12, atol=1e-12)
