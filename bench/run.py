@@ -7,7 +7,8 @@ same run (these machines are noisy: medians of several runs).
 - hop: time per dependency hop (a chain of tiny tasks alternating between two ranks)
   vs a C MPI ping-pong. Goal <= 3x C.
 - overhead: a 20-task DAG of real loops on 2 ranks vs the same placement written by
-  hand in C + MPI (bench/c/dag20.c). Goal <= 1.05x.
+  hand in C + MPI (bench/c/dag20.c). Goal <= 1.05x. Also the same run with --trace:
+  goal <= 1.02x of the run without.
 - compile: compile time per stage for schedules of 100, 1,000 and 10,000 tasks, and of
   issue 25's program (task k reads b[k], b[k+1], writes a[k]) with 10,000 and 100,000.
   Goals: 10,000 tasks <= 10 s end to end, 100,000 <= 120 s. Each case up to 10,000
@@ -116,23 +117,28 @@ def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
     repeats = 3 if quick else 7
     exe, signature = dhir_build(programs.dag20(n, reps), 2, mpi)
     inputs = [np.full(n, b + 1.0) for b in range(4)] + [np.zeros(1)]
-    dhir_times, check = [], 0.0
+    dhir_times, traced_times, check = [], [], 0.0
+    traced = RunOptions(ranks=2, mpi=mpi, trace=out_dir / "dag20-trace.json")
     for _ in range(repeats):
         results = run_executable(exe, signature, inputs, RunOptions(ranks=2, mpi=mpi))  # type: ignore[arg-type]
         dhir_times.append(float(results[4][0]))
         check = float(results[3][n // 2])
+        results = run_executable(exe, signature, inputs, traced)  # type: ignore[arg-type]
+        traced_times.append(float(results[4][0]))
     c_exe = build_c(HERE / "c" / "dag20.c", mpi, out_dir)
     c_runs = [run_c(c_exe, mpi, 2, n, reps).split() for _ in range(repeats)]
     c_times = [float(seconds) for seconds, _ in c_runs]
     assert float(c_runs[0][1]) == check, (c_runs[0][1], check)
-    d, c = median(dhir_times), median(c_times)
+    d, c, t = median(dhir_times), median(c_times), median(traced_times)
     print(
         f"\n## Overhead: 20-task DAG ({mpi}, 2 ranks, n = {n}, {reps} sweeps, median of {repeats})"
     )
     print(f"{'':24}{'ms':>10}")
     print(f"{'hand-written C + MPI':24}{c * 1e3:10.2f}")
     print(f"{'dhir':24}{d * 1e3:10.2f}")
+    print(f"{'dhir, --trace':24}{t * 1e3:10.2f}")
     print(f"ratio dhir / C: {d / c:.3f}x   (goal <= 1.05x; results agree: {check})")
+    print(f"ratio traced / not: {t / d:.3f}x   (goal <= 1.02x)")
 
 
 def bench_threads(mpi: str, quick: bool, out_dir: Path) -> None:

@@ -76,6 +76,7 @@ def run(
     cpu: str | None = None,
     optimize: bool = True,
     fast_math: str = "none",
+    trace: str | Path | None = None,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -94,7 +95,9 @@ def run(
     "native" (default: this machine's; docs/machine.md); `optimize=False` builds task
     bodies as written (no dhir-optimize-bodies); `fast_math` (native): the floating-point
     relaxations the program allows, "contract", "reassoc" or "fast" (see dhir-fast-math;
-    the interpreter stays exact). Bad options are refused before any work
+    the interpreter stays exact). `trace` (native): a file to write a Chrome trace of the
+    run to (each rank's tasks, messages, input reads and result writes; see
+    docs/commands.md, "Seeing a run"). Bad options are refused before any work
     (see RunOptions)."""
     options = RunOptions(
         ranks=ranks,
@@ -111,6 +114,7 @@ def run(
         cpu=cpu,
         optimize=optimize,
         fast_math=fast_math,
+        trace=Path(trace) if trace is not None else None,
     )
     with ending_cleanly(redeliver=True):
         return run_module(
@@ -154,6 +158,10 @@ def run_module(
         if options.profile is not None:
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
+            )
+        if options.trace is not None:
+            raise DhirError(
+                [Diagnostic("a trace records what MPI ranks did; use it with the native backend")]
             )
         results = run_interp(module, entry, inputs, options.timeout, options.link)
         if output_dir is not None:

@@ -2,10 +2,10 @@
 
 dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
          [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
-         [--placement ALGO] [--costs FILE] [--profile FILE] [--system FILE]
+         [--placement ALGO] [--costs FILE] [--profile FILE] [--trace FILE] [--system FILE]
          [--no-codedrop] [--target ARCH|cpu|gpu] [--link FILE]... [-l NAME]... [-L DIR]...
 dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
-         [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
+         [--system FILE] [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
          [--link FILE]... [-l NAME]... [-L DIR]...
 dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
 """
@@ -99,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="time every task on its rank and write the times to FILE (JSON; for --costs)",
+    )
+    run.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write a Chrome trace (JSON, for Perfetto or chrome://tracing) of what every rank "
+        "did: tasks, messages, input reads, result writes",
     )
     run.add_argument(
         "--threads",
@@ -275,6 +282,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         placement=args.placement or DEFAULT_ALGORITHM,
         costs=args.costs,
         profile=getattr(args, "profile", None),
+        trace=getattr(args, "trace", None),
         gpu_fallback=args.gpu_fallback,
         codedrop=not args.no_codedrop,
         target=args.target or DEFAULT_TARGET,

@@ -31,6 +31,13 @@ static int world_size = -1;
 #endif
 static int64_t chunk_bytes = DHIR_RT_CHUNK_BYTES;
 
+/* The trace (see "the trace" below): whether this run keeps one, and its hooks. */
+static int tracing = 0;
+static void trace_task(int entering, int64_t id);
+static void trace_mpi(int begin, int64_t call, int64_t peer);
+static void start_trace(void);
+static const char *task_names = ""; /* the task table dhir_rt_track was given */
+
 /* Set once a rank reports its own error, so that the exit that follows adds no report. */
 static int reported = 0;
 
@@ -183,11 +190,14 @@ static volatile rank_state *state = &in_memory;
 void dhir_rt_task_enter(int64_t id) {
   state->task = id;
   state->phase = PHASE_TASK;
+  if (tracing)
+    trace_task(1, id);
 }
 
 void dhir_rt_task_leave(int64_t id) {
-  (void)id;
   state->phase = PHASE_BETWEEN;
+  if (tracing)
+    trace_task(0, id);
 }
 
 /* Around a blocking MPI call: `peer` is the other rank (-1 for a collective). */
@@ -196,10 +206,16 @@ static int64_t mpi_enter(int64_t call, int64_t peer) {
   state->call = call;
   state->peer = peer;
   state->phase = PHASE_MPI;
+  if (tracing)
+    trace_mpi(1, call, peer);
   return before;
 }
 
-static void mpi_leave(int64_t before) { state->phase = before; }
+static void mpi_leave(int64_t before) {
+  state->phase = before;
+  if (tracing)
+    trace_mpi(0, state->call, state->peer);
+}
 
 static void write_all(int file, const char *text, size_t length, off_t at, const char *path) {
   while (length > 0) {
@@ -215,6 +231,7 @@ static void write_all(int file, const char *text, size_t length, off_t at, const
 }
 
 void dhir_rt_track(const char *table) {
+  task_names = table;
   const char *dir = getenv("DHIR_STATE_DIR");
   if (dir == NULL || *dir == '\0')
     return;
@@ -301,6 +318,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
                   expected_ranks, world_size, expected_ranks, world_size);
   }
   set_chunk_bytes();
+  start_trace();
 }
 
 /* --- task profiling --------------------------------------------------------------------
@@ -326,6 +344,110 @@ static int64_t now_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* --- the trace (dhir run --trace) ------------------------------------------------------
+ * With DHIR_TRACE_DIR set for rank 0 (which tells every rank at start), each rank keeps
+ * every task, blocking MPI call, non-blocking send, input read and result write with its
+ * start and end, in ns of CLOCK_MONOTONIC from a common origin (the end of a barrier at
+ * start, so ranks on other hosts line up to within that barrier's skew), and writes them
+ * to <dir>/rank<R>.trace as it finalizes: a line "T id name<TAB>location" per task of the
+ * table, then "E kind begin end id peer bytes tag" per event (kind: 0 a task, 1-6 the
+ * CALL_ kinds, 7 an isend, 8 an input read, 9 a result write). dhir/toolchain/trace.py
+ * turns them into one Chrome trace. Off, each hook costs one test of `tracing`. */
+enum { TRACE_TASK = 0, TRACE_ISEND = 7, TRACE_READ = 8, TRACE_WRITE = 9 };
+typedef struct {
+  int64_t kind, begin, end, id, peer, bytes, tag;
+} trace_event;
+static char trace_dir[PATH_MAX];
+static int64_t trace_origin = 0;
+static trace_event *trace_log = NULL;
+static int64_t trace_used = 0, trace_room = 0;
+static trace_event open_task, open_mpi;
+
+static int64_t trace_now(void) { return now_ns() - trace_origin; }
+
+static void trace_keep(trace_event event) {
+  if (trace_used == trace_room) {
+    int64_t room = trace_room ? 2 * trace_room : 4096;
+    trace_event *grown = realloc(trace_log, (size_t)room * sizeof *grown);
+    if (grown == NULL)
+      dhir_rt_fatal("the trace: cannot keep %lld events", (long long)room);
+    trace_log = grown;
+    trace_room = room;
+  }
+  trace_log[trace_used++] = event;
+}
+
+static void trace_task(int entering, int64_t id) {
+  if (entering) {
+    open_task = (trace_event){TRACE_TASK, trace_now(), 0, id, -1, 0, -1};
+    return;
+  }
+  open_task.end = trace_now();
+  trace_keep(open_task);
+}
+
+static void trace_mpi(int begin, int64_t call, int64_t peer) {
+  if (begin) {
+    open_mpi = (trace_event){call, trace_now(), 0, -1, peer, 0, -1};
+    return;
+  }
+  open_mpi.end = trace_now();
+  trace_keep(open_mpi);
+}
+
+/* The size and tag of the MPI call under way. */
+static void trace_size(int64_t bytes, int64_t tag) {
+  open_mpi.bytes = bytes;
+  open_mpi.tag = tag;
+}
+
+/* An event of `kind` that began at `begin` (trace_now) and ends now. */
+static void trace_span(int64_t kind, int64_t begin, int64_t id, int64_t peer, int64_t bytes,
+                       int64_t tag) {
+  trace_keep((trace_event){kind, begin, trace_now(), id, peer, bytes, tag});
+}
+
+/* Collective: rank 0's DHIR_TRACE_DIR decides for every rank. */
+static void start_trace(void) {
+  const char *dir = world_rank == 0 ? getenv("DHIR_TRACE_DIR") : NULL;
+  int64_t on = dir != NULL && *dir != '\0';
+  check(MPI_Bcast(&on, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (!on)
+    return;
+  if (world_rank == 0 && snprintf(trace_dir, sizeof trace_dir, "%s", dir) >= (int)sizeof trace_dir)
+    dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", dir);
+  check(MPI_Bcast(trace_dir, sizeof trace_dir, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  trace_origin = now_ns();
+  tracing = 1;
+}
+
+static void write_trace(void) {
+  if (!tracing)
+    return;
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/rank%d.trace", trace_dir, world_rank) >= (int)sizeof path)
+    dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", trace_dir);
+  FILE *file = fopen(path, "w");
+  if (file == NULL)
+    dhir_rt_fatal("cannot write the trace %s: %s", path, strerror(errno));
+  int64_t id = 0;
+  for (const char *line = task_names; *line != '\0'; ++id) {
+    const char *end = strchr(line, '\n');
+    size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+    fprintf(file, "T %lld %.*s\n", (long long)id, (int)length, line);
+    line += length + (end != NULL);
+  }
+  for (int64_t k = 0; k < trace_used; ++k) {
+    trace_event *e = &trace_log[k];
+    fprintf(file, "E %lld %lld %lld %lld %lld %lld %lld\n", (long long)e->kind,
+            (long long)e->begin, (long long)e->end, (long long)e->id, (long long)e->peer,
+            (long long)e->bytes, (long long)e->tag);
+  }
+  if (fclose(file) != 0)
+    dhir_rt_fatal("cannot write the trace %s: %s", path, strerror(errno));
 }
 
 static task_clock *clock_slot(clock_table *table, int64_t id) {
@@ -494,6 +616,7 @@ void dhir_rt_finalize(void) {
   state->phase = PHASE_DONE;
   print_stats();
   gather_profile();
+  write_trace();
   check(MPI_Finalize(), "MPI_Finalize");
 }
 
@@ -527,6 +650,8 @@ static int piece_at(int64_t done, int64_t bytes) {
 
 void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
   int64_t before = mpi_enter(CALL_SEND, dest);
+  if (tracing)
+    trace_size(bytes, tag);
   char *data = message_buffer("dhir_rt_send", ptr, bytes, "destination", dest);
   count_sent(bytes);
   for (int64_t done = 0; done < bytes; done += chunk_bytes)
@@ -537,6 +662,8 @@ void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
 
 void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
   int64_t before = mpi_enter(CALL_RECV, source);
+  if (tracing)
+    trace_size(bytes, tag);
   char *data = message_buffer("dhir_rt_recv", ptr, bytes, "source", source);
   for (int64_t done = 0; done < bytes; done += chunk_bytes) {
     int piece = piece_at(done, bytes), got = -1;
@@ -562,6 +689,8 @@ static void broadcast(int64_t ptr, int64_t bytes, int32_t root) {
 
 void dhir_rt_bcast(int64_t ptr, int64_t bytes, int32_t root) {
   int64_t before = mpi_enter(CALL_BCAST, root);
+  if (tracing)
+    trace_size(bytes, -1);
   if (root == world_rank)
     count_sent(bytes);
   broadcast(ptr, bytes, root);
@@ -592,6 +721,8 @@ static MPI_Datatype strided_type(const char *what, int64_t length, int64_t count
 void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                           int64_t count2, int64_t stride2, int32_t dest, int32_t tag) {
   int64_t before = mpi_enter(CALL_SEND, dest);
+  if (tracing)
+    trace_size(length * count * count2, tag);
   char *data = message_buffer("dhir_rt_send_strided", ptr, length, "destination", dest);
   MPI_Datatype block = strided_type("dhir_rt_send_strided", length, count, stride, count2,
                                     stride2);
@@ -604,6 +735,8 @@ void dhir_rt_send_strided(int64_t ptr, int64_t length, int64_t count, int64_t st
 void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                           int64_t count2, int64_t stride2, int32_t source, int32_t tag) {
   int64_t before = mpi_enter(CALL_RECV, source);
+  if (tracing)
+    trace_size(length * count * count2, tag);
   char *data = message_buffer("dhir_rt_recv_strided", ptr, length, "source", source);
   MPI_Datatype block = strided_type("dhir_rt_recv_strided", length, count, stride, count2,
                                     stride2);
@@ -621,6 +754,8 @@ void dhir_rt_recv_strided(int64_t ptr, int64_t length, int64_t count, int64_t st
 void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                            int64_t count2, int64_t stride2, int32_t root) {
   int64_t before = mpi_enter(CALL_BCAST, root);
+  if (tracing)
+    trace_size(length * count * count2, -1);
   char *data = message_buffer("dhir_rt_bcast_strided", ptr, length, "root", root);
   MPI_Datatype block = strided_type("dhir_rt_bcast_strided", length, count, stride, count2,
                                     stride2);
@@ -675,6 +810,7 @@ static MPI_Request *next_request(send_slot *slot, MPI_Datatype type) {
 }
 
 void dhir_rt_isend(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag, int64_t slot) {
+  int64_t began = tracing ? trace_now() : 0;
   char *data = message_buffer("dhir_rt_isend", ptr, bytes, "destination", dest);
   send_slot *pending = slot_at(slot);
   count_sent(bytes);
@@ -682,6 +818,8 @@ void dhir_rt_isend(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag, int64_
     check(MPI_Isend(data + done, piece_at(done, bytes), MPI_BYTE, dest, tag, MPI_COMM_WORLD,
                     next_request(pending, MPI_DATATYPE_NULL)),
           "MPI_Isend");
+  if (tracing)
+    trace_span(TRACE_ISEND, began, slot, dest, bytes, tag);
 }
 
 void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
@@ -692,8 +830,11 @@ void dhir_rt_isend_strided(int64_t ptr, int64_t length, int64_t count, int64_t s
                                     stride2);
   send_slot *pending = slot_at(slot);
   count_sent(length * count * count2);
+  int64_t began = tracing ? trace_now() : 0;
   check(MPI_Isend(data, 1, block, dest, tag, MPI_COMM_WORLD, next_request(pending, block)),
         "MPI_Isend");
+  if (tracing)
+    trace_span(TRACE_ISEND, began, slot, dest, length * count * count2, tag);
 }
 
 void dhir_rt_wait(int64_t slot) {
@@ -738,6 +879,8 @@ static void counts_of(const int64_t *runs, int *counts, int *displs) {
 
 void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length) {
   int64_t before = mpi_enter(CALL_GATHER, -1);
+  if (tracing)
+    trace_size(length, -1);
   char *data = message_buffer("dhir_rt_allgatherv", ptr, bytes, "root", 0);
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_allgatherv", bytes, offset, length, &fits);
@@ -762,6 +905,8 @@ void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t leng
 
 void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length, int32_t root) {
   int64_t before = mpi_enter(CALL_GATHER, root);
+  if (tracing)
+    trace_size(length, -1);
   char *data = message_buffer("dhir_rt_gatherv", ptr, bytes, "root", root);
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_gatherv", bytes, offset, length, &fits);
@@ -908,6 +1053,7 @@ static int open_input(int32_t index, const char *path, int64_t bytes, int must) 
 }
 
 void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
+  int64_t began = tracing ? trace_now() : 0;
   /* 64-byte alignment lets vectorized code use aligned loads; aligned_alloc needs a multiple. */
   size_t capacity = ((size_t)bytes + 63) / 64 * 64;
   char *data = aligned_alloc(64, capacity ? capacity : 64);
@@ -920,6 +1066,8 @@ void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
   }
   broadcast((int64_t)(intptr_t)data, bytes, 0);
   input_bytes += bytes;
+  if (tracing)
+    trace_span(TRACE_READ, began, index, -1, bytes, -1);
   return data;
 }
 
@@ -956,6 +1104,7 @@ static void send_rows(int file, const char *path, int64_t row_bytes, const int64
 
 void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
                         const int64_t *table, const int64_t *starts, void **aligned) {
+  int64_t began = tracing ? trace_now() : 0, before = input_bytes;
   const int64_t *ranges = table + 2 * starts[world_rank];
   int64_t count = starts[world_rank + 1] - starts[world_rank];
   char *data = reserve_rows(index, row_bytes, ranges, count);
@@ -984,6 +1133,8 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
                 dest);
   if (file >= 0)
     close(file);
+  if (tracing)
+    trace_span(TRACE_READ, began, index, -1, input_bytes - before, -1);
   return data;
 }
 
@@ -1020,6 +1171,7 @@ static void result_path(char *path, const char *dir, int32_t index, const char *
 void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes) {
   if (world_rank != 0)
     return;
+  int64_t began = tracing ? trace_now() : 0;
   char path[PATH_MAX];
   result_path(path, dir, index, "");
   int file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -1028,6 +1180,8 @@ void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t 
   write_all(file, data, (size_t)bytes, 0, path);
   if (close(file) != 0)
     dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
+  if (tracing)
+    trace_span(TRACE_WRITE, began, index, -1, bytes, -1);
 }
 
 void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int64_t bytes) {
@@ -1108,6 +1262,7 @@ static void write_for_ranks(result_file *result, const char *path) {
 }
 
 void dhir_rt_close_result(const char *dir, int32_t index) {
+  int64_t began = tracing ? trace_now() : 0;
   result_file *result = result_at(index);
   char path[PATH_MAX], final[PATH_MAX];
   result_path(path, dir, index, ".partial");
@@ -1123,6 +1278,8 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
   result_path(final, dir, index, "");
   if (world_rank == 0 && rename(path, final) != 0)
     dhir_rt_fatal("cannot rename %s to %s: %s", path, final, strerror(errno));
+  if (tracing)
+    trace_span(TRACE_WRITE, began, index, -1, 0, -1);
 }
 
 /* Calls `run(offset)` for every run of a block. */

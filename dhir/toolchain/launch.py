@@ -19,6 +19,7 @@ from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
+from dhir.toolchain.trace import write_chrome_trace
 
 OUTPUT_TAIL_LINES = 40
 # How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
@@ -48,7 +49,7 @@ def run_executable(
     it lists, else all on this one; with `options.threads`, each runs that many OpenMP
     threads (None: the launcher sets no count). With `traffic`, the bytes and messages
     each rank sent are appended to it, one line per rank (the runtime's DHIR_RT_STATS
-    report)."""
+    report). With `options.trace`, a Chrome trace of the run is written there."""
     options = options if options is not None else RunOptions()
     ranks, threads = options.ranks, options.threads
     arrays = check_inputs(signature, list(inputs))
@@ -85,7 +86,12 @@ def run_executable(
             env["OPENBLAS_NUM_THREADS"] = str(options.threads_per_rank())
         if traffic is not None:
             env["DHIR_RT_STATS"] = "1"
+        if options.trace is not None:
+            (work / "trace").mkdir()
+            env["DHIR_TRACE_DIR"] = str(work / "trace")
         _launch(command, env, options.timeout, work / "output.log", ranks, errors)
+        if options.trace is not None:
+            write_chrome_trace(work / "trace", ranks, options.trace)
         if traffic is not None:
             log = (work / "output.log").read_text(errors="replace")
             traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))

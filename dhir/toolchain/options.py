@@ -36,7 +36,8 @@ class RunOptions:
     or "native"; None: as the machine description says, see dhir.toolchain.cpu), its task
     bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
-    contract, reassoc, fast)."""
+    contract, reassoc, fast). With `trace`, the run writes there a Chrome trace of what
+    every rank did (dhir.toolchain.trace)."""
 
     ranks: int = DEFAULT_RANKS
     mpi: str = DEFAULT_MPI
@@ -53,6 +54,7 @@ class RunOptions:
     cpu: str | None = None
     optimize: bool = True
     fast_math: str = "none"
+    trace: Path | None = None
 
     def __post_init__(self) -> None:
         # Whole numbers of other kinds (NumPy's) are taken as the ints they are.

@@ -1,0 +1,171 @@
+"""`dhir run --trace FILE.json`: what each rank's runtime recorded (dhir/runtime/dhir_rt.c,
+"the trace") as one Chrome trace-event file, which Perfetto (ui.perfetto.dev) and
+chrome://tracing open.
+
+Each rank is a process ("rank R") with three tracks: its tasks (each run of a task, under
+its name, with its location and how many times it had run before in `args`), its MPI calls
+(sends, receives, waits, broadcasts, gathers, barriers, with the peer rank and bytes) and
+its I/O (reading each input, writing each result). A message is also an arrow from the
+send (blocking or not) to the receive that took it: the k-th send from rank A to rank B
+with tag T meets the k-th receive on B from A with tag T, as MPI's ordering promises.
+Times are microseconds from the barrier every rank passed at start.
+"""
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE = range(10)
+_CALLS = {
+    RECV: "recv",
+    SEND: "send",
+    WAIT: "wait",
+    BCAST: "broadcast",
+    GATHER: "gather",
+    BARRIER: "barrier",
+    ISEND: "isend",
+}
+_PEER_WORD = {RECV: "from", SEND: "to", ISEND: "to"}
+_TRACKS = {"tasks": 0, "MPI": 1, "I/O": 2}
+
+
+@dataclass(frozen=True)
+class Event:
+    rank: int
+    kind: int
+    begin: int  # ns from the common origin
+    end: int
+    id: int  # a task's id, an isend's slot, an input's or result's argument index
+    peer: int
+    bytes: int
+    tag: int
+
+
+@dataclass(frozen=True)
+class RankTrace:
+    rank: int
+    tasks: dict[int, tuple[str, str]]  # id -> (name, location)
+    events: list[Event]
+
+
+def read_rank(path: Path, rank: int) -> RankTrace:
+    """One rank's `rank<R>.trace`."""
+    tasks: dict[int, tuple[str, str]] = {}
+    events: list[Event] = []
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("T "):
+            _, number, rest = line.split(" ", 2)
+            name, _, location = rest.partition("\t")
+            tasks[int(number)] = (name, location)
+        elif line.startswith("E "):
+            values = [int(v) for v in line.split()[1:]]
+            events.append(Event(rank, *values))
+    return RankTrace(rank, tasks, events)
+
+
+def read_ranks(directory: Path, ranks: int) -> list[RankTrace]:
+    """Every rank's trace in `directory`; an error naming the ranks that wrote none."""
+    missing = [r for r in range(ranks) if not (directory / f"rank{r}.trace").exists()]
+    if missing:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"no trace from rank{'s' * (len(missing) > 1)} "
+                    f"{', '.join(map(str, missing))}: the run ended before writing it"
+                )
+            ]
+        )
+    return [read_rank(directory / f"rank{r}.trace", r) for r in range(ranks)]
+
+
+def chrome_trace(traces: list[RankTrace]) -> dict[str, object]:
+    """The trace-event JSON object of every rank's events."""
+    out: list[dict[str, object]] = []
+    for trace in traces:
+        out.append(_meta("process_name", trace.rank, 0, f"rank {trace.rank}"))
+        out.append(_meta("process_sort_index", trace.rank, 0, trace.rank))
+        for track, tid in _TRACKS.items():
+            out.append(_meta("thread_name", trace.rank, tid, track))
+        runs: dict[int, int] = defaultdict(int)
+        for event in trace.events:
+            out.append(_complete(event, trace, runs))
+    out += _flows([e for t in traces for e in t.events])
+    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": {"producer": "dhir"}}
+
+
+def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
+    """Turn the ranks' traces in `directory` into the Chrome trace `destination`."""
+    trace = chrome_trace(read_ranks(directory, ranks))
+    try:
+        destination.write_text(json.dumps(trace))
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write the trace {destination}: {error}")]) from None
+
+
+def _meta(name: str, pid: int, tid: int, value: object) -> dict[str, object]:
+    key = "sort_index" if name.endswith("sort_index") else "name"
+    return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str, object]:
+    base: dict[str, object] = {
+        "ph": "X",
+        "pid": event.rank,
+        "ts": _us(event.begin),
+        "dur": _us(max(0, event.end - event.begin)),
+    }
+    if event.kind == TASK:
+        name, location = trace.tasks.get(event.id, (f"task {event.id}", ""))
+        args: dict[str, object] = {"run": runs[event.id], "location": location}
+        runs[event.id] += 1
+        return {**base, "name": name, "cat": "task", "tid": _TRACKS["tasks"], "args": args}
+    if event.kind in (READ, WRITE):
+        what = "read input" if event.kind == READ else "write result"
+        args = {"argument": event.id}
+        if event.bytes:  # a result each rank writes rows of: its size is not kept
+            args["bytes"] = event.bytes
+        name = f"{what} #{event.id}"
+        return {**base, "name": name, "cat": "io", "tid": _TRACKS["I/O"], "args": args}
+    name = _CALLS.get(event.kind, f"call {event.kind}")
+    args = {"bytes": event.bytes}
+    if event.peer >= 0:
+        args["peer"] = event.peer
+        name += f" {_PEER_WORD.get(event.kind, 'root')} {event.peer}"
+    if event.tag >= 0:
+        args["tag"] = event.tag
+    return {**base, "name": name, "cat": "mpi", "tid": _TRACKS["MPI"], "args": args}
+
+
+def _flows(events: list[Event]) -> list[dict[str, object]]:
+    """An arrow from each point-to-point send to the receive that took it."""
+    sends: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
+    recvs: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
+    for event in sorted(events, key=lambda e: e.begin):
+        if event.kind in (SEND, ISEND):
+            sends[(event.rank, event.peer, event.tag)].append(event)
+        elif event.kind == RECV:
+            recvs[(event.peer, event.rank, event.tag)].append(event)
+    out: list[dict[str, object]] = []
+    number = 0
+    for key, started in sends.items():
+        for send, recv in zip(started, recvs.get(key, [])):
+            number += 1
+            common = {"name": "message", "cat": "message", "id": number}
+            # Inside each slice, so that viewers bind the arrow's ends to them.
+            start, end = _middle(send), _middle(recv)
+            out.append({**common, "ph": "s", "pid": send.rank, "tid": _TRACKS["MPI"], "ts": start})
+            out.append(
+                {**common, "ph": "f", "bp": "e", "pid": recv.rank, "tid": _TRACKS["MPI"], "ts": end}
+            )
+    return out
+
+
+def _middle(event: Event) -> float:
+    return _us((event.begin + event.end) // 2)

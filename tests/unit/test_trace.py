@@ -1,0 +1,111 @@
+"""`dhir run --trace` (dhir/runtime/dhir_rt.c's trace, dhir/toolchain/trace.py): a real run's
+Chrome trace holds every run of every task on the rank that ran it, under its name, tracks
+that never overlap themselves, each message as an arrow from its send to its receive, the
+input reads and result writes; the converter pairs sends and receives in MPI's order."""
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError
+from dhir.cli.main import main
+from dhir.toolchain.trace import ISEND, RECV, SEND, TASK, Event, RankTrace, chrome_trace
+
+ROOT = Path(__file__).parents[2]
+TIME_LOOP = ROOT / "examples" / "time_loop.mlir"
+STEPS = 5
+native = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+def _inputs() -> list[object]:
+    return [np.arange(16.0), np.zeros(16), STEPS]
+
+
+def _events(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["traceEvents"]
+
+
+@native
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_traced_run_shows_every_task_run_message_and_io(tmp_path: Path, ranks: int) -> None:
+    trace = tmp_path / "run.json"
+    want = dhir.run(TIME_LOOP, *_inputs(), backend="interp")
+    # As written: dhir-time-tiles would run the 1-rank loop as one task.
+    got = dhir.run(TIME_LOOP, *_inputs(), ranks=ranks, trace=trace, optimize=False)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    events = _events(trace)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names == {f"rank {r}" for r in range(ranks)}
+    tasks = [e for e in events if e.get("cat") == "task"]
+    # Every task (or piece) runs once per step, on one rank, and says where it is written.
+    runs = Counter(e["name"] for e in tasks)
+    assert runs and set(runs.values()) == {STEPS}, runs
+    assert all(e["args"]["location"].startswith(str(TIME_LOOP)) for e in tasks)
+    for name in runs:
+        mine = sorted((e for e in tasks if e["name"] == name), key=lambda e: e["ts"])
+        assert [e["args"]["run"] for e in mine] == list(range(STEPS))
+    for rank in range(ranks):
+        for tid in (0, 1, 2):
+            track = sorted(
+                (e for e in events if e["ph"] == "X" and e["pid"] == rank and e["tid"] == tid),
+                key=lambda e: e["ts"],
+            )
+            assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in track)
+            for a, b in zip(track, track[1:]):
+                assert a["ts"] + a["dur"] <= b["ts"] + 1e-3, (a, b)
+    io = [e for e in events if e.get("cat") == "io"]
+    assert {e["name"] for e in io} >= {"read input #0", "read input #1"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts.keys() == ends.keys()
+    recvs = [e for e in events if e.get("cat") == "mpi" and e["name"].startswith("recv")]
+    assert len(ends) == len(recvs)
+    if ranks > 1:
+        assert recvs, "the steps' tasks share data across ranks"
+    for number, start in starts.items():
+        assert start["pid"] != ends[number]["pid"]
+
+
+@native
+def test_a_built_executable_is_traced_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exe, trace = tmp_path / "loop", tmp_path / "t.json"
+    assert main(["compile", str(TIME_LOOP), "-n", "2", "-o", str(exe)]) == 0
+    np.save(tmp_path / "u.npy", np.arange(16.0))
+    np.save(tmp_path / "v.npy", np.zeros(16))
+    args = ["--input", str(tmp_path / "u.npy"), "--input", str(tmp_path / "v.npy")]
+    assert main(["run", str(exe), *args, "--input", "index=2", "--trace", str(trace)]) == 0
+    assert Counter(e.get("cat") for e in _events(trace))["task"] >= 2
+
+
+def test_the_interpreter_has_no_trace(tmp_path: Path) -> None:
+    with pytest.raises(DhirError, match="use it with the native backend"):
+        dhir.run(TIME_LOOP, *_inputs(), backend="interp", trace=tmp_path / "t.json")
+
+
+def test_sends_meet_receives_in_order_per_pair_and_tag() -> None:
+    def event(rank: int, kind: int, begin: int, peer: int, tag: int) -> Event:
+        return Event(rank, kind, begin, begin + 10, 0, peer, 8, tag)
+
+    zero = [event(0, SEND, 0, 1, 7), event(0, ISEND, 100, 1, 7), event(0, SEND, 50, 1, 9)]
+    one = [event(1, RECV, 20, 0, 9), event(1, RECV, 60, 0, 7), event(1, RECV, 200, 0, 7)]
+    one.append(Event(1, TASK, 300, 400, 0, -1, 0, -1))
+    traces = [RankTrace(0, {}, zero), RankTrace(1, {0: ("smooth", "f.mlir:3:5")}, one)]
+    events = chrome_trace(traces)["traceEvents"]
+    assert isinstance(events, list)
+    arrows: dict[int, list[dict]] = {}
+    for e in events:
+        if e["ph"] in "sf":
+            arrows.setdefault(e["id"], []).append(e)
+    pairs = sorted((a["ts"], b["ts"]) for a, b in arrows.values())
+    # tag 7: sends at 0 and 100 meet the receives at 60 and 200; tag 9: 50 meets 20.
+    assert pairs == [(0.005, 0.065), (0.055, 0.025), (0.105, 0.205)]
+    (task,) = [e for e in events if e.get("cat") == "task"]
+    assert task["name"] == "smooth" and task["args"] == {"run": 0, "location": "f.mlir:3:5"}
