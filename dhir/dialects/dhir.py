@@ -56,6 +56,7 @@ from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.scf import ExecuteRegionOp
+from dhir.ir.diagnostics import location_from_attr
 from dhir.ir.walk import enclosing
 from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
 
@@ -273,7 +274,24 @@ class ScheduleOp(IRDLOperation):
     def tasks(self) -> Iterator["TaskOp"]:
         return (op for op in self.body.block.ops if isinstance(op, TaskOp))
 
+    def _verify_names(self) -> None:
+        # Task names key profiles, traces and placement constraints: one per task.
+        seen: set[str] = set()
+        for task in self.tasks():
+            name = task.attributes.get("name")
+            if not isinstance(name, StringAttr) or "dhir.piece" in task.attributes:
+                continue
+            if name.data in seen:
+                loc = location_from_attr(task.location)
+                where = f" (the second at {loc})" if loc is not None else ""
+                raise VerifyException(
+                    f'two tasks of this schedule are named "{name.data}"{where}; give each '
+                    "task a name of its own"
+                )
+            seen.add(name.data)
+
     def verify_(self) -> None:
+        self._verify_names()
         outer = _enclosing_dhir_op(self)
         if outer is not None:
             raise _nesting_error(self, outer)

@@ -1,6 +1,7 @@
 """Plain questions about a task or schedule, asked by every stage after parsing: its
 stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
 
+from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -71,7 +72,7 @@ def is_gpu_task(task: TaskOp) -> bool:
 
 
 def task_label(task: TaskOp, number: str | None = None) -> str:
-    """How messages name a GPU task: its `name` attribute, else its number in its
+    """How messages name a GPU task: its name (`name` attribute or SSA name), else its number in its
     schedule (`number`, as `task_numbers` gives it; found when not given), and where it is."""
     if number is None:
         parent = task.parent_op()
@@ -79,8 +80,8 @@ def task_label(task: TaskOp, number: str | None = None) -> str:
             number = task_numbers(parent)[list(parent.tasks()).index(task)]
         else:
             number = "0"
-    name = task.attributes.get("name")
-    what = f'"{name.data}"' if isinstance(name, StringAttr) else f"#{number}"
+    given = user_name(task)
+    what = f'"{given}"' if given is not None else f"#{number}"
     loc = loc_of(task)
     return f"GPU task {what}" + (f" at {loc}" if loc is not None else "")
 
@@ -92,15 +93,61 @@ def task_numbers(schedule: ScheduleOp) -> list[str]:
 
 
 def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
-    """Every task's stable name, `<function>.schedule<S>.task<T>`, in program order."""
-    names: dict[TaskOp, str] = {}
+    """Every task's name, in program order: its `name` attribute, else its SSA name
+    (`%smooth`), else its path `<function>.schedule<S>.task<T>`; a piece of a task that
+    dhir-split cut adds `.piece<k>`. A name that more than one schedule uses is prefixed
+    by its schedule's path (`main.schedule1.smooth`), so every name is the module's own."""
+    named: list[tuple[TaskOp, str, str | None, str]] = []
     for op in module.body.block.ops:
         owner = _owner(op)
-        schedules = find_ops(op, ScheduleOp)
-        for s, schedule in enumerate(schedules):
+        for s, schedule in enumerate(find_ops(op, ScheduleOp)):
+            where = f"{owner}.schedule{s}"
             for task, suffix in zip(schedule.tasks(), _task_suffixes(schedule), strict=True):
-                names[task] = f"{owner}.schedule{s}.{suffix}"
+                named.append((task, where, user_name(task), suffix))
+    schedules_of: dict[str, set[str]] = {}
+    for _, where, given, _ in named:
+        if given is not None:
+            schedules_of.setdefault(given, set()).add(where)
+    names = {
+        task: _name(where, given, suffix, len(schedules_of.get(given or "", ())) > 1)
+        for task, where, given, suffix in named
+    }
+    # A `name` attribute equal to another task's SSA name: those keep their paths.
+    counts = Counter(names.values())
+    for task, where, _, suffix in named:
+        if counts[names[task]] > 1:
+            names[task] = f"{where}.{suffix}"
     return names
+
+
+def user_name(task: TaskOp) -> str | None:
+    """The name the user gave `task`: its `name` attribute, else its SSA name."""
+    attr = task.attributes.get("name")
+    if isinstance(attr, StringAttr) and attr.data:
+        return attr.data
+    return task.token.name_hint
+
+
+def _name(where: str, given: str | None, suffix: str, shared: bool) -> str:
+    if given is None:
+        return f"{where}.{suffix}"
+    piece = suffix.partition(".")[2]
+    name = f"{given}.{piece}" if piece else given
+    return f"{where}.{name}" if shared else name
+
+
+def duplicate_names(schedule: ScheduleOp) -> list[tuple[TaskOp, str]]:
+    """Tasks of `schedule` (not pieces) whose `name` another task of it has already."""
+    seen: set[str] = set()
+    out: list[tuple[TaskOp, str]] = []
+    for task in schedule.tasks():
+        given = user_name(task)
+        if given is None or _piece(task) not in (None, 0):
+            continue
+        if given in seen:
+            out.append((task, given))
+        seen.add(given)
+    return out
 
 
 def schedule_ids(module: ModuleOp) -> dict[ScheduleOp, str]:
@@ -116,10 +163,17 @@ def schedule_ids(module: ModuleOp) -> dict[ScheduleOp, str]:
 def schedule_task_ids(schedule: ScheduleOp) -> list[str]:
     """The names `task_ids` gives the tasks of `schedule`."""
     top: Operation = schedule
-    while (parent := top.parent_op()) is not None and not isinstance(parent, ModuleOp):
+    while (parent := top.parent_op()) is not None:
         top = parent
+    if isinstance(top, ModuleOp):
+        names = task_ids(top)
+        return [names[task] for task in schedule.tasks()]
     number = next(s for s, op in enumerate(_schedules(top)) if op is schedule)
-    return [f"{_owner(top)}.schedule{number}.{suffix}" for suffix in _task_suffixes(schedule)]
+    where = f"{_owner(top)}.schedule{number}"
+    return [
+        _name(where, user_name(task), suffix, False)
+        for task, suffix in zip(schedule.tasks(), _task_suffixes(schedule), strict=True)
+    ]
 
 
 def _task_suffixes(schedule: ScheduleOp) -> list[str]:

@@ -134,7 +134,7 @@ def test_gpu_task_without_a_driver_is_a_clear_error_on_native(
     # driver the run stops with a message naming the task.
     monkeypatch.setenv("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
     a = np.zeros(20, np.int32)
-    with pytest.raises(DhirError, match="GPU task #1 at .* needs an NVIDIA GPU"):
+    with pytest.raises(DhirError, match='GPU task "task3" at .* needs an NVIDIA GPU'):
         dhir.run(
             EXAMPLES / "proposal.mlir", a, a, a, backend="native", ranks=2, placement="round-robin"
         )

@@ -112,7 +112,7 @@ def test_schedule_takes_measured_costs(tmp_path: Path, capsys: pytest.CaptureFix
 
     estimated = _schedule_json(capsys, str(EXAMPLE), "-n", "2")["schedules"][0]
     assert estimated["makespan"] < 0.5
-    pieces = [name for name in estimated["assignment"] if name.startswith("main.schedule0.task0")]
+    pieces = [name for name in estimated["assignment"] if name.startswith("task1.piece")]  # %task1
     assert len(pieces) == 2
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps({"tasks": dict.fromkeys(pieces, 1.0)}))

@@ -36,7 +36,7 @@ def test_explicit_launch_cannot_fall_back() -> None:
     with pytest.raises(DhirError) as error:
         dhir.run(PROPOSAL, a, a, a, ranks=2, gpu_fallback="cpu")
     message = str(error.value)
-    assert "GPU task #1 at" in message and "proposal.mlir:21:7" in message
+    assert 'GPU task "task3" at' in message and "proposal.mlir:21:7" in message
     assert "'gpu.launch', which only a GPU runs" in message
 
 

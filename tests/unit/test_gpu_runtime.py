@@ -174,7 +174,7 @@ def test_no_driver_names_the_gpu_task(fake: Fake) -> None:
     with pytest.raises(DhirError) as error:
         _run(PROPOSAL, *_proposal_inputs())
     message = str(error.value)
-    assert re.search(r"GPU task #1 at \S*proposal\.mlir:18:5 needs an NVIDIA GPU", message)
+    assert re.search(r"GPU task \"task3\" at \S*proposal\.mlir:18:5 needs an NVIDIA GPU", message)
     assert "the CUDA driver cannot be loaded" in message and "--gpu-fallback=cpu" in message
 
 
@@ -193,7 +193,7 @@ def test_kernels_for_another_chip_are_a_clear_error(fake: Fake) -> None:
 def test_driver_failure_names_the_call_and_the_task(fake: Fake) -> None:
     fake.set("FAKE_CUDA_FAIL", "cuMemAlloc_v2")
     with pytest.raises(
-        DhirError, match=r"GPU task #1 at .*: cuMemAlloc failed on GPU 0: out of memory"
+        DhirError, match=r"GPU task \"task3\" at .*: cuMemAlloc failed on GPU 0: out of memory"
     ):
         _run(PROPOSAL, *_proposal_inputs())
 
@@ -244,7 +244,8 @@ def test_default_placement_places_gpu_tasks_on_local_ranks(fake: Fake, ranks: in
     (counts,) = fake.counts()
     assert counts["launches"] == 1
     fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
-    with pytest.raises(DhirError, match=r"GPU task #1 at \S*proposal\.mlir:18:5 needs an NVIDIA"):
+    needs = r"GPU task \"task3\" at \S*proposal\.mlir:18:5 needs an NVIDIA"
+    with pytest.raises(DhirError, match=needs):
         dhir.run(PROPOSAL, a, b, c, ranks=ranks, timeout=120)
 
 

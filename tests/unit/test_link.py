@@ -97,7 +97,7 @@ def test_a_function_no_file_defines_is_an_error_at_its_call(tmp_path: Path) -> N
     lines = [str(d.loc) + ": " + d.message for d in error.value.diagnostics]
     text = PROGRAM.read_text().splitlines()
     call = next(k for k, line in enumerate(text, 1) if "func.call @scale_rows" in line)
-    task = "in task main.schedule0.task0"
+    task = "in task t0"
     assert lines[0].startswith(f"{PROGRAM}:{call}:7: calls scale_rows {task}, which no file")
     assert "--link FILE or -l NAME" in lines[0]
     assert lines[1].split(": ", 1)[1].startswith("calls add_one")

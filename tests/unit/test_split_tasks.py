@@ -189,7 +189,7 @@ def test_ranks_give_one_piece_each_and_split_one_keeps_a_task_whole() -> None:
     assert len(_split(text, ranks=4)[1]) == 4
     assert len(_split(case.text(), ranks=4)[1]) == 1
     names = _split(text, ranks=2)[1]
-    assert names == ["main.schedule0.task0.piece0", "main.schedule0.task0.piece1"]
+    assert names == ["t.piece0", "t.piece1"]
 
 
 def test_a_call_in_the_loop_keeps_the_task_whole() -> None:
@@ -304,7 +304,7 @@ def test_dhir_schedule_shows_the_pieces(tmp_path: Path, capsys: pytest.CaptureFi
     path.write_text(case.text().replace(" attributes {dhir.split = 1}", ""))
     assert main(["schedule", str(path), "-n", "2"]) == 0
     out = capsys.readouterr().out
-    assert "main.schedule0.task0.piece0" in out and "main.schedule0.task0.piece1" in out
+    assert "t.piece0" in out and "t.piece1" in out
 
 
 def test_affine_parallel_regions_are_the_rows_it_runs_over() -> None:
@@ -400,7 +400,7 @@ def test_a_split_that_cannot_be_made_says_so_at_the_task(
         if why is None:
             assert err == "" and pieces == 2
         else:
-            assert f"{program}:6:5: warning: dhir.split = 2 on main.schedule0.task0" in err
+            assert f"{program}:6:5: warning: dhir.split = 2 on t0 " in err
             assert why in err and "the task stays whole" in err and pieces == 0
 
 

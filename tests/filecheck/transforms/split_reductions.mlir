@@ -3,7 +3,7 @@
 // initial value and the partials in piece order; without the attribute it stays whole.
 // RUN: dhir-opt %s -p 'dhir-split{ranks=2}' 2>&1 | filecheck %s
 
-// CHECK:      warning: dhir.reassociate on main.schedule0.task1 has no effect: a reduction by 'arith.subf' on f64 has no exact identity; the task stays whole
+// CHECK:      warning: dhir.reassociate on diff has no effect: a reduction by 'arith.subf' on f64 has no exact identity; the task stays whole
 // CHECK:      func.func @main
 // CHECK:        %[[P:.*]] = memref.alloc() : memref<2xf64>
 // CHECK-NEXT:   dhir.schedule %a, %s, %[[P]] {
