@@ -77,6 +77,7 @@ def run(
     optimize: bool = True,
     fast_math: str = "none",
     trace: str | Path | None = None,
+    keep_build: str | Path | None = None,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -97,8 +98,9 @@ def run(
     relaxations the program allows, "contract", "reassoc" or "fast" (see dhir-fast-math;
     the interpreter stays exact). `trace` (native): a file to write a Chrome trace of the
     run to (each rank's tasks, messages, input reads and result writes; see
-    docs/commands.md, "Seeing a run"). Bad options are refused before any work
-    (see RunOptions)."""
+    docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the
+    build made into (lowered MLIR, LLVM IR, the harness, the executable). Bad options are
+    refused before any work (see RunOptions)."""
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,
@@ -115,6 +117,7 @@ def run(
         optimize=optimize,
         fast_math=fast_math,
         trace=Path(trace) if trace is not None else None,
+        keep_build=Path(keep_build) if keep_build is not None else None,
     )
     with ending_cleanly(redeliver=True):
         return run_module(
@@ -159,10 +162,9 @@ def run_module(
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        if options.trace is not None:
-            raise DhirError(
-                [Diagnostic("a trace records what MPI ranks did; use it with the native backend")]
-            )
+        if options.trace is not None or options.keep_build is not None:
+            what = "a trace records what MPI ranks did" if options.trace else "nothing is built"
+            raise DhirError([Diagnostic(f"{what}; use it with the native backend")])
         results = run_interp(module, entry, inputs, options.timeout, options.link)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)

@@ -41,6 +41,7 @@ from dhir.toolchain.build import (
     EarlyRuntime,
     Timing,
     build_executable,
+    keep_build,
     start_builds,
 )
 from dhir.toolchain.cpu import cpu_facts, cpu_for
@@ -339,6 +340,8 @@ def run_native(
     profile = options.profile
     recorder = ProfileRecorder(module, options.ranks, profile) if profile is not None else None
     exe, signature = compile_native(module, entry, options, timing, recorder)
+    if options.keep_build is not None:
+        keep_build(exe, options.keep_build)
     threaded = replace(options, threads=options.threads_per_rank())
     with timing.stage("run"), recording(recorder):
         return run_executable(

@@ -32,7 +32,7 @@ from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
-from dhir.toolchain.build import Timing, cache_root
+from dhir.toolchain.build import Timing, cache_root, keep_build
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
@@ -150,6 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    parser.add_argument(
+        "--keep-build",
+        type=Path,
+        metavar="DIR",
+        help="copy what the build made into DIR: the lowered MLIR (program.mlir), the LLVM "
+        "dialect (program.llvm.mlir), LLVM IR (program.ll), the harness (harness.c) and the "
+        "executable (program)",
+    )
     parser.add_argument(
         "-n",
         "--ranks",
@@ -283,6 +291,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         costs=args.costs,
         profile=getattr(args, "profile", None),
         trace=getattr(args, "trace", None),
+        keep_build=args.keep_build,
         gpu_fallback=args.gpu_fallback,
         codedrop=not args.no_codedrop,
         target=args.target or DEFAULT_TARGET,
@@ -303,6 +312,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         options = replace(options, ranks=plan.ranks)
     drop_code(module, args.entry, options)
     exe, signature = compile_native(module, args.entry, options, timing)
+    if options.keep_build is not None:
+        keep_build(exe, options.keep_build)
     _install(exe, args.output)
     _sidecar(args.output).write_text(json.dumps(_describe(signature, options)))
     if timing is not None:
@@ -374,7 +385,7 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    names = ("placement", "costs", "profile", "target", "link", "cpu", "no_optimize")
+    names = ("placement", "costs", "profile", "target", "link", "cpu", "no_optimize", "keep_build")
     given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
     given += ["--fast-math"] if args.fast_math != "none" else []
     given += [

@@ -244,6 +244,20 @@ def build_executable(
         return linking.pieces(_Modules(lowered_mlir, timing))
 
 
+def keep_build(exe: Path, folder: Path) -> None:
+    """Copy what built `exe` into `folder`: the executable, the harness's C source and each
+    module's stages (program.mlir as dhir lowered it, program.llvm.mlir or .llvm.mlirbc
+    after mlir-opt, program.ll after mlir-translate; programK.* for several modules)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in sorted(exe.parent.iterdir()):
+            if path.is_file():  # links to the modules' stages are followed
+                shutil.copyfile(path, folder / path.name)
+                shutil.copymode(path, folder / path.name)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot keep the build in {folder}: {error}")]) from None
+
+
 def _recipe(
     options: RunOptions, openmp: bool, gpu: GpuBuild | None, extra_mlir_opt_passes: Sequence[str]
 ) -> "_Recipe":
