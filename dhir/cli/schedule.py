@@ -3,7 +3,7 @@
     dhir schedule (FILE.mlir [--system S] [-n RANKS] [--entry NAME] [--target ARCH|cpu|gpu]
                   [--costs FILE] [--no-codedrop] | --graph G.json)
                   [--placement round-robin|heft|peft|best] [--json]
-                  [--simulate [--node-size K]] [--gantt PATH] [--dot PATH]
+                  [--simulate [--node-size K]] [--gantt PATH [--gantt-plan]] [--dot PATH]
 
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
 one device per rank, costs estimated from the IR; a plain @main goes through CodeDrop
@@ -36,9 +36,15 @@ from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
-from dhir.placement.as_built import as_built_makespan, place_program
+from dhir.placement.as_built import (
+    Timeline,
+    as_built_makespan,
+    as_built_timeline,
+    place_program,
+)
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
+    END_TASK,
     device_name,
     has_gpu_tasks,
     machine_for,
@@ -48,7 +54,7 @@ from dhir.placement.from_ir import (
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.memory import MemoryLimits, program_storage, resident
-from dhir.placement.render import FORMATS, dot, gantt
+from dhir.placement.render import FORMATS, Arrow, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions
@@ -82,6 +88,9 @@ class AsBuilt:
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
+
+    def timeline(self, assignment: Mapping[str, str]) -> Timeline:
+        return as_built_timeline(self.schedule, self.graph, assignment, self.devices, self.model)
 
 
 def add_parser(commands: Any) -> None:
@@ -176,7 +185,13 @@ def add_parser(commands: Any) -> None:
         type=Path,
         metavar="PATH",
         help="draw the placement as a Gantt chart: PATH if it ends in .png or .svg, else "
-        "both PATH.png and PATH.svg",
+        "both PATH.png and PATH.svg; a program's as built (each rank runs its tasks in "
+        "program order, messages as arrows), a --graph's as planned",
+    )
+    parser.add_argument(
+        "--gantt-plan",
+        action="store_true",
+        help="with --gantt: draw a program's placement as its algorithm planned it, not as built",
     )
     parser.add_argument(
         "--dot",
@@ -214,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         if args.simulate:
             replay = simulate(graph, placement, _network(graph, args.node_size))
         suffix = f".{number}" if len(graphs) > 1 else ""
-        _draw(args, graph, placement, suffix)
+        _draw(args, graph, placement, suffix, as_built)
         built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
     placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
@@ -369,12 +384,35 @@ def _schedule_name(schedule: ScheduleOp, number: int) -> str:
     return f"schedule #{number} (in @{owner})"
 
 
-def _draw(args: argparse.Namespace, graph: TaskGraph, placement: Placement, suffix: str) -> None:
+def _draw(
+    args: argparse.Namespace,
+    graph: TaskGraph,
+    placement: Placement,
+    suffix: str,
+    as_built: AsBuilt | None,
+) -> None:
     if args.gantt is not None:
+        drawn, arrows, kind = placement, [], "plan"
+        if as_built is not None and not args.gantt_plan:
+            timeline = as_built.timeline(placement.assignment)
+            drawn = _with_end(timeline.placement, timeline.makespan)
+            arrows = [
+                Arrow(t.source, t.target, t.begin, t.end, t.nbytes) for t in timeline.transfers
+            ]
+            kind = "as built"
         for path in gantt_paths(_suffixed(args.gantt, suffix)):
-            gantt(graph, placement, path, title=args.algorithm)
+            gantt(graph, drawn, path, title=args.algorithm, arrows=arrows, kind=kind)
     if args.dot is not None:
         _write(_suffixed(args.dot, suffix), dot(graph, placement))
+
+
+def _with_end(placement: Placement, end: float) -> Placement:
+    """`placement` with the schedule's end (END_TASK, on rank 0) at `end`."""
+    return Placement(
+        placement.assignment | {END_TASK: device_name(0)},
+        placement.start | {END_TASK: end},
+        placement.finish | {END_TASK: end},
+    )
 
 
 def _suffixed(path: Path, suffix: str) -> Path:

@@ -19,6 +19,7 @@ fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
 
@@ -155,6 +156,39 @@ def as_built_makespan(
     return _Replay(schedule, graph, devices, costs, entry).makespan(assignment)
 
 
+@dataclass(frozen=True)
+class Transfer:
+    """A message as built: from `source`'s rank to `target`'s (None: to rank 0 after the
+    schedule), from `begin` to `end` seconds, `nbytes` long."""
+
+    source: str
+    target: str | None
+    begin: float
+    end: float
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A placement as built: each task's start and finish, the messages, the end."""
+
+    placement: Placement
+    transfers: list[Transfer]
+    makespan: float
+
+
+def as_built_timeline(
+    schedule: ScheduleOp,
+    graph: TaskGraph,
+    assignment: Mapping[str, str],
+    devices: Sequence[Device],
+    costs: CostModel,
+    entry: str = "main",
+) -> Timeline:
+    """As `as_built_makespan`, with when each task runs and each message."""
+    return _Replay(schedule, graph, devices, costs, entry).timeline(assignment)
+
+
 class _Replay:
     """What the replay of one schedule needs whatever the placement: each task's memrefs
     in the lowering's order, what moving each memref costs, and which go to rank 0 only.
@@ -208,11 +242,17 @@ class _Replay:
             self.finals = {}  # assembled once after the loop, not every iteration
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
+        return self.timeline(assignment).makespan
+
+    def timeline(self, assignment: Mapping[str, str]) -> "Timeline":
+        """When each task runs, and each message between ranks, as built."""
         ranks = self.ranks
         cost = self._task_times(assignment)
         clock = [0.0] * ranks
         placed = [rank_of_device(assignment[name]) for name in self.names]
+        start = [0.0] * len(self.names)
         finish = [0.0] * len(self.names)
+        moves: list[Transfer] = []
         received: set[tuple[int, SSAValue, int]] = set()
         for k, name in enumerate(self.names):
             rank = placed[k]
@@ -220,8 +260,11 @@ class _Replay:
                 if placed[before] != rank and (before, value, rank) not in received:
                     if self.by_pair:
                         seconds = self._pair(nbytes, placed[before], rank)
-                    clock[rank] = max(clock[rank], finish[before]) + seconds
+                    begin = max(clock[rank], finish[before])
+                    clock[rank] = begin + seconds
+                    moves.append(Transfer(self.names[before], name, begin, clock[rank], nbytes))
                     received.add((before, value, rank))
+            start[k] = clock[rank]
             clock[rank] += cost[name][assignment[name]]
             finish[k] = clock[rank]
         for value in sorted(self.finals, key=self.position.__getitem__):
@@ -236,12 +279,17 @@ class _Replay:
                             if self.by_pair
                             else self.costs.comm_time(nbytes, self.devices)
                         )
-                        clock[0] = max(clock[0], finish[k]) + seconds
+                        begin = max(clock[0], finish[k])
+                        clock[0] = begin + seconds
+                        moves.append(Transfer(self.names[k], None, begin, clock[0], nbytes))
             else:
                 total = sum(nbytes for _, nbytes in writes)
                 end = max(clock) + broadcast_time(total, self.devices, self.costs)
                 clock = [end] * ranks
-        return max(clock)
+        placement = Placement(
+            dict(assignment), dict(zip(self.names, start)), dict(zip(self.names, finish))
+        )
+        return Timeline(placement, moves, max(clock))
 
     def _pair(self, nbytes: int, source: int, target: int) -> float:
         return self.costs.pair_time(nbytes, self.devices[source], self.devices[target])

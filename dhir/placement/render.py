@@ -1,11 +1,13 @@
 """Pictures of task graphs and their placements.
 
 - `gantt(graph, placement, path)`: a Gantt chart, one row per device and a bar per task,
-  written as PNG or SVG (by the path's suffix) with matplotlib.
+  messages as arrows, written as PNG or SVG (by the path's suffix) with matplotlib.
 - `dot(graph, placement)`: the task graph in Graphviz DOT, annotated with the placement
   when there is one (`dot -Tsvg` draws it).
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,10 +26,32 @@ _WIDTH_IN = 12.0
 _NAMED_ROWS = 64
 
 
-def gantt(graph: TaskGraph, placement: Placement, path: Path, title: str | None = None) -> None:
+@dataclass(frozen=True)
+class Arrow:
+    """A message to draw: from `source`'s row at `begin` to `target`'s at `end` (seconds);
+    `target` None: to the first device's row (rank 0), after the schedule."""
+
+    source: str
+    target: str | None
+    begin: float
+    end: float
+    nbytes: int
+
+
+def gantt(
+    graph: TaskGraph,
+    placement: Placement,
+    path: Path,
+    title: str | None = None,
+    arrows: Sequence[Arrow] = (),
+    kind: str = "plan",
+) -> None:
     """Write a Gantt chart of `placement` to `path` (.png or .svg): one row per device in
-    `graph.devices` order, a bar per task, labelled where the name fits, and a dashed line
-    at the makespan. `title` goes before the default title's counts and makespan."""
+    `graph.devices` order, a bar per task (pieces of a task in one colour, a legend naming
+    the tasks where there are few), labelled where the name fits, messages as arrows
+    between rows, a time axis in s, ms, us or ns, and a dashed line at the end. In an SVG
+    each bar and arrow has a `<title>` (its name, device and times), which viewers show on
+    hover. `kind` says what the times are ("plan", "as built"); `title` goes first."""
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise _error(
@@ -38,23 +62,50 @@ def gantt(graph: TaskGraph, placement: Placement, path: Path, title: str | None 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    end = max(placement.makespan, max((a.end for a in arrows), default=0.0))
+    scale = _Scale.of(end)
     height = min(60.0, max(2.5, 1.2 + 0.3 * len(graph.devices)))
+    titles: dict[str, str] = {}
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dhir"}):
         figure = Figure(figsize=(_WIDTH_IN, height), dpi=_DPI, layout="constrained")
         FigureCanvasAgg(figure)  # the Agg canvas: no display needed
         axes = figure.add_subplot()
-        makespan = placement.makespan
         color_of = _colors(graph)
-        _draw_bars(axes, placement, rows, color_of)
-        _draw_axes(axes, graph, makespan)
-        heading = f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, makespan {makespan:g}"
+        titles |= _draw_bars(axes, placement, rows, color_of, scale)
+        titles |= _draw_arrows(axes, graph, placement, arrows, scale)
+        _draw_axes(axes, graph, end, scale)
+        _legend(axes, graph, color_of)
+        heading = (
+            f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, {kind}: "
+            f"makespan {scale.text(end)}"
+        )
         axes.set_title(f"{title}: {heading}" if title else heading)
         figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
-        _label_bars(axes, placement, rows, color_of)
+        _label_bars(axes, placement, rows, color_of, scale)
         try:
             figure.savefig(path, format=path.suffix.lower()[1:], metadata=_metadata(path))
         except OSError as error:
             raise _error(f"cannot write {path}: {error.strerror or error}") from None
+    if path.suffix.lower() == ".svg" and titles:
+        _add_titles(path, titles)
+
+
+@dataclass(frozen=True)
+class _Scale:
+    """Seconds shown in the unit that suits the chart's length."""
+
+    factor: float
+    unit: str
+
+    @staticmethod
+    def of(seconds: float) -> "_Scale":
+        for factor, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "us"), (1e9, "ns")):
+            if seconds * factor >= 1.0:
+                return _Scale(factor, unit)
+        return _Scale(1e9, "ns")
+
+    def text(self, seconds: float) -> str:
+        return f"{seconds * self.factor:.4g} {self.unit}"
 
 
 def _matplotlib():  # type: ignore[no-untyped-def]
@@ -92,33 +143,118 @@ Color = tuple[float, float, float]
 
 
 def _colors(graph: TaskGraph) -> dict[str, Color]:
+    """A colour per task, the same for the pieces of one task (`name.pieceK`)."""
     from matplotlib import colormaps
 
     palette = colormaps["tab20"].colors  # type: ignore[attr-defined]
-    return {task: palette[k % len(palette)] for k, task in enumerate(graph.tasks)}
+    bases = list(dict.fromkeys(_base(task) for task in graph.tasks))
+    index = {base: k for k, base in enumerate(bases)}
+    return {task: palette[index[_base(task)] % len(palette)] for task in graph.tasks}
+
+
+def _base(task: str) -> str:
+    head, dot_, tail = task.rpartition(".")
+    return head if dot_ and tail.startswith("piece") and tail[5:].isdigit() else task
+
+
+_LEGEND_MAX = 12  # tasks named in the legend, where there are no more than this
+
+
+def _legend(axes: "Axes", graph: TaskGraph, color_of: dict[str, Color]) -> None:
+    from matplotlib.patches import Patch
+
+    # "(end)", where results reach rank 0, is no task of the user's.
+    bases = [b for b in dict.fromkeys(_base(task) for task in graph.tasks) if b != "(end)"]
+    if not bases or len(bases) > _LEGEND_MAX:
+        return
+    first = {_base(task): color_of[task] for task in reversed(graph.tasks)}
+    handles = [Patch(facecolor=first[base], label=base) for base in bases]
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=_FONT_SIZE)
 
 
 def _draw_bars(
-    axes: "Axes", placement: Placement, rows: list[list[str]], color_of: dict[str, Color]
-) -> None:
+    axes: "Axes",
+    placement: Placement,
+    rows: list[list[str]],
+    color_of: dict[str, Color],
+    scale: _Scale,
+) -> dict[str, str]:
+    """A bar per task (a tick for one of no length); their SVG ids with their titles."""
     start, finish = placement.start, placement.finish
+    titles: dict[str, str] = {}
+    number = 0
     for row, tasks in enumerate(rows):
-        spans = [(start[t], finish[t] - start[t]) for t in tasks if finish[t] > start[t]]
-        colors = [color_of[t] for t in tasks if finish[t] > start[t]]
-        if spans:
-            axes.broken_barh(
-                spans, (row - 0.4, 0.8), facecolors=colors, edgecolor="white", linewidth=0.5
-            )
-        instants = [start[t] for t in tasks if finish[t] <= start[t]]
-        if instants:  # zero-length tasks: a tick, since a bar would not show
-            axes.vlines(instants, row - 0.4, row + 0.4, colors="black", linewidth=1.0)
+        for task in tasks:
+            begin, length = start[task] * scale.factor, (finish[task] - start[task]) * scale.factor
+            gid = f"dhir-task-{number}"
+            number += 1
+            if length > 0:
+                bars = axes.broken_barh(
+                    [(begin, length)],
+                    (row - 0.4, 0.8),
+                    facecolors=[color_of[task]],
+                    edgecolor="white",
+                    linewidth=0.5,
+                )
+            else:  # zero-length tasks: a tick, since a bar would not show
+                bars = axes.vlines([begin], row - 0.4, row + 0.4, colors="black", linewidth=1.0)
+            bars.set_gid(gid)
+            device = placement.assignment[task]
+            times = f"{scale.text(start[task])} to {scale.text(finish[task])}"
+            titles[gid] = f"{task} on {device}: {times}"
+    return titles
 
 
-def _draw_axes(axes: "Axes", graph: TaskGraph, makespan: float) -> None:
+def _draw_arrows(
+    axes: "Axes",
+    graph: TaskGraph,
+    placement: Placement,
+    arrows: Sequence[Arrow],
+    scale: _Scale,
+) -> dict[str, str]:
+    """An arrow per message between rows (the first _ARROWS_MAX); SVG ids and titles."""
+    row_of = {device: k for k, device in enumerate(graph.devices)}
+    titles: dict[str, str] = {}
+    for number, arrow in enumerate(arrows[:_ARROWS_MAX]):
+        source = row_of[placement.assignment[arrow.source]]
+        target = row_of[placement.assignment[arrow.target]] if arrow.target is not None else 0
+        drawn = axes.annotate(
+            "",
+            xy=(arrow.end * scale.factor, target),
+            xytext=(arrow.begin * scale.factor, source),
+            arrowprops={"arrowstyle": "->", "color": "dimgray", "linewidth": 0.8, "alpha": 0.8},
+        )
+        gid = f"dhir-message-{number}"
+        if drawn.arrow_patch is not None:  # the arrow is drawn as a patch of its own
+            drawn.arrow_patch.set_gid(gid)
+        to = arrow.target if arrow.target is not None else "rank 0 (the results)"
+        titles[gid] = (
+            f"{arrow.nbytes} bytes from {arrow.source} to {to}: "
+            f"{scale.text(arrow.begin)} to {scale.text(arrow.end)}"
+        )
+    return titles
+
+
+_ARROWS_MAX = 2000  # more would hide the bars
+
+
+def _add_titles(path: Path, titles: dict[str, str]) -> None:
+    """Put a `<title>` in each group matplotlib wrote with one of `titles`' ids."""
+    from xml.sax.saxutils import escape
+
+    text = path.read_text()
+    for gid, title in titles.items():
+        opening = f'<g id="{gid}">'
+        text = text.replace(opening, f"{opening}<title>{escape(title)}</title>", 1)
+    path.write_text(text)
+
+
+def _draw_axes(axes: "Axes", graph: TaskGraph, end: float, scale: _Scale) -> None:
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     count = len(graph.devices)
     axes.set_ylim(count - 0.5, -0.5)  # the first device on top
+    makespan = end * scale.factor
     axes.set_xlim(0.0, makespan * 1.02 if makespan > 0 else 1.0)
     if count <= _NAMED_ROWS:
         axes.set_yticks(range(count), labels=list(graph.devices), fontsize=_FONT_SIZE)
@@ -127,12 +263,12 @@ def _draw_axes(axes: "Axes", graph: TaskGraph, makespan: float) -> None:
         axes.yaxis.set_major_formatter(
             FuncFormatter(lambda y, _: graph.devices[int(y)] if 0 <= y < count else "")
         )
-    axes.set_xlabel("time")
+    axes.set_xlabel(f"time ({scale.unit})")
     axes.set_ylabel("device")
     axes.grid(axis="x", linestyle=":", linewidth=0.5)
     axes.axvline(makespan, color="tab:red", linestyle="--", linewidth=1.0)
     axes.annotate(
-        f"makespan {makespan:g}",
+        f"makespan {scale.text(end)}",
         xy=(makespan, 0.0),
         xycoords=("data", "axes fraction"),
         xytext=(-3, 3),
@@ -144,7 +280,11 @@ def _draw_axes(axes: "Axes", graph: TaskGraph, makespan: float) -> None:
 
 
 def _label_bars(
-    axes: "Axes", placement: Placement, rows: list[list[str]], color_of: dict[str, Color]
+    axes: "Axes",
+    placement: Placement,
+    rows: list[list[str]],
+    color_of: dict[str, Color],
+    scale: _Scale,
 ) -> None:
     """Name each bar that is wide and tall enough for its name."""
     box = axes.get_window_extent()
@@ -157,9 +297,9 @@ def _label_bars(
     start, finish = placement.start, placement.finish
     for row, tasks in enumerate(rows):
         for task in tasks:
-            width = (finish[task] - start[task]) * pixels_per_time
+            width = (finish[task] - start[task]) * scale.factor * pixels_per_time
             if width >= (len(task) + 1) * char_pixels:
-                middle = (start[task] + finish[task]) / 2
+                middle = (start[task] + finish[task]) / 2 * scale.factor
                 red, green, blue = color_of[task][:3]
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # luma
                 axes.text(

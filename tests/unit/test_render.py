@@ -12,7 +12,7 @@ import pytest
 from dhir import DhirError
 from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import heft
-from dhir.placement.render import dot, gantt, quote
+from dhir.placement.render import Arrow, dot, gantt, quote
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -74,9 +74,10 @@ def test_gantt_leaves_out_names_that_do_not_fit(tmp_path: Path) -> None:
     graph = TaskGraph(devices, tasks, cost, ())
     path = tmp_path / "chart.svg"
     gantt(graph, heft(graph), path)
-    text = svg_text(path)
-    assert "long" in text
-    assert tasks[1] not in text
+    texts = [e.text for e in ET.parse(path).getroot().iter() if e.tag.endswith("text")]
+    # On its bar and in the legend; the other only in the legend (and its hover title).
+    assert texts.count("long") == 2
+    assert texts.count(tasks[1]) == 1
 
 
 def test_gantt_zero_length_tasks_and_empty_graphs(tmp_path: Path) -> None:
@@ -215,3 +216,44 @@ def test_graphviz_reads_the_dot(tmp_path: Path) -> None:
         ["dot", "-Tsvg"], input=dot(graph, heft(graph)), capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_gantt_svg_has_units_titles_a_legend_and_messages(tmp_path: Path) -> None:
+    """Times in ms (the chart lasts 40 ms), a <title> on every bar and arrow, pieces of one
+    task in one colour under one legend entry."""
+    devices = ("rank0", "rank1")
+    tasks = ("load", "sweep.piece0", "sweep.piece1", "store")
+    cost = {t: {d: 0.01 for d in devices} for t in tasks}
+    graph = TaskGraph(devices, tasks, cost, ())
+    placement = Placement(
+        dict(zip(tasks, ("rank0", "rank0", "rank1", "rank0"))),
+        dict(zip(tasks, (0.0, 0.01, 0.015, 0.03))),
+        dict(zip(tasks, (0.01, 0.02, 0.025, 0.04))),
+    )
+    arrow = Arrow("load", "sweep.piece1", 0.01, 0.015, 4096)
+    path = tmp_path / "chart.svg"
+    gantt(graph, placement, path, arrows=[arrow], kind="as built")
+    text = svg_text(path)
+    assert "time (ms)" in text and "as built: makespan 40 ms" in text
+    root = ET.parse(path).getroot()
+    titles = [e.text for e in root.iter() if e.tag.endswith("title")]
+    assert "sweep.piece1 on rank1: 15 ms to 25 ms" in titles
+    assert "4096 bytes from load to sweep.piece1: 10 ms to 15 ms" in titles
+    assert sum(t is not None and " on rank" in t for t in titles) == len(tasks)
+    legend = [name for name in ("load", "sweep", "store") if name in text.split()]
+    assert legend == ["load", "sweep", "store"]
+
+
+def test_gantt_of_a_program_is_drawn_as_built_unless_the_plan_is_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dhir.cli.main import main
+
+    program = str(Path(__file__).parents[2] / "examples" / "hazards.mlir")
+    built, plan = tmp_path / "built.svg", tmp_path / "plan.svg"
+    placed = ["-n", "2", "--placement", "round-robin"]
+    assert main(["schedule", program, *placed, "--gantt", str(built)]) == 0
+    assert main(["schedule", program, *placed, "--gantt", str(plan), "--gantt-plan"]) == 0
+    capsys.readouterr()
+    assert "as built: makespan" in svg_text(built) and "plan: makespan" in svg_text(plan)
+    assert "bytes from t0 to t1" in built.read_text()  # t1 runs on rank 1
