@@ -8,6 +8,7 @@ dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timi
          [--system FILE] [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
          [--link FILE]... [-l NAME]... [-L DIR]...
 dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
+dhir gantt TRACE.json -o CHART.png|svg
 """
 
 import argparse
@@ -145,6 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_build_options(compile_)
     schedule.add_parser(commands)
     calibrate.add_parser(commands)
+    chart = commands.add_parser(
+        "gantt",
+        help="draw a trace that dhir run --trace recorded as a Gantt chart",
+        description="Draw a run's trace (dhir run --trace FILE.json) as a Gantt chart like "
+        "dhir schedule --gantt's: a row per rank, a bar per run of each task, each message an "
+        "arrow from its send to its receive, times from the run's start.",
+    )
+    chart.add_argument("trace", type=Path, help="a trace that dhir run --trace wrote")
+    chart.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="the chart: a .png or .svg file",
+    )
     return parser
 
 
@@ -567,6 +584,15 @@ def _install(exe: Path, destination: Path) -> None:
         raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
 
 
+def _cmd_gantt(args: argparse.Namespace) -> int:
+    from dhir.placement.render import gantt
+    from dhir.toolchain.trace import trace_chart
+
+    graph, placement, arrows = trace_chart(args.trace)
+    gantt(graph, placement, args.output, title=args.trace.name, arrows=arrows, kind="as run")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = {
@@ -574,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         "compile": _cmd_compile,
         "schedule": schedule.run,
         "calibrate": calibrate.run,
+        "gantt": _cmd_gantt,
     }[args.command]
     return guarded(lambda: command(args))
 

@@ -29,13 +29,16 @@ _NAMED_ROWS = 64
 @dataclass(frozen=True)
 class Arrow:
     """A message to draw: from `source`'s row at `begin` to `target`'s at `end` (seconds);
-    `target` None: to the first device's row (rank 0), after the schedule."""
+    `target` None: to the first device's row (rank 0), after the schedule. With the
+    devices given, the arrow goes between their rows instead (a recorded trace's)."""
 
     source: str
     target: str | None
     begin: float
     end: float
     nbytes: int
+    source_device: str | None = None
+    target_device: str | None = None
 
 
 def gantt(
@@ -153,6 +156,8 @@ def _colors(graph: TaskGraph) -> dict[str, Color]:
 
 
 def _base(task: str) -> str:
+    """The task a bar belongs to: without `.pieceK`, or a recorded run's ` #K`."""
+    task = task.partition(" #")[0]
     head, dot_, tail = task.rpartition(".")
     return head if dot_ and tail.startswith("piece") and tail[5:].isdigit() else task
 
@@ -216,8 +221,11 @@ def _draw_arrows(
     row_of = {device: k for k, device in enumerate(graph.devices)}
     titles: dict[str, str] = {}
     for number, arrow in enumerate(arrows[:_ARROWS_MAX]):
-        source = row_of[placement.assignment[arrow.source]]
-        target = row_of[placement.assignment[arrow.target]] if arrow.target is not None else 0
+        source = row_of[arrow.source_device or placement.assignment[arrow.source]]
+        if arrow.target_device is not None:
+            target = row_of[arrow.target_device]
+        else:
+            target = row_of[placement.assignment[arrow.target]] if arrow.target is not None else 0
         drawn = axes.annotate(
             "",
             xy=(arrow.end * scale.factor, target),

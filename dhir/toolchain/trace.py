@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.placement.graph import Placement, TaskGraph
+from dhir.placement.render import Arrow
 
 TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE = range(10)
 _CALLS = {
@@ -105,6 +107,43 @@ def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
         raise DhirError([Diagnostic(f"cannot write the trace {destination}: {error}")]) from None
 
 
+def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
+    """A trace `dhir run --trace` wrote, as a Gantt chart's rows (one per rank), bars (each
+    run of a task: its name, ` #K` for its K-th run after the first) and arrows (each
+    message, from its send to its receive)."""
+    try:
+        events = json.loads(path.read_text())["traceEvents"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DhirError([Diagnostic(f"cannot read the trace {path}: {error}")]) from None
+    ranks = sorted({e["pid"] for e in events if e.get("ph") == "M"})
+    devices = tuple(f"rank{r}" for r in ranks)
+    assignment: dict[str, str] = {}
+    start: dict[str, float] = {}
+    finish: dict[str, float] = {}
+    for e in sorted((e for e in events if e.get("cat") == "task"), key=lambda e: e["ts"]):
+        run = e["args"].get("run", 0)
+        name = e["name"] if run == 0 else f"{e['name']} #{run}"
+        assignment[name] = f"rank{e['pid']}"
+        start[name], finish[name] = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+    tasks = tuple(assignment)
+    cost = {t: {assignment[t]: finish[t] - start[t]} for t in tasks}
+    graph = TaskGraph(devices, tasks, cost, ())
+    flows: dict[int, list[dict[str, object]]] = defaultdict(list)
+    for e in events:
+        if e.get("cat") == "message":
+            flows[e["id"]].append(e)
+    arrows = []
+    for pair in flows.values():
+        ends = {e["ph"]: e for e in pair}
+        if "s" in ends and "f" in ends:
+            send, recv = ends["s"], ends["f"]
+            source, target = f"rank{send['pid']}", f"rank{recv['pid']}"
+            begin, end = float(send["ts"]) / 1e6, float(recv["ts"]) / 1e6  # type: ignore[arg-type]
+            nbytes = int(send.get("args", {}).get("bytes", 0))  # type: ignore[union-attr]
+            arrows.append(Arrow(source, target, begin, end, nbytes, source, target))
+    return graph, Placement(assignment, start, finish), arrows
+
+
 def _meta(name: str, pid: int, tid: int, value: object) -> dict[str, object]:
     key = "sort_index" if name.endswith("sort_index") else "name"
     return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
@@ -157,7 +196,12 @@ def _flows(events: list[Event]) -> list[dict[str, object]]:
     for key, started in sends.items():
         for send, recv in zip(started, recvs.get(key, [])):
             number += 1
-            common = {"name": "message", "cat": "message", "id": number}
+            common = {
+                "name": "message",
+                "cat": "message",
+                "id": number,
+                "args": {"bytes": send.bytes},
+            }
             # Inside each slice, so that viewers bind the arrow's ends to them.
             start, end = _middle(send), _middle(recv)
             out.append({**common, "ph": "s", "pid": send.rank, "tid": _TRACKS["MPI"], "ts": start})

@@ -109,3 +109,25 @@ def test_sends_meet_receives_in_order_per_pair_and_tag() -> None:
     assert pairs == [(0.005, 0.065), (0.055, 0.025), (0.105, 0.205)]
     (task,) = [e for e in events if e.get("cat") == "task"]
     assert task["name"] == "smooth" and task["args"] == {"run": 0, "location": "f.mlir:3:5"}
+
+
+@native
+def test_dhir_gantt_draws_a_recorded_trace(tmp_path: Path) -> None:
+    trace, chart = tmp_path / "run.json", tmp_path / "run.svg"
+    dhir.run(TIME_LOOP, *_inputs(), ranks=2, trace=trace, optimize=False)
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 0
+    text = chart.read_text()
+    assert "as run: makespan" in text and "time (" in text
+    runs = [e for e in _events(trace) if e.get("cat") == "task"]
+    # A bar per run of each task, each with its title; an arrow per message.
+    assert text.count(" on rank") == len(runs)
+    assert text.count("bytes from rank") == sum(e["ph"] == "s" for e in _events(trace))
+
+
+def test_dhir_gantt_refuses_what_is_no_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["gantt", str(bad), "-o", str(tmp_path / "x.png")]) == 1
+    assert "cannot read the trace" in capsys.readouterr().err
