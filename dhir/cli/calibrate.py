@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.files import default_system_path, description_format, read_system, write_system
 from dhir.toolchain.calibrate import calibrate, calibrate_links
@@ -21,7 +22,7 @@ from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "calibrate",
-        help="measure this machine (MPI, memory, compute, GPUs) and write its description",
+        help=COMMANDS["calibrate"],
         description="Measure MPI latency and bandwidth between two local ranks, memory "
         "bandwidth and f32 compute rate on every core, each GPU's copies to, from and within "
         "it and its f32 compute rate, and write this machine's description "

@@ -27,6 +27,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
+from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -96,7 +97,7 @@ class AsBuilt:
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "schedule",
-        help="place a program's tasks (or a task graph) on devices and show the schedule",
+        help=COMMANDS["schedule"],
         description="Place the tasks of each schedule of a dhir program (FILE), or of a task "
         "graph in JSON (--graph), on devices and print each task's device, start and finish, "
         "and the predicted makespan; optionally replay it in a simulator (--simulate) and draw "

@@ -120,3 +120,21 @@ def test_schedule_takes_measured_costs(tmp_path: Path, capsys: pytest.CaptureFix
     assert measured["schedules"][0]["makespan"] >= 1.0
     assert main(["schedule", "--graph", str(costs), "--costs", str(costs)]) != 0
     assert "a --graph has its own" in capsys.readouterr().err
+
+
+def test_top_level_help_and_version_load_no_compiler(capsys: pytest.CaptureFixture[str]) -> None:
+    """`dhir --help` and `--version` answer from dhir/cli/names.py alone (no xDSL, NumPy or
+    passes: about a second), with the full parser's text."""
+    import subprocess
+    import sys
+
+    from dhir.cli.main import _top_level_parser, build_parser
+
+    assert _top_level_parser().format_help() == build_parser().format_help()
+    probe = (
+        "import sys\nfrom dhir.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('xdsl', 'numpy', 'dhir.cli.commands') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,610 @@
+"""The commands of `dhir` (dhir/cli/main.py is its entry point):
+
+dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
+         [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
+         [--placement ALGO] [--costs FILE] [--profile FILE] [--trace FILE] [--system FILE]
+         [--no-codedrop] [--target ARCH|cpu|gpu] [--link FILE]... [-l NAME]... [-L DIR]...
+dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
+         [--system FILE] [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
+         [--link FILE]... [-l NAME]... [-L DIR]...
+dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
+dhir gantt TRACE.json -o CHART.png|svg
+"""
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from dhir import __version__
+from dhir.backends.native import compile_native
+from dhir.cli import calibrate, schedule
+from dhir.cli.common import guarded
+from dhir.cli.names import COMMANDS, DESCRIPTION
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.text import parse_string
+from dhir.machine.dlti import attach
+from dhir.machine.files import read_system
+from dhir.machine.layout import LaunchPlan, launch_plan
+from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
+from dhir.toolchain.build import Timing, cache_root, keep_build
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.options import (
+    DEFAULT_GPU_FALLBACK,
+    DEFAULT_MPI,
+    DEFAULT_RANKS,
+    DEFAULT_TARGET,
+    DEFAULT_TIMEOUT_S,
+    GPU_FALLBACKS,
+    RunOptions,
+    rank_count,
+    thread_count,
+    timeout_seconds,
+)
+from dhir.toolchain.signature import (
+    ArgSpec,
+    EntrySignature,
+    check_inputs,
+    entry_signature,
+)
+from dhir.toolchain.tools import MPI_CHOICES
+from dhir.transforms.fast_math import MODES
+
+_INPUT_HELP = (
+    "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
+    "a scalar (f32=2.5, i64=7, index=3)"
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dhir",
+        description=DESCRIPTION,
+    )
+    parser.add_argument("--version", action="version", version=f"dhir {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help=COMMANDS["run"],
+        description="Run the entry function of a dhir program on N MPI ranks; rank 0 "
+        "writes the final memref arguments.",
+    )
+    run.add_argument(
+        "file", help="a .mlir program (- for standard input), or an executable from dhir compile"
+    )
+    _add_build_options(run)
+    run.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=DEFAULT_BACKEND,
+        help="native: MPI + LLVM (default); interp: the sequential reference interpreter",
+    )
+    run.add_argument("--input", action="append", default=[], metavar="X", help=_INPUT_HELP)
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        metavar="DIR",
+        help="write memref argument K's final value to DIR/argK.npy",
+    )
+    run.add_argument("--print", action="store_true", help="print the final memref arguments")
+    run.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="time every task on its rank and write the times to FILE (JSON; for --costs)",
+    )
+    run.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write a Chrome trace (JSON, for Perfetto or chrome://tracing) of what every rank "
+        "did: tasks, messages, input reads, result writes",
+    )
+    run.add_argument(
+        "--threads",
+        type=_checked(thread_count, int, "a whole number"),
+        metavar="T",
+        help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
+    )
+    run.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="a machine description (.toml/.json, docs/machine.md) to place tasks on; runs "
+        "its ranks (-n must agree), laid out on its nodes with an mpirun hostfile",
+    )
+    run.add_argument(
+        "--timeout",
+        type=_checked(timeout_seconds, float, "a number"),
+        default=DEFAULT_TIMEOUT_S,
+        metavar="S",
+        help=f"give up (and kill every rank) after S seconds (default {DEFAULT_TIMEOUT_S:g})",
+    )
+
+    compile_ = commands.add_parser(
+        "compile",
+        help=COMMANDS["compile"],
+        description="Build an executable that `dhir run EXE` (or mpirun) runs later.",
+    )
+    compile_.add_argument("file", help="a .mlir program (- for standard input)")
+    compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
+    compile_.add_argument(
+        "--system",
+        type=Path,
+        metavar="FILE",
+        help="a machine description (.toml/.json, docs/machine.md) to place tasks on; builds "
+        "for its ranks (-n must agree); `dhir run EXE --system FILE` lays them out",
+    )
+    _add_build_options(compile_)
+    schedule.add_parser(commands)
+    calibrate.add_parser(commands)
+    chart = commands.add_parser(
+        "gantt",
+        help=COMMANDS["gantt"],
+        description="Draw a run's trace (dhir run --trace FILE.json) as a Gantt chart like "
+        "dhir schedule --gantt's: a row per rank, a bar per run of each task, each message an "
+        "arrow from its send to its receive, times from the run's start.",
+    )
+    chart.add_argument("trace", type=Path, help="a trace that dhir run --trace wrote")
+    chart.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        metavar="PATH",
+        help="the chart: a .png or .svg file",
+    )
+    return parser
+
+
+def _add_build_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    parser.add_argument(
+        "--keep-build",
+        type=Path,
+        metavar="DIR",
+        help="copy what the build made into DIR: the lowered MLIR (program.mlir), the LLVM "
+        "dialect (program.llvm.mlir), LLVM IR (program.ll), the harness (harness.c) and the "
+        "executable (program)",
+    )
+    parser.add_argument(
+        "-n",
+        "--ranks",
+        type=_checked(rank_count, int, "a whole number"),
+        default=None,  # None: not given (an executable's own count, or DEFAULT_RANKS)
+        help=f"MPI ranks (default {DEFAULT_RANKS}; an executable's own count)",
+    )
+    parser.add_argument(
+        "--mpi",
+        choices=MPI_CHOICES,
+        default=DEFAULT_MPI,
+        help=f"the MPI to build and run with (default: {DEFAULT_MPI})",
+    )
+    parser.add_argument(
+        "--timing",
+        action="store_true",
+        help="print the time of each stage (dhir run on the native backend: also the bytes "
+        "each rank sent)",
+    )
+    parser.add_argument(
+        "--gpu-fallback",
+        choices=GPU_FALLBACKS,
+        default=DEFAULT_GPU_FALLBACK,
+        help="cpu: run GPU tasks written as loops on the CPU (no GPU needed); none: run them "
+        "on the ranks' GPUs (default)",
+    )
+    parser.add_argument(
+        "--placement",
+        choices=tuple(ALGORITHMS),
+        default=None,  # None: not given (an executable refuses it), DEFAULT_ALGORITHM
+        metavar="ALGO",
+        help=f"how tasks are placed on ranks: {', '.join(ALGORITHMS)} "
+        f"(default: {DEFAULT_ALGORITHM})",
+    )
+    parser.add_argument(
+        "--costs",
+        type=Path,
+        metavar="FILE",
+        help="task times measured by --profile, used by the placement instead of estimates",
+    )
+    parser.add_argument(
+        "--no-codedrop",
+        action="store_true",
+        help="run an entry without dhir.schedule as written, on every rank (by default "
+        "CodeDrop wraps its loop nests, linalg ops and calls in tasks; docs/commands.md)",
+    )
+    parser.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="link an object file (.o), static (.a) or shared library (.so) into every rank's "
+        "executable, for tasks that call its functions (repeatable; docs/commands.md, "
+        '"Calling your own code")',
+    )
+    parser.add_argument(
+        "-l",
+        action="append",
+        default=[],
+        dest="libraries",
+        metavar="NAME",
+        help="link the library libNAME.so or libNAME.a, as a C compiler does (repeatable)",
+    )
+    parser.add_argument(
+        "-L",
+        action="append",
+        default=[],
+        dest="library_dirs",
+        type=Path,
+        metavar="DIR",
+        help="look for -l libraries in DIR first (repeatable)",
+    )
+    parser.add_argument(
+        "--cpu",
+        metavar="NAME",
+        help="build each rank's code for this CPU: clang's -march name (znver4, "
+        "x86-64-v3, ...) or native (default: the --system description's, else this "
+        "machine's; docs/machine.md)",
+    )
+    parser.add_argument(
+        "--fast-math",
+        choices=MODES,
+        default="none",
+        help="floating-point relaxations the whole program allows: contract (fused "
+        "multiply-adds), reassoc (also sums in another order), fast (all of LLVM's); "
+        "default none: every result as the program's operations round it",
+    )
+    parser.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="build task bodies' loop nests as written (by default dhir-optimize-bodies "
+        "blocks and vectorises contraction nests, and dhir-time-tiles runs stencil time "
+        "loops in skewed bands, with halos once a band on several ranks, exactly; --timing "
+        "says which)",
+    )
+    parser.add_argument(
+        "--target",
+        metavar="ARCH|cpu|gpu",
+        help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
+        "(default: any device)",
+    )
+
+
+def _checked(
+    rule: Callable[[object], object], kind: Callable[[str], object], noun: str
+) -> Callable[[str], object]:
+    """An argparse type: the text read as `kind`, then held to RunOptions' `rule`, so that
+    a bad value is a malformed command line (exit status 2) with the rule's message."""
+
+    def check(text: str) -> object:
+        try:
+            return rule(kind(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+        except DhirError as error:
+            message = "; ".join(d.message for d in error.diagnostics)
+            raise argparse.ArgumentTypeError(message) from None
+
+    return check
+
+
+def _options(args: argparse.Namespace) -> RunOptions:
+    """The options `args` give (`dhir compile` has no --timeout, --threads, --profile)."""
+    return RunOptions(
+        ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
+        mpi=args.mpi,
+        timeout=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        threads=getattr(args, "threads", None),
+        placement=args.placement or DEFAULT_ALGORITHM,
+        costs=args.costs,
+        profile=getattr(args, "profile", None),
+        trace=getattr(args, "trace", None),
+        keep_build=args.keep_build,
+        gpu_fallback=args.gpu_fallback,
+        codedrop=not args.no_codedrop,
+        target=args.target or DEFAULT_TARGET,
+        link=LinkInputs(tuple(args.link), tuple(args.libraries), tuple(args.library_dirs)),
+        cpu=args.cpu,
+        optimize=not args.no_optimize,
+        fast_math=args.fast_math,
+    )
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    timing = Timing() if args.timing else None
+    options = _options(args)
+    module = _load_timed(Path(args.file), timing)
+    plan = _launch_plan(args, args.ranks, args.mpi)
+    if plan is not None:
+        attach(module, plan.system)  # placement and cost models read it there
+        options = replace(options, ranks=plan.ranks)
+    drop_code(module, args.entry, options)
+    exe, signature = compile_native(module, args.entry, options, timing)
+    if options.keep_build is not None:
+        keep_build(exe, options.keep_build)
+    _install(exe, args.output)
+    _sidecar(args.output).write_text(json.dumps(_describe(signature, options)))
+    if timing is not None:
+        print(timing.report(), file=sys.stderr)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    timing = Timing() if args.timing else None
+    path = Path(args.file)
+    if _is_executable(path):
+        results, signature = _run_built(path, args)
+    else:
+        results, signature = _run_program(path, args, timing)
+    if args.print:
+        _print_results(results, signature)
+    elif args.output_dir is None and any(spec.is_memref for spec in signature.args):
+        print(
+            "dhir run: the results were not kept: --output-dir DIR saves them (argK.npy, and "
+            "NAME.npy after the argument's name), --print prints them",
+            file=sys.stderr,
+        )
+    if timing is not None:
+        print(timing.report(), file=sys.stderr)
+    return 0
+
+
+def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
+    if timing is None:
+        return _load(path)
+    with timing.stage("parse + verify"):
+        return _load(path)
+
+
+def _load(path: Path) -> ModuleOp:
+    """The program in `path`, or in standard input for `-`."""
+    if str(path) == "-":
+        return parse_string(sys.stdin.read(), "<stdin>")
+    return load_program(path)
+
+
+def _run_program(
+    path: Path, args: argparse.Namespace, timing: Timing | None
+) -> tuple[list[np.ndarray], EntrySignature]:
+    options = _options(args)
+    module = _load_timed(path, timing)
+    signature = entry_signature(module, args.entry)
+    inputs = _read_inputs(args.input, signature)
+    if args.backend == "interp" and args.profile is not None:
+        raise DhirError(
+            [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
+        )
+    plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
+    if plan is not None:
+        attach(module, plan.system)  # placement and cost models read it there
+        threads = options.threads if options.threads is not None else plan.threads
+        options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
+    results = run_module(
+        module, args.entry, inputs, args.backend, options, output_dir=args.output_dir, timing=timing
+    )
+    return results, signature
+
+
+def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> LaunchPlan | None:
+    """With --system: the description, its rank count, hostfile and threads."""
+    if args.system is None:
+        return None
+    return launch_plan(read_system(args.system), ranks, mpi, cache_root())
+
+
+def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
+    names = ("placement", "costs", "profile", "target", "link", "cpu", "no_optimize", "keep_build")
+    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
+    given += ["--fast-math"] if args.fast_math != "none" else []
+    given += [
+        f"-{flag}"
+        for flag, name in (("l", "libraries"), ("L", "library_dirs"))
+        if getattr(args, name)
+    ]
+    if given:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{' and '.join(given)} cannot change an executable, whose tasks were placed "
+                    "and code linked when it was built; give them to dhir compile, or run the "
+                    ".mlir program"
+                )
+            ]
+        )
+    built = _read_sidecar(path)
+    signature, ranks = built.signature, built.ranks
+    if args.ranks is not None and args.ranks != ranks:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{path} was built for {ranks} ranks; rebuild it with "
+                    f"dhir compile -n {args.ranks}"
+                )
+            ]
+        )
+    inputs = check_inputs(signature, _read_inputs(args.input, signature))
+    plan = _launch_plan(args, ranks, built.mpi)
+    hostfile = plan.hostfile if plan is not None else None
+    options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
+    if options.threads is None:
+        threads = plan.threads if plan is not None else options.threads_per_rank()
+        options = replace(options, threads=threads)
+    results = run_executable(path, signature, inputs, options, output_dir=args.output_dir)
+    return results, signature
+
+
+def _read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
+    if len(values) != len(signature.args):
+        need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
+                    f"{len(values)} --input given. {_INPUT_HELP}"
+                )
+            ]
+        )
+    return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
+
+
+def _read_input(text: str, spec: ArgSpec) -> object:
+    where = f"--input for argument #{spec.index} ({spec.mlir_type})"
+    if not spec.is_memref:
+        prefix, sep, value = text.partition("=")
+        if not sep or prefix != spec.mlir_type:
+            raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
+        # The range is checked with the API's inputs (check_inputs).
+        return _parse_scalar(value, spec, where)
+    try:
+        with open(text, "rb") as file:
+            magic = file.read(len(_NPY_MAGIC))
+            if magic != _NPY_MAGIC:
+                raise DhirError(
+                    [
+                        Diagnostic(
+                            f"{where}: '{text}' is not a .npy file (it does not start with "
+                            "NumPy's header); save the array with numpy.save"
+                        )
+                    ]
+                )
+            file.seek(0)
+            return np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise DhirError(
+            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
+        ) from None
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_BOOLEANS = {"true": 1, "false": 0}
+
+
+def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
+    try:
+        if spec.dtype.kind == "f":
+            return float(value)
+        if spec.dtype.kind == "b" and value.strip().lower() in _BOOLEANS:
+            return _BOOLEANS[value.strip().lower()]
+        return int(value, 0)
+    except ValueError:
+        raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
+
+
+def _print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
+    for spec, array in zip(signature.args, results):
+        if spec.is_memref:
+            print(f"arg{spec.index}: {spec.mlir_type} =")
+            print(np.array2string(array, threshold=10_000))
+
+
+# --- executables built by `dhir compile` carry a JSON description beside them ---------
+
+
+def _sidecar(exe: Path) -> Path:
+    return exe.with_name(exe.name + ".dhir.json")
+
+
+def _describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
+    args = [
+        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape, "name": s.name}
+        for s in signature.args
+    ]
+    return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
+
+
+@dataclass(frozen=True)
+class _Built:
+    """What `dhir compile` wrote beside an executable."""
+
+    signature: EntrySignature
+    ranks: int
+    mpi: str
+
+
+def _read_sidecar(exe: Path) -> _Built:
+    try:
+        meta = json.loads(_sidecar(exe).read_text())
+        args = tuple(
+            ArgSpec(
+                k,
+                str(a["type"]),
+                np.dtype(a["dtype"]),
+                tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
+                str(a["name"]) if a.get("name") is not None else None,
+            )
+            for k, a in enumerate(meta["args"])
+        )
+        ranks, mpi = meta["ranks"], meta["mpi"]
+        try:
+            RunOptions(ranks=ranks, mpi=mpi)
+        except DhirError:
+            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
+        return _Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)
+    except OSError:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{exe} is an executable without its description {_sidecar(exe).name}; "
+                    "build it with dhir compile (it writes both)"
+                )
+            ]
+        ) from None
+    except (ValueError, TypeError, KeyError) as error:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{_sidecar(exe)} is not a description dhir compile wrote ({error}); "
+                    "rebuild the executable with dhir compile"
+                )
+            ]
+        ) from None
+
+
+def _is_executable(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def _install(exe: Path, destination: Path) -> None:
+    try:
+        shutil.copy2(exe, destination)
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
+
+
+def _cmd_gantt(args: argparse.Namespace) -> int:
+    from dhir.placement.render import gantt
+    from dhir.toolchain.trace import trace_chart
+
+    graph, placement, arrows = trace_chart(args.trace)
+    gantt(graph, placement, args.output, title=args.trace.name, arrows=arrows, kind="as run")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = {
+        "run": _cmd_run,
+        "compile": _cmd_compile,
+        "schedule": schedule.run,
+        "calibrate": calibrate.run,
+        "gantt": _cmd_gantt,
+    }[args.command]
+    return guarded(lambda: command(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
