@@ -49,6 +49,7 @@ from dhir.toolchain.options import (
     thread_count,
     timeout_seconds,
 )
+from dhir.toolchain.progress import status_line
 from dhir.toolchain.signature import (
     ArgSpec,
     EntrySignature,
@@ -168,6 +169,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no status line (on a terminal, a stage that takes more than a second shows "
+        "which it is and for how long)",
+    )
     parser.add_argument(
         "--keep-build",
         type=Path,
@@ -360,9 +368,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
-    if timing is None:
-        return _load(path)
-    with timing.stage("parse + verify"):
+    # A stage even when not timed, for the terminal's status line.
+    with (timing if timing is not None else Timing()).stage("parse + verify"):
         return _load(path)
 
 
@@ -603,7 +610,9 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": calibrate.run,
         "gantt": _cmd_gantt,
     }[args.command]
-    return guarded(lambda: command(args))
+    quiet = getattr(args, "quiet", True)  # only run and compile show a status line
+    with status_line(f"dhir {args.command}", quiet):
+        return guarded(lambda: command(args))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
+from dhir.toolchain import progress
 from dhir.toolchain.cpu import NATIVE, CpuFacts, cpu_facts, cpu_flags
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
@@ -134,10 +135,15 @@ class Timing:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         start = time.perf_counter()
+        shown = progress.listener()  # a terminal's status line (dhir.toolchain.progress)
+        if shown is not None:
+            shown.begin(name)
         try:
             yield
         finally:
             self.add(name, time.perf_counter() - start)
+            if shown is not None:
+                shown.end(name)
 
     @property
     def total(self) -> float:
