@@ -7,8 +7,8 @@
      dhir_calibrate fma ITERS TRIALS              f32 fused multiply-adds on every core
                                                   (on one with OMP_NUM_THREADS=1)
 
-   Each prints one line per result, "<name> <amount> <seconds> <threads>", with the median
-   time over TRIALS: what a program typically gets, which the cost model predicts. (The
+   Each prints one line per result, "<name> <amount> <seconds> <threads> <spread>", with the
+   median time over TRIALS and how far the middle half of the trials spread around it: what a program typically gets, which the cost model predicts. (The
    best was kept at first; on a shared VM a streaming loop's median trial took 5-60% longer
    than its best, so the estimates came out that much too short.) */
 
@@ -79,7 +79,8 @@ static int pingpong(int argc, char **argv) {
       }
       times[trial] = (MPI_Wtime() - start) / (2.0 * reps);
     }
-    if (rank == 0) printf("pingpong %d %.9e 1\n", bytes, median(times + 1, trials));
+    double typical = median(times + 1, trials);
+    if (rank == 0) printf("pingpong %d %.9e 1 %.4f\n", bytes, typical, spread(times + 1, trials));
   }
   free(times);
   free(buffer);
@@ -112,7 +113,8 @@ static int triad(char **argv) {
   }
   /* STREAM's count: read b and c, write a (the write-allocate read is not counted). */
   double typical = median(times, trials);
-  printf("triad %zu %.9e %d\n", 3 * n * sizeof(double), typical, omp_get_max_threads());
+  printf("triad %zu %.9e %d %.4f\n", 3 * n * sizeof(double), typical, omp_get_max_threads(),
+         spread(times, trials));
   free(times);
   fprintf(stderr, "check %g\n", a[n / 2]);
   free(a);
@@ -151,7 +153,8 @@ static int serial(char **argv) {
     times[trial] = omp_get_wtime() - start;
   }
   double moved = (double)sweeps * 3.0 * (double)n * sizeof(double);
-  printf("serial %.9e %.9e 1\n", moved, median(times, trials));
+  double typical = median(times, trials);
+  printf("serial %.9e %.9e 1 %.4f\n", moved, typical, spread(times, trials));
   free(times);
   fprintf(stderr, "check %g\n", a[n / 2]);
   free(a);
@@ -181,7 +184,8 @@ static int fma(char **argv) {
   }
   int threads = omp_get_max_threads();
   double flops = 2.0 * FMA_LANES * (double)iters * threads;
-  printf("fma %.9e %.9e %d\n", flops, median(times, trials), threads);
+  double typical = median(times, trials);
+  printf("fma %.9e %.9e %d %.4f\n", flops, typical, threads, spread(times, trials));
   free(times);
   fprintf(stderr, "check %g\n", sink);
   return 0;

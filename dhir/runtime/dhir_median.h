@@ -15,4 +15,12 @@ static double median(double *times, int n) {
   return n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
 }
 
+/* How far the middle half of the trials spread, over their median: (third quartile - first)
+   / median, of times[0..n) that median() has sorted; over all of them when n < 4. */
+static inline double spread(const double *sorted, int n) {
+  double lo = sorted[(n - 1) / 4], hi = sorted[n - 1 - (n - 1) / 4];
+  double middle = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  return middle > 0 ? (hi - lo) / middle : 0.0;
+}
+
 #endif

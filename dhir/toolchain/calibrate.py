@@ -34,7 +34,9 @@ from dhir.toolchain.build import run_stage as run_build_stage
 from dhir.toolchain.calibrate_gpu import calibrate_gpus
 from dhir.toolchain.calibrate_steps import (
     STEP_TIMEOUT_S,
+    Result,
     fit_link,
+    noisy,
     results,
     run_step,
     significant,
@@ -174,15 +176,15 @@ def measure(
     memory = cpu.memory_bytes or effort.triad_elements * 4 * 3 * 8  # unknown: not the limit
     elements = min(effort.triad_elements, memory // (4 * 3 * 8))  # a quarter of RAM
     say(f"memory bandwidth: triad on {threads} threads, 3 x {elements * 8 >> 20} MiB ...")
-    amount, seconds = _run_local(exe, ["triad", str(elements), str(effort.triad_trials)], threads)
-    mem_bw = amount / seconds / 1e9
-    say(f"  {mem_bw:.3g} GB/s")
+    triad = ["triad", str(elements), str(effort.triad_trials)]
+    found = _run_local(exe, triad, threads)
+    mem_bw = found.amount / found.seconds / 1e9
+    _say_rate(say, f"{mem_bw:.3g} GB/s", found)
     say(f"compute: f32 fused multiply-adds on {threads} threads ...")
-    flops, seconds = _run_local(
-        exe, ["fma", str(effort.fma_iterations), str(effort.fma_trials)], threads
-    )
-    gflops = flops / seconds / 1e9
-    say(f"  {gflops:.4g} GFLOP/s")
+    fma = ["fma", str(effort.fma_iterations), str(effort.fma_trials)]
+    found = _run_local(exe, fma, threads)
+    gflops = found.amount / found.seconds / 1e9
+    _say_rate(say, f"{gflops:.4g} GFLOP/s", found)
     core, curve = measure_core(exe, effort, cpu, say)
     return Measurements(latency, bandwidth, mem_bw, gflops, core, curve)
 
@@ -212,17 +214,18 @@ def measure_core(
         # In-cache trials are short, and the median of few of them is still noisy.
         trials = effort.triad_trials * (1 if key == "core_mem_bw_gbs" else 4)
         say(f"one core: triad over {n * TRIAD_BYTES / (1 << 20):.3g} MiB ...")
-        amount, seconds = _run_local(exe, ["serial", str(n), str(trials), str(sweeps)], 1)
-        rates[key] = amount / seconds / 1e9
-        say(f"  {rates[key]:.3g} GB/s")
+        serial = ["serial", str(n), str(trials), str(sweeps)]
+        found = _run_local(exe, serial, 1)
+        rates[key] = found.amount / found.seconds / 1e9
+        _say_rate(say, f"{rates[key]:.3g} GB/s", found)
     if "llc_bw_gbs" not in rates and "core_cache_bw_gbs" in rates:
         rates["llc_bw_gbs"] = rates["core_cache_bw_gbs"]  # one level: the core's is the last
     curve = measure_curve(exe, effort, cpu, say)
     say("one core: f32 fused multiply-adds on 1 thread ...")
     args = ["fma", str(effort.fma_iterations), str(effort.fma_trials)]
-    flops, seconds = _run_local(exe, args, 1)
-    rates["core_gflops"] = flops / seconds / 1e9
-    say(f"  {rates['core_gflops']:.4g} GFLOP/s")
+    found = _run_local(exe, args, 1)
+    rates["core_gflops"] = found.amount / found.seconds / 1e9
+    _say_rate(say, f"{rates['core_gflops']:.4g} GFLOP/s", found)
     return rates, curve
 
 
@@ -262,8 +265,9 @@ def measure_curve(
     rates: dict[int, list[float]] = {footprint: [] for footprint in sizes}
     for _ in range(passes):
         for footprint, args in steps.items():
-            amount, seconds = _run_local(exe, args, 1)
-            rates[footprint].append(amount / seconds / 1e9)
+            # Not warned about one by one: the curve takes the median of the passes.
+            found = _run_local(exe, args, 1)
+            rates[footprint].append(found.amount / found.seconds / 1e9)
     # curve_footprints gives whole triad elements, so each footprint is what was measured.
     points = [(size, significant(statistics.median(found))) for size, found in rates.items()]
     say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
@@ -294,11 +298,15 @@ def measure_pingpong(
     command = ["pingpong", str(effort.pingpong_trials), *sizes]
     options = RunOptions(ranks=2, mpi=mpi, timeout=STEP_TIMEOUT_S, hostfile=hostfile)
     output = run_mpi_program(exe, command, options)
-    times = {int(amount): seconds for amount, seconds in results(output, "pingpong")}
-    if small not in times or large not in times:
+    rows = {int(row.amount): row for row in results(output, "pingpong")}
+    if small not in rows or large not in rows:
         raise DhirError([Diagnostic(f"the ping-pong printed no time for some sizes:\n{output}")])
-    latency, bandwidth = fit_link(small, times[small], large, times[large])
-    say(f"  latency {latency:.3g} us, bandwidth {bandwidth:.3g} GB/s")
+    latency, bandwidth = fit_link(small, rows[small].seconds, large, rows[large].seconds)
+    say(
+        f"  latency {latency:.3g} us{_spread(rows[small])}, bandwidth {bandwidth:.3g} GB/s"
+        f"{_spread(rows[large])}"
+    )
+    _warn(say, rows[small], rows[large])
     return latency, bandwidth
 
 
@@ -317,6 +325,22 @@ def apply(
     return replace(system, intra_node=intra)
 
 
-def _run_local(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
+def _run_local(exe: Path, args: list[str], threads: int) -> Result:
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     return results(run_step(exe, args, env), args[0])[0]
+
+
+def _say_rate(say: Callable[[str], None], rate: str, found: Result) -> None:
+    """`rate` with how far the trials spread, and a warning when they spread too far."""
+    say(f"  {rate}{_spread(found)}")
+    _warn(say, found)
+
+
+def _spread(result: Result) -> str:
+    return f" (trials +-{result.spread / 2:.0%})" if result.spread is not None else ""
+
+
+def _warn(say: Callable[[str], None], *found: Result) -> None:
+    for line in dict.fromkeys(noisy(result) for result in found):
+        if line:
+            say(line)

@@ -180,16 +180,17 @@ def measure_gpu(
     within = times["d2d", large]
     latency_us, bandwidth_gbs = fit_link(SMALL_COPY, one_way[SMALL_COPY], large, one_way[large])
     fma = ["fma", str(effort.trials), str(kernel), str(effort.fma_iters)]
-    flops, seconds = results(_run(exe, fma, index), "fma")[0]
+    found = results(_run(exe, fma, index), "fma")[0]
+    flops, seconds = found.amount, found.seconds
     link = Link(latency_us, bandwidth_gbs)
     return GpuMeasurements(link, 2 * large / within / 1e9, flops / seconds / 1e9)
 
 
 def _copy_times(output: str) -> dict[tuple[str, int], float]:
     return {
-        (direction, int(size)): seconds
+        (direction, int(row.amount)): row.seconds
         for direction in ("h2d", "d2h", "d2d")
-        for size, seconds in results(output, direction)
+        for row in results(output, direction)
     }
 
 

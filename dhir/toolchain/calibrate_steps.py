@@ -3,6 +3,7 @@ reading its result lines, and turning times into a description's values."""
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -54,15 +55,40 @@ def run_step(exe: Path, args: list[str], env: dict[str, str]) -> str:
     return result.stdout
 
 
-def results(output: str, name: str) -> list[tuple[float, float]]:
-    """(amount, seconds) from the `name amount seconds threads` lines of the output."""
+@dataclass(frozen=True)
+class Result:
+    """One measurement: its amount (bytes, flops), the median seconds of its trials, and
+    how far the middle half of the trials spread over that median (None: not reported)."""
+
+    amount: float
+    seconds: float
+    spread: float | None = None
+
+
+# Trials spreading more than this over their median make a figure noisy.
+NOISY_SPREAD = 0.25
+
+
+def noisy(result: Result) -> str:
+    """A warning line for a noisy result, else empty."""
+    if result.spread is None or result.spread <= NOISY_SPREAD:
+        return ""
+    return (
+        f"  noisy: the middle half of the trials spread over {result.spread:.0%} of their "
+        "median; rerun on an idle machine (and without --quick) for a steadier figure"
+    )
+
+
+def results(output: str, name: str) -> list[Result]:
+    """The `name amount seconds threads [spread]` lines of the output."""
     rows = []
     for line in output.splitlines():
         words = line.split()
-        if len(words) == 4 and words[0] == name:
+        if len(words) in (4, 5) and words[0] == name:
             amount, seconds = float(words[1]), float(words[2])
+            spread = float(words[4]) if len(words) == 5 else None
             if seconds > 0:
-                rows.append((amount, seconds))
+                rows.append(Result(amount, seconds, spread))
     if not rows:
         tail = "\n".join(output.strip().splitlines()[-10:])
         raise DhirError(

@@ -30,7 +30,7 @@ from dhir.toolchain.calibrate import (
     curve_footprints,
     measure_curve,
 )
-from dhir.toolchain.calibrate_steps import fit_link, results
+from dhir.toolchain.calibrate_steps import Result, fit_link, noisy, results
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-22") is None, reason="needs clang-22")
 
@@ -45,8 +45,13 @@ def test_fit_link_gives_both_times_back() -> None:
 
 
 def test_results_are_read_from_the_programs_lines() -> None:
-    output = "noise\npingpong 8 1.5e-06 1\ncheck 3\npingpong 4096 2.0e-06 1\n"
-    assert results(output, "pingpong") == [(8.0, 1.5e-6), (4096.0, 2.0e-6)]
+    output = "noise\npingpong 8 1.5e-06 1 0.4000\ncheck 3\npingpong 4096 2.0e-06 1\n"
+    assert results(output, "pingpong") == [Result(8.0, 1.5e-6, 0.4), Result(4096.0, 2.0e-6)]
+    # The first spreads over 40% of its median: a warning says so; the second has no spread.
+    assert "noisy: the middle half of the trials spread over 40%" in noisy(
+        results(output, "pingpong")[0]
+    )
+    assert noisy(results(output, "pingpong")[1]) == ""
     with pytest.raises(DhirError, match="'triad' printed no result; its output:\nnoise"):
         results(output, "triad")
 
@@ -103,12 +108,12 @@ def test_the_curve_keeps_each_footprints_median_over_the_passes(
     slow = {1: set(), 2: set(sizes[:half]), 3: set(sizes[half:])}
     calls: list[tuple[int, int]] = []
 
-    def fake_run(exe: Path, args: list[str], threads: int) -> tuple[float, float]:
+    def fake_run(exe: Path, args: list[str], threads: int) -> Result:
         footprint = int(args[1]) * TRIAD_BYTES
         done = sum(1 for size, _ in calls if size == footprint) + 1
         calls.append((footprint, int(args[2])))
         seconds = 2.0 if footprint in slow[done] else 1.0
-        return 1e9 * footprint / (1 << 20), seconds  # fast: as many GB/s as MiB
+        return Result(1e9 * footprint / (1 << 20), seconds)  # fast: as many GB/s as MiB
 
     monkeypatch.setattr(calibrate, "_run_local", fake_run)
     curve = measure_curve(Path("unused"), FULL, cpu, lambda _: None)
@@ -175,7 +180,7 @@ def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
     assert not system.intra_node.guessed and system.intra_node.bandwidth_gbs > 0
     assert cpu0.core_bw_curve is not None and len(cpu0.core_bw_curve) >= 8
     assert system.network.guessed  # one node cannot measure it
-    for step in ("latency", "GB/s", "GFLOP/s", "network between nodes: not measured"):
+    for step in ("latency", "GB/s", "GFLOP/s", "(trials +-", "network between nodes: not measured"):
         assert step in result.stderr
 
 
