@@ -15,7 +15,6 @@ import argparse
 import json
 import shutil
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from dhir import __version__
 from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
-from dhir.cli.common import guarded
+from dhir.cli.common import checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_string
@@ -112,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--threads",
-        type=_checked(thread_count, int, "a whole number"),
+        type=checked(thread_count, int, "a whole number"),
         metavar="T",
         help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
     )
@@ -125,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout",
-        type=_checked(timeout_seconds, float, "a number"),
+        type=checked(timeout_seconds, float, "a number"),
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
         help=f"give up (and kill every rank) after S seconds (default {DEFAULT_TIMEOUT_S:g})",
@@ -187,7 +186,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=_checked(rank_count, int, "a whole number"),
+        type=checked(rank_count, int, "a whole number"),
         default=None,  # None: not given (an executable's own count, or DEFAULT_RANKS)
         help=f"MPI ranks (default {DEFAULT_RANKS}; an executable's own count)",
     )
@@ -286,24 +285,6 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
         "(default: any device)",
     )
-
-
-def _checked(
-    rule: Callable[[object], object], kind: Callable[[str], object], noun: str
-) -> Callable[[str], object]:
-    """An argparse type: the text read as `kind`, then held to RunOptions' `rule`, so that
-    a bad value is a malformed command line (exit status 2) with the rule's message."""
-
-    def check(text: str) -> object:
-        try:
-            return rule(kind(text))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
-        except DhirError as error:
-            message = "; ".join(d.message for d in error.diagnostics)
-            raise argparse.ArgumentTypeError(message) from None
-
-    return check
 
 
 def _options(args: argparse.Namespace) -> RunOptions:

@@ -1,5 +1,6 @@
 """What every dhir command shares: turning failures into messages and exit codes."""
 
+import argparse
 import os
 import sys
 import traceback
@@ -40,3 +41,21 @@ def guarded(main: Callable[[], int]) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def checked(
+    rule: Callable[[object], object], kind: Callable[[str], object], noun: str
+) -> Callable[[str], object]:
+    """An argparse type: the text read as `kind`, then held to `rule` (RunOptions' own, say),
+    so that a bad value is a malformed command line (exit status 2) with the rule's message."""
+
+    def check(text: str) -> object:
+        try:
+            return rule(kind(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not {noun}") from None
+        except DhirError as error:
+            message = "; ".join(d.message for d in error.diagnostics)
+            raise argparse.ArgumentTypeError(message) from None
+
+    return check

@@ -27,6 +27,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
+from dhir.cli.common import checked
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -58,7 +59,7 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
-from dhir.toolchain.options import DEFAULT_TARGET, RunOptions
+from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
 from dhir.transforms.place import drop_unmatched, entry_storage, memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -142,7 +143,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=int,
+        type=checked(rank_count, int, "a whole number"),
         metavar="N",
         help="with FILE: the number of ranks (default: the machine description's)",
     )
@@ -175,7 +176,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--node-size",
-        type=int,
+        type=checked(_devices_per_node, int, "a whole number"),
         metavar="K",
         help="with --simulate: every K consecutive devices (in the graph's order) form a node "
         "whose transfers to other nodes share one network link, one at a time (default: "
@@ -291,8 +292,6 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _error("--system and -n describe where a program runs; a --graph names its devices")
     if args.graph is not None and args.costs is not None:
         raise _error("--costs gives a program's measured task times; a --graph has its own")
-    if args.ranks is not None and args.ranks < 1:
-        raise _error(f"-n must be at least 1, got {args.ranks}")
 
 
 def program_graphs(
@@ -540,13 +539,18 @@ def _size(count: int) -> str:
     return f"{count} B" if unit == "B" else f"{value:.3g} {unit}"
 
 
+def _devices_per_node(value: object) -> int:
+    assert isinstance(value, int)
+    if value < 1:
+        raise _error(f"must be at least 1 (devices per node), got {value}")
+    return value
+
+
 def _check_node_size(args: argparse.Namespace) -> None:
     if args.node_size is None:
         return
     if not args.simulate:
         raise _error("--node-size describes the simulated network: add --simulate")
-    if args.node_size < 1:
-        raise _error(f"--node-size must be at least 1 (devices per node), got {args.node_size}")
 
 
 def _network(graph: TaskGraph, node_size: int | None) -> Network | None:

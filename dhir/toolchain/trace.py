@@ -113,8 +113,12 @@ def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
     message, from its send to its receive)."""
     try:
         events = json.loads(path.read_text())["traceEvents"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise DhirError([Diagnostic(f"cannot read the trace {path}: {error}")]) from None
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
+    except (ValueError, KeyError, TypeError):
+        raise DhirError(
+            [Diagnostic(f"cannot read the trace {path}: not a trace that dhir run --trace wrote")]
+        ) from None
     ranks = sorted({e["pid"] for e in events if e.get("ph") == "M"})
     devices = tuple(f"rank{r}" for r in ranks)
     assignment: dict[str, str] = {}

@@ -15,7 +15,7 @@ import pytest
 
 import dhir
 from dhir import runner
-from dhir.cli import main as cli
+from dhir.cli import commands as cli  # the commands, which `dhir` (dhir.cli.main) runs
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import RunOptions
@@ -160,3 +160,22 @@ def test_the_api_defaults_are_the_cli_defaults() -> None:
         assert default == want, name
     args = parser.parse_args(["run", "p.mlir"])
     assert (api["entry"].default, api["backend"].default) == (args.entry, args.backend)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["-n", "0"], "the rank count must be at least 1, got 0"),
+        (["-n", "two"], "'two' is not a whole number"),
+        (["--simulate", "--node-size", "0"], "must be at least 1 (devices per node), got 0"),
+    ],
+)
+def test_dhir_schedule_refuses_bad_flags_as_dhir_run_does(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same mistake, the same exit status: a malformed command line (2)."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["schedule", str(VECTOR_ADD), *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
