@@ -46,12 +46,12 @@ class RankState:
     task: int
     call: int
     peer: int
-    tasks: tuple[str, ...]  # "name<TAB>location", by task id
+    tasks: tuple[str, ...]  # "name<TAB>location<TAB>...", by task id (dhir-track-tasks)
 
     def task_name(self) -> str | None:
         if not 0 <= self.task < len(self.tasks):
             return None
-        name, _, where = self.tasks[self.task].partition("\t")
+        name, where, *_ = [*self.tasks[self.task].split("\t"), ""]
         return f"task {name}" + (f" at {where}" if where else "")
 
     def waiting_on(self) -> int | None:

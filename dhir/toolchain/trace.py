@@ -49,19 +49,18 @@ class Event:
 @dataclass(frozen=True)
 class RankTrace:
     rank: int
-    tasks: dict[int, tuple[str, str]]  # id -> (name, location)
+    tasks: dict[int, tuple[str, ...]]  # id -> (name, location, schedule, device kind)
     events: list[Event]
 
 
 def read_rank(path: Path, rank: int) -> RankTrace:
     """One rank's `rank<R>.trace`."""
-    tasks: dict[int, tuple[str, str]] = {}
+    tasks: dict[int, tuple[str, ...]] = {}
     events: list[Event] = []
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith("T "):
             _, number, rest = line.split(" ", 2)
-            name, _, location = rest.partition("\t")
-            tasks[int(number)] = (name, location)
+            tasks[int(number)] = tuple(rest.split("\t"))
         elif line.startswith("E "):
             values = [int(v) for v in line.split()[1:]]
             events.append(Event(rank, *values))
@@ -165,8 +164,9 @@ def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str,
         "dur": _us(max(0, event.end - event.begin)),
     }
     if event.kind == TASK:
-        name, location = trace.tasks.get(event.id, (f"task {event.id}", ""))
-        args: dict[str, object] = {"run": runs[event.id], "location": location}
+        name, *more = trace.tasks.get(event.id, (f"task {event.id}",))
+        args: dict[str, object] = {"run": runs[event.id]}
+        args |= {k: v for k, v in zip(("location", "schedule", "device"), more, strict=False) if v}
         runs[event.id] += 1
         return {**base, "name": name, "cat": "task", "tid": _TRACKS["tasks"], "args": args}
     if event.kind in (READ, WRITE):

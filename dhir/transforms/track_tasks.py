@@ -17,9 +17,9 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 
 from dhir.dialects import func
-from dhir.dialects.dhir import TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import loc_of
-from dhir.ir.tasks import task_ids
+from dhir.ir.tasks import is_gpu_task, schedule_ids, task_ids
 from dhir.transforms.instrument import wrap_task
 
 ENTER = "dhir_rt_task_enter"
@@ -35,11 +35,12 @@ class TrackTasksPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = task_ids(op)
+        schedules = schedule_ids(op)
         for number, task in enumerate(names):
             if not _tracked(task):
                 wrap_task(task, number, ENTER, LEAVE)
         op.attributes[TABLE_ATTR] = ArrayAttr(
-            [StringAttr(_line(name, task)) for task, name in names.items()]
+            [StringAttr(_line(name, task, schedules)) for task, name in names.items()]
         )
         if names:
             present = {f.sym_name.data for f in op.body.block.ops if isinstance(f, func.FuncOp)}
@@ -56,11 +57,14 @@ def task_table(module: ModuleOp) -> list[str]:
     return [entry.data for entry in table.data if isinstance(entry, StringAttr)]
 
 
-def _line(name: str, task: TaskOp) -> str:
+def _line(name: str, task: TaskOp, schedules: dict[ScheduleOp, str]) -> str:
+    """`name<TAB>location<TAB>schedule<TAB>device kind` (cpu or gpu)."""
     loc = loc_of(task)
     # Tabs and newlines would break the table's lines; names and paths rarely hold them.
     where = str(loc).replace("\t", " ").replace("\n", " ") if loc is not None else ""
-    return f"{name}\t{where}"
+    parent = task.parent_op()
+    schedule = schedules.get(parent, "") if isinstance(parent, ScheduleOp) else ""
+    return f"{name}\t{where}\t{schedule}\t{'gpu' if is_gpu_task(task) else 'cpu'}"
 
 
 def _tracked(task: TaskOp) -> bool:

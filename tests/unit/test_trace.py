@@ -47,6 +47,9 @@ def test_a_traced_run_shows_every_task_run_message_and_io(tmp_path: Path, ranks:
     runs = Counter(e["name"] for e in tasks)
     assert runs and set(runs.values()) == {STEPS}, runs
     assert all(e["args"]["location"].startswith(str(TIME_LOOP)) for e in tasks)
+    assert {(e["args"]["schedule"], e["args"]["device"]) for e in tasks} == {
+        ("main.schedule0", "cpu")
+    }
     for name in runs:
         mine = sorted((e for e in tasks if e["name"] == name), key=lambda e: e["ts"])
         assert [e["args"]["run"] for e in mine] == list(range(STEPS))
