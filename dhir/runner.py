@@ -165,7 +165,8 @@ def run_module(
         if options.trace is not None or options.keep_build is not None:
             what = "a trace records what MPI ranks did" if options.trace else "nothing is built"
             raise DhirError([Diagnostic(f"{what}; use it with the native backend")])
-        results = run_interp(module, entry, inputs, options.timeout, options.link)
+        with Timing().stage("the interpreter"):  # for the terminal's status line
+            results = run_interp(module, entry, inputs, options.timeout, options.link)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)
         return results

@@ -591,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": calibrate.run,
         "gantt": _cmd_gantt,
     }[args.command]
-    quiet = getattr(args, "quiet", True)  # only run and compile show a status line
+    quiet = getattr(args, "quiet", True)  # run, compile and schedule show a status line
     with status_line(f"dhir {args.command}", quiet):
         return guarded(lambda: command(args))
 

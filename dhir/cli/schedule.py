@@ -59,6 +59,7 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
+from dhir.toolchain.build import Timing
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
 from dhir.transforms.place import drop_unmatched, entry_storage, memory_limits
 from dhir.transforms.split_tasks import SplitTasksPass
@@ -191,6 +192,13 @@ def add_parser(commands: Any) -> None:
         "program order, messages as arrows), a --graph's as planned",
     )
     parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no status line (on a terminal, a stage that takes more than a second shows "
+        "which it is and for how long)",
+    )
+    parser.add_argument(
         "--gantt-plan",
         action="store_true",
         help="with --gantt: draw a program's placement as its algorithm planned it, not as built",
@@ -204,6 +212,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    stages = Timing()  # for the terminal's status line (dhir.toolchain.progress)
     _check_node_size(args)
     _check_input(args)
     legend, hosts = "", {}
@@ -212,26 +221,30 @@ def run(args: argparse.Namespace) -> int:
             ("", read_graph(args.graph), None)
         ]
     else:
-        legend, hosts, graphs = program_graphs(
-            args.program,
-            args.system,
-            args.ranks,
-            codedrop=not args.no_codedrop,
-            entry=args.entry,
-            target=args.target,
-            costs=args.costs,
-        )
+        with stages.stage("reading the program and its task graphs"):
+            legend, hosts, graphs = program_graphs(
+                args.program,
+                args.system,
+                args.ranks,
+                codedrop=not args.no_codedrop,
+                entry=args.entry,
+                target=args.target,
+                costs=args.costs,
+            )
     results = []
     for number, (name, graph, as_built) in enumerate(graphs):
-        if as_built is None:
-            placement = ALGORITHMS[args.algorithm](graph)
-        else:
-            placement = as_built.place(args.algorithm)
+        with stages.stage(f"placing schedule {number} ({len(graph.tasks)} tasks)"):
+            if as_built is None:
+                placement = ALGORITHMS[args.algorithm](graph)
+            else:
+                placement = as_built.place(args.algorithm)
         replay = None
         if args.simulate:
-            replay = simulate(graph, placement, _network(graph, args.node_size))
+            with stages.stage("simulating"):
+                replay = simulate(graph, placement, _network(graph, args.node_size))
         suffix = f".{number}" if len(graphs) > 1 else ""
-        _draw(args, graph, placement, suffix, as_built)
+        with stages.stage("drawing"):
+            _draw(args, graph, placement, suffix, as_built)
         built = as_built.makespan(placement.assignment) if as_built is not None else None
         results.append((name, graph, placement, replay, built))
     placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]

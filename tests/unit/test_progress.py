@@ -50,7 +50,7 @@ def test_nothing_is_written_when_quiet_or_not_on_a_terminal(
     assert stream.getvalue() == ""
 
 
-def test_run_and_compile_take_quiet() -> None:
+def test_run_compile_and_schedule_take_quiet() -> None:
     parser = build_parser()
-    for command in (["run", "f.mlir"], ["compile", "f.mlir", "-o", "x"]):
+    for command in (["run", "f.mlir"], ["compile", "f.mlir", "-o", "x"], ["schedule", "f.mlir"]):
         assert parser.parse_args([*command, "-q"]).quiet
