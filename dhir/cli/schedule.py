@@ -62,6 +62,7 @@ from dhir.runner import drop_code
 from dhir.toolchain.build import Timing
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
 from dhir.transforms.place import drop_unmatched, entry_storage, memory_limits
+from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 
 
@@ -330,7 +331,8 @@ def program_graphs(
         system = _system(system_file)
         attach(module, system)
         ranks = ranks if ranks is not None else len(system.rank_devices())
-    run_pipeline(module, PassPipeline((SplitTasksPass(ranks),)))  # as `dhir run` does
+    # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
+    run_pipeline(module, PassPipeline((SplitDevicesPass(ranks), SplitTasksPass(ranks))))
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))

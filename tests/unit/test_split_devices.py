@@ -236,3 +236,37 @@ def test_a_split_stencil_copies_the_gpu_rows_only(
     assert (counts["h2d"], counts["d2h"], counts["launches"]) == (1, 1, 1)
     log = fake.calls("cuMemcpyAsync")
     assert log == [f"cuMemcpyAsync {31 * 16 * 8}", f"cuMemcpyAsync {29 * 16 * 8}"]
+
+
+NODE_TOML = """
+name = "gpu-node"
+[[nodes]]
+name = "n0"
+[[nodes.devices]]
+name = "n0.cpu"
+kind = "cpu"
+arch = "x86_64"
+peak_gflops = 100.0
+cores = 2
+[[nodes.devices]]
+name = "n0.gpu0"
+kind = "gpu"
+arch = "sm_90"
+peak_gflops = 300.0
+"""
+
+
+def test_dhir_schedule_shows_the_pieces_on_the_gpu_and_the_cpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dhir.cli.main import main
+
+    (tmp_path / "node.toml").write_text(NODE_TOML)
+    (tmp_path / "stencil.mlir").write_text(_stencil())
+    assert (
+        main(["schedule", str(tmp_path / "stencil.mlir"), "--system", str(tmp_path / "node.toml")])
+        == 0
+    )
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    placed = {row[0]: row[1] for row in rows if len(row) == 4 and row[1].startswith("rank")}
+    assert placed == {"t.piece0": "rank0", "t.piece1": "rank1", "(end)": "rank0"}
