@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from dhir import __version__
 from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
-from dhir.cli.common import checked, guarded
+from dhir.cli.common import add_quiet, checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_string
@@ -168,13 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function to run (default: main)")
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no status line (on a terminal, a stage that takes more than a second shows "
-        "which it is and for how long)",
-    )
+    add_quiet(parser)
     parser.add_argument(
         "--keep-build",
         type=Path,

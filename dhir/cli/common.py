@@ -59,3 +59,14 @@ def checked(
             raise argparse.ArgumentTypeError(message) from None
 
     return check
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """`-q`: no status line (dhir.toolchain.progress)."""
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no status line (on a terminal, a stage that takes more than a second shows "
+        "which it is and for how long)",
+    )

@@ -27,7 +27,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
-from dhir.cli.common import checked
+from dhir.cli.common import add_quiet, checked
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -192,13 +192,7 @@ def add_parser(commands: Any) -> None:
         "both PATH.png and PATH.svg; a program's as built (each rank runs its tasks in "
         "program order, messages as arrows), a --graph's as planned",
     )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="no status line (on a terminal, a stage that takes more than a second shows "
-        "which it is and for how long)",
-    )
+    add_quiet(parser)
     parser.add_argument(
         "--gantt-plan",
         action="store_true",

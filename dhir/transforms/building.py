@@ -6,7 +6,7 @@ from typing import TypeVar
 from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr, StridedLayoutAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from dhir.dialects import arith
+from dhir.dialects import arith, memref
 
 _Op = TypeVar("_Op", bound=Operation)
 
@@ -62,3 +62,14 @@ def rows_contiguous(kind: Attribute) -> bool:
         return False
     strides = layout.get_strides()
     return bool(strides) and strides[-1] == 1 and None not in strides
+
+
+def rows_view(value: SSAValue, dim: int, low: int, high: int) -> memref.SubviewOp:
+    """The static view of `value` (a memref of static shape) holding indices [low, high)
+    of dimension `dim` and all of the others."""
+    kind = value.type
+    assert isinstance(kind, MemRefType)
+    shape = list(kind.get_shape())
+    offsets = [low if d == dim else 0 for d in range(len(shape))]
+    shape[dim] = high - low
+    return memref.SubviewOp.from_static_parameters(value, kind, offsets, shape, [1] * len(shape))

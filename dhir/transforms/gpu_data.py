@@ -72,6 +72,7 @@ from dhir.ir.tasks import (
 from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
+from dhir.transforms.building import rows_view
 
 TASK_HOOK = "dhir_rt_gpu_task"
 
@@ -442,18 +443,8 @@ def _copy(destination: SSAValue, source: SSAValue, rows: Span) -> list[Operation
     """A copy of `rows` of `source` (all of it: None) into the same rows of `destination`."""
     if rows is None:
         return [_memcpy(destination, source)]
-    views = [_rows_view(v, rows) for v in (destination, source)]
+    views = [rows_view(v, 0, *rows) for v in (destination, source)]
     return [*views, _memcpy(views[0].result, views[1].result)]
-
-
-def _rows_view(value: SSAValue, rows: tuple[int, int]) -> xmemref.SubviewOp:
-    """The contiguous view of `rows` of a memref with static shape and no layout."""
-    type_ = value.type
-    assert isinstance(type_, MemRefType)
-    shape = list(type_.get_shape())
-    offsets = [rows[0]] + [0] * (len(shape) - 1)
-    shape[0] = rows[1] - rows[0]
-    return xmemref.SubviewOp.from_static_parameters(value, type_, offsets, shape, [1] * len(shape))
 
 
 def _needed_after(schedule: ScheduleOp, memrefs: Sequence[SSAValue]) -> set[SSAValue]:

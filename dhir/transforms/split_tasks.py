@@ -60,7 +60,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import iterations_independent
-from dhir.dialects import affine, arith, memref, scf
+from dhir.dialects import affine, arith, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
 from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
@@ -68,6 +68,7 @@ from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.ir.walk import find_ops
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
+from dhir.transforms.building import rows_view
 from dhir.transforms.split_reductions import (
     REASSOCIATE_ATTR,
     opaque,
@@ -485,15 +486,7 @@ def _view_rows(op: LinalgStructuredOperation, low: int, high: int) -> None:
     for k, dim in enumerate(rows.dims):
         if dim is None:
             continue
-        value = op.operands[k]
-        kind = value.type
-        assert isinstance(kind, MemRefType)
-        shape = list(kind.get_shape())
-        offsets = [low if d == dim else 0 for d in range(len(shape))]
-        shape[dim] = high - low
-        view = memref.SubviewOp.from_static_parameters(
-            value, kind, offsets, shape, [1] * len(shape)
-        )
+        view = rows_view(op.operands[k], dim, low, high)
         block = op.parent_block()
         assert block is not None
         block.insert_op_before(view, op)
