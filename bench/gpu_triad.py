@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).parents[1]))
 
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
+from dhir.toolchain.entry import entry_signature  # noqa: E402
 from dhir.toolchain.launch import run_executable  # noqa: E402
 from dhir.toolchain.options import RunOptions  # noqa: E402
-from dhir.toolchain.signature import entry_signature  # noqa: E402
 from dhir.transforms.instrument import ProfileRecorder  # noqa: E402
 
 ELEMENTS = (1 << 30) // (3 * 8)  # three float64 arrays, 1 GiB in all

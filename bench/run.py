@@ -15,6 +15,10 @@ same run (these machines are noisy: medians of several runs).
   tasks runs 3 times (the run of median total is shown), 100,000 once.
 - threads: a compute-bound parallel loop in one CPU task on T OpenMP threads vs 1 thread
   (one rank). Goal: speed-up >= 0.9 x T.
+- startup: `dhir run` of a program whose build is cached (its recorded executable, no
+  xDSL) vs launching that executable with mpirun directly, and vs `mpirun` of a C MPI
+  hello; also the full path (`--timing`, which loads the compiler) and `dhir --help`.
+  Goals: the cached run within 0.2 s of its executable under mpirun; --help < 0.2 s.
 - schedule: placement quality (best vs HEFT vs PEFT) on random task graphs and
   scheduler speed (bench/schedule_quality.py). Goal: >= 50,000 tasks/s at 16 devices.
 
@@ -31,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +146,55 @@ def bench_overhead(mpi: str, quick: bool, out_dir: Path) -> None:
     print(f"ratio traced / not: {t / d:.3f}x   (goal <= 1.02x)")
 
 
+def bench_startup(mpi: str, quick: bool, out_dir: Path) -> None:
+    repeats = 5 if quick else 11
+    program = out_dir / "startup.mlir"
+    program.write_text(programs.dag20(64, 1))
+    inputs = [out_dir / f"in{k}.npy" for k in range(5)]
+    for k, path in enumerate(inputs):
+        np.save(path, np.full(64 if k < 4 else 1, k + 1.0))
+    dhir = [sys.executable, "-m", "dhir"]
+    run = [*dhir, "run", str(program), "-n", "2", "--mpi", mpi, "-q", "--output-dir"]
+    run += [str(out_dir / "results"), *(f"--input={path}" for path in inputs)]
+    subprocess.run(run, check=True, capture_output=True)  # builds, and records the build
+    exe = out_dir / "startup"  # the same build, copied out
+    compile_ = [*dhir, "compile", str(program), "-n", "2", "--mpi", mpi, "-q", "-o", str(exe)]
+    subprocess.run(compile_, check=True, capture_output=True)
+    raw = [out_dir / f"in{k}.raw" for k in range(5)]
+    for path, source in zip(raw, inputs):
+        np.load(source).tofile(path)
+    (out_dir / "raw-out").mkdir(exist_ok=True)
+    hello = build_c(HERE / "c" / "hello.c", mpi, out_dir)
+    cases = {
+        "mpirun C MPI hello": lambda: run_c(hello, mpi, 2),
+        "mpirun dhir executable": lambda: run_c(exe, mpi, 2, out_dir / "raw-out", *raw),
+        "dhir run (cached)": lambda: subprocess.run(run, check=True, capture_output=True),
+        "dhir run (full path)": lambda: subprocess.run(
+            [*run, "--timing"], check=True, capture_output=True
+        ),
+        "dhir --help": lambda: subprocess.run([*dhir, "--help"], check=True, capture_output=True),
+    }
+    times = {name: median([_seconds(case) for _ in range(repeats)]) for name, case in cases.items()}
+    print(f"\n## Start-up ({mpi}, 2 ranks, median of {repeats}; the dag20 program, n = 64)")
+    print(f"{'':28}{'s':>8}")
+    for name, seconds in times.items():
+        print(f"{name:28}{seconds:8.3f}")
+    gap = times["dhir run (cached)"] - times["mpirun dhir executable"]
+    print(f"cached run - its executable under mpirun: {gap:.3f} s   (goal <= 0.2 s)")
+    print(f"dhir --help: {times['dhir --help']:.3f} s   (goal < 0.2 s)")
+    print(f"full path / cached: {times['dhir run (full path)'] / times['dhir run (cached)']:.1f}x")
+    imported = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import numpy"], capture_output=True, text=True
+    ).stderr.splitlines()[-1]
+    print(f"(of which NumPy's import, once: {int(imported.split('|')[1]) / 1e6:.3f} s)")
+
+
+def _seconds(case: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    case()
+    return time.perf_counter() - started
+
+
 def bench_threads(mpi: str, quick: bool, out_dir: Path) -> None:
     n, inner = (1 << 12, 2000) if quick else (1 << 14, 4000)
     repeats = 3 if quick else 7
@@ -235,6 +289,7 @@ BENCHMARKS = {
     "overhead": bench_overhead,
     "compile": bench_compile,
     "threads": bench_threads,
+    "startup": bench_startup,
     "schedule": bench_schedule,
 }
 
@@ -247,7 +302,7 @@ def main() -> int:
         "which",
         nargs="*",
         metavar="BENCHMARK",
-        help="hop, overhead, compile, threads, schedule (default: all)",
+        help="hop, overhead, compile, threads, startup, schedule (default: all)",
     )
     parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats")

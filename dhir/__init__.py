@@ -4,21 +4,16 @@ The API below is loaded when first used, so that importing one of dhir's modules
 only what that module needs.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from dhir.lazy import lazy_names
-
-try:
-    __version__ = version("dhir")
-except PackageNotFoundError:  # run from a checkout that was never installed
-    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from dhir.api import run_pipeline
     from dhir.ir.diagnostics import DhirError
     from dhir.ir.text import parse_file, parse_string, print_module
     from dhir.runner import run
+    from dhir.version import __version__
 
 _MODULE_OF = {
     "DhirError": "dhir.ir.diagnostics",
@@ -27,6 +22,7 @@ _MODULE_OF = {
     "print_module": "dhir.ir.text",
     "run": "dhir.runner",
     "run_pipeline": "dhir.api",
+    "__version__": "dhir.version",
 }
 __all__ = [
     "__version__",

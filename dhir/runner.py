@@ -9,11 +9,12 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.backends.interp import run_interp
-from dhir.backends.native import run_native
+from dhir.backends.native import OnBuilt, run_native
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
@@ -24,7 +25,7 @@ from dhir.toolchain.options import (
     RunOptions,
 )
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import clear_outputs, entry_signature, save_outputs
+from dhir.toolchain.signature import clear_outputs, save_outputs
 from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")
@@ -150,9 +151,11 @@ def run_module(
     *,
     output_dir: Path | None = None,
     timing: Timing | None = None,
+    on_built: OnBuilt | None = None,
 ) -> list[np.ndarray]:
     """Run `module` on the chosen backend, as `options` say: what `dhir.run` and `dhir
-    run` share. Rank 0's results are written to `output_dir` (argK.npy) when given."""
+    run` share. Rank 0's results are written to `output_dir` (argK.npy) when given. After
+    a native run, `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
     if output_dir is not None:
         # Before building too: a build that fails leaves no earlier results behind.
@@ -172,7 +175,7 @@ def run_module(
         return results
     if backend == "native":
         drop_code(module, entry, options)
-        return run_native(module, entry, inputs, options, output_dir, timing)
+        return run_native(module, entry, inputs, options, output_dir, timing, on_built)
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
     )

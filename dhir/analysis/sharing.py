@@ -25,7 +25,7 @@ from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
 

@@ -1,7 +1,7 @@
 """The native backend: place, lower to MPI, build with LLVM 22, run under mpirun."""
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,12 +45,13 @@ from dhir.toolchain.build import (
     start_builds,
 )
 from dhir.toolchain.cpu import cpu_facts, cpu_for
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import C_INTERFACE, blas_library
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.signature import EntrySignature, check_inputs, entry_signature
+from dhir.toolchain.signature import EntrySignature, check_inputs
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.accurate_math import AccurateMathPass
@@ -222,6 +223,10 @@ class _Build:
             return builds.finish(harness, self.callers)
 
 
+# Told, after a run, the executable, its signature and the options it ran with.
+OnBuilt = Callable[[Path, EntrySignature, RunOptions], None]
+
+
 def external_callers(module: ModuleOp) -> Callers:
     """Where `module` first calls each function it declares without a body, and in which
     task (by the name a profile gives it)."""
@@ -327,11 +332,13 @@ def run_native(
     options: RunOptions | None = None,
     output_dir: Path | None = None,
     timing: Timing | None = None,
+    on_built: OnBuilt | None = None,
 ) -> list[np.ndarray]:
     """Build (or reuse) and run, as `options` say (see compile_native and
     run_executable), with `options.threads_per_rank()` threads per rank for parallel
     loops; `options.profile`: write the measured time of every task there (see
-    dhir-instrument)."""
+    dhir-instrument). After the run, `on_built` (if given) is told the executable, its
+    signature and the options it ran with."""
     options = options if options is not None else RunOptions()
     reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
@@ -344,7 +351,7 @@ def run_native(
         keep_build(exe, options.keep_build)
     threaded = replace(options, threads=options.threads_per_rank())
     with timing.stage("run"), recording(recorder):
-        return run_executable(
+        results = run_executable(
             exe,
             signature,
             arrays,
@@ -352,6 +359,9 @@ def run_native(
             output_dir=output_dir,
             traffic=timing.notes if reporting else None,
         )
+    if on_built is not None:
+        on_built(exe, signature, threaded)
+    return results
 
 
 def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> RunOptions:

@@ -15,15 +15,24 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir import __version__
 from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
+from dhir.cli.arguments import (
+    INPUT_HELP,
+    describe,
+    is_executable,
+    read_inputs,
+    read_sidecar,
+    report_results,
+    sidecar,
+)
+from dhir.cli.cached_run import recorder
 from dhir.cli.common import add_quiet, checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -33,7 +42,8 @@ from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
-from dhir.toolchain.build import Timing, cache_root, keep_build
+from dhir.toolchain.build import Timing, keep_build
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
@@ -49,19 +59,10 @@ from dhir.toolchain.options import (
     timeout_seconds,
 )
 from dhir.toolchain.progress import status_line
-from dhir.toolchain.signature import (
-    ArgSpec,
-    EntrySignature,
-    check_inputs,
-    entry_signature,
-)
-from dhir.toolchain.tools import MPI_CHOICES
+from dhir.toolchain.signature import EntrySignature, check_inputs
+from dhir.toolchain.tools import MPI_CHOICES, cache_root
 from dhir.transforms.fast_math import MODES
-
-_INPUT_HELP = (
-    "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
-    "a scalar (f32=2.5, i64=7, index=3)"
-)
+from dhir.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BACKEND,
         help="native: MPI + LLVM (default); interp: the sequential reference interpreter",
     )
-    run.add_argument("--input", action="append", default=[], metavar="X", help=_INPUT_HELP)
+    run.add_argument("--input", action="append", default=[], metavar="X", help=INPUT_HELP)
     run.add_argument(
         "--output-dir",
         type=Path,
@@ -316,7 +317,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
     _install(exe, args.output)
-    _sidecar(args.output).write_text(json.dumps(_describe(signature, options)))
+    sidecar(args.output).write_text(json.dumps(describe(signature, options)))
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -325,18 +326,11 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     path = Path(args.file)
-    if _is_executable(path):
+    if is_executable(path):
         results, signature = _run_built(path, args)
     else:
         results, signature = _run_program(path, args, timing)
-    if args.print:
-        _print_results(results, signature)
-    elif args.output_dir is None and any(spec.is_memref for spec in signature.args):
-        print(
-            "dhir run: the results were not kept: --output-dir DIR saves them (argK.npy, and "
-            "NAME.npy after the argument's name), --print prints them",
-            file=sys.stderr,
-        )
+    report_results(results, signature, args.print, args.output_dir)
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -361,7 +355,7 @@ def _run_program(
     options = _options(args)
     module = _load_timed(path, timing)
     signature = entry_signature(module, args.entry)
-    inputs = _read_inputs(args.input, signature)
+    inputs = read_inputs(args.input, signature)
     if args.backend == "interp" and args.profile is not None:
         raise DhirError(
             [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
@@ -372,7 +366,14 @@ def _run_program(
         threads = options.threads if options.threads is not None else plan.threads
         options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
     results = run_module(
-        module, args.entry, inputs, args.backend, options, output_dir=args.output_dir, timing=timing
+        module,
+        args.entry,
+        inputs,
+        args.backend,
+        options,
+        output_dir=args.output_dir,
+        timing=timing,
+        on_built=recorder(args.argv[1:]),
     )
     return results, signature
 
@@ -403,7 +404,7 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
                 )
             ]
         )
-    built = _read_sidecar(path)
+    built = read_sidecar(path)
     signature, ranks = built.signature, built.ranks
     if args.ranks is not None and args.ranks != ranks:
         raise DhirError(
@@ -414,7 +415,7 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
                 )
             ]
         )
-    inputs = check_inputs(signature, _read_inputs(args.input, signature))
+    inputs = check_inputs(signature, read_inputs(args.input, signature))
     plan = _launch_plan(args, ranks, built.mpi)
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
@@ -423,141 +424,6 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
         options = replace(options, threads=threads)
     results = run_executable(path, signature, inputs, options, output_dir=args.output_dir)
     return results, signature
-
-
-def _read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
-    if len(values) != len(signature.args):
-        need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
-                    f"{len(values)} --input given. {_INPUT_HELP}"
-                )
-            ]
-        )
-    return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
-
-
-def _read_input(text: str, spec: ArgSpec) -> object:
-    where = f"--input for argument #{spec.index} ({spec.mlir_type})"
-    if not spec.is_memref:
-        prefix, sep, value = text.partition("=")
-        if not sep or prefix != spec.mlir_type:
-            raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
-        # The range is checked with the API's inputs (check_inputs).
-        return _parse_scalar(value, spec, where)
-    try:
-        with open(text, "rb") as file:
-            magic = file.read(len(_NPY_MAGIC))
-            if magic != _NPY_MAGIC:
-                raise DhirError(
-                    [
-                        Diagnostic(
-                            f"{where}: '{text}' is not a .npy file (it does not start with "
-                            "NumPy's header); save the array with numpy.save"
-                        )
-                    ]
-                )
-            file.seek(0)
-            return np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise DhirError(
-            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
-        ) from None
-
-
-_NPY_MAGIC = b"\x93NUMPY"
-_BOOLEANS = {"true": 1, "false": 0}
-
-
-def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
-    try:
-        if spec.dtype.kind == "f":
-            return float(value)
-        if spec.dtype.kind == "b" and value.strip().lower() in _BOOLEANS:
-            return _BOOLEANS[value.strip().lower()]
-        return int(value, 0)
-    except ValueError:
-        raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
-
-
-def _print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
-    for spec, array in zip(signature.args, results):
-        if spec.is_memref:
-            print(f"arg{spec.index}: {spec.mlir_type} =")
-            print(np.array2string(array, threshold=10_000))
-
-
-# --- executables built by `dhir compile` carry a JSON description beside them ---------
-
-
-def _sidecar(exe: Path) -> Path:
-    return exe.with_name(exe.name + ".dhir.json")
-
-
-def _describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
-    args = [
-        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape, "name": s.name}
-        for s in signature.args
-    ]
-    return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
-
-
-@dataclass(frozen=True)
-class _Built:
-    """What `dhir compile` wrote beside an executable."""
-
-    signature: EntrySignature
-    ranks: int
-    mpi: str
-
-
-def _read_sidecar(exe: Path) -> _Built:
-    try:
-        meta = json.loads(_sidecar(exe).read_text())
-        args = tuple(
-            ArgSpec(
-                k,
-                str(a["type"]),
-                np.dtype(a["dtype"]),
-                tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
-                str(a["name"]) if a.get("name") is not None else None,
-            )
-            for k, a in enumerate(meta["args"])
-        )
-        ranks, mpi = meta["ranks"], meta["mpi"]
-        try:
-            RunOptions(ranks=ranks, mpi=mpi)
-        except DhirError:
-            raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
-        return _Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)
-    except OSError:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{exe} is an executable without its description {_sidecar(exe).name}; "
-                    "build it with dhir compile (it writes both)"
-                )
-            ]
-        ) from None
-    except (ValueError, TypeError, KeyError) as error:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{_sidecar(exe)} is not a description dhir compile wrote ({error}); "
-                    "rebuild the executable with dhir compile"
-                )
-            ]
-        ) from None
-
-
-def _is_executable(path: Path) -> bool:
-    try:
-        with path.open("rb") as file:
-            return file.read(4) == b"\x7fELF"
-    except OSError:
-        return False
 
 
 def _install(exe: Path, destination: Path) -> None:
@@ -578,6 +444,7 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for dhir run's cached path
     command = {
         "run": _cmd_run,
         "compile": _cmd_compile,

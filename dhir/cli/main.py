@@ -1,7 +1,9 @@
 """`dhir`: compile and run dhir programs (dhir/cli/commands.py has the commands).
 
 `dhir`, `dhir --help` and `dhir --version` answer from dhir/cli/names.py alone, without
-loading xDSL, NumPy and the passes (about a second); every other command loads them.
+loading xDSL, NumPy and the passes (about a second), and `dhir run` of a program it ran
+before with the same options launches the executable it recorded (dhir/cli/cached_run.py);
+every other command loads them.
 """
 
 import argparse
@@ -17,6 +19,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in _TOP_LEVEL:
         _top_level_parser().parse_args(args)  # prints and exits, as the full parser would
+    if args[:1] == ["run"]:
+        from dhir.cli.cached_run import run_cached
+
+        status = run_cached(args[1:])
+        if status is not None:
+            return status
     from dhir.cli.commands import main as run_command
 
     return run_command(args)
@@ -30,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _top_level_parser() -> argparse.ArgumentParser:
-    from dhir import __version__
+    from dhir.version import __version__
 
     parser = argparse.ArgumentParser(prog="dhir", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"dhir {__version__}")

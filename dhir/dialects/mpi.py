@@ -47,6 +47,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum  # xDSL's enum helpers are typed against it
 
+from dhir.choices import MPI_IMPLEMENTATIONS
 from dhir.dialects.format import AngleBracketEnum
 
 # What op constructors accept as an operand: a value, or a one-result op.
@@ -604,7 +605,7 @@ class ErrorClassOp(IRDLOperation):
 # The DLTI entry upstream's MPI lowering reads to pick an ABI, and its value for each
 # MPI dhir builds with: what dhir-lower-to-mpi writes and the build checks.
 IMPLEMENTATION_KEY = "MPI:Implementation"
-IMPLEMENTATIONS = {"mpich": "MPICH", "openmpi": "OpenMPI"}
+IMPLEMENTATIONS = MPI_IMPLEMENTATIONS
 
 MPI = Dialect(
     "mpi",

@@ -9,10 +9,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import FileLineColLoc, LocationAttr
-from xdsl.ir import Operation
-from xdsl.utils.exceptions import PassFailedException
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import LocationAttr
+    from xdsl.ir import Operation
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class SourceLoc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-def loc_of(op: Operation) -> SourceLoc | None:
+def loc_of(op: "Operation") -> SourceLoc | None:
     """The source location of `op`, or of its nearest located ancestor."""
     current: Operation | None = op
     while current is not None:
@@ -36,7 +37,9 @@ def loc_of(op: Operation) -> SourceLoc | None:
     return None
 
 
-def location_from_attr(attr: LocationAttr) -> SourceLoc | None:
+def location_from_attr(attr: "LocationAttr") -> SourceLoc | None:
+    from xdsl.dialects.builtin import FileLineColLoc
+
     if isinstance(attr, FileLineColLoc):
         return SourceLoc(attr.filename.data, attr.line.data, attr.column.data)
     return None
@@ -83,7 +86,7 @@ class DhirError(Exception):
         return "\n".join(d.render(self.sources) for d in self.diagnostics)
 
 
-def error_at(op: Operation, message: str) -> DhirError:
+def error_at(op: "Operation", message: str) -> DhirError:
     return DhirError([Diagnostic(message, loc_of(op))])
 
 
@@ -109,11 +112,3 @@ def collected_warnings() -> Iterator[list[Diagnostic]]:
         yield collected
     finally:
         _warnings.reset(token)
-
-
-class PassFailedAt(PassFailedException):
-    """A pass cannot handle `op`; reported at the op's source location."""
-
-    def __init__(self, op: Operation, message: str) -> None:
-        super().__init__(message)
-        self.op = op

@@ -32,7 +32,7 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tools import LlvmTools, MpiInstall, find_llvm_tools, find_mpi
+from dhir.toolchain.tools import LlvmTools, MpiInstall, cache_root, find_llvm_tools, find_mpi
 from dhir.transforms.check_mpi import mpi_problems
 
 # Order matters: expand-strided-metadata, linalg-to-loops and vector-to-scf (which splits
@@ -168,11 +168,6 @@ class Timing:
         return "\n".join(lines)
 
     __str__ = report
-
-
-def cache_root() -> Path:
-    configured = os.environ.get("DHIR_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "dhir"
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from dhir.machine.detect import detect
 from dhir.machine.layout import slots_text
 from dhir.runtime import RUNTIME_DIR
 from dhir.targets import DeviceKind, host_arch
-from dhir.toolchain.build import C_FLAGS, Timing, cache_root, writing_cache
+from dhir.toolchain.build import C_FLAGS, Timing, writing_cache
 from dhir.toolchain.build import run_stage as run_build_stage
 from dhir.toolchain.calibrate_gpu import calibrate_gpus
 from dhir.toolchain.calibrate_steps import (
@@ -43,7 +43,7 @@ from dhir.toolchain.calibrate_steps import (
 )
 from dhir.toolchain.launch import run_mpi_program
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.tools import DEFAULT_MPI, find_llvm_tools, find_mpi
+from dhir.toolchain.tools import DEFAULT_MPI, cache_root, find_llvm_tools, find_mpi
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
 SMALL_MESSAGE = 8  # bytes: the latency

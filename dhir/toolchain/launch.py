@@ -13,13 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
-from dhir.toolchain.trace import write_chrome_trace
 
 OUTPUT_TAIL_LINES = 40
 # How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
@@ -91,6 +89,8 @@ def run_executable(
             env["DHIR_TRACE_DIR"] = str(work / "trace")
         _launch(command, env, options.timeout, work / "output.log", ranks, errors)
         if options.trace is not None:
+            from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
+
             write_chrome_trace(work / "trace", ranks, options.trace)
         if traffic is not None:
             log = (work / "output.log").read_text(errors="replace")
@@ -102,22 +102,6 @@ def run_executable(
     if output_dir is not None:
         save_outputs(results, signature, Path(output_dir))
     return results
-
-
-def compile_and_run(
-    lowered_mlir: str,
-    signature: EntrySignature,
-    inputs: Sequence[object],
-    options: RunOptions | None = None,
-    output_dir: Path | None = None,
-    openmp: bool = False,
-    timing: Timing | None = None,
-) -> list[np.ndarray]:
-    exe = build_executable(lowered_mlir, signature, options, timing=timing, openmp=openmp)
-    if timing is None:
-        return run_executable(exe, signature, inputs, options, output_dir)
-    with timing.stage("run"):
-        return run_executable(exe, signature, inputs, options, output_dir)
 
 
 def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None = None) -> str:

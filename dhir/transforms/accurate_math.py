@@ -39,7 +39,7 @@ from dhir.dialects import arith, func, vector
 from dhir.dialects import math as mathd
 from dhir.dialects.arith import ExtSIOp
 from dhir.dialects.gpu import in_device_code
-from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}

@@ -18,9 +18,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
+from dhir.choices import FAST_MATH_MODES
 from dhir.dialects.arith import FastMathFlagsAttr
 
-MODES = ("none", "contract", "reassoc", "fast")
+MODES = FAST_MATH_MODES
 _FLAGS: dict[str, FastMathFlagsAttr] = {
     "none": FastMathFlagsAttr("none"),
     "contract": FastMathFlagsAttr(["contract"]),  # pyright: ignore[reportArgumentType]

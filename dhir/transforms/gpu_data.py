@@ -59,7 +59,7 @@ from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as dmemref
 from dhir.dialects import memref as xmemref
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
-from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import (
     PieceRows,
     Span,

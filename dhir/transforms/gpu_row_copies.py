@@ -32,7 +32,7 @@ from xdsl.passes import ModulePass
 from dhir.dialects import arith, func
 from dhir.dialects import memref as dmemref
 from dhir.dialects.gpu import MemcpyOp
-from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
 COPY_HOOK = "dhir_rt_gpu_copy"

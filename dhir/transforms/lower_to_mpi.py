@@ -65,8 +65,8 @@ from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects import memref as dhir_memref
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
-from dhir.ir.diagnostics import PassFailedAt
 from dhir.ir.layout import element_bytes
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.outline import outline

@@ -28,7 +28,8 @@ from dhir.analysis.profile import Profile, load_profile, unmatched
 from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import Diagnostic, PassFailedAt, warn
+from dhir.ir.diagnostics import Diagnostic, warn
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
 from dhir.machine.dlti import system_of

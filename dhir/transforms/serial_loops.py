@@ -39,7 +39,7 @@ from dhir.dialects import affine as dhir_affine
 from dhir.dialects import scf as dhir_scf
 from dhir.dialects.affine import REDUCTION_IDENTITIES
 from dhir.dialects.gpu import in_device_code
-from dhir.ir.diagnostics import PassFailedAt
+from dhir.ir.pass_failure import PassFailedAt
 
 # affine.parallel's reductions' combining ops (their identities: REDUCTION_IDENTITIES).
 _COMBINE: dict[str, type[Operation]] = {

@@ -63,7 +63,8 @@ from dhir.analysis.regions import iterations_independent
 from dhir.dialects import affine, arith, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
-from dhir.ir.diagnostics import Diagnostic, PassFailedAt, loc_of, warn
+from dhir.ir.diagnostics import Diagnostic, loc_of, warn
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.ir.walk import find_ops
 from dhir.machine.description import Device

@@ -15,7 +15,16 @@ PACKAGE = Path(__file__).resolve().parents[2] / "dhir"
 
 # Module name prefixes by layer, lowest first.
 LAYERS: list[tuple[str, ...]] = [
-    ("dhir.lazy", "dhir.targets", "dhir.dialects", "dhir.ir", "dhir.context", "dhir.runtime"),
+    (
+        "dhir.lazy",
+        "dhir.version",
+        "dhir.choices",
+        "dhir.targets",
+        "dhir.dialects",
+        "dhir.ir",
+        "dhir.context",
+        "dhir.runtime",
+    ),
     ("dhir.analysis",),
     ("dhir.machine",),
     ("dhir.placement",),

@@ -26,9 +26,9 @@ from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.text import parse_string
 from dhir.runner import run_module
 from dhir.toolchain.build import Timing
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.launch import _mpirun, find_mpi
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.signature import entry_signature
 from dhir.transforms import lower_to_mpi
 from dhir.transforms.place import PlacePass
 

@@ -15,7 +15,7 @@ from dhir.ir.diagnostics import DhirError
 from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args, generate_harness
-from dhir.toolchain.launch import _launch, compile_and_run, run_executable
+from dhir.toolchain.launch import _launch, run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 from dhir.toolchain.tools import find_mpi
@@ -51,6 +51,18 @@ def signature(*types: str, name: str = "main") -> EntrySignature:
 def sample(name: str, mpi: str = "mpich") -> str:
     text = (DATA / name).read_text()
     return text.replace('"MPICH"', '"OpenMPI"') if mpi == "openmpi" else text
+
+
+def compile_and_run(
+    lowered_mlir: str,
+    sig: EntrySignature,
+    inputs: list[object],
+    options: RunOptions,
+    output_dir: Path | None = None,
+) -> list[np.ndarray]:
+    return run_executable(
+        build_executable(lowered_mlir, sig, options), sig, inputs, options, output_dir
+    )
 
 
 @pytest.fixture(scope="session")

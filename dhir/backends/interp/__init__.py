@@ -29,9 +29,10 @@ from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.interp.vector import VectorImpls
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import timeout_seconds
-from dhir.toolchain.signature import check_inputs, entry_signature
+from dhir.toolchain.signature import check_inputs
 
 
 class _TimedOut(BaseException):

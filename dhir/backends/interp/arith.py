@@ -45,7 +45,7 @@ from dhir.dialects import arith
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import arith as dhir_arith
-from dhir.toolchain.signature import numpy_dtype
+from dhir.toolchain.entry import numpy_dtype
 
 
 @register

@@ -37,7 +37,7 @@ from xdsl.traits import IsTerminator
 import dhir.dialects.gpu
 import dhir.dialects.memref
 import dhir.dialects.scf  # noqa: F401
-from dhir.toolchain.signature import numpy_dtype
+from dhir.toolchain.entry import numpy_dtype
 
 INDEX_WIDTH = 64
 # The Python recursion limit during a run (see run_interp); each level of calls or

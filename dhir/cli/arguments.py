@@ -1,0 +1,173 @@
+"""What `dhir run` reads and writes on the command line, loaded without xDSL (for its
+cached path, dhir/cli/cached_run.py): inputs (`--input`), printed results (`--print`),
+and the description `dhir compile` writes beside an executable."""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.options import RunOptions
+from dhir.toolchain.signature import ArgSpec, EntrySignature
+
+INPUT_HELP = (
+    "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
+    "a scalar (f32=2.5, i64=7, index=3)"
+)
+
+
+def read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
+    if len(values) != len(signature.args):
+        need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
+                    f"{len(values)} --input given. {INPUT_HELP}"
+                )
+            ]
+        )
+    return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
+
+
+def _read_input(text: str, spec: ArgSpec) -> object:
+    where = f"--input for argument #{spec.index} ({spec.mlir_type})"
+    if not spec.is_memref:
+        prefix, sep, value = text.partition("=")
+        if not sep or prefix != spec.mlir_type:
+            raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
+        # The range is checked with the API's inputs (check_inputs).
+        return _parse_scalar(value, spec, where)
+    try:
+        with open(text, "rb") as file:
+            magic = file.read(len(_NPY_MAGIC))
+            if magic != _NPY_MAGIC:
+                raise DhirError(
+                    [
+                        Diagnostic(
+                            f"{where}: '{text}' is not a .npy file (it does not start with "
+                            "NumPy's header); save the array with numpy.save"
+                        )
+                    ]
+                )
+            file.seek(0)
+            return np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise DhirError(
+            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
+        ) from None
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_BOOLEANS = {"true": 1, "false": 0}
+
+
+def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
+    try:
+        if spec.dtype.kind == "f":
+            return float(value)
+        if spec.dtype.kind == "b" and value.strip().lower() in _BOOLEANS:
+            return _BOOLEANS[value.strip().lower()]
+        return int(value, 0)
+    except ValueError:
+        raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
+
+
+def report_results(
+    results: list[np.ndarray], signature: EntrySignature, printing: bool, output_dir: Path | None
+) -> None:
+    """`--print`, or a word on where the results went."""
+    if printing:
+        print_results(results, signature)
+    elif output_dir is None and any(spec.is_memref for spec in signature.args):
+        print(
+            "dhir run: the results were not kept: --output-dir DIR saves them (argK.npy, and "
+            "NAME.npy after the argument's name), --print prints them",
+            file=sys.stderr,
+        )
+
+
+def print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
+    for spec, array in zip(signature.args, results):
+        if spec.is_memref:
+            print(f"arg{spec.index}: {spec.mlir_type} =")
+            print(np.array2string(array, threshold=10_000))
+
+
+# --- executables built by `dhir compile` carry a JSON description beside them ---------
+
+
+def sidecar(exe: Path) -> Path:
+    return exe.with_name(exe.name + ".dhir.json")
+
+
+def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
+    args = [
+        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape, "name": s.name}
+        for s in signature.args
+    ]
+    return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
+
+
+@dataclass(frozen=True)
+class Built:
+    """What `dhir compile` wrote beside an executable."""
+
+    signature: EntrySignature
+    ranks: int
+    mpi: str
+
+
+def built_from(meta: dict[str, object]) -> Built:
+    """The description `describe` wrote, read back; ValueError, TypeError or KeyError
+    when it is not one."""
+    args = tuple(
+        ArgSpec(
+            k,
+            str(a["type"]),
+            np.dtype(a["dtype"]),
+            tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
+            str(a["name"]) if a.get("name") is not None else None,
+        )
+        for k, a in enumerate(meta["args"])  # pyright: ignore[reportArgumentType]
+    )
+    ranks, mpi = meta["ranks"], meta["mpi"]
+    try:
+        RunOptions(ranks=ranks, mpi=mpi)  # pyright: ignore[reportArgumentType]
+    except DhirError:
+        raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
+    return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)  # pyright: ignore[reportArgumentType]
+
+
+def read_sidecar(exe: Path) -> Built:
+    try:
+        return built_from(json.loads(sidecar(exe).read_text()))
+    except OSError:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{exe} is an executable without its description {sidecar(exe).name}; "
+                    "build it with dhir compile (it writes both)"
+                )
+            ]
+        ) from None
+    except (ValueError, TypeError, KeyError) as error:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{sidecar(exe)} is not a description dhir compile wrote ({error}); "
+                    "rebuild the executable with dhir compile"
+                )
+            ]
+        ) from None
+
+
+def is_executable(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"\x7fELF"
+    except OSError:
+        return False

@@ -1,0 +1,228 @@
+"""`dhir run` of a program it ran before with the same options: its executable at once.
+
+A native run of a .mlir file records, in dhir's cache (`runs/KEY.json`), the executable it
+built, the entry's signature and how the ranks were launched. KEY hashes everything that
+shaped the build: the program's text, the command line less the options that only feed
+the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content of every
+file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
+this host's name, the DHIR_* environment, the machine description $DHIR_SYSTEM names and
+the calibrated one. A later `dhir run` with the same key reads its inputs and launches the
+recorded executable without loading xDSL or the passes: what is left of its start-up is
+Python's and NumPy's (docs/performance.md has the figures).
+
+Only the options listed here take this path; any other (`--trace`, `--profile`,
+`--timing`, `--link`, the interpreter, standard input, ...) takes the full one, which
+checks, builds (from its own cache) and runs as always.
+"""
+
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from dhir.cli.arguments import Built, built_from, describe, read_inputs, report_results
+from dhir.cli.common import guarded
+from dhir.ir.diagnostics import DhirError
+from dhir.machine.files import SYSTEM_ENV, default_system_path
+from dhir.toolchain.options import RunOptions, timeout_seconds
+from dhir.toolchain.signature import EntrySignature
+from dhir.toolchain.tools import cache_root
+
+# Options that shape the build or the launch: part of the key.
+_KEYED_VALUES = (
+    "-n",
+    "--ranks",
+    "--entry",
+    "--mpi",
+    "--placement",
+    "--fast-math",
+    "--cpu",
+    "--target",
+    "--system",
+    "--costs",
+    "--threads",
+    "--gpu-fallback",
+    "--backend",
+)
+_FILE_VALUES = ("--system", "--costs")  # their files' content is keyed too
+_KEYED_FLAGS = ("--no-optimize", "--no-codedrop")
+# Options that only feed the run: read here, left out of the key.
+_RUN_VALUES = ("--input", "--output-dir", "--timeout")
+_RUN_FLAGS = ("--print", "-q", "--quiet")
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class _Command:
+    """A `dhir run` command line as this path reads it."""
+
+    program: Path
+    keyed: list[str]
+    inputs: list[str]
+    output_dir: Path | None = None
+    timeout: str | None = None
+    print: bool = False
+
+
+def run_cached(argv: list[str]) -> int | None:
+    """`dhir run ARGV...` from a recorded executable: its exit status, or None when this
+    path does not apply (the caller then runs the full command)."""
+    command = _read_command(argv)
+    if command is None:
+        return None
+    record = _lookup(run_key(command.program, command.keyed))
+    if record is None:
+        return None
+    built, exe, options = record
+    return guarded(lambda: _run(command, built, exe, options))
+
+
+def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int:
+    from dhir.toolchain.launch import run_executable  # noqa: PLC0415 (after the lookup)
+
+    if command.timeout is not None:
+        options = replace(options, timeout=timeout_seconds(float(command.timeout)))
+    inputs = read_inputs(command.inputs, built.signature)
+    results = run_executable(exe, built.signature, inputs, options, output_dir=command.output_dir)
+    report_results(results, built.signature, command.print, command.output_dir)
+    return 0
+
+
+def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], None] | None:
+    """For the full `dhir run ARGV...`: what records its build for this path, or None when
+    a later run with these options could not take it."""
+    command = _read_command(argv)
+    if command is None:
+        return None
+    key = run_key(command.program, command.keyed)
+
+    def record(exe: Path, signature: EntrySignature, options: RunOptions) -> None:
+        entry = describe(signature, options) | {
+            "exe": str(exe),
+            "threads": options.threads,
+            "hostfile": None if options.hostfile is None else str(options.hostfile),
+        }
+        path = _record_path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(entry))
+            temporary.replace(path)
+        except OSError:
+            pass  # a cache that cannot be written only costs the next run its start-up
+
+    return record
+
+
+def _read_command(argv: list[str]) -> _Command | None:
+    """The command line split into what keys the build and what feeds the run; None for
+    anything this path does not take."""
+    if not argv or argv[0] in ("-", "") or argv[0].startswith("-"):
+        return None
+    command = _Command(Path(argv[0]), [], [])
+    tokens = iter(argv[1:])
+    for token in tokens:
+        name, equals, attached = token.partition("=")
+        takes_value = name in _KEYED_VALUES or name in _RUN_VALUES
+        if equals and not takes_value:
+            return None
+        value = attached if equals else next(tokens, None) if takes_value else None
+        if takes_value and (value is None or (not equals and value.startswith("--"))):
+            return None
+        if not _take(command, name, value):
+            return None
+    return command
+
+
+def _take(command: _Command, name: str, value: str | None) -> bool:
+    if name in _KEYED_FLAGS:
+        command.keyed.append(name)
+    elif name == "--backend" and value != "native":
+        return False
+    elif name in _KEYED_VALUES:
+        assert value is not None
+        command.keyed += [
+            name,
+            value,
+            _file_digest(value) if name in ("--system", "--costs") else "",
+        ]
+    elif name == "--input":
+        command.inputs.append(str(value))
+    elif name == "--output-dir":
+        command.output_dir = Path(str(value))
+    elif name == "--timeout":
+        try:  # a bad value is the full parser's to report
+            timeout_seconds(float(str(value)))
+        except (ValueError, DhirError):
+            return False
+        command.timeout = value
+    elif name == "--print":
+        command.print = True
+    elif name not in _RUN_FLAGS:
+        return False
+    return True
+
+
+def run_key(program: Path, keyed: list[str]) -> str:
+    digest = hashlib.sha256()
+    for part in (_file_digest(str(program)), *keyed, _package_stamp(), platform.node()):
+        digest.update(part.encode() + b"\0")
+    for name in sorted(os.environ):
+        if name.startswith("DHIR_") or name in ("XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES"):
+            digest.update(f"{name}={os.environ[name]}\0".encode())
+    digest.update(_stat_stamp(default_system_path()).encode())
+    digest.update(_file_digest(os.environ.get(SYSTEM_ENV, "")).encode())
+    return digest.hexdigest()[:32]
+
+
+def _file_digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return f"unreadable {path}"
+
+
+def _package_stamp() -> str:
+    """dhir's own code and runtime sources, by size and modification time."""
+    parts = [
+        f"{path.relative_to(_PACKAGE)}:{_stat_stamp(path)}"
+        for path in sorted(_PACKAGE.rglob("*"))
+        if path.suffix in (".py", ".c", ".h", ".cu")
+    ]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _stat_stamp(path: Path) -> str:
+    try:
+        status = path.stat()
+    except OSError:
+        return "absent"
+    return f"{status.st_size}:{status.st_mtime_ns}"
+
+
+def _record_path(key: str) -> Path:
+    return cache_root() / "runs" / f"{key}.json"
+
+
+def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
+    """The recorded build, if it is whole and its files are still there."""
+    try:
+        entry = json.loads(_record_path(key).read_text())
+        built = built_from(entry)
+        threads = entry["threads"]
+        hostfile = None if entry["hostfile"] is None else Path(entry["hostfile"])
+        options = RunOptions(
+            ranks=built.ranks,
+            mpi=built.mpi,
+            threads=None if threads is None else int(threads),
+            hostfile=hostfile,
+        )
+        exe = Path(entry["exe"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not os.access(exe, os.X_OK) or (hostfile is not None and not hostfile.is_file()):
+        return None
+    return built, exe, options

@@ -1,0 +1,202 @@
+"""`dhir run`'s cached path (dhir/cli/cached_run.py): a program run again with the same
+options launches its recorded executable without loading xDSL, and anything that could
+change the build takes the full path."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dhir.cli import cached_run
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = """\
+func.func @main(%a: memref<8xf64>, %b: memref<8xf64>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {arch = "x86_64"}
+    %t = dhir.task %cpu, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %k = arith.constant FACTOR : f64
+      scf.for %i = %c0 to %c8 step %c1 {
+        %x = memref.load %a[%i] : memref<8xf64>
+        %y = arith.mulf %x, %k : f64
+        memref.store %y, %b[%i] : memref<8xf64>
+      }
+    }
+  }
+  return
+}
+"""
+# Runs `dhir run` in a fresh interpreter and says whether it loaded xDSL.
+_DRIVER = """
+import sys
+from dhir.cli.main import main
+status = main(sys.argv[1:])
+print("XDSL" if "xdsl" in sys.modules else "NO-XDSL", file=sys.stderr)
+sys.exit(status)
+"""
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def dhir_run(cache: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """`dhir run ARGS...`, and whether it took the cached path (xDSL never loaded)."""
+    env = dict(os.environ, DHIR_CACHE_DIR=str(cache))
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER, "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    return done, done.stderr.rstrip().endswith("NO-XDSL")
+
+
+def program(tmp_path: Path, factor: str = "2.0") -> Path:
+    path = tmp_path / "scale.mlir"
+    path.write_text(PROGRAM.replace("FACTOR", factor))
+    return path
+
+
+def inputs(tmp_path: Path, seed: int) -> tuple[list[str], np.ndarray]:
+    a = np.random.default_rng(seed).random(8)
+    np.save(tmp_path / f"a{seed}.npy", a)
+    np.save(tmp_path / "b.npy", np.zeros(8))
+    return ["--input", str(tmp_path / f"a{seed}.npy"), "--input", str(tmp_path / "b.npy")], a
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_a_second_run_takes_the_cached_path_with_new_inputs(cache: Path, tmp_path: Path) -> None:
+    path = program(tmp_path)
+    given, a = inputs(tmp_path, 1)
+    first, cached = dhir_run(
+        cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path / "o1")
+    )
+    assert first.returncode == 0, first.stderr
+    assert not cached
+    given, a = inputs(tmp_path, 2)  # other inputs and outputs: still the same build
+    second, cached = dhir_run(
+        cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path / "o2"), "-q"
+    )
+    assert second.returncode == 0, second.stderr
+    assert cached
+    np.testing.assert_array_equal(np.load(tmp_path / "o2" / "arg1.npy"), a * 2.0)
+    np.testing.assert_array_equal(np.load(tmp_path / "o2" / "b.npy"), a * 2.0)
+    printed, cached = dhir_run(cache, str(path), "-n", "2", *given, "--print")
+    assert cached and "arg1: memref<8xf64> =" in printed.stdout
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_an_edited_program_or_other_options_take_the_full_path(cache: Path, tmp_path: Path) -> None:
+    path = program(tmp_path)
+    given, a = inputs(tmp_path, 3)
+    out = ["--output-dir", str(tmp_path / "out")]
+    done, _ = dhir_run(cache, str(path), "-n", "2", *given, *out)
+    assert done.returncode == 0, done.stderr
+    program(tmp_path, "3.0")  # same file, new text
+    done, cached = dhir_run(cache, str(path), "-n", "2", *given, *out)
+    assert done.returncode == 0 and not cached
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), a * 3.0)
+    done, cached = dhir_run(cache, str(path), "-n", "1", *given, *out)  # another rank count
+    assert done.returncode == 0 and not cached
+    done, cached = dhir_run(cache, str(path), "-n", "1", *given, *out, "--timing")
+    assert done.returncode == 0 and not cached  # --timing is not for this path
+    done, cached = dhir_run(cache, str(path), "-n", "1", *given, *out)
+    assert done.returncode == 0 and cached
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_a_broken_record_or_a_lost_executable_takes_the_full_path(
+    cache: Path, tmp_path: Path
+) -> None:
+    path = program(tmp_path, "5.0")
+    given, a = inputs(tmp_path, 4)
+    out = ["--output-dir", str(tmp_path / "out")]
+    done, _ = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0, done.stderr
+    records = sorted((cache / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    record = records[-1]
+    entry = json.loads(record.read_text())
+    record.write_text(json.dumps(entry | {"exe": str(tmp_path / "gone")}))
+    done, cached = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0 and not cached
+    record.write_text("{not json")
+    done, cached = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0 and not cached
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), a * 5.0)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_mistakes_on_the_cached_path_read_as_on_the_full_one(cache: Path, tmp_path: Path) -> None:
+    path = program(tmp_path, "7.0")
+    given, _ = inputs(tmp_path, 5)
+    done, _ = dhir_run(cache, str(path), *given)
+    assert done.returncode == 0, done.stderr
+    assert "the results were not kept" in done.stderr
+    done, cached = dhir_run(cache, str(path), *given[:2])  # one input of two
+    assert done.returncode == 1 and cached
+    assert "@main takes 2 arguments" in done.stderr and "Traceback" not in done.stderr
+    done, cached = dhir_run(cache, str(path), *given, "--timeout", "0")
+    assert done.returncode == 2 and not cached  # the full parser reports it
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["-"],
+        ["-n", "2", "p.mlir"],  # options before the file
+        ["p.mlir", "--trace", "t.json"],
+        ["p.mlir", "--backend", "interp"],
+        ["p.mlir", "--link", "f.c"],
+        ["p.mlir", "-n"],  # a value missing
+        ["p.mlir", "--input", "--print"],
+        ["p.mlir", "--print=yes"],
+        ["p.mlir", "--timeout", "-1"],
+        ["p.mlir", "-n2"],
+    ],
+)
+def test_command_lines_this_path_leaves_to_the_full_one(argv: list[str]) -> None:
+    assert cached_run.recorder(argv) is None
+
+
+def test_run_only_options_are_left_out_of_the_key(tmp_path: Path) -> None:
+    path = program(tmp_path)
+    plain = cached_run._read_command([str(path), "-n", "2"])
+    fed = cached_run._read_command(
+        [str(path), "-n=2", "--input", "x.npy", "--output-dir=o", "--print", "-q", "--timeout", "9"]
+    )
+    assert plain is not None and fed is not None
+    assert fed.inputs == ["x.npy"] and fed.output_dir == Path("o") and fed.print
+    assert cached_run.run_key(path, plain.keyed) == cached_run.run_key(path, fed.keyed)
+    other = cached_run._read_command([str(path), "-n", "3"])
+    assert other is not None
+    assert cached_run.run_key(path, other.keyed) != cached_run.run_key(path, plain.keyed)
+
+
+def test_the_files_keyed_options_name_are_keyed_by_content(tmp_path: Path) -> None:
+    path = program(tmp_path)
+    costs = tmp_path / "costs.json"
+    costs.write_text("{}")
+    before = cached_run._read_command([str(path), "--costs", str(costs)])
+    costs.write_text('{"tasks": {}}')
+    after = cached_run._read_command([str(path), "--costs", str(costs)])
+    assert before is not None and after is not None
+    assert cached_run.run_key(path, before.keyed) != cached_run.run_key(path, after.keyed)
