@@ -79,6 +79,7 @@ def run(
     fast_math: str = "none",
     trace: str | Path | None = None,
     keep_build: str | Path | None = None,
+    constraints: str | Path | None = None,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -100,8 +101,10 @@ def run(
     the interpreter stays exact). `trace` (native): a file to write a Chrome trace of the
     run to (each rank's tasks, messages, input reads and result writes; see
     docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the
-    build made into (lowered MLIR, LLVM IR, the harness, the executable). Bad options are
-    refused before any work (see RunOptions)."""
+    build made into (lowered MLIR, LLVM IR, the harness, the executable). `constraints`
+    (native): a TOML or JSON file of placement constraints, `[[pin]]`, `[[apart]]` and
+    `[[together]]` (docs/commands.md, "Steering placement"). Bad options are refused
+    before any work (see RunOptions)."""
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,
@@ -119,6 +122,7 @@ def run(
         fast_math=fast_math,
         trace=Path(trace) if trace is not None else None,
         keep_build=Path(keep_build) if keep_build is not None else None,
+        constraints=Path(constraints) if constraints is not None else None,
     )
     with ending_cleanly(redeliver=True):
         return run_module(
@@ -165,8 +169,14 @@ def run_module(
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
-        if options.trace is not None or options.keep_build is not None:
-            what = "a trace records what MPI ranks did" if options.trace else "nothing is built"
+        if options.trace or options.keep_build or options.constraints:
+            what = (
+                "a trace records what MPI ranks did"
+                if options.trace
+                else "constraints steer placement on MPI ranks"
+                if options.constraints
+                else "nothing is built"
+            )
             raise DhirError([Diagnostic(f"{what}; use it with the native backend")])
         with Timing().stage("the interpreter"):  # for the terminal's status line
             results = run_interp(module, entry, inputs, options.timeout, options.link)

@@ -35,6 +35,7 @@ from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
+from dhir.placement.constraints import read_constraints
 from dhir.targets import host_arch
 from dhir.toolchain.build import (
     Callers,
@@ -66,7 +67,7 @@ from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recordin
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.optimize_bodies import optimize_bodies
-from dhir.transforms.place import PlacePass
+from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
@@ -96,6 +97,8 @@ def compile_native(
     ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
     relax(module, options.fast_math)
+    if options.constraints is not None:
+        attach_constraints(module, read_constraints(options.constraints))
     signature = entry_signature(module, entry)
     if not options.cpu_fallback:
         # Before the kernels are made: the GPU pieces need theirs.

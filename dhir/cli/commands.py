@@ -219,6 +219,13 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         help="task times measured by --profile, used by the placement instead of estimates",
     )
     parser.add_argument(
+        "--constraints",
+        type=Path,
+        metavar="FILE",
+        help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
+        'entries naming tasks by glob (docs/commands.md, "Steering placement")',
+    )
+    parser.add_argument(
         "--no-codedrop",
         action="store_true",
         help="run an entry without dhir.schedule as written, on every rank (by default "
@@ -291,6 +298,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         threads=getattr(args, "threads", None),
         placement=args.placement or DEFAULT_ALGORITHM,
         costs=args.costs,
+        constraints=args.constraints,
         profile=getattr(args, "profile", None),
         trace=getattr(args, "trace", None),
         keep_build=args.keep_build,
@@ -386,7 +394,17 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
-    names = ("placement", "costs", "profile", "target", "link", "cpu", "no_optimize", "keep_build")
+    names = (
+        "placement",
+        "costs",
+        "constraints",
+        "profile",
+        "target",
+        "link",
+        "cpu",
+        "no_optimize",
+        "keep_build",
+    )
     given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
     given += ["--fast-math"] if args.fast_math != "none" else []
     given += [

@@ -44,6 +44,7 @@ from dhir.placement.as_built import (
     as_built_timeline,
     place_program,
 )
+from dhir.placement.constraints import read_constraints
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     END_TASK,
@@ -61,7 +62,7 @@ from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
 from dhir.toolchain.build import Timing
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
-from dhir.transforms.place import drop_unmatched, entry_storage, memory_limits
+from dhir.transforms.place import PlacePass, drop_unmatched, entry_storage, memory_limits
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -135,6 +136,13 @@ def add_parser(commands: Any) -> None:
         type=Path,
         metavar="FILE",
         help="with FILE: task times measured by dhir run --profile, used instead of estimates",
+    )
+    parser.add_argument(
+        "--constraints",
+        type=Path,
+        metavar="FILE",
+        help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
+        'entries naming tasks by glob (docs/commands.md, "Steering placement")',
     )
     parser.add_argument(
         "--system",
@@ -225,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
                 entry=args.entry,
                 target=args.target,
                 costs=args.costs,
+                constraints=args.constraints,
+                algorithm=args.algorithm,
             )
     results = []
     for number, (name, graph, as_built) in enumerate(graphs):
@@ -300,6 +310,8 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _error("--system and -n describe where a program runs; a --graph names its devices")
     if args.graph is not None and args.costs is not None:
         raise _error("--costs gives a program's measured task times; a --graph has its own")
+    if args.graph is not None and args.constraints is not None:
+        raise _error("--constraints steer the placement of a program's tasks; give the program")
 
 
 def program_graphs(
@@ -310,12 +322,15 @@ def program_graphs(
     entry: str = "main",
     target: str = DEFAULT_TARGET,
     costs: Path | None = None,
+    constraints: Path | None = None,
+    algorithm: str = DEFAULT_ALGORITHM,
 ) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]]]:
     """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
     runs on when a machine description says (else none), and per schedule of the
     program: its task graph, as `dhir run` places them (with the task times measured in
     `costs`, a profile, where given), and the makespan of a placement as the native
-    backend runs it (dhir.placement.as_built)."""
+    backend runs it (dhir.placement.as_built). With `constraints`, the tasks they name
+    are first given the ranks `algorithm` and the constraints settle on (dhir-place)."""
 
     module = parse_file(path)
     # A plain entry: schedules as `dhir run` makes them.
@@ -330,6 +345,9 @@ def program_graphs(
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))
+    if constraints is not None:
+        place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
+        place.pin_constrained(module, read_constraints(constraints))
     devices, model = machine_for(module, ranks, profile)
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}

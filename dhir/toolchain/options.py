@@ -37,7 +37,8 @@ class RunOptions:
     bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
     contract, reassoc, fast). With `trace`, the run writes there a Chrome trace of what
-    every rank did (dhir.toolchain.trace); with `keep_build`, what the build made (the
+    every rank did (dhir.toolchain.trace); `constraints`: a file of placement constraints
+    (dhir.placement.constraints); with `keep_build`, what the build made (the
     lowered MLIR, LLVM IR, the harness, the executable) is copied into that folder."""
 
     ranks: int = DEFAULT_RANKS
@@ -57,6 +58,7 @@ class RunOptions:
     fast_math: str = "none"
     trace: Path | None = None
     keep_build: Path | None = None
+    constraints: Path | None = None
 
     def __post_init__(self) -> None:
         # Whole numbers of other kinds (NumPy's) are taken as the ints they are.

@@ -8,6 +8,11 @@ or measured ones from a profile (`costs=FILE`, as `dhir run --profile FILE` writ
 it). `best` takes, of its candidate placements, the one whose makespan as the native
 backend runs it is the shortest (`dhir.placement.as_built.fastest_as_built`). `dhir run`
 and `dhir compile` use `best` unless told otherwise.
+
+Constraints the user declared (`--constraints FILE`, dhir.placement.constraints) live in
+the module as `dhir.constraints` (their JSON, a string), so that dhir-opt pipelines see
+them too: the program is placed once without them, `settle` fixes a rank for each task
+they name, nearest where it went, and the program is placed again around those ranks.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -15,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache, partial
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
@@ -34,6 +39,7 @@ from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
 from dhir.machine.dlti import system_of
 from dhir.placement.as_built import place_program
+from dhir.placement.constraints import Constraints, RankFacts, settle
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     has_gpu_tasks,
@@ -47,6 +53,10 @@ from dhir.placement.from_ir import (
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.memory import MemoryLimits, program_storage
 from dhir.placement.round_robin import round_robin
+from dhir.targets import DeviceKind
+
+# Where the module keeps the user's placement constraints: their JSON (Constraints.to_json).
+CONSTRAINTS_ATTR = "dhir.constraints"
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,39 @@ class PlacePass(ModulePass):
     entry: str = "main"  # the function whose memref arguments a rank may hold in part
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        constraints = constraints_of(op)
+        if constraints is not None:
+            self.pin_constrained(op, constraints)
+        self._place(op)
+
+    def pin_constrained(self, op: ModuleOp, constraints: Constraints) -> None:
+        """Give each task `constraints` name the rank `settle` chooses for it (placing the
+        program once to learn where the tasks would rather run), and take the ranks that
+        placement gave the others away again."""
+        schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
+        tasks = [t for s in schedules for t in s.tasks()]
+        fixed = [rank_of(t) for t in tasks]
+        self._place(op)
+        preferred = [rank_of(t) for t in tasks]
+        profile = load_profile(self.costs) if self.costs else None
+        devices, _ = machine_for(op, self.ranks, profile)
+        names = task_ids(op)
+        chosen = settle(
+            constraints,
+            [names[t] for t in tasks],
+            [{r for r, d in enumerate(devices) if runs_on(t, d)} for t in tasks],
+            fixed,
+            [r if r is not None else 0 for r in preferred],
+            rank_facts(op, devices),
+        )
+        for task, given, rank in zip(tasks, fixed, chosen, strict=True):
+            settled = given if given is not None else rank
+            if settled is None:
+                del task.attributes[RANK_ATTR]
+            else:
+                task.attributes[RANK_ATTR] = IntegerAttr(settled, i64)
+
+    def _place(self, op: ModuleOp) -> None:
         if self.ranks < 1:
             raise PassFailedException(f"dhir-place: ranks must be at least 1, got {self.ranks}")
         if self.algorithm not in ALGORITHMS:
@@ -93,6 +136,38 @@ class PlacePass(ModulePass):
                 found,
                 self.entry,
             )
+
+
+def constraints_of(module: ModuleOp) -> Constraints | None:
+    """The constraints `module` carries (CONSTRAINTS_ATTR), if any."""
+    attr = module.attributes.get(CONSTRAINTS_ATTR)
+    if attr is None:
+        return None
+    if not isinstance(attr, StringAttr):
+        raise PassFailedException(f"dhir-place: {CONSTRAINTS_ATTR} must be a string of JSON")
+    try:
+        return Constraints.from_json(attr.data)
+    except (ValueError, TypeError, KeyError) as error:
+        raise PassFailedException(
+            f"dhir-place: {CONSTRAINTS_ATTR} is not constraints dhir wrote ({error})"
+        ) from None
+
+
+def attach_constraints(module: ModuleOp, constraints: Constraints) -> None:
+    module.attributes[CONSTRAINTS_ATTR] = StringAttr(constraints.to_json())
+
+
+def rank_facts(module: ModuleOp, devices: Sequence[Device]) -> list[RankFacts]:
+    """What a pin can name about each rank: its node (from the machine description),
+    its device's name and whether it drives a GPU."""
+    system = system_of(module) if has_machine(module) else None
+    facts = []
+    for device in devices:
+        node = system.node_of(device).name if system is not None else None
+        gpu = device.kind == DeviceKind.GPU or device.gpu is not None
+        name = device.name or (device.gpu.name if device.gpu is not None else "")
+        facts.append(RankFacts(node, name, "gpu" if gpu else "cpu"))
+    return facts
 
 
 def entry_storage(

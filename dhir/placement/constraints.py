@@ -1,0 +1,423 @@
+"""Placement constraints a user declares (`--constraints FILE`, docs/commands.md):
+
+    [[pin]]              # tasks whose name matches the glob run on a rank, node, device or kind
+    tasks = "load*"
+    rank = 2             # or: node = "n1" / device = "gpu0" / kind = "gpu"
+    [[apart]]            # never on one rank
+    tasks = ["solve0", "solve1"]
+    [[together]]         # on one rank
+    tasks = ["solve2", "load0"]
+
+A glob matches a task's name as `dhir schedule` prints it, or that name without its
+`.pieceK`, so a split task's pieces follow their task: a pin holds for each piece, and in
+`apart` and `together` a task's pieces stay on one rank.
+
+Placement honours them in two rounds (dhir-place): it places the program as if they were
+not there, which says where each task would rather run; `settle` then picks, for every
+constrained task, the rank nearest that wish that keeps every constraint (a search over
+the constrained tasks, exact for the small sets people write), and the tasks are placed
+again with those ranks fixed. The rest are placed by the chosen algorithm around them.
+"""
+
+import fnmatch
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from dhir.ir.diagnostics import DhirError, Diagnostic
+
+KINDS = ("cpu", "gpu")
+_WHERE_KEYS = ("rank", "node", "device", "kind")
+_PIECE = re.compile(r"\.piece[0-9]+$")
+# How many partial choices `settle` tries before it gives up on a set of constraints.
+SEARCH_LIMIT = 200_000
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Tasks matching one of `tasks` run where `key` = `value` says (rank, node, device,
+    kind)."""
+
+    tasks: tuple[str, ...]
+    key: str
+    value: str | int
+    entry: str  # "[[pin]] #1", for errors
+
+
+@dataclass(frozen=True)
+class Group:
+    """Tasks matching `tasks` run on one rank (`together`) or each on its own (`apart`)."""
+
+    kind: str  # "apart" or "together"
+    tasks: tuple[str, ...]
+    entry: str
+
+
+@dataclass(frozen=True)
+class Constraints:
+    pins: tuple[Pin, ...]
+    groups: tuple[Group, ...]
+    source: str  # the file they came from, for errors
+
+    def to_json(self) -> str:
+        """The form the module attribute `dhir.constraints` holds (read by `from_json`)."""
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> "Constraints":
+        data = json.loads(text)
+        pins = tuple(Pin(tuple(p["tasks"]), p["key"], p["value"], p["entry"]) for p in data["pins"])
+        groups = tuple(Group(g["kind"], tuple(g["tasks"]), g["entry"]) for g in data["groups"])
+        return Constraints(pins, groups, data["source"])
+
+
+@dataclass(frozen=True)
+class RankFacts:
+    """What a pin can name about a rank."""
+
+    node: str | None  # None: no machine description names nodes
+    device: str  # "" when unnamed
+    kind: str  # "cpu" or "gpu" (a rank that drives a GPU)
+
+
+def read_constraints(path: Path) -> Constraints:
+    """The constraints in `path` (.toml or .json), their form checked."""
+    from dhir.machine.files import description_format, parse_json, parse_toml
+
+    where = str(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise _error(f"cannot read the constraints file {path}: {error.strerror}") from None
+    try:
+        parse = parse_json if description_format(path) == ".json" else parse_toml
+    except DhirError:
+        raise _error(f"{path}: a constraints file is a .toml or .json file") from None
+    return constraints_from(parse(text, where), where)
+
+
+def constraints_from(data: object, source: str) -> Constraints:
+    if not isinstance(data, dict):
+        raise _error(f"{source}: expected tables [[pin]], [[apart]] and [[together]]")
+    unknown = sorted(set(data) - {"pin", "apart", "together"})
+    if unknown:
+        raise _error(
+            f"{source}: unknown section {', '.join(unknown)}; the sections are [[pin]], "
+            "[[apart]] and [[together]]"
+        )
+    pins = tuple(
+        _pin(spec, f"[[pin]] #{k + 1}", source) for k, spec in enumerate(_list(data, "pin", source))
+    )
+    groups = tuple(
+        _group(kind, spec, f"[[{kind}]] #{k + 1}", source)
+        for kind in ("apart", "together")
+        for k, spec in enumerate(_list(data, kind, source))
+    )
+    return Constraints(pins, groups, source)
+
+
+def _list(data: dict[str, object], key: str, source: str) -> list[object]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise _error(f"{source}: '{key}' must be a list of tables ([[{key}]])")
+    return value
+
+
+def _pin(spec: object, entry: str, source: str) -> Pin:
+    table = _table(spec, entry, source, {"tasks", *_WHERE_KEYS})
+    given = [key for key in _WHERE_KEYS if key in table]
+    if len(given) != 1:
+        raise _error(f"{source}: {entry} must give one of rank, node, device or kind")
+    key = given[0]
+    value = table[key]
+    if key == "rank" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise _error(f"{source}: {entry}: rank must be a whole number >= 0, got {value!r}")
+    if key != "rank" and not isinstance(value, str):
+        raise _error(f"{source}: {entry}: {key} must be a string, got {value!r}")
+    if key == "kind" and value not in KINDS:
+        raise _error(f"{source}: {entry}: kind must be one of {', '.join(KINDS)}, got {value!r}")
+    assert isinstance(value, (str, int))
+    return Pin(_globs(table, entry, source, 1), key, value, entry)
+
+
+def _group(kind: str, spec: object, entry: str, source: str) -> Group:
+    table = _table(spec, entry, source, {"tasks"})
+    return Group(kind, _globs(table, entry, source, 1), entry)
+
+
+def _table(spec: object, entry: str, source: str, keys: set[str]) -> dict[str, object]:
+    if not isinstance(spec, dict):
+        raise _error(f"{source}: {entry} must be a table")
+    unknown = sorted(set(spec) - keys)
+    if unknown:
+        raise _error(
+            f"{source}: {entry}: unknown key {', '.join(unknown)}; "
+            f"it takes {', '.join(sorted(keys))}"
+        )
+    if "tasks" not in spec:
+        raise _error(f'{source}: {entry} needs tasks = "GLOB" or a list of globs')
+    return spec
+
+
+def _globs(table: dict[str, object], entry: str, source: str, least: int) -> tuple[str, ...]:
+    value = table["tasks"]
+    globs = [value] if isinstance(value, str) else value
+    if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs):
+        raise _error(f"{source}: {entry}: tasks must be a glob or a list of globs")
+    if len(globs) < least:
+        raise _error(f"{source}: {entry}: tasks names none")
+    return tuple(str(g) for g in globs)
+
+
+# --- which tasks, which ranks --------------------------------------------------------
+
+
+def base_name(name: str) -> str:
+    """A piece's task name (`solve.piece2` -> `solve`); other names unchanged."""
+    return _PIECE.sub("", name)
+
+
+def matches(glob: str, name: str) -> bool:
+    return fnmatch.fnmatchcase(name, glob) or fnmatch.fnmatchcase(base_name(name), glob)
+
+
+def check_matches(constraints: Constraints, names: Sequence[str]) -> None:
+    """A DhirError for a glob that matches no task of the program."""
+    for entry, globs in [(p.entry, p.tasks) for p in constraints.pins] + [
+        (g.entry, g.tasks) for g in constraints.groups
+    ]:
+        for glob in globs:
+            if not any(matches(glob, name) for name in names):
+                shown = ", ".join(list(dict.fromkeys(map(base_name, names)))[:8])
+                raise _error(
+                    f"{constraints.source}: {entry}: '{glob}' matches no task; the tasks are "
+                    f"{shown}{', ...' if len(set(map(base_name, names))) > 8 else ''} "
+                    "(the names dhir schedule prints)"
+                )
+
+
+def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
+    """The ranks `pin` allows; a DhirError when it names what the machine does not have."""
+    if pin.key == "rank":
+        assert isinstance(pin.value, int)
+        if pin.value >= len(ranks):
+            raise _error(
+                f"{source}: {pin.entry}: rank {pin.value} does not exist; the program runs on "
+                f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''} (0..{len(ranks) - 1})"
+            )
+        return {pin.value}
+    found = {r for r, facts in enumerate(ranks) if getattr(facts, pin.key) == pin.value}
+    if not found:
+        known = sorted({str(getattr(f, pin.key)) for f in ranks if getattr(f, pin.key)})
+        hint = (
+            "no machine description names them (give one with --system)"
+            if not known
+            else f"the ranks' {pin.key}s are {', '.join(known)}"
+        )
+        raise _error(f"{source}: {pin.entry}: no rank is on {pin.key} '{pin.value}'; {hint}")
+    return found
+
+
+# --- settling the constraints --------------------------------------------------------
+
+
+@dataclass
+class _Unit:
+    """Tasks that must share one rank: a task's pieces, or a `together` group."""
+
+    members: list[int]
+    allowed: set[int]
+    entries: set[str]
+
+
+def settle(
+    constraints: Constraints,
+    names: Sequence[str],
+    runnable: Sequence[set[int]],
+    fixed: Sequence[int | None],
+    preferred: Sequence[int],
+    ranks: Sequence[RankFacts],
+) -> list[int | None]:
+    """A rank for every task a constraint names (None for the others), the nearest to
+    `preferred` (task k's rank when placed without the constraints) that keeps them all:
+    task k may run on `runnable[k]`; `fixed[k]`: its `dhir.rank` in the IR. Where its
+    preferred rank is not allowed, the allowed rank given fewest tasks so far. A DhirError
+    names the entries that cannot all hold."""
+    source = constraints.source
+    check_matches(constraints, names)
+    allowed = [set(r) if f is None else {f} & set(r) for r, f in zip(runnable, fixed)]
+    pinned_by: dict[int, list[str]] = {}
+    for pin in constraints.pins:
+        where = pinned_ranks(pin, ranks, source)
+        for k, name in enumerate(names):
+            if any(matches(g, name) for g in pin.tasks):
+                pinned_by.setdefault(k, []).append(pin.entry)
+                allowed[k] &= where
+                if not allowed[k]:
+                    raise _error(_refused(source, pinned_by[k], name, fixed[k], runnable[k]))
+    constrained = set(pinned_by)
+    units, apart = _units(constraints, names, allowed, pinned_by)
+    constrained.update(k for unit in units for k in unit.members)
+    chosen: list[int | None] = [None] * len(names)
+    load = [0] * len(ranks)
+    for unit, rank in zip(units, _search(units, apart, preferred, source), strict=True):
+        for k in unit.members:
+            chosen[k] = rank
+            load[rank] += 1
+    for k in sorted(constrained - {k for unit in units for k in unit.members}):
+        rank = _order(allowed[k], [k], preferred, load)[0]
+        chosen[k] = rank
+        load[rank] += 1
+    return chosen
+
+
+def _refused(
+    source: str, entries: list[str], name: str, fixed: int | None, runnable: set[int]
+) -> str:
+    if len(entries) > 1:
+        why = f"{', '.join(entries)} leave it no rank in common"
+    elif fixed is not None:
+        why = f"{entries[0]} contradicts its dhir.rank = {fixed} in the program"
+    else:
+        plural = "s" if len(runnable) != 1 else ""
+        why = (
+            f"{entries[0]} names ranks its target cannot run on (it can run on "
+            f"rank{plural} {_ranks(runnable)})"
+        )
+    return f"{source}: task {name} cannot be placed: {why}"
+
+
+def _ranks(ranks: set[int]) -> str:
+    return ", ".join(map(str, sorted(ranks))) or "none"
+
+
+def _units(
+    constraints: Constraints,
+    names: Sequence[str],
+    allowed: list[set[int]],
+    pinned_by: dict[int, list[str]],
+) -> tuple[list[_Unit], set[tuple[int, int]]]:
+    """The units `together` and `apart` speak of (pieces of a task joined), and the pairs
+    of units that must be apart."""
+    parent = list(range(len(names)))
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    grouped: set[int] = set()
+    entries_of: dict[int, set[str]] = {}
+    apart_pairs: list[tuple[list[int], str]] = []
+    for group in constraints.groups:
+        members = [k for k, n in enumerate(names) if any(matches(g, n) for g in group.tasks)]
+        grouped.update(members)
+        for k in members:
+            entries_of.setdefault(k, set()).add(group.entry)
+        if group.kind == "together":
+            for k in members[1:]:
+                parent[find(k)] = find(members[0])
+        else:
+            apart_pairs.append((members, group.entry))
+    first_of: dict[str, int] = {}
+    for k, name in enumerate(names):  # a task's pieces share a rank
+        if k in grouped:
+            home = first_of.setdefault(base_name(name), k)
+            parent[find(k)] = find(home)
+    by_root: dict[int, _Unit] = {}
+    for k in sorted(grouped):
+        unit = by_root.setdefault(find(k), _Unit([], set(allowed[k]), set()))
+        unit.members.append(k)
+        unit.allowed &= allowed[k]
+        unit.entries |= entries_of.get(k, set()) | set(pinned_by.get(k, ()))
+    units = list(by_root.values())
+    index = {find(k): u for u, k in enumerate(by_root)}
+    apart: set[tuple[int, int]] = set()
+    for members, entry in apart_pairs:
+        for a in members:
+            for b in members:
+                if base_name(names[a]) == base_name(names[b]) or a >= b:
+                    continue
+                ua, ub = index[find(a)], index[find(b)]
+                if ua == ub:
+                    raise _error(
+                        f"{constraints.source}: {entry} asks {names[a]} and {names[b]} apart, "
+                        "but a [[together]] entry puts them on one rank"
+                    )
+                apart.add((min(ua, ub), max(ua, ub)))
+    for unit in units:
+        if not unit.allowed:
+            listed = ", ".join(sorted(unit.entries))
+            shown = ", ".join(dict.fromkeys(base_name(names[k]) for k in unit.members))
+            raise _error(
+                f"{constraints.source}: {listed} cannot all hold: {shown} must share a rank, "
+                "and no rank may run them all (their pins and targets allow none in common)"
+            )
+    return units, apart
+
+
+def _order(
+    allowed: set[int], members: list[int], preferred: Sequence[int], load: Sequence[int]
+) -> list[int]:
+    """`allowed` ranks, best first: where most members would rather run, then the rank
+    given fewest tasks, then the lower rank."""
+
+    def score(rank: int) -> tuple[int, int, int]:
+        return (-sum(1 for k in members if preferred[k] == rank), load[rank], rank)
+
+    return sorted(allowed, key=score)
+
+
+def _search(
+    units: list[_Unit],
+    apart: set[tuple[int, int]],
+    preferred: Sequence[int],
+    source: str,
+) -> list[int]:
+    """A rank per unit, units in `apart` on different ranks: depth first, the most
+    constrained unit first, each unit's ranks in `_order`."""
+    neighbours: dict[int, set[int]] = {u: set() for u in range(len(units))}
+    for a, b in apart:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    order = sorted(range(len(units)), key=lambda u: (len(units[u].allowed), -len(neighbours[u]), u))
+    even = [0] * (max((r for u in units for r in u.allowed), default=0) + 1)
+    choices = [_order(u.allowed, u.members, preferred, even) for u in units]
+    chosen: dict[int, int] = {}
+    tried = [0] * len(order)  # at each position, how many of its choices were tried
+    position, steps = 0, 0
+    while 0 <= position < len(order):
+        unit = order[position]
+        chosen.pop(unit, None)
+        taken = {chosen[n] for n in neighbours[unit] if n in chosen}
+        options = choices[unit]
+        k = tried[position]
+        while k < len(options) and options[k] in taken:
+            k += 1
+        steps += 1
+        if steps > SEARCH_LIMIT:
+            raise _error(
+                f"{source}: could not settle the [[apart]] and [[together]] entries within "
+                f"{SEARCH_LIMIT} steps; pin some of their tasks to ranks"
+            )
+        if k == len(options):  # none left here: back to the previous unit's next choice
+            tried[position] = 0
+            position -= 1
+            continue
+        chosen[unit] = options[k]
+        tried[position] = k + 1
+        position += 1
+    if position < 0:
+        entries = sorted({e for unit in units for e in unit.entries})
+        raise _error(
+            f"{source}: {', '.join(entries)} cannot all hold: the tasks asked apart need more "
+            "ranks than their pins and targets leave them"
+        )
+    return [chosen[u] for u in range(len(units))]
+
+
+def _error(message: str) -> DhirError:
+    return DhirError([Diagnostic(message)])
