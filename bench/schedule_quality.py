@@ -16,20 +16,32 @@ Metrics, per graph family and CCR band (< 1, >= 1):
 - better/equal/worse: how often best's makespan is below, equal to, above each baseline's.
 Then the issue's goals, PASS or FAIL, and how many tasks per second each scheduler places
 at 16 devices.
+
+Constraints (issue 29), on random graphs of 100 tasks, CCR 1, 4 devices:
+- memory: each task's data (1-100 bytes, seeded) resident as dhir.placement.residency
+  models it, the devices' capacities adding up to half the graph's total; how many plain
+  HEFT placements break a capacity, how many `best` kept within them (`fitting`) breaks
+  (goal 0) or refuses, and its makespan over unconstrained `best`'s (goal <= 1.3);
+- pins: half the tasks (at random) pinned where unconstrained `best` put them, so that the
+  pins allow its makespan: `best`'s pinned makespan over its unpinned one (goal <= 1.1);
+  then pinned to random devices, which can force slower ones, printed beside a lower
+  bound's ratio (the pinned graph's critical path over the unpinned one's).
 """
 
 import argparse
 import itertools
 import json
+import random
 import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
+from dhir.ir.diagnostics import DhirError  # noqa: E402
 from dhir.placement import generators  # noqa: E402
 from dhir.placement.generators import MACHINES, random_graph  # noqa: E402
 from dhir.placement.graph import Placement, TaskGraph  # noqa: E402
@@ -41,6 +53,7 @@ from dhir.placement.list_scheduling import (  # noqa: E402
     round_robin_graph,
     sequential_time,
 )
+from dhir.placement.residency import first_overflow, fitting, oversized  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "tests" / "unit" / "data"
 GOLDEN = {
@@ -56,6 +69,7 @@ SCHEDULERS: dict[str, Callable[[TaskGraph], Placement]] = {
 BASELINES = ("rr", "heft", "peft")
 TOL = 1e-9
 GOAL_HEFT, GOAL_PEFT, GOAL_SPEED = 0.95, 0.97, 50_000
+GOAL_MEMORY, GOAL_PINS = 1.3, 1.1
 
 
 # --- the graphs -------------------------------------------------------------------------
@@ -284,11 +298,76 @@ def speed(quick: bool) -> dict[str, float]:
     return medians
 
 
+def constrained(quick: bool) -> list[str]:
+    """The memory and pin measurements above, and their goal lines."""
+    count = 8 if quick else 30
+    graphs = [random_graph(2000 + k, 100, 1.0, 1.0, 0.5, 4) for k in range(count)]
+    heft_invalid, invalid, refused, impossible, memory_ratios = 0, 0, 0, 0, []
+    pin_ratios, random_ratios, bound_ratios = [], [], []
+    for seed, graph in enumerate(graphs):
+        rng = random.Random(seed)
+        free = best(graph)
+        memory = {t: float(rng.randint(1, 100)) for t in graph.tasks}
+        share = sum(memory.values()) / 2 / len(graph.devices)
+        tight = replace(graph, memory=memory, capacity=dict.fromkeys(graph.devices, share))
+        heft_invalid += first_overflow(tight, heft(tight)) is not None
+        try:
+            fitted = fitting(best)(tight)
+        except DhirError:
+            refused += 1
+            impossible += oversized(tight) is not None
+        else:
+            invalid += first_overflow(tight, fitted) is not None
+            memory_ratios.append(fitted.makespan / free.makespan)
+        allowed = _pinned(graph, rng, free.assignment)
+        pin_ratios.append(best(allowed).makespan / free.makespan)
+        anywhere = _pinned(graph, rng, None)
+        random_ratios.append(best(anywhere).makespan / free.makespan)
+        bound_ratios.append(critical_path_bound(anywhere) / critical_path_bound(graph))
+    print(f"\n## Constraints: {count} random graphs of 100 tasks, CCR 1, 4 devices")
+    print(
+        f"memory (capacities 50% of the footprint): plain HEFT breaks a capacity in "
+        f"{heft_invalid} of {count}; best kept within them breaks {invalid}, refuses "
+        f"{refused} ({impossible} of them provably: a task's data and inputs exceed every "
+        f"capacity); its makespan / unconstrained best: mean {statistics.mean(memory_ratios):.3f}, "
+        f"max {max(memory_ratios):.3f}"
+    )
+    print(
+        f"pins (50% of the tasks) where unpinned best put them: best pinned / unpinned: mean "
+        f"{statistics.mean(pin_ratios):.3f}, max {max(pin_ratios):.3f}"
+    )
+    print(
+        f"pins to random devices: best pinned / unpinned: mean "
+        f"{statistics.mean(random_ratios):.3f}, max {max(random_ratios):.3f}; critical path "
+        f"pinned / unpinned (a bound's): mean {statistics.mean(bound_ratios):.3f}"
+    )
+    ok_memory = invalid == 0 and max(memory_ratios) <= GOAL_MEMORY
+    return [
+        f"[{verdict(ok_memory)}] memory: 0 placements over capacity ({invalid}), makespan "
+        f"<= {GOAL_MEMORY}x unconstrained best (max {max(memory_ratios):.3f}; {refused} of "
+        f"{count} refused, {refused - impossible} that might fit)",
+        f"[{verdict(max(pin_ratios) <= GOAL_PINS)}] pins where the pins allow best's "
+        f"placement: pinned / unpinned max {max(pin_ratios):.3f} <= {GOAL_PINS}",
+    ]
+
+
+def _pinned(graph: TaskGraph, rng: random.Random, where: dict[str, str] | None) -> TaskGraph:
+    """`graph` with half its tasks, at random, able to run on one device only: the one
+    `where` gives, else one of theirs at random."""
+    cost = dict(graph.cost)
+    for task in rng.sample(list(graph.tasks), len(graph.tasks) // 2):
+        device = where[task] if where is not None else rng.choice(sorted(cost[task]))
+        cost[task] = {device: cost[task][device]}
+    return replace(graph, cost=cost)
+
+
 def main(quick: bool = False) -> None:
     started = time.time()
     table, golden_ok = quality(quick)
     rates = speed(quick)
+    goals = constrained(quick)
     print_goals(table, golden_ok, rates["heft"])
+    print("\n".join(goals))
     print(f"\n(schedule benchmark took {time.time() - started:.0f} s)")
 
 

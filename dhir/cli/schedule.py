@@ -44,7 +44,7 @@ from dhir.placement.as_built import (
     as_built_timeline,
     place_program,
 )
-from dhir.placement.constraints import read_constraints
+from dhir.placement.constraints import read_constraints, violations
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     END_TASK,
@@ -58,11 +58,18 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
+from dhir.placement.residency import fitting, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code
 from dhir.toolchain.build import Timing
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
-from dhir.transforms.place import PlacePass, drop_unmatched, entry_storage, memory_limits
+from dhir.transforms.place import (
+    PlacePass,
+    drop_unmatched,
+    entry_storage,
+    memory_limits,
+    rank_facts,
+)
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -96,6 +103,10 @@ class AsBuilt:
 
     def timeline(self, assignment: Mapping[str, str]) -> Timeline:
         return as_built_timeline(self.schedule, self.graph, assignment, self.devices, self.model)
+
+
+# Says how a placement of a schedule's graph breaks the user's constraints (none: all hold).
+Checker = Callable[[TaskGraph, Placement], list[str]]
 
 
 def add_parser(commands: Any) -> None:
@@ -218,14 +229,14 @@ def run(args: argparse.Namespace) -> int:
     stages = Timing()  # for the terminal's status line (dhir.toolchain.progress)
     _check_node_size(args)
     _check_input(args)
-    legend, hosts = "", {}
+    legend, hosts, check = "", {}, None
     if args.graph is not None:
         graphs: Sequence[tuple[str, TaskGraph, AsBuilt | None]] = [
             ("", read_graph(args.graph), None)
         ]
     else:
         with stages.stage("reading the program and its task graphs"):
-            legend, hosts, graphs = program_graphs(
+            legend, hosts, graphs, check = program_graphs(
                 args.program,
                 args.system,
                 args.ranks,
@@ -240,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     for number, (name, graph, as_built) in enumerate(graphs):
         with stages.stage(f"placing schedule {number} ({len(graph.tasks)} tasks)"):
             if as_built is None:
-                placement = ALGORITHMS[args.algorithm](graph)
+                placement = fitting(ALGORITHMS[args.algorithm])(graph)
             else:
                 placement = as_built.place(args.algorithm)
         replay = None
@@ -251,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
         with stages.stage("drawing"):
             _draw(args, graph, placement, suffix, as_built)
         built = as_built.makespan(placement.assignment) if as_built is not None else None
-        results.append((name, graph, placement, replay, built))
+        broken = check(graph, placement) if check is not None else None
+        results.append((name, graph, placement, replay, built, broken))
     placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
     memory = _footprint(placed, args.entry or "main")
     if args.json:
@@ -275,6 +287,8 @@ class Memory:
     touched: Footprint
     partition: Partition
     held: list[int]
+    capacity: list[int | None]  # each rank's device's memory_bytes (None: not given)
+    sharing: list[int]  # how many ranks share each rank's device
 
 
 def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -> Memory | None:
@@ -300,7 +314,10 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -
     assert isinstance(module, ModuleOp)
     stored = program_storage(function, count, entry, has_gpu_tasks(module))
     touched = footprint(function, count, ranks)
-    return Memory(touched, stored.partition(ranks), resident(stored, ranks))
+    devices = as_built.devices
+    capacity = [d.memory_bytes for d in devices]
+    sharing = [sum(other is d for other in devices) for d in devices]
+    return Memory(touched, stored.partition(ranks), resident(stored, ranks), capacity, sharing)
 
 
 def _check_input(args: argparse.Namespace) -> None:
@@ -324,13 +341,14 @@ def program_graphs(
     costs: Path | None = None,
     constraints: Path | None = None,
     algorithm: str = DEFAULT_ALGORITHM,
-) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]]]:
+) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]], Checker | None]:
     """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
     runs on when a machine description says (else none), and per schedule of the
     program: its task graph, as `dhir run` places them (with the task times measured in
     `costs`, a profile, where given), and the makespan of a placement as the native
     backend runs it (dhir.placement.as_built). With `constraints`, the tasks they name
-    are first given the ranks `algorithm` and the constraints settle on (dhir-place)."""
+    are first given the ranks `algorithm` and the constraints settle on (dhir-place), and
+    the last result checks a placement against them."""
 
     module = parse_file(path)
     # A plain entry: schedules as `dhir run` makes them.
@@ -345,9 +363,10 @@ def program_graphs(
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))
-    if constraints is not None:
+    rules = read_constraints(constraints) if constraints is not None else None
+    if rules is not None:
         place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
-        place.pin_constrained(module, read_constraints(constraints))
+        place.pin_constrained(module, rules)
     devices, model = machine_for(module, ranks, profile)
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}
@@ -361,7 +380,16 @@ def program_graphs(
         graph = task_graph(schedule, devices, model)
         built = AsBuilt(schedule, graph, list(devices), model, limits, storage)
         graphs.append((_schedule_name(schedule, number), graph, built))
-    return legend, hosts, graphs
+    if rules is None:
+        return legend, hosts, graphs, None
+    facts = rank_facts(module, devices)
+
+    def check(graph: TaskGraph, placement: Placement) -> list[str]:
+        tasks = [t for t in graph.tasks if t in placement.assignment and t != END_TASK]
+        where = [rank_of_device(placement.assignment[t]) for t in tasks]
+        return violations(rules, tasks, where, facts)
+
+    return legend, hosts, graphs, check
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:
@@ -452,9 +480,11 @@ def _suffixed(path: Path, suffix: str) -> Path:
 
 
 def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[str, str]) -> str:
-    name, graph, placement, replay, built = result
+    name, graph, placement, replay, built, broken = result
     lines = [name] if name else []
     lines.append(table(graph, placement, hosts))
+    if graph.memory and graph.capacity and built is None:  # a program has "memory per rank"
+        lines.append(_resident_line(graph, peak_resident(graph, placement)))
     if built is not None:
         lines.append(
             f"as built: {built:g} (each rank runs its tasks in program order; a receive "
@@ -462,7 +492,27 @@ def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[
         )
     if replay is not None:
         lines.append(_simulated_line(replay, node_size))
+        if replay.overflow is not None:
+            over = replay.overflow
+            lines.append(
+                f"simulated memory: {over.device} holds {over.held:g} bytes at {over.time:g}, "
+                f"more than its capacity {over.capacity:g}"
+            )
+    if broken is not None:
+        lines.append(
+            "constraints broken: " + "; ".join(broken) if broken else "constraints: all hold"
+        )
     return "\n".join(lines)
+
+
+def _resident_line(graph: TaskGraph, peaks: Mapping[str, float]) -> str:
+    """Each device's most resident bytes beside its capacity (dhir.placement.residency)."""
+    shown = [
+        f"{d} {peaks.get(d, 0.0):g}"
+        + (f" of {graph.capacity[d]:g}" if d in graph.capacity else " (no limit)")
+        for d in graph.devices
+    ]
+    return "peak resident bytes: " + ", ".join(shown)
 
 
 def _function(module: object, name: str) -> FuncOp | None:
@@ -479,12 +529,18 @@ def _json_output(
     memory: Memory | None = None,
 ) -> str:
     if plain_graph:
-        _, _, placement, replay, _ = results[0]
-        return to_json(placement, replay)
+        _, graph, placement, replay, _, _ = results[0]
+        out = json.loads(to_json(placement, replay))
+        if graph.memory and graph.capacity:
+            out["peak_resident"] = peak_resident(graph, placement)
+            out["capacity"] = graph.capacity
+        return json.dumps(out)
     schedules = []
-    for name, _, placement, replay, built in results:
+    for name, _, placement, replay, built, broken in results:
         entry = json.loads(to_json(placement, replay))
         schedules.append({"schedule": name, **entry, "as_built_makespan": built})
+        if broken is not None:
+            schedules[-1]["constraints_broken"] = broken
     out: dict[str, Any] = {"hosts": dict(hosts)} if hosts else {}
     out["schedules"] = schedules
     if memory is not None:
@@ -503,7 +559,10 @@ def memory_text(memory: Memory) -> str:
     touched = memory.touched
     for rank in range(touched.ranks):
         held, used = _size(memory.held[rank]), _size(touched.touched(rank))
-        lines.append(f"  {device_name(rank)}: holds {held}, its tasks touch {used}")
+        room = memory.capacity[rank]
+        shared = f", shared by {memory.sharing[rank]} ranks" if memory.sharing[rank] > 1 else ""
+        of = f" of its device's {_size(room)}{shared}" if room is not None else ""
+        lines.append(f"  {device_name(rank)}: holds {held}{of}, its tasks touch {used}")
     names = {m.index: m.name for m in touched.memrefs}
     unsized = {m.index for m in touched.memrefs if m.size is None}
     for index, line in zip(sorted(names), memory.partition.lines(names), strict=True):
@@ -517,7 +576,11 @@ def memory_json(memory: Memory) -> dict[str, Any]:
     the rows each rank holds ([lo, hi] pairs) or null when it is whole."""
     touched = memory.touched
     ranks = {
-        device_name(r): {"held_bytes": memory.held[r], "touched_bytes": touched.touched(r)}
+        device_name(r): {
+            "held_bytes": memory.held[r],
+            "touched_bytes": touched.touched(r),
+            "device_memory_bytes": memory.capacity[r],
+        }
         for r in range(touched.ranks)
     }
     bands = memory.partition.bands

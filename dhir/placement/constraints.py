@@ -220,6 +220,34 @@ def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
     return found
 
 
+def violations(
+    constraints: Constraints, names: Sequence[str], rank: Sequence[int], ranks: Sequence[RankFacts]
+) -> list[str]:
+    """How the ranks `rank` (task k's is `rank[k]`) break `constraints`: one line per
+    broken entry, none when all hold (the simulator's check)."""
+    broken: list[str] = []
+    for pin in constraints.pins:
+        allowed = pinned_ranks(pin, ranks, constraints.source)
+        off = [
+            n
+            for n, r in zip(names, rank)
+            if any(matches(g, n) for g in pin.tasks) and r not in allowed
+        ]
+        if off:
+            broken.append(f"{pin.entry}: {', '.join(off)} not on {pin.key} {pin.value}")
+    for group in constraints.groups:
+        members = [k for k, n in enumerate(names) if any(matches(g, n) for g in group.tasks)]
+        by_task: dict[str, set[int]] = {}
+        for k in members:
+            by_task.setdefault(base_name(names[k]), set()).add(rank[k])
+        used = [r for ranks_of in by_task.values() for r in ranks_of]
+        if group.kind == "together" and len(set(used)) > 1:
+            broken.append(f"{group.entry}: {', '.join(by_task)} on ranks {_ranks(set(used))}")
+        if group.kind == "apart" and len(used) != len(set(used)):
+            broken.append(f"{group.entry}: {', '.join(by_task)} share a rank")
+    return broken
+
+
 # --- settling the constraints --------------------------------------------------------
 
 

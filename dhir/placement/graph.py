@@ -5,11 +5,12 @@ missing from a task's costs cannot run it), and an edge's `comm` is paid only wh
 two tasks run on different devices.
 
 Memory, optional: `memory[task]` is how many bytes `task` needs resident on its device
-and `capacity[device]` how many bytes a device has. The model is simple: a task may run
-only on a device whose capacity is at least the task's memory (each task is checked on
-its own, as if it had the device to itself; tasks sharing a device over time do not add
-up). A task missing from `memory` needs none; a device missing from `capacity` has no
-limit, so by default nothing changes.
+and `capacity[device]` how many bytes a device has. The algorithms place a task only on a
+device whose capacity is at least the task's memory (each task checked on its own);
+dhir.placement.residency models what stays resident over time (a task's data until its
+consumers finish), where tasks sharing a device add up, and keeps any algorithm within
+it (`fitting`, which `dhir schedule --graph` uses). A task missing from `memory` needs
+none; a device missing from `capacity` has no limit, so by default nothing changes.
 
 Nodes, optional: `nodes[device]` names the node (host) a device is on. Between devices of
 different nodes an edge costs its `remote` time (the network's) when it has one, else its

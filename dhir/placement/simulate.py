@@ -21,17 +21,22 @@ schedulers' own model, so replaying their placements reproduces their times exac
 `PairLinks` gives each ordered device pair one link; `SharedNic` makes the devices of a
 node share one outgoing network link for transfers to other nodes.
 
+With the graph's memory and capacities, the replay also reports each device's most
+resident bytes and the first time a device holds more than its capacity
+(dhir.placement.residency): a placement that breaks a capacity is reported.
+
 Since requests reach a link in time order, a transfer's start is known when it is
 requested, so the only events are task completions: one heap entry per task.
 """
 
 from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from typing import Protocol
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
+from dhir.placement.residency import Overflow, first_overflow, peak_resident
 
 
 class Network(Protocol):
@@ -89,6 +94,10 @@ class Simulation:
     placement: Placement
     transfers: int  # inputs that crossed devices
     link_wait: float  # total time transfers queued behind others on a link
+    # With the graph's memory and capacities: each device's most resident bytes, and the
+    # first time one holds more than its capacity (dhir.placement.residency).
+    peaks: dict[str, float] = field(default_factory=dict)
+    overflow: Overflow | None = None
 
     @property
     def makespan(self) -> float:
@@ -111,7 +120,10 @@ def simulate(graph: TaskGraph, placement: Placement, network: Network | None = N
         start=dict(zip(tasks, start)),
         finish=dict(zip(tasks, finish)),
     )
-    return Simulation(result, transfers, link_wait)
+    if not (graph.memory and graph.capacity):
+        return Simulation(result, transfers, link_wait)
+    peaks, overflow = peak_resident(graph, result), first_overflow(graph, result)
+    return Simulation(result, transfers, link_wait, peaks, overflow)
 
 
 def _replay(
