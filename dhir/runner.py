@@ -7,14 +7,17 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.traits import SymbolTable
 
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
+from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import entry_signature
+from dhir.toolchain.entry import on_tensors as entry_on_tensors
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
@@ -25,7 +28,8 @@ from dhir.toolchain.options import (
     RunOptions,
 )
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import clear_outputs, save_outputs
+from dhir.toolchain.signature import INPUT, clear_outputs, save_outputs, with_results
+from dhir.toolchain.tensors import bufferize
 from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")
@@ -158,12 +162,46 @@ def run_module(
     on_built: OnBuilt | None = None,
 ) -> list[np.ndarray]:
     """Run `module` on the chosen backend, as `options` say: what `dhir.run` and `dhir
-    run` share. Rank 0's results are written to `output_dir` (argK.npy) when given. After
-    a native run, `on_built` is told the executable, its signature and how it was run."""
+    run` share. One array per argument of the entry as built (its signature's), that is,
+    for an entry on tensors, its arguments as given and then its results. Rank 0's results
+    are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
+    `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
+    signature = entry_signature(module, entry)
     if output_dir is not None:
         # Before building too: a build that fails leaves no earlier results behind.
-        clear_outputs(entry_signature(module, entry), output_dir)
+        clear_outputs(signature, output_dir)
+    if on_tensors(module, entry):
+        module = bufferize(module, entry)
+        full = with_results(signature, inputs)
+        results = _run_on(module, entry, full, backend, options, None, timing, None)
+        # Tensors are values: an argument comes back as it was given.
+        results = [
+            np.array(given) if spec.role == INPUT else result
+            for spec, given, result in zip(signature.args, full, results, strict=True)
+        ]
+        if output_dir is not None:
+            save_outputs(results, signature, output_dir)
+        return results
+    return _run_on(module, entry, inputs, backend, options, output_dir, timing, on_built)
+
+
+def on_tensors(module: ModuleOp, entry: str) -> bool:
+    """Whether the entry `entry` of `module` takes or returns tensors."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    return isinstance(function, FuncOp) and entry_on_tensors(function)
+
+
+def _run_on(
+    module: ModuleOp,
+    entry: str,
+    inputs: list[object],
+    backend: str,
+    options: RunOptions,
+    output_dir: Path | None,
+    timing: Timing | None,
+    on_built: OnBuilt | None,
+) -> list[np.ndarray]:
     if backend == "interp":
         if options.profile is not None:
             raise DhirError(

@@ -11,7 +11,14 @@ import numpy as np
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.signature import ArgSpec, EntrySignature
+from dhir.toolchain.signature import (
+    ARG,
+    INPUT,
+    RESULT,
+    ArgSpec,
+    EntrySignature,
+    given_args,
+)
 
 INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
@@ -20,17 +27,20 @@ INPUT_HELP = (
 
 
 def read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
-    if len(values) != len(signature.args):
-        need = ", ".join(spec.mlir_type for spec in signature.args) or "none"
+    """The values of the arguments the user gives (an entry on tensors: its arguments, not
+    where its results go), read from `--input`s."""
+    given = given_args(signature)
+    if len(values) != len(given):
+        need = ", ".join(spec.mlir_type for spec in given) or "none"
         raise DhirError(
             [
                 Diagnostic(
-                    f"@{signature.name} takes {len(signature.args)} arguments ({need}); "
+                    f"@{signature.name} takes {len(given)} arguments ({need}); "
                     f"{len(values)} --input given. {INPUT_HELP}"
                 )
             ]
         )
-    return [_read_input(text, spec) for text, spec in zip(values, signature.args)]
+    return [_read_input(text, spec) for text, spec in zip(values, given)]
 
 
 def _read_input(text: str, spec: ArgSpec) -> object:
@@ -82,7 +92,7 @@ def report_results(
     """`--print`, or a word on where the results went."""
     if printing:
         print_results(results, signature)
-    elif output_dir is None and any(spec.is_memref for spec in signature.args):
+    elif output_dir is None and any(spec.written for spec in signature.args):
         print(
             "dhir run: the results were not kept: --output-dir DIR saves them (argK.npy, and "
             "NAME.npy after the argument's name), --print prints them",
@@ -92,8 +102,9 @@ def report_results(
 
 def print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
     for spec, array in zip(signature.args, results):
-        if spec.is_memref:
-            print(f"arg{spec.index}: {spec.mlir_type} =")
+        if spec.written:
+            label = f"res{spec.result}" if spec.role == RESULT else f"arg{spec.index}"
+            print(f"{label}: {spec.mlir_type} =")
             print(np.array2string(array, threshold=10_000))
 
 
@@ -106,7 +117,14 @@ def sidecar(exe: Path) -> Path:
 
 def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
     args = [
-        {"type": s.mlir_type, "dtype": s.dtype.str, "shape": s.shape, "name": s.name}
+        {
+            "type": s.mlir_type,
+            "dtype": s.dtype.str,
+            "shape": s.shape,
+            "name": s.name,
+            "role": s.role,
+            "result": s.result,
+        }
         for s in signature.args
     ]
     return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
@@ -131,6 +149,8 @@ def built_from(meta: dict[str, object]) -> Built:
             np.dtype(a["dtype"]),
             tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
             str(a["name"]) if a.get("name") is not None else None,
+            _role(a.get("role", ARG)),
+            int(a["result"]) if a.get("result") is not None else None,
         )
         for k, a in enumerate(meta["args"])  # pyright: ignore[reportArgumentType]
     )
@@ -140,6 +160,12 @@ def built_from(meta: dict[str, object]) -> Built:
     except DhirError:
         raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
     return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)  # pyright: ignore[reportArgumentType]
+
+
+def _role(value: object) -> str:
+    if value not in (ARG, INPUT, RESULT):
+        raise ValueError(f"role {value!r}")
+    return str(value)
 
 
 def read_sidecar(exe: Path) -> Built:

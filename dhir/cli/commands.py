@@ -41,7 +41,14 @@ from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
-from dhir.runner import BACKENDS, DEFAULT_BACKEND, drop_code, load_program, run_module
+from dhir.runner import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    drop_code,
+    load_program,
+    on_tensors,
+    run_module,
+)
 from dhir.toolchain.build import Timing, keep_build
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.launch import run_executable
@@ -59,7 +66,8 @@ from dhir.toolchain.options import (
     timeout_seconds,
 )
 from dhir.toolchain.progress import status_line
-from dhir.toolchain.signature import EntrySignature, check_inputs
+from dhir.toolchain.signature import EntrySignature, check_inputs, with_results
+from dhir.toolchain.tensors import bufferize
 from dhir.toolchain.tools import MPI_CHOICES, cache_root
 from dhir.transforms.fast_math import MODES
 from dhir.version import __version__
@@ -320,12 +328,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
         options = replace(options, ranks=plan.ranks)
+    given = entry_signature(module, args.entry)  # as the user gives it (tensors too)
+    if on_tensors(module, args.entry):
+        module = bufferize(module, args.entry)
     drop_code(module, args.entry, options)
-    exe, signature = compile_native(module, args.entry, options, timing)
+    exe, _ = compile_native(module, args.entry, options, timing)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
     _install(exe, args.output)
-    sidecar(args.output).write_text(json.dumps(describe(signature, options)))
+    sidecar(args.output).write_text(json.dumps(describe(given, options)))
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -433,7 +444,7 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
                 )
             ]
         )
-    inputs = check_inputs(signature, read_inputs(args.input, signature))
+    inputs = check_inputs(signature, with_results(signature, read_inputs(args.input, signature)))
     plan = _launch_plan(args, ranks, built.mpi)
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)

@@ -60,9 +60,10 @@ from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
 from dhir.placement.residency import fitting, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
-from dhir.runner import drop_code
+from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
+from dhir.toolchain.tensors import bufferize
 from dhir.transforms.place import (
     PlacePass,
     drop_unmatched,
@@ -351,6 +352,8 @@ def program_graphs(
     the last result checks a placement against them."""
 
     module = parse_file(path)
+    if on_tensors(module, entry):  # bufferized first, as `dhir run` does
+        module = bufferize(module, entry)
     # A plain entry: schedules as `dhir run` makes them.
     drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
     system = None

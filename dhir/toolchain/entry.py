@@ -1,5 +1,7 @@
 """The entry function of a module, read as an EntrySignature."""
 
+from dataclasses import replace
+
 import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -13,13 +15,14 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     Signedness,
     SignednessAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute
 
 from dhir.dialects import func
 from dhir.dialects.dhir import walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
-from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
+from dhir.toolchain.signature import ARG, DYNAMIC, INPUT, RESULT, ArgSpec, EntrySignature
 
 
 def numpy_dtype(element: Attribute) -> np.dtype | None:
@@ -44,19 +47,34 @@ def numpy_dtype(element: Attribute) -> np.dtype | None:
 
 
 def entry_signature(module: ModuleOp, entry: str) -> EntrySignature:
+    """The arguments of `entry` as the built program takes them. An entry on tensors is
+    bufferized first (dhir.toolchain.tensors): each tensor argument becomes a memref the
+    user gives (INPUT), and each result a memref after the arguments (RESULT)."""
     function = _find_entry(module, entry)
-    args = tuple(_arg_spec(function, k, t) for k, t in enumerate(function.function_type.inputs))
-    if function.function_type.outputs.data:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"entry function @{entry} returns values; dhir runs entries that return "
-                    "nothing and reads results from their memref arguments",
-                    loc_of(function),
-                )
-            ]
-        )
-    return EntrySignature(entry, args)
+    inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
+    args = [_arg_spec(function, k, t) for k, t in enumerate(inputs)]
+    tensors = on_tensors(function)
+    for j, type_ in enumerate(outputs):
+        if not tensors or not isinstance(type_, TensorType):
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"entry function @{entry} returns {type_}; dhir runs entries that "
+                        "return ranked tensors (written to resK.npy) or nothing (results "
+                        "read from their memref arguments)",
+                        loc_of(function),
+                    )
+                ]
+            )
+        spec = _arg_spec(function, len(inputs) + j, type_, f"result #{j}")
+        args.append(replace(spec, name=None, role=RESULT, result=j))
+    return EntrySignature(entry, tuple(args))
+
+
+def on_tensors(function: func.FuncOp) -> bool:
+    """Whether `function` takes or returns tensors (and is bufferized to run)."""
+    types = [*function.function_type.inputs.data, *function.function_type.outputs.data]
+    return any(isinstance(t, TensorType) for t in types)
 
 
 def _find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -79,24 +97,42 @@ def _find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     )
 
 
-def _arg_spec(function: func.FuncOp, index: int, type_: Attribute) -> ArgSpec:
-    element = type_.element_type if isinstance(type_, MemRefType) else type_
+def _arg_spec(
+    function: func.FuncOp, index: int, type_: Attribute, what: str | None = None
+) -> ArgSpec:
+    shaped = isinstance(type_, (MemRefType, TensorType))
+    element = type_.element_type if isinstance(type_, (MemRefType, TensorType)) else type_
     dtype = numpy_dtype(element)
+    static = not isinstance(type_, TensorType) or DYNAMIC_INDEX not in type_.get_shape()
+    if what is not None and not static:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{what} of @{function.sym_name.data} has type {type_}; a result's "
+                    "shape must be static (dhir allocates it before the run)",
+                    loc_of(function),
+                )
+            ]
+        )
     if dtype is None or (isinstance(type_, MemRefType) and not _identity_layout(type_)):
         raise DhirError(
             [
                 Diagnostic(
-                    f"argument #{index} of @{function.sym_name.data} has type {type_}; entry "
-                    "arguments must be memrefs with the default layout, or scalars, of "
+                    f"{what or f'argument #{index}'} of @{function.sym_name.data} has type "
+                    f"{type_}; entry arguments must be memrefs with the default layout, "
+                    "ranked tensors, or scalars, of "
                     "i1/i8/i16/i32/i64/index/f16/f32/f64 (or si/ui integers of 8 to 64 bits)",
                     loc_of(function),
                 )
             ]
         )
-    name = function.body.blocks[0].args[index].name_hint if function.body.blocks else None
-    if isinstance(type_, MemRefType):
+    block_args = function.body.blocks[0].args if function.body.blocks else ()
+    name = block_args[index].name_hint if index < len(block_args) else None
+    if shaped:
+        assert isinstance(type_, (MemRefType, TensorType))
         shape = tuple(DYNAMIC if d == DYNAMIC_INDEX else d for d in type_.get_shape())
-        return ArgSpec(index, str(type_), dtype, shape, name)
+        role = INPUT if isinstance(type_, TensorType) else ARG
+        return ArgSpec(index, str(type_), dtype, shape, name, role)
     return ArgSpec(index, str(type_), dtype, None, name)
 
 

@@ -15,26 +15,62 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 DYNAMIC = -1
 
 
+# What an argument of the built entry is to the user (an entry on tensors is bufferized:
+# its tensor arguments become memrefs, and each result a memref argument after them).
+ARG, INPUT, RESULT = "arg", "input", "result"
+
+
 @dataclass(frozen=True)
 class ArgSpec:
     """One entry argument: a memref (shape, DYNAMIC for `?`) or a scalar (shape None), and
-    its name in the program (`%A`: "A"), when it has one."""
+    its name in the program (`%A`: "A"), when it has one. `role`: ARG, a memref or scalar
+    argument whose final value is a result too; INPUT, a tensor argument (read, never
+    written back); RESULT, where the entry's result number `result` goes (the user gives
+    no input for it)."""
 
     index: int
     mlir_type: str
     dtype: np.dtype
     shape: tuple[int, ...] | None
     name: str | None = None
+    role: str = ARG
+    result: int | None = None
 
     @property
     def is_memref(self) -> bool:
         return self.shape is not None
+
+    @property
+    def given(self) -> bool:
+        """Whether the user gives this argument's value (all but results)."""
+        return self.role != RESULT
+
+    @property
+    def written(self) -> bool:
+        """Whether its final value is one of the run's results."""
+        return self.is_memref and self.role != INPUT
 
 
 @dataclass(frozen=True)
 class EntrySignature:
     name: str
     args: tuple[ArgSpec, ...]
+
+
+def given_args(signature: EntrySignature) -> list[ArgSpec]:
+    """The arguments the user gives values for, in order."""
+    return [spec for spec in signature.args if spec.given]
+
+
+def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
+    """`inputs` (one per given argument) with a zero array put in for each result."""
+    if len(inputs) != len(given_args(signature)):
+        return inputs  # check_inputs says what is wrong
+    given = iter(inputs)
+    return [
+        next(given) if spec.given else np.zeros(spec.shape or (), spec.dtype)
+        for spec in signature.args
+    ]
 
 
 def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.ndarray]:
@@ -146,13 +182,17 @@ WRITTEN = ".dhir-results"
 
 
 def output_names(signature: EntrySignature) -> list[list[str]]:
-    """Per memref argument, the files its result goes to: `argK.npy`, and `NAME.npy`
-    after its name in the program where that name is a plain one (letters, digits, `_`),
-    not of the form argK, and no other argument's."""
-    memrefs = [spec for spec in signature.args if spec.is_memref]
+    """Per written argument (`ArgSpec.written`), the files its value goes to: `argK.npy`,
+    and `NAME.npy` after its name in the program where that name is a plain one (letters,
+    digits, `_`), not of the form argK, and no other argument's; for result K of an entry
+    on tensors, `resK.npy`."""
+    memrefs = [spec for spec in signature.args if spec.written]
     names = [spec.name for spec in memrefs]
     files = []
     for spec in memrefs:
+        if spec.role == RESULT:
+            files.append([f"res{spec.result}.npy"])
+            continue
         these = [f"arg{spec.index}.npy"]
         name = spec.name
         if name and _PLAIN.fullmatch(name) and not _ARGK.fullmatch(name) and names.count(name) == 1:
@@ -194,14 +234,15 @@ def _list_written(directory: Path, names: list[str]) -> None:
 
 
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy (and DIR/NAME.npy, see
-    `output_names`), as rank 0 does natively, and their list to DIR/.dhir-results. Each
-    is written under a temporary name in DIR and renamed when all are complete, so a run
-    that fails or is killed never leaves a partial file that looks complete; a run
-    stopped between two renames (an error, Ctrl-C, SIGTERM) takes back those renamed."""
+    """Memref argument K's final value to DIR/argK.npy (and DIR/NAME.npy; result K of an
+    entry on tensors to DIR/resK.npy: see `output_names`), as rank 0 does natively, and
+    their list to DIR/.dhir-results. Each is written under a temporary name in DIR and
+    renamed when all are complete, so a run that fails or is killed never leaves a partial
+    file that looks complete; a run stopped between two renames (an error, Ctrl-C,
+    SIGTERM) takes back those renamed."""
     written: list[tuple[Path, Path]] = []
     placed: list[Path] = []
-    memrefs = [array for spec, array in zip(signature.args, results, strict=True) if spec.is_memref]
+    memrefs = [array for spec, array in zip(signature.args, results, strict=True) if spec.written]
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for names, array in zip(output_names(signature), memrefs, strict=True):

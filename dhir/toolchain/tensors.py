@@ -1,0 +1,71 @@
+"""An entry function on tensors, bufferized by mlir-opt-22 so that dhir runs it on memrefs.
+
+`dhir run` and `dhir compile` take an entry whose arguments and results are ranked tensors
+(linalg, tensor and arith on tensors, as MLIR writes them before bufferization). MLIR's
+one-shot bufferization turns every tensor into a buffer, the function boundaries included
+(identity layouts), and `buffer-results-to-out-params` turns each result into a memref
+argument after the others, where the result is written (a result's buffer allocated in the
+function becomes that argument). The memref program then goes through CodeDrop, placement
+and the rest like any plain entry. The entry's signature as the user sees it (tensor
+arguments given, results written to `resK.npy`) is dhir.toolchain.entry's.
+
+Only plain programs are bufferized: dhir's own ops (`dhir.schedule`, tasks) are written on
+memrefs already, and mlir-opt-22 does not know them.
+"""
+
+import subprocess
+
+from xdsl.dialects.builtin import ModuleOp
+
+from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.ir.text import parse_string, print_module
+from dhir.toolchain.tools import find_llvm_tools
+
+PIPELINE = (
+    "builtin.module("
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{modify-public-functions hoist-static-allocs},"
+    "canonicalize)"
+)
+
+
+def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
+    """`module` with its tensors turned into memrefs (see the module docstring)."""
+    for op in module.walk():
+        if isinstance(op, (ScheduleOp, TaskOp)):
+            raise error_at(
+                op,
+                f"@{entry} takes or returns tensors, so dhir bufferizes the program with "
+                "mlir-opt-22, which does not know dhir's ops: write schedules on memrefs, "
+                "or leave the tensor program without them (CodeDrop makes the tasks)",
+            )
+    mlir_opt = str(find_llvm_tools().mlir_opt)
+    try:
+        done = subprocess.run(
+            [
+                mlir_opt,
+                f"--pass-pipeline={PIPELINE}",
+                "--mlir-print-op-generic",
+                "--mlir-print-debuginfo",
+                "--mlir-print-local-scope",
+                "-",
+            ],
+            input=print_module(module, debuginfo=True),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot run {mlir_opt}: {error}")]) from None
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed:\n{tail}"
+                )
+            ]
+        )
+    return parse_string(done.stdout, f"<mlir-opt: bufferized @{entry}>")

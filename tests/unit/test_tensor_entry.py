@@ -1,0 +1,212 @@
+"""Entry functions on tensors (dhir.toolchain.tensors): bufferized by mlir-opt-22, run on
+both backends, results written as resK.npy; random tensor programs against NumPy."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import dhir
+from dhir.ir.diagnostics import DhirError
+from dhir.ir.text import parse_string
+from dhir.toolchain.entry import entry_signature
+from dhir.toolchain.signature import ARG, INPUT, RESULT
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+MATMUL = """\
+func.func @main(%a: tensor<4x3xf64>, %b: tensor<3x5xf64>, %s: memref<5xf64>) -> tensor<4x5xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4x5xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<4x5xf64>) -> tensor<4x5xf64>
+  %c = linalg.matmul ins(%a, %b : tensor<4x3xf64>, tensor<3x5xf64>) outs(%f : tensor<4x5xf64>) -> tensor<4x5xf64>
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1.0 : f64
+  memref.store %one, %s[%c0] : memref<5xf64>
+  return %c : tensor<4x5xf64>
+}
+"""
+
+
+def test_the_signature_gives_tensors_and_places_results_after_them() -> None:
+    signature = entry_signature(parse_string(MATMUL), "main")
+    roles = [(s.index, s.role, s.shape, s.result) for s in signature.args]
+    assert roles == [
+        (0, INPUT, (4, 3), None),
+        (1, INPUT, (3, 5), None),
+        (2, ARG, (5,), None),
+        (3, RESULT, (4, 5), 0),
+    ]
+    assert signature.args[0].name == "a" and signature.args[3].mlir_type == "tensor<4x5xf64>"
+
+
+@pytest.mark.parametrize(
+    ("result", "fragment"),
+    [
+        ("tensor<?xf64>", "a result's shape must be static"),
+        ("f64", "returns f64; dhir runs entries that return ranked tensors"),
+        ("memref<4xf64>", "returns memref<4xf64>"),
+    ],
+)
+def test_results_dhir_cannot_write_are_refused(result: str, fragment: str) -> None:
+    text = (
+        f"func.func @main(%a: tensor<4xf64>, %x: {result}) -> {result} {{\n"
+        f"  func.return %x : {result}\n}}\n"
+    )
+    with pytest.raises(DhirError, match=fragment):
+        entry_signature(parse_string(text, verify=False), "main")
+
+
+@needs_llvm
+@pytest.mark.parametrize(("backend", "ranks"), [("interp", 1), ("native", 1), ("native", 2)])
+def test_a_tensor_matmul_runs_on_both_backends(backend: str, ranks: int) -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.random((4, 3)), rng.random((3, 5))
+    results = dhir.run(MATMUL, a, b, np.zeros(5), backend=backend, ranks=ranks)
+    assert len(results) == 4
+    np.testing.assert_array_equal(results[0], a)  # tensors are values: given back as given
+    assert results[2][0] == 1.0  # the memref argument, written as always
+    np.testing.assert_allclose(results[3], a @ b, rtol=1e-12)
+
+
+@needs_llvm
+def test_dhir_run_and_compile_write_results_as_res_files(tmp_path: Path) -> None:
+    program = tmp_path / "mm.mlir"
+    program.write_text(MATMUL)
+    rng = np.random.default_rng(4)
+    a, b = rng.random((4, 3)), rng.random((3, 5))
+    for name, array in (("a", a), ("b", b), ("s", np.zeros(5))):
+        np.save(tmp_path / f"{name}.npy", array)
+    inputs = [f"--input={tmp_path / n}.npy" for n in ("a", "b", "s")]
+    out = tmp_path / "out"
+    run = [sys.executable, "-m", "dhir", "run", str(program), "-n", "2", "-q", *inputs]
+    done = subprocess.run(
+        [*run, "--output-dir", str(out), "--print"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "res0: tensor<4x5xf64> =" in done.stdout and "arg0:" not in done.stdout
+    assert sorted(p.name for p in out.glob("*.npy")) == ["arg2.npy", "res0.npy", "s.npy"]
+    np.testing.assert_allclose(np.load(out / "res0.npy"), a @ b, rtol=1e-12)
+    exe = tmp_path / "mm"
+    compile_ = [
+        sys.executable,
+        "-m",
+        "dhir",
+        "compile",
+        str(program),
+        "-n",
+        "2",
+        "-q",
+        "-o",
+        str(exe),
+    ]
+    assert subprocess.run(compile_, capture_output=True).returncode == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "run", str(exe), *inputs, "--output-dir", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(out / "res0.npy"), a @ b, rtol=1e-12)
+    one = subprocess.run([*run[:-3], inputs[0]], capture_output=True, text=True)
+    assert one.returncode == 1
+    assert "takes 3 arguments (tensor<4x3xf64>, tensor<3x5xf64>, memref<5xf64>)" in one.stderr
+
+
+def test_dhir_ops_in_a_tensor_program_are_refused_at_their_line() -> None:
+    text = """\
+func.func @main(%a: tensor<4xf64>, %m: memref<4xf64>) -> tensor<4xf64> {
+  dhir.schedule %m {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %m {
+    }
+  }
+  return %a : tensor<4xf64>
+}
+"""
+    with pytest.raises(DhirError, match=r"<string>:2:3: .*does not know dhir's ops"):
+        dhir.run(text, np.zeros(4), np.zeros(4), backend="interp")
+
+
+# --- random elementwise programs on tensors against NumPy ------------------------------
+
+OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+
+
+@st.composite
+def tensor_programs(
+    draw: st.DrawFn,
+) -> tuple[str, tuple[int, ...], int, list[tuple[str, int, int]], list[int]]:
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=1, max_size=3)))
+    inputs = draw(st.integers(1, 3))
+    steps = []
+    for k in range(draw(st.integers(1, 6))):
+        values = inputs + k
+        steps.append(
+            (
+                draw(st.sampled_from(sorted(OPS))),
+                draw(st.integers(0, values - 1)),
+                draw(st.integers(0, values - 1)),
+            )
+        )
+    last = inputs + len(steps) - 1
+    results = sorted(set(draw(st.lists(st.integers(0, last), min_size=1, max_size=2)) + [last]))
+    return _text(shape, inputs, steps, results), shape, inputs, steps, results
+
+
+def _text(
+    shape: tuple[int, ...], inputs: int, steps: list[tuple[str, int, int]], results: list[int]
+) -> str:
+    t = f"tensor<{'x'.join(map(str, shape))}xf64>"
+    args = ", ".join(f"%v{k}: {t}" for k in range(inputs))
+    lines = [f"func.func @main({args}) -> ({', '.join([t] * len(results))}) {{"]
+    for k, (op, x, y) in enumerate(steps):
+        lines.append(f"  %e{k} = tensor.empty() : {t}")
+        lines.append(
+            f"  %v{inputs + k} = linalg.{op} ins(%v{x}, %v{y} : {t}, {t}) outs(%e{k} : {t}) -> {t}"
+        )
+    lines.append(
+        f"  return {', '.join(f'%v{r}' for r in results)} : {', '.join([t] * len(results))}"
+    )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _numpy(
+    values: list[np.ndarray], steps: list[tuple[str, int, int]], results: list[int]
+) -> list[np.ndarray]:
+    values = list(values)
+    for op, x, y in steps:
+        values.append(OPS[op](values[x], values[y]))
+    return [values[r] for r in results]
+
+
+@needs_llvm
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tensor_programs(), st.integers(0, 2**16))
+def test_random_tensor_programs_equal_numpy_in_the_interpreter(program: tuple, seed: int) -> None:
+    text, shape, inputs, steps, results = program
+    note(text)
+    rng = np.random.default_rng(seed)
+    given_values = [rng.random(shape) for _ in range(inputs)]
+    got = dhir.run(text, *given_values, backend="interp")[inputs:]
+    for mine, want in zip(got, _numpy(given_values, steps, results), strict=True):
+        assert mine.tobytes() == want.tobytes()
+
+
+@needs_llvm
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tensor_programs(), st.integers(0, 2**16), st.integers(1, 2))
+def test_random_tensor_programs_equal_numpy_natively(program: tuple, seed: int, ranks: int) -> None:
+    text, shape, inputs, steps, results = program
+    note(text)
+    rng = np.random.default_rng(seed)
+    given_values = [rng.random(shape) for _ in range(inputs)]
+    got = dhir.run(text, *given_values, ranks=ranks)[inputs:]
+    for mine, want in zip(got, _numpy(given_values, steps, results), strict=True):
+        assert mine.tobytes() == want.tobytes()
