@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
 
-# At most this many rounds of placing per task of the graph before giving up.
-ROUNDS_PER_TASK = 4
+# At most this many rounds of placing (each places the whole graph) before giving up.
+MAX_ROUNDS = 200
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def fitting(
         if too_big is not None:
             raise DhirError([Diagnostic(too_big)])
         sent: dict[str, str] = {}  # task -> the one device it is sent to
-        rounds = ROUNDS_PER_TASK * max(len(graph.tasks), 1)
+        rounds = MAX_ROUNDS
         while True:
             placement = algorithm(_sent(graph, sent))
             over = first_overflow(graph, placement)

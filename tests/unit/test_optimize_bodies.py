@@ -282,6 +282,22 @@ def _left(text: str) -> str:
     return decision.text
 
 
+def test_values_computed_per_row_and_k_go_into_a_table_once() -> None:
+    """alpha * A[i, k] is computed once per row and k, not once per column block."""
+    scaled = Nest(
+        **{**GEMM.__dict__, "expr": ("addf", "acc", ("mulf", ("mulf", "alpha", "a"), "b"))}
+    )
+    (decision,) = _decisions(scaled.text(), 256)
+    assert "column blocks outer, 1 value(s) per row and k in a table" in decision
+    (plain,) = _decisions(GEMM.text(), 256)
+    assert "table" not in plain  # A[i, k] alone is broadcast from A itself
+    inputs = scaled.inputs(5)
+    want = dhir.run(scaled.text(), *inputs, backend="interp")
+    got = dhir.run(scaled.text(), *inputs, ranks=2, cpu="haswell")
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+
+
 def test_leaves_a_nest_writing_other_rows() -> None:
     text = GEMM.text().replace("memref.store %e2, %C[%i, %j]", "memref.store %e2, %C[%c0, %j]")
     assert "other rows" in _left(text)
