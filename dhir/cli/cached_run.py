@@ -10,6 +10,9 @@ the calibrated one. A later `dhir run` with the same key reads its inputs and la
 recorded executable without loading xDSL or the passes: what is left of its start-up is
 Python's and NumPy's (docs/performance.md has the figures).
 
+An executable that `dhir compile` built (with its description beside it) takes the same
+path when only such run options are given.
+
 Only the options listed here take this path; any other (`--trace`, `--profile`,
 `--timing`, `--link`, the interpreter, standard input, ...) takes the full one, which
 checks, builds (from its own cache) and runs as always.
@@ -23,12 +26,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dhir.cli.arguments import Built, built_from, describe, read_inputs, report_results
+from dhir.cli.arguments import (
+    Built,
+    built_from,
+    describe,
+    is_executable,
+    read_inputs,
+    read_sidecar,
+    report_results,
+)
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.toolchain.options import RunOptions, timeout_seconds
-from dhir.toolchain.signature import EntrySignature
+from dhir.toolchain.signature import EntrySignature, with_results
 from dhir.toolchain.tools import cache_root
 
 # Options that shape the build or the launch: part of the key.
@@ -73,11 +84,25 @@ def run_cached(argv: list[str]) -> int | None:
     command = _read_command(argv)
     if command is None:
         return None
-    record = _lookup(run_key(command.program, command.keyed))
+    record = _compiled(command) or _lookup(run_key(command.program, command.keyed))
     if record is None:
         return None
     built, exe, options = record
     return guarded(lambda: _run(command, built, exe, options))
+
+
+def _compiled(command: _Command) -> tuple[Built, Path, RunOptions] | None:
+    """An executable from `dhir compile` run with options that only feed the run: its
+    description, and how it runs (on the ranks it was built for, their share of the
+    cores each); None otherwise (the full path checks the other options)."""
+    if command.keyed or not is_executable(command.program):
+        return None
+    try:
+        built = read_sidecar(command.program)
+    except DhirError:
+        return None  # the full path says what is wrong
+    options = RunOptions(ranks=built.ranks, mpi=built.mpi)
+    return built, command.program, replace(options, threads=options.threads_per_rank())
 
 
 def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int:
@@ -85,7 +110,7 @@ def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int
 
     if command.timeout is not None:
         options = replace(options, timeout=timeout_seconds(float(command.timeout)))
-    inputs = read_inputs(command.inputs, built.signature)
+    inputs = with_results(built.signature, read_inputs(command.inputs, built.signature))
     results = run_executable(exe, built.signature, inputs, options, output_dir=command.output_dir)
     report_results(results, built.signature, command.print, command.output_dir)
     return 0

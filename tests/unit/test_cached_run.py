@@ -200,3 +200,25 @@ def test_the_files_keyed_options_name_are_keyed_by_content(tmp_path: Path) -> No
     after = cached_run._read_command([str(path), "--costs", str(costs)])
     assert before is not None and after is not None
     assert cached_run.run_key(path, before.keyed) != cached_run.run_key(path, after.keyed)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_an_executable_from_dhir_compile_takes_the_cached_path(cache: Path, tmp_path: Path) -> None:
+    path = program(tmp_path, "4.0")
+    exe = tmp_path / "scale"
+    compiled = subprocess.run(
+        [sys.executable, "-m", "dhir", "compile", str(path), "-n", "2", "-q", "-o", str(exe)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, DHIR_CACHE_DIR=str(cache)),
+    )
+    assert compiled.returncode == 0, compiled.stderr
+    given, a = inputs(tmp_path, 6)
+    out = ["--output-dir", str(tmp_path / "out")]
+    done, cached = dhir_run(cache, str(exe), *given, *out)
+    assert done.returncode == 0 and cached, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), a * 4.0)
+    done, cached = dhir_run(cache, str(exe), "-n", "3", *given, *out)
+    assert done.returncode == 1 and not cached  # the full path says why
+    assert "was built for 2 ranks" in done.stderr
