@@ -18,6 +18,7 @@ import subprocess
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.text import parse_string, print_module
 from dhir.toolchain.tools import find_llvm_tools
@@ -34,6 +35,13 @@ PIPELINE = (
 def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
     """`module` with its tensors turned into memrefs (see the module docstring)."""
     for op in module.walk():
+        if is_shard_op(op):
+            raise error_at(
+                op,
+                "programs with shard annotations (shard.grid, shard.shard, collectives) "
+                "are not supported yet: dhir does not partition them; drop the annotations "
+                "to run the program on its global tensors, which dhir places itself",
+            )
         if isinstance(op, (ScheduleOp, TaskOp)):
             raise error_at(
                 op,

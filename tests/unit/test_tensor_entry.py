@@ -133,6 +133,19 @@ func.func @main(%a: tensor<4xf64>, %m: memref<4xf64>) -> tensor<4xf64> {
         dhir.run(text, np.zeros(4), np.zeros(4), backend="interp")
 
 
+def test_shard_programs_are_refused_as_not_supported_yet() -> None:
+    text = """\
+shard.grid @grid(shape = 2)
+func.func @main(%a: tensor<8x4xf64>) -> tensor<8x4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<8x4xf64>
+  return %as : tensor<8x4xf64>
+}
+"""
+    with pytest.raises(DhirError, match=r"<string>:1:1: .*shard annotations .* not supported yet"):
+        dhir.run(text, np.zeros((8, 4)), backend="interp")
+
+
 # --- random elementwise programs on tensors against NumPy ------------------------------
 
 OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
