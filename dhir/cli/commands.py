@@ -33,7 +33,7 @@ from dhir.cli.arguments import (
     sidecar,
 )
 from dhir.cli.cached_run import recorder
-from dhir.cli.common import add_quiet, checked, guarded
+from dhir.cli.common import add_constraints, add_quiet, checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_string
@@ -226,13 +226,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="task times measured by --profile, used by the placement instead of estimates",
     )
-    parser.add_argument(
-        "--constraints",
-        type=Path,
-        metavar="FILE",
-        help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
-        'entries naming tasks by glob (docs/commands.md, "Steering placement")',
-    )
+    add_constraints(parser)
     parser.add_argument(
         "--no-codedrop",
         action="store_true",

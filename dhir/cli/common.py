@@ -5,6 +5,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain.signals import Terminated, ending_cleanly
@@ -59,6 +60,17 @@ def checked(
             raise argparse.ArgumentTypeError(message) from None
 
     return check
+
+
+def add_constraints(parser: argparse.ArgumentParser) -> None:
+    """`--constraints FILE` (dhir.placement.constraints), for run, compile and schedule."""
+    parser.add_argument(
+        "--constraints",
+        type=Path,
+        metavar="FILE",
+        help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
+        'entries naming tasks by glob (docs/commands.md, "Steering placement")',
+    )
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
-from dhir.cli.common import add_quiet, checked
+from dhir.cli.common import add_constraints, add_quiet, checked
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -149,13 +149,7 @@ def add_parser(commands: Any) -> None:
         metavar="FILE",
         help="with FILE: task times measured by dhir run --profile, used instead of estimates",
     )
-    parser.add_argument(
-        "--constraints",
-        type=Path,
-        metavar="FILE",
-        help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
-        'entries naming tasks by glob (docs/commands.md, "Steering placement")',
-    )
+    add_constraints(parser)
     parser.add_argument(
         "--system",
         type=Path,

@@ -1,5 +1,7 @@
-"""MLIR text in and out: parse (with source locations) and verify, print."""
+"""MLIR text in and out: parse (with source locations) and verify, print, and a round
+trip through mlir-opt."""
 
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
@@ -202,3 +204,36 @@ def print_module(module: ModuleOp, *, generic: bool = False, debuginfo: bool = F
     printer.print_op(module)
     out.write("\n")
     return out.getvalue()
+
+
+def through_mlir_opt(
+    module: ModuleOp,
+    mlir_opt: str,
+    pipeline: str,
+    *,
+    what: str,
+    failed: str,
+    hint: str = "",
+    locations: bool = False,
+    verify: bool = True,
+) -> ModuleOp:
+    """`module` run through `mlir-opt --pass-pipeline=PIPELINE` and read back (generic
+    form; with `locations`, each op's location inline, as xDSL cannot read location
+    aliases). Errors say `cannot run MLIR_OPT to WHAT` (then `; HINT`), and `FAILED:`
+    with the last lines mlir-opt printed."""
+    flags = ["--mlir-print-debuginfo", "--mlir-print-local-scope"] if locations else []
+    try:
+        done = subprocess.run(
+            [mlir_opt, f"--pass-pipeline={pipeline}", "--mlir-print-op-generic", *flags, "-"],
+            input=print_module(module, debuginfo=locations),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as error:
+        cannot = f"cannot run {mlir_opt} to {what}: {error}" + (f"; {hint}" if hint else "")
+        raise DhirError([Diagnostic(cannot)]) from None
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
+        raise DhirError([Diagnostic(f"{failed}:\n{tail}")])
+    return parse_string(done.stdout, f"<mlir-opt: {what}>", verify=verify)

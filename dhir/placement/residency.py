@@ -85,7 +85,10 @@ def peak_resident(graph: TaskGraph, placement: Placement) -> dict[str, float]:
 
 def first_overflow(graph: TaskGraph, placement: Placement) -> Overflow | None:
     """The earliest moment a device with a capacity holds more than it (None: it fits)."""
-    found = residents(graph, placement)
+    return _first_overflow(graph, residents(graph, placement))
+
+
+def _first_overflow(graph: TaskGraph, found: list[Resident]) -> Overflow | None:
     first: tuple[float, str, float] | None = None
     for device, time, held in _sweep(found):
         capacity = graph.capacity.get(device)
@@ -144,10 +147,11 @@ def fitting(
         rounds = MAX_ROUNDS
         while True:
             placement = algorithm(_sent(graph, sent))
-            over = first_overflow(graph, placement)
+            found = residents(graph, placement)
+            over = _first_overflow(graph, found)
             if over is None:
                 return placement
-            move = _move(graph, placement, over)
+            move = _move(graph, found, over)
             rounds -= 1
             if move is None or rounds == 0:
                 raise _cannot_fit(over)
@@ -184,7 +188,7 @@ def _sent(graph: TaskGraph, sent: dict[str, str]) -> TaskGraph:
     return replace(graph, cost=cost)
 
 
-def _move(graph: TaskGraph, placement: Placement, over: Overflow) -> tuple[str, str] | None:
+def _move(graph: TaskGraph, found: list[Resident], over: Overflow) -> tuple[str, str] | None:
     """Which task whose data (or copies of its inputs) `over` finds on its device to send
     where: of those that can run on another device, the one holding data that waits there
     rather than being used, the most bytes; to its other device with the most room at that
@@ -195,7 +199,6 @@ def _move(graph: TaskGraph, placement: Placement, over: Overflow) -> tuple[str, 
         held[r.owner] = held.get(r.owner, 0.0) + r.nbytes
         running = r.owner != r.task or over.time < _finish_guess(graph, r)
         waiting[r.owner] = waiting.get(r.owner, True) and not running
-    found = residents(graph, placement)
     room = {
         device: graph.capacity.get(device, math.inf)
         - sum(r.nbytes for r in found if r.device == device and _holds(r, over.time))

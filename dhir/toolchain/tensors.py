@@ -13,14 +13,12 @@ Only plain programs are bufferized: dhir's own ops (`dhir.schedule`, tasks) are 
 memrefs already, and mlir-opt-22 does not know them.
 """
 
-import subprocess
-
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.shard import is_shard_op
-from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
-from dhir.ir.text import parse_string, print_module
+from dhir.ir.diagnostics import error_at
+from dhir.ir.text import through_mlir_opt
 from dhir.toolchain.tools import find_llvm_tools
 
 PIPELINE = (
@@ -49,31 +47,11 @@ def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
                 "mlir-opt-22, which does not know dhir's ops: write schedules on memrefs, "
                 "or leave the tensor program without them (CodeDrop makes the tasks)",
             )
-    mlir_opt = str(find_llvm_tools().mlir_opt)
-    try:
-        done = subprocess.run(
-            [
-                mlir_opt,
-                f"--pass-pipeline={PIPELINE}",
-                "--mlir-print-op-generic",
-                "--mlir-print-debuginfo",
-                "--mlir-print-local-scope",
-                "-",
-            ],
-            input=print_module(module, debuginfo=True),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError as error:
-        raise DhirError([Diagnostic(f"cannot run {mlir_opt}: {error}")]) from None
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed:\n{tail}"
-                )
-            ]
-        )
-    return parse_string(done.stdout, f"<mlir-opt: bufferized @{entry}>")
+    return through_mlir_opt(
+        module,
+        str(find_llvm_tools().mlir_opt),
+        PIPELINE,
+        what=f"bufferize @{entry}",
+        failed=f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed",
+        locations=True,
+    )

@@ -11,7 +11,6 @@ task's host code leaves its memrefs, which live on the device, alone.
 """
 
 import re
-import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -25,9 +24,9 @@ from dhir.dialects import gpu as dgpu
 from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.ir.diagnostics import error_at
 from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
-from dhir.ir.text import parse_string, print_module
+from dhir.ir.text import through_mlir_opt
 from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
@@ -285,25 +284,16 @@ def _by_depth(module: ModuleOp) -> dict[int, list[func.FuncOp]]:
 def _mlir_opt(
     module: ModuleOp, pipeline: str, mlir_opt: str, labels: dict[TaskOp, str]
 ) -> ModuleOp:
-    try:
-        result = subprocess.run(
-            [mlir_opt, f"--pass-pipeline={pipeline}", "--mlir-print-op-generic", "-"],
-            input=print_module(module),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError as error:
-        raise DhirError(
-            [Diagnostic(f"cannot run {mlir_opt} to map GPU loops: {error}; {MLIR_OPT_HINT}")]
-        ) from None
-    if result.returncode != 0:
-        tail = "\n".join(result.stderr.strip().splitlines()[-20:])
-        names = "; ".join(labels.values())
-        raise DhirError(
-            [Diagnostic(f"mapping GPU tasks' loops to kernels failed ({names}):\n{tail}")]
-        )
-    return parse_string(result.stdout, "<mlir-opt: GPU loops>", verify=False)
+    names = "; ".join(labels.values())
+    return through_mlir_opt(
+        module,
+        mlir_opt,
+        pipeline,
+        what="map GPU loops",
+        failed=f"mapping GPU tasks' loops to kernels failed ({names})",
+        hint=MLIR_OPT_HINT,
+        verify=False,
+    )
 
 
 def _take_back(task: TaskOp, function: func.FuncOp, free: list[SSAValue], label: str) -> None:
