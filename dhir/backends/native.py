@@ -123,7 +123,7 @@ def compile_native(
     split = SplitTasksPass(ranks)  # so that placement places the pieces
     place = PlacePass(ranks, options.placement, str(costs) if costs is not None else None, entry)
     timed = (InstrumentPass(),) if profile is not None else ()
-    data = (GpuDataPass(ranks),) if gpu is not None else ()
+    data = (GpuDataPass(ranks, entry),) if gpu is not None else ()
     lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
     # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks
     # and the optimizer run between the two: the calls the first adds take no memref, and

@@ -78,6 +78,8 @@ static struct {
   CUresult (*MemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*MemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*MemHostRegister)(void *, size_t, unsigned); /* optional */
+  CUresult (*MemHostUnregister)(void *);
   CUresult (*GetErrorString)(CUresult, const char **);
 } cu;
 
@@ -109,9 +111,9 @@ void dhir_rt_gpu_task(int64_t where) { current_task = (const char *)(intptr_t)wh
 /* --- statistics --------------------------------------------------------------------- */
 
 static struct {
-  long launches, allocs, frees, modules;
+  long launches, allocs, frees, modules, pins;
   long copies[3]; /* host to device, device to host, device to device */
-  long long bytes[3];
+  long long bytes[3], pinned;
 } stats;
 
 enum { H2D, D2H, D2D };
@@ -158,10 +160,12 @@ static void print_stats(void) {
   char line[512];
   snprintf(line, sizeof line,
            "dhir: GPU stats on rank %d (device %d): launches=%ld h2d=%ld (%lld bytes) "
-           "d2h=%ld (%lld bytes) d2d=%ld (%lld bytes) allocs=%ld frees=%ld modules=%ld\n",
+           "d2h=%ld (%lld bytes) d2d=%ld (%lld bytes) allocs=%ld frees=%ld modules=%ld "
+           "pins=%ld (%lld bytes)\n",
            dhir_rt_comm_rank(), device_number, stats.launches, stats.copies[H2D],
            stats.bytes[H2D], stats.copies[D2H], stats.bytes[D2H], stats.copies[D2D],
-           stats.bytes[D2D], stats.allocs, stats.frees, stats.modules);
+           stats.bytes[D2D], stats.allocs, stats.frees, stats.modules, stats.pins,
+           stats.pinned);
   FILE *out = strcmp(where, "1") == 0 ? stderr : fopen(where, "a");
   if (out == NULL)
     return;
@@ -274,6 +278,8 @@ static void start(void) {
   RESOLVE(MemcpyAsync, "cuMemcpyAsync");
   RESOLVE(MemsetD32Async, "cuMemsetD32Async");
   RESOLVE(MemsetD16Async, "cuMemsetD16Async");
+  *(void **)&cu.MemHostRegister = symbol(library, "cuMemHostRegister_v2", false);
+  *(void **)&cu.MemHostUnregister = symbol(library, "cuMemHostUnregister", false);
   check(cu.Init(0), "cuInit");
   choose_device();
   ready = true;
@@ -420,6 +426,147 @@ void mgpuEventRecord(void *event, void *stream) {
   check(cu.EventRecord(event, stream), "cuEventRecord");
 }
 
+/* --- page-locked host memory -------------------------------------------------------- */
+
+/* dhir-gpu-data pairs each device buffer with the host memref it is copied from and to
+   (dhir_rt_gpu_pair). A copy from or to page-locked host memory runs at the link's rate
+   and asynchronously; a copy from pageable memory goes through the driver's own staging
+   buffers, several times slower. Locking has a cost that grows more slowly than the copy
+   it speeds up (docs/gpu.md has the figures), and it must end before the memory is freed.
+   So, by DHIR_GPU_PIN:
+   - auto (the default): a host memref that lasts the whole run (an argument of the entry,
+     a global) is locked on its first copy from LOCK_AT_ONCE bytes, else on its second,
+     and stays locked until the entry returns (dhir_rt_gpu_unpin_all), however many
+     schedules copy it; a shorter-lived one (an allocation) is locked on its first copy
+     from LOCK_SHORT bytes, for as long as its device buffer lives;
+   - always: every paired host memref on its first copy;
+   - never: nothing is locked.
+   Locking is an optimisation: where the driver refuses it, copies stay pageable. */
+
+enum { LOCK_AT_ONCE = 64 << 20, LOCK_SHORT = 128 << 20 };
+
+typedef struct {
+  uintptr_t device, host;
+  size_t size;
+  bool lasting, pinned, tried;
+} Pair;
+
+typedef struct {
+  uintptr_t host;
+  size_t size;
+  int copies;
+  bool pinned, refused;
+} Lasting;
+
+static Pair *pairs;
+static size_t pair_count, pair_capacity;
+static Lasting *lastings;
+static size_t lasting_count, lasting_capacity;
+
+enum { PIN_NEVER, PIN_AUTO, PIN_ALWAYS };
+
+static int pin_policy(void) {
+  static int policy = -1;
+  if (policy < 0) {
+    const char *value = getenv("DHIR_GPU_PIN");
+    policy = PIN_AUTO;
+    if (value != NULL && strcmp(value, "never") == 0)
+      policy = PIN_NEVER;
+    else if (value != NULL && strcmp(value, "always") == 0)
+      policy = PIN_ALWAYS;
+    else if (value != NULL && *value && strcmp(value, "auto") != 0)
+      dhir_rt_fatal("DHIR_GPU_PIN=%s: expected auto, always or never", value);
+  }
+  return policy;
+}
+
+static void *grow(void *items, size_t *capacity, size_t count, size_t size) {
+  if (count < *capacity)
+    return items;
+  *capacity = *capacity ? 2 * *capacity : 16;
+  items = realloc(items, *capacity * size);
+  if (items == NULL)
+    dhir_rt_fatal("out of host memory");
+  return items;
+}
+
+static bool lock(uintptr_t host, size_t size) {
+  if (cu.MemHostRegister == NULL || cu.MemHostUnregister == NULL)
+    return false;
+  if (cu.MemHostRegister((void *)host, size, 0) != CUDA_SUCCESS)
+    return false;
+  ++stats.pins;
+  stats.pinned += (long long)size;
+  return true;
+}
+
+static void unlock(uintptr_t host) {
+  check(cu.MemHostUnregister((void *)host), "cuMemHostUnregister");
+}
+
+static Lasting *lasting_of(uintptr_t host, size_t size) {
+  for (size_t i = 0; i < lasting_count; ++i)
+    if (lastings[i].host == host && lastings[i].size == size)
+      return &lastings[i];
+  lastings = grow(lastings, &lasting_capacity, lasting_count, sizeof *lastings);
+  lastings[lasting_count] = (Lasting){host, size, 0, false, false};
+  return &lastings[lasting_count++];
+}
+
+/* Called by lowered code after allocating `device` for the host memref at `host`. */
+void dhir_rt_gpu_pair(int64_t device, int64_t host, int64_t lasting) {
+  size_t size = 0;
+  for (size_t i = 0; i < buffer_count; ++i)
+    if (buffers[i].start == (uintptr_t)device)
+      size = buffers[i].size;
+  if (size == 0 || pin_policy() == PIN_NEVER)
+    return;
+  pairs = grow(pairs, &pair_capacity, pair_count, sizeof *pairs);
+  pairs[pair_count++] = (Pair){(uintptr_t)device, (uintptr_t)host, size, lasting != 0, false,
+                               false};
+}
+
+/* Before a copy between `device` and `host`: lock the host side if it is time to. */
+static void before_copy(uintptr_t device, uintptr_t host) {
+  for (size_t i = 0; i < pair_count; ++i) {
+    Pair *pair = &pairs[i];
+    if (device - pair->device >= pair->size || host - pair->host >= pair->size)
+      continue;
+    bool always = pin_policy() == PIN_ALWAYS;
+    if (!pair->lasting) {
+      if (!pair->tried && (always || pair->size >= LOCK_SHORT))
+        pair->pinned = lock(pair->host, pair->size);
+      pair->tried = true;
+      return;
+    }
+    Lasting *held = lasting_of(pair->host, pair->size);
+    int needed = always || pair->size >= LOCK_AT_ONCE ? 1 : 2;
+    if (!held->pinned && !held->refused && ++held->copies >= needed) {
+      held->pinned = lock(held->host, held->size);
+      held->refused = !held->pinned;
+    }
+    return;
+  }
+}
+
+static void unpair(uintptr_t device) {
+  for (size_t i = 0; i < pair_count; ++i)
+    if (pairs[i].device == device) {
+      if (pairs[i].pinned)
+        unlock(pairs[i].host);
+      pairs[i] = pairs[--pair_count];
+      return;
+    }
+}
+
+/* Called by lowered code before the entry returns: its arguments may be freed next. */
+void dhir_rt_gpu_unpin_all(void) {
+  for (size_t i = 0; i < lasting_count; ++i)
+    if (lastings[i].pinned)
+      unlock(lastings[i].host);
+  lasting_count = 0;
+}
+
 /* --- memory ------------------------------------------------------------------------- */
 
 void *mgpuMemAlloc(uint64_t bytes, void *stream, bool host_shared) {
@@ -442,6 +589,7 @@ void mgpuMemFree(void *pointer, void *stream) {
   if (stream != NULL)
     check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
   forget(pointer);
+  unpair((uintptr_t)pointer);
   ++stats.frees;
   check(cu.MemFree((CUdeviceptr)(uintptr_t)pointer), "cuMemFree");
 }
@@ -449,6 +597,10 @@ void mgpuMemFree(void *pointer, void *stream) {
 void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
   start();
   int direction = on_device(destination) ? (on_device(source) ? D2D : H2D) : D2H;
+  if (direction == H2D)
+    before_copy((uintptr_t)destination, (uintptr_t)source);
+  else if (direction == D2H)
+    before_copy((uintptr_t)source, (uintptr_t)destination);
   ++stats.copies[direction];
   stats.bytes[direction] += (long long)bytes;
   check(cu.MemcpyAsync((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source,

@@ -29,6 +29,11 @@ them, since they are private to one rank's device and never travel between ranks
 
 Each GPU task first calls `dhir_rt_gpu_task(name)` (dhir/runtime/dhir_gpu_rt.c), so that a
 failing CUDA call, or a missing driver, is reported with the task's name and location.
+
+Each device buffer is paired with its host memref (`dhir_rt_gpu_pair`), saying whether the
+host memref lasts the whole run (an argument of the entry, a global): the runtime may then
+page-lock it, which makes the copies several times faster, and keep it locked across
+schedules until the entry returns (`dhir_rt_gpu_unpin_all`, called before its returns).
 """
 
 from collections.abc import Iterable, Sequence
@@ -75,6 +80,8 @@ from dhir.targets import DeviceKind
 from dhir.transforms.building import rows_view
 
 TASK_HOOK = "dhir_rt_gpu_task"
+PAIR_HOOK = "dhir_rt_gpu_pair"
+UNPIN_HOOK = "dhir_rt_gpu_unpin_all"
 
 
 @dataclass(frozen=True)
@@ -84,18 +91,29 @@ class GpuDataPass(ModulePass):
     name = "dhir-gpu-data"
 
     ranks: int = 1
+    # The function the program starts in: its arguments last the whole run.
+    entry: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ranks < 1:
             raise PassFailedException(f"dhir-gpu-data: ranks must be at least 1, got {self.ranks}")
         labels = _Labels(op)
         numbers = described_gpus(op, self.ranks)
+        entry = _entry_function(op, self.entry)
+        lasting = False
         for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
             tasks = list(schedule.tasks())
             if any(is_gpu_task(t) for t in tasks):
-                _ScheduleData(schedule, tasks, self.ranks, labels, numbers).run()
+                data = _ScheduleData(schedule, tasks, self.ranks, labels, numbers, entry)
+                data.run()
+                lasting |= data.lasting
         if labels.used:
-            op.body.block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
+            block = op.body.block
+            block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
+            block.add_op(func.FuncOp.external(PAIR_HOOK, [i64, i64, i64], []))
+        if lasting and entry is not None:
+            _unpin_before_returns(entry)
+            op.body.block.add_op(func.FuncOp.external(UNPIN_HOOK, [], []))
 
 
 # --- the plan: which copies go where ---------------------------------------------------
@@ -233,7 +251,9 @@ class _ScheduleData:
     ranks: int
     labels: _Labels
     gpus: dict[int, int]  # rank -> its GPU on its node, by the machine description
+    entry: func.FuncOp | None = None
     buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
+    lasting: bool = False  # some device buffer's host memref lasts the whole run
     numbers: list[str] = field(default_factory=list)  # see task_numbers
 
     def run(self) -> None:
@@ -280,7 +300,8 @@ class _ScheduleData:
             call = func.CallOp(TASK_HOOK, [name], [])
             allocs = [op for m in memrefs for op in _alloc(first, m)]
             made: list[SSAValue] = [op.results[0] for op in allocs if isinstance(op, dgpu.AllocOp)]
-            body: list[Operation] = [*_choose_gpu(self.gpus.get(rank)), *hook, call, *allocs]
+            pairs = [op for m, b in zip(memrefs, made) for op in self._pair(b, m)]
+            body = [*_choose_gpu(self.gpus.get(rank)), *hook, call, *allocs, *pairs]
             if guards is None:
                 self._before_schedule(body)
                 for op in allocs:
@@ -297,6 +318,18 @@ class _ScheduleData:
             for m, buffer in zip(memrefs, results):
                 buffer.name_hint = f"{m.name_hint or 'm'}_dev{rank}"
                 self.buffers[(rank, m)] = buffer
+
+    def _pair(self, buffer: SSAValue, host: SSAValue) -> list[Operation]:
+        """Tell the runtime which host memref `buffer` is copied from and to."""
+        lasting = _lasts(host, self.entry)
+        self.lasting |= lasting
+        ops: list[Operation] = []
+        for value in (buffer, host):
+            address = dmemref.ExtractAlignedPointerAsIndexOp(value)
+            ops += [address, arith.IndexCastOp(address.aligned_pointer, i64)]
+        flag = arith.ConstantOp(IntegerAttr(int(lasting), i64))
+        call = func.CallOp(PAIR_HOOK, [ops[1].results[0], ops[3].results[0], flag.result], [])
+        return [*ops, flag, call]
 
     def _guarded_alloc(
         self,
@@ -393,6 +426,28 @@ def described_gpus(module: ModuleOp, ranks: int) -> dict[int, int]:
             gpus = [d.name for d in node.devices if d.kind == DeviceKind.GPU]
             numbers[rank] = gpus.index(device.name)
     return numbers
+
+
+def _entry_function(module: ModuleOp, name: str | None) -> func.FuncOp | None:
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name and op.body.blocks:
+            return op
+    return None
+
+
+def _lasts(value: SSAValue, entry: func.FuncOp | None) -> bool:
+    """Whether `value` is memory that outlives every schedule: the entry's arguments (the
+    harness frees them after the entry returns) and globals (never freed)."""
+    if isinstance(value.owner, xmemref.GetGlobalOp):
+        return True
+    return entry is not None and value.owner is entry.body.block
+
+
+def _unpin_before_returns(entry: func.FuncOp) -> None:
+    for block in entry.body.blocks:
+        last = block.last_op
+        if isinstance(last, func.ReturnOp):
+            block.insert_op_before(func.CallOp(UNPIN_HOOK, [], []), last)
 
 
 def _choose_gpu(number: int | None) -> list[Operation]:

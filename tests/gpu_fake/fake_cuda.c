@@ -6,6 +6,10 @@
  * FAKE_CUDA_CC (compute capability as major*10+minor, default 90), FAKE_CUDA_FAIL (the name
  * of a call that then fails with CUDA_ERROR_OUT_OF_MEMORY).
  *
+ * Page-locking keeps a list of the locked ranges and refuses what the driver refuses: a
+ * range overlapping a locked one, unlocking what is not locked. Ranges still locked when
+ * the process exits are logged ("cuMemHostRegister_v2 left N").
+ *
  * Module loading checks the chip like the driver does, roughly: a fatbin needs an entry for
  * an arch no newer than the device, PTX a `.target` no newer than the device. */
 #include <stdarg.h>
@@ -17,7 +21,15 @@
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
-enum { OK = 0, OUT_OF_MEMORY = 2, INVALID_DEVICE = 101, NO_BINARY_FOR_GPU = 209, NOT_FOUND = 500 };
+enum {
+  OK = 0,
+  OUT_OF_MEMORY = 2,
+  INVALID_DEVICE = 101,
+  NO_BINARY_FOR_GPU = 209,
+  NOT_FOUND = 500,
+  ALREADY_REGISTERED = 712,
+  NOT_REGISTERED = 713,
+};
 
 static void record(const char *format, ...) {
   const char *path = getenv("FAKE_CUDA_LOG");
@@ -237,4 +249,45 @@ CUresult cuMemsetD16Async(CUdeviceptr to, unsigned short value, size_t count, vo
   for (size_t i = 0; i < count; ++i)
     halves[i] = value;
   return OK;
+}
+
+/* --- page-locked host memory ------------------------------------------------------------ */
+
+static struct {
+  uintptr_t start;
+  size_t size;
+} locked[256];
+static int locked_count, watching;
+
+static void locked_at_exit(void) {
+  if (locked_count)
+    record("cuMemHostRegister_v2 left %d", locked_count);
+}
+
+CUresult cuMemHostRegister_v2(void *pointer, size_t bytes, unsigned flags) {
+  (void)flags;
+  ENTER("cuMemHostRegister_v2", " %zu", bytes);
+  /* The driver locks whole pages: two ranges sharing one cannot both be locked. */
+  uintptr_t start = (uintptr_t)pointer & ~(uintptr_t)4095;
+  bytes = (((uintptr_t)pointer + bytes + 4095) & ~(uintptr_t)4095) - start;
+  for (int i = 0; i < locked_count; ++i)
+    if (start < locked[i].start + locked[i].size && locked[i].start < start + bytes)
+      return ALREADY_REGISTERED;
+  if (locked_count == 256)
+    return OUT_OF_MEMORY;
+  if (!watching++)
+    atexit(locked_at_exit);
+  locked[locked_count].start = start;
+  locked[locked_count++].size = bytes;
+  return OK;
+}
+
+CUresult cuMemHostUnregister(void *pointer) {
+  ENTER("cuMemHostUnregister");
+  for (int i = 0; i < locked_count; ++i)
+    if (locked[i].start == ((uintptr_t)pointer & ~(uintptr_t)4095)) {
+      locked[i] = locked[--locked_count];
+      return OK;
+    }
+  return NOT_REGISTERED;
 }

@@ -14,7 +14,7 @@ import dhir
 from dhir.analysis.effects import Effects
 from dhir.backends.interp import run_interp
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
-from dhir.transforms.gpu_data import TASK_HOOK, TaskFacts, plan_copies
+from dhir.transforms.gpu_data import PAIR_HOOK, TASK_HOOK, UNPIN_HOOK, TaskFacts, plan_copies
 
 GPU_TARGETS = ('{arch = "sm_90"}', '{kind = "gpu"}', '{kind = "cpu"}', '{arch = "x86_64"}')
 
@@ -132,13 +132,15 @@ def test_local_buffer_unused_after_the_schedule_stays_on_the_device() -> None:
 
 def _run_on_interp(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a module after dhir-gpu-data in the interpreter: every rank's device buffers
-    exist (their rank guards become `true`), and the runtime hook is dropped."""
+    exist (their rank guards become `true`), and the runtime hooks are dropped."""
+    hooks = (TASK_HOOK, PAIR_HOOK, UNPIN_HOOK)
     for op in list(module.walk()):
-        if isinstance(op, func.CallOp) and op.callee.string_value() == TASK_HOOK:
-            operand = op.operands[0]
+        if isinstance(op, func.CallOp) and op.callee.string_value() in hooks:
+            operands = list(op.operands)
             op.detach()
             op.erase()
-            _erase_unused(operand)
+            for operand in operands:
+                _erase_unused(operand)
         elif isinstance(op, scf.IfOp) and DEVICE_BUFFER_ATTR in op.attributes:
             true = arith.ConstantOp(IntegerAttr(1, i1))
             assert op.parent is not None

@@ -261,3 +261,122 @@ def test_ranks_take_the_gpus_the_machine_description_gives_them(fake: Fake) -> N
     # Rank 1 is n0.gpu0 and rank 2 n0.gpu1; by local rank they would take GPUs 1 and 0.
     stats = fake.stats.read_text()
     assert "rank 1 (device 0)" in stats and "rank 2 (device 1)" in stats, stats
+
+
+# --- page-locked host memory ----------------------------------------------------------
+
+STEPS = """
+func.func @main(%a: memref<SIZExi32>, %b: memref<SIZExi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %steps step %c1 {
+    LOCAL
+    dhir.schedule %a, BUFFER {
+      %cpu = dhir.target {kind = "cpu"}
+      %gpu = dhir.target {arch = "sm_90"}
+      %g = dhir.task %gpu, %a, BUFFER attributes {dhir.rank = 1 : i64} {
+        %z = arith.constant 0 : index
+        %u = arith.constant 1 : index
+        %n = arith.constant SIZE : index
+        scf.parallel (%i) = (%z) to (%n) step (%u) {
+          %x = memref.load %a[%i] : memref<SIZExi32>
+          %y = memref.load BUFFER[%i] : memref<SIZExi32>
+          %s = arith.addi %x, %y : i32
+          memref.store %s, BUFFER[%i] : memref<SIZExi32>
+        }
+      }
+      %c = dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+        %z = arith.constant 0 : index
+        %u = arith.constant 1 : index
+        %n = arith.constant SIZE : index
+        %one = arith.constant 1 : i32
+        scf.for %i = %z to %n step %u {
+          %x = memref.load %a[%i] : memref<SIZExi32>
+          %s = arith.addi %x, %one : i32
+          memref.store %s, %a[%i] : memref<SIZExi32>
+        }
+      }
+    }
+    DEALLOC
+  }
+  return
+}
+"""
+
+
+def _steps(local: bool, size: int) -> str:
+    text = STEPS.replace("SIZE", str(size))
+    if not local:
+        return text.replace("LOCAL", "").replace("DEALLOC", "").replace("BUFFER", "%b")
+    alloc = f"%l = memref.alloc() : memref<{size}xi32>"
+    text = text.replace("LOCAL", alloc).replace(
+        "DEALLOC", f"memref.dealloc %l : memref<{size}xi32>"
+    )
+    return text.replace("BUFFER", "%l")
+
+
+def _run_steps(local: bool = False, steps: int = 3, size: int = 65536) -> list[np.ndarray]:
+    a, b = np.arange(size, dtype=np.int32), np.full(size, 7, np.int32)
+    results = _run(_steps(local, size), a, b, steps)  # type: ignore[arg-type]
+    # The kernel did not run: %a only gained the CPU task's ones, %b came back as it went.
+    np.testing.assert_array_equal(results[0], a + steps)
+    np.testing.assert_array_equal(results[1], b)
+    return results
+
+
+def test_lasting_host_memrefs_are_locked_once_on_their_second_copy(fake: Fake) -> None:
+    _run_steps()
+    (counts,) = fake.counts()
+    # Rank 1 copies %a in and %b in and out on each of 3 steps; each is locked once.
+    assert (counts["h2d"], counts["d2h"]) == (6, 3)
+    assert counts["pins"] == 2
+    assert fake.calls("cuMemHostRegister_v2") == ["cuMemHostRegister_v2 262144"] * 2
+    # Unlocked before the entry returns, so before the harness frees them.
+    assert len(fake.calls("cuMemHostUnregister")) == 2
+
+
+def test_a_single_copy_locks_nothing(fake: Fake) -> None:
+    _run_steps(steps=1)
+    (counts,) = fake.counts()
+    assert counts["pins"] == 1  # %b goes in and comes out; %a only goes in
+    assert len(fake.calls("cuMemHostUnregister")) == 1
+
+
+def test_large_memrefs_are_locked_on_their_first_copy(fake: Fake) -> None:
+    size = (64 << 20) // 4  # the runtime's LOCK_AT_ONCE
+    _run_steps(steps=1, size=size)
+    # %a, copied once, is locked too.
+    assert fake.calls("cuMemHostRegister_v2") == [f"cuMemHostRegister_v2 {size * 4}"] * 2
+
+
+def test_never_locks_nothing(fake: Fake) -> None:
+    fake.set("DHIR_GPU_PIN", "never")
+    _run_steps()
+    assert fake.counts()[0]["pins"] == 0
+    assert fake.calls("cuMemHostRegister_v2") == []
+
+
+def test_allocations_are_locked_only_always_and_unlocked_with_their_buffer(fake: Fake) -> None:
+    _run_steps(local=True)
+    assert fake.counts()[0]["pins"] == 1  # %a only: %l does not last the run
+    fake.log.unlink()
+    fake.stats.unlink()
+    fake.set("DHIR_GPU_PIN", "always")
+    _run_steps(local=True)
+    # %a once for the run, %l on each step while its device buffer lives.
+    assert fake.counts()[0]["pins"] == 1 + 3
+    assert len(fake.calls("cuMemHostUnregister")) == 1 + 3
+
+
+def test_a_refused_lock_leaves_the_copies_pageable(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_FAIL", "cuMemHostRegister_v2")
+    _run_steps()
+    assert fake.counts()[0]["pins"] == 0
+    assert len(fake.calls("cuMemHostRegister_v2")) == 2  # each tried once
+    assert fake.calls("cuMemHostUnregister") == []
+
+
+def test_a_bad_pin_setting_is_a_clear_error(fake: Fake) -> None:
+    fake.set("DHIR_GPU_PIN", "sometimes")
+    with pytest.raises(DhirError, match="DHIR_GPU_PIN=sometimes: expected auto, always or never"):
+        _run_steps()

@@ -6,12 +6,19 @@
 // A whole build's view: the copies sit inside the GPU task's branch, between the
 // messages lower-to-mpi adds.
 // RUN: dhir-opt %s -p 'dhir-place{ranks=1},dhir-gpu-data{ranks=1},dhir-lower-to-mpi{ranks=1}' | filecheck %s --check-prefix=LOWERED
+// Each device buffer is paired with its host memref; given the entry, its arguments are
+// paired as lasting the whole run (the runtime may page-lock them) and unlocked before
+// the entry returns.
+// RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=1 entry=main}' | filecheck %s --check-prefix=ENTRY
 
 // CHECK:      memref.global "private" constant @dhir_gpu_task_name0 : memref<{{[0-9]+}}xi8>
 // CHECK-LABEL: func.func @main(%a: memref<16xf32>, %b: memref<16xf32>)
 // CHECK:        func.call @dhir_rt_gpu_task(%{{.*}}) : (i64) -> ()
 // CHECK-NEXT:   %a_dev0 = gpu.alloc () {dhir.device_buffer} : memref<16xf32>
 // CHECK-NEXT:   %b_dev0 = gpu.alloc () {dhir.device_buffer} : memref<16xf32>
+// CHECK:        %[[NO:.*]] = arith.constant 0 : i64
+// CHECK-NEXT:   func.call @dhir_rt_gpu_pair(%{{.*}}, %{{.*}}, %[[NO]]) : (i64, i64, i64) -> ()
+// CHECK:        func.call @dhir_rt_gpu_pair(
 // CHECK-NEXT:   dhir.schedule %a, %b {
 // CHECK:          %t0 = dhir.task %cpu, %a {
 // CHECK-NOT:        gpu.memcpy
@@ -32,6 +39,19 @@
 // CHECK-NEXT:   gpu.dealloc %b_dev0 : memref<16xf32>
 // CHECK-NEXT:   func.return
 // CHECK:      func.func private @dhir_rt_gpu_task(i64) -> ()
+// CHECK-NOT:  @dhir_rt_gpu_unpin_all
+
+// ENTRY:        %a_dev0 = gpu.alloc
+// ENTRY:        %[[DEV:.*]] = memref.extract_aligned_pointer_as_index %a_dev0
+// ENTRY-NEXT:   %[[D:.*]] = arith.index_cast %[[DEV]] : index to i64
+// ENTRY-NEXT:   %[[HOST:.*]] = memref.extract_aligned_pointer_as_index %a :
+// ENTRY-NEXT:   %[[H:.*]] = arith.index_cast %[[HOST]] : index to i64
+// ENTRY-NEXT:   %[[YES:.*]] = arith.constant 1 : i64
+// ENTRY-NEXT:   func.call @dhir_rt_gpu_pair(%[[D]], %[[H]], %[[YES]])
+// ENTRY:        gpu.dealloc %b_dev0 : memref<16xf32>
+// ENTRY-NEXT:   func.call @dhir_rt_gpu_unpin_all() : () -> ()
+// ENTRY-NEXT:   func.return
+// ENTRY:      func.func private @dhir_rt_gpu_unpin_all() -> ()
 
 // LOWERED-LABEL: func.func private @main.schedule0.part0
 // LOWERED:         gpu.memcpy %a_dev0, %a

@@ -9,6 +9,7 @@
 // CHECK:         %a_dev1, %b_dev1 = scf.if %gpu_on1 -> (memref<64xi32>, memref<64xi32>) {
 // CHECK:           %[[A:.*]] = gpu.alloc () : memref<64xi32>
 // CHECK-NEXT:      %[[B:.*]] = gpu.alloc () : memref<64xi32>
+// CHECK-COUNT-2:   func.call @dhir_rt_gpu_pair
 // CHECK-NEXT:      scf.yield %[[A]], %[[B]] : memref<64xi32>, memref<64xi32>
 // CHECK-NEXT:    } else {
 // CHECK-NEXT:      scf.yield %a, %b : memref<64xi32>, memref<64xi32>
