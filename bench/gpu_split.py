@@ -18,11 +18,11 @@ rates makes) first.
 Each time is the entry's own (MPI_Wtime on rank 0 around the loop, results gathered
 included), per iteration: (time of 1 + N iterations - time of 1) / N, medians of
 `--repeats`, so start-up, CUDA's first-use costs and file I/O are left out. Each line is
-printed as soon as it is measured; variants not started within `--budget` seconds are
-skipped. Every iteration of the GPU task copies its data in and out, as a task run once
-does. `run` checks every result against the CPU alone's bit for bit (all are exact) and
-the gemm against NumPy. It needs Python with NumPy and dhir importable and the run-time
-libraries `tests/gpu_check.py build` copies into DIR/runtime.
+printed as soon as it is measured; variants not started within a kernel's share of
+`--budget` seconds are skipped. Every iteration of the GPU task copies its data in and out,
+as a task run once does. `run` checks every result against the CPU alone's bit for bit
+(all are exact) and the gemm against NumPy. It needs Python with NumPy and dhir importable
+and the run-time libraries `tests/gpu_check.py build` copies into DIR/runtime.
 """
 
 # ruff: noqa: E402
@@ -200,9 +200,11 @@ def run(directory: Path, runtime: Path | None, threads: int, repeats: int, budge
         os.environ["DHIR_MPICH_PREFIX"] = str(runtime / "mpich")
         os.environ["LD_LIBRARY_PATH"] = f"{runtime / 'lib'}:{runtime / 'mpich' / 'lib'}:{old}"
     entries = json.loads((directory / "manifest.json").read_text())
-    deadline = time.monotonic() + budget
+    end = time.monotonic() + budget
     failed = 0
-    for name in KERNELS:
+    for number, name in enumerate(KERNELS):
+        # Each kernel gets its share of what is left, so one slow kernel cannot starve the next.
+        deadline = time.monotonic() + (end - time.monotonic()) / (len(KERNELS) - number)
         mine = {e["stem"].split("-", 1)[1]: e for e in entries if e["kernel"] == name}
         print(f"\n## {name}: ms per iteration (median), GFLOP/s, faster device alone / this")
         times: dict[str, float] = {}
