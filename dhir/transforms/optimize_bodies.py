@@ -23,6 +23,9 @@ core's cache. A carried nest that cannot be vectorised along its columns (A x: t
 run along the rows) runs 8 rows' sums side by side instead. Every element still takes the
 same operations in the same order (`k` ascending, the expression as written), so the
 result is bit for bit the program's; columns and rows left over run the original loops.
+The blocks of rows (or, where column blocks run outer, of columns) write disjoint
+elements, so they run as `scf.parallel`: a rank's OpenMP threads share them (the row
+loop as written, `scf.for`, ran on one thread).
 Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix product
 calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
 """
@@ -156,10 +159,16 @@ def _in_row_blocks(
     middle(body, envs)
     for env in envs:
         _clone_into(body, ops[at + 1 :], env)
-    put(body, scf.YieldOp())
-    put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
+    put(block, _parallel(row.lb, i_end, step, body))
     insert_before(block, row)
     row.operands[0] = i_end
+
+
+def _parallel(lb: SSAValue, ub: SSAValue, step: SSAValue, body: Block) -> scf.ParallelOp:
+    """A loop over blocks of rows or columns that touch disjoint elements (the rows are
+    independent, checked; the columns always are): a rank's OpenMP threads share it."""
+    put(body, scf.ReduceOp())
+    return scf.ParallelOp([lb], [ub], [step], Region(body))
 
 
 def _row_envs(block: Block, i0: SSAValue, row_iv: SSAValue, rows: int) -> list[Env]:
@@ -750,16 +759,14 @@ class _Nest:
             widen.carried_kernel(envs)
         put(rows, scf.YieldOp())
         put(columns, scf.ForOp(first, i_end, rstep, [], Region(rows)))
-        put(columns, scf.YieldOp())
-        put(block, scf.ForOp(j_lb, j_end, cstep, [], Region(columns)))
+        put(block, _parallel(j_lb, j_end, cstep, columns))
         rest = Block(arg_types=[index])
         envs = _row_envs(rest, rest.args[0], _iv(row), self.rows)
         ubs = [self.bounds[1].at(rest, _scalar(_iv(row), env)) for env in envs]
         self._rest(
             rest, envs, ([j_lb] * len(envs), ubs), j_lb, _block_end(rest, j_lb, ubs[0], width)
         )
-        put(rest, scf.YieldOp())
-        put(block, scf.ForOp(row.lb, i_end, rstep, [], Region(rest)))
+        put(block, _parallel(row.lb, i_end, rstep, rest))
         put(block, self._row_loop([self.nest], (i_end, row.ub)))
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))

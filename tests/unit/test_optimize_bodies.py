@@ -246,16 +246,19 @@ def _decisions(text: str, bits: int = 512) -> list[str]:
     ranks=st.integers(1, 2),
     cpu=st.sampled_from(["native", "haswell", "x86-64"]),
     seed=st.integers(0, 2**16),
+    threads=st.sampled_from([1, 3]),
 )
-def test_optimized_nests_equal_the_interpreter(nest: Nest, ranks: int, cpu: str, seed: int) -> None:
+def test_optimized_nests_equal_the_interpreter(
+    nest: Nest, ranks: int, cpu: str, seed: int, threads: int
+) -> None:
     """Random nests (both forms, bounds, steps, expressions, statements around them, f32
     and f64, vectors of 128 to 512 bits): rewritten, and bit for bit what the interpreter
-    computes."""
+    computes, whether the rank's threads share the blocks or one runs them all."""
     text = nest.text()
     assert _decisions(text), "the generated nest must be one the optimizer rewrites"
     inputs = nest.inputs(seed)
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu)
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
     for expected, actual in zip(want, got):
         np.testing.assert_array_equal(actual, expected)
 
@@ -680,9 +683,10 @@ def sums(draw: st.DrawFn) -> Sums:
     ranks=st.integers(1, 2),
     cpu=st.sampled_from(["native", "haswell"]),
     seed=st.integers(0, 2**16),
+    threads=st.sampled_from([1, 3]),
 )
 def test_row_sums_and_single_rows_equal_the_interpreter(
-    nest: Sums, ranks: int, cpu: str, seed: int
+    nest: Sums, ranks: int, cpu: str, seed: int, threads: int
 ) -> None:
     """Sums along rows (run 8 rows side by side) and along columns (a nest in no row loop,
     vectorised along i): rewritten, and bit for bit the interpreter's."""
@@ -691,7 +695,7 @@ def test_row_sums_and_single_rows_equal_the_interpreter(
     assert decision.done, decision.text
     inputs = nest.inputs(seed)
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu)
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
     for expected, actual in zip(want, got):
         np.testing.assert_array_equal(actual, expected)
 
