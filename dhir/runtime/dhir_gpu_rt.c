@@ -72,6 +72,7 @@ static struct {
   CUresult (*EventDestroy)(CUevent);
   CUresult (*EventSynchronize)(CUevent);
   CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent); /* optional: the trace's GPU track */
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemAllocManaged)(CUdeviceptr *, size_t, unsigned);
   CUresult (*MemFree)(CUdeviceptr);
@@ -172,6 +173,105 @@ static void print_stats(void) {
   fputs(line, out);
   if (out != stderr)
     fclose(out);
+}
+
+/* --- the trace's GPU track ----------------------------------------------------------- */
+
+/* Under `dhir run --trace`, each kernel and copy is bracketed by two CUDA events on its
+   stream; once the host has waited for the stream, their times, measured on the GPU from
+   an anchor event whose moment on the trace's clock is known, go to the trace
+   (dhir_rt_trace_gpu). The anchor is read right after the host waited for it, so the GPU
+   track may sit a few microseconds early against the host's. */
+
+typedef struct {
+  CUstream stream;
+  CUevent begin, end;
+  const char *kernel; /* NULL for a copy */
+  int direction;
+  size_t bytes;
+} Timed;
+
+static bool timing = false;
+static CUevent anchor;
+static int64_t anchor_ns;
+static Timed *timed;
+static size_t timed_count, timed_room;
+
+static void start_timing(void) {
+  if (!dhir_rt_tracing() || cu.EventElapsedTime == NULL)
+    return;
+  check(cu.EventCreate(&anchor, 0), "cuEventCreate");
+  check(cu.EventRecord(anchor, NULL), "cuEventRecord");
+  check(cu.EventSynchronize(anchor), "cuEventSynchronize");
+  anchor_ns = dhir_rt_trace_clock();
+  timing = true;
+}
+
+static CUevent mark(CUstream stream) {
+  CUevent event = NULL;
+  check(cu.EventCreate(&event, 0), "cuEventCreate");
+  check(cu.EventRecord(event, stream), "cuEventRecord");
+  return event;
+}
+
+static int64_t moment(CUevent event) {
+  float ms = 0;
+  check(cu.EventElapsedTime(&ms, anchor, event), "cuEventElapsedTime");
+  return anchor_ns + (int64_t)((double)ms * 1e6);
+}
+
+static void keep_timed(Timed entry) {
+  if (timed_count == timed_room) {
+    timed_room = timed_room ? 2 * timed_room : 64;
+    timed = realloc(timed, timed_room * sizeof *timed);
+    if (timed == NULL)
+      dhir_rt_fatal("out of host memory");
+  }
+  timed[timed_count++] = entry;
+}
+
+/* After the host waited for `stream`: its timed work goes to the trace. */
+static void settle(CUstream stream) {
+  size_t kept = 0;
+  for (size_t i = 0; i < timed_count; ++i) {
+    Timed *entry = &timed[i];
+    if (entry->stream != stream) {
+      timed[kept++] = *entry;
+      continue;
+    }
+    dhir_rt_trace_gpu(moment(entry->begin), moment(entry->end), entry->kernel, entry->direction,
+                      (int64_t)entry->bytes);
+    check(cu.EventDestroy(entry->begin), "cuEventDestroy");
+    check(cu.EventDestroy(entry->end), "cuEventDestroy");
+  }
+  timed_count = kept;
+}
+
+/* Kernels by function, for their names in the trace. */
+static struct {
+  CUfunction function;
+  char *name;
+} *kernels;
+static size_t kernel_count, kernel_room;
+
+static const char *kernel_name(CUfunction function) {
+  for (size_t i = 0; i < kernel_count; ++i)
+    if (kernels[i].function == function)
+      return kernels[i].name;
+  return "kernel";
+}
+
+static void name_kernel(CUfunction function, const char *name) {
+  if (!timing)
+    return;
+  if (kernel_count == kernel_room) {
+    kernel_room = kernel_room ? 2 * kernel_room : 16;
+    kernels = realloc(kernels, kernel_room * sizeof *kernels);
+    if (kernels == NULL)
+      dhir_rt_fatal("out of host memory");
+  }
+  kernels[kernel_count].function = function;
+  kernels[kernel_count++].name = strdup(name);
 }
 
 /* --- the driver --------------------------------------------------------------------- */
@@ -278,11 +378,13 @@ static void start(void) {
   RESOLVE(MemcpyAsync, "cuMemcpyAsync");
   RESOLVE(MemsetD32Async, "cuMemsetD32Async");
   RESOLVE(MemsetD16Async, "cuMemsetD16Async");
+  *(void **)&cu.EventElapsedTime = symbol(library, "cuEventElapsedTime", false);
   *(void **)&cu.MemHostRegister = symbol(library, "cuMemHostRegister_v2", false);
   *(void **)&cu.MemHostUnregister = symbol(library, "cuMemHostUnregister", false);
   check(cu.Init(0), "cuInit");
   choose_device();
   ready = true;
+  start_timing();
   atexit(print_stats);
 }
 
@@ -352,6 +454,7 @@ void *mgpuModuleGetFunction(void *handle, const char *name) {
     load(binary);
   CUfunction function = NULL;
   check(cu.ModuleGetFunction(&function, binary->module, name), "cuModuleGetFunction");
+  name_kernel(function, name);
   return function;
 }
 
@@ -363,10 +466,13 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y, intptr_t
   if (grid_x < 1 || grid_y < 1 || grid_z < 1 || block_x < 1 || block_y < 1 || block_z < 1)
     return; /* an empty loop: nothing to run (the driver would reject a zero-sized grid) */
   ++stats.launches;
+  CUevent begin = timing ? mark(stream) : NULL;
   check(cu.LaunchKernel(function, (unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z,
                         (unsigned)block_x, (unsigned)block_y, (unsigned)block_z,
                         (unsigned)shared_bytes, stream, params, extra),
         "cuLaunchKernel");
+  if (timing)
+    keep_timed((Timed){stream, begin, mark(stream), kernel_name(function), 0, 0});
 }
 
 /* --- streams and events ------------------------------------------------------------- */
@@ -387,14 +493,22 @@ void *mgpuStreamCreate(void) {
 void mgpuStreamSynchronize(void *stream) {
   start();
   check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  if (timing)
+    settle(stream);
 }
 
 void mgpuStreamDestroy(void *stream) {
   start();
   if (pooled < (int)(sizeof pool / sizeof *pool)) {
     check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+    if (timing)
+      settle(stream);
     pool[pooled++] = stream;
     return;
+  }
+  if (timing) {
+    check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+    settle(stream);
   }
   check(cu.StreamDestroy(stream), "cuStreamDestroy");
 }
@@ -603,9 +717,17 @@ void mgpuMemcpy(void *destination, void *source, size_t bytes, void *stream) {
     before_copy((uintptr_t)source, (uintptr_t)destination);
   ++stats.copies[direction];
   stats.bytes[direction] += (long long)bytes;
+  CUevent begin = timing ? mark(stream) : NULL;
   check(cu.MemcpyAsync((CUdeviceptr)(uintptr_t)destination, (CUdeviceptr)(uintptr_t)source,
                        bytes, stream),
         "cuMemcpyAsync");
+  if (timing) {
+    keep_timed((Timed){stream, begin, mark(stream), NULL, direction, bytes});
+    if (stream == NULL) { /* the legacy stream: nothing waits for it by name */
+      check(cu.StreamSynchronize(NULL), "cuStreamSynchronize");
+      settle(NULL);
+    }
+  }
 }
 
 /* A copy of a row view (dhir-gpu-row-copies): addresses as integers, since MLIR 22 does

@@ -352,10 +352,20 @@ static int64_t now_ns(void) {
  * start and end, in ns of CLOCK_MONOTONIC from a common origin (the end of a barrier at
  * start, so ranks on other hosts line up to within that barrier's skew), and writes them
  * to <dir>/rank<R>.trace as it finalizes: a line "T id name<TAB>location" per task of the
- * table, then "E kind begin end id peer bytes tag" per event (kind: 0 a task, 1-6 the
- * CALL_ kinds, 7 an isend, 8 an input read, 9 a result write). dhir/toolchain/trace.py
- * turns them into one Chrome trace. Off, each hook costs one test of `tracing`. */
-enum { TRACE_TASK = 0, TRACE_ISEND = 7, TRACE_READ = 8, TRACE_WRITE = 9 };
+ * table, a line "K id name" per kernel the rank's GPU ran, then "E kind begin end id peer
+ * bytes tag" per event (kind: 0 a task, 1-6 the CALL_ kinds, 7 an isend, 8 an input read,
+ * 9 a result write, 10 a kernel (id: its name's), 11 a copy on the GPU (peer: 0 host to
+ * device, 1 device to host, 2 device to device), both timed on the GPU by the GPU
+ * runtime). dhir/toolchain/trace.py turns them into one Chrome trace. Off, each hook costs
+ * one test of `tracing`. */
+enum {
+  TRACE_TASK = 0,
+  TRACE_ISEND = 7,
+  TRACE_READ = 8,
+  TRACE_WRITE = 9,
+  TRACE_KERNEL = 10,
+  TRACE_COPY = 11
+};
 typedef struct {
   int64_t kind, begin, end, id, peer, bytes, tag;
 } trace_event;
@@ -409,6 +419,40 @@ static void trace_span(int64_t kind, int64_t begin, int64_t id, int64_t peer, in
   trace_keep((trace_event){kind, begin, trace_now(), id, peer, bytes, tag});
 }
 
+/* The GPU runtime's side (dhir_rt.h). */
+static char **kernel_names = NULL;
+static int64_t kernel_count = 0, kernel_room = 0;
+
+int dhir_rt_tracing(void) { return tracing; }
+
+int64_t dhir_rt_trace_clock(void) { return trace_now(); }
+
+static int64_t kernel_id(const char *name) {
+  for (int64_t k = 0; k < kernel_count; ++k)
+    if (strcmp(kernel_names[k], name) == 0)
+      return k;
+  if (kernel_count == kernel_room) {
+    kernel_room = kernel_room ? 2 * kernel_room : 16;
+    kernel_names = realloc(kernel_names, (size_t)kernel_room * sizeof *kernel_names);
+    if (kernel_names == NULL)
+      dhir_rt_fatal("the trace: cannot keep %lld kernel names", (long long)kernel_room);
+  }
+  kernel_names[kernel_count] = strdup(name);
+  if (kernel_names[kernel_count] == NULL)
+    dhir_rt_fatal("the trace: cannot keep a kernel name");
+  return kernel_count++;
+}
+
+void dhir_rt_trace_gpu(int64_t begin, int64_t end, const char *kernel, int64_t direction,
+                       int64_t bytes) {
+  if (!tracing)
+    return;
+  if (kernel != NULL)
+    trace_keep((trace_event){TRACE_KERNEL, begin, end, kernel_id(kernel), -1, 0, -1});
+  else
+    trace_keep((trace_event){TRACE_COPY, begin, end, -1, direction, bytes, -1});
+}
+
 /* Collective: rank 0's DHIR_TRACE_DIR decides for every rank. */
 static void start_trace(void) {
   const char *dir = world_rank == 0 ? getenv("DHIR_TRACE_DIR") : NULL;
@@ -440,6 +484,8 @@ static void write_trace(void) {
     fprintf(file, "T %lld %.*s\n", (long long)id, (int)length, line);
     line += length + (end != NULL);
   }
+  for (int64_t k = 0; k < kernel_count; ++k)
+    fprintf(file, "K %lld %s\n", (long long)k, kernel_names[k]);
   for (int64_t k = 0; k < trace_used; ++k) {
     trace_event *e = &trace_log[k];
     fprintf(file, "E %lld %lld %lld %lld %lld %lld %lld\n", (long long)e->kind,

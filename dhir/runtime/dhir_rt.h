@@ -51,6 +51,15 @@ void dhir_rt_task_leave(int64_t id);
  * ("name<TAB>location"), written to this rank's state file. */
 void dhir_rt_track(const char *table);
 
+/* For the GPU runtime (dhir_gpu_rt.c): whether this run keeps a trace (dhir run --trace),
+ * its clock (ns from the ranks' common origin), and an event of the rank's GPU from `begin`
+ * to `end` on that clock: the kernel named `kernel`, or (NULL) a copy of `bytes` in
+ * `direction` (0 host to device, 1 device to host, 2 device to device). */
+int dhir_rt_tracing(void);
+int64_t dhir_rt_trace_clock(void);
+void dhir_rt_trace_gpu(int64_t begin, int64_t end, const char *kernel, int64_t direction,
+                       int64_t bytes);
+
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
 _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

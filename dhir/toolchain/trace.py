@@ -5,7 +5,9 @@ chrome://tracing open.
 Each rank is a process ("rank R") with three tracks: its tasks (each run of a task, under
 its name, with its location and how many times it had run before in `args`), its MPI calls
 (sends, receives, waits, broadcasts, gathers, barriers, with the peer rank and bytes) and
-its I/O (reading each input, writing each result). A message is also an arrow from the
+its I/O (reading each input, writing each result); a rank that used its GPU has a fourth,
+"GPU": each kernel under its name and each copy with its direction and bytes, as the GPU
+timed them. A message is also an arrow from the
 send (blocking or not) to the receive that took it: the k-th send from rank A to rank B
 with tag T meets the k-th receive on B from A with tag T, as MPI's ordering promises.
 Times are microseconds from the barrier every rank passed at start.
@@ -13,14 +15,14 @@ Times are microseconds from the barrier every rank passed at start.
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.render import Arrow
 
-TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE = range(10)
+TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE, KERNEL, COPY = range(12)
 _CALLS = {
     RECV: "recv",
     SEND: "send",
@@ -32,6 +34,8 @@ _CALLS = {
 }
 _PEER_WORD = {RECV: "from", SEND: "to", ISEND: "to"}
 _TRACKS = {"tasks": 0, "MPI": 1, "I/O": 2}
+GPU_TRACK = 3
+_DIRECTIONS = ("h2d", "d2h", "d2d")  # a copy's peer field
 
 
 @dataclass(frozen=True)
@@ -51,20 +55,25 @@ class RankTrace:
     rank: int
     tasks: dict[int, tuple[str, ...]]  # id -> (name, location, schedule, device kind)
     events: list[Event]
+    kernels: dict[int, str] = field(default_factory=dict)  # id -> a GPU kernel's name
 
 
 def read_rank(path: Path, rank: int) -> RankTrace:
     """One rank's `rank<R>.trace`."""
     tasks: dict[int, tuple[str, ...]] = {}
+    kernels: dict[int, str] = {}
     events: list[Event] = []
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith("T "):
             _, number, rest = line.split(" ", 2)
             tasks[int(number)] = tuple(rest.split("\t"))
+        elif line.startswith("K "):
+            _, number, name = line.split(" ", 2)
+            kernels[int(number)] = name
         elif line.startswith("E "):
             values = [int(v) for v in line.split()[1:]]
             events.append(Event(rank, *values))
-    return RankTrace(rank, tasks, events)
+    return RankTrace(rank, tasks, events, kernels)
 
 
 def read_ranks(directory: Path, ranks: int) -> list[RankTrace]:
@@ -90,6 +99,8 @@ def chrome_trace(traces: list[RankTrace]) -> dict[str, object]:
         out.append(_meta("process_sort_index", trace.rank, 0, trace.rank))
         for track, tid in _TRACKS.items():
             out.append(_meta("thread_name", trace.rank, tid, track))
+        if any(e.kind in (KERNEL, COPY) for e in trace.events):
+            out.append(_meta("thread_name", trace.rank, GPU_TRACK, "GPU"))
         runs: dict[int, int] = defaultdict(int)
         for event in trace.events:
             out.append(_complete(event, trace, runs))
@@ -169,6 +180,13 @@ def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str,
         args |= {k: v for k, v in zip(("location", "schedule", "device"), more, strict=False) if v}
         runs[event.id] += 1
         return {**base, "name": name, "cat": "task", "tid": _TRACKS["tasks"], "args": args}
+    if event.kind == KERNEL:
+        name = trace.kernels.get(event.id, f"kernel {event.id}")
+        return {**base, "name": name, "cat": "gpu", "tid": GPU_TRACK, "args": {}}
+    if event.kind == COPY:
+        direction = _DIRECTIONS[event.peer] if 0 <= event.peer < 3 else "copy"
+        args = {"bytes": event.bytes, "direction": direction}
+        return {**base, "name": f"copy {direction}", "cat": "gpu", "tid": GPU_TRACK, "args": args}
     if event.kind in (READ, WRITE):
         what = "read input" if event.kind == READ else "write result"
         args = {"argument": event.id}

@@ -78,6 +78,10 @@ from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
 from dhir.transforms.building import rows_view
+from dhir.transforms.instrument import BEGIN as TASK_BEGIN
+from dhir.transforms.instrument import END as TASK_END
+from dhir.transforms.track_tasks import ENTER as TASK_ENTER
+from dhir.transforms.track_tasks import LEAVE as TASK_LEAVE
 
 TASK_HOOK = "dhir_rt_gpu_task"
 PAIR_HOOK = "dhir_rt_gpu_pair"
@@ -357,15 +361,11 @@ class _ScheduleData:
         rows = facts.rows or {}
         for m in plan.copy_in.get(k, []):
             start += _copy(mine[m], m, rows[m].copy_in if m in rows else None)
-        first = block.first_op
-        assert first is not None  # at least the terminator
+        first, last = _inside_hooks(block)
         block.insert_ops_before(start, first)
-        terminator = block.last_op
-        assert terminator is not None
         for m in plan.copy_out.get(k, []):
-            block.insert_ops_before(
-                _copy(m, mine[m], rows[m].copy_out if m in rows else None), terminator
-            )
+            copy = _copy(m, mine[m], rows[m].copy_out if m in rows else None)
+            block.insert_ops_before(copy, last)
 
     def _before_schedule(self, ops: Iterable[Operation]) -> None:
         parent = self.schedule.parent
@@ -426,6 +426,36 @@ def described_gpus(module: ModuleOp, ranks: int) -> dict[int, int]:
             gpus = [d.name for d in node.devices if d.kind == DeviceKind.GPU]
             numbers[rank] = gpus.index(device.name)
     return numbers
+
+
+def _inside_hooks(block: Block) -> tuple[Operation, Operation]:
+    """Where a GPU task's copies go: after the calls that open its body (dhir-track-tasks,
+    dhir-instrument) and before those that close it, so that the task's time in a trace or
+    a profile includes them; the ops to insert before."""
+    ops = list(block.ops)
+    start = 0
+    while start < len(ops) and _opens(ops[start]):
+        start += 1
+    end = len(ops) - 1  # the terminator
+    while end > start and _calls(ops[end - 1], _CLOSING):
+        end -= 1
+    return ops[start], ops[end]
+
+
+_OPENING = (TASK_ENTER, TASK_BEGIN)
+_CLOSING = (TASK_LEAVE, TASK_END)
+
+
+def _opens(op: Operation) -> bool:
+    """A hook's call, or the task number it takes."""
+    if isinstance(op, arith.ConstantOp):
+        users = [use.operation for use in op.result.uses]
+        return bool(users) and all(_calls(u, _OPENING + _CLOSING) for u in users)
+    return _calls(op, _OPENING)
+
+
+def _calls(op: Operation, callees: tuple[str, ...]) -> bool:
+    return isinstance(op, func.CallOp) and op.callee.string_value() in callees
 
 
 def _entry_function(module: ModuleOp, name: str | None) -> func.FuncOp | None:

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -204,10 +205,27 @@ CUresult cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
   (void)stream, (void)event, (void)flags;
   return OK;
 }
-CUresult cuEventCreate(void **event, unsigned flags) { (void)flags; *event = malloc(1); return OK; }
+/* An event is the host time it was recorded at (copies and launches are synchronous here). */
+CUresult cuEventCreate(void **event, unsigned flags) {
+  (void)flags;
+  *event = calloc(1, sizeof(double));
+  return *event ? OK : OUT_OF_MEMORY;
+}
 CUresult cuEventDestroy_v2(void *event) { free(event); return OK; }
 CUresult cuEventSynchronize(void *event) { (void)event; return OK; }
-CUresult cuEventRecord(void *event, void *stream) { (void)event, (void)stream; return OK; }
+CUresult cuEventRecord(void *event, void *stream) {
+  (void)stream;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  *(double *)event = (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6;
+  return OK;
+}
+
+CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+  ENTER("cuEventElapsedTime");
+  *ms = (float)(*(double *)end - *(double *)start);
+  return OK;
+}
 
 /* --- memory ------------------------------------------------------------------------- */
 

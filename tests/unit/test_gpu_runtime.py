@@ -3,6 +3,7 @@
 these tests check the host side (driver loading, device choice, allocations, copies and
 their count, launches, error messages), not what kernels compute."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -380,3 +381,30 @@ def test_a_bad_pin_setting_is_a_clear_error(fake: Fake) -> None:
     fake.set("DHIR_GPU_PIN", "sometimes")
     with pytest.raises(DhirError, match="DHIR_GPU_PIN=sometimes: expected auto, always or never"):
         _run_steps()
+
+
+# --- the trace's GPU track -----------------------------------------------------------
+
+
+def test_the_trace_shows_what_the_gpu_ran_inside_its_task(fake: Fake, tmp_path: Path) -> None:
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    trace = tmp_path / "trace.json"
+    dhir.run(_chain(1), a, b, ranks=2, placement="round-robin", timeout=120, trace=trace)
+    events = json.loads(trace.read_text())["traceEvents"]
+    tracks = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
+    assert (1, "GPU") in tracks and (0, "GPU") not in tracks
+    gpu = [e for e in events if e.get("cat") == "gpu"]
+    copies = sorted((e["args"]["direction"], e["args"]["bytes"]) for e in gpu if e["args"])
+    assert [e["name"] for e in gpu if not e["args"]] == ["task0_kernel0"]
+    assert copies == [("d2h", 256), ("h2d", 256), ("h2d", 256)]
+    (task,) = [e for e in events if e.get("cat") == "task" and e["pid"] == 1]
+    # The host waits for the GPU before the task ends: its GPU work lies within it.
+    for e in gpu:
+        assert e["pid"] == 1 and e["tid"] == 3 and e["dur"] >= 0
+        assert task["ts"] - 50 <= e["ts"] and e["ts"] + e["dur"] <= task["ts"] + task["dur"] + 50
+
+
+def test_no_trace_times_nothing_on_the_gpu(fake: Fake) -> None:
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    _run(_chain(1), a, b)
+    assert fake.calls("cuEventElapsedTime") == []
