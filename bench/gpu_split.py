@@ -8,12 +8,14 @@ each a task bound to `{kind = "any"}` that an entry runs ITERS times.
         [--budget 240]                                           # there
 
 `build` makes, per kernel: the task on the GPU alone (1 rank), on the CPU alone (1 rank,
-OpenMP threads), and split over 2 ranks (rank 0 the CPU, rank 1 the GPU) by machine
+OpenMP threads), the task whole on each device of the split's 2 ranks (`gpu2r`, `cpu2r`:
+what placement could do instead of splitting, paying the same messages after the
+schedule), and split over 2 ranks (rank 0 the CPU, rank 1 the GPU) by machine
 descriptions that give the GPU each share in `--shares` of the rates. The split's sizes
 are fixed when it is built, and this machine has no GPU to measure, so several shares are
 built; `run` measures both devices alone first, then the built shares nearest the one
 their times call for (t_cpu / (t_cpu + t_gpu): the split a description with measured
-rates makes) first.
+rates makes) first, the 2-rank devices right after the first split.
 
 Each time is the entry's own (MPI_Wtime on rank 0 around the loop, results gathered
 included), per iteration: (time of 1 + N iterations - time of 1) / N, medians of
@@ -133,13 +135,21 @@ def _system(share: float, arch: str) -> System:
     return System((Node("node", (cpu, gpu)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
 
 
-def _variants(shares: list[float], arch: str) -> list[tuple[str, str, int, float | None]]:
-    """(stem suffix, target kind, ranks, GPU share) of each build of a kernel."""
-    out: list[tuple[str, str, int, float | None]] = [
-        ("gpu", "gpu", 1, None),
-        ("cpu", "cpu", 1, None),
+Variant = tuple[str, str, int, float | None, int | None]
+
+
+def _variants(shares: list[float]) -> list[Variant]:
+    """(stem suffix, target kind, ranks, GPU share, rank the task is pinned to) of each
+    build of a kernel: each device alone on 1 rank, then on the split's 2 ranks (the task
+    whole on the GPU's rank or the CPU's: what placement could do instead of splitting,
+    paying the same messages after the schedule), then the splits."""
+    out: list[Variant] = [
+        ("gpu", "gpu", 1, None, None),
+        ("cpu", "cpu", 1, None, None),
+        ("gpu2r", "gpu", 2, 0.5, 1),
+        ("cpu2r", "cpu", 2, 0.5, 0),
     ]
-    out += [(f"split{round(s * 100)}", "any", 2, s) for s in shares]
+    out += [(f"split{round(s * 100)}", "any", 2, s, None) for s in shares]
     return out
 
 
@@ -147,10 +157,13 @@ def build(directory: Path, cpu: str, arch: str, shares: list[float]) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     built = []
     for name, text in KERNELS.items():
-        for suffix, kind, ranks, share in _variants(shares, arch):
+        for suffix, kind, ranks, share, rank in _variants(shares):
             program = text.replace("TARGET", kind)
             if kind == "gpu":
                 program = program.replace('{kind = "gpu"}', f'{{arch = "{arch}"}}')
+            if rank is not None:
+                pin = f'attributes {{dhir.rank = {rank} : i64, name = "'
+                program = program.replace('attributes {name = "', pin)
             module = parse_string(program, f"{name}.mlir")
             if share is not None:
                 attach(module, _system(share, arch))
@@ -229,11 +242,14 @@ def _order(variants: dict[str, dict], times: dict[str, float]) -> Iterator[str]:
     two devices' measured times call for first (`times` fills in as they run)."""
     yield from ("cpu", "gpu")
     splits = [k for k in variants if k.startswith("split")]
+    later = [k for k in ("gpu2r", "cpu2r") if k in variants]
     while splits:
         share = _share(times)
         chosen = min(splits, key=lambda k: abs(int(k.removeprefix("split")) / 100 - share))
         splits.remove(chosen)
         yield chosen
+        yield from later  # after the split the times call for: the fair comparison
+        later = []
 
 
 def _share(times: dict[str, float]) -> float:
@@ -248,9 +264,10 @@ def _line(name: str, suffix: str, times: dict[str, float], note: str) -> None:
     best = min(times.get("cpu", seconds), times.get("gpu", seconds))
     extra = ""
     if suffix == "gpu":
-        extra = (
-            f"  (GPU share the measured rates call for: {times['cpu'] / sum(times.values()):.2f})"
-        )
+        extra = f"  (GPU share the measured rates call for: {_share(times):.2f})"
+    on_two = [times[k] for k in ("gpu2r", "cpu2r") if k in times]
+    if suffix.startswith("split") and on_two:
+        extra = f"  ({min(on_two) / seconds:.2f}x the faster device alone on the same 2 ranks)"
     print(
         f"{suffix:>9}{seconds * 1e3:10.2f}{FLOPS[name] / seconds / 1e9:9.1f}"
         f"{best / seconds:8.2f}x{extra}{note}",
