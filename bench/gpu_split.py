@@ -9,9 +9,9 @@ each a task bound to `{kind = "any"}` that an entry runs ITERS times.
 
 `build` makes, per kernel: the task on the GPU alone (1 rank), on the CPU alone (1 rank,
 OpenMP threads), the task whole on each device of the split's 2 ranks (`gpu2r`, `cpu2r`:
-what placement could do instead of splitting, paying the same messages after the
-schedule), and split over 2 ranks (rank 0 the CPU, rank 1 the GPU) by machine
-descriptions that give the GPU each share in `--shares` of the rates. The split's sizes
+what placement could do instead of splitting, with the messages it needs), and split
+over 2 ranks (rank 0 the CPU, rank 1 the GPU) by machine descriptions that give the GPU
+each share in `--shares` of the rates. The split's sizes
 are fixed when it is built, and this machine has no GPU to measure, so several shares are
 built; `run` measures both devices alone first, then the built shares nearest the one
 their times call for (t_cpu / (t_cpu + t_gpu): the split a description with measured
@@ -141,8 +141,8 @@ Variant = tuple[str, str, int, float | None, int | None]
 def _variants(shares: list[float]) -> list[Variant]:
     """(stem suffix, target kind, ranks, GPU share, rank the task is pinned to) of each
     build of a kernel: each device alone on 1 rank, then on the split's 2 ranks (the task
-    whole on the GPU's rank or the CPU's: what placement could do instead of splitting,
-    paying the same messages after the schedule), then the splits."""
+    whole on the GPU's rank or the CPU's: what placement could do instead of splitting),
+    then the splits."""
     out: list[Variant] = [
         ("gpu", "gpu", 1, None, None),
         ("cpu", "cpu", 1, None, None),
