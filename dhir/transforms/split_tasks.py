@@ -29,16 +29,21 @@ pass's `pieces` (default: `ranks`, and then only in schedules with fewer indepen
 than ranks: a schedule cut into enough tasks by hand, or a hand-split stencil, keeps
 them). With a machine description in the module and as many pieces as ranks, pieces are
 sized by the compute rate of each rank's device that can run the task (its peak GFLOP/s
-over the ranks sharing it); otherwise they are even.
+over the ranks sharing it); otherwise they are even. A share is of work, not of
+iterations, where the iterations of a loop with constant bounds do unequal work that is
+known: inner `scf.for` loops whose bounds depend on the outer variable alone (a triangle,
+`for j in [0, i + 1)`, is cut at about n / sqrt(2) in two); else of iterations.
 
 Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is how
 `dhir.ir.tasks.task_ids` names them (`main.schedule0.task3.piece1`).
 """
 
+import bisect
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -52,7 +57,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -411,9 +416,54 @@ def _piece_slots(loop: Operation, weights: Sequence[int]) -> dict[int, _Bounds] 
     if step <= 0:
         return None
     trips = max(0, -(-(high - low) // step))
-    edges = [low + step * int(trips * c) for c in cuts]
+    work = _iteration_work(loop, range(low, high, step)) if trips <= MAX_WEIGHED else None
+    if work is None:
+        edges = [low + step * int(trips * c) for c in cuts]
+    else:
+        done = list(itertools.accumulate(work, initial=0))
+        edges = [low + step * bisect.bisect_left(done, c * done[-1]) for c in cuts]
     edges[-1] = max(high, low)
     return {k: (a, b) for k, (a, b) in enumerate(itertools.pairwise(edges)) if a < b}
+
+
+# Loops with more iterations are cut by iteration count: weighing each costs a walk.
+MAX_WEIGHED = 1 << 16
+
+
+def _iteration_work(loop: Operation, values: range) -> list[int] | None:
+    """How many innermost iterations each iteration of `loop` (an scf.for, or the first
+    dimension of an scf.parallel) runs, for the outer variable's `values`, when the loops
+    inside are scf.for loops whose bounds depend on that variable alone and the counts
+    differ (a triangle: `for j in [0, i + 1)`); else None, and the pieces are cut by
+    iteration count."""
+    if not isinstance(loop, scf.ForOp | scf.ParallelOp):
+        return None
+    inner = [op for op in loop.body.walk() if op is not loop and op.regions]
+    if not inner or not all(isinstance(op, scf.ForOp) and not op.iter_args for op in inner):
+        return None
+    iv, lifter = loop.body.block.args[0], Lifter()
+    work: list[int] = []
+    for value in values:
+        count = _block_work(loop.body.block, {iv: value}, lifter)
+        if count is None:
+            return None
+        work.append(count)
+    return work if len(set(work)) > 1 else None
+
+
+def _block_work(block: Block, env: dict[SSAValue, int], lifter: Lifter) -> int | None:
+    """1 for `block`'s own ops, plus each loop's trips times its body's work."""
+    total = 1
+    for op in block.ops:
+        if not isinstance(op, scf.ForOp):
+            continue
+        bounds = [lifter.constant(v, env) for v in (op.lb, op.ub, op.step)]
+        body = _block_work(op.body.block, env, lifter)
+        if body is None or None in bounds or bounds[2] <= 0:  # type: ignore[operator]
+            return None
+        lb, ub, step = cast(list[int], bounds)
+        total += max(0, -(-(ub - lb) // step)) * body
+    return total
 
 
 def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> None:

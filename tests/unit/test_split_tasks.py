@@ -17,6 +17,7 @@ from xdsl.dialects import arith, memref, scf
 
 import dhir
 from dhir import parse_string
+from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import task_regions
 from dhir.api import run_pipeline
 from dhir.cli.main import main
@@ -718,3 +719,54 @@ def test_an_integer_loop_splits_into_pieces_of_its_own_type(high: str, pieces: i
     rng = np.random.default_rng(3)
     inputs = [rng.integers(-9, 9, (ROWS, COLS)).astype(np.int32) for _ in range(2)] + [ROWS - 1]
     _same(_interp(split, inputs), _interp(text, inputs))
+
+
+TRIANGLE = """
+func.func @main(%c: memref<100x100xf64>) {
+  dhir.schedule %c {
+    %t = dhir.task target = "cpu", %c {
+      %z = arith.constant 0 : index
+      %u = arith.constant 1 : index
+      %n = arith.constant 100 : index
+      %x = arith.constant 2.0 : f64
+      scf.for %i = %z to %n step %u {
+        %end = arith.addi %i, %u : index
+        scf.for %j = %z to %end step %u {
+          %v = memref.load %c[%i, %j] : memref<100x100xf64>
+          %w = arith.mulf %v, %x : f64
+          memref.store %w, %c[%i, %j] : memref<100x100xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def _outer_ranges(text: str, ranks: int) -> list[tuple[int, int]]:
+    module = parse_string(text)
+    run_pipeline(module, f"dhir-split{{ranks={ranks}}}")
+    ranges = []
+    for task in (op for op in module.walk() if isinstance(op, TaskOp)):
+        loop = next(op for op in task.body.block.ops if isinstance(op, scf.ForOp))
+        ranges.append(tuple(Lifter().constant(v) for v in (loop.lb, loop.ub)))
+    return ranges  # type: ignore[return-value]
+
+
+def test_a_triangle_is_cut_into_pieces_of_equal_work() -> None:
+    # Row i does i + 1 iterations: the first half of the work ends at row 71, not 50.
+    assert _outer_ranges(TRIANGLE, 2) == [(0, 71), (71, 100)]
+    upper = TRIANGLE.replace("scf.for %j = %z to %end", "scf.for %j = %i to %n")
+    assert _outer_ranges(upper, 2) == [(0, 30), (30, 100)]
+    pieces = _outer_ranges(TRIANGLE, 4)
+    assert [b for _, b in pieces] == [50, 71, 87, 100]
+    c = np.arange(10_000, dtype=np.float64).reshape(100, 100)
+    module = parse_string(TRIANGLE)
+    run_pipeline(module, "dhir-split{ranks=3}")
+    _same(_interp(print_module(module), [c]), _interp(TRIANGLE, [c]))
+
+
+def test_a_rectangle_is_cut_by_iteration_count() -> None:
+    text = TRIANGLE.replace("scf.for %j = %z to %end", "scf.for %j = %z to %n")
+    assert _outer_ranges(text, 2) == [(0, 50), (50, 100)]
