@@ -416,18 +416,22 @@ def _piece_slots(loop: Operation, weights: Sequence[int]) -> dict[int, _Bounds] 
     if step <= 0:
         return None
     trips = max(0, -(-(high - low) // step))
-    work = _iteration_work(loop, range(low, high, step)) if trips <= MAX_WEIGHED else None
+    # Weighed at most WEIGHED iterations apart, each standing for the `every` from it.
+    every = -(-trips // WEIGHED) if trips else 1
+    work = _iteration_work(loop, range(low, high, step * every))
     if work is None:
         edges = [low + step * int(trips * c) for c in cuts]
     else:
-        done = list(itertools.accumulate(work, initial=0))
-        edges = [low + step * bisect.bisect_left(done, c * done[-1]) for c in cuts]
+        sizes = [min(every, trips - k * every) for k in range(len(work))]
+        done = list(itertools.accumulate((w * n for w, n in zip(work, sizes)), initial=0))
+        edges = [low + step * every * bisect.bisect_left(done, c * done[-1]) for c in cuts]
     edges[-1] = max(high, low)
+    edges = [min(e, max(high, low)) for e in edges]
     return {k: (a, b) for k, (a, b) in enumerate(itertools.pairwise(edges)) if a < b}
 
 
-# Loops with more iterations are cut by iteration count: weighing each costs a walk.
-MAX_WEIGHED = 1 << 16
+# Iterations weighed per loop (a walk each); more are weighed a block at a time.
+WEIGHED = 1024
 
 
 def _iteration_work(loop: Operation, values: range) -> list[int] | None:

@@ -767,6 +767,13 @@ def test_a_triangle_is_cut_into_pieces_of_equal_work() -> None:
     _same(_interp(print_module(module), [c]), _interp(TRIANGLE, [c]))
 
 
+def test_a_long_triangle_is_weighed_in_blocks() -> None:
+    rows = 1 << 16
+    text = TRIANGLE.replace("100x100", f"{rows}x8").replace("constant 100 :", f"constant {rows} :")
+    ((_, cut), _) = _outer_ranges(text, 2)
+    assert abs(cut - rows / 2**0.5) <= rows // 1024  # blocks of 64 rows
+
+
 def test_a_rectangle_is_cut_by_iteration_count() -> None:
     text = TRIANGLE.replace("scf.for %j = %z to %end", "scf.for %j = %z to %n")
     assert _outer_ranges(text, 2) == [(0, 50), (50, 100)]
