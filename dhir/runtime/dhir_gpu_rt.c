@@ -134,13 +134,19 @@ static bool on_device(const void *pointer) {
   return false;
 }
 
+/* `items` (holding `count`) with room for one more, twice as much as before when full. */
+static void *grow(void *items, size_t *capacity, size_t count, size_t size) {
+  if (count < *capacity)
+    return items;
+  *capacity = *capacity ? 2 * *capacity : 16;
+  items = realloc(items, *capacity * size);
+  if (items == NULL)
+    dhir_rt_fatal("out of host memory");
+  return items;
+}
+
 static void remember(void *pointer, size_t size) {
-  if (buffer_count == buffer_capacity) {
-    buffer_capacity = buffer_capacity ? 2 * buffer_capacity : 16;
-    buffers = realloc(buffers, buffer_capacity * sizeof *buffers);
-    if (buffers == NULL)
-      dhir_rt_fatal("out of host memory");
-  }
+  buffers = grow(buffers, &buffer_capacity, buffer_count, sizeof *buffers);
   buffers[buffer_count].start = (uintptr_t)pointer;
   buffers[buffer_count].size = size;
   ++buffer_count;
@@ -221,12 +227,7 @@ static int64_t moment(CUevent event) {
 }
 
 static void keep_timed(Timed entry) {
-  if (timed_count == timed_room) {
-    timed_room = timed_room ? 2 * timed_room : 64;
-    timed = realloc(timed, timed_room * sizeof *timed);
-    if (timed == NULL)
-      dhir_rt_fatal("out of host memory");
-  }
+  timed = grow(timed, &timed_room, timed_count, sizeof *timed);
   timed[timed_count++] = entry;
 }
 
@@ -264,12 +265,7 @@ static const char *kernel_name(CUfunction function) {
 static void name_kernel(CUfunction function, const char *name) {
   if (!timing)
     return;
-  if (kernel_count == kernel_room) {
-    kernel_room = kernel_room ? 2 * kernel_room : 16;
-    kernels = realloc(kernels, kernel_room * sizeof *kernels);
-    if (kernels == NULL)
-      dhir_rt_fatal("out of host memory");
-  }
+  kernels = grow(kernels, &kernel_room, kernel_count, sizeof *kernels);
   kernels[kernel_count].function = function;
   kernels[kernel_count++].name = strdup(name);
 }
@@ -499,18 +495,15 @@ void mgpuStreamSynchronize(void *stream) {
 
 void mgpuStreamDestroy(void *stream) {
   start();
-  if (pooled < (int)(sizeof pool / sizeof *pool)) {
+  bool kept = pooled < (int)(sizeof pool / sizeof *pool);
+  if (kept || timing)
     check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
-    if (timing)
-      settle(stream);
-    pool[pooled++] = stream;
-    return;
-  }
-  if (timing) {
-    check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  if (timing)
     settle(stream);
-  }
-  check(cu.StreamDestroy(stream), "cuStreamDestroy");
+  if (kept)
+    pool[pooled++] = stream;
+  else
+    check(cu.StreamDestroy(stream), "cuStreamDestroy");
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -592,16 +585,6 @@ static int pin_policy(void) {
       dhir_rt_fatal("DHIR_GPU_PIN=%s: expected auto, always or never", value);
   }
   return policy;
-}
-
-static void *grow(void *items, size_t *capacity, size_t count, size_t size) {
-  if (count < *capacity)
-    return items;
-  *capacity = *capacity ? 2 * *capacity : 16;
-  items = realloc(items, *capacity * size);
-  if (items == NULL)
-    dhir_rt_fatal("out of host memory");
-  return items;
 }
 
 static bool lock(uintptr_t host, size_t size) {

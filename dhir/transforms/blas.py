@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import arith, func, memref, scf
+from dhir.transforms.building import aligned_address
 
 GEMM = {64: "scipy_cblas_dgemm64_", 32: "scipy_cblas_sgemm64_"}
 GEMV = {64: "scipy_cblas_dgemv64_", 32: "scipy_cblas_sgemv64_"}
@@ -82,7 +83,7 @@ def emit_gemm(
 
     def address(corner: Corner) -> tuple[SSAValue, SSAValue]:
         rows, cols = _shape(corner.memref)
-        base = _address(ops, corner.memref)
+        base = aligned_address(ops, corner.memref)
         leading = constant(cols)
         row = wide(corner.row)
         if corner.batch is not None:
@@ -136,7 +137,7 @@ def emit_gemv(
     trans = _TRANSPOSE if transpose else _NO_TRANSPOSE
     order, which = _constant(ops, _ROW_MAJOR, i32), _constant(ops, trans, i32)
     m, n, lda = _constant(ops, rows), _constant(ops, cols), _constant(ops, cols)
-    a, xs, ys = (_address(ops, v) for v in (matrix, x, y))
+    a, xs, ys = (aligned_address(ops, v) for v in (matrix, x, y))
     arguments = [order, which, m, n, scale.result, a, lda, xs, one, scale.result, ys, one]
     if rows and cols:  # BLAS refuses a leading dimension of 0; nothing to add then
         ops.append(func.CallOp(symbol, arguments, []))
@@ -151,7 +152,7 @@ def emit_dot(block: Block, module: ModuleOp, x: SSAValue, y: SSAValue, out: SSAV
     size = cast(MemRefType, x.type).get_shape()[0]
     ops: list[Operation] = []
     one = _constant(ops, 1)
-    arguments = [_constant(ops, size), _address(ops, x), one, _address(ops, y), one]
+    arguments = [_constant(ops, size), aligned_address(ops, x), one, aligned_address(ops, y), one]
     call = func.CallOp(symbol, arguments, [element])
     start = memref.LoadOp.get(out, [])
     total = arith.AddfOp(start.res, call.res[0], arith.FastMathFlagsAttr("fast"))
@@ -163,14 +164,6 @@ def _constant(ops: list[Operation], value: int, kind: IntegerType = i64) -> SSAV
     op = arith.ConstantOp.from_int_and_width(value, kind)
     ops.append(op)
     return op.result
-
-
-def _address(ops: list[Operation], value: SSAValue) -> SSAValue:
-    """The address of a memref's first element, as an i64."""
-    pointer = memref.ExtractAlignedPointerAsIndexOp.get(value)
-    wide = arith.IndexCastOp(pointer.aligned_pointer, i64)
-    ops += [pointer, wide]
-    return wide.result
 
 
 def _shape(value: SSAValue) -> tuple[int, int]:

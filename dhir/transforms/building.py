@@ -3,7 +3,7 @@ constants, and where a value is defined."""
 
 from typing import TypeVar
 
-from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr, StridedLayoutAttr
+from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr, StridedLayoutAttr, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dhir.dialects import arith, memref
@@ -20,6 +20,15 @@ def put(block: Block, op: _Op) -> _Op:
 def const_index(block: Block, value: int) -> SSAValue:
     """An index constant, appended to `block`."""
     return put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
+
+
+def aligned_address(ops: list[Operation], value: SSAValue) -> SSAValue:
+    """The aligned base address of memref `value`, as an i64 (the address of its first
+    element when its offset is 0); appends the ops computing it to `ops`."""
+    pointer = memref.ExtractAlignedPointerAsIndexOp(value)
+    wide = arith.IndexCastOp(pointer.aligned_pointer, i64)
+    ops += [pointer, wide]
+    return wide.result
 
 
 def insert_before(ops: Block, op: Operation) -> None:

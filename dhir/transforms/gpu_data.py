@@ -77,7 +77,7 @@ from dhir.ir.tasks import (
 from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
-from dhir.transforms.building import rows_view
+from dhir.transforms.building import aligned_address, rows_view
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
 from dhir.transforms.track_tasks import ENTER as TASK_ENTER
@@ -218,10 +218,8 @@ class _Labels:
     def pointer(self, text: str) -> tuple[list[Operation], SSAValue]:
         """Ops giving the address (i64) of a NUL-terminated copy of `text`."""
         name, type_ = self._globals.get(text) or self._add(text)
-        get = xmemref.GetGlobalOp(name, type_)
-        address = dmemref.ExtractAlignedPointerAsIndexOp(get.memref)
-        as_int = arith.IndexCastOp(address.aligned_pointer, i64)
-        return [get, address, as_int], as_int.result
+        ops: list[Operation] = [xmemref.GetGlobalOp(name, type_)]
+        return ops, aligned_address(ops, ops[0].results[0])
 
     def _add(self, text: str) -> tuple[str, MemRefType]:
         data = text.encode() + b"\0"
@@ -328,11 +326,9 @@ class _ScheduleData:
         lasting = _lasts(host, self.entry)
         self.lasting |= lasting
         ops: list[Operation] = []
-        for value in (buffer, host):
-            address = dmemref.ExtractAlignedPointerAsIndexOp(value)
-            ops += [address, arith.IndexCastOp(address.aligned_pointer, i64)]
+        addresses = [aligned_address(ops, value) for value in (buffer, host)]
         flag = arith.ConstantOp(IntegerAttr(int(lasting), i64))
-        call = func.CallOp(PAIR_HOOK, [ops[1].results[0], ops[3].results[0], flag.result], [])
+        call = func.CallOp(PAIR_HOOK, [*addresses, flag.result], [])
         return [*ops, flag, call]
 
     def _guarded_alloc(

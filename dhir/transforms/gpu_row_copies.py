@@ -30,10 +30,10 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.dialects import arith, func
-from dhir.dialects import memref as dmemref
 from dhir.dialects.gpu import MemcpyOp
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
+from dhir.transforms.building import aligned_address
 
 COPY_HOOK = "dhir_rt_gpu_copy"
 
@@ -83,13 +83,11 @@ def _address(copy: MemcpyOp, value: SSAValue, ops: list[Operation]) -> SSAValue:
     type_ = value.type
     assert isinstance(type_, MemRefType)
     offset = _contiguous_offset(copy, type_)
-    pointer = dmemref.ExtractAlignedPointerAsIndexOp(value)
-    as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
-    ops += [pointer, as_int]
+    base = aligned_address(ops, value)
     if offset == 0:
-        return as_int.result
+        return base
     shift = arith.ConstantOp(IntegerAttr(offset * _element_bytes(copy, type_), i64))
-    moved = arith.AddiOp(as_int.result, shift.result)
+    moved = arith.AddiOp(base, shift.result)
     ops += [shift, moved]
     return moved.result
 

@@ -62,13 +62,13 @@ from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
 from dhir.analysis.validity import Block, Transfer, Validity
 from dhir.dialects import arith, func, memref, mpi, scf
-from dhir.dialects import memref as dhir_memref
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
 from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
+from dhir.transforms.building import aligned_address
 from dhir.transforms.outline import outline
 
 BCAST = "dhir_rt_bcast"
@@ -462,12 +462,11 @@ class _ScheduleLowering:
         index = self.guards.const(value.index)
         for rank, blocks in plan:
             self._runtime.add(WRITE)
-            pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
-            as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
-            ops: list[Operation] = [pointer, as_int]
+            ops: list[Operation] = []
+            address = aligned_address(ops, value)
             for block in blocks:
                 words = _block_words(block, width)
-                ops += [*words, func.CallOp(WRITE, [index, as_int.result, *_results(words)], [])]
+                ops += [*words, func.CallOp(WRITE, [index, address, *_results(words)], [])]
             sink.emit(self._guarded(rank, ops, sink.last()))
         if copies:
             self._runtime.add(COPY)
@@ -485,8 +484,8 @@ class _ScheduleLowering:
         name = ALLGATHER if dest is None else GATHER
         self._runtime.add(name)
         for rank, run in enumerate(runs):
-            pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
-            as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+            ops: list[Operation] = []
+            address = aligned_address(ops, value)
             width = element_bytes(_element_type(value))
             assert width is not None
             offset = run.offset * width if run is not None else 0
@@ -494,9 +493,9 @@ class _ScheduleLowering:
             size, size_ops = _byte_count(value)
             words = [arith.ConstantOp(IntegerAttr(n, i64)) for n in (offset, length)]
             tail = [self.guards.const(dest)] if dest is not None else []
-            arguments = [as_int.result, size, *(w.result for w in words), *tail]
+            arguments = [address, size, *(w.result for w in words), *tail]
             call = func.CallOp(name, arguments, [])
-            ops = [pointer, as_int, *size_ops, *words, call]
+            ops += [*size_ops, *words, call]
             sink.emit(self._guarded(rank, ops, sink.last()) if self.ranks > 1 else ops)
 
     def _lower_task(self, task: TaskOp, rank: int) -> None:
@@ -694,15 +693,13 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
     """The address (i64) of `block` of a contiguous memref with the identity layout (its
     offset is 0) and the length in bytes (i64) of one of its runs, or of the whole
     buffer when `block` is None; and the ops computing them."""
-    pointer = dhir_memref.ExtractAlignedPointerAsIndexOp(value)
-    as_int = arith.IndexCastOp(pointer.aligned_pointer, i64)
+    ops: list[Operation] = []
+    address = aligned_address(ops, value)
     if block is None:
         size, size_ops = _byte_count(value)
-        return as_int.result, size, [pointer, as_int, *size_ops]
+        return address, size, [*ops, *size_ops]
     width = element_bytes(_element_type(value))
     assert width is not None, "checked by _check_sendable"
-    ops: list[Operation] = [pointer, as_int]
-    address = as_int.result
     if block.offset:
         offset = _append(ops, arith.ConstantOp(IntegerAttr(block.offset * width, i64)))
         address = _append(ops, arith.AddiOp(address, offset))
