@@ -10,7 +10,7 @@
 
 A glob matches a task's name as `dhir schedule` prints it, or that name without its
 `.pieceK`, so a split task's pieces follow their task: a pin holds for each piece, and in
-`apart` and `together` a task's pieces stay on one rank.
+the pieces of a task that one `apart` or `together` entry names stay on one rank.
 
 Placement honours them in two rounds (dhir-place): it places the program as if they were
 not there, which says where each task would rather run; `settle` then picks, for every
@@ -343,18 +343,15 @@ def _units(
     for group in constraints.groups:
         members = [k for k, n in enumerate(names) if any(matches(g, n) for g in group.tasks)]
         grouped.update(members)
-        for k in members:
+        first_of: dict[str, int] = {}
+        for k in members:  # a task's pieces in one entry share a rank, as `violations` reads it
             entries_of.setdefault(k, set()).add(group.entry)
+            parent[find(k)] = find(first_of.setdefault(base_name(names[k]), k))
         if group.kind == "together":
             for k in members[1:]:
                 parent[find(k)] = find(members[0])
         else:
             apart_pairs.append((members, group.entry))
-    first_of: dict[str, int] = {}
-    for k, name in enumerate(names):  # a task's pieces share a rank
-        if k in grouped:
-            home = first_of.setdefault(base_name(name), k)
-            parent[find(k)] = find(home)
     by_root: dict[int, _Unit] = {}
     for k in sorted(grouped):
         unit = by_root.setdefault(find(k), _Unit([], set(allowed[k]), set()))
