@@ -9,7 +9,7 @@
     tasks = ["solve2", "load0"]
 
 A glob matches a task's name as `dhir schedule` prints it, or that name without its
-`.pieceK`, so a split task's pieces follow their task: a pin holds for each piece, and in
+`.pieceK`, so a split task's pieces follow their task: a pin holds for each piece, and
 the pieces of a task that one `apart` or `together` entry names stay on one rank.
 
 Placement honours them in two rounds (dhir-place): it places the program as if they were
