@@ -28,8 +28,9 @@ from dhir.toolchain.options import (
     RunOptions,
 )
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import INPUT, clear_outputs, save_outputs, with_results
+from dhir.toolchain.signature import INPUT, clear_outputs
 from dhir.toolchain.tensors import bufferize
+from dhir.toolchain.values import save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")

@@ -52,9 +52,10 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import C_INTERFACE, blas_library
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.signature import EntrySignature, check_inputs
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.check_mpi import CheckMpiPass

@@ -3,13 +3,14 @@ cached path, dhir/cli/cached_run.py): inputs (`--input`), printed results (`--pr
 and the description `dhir compile` writes beside an executable."""
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.npy import MAGIC
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import (
     ARG,
@@ -19,6 +20,10 @@ from dhir.toolchain.signature import (
     EntrySignature,
     given_args,
 )
+from dhir.toolchain.staging import parse_scalar
+
+if TYPE_CHECKING:
+    import numpy as np
 
 INPUT_HELP = (
     "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
@@ -53,8 +58,8 @@ def _read_input(text: str, spec: ArgSpec) -> object:
         return _parse_scalar(value, spec, where)
     try:
         with open(text, "rb") as file:
-            magic = file.read(len(_NPY_MAGIC))
-            if magic != _NPY_MAGIC:
+            magic = file.read(len(MAGIC))
+            if magic != MAGIC:
                 raise DhirError(
                     [
                         Diagnostic(
@@ -64,6 +69,8 @@ def _read_input(text: str, spec: ArgSpec) -> object:
                     ]
                 )
             file.seek(0)
+            import numpy as np  # only here: the cached path reads .npy files itself
+
             return np.load(file, allow_pickle=False)
     except (OSError, ValueError) as error:
         raise DhirError(
@@ -71,23 +78,15 @@ def _read_input(text: str, spec: ArgSpec) -> object:
         ) from None
 
 
-_NPY_MAGIC = b"\x93NUMPY"
-_BOOLEANS = {"true": 1, "false": 0}
-
-
 def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
     try:
-        if spec.dtype.kind == "f":
-            return float(value)
-        if spec.dtype.kind == "b" and value.strip().lower() in _BOOLEANS:
-            return _BOOLEANS[value.strip().lower()]
-        return int(value, 0)
+        return parse_scalar(value, spec.kind)
     except ValueError:
         raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
 
 
 def report_results(
-    results: list[np.ndarray], signature: EntrySignature, printing: bool, output_dir: Path | None
+    results: "list[np.ndarray]", signature: EntrySignature, printing: bool, output_dir: Path | None
 ) -> None:
     """`--print`, or a word on where the results went."""
     if printing:
@@ -100,7 +99,9 @@ def report_results(
         )
 
 
-def print_results(results: list[np.ndarray], signature: EntrySignature) -> None:
+def print_results(results: "list[np.ndarray]", signature: EntrySignature) -> None:
+    import numpy as np
+
     for spec, array in zip(signature.args, results):
         if spec.written:
             label = f"res{spec.result}" if spec.role == RESULT else f"arg{spec.index}"
@@ -119,7 +120,7 @@ def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object
     args = [
         {
             "type": s.mlir_type,
-            "dtype": s.dtype.str,
+            "dtype": s.code,
             "shape": s.shape,
             "name": s.name,
             "role": s.role,
@@ -146,7 +147,7 @@ def built_from(meta: dict[str, object]) -> Built:
         ArgSpec(
             k,
             str(a["type"]),
-            np.dtype(a["dtype"]),
+            _code(a["dtype"]),
             tuple(int(n) for n in a["shape"]) if a["shape"] is not None else None,
             str(a["name"]) if a.get("name") is not None else None,
             _role(a.get("role", ARG)),
@@ -160,6 +161,15 @@ def built_from(meta: dict[str, object]) -> Built:
     except DhirError:
         raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
     return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)  # pyright: ignore[reportArgumentType]
+
+
+_CODE = re.compile(r"[<>|=][fiub][1-8]")
+
+
+def _code(value: object) -> str:
+    if not isinstance(value, str) or _CODE.fullmatch(value) is None:
+        raise ValueError(f"dtype {value!r}")
+    return value
 
 
 def _role(value: object) -> str:

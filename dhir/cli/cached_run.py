@@ -7,8 +7,9 @@ the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content o
 file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
 this host's name, the DHIR_* environment, the machine description $DHIR_SYSTEM names and
 the calibrated one. A later `dhir run` with the same key reads its inputs and launches the
-recorded executable without loading xDSL or the passes: what is left of its start-up is
-Python's and NumPy's (docs/performance.md has the figures).
+recorded executable without loading xDSL, the passes or (unless an input needs converting,
+or `--print` is given) NumPy: what is left of its start-up is mostly Python's
+(docs/performance.md has the figures).
 
 An executable that `dhir compile` built (with its description beside it) takes the same
 path when only such run options are given.
@@ -39,7 +40,7 @@ from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.toolchain.options import RunOptions, timeout_seconds
-from dhir.toolchain.signature import EntrySignature, with_results
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import cache_root
 
 # Options that shape the build or the launch: part of the key.
@@ -106,13 +107,19 @@ def _compiled(command: _Command) -> tuple[Built, Path, RunOptions] | None:
 
 
 def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int:
-    from dhir.toolchain.launch import run_executable  # noqa: PLC0415 (after the lookup)
+    from dhir.toolchain.launch import run_executable, run_npy_files  # after the lookup
 
     if command.timeout is not None:
         options = replace(options, timeout=timeout_seconds(float(command.timeout)))
-    inputs = with_results(built.signature, read_inputs(command.inputs, built.signature))
-    results = run_executable(exe, built.signature, inputs, options, output_dir=command.output_dir)
-    report_results(results, built.signature, command.print, command.output_dir)
+    signature, output_dir = built.signature, command.output_dir
+    if not command.print and run_npy_files(exe, signature, command.inputs, options, output_dir):
+        report_results([], signature, False, output_dir)
+        return 0
+    from dhir.toolchain.values import with_results  # NumPy's path: it converts, or says why not
+
+    inputs = with_results(signature, read_inputs(command.inputs, signature))
+    results = run_executable(exe, signature, inputs, options, output_dir=output_dir)
+    report_results(results, signature, command.print, output_dir)
     return 0
 
 

@@ -66,9 +66,10 @@ from dhir.toolchain.options import (
     timeout_seconds,
 )
 from dhir.toolchain.progress import status_line
-from dhir.toolchain.signature import EntrySignature, check_inputs, with_results
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tensors import bufferize
 from dhir.toolchain.tools import MPI_CHOICES, cache_root
+from dhir.toolchain.values import check_inputs, with_results
 from dhir.transforms.fast_math import MODES
 from dhir.version import __version__
 

@@ -132,8 +132,8 @@ def _arg_spec(
         assert isinstance(type_, (MemRefType, TensorType))
         shape = tuple(DYNAMIC if d == DYNAMIC_INDEX else d for d in type_.get_shape())
         role = INPUT if isinstance(type_, TensorType) else ARG
-        return ArgSpec(index, str(type_), dtype, shape, name, role)
-    return ArgSpec(index, str(type_), dtype, None, name)
+        return ArgSpec(index, str(type_), dtype.str, shape, name, role)
+    return ArgSpec(index, str(type_), dtype.str, None, name)
 
 
 def _identity_layout(type_: MemRefType) -> bool:

@@ -12,8 +12,6 @@ pointer).
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
-import numpy as np
-
 from dhir.toolchain.linking import C_INTERFACE_PREFIX
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
 
@@ -36,16 +34,19 @@ _SCALARS: dict[str, tuple[str, int, int]] = {
 
 
 def command_line_args(
-    signature: EntrySignature, input_paths: dict[int, str], inputs: list[np.ndarray]
+    signature: EntrySignature,
+    input_paths: Mapping[int, str],
+    values: Sequence[tuple[int, ...] | float | int],
 ) -> list[str]:
-    """The executable's arguments after OUTDIR, for checked inputs (see check_inputs)."""
+    """The executable's arguments after OUTDIR, for checked inputs: per entry argument,
+    a memref's shape (its file is in `input_paths`) or a scalar's value."""
     words: list[str] = []
-    for spec, value in zip(signature.args, inputs, strict=True):
-        if spec.is_memref:
+    for spec, value in zip(signature.args, values, strict=True):
+        if isinstance(value, tuple):
             assert spec.shape is not None
             words.append(input_paths[spec.index])
-            words += [str(n) for want, n in zip(spec.shape, value.shape) if want == DYNAMIC]
-        elif spec.dtype.kind == "f":
+            words += [str(n) for want, n in zip(spec.shape, value) if want == DYNAMIC]
+        elif spec.kind == "f":
             words.append(float(value).hex())  # exact, and strtod reads hex floats, inf and nan
         else:
             number = int(value)

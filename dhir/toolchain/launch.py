@@ -1,4 +1,5 @@
-"""Running a built executable under mpirun, with NumPy arrays in and out."""
+"""Running a built executable under mpirun, with NumPy arrays in and out, or (for
+`dhir run`'s cached path, which does not load NumPy) .npy files."""
 
 import os
 import re
@@ -9,15 +10,18 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions
-from dhir.toolchain.signature import EntrySignature, check_inputs, clear_outputs, save_outputs
+from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
+from dhir.toolchain.staging import check_result, result_writers, stage_inputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
+
+if TYPE_CHECKING:
+    import numpy as np
 
 OUTPUT_TAIL_LINES = 40
 # How MPICH ("... (signal 11)") and OpenMPI ("exited on\nsignal 11 (...)") report a dead rank.
@@ -39,7 +43,7 @@ def run_executable(
     options: RunOptions | None = None,
     output_dir: Path | None = None,
     traffic: list[str] | None = None,
-) -> list[np.ndarray]:
+) -> "list[np.ndarray]":
     """Run `exe` (from build_executable) on `options.ranks` ranks of `options.mpi`; one
     array per entry argument: each memref's final contents on rank 0, and each scalar
     input (0-d) unchanged. With `output_dir`, memref argument K is also saved there as
@@ -48,53 +52,23 @@ def run_executable(
     threads (None: the launcher sets no count). With `traffic`, the bytes and messages
     each rank sent are appended to it, one line per rank (the runtime's DHIR_RT_STATS
     report). With `options.trace`, a Chrome trace of the run is written there."""
+    from dhir.toolchain.values import check_inputs, save_outputs
+
     options = options if options is not None else RunOptions()
-    ranks, threads = options.ranks, options.threads
     arrays = check_inputs(signature, list(inputs))
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
-    install = find_mpi(options.mpi)
     with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
-        out = work / "out"
-        out.mkdir()
         paths: dict[int, str] = {}
         for spec, array in zip(signature.args, arrays):
             if spec.is_memref:
                 path = work / f"in{spec.index}.raw"
                 array.astype(array.dtype.newbyteorder("<"), copy=False).tofile(path)
                 paths[spec.index] = str(path)
-        command = [
-            *_mpirun(install, ranks, threads, options.hostfile),
-            str(Path(exe).resolve()),
-            str(out),
-            *command_line_args(signature, paths, arrays),
-        ]
-        errors = work / "errors"
-        errors.mkdir()
-        # Every process of this run inherits the marker, so stragglers can be found by it.
-        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
-        # Where each rank keeps its state (failure.py), in the same directory as its errors.
-        env["DHIR_STATE_DIR"] = str(errors)
-        if threads is not None:
-            env["OMP_NUM_THREADS"] = str(threads)
-        # OpenBLAS (the calls --fast-math=reassoc makes) takes every core by default:
-        # each rank gets its own share, or what the caller set for it.
-        if threads is not None or "OPENBLAS_NUM_THREADS" not in env:
-            env["OPENBLAS_NUM_THREADS"] = str(options.threads_per_rank())
-        if traffic is not None:
-            env["DHIR_RT_STATS"] = "1"
-        if options.trace is not None:
-            (work / "trace").mkdir()
-            env["DHIR_TRACE_DIR"] = str(work / "trace")
-        _launch(command, env, options.timeout, work / "output.log", ranks, errors)
-        if options.trace is not None:
-            from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
-
-            write_chrome_trace(work / "trace", ranks, options.trace)
-        if traffic is not None:
-            log = (work / "output.log").read_text(errors="replace")
-            traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
+        values = [a.shape if s.is_memref else a.item() for s, a in zip(signature.args, arrays)]
+        words = command_line_args(signature, paths, values)
+        out = _run_in(work, exe, words, options, traffic)
         results = [
             _read_result(out / f"arg{spec.index}.raw", array) if spec.is_memref else array
             for spec, array in zip(signature.args, arrays)
@@ -102,6 +76,70 @@ def run_executable(
     if output_dir is not None:
         save_outputs(results, signature, Path(output_dir))
     return results
+
+
+def run_npy_files(
+    exe: Path,
+    signature: EntrySignature,
+    inputs: list[str],
+    options: RunOptions,
+    output_dir: Path | None = None,
+) -> bool:
+    """`run_executable` for `dhir run`'s `--input`s (.npy files, TYPE=VALUE scalars),
+    without loading NumPy: the results go to `output_dir` as `run_executable` saves them.
+    False, with nothing run, when an input needs NumPy (dhir.toolchain.staging):
+    `run_executable` then reads it, and says what is wrong with it."""
+    with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
+        work = Path(tmp)
+        staged = stage_inputs(signature, inputs, work)
+        if staged is None:
+            return False
+        if output_dir is not None:
+            clear_outputs(signature, output_dir)
+        words = command_line_args(signature, staged.paths, staged.values)
+        out = _run_in(work, exe, words, options, None)
+        writers = result_writers(out, signature, staged)
+        if output_dir is not None:
+            write_outputs(writers, signature, output_dir)
+    return True
+
+
+def _run_in(
+    work: Path, exe: Path, words: list[str], options: RunOptions, traffic: list[str] | None
+) -> Path:
+    """Run `exe` with the inputs staged in `work` (`words` after OUTDIR): OUTDIR."""
+    ranks, threads = options.ranks, options.threads
+    install = find_mpi(options.mpi)
+    out = work / "out"
+    out.mkdir()
+    command = [*_mpirun(install, ranks, threads, options.hostfile), str(Path(exe).resolve())]
+    command += [str(out), *words]
+    errors = work / "errors"
+    errors.mkdir()
+    # Every process of this run inherits the marker, so stragglers can be found by it.
+    env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
+    # Where each rank keeps its state (failure.py), in the same directory as its errors.
+    env["DHIR_STATE_DIR"] = str(errors)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    # OpenBLAS (the calls --fast-math=reassoc makes) takes every core by default:
+    # each rank gets its own share, or what the caller set for it.
+    if threads is not None or "OPENBLAS_NUM_THREADS" not in env:
+        env["OPENBLAS_NUM_THREADS"] = str(options.threads_per_rank())
+    if traffic is not None:
+        env["DHIR_RT_STATS"] = "1"
+    if options.trace is not None:
+        (work / "trace").mkdir()
+        env["DHIR_TRACE_DIR"] = str(work / "trace")
+    _launch(command, env, options.timeout, work / "output.log", ranks, errors)
+    if options.trace is not None:
+        from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
+
+        write_chrome_trace(work / "trace", ranks, options.trace)
+    if traffic is not None:
+        log = (work / "output.log").read_text(errors="replace")
+        traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
+    return out
 
 
 def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None = None) -> str:
@@ -363,15 +401,9 @@ def _tail(log: Path, errors: Path | None) -> str:
     return "\n".join(parts) if parts else "(no output)"
 
 
-def _read_result(path: Path, like: np.ndarray) -> np.ndarray:
-    try:
-        data = np.fromfile(path, dtype=like.dtype.newbyteorder("<"))
-    except OSError as error:
-        raise DhirError(
-            [Diagnostic(f"the program ended without writing {path.name}: {error}")]
-        ) from None
-    if data.size != like.size:
-        raise DhirError(
-            [Diagnostic(f"{path.name} holds {data.size} elements, expected {like.size}")]
-        )
+def _read_result(path: Path, like: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    check_result(path, like.size, like.dtype.itemsize)
+    data = np.fromfile(path, dtype=like.dtype.newbyteorder("<"))
     return data.astype(like.dtype, copy=False).reshape(like.shape)

@@ -1,16 +1,20 @@
-"""The entry function's arguments as data: what a backend needs to pass inputs in
-and bring results out, and the checks that give users clear errors (dhir.toolchain.entry
-reads them from a module; this module needs no xDSL, for `dhir run`'s cached path)."""
+"""The entry function's arguments as data: what a backend needs to pass inputs in and
+bring results out, and where the results go (dhir.toolchain.entry reads the arguments
+from a module; dhir.toolchain.values checks values against them). This module loads
+neither xDSL nor NumPy, for `dhir run`'s cached path."""
 
 import os
 import re
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DYNAMIC = -1
 
@@ -22,19 +26,34 @@ ARG, INPUT, RESULT = "arg", "input", "result"
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One entry argument: a memref (shape, DYNAMIC for `?`) or a scalar (shape None), and
-    its name in the program (`%A`: "A"), when it has one. `role`: ARG, a memref or scalar
-    argument whose final value is a result too; INPUT, a tensor argument (read, never
-    written back); RESULT, where the entry's result number `result` goes (the user gives
-    no input for it)."""
+    """One entry argument: a memref (shape, DYNAMIC for `?`) or a scalar (shape None) of
+    elements `code` (NumPy's dtype string, "<f8"), and its name in the program (`%A`:
+    "A"), when it has one. `role`: ARG, a memref or scalar argument whose final value is
+    a result too; INPUT, a tensor argument (read, never written back); RESULT, where the
+    entry's result number `result` goes (the user gives no input for it)."""
 
     index: int
     mlir_type: str
-    dtype: np.dtype
+    code: str
     shape: tuple[int, ...] | None
     name: str | None = None
     role: str = ARG
     result: int | None = None
+
+    @property
+    def dtype(self) -> "np.dtype":
+        import numpy as np  # only here: the cached path reads `kind` and `itemsize`
+
+        return np.dtype(self.code)
+
+    @property
+    def kind(self) -> str:
+        """NumPy's kind of the elements: "f", "i", "u" or "b"."""
+        return self.code[1]
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.code[2:])
 
     @property
     def is_memref(self) -> bool:
@@ -60,121 +79,6 @@ class EntrySignature:
 def given_args(signature: EntrySignature) -> list[ArgSpec]:
     """The arguments the user gives values for, in order."""
     return [spec for spec in signature.args if spec.given]
-
-
-def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
-    """`inputs` (one per given argument) with a zero array put in for each result."""
-    if len(inputs) != len(given_args(signature)):
-        return inputs  # check_inputs says what is wrong
-    given = iter(inputs)
-    return [
-        next(given) if spec.given else np.zeros(spec.shape or (), spec.dtype)
-        for spec in signature.args
-    ]
-
-
-def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.ndarray]:
-    """Inputs as arrays (0-d for scalars) of the right dtype and shape, or a DhirError."""
-    if len(inputs) != len(signature.args):
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"@{signature.name} takes {len(signature.args)} arguments, {len(inputs)} given"
-                )
-            ]
-        )
-    return [
-        _check_input(spec, value, signature.name) for spec, value in zip(signature.args, inputs)
-    ]
-
-
-def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
-    where = f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
-    if not spec.is_memref:
-        return _check_scalar(spec, value, where)
-    if not isinstance(value, np.ndarray):
-        raise DhirError(
-            [Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")]
-        )
-    assert spec.shape is not None
-    if value.dtype != spec.dtype and value.dtype.newbyteorder("=") == spec.dtype:
-        # Another byte order (a big-endian .npy): the same values, converted losslessly.
-        value = value.astype(spec.dtype)
-    shape_ok = len(value.shape) == len(spec.shape) and all(
-        want in (DYNAMIC, got) for want, got in zip(spec.shape, value.shape)
-    )
-    if not shape_ok or value.dtype != spec.dtype:
-        want_shape = "x".join("?" if d == DYNAMIC else str(d) for d in spec.shape)
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{where} needs an array of shape ({want_shape}) and dtype {spec.dtype}, "
-                    f"got shape {value.shape} and dtype {value.dtype}"
-                )
-            ]
-        )
-    # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D).
-    return np.array(value, order="C", copy=True)
-
-
-def scalar_range(dtype: np.dtype) -> tuple[int, int] | None:
-    """The values an integer (or i1) scalar of `dtype` holds, lowest and highest; None
-    for floats."""
-    if dtype.kind == "b":
-        return 0, 1
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return int(info.min), int(info.max)
-    return None
-
-
-def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
-    if isinstance(value, np.ndarray):
-        if value.ndim != 0:
-            raise DhirError(
-                [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
-            )
-        value = value.item()
-    if isinstance(value, np.generic):
-        value = value.item()
-    bounds = scalar_range(spec.dtype)
-    if bounds is not None:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int):  # bool is an int
-            raise DhirError(
-                [Diagnostic(f"{where}: {value!r} is not an integer; {spec.mlir_type} needs one")]
-            )
-        low, high = bounds
-        if not low <= value <= high:
-            raise DhirError(
-                [
-                    Diagnostic(
-                        f"{where}: {value} is out of range for {spec.mlir_type}, which holds "
-                        f"{low}..{high}"
-                    )
-                ]
-            )
-        return np.asarray(value, dtype=spec.dtype)
-    try:
-        number = float(value)  # pyright: ignore[reportArgumentType]
-    except (TypeError, ValueError, OverflowError):
-        raise DhirError(
-            [Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]
-        ) from None
-    with np.errstate(over="ignore"):
-        array = np.asarray(number, dtype=spec.dtype)
-    if np.isinf(array) and np.isfinite(number):
-        largest = float(np.finfo(spec.dtype).max)
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{where}: {number:g} is out of range for {spec.mlir_type}, whose largest "
-                    f"finite value is {largest:g}"
-                )
-            ]
-        )
-    return array
 
 
 # In a results directory: the files the last run wrote there, one name a line.
@@ -233,26 +137,27 @@ def _list_written(directory: Path, names: list[str]) -> None:
         temporary.unlink(missing_ok=True)
 
 
-def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:
-    """Memref argument K's final value to DIR/argK.npy (and DIR/NAME.npy; result K of an
-    entry on tensors to DIR/resK.npy: see `output_names`), as rank 0 does natively, and
-    their list to DIR/.dhir-results. Each is written under a temporary name in DIR and
-    renamed when all are complete, so a run that fails or is killed never leaves a partial
-    file that looks complete; a run stopped between two renames (an error, Ctrl-C,
-    SIGTERM) takes back those renamed."""
+def write_outputs(
+    writers: Sequence[Callable[[BinaryIO], None]], signature: EntrySignature, directory: Path
+) -> None:
+    """Each written argument's final value (`ArgSpec.written`, in order; `writers` put
+    one into an open .npy file) to its files in DIR (`output_names`), and their list to
+    DIR/.dhir-results. Each is written under a temporary name in DIR and renamed when all
+    are complete, so a run that fails or is killed never leaves a partial file that looks
+    complete; a run stopped between two renames (an error, Ctrl-C, SIGTERM) takes back
+    those renamed."""
     written: list[tuple[Path, Path]] = []
     placed: list[Path] = []
-    memrefs = [array for spec, array in zip(signature.args, results, strict=True) if spec.written]
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        for names, array in zip(output_names(signature), memrefs, strict=True):
+        for names, write in zip(output_names(signature), writers, strict=True):
             for name in names:
                 final = directory / name
                 temporary = directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
                 # Made as open() makes files, 0666 less the umask (mkstemp's are 0600).
                 with open(temporary, "xb") as file:
                     written.append((temporary, final))
-                    np.save(file, array)
+                    write(file)
         for temporary, final in written:
             placed.append(final)  # first: a signal may come between the two
             os.replace(temporary, final)

@@ -34,11 +34,12 @@ func.func @main(%a: memref<8xf64>, %b: memref<8xf64>) {
   return
 }
 """
-# Runs `dhir run` in a fresh interpreter and says whether it loaded xDSL.
+# Runs `dhir run` in a fresh interpreter and says whether it loaded NumPy and xDSL.
 _DRIVER = """
 import sys
 from dhir.cli.main import main
 status = main(sys.argv[1:])
+print("NUMPY" if "numpy" in sys.modules else "NO-NUMPY", file=sys.stderr)
 print("XDSL" if "xdsl" in sys.modules else "NO-XDSL", file=sys.stderr)
 sys.exit(status)
 """
@@ -93,11 +94,16 @@ def test_a_second_run_takes_the_cached_path_with_new_inputs(cache: Path, tmp_pat
         cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path / "o2"), "-q"
     )
     assert second.returncode == 0, second.stderr
-    assert cached
+    assert cached and "NO-NUMPY" in second.stderr  # .npy files in and out without NumPy
     np.testing.assert_array_equal(np.load(tmp_path / "o2" / "arg1.npy"), a * 2.0)
     np.testing.assert_array_equal(np.load(tmp_path / "o2" / "b.npy"), a * 2.0)
     printed, cached = dhir_run(cache, str(path), "-n", "2", *given, "--print")
     assert cached and "arg1: memref<8xf64> =" in printed.stdout
+    np.save(tmp_path / "big.npy", a.astype(">f8"))  # converted: NumPy's part of this path
+    given[1] = str(tmp_path / "big.npy")
+    third, cached = dhir_run(cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path))
+    assert third.returncode == 0 and cached and "NO-NUMPY" not in third.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "arg1.npy"), a * 2.0)
 
 
 @needs_llvm

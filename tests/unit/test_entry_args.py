@@ -14,7 +14,8 @@ import dhir
 from dhir import DhirError
 from dhir.toolchain import signature as signature_module
 from dhir.toolchain.entry import entry_signature
-from dhir.toolchain.signature import save_outputs
+from dhir.toolchain import values as values_module
+from dhir.toolchain.values import save_outputs
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
@@ -345,7 +346,7 @@ def test_results_written_midway_leave_no_arg_files(
             raise OSError(28, "No space left on device")
         real_save(file, array)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(signature_module.np, "save", failing_save)
+    monkeypatch.setattr(values_module.np, "save", failing_save)
     with pytest.raises(DhirError, match="No space left"):
         save_outputs(results, signature, tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -41,10 +41,10 @@ def signature(*types: str, name: str = "main") -> EntrySignature:
     for k, type_ in enumerate(types):
         memref = re.fullmatch(r"memref<((?:[\d?]+x)*)(\w+)>", type_)
         if memref is None:
-            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[type_]), None))
+            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[type_]).str, None))
         else:
             dims = tuple(DYNAMIC if d == "?" else int(d) for d in memref.group(1).split("x")[:-1])
-            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[memref.group(2)]), dims))
+            specs.append(ArgSpec(k, type_, np.dtype(DTYPES[memref.group(2)]).str, dims))
     return EntrySignature(name, tuple(specs))
 
 
@@ -131,7 +131,8 @@ def test_harness_source() -> None:
     # OUTDIR, file + 1 dynamic dim, two scalars, file of the 0-d memref
     assert "dhir_rt_expect_argc(argc, 7," in source
     args = [np.zeros((2, 5), np.float32), np.array(0.1), np.array(True), np.zeros((), np.int64)]
-    words = command_line_args(sig, {0: "a.raw", 3: "d.raw"}, args)
+    values = [a.shape if spec.is_memref else a.item() for spec, a in zip(sig.args, args)]
+    words = command_line_args(sig, {0: "a.raw", 3: "d.raw"}, values)
     assert words == ["a.raw", "5", (0.1).hex(), "1", "d.raw"]
 
 

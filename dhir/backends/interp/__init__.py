@@ -32,7 +32,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import timeout_seconds
-from dhir.toolchain.signature import check_inputs
+from dhir.toolchain.values import check_inputs
 
 
 class _TimedOut(BaseException):
