@@ -60,6 +60,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return MPI
 
+    def shard() -> Dialect:
+        from dhir.dialects.shard import Shard
+
+        return Shard
+
     return {
         "dhir": dhir,
         "scf": scf,
@@ -71,6 +76,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "math": math,
         "vector": vector,
         "mpi": mpi,
+        "shard": shard,
     }
 
 

@@ -27,6 +27,7 @@ from dhir.toolchain.options import (
     DEFAULT_TIMEOUT_S,
     RunOptions,
 )
+from dhir.toolchain.shards import is_shard_program, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import INPUT, clear_outputs
 from dhir.toolchain.tensors import bufferize
@@ -173,7 +174,9 @@ def run_module(
         # Before building too: a build that fails leaves no earlier results behind.
         clear_outputs(signature, output_dir)
     if on_tensors(module, entry):
-        module = bufferize(module, entry)
+        if backend == "interp" and is_shard_program(module):
+            module = strip(module)  # what the shardings distribute, run whole
+        module = bufferize(module, entry, options.ranks)
         full = with_results(signature, inputs)
         results = _run_on(module, entry, full, backend, options, None, timing, None)
         # Tensors are values: an argument comes back as it was given.

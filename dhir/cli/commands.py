@@ -325,7 +325,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         options = replace(options, ranks=plan.ranks)
     given = entry_signature(module, args.entry)  # as the user gives it (tensors too)
     if on_tensors(module, args.entry):
-        module = bufferize(module, args.entry)
+        module = bufferize(module, args.entry, options.ranks)
     drop_code(module, args.entry, options)
     exe, _ = compile_native(module, args.entry, options, timing)
     if options.keep_build is not None:

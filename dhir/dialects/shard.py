@@ -1,14 +1,196 @@
-"""xDSL's shard dialect (MLIR's `shard`, formerly `mesh`), which dhir takes as it is: the
-rest of dhir reaches it through this module, as it reaches every dialect through
-dhir.dialects."""
+"""MLIR's `shard` dialect (formerly `mesh`) as dhir reads it: xDSL's ops, and those MLIR
+22 has that xDSL 0.74 lacks (`all_gather`, `all_slice`, `all_to_all`, `reduce_scatter`,
+`update_halo`, and the process queries `shard-partition` emits), with MLIR's syntax and
+property names, so that partitioned programs read back from mlir-opt-22."""
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    BytesAttr,
+    DenseArrayBase,
+    FlatSymbolRefAttr,
+    IndexType,
+    IndexTypeConstr,
+    IntegerAttr,
+    TensorType,
+    i16,
+    i64,
+)
 
 # isort: off
 from xdsl.dialects.shard import (
-    Shard as Shard,
+    AllReduceOp as AllReduceOp,
+    BroadcastOp as BroadcastOp,
+    CollectiveCommunicationOp as CollectiveCommunicationOp,
+    GatherOp as GatherOp,
+    GridOp as GridOp,
+    RecvOp as RecvOp,
+    ReduceOp as ReduceOp,
+    ReductionKind as ReductionKind,
+    ReductionKindAttr as ReductionKindAttr,
+    ScatterOp as ScatterOp,
+    SendOp as SendOp,
+    ShardAxesArrayAttr as ShardAxesArrayAttr,
+    ShardingOp as ShardingOp,
+    ShardOp as ShardOp,
+    ShiftOp as ShiftOp,
+    Shard as XdslShard,
 )
+
 # isort: on
+from xdsl.dialects.utils import DynamicIndexList
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import Pure
+
+from dhir.dialects import with_replaced_ops
+
+_NO_AXES = DenseArrayBase(i16, BytesAttr(b""))
 
 
+@irdl_op_definition
+class AllGatherOp(CollectiveCommunicationOp):
+    """Each device of a group gets the group's tensors joined along `gather_axis`."""
+
+    name = "shard.all_gather"
+    input = operand_def(TensorType)
+    gather_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `gather_axis` `=` $gather_axis "
+        "attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class AllSliceOp(CollectiveCommunicationOp):
+    """Each device of a group keeps its slice of the tensor along `slice_axis`."""
+
+    name = "shard.all_slice"
+    input = operand_def(TensorType)
+    slice_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `slice_axis` `=` $slice_axis "
+        "attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveCommunicationOp):
+    """Each device splits its tensor along `split_axis`, sends part K to the group's
+    device K, and joins what it gets along `concat_axis`."""
+
+    name = "shard.all_to_all"
+    input = operand_def(TensorType)
+    split_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    concat_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `split_axis` `=` $split_axis "
+        "`concat_axis` `=` $concat_axis attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveCommunicationOp):
+    """The group's tensors reduced, each device keeping its slice along `scatter_axis`."""
+
+    name = "shard.reduce_scatter"
+    input = operand_def(TensorType)
+    reduction = prop_def(ReductionKindAttr, default_value=ReductionKindAttr(ReductionKind.SUM))
+    scatter_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? (`reduction` `=` $reduction^)? "
+        "`scatter_axis` `=` $scatter_axis attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class UpdateHaloOp(IRDLOperation):
+    """The halo of each device's shard (`halo_sizes`, low and high per split dimension)
+    filled from its neighbours' shards."""
+
+    name = "shard.update_halo"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    destination = operand_def(T)
+    grid = prop_def(FlatSymbolRefAttr)
+    split_axes = prop_def(ShardAxesArrayAttr)
+    halo_sizes = var_operand_def(I64)
+    static_halo_sizes = prop_def(
+        DenseArrayBase[I64], default_value=DenseArrayBase(i64, BytesAttr(b""))
+    )
+    result = result_def(T)
+    assembly_format = (
+        "$destination `on` $grid `split_axes` `=` $split_axes "
+        "(`halo_sizes` `=` custom<DynamicIndexList>($halo_sizes, $static_halo_sizes)^)? "
+        "attr-dict `:` type($result)"
+    )
+    custom_directives = (DynamicIndexList,)
+
+
+@irdl_op_definition
+class ProcessLinearIndexOp(IRDLOperation):
+    """This device's index in the grid, row-major."""
+
+    name = "shard.process_linear_index"
+    grid = prop_def(FlatSymbolRefAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "`on` $grid attr-dict `:` type($result)"
+
+
+@irdl_op_definition
+class ProcessMultiIndexOp(IRDLOperation):
+    """This device's coordinates on the grid's `axes` (all axes when empty)."""
+
+    name = "shard.process_multi_index"
+    grid = prop_def(FlatSymbolRefAttr)
+    axes = prop_def(DenseArrayBase.constr(i16), default_value=_NO_AXES)
+    result = var_result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "`on` $grid (`axes` `=` $axes^)? attr-dict `:` type($result)"
+
+
+@irdl_op_definition
+class GridShapeOp(IRDLOperation):
+    """The grid's sizes on `axes` (all axes when empty)."""
+
+    name = "shard.grid_shape"
+    grid = prop_def(FlatSymbolRefAttr)
+    axes = prop_def(DenseArrayBase.constr(i16), default_value=_NO_AXES)
+    result = var_result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "$grid (`axes` `=` $axes^)? attr-dict `:` type($result)"
+
+
+Shard = with_replaced_ops(
+    XdslShard,
+    AllGatherOp,
+    AllSliceOp,
+    AllToAllOp,
+    ReduceScatterOp,
+    UpdateHaloOp,
+    ProcessLinearIndexOp,
+    ProcessMultiIndexOp,
+    GridShapeOp,
+)
 _OPS = tuple(Shard.operations)
 
 

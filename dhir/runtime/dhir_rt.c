@@ -1370,3 +1370,280 @@ void dhir_rt_copy_part(int32_t index, int64_t offset, int64_t length, int64_t co
   FOR_EACH_RUN(offset, count, stride, count2, stride2, COPY_RUN);
 #undef COPY_RUN
 }
+
+/* --- shard collectives ------------------------------------------------------------------ */
+
+/* A group's communicator, made once per grid description and axes. */
+enum { MAX_GRID_WORDS = 32, MAX_GROUPS = 64 };
+static struct {
+  int64_t words[MAX_GRID_WORDS];
+  MPI_Comm comm;
+} groups[MAX_GROUPS];
+static int group_count = 0;
+
+static int64_t grid_words(const int64_t *grid) {
+  int64_t dims = grid[0];
+  return 1 + dims + 1 + grid[1 + dims];
+}
+
+/* This rank's coordinate on grid axis `axis` (row-major over the grid). */
+static int64_t grid_coordinate(const int64_t *grid, int64_t axis) {
+  int64_t dims = grid[0], rest = world_rank;
+  for (int64_t d = dims - 1; d > axis; --d)
+    rest /= grid[1 + d];
+  return rest % grid[1 + axis];
+}
+
+static MPI_Comm group_of(const int64_t *grid, const char *who) {
+  int64_t words = grid_words(grid), dims = grid[0], size = 1;
+  if (words > MAX_GRID_WORDS)
+    dhir_rt_fatal("%s: a grid of %lld dimensions is too large", who, (long long)dims);
+  for (int i = 0; i < group_count; ++i)
+    if (memcmp(groups[i].words, grid, (size_t)words * sizeof *grid) == 0)
+      return groups[i].comm;
+  for (int64_t d = 0; d < dims; ++d)
+    size *= grid[1 + d];
+  if (size != world_size)
+    dhir_rt_fatal("%s: the grid has %lld devices but the program runs on %d ranks", who,
+                  (long long)size, world_size);
+  if (group_count == MAX_GROUPS)
+    dhir_rt_fatal("%s: more than %d device groups", who, MAX_GROUPS);
+  const int64_t *axes = grid + 2 + dims;
+  int64_t count = grid[1 + dims], color = 0, key = 0;
+  for (int64_t d = 0; d < dims; ++d) {
+    int in_group = 0;
+    for (int64_t a = 0; a < count; ++a)
+      in_group |= axes[a] == d;
+    if (!in_group)
+      color = color * grid[1 + d] + grid_coordinate(grid, d);
+  }
+  for (int64_t a = 0; a < count; ++a)
+    key = key * grid[1 + axes[a]] + grid_coordinate(grid, axes[a]);
+  MPI_Comm comm;
+  check(MPI_Comm_split(MPI_COMM_WORLD, (int)color, (int)key, &comm), "MPI_Comm_split");
+  memcpy(groups[group_count].words, grid, (size_t)words * sizeof *grid);
+  groups[group_count++].comm = comm;
+  return comm;
+}
+
+static int mpi_count(int64_t count, const char *who) {
+  if (count < 0 || count > INT_MAX)
+    dhir_rt_fatal("%s: %lld elements are more than one MPI call takes", who, (long long)count);
+  return (int)count;
+}
+
+/* dhir-shard-collectives numbers types and reductions in this order. */
+static MPI_Datatype shard_type(int64_t type) {
+  MPI_Datatype types[] = {MPI_DOUBLE,   MPI_FLOAT,    MPI_INT64_T,  MPI_INT32_T,
+                          MPI_INT16_T,  MPI_INT8_T,   MPI_UINT64_T, MPI_UINT32_T,
+                          MPI_UINT16_T, MPI_UINT8_T};
+  if (type < 0 || type >= (int64_t)(sizeof types / sizeof *types))
+    dhir_rt_fatal("shard collective: unknown element type %lld", (long long)type);
+  return types[type];
+}
+
+enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PRODUCT, REDUCE_AND, REDUCE_OR, REDUCE_XOR,
+       REDUCE_AVERAGE };
+
+static MPI_Op shard_op(int64_t op) {
+  MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_BAND, MPI_BOR, MPI_BXOR, MPI_SUM};
+  if (op < 0 || op > REDUCE_AVERAGE)
+    dhir_rt_fatal("shard collective: unknown reduction %lld", (long long)op);
+  return ops[op];
+}
+
+/* An average is the sum divided by the group's size, in the element type. */
+static void divide(void *data, int64_t count, int64_t type, int size) {
+  for (int64_t i = 0; i < count; ++i)
+    switch (type) {
+    case 0: ((double *)data)[i] /= size; break;
+    case 1: ((float *)data)[i] /= (float)size; break;
+    case 2: ((int64_t *)data)[i] /= size; break;
+    case 3: ((int32_t *)data)[i] /= size; break;
+    case 4: ((int16_t *)data)[i] /= size; break;
+    case 5: ((int8_t *)data)[i] /= size; break;
+    case 6: ((uint64_t *)data)[i] /= (uint64_t)size; break;
+    case 7: ((uint32_t *)data)[i] /= (uint32_t)size; break;
+    case 8: ((uint16_t *)data)[i] /= (uint16_t)size; break;
+    default: ((uint8_t *)data)[i] /= (uint8_t)size; break;
+    }
+}
+
+static void *scratch(int64_t bytes, const char *who) {
+  void *data = malloc(bytes > 0 ? (size_t)bytes : 1);
+  if (data == NULL)
+    dhir_rt_fatal("%s: cannot allocate %lld bytes", who, (long long)bytes);
+  return data;
+}
+
+void dhir_rt_shard_all_reduce(int64_t grid, int64_t in, int64_t out, int64_t count,
+                              int64_t type, int64_t op) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.all_reduce");
+  int64_t before = mpi_enter(CALL_GATHER, -1);
+  check(MPI_Allreduce((void *)in, (void *)out, mpi_count(count, "shard.all_reduce"),
+                      shard_type(type), shard_op(op), comm),
+        "MPI_Allreduce");
+  mpi_leave(before);
+  if (op == REDUCE_AVERAGE) {
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    divide((void *)out, count, type, size);
+  }
+}
+
+void dhir_rt_shard_all_gather(int64_t grid, int64_t in, int64_t out, int64_t outer,
+                              int64_t inner) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.all_gather");
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int64_t block = outer * inner;
+  char *gathered = outer == 1 ? (char *)out : scratch(block * size, "shard.all_gather");
+  int64_t before = mpi_enter(CALL_GATHER, -1);
+  check(MPI_Allgather((void *)in, mpi_count(block, "shard.all_gather"), MPI_BYTE, gathered,
+                      (int)block, MPI_BYTE, comm),
+        "MPI_Allgather");
+  mpi_leave(before);
+  if (outer == 1)
+    return;
+  /* gathered holds each member's block whole; out interleaves them along the dimension. */
+  for (int g = 0; g < size; ++g)
+    for (int64_t o = 0; o < outer; ++o)
+      memcpy((char *)out + (o * size + g) * inner, gathered + g * block + o * inner,
+             (size_t)inner);
+  free(gathered);
+}
+
+static int group_index(MPI_Comm comm) {
+  int index = 0;
+  MPI_Comm_rank(comm, &index);
+  return index;
+}
+
+void dhir_rt_shard_all_slice(int64_t grid, int64_t in, int64_t out, int64_t outer,
+                             int64_t inner) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.all_slice");
+  int size = 0, index = group_index(comm);
+  MPI_Comm_size(comm, &size);
+  for (int64_t o = 0; o < outer; ++o)
+    memcpy((char *)out + o * inner, (const char *)in + (o * size + index) * inner,
+           (size_t)inner);
+}
+
+void dhir_rt_shard_all_to_all(int64_t grid, int64_t in, int64_t out, int64_t outer_split,
+                              int64_t inner_split, int64_t outer_concat, int64_t inner_concat) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.all_to_all");
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int64_t chunk = outer_split * inner_split;
+  char *sent = scratch(chunk * size, "shard.all_to_all");
+  char *got = scratch(chunk * size, "shard.all_to_all");
+  for (int j = 0; j < size; ++j)
+    for (int64_t o = 0; o < outer_split; ++o)
+      memcpy(sent + j * chunk + o * inner_split,
+             (const char *)in + (o * size + j) * inner_split, (size_t)inner_split);
+  int64_t before = mpi_enter(CALL_GATHER, -1);
+  check(MPI_Alltoall(sent, mpi_count(chunk, "shard.all_to_all"), MPI_BYTE, got, (int)chunk,
+                     MPI_BYTE, comm),
+        "MPI_Alltoall");
+  mpi_leave(before);
+  for (int j = 0; j < size; ++j)
+    for (int64_t o = 0; o < outer_concat; ++o)
+      memcpy((char *)out + (o * size + j) * inner_concat, got + j * chunk + o * inner_concat,
+             (size_t)inner_concat);
+  free(sent);
+  free(got);
+}
+
+void dhir_rt_shard_broadcast(int64_t grid, int64_t in, int64_t out, int64_t bytes,
+                             int64_t root) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.broadcast");
+  if (in != out)
+    memcpy((void *)out, (const void *)in, (size_t)bytes);
+  int64_t before = mpi_enter(CALL_BCAST, root);
+  check(MPI_Bcast((void *)out, mpi_count(bytes, "shard.broadcast"), MPI_BYTE, (int)root, comm),
+        "MPI_Bcast");
+  mpi_leave(before);
+}
+
+/* The world rank at this rank's coordinates with `axis` moved by `by`; -1 off the grid. */
+static int moved_rank(const int64_t *grid, int64_t axis, int64_t by, int rotate) {
+  int64_t size = grid[1 + axis], coordinate = grid_coordinate(grid, axis) + by, stride = 1;
+  if (rotate)
+    coordinate = ((coordinate % size) + size) % size;
+  if (coordinate < 0 || coordinate >= size)
+    return -1;
+  for (int64_t d = grid[0] - 1; d > axis; --d)
+    stride *= grid[1 + d];
+  return (int)(world_rank + (coordinate - grid_coordinate(grid, axis)) * stride);
+}
+
+void dhir_rt_shard_shift(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t axis,
+                         int64_t offset, int64_t rotate) {
+  const int64_t *words = (const int64_t *)grid;
+  int to = moved_rank(words, axis, offset, (int)rotate);
+  int from = moved_rank(words, axis, -offset, (int)rotate);
+  /* Without rotation a rank that nothing reaches keeps its own data. */
+  memcpy((void *)out, (const void *)in, (size_t)bytes);
+  int64_t before = mpi_enter(CALL_RECV, from);
+  check(MPI_Sendrecv((void *)in, mpi_count(bytes, "shard.shift"), MPI_BYTE,
+                     to < 0 ? MPI_PROC_NULL : to, 0, (void *)out, (int)bytes, MPI_BYTE,
+                     from < 0 ? MPI_PROC_NULL : from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  mpi_leave(before);
+}
+
+/* Copies `count` rows of `row` bytes, `stride` apart, between a block and a packed buffer. */
+static void pack_rows(char *packed, char *block, int64_t count, int64_t row, int64_t stride,
+                      int unpack) {
+  for (int64_t i = 0; i < count; ++i)
+    if (unpack)
+      memcpy(block + i * stride, packed + i * row, (size_t)row);
+    else
+      memcpy(packed + i * row, block + i * stride, (size_t)row);
+}
+
+/* One dimension's halo exchange: rows [from, from + width) of the dimension go to `to_rank`,
+ * rows [into, into + width) come from `from_rank`. */
+static void halo_step(char *data, int64_t outer, int64_t extent, int64_t inner, int64_t from,
+                      int64_t into, int64_t width, int to_rank, int from_rank) {
+  if (width == 0)
+    return;
+  int64_t bytes = outer * width * inner;
+  char *sent = scratch(bytes, "shard.update_halo"), *got = scratch(bytes, "shard.update_halo");
+  pack_rows(sent, data + from * inner, outer, width * inner, extent * inner, 0);
+  int64_t before = mpi_enter(CALL_RECV, from_rank);
+  check(MPI_Sendrecv(sent, mpi_count(bytes, "shard.update_halo"), MPI_BYTE,
+                     to_rank < 0 ? MPI_PROC_NULL : to_rank, 1, got, (int)bytes, MPI_BYTE,
+                     from_rank < 0 ? MPI_PROC_NULL : from_rank, 1, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  mpi_leave(before);
+  if (from_rank >= 0)
+    pack_rows(got, data + into * inner, outer, width * inner, extent * inner, 1);
+  free(sent);
+  free(got);
+}
+
+void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element) {
+  const int64_t *words = (const int64_t *)grid;
+  group_of(words, "shard.update_halo"); /* checks the grid against the ranks */
+  const int64_t *layout = words + grid_words(words);
+  int64_t dims = layout[0];
+  const int64_t *size = layout + 1, *axis = layout + 1 + dims, *halo = layout + 1 + 2 * dims;
+  for (int64_t d = 0, split = 0; d < dims; ++d) {
+    if (axis[d] < 0)
+      continue;
+    int64_t outer = 1, inner = element, low = halo[2 * split], high = halo[2 * split + 1];
+    for (int64_t e = 0; e < d; ++e)
+      outer *= size[e];
+    for (int64_t e = d + 1; e < dims; ++e)
+      inner *= size[e];
+    int lower = moved_rank(words, axis[d], -1, 0), upper = moved_rank(words, axis[d], 1, 0);
+    int64_t extent = size[d];
+    /* The upper neighbour's low halo takes my last core rows; mine comes from below. */
+    halo_step((char *)data, outer, extent, inner, extent - high - low, 0, low, upper, lower);
+    /* The lower neighbour's high halo takes my first core rows; mine comes from above. */
+    halo_step((char *)data, outer, extent, inner, low, extent - high, high, lower, upper);
+    ++split;
+  }
+}

@@ -97,4 +97,32 @@ void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t leng
 void dhir_rt_copy_part(int32_t index, int64_t offset, int64_t length, int64_t count,
                        int64_t stride, int64_t count2, int64_t stride2);
 
+/* Shard collectives (dhir-shard-collectives): every rank of a grid calls them alike.
+ * `grid` points to the grid's description, int64 words: the dimension count D, the D
+ * sizes, the count A of the grid axes the op works over and those A axes, in order. A
+ * group is the ranks that differ only on those axes; a rank's index in its group is
+ * row-major over them. Buffers are addresses of whole, contiguous arrays; "outer" counts
+ * and "inner" sizes (bytes) cut an array around one dimension: outer = the product of the
+ * sizes before it, inner = its size times the product of those after, times the element
+ * size. `type` and `op` number MPI's types and reductions as dhir-shard-collectives does. */
+void dhir_rt_shard_all_reduce(int64_t grid, int64_t in, int64_t out, int64_t count,
+                              int64_t type, int64_t op);
+void dhir_rt_shard_all_gather(int64_t grid, int64_t in, int64_t out, int64_t outer,
+                              int64_t inner);
+void dhir_rt_shard_all_slice(int64_t grid, int64_t in, int64_t out, int64_t outer,
+                             int64_t inner);
+void dhir_rt_shard_all_to_all(int64_t grid, int64_t in, int64_t out, int64_t outer_split,
+                              int64_t inner_split, int64_t outer_concat, int64_t inner_concat);
+void dhir_rt_shard_broadcast(int64_t grid, int64_t in, int64_t out, int64_t bytes,
+                             int64_t root);
+void dhir_rt_shard_shift(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t axis,
+                         int64_t offset, int64_t rotate);
+/* Fills the halos of this rank's block at `data` (elements of `element` bytes) from its
+ * neighbours' blocks. The grid's words (with no axes) are followed by the block's: its
+ * dimension count D, its D sizes, per dimension the grid axis it is split over (-1:
+ * none), and per split dimension its low and high halo widths. The low halo takes the
+ * lower neighbour's last rows before its high halo; the high halo the upper neighbour's
+ * first rows after its low halo. */
+void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element);
+
 #endif

@@ -9,17 +9,19 @@ function becomes that argument). The memref program then goes through CodeDrop, 
 and the rest like any plain entry. The entry's signature as the user sees it (tensor
 arguments given, results written to `resK.npy`) is dhir.toolchain.entry's.
 
-Only plain programs are bufferized: dhir's own ops (`dhir.schedule`, tasks) are written on
-memrefs already, and mlir-opt-22 does not know them.
+A program with shard annotations is partitioned first (dhir.toolchain.shards), and its
+collectives become calls of dhir's runtime once bufferized. dhir's own ops (`dhir.schedule`,
+tasks) are written on memrefs already, and mlir-opt-22 does not know them.
 """
 
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import through_mlir_opt
+from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.shard_collectives import lower_collectives
 
 PIPELINE = (
     "builtin.module("
@@ -30,16 +32,10 @@ PIPELINE = (
 )
 
 
-def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
-    """`module` with its tensors turned into memrefs (see the module docstring)."""
+def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleOp:
+    """`module` with its tensors turned into memrefs (see the module docstring); a shard
+    program partitioned for its grid, whose device count must be `ranks` (None: any)."""
     for op in module.walk():
-        if is_shard_op(op):
-            raise error_at(
-                op,
-                "programs with shard annotations (shard.grid, shard.shard, collectives) "
-                "are not supported yet: dhir does not partition them; drop the annotations "
-                "to run the program on its global tensors, which dhir places itself",
-            )
         if isinstance(op, (ScheduleOp, TaskOp)):
             raise error_at(
                 op,
@@ -47,7 +43,9 @@ def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
                 "mlir-opt-22, which does not know dhir's ops: write schedules on memrefs, "
                 "or leave the tensor program without them (CodeDrop makes the tasks)",
             )
-    return through_mlir_opt(
+    if is_shard_program(module):
+        module = partition(module, entry, ranks)
+    bufferized = through_mlir_opt(
         module,
         str(find_llvm_tools().mlir_opt),
         PIPELINE,
@@ -55,3 +53,5 @@ def bufferize(module: ModuleOp, entry: str) -> ModuleOp:
         failed=f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed",
         locations=True,
     )
+    lower_collectives(bufferized)
+    return bufferized

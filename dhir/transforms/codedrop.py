@@ -44,6 +44,7 @@ from dhir.dialects.access import Kind, is_pure, kind, subscripts, view_source
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.transforms.shard_collectives import SPMD
 
 TARGET_KINDS = ("any", "cpu", "gpu")
 _LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
@@ -271,6 +272,8 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     function = find_function(module, entry)
     if function is None or not function.body.blocks or has_schedule(function):
         return None
+    if SPMD in function.attributes:
+        return f"dhir: @{entry} is a partitioned shard program; each rank runs its device's part"
     try:
         done = codedrop(module, entry, target)
     except PassFailedException as error:

@@ -1,0 +1,176 @@
+"""Programs with shard annotations (MLIR's `shard` dialect) on dhir's ranks.
+
+A module with `shard.grid`s and `shard.shard`/`shard.sharding` annotations runs on as
+many ranks as its grid has devices, rank R being device R (row-major). mlir-opt-22
+propagates the shardings (`sharding-propagation`) and partitions the entry into each
+device's part (`shard-partition`), and dhir's passes turn its collectives into calls of
+dhir's runtime (dhir/transforms/shard_collectives.py). Every rank runs the partitioned
+entry as host code, on its own shard of each array.
+
+The entry keeps its global signature: before partitioning, each argument is made
+replicated where it comes in (every rank gets the whole input, and `shard-partition`
+slices out each device's shard), and each result where it goes out (the shards are
+gathered, and rank 0's copy is the result). So inputs and results are the arrays the
+user gives and gets, whatever the shardings inside.
+
+With the interpreter the annotations are dropped: a shard program computes what its
+function computes without them (`strip`), which is the oracle the native runs are tested
+against.
+"""
+
+from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseArrayBase, ModuleOp, UnitAttr, i16
+from xdsl.ir import SSAValue
+
+from dhir.dialects import func, shard
+from dhir.dialects.shard import is_shard_op
+from dhir.ir.diagnostics import error_at
+from dhir.ir.text import through_mlir_opt
+from dhir.ir.walk import find_ops
+from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.shard_collectives import SPMD, stub_collectives
+
+PROPAGATE = "builtin.module(func.func(sharding-propagation))"
+PARTITION = "builtin.module(func.func(shard-partition),canonicalize)"
+
+
+def is_shard_program(module: ModuleOp) -> bool:
+    return any(is_shard_op(op) for op in module.walk())
+
+
+def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
+    """`module` partitioned for its grid's devices, one per rank (`ranks`; None: not
+    checked), its collectives calling dhir's runtime stubs (see the module docstring)."""
+    _entry(module, entry)
+    _check_grids(module, ranks)
+    mlir_opt = str(find_llvm_tools().mlir_opt)
+    what = f"partition @{entry} (a shard program)"
+    propagated = through_mlir_opt(
+        module,
+        mlir_opt,
+        PROPAGATE,
+        what=what,
+        failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
+        locations=True,
+    )
+    _replicate_boundary(_entry(propagated, entry))
+    partitioned = through_mlir_opt(
+        propagated,
+        mlir_opt,
+        PARTITION,
+        what=what,
+        failed=f"partitioning @{entry} with mlir-opt-22 failed",
+        locations=True,
+    )
+    stub_collectives(partitioned)
+    _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
+    return partitioned
+
+
+def strip(module: ModuleOp) -> ModuleOp:
+    """`module` without its annotations (each `shard.shard` its operand): the function
+    the annotations distribute. Collectives written by hand have no meaning there."""
+    module = module.clone()
+    for op in list(module.walk()):
+        if isinstance(op, shard.ShardOp):
+            op.result.replace_all_uses_with(op.src)
+            op.detach()
+            op.erase()
+    for op in list(module.walk()):
+        if isinstance(op, (shard.ShardingOp, shard.GridOp)) and not any(
+            result.uses for result in op.results
+        ):
+            op.detach()
+            op.erase()
+    left = next((op for op in module.walk() if is_shard_op(op)), None)
+    if left is not None:
+        raise error_at(
+            left,
+            f"{left.name} has no meaning without partitioning, which the interpreter does "
+            "not do; run the program with the native backend",
+        )
+    return module
+
+
+def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
+    for function in find_ops(module, func.FuncOp):
+        if function.sym_name.data == entry and function.body.blocks:
+            return function
+    raise AssertionError(f"@{entry} is checked before partitioning")
+
+
+def _check_grids(module: ModuleOp, ranks: int | None) -> None:
+    grids = find_ops(module, shard.GridOp)
+    if not grids:
+        first = next(op for op in module.walk() if is_shard_op(op))
+        raise error_at(first, f"{first.name} without a shard.grid: declare the grid it names")
+    for grid in grids:
+        shape = grid.shape.get_values()
+        if any(n <= 0 for n in shape):
+            raise error_at(
+                grid,
+                f"the grid @{grid.sym_name.data} has a size that is not fixed "
+                f"({'x'.join('?' if n <= 0 else str(n) for n in shape)}); give every axis its size",
+            )
+        devices = 1
+        for n in shape:
+            devices *= n
+        if ranks is not None and devices != ranks:
+            raise error_at(
+                grid,
+                f"the grid @{grid.sym_name.data} has {devices} devices and the program runs "
+                f"on {ranks} ranks: a shard program runs one device per rank; run it with "
+                f"-n {devices} (ranks={devices} in the API)",
+            )
+
+
+def _replicate_boundary(function: func.FuncOp) -> None:
+    """Each argument replicated where it comes in, each result where it goes out."""
+    block = function.body.blocks[0]
+    for argument in block.args:
+        for use in list(argument.uses):
+            user = use.operation
+            if isinstance(user, shard.ShardOp) and user.annotate_for_users is None:
+                replicated = _replicated(user.sharding)
+                block.insert_op_before(replicated, user)
+                user.operands[1] = replicated.result
+    returned = function.body.blocks[-1].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for index, value in enumerate(returned.operands):
+        if not _is_sharded(value):
+            continue
+        sharding = _sharding_of(value)
+        replicated = _replicated(sharding)
+        annotate = shard.ShardOp.build(
+            operands=[value, replicated.result],
+            result_types=[value.type],
+            properties={"annotate_for_users": UnitAttr()},
+        )
+        block_of = returned.parent_block()
+        assert block_of is not None
+        block_of.insert_ops_before([replicated, annotate], returned)
+        returned.operands[index] = annotate.results[0]
+
+
+def _is_sharded(value: SSAValue) -> bool:
+    return isinstance(value.owner, shard.ShardOp)
+
+
+def _sharding_of(value: SSAValue) -> SSAValue:
+    owner = value.owner
+    assert isinstance(owner, shard.ShardOp)
+    return owner.sharding
+
+
+def _replicated(sharding: SSAValue) -> shard.ShardingOp:
+    """A sharding on the same grid as `sharding`'s, replicated (no axis split)."""
+    made = sharding.owner
+    assert isinstance(made, shard.ShardingOp), "propagation makes every sharding an op"
+    nothing = DenseArrayBase(i16, BytesAttr(b""))
+    return shard.ShardingOp.build(
+        operands=[[], []],
+        properties={
+            "grid": made.grid,
+            "split_axes": shard.ShardAxesArrayAttr(ArrayAttr([nothing])),
+        },
+        result_types=[made.result.type],
+    )

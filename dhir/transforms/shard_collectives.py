@@ -1,0 +1,481 @@
+"""Shard collectives as calls into dhir's runtime, in two steps around bufferization.
+
+`dhir-shard-stubs`, on tensors (after mlir-opt-22's `shard-partition`): each collective
+becomes a call to a private function declared for it alone, whose `dhir.collective`
+attribute says which runtime function does its work and with which words (the grid's
+description, sizes in bytes, the reduction); the process queries become arithmetic on
+the MPI rank, and the grids go. One-shot bufferization then turns each such call into
+one on memrefs (its result a new buffer).
+
+`dhir-shard-collectives`, on memrefs: each such call becomes a buffer for its result and
+a call to `dhir_rt_shard_*` (dhir/runtime/dhir_rt.h) with the buffers' addresses. Every
+rank runs the code alike (host code), so every rank makes the same calls in the same
+order, as MPI's collectives need.
+
+`shard.send` and `shard.recv`, roots given as values, reductions of another element type
+or of f16, and a dimension split over more than one grid axis in `update_halo` are
+refused with the op's location.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    ShapedType,
+    Signedness,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    UnitAttr,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.dialects import arith, func, shard
+from dhir.dialects import memref as dmemref
+from dhir.ir.diagnostics import error_at
+from dhir.ir.walk import find_ops
+from dhir.transforms.building import aligned_address
+
+COLLECTIVE = "dhir.collective"
+# On an entry every rank runs alike (a partitioned shard program): CodeDrop leaves it.
+SPMD = "dhir.spmd"
+STUB_PREFIX = "__dhir_collective"
+RANK = "dhir_rt_comm_rank"
+# The runtime's numbering (dhir_rt.c, shard_type and shard_op).
+_TYPES = ["f64", "f32", "i64", "i32", "i16", "i8", "ui64", "ui32", "ui16", "ui8"]
+_REDUCTIONS = ["sum", "max", "min", "product", "bitwise_and", "bitwise_or", "bitwise_xor"]
+_REDUCTIONS += ["average"]
+# Each runtime function's integer arguments after the grid's address and the buffers'.
+_WORDS = {
+    "dhir_rt_shard_all_reduce": 3,
+    "dhir_rt_shard_all_gather": 2,
+    "dhir_rt_shard_all_slice": 2,
+    "dhir_rt_shard_all_to_all": 4,
+    "dhir_rt_shard_broadcast": 2,
+    "dhir_rt_shard_shift": 4,
+}
+_HALO = "dhir_rt_shard_update_halo"
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What a collective's stub stands for: one or two runtime calls, each with its
+    words; the grid's description (and, for update_halo, its layout words after it)."""
+
+    calls: tuple[tuple[str, tuple[int, ...]], ...]
+    grid: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ShardStubsPass(ModulePass):
+    """Collectives to calls of private stubs, process queries to arithmetic (on tensors)."""
+
+    name = "dhir-shard-stubs"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        stub_collectives(op)
+
+
+@dataclass(frozen=True)
+class ShardCollectivesPass(ModulePass):
+    """Calls of collective stubs to calls of dhir's runtime (on memrefs)."""
+
+    name = "dhir-shard-collectives"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_collectives(op)
+
+
+def stub_collectives(module: ModuleOp) -> None:
+    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
+    stubs: list[func.FuncOp] = []
+    for op in list(module.walk()):
+        if isinstance(op, (shard.SendOp, shard.RecvOp)):
+            raise error_at(
+                op,
+                f"{op.name} is not supported yet; dhir runs shard programs "
+                "whose devices exchange data through collectives",
+            )
+        if isinstance(op, _QUERIES):
+            _replace(op, *_query(op, _shape(grids, op)))
+        elif isinstance(op, _COLLECTIVES):
+            stubs.append(_stub(op, _work(op, _shape(grids, op)), len(stubs)))
+    for grid in find_ops(module, shard.GridOp):
+        grid.detach()
+        grid.erase()
+    for stub in stubs:
+        module.body.block.add_op(stub)
+    left = next((op for op in module.walk() if shard.is_shard_op(op)), None)
+    if left is not None:
+        raise error_at(left, f"{left.name} is left after partitioning; dhir cannot run it")
+    declared = {f.sym_name.data for f in find_ops(module, func.FuncOp)}
+    if RANK in _called(module) - declared:
+        module.body.block.add_op(func.FuncOp.external(RANK, [], [i32]))
+
+
+def _shape(grids: dict[str, tuple[int, ...]], op: Operation) -> tuple[int, ...]:
+    grid = op.properties["grid"]
+    assert isinstance(grid, SymbolRefAttr)
+    shape = grids.get(grid.root_reference.data)
+    if shape is None:
+        raise error_at(
+            op,
+            f"{op.name} names the grid @{grid.root_reference.data}, which the "
+            "module does not define",
+        )
+    if any(n <= 0 for n in shape):
+        raise error_at(
+            op,
+            f"the grid @{grid.root_reference.data} has a size that is not "
+            "fixed; give every grid axis its size",
+        )
+    return shape
+
+
+_QUERIES = (shard.ProcessLinearIndexOp, shard.ProcessMultiIndexOp, shard.GridShapeOp)
+
+
+def _query(op: Operation, shape: tuple[int, ...]) -> tuple[list[Operation], list[SSAValue]]:
+    """Ops computing the query's results, and those results in order."""
+    if isinstance(op, shard.GridShapeOp):
+        axes = op.axes.get_values() or tuple(range(len(shape)))
+        sizes = [arith.ConstantOp(IntegerAttr(shape[a], IndexType())) for a in axes]
+        return list(sizes), [c.result for c in sizes]
+    rank = func.CallOp(RANK, [], [i32])
+    index = arith.IndexCastOp(rank.res[0], IndexType())
+    ops: list[Operation] = [rank, index]
+    if isinstance(op, shard.ProcessLinearIndexOp):
+        return ops, [index.result]
+    assert isinstance(op, shard.ProcessMultiIndexOp)
+    results: list[SSAValue] = []
+    for axis in op.axes.get_values() or tuple(range(len(shape))):
+        stride = arith.ConstantOp(IntegerAttr(math.prod(shape[axis + 1 :]), IndexType()))
+        size = arith.ConstantOp(IntegerAttr(shape[axis], IndexType()))
+        above = arith.DivUIOp(index.result, stride.result)
+        coordinate = arith.RemUIOp(above.result, size.result)
+        ops += [stride, size, above, coordinate]
+        results.append(coordinate.result)
+    return ops, results
+
+
+def _replace(op: Operation, ops: list[Operation], values: Sequence[SSAValue]) -> None:
+    block = op.parent_block()
+    assert block is not None
+    block.insert_ops_before(ops, op)
+    for old, new in zip(op.results, values, strict=True):
+        old.replace_all_uses_with(new)
+    op.detach()
+    op.erase()
+
+
+_COLLECTIVES = (
+    shard.AllReduceOp,
+    shard.AllGatherOp,
+    shard.AllSliceOp,
+    shard.AllToAllOp,
+    shard.ReduceScatterOp,
+    shard.BroadcastOp,
+    shard.GatherOp,
+    shard.ScatterOp,
+    shard.ReduceOp,
+    shard.ShiftOp,
+    shard.UpdateHaloOp,
+)
+
+
+def _work(op: Operation, shape: tuple[int, ...]) -> _Work:
+    source, target = _tensor(op, op.operands[0].type), _tensor(op, op.results[0].type)
+    if isinstance(op, shard.UpdateHaloOp):
+        return _halo(op, shape, source)
+    axes = op.grid_axes.get_values()  # pyright: ignore[reportAttributeAccessIssue]
+    grid = (len(shape), *shape, len(axes), *axes)
+    members = math.prod(shape[a] for a in axes)
+    element = _element_bytes(op, source)
+    if isinstance(op, (shard.AllReduceOp, shard.ReduceOp)):
+        return _Work((_reduce(op, source, target),), grid)
+    if isinstance(op, (shard.AllGatherOp, shard.GatherOp)):
+        # A gather leaves the whole on every member, its root included.
+        words = _cut(source, int(op.gather_axis.value.data), element)
+        return _Work((("dhir_rt_shard_all_gather", words),), grid)
+    if isinstance(op, shard.AllSliceOp):
+        words = _cut(target, int(op.slice_axis.value.data), element)
+        return _Work((("dhir_rt_shard_all_slice", words),), grid)
+    if isinstance(op, shard.AllToAllOp):
+        split, concat = int(op.split_axis.value.data), int(op.concat_axis.value.data)
+        chunk = _resized(source, split, source.get_shape()[split] // members)
+        words = (*_cut(chunk, split, element), *_cut(chunk, concat, element))
+        return _Work((("dhir_rt_shard_all_to_all", words),), grid)
+    if isinstance(op, shard.ReduceScatterOp):
+        reduced = _reduce(op, source, source)
+        words = _cut(target, int(op.scatter_axis.value.data), element)
+        return _Work((reduced, ("dhir_rt_shard_all_slice", words)), grid)
+    if isinstance(op, (shard.BroadcastOp, shard.ScatterOp)):
+        root = _root(op, shape, axes)
+        broadcast = ("dhir_rt_shard_broadcast", (_bytes(source, element), root))
+        if isinstance(op, shard.BroadcastOp):
+            return _Work((broadcast,), grid)
+        words = _cut(target, int(op.scatter_axis.value.data), element)
+        return _Work((broadcast, ("dhir_rt_shard_all_slice", words)), grid)
+    assert isinstance(op, shard.ShiftOp)
+    axis = int(op.shift_axis.value.data)
+    words = (_bytes(source, element), axis, op.offset.value.data, 1 if op.rotate else 0)
+    return _Work((("dhir_rt_shard_shift", words),), grid)
+
+
+def _tensor(op: Operation, type_: Attribute) -> TensorType:
+    if not isinstance(type_, TensorType) or any(n < 0 for n in type_.get_shape()):
+        raise error_at(op, f"{op.name} on {type_}: dhir runs collectives on tensors of fixed shape")
+    return type_
+
+
+def _element_bytes(op: Operation, type_: TensorType) -> int:
+    element = type_.get_element_type()
+    if isinstance(element, (Float16Type, Float32Type, Float64Type)):
+        return element.bitwidth // 8
+    if isinstance(element, IntegerType) and element.width.data in (8, 16, 32, 64):
+        return element.width.data // 8
+    if isinstance(element, IndexType):
+        return 8
+    raise error_at(
+        op,
+        f"{op.name} on elements of {element}: dhir's collectives take floats "
+        "and integers of 8 to 64 bits",
+    )
+
+
+def _bytes(type_: ShapedType, element: int) -> int:
+    return math.prod(type_.get_shape()) * element
+
+
+def _cut(type_: ShapedType, dim: int, element: int) -> tuple[int, int]:
+    """(outer, inner bytes) of `type_` around dimension `dim`."""
+    shape = type_.get_shape()
+    return math.prod(shape[:dim]), math.prod(shape[dim:]) * element
+
+
+def _resized(type_: TensorType, dim: int, size: int) -> TensorType:
+    shape = list(type_.get_shape())
+    shape[dim] = size
+    return TensorType(type_.get_element_type(), shape)
+
+
+def _reduce(op: Operation, source: TensorType, target: TensorType) -> tuple[str, tuple[int, ...]]:
+    if source.get_element_type() != target.get_element_type():
+        raise error_at(
+            op,
+            f"{op.name} from {source.get_element_type()} to "
+            f"{target.get_element_type()}: dhir reduces in the input's element type; "
+            "convert the elements before or after",
+        )
+    reduction = str(op.properties["reduction"].data)  # pyright: ignore[reportAttributeAccessIssue]
+    kind = _type_number(source.get_element_type())
+    if kind is None or reduction not in _REDUCTIONS:
+        raise error_at(
+            op,
+            f"{op.name} with reduction {reduction} on "
+            f"{source.get_element_type()} is not supported: dhir reduces "
+            f"{', '.join(_REDUCTIONS)} on {', '.join(_TYPES)}",
+        )
+    count = math.prod(source.get_shape())
+    return "dhir_rt_shard_all_reduce", (count, kind, _REDUCTIONS.index(reduction))
+
+
+def _type_number(element: Attribute) -> int | None:
+    if isinstance(element, IndexType):
+        return _TYPES.index("i64")
+    if isinstance(element, IntegerType):
+        unsigned = element.signedness.data == Signedness.UNSIGNED
+        name = f"{'ui' if unsigned else 'i'}{element.width.data}"
+    elif isinstance(element, (Float32Type, Float64Type)):
+        name = f"f{element.bitwidth}"
+    else:
+        return None
+    return _TYPES.index(name) if name in _TYPES else None
+
+
+def _root(op: Operation, shape: tuple[int, ...], axes: Sequence[int]) -> int:
+    """The root's index in its group, row-major over the group's axes."""
+    if op.operands[1:]:
+        raise error_at(
+            op,
+            f"{op.name} with a root given as values is not supported yet; "
+            "give the root's coordinates as numbers",
+        )
+    root = op.root.get_values()  # pyright: ignore[reportAttributeAccessIssue]
+    index = 0
+    for axis, coordinate in zip(axes, root, strict=True):
+        index = index * shape[axis] + coordinate
+    return index
+
+
+def _halo(op: shard.UpdateHaloOp, shape: tuple[int, ...], type_: TensorType) -> _Work:
+    if op.halo_sizes:
+        raise error_at(
+            op,
+            "shard.update_halo with halo sizes given as values is not "
+            "supported yet; give them as numbers",
+        )
+    split = [a.get_values() for a in op.split_axes.axes.data]
+    if any(len(axes) > 1 for axes in split):
+        raise error_at(
+            op, "shard.update_halo of a dimension split over several grid axes is not supported yet"
+        )
+    dims = type_.get_shape()
+    axes = [axes[0] if axes else -1 for axes in split] + [-1] * (len(dims) - len(split))
+    halos = op.static_halo_sizes.get_values()
+    layout = (len(dims), *dims, *axes, *halos)
+    element = _element_bytes(op, type_)
+    grid = (len(shape), *shape, 0)
+    return _Work(((_HALO, (element,)),), (*grid, *layout))
+
+
+def _stub(op: Operation, work: _Work, number: int) -> func.FuncOp:
+    """The stub `op` becomes a call of, and the call in its place."""
+    name = f"{STUB_PREFIX}{number}"
+    stub = func.FuncOp.external(name, [op.operands[0].type], [op.results[0].type])
+    stub.attributes[COLLECTIVE] = DictionaryAttr(
+        {
+            "grid": DenseArrayBase.from_list(i64, work.grid),
+            "calls": DictionaryAttr(
+                {
+                    f"{k}:{call}": DenseArrayBase.from_list(i64, words)
+                    for k, (call, words) in enumerate(work.calls)
+                }
+            ),
+        }
+    )
+    call = func.CallOp(name, [op.operands[0]], [op.results[0].type])
+    _replace(op, [call], call.res)
+    return stub
+
+
+def _called(module: ModuleOp) -> set[str]:
+    return {call.callee.root_reference.data for call in find_ops(module, func.CallOp)}
+
+
+# --- on memrefs -----------------------------------------------------------------------
+
+
+def lower_collectives(module: ModuleOp) -> None:
+    stubs = {
+        f.sym_name.data: f for f in find_ops(module, func.FuncOp) if COLLECTIVE in f.attributes
+    }
+    if not stubs:
+        return
+    grids = _Globals(module)
+    used: set[str] = set()
+    for call in find_ops(module, func.CallOp):
+        stub = stubs.get(call.callee.root_reference.data)
+        if stub is not None:
+            used |= _lower_call(call, stub, grids)
+    for stub in stubs.values():
+        stub.detach()
+        stub.erase()
+    for name in sorted(used - {f.sym_name.data for f in find_ops(module, func.FuncOp)}):
+        inputs = [i64] * (3 if name == _HALO else 3 + _WORDS[name])  # grid, buffers, words
+        module.body.block.add_op(func.FuncOp.external(name, inputs, []))
+
+
+def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: "_Globals") -> set[str]:
+    info = stub.attributes[COLLECTIVE]
+    assert isinstance(info, DictionaryAttr)
+    grid_words = info.data["grid"]
+    calls = info.data["calls"]
+    assert isinstance(grid_words, DenseArrayBase) and isinstance(calls, DictionaryAttr)
+    source, target = call.arguments[0], call.res[0]
+    for value in (source, target):
+        if not isinstance(value.type, MemRefType) or not isinstance(value.type.layout, NoneAttr):
+            raise error_at(
+                call,
+                f"a collective on {value.type}: dhir expected a buffer of the "
+                "default layout after bufferization",
+            )
+    assert isinstance(target.type, MemRefType)
+    out = dmemref.AllocOp.get(target.type.element_type, shape=target.type.get_shape())
+    ops: list[Operation] = [out]
+    grid = grids.address(ops, tuple(grid_words.get_values()))
+    steps = [(key.partition(":")[2], words) for key, words in calls.data.items()]
+    names = {name for name, _ in steps}
+    if _HALO in names:
+        ops.append(dmemref.CopyOp(source, out.memref))
+        buffers = [[aligned_address(ops, out.memref)]]
+    elif len(steps) == 1:
+        buffers = [[aligned_address(ops, source), aligned_address(ops, out.memref)]]
+    else:
+        # A reduce-scatter or scatter: reduced (broadcast) whole first, then sliced.
+        assert isinstance(source.type, MemRefType)
+        whole = dmemref.AllocOp.get(source.type.element_type, shape=source.type.get_shape())
+        ops.append(whole)
+        middle = aligned_address(ops, whole.memref)
+        buffers = [
+            [aligned_address(ops, source), middle],
+            [middle, aligned_address(ops, out.memref)],
+        ]
+    for (name, words), addresses in zip(steps, buffers, strict=True):
+        assert isinstance(words, DenseArrayBase)
+        args = [grid, *addresses]
+        for word in words.get_values():
+            constant = arith.ConstantOp(IntegerAttr(int(word), i64))
+            ops.append(constant)
+            args.append(constant.result)
+        ops.append(func.CallOp(name, args, []))
+    block = call.parent_block()
+    assert block is not None
+    block.insert_ops_before(ops, call)
+    call.res[0].replace_all_uses_with(out.memref)
+    call.detach()
+    call.erase()
+    return names
+
+
+class _Globals:
+    """Constant arrays of grid descriptions, one per distinct description."""
+
+    def __init__(self, module: ModuleOp) -> None:
+        self._module = module
+        self._names: dict[tuple[int, ...], str] = {}
+
+    def address(self, ops: list[Operation], words: tuple[int, ...]) -> SSAValue:
+        type_ = MemRefType(i64, [len(words)])
+        name = self._names.get(words) or self._add(words, type_)
+        get = dmemref.GetGlobalOp(name, type_)
+        ops.append(get)
+        return aligned_address(ops, get.memref)
+
+    def _add(self, words: tuple[int, ...], type_: MemRefType) -> str:
+        name = f"__dhir_grid{len(self._names)}"
+        initial = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [len(words)]), list(words))
+        global_ = dmemref.GlobalOp.build(
+            properties={
+                "sym_name": StringAttr(name),
+                "type": type_,
+                "initial_value": initial,
+                "sym_visibility": StringAttr("private"),
+                "constant": UnitAttr(),
+            }
+        )
+        block = self._module.body.block
+        first = block.first_op
+        if first is None:
+            block.add_op(global_)
+        else:
+            block.insert_op_before(global_, first)
+        self._names[words] = name
+        return name
