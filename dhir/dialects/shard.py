@@ -1,7 +1,8 @@
 """MLIR's `shard` dialect (formerly `mesh`) as dhir reads it: xDSL's ops, and those MLIR
 22 has that xDSL 0.74 lacks (`all_gather`, `all_slice`, `all_to_all`, `reduce_scatter`,
-`update_halo`, and the process queries `shard-partition` emits), with MLIR's syntax and
-property names, so that partitioned programs read back from mlir-opt-22."""
+`update_halo`, and the process queries `shard-partition` emits) or defines otherwise
+(`shift`, whose `rotate` MLIR leaves optional), with MLIR's syntax and property names,
+so that partitioned programs read back from mlir-opt-22."""
 
 from typing import ClassVar
 
@@ -14,6 +15,7 @@ from xdsl.dialects.builtin import (
     IndexTypeConstr,
     IntegerAttr,
     TensorType,
+    UnitAttr,
     i16,
     i64,
 )
@@ -34,7 +36,6 @@ from xdsl.dialects.shard import (
     ShardAxesArrayAttr as ShardAxesArrayAttr,
     ShardingOp as ShardingOp,
     ShardOp as ShardOp,
-    ShiftOp as ShiftOp,
     Shard as XdslShard,
 )
 
@@ -46,6 +47,7 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -123,6 +125,24 @@ class ReduceScatterOp(CollectiveCommunicationOp):
 
 
 @irdl_op_definition
+class ShiftOp(CollectiveCommunicationOp):
+    """Each device of a group gets the tensor of the device `offset` before it along
+    `shift_axis`; with `rotate`, round the group (xDSL 0.74 requires `rotate`)."""
+
+    name = "shard.shift"
+    input = operand_def(TensorType)
+    shift_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    offset = prop_def(IntegerAttr[I64])
+    rotate = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `shift_axis` `=` $shift_axis "
+        "`offset` `=` $offset (`rotate` $rotate^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
 class UpdateHaloOp(IRDLOperation):
     """The halo of each device's shard (`halo_sizes`, low and high per split dimension)
     filled from its neighbours' shards."""
@@ -186,6 +206,7 @@ Shard = with_replaced_ops(
     AllSliceOp,
     AllToAllOp,
     ReduceScatterOp,
+    ShiftOp,
     UpdateHaloOp,
     ProcessLinearIndexOp,
     ProcessMultiIndexOp,

@@ -7,6 +7,9 @@ device's part (`shard-partition`), and dhir's passes turn its collectives into c
 dhir's runtime (dhir/transforms/shard_collectives.py). Every rank runs the partitioned
 entry as host code, on its own shard of each array.
 
+A module without `shard.shard` annotations is taken as written per device already (its
+collectives and process queries written by hand): every rank runs it as it is.
+
 The entry keeps its global signature: before partitioning, each argument is made
 replicated where it comes in (every rank gets the whole input, and `shard-partition`
 slices out each device's shard), and each result where it goes out (the shards are
@@ -18,8 +21,8 @@ function computes without them (`strip`), which is the oracle the native runs ar
 against.
 """
 
-from xdsl.dialects.builtin import ArrayAttr, BytesAttr, DenseArrayBase, ModuleOp, UnitAttr, i16
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, UnitAttr, i16
+from xdsl.ir import Operation, SSAValue
 
 from dhir.dialects import func, shard
 from dhir.dialects.shard import is_shard_op
@@ -42,6 +45,11 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     checked), its collectives calling dhir's runtime stubs (see the module docstring)."""
     _entry(module, entry)
     _check_grids(module, ranks)
+    if not find_ops(module, shard.ShardOp):  # written per device already: no shardings
+        module = module.clone()
+        stub_collectives(module)
+        _entry(module, entry).attributes[SPMD] = UnitAttr()
+        return module
     mlir_opt = str(find_llvm_tools().mlir_opt)
     what = f"partition @{entry} (a shard program)"
     propagated = through_mlir_opt(
@@ -124,53 +132,76 @@ def _check_grids(module: ModuleOp, ranks: int | None) -> None:
 
 
 def _replicate_boundary(function: func.FuncOp) -> None:
-    """Each argument replicated where it comes in, each result where it goes out."""
+    """Each argument replicated where it comes in, each result where it goes out. Between
+    replicated and an argument's (result's) sharding, one more (less) dimension is split
+    at each step: `shard-partition` reshards one dimension at a time."""
     block = function.body.blocks[0]
     for argument in block.args:
         for use in list(argument.uses):
             user = use.operation
             if isinstance(user, shard.ShardOp) and user.annotate_for_users is None:
-                replicated = _replicated(user.sharding)
-                block.insert_op_before(replicated, user)
-                user.operands[1] = replicated.result
+                split = _split_of(user.sharding)
+                user.operands[1] = _sharding(user, user.sharding, [])
+                last: SSAValue = user.result
+                users = [u.operation for u in user.result.uses]
+                after: Operation = user
+                for step in _steps(split):
+                    annotated = _annotate(last, _sharding(user, user.sharding, step))
+                    block.insert_op_after(annotated, after)
+                    last, after = annotated.result, annotated
+                for other in users:
+                    for k, operand in enumerate(other.operands):
+                        if operand == user.result:
+                            other.operands[k] = last
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
-        if not _is_sharded(value):
+        owner = value.owner
+        if not isinstance(owner, shard.ShardOp):
             continue
-        sharding = _sharding_of(value)
-        replicated = _replicated(sharding)
-        annotate = shard.ShardOp.build(
-            operands=[value, replicated.result],
-            result_types=[value.type],
-            properties={"annotate_for_users": UnitAttr()},
-        )
-        block_of = returned.parent_block()
-        assert block_of is not None
-        block_of.insert_ops_before([replicated, annotate], returned)
-        returned.operands[index] = annotate.results[0]
+        for step in [*reversed(_steps(_split_of(owner.sharding))), []]:
+            annotated = _annotate(value, _sharding(returned, owner.sharding, step))
+            block.insert_op_before(annotated, returned)
+            value = annotated.result
+        returned.operands[index] = value
 
 
-def _is_sharded(value: SSAValue) -> bool:
-    return isinstance(value.owner, shard.ShardOp)
-
-
-def _sharding_of(value: SSAValue) -> SSAValue:
-    owner = value.owner
-    assert isinstance(owner, shard.ShardOp)
-    return owner.sharding
-
-
-def _replicated(sharding: SSAValue) -> shard.ShardingOp:
-    """A sharding on the same grid as `sharding`'s, replicated (no axis split)."""
+def _split_of(sharding: SSAValue) -> list[tuple[int, ...]]:
     made = sharding.owner
     assert isinstance(made, shard.ShardingOp), "propagation makes every sharding an op"
-    nothing = DenseArrayBase(i16, BytesAttr(b""))
-    return shard.ShardingOp.build(
+    return [axes.get_values() for axes in made.split_axes.axes.data]
+
+
+def _steps(split: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+    """The shardings strictly between replicated and `split`, splitting one more of its
+    dimensions at each step."""
+    dims = [d for d, axes in enumerate(split) if axes]
+    return [
+        [axes if d in dims[:k] else () for d, axes in enumerate(split)] for k in range(1, len(dims))
+    ]
+
+
+def _sharding(before: Operation, like: SSAValue, split: list[tuple[int, ...]]) -> SSAValue:
+    """A sharding on `like`'s grid splitting as `split` says, made before `before`."""
+    made = like.owner
+    assert isinstance(made, shard.ShardingOp)
+    axes = [DenseArrayBase.from_list(i16, list(a)) for a in split] or [
+        DenseArrayBase.from_list(i16, [])
+    ]
+    sharding = shard.ShardingOp.build(
         operands=[[], []],
-        properties={
-            "grid": made.grid,
-            "split_axes": shard.ShardAxesArrayAttr(ArrayAttr([nothing])),
-        },
+        properties={"grid": made.grid, "split_axes": shard.ShardAxesArrayAttr(ArrayAttr(axes))},
         result_types=[made.result.type],
+    )
+    parent = before.parent_block()
+    assert parent is not None
+    parent.insert_op_before(sharding, before)
+    return sharding.result
+
+
+def _annotate(value: SSAValue, sharding: SSAValue) -> shard.ShardOp:
+    return shard.ShardOp.build(
+        operands=[value, sharding],
+        result_types=[value.type],
+        properties={"annotate_for_users": UnitAttr()},
     )

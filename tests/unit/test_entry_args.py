@@ -13,8 +13,8 @@ import pytest
 import dhir
 from dhir import DhirError
 from dhir.toolchain import signature as signature_module
-from dhir.toolchain.entry import entry_signature
 from dhir.toolchain import values as values_module
+from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.values import save_outputs
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")

@@ -1,0 +1,396 @@
+"""Shard programs on dhir's ranks (dhir/toolchain/shards.py, dhir-shard-collectives).
+
+Annotated programs, partitioned by mlir-opt-22: each result equal to the same function
+run without its annotations (the interpreter) and to NumPy. Collectives written per
+device by hand: each device's data differs (the input plus its index), and NumPy plays
+every device to say what rank 0 gets.
+"""
+
+import math
+import shutil
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+pytestmark = [needs_llvm, pytest.mark.mpi, pytest.mark.mlir]
+
+Devices = list[np.ndarray]
+
+# --- annotated programs, partitioned --------------------------------------------------------
+
+MATMUL = """
+shard.grid @grid(shape = GRID)
+func.func @main(%a: tensor<8x4xf64>, %b: tensor<4x6xf64>) -> tensor<8x6xf64> {
+  %sa = shard.sharding @grid split_axes = SPLIT_A : !shard.sharding
+  %a1 = shard.shard %a to %sa : tensor<8x4xf64>
+  %sb = shard.sharding @grid split_axes = SPLIT_B : !shard.sharding
+  %b1 = shard.shard %b to %sb : tensor<4x6xf64>
+  %zero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<8x6xf64>
+  %c = linalg.fill ins(%zero : f64) outs(%e : tensor<8x6xf64>) -> tensor<8x6xf64>
+  %r = linalg.matmul ins(%a1, %b1 : tensor<8x4xf64>, tensor<4x6xf64>)
+                     outs(%c : tensor<8x6xf64>) -> tensor<8x6xf64>
+  %sr = shard.sharding @grid split_axes = SPLIT_R : !shard.sharding
+  %r1 = shard.shard %r to %sr annotate_for_users : tensor<8x6xf64>
+  return %r1 : tensor<8x6xf64>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("grid", "split_a", "split_b", "split_r", "exact"),
+    [
+        ("2", "[[0]]", "[[]]", "[[]]", True),  # rows of A: all_slice in, all_gather out
+        ("2", "[[], [0]]", "[[0]]", "[[]]", False),  # k split: partial sums, all_reduce
+        ("4", "[[0]]", "[[], [0]]", "[[0]]", True),  # rows of A, columns of B
+        ("2x2", "[[0]]", "[[], [1]]", "[[0], [1]]", True),  # blocks of C on a 2-D grid
+        ("2x2", "[[0, 1]]", "[[]]", "[[], [0]]", True),  # rows over both axes, resharded
+    ],
+)
+def test_a_sharded_matmul_equals_the_unsharded_one(
+    grid: str, split_a: str, split_b: str, split_r: str, exact: bool
+) -> None:
+    # A sharding that splits k sums each device's part first (MLIR's partial sums), then
+    # the parts: the sum is reassociated, so only a tolerance holds there.
+    program = (
+        MATMUL.replace("GRID", grid)
+        .replace("SPLIT_A", split_a)
+        .replace("SPLIT_B", split_b)
+        .replace("SPLIT_R", split_r)
+    )
+    rng = np.random.default_rng(7)
+    a, b = rng.random((8, 4)), rng.random((4, 6))
+    ranks = math.prod(int(n) for n in grid.split("x"))
+    native = dhir.run(program, a, b, ranks=ranks)[-1]
+    whole = dhir.run(program, a, b, backend="interp")[-1]
+    if exact:
+        np.testing.assert_array_equal(native, whole)
+    np.testing.assert_allclose(native, whole, rtol=1e-14)
+    np.testing.assert_allclose(native, a @ b, rtol=1e-12)
+
+
+RESHARD = """
+shard.grid @grid(shape = GRID)
+func.func @main(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  %s0 = shard.sharding @grid split_axes = FROM : !shard.sharding
+  %0 = shard.shard %x to %s0 : tensor<4x8xi32>
+  %s1 = shard.sharding @grid split_axes = TO : !shard.sharding
+  %1 = shard.shard %0 to %s1 annotate_for_users : tensor<4x8xi32>
+  %e = tensor.empty() : tensor<4x8xi32>
+  %2 = linalg.add ins(%1, %1 : tensor<4x8xi32>, tensor<4x8xi32>)
+                  outs(%e : tensor<4x8xi32>) -> tensor<4x8xi32>
+  %s2 = shard.sharding @grid split_axes = TO : !shard.sharding
+  %3 = shard.shard %2 to %s2 : tensor<4x8xi32>
+  %s3 = shard.sharding @grid split_axes = OUT : !shard.sharding
+  %4 = shard.shard %3 to %s3 annotate_for_users : tensor<4x8xi32>
+  return %4 : tensor<4x8xi32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("grid", "from_", "to", "out"),
+    [
+        ("2", "[[0]]", "[[], [0]]", "[[0]]"),  # all_to_all there and back
+        ("4", "[[]]", "[[], [0]]", "[[]]"),  # all_slice, all_gather
+        ("2x2", "[[0], [1]]", "[[0]]", "[[0]]"),
+    ],
+)
+def test_resharding_between_operations_keeps_the_values(
+    grid: str, from_: str, to: str, out: str
+) -> None:
+    program = RESHARD.replace("GRID", grid).replace("FROM", from_).replace("TO", to)
+    program = program.replace("OUT", out)
+    x = np.arange(32, dtype=np.int32).reshape(4, 8)
+    ranks = math.prod(int(n) for n in grid.split("x"))
+    np.testing.assert_array_equal(dhir.run(program, x, ranks=ranks)[-1], 2 * x)
+
+
+def test_a_grid_that_is_not_the_rank_count_is_a_located_error() -> None:
+    program = MATMUL.replace("GRID", "4").replace("SPLIT_A", "[[0]]")
+    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    with pytest.raises(DhirError, match=r"2:1: .*@grid has 4 devices.*2 ranks.*-n 4"):
+        dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=2)
+
+
+# --- collectives written per device ---------------------------------------------------------
+
+PER_DEVICE = """
+shard.grid @g(shape = GRID)
+func.func @main(%x: tensor<SHAPExTYPE>) -> tensor<OUTxTYPE> {
+  %i = shard.process_linear_index on @g : index
+  %n = arith.index_cast %i : index to i64
+  %v = CONVERT %n : i64 to TYPE
+  %e = tensor.empty() : tensor<SHAPExTYPE>
+  %f = linalg.fill ins(%v : TYPE) outs(%e : tensor<SHAPExTYPE>) -> tensor<SHAPExTYPE>
+  %e2 = tensor.empty() : tensor<SHAPExTYPE>
+  %y = linalg.add ins(%x, %f : tensor<SHAPExTYPE>, tensor<SHAPExTYPE>)
+                  outs(%e2 : tensor<SHAPExTYPE>) -> tensor<SHAPExTYPE>
+  %r = COLLECTIVE
+  %out = shard.all_gather %r on @g grid_axes = ALL gather_axis = 0
+    : tensor<MIDxTYPE> -> tensor<OUTxTYPE>
+  return %out : tensor<OUTxTYPE>
+}
+"""
+
+
+def per_device(
+    grid: tuple[int, ...], x: np.ndarray, collective: str, mid: tuple[int, ...]
+) -> np.ndarray:
+    """Run PER_DEVICE: `collective` on each device's x + its index, the results joined."""
+    devices = math.prod(grid)
+    type_ = {np.float64: "f64", np.float32: "f32", np.int32: "i32"}[x.dtype.type]
+    convert = "arith.sitofp" if x.dtype.kind == "f" else "arith.trunci"
+    shape = "x".join(map(str, x.shape))
+    out = (mid[0] * devices, *mid[1:])
+    program = (
+        PER_DEVICE.replace("GRID", "x".join(map(str, grid)))
+        .replace("ALL", str(list(range(len(grid)))))
+        .replace("COLLECTIVE", collective)
+        .replace("CONVERT", convert)
+        .replace("SHAPE", shape)
+        .replace("MID", "x".join(map(str, mid)))
+        .replace("OUT", "x".join(map(str, out)))
+        .replace("TYPE", type_)
+    )
+    return dhir.run(program, x, ranks=devices)[-1]
+
+
+def played(grid: tuple[int, ...], x: np.ndarray, collective: Callable[[Devices], Devices]):
+    """What PER_DEVICE gives, played in NumPy: `collective` maps the devices' arrays
+    (row-major over the grid) to their results."""
+    ys = [x + np.asarray(d).astype(x.dtype) for d in range(math.prod(grid))]
+    return np.concatenate(collective(ys), axis=0)
+
+
+def groups(grid: tuple[int, ...], axes: list[int]) -> list[list[int]]:
+    """The devices of each group over `axes`, each in its order within the group."""
+    coordinates = list(np.ndindex(*grid))
+    by_rest: dict[tuple[int, ...], list[tuple[int, int]]] = {}
+    for device, coordinate in enumerate(coordinates):
+        rest = tuple(c for a, c in enumerate(coordinate) if a not in axes)
+        key = 0
+        for a in axes:
+            key = key * grid[a] + coordinate[a]
+        by_rest.setdefault(rest, []).append((key, device))
+    return [[device for _, device in sorted(members)] for members in by_rest.values()]
+
+
+def in_groups(
+    grid: tuple[int, ...], axes: list[int], each: Callable[[Devices], Devices]
+) -> Callable[[Devices], Devices]:
+    def play(ys: Devices) -> Devices:
+        results: Devices = list(ys)
+        for members in groups(grid, axes):
+            for device, result in zip(members, each([ys[d] for d in members]), strict=True):
+                results[device] = result
+        return results
+
+    return play
+
+
+REDUCE = {
+    "sum": lambda ys: sum(ys[1:], ys[0]),
+    "max": lambda ys: np.maximum.reduce(ys),
+    "min": lambda ys: np.minimum.reduce(ys),
+    "product": lambda ys: np.multiply.reduce(ys),
+}
+
+
+@pytest.mark.parametrize(
+    ("grid", "axes", "reduction", "dtype"),
+    [
+        ((4,), [0], "sum", np.float64),
+        ((2, 2), [1], "max", np.float32),
+        ((2, 2), [0], "min", np.int32),
+        ((2, 2), [1, 0], "product", np.float64),
+        ((2,), [0], "sum", np.int32),
+    ],
+)
+def test_all_reduce(grid: tuple[int, ...], axes: list[int], reduction: str, dtype: type) -> None:
+    x = np.arange(12).reshape(3, 4).astype(dtype)
+    t = {np.float64: "f64", np.float32: "f32", np.int32: "i32"}[dtype]
+    op = (
+        f"shard.all_reduce %y on @g grid_axes = {axes} reduction = {reduction} "
+        f": tensor<3x4x{t}> -> tensor<3x4x{t}>"
+    )
+    got = per_device(grid, x, op, (3, 4))
+    each = REDUCE[reduction]
+    want = played(grid, x, in_groups(grid, axes, lambda ys: [each(ys)] * len(ys)))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_all_reduce_average() -> None:
+    x = np.arange(8.0).reshape(2, 4)
+    op = "shard.all_reduce %y on @g grid_axes = [0] reduction = average : tensor<2x4xf64> -> tensor<2x4xf64>"
+    got = per_device((4,), x, op, (2, 4))
+    np.testing.assert_array_equal(got, np.concatenate([x + 1.5] * 4))
+
+
+@pytest.mark.parametrize(
+    ("grid", "axes", "axis"),
+    [((2,), [0], 0), ((4,), [0], 1), ((2, 2), [1, 0], 1), ((2, 2), [0], 0)],
+)
+def test_all_gather(grid: tuple[int, ...], axes: list[int], axis: int) -> None:
+    x = np.arange(6.0).reshape(2, 3)
+    members = math.prod(grid[a] for a in axes)
+    mid = (2 * members, 3) if axis == 0 else (2, 3 * members)
+    op = (
+        f"shard.all_gather %y on @g grid_axes = {axes} gather_axis = {axis} "
+        f": tensor<2x3xf64> -> tensor<{mid[0]}x{mid[1]}xf64>"
+    )
+    got = per_device(grid, x, op, mid)
+    joined = in_groups(grid, axes, lambda ys: [np.concatenate(ys, axis=axis)] * len(ys))
+    np.testing.assert_array_equal(got, played(grid, x, joined))
+
+
+@pytest.mark.parametrize(("grid", "axes", "axis"), [((4,), [0], 1), ((2, 2), [1], 0)])
+def test_all_slice(grid: tuple[int, ...], axes: list[int], axis: int) -> None:
+    x = np.arange(32.0).reshape(4, 8)
+    members = math.prod(grid[a] for a in axes)
+    mid = (4 // members, 8) if axis == 0 else (4, 8 // members)
+    op = (
+        f"shard.all_slice %y on @g grid_axes = {axes} slice_axis = {axis} "
+        f": tensor<4x8xf64> -> tensor<{mid[0]}x{mid[1]}xf64>"
+    )
+    got = per_device(grid, x, op, mid)
+    sliced = in_groups(
+        grid, axes, lambda ys: [np.split(y, len(ys), axis)[k] for k, y in enumerate(ys)]
+    )
+    np.testing.assert_array_equal(got, played(grid, x, sliced))
+
+
+@pytest.mark.parametrize(("grid", "split", "concat"), [((2,), 0, 1), ((4,), 1, 0), ((2, 2), 1, 1)])
+def test_all_to_all(grid: tuple[int, ...], split: int, concat: int) -> None:
+    x = np.arange(32.0).reshape(4, 8)
+    axes = [len(grid) - 1]
+    members = grid[-1]
+    mid = [4, 8]
+    mid[split] //= members
+    mid[concat] *= members
+    op = (
+        f"shard.all_to_all %y on @g grid_axes = {axes} split_axis = {split} concat_axis = "
+        f"{concat} : tensor<4x8xf64> -> tensor<{mid[0]}x{mid[1]}xf64>"
+    )
+    got = per_device(grid, x, op, tuple(mid))
+
+    def exchange(ys: Devices) -> Devices:
+        parts = [np.split(y, len(ys), split) for y in ys]
+        return [
+            np.concatenate([parts[j][k] for j in range(len(ys))], concat) for k in range(len(ys))
+        ]
+
+    np.testing.assert_array_equal(got, played(grid, x, in_groups(grid, axes, exchange)))
+
+
+def test_reduce_scatter() -> None:
+    x = np.arange(32.0).reshape(8, 4)
+    op = (
+        "shard.reduce_scatter %y on @g grid_axes = [0] reduction = sum scatter_axis = 0 "
+        ": tensor<8x4xf64> -> tensor<2x4xf64>"
+    )
+    got = per_device((4,), x, op, (2, 4))
+    total = sum(x + d for d in range(4))
+    np.testing.assert_array_equal(got, total)  # the slices of the sum, joined again
+
+
+@pytest.mark.parametrize("root", [0, 1, 3])
+def test_broadcast_and_scatter_from_a_root(root: int) -> None:
+    x = np.arange(8.0).reshape(4, 2)
+    op = f"shard.broadcast %y on @g grid_axes = [0] root = [{root}] : (tensor<4x2xf64>) -> tensor<4x2xf64>"
+    np.testing.assert_array_equal(per_device((4,), x, op, (4, 2)), np.concatenate([x + root] * 4))
+    op = (
+        f"shard.scatter %y on @g grid_axes = [0] scatter_axis = 0 root = [{root}] "
+        ": (tensor<4x2xf64>) -> tensor<1x2xf64>"
+    )
+    np.testing.assert_array_equal(per_device((4,), x, op, (1, 2)), x + root)
+
+
+def test_gather_and_reduce_leave_the_whole_on_every_device() -> None:
+    x = np.arange(4.0).reshape(2, 2)
+    op = (
+        "shard.gather %y on @g grid_axes = [0] gather_axis = 0 root = [0] "
+        ": (tensor<2x2xf64>) -> tensor<4x2xf64>"
+    )
+    got = per_device((2,), x, op, (4, 2))
+    np.testing.assert_array_equal(got, np.concatenate([x, x + 1] * 2))
+    op = (
+        "shard.reduce %y on @g grid_axes = [0] reduction = max root = [0] "
+        ": (tensor<2x2xf64>) -> tensor<2x2xf64>"
+    )
+    np.testing.assert_array_equal(per_device((2,), x, op, (2, 2)), np.concatenate([x + 1] * 2))
+
+
+@pytest.mark.parametrize(("offset", "rotate"), [(1, True), (-1, True), (1, False)])
+def test_shift(offset: int, rotate: bool) -> None:
+    x = np.arange(4.0).reshape(2, 2)
+    flag = " rotate" if rotate else ""
+    op = (
+        f"shard.shift %y on @g grid_axes = [0] shift_axis = 0 offset = {offset}{flag} "
+        ": tensor<2x2xf64> -> tensor<2x2xf64>"
+    )
+    got = per_device((4,), x, op, (2, 2))
+
+    def shift(ys: Devices) -> Devices:
+        moved = []
+        for k in range(len(ys)):
+            source = k - offset
+            if rotate:
+                source %= len(ys)
+            moved.append(ys[source] if 0 <= source < len(ys) else ys[k])
+        return moved
+
+    np.testing.assert_array_equal(got, played((4,), x, shift))
+
+
+def test_update_halo_fills_each_halo_from_the_neighbours() -> None:
+    x = np.arange(6.0 * 3).reshape(6, 3)  # 1 halo row, 4 core rows, 1 halo row
+    op = "shard.update_halo %y on @g split_axes = [[0]] halo_sizes = [1, 1] : tensor<6x3xf64>"
+    got = per_device((4,), x, op, (6, 3))
+
+    def halos(ys: Devices) -> Devices:
+        done = [y.copy() for y in ys]
+        for k in range(len(ys)):
+            if k > 0:
+                done[k][0] = ys[k - 1][4]
+            if k < len(ys) - 1:
+                done[k][5] = ys[k + 1][1]
+        return done
+
+    np.testing.assert_array_equal(got, played((4,), x, halos))
+
+
+def test_the_interpreter_refuses_collectives_written_by_hand() -> None:
+    x = np.zeros((2, 2))
+    program = PER_DEVICE.replace("GRID", "2").replace("ALL", "[0]").replace("SHAPE", "2x2")
+    program = program.replace("MID", "2x1").replace("OUT", "4x1").replace("TYPE", "f64")
+    program = program.replace("CONVERT", "arith.sitofp").replace(
+        "COLLECTIVE",
+        "shard.all_slice %y on @g grid_axes = [0] slice_axis = 1 "
+        ": tensor<2x2xf64> -> tensor<2x1xf64>",
+    )
+    with pytest.raises(DhirError, match="native backend"):
+        dhir.run(program, x, backend="interp")
+
+
+def test_what_dhir_cannot_run_is_a_located_error() -> None:
+    op = (
+        "shard.send %y on @g grid_axes = [0] destination = [1] "
+        ": (tensor<2x2xf64>) -> tensor<2x2xf64>"
+    )
+    with pytest.raises(DhirError, match=r":12:\d+: .*shard.send is not supported"):
+        per_device((2,), np.zeros((2, 2)), op, (2, 2))
+    program = """
+shard.grid @g(shape = 2)
+func.func @main(%x: tensor<2xf64>) -> tensor<2xf32> {
+  %r = shard.all_reduce %x on @g grid_axes = [0] : tensor<2xf64> -> tensor<2xf32>
+  return %r : tensor<2xf32>
+}
+"""
+    with pytest.raises(DhirError, match=r":4:\d+: .*reduces in the input's element type"):
+        dhir.run(program, np.zeros(2), ranks=2)
