@@ -1469,6 +1469,12 @@ static void divide(void *data, int64_t count, int64_t type, int size) {
     }
 }
 
+static int group_index(MPI_Comm comm) {
+  int index = 0;
+  MPI_Comm_rank(comm, &index);
+  return index;
+}
+
 static void *scratch(int64_t bytes, const char *who) {
   void *data = malloc(bytes > 0 ? (size_t)bytes : 1);
   if (data == NULL)
@@ -1484,6 +1490,9 @@ void dhir_rt_shard_all_reduce(int64_t grid, int64_t in, int64_t out, int64_t cou
                       shard_type(type), shard_op(op), comm),
         "MPI_Allreduce");
   mpi_leave(before);
+  int element = 0;
+  MPI_Type_size(shard_type(type), &element);
+  count_sent(count * element); /* what a reduction moves at least, once */
   if (op == REDUCE_AVERAGE) {
     int size = 0;
     MPI_Comm_size(comm, &size);
@@ -1503,6 +1512,7 @@ void dhir_rt_shard_all_gather(int64_t grid, int64_t in, int64_t out, int64_t out
                       (int)block, MPI_BYTE, comm),
         "MPI_Allgather");
   mpi_leave(before);
+  count_sent(block * (size - 1));
   if (outer == 1)
     return;
   /* gathered holds each member's block whole; out interleaves them along the dimension. */
@@ -1511,12 +1521,6 @@ void dhir_rt_shard_all_gather(int64_t grid, int64_t in, int64_t out, int64_t out
       memcpy((char *)out + (o * size + g) * inner, gathered + g * block + o * inner,
              (size_t)inner);
   free(gathered);
-}
-
-static int group_index(MPI_Comm comm) {
-  int index = 0;
-  MPI_Comm_rank(comm, &index);
-  return index;
 }
 
 void dhir_rt_shard_all_slice(int64_t grid, int64_t in, int64_t out, int64_t outer,
@@ -1546,6 +1550,7 @@ void dhir_rt_shard_all_to_all(int64_t grid, int64_t in, int64_t out, int64_t out
                      MPI_BYTE, comm),
         "MPI_Alltoall");
   mpi_leave(before);
+  count_sent(chunk * (size - 1));
   for (int j = 0; j < size; ++j)
     for (int64_t o = 0; o < outer_concat; ++o)
       memcpy((char *)out + (o * size + j) * inner_concat, got + j * chunk + o * inner_concat,
@@ -1563,6 +1568,10 @@ void dhir_rt_shard_broadcast(int64_t grid, int64_t in, int64_t out, int64_t byte
   check(MPI_Bcast((void *)out, mpi_count(bytes, "shard.broadcast"), MPI_BYTE, (int)root, comm),
         "MPI_Bcast");
   mpi_leave(before);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  if (group_index(comm) == root)
+    count_sent(bytes * (size - 1));
 }
 
 /* The world rank at this rank's coordinates with `axis` moved by `by`; -1 off the grid. */
@@ -1590,6 +1599,8 @@ void dhir_rt_shard_shift(int64_t grid, int64_t in, int64_t out, int64_t bytes, i
                      from < 0 ? MPI_PROC_NULL : from, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
         "MPI_Sendrecv");
   mpi_leave(before);
+  if (to >= 0)
+    count_sent(bytes);
 }
 
 /* Copies `count` rows of `row` bytes, `stride` apart, between a block and a packed buffer. */
@@ -1618,6 +1629,8 @@ static void halo_step(char *data, int64_t outer, int64_t extent, int64_t inner, 
                      MPI_STATUS_IGNORE),
         "MPI_Sendrecv");
   mpi_leave(before);
+  if (to_rank >= 0)
+    count_sent(bytes);
   if (from_rank >= 0)
     pack_rows(got, data + into * inner, outer, width * inner, extent * inner, 1);
   free(sent);

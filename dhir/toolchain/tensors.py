@@ -25,10 +25,12 @@ from dhir.transforms.shard_collectives import lower_collectives
 
 PIPELINE = (
     "builtin.module("
-    "one-shot-bufferize{bufferize-function-boundaries "
+    "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs},"
-    "canonicalize)"
+    "canonicalize,"
+    "ownership-based-buffer-deallocation,canonicalize,buffer-deallocation-simplification,"
+    "bufferization-lower-deallocations,cse,canonicalize)"
 )
 
 

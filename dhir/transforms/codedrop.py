@@ -273,7 +273,7 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     if function is None or not function.body.blocks or has_schedule(function):
         return None
     if SPMD in function.attributes:
-        return f"dhir: @{entry} is a partitioned shard program; each rank runs its device's part"
+        return f"dhir: @{entry} is a shard program; each rank runs its device's part"
     try:
         done = codedrop(module, entry, target)
     except PassFailedException as error:

@@ -9,6 +9,7 @@ every device to say what rank 0 gets.
 import math
 import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -394,3 +395,44 @@ func.func @main(%x: tensor<2xf64>) -> tensor<2xf32> {
 """
     with pytest.raises(DhirError, match=r":4:\d+: .*reduces in the input's element type"):
         dhir.run(program, np.zeros(2), ranks=2)
+
+
+# --- the examples ---------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_the_mlp_example_runs_on_2_and_4_ranks(devices: int) -> None:
+    program = (EXAMPLES / "shard_mlp.mlir").read_text().replace("shape = 4", f"shape = {devices}")
+    rng = np.random.default_rng(devices)
+    x, w1, w2 = (
+        rng.standard_normal((8, 16)),
+        rng.standard_normal((16, 32)),
+        rng.standard_normal((32, 16)),
+    )
+    native = dhir.run(program, x, w1, w2, ranks=devices)[-1]
+    whole = dhir.run(program, x, w1, w2, backend="interp")[-1]
+    # The second matmul's k is split: partial sums, then one all_reduce.
+    np.testing.assert_allclose(native, whole, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(native, np.maximum(x @ w1, 0) @ w2, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_a_halo_stencil_in_a_time_loop(devices: int) -> None:
+    rows = 64 // devices
+    program = (EXAMPLES / "shard_stencil.mlir").read_text()
+    for old, new in [
+        ("18x32", f"{rows + 2}x32"),
+        ("16x32", f"{rows}x32"),
+        ("[16, 32]", f"[{rows}, 32]"),
+        ("shape = 4", f"shape = {devices}"),
+    ]:
+        program = program.replace(old, new)
+    u = np.random.default_rng(3).random((64, 32))
+    want = u
+    for _ in range(10):
+        padded = np.zeros((66, 32))
+        padded[1:-1] = want
+        want = ((padded[:-2] + padded[1:-1]) + padded[2:]) / 3.0
+    np.testing.assert_array_equal(dhir.run(program, u, ranks=devices)[-1], want)
