@@ -206,6 +206,15 @@ def print_module(module: ModuleOp, *, generic: bool = False, debuginfo: bool = F
     return out.getvalue()
 
 
+def _last_words(stderr: str) -> str:
+    """The end of what mlir-opt printed; for a crash, what it said before its stack dump."""
+    said, crashed, _ = stderr.strip().partition("Stack dump:")
+    lines = said.strip().splitlines()[-20:]
+    if crashed:
+        lines.append("(mlir-opt-22 crashed; its stack dump is left out)")
+    return "\n".join(lines)
+
+
 def through_mlir_opt(
     module: ModuleOp,
     mlir_opt: str,
@@ -234,6 +243,5 @@ def through_mlir_opt(
         cannot = f"cannot run {mlir_opt} to {what}: {error}" + (f"; {hint}" if hint else "")
         raise DhirError([Diagnostic(cannot)]) from None
     if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-20:])
-        raise DhirError([Diagnostic(f"{failed}:\n{tail}")])
+        raise DhirError([Diagnostic(f"{failed}:\n{_last_words(done.stderr)}")])
     return parse_string(done.stdout, f"<mlir-opt: {what}>", verify=verify)

@@ -21,7 +21,9 @@ function computes without them (`strip`), which is the oracle the native runs ar
 against.
 """
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, UnitAttr, i16
+import math
+
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, TensorType, UnitAttr, i16
 from xdsl.ir import Operation, SSAValue
 
 from dhir.dialects import func, shard
@@ -50,6 +52,7 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         stub_collectives(module)
         _entry(module, entry).attributes[SPMD] = UnitAttr()
         return module
+    _check_shardings(module)
     mlir_opt = str(find_llvm_tools().mlir_opt)
     what = f"partition @{entry} (a shard program)"
     propagated = through_mlir_opt(
@@ -60,13 +63,19 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
         locations=True,
     )
+    _check_shardings(propagated)
     _replicate_boundary(_entry(propagated, entry))
     partitioned = through_mlir_opt(
         propagated,
         mlir_opt,
         PARTITION,
         what=what,
-        failed=f"partitioning @{entry} with mlir-opt-22 failed",
+        failed=(
+            f"partitioning @{entry} with mlir-opt-22 failed (its shard-partition cannot "
+            "reshard between every two shardings: from halos to other shardings, and moving "
+            "several grid axes at once, fail in MLIR 22; write such steps per device with "
+            "collectives instead)"
+        ),
         locations=True,
     )
     stub_collectives(partitioned)
@@ -131,28 +140,61 @@ def _check_grids(module: ModuleOp, ranks: int | None) -> None:
             )
 
 
+def _check_shardings(module: ModuleOp) -> None:
+    """Refuse what mlir-opt-22's `shard-partition` gets wrong: a split dimension that its
+    devices do not divide (it emits mismatched casts) and uneven shards given by
+    `sharded_dims_offsets` (it crashes)."""
+    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
+    for op in find_ops(module, shard.ShardOp):
+        made = op.sharding.owner
+        if not isinstance(made, shard.ShardingOp) or not isinstance(op.src.type, TensorType):
+            continue
+        if made.static_sharded_dims_offsets.get_values() or made.dynamic_sharded_dims_offsets:
+            raise error_at(
+                op,
+                "uneven shards (sharded_dims_offsets) are not supported yet: mlir-opt-22's "
+                "shard-partition fails on them; split dimensions that the devices divide",
+            )
+        shape = grids.get(made.grid.root_reference.data, ())
+        for dim, (size, axes) in enumerate(zip(op.src.type.get_shape(), _split_of(op.sharding))):
+            devices = math.prod(shape[a] for a in axes if a < len(shape))
+            if axes and size % devices:
+                raise error_at(
+                    op,
+                    f"dimension {dim} of {op.src.type} ({size}) is split over {devices} "
+                    f"devices (grid axes {list(axes)} of @{made.grid.root_reference.data}), "
+                    "which do not divide it: mlir-opt-22 cannot partition uneven shards; "
+                    "pad the dimension or split another one",
+                )
+
+
 def _replicate_boundary(function: func.FuncOp) -> None:
     """Each argument replicated where it comes in, each result where it goes out. Between
     replicated and an argument's (result's) sharding, one more (less) dimension is split
     at each step: `shard-partition` reshards one dimension at a time."""
     block = function.body.blocks[0]
     for argument in block.args:
-        for use in list(argument.uses):
-            user = use.operation
-            if isinstance(user, shard.ShardOp) and user.annotate_for_users is None:
-                split = _split_of(user.sharding)
-                user.operands[1] = _sharding(user, user.sharding, [])
-                last: SSAValue = user.result
-                users = [u.operation for u in user.result.uses]
-                after: Operation = user
-                for step in _steps(split):
-                    annotated = _annotate(last, _sharding(user, user.sharding, step))
-                    block.insert_op_after(annotated, after)
-                    last, after = annotated.result, annotated
-                for other in users:
-                    for k, operand in enumerate(other.operands):
-                        if operand == user.result:
-                            other.operands[k] = last
+        annotations = [u.operation for u in argument.uses if isinstance(u.operation, shard.ShardOp)]
+        if not annotations:
+            continue  # unannotated: replicated already
+        producer = next((a for a in annotations if a.annotate_for_users is None), None)
+        if producer is None:  # only what its users want: it comes in as the first says
+            producer = _annotate(argument, annotations[0].sharding, for_users=False)
+            block.insert_op_before(producer, annotations[0])
+            argument.replace_all_uses_with(producer.result)
+            producer.operands[0] = argument
+        split = _split_of(producer.sharding)
+        producer.operands[1] = _sharding(producer, producer.sharding, [])
+        users = [u.operation for u in producer.result.uses]
+        last, after = producer.result, producer
+        for step in _steps(split):
+            annotated = _annotate(last, _sharding(producer, producer.sharding, step))
+            block.insert_op_after(annotated, after)
+            last, after = annotated.result, annotated
+        for user in users:
+            for k, operand in enumerate(user.operands):
+                if operand == producer.result:
+                    user.operands[k] = last
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
@@ -199,9 +241,9 @@ def _sharding(before: Operation, like: SSAValue, split: list[tuple[int, ...]]) -
     return sharding.result
 
 
-def _annotate(value: SSAValue, sharding: SSAValue) -> shard.ShardOp:
+def _annotate(value: SSAValue, sharding: SSAValue, for_users: bool = True) -> shard.ShardOp:
     return shard.ShardOp.build(
         operands=[value, sharding],
         result_types=[value.type],
-        properties={"annotate_for_users": UnitAttr()},
+        properties={"annotate_for_users": UnitAttr()} if for_users else {},
     )

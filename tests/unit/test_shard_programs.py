@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dhir
 from dhir import DhirError
@@ -48,7 +50,7 @@ func.func @main(%a: tensor<8x4xf64>, %b: tensor<4x6xf64>) -> tensor<8x6xf64> {
     [
         ("2", "[[0]]", "[[]]", "[[]]", True),  # rows of A: all_slice in, all_gather out
         ("2", "[[], [0]]", "[[0]]", "[[]]", False),  # k split: partial sums, all_reduce
-        ("4", "[[0]]", "[[], [0]]", "[[0]]", True),  # rows of A, columns of B
+        ("2", "[[0]]", "[[], [0]]", "[[0]]", True),  # rows of A, columns of B
         ("2x2", "[[0]]", "[[], [1]]", "[[0], [1]]", True),  # blocks of C on a 2-D grid
         ("2x2", "[[0, 1]]", "[[]]", "[[], [0]]", True),  # rows over both axes, resharded
     ],
@@ -436,3 +438,60 @@ def test_a_halo_stencil_in_a_time_loop(devices: int) -> None:
         padded[1:-1] = want
         want = ((padded[:-2] + padded[1:-1]) + padded[2:]) / 3.0
     np.testing.assert_array_equal(dhir.run(program, u, ranks=devices)[-1], want)
+
+
+UNEVEN = """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>) -> tensor<6x4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] OFFSETS : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  return %as : tensor<6x4xf64>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        ("", r"5:\d+: .*dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices"),
+        ("sharded_dims_offsets = [0, 2, 4, 5, 6]", r"5:\d+: .*uneven shards"),
+    ],
+)
+def test_uneven_shards_are_located_errors(offsets: str, message: str) -> None:
+    with pytest.raises(DhirError, match=message):
+        dhir.run(UNEVEN.replace("OFFSETS", offsets), np.zeros((6, 4)), ranks=4)
+
+
+# --- random chains of reshardings on a 1-D grid --------------------------------------------
+
+SHARDINGS = ["[[]]", "[[0]]", "[[], [0]]"]
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> tuple[int, list[str]]:
+    return draw(st.sampled_from([2, 4])), draw(
+        st.lists(st.sampled_from(SHARDINGS), min_size=2, max_size=4)
+    )
+
+
+@settings(max_examples=12, deadline=None)
+@given(chains())
+def test_random_reshardings_keep_the_values(chain: tuple[int, list[str]]) -> None:
+    devices, shardings = chain
+    lines = [f"shard.grid @grid(shape = {devices})"]
+    lines.append("func.func @main(%x: tensor<8x8xi64>) -> tensor<8x8xi64> {")
+    value = "%x"
+    for k, split in enumerate(shardings):
+        lines += [
+            f"  %s{k} = shard.sharding @grid split_axes = {split} : !shard.sharding",
+            f"  %a{k} = shard.shard {value} to %s{k} annotate_for_users : tensor<8x8xi64>",
+            f"  %e{k} = tensor.empty() : tensor<8x8xi64>",
+            f"  %v{k} = linalg.add ins(%a{k}, %a{k} : tensor<8x8xi64>, tensor<8x8xi64>) "
+            f"outs(%e{k} : tensor<8x8xi64>) -> tensor<8x8xi64>",
+            f"  %p{k} = shard.shard %v{k} to %s{k} : tensor<8x8xi64>",
+        ]
+        value = f"%p{k}"
+    lines += [f"  return {value} : tensor<8x8xi64>", "}"]
+    x = np.arange(64, dtype=np.int64).reshape(8, 8)
+    got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+    np.testing.assert_array_equal(got, x * 2 ** len(shardings))
