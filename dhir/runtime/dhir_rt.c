@@ -1603,6 +1603,26 @@ void dhir_rt_shard_shift(int64_t grid, int64_t in, int64_t out, int64_t bytes, i
     count_sent(bytes);
 }
 
+void dhir_rt_shard_send(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t to) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.send");
+  int64_t before = mpi_enter(CALL_SEND, to);
+  check(MPI_Send((void *)in, mpi_count(bytes, "shard.send"), MPI_BYTE, (int)to, 2, comm),
+        "MPI_Send");
+  mpi_leave(before);
+  count_sent(bytes);
+  memcpy((void *)out, (const void *)in, (size_t)bytes);
+}
+
+void dhir_rt_shard_recv(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t from) {
+  MPI_Comm comm = group_of((const int64_t *)grid, "shard.recv");
+  (void)in;
+  int64_t before = mpi_enter(CALL_RECV, from);
+  check(MPI_Recv((void *)out, mpi_count(bytes, "shard.recv"), MPI_BYTE,
+                 from < 0 ? MPI_ANY_SOURCE : (int)from, 2, comm, MPI_STATUS_IGNORE),
+        "MPI_Recv");
+  mpi_leave(before);
+}
+
 /* Copies `count` rows of `row` bytes, `stride` apart, between a block and a packed buffer. */
 static void pack_rows(char *packed, char *block, int64_t count, int64_t row, int64_t stride,
                       int unpack) {

@@ -117,6 +117,11 @@ void dhir_rt_shard_broadcast(int64_t grid, int64_t in, int64_t out, int64_t byte
                              int64_t root);
 void dhir_rt_shard_shift(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t axis,
                          int64_t offset, int64_t rotate);
+/* Blocking point-to-point messages between members of a group (tag 2): a send of `in`
+ * to the member `to` (its result is `in`, copied to `out`), a receive into `out` from the
+ * member `from` (-1: any). The program orders them so that they meet. */
+void dhir_rt_shard_send(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t to);
+void dhir_rt_shard_recv(int64_t grid, int64_t in, int64_t out, int64_t bytes, int64_t from);
 /* Fills the halos of this rank's block at `data` (elements of `element` bytes) from its
  * neighbours' blocks. The grid's words (with no axes) are followed by the block's: its
  * dimension count D, its D sizes, per dimension the grid axis it is split over (-1:

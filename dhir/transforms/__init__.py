@@ -59,6 +59,16 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LowerToMPIPass
 
+    def shard_stubs() -> type[ModulePass]:
+        from dhir.transforms.shard_collectives import ShardStubsPass
+
+        return ShardStubsPass
+
+    def shard_collectives() -> type[ModulePass]:
+        from dhir.transforms.shard_collectives import ShardCollectivesPass
+
+        return ShardCollectivesPass
+
     def accurate_math() -> type[ModulePass]:
         from dhir.transforms.accurate_math import AccurateMathPass
 
@@ -124,6 +134,8 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-gpu-data": gpu_data,
         "dhir-gpu-row-copies": gpu_row_copies,
         "dhir-lower-to-mpi": lower_to_mpi,
+        "dhir-shard-stubs": shard_stubs,
+        "dhir-shard-collectives": shard_collectives,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
         "dhir-check-mpi": check_mpi,

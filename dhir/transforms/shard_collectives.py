@@ -12,9 +12,9 @@ a call to `dhir_rt_shard_*` (dhir/runtime/dhir_rt.h) with the buffers' addresses
 rank runs the code alike (host code), so every rank makes the same calls in the same
 order, as MPI's collectives need.
 
-`shard.send` and `shard.recv`, roots given as values, reductions of another element type
-or of f16, and a dimension split over more than one grid axis in `update_halo` are
-refused with the op's location.
+Roots and peers given as values, reductions of another element type or of f16, and a
+dimension split over more than one grid axis in `update_halo` are refused with the op's
+location.
 """
 
 import math
@@ -70,6 +70,8 @@ _WORDS = {
     "dhir_rt_shard_all_to_all": 4,
     "dhir_rt_shard_broadcast": 2,
     "dhir_rt_shard_shift": 4,
+    "dhir_rt_shard_send": 2,
+    "dhir_rt_shard_recv": 2,
 }
 _HALO = "dhir_rt_shard_update_halo"
 
@@ -107,12 +109,6 @@ def stub_collectives(module: ModuleOp) -> None:
     grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
     stubs: list[func.FuncOp] = []
     for op in list(module.walk()):
-        if isinstance(op, (shard.SendOp, shard.RecvOp)):
-            raise error_at(
-                op,
-                f"{op.name} is not supported yet; dhir runs shard programs "
-                "whose devices exchange data through collectives",
-            )
         if isinstance(op, _QUERIES):
             _replace(op, *_query(op, _shape(grids, op)))
         elif isinstance(op, _COLLECTIVES):
@@ -197,6 +193,8 @@ _COLLECTIVES = (
     shard.ReduceOp,
     shard.ShiftOp,
     shard.UpdateHaloOp,
+    shard.SendOp,
+    shard.RecvOp,
 )
 
 
@@ -233,6 +231,8 @@ def _work(op: Operation, shape: tuple[int, ...]) -> _Work:
             return _Work((broadcast,), grid)
         words = _cut(target, int(op.scatter_axis.value.data), element)
         return _Work((broadcast, ("dhir_rt_shard_all_slice", words)), grid)
+    if isinstance(op, (shard.SendOp, shard.RecvOp)):
+        return _Work((_point_to_point(op, shape, axes, element, source),), grid)
     assert isinstance(op, shard.ShiftOp)
     axis = int(op.shift_axis.value.data)
     words = (_bytes(source, element), axis, op.offset.value.data, 1 if op.rotate else 0)
@@ -318,9 +318,36 @@ def _root(op: Operation, shape: tuple[int, ...], axes: Sequence[int]) -> int:
             f"{op.name} with a root given as values is not supported yet; "
             "give the root's coordinates as numbers",
         )
-    root = op.root.get_values()  # pyright: ignore[reportAttributeAccessIssue]
+    return _index(shape, axes, op.root.get_values())  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def _point_to_point(
+    op: shard.SendOp | shard.RecvOp,
+    shape: tuple[int, ...],
+    axes: Sequence[int],
+    element: int,
+    type_: TensorType,
+) -> tuple[str, tuple[int, ...]]:
+    """A send to the group member at `destination`, or a receive from the one at
+    `source` (any member when it has none): blocking, so the program orders them."""
+    if op.operands[1:]:
+        raise error_at(
+            op,
+            f"{op.name} with a peer given as values is not supported yet; "
+            "give the peer's coordinates as numbers",
+        )
+    if isinstance(op, shard.SendOp):
+        peer = _index(shape, axes, op.destination.get_values())
+        return "dhir_rt_shard_send", (_bytes(type_, element), peer)
+    source = op.source.get_values() if op.source is not None else ()
+    peer = _index(shape, axes, source) if source else -1
+    return "dhir_rt_shard_recv", (_bytes(type_, element), peer)
+
+
+def _index(shape: tuple[int, ...], axes: Sequence[int], coordinates: Sequence[int]) -> int:
+    """The group index of the member at `coordinates` on `axes`, row-major."""
     index = 0
-    for axis, coordinate in zip(axes, root, strict=True):
+    for axis, coordinate in zip(axes, coordinates, strict=True):
         index = index * shape[axis] + coordinate
     return index
 

@@ -381,13 +381,40 @@ def test_the_interpreter_refuses_collectives_written_by_hand() -> None:
         dhir.run(program, x, backend="interp")
 
 
+SEND_RECV = """
+shard.grid @g(shape = 2)
+func.func @main(%x: tensor<2x2xf64>) -> tensor<4x2xf64> {
+  %i = shard.process_linear_index on @g : index
+  %n = arith.index_cast %i : index to i64
+  %v = arith.sitofp %n : i64 to f64
+  %e = tensor.empty() : tensor<2x2xf64>
+  %f = linalg.fill ins(%v : f64) outs(%e : tensor<2x2xf64>) -> tensor<2x2xf64>
+  %e2 = tensor.empty() : tensor<2x2xf64>
+  %y = linalg.add ins(%x, %f : tensor<2x2xf64>, tensor<2x2xf64>)
+                  outs(%e2 : tensor<2x2xf64>) -> tensor<2x2xf64>
+  %c0 = arith.constant 0 : index
+  %first = arith.cmpi eq, %i, %c0 : index
+  %r = scf.if %first -> (tensor<2x2xf64>) {
+    %s = shard.send %y on @g grid_axes = [0] destination = [1] : (tensor<2x2xf64>) -> tensor<2x2xf64>
+    scf.yield %s : tensor<2x2xf64>
+  } else {
+    %got = shard.recv %y on @g grid_axes = [0] SOURCE : (tensor<2x2xf64>) -> tensor<2x2xf64>
+    scf.yield %got : tensor<2x2xf64>
+  }
+  %out = shard.all_gather %r on @g grid_axes = [0] gather_axis = 0 : tensor<2x2xf64> -> tensor<4x2xf64>
+  return %out : tensor<4x2xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("source", ["source = [0]", ""])
+def test_send_and_recv_between_two_devices(source: str) -> None:
+    x = np.arange(4.0).reshape(2, 2)
+    got = dhir.run(SEND_RECV.replace("SOURCE", source), x, ranks=2)[-1]
+    np.testing.assert_array_equal(got, np.concatenate([x, x]))  # device 1 got device 0's
+
+
 def test_what_dhir_cannot_run_is_a_located_error() -> None:
-    op = (
-        "shard.send %y on @g grid_axes = [0] destination = [1] "
-        ": (tensor<2x2xf64>) -> tensor<2x2xf64>"
-    )
-    with pytest.raises(DhirError, match=r":12:\d+: .*shard.send is not supported"):
-        per_device((2,), np.zeros((2, 2)), op, (2, 2))
     program = """
 shard.grid @g(shape = 2)
 func.func @main(%x: tensor<2xf64>) -> tensor<2xf32> {
