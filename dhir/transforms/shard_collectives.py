@@ -106,6 +106,8 @@ class ShardCollectivesPass(ModulePass):
 
 
 def stub_collectives(module: ModuleOp) -> None:
+    """`dhir-shard-stubs` on `module` (see the module docstring); a located error for a
+    collective dhir cannot run, or a shard op other than those left over."""
     grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
     stubs: list[func.FuncOp] = []
     for op in list(module.walk()):
@@ -401,6 +403,7 @@ def _called(module: ModuleOp) -> set[str]:
 
 
 def lower_collectives(module: ModuleOp) -> None:
+    """`dhir-shard-collectives` on `module` (see the module docstring)."""
     stubs = {
         f.sym_name.data: f for f in find_ops(module, func.FuncOp) if COLLECTIVE in f.attributes
     }
