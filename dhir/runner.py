@@ -27,7 +27,7 @@ from dhir.toolchain.options import (
     DEFAULT_TIMEOUT_S,
     RunOptions,
 )
-from dhir.toolchain.shards import is_shard_program, strip
+from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import INPUT, clear_outputs
 from dhir.toolchain.tensors import bufferize
@@ -173,9 +173,11 @@ def run_module(
     if output_dir is not None:
         # Before building too: a build that fails leaves no earlier results behind.
         clear_outputs(signature, output_dir)
+    if is_shard_program(module) and backend == "interp":
+        module = strip(module)  # what the shardings distribute, run whole
+    elif is_shard_program(module) and not on_tensors(module, entry):
+        module = partition(module, entry, options.ranks)  # a program per device on memrefs
     if on_tensors(module, entry):
-        if backend == "interp" and is_shard_program(module):
-            module = strip(module)  # what the shardings distribute, run whole
         module = bufferize(module, entry, options.ranks)
         full = with_results(signature, inputs)
         results = _run_on(module, entry, full, backend, options, None, timing, None)

@@ -66,6 +66,7 @@ from dhir.toolchain.options import (
     timeout_seconds,
 )
 from dhir.toolchain.progress import status_line
+from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tensors import bufferize
 from dhir.toolchain.tools import MPI_CHOICES, cache_root
@@ -326,6 +327,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     given = entry_signature(module, args.entry)  # as the user gives it (tensors too)
     if on_tensors(module, args.entry):
         module = bufferize(module, args.entry, options.ranks)
+    elif is_shard_program(module):  # a program per device on memrefs
+        module = partition(module, args.entry, options.ranks)
     drop_code(module, args.entry, options)
     exe, _ = compile_native(module, args.entry, options, timing)
     if options.keep_build is not None:

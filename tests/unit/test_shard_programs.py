@@ -426,6 +426,30 @@ func.func @main(%x: tensor<2xf64>) -> tensor<2xf32> {
         dhir.run(program, np.zeros(2), ranks=2)
 
 
+ON_MEMREFS = """
+shard.grid @g(shape = 2x2)
+func.func @main(%a: memref<3xindex>) {
+  %i = shard.process_linear_index on @g : index
+  %row, %col = shard.process_multi_index on @g : index, index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  memref.store %i, %a[%c0] : memref<3xindex>
+  memref.store %row, %a[%c1] : memref<3xindex>
+  memref.store %col, %a[%c2] : memref<3xindex>
+  return
+}
+"""
+
+
+def test_a_program_per_device_on_memrefs_reads_its_rank() -> None:
+    # Every rank runs it; the result is rank 0's (device 0 at row 0, column 0).
+    got = dhir.run(ON_MEMREFS, np.full(3, 7, np.int64), ranks=4)[0]
+    np.testing.assert_array_equal(got, [0, 0, 0])
+    with pytest.raises(DhirError, match=r":4:\d+: .*no meaning without partitioning"):
+        dhir.run(ON_MEMREFS, np.zeros(3, np.int64), backend="interp")
+
+
 # --- the examples ---------------------------------------------------------------------------
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
