@@ -50,6 +50,7 @@ from dhir.placement.from_ir import (
     runs_on,
     task_graph,
 )
+from dhir.placement.hints import hinted_ranks
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.memory import MemoryLimits, program_storage
 from dhir.placement.round_robin import round_robin
@@ -71,10 +72,24 @@ class PlacePass(ModulePass):
     entry: str = "main"  # the function whose memref arguments a rank may hold in part
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.follow_shardings(op)
         constraints = constraints_of(op)
         if constraints is not None:
             self.pin_constrained(op, constraints)
         self._place(op)
+
+    def follow_shardings(self, op: ModuleOp) -> None:
+        """Give the tasks that a schedule's shardings place (dhir.placement.hints) their
+        rank, where they have none yet and can run there."""
+        schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
+        hinted = [(t, r) for s in schedules for t, r in hinted_ranks(s, self.ranks).items()]
+        if not hinted:
+            return
+        profile = load_profile(self.costs) if self.costs else None
+        devices, _ = machine_for(op, self.ranks, profile)
+        for task, rank in hinted:
+            if rank_of(task) is None and runs_on(task, devices[rank]):
+                task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
 
     def pin_constrained(self, op: ModuleOp, constraints: Constraints) -> None:
         """Give each task `constraints` name the rank `settle` chooses for it (placing the

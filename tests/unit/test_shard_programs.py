@@ -546,3 +546,48 @@ def test_random_reshardings_keep_the_values(chain: tuple[int, list[str]]) -> Non
     x = np.arange(64, dtype=np.int64).reshape(8, 8)
     got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
     np.testing.assert_array_equal(got, x * 2 ** len(shardings))
+
+
+# --- shardings on a schedule's operands: placement hints ------------------------------------
+
+HINTED = """
+func.func @main(%a: memref<8xf64>, %b: memref<8xf64>) {
+  dhir.schedule %a, %b attributes {dhir.shardings = [#shard<axisarray[[0]]>, #shard<axisarray[[]]>]} {
+    %cpu = dhir.target {kind = "cpu"}
+    %high = dhir.task %cpu, %a, %b {
+      %lo = arith.constant 4 : index
+      %hi = arith.constant 8 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %lo to %hi step %c1 {
+        %x = memref.load %b[%i] : memref<8xf64>
+        %y = arith.mulf %x, %x : f64
+        memref.store %y, %a[%i] : memref<8xf64>
+      }
+    }
+    %low = dhir.task %cpu, %a, %b {
+      %lo = arith.constant 0 : index
+      %hi = arith.constant 4 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %lo to %hi step %c1 {
+        %x = memref.load %b[%i] : memref<8xf64>
+        %y = arith.addf %x, %x : f64
+        memref.store %y, %a[%i] : memref<8xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_shardings_on_a_schedule_place_its_tasks_and_keep_its_results() -> None:
+    from dhir.api import run_pipeline
+
+    placed = dhir.print_module(run_pipeline(dhir.parse_string(HINTED), "dhir-place{ranks=2}"))
+    assert "%high = dhir.task %cpu, %a, %b attributes {dhir.rank = 1 : i64}" in placed
+    assert "%low = dhir.task %cpu, %a, %b attributes {dhir.rank = 0 : i64}" in placed
+    b = np.arange(8.0)
+    native = dhir.run(HINTED, np.zeros(8), b, ranks=2)
+    whole = dhir.run(HINTED, np.zeros(8), b, backend="interp")
+    np.testing.assert_array_equal(native[0], whole[0])
+    np.testing.assert_array_equal(native[0], np.concatenate([b[:4] * 2, b[4:] ** 2]))
