@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.traits import SymbolTable
 
@@ -70,6 +71,7 @@ from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
+from dhir.transforms.shard_collectives import SHARD_BANDS
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
@@ -270,21 +272,31 @@ def _take_bands(
     goes to `timing`'s notes (`--timing`)."""
     function = SymbolTable.lookup_symbol(module, entry)
     assert isinstance(function, func.FuncOp)
-    bands_attr = function.attributes.pop(BANDS, None)
+    bands = _read_bands(function.attributes.pop(BANDS, None))
     whole_attr = function.attributes.pop(WHOLE, None)
-    bands: dict[int, tuple[Rows, ...]] = {}
-    if isinstance(bands_attr, DictionaryAttr):
-        for key, per_rank in bands_attr.data.items():
-            assert isinstance(per_rank, ArrayAttr)
-            arrays = cast(tuple[DenseArrayBase[IntegerType], ...], per_rank.data)
-            bands[int(key)] = tuple(_pairs(array) for array in arrays)
     whole = {}
     if isinstance(whole_attr, DictionaryAttr):
         pairs = whole_attr.data.items()
         whole = {int(k): Whole(v.data) for k, v in pairs if isinstance(v, StringAttr)}
+    # A shard program's arguments sliced by rows (dhir.toolchain.shards): each rank loads
+    # the rows of its device's shard.
+    for k, rows in _read_bands(function.attributes.pop(SHARD_BANDS, None)).items():
+        bands[k] = rows
+        whole.pop(k, None)
     names = {a.index: memref_name(a) for a in function.body.blocks[0].args}
     found = Partition(ranks, bands, whole)
     timing.notes += [f"memory: {line}" for line in found.lines(names)]
+    return bands
+
+
+def _read_bands(attr: Attribute | None) -> dict[int, tuple[Rows, ...]]:
+    """Bands as `dhir.bands` holds them: argument position to each rank's row ranges."""
+    bands: dict[int, tuple[Rows, ...]] = {}
+    if isinstance(attr, DictionaryAttr):
+        for key, per_rank in attr.data.items():
+            assert isinstance(per_rank, ArrayAttr)
+            arrays = cast(tuple[DenseArrayBase[IntegerType], ...], per_rank.data)
+            bands[int(key)] = tuple(_pairs(array) for array in arrays)
     return bands
 
 

@@ -23,16 +23,25 @@ against.
 
 import math
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, TensorType, UnitAttr, i16
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    i16,
+    i64,
+)
 from xdsl.ir import Operation, SSAValue
 
 from dhir.dialects import func, shard
 from dhir.dialects.shard import is_shard_op
-from dhir.ir.diagnostics import error_at
+from dhir.ir.diagnostics import DhirError, error_at
 from dhir.ir.text import through_mlir_opt
 from dhir.ir.walk import find_ops
 from dhir.toolchain.tools import find_llvm_tools
-from dhir.transforms.shard_collectives import SPMD, stub_collectives
+from dhir.transforms.shard_collectives import SHARD_BANDS, SPMD, stub_collectives
 
 PROPAGATE = "builtin.module(func.func(sharding-propagation))"
 PARTITION = "builtin.module(func.func(shard-partition),canonicalize)"
@@ -64,12 +73,32 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         locations=True,
     )
     _check_shardings(propagated)
-    _replicate_boundary(_entry(propagated, entry))
-    partitioned = through_mlir_opt(
-        propagated,
+    _unsplit_written_out(propagated)
+    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(propagated, shard.GridOp)}
+    try:
+        # Each argument first takes the sharding it had, so that one whose rows are split
+        # is sliced by rows first and each rank loads only its rows.
+        partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True)
+    except DhirError:
+        # Some reshardings from there fail in MLIR 22 where the same from a whole input do
+        # not: every rank then loads the whole input.
+        partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+    stub_collectives(partitioned)
+    _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
+    return partitioned
+
+
+def _partitioned(
+    module: ModuleOp, entry: str, grids: dict[str, tuple[int, ...]], mlir_opt: str, keep: bool
+) -> ModuleOp:
+    """`module` (propagated) with its boundary replicated (see _replicate_boundary, which
+    with `keep` reshards each argument to its own sharding first), partitioned."""
+    _replicate_boundary(_entry(module, entry), grids, keep)
+    return through_mlir_opt(
+        module,
         mlir_opt,
         PARTITION,
-        what=what,
+        what=f"partition @{entry} (a shard program)",
         failed=(
             f"partitioning @{entry} with mlir-opt-22 failed (its shard-partition cannot "
             "reshard between every two shardings: from halos to other shardings, and moving "
@@ -78,9 +107,6 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         ),
         locations=True,
     )
-    stub_collectives(partitioned)
-    _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
-    return partitioned
 
 
 def strip(module: ModuleOp) -> ModuleOp:
@@ -140,6 +166,15 @@ def _check_grids(module: ModuleOp, ranks: int | None) -> None:
             )
 
 
+def _unsplit_written_out(module: ModuleOp) -> None:
+    """`split_axes = [[]]` for the shardings propagation leaves with no list at all (those
+    of 0-d tensors): mlir-opt-22 prints them as `[]`, which its own parser refuses."""
+    for op in find_ops(module, shard.ShardingOp):
+        if not op.split_axes.axes.data:
+            nothing = DenseArrayBase.from_list(i16, [])
+            op.properties["split_axes"] = shard.ShardAxesArrayAttr(ArrayAttr([nothing]))
+
+
 def _check_shardings(module: ModuleOp) -> None:
     """Refuse what mlir-opt-22's `shard-partition` gets wrong: a split dimension that its
     devices do not divide (it emits mismatched casts) and uneven shards given by
@@ -168,11 +203,17 @@ def _check_shardings(module: ModuleOp) -> None:
                 )
 
 
-def _replicate_boundary(function: func.FuncOp) -> None:
+def _replicate_boundary(
+    function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool
+) -> None:
     """Each argument replicated where it comes in, each result where it goes out. Between
     replicated and an argument's (result's) sharding, one more (less) dimension is split
-    at each step: `shard-partition` reshards one dimension at a time."""
+    at each step: `shard-partition` reshards one dimension at a time. With `keep`, each
+    argument reaches the sharding it had before its users reshard it: one whose rows are
+    split is then sliced by rows first, so each rank reads only its block of rows, which
+    the entry records (SHARD_BANDS) for the harness to load alone."""
     block = function.body.blocks[0]
+    bands: dict[int, list[tuple[int, int]]] = {}
     for argument in block.args:
         annotations = [u.operation for u in argument.uses if isinstance(u.operation, shard.ShardOp)]
         if not annotations:
@@ -184,10 +225,13 @@ def _replicate_boundary(function: func.FuncOp) -> None:
             argument.replace_all_uses_with(producer.result)
             producer.operands[0] = argument
         split = _split_of(producer.sharding)
+        rows = _row_blocks(argument, split, _grid_of(producer.sharding, grids))
+        if rows is not None and keep:
+            bands[argument.index] = rows
         producer.operands[1] = _sharding(producer, producer.sharding, [])
         users = [u.operation for u in producer.result.uses]
         last, after = producer.result, producer
-        for step in _steps(split):
+        for step in [*_steps(split), *([split] if keep else [])]:
             annotated = _annotate(last, _sharding(producer, producer.sharding, step))
             block.insert_op_after(annotated, after)
             last, after = annotated.result, annotated
@@ -195,6 +239,13 @@ def _replicate_boundary(function: func.FuncOp) -> None:
             for k, operand in enumerate(user.operands):
                 if operand == producer.result:
                     user.operands[k] = last
+    if bands:
+        function.attributes[SHARD_BANDS] = DictionaryAttr(
+            {
+                str(k): ArrayAttr([DenseArrayBase.from_list(i64, list(b)) for b in rows])
+                for k, rows in bands.items()
+            }
+        )
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
@@ -206,6 +257,31 @@ def _replicate_boundary(function: func.FuncOp) -> None:
             block.insert_op_before(annotated, returned)
             value = annotated.result
         returned.operands[index] = value
+
+
+def _grid_of(sharding: SSAValue, grids: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
+    made = sharding.owner
+    assert isinstance(made, shard.ShardingOp)
+    return grids[made.grid.root_reference.data]
+
+
+def _row_blocks(
+    argument: SSAValue, split: list[tuple[int, ...]], grid: tuple[int, ...]
+) -> list[tuple[int, int]] | None:
+    """Per rank, the rows of `argument` its device's shard holds, when `split` splits
+    its rows (over the grid axes `split[0]`, the group index row-major over them)."""
+    if not split or not split[0] or not isinstance(argument.type, TensorType):
+        return None
+    axes = split[0]
+    rows = argument.type.get_shape()[0] // math.prod(grid[a] for a in axes)
+    blocks = []
+    for rank in range(math.prod(grid)):
+        coordinates = [rank // math.prod(grid[d + 1 :]) % grid[d] for d in range(len(grid))]
+        index = 0
+        for axis in axes:
+            index = index * grid[axis] + coordinates[axis]
+        blocks.append((index * rows, (index + 1) * rows))
+    return blocks
 
 
 def _split_of(sharding: SSAValue) -> list[tuple[int, ...]]:

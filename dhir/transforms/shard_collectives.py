@@ -56,6 +56,9 @@ from dhir.transforms.building import aligned_address
 COLLECTIVE = "dhir.collective"
 # On an entry every rank runs alike (a partitioned shard program): CodeDrop leaves it.
 SPMD = "dhir.spmd"
+# On such an entry: per argument whose shard is a block of rows, each rank's rows (as
+# dhir-lower-to-mpi's `dhir.bands`): each rank loads only those.
+SHARD_BANDS = "dhir.shard_bands"
 STUB_PREFIX = "__dhir_collective"
 RANK = "dhir_rt_comm_rank"
 # The runtime's numbering (dhir_rt.c, shard_type and shard_op).
