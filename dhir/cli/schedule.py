@@ -34,6 +34,7 @@ from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file
+from dhir.ir.walk import find_ops
 from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import attach
@@ -71,6 +72,7 @@ from dhir.transforms.place import (
     memory_limits,
     rank_facts,
 )
+from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -361,13 +363,19 @@ def program_graphs(
     if profile is not None:
         drop_unmatched(profile, module, str(costs))
     rules = read_constraints(constraints) if constraints is not None else None
+    place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
+    place.follow_shardings(module)  # as dhir-place does for `dhir run`
     if rules is not None:
-        place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
         place.pin_constrained(module, rules)
     devices, model = machine_for(module, ranks, profile)
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
+    if not schedules and any(SPMD in f.attributes for f in find_ops(module, FuncOp)):
+        raise _error(
+            f"{path} is a shard program: each rank runs its device's part, so there is no "
+            "task to place"
+        )
     if not schedules:
         raise _error(f"{path} has no dhir.schedule to place")
     limits = memory_limits(module, ranks, entry, devices)

@@ -206,6 +206,24 @@ def print_module(module: ModuleOp, *, generic: bool = False, debuginfo: bool = F
     return out.getvalue()
 
 
+def keep_argument_names(source: ModuleOp, made: ModuleOp, function: str) -> None:
+    """Give `function`'s arguments in `made` (from mlir-opt, which numbers them) the
+    names they have in `source`, in order, so that messages name them as the user did."""
+    before, after = _function(source, function), _function(made, function)
+    if before is None or after is None:
+        return
+    for old, new in zip(before.body.blocks[0].args, after.body.blocks[0].args):
+        if old.name_hint is not None:
+            new.name_hint = old.name_hint
+
+
+def _function(module: ModuleOp, name: str) -> func.FuncOp | None:
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == name and op.body.blocks:
+            return op
+    return None
+
+
 def _last_words(stderr: str) -> str:
     """The end of what mlir-opt printed; for a crash, what it said before its stack dump."""
     said, crashed, _ = stderr.strip().partition("Stack dump:")

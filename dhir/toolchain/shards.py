@@ -38,7 +38,7 @@ from xdsl.ir import Operation, SSAValue
 from dhir.dialects import func, shard
 from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, error_at
-from dhir.ir.text import through_mlir_opt
+from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import SHARD_BANDS, SPMD, stub_collectives
@@ -83,6 +83,7 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         # Some reshardings from there fail in MLIR 22 where the same from a whole input do
         # not: every rank then loads the whole input.
         partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+    keep_argument_names(module, partitioned, entry)
     stub_collectives(partitioned)
     _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
     return partitioned

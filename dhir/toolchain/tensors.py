@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import error_at
-from dhir.ir.text import through_mlir_opt
+from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import lower_collectives
@@ -55,5 +55,6 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
         failed=f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed",
         locations=True,
     )
+    keep_argument_names(module, bufferized, entry)
     lower_collectives(bufferized)
     return bufferized

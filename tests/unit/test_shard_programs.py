@@ -659,3 +659,31 @@ def test_each_rank_loads_only_its_rows_of_a_row_split_input() -> None:
     np.testing.assert_allclose(total, w.sum(), rtol=1e-13)  # two partial sums, then theirs
     # Each rank took its 32 rows (2,048 bytes) and the result's 8.
     assert [line.split("took ")[1] for line in traffic] == ["2056 bytes of inputs"] * 2
+
+
+def test_dhir_schedule_says_a_shard_program_has_no_tasks_and_follows_hints(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "schedule", str(EXAMPLES / "shard_mlp.mlir"), "-n", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "is a shard program" in done.stderr
+    assert "Traceback" not in done.stderr
+    program = tmp_path / "hinted.mlir"
+    program.write_text(HINTED)
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "schedule", str(program), "-n", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assignment = json.loads(done.stdout)["schedules"][0]["assignment"]
+    ranks = {name.split(".")[0]: rank for name, rank in assignment.items() if name != "(end)"}
+    assert ranks == {"high": "rank1", "low": "rank0"}  # as dhir run places them
