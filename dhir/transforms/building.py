@@ -1,9 +1,21 @@
 """Small helpers the rewriting passes share to build IR: ops appended to a block, index
-constants, and where a value is defined."""
+constants, constant arrays in the module, and where a value is defined."""
 
 from typing import TypeVar
 
-from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr, StridedLayoutAttr, i64
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from dhir.dialects import arith, memref
@@ -29,6 +41,53 @@ def aligned_address(ops: list[Operation], value: SSAValue) -> SSAValue:
     wide = arith.IndexCastOp(pointer.aligned_pointer, i64)
     ops += [pointer, wide]
     return wide.result
+
+
+class ConstantArrays:
+    """Constant arrays of integers of `element` as private globals of `module` (named
+    PREFIX0, PREFIX1, ... and put at its start), one per distinct content, for the
+    runtime to read through their addresses."""
+
+    def __init__(self, module: ModuleOp, prefix: str, element: IntegerType) -> None:
+        self._module = module
+        self._prefix = prefix
+        self._element = element
+        self._made: dict[tuple[int, ...], tuple[str, MemRefType]] = {}
+
+    @property
+    def used(self) -> bool:
+        return bool(self._made)
+
+    def address(self, ops: list[Operation], values: tuple[int, ...]) -> SSAValue:
+        """The address (i64) of the array holding `values`; appends the ops to `ops`."""
+        name, type_ = self._made.get(values) or self._add(values)
+        get = memref.GetGlobalOp(name, type_)
+        ops.append(get)
+        return aligned_address(ops, get.memref)
+
+    def _add(self, values: tuple[int, ...]) -> tuple[str, MemRefType]:
+        name = f"{self._prefix}{len(self._made)}"
+        type_ = MemRefType(self._element, [len(values)])
+        initial = DenseIntOrFPElementsAttr.from_list(
+            TensorType(self._element, [len(values)]), list(values)
+        )
+        global_ = memref.GlobalOp.build(
+            properties={
+                "sym_name": StringAttr(name),
+                "type": type_,
+                "initial_value": initial,
+                "sym_visibility": StringAttr("private"),
+                "constant": UnitAttr(),
+            }
+        )
+        block = self._module.body.block
+        first = block.first_op
+        if first is None:
+            block.add_op(global_)
+        else:
+            block.insert_op_before(global_, first)
+        self._made[values] = (name, type_)
+        return name, type_
 
 
 def insert_before(ops: Block, op: Operation) -> None:

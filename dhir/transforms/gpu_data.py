@@ -41,14 +41,11 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
     NoneAttr,
-    StringAttr,
-    TensorType,
     UnitAttr,
     i8,
     i32,
@@ -61,7 +58,6 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.effects import Effects, task_effects
 from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
-from dhir.dialects import memref as dmemref
 from dhir.dialects import memref as xmemref
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
 from dhir.ir.pass_failure import PassFailedAt
@@ -77,7 +73,7 @@ from dhir.ir.tasks import (
 from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
-from dhir.transforms.building import aligned_address, rows_view
+from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
 from dhir.transforms.track_tasks import ENTER as TASK_ENTER
@@ -208,42 +204,18 @@ class _Labels:
     """Task names as constant strings in the module, for dhir_rt_gpu_task."""
 
     def __init__(self, module: ModuleOp) -> None:
-        self._module = module
-        self._globals: dict[str, tuple[str, MemRefType]] = {}
+        self._arrays = ConstantArrays(module, "dhir_gpu_task_name", i8)
 
     @property
     def used(self) -> bool:
-        return bool(self._globals)
+        return self._arrays.used
 
     def pointer(self, text: str) -> tuple[list[Operation], SSAValue]:
         """Ops giving the address (i64) of a NUL-terminated copy of `text`."""
-        name, type_ = self._globals.get(text) or self._add(text)
-        ops: list[Operation] = [xmemref.GetGlobalOp(name, type_)]
-        return ops, aligned_address(ops, ops[0].results[0])
-
-    def _add(self, text: str) -> tuple[str, MemRefType]:
         data = text.encode() + b"\0"
-        type_ = MemRefType(i8, [len(data)])
-        name = f"dhir_gpu_task_name{len(self._globals)}"
-        values = [b - 256 if b > 127 else b for b in data]  # i8 is signed
-        initial = DenseIntOrFPElementsAttr.from_list(TensorType(i8, [len(data)]), values)
-        global_ = dmemref.GlobalOp.build(
-            properties={
-                "sym_name": StringAttr(name),
-                "type": type_,
-                "initial_value": initial,
-                "sym_visibility": StringAttr("private"),
-                "constant": UnitAttr(),
-            }
-        )
-        block = self._module.body.block
-        first = block.first_op
-        if first is None:
-            block.add_op(global_)
-        else:
-            block.insert_op_before(global_, first)
-        self._globals[text] = (name, type_)
-        return name, type_
+        ops: list[Operation] = []
+        # i8 is signed
+        return ops, self._arrays.address(ops, tuple(b - 256 if b > 127 else b for b in data))
 
 
 @dataclass

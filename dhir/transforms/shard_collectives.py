@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
     DictionaryAttr,
     Float16Type,
     Float32Type,
@@ -37,10 +36,8 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     ShapedType,
     Signedness,
-    StringAttr,
     SymbolRefAttr,
     TensorType,
-    UnitAttr,
     i32,
     i64,
 )
@@ -51,7 +48,7 @@ from dhir.dialects import arith, func, shard
 from dhir.dialects import memref as dmemref
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import aligned_address
+from dhir.transforms.building import ConstantArrays, aligned_address
 
 COLLECTIVE = "dhir.collective"
 # On an entry every rank runs alike (a partitioned shard program): CodeDrop leaves it.
@@ -412,7 +409,7 @@ def lower_collectives(module: ModuleOp) -> None:
     }
     if not stubs:
         return
-    grids = _Globals(module)
+    grids = ConstantArrays(module, "__dhir_grid", i64)
     used: set[str] = set()
     for call in find_ops(module, func.CallOp):
         stub = stubs.get(call.callee.root_reference.data)
@@ -426,7 +423,7 @@ def lower_collectives(module: ModuleOp) -> None:
         module.body.block.add_op(func.FuncOp.external(name, inputs, []))
 
 
-def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: "_Globals") -> set[str]:
+def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: ConstantArrays) -> set[str]:
     info = stub.attributes[COLLECTIVE]
     assert isinstance(info, DictionaryAttr)
     grid_words = info.data["grid"]
@@ -476,39 +473,3 @@ def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: "_Globals") -> set[
     call.detach()
     call.erase()
     return names
-
-
-class _Globals:
-    """Constant arrays of grid descriptions, one per distinct description."""
-
-    def __init__(self, module: ModuleOp) -> None:
-        self._module = module
-        self._names: dict[tuple[int, ...], str] = {}
-
-    def address(self, ops: list[Operation], words: tuple[int, ...]) -> SSAValue:
-        type_ = MemRefType(i64, [len(words)])
-        name = self._names.get(words) or self._add(words, type_)
-        get = dmemref.GetGlobalOp(name, type_)
-        ops.append(get)
-        return aligned_address(ops, get.memref)
-
-    def _add(self, words: tuple[int, ...], type_: MemRefType) -> str:
-        name = f"__dhir_grid{len(self._names)}"
-        initial = DenseIntOrFPElementsAttr.from_list(TensorType(i64, [len(words)]), list(words))
-        global_ = dmemref.GlobalOp.build(
-            properties={
-                "sym_name": StringAttr(name),
-                "type": type_,
-                "initial_value": initial,
-                "sym_visibility": StringAttr("private"),
-                "constant": UnitAttr(),
-            }
-        )
-        block = self._module.body.block
-        first = block.first_op
-        if first is None:
-            block.add_op(global_)
-        else:
-            block.insert_op_before(global_, first)
-        self._names[words] = name
-        return name
