@@ -11,6 +11,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, i1
 from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
 from xdsl.printer import Printer
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import ParseError
 
 from dhir.context import make_context
@@ -218,10 +219,8 @@ def keep_argument_names(source: ModuleOp, made: ModuleOp, function: str) -> None
 
 
 def _function(module: ModuleOp, name: str) -> func.FuncOp | None:
-    for op in module.body.block.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name and op.body.blocks:
-            return op
-    return None
+    found = SymbolTable.lookup_symbol(module, name)
+    return found if isinstance(found, func.FuncOp) and found.body.blocks else None
 
 
 def _last_words(stderr: str) -> str:

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from dhir.dialects import func, shard
 from dhir.dialects.shard import is_shard_op
@@ -41,7 +42,7 @@ from dhir.ir.diagnostics import DhirError, error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
 from dhir.toolchain.tools import find_llvm_tools
-from dhir.transforms.shard_collectives import SHARD_BANDS, SPMD, stub_collectives
+from dhir.transforms.shard_collectives import SHARD_BANDS, SPMD, grid_shapes, stub_collectives
 
 PROPAGATE = "builtin.module(func.func(sharding-propagation))"
 PARTITION = "builtin.module(func.func(shard-partition),canonicalize)"
@@ -74,7 +75,7 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     )
     _check_shardings(propagated)
     _unsplit_written_out(propagated)
-    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(propagated, shard.GridOp)}
+    grids = grid_shapes(propagated)
     try:
         # Each argument first takes the sharding it had, so that one whose rows are split
         # is sliced by rows first and each rank loads only its rows.
@@ -136,10 +137,9 @@ def strip(module: ModuleOp) -> ModuleOp:
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    for function in find_ops(module, func.FuncOp):
-        if function.sym_name.data == entry and function.body.blocks:
-            return function
-    raise AssertionError(f"@{entry} is checked before partitioning")
+    function = SymbolTable.lookup_symbol(module, entry)
+    assert isinstance(function, func.FuncOp), f"@{entry} is checked before partitioning"
+    return function
 
 
 def _check_grids(module: ModuleOp, ranks: int | None) -> None:
@@ -155,9 +155,7 @@ def _check_grids(module: ModuleOp, ranks: int | None) -> None:
                 f"the grid @{grid.sym_name.data} has a size that is not fixed "
                 f"({'x'.join('?' if n <= 0 else str(n) for n in shape)}); give every axis its size",
             )
-        devices = 1
-        for n in shape:
-            devices *= n
+        devices = math.prod(shape)
         if ranks is not None and devices != ranks:
             raise error_at(
                 grid,
@@ -172,15 +170,14 @@ def _unsplit_written_out(module: ModuleOp) -> None:
     of 0-d tensors): mlir-opt-22 prints them as `[]`, which its own parser refuses."""
     for op in find_ops(module, shard.ShardingOp):
         if not op.split_axes.axes.data:
-            nothing = DenseArrayBase.from_list(i16, [])
-            op.properties["split_axes"] = shard.ShardAxesArrayAttr(ArrayAttr([nothing]))
+            op.properties["split_axes"] = _split_axes([])
 
 
 def _check_shardings(module: ModuleOp) -> None:
     """Refuse what mlir-opt-22's `shard-partition` gets wrong: a split dimension that its
     devices do not divide (it emits mismatched casts) and uneven shards given by
     `sharded_dims_offsets` (it crashes)."""
-    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
+    grids = grid_shapes(module)
     for op in find_ops(module, shard.ShardOp):
         made = op.sharding.owner
         if not isinstance(made, shard.ShardingOp) or not isinstance(op.src.type, TensorType):
@@ -304,18 +301,22 @@ def _sharding(before: Operation, like: SSAValue, split: list[tuple[int, ...]]) -
     """A sharding on `like`'s grid splitting as `split` says, made before `before`."""
     made = like.owner
     assert isinstance(made, shard.ShardingOp)
-    axes = [DenseArrayBase.from_list(i16, list(a)) for a in split] or [
-        DenseArrayBase.from_list(i16, [])
-    ]
     sharding = shard.ShardingOp.build(
         operands=[[], []],
-        properties={"grid": made.grid, "split_axes": shard.ShardAxesArrayAttr(ArrayAttr(axes))},
+        properties={"grid": made.grid, "split_axes": _split_axes(split)},
         result_types=[made.result.type],
     )
     parent = before.parent_block()
     assert parent is not None
     parent.insert_op_before(sharding, before)
     return sharding.result
+
+
+def _split_axes(split: list[tuple[int, ...]]) -> shard.ShardAxesArrayAttr:
+    """`split` as split axes, `[[]]` (replicated) when it has no dimension: MLIR 22 reads
+    no shorter form."""
+    axes = [DenseArrayBase.from_list(i16, list(a)) for a in split or [()]]
+    return shard.ShardAxesArrayAttr(ArrayAttr(axes))
 
 
 def _annotate(value: SSAValue, sharding: SSAValue, for_users: bool = True) -> shard.ShardOp:

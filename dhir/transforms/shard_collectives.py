@@ -105,10 +105,15 @@ class ShardCollectivesPass(ModulePass):
         lower_collectives(op)
 
 
+def grid_shapes(module: ModuleOp) -> dict[str, tuple[int, ...]]:
+    """The shape of each `shard.grid` of `module`, by name."""
+    return {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
+
+
 def stub_collectives(module: ModuleOp) -> None:
     """`dhir-shard-stubs` on `module` (see the module docstring); a located error for a
     collective dhir cannot run, or a shard op other than those left over."""
-    grids = {g.sym_name.data: g.shape.get_values() for g in find_ops(module, shard.GridOp)}
+    grids = grid_shapes(module)
     stubs: list[func.FuncOp] = []
     for op in list(module.walk()):
         if isinstance(op, _QUERIES):
