@@ -56,6 +56,19 @@ class ArgSpec:
         return int(self.code[2:])
 
     @property
+    def integer_range(self) -> tuple[int, int] | None:
+        """The values an integer (or i1) element holds, lowest and highest; None for
+        floats."""
+        bits = 8 * self.itemsize
+        if self.kind == "b":
+            return 0, 1
+        if self.kind == "u":
+            return 0, 2**bits - 1
+        if self.kind == "i":
+            return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        return None
+
+    @property
     def is_memref(self) -> bool:
         return self.shape is not None
 

@@ -100,17 +100,9 @@ def _scalar(text: str, spec: ArgSpec) -> float | int | None:
             return rounded
     except (ValueError, OverflowError, KeyError):
         return None
-    low, high = _range(spec)
-    return int(number) if low <= number <= high else None
-
-
-def _range(spec: ArgSpec) -> tuple[int, int]:
-    bits = 8 * spec.itemsize
-    if spec.kind == "b":
-        return 0, 1
-    if spec.kind == "u":
-        return 0, 2**bits - 1
-    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    bounds = spec.integer_range
+    assert bounds is not None
+    return int(number) if bounds[0] <= number <= bounds[1] else None
 
 
 def result_writers(

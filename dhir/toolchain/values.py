@@ -64,17 +64,6 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
     return np.array(value, order="C", copy=True)
 
 
-def scalar_range(dtype: np.dtype) -> tuple[int, int] | None:
-    """The values an integer (or i1) scalar of `dtype` holds, lowest and highest; None
-    for floats."""
-    if dtype.kind == "b":
-        return 0, 1
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return int(info.min), int(info.max)
-    return None
-
-
 def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
     if isinstance(value, np.ndarray):
         if value.ndim != 0:
@@ -84,7 +73,7 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
         value = value.item()
     if isinstance(value, np.generic):
         value = value.item()
-    bounds = scalar_range(spec.dtype)
+    bounds = spec.integer_range
     if bounds is not None:
         if isinstance(value, float) and value.is_integer():
             value = int(value)

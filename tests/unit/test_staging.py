@@ -243,3 +243,16 @@ def test_a_result_file_short_or_missing_is_an_error(tmp_path: Path) -> None:
         check_result(tmp_path / "arg0.raw", 3, 6)
     with pytest.raises(DhirError, match="ended without writing arg1.raw"):
         check_result(tmp_path / "arg1.raw", 3, 4)
+
+
+@pytest.mark.parametrize("code", DTYPES)
+def test_integer_ranges_are_numpys(code: str) -> None:
+    # Both paths check scalars against ArgSpec.integer_range; NumPy says what it must be.
+    spec = ArgSpec(0, TYPES[code], code, None)
+    dtype = np.dtype(code)
+    if dtype.kind == "f":
+        assert spec.integer_range is None
+    elif dtype.kind == "b":
+        assert spec.integer_range == (0, 1)
+    else:
+        assert spec.integer_range == (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
