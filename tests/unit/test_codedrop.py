@@ -2,6 +2,7 @@
 interpreter on the original program bit for bit; `dhir run`/`dhir compile` apply it to an
 entry without schedules, say so, and obey --no-codedrop and --target."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -222,9 +223,15 @@ func.func @main(%a: {TYPE}, %b: {TYPE}, %p: i1) {{
 # --- dhir run / dhir compile ----------------------------------------------------------
 
 
-def _dhir(*args: str) -> subprocess.CompletedProcess[str]:
+def _dhir(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`dhir ARGS...`; with `cache`, in that cache rather than the user's."""
+    env = None if cache is None else dict(os.environ, DHIR_CACHE_DIR=str(cache))
     return subprocess.run(
-        [sys.executable, "-m", "dhir.cli.main", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "dhir.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
@@ -247,7 +254,11 @@ def _gemm_result(tmp_path: Path) -> np.ndarray:
 def test_dhir_run_applies_codedrop_and_says_so(tmp_path: Path, gemm_inputs: list[str]) -> None:
     out = tmp_path / "out"
     gemm = str(EXAMPLES / "plain_gemm.mlir")
-    result = _dhir("run", gemm, "-n", "2", *gemm_inputs, "--output-dir", str(out))
+    # A cache of its own: a run the user's cache recorded would take the cached path, which
+    # prints only the run's own words (compiling's are the first run's).
+    result = _dhir(
+        "run", gemm, "-n", "2", *gemm_inputs, "--output-dir", str(out), cache=tmp_path / "cache"
+    )
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if "CodeDrop" in line]
     assert lines == [
