@@ -279,13 +279,19 @@ def _take_bands(
         pairs = whole_attr.data.items()
         whole = {int(k): Whole(v.data) for k, v in pairs if isinstance(v, StringAttr)}
     # A shard program's arguments sliced by rows (dhir.toolchain.shards): each rank loads
-    # the rows of its device's shard.
-    for k, rows in _read_bands(function.attributes.pop(SHARD_BANDS, None)).items():
+    # the rows of its device's shard. Results no rank holds: each writes its shard.
+    shards = _read_bands(function.attributes.pop(SHARD_BANDS, None))
+    for k, rows in shards.items():
         bands[k] = rows
         whole.pop(k, None)
     names = {a.index: memref_name(a) for a in function.body.blocks[0].args}
-    found = Partition(ranks, bands, whole)
+    written = {k for k, rows in shards.items() if not any(rows)}
+    found = Partition(ranks, {k: v for k, v in bands.items() if k not in written}, whole)
     timing.notes += [f"memory: {line}" for line in found.lines(names)]
+    timing.notes += [
+        f"memory: {names.get(k, f'arg{k}')}: held by no rank, each reads or writes its shard"
+        for k in sorted(written)
+    ]
     return bands
 
 

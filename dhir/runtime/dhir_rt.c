@@ -1148,9 +1148,31 @@ static void send_rows(int file, const char *path, int64_t row_bytes, const int64
   }
 }
 
+/* Each partitioned argument's input file, for dhir_rt_shard_read_box. */
+typedef struct {
+  const char *path;
+  int64_t bytes;
+} input_file;
+
+static input_file *input_files = NULL;
+static int32_t input_file_count = 0;
+
+static void remember_input(int32_t index, const char *path, int64_t bytes) {
+  if (index >= input_file_count) {
+    input_files = realloc(input_files, sizeof *input_files * (size_t)(index + 1));
+    if (input_files == NULL)
+      dhir_rt_fatal("out of memory");
+    memset(input_files + input_file_count, 0,
+           sizeof *input_files * (size_t)(index + 1 - input_file_count));
+    input_file_count = index + 1;
+  }
+  input_files[index] = (input_file){path, bytes};
+}
+
 void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
                         const int64_t *table, const int64_t *starts, void **aligned) {
   int64_t began = tracing ? trace_now() : 0, before = input_bytes;
+  remember_input(index, path, bytes);
   const int64_t *ranges = table + 2 * starts[world_rank];
   int64_t count = starts[world_rank + 1] - starts[world_rank];
   char *data = reserve_rows(index, row_bytes, ranges, count);
@@ -1189,6 +1211,7 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
 typedef struct {
   const char *data;
   int64_t at, length;
+  int owned; /* a copy of the run, freed at close */
 } pending_run;
 
 typedef struct {
@@ -1262,14 +1285,15 @@ void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int6
   }
 }
 
-static void keep_run(result_file *result, const char *data, int64_t at, int64_t length) {
+static void keep_run(result_file *result, const char *data, int64_t at, int64_t length,
+                     int owned) {
   if (result->run_count == result->run_capacity) {
     result->run_capacity = result->run_capacity ? 2 * result->run_capacity : 16;
     result->runs = realloc(result->runs, sizeof *result->runs * (size_t)result->run_capacity);
     if (result->runs == NULL)
       dhir_rt_fatal("out of memory");
   }
-  result->runs[result->run_count++] = (pending_run){data, at, length};
+  result->runs[result->run_count++] = (pending_run){data, at, length, owned};
 }
 
 /* Rank 0 writes every other rank's kept runs, rank by rank, in pieces. */
@@ -1319,6 +1343,9 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
   result->output = -1;
   if (result->input >= 0)
     close(result->input);
+  for (int64_t k = 0; k < result->run_count; ++k)
+    if (result->runs[k].owned)
+      free((void *)result->runs[k].data);
   free(result->runs);
   dhir_rt_barrier(); /* every rank has written its part */
   result_path(final, dir, index, "");
@@ -1334,20 +1361,31 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
     for (int64_t inner = 0; inner < (count); ++inner)                                              \
       run((offset) + outer * (stride2) + inner * (stride))
 
-static void write_run(result_file *result, const char *data, int64_t at, int64_t length) {
-  if (result->output >= 0)
-    write_all(result->output, data + at, (size_t)length, (off_t)at, "a result file");
-  else if (result->through_rank0)
-    keep_run(result, data + at, at, length);
-  else
+/* Writes `length` bytes from `from` at `at` in the result file; where rank 0 writes for
+ * this rank, keeps them (a copy where `from` may be gone by close). */
+static void write_run(result_file *result, const char *from, int64_t at, int64_t length,
+                      int copy) {
+  if (result->output >= 0) {
+    write_all(result->output, from, (size_t)length, (off_t)at, "a result file");
+  } else if (result->through_rank0) {
+    char *kept = (char *)from;
+    if (copy) {
+      kept = malloc(length > 0 ? (size_t)length : 1);
+      if (kept == NULL)
+        dhir_rt_fatal("out of memory keeping %lld bytes of a result", (long long)length);
+      memcpy(kept, from, (size_t)length);
+    }
+    keep_run(result, kept, at, length, copy);
+  } else {
     dhir_rt_fatal("a result file is not open");
+  }
 }
 
 void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t length,
                         int64_t count, int64_t stride, int64_t count2, int64_t stride2) {
   result_file *result = result_at(index);
   const char *data = (const char *)(intptr_t)ptr;
-#define WRITE_RUN(at) write_run(result, data, (at), length)
+#define WRITE_RUN(at) write_run(result, data + (at), (at), length, 0)
   FOR_EACH_RUN(offset, count, stride, count2, stride2, WRITE_RUN);
 #undef WRITE_RUN
 }
@@ -1679,4 +1717,82 @@ void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element) {
     halo_step((char *)data, outer, extent, inner, low, extent - high, high, lower, upper);
     ++split;
   }
+}
+
+/* A box (dhir_rt_shard_write_box)'s shard in runs: rows along its last dimension. */
+static void box_runs(const int64_t *words, int64_t *runs, int64_t *run) {
+  int64_t dims = words[0];
+  const int64_t *shard = words + 2 + dims;
+  *run = words[1];
+  *runs = 1;
+  for (int64_t d = 0; d < dims; ++d)
+    *(d == dims - 1 ? run : runs) *= shard[d];
+}
+
+/* Where run `r` of rank `rank`'s shard lies in the whole, in bytes (row-major). */
+static int64_t box_at(const int64_t *words, int rank, int64_t r) {
+  int64_t dims = words[0], at = 0, scale = words[1];
+  const int64_t *whole = words + 2, *shard = whole + dims;
+  const int64_t *starts = shard + dims + rank * (1 + dims) + 1;
+  for (int64_t d = dims - 1; d >= 0; --d) {
+    int64_t i = 0;
+    if (d < dims - 1) {
+      i = r % shard[d];
+      r /= shard[d];
+    }
+    at += (starts[d] + i) * scale;
+    scale *= whole[d];
+  }
+  return at;
+}
+
+void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
+  const int64_t *words = (const int64_t *)box;
+  if (!words[2 + 2 * words[0] + world_rank * (1 + words[0])])
+    return; /* another rank writes the same shard */
+  int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
+  result_file *result = result_at((int32_t)index);
+  box_runs(words, &runs, &run);
+  for (int64_t r = 0; r < runs; ++r)
+    write_run(result, (const char *)(intptr_t)data + r * run, box_at(words, world_rank, r), run,
+              1);
+  if (tracing)
+    trace_span(TRACE_WRITE, began, (int32_t)index, -1, runs * run, -1);
+}
+
+void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
+  const int64_t *words = (const int64_t *)box;
+  if (index < 0 || index >= input_file_count || input_files[index].path == NULL)
+    dhir_rt_fatal("argument #%lld has no input file to read a shard from", (long long)index);
+  const input_file *input = &input_files[index];
+  int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
+  box_runs(words, &runs, &run);
+  int file = open_input((int32_t)index, input->path, input->bytes, world_rank == 0);
+  int shared = every_rank(file >= 0);
+  char *shard = (char *)(intptr_t)data;
+  for (int64_t r = 0; r < runs; ++r) {
+    if (shared || world_rank == 0) {
+      read_all(file, shard + r * run, run, (off_t)box_at(words, world_rank, r), input->path);
+      continue;
+    }
+    for (int64_t done = 0; done < run; done += IO_PIECE_BYTES)
+      check(MPI_Recv(shard + r * run + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG,
+                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            "MPI_Recv");
+  }
+  input_bytes += runs * run;
+  if (!shared && world_rank == 0) {
+    char *buffer = io_buffer();
+    for (int dest = 1; dest < world_size; ++dest)
+      for (int64_t r = 0; r < runs; ++r)
+        for (int64_t done = 0, at = box_at(words, dest, r); done < run; done += IO_PIECE_BYTES) {
+          read_all(file, buffer, io_piece(done, run), (off_t)(at + done), input->path);
+          check(MPI_Send(buffer, io_piece(done, run), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
+                "MPI_Send");
+        }
+  }
+  if (file >= 0)
+    close(file);
+  if (tracing)
+    trace_span(TRACE_READ, began, (int32_t)index, -1, runs * run, -1);
 }

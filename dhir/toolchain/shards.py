@@ -13,8 +13,12 @@ collectives and process queries written by hand): every rank runs it as it is.
 The entry keeps its global signature: before partitioning, each argument is made
 replicated where it comes in (every rank gets the whole input, and `shard-partition`
 slices out each device's shard), and each result where it goes out (the shards are
-gathered, and rank 0's copy is the result). So inputs and results are the arrays the
-user gives and gets, whatever the shardings inside.
+gathered). So inputs and results are the arrays the user gives and gets, whatever the
+shardings inside. Where nothing else needs the whole, neither is made: the slices that
+take an argument to its shard, and the gathers that take a result from its shard, are
+marked (INPUT_PART, RESULT_PART), and dhir-shard-collectives turns them into each rank
+reading (writing) its shard from (to) the file. Otherwise, an argument whose rows are split
+is sliced by rows first, so that each rank loads only its rows.
 
 With the interpreter the annotations are dropped: a shard program computes what its
 function computes without them (`strip`), which is the oracle the native runs are tested
@@ -27,6 +31,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    IntegerAttr,
     ModuleOp,
     TensorType,
     UnitAttr,
@@ -42,7 +47,14 @@ from dhir.ir.diagnostics import DhirError, error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
 from dhir.toolchain.tools import find_llvm_tools
-from dhir.transforms.shard_collectives import SHARD_BANDS, SPMD, grid_shapes, stub_collectives
+from dhir.transforms.shard_collectives import (
+    INPUT_PART,
+    RESULT_PART,
+    SHARD_BANDS,
+    SPMD,
+    grid_shapes,
+    stub_collectives,
+)
 
 PROPAGATE = "builtin.module(func.func(sharding-propagation))"
 PARTITION = "builtin.module(func.func(shard-partition),canonicalize)"
@@ -96,7 +108,7 @@ def _partitioned(
     """`module` (propagated) with its boundary replicated (see _replicate_boundary, which
     with `keep` reshards each argument to its own sharding first), partitioned."""
     _replicate_boundary(_entry(module, entry), grids, keep)
-    return through_mlir_opt(
+    partitioned = through_mlir_opt(
         module,
         mlir_opt,
         PARTITION,
@@ -109,6 +121,18 @@ def _partitioned(
         ),
         locations=True,
     )
+    got = _entry(partitioned, entry)
+    want = _entry(module, entry)
+    if got.function_type != want.function_type:
+        raise error_at(
+            want,
+            f"mlir-opt-22 partitioned @{entry} into a function of type {got.function_type} "
+            f"for {want.function_type}: its shard-partition reshards some value wrongly "
+            "(moving several grid axes at once, in MLIR 22); reshard one axis at a time",
+        )
+    _tag_result_writes(got)
+    _tag_input_reads(got)
+    return partitioned
 
 
 def strip(module: ModuleOp) -> ModuleOp:
@@ -247,6 +271,17 @@ def _replicate_boundary(
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
+        # What the users of a returned value ask for does not matter: it leaves whole.
+        # From the sharding it is made with, one dimension is gathered at a time.
+        while (
+            isinstance(owner := value.owner, shard.ShardOp)
+            and owner.annotate_for_users is not None
+            and value.has_one_use()
+            and isinstance(owner.src.owner, shard.ShardOp)
+        ):
+            value = returned.operands[index] = owner.src
+            owner.detach()
+            owner.erase()
         owner = value.owner
         if not isinstance(owner, shard.ShardOp):
             continue
@@ -255,6 +290,55 @@ def _replicate_boundary(
             block.insert_op_before(annotated, returned)
             value = annotated.result
         returned.operands[index] = value
+
+
+def _tag_result_writes(function: func.FuncOp) -> None:
+    """Mark the gathers that alone bring a result whole to the return (a chain of
+    `all_gather`s, each value on it used once) with RESULT_PART: which result they
+    gather, and on the first, how the shard it starts from is split (per dimension, the
+    grid axes it is gathered over, the last gather's first)."""
+    returned = function.body.blocks[-1].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for index, value in enumerate(returned.operands):
+        chain: list[shard.AllGatherOp] = []
+        while isinstance(gather := value.owner, shard.AllGatherOp) and value.has_one_use():
+            chain.append(gather)
+            value = gather.input
+        if not chain or not isinstance(value.type, TensorType):
+            continue
+        split: list[list[int]] = [[] for _ in value.type.get_shape()]
+        for gather in chain:
+            split[gather.gather_axis.value.data] += gather.grid_axes.get_values()
+        mark = {"result": IntegerAttr(index, i64)}
+        for gather in chain[:-1]:
+            gather.attributes[RESULT_PART] = DictionaryAttr(mark)
+        axes = ArrayAttr([DenseArrayBase.from_list(i64, a) for a in split])
+        chain[-1].attributes[RESULT_PART] = DictionaryAttr({**mark, "split": axes})
+
+
+def _tag_input_reads(function: func.FuncOp) -> None:
+    """Mark the slices that alone take each argument to the shard the code uses (a
+    chain of `all_slice`s, each value on it used once) with INPUT_PART: which argument
+    they slice, and on the last, how the shard is split (per dimension, the grid axes it
+    is sliced over, the first slice's first)."""
+    for argument in function.body.blocks[0].args:
+        chain: list[shard.AllSliceOp] = []
+        value: SSAValue = argument
+        while value.has_one_use() and isinstance(
+            sliced := value.get_user_of_unique_use(), shard.AllSliceOp
+        ):
+            chain.append(sliced)
+            value = sliced.result
+        if not chain or not isinstance(argument.type, TensorType):
+            continue
+        split: list[list[int]] = [[] for _ in argument.type.get_shape()]
+        for sliced in chain:
+            split[sliced.slice_axis.value.data] += sliced.grid_axes.get_values()
+        mark = {"argument": IntegerAttr(argument.index, i64)}
+        for sliced in chain[:-1]:
+            sliced.attributes[INPUT_PART] = DictionaryAttr(mark)
+        axes = ArrayAttr([DenseArrayBase.from_list(i64, a) for a in split])
+        chain[-1].attributes[INPUT_PART] = DictionaryAttr({**mark, "split": axes})
 
 
 def _grid_of(sharding: SSAValue, grids: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
@@ -289,12 +373,18 @@ def _split_of(sharding: SSAValue) -> list[tuple[int, ...]]:
 
 
 def _steps(split: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
-    """The shardings strictly between replicated and `split`, splitting one more of its
-    dimensions at each step."""
-    dims = [d for d, axes in enumerate(split) if axes]
-    return [
-        [axes if d in dims[:k] else () for d, axes in enumerate(split)] for k in range(1, len(dims))
-    ]
+    """The shardings strictly between replicated and `split`, splitting over one more
+    grid axis at each step (dimension by dimension, each one's axes in order): MLIR 22's
+    `shard-partition` crashes or errs on moving several axes at once."""
+    total = sum(len(axes) for axes in split)
+    steps: list[list[tuple[int, ...]]] = []
+    for count in range(1, total):
+        step: list[tuple[int, ...]] = []
+        for axes in split:
+            step.append(axes[:count])
+            count -= len(step[-1])
+        steps.append(step)
+    return steps
 
 
 def _sharding(before: Operation, like: SSAValue, split: list[tuple[int, ...]]) -> SSAValue:

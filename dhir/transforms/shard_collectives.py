@@ -12,6 +12,15 @@ a call to `dhir_rt_shard_*` (dhir/runtime/dhir_rt.h) with the buffers' addresses
 rank runs the code alike (host code), so every rank makes the same calls in the same
 order, as MPI's collectives need.
 
+A split result on its way out of the entry (dhir.toolchain.shards marks the gathers that
+bring it whole to the return with `dhir.result_part`) is not gathered where the gathered
+buffer is only copied into the entry's out-parameter: each rank writes its shard into the
+result file itself (`dhir_rt_shard_write_box`; one rank of those holding the same shard).
+Likewise an argument used only by the slices that take it to its shard
+(`dhir.input_part`): each rank reads its shard from the input file
+(`dhir_rt_shard_read_box`). Such parameters are held by no rank (an empty band in
+`dhir.shard_bands`), and nothing is sent.
+
 Roots and peers given as values, reductions of another element type or of f16, and a
 dimension split over more than one grid axis in `update_halo` are refused with the op's
 location.
@@ -20,9 +29,11 @@ location.
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
     Float16Type,
@@ -41,7 +52,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.dialects import arith, func, shard
@@ -56,6 +67,11 @@ SPMD = "dhir.spmd"
 # On such an entry: per argument whose shard is a block of rows, each rank's rows (as
 # dhir-lower-to-mpi's `dhir.bands`): each rank loads only those.
 SHARD_BANDS = "dhir.shard_bands"
+# On the gathers of a result on its way out: {result = K} and, on the first, the split of
+# the shard it starts from (split = [axes per dimension]); on the slices of an argument on
+# its way in: {argument = K} and, on the last, the split of the shard it ends in.
+RESULT_PART = "dhir.result_part"
+INPUT_PART = "dhir.input_part"
 STUB_PREFIX = "__dhir_collective"
 RANK = "dhir_rt_comm_rank"
 # The runtime's numbering (dhir_rt.c, shard_type and shard_op).
@@ -74,6 +90,8 @@ _WORDS = {
     "dhir_rt_shard_recv": 2,
 }
 _HALO = "dhir_rt_shard_update_halo"
+_WRITE_BOX = "dhir_rt_shard_write_box"
+_READ_BOX = "dhir_rt_shard_read_box"
 
 
 @dataclass(frozen=True)
@@ -119,7 +137,10 @@ def stub_collectives(module: ModuleOp) -> None:
         if isinstance(op, _QUERIES):
             _replace(op, *_query(op, _shape(grids, op)))
         elif isinstance(op, _COLLECTIVES):
-            stubs.append(_stub(op, _work(op, _shape(grids, op)), len(stubs)))
+            stub = _stub(op, _work(op, _shape(grids, op)), len(stubs))
+            if isinstance(op, (shard.AllGatherOp, shard.AllSliceOp)):
+                _carry_part(op, stub, _shape(grids, op))
+            stubs.append(stub)
     for grid in find_ops(module, shard.GridOp):
         grid.detach()
         grid.erase()
@@ -400,6 +421,51 @@ def _stub(op: Operation, work: _Work, number: int) -> func.FuncOp:
     return stub
 
 
+def _carry_part(
+    op: shard.AllGatherOp | shard.AllSliceOp, stub: func.FuncOp, shape: tuple[int, ...]
+) -> None:
+    """The op's RESULT_PART or INPUT_PART on its stub (`result`/`argument` = K); on the
+    op next to the shard (a result's first gather, an argument's last slice), the box the
+    shard is of the whole, as dhir_rt_shard_write_box and read_box take it (see _box)."""
+    gather = isinstance(op, shard.AllGatherOp)
+    part = op.attributes.get(RESULT_PART if gather else INPUT_PART)
+    if not isinstance(part, DictionaryAttr):
+        return
+    info = _info(stub)
+    key = "result" if gather else "argument"
+    info[key] = part.data[key]
+    split_attr = part.data.get("split")
+    if isinstance(split_attr, ArrayAttr):
+        split = [cast(DenseArrayBase[IntegerType], a).get_values() for a in split_attr.data]
+        local = _tensor(op, op.operands[0].type if gather else op.results[0].type)
+        info["box"] = DenseArrayBase.from_list(
+            i64, _box(shape, split, local, _element_bytes(op, local))
+        )
+    stub.attributes[COLLECTIVE] = DictionaryAttr(info)
+
+
+def _box(
+    shape: tuple[int, ...], split: Sequence[Sequence[int]], local: TensorType, element: int
+) -> list[int]:
+    """The box of a shard of type `local` split as `split` over a grid of `shape`, as
+    int64 words: the number of dimensions, the element's bytes, the whole's shape, the
+    shard's, then per rank whether it writes its shard (the first rank holding it) and
+    where the shard starts."""
+    pieces = local.get_shape()
+    split = [*split, *[()] * (len(pieces) - len(split))]
+    whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
+    words = [len(pieces), element, *whole, *pieces]
+    seen: set[tuple[int, ...]] = set()
+    for rank in range(math.prod(shape)):
+        at = [rank // math.prod(shape[d + 1 :]) % shape[d] for d in range(len(shape))]
+        starts = tuple(
+            _index(shape, axes, [at[a] for a in axes]) * n for axes, n in zip(split, pieces)
+        )
+        words += [int(starts not in seen), *starts]
+        seen.add(starts)
+    return words
+
+
 def _called(module: ModuleOp) -> set[str]:
     return {call.callee.root_reference.data for call in find_ops(module, func.CallOp)}
 
@@ -415,24 +481,127 @@ def lower_collectives(module: ModuleOp) -> None:
     if not stubs:
         return
     grids = ConstantArrays(module, "__dhir_grid", i64)
+    boxes = ConstantArrays(module, "__dhir_box", i64)
+    direct = _direct_parts(module, stubs)
     used: set[str] = set()
     for call in find_ops(module, func.CallOp):
         stub = stubs.get(call.callee.root_reference.data)
         if stub is not None:
-            used |= _lower_call(call, stub, grids)
+            used |= _lower_call(call, stub, grids, (direct.get(call), boxes))
     for stub in stubs.values():
         stub.detach()
         stub.erase()
     for name in sorted(used - {f.sym_name.data for f in find_ops(module, func.FuncOp)}):
-        inputs = [i64] * (3 if name == _HALO else 3 + _WORDS[name])  # grid, buffers, words
+        # the grid's (box's) address, the buffers', the words
+        inputs = [i64] * (3 if name in (_HALO, _WRITE_BOX, _READ_BOX) else 3 + _WORDS[name])
         module.body.block.add_op(func.FuncOp.external(name, inputs, []))
 
 
-def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: ConstantArrays) -> set[str]:
+@dataclass(frozen=True)
+class _Direct:
+    """A gather or slice whose data goes between a shard and a file instead: `index` is
+    the argument whose file (-1: the call only keeps its buffer), `name` the runtime
+    function that reads or writes the shard."""
+
+    index: int
+    name: str
+
+
+def _direct_parts(module: ModuleOp, stubs: dict[str, func.FuncOp]) -> dict[func.CallOp, _Direct]:
+    """In SPMD entries, the calls of a result's gathers whose last result is only copied
+    into an out-parameter, and of an argument's slices that are all it is used for,
+    where nothing else uses that parameter: each goes direct (see _Direct). The copies
+    go, and the entry's SHARD_BANDS gives each such parameter an empty band on every rank:
+    no rank holds it."""
+    direct: dict[func.CallOp, _Direct] = {}
+    for function in find_ops(module, func.FuncOp):
+        if SPMD not in function.attributes:
+            continue
+        for argument in function.body.blocks[0].args:
+            chain = _slices_of(argument, stubs) or _gathers_into(argument, stubs)
+            if not chain:
+                continue
+            name = _READ_BOX if "argument" in _info(_stub_of(chain[0], stubs)) else _WRITE_BOX
+            direct |= {call: _Direct(-1, name) for call in chain}
+            direct[chain[-1]] = _Direct(argument.index, name)
+            box = _info(_stub_of(chain[-1], stubs))["box"]
+            assert isinstance(box, DenseArrayBase)
+            words = box.get_values()
+            ranks = (len(words) - 2 - 2 * words[0]) // (1 + words[0])  # see _box
+            _held_by_none(function, argument.index, ranks)
+    return direct
+
+
+def _stub_of(call: func.CallOp, stubs: dict[str, func.FuncOp]) -> func.FuncOp:
+    return stubs[call.callee.root_reference.data]
+
+
+def _slices_of(argument: BlockArgument, stubs: dict[str, func.FuncOp]) -> list[func.CallOp]:
+    """The calls of the argument's slices (INPUT_PART) when they are all it is used for,
+    the one next to the shard last; else none."""
+    chain: list[func.CallOp] = []
+    value: SSAValue = argument
+    while True:
+        calls = [u.operation for u in value.uses if isinstance(u.operation, func.CallOp)]
+        if not argument.has_one_use() or len(calls) != 1:
+            return []
+        info = _info(stub) if (stub := stubs.get(calls[0].callee.root_reference.data)) else {}
+        if info.get("argument") != IntegerAttr(argument.index, i64):
+            return []
+        chain.append(calls[0])
+        if "box" in info:
+            return chain
+        value = calls[0].res[0]
+
+
+def _gathers_into(argument: BlockArgument, stubs: dict[str, func.FuncOp]) -> list[func.CallOp]:
+    """The calls of a result's gathers (RESULT_PART) whose last result is only copied
+    into `argument`, used for nothing else, the one next to the shard last; else none.
+    The copy goes."""
+    copy = argument.get_user_of_unique_use()
+    if not isinstance(copy, dmemref.CopyOp) or copy.destination is not argument:
+        return []
+    chain: list[func.CallOp] = []
+    value, result = copy.source, None
+    while isinstance(call := value.owner, func.CallOp):
+        info = _info(stub) if (stub := stubs.get(call.callee.root_reference.data)) else {}
+        if "result" not in info or result not in (None, info["result"]):
+            return []
+        result = info["result"]
+        chain.append(call)
+        if "box" in info:
+            copy.detach()
+            copy.erase()
+            return chain
+        value = call.arguments[0]
+    return []
+
+
+def _held_by_none(function: func.FuncOp, index: int, ranks: int) -> None:
+    bands = function.attributes.get(SHARD_BANDS)
+    entries = dict(bands.data) if isinstance(bands, DictionaryAttr) else {}
+    entries[str(index)] = ArrayAttr([DenseArrayBase.from_list(i64, [])] * ranks)
+    function.attributes[SHARD_BANDS] = DictionaryAttr(entries)
+
+
+def _info(stub: func.FuncOp) -> dict[str, Attribute]:
     info = stub.attributes[COLLECTIVE]
     assert isinstance(info, DictionaryAttr)
-    grid_words = info.data["grid"]
-    calls = info.data["calls"]
+    return dict(info.data)
+
+
+def _lower_call(
+    call: func.CallOp,
+    stub: func.FuncOp,
+    grids: ConstantArrays,
+    direct: tuple[_Direct | None, ConstantArrays],
+) -> set[str]:
+    """`call` of `stub` as a new buffer for its result and the runtime calls into it;
+    where it goes `direct`, the buffer alone, and next to the shard the call that reads
+    or writes it (its box in `direct`'s arrays)."""
+    info = _info(stub)
+    grid_words = info["grid"]
+    calls = info["calls"]
     assert isinstance(grid_words, DenseArrayBase) and isinstance(calls, DictionaryAttr)
     source, target = call.arguments[0], call.res[0]
     for value in (source, target):
@@ -445,6 +614,24 @@ def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: ConstantArrays) -> 
     assert isinstance(target.type, MemRefType)
     out = dmemref.AllocOp.get(target.type.element_type, shape=target.type.get_shape())
     ops: list[Operation] = [out]
+    part, boxes = direct
+    if part is not None:
+        # Never touched where nothing reads or writes it: a large buffer's pages are
+        # never taken.
+        names: set[str] = set()
+        if part.index >= 0:
+            shard_ = source if part.name == _WRITE_BOX else out.memref
+            table = boxes.address(
+                ops, tuple(cast(DenseArrayBase[IntegerType], info["box"]).get_values())
+            )
+            position = arith.ConstantOp(IntegerAttr(part.index, i64))
+            ops += [
+                position,
+                func.CallOp(part.name, [table, aligned_address(ops, shard_), position], []),
+            ]
+            names.add(part.name)
+        _replace_call(call, ops, out.memref)
+        return names
     grid = grids.address(ops, tuple(grid_words.get_values()))
     steps = [(key.partition(":")[2], words) for key, words in calls.data.items()]
     names = {name for name, _ in steps}
@@ -471,10 +658,14 @@ def _lower_call(call: func.CallOp, stub: func.FuncOp, grids: ConstantArrays) -> 
             ops.append(constant)
             args.append(constant.result)
         ops.append(func.CallOp(name, args, []))
+    _replace_call(call, ops, out.memref)
+    return names
+
+
+def _replace_call(call: func.CallOp, ops: list[Operation], result: SSAValue) -> None:
     block = call.parent_block()
     assert block is not None
     block.insert_ops_before(ops, call)
-    call.res[0].replace_all_uses_with(out.memref)
+    call.res[0].replace_all_uses_with(result)
     call.detach()
     call.erase()
-    return names

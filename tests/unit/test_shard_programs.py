@@ -7,9 +7,11 @@ every device to say what rank 0 gets.
 """
 
 import math
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -18,6 +20,9 @@ from hypothesis import strategies as st
 
 import dhir
 from dhir import DhirError
+
+if TYPE_CHECKING:
+    from dhir.toolchain.build import Timing
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 pytestmark = [needs_llvm, pytest.mark.mpi, pytest.mark.mlir]
@@ -687,3 +692,111 @@ def test_dhir_schedule_says_a_shard_program_has_no_tasks_and_follows_hints(tmp_p
     assignment = json.loads(done.stdout)["schedules"][0]["assignment"]
     ranks = {name.split(".")[0]: rank for name, rank in assignment.items() if name != "(end)"}
     assert ranks == {"high": "rank1", "low": "rank0"}  # as dhir run places them
+
+
+DOUBLE = """
+shard.grid @grid(shape = GRID)
+func.func @main(%w: tensor<SHAPExf64>) -> RESULTS {
+  %s = shard.sharding @grid split_axes = SPLIT : !shard.sharding
+  %ws = shard.shard %w to %s : tensor<SHAPExf64>
+  %u = shard.shard %ws to %s annotate_for_users : tensor<SHAPExf64>
+  %e = tensor.empty() : tensor<SHAPExf64>
+  %r = linalg.add ins(%u, %u : tensor<SHAPExf64>, tensor<SHAPExf64>)
+                  outs(%e : tensor<SHAPExf64>) -> tensor<SHAPExf64>
+  %rs = shard.shard %r to %s : tensor<SHAPExf64>
+  %rep = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %out = shard.shard %rs to %rep annotate_for_users : tensor<SHAPExf64>
+  return RETURNED
+}
+"""
+
+
+def _double(grid: str, shape: str, split: str, twice: bool = False) -> str:
+    text = DOUBLE.replace("GRID", grid).replace("SPLIT", split)
+    results, returned = "tensor<SHAPExf64>", "%out : tensor<SHAPExf64>"
+    if twice:
+        results = f"({results}, {results})"
+        returned = "%out, %out : tensor<SHAPExf64>, tensor<SHAPExf64>"
+    return text.replace("RESULTS", results).replace("RETURNED", returned).replace("SHAPE", shape)
+
+
+def _traffic(
+    program: str, inputs: list[np.ndarray], ranks: int, timing: "Timing | None" = None
+) -> tuple[list[np.ndarray], list[str]]:
+    """The results of `program` run natively, and each rank's traffic line."""
+    from dhir.backends.native import compile_native
+    from dhir.runner import drop_code
+    from dhir.toolchain.launch import run_executable
+    from dhir.toolchain.options import RunOptions
+    from dhir.toolchain.tensors import bufferize
+
+    module = bufferize(dhir.parse_string(program), "main", ranks)
+    options = RunOptions(ranks=ranks)
+    drop_code(module, "main", options)
+    exe, signature = compile_native(module, "main", options, timing)
+    zeros = [np.zeros(spec.shape) for spec in signature.args[len(inputs) :] if spec.shape]
+    traffic: list[str] = []
+    results = run_executable(exe, signature, [*inputs, *zeros], options, traffic=traffic)
+    return results[len(inputs) :], traffic
+
+
+@pytest.mark.parametrize("io", ["each", "rank0"])
+@pytest.mark.parametrize(
+    ("grid", "shape", "split"),
+    [
+        ("2", "8x6", "[[0]]"),  # rows
+        ("2", "8x6", "[[], [0]]"),  # columns
+        ("2x2", "8x8", "[[0], [1]]"),  # blocks
+        ("2x2", "8x8", "[[0]]"),  # rows, each block on two ranks
+        ("2x2", "8x8", "[[0, 1]]"),  # rows over both axes
+        ("2x2", "8x8", "[[1, 0]]"),  # the second axis outer (MLIR 22 crashed moving both)
+        ("2x2", "8x8", "[[], [1, 0]]"),
+        ("2x2", "4x4x4", "[[0], [], [1]]"),  # three dimensions
+    ],
+)
+def test_split_inputs_and_results_go_between_shards_and_files(
+    grid: str, shape: str, split: str, io: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if io == "rank0":
+        monkeypatch.setenv("DHIR_IO", "rank0")  # rank 0 writes the other ranks' shards
+    dims = [int(n) for n in shape.split("x")]
+    w = np.random.default_rng(len(split)).random(dims)
+    ranks = math.prod(int(n) for n in grid.split("x"))
+    (result,), traffic = _traffic(_double(grid, shape, split), [w], ranks)
+    np.testing.assert_array_equal(result, 2 * w)
+    # Each rank reads its shard of the input and writes its shard of the result: no message.
+    assert [line.split("sent ")[1].split(" bytes")[0] for line in traffic] == ["0"] * ranks
+    sizes = [int(n) for n in grid.split("x")]
+    shards = math.prod(sizes[int(a)] for a in re.findall(r"\d", split))
+    assert [line.split("took ")[1] for line in traffic] == [
+        f"{w.nbytes // shards} bytes of inputs"
+    ] * ranks
+
+
+def test_a_result_also_returned_again_is_gathered() -> None:
+    w = np.random.default_rng(3).random((8, 6))
+    results, traffic = _traffic(_double("2", "8x6", "[[0]]", twice=True), [w], 2)
+    for result in results:
+        np.testing.assert_array_equal(result, 2 * w)
+    assert all(int(line.split("sent ")[1].split(" bytes")[0]) > 0 for line in traffic)
+
+
+def test_the_writers_of_a_shard_are_the_first_ranks_holding_it() -> None:
+    from xdsl.dialects.builtin import TensorType, f64
+
+    from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
+
+    # A 2x2 grid, rows split over axis 0: ranks 0 and 1 hold rows 0..3, ranks 2 and 3 rows 4..7.
+    words = _box((2, 2), [(0,), ()], TensorType(f64, [4, 8]), 8)
+    header, per_rank = words[:6], [words[6 + 3 * r : 9 + 3 * r] for r in range(4)]
+    assert header == [2, 8, 8, 8, 4, 8]
+    assert per_rank == [[1, 0, 0], [0, 0, 0], [1, 4, 0], [0, 4, 0]]
+
+
+def test_timing_says_which_parameters_no_rank_holds() -> None:
+    from dhir.toolchain.build import Timing
+
+    timing = Timing()
+    _traffic(_double("2", "8x6", "[[0]]"), [np.zeros((8, 6))], 2, timing)
+    held = [line for line in timing.notes if "held by no rank, each reads or writes" in line]
+    assert len(held) == 2, timing.notes  # the input and the result
