@@ -1,8 +1,8 @@
 """MLIR's `shard` dialect (formerly `mesh`) as dhir reads it: xDSL's ops, and those MLIR
 22 has that xDSL 0.74 lacks (`all_gather`, `all_slice`, `all_to_all`, `reduce_scatter`,
-`update_halo`, and the process queries `shard-partition` emits) or defines otherwise
-(`shift`, whose `rotate` MLIR leaves optional), with MLIR's syntax and property names,
-so that partitioned programs read back from mlir-opt-22."""
+`update_halo`, `get_sharding`, and the process queries `shard-partition` emits) or
+defines otherwise (`shift`, whose `rotate` MLIR leaves optional), with MLIR's syntax and
+property names, so that partitioned programs read back from mlir-opt-22."""
 
 from typing import ClassVar
 
@@ -36,6 +36,7 @@ from xdsl.dialects.shard import (
     ShardAxesArrayAttr as ShardAxesArrayAttr,
     ShardingOp as ShardingOp,
     ShardOp as ShardOp,
+    ShardingType as ShardingType,
     Shard as XdslShard,
 )
 
@@ -200,8 +201,20 @@ class GridShapeOp(IRDLOperation):
     assembly_format = "$grid (`axes` `=` $axes^)? attr-dict `:` type($result)"
 
 
+@irdl_op_definition
+class GetShardingOp(IRDLOperation):
+    """The sharding of a tensor (a value of `!shard.sharding`)."""
+
+    name = "shard.get_sharding"
+    source = operand_def(TensorType)
+    result = result_def(ShardingType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+
 Shard = with_replaced_ops(
     XdslShard,
+    GetShardingOp,
     AllGatherOp,
     AllSliceOp,
     AllToAllOp,

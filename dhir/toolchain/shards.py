@@ -26,22 +26,26 @@ against.
 """
 
 import math
+from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     ModuleOp,
     TensorType,
     UnitAttr,
     i16,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-from dhir.dialects import func, shard
+from dhir.dialects import func, shard, tensor
 from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
@@ -107,7 +111,8 @@ def _partitioned(
 ) -> ModuleOp:
     """`module` (propagated) with its boundary replicated (see _replicate_boundary, which
     with `keep` reshards each argument to its own sharding first), partitioned."""
-    _replicate_boundary(_entry(module, entry), grids, keep)
+    types = _entry(module, entry).function_type.outputs.data
+    halos = _replicate_boundary(_entry(module, entry), grids, keep)
     partitioned = through_mlir_opt(
         module,
         mlir_opt,
@@ -122,6 +127,7 @@ def _partitioned(
         locations=True,
     )
     got = _entry(partitioned, entry)
+    _gather_halo_results(got, halos, types, grids)
     want = _entry(module, entry)
     if got.function_type != want.function_type:
         raise error_at(
@@ -130,6 +136,7 @@ def _partitioned(
             f"for {want.function_type}: its shard-partition reshards some value wrongly "
             "(moving several grid axes at once, in MLIR 22); reshard one axis at a time",
         )
+    _keep_true_bands(got, grids)
     _tag_result_writes(got)
     _tag_input_reads(got)
     return partitioned
@@ -227,13 +234,15 @@ def _check_shardings(module: ModuleOp) -> None:
 
 def _replicate_boundary(
     function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool
-) -> None:
+) -> dict[int, shard.ShardingOp]:
     """Each argument replicated where it comes in, each result where it goes out. Between
     replicated and an argument's (result's) sharding, one more (less) dimension is split
     at each step: `shard-partition` reshards one dimension at a time. With `keep`, each
     argument reaches the sharding it had before its users reshard it: one whose rows are
     split is then sliced by rows first, so each rank reads only its block of rows, which
-    the entry records (SHARD_BANDS) for the harness to load alone."""
+    the entry records (SHARD_BANDS) for the harness to load alone. A result made with
+    halos stays so (MLIR 22 cannot reshard from halos): returns its sharding by the
+    result's position, for _gather_halo_results."""
     block = function.body.blocks[0]
     bands: dict[int, list[tuple[int, int]]] = {}
     for argument in block.args:
@@ -270,6 +279,7 @@ def _replicate_boundary(
         )
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
+    halos: dict[int, shard.ShardingOp] = {}
     for index, value in enumerate(returned.operands):
         # What the users of a returned value ask for does not matter: it leaves whole.
         # From the sharding it is made with, one dimension is gathered at a time.
@@ -285,11 +295,101 @@ def _replicate_boundary(
         owner = value.owner
         if not isinstance(owner, shard.ShardOp):
             continue
+        made = owner.sharding.owner
+        if isinstance(made, shard.ShardingOp) and made.static_halo_sizes.get_values():
+            annotated = _annotate(value, owner.sharding)
+            block.insert_op_before(annotated, returned)
+            returned.operands[index] = annotated.result
+            halos[index] = made
+            continue
         for step in [*reversed(_steps(_split_of(owner.sharding))), []]:
             annotated = _annotate(value, _sharding(returned, owner.sharding, step))
             block.insert_op_before(annotated, returned)
             value = annotated.result
         returned.operands[index] = value
+    return halos
+
+
+def _gather_halo_results(
+    function: func.FuncOp,
+    halos: dict[int, shard.ShardingOp],
+    types: Sequence[Attribute],
+    grids: dict[str, tuple[int, ...]],
+) -> None:
+    """Each result `halos` names, which the partitioned `function` returns with its halos,
+    cut to the device's own block and gathered whole (one grid axis at a time, the last
+    dimension's last axis first), so that the function returns `types` again."""
+    returned = function.body.blocks[-1].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for index, made in halos.items():
+        value, whole = returned.operands[index], types[index]
+        assert isinstance(value.type, TensorType) and isinstance(whole, TensorType)
+        split = [axes.get_values() for axes in made.split_axes.axes.data]
+        split += [()] * (len(whole.get_shape()) - len(split))
+        widths = iter(made.static_halo_sizes.get_values())
+        halo = [(next(widths), next(widths)) if axes else (0, 0) for axes in split]
+        block = [n - lo - hi for n, (lo, hi) in zip(value.type.get_shape(), halo)]
+        ops: list[Operation] = [
+            tensor.ExtractSliceOp.from_static_parameters(value, [lo for lo, _ in halo], block)
+        ]
+        grid = grids[made.grid.root_reference.data]
+        for dim in reversed(range(len(split))):
+            for axis in reversed(split[dim]):
+                block[dim] *= grid[axis]
+                ops.append(_gather(ops[-1].results[0], made, axis, dim, list(block)))
+        parent = returned.parent_block()
+        assert parent is not None
+        parent.insert_ops_before(ops, returned)
+        returned.operands[index] = ops[-1].results[0]
+    function.update_function_type()
+
+
+def _gather(
+    value: SSAValue, made: shard.ShardingOp, axis: int, dim: int, shape: list[int]
+) -> shard.AllGatherOp:
+    assert isinstance(value.type, TensorType)
+    return shard.AllGatherOp.build(
+        operands=[value],
+        result_types=[TensorType(value.type.get_element_type(), shape)],
+        properties={
+            "grid": made.grid,
+            "grid_axes": DenseArrayBase.from_list(i16, [axis]),
+            "gather_axis": IntegerAttr(dim, IndexType()),
+        },
+    )
+
+
+def _keep_true_bands(function: func.FuncOp, grids: dict[str, tuple[int, ...]]) -> None:
+    """Drop the band of each argument (SHARD_BANDS) that the partitioned code uses other
+    than through slices of those very rows: `canonicalize` folds a slice and the gather
+    after it into the argument itself, which then must be whole."""
+    bands = function.attributes.get(SHARD_BANDS)
+    if not isinstance(bands, DictionaryAttr):
+        return
+    kept = {}
+    for key, rows in bands.data.items():
+        argument = function.body.blocks[0].args[int(key)]
+        want = [
+            tuple(cast(DenseArrayBase[IntegerType], b).get_values())
+            for b in cast(ArrayAttr[Attribute], rows).data
+        ]
+        if all(_slices_rows(use.operation, argument, grids) == want for use in argument.uses):
+            kept[key] = rows
+    if kept:
+        function.attributes[SHARD_BANDS] = DictionaryAttr(kept)
+    else:
+        del function.attributes[SHARD_BANDS]
+
+
+def _slices_rows(
+    op: Operation, argument: SSAValue, grids: dict[str, tuple[int, ...]]
+) -> list[tuple[int, ...]] | None:
+    """Each rank's rows of `argument` that `op` slices out, if it slices rows."""
+    if not isinstance(op, shard.AllSliceOp) or op.slice_axis.value.data != 0:
+        return None
+    grid = grids[op.grid.root_reference.data]
+    rows = _row_blocks(argument, [op.grid_axes.get_values()], grid)
+    return [tuple(pair) for pair in rows] if rows is not None else None
 
 
 def _tag_result_writes(function: func.FuncOp) -> None:
