@@ -91,6 +91,7 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     )
     _check_shardings(propagated)
     _unsplit_written_out(propagated)
+    _reshard_stepwise(_entry(propagated, entry))
     grids = grid_shapes(propagated)
     try:
         # Each argument first takes the sharding it had, so that one whose rows are split
@@ -120,9 +121,9 @@ def _partitioned(
         what=f"partition @{entry} (a shard program)",
         failed=(
             f"partitioning @{entry} with mlir-opt-22 failed (its shard-partition cannot "
-            "reshard between every two shardings: from halos to other shardings, and moving "
-            "several grid axes at once, fail in MLIR 22; write such steps per device with "
-            "collectives instead)"
+            "reshard between every two shardings: from halos to other shardings fails in "
+            "MLIR 22, and its propagation gives linalg operands shardings without halos; "
+            "write such steps per device with collectives instead)"
         ),
         locations=True,
     )
@@ -133,8 +134,8 @@ def _partitioned(
         raise error_at(
             want,
             f"mlir-opt-22 partitioned @{entry} into a function of type {got.function_type} "
-            f"for {want.function_type}: its shard-partition reshards some value wrongly "
-            "(moving several grid axes at once, in MLIR 22); reshard one axis at a time",
+            f"for {want.function_type}: its shard-partition reshards some value wrongly; "
+            "reshard one grid axis at a time",
         )
     _keep_true_bands(got, grids)
     _tag_result_writes(got)
@@ -390,6 +391,77 @@ def _slices_rows(
     grid = grids[op.grid.root_reference.data]
     rows = _row_blocks(argument, [op.grid_axes.get_values()], grid)
     return [tuple(pair) for pair in rows] if rows is not None else None
+
+
+def _reshard_stepwise(function: func.FuncOp) -> None:
+    """Between a value's sharding and a different one its users ask for, where more than
+    one grid axis changes (other than one axis moving between dimensions, an all_to_all),
+    annotations one axis apart: MLIR 22's shard-partition fails on the direct step."""
+    for users in find_ops(function, shard.ShardOp):
+        made = users.src.owner
+        if users.annotate_for_users is None or not isinstance(made, shard.ShardOp):
+            continue
+        source, target = made.sharding.owner, users.sharding.owner
+        if not (
+            isinstance(source, shard.ShardingOp)
+            and isinstance(target, shard.ShardingOp)
+            and source.grid == target.grid
+            and _plain(source)
+            and _plain(target)
+        ):
+            continue
+        value, block = users.src, users.parent_block()
+        assert block is not None
+        for step in _path(_split_of(made.sharding), _split_of(users.sharding)):
+            annotated = _annotate(value, _sharding(users, users.sharding, step))
+            block.insert_op_before(annotated, users)
+            value = annotated.result
+        users.operands[0] = value
+
+
+def _plain(made: shard.ShardingOp) -> bool:
+    return not (
+        made.static_halo_sizes.get_values()
+        or made.dynamic_halo_sizes
+        or made.static_sharded_dims_offsets.get_values()
+        or made.dynamic_sharded_dims_offsets
+    )
+
+
+def _path(
+    source: list[tuple[int, ...]], target: list[tuple[int, ...]]
+) -> list[list[tuple[int, ...]]]:
+    """The shardings strictly between `source` and `target` one grid axis apart: each
+    dimension's axes past what both share are gathered (the last dimension's last axis
+    first), then the target's are sliced in. None where at most one axis changes, or one
+    axis moves from a dimension split over it alone to one not split."""
+    rank = max(len(source), len(target))
+    source = [*source, *[()] * (rank - len(source))]
+    target = [*target, *[()] * (rank - len(target))]
+    shared = [_prefix(a, b) for a, b in zip(source, target)]
+    removed = [(d, a) for d in reversed(range(rank)) for a in reversed(source[d][len(shared[d]) :])]
+    added = [(d, a) for d in range(rank) for a in target[d][len(shared[d]) :]]
+    if len(removed) + len(added) <= 1:
+        return []
+    if len(removed) == len(added) == 1 and removed[0][1] == added[0][1]:
+        (old, axis), (new, _) = removed[0], added[0]
+        if source[old] == target[new] == (axis,) and not source[new] and not target[old]:
+            return []  # one axis from one dimension to another alone: MLIR's all_to_all
+    current, steps = [list(axes) for axes in source], []
+    for dim, _ in removed:
+        current[dim].pop()
+        steps.append([tuple(axes) for axes in current])
+    for dim, axis in added:
+        current[dim].append(axis)
+        steps.append([tuple(axes) for axes in current])
+    return steps[:-1]
+
+
+def _prefix(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
 
 
 def _tag_result_writes(function: func.FuncOp) -> None:
