@@ -1729,11 +1729,16 @@ static void box_runs(const int64_t *words, int64_t *runs, int64_t *run) {
     *(d == dims - 1 ? run : runs) *= shard[d];
 }
 
+/* Rank `rank`'s entry of a box: whether it writes, then where its shard starts. */
+static const int64_t *box_entry(const int64_t *words, int rank) {
+  return words + 2 + 2 * words[0] + rank * (1 + words[0]);
+}
+
 /* Where run `r` of rank `rank`'s shard lies in the whole, in bytes (row-major). */
 static int64_t box_at(const int64_t *words, int rank, int64_t r) {
   int64_t dims = words[0], at = 0, scale = words[1];
   const int64_t *whole = words + 2, *shard = whole + dims;
-  const int64_t *starts = shard + dims + rank * (1 + dims) + 1;
+  const int64_t *starts = box_entry(words, rank) + 1;
   for (int64_t d = dims - 1; d >= 0; --d) {
     int64_t i = 0;
     if (d < dims - 1) {
@@ -1748,7 +1753,7 @@ static int64_t box_at(const int64_t *words, int rank, int64_t r) {
 
 void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
   const int64_t *words = (const int64_t *)box;
-  if (!words[2 + 2 * words[0] + world_rank * (1 + words[0])])
+  if (!box_entry(words, world_rank)[0])
     return; /* another rank writes the same shard */
   int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
   result_file *result = result_at((int32_t)index);

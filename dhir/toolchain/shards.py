@@ -476,16 +476,8 @@ def _tag_result_writes(function: func.FuncOp) -> None:
         while isinstance(gather := value.owner, shard.AllGatherOp) and value.has_one_use():
             chain.append(gather)
             value = gather.input
-        if not chain or not isinstance(value.type, TensorType):
-            continue
-        split: list[list[int]] = [[] for _ in value.type.get_shape()]
-        for gather in chain:
-            split[gather.gather_axis.value.data] += gather.grid_axes.get_values()
-        mark = {"result": IntegerAttr(index, i64)}
-        for gather in chain[:-1]:
-            gather.attributes[RESULT_PART] = DictionaryAttr(mark)
-        axes = ArrayAttr([DenseArrayBase.from_list(i64, a) for a in split])
-        chain[-1].attributes[RESULT_PART] = DictionaryAttr({**mark, "split": axes})
+        if chain and isinstance(value.type, TensorType):
+            _mark(chain, value.type, RESULT_PART, "result", index)
 
 
 def _tag_input_reads(function: func.FuncOp) -> None:
@@ -501,16 +493,29 @@ def _tag_input_reads(function: func.FuncOp) -> None:
         ):
             chain.append(sliced)
             value = sliced.result
-        if not chain or not isinstance(argument.type, TensorType):
-            continue
-        split: list[list[int]] = [[] for _ in argument.type.get_shape()]
-        for sliced in chain:
-            split[sliced.slice_axis.value.data] += sliced.grid_axes.get_values()
-        mark = {"argument": IntegerAttr(argument.index, i64)}
-        for sliced in chain[:-1]:
-            sliced.attributes[INPUT_PART] = DictionaryAttr(mark)
-        axes = ArrayAttr([DenseArrayBase.from_list(i64, a) for a in split])
-        chain[-1].attributes[INPUT_PART] = DictionaryAttr({**mark, "split": axes})
+        if chain and isinstance(argument.type, TensorType):
+            _mark(chain, argument.type, INPUT_PART, "argument", argument.index)
+
+
+def _mark(
+    chain: Sequence[shard.AllGatherOp | shard.AllSliceOp],
+    shard_type: TensorType,
+    name: str,
+    key: str,
+    index: int,
+) -> None:
+    """Each op of `chain` marked `name` = {key = index}; the last (next to the shard)
+    also with the shard's split: per dimension of `shard_type`, the grid axes the chain
+    gathers or slices it over, in the chain's order (the outermost first)."""
+    split: list[list[int]] = [[] for _ in shard_type.get_shape()]
+    for op in chain:
+        axis = op.gather_axis if isinstance(op, shard.AllGatherOp) else op.slice_axis
+        split[axis.value.data] += op.grid_axes.get_values()
+    mark = {key: IntegerAttr(index, i64)}
+    for op in chain[:-1]:
+        op.attributes[name] = DictionaryAttr(mark)
+    axes = ArrayAttr([DenseArrayBase.from_list(i64, a) for a in split])
+    chain[-1].attributes[name] = DictionaryAttr({**mark, "split": axes})
 
 
 def _grid_of(sharding: SSAValue, grids: dict[str, tuple[int, ...]]) -> tuple[int, ...]:
