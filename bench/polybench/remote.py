@@ -2,13 +2,14 @@
 machine's 16 cores, say): build here, run there.
 
     .venv/bin/python bench/polybench/remote.py build DIR [--size LARGE] [--kernels K,...]
-        [--ranks 1,4,16] [--cpu x86-64-v3]
+        [--ranks 1,4,16] [--cpu x86-64-v3] [--cores 16]
     python3 bench/polybench/remote.py run DIR [--runtime RUNTIME] [--repeats N]
         [--numpy-repeats N]
 
 `build` compiles each kernel for each rank count (R row blocks per statement on R ranks,
-at least 2) for the other machine's CPU, and saves the executables with their entry
-signatures. `run` needs Python with NumPy and dhir importable (xdsl and islpy too) and the
+at least 2) for the other machine's CPU and core count (placement would otherwise spread
+the work as if the ranks shared this machine's cores), and saves the executables with their
+entry signatures. `run` needs Python with NumPy and dhir importable (xdsl and islpy too) and the
 run-time libraries that `tests/gpu_check.py build` copies into DIR/runtime (MPICH's
 launcher and libmpi, MLIR's runner utilities, libomp); it runs each executable on its rank
 count, checks the results against NumPy, and prints medians, the speed-up over 1 rank and
@@ -28,12 +29,20 @@ import kernels
 import numpy as np
 from dhir import parse_string
 from dhir.backends.native import compile_native
+from dhir.machine.detect import detect
+from dhir.machine.files import SYSTEM_ENV, write_system
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
 
 
-def build(directory: Path, size: str, names: list[str], ranks: list[int], cpu: str) -> int:
+def build(
+    directory: Path, size: str, names: list[str], ranks: list[int], cpu: str, cores: int
+) -> int:
     directory.mkdir(parents=True, exist_ok=True)
+    # Placement sizes its choices by the machine the program runs on, not this one.
+    system = directory / "system.json"
+    write_system(detect(cores), system)
+    os.environ[SYSTEM_ENV] = str(system.resolve())
     built = []
     for name in names:
         sizes = kernels.SIZES[name][size]
@@ -104,6 +113,9 @@ def main() -> int:
     made.add_argument("--kernels", default=",".join(bench.STENCILS), help="comma-separated")
     made.add_argument("--ranks", default="1,4,16", help="comma-separated rank counts")
     made.add_argument("--cpu", default="x86-64-v3", help="the other machine's CPU (clang -march)")
+    made.add_argument(
+        "--cores", type=int, default=16, help="the other machine's cores (placement uses them)"
+    )
     ran = sub.add_parser("run")
     ran.add_argument("directory", type=Path)
     ran.add_argument(
@@ -116,7 +128,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "build":
         ranks = [int(part) for part in args.ranks.split(",")]
-        return build(args.directory, args.size, args.kernels.split(","), ranks, args.cpu)
+        kernels = args.kernels.split(",")
+        return build(args.directory, args.size, kernels, ranks, args.cpu, args.cores)
     runtime = args.runtime.resolve() if args.runtime else None
     return run(args.directory, runtime, args.repeats, args.numpy_repeats)
 

@@ -34,12 +34,13 @@ MEMINFO = Path("/proc/meminfo")
 CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
-def detect() -> System:
-    """This machine as a one-node description (see the module's docstring)."""
+def detect(cores: int | None = None) -> System:
+    """This machine as a one-node description (see the module's docstring); `cores`: as
+    if its CPU had that many (to describe another machine of its kind)."""
     host = socket.gethostname() or "localhost"
     node_name = host.split(".")[0] or "node0"
     try:
-        devices = (local_cpu(), *local_gpus())
+        devices = (local_cpu(cores), *local_gpus())
         node = Node(node_name, devices, host=host)
     except DescriptionError as error:
         raise DhirError([Diagnostic(f"describing this machine: {error}")]) from None
@@ -56,7 +57,7 @@ def load_local_system() -> System:
     return read_system(calibrated) if calibrated.is_file() else detect()
 
 
-def local_cpu() -> Device:
+def local_cpu(cores: int | None = None) -> Device:
     arch = host_arch()
     try:
         kind_of_arch(arch)
@@ -64,7 +65,7 @@ def local_cpu() -> Device:
         raise DhirError(
             [Diagnostic(f"this machine's CPU is not one dhir knows: {error}")]
         ) from None
-    given: dict[str, object] = {"cores": local_cores()}
+    given: dict[str, object] = {"cores": cores or local_cores()}
     memory = local_memory_bytes()
     if memory is not None:
         given["memory_bytes"] = memory

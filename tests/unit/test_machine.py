@@ -157,6 +157,14 @@ def test_detect_describes_this_machine_as_one_node() -> None:
     assert "peak_gflops" in cpu0.guessed and system.network.guessed
 
 
+def test_detect_with_other_cores_rates_each_core_as_this_machine_does() -> None:
+    here = detect().device("cpu0")
+    other = detect(cores=16).device("cpu0")
+    assert other.cores == 16
+    assert other.core_gflops == here.core_gflops
+    assert other.peak_gflops == pytest.approx(here.core_gflops * 16)
+
+
 def test_detect_reads_gpus_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake = tmp_path / "nvidia-smi"
     fake.write_text(
