@@ -9,8 +9,9 @@
 #
 # `run` writes one log per part to $OUT (the device tool's folder) or DIR/logs, prints a
 # summary line per part, and exits non-zero if a check failed. Each part has a time limit,
-# so that the whole run ends within 9 minutes (a device call may last 10). Environment: GPU_CHIP (sm_90),
-# GPU_CPU (the GPU machine's CPU for clang, x86-64-v3), GPU_CORES (16), RANDOM_PROGRAMS (60).
+# so that the whole run ends within 9 minutes (a device call may last 10). Environment:
+# GPU_CHIP (sm_90), GPU_CPU (the GPU machine's CPU for clang, x86-64-v3), GPU_CORES (16),
+# RANDOM_PROGRAMS (60).
 set -u
 
 action=${1:-}
