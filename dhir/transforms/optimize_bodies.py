@@ -67,6 +67,10 @@ from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_con
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
 ROWS = 4  # rows blocked in registers
+# A single row's k steps per pass over its column blocks, and the bytes of each row its
+# threads' stripes of columns span (docstring of _Nest._kernel).
+K_CHUNK = 8
+PAGE_BYTES = 4096
 # Float ops that may work on vectors: lane by lane they round as the scalar op does.
 _LANEWISE = (
     arith.AddfOp,
@@ -142,11 +146,16 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
 
 
 def _in_row_blocks(
-    row: scf.ForOp, nest: Operation, rows: int, middle: Callable[[Block, list[Env]], None]
+    row: scf.ForOp,
+    nest: Operation,
+    rows: int,
+    middle: Callable[[Block, list[Env]], None],
+    parallel: bool = True,
 ) -> None:
     """Blocks of `rows` rows before `row`, each running for its rows in turn what the row
     loop holds before `nest`, then `middle` (given the block and each row's values), then
-    what it holds after; `row` keeps the rows left over."""
+    what it holds after; `row` keeps the rows left over. The blocks run as one parallel
+    loop unless `middle` makes its own (`parallel` false)."""
     block = Block()
     i_end = _block_end(block, row.lb, row.ub, rows)
     step = put(block, arith.ConstantOp.from_int_and_width(rows, IndexType())).result
@@ -159,7 +168,11 @@ def _in_row_blocks(
     middle(body, envs)
     for env in envs:
         _clone_into(body, ops[at + 1 :], env)
-    put(block, _parallel(row.lb, i_end, step, body))
+    if parallel:
+        put(block, _parallel(row.lb, i_end, step, body))
+    else:
+        put(body, scf.YieldOp())
+        put(block, scf.ForOp(row.lb, i_end, step, [], Region(body)))
     insert_before(block, row)
     row.operands[0] = i_end
 
@@ -709,7 +722,7 @@ class _Nest:
     # --- the register-blocked kernel -----------------------------------------------------
 
     def _blocked(self) -> str:
-        split = self._row_splits() and not self.bounds[0].coef
+        split = self._row_splits() and not self.bounds[0].coef and not self.chunked
         if split:
             self._panels()
         else:
@@ -719,6 +732,7 @@ class _Nest:
             form += ", columns bounded by the row"
         width = self.lanes * self.unroll
         order = ", column blocks outer" if split else ""
+        order += f", k in chunks of {K_CHUNK}" if self.chunked else ""
         rows = f"{self.rows} rows" if self.rows > 1 else "1 row"
         tables = f", {len(self.tables)} value(s) per row and k in a table" if self.tables else ""
         return (
@@ -915,28 +929,70 @@ class _Nest:
     def _row_blocks(self) -> None:
         """Blocks of rows, each running what the row loop holds for its rows in turn: the
         statements before the nest, the nest's kernel, the statements after."""
-        _in_row_blocks(self.row, self.nest, self.rows, self._kernel)
+        _in_row_blocks(self.row, self.nest, self.rows, self._kernel, not self.chunked)
 
     def _kernel(self, block: Block, envs: list[Env]) -> None:
         """The blocked column loop for the rows of `envs` over the columns they all have,
         then, row by row, the columns left over on either side. The bounds grow with the
         row (check), so the first row has the fewest columns on the right, the last the
-        fewest on the left."""
+        fewest on the left.
+
+        A single row in memory form (A^T x: `for k { for j { y[j] += A[k, j] * x[k] } }`)
+        reuses nothing of B across rows, and a column block walking all of `k` reads B
+        down a column, a new page every step, which the core's prefetchers and TLB serve
+        badly (atax: 7 GB/s). So its columns are cut in stripes of a page of each row
+        (the rank's threads share them), and a stripe's column blocks run over K_CHUNK
+        steps of `k` at a time, reading that many rows of B side by side, and keep their
+        sums in `y` between chunks: each element still takes its adds in the order of
+        `k`."""
         width = self.lanes * self.unroll
         lbs = [self.bounds[0].at(block, _scalar(_iv(self.row), env)) for env in envs]
         ubs = [self.bounds[1].at(block, _scalar(_iv(self.row), env)) for env in envs]
         j_lb, j_ub = lbs[-1], ubs[0]
         j_end = _block_end(block, j_lb, j_ub, width)
         step = put(block, arith.ConstantOp.from_int_and_width(width, IndexType())).result
+        inner, columns, k_bounds = block, (j_lb, j_end), None
+        if self.chunked:
+            inner, columns, k_bounds = self._k_chunks(block, envs[0], columns)
         body = Block(arg_types=[IndexType()])
-        widen = _Widen(self, body.args[0], body)
+        widen = _Widen(self, body.args[0], body, k_bounds)
         if self.memory:
             widen.memory_kernel(envs)
         else:
             widen.carried_kernel(envs)
         put(body, scf.YieldOp())
-        put(block, scf.ForOp(j_lb, j_end, step, [], Region(body)))
+        put(inner, scf.ForOp(*columns, step, [], Region(body)))
+        if k_bounds is not None:
+            put(inner, scf.YieldOp())
         self._rest(block, envs, (lbs, ubs), j_lb, j_end)
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the kernel runs `k` in chunks (_kernel)."""
+        return self.memory and self.rows == 1
+
+    def _k_chunks(
+        self, block: Block, env: Env, columns: tuple[SSAValue, SSAValue]
+    ) -> tuple[Block, tuple[SSAValue, SSAValue], tuple[SSAValue, SSAValue]]:
+        """At the end of `block`, a parallel loop over stripes of `columns` (a page of
+        each row: the rank's threads share them), each a loop over chunks of K_CHUNK steps
+        of `k`: the chunk loop's body, the stripe's columns and the chunk's `k` there."""
+        index, red = IndexType(), self.red
+        width = self.lanes * self.unroll
+        wide = max(1, PAGE_BYTES // (self.element.bitwidth // 8) // width) * width
+        size = put(block, arith.ConstantOp.from_int_and_width(wide, index)).result
+        stripe = Block(arg_types=[index])
+        stripe_end = put(stripe, arith.AddiOp(stripe.args[0], size)).result
+        stripe_end = put(stripe, arith.MinSIOp(stripe_end, columns[1])).result
+        ub = _scalar(red.ub, env)
+        steps = put(stripe, arith.ConstantOp.from_int_and_width(K_CHUNK, index)).result
+        span = put(stripe, arith.MuliOp(steps, red.step)).result
+        chunk = Block(arg_types=[index])
+        end = put(chunk, arith.AddiOp(chunk.args[0], span)).result
+        end = put(chunk, arith.MinSIOp(end, ub)).result
+        put(stripe, scf.ForOp(_scalar(red.lb, env), ub, span, [], Region(chunk)))
+        put(block, _parallel(columns[0], columns[1], size, stripe))
+        return chunk, (stripe.args[0], stripe_end), (chunk.args[0], end)
 
     def _rest(
         self,
@@ -1011,8 +1067,15 @@ def _clone_into(block: Block, ops: Sequence[Operation], env: Env) -> None:
 class _Widen:
     """Ops of the nest cloned for each row and, along the columns, as U vectors."""
 
-    def __init__(self, nest: _Nest, j0: SSAValue, block: Block) -> None:
+    def __init__(
+        self,
+        nest: _Nest,
+        j0: SSAValue,
+        block: Block,
+        k_bounds: tuple[SSAValue, SSAValue] | None = None,
+    ) -> None:
         self.nest = nest
+        self.k_bounds = k_bounds  # the reduction loop's, where not its own
         self.kind = VectorType(nest.element, [nest.lanes])
         self.block = block
         self._loaded: dict[tuple[object, ...], SSAValue] = {}
@@ -1086,8 +1149,8 @@ class _Widen:
         lanes = [v for env in envs for value in yields for v in self._lanes(value, env)]
         put(loop_body, scf.YieldOp(*lanes))
         self.block = outer
-        bounds = (_scalar(red.lb, envs[0]), _scalar(red.ub, envs[0]), red.step)
-        loop = put(outer, scf.ForOp(*bounds, inits, Region(loop_body)))
+        lb, ub = self.k_bounds or (_scalar(red.lb, envs[0]), _scalar(red.ub, envs[0]))
+        loop = put(outer, scf.ForOp(lb, ub, red.step, inits, Region(loop_body)))
         results = iter(loop.results)
         for env in envs:
             for value in outputs:

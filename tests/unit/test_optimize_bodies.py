@@ -700,6 +700,94 @@ def test_row_sums_and_single_rows_equal_the_interpreter(
         np.testing.assert_array_equal(actual, expected)
 
 
+@dataclass(frozen=True)
+class Columns:
+    """A nest in no row loop, adding into a vector along its columns in memory: `for k {
+    for j { y[j] = f(y[j], A[k, j], x[k]) } }` (atax's A^T tmp), whose kernel runs `k` in
+    chunks and its columns in stripes of a page (several stripes from 512 f64 columns)."""
+
+    dtype: str
+    nj: int
+    nk: int
+    j_lo: int
+    k_lo: int
+    k_step: int
+    expr: object
+
+    def text(self) -> str:
+        t, nj, nk = self.dtype, self.nj, self.nk
+        lines = [
+            f"func.func @main(%y: memref<{nj}x{t}>, %A: memref<{nk}x{nj}x{t}>, "
+            f"%x: memref<{nk}x{t}>) {{",
+            "  dhir.schedule %y, %A, %x {",
+            '    %cpu = dhir.target {kind = "cpu"}',
+            "    %t = dhir.task %cpu, %y, %A, %x {",
+            f"      %jlo = arith.constant {self.j_lo} : index",
+            f"      %klo = arith.constant {self.k_lo} : index",
+            f"      %kstep = arith.constant {self.k_step} : index",
+            f"      %nj = arith.constant {nj} : index",
+            f"      %nk = arith.constant {nk} : index",
+            "      %c1 = arith.constant 1 : index",
+            f"      %alpha = arith.constant 1.5 : {t}",
+            "      scf.for %k = %klo to %nk step %kstep {",
+            "        scf.for %j = %jlo to %nj step %c1 {",
+            f"          %acc = memref.load %y[%j] : memref<{nj}x{t}>",
+            f"          %a = memref.load %A[%k, %j] : memref<{nk}x{nj}x{t}>",
+            f"          %b = memref.load %x[%k] : memref<{nk}x{t}>",
+            f"          %d = arith.addf %a, %alpha : {t}",
+            f"          %inner = arith.mulf %b, %b : {t}",
+        ]
+        body: list[str] = []
+        result = Nest._expr(self, "          ", body)  # type: ignore[arg-type]
+        lines += [*body, f"          memref.store {result}, %y[%j] : memref<{nj}x{t}>", "        }"]
+        return "\n".join([*lines, *END])
+
+    def inputs(self, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        kind = np.float64 if self.dtype == "f64" else np.float32
+        shapes = ((self.nj,), (self.nk, self.nj), (self.nk,))
+        return [rng.standard_normal(s).astype(kind) for s in shapes]
+
+
+@st.composite
+def columns(draw: st.DrawFn) -> Columns:
+    expr = draw(expressions(leaves=LEAVES))
+    if not _uses(expr, "acc"):
+        expr = ("addf", "acc", expr)
+    return Columns(
+        dtype=draw(st.sampled_from(["f64", "f32"])),
+        nj=draw(st.one_of(st.integers(0, 70), st.integers(500, 1100))),
+        nk=draw(st.integers(0, 30)),
+        j_lo=draw(st.integers(0, 3)),
+        k_lo=draw(st.integers(0, 2)),
+        k_step=draw(st.integers(1, 2)),
+        expr=expr,
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nest=columns(),
+    ranks=st.integers(1, 2),
+    cpu=st.sampled_from(["native", "haswell", "x86-64"]),
+    seed=st.integers(0, 2**16),
+    threads=st.sampled_from([1, 3]),
+)
+def test_single_rows_in_chunks_of_k_equal_the_interpreter(
+    nest: Columns, ranks: int, cpu: str, seed: int, threads: int
+) -> None:
+    """A nest in no row loop adding along its columns: its kernel runs `k` in chunks and
+    its columns in stripes shared by the rank's threads, bit for bit the interpreter's."""
+    text = nest.text()
+    (decision,) = optimize_bodies(parse_string(text), 512)
+    assert decision.done and "k in chunks of" in decision.text, decision.text
+    inputs = nest.inputs(seed)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
 def test_sums_in_parallel_loops_stay_in_memory() -> None:
     """In a parallel loop, a sum into memory is not carried in a register: with no
     iterations it would store back an element another thread may write. (The task's other
