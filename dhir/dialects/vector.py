@@ -61,6 +61,7 @@ from xdsl.dialects.vector import (
     FMAOp as FMAOp,
     InsertOp as InsertOp,
     ReductionOp as ReductionOp,
+    ShuffleOp as ShuffleOp,
     TransferReadOp as TransferReadOp,
     TransferWriteOp as TransferWriteOp,
 )

@@ -38,6 +38,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
+    DenseArrayBase,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -45,6 +46,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     VectorType,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -266,16 +268,21 @@ def _carry(loop: scf.ForOp, load: memref.LoadOp, store: memref.StoreOp) -> None:
     block.erase_op(loop)
 
 
-def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
-    """The carried loop `red` in the row loop run for SUM_ROWS rows side by side: their
+def _row_sums(row: scf.ForOp, red: scf.ForOp, bits: int) -> str:
+    """The carried loop `red` in the row loop run for several rows side by side: their
     sums are independent chains, so the core overlaps them instead of waiting for each add
-    in turn. Each row's operations, in its order: exact."""
+    in turn. In vector lanes where it can (_RowLanes), else SUM_ROWS rows as scalars. Each
+    row's operations, in its order: exact."""
     _check_rows_independent(row)
     if any(op.regions or not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in _body_ops(red)):
         raise _Left("the reduction's body holds more than loads and arithmetic")
     for bound in red.operands[:3]:
         if inside(bound, row) or bound is _iv(row):
             raise _Left("the reduction's bounds vary with the row")
+    try:
+        return _RowLanes.of(row, red, bits).rewrite()
+    except _Left:
+        pass
 
     def sums(body: Block, envs: list[Env]) -> None:
         inits = [_scalar(v, env) for env in envs for v in red.iter_args]
@@ -297,6 +304,184 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp) -> str:
 
     _in_row_blocks(row, red, SUM_ROWS, sums)
     return f"sums of {SUM_ROWS} rows run side by side (k innermost, each in its order), exact"
+
+
+@dataclass
+class _RowLanes:
+    """A row loop's sums along `k` (`for i { s = for k iter_args(acc) { acc = f(acc,
+    A[i, k], x[k]) } }`: A x) with one row per vector lane: V rows' rows of A are loaded V
+    steps of `k` at a time, as V vectors, and transposed in registers, so that step c of
+    `k` has each row's A[i, k + c] in its lane; x[k] is broadcast. Each lane computes its
+    row's sum with the row's own operations in the order of `k`: exact. The steps of `k`
+    left over load A lane by lane."""
+
+    row: scf.ForOp
+    red: scf.ForOp
+    kind: VectorType
+    rows_of: list[SSAValue]  # memrefs read at [i, k]
+    lanes: int
+
+    @staticmethod
+    def of(row: scf.ForOp, red: scf.ForOp, bits: int) -> "_RowLanes":
+        types = {arg.type for arg in red.iter_args}
+        element = types.pop() if len(types) == 1 else None
+        if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):
+            raise _Left("its sums are not all f32 or all f64")
+        if _constant(red.step) != 1 or bits // element.bitwidth < 2:
+            raise _Left("its k steps by more than 1")
+        i, k = _iv(row), _iv(red)
+        rows_of: list[SSAValue] = []
+        for op in _body_ops(red):
+            if isinstance(op, memref.LoadOp):
+                where = list(op.indices)
+                if where == [i, k] and _row_major(op.memref):
+                    rows_of += [op.memref] if op.memref not in rows_of else []
+                elif where != [k]:
+                    raise _Left("it loads other than A[i, k] and x[k]")
+            elif not isinstance(op, _LANEWISE) and not (
+                isinstance(op, arith.ConstantOp) and isinstance(op.result.type, AnyFloat)
+            ):
+                raise _Left(f"its body holds {op.name}")
+        lanes = bits // element.bitwidth
+        return _RowLanes(row, red, VectorType(element, [lanes]), rows_of, lanes)
+
+    def rewrite(self) -> str:
+        _in_row_blocks(self.row, self.red, self.lanes, self._sums)
+        return (
+            f"sums of {self.lanes} rows run in vector lanes ({self.lanes} steps of k "
+            "transposed in registers, each row in its order), exact"
+        )
+
+    def _sums(self, block: Block, envs: list[Env]) -> None:
+        red = self.red
+        accs = [self._across(block, v, envs) for v in red.iter_args]
+        lb, ub = _scalar(red.lb, envs[0]), _scalar(red.ub, envs[0])
+        end = _block_end(block, lb, ub, self.lanes)
+        step = put(block, arith.ConstantOp.from_int_and_width(self.lanes, IndexType())).result
+        accs = self._loop(block, envs, (lb, end, step), accs, self._transposed_steps)
+        one = put(block, arith.ConstantOp.from_int_and_width(1, IndexType())).result
+        accs = self._loop(block, envs, (end, ub, one), accs, self._step_by_lanes)
+        for r, env in enumerate(envs):
+            for result, acc in zip(red.res, accs):
+                env[result] = put(block, vector.ExtractOp(acc, [r], self.kind.element_type)).result
+
+    def _loop(
+        self,
+        block: Block,
+        envs: list[Env],
+        bounds: tuple[SSAValue, SSAValue, SSAValue],
+        accs: list[SSAValue],
+        steps: Callable[[Block, list[Env], SSAValue, list[SSAValue]], list[SSAValue]],
+    ) -> list[SSAValue]:
+        body = Block(arg_types=[IndexType(), *(self.kind for _ in accs)])
+        ends = steps(body, envs, body.args[0], list(body.args[1:]))
+        put(body, scf.YieldOp(*ends))
+        return list(put(block, scf.ForOp(*bounds, accs, Region(body))).results)
+
+    def _transposed_steps(
+        self, block: Block, envs: list[Env], k: SSAValue, accs: list[SSAValue]
+    ) -> list[SSAValue]:
+        index = IndexType()
+        rows = [_scalar(_iv(self.row), env) for env in envs]
+        columns = {
+            m: _transpose(
+                block, [put(block, vector.LoadOp(m, [i, k], self.kind)).result for i in rows]
+            )
+            for m in self.rows_of
+        }
+        for c in range(self.lanes):
+            offset = put(block, arith.ConstantOp.from_int_and_width(c, index)).result
+            at = put(block, arith.AddiOp(k, offset)).result
+            accs = self._step(block, envs, at, accs, {m: cols[c] for m, cols in columns.items()})
+        return accs
+
+    def _step_by_lanes(
+        self, block: Block, envs: list[Env], k: SSAValue, accs: list[SSAValue]
+    ) -> list[SSAValue]:
+        rows = [_scalar(_iv(self.row), env) for env in envs]
+        loaded = {
+            m: _vector_of(
+                block, [put(block, memref.LoadOp.get(m, [i, k])).res for i in rows], self.kind
+            )
+            for m in self.rows_of
+        }
+        return self._step(block, envs, k, accs, loaded)
+
+    def _step(
+        self,
+        block: Block,
+        envs: list[Env],
+        k: SSAValue,
+        accs: list[SSAValue],
+        rows_at_k: dict[SSAValue, SSAValue],
+    ) -> list[SSAValue]:
+        """One step of `k`: the body's ops on vectors of the rows."""
+        red = self.red
+        lanes: dict[SSAValue, SSAValue] = dict(zip(red.body.block.args[1:], accs))
+        for op in _body_ops(red):
+            if isinstance(op, memref.LoadOp) and op.memref in rows_at_k and len(op.indices) == 2:
+                lanes[op.res] = rows_at_k[op.memref]
+            elif isinstance(op, memref.LoadOp):
+                scalar = put(block, memref.LoadOp.get(op.memref, [k])).res
+                lanes[op.res] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
+            elif isinstance(op, arith.ConstantOp):
+                scalar = put(block, op.clone()).results[0]
+                lanes[op.result] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
+            else:
+                operands = [self._lane(block, v, lanes, envs) for v in op.operands]
+                made = type(op).create(
+                    operands=operands,
+                    result_types=[self.kind],
+                    properties=dict(op.properties),
+                    attributes=dict(op.attributes),
+                )
+                lanes[op.results[0]] = put(block, made).results[0]
+        end = red.body.block.last_op
+        assert isinstance(end, scf.YieldOp)
+        return [self._lane(block, v, lanes, envs) for v in end.operands]
+
+    def _lane(
+        self, block: Block, value: SSAValue, lanes: dict[SSAValue, SSAValue], envs: list[Env]
+    ) -> SSAValue:
+        return lanes[value] if value in lanes else self._across(block, value, envs)
+
+    def _across(self, block: Block, value: SSAValue, envs: list[Env]) -> SSAValue:
+        """`value` (defined outside the sums) as a vector of each row's."""
+        return _vector_of(block, [_scalar(value, env) for env in envs], self.kind)
+
+
+def _vector_of(block: Block, scalars: list[SSAValue], kind: VectorType) -> SSAValue:
+    """A vector whose lane r is scalars[r] (a broadcast where all are one value)."""
+    vec = put(block, vector.BroadcastOp(scalars[0], kind)).vector
+    if all(s is scalars[0] for s in scalars):
+        return vec
+    for r, scalar in enumerate(scalars[1:], start=1):
+        vec = put(block, vector.InsertOp(scalar, vec, [r])).result
+    return vec
+
+
+def _transpose(block: Block, rows: list[SSAValue]) -> list[SSAValue]:
+    """The columns of the square matrix whose rows are the vectors `rows` (a power of two
+    of them): log2(n) rounds of two-vector shuffles, each swapping one bit of the row
+    index with the same bit of the column index."""
+    n, kind = len(rows), rows[0].type
+    assert isinstance(kind, VectorType)
+    half = 1
+    while half < n:
+        low = [c if c & half == 0 else n + (c ^ half) for c in range(n)]
+        high = [c ^ half if c & half == 0 else n + c for c in range(n)]
+        out = list(rows)
+        for r in range(n):
+            if r & half == 0:
+                a, b = rows[r], rows[r | half]
+                for target, mask in ((r, low), (r | half, high)):
+                    shuffle = vector.ShuffleOp(
+                        a, b, DenseArrayBase.from_list(i64, mask), result_type=kind
+                    )
+                    out[target] = put(block, shuffle).result
+        rows = out
+        half *= 2
+    return rows
 
 
 def _tasks(module: ModuleOp) -> Iterator[TaskOp]:
@@ -343,7 +528,7 @@ def _optimize_nest(row: scf.ForOp | None, nest: scf.ForOp, bits: int, module: Mo
         if red is None:
             raise
         try:
-            return _row_sums(nest, red)
+            return _row_sums(nest, red, bits)
         except _Left:
             raise why from None
 
