@@ -319,7 +319,13 @@ class _RowLanes:
     red: scf.ForOp
     kind: VectorType
     rows_of: list[SSAValue]  # memrefs read at [i, k]
-    lanes: int
+    # The body's values made outside the loops: each row's value of what it takes from
+    # outside the sums, its constants; as vectors, once per block of rows (_sums).
+    outside: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    @property
+    def lanes(self) -> int:
+        return self.kind.get_shape()[0]
 
     @staticmethod
     def of(row: scf.ForOp, red: scf.ForOp, bits: int) -> "_RowLanes":
@@ -342,8 +348,7 @@ class _RowLanes:
                 isinstance(op, arith.ConstantOp) and isinstance(op.result.type, AnyFloat)
             ):
                 raise _Left(f"its body holds {op.name}")
-        lanes = bits // element.bitwidth
-        return _RowLanes(row, red, VectorType(element, [lanes]), rows_of, lanes)
+        return _RowLanes(row, red, VectorType(element, [bits // element.bitwidth]), rows_of)
 
     def rewrite(self) -> str:
         _in_row_blocks(self.row, self.red, self.lanes, self._sums)
@@ -354,6 +359,7 @@ class _RowLanes:
 
     def _sums(self, block: Block, envs: list[Env]) -> None:
         red = self.red
+        self._make_outside(block, envs)
         accs = [self._across(block, v, envs) for v in red.iter_args]
         lb, ub = _scalar(red.lb, envs[0]), _scalar(red.ub, envs[0])
         end = _block_end(block, lb, ub, self.lanes)
@@ -417,20 +423,16 @@ class _RowLanes:
     ) -> list[SSAValue]:
         """One step of `k`: the body's ops on vectors of the rows."""
         red = self.red
-        lanes: dict[SSAValue, SSAValue] = dict(zip(red.body.block.args[1:], accs))
+        lanes = {**self.outside, **dict(zip(red.body.block.args[1:], accs))}
         for op in _body_ops(red):
             if isinstance(op, memref.LoadOp) and op.memref in rows_at_k and len(op.indices) == 2:
                 lanes[op.res] = rows_at_k[op.memref]
             elif isinstance(op, memref.LoadOp):
                 scalar = put(block, memref.LoadOp.get(op.memref, [k])).res
                 lanes[op.res] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
-            elif isinstance(op, arith.ConstantOp):
-                scalar = put(block, op.clone()).results[0]
-                lanes[op.result] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
-            else:
-                operands = [self._lane(block, v, lanes, envs) for v in op.operands]
+            elif not isinstance(op, arith.ConstantOp):
                 made = type(op).create(
-                    operands=operands,
+                    operands=[lanes[v] for v in op.operands],
                     result_types=[self.kind],
                     properties=dict(op.properties),
                     attributes=dict(op.attributes),
@@ -438,12 +440,21 @@ class _RowLanes:
                 lanes[op.results[0]] = put(block, made).results[0]
         end = red.body.block.last_op
         assert isinstance(end, scf.YieldOp)
-        return [self._lane(block, v, lanes, envs) for v in end.operands]
+        return [lanes[v] for v in end.operands]
 
-    def _lane(
-        self, block: Block, value: SSAValue, lanes: dict[SSAValue, SSAValue], envs: list[Env]
-    ) -> SSAValue:
-        return lanes[value] if value in lanes else self._across(block, value, envs)
+    def _make_outside(self, block: Block, envs: list[Env]) -> None:
+        """`outside`, made at the end of `block`: before the loops, not once a step (the
+        loads' operands are addresses, not lanes)."""
+        red = self.red
+        made_inside: set[SSAValue] = set(red.body.block.args)
+        for op in red.body.block.ops:
+            if isinstance(op, arith.ConstantOp):
+                scalar = put(block, op.clone()).results[0]
+                self.outside[op.result] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
+            for value in [] if isinstance(op, memref.LoadOp) else op.operands:
+                if value not in made_inside and value not in self.outside:
+                    self.outside[value] = self._across(block, value, envs)
+            made_inside.update(op.results)
 
     def _across(self, block: Block, value: SSAValue, envs: list[Env]) -> SSAValue:
         """`value` (defined outside the sums) as a vector of each row's."""
@@ -1170,8 +1181,8 @@ class _Nest:
         stripe_end = put(stripe, arith.AddiOp(stripe.args[0], size)).result
         stripe_end = put(stripe, arith.MinSIOp(stripe_end, columns[1])).result
         ub = _scalar(red.ub, env)
-        steps = put(stripe, arith.ConstantOp.from_int_and_width(K_CHUNK, index)).result
-        span = put(stripe, arith.MuliOp(steps, red.step)).result
+        steps = put(block, arith.ConstantOp.from_int_and_width(K_CHUNK, index)).result
+        span = put(block, arith.MuliOp(steps, red.step)).result
         chunk = Block(arg_types=[index])
         end = put(chunk, arith.AddiOp(chunk.args[0], span)).result
         end = put(chunk, arith.MinSIOp(end, ub)).result
