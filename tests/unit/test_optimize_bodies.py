@@ -257,6 +257,14 @@ def test_optimized_nests_equal_the_interpreter(
     text = nest.text()
     assert _decisions(text), "the generated nest must be one the optimizer rewrites"
     inputs = nest.inputs(seed)
+    _assert_native_equals_interp(text, inputs, ranks, cpu, threads)
+
+
+def _assert_native_equals_interp(
+    text: str, inputs: list[np.ndarray], ranks: int, cpu: str, threads: int
+) -> None:
+    """The native build of `text` on `ranks` ranks of `threads` threads gives what the
+    interpreter gives, bit for bit."""
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
     got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
     for expected, actual in zip(want, got):
@@ -698,10 +706,7 @@ def test_row_sums_and_single_rows_equal_the_interpreter(
         lanes = nest.j_step == 1
         assert ("in vector lanes" in decision.text) == lanes, decision.text
     inputs = nest.inputs(seed)
-    want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
-    for expected, actual in zip(want, got):
-        np.testing.assert_array_equal(actual, expected)
+    _assert_native_equals_interp(text, inputs, ranks, cpu, threads)
 
 
 @dataclass(frozen=True)
@@ -786,10 +791,7 @@ def test_single_rows_in_chunks_of_k_equal_the_interpreter(
     (decision,) = optimize_bodies(parse_string(text), 512)
     assert decision.done and "k in chunks of" in decision.text, decision.text
     inputs = nest.inputs(seed)
-    want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    got = dhir.run(text, *inputs, backend="native", ranks=ranks, cpu=cpu, threads=threads)
-    for expected, actual in zip(want, got):
-        np.testing.assert_array_equal(actual, expected)
+    _assert_native_equals_interp(text, inputs, ranks, cpu, threads)
 
 
 def test_sums_in_parallel_loops_stay_in_memory() -> None:
