@@ -81,6 +81,7 @@ static struct {
   CUresult (*MemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*MemHostRegister)(void *, size_t, unsigned); /* optional */
   CUresult (*MemHostUnregister)(void *);
+  CUresult (*MemAllocHost)(void **, size_t); /* optional: page-locked staging buffers */
   CUresult (*GetErrorString)(CUresult, const char **);
 } cu;
 
@@ -109,12 +110,19 @@ static void check(CUresult code, const char *call) {
 /* Called by lowered code before each GPU task (and before allocating its buffers). */
 void dhir_rt_gpu_task(int64_t where) { current_task = (const char *)(intptr_t)where; }
 
+/* Messages between device buffers on two ranks (see "messages" below). */
+void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag);
+void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag);
+void dhir_rt_gpu_ready(int64_t device);
+
 /* --- statistics --------------------------------------------------------------------- */
 
 static struct {
   long launches, allocs, frees, modules, pins;
   long copies[3]; /* host to device, device to host, device to device */
   long long bytes[3], pinned;
+  long sent, received; /* messages between device buffers (dhir_rt_gpu_send/recv) */
+  long long sent_bytes, received_bytes, staged; /* staged: through host buffers, both ways */
 } stats;
 
 enum { H2D, D2H, D2D };
@@ -168,11 +176,13 @@ static void print_stats(void) {
   snprintf(line, sizeof line,
            "dhir: GPU stats on rank %d (device %d): launches=%ld h2d=%ld (%lld bytes) "
            "d2h=%ld (%lld bytes) d2d=%ld (%lld bytes) allocs=%ld frees=%ld modules=%ld "
-           "pins=%ld (%lld bytes)\n",
+           "pins=%ld (%lld bytes) sent=%ld (%lld bytes) received=%ld (%lld bytes) "
+           "staged=%lld\n",
            dhir_rt_comm_rank(), device_number, stats.launches, stats.copies[H2D],
            stats.bytes[H2D], stats.copies[D2H], stats.bytes[D2H], stats.copies[D2D],
            stats.bytes[D2D], stats.allocs, stats.frees, stats.modules, stats.pins,
-           stats.pinned);
+           stats.pinned, stats.sent, stats.sent_bytes, stats.received, stats.received_bytes,
+           stats.staged);
   FILE *out = strcmp(where, "1") == 0 ? stderr : fopen(where, "a");
   if (out == NULL)
     return;
@@ -377,6 +387,7 @@ static void start(void) {
   *(void **)&cu.EventElapsedTime = symbol(library, "cuEventElapsedTime", false);
   *(void **)&cu.MemHostRegister = symbol(library, "cuMemHostRegister_v2", false);
   *(void **)&cu.MemHostUnregister = symbol(library, "cuMemHostUnregister", false);
+  *(void **)&cu.MemAllocHost = symbol(library, "cuMemAllocHost_v2", false);
   check(cu.Init(0), "cuInit");
   choose_device();
   ready = true;
@@ -685,6 +696,7 @@ void mgpuMemFree(void *pointer, void *stream) {
   start();
   if (stream != NULL)
     check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  dhir_rt_gpu_ready((int64_t)(uintptr_t)pointer);
   forget(pointer);
   unpair((uintptr_t)pointer);
   ++stats.frees;
@@ -720,6 +732,160 @@ void dhir_rt_gpu_copy(int64_t destination, int64_t source, int64_t bytes) {
   void *stream = mgpuStreamCreate();
   mgpuMemcpy((void *)(uintptr_t)destination, (void *)(uintptr_t)source, (size_t)bytes, stream);
   mgpuStreamDestroy(stream);
+}
+
+/* --- messages between GPU tasks on two ranks ------------------------------------------
+
+   dhir-gpu-data sends a device buffer whose value no host holds straight to the next GPU
+   task that uses it on another rank: dhir_rt_gpu_send at the end of the writer, and
+   dhir_rt_gpu_recv at the start of the reader, into its own buffer of the same memref (so
+   of the same size). By DHIR_GPU_MESSAGES:
+   - direct: MPI is handed the device addresses (it must be CUDA-aware);
+   - staged: through page-locked host buffers, in pieces of DHIR_GPU_STAGE_BYTES (default
+     STAGE_BYTES): the sender's copies of later pieces overlap the messages of earlier
+     ones, and the receiver's copy of a piece overlaps the message of the next;
+   - auto (the default): direct where the MPI says it is CUDA-aware, else staged.
+   A send never waits for its receiver, which may reach its task only after this rank's
+   later ones: dhir_rt_gpu_ready(buffer), before the next GPU task here that uses the
+   buffer, and freeing the buffer wait for its sends, and release their staging. */
+
+enum { STAGE_BYTES = 4 << 20 };
+enum { MESSAGES_STAGED, MESSAGES_DIRECT };
+
+static int message_policy(void) {
+  static int policy = -1;
+  if (policy < 0) {
+    const char *value = getenv("DHIR_GPU_MESSAGES");
+    if (value != NULL && strcmp(value, "direct") == 0)
+      policy = MESSAGES_DIRECT;
+    else if (value != NULL && strcmp(value, "staged") == 0)
+      policy = MESSAGES_STAGED;
+    else if (value == NULL || *value == '\0' || strcmp(value, "auto") == 0)
+      policy = dhir_rt_mpi_cuda_aware() ? MESSAGES_DIRECT : MESSAGES_STAGED;
+    else
+      dhir_rt_fatal("DHIR_GPU_MESSAGES=%s: expected auto, direct or staged", value);
+  }
+  return policy;
+}
+
+static size_t stage_bytes(void) {
+  const char *value = getenv("DHIR_GPU_STAGE_BYTES");
+  long long bytes = value != NULL && *value ? atoll(value) : STAGE_BYTES;
+  if (bytes < 1)
+    dhir_rt_fatal("DHIR_GPU_STAGE_BYTES=%s: expected a positive number of bytes", value);
+  return (size_t)bytes;
+}
+
+/* Host buffers for staged messages: page-locked where the driver allows, kept for reuse.
+   `owner` is the device buffer whose send still uses it (0: free). */
+typedef struct {
+  char *data;
+  size_t size;
+  uintptr_t owner;
+} Staging;
+
+static Staging *stagings;
+static size_t staging_count, staging_capacity;
+
+static Staging *take_staging(size_t size, uintptr_t owner) {
+  Staging *best = NULL;
+  for (size_t i = 0; i < staging_count; ++i)
+    if (stagings[i].owner == 0 && stagings[i].size >= size &&
+        (best == NULL || stagings[i].size < best->size))
+      best = &stagings[i];
+  if (best == NULL) {
+    void *data = NULL;
+    if (cu.MemAllocHost == NULL || cu.MemAllocHost(&data, size) != CUDA_SUCCESS)
+      data = malloc(size);
+    if (data == NULL)
+      dhir_rt_fatal("%s: cannot allocate %zu bytes of host memory to stage a message",
+                    task_text(), size);
+    stagings = grow(stagings, &staging_capacity, staging_count, sizeof *stagings);
+    best = &stagings[staging_count++];
+    *best = (Staging){data, size, 0};
+  }
+  best->owner = owner;
+  return best;
+}
+
+static size_t buffer_size(int64_t device, const char *call) {
+  for (size_t i = 0; i < buffer_count; ++i)
+    if (buffers[i].start == (uintptr_t)device)
+      return buffers[i].size;
+  dhir_rt_fatal("%s: %s was given %#llx, which is not a device buffer", task_text(), call,
+                (unsigned long long)device);
+}
+
+static void staged_send(uintptr_t device, size_t size, int32_t dest, int32_t tag) {
+  Staging *stage = take_staging(size, device);
+  size_t piece = stage_bytes(), count = (size + piece - 1) / piece;
+  CUstream stream = mgpuStreamCreate();
+  CUevent *copied = calloc(count ? count : 1, sizeof *copied);
+  if (copied == NULL)
+    dhir_rt_fatal("out of host memory");
+  for (size_t i = 0; i < count; ++i) {
+    size_t at = i * piece, bytes = size - at < piece ? size - at : piece;
+    check(cu.MemcpyAsync((CUdeviceptr)(uintptr_t)(stage->data + at), device + at, bytes, stream),
+          "cuMemcpyAsync");
+    check(cu.EventCreate(&copied[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    check(cu.EventRecord(copied[i], stream), "cuEventRecord");
+  }
+  for (size_t i = 0; i < count; ++i) {
+    size_t at = i * piece, bytes = size - at < piece ? size - at : piece;
+    check(cu.EventSynchronize(copied[i]), "cuEventSynchronize");
+    check(cu.EventDestroy(copied[i]), "cuEventDestroy");
+    dhir_rt_device_isend(stage->data + at, (int64_t)bytes, dest, tag, (int64_t)device);
+  }
+  free(copied);
+  mgpuStreamDestroy(stream);
+  stats.staged += (long long)size;
+}
+
+static void staged_recv(uintptr_t device, size_t size, int32_t source, int32_t tag) {
+  Staging *stage = take_staging(size, device);
+  size_t piece = stage_bytes();
+  CUstream stream = mgpuStreamCreate();
+  for (size_t at = 0; at < size; at += piece) {
+    size_t bytes = size - at < piece ? size - at : piece;
+    dhir_rt_device_recv(stage->data + at, (int64_t)bytes, source, tag);
+    check(cu.MemcpyAsync(device + at, (CUdeviceptr)(uintptr_t)(stage->data + at), bytes, stream),
+          "cuMemcpyAsync");
+  }
+  check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  mgpuStreamDestroy(stream);
+  stage->owner = 0;
+  stats.staged += (long long)size;
+}
+
+void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag) {
+  start();
+  size_t size = buffer_size(device, "dhir_rt_gpu_send");
+  if (message_policy() == MESSAGES_DIRECT)
+    dhir_rt_device_isend((const void *)(uintptr_t)device, (int64_t)size, dest, tag, device);
+  else
+    staged_send((uintptr_t)device, size, dest, tag);
+  ++stats.sent;
+  stats.sent_bytes += (long long)size;
+}
+
+void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag) {
+  start();
+  size_t size = buffer_size(device, "dhir_rt_gpu_recv");
+  if (message_policy() == MESSAGES_DIRECT)
+    dhir_rt_device_recv((void *)(uintptr_t)device, (int64_t)size, source, tag);
+  else
+    staged_recv((uintptr_t)device, size, source, tag);
+  ++stats.received;
+  stats.received_bytes += (long long)size;
+}
+
+void dhir_rt_gpu_ready(int64_t device) {
+  if (stats.sent == 0) /* this rank never sent a device buffer */
+    return;
+  dhir_rt_device_wait(device);
+  for (size_t i = 0; i < staging_count; ++i)
+    if (stagings[i].owner == (uintptr_t)device)
+      stagings[i].owner = 0;
 }
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count, void *stream) {

@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +25,8 @@
 /* Cached so that reporting an error never calls back into a possibly broken MPI. */
 static int world_rank = -1;
 static int world_size = -1;
+/* Messages between device buffers (dhir_rt_device_isend): MPI_COMM_WORLD's duplicate. */
+static MPI_Comm device_comm = MPI_COMM_NULL;
 
 /* MPI counts are int, and OpenMPI 5 has no MPI-4 large-count calls (MPI_Send_c), so every
  * transfer goes as MPI_BYTE in pieces of at most this many bytes. Tests make it small, at
@@ -295,6 +300,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   MPI_Errhandler handler;
   check(MPI_Comm_create_errhandler(on_mpi_error, &handler), "MPI_Comm_create_errhandler");
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &device_comm), "MPI_Comm_dup");
   report_crashes();
   on_exit(on_early_exit, NULL);
 #ifdef _OPENMP
@@ -893,6 +899,87 @@ void dhir_rt_wait(int64_t slot) {
     if (pending->types[k] != MPI_DATATYPE_NULL)
       MPI_Type_free(&pending->types[k]);
   pending->count = 0;
+  mpi_leave(before);
+}
+
+/* --- messages between device buffers (dhir_gpu_rt.c) ---------------------------------- */
+
+int dhir_rt_mpi_cuda_aware(void) {
+#if defined(MPIX_GPU_SUPPORT_CUDA)
+  int supported = 0;
+  return MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &supported) == MPI_SUCCESS && supported;
+#elif defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  return MPIX_Query_cuda_support();
+#else
+  return 0;
+#endif
+}
+
+typedef struct {
+  int64_t key;
+  MPI_Request request;
+} device_send;
+
+static device_send *device_sends = NULL;
+static int64_t device_send_count = 0, device_send_room = 0;
+
+void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t tag,
+                          int64_t key) {
+  int64_t began = tracing ? trace_now() : 0;
+  char *from = message_buffer("dhir_rt_device_isend", (int64_t)(intptr_t)data, bytes,
+                              "destination", dest);
+  count_sent(bytes);
+  int64_t done = 0;
+  do { /* one empty message for no bytes */
+    if (device_send_count == device_send_room) {
+      int64_t room = device_send_room ? 2 * device_send_room : 16;
+      device_send *grown = realloc(device_sends, (size_t)room * sizeof *grown);
+      if (grown == NULL)
+        dhir_rt_fatal("cannot allocate %lld requests", (long long)room);
+      device_sends = grown;
+      device_send_room = room;
+    }
+    device_send *entry = &device_sends[device_send_count++];
+    entry->key = key;
+    check(MPI_Isend(from + done, piece_at(done, bytes), MPI_BYTE, dest, tag, device_comm,
+                    &entry->request),
+          "MPI_Isend");
+    done += chunk_bytes;
+  } while (done < bytes);
+  if (tracing)
+    trace_span(TRACE_ISEND, began, -1, dest, bytes, tag);
+}
+
+void dhir_rt_device_wait(int64_t key) {
+  int64_t before = mpi_enter(CALL_WAIT, -1);
+  int64_t kept = 0;
+  for (int64_t k = 0; k < device_send_count; ++k) {
+    if (device_sends[k].key == key)
+      check(MPI_Wait(&device_sends[k].request, MPI_STATUS_IGNORE), "MPI_Wait");
+    else
+      device_sends[kept++] = device_sends[k];
+  }
+  device_send_count = kept;
+  mpi_leave(before);
+}
+
+void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag) {
+  int64_t before = mpi_enter(CALL_RECV, source);
+  if (tracing)
+    trace_size(bytes, tag);
+  char *into = message_buffer("dhir_rt_device_recv", (int64_t)(intptr_t)data, bytes, "source",
+                              source);
+  int64_t done = 0;
+  do {
+    int piece = piece_at(done, bytes), got = -1;
+    MPI_Status status;
+    check(MPI_Recv(into + done, piece, MPI_BYTE, source, tag, device_comm, &status), "MPI_Recv");
+    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+    if (got != piece)
+      dhir_rt_fatal("dhir_rt_device_recv: expected %d bytes from rank %d (tag %d), got %d",
+                    piece, source, tag, got);
+    done += chunk_bytes;
+  } while (done < bytes);
   mpi_leave(before);
 }
 

@@ -10,17 +10,24 @@ host copy ("dirty"):
   R's host copy when R's device copy is stale. Written memrefs are filled too: a kernel may
   write only part of a buffer.
 - After a GPU task: what it left dirty on the device is copied back to R's host copy only
-  when something needs the host copy next: a CPU task on R, a task on another rank (MPI
-  messages go host to host), or code after the schedule (every schedule operand counts as
-  needed afterwards unless it is a local allocation with no later use). A memref that the
-  next task touching it also uses on R's GPU stays on the device: no copies in between.
+  when something needs the host copy next: a CPU task on any rank, a GPU piece of a split
+  loop, or code after the schedule (every schedule operand counts as needed afterwards
+  unless it is a local allocation with no later use). A memref that the next task
+  touching it also uses on R's GPU stays on the device: no copies in between.
+- When that next task is a GPU task on another rank S, R's device buffer goes straight to
+  S's (`dhir_rt_gpu_send` at the end of R's task, `dhir_rt_gpu_recv` at the start of S's;
+  the runtime hands device addresses to a CUDA-aware MPI, or stages them through
+  page-locked host buffers). No host copy is current then, and none is written: the
+  copy out happens later, from whichever device holds the value when a host needs it.
+  A send never waits for its receiver; the next GPU task on R that uses the buffer first
+  waits for it (`dhir_rt_gpu_ready`), and so does freeing the buffer.
 - A write anywhere else (a CPU task, a GPU task on another rank) invalidates R's device copy.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
 effects: a copy in reads the host memref (and brings it to R first), a copy out writes it.
-A CUDA-aware MPI could send device buffers directly and skip the copy out before a message;
-dhir does not assume one (see docs/gpu.md).
+Device messages touch no host memref, so dhir-lower-to-mpi sees none of them; they go on
+a communicator of their own, each rank's in program order like its other messages.
 
 Device buffers are made before the schedule, under `scf.if rank == R` on several ranks
 (other ranks get the host memref, which they never use), by an op carrying
@@ -82,6 +89,9 @@ from dhir.transforms.track_tasks import LEAVE as TASK_LEAVE
 TASK_HOOK = "dhir_rt_gpu_task"
 PAIR_HOOK = "dhir_rt_gpu_pair"
 UNPIN_HOOK = "dhir_rt_gpu_unpin_all"
+SEND_HOOK = "dhir_rt_gpu_send"
+RECV_HOOK = "dhir_rt_gpu_recv"
+READY_HOOK = "dhir_rt_gpu_ready"
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,9 @@ class GpuDataPass(ModulePass):
     ranks: int = 1
     # The function the program starts in: its arguments last the whole run.
     entry: str | None = None
+    # Send what only a device holds straight to the next GPU task's device on another
+    # rank (dhir_rt_gpu_send/recv), not through both hosts.
+    device_messages: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.ranks < 1:
@@ -100,17 +113,23 @@ class GpuDataPass(ModulePass):
         labels = _Labels(op)
         numbers = described_gpus(op, self.ranks)
         entry = _entry_function(op, self.entry)
-        lasting = False
+        lasting = messages = False
         for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
             tasks = list(schedule.tasks())
             if any(is_gpu_task(t) for t in tasks):
                 data = _ScheduleData(schedule, tasks, self.ranks, labels, numbers, entry)
-                data.run()
+                data.run(self.device_messages)
                 lasting |= data.lasting
+                messages |= data.messages
         if labels.used:
             block = op.body.block
             block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
             block.add_op(func.FuncOp.external(PAIR_HOOK, [i64, i64, i64], []))
+        if messages:
+            block = op.body.block
+            block.add_op(func.FuncOp.external(SEND_HOOK, [i64, i32, i32], []))
+            block.add_op(func.FuncOp.external(RECV_HOOK, [i64, i32, i32], []))
+            block.add_op(func.FuncOp.external(READY_HOOK, [i64], []))
         if lasting and entry is not None:
             _unpin_before_returns(entry)
             op.body.block.add_op(func.FuncOp.external(UNPIN_HOOK, [], []))
@@ -121,10 +140,15 @@ class GpuDataPass(ModulePass):
 
 @dataclass
 class CopyPlan:
-    """Per task index: memrefs copied host to device before it, device to host after it."""
+    """Per task index: memrefs copied host to device before it, device to host after it;
+    device messages (memref, the other rank) received before it and sent after it; device
+    buffers whose earlier send must have finished before it (`ready`)."""
 
     copy_in: dict[int, list[SSAValue]] = field(default_factory=dict)
     copy_out: dict[int, list[SSAValue]] = field(default_factory=dict)
+    receive: dict[int, list[tuple[SSAValue, int]]] = field(default_factory=dict)
+    send: dict[int, list[tuple[SSAValue, int]]] = field(default_factory=dict)
+    ready: dict[int, list[SSAValue]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,21 +160,33 @@ class TaskFacts:
     # and out, every time.
     rows: dict[SSAValue, PieceRows] | None = None
 
+    @property
+    def whole_gpu(self) -> bool:
+        return self.gpu and self.rows is None
+
 
 def plan_copies(
-    facts: Sequence[TaskFacts], order: Sequence[SSAValue], needed_after: set[SSAValue]
+    facts: Sequence[TaskFacts],
+    order: Sequence[SSAValue],
+    needed_after: set[SSAValue],
+    device_messages: bool = True,
 ) -> CopyPlan:
     """The copies for tasks in program order; `order` sorts memrefs (schedule position),
-    `needed_after` holds the memrefs whose host copy code after the schedule reads."""
+    `needed_after` holds the memrefs whose host copy code after the schedule reads. With
+    `device_messages`, a value that only devices hold goes from one rank's device buffer
+    straight to the next GPU task's on another rank, not through both hosts."""
     plan = CopyPlan()
     on_device: dict[SSAValue, set[int]] = {m: set() for m in order}
-    dirty: dict[SSAValue, int] = {}  # memref -> the rank whose device alone is current
+    device_only: set[SSAValue] = set()  # no host copy is current
+    sending: set[tuple[int, SSAValue]] = set()  # (rank, memref): a send may be in flight
     for k, task in enumerate(facts):
         touched = [m for m in order if m in task.effects.touches()]
         if not task.gpu:
             for m in task.effects.writes:
                 on_device[m] = set()
             continue
+        plan.ready[k] = [m for m in touched if (task.rank, m) in sending]
+        sending -= {(task.rank, m) for m in touched}
         if task.rows is not None:
             # Other ranks write the other rows at the same time: the device never holds
             # the whole memref, and the host gets the piece's rows back at once.
@@ -160,20 +196,31 @@ def plan_copies(
                 on_device[m] = set()
             continue
         stale = [m for m in touched if task.rank not in on_device[m]]
-        plan.copy_in[k] = stale
+        received = {m for m, _ in plan.receive.get(k, [])}
+        assert all(m in received for m in stale if m in device_only), "a value got lost"
+        plan.copy_in[k] = [m for m in stale if m not in device_only]
         for m in stale:
             on_device[m].add(task.rank)
         for m in task.effects.writes:
             on_device[m] = {task.rank}
-            dirty[m] = task.rank
-        back = [
-            m
-            for m in touched
-            if dirty.get(m) == task.rank and not _stays_on_device(facts, k, m, needed_after)
-        ]
-        plan.copy_out[k] = back
-        for m in back:
-            del dirty[m]
+            device_only.add(m)
+        plan.copy_out[k] = []
+        for m in [m for m in touched if m in device_only]:
+            later = _next_user(facts, k, m)
+            if later is None:
+                if m not in needed_after:
+                    continue
+            elif facts[later].whole_gpu and facts[later].rank == task.rank:
+                continue
+            elif device_messages and facts[later].whole_gpu:
+                there = facts[later].rank
+                if there not in on_device[m]:
+                    plan.send.setdefault(k, []).append((m, there))
+                    plan.receive.setdefault(later, []).append((m, task.rank))
+                    sending.add((task.rank, m))
+                continue
+            plan.copy_out[k].append(m)
+            device_only.discard(m)
     return plan
 
 
@@ -187,14 +234,12 @@ def _rows(task: TaskFacts, m: SSAValue, out: bool) -> Span | tuple[()]:
     return () if span is not None and span[0] >= span[1] else span
 
 
-def _stays_on_device(
-    facts: Sequence[TaskFacts], k: int, m: SSAValue, needed_after: set[SSAValue]
-) -> bool:
-    """Whether the next user of `m` after task k is a GPU task on the same rank."""
-    for later in facts[k + 1 :]:
-        if m in later.effects.touches():
-            return later.gpu and later.rows is None and later.rank == facts[k].rank
-    return m not in needed_after
+def _next_user(facts: Sequence[TaskFacts], k: int, m: SSAValue) -> int | None:
+    """The first task after task k that touches `m`, if any."""
+    for later in range(k + 1, len(facts)):
+        if m in facts[later].effects.touches():
+            return later
+    return None
 
 
 # --- rewriting a schedule --------------------------------------------------------------
@@ -229,12 +274,16 @@ class _ScheduleData:
     buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
     lasting: bool = False  # some device buffer's host memref lasts the whole run
     numbers: list[str] = field(default_factory=list)  # see task_numbers
+    messages: bool = False  # some task sends or receives a device buffer
+    order: list[SSAValue] = field(default_factory=list)  # the schedule's memrefs
 
-    def run(self) -> None:
+    def run(self, device_messages: bool) -> None:
         self.numbers = task_numbers(self.schedule)
-        order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
+        order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
-        plan = plan_copies(facts, order, _needed_after(self.schedule, order))
+        needed = _needed_after(self.schedule, order)
+        plan = plan_copies(facts, order, needed, device_messages)
+        self.messages = bool(plan.send)
         users = self._buffer_users(facts, order)
         self._allocate(users)
         for k, task in enumerate(self.tasks):
@@ -326,14 +375,31 @@ class _ScheduleData:
                     op.operands[index] = mine[operand]
         hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
         start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+        start += [op for m in plan.ready.get(k, []) for op in _ready(mine[m])]
+        for m, source in plan.receive.get(k, []):
+            start += self._message(RECV_HOOK, mine[m], m, source)
         rows = facts.rows or {}
         for m in plan.copy_in.get(k, []):
             start += _copy(mine[m], m, rows[m].copy_in if m in rows else None)
         first, last = _inside_hooks(block)
         block.insert_ops_before(start, first)
+        end: list[Operation] = []
         for m in plan.copy_out.get(k, []):
-            copy = _copy(m, mine[m], rows[m].copy_out if m in rows else None)
-            block.insert_ops_before(copy, last)
+            end += _copy(m, mine[m], rows[m].copy_out if m in rows else None)
+        for m, destination in plan.send.get(k, []):
+            end += self._message(SEND_HOOK, mine[m], m, destination)
+        block.insert_ops_before(end, last)
+
+    def _message(
+        self, hook: str, buffer: SSAValue, memref: SSAValue, other: int
+    ) -> list[Operation]:
+        """A call sending `buffer` to rank `other`'s buffer of `memref`, or receiving it
+        from there; the memref's place in the schedule is the tag."""
+        ops: list[Operation] = []
+        address = aligned_address(ops, buffer)
+        rank = arith.ConstantOp(IntegerAttr(other, i32))
+        tag = arith.ConstantOp(IntegerAttr(self.order.index(memref), i32))
+        return [*ops, rank, tag, func.CallOp(hook, [address, rank.result, tag.result], [])]
 
     def _before_schedule(self, ops: Iterable[Operation]) -> None:
         parent = self.schedule.parent
@@ -482,6 +548,13 @@ def _alloc(task: TaskOp, value: SSAValue) -> list[Operation]:
         operands=[[], sizes, []], result_types=[type_, []], properties={}, attributes={}
     )
     return [*ops, alloc]
+
+
+def _ready(buffer: SSAValue) -> list[Operation]:
+    """A call waiting for the sends of `buffer` still in flight."""
+    ops: list[Operation] = []
+    address = aligned_address(ops, buffer)
+    return [*ops, func.CallOp(READY_HOOK, [address], [])]
 
 
 def _dealloc(buffer: SSAValue) -> Operation:

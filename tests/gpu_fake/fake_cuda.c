@@ -240,6 +240,12 @@ CUresult cuMemAllocManaged(CUdeviceptr *pointer, size_t bytes, unsigned flags) {
   return cuMemAlloc_v2(pointer, bytes);
 }
 
+CUresult cuMemAllocHost_v2(void **pointer, size_t bytes) {
+  ENTER("cuMemAllocHost_v2", " %zu", bytes);
+  *pointer = malloc(bytes ? bytes : 1);
+  return *pointer ? OK : OUT_OF_MEMORY;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr pointer) {
   ENTER("cuMemFree_v2");
   free((void *)(uintptr_t)pointer);

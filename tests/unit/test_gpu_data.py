@@ -6,15 +6,25 @@ with stale data)."""
 import numpy as np
 from hypothesis import given, note, settings
 from strategies import RandomSchedule, random_inputs, ranked_cases
-from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i1
-from xdsl.ir import SSAValue
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1
+from xdsl.ir import Operation, SSAValue
 
 import dhir
 from dhir.analysis.effects import Effects
 from dhir.backends.interp import run_interp
+from dhir.dialects import gpu
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
-from dhir.transforms.gpu_data import PAIR_HOOK, TASK_HOOK, UNPIN_HOOK, TaskFacts, plan_copies
+from dhir.transforms.gpu_data import (
+    PAIR_HOOK,
+    READY_HOOK,
+    RECV_HOOK,
+    SEND_HOOK,
+    TASK_HOOK,
+    UNPIN_HOOK,
+    TaskFacts,
+    plan_copies,
+)
 
 GPU_TARGETS = ('{arch = "sm_90"}', '{kind = "gpu"}', '{kind = "cpu"}', '{arch = "x86_64"}')
 
@@ -75,12 +85,39 @@ def test_write_elsewhere_invalidates_the_device_copy() -> None:
     assert plan.copy_out == {0: [], 2: [], 3: []}  # only read: the host copy stays valid
 
 
-def test_gpu_tasks_on_two_ranks_copy_through_the_host() -> None:
+def test_gpu_tasks_on_two_ranks_copy_through_the_host_without_device_messages() -> None:
+    (a,) = _values(1)
+    facts = [_fact(0, True, writes=[a]), _fact(1, True, reads=[a], writes=[a])]
+    plan = plan_copies(facts, [a], {a}, device_messages=False)
+    assert plan.copy_out[0] == [a]  # rank 1 needs it: out, then an MPI message
+    assert plan.copy_in[1] == [a] and plan.copy_out[1] == [a]
+    assert plan.send == plan.receive == {}
+
+
+def test_gpu_tasks_on_two_ranks_send_device_to_device() -> None:
     (a,) = _values(1)
     facts = [_fact(0, True, writes=[a]), _fact(1, True, reads=[a], writes=[a])]
     plan = plan_copies(facts, [a], {a})
-    assert plan.copy_out[0] == [a]  # rank 1 needs it: out, then an MPI message
-    assert plan.copy_in[1] == [a] and plan.copy_out[1] == [a]
+    assert plan.copy_out[0] == [] and plan.send == {0: [(a, 1)]}
+    assert plan.copy_in[1] == [] and plan.receive == {1: [(a, 0)]}
+    assert plan.copy_out[1] == [a]  # code after the schedule reads it
+
+
+def test_a_value_only_devices_hold_is_copied_out_where_a_host_needs_it() -> None:
+    a, b = _values(2)
+    facts = [
+        _fact(0, True, writes=[a]),
+        _fact(1, True, reads=[a], writes=[b]),  # receives a from rank 0
+        _fact(0, True, reads=[a]),  # current on rank 0's device; waits for the send
+        _fact(2, False, reads=[a]),  # a host needs it: the last GPU user copies it out
+        _fact(0, True, writes=[a]),  # its device copy is still current
+    ]
+    plan = plan_copies(facts, [a, b], {a, b})
+    assert plan.send == {0: [(a, 1)]} and plan.receive == {1: [(a, 0)]}
+    # Written memrefs are filled too (a kernel may write part of one).
+    assert plan.copy_in == {0: [a], 1: [b], 2: [], 4: []}
+    assert plan.copy_out == {0: [], 1: [b], 2: [a], 4: [a]}
+    assert plan.ready == {0: [], 1: [], 2: [a], 4: []}
 
 
 def test_nothing_copied_back_when_nothing_reads_it_afterwards() -> None:
@@ -132,10 +169,14 @@ def test_local_buffer_unused_after_the_schedule_stays_on_the_device() -> None:
 
 def _run_on_interp(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a module after dhir-gpu-data in the interpreter: every rank's device buffers
-    exist (their rank guards become `true`), and the runtime hooks are dropped."""
-    hooks = (TASK_HOOK, PAIR_HOOK, UNPIN_HOOK)
+    exist (their rank guards become `true`), the runtime hooks are dropped, and a device
+    message is a copy into a mailbox per tag and out of it, in program order."""
+    hooks = (TASK_HOOK, PAIR_HOOK, UNPIN_HOOK, READY_HOOK)
+    mailboxes: dict[int, SSAValue] = {}
     for op in list(module.walk()):
-        if isinstance(op, func.CallOp) and op.callee.string_value() in hooks:
+        if isinstance(op, func.CallOp) and op.callee.string_value() in (SEND_HOOK, RECV_HOOK):
+            _as_mailbox_copy(op, mailboxes)
+        elif isinstance(op, func.CallOp) and op.callee.string_value() in hooks:
             operands = list(op.operands)
             op.detach()
             op.erase()
@@ -149,6 +190,39 @@ def _run_on_interp(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarra
             op.operands[0] = true.result
             _erase_unused(old)
     return run_interp(module, "main", inputs)
+
+
+def _as_mailbox_copy(call: func.CallOp, mailboxes: dict[int, SSAValue]) -> None:
+    address, _, tag = call.operands
+    buffer = address.owner.operands[0].owner.operands[0]  # type: ignore[union-attr]
+    number = tag.owner.value.value.data  # type: ignore[union-attr]
+    if number not in mailboxes:
+        assert isinstance(buffer.type, MemRefType)
+        box = memref.AllocOp.get(buffer.type.element_type, shape=buffer.type.get_shape())
+        main = next(o for o in _ops(call) if isinstance(o, func.FuncOp))
+        main.body.block.insert_op_before(box, main.body.block.first_op)  # type: ignore[arg-type]
+        mailboxes[number] = box.memref
+    box = mailboxes[number]
+    sending = call.callee.string_value() == SEND_HOOK
+    ends = [box, buffer] if sending else [buffer, box]
+    copy = gpu.MemcpyOp.build(operands=[[], *ends], result_types=[[]])
+    assert call.parent is not None
+    call.parent.insert_op_before(copy, call)
+    operands = list(call.operands)
+    call.detach()
+    call.erase()
+    for operand in operands:
+        _erase_unused(operand)
+
+
+def _ops(op: Operation) -> list[Operation]:
+    """`op` and the ops around it, innermost first."""
+    found: list[Operation] = []
+    current: Operation | None = op
+    while current is not None:
+        found.append(current)
+        current = current.parent_op()
+    return found
 
 
 def _erase_unused(value: SSAValue) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
 from test_gpu_data import GPU_TARGETS, parallel
 from xdsl.dialects.builtin import ModuleOp
@@ -166,8 +167,36 @@ def test_ranks_take_the_gpus_of_their_node_by_local_rank(fake: Fake) -> None:
     a, b = np.zeros(64, np.int32), np.zeros(64, np.int32)
     _run(_chain(0, 1), a, b)
     assert sorted(fake.calls("cuDeviceGet")) == ["cuDeviceGet 0", "cuDeviceGet 1"]
-    # Both ranks used their GPU; the data crossed from rank 0's device through the hosts.
-    assert sorted(c["d2h"] for c in fake.counts()) == [1, 1]
+    # Both ranks used their GPU; %b went from rank 0's device to rank 1's, then to the
+    # host for the last task.
+    assert sorted((c["d2h"], c["sent"], c["received"]) for c in fake.counts()) == [
+        (0, 1, 0),
+        (1, 0, 1),
+    ]
+
+
+@pytest.mark.parametrize("how", ["direct", "staged"])
+def test_gpu_tasks_on_two_ranks_send_device_buffers(fake: Fake, how: str) -> None:
+    fake.set("DHIR_GPU_MESSAGES", how)
+    fake.set("DHIR_GPU_STAGE_BYTES", "100")  # %b's 256 bytes go in three pieces
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    results = _run(_chain(1, 0, 1, 0), a, b)
+    # The kernels did not run: %b went 1 -> 0 -> 1 -> 0 device to device, and came out on
+    # rank 0 (a lost message would leave a fresh buffer's zeros).
+    np.testing.assert_array_equal(results[1], np.arange(64, dtype=np.int32) + 5)
+    counts = sorted(fake.counts(), key=lambda c: c["sent"])
+    assert [(c["sent"], c["received"]) for c in counts] == [(1, 2), (2, 1)]
+    assert [c["d2h"] for c in counts] == [1, 0]  # after the last GPU task, on rank 0
+    staged = 256 * 3 if how == "staged" else 0  # both ends of each message
+    assert sum(c["staged"] for c in counts) == 2 * staged
+    if how == "staged":  # page-locked staging buffers, reused
+        assert len(fake.calls("cuMemAllocHost_v2")) == 2
+
+
+def test_unknown_message_policy_is_a_clear_error(fake: Fake) -> None:
+    fake.set("DHIR_GPU_MESSAGES", "carrier-pigeon")
+    with pytest.raises(DhirError, match="DHIR_GPU_MESSAGES=carrier-pigeon: expected auto"):
+        _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
 def test_no_driver_names_the_gpu_task(fake: Fake) -> None:
@@ -221,13 +250,14 @@ def _without_gpu_work(text: str) -> ModuleOp:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS))
+@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.sampled_from(["direct", "staged"]))
 def test_random_schedules_move_data_like_the_oracle(
-    fake: Fake, case: tuple[int, RandomSchedule, int]
+    fake: Fake, case: tuple[int, RandomSchedule, int], how: str
 ) -> None:
     ranks, random_program, seed = case
+    fake.set("DHIR_GPU_MESSAGES", how)
     text = parallel(random_program).text()
-    note(f"on {ranks} ranks, the program:\n{text}")
+    note(f"on {ranks} ranks, messages {how}, the program:\n{text}")
     inputs = random_inputs(random_program, seed)
     oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
     native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)

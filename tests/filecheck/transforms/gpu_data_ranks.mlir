@@ -1,6 +1,7 @@
 // A GPU task on rank 1 writes %b, which a CPU task on rank 0 reads: the GPU task copies
 // %b back to rank 1's host copy at its end, and only then does lower-to-mpi post its
-// send from rank 1's host to rank 0 (a CUDA-aware MPI could send the device buffer itself).
+// send from rank 1's host to rank 0 (a GPU task there would get the device buffer
+// itself: gpu_data_messages.mlir).
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
 
 // CHECK-LABEL: func.func private @main.schedule0.part0
