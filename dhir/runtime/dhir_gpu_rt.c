@@ -36,6 +36,9 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct {
+  char reserved[64];
+} CUipcMemHandle;
 
 enum {
   CUDA_SUCCESS = 0,
@@ -47,6 +50,7 @@ enum {
   CU_STREAM_NON_BLOCKING = 1,
   CU_EVENT_DISABLE_TIMING = 2,
   CU_MEM_ATTACH_GLOBAL = 1,
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1,
 };
 
 /* The driver's entry points, resolved by name when the driver is loaded. */
@@ -82,6 +86,9 @@ static struct {
   CUresult (*MemHostRegister)(void *, size_t, unsigned); /* optional */
   CUresult (*MemHostUnregister)(void *);
   CUresult (*MemAllocHost)(void **, size_t); /* optional: page-locked staging buffers */
+  CUresult (*IpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr); /* optional: peer copies */
+  CUresult (*IpcOpenMemHandle)(CUdeviceptr *, CUipcMemHandle, unsigned);
+  CUresult (*IpcCloseMemHandle)(CUdeviceptr);
   CUresult (*GetErrorString)(CUresult, const char **);
 } cu;
 
@@ -122,7 +129,8 @@ static struct {
   long copies[3]; /* host to device, device to host, device to device */
   long long bytes[3], pinned;
   long sent, received; /* messages between device buffers (dhir_rt_gpu_send/recv) */
-  long long sent_bytes, received_bytes, staged; /* staged: through host buffers, both ways */
+  long long sent_bytes, received_bytes;
+  long long staged, peer; /* bytes through host buffers (both ends), copied from a peer */
 } stats;
 
 enum { H2D, D2H, D2D };
@@ -177,12 +185,12 @@ static void print_stats(void) {
            "dhir: GPU stats on rank %d (device %d): launches=%ld h2d=%ld (%lld bytes) "
            "d2h=%ld (%lld bytes) d2d=%ld (%lld bytes) allocs=%ld frees=%ld modules=%ld "
            "pins=%ld (%lld bytes) sent=%ld (%lld bytes) received=%ld (%lld bytes) "
-           "staged=%lld\n",
+           "staged=%lld peer=%lld\n",
            dhir_rt_comm_rank(), device_number, stats.launches, stats.copies[H2D],
            stats.bytes[H2D], stats.copies[D2H], stats.bytes[D2H], stats.copies[D2D],
            stats.bytes[D2D], stats.allocs, stats.frees, stats.modules, stats.pins,
            stats.pinned, stats.sent, stats.sent_bytes, stats.received, stats.received_bytes,
-           stats.staged);
+           stats.staged, stats.peer);
   FILE *out = strcmp(where, "1") == 0 ? stderr : fopen(where, "a");
   if (out == NULL)
     return;
@@ -388,6 +396,9 @@ static void start(void) {
   *(void **)&cu.MemHostRegister = symbol(library, "cuMemHostRegister_v2", false);
   *(void **)&cu.MemHostUnregister = symbol(library, "cuMemHostUnregister", false);
   *(void **)&cu.MemAllocHost = symbol(library, "cuMemAllocHost_v2", false);
+  *(void **)&cu.IpcGetMemHandle = symbol(library, "cuIpcGetMemHandle", false);
+  *(void **)&cu.IpcOpenMemHandle = symbol(library, "cuIpcOpenMemHandle_v2", false);
+  *(void **)&cu.IpcCloseMemHandle = symbol(library, "cuIpcCloseMemHandle", false);
   check(cu.Init(0), "cuInit");
   choose_device();
   ready = true;
@@ -739,33 +750,65 @@ void dhir_rt_gpu_copy(int64_t destination, int64_t source, int64_t bytes) {
    dhir-gpu-data sends a device buffer whose value no host holds straight to the next GPU
    task that uses it on another rank: dhir_rt_gpu_send at the end of the writer, and
    dhir_rt_gpu_recv at the start of the reader, into its own buffer of the same memref (so
-   of the same size). By DHIR_GPU_MESSAGES:
+   of the same size). The way, by DHIR_GPU_MESSAGES (the same on every rank):
+   - peer: the receiver copies from the sender's buffer itself, mapped into its process by
+     CUDA IPC (a device-to-device copy, between two GPUs of the node or within one); only
+     for ranks on one node; the sender's handle goes by MPI, and the receiver's word that
+     it is done comes back;
    - direct: MPI is handed the device addresses (it must be CUDA-aware);
    - staged: through page-locked host buffers, in pieces of DHIR_GPU_STAGE_BYTES (default
      STAGE_BYTES): the sender's copies of later pieces overlap the messages of earlier
      ones, and the receiver's copy of a piece overlaps the message of the next;
-   - auto (the default): direct where the MPI says it is CUDA-aware, else staged.
+   - auto (the default): peer between ranks of one node where the driver offers IPC, else
+     direct where the MPI says it is CUDA-aware, else staged.
    A send never waits for its receiver, which may reach its task only after this rank's
    later ones: dhir_rt_gpu_ready(buffer), before the next GPU task here that uses the
    buffer, and freeing the buffer wait for its sends, and release their staging. */
 
-enum { STAGE_BYTES = 4 << 20 };
-enum { MESSAGES_STAGED, MESSAGES_DIRECT };
+enum { STAGE_BYTES = 4 << 20, DONE_TAG = 1 << 14 /* added to the tag of a peer copy's "done" */ };
+enum { MESSAGES_AUTO, MESSAGES_STAGED, MESSAGES_DIRECT, MESSAGES_PEER };
 
 static int message_policy(void) {
   static int policy = -1;
   if (policy < 0) {
     const char *value = getenv("DHIR_GPU_MESSAGES");
-    if (value != NULL && strcmp(value, "direct") == 0)
+    if (value == NULL || *value == '\0' || strcmp(value, "auto") == 0)
+      policy = MESSAGES_AUTO;
+    else if (strcmp(value, "direct") == 0)
       policy = MESSAGES_DIRECT;
-    else if (value != NULL && strcmp(value, "staged") == 0)
+    else if (strcmp(value, "staged") == 0)
       policy = MESSAGES_STAGED;
-    else if (value == NULL || *value == '\0' || strcmp(value, "auto") == 0)
-      policy = dhir_rt_mpi_cuda_aware() ? MESSAGES_DIRECT : MESSAGES_STAGED;
+    else if (strcmp(value, "peer") == 0)
+      policy = MESSAGES_PEER;
     else
-      dhir_rt_fatal("DHIR_GPU_MESSAGES=%s: expected auto, direct or staged", value);
+      dhir_rt_fatal("DHIR_GPU_MESSAGES=%s: expected auto, peer, direct or staged", value);
   }
   return policy;
+}
+
+static bool has_ipc(void) {
+  return cu.IpcGetMemHandle != NULL && cu.IpcOpenMemHandle != NULL && cu.IpcCloseMemHandle != NULL;
+}
+
+/* The way a message to or from `other` goes; both ends decide alike. */
+static int message_path(int32_t other) {
+  int policy = message_policy();
+  if (policy == MESSAGES_PEER) {
+    if (!dhir_rt_same_node(other))
+      dhir_rt_fatal("%s: DHIR_GPU_MESSAGES=peer, but rank %d is on another node; peer copies "
+                    "need ranks of one node (use auto)",
+                    task_text(), other);
+    if (!has_ipc())
+      dhir_rt_fatal("%s: DHIR_GPU_MESSAGES=peer, but the CUDA driver offers no IPC "
+                    "(cuIpcOpenMemHandle_v2); use auto",
+                    task_text());
+    return MESSAGES_PEER;
+  }
+  if (policy != MESSAGES_AUTO)
+    return policy;
+  if (dhir_rt_same_node(other) && has_ipc())
+    return MESSAGES_PEER;
+  return dhir_rt_mpi_cuda_aware() ? MESSAGES_DIRECT : MESSAGES_STAGED;
 }
 
 static size_t stage_bytes(void) {
@@ -857,10 +900,51 @@ static void staged_recv(uintptr_t device, size_t size, int32_t source, int32_t t
   stats.staged += (long long)size;
 }
 
+/* A handle of a buffer being sent by peer copy: kept until the receiver is done. */
+typedef struct {
+  uintptr_t device;
+  CUipcMemHandle handle;
+} Exported;
+
+static Exported **exported; /* each entry stays where it is while MPI sends it */
+static size_t exported_count, exported_capacity;
+
+static void peer_send(uintptr_t device, int32_t dest, int32_t tag) {
+  Exported *entry = malloc(sizeof *entry);
+  if (entry == NULL)
+    dhir_rt_fatal("out of host memory");
+  entry->device = device;
+  check(cu.IpcGetMemHandle(&entry->handle, (CUdeviceptr)device), "cuIpcGetMemHandle");
+  exported = grow(exported, &exported_capacity, exported_count, sizeof *exported);
+  exported[exported_count++] = entry;
+  /* Posted first, so the receiver's "done" never waits for it. */
+  dhir_rt_device_irecv(NULL, 0, dest, tag + DONE_TAG, (int64_t)device);
+  dhir_rt_device_isend(&entry->handle, sizeof entry->handle, dest, tag, (int64_t)device);
+}
+
+static void peer_recv(uintptr_t device, size_t size, int32_t source, int32_t tag) {
+  CUipcMemHandle handle;
+  dhir_rt_device_recv(&handle, sizeof handle, source, tag);
+  CUdeviceptr there = 0;
+  check(cu.IpcOpenMemHandle(&there, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+        "cuIpcOpenMemHandle");
+  CUstream stream = mgpuStreamCreate();
+  check(cu.MemcpyAsync((CUdeviceptr)device, there, size, stream), "cuMemcpyAsync");
+  check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
+  mgpuStreamDestroy(stream);
+  check(cu.IpcCloseMemHandle(there), "cuIpcCloseMemHandle");
+  dhir_rt_device_isend(NULL, 0, source, tag + DONE_TAG, -1);
+  dhir_rt_device_wait(-1); /* its receive is posted: this does not block */
+  stats.peer += (long long)size;
+}
+
 void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag) {
   start();
   size_t size = buffer_size(device, "dhir_rt_gpu_send");
-  if (message_policy() == MESSAGES_DIRECT)
+  int path = message_path(dest);
+  if (path == MESSAGES_PEER)
+    peer_send((uintptr_t)device, dest, tag);
+  else if (path == MESSAGES_DIRECT)
     dhir_rt_device_isend((const void *)(uintptr_t)device, (int64_t)size, dest, tag, device);
   else
     staged_send((uintptr_t)device, size, dest, tag);
@@ -871,7 +955,10 @@ void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag) {
 void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag) {
   start();
   size_t size = buffer_size(device, "dhir_rt_gpu_recv");
-  if (message_policy() == MESSAGES_DIRECT)
+  int path = message_path(source);
+  if (path == MESSAGES_PEER)
+    peer_recv((uintptr_t)device, size, source, tag);
+  else if (path == MESSAGES_DIRECT)
     dhir_rt_device_recv((void *)(uintptr_t)device, (int64_t)size, source, tag);
   else
     staged_recv((uintptr_t)device, size, source, tag);
@@ -880,12 +967,17 @@ void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag) {
 }
 
 void dhir_rt_gpu_ready(int64_t device) {
-  if (stats.sent == 0) /* this rank never sent a device buffer */
-    return;
   dhir_rt_device_wait(device);
   for (size_t i = 0; i < staging_count; ++i)
     if (stagings[i].owner == (uintptr_t)device)
       stagings[i].owner = 0;
+  for (size_t i = 0; i < exported_count;)
+    if (exported[i]->device == (uintptr_t)device) {
+      free(exported[i]);
+      exported[i] = exported[--exported_count];
+    } else {
+      ++i;
+    }
 }
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count, void *stream) {

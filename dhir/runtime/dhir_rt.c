@@ -27,6 +27,8 @@ static int world_rank = -1;
 static int world_size = -1;
 /* Messages between device buffers (dhir_rt_device_isend): MPI_COMM_WORLD's duplicate. */
 static MPI_Comm device_comm = MPI_COMM_NULL;
+/* Per world rank: the lowest world rank on its node (see find_nodes). */
+static int *node_of = NULL;
 
 /* MPI counts are int, and OpenMPI 5 has no MPI-4 large-count calls (MPI_Send_c), so every
  * transfer goes as MPI_BYTE in pieces of at most this many bytes. Tests make it small, at
@@ -291,6 +293,26 @@ static void on_early_exit(int status, void *unused) {
   }
 }
 
+/* Which ranks share a node: MPI's shared-memory split, its lowest rank naming it. */
+static void find_nodes(void) {
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
+                            &node),
+        "MPI_Comm_split_type");
+  int first = world_rank;
+  check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce");
+  check(MPI_Comm_free(&node), "MPI_Comm_free");
+  node_of = malloc((size_t)world_size * sizeof *node_of);
+  if (node_of == NULL)
+    dhir_rt_fatal("out of host memory");
+  check(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD),
+        "MPI_Allgather");
+}
+
+int dhir_rt_same_node(int32_t rank) {
+  return rank >= 0 && rank < world_size && node_of[rank] == node_of[world_rank];
+}
+
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   int provided = 0;
   /* FUNNELED: OpenMP-parallel loops may run between MPI calls, never inside them. */
@@ -301,6 +323,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   check(MPI_Comm_create_errhandler(on_mpi_error, &handler), "MPI_Comm_create_errhandler");
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, handler), "MPI_Comm_set_errhandler");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &device_comm), "MPI_Comm_dup");
+  find_nodes();
   report_crashes();
   on_exit(on_early_exit, NULL);
 #ifdef _OPENMP
@@ -918,10 +941,24 @@ int dhir_rt_mpi_cuda_aware(void) {
 typedef struct {
   int64_t key;
   MPI_Request request;
-} device_send;
+} device_request;
 
-static device_send *device_sends = NULL;
-static int64_t device_send_count = 0, device_send_room = 0;
+static device_request *device_requests = NULL;
+static int64_t device_request_count = 0, device_request_room = 0;
+
+static MPI_Request *keyed_request(int64_t key) {
+  if (device_request_count == device_request_room) {
+    int64_t room = device_request_room ? 2 * device_request_room : 16;
+    device_request *grown = realloc(device_requests, (size_t)room * sizeof *grown);
+    if (grown == NULL)
+      dhir_rt_fatal("cannot allocate %lld requests", (long long)room);
+    device_requests = grown;
+    device_request_room = room;
+  }
+  device_request *entry = &device_requests[device_request_count++];
+  entry->key = key;
+  return &entry->request;
+}
 
 void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t tag,
                           int64_t key) {
@@ -931,18 +968,8 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
   count_sent(bytes);
   int64_t done = 0;
   do { /* one empty message for no bytes */
-    if (device_send_count == device_send_room) {
-      int64_t room = device_send_room ? 2 * device_send_room : 16;
-      device_send *grown = realloc(device_sends, (size_t)room * sizeof *grown);
-      if (grown == NULL)
-        dhir_rt_fatal("cannot allocate %lld requests", (long long)room);
-      device_sends = grown;
-      device_send_room = room;
-    }
-    device_send *entry = &device_sends[device_send_count++];
-    entry->key = key;
     check(MPI_Isend(from + done, piece_at(done, bytes), MPI_BYTE, dest, tag, device_comm,
-                    &entry->request),
+                    keyed_request(key)),
           "MPI_Isend");
     done += chunk_bytes;
   } while (done < bytes);
@@ -950,16 +977,33 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
     trace_span(TRACE_ISEND, began, -1, dest, bytes, tag);
 }
 
+void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag, int64_t key) {
+  char *into = message_buffer("dhir_rt_device_irecv", (int64_t)(intptr_t)data, bytes, "source",
+                              source);
+  int64_t done = 0;
+  do {
+    check(MPI_Irecv(into + done, piece_at(done, bytes), MPI_BYTE, source, tag, device_comm,
+                    keyed_request(key)),
+          "MPI_Irecv");
+    done += chunk_bytes;
+  } while (done < bytes);
+}
+
 void dhir_rt_device_wait(int64_t key) {
+  int64_t waiting = 0;
+  for (int64_t k = 0; k < device_request_count; ++k)
+    waiting += device_requests[k].key == key;
+  if (waiting == 0)
+    return;
   int64_t before = mpi_enter(CALL_WAIT, -1);
   int64_t kept = 0;
-  for (int64_t k = 0; k < device_send_count; ++k) {
-    if (device_sends[k].key == key)
-      check(MPI_Wait(&device_sends[k].request, MPI_STATUS_IGNORE), "MPI_Wait");
+  for (int64_t k = 0; k < device_request_count; ++k) {
+    if (device_requests[k].key == key)
+      check(MPI_Wait(&device_requests[k].request, MPI_STATUS_IGNORE), "MPI_Wait");
     else
-      device_sends[kept++] = device_sends[k];
+      device_requests[kept++] = device_requests[k];
   }
-  device_send_count = kept;
+  device_request_count = kept;
   mpi_leave(before);
 }
 

@@ -62,11 +62,14 @@ void dhir_rt_trace_gpu(int64_t begin, int64_t end, const char *kernel, int64_t d
 
 /* For the GPU runtime: messages between GPU tasks' buffers on two ranks, on a communicator
  * of their own (so that their tags never meet the program's), in pieces like the others.
- * `data` may be device memory where the MPI is CUDA-aware (dhir_rt_mpi_cuda_aware). A send
- * joins the requests of `key`; dhir_rt_device_wait(key) completes all of them. */
+ * `data` may be device memory where the MPI is CUDA-aware (dhir_rt_mpi_cuda_aware). A
+ * non-blocking call joins the requests of `key`; dhir_rt_device_wait(key) completes all of
+ * them. dhir_rt_same_node(rank): whether `rank` shares this rank's node (its memory). */
 int dhir_rt_mpi_cuda_aware(void);
+int dhir_rt_same_node(int32_t rank);
 void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t tag,
                           int64_t key);
+void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag, int64_t key);
 void dhir_rt_device_wait(int64_t key);
 void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag);
 

@@ -92,6 +92,7 @@ UNPIN_HOOK = "dhir_rt_gpu_unpin_all"
 SEND_HOOK = "dhir_rt_gpu_send"
 RECV_HOOK = "dhir_rt_gpu_recv"
 READY_HOOK = "dhir_rt_gpu_ready"
+MESSAGE_TAGS = 1 << 14  # DONE_TAG in dhir_gpu_rt.c
 
 
 @dataclass(frozen=True)
@@ -394,11 +395,12 @@ class _ScheduleData:
         self, hook: str, buffer: SSAValue, memref: SSAValue, other: int
     ) -> list[Operation]:
         """A call sending `buffer` to rank `other`'s buffer of `memref`, or receiving it
-        from there; the memref's place in the schedule is the tag."""
+        from there; the memref's place in the schedule is the tag (below the runtime's
+        DONE_TAG; MPI keeps each pair's messages in order whatever their tags)."""
         ops: list[Operation] = []
         address = aligned_address(ops, buffer)
         rank = arith.ConstantOp(IntegerAttr(other, i32))
-        tag = arith.ConstantOp(IntegerAttr(self.order.index(memref), i32))
+        tag = arith.ConstantOp(IntegerAttr(self.order.index(memref) % MESSAGE_TAGS, i32))
         return [*ops, rank, tag, func.CallOp(hook, [address, rank.result, tag.result], [])]
 
     def _before_schedule(self, ops: Iterable[Operation]) -> None:

@@ -1,6 +1,6 @@
 /* A fake CUDA driver (libcuda.so.1) for testing dhir's GPU runtime on machines without a GPU.
  *
- * Device memory is host memory (malloc), copies are memmove, and kernels do not run: a
+ * Device memory is host memory, copies are memmove, and kernels do not run: a
  * launch is only recorded. Every call is appended to the file named by FAKE_CUDA_LOG, one
  * line each ("cuMemAlloc_v2 4000"). Settings: FAKE_CUDA_DEVICES (default 1),
  * FAKE_CUDA_CC (compute capability as major*10+minor, default 90), FAKE_CUDA_FAIL (the name
@@ -11,13 +11,20 @@
  * the process exits are logged ("cuMemHostRegister_v2 left N").
  *
  * Module loading checks the chip like the driver does, roughly: a fatbin needs an entry for
- * an arch no newer than the device, PTX a `.target` no newer than the device. */
+ * an arch no newer than the device, PTX a `.target` no newer than the device.
+ *
+ * Device memory is shared memory (a memfd), so that IPC works between processes: a handle
+ * names the owner's process and descriptor, and opening it maps the same pages. */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -25,7 +32,9 @@ typedef unsigned long long CUdeviceptr;
 enum {
   OK = 0,
   OUT_OF_MEMORY = 2,
+  INVALID_VALUE = 1,
   INVALID_DEVICE = 101,
+  INVALID_CONTEXT = 201,
   NO_BINARY_FOR_GPU = 209,
   NOT_FOUND = 500,
   ALREADY_REGISTERED = 712,
@@ -229,10 +238,45 @@ CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
 
 /* --- memory ------------------------------------------------------------------------- */
 
+/* Device allocations, and buffers of other processes mapped by IPC. */
+typedef struct {
+  uintptr_t start;
+  size_t size;
+  int fd; /* -1 for a mapping of another process's buffer */
+} Mapping;
+
+static Mapping mappings[4096];
+static int mapping_count;
+
+static CUresult map(CUdeviceptr *pointer, int fd, size_t bytes, int owned) {
+  void *pages = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (pages == MAP_FAILED || mapping_count == 4096)
+    return OUT_OF_MEMORY;
+  mappings[mapping_count++] = (Mapping){(uintptr_t)pages, bytes ? bytes : 1, owned ? fd : -1};
+  *pointer = (CUdeviceptr)(uintptr_t)pages;
+  return OK;
+}
+
+static Mapping *mapping_at(CUdeviceptr pointer) {
+  for (int i = 0; i < mapping_count; ++i)
+    if (mappings[i].start == (uintptr_t)pointer)
+      return &mappings[i];
+  return NULL;
+}
+
+static void unmap(Mapping *found) {
+  munmap((void *)found->start, found->size);
+  if (found->fd >= 0)
+    close(found->fd);
+  *found = mappings[--mapping_count];
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
   ENTER("cuMemAlloc_v2", " %zu", bytes);
-  *pointer = (CUdeviceptr)(uintptr_t)calloc(1, bytes);
-  return *pointer ? OK : OUT_OF_MEMORY;
+  int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)(bytes ? bytes : 1)) != 0)
+    return OUT_OF_MEMORY;
+  return map(pointer, fd, bytes, 1);
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *pointer, size_t bytes, unsigned flags) {
@@ -248,7 +292,55 @@ CUresult cuMemAllocHost_v2(void **pointer, size_t bytes) {
 
 CUresult cuMemFree_v2(CUdeviceptr pointer) {
   ENTER("cuMemFree_v2");
-  free((void *)(uintptr_t)pointer);
+  Mapping *found = mapping_at(pointer);
+  if (found == NULL || found->fd < 0)
+    return INVALID_VALUE;
+  unmap(found);
+  return OK;
+}
+
+/* --- IPC ------------------------------------------------------------------------------ */
+
+typedef struct {
+  char reserved[64];
+} CUipcMemHandle;
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr pointer) {
+  ENTER("cuIpcGetMemHandle");
+  Mapping *found = mapping_at(pointer);
+  if (found == NULL || found->fd < 0)
+    return INVALID_VALUE;
+  memset(handle, 0, sizeof *handle);
+  snprintf(handle->reserved, sizeof handle->reserved, "%d %d %zu", (int)getpid(), found->fd,
+           found->size);
+  return OK;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pointer, CUipcMemHandle handle, unsigned flags) {
+  (void)flags;
+  int pid = 0, fd = -1;
+  size_t size = 0;
+  if (sscanf(handle.reserved, "%d %d %zu", &pid, &fd, &size) != 3)
+    return INVALID_VALUE;
+  ENTER("cuIpcOpenMemHandle_v2", " %zu", size);
+  if (pid == (int)getpid())
+    return INVALID_CONTEXT; /* like the driver: not within one process */
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+  int opened = open(path, O_RDWR | O_CLOEXEC);
+  if (opened < 0)
+    return INVALID_VALUE;
+  CUresult result = map(pointer, opened, size, 0);
+  close(opened);
+  return result;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr pointer) {
+  ENTER("cuIpcCloseMemHandle");
+  Mapping *found = mapping_at(pointer);
+  if (found == NULL || found->fd >= 0)
+    return INVALID_VALUE;
+  unmap(found);
   return OK;
 }
 

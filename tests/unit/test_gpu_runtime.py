@@ -175,7 +175,7 @@ def test_ranks_take_the_gpus_of_their_node_by_local_rank(fake: Fake) -> None:
     ]
 
 
-@pytest.mark.parametrize("how", ["direct", "staged"])
+@pytest.mark.parametrize("how", ["peer", "direct", "staged"])
 def test_gpu_tasks_on_two_ranks_send_device_buffers(fake: Fake, how: str) -> None:
     fake.set("DHIR_GPU_MESSAGES", how)
     fake.set("DHIR_GPU_STAGE_BYTES", "100")  # %b's 256 bytes go in three pieces
@@ -187,15 +187,45 @@ def test_gpu_tasks_on_two_ranks_send_device_buffers(fake: Fake, how: str) -> Non
     counts = sorted(fake.counts(), key=lambda c: c["sent"])
     assert [(c["sent"], c["received"]) for c in counts] == [(1, 2), (2, 1)]
     assert [c["d2h"] for c in counts] == [1, 0]  # after the last GPU task, on rank 0
-    staged = 256 * 3 if how == "staged" else 0  # both ends of each message
-    assert sum(c["staged"] for c in counts) == 2 * staged
+    staged = 2 * 3 * 256 if how == "staged" else 0  # both ends of each message
+    assert sum(c["staged"] for c in counts) == staged
+    peer = 3 * 256 if how == "peer" else 0  # each receiver copies from the sender's buffer
+    assert sum(c["peer"] for c in counts) == peer
+    assert len(fake.calls("cuIpcOpenMemHandle_v2")) == (3 if how == "peer" else 0)
     if how == "staged":  # page-locked staging buffers, reused
         assert len(fake.calls("cuMemAllocHost_v2")) == 2
 
 
+def test_ranks_of_one_node_copy_from_their_peers_by_default(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_DEVICES", "2")
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    results = _run(_chain(0, 1), a, b)
+    np.testing.assert_array_equal(results[1], np.arange(64, dtype=np.int32) + 5)
+    assert sum(c["peer"] for c in fake.counts()) == 256
+    assert fake.calls("cuIpcOpenMemHandle_v2") == ["cuIpcOpenMemHandle_v2 256"]
+    assert len(fake.calls("cuIpcCloseMemHandle")) == 1
+
+
+@pytest.mark.parametrize("how", ["peer", "staged"])
+def test_device_messages_under_openmpi(fake: Fake, how: str) -> None:
+    fake.set("DHIR_GPU_MESSAGES", how)
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    results = dhir.run(
+        _chain(1, 0), a, b, ranks=2, mpi="openmpi", placement="round-robin", timeout=120
+    )
+    np.testing.assert_array_equal(results[1], np.arange(64, dtype=np.int32) + 5)
+    assert sum(c["received"] for c in fake.counts()) == 1
+
+
+def test_failing_peer_copy_names_the_call_and_the_task(fake: Fake) -> None:
+    fake.set("FAKE_CUDA_FAIL", "cuIpcGetMemHandle")
+    with pytest.raises(DhirError, match=r'GPU task "g0".*cuIpcGetMemHandle failed'):
+        _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
+
+
 def test_unknown_message_policy_is_a_clear_error(fake: Fake) -> None:
     fake.set("DHIR_GPU_MESSAGES", "carrier-pigeon")
-    with pytest.raises(DhirError, match="DHIR_GPU_MESSAGES=carrier-pigeon: expected auto"):
+    with pytest.raises(DhirError, match="DHIR_GPU_MESSAGES=carrier-pigeon: expected auto, peer"):
         _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
@@ -250,7 +280,9 @@ def _without_gpu_work(text: str) -> ModuleOp:
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.sampled_from(["direct", "staged"]))
+@given(
+    ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.sampled_from(["auto", "peer", "direct", "staged"])
+)
 def test_random_schedules_move_data_like_the_oracle(
     fake: Fake, case: tuple[int, RandomSchedule, int], how: str
 ) -> None:
