@@ -5,16 +5,17 @@ float64 array of 256 MiB that a GPU task on rank 1 reads, against both tasks on 
     .venv/bin/python bench/gpu_messages.py build DIR [--cpu x86-64-v3] [--arch sm_90]   # here
     python3 bench/gpu_messages.py run DIR [--runtime RUNTIME] [--repeats 3]           # there
 
-dhir's MPI is not CUDA-aware, so the message goes device -> host on rank 0, host -> host
-by MPI, host -> device on rank 1 (docs/gpu.md, "Data movement"). The cost of that path
-is the 2-rank time per iteration less the 1-rank time, reported as GB/s of the array.
-Times are the entry's own (MPI_Wtime on rank 0), per iteration from runs of 2 and 2 + N
-iterations, medians of `--repeats`; both ranks share the node's one GPU where it has one.
-Each is measured twice in the same run: with DHIR_GPU_PIN=never (host copies stay
-pageable) and =auto (the runtime page-locks the entry's arrays on their second copy; the
-locking itself falls in the first iterations, which the difference leaves out), and the
-ratio printed. `run` checks both results against NumPy. `bench/c/host_copies.cu` (nvcc
-there) gives the copy bandwidth alone, pageable and page-locked.
+The array goes from rank 0's device buffer to rank 1's (docs/gpu.md, "Messages between
+GPU tasks on different ranks"), each way in the same run, by DHIR_GPU_MESSAGES: `peer`
+(rank 1 copies from rank 0's buffer through CUDA IPC) and `staged` (through page-locked
+host buffers and MPI), and `direct` with `--direct` (device addresses to MPI: only for a
+CUDA-aware MPI, which the `mpich` wheel is not). The cost of a way is the 2-rank time per
+iteration less the 1-rank time, reported as GB/s of the array; it also holds the copies
+out of the reader's results, which code after the schedule reads. Times are the entry's
+own (MPI_Wtime on rank 0), per iteration from runs of 2 and 2 + N iterations, medians of
+`--repeats`; both ranks share the node's one GPU where it has one. `run` checks every
+result against NumPy. `bench/c/host_copies.cu` (nvcc there) gives the host copy bandwidth
+alone, pageable and page-locked.
 """
 
 # ruff: noqa: E402
@@ -37,7 +38,7 @@ from dhir.toolchain.options import RunOptions
 
 N = (256 << 20) // 8
 BASE, EXTRA = 2, 8
-PINS = ("never", "auto")  # DHIR_GPU_PIN: pageable host copies, then page-locked ones
+WAYS = ("staged", "peer")  # DHIR_GPU_MESSAGES; "direct" with --direct
 
 CHAIN = f"""
 func.func private @MPI_Wtime() -> f64
@@ -110,36 +111,33 @@ def _seconds(directory: Path, ranks: int, iters: int) -> float:
     return float(results[-1][0])
 
 
-def run(directory: Path, runtime: Path | None, repeats: int) -> int:
+def _per_iteration(directory: Path, ranks: int, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        base = _seconds(directory, ranks, BASE)
+        times.append((_seconds(directory, ranks, BASE + EXTRA) - base) / EXTRA)
+    return statistics.median(times)
+
+
+def run(directory: Path, runtime: Path | None, repeats: int, direct: bool) -> int:
     if runtime is not None:
         old = os.environ.get("LD_LIBRARY_PATH", "")
         os.environ["DHIR_MPICH_PREFIX"] = str(runtime / "mpich")
         os.environ["LD_LIBRARY_PATH"] = f"{runtime / 'lib'}:{runtime / 'mpich' / 'lib'}:{old}"
-    found: dict[str, dict[int, float]] = {}
-    for pin in PINS:
-        os.environ["DHIR_GPU_PIN"] = pin
-        per = found[pin] = {}
-        for ranks in (1, 2):
-            times = []
-            for _ in range(repeats):
-                base = _seconds(directory, ranks, BASE)
-                times.append((_seconds(directory, ranks, BASE + EXTRA) - base) / EXTRA)
-            per[ranks] = statistics.median(times)
-        message = per[2] - per[1]
-        print(f"\nDHIR_GPU_PIN={pin}", flush=True)
-        print(f"one rank (both tasks on its GPU):    {per[1] * 1e3:.2f} ms per iteration")
-        print(f"two ranks (a message between GPUs): {per[2] * 1e3:.2f} ms per iteration")
+    one = _per_iteration(directory, 1, repeats)
+    print(f"one rank (both tasks on its GPU): {one * 1e3:.2f} ms per iteration", flush=True)
+    costs: dict[str, float] = {}
+    for way in (*WAYS, "direct") if direct else WAYS:
+        os.environ["DHIR_GPU_MESSAGES"] = way
+        two = _per_iteration(directory, 2, repeats)
+        costs[way] = message = two - one
         print(
-            f"the message of {N * 8 >> 20} MiB: {message * 1e3:.2f} ms, "
-            f"{N * 8 / message / 1e9:.1f} GB/s (device -> host -> MPI -> host -> device)",
+            f"DHIR_GPU_MESSAGES={way}: two ranks {two * 1e3:.2f} ms per iteration; the "
+            f"message of {N * 8 >> 20} MiB and the copies out {message * 1e3:.2f} ms, "
+            f"{N * 8 / message / 1e9:.1f} GB/s",
             flush=True,
         )
-    never, auto = found["never"], found["auto"]
-    print(
-        f"\npage-locked (auto) against pageable (never): one rank {never[1] / auto[1]:.2f}x, "
-        f"two ranks {never[2] / auto[2]:.2f}x, the message "
-        f"{(never[2] - never[1]) / (auto[2] - auto[1]):.2f}x faster"
-    )
+    print(f"peer against staged: {costs['staged'] / costs['peer']:.2f}x faster")
     return 0
 
 
@@ -154,11 +152,12 @@ def main() -> int:
     ran.add_argument("directory", type=Path)
     ran.add_argument("--runtime", type=Path, help="gpu_check's DIR/runtime")
     ran.add_argument("--repeats", type=int, default=3)
+    ran.add_argument("--direct", action="store_true", help="also device addresses to MPI")
     args = parser.parse_args()
     if args.command == "build":
         return build(args.directory, args.cpu, args.arch)
     runtime = args.runtime.resolve() if args.runtime else None
-    return run(args.directory, runtime, args.repeats)
+    return run(args.directory, runtime, args.repeats, args.direct)
 
 
 if __name__ == "__main__":
