@@ -6,9 +6,11 @@ toolchain (LLVM 22, MPICH's headers): build them here, run them there.
 
 `build` compiles, with `dhir compile`, the programs of tests/unit/test_gpu_real.py (the
 proposal's example on 1 and 2 ranks, default placement and round-robin; a CPU -> GPU ->
-CPU chain across 2 ranks; a GPU -> GPU chain as PTX and as a fatbin), every loop form a
-GPU task may use (1-D, 2-D, 3-D scf.parallel, affine.parallel, linalg) and N random
-schedules with GPU tasks (tests/unit/strategies.py), saves their inputs and what the
+CPU chain across 2 ranks; a GPU -> GPU chain as PTX and as a fatbin), a GPU -> GPU
+ping-pong between 2 ranks for each way of device messages (DHIR_GPU_MESSAGES=peer and
+staged), every loop form a GPU task may use (1-D, 2-D, 3-D scf.parallel,
+affine.parallel, linalg) and N random schedules with GPU tasks (tests/unit/strategies.py;
+their messages alternate between the two ways), saves their inputs and what the
 sequential interpreter computes from them, and copies what the executables load at run
 time (MPICH's launcher and libmpi, MLIR's runner utilities, libomp) into DIR/runtime.
 
@@ -39,6 +41,7 @@ SCALAR_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i6
 CPU = "x86-64-v3"
 # The GPU -> GPU chain: %a and %b go in once, %b comes out once, three kernels run.
 CHAIN_COPIES = {"h2d": 2, "d2h": 1, "launches": 3}
+WAYS = ("peer", "staged")  # of DHIR_GPU_MESSAGES; "direct" needs a CUDA-aware MPI
 
 # linalg on the GPU (a reduction dimension stays a loop in each thread) and a 3-D loop
 # nest (tiles of 32 x 4 x 2 threads), on two ranks, with CPU work between.
@@ -109,6 +112,17 @@ def _cases(random_count: int) -> list[dict[str, object]]:
                 copies=CHAIN_COPIES,
             )
         )
+    # %b goes 1 -> 0 -> 1 -> 0 device to device, each way of DHIR_GPU_MESSAGES there.
+    for way in WAYS:
+        cases.append(
+            dict(
+                name=f"gpu-ping-pong-{way}",
+                text=_chain(1, 0, 1, 0),
+                ranks=2,
+                inputs=ints(64, 2),
+                run_env={"DHIR_GPU_MESSAGES": way},
+            )
+        )
     floats = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     from test_gpu_build import LOOPS
 
@@ -148,7 +162,10 @@ def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object
             inputs = [
                 rng.integers(-50, 50, drawn.size).astype(np.int32) for _ in range(drawn.buffers)
             ]
-            cases.append(dict(name=f"random-{k}", text=drawn.text(), ranks=ranks, inputs=inputs))
+            way = {"DHIR_GPU_MESSAGES": WAYS[k % len(WAYS)]}
+            cases.append(
+                dict(name=f"random-{k}", text=drawn.text(), ranks=ranks, inputs=inputs, run_env=way)
+            )
     return cases
 
 
@@ -185,7 +202,7 @@ def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
         given.append(f"in{k}.npy")
         outputs.append(k)
     print(f"built {case['name']}")
-    kept = {k: case[k] for k in ("name", "ranks", "copies", "rtol") if k in case}
+    kept = {k: case[k] for k in ("name", "ranks", "copies", "rtol", "run_env") if k in case}
     return kept | {"inputs": given, "outputs": outputs}
 
 
@@ -238,7 +255,7 @@ def _check_case(folder: Path, case: dict[str, object], env: dict[str, str]) -> t
     command = [sys.executable, "-m", "dhir", "run", str(folder / "exe"), "--output-dir", str(out)]
     for given in case["inputs"]:
         command += ["--input", str(folder / given) if given.endswith(".npy") else given]
-    env = dict(env, DHIR_GPU_STATS=str(stats))
+    env = dict(env, DHIR_GPU_STATS=str(stats), **case.get("run_env", {}))
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         return False, f"FAIL {case['name']}: dhir run exited {result.returncode}\n{result.stderr}"

@@ -180,6 +180,9 @@ def plan_copies(
     on_device: dict[SSAValue, set[int]] = {m: set() for m in order}
     device_only: set[SSAValue] = set()  # no host copy is current
     sending: set[tuple[int, SSAValue]] = set()  # (rank, memref): a send may be in flight
+    # A message's tag is its memref's place; MPI keeps each pair's messages in order, but
+    # two memrefs' messages may cross, so tags must differ: beyond them, through hosts.
+    tagged = {m: k < MESSAGE_TAGS for k, m in enumerate(order)}
     for k, task in enumerate(facts):
         touched = [m for m in order if m in task.effects.touches()]
         if not task.gpu:
@@ -213,7 +216,7 @@ def plan_copies(
                     continue
             elif facts[later].whole_gpu and facts[later].rank == task.rank:
                 continue
-            elif device_messages and facts[later].whole_gpu:
+            elif device_messages and facts[later].whole_gpu and tagged[m]:
                 there = facts[later].rank
                 if there not in on_device[m]:
                     plan.send.setdefault(k, []).append((m, there))
@@ -395,12 +398,11 @@ class _ScheduleData:
         self, hook: str, buffer: SSAValue, memref: SSAValue, other: int
     ) -> list[Operation]:
         """A call sending `buffer` to rank `other`'s buffer of `memref`, or receiving it
-        from there; the memref's place in the schedule is the tag (below the runtime's
-        DONE_TAG; MPI keeps each pair's messages in order whatever their tags)."""
+        from there; the memref's place in the schedule is the tag (see plan_copies)."""
         ops: list[Operation] = []
         address = aligned_address(ops, buffer)
         rank = arith.ConstantOp(IntegerAttr(other, i32))
-        tag = arith.ConstantOp(IntegerAttr(self.order.index(memref) % MESSAGE_TAGS, i32))
+        tag = arith.ConstantOp(IntegerAttr(self.order.index(memref), i32))
         return [*ops, rank, tag, func.CallOp(hook, [address, rank.result, tag.result], [])]
 
     def _before_schedule(self, ops: Iterable[Operation]) -> None:

@@ -206,6 +206,41 @@ def test_ranks_of_one_node_copy_from_their_peers_by_default(fake: Fake) -> None:
     assert len(fake.calls("cuIpcCloseMemHandle")) == 1
 
 
+CROSSING = """
+func.func @main(%a: memref<64xi32>, %b: memref<64xi32>) {
+  dhir.schedule %a, %b {
+    %gpu = dhir.target {kind = "gpu"}
+    TASKS
+  }
+  return
+}
+"""
+DOUBLE = """%t{k} = dhir.task %gpu, %{m} attributes {{dhir.rank = {rank} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {{
+        %x = memref.load %{m}[%i] : memref<64xi32>
+        %y = arith.addi %x, %x : i32
+        memref.store %y, %{m}[%i] : memref<64xi32>
+      }}
+    }}
+    """
+
+
+@pytest.mark.parametrize("how", ["peer", "direct", "staged"])
+def test_crossing_device_messages_reach_their_buffers(fake: Fake, how: str) -> None:
+    # Rank 0 sends %a, then %b; rank 1 receives %b first: the tags keep them apart.
+    fake.set("DHIR_GPU_MESSAGES", how)
+    order = [("a", 0), ("b", 0), ("b", 1), ("a", 1)]
+    tasks = "".join(DOUBLE.format(k=k, m=m, rank=r) for k, (m, r) in enumerate(order))
+    a, b = np.full(64, 1, np.int32), np.full(64, 2, np.int32)
+    results = _run(CROSSING.replace("TASKS", tasks), a, b)
+    np.testing.assert_array_equal(results[0], a)  # the fake runs no kernel
+    np.testing.assert_array_equal(results[1], b)
+    assert sum(c["received"] for c in fake.counts()) == 2
+
+
 @pytest.mark.parametrize("how", ["peer", "staged"])
 def test_device_messages_under_openmpi(fake: Fake, how: str) -> None:
     fake.set("DHIR_GPU_MESSAGES", how)
