@@ -697,6 +697,14 @@ void dhir_rt_finalize(void) {
 
 int32_t dhir_rt_comm_size(void) { return world_size; }
 
+int64_t dhir_rt_threads(void) {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 int32_t dhir_rt_comm_rank(void) { return world_rank; }
 
 void dhir_rt_barrier(void) {

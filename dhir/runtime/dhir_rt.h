@@ -29,6 +29,8 @@ void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length,
 void dhir_rt_bcast_strided(int64_t ptr, int64_t length, int64_t count, int64_t stride,
                            int64_t count2, int64_t stride2, int32_t root);
 int32_t dhir_rt_comm_size(void);
+/* The threads a rank's parallel loops share: OpenMP's count, 1 in a build without it. */
+int64_t dhir_rt_threads(void);
 int32_t dhir_rt_comm_rank(void);
 void dhir_rt_barrier(void);
 /* Task profiling (dhir-instrument): time per task id on the rank that runs it. When the

@@ -23,11 +23,10 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.traits import SymbolTable
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dhir.dialects import arith, func, memref, scf
-from dhir.transforms.building import aligned_address
+from dhir.transforms.building import aligned_address, declare
 
 GEMM = {64: "scipy_cblas_dgemm64_", 32: "scipy_cblas_sgemm64_"}
 GEMV = {64: "scipy_cblas_dgemv64_", 32: "scipy_cblas_sgemv64_"}
@@ -68,7 +67,7 @@ def emit_gemm(
     element = _element(c.memref)
     symbol = GEMM[element.bitwidth]
     gemm_args = [i32, i32, i32, i64, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
-    _declare(module, symbol, gemm_args, [])
+    declare(module, symbol, gemm_args, [])
     ops: list[Operation] = []
 
     def put(op: Operation) -> SSAValue:
@@ -128,7 +127,7 @@ def emit_gemv(
     element = _element(y)
     symbol = GEMV[element.bitwidth]
     args = [i32, i32, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
-    _declare(module, symbol, args, [])
+    declare(module, symbol, args, [])
     rows, cols = _shape(matrix)
     ops: list[Operation] = []
     one = _constant(ops, 1)
@@ -148,7 +147,7 @@ def emit_dot(block: Block, module: ModuleOp, x: SSAValue, y: SSAValue, out: SSAV
     """At the end of `block`: out[] += x . y, x and y whole 1-D memrefs, out 0-D."""
     element = _element(out)
     symbol = DOT[element.bitwidth]
-    _declare(module, symbol, [i64, i64, i64, i64, i64], [element])
+    declare(module, symbol, [i64, i64, i64, i64, i64], [element])
     size = cast(MemRefType, x.type).get_shape()[0]
     ops: list[Operation] = []
     one = _constant(ops, 1)
@@ -171,14 +170,6 @@ def _shape(value: SSAValue) -> tuple[int, int]:
     assert isinstance(kind, MemRefType)
     *_, rows, cols = kind.get_shape()
     return rows, cols
-
-
-def _declare(
-    module: ModuleOp, symbol: str, inputs: list[Attribute], outputs: list[Attribute]
-) -> None:
-    if SymbolTable.lookup_symbol(module, symbol) is not None:
-        return
-    module.body.block.add_op(func.FuncOp.external(symbol, inputs, outputs))
 
 
 def count(block: Block, lb: SSAValue, ub: SSAValue) -> SSAValue:

@@ -17,8 +17,9 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
-from dhir.dialects import arith, memref
+from dhir.dialects import arith, func, memref
 
 _Op = TypeVar("_Op", bound=Operation)
 
@@ -27,6 +28,15 @@ def put(block: Block, op: _Op) -> _Op:
     """`op`, appended to `block`."""
     block.add_op(op)
     return op
+
+
+def declare(
+    module: ModuleOp, symbol: str, inputs: list[Attribute], outputs: list[Attribute]
+) -> None:
+    """A declaration of the external function `symbol` in `module`, unless it has one."""
+    if SymbolTable.lookup_symbol(module, symbol) is not None:
+        return
+    module.body.block.add_op(func.FuncOp.external(symbol, inputs, outputs))
 
 
 def const_index(block: Block, value: int) -> SSAValue:

@@ -53,12 +53,13 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects import affine, arith, memref, scf, vector
+from dhir.dialects import affine, arith, func, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
 from dhir.transforms.building import (
+    declare,
     insert_before,
     inside,
     put,
@@ -69,10 +70,11 @@ from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_con
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
 ROWS = 4  # rows blocked in registers
-# A single row's k steps per pass over its column blocks, and the bytes of each row its
-# threads' stripes of columns span (docstring of _Nest._kernel).
+# A single row's k steps per pass over its column blocks, and the fewest bytes of each row
+# a stripe of its columns spans (docstring of _Nest._kernel).
 K_CHUNK = 8
 PAGE_BYTES = 4096
+THREADS_HOOK = "dhir_rt_threads"
 # Float ops that may work on vectors: lane by lane they round as the scalar op does.
 _LANEWISE = (
     arith.AddfOp,
@@ -678,6 +680,7 @@ class _Nest:
     # table, and the first row.
     tables: dict[SSAValue, SSAValue] = field(init=False, default_factory=dict)
     tables_from: SSAValue | None = field(init=False, default=None)
+    module: ModuleOp | None = field(init=False, default=None)  # for declarations
 
     @property
     def triangle(self) -> bool:
@@ -789,6 +792,7 @@ class _Nest:
 
     def rewrite(self, module: ModuleOp) -> str:
         """Rewrite the nest: a BLAS call where the program allows it, else the kernel."""
+        self.module = module
         product = None if self.triangle or self.transposed else self._blas_product()
         if product is not None:
             return self._call_blas(module, *product)
@@ -1136,11 +1140,11 @@ class _Nest:
         A single row in memory form (A^T x: `for k { for j { y[j] += A[k, j] * x[k] } }`)
         reuses nothing of B across rows, and a column block walking all of `k` reads B
         down a column, a new page every step, which the core's prefetchers and TLB serve
-        badly (atax: 7 GB/s). So its columns are cut in stripes of a page of each row
-        (the rank's threads share them), and a stripe's column blocks run over K_CHUNK
-        steps of `k` at a time, reading that many rows of B side by side, and keep their
-        sums in `y` between chunks: each element still takes its adds in the order of
-        `k`."""
+        badly (atax: 7 GB/s). So its columns are cut in one stripe per thread of the rank
+        (at least a page of each row), and a stripe's column blocks run over K_CHUNK steps
+        of `k` at a time, reading that many rows of B side by side, and keep their sums in
+        `y` between chunks: each element still takes its adds in the order of `k`. So one
+        thread streams whole rows."""
         width = self.lanes * self.unroll
         lbs = [self.bounds[0].at(block, _scalar(_iv(self.row), env)) for env in envs]
         ubs = [self.bounds[1].at(block, _scalar(_iv(self.row), env)) for env in envs]
@@ -1170,13 +1174,11 @@ class _Nest:
     def _k_chunks(
         self, block: Block, env: Env, columns: tuple[SSAValue, SSAValue]
     ) -> tuple[Block, tuple[SSAValue, SSAValue], tuple[SSAValue, SSAValue]]:
-        """At the end of `block`, a parallel loop over stripes of `columns` (a page of
-        each row: the rank's threads share them), each a loop over chunks of K_CHUNK steps
-        of `k`: the chunk loop's body, the stripe's columns and the chunk's `k` there."""
+        """At the end of `block`, a parallel loop over stripes of `columns` (_stripe: the
+        rank's threads share them), each a loop over chunks of K_CHUNK steps of `k`: the
+        chunk loop's body, the stripe's columns and the chunk's `k` there."""
         index, red = IndexType(), self.red
-        width = self.lanes * self.unroll
-        wide = max(1, PAGE_BYTES // (self.element.bitwidth // 8) // width) * width
-        size = put(block, arith.ConstantOp.from_int_and_width(wide, index)).result
+        size = self._stripe(block, columns)
         stripe = Block(arg_types=[index])
         stripe_end = put(stripe, arith.AddiOp(stripe.args[0], size)).result
         stripe_end = put(stripe, arith.MinSIOp(stripe_end, columns[1])).result
@@ -1189,6 +1191,24 @@ class _Nest:
         put(stripe, scf.ForOp(_scalar(red.lb, env), ub, span, [], Region(chunk)))
         put(block, _parallel(columns[0], columns[1], size, stripe))
         return chunk, (stripe.args[0], stripe_end), (chunk.args[0], end)
+
+    def _stripe(self, block: Block, columns: tuple[SSAValue, SSAValue]) -> SSAValue:
+        """The columns of a stripe, at the end of `block`: the rank's threads' shares of
+        `columns` (dhir_rt_threads at run time), in whole column blocks, at least a page.
+        One thread then streams whole rows, K_CHUNK side by side."""
+        index, width = IndexType(), self.lanes * self.unroll
+        page = max(1, PAGE_BYTES // (self.element.bitwidth // 8) // width) * width
+        assert self.module is not None
+        declare(self.module, THREADS_HOOK, [], [i64])
+        threads = put(block, func.CallOp(THREADS_HOOK, [], [i64])).res[0]
+        threads = put(block, arith.IndexCastOp(threads, index)).result
+        span = put(block, arith.SubiOp(columns[1], columns[0])).result
+        share = put(block, arith.CeilDivSIOp(span, threads)).result
+        block_size = put(block, arith.ConstantOp.from_int_and_width(width, index)).result
+        blocks = put(block, arith.CeilDivSIOp(share, block_size)).result
+        share = put(block, arith.MuliOp(blocks, block_size)).result
+        least = put(block, arith.ConstantOp.from_int_and_width(page, index)).result
+        return put(block, arith.MaxSIOp(share, least)).result
 
     def _rest(
         self,
