@@ -47,7 +47,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.dialects import func, shard, tensor
 from dhir.dialects.shard import is_shard_op
-from dhir.ir.diagnostics import DhirError, error_at
+from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
 from dhir.toolchain.tools import find_llvm_tools
@@ -78,7 +78,9 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         stub_collectives(module)
         _entry(module, entry).attributes[SPMD] = UnitAttr()
         return module
-    _check_shardings(module)
+    uneven = _uneven(module)
+    if uneven is not None:
+        return _unsharded(module, entry, *uneven)
     mlir_opt = str(find_llvm_tools().mlir_opt)
     what = f"partition @{entry} (a shard program)"
     propagated = through_mlir_opt(
@@ -89,7 +91,9 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
         locations=True,
     )
-    _check_shardings(propagated)
+    uneven = _uneven(propagated)
+    if uneven is not None:
+        return _unsharded(module, entry, *uneven)
     _unsplit_written_out(propagated)
     _reshard_stepwise(_entry(propagated, entry))
     grids = grid_shapes(propagated)
@@ -205,32 +209,53 @@ def _unsplit_written_out(module: ModuleOp) -> None:
             op.properties["split_axes"] = _split_axes([])
 
 
-def _check_shardings(module: ModuleOp) -> None:
-    """Refuse what mlir-opt-22's `shard-partition` gets wrong: a split dimension that its
-    devices do not divide (it emits mismatched casts) and uneven shards given by
-    `sharded_dims_offsets` (it crashes)."""
+def _uneven(module: ModuleOp) -> tuple[Operation, str] | None:
+    """A `shard.shard` that mlir-opt-22's `shard-partition` gets wrong, and why: a split
+    dimension that its devices do not divide (it emits mismatched casts) or uneven shards
+    given by `sharded_dims_offsets` (it crashes); None when there is none."""
     grids = grid_shapes(module)
     for op in find_ops(module, shard.ShardOp):
         made = op.sharding.owner
         if not isinstance(made, shard.ShardingOp) or not isinstance(op.src.type, TensorType):
             continue
         if made.static_sharded_dims_offsets.get_values() or made.dynamic_sharded_dims_offsets:
-            raise error_at(
-                op,
-                "uneven shards (sharded_dims_offsets) are not supported yet: mlir-opt-22's "
-                "shard-partition fails on them; split dimensions that the devices divide",
-            )
+            return op, "uneven shards (sharded_dims_offsets), which mlir-opt-22 cannot partition"
         shape = grids.get(made.grid.root_reference.data, ())
         for dim, (size, axes) in enumerate(zip(op.src.type.get_shape(), _split_of(op.sharding))):
             devices = math.prod(shape[a] for a in axes if a < len(shape))
             if axes and size % devices:
-                raise error_at(
-                    op,
+                return op, (
                     f"dimension {dim} of {op.src.type} ({size}) is split over {devices} "
                     f"devices (grid axes {list(axes)} of @{made.grid.root_reference.data}), "
-                    "which do not divide it: mlir-opt-22 cannot partition uneven shards; "
-                    "pad the dimension or split another one",
+                    "which do not divide it: uneven shards, which mlir-opt-22 cannot partition"
                 )
+    return None
+
+
+def _unsharded(module: ModuleOp, entry: str, op: Operation, why: str) -> ModuleOp:
+    """`module` without its annotations (`strip`), for a sharding that `shard-partition`
+    cannot partition (`why`): the function the annotations distribute, which dhir then
+    distributes itself (CodeDrop), with a warning. Collectives written by hand have no
+    meaning there: then `why` is the error."""
+    try:
+        plain = strip(module)
+    except DhirError:
+        raise error_at(
+            op,
+            f"{why}, and @{entry} also has collectives written by hand, so dhir cannot run "
+            "it as the function it computes without its shardings either; split "
+            "dimensions that the devices divide",
+        ) from None
+    warn(
+        Diagnostic(
+            f"{why}; dhir runs @{entry} as the function it computes without its shardings, "
+            "distributed by its own placement (CodeDrop); the results are the same, but the "
+            "ranks do not hold the shards the shardings name",
+            loc_of(op),
+            "warning",
+        )
+    )
+    return plain
 
 
 def _replicate_boundary(

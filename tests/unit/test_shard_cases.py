@@ -1,7 +1,8 @@
-"""MLIR's own shard test cases (tests/unit/shard_cases.py) run on dhir's ranks: each on
-every grid size its shapes allow, equal to the function without annotations (the
+"""MLIR's own shard test cases (tests/unit/shard_cases.py) run on dhir's ranks: each on 2
+and 4 ranks (or the grid its shapes name), equal to the function without annotations (the
 interpreter, or NumPy where the interpreter would take minutes), or refused with a clear
-error where dhir or MLIR 22 cannot run it."""
+error where dhir or MLIR 22 cannot run it. Where upstream's shapes do not divide over 4
+devices, dhir runs the function without its shardings there (uneven shards)."""
 
 import shutil
 

@@ -505,21 +505,38 @@ shard.grid @grid(shape = 4)
 func.func @main(%a: tensor<6x4xf64>) -> tensor<6x4xf64> {
   %s = shard.sharding @grid split_axes = [[0]] OFFSETS : !shard.sharding
   %as = shard.shard %a to %s : tensor<6x4xf64>
-  return %as : tensor<6x4xf64>
+  %e = tensor.empty() : tensor<6x4xf64>
+  %d = linalg.add ins(%as, %as : tensor<6x4xf64>, tensor<6x4xf64>)
+                  outs(%e : tensor<6x4xf64>) -> tensor<6x4xf64>
+  EXTRA
+  return %d : tensor<6x4xf64>
 }
 """
+UNEVEN_CASES = [
+    ("", r"5:\d+: warning: dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices"),
+    ("sharded_dims_offsets = [0, 2, 4, 5, 6]", r"5:\d+: warning: uneven shards"),
+]
 
 
-@pytest.mark.parametrize(
-    ("offsets", "message"),
-    [
-        ("", r"5:\d+: .*dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices"),
-        ("sharded_dims_offsets = [0, 2, 4, 5, 6]", r"5:\d+: .*uneven shards"),
-    ],
-)
-def test_uneven_shards_are_located_errors(offsets: str, message: str) -> None:
-    with pytest.raises(DhirError, match=message):
-        dhir.run(UNEVEN.replace("OFFSETS", offsets), np.zeros((6, 4)), ranks=4)
+@pytest.mark.parametrize(("offsets", "message"), UNEVEN_CASES)
+def test_uneven_shards_run_as_the_function_with_a_warning(
+    offsets: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = np.arange(24.0).reshape(6, 4)
+    program = UNEVEN.replace("OFFSETS", offsets).replace("EXTRA", "")
+    np.testing.assert_array_equal(dhir.run(program, a, ranks=4)[-1], a + a)
+    assert re.search(message + r".*without its shardings", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(("offsets", "message"), UNEVEN_CASES)
+def test_uneven_shards_with_collectives_written_by_hand_are_located_errors(
+    offsets: str, message: str
+) -> None:
+    extra = "%i = shard.process_linear_index on @grid : index"
+    program = UNEVEN.replace("OFFSETS", offsets).replace("EXTRA", extra)
+    located = message.replace("warning", "error") + ".*collectives written by hand"
+    with pytest.raises(DhirError, match=located):
+        dhir.run(program, np.zeros((6, 4)), ranks=4)
 
 
 # --- random chains of reshardings on a 1-D grid --------------------------------------------
