@@ -104,14 +104,18 @@ static const char *task_text(void) {
   return current_task != NULL ? current_task : "a GPU task";
 }
 
-static void check(CUresult code, const char *call) {
-  if (code == CUDA_SUCCESS)
-    return;
+static const char *error_text(CUresult code) {
   const char *text = NULL;
   if (cu.GetErrorString == NULL || cu.GetErrorString(code, &text) != CUDA_SUCCESS || !text)
     text = "unknown error";
+  return text;
+}
+
+static void check(CUresult code, const char *call) {
+  if (code == CUDA_SUCCESS)
+    return;
   dhir_rt_fatal("%s: %s failed on GPU %d: %s (CUDA error %d)", task_text(), call,
-                device_number, text, code);
+                device_number, error_text(code), code);
 }
 
 /* Called by lowered code before each GPU task (and before allocating its buffers). */
@@ -909,12 +913,22 @@ typedef struct {
 static Exported **exported; /* each entry stays where it is while MPI sends it */
 static size_t exported_count, exported_capacity;
 
+/* A failed IPC call: what failed, and the way around it. */
+static void check_peer(CUresult code, const char *call) {
+  if (code == CUDA_SUCCESS)
+    return;
+  dhir_rt_fatal("%s: %s failed on GPU %d: %s (CUDA error %d); a peer copy between ranks needs "
+                "CUDA IPC between their processes: set DHIR_GPU_MESSAGES=staged to send "
+                "through host buffers instead",
+                task_text(), call, device_number, error_text(code), code);
+}
+
 static void peer_send(uintptr_t device, int32_t dest, int32_t tag) {
   Exported *entry = malloc(sizeof *entry);
   if (entry == NULL)
     dhir_rt_fatal("out of host memory");
   entry->device = device;
-  check(cu.IpcGetMemHandle(&entry->handle, (CUdeviceptr)device), "cuIpcGetMemHandle");
+  check_peer(cu.IpcGetMemHandle(&entry->handle, (CUdeviceptr)device), "cuIpcGetMemHandle");
   exported = grow(exported, &exported_capacity, exported_count, sizeof *exported);
   exported[exported_count++] = entry;
   /* Posted first, so the receiver's "done" never waits for it. */
@@ -926,8 +940,8 @@ static void peer_recv(uintptr_t device, size_t size, int32_t source, int32_t tag
   CUipcMemHandle handle;
   dhir_rt_device_recv(&handle, sizeof handle, source, tag);
   CUdeviceptr there = 0;
-  check(cu.IpcOpenMemHandle(&there, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-        "cuIpcOpenMemHandle");
+  check_peer(cu.IpcOpenMemHandle(&there, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+             "cuIpcOpenMemHandle");
   CUstream stream = mgpuStreamCreate();
   check(cu.MemcpyAsync((CUdeviceptr)device, there, size, stream), "cuMemcpyAsync");
   check(cu.StreamSynchronize(stream), "cuStreamSynchronize");

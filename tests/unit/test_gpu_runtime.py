@@ -254,7 +254,9 @@ def test_device_messages_under_openmpi(fake: Fake, how: str) -> None:
 
 def test_failing_peer_copy_names_the_call_and_the_task(fake: Fake) -> None:
     fake.set("FAKE_CUDA_FAIL", "cuIpcGetMemHandle")
-    with pytest.raises(DhirError, match=r'GPU task "g0".*cuIpcGetMemHandle failed'):
+    with pytest.raises(
+        DhirError, match=r'GPU task "g0".*cuIpcGetMemHandle failed.*DHIR_GPU_MESSAGES=staged'
+    ):
         _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
