@@ -5,6 +5,13 @@
 // third task: it first waits for its send (dhir_rt_gpu_ready). Code after the schedule
 // reads both: each comes out of the device that last wrote it.
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
+// Without device messages, %b goes out to rank 1's host, and into rank 0's device there.
+// RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2 device-messages=false}' \
+// RUN:   | filecheck %s --check-prefix=HOSTS
+// HOSTS-NOT:   dhir_rt_gpu_send
+// HOSTS:       gpu.memcpy %b, %b_dev1
+// HOSTS:       gpu.memcpy %b_dev0, %b
+// HOSTS-NOT:   dhir_rt_gpu_recv
 
 // CHECK-LABEL: func.func private @main.schedule0.part0
 // CHECK:         scf.if %on1 {
