@@ -946,6 +946,10 @@ int dhir_rt_mpi_cuda_aware(void) {
 #endif
 }
 
+/* In the trace, device messages' tags are offset by this (dhir/toolchain/trace.py), so that
+ * they are told from the program's messages between the same ranks with the same tag. */
+#define DEVICE_TRACE_TAG ((int64_t)1 << 30)
+
 typedef struct {
   int64_t key;
   MPI_Request request;
@@ -982,7 +986,7 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
     done += chunk_bytes;
   } while (done < bytes);
   if (tracing)
-    trace_span(TRACE_ISEND, began, -1, dest, bytes, tag);
+    trace_span(TRACE_ISEND, began, -1, dest, bytes, DEVICE_TRACE_TAG + tag);
 }
 
 void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag, int64_t key) {
@@ -1018,7 +1022,7 @@ void dhir_rt_device_wait(int64_t key) {
 void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag) {
   int64_t before = mpi_enter(CALL_RECV, source);
   if (tracing)
-    trace_size(bytes, tag);
+    trace_size(bytes, DEVICE_TRACE_TAG + tag);
   char *into = message_buffer("dhir_rt_device_recv", (int64_t)(intptr_t)data, bytes, "source",
                               source);
   int64_t done = 0;

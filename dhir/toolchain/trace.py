@@ -33,6 +33,7 @@ _CALLS = {
     ISEND: "isend",
 }
 _PEER_WORD = {RECV: "from", SEND: "to", ISEND: "to"}
+DEVICE_TAG = 1 << 30  # added to device messages' tags (DEVICE_TRACE_TAG in dhir_rt.c)
 _TRACKS = {"tasks": 0, "MPI": 1, "I/O": 2}
 GPU_TRACK = 3
 _DIRECTIONS = ("h2d", "d2h", "d2d")  # a copy's peer field
@@ -199,7 +200,10 @@ def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str,
     if event.peer >= 0:
         args["peer"] = event.peer
         name += f" {_PEER_WORD.get(event.kind, 'root')} {event.peer}"
-    if event.tag >= 0:
+    if event.tag >= DEVICE_TAG:  # between GPU tasks' device buffers (docs/gpu.md)
+        name = f"device {name}"
+        args["tag"] = event.tag - DEVICE_TAG
+    elif event.tag >= 0:
         args["tag"] = event.tag
     return {**base, "name": name, "cat": "mpi", "tid": _TRACKS["MPI"], "args": args}
 

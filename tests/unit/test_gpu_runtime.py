@@ -507,3 +507,27 @@ def test_no_trace_times_nothing_on_the_gpu(fake: Fake) -> None:
     a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
     _run(_chain(1), a, b)
     assert fake.calls("cuEventElapsedTime") == []
+
+
+@pytest.mark.parametrize("how", ["peer", "staged"])
+def test_the_trace_tells_device_messages_from_the_programs(
+    fake: Fake, tmp_path: Path, how: str
+) -> None:
+    # %b goes 1 -> 0 device to device, then to the host; the program's messages of %b
+    # (tag 1 too) must not be paired with the device ones.
+    fake.set("DHIR_GPU_MESSAGES", how)
+    a, b = np.zeros(64, np.int32), np.full(64, 5, np.int32)
+    trace = tmp_path / "trace.json"
+    dhir.run(_chain(1, 0), a, b, ranks=2, placement="round-robin", timeout=120, trace=trace)
+    events = json.loads(trace.read_text())["traceEvents"]
+    mpi = [e for e in events if e.get("cat") == "mpi"]
+    device = {(e["name"], e["args"]["tag"]) for e in mpi if e["name"].startswith("device ")}
+    sent = {("device isend to 0", 1), ("device recv from 1", 1)}
+    done = {("device isend to 1", 1 + (1 << 14))} if how == "peer" else set()  # receiver's
+    assert device == sent | done
+    starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s"}
+    ends = {e["id"]: e["pid"] for e in events if e.get("ph") == "f"}
+    assert starts.keys() == ends.keys() and all(starts[k] != ends[k] for k in starts)
+    # One arrow per receive that took a message: the program's and the device one.
+    receives = [e for e in mpi if "recv from" in e["name"]]
+    assert len(starts) == len(receives)
