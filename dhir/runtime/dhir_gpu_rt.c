@@ -786,6 +786,11 @@ static int message_policy(void) {
       policy = MESSAGES_PEER;
     else
       dhir_rt_fatal("DHIR_GPU_MESSAGES=%s: expected auto, peer, direct or staged", value);
+    /* In the output's tail that a failed run shows. */
+    if (policy == MESSAGES_DIRECT && !dhir_rt_mpi_cuda_aware() && dhir_rt_comm_rank() == 0)
+      fprintf(stderr, "dhir: warning: DHIR_GPU_MESSAGES=direct, but the MPI does not say it "
+                      "is CUDA-aware (MPIX_Query_cuda_support): it may fail on device "
+                      "addresses\n");
   }
   return policy;
 }
