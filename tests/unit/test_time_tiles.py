@@ -26,6 +26,9 @@ class Sweep:
     hi: int
     row: int | None = None
     forcing: bool = False  # also adds F[t]: a read-only array indexed by the time
+    # The columns it writes: heat-3d's and jacobi-2d's sweeps leave each row's edges, which
+    # later sweeps still read.
+    cols: tuple[int, int] = (0, COLS)
 
 
 @dataclass(frozen=True)
@@ -75,12 +78,13 @@ class Program:
             ]
             total = "%forced"
         body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j] : {kind}")
-        columns = [f"{pad}scf.for %j = %k0 to %cols step %k1 {{", *body, f"{pad}}}"]
+        columns = [f"{pad}scf.for %j = %c_lo to %c_hi step %k1 {{", *body, f"{pad}}}"]
         head = [
             f"      %s{s} = dhir.task %cpu, {listed} {{",
             "        %k0 = arith.constant 0 : index",
             "        %k1 = arith.constant 1 : index",
-            f"        %cols = arith.constant {COLS} : index",
+            f"        %c_lo = arith.constant {sweep.cols[0]} : index",
+            f"        %c_hi = arith.constant {sweep.cols[1]} : index",
         ]
         if sweep.row is not None:
             return [
@@ -116,12 +120,13 @@ def sweeps(draw: st.DrawFn, arrays: int) -> Sweep:
     if draw(st.booleans()):
         reads.append((dst, 0))  # its own element, before it is written
     forcing = draw(st.booleans())
+    cols = draw(st.sampled_from([(0, COLS), (1, COLS - 1), (0, COLS - 2)]))
     if draw(st.integers(0, 4)) == 0:  # one fixed row (fdtd-2d's ey[0][j] = fict[t])
         row = draw(st.integers(2, ROWS - 3))
-        return Sweep(dst, tuple(reads), row, row + 1, row, forcing)
+        return Sweep(dst, tuple(reads), row, row + 1, row, forcing, cols)
     lo = draw(st.integers(2, ROWS - 2))
     hi = draw(st.integers(lo, ROWS - 2))
-    return Sweep(dst, tuple(reads), lo, hi, None, forcing)
+    return Sweep(dst, tuple(reads), lo, hi, None, forcing, cols)
 
 
 @st.composite
@@ -199,6 +204,21 @@ def test_bands_on_several_ranks_equal_the_interpreter(
         assert "too thin" in decision.text
         return
     _as_written(text, print_module(module), program.inputs(seed), "interp")
+
+
+def test_bands_on_several_ranks_keep_the_edges_no_sweep_writes() -> None:
+    """JACOBI with its first sweep leaving each row's first and last columns, which the
+    second reads (PolyBench's jacobi-2d and heat-3d read the edges of what they leave):
+    in the ghost rows too they must come from the arrays, though the band computes the
+    rest of those rows before it reads them."""
+    first, second = JACOBI.sweeps
+    edges = Program(JACOBI.arrays, JACOBI.steps, (replace(first, cols=(1, COLS - 1)), second))
+    text = edges.text()
+    for ranks, band in ((2, 2), (3, 2), (2, 3)):
+        module = parse_string(text)
+        (decision,) = time_tiles(module, band, ranks)
+        assert decision.done, decision.text
+        _as_written(text, print_module(module), edges.inputs(ranks), "interp")
 
 
 FORCED = Program(
