@@ -118,8 +118,13 @@ static void check(CUresult code, const char *call) {
                 device_number, error_text(code), code);
 }
 
-/* Called by lowered code before each GPU task (and before allocating its buffers). */
-void dhir_rt_gpu_task(int64_t where) { current_task = (const char *)(intptr_t)where; }
+/* Called by lowered code before each GPU task (and before allocating its buffers). A
+   rank that sent device buffers (see "messages" below) drives those sends on from here:
+   MPI moves a large message only inside its calls, and a receiver may be waiting. */
+void dhir_rt_gpu_task(int64_t where) {
+  current_task = (const char *)(intptr_t)where;
+  dhir_rt_device_progress();
+}
 
 /* Messages between device buffers on two ranks (see "messages" below). */
 void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag);

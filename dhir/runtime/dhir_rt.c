@@ -1019,6 +1019,14 @@ void dhir_rt_device_wait(int64_t key) {
   mpi_leave(before);
 }
 
+void dhir_rt_device_progress(void) {
+  for (int64_t k = 0; k < device_request_count; ++k) {
+    int done = 0;
+    if (device_requests[k].request != MPI_REQUEST_NULL) /* done: a later wait returns at once */
+      check(MPI_Test(&device_requests[k].request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  }
+}
+
 void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag) {
   int64_t before = mpi_enter(CALL_RECV, source);
   if (tracing)

@@ -73,6 +73,8 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
                           int64_t key);
 void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag, int64_t key);
 void dhir_rt_device_wait(int64_t key);
+/* Lets MPI move the pending ones on (their receivers may be waiting), waiting for none. */
+void dhir_rt_device_progress(void);
 void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag);
 
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
