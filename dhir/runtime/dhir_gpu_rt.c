@@ -177,6 +177,14 @@ static void remember(void *pointer, size_t size) {
   ++buffer_count;
 }
 
+/* The size of the device allocation that starts at `start`; 0 for none. */
+static size_t size_of(uintptr_t start) {
+  for (size_t i = 0; i < buffer_count; ++i)
+    if (buffers[i].start == start)
+      return buffers[i].size;
+  return 0;
+}
+
 static void forget(void *pointer) {
   for (size_t i = 0; i < buffer_count; ++i)
     if (buffers[i].start == (uintptr_t)pointer) {
@@ -643,10 +651,7 @@ static Lasting *lasting_of(uintptr_t host, size_t size) {
 
 /* Called by lowered code after allocating `device` for the host memref at `host`. */
 void dhir_rt_gpu_pair(int64_t device, int64_t host, int64_t lasting) {
-  size_t size = 0;
-  for (size_t i = 0; i < buffer_count; ++i)
-    if (buffers[i].start == (uintptr_t)device)
-      size = buffers[i].size;
+  size_t size = size_of((uintptr_t)device);
   if (size == 0 || pin_policy() == PIN_NEVER)
     return;
   pairs = grow(pairs, &pair_capacity, pair_count, sizeof *pairs);
@@ -866,9 +871,9 @@ static Staging *take_staging(size_t size, uintptr_t owner) {
 }
 
 static size_t buffer_size(int64_t device, const char *call) {
-  for (size_t i = 0; i < buffer_count; ++i)
-    if (buffers[i].start == (uintptr_t)device)
-      return buffers[i].size;
+  size_t size = size_of((uintptr_t)device);
+  if (size > 0)
+    return size;
   dhir_rt_fatal("%s: %s was given %#llx, which is not a device buffer", task_text(), call,
                 (unsigned long long)device);
 }
@@ -918,6 +923,7 @@ static void staged_recv(uintptr_t device, size_t size, int32_t source, int32_t t
 typedef struct {
   uintptr_t device;
   CUipcMemHandle handle;
+  char done; /* the receiver's word that it has copied */
 } Exported;
 
 static Exported **exported; /* each entry stays where it is while MPI sends it */
@@ -942,7 +948,7 @@ static void peer_send(uintptr_t device, int32_t dest, int32_t tag) {
   exported = grow(exported, &exported_capacity, exported_count, sizeof *exported);
   exported[exported_count++] = entry;
   /* Posted first, so the receiver's "done" never waits for it. */
-  dhir_rt_device_irecv(NULL, 0, dest, tag + DONE_TAG, (int64_t)device);
+  dhir_rt_device_irecv(&entry->done, 1, dest, tag + DONE_TAG, (int64_t)device);
   dhir_rt_device_isend(&entry->handle, sizeof entry->handle, dest, tag, (int64_t)device);
 }
 
@@ -957,7 +963,8 @@ static void peer_recv(uintptr_t device, size_t size, int32_t source, int32_t tag
   check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
   mgpuStreamDestroy(stream);
   check(cu.IpcCloseMemHandle(there), "cuIpcCloseMemHandle");
-  dhir_rt_device_isend(NULL, 0, source, tag + DONE_TAG, -1);
+  static const char done = 1;
+  dhir_rt_device_isend(&done, 1, source, tag + DONE_TAG, -1);
   dhir_rt_device_wait(-1); /* its receive is posted: this does not block */
   stats.peer += (long long)size;
 }

@@ -406,15 +406,23 @@ static trace_event open_task, open_mpi;
 
 static int64_t trace_now(void) { return now_ns() - trace_origin; }
 
+/* `items` (`*room` of `size` bytes) with room for one more after the first `used`: twice
+ * the room when full, `first` items at first; "`fail` N `things`" when memory runs out. */
+static void *room_for_one(void *items, int64_t *room, int64_t used, size_t size, int64_t first,
+                          const char *fail, const char *things) {
+  if (used < *room)
+    return items;
+  int64_t more = *room ? 2 * *room : first;
+  void *grown = realloc(items, (size_t)more * size);
+  if (grown == NULL)
+    dhir_rt_fatal("%s %lld %s", fail, (long long)more, things);
+  *room = more;
+  return grown;
+}
+
 static void trace_keep(trace_event event) {
-  if (trace_used == trace_room) {
-    int64_t room = trace_room ? 2 * trace_room : 4096;
-    trace_event *grown = realloc(trace_log, (size_t)room * sizeof *grown);
-    if (grown == NULL)
-      dhir_rt_fatal("the trace: cannot keep %lld events", (long long)room);
-    trace_log = grown;
-    trace_room = room;
-  }
+  trace_log = room_for_one(trace_log, &trace_room, trace_used, sizeof *trace_log, 4096,
+                           "the trace: cannot keep", "events");
   trace_log[trace_used++] = event;
 }
 
@@ -743,22 +751,27 @@ void dhir_rt_send(int64_t ptr, int64_t bytes, int32_t dest, int32_t tag) {
   mpi_leave(before);
 }
 
+/* `bytes` from `source` into `into`, in pieces, on `comm`; `what` names the caller. */
+static void receive(const char *what, char *into, int64_t bytes, int32_t source, int32_t tag,
+                    MPI_Comm comm) {
+  for (int64_t done = 0; done < bytes; done += chunk_bytes) {
+    int piece = piece_at(done, bytes), got = -1;
+    MPI_Status status;
+    check(MPI_Recv(into + done, piece, MPI_BYTE, source, tag, comm, &status), "MPI_Recv");
+    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+    /* A shorter piece means the two ranks disagree on the buffer's size: never go on. */
+    if (got != piece)
+      dhir_rt_fatal("%s: expected %d bytes from rank %d (tag %d), got %d", what, piece, source,
+                    tag, got);
+  }
+}
+
 void dhir_rt_recv(int64_t ptr, int64_t bytes, int32_t source, int32_t tag) {
   int64_t before = mpi_enter(CALL_RECV, source);
   if (tracing)
     trace_size(bytes, tag);
   char *data = message_buffer("dhir_rt_recv", ptr, bytes, "source", source);
-  for (int64_t done = 0; done < bytes; done += chunk_bytes) {
-    int piece = piece_at(done, bytes), got = -1;
-    MPI_Status status;
-    check(MPI_Recv(data + done, piece, MPI_BYTE, source, tag, MPI_COMM_WORLD, &status),
-          "MPI_Recv");
-    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
-    /* A shorter piece means the two ranks disagree on the buffer's size: never go on. */
-    if (got != piece)
-      dhir_rt_fatal("dhir_rt_recv: expected %d bytes from rank %d (tag %d), got %d", piece,
-                    source, tag, got);
-  }
+  receive("dhir_rt_recv", data, bytes, source, tag, MPI_COMM_WORLD);
   mpi_leave(before);
 }
 
@@ -959,14 +972,8 @@ static device_request *device_requests = NULL;
 static int64_t device_request_count = 0, device_request_room = 0;
 
 static MPI_Request *keyed_request(int64_t key) {
-  if (device_request_count == device_request_room) {
-    int64_t room = device_request_room ? 2 * device_request_room : 16;
-    device_request *grown = realloc(device_requests, (size_t)room * sizeof *grown);
-    if (grown == NULL)
-      dhir_rt_fatal("cannot allocate %lld requests", (long long)room);
-    device_requests = grown;
-    device_request_room = room;
-  }
+  device_requests = room_for_one(device_requests, &device_request_room, device_request_count,
+                                 sizeof *device_requests, 16, "cannot allocate", "requests");
   device_request *entry = &device_requests[device_request_count++];
   entry->key = key;
   return &entry->request;
@@ -978,13 +985,10 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
   char *from = message_buffer("dhir_rt_device_isend", (int64_t)(intptr_t)data, bytes,
                               "destination", dest);
   count_sent(bytes);
-  int64_t done = 0;
-  do { /* one empty message for no bytes */
+  for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Isend(from + done, piece_at(done, bytes), MPI_BYTE, dest, tag, device_comm,
                     keyed_request(key)),
           "MPI_Isend");
-    done += chunk_bytes;
-  } while (done < bytes);
   if (tracing)
     trace_span(TRACE_ISEND, began, -1, dest, bytes, DEVICE_TRACE_TAG + tag);
 }
@@ -992,13 +996,10 @@ void dhir_rt_device_isend(const void *data, int64_t bytes, int32_t dest, int32_t
 void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag, int64_t key) {
   char *into = message_buffer("dhir_rt_device_irecv", (int64_t)(intptr_t)data, bytes, "source",
                               source);
-  int64_t done = 0;
-  do {
+  for (int64_t done = 0; done < bytes; done += chunk_bytes)
     check(MPI_Irecv(into + done, piece_at(done, bytes), MPI_BYTE, source, tag, device_comm,
                     keyed_request(key)),
           "MPI_Irecv");
-    done += chunk_bytes;
-  } while (done < bytes);
 }
 
 void dhir_rt_device_wait(int64_t key) {
@@ -1033,17 +1034,7 @@ void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag)
     trace_size(bytes, DEVICE_TRACE_TAG + tag);
   char *into = message_buffer("dhir_rt_device_recv", (int64_t)(intptr_t)data, bytes, "source",
                               source);
-  int64_t done = 0;
-  do {
-    int piece = piece_at(done, bytes), got = -1;
-    MPI_Status status;
-    check(MPI_Recv(into + done, piece, MPI_BYTE, source, tag, device_comm, &status), "MPI_Recv");
-    check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
-    if (got != piece)
-      dhir_rt_fatal("dhir_rt_device_recv: expected %d bytes from rank %d (tag %d), got %d",
-                    piece, source, tag, got);
-    done += chunk_bytes;
-  } while (done < bytes);
+  receive("dhir_rt_device_recv", into, bytes, source, tag, device_comm);
   mpi_leave(before);
 }
 
