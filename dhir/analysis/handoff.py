@@ -7,8 +7,9 @@ so the hand-off is opened explicitly (`handing_over`) by a driver that runs noth
 between the two passes (the native backend); dhir-place records what it found there,
 and dhir-lower-to-mpi takes each task's facts once. A pass in between that keeps the
 elements each task touches may record the facts of the tasks it rewrites before it does
-(`keep_facts`). Outside such a scope (dhir-opt, any other pipeline) nothing is recorded
-and each pass finds its own.
+(`keep_facts`); one that changes what a task touches forgets its facts (`drop_facts`),
+so that dhir-lower-to-mpi finds them again. Outside such a scope (dhir-opt, any other
+pipeline) nothing is recorded and each pass finds its own.
 """
 
 from collections.abc import Iterator, Sequence
@@ -51,6 +52,14 @@ def keep_facts(task: TaskOp) -> None:
     facts = _open.get()
     if facts is not None and task not in facts:
         facts[task] = (task_effects(task), task_regions(task))
+
+
+def drop_facts(task: TaskOp) -> None:
+    """Forget `task`'s facts, if a hand-off is open: for a pass that changes the elements
+    its body touches (dhir-gpu-data's copies between host and device)."""
+    facts = _open.get()
+    if facts is not None:
+        facts.pop(task, None)
 
 
 def take(task: TaskOp) -> Facts | None:

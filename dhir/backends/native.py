@@ -128,10 +128,11 @@ def compile_native(
     timed = (InstrumentPass(),) if profile is not None else ()
     data = (GpuDataPass(ranks, entry),) if gpu is not None else ()
     lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
-    # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks
-    # and the optimizer run between the two: the calls the first adds take no memref, and
-    # the second reads and writes the same elements, so neither changes a task's effects
-    # or regions. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
+    # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks,
+    # the optimizer and dhir-gpu-data run between the two: the calls the first adds take
+    # no memref, the second reads and writes the same elements, so neither changes a
+    # task's effects or regions, and the third drops the facts of the GPU tasks it gives
+    # copies. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
     # know, run sequentially.
@@ -147,7 +148,7 @@ def compile_native(
         *threaded,
         CheckMpiPass(options.mpi),
     )
-    adjacent = not timed and not data
+    adjacent = not timed
     if options.optimize:
         with timing.stage("dhir time tiles"):
             tiled = time_tiles(module, ranks=ranks)

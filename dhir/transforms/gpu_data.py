@@ -6,7 +6,8 @@ ranks the device copy is valid and whether some rank's device holds data newer t
 host copy ("dirty"):
 
 - Before a GPU task on rank R: R's device buffer for each memref the task touches is
-  allocated (once per memref and rank, before the schedule; freed after it), and filled from
+  allocated (once per memref and rank, before the schedule, or before its time loop when
+  the loop's body is the schedule alone; freed after it), and filled from
   R's host copy when R's device copy is stale. Written memrefs are filled too: a kernel may
   write only part of a buffer.
 - After a GPU task: what it left dirty on the device is copied back to R's host copy only
@@ -63,6 +64,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.handoff import drop_facts
+from dhir.analysis.outputs import time_loop
 from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as xmemref
@@ -143,13 +146,16 @@ class GpuDataPass(ModulePass):
 class CopyPlan:
     """Per task index: memrefs copied host to device before it, device to host after it;
     device messages (memref, the other rank) received before it and sent after it; device
-    buffers whose earlier send must have finished before it (`ready`)."""
+    buffers whose earlier send must have finished before it (`ready`), and the sends that
+    may be in flight when the schedule ends (`in_flight`)."""
 
     copy_in: dict[int, list[SSAValue]] = field(default_factory=dict)
     copy_out: dict[int, list[SSAValue]] = field(default_factory=dict)
     receive: dict[int, list[tuple[SSAValue, int]]] = field(default_factory=dict)
     send: dict[int, list[tuple[SSAValue, int]]] = field(default_factory=dict)
     ready: dict[int, list[SSAValue]] = field(default_factory=dict)
+    # (rank, memref): a send of that rank's buffer may still be in flight at the end.
+    in_flight: set[tuple[int, SSAValue]] = field(default_factory=set[tuple[int, SSAValue]])
 
 
 @dataclass(frozen=True)
@@ -171,15 +177,18 @@ def plan_copies(
     order: Sequence[SSAValue],
     needed_after: set[SSAValue],
     device_messages: bool = True,
+    in_flight: set[tuple[int, SSAValue]] | None = None,
 ) -> CopyPlan:
     """The copies for tasks in program order; `order` sorts memrefs (schedule position),
     `needed_after` holds the memrefs whose host copy code after the schedule reads. With
     `device_messages`, a value that only devices hold goes from one rank's device buffer
-    straight to the next GPU task's on another rank, not through both hosts."""
+    straight to the next GPU task's on another rank, not through both hosts. `in_flight`:
+    the sends that may still be in flight when the schedule starts (its buffers outlive
+    one run of it)."""
     plan = CopyPlan()
     on_device: dict[SSAValue, set[int]] = {m: set() for m in order}
     device_only: set[SSAValue] = set()  # no host copy is current
-    sending: set[tuple[int, SSAValue]] = set()  # (rank, memref): a send may be in flight
+    sending = set(in_flight or ())  # (rank, memref): a send may be in flight
     # A message's tag is its memref's place; MPI keeps each pair's messages in order, but
     # two memrefs' messages may cross, so tags must differ: beyond them, through hosts.
     tagged = {m: k < MESSAGE_TAGS for k, m in enumerate(order)}
@@ -225,6 +234,7 @@ def plan_copies(
                 continue
             plan.copy_out[k].append(m)
             device_only.discard(m)
+    plan.in_flight = sending
     return plan
 
 
@@ -280,13 +290,22 @@ class _ScheduleData:
     numbers: list[str] = field(default_factory=list)  # see task_numbers
     messages: bool = False  # some task sends or receives a device buffer
     order: list[SSAValue] = field(default_factory=list)  # the schedule's memrefs
+    # What the device buffers are made before and freed after: the schedule, or its time
+    # loop, so that they last all its steps and the loop holds nothing but the schedule
+    # (dhir-lower-to-mpi then keeps the data distributed between steps).
+    anchor: Operation | None = None
 
     def run(self, device_messages: bool) -> None:
         self.numbers = task_numbers(self.schedule)
+        loop = time_loop(self.schedule)
+        self.anchor = loop or self.schedule
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         needed = _needed_after(self.schedule, order)
         plan = plan_copies(facts, order, needed, device_messages)
+        if loop is not None and plan.in_flight:
+            # A step's sends may still be in flight when the next step reuses the buffer.
+            plan = plan_copies(facts, order, needed, device_messages, plan.in_flight)
         self.messages = bool(plan.send)
         users = self._buffer_users(facts, order)
         self._allocate(users)
@@ -318,7 +337,7 @@ class _ScheduleData:
         return users
 
     def _allocate(self, users: dict[int, tuple[TaskOp, list[SSAValue]]]) -> None:
-        guards = _Guards(self.schedule) if self.ranks > 1 else None
+        guards = _Guards(self._anchor) if self.ranks > 1 else None
         for rank in sorted(users):
             first, memrefs = users[rank]
             hook, name = self.labels.pointer(
@@ -371,6 +390,7 @@ class _ScheduleData:
         return list(guard.results)
 
     def _rewrite(self, task: TaskOp, k: int, facts: TaskFacts, plan: CopyPlan) -> None:
+        drop_facts(task)  # its copies touch other elements than its kernels did
         block = task.body.block
         mine = {m: b for (r, m), b in self.buffers.items() if r == facts.rank}
         for op in block.walk():
@@ -405,26 +425,31 @@ class _ScheduleData:
         tag = arith.ConstantOp(IntegerAttr(self.order.index(memref), i32))
         return [*ops, rank, tag, func.CallOp(hook, [address, rank.result, tag.result], [])]
 
+    @property
+    def _anchor(self) -> Operation:
+        assert self.anchor is not None, "run() sets it"
+        return self.anchor
+
     def _before_schedule(self, ops: Iterable[Operation]) -> None:
-        parent = self.schedule.parent
+        parent = self._anchor.parent
         assert parent is not None
         for op in ops:
-            parent.insert_op_before(op, self.schedule)
+            parent.insert_op_before(op, self._anchor)
 
     def _after_schedule(self, ops: Sequence[Operation]) -> None:
-        parent = self.schedule.parent
+        parent = self._anchor.parent
         assert parent is not None
-        anchor: Operation = self.schedule
+        anchor = self._anchor
         for op in ops:
             parent.insert_op_after(op, anchor)
             anchor = op
 
 
 class _Guards:
-    """`rank == R` conditions, computed once before the schedule."""
+    """`rank == R` conditions, computed once before `anchor` (the schedule or its loop)."""
 
-    def __init__(self, schedule: ScheduleOp) -> None:
-        self._schedule = schedule
+    def __init__(self, anchor: Operation) -> None:
+        self._anchor = anchor
         comm = mpi.CommWorldOp()
         rank = mpi.CommRankOp(comm.comm)
         self._rank = rank.rank
@@ -432,10 +457,10 @@ class _Guards:
         self._on: dict[int, SSAValue] = {}
 
     def _insert(self, ops: Sequence[Operation]) -> None:
-        parent = self._schedule.parent
+        parent = self._anchor.parent
         assert parent is not None
         for op in ops:
-            parent.insert_op_before(op, self._schedule)
+            parent.insert_op_before(op, self._anchor)
 
     def on(self, rank: int) -> SSAValue:
         if rank not in self._on:

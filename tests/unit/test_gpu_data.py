@@ -5,6 +5,7 @@ with stale data)."""
 
 import numpy as np
 from hypothesis import given, note, settings
+from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1
@@ -118,6 +119,16 @@ def test_a_value_only_devices_hold_is_copied_out_where_a_host_needs_it() -> None
     assert plan.copy_in == {0: [a], 1: [b], 2: [], 4: []}
     assert plan.copy_out == {0: [], 1: [b], 2: [a], 4: [a]}
     assert plan.ready == {0: [], 1: [], 2: [a], 4: []}
+
+
+def test_a_send_still_in_flight_when_a_step_starts_is_waited_for_first() -> None:
+    (a,) = _values(1)
+    facts = [_fact(0, True, writes=[a]), _fact(1, True, reads=[a], writes=[a])]
+    plan = plan_copies(facts, [a], {a})
+    assert plan.in_flight == {(0, a)} and plan.ready == {0: [], 1: []}
+    # In a time loop the buffers last: the next step's first use on rank 0 waits.
+    again = plan_copies(facts, [a], {a}, in_flight=plan.in_flight)
+    assert again.ready == {0: [a], 1: []} and again.in_flight == {(0, a)}
 
 
 def test_nothing_copied_back_when_nothing_reads_it_afterwards() -> None:
@@ -250,3 +261,39 @@ def test_copies_keep_the_sequential_result(case: tuple[int, RandomSchedule, int]
     results = _run_on_interp(module, [a.copy() for a in inputs])
     for got, want in zip(results, program.reference(inputs)):
         np.testing.assert_array_equal(got, want)
+
+
+def _in_time_loop(text: str, steps: int) -> str:
+    """`text` (one schedule in @main) with its schedule run `steps` times by an scf.for."""
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if "dhir.schedule" in line)
+    end = lines.index("  func.return")
+    loop = [
+        "  %step0 = arith.constant 0 : index",
+        "  %step1 = arith.constant 1 : index",
+        f"  %steps = arith.constant {steps} : index",
+        "  scf.for %step = %step0 to %steps step %step1 {",
+    ]
+    return "\n".join([*lines[:start], *loop, *lines[start:end], "  }", *lines[end:]]) + "\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.integers(1, 3))
+def test_copies_in_a_time_loop_keep_the_sequential_result(
+    case: tuple[int, RandomSchedule, int], steps: int
+) -> None:
+    """Device buffers are made once, before the loop, and last every step."""
+    ranks, random_program, seed = case
+    program = parallel(random_program)
+    module = dhir.parse_string(_in_time_loop(program.text(), steps))
+    dhir.run_pipeline(module, f"dhir-place{{ranks={ranks}}},dhir-gpu-data{{ranks={ranks}}}")
+    note(dhir.print_module(module))
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)][:1]
+    assert not any(DEVICE_BUFFER_ATTR in op.attributes for op in loop.walk())
+    inputs = random_inputs(program, seed)
+    want = inputs
+    for _ in range(steps):
+        want = program.reference(want)
+    results = _run_on_interp(module, [a.copy() for a in inputs])
+    for got, expected in zip(results, want):
+        np.testing.assert_array_equal(got, expected)

@@ -19,6 +19,7 @@ from test_split_tasks import LinalgTask, OneLoop, linalg_tasks, one_loops
 from xdsl.dialects.builtin import ModuleOp
 
 import dhir
+from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import PIECE_ATTR, rank_of, rows_of
 from dhir.machine.description import (
@@ -29,6 +30,8 @@ from dhir.machine.description import (
     guess_device,
 )
 from dhir.machine.dlti import attach
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
 from dhir.transforms.gpu_row_copies import COPY_HOOK
 
 
@@ -236,6 +239,86 @@ def test_a_split_stencil_copies_the_gpu_rows_only(
     assert (counts["h2d"], counts["d2h"], counts["launches"]) == (1, 1, 1)
     log = fake.calls("cuMemcpyAsync")
     assert log == [f"cuMemcpyAsync {31 * 16 * 8}", f"cuMemcpyAsync {29 * 16 * 8}"]
+
+
+def _stepped_stencil() -> str:
+    """The split stencil run %steps times by a time loop around its schedule."""
+    text = _stencil().replace(
+        "func.func @main(%a: memref<40x16xf64>, %b: memref<40x16xf64>) {",
+        "func.func @main(%a: memref<40x16xf64>, %b: memref<40x16xf64>, %steps: index) {\n"
+        "  %s0 = arith.constant 0 : index\n  %s1 = arith.constant 1 : index\n"
+        "  scf.for %step = %s0 to %steps step %s1 {",
+    )
+    return text.replace("  }\n  return", "  }\n  }\n  return")
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_a_split_in_a_time_loop_allocates_once_and_sends_only_after_the_loop(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The device buffers last every step, and each rank keeps its rows between steps:
+    the bytes sent do not grow with the steps."""
+    fake = Fake(fake_driver, tmp_path, monkeypatch)
+    module = dhir.parse_string(_stepped_stencil())
+    attach(module, _node(1, 100.0, 300.0))
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2))
+    a0, b0 = np.random.default_rng(3).random((2, 40, 16))
+    sent: dict[int, list[str]] = {}
+    for steps in (1, 4):
+        fake.stats.unlink(missing_ok=True)
+        traffic: list[str] = []
+        inputs = [a0.copy(), b0.copy(), np.array(steps)]
+        got = run_executable(exe, signature, inputs, RunOptions(ranks=2), traffic=traffic)
+        np.testing.assert_array_equal(got[1][1:10], a0[0:9] + a0[2:11])  # the CPU's rows
+        (counts,) = fake.counts()
+        assert (counts["allocs"], counts["frees"]) == (2, 2)
+        assert (counts["h2d"], counts["d2h"], counts["launches"]) == (steps, steps, steps)
+        sent[steps] = [line.split(", took")[0] for line in traffic]
+    assert sent[1] == sent[4] and len(sent[1]) == 2
+
+
+GEMM_STEPS = """
+func.func @main(%a: memref<24x24xf64>, %b: memref<24x24xf64>, %c: memref<24x24xf64>,
+                %steps: index) {
+  %s0 = arith.constant 0 : index
+  %s1 = arith.constant 1 : index
+  scf.for %step = %s0 to %steps step %s1 {
+    dhir.schedule %a, %b, %c {
+      %any = dhir.target {kind = "any"}
+      %t = dhir.task %any, %a, %b, %c {
+        linalg.matmul ins(%a, %b : memref<24x24xf64>, memref<24x24xf64>)
+                      outs(%c : memref<24x24xf64>)
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_a_split_gemm_sends_each_rank_s_rows_of_c_once(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the rows each piece wrote travel, once, after the loop: the CPU piece's
+    optimized loops bound its rows less tightly than the piece did, which must not make
+    the CPU rank send the GPU's rows too."""
+    Fake(fake_driver, tmp_path, monkeypatch)
+    module = dhir.parse_string(GEMM_STEPS)
+    attach(module, _node(1, 100.0, 300.0))
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2))
+    a0, b0, c0 = np.random.default_rng(4).random((3, 24, 24))
+    traffic: list[str] = []
+    inputs = [a0, b0, c0.copy(), np.array(3)]
+    got = run_executable(exe, signature, inputs, RunOptions(ranks=2), traffic=traffic)
+    sent = [int(line.split(" sent ")[1].split()[0]) for line in traffic]
+    assert sum(sent) == 24 * 24 * 8, traffic
+    cpu_rows = sum(sent) // 8 // 24 - sent[1] // 8 // 24  # the fake runs no kernel
+    assert cpu_rows > 0
+    want = c0[:cpu_rows].copy()
+    for _ in range(3):
+        want += a0[:cpu_rows] @ b0
+    np.testing.assert_allclose(got[2][:cpu_rows], want, rtol=1e-12)
 
 
 NODE_TOML = """
