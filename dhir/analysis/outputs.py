@@ -19,7 +19,7 @@ from xdsl.traits import IsTerminator
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import func, memref, scf
-from dhir.dialects.dhir import ScheduleOp, defined_inside, walk_outside_tasks
+from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, defined_inside, walk_outside_tasks
 from dhir.ir.walk import find_ops
 
 
@@ -115,7 +115,8 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     """The scf.for or scf.while whose body holds `schedule` and nothing else that may
     touch its memrefs: no other op that uses a value which may point into their buffers
     (a view of the same base made anywhere, the base itself, the same global taken
-    again; see sharing.buffers), and no call (a callee may reach a global). None when
+    again; see sharing.buffers), and no call (a callee may reach a global) but dhir's
+    runtime hooks (HOOK_ATTR: dhir-instrument's timers). None when
     there is no such loop. Such a schedule's data may stay distributed between the
     loop's iterations."""
     loop = schedule.parent_op()
@@ -128,7 +129,9 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue
-        if isinstance(op, func.CallOp) or op.dialect_name() == "builtin":
+        if isinstance(op, func.CallOp) and HOOK_ATTR not in op.attributes:
+            return None
+        if op.dialect_name() == "builtin":
             return None
         if any(may_alias(v, memory) for v in op.operands):
             return None

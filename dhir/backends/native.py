@@ -2,7 +2,6 @@
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
@@ -128,11 +127,11 @@ def compile_native(
     timed = (InstrumentPass(),) if profile is not None else ()
     data = (GpuDataPass(ranks, entry),) if gpu is not None else ()
     lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
-    # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-track-tasks,
-    # the optimizer and dhir-gpu-data run between the two: the calls the first adds take
-    # no memref, the second reads and writes the same elements, so neither changes a
-    # task's effects or regions, and the third drops the facts of the GPU tasks it gives
-    # copies. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
+    # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-instrument,
+    # dhir-track-tasks, the optimizer and dhir-gpu-data run between the two: the calls the
+    # first two add take no memref, the third reads and writes the same elements, so none
+    # changes a task's effects or regions, and the fourth drops the facts of the GPU tasks
+    # it gives copies. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
     # know, run sequentially.
@@ -148,12 +147,11 @@ def compile_native(
         *threaded,
         CheckMpiPass(options.mpi),
     )
-    adjacent = not timed
     if options.optimize:
         with timing.stage("dhir time tiles"):
             tiled = time_tiles(module, ranks=ranks)
         timing.notes += [f"time tiles: {decision.line()}" for decision in tiled]
-    with handing_over() if adjacent else nullcontext():
+    with handing_over():
         with timing.stage("dhir passes"):
             run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)
             tasks = task_table(module)

@@ -509,6 +509,10 @@ class TaskOp(IRDLOperation):
 # since they are private to one rank's device and never travel between ranks.
 DEVICE_BUFFER_ATTR = "dhir.device_buffer"
 
+# A call into dhir's runtime that reads and writes no memory of the program (a timer, a
+# barrier): analyses of the host code around schedules may look through it.
+HOOK_ATTR = "dhir.hook"
+
 
 def _on_device(value: SSAValue) -> bool:
     owner = value.owner

@@ -27,11 +27,11 @@ from functools import cache
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, UnitAttr, i64
 from xdsl.passes import ModulePass
 
 from dhir.dialects import arith, func
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
 from dhir.machine.description import Device
@@ -112,8 +112,13 @@ def _wrap_schedule(schedule: ScheduleOp, number: int) -> None:
     assert block is not None  # the verifier keeps schedules inside functions
     ident = arith.ConstantOp(IntegerAttr(number, i64))
     ident.result.name_hint = f"schedule{number}"
-    block.insert_ops_before([ident, func.CallOp(SCHEDULE_BEGIN, [ident.result], [])], schedule)
-    block.insert_op_after(func.CallOp(SCHEDULE_END, [ident.result], []), schedule)
+    begin = func.CallOp(SCHEDULE_BEGIN, [ident.result], [])
+    end = func.CallOp(SCHEDULE_END, [ident.result], [])
+    for call in (begin, end):
+        # So that a time loop around the schedule still keeps its data distributed.
+        call.attributes[HOOK_ATTR] = UnitAttr()
+    block.insert_ops_before([ident, begin], schedule)
+    block.insert_op_after(end, schedule)
 
 
 def _declare(module: ModuleOp) -> None:

@@ -284,3 +284,28 @@ def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
     assert unmatched(profile, task_ids(module).values()) == stale
     drop_unmatched(profile, module, str(costs))
     assert list(profile.tasks) == ["t1"]
+
+
+@needs_llvm
+def test_a_profiled_time_loop_sends_what_an_unprofiled_one_does(tmp_path: Path) -> None:
+    """The timers around a schedule in a time loop are dhir's own hooks: the loop still
+    keeps its data distributed between steps, so the profile times the program that runs
+    without it."""
+    from dhir.backends.native import compile_native
+    from dhir.toolchain.launch import run_executable
+    from dhir.toolchain.options import RunOptions
+    from dhir.transforms.instrument import ProfileRecorder
+
+    u = np.linspace(0.0, 1.0, 16)
+    inputs = [u, np.zeros(16), np.array(5)]
+    sent, results = [], []
+    for profiled in (False, True):
+        module = parse_file(EXAMPLES / "time_loop.mlir")
+        recorder = ProfileRecorder(module, 2, tmp_path / "p.json") if profiled else None
+        exe, signature = compile_native(module, "main", RunOptions(ranks=2), profile=recorder)
+        traffic: list[str] = []
+        results.append(run_executable(exe, signature, inputs, RunOptions(ranks=2), traffic=traffic))
+        sent.append([line.split(", took")[0] for line in traffic])
+    assert sent[0] == sent[1], sent
+    for plain, timed in zip(*results, strict=True):
+        np.testing.assert_array_equal(plain, timed)
