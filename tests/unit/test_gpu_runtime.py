@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
-from test_gpu_data import GPU_TARGETS, parallel
+from test_gpu_data import GPU_TARGETS, _in_time_loop, parallel
 from xdsl.dialects.builtin import ModuleOp
 
 import dhir
@@ -327,6 +327,26 @@ def test_random_schedules_move_data_like_the_oracle(
     fake.set("DHIR_GPU_MESSAGES", how)
     text = parallel(random_program).text()
     note(f"on {ranks} ranks, messages {how}, the program:\n{text}")
+    inputs = random_inputs(random_program, seed)
+    oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
+    native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)
+    for got, want in zip(native, oracle):
+        assert got.tobytes() == want.tobytes()
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(ranked_cases((2, 3), 8, 4, GPU_TARGETS), st.integers(1, 3))
+def test_random_schedules_in_a_time_loop_move_data_like_the_oracle(
+    fake: Fake, case: tuple[int, RandomSchedule, int], steps: int
+) -> None:
+    """Device buffers last every step and the ranks keep their data between steps."""
+    ranks, random_program, seed = case
+    text = _in_time_loop(parallel(random_program).text(), steps)
+    note(f"on {ranks} ranks, the program:\n{text}")
     inputs = random_inputs(random_program, seed)
     oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
     native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)
