@@ -43,7 +43,7 @@ from dhir.analysis.sharing import buffers, memory_of, shared
 from dhir.analysis.validity import Box
 from dhir.dialects import func
 from dhir.dialects.access import is_pure, is_shape_query, is_view
-from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import rank_of
 
@@ -356,12 +356,27 @@ def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, 
     if _harmless(op):
         yield from _unlisted_uses(op, aliases)
         return
+    if _device_setup(op):
+        for arg in hits:
+            yield arg, "a GPU task uses it (memrefs of GPU tasks are not partitioned yet)"
+        return
     if isinstance(op, func.CallOp):
         what = f"host code, which every rank runs, passes it to @{op.callee.string_value()}"
     else:
         what = f"host code, which every rank runs, uses it ({op.name}"
     for arg in hits:
         yield arg, f"{what}{where})" if "(" in what else f"{what}{where}"
+
+
+def _device_setup(op: Operation) -> bool:
+    """Whether `op` belongs to dhir-gpu-data's making of device buffers (it pairs each
+    with its host memref, which the runtime may page-lock as a whole)."""
+    current: Operation | None = op
+    while current is not None:
+        if DEVICE_BUFFER_ATTR in current.attributes:
+            return True
+        current = current.parent_op()
+    return False
 
 
 def _harmless(op: Operation) -> bool:

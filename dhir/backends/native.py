@@ -126,7 +126,7 @@ def compile_native(
     place = PlacePass(ranks, options.placement, str(costs) if costs is not None else None, entry)
     timed = (InstrumentPass(),) if profile is not None else ()
     data = (GpuDataPass(ranks, entry),) if gpu is not None else ()
-    lower = LowerToMPIPass(ranks, options.mpi, entry, partition=gpu is None)
+    lower = LowerToMPIPass(ranks, options.mpi, entry, partition=True)
     # dhir-place's task facts stay right for dhir-lower-to-mpi when only dhir-instrument,
     # dhir-track-tasks, the optimizer and dhir-gpu-data run between the two: the calls the
     # first two add take no memref, the third reads and writes the same elements, so none

@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir import DhirError
 from dhir.backends.interp import run_interp
+from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import is_gpu_task
 from dhir.machine.description import (
@@ -29,6 +30,9 @@ from dhir.machine.description import (
     guess_device,
 )
 from dhir.machine.dlti import attach
+from dhir.toolchain.build import Timing
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
 
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 ROOT = Path(__file__).parents[2]
@@ -352,6 +356,59 @@ def test_random_schedules_in_a_time_loop_move_data_like_the_oracle(
     native = dhir.run(text, *inputs, ranks=ranks, placement="round-robin", timeout=120)
     for got, want in zip(native, oracle):
         assert got.tobytes() == want.tobytes()
+
+
+PARTLY_GPU = """
+func.func @main(%a: memref<64xi32>, %x: memref<64x8xi32>) {
+  dhir.schedule %a, %x {
+    %cpu = dhir.target {kind = "cpu"}
+    %gpu = dhir.target {arch = "sm_90"}
+    %double = dhir.task %gpu, %a attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %v = memref.load %a[%i] : memref<64xi32>
+        %w = arith.addi %v, %v : i32
+        memref.store %w, %a[%i] : memref<64xi32>
+      }
+    }
+    TASKS
+  }
+  return
+}
+"""
+ROWS = """%rows{r} = dhir.task %cpu, %x attributes {{dhir.rank = {r} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %lo = arith.constant {lo} : index
+      %hi = arith.constant {hi} : index
+      %m = arith.constant 8 : index
+      scf.for %i = %lo to %hi step %c1 {{
+        scf.for %j = %c0 to %m step %c1 {{
+          %v = memref.load %x[%i, %j] : memref<64x8xi32>
+          %w = arith.muli %v, %v : i32
+          memref.store %w, %x[%i, %j] : memref<64x8xi32>
+        }}
+      }}
+    }}
+    """
+
+
+def test_memrefs_no_gpu_task_uses_are_partitioned(fake: Fake) -> None:
+    """Each rank holds only its rows of %x; %a, which a GPU task uses, stays whole."""
+    tasks = "".join(ROWS.format(r=r, lo=32 * r, hi=32 * r + 32) for r in (0, 1))
+    module = dhir.parse_string(PARTLY_GPU.replace("TASKS", tasks))
+    timing = Timing()
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2), timing=timing)
+    memory = [note for note in timing.notes if note.startswith("memory:")]
+    assert "memory: %x: partitioned, rank 0 rows 0..31; rank 1 rows 32..63" in memory
+    assert any(n.startswith("memory: %a: whole") and "a GPU task uses it" in n for n in memory)
+    a = np.arange(64, dtype=np.int32)
+    x = np.arange(512, dtype=np.int32).reshape(64, 8)
+    got = run_executable(exe, signature, [a, x], RunOptions(ranks=2))
+    np.testing.assert_array_equal(got[1], x * x)
+    np.testing.assert_array_equal(got[0], a)  # the fake runs no kernel
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
