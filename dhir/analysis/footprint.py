@@ -357,8 +357,6 @@ def _host_reasons(op: Operation, aliases: _Aliases) -> Iterator[tuple[SSAValue, 
         yield from _unlisted_uses(op, aliases)
         return
     if _device_setup(op):
-        for arg in hits:
-            yield arg, "a GPU task uses it (memrefs of GPU tasks are not partitioned yet)"
         return
     if isinstance(op, func.CallOp):
         what = f"host code, which every rank runs, passes it to @{op.callee.string_value()}"

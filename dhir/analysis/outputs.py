@@ -19,7 +19,13 @@ from xdsl.traits import IsTerminator
 from dhir.analysis.effects import derived_results
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import func, memref, scf
-from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, defined_inside, walk_outside_tasks
+from dhir.dialects.dhir import (
+    DEVICE_BUFFER_ATTR,
+    HOOK_ATTR,
+    ScheduleOp,
+    defined_inside,
+    walk_outside_tasks,
+)
 from dhir.ir.walk import find_ops
 
 
@@ -73,13 +79,17 @@ def dead_after(op: Operation, values: Iterable[SSAValue]) -> set[SSAValue]:
 
 
 def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
-    """The `args` that an op after `schedule` (in its block) uses through any alias."""
+    """The `args` that an op after `schedule` (in its block) uses through any alias, but
+    for dhir-gpu-data's freeing of device buffers (DEVICE_BUFFER_ATTR), which touches no
+    host memory."""
     block = schedule.parent_block()
     assert block is not None
     roots = _alias_roots(block.ops, args, skip=schedule)
     tops = list(block.ops)
     used: set[SSAValue] = set()
     for top in tops[tops.index(schedule) + 1 :]:
+        if DEVICE_BUFFER_ATTR in top.attributes:
+            continue
         for op in top.walk():
             for value in op.operands:
                 used |= roots.get(value, frozenset())

@@ -12,7 +12,8 @@ then only carries elements its sender holds.
 
 A memref stays whole where the lowering could not keep it in part: the footprint's
 reasons (dynamic shape, host code, views, unlisted addresses), one rank, no dimension, a
-layout other than the identity, a GPU task using it (device copies are whole), not
+layout other than the identity, a GPU task using it (device copies are whole; a GPU
+piece of a split loop copies rows, and counts as any task), not
 exactly one schedule listing it, or a schedule after which the memref is needed on more
 than rank 0 (`final_to_root`: the lowering's, see dhir.analysis.outputs.root_only).
 """
@@ -38,7 +39,7 @@ from dhir.analysis.regions import Regions
 from dhir.analysis.validity import Box
 from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.tasks import is_gpu_task
+from dhir.ir.tasks import is_gpu_task, rows_of
 
 # Rows lo <= r < hi of the first dimension.
 Band = tuple[int, int]
@@ -201,9 +202,12 @@ def _listing(function: func.FuncOp) -> dict[SSAValue, list[ScheduleOp]]:
 
 
 def _gpu_memrefs(listing: Mapping[SSAValue, list[ScheduleOp]]) -> set[SSAValue]:
-    """The memrefs a GPU task of a schedule in `listing` lists."""
+    """The memrefs a GPU task of a schedule in `listing` lists, but for a GPU piece of a
+    split loop (dhir-split-devices): it copies rows of its memrefs, which its access
+    regions (the copies) bound like any task's."""
     schedules = dict.fromkeys(s for found in listing.values() for s in found)
-    return {m for s in schedules for t in s.tasks() if is_gpu_task(t) for m in t.memrefs}
+    tasks = [t for s in schedules for t in s.tasks() if is_gpu_task(t)]
+    return {m for t in tasks if rows_of(t) is None for m in t.memrefs}
 
 
 def _reason(

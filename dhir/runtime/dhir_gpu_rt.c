@@ -592,13 +592,13 @@ void mgpuEventRecord(void *event, void *stream) {
 enum { LOCK_AT_ONCE = 64 << 20, LOCK_SHORT = 128 << 20 };
 
 typedef struct {
-  uintptr_t device, host;
+  uintptr_t device, host, locked; /* locked: the address to unlock */
   size_t size;
   bool lasting, pinned, tried;
 } Pair;
 
 typedef struct {
-  uintptr_t host;
+  uintptr_t host, locked;
   size_t size;
   int copies;
   bool pinned, refused;
@@ -626,13 +626,18 @@ static int pin_policy(void) {
   return policy;
 }
 
-static bool lock(uintptr_t host, size_t size) {
+/* Locks the part of [host, host + size) this process holds: all of it, or the rows it
+   holds of a partitioned argument. */
+static bool lock(uintptr_t host, size_t size, uintptr_t *locked) {
   if (cu.MemHostRegister == NULL || cu.MemHostUnregister == NULL)
     return false;
-  if (cu.MemHostRegister((void *)host, size, 0) != CUDA_SUCCESS)
+  int64_t bytes = (int64_t)size;
+  dhir_rt_held_part(&host, &bytes);
+  if (bytes <= 0 || cu.MemHostRegister((void *)host, (size_t)bytes, 0) != CUDA_SUCCESS)
     return false;
   ++stats.pins;
-  stats.pinned += (long long)size;
+  stats.pinned += (long long)bytes;
+  *locked = host;
   return true;
 }
 
@@ -645,7 +650,7 @@ static Lasting *lasting_of(uintptr_t host, size_t size) {
     if (lastings[i].host == host && lastings[i].size == size)
       return &lastings[i];
   lastings = grow(lastings, &lasting_capacity, lasting_count, sizeof *lastings);
-  lastings[lasting_count] = (Lasting){host, size, 0, false, false};
+  lastings[lasting_count] = (Lasting){host, 0, size, 0, false, false};
   return &lastings[lasting_count++];
 }
 
@@ -655,8 +660,8 @@ void dhir_rt_gpu_pair(int64_t device, int64_t host, int64_t lasting) {
   if (size == 0 || pin_policy() == PIN_NEVER)
     return;
   pairs = grow(pairs, &pair_capacity, pair_count, sizeof *pairs);
-  pairs[pair_count++] = (Pair){(uintptr_t)device, (uintptr_t)host, size, lasting != 0, false,
-                               false};
+  pairs[pair_count++] = (Pair){(uintptr_t)device, (uintptr_t)host, 0, size, lasting != 0,
+                               false, false};
 }
 
 /* Before a copy between `device` and `host`: lock the host side if it is time to. */
@@ -668,14 +673,14 @@ static void before_copy(uintptr_t device, uintptr_t host) {
     bool always = pin_policy() == PIN_ALWAYS;
     if (!pair->lasting) {
       if (!pair->tried && (always || pair->size >= LOCK_SHORT))
-        pair->pinned = lock(pair->host, pair->size);
+        pair->pinned = lock(pair->host, pair->size, &pair->locked);
       pair->tried = true;
       return;
     }
     Lasting *held = lasting_of(pair->host, pair->size);
     int needed = always || pair->size >= LOCK_AT_ONCE ? 1 : 2;
     if (!held->pinned && !held->refused && ++held->copies >= needed) {
-      held->pinned = lock(held->host, held->size);
+      held->pinned = lock(held->host, held->size, &held->locked);
       held->refused = !held->pinned;
     }
     return;
@@ -686,7 +691,7 @@ static void unpair(uintptr_t device) {
   for (size_t i = 0; i < pair_count; ++i)
     if (pairs[i].device == device) {
       if (pairs[i].pinned)
-        unlock(pairs[i].host);
+        unlock(pairs[i].locked);
       pairs[i] = pairs[--pair_count];
       return;
     }
@@ -696,7 +701,7 @@ static void unpair(uintptr_t device) {
 void dhir_rt_gpu_unpin_all(void) {
   for (size_t i = 0; i < lasting_count; ++i)
     if (lastings[i].pinned)
-      unlock(lastings[i].host);
+      unlock(lastings[i].locked);
   lasting_count = 0;
 }
 

@@ -1259,6 +1259,28 @@ void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
   return data;
 }
 
+/* The memory reserved for partitioned arguments' rows, for dhir_rt_held_part. */
+typedef struct {
+  uintptr_t start;
+  int64_t bytes;
+} reserved_part;
+static reserved_part *reserved_parts = NULL;
+static int64_t reserved_room = 0, reserved_count = 0;
+
+void dhir_rt_held_part(uintptr_t *start, int64_t *bytes) {
+  uintptr_t end = *start + (uintptr_t)*bytes;
+  for (int64_t k = 0; k < reserved_count; ++k) {
+    uintptr_t lo = reserved_parts[k].start, hi = lo + (uintptr_t)reserved_parts[k].bytes;
+    if (lo >= end || hi <= *start)
+      continue;
+    lo = lo > *start ? lo : *start;
+    hi = hi < end ? hi : end;
+    *start = lo;
+    *bytes = (int64_t)(hi - lo);
+    return;
+  }
+}
+
 static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *ranges, int64_t count) {
   if (count == 0)
     return NULL;
@@ -1273,6 +1295,9 @@ static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *range
     dhir_rt_fatal("argument #%d: cannot reserve %lld bytes for rows %lld..%lld: %s", index,
                   (long long)size, (long long)first, (long long)ranges[2 * count - 1] - 1,
                   strerror(errno));
+  reserved_parts = room_for_one(reserved_parts, &reserved_room, reserved_count,
+                                sizeof *reserved_parts, 8, "cannot keep", "reserved parts");
+  reserved_parts[reserved_count++] = (reserved_part){(uintptr_t)data, size};
   return data;
 }
 

@@ -77,6 +77,11 @@ void dhir_rt_device_wait(int64_t key);
 void dhir_rt_device_progress(void);
 void dhir_rt_device_recv(void *data, int64_t bytes, int32_t source, int32_t tag);
 
+/* For the GPU runtime's page-locking: [*start, *start + *bytes) cut down to the part this
+ * rank reserved for the rows it holds of a partitioned argument, where it overlaps one
+ * (the rest of such an argument's range is no memory of this process); else unchanged. */
+void dhir_rt_held_part(uintptr_t *start, int64_t *bytes);
+
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
 _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -7,7 +7,8 @@
  * of a call that then fails with CUDA_ERROR_OUT_OF_MEMORY).
  *
  * Page-locking keeps a list of the locked ranges and refuses what the driver refuses: a
- * range overlapping a locked one, unlocking what is not locked. Ranges still locked when
+ * range overlapping a locked one or holding pages the process has not mapped, unlocking
+ * what is not locked. Ranges still locked when
  * the process exits are logged ("cuMemHostRegister_v2 left N").
  *
  * Module loading checks the chip like the driver does, roughly: a fatbin needs an entry for
@@ -389,6 +390,11 @@ CUresult cuMemHostRegister_v2(void *pointer, size_t bytes, unsigned flags) {
   for (int i = 0; i < locked_count; ++i)
     if (start < locked[i].start + locked[i].size && locked[i].start < start + bytes)
       return ALREADY_REGISTERED;
+  unsigned char *pages = malloc(bytes / 4096 + 1);
+  int unmapped = pages == NULL || mincore((void *)start, bytes, pages) != 0;
+  free(pages);
+  if (unmapped)
+    return INVALID_VALUE;
   if (locked_count == 256)
     return OUT_OF_MEMORY;
   if (!watching++)

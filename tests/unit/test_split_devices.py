@@ -5,6 +5,7 @@ a row not copied in or out shows) and give the whole task's results bit for bit;
 runtime's copies are checked against the fake CUDA driver; dhir-gpu-row-copies turns the
 row copies into runtime calls."""
 
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from dhir.machine.description import (
     guess_device,
 )
 from dhir.machine.dlti import attach
+from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.transforms.gpu_row_copies import COPY_HOOK
@@ -277,6 +279,43 @@ def test_a_split_in_a_time_loop_allocates_once_and_sends_only_after_the_loop(
     assert sent[1] == sent[4] and len(sent[1]) == 2
 
 
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_a_split_holds_and_locks_only_each_rank_s_rows(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memrefs of a split loop are partitioned like a CPU split's: each rank holds the
+    rows its piece copies or touches, and the GPU rank page-locks just those."""
+    fake = Fake(fake_driver, tmp_path, monkeypatch)
+    fake.set("DHIR_GPU_PIN", "always")
+    text = (
+        _stencil()
+        .replace("40x16", "512x64")
+        .replace("%c16 = arith.constant 16", "%c16 = arith.constant 64")
+        .replace("%c39 = arith.constant 39", "%c39 = arith.constant 511")
+    )
+    module = dhir.parse_string(text)
+    attach(module, _node(1, 100.0, 300.0))
+    timing = Timing()
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2), timing=timing)
+    held = {}
+    for line in timing.notes:
+        found = re.match(
+            r"memory: %(\w): partitioned, rank 0 rows \d+\.\.\d+; rank 1 rows (\d+)", line
+        )
+        if found:
+            held[found[1]] = int(found[2])
+    assert set(held) == {"a", "b"}, timing.notes
+    a0, b0 = np.random.default_rng(5).random((2, 512, 64))
+    got = run_executable(exe, signature, [a0, b0.copy()], RunOptions(ranks=2))
+    cpu_rows = held["b"]  # rank 0 writes rows 1 .. up to rank 1's first row
+    np.testing.assert_array_equal(got[1][1:cpu_rows], a0[0 : cpu_rows - 1] + a0[2 : cpu_rows + 1])
+    locked = sorted(int(c.split()[1]) for c in fake.calls("cuMemHostRegister_v2"))
+    # %b's rows from its first to the last it holds; %a's from its first to the end.
+    assert locked == sorted([(511 - held["b"]) * 512, (512 - held["a"]) * 512])
+    (counts,) = fake.counts()
+    assert counts["pins"] == 2
+
+
 GEMM_STEPS = """
 func.func @main(%a: memref<24x24xf64>, %b: memref<24x24xf64>, %c: memref<24x24xf64>,
                 %steps: index) {
@@ -297,27 +336,28 @@ func.func @main(%a: memref<24x24xf64>, %b: memref<24x24xf64>, %c: memref<24x24xf
 
 
 @pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
-def test_a_split_gemm_sends_each_rank_s_rows_of_c_once(
+def test_a_split_gemm_in_a_time_loop_sends_nothing(
     fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only the rows each piece wrote travel, once, after the loop: the CPU piece's
-    optimized loops bound its rows less tightly than the piece did, which must not make
-    the CPU rank send the GPU's rows too."""
+    """Each rank keeps its rows of C between steps and writes them to the result: no
+    message at all. (The CPU piece's optimized loops bound its rows less tightly than the
+    piece did, which must not make the CPU rank hold or send the GPU's rows.)"""
     Fake(fake_driver, tmp_path, monkeypatch)
     module = dhir.parse_string(GEMM_STEPS)
     attach(module, _node(1, 100.0, 300.0))
-    exe, signature = compile_native(module, "main", RunOptions(ranks=2))
+    timing = Timing()
+    exe, signature = compile_native(module, "main", RunOptions(ranks=2), timing=timing)
+    rows = [n for n in timing.notes if n.startswith("memory: %c: partitioned, rank 0 rows 0..")]
+    assert rows, timing.notes
+    cpu_rows = int(rows[0].split("..")[1].split(";")[0]) + 1
     a0, b0, c0 = np.random.default_rng(4).random((3, 24, 24))
     traffic: list[str] = []
     inputs = [a0, b0, c0.copy(), np.array(3)]
     got = run_executable(exe, signature, inputs, RunOptions(ranks=2), traffic=traffic)
-    sent = [int(line.split(" sent ")[1].split()[0]) for line in traffic]
-    assert sum(sent) == 24 * 24 * 8, traffic
-    cpu_rows = sum(sent) // 8 // 24 - sent[1] // 8 // 24  # the fake runs no kernel
-    assert cpu_rows > 0
+    assert [line.split(" sent ")[1].split(" in ")[0] for line in traffic] == ["0 bytes"] * 2
     want = c0[:cpu_rows].copy()
     for _ in range(3):
-        want += a0[:cpu_rows] @ b0
+        want += a0[:cpu_rows] @ b0  # the fake runs no kernel: the CPU's rows only
     np.testing.assert_allclose(got[2][:cpu_rows], want, rtol=1e-12)
 
 
