@@ -1,8 +1,8 @@
 // A schedule alone in a time loop's body: its device buffers are made before the loop
 // and freed after it, so they last every step, and the loop holds nothing but the
 // schedule. dhir-lower-to-mpi then keeps the data where the steps leave it: rank 1's
-// copy of %b goes to rank 0 inside each step (the CPU task reads it), and %b is made
-// whole again only once, after the loop.
+// copy of %b goes to rank 0 inside each step (the CPU task reads it), and rank 1's part
+// of %b reaches rank 0, which writes the results, only once, after the loop.
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2}' | filecheck %s
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s --check-prefix=LOWERED
 
@@ -25,8 +25,10 @@
 // LOWERED:         scf.for %step = %s0 to %steps step %s1 {
 // LOWERED-NEXT:      func.call @main.schedule0.part0
 // LOWERED-NEXT:    }
-// LOWERED-NOT:     scf.for
-// LOWERED:         func.call @dhir_rt_bcast
+// LOWERED-NEXT:    scf.if %on1 {
+// LOWERED:           func.call @dhir_rt_send
+// LOWERED:         scf.if %on0 {
+// LOWERED:           func.call @dhir_rt_recv
 // LOWERED-LABEL: func.func private @main.schedule0.part0
 // LOWERED:         scf.if %on1 {
 // LOWERED:           gpu.memcpy %b, %b_dev1 : memref<8xf64>, memref<8xf64>
