@@ -24,24 +24,31 @@ into buffers of its own, runs the band there on rows that shrink by `s` each sta
 that every instance it computes sees only rows it computed or copied), and copies its
 block's rows back. Ghost rows are computed on both sides, by the same operations, so the
 result stays the program's bit for bit; the ranks exchange `halo`-wide halos once a band
-instead of thin ones every step. Bands are kept short enough that the ghost rows cost at
-most about an eighth more work; where not even two steps are, the loop is left. So is a
-loop whose rows, cut in blocks, fit half of each core's share of the L3: each rank's
-sweeps already run from cache.
+instead of thin ones every step. A memref that each step rewrites before reading it
+(every element a stage reads that some statement writes, an earlier stage of the step
+surely wrote) needs no halo: its copy holds from the first band the elements no
+statement writes, and the band computes the rest of its ghost rows before reading them.
+Bands are kept short enough that the ghost rows cost at most about an eighth more work;
+where not even two steps are, the loop is left. So is a loop whose rows, cut in blocks,
+fit half of each core's share of the L3: each rank's sweeps already run from cache.
 """
 
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import cast
 
+import islpy as isl
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.counts import constant_int
+from dhir.analysis.regions import Bounds, Regions, empty, piece_boxes, task_regions, whole
 from dhir.analysis.sharing import may_alias, memory_of
+from dhir.analysis.validity import Box
 from dhir.dialects import arith, memref, scf
 from dhir.dialects.access import is_pure
 from dhir.dialects.dhir import (
@@ -306,6 +313,7 @@ class _Band:
         parent = loop.parent_block()
         assert parent is not None
         outside, written = Block(), self._written()
+        kept = self._kept(written)
         for part in self.parts:
             for value in written:
                 part.make(outside, value)
@@ -320,7 +328,7 @@ class _Band:
         for rank, part in enumerate(self.parts):
             block = Block()
             first = put(block, arith.CmpiOp(start, loop.lb, "eq")).result
-            put(block, _either(first, part, written, _Part.fill, _Part.refresh))
+            put(block, _start_copies(first, part, written, kept))
             self._band(block, start, span, part)
             self._task(body, made, rank, part, block)
         for rank, part in enumerate(self.parts):
@@ -363,6 +371,43 @@ class _Band:
 
     def _written(self) -> list[SSAValue]:
         return [m for m in self._memrefs() if any(m in s.writes for s in self.statements)]
+
+    def _kept(self, written: list[SSAValue]) -> dict[SSAValue, tuple[Bounds, ...]]:
+        """The written memrefs whose ghost rows need no refreshing, each with the boxes of
+        its elements no statement writes (`_reads_old`)."""
+        kept: dict[SSAValue, tuple[Bounds, ...]] = {}
+        regions = {id(s): task_regions(s.task) for s in self.statements}
+        for value in written:
+            writes = [regions[id(s)].written(value) for s in self.statements]
+            try:
+                ever = reduce(isl.Set.union, writes, empty(value.type))
+                if self._reads_old(value, ever, regions):
+                    continue
+                boxes = _exact_boxes(whole(value.type).subtract(ever))
+            except isl.Error:
+                continue  # regions over different parameters: assume the worst
+            if boxes is not None:
+                kept[value] = boxes
+        return kept
+
+    def _reads_old(self, value: SSAValue, ever: isl.Set, regions: dict[int, Regions]) -> bool:
+        """Whether some statement may read an element of `value` that some statement
+        writes (`ever`) and no earlier stage of the same step surely has: a value from an
+        earlier step, which a band's ghost rows must bring from the rank finishing it.
+        Otherwise a band reads there only elements it computed itself first (the rows a
+        stage computes lie within those of every earlier stage, a skew inside) or that
+        no statement writes, which the first band's copy holds for good. (heat-3d's and
+        jacobi-2d's second arrays: each step rewrites their rows before reading them, but
+        for the edges of each row, which no sweep writes.)"""
+        before = empty(value.type)
+        for stage in self.stages:
+            for statement in stage:
+                read = regions[id(statement)].read(value)
+                if not (read & ever).is_subset(before):
+                    return True
+            for statement in stage:
+                before = before | regions[id(statement)].must_written(value)
+        return False
 
     def _bands(self, block: Block) -> None:
         """for tb in [lb, ub) step steps*step { for w { for tt { stages } } }"""
@@ -479,6 +524,30 @@ class _Part:
             first, end = self._extent(value)
             self._copy(block, value, first, end, inward=True)
 
+    def fill_except(self, block: Block, value: SSAValue, unwritten: Sequence[Bounds]) -> None:
+        """The block's rows and, of the ghost rows, the elements in the boxes `unwritten`
+        (inclusive bounds): the band computes the others before it reads them."""
+        if value not in self.copies:
+            return
+        first, end = self._extent(value)
+        self._copy(block, value, max(first, self.lo), min(end, self.hi), inward=True)
+        for lo, hi in unwritten:
+            for top, bottom in ((first, min(self.lo, end)), (max(self.hi, first), end)):
+                rows = max(lo[0], top), min(hi[0] + 1, bottom)
+                if rows[0] < rows[1]:
+                    corner = (rows[0], *lo[1:])
+                    sizes = (rows[1] - rows[0], *(b - a + 1 for a, b in zip(lo[1:], hi[1:])))
+                    self._copy_box(block, value, corner, sizes)
+
+    def _copy_box(
+        self, block: Block, value: SSAValue, corner: Sequence[int], sizes: Sequence[int]
+    ) -> None:
+        """The box of `value` at `corner` of `sizes` into its copy."""
+        copy, first = self.copies[value]
+        inner = (corner[0] - first, *corner[1:])
+        views = [_box(block, v, c, sizes) for v, c in ((value, corner), (copy, inner))]
+        put(block, memref.CopyOp(views[0], views[1]))
+
     def refresh(self, block: Block, value: SSAValue) -> None:
         """The ghost rows, which other ranks finish, from the memref."""
         if value in self.copies:
@@ -541,6 +610,42 @@ class _Part:
 _Copies = Callable[["_Part", Block, SSAValue], None]
 
 
+def _start_copies(
+    first: SSAValue,
+    part: "_Part",
+    written: list[SSAValue],
+    kept: dict[SSAValue, tuple[Bounds, ...]],
+) -> scf.IfOp:
+    """scf.if first { fill the copies } else { refresh their ghost rows }; a memref in
+    `kept` is filled with its block's rows and the elements of its ghost rows in its
+    boxes (those no statement writes), and never refreshed."""
+    fill, refresh = Block(), Block()
+    for value in written:
+        if value in kept:
+            part.fill_except(fill, value, kept[value])
+            continue
+        part.fill(fill, value)
+        part.refresh(refresh, value)
+    for block in (fill, refresh):
+        put(block, scf.YieldOp())
+    return scf.IfOp(first, [], Region(fill), Region(refresh))
+
+
+def _exact_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
+    """`region` as boxes, when each of its pieces is one (None when not, or with
+    parameters)."""
+    if region.dim(isl.dim_type.param) > 0:
+        return None
+    boxes = piece_boxes(region)
+    if boxes is None:
+        return None
+    for lo, hi in boxes:
+        box = Box(lo, tuple(h + 1 for h in hi)).as_set()
+        if not box.is_subset(region):
+            return None
+    return boxes
+
+
 def _either(
     condition: SSAValue, part: "_Part", written: list[SSAValue], then: _Copies, other: _Copies
 ) -> scf.IfOp:
@@ -557,6 +662,14 @@ def _shape(value: SSAValue) -> list[int]:
     kind = value.type
     assert isinstance(kind, MemRefType)
     return list(kind.get_shape())
+
+
+def _box(block: Block, value: SSAValue, corner: Sequence[int], sizes: Sequence[int]) -> SSAValue:
+    """The box of `value` at `corner` of `sizes`, as a view appended to `block`."""
+    kind = cast(MemRefType, value.type)
+    ones = [1] * len(sizes)
+    view = memref.SubviewOp.from_static_parameters(value, kind, list(corner), list(sizes), ones)
+    return put(block, view).result
 
 
 def _rows(block: Block, value: SSAValue, first: int, end: int) -> SSAValue:

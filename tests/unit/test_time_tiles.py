@@ -264,6 +264,45 @@ def test_ranks_send_only_halos_once_a_band() -> None:
     assert len(sent) == 2 and all(0 < n <= 3 * 2 * 4 * row_bytes for n in sent), sent
 
 
+def test_ranks_send_halos_of_only_what_a_band_reads_before_computing() -> None:
+    """JACOBI's second array is rewritten each step before the first reads it, but for
+    rows 0 and 8, which no sweep writes: a band reads only its first array's ghost rows
+    from before the band, so only those travel: at most its 4 edge rows once a band
+    (3 bands), half of what both arrays' halos were."""
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    module = parse_string(JACOBI.text())
+    (decision,) = time_tiles(module, 2, 2)
+    assert decision.done
+    timing = Timing()
+    inputs = JACOBI.inputs(3)
+    run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    row_bytes = COLS * 8
+    assert len(lines) == 2 and all(0 < int(w[4]) <= 3 * 4 * row_bytes for w in lines), lines
+
+
+def test_a_band_refreshes_what_a_stage_reads_before_a_later_one_writes_it() -> None:
+    """M2 is read by the second sweep and written by the third: each band's first step
+    reads it as the previous band left it, so its ghost rows travel like M0's."""
+    program = Program(
+        3,
+        6,
+        (
+            Sweep(0, ((1, 0),), 1, 8),
+            Sweep(1, ((2, -1), (2, 1)), 1, 8),
+            Sweep(2, ((0, 0),), 1, 8),
+        ),
+    )
+    for ranks, band in ((2, 2), (2, 3), (3, 2)):
+        module = parse_string(program.text())
+        (decision,) = time_tiles(module, band, ranks)
+        assert decision.done, decision.text
+        _as_written(program.text(), print_module(module), program.inputs(1), "interp")
+
+
 def test_reports_the_blocks_and_leaves_thin_ones() -> None:
     (decision,) = time_tiles(parse_string(JACOBI.text()), 2, 2)
     assert "bands of 2 steps on 2 ranks" in decision.text
