@@ -34,7 +34,7 @@ fit half of each core's share of the L3: each rank's sweeps already run from cac
 """
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import cast
@@ -335,7 +335,7 @@ class _Band:
             block = Block()
             after = put(block, arith.AddiOp(start, span)).result
             last = put(block, arith.CmpiOp(after, loop.ub, "sge")).result
-            put(block, _either(last, part, written, _Part.give_block, _Part.give_edges))
+            put(block, _end_copies(last, part, written, kept))
             self._task(body, made, rank, part, block)
         put(host, ScheduleOp([*self.schedule.args, *copies], Region(body)))
         put(host, scf.YieldOp())
@@ -372,10 +372,10 @@ class _Band:
     def _written(self) -> list[SSAValue]:
         return [m for m in self._memrefs() if any(m in s.writes for s in self.statements)]
 
-    def _kept(self, written: list[SSAValue]) -> dict[SSAValue, tuple[Bounds, ...]]:
-        """The written memrefs whose ghost rows need no refreshing, each with the boxes of
-        its elements no statement writes (`_reads_old`)."""
-        kept: dict[SSAValue, tuple[Bounds, ...]] = {}
+    def _kept(self, written: list[SSAValue]) -> dict[SSAValue, "_Kept"]:
+        """The written memrefs whose ghost rows need no refreshing (`_reads_old`), with
+        the boxes of the elements statements write and of those none writes."""
+        kept: dict[SSAValue, _Kept] = {}
         regions = {id(s): task_regions(s.task) for s in self.statements}
         for value in written:
             writes = [regions[id(s)].written(value) for s in self.statements]
@@ -383,11 +383,11 @@ class _Band:
                 ever = reduce(isl.Set.union, writes, empty(value.type))
                 if self._reads_old(value, ever, regions):
                     continue
-                boxes = _exact_boxes(whole(value.type).subtract(ever))
+                boxes = _exact_boxes(ever), _exact_boxes(whole(value.type).subtract(ever))
             except isl.Error:
                 continue  # regions over different parameters: assume the worst
-            if boxes is not None:
-                kept[value] = boxes
+            if boxes[0] is not None and boxes[1] is not None:
+                kept[value] = _Kept(boxes[0], boxes[1])
         return kept
 
     def _reads_old(self, value: SSAValue, ever: isl.Set, regions: dict[int, Regions]) -> bool:
@@ -539,14 +539,30 @@ class _Part:
                     sizes = (rows[1] - rows[0], *(b - a + 1 for a, b in zip(lo[1:], hi[1:])))
                     self._copy_box(block, value, corner, sizes)
 
+    def give_boxes(self, block: Block, value: SSAValue, boxes: Sequence[Bounds]) -> None:
+        """The elements of the block's rows in `boxes` (inclusive bounds), to the memref."""
+        if value not in self.copies:
+            return
+        for lo, hi in boxes:
+            rows = max(lo[0], self.lo), min(hi[0] + 1, self.hi, _shape(value)[0])
+            if rows[0] < rows[1]:
+                corner = (rows[0], *lo[1:])
+                sizes = (rows[1] - rows[0], *(b - a + 1 for a, b in zip(lo[1:], hi[1:])))
+                self._copy_box(block, value, corner, sizes, inward=False)
+
     def _copy_box(
-        self, block: Block, value: SSAValue, corner: Sequence[int], sizes: Sequence[int]
+        self,
+        block: Block,
+        value: SSAValue,
+        corner: Sequence[int],
+        sizes: Sequence[int],
+        inward: bool = True,
     ) -> None:
-        """The box of `value` at `corner` of `sizes` into its copy."""
+        """The box of `value` at `corner` of `sizes` into its copy (`inward`) or back."""
         copy, first = self.copies[value]
         inner = (corner[0] - first, *corner[1:])
-        views = [_box(block, v, c, sizes) for v, c in ((value, corner), (copy, inner))]
-        put(block, memref.CopyOp(views[0], views[1]))
+        outer, mine = (_box(block, v, c, sizes) for v, c in ((value, corner), (copy, inner)))
+        put(block, memref.CopyOp(outer, mine) if inward else memref.CopyOp(mine, outer))
 
     def refresh(self, block: Block, value: SSAValue) -> None:
         """The ghost rows, which other ranks finish, from the memref."""
@@ -607,28 +623,51 @@ class _Part:
             access.operands[at] = row
 
 
-_Copies = Callable[["_Part", Block, SSAValue], None]
+@dataclass(frozen=True)
+class _Kept:
+    """A memref whose ghost rows a band never refreshes: the boxes (inclusive bounds) of
+    its elements some statement writes, and of those none does. Its copies move only the
+    first: the others never change, so no rank's copy of them goes stale, and no halo
+    carries them."""
+
+    written: tuple[Bounds, ...]
+    unwritten: tuple[Bounds, ...]
 
 
 def _start_copies(
-    first: SSAValue,
-    part: "_Part",
-    written: list[SSAValue],
-    kept: dict[SSAValue, tuple[Bounds, ...]],
+    first: SSAValue, part: "_Part", written: list[SSAValue], kept: dict[SSAValue, _Kept]
 ) -> scf.IfOp:
     """scf.if first { fill the copies } else { refresh their ghost rows }; a memref in
-    `kept` is filled with its block's rows and the elements of its ghost rows in its
-    boxes (those no statement writes), and never refreshed."""
+    `kept` is filled with its block's rows and its ghost rows' unwritten elements, and
+    never refreshed."""
     fill, refresh = Block(), Block()
     for value in written:
         if value in kept:
-            part.fill_except(fill, value, kept[value])
+            part.fill_except(fill, value, kept[value].unwritten)
             continue
         part.fill(fill, value)
         part.refresh(refresh, value)
     for block in (fill, refresh):
         put(block, scf.YieldOp())
     return scf.IfOp(first, [], Region(fill), Region(refresh))
+
+
+def _end_copies(
+    last: SSAValue, part: "_Part", written: list[SSAValue], kept: dict[SSAValue, _Kept]
+) -> scf.IfOp:
+    """scf.if last { the block's rows back } else { its edge rows back }; of a memref in
+    `kept`, only its block's written elements after the last band (no rank reads its
+    edge rows from the memref)."""
+    block, edges = Block(), Block()
+    for value in written:
+        if value in kept:
+            part.give_boxes(block, value, kept[value].written)
+            continue
+        part.give_block(block, value)
+        part.give_edges(edges, value)
+    for each in (block, edges):
+        put(each, scf.YieldOp())
+    return scf.IfOp(last, [], Region(block), Region(edges))
 
 
 def _exact_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
@@ -644,18 +683,6 @@ def _exact_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
         if not box.is_subset(region):
             return None
     return boxes
-
-
-def _either(
-    condition: SSAValue, part: "_Part", written: list[SSAValue], then: _Copies, other: _Copies
-) -> scf.IfOp:
-    """scf.if condition { then's copies } else { other's }, for each written memref."""
-    blocks = Block(), Block()
-    for block, copies in zip(blocks, (then, other)):
-        for value in written:
-            copies(part, block, value)
-        put(block, scf.YieldOp())
-    return scf.IfOp(condition, [], Region(blocks[0]), Region(blocks[1]))
 
 
 def _shape(value: SSAValue) -> list[int]:
