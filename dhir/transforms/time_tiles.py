@@ -531,35 +531,30 @@ class _Part:
             return
         first, end = self._extent(value)
         self._copy(block, value, max(first, self.lo), min(end, self.hi), inward=True)
-        for lo, hi in unwritten:
-            for top, bottom in ((first, min(self.lo, end)), (max(self.hi, first), end)):
-                rows = max(lo[0], top), min(hi[0] + 1, bottom)
-                if rows[0] < rows[1]:
-                    corner = (rows[0], *lo[1:])
-                    sizes = (rows[1] - rows[0], *(b - a + 1 for a, b in zip(lo[1:], hi[1:])))
-                    self._copy_box(block, value, corner, sizes)
+        for box in unwritten:
+            for rows in ((first, min(self.lo, end)), (max(self.hi, first), end)):
+                self._copy_box(block, value, box, rows, inward=True)
 
     def give_boxes(self, block: Block, value: SSAValue, boxes: Sequence[Bounds]) -> None:
         """The elements of the block's rows in `boxes` (inclusive bounds), to the memref."""
         if value not in self.copies:
             return
-        for lo, hi in boxes:
-            rows = max(lo[0], self.lo), min(hi[0] + 1, self.hi, _shape(value)[0])
-            if rows[0] < rows[1]:
-                corner = (rows[0], *lo[1:])
-                sizes = (rows[1] - rows[0], *(b - a + 1 for a, b in zip(lo[1:], hi[1:])))
-                self._copy_box(block, value, corner, sizes, inward=False)
+        rows = (self.lo, min(self.hi, _shape(value)[0]))
+        for box in boxes:
+            self._copy_box(block, value, box, rows, inward=False)
 
     def _copy_box(
-        self,
-        block: Block,
-        value: SSAValue,
-        corner: Sequence[int],
-        sizes: Sequence[int],
-        inward: bool = True,
+        self, block: Block, value: SSAValue, box: Bounds, rows: tuple[int, int], inward: bool
     ) -> None:
-        """The box of `value` at `corner` of `sizes` into its copy (`inward`) or back."""
-        copy, first = self.copies[value]
+        """The part of `box` (inclusive bounds) of `value` in rows [rows[0], rows[1])
+        into its copy (`inward`) or back; nothing where they do not meet."""
+        (lo, hi), copy_of = box, self.copies[value]
+        top, bottom = max(lo[0], rows[0]), min(hi[0] + 1, rows[1])
+        if top >= bottom:
+            return
+        corner = (top, *lo[1:])
+        sizes = (bottom - top, *(b - a + 1 for a, b in zip(lo[1:], hi[1:], strict=True)))
+        copy, first = copy_of
         inner = (corner[0] - first, *corner[1:])
         outer, mine = (_box(block, v, c, sizes) for v, c in ((value, corner), (copy, inner)))
         put(block, memref.CopyOp(outer, mine) if inward else memref.CopyOp(mine, outer))
@@ -647,9 +642,7 @@ def _start_copies(
             continue
         part.fill(fill, value)
         part.refresh(refresh, value)
-    for block in (fill, refresh):
-        put(block, scf.YieldOp())
-    return scf.IfOp(first, [], Region(fill), Region(refresh))
+    return _if(first, fill, refresh)
 
 
 def _end_copies(
@@ -665,9 +658,14 @@ def _end_copies(
             continue
         part.give_block(block, value)
         part.give_edges(edges, value)
-    for each in (block, edges):
-        put(each, scf.YieldOp())
-    return scf.IfOp(last, [], Region(block), Region(edges))
+    return _if(last, block, edges)
+
+
+def _if(condition: SSAValue, then: Block, other: Block) -> scf.IfOp:
+    """scf.if condition { then } else { other }, each block ended by its yield."""
+    for block in (then, other):
+        put(block, scf.YieldOp())
+    return scf.IfOp(condition, [], Region(then), Region(other))
 
 
 def _exact_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
