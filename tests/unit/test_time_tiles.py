@@ -243,12 +243,8 @@ def test_bands_on_several_ranks_run_natively() -> None:
         _as_written(program.text(), print_module(module), program.inputs(ranks), "native", ranks)
 
 
-def test_ranks_send_only_halos_once_a_band() -> None:
-    """JACOBI on 2 ranks in bands of 2 steps (5 steps: 3 bands): each rank sends the
-    other at most its 4 edge rows of both arrays once a band (the first band's come from
-    the input file), and nothing else: no copy travels after the loop (they are freed,
-    and no rank needs them; they would add 9 rows of both), and each rank writes its
-    rows of the results itself."""
+def _jacobi_sent_on_two_ranks() -> list[int]:
+    """The bytes each rank sends running JACOBI natively on 2 ranks in bands of 2 steps."""
     from dhir.runner import run_module
     from dhir.toolchain.build import Timing
     from dhir.toolchain.options import RunOptions
@@ -259,7 +255,16 @@ def test_ranks_send_only_halos_once_a_band() -> None:
     timing = Timing()
     inputs = JACOBI.inputs(3)
     run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
-    sent = [int(line.split()[4]) for line in timing.notes if line.startswith("dhir: rank")]
+    return [int(line.split()[4]) for line in timing.notes if line.startswith("dhir: rank")]
+
+
+def test_ranks_send_only_halos_once_a_band() -> None:
+    """JACOBI on 2 ranks in bands of 2 steps (5 steps: 3 bands): each rank sends the
+    other at most its 4 edge rows of both arrays once a band (the first band's come from
+    the input file), and nothing else: no copy travels after the loop (they are freed,
+    and no rank needs them; they would add 9 rows of both), and each rank writes its
+    rows of the results itself."""
+    sent = _jacobi_sent_on_two_ranks()
     row_bytes = COLS * 8
     assert len(sent) == 2 and all(0 < n <= 3 * 2 * 4 * row_bytes for n in sent), sent
 
@@ -269,19 +274,9 @@ def test_ranks_send_halos_of_only_what_a_band_reads_before_computing() -> None:
     rows 0 and 8, which no sweep writes: a band reads only its first array's ghost rows
     from before the band, so only those travel: at most its 4 edge rows once a band
     (3 bands), half of what both arrays' halos were."""
-    from dhir.runner import run_module
-    from dhir.toolchain.build import Timing
-    from dhir.toolchain.options import RunOptions
-
-    module = parse_string(JACOBI.text())
-    (decision,) = time_tiles(module, 2, 2)
-    assert decision.done
-    timing = Timing()
-    inputs = JACOBI.inputs(3)
-    run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
-    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    sent = _jacobi_sent_on_two_ranks()
     row_bytes = COLS * 8
-    assert len(lines) == 2 and all(0 < int(w[4]) <= 3 * 4 * row_bytes for w in lines), lines
+    assert len(sent) == 2 and all(0 < n <= 3 * 4 * row_bytes for n in sent), sent
 
 
 def test_a_band_refreshes_what_a_stage_reads_before_a_later_one_writes_it() -> None:
