@@ -293,17 +293,18 @@ class _ScheduleData:
     # What the device buffers are made before and freed after: the schedule, or its time
     # loop, so that they last all its steps and the loop holds nothing but the schedule
     # (dhir-lower-to-mpi then keeps the data distributed between steps).
-    anchor: Operation | None = None
+    anchor: Operation = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.anchor = time_loop(self.schedule) or self.schedule
 
     def run(self, device_messages: bool) -> None:
         self.numbers = task_numbers(self.schedule)
-        loop = time_loop(self.schedule)
-        self.anchor = loop or self.schedule
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         needed = _needed_after(self.schedule, order)
         plan = plan_copies(facts, order, needed, device_messages)
-        if loop is not None and plan.in_flight:
+        if self.anchor is not self.schedule and plan.in_flight:
             # A step's sends may still be in flight when the next step reuses the buffer.
             plan = plan_copies(facts, order, needed, device_messages, plan.in_flight)
         self.messages = bool(plan.send)
@@ -337,7 +338,7 @@ class _ScheduleData:
         return users
 
     def _allocate(self, users: dict[int, tuple[TaskOp, list[SSAValue]]]) -> None:
-        guards = _Guards(self._anchor) if self.ranks > 1 else None
+        guards = _Guards(self.anchor) if self.ranks > 1 else None
         for rank in sorted(users):
             first, memrefs = users[rank]
             hook, name = self.labels.pointer(
@@ -425,21 +426,16 @@ class _ScheduleData:
         tag = arith.ConstantOp(IntegerAttr(self.order.index(memref), i32))
         return [*ops, rank, tag, func.CallOp(hook, [address, rank.result, tag.result], [])]
 
-    @property
-    def _anchor(self) -> Operation:
-        assert self.anchor is not None, "run() sets it"
-        return self.anchor
-
     def _before_schedule(self, ops: Iterable[Operation]) -> None:
-        parent = self._anchor.parent
+        parent = self.anchor.parent
         assert parent is not None
         for op in ops:
-            parent.insert_op_before(op, self._anchor)
+            parent.insert_op_before(op, self.anchor)
 
     def _after_schedule(self, ops: Sequence[Operation]) -> None:
-        parent = self._anchor.parent
+        parent = self.anchor.parent
         assert parent is not None
-        anchor = self._anchor
+        anchor = self.anchor
         for op in ops:
             parent.insert_op_after(op, anchor)
             anchor = op
