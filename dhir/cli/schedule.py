@@ -349,7 +349,7 @@ def program_graphs(
 
     module = parse_file(path)
     if on_tensors(module, entry):  # bufferized first, as `dhir run` does
-        module = bufferize(module, entry)
+        module = bufferize(module, entry, ranks)
     # A plain entry: schedules as `dhir run` makes them.
     drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
     system = None

@@ -1,7 +1,8 @@
 """Programs with shard annotations (MLIR's `shard` dialect) on dhir's ranks.
 
 A module with `shard.grid`s and `shard.shard`/`shard.sharding` annotations runs on as
-many ranks as its grid has devices, rank R being device R (row-major). mlir-opt-22
+many ranks as its grid has devices, rank R being device R (row-major); a grid axis written
+`?` is sized so that the grid has one device per rank. mlir-opt-22
 propagates the shardings (`sharding-propagation`) and partitions the entry into each
 device's part (`shard-partition`), and dhir's passes turn its collectives into calls of
 dhir's runtime (dhir/transforms/shard_collectives.py). Every rank runs the partitioned
@@ -72,7 +73,7 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     """`module` partitioned for its grid's devices, one per rank (`ranks`; None: not
     checked), its collectives calling dhir's runtime stubs (see the module docstring)."""
     _entry(module, entry)
-    _check_grids(module, ranks)
+    module = _sized_grids(module, ranks)
     if not find_ops(module, shard.ShardOp):  # written per device already: no shardings
         module = module.clone()
         stub_collectives(module)
@@ -178,27 +179,65 @@ def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
     return function
 
 
-def _check_grids(module: ModuleOp, ranks: int | None) -> None:
+def _sized_grids(module: ModuleOp, ranks: int | None) -> ModuleOp:
+    """`module` with each grid's one axis of unknown size (`?`) given the size that makes
+    its devices `ranks` (a copy where one is); a located error for a grid without shard
+    ops, one whose devices cannot be `ranks`, or (`ranks` None) one not fully sized."""
     grids = find_ops(module, shard.GridOp)
     if not grids:
         first = next(op for op in module.walk() if is_shard_op(op))
         raise error_at(first, f"{first.name} without a shard.grid: declare the grid it names")
+    if any(n <= 0 for grid in grids for n in grid.shape.get_values()):
+        module = module.clone()
+        grids = find_ops(module, shard.GridOp)
     for grid in grids:
-        shape = grid.shape.get_values()
-        if any(n <= 0 for n in shape):
-            raise error_at(
-                grid,
-                f"the grid @{grid.sym_name.data} has a size that is not fixed "
-                f"({'x'.join('?' if n <= 0 else str(n) for n in shape)}); give every axis its size",
-            )
-        devices = math.prod(shape)
-        if ranks is not None and devices != ranks:
-            raise error_at(
-                grid,
-                f"the grid @{grid.sym_name.data} has {devices} devices and the program runs "
-                f"on {ranks} ranks: a shard program runs one device per rank; run it with "
-                f"-n {devices} (ranks={devices} in the API)",
-            )
+        shape = _sized(grid, ranks)
+        if shape != list(grid.shape.get_values()):
+            grid.properties["shape"] = DenseArrayBase.from_list(i64, shape)
+        _check_devices(grid, math.prod(shape), ranks)
+    return module
+
+
+def _sized(grid: shard.GridOp, ranks: int | None) -> list[int]:
+    """`grid`'s shape, its one unknown axis (if any) sized to make `ranks` devices."""
+    shape = list(grid.shape.get_values())
+    unknown = [axis for axis, n in enumerate(shape) if n <= 0]
+    if not unknown:
+        return shape
+    written = "x".join("?" if n <= 0 else str(n) for n in shape)
+    name = grid.sym_name.data
+    if ranks is None:
+        raise error_at(
+            grid,
+            f"the grid @{name} has a size that is not fixed ({written}) and no rank count "
+            "is given: dhir sizes an axis written `?` by the rank count; give it with -n",
+        )
+    if len(unknown) > 1:
+        raise error_at(
+            grid,
+            f"the grid @{name} has more than one axis whose size is not fixed ({written}): "
+            "dhir sizes one axis written `?` by the rank count; give the others their sizes",
+        )
+    known = math.prod(n for n in shape if n > 0)
+    if ranks % known:
+        raise error_at(
+            grid,
+            f"the grid @{name} ({written}) cannot have {ranks} devices, one per rank: its "
+            f"fixed axes make {known} devices, which do not divide {ranks}; run it on a "
+            f"multiple of {known} ranks",
+        )
+    shape[unknown[0]] = ranks // known
+    return shape
+
+
+def _check_devices(grid: shard.GridOp, devices: int, ranks: int | None) -> None:
+    if ranks is not None and devices != ranks:
+        raise error_at(
+            grid,
+            f"the grid @{grid.sym_name.data} has {devices} devices and the program runs "
+            f"on {ranks} ranks: a shard program runs one device per rank; run it with "
+            f"-n {devices} (ranks={devices} in the API)",
+        )
 
 
 def _unsplit_written_out(module: ModuleOp) -> None:

@@ -470,10 +470,8 @@ func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
 CASES["move_split_axis_dynamic_grid"] = Case(
     reshard("10x14", "[[0]]", "[[], [0]]").replace("shape = GRID", "shape = ?"),
     (((10, 14), "float32"),),
-    refused="not fixed",
 )
 CASES["unshard_static_axis_on_dynamic_grid_axis"] = Case(
     reshard("10x14", "[[0]]", "[[]]").replace("shape = GRID", "shape = ?"),
     (((10, 14), "float32"),),
-    refused="not fixed",
 )

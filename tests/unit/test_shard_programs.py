@@ -130,6 +130,59 @@ def test_a_grid_that_is_not_the_rank_count_is_a_located_error() -> None:
         dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=2)
 
 
+@pytest.mark.parametrize(
+    ("grid", "ranks", "split_a", "split_b", "split_r"),
+    [
+        ("?", 2, "[[0]]", "[[]]", "[[0]]"),
+        ("2x?", 4, "[[0]]", "[[], [1]]", "[[0], [1]]"),  # blocks of C: the ? is 2
+        ("?x2", 4, "[[0]]", "[[], [1]]", "[[0], [1]]"),
+    ],
+)
+def test_a_grid_axis_of_unknown_size_is_sized_by_the_rank_count(
+    grid: str, ranks: int, split_a: str, split_b: str, split_r: str
+) -> None:
+    program = (
+        MATMUL.replace("GRID", grid)
+        .replace("SPLIT_A", split_a)
+        .replace("SPLIT_B", split_b)
+        .replace("SPLIT_R", split_r)
+    )
+    rng = np.random.default_rng(3)
+    a, b = rng.random((8, 4)), rng.random((4, 6))
+    from dhir.toolchain.build import Timing
+
+    timing = Timing()
+    native = _traffic(program, [a, b], ranks, timing)[0][-1]
+    np.testing.assert_array_equal(native, dhir.run(program, a, b, backend="interp")[-1])
+    # Partitioned for that grid: no rank holds the whole C, each writes its shard.
+    assert any("held by no rank" in line for line in timing.notes), timing.notes
+
+
+@pytest.mark.parametrize(
+    ("grid", "ranks", "message"),
+    [
+        ("?x?", 4, r"2:1: .*more than one axis whose size is not fixed \(\?x\?\)"),
+        ("3x?", 4, r"2:1: .*\(3x\?\) cannot have 4 devices.*multiple of 3 ranks"),
+    ],
+)
+def test_a_grid_the_rank_count_cannot_size_is_a_located_error(
+    grid: str, ranks: int, message: str
+) -> None:
+    program = MATMUL.replace("GRID", grid).replace("SPLIT_A", "[[0]]")
+    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    with pytest.raises(DhirError, match=message):
+        dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=ranks)
+
+
+def test_a_grid_axis_of_unknown_size_needs_the_rank_count() -> None:
+    from dhir.toolchain.tensors import bufferize
+
+    program = MATMUL.replace("GRID", "?").replace("SPLIT_A", "[[0]]")
+    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    with pytest.raises(DhirError, match=r"2:1: .*\(\?\) and no rank count is given.*-n"):
+        bufferize(dhir.parse_string(program), "main")  # as `dhir schedule` without -n
+
+
 # --- collectives written per device ---------------------------------------------------------
 
 PER_DEVICE = """
