@@ -372,15 +372,17 @@ def _five_point(dst: str, src: str, n: int) -> Callable[[int, int], list[Node]]:
     return body
 
 
-def jacobi_2d(tsteps: int, n: int) -> Kernel:
-    i, j = _grid(n, n)
+def jacobi_2d(tsteps: int, n: int, rows: int | None = None) -> Kernel:
+    """PolyBench's jacobi-2d; with `rows`, on that many rows of n (a part of the grid)."""
+    rows = rows or n
+    i, j = _grid(rows, n)
     return Kernel(
         "jacobi-2d",
-        {"A": (n, n), "B": (n, n)},
+        {"A": (rows, n), "B": (rows, n)},
         ["A", "B"],
         [
-            Statement(1, n - 1, _five_point("B", "A", n)),
-            Statement(1, n - 1, _five_point("A", "B", n)),
+            Statement(1, rows - 1, _five_point("B", "A", n)),
+            Statement(1, rows - 1, _five_point("A", "B", n)),
         ],
         steps=tsteps,
         inputs={"A": (i * (j + 2) + 2) / n, "B": (i * (j + 3) + 3) / n},
@@ -415,14 +417,19 @@ def _heat(dst: str, src: str, n: int) -> Callable[[int, int], list[Node]]:
     return body
 
 
-def heat_3d(tsteps: int, n: int) -> Kernel:
-    i, j, k = _grid(n, n, n)
+def heat_3d(tsteps: int, n: int, rows: int | None = None) -> Kernel:
+    """PolyBench's heat-3d; with `rows`, on that many planes of n x n (a part of the grid)."""
+    rows = rows or n
+    i, j, k = _grid(rows, n, n)
     start = (i + j + (n - k)) * 10 / n
     return Kernel(
         "heat-3d",
-        {"A": (n, n, n), "B": (n, n, n)},
+        {"A": (rows, n, n), "B": (rows, n, n)},
         ["A", "B"],
-        [Statement(1, n - 1, _heat("B", "A", n)), Statement(1, n - 1, _heat("A", "B", n))],
+        [
+            Statement(1, rows - 1, _heat("B", "A", n)),
+            Statement(1, rows - 1, _heat("A", "B", n)),
+        ],
         steps=tsteps,
         inputs={"A": start, "B": start.copy()},
     )
@@ -618,6 +625,13 @@ def reference(
         "mvt": _ref_mvt,
     }
     return table[name](values)
+
+
+def half_rows(name: str, sizes: dict[str, int]) -> dict[str, int]:
+    """A stencil's sizes for what one of 2 ranks holds: half the rows and one halo row."""
+    if name == "fdtd-2d":
+        return {**sizes, "nx": sizes["nx"] // 2 + 1}
+    return {**sizes, "rows": sizes["n"] // 2 + 1}
 
 
 def tiny_sizes(name: str) -> dict[str, int]:

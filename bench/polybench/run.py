@@ -10,7 +10,8 @@ Per kernel, medians of N runs: dhir on each rank count (1 thread per rank), the 
 in C (clang -O2, one core), NumPy (vectorised, 1 thread), the ratios, and the bytes each
 rank sent (from the runtime's DHIR_RT_STATS=1 report, "n/a" where it prints none). For
 gemm and 2mm with 2 ranks, also the C loops as two processes at once over row halves, no
-messages: what 2 ranks could at best reach on this machine. For
+messages: what 2 ranks could at best reach on this machine; for the stencils, dhir's own
+1-rank build on half the rows (and a halo row), two processes at once, no messages. For
 jacobi-2d also mpi4py + NumPy on 2 ranks and Dask array on 2 threads (the optional extra
 `bench`: .venv/bin/pip install mpi4py 'dask[array]'). With --plain, also the kernel written
 as plain MLIR (no dhir ops, one loop nest per statement) through the normal compile path,
@@ -41,6 +42,7 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -138,6 +140,29 @@ def measure_dhir(
             run.sent = {int(r): int(b) for r, b, _ in found}
             run.messages = {int(r): int(m) for r, _, m in found}
     return run
+
+
+def measure_dhir_halves(name: str, sizes: dict[str, int], args: argparse.Namespace) -> list[float]:
+    """The ceiling for 2 ranks on this machine for a stencil: dhir's own 1-rank build of
+    the kernel on what one of 2 ranks holds (half the rows and a halo row), as two
+    processes at once, with no messages. A run's time is the slower process's."""
+    half = kernels.half_rows(name, sizes)
+    values = kernels.inputs(name, half)
+    want = kernels.reference(name, half, values)
+    module = parse_string(kernels.program(name, half, args.tasks))
+    options = RunOptions(
+        ranks=1, mpi=args.mpi, fast_math=args.fast_math, optimize=not args.no_optimize
+    )
+    exe, signature = compile_native(module, "main", options, Timing())
+    given = [*values.values(), np.zeros(1)]
+    seconds: list[float] = []
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(args.repeats):
+            runs = list(pool.map(lambda _: run_dhir(exe, signature, 1, given, args.mpi), (0, 1)))
+            for results, _ in runs:
+                check(f"dhir {name} on half the rows", dict(zip(values, results)), want)
+            seconds.append(max(float(results[-1][0]) for results, _ in runs))
+    return seconds
 
 
 def measure_c(name: str, sizes: dict[str, int], args: argparse.Namespace, tmp: Path) -> list[float]:
@@ -396,6 +421,7 @@ def _label(key: str, runs: dict[str, DhirRun]) -> str:
     labels = {
         "C": "plain C (clang -O2, 1 core)",
         "C2": "C, 2 processes on row halves, no MPI",
+        "halves2": "dhir 1 rank on half the rows, 2 at once",
         "NumPy": "NumPy (1 thread)",
         "mpi4py2": "mpi4py + NumPy, 2 ranks",
         "dask2": "Dask map_overlap, 2 threads",
@@ -424,6 +450,8 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
     times["C"] = measure_c(name, sizes, args, tmp)
     if name in ROW_HALVES and 2 in ranks:
         times["C2"] = measure_c_halves(name, sizes, args, tmp)
+    if name in STENCILS and 2 in ranks:
+        times["halves2"] = measure_dhir_halves(name, sizes, args)
     times["NumPy"] = measure_numpy(name, sizes, args.repeats)
     if name == "jacobi-2d":
         if missing_extras():
@@ -453,6 +481,12 @@ def bench_kernel(name: str, args: argparse.Namespace, ranks: list[int], tmp: Pat
     c1, c2 = med("C"), med("C2")
     if c1 is not None and c2 is not None:
         print(f"  C / C2 = {c1 / c2:.2f} (no goal: this machine's ceiling for 2 ranks)")
+    d1, d2, halves = med("dhir1"), med("dhir2"), med("halves2")
+    if d1 is not None and d2 is not None and halves is not None:
+        print(
+            f"  dhir1 / halves2 = {d1 / halves:.2f} (no goal: this machine's ceiling for 2 "
+            f"ranks, no messages); dhir2 reaches {100 * halves / d2:.0f}% of it"
+        )
     for line in plain_goals(name, ranks, med) if args.plain else []:
         print(f"  {line}{note if line.startswith('plain1 / plain2') else ''}")
 
