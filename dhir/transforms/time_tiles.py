@@ -515,7 +515,7 @@ class _Part:
         first, end = max(0, self.lo - self.halo), min(shape[0], self.hi + self.halo)
         if first < end:
             element = cast(MemRefType, value.type).element_type
-            copy = put(block, memref.AllocOp.get(element, shape=[end - first, *shape[1:]]))
+            copy = put(block, memref.AllocOp.get(element, 64, [end - first, *shape[1:]]))
             self.copies[value] = (copy.memref, first)
 
     def fill(self, block: Block, value: SSAValue) -> None:

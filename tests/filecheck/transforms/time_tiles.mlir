@@ -12,10 +12,10 @@
 
 // Rows [1, 11) cut at 6; halos of 2 stages x 2 steps = 4 rows: copies of rows [0, 10)
 // and [2, 12).
-// CHECK:      %[[A0:.*]] = memref.alloc() : memref<10x8xf64>
-// CHECK-NEXT: %[[B0:.*]] = memref.alloc() : memref<10x8xf64>
-// CHECK-NEXT: %[[A1:.*]] = memref.alloc() : memref<10x8xf64>
-// CHECK-NEXT: %[[B1:.*]] = memref.alloc() : memref<10x8xf64>
+// CHECK:      %[[A0:.*]] = memref.alloc() {alignment = 64 : i64} : memref<10x8xf64>
+// CHECK-NEXT: %[[B0:.*]] = memref.alloc() {alignment = 64 : i64} : memref<10x8xf64>
+// CHECK-NEXT: %[[A1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<10x8xf64>
+// CHECK-NEXT: %[[B1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<10x8xf64>
 // CHECK:      scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:   dhir.schedule %a, %b, %[[A0]], %[[B0]], %[[A1]], %[[B1]] {
 // CHECK:          dhir.task %{{.*}}, %a, %b, %[[A0]], %[[B0]] attributes {dhir.rank = 0 : i64} {
