@@ -28,8 +28,10 @@ instead of thin ones every step. A memref that each step rewrites before reading
 (every element a stage reads that some statement writes, an earlier stage of the step
 surely wrote) needs no halo: its copy holds from the first band the elements no
 statement writes, and the band computes the rest of its ghost rows before reading them.
-Bands are kept short enough that the ghost rows cost at most about an eighth more work;
-where not even two steps are, the loop is left. So is a loop whose rows, cut in blocks,
+Bands are kept short enough that the ghost rows cost at most about an eighth more work,
+and within a quarter of that length, of the one that sends the fewest halo rows over the
+loop (a last, shorter band still sends a whole halo); where not even two steps are, the
+loop is left. So is a loop whose rows, cut in blocks,
 fit half of each core's share of the L3: each rank's sweeps already run from cache.
 """
 
@@ -251,7 +253,9 @@ class _Band:
         per_step = self.skew * len(self.stages)
         if not fixed:
             self._worth_it(rows // ranks)
-            self.steps = min(self.steps, rows // ranks // (GHOSTS * per_step))
+            self.steps = self._fewest_halo_rows(
+                min(self.steps, rows // ranks // (GHOSTS * per_step))
+            )
         if self.steps < 2 or rows < ranks:
             raise _Left(
                 f"blocks of {rows // ranks} rows on {ranks} ranks are too thin for bands "
@@ -262,6 +266,18 @@ class _Band:
         bounds = [first + rows * k // ranks for k in range(ranks + 1)]
         halo = per_step * self.steps
         self.parts = [_Part(lo, hi, halo) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _fewest_halo_rows(self, longest: int) -> int:
+        """The band length, within a quarter below `longest`, that sends the fewest halo
+        rows over the loop: a band of fewer steps at the end still sends a whole halo."""
+        loop = self.loop
+        bounds = [constant_int(v) for v in (loop.lb, loop.ub, loop.step)]
+        if longest < 2 or any(b is None for b in bounds):
+            return longest
+        lower, upper, step = cast(list[int], bounds)
+        trips = -(-(upper - lower) // step) if step > 0 else 0
+        shortest = max(2, -(-3 * longest // 4))
+        return min(range(longest, shortest - 1, -1), key=lambda k: -(-trips // k) * k)
 
     def _worth_it(self, block: int) -> None:
         """Leave the loop where a rank's rows of every array already fit half its share
