@@ -308,6 +308,21 @@ def test_reports_the_blocks_and_leaves_thin_ones() -> None:
     assert not decision.done and "its sweeps run from cache, halos every step" in decision.text
 
 
+def test_bands_on_several_ranks_take_the_length_sending_fewest_halo_rows() -> None:
+    """A last band of fewer steps still sends a whole halo: of the lengths within a
+    quarter below the longest, the one whose bands cover the fewest steps in all."""
+    from dhir.transforms.time_tiles import (
+        _Band,  # pyright: ignore[reportPrivateUsage]
+        _time_loops,  # pyright: ignore[reportPrivateUsage]
+    )
+
+    for steps, longest, chosen in ((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2)):
+        module = parse_string(replace(JACOBI, steps=steps).text())
+        ((loop, schedule),) = _time_loops(module)
+        band = _Band.of(loop, schedule, 2)
+        assert band._fewest_halo_rows(longest) == chosen, (steps, longest)  # pyright: ignore[reportPrivateUsage]
+
+
 def test_leaves_tasks_placed_by_hand_on_several_ranks() -> None:
     task = "%F {\n        %k0"
     text = JACOBI.text().replace(task, task.replace("{", "attributes {dhir.rank = 1 : i64} {"), 1)
