@@ -30,7 +30,7 @@ from dhir.toolchain.options import (
 from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import INPUT, clear_outputs
-from dhir.toolchain.tensors import bufferize
+from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.values import save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
 
@@ -169,6 +169,8 @@ def run_module(
     are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
+    if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
+        module = specialise(module, entry, inputs)
     signature = entry_signature(module, entry)
     if output_dir is not None:
         # Before building too: a build that fails leaves no earlier results behind.

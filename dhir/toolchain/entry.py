@@ -109,7 +109,8 @@ def _arg_spec(
             [
                 Diagnostic(
                     f"{what} of @{function.sym_name.data} has type {type_}; a result's "
-                    "shape must be static (dhir allocates it before the run)",
+                    "shape must be static, or follow from the shapes of the inputs `dhir "
+                    "run` is given (dhir allocates it before the run)",
                     loc_of(function),
                 )
             ]

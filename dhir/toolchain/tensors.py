@@ -9,13 +9,24 @@ function becomes that argument). The memref program then goes through CodeDrop, 
 and the rest like any plain entry. The entry's signature as the user sees it (tensor
 arguments given, results written to `resK.npy`) is dhir.toolchain.entry's.
 
+An argument of dynamic shape (`tensor<?x14xf32>`) takes the shape of the input it is given
+(`specialise`): results are allocated before the run, so their shapes must follow from the
+inputs'. mlir-opt-22's canonicalization carries the static shapes through the ops (it folds
+`tensor.cast`s into them); through `shard.shard`, which it does not, dhir carries them.
+
 A program with shard annotations is partitioned first (dhir.toolchain.shards), and its
 collectives become calls of dhir's runtime once bufferized. dhir's own ops (`dhir.schedule`,
 tasks) are written on memrefs already, and mlir-opt-22 does not know them.
 """
 
-from xdsl.dialects.builtin import ModuleOp
+from collections.abc import Sequence
 
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.dialects.tensor import CastOp
+from xdsl.ir import Attribute
+from xdsl.traits import SymbolTable
+
+from dhir.dialects import func, shard
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
@@ -58,3 +69,129 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
     keep_argument_names(module, bufferized, entry)
     lower_collectives(bufferized)
     return bufferized
+
+
+REFINE = "builtin.module(canonicalize)"
+
+
+def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> ModuleOp:
+    """`module` with the tensor arguments of `entry` that have dynamic shapes given the
+    shapes of their `inputs`, and the types that follow refined (see the module
+    docstring); `module` itself where no argument has a dynamic shape, an input does not
+    fit its type, or the results' shapes do not all follow (the signature check says
+    so), and for a shard program, where a cast would be left between its ops."""
+    function = _function(module, entry)
+    types = function.function_type.inputs.data
+    shapes = {
+        k: tuple(getattr(inputs[k], "shape", ()))
+        for k, t in enumerate(types)
+        if _dynamic(t) and k < len(inputs) and _fits(t, getattr(inputs[k], "shape", None))
+    }
+    if not shapes:
+        return module
+    refined = module.clone()
+    function = _function(refined, entry)
+    for k, shape in shapes.items():
+        _give_shape(function, k, shape)
+    for _ in range(len(list(refined.walk()))):
+        refined = through_mlir_opt(
+            refined,
+            str(find_llvm_tools().mlir_opt),
+            REFINE,
+            what=f"give @{entry}'s arguments their inputs' shapes",
+            failed=f"refining @{entry}'s types to its inputs' shapes with mlir-opt-22 failed",
+            locations=True,
+        )
+        if not _through_shards(refined):
+            break
+    function = _function(refined, entry)
+    _return_static(function)
+    if any(_dynamic(t) for t in function.function_type.outputs.data) or (
+        is_shard_program(refined) and _casts(refined) > _casts(module)
+    ):
+        return module  # not every shape follows (the signature check says which result)
+    keep_argument_names(module, refined, entry)
+    return refined
+
+
+def _casts(module: ModuleOp) -> int:
+    """The `tensor.cast`s in `module`: mlir-opt-22's shard passes refuse them."""
+    return sum(isinstance(op, CastOp) for op in module.walk())
+
+
+def _function(module: ModuleOp, entry: str) -> func.FuncOp:
+    function = SymbolTable.lookup_symbol(module, entry)
+    assert isinstance(function, func.FuncOp), f"@{entry} is checked before it is specialised"
+    return function
+
+
+def _dynamic(type_: Attribute) -> bool:
+    return isinstance(type_, TensorType) and DYNAMIC_INDEX in type_.get_shape()
+
+
+def _fits(type_: Attribute, shape: object) -> bool:
+    if not isinstance(type_, TensorType) or not isinstance(shape, tuple):
+        return False
+    wanted = type_.get_shape()
+    return len(wanted) == len(shape) and all(w in (DYNAMIC_INDEX, n) for w, n in zip(wanted, shape))
+
+
+def _give_shape(function: func.FuncOp, index: int, shape: tuple[int, ...]) -> None:
+    """Argument `index` of `function` as a tensor of `shape`, cast back to its type for
+    its users."""
+    block = function.body.blocks[0]
+    old = block.args[index]
+    assert isinstance(old.type, TensorType)
+    new = block.insert_arg(TensorType(old.type.element_type, shape), index)
+    back = CastOp(new, old.type)
+    if block.first_op is None:
+        block.add_op(back)
+    else:
+        block.insert_op_before(back, block.first_op)
+    old.replace_all_uses_with(back.dest)
+    new.name_hint = old.name_hint
+    block.erase_arg(old)
+    function.update_function_type()
+
+
+def _through_shards(module: ModuleOp) -> bool:
+    """Each `shard.shard` of a cast from a static shape annotates the static tensor
+    instead, cast after it (a shard op's result has its operand's type); whether any."""
+    moved = False
+    for op in list(module.walk()):
+        source = op.src.owner if isinstance(op, shard.ShardOp) else None
+        if not isinstance(op, shard.ShardOp) or not isinstance(source, CastOp):
+            continue
+        if _dynamic(source.source.type) or op.result.type != source.dest.type:
+            continue
+        made = shard.ShardOp.create(
+            operands=[source.source, *op.operands[1:]],
+            result_types=[source.source.type],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        made.location = op.location
+        back = CastOp(made.result, op.result.type)
+        parent = op.parent_block()
+        assert parent is not None
+        parent.insert_ops_before([made, back], op)
+        op.result.replace_all_uses_with(back.dest)
+        parent.erase_op(op)
+        moved = True
+    return moved
+
+
+def _return_static(function: func.FuncOp) -> None:
+    """Each result that is a cast from a static shape returned uncast, and the function's
+    type to match."""
+    returned = function.get_return_op()
+    if returned is None:
+        return
+    for k, value in enumerate(returned.operands):
+        source = value.owner
+        if isinstance(source, CastOp) and _dynamic(value.type) and not _dynamic(source.source.type):
+            returned.operands[k] = source.source
+            if not source.dest.uses:
+                source.detach()
+                source.erase()
+    function.update_function_type()

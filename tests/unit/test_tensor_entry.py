@@ -118,6 +118,44 @@ def test_dhir_run_and_compile_write_results_as_res_files(tmp_path: Path) -> None
     assert "takes 3 arguments (tensor<4x3xf64>, tensor<3x5xf64>, memref<5xf64>)" in one.stderr
 
 
+DYNAMIC = """
+func.func @main(%a: tensor<?x4xf64>, %b: tensor<?x4xf64>) -> tensor<?x4xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x4xf64>
+  %e = tensor.empty(%n) : tensor<?x4xf64>
+  %r = linalg.add ins(%a, %b : tensor<?x4xf64>, tensor<?x4xf64>)
+                  outs(%e : tensor<?x4xf64>) -> tensor<?x4xf64>
+  return %r : tensor<?x4xf64>
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize(("backend", "ranks"), [("interp", 1), ("native", 2)])
+def test_arguments_of_dynamic_shape_take_their_inputs_shapes(backend: str, ranks: int) -> None:
+    rng = np.random.default_rng(5)
+    for rows in (3, 6):
+        a, b = rng.random((rows, 4)), rng.random((rows, 4))
+        result = dhir.run(DYNAMIC, a, b, backend=backend, ranks=ranks)[-1]
+        np.testing.assert_array_equal(result, a + b)
+
+
+@needs_llvm
+def test_a_result_whose_shape_the_inputs_do_not_give_is_refused() -> None:
+    text = """\
+func.func @main(%a: tensor<?xf64>, %n: index) -> tensor<?xf64> {
+  %e = tensor.empty(%n) : tensor<?xf64>
+  %zero = arith.constant 0.0 : f64
+  %r = linalg.fill ins(%zero : f64) outs(%e : tensor<?xf64>) -> tensor<?xf64>
+  return %r : tensor<?xf64>
+}
+"""
+    with pytest.raises(DhirError, match="result #0 .* must be static, or follow from the shapes"):
+        dhir.run(text, np.zeros(3), 4, backend="interp")
+    with pytest.raises(DhirError, match="must be static, or follow"):  # no inputs: as compiled
+        entry_signature(parse_string(DYNAMIC), "main")
+
+
 def test_dhir_ops_in_a_tensor_program_are_refused_at_their_line() -> None:
     text = """\
 func.func @main(%a: tensor<4xf64>, %m: memref<4xf64>) -> tensor<4xf64> {
