@@ -3,6 +3,8 @@ it through this module, as it reaches every dialect through dhir.dialects."""
 
 # isort: off
 from xdsl.dialects.tensor import (
+    CastOp as CastOp,
+    EmptyOp as EmptyOp,
     ExtractSliceOp as ExtractSliceOp,
 )
 # isort: on

@@ -46,7 +46,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-from dhir.dialects import func, shard, tensor
+from dhir.dialects import func, linalg, shard, tensor
 from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
@@ -83,12 +83,11 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     if uneven is not None:
         return _unsharded(module, entry, *uneven)
     mlir_opt = str(find_llvm_tools().mlir_opt)
-    what = f"partition @{entry} (a shard program)"
-    propagated = through_mlir_opt(
+    propagated = _annotated_in_full(module, entry) or through_mlir_opt(
         module,
         mlir_opt,
         PROPAGATE,
-        what=what,
+        what=f"partition @{entry} (a shard program)",
         failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
         locations=True,
     )
@@ -238,6 +237,64 @@ def _check_devices(grid: shard.GridOp, devices: int, ranks: int | None) -> None:
             f"on {ranks} ranks: a shard program runs one device per rank; run it with "
             f"-n {devices} (ranks={devices} in the API)",
         )
+
+
+def _annotated_in_full(module: ModuleOp, entry: str) -> ModuleOp | None:
+    """`module` with the inits of its structured ops annotated as their results are, where
+    that leaves no tensor an op reads or writes without a sharding and some sharding has
+    halos: such a program needs no propagation, and MLIR 22's would give the ops' operands
+    shardings without halos, which its partition cannot reshard to (upstream's
+    `ew_chain_with_halo`). None otherwise."""
+    if not any(_halos(made) for made in find_ops(module, shard.ShardingOp)):
+        return None
+    done = module.clone()
+    function = _entry(done, entry)
+    for op in list(function.walk()):
+        if isinstance(op, linalg.LinalgStructuredOperation):
+            _annotate_inits(op)
+    ops = [
+        op for op in function.walk() if not is_shard_op(op) and not isinstance(op, func.ReturnOp)
+    ]
+    return done if all(_annotated(op) for op in ops) else None
+
+
+def _halos(made: shard.ShardingOp) -> bool:
+    return bool(made.static_halo_sizes.get_values() or made.dynamic_halo_sizes)
+
+
+def _annotate_inits(op: linalg.LinalgStructuredOperation) -> None:
+    """Each `tensor.empty` init of `op` annotated with the sharding its result is
+    annotated with (the init is the result's storage)."""
+    parent = op.parent_block()
+    assert parent is not None
+    for init, result in zip(op.outputs, op.results):
+        uses = [use.operation for use in result.uses]
+        if not isinstance(init.owner, tensor.EmptyOp) or len(uses) != 1:
+            continue
+        (user,) = uses
+        if not isinstance(user, shard.ShardOp) or user.annotate_for_users is not None:
+            continue
+        made = _annotate(init, user.sharding, for_users=False)
+        users = _annotate(made.result, user.sharding)
+        parent.insert_ops_before([made, users], op)
+        op.operands[op.operands.index(init)] = users.result
+
+
+def _annotated(op: Operation) -> bool:
+    """Whether every tensor `op` reads is annotated for its users and every tensor it
+    makes is annotated (and used by nothing else)."""
+    reads = all(
+        isinstance(v.owner, shard.ShardOp) and v.owner.annotate_for_users is not None
+        for v in op.operands
+        if isinstance(v.type, TensorType)
+    )
+    makes = all(
+        isinstance(use.operation, shard.ShardOp) and use.operation.annotate_for_users is None
+        for r in op.results
+        if isinstance(r.type, TensorType)
+        for use in r.uses
+    )
+    return reads and makes
 
 
 def _unsplit_written_out(module: ModuleOp) -> None:

@@ -22,12 +22,12 @@ tasks) are written on memrefs already, and mlir-opt-22 does not know them.
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
-from xdsl.dialects.tensor import CastOp
 from xdsl.ir import Attribute
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import func, shard
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.tensor import CastOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.toolchain.shards import is_shard_program, partition

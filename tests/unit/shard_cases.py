@@ -282,9 +282,6 @@ func.func @main(%arg0: tensor<8x16xf32>) -> tensor<8x16xf32> {
 """,
     (((8, 16), "float32"),),
     grids=(4, 2),
-    # MLIR 22's sharding propagation gives linalg ops' operands shardings without halos,
-    # and shard-partition cannot reshard from halos to them.
-    refused="from halos to other shardings",
 )
 
 CASES["test_shard_update_halo"] = Case(
