@@ -15,7 +15,9 @@ and computes its values with the same operations, so the result is bit for bit t
 program's.
 
 Bands hold as many steps as fit their rows (`s * m * steps` rows of every array) in
-half the core's L2 cache, or, where not even two would, a quarter of the L3.
+half the core's private cache, or, where not even two would, a quarter of the last-level
+cache: those of the CPU the machine description attached to the module gives rank 0,
+else this machine's.
 
 On one rank the schedule becomes one task. On R ranks the rows become R blocks, one task
 per rank (`dhir.rank`), in a schedule per band: a host loop of bands. Each task copies
@@ -63,6 +65,9 @@ from dhir.dialects.dhir import (
 )
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task
+from dhir.machine.description import DeviceKind
+from dhir.machine.detect import local_caches
+from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.transforms.building import const_index, insert_before, inside, put
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.triangles import lift
@@ -92,10 +97,14 @@ class TimeTilesPass(ModulePass):
 
 def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decision]:
     """Rewrite every time loop it can (see the module docstring); what it did and left."""
+    loops = list(_time_loops(module))
+    if not loops:
+        return []
+    caches = _caches(module)
     decisions: list[Decision] = []
-    for loop, schedule in list(_time_loops(module)):
+    for loop, schedule in loops:
         try:
-            band = _Band.of(loop, schedule, steps, ranks)
+            band = _Band.of(loop, schedule, steps, ranks, caches)
             text = band.rewrite() if ranks == 1 else band.rewrite_parts()
             decisions.append(Decision(loc_of(loop), True, text))
         except _Left as why:
@@ -219,11 +228,14 @@ class _Band:
     statements: list[_Statement]
     stages: list[list[_Statement]]  # statements run as one stage (_stages)
     skew: int
-    steps: int
-    parts: list["_Part"]  # one per rank, none on one rank
+    caches: "_Caches"
+    steps: int = 0
+    parts: list["_Part"] = field(default_factory=list["_Part"])  # one per rank, none on one
 
     @staticmethod
-    def of(loop: scf.ForOp, schedule: ScheduleOp, steps: int, ranks: int = 1) -> "_Band":
+    def of(
+        loop: scf.ForOp, schedule: ScheduleOp, steps: int, ranks: int, caches: "_Caches"
+    ) -> "_Band":
         outer = set(schedule.args)
         others = [op for op in schedule.body.block.ops if not isinstance(op, TaskOp | YieldOp)]
         if any(not isinstance(op, TargetOp) for op in others):
@@ -237,7 +249,7 @@ class _Band:
             raise _Left(f"its tasks are placed by hand ({RANK_ATTR})")
         statements = [_statement(task, outer) for task in tasks]
         skew = _skew(statements)
-        band = _Band(loop, schedule, statements, _stages(statements), skew, 0, [])
+        band = _Band(loop, schedule, statements, _stages(statements), skew, caches)
         band.steps = steps if steps > 0 else band.fitting_steps()
         if band.steps < 2:
             raise _Left("not even two steps' rows fit the core's caches")
@@ -282,8 +294,7 @@ class _Band:
     def _worth_it(self, block: int) -> None:
         """Leave the loop where a rank's rows of every array already fit half its share
         of the L3: its sweeps then run from cache, and ghost rows would only add work."""
-        _, l3 = _cache_bytes()
-        share = l3 // (os.cpu_count() or 1)
+        share = self.caches.llc // self.caches.cores
         held = block * self._row_bytes()
         if held <= share // 2:
             raise _Left(
@@ -297,10 +308,9 @@ class _Band:
 
     def fitting_steps(self) -> int:
         per_step = self.skew * len(self.stages) * max(self._row_bytes(), 1)
-        l2, l3 = _cache_bytes()
-        steps = (l2 // 2) // per_step
+        steps = (self.caches.core // 2) // per_step
         if steps < 2:
-            steps = (l3 // 4) // per_step
+            steps = (self.caches.llc // 4) // per_step
         return min(steps, MAX_STEPS)
 
     def rewrite(self) -> str:
@@ -795,13 +805,27 @@ def _row_bytes(value: SSAValue) -> int:
     return size * max(width // 8, 1)
 
 
-def _cache_bytes() -> tuple[int, int]:
-    """This machine's L2 and L3 sizes (per core and in all), or common ones."""
-    sizes: list[int] = []
-    for name, default in (("SC_LEVEL2_CACHE_SIZE", _L2), ("SC_LEVEL3_CACHE_SIZE", _L3)):
-        try:
-            size = os.sysconf(name)
-        except (ValueError, OSError):
-            size = 0
-        sizes.append(size if size > 0 else default)
-    return sizes[0], sizes[1]
+@dataclass(frozen=True)
+class _Caches:
+    """A core's private cache and the last-level cache, in bytes, and the cores sharing
+    the latter."""
+
+    core: int
+    llc: int
+    cores: int
+
+
+def _caches(module: ModuleOp) -> _Caches:
+    """The caches of the CPU rank 0 runs on: the machine description's attached to
+    `module`, else this machine's (sysfs), else common sizes."""
+    core = llc = None
+    cores = os.cpu_count() or 1
+    if SYSTEM_ATTR in module.attributes:
+        kinds = (d for d in system_of(module).rank_devices() if d.kind == DeviceKind.CPU)
+        cpu = next(kinds, None)
+        if cpu is not None:
+            core, llc, cores = cpu.core_cache_bytes, cpu.llc_bytes, cpu.cores or cores
+    if core is None or llc is None:
+        local = local_caches()
+        core, llc = core or local[0], llc or local[1]
+    return _Caches(core or _L2, llc or _L3, cores)

@@ -313,14 +313,33 @@ def test_bands_on_several_ranks_take_the_length_sending_fewest_halo_rows() -> No
     quarter below the longest, the one whose bands cover the fewest steps in all."""
     from dhir.transforms.time_tiles import (
         _Band,  # pyright: ignore[reportPrivateUsage]
+        _caches,  # pyright: ignore[reportPrivateUsage]
         _time_loops,  # pyright: ignore[reportPrivateUsage]
     )
 
     for steps, longest, chosen in ((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2)):
         module = parse_string(replace(JACOBI, steps=steps).text())
         ((loop, schedule),) = _time_loops(module)
-        band = _Band.of(loop, schedule, 2)
+        band = _Band.of(loop, schedule, 2, 1, _caches(module))
         assert band._fewest_halo_rows(longest) == chosen, (steps, longest)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_bands_fit_the_caches_of_the_machine_description() -> None:
+    """Bands hold as many steps as fit half the core's cache of the CPU the description
+    attached to the module names (JACOBI: 2 stages of 2 rows of 5 f64 a step, 160 bytes),
+    not this machine's."""
+    from dhir.machine.description import Node, System
+    from dhir.machine.detect import detect
+    from dhir.machine.dlti import attach
+
+    here = detect()
+    for cache, steps in ((1280, 4), (2560, 8)):
+        cpu = replace(here.devices[0], core_cache_bytes=cache, llc_bytes=64 << 20)
+        system = System((Node(here.nodes[0].name, (cpu,)),), here.network, here.intra_node)
+        module = parse_string(JACOBI.text())
+        attach(module, system)
+        (decision,) = time_tiles(module)
+        assert f"bands of {steps} steps" in decision.text, decision.text
 
 
 def test_leaves_tasks_placed_by_hand_on_several_ranks() -> None:
