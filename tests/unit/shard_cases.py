@@ -448,9 +448,7 @@ CASES["unshard_static_axis"] = Case(reshard("10x14", "[[0]]", "[[]]"), (((10, 14
 CASES["unshard_static_last_axis"] = Case(
     reshard("10x14", "[[], [0]]", "[[], []]"), (((10, 14), "float32"),)
 )
-CASES["unshard_dynamic_axis"] = Case(
-    reshard("?x14", "[[0]]", "[[]]"), (((10, 14), "float32"),)
-)
+CASES["unshard_dynamic_axis"] = Case(reshard("?x14", "[[0]]", "[[]]"), (((10, 14), "float32"),))
 CASES["identical_source_and_target_sharding"] = Case(
     GRID
     + """
