@@ -68,7 +68,7 @@ from dhir.toolchain.options import (
 from dhir.toolchain.progress import status_line
 from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tensors import bufferize
+from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.tools import MPI_CHOICES, cache_root
 from dhir.toolchain.values import check_inputs, with_results
 from dhir.transforms.fast_math import MODES
@@ -371,8 +371,10 @@ def _run_program(
 ) -> tuple[list[np.ndarray], EntrySignature]:
     options = _options(args)
     module = _load_timed(path, timing)
+    inputs = read_inputs(args.input, entry_signature(module, args.entry, given_only=True))
+    if on_tensors(module, args.entry):  # arguments of dynamic shape take their inputs'
+        module = specialise(module, args.entry, inputs)
     signature = entry_signature(module, args.entry)
-    inputs = read_inputs(args.input, signature)
     if args.backend == "interp" and args.profile is not None:
         raise DhirError(
             [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]

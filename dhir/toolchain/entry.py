@@ -46,15 +46,17 @@ def numpy_dtype(element: Attribute) -> np.dtype | None:
     return None
 
 
-def entry_signature(module: ModuleOp, entry: str) -> EntrySignature:
+def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> EntrySignature:
     """The arguments of `entry` as the built program takes them. An entry on tensors is
     bufferized first (dhir.toolchain.tensors): each tensor argument becomes a memref the
-    user gives (INPUT), and each result a memref after the arguments (RESULT)."""
+    user gives (INPUT), and each result a memref after the arguments (RESULT). With
+    `given_only`, the arguments alone, results unchecked: what reads the inputs that an
+    entry of dynamic shapes is then specialised to."""
     function = _find_entry(module, entry)
     inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
     args = [_arg_spec(function, k, t) for k, t in enumerate(inputs)]
     tensors = on_tensors(function)
-    for j, type_ in enumerate(outputs):
+    for j, type_ in enumerate(() if given_only else outputs):
         if not tensors or not isinstance(type_, TensorType):
             raise DhirError(
                 [

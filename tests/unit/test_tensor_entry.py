@@ -141,6 +141,23 @@ def test_arguments_of_dynamic_shape_take_their_inputs_shapes(backend: str, ranks
 
 
 @needs_llvm
+def test_dhir_run_gives_dynamic_shapes_their_inputs_shapes(tmp_path: Path) -> None:
+    program = tmp_path / "add.mlir"
+    program.write_text(DYNAMIC)
+    a, b = np.arange(12.0).reshape(3, 4), np.ones((3, 4))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    run = [sys.executable, "-m", "dhir", "run", str(program), "-n", "2", "-q", "--print"]
+    inputs = [f"--input={tmp_path / n}.npy" for n in ("a", "b")]
+    done = subprocess.run(
+        [*run, *inputs, "--output-dir", str(tmp_path / "out")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "res0: tensor<3x4xf64> =" in done.stdout
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "res0.npy"), a + b)
+
+
+@needs_llvm
 def test_a_result_whose_shape_the_inputs_do_not_give_is_refused() -> None:
     text = """\
 func.func @main(%a: tensor<?xf64>, %n: index) -> tensor<?xf64> {
