@@ -30,6 +30,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.tensor import CastOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
+from dhir.ir.walk import find_ops
 from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import lower_collectives
@@ -93,7 +94,9 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
     function = _function(refined, entry)
     for k, shape in shapes.items():
         _give_shape(function, k, shape)
-    for _ in range(len(list(refined.walk()))):
+    # Each round moves the casts past every shard op they reach: one round per shard op
+    # at most.
+    for _ in range(1 + len(find_ops(refined, shard.ShardOp))):
         refined = through_mlir_opt(
             refined,
             str(find_llvm_tools().mlir_opt),
@@ -158,11 +161,11 @@ def _through_shards(module: ModuleOp) -> bool:
     """Each `shard.shard` of a cast from a static shape annotates the static tensor
     instead, cast after it (a shard op's result has its operand's type); whether any."""
     moved = False
-    for op in list(module.walk()):
-        source = op.src.owner if isinstance(op, shard.ShardOp) else None
-        if not isinstance(op, shard.ShardOp) or not isinstance(source, CastOp):
+    for op in find_ops(module, shard.ShardOp):
+        source = op.src.owner
+        if not isinstance(source, CastOp) or _dynamic(source.source.type):
             continue
-        if _dynamic(source.source.type) or op.result.type != source.dest.type:
+        if op.result.type != source.dest.type:
             continue
         made = shard.ShardOp.create(
             operands=[source.source, *op.operands[1:]],
