@@ -33,8 +33,8 @@ statement writes, and the band computes the rest of its ghost rows before readin
 Bands are kept short enough that the ghost rows cost at most about an eighth more work,
 and within a quarter of that length, of the one that sends the fewest halo rows over the
 loop (a last, shorter band still sends a whole halo); where not even two steps are, the
-loop is left. So is a loop whose rows, cut in blocks,
-fit half of each core's share of the L3: each rank's sweeps already run from cache.
+loop is left. So is a loop whose rows, cut in blocks, fit half of each core's share of
+the last-level cache: each rank's sweeps already run from cache.
 """
 
 import os
