@@ -51,6 +51,16 @@ func.func @main(%a: tensor<8x4xf64>, %b: tensor<4x6xf64>) -> tensor<8x6xf64> {
 """
 
 
+def _matmul(grid: str, split_a: str = "[[0]]", split_b: str = "[[]]", split_r: str = "[[]]") -> str:
+    """MATMUL on `grid` with those split axes for A, B and the result."""
+    return (
+        MATMUL.replace("GRID", grid)
+        .replace("SPLIT_A", split_a)
+        .replace("SPLIT_B", split_b)
+        .replace("SPLIT_R", split_r)
+    )
+
+
 @pytest.mark.parametrize(
     ("grid", "split_a", "split_b", "split_r", "exact"),
     [
@@ -69,12 +79,7 @@ def test_a_sharded_matmul_equals_the_unsharded_one(
 ) -> None:
     # A sharding that splits k sums each device's part first (MLIR's partial sums), then
     # the parts: the sum is reassociated, so only a tolerance holds there.
-    program = (
-        MATMUL.replace("GRID", grid)
-        .replace("SPLIT_A", split_a)
-        .replace("SPLIT_B", split_b)
-        .replace("SPLIT_R", split_r)
-    )
+    program = _matmul(grid, split_a, split_b, split_r)
     rng = np.random.default_rng(7)
     a, b = rng.random((8, 4)), rng.random((4, 6))
     ranks = math.prod(int(n) for n in grid.split("x"))
@@ -124,8 +129,7 @@ def test_resharding_between_operations_keeps_the_values(
 
 
 def test_a_grid_that_is_not_the_rank_count_is_a_located_error() -> None:
-    program = MATMUL.replace("GRID", "4").replace("SPLIT_A", "[[0]]")
-    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    program = _matmul("4")
     with pytest.raises(DhirError, match=r"2:1: .*@grid has 4 devices.*2 ranks.*-n 4"):
         dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=2)
 
@@ -141,12 +145,7 @@ def test_a_grid_that_is_not_the_rank_count_is_a_located_error() -> None:
 def test_a_grid_axis_of_unknown_size_is_sized_by_the_rank_count(
     grid: str, ranks: int, split_a: str, split_b: str, split_r: str
 ) -> None:
-    program = (
-        MATMUL.replace("GRID", grid)
-        .replace("SPLIT_A", split_a)
-        .replace("SPLIT_B", split_b)
-        .replace("SPLIT_R", split_r)
-    )
+    program = _matmul(grid, split_a, split_b, split_r)
     rng = np.random.default_rng(3)
     a, b = rng.random((8, 4)), rng.random((4, 6))
     from dhir.toolchain.build import Timing
@@ -168,8 +167,7 @@ def test_a_grid_axis_of_unknown_size_is_sized_by_the_rank_count(
 def test_a_grid_the_rank_count_cannot_size_is_a_located_error(
     grid: str, ranks: int, message: str
 ) -> None:
-    program = MATMUL.replace("GRID", grid).replace("SPLIT_A", "[[0]]")
-    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    program = _matmul(grid)
     with pytest.raises(DhirError, match=message):
         dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=ranks)
 
@@ -177,8 +175,7 @@ def test_a_grid_the_rank_count_cannot_size_is_a_located_error(
 def test_a_grid_axis_of_unknown_size_needs_the_rank_count() -> None:
     from dhir.toolchain.tensors import bufferize
 
-    program = MATMUL.replace("GRID", "?").replace("SPLIT_A", "[[0]]")
-    program = program.replace("SPLIT_B", "[[]]").replace("SPLIT_R", "[[]]")
+    program = _matmul("?")
     with pytest.raises(DhirError, match=r"2:1: .*\(\?\) and no rank count is given.*-n"):
         bufferize(dhir.parse_string(program), "main")  # as `dhir schedule` without -n
 
