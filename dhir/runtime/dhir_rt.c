@@ -1886,36 +1886,47 @@ void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element) {
   }
 }
 
-/* A box (dhir_rt_shard_write_box)'s shard in runs: rows along its last dimension. */
-static void box_runs(const int64_t *words, int64_t *runs, int64_t *run) {
+/* Rank `rank`'s entry of a box: whether it writes, where its shard starts in the whole,
+ * and how much of it is real (the rest of its buffer is padding). */
+static const int64_t *box_entry(const int64_t *words, int rank) {
+  return words + 2 + 2 * words[0] + rank * (1 + 2 * words[0]);
+}
+
+/* Rank `rank`'s real shard in runs: rows along its last dimension. */
+static void box_runs(const int64_t *words, int rank, int64_t *runs, int64_t *run) {
   int64_t dims = words[0];
-  const int64_t *shard = words + 2 + dims;
+  const int64_t *extents = box_entry(words, rank) + 1 + dims;
   *run = words[1];
   *runs = 1;
   for (int64_t d = 0; d < dims; ++d)
-    *(d == dims - 1 ? run : runs) *= shard[d];
+    *(d == dims - 1 ? run : runs) *= extents[d];
 }
 
-/* Rank `rank`'s entry of a box: whether it writes, then where its shard starts. */
-static const int64_t *box_entry(const int64_t *words, int rank) {
-  return words + 2 + 2 * words[0] + rank * (1 + words[0]);
-}
-
-/* Where run `r` of rank `rank`'s shard lies in the whole, in bytes (row-major). */
-static int64_t box_at(const int64_t *words, int rank, int64_t r) {
+/* Where run `r` of rank `rank`'s real shard lies, in bytes (row-major): in the whole
+ * (`in_whole`), or in the rank's buffer of the shard's padded shape. */
+static int64_t box_at(const int64_t *words, int rank, int64_t r, int in_whole) {
   int64_t dims = words[0], at = 0, scale = words[1];
   const int64_t *whole = words + 2, *shard = whole + dims;
-  const int64_t *starts = box_entry(words, rank) + 1;
+  const int64_t *starts = box_entry(words, rank) + 1, *extents = starts + dims;
   for (int64_t d = dims - 1; d >= 0; --d) {
     int64_t i = 0;
     if (d < dims - 1) {
-      i = r % shard[d];
-      r /= shard[d];
+      i = r % extents[d];
+      r /= extents[d];
     }
-    at += (starts[d] + i) * scale;
-    scale *= whole[d];
+    at += ((in_whole ? starts[d] : 0) + i) * scale;
+    scale *= in_whole ? whole[d] : shard[d];
   }
   return at;
+}
+
+/* Whether rank `rank`'s shard is all real (no padding in its buffer). */
+static int box_full(const int64_t *words, int rank) {
+  const int64_t *shard = words + 2 + words[0], *extents = box_entry(words, rank) + 1 + words[0];
+  for (int64_t d = 0; d < words[0]; ++d)
+    if (extents[d] != shard[d])
+      return 0;
+  return 1;
 }
 
 void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
@@ -1924,10 +1935,10 @@ void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
     return; /* another rank writes the same shard */
   int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
   result_file *result = result_at((int32_t)index);
-  box_runs(words, &runs, &run);
+  box_runs(words, world_rank, &runs, &run);
   for (int64_t r = 0; r < runs; ++r)
-    write_run(result, (const char *)(intptr_t)data + r * run, box_at(words, world_rank, r), run,
-              1);
+    write_run(result, (const char *)(intptr_t)data + box_at(words, world_rank, r, 0),
+              box_at(words, world_rank, r, 1), run, 1);
   if (tracing)
     trace_span(TRACE_WRITE, began, (int32_t)index, -1, runs * run, -1);
 }
@@ -1938,30 +1949,42 @@ void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
     dhir_rt_fatal("argument #%lld has no input file to read a shard from", (long long)index);
   const input_file *input = &input_files[index];
   int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
-  box_runs(words, &runs, &run);
+  box_runs(words, world_rank, &runs, &run);
   int file = open_input((int32_t)index, input->path, input->bytes, world_rank == 0);
   int shared = every_rank(file >= 0);
   char *shard = (char *)(intptr_t)data;
+  if (!box_full(words, world_rank)) {
+    int64_t bytes = words[1];
+    for (int64_t d = 0; d < words[0]; ++d)
+      bytes *= words[2 + words[0] + d];
+    memset(shard, 0, (size_t)bytes); /* padding: never read into a real element */
+  }
   for (int64_t r = 0; r < runs; ++r) {
+    char *into = shard + box_at(words, world_rank, r, 0);
     if (shared || world_rank == 0) {
-      read_all(file, shard + r * run, run, (off_t)box_at(words, world_rank, r), input->path);
+      read_all(file, into, run, (off_t)box_at(words, world_rank, r, 1), input->path);
       continue;
     }
     for (int64_t done = 0; done < run; done += IO_PIECE_BYTES)
-      check(MPI_Recv(shard + r * run + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+      check(MPI_Recv(into + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE),
             "MPI_Recv");
   }
   input_bytes += runs * run;
   if (!shared && world_rank == 0) {
     char *buffer = io_buffer();
-    for (int dest = 1; dest < world_size; ++dest)
-      for (int64_t r = 0; r < runs; ++r)
-        for (int64_t done = 0, at = box_at(words, dest, r); done < run; done += IO_PIECE_BYTES) {
-          read_all(file, buffer, io_piece(done, run), (off_t)(at + done), input->path);
-          check(MPI_Send(buffer, io_piece(done, run), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
+    for (int dest = 1; dest < world_size; ++dest) {
+      int64_t their_runs = 0, their_run = 0;
+      box_runs(words, dest, &their_runs, &their_run);
+      for (int64_t r = 0; r < their_runs; ++r)
+        for (int64_t done = 0, at = box_at(words, dest, r, 1); done < their_run;
+             done += IO_PIECE_BYTES) {
+          read_all(file, buffer, io_piece(done, their_run), (off_t)(at + done), input->path);
+          check(MPI_Send(buffer, io_piece(done, their_run), MPI_BYTE, dest, IO_TAG,
+                         MPI_COMM_WORLD),
                 "MPI_Send");
         }
+    }
   }
   if (file >= 0)
     close(file);

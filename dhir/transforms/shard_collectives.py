@@ -55,6 +55,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.shard_layout import Padding
 from dhir.dialects import arith, func, shard
 from dhir.dialects import memref as dmemref
 from dhir.ir.diagnostics import error_at
@@ -438,31 +439,49 @@ def _carry_part(
     if isinstance(split_attr, ArrayAttr):
         split = [cast(DenseArrayBase[IntegerType], a).get_values() for a in split_attr.data]
         local = _tensor(op, op.operands[0].type if gather else op.results[0].type)
-        info["box"] = DenseArrayBase.from_list(
-            i64, _box(shape, split, local, _element_bytes(op, local))
+        whole, padding = part.data.get("whole"), part.data.get("padding")
+        counts = (
+            [cast(DenseArrayBase[IntegerType], c).get_values() for c in padding.data]
+            if isinstance(padding, ArrayAttr)
+            else []
         )
+        box = _box(shape, split, local, _element_bytes(op, local), counts)
+        if isinstance(whole, DenseArrayBase):
+            box[2 : 2 + box[0]] = cast(DenseArrayBase[IntegerType], whole).get_values()
+        info["box"] = DenseArrayBase.from_list(i64, box)
     stub.attributes[COLLECTIVE] = DictionaryAttr(info)
 
 
 def _box(
-    shape: tuple[int, ...], split: Sequence[Sequence[int]], local: TensorType, element: int
+    shape: tuple[int, ...],
+    split: Sequence[Sequence[int]],
+    local: TensorType,
+    element: int,
+    padding: Sequence[Sequence[int]] = (),
 ) -> list[int]:
     """The box of a shard of type `local` split as `split` over a grid of `shape`, as
     int64 words: the number of dimensions, the element's bytes, the whole's shape, the
-    shard's, then per rank whether it writes its shard (the first rank holding it) and
-    where the shard starts."""
+    shard's, then per rank whether it writes its shard (the first rank holding it), where
+    the shard starts and how much of it is real. Along a dimension with `padding` (each
+    padded block's real count, dhir.toolchain.shard_padding) the whole is the padded
+    array; where the shard lies in the real one is the caller's to set."""
     pieces = local.get_shape()
     split = [*split, *[()] * (len(pieces) - len(split))]
+    padding = [*padding, *[()] * (len(pieces) - len(padding))]
     whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
     words = [len(pieces), element, *whole, *pieces]
     seen: set[tuple[int, ...]] = set()
     for rank in range(math.prod(shape)):
         at = [rank // math.prod(shape[d + 1 :]) % shape[d] for d in range(len(shape))]
-        starts = tuple(
-            _index(shape, axes, [at[a] for a in axes]) * n for axes, n in zip(split, pieces)
-        )
-        words += [int(starts not in seen), *starts]
-        seen.add(starts)
+        real = [
+            Padding(tuple(counts)).real(index * n, n) if counts else (index * n, n)
+            for counts, n, index in zip(
+                padding, pieces, (_index(shape, axes, [at[a] for a in axes]) for axes in split)
+            )
+        ]
+        entry = tuple(start for start, _ in real) + tuple(length for _, length in real)
+        words += [int(entry not in seen), *entry]
+        seen.add(entry)
     return words
 
 
@@ -527,7 +546,7 @@ def _direct_parts(module: ModuleOp, stubs: dict[str, func.FuncOp]) -> dict[func.
             box = _info(_stub_of(chain[-1], stubs))["box"]
             assert isinstance(box, DenseArrayBase)
             words = box.get_values()
-            ranks = (len(words) - 2 - 2 * words[0]) // (1 + words[0])  # see _box
+            ranks = (len(words) - 2 - 2 * words[0]) // (1 + 2 * words[0])  # see _box
             _held_by_none(function, argument.index, ranks)
     return direct
 

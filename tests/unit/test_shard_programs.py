@@ -886,11 +886,23 @@ def test_the_writers_of_a_shard_are_the_first_ranks_holding_it() -> None:
 
     from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
 
-    # A 2x2 grid, rows split over axis 0: ranks 0 and 1 hold rows 0..3, ranks 2 and 3 rows 4..7.
+    # A 2x2 grid, rows split over axis 0: ranks 0 and 1 hold rows 0..3, ranks 2 and 3 rows 4..7
+    # (each rank: whether it writes, where its shard starts, how much of it is real).
     words = _box((2, 2), [(0,), ()], TensorType(f64, [4, 8]), 8)
-    header, per_rank = words[:6], [words[6 + 3 * r : 9 + 3 * r] for r in range(4)]
+    header, per_rank = words[:6], [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
     assert header == [2, 8, 8, 8, 4, 8]
-    assert per_rank == [[1, 0, 0], [0, 0, 0], [1, 4, 0], [0, 4, 0]]
+    assert per_rank == [[1, 0, 0, 4, 8], [0, 0, 0, 4, 8], [1, 4, 0, 4, 8], [0, 4, 0, 4, 8]]
+
+
+def test_a_padded_shard_s_box_holds_its_real_rows() -> None:
+    from xdsl.dialects.builtin import TensorType, f64
+
+    from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
+
+    # 6 rows over 4 devices as MLIR lays them out (1, 1, 2, 2), padded to blocks of 2.
+    words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []])
+    per_rank = [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
+    assert per_rank == [[1, 0, 0, 1, 3], [1, 1, 0, 1, 3], [1, 2, 0, 2, 3], [1, 4, 0, 2, 3]]
 
 
 def test_timing_says_which_parameters_no_rank_holds() -> None:

@@ -1,0 +1,49 @@
+"""How a shard dialect sharding lays a dimension out over devices, where they do not
+divide it: MLIR's default layout, and a padded one (dhir.toolchain.shard_padding) in
+which each device's shard is a block of the longest shard's length, real elements first.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Padding:
+    """A dimension of `sum(counts)` elements held as `len(counts)` blocks of `block`
+    elements, block `b` holding `counts[b]` real ones first."""
+
+    counts: tuple[int, ...]
+
+    @property
+    def block(self) -> int:
+        return max(1, *self.counts)
+
+    @property
+    def size(self) -> int:
+        return self.block * len(self.counts)
+
+    def real(self, start: int, length: int) -> tuple[int, int]:
+        """Where the padded elements [start, start + length), within one block, begin in
+        the real dimension, and how many of them (a prefix) are real."""
+        b, at = divmod(start, self.block)
+        assert (start + length - 1) // self.block == b or length == 0
+        return sum(self.counts[:b]) + min(at, self.counts[b]), max(
+            0, min(length, self.counts[b] - at)
+        )
+
+    def held(self, devices: int) -> tuple[int, ...]:
+        """How many real elements each of `devices` even blocks of the padded size holds."""
+        width = self.size // devices
+        return tuple(
+            sum(
+                max(0, min((j + 1) * width, b * self.block + n) - max(j * width, b * self.block))
+                for b, n in enumerate(self.counts)
+            )
+            for j in range(devices)
+        )
+
+
+def mlir_layout(size: int, devices: int) -> tuple[int, ...]:
+    """Each device's share of `size` elements as MLIR's shard dialect lays them out: the
+    last `size mod devices` devices hold one more."""
+    base, extra = divmod(size, devices)
+    return tuple(base + (d >= devices - extra) for d in range(devices))
