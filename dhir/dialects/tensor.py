@@ -6,5 +6,6 @@ from xdsl.dialects.tensor import (
     CastOp as CastOp,
     EmptyOp as EmptyOp,
     ExtractSliceOp as ExtractSliceOp,
+    InsertSliceOp as InsertSliceOp,
 )
 # isort: on

@@ -44,13 +44,16 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 
+from dhir.analysis.shard_layout import Padding
 from dhir.dialects import func, linalg, shard, tensor
 from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
+from dhir.toolchain import shard_padding
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import (
     INPUT_PART,
@@ -79,9 +82,13 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         stub_collectives(module)
         _entry(module, entry).attributes[SPMD] = UnitAttr()
         return module
-    uneven = _uneven(module)
-    if uneven is not None:
-        return _unsharded(module, entry, *uneven)
+    original, padded = module, None
+    first = _uneven(module)
+    if first is not None:
+        padded = shard_padding.pad(module, entry)
+        if isinstance(padded, str):
+            return _unsharded(original, entry, first[0], f"{first[1]}; {padded}")
+        module = padded.module
     mlir_opt = str(find_llvm_tools().mlir_opt)
     propagated = _annotated_in_full(module, entry) or through_mlir_opt(
         module,
@@ -93,18 +100,24 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     )
     uneven = _uneven(propagated)
     if uneven is not None:
-        return _unsharded(module, entry, *uneven)
+        return _unsharded(original, entry, *uneven)
     _unsplit_written_out(propagated)
     _reshard_stepwise(_entry(propagated, entry))
     grids = grid_shapes(propagated)
-    try:
-        # Each argument first takes the sharding it had, so that one whose rows are split
-        # is sliced by rows first and each rank loads only its rows.
-        partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True)
-    except DhirError:
-        # Some reshardings from there fail in MLIR 22 where the same from a whole input do
-        # not: every rank then loads the whole input.
+    if padded is not None:
+        # Padded arrays never come in or go out whole: each rank reads and writes the
+        # real part of its shard (shard_padding).
         partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+        _pad_boundary(_entry(partitioned, entry), padded, _entry(original, entry))
+    else:
+        try:
+            # Each argument first takes the sharding it had, so that one whose rows are
+            # split is sliced by rows first and each rank loads only its rows.
+            partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True)
+        except DhirError:
+            # Some reshardings from there fail in MLIR 22 where the same from a whole
+            # input do not: every rank then loads the whole input.
+            partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
     keep_argument_names(module, partitioned, entry)
     stub_collectives(partitioned)
     _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
@@ -354,6 +367,93 @@ def _unsharded(module: ModuleOp, entry: str, op: Operation, why: str) -> ModuleO
     return plain
 
 
+def _pad_boundary(
+    function: func.FuncOp, padded: shard_padding.Padded, original: func.FuncOp
+) -> None:
+    """The partitioned `function`'s padded arguments and results at their true types.
+    Where each rank reads (writes) only its shard and that shard lies within one padded
+    block, the read (write) is told the padding; otherwise the argument is padded whole
+    on every rank first, and the result cut to its real elements at the end."""
+    types = original.function_type
+    block = function.body.blocks[0]
+    for index, dims in padded.arguments.items():
+        argument, true = block.args[index], types.inputs.data[index]
+        chain = _slice_chain(argument)
+        if _told(chain, INPUT_PART, chain[-1].result if chain else None, dims, true):
+            Rewriter.replace_value_with_new_type(argument, true)
+            continue
+        whole = Rewriter.replace_value_with_new_type(argument, true)
+        ops = shard_padding.padded(whole, dims)
+        block.insert_ops_before(ops, block.first_op)  # pyright: ignore[reportArgumentType]
+        for use in [u for u in whole.uses if u.operation not in ops]:
+            use.operation.operands[use.index] = ops[-1].results[0]
+    returned = function.body.blocks[-1].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for index, dims in padded.results.items():
+        value, true = returned.operands[index], types.outputs.data[index]
+        chain = _gather_chain(value)
+        if _told(chain, RESULT_PART, chain[-1].input if chain else None, dims, true):
+            Rewriter.replace_value_with_new_type(chain[0].result, true)
+            continue
+        ops = shard_padding.unpadded(value, dims)
+        function.body.blocks[-1].insert_ops_before(ops, returned)
+        returned.operands[index] = ops[-1].results[0]
+    function.update_function_type()
+
+
+def _slice_chain(value: SSAValue) -> list[shard.AllSliceOp]:
+    """The slices that alone take `value` on, each result used once, the first first."""
+    chain: list[shard.AllSliceOp] = []
+    while value.has_one_use() and isinstance(
+        op := value.get_user_of_unique_use(), shard.AllSliceOp
+    ):
+        chain.append(op)
+        value = op.result
+    return chain
+
+
+def _gather_chain(value: SSAValue) -> list[shard.AllGatherOp]:
+    """The gathers that alone bring `value` about, each result used once, the last first."""
+    chain: list[shard.AllGatherOp] = []
+    while isinstance(op := value.owner, shard.AllGatherOp) and value.has_one_use():
+        chain.append(op)
+        value = op.input
+    return chain
+
+
+def _told(
+    chain: Sequence[Operation],
+    name: str,
+    shard_value: SSAValue | None,
+    dims: dict[int, Padding],
+    whole: Attribute,
+) -> bool:
+    """Whether the slices (gathers) `chain` between a padded argument (result) and its
+    shard go direct (`name`) and the shard lies within one padded block: then the part
+    next to the shard is told the whole's true shape and each dimension's padding.
+    Otherwise the chain is no longer marked: the collectives run on the padded whole."""
+    if shard_value is None or name not in chain[-1].attributes:
+        return False
+    local = shard_value.type
+    assert isinstance(local, TensorType) and isinstance(whole, TensorType)
+    shape = local.get_shape()
+    if any(padding.block % shape[d] for d, padding in dims.items()):
+        for op in chain:
+            del op.attributes[name]
+        return False
+    part = chain[-1].attributes[name]
+    assert isinstance(part, DictionaryAttr)
+    counts = [list(dims[d].counts) if d in dims else [] for d in range(len(shape))]
+    chain[-1].attributes[name] = DictionaryAttr(
+        {
+            **part.data,
+            "whole": DenseArrayBase.from_list(i64, list(whole.get_shape())),
+            "padding": ArrayAttr([DenseArrayBase.from_list(i64, c) for c in counts]),
+        }
+    )
+    return True
+
+
 def _replicate_boundary(
     function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool
 ) -> dict[int, shard.ShardingOp]:
@@ -593,12 +693,9 @@ def _tag_result_writes(function: func.FuncOp) -> None:
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     for index, value in enumerate(returned.operands):
-        chain: list[shard.AllGatherOp] = []
-        while isinstance(gather := value.owner, shard.AllGatherOp) and value.has_one_use():
-            chain.append(gather)
-            value = gather.input
-        if chain and isinstance(value.type, TensorType):
-            _mark(chain, value.type, RESULT_PART, "result", index)
+        chain = _gather_chain(value)
+        if chain and isinstance(shard_type := chain[-1].input.type, TensorType):
+            _mark(chain, shard_type, RESULT_PART, "result", index)
 
 
 def _tag_input_reads(function: func.FuncOp) -> None:
@@ -607,13 +704,7 @@ def _tag_input_reads(function: func.FuncOp) -> None:
     they slice, and on the last, how the shard is split (per dimension, the grid axes it
     is sliced over, the first slice's first)."""
     for argument in function.body.blocks[0].args:
-        chain: list[shard.AllSliceOp] = []
-        value: SSAValue = argument
-        while value.has_one_use() and isinstance(
-            sliced := value.get_user_of_unique_use(), shard.AllSliceOp
-        ):
-            chain.append(sliced)
-            value = sliced.result
+        chain = _slice_chain(argument)
         if chain and isinstance(argument.type, TensorType):
             _mark(chain, argument.type, INPUT_PART, "argument", argument.index)
 

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 import dhir
 from dhir import DhirError
+from dhir.ir.diagnostics import collected_warnings
 
 if TYPE_CHECKING:
     from dhir.toolchain.build import Timing
@@ -562,30 +563,172 @@ func.func @main(%a: tensor<6x4xf64>) -> tensor<6x4xf64> {
   return %d : tensor<6x4xf64>
 }
 """
-UNEVEN_CASES = [
-    ("", r"5:\d+: warning: dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices"),
-    ("sharded_dims_offsets = [0, 2, 4, 5, 6]", r"5:\d+: warning: uneven shards"),
+# MLIR's layout (1, 1, 2, 2 rows), shards given, empty shards given.
+UNEVEN_LAYOUTS = [
+    "",
+    "sharded_dims_offsets = [0, 2, 4, 5, 6]",
+    "sharded_dims_offsets = [0, 0, 5, 5, 6]",
 ]
 
 
-@pytest.mark.parametrize(("offsets", "message"), UNEVEN_CASES)
-def test_uneven_shards_run_as_the_function_with_a_warning(
-    offsets: str, message: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("io", ["each", "rank0"])
+@pytest.mark.parametrize("offsets", UNEVEN_LAYOUTS)
+def test_uneven_shards_are_held_by_their_devices(
+    offsets: str, io: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from dhir.toolchain.build import Timing
+
+    monkeypatch.setenv("DHIR_IO", io)
     a = np.arange(24.0).reshape(6, 4)
     program = UNEVEN.replace("OFFSETS", offsets).replace("EXTRA", "")
-    np.testing.assert_array_equal(dhir.run(program, a, ranks=4)[-1], a + a)
-    assert re.search(message + r".*without its shardings", capsys.readouterr().err)
+    timing = Timing()
+    results, traffic = _traffic(program, [a], 4, timing)
+    np.testing.assert_array_equal(results[-1], a + a)
+    # Each rank reads and writes its own rows; no rank holds A or the result whole.
+    assert "without its shardings" not in capsys.readouterr().err
+    assert sum("held by no rank" in line for line in timing.notes) == 2, timing.notes
+    assert all(" 0 bytes" in line for line in traffic), traffic
 
 
-@pytest.mark.parametrize(("offsets", "message"), UNEVEN_CASES)
-def test_uneven_shards_with_collectives_written_by_hand_are_located_errors(
-    offsets: str, message: str
+PADDED = {  # a name: the program and its inputs' shapes
+    "an unannotated operand": (
+        [(6, 4), (6, 4)],
+        """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>, %b: tensor<6x4xf64>) -> tensor<6x4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  %e = tensor.empty() : tensor<6x4xf64>
+  %d = linalg.add ins(%as, %b : tensor<6x4xf64>, tensor<6x4xf64>)
+                  outs(%e : tensor<6x4xf64>) -> tensor<6x4xf64>
+  return %d : tensor<6x4xf64>
+}
+""",
+    ),
+    "a matmul's rows": (
+        [(7, 4), (4, 5)],
+        """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<7x4xf64>, %b: tensor<4x5xf64>) -> tensor<7x5xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<7x4xf64>
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<7x5xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<7x5xf64>) -> tensor<7x5xf64>
+  %d = linalg.matmul ins(%as, %b : tensor<7x4xf64>, tensor<4x5xf64>)
+                     outs(%f : tensor<7x5xf64>) -> tensor<7x5xf64>
+  %ds = shard.shard %d to %s : tensor<7x5xf64>
+  return %ds : tensor<7x5xf64>
+}
+""",
+    ),
+    "blocks on a 2x2 grid": (
+        [(5, 3), (5, 3)],
+        """
+shard.grid @grid(shape = 2x2)
+func.func @main(%a: tensor<5x3xf64>, %b: tensor<5x3xf64>) -> tensor<5x3xf64> {
+  %s = shard.sharding @grid split_axes = [[0], [1]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<5x3xf64>
+  %e = tensor.empty() : tensor<5x3xf64>
+  %d = linalg.mul ins(%as, %b : tensor<5x3xf64>, tensor<5x3xf64>)
+                  outs(%e : tensor<5x3xf64>) -> tensor<5x3xf64>
+  %ds = shard.shard %d to %s : tensor<5x3xf64>
+  return %ds : tensor<5x3xf64>
+}
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", PADDED)
+def test_padded_programs_equal_the_interpreter(name: str) -> None:
+    shapes, program = PADDED[name]
+    rng = np.random.default_rng(1)
+    inputs = [rng.random(shape) for shape in shapes]
+    with collected_warnings() as said:
+        native = dhir.run(program, *inputs, ranks=4)[-1]
+    assert not said, [d.message for d in said]
+    np.testing.assert_array_equal(native, dhir.run(program, *inputs, backend="interp")[-1])
+
+
+REDUCED = """
+#rows = affine_map<(i, j) -> (i, j)>
+#columns = affine_map<(i, j) -> (j)>
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>) -> tensor<4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  %e = tensor.empty() : tensor<6x4xf64>
+  %one = arith.constant 1.0 : f64
+  %b = linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%as : tensor<6x4xf64>) outs(%e : tensor<6x4xf64>) {
+    ^bb0(%x: f64, %o: f64):
+      %y = arith.addf %x, %one : f64
+      linalg.yield %y : f64
+  } -> tensor<6x4xf64>
+  %zero = arith.constant 0.0 : f64
+  %e2 = tensor.empty() : tensor<4xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e2 : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.generic {indexing_maps = [#rows, #columns], iterator_types = ["reduction", "parallel"]}
+      ins(%b : tensor<6x4xf64>) outs(%z : tensor<4xf64>) {
+    ^bb0(%x: f64, %acc: f64):
+      %y = arith.addf %x, %acc : f64
+      linalg.yield %y : f64
+  } -> tensor<4xf64>
+  EXTRA
+  return %r : tensor<4xf64>
+}
+"""
+
+
+def test_uneven_shards_a_reduction_mixes_run_as_the_function_with_a_warning(
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    extra = "%i = shard.process_linear_index on @grid : index"
-    program = UNEVEN.replace("OFFSETS", offsets).replace("EXTRA", extra)
-    located = message.replace("warning", "error") + ".*collectives written by hand"
-    with pytest.raises(DhirError, match=located):
+    a = np.arange(24.0).reshape(6, 4)
+    got = dhir.run(REDUCED.replace("EXTRA", ""), a, ranks=4)[-1]
+    np.testing.assert_array_equal(got, (a + 1).sum(0))
+    message = r"7:\d+: warning: dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices.*"
+    message += r"an op mixes its elements.*without its shardings"
+    assert re.search(message, capsys.readouterr().err)
+
+
+LOOPED = """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>) -> tensor<6x4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%x = %a) -> (tensor<6x4xf64>) {
+    %xs = shard.shard %x to %s : tensor<6x4xf64>
+    %e = tensor.empty() : tensor<6x4xf64>
+    %d = linalg.add ins(%xs, %xs : tensor<6x4xf64>, tensor<6x4xf64>)
+                    outs(%e : tensor<6x4xf64>) -> tensor<6x4xf64>
+    scf.yield %d : tensor<6x4xf64>
+  }
+  return %r : tensor<6x4xf64>
+}
+"""
+
+
+def test_uneven_shards_carried_by_a_loop_run_as_the_function_with_a_warning() -> None:
+    a = np.arange(24.0).reshape(6, 4)
+    with collected_warnings() as said:
+        np.testing.assert_array_equal(dhir.run(LOOPED, a, ranks=4)[-1], a * 8)
+    assert any("without its shardings" in d.message for d in said)
+
+
+def test_uneven_shards_that_cannot_be_padded_with_collectives_written_by_hand_are_errors() -> None:
+    program = REDUCED.replace("EXTRA", "%i = shard.process_linear_index on @grid : index")
+    with pytest.raises(DhirError, match=r"7:\d+: error: .*collectives written by hand"):
+        dhir.run(program, np.zeros((6, 4)), ranks=4)
+
+
+def test_malformed_offsets_are_a_located_error() -> None:
+    program = UNEVEN.replace("OFFSETS", "sharded_dims_offsets = [0, 4, 2, 5, 6]").replace(
+        "EXTRA", ""
+    )
+    with pytest.raises(DhirError, match=r"4:\d+: error: sharded_dims_offsets must give"):
         dhir.run(program, np.zeros((6, 4)), ranks=4)
 
 
@@ -612,6 +755,19 @@ def test_random_reshardings_keep_the_values(chain: tuple[str, list[str], str]) -
     _check_doublings(*chain)
 
 
+@settings(max_examples=16, deadline=None)
+@given(chains(), st.integers(1, 9), st.integers(1, 9))
+def test_random_reshardings_of_any_shape_keep_the_values(
+    chain: tuple[str, list[str], str], rows: int, columns: int
+) -> None:
+    """Shapes the devices need not divide: the shards are padded (shard_padding). A
+    dimension split over 2 and 4 devices is padded for 4, with a warning where its shards
+    over 2 are not the ones named."""
+    said = _check_doublings(*chain, shape=(rows, columns))
+    note(said)
+    assert "without its shardings" not in said
+
+
 @pytest.mark.parametrize(
     "shardings",
     [  # each failed or crashed in MLIR 22 as one step
@@ -626,31 +782,36 @@ def test_reshardings_of_several_axes_go_one_axis_at_a_time(shardings: list[str])
     _check_doublings("2x2", shardings, "each")
 
 
-def _check_doublings(grid: str, shardings: list[str], io: str) -> None:
-    """A chain of doublings, each on the value resharded as `shardings` says."""
+def _check_doublings(
+    grid: str, shardings: list[str], io: str, shape: tuple[int, int] = (8, 8)
+) -> str:
+    """A chain of doublings, each on the value resharded as `shardings` says; what dhir
+    said on the way."""
     devices = math.prod(int(n) for n in grid.split("x"))
+    t = f"tensor<{shape[0]}x{shape[1]}xi64>"
     lines = [f"shard.grid @grid(shape = {grid})"]
-    lines.append("func.func @main(%x: tensor<8x8xi64>) -> tensor<8x8xi64> {")
+    lines.append(f"func.func @main(%x: {t}) -> {t} {{")
     value = "%x"
     for k, split in enumerate(shardings):
         lines += [
             f"  %s{k} = shard.sharding @grid split_axes = {split} : !shard.sharding",
-            f"  %a{k} = shard.shard {value} to %s{k} annotate_for_users : tensor<8x8xi64>",
-            f"  %e{k} = tensor.empty() : tensor<8x8xi64>",
-            f"  %v{k} = linalg.add ins(%a{k}, %a{k} : tensor<8x8xi64>, tensor<8x8xi64>) "
-            f"outs(%e{k} : tensor<8x8xi64>) -> tensor<8x8xi64>",
-            f"  %p{k} = shard.shard %v{k} to %s{k} : tensor<8x8xi64>",
+            f"  %a{k} = shard.shard {value} to %s{k} annotate_for_users : {t}",
+            f"  %e{k} = tensor.empty() : {t}",
+            f"  %v{k} = linalg.add ins(%a{k}, %a{k} : {t}, {t}) outs(%e{k} : {t}) -> {t}",
+            f"  %p{k} = shard.shard %v{k} to %s{k} : {t}",
         ]
         value = f"%p{k}"
-    lines += [f"  return {value} : tensor<8x8xi64>", "}"]
-    x = np.arange(64, dtype=np.int64).reshape(8, 8)
+    lines += [f"  return {value} : {t}", "}"]
+    x = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     before = os.environ.get("DHIR_IO")
     os.environ["DHIR_IO"] = io
     try:
-        got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+        with collected_warnings() as said:
+            got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
     finally:
         os.environ.pop("DHIR_IO") if before is None else os.environ.update(DHIR_IO=before)
     np.testing.assert_array_equal(got, x * 2 ** len(shardings))
+    return "\n".join(d.message for d in said)
 
 
 # --- shardings on a schedule's operands: placement hints ------------------------------------

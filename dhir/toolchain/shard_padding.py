@@ -1,0 +1,347 @@
+"""Uneven shards as even shards of padded arrays.
+
+MLIR 22's `shard-partition` partitions only splits that the devices divide: a split
+dimension of 6 over 4 devices, or shards given by `sharded_dims_offsets`, come out wrong
+(every device gets 6 / 4 = 1 row) or crash it. Where a program allows it, dhir pads such
+a dimension instead: each device's shard (MLIR's layout, where the last `n mod d` shards
+are one element longer, or the offsets given) becomes a block of the longest shard's
+length, its real elements first and then padding, and the program is partitioned evenly
+on the padded size. Each device then holds exactly the shard the sharding names (plus
+padding), and its read and write of the shard at the entry's boundary take the real
+elements only (`Padding`, dhir_rt_shard_read_box).
+
+Padding must never reach a real element. So a dimension is padded only where every op
+that touches it is one whose real elements depend on real elements alone: `shard.shard`,
+`tensor.empty`, the return, and structured linalg ops in which the dimension is a
+parallel loop indexed as itself in every operand (no reduction over it, no `linalg.index`
+of it, no shifted or strided access). Dimensions are linked through those ops (union
+find), so every array the padded dimension reaches is padded alike. Anything else
+touching it (a slice, a reshape, a halo, a call) leaves the program to the caller, which
+runs it unsharded (`dhir.toolchain.shards`).
+"""
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
+from xdsl.rewriter import Rewriter
+
+from dhir.analysis.shard_layout import Padding, mlir_layout
+from dhir.dialects import func, linalg, shard, tensor
+from dhir.ir.diagnostics import Diagnostic, error_at, loc_of, warn
+from dhir.ir.walk import find_ops
+from dhir.transforms.shard_collectives import grid_shapes
+
+
+@dataclass
+class Padded:
+    """The entry padded, and per argument (result) index the padding of each dimension
+    that has one."""
+
+    module: ModuleOp
+    arguments: dict[int, dict[int, Padding]] = field(default_factory=dict[int, dict[int, Padding]])
+    results: dict[int, dict[int, Padding]] = field(default_factory=dict[int, dict[int, Padding]])
+
+
+_Dim = tuple[SSAValue, int] | tuple[Operation, int]  # a tensor's dimension; an op's loop
+
+
+class _Links:
+    """Union-find over dimensions and loops, with the classes that must not be padded."""
+
+    def __init__(self) -> None:
+        self.parent: dict[_Dim, _Dim] = {}
+        self.unsafe: set[_Dim] = set()
+
+    def find(self, node: _Dim) -> _Dim:
+        self.parent.setdefault(node, node)
+        while (up := self.parent[node]) != node:
+            self.parent[node] = self.parent[up]
+            node = up
+        return node
+
+    def link(self, a: _Dim, b: _Dim) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def forbid(self, node: _Dim) -> None:
+        self.unsafe.add(node)
+
+    def safe(self, node: _Dim) -> bool:
+        root = self.find(node)
+        return not any(self.find(u) == root for u in self.unsafe)
+
+
+def pad(module: ModuleOp, entry: str) -> Padded | str:
+    """`module` with its uneven shards padded (see the module docstring), or why not."""
+    module = module.clone()
+    function = next(f for f in find_ops(module, func.FuncOp) if f.sym_name.data == entry)
+    links = _Links()
+    for op in function.walk():
+        _link(op, links)
+        if op is not function:  # a loop's tensors in its body: nothing ties them to its own
+            for argument in (a for r in op.regions for b in r.blocks for a in b.args):
+                for d in _dims(argument):
+                    links.forbid((argument, d))
+    wanted = _wanted(function, links, grid_shapes(module))
+    if isinstance(wanted, str):
+        return wanted
+    padded = Padded(module)
+    for argument in function.body.blocks[0].args:
+        if dims := _paddings(argument, links, wanted):
+            padded.arguments[argument.index] = dims
+    returned = function.body.blocks[-1].last_op
+    assert isinstance(returned, func.ReturnOp)
+    for index, value in enumerate(returned.operands):
+        if dims := _paddings(value, links, wanted):
+            padded.results[index] = dims
+    _rewrite(function, links, wanted)
+    return padded
+
+
+def _dims(value: SSAValue) -> range:
+    return range(len(value.type.get_shape())) if isinstance(value.type, TensorType) else range(0)
+
+
+def _link(op: Operation, links: _Links) -> None:
+    """The dimensions `op` ties together; those it may mix padding into, forbidden."""
+    if isinstance(op, shard.ShardOp):
+        for d in _dims(op.src):
+            links.link((op.src, d), (op.result, d))
+    elif isinstance(op, linalg.LinalgStructuredOperation):
+        _link_structured(op, links)
+    elif not isinstance(op, tensor.EmptyOp | func.ReturnOp | shard.ShardingOp):
+        for value in (*op.operands, *op.results):
+            for d in _dims(value):
+                links.forbid((value, d))
+
+
+def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> None:
+    try:
+        maps = [m.data for m in op.get_indexing_maps()]
+        kinds = [k.data.value for k in op.get_iterator_types()]
+    except Exception:  # an op whose maps xDSL cannot give: nothing of it is padded
+        maps, kinds = [], []
+    operands = list(op.operands)
+    if len(maps) != len(operands):
+        for value in (*operands, *op.results):
+            for d in _dims(value):
+                links.forbid((value, d))
+        return
+    for loop, kind in enumerate(kinds):
+        if kind != "parallel":
+            links.forbid((op, loop))
+    for index in find_ops(op, linalg.IndexOp):
+        links.forbid((op, index.dim.value.data))
+    for value, affine in zip(operands, maps):
+        for d, expr in zip(_dims(value), affine.results):
+            if isinstance(expr, AffineDimExpr):
+                links.link((value, d), (op, expr.position))
+            else:
+                links.forbid((value, d))
+                for loop in range(len(kinds)):
+                    if expr.used_dims() and loop in expr.used_dims():
+                        links.forbid((op, loop))
+    outputs = operands[len(operands) - len(op.results) :]
+    for result, output in zip(op.results, outputs):
+        for d in _dims(result):
+            links.link((result, d), (output, d))
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A dimension `op` splits over `devices`, each holding `counts` of it as named."""
+
+    op: shard.ShardOp
+    dim: int
+    devices: int
+    counts: tuple[int, ...]
+
+
+def _wanted(
+    function: func.FuncOp, links: _Links, grids: dict[str, tuple[int, ...]]
+) -> dict[_Dim, Padding] | str:
+    """Each padded class (by its root) and its padding, from the uneven shardings; or
+    why the program cannot be padded."""
+    splits: dict[_Dim, list[_Split]] = {}
+    uneven: list[_Dim] = []
+    for op in find_ops(function, shard.ShardOp):
+        made = op.sharding.owner
+        if isinstance(made, shard.ShardingOp) and (
+            made.dynamic_sharded_dims_offsets or made.dynamic_halo_sizes
+        ):
+            return "a sharding gives its offsets or halos as values"
+        for d, devices, counts in _splits(op, grids):
+            root = links.find((op.src, d))
+            size = op.src.type.get_shape()[d]  # pyright: ignore[reportAttributeAccessIssue]
+            named = counts or (size // devices,) * devices
+            splits.setdefault(root, []).append(_Split(op, d, devices, named))
+            if counts is None:
+                continue
+            if not links.safe((op.src, d)):
+                return (
+                    f"dimension {d} of {op.src.type} is split unevenly and an op mixes its "
+                    "elements (a reduction over it, a slice, a shift or an op dhir does not "
+                    "know), so dhir cannot pad its shards"
+                )
+            uneven.append(root)
+    wanted: dict[_Dim, Padding] = {}
+    for root in uneven:
+        padding = _padding(splits[root])
+        if isinstance(padding, str):
+            return padding
+        wanted[root] = padding
+    for op in find_ops(function, shard.ShardOp):
+        made = op.sharding.owner
+        halos = isinstance(made, shard.ShardingOp) and made.static_halo_sizes.get_values()
+        if halos and any(links.find((op.src, d)) in wanted for d in _dims(op.src)):
+            return f"{op.src.type} has halos and a dimension split unevenly"
+    return wanted
+
+
+def _padding(splits: Sequence[_Split]) -> Padding | str:
+    """The padding of a dimension split as `splits` say: the layout of the split over
+    the most devices; each other split then holds the real elements of its even blocks of
+    the padded size, with a warning where those are not the ones its sharding names."""
+    finest = max(splits, key=lambda s: s.devices)
+    padding = Padding(finest.counts)
+    for split in splits:
+        what = f"dimension {split.dim} of {split.op.src.type}"
+        if padding.size % split.devices:
+            return (
+                f"{what} is split over {finest.devices} and over {split.devices} devices, "
+                f"and no padding divides over both"
+            )
+        held = padding.held(split.devices)
+        if held != split.counts:
+            warn(
+                Diagnostic(
+                    f"dhir pads {what} for its split over {finest.devices} devices, so "
+                    f"split over {split.devices} its devices hold {list(held)} elements of it "
+                    f"where the sharding names {list(split.counts)}; the results are the same",
+                    loc_of(split.op),
+                    "warning",
+                )
+            )
+    return padding
+
+
+def _splits(
+    op: shard.ShardOp, grids: dict[str, tuple[int, ...]]
+) -> Iterator[tuple[int, int, tuple[int, ...] | None]]:
+    """Per dimension `op` splits: the dimension, its devices, and each device's share
+    where they are uneven (None where the devices divide it evenly)."""
+    made = op.sharding.owner
+    if not isinstance(made, shard.ShardingOp) or not isinstance(op.src.type, TensorType):
+        return
+    grid = grids.get(made.grid.root_reference.data, ())
+    shape = op.src.type.get_shape()
+    offsets = list(made.static_sharded_dims_offsets.get_values())
+    for d, axes in enumerate(a.get_values() for a in made.split_axes.axes.data):
+        if not axes or d >= len(shape):
+            continue
+        devices = math.prod(grid[a] for a in axes if a < len(grid))
+        if offsets:
+            ends, offsets = offsets[: devices + 1], offsets[devices + 1 :]
+            yield d, devices, _given(made, ends, shape[d], devices)
+        elif shape[d] % devices:
+            yield d, devices, mlir_layout(shape[d], devices)
+        else:
+            yield d, devices, None
+
+
+def _given(made: shard.ShardingOp, ends: Sequence[int], size: int, devices: int) -> tuple[int, ...]:
+    if (
+        len(ends) != devices + 1
+        or ends[0] != 0
+        or ends[-1] != size
+        or any(b < a for a, b in zip(ends, ends[1:]))
+    ):
+        raise error_at(
+            made,
+            f"sharded_dims_offsets must give each split dimension {devices + 1} offsets "
+            f"from 0 to its size ({size}), none smaller than the one before",
+        )
+    return tuple(b - a for a, b in zip(ends, ends[1:]))
+
+
+def _paddings(value: SSAValue, links: _Links, wanted: dict[_Dim, Padding]) -> dict[int, Padding]:
+    return {d: p for d in _dims(value) if (p := wanted.get(links.find((value, d)))) is not None}
+
+
+def _rewrite(function: func.FuncOp, links: _Links, wanted: dict[_Dim, Padding]) -> None:
+    """Every tensor of a padded class takes the padded size; the shardings lose their
+    offsets (the padded shards are even)."""
+    values: list[SSAValue] = [*function.body.blocks[0].args]
+    values += [r for op in function.walk() for r in op.results]
+    for value in values:
+        paddings = _paddings(value, links, wanted)
+        if not paddings:
+            continue
+        assert isinstance(value.type, TensorType)
+        shape = [
+            paddings[d].size if d in paddings else n for d, n in enumerate(value.type.get_shape())
+        ]
+        Rewriter.replace_value_with_new_type(value, TensorType(value.type.element_type, shape))
+    for made in find_ops(function, shard.ShardingOp):
+        if made.static_sharded_dims_offsets.get_values():
+            made.properties["static_sharded_dims_offsets"] = DenseArrayBase.from_list(i64, [])
+    function.update_function_type()
+
+
+def padded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
+    """Ops that make the whole `value` padded along `dims`, the last one's result the
+    padded tensor: each block's real elements moved to its start (the padding is left
+    as it comes, never read into a real element)."""
+    ops: list[Operation] = []
+    for d, padding in sorted(dims.items()):
+        blocks = [
+            (sum(padding.counts[:b]), b * padding.block, n) for b, n in enumerate(padding.counts)
+        ]
+        ops += _moved(value, d, padding.size, blocks)
+        value = ops[-1].results[0]
+    return ops
+
+
+def unpadded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
+    """Ops that take the real elements of the padded `value` (see `padded`)."""
+    ops: list[Operation] = []
+    for d, padding in sorted(dims.items()):
+        blocks = [
+            (b * padding.block, sum(padding.counts[:b]), n) for b, n in enumerate(padding.counts)
+        ]
+        ops += _moved(value, d, sum(padding.counts), blocks)
+        value = ops[-1].results[0]
+    return ops
+
+
+def _moved(
+    value: SSAValue, dim: int, size: int, blocks: Sequence[tuple[int, int, int]]
+) -> list[Operation]:
+    """A new tensor of `size` along `dim`, holding each block (from, to, length) of
+    `value` along `dim`."""
+    assert isinstance(value.type, TensorType)
+    shape = list(value.type.get_shape())
+    made = tensor.EmptyOp(
+        [], TensorType(value.type.element_type, [*shape[:dim], size, *shape[dim + 1 :]])
+    )
+    ops: list[Operation] = [made]
+    into: SSAValue = made.tensor
+    for source, target, length in blocks:
+        if not length:
+            continue
+        sizes = [*shape[:dim], length, *shape[dim + 1 :]]
+        starts = [0] * len(shape)
+        taken = tensor.ExtractSliceOp.from_static_parameters(value, _at(starts, dim, source), sizes)
+        put = tensor.InsertSliceOp.from_static_parameters(
+            taken, into, _at(starts, dim, target), sizes
+        )
+        ops += [taken, put]
+        into = put.result
+    return ops
+
+
+def _at(starts: list[int], dim: int, at: int) -> list[int]:
+    return [*starts[:dim], at, *starts[dim + 1 :]]
