@@ -112,6 +112,8 @@ def _link(op: Operation, links: _Links) -> None:
             links.link((op.src, d), (op.result, d))
     elif isinstance(op, linalg.LinalgStructuredOperation):
         _link_structured(op, links)
+    elif isinstance(op, linalg.ReduceOp):
+        _link_reduce(op, links)
     elif not isinstance(op, tensor.EmptyOp | func.ReturnOp | shard.ShardingOp):
         for value in (*op.operands, *op.results):
             for d in _dims(value):
@@ -148,6 +150,19 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
     for result, output in zip(op.results, outputs):
         for d in _dims(result):
             links.link((result, d), (output, d))
+
+
+def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
+    """`linalg.reduce`: the dimensions it keeps tie to the init's and the result's, in
+    order; those it reduces mix their elements."""
+    reduced = set(op.dimensions.get_values())
+    kept = [d for d in _dims(op.input) if d not in reduced]
+    for d in reduced:
+        links.forbid((op.input, d))
+    for result in op.result:
+        for out, d in enumerate(kept):
+            links.link((op.input, d), (op.init, out))
+            links.link((result, out), (op.init, out))
 
 
 @dataclass(frozen=True)
