@@ -10,7 +10,8 @@ import math
 import os
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -768,6 +769,44 @@ def test_random_reshardings_of_any_shape_keep_the_values(
     assert "without its shardings" not in said
 
 
+@st.composite
+def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
+    """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
+    starts (sharded_dims_offsets: from 0 to the size, some shards empty)."""
+    devices, size = draw(st.integers(2, 4)), draw(st.integers(1, 9))
+    cuts = sorted(draw(st.lists(st.integers(0, size), min_size=devices - 1, max_size=devices - 1)))
+    return devices, draw(st.integers(0, 1)), [0, *cuts, size], draw(st.integers(1, 3))
+
+
+@settings(max_examples=12, deadline=None)
+@given(offsets(), st.sampled_from(["each", "rank0"]))
+def test_random_shards_given_by_offsets_are_held_and_keep_the_values(
+    case: tuple[int, int, list[int], int], io: str
+) -> None:
+    devices, dim, ends, steps = case
+    shape = (ends[-1], 3) if dim == 0 else (3, ends[-1])
+    t = f"tensor<{shape[0]}x{shape[1]}xi64>"
+    split = "[[0]]" if dim == 0 else "[[], [0]]"
+    lines = [
+        f"shard.grid @grid(shape = {devices})",
+        f"func.func @main(%x: {t}) -> {t} {{",
+        f"  %s = shard.sharding @grid split_axes = {split} sharded_dims_offsets = {ends} "
+        ": !shard.sharding",
+        f"  %v0 = shard.shard %x to %s : {t}",
+    ]
+    for k in range(steps):
+        lines += [
+            f"  %e{k} = tensor.empty() : {t}",
+            f"  %v{k + 1} = linalg.add ins(%v{k}, %v{k} : {t}, {t}) outs(%e{k} : {t}) -> {t}",
+        ]
+    lines += [f"  %r = shard.shard %v{steps} to %s : {t}", f"  return %r : {t}", "}"]
+    x = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    with _io(io), collected_warnings() as said:
+        got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+    np.testing.assert_array_equal(got, x * 2**steps)
+    assert not said, [d.message for d in said]
+
+
 @pytest.mark.parametrize(
     "shardings",
     [  # each failed or crashed in MLIR 22 as one step
@@ -803,15 +842,21 @@ def _check_doublings(
         value = f"%p{k}"
     lines += [f"  return {value} : {t}", "}"]
     x = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
+    with _io(io), collected_warnings() as said:
+        got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+    np.testing.assert_array_equal(got, x * 2 ** len(shardings))
+    return "\n".join(d.message for d in said)
+
+
+@contextmanager
+def _io(io: str) -> Iterator[None]:
+    """Within: DHIR_IO is `io` (each rank reads and writes its shard, or rank 0 for all)."""
     before = os.environ.get("DHIR_IO")
     os.environ["DHIR_IO"] = io
     try:
-        with collected_warnings() as said:
-            got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+        yield
     finally:
         os.environ.pop("DHIR_IO") if before is None else os.environ.update(DHIR_IO=before)
-    np.testing.assert_array_equal(got, x * 2 ** len(shardings))
-    return "\n".join(d.message for d in said)
 
 
 # --- shardings on a schedule's operands: placement hints ------------------------------------
