@@ -10,13 +10,14 @@ on the padded size. Each device then holds exactly the shard the sharding names 
 padding), and its read and write of the shard at the entry's boundary take the real
 elements only (`Padding`, dhir_rt_shard_read_box).
 
-Padding must never reach a real element. So a dimension is padded only where every op
+Padding must never change a real element. So a dimension is padded only where every op
 that touches it is one whose real elements depend on real elements alone: `shard.shard`,
 `tensor.empty`, the return, and structured linalg ops in which the dimension is a
-parallel loop indexed as itself in every operand (no reduction over it, no `linalg.index`
-of it, no shifted or strided access). Dimensions are linked through those ops (union
-find), so every array the padded dimension reaches is padded alike. Anything else
-touching it (a slice, a reshape, a halo, a call) leaves the program to the caller, which
+parallel loop indexed as itself in every operand (no `linalg.index` of it, no shifted or
+strided access), or a reduction loop that only sums entry arguments of integers, whose
+padding is zeros (`_sums_zeros`). Dimensions are linked through those ops (union find), so every
+array the padded dimension reaches is padded alike. Anything else touching it (another
+reduction, a slice, a reshape, a halo, a call) leaves the program to the caller, which
 runs it unsharded (`dhir.toolchain.shards`).
 """
 
@@ -24,13 +25,21 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, TensorType, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    i64,
+)
+from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.rewriter import Rewriter
 
 from dhir.analysis.shard_layout import Padding, mlir_layout
-from dhir.dialects import func, linalg, shard, tensor
+from dhir.dialects import arith, func, linalg, shard, tensor
 from dhir.ir.diagnostics import Diagnostic, error_at, loc_of, warn
 from dhir.ir.walk import find_ops
 from dhir.transforms.shard_collectives import grid_shapes
@@ -132,8 +141,13 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
             for d in _dims(value):
                 links.forbid((value, d))
         return
+    inputs = operands[: len(operands) - len(op.results)]
     for loop, kind in enumerate(kinds):
-        if kind != "parallel":
+        indexed = [
+            any(isinstance(e, AffineDimExpr) and e.position == loop for e in m.results)
+            for m in maps[: len(inputs)]
+        ]
+        if kind != "parallel" and not (all(indexed) and _sums_zeros(op.regions[0], inputs)):
             links.forbid((op, loop))
     for index in find_ops(op, linalg.IndexOp):
         links.forbid((op, index.dim.value.data))
@@ -157,12 +171,51 @@ def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
     order; those it reduces mix their elements."""
     reduced = set(op.dimensions.get_values())
     kept = [d for d in _dims(op.input) if d not in reduced]
-    for d in reduced:
-        links.forbid((op.input, d))
+    if not _sums_zeros(op.regions[0], [op.input]):
+        for d in reduced:
+            links.forbid((op.input, d))
     for result in op.result:
         for out, d in enumerate(kept):
             links.link((op.input, d), (op.init, out))
             links.link((result, out), (op.init, out))
+
+
+def _sums_zeros(body: Region, inputs: Sequence[SSAValue]) -> bool:
+    """Whether a reduction whose `body` combines `inputs` is one that padding with zeros
+    leaves as it is: each input is an entry argument (through annotations), whose
+    padding is zeros, and the body yields the integer accumulator plus (or, xor) a term
+    that is zero where every input is (an input, a product of such terms, a cast of one).
+    Not floats: -0.0 + +0.0 is +0.0, so a padded zero could change a sum's sign."""
+    if not body.blocks or not all(_zero_padded(value) for value in inputs):
+        return False
+    block = body.blocks[0]
+    yielded = block.last_op
+    if yielded is None or len(yielded.operands) != 1 or len(block.args) != len(inputs) + 1:
+        return False
+    combined, accumulator = yielded.operands[0].owner, block.args[-1]
+    if not isinstance(combined, arith.AddiOp | arith.OrIOp | arith.XOrIOp):
+        return False
+    lhs, rhs = combined.operands
+    term = rhs if lhs is accumulator else lhs if rhs is accumulator else None
+    return term is not None and _zero_at_zeros(term, block.args[:-1])
+
+
+def _zero_at_zeros(value: SSAValue, zeros: Sequence[SSAValue]) -> bool:
+    if value in zeros:
+        return True
+    op = value.owner
+    if isinstance(op, arith.MuliOp):
+        return all(_zero_at_zeros(o, zeros) for o in op.operands)
+    if isinstance(op, arith.ExtSIOp | arith.ExtUIOp):
+        return _zero_at_zeros(op.operands[0], zeros)
+    return False
+
+
+def _zero_padded(value: SSAValue) -> bool:
+    while isinstance(value.owner, shard.ShardOp):
+        value = value.owner.src
+    block = value.block if isinstance(value, BlockArgument) else None
+    return block is not None and isinstance(block.parent_op(), func.FuncOp)
 
 
 @dataclass(frozen=True)
@@ -308,14 +361,14 @@ def _rewrite(function: func.FuncOp, links: _Links, wanted: dict[_Dim, Padding]) 
 
 def padded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
     """Ops that make the whole `value` padded along `dims`, the last one's result the
-    padded tensor: each block's real elements moved to its start (the padding is left
-    as it comes, never read into a real element)."""
+    padded tensor: each block's real elements moved to its start, the padding zeros
+    (which sums over it leave as they are: _sums_zeros)."""
     ops: list[Operation] = []
     for d, padding in sorted(dims.items()):
         blocks = [
             (sum(padding.counts[:b]), b * padding.block, n) for b, n in enumerate(padding.counts)
         ]
-        ops += _moved(value, d, padding.size, blocks)
+        ops += _moved(value, d, padding.size, blocks, zeroed=True)
         value = ops[-1].results[0]
     return ops
 
@@ -333,17 +386,27 @@ def unpadded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
 
 
 def _moved(
-    value: SSAValue, dim: int, size: int, blocks: Sequence[tuple[int, int, int]]
+    value: SSAValue,
+    dim: int,
+    size: int,
+    blocks: Sequence[tuple[int, int, int]],
+    zeroed: bool = False,
 ) -> list[Operation]:
-    """A new tensor of `size` along `dim`, holding each block (from, to, length) of
-    `value` along `dim`."""
+    """A new tensor of `size` along `dim` (`zeroed`: zeros), holding each block (from,
+    to, length) of `value` along `dim`."""
     assert isinstance(value.type, TensorType)
     shape = list(value.type.get_shape())
-    made = tensor.EmptyOp(
-        [], TensorType(value.type.element_type, [*shape[:dim], size, *shape[dim + 1 :]])
-    )
+    element = value.type.element_type
+    made = tensor.EmptyOp([], TensorType(element, [*shape[:dim], size, *shape[dim + 1 :]]))
     ops: list[Operation] = [made]
     into: SSAValue = made.tensor
+    if zeroed:
+        zero = arith.ConstantOp(
+            FloatAttr(0.0, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
+        )
+        filled = linalg.FillOp([zero.result], [into], [made.tensor.type])
+        ops += [zero, filled]
+        into = filled.results[0]
     for source, target, length in blocks:
         if not length:
             continue

@@ -104,10 +104,14 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     _unsplit_written_out(propagated)
     _reshard_stepwise(_entry(propagated, entry))
     grids = grid_shapes(propagated)
-    if padded is not None:
+    if padded is not None and first is not None:
         # Padded arrays never come in or go out whole: each rank reads and writes the
         # real part of its shard (shard_padding).
-        partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+        try:
+            partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+        except DhirError:
+            why = f"{first[1]}; mlir-opt-22 cannot partition it padded either"
+            return _unsharded(original, entry, first[0], why)
         _pad_boundary(_entry(partitioned, entry), padded, _entry(original, entry))
     else:
         try:

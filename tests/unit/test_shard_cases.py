@@ -2,8 +2,7 @@
 and 4 ranks (or the grid its shapes name), equal to the function without annotations (the
 interpreter, or NumPy where the interpreter would take minutes), or refused with a clear
 error where dhir or MLIR 22 cannot run it. Where upstream's shapes do not divide over 4
-devices, dhir pads the shards (uneven shards), but for a reduction over such a dimension,
-which runs as the function without its shardings."""
+devices, dhir pads the shards (uneven shards)."""
 
 import shutil
 
@@ -18,8 +17,8 @@ from dhir.ir.diagnostics import collected_warnings
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 pytestmark = [needs_llvm, pytest.mark.mpi, pytest.mark.mlir]
 
-# A reduction over a dimension split unevenly on 4 devices: padding would change it.
-UNSHARDED = {("test_reduce_0d", 4)}
+# Cases run as the function without their shardings (none: uneven shards are padded).
+UNSHARDED: set[tuple[str, int]] = set()
 RUNS = [(name, grid) for name, case in CASES.items() if not case.refused for grid in case.grids]
 REFUSED = [name for name, case in CASES.items() if case.refused]
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import dhir
 from dhir import DhirError
-from dhir.ir.diagnostics import collected_warnings
+from dhir.ir.diagnostics import Diagnostic, collected_warnings
 
 if TYPE_CHECKING:
     from dhir.toolchain.build import Timing
@@ -623,6 +623,24 @@ func.func @main(%a: tensor<7x4xf64>, %b: tensor<4x5xf64>) -> tensor<7x5xf64> {
 }
 """,
     ),
+    "an integer matmul's k, summed over zeros": (
+        [(5, 7), (7, 3)],
+        """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<5x7xi64>, %b: tensor<7x3xi64>) -> tensor<5x3xi64> {
+  %sa = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %sb = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %sa annotate_for_users : tensor<5x7xi64>
+  %bs = shard.shard %b to %sb annotate_for_users : tensor<7x3xi64>
+  %z = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<5x3xi64>
+  %f = linalg.fill ins(%z : i64) outs(%e : tensor<5x3xi64>) -> tensor<5x3xi64>
+  %d = linalg.matmul ins(%as, %bs : tensor<5x7xi64>, tensor<7x3xi64>)
+                     outs(%f : tensor<5x3xi64>) -> tensor<5x3xi64>
+  return %d : tensor<5x3xi64>
+}
+""",
+    ),
     "blocks on a 2x2 grid": (
         [(5, 3), (5, 3)],
         """
@@ -645,7 +663,10 @@ func.func @main(%a: tensor<5x3xf64>, %b: tensor<5x3xf64>) -> tensor<5x3xf64> {
 def test_padded_programs_equal_the_interpreter(name: str) -> None:
     shapes, program = PADDED[name]
     rng = np.random.default_rng(1)
-    inputs = [rng.random(shape) for shape in shapes]
+    # Small integers: a split sum adds in another order, which they leave exact.
+    inputs = [rng.integers(-9, 10, shape).astype(np.float64) for shape in shapes]
+    if "integer" in name:
+        inputs = [x.astype(np.int64) for x in inputs]
     with collected_warnings() as said:
         native = dhir.run(program, *inputs, ranks=4)[-1]
     assert not said, [d.message for d in said]
@@ -682,13 +703,25 @@ func.func @main(%a: tensor<6x4xf64>) -> tensor<4xf64> {
 """
 
 
+@pytest.mark.parametrize(
+    ("dtype", "summed"),
+    [
+        ("f64", "%b"),  # a + 1 is one where a's padding is
+        ("f64", "%as"),  # a float sum: -0.0 + +0.0 padding is +0.0
+        ("i64", "%b"),
+    ],
+)
 def test_uneven_shards_a_reduction_mixes_run_as_the_function_with_a_warning(
-    capsys: pytest.CaptureFixture[str],
+    dtype: str, summed: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    a = np.arange(24.0).reshape(6, 4)
-    got = dhir.run(REDUCED.replace("EXTRA", ""), a, ranks=4)[-1]
-    np.testing.assert_array_equal(got, (a + 1).sum(0))
-    message = r"7:\d+: warning: dimension 0 of tensor<6x4xf64> \(6\) is split over 4 devices.*"
+    program = REDUCED.replace("EXTRA", "").replace("ins(%b :", f"ins({summed} :")
+    if dtype == "i64":
+        program = program.replace("f64", "i64").replace("1.0", "1").replace("0.0", "0")
+        program = program.replace("addf", "addi")
+    a = np.arange(24, dtype=np.int64 if dtype == "i64" else np.float64).reshape(6, 4)
+    got = dhir.run(program, a, ranks=4)[-1]
+    np.testing.assert_array_equal(got, (a + (summed == "%b")).sum(0))
+    message = rf"7:\d+: warning: dimension 0 of tensor<6x4x{dtype}> \(6\) is split over 4 dev.*"
     message += r"an op mixes its elements.*without its shardings"
     assert re.search(message, capsys.readouterr().err)
 
@@ -723,6 +756,22 @@ def test_uneven_shards_that_cannot_be_padded_with_collectives_written_by_hand_ar
     program = REDUCED.replace("EXTRA", "%i = shard.process_linear_index on @grid : index")
     with pytest.raises(DhirError, match=r"7:\d+: error: .*collectives written by hand"):
         dhir.run(program, np.zeros((6, 4)), ranks=4)
+
+
+def test_a_padded_program_mlir_cannot_partition_runs_as_the_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dhir.toolchain import shards
+
+    def refused(*_: object) -> None:
+        raise DhirError([Diagnostic("shard-partition failed")])
+
+    monkeypatch.setattr(shards, "_partitioned", refused)
+    a = np.arange(24.0).reshape(6, 4)
+    with collected_warnings() as said:
+        got = dhir.run(UNEVEN.replace("OFFSETS", "").replace("EXTRA", ""), a, ranks=4)[-1]
+    np.testing.assert_array_equal(got, a + a)
+    assert any("cannot partition it padded either" in d.message for d in said)
 
 
 def test_malformed_offsets_are_a_located_error() -> None:
