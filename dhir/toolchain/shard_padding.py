@@ -256,7 +256,7 @@ def _wanted(
                 )
             uneven.append(root)
     wanted: dict[_Dim, Padding] = {}
-    for root in uneven:
+    for root in dict.fromkeys(uneven):  # each class once, in program order
         padding = _padding(splits[root])
         if isinstance(padding, str):
             return padding

@@ -445,9 +445,8 @@ def _carry_part(
             if isinstance(padding, ArrayAttr)
             else []
         )
-        box = _box(shape, split, local, _element_bytes(op, local), counts)
-        if isinstance(whole, DenseArrayBase):
-            box[2 : 2 + box[0]] = cast(DenseArrayBase[IntegerType], whole).get_values()
+        true = cast(DenseArrayBase[IntegerType], whole).get_values() if whole else None
+        box = _box(shape, split, local, _element_bytes(op, local), counts, true)
         info["box"] = DenseArrayBase.from_list(i64, box)
     stub.attributes[COLLECTIVE] = DictionaryAttr(info)
 
@@ -458,31 +457,36 @@ def _box(
     local: TensorType,
     element: int,
     padding: Sequence[Sequence[int]] = (),
+    whole: Sequence[int] | None = None,
 ) -> list[int]:
     """The box of a shard of type `local` split as `split` over a grid of `shape`, as
     int64 words: the number of dimensions, the element's bytes, the whole's shape, the
     shard's, then per rank whether it writes its shard (the first rank holding it), where
     the shard starts and how much of it is real. Along a dimension with `padding` (each
-    padded block's real count, dhir.toolchain.shard_padding) the whole is the padded
-    array; where the shard lies in the real one is the caller's to set."""
+    padded block's real count, dhir.toolchain.shard_padding) a shard's real part starts
+    in the `whole` of true shape."""
     pieces = local.get_shape()
     split = [*split, *[()] * (len(pieces) - len(split))]
     padding = [*padding, *[()] * (len(pieces) - len(padding))]
-    whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
+    if whole is None:
+        whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
     words = [len(pieces), element, *whole, *pieces]
     seen: set[tuple[int, ...]] = set()
     for rank in range(math.prod(shape)):
         at = [rank // math.prod(shape[d + 1 :]) % shape[d] for d in range(len(shape))]
         real = [
-            Padding(tuple(counts)).real(index * n, n) if counts else (index * n, n)
-            for counts, n, index in zip(
-                padding, pieces, (_index(shape, axes, [at[a] for a in axes]) for axes in split)
-            )
+            _real(counts, _index(shape, axes, [at[a] for a in axes]) * n, n)
+            for axes, counts, n in zip(split, padding, pieces)
         ]
         entry = tuple(start for start, _ in real) + tuple(length for _, length in real)
         words += [int(entry not in seen), *entry]
         seen.add(entry)
     return words
+
+
+def _real(counts: Sequence[int], start: int, length: int) -> tuple[int, int]:
+    """Where a shard's real part starts along a dimension, and its length."""
+    return Padding(tuple(counts)).real(start, length) if counts else (start, length)
 
 
 def _called(module: ModuleOp) -> set[str]:

@@ -1155,8 +1155,9 @@ def test_a_padded_shard_s_box_holds_its_real_rows() -> None:
     from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
 
     # 6 rows over 4 devices as MLIR lays them out (1, 1, 2, 2), padded to blocks of 2.
-    words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []])
-    per_rank = [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
+    words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []], [6, 3])
+    header, per_rank = words[:6], [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
+    assert header == [2, 8, 6, 3, 2, 3]  # the true whole, the padded shard
     assert per_rank == [[1, 0, 0, 1, 3], [1, 1, 0, 1, 3], [1, 2, 0, 2, 3], [1, 4, 0, 2, 3]]
 
 
