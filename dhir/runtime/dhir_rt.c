@@ -1889,7 +1889,7 @@ void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element) {
 /* Rank `rank`'s entry of a box: whether it writes, where its shard starts in the whole,
  * and how much of it is real (the rest of its buffer is padding). */
 static const int64_t *box_entry(const int64_t *words, int rank) {
-  return words + 2 + 2 * words[0] + rank * (1 + 2 * words[0]);
+  return words + 3 + 2 * words[0] + rank * (1 + 2 * words[0]);
 }
 
 /* Rank `rank`'s real shard in runs: rows along its last dimension. */
@@ -1906,7 +1906,7 @@ static void box_runs(const int64_t *words, int rank, int64_t *runs, int64_t *run
  * (`in_whole`), or in the rank's buffer of the shard's padded shape. */
 static int64_t box_at(const int64_t *words, int rank, int64_t r, int in_whole) {
   int64_t dims = words[0], at = 0, scale = words[1];
-  const int64_t *whole = words + 2, *shard = whole + dims;
+  const int64_t *whole = words + 3, *shard = whole + dims;
   const int64_t *starts = box_entry(words, rank) + 1, *extents = starts + dims;
   for (int64_t d = dims - 1; d >= 0; --d) {
     int64_t i = 0;
@@ -1920,9 +1920,19 @@ static int64_t box_at(const int64_t *words, int rank, int64_t r, int in_whole) {
   return at;
 }
 
+/* `elements` elements of `size` bytes at `data` set to the padding: zeros, or with
+ * `negative` the sign bit set as well (-0.0, which adding to a float sum leaves as it is;
+ * little-endian). */
+static void pad_shard(char *data, int64_t elements, int64_t size, int64_t negative) {
+  memset(data, 0, (size_t)(elements * size));
+  if (negative)
+    for (int64_t e = 0; e < elements; ++e)
+      data[e * size + size - 1] = (char)0x80;
+}
+
 /* Whether rank `rank`'s shard is all real (no padding in its buffer). */
 static int box_full(const int64_t *words, int rank) {
-  const int64_t *shard = words + 2 + words[0], *extents = box_entry(words, rank) + 1 + words[0];
+  const int64_t *shard = words + 3 + words[0], *extents = box_entry(words, rank) + 1 + words[0];
   for (int64_t d = 0; d < words[0]; ++d)
     if (extents[d] != shard[d])
       return 0;
@@ -1954,10 +1964,10 @@ void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
   int shared = every_rank(file >= 0);
   char *shard = (char *)(intptr_t)data;
   if (!box_full(words, world_rank)) {
-    int64_t bytes = words[1];
+    int64_t elements = 1;
     for (int64_t d = 0; d < words[0]; ++d)
-      bytes *= words[2 + words[0] + d];
-    memset(shard, 0, (size_t)bytes); /* padding: never read into a real element */
+      elements *= words[3 + words[0] + d];
+    pad_shard(shard, elements, words[1], words[2]);
   }
   for (int64_t r = 0; r < runs; ++r) {
     char *into = shard + box_at(words, world_rank, r, 0);

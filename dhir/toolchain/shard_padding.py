@@ -14,11 +14,11 @@ Padding must never change a real element. So a dimension is padded only where ev
 that touches it is one whose real elements depend on real elements alone: `shard.shard`,
 `tensor.empty`, the return, and structured linalg ops in which the dimension is a
 parallel loop indexed as itself in every operand (no `linalg.index` of it, no shifted or
-strided access), or a reduction loop that only sums entry arguments of integers, whose
-padding is zeros (`_sums_zeros`). Dimensions are linked through those ops (union find), so every
-array the padded dimension reaches is padded alike. Anything else touching it (another
-reduction, a slice, a reshape, a halo, a call) leaves the program to the caller, which
-runs it unsharded (`dhir.toolchain.shards`).
+strided access), or a reduction loop that only sums entry arguments, whose padding is
+the sum's identity: zeros for integers, -0.0 for floats (`_sums_padding`). Dimensions are
+linked through those ops (union find), so every array the padded dimension reaches is
+padded alike. Anything else touching it (another reduction, a slice, a reshape, a halo, a
+call) leaves the program to the caller, which runs it unsharded (`dhir.toolchain.shards`).
 """
 
 import math
@@ -147,7 +147,7 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
             any(isinstance(e, AffineDimExpr) and e.position == loop for e in m.results)
             for m in maps[: len(inputs)]
         ]
-        if kind != "parallel" and not (all(indexed) and _sums_zeros(op.regions[0], inputs)):
+        if kind != "parallel" and not (all(indexed) and _sums_padding(op.regions[0], inputs)):
             links.forbid((op, loop))
     for index in find_ops(op, linalg.IndexOp):
         links.forbid((op, index.dim.value.data))
@@ -171,7 +171,7 @@ def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
     order; those it reduces mix their elements."""
     reduced = set(op.dimensions.get_values())
     kept = [d for d in _dims(op.input) if d not in reduced]
-    if not _sums_zeros(op.regions[0], [op.input]):
+    if not _sums_padding(op.regions[0], [op.input]):
         for d in reduced:
             links.forbid((op.input, d))
     for result in op.result:
@@ -180,38 +180,51 @@ def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
             links.link((result, out), (op.init, out))
 
 
-def _sums_zeros(body: Region, inputs: Sequence[SSAValue]) -> bool:
-    """Whether a reduction whose `body` combines `inputs` is one that padding with zeros
-    leaves as it is: each input is an entry argument (through annotations), whose
-    padding is zeros, and the body yields the integer accumulator plus (or, xor) a term
-    that is zero where every input is (an input, a product of such terms, a cast of one).
-    Not floats: -0.0 + +0.0 is +0.0, so a padded zero could change a sum's sign."""
-    if not body.blocks or not all(_zero_padded(value) for value in inputs):
+def _sums_padding(body: Region, inputs: Sequence[SSAValue]) -> bool:
+    """Whether a reduction whose `body` combines `inputs` is one that the padding leaves
+    as it is: each input is an entry argument (through annotations), padded with zeros
+    (integers) or -0.0 (floats), and the body yields the accumulator plus a term that
+    the padding makes the sum's identity. For integers (plus, or, xor) the term is zero
+    where every input is: an input, a product of such terms, an extension of one. For
+    floats, x + -0.0 is x for every x, -0.0 included, so the term is an input or an
+    extension of one; not a product (-0.0 * -0.0 is +0.0, and -0.0 + +0.0 is +0.0)."""
+    if not body.blocks or not all(_padded_argument(value) for value in inputs):
         return False
     block = body.blocks[0]
     yielded = block.last_op
     if yielded is None or len(yielded.operands) != 1 or len(block.args) != len(inputs) + 1:
         return False
     combined, accumulator = yielded.operands[0].owner, block.args[-1]
-    if not isinstance(combined, arith.AddiOp | arith.OrIOp | arith.XOrIOp):
+    if not isinstance(combined, arith.AddiOp | arith.OrIOp | arith.XOrIOp | arith.AddfOp):
         return False
     lhs, rhs = combined.operands
     term = rhs if lhs is accumulator else lhs if rhs is accumulator else None
-    return term is not None and _zero_at_zeros(term, block.args[:-1])
+    if term is None:
+        return False
+    if isinstance(combined, arith.AddfOp):
+        return _identity_at_padding(term, block.args[:-1], (), (arith.ExtFOp,))
+    extensions = (arith.ExtSIOp, arith.ExtUIOp)
+    return _identity_at_padding(term, block.args[:-1], (arith.MuliOp,), extensions)
 
 
-def _zero_at_zeros(value: SSAValue, zeros: Sequence[SSAValue]) -> bool:
-    if value in zeros:
+def _identity_at_padding(
+    value: SSAValue,
+    padding: Sequence[SSAValue],
+    products: tuple[type[Operation], ...],
+    extensions: tuple[type[Operation], ...],
+) -> bool:
+    """Whether `value` is the padding's value where every value of `padding` is."""
+    if value in padding:
         return True
     op = value.owner
-    if isinstance(op, arith.MuliOp):
-        return all(_zero_at_zeros(o, zeros) for o in op.operands)
-    if isinstance(op, arith.ExtSIOp | arith.ExtUIOp):
-        return _zero_at_zeros(op.operands[0], zeros)
+    if isinstance(op, products):
+        return all(_identity_at_padding(o, padding, products, extensions) for o in op.operands)
+    if isinstance(op, extensions):
+        return _identity_at_padding(op.operands[0], padding, products, extensions)
     return False
 
 
-def _zero_padded(value: SSAValue) -> bool:
+def _padded_argument(value: SSAValue) -> bool:
     while isinstance(value.owner, shard.ShardOp):
         value = value.owner.src
     block = value.block if isinstance(value, BlockArgument) else None
@@ -361,8 +374,8 @@ def _rewrite(function: func.FuncOp, links: _Links, wanted: dict[_Dim, Padding]) 
 
 def padded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
     """Ops that make the whole `value` padded along `dims`, the last one's result the
-    padded tensor: each block's real elements moved to its start, the padding zeros
-    (which sums over it leave as they are: _sums_zeros)."""
+    padded tensor: each block's real elements moved to its start, the padding zeros, or
+    -0.0 for floats (which sums over it leave as they are: _sums_padding)."""
     ops: list[Operation] = []
     for d, padding in sorted(dims.items()):
         blocks = [
@@ -402,7 +415,7 @@ def _moved(
     into: SSAValue = made.tensor
     if zeroed:
         zero = arith.ConstantOp(
-            FloatAttr(0.0, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
+            FloatAttr(-0.0, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
         )
         filled = linalg.FillOp([zero.result], [into], [made.tensor.type])
         ops += [zero, filled]

@@ -446,7 +446,8 @@ def _carry_part(
             else []
         )
         true = cast(DenseArrayBase[IntegerType], whole).get_values() if whole else None
-        box = _box(shape, split, local, _element_bytes(op, local), counts, true)
+        negative = isinstance(local.get_element_type(), Float16Type | Float32Type | Float64Type)
+        box = _box(shape, split, local, _element_bytes(op, local), counts, true, negative)
         info["box"] = DenseArrayBase.from_list(i64, box)
     stub.attributes[COLLECTIVE] = DictionaryAttr(info)
 
@@ -458,19 +459,21 @@ def _box(
     element: int,
     padding: Sequence[Sequence[int]] = (),
     whole: Sequence[int] | None = None,
+    negative: bool = False,
 ) -> list[int]:
     """The box of a shard of type `local` split as `split` over a grid of `shape`, as
-    int64 words: the number of dimensions, the element's bytes, the whole's shape, the
-    shard's, then per rank whether it writes its shard (the first rank holding it), where
-    the shard starts and how much of it is real. Along a dimension with `padding` (each
-    padded block's real count, dhir.toolchain.shard_padding) a shard's real part starts
-    in the `whole` of true shape."""
+    int64 words: the number of dimensions, the element's bytes, whether its padding is
+    -0.0 (`negative`) rather than zeros, the whole's shape, the shard's, then per rank
+    whether it writes its shard (the first rank holding it), where the shard starts and
+    how much of it is real. Along a dimension with `padding` (each padded block's real
+    count, dhir.toolchain.shard_padding) a shard's real part starts in the `whole` of
+    true shape."""
     pieces = local.get_shape()
     split = [*split, *[()] * (len(pieces) - len(split))]
     padding = [*padding, *[()] * (len(pieces) - len(padding))]
     if whole is None:
         whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
-    words = [len(pieces), element, *whole, *pieces]
+    words = [len(pieces), element, int(negative), *whole, *pieces]
     seen: set[tuple[int, ...]] = set()
     for rank in range(math.prod(shape)):
         at = [rank // math.prod(shape[d + 1 :]) % shape[d] for d in range(len(shape))]
@@ -550,7 +553,7 @@ def _direct_parts(module: ModuleOp, stubs: dict[str, func.FuncOp]) -> dict[func.
             box = _info(_stub_of(chain[-1], stubs))["box"]
             assert isinstance(box, DenseArrayBase)
             words = box.get_values()
-            ranks = (len(words) - 2 - 2 * words[0]) // (1 + 2 * words[0])  # see _box
+            ranks = (len(words) - 3 - 2 * words[0]) // (1 + 2 * words[0])  # see _box
             _held_by_none(function, argument.index, ranks)
     return direct
 

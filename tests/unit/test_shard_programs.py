@@ -641,6 +641,25 @@ func.func @main(%a: tensor<5x7xi64>, %b: tensor<7x3xi64>) -> tensor<5x3xi64> {
 }
 """,
     ),
+    "a float sum over uneven rows, -0.0 padding": (
+        [(6, 4)],
+        """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>) -> tensor<4xf64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  %zero = arith.constant -0.0 : f64
+  %e = tensor.empty() : tensor<4xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.reduce ins(%as : tensor<6x4xf64>) outs(%z : tensor<4xf64>) dimensions = [0]
+    (%x: f64, %acc: f64) {
+      %y = arith.addf %x, %acc : f64
+      linalg.yield %y : f64
+    }
+  return %r : tensor<4xf64>
+}
+""",
+    ),
     "blocks on a 2x2 grid": (
         [(5, 3), (5, 3)],
         """
@@ -673,6 +692,38 @@ def test_padded_programs_equal_the_interpreter(name: str) -> None:
     np.testing.assert_array_equal(native, dhir.run(program, *inputs, backend="interp")[-1])
 
 
+SIGNED = """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>) -> (tensor<6x4xf64>, tensor<4xf64>) {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %r = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  %e = tensor.empty() : tensor<6x4xf64>
+  %d = linalg.add ins(%as, %as : tensor<6x4xf64>, tensor<6x4xf64>)
+                  outs(%e : tensor<6x4xf64>) -> tensor<6x4xf64>
+  %ar = shard.shard %as to %r annotate_for_users : tensor<6x4xf64>
+  %zero = arith.constant -0.0 : f64
+  %e2 = tensor.empty() : tensor<4xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e2 : tensor<4xf64>) -> tensor<4xf64>
+  %sum = linalg.reduce ins(%ar : tensor<6x4xf64>) outs(%z : tensor<4xf64>) dimensions = [0]
+    (%x: f64, %acc: f64) {
+      %y = arith.addf %x, %acc : f64
+      linalg.yield %y : f64
+    }
+  return %d, %sum : tensor<6x4xf64>, tensor<4xf64>
+}
+"""
+
+
+def test_a_float_sum_over_padding_keeps_the_sign_of_zero() -> None:
+    # Every rank sums A whole, padded: with +0.0 padding, -0.0 + +0.0 would give +0.0.
+    a = np.full((6, 4), -0.0)
+    with collected_warnings() as said:
+        doubled, summed = dhir.run(SIGNED, a, ranks=4)[-2:]
+    assert not said, [d.message for d in said]
+    assert np.signbit(doubled).all() and np.signbit(summed).all(), summed
+
+
 REDUCED = """
 #rows = affine_map<(i, j) -> (i, j)>
 #columns = affine_map<(i, j) -> (j)>
@@ -703,24 +754,30 @@ func.func @main(%a: tensor<6x4xf64>) -> tensor<4xf64> {
 """
 
 
+SQUARED = """%p = arith.mulf %x, %x : f64
+      %y = arith.addf %p, %acc : f64"""
+
+
 @pytest.mark.parametrize(
-    ("dtype", "summed"),
+    ("dtype", "summed", "term"),
     [
-        ("f64", "%b"),  # a + 1 is one where a's padding is
-        ("f64", "%as"),  # a float sum: -0.0 + +0.0 padding is +0.0
-        ("i64", "%b"),
+        ("f64", "%b", ""),  # a + 1 is one where a's padding is
+        ("i64", "%b", ""),
+        ("f64", "%as", SQUARED),  # -0.0 * -0.0 padding is +0.0, and -0.0 + +0.0 is +0.0
     ],
 )
 def test_uneven_shards_a_reduction_mixes_run_as_the_function_with_a_warning(
-    dtype: str, summed: str, capsys: pytest.CaptureFixture[str]
+    dtype: str, summed: str, term: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = REDUCED.replace("EXTRA", "").replace("ins(%b :", f"ins({summed} :")
+    if term:
+        program = program.replace("%y = arith.addf %x, %acc : f64", term)
     if dtype == "i64":
         program = program.replace("f64", "i64").replace("1.0", "1").replace("0.0", "0")
         program = program.replace("addf", "addi")
     a = np.arange(24, dtype=np.int64 if dtype == "i64" else np.float64).reshape(6, 4)
     got = dhir.run(program, a, ranks=4)[-1]
-    np.testing.assert_array_equal(got, (a + (summed == "%b")).sum(0))
+    np.testing.assert_array_equal(got, (a * a if term else a + 1).sum(0))
     message = rf"7:\d+: warning: dimension 0 of tensor<6x4x{dtype}> \(6\) is split over 4 dev.*"
     message += r"an op mixes its elements.*without its shardings"
     assert re.search(message, capsys.readouterr().err)
@@ -1144,8 +1201,8 @@ def test_the_writers_of_a_shard_are_the_first_ranks_holding_it() -> None:
     # A 2x2 grid, rows split over axis 0: ranks 0 and 1 hold rows 0..3, ranks 2 and 3 rows 4..7
     # (each rank: whether it writes, where its shard starts, how much of it is real).
     words = _box((2, 2), [(0,), ()], TensorType(f64, [4, 8]), 8)
-    header, per_rank = words[:6], [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
-    assert header == [2, 8, 8, 8, 4, 8]
+    header, per_rank = words[:7], [words[7 + 5 * r : 12 + 5 * r] for r in range(4)]
+    assert header == [2, 8, 0, 8, 8, 4, 8]
     assert per_rank == [[1, 0, 0, 4, 8], [0, 0, 0, 4, 8], [1, 4, 0, 4, 8], [0, 4, 0, 4, 8]]
 
 
@@ -1155,9 +1212,9 @@ def test_a_padded_shard_s_box_holds_its_real_rows() -> None:
     from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
 
     # 6 rows over 4 devices as MLIR lays them out (1, 1, 2, 2), padded to blocks of 2.
-    words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []], [6, 3])
-    header, per_rank = words[:6], [words[6 + 5 * r : 11 + 5 * r] for r in range(4)]
-    assert header == [2, 8, 6, 3, 2, 3]  # the true whole, the padded shard
+    words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []], [6, 3], True)
+    header, per_rank = words[:7], [words[7 + 5 * r : 12 + 5 * r] for r in range(4)]
+    assert header == [2, 8, 1, 6, 3, 2, 3]  # -0.0 padding, the true whole, the padded shard
     assert per_rank == [[1, 0, 0, 1, 3], [1, 1, 0, 1, 3], [1, 2, 0, 2, 3], [1, 4, 0, 2, 3]]
 
 
