@@ -4,6 +4,7 @@ which each device's shard is a block of the longest shard's length, real element
 """
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,12 @@ class Padding:
     @property
     def size(self) -> int:
         return self.block * len(self.counts)
+
+    def blocks(self) -> list[tuple[int, int, int]]:
+        """Per block, where its real elements start in the real dimension and in the
+        padded one, and how many there are."""
+        starts = [0, *accumulate(self.counts)]
+        return [(starts[b], b * self.block, n) for b, n in enumerate(self.counts)]
 
     def real(self, start: int, length: int) -> tuple[int, int]:
         """Where the padded elements [start, start + length), within one block, begin in

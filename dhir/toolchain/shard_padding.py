@@ -91,9 +91,7 @@ def pad(module: ModuleOp, entry: str) -> Padded | str:
     for op in function.walk():
         _link(op, links)
         if op is not function:  # a loop's tensors in its body: nothing ties them to its own
-            for argument in (a for r in op.regions for b in r.blocks for a in b.args):
-                for d in _dims(argument):
-                    links.forbid((argument, d))
+            _forbid([a for r in op.regions for b in r.blocks for a in b.args], links)
     wanted = _wanted(function, links, grid_shapes(module))
     if isinstance(wanted, str):
         return wanted
@@ -114,6 +112,12 @@ def _dims(value: SSAValue) -> range:
     return range(len(value.type.get_shape())) if isinstance(value.type, TensorType) else range(0)
 
 
+def _forbid(values: Sequence[SSAValue], links: _Links) -> None:
+    for value in values:
+        for d in _dims(value):
+            links.forbid((value, d))
+
+
 def _link(op: Operation, links: _Links) -> None:
     """The dimensions `op` ties together; those it may mix padding into, forbidden."""
     if isinstance(op, shard.ShardOp):
@@ -124,9 +128,7 @@ def _link(op: Operation, links: _Links) -> None:
     elif isinstance(op, linalg.ReduceOp):
         _link_reduce(op, links)
     elif not isinstance(op, tensor.EmptyOp | func.ReturnOp | shard.ShardingOp):
-        for value in (*op.operands, *op.results):
-            for d in _dims(value):
-                links.forbid((value, d))
+        _forbid([*op.operands, *op.results], links)
 
 
 def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> None:
@@ -135,13 +137,10 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
         kinds = [k.data.value for k in op.get_iterator_types()]
     except Exception:  # an op whose maps xDSL cannot give: nothing of it is padded
         maps, kinds = [], []
-    operands = list(op.operands)
+    inputs, operands = list(op.inputs), list(op.operands)
     if len(maps) != len(operands):
-        for value in (*operands, *op.results):
-            for d in _dims(value):
-                links.forbid((value, d))
+        _forbid([*operands, *op.results], links)
         return
-    inputs = operands[: len(operands) - len(op.results)]
     for loop, kind in enumerate(kinds):
         indexed = [
             any(isinstance(e, AffineDimExpr) and e.position == loop for e in m.results)
@@ -157,11 +156,9 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
                 links.link((value, d), (op, expr.position))
             else:
                 links.forbid((value, d))
-                for loop in range(len(kinds)):
-                    if expr.used_dims() and loop in expr.used_dims():
-                        links.forbid((op, loop))
-    outputs = operands[len(operands) - len(op.results) :]
-    for result, output in zip(op.results, outputs):
+                for loop in expr.used_dims():
+                    links.forbid((op, loop))
+    for result, output in zip(op.results, op.outputs):
         for d in _dims(result):
             links.link((result, d), (output, d))
 
@@ -378,10 +375,7 @@ def padded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
     -0.0 for floats (which sums over it leave as they are: _sums_padding)."""
     ops: list[Operation] = []
     for d, padding in sorted(dims.items()):
-        blocks = [
-            (sum(padding.counts[:b]), b * padding.block, n) for b, n in enumerate(padding.counts)
-        ]
-        ops += _moved(value, d, padding.size, blocks, zeroed=True)
+        ops += _moved(value, d, padding.size, padding.blocks(), zeroed=True)
         value = ops[-1].results[0]
     return ops
 
@@ -390,9 +384,7 @@ def unpadded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
     """Ops that take the real elements of the padded `value` (see `padded`)."""
     ops: list[Operation] = []
     for d, padding in sorted(dims.items()):
-        blocks = [
-            (b * padding.block, sum(padding.counts[:b]), n) for b, n in enumerate(padding.counts)
-        ]
+        blocks = [(padded, real, n) for real, padded, n in padding.blocks()]
         ops += _moved(value, d, sum(padding.counts), blocks)
         value = ops[-1].results[0]
     return ops
