@@ -14,8 +14,10 @@ Padding must never change a real element. So a dimension is padded only where ev
 that touches it is one whose real elements depend on real elements alone: `shard.shard`,
 `tensor.empty`, the return, and structured linalg ops in which the dimension is a
 parallel loop indexed as itself in every operand (no `linalg.index` of it, no shifted or
-strided access), or a reduction loop that only sums entry arguments, whose padding is
-the sum's identity: zeros for integers, -0.0 for floats (`_sums_padding`). Dimensions are
+strided access), or a reduction loop that only sums entry arguments, whose padding makes
+each term the sum's identity: zeros for integers; for floats a signed zero per argument,
+-0.0 or +0.0, chosen so that each term (a product's sign being its factors' parity) is
+-0.0 (`_sums_padding`, `_positive`). Dimensions are
 linked through those ops (union find), so every array the padded dimension reaches is
 padded alike. Anything else touching it (another reduction, a slice, a reshape, a halo, a
 call) leaves the program to the caller, which runs it unsharded (`dhir.toolchain.shards`).
@@ -24,6 +26,7 @@ call) leaves the program to the caller, which runs it unsharded (`dhir.toolchain
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -47,15 +50,17 @@ from dhir.transforms.shard_collectives import grid_shapes
 
 @dataclass
 class Padded:
-    """The entry padded, and per argument (result) index the padding of each dimension
-    that has one."""
+    """The entry padded, per argument (result) index the padding of each dimension that
+    has one, and the float arguments padded with +0.0 rather than -0.0."""
 
     module: ModuleOp
     arguments: dict[int, dict[int, Padding]] = field(default_factory=dict[int, dict[int, Padding]])
     results: dict[int, dict[int, Padding]] = field(default_factory=dict[int, dict[int, Padding]])
+    positive: set[int] = field(default_factory=set[int])
 
 
 _Dim = tuple[SSAValue, int] | tuple[Operation, int]  # a tensor's dimension; an op's loop
+_Sign = tuple[int, int]  # a mask of entry arguments and the parity of their signs
 
 
 class _Links:
@@ -64,6 +69,7 @@ class _Links:
     def __init__(self) -> None:
         self.parent: dict[_Dim, _Dim] = {}
         self.unsafe: set[_Dim] = set()
+        self.signs: list[tuple[_Dim, _Sign]] = []
 
     def find(self, node: _Dim) -> _Dim:
         self.parent.setdefault(node, node)
@@ -77,6 +83,14 @@ class _Links:
 
     def forbid(self, node: _Dim) -> None:
         self.unsafe.add(node)
+
+    def constrain(self, node: _Dim, sign: _Sign | None) -> None:
+        """`node` is summed over on the condition `sign` (see _sums_padding), or
+        forbidden where there is none."""
+        if sign is None:
+            self.forbid(node)
+        else:
+            self.signs.append((node, sign))
 
     def safe(self, node: _Dim) -> bool:
         root = self.find(node)
@@ -95,7 +109,13 @@ def pad(module: ModuleOp, entry: str) -> Padded | str:
     wanted = _wanted(function, links, grid_shapes(module))
     if isinstance(wanted, str):
         return wanted
-    padded = Padded(module)
+    positive = _positive([sign for node, sign in links.signs if links.find(node) in wanted])
+    if positive is None:
+        return (
+            "its float sums over uneven dimensions multiply arguments so that no padding "
+            "with signed zeros leaves every sum as it is"
+        )
+    padded = Padded(module, positive=positive)
     for argument in function.body.blocks[0].args:
         if dims := _paddings(argument, links, wanted):
             padded.arguments[argument.index] = dims
@@ -146,8 +166,10 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
             any(isinstance(e, AffineDimExpr) and e.position == loop for e in m.results)
             for m in maps[: len(inputs)]
         ]
-        if kind != "parallel" and not (all(indexed) and _sums_padding(op.regions[0], inputs)):
-            links.forbid((op, loop))
+        if kind == "parallel":
+            continue
+        sign = _sums_padding(op.regions[0], inputs) if all(indexed) else None
+        links.constrain((op, loop), sign)
     for index in find_ops(op, linalg.IndexOp):
         links.forbid((op, index.dim.value.data))
     for value, affine in zip(operands, maps):
@@ -168,64 +190,115 @@ def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
     order; those it reduces mix their elements."""
     reduced = set(op.dimensions.get_values())
     kept = [d for d in _dims(op.input) if d not in reduced]
-    if not _sums_padding(op.regions[0], [op.input]):
-        for d in reduced:
-            links.forbid((op.input, d))
+    sign = _sums_padding(op.regions[0], [op.input])
+    for d in reduced:
+        links.constrain((op.input, d), sign)
     for result in op.result:
         for out, d in enumerate(kept):
             links.link((op.input, d), (op.init, out))
             links.link((result, out), (op.init, out))
 
 
-def _sums_padding(body: Region, inputs: Sequence[SSAValue]) -> bool:
+def _sums_padding(body: Region, inputs: Sequence[SSAValue]) -> _Sign | None:
     """Whether a reduction whose `body` combines `inputs` is one that the padding leaves
-    as it is: each input is an entry argument (through annotations), padded with zeros
-    (integers) or -0.0 (floats), and the body yields the accumulator plus a term that
-    the padding makes the sum's identity. For integers (plus, or, xor) the term is zero
-    where every input is: an input, a product of such terms, an extension of one. For
-    floats, x + -0.0 is x for every x, -0.0 included, so the term is an input or an
-    extension of one; not a product (-0.0 * -0.0 is +0.0, and -0.0 + +0.0 is +0.0)."""
-    if not body.blocks or not all(_padded_argument(value) for value in inputs):
-        return False
+    as it is, and on what condition: each input is an entry argument (through
+    annotations), padded with zeros (integers) or a signed zero (floats), and the body
+    yields the accumulator plus (or minus) a term that the padding makes the sum's
+    identity. For integers (plus, or, xor, minus) the term is zero where every input is:
+    an input, a product of such terms, an extension of one. For floats, x + -0.0 and
+    x - +0.0 are x for every x, -0.0 included, so the term must be -0.0 (+0.0): an input,
+    an extension or a negation of one, or a product, whose sign is the parity of its
+    factors'. The condition: the arguments of `mask` hold -0.0 in an odd number iff
+    `parity` (always true for integers, mask 0 and parity 0); None where none holds."""
+    arguments = [_entry_argument(value) for value in inputs]
+    if not body.blocks or None in arguments:
+        return None
     block = body.blocks[0]
     yielded = block.last_op
     if yielded is None or len(yielded.operands) != 1 or len(block.args) != len(inputs) + 1:
-        return False
+        return None
     combined, accumulator = yielded.operands[0].owner, block.args[-1]
-    if not isinstance(combined, arith.AddiOp | arith.OrIOp | arith.XOrIOp | arith.AddfOp):
-        return False
+    if not isinstance(
+        combined,
+        arith.AddiOp | arith.OrIOp | arith.XOrIOp | arith.AddfOp | arith.SubiOp | arith.SubfOp,
+    ):
+        return None
     lhs, rhs = combined.operands
-    term = rhs if lhs is accumulator else lhs if rhs is accumulator else None
+    term = rhs if lhs is accumulator else None
+    if rhs is accumulator and not isinstance(combined, arith.SubiOp | arith.SubfOp):
+        term = lhs
     if term is None:
-        return False
-    if isinstance(combined, arith.AddfOp):
-        return _identity_at_padding(term, block.args[:-1], (), (arith.ExtFOp,))
-    extensions = (arith.ExtSIOp, arith.ExtUIOp)
-    return _identity_at_padding(term, block.args[:-1], (arith.MuliOp,), extensions)
+        return None
+    leaves: dict[SSAValue, int] = {a: 1 << cast(int, i) for a, i in zip(block.args, arguments)}
+    if not isinstance(combined, arith.AddfOp | arith.SubfOp):
+        return (0, 0) if _zero_at_padding(term, leaves) else None
+    sign = _float_sign(term, leaves)
+    if sign is None:
+        return None
+    mask, parity = sign[0], sign[1] ^ isinstance(combined, arith.AddfOp)
+    return None if not mask and parity else (mask, parity)
 
 
-def _identity_at_padding(
-    value: SSAValue,
-    padding: Sequence[SSAValue],
-    products: tuple[type[Operation], ...],
-    extensions: tuple[type[Operation], ...],
-) -> bool:
-    """Whether `value` is the padding's value where every value of `padding` is."""
-    if value in padding:
+def _zero_at_padding(value: SSAValue, leaves: dict[SSAValue, int]) -> bool:
+    """Whether the integer `value` is zero where every value of `leaves` is."""
+    if value in leaves:
         return True
     op = value.owner
-    if isinstance(op, products):
-        return all(_identity_at_padding(o, padding, products, extensions) for o in op.operands)
-    if isinstance(op, extensions):
-        return _identity_at_padding(op.operands[0], padding, products, extensions)
+    if isinstance(op, arith.MuliOp):
+        return all(_zero_at_padding(o, leaves) for o in op.operands)
+    if isinstance(op, arith.ExtSIOp | arith.ExtUIOp):
+        return _zero_at_padding(op.operands[0], leaves)
     return False
 
 
-def _padded_argument(value: SSAValue) -> bool:
+def _float_sign(value: SSAValue, leaves: dict[SSAValue, int]) -> _Sign | None:
+    """Where each value of `leaves` is a signed zero, `value` is one too, negative iff
+    the returned mask of them holds an odd number of -0.0 xor the returned parity; None
+    where `value` is not a signed zero."""
+    if value in leaves:
+        return leaves[value], 0
+    op = value.owner
+    if isinstance(op, arith.ExtFOp | arith.NegfOp):
+        inner = _float_sign(op.operands[0], leaves)
+        return None if inner is None else (inner[0], inner[1] ^ isinstance(op, arith.NegfOp))
+    if isinstance(op, arith.MulfOp):
+        a, b = (_float_sign(o, leaves) for o in op.operands)
+        return None if a is None or b is None else (a[0] ^ b[0], a[1] ^ b[1])
+    return None
+
+
+def _entry_argument(value: SSAValue) -> int | None:
+    """The index of the entry argument `value` is, through annotations."""
     while isinstance(value.owner, shard.ShardOp):
         value = value.owner.src
     block = value.block if isinstance(value, BlockArgument) else None
-    return block is not None and isinstance(block.parent_op(), func.FuncOp)
+    if block is None or not isinstance(block.parent_op(), func.FuncOp):
+        return None
+    assert isinstance(value, BlockArgument)
+    return value.index
+
+
+def _positive(signs: Sequence[_Sign]) -> set[int] | None:
+    """The entry arguments to pad with +0.0 rather than -0.0 so that every condition of
+    `signs` holds (see _sums_padding), or None where none does: Gaussian elimination
+    over GF(2), each argument a bit, those left free padded with -0.0."""
+    rows: dict[int, _Sign] = {}  # by its leading bit
+    for mask, parity in signs:
+        for lead in sorted(rows, reverse=True):
+            if mask >> lead & 1:
+                mask, parity = mask ^ rows[lead][0], parity ^ rows[lead][1]
+        if mask:
+            rows[mask.bit_length() - 1] = (mask, parity)
+        elif parity:
+            return None
+    negative: dict[int, int] = {}
+    for lead in sorted(rows):
+        mask, parity = rows[lead]
+        for bit in range(lead):
+            if mask >> bit & 1:
+                parity ^= negative.get(bit, 1)
+        negative[lead] = parity
+    return {bit for bit, sign in negative.items() if not sign}
 
 
 @dataclass(frozen=True)
@@ -369,13 +442,13 @@ def _rewrite(function: func.FuncOp, links: _Links, wanted: dict[_Dim, Padding]) 
     function.update_function_type()
 
 
-def padded(value: SSAValue, dims: dict[int, Padding]) -> list[Operation]:
+def padded(value: SSAValue, dims: dict[int, Padding], negative: bool = True) -> list[Operation]:
     """Ops that make the whole `value` padded along `dims`, the last one's result the
-    padded tensor: each block's real elements moved to its start, the padding zeros, or
-    -0.0 for floats (which sums over it leave as they are: _sums_padding)."""
+    padded tensor: each block's real elements moved to its start, the padding zeros, for
+    floats -0.0 (`negative`) or +0.0 (see _sums_padding)."""
     ops: list[Operation] = []
     for d, padding in sorted(dims.items()):
-        ops += _moved(value, d, padding.size, padding.blocks(), zeroed=True)
+        ops += _moved(value, d, padding.size, padding.blocks(), zero=-0.0 if negative else 0.0)
         value = ops[-1].results[0]
     return ops
 
@@ -395,22 +468,23 @@ def _moved(
     dim: int,
     size: int,
     blocks: Sequence[tuple[int, int, int]],
-    zeroed: bool = False,
+    zero: float | None = None,
 ) -> list[Operation]:
-    """A new tensor of `size` along `dim` (`zeroed`: zeros), holding each block (from,
-    to, length) of `value` along `dim`."""
+    """A new tensor of `size` along `dim` (filled with `zero`, or `int(zero)` for
+    integers, where given), holding each block (from, to, length) of `value` along
+    `dim`."""
     assert isinstance(value.type, TensorType)
     shape = list(value.type.get_shape())
     element = value.type.element_type
     made = tensor.EmptyOp([], TensorType(element, [*shape[:dim], size, *shape[dim + 1 :]]))
     ops: list[Operation] = [made]
     into: SSAValue = made.tensor
-    if zeroed:
-        zero = arith.ConstantOp(
-            FloatAttr(-0.0, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
+    if zero is not None:
+        constant = arith.ConstantOp(
+            FloatAttr(zero, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
         )
-        filled = linalg.FillOp([zero.result], [into], [made.tensor.type])
-        ops += [zero, filled]
+        filled = linalg.FillOp([constant.result], [into], [made.tensor.type])
+        ops += [constant, filled]
         into = filled.results[0]
     for source, target, length in blocks:
         if not length:

@@ -32,8 +32,10 @@ from typing import cast
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -44,11 +46,11 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.shard_layout import Padding
-from dhir.dialects import func, linalg, shard, tensor
+from dhir.dialects import arith, func, linalg, scf, shard, tensor
 from dhir.dialects.shard import is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
@@ -159,6 +161,7 @@ def _partitioned(
             "reshard one grid axis at a time",
         )
     _keep_true_bands(got, grids)
+    _signed_partial_sums(got)
     _tag_result_writes(got)
     _tag_input_reads(got)
     return partitioned
@@ -382,12 +385,12 @@ def _pad_boundary(
     block = function.body.blocks[0]
     for index, dims in padded.arguments.items():
         argument, true = block.args[index], types.inputs.data[index]
-        chain = _slice_chain(argument)
-        if _told(chain, INPUT_PART, chain[-1].result if chain else None, dims, true):
+        chain, negative = _slice_chain(argument), index not in padded.positive
+        if _told(chain, INPUT_PART, chain[-1].result if chain else None, dims, true, negative):
             Rewriter.replace_value_with_new_type(argument, true)
             continue
         whole = Rewriter.replace_value_with_new_type(argument, true)
-        ops = shard_padding.padded(whole, dims)
+        ops = shard_padding.padded(whole, dims, negative)
         block.insert_ops_before(ops, block.first_op)  # pyright: ignore[reportArgumentType]
         for use in [u for u in whole.uses if u.operation not in ops]:
             use.operation.operands[use.index] = ops[-1].results[0]
@@ -431,10 +434,12 @@ def _told(
     shard_value: SSAValue | None,
     dims: dict[int, Padding],
     whole: Attribute,
+    negative: bool = True,
 ) -> bool:
     """Whether the slices (gathers) `chain` between a padded argument (result) and its
     shard go direct (`name`) and the shard lies within one padded block: then the part
-    next to the shard is told the whole's true shape and each dimension's padding.
+    next to the shard is told the whole's true shape, each dimension's padding and, for
+    floats, whether it is -0.0 (`negative`) or +0.0.
     Otherwise the chain is no longer marked: the collectives run on the padded whole."""
     if shard_value is None or name not in chain[-1].attributes:
         return False
@@ -453,6 +458,7 @@ def _told(
             **part.data,
             "whole": DenseArrayBase.from_list(i64, list(whole.get_shape())),
             "padding": ArrayAttr([DenseArrayBase.from_list(i64, c) for c in counts]),
+            "negative": BoolAttr.from_bool(negative),
         }
     )
     return True
@@ -605,6 +611,31 @@ def _keep_true_bands(function: func.FuncOp, grids: dict[str, tuple[int, ...]]) -
         function.attributes[SHARD_BANDS] = DictionaryAttr(kept)
     else:
         del function.attributes[SHARD_BANDS]
+
+
+def _signed_partial_sums(function: func.FuncOp) -> None:
+    """Float partial sums that `shard-partition` starts at +0.0 on every device but the
+    first start at -0.0: MLIR 22 takes +0.0 as the identity of `addf`, so a sum that is
+    -0.0 unsharded came out +0.0, but x + -0.0 is x for every x."""
+    for branch in find_ops(function, scf.IfOp):
+        test = branch.cond.owner
+        if not (
+            isinstance(test, arith.CmpiOp)
+            and test.predicate.value.data == 0  # eq
+            and isinstance(test.lhs.owner, shard.ProcessMultiIndexOp)
+        ):
+            continue
+        for fill in branch.false_region.walk():
+            zero = fill.operands[0].owner if isinstance(fill, linalg.FillOp) else None
+            if (
+                isinstance(zero, arith.ConstantOp)
+                and isinstance(zero.value, FloatAttr)
+                and math.copysign(1.0, zero.value.value.data) == 1.0
+                and zero.value.value.data == 0.0
+            ):
+                signed = arith.ConstantOp(FloatAttr(-0.0, zero.value.type))
+                Rewriter.insert_op(signed, InsertPoint.before(fill))
+                fill.operands[0] = signed.result
 
 
 def _slices_rows(

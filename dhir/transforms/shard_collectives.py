@@ -34,6 +34,7 @@ from typing import cast
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     DictionaryAttr,
     Float16Type,
@@ -446,7 +447,8 @@ def _carry_part(
             else []
         )
         true = cast(DenseArrayBase[IntegerType], whole).get_values() if whole else None
-        negative = isinstance(local.get_element_type(), Float16Type | Float32Type | Float64Type)
+        floating = isinstance(local.get_element_type(), Float16Type | Float32Type | Float64Type)
+        negative = floating and part.data.get("negative") != BoolAttr.from_bool(False)
         box = _box(shape, split, local, _element_bytes(op, local), counts, true, negative)
         info["box"] = DenseArrayBase.from_list(i64, box)
     stub.attributes[COLLECTIVE] = DictionaryAttr(info)

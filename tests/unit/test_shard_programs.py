@@ -591,6 +591,55 @@ def test_uneven_shards_are_held_by_their_devices(
     assert all(" 0 bytes" in line for line in traffic), traffic
 
 
+FLOAT_K = """
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<5xKSIZExf64>, %b: tensor<KSIZEx3xf64>) -> tensor<5x3xf64> {
+  %sa = shard.sharding @grid split_axes = [[], [0]] : !shard.sharding
+  %sb = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %sa annotate_for_users : tensor<5xKSIZExf64>
+  %bs = shard.shard %b to %sb annotate_for_users : tensor<KSIZEx3xf64>
+  %z = arith.constant -0.0 : f64
+  %e = tensor.empty() : tensor<5x3xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<5x3xf64>) -> tensor<5x3xf64>
+  %d = linalg.matmul ins(%as, %bs : tensor<5xKSIZExf64>, tensor<KSIZEx3xf64>)
+                     outs(%f : tensor<5x3xf64>) -> tensor<5x3xf64>
+  return %d : tensor<5x3xf64>
+}
+"""
+# Rows split unevenly by a sum; every rank subtracts the products of the whole, padded.
+SUBTRACTED = """
+#rows = affine_map<(i, j) -> (i, j)>
+#columns = affine_map<(i, j) -> (j)>
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xf64>, %b: tensor<6x4xf64>) -> (tensor<6x4xf64>, tensor<4xf64>) {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %whole = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xf64>
+  %bs = shard.shard %b to %s : tensor<6x4xf64>
+  %e = tensor.empty() : tensor<6x4xf64>
+  %d = linalg.add ins(%as, %bs : tensor<6x4xf64>, tensor<6x4xf64>)
+                  outs(%e : tensor<6x4xf64>) -> tensor<6x4xf64>
+  %aw = shard.shard %as to %whole annotate_for_users : tensor<6x4xf64>
+  %bw = shard.shard %bs to %whole annotate_for_users : tensor<6x4xf64>
+  %zero = arith.constant -0.0 : f64
+  %e2 = tensor.empty() : tensor<4xf64>
+  %z = linalg.fill ins(%zero : f64) outs(%e2 : tensor<4xf64>) -> tensor<4xf64>
+  %r = linalg.generic {indexing_maps = [#rows, #rows, #columns],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%aw, %bw : tensor<6x4xf64>, tensor<6x4xf64>) outs(%z : tensor<4xf64>) {
+    ^bb0(%x: f64, %y: f64, %acc: f64):
+      %p = arith.mulf %x, %y : f64
+      %t = arith.subf %acc, %p : f64
+      linalg.yield %t : f64
+  } -> tensor<4xf64>
+  return %d, %r : tensor<6x4xf64>, tensor<4xf64>
+}
+"""
+SUBTRACT = "%t = arith.subf %acc, %p : f64"
+NEGATE = """%n = arith.negf %p : f64
+      %t = arith.addf %n, %acc : f64"""
+
+
 PADDED = {  # a name: the program and its inputs' shapes
     "an unannotated operand": (
         [(6, 4), (6, 4)],
@@ -660,6 +709,14 @@ func.func @main(%a: tensor<6x4xf64>) -> tensor<4xf64> {
 }
 """,
     ),
+    "a float matmul's k, padded with -0.0 and +0.0": (
+        [(5, 7), (7, 3)],
+        FLOAT_K.replace("KSIZE", "7"),
+    ),
+    "a float sum of products subtracted, every rank summing the whole": (
+        [(6, 4), (6, 4)],
+        SUBTRACTED,
+    ),
     "blocks on a 2x2 grid": (
         [(5, 3), (5, 3)],
         """
@@ -722,6 +779,64 @@ def test_a_float_sum_over_padding_keeps_the_sign_of_zero() -> None:
         doubled, summed = dhir.run(SIGNED, a, ranks=4)[-2:]
     assert not said, [d.message for d in said]
     assert np.signbit(doubled).all() and np.signbit(summed).all(), summed
+
+
+@pytest.mark.parametrize(
+    ("program", "a", "b"),
+    [
+        # -0.0 * +0.0 is -0.0, so every sum is -0.0: padding both with -0.0 gives +0.0.
+        (FLOAT_K.replace("KSIZE", "7"), np.full((5, 7), -0.0), np.full((7, 3), 0.0)),
+        # k even, no padding: MLIR's partial sums start at +0.0 on all but one device.
+        (FLOAT_K.replace("KSIZE", "8"), np.full((5, 8), -0.0), np.full((8, 3), 0.0)),
+        # -0.0 - +0.0 is -0.0: padding A and B with different zeros gives +0.0.
+        (SUBTRACTED, np.full((6, 4), 0.0), np.full((6, 4), 0.0)),
+        # Added: A and B padded whole with different zeros.
+        (SUBTRACTED.replace("subf", "addf"), np.full((6, 4), -0.0), np.full((6, 4), 0.0)),
+        # -(+0.0 * +0.0) is -0.0: padding A and B with different zeros gives +0.0.
+        (SUBTRACTED.replace(SUBTRACT, NEGATE), np.full((6, 4), 0.0), np.full((6, 4), 0.0)),
+    ],
+    ids=["matmul k 7", "matmul k 8", "subtracted", "added", "negated"],
+)
+def test_float_sums_of_products_keep_the_sign_of_zero(
+    program: str, a: np.ndarray, b: np.ndarray
+) -> None:
+    with collected_warnings() as said:
+        got = dhir.run(program, a, b, ranks=4)[-1]
+    assert not said, [d.message for d in said]
+    want = dhir.run(program, a, b, backend="interp")[-1]
+    assert np.signbit(want).all()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_float_sums_no_signed_zeros_can_pad_run_as_the_function_with_a_warning() -> None:
+    # A k-sum of A needs A's padding -0.0, of B B's; then A * B would sum +0.0.
+    sums = """
+  %e3 = tensor.empty() : tensor<5xf64>
+  %f3 = linalg.fill ins(%z : f64) outs(%e3 : tensor<5xf64>) -> tensor<5xf64>
+  %ka = linalg.reduce ins(%as : tensor<5x7xf64>) outs(%f3 : tensor<5xf64>) dimensions = [1]
+    (%x: f64, %acc: f64) {
+      %y = arith.addf %x, %acc : f64
+      linalg.yield %y : f64
+    }
+  %e4 = tensor.empty() : tensor<3xf64>
+  %f4 = linalg.fill ins(%z : f64) outs(%e4 : tensor<3xf64>) -> tensor<3xf64>
+  %kb = linalg.reduce ins(%bs : tensor<7x3xf64>) outs(%f4 : tensor<3xf64>) dimensions = [0]
+    (%x: f64, %acc: f64) {
+      %y = arith.addf %x, %acc : f64
+      linalg.yield %y : f64
+    }
+  return %d, %ka, %kb : tensor<5x3xf64>, tensor<5xf64>, tensor<3xf64>"""
+    program = FLOAT_K.replace("KSIZE", "7").replace("return %d : tensor<5x3xf64>", sums)
+    program = program.replace(
+        "-> tensor<5x3xf64> {", "-> (tensor<5x3xf64>, tensor<5xf64>, tensor<3xf64>) {"
+    )
+    a, b = np.arange(35.0).reshape(5, 7), np.arange(21.0).reshape(7, 3)
+    with collected_warnings() as said:
+        got = dhir.run(program, a, b, ranks=4)
+    np.testing.assert_array_equal(got[-3], a @ b)
+    np.testing.assert_array_equal(got[-2], a.sum(1))
+    np.testing.assert_array_equal(got[-1], b.sum(0))
+    assert any("no padding with signed zeros" in d.message for d in said), said
 
 
 REDUCED = """
