@@ -28,14 +28,16 @@ class Padding:
         starts = [0, *accumulate(self.counts)]
         return [(starts[b], b * self.block, n) for b, n in enumerate(self.counts)]
 
-    def real(self, start: int, length: int) -> tuple[int, int]:
-        """Where the padded elements [start, start + length), within one block, begin in
-        the real dimension, and how many of them (a prefix) are real."""
-        b, at = divmod(start, self.block)
-        assert (start + length - 1) // self.block == b or length == 0
-        return sum(self.counts[:b]) + min(at, self.counts[b]), max(
-            0, min(length, self.counts[b] - at)
-        )
+    def segments(self, start: int, length: int) -> list[tuple[int, int, int]]:
+        """The real elements among the padded ones [start, start + length): per block
+        holding some, where they start in the real dimension, how far after `start`,
+        and how many."""
+        pieces: list[tuple[int, int, int]] = []
+        for real, at, n in self.blocks():
+            low, high = max(start, at), min(start + length, at + n)
+            if high > low:
+                pieces.append((real + low - at, low - start, high - low))
+        return pieces
 
     def held(self, devices: int) -> tuple[int, ...]:
         """How many real elements each of `devices` even blocks of the padded size holds."""

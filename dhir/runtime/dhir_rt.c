@@ -1886,35 +1886,40 @@ void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element) {
   }
 }
 
-/* Rank `rank`'s entry of a box: whether it writes, where its shard starts in the whole,
- * and how much of it is real (the rest of its buffer is padding). */
+/* Rank `rank`'s entry of a box (see dhir_rt.h): whether it writes, then its pieces. */
 static const int64_t *box_entry(const int64_t *words, int rank) {
-  return words + 3 + 2 * words[0] + rank * (1 + 2 * words[0]);
+  return words + 4 + 2 * words[0] + rank * (1 + 3 * words[0] * words[3]);
 }
 
-/* Rank `rank`'s real shard in runs: rows along its last dimension. */
-static void box_runs(const int64_t *words, int rank, int64_t *runs, int64_t *run) {
+/* Piece `p` of rank `rank`'s real shard: where it starts in the whole, in the shard's
+ * buffer, and its sizes. */
+static const int64_t *box_piece(const int64_t *words, int rank, int64_t p) {
+  return box_entry(words, rank) + 1 + 3 * words[0] * p;
+}
+
+/* Piece `p` of rank `rank`'s real shard in runs: rows along its last dimension. */
+static void box_runs(const int64_t *words, int rank, int64_t p, int64_t *runs, int64_t *run) {
   int64_t dims = words[0];
-  const int64_t *extents = box_entry(words, rank) + 1 + dims;
+  const int64_t *extents = box_piece(words, rank, p) + 2 * dims;
   *run = words[1];
   *runs = 1;
   for (int64_t d = 0; d < dims; ++d)
     *(d == dims - 1 ? run : runs) *= extents[d];
 }
 
-/* Where run `r` of rank `rank`'s real shard lies, in bytes (row-major): in the whole
- * (`in_whole`), or in the rank's buffer of the shard's padded shape. */
-static int64_t box_at(const int64_t *words, int rank, int64_t r, int in_whole) {
+/* Where run `r` of piece `p` of rank `rank`'s real shard lies, in bytes (row-major): in
+ * the whole (`in_whole`), or in the rank's buffer of the shard's padded shape. */
+static int64_t box_at(const int64_t *words, int rank, int64_t p, int64_t r, int in_whole) {
   int64_t dims = words[0], at = 0, scale = words[1];
-  const int64_t *whole = words + 3, *shard = whole + dims;
-  const int64_t *starts = box_entry(words, rank) + 1, *extents = starts + dims;
+  const int64_t *whole = words + 4, *shard = whole + dims;
+  const int64_t *piece = box_piece(words, rank, p), *extents = piece + 2 * dims;
   for (int64_t d = dims - 1; d >= 0; --d) {
     int64_t i = 0;
     if (d < dims - 1) {
       i = r % extents[d];
       r /= extents[d];
     }
-    at += ((in_whole ? starts[d] : 0) + i) * scale;
+    at += (piece[(in_whole ? 0 : dims) + d] + i) * scale;
     scale *= in_whole ? whole[d] : shard[d];
   }
   return at;
@@ -1930,27 +1935,54 @@ static void pad_shard(char *data, int64_t elements, int64_t size, int64_t negati
       data[e * size + size - 1] = (char)0x80;
 }
 
-/* Whether rank `rank`'s shard is all real (no padding in its buffer). */
-static int box_full(const int64_t *words, int rank) {
-  const int64_t *shard = words + 3 + words[0], *extents = box_entry(words, rank) + 1 + words[0];
-  for (int64_t d = 0; d < words[0]; ++d)
-    if (extents[d] != shard[d])
-      return 0;
-  return 1;
+/* The elements of rank `rank`'s real shard, and of its buffer. */
+static void box_sizes(const int64_t *words, int rank, int64_t *real, int64_t *buffer) {
+  int64_t dims = words[0];
+  *real = 0;
+  *buffer = 1;
+  for (int64_t d = 0; d < dims; ++d)
+    *buffer *= words[4 + dims + d];
+  for (int64_t p = 0; p < words[3]; ++p) {
+    int64_t runs = 0, run = 0;
+    box_runs(words, rank, p, &runs, &run);
+    *real += runs * run / words[1];
+  }
 }
 
 void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
   const int64_t *words = (const int64_t *)box;
   if (!box_entry(words, world_rank)[0])
     return; /* another rank writes the same shard */
-  int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
+  int64_t began = tracing ? trace_now() : 0, bytes = 0;
   result_file *result = result_at((int32_t)index);
-  box_runs(words, world_rank, &runs, &run);
-  for (int64_t r = 0; r < runs; ++r)
-    write_run(result, (const char *)(intptr_t)data + box_at(words, world_rank, r, 0),
-              box_at(words, world_rank, r, 1), run, 1);
+  for (int64_t p = 0; p < words[3]; ++p) {
+    int64_t runs = 0, run = 0;
+    box_runs(words, world_rank, p, &runs, &run);
+    for (int64_t r = 0; r < runs; ++r)
+      write_run(result, (const char *)(intptr_t)data + box_at(words, world_rank, p, r, 0),
+                box_at(words, world_rank, p, r, 1), run, 1);
+    bytes += runs * run;
+  }
   if (tracing)
-    trace_span(TRACE_WRITE, began, (int32_t)index, -1, runs * run, -1);
+    trace_span(TRACE_WRITE, began, (int32_t)index, -1, bytes, -1);
+}
+
+/* Rank 0's part of a read where other ranks cannot open the input: it reads each
+ * other rank's pieces and sends them, in the order they receive them. */
+static void send_pieces(const int64_t *words, int file, const char *path) {
+  char *buffer = io_buffer();
+  for (int dest = 1; dest < world_size; ++dest)
+    for (int64_t p = 0; p < words[3]; ++p) {
+      int64_t runs = 0, run = 0;
+      box_runs(words, dest, p, &runs, &run);
+      for (int64_t r = 0; r < runs; ++r)
+        for (int64_t done = 0, at = box_at(words, dest, p, r, 1); done < run;
+             done += IO_PIECE_BYTES) {
+          read_all(file, buffer, io_piece(done, run), (off_t)(at + done), path);
+          check(MPI_Send(buffer, io_piece(done, run), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
+                "MPI_Send");
+        }
+    }
 }
 
 void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
@@ -1958,46 +1990,33 @@ void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
   if (index < 0 || index >= input_file_count || input_files[index].path == NULL)
     dhir_rt_fatal("argument #%lld has no input file to read a shard from", (long long)index);
   const input_file *input = &input_files[index];
-  int64_t began = tracing ? trace_now() : 0, runs = 0, run = 0;
-  box_runs(words, world_rank, &runs, &run);
+  int64_t began = tracing ? trace_now() : 0, real = 0, elements = 0;
   int file = open_input((int32_t)index, input->path, input->bytes, world_rank == 0);
   int shared = every_rank(file >= 0);
   char *shard = (char *)(intptr_t)data;
-  if (!box_full(words, world_rank)) {
-    int64_t elements = 1;
-    for (int64_t d = 0; d < words[0]; ++d)
-      elements *= words[3 + words[0] + d];
+  box_sizes(words, world_rank, &real, &elements);
+  if (real != elements)
     pad_shard(shard, elements, words[1], words[2]);
-  }
-  for (int64_t r = 0; r < runs; ++r) {
-    char *into = shard + box_at(words, world_rank, r, 0);
-    if (shared || world_rank == 0) {
-      read_all(file, into, run, (off_t)box_at(words, world_rank, r, 1), input->path);
-      continue;
-    }
-    for (int64_t done = 0; done < run; done += IO_PIECE_BYTES)
-      check(MPI_Recv(into + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE),
-            "MPI_Recv");
-  }
-  input_bytes += runs * run;
-  if (!shared && world_rank == 0) {
-    char *buffer = io_buffer();
-    for (int dest = 1; dest < world_size; ++dest) {
-      int64_t their_runs = 0, their_run = 0;
-      box_runs(words, dest, &their_runs, &their_run);
-      for (int64_t r = 0; r < their_runs; ++r)
-        for (int64_t done = 0, at = box_at(words, dest, r, 1); done < their_run;
-             done += IO_PIECE_BYTES) {
-          read_all(file, buffer, io_piece(done, their_run), (off_t)(at + done), input->path);
-          check(MPI_Send(buffer, io_piece(done, their_run), MPI_BYTE, dest, IO_TAG,
-                         MPI_COMM_WORLD),
-                "MPI_Send");
-        }
+  for (int64_t p = 0; p < words[3]; ++p) {
+    int64_t runs = 0, run = 0;
+    box_runs(words, world_rank, p, &runs, &run);
+    for (int64_t r = 0; r < runs; ++r) {
+      char *into = shard + box_at(words, world_rank, p, r, 0);
+      if (shared || world_rank == 0) {
+        read_all(file, into, run, (off_t)box_at(words, world_rank, p, r, 1), input->path);
+        continue;
+      }
+      for (int64_t done = 0; done < run; done += IO_PIECE_BYTES)
+        check(MPI_Recv(into + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
     }
   }
+  input_bytes += real * words[1];
+  if (!shared && world_rank == 0)
+    send_pieces(words, file, input->path);
   if (file >= 0)
     close(file);
   if (tracing)
-    trace_span(TRACE_READ, began, (int32_t)index, -1, runs * run, -1);
+    trace_span(TRACE_READ, began, (int32_t)index, -1, real * words[1], -1);
 }

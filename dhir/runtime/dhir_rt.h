@@ -154,10 +154,11 @@ void dhir_rt_shard_update_halo(int64_t grid, int64_t data, int64_t element);
 /* Writes this rank's shard `data` (contiguous) of a result into argument `index`'s result
  * file (open_result), where the shard lies in the whole. `box` points to int64 words: the
  * dimension count D, the element's bytes, whether padding is -0.0 (floats) rather than
- * zeros, the D sizes of the whole, the D sizes of the shard's buffer, then per rank whether it writes (1; 0 where another rank holds the same
- * shard), the D coordinates its shard starts at, and the D sizes of its real part (the
- * buffer's first elements along each dimension; the rest is padding, which is never
- * written: dhir.toolchain.shard_padding). */
+ * zeros, the pieces P of each rank's entry, the D sizes of the whole, the D sizes of the
+ * shard's buffer, then per rank whether it writes (1; 0 where another rank holds the same
+ * shard) and P pieces of its real part, each the D coordinates it starts at in the whole,
+ * the D it starts at in the buffer and its D sizes (all sizes 0: no piece). The rest of
+ * the buffer is padding, which is never written (dhir.toolchain.shard_padding). */
 void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index);
 /* Reads this rank's shard of argument `index` from its input file (load_rows) into `data`
  * (every rank calls it alike; rank 0 reads for the ranks that cannot open the file); a

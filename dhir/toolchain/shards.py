@@ -378,15 +378,15 @@ def _pad_boundary(
     function: func.FuncOp, padded: shard_padding.Padded, original: func.FuncOp
 ) -> None:
     """The partitioned `function`'s padded arguments and results at their true types.
-    Where each rank reads (writes) only its shard and that shard lies within one padded
-    block, the read (write) is told the padding; otherwise the argument is padded whole
-    on every rank first, and the result cut to its real elements at the end."""
+    Where each rank reads (writes) only its shard, the read (write) is told the padding;
+    otherwise the argument is padded whole on every rank first, and the result cut to its
+    real elements at the end."""
     types = original.function_type
     block = function.body.blocks[0]
     for index, dims in padded.arguments.items():
         argument, true = block.args[index], types.inputs.data[index]
         chain, negative = _slice_chain(argument), index not in padded.positive
-        if _told(chain, INPUT_PART, chain[-1].result if chain else None, dims, true, negative):
+        if _told(chain, INPUT_PART, dims, true, negative):
             Rewriter.replace_value_with_new_type(argument, true)
             continue
         whole = Rewriter.replace_value_with_new_type(argument, true)
@@ -399,7 +399,7 @@ def _pad_boundary(
     for index, dims in padded.results.items():
         value, true = returned.operands[index], types.outputs.data[index]
         chain = _gather_chain(value)
-        if _told(chain, RESULT_PART, chain[-1].input if chain else None, dims, true):
+        if _told(chain, RESULT_PART, dims, true):
             Rewriter.replace_value_with_new_type(chain[0].result, true)
             continue
         ops = shard_padding.unpadded(value, dims)
@@ -431,25 +431,18 @@ def _gather_chain(value: SSAValue) -> list[shard.AllGatherOp]:
 def _told(
     chain: Sequence[Operation],
     name: str,
-    shard_value: SSAValue | None,
     dims: dict[int, Padding],
     whole: Attribute,
     negative: bool = True,
 ) -> bool:
     """Whether the slices (gathers) `chain` between a padded argument (result) and its
-    shard go direct (`name`) and the shard lies within one padded block: then the part
-    next to the shard is told the whole's true shape, each dimension's padding and, for
-    floats, whether it is -0.0 (`negative`) or +0.0.
-    Otherwise the chain is no longer marked: the collectives run on the padded whole."""
-    if shard_value is None or name not in chain[-1].attributes:
+    shard go direct (`name`): then the part next to the shard is told the whole's true
+    shape, each dimension's padding and, for floats, whether it is -0.0 (`negative`) or
+    +0.0."""
+    if not chain or name not in chain[-1].attributes:
         return False
-    local = shard_value.type
-    assert isinstance(local, TensorType) and isinstance(whole, TensorType)
-    shape = local.get_shape()
-    if any(padding.block % shape[d] for d, padding in dims.items()):
-        for op in chain:
-            del op.attributes[name]
-        return False
+    assert isinstance(whole, TensorType)
+    shape = whole.get_shape()
     part = chain[-1].attributes[name]
     assert isinstance(part, DictionaryAttr)
     counts = [list(dims[d].counts) if d in dims else [] for d in range(len(shape))]

@@ -26,6 +26,7 @@ dimension split over more than one grid axis in `update_halo` are refused with t
 location.
 """
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -464,34 +465,47 @@ def _box(
     negative: bool = False,
 ) -> list[int]:
     """The box of a shard of type `local` split as `split` over a grid of `shape`, as
-    int64 words: the number of dimensions, the element's bytes, whether its padding is
-    -0.0 (`negative`) rather than zeros, the whole's shape, the shard's, then per rank
-    whether it writes its shard (the first rank holding it), where the shard starts and
-    how much of it is real. Along a dimension with `padding` (each padded block's real
-    count, dhir.toolchain.shard_padding) a shard's real part starts in the `whole` of
-    true shape."""
+    int64 words (dhir_rt.h): the number of dimensions, the element's bytes, whether its
+    padding is -0.0 (`negative`) rather than zeros, the pieces per rank, the whole's
+    shape, the shard's, then per rank whether it writes its shard (the first rank holding
+    it) and the pieces of its real part: where each starts in the whole, where in the
+    shard, and its shape. Without `padding` a shard is one piece; along a dimension with
+    `padding` (each padded block's real count, dhir.toolchain.shard_padding) a shard
+    meets the real part of each block it spans, in the `whole` of true shape."""
     pieces = local.get_shape()
     split = [*split, *[()] * (len(pieces) - len(split))]
     padding = [*padding, *[()] * (len(pieces) - len(padding))]
     if whole is None:
         whole = [n * math.prod(shape[a] for a in axes) for n, axes in zip(pieces, split)]
-    words = [len(pieces), element, int(negative), *whole, *pieces]
-    seen: set[tuple[int, ...]] = set()
+    entries: list[list[tuple[int, ...]]] = []
     for rank in range(math.prod(shape)):
         at = [rank // math.prod(shape[d + 1 :]) % shape[d] for d in range(len(shape))]
-        real = [
-            _real(counts, _index(shape, axes, [at[a] for a in axes]) * n, n)
+        segments = [
+            _segments(counts, _index(shape, axes, [at[a] for a in axes]) * n, n)
             for axes, counts, n in zip(split, padding, pieces)
         ]
-        entry = tuple(start for start, _ in real) + tuple(length for _, length in real)
-        words += [int(entry not in seen), *entry]
-        seen.add(entry)
+        entries.append([sum(zip(*piece), ()) for piece in itertools.product(*segments)])
+    most = max(map(len, entries))
+    words = [len(pieces), element, int(negative), most, *whole, *pieces]
+    seen: set[tuple[tuple[int, ...], ...]] = set()
+    for entry in entries:
+        words += [int(tuple(entry) not in seen), *itertools.chain(*entry)]
+        words += [0] * (3 * len(pieces) * (most - len(entry)))
+        seen.add(tuple(entry))
     return words
 
 
-def _real(counts: Sequence[int], start: int, length: int) -> tuple[int, int]:
-    """Where a shard's real part starts along a dimension, and its length."""
-    return Padding(tuple(counts)).real(start, length) if counts else (start, length)
+def box_ranks(words: Sequence[int]) -> int:
+    """The ranks a box (see _box) has an entry for."""
+    return (len(words) - 4 - 2 * words[0]) // (1 + 3 * words[0] * words[3])
+
+
+def _segments(counts: Sequence[int], start: int, length: int) -> list[tuple[int, int, int]]:
+    """Where each real part of a shard's `length` elements from `start` starts along a
+    dimension, in the whole and in the shard, and its length."""
+    if not counts:
+        return [(start, 0, length)] if length else []
+    return Padding(tuple(counts)).segments(start, length)
 
 
 def _called(module: ModuleOp) -> set[str]:
@@ -555,8 +569,7 @@ def _direct_parts(module: ModuleOp, stubs: dict[str, func.FuncOp]) -> dict[func.
             box = _info(_stub_of(chain[-1], stubs))["box"]
             assert isinstance(box, DenseArrayBase)
             words = box.get_values()
-            ranks = (len(words) - 3 - 2 * words[0]) // (1 + 2 * words[0])  # see _box
-            _held_by_none(function, argument.index, ranks)
+            _held_by_none(function, argument.index, box_ranks(words))
     return direct
 
 

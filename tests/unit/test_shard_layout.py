@@ -65,17 +65,17 @@ def _positions(padding: Padding) -> list[int | None]:
 
 @settings(max_examples=200, deadline=None)
 @given(paddings(), st.data())
-def test_the_real_part_of_a_piece_of_one_block_is_its_prefix(
+def test_the_segments_of_a_piece_are_its_real_elements(
     padding: Padding, data: st.DataObject
 ) -> None:
-    divisors = [w for w in range(1, padding.block + 1) if padding.block % w == 0]
-    width = data.draw(st.sampled_from(divisors))
-    start = data.draw(st.integers(0, padding.size // width - 1)) * width
-    positions = _positions(padding)[start : start + width]
-    real = [p for p in positions if p is not None]
-    at, count = padding.real(start, width)
-    assert positions[:count] == list(range(at, at + count))
-    assert count == len(real)
+    start = data.draw(st.integers(0, padding.size))
+    length = data.draw(st.integers(0, padding.size - start))
+    positions = _positions(padding)[start : start + length]
+    got: list[int | None] = [None] * length
+    for real, offset, count in padding.segments(start, length):
+        assert count > 0
+        got[offset : offset + count] = range(real, real + count)
+    assert got == positions
 
 
 @settings(max_examples=200, deadline=None)

@@ -990,6 +990,37 @@ def test_random_reshardings_of_any_shape_keep_the_values(
     assert "without its shardings" not in said
 
 
+@pytest.mark.parametrize("io", ["each", "rank0"])
+@pytest.mark.parametrize("shardings", [["[[0]]", "[[0, 1]]"], ["[[0, 1]]", "[[0]]"]])
+def test_a_shard_spanning_padded_blocks_is_read_and_written_by_its_rank(
+    shardings: list[str], io: str
+) -> None:
+    """7 rows padded for 4 devices (blocks of 2 rows holding 1, 2, 2, 2) and split over 2
+    as well: each of those shards spans two blocks, and is read (written) in pieces."""
+    from dhir.toolchain.build import Timing
+
+    t = "tensor<7x3xf64>"
+    lines = ["shard.grid @grid(shape = 2x2)", f"func.func @main(%x: {t}) -> {t} {{"]
+    value = "%x"
+    for k, split in enumerate(shardings):
+        lines += [
+            f"  %s{k} = shard.sharding @grid split_axes = {split} : !shard.sharding",
+            f"  %a{k} = shard.shard {value} to %s{k} annotate_for_users : {t}",
+            f"  %e{k} = tensor.empty() : {t}",
+            f"  %v{k} = linalg.add ins(%a{k}, %a{k} : {t}, {t}) outs(%e{k} : {t}) -> {t}",
+            f"  %p{k} = shard.shard %v{k} to %s{k} : {t}",
+        ]
+        value = f"%p{k}"
+    lines += [f"  return {value} : {t}", "}"]
+    x = np.arange(21.0).reshape(7, 3)
+    timing = Timing()
+    with _io(io), collected_warnings() as said:
+        results, _ = _traffic("\n".join(lines), [x], 4, timing)
+    np.testing.assert_array_equal(results[-1], x * 4)
+    assert not said, [d.message for d in said]
+    assert sum("held by no rank" in line for line in timing.notes) == 2, timing.notes
+
+
 @st.composite
 def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
@@ -1314,11 +1345,17 @@ def test_the_writers_of_a_shard_are_the_first_ranks_holding_it() -> None:
     from dhir.transforms.shard_collectives import _box  # pyright: ignore[reportPrivateUsage]
 
     # A 2x2 grid, rows split over axis 0: ranks 0 and 1 hold rows 0..3, ranks 2 and 3 rows 4..7
-    # (each rank: whether it writes, where its shard starts, how much of it is real).
+    # (each rank: whether it writes; its one piece: where it starts in the whole, where in
+    # the shard, its shape).
     words = _box((2, 2), [(0,), ()], TensorType(f64, [4, 8]), 8)
-    header, per_rank = words[:7], [words[7 + 5 * r : 12 + 5 * r] for r in range(4)]
-    assert header == [2, 8, 0, 8, 8, 4, 8]
-    assert per_rank == [[1, 0, 0, 4, 8], [0, 0, 0, 4, 8], [1, 4, 0, 4, 8], [0, 4, 0, 4, 8]]
+    header, per_rank = words[:8], [words[8 + 7 * r : 15 + 7 * r] for r in range(4)]
+    assert header == [2, 8, 0, 1, 8, 8, 4, 8]
+    assert per_rank == [
+        [1, 0, 0, 0, 0, 4, 8],
+        [0, 0, 0, 0, 0, 4, 8],
+        [1, 4, 0, 0, 0, 4, 8],
+        [0, 4, 0, 0, 0, 4, 8],
+    ]
 
 
 def test_a_padded_shard_s_box_holds_its_real_rows() -> None:
@@ -1328,9 +1365,22 @@ def test_a_padded_shard_s_box_holds_its_real_rows() -> None:
 
     # 6 rows over 4 devices as MLIR lays them out (1, 1, 2, 2), padded to blocks of 2.
     words = _box((4,), [(0,)], TensorType(f64, [2, 3]), 8, [[1, 1, 2, 2], []], [6, 3], True)
-    header, per_rank = words[:7], [words[7 + 5 * r : 12 + 5 * r] for r in range(4)]
-    assert header == [2, 8, 1, 6, 3, 2, 3]  # -0.0 padding, the true whole, the padded shard
-    assert per_rank == [[1, 0, 0, 1, 3], [1, 1, 0, 1, 3], [1, 2, 0, 2, 3], [1, 4, 0, 2, 3]]
+    header, per_rank = words[:8], [words[8 + 7 * r : 15 + 7 * r] for r in range(4)]
+    assert header == [2, 8, 1, 1, 6, 3, 2, 3]  # -0.0 padding, one piece, true whole, shard
+    assert per_rank == [
+        [1, 0, 0, 0, 0, 1, 3],
+        [1, 1, 0, 0, 0, 1, 3],
+        [1, 2, 0, 0, 0, 2, 3],
+        [1, 4, 0, 0, 0, 2, 3],
+    ]
+    # Padded for 4, split over 2 (a 2x2 grid's axis 0): each shard spans two blocks.
+    words = _box((2, 2), [(0,)], TensorType(f64, [4, 3]), 8, [[1, 1, 2, 2], []], [6, 3])
+    header, per_rank = words[:8], [words[8 + 13 * r : 21 + 13 * r] for r in range(4)]
+    assert header == [2, 8, 0, 2, 6, 3, 4, 3]  # two pieces a rank
+    top = [0, 0, 0, 0, 1, 3, 1, 0, 2, 0, 1, 3]  # real row 0 at row 0, real row 1 at row 2
+    bottom = [2, 0, 0, 0, 2, 3, 4, 0, 2, 0, 2, 3]  # real rows 2-3 at 0, 4-5 at 2
+    assert per_rank == [[1, *top], [0, *top], [1, *bottom], [0, *bottom]]
+    assert len(words) == 8 + 4 * 13
 
 
 def test_timing_says_which_parameters_no_rank_holds() -> None:
