@@ -1,15 +1,17 @@
 """Memory per rank of a shard program whose input and result are split (issue 30).
 
-    .venv/bin/python bench/shard_memory.py [--rows N] [--cols M] [--split rows|cols|blocks]
+    .venv/bin/python bench/shard_memory.py [--rows N] [--cols M] [--split rows|cols|blocks|mixed]
         [--repeats R] [--mpi mpich|openmpi]
 
 The program doubles an N x M f64 array (default 4096 x 1024, 32 MiB) on a grid of 1, 2 and
-4 devices, its input and result split as --split says (blocks: a 2 x 2 grid, on 4 ranks
-only). Each rank's peak resident memory is measured as bench/memory.py does (its
-bench/peak_rss.py in front of each rank), with an empty dhir program on as many ranks as
-the baseline (the MPI library and dhir's runtime alone). The ideal per rank is the
-baseline plus the rank's shards of the input and of the result (2 x the array / ranks),
-which each rank reads and writes itself.
+4 devices, its input and result split as --split says (blocks: a 2 x 2 grid; mixed: a
+2 x 2 grid, the input annotated with its rows split over the first axis, the doubling
+and the result over both, so that rows the devices do not divide are padded for 4; both
+on 4 ranks only). Each rank's peak resident memory is measured as bench/memory.py does
+(its bench/peak_rss.py in front of each rank), with an empty dhir program on as many
+ranks as the baseline (the MPI library and dhir's runtime alone). The ideal per rank is
+the baseline plus the rank's shards of the input and of the result (2 x the array /
+ranks), which each rank reads and writes itself.
 Prints the most any rank held, its ratio to 1 rank's and to that ideal, and the bytes
 each rank sent. Medians of --repeats runs (3). Every result is checked against NumPy.
 """
@@ -38,8 +40,9 @@ from dhir.toolchain.tensors import bufferize  # noqa: E402
 PROGRAM = """
 shard.grid @grid(shape = GRID)
 func.func @main(%u: tensor<SHAPExf64>) -> tensor<SHAPExf64> {
+  %i = shard.sharding @grid split_axes = INPUT : !shard.sharding
   %s = shard.sharding @grid split_axes = SPLIT : !shard.sharding
-  %us = shard.shard %u to %s : tensor<SHAPExf64>
+  %us = shard.shard %u to %i : tensor<SHAPExf64>
   %v = shard.shard %us to %s annotate_for_users : tensor<SHAPExf64>
   %e = tensor.empty() : tensor<SHAPExf64>
   %r = linalg.add ins(%v, %v : tensor<SHAPExf64>, tensor<SHAPExf64>)
@@ -49,17 +52,23 @@ func.func @main(%u: tensor<SHAPExf64>) -> tensor<SHAPExf64> {
 }
 """
 
-SPLITS = {  # per rank count: the grid and the split
-    "rows": {1: ("1", "[[0]]"), 2: ("2", "[[0]]"), 4: ("4", "[[0]]")},
-    "cols": {1: ("1", "[[], [0]]"), 2: ("2", "[[], [0]]"), 4: ("4", "[[], [0]]")},
-    "blocks": {1: ("1x1", "[[0], [1]]"), 4: ("2x2", "[[0], [1]]")},
+SPLITS = {  # per rank count: the grid, the input's split, the doubling's and the result's
+    "rows": {1: ("1", "[[0]]", "[[0]]"), 2: ("2", "[[0]]", "[[0]]"), 4: ("4", "[[0]]", "[[0]]")},
+    "cols": {
+        1: ("1", "[[], [0]]", "[[], [0]]"),
+        2: ("2", "[[], [0]]", "[[], [0]]"),
+        4: ("4", "[[], [0]]", "[[], [0]]"),
+    },
+    "blocks": {1: ("1x1", "[[0], [1]]", "[[0], [1]]"), 4: ("2x2", "[[0], [1]]", "[[0], [1]]")},
+    "mixed": {4: ("2x2", "[[0]]", "[[0, 1]]")},
 }
 
 
 def build(
-    rows: int, cols: int, grid: str, split: str, ranks: int, mpi: str
+    rows: int, cols: int, grid: str, into: str, split: str, ranks: int, mpi: str
 ) -> tuple[Path, EntrySignature]:
-    text = PROGRAM.replace("GRID", grid).replace("SPLIT", split).replace("SHAPE", f"{rows}x{cols}")
+    text = PROGRAM.replace("GRID", grid).replace("SHAPE", f"{rows}x{cols}")
+    text = text.replace("INPUT", into).replace("SPLIT", split)
     module = bufferize(parse_string(text), "main", ranks)
     options = RunOptions(ranks=ranks, mpi=mpi, threads=1)
     drop_code(module, "main", options)
@@ -83,9 +92,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         launcher = memory.Launcher(Path(work), args.mpi)
         one = None
-        for ranks, (grid, split) in SPLITS[args.split].items():
+        for ranks, (grid, into, split) in SPLITS[args.split].items():
             empty = memory.measure_empty(launcher, ranks, args.repeats, args)
-            exe, signature = build(args.rows, args.cols, grid, split, ranks, args.mpi)
+            exe, signature = build(args.rows, args.cols, grid, into, split, ranks, args.mpi)
             most: list[float] = []
             for _ in range(args.repeats):
                 results, reports = launcher.run(exe, signature, ranks, [u, np.zeros_like(u)])

@@ -110,10 +110,14 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         # Padded arrays never come in or go out whole: each rank reads and writes the
         # real part of its shard (shard_padding).
         try:
-            partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+            # Padded arguments are read by the boxes, not by bands of rows.
+            partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True, False)
         except DhirError:
-            why = f"{first[1]}; mlir-opt-22 cannot partition it padded either"
-            return _unsharded(original, entry, first[0], why)
+            try:
+                partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
+            except DhirError:
+                why = f"{first[1]}; mlir-opt-22 cannot partition it padded either"
+                return _unsharded(original, entry, first[0], why)
         _pad_boundary(_entry(partitioned, entry), padded, _entry(original, entry))
     else:
         try:
@@ -131,12 +135,18 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
 
 
 def _partitioned(
-    module: ModuleOp, entry: str, grids: dict[str, tuple[int, ...]], mlir_opt: str, keep: bool
+    module: ModuleOp,
+    entry: str,
+    grids: dict[str, tuple[int, ...]],
+    mlir_opt: str,
+    keep: bool,
+    bands: bool = True,
 ) -> ModuleOp:
     """`module` (propagated) with its boundary replicated (see _replicate_boundary, which
-    with `keep` reshards each argument to its own sharding first), partitioned."""
+    with `keep` reshards each argument to its own sharding first, and with `bands` too
+    records the rows each rank loads), partitioned."""
     types = _entry(module, entry).function_type.outputs.data
-    halos = _replicate_boundary(_entry(module, entry), grids, keep)
+    halos = _replicate_boundary(_entry(module, entry), grids, keep, bands)
     partitioned = through_mlir_opt(
         module,
         mlir_opt,
@@ -458,18 +468,18 @@ def _told(
 
 
 def _replicate_boundary(
-    function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool
+    function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool, bands: bool = True
 ) -> dict[int, shard.ShardingOp]:
     """Each argument replicated where it comes in, each result where it goes out. Between
     replicated and an argument's (result's) sharding, one more (less) dimension is split
     at each step: `shard-partition` reshards one dimension at a time. With `keep`, each
     argument reaches the sharding it had before its users reshard it: one whose rows are
     split is then sliced by rows first, so each rank reads only its block of rows, which
-    the entry records (SHARD_BANDS) for the harness to load alone. A result made with
+    the entry records (SHARD_BANDS, with `bands`) for the harness to load alone. A result made with
     halos stays so (MLIR 22 cannot reshard from halos): returns its sharding by the
     result's position, for _gather_halo_results."""
     block = function.body.blocks[0]
-    bands: dict[int, list[tuple[int, int]]] = {}
+    blocks: dict[int, list[tuple[int, int]]] = {}
     for argument in block.args:
         annotations = [u.operation for u in argument.uses if isinstance(u.operation, shard.ShardOp)]
         if not annotations:
@@ -482,8 +492,8 @@ def _replicate_boundary(
             producer.operands[0] = argument
         split = _split_of(producer.sharding)
         rows = _row_blocks(argument, split, _grid_of(producer.sharding, grids))
-        if rows is not None and keep:
-            bands[argument.index] = rows
+        if rows is not None and keep and bands:
+            blocks[argument.index] = rows
         producer.operands[1] = _sharding(producer, producer.sharding, [])
         users = [u.operation for u in producer.result.uses]
         last, after = producer.result, producer
@@ -495,11 +505,11 @@ def _replicate_boundary(
             for k, operand in enumerate(user.operands):
                 if operand == producer.result:
                     user.operands[k] = last
-    if bands:
+    if blocks:
         function.attributes[SHARD_BANDS] = DictionaryAttr(
             {
                 str(k): ArrayAttr([DenseArrayBase.from_list(i64, list(b)) for b in rows])
-                for k, rows in bands.items()
+                for k, rows in blocks.items()
             }
         )
     returned = function.body.blocks[-1].last_op
