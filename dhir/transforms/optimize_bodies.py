@@ -67,8 +67,10 @@ from dhir.transforms.building import (
     rows_contiguous,
 )
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
+from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
+_Body = TaskOp | func.FuncOp  # a CPU task, or an SPMD entry
 ROWS = 4  # rows blocked in registers
 # A single row's k steps per pass over its column blocks, and the fewest bytes of each row
 # a stripe of its columns spans (docstring of _Nest._kernel).
@@ -122,15 +124,18 @@ class OptimizeBodiesPass(ModulePass):
 
 
 def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
-    """Optimize every CPU task's contraction nests in place; what was done and left."""
+    """Optimize every CPU task's contraction nests in place, and a shard program's
+    device part's (an SPMD entry: each rank runs all of it); what was done and left."""
     decisions: list[Decision] = []
-    for task in _tasks(module):
+    for task in _bodies(module):
         matmuls, nests = _interesting(task)
-        if (not matmuls and not nests) or is_gpu_task(task):
+        if (not matmuls and not nests) or (isinstance(task, TaskOp) and is_gpu_task(task)):
             continue
-        # The rewritten body touches the same elements, but its index arithmetic (blocks,
-        # leftovers) is bounded less tightly: the lowering gets the facts found now.
-        keep_facts(task)
+        if isinstance(task, TaskOp):
+            # The rewritten body touches the same elements, but its index arithmetic
+            # (blocks, leftovers) is bounded less tightly: the lowering gets the facts
+            # found now.
+            keep_facts(task)
         for matmul in matmuls:
             loc = loc_of(matmul)
             why = rewrite_contraction(matmul, module)
@@ -201,7 +206,7 @@ def _row_envs(block: Block, i0: SSAValue, row_iv: SSAValue, rows: int) -> list[E
 SUM_ROWS = 8  # rows whose sums run side by side
 
 
-def _carried_accumulations(task: TaskOp) -> None:
+def _carried_accumulations(task: _Body) -> None:
     """Innermost loops that add into one memory element, turned into loops that carry the
     element in a register: `for j { s = M[x]; ...; M[x] = v }` with `x` fixed in the loop
     becomes `s0 = M[x]; r = for j iter_args(s = s0) {...; yield v}; M[x] = r`. Each
@@ -497,13 +502,15 @@ def _transpose(block: Block, rows: list[SSAValue]) -> list[SSAValue]:
     return rows
 
 
-def _tasks(module: ModuleOp) -> Iterator[TaskOp]:
+def _bodies(module: ModuleOp) -> Iterator[_Body]:
     for op in walk_outside_tasks(module):
         if isinstance(op, ScheduleOp):
             yield from op.tasks()
+        elif isinstance(op, func.FuncOp) and SPMD in op.attributes:
+            yield op
 
 
-def _interesting(task: TaskOp) -> tuple[list[Contraction], bool]:
+def _interesting(task: _Body) -> tuple[list[Contraction], bool]:
     """The task's linalg contractions, and whether it has a loop right in a loop (one
     walk: most tasks have neither, and a walk of 10,000 tasks is felt)."""
     matmuls: list[Contraction] = []
@@ -516,7 +523,7 @@ def _interesting(task: TaskOp) -> tuple[list[Contraction], bool]:
     return matmuls, nested
 
 
-def _candidates(task: TaskOp) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:
+def _candidates(task: _Body) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:
     """(row loop, nest) pairs: a loop nest of one of the two forms, right in a loop, or
     (None, nest) for one in no loop."""
     for op in task.body.walk():

@@ -93,6 +93,23 @@ def test_a_sharded_matmul_equals_the_unsharded_one(
     np.testing.assert_allclose(native, a @ b, rtol=1e-12)
 
 
+def test_each_rank_s_part_of_a_shard_matmul_is_optimized_and_exact() -> None:
+    """dhir-optimize-bodies takes a shard program's device part too (an SPMD entry, no
+    tasks): the local matmul is blocked in registers, bit for bit the interpreter's."""
+    from dhir.toolchain.build import Timing
+
+    program = MATMUL.replace("8x4", "16x12").replace("4x6", "12x40").replace("8x6", "16x40")
+    program = program.replace("GRID", "2").replace("SPLIT_A", "[[0]]").replace("SPLIT_B", "[[]]")
+    program = program.replace("SPLIT_R", "[[0]]")
+    rng = np.random.default_rng(3)
+    a, b = rng.random((16, 12)), rng.random((12, 40))
+    timing = Timing()
+    results, _ = _traffic(program, [a, b], 2, timing)
+    np.testing.assert_array_equal(results[-1], dhir.run(program, a, b, backend="interp")[-1])
+    notes = [n for n in timing.notes if n.startswith("optimizer:")]
+    assert notes and all("blocked" in n for n in notes), timing.notes
+
+
 RESHARD = """
 shard.grid @grid(shape = GRID)
 func.func @main(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
