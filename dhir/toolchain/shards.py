@@ -106,32 +106,45 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
     _unsplit_written_out(propagated)
     _reshard_stepwise(_entry(propagated, entry))
     grids = grid_shapes(propagated)
-    if padded is not None and first is not None:
-        # Padded arrays never come in or go out whole: each rank reads and writes the
-        # real part of its shard (shard_padding).
-        try:
-            # Padded arguments are read by the boxes, not by bands of rows.
-            partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True, False)
-        except DhirError:
-            try:
-                partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
-            except DhirError:
-                why = f"{first[1]}; mlir-opt-22 cannot partition it padded either"
-                return _unsharded(original, entry, first[0], why)
+    # Padded arrays never come in or go out whole: each rank reads and writes the real
+    # part of its shard (shard_padding), by boxes rather than bands of rows.
+    partitioned = _partitioned_either(propagated, entry, grids, mlir_opt, padded is None)
+    if partitioned is None:
+        op, why = first or (
+            next(iter(find_ops(_entry(original, entry), shard.ShardOp))),
+            f"mlir-opt-22 cannot partition @{entry} (its shard-partition fails or crashes on "
+            "some reshardings: from halos, or over several grid axes at once)",
+        )
+        if padded is not None:
+            why += "; mlir-opt-22 cannot partition it padded either"
+        return _unsharded(original, entry, op, why)
+    if padded is not None:
         _pad_boundary(_entry(partitioned, entry), padded, _entry(original, entry))
-    else:
-        try:
-            # Each argument first takes the sharding it had, so that one whose rows are
-            # split is sliced by rows first and each rank loads only its rows.
-            partitioned = _partitioned(propagated.clone(), entry, grids, mlir_opt, True)
-        except DhirError:
-            # Some reshardings from there fail in MLIR 22 where the same from a whole
-            # input do not: every rank then loads the whole input.
-            partitioned = _partitioned(propagated, entry, grids, mlir_opt, False)
     keep_argument_names(module, partitioned, entry)
     stub_collectives(partitioned)
     _entry(partitioned, entry).attributes[SPMD] = UnitAttr()
     return partitioned
+
+
+def _partitioned_either(
+    propagated: ModuleOp,
+    entry: str,
+    grids: dict[str, tuple[int, ...]],
+    mlir_opt: str,
+    bands: bool,
+) -> ModuleOp | None:
+    """`propagated` partitioned with each argument reaching its own sharding first, so
+    that one whose rows are split is sliced by rows first and (with `bands`) each rank
+    loads only its rows; else from whole inputs, as some reshardings fail in MLIR 22 from
+    one and not the other; None where both fail."""
+    try:
+        return _partitioned(propagated.clone(), entry, grids, mlir_opt, True, bands)
+    except DhirError:
+        pass
+    try:
+        return _partitioned(propagated, entry, grids, mlir_opt, False)
+    except DhirError:
+        return None
 
 
 def _partitioned(

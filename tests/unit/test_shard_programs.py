@@ -1067,6 +1067,30 @@ func.func @main(%u: {t}) -> {t} {{
     assert sum("held by no rank" in line for line in timing.notes) == 2, timing.notes
 
 
+def test_a_program_mlir_cannot_partition_runs_as_the_function_with_a_warning() -> None:
+    # MLIR 22's shard-partition crashes resharding rows over one axis of a 1x1 grid to
+    # rows over both, from whole inputs and from the argument's own sharding alike.
+    t = "tensor<8x3xf64>"
+    program = f"""
+shard.grid @grid(shape = 1x1)
+func.func @main(%u: {t}) -> {t} {{
+  %i = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
+  %us = shard.shard %u to %i : {t}
+  %v = shard.shard %us to %i annotate_for_users : {t}
+  %e = tensor.empty() : {t}
+  %r = linalg.add ins(%v, %v : {t}, {t}) outs(%e : {t}) -> {t}
+  %rs = shard.shard %r to %s : {t}
+  return %rs : {t}
+}}
+"""
+    x = np.arange(24.0).reshape(8, 3)
+    with collected_warnings() as said:
+        np.testing.assert_array_equal(dhir.run(program, x, ranks=1)[-1], 2 * x)
+    (warning,) = [d for d in said if "cannot partition @main" in d.message]
+    assert "without its shardings" in warning.message and warning.loc is not None
+
+
 @st.composite
 def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
