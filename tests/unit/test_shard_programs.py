@@ -1092,6 +1092,43 @@ func.func @main(%u: {t}) -> {t} {{
 
 
 @st.composite
+def sharded_matmuls(draw: st.DrawFn) -> tuple[str, tuple[int, int, int], str, str]:
+    """A matmul program with random shardings of A, B and C on a 1-D or 2x2 grid, of any
+    shape (uneven shards padded), integer or float, its sum starting at +0.0 or -0.0."""
+    grid = draw(st.sampled_from(["2", "4", "2x2"]))
+    choices = SHARDINGS_2D if "x" in grid else SHARDINGS
+    m, k, n = (draw(st.integers(1, 9)) for _ in range(3))
+    dtype = draw(st.sampled_from(["f64", "i64"]))
+    zero = "0" if dtype == "i64" else draw(st.sampled_from(["0.0", "-0.0"]))
+    program = _matmul(grid, *(draw(st.sampled_from(choices)) for _ in range(3)))
+    shapes = {"8x4": f"{m}x{k}", "4x6": f"{k}x{n}", "8x6": f"{m}x{n}"}
+    program = re.sub("8x4|4x6|8x6", lambda shape: shapes[shape.group(0)], program)
+    program = program.replace("0.0 : f64", f"{zero} : f64").replace("f64", dtype)
+    return program, (m, k, n), grid, dtype
+
+
+@settings(max_examples=16, deadline=None)
+@given(sharded_matmuls(), st.data())
+def test_random_sharded_matmuls_equal_the_interpreter(
+    case: tuple[str, tuple[int, int, int], str, str], data: st.DataObject
+) -> None:
+    """Bit for bit, signs of zero included: small integers keep every order of the sums
+    exact, and zeros among them make products of -0.0."""
+    program, (m, k, n), grid, dtype = case
+    ranks = math.prod(int(d) for d in grid.split("x"))
+    values = st.integers(-3, 3)
+    a = np.array(data.draw(st.lists(values, min_size=m * k, max_size=m * k))).reshape(m, k)
+    b = np.array(data.draw(st.lists(values, min_size=k * n, max_size=k * n))).reshape(k, n)
+    if dtype == "f64":
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        a[a == 0] = data.draw(st.sampled_from([0.0, -0.0]))
+    got = dhir.run(program, a, b, ranks=ranks)[-1]
+    want = dhir.run(program, a, b, backend="interp")[-1]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@st.composite
 def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
     starts (sharded_dims_offsets: from 0 to the size, some shards empty)."""
