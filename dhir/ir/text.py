@@ -35,12 +35,16 @@ def parse_string(
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
+    parser: LocatedParser | None = None
     try:
         # Inside: the parser reads the first token as it starts, and it may be bad.
         parser = LocatedParser(ctx, text, name, line_offset)
         module = parser.parse_module()
     except ParseError as error:
         raise DhirError([_parse_diagnostic(error, line_offset)], sources) from None
+    except NotImplementedError as error:
+        # What xDSL cannot represent yet (a semi-affine map, s0 * s1) is no ParseError.
+        raise DhirError([_unsupported(parser, str(error), line_offset)], sources) from None
     if verify:
         try:
             verify_module(module, parser.task_bodies.cloned)
@@ -61,6 +65,18 @@ def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
 def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
     loc = error.span.get_location()
     return Diagnostic(error.msg, SourceLoc(loc.file, loc.line + line_offset, loc.col))
+
+
+def _unsupported(parser: LocatedParser | None, why: str, line_offset: int) -> Diagnostic:
+    where = None
+    if parser is not None:
+        loc = parser._current_token.span.get_location()  # pyright: ignore[reportPrivateUsage]
+        where = SourceLoc(loc.file, loc.line + line_offset, loc.col)
+    return Diagnostic(
+        f"xDSL, which dhir reads MLIR with, cannot represent this yet ({why}); "
+        "write it another way (a product of two symbols as arith.muli of the values)",
+        where,
+    )
 
 
 @dataclass(eq=False, repr=False)

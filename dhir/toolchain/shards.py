@@ -67,7 +67,9 @@ from dhir.transforms.shard_collectives import (
 )
 
 PROPAGATE = "builtin.module(func.func(sharding-propagation))"
-PARTITION = "builtin.module(func.func(shard-partition),canonicalize)"
+# lower-affine: the partition computes a device's linear index over several grid axes
+# with a semi-affine map (s0 * s1 + s2), which xDSL cannot represent.
+PARTITION = "builtin.module(func.func(shard-partition,lower-affine),canonicalize)"
 
 
 def is_shard_program(module: ModuleOp) -> bool:
@@ -638,7 +640,7 @@ def _signed_partial_sums(function: func.FuncOp) -> None:
         if not (
             isinstance(test, arith.CmpiOp)
             and test.predicate.value.data == 0  # eq
-            and isinstance(test.lhs.owner, shard.ProcessMultiIndexOp)
+            and _of_device_index(test.lhs)
         ):
             continue
         for fill in branch.false_region.walk():
@@ -652,6 +654,18 @@ def _signed_partial_sums(function: func.FuncOp) -> None:
                 signed = arith.ConstantOp(FloatAttr(-0.0, zero.value.type))
                 Rewriter.insert_op(signed, InsertPoint.before(fill))
                 fill.operands[0] = signed.result
+
+
+def _of_device_index(value: SSAValue) -> bool:
+    """Whether `value` is computed by arithmetic from the device's index on the grid."""
+    owner = value.owner
+    if isinstance(owner, shard.ProcessMultiIndexOp | shard.ProcessLinearIndexOp):
+        return True
+    return (
+        isinstance(owner, Operation)
+        and owner.dialect_name() in ("arith", "index", "affine")
+        and any(_of_device_index(operand) for operand in owner.operands)
+    )
 
 
 def _slices_rows(
