@@ -495,7 +495,7 @@ def _box(
     return words
 
 
-def box_ranks(words: Sequence[int]) -> int:
+def _box_ranks(words: Sequence[int]) -> int:
     """The ranks a box (see _box) has an entry for."""
     return (len(words) - 4 - 2 * words[0]) // (1 + 3 * words[0] * words[3])
 
@@ -569,7 +569,7 @@ def _direct_parts(module: ModuleOp, stubs: dict[str, func.FuncOp]) -> dict[func.
             box = _info(_stub_of(chain[-1], stubs))["box"]
             assert isinstance(box, DenseArrayBase)
             words = box.get_values()
-            _held_by_none(function, argument.index, box_ranks(words))
+            _held_by_none(function, argument.index, _box_ranks(words))
     return direct
 
 

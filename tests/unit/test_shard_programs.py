@@ -1128,6 +1128,74 @@ def test_random_sharded_matmuls_equal_the_interpreter(
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+REDUCTION = """
+shard.grid @grid(shape = @GRID@)
+func.func @main(%a: tensor<@IN@xT>) -> tensor<@OUT@xT> {
+  %s = shard.sharding @grid split_axes = @SPLIT@ : !shard.sharding
+  %as = shard.shard %a to %s annotate_for_users : tensor<@IN@xT>
+  %z = arith.constant @ZERO@ : T
+  %e = tensor.empty() : tensor<@OUT@xT>
+  %f = linalg.fill ins(%z : T) outs(%e : tensor<@OUT@xT>) -> tensor<@OUT@xT>
+  %r = linalg.reduce ins(%as : tensor<@IN@xT>) outs(%f : tensor<@OUT@xT>) dimensions = [@DIM@]
+    (%x: T, %acc: T) {
+      %y = @COMBINE@ %x, %acc : T
+      linalg.yield %y : T
+    }
+  %sr = shard.sharding @grid split_axes = @RESULT@ : !shard.sharding
+  %rs = shard.shard %r to %sr : tensor<@OUT@xT>
+  return %rs : tensor<@OUT@xT>
+}
+"""
+
+
+@st.composite
+def sharded_reductions(draw: st.DrawFn) -> tuple[str, tuple[int, int], str, str]:
+    """A sum (or, xor) over rows or columns of a 2-D tensor of any shape, split at random
+    on a 1-D or 2x2 grid, its result kept whole or split."""
+    grid = draw(st.sampled_from(["2", "4", "2x2"]))
+    choices = SHARDINGS_2D if "x" in grid else SHARDINGS
+    shape = (draw(st.integers(1, 9)), draw(st.integers(1, 9)))
+    dim = draw(st.integers(0, 1))
+    dtype = draw(st.sampled_from(["f64", "i64"]))
+    combine = "arith.addf" if dtype == "f64" else draw(st.sampled_from(["addi", "ori", "xori"]))
+    zero = draw(st.sampled_from(["0.0", "-0.0"])) if dtype == "f64" else "0"
+    result = draw(st.sampled_from(["[[]]", "[[0]]", "[[1]]" if "x" in grid else "[[0]]"]))
+    program = REDUCTION
+    for old, new in [
+        ("@GRID@", grid),
+        ("@SPLIT@", draw(st.sampled_from(choices))),
+        ("@RESULT@", result),
+        ("@IN@", f"{shape[0]}x{shape[1]}"),
+        ("@OUT@", str(shape[1 - dim])),
+        ("@DIM@", str(dim)),
+        ("@COMBINE@", combine if dtype == "f64" else f"arith.{combine}"),
+        ("@ZERO@", zero),
+        ("xT", f"x{dtype}"),
+        (": T", f": {dtype}"),
+    ]:
+        program = program.replace(old, new)
+    return program, shape, grid, dtype
+
+
+@settings(max_examples=16, deadline=None)
+@given(sharded_reductions(), st.data())
+def test_random_sharded_reductions_equal_the_interpreter(
+    case: tuple[str, tuple[int, int], str, str], data: st.DataObject
+) -> None:
+    program, shape, grid, dtype = case
+    ranks = math.prod(int(d) for d in grid.split("x"))
+    count = shape[0] * shape[1]
+    values = data.draw(st.lists(st.integers(-3, 3), min_size=count, max_size=count))
+    a = np.array(values).reshape(shape)
+    if dtype == "f64":
+        a = a.astype(np.float64)
+        a[a == 0] = data.draw(st.sampled_from([0.0, -0.0]))
+    got = dhir.run(program, a, ranks=ranks)[-1]
+    want = dhir.run(program, a, backend="interp")[-1]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 @st.composite
 def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
