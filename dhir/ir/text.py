@@ -72,9 +72,10 @@ def _unsupported(parser: LocatedParser | None, why: str, line_offset: int) -> Di
     if parser is not None:
         loc = parser._current_token.span.get_location()  # pyright: ignore[reportPrivateUsage]
         where = SourceLoc(loc.file, loc.line + line_offset, loc.col)
+    hint = " (a product of two symbols as arith.muli of the values)" if "semi-affine" in why else ""
     return Diagnostic(
         f"xDSL, which dhir reads MLIR with, cannot represent this yet ({why}); "
-        "write it another way (a product of two symbols as arith.muli of the values)",
+        f"write it another way{hint}",
         where,
     )
 
