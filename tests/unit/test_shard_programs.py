@@ -1014,76 +1014,54 @@ def test_a_shard_spanning_padded_blocks_is_read_and_written_by_its_rank(
 ) -> None:
     """7 rows padded for 4 devices (blocks of 2 rows holding 1, 2, 2, 2) and split over 2
     as well: each of those shards spans two blocks, and is read (written) in pieces."""
+    with _io(io):
+        _held_by_no_rank(_doublings("2x2", shardings, "tensor<7x3xf64>"), 4)
+
+
+def _held_by_no_rank(program: str, factor: int) -> None:
+    """`program` on 4 ranks multiplies a 7 x 3 input by `factor`, says nothing, and no
+    rank holds its input or its result whole."""
     from dhir.toolchain.build import Timing
 
-    t = "tensor<7x3xf64>"
-    lines = ["shard.grid @grid(shape = 2x2)", f"func.func @main(%x: {t}) -> {t} {{"]
-    value = "%x"
-    for k, split in enumerate(shardings):
-        lines += [
-            f"  %s{k} = shard.sharding @grid split_axes = {split} : !shard.sharding",
-            f"  %a{k} = shard.shard {value} to %s{k} annotate_for_users : {t}",
-            f"  %e{k} = tensor.empty() : {t}",
-            f"  %v{k} = linalg.add ins(%a{k}, %a{k} : {t}, {t}) outs(%e{k} : {t}) -> {t}",
-            f"  %p{k} = shard.shard %v{k} to %s{k} : {t}",
-        ]
-        value = f"%p{k}"
-    lines += [f"  return {value} : {t}", "}"]
     x = np.arange(21.0).reshape(7, 3)
     timing = Timing()
-    with _io(io), collected_warnings() as said:
-        results, _ = _traffic("\n".join(lines), [x], 4, timing)
-    np.testing.assert_array_equal(results[-1], x * 4)
+    with collected_warnings() as said:
+        results, _ = _traffic(program, [x], 4, timing)
+    np.testing.assert_array_equal(results[-1], x * factor)
     assert not said, [d.message for d in said]
     assert sum("held by no rank" in line for line in timing.notes) == 2, timing.notes
+
+
+# An argument annotated with rows over the grid's first axis, doubled as `users` says, its
+# result split over both axes.
+SPLIT_FURTHER = """
+shard.grid @grid(shape = GRID)
+func.func @main(%u: T) -> T {
+  %i = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
+  %us = shard.shard %u to %i : T
+  %v = shard.shard %us to USERS annotate_for_users : T
+  %e = tensor.empty() : T
+  %r = linalg.add ins(%v, %v : T, T) outs(%e : T) -> T
+  %rs = shard.shard %r to %s : T
+  return %rs : T
+}
+"""
 
 
 def test_a_padded_argument_its_users_split_further_is_held_by_no_rank() -> None:
     """The argument's rows over a 2x2 grid's first axis, its users' over both: padded for
     4, it must reach its own sharding before its users' (MLIR 22's shard-partition
     crashes going from whole to both axes in one step)."""
-    from dhir.toolchain.build import Timing
-
-    t = "tensor<7x3xf64>"
-    program = f"""
-shard.grid @grid(shape = 2x2)
-func.func @main(%u: {t}) -> {t} {{
-  %i = shard.sharding @grid split_axes = [[0]] : !shard.sharding
-  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
-  %us = shard.shard %u to %i : {t}
-  %v = shard.shard %us to %s annotate_for_users : {t}
-  %e = tensor.empty() : {t}
-  %r = linalg.add ins(%v, %v : {t}, {t}) outs(%e : {t}) -> {t}
-  %rs = shard.shard %r to %s : {t}
-  return %rs : {t}
-}}
-"""
-    x = np.arange(21.0).reshape(7, 3)
-    timing = Timing()
-    with collected_warnings() as said:
-        results, _ = _traffic(program, [x], 4, timing)
-    np.testing.assert_array_equal(results[-1], x * 2)
-    assert not said, [d.message for d in said]
-    assert sum("held by no rank" in line for line in timing.notes) == 2, timing.notes
+    program = SPLIT_FURTHER.replace("GRID", "2x2").replace("USERS", "%s")
+    _held_by_no_rank(program.replace("T", "tensor<7x3xf64>"), 2)
 
 
 def test_a_program_mlir_cannot_partition_runs_as_the_function_with_a_warning() -> None:
     # MLIR 22's shard-partition crashes resharding rows over one axis of a 1x1 grid to
     # rows over both, from whole inputs and from the argument's own sharding alike.
-    t = "tensor<8x3xf64>"
-    program = f"""
-shard.grid @grid(shape = 1x1)
-func.func @main(%u: {t}) -> {t} {{
-  %i = shard.sharding @grid split_axes = [[0]] : !shard.sharding
-  %s = shard.sharding @grid split_axes = [[0, 1]] : !shard.sharding
-  %us = shard.shard %u to %i : {t}
-  %v = shard.shard %us to %i annotate_for_users : {t}
-  %e = tensor.empty() : {t}
-  %r = linalg.add ins(%v, %v : {t}, {t}) outs(%e : {t}) -> {t}
-  %rs = shard.shard %r to %s : {t}
-  return %rs : {t}
-}}
-"""
+    program = SPLIT_FURTHER.replace("GRID", "1x1").replace("USERS", "%i")
+    program = program.replace("T", "tensor<8x3xf64>")
     x = np.arange(24.0).reshape(8, 3)
     with collected_warnings() as said:
         np.testing.assert_array_equal(dhir.run(program, x, ranks=1)[-1], 2 * x)
@@ -1248,15 +1226,10 @@ def test_reshardings_of_several_axes_go_one_axis_at_a_time(shardings: list[str])
     _check_doublings("2x2", shardings, "each")
 
 
-def _check_doublings(
-    grid: str, shardings: list[str], io: str, shape: tuple[int, int] = (8, 8)
-) -> str:
-    """A chain of doublings, each on the value resharded as `shardings` says; what dhir
-    said on the way."""
-    devices = math.prod(int(n) for n in grid.split("x"))
-    t = f"tensor<{shape[0]}x{shape[1]}xi64>"
-    lines = [f"shard.grid @grid(shape = {grid})"]
-    lines.append(f"func.func @main(%x: {t}) -> {t} {{")
+def _doublings(grid: str, shardings: list[str], t: str) -> str:
+    """A chain of doublings of an argument of type `t`, each on the value resharded as
+    `shardings` says."""
+    lines = [f"shard.grid @grid(shape = {grid})", f"func.func @main(%x: {t}) -> {t} {{"]
     value = "%x"
     for k, split in enumerate(shardings):
         lines += [
@@ -1267,10 +1240,19 @@ def _check_doublings(
             f"  %p{k} = shard.shard %v{k} to %s{k} : {t}",
         ]
         value = f"%p{k}"
-    lines += [f"  return {value} : {t}", "}"]
+    return "\n".join([*lines, f"  return {value} : {t}", "}"])
+
+
+def _check_doublings(
+    grid: str, shardings: list[str], io: str, shape: tuple[int, int] = (8, 8)
+) -> str:
+    """A chain of doublings, each on the value resharded as `shardings` says; what dhir
+    said on the way."""
+    devices = math.prod(int(n) for n in grid.split("x"))
+    program = _doublings(grid, shardings, f"tensor<{shape[0]}x{shape[1]}xi64>")
     x = np.arange(math.prod(shape), dtype=np.int64).reshape(shape)
     with _io(io), collected_warnings() as said:
-        got = dhir.run("\n".join(lines), x, ranks=devices)[-1]
+        got = dhir.run(program, x, ranks=devices)[-1]
     np.testing.assert_array_equal(got, x * 2 ** len(shardings))
     return "\n".join(d.message for d in said)
 
