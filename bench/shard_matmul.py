@@ -13,11 +13,10 @@ devices than this machine has cores are marked: their times say little.
 
 import argparse
 import os
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
+from shard_stencil import median_seconds  # bench/, beside this script
 
 from dhir import parse_string
 from dhir.backends.native import compile_native
@@ -64,12 +63,7 @@ def timed(n: int, grid: str, repeats: int) -> tuple[float, list[str]]:
     traffic: list[str] = []
     got = run_executable(exe, signature, inputs, options, traffic=traffic)[-1]
     np.testing.assert_allclose(got, a @ b, rtol=1e-12)
-    seconds = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        run_executable(exe, signature, inputs, options)
-        seconds.append(time.perf_counter() - began)
-    return statistics.median(seconds), traffic
+    return median_seconds(exe, signature, inputs, options, repeats), traffic
 
 
 def main() -> None:

@@ -22,6 +22,7 @@ from dhir.backends.native import compile_native
 from dhir.runner import drop_code
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tensors import bufferize
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "shard_stencil.mlir"
@@ -60,12 +61,19 @@ def timed(u: np.ndarray, grid: int, steps: int, repeats: int) -> tuple[float, li
     traffic: list[str] = []
     got = run_executable(exe, signature, inputs, options, traffic=traffic)[-1]
     np.testing.assert_array_equal(got, expected(u, steps))
+    return median_seconds(exe, signature, inputs, options, repeats), traffic
+
+
+def median_seconds(
+    exe: Path, signature: EntrySignature, inputs: list[np.ndarray], options: RunOptions, runs: int
+) -> float:
+    """The median wall time of `runs` runs of `exe`."""
     seconds = []
-    for _ in range(repeats):
+    for _ in range(runs):
         began = time.perf_counter()
         run_executable(exe, signature, inputs, options)
         seconds.append(time.perf_counter() - began)
-    return statistics.median(seconds), traffic
+    return statistics.median(seconds)
 
 
 def sent(traffic: list[str]) -> list[int]:
