@@ -12,7 +12,7 @@ import dhir
 from dhir import parse_string, print_module
 from dhir.transforms.time_tiles import time_tiles
 
-ROWS, COLS = 9, 5
+ROWS, COLS, DEPTH = 9, 5, 3
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,8 @@ class Sweep:
     set, for that one row with reads of the constant rows `row + offset`."""
 
     dst: int
-    reads: tuple[tuple[int, int], ...]  # (array, row offset)
+    # (array, row offset) or (array, row offset, column offset)
+    reads: tuple[tuple[int, int] | tuple[int, int, int], ...]
     lo: int
     hi: int
     row: int | None = None
@@ -29,6 +30,13 @@ class Sweep:
     # The columns it writes: heat-3d's and jacobi-2d's sweeps leave each row's edges, which
     # later sweeps still read.
     cols: tuple[int, int] = (0, COLS)
+    # In a program of planes (`Program.depth`), the last subscripts it writes.
+    planes: tuple[int, int] = (0, DEPTH)
+
+
+def _read(read: tuple[int, int] | tuple[int, int, int]) -> tuple[int, int, int]:
+    """(array, row offset, column offset)."""
+    return (read[0], read[1], read[2] if len(read) == 3 else 0)
 
 
 @dataclass(frozen=True)
@@ -36,9 +44,10 @@ class Program:
     arrays: int
     steps: int
     sweeps: tuple[Sweep, ...]
+    depth: bool = False  # rows of planes (heat-3d's arrays) rather than of columns
 
     def text(self) -> str:
-        kind = f"memref<{ROWS}x{COLS}xf64>"
+        kind = f"memref<{ROWS}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{ROWS}x{COLS}xf64>"
         names = [f"%M{a}" for a in range(self.arrays)]
         args = ", ".join(f"{n}: {kind}" for n in names) + f", %F: memref<{self.steps + 1}xf64>"
         lines = [
@@ -56,16 +65,20 @@ class Program:
         return "\n".join(lines)
 
     def _task(self, s: int, sweep: Sweep, names: list[str], kind: str) -> list[str]:
-        used = sorted({sweep.dst, *(a for a, _ in sweep.reads)})
+        used = sorted({sweep.dst, *(_read(r)[0] for r in sweep.reads)})
         listed = ", ".join([*(names[a] for a in used), "%F"])
         pad = "          " if sweep.row is None else "        "
         row = "%i" if sweep.row is None else "%row"
+        plane = ", %d" if self.depth else ""
         body = [f"{pad}  %acc0 = arith.constant 0.5 : f64"]
-        for n, (array, offset) in enumerate(sweep.reads):
+        for n, read in enumerate(sweep.reads):
+            array, offset, column = _read(read)
             body += [
                 f"{pad}  %o{n} = arith.constant {offset} : index",
                 f"{pad}  %r{n} = arith.addi {row}, %o{n} : index",
-                f"{pad}  %x{n} = memref.load {names[array]}[%r{n}, %j] : {kind}",
+                f"{pad}  %q{n} = arith.constant {column} : index",
+                f"{pad}  %j{n} = arith.addi %j, %q{n} : index",
+                f"{pad}  %x{n} = memref.load {names[array]}[%r{n}, %j{n}{plane}] : {kind}",
                 f"{pad}  %w{n} = arith.constant {0.25 + 0.125 * n} : f64",
                 f"{pad}  %p{n} = arith.mulf %x{n}, %w{n} : f64",
                 f"{pad}  %acc{n + 1} = arith.addf %acc{n}, %p{n} : f64",
@@ -77,7 +90,9 @@ class Program:
                 f"{pad}  %forced = arith.addf {total}, %f : f64",
             ]
             total = "%forced"
-        body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j] : {kind}")
+        body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j{plane}] : {kind}")
+        if self.depth:
+            body = [f"{pad}scf.for %d = %d_lo to %d_hi step %k1 {{", *body, f"{pad}}}"]
         columns = [f"{pad}scf.for %j = %c_lo to %c_hi step %k1 {{", *body, f"{pad}}}"]
         head = [
             f"      %s{s} = dhir.task %cpu, {listed} {{",
@@ -85,6 +100,8 @@ class Program:
             "        %k1 = arith.constant 1 : index",
             f"        %c_lo = arith.constant {sweep.cols[0]} : index",
             f"        %c_hi = arith.constant {sweep.cols[1]} : index",
+            f"        %d_lo = arith.constant {sweep.planes[0]} : index",
+            f"        %d_hi = arith.constant {sweep.planes[1]} : index",
         ]
         if sweep.row is not None:
             return [
@@ -105,7 +122,8 @@ class Program:
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal((ROWS, COLS)) for _ in range(self.arrays)] + [
+        shape = (ROWS, COLS, DEPTH) if self.depth else (ROWS, COLS)
+        return [rng.standard_normal(shape) for _ in range(self.arrays)] + [
             rng.standard_normal(self.steps + 1)
         ]
 
@@ -114,19 +132,26 @@ class Program:
 def sweeps(draw: st.DrawFn, arrays: int) -> Sweep:
     dst = draw(st.integers(0, arrays - 1))
     others = [a for a in range(arrays) if a != dst]
-    reads = draw(
-        st.lists(st.tuples(st.sampled_from(others), st.integers(-2, 2)), min_size=1, max_size=4)
+    cols = draw(st.sampled_from([(0, COLS), (1, COLS - 1), (0, COLS - 2)]))
+    # Column offsets that stay within the array from every column written.
+    columns = st.integers(-cols[0], min(1, COLS - cols[1]))
+    reads: list[tuple[int, int] | tuple[int, int, int]] = draw(
+        st.lists(
+            st.tuples(st.sampled_from(others), st.integers(-2, 2), columns),
+            min_size=1,
+            max_size=4,
+        )
     )
     if draw(st.booleans()):
-        reads.append((dst, 0))  # its own element, before it is written
+        reads.append((dst, 0, 0))  # its own element, before it is written
     forcing = draw(st.booleans())
-    cols = draw(st.sampled_from([(0, COLS), (1, COLS - 1), (0, COLS - 2)]))
+    planes = draw(st.sampled_from([(0, DEPTH), (1, DEPTH - 1)]))
     if draw(st.integers(0, 4)) == 0:  # one fixed row (fdtd-2d's ey[0][j] = fict[t])
         row = draw(st.integers(2, ROWS - 3))
-        return Sweep(dst, tuple(reads), row, row + 1, row, forcing, cols)
+        return Sweep(dst, tuple(reads), row, row + 1, row, forcing, cols, planes)
     lo = draw(st.integers(2, ROWS - 2))
     hi = draw(st.integers(lo, ROWS - 2))
-    return Sweep(dst, tuple(reads), lo, hi, None, forcing, cols)
+    return Sweep(dst, tuple(reads), lo, hi, None, forcing, cols, planes)
 
 
 @st.composite
@@ -141,7 +166,7 @@ def programs(draw: st.DrawFn) -> Program:
             cut += [replace(sweep, hi=at), replace(sweep, lo=at)]
         else:
             cut.append(sweep)
-    return Program(arrays, draw(st.integers(0, 7)), tuple(cut))
+    return Program(arrays, draw(st.integers(0, 7)), tuple(cut), draw(st.booleans()))
 
 
 def _as_written(
@@ -384,7 +409,9 @@ def test_leaves_a_sweep_storing_to_rows_its_loop_does_not_give() -> None:
 
 
 def test_leaves_a_written_memref_read_at_a_row_that_does_not_follow() -> None:
-    text = JACOBI.text().replace("%x0 = memref.load %M0[%r0, %j]", "%x0 = memref.load %M0[%k0, %j]")
+    text = JACOBI.text().replace(
+        "%x0 = memref.load %M0[%r0, %j0]", "%x0 = memref.load %M0[%k0, %j0]"
+    )
     assert "does not follow its own" in _left(text)
 
 
