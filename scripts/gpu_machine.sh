@@ -9,7 +9,7 @@
 #
 # `run` writes one log per part to $OUT (the device tool's folder) or DIR/logs, prints a
 # summary line per part, and exits non-zero if a check failed. Each part has a time limit,
-# so that the whole run ends within 9 minutes (a device call may last 10). Environment:
+# so that the whole run ends within 9.5 minutes (a device call may last 10). Environment:
 # GPU_CHIP (sm_90), GPU_CPU (the GPU machine's CPU for clang, x86-64-v3), GPU_CORES (16),
 # RANDOM_PROGRAMS (60).
 set -u
@@ -32,6 +32,7 @@ build() {
     $py bench/gpu_messages.py build "$dir/messages" --cpu "$cpu" --arch "$chip"
     $py bench/polybench/remote.py build "$dir/poly" --cpu "$cpu" --cores "$cores" \
         --kernels gemm,2mm,jacobi-2d,heat-3d,fdtd-2d --ranks 1,2,4,16
+    $py bench/shard_matmul.py --build "$dir/shard" --cpu "$cpu" --grids 1x1,2x2,4x4
     wheels
     set +e
     echo "built $dir ($(du -sh "$dir" | cut -f1)); there: bash $0 run $dir"
@@ -71,14 +72,16 @@ run() {
     (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; lscpu) \
         >"$logs/machine.txt" 2>&1
     part check 90 python3 tests/gpu_check.py check "$dir/check" --jobs 8
-    part triad 60 env DHIR_MPICH_PREFIX="$runtime/mpich" \
-        LD_LIBRARY_PATH="$runtime/lib:$runtime/mpich/lib:${LD_LIBRARY_PATH:-}" \
-        python3 bench/gpu_triad.py --exe "$dir/triad.exe" --iterations 2000
+    local mpich=(env DHIR_MPICH_PREFIX="$runtime/mpich"
+        LD_LIBRARY_PATH="$runtime/lib:$runtime/mpich/lib:${LD_LIBRARY_PATH:-}")
+    part triad 45 "${mpich[@]}" python3 bench/gpu_triad.py --exe "$dir/triad.exe" \
+        --iterations 2000
     part messages 90 python3 bench/gpu_messages.py run "$dir/messages" --runtime "$runtime"
     part split 120 python3 bench/gpu_split.py run "$dir/split" --runtime "$runtime" \
         --budget 100
     part polybench 180 python3 bench/polybench/remote.py run "$dir/poly" --runtime "$runtime" \
         --numpy-repeats 1
+    part shard 40 "${mpich[@]}" python3 bench/shard_matmul.py --run "$dir/shard"
     return $failed
 }
 
