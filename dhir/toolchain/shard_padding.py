@@ -14,7 +14,8 @@ Padding must never change a real element. So a dimension is padded only where ev
 that touches it is one whose real elements depend on real elements alone: `shard.shard`,
 `tensor.empty`, the return, and structured linalg ops in which the dimension is a
 parallel loop indexed as itself in every operand (no `linalg.index` of it, no shifted or
-strided access), or a reduction loop that only sums entry arguments, whose padding makes
+strided access) and whose body only computes (arith and math, no integer division, which
+traps on a zero divisor), or a reduction loop that only sums entry arguments, whose padding makes
 each term the sum's identity: zeros for integers; for floats a signed zero per argument,
 -0.0 or +0.0, chosen so that each term (a product's sign being its factors' parity) is
 -0.0 (`_sums_padding`, `_positive`). Dimensions are
@@ -151,7 +152,34 @@ def _link(op: Operation, links: _Links) -> None:
         _forbid([*op.operands, *op.results], links)
 
 
+# Integer divisions trap on a zero divisor (SIGFPE), which padding with zeros would be.
+_TRAPS = (
+    arith.DivSIOp,
+    arith.DivUIOp,
+    arith.RemSIOp,
+    arith.RemUIOp,
+    arith.CeilDivSIOp,
+    arith.CeilDivUIOp,
+    arith.FloorDivSIOp,
+)
+
+
+def _safe_on_padding(body: Region) -> bool:
+    """Whether a body computes a value from any operands without trapping or touching
+    memory: arith and math ops but integer divisions. Padding flows only into such
+    bodies; their values at the padding are dropped."""
+    for op in body.walk():
+        if isinstance(op, linalg.YieldOp | linalg.IndexOp):
+            continue
+        if isinstance(op, _TRAPS) or op.dialect_name() not in ("arith", "math"):
+            return False
+    return True
+
+
 def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> None:
+    if not _safe_on_padding(op.regions[0]):
+        _forbid([*op.operands, *op.results], links)
+        return
     try:
         maps = [m.data for m in op.get_indexing_maps()]
         kinds = [k.data.value for k in op.get_iterator_types()]
@@ -188,6 +216,9 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
 def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
     """`linalg.reduce`: the dimensions it keeps tie to the init's and the result's, in
     order; those it reduces mix their elements."""
+    if not _safe_on_padding(op.regions[0]):
+        _forbid([*op.operands, *op.results], links)
+        return
     reduced = set(op.dimensions.get_values())
     kept = [d for d in _dims(op.input) if d not in reduced]
     sign = _sums_padding(op.regions[0], [op.input])
@@ -334,8 +365,8 @@ def _wanted(
             if not links.safe((op.src, d)):
                 return (
                     f"dimension {d} of {op.src.type} is split unevenly and an op mixes its "
-                    "elements (a reduction over it, a slice, a shift or an op dhir does not "
-                    "know), so dhir cannot pad its shards"
+                    "elements (a reduction over it, a slice, a shift, an integer division or an "
+                    "op dhir does not know), so dhir cannot pad its shards"
                 )
             uneven.append(root)
     wanted: dict[_Dim, Padding] = {}

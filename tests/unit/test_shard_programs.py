@@ -941,6 +941,42 @@ def test_uneven_shards_carried_by_a_loop_run_as_the_function_with_a_warning() ->
     assert any("without its shardings" in d.message for d in said)
 
 
+DIVIDED = """
+#m = affine_map<(i, j) -> (i, j)>
+shard.grid @grid(shape = 4)
+func.func @main(%a: tensor<6x4xi64>, %b: tensor<6x4xi64>) -> tensor<6x4xi64> {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s : tensor<6x4xi64>
+  %bs = shard.shard %b to %s : tensor<6x4xi64>
+  %e = tensor.empty() : tensor<6x4xi64>
+  %d = DIVISION
+  %ds = shard.shard %d to %s : tensor<6x4xi64>
+  return %ds : tensor<6x4xi64>
+}
+"""
+NAMED_DIVISION = """linalg.div ins(%as, %bs : tensor<6x4xi64>, tensor<6x4xi64>)
+                  outs(%e : tensor<6x4xi64>) -> tensor<6x4xi64>"""
+REMAINDER = """linalg.generic {indexing_maps = [#m, #m, #m], iterator_types = ["parallel", "parallel"]}
+      ins(%as, %bs : tensor<6x4xi64>, tensor<6x4xi64>) outs(%e : tensor<6x4xi64>) {
+    ^bb0(%x: i64, %y: i64, %o: i64):
+      %r = arith.remsi %x, %y : i64
+      linalg.yield %r : i64
+  } -> tensor<6x4xi64>"""
+
+
+@pytest.mark.parametrize("division", [NAMED_DIVISION, REMAINDER])
+def test_uneven_shards_divided_run_as_the_function_with_a_warning(division: str) -> None:
+    """Padding with zeros would divide by zero there (SIGFPE), so nothing is padded."""
+    a = np.arange(1, 25, dtype=np.int64).reshape(6, 4) * 7
+    b = np.arange(1, 25, dtype=np.int64).reshape(6, 4) % 5 + 1
+    want = a % b if "remsi" in division else a // b
+    with collected_warnings() as said:
+        np.testing.assert_array_equal(
+            dhir.run(DIVIDED.replace("DIVISION", division), a, b, ranks=4)[-1], want
+        )
+    assert any("an integer division" in d.message for d in said)
+
+
 def test_uneven_shards_that_cannot_be_padded_with_collectives_written_by_hand_are_errors() -> None:
     program = REDUCED.replace("EXTRA", "%i = shard.process_linear_index on @grid : index")
     with pytest.raises(DhirError, match=r"7:\d+: error: .*collectives written by hand"):
