@@ -1,7 +1,7 @@
 """Small helpers the rewriting passes share to build IR: ops appended to a block, index
 constants, constant arrays in the module, and where a value is defined."""
 
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -140,6 +140,32 @@ def rows_contiguous(kind: Attribute) -> bool:
         return False
     strides = layout.get_strides()
     return bool(strides) and strides[-1] == 1 and None not in strides
+
+
+def injective(kind: Attribute) -> bool:
+    """Whether distinct indices of a memref of type `kind` surely address distinct
+    elements: the default layout, or static strides under which each dimension's stride
+    (in increasing order) passes the farthest element the smaller ones reach. A view made
+    by `memref.reinterpret_cast` may overlap its own rows (a row stride below the row's
+    length, or 0)."""
+    if not isinstance(kind, MemRefType):
+        return False
+    layout = kind.layout
+    if isinstance(layout, NoneAttr):
+        return True
+    if not isinstance(layout, StridedLayoutAttr):
+        return False
+    strides = layout.get_strides()
+    if None in strides:
+        return False
+    shape = kind.get_shape()
+    dims = sorted((abs(cast(int, s)), n) for s, n in zip(strides, shape) if n not in (0, 1))
+    reach = 0  # the farthest element the dimensions so far reach
+    for at, (stride, size) in enumerate(dims):
+        if stride <= reach or (size < 0 and at < len(dims) - 1):
+            return False
+        reach += stride * (size - 1)
+    return True
 
 
 def rows_view(value: SSAValue, dim: int, low: int, high: int) -> memref.SubviewOp:

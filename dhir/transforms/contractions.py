@@ -22,7 +22,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
 from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
-from dhir.transforms.building import const_index, put, replace_by, rows_contiguous
+from dhir.transforms.building import const_index, injective, put, replace_by, rows_contiguous
 
 KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
 Contraction = (
@@ -67,6 +67,8 @@ def _refusal(op: Contraction) -> str | None:
         return f"{name} with dynamic sizes"
     if [m.data for m in op.get_indexing_maps()] != _default_maps(op):
         return f"{name} with other indexing maps"
+    if not injective(op.outputs[0].type):
+        return f"{name} whose output is a view whose elements may overlap"
     if may_alias(op.outputs[0], memory_of(op.inputs)):
         return f"{name} whose output may share memory with an input"
     return None

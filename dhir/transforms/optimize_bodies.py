@@ -60,6 +60,7 @@ from dhir.ir.tasks import is_gpu_task
 from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
 from dhir.transforms.building import (
     declare,
+    injective,
     insert_before,
     inside,
     put,
@@ -147,6 +148,7 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
             _carried_accumulations(task)
         for row, nest in list(_candidates(task)):
             try:
+                _check_in_place(row, nest, task)
                 text = _optimize_nest(row, nest, vector_bits, module)
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
@@ -534,6 +536,18 @@ def _candidates(task: _Body) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:
             yield (row if isinstance(row, scf.ForOp) else None), op
 
 
+def _check_in_place(row: scf.ForOp | None, nest: scf.ForOp, task: _Body) -> None:
+    """Raise _Left unless `nest` is still where it was found (a rewrite of an earlier nest
+    replaces their row loop), and its row loop carries no values."""
+    if row is not None and row.iter_args:
+        raise _Left("its row loop carries values (iter_args)")
+    op = nest.parent_op()
+    while op is not None and op is not task:
+        op = op.parent_op()
+    if op is None or (row is not None and nest.parent_op() is not row):
+        raise _Left("an earlier nest in its row loop was rewritten with the loop")
+
+
 def _optimize_nest(row: scf.ForOp | None, nest: scf.ForOp, bits: int, module: ModuleOp) -> str:
     """What was done with `nest` (raising _Left when nothing): its kernel, a nest in no row
     loop as one of a single row, else, for a reduction nest, its rows' sums side by side."""
@@ -649,6 +663,8 @@ def _check_rows_independent(row: scf.ForOp) -> None:
     written = {m for m, _, store in accesses if store}
     used = {m for m, _, _ in accesses}
     for target in written:
+        if not injective(target.type):
+            raise _Left("a memref it writes is a view whose rows may overlap")
         others = memory_of([target])
         if any(m is not target and may_alias(m, others) for m in used):
             raise _Left("a memref it writes may share memory with another it uses")
@@ -871,6 +887,8 @@ class _Nest:
                 return None
             if kind.get_num_dims() != 2 or kind.element_type != self.element:
                 return None
+            if any(size < 0 for size in kind.get_shape()):
+                return None  # BLAS is told each row's length, a constant of the type
         return x, y, scalars
 
     def _row_splits(self) -> bool:

@@ -884,3 +884,153 @@ def test_matmul_pieces_on_views_of_rows_become_the_kernel(fast_math: str) -> Non
         np.testing.assert_array_equal(got[2], want[2])
     else:  # reassoc lets LLVM reorder the sums
         np.testing.assert_allclose(got[2], want[2], rtol=1e-12, atol=1e-12)
+
+
+# --- what the optimizer must not assume ----------------------------------------------------
+
+# C += A B with its row loop; VIEW makes %C from %buf, ROW the row loop's extra parts.
+IKJ = """
+func.func @main(%buf: BUF, %A: memref<8x5xf64>, %B: memref<5x16xf64>) {
+  dhir.schedule %buf, %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %buf, %A, %B {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %zero = arith.constant 0.0 : f64
+      VIEW
+      %rows = scf.for %i = %c0 to %c8 step %c1 ROW {
+        NEST
+        NEST
+        YIELD
+      }
+    }
+  }
+  return
+}
+"""
+NEST = """scf.for %k = %c0 to %c5 step %c1 {
+          scf.for %j = %c0 to %c16 step %c1 {
+            %acc = memref.load %C[%i, %j] : CT
+            %a = memref.load %A[%i, %k] : memref<8x5xf64>
+            %b = memref.load %B[%k, %j] : memref<5x16xf64>
+            %p = arith.mulf %a, %b : f64
+            %s = arith.subf %p, %acc : f64
+            memref.store %s, %C[%i, %j] : CT
+          }
+        }"""
+
+
+def _ikj(
+    view: str = "", ct: str = "memref<8x16xf64>", nests: int = 1, carried: bool = False
+) -> str:
+    text = IKJ.replace("NEST\n        NEST", "\n        ".join([NEST] * nests))
+    buf = "memref<8x16xf64>" if not view else "memref<128xf64>"
+    text = text.replace(
+        "VIEW", view or "%C = memref.cast %buf : memref<8x16xf64> to memref<8x16xf64>"
+    )
+    if carried:  # the row loop sums A's first column as it goes
+        text = text.replace("ROW", "iter_args(%sum = %zero) -> (f64)")
+        text = text.replace(
+            "YIELD",
+            "%x = memref.load %A[%i, %c0] : memref<8x5xf64>\n"
+            "        %more = arith.addf %sum, %x : f64\n        scf.yield %more : f64",
+        )
+    else:
+        text = text.replace("%rows = ", "").replace("ROW", "").replace("YIELD", "")
+    return text.replace("BUF", buf).replace("CT", ct)
+
+
+def _ikj_inputs(text: str) -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    size = 128 if "memref<128xf64>" in text else (8, 16)
+    return [rng.standard_normal(size), rng.standard_normal((8, 5)), rng.standard_normal((5, 16))]
+
+
+def test_leaves_a_nest_writing_a_view_whose_rows_overlap() -> None:
+    """Rows 8 elements apart of 16 each: rows i and i + 1 share 8 elements, so their
+    order matters, and the kernel would run 4 rows at once."""
+    view = (
+        "%C = memref.reinterpret_cast %buf to offset: [0], sizes: [8, 16], strides: [8, 1]"
+        " : memref<128xf64> to memref<8x16xf64, strided<[8, 1]>>"
+    )
+    text = _ikj(view, "memref<8x16xf64, strided<[8, 1]>>")
+    assert "rows may overlap" in _left(text)
+    _assert_native_equals_interp(text, _ikj_inputs(text), 1, "native", 1)
+
+
+def test_a_second_nest_in_a_row_loop_the_first_rewrote_is_left() -> None:
+    text = _ikj(nests=2)
+    done, left = optimize_bodies(parse_string(text), 256)
+    assert done.done and "rewritten with the loop" in left.text
+    _assert_native_equals_interp(text, _ikj_inputs(text), 1, "native", 1)
+
+
+def test_leaves_a_nest_whose_row_loop_carries_values() -> None:
+    text = _ikj(carried=True)
+    assert "carries values" in _left(text)
+    _assert_native_equals_interp(text, _ikj_inputs(text), 1, "native", 1)
+
+
+def test_reassoc_leaves_blas_to_nests_of_static_shapes() -> None:
+    """BLAS is told each row's length, which a memref<?x?xf64> gives only at run time:
+    such a nest gets the exact kernel."""
+    text = _ikj(ct="memref<?x?xf64>").replace("arith.subf %p, %acc", "arith.addf %acc, %p")
+    text = text.replace(
+        "%C = memref.cast %buf : memref<8x16xf64> to memref<8x16xf64>",
+        "%C = memref.cast %buf : memref<8x16xf64> to memref<?x?xf64>",
+    )
+    inputs = _ikj_inputs(text)
+    c, a, b = inputs
+    got = dhir.run(text, *inputs, fast_math="reassoc")[0]
+    want = c.copy()
+    for i in range(8):
+        for k in range(5):
+            want[i] = want[i] + a[i, k] * b[k]
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    strides=st.lists(st.integers(0, 13), min_size=3, max_size=3),
+)
+def test_injective_layouts_address_each_element_once(shape: list[int], strides: list[int]) -> None:
+    """`injective` says yes only where every index has its own element (checked by
+    enumerating them), and to every row-major layout."""
+    from itertools import product
+
+    from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr, f64
+
+    from dhir.transforms.building import injective
+
+    strides = strides[: len(shape)]
+    kind = MemRefType(f64, shape, StridedLayoutAttr(strides, None))
+    places = [sum(i * s for i, s in zip(index, strides)) for index in product(*map(range, shape))]
+    if injective(kind):
+        assert len(set(places)) == len(places)
+    row_major = [int(np.prod(shape[d + 1 :])) for d in range(len(shape))]
+    assert injective(MemRefType(f64, shape, StridedLayoutAttr(row_major, None)))
+
+
+def test_leaves_a_matmul_writing_a_view_whose_elements_overlap() -> None:
+    text = """
+func.func @main(%A: memref<4x4xf64>, %buf: memref<16xf64>) {
+  %C = memref.reinterpret_cast %buf to offset: [0], sizes: [4, 4], strides: [2, 1]
+      : memref<16xf64> to memref<4x4xf64, strided<[2, 1]>>
+  linalg.matmul ins(%A, %A : memref<4x4xf64>, memref<4x4xf64>)
+                outs(%C : memref<4x4xf64, strided<[2, 1]>>)
+  return
+}
+"""
+    module = parse_string(text)
+    from dhir.runner import drop_code
+
+    drop_code(module, "main")
+    (decision,) = optimize_bodies(module, 256)
+    assert "whose output is a view whose elements may overlap" in decision.text
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((4, 4)), rng.standard_normal(16)]
+    _assert_native_equals_interp(text, inputs, 1, "native", 1)
