@@ -236,6 +236,9 @@ class _Band:
     def of(
         loop: scf.ForOp, schedule: ScheduleOp, steps: int, ranks: int, caches: "_Caches"
     ) -> "_Band":
+        counter = loop.body.block.args[0].type
+        if not isinstance(counter, IndexType):
+            raise _Left(f"its counter is an {counter}, not an index")
         outer = set(schedule.args)
         others = [op for op in schedule.body.block.ops if not isinstance(op, TaskOp | YieldOp)]
         if any(not isinstance(op, TargetOp) for op in others):

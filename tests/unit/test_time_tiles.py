@@ -427,3 +427,14 @@ def test_leaves_a_task_holding_other_ops() -> None:
         "%acc0x = arith.constant 0.0 : f64\n        memref.store %acc0x, %F[%k0] : memref<6xf64>",
     )
     assert "touches memory outside its row loop" in _left(text)
+
+
+def test_leaves_a_time_loop_counting_in_i32() -> None:
+    """The bands count steps in index values; a counter of another type is left."""
+    text = JACOBI.text().replace(
+        "  scf.for %t = %c0 to %steps step %c1 {",
+        "  %z0 = arith.constant 0 : i32\n  %z1 = arith.constant 1 : i32\n"
+        "  %zn = arith.constant 5 : i32\n  scf.for %t = %z0 to %zn step %z1 : i32 {",
+    )
+    assert "its counter is an i32, not an index" in _left(text)
+    _as_written(text, text, JACOBI.inputs(4), "native")
