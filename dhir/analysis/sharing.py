@@ -9,9 +9,10 @@ tasks listing it read and write. Two kinds of shared data escape that:
 - a mutable `memref.global` used inside a task, directly or through a function it
   calls: every rank has its own copy, and nothing moves it.
 
-Where the IR shows either, the program is refused rather than run wrongly. Operands
-that only alias when a caller passes one buffer twice cannot be seen, and are
-assumed distinct (docs/semantics.md).
+Where the IR shows either, the program is refused rather than run wrongly. Inside a
+function, its memref arguments are distinct buffers; so a call that passes views of one
+buffer as two of them, to a function holding a schedule (directly or through its calls),
+is refused too (docs/semantics.md).
 """
 
 from collections.abc import Iterable, Iterator
@@ -26,12 +27,14 @@ from dhir.dialects import func, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.pass_failure import PassFailedAt
+from dhir.ir.tasks import reaching_schedules
 from dhir.ir.walk import find_ops
 
 
 def check_shared_data(module: ModuleOp) -> None:
     """Raise PassFailedAt for the first schedule with aliasing operands that a task
     writes, or the first task that uses a mutable global."""
+    _check_calls(module)
     mutable = _mutable_globals(module)
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
@@ -63,6 +66,27 @@ def _check_operands(schedule: ScheduleOp) -> None:
     for first, second, common in pairs:
         if first in written or second in written:
             raise PassFailedAt(schedule, _alias_message(first, second, common))
+
+
+def _check_calls(module: ModuleOp) -> None:
+    """Raise PassFailedAt for the first call passing views of one buffer as two memref
+    arguments of a function that holds a schedule, directly or through its calls."""
+    holding = reaching_schedules(module)
+    for call in find_ops(module, func.CallOp):
+        if _callee(call) not in holding:
+            continue
+        memrefs = [(n, v) for n, v in enumerate(call.arguments) if isinstance(v.type, MemRefType)]
+        for i, (n, first) in enumerate(memrefs):
+            for m, second in memrefs[i + 1 :]:
+                if common := shared(buffers(first), buffers(second)):
+                    raise PassFailedAt(
+                        call,
+                        f"this call passes views of one buffer ({describe(common)}) as "
+                        f"arguments {n} and {m} of @{_callee(call)}, which holds a schedule; "
+                        "dhir takes a function's memref arguments as distinct buffers and "
+                        "moves each between ranks on its own. Pass the buffer once and make "
+                        "the views inside the function",
+                    )
 
 
 def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object]) -> str:

@@ -1,5 +1,6 @@
 """Plain questions about a task or schedule, asked by every stage after parsing: its
-stable name, the rank it was placed on, whether it runs on a GPU, how messages name it."""
+stable name, the rank it was placed on, whether it runs on a GPU, how messages name it,
+which functions reach a schedule."""
 
 from collections import Counter
 from dataclasses import dataclass
@@ -206,3 +207,17 @@ def _owner(top: Operation) -> str:
 
 def _schedules(top: Operation) -> list[ScheduleOp]:
     return [s for s in walk_outside_tasks(top) if isinstance(s, ScheduleOp)]
+
+
+def reaching_schedules(module: ModuleOp) -> set[str]:
+    """The names of the functions that hold a schedule or task, or call one that does,
+    directly or through other calls."""
+    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
+    calls = {
+        f.sym_name.data: {call.callee.string_value() for call in find_ops(f, func.CallOp)}
+        for f in functions
+    }
+    found = {f.sym_name.data for f in functions if find_ops(f, (ScheduleOp, TaskOp))}
+    while new := {name for name, callees in calls.items() if name not in found and callees & found}:
+        found |= new
+    return found

@@ -21,7 +21,7 @@ another and it writes one, it touches a mutable global, or it calls a function t
 holds schedules. See docs/commands.md.
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -44,6 +44,7 @@ from dhir.dialects.access import Kind, is_pure, kind, subscripts, view_source
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.tasks import reaching_schedules
 from dhir.transforms.shard_collectives import SPMD
 
 TARGET_KINDS = ("any", "cpu", "gpu")
@@ -108,18 +109,14 @@ def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") ->
         functions = [chosen]
     functions = [f for f in functions if not has_schedule(f)]
     names = {f.sym_name.data for f in functions}
-    # Calls into functions that hold (or will hold) schedules stay host code: a task
-    # cannot run a schedule.
-    blocked = names | {f.sym_name.data for f in _all_functions(module) if has_schedule(f)}
+    # Calls into functions that hold (or will hold) schedules, or call one that does,
+    # stay host code: a task cannot run a schedule.
+    blocked = names | reaching_schedules(module)
     dropper = _Dropper(target, blocked, mutable_global_users(module))
     for function in functions:
         for block in function.body.blocks:
             dropper.block(block)
     return dropper.summary
-
-
-def _all_functions(module: ModuleOp) -> Iterator[func.FuncOp]:
-    return (f for f in module.body.block.ops if isinstance(f, func.FuncOp))
 
 
 def _check_target(target: str) -> None:

@@ -437,3 +437,53 @@ def test_distinct_buffers_are_not_aliases() -> None:
     schedule = _schedules(text)[0]
     found = [buffers(v) for v in schedule.args]
     assert len(set().union(*found)) == 3 and all(len(f) == 1 for f in found)
+
+
+CALLED_TWICE = """
+func.func private @f(%x: memref<8xi32>, %y: memref<8xi32>) {
+  dhir.schedule %x, %y {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %x attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 5 : i32
+      memref.store %v, %x[%c0] : memref<8xi32>
+    }
+    %t1 = dhir.task %cpu, %y attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %w = memref.load %y[%c0] : memref<8xi32>
+      memref.store %w, %y[%c1] : memref<8xi32>
+    }
+  }
+  return
+}
+func.func private @g(%x: memref<8xi32>, %y: memref<8xi32>) {
+  func.call @f(%x, %y) : (memref<8xi32>, memref<8xi32>) -> ()
+  return
+}
+func.func @main(%a: memref<8xi32>, %b: memref<8xi32>) {
+  func.call @g(%a, ARG) : (memref<8xi32>, memref<8xi32>) -> ()
+  return
+}
+"""
+
+
+@needs_mpi
+def test_a_call_passing_one_buffer_twice_to_a_schedule_is_refused() -> None:
+    """Inside @f, %x and %y are distinct buffers; @main passes %a as both (through @g,
+    which holds no schedule itself)."""
+    text = CALLED_TWICE.replace("ARG", "%a")
+    inputs = [np.zeros(8, np.int32), np.zeros(8, np.int32)]
+    assert dhir.run(text, *inputs, backend="interp")[0][:2].tolist() == [5, 5]
+    message = _native_error(text, inputs)
+    assert "<string>:24:3: error: this call passes views of one buffer (%a) as arguments 0" in (
+        message
+    )
+    assert "of @g, which holds a schedule" in message
+
+
+@needs_mpi
+def test_a_call_passing_distinct_buffers_to_a_schedule_runs() -> None:
+    text = CALLED_TWICE.replace("ARG", "%b")
+    inputs = [np.zeros(8, np.int32), np.arange(8, dtype=np.int32)]
+    _same(_native(text, inputs), dhir.run(text, *inputs, backend="interp"))
