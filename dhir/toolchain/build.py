@@ -43,7 +43,9 @@ from dhir.transforms.check_mpi import mpi_problems
 # intrinsic go to libm; vector-to-llvm lowers the 1-D transfers that convert-to-llvm
 # leaves; convert-to-llvm is the only pass that lowers the mpi dialect. (LLVM computes
 # bf16 in f32 and rounds each result with __truncsfbf2, which dhir's runtime defines:
-# MLIR's bf16 emulation would skip roundings between ops.)
+# MLIR's bf16 emulation would skip roundings between ops.) arith-to-llvm comes before
+# arith-expand, which leaves it only what LLVM has no instruction for (ceildivsi, ...):
+# its maximumf and minimumf ignore the sign of zero (docs/upstream-bugs.md).
 MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-linalg-to-loops",
     "--convert-vector-to-scf",
@@ -51,6 +53,7 @@ MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--lower-affine",
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=min-width-of-fpowi-exponent=33",
+    "--convert-arith-to-llvm",
     "--arith-expand",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",

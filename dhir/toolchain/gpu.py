@@ -122,6 +122,7 @@ class GpuBuild:
                 "expand-strided-metadata",
                 "lower-affine",
                 "convert-scf-to-cf",
+                "convert-arith-to-llvm",
                 "arith-expand",
                 "convert-gpu-to-nvvm",
                 "canonicalize",

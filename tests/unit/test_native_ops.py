@@ -511,3 +511,47 @@ def test_integer_min_max_reductions_run_on_openmp() -> None:
     want[2:] = np.array([u.max(), 0], np.uint32).view(np.int32)
     np.testing.assert_array_equal(native[1], want)
     np.testing.assert_array_equal(interp[1], want)
+
+
+SIGNED_ZEROS = """
+func.func @main(%a: memref<8xf64>, %b: memref<8xf64>, %hi: memref<8xf64>, %lo: memref<8xf64>,
+                %vhi: memref<8xf32>, %vlo: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf64>
+    %y = memref.load %b[%i] : memref<8xf64>
+    %max = arith.maximumf %x, %y : f64
+    %min = arith.minimumf %x, %y : f64
+    memref.store %max, %hi[%i] : memref<8xf64>
+    memref.store %min, %lo[%i] : memref<8xf64>
+  }
+  %v = vector.load %a[%c0] : memref<8xf64>, vector<8xf64>
+  %w = vector.load %b[%c0] : memref<8xf64>, vector<8xf64>
+  %v32 = arith.truncf %v : vector<8xf64> to vector<8xf32>
+  %w32 = arith.truncf %w : vector<8xf64> to vector<8xf32>
+  %vmax = arith.maximumf %v32, %w32 : vector<8xf32>
+  %vmin = arith.minimumf %v32, %w32 : vector<8xf32>
+  vector.store %vmax, %vhi[%c0] : memref<8xf32>, vector<8xf32>
+  vector.store %vmin, %vlo[%c0] : memref<8xf32>, vector<8xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_maximumf_and_minimumf_order_minus_zero_below_plus_zero() -> None:
+    """MLIR 22's arith-expand gets this wrong (docs/upstream-bugs.md, 12)."""
+    a = np.array([0.0, -0.0, -0.0, 0.0, np.nan, 1.0, -1.0, 2.0])
+    b = np.array([-0.0, 0.0, -0.0, 0.0, 1.0, np.nan, -0.0, -3.0])
+    zeros = [np.zeros(8), np.zeros(8), np.zeros(8, np.float32), np.zeros(8, np.float32)]
+    native, interp = both(SIGNED_ZEROS, a, b, *zeros)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    hi, lo = np.fmax(a, b), np.fmin(a, b)
+    hi[:2], lo[:2] = 0.0, -0.0
+    hi[4:6] = lo[4:6] = np.nan
+    for got, want in zip(interp[2:], [hi, lo, hi.astype(np.float32), lo.astype(np.float32)]):
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(got, want)
