@@ -6,9 +6,22 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
+from typing import TypeVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    RankedStructure,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -39,6 +52,7 @@ def _location(name: StringAttr, line: IntAttr, column: IntAttr) -> FileLineColLo
 
 
 _NEWLINE = re.compile("\n")
+_T = TypeVar("_T")
 
 
 class LocatedParser(Parser):
@@ -64,6 +78,24 @@ class LocatedParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(start)
         return op
+
+    # xDSL packs float values as it makes their attributes: 1.0e39 : f32 overflows.
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        return self._packed(super().parse_optional_builtin_int_or_float_attr)
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        return self._packed(
+            lambda: super(LocatedParser, self).parse_dense_int_or_fp_elements_attr(type)
+        )
+
+    def _packed(self, parse: Callable[[], _T]) -> _T:
+        start = self._current_token.span
+        try:
+            return parse()
+        except OverflowError:
+            raise ParseError(start, "float constant out of its type's range") from None
 
     def location_at(self, offset: int) -> FileLineColLoc:
         """The location of a character of the input."""

@@ -76,6 +76,19 @@ def test_an_unterminated_string_before_a_long_line_is_an_error_not_a_hang() -> N
     assert "<stdin>:1:" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    "constant", ["1.0e39 : f32", "-7.0e4 : f16", "dense<[1.0, 1.0e39]> : vector<2xf32>"]
+)
+def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None:
+    # xDSL raised OverflowError packing the value.
+    text = f"func.func @f() {{\n  %x = arith.constant {constant}\n  return\n}}\n"
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "<stdin>:2:" in result.stderr and "float constant out of its type's range" in (
+        result.stderr
+    )
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
