@@ -1182,6 +1182,23 @@ __bf16 __truncsfbf2(float value) {
     return result;
 }
 
+/* f64 to bf16 in one rounding (LLVM calls it for arith.truncf f64 to bf16): to float
+ * rounding to odd, which keeps 16 more bits than bf16 and marks an inexact result in its
+ * last bit, then to bf16 to nearest even. */
+__bf16 __truncdfbf2(double value) {
+    float near = (float)value;
+    if (value != value || (double)near == value)
+        return __truncsfbf2(near);
+    uint32_t bits;
+    memcpy(&bits, &near, sizeof bits);
+    if ((value > 0 && near > value) || (value < 0 && near < value))
+        bits -= 1; /* rounded away from zero: the float below, in magnitude */
+    bits |= 1;
+    float odd;
+    memcpy(&odd, &bits, sizeof odd);
+    return __truncsfbf2(odd);
+}
+
 /* Partitioned storage: see dhir_rt.h. Each rank reads and writes its own rows of the
  * files when every rank can open them; otherwise (files on a disk only rank 0 sees, or
  * DHIR_IO=rank0 in rank 0's environment) rank 0 reads each rank's rows and sends them, and

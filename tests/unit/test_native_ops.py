@@ -342,6 +342,36 @@ def test_bf16_arithmetic() -> None:
     np.testing.assert_array_equal(interp[2], np.trunc(g).astype(np.int32))
 
 
+F64_TO_BF16 = """
+func.func @main(%a: memref<8xf64>, %o: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf64>
+    %b = arith.truncf %x : f64 to bf16
+    %y = arith.extf %b : bf16 to f32
+    memref.store %y, %o[%i] : memref<8xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_f64_to_bf16_rounds_once() -> None:
+    """1 + 2^-8 + 2^-30 is 1.0 through f32 (the tie 1 + 2^-8 rounds to even), 1 + 2^-7
+    rounded once: the runtime's __truncdfbf2, which LLVM calls, and the interpreter."""
+    a = np.array([1 + 2.0**-8 + 2.0**-30, -(1 + 2.0**-8 + 2.0**-30), 1 + 2.0**-8, 3.4e38,
+                  1e-39, -0.0, np.inf, 1.0 / 3.0])  # fmt: skip
+    native, interp = both(F64_TO_BF16, a, np.zeros(8, np.float32))
+    same_bits(native[1], interp[1], "native against the interpreter")
+    want = np.array([1 + 2.0**-7, -(1 + 2.0**-7), 1.0, np.inf, 1e-39, -0.0, np.inf, 0.333984375])
+    want[4] = np.float32(np.uint32(0x000B0000).view(np.float32))
+    np.testing.assert_array_equal(interp[1], want.astype(np.float32))
+    np.testing.assert_array_equal(np.signbit(interp[1]), np.signbit(want))
+
+
 # --- linalg.reduce and views through extract_strided_metadata ----------------------------
 
 REDUCE_AND_METADATA = """

@@ -4,7 +4,9 @@ from typing import cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -31,11 +33,13 @@ from dhir.backends.interp.scalars import (
     float_to_int,
     int_to_float,
     int_width,
+    lane_type,
     maximum,
     maxnum,
     minimum,
     minnum,
     result_rounder,
+    round_bf16_once,
     signed,
     trunc_div,
     unsigned,
@@ -194,6 +198,9 @@ class ArithImpls(InterpreterFunctions):
     @handles(arith.ExtFOp, arith.TruncFOp)
     def run_float_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         float_rounder(op, op.operands[0].type)
+        source, target = (lane_type(v.type) for v in (*op.operands, *op.results))
+        if isinstance(source, Float64Type) and isinstance(target, BFloat16Type):
+            return (round_bf16_once(args[0]),)
         return (result_rounder(op)(args[0]),)
 
     @handles(arith.BitcastOp)

@@ -85,6 +85,19 @@ def _round_bf16(value: float) -> float:
     return _F32.unpack(bits.to_bytes(4, "little"))[0]
 
 
+def round_bf16_once(value: float) -> float:
+    """An f64 `value` rounded once to bf16, to nearest even (arith.truncf f64 to bf16, as
+    dhir's runtime does it): to f32 rounding to odd, which keeps 16 bits more than bf16
+    and marks an inexact result in its last bit, then to bf16."""
+    single = _ROUND_F32(value)
+    if single == value or single != single:
+        return _round_bf16(single)
+    bits = int.from_bytes(_F32.pack(single), "little")
+    if abs(single) > abs(value):
+        bits -= 1  # rounded away from zero: the f32 below, in magnitude
+    return _round_bf16(_F32.unpack((bits | 1).to_bytes(4, "little"))[0])
+
+
 # The precision (significand bits) and rounding of each float type the interpreter runs.
 _FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
     Float16Type: (11, _rounder(_F16)),
