@@ -372,6 +372,29 @@ def test_f64_to_bf16_rounds_once() -> None:
     np.testing.assert_array_equal(np.signbit(interp[1]), np.signbit(want))
 
 
+MINUS_ZEROS_SUMMED = """
+func.func @main(%a: memref<4xf32>, %o: memref<2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = vector.load %a[%c0] : memref<4xf32>, vector<4xf32>
+  %s = vector.reduction <add>, %v : vector<4xf32> into f32
+  %m = vector.reduction <mul>, %v : vector<4xf32> into f32
+  memref.store %s, %o[%c0] : memref<2xf32>
+  memref.store %m, %o[%c1] : memref<2xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_a_float_sum_of_a_vector_starts_from_plus_zero() -> None:
+    """Without an accumulator MLIR's lowering adds the lanes to +0.0: -0.0 lanes sum to
+    +0.0, in the interpreter as natively."""
+    native, interp = both(MINUS_ZEROS_SUMMED, np.full(4, -0.0, np.float32), np.ones(2, np.float32))
+    same_bits(native[1], interp[1], "native against the interpreter")
+    assert not np.signbit(interp[1][0]) and interp[1][1] == 0.0
+
+
 # --- linalg.reduce and views through extract_strided_metadata ----------------------------
 
 REDUCE_AND_METADATA = """

@@ -184,7 +184,12 @@ class VectorImpls(InterpreterFunctions):
         kind = _kind(op)
         lanes: list[Any] = [v.item() for v in np.asarray(args[0]).reshape(-1)]
         lanes = [int(v) if isinstance(v, bool) else v for v in lanes]
-        total = args[1] if len(args) > 1 else lanes.pop(0)
+        if len(args) > 1:
+            total = args[1]
+        elif kind == "addf":
+            total = 0.0  # MLIR's lowering starts from +0.0: -0.0 lanes sum to +0.0
+        else:
+            total = lanes.pop(0)
         for value in lanes:
             total = combine(op, kind, total, value, op.dest.type)
         return (total,)
