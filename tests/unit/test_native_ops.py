@@ -446,6 +446,33 @@ def test_linalg_reduce_and_extract_strided_metadata() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+F16_POWERS = """
+func.func @main(%a: memref<8xf16>, %n: memref<8xi32>, %o: memref<8xf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf16>
+    %k = memref.load %n[%i] : memref<8xi32>
+    %y = math.fpowi %x, %k : f16, i32
+    memref.store %y, %o[%i] : memref<8xf16>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_fpowi_on_f16_computes_in_f32_and_rounds_once() -> None:
+    """LLVM promotes f16 to f32 for powi: 3.3 ** 4 is 118.6875, not 118.75 (each
+    product rounded to f16)."""
+    a = np.array([3.3, 3.3, -1.7, 0.9, 2.1, 7.7, 1.01, 0.5], np.float16)
+    n = np.array([4, 7, 5, 11, -3, 3, 13, -9], np.int32)
+    native, interp = both(F16_POWERS, a, n, np.zeros(8, np.float16))
+    same_bits(native[2], interp[2], "native against the interpreter")
+    assert interp[2][0] == np.float16(118.6875)
+
+
 FPOWI = """
 func.func @main(%a: memref<6xf64>, %n: memref<6xi64>, %m: memref<6xi16>, %o: memref<6xf64>,
                 %p: memref<6xf32>) {

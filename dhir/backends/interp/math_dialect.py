@@ -4,7 +4,7 @@ import ctypes
 import ctypes.util
 from collections.abc import Callable
 
-from xdsl.dialects.builtin import Float64Type
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -14,6 +14,7 @@ from xdsl.ir import Operation
 from dhir.backends.interp.core import Values, fail, handles, lanewise, register
 from dhir.backends.interp.scalars import (
     divide,
+    float_rounder,
     int_width,
     lane_type,
     result_rounder,
@@ -82,17 +83,20 @@ class MathImpls(InterpreterFunctions):
 
     @handles(mathd.FPowIOp)
     def run_fpowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:
-        # Square-and-multiply with each product rounded, as LLVM's powi (compiler-rt).
+        # Square-and-multiply with each product rounded, as LLVM's powi (compiler-rt);
+        # f16 and bf16 are promoted to f32 for it and rounded once at the end.
         round_to = result_rounder(op)
+        narrow = isinstance(lane_type(op.results[0].type), Float16Type | BFloat16Type)
+        step = float_rounder(op, Float32Type()) if narrow else round_to
         base, power = args[0], signed(args[1], int_width(op, op.operands[1].type))
         result, count = 1.0, abs(power)
         while count:
             if count & 1:
-                result = round_to(result * base)
+                result = step(result * base)
             count >>= 1
             if count:
-                base = round_to(base * base)
-        return (round_to(divide(1.0, result)) if power < 0 else result,)
+                base = step(base * base)
+        return (round_to(step(divide(1.0, result)) if power < 0 else result),)
 
     @handles(mathd.IPowIOp)
     def run_ipowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:
