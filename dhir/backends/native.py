@@ -60,7 +60,7 @@ from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
-from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics
+from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
@@ -316,8 +316,9 @@ def openmp_safe(module: ModuleOp) -> bool:
     MPI. (Results must equal the sequential interpreter's bit for bit; such modules run
     their loops sequentially.) Nor with a float `generic_atomic_rmw` in host code, which
     dhir-float-atomics makes a plain load and store. Other loops that reach MPI run
-    sequentially: see dhir-serial-loops."""
-    if float_atomics(module):
+    sequentially: see dhir-serial-loops. Nor with an atomic update whose result depends
+    on the order of the updates (`ordered_atomics`: float sums, assign)."""
+    if float_atomics(module) or ordered_atomics(module):
         return False
     parallel = False
     linalg: list[LinalgStructuredOperation] = []

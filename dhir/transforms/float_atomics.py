@@ -1,5 +1,6 @@
 """`dhir-float-atomics`: `memref.generic_atomic_rmw` on floats as a load, the body and a
-store.
+store; `memref.atomic_rmw` `mulf` and `muli`, which MLIR 22 does not lower, as
+`generic_atomic_rmw` first (in host code).
 
 MLIR 22's memref-to-llvm lowering emits `llvm.cmpxchg` on the float itself, which the LLVM
 dialect rejects (cmpxchg takes integers and pointers only). Host code of a rank runs on one
@@ -13,13 +14,36 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import AnyFloat, ModuleOp
+from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dhir.dialects import memref
+from dhir.dialects import arith, memref
 from dhir.dialects.gpu import in_device_code
-from dhir.dialects.memref import GenericAtomicRMWOp
+from dhir.dialects.memref import ATOMIC_RMW_KINDS, AtomicYieldOp, GenericAtomicRMWOp
 from dhir.ir.walk import find_ops
+
+# atomic_rmw kinds MLIR 22's memref-to-llvm lowering leaves, and the op each applies.
+_UNLOWERED = {"mulf": arith.MulfOp, "muli": arith.MuliOp}
+# Kinds whose result depends on the order of the updates: float sums and products
+# round in between, and the last `assign` wins.
+_ORDERED = ("addf", "mulf", "assign")
+
+
+def ordered_atomics(module: ModuleOp) -> bool:
+    """Whether host code holds an atomic update whose result depends on the order of the
+    updates (an atomic_rmw of an `_ORDERED` kind, any generic_atomic_rmw): threads would
+    make it differ from the program's order."""
+    for op in find_ops(module, (memref.AtomicRMWOp, GenericAtomicRMWOp)):
+        if in_device_code(op):
+            continue
+        if isinstance(op, GenericAtomicRMWOp) or _kind(op) in _ORDERED:
+            return True
+    return False
+
+
+def _kind(op: memref.AtomicRMWOp) -> str:
+    return ATOMIC_RMW_KINDS[op.kind.value.data]
 
 
 def float_atomics(module: ModuleOp) -> list[GenericAtomicRMWOp]:
@@ -41,8 +65,24 @@ class FloatAtomicsPass(ModulePass):
     name = "dhir-float-atomics"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for update in find_ops(op, memref.AtomicRMWOp):
+            if _kind(update) in _UNLOWERED and not in_device_code(update):
+                _as_generic(update)
         for atomic in float_atomics(op):
             _unfold(atomic)
+
+
+def _as_generic(op: memref.AtomicRMWOp) -> None:
+    """`op` as a generic_atomic_rmw applying its kind's arith op to the value read."""
+    body = Block(arg_types=[op.result.type])
+    applied = _UNLOWERED[_kind(op)](body.args[0], op.value)
+    body.add_ops([applied, AtomicYieldOp(operands=[applied.result])])
+    generic = GenericAtomicRMWOp(
+        operands=[op.memref, list(op.indices)],
+        result_types=[op.result.type],
+        regions=[Region(body)],
+    )
+    Rewriter.replace_op(op, generic)
 
 
 def _unfold(op: GenericAtomicRMWOp) -> None:
