@@ -144,6 +144,8 @@ def _statement(task: TaskOp, outer: set[SSAValue]) -> _Statement:
         raise _Left("a task touches memory outside its row loop")
     if len(loops) == 1 and isinstance(loops[0], scf.ForOp) and _is_row_loop(loops[0]):
         loop = loops[0]
+        if loop.iter_args:
+            raise _Left("a row loop carries values from row to row (iter_args)")
         lo, hi = constant_int(loop.lb), constant_int(loop.ub)
         if lo is None or hi is None or constant_int(loop.step) != 1:
             raise _Left("a row loop's bounds are not constants with step 1")
@@ -262,8 +264,7 @@ class _Band:
 
     def cut(self, ranks: int, fixed: bool) -> None:
         """One block of rows per rank, and bands short enough for its ghost rows."""
-        first = min(s.lo for s in self.statements)
-        last = max(s.hi for s in self.statements)
+        first, last = self._rows()
         rows = last - first
         per_step = self.skew * len(self.stages)
         if not fixed:
@@ -281,6 +282,12 @@ class _Band:
         bounds = [first + rows * k // ranks for k in range(ranks + 1)]
         halo = per_step * self.steps
         self.parts = [_Part(lo, hi, halo) for lo, hi in zip(bounds, bounds[1:])]
+
+    def _rows(self) -> tuple[int, int]:
+        """The rows [first, last) the statements run on; a statement of no rows (an empty
+        row loop, whatever its bounds) runs on none."""
+        ranges = [(s.lo, s.hi) for s in self.statements if s.lo < s.hi] or [(0, 0)]
+        return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
 
     def _fewest_halo_rows(self, longest: int) -> int:
         """The band length, within a quarter below `longest`, that sends the fewest halo
@@ -454,8 +461,7 @@ class _Band:
         length = put(band, arith.SubiOp(end.result, start)).result
         taken = put(band, arith.CeilDivSIOp(length, loop.step)).result
         stages = put(band, arith.MuliOp(taken, const_index(band, count))).result
-        first = min(s.lo for s in self.statements)
-        last = max(s.hi for s in self.statements)
+        first, last = self._rows()
         # w = i + skew * q for i in [first, last), q in [0, stages)
         tail = put(band, arith.SubiOp(stages, const_index(band, 1))).result
         reach = put(band, arith.MuliOp(tail, const_index(band, self.skew))).result

@@ -438,3 +438,30 @@ def test_leaves_a_time_loop_counting_in_i32() -> None:
     )
     assert "its counter is an i32, not an index" in _left(text)
     _as_written(text, text, JACOBI.inputs(4), "native")
+
+
+def test_leaves_a_row_loop_carrying_values() -> None:
+    """A value carried from row to row orders the rows, which the bands reorder."""
+    text = JACOBI.text().replace(
+        "        scf.for %i = %lo to %hi step %k1 {\n",
+        "        %r = scf.for %i = %lo to %hi step %k1 iter_args(%carried = %k0) -> (index) {\n",
+        1,
+    )
+    text = text.replace(
+        "          }\n        }\n      }",
+        "          }\n          scf.yield %carried : index\n        }\n      }",
+        1,
+    )
+    assert "carries values from row to row" in _left(text)
+
+
+def test_an_empty_row_loop_anywhere_leaves_the_blocks_in_the_array() -> None:
+    """A statement of no rows (here from row -4 to -4) has no say in where the blocks
+    are: they stay within the array's rows."""
+    empty = Program(JACOBI.arrays, JACOBI.steps, (*JACOBI.sweeps, Sweep(1, ((0, 0),), -4, -4)))
+    text = empty.text()
+    for ranks, band in ((2, 2), (3, 2)):
+        module = parse_string(text)
+        (decision,) = time_tiles(module, band, ranks)
+        assert decision.done, decision.text
+        _as_written(text, print_module(module), empty.inputs(ranks), "interp")
