@@ -44,10 +44,15 @@ class CpuFacts:
     digest: str
 
 
+# x86's instructions that convert f32 to bf16 (AVX512-BF16, AVX-NE-CONVERT) flush
+# subnormals to zero; without them LLVM rounds in software, as the interpreter does.
+_X86_OFF = ("-mno-avx512bf16", "-mno-avxneconvert")
+
+
 def cpu_flags(cpu: str, arch: str | None = None) -> tuple[str, ...]:
-    """clang's flag for building for `cpu` on `arch` (this machine's by default)."""
+    """clang's flags for building for `cpu` on `arch` (this machine's by default)."""
     arch = arch if arch is not None else host_arch()
-    return (f"-march={cpu}",) if arch == "x86_64" else (f"-mcpu={cpu}",)
+    return (f"-march={cpu}", *_X86_OFF) if arch == "x86_64" else (f"-mcpu={cpu}",)
 
 
 @cache

@@ -372,6 +372,19 @@ def test_f64_to_bf16_rounds_once() -> None:
     np.testing.assert_array_equal(np.signbit(interp[1]), np.signbit(want))
 
 
+@needs_llvm
+def test_f32_to_bf16_keeps_subnormals() -> None:
+    """x86's bf16 conversion instructions flush subnormals to zero; dhir builds without
+    them (on a CPU that lacks them, this passes either way)."""
+    text = F64_TO_BF16.replace("memref<8xf64>", "memref<8xf32>").replace(
+        ": f64 to bf16", ": f32 to bf16"
+    )
+    a = np.array([1e-39, -1e-39, 1e-45, 1.0, 3e-39, 5e-40, -0.0, 2.0], np.float32)
+    native, interp = both(text, a, np.zeros(8, np.float32))
+    same_bits(native[1], interp[1], "native against the interpreter")
+    assert interp[1][0].view(np.uint32) == 0x000B0000
+
+
 MINUS_ZEROS_SUMMED = """
 func.func @main(%a: memref<4xf32>, %o: memref<2xf32>) {
   %c0 = arith.constant 0 : index
