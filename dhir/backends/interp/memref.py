@@ -100,6 +100,10 @@ def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
         fail(op, f"copies shape {source.shape} into shape {target.shape}")
     if not target.flags.writeable:
         fail(op, "writes into a constant memref.global")
+    same = source.__array_interface__ == target.__array_interface__
+    if not same and np.shares_memory(source, target):
+        # Native code copies element by element, or with memcpy: the order decides.
+        fail(op, "copies between views that overlap, which MLIR leaves undefined")
     np.copyto(target, source)
 
 
