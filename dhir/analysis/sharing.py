@@ -73,20 +73,27 @@ def _check_calls(module: ModuleOp) -> None:
     arguments of a function that holds a schedule, directly or through its calls."""
     holding = reaching_schedules(module)
     for call in find_ops(module, func.CallOp):
-        if _callee(call) not in holding:
-            continue
-        memrefs = [(n, v) for n, v in enumerate(call.arguments) if isinstance(v.type, MemRefType)]
-        for i, (n, first) in enumerate(memrefs):
-            for m, second in memrefs[i + 1 :]:
-                if common := shared(buffers(first), buffers(second)):
-                    raise PassFailedAt(
-                        call,
-                        f"this call passes views of one buffer ({describe(common)}) as "
-                        f"arguments {n} and {m} of @{_callee(call)}, which holds a schedule; "
-                        "dhir takes a function's memref arguments as distinct buffers and "
-                        "moves each between ranks on its own. Pass the buffer once and make "
-                        "the views inside the function",
-                    )
+        if _callee(call) in holding and (pair := aliased_arguments(call)) is not None:
+            n, m, common = pair
+            raise PassFailedAt(
+                call,
+                f"this call passes views of one buffer ({describe(common)}) as "
+                f"arguments {n} and {m} of @{_callee(call)}, which holds a schedule; "
+                "dhir takes a function's memref arguments as distinct buffers and "
+                "moves each between ranks on its own. Pass the buffer once and make "
+                "the views inside the function",
+            )
+
+
+def aliased_arguments(call: func.CallOp) -> tuple[int, int, frozenset[object]] | None:
+    """The first two memref arguments of `call` that may be views of one buffer, by
+    position, and the buffers they may share; None when no two may."""
+    memrefs = [(n, v) for n, v in enumerate(call.arguments) if isinstance(v.type, MemRefType)]
+    for i, (n, first) in enumerate(memrefs):
+        for m, second in memrefs[i + 1 :]:
+            if common := shared(buffers(first), buffers(second)):
+                return n, m, common
+    return None
 
 
 def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object]) -> str:

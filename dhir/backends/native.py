@@ -25,6 +25,7 @@ from dhir.analysis.communication import communicates, communicating_functions
 from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
+from dhir.analysis.sharing import aliased_arguments, may_alias, memory_of
 from dhir.api import diagnosed, run_pipeline
 from dhir.dialects import affine, func, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
@@ -317,8 +318,12 @@ def openmp_safe(module: ModuleOp) -> bool:
     their loops sequentially.) Nor with a float `generic_atomic_rmw` in host code, which
     dhir-float-atomics makes a plain load and store. Other loops that reach MPI run
     sequentially: see dhir-serial-loops. Nor with an atomic update whose result depends
-    on the order of the updates (`ordered_atomics`: float sums, assign)."""
+    on the order of the updates (`ordered_atomics`: float sums, assign), with a call
+    passing views of one buffer as two arguments, or a linalg op whose output may share
+    memory with an input: threads would take apart what the program does in order."""
     if float_atomics(module) or ordered_atomics(module):
+        return False
+    if any(aliased_arguments(call) for call in find_ops(module, func.CallOp)):
         return False
     parallel = False
     linalg: list[LinalgStructuredOperation] = []
@@ -334,6 +339,9 @@ def openmp_safe(module: ModuleOp) -> bool:
         elif isinstance(op, LinalgStructuredOperation):
             parallel = True
             linalg.append(op)
+            outputs = memory_of(op.outputs)
+            if any(may_alias(v, outputs) for v in op.inputs):  # threads would race
+                return False
     return parallel and not _linalg_communicates(module, linalg)
 
 

@@ -138,3 +138,41 @@ def test_every_atomic_update_kind_natively_equals_the_interpreter() -> None:
     native = dhir.run(UPDATES, *inputs, backend="native", threads=2)
     for got, want in zip(native, oracle):
         assert got.tobytes() == want.tobytes()
+
+
+MATMULS = """
+func.func private @mm(%p: memref<4x4xf32>, %b: memref<4x4xf32>, %q: memref<4x4xf32>) {
+  linalg.matmul ins(%p, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%q : memref<4x4xf32>)
+  return
+}
+func.func @main(%W: memref<4x4xf32>, %B: memref<4x4xf32>, %V: memref<4x4xf32>) {
+  CALL
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "threads"),
+    [
+        (
+            "func.call @mm(%W, %B, %V) : (memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()",
+            True,
+        ),
+        (
+            "func.call @mm(%B, %V, %V) : (memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>) -> ()",
+            False,
+        ),
+        (
+            "linalg.matmul ins(%B, %V : memref<4x4xf32>, memref<4x4xf32>) outs(%V : memref<4x4xf32>)",
+            False,
+        ),
+    ],
+)
+def test_loops_that_may_write_what_they_read_stay_on_one_thread(call: str, threads: bool) -> None:
+    """A matmul whose output is also its right factor: threads taking rows apart would
+    read elements other threads already rewrote (the sequential nest reads them in
+    order); so with views of one buffer passed as two arguments."""
+    from dhir.backends.native import openmp_safe
+
+    assert openmp_safe(dhir.parse_string(MATMULS.replace("CALL", call))) is threads
