@@ -962,6 +962,41 @@ class UnpackOp(_Relayout):
         return self.source, self.dest, None, self.inner_tiles
 
 
+class _CheckedYieldOp(linalg_ops.YieldOp):
+    """`linalg.yield` as written in a body: one value per output of the structured op it
+    ends, of that output's element type. xDSL 0.74 checks neither (the interpreter then
+    ran a body yielding two values for one output)."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        op = self.parent_op()
+        if not isinstance(op, LinalgStructuredOperation):
+            return
+        wanted = [getattr(v.type, "element_type", v.type) for v in op.outputs]
+        given = [v.type for v in self.operands]
+        if given != wanted:
+            raise VerifyException(
+                f"'linalg.yield' yields ({', '.join(map(str, given))}) where '{op.name}' "
+                f"has outputs of ({', '.join(map(str, wanted))})"
+            )
+
+
+class _CheckedIndexOp(linalg_ops.IndexOp):
+    """`linalg.index` as written in a body: a dimension among its op's loops. xDSL 0.74
+    does not check it."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        op = self.parent_op()
+        if isinstance(op, LinalgStructuredOperation):
+            loops = len(op.get_iterator_types())
+            if not 0 <= self.dim.value.data < loops:
+                raise VerifyException(
+                    f"'linalg.index' of dimension {self.dim.value.data}, but '{op.name}' "
+                    f"has {loops} loops"
+                )
+
+
 Linalg: Dialect = with_replaced_ops(
     linalg.Linalg,
     MatmulOp,
@@ -980,4 +1015,6 @@ Linalg: Dialect = with_replaced_ops(
     BatchMatvecOp,
     DotOp,
     DivOp,
+    _CheckedYieldOp,
+    _CheckedIndexOp,
 )

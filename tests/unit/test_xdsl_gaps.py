@@ -71,6 +71,23 @@ SAMPLES: dict[str, list[str]] = {
             "  %r = gpu.all_reduce minsi %x uniform {\n  } : (i32) -> i32",
         )
     ],
+    "linalg.index": [
+        _func(
+            "%a: memref<4xf32>, %b: memref<4xf32>",
+            "  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],"
+            ' iterator_types = ["parallel"]} ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {\n'
+            "  ^bb0(%x: f32, %y: f32):\n    %i = linalg.index 1 : index\n"
+            "    linalg.yield %x : f32\n  }",
+        )
+    ],
+    "linalg.yield": [
+        _func(
+            "%a: memref<4xf32>, %b: memref<4xf32>",
+            "  linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],"
+            ' iterator_types = ["parallel"]} ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) {\n'
+            "  ^bb0(%x: f32, %y: f32):\n    linalg.yield %x, %y : f32, f32\n  }",
+        )
+    ],
     "linalg.fill": [
         _func(
             "%v: vector<4xf32>, %m: memref<8xvector<4xf32>>",
