@@ -71,9 +71,10 @@ class LocatedParser(Parser):
         start = start_span.start
         try:
             op = super().parse_operation()
-        except VerifyException as error:
+        except (VerifyException, ValueError) as error:
             # xDSL's declarative formats check types while parsing and raise
-            # VerifyException; for the user it is an error at this op.
+            # VerifyException (or, building an op's default maps from wrong types,
+            # ValueError); for the user it is an error at this op.
             raise ParseError(start_span, str(error)) from None
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(start)

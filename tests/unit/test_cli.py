@@ -89,6 +89,19 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
     )
 
 
+def test_an_op_xdsl_cannot_build_from_its_types_is_a_located_error() -> None:
+    # A transfer of more dimensions than the memref has: xDSL raised ValueError making
+    # its default permutation map.
+    text = (
+        "func.func @f(%a: memref<8xf32>, %f: f32) {\n  %c0 = arith.constant 0 : index\n"
+        "  %v = vector.transfer_read %a[%c0], %f : memref<8xf32>, vector<2x4xf32>\n"
+        "  return\n}\n"
+    )
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "<stdin>:3:3: error: Dimension mismatch" in result.stderr
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
