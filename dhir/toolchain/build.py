@@ -45,7 +45,9 @@ from dhir.transforms.check_mpi import mpi_problems
 # bf16 in f32 and rounds each result with __truncsfbf2, which dhir's runtime defines:
 # MLIR's bf16 emulation would skip roundings between ops.) arith-to-llvm comes before
 # arith-expand, which leaves it only what LLVM has no instruction for (ceildivsi, ...):
-# its maximumf and minimumf ignore the sign of zero (docs/upstream-bugs.md).
+# its maximumf and minimumf ignore the sign of zero (docs/upstream-bugs.md). Both come
+# after the dialect passes, which then see the same module whether or not they are
+# skipped (a conversion pass folds the LLVM constants it meets).
 MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-linalg-to-loops",
     "--convert-vector-to-scf",
@@ -53,11 +55,11 @@ MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--lower-affine",
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=min-width-of-fpowi-exponent=33",
-    "--convert-arith-to-llvm",
-    "--arith-expand",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
     "--convert-vector-to-llvm",
+    "--convert-arith-to-llvm",
+    "--arith-expand",
     "--convert-to-llvm",
     "--reconcile-unrealized-casts",
 )

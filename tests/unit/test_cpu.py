@@ -81,7 +81,11 @@ def test_a_cpu_clang_does_not_know_lists_those_it_does() -> None:
 
 
 def test_flags_by_arch() -> None:
-    assert cpu_flags("znver4", "x86_64") == ("-march=znver4",)
+    assert cpu_flags("znver4", "x86_64") == (
+        "-march=znver4",
+        "-mno-avx512bf16",
+        "-mno-avxneconvert",
+    )
     assert cpu_flags("neoverse-v2", "aarch64") == ("-mcpu=neoverse-v2",)
 
 
