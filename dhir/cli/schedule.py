@@ -717,6 +717,8 @@ def read_graph(path: Path) -> TaskGraph:
         text = path.read_text()
     except OSError as error:
         raise _error(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _error(f"{path} is not UTF-8 text") from None
     try:
         data = json.loads(text)
     except ValueError as error:

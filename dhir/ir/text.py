@@ -45,6 +45,10 @@ def parse_string(
     except NotImplementedError as error:
         # What xDSL cannot represent yet (a semi-affine map, s0 * s1) is no ParseError.
         raise DhirError([_unsupported(parser, str(error), line_offset)], sources) from None
+    except RecursionError:
+        # xDSL's parser recurses once per nested region, attribute or type.
+        why = "nested too deeply for dhir's parser (Python's recursion limit)"
+        raise DhirError([Diagnostic(why, _here(parser, line_offset))], sources) from None
     if verify:
         try:
             verify_module(module, parser.task_bodies.cloned)
@@ -59,6 +63,8 @@ def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
         text = path.read_text()
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
+    except UnicodeDecodeError:
+        raise DhirError([Diagnostic(f"{path} is not UTF-8 text")]) from None
     return parse_string(text, str(path), **kwargs)  # type: ignore[arg-type]
 
 
@@ -67,11 +73,16 @@ def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
     return Diagnostic(error.msg, SourceLoc(loc.file, loc.line + line_offset, loc.col))
 
 
+def _here(parser: LocatedParser | None, line_offset: int) -> SourceLoc | None:
+    """Where `parser` stopped."""
+    if parser is None:
+        return None
+    loc = parser._current_token.span.get_location()  # pyright: ignore[reportPrivateUsage]
+    return SourceLoc(loc.file, loc.line + line_offset, loc.col)
+
+
 def _unsupported(parser: LocatedParser | None, why: str, line_offset: int) -> Diagnostic:
-    where = None
-    if parser is not None:
-        loc = parser._current_token.span.get_location()  # pyright: ignore[reportPrivateUsage]
-        where = SourceLoc(loc.file, loc.line + line_offset, loc.col)
+    where = _here(parser, line_offset)
     hint = " (a product of two symbols as arith.muli of the values)" if "semi-affine" in why else ""
     return Diagnostic(
         f"xDSL, which dhir reads MLIR with, cannot represent this yet ({why}); "

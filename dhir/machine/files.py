@@ -281,6 +281,8 @@ def read_system(path: Path) -> System:
         raise DhirError(
             [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]
         ) from None
+    except UnicodeDecodeError:
+        raise DhirError([Diagnostic(f"the machine description {path} is not UTF-8 text")]) from None
     return from_dict(parse(text, str(path)), str(path))
 
 

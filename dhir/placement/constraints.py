@@ -91,6 +91,8 @@ def read_constraints(path: Path) -> Constraints:
         text = path.read_text()
     except OSError as error:
         raise _error(f"cannot read the constraints file {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _error(f"the constraints file {path} is not UTF-8 text") from None
     try:
         parse = parse_json if description_format(path) == ".json" else parse_toml
     except DhirError:

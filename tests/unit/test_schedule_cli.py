@@ -345,3 +345,32 @@ def test_a_slow_network_keeps_transfers_inside_a_node(
     # A faster network makes the second node worth using, more so the faster it is.
     away = [sum(host == "beta.example" for host in placed[b].values()) for b in bandwidths]
     assert away == sorted(away) and away[-1] > 0
+
+
+@pytest.mark.parametrize("option", ["", "--system", "--constraints", "--graph"])
+def test_files_that_are_not_utf8_are_errors(
+    option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suffix = ".toml" if option == "--constraints" else ".json" if option else ".mlir"
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_bytes(b"\xff\xfe\x00garbage\x80\n")
+    example = str(Path(__file__).parents[2] / "examples" / "vector_add.mlir")
+    args = [str(bad)] if not option else [option, str(bad)]
+    if option in ("--system", "--constraints"):
+        args = [example, *args]
+    code = main(["schedule", *args])
+    err = capsys.readouterr().err
+    assert code == 1 and f"{bad.name} is not UTF-8 text" in err and "internal error" not in err
+
+
+def test_input_nested_too_deeply_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path / "deep.mlir"
+    levels = 400
+    deep.write_text(
+        "func.func @f(%t: i1) {\n" + "  scf.if %t {\n" * levels + "  }\n" * levels + "  return\n}\n"
+    )
+    code = main(["schedule", str(deep)])
+    err = capsys.readouterr().err
+    assert code == 1 and "deep.mlir:" in err and "nested too deeply" in err
