@@ -84,6 +84,16 @@ def load_profile(path: str | Path) -> Profile:
     return profile_from_json(data, str(path))
 
 
+# Sums of many times must stay finite (1e308 + 1e308 is inf), and NaN orders nothing.
+_LARGEST = 1e30
+_SECONDS = f"need seconds >= 0, at most {_LARGEST:g}"
+
+
+def _seconds(value: object) -> bool:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and 0 <= value <= _LARGEST  # type: ignore[operator]
+
+
 def profile_from_json(data: object, where: str = "the profile") -> Profile:
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
@@ -91,8 +101,8 @@ def profile_from_json(data: object, where: str = "the profile") -> Profile:
     devices = data.get("devices", {}) if isinstance(data, dict) else {}
     profile = Profile()
     for name, seconds in tasks.items():
-        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
-            raise _profile_error(where, f'task "{name}" has time {seconds!r}; need seconds >= 0')
+        if not _seconds(seconds):
+            raise _profile_error(where, f'task "{name}" has time {seconds!r}; {_SECONDS}')
         device = devices.get(name, {}) if isinstance(devices, dict) else {}
         kind = device.get("kind", "cpu") if isinstance(device, dict) else "cpu"
         arch = device.get("arch") if isinstance(device, dict) else None
@@ -106,10 +116,8 @@ def _schedule_times(schedules: object, where: str) -> dict[str, float]:
         raise _profile_error(where, '"schedules" must be an object: {"<schedule>": seconds}')
     times: dict[str, float] = {}
     for name, seconds in schedules.items():
-        if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
-            raise _profile_error(
-                where, f'schedule "{name}" has time {seconds!r}; need seconds >= 0'
-            )
+        if not _seconds(seconds):
+            raise _profile_error(where, f'schedule "{name}" has time {seconds!r}; {_SECONDS}')
         times[str(name)] = float(seconds)
     return times
 

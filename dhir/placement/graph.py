@@ -203,10 +203,16 @@ def _nodes(value: object, devices: list[str], where: str) -> dict[str, str]:
     return dict(value)
 
 
+# The largest cost or size taken: sums of many stay finite (1e308 + 1e308 is inf).
+LARGEST = 1e30
+
+
 def _check_number(value: object, what: str, unit: str, where: str) -> None:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
         raise _error(f"{where}: {what}: {unit} must be a non-negative number, got {value!r}")
+    if value > LARGEST:  # type: ignore[operator]
+        raise _error(f"{where}: {what}: {unit} must be at most {LARGEST:g}, got {value!r}")
 
 
 def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[str]:

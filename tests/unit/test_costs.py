@@ -331,6 +331,8 @@ def test_measured_times_replace_estimates_on_their_kind_of_device(tmp_path: Path
         ("[1, 2]", 'needs a "tasks" object'),
         ('{"tasks": {"t": -1}}', "need seconds >= 0"),
         ('{"tasks": {"t": "fast"}}', "need seconds >= 0"),
+        ('{"tasks": {"t": NaN}}', "need seconds >= 0"),
+        ('{"tasks": {"t": 1e308, "u": 1e308}}', "at most 1e.30"),  # their sum is inf
     ],
 )
 def test_bad_profiles_are_clear_errors(tmp_path: Path, content: str, complaint: str) -> None:

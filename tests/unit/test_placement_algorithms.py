@@ -469,6 +469,7 @@ def _graph(**overrides: object) -> dict[str, object]:
         (_graph(tasks={"x": {"cost": {"gpu9": 1}}}), "unknown device 'gpu9'"),
         (_graph(tasks={"x": {"cost": {"a": -1}}}), "non-negative"),
         (_graph(edges=[{"from": "x", "to": "y", "comm": -2}]), "non-negative"),
+        (_graph(tasks={"x": {"cost": {"a": 1e308}}}), "must be at most 1e.30"),
         (
             _graph(
                 edges=[{"from": "x", "to": "y", "comm": 1}, {"from": "y", "to": "x", "comm": 1}]
