@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
@@ -123,13 +124,18 @@ def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
     run of a task: its name, ` #K` for its K-th run after the first) and arrows (each
     message, from its send to its receive)."""
     try:
-        events = json.loads(path.read_text())["traceEvents"]
+        return _chart(json.loads(path.read_text())["traceEvents"])
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise DhirError(
             [Diagnostic(f"cannot read the trace {path}: not a trace that dhir run --trace wrote")]
         ) from None
+
+
+def _chart(events: list[dict[str, Any]]) -> tuple[TaskGraph, Placement, list[Arrow]]:
+    """`trace_chart` of the trace's events; KeyError, TypeError, ... where they are not
+    what dhir writes."""
     ranks = sorted({e["pid"] for e in events if e.get("ph") == "M"})
     devices = tuple(f"rank{r}" for r in ranks)
     assignment: dict[str, str] = {}
@@ -141,6 +147,10 @@ def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
         assignment[name] = f"rank{e['pid']}"
         start[name], finish[name] = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
     tasks = tuple(assignment)
+    if not tasks or any(assignment[t] not in devices for t in tasks):
+        raise ValueError("no task runs, or runs on ranks no metadata names")
+    if any(finish[t] < start[t] for t in tasks):
+        raise ValueError("a task run ends before it starts")
     cost = {t: {assignment[t]: finish[t] - start[t]} for t in tasks}
     graph = TaskGraph(devices, tasks, cost, ())
     flows: dict[int, list[dict[str, object]]] = defaultdict(list)

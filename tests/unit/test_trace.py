@@ -127,10 +127,30 @@ def test_dhir_gantt_draws_a_recorded_trace(tmp_path: Path) -> None:
     assert text.count("bytes from rank") == sum(e["ph"] == "s" for e in _events(trace))
 
 
+RUN = {"ph": "X", "cat": "task", "pid": 0, "ts": 1, "dur": 2, "name": "t", "args": {}}
+RANK = {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        {},
+        {"traceEvents": 3},
+        {"traceEvents": [3, "x", None]},
+        {"traceEvents": []},  # no task runs: nothing to draw
+        [{"ph": "X"}],
+        {"traceEvents": [RANK, {**RUN, "ts": "abc"}]},
+        {"traceEvents": [RANK, {**RUN, "args": None}]},
+        {"traceEvents": [RANK, {k: v for k, v in RUN.items() if k != "dur"}]},
+        {"traceEvents": [RANK, {**RUN, "dur": -5}]},
+        {"traceEvents": [RUN]},  # a run on a rank the trace does not name
+    ],
+)
 def test_dhir_gantt_refuses_what_is_no_trace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    trace: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text("{}")
+    bad.write_text(json.dumps(trace))
     assert main(["gantt", str(bad), "-o", str(tmp_path / "x.png")]) == 1
-    assert "cannot read the trace" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot read the trace" in err and "internal error" not in err
