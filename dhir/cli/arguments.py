@@ -3,14 +3,16 @@ cached path, dhir/cli/cached_run.py): inputs (`--input`), printed results (`--pr
 and the description `dhir compile` writes beside an executable."""
 
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from tokenize import TokenError
 from typing import TYPE_CHECKING
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.npy import MAGIC
+from dhir.toolchain.npy import MAGIC, read_header
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import (
     ARG,
@@ -71,8 +73,9 @@ def _read_input(text: str, spec: ArgSpec) -> object:
             file.seek(0)
             import numpy as np  # only here: the cached path reads .npy files itself
 
+            _check_size(Path(text), where)
             return np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, SyntaxError, TokenError, MemoryError) as error:
         raise DhirError(
             [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
         ) from None
@@ -199,6 +202,30 @@ def read_sidecar(exe: Path) -> Built:
                 )
             ]
         ) from None
+
+
+def _check_size(path: Path, where: str) -> None:
+    """Refuse a .npy file that holds fewer bytes than its header says, before NumPy
+    allocates them (a header can claim terabytes)."""
+    import numpy as np
+
+    header = read_header(path)
+    try:
+        itemsize = np.dtype(header.code).itemsize if header is not None else None
+    except TypeError:
+        itemsize = None
+    if header is None or itemsize is None:
+        return  # NumPy's reader says what is wrong with it
+    need = math.prod(header.shape) * itemsize
+    if path.stat().st_size - header.offset < need:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where}: '{path}' holds fewer bytes than its header's shape "
+                    f"{header.shape} needs; save the array with numpy.save"
+                )
+            ]
+        )
 
 
 def is_executable(path: Path) -> bool:

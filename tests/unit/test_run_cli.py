@@ -254,3 +254,26 @@ def test_a_run_that_keeps_no_results_says_so(tmp_path: Path, call_inputs: list[s
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *call_inputs)
     assert result.returncode == 0, result.stderr
     assert "the results were not kept: --output-dir DIR saves them" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        # 2^40 floats claimed, 16 bytes given: NumPy would try to allocate 4 TiB.
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", "fewer bytes"),
+        ("{'descr': '<f4', 'fortran_order': False, 'shape': (-20,, }", "cannot read"),
+    ],
+)
+def test_a_npy_file_with_a_lying_or_broken_header_is_an_error(
+    tmp_path: Path, header: str, message: str
+) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main(%x: memref<?xf32>) {\n  return\n}\n")
+    text = header.ljust(117) + "\n"
+    npy = tmp_path / "x.npy"
+    npy.write_bytes(
+        b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode() + bytes(16)
+    )
+    result = dhir("run", str(program), "--backend", "interp", "--input", str(npy))
+    assert result.returncode == 1 and message in result.stderr
+    assert "internal error" not in result.stderr
