@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
@@ -121,6 +122,10 @@ class OptimizeBodiesPass(ModulePass):
     vector_bits: int = 256
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.vector_bits not in (128, 256, 512):
+            raise PassFailedException(
+                f"dhir-optimize-bodies: vector_bits must be 128, 256 or 512, got {self.vector_bits}"
+            )
         optimize_bodies(op, self.vector_bits)
 
 

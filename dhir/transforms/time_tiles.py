@@ -48,6 +48,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.counts import constant_int
 from dhir.analysis.regions import Bounds, Regions, empty, piece_boxes, task_regions, whole
@@ -92,6 +93,11 @@ class TimeTilesPass(ModulePass):
     ranks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.steps < 0 or self.ranks < 1:
+            raise PassFailedException(
+                f"dhir-time-tiles: steps must be at least 0 (0: as the caches allow) and "
+                f"ranks at least 1, got steps={self.steps} ranks={self.ranks}"
+            )
         time_tiles(op, self.steps, self.ranks)
 
 

@@ -43,6 +43,8 @@ def test_example_round_trips_through_stdin_and_output_file(tmp_path: Path) -> No
         ([str(EXAMPLE), "-p", "dhir-place{ranks=/2}"], "bad pass pipeline"),
         ([str(EXAMPLE), "-p", "dhir-place{ranks=2"], "bad pass pipeline"),
         ([str(EXAMPLE), "-o", "/nonexistent/dir/out.mlir"], "cannot write"),
+        ([str(EXAMPLE), "-p", "dhir-time-tiles{steps=-1 ranks=0}"], "steps must be at least 0"),
+        ([str(EXAMPLE), "-p", "dhir-optimize-bodies{vector_bits=7}"], "must be 128, 256 or 512"),
     ],
 )
 def test_bad_invocations_fail_cleanly(args: list[str], message: str) -> None:
