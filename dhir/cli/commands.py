@@ -317,6 +317,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
+    _check_output(Path(args.file), Path(args.output))
     timing = Timing() if args.timing else None
     options = _options(args)
     module = _load_timed(Path(args.file), timing)
@@ -453,6 +454,15 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
         options = replace(options, threads=threads)
     results = run_executable(path, signature, inputs, options, output_dir=args.output_dir)
     return results, signature
+
+
+def _check_output(source: Path, output: Path) -> None:
+    """Before building: the executable must not replace the program, nor go into a
+    folder (its description would go beside the folder, not beside it)."""
+    if output.is_dir():
+        raise DhirError([Diagnostic(f"-o {output} is a directory; name the executable's file")])
+    if output.exists() and source.exists() and output.samefile(source):
+        raise DhirError([Diagnostic(f"-o {output} is the program itself; name another file")])
 
 
 def _install(exe: Path, destination: Path) -> None:

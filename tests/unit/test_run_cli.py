@@ -277,3 +277,13 @@ def test_a_npy_file_with_a_lying_or_broken_header_is_an_error(
     result = dhir("run", str(program), "--backend", "interp", "--input", str(npy))
     assert result.returncode == 1 and message in result.stderr
     assert "internal error" not in result.stderr
+
+
+def test_compile_will_not_overwrite_its_program_or_write_into_a_folder(tmp_path: Path) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text((EXAMPLES / "call.mlir").read_text())
+    result = dhir("compile", str(program), "-n", "2", "-o", str(program))
+    assert result.returncode == 1 and "is the program itself" in result.stderr
+    assert program.read_text() == (EXAMPLES / "call.mlir").read_text()
+    result = dhir("compile", str(program), "-n", "2", "-o", str(tmp_path))
+    assert result.returncode == 1 and "is a directory" in result.stderr
