@@ -14,6 +14,7 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -313,7 +314,8 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -
     touched = footprint(function, count, ranks)
     devices = as_built.devices
     capacity = [d.memory_bytes for d in devices]
-    sharing = [sum(other is d for other in devices) for d in devices]
+    users = Counter(id(d) for d in devices)  # ranks on one device share it
+    sharing = [users[id(d)] for d in devices]
     return Memory(touched, stored.partition(ranks), resident(stored, ranks), capacity, sharing)
 
 

@@ -406,7 +406,7 @@ def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | No
 def _piece_slots(loop: Operation, weights: Sequence[int]) -> dict[int, _Bounds] | None:
     """`_piece_bounds` by the index of each non-empty piece's weight."""
     total = sum(weights)
-    cuts = [Fraction(sum(weights[:k]), total) for k in range(len(weights) + 1)]
+    cuts = [Fraction(w, total) for w in itertools.accumulate(weights, initial=0)]
     found = _loop_range(loop)
     if found.known is None:
         if not found.unit_step:
