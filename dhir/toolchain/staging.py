@@ -34,7 +34,10 @@ def parse_scalar(text: str, kind: str) -> int | float:
     """A scalar `--input`'s value (after `TYPE=`) for NumPy's kind `kind`; ValueError
     when it is not one."""
     if kind == "f":
-        return float(text)
+        value = float(text)
+        if math.isinf(value) and "inf" not in text.lower():
+            raise ValueError(f"{text} is past the largest f64")  # 1e309 reads as inf
+        return value
     if kind == "b" and text.strip().lower() in _BOOLEANS:
         return _BOOLEANS[text.strip().lower()]
     return int(text, 0)

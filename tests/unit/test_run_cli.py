@@ -287,3 +287,30 @@ def test_compile_will_not_overwrite_its_program_or_write_into_a_folder(tmp_path:
     assert program.read_text() == (EXAMPLES / "call.mlir").read_text()
     result = dhir("compile", str(program), "-n", "2", "-o", str(tmp_path))
     assert result.returncode == 1 and "is a directory" in result.stderr
+
+
+def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
+    """float('1e309') is inf; only inf spelt out is."""
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "func.func @main(%x: f64, %o: memref<1xf64>) {\n  %c0 = arith.constant 0 : index\n"
+        "  memref.store %x, %o[%c0] : memref<1xf64>\n  return\n}\n"
+    )
+    out = tmp_path / "o.npy"
+    np.save(out, np.zeros(1))
+    result = dhir(
+        "run", str(program), "--backend", "interp", "--input", "f64=1e309", "--input", str(out)
+    )
+    assert result.returncode == 1 and "'1e309' is not a f64" in result.stderr
+    result = dhir(
+        "run",
+        str(program),
+        "--backend",
+        "interp",
+        "--input",
+        "f64=-inf",
+        "--input",
+        str(out),
+        "--print",
+    )
+    assert result.returncode == 0 and "-inf" in result.stdout
