@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import LocationAttr
     from xdsl.ir import Operation
 
+# The most characters of a source line an error quotes (a line may be megabytes long).
+_EXCERPT = 160
+
 
 @dataclass(frozen=True)
 class SourceLoc:
@@ -71,7 +74,14 @@ def _source_context(loc: SourceLoc, sources: Mapping[str, str] | None) -> list[s
     if not 0 < loc.line <= len(source_lines):
         return []
     line = source_lines[loc.line - 1]
-    return [line, " " * (loc.col - 1) + "^"]
+    column = loc.col - 1
+    if len(line) > _EXCERPT:  # a window of the line around the column, marked as cut
+        start = max(0, min(column - _EXCERPT // 2, len(line) - _EXCERPT))
+        end = start + _EXCERPT
+        head = "..." if start else ""
+        line = head + line[start:end] + ("..." if end < len(line) else "")
+        column = column - start + len(head)
+    return [line, " " * column + "^"]
 
 
 class DhirError(Exception):

@@ -104,6 +104,15 @@ def test_an_op_xdsl_cannot_build_from_its_types_is_a_located_error() -> None:
     assert "<stdin>:3:3: error: Dimension mismatch" in result.stderr
 
 
+def test_an_error_on_a_very_long_line_quotes_a_window_of_it() -> None:
+    text = "func.func @f() {\n  " + " " * 500_000 + "%y = arith.addi %z, %z : i32\n  return\n}\n"
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "use of undefined value %z" in result.stderr
+    assert len(result.stderr) < 2000
+    quoted, caret = result.stderr.splitlines()[1:3]
+    assert quoted.startswith("...") and quoted[caret.index("^") :].startswith("%y = ")
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
