@@ -1221,8 +1221,11 @@ static void read_all(int file, char *data, int64_t bytes, off_t at, const char *
 
 /* Whether every rank can do its own file I/O: `ok` is this rank's answer. */
 static int every_rank(int ok) {
-  const char *mode = getenv("DHIR_IO");
-  if (world_rank == 0 && mode != NULL && strcmp(mode, "rank0") == 0)
+  const char *mode = world_rank == 0 ? getenv("DHIR_IO") : NULL;
+  if (mode != NULL && *mode != '\0' && strcmp(mode, "rank0") != 0 && strcmp(mode, "each") != 0)
+    dhir_rt_fatal("DHIR_IO is '%s'; it takes rank0 (rank 0 reads and writes for all ranks) "
+                  "or each (every rank its own part, the default)", mode);
+  if (mode != NULL && strcmp(mode, "rank0") == 0)
     ok = 0;
   int all = 0;
   check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");

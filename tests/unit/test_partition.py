@@ -23,6 +23,7 @@ from dhir.analysis.partition import Partition, row_bands
 from dhir.api import run_pipeline
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.diagnostics import DhirError
 from dhir.ir.text import parse_string
 from dhir.runner import run_module
 from dhir.toolchain.build import Timing
@@ -404,3 +405,11 @@ def test_a_time_loop_without_a_fixed_layout_keeps_its_arrays_whole(
         assert f"memory: {name}: whole on every rank, its time loop finds no fixed layout" in (
             timing.notes
         )
+
+
+@needs_mlir
+def test_an_unknown_dhir_io_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DHIR_IO", "bogus")
+    a, b = np.zeros((22, 8)), np.zeros((22, 8))
+    with pytest.raises(DhirError, match="DHIR_IO is 'bogus'; it takes rank0"):
+        _native(stencil(22, 4, [0, 1, 0, 1], steps=1), [a, b], 2, "mpich", "best")
