@@ -401,6 +401,7 @@ class TaskOp(IRDLOperation):
         parser builds such a task only as they require (see dhir/ir/region_cache.py)."""
         self._verify_placement_in_schedule()
         self._verify_rank()
+        self._verify_name()
         target, name, memrefs = self._header()
         info = self._verify_target(target, name)
         schedule = self.parent_op()
@@ -423,6 +424,15 @@ class TaskOp(IRDLOperation):
         name = self.properties.get("target")
         target = operands[0] if targets else None
         return target, name if isinstance(name, StringAttr) else None, operands[targets:]
+
+    def _verify_name(self) -> None:
+        # Anything but a non-empty string would be ignored, and the SSA name used.
+        name = self.attributes.get("name")
+        if name is None or (isinstance(name, StringAttr) and name.data):
+            return
+        raise VerifyException(
+            f'a task\'s name must be a non-empty string (name = "fill"), got {name}'
+        )
 
     def _verify_rank(self) -> None:
         # Anything but an integer would be ignored, and the task placed elsewhere.

@@ -289,3 +289,16 @@ func.func @two_targets(%a: memref<4xf32>) {
   return
 }
 // CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:5: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)
+
+// -----
+
+func.func @task_name_not_a_string(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{a task's name must be a non-empty string (name = "fill"), got 3 : i64}}
+    %t = dhir.task %cpu, %a attributes {name = 3} {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: a task's name must be a non-empty string (name = "fill"), got 3 : i64
