@@ -8,6 +8,7 @@ Without -o the description goes to $XDG_CONFIG_HOME/dhir/system.toml (else
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         )
     path = args.output if args.output is not None else default_system_path()
     description_format(path)  # a bad name fails now, not after the measurements
+    if args.output is not None:  # the default's folder is made when written
+        _check_writable(Path(path))
     if base is not None and several:
         system = calibrate_links(base, args.mpi, args.quick, _say)
     else:
@@ -79,6 +82,15 @@ def run(args: argparse.Namespace) -> int:
     write_system(system, path)
     print(path)
     return 0
+
+
+def _check_writable(path: Path) -> None:
+    """Fail before the measurements, not after, where the description cannot be written:
+    its folder is missing or not writable, or the file is not."""
+    folder = path.parent if str(path.parent) else Path(".")
+    target = path if path.exists() else folder
+    if not folder.is_dir() or not os.access(target, os.W_OK):
+        raise DhirError([Diagnostic(f"cannot write the machine description {path}")])
 
 
 def _say(line: str) -> None:

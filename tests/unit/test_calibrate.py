@@ -164,6 +164,9 @@ def test_a_bad_output_name_fails_before_measuring(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "a .toml or .json file, not '.yaml'" in result.stderr
     assert "ping-pong" not in result.stderr
+    result = dhir("calibrate", "-o", str(tmp_path / "missing" / "system.json"))
+    assert result.returncode == 1 and "cannot write the machine description" in result.stderr
+    assert "ping-pong" not in result.stderr
 
 
 @pytest.mark.mpi
