@@ -370,16 +370,26 @@ def _load(path: Path) -> ModuleOp:
 def _run_program(
     path: Path, args: argparse.Namespace, timing: Timing | None
 ) -> tuple[list[np.ndarray], EntrySignature]:
+    if args.backend == "interp" and args.profile is not None:
+        raise DhirError(
+            [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
+        )
+    placing = [f"--{name}" for name in ("placement", "costs", "system") if getattr(args, name)]
+    if args.backend == "interp" and placing:
+        raise DhirError(
+            [
+                Diagnostic(
+                    "the interpreter places no task (it runs them in program order): "
+                    f"{' and '.join(placing)} need --backend native"
+                )
+            ]
+        )
     options = _options(args)
     module = _load_timed(path, timing)
     inputs = read_inputs(args.input, entry_signature(module, args.entry, given_only=True))
     if on_tensors(module, args.entry):  # arguments of dynamic shape take their inputs'
         module = specialise(module, args.entry, inputs)
     signature = entry_signature(module, args.entry)
-    if args.backend == "interp" and args.profile is not None:
-        raise DhirError(
-            [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
-        )
     plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
@@ -406,6 +416,10 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
 
 
 def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
+    if args.backend == "interp":
+        raise DhirError(
+            [Diagnostic(f"{path} is an executable; the interpreter runs the .mlir program")]
+        )
     names = (
         "placement",
         "costs",

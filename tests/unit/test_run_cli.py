@@ -85,6 +85,8 @@ def test_compile_then_run_the_executable(tmp_path: Path, call_inputs: list[str])
     assert "[ 12.  44.  76. 108.]" in ran.stdout  # row sums of 2 * arange(16)
     wrong = dhir("run", str(exe), "-n", "2", *call_inputs)
     assert wrong.returncode == 1 and "built for 3 ranks" in wrong.stderr
+    wrong = dhir("run", str(exe), "--backend", "interp", *call_inputs)
+    assert wrong.returncode == 1 and "the interpreter runs the .mlir program" in wrong.stderr
 
 
 @pytest.mark.parametrize(
@@ -314,3 +316,9 @@ def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
         "--print",
     )
     assert result.returncode == 0 and "-inf" in result.stdout
+
+
+@pytest.mark.parametrize("option", [["--placement", "heft"], ["--costs", "/nonexistent.json"]])
+def test_placement_options_with_the_interpreter_are_errors(option: list[str]) -> None:
+    result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *option)
+    assert result.returncode == 1 and "the interpreter places no task" in result.stderr
