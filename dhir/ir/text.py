@@ -70,7 +70,13 @@ def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
 
 def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
     loc = error.span.get_location()
-    return Diagnostic(error.msg, SourceLoc(loc.file, loc.line + line_offset, loc.col))
+    message = error.msg
+    if not message.strip() or message.startswith(" in "):
+        # xDSL names only where it was (" in block definition") when the input ends.
+        ended = not error.span.input.content[error.span.start :].strip()
+        what = "the input ends before the '}' that closes a region" if ended else "unexpected text"
+        message = what + message
+    return Diagnostic(message, SourceLoc(loc.file, loc.line + line_offset, loc.col))
 
 
 def _here(parser: LocatedParser | None, line_offset: int) -> SourceLoc | None:

@@ -113,6 +113,15 @@ def test_an_error_on_a_very_long_line_quotes_a_window_of_it() -> None:
     assert quoted.startswith("...") and quoted[caret.index("^") :].startswith("%y = ")
 
 
+def test_a_missing_closing_brace_is_named() -> None:
+    # xDSL's message was only " in block definition".
+    result = dhir_opt(stdin="func.func @main() {\n  return\n")
+    assert result.returncode == 1
+    assert "<stdin>:3:1: error: the input ends before the '}' that closes a region" in (
+        result.stderr
+    )
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
