@@ -84,14 +84,14 @@ def load_profile(path: str | Path) -> Profile:
     return profile_from_json(data, str(path))
 
 
-# Sums of many times must stay finite (1e308 + 1e308 is inf), and NaN orders nothing.
-_LARGEST = 1e30
-_SECONDS = f"need seconds >= 0, at most {_LARGEST:g}"
+# The largest time (or size) taken: sums of many must stay finite (1e308 + 1e308 is inf).
+LARGEST = 1e30
+_SECONDS = f"need seconds >= 0, at most {LARGEST:g}"
 
 
 def _seconds(value: object) -> bool:
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    return number and 0 <= value <= _LARGEST  # type: ignore[operator]
+    return number and 0 <= value <= LARGEST  # type: ignore[operator]
 
 
 def profile_from_json(data: object, where: str = "the profile") -> Profile:

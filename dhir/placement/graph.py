@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dhir.analysis.profile import LARGEST
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 FORMAT = (
@@ -201,10 +202,6 @@ def _nodes(value: object, devices: list[str], where: str) -> dict[str, str]:
     if value and missing:
         raise _error(f"{where}: device '{missing[0]}' has no node; give every device one")
     return dict(value)
-
-
-# The largest cost or size taken: sums of many stay finite (1e308 + 1e308 is inf).
-LARGEST = 1e30
 
 
 def _check_number(value: object, what: str, unit: str, where: str) -> None:
