@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import ModuleOp
 
 import dhir
 from dhir import parse_string
@@ -287,6 +288,19 @@ def test_rewrites_gemm_in_both_forms_for_the_vector_width() -> None:
         assert "4 rows x 8 columns (2 vectors of 4 x f64)" in narrow
 
 
+def _host_module(text: str, fast_math: str = "none") -> ModuleOp:
+    """`text`, a function without schedules, as the native backend hands it to the
+    optimizer: its nests and linalg ops wrapped in tasks by CodeDrop, relaxed as asked."""
+    from dhir.runner import drop_code
+    from dhir.transforms.fast_math import relax
+
+    module = parse_string(text)
+    drop_code(module, "main")
+    if fast_math != "none":
+        relax(module, fast_math)
+    return module
+
+
 def _left(text: str) -> str:
     (decision,) = optimize_bodies(parse_string(text), 256)
     assert not decision.done
@@ -442,11 +456,7 @@ func.func @main(%A: memref<{m}x{k}x{dtype}>, %B: memref<{k}x{n}x{dtype}>, %C: me
   return
 }}
 """
-    module = parse_string(text)
-    from dhir.runner import drop_code
-
-    drop_code(module, "main")
-    (decision,) = optimize_bodies(module, 256)
+    (decision,) = optimize_bodies(_host_module(text), 256)
     assert decision.done and "k innermost" in decision.text
     rng = np.random.default_rng(m * 100 + n)
     kind = np.float64 if dtype == "f64" else np.float32
@@ -463,11 +473,7 @@ func.func @main(%A: memref<4x4xf64>) {
   return
 }
 """
-    module = parse_string(text)
-    from dhir.runner import drop_code
-
-    drop_code(module, "main")
-    (decision,) = optimize_bodies(module, 256)
+    (decision,) = optimize_bodies(_host_module(text), 256)
     assert "may share memory with an input" in decision.text
 
 
@@ -524,13 +530,7 @@ func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf
   return
 }
 """
-    module = parse_string(text)
-    from dhir.runner import drop_code
-    from dhir.transforms.fast_math import relax
-
-    drop_code(module, "main")
-    relax(module, "reassoc")
-    (decision,) = optimize_bodies(module, 512)
+    (decision,) = optimize_bodies(_host_module(text, "reassoc"), 512)
     assert decision.done and "OpenBLAS gemm" in decision.text
     rng = np.random.default_rng(11)
     a, b, c = (rng.standard_normal(s) for s in ((33, 17), (17, 29), (33, 29)))
@@ -574,14 +574,7 @@ def test_named_contractions_equal_the_interpreter(
     interpreter's; with --fast-math=reassoc, OpenBLAS calls, within rounding of it."""
     shapes = _named_shapes(name, *sizes)
     text = _named_text(name, shapes, dtype)
-    module = parse_string(text)
-    from dhir.runner import drop_code
-    from dhir.transforms.fast_math import relax
-
-    drop_code(module, "main")
-    if relaxed:
-        relax(module, "reassoc")
-    decisions = optimize_bodies(module, 256)
+    decisions = optimize_bodies(_host_module(text, "reassoc" if relaxed else "none"), 256)
     called = [d for d in decisions if "OpenBLAS" in d.text]
     assert len(called) == (1 if relaxed else 0), [d.text for d in decisions]
     kind = np.float64 if dtype == "f64" else np.float32
@@ -1025,11 +1018,7 @@ func.func @main(%A: memref<4x4xf64>, %buf: memref<16xf64>) {
   return
 }
 """
-    module = parse_string(text)
-    from dhir.runner import drop_code
-
-    drop_code(module, "main")
-    (decision,) = optimize_bodies(module, 256)
+    (decision,) = optimize_bodies(_host_module(text), 256)
     assert "whose output is a view whose elements may overlap" in decision.text
     rng = np.random.default_rng(2)
     inputs = [rng.standard_normal((4, 4)), rng.standard_normal(16)]
