@@ -130,9 +130,7 @@ def add_parser(commands: Any) -> None:
         "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
     )
     parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
-    parser.add_argument(
-        "--entry", default="main", help="with FILE: the entry function (default: main)"
-    )
+    parser.add_argument("--entry", help="with FILE: the entry function (default: main)")
     parser.add_argument(
         "--no-codedrop",
         action="store_true",
@@ -141,7 +139,6 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--target",
-        default=DEFAULT_TARGET,
         metavar="ARCH|cpu|gpu",
         help="with FILE: where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, "
         "...), cpu, gpu (default: any device)",
@@ -239,8 +236,8 @@ def run(args: argparse.Namespace) -> int:
                 args.system,
                 args.ranks,
                 codedrop=not args.no_codedrop,
-                entry=args.entry,
-                target=args.target,
+                entry=args.entry or "main",
+                target=args.target or DEFAULT_TARGET,
                 costs=args.costs,
                 constraints=args.constraints,
                 algorithm=args.algorithm,
@@ -328,6 +325,16 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _error("--costs gives a program's measured task times; a --graph has its own")
     if args.graph is not None and args.constraints is not None:
         raise _error("--constraints steer the placement of a program's tasks; give the program")
+    program_only = {
+        "--entry": args.entry,
+        "--target": args.target,
+        "--no-codedrop": args.no_codedrop,
+    }
+    given = [name for name, value in program_only.items() if value]
+    if args.graph is not None and given:
+        raise _error(f"{given[0]} says how to read a program FILE; a --graph is read as it is")
+    if args.gantt_plan and args.gantt is None:
+        raise _error("--gantt-plan says which chart --gantt draws; give --gantt PATH too")
 
 
 def program_graphs(

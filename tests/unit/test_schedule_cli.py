@@ -202,6 +202,10 @@ def test_program_pictures_per_schedule(capsys: pytest.CaptureFixture[str], tmp_p
         ((), "either a program FILE or --graph"),
         (("x.mlir", "--graph", "g.json"), "either a program FILE or --graph"),
         (("--graph", str(TOPCUOGLU), "-n", "2"), "a --graph names its devices"),
+        (("--graph", str(TOPCUOGLU), "--entry", "f"), "--entry says how to read a program"),
+        (("--graph", str(TOPCUOGLU), "--target", "cpu"), "--target says how to read"),
+        (("--graph", str(TOPCUOGLU), "--no-codedrop"), "--no-codedrop says how to read"),
+        (("--graph", str(TOPCUOGLU), "--gantt-plan"), "give --gantt PATH too"),
     ],
 )
 def test_bad_program_arguments(
