@@ -345,7 +345,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     timing = Timing() if args.timing else None
     path = Path(args.file)
     if is_executable(path):
-        results, signature = _run_built(path, args)
+        results, signature = _run_built(path, args, timing)
     else:
         results, signature = _run_program(path, args, timing)
     report_results(results, signature, args.print, args.output_dir)
@@ -415,7 +415,9 @@ def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> Launc
     return launch_plan(read_system(args.system), ranks, mpi, cache_root())
 
 
-def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], EntrySignature]:
+def _run_built(
+    path: Path, args: argparse.Namespace, timing: Timing | None
+) -> tuple[list[np.ndarray], EntrySignature]:
     if args.backend == "interp":
         raise DhirError(
             [Diagnostic(f"{path} is an executable; the interpreter runs the .mlir program")]
@@ -466,7 +468,11 @@ def _run_built(path: Path, args: argparse.Namespace) -> tuple[list[np.ndarray], 
     if options.threads is None:
         threads = plan.threads if plan is not None else options.threads_per_rank()
         options = replace(options, threads=threads)
-    results = run_executable(path, signature, inputs, options, output_dir=args.output_dir)
+    traffic = timing.notes if timing is not None else None
+    with (timing if timing is not None else Timing()).stage("run"):
+        results = run_executable(
+            path, signature, inputs, options, output_dir=args.output_dir, traffic=traffic
+        )
     return results, signature
 
 

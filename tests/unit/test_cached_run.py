@@ -225,6 +225,9 @@ def test_an_executable_from_dhir_compile_takes_the_cached_path(cache: Path, tmp_
     done, cached = dhir_run(cache, str(exe), *given, *out)
     assert done.returncode == 0 and cached, done.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), a * 4.0)
+    done, cached = dhir_run(cache, str(exe), "--timing", *given, *out)
+    assert done.returncode == 0 and not cached, done.stderr
+    assert "  run\n" in done.stderr and "rank 1 sent" in done.stderr  # its run and traffic
     done, cached = dhir_run(cache, str(exe), "-n", "3", *given, *out)
     assert done.returncode == 1 and not cached  # the full path says why
     assert "was built for 2 ranks" in done.stderr
