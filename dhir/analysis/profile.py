@@ -56,6 +56,24 @@ def unmatched(profile: Profile, tasks: Iterable[str]) -> list[str]:
     ]
 
 
+def why_unmatched(stale: Iterable[str], tasks: Iterable[str]) -> dict[str, list[str]]:
+    """The entries of `unmatched(profile, tasks)` grouped by why none describes a task:
+    the task is cut into other pieces now, runs whole now, or no task has the name."""
+    names = set(tasks)
+    now = _pieces(names)
+    reasons: dict[str, list[str]] = {}
+    for name in stale:
+        whole = _whole(name)
+        if whole in now:
+            reason = f"{whole} is cut into {len(now[whole])} pieces now"
+        elif whole in names:
+            reason = f"{whole} runs whole now"
+        else:
+            reason = "no task has these names"
+        reasons.setdefault(reason, []).append(name)
+    return reasons
+
+
 _PIECE = ".piece"
 
 

@@ -29,7 +29,7 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
 from dhir.analysis.outputs import entry_called
 from dhir.analysis.partition import Storage
-from dhir.analysis.profile import Profile, load_profile, unmatched
+from dhir.analysis.profile import Profile, load_profile, unmatched, why_unmatched
 from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
@@ -224,18 +224,25 @@ def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
     """Warn about the profile's entries that describe no task of `module` (a name from
     another program, a task measured whole that is now cut, or cut otherwise), and
     leave them out: those tasks keep their estimates."""
-    stale = unmatched(profile, task_ids(module).values())
+    names = list(task_ids(module).values())
+    stale = unmatched(profile, names)
     if not stale:
         return
     for name in stale:
         del profile.tasks[name]
-    shown = ", ".join(stale[:8]) + (f" and {len(stale) - 8} more" if len(stale) > 8 else "")
+    reasons = why_unmatched(stale, names)
+    lines = [f"  {reason}: {_some(entries)}" for reason, entries in reasons.items()]
     message = (
-        f"{path} has times for tasks this program does not have: {shown}; they are not "
-        "used (the names are those `dhir schedule` prints for the same rank count; pieces "
-        "measured with another rank count or dhir.split are cut otherwise)"
+        f"{path} has times that describe no task of this program; they are not used (the "
+        "names are those `dhir schedule` prints; a task is cut by the rank count and "
+        "dhir.split):\n" + "\n".join(lines)
     )
     warn(Diagnostic(message, severity="warning"))
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(names[:8])
+    return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 
 def place_schedule(

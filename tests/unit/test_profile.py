@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dhir.analysis.profile import load_profile, profile_from_json, unmatched
+from dhir.analysis.profile import load_profile, profile_from_json, unmatched, why_unmatched
 from dhir.api import parse_file, parse_string, print_module, run_pipeline
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
@@ -277,13 +277,24 @@ def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
         module, f'dhir-split{{ranks=3}},dhir-place{{ranks=3 algorithm=heft costs="{costs}"}}'
     )
     warning = capsys.readouterr().err
-    assert warning.startswith(f"warning: {costs} has times for tasks"), warning
-    assert all(f"{name}," in warning or f"{name};" in warning for name in stale), warning
-    assert "t1," not in warning and "t1;" not in warning
+    assert warning.startswith(f"warning: {costs} has times that describe no task"), warning
+    assert "t0 is cut into 3 pieces now: t0, t0.piece0, t0.piece1\n" in warning, warning
+    assert "no task has these names: main.schedule3.task0" in warning, warning
+    assert "t1" not in warning.replace("task", "")
     profile = profile_from_json(json.loads(costs.read_text()))
     assert unmatched(profile, task_ids(module).values()) == stale
     drop_unmatched(profile, module, str(costs))
     assert list(profile.tasks) == ["t1"]
+
+
+def test_stale_entries_are_grouped_by_why() -> None:
+    tasks = ["a.piece0", "a.piece1", "a.piece2", "b", "c"]
+    stale = ["a.piece0", "b.piece1", "b.piece0", "gone"]
+    assert why_unmatched(stale, tasks) == {
+        "a is cut into 3 pieces now": ["a.piece0"],
+        "b runs whole now": ["b.piece1", "b.piece0"],
+        "no task has these names": ["gone"],
+    }
 
 
 @needs_llvm
