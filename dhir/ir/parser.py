@@ -12,6 +12,7 @@ from typing import TypeVar
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyDenseElement,
+    AnyVectorType,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     FloatAttr,
@@ -90,6 +91,14 @@ class LocatedParser(Parser):
         return self._packed(
             lambda: super(LocatedParser, self).parse_dense_int_or_fp_elements_attr(type)
         )
+
+    # MLIR refuses vectors with a dimension of 0; xDSL 0.74 builds them.
+    def _parse_vector_attrs(self) -> AnyVectorType:
+        start = self._current_token.span
+        vector = super()._parse_vector_attrs()
+        if 0 in vector.get_shape():
+            raise ParseError(start, "vector types must have positive constant sizes, not 0")
+        return vector
 
     def _packed(self, parse: Callable[[], _T]) -> _T:
         start = self._current_token.span

@@ -91,6 +91,15 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
     )
 
 
+@pytest.mark.parametrize("vector", ["vector<0xf32>", "vector<4x0x2xf32>", "vector<[0]xf32>"])
+def test_a_vector_of_no_elements_is_a_located_error(vector: str) -> None:
+    # MLIR refuses these; xDSL 0.74 built them, and the lowering failed far later.
+    text = f"func.func @f(%v: {vector}) {{\n  return\n}}\n"
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "<stdin>:1:" in result.stderr and "positive constant sizes" in result.stderr
+
+
 def test_an_op_xdsl_cannot_build_from_its_types_is_a_located_error() -> None:
     # A transfer of more dimensions than the memref has: xDSL raised ValueError making
     # its default permutation map.
