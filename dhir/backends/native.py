@@ -67,6 +67,7 @@ from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
+from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass, attach_constraints
@@ -143,6 +144,7 @@ def compile_native(
     after = (
         AccurateMathPass(),
         rows,
+        Mlir22WorkaroundsPass(),
         FloatAtomicsPass(),
         *copies,
         *threaded,

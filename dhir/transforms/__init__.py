@@ -74,6 +74,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return AccurateMathPass
 
+    def mlir22_workarounds() -> type[ModulePass]:
+        from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
+
+        return Mlir22WorkaroundsPass
+
     def check_mpi() -> type[ModulePass]:
         from dhir.transforms.check_mpi import CheckMpiPass
 
@@ -142,6 +147,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
+        "dhir-mlir22-workarounds": mlir22_workarounds,
     }
 
 

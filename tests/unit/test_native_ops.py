@@ -259,6 +259,67 @@ def test_n_d_vector_loads_and_stores() -> None:
     np.testing.assert_array_equal(interp[3], o)
 
 
+RUN_TIME_POSITIONS = """
+func.func @main(%a: memref<3x2x4xf32>, %out: memref<3x2x4xf32>, %row: memref<4xf32>,
+                %flat: memref<12xf64>, %sum: memref<3x4xf64>, %i: index, %j: index, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %a[%c0, %c0, %c0], %pad : memref<3x2x4xf32>, vector<3x2x4xf32>
+  %r = vector.extract %v[%j, %i] : vector<4xf32> from vector<3x2x4xf32>
+  %p = vector.extract %v[%i] : vector<2x4xf32> from vector<3x2x4xf32>
+  %x = vector.extract %v[%j, %i, %k] : f32 from vector<3x2x4xf32>
+  %w = vector.insert %r, %v[%i, %i] : vector<4xf32> into vector<3x2x4xf32>
+  %w2 = vector.insert %p, %w[%j] : vector<2x4xf32> into vector<3x2x4xf32>
+  %w3 = vector.insert %x, %w2[%k, %i, %j] : f32 into vector<3x2x4xf32>
+  %r2 = vector.insert %x, %r[%k] : f32 into vector<4xf32>
+  vector.transfer_write %w3, %out[%c0, %c0, %c0] : vector<3x2x4xf32>, memref<3x2x4xf32>
+  vector.transfer_write %r2, %row[%c0] : vector<4xf32>, memref<4xf32>
+  %d = memref.cast %flat : memref<12xf64> to memref<?xf64>
+  %e = memref.expand_shape %d [[0, 1]] output_shape [%c3, %c4] : memref<?xf64> into memref<?x?xf64>
+  %s = memref.subview %d[1] [%c6] [1] : memref<?xf64> to memref<?xf64, strided<[1], offset: 1>>
+  %f = memref.expand_shape %s [[0, 1]] output_shape [%c2, %c3]
+      : memref<?xf64, strided<[1], offset: 1>> into memref<?x?xf64, strided<[?, 1], offset: 1>>
+  scf.for %m = %c0 to %c3 step %c1 {
+    scf.for %n = %c0 to %c4 step %c1 {
+      %y = memref.load %e[%m, %n] : memref<?x?xf64>
+      %z = memref.load %f[%c1, %m] : memref<?x?xf64, strided<[?, 1], offset: 1>>
+      %t = arith.addf %y, %z : f64
+      memref.store %t, %sum[%m, %n] : memref<3x4xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("i, j, k", [(0, 0, 0), (1, 2, 2), (1, 0, 1)])
+def test_run_time_positions_and_expand_shapes_mlir_opt_crashes_on(i: int, j: int, k: int) -> None:
+    """dhir-mlir22-workarounds: inserts and extracts at run-time positions in outer vector
+    dimensions, and expand_shape with two run-time sizes in a group (mlir-opt-22 crashed
+    on or left them)."""
+    a = np.arange(24, dtype=np.float32).reshape(3, 2, 4)
+    flat = np.arange(12.0)
+    inputs = [a, np.zeros((3, 2, 4), np.float32), np.zeros(4, np.float32), flat]
+    native, interp = both(RUN_TIME_POSITIONS, *inputs, np.zeros((3, 4)), i, j, k)
+    for n, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {n}, native against the interpreter")
+    want = a.copy()
+    want[i, i] = a[j, i]
+    want[j] = a[i]
+    want[k, i, j] = a[j, i, k]
+    row = a[j, i].copy()
+    row[k] = a[j, i, k]
+    np.testing.assert_array_equal(interp[1], want)
+    np.testing.assert_array_equal(interp[2], row)
+    np.testing.assert_array_equal(interp[4], flat.reshape(3, 4) + flat[4:7][:, None])
+
+
 def test_unsupported_vector_ops_are_located_errors() -> None:
     masked = """
 func.func @main(%a: memref<8xf32>) {

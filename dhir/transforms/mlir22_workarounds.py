@@ -1,0 +1,161 @@
+"""`dhir-mlir22-workarounds`: valid ops that mlir-opt-22 cannot lower, made into ones it can.
+
+- `vector.insert`/`vector.extract` at a run-time position in a dimension of a vector other
+  than its innermost: `convert-vector-to-llvm` crashes on an inserted sub-vector and leaves
+  the others in place without a word (mlir-translate then fails). The position becomes each
+  of the dimension's static ones in turn, the op's results chosen with `arith.select`; an
+  out-of-range position, undefined in MLIR, leaves the vector as it was.
+- `memref.expand_shape` with two or more run-time sizes in one group: `expand-strided-metadata`
+  crashes. It becomes `memref.reinterpret_cast` of the source's base buffer, with the
+  source's offset and the strides an expansion gives (each output dimension's stride is the
+  source dimension's times the sizes of the output dimensions after it in its group).
+
+docs/upstream-bugs.md section 13 has the reproducers. Either rewrite addresses the same
+elements as the op it replaces, so results are exact.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StridedLayoutAttr,
+    VectorType,
+)
+from xdsl.dialects.utils.dynamic_index_list import get_dynamic_index_list, split_dynamic_index_list
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from dhir.dialects import arith, memref, vector
+from dhir.ir.walk import find_ops
+
+_Position = SSAValue | int
+
+
+@dataclass(frozen=True)
+class Mlir22WorkaroundsPass(ModulePass):
+    """Run-time positions in outer vector dimensions become static ones; expand_shape with
+    several run-time sizes in a group becomes a reinterpret_cast."""
+
+    name = "dhir-mlir22-workarounds"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        work: list[Operation] = list(find_ops(op, (vector.InsertOp, vector.ExtractOp)))
+        while work:  # each rewrite makes ops with one run-time position fewer
+            found = work.pop()
+            if isinstance(found, vector.InsertOp | vector.ExtractOp):
+                work += _static_position(found)
+        for found in find_ops(op, (memref.ExpandShapeOp,)):
+            if _crashes(found):
+                _reinterpret(found)
+
+
+def _outer_dynamic(positions: Sequence[_Position], rank: int) -> int | None:
+    """The first position given at run time in a dimension other than the innermost."""
+    return next(
+        (d for d, p in enumerate(positions) if isinstance(p, SSAValue) and d < rank - 1), None
+    )
+
+
+def _static_position(op: vector.InsertOp | vector.ExtractOp) -> list[Operation]:
+    """Rewrite `op` if it has a run-time position in an outer dimension; the new inserts
+    and extracts (which may have more), else nothing."""
+    whole = op.dest.type if isinstance(op, vector.InsertOp) else op.vector.type
+    assert isinstance(whole, VectorType)
+    positions = op.get_mixed_position()
+    dim = _outer_dynamic(positions, whole.get_num_dims())
+    if dim is None:
+        return []
+    index = positions[dim]
+    assert isinstance(index, SSAValue)
+    made: list[Operation] = []
+    ops: list[Operation] = []
+    chosen: SSAValue | None = op.dest if isinstance(op, vector.InsertOp) else None
+    for value in range(whole.get_shape()[dim]):
+        at = [*positions[:dim], value, *positions[dim + 1 :]]
+        if isinstance(op, vector.InsertOp):
+            one = vector.InsertOp(op.source, op.dest, at, op.result.type)
+        else:
+            one = vector.ExtractOp(op.vector, at, op.result.type)
+        made.append(one)
+        ops.append(one)
+        if chosen is None:
+            chosen = one.result
+            continue
+        constant = arith.ConstantOp(IntegerAttr(value, IndexType()))
+        equal = arith.CmpiOp(index, constant.result, "eq")
+        select = arith.SelectOp(equal.result, one.result, chosen)
+        ops += [constant, equal, select]
+        chosen = select.result
+    assert chosen is not None
+    Rewriter.replace_op(op, ops, [chosen])
+    return made
+
+
+def _crashes(op: memref.ExpandShapeOp) -> bool:
+    """Whether one of the op's groups has two or more run-time output sizes."""
+    shape = op.result.type.get_shape()
+    return any(sum(shape[d] == DYNAMIC_INDEX for d in group) >= 2 for group in _groups(op))
+
+
+def _groups(op: memref.ExpandShapeOp) -> list[list[int]]:
+    return [[d.value.data for d in group] for group in op.reassociation]
+
+
+def _reinterpret(op: memref.ExpandShapeOp) -> None:
+    result = op.result.type
+    assert isinstance(result, MemRefType)
+    meta = memref.ExtractStridedMetaDataOp(op.src)
+    ops: list[Operation] = [meta]
+    sizes = get_dynamic_index_list(
+        op.static_output_shape.get_values(), op.output_shape, DYNAMIC_INDEX
+    )
+    strides: list[SSAValue] = [meta.offset] * len(sizes)
+    for d, group in enumerate(_groups(op)):
+        stride = meta.strides[d]
+        for out in reversed(group[1:]):
+            strides[out] = stride
+            times = arith.MuliOp(stride, _value(sizes[out], ops))
+            ops.append(times)
+            stride = times.result
+        strides[group[0]] = stride
+    wanted = result.get_strides()
+    assert wanted is not None
+    offset = result.layout.get_offset() if isinstance(result.layout, StridedLayoutAttr) else 0
+    cast = memref.ReinterpretCastOp(
+        meta.base_buffer,
+        *_split([_given(offset, meta.offset), *map(_given, wanted, strides)], len(sizes), sizes),
+        result_type=result,
+    )
+    Rewriter.replace_op(op, [*ops, cast])
+
+
+def _given(static: int | None, value: SSAValue) -> _Position:
+    """The static value where the result type has one (the cast must then say it), else
+    the computed one."""
+    return value if static is None or static == DYNAMIC_INDEX else static
+
+
+def _value(position: _Position, ops: list[Operation]) -> SSAValue:
+    if isinstance(position, SSAValue):
+        return position
+    constant = arith.ConstantOp(IntegerAttr(position, IndexType()))
+    ops.append(constant)
+    return constant.result
+
+
+def _split(
+    offset_strides: list[_Position], rank: int, sizes: Sequence[_Position]
+) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue], list[int], list[int], list[int]]:
+    """ReinterpretCastOp's dynamic offsets, sizes, strides, then their static lists."""
+    offset, strides = offset_strides[:1], offset_strides[1 : rank + 1]
+    lists = [
+        split_dynamic_index_list(list(part), DYNAMIC_INDEX) for part in (offset, sizes, strides)
+    ]
+    return (lists[0][1], lists[1][1], lists[2][1], lists[0][0], lists[1][0], lists[2][0])

@@ -1,0 +1,45 @@
+// dhir-mlir22-workarounds: run-time positions in outer vector dimensions become static
+// ones chosen by arith.select, and expand_shape with two run-time sizes in a group becomes
+// a reinterpret_cast (mlir-opt-22 crashes on both, or leaves the extract unlowered).
+// RUN: dhir-opt %s -p dhir-mlir22-workarounds | filecheck %s
+// RUN: dhir-opt %s -p dhir-mlir22-workarounds | mlir-opt-22 --expand-strided-metadata --convert-vector-to-llvm --finalize-memref-to-llvm --convert-func-to-llvm --convert-arith-to-llvm --reconcile-unrealized-casts | filecheck %s --check-prefix=LLVM
+
+// LLVM-NOT: vector.
+// LLVM-NOT: memref.
+
+// CHECK-LABEL: func.func @positions
+func.func @positions(%v: vector<2x4xf32>, %w: vector<4xf32>, %i: index, %j: index) -> (vector<2x4xf32>, f32, vector<4xf32>) {
+  // CHECK:      %[[R0:.*]] = vector.insert %w, %v [0] : vector<4xf32> into vector<2x4xf32>
+  // CHECK-NEXT: %[[C0:.*]] = arith.constant 0 : index
+  // CHECK-NEXT: %[[E0:.*]] = arith.cmpi eq, %i, %[[C0]] : index
+  // CHECK-NEXT: %[[S0:.*]] = arith.select %[[E0]], %[[R0]], %v : vector<2x4xf32>
+  // CHECK-NEXT: %[[R1:.*]] = vector.insert %w, %v [1] : vector<4xf32> into vector<2x4xf32>
+  // CHECK-NEXT: %[[C1:.*]] = arith.constant 1 : index
+  // CHECK-NEXT: %[[E1:.*]] = arith.cmpi eq, %i, %[[C1]] : index
+  // CHECK-NEXT: %[[R:.*]] = arith.select %[[E1]], %[[R1]], %[[S0]] : vector<2x4xf32>
+  %r = vector.insert %w, %v[%i] : vector<4xf32> into vector<2x4xf32>
+  // The innermost position stays a run-time one: LLVM has extractelement.
+  // CHECK-NEXT: %[[X0:.*]] = vector.extract %v[0, %j] : f32 from vector<2x4xf32>
+  // CHECK-NEXT: %[[X1:.*]] = vector.extract %v[1, %j] : f32 from vector<2x4xf32>
+  // CHECK-NEXT: %[[D1:.*]] = arith.constant 1 : index
+  // CHECK-NEXT: %[[F1:.*]] = arith.cmpi eq, %i, %[[D1]] : index
+  // CHECK-NEXT: %[[X:.*]] = arith.select %[[F1]], %[[X1]], %[[X0]] : f32
+  %e = vector.extract %v[%i, %j] : f32 from vector<2x4xf32>
+  // CHECK-NEXT: %[[K:.*]] = vector.insert %[[X]], %w [%j] : f32 into vector<4xf32>
+  %k = vector.insert %e, %w[%j] : f32 into vector<4xf32>
+  // CHECK-NEXT: return %[[R]], %[[X]], %[[K]]
+  return %r, %e, %k : vector<2x4xf32>, f32, vector<4xf32>
+}
+
+// CHECK-LABEL: func.func @expand
+func.func @expand(%a: memref<?xf64, strided<[?], offset: ?>>, %m: index, %n: index) -> (memref<?x?xf64, strided<[?, ?], offset: ?>>, memref<?x4xf64, strided<[?, ?], offset: ?>>) {
+  // CHECK:      %[[BASE:.*]], %[[OFF:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata %a
+  // CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[STRIDE]], %n : index
+  // CHECK-NEXT: %[[B:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [%[[OFF]]], sizes: [%m, %n], strides: [%[[ROW]], %[[STRIDE]]] : memref<f64> to memref<?x?xf64, strided<[?, ?], offset: ?>>
+  %b = memref.expand_shape %a [[0, 1]] output_shape [%m, %n] : memref<?xf64, strided<[?], offset: ?>> into memref<?x?xf64, strided<[?, ?], offset: ?>>
+  // One run-time size in a group: mlir-opt-22 lowers it.
+  // CHECK-NEXT: %[[C:.*]] = memref.expand_shape %a
+  %c = memref.expand_shape %a [[0, 1]] output_shape [%m, 4] : memref<?xf64, strided<[?], offset: ?>> into memref<?x4xf64, strided<[?, ?], offset: ?>>
+  // CHECK-NEXT: return %[[B]], %[[C]]
+  return %b, %c : memref<?x?xf64, strided<[?, ?], offset: ?>>, memref<?x4xf64, strided<[?, ?], offset: ?>>
+}
