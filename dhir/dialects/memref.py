@@ -28,6 +28,10 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.utils.reshape_ops_utils import (
+    ArrayOfIntArrayAttr,
+    verify_reshape_like_types,
+)
 from xdsl.ir import Attribute, Block, Dialect, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.irdl import (
@@ -59,10 +63,8 @@ from xdsl.dialects.memref import (
     AllocOp as AllocOp,
     AllocaOp as AllocaOp,
     AssumeAlignmentOp as AssumeAlignmentOp,
-    CollapseShapeOp as CollapseShapeOp,
     DeallocOp as DeallocOp,
     DimOp as DimOp,
-    ExpandShapeOp as ExpandShapeOp,
     ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
     GetGlobalOp as GetGlobalOp,
     ReinterpretCastOp as ReinterpretCastOp,
@@ -80,6 +82,7 @@ from dhir.dialects.format import (
     redefine_operands,
     split_properties,
 )
+from dhir.dialects.reshape import collapsed_layout, expanded_layout, strides_and_offset
 
 OpT = TypeVar("OpT", bound=type[IRDLOperation])
 
@@ -108,6 +111,58 @@ class StoreOp(memref.StoreOp):
 
     def verify_(self) -> None:
         _reraise_as_verify_error(super().verify_)
+
+
+class ExpandShapeOp(memref.ExpandShapeOp):
+    """MLIR's checks, which xDSL 0.74 lacks: the groups and sizes agree with both types,
+    `output_shape` with the result's sizes, and the result's layout is the expansion of
+    the source's."""
+
+    def verify_(self) -> None:
+        source, result = self.src.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        _check_groups(source, result, self.reassociation)
+        given = self.static_output_shape.get_values()
+        if list(given) != list(result.get_shape()):
+            raise VerifyException(
+                f"output_shape {_shape_text(given)} does not match the result's sizes "
+                f"{_shape_text(result.get_shape())} (a run-time size where the type has ?)"
+            )
+        _same_layout(result, *expanded_layout(source, _groups(self), result.get_shape()))
+
+
+class CollapseShapeOp(memref.CollapseShapeOp):
+    """MLIR's checks, which xDSL 0.74 lacks: the groups and sizes agree with both types,
+    each group's dimensions are contiguous in the source, and the result's layout is the
+    collapse of the source's."""
+
+    def verify_(self) -> None:
+        source, result = self.src.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        _check_groups(result, source, self.reassociation)
+        _same_layout(result, *collapsed_layout(source, _groups(self)))
+
+
+def _check_groups(collapsed: MemRefType, expanded: MemRefType, groups: ArrayOfIntArrayAttr) -> None:
+    # xDSL's check wants a group per dimension; MLIR also reshapes a rank-0 memref to and
+    # from dimensions of size 1, with no group.
+    if collapsed.get_shape() or not all(d == 1 for d in expanded.get_shape()):
+        verify_reshape_like_types(collapsed, expanded, groups)
+
+
+def _groups(op: memref.AlterShapeOperation) -> list[list[int]]:
+    return [[d.value.data for d in group] for group in op.reassociation]
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return "[" + ", ".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape) + "]"
+
+
+def _same_layout(result: MemRefType, strides: Sequence[int | None], offset: int | None) -> None:
+    declared, at = strides_and_offset(result)
+    if (list(declared), at) != (list(strides), offset):
+        wanted = StridedLayoutAttr(list(strides), offset)
+        raise VerifyException(f"the result's layout must be {wanted}, not {result.layout}")
 
 
 @custom_format("$source `,` $destination attr-dict `:` type($source) `to` type($destination)")
@@ -798,6 +853,8 @@ MemRef: Dialect = with_replaced_ops(
     AllocaScopeOp,
     AllocaScopeReturnOp,
     AtomicRMWOp,
+    CollapseShapeOp,
+    ExpandShapeOp,
     CastOp,
     AtomicYieldOp,
     CopyOp,

@@ -895,7 +895,8 @@ func.func @main(%m: memref<4x6xi32>, %flat: memref<24xi32>, %n: index) {
   memref.store %di, %last[] : memref<i32, strided<[], offset: 23>>
   %cast = memref.cast %m : memref<4x6xi32> to memref<?x6xi32>
   %col = memref.collapse_shape %cast [[0, 1]] : memref<?x6xi32> into memref<?xi32>
-  %exp = memref.expand_shape %col [[0, 1]] output_shape [3, 8] : memref<?xi32> into memref<3x8xi32>
+  %col24 = memref.cast %col : memref<?xi32> to memref<24xi32>
+  %exp = memref.expand_shape %col24 [[0, 1]] output_shape [3, 8] : memref<24xi32> into memref<3x8xi32>
   %fexp = memref.expand_shape %flat [[0, 1]] output_shape [3, 8]
       : memref<24xi32> into memref<3x8xi32>
   memref.copy %exp, %fexp : memref<3x8xi32> to memref<3x8xi32>

@@ -394,3 +394,69 @@ def test_memref_constructors_build_dhir_classes() -> None:
         "memref.rank",
         "memref.extract_aligned_pointer_as_index",
     ]
+
+
+# memref.expand_shape / collapse_shape: (source type, result type, op, valid as MLIR 22 says).
+RESHAPES = [
+    ("memref<?xf64>", "memref<?x?xf64>", "expand [[0, 1]] [%m, %n]", True),
+    ("memref<12xf64>", "memref<?x?xf64>", "expand [[0, 1]] [%m, %n]", False),
+    ("memref<12xf64>", "memref<3x5xf64>", "expand [[0, 1]] [3, 5]", False),
+    ("memref<?xf64>", "memref<3x4xf64>", "expand [[0, 1]] [3, 4]", False),
+    ("memref<12xf64>", "memref<3x4xf64>", "expand [[0, 1]] [3, 5]", False),
+    ("memref<12xf64>", "memref<3x4xf64>", "expand [[0], [1]] [3, 4]", False),
+    ("memref<12xf64>", "memref<3x4xf64, strided<[8, 1]>>", "expand [[0, 1]] [3, 4]", False),
+    ("memref<3x4xf64, strided<[8, 1], offset: 2>>",
+     "memref<3x2x2xf64, strided<[8, 2, 1], offset: 2>>", "expand [[0], [1, 2]] [3, 2, 2]", True),
+    ("memref<3x4xf64, strided<[8, 1], offset: 2>>",
+     "memref<3x2x2xf64, strided<[8, 2, 1]>>", "expand [[0], [1, 2]] [3, 2, 2]", False),
+    ("memref<f64>", "memref<1x1xf64>", "expand [] [1, 1]", True),
+    ("memref<?x?xf64>", "memref<?xf64>", "collapse [[0, 1]]", True),
+    ("memref<?x?xf64>", "memref<12xf64>", "collapse [[0, 1]]", False),
+    ("memref<3x4xf64>", "memref<?xf64>", "collapse [[0, 1]]", False),
+    ("memref<3x4xf64>", "memref<13xf64>", "collapse [[0, 1]]", False),
+    ("memref<3x4xf64, strided<[8, 1]>>", "memref<12xf64>", "collapse [[0, 1]]", False),
+    ("memref<3x2x2xf64, strided<[8, 2, 1], offset: 2>>",
+     "memref<3x4xf64, strided<[8, 1], offset: 2>>", "collapse [[0], [1, 2]]", True),
+    ("memref<3x1x4xf64, strided<[4, 7, 1]>>", "memref<12xf64, strided<[1]>>",
+     "collapse [[0, 1, 2]]", True),
+    ("memref<?x4xf64, strided<[4, 1], offset: ?>>", "memref<?xf64, strided<[1], offset: ?>>",
+     "collapse [[0, 1]]", True),
+    ("memref<?x?xf64, strided<[?, 1], offset: ?>>", "memref<?xf64, strided<[1], offset: ?>>",
+     "collapse [[0, 1]]", False),
+    ("memref<1x1xf64>", "memref<f64>", "collapse []", True),
+    ("memref<1x2xf64>", "memref<f64>", "collapse []", False),
+]  # fmt: skip
+
+
+def _reshape(source: str, result: str, op: str) -> str:
+    kind, rest = op.split(" ", 1)
+    if kind == "expand":
+        groups, shape = rest.rsplit(" [", 1)
+        text = f"memref.expand_shape %a {groups} output_shape [{shape} : {source} into {result}"
+    else:
+        text = f"memref.collapse_shape %a {rest} : {source} into {result}"
+    return (
+        f"func.func @f(%a: {source}, %m: index, %n: index) -> {result} {{\n"
+        f"  %b = {text}\n  func.return %b : {result}\n}}"
+    )
+
+
+@pytest.mark.parametrize("source, result, op, valid", RESHAPES)
+def test_reshapes_are_verified_as_mlir_does(source: str, result: str, op: str, valid: bool) -> None:
+    """xDSL 0.74 checked none of these; the interpreter ran the invalid ones."""
+    module = parse(_reshape(source, result, op), verify=False)
+    if valid:
+        module.verify()
+    else:
+        with pytest.raises(VerifyException):
+            module.verify()
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("source, result, op, valid", RESHAPES)
+def test_mlir_opt_agrees_on_the_reshapes(source: str, result: str, op: str, valid: bool) -> None:
+    mlir_opt = shutil.which("mlir-opt-22")
+    assert mlir_opt is not None
+    text = _reshape(source, result, op)
+    done = subprocess.run([mlir_opt], input=text, capture_output=True, text=True, check=False)
+    assert (done.returncode == 0) == valid, done.stderr
