@@ -15,11 +15,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IndexType, ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
-from dhir.dialects import affine, func, scf
+from dhir.dialects import affine, arith, func, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
@@ -199,6 +200,8 @@ def _map_loops(tasks: Sequence[TaskOp], labels: dict[TaskOp, str], mlir_opt: str
             mlir_opt,
             labels,
         )
+    for loop in [op for op in module.walk() if isinstance(op, scf.ParallelOp)]:
+        _count_from_zero(loop)
     mapped: dict[str, func.FuncOp] = {}
     for depth, group in _by_depth(module).items():
         sizes = ",".join(str(s) for s in TILE_SIZES[depth])
@@ -264,6 +267,51 @@ def _reverse_dims(loop: scf.ParallelOp) -> None:
         arg.replace_all_uses_with(new[n - 1 - i])
     for arg in old:
         block.erase_arg(arg)
+
+
+def _count_from_zero(loop: scf.ParallelOp) -> None:
+    """Make `loop` count its iterations from 0 in steps of 1 (i = lb + k * step inside).
+    mlir-opt-22's tiling with `no-min-max-bounds` checks a thread's bound as lb + i * step
+    with i already a multiple of the step, and compares unsigned: other steps skipped
+    iterations and negative lower bounds dropped them (docs/upstream-bugs.md section 14).
+    A loop whose upper bound is below its lower one gets 0 iterations, not a negative count."""
+    bounds = list(zip(loop.lowerBound, loop.upperBound, loop.step))
+    if all(_is_constant(lb, 0) and _is_constant(step, 1) for lb, _, step in bounds):
+        return
+    zero, one = (
+        arith.ConstantOp.from_int_and_width(0, IndexType()),
+        arith.ConstantOp.from_int_and_width(1, IndexType()),
+    )
+    before: list[Operation] = [zero, one]
+    counts: list[SSAValue] = []
+    for lb, ub, step in bounds:
+        span = arith.SubiOp(ub, lb)
+        count = arith.CeilDivSIOp(span, step)
+        kept = arith.MaxSIOp(count, zero)
+        before += [span, count, kept]
+        counts.append(kept.result)
+    Rewriter.insert_op(before, InsertPoint.before(loop))
+    body = loop.body.block
+    inside: list[Operation] = []
+    for k, (lb, _, step) in zip(body.args, bounds):
+        uses = list(k.uses)
+        scaled = arith.MuliOp(k, step)
+        index = arith.AddiOp(lb, scaled)
+        for use in uses:
+            use.operation.operands[use.index] = index.result
+        inside += [scaled, index]
+    Rewriter.insert_op(inside, InsertPoint.at_start(body))
+    n = len(bounds)
+    loop.operands = [*[zero.result] * n, *counts, *[one.result] * n, *loop.initVals]
+
+
+def _is_constant(value: SSAValue, number: int) -> bool:
+    op = value.owner
+    return (
+        isinstance(op, arith.ConstantOp)
+        and isinstance(op.value, IntegerAttr)
+        and op.value.value.data == number
+    )
 
 
 def _by_depth(module: ModuleOp) -> dict[int, list[func.FuncOp]]:

@@ -6,7 +6,10 @@ import shutil
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 from xdsl.passes import PassPipeline
 
 import dhir
@@ -341,3 +344,70 @@ def test_default_chip_without_a_gpu_is_sm_80(monkeypatch: pytest.MonkeyPatch) ->
         assert default_chip() == "sm_80"
     finally:
         default_chip.cache_clear()
+
+
+def _bounded_loops(dims: list[tuple[int, int, int]], side: int) -> str:
+    """A GPU task whose scf.parallel runs over `dims` (lower bound, upper bound, step each)
+    and stores a number made of its indices at [(i - lower bound) / step, ...]: every
+    iteration writes an element of its own."""
+    rank = len(dims)
+    shape = "x".join([str(side)] * rank)
+    ivs = [f"%i{d}" for d in range(rank)]
+    lines = [
+        f"func.func @main(%out: memref<{shape}xi64>) {{",
+        "  dhir.schedule %out {",
+        '    %gpu = dhir.target {arch = "sm_90"}',
+        "    %t = dhir.task %gpu, %out {",
+    ]
+    for d, (lb, ub, step) in enumerate(dims):
+        lines += [
+            f"      %lb{d} = arith.constant {lb} : index",
+            f"      %ub{d} = arith.constant {ub} : index",
+            f"      %st{d} = arith.constant {step} : index",
+        ]
+    bounds = [", ".join(f"%{name}{d}" for d in range(rank)) for name in ("lb", "ub", "st")]
+    lines.append(f"      scf.parallel ({', '.join(ivs)}) = ({bounds[0]}) to ({bounds[1]}) "
+                 f"step ({bounds[2]}) {{")  # fmt: skip
+    value = "%z"
+    lines.append("        %z = arith.constant 0 : i64")
+    for d in range(rank):
+        lines += [
+            f"        %off{d} = arith.subi {ivs[d]}, %lb{d} : index",
+            f"        %at{d} = arith.divsi %off{d}, %st{d} : index",
+            f"        %x{d} = arith.index_cast {ivs[d]} : index to i64",
+            f"        %k{d} = arith.constant {1000**d} : i64",
+            f"        %p{d} = arith.muli %x{d}, %k{d} : i64",
+            f"        %v{d} = arith.addi {value}, %p{d} : i64",
+        ]
+        value = f"%v{d}"
+    at = ", ".join(f"%at{d}" for d in range(rank))
+    lines += [f"        memref.store {value}, %out[{at}] : memref<{shape}xi64>", "      }",
+              "    }", "  }", "  func.return", "}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def _loop_bounds(draw: st.DrawFn, side: int) -> list[tuple[int, int, int]]:
+    dims = []
+    for _ in range(draw(st.integers(1, 3))):
+        lb = draw(st.integers(-40, 40))
+        step = draw(st.integers(1, 5))
+        ub = lb + draw(st.integers(-3, (side - 1) * step + 1))
+        dims.append((lb, ub, step))
+    return dims
+
+
+@settings(max_examples=40, deadline=None)
+@given(_loop_bounds(side=12))
+def test_kernels_run_every_iteration_of_their_loops(dims: list[tuple[int, int, int]]) -> None:
+    """Tiled and mapped to threads, a parallel loop runs each iteration once, whatever its
+    bounds and steps (mlir-opt-22's bound check skipped iterations for steps other than 1
+    and dropped negative indices). The kernels run in the interpreter."""
+    text = _bounded_loops(dims, 12)
+    note(text)
+    want = dhir.run(text, np.zeros([12] * len(dims), np.int64), backend="interp")
+    module = dhir.parse_string(text)
+    dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
+    assert any(isinstance(op, dgpu.LaunchOp) for op in module.walk())
+    got = dhir.run(module, np.zeros([12] * len(dims), np.int64), backend="interp")
+    np.testing.assert_array_equal(got[0], want[0])
