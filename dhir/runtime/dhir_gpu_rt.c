@@ -500,6 +500,11 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y, intptr_t
   start();
   if (grid_x < 1 || grid_y < 1 || grid_z < 1 || block_x < 1 || block_y < 1 || block_z < 1)
     return; /* an empty loop: nothing to run (the driver would reject a zero-sized grid) */
+  if (grid_x > INT32_MAX || grid_y > 65535 || grid_z > 65535)
+    dhir_rt_fatal("%s: a kernel needs a grid of %lld x %lld x %lld blocks; CUDA allows at "
+                  "most 2147483647 x 65535 x 65535 (loops mapped to y and z have at most "
+                  "524280 and 131070 iterations): split the loop or swap its dimensions",
+                  task_text(), (long long)grid_x, (long long)grid_y, (long long)grid_z);
   ++stats.launches;
   CUevent begin = timing ? mark(stream) : NULL;
   check(cu.LaunchKernel(function, (unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z,

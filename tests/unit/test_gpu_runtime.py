@@ -608,3 +608,30 @@ def test_the_trace_tells_device_messages_from_the_programs(
     # One arrow per receive that took a message: the program's and the device one.
     receives = [e for e in mpi if "recv from" in e["name"]]
     assert len(starts) == len(receives)
+
+
+TALL = """
+func.func @main(%a: memref<600000x2xi8>) {
+  dhir.schedule %a {
+    %gpu = dhir.target {arch = "sm_90"}
+    %t = dhir.task %gpu, %a attributes {name = "tall"} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %n = arith.constant 600000 : index
+      %one = arith.constant 1 : i8
+      scf.parallel (%i, %j) = (%c0, %c0) to (%n, %c2) step (%c1, %c1) {
+        memref.store %one, %a[%i, %j] : memref<600000x2xi8>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_grid_past_cudas_limits_is_a_clear_error(fake: Fake) -> None:
+    # 600000 rows in tiles of 8 need 75000 blocks in y; CUDA allows 65535.
+    with pytest.raises(DhirError, match=r'"tall".*1 x 75000 x 1 blocks; CUDA allows at most'):
+        _run(TALL, np.zeros((600000, 2), np.int8), ranks=1)
+    assert fake.calls("cuLaunchKernel") == []
