@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -69,6 +69,7 @@ from dhir.analysis.outputs import time_loop
 from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as xmemref
+from dhir.dialects.access import is_view
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import (
@@ -610,7 +611,7 @@ def _dead_after(schedule: ScheduleOp, value: SSAValue) -> bool:
     if not isinstance(owner, xmemref.AllocOp | xmemref.AllocaOp) or owner.parent is not block:
         return False
     assert block is not None
-    for use in value.uses:
+    for use in _uses_through_views(value):
         top = _ancestor_in(use.operation, block)
         if top is None or top is schedule or isinstance(use.operation, xmemref.DeallocOp):
             continue
@@ -618,6 +619,17 @@ def _dead_after(schedule: ScheduleOp, value: SSAValue) -> bool:
         if schedule.is_before_in_block(top):
             return False
     return True
+
+
+def _uses_through_views(value: SSAValue) -> Iterable[Use]:
+    """The uses of `value` and of the views made of it (a view made before the schedule
+    may be read after it)."""
+    values = [value]
+    while values:
+        for use in values.pop().uses:
+            yield use
+            if is_view(use.operation):
+                values += use.operation.results
 
 
 def _ancestor_in(op: Operation, block: Block) -> Operation | None:

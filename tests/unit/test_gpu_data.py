@@ -175,6 +175,37 @@ def test_local_buffer_unused_after_the_schedule_stays_on_the_device() -> None:
     np.testing.assert_array_equal(results[0], np.arange(4, dtype=np.int32))
 
 
+def test_a_view_made_before_the_schedule_and_read_after_it_gets_the_writes() -> None:
+    program = """
+    func.func @main(%out: memref<i32>) {
+      %tmp = memref.alloc() : memref<2x2xi32>
+      %flat = memref.collapse_shape %tmp [[0, 1]] : memref<2x2xi32> into memref<4xi32>
+      dhir.schedule %tmp {
+        %gpu = dhir.target {kind = "gpu"}
+        %t0 = dhir.task %gpu, %tmp {
+          %c0 = arith.constant 0 : index
+          %c1 = arith.constant 1 : index
+          %c2 = arith.constant 2 : index
+          scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c2) step (%c1, %c1) {
+            %v = arith.index_cast %i : index to i32
+            memref.store %v, %tmp[%i, %j] : memref<2x2xi32>
+          }
+        }
+      }
+      %c3 = arith.constant 3 : index
+      %x = memref.load %flat[%c3] : memref<4xi32>
+      memref.store %x, %out[] : memref<i32>
+      memref.dealloc %tmp : memref<2x2xi32>
+      return
+    }
+    """
+    module = dhir.parse_string(program)
+    dhir.run_pipeline(module, "dhir-gpu-data")
+    assert "gpu.memcpy %tmp, " in dhir.print_module(module)
+    results = _run_on_interp(module, [np.zeros((), np.int32)])
+    assert results[0] == 1
+
+
 # --- the rewritten program, run --------------------------------------------------------
 
 
