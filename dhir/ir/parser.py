@@ -7,11 +7,12 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyDenseElement,
+    AnyFloat,
     AnyVectorType,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
@@ -23,8 +24,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Operation
-from xdsl.parser import Parser
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import AttrParser, Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
@@ -54,6 +55,19 @@ def _location(name: StringAttr, line: IntAttr, column: IntAttr) -> FileLineColLo
 
 _NEWLINE = re.compile("\n")
 _T = TypeVar("_T")
+
+
+class _BitsElement(Parser._TensorLiteralElement):
+    """A hexadecimal item of a dense literal: for a float type, the element's bits."""
+
+    def to_type(self, parser: AttrParser, type: Attribute) -> Any:
+        if not isinstance(type, AnyFloat):
+            return super().to_type(parser, type)  # pyright: ignore[reportArgumentType]
+        assert isinstance(self.value, int)
+        if self.value >= 1 << (8 * type.compile_time_size):
+            parser.raise_error(f"hexadecimal value too large for {type}", self.span)
+        raw = self.value.to_bytes(type.compile_time_size, "little")
+        return next(type.iter_unpack(raw))
 
 
 class LocatedParser(Parser):
@@ -99,6 +113,15 @@ class LocatedParser(Parser):
         if 0 in vector.get_shape():
             raise ParseError(start, "vector types must have positive constant sizes, not 0")
         return vector
+
+    # In a dense literal of floats, a hexadecimal item is the element's bits, as MLIR
+    # (and xDSL's printer, for NaN, inf and some large values) writes them; xDSL 0.74
+    # read it as an integer and converted it: 0x7FC00000 became 2.14e9, not NaN.
+    def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
+        element = super()._parse_tensor_literal_element()
+        if isinstance(element.value, int) and element.span.text[:2] in ("0x", "0X"):
+            return _BitsElement(element.is_negative, element.value, element.span)
+        return element
 
     def _packed(self, parse: Callable[[], _T]) -> _T:
         start = self._current_token.span

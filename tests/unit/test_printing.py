@@ -4,9 +4,11 @@ both forms, with and without locations: it only takes a shorter way to the strea
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pytest
 from xdsl.printer import Printer
 
+from dhir import DhirError
 from dhir.api import parse_string, print_module
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
@@ -87,3 +89,36 @@ def test_a_lowered_schedule_prints_as_xdsl_does(literals: bool) -> None:
     module = parse_string(programs.many_tasks(200, literals=literals))
     run_pipeline(module, "dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}")
     assert print_module(module) == _xdsl_text(module)
+
+
+DENSE_BITS = [
+    ("f32", ["0x7FC00000", "0x7F800000", "0xFF800000", "0x3F800000"], [np.nan, np.inf, -np.inf, 1.0]),
+    ("f64", ["0x7FF0000000000000", "0x4000000000000000"], [np.inf, 2.0]),
+    ("f16", ["0x7C00", "0x3C00"], [np.inf, 1.0]),
+    ("bf16", ["0x3F80", "0xFF80"], [1.0, -np.inf]),
+    ("i32", ["0x10", "0x7FFFFFFF"], [16, 2**31 - 1]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("type_, items, values", DENSE_BITS, ids=[t for t, _, _ in DENSE_BITS])
+def test_hexadecimal_items_of_a_float_dense_literal_are_bits(
+    type_: str, items: list[str], values: list[float]
+) -> None:
+    """As MLIR reads them; xDSL 0.74 read 0x7FC00000 as the integer 2143289344."""
+    text = f"%x = arith.constant dense<[{', '.join(items)}]> : tensor<{len(items)}x{type_}>"
+    module = parse_string(text)
+    attr = next(iter(module.ops)).properties["value"]
+    got = [getattr(v, "data", v) for v in attr.get_values()]  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(got, values)
+
+
+def test_floats_xdsl_prints_in_hexadecimal_come_back_unchanged() -> None:
+    text = "%x = arith.constant dense<[16777216.0, 0.1, 0x7FC00001]> : tensor<3xf32>"
+    printed = print_module(parse_string(text))
+    assert "0x4B800000" in printed  # the printer's choice for this value
+    assert print_module(parse_string(printed)) == printed
+
+
+def test_a_hexadecimal_item_wider_than_its_float_type_is_an_error() -> None:
+    with pytest.raises(DhirError, match="hexadecimal value too large for f16"):
+        parse_string("%x = arith.constant dense<[0x10000]> : tensor<1xf16>")
