@@ -77,6 +77,7 @@ from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
+from dhir.transforms.user_names import UserNamesPass, user_functions
 from dhir.transforms.vector_rows import VectorRowsPass
 
 
@@ -109,6 +110,7 @@ def compile_native(
         run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)), verify_each=False)
     on_gpu = _check_targets(module, options.cpu_fallback)
     _mark_entry(module, entry)
+    names = user_functions(module, entry)
     gpu = None
     if on_gpu:
         with timing.stage("GPU loops to kernels"):
@@ -149,6 +151,7 @@ def compile_native(
         *copies,
         *threaded,
         CheckMpiPass(options.mpi),
+        UserNamesPass(names),
     )
     if options.optimize:
         with timing.stage("dhir time tiles"):

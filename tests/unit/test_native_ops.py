@@ -709,3 +709,46 @@ def test_maximumf_and_minimumf_order_minus_zero_below_plus_zero() -> None:
     for got, want in zip(interp[2:], [hi, lo, hi.astype(np.float32), lo.astype(np.float32)]):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
         np.testing.assert_array_equal(got, want)
+
+
+LIBRARY_NAMES = """
+func.func private @exp(%x: f64) -> f64 {
+  %one = arith.constant 1.0 : f64
+  %y = arith.addf %x, %one : f64
+  return %y : f64
+}
+func.func @write(%m: memref<4xf64>, %i: index) {
+  %v = arith.constant 42.0 : f64
+  memref.store %v, %m[%i] : memref<4xf64>
+  return
+}
+func.func @main(%a: memref<4xf64>, %e: memref<4xf64>, %p: memref<4xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = memref.load %a[%i] : memref<4xf64>
+    %x = math.exp %v : f64
+    memref.store %x, %e[%i] : memref<4xf64>
+    %y = func.call @exp(%v) : (f64) -> f64
+    memref.store %y, %p[%i] : memref<4xf64>
+  }
+  func.call @write(%a, %c1) : (memref<4xf64>, index) -> ()
+  return
+}
+"""
+
+
+@needs_llvm
+def test_functions_named_as_library_ones_do_not_replace_them() -> None:
+    """math.exp called the program's own @exp, and MPI's calls of write(2) reached the
+    program's @write (the run hung)."""
+    a = np.array([0.0, 1.0, 2.0, -1.0])
+    inputs = [a, np.zeros(4), np.zeros(4)]
+    native = dhir.run(dhir.parse_string(LIBRARY_NAMES), *inputs, ranks=2, timeout=60)
+    interp = dhir.run(dhir.parse_string(LIBRARY_NAMES), *inputs, backend="interp")
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[0], [0.0, 42.0, 2.0, -1.0])
+    np.testing.assert_array_equal(interp[2], a + 1.0)
+    within_ulps(interp[1], np.exp(a), 1, "math.exp")

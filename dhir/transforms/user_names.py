@@ -1,0 +1,47 @@
+"""`dhir-user-names`: the program's own functions get names no library has.
+
+The lowered program is linked with libc, libm, MPI and OpenMP, and calls some of them by
+name: a function the user wrote as `@exp`, `@write` or `@qsort` took the place of the
+library's (math.exp called the user's @exp; MPI's own calls of write and qsort reached the
+user's, which hung or crashed). Just before the build, each function the program defines
+(with a body), other than the entry the harness calls, is renamed `dhir_user.NAME`, with
+every call of it; dhir's own functions (the runtime's, the schedules' parts) keep theirs.
+It runs after everything that names functions in messages or task names.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.passes import ModulePass
+
+from dhir.dialects import func
+
+PREFIX = "dhir_user."
+
+
+def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
+    """The functions `module` defines, other than `entry`: those to rename."""
+    return frozenset(
+        op.sym_name.data
+        for op in module.walk()
+        if isinstance(op, func.FuncOp) and not op.is_declaration and op.sym_name.data != entry
+    )
+
+
+@dataclass(frozen=True)
+class UserNamesPass(ModulePass):
+    """Rename the functions in `names` (and their calls and declarations) `dhir_user.NAME`."""
+
+    name = "dhir-user-names"
+
+    names: frozenset[str] = frozenset()
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.names:
+            return
+        for found in op.walk():
+            if isinstance(found, func.FuncOp) and found.sym_name.data in self.names:
+                found.sym_name = StringAttr(PREFIX + found.sym_name.data)
+            elif isinstance(found, func.CallOp) and found.callee.string_value() in self.names:
+                found.callee = SymbolRefAttr(PREFIX + found.callee.string_value())
