@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import VerifyException
 # isort: off
 from xdsl.dialects.scf import (
     ConditionOp as ConditionOp,
+    IndexSwitchOp as IndexSwitchOp,
     ReduceReturnOp as ReduceReturnOp,
     YieldOp as YieldOp,
 )

@@ -10,7 +10,11 @@
   source's offset and the strides an expansion gives (each output dimension's stride is the
   source dimension's times the sizes of the output dimensions after it in its group).
 
-docs/upstream-bugs.md section 13 has the reproducers. Either rewrite addresses the same
+- `scf.index_switch`: `convert-scf-to-cf` casts the index to i32 for its `cf.switch`, so
+  case 4294967296 matched 0, and cases equal in their low 32 bits made an invalid switch.
+  It becomes a chain of `scf.if`, comparing the whole index with each case in order.
+
+docs/upstream-bugs.md sections 13 and 15 have the reproducers. Either rewrite addresses the same
 elements as the op it replaces, so results are exact.
 """
 
@@ -28,11 +32,11 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.dialects.utils.dynamic_index_list import get_dynamic_index_list, split_dynamic_index_list
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from dhir.dialects import arith, memref, vector
+from dhir.dialects import arith, memref, scf, vector
 from dhir.ir.walk import find_ops
 
 _Position = SSAValue | int
@@ -54,6 +58,8 @@ class Mlir22WorkaroundsPass(ModulePass):
         for found in find_ops(op, (memref.ExpandShapeOp,)):
             if _crashes(found):
                 _reinterpret(found)
+        for found in find_ops(op, (scf.IndexSwitchOp,)):
+            _as_ifs(found)
 
 
 def _outer_dynamic(positions: Sequence[_Position], rank: int) -> int | None:
@@ -159,3 +165,38 @@ def _split(
         split_dynamic_index_list(list(part), DYNAMIC_INDEX) for part in (offset, sizes, strides)
     ]
     return (lists[0][1], lists[1][1], lists[2][1], lists[0][0], lists[1][0], lists[2][0])
+
+
+def _as_ifs(op: scf.IndexSwitchOp) -> None:
+    """`op` as `scf.if (arg == case0) {...} else { scf.if (arg == case1) ... else default }`."""
+    types = list(op.output.types)
+    cases = list(op.cases.get_values())
+    regions = [_taken(r) for r in op.case_regions]
+    chosen = _taken(op.default_region)
+    before: list[Operation] = []
+    if not cases:  # only the default: taken always
+        cases, regions = [0], [chosen.clone()]
+        before.append(arith.ConstantOp(IntegerAttr(0, IndexType())))
+        key = before[0].results[0]
+    else:
+        key = op.arg
+    tests: list[SSAValue] = []
+    for value in cases:
+        constant = arith.ConstantOp(IntegerAttr(value, IndexType()))
+        equal = arith.CmpiOp(key, constant.result, "eq")
+        before += [constant, equal]
+        tests.append(equal.result)
+    for test, region in reversed(list(zip(tests, regions))):
+        choice = scf.IfOp(test, types, region, chosen)
+        chosen = Region(Block([choice, scf.YieldOp(*choice.results)]))
+    outer = chosen.block.first_op
+    assert isinstance(outer, scf.IfOp)
+    outer.detach()
+    Rewriter.replace_op(op, [*before, outer])
+
+
+def _taken(region: Region) -> Region:
+    """`region`'s blocks, moved into a region of their own."""
+    taken = Region()
+    region.move_blocks(taken)
+    return taken

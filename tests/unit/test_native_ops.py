@@ -752,3 +752,44 @@ def test_functions_named_as_library_ones_do_not_replace_them() -> None:
     np.testing.assert_array_equal(interp[0], [0.0, 42.0, 2.0, -1.0])
     np.testing.assert_array_equal(interp[2], a + 1.0)
     within_ulps(interp[1], np.exp(a), 1, "math.exp")
+
+
+INDEX_SWITCH = """
+func.func @main(%s: memref<6xindex>, %o: memref<6xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  scf.for %i = %c0 to %c6 step %c1 {
+    %k = memref.load %s[%i] : memref<6xindex>
+    %r = scf.index_switch %k -> i32
+    case 4294967296 {
+      %a = arith.constant 1 : i32
+      scf.yield %a : i32
+    }
+    case 9223372036854775807 {
+      %b = arith.constant 2 : i32
+      scf.yield %b : i32
+    }
+    case -1 {
+      %c = arith.constant 3 : i32
+      scf.yield %c : i32
+    }
+    default {
+      %d = arith.constant 4 : i32
+      scf.yield %d : i32
+    }
+    memref.store %r, %o[%i] : memref<6xi32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_index_switch_compares_the_whole_index() -> None:
+    """MLIR 22 switched on the low 32 bits: 0 took case 4294967296, and cases 2^63 - 1
+    and -1 (equal there) made an invalid switch."""
+    keys = np.array([0, 4294967296, 2**63 - 1, -1, 4294967295, 7], np.int64)
+    native, interp = both(INDEX_SWITCH, keys, np.zeros(6, np.int32))
+    same_bits(native[1], interp[1], "native against the interpreter")
+    np.testing.assert_array_equal(interp[1], [4, 1, 2, 3, 4, 4])

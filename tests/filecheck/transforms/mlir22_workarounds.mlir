@@ -43,3 +43,33 @@ func.func @expand(%a: memref<?xf64, strided<[?], offset: ?>>, %m: index, %n: ind
   // CHECK-NEXT: return %[[B]], %[[C]]
   return %b, %c : memref<?x?xf64, strided<[?, ?], offset: ?>>, memref<?x4xf64, strided<[?, ?], offset: ?>>
 }
+
+// CHECK-LABEL: func.func @switch
+func.func @switch(%k: index) -> i32 {
+  // CHECK:      %[[C1:.*]] = arith.constant 4294967296 : index
+  // CHECK-NEXT: %[[E1:.*]] = arith.cmpi eq, %k, %[[C1]] : index
+  // CHECK-NEXT: %[[C2:.*]] = arith.constant -1 : index
+  // CHECK-NEXT: %[[E2:.*]] = arith.cmpi eq, %k, %[[C2]] : index
+  // CHECK-NEXT: %[[R:.*]] = scf.if %[[E1]] -> (i32) {
+  // CHECK:        scf.yield %{{.*}} : i32
+  // CHECK-NEXT: } else {
+  // CHECK-NEXT:   %[[IN:.*]] = scf.if %[[E2]] -> (i32) {
+  // CHECK:        } else {
+  // CHECK:          arith.constant 3 : i32
+  // CHECK:        scf.yield %[[IN]] : i32
+  // CHECK:      return %[[R]] : i32
+  %r = scf.index_switch %k -> i32
+  case 4294967296 {
+    %a = arith.constant 1 : i32
+    scf.yield %a : i32
+  }
+  case -1 {
+    %b = arith.constant 2 : i32
+    scf.yield %b : i32
+  }
+  default {
+    %c = arith.constant 3 : i32
+    scf.yield %c : i32
+  }
+  return %r : i32
+}
