@@ -410,6 +410,11 @@ class TaskOp(IRDLOperation):
             _verify_task_memref(value, index + (target is not None), schedule)
         if self.body in _CHECKED_BODIES.get():
             return
+        if self.body.block.args:
+            raise VerifyException(
+                "a dhir.task body takes no block arguments (nothing would bind them); "
+                "use the schedule's operands and values defined in the body"
+            )
         listed = set(memrefs)
         for op in self.body.walk():
             self._verify_body_op(op, listed, info)

@@ -3,6 +3,7 @@ stable name, the rank it was placed on, whether it runs on a GPU, how messages n
 which functions reach a schedule."""
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -212,12 +213,18 @@ def _schedules(top: Operation) -> list[ScheduleOp]:
 def reaching_schedules(module: ModuleOp) -> set[str]:
     """The names of the functions that hold a schedule or task, or call one that does,
     directly or through other calls."""
+    return functions_reaching(module, lambda f: bool(find_ops(f, (ScheduleOp, TaskOp))))
+
+
+def functions_reaching(module: ModuleOp, holds: Callable[[func.FuncOp], bool]) -> set[str]:
+    """The names of the functions for which `holds` is true, or that call one of them,
+    directly or through other calls."""
     functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
     calls = {
         f.sym_name.data: {call.callee.string_value() for call in find_ops(f, func.CallOp)}
         for f in functions
     }
-    found = {f.sym_name.data for f in functions if find_ops(f, (ScheduleOp, TaskOp))}
+    found = {f.sym_name.data for f in functions if holds(f)}
     while new := {name for name, callees in calls.items() if name not in found and callees & found}:
         found |= new
     return found

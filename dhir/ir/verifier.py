@@ -7,14 +7,19 @@ the SSA dominance check that xDSL lacks.
 
 from collections.abc import Mapping
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 
+from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 from dhir.ir.region_cache import ClonedBody
+from dhir.ir.tasks import functions_reaching, reaching_schedules
+from dhir.ir.walk import enclosing, find_ops
+from dhir.targets import DeviceKind
 
 
 def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None = None) -> None:
@@ -38,6 +43,35 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
                     continue
                 for block in reversed(region.blocks):
                     pending.extend(reversed(list(block.ops)))
+    if isinstance(module, ModuleOp):
+        _verify_task_calls(module)
+
+
+def _verify_task_calls(module: ModuleOp) -> None:
+    """A task may not call a function that holds a schedule (it would run inside one task,
+    on one rank, while the others waited for it: a hang), nor, from a CPU task, one that
+    uses GPU ops; directly or through other calls."""
+    calls = [(c, t) for c in find_ops(module, func.CallOp) if (t := enclosing(c, TaskOp))]
+    if not calls:
+        return
+    schedules = reaching_schedules(module)
+    gpu = functions_reaching(module, lambda f: any(o.dialect_name() == "gpu" for o in f.walk()))
+    for call, task in calls:
+        name = call.callee.string_value()
+        if name in schedules:
+            why = (
+                f"this task calls @{name}, which holds a dhir.schedule (or calls a function "
+                "that does); a schedule cannot run inside a task: call it outside the "
+                "schedule, or make its tasks tasks of this schedule"
+            )
+        elif name in gpu and task.target_info().kind == DeviceKind.CPU:
+            why = (
+                f"this task runs on a CPU but calls @{name}, which uses GPU ops (or calls a "
+                "function that does); bind the task to a GPU target"
+            )
+        else:
+            continue
+        raise DhirError([Diagnostic(why, loc_of(call))])
 
 
 def _verify_outer_uses(
@@ -55,7 +89,7 @@ def _verify_op(
     op: Operation, dominance: DominanceInfo, cloned: Mapping[Region, ClonedBody]
 ) -> None:
     try:
-        if isinstance(op, TaskOp) and op.body in cloned:
+        if isinstance(op, TaskOp) and op.regions and op.body in cloned:
             op.verify_task()  # IRDL's checks hold by construction: see verify_task
         else:
             op.verify(verify_nested_ops=False)
@@ -73,7 +107,7 @@ def _verify_blocks_not_empty(op: Operation) -> None:
     if op.has_trait(NoTerminator):
         return
     for region in op.regions:
-        if len(region.blocks) == 1 and region.block.first_op is None:
+        if any(block.first_op is None for block in region.blocks):
             raise DiagnosticException(
                 f"'{op.name}' has an empty block in a region that needs a terminator"
             )

@@ -302,3 +302,71 @@ func.func @task_name_not_a_string(%a: memref<4xf32>) {
   return
 }
 // CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: a task's name must be a non-empty string (name = "fill"), got 3 : i64
+
+// -----
+
+func.func @task_block_arguments(%a: memref<4xindex>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{a dhir.task body takes no block arguments (nothing would bind them); use the schedule's operands and values defined in the body}}
+    %t = dhir.task %cpu, %a {
+    ^bb0(%z: index):
+      %c0 = arith.constant 0 : index
+      memref.store %z, %a[%c0] : memref<4xindex>
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 8]]:5: error: a dhir.task body takes no block arguments (nothing would bind them); use the schedule's operands and values defined in the body
+
+// -----
+
+func.func @inner(%x: memref<4xi32>) {
+  dhir.schedule %x {
+    %t = dhir.task target = "cpu", %x {
+    }
+  }
+  return
+}
+func.func @task_calls_a_schedule(%a: memref<4xi32>) {
+  dhir.schedule %a {
+    %t = dhir.task target = "cpu", %a {
+      // expected-error@+1 {{this task calls @inner, which holds a dhir.schedule (or calls a function that does); a schedule cannot run inside a task: call it outside the schedule, or make its tasks tasks of this schedule}}
+      func.call @inner(%a) : (memref<4xi32>) -> ()
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:7: error: this task calls @inner, which holds a dhir.schedule (or calls a function that does); a schedule cannot run inside a task: call it outside the schedule, or make its tasks tasks of this schedule
+
+// -----
+
+func.func @kernel(%x: memref<4xi32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    gpu.terminator
+  }
+  return
+}
+func.func @cpu_task_calls_gpu_code(%a: memref<4xi32>) {
+  dhir.schedule %a {
+    %t = dhir.task target = "cpu", %a {
+      // expected-error@+1 {{this task runs on a CPU but calls @kernel, which uses GPU ops (or calls a function that does); bind the task to a GPU target}}
+      func.call @kernel(%a) : (memref<4xi32>) -> ()
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:7: error: this task runs on a CPU but calls @kernel, which uses GPU ops (or calls a function that does); bind the task to a GPU target
+
+// -----
+
+func.func @task_without_a_region(%a: memref<4xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{Expected 1 region, but got 0}}
+    %t = "dhir.task"(%cpu, %a) <{operandSegmentSizes = array<i32: 1, 1>}> : (!dhir.target, memref<4xi32>) -> !dhir.token
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: Expected 1 region, but got 0
