@@ -68,7 +68,6 @@ from xdsl.dialects.memref import (
     ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
     GetGlobalOp as GetGlobalOp,
     ReinterpretCastOp as ReinterpretCastOp,
-    SubviewOp as SubviewOp,
 )
 # isort: on
 
@@ -82,7 +81,14 @@ from dhir.dialects.format import (
     redefine_operands,
     split_properties,
 )
-from dhir.dialects.reshape import collapsed_layout, expanded_layout, strides_and_offset
+from dhir.dialects.layouts import (
+    collapsed_layout,
+    expanded_layout,
+    out_of_bounds,
+    reduces_to,
+    strides_and_offset,
+    subview_layout,
+)
 
 OpT = TypeVar("OpT", bound=type[IRDLOperation])
 
@@ -129,6 +135,38 @@ class ExpandShapeOp(memref.ExpandShapeOp):
                 f"{_shape_text(result.get_shape())} (a run-time size where the type has ?)"
             )
         _same_layout(result, *expanded_layout(source, _groups(self), result.get_shape()))
+
+
+class SubviewOp(memref.SubviewOp):
+    """MLIR's checks, which xDSL 0.74 lacks: static offsets and sizes stay inside the
+    source, and the result type is the view's layout (dimensions of size 1 may be
+    dropped)."""
+
+    def verify_(self) -> None:
+        super().verify_()
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        offsets = self.static_offsets.get_values()
+        sizes = self.static_sizes.get_values()
+        strides = self.static_strides.get_values()
+        if not len(offsets) == len(sizes) == len(strides) == len(source.get_shape()):
+            raise VerifyException(
+                f"a subview of a rank-{len(source.get_shape())} memref takes that many "
+                "offsets, sizes and strides"
+            )
+        why = out_of_bounds(source.get_shape(), offsets, sizes, strides)
+        if why is not None:
+            raise VerifyException(f"subview out of bounds: {why}")
+        if source.get_strides() is None:
+            return  # a layout map: MLIR checks no more than the rank either
+        expected = subview_layout(source, offsets, sizes, strides)
+        if not reduces_to(expected, result):
+            shape, layout, offset = expected
+            wanted = MemRefType(source.element_type, shape, StridedLayoutAttr(layout, offset))
+            raise VerifyException(
+                f"the result type must be {wanted} or that with dimensions of size 1 "
+                f"dropped, not {result}"
+            )
 
 
 class CollapseShapeOp(memref.CollapseShapeOp):
@@ -855,6 +893,7 @@ MemRef: Dialect = with_replaced_ops(
     AtomicRMWOp,
     CollapseShapeOp,
     ExpandShapeOp,
+    SubviewOp,
     CastOp,
     AtomicYieldOp,
     CopyOp,

@@ -742,13 +742,13 @@ func.func @main(%a: memref<4x6xf64>, %b: memref<6x4xf64>) {
   dhir.schedule %a, %b {
     %w = dhir.task target = "cpu", %a, %b {
       %t = memref.transpose %a (i, j) -> (j, i) : memref<4x6xf64> to memref<6x4xf64, strided<[1, 6]>>
-      %s = memref.subview %t[1, 0] [2, 4] [1, 1] : memref<6x4xf64, strided<[1, 6]>> to memref<2x4xf64, strided<[1, 6], offset: 6>>
+      %s = memref.subview %t[1, 0] [2, 4] [1, 1] : memref<6x4xf64, strided<[1, 6]>> to memref<2x4xf64, strided<[1, 6], offset: 1>>
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c3 = arith.constant 3 : index
       %c4 = arith.constant 4 : index
       scf.for %j = %c0 to %c4 step %c1 {
-        %x = memref.load %s[%c1, %j] : memref<2x4xf64, strided<[1, 6], offset: 6>>
+        %x = memref.load %s[%c1, %j] : memref<2x4xf64, strided<[1, 6], offset: 1>>
         memref.store %x, %b[%c3, %j] : memref<6x4xf64>
         memref.store %x, %t[%c0, %j] : memref<6x4xf64, strided<[1, 6]>>
       }

@@ -15,6 +15,8 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+from dhir import DhirError
+from dhir.api import parse_string
 from dhir.context import make_context
 from dhir.dialects import gpu, memref, scf
 
@@ -460,3 +462,64 @@ def test_mlir_opt_agrees_on_the_reshapes(source: str, result: str, op: str, vali
     text = _reshape(source, result, op)
     done = subprocess.run([mlir_opt], input=text, capture_output=True, text=True, check=False)
     assert (done.returncode == 0) == valid, done.stderr
+
+
+# memref.subview of memref<8x8xf32>: (offsets, sizes, strides, result type, valid as MLIR 22 says).
+SUBVIEWS = [
+    ("0, 0", "8, 8", "1, 1", "memref<8x8xf32>", True),
+    ("0, 0", "1, 8", "1, 1", "memref<8xf32>", True),
+    ("%i, 0", "1, 8", "1, 1", "memref<8xf32, strided<[1], offset: ?>>", True),
+    ("0, %i", "8, 1", "1, 1", "memref<8xf32, strided<[8], offset: ?>>", True),
+    ("0, 0", "1, 1", "1, 1", "memref<1xf32, strided<[8]>>", True),
+    ("0, 0", "1, 1", "1, 1", "memref<f32>", True),
+    ("0, 0", "1, 1", "1, 1", "memref<1x1xf32>", False),
+    ("1, 2", "2, 3", "1, 2", "memref<2x3xf32, strided<[8, 2], offset: 10>>", True),
+    ("1, 2", "2, 3", "1, 1", "memref<2x3xf32, strided<[8, 1], offset: 11>>", False),
+    ("1, 2", "2, 3", "1, 1", "memref<2x3xf32, strided<[?, ?], offset: ?>>", False),
+    ("1, 2", "2, 3", "1, 1", "memref<3x2xf32, strided<[8, 1], offset: 10>>", False),
+    ("%i, %i", "2, 2", "%i, 1", "memref<2x2xf32, strided<[?, 1], offset: ?>>", True),
+    ("6, 0", "3, 8", "1, 1", "memref<3x8xf32, strided<[8, 1], offset: 48>>", False),
+    ("7, 0", "0, 8", "1, 1", "memref<0x8xf32, strided<[8, 1], offset: 56>>", True),
+    ("8, 0", "0, 8", "1, 1", "memref<0x8xf32, strided<[8, 1], offset: 64>>", False),
+    ("0, 2", "4, 4", "2, 2", "memref<4x4xf32, strided<[16, 2], offset: 2>>", False),
+]  # fmt: skip
+
+
+def _subview(offsets: str, sizes: str, strides: str, result: str) -> str:
+    return (
+        "func.func @f(%a: memref<8x8xf32>, %i: index) {\n"
+        f"  %s = memref.subview %a[{offsets}] [{sizes}] [{strides}] : memref<8x8xf32> to {result}\n"
+        "  func.return\n}"
+    )
+
+
+@pytest.mark.parametrize("offsets, sizes, strides, result, valid", SUBVIEWS)
+def test_subviews_are_verified_as_mlir_does(
+    offsets: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    """xDSL 0.74 checked neither the bounds nor the result type."""
+    module = parse(_subview(offsets, sizes, strides, result), verify=False)
+    if valid:
+        module.verify()
+    else:
+        with pytest.raises(VerifyException):
+            module.verify()
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("offsets, sizes, strides, result, valid", SUBVIEWS)
+def test_mlir_opt_agrees_on_the_subviews(
+    offsets: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    mlir_opt = shutil.which("mlir-opt-22")
+    assert mlir_opt is not None
+    text = _subview(offsets, sizes, strides, result)
+    done = subprocess.run([mlir_opt], input=text, capture_output=True, text=True, check=False)
+    assert (done.returncode == 0) == valid, done.stderr
+
+
+def test_an_empty_block_in_a_body_of_several_is_an_error() -> None:
+    # Only single-block regions were checked; the interpreter ran this, mlir-opt refused it.
+    text = in_func("%c: i1", "  cf.cond_br %c, ^a, ^b\n^a:\n  func.return\n^b:")
+    with pytest.raises(DhirError, match="<string>:1:.*has an empty block"):
+        parse_string(text.removesuffix("\n  func.return\n}") + "\n}")

@@ -1,7 +1,9 @@
-"""The layouts `memref.expand_shape` and `memref.collapse_shape` give, as MLIR 22 computes
-them: strides in elements, None where only the run time knows one (and for the offset)."""
+"""The layouts of views (`memref.expand_shape`, `collapse_shape`, `subview`) as MLIR 22
+computes them: strides in elements, None where only the run time knows one (and for the
+offset)."""
 
 from collections.abc import Sequence
+from itertools import combinations
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, NoneAttr, StridedLayoutAttr
 from xdsl.utils.exceptions import VerifyException
@@ -81,3 +83,55 @@ def _size(shape: Sequence[int], group: list[int]) -> int:
             return DYNAMIC_INDEX
         size *= shape[d]
     return size
+
+
+def subview_layout(
+    source: MemRefType, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> tuple[list[int], list[int | None], int | None]:
+    """The shape, strides and offset of a subview of `source` (DYNAMIC_INDEX in the
+    static lists: given at run time), before dropping dimensions."""
+    old, offset = strides_and_offset(source)
+    new = [_times_dynamic(s, t) for s, t in zip(old, strides)]
+    for stride, start in zip(old, offsets):
+        if offset is None or stride is None or start == DYNAMIC_INDEX:
+            offset = None
+        else:
+            offset += stride * start
+    return list(sizes), new, offset
+
+
+def _times_dynamic(stride: int | None, step: int) -> int | None:
+    return None if stride is None or step == DYNAMIC_INDEX else stride * step
+
+
+def reduces_to(expected: tuple[list[int], list[int | None], int | None], got: MemRefType) -> bool:
+    """Whether `got` is the layout `expected`, possibly with dimensions of size 1 dropped."""
+    shape, strides, offset = expected
+    got_strides, got_offset = strides_and_offset(got)
+    got_shape = list(got.get_shape())
+    if got_offset != offset or len(got_shape) > len(shape):
+        return False
+    ones = [d for d, size in enumerate(shape) if size == 1]
+    for dropped in combinations(ones, len(shape) - len(got_shape)):
+        kept = [d for d in range(len(shape)) if d not in dropped]
+        if [shape[d] for d in kept] == got_shape and [strides[d] for d in kept] == got_strides:
+            return True
+    return False
+
+
+def out_of_bounds(
+    shape: Sequence[int], offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> str | None:
+    """Why a subview with these static values (DYNAMIC_INDEX: unknown) leaves `shape`, as
+    MLIR 22 checks it (an offset must be within the dimension even for an empty slice)."""
+    for d, (dim, start, size, step) in enumerate(zip(shape, offsets, sizes, strides)):
+        if DYNAMIC_INDEX in (dim, start):
+            continue
+        if not 0 <= start < dim:
+            return f"offset {start} is outside dimension {d} (size {dim})"
+        if DYNAMIC_INDEX in (size, step) or size <= 0:
+            continue
+        last = start + (size - 1) * step
+        if last >= dim:
+            return f"the slice of dimension {d} reaches index {last}, outside its size {dim}"
+    return None
