@@ -14,7 +14,7 @@ partitioned storage follows the placement, so each rank holds the rows its tasks
 dhir holds arrays in row blocks, so only the first dimension can be split.
 """
 
-from xdsl.dialects.builtin import ArrayAttr
+from xdsl.dialects.builtin import ArrayAttr, MemRefType
 from xdsl.ir import Attribute, SSAValue
 
 from dhir.analysis.regions import row_span, task_regions
@@ -55,7 +55,25 @@ def _split_operands(schedule: ScheduleOp) -> list[SSAValue]:
             f"{SHARDINGS_ATTR} must list one #shard<axisarray[...]> per schedule operand "
             f"({len(operands)} here)",
         )
-    return [memref for memref, axes in zip(operands, attr.data) if _rows_split(schedule, axes)]
+    split: list[SSAValue] = []
+    for index, (operand, axes) in enumerate(zip(operands, attr.data)):
+        if _rows_split(schedule, axes):
+            _check_has_rows(schedule, operand, index)
+            split.append(operand)
+    return split
+
+
+def _check_has_rows(schedule: ScheduleOp, operand: SSAValue, index: int) -> None:
+    """Refuse a row split of an operand without rows: the blocks of rows are what a split
+    hands out, so a scalar or a 0-d memref cannot be split."""
+    if isinstance(operand.type, MemRefType) and operand.type.get_shape():
+        return
+    name = f" %{operand.name_hint}" if operand.name_hint else ""
+    raise error_at(
+        schedule,
+        f"{SHARDINGS_ATTR}: operand #{index}{name} ({operand.type}) has no rows to split over the "
+        "ranks; give it #shard<axisarray[[]]> (not split)",
+    )
 
 
 def _rows_split(schedule: ScheduleOp, axes: Attribute) -> bool:

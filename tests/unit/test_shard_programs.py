@@ -1349,6 +1349,28 @@ def test_shardings_on_a_schedule_place_its_tasks_and_keep_its_results() -> None:
     np.testing.assert_array_equal(native[0], np.concatenate([b[:4] * 2, b[4:] ** 2]))
 
 
+@pytest.mark.parametrize("operand", ["%s: memref<f64>", "%s: f64"])
+def test_a_row_split_of_an_operand_without_rows_is_a_located_error(operand: str) -> None:
+    from dhir.api import run_pipeline
+
+    program = f"""func.func @main({operand % "%a"}, %b: memref<3xf64>) {{
+  dhir.schedule %a, %b attributes {{dhir.shardings = [#shard<axisarray[[0]]>, #shard<axisarray[[]]>]}} {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %b {{
+      %c0 = arith.constant 0 : index
+      %y = arith.constant 1.0 : f64
+      memref.store %y, %b[%c0] : memref<3xf64>
+    }}
+  }}
+  return
+}}
+"""
+    with pytest.raises(
+        DhirError, match=r"^<string>:2:3: .*operand #0 %a \(.*\) has no rows to split"
+    ):
+        run_pipeline(dhir.parse_string(program), "dhir-place{ranks=2}")
+
+
 @pytest.mark.parametrize(
     ("grid", "split", "blocks"),
     [
