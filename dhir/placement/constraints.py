@@ -10,7 +10,8 @@
 
 A glob matches a task's name as `dhir schedule` prints it, or that name without its
 `.pieceK`, so a split task's pieces follow their task: a pin holds for each piece, and
-the pieces of a task that one `apart` or `together` entry names stay on one rank.
+the pieces of a task that one `apart` or `together` entry names stay on one rank (an
+`apart` entry that names two pieces of one task is an error).
 
 Placement honours them in two rounds (dhir-place): it places the program as if they were
 not there, which says where each task would rather run; `settle` then picks, for every
@@ -200,6 +201,34 @@ def check_matches(constraints: Constraints, names: Sequence[str]) -> None:
                 )
 
 
+def check_apart_pieces(constraints: Constraints, names: Sequence[str]) -> None:
+    """A DhirError for an `apart` entry that names a piece and another piece of its task:
+    the pieces of a task one entry names share a rank, so it cannot keep them apart."""
+    for group in constraints.groups:
+        if group.kind != "apart":
+            continue
+        members = [n for n in names if any(matches(g, n) for g in group.tasks)]
+        for named in (n for n in members if _names_piece(group, n)):
+            other = next(
+                (n for n in members if n != named and base_name(n) == base_name(named)), None
+            )
+            if other is not None:
+                raise _error(
+                    f"{constraints.source}: {group.entry} names {named} and {other}, pieces of "
+                    f"the task {base_name(named)}; the pieces of a task one entry names share "
+                    "a rank, so they cannot be apart (name whole tasks; dhir-split spreads a "
+                    "task's pieces over the ranks itself)"
+                )
+
+
+def _names_piece(group: Group, name: str) -> bool:
+    """Whether a glob of `group` matches the piece `name` by its own name, not its task's."""
+    return base_name(name) != name and any(
+        fnmatch.fnmatchcase(name, g) and not fnmatch.fnmatchcase(base_name(name), g)
+        for g in group.tasks
+    )
+
+
 def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
     """The ranks `pin` allows; a DhirError when it names what the machine does not have."""
     if pin.key == "rank":
@@ -227,6 +256,7 @@ def violations(
 ) -> list[str]:
     """How the ranks `rank` (task k's is `rank[k]`) break `constraints`: one line per
     broken entry, none when all hold (the simulator's check)."""
+    check_apart_pieces(constraints, names)
     broken: list[str] = []
     for pin in constraints.pins:
         allowed = pinned_ranks(pin, ranks, constraints.source)
@@ -277,6 +307,7 @@ def settle(
     names the entries that cannot all hold."""
     source = constraints.source
     check_matches(constraints, names)
+    check_apart_pieces(constraints, names)
     allowed = [set(r) if f is None else {f} & set(r) for r, f in zip(runnable, fixed)]
     pinned_by: dict[int, list[str]] = {}
     for pin in constraints.pins:

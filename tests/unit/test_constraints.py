@@ -31,6 +31,7 @@ from dhir.placement.constraints import (
     matches,
     read_constraints,
     settle,
+    violations,
 )
 from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.split_tasks import SplitTasksPass
@@ -185,6 +186,20 @@ def holds(
     return True
 
 
+def sets_pieces_apart(constraints: Constraints, names: list[str]) -> bool:
+    """Whether an `apart` entry names a piece by its own name and another piece of its
+    task, which `settle` refuses."""
+    for group in constraints.groups:
+        if group.kind != "apart":
+            continue
+        members = [n for n in names if any(matches(g, n) for g in group.tasks)]
+        for a, b in itertools.permutations(members, 2):
+            by_own_name = any(matches(g, a) and not matches(g, base_name(a)) for g in group.tasks)
+            if base_name(a) == base_name(b) and a != base_name(a) and by_own_name:
+                return True
+    return False
+
+
 @settings(max_examples=400, deadline=None)
 @given(problems(), st.data())
 def test_settle_keeps_every_satisfiable_set_and_refuses_the_rest(
@@ -201,16 +216,39 @@ def test_settle_keeps_every_satisfiable_set_and_refuses_the_rest(
     try:
         chosen = settle(constraints, names, runnable, fixed, preferred, facts)
     except DhirError as error:
-        assert not satisfiable, str(error)
+        assert not satisfiable or sets_pieces_apart(constraints, names), str(error)
         assert "c.toml" in str(error)
         return
-    assert satisfiable
+    assert satisfiable and not sets_pieces_apart(constraints, names)
     final = [
         c if c is not None else (f if f is not None else p)
         for c, f, p in zip(chosen, fixed, preferred)
     ]
     assert all(r in allowed for r, allowed in zip(final, options))
     assert holds(constraints, names, facts, final)
+
+
+@pytest.mark.parametrize(
+    "globs", [("a.piece0", "a.piece1"), ("a.piece*",), ("a.piece0", "a"), ("*.piece1", "a.piece0")]
+)
+def test_apart_naming_pieces_of_one_task_is_refused(globs: tuple[str, ...]) -> None:
+    names = ["a.piece0", "a.piece1", "b"]
+    constraints = Constraints((), (Group("apart", globs, "[[apart]] #1"),), "c.toml")
+    pattern = r"c\.toml: \[\[apart\]\] #1 names a\.piece[01] and a\.piece[01], pieces of the task a"
+    with pytest.raises(DhirError, match=pattern):
+        settle(constraints, names, [{0, 1}] * 3, [None] * 3, [0, 0, 1], [CPU, CPU])
+    with pytest.raises(DhirError, match=pattern):
+        violations(constraints, names, [0, 0, 1], [CPU, CPU])
+
+
+def test_apart_naming_a_split_task_keeps_its_pieces_together() -> None:
+    names = ["a.piece0", "a.piece1", "b"]
+    constraints = Constraints((), (Group("apart", ("a", "b"), "[[apart]] #1"),), "c.toml")
+    chosen = settle(constraints, names, [{0, 1}] * 3, [None] * 3, [0, 1, 0], [CPU, CPU])
+    assert chosen[0] == chosen[1] != chosen[2]
+    assert violations(constraints, names, [0, 1, 1], [CPU, CPU]) == [
+        "[[apart]] #1: a, b share a rank"
+    ]
 
 
 def test_a_pinned_task_keeps_its_preferred_rank_where_the_pin_allows_it() -> None:
