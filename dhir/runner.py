@@ -31,7 +31,7 @@ from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import INPUT, clear_outputs
 from dhir.toolchain.tensors import bufferize, specialise
-from dhir.toolchain.values import save_outputs, with_results
+from dhir.toolchain.values import check_inputs, save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")
@@ -181,7 +181,8 @@ def run_module(
         module = partition(module, entry, options.ranks)  # a program per device on memrefs
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)
-        full = with_results(signature, inputs)
+        # Checked against the entry as written, so errors name its tensor types.
+        full: list[object] = list(check_inputs(signature, with_results(signature, inputs)))
         results = _run_on(module, entry, full, backend, options, None, timing, None)
         # Tensors are values: an argument comes back as it was given.
         results = [

@@ -1,6 +1,7 @@
 """The entry's argument values as NumPy arrays: each checked against its ArgSpec (the
 API's and `--input`'s values), and the results saved as .npy files."""
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,7 @@ from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature, given_arg
 
 def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
     """`inputs` (one per given argument) with a zero array put in for each result."""
-    if len(inputs) != len(given_args(signature)):
-        return inputs  # check_inputs says what is wrong
+    _check_count(signature, given_args(signature), inputs)
     given = iter(inputs)
     return [
         next(given) if spec.given else np.zeros(spec.shape or (), spec.dtype)
@@ -22,17 +22,26 @@ def with_results(signature: EntrySignature, inputs: list[object]) -> list[object
 
 def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.ndarray]:
     """Inputs as arrays (0-d for scalars) of the right dtype and shape, or a DhirError."""
-    if len(inputs) != len(signature.args):
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"@{signature.name} takes {len(signature.args)} arguments, {len(inputs)} given"
-                )
-            ]
-        )
+    _check_count(signature, signature.args, inputs)
     return [
         _check_input(spec, value, signature.name) for spec, value in zip(signature.args, inputs)
     ]
+
+
+def _check_count(
+    signature: EntrySignature, wanted: Sequence[ArgSpec], inputs: list[object]
+) -> None:
+    """A DhirError unless there is one input per spec of `wanted`, naming their types as
+    `dhir run` does: an entry on tensors counts its arguments, not where its results go."""
+    if len(inputs) != len(wanted):
+        need = ", ".join(spec.mlir_type for spec in wanted) or "none"
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"@{signature.name} takes {len(wanted)} arguments ({need}); {len(inputs)} given"
+                )
+            ]
+        )
 
 
 def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:

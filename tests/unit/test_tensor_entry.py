@@ -75,6 +75,33 @@ def test_a_tensor_matmul_runs_on_both_backends(backend: str, ranks: int) -> None
 
 
 @needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (
+            0,
+            r"@main takes 3 arguments \(tensor<4x3xf64>, tensor<3x5xf64>, memref<5xf64>\); 2 given",
+        ),
+        (1, r"@main takes 3 arguments \(.*\); 4 given"),  # no slot for the result's buffer
+    ],
+)
+def test_the_api_counts_a_tensor_entrys_arguments_without_its_results(
+    backend: str, extra: int, fragment: str
+) -> None:
+    a, b = np.zeros((4, 3)), np.zeros((3, 5))
+    given = [a, b] if extra == 0 else [a, b, np.zeros(5), np.zeros((4, 5))]
+    with pytest.raises(DhirError, match=f"^error: {fragment}$"):
+        dhir.run(MATMUL, *given, backend=backend)
+
+
+@needs_llvm
+def test_the_api_names_a_tensor_argument_by_its_tensor_type() -> None:
+    with pytest.raises(DhirError, match=r"argument #1 of @main \(tensor<3x5xf64>\) needs"):
+        dhir.run(MATMUL, np.zeros((4, 3)), np.zeros(3), np.zeros(5), backend="interp")
+
+
+@needs_llvm
 def test_dhir_run_and_compile_write_results_as_res_files(tmp_path: Path) -> None:
     program = tmp_path / "mm.mlir"
     program.write_text(MATMUL)
