@@ -60,7 +60,7 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
-from dhir.placement.residency import fitting, peak_resident
+from dhir.placement.residency import fitting, oversized, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
@@ -736,8 +736,13 @@ def read_graph(path: Path) -> TaskGraph:
 
 
 def graph_from_json(data: object, where: str = "graph") -> TaskGraph:
-    """The checked graph (see `TaskGraph.from_json`); errors name `where`."""
-    return TaskGraph.from_json(data, where)
+    """The checked graph (see `TaskGraph.from_json`); errors name `where`. A graph whose
+    memory cannot fit whatever the placement is refused here, where the file is known."""
+    graph = TaskGraph.from_json(data, where)
+    too_big = oversized(graph)
+    if too_big is not None:
+        raise _error(f"{where}: {too_big}")
+    return graph
 
 
 def _error(message: str) -> DhirError:

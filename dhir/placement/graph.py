@@ -21,7 +21,8 @@ In JSON, the format of `dhir schedule --graph G.json` (read by `TaskGraph.from_j
 {"devices": [...], "tasks": {"T": {"cost": {"dev": t}, "memory": bytes}},
  "edges": [{"from": "T", "to": "U", "comm": t, "remote": t}], "capacity": {"dev": bytes},
  "nodes": {"dev": "node"}}
-where "memory", "capacity", "comm", "remote" and "nodes" may be left out.
+where "memory", "capacity", "comm", "remote" and "nodes" may be left out. Other keys,
+a task without a cost on any device and an edge given twice are errors.
 """
 
 import heapq
@@ -98,6 +99,7 @@ class TaskGraph:
         order, the input's own when it is one. Raises DhirError naming what is wrong."""
         if not isinstance(data, dict):
             raise _error(f"{where}: expected an object like {FORMAT}")
+        _check_keys(data, _GRAPH_KEYS, "", "a graph", where)
         devices = _devices(data.get("devices"), where)
         specs = _task_specs(data.get("tasks"), where)
         costs = {task: _costs(task, spec, set(devices), where) for task, spec in specs.items()}
@@ -128,6 +130,23 @@ class Placement:
 
 # --- reading and checking the JSON ------------------------------------------------------
 
+# The keys each object may have: a misspelt optional one ("memroy") would otherwise be
+# dropped without a word, and the graph placed as if it were not there.
+_GRAPH_KEYS = ("devices", "tasks", "edges", "capacity", "nodes")
+_TASK_KEYS = ("cost", "memory")
+_EDGE_KEYS = ("from", "to", "comm", "remote")
+
+
+def _check_keys(
+    value: dict[str, Any], keys: tuple[str, ...], what: str, kind: str, where: str
+) -> None:
+    unknown = [key for key in value if key not in keys]
+    if unknown:
+        raise _error(
+            f"{where}: {what}unknown key '{unknown[0]}'; {kind} takes "
+            f"{', '.join(repr(k) for k in keys)}"
+        )
+
 
 def _devices(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
@@ -146,10 +165,16 @@ def _task_specs(value: object, where: str) -> dict[str, dict[str, Any]]:
     for task, spec in value.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("cost"), dict):
             raise _error(f"{where}: task '{task}' needs \"cost\": {{device: time, ...}}")
+        _check_keys(spec, _TASK_KEYS, f"task '{task}': ", "a task", where)
     return value
 
 
 def _costs(task: str, spec: dict[str, Any], devices: set[str], where: str) -> dict[str, float]:
+    if not spec["cost"]:
+        raise _error(
+            f"{where}: no device can run task '{task}' (its cost names none of the devices); "
+            f"give its time on at least one of {', '.join(sorted(devices)) or '(none)'}"
+        )
     for device, time in spec["cost"].items():
         if device not in devices:
             raise _error(f"{where}: task '{task}' has a cost on unknown device '{device}'")
@@ -175,14 +200,22 @@ def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
     if not isinstance(value, list):
         raise _error(f'{where}: "edges" must be a list of {{"from", "to", "comm"}} objects')
     edges = []
+    first: dict[tuple[str, str], int] = {}  # (from, to) -> the edge that gave it
     for k, edge in enumerate(value):
         if not isinstance(edge, dict) or "from" not in edge or "to" not in edge:
             raise _error(f'{where}: edge #{k} needs "from" and "to" (and "comm")')
         for end in ("from", "to"):
-            if edge[end] not in tasks:
+            if not isinstance(edge[end], str) or edge[end] not in tasks:
                 raise _error(f"{where}: edge #{k} {end} unknown task '{edge[end]}'")
-        comm = edge.get("comm", 0.0)
         what = f"edge #{k} ({edge['from']} -> {edge['to']})"
+        _check_keys(edge, _EDGE_KEYS, f"{what}: ", "an edge", where)
+        seen = first.setdefault((edge["from"], edge["to"]), k)
+        if seen != k:
+            raise _error(
+                f"{where}: {what} repeats edge #{seen}; give each pair of tasks one edge, "
+                "whose comm is all that moves between them"
+            )
+        comm = edge.get("comm", 0.0)
         _check_number(comm, what, "time", where)
         remote = edge.get("remote")
         if remote is not None:

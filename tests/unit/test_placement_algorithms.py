@@ -479,12 +479,30 @@ def _graph(**overrides: object) -> dict[str, object]:
         (_graph(edges=[{"from": "x", "to": "x", "comm": 1}]), "cycle"),
         (_graph(devices=["a", "a"]), "listed twice"),
         ([], "expected an object"),
+        (_graph(capacty={"a": 1}), "g.json: unknown key 'capacty'; a graph takes"),
+        (
+            _graph(tasks={"x": {"cost": {"a": 1}, "memroy": 1}}),
+            "g.json: task 'x': unknown key 'memroy'; a task takes 'cost', 'memory'",
+        ),
+        (
+            _graph(edges=[{"from": "x", "to": "y", "com": 1}]),
+            r"g.json: edge #0 \(x -> y\): unknown key 'com'; an edge takes",
+        ),
+        (
+            _graph(edges=[{"from": "x", "to": "y", "comm": 1}, {"from": "x", "to": "y"}]),
+            r"g.json: edge #1 \(x -> y\) repeats edge #0",
+        ),
+        (_graph(edges=[{"from": ["x"], "to": "y"}]), "g.json: edge #0 from unknown task"),
+        (
+            _graph(tasks={"x": {"cost": {}}}),
+            "g.json: no device can run task 'x' .*at least one of a, b",
+        ),
     ],
 )
 @pytest.mark.parametrize("reader", [graph_from_json, TaskGraph.from_json])
 def test_bad_graphs_are_reported(reader: object, data: object, message: str) -> None:
     with pytest.raises(DhirError, match=message):
-        reader(data)  # type: ignore[operator]
+        reader(data, "g.json")  # type: ignore[operator]
 
 
 @pytest.mark.parametrize("reader", [graph_from_json, TaskGraph.from_json])
@@ -556,6 +574,11 @@ def test_schedule_table_output_defaults_to_best() -> None:
         (None, "cannot read"),
         ("{not json", "is not JSON"),
         ('{"devices": ["a"], "tasks": {"x": {"cost": {}}}, "edges": []}', "no device can run"),
+        (
+            '{"devices": ["a"], "tasks": {"x": {"cost": {"a": 1}, "memory": 9}}, "edges": [], '
+            '"capacity": {"a": 5}}',
+            "g.json: task 'x' needs 9 bytes resident",
+        ),
     ],
 )
 def test_schedule_errors_without_traceback(
@@ -566,7 +589,7 @@ def test_schedule_errors_without_traceback(
         path.write_text(content)
     result = dhir("schedule", "--graph", str(path))
     assert result.returncode == 1
-    assert message in result.stderr
+    assert message in result.stderr and "g.json" in result.stderr
     assert "Traceback" not in result.stderr
 
 
