@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.targets import UnknownArchError, kind_of_arch
 
 
 @dataclass(frozen=True)
@@ -117,16 +118,44 @@ def profile_from_json(data: object, where: str = "the profile") -> Profile:
     if not isinstance(tasks, dict):
         raise _profile_error(where, 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}')
     devices = data.get("devices", {}) if isinstance(data, dict) else {}
+    if not isinstance(devices, dict):
+        raise _profile_error(where, f'"devices" must be an object: {{"<task>": {_DEVICE}}}')
     profile = Profile()
     for name, seconds in tasks.items():
         if not _seconds(seconds):
             raise _profile_error(where, f'task "{name}" has time {seconds!r}; {_SECONDS}')
-        device = devices.get(name, {}) if isinstance(devices, dict) else {}
-        kind = device.get("kind", "cpu") if isinstance(device, dict) else "cpu"
-        arch = device.get("arch") if isinstance(device, dict) else None
-        profile.tasks[name] = Measurement(float(seconds), str(kind), arch)
+        kind, arch = _measured_on(name, devices.get(name, {}), where)
+        profile.tasks[name] = Measurement(float(seconds), kind, arch)
     profile.schedules = _schedule_times(data.get("schedules", {}), where)  # type: ignore[union-attr]
     return profile
+
+
+_DEVICE = '{"kind": "cpu" or "gpu", "arch": "<arch>", "rank": R}'
+
+
+def _measured_on(name: str, device: object, where: str) -> tuple[str, str | None]:
+    """The kind and arch a task's "devices" entry says it was measured on. A malformed
+    entry is an error: ignored, it would apply the time to devices it was not measured on."""
+    if not isinstance(device, dict):
+        raise _profile_error(where, f'devices of task "{name}" must be an object: {_DEVICE}')
+    kind, arch = device.get("kind", "cpu"), device.get("arch")
+    if kind not in ("cpu", "gpu"):
+        raise _profile_error(where, f'task "{name}" has kind {kind!r}; it must be "cpu" or "gpu"')
+    if arch is not None and not isinstance(arch, str):
+        raise _profile_error(where, f'task "{name}" has arch {arch!r}; it must be a string')
+    if arch is not None and _kind_of(arch) not in (None, kind):
+        raise _profile_error(
+            where, f'task "{name}" has arch "{arch}", a {_kind_of(arch)} arch, but kind "{kind}"'
+        )
+    return kind, arch
+
+
+def _kind_of(arch: str) -> str | None:
+    """The kind of an arch dhir knows; None for others (a profile may come from any CPU)."""
+    try:
+        return str(kind_of_arch(arch))
+    except UnknownArchError:
+        return None
 
 
 def _schedule_times(schedules: object, where: str) -> dict[str, float]:

@@ -8,7 +8,7 @@ import pytest
 from devices import LOCAL_CPU, rank_device
 
 from dhir.analysis.counts import DEFAULT_TRIP_COUNT, trip_count
-from dhir.analysis.profile import load_profile
+from dhir.analysis.profile import Measurement, load_profile, profile_from_json
 from dhir.analysis.work import Work, task_work
 from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
@@ -342,6 +342,35 @@ def test_bad_profiles_are_clear_errors(tmp_path: Path, content: str, complaint: 
         load_profile(path)
     with pytest.raises(DhirError, match="cannot read it"):
         load_profile(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("devices", "complaint"),
+    [
+        ({"t": {"kind": "gpux"}}, 'task "t" has kind \'gpux\'; it must be "cpu" or "gpu"'),
+        ({"t": {"kind": "cpu", "arch": 5}}, 'task "t" has arch 5; it must be a string'),
+        ({"t": {"kind": "cpu", "arch": "sm_90"}}, 'task "t" has arch "sm_90", a gpu arch, but'),
+        ({"t": {"kind": "gpu", "arch": "x86_64"}}, 'task "t" has arch "x86_64", a cpu arch, but'),
+        ([1], '"devices" must be an object'),
+        ({"t": "x"}, 'devices of task "t" must be an object'),
+    ],
+)
+def test_a_malformed_devices_section_is_an_error_naming_the_file_and_task(
+    tmp_path: Path, devices: object, complaint: str
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"tasks": {"t": 1.0}, "devices": devices}))
+    with pytest.raises(DhirError) as error:
+        load_profile(path)
+    assert str(error.value).startswith(f"error: cannot use {path} as task costs: ")
+    assert complaint in str(error.value)
+
+
+def test_a_devices_entry_may_name_an_arch_dhir_does_not_know() -> None:
+    read = profile_from_json(
+        {"tasks": {"t": 1.0}, "devices": {"t": {"kind": "cpu", "arch": "s390x"}}}
+    )
+    assert read.tasks["t"] == Measurement(1.0, "cpu", "s390x")
 
 
 # --- per-core rates, threads, caches and shared bandwidth --------------------------------
