@@ -2,7 +2,7 @@
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +43,16 @@ def load_program(program: str | os.PathLike[str] | ModuleOp) -> ModuleOp:
     was), a path to a .mlir file, or MLIR text (see `names_a_file`)."""
     if isinstance(program, ModuleOp):
         return program.clone()
+    if not isinstance(program, str | os.PathLike):
+        hint = "; decode bytes first (program.decode())" if isinstance(program, bytes) else ""
+        raise DhirError(
+            [
+                Diagnostic(
+                    "the program must be a path (str or os.PathLike), MLIR text (str) or a "
+                    f"parsed ModuleOp, not {type(program).__name__}{hint}"
+                )
+            ]
+        )
     if isinstance(program, os.PathLike) or names_a_file(program):
         return parse_file(Path(program))  # which says so when there is no such file
     return parse_string(program)
@@ -117,18 +127,18 @@ def run(
         timeout=timeout,
         threads=threads,
         placement=placement,
-        costs=Path(costs) if costs is not None else None,
-        profile=Path(profile) if profile is not None else None,
+        costs=_path(costs, "costs"),
+        profile=_path(profile, "profile"),
         gpu_fallback=gpu_fallback,
         codedrop=codedrop,
         target=target,
-        link=LinkInputs.from_words(link),
+        link=LinkInputs.from_words(_link_words(link)),
         cpu=cpu,
         optimize=optimize,
         fast_math=fast_math,
-        trace=Path(trace) if trace is not None else None,
-        keep_build=Path(keep_build) if keep_build is not None else None,
-        constraints=Path(constraints) if constraints is not None else None,
+        trace=_path(trace, "trace"),
+        keep_build=_path(keep_build, "keep_build"),
+        constraints=_path(constraints, "constraints"),
     )
     with ending_cleanly(redeliver=True):
         return run_module(
@@ -137,8 +147,34 @@ def run(
             list(args),
             backend,
             options,
-            output_dir=Path(output_dir) if output_dir is not None else None,
+            output_dir=_path(output_dir, "output_dir"),
         )
+
+
+def _path(value: object, name: str) -> Path | None:
+    """A path keyword of `run` as a Path; a DhirError for a value of another type, which
+    Path() would report as a bare TypeError."""
+    if value is None:
+        return None
+    if not isinstance(value, str | os.PathLike):
+        raise DhirError(
+            [Diagnostic(f"{name} takes a path (str or os.PathLike), not {type(value).__name__}")]
+        )
+    return Path(value)
+
+
+def _link_words(link: object) -> list[str | os.PathLike[str]]:
+    """`link` as a list of words; a lone str is refused, not read one character a word."""
+    wanted = 'link takes a list of words as a C compiler does (["rows.o", "-lm", "-L/opt/lib"])'
+    if isinstance(link, str | os.PathLike):
+        raise DhirError([Diagnostic(f"{wanted}, not a single path: give link=[{link!r}]")])
+    if not isinstance(link, Iterable):
+        raise DhirError([Diagnostic(f"{wanted}; got {type(link).__name__} (give () for none)")])
+    words = list(link)  # pyright: ignore[reportUnknownArgumentType]
+    for word in words:
+        if not isinstance(word, str | os.PathLike):
+            raise DhirError([Diagnostic(f"{wanted}; got a word {word!r}, not a str or path")])
+    return words
 
 
 def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -> None:

@@ -16,6 +16,7 @@ from dhir import DhirError
 from dhir.toolchain.signals import ending_cleanly
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
+VECTOR_ADD = EXAMPLES / "vector_add.mlir"
 # No dhir.schedule: the native backend runs CodeDrop on it first.
 PLAIN = """
 func.func @main(%a: memref<8xi32>) {
@@ -124,3 +125,22 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
     finally:
         signal.signal(signal.SIGTERM, before)
         signal.signal(signal.SIGHUP, ignored)
+
+
+@pytest.mark.parametrize(
+    ("program", "keywords", "message"),
+    [
+        (None, {}, r"the program must be a path \(str or os.PathLike\), .* not NoneType$"),
+        (b"func.func", {}, r"not bytes; decode bytes first \(program.decode\(\)\)"),
+        (VECTOR_ADD, {"link": "rows.o"}, r"link takes a list .* give link=\['rows.o'\]"),
+        (VECTOR_ADD, {"link": None}, r"link takes a list .*; got NoneType \(give \(\) for none\)"),
+        (VECTOR_ADD, {"link": [3]}, r"link takes a list .*; got a word 3, not a str or path"),
+        (VECTOR_ADD, {"costs": 5}, r"costs takes a path \(str or os.PathLike\), not int"),
+        (VECTOR_ADD, {"output_dir": 1.5}, r"output_dir takes a path .* not float"),
+    ],
+)
+def test_arguments_of_a_wrong_type_are_dhir_errors_saying_what_is_taken(
+    program: object, keywords: dict[str, object], message: str
+) -> None:
+    with pytest.raises(DhirError, match=message):
+        dhir.run(program, *vector_add_inputs(), backend="interp", **keywords)  # pyright: ignore[reportArgumentType]
