@@ -177,6 +177,27 @@ def _link_words(link: object) -> list[str | os.PathLike[str]]:
     return words
 
 
+def _check_nothing_placed(options: RunOptions) -> None:
+    """Refuse placement options on the interpreter, as `dhir run` does: it would ignore them."""
+    placing = [
+        name
+        for name, given in (
+            ("placement", options.placement != DEFAULT_ALGORITHM),
+            ("costs", options.costs is not None),
+        )
+        if given
+    ]
+    if placing:
+        raise DhirError(
+            [
+                Diagnostic(
+                    "the interpreter places no task (it runs them in program order): "
+                    f"{' and '.join(placing)} need the native backend"
+                )
+            ]
+        )
+
+
 def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -> None:
     """CodeDrop on an entry without schedules (dhir-codedrop) as `options` say, saying so
     on stderr."""
@@ -252,6 +273,7 @@ def _run_on(
             raise DhirError(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
+        _check_nothing_placed(options)
         if options.trace or options.keep_build or options.constraints:
             what = (
                 "a trace records what MPI ranks did"

@@ -62,6 +62,7 @@ from dhir.toolchain.options import (
     GPU_FALLBACKS,
     RunOptions,
     rank_count,
+    target_name,
     thread_count,
     timeout_seconds,
 )
@@ -288,6 +289,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         metavar="ARCH|cpu|gpu",
+        type=checked(target_name, str, "a target"),
         help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
         "(default: any device)",
     )

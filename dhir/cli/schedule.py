@@ -64,7 +64,7 @@ from dhir.placement.residency import fitting, oversized, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
-from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count
+from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, target_name
 from dhir.toolchain.tensors import bufferize
 from dhir.transforms.place import (
     PlacePass,
@@ -140,6 +140,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--target",
         metavar="ARCH|cpu|gpu",
+        type=checked(target_name, str, "a target"),
         help="with FILE: where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, "
         "...), cpu, gpu (default: any device)",
     )

@@ -13,6 +13,7 @@ from dhir.choices import FAST_MATH_MODES as MODES
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.targets import UnknownArchError, known_archs_text, parse_target_string
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.tools import DEFAULT_MPI, MPI_CHOICES
 
@@ -70,6 +71,7 @@ class RunOptions:
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
         _choose("fast-math mode", self.fast_math, MODES)
+        target_name(self.target)
         if self.cpu is not None and not valid_cpu(self.cpu):
             raise DhirError([Diagnostic(f"bad CPU {self.cpu!r}: give {CPU_RULE}")])
 
@@ -82,6 +84,26 @@ class RunOptions:
         """`threads`, or the node's cores shared among its ranks (all ranks run on this
         node when no hostfile says otherwise)."""
         return self.threads if self.threads is not None else default_threads(self.ranks)
+
+
+def target_name(value: object) -> str:
+    """`value` as where CodeDrop's tasks may run: a kind (cpu, gpu, any) or a known arch.
+    Checked here, as the other options are: CodeDrop reads it only for a program without
+    schedules, so a misspelt target would otherwise go unnoticed on every other one."""
+    if not isinstance(value, str):
+        raise DhirError([Diagnostic(f"the target must be a str, got {value!r}")])
+    try:
+        parse_target_string(value)
+    except UnknownArchError:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"unknown target '{value}'; give cpu, gpu, any or an arch "
+                    f"({known_archs_text()})"
+                )
+            ]
+        ) from None
+    return value
 
 
 def default_threads(ranks: int) -> int:

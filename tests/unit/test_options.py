@@ -5,6 +5,7 @@ CLI's."""
 
 import inspect
 import math
+import re
 import subprocess
 import sys
 from dataclasses import fields
@@ -37,6 +38,8 @@ BAD = [
     ({"mpi": "lam"}, r"unknown MPI 'lam'; choose one of mpich, openmpi"),
     ({"gpu_fallback": "gpu"}, r"unknown GPU fallback 'gpu'; choose one of none, cpu"),
     ({"placement": "fastest"}, r"unknown placement 'fastest'; choose one of round-robin"),
+    ({"target": "bogus"}, r"unknown target 'bogus'; give cpu, gpu, any or an arch \(CPU: x86_64"),
+    ({"target": 5}, r"the target must be a str, got 5"),
 ]
 
 
@@ -67,6 +70,21 @@ def test_the_api_refuses_bad_options_before_running(
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
     with pytest.raises(DhirError, match=message):
         dhir.run(VECTOR_ADD, *arrays, backend=backend, **keywords)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("keywords", "named"),
+    [({"placement": "heft"}, "placement"), ({"costs": "c.json"}, "costs"),
+     ({"placement": "peft", "costs": Path("c.json")}, "placement and costs")],
+)  # fmt: skip
+def test_the_interpreter_refuses_placement_options_as_dhir_run_does(
+    keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    message = f"the interpreter places no task (it runs them in program order): {named} need"
+    with pytest.raises(DhirError, match=re.escape(message)):
+        dhir.run(VECTOR_ADD, *arrays, backend="interp", **keywords)  # pyright: ignore[reportArgumentType]
 
 
 def test_the_api_hands_its_keywords_to_the_backend_as_options(
@@ -119,6 +137,7 @@ BAD_FLAGS = [
     (["--mpi", "lam"], "invalid choice: 'lam'"),
     (["--gpu-fallback", "gpu"], "invalid choice: 'gpu'"),
     (["--placement", "fastest"], "invalid choice: 'fastest'"),
+    (["--target", "bogus"], "argument --target: unknown target 'bogus'; give cpu, gpu, any"),
 ]
 
 
@@ -168,6 +187,7 @@ def test_the_api_defaults_are_the_cli_defaults() -> None:
         (["-n", "0"], "the rank count must be at least 1, got 0"),
         (["-n", "two"], "'two' is not a whole number"),
         (["--simulate", "--node-size", "0"], "must be at least 1 (devices per node), got 0"),
+        (["--target", "sm_9"], "argument --target: unknown target 'sm_9'"),
     ],
 )
 def test_dhir_schedule_refuses_bad_flags_as_dhir_run_does(
