@@ -47,6 +47,23 @@ def _positive_steps(op: Operation, steps: Sequence[int]) -> None:
         fail(op, f"has step {min(steps)}; steps must be positive")
 
 
+def _counter_fits(op: scf.ForOp, lower: int, upper: int, step: int) -> None:
+    # MLIR 22 leaves this undefined: its folders count trips over the integers (the
+    # canonicalizer makes 100 to 127 step 31 in i8 one trip), but --convert-scf-to-cf
+    # adds without overflow flags, so native code wraps and runs on.
+    if lower >= upper:
+        return
+    type_ = op.lb.type
+    top = (1 << (int_width(op, type_) - 1)) - 1
+    last = lower + (upper - 1 - lower) // step * step
+    if last + step > top:
+        fail(
+            op,
+            f"counter overflows its type {type_}: {last} + step {step} > {top} "
+            "(undefined in MLIR; native code would wrap around and keep looping)",
+        )
+
+
 @register
 class ControlImpls(InterpreterFunctions):
     @handles(dhir_ops.ScheduleOp)
@@ -87,6 +104,7 @@ class ControlImpls(InterpreterFunctions):
     def run_for(self, interp: Interpreter, op: scf.ForOp, args: Values) -> Values:
         lower, upper, step, *carried = args
         _positive_steps(op, [step])
+        _counter_fits(op, lower, upper, step)
         values = tuple(carried)
         for i in range(lower, upper, step):
             values = interp.run_ssacfg_region(op.body, (i, *values), "scf.for")

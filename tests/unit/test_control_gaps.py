@@ -1,0 +1,91 @@
+"""Control flow at the edges of what MLIR 22 defines: scf.for counters that overflow their
+type, reductions OpenMP cannot take, cf.switch, memref.alloca_scope around loops and
+`scf.for unsigned`. Native results must equal the interpreter's bit for bit; what MLIR
+leaves undefined is a located error in the interpreter."""
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+
+def interp(src: str, *inputs: object) -> list[np.ndarray]:
+    return dhir.run(dhir.parse_string(src, "prog.mlir"), *inputs, backend="interp")
+
+
+def native(src: str, *inputs: object) -> list[np.ndarray]:
+    return dhir.run(dhir.parse_string(src, "prog.mlir"), *inputs, backend="native", ranks=1)
+
+
+def interp_error(src: str, *inputs: object) -> str:
+    with pytest.raises(DhirError) as caught:
+        interp(src, *inputs)
+    return str(caught.value)
+
+
+def same_as_native(src: str, *inputs: object) -> list[np.ndarray]:
+    """The interpreter's results, after checking that native gives the same bits."""
+    want = interp(src, *[np.copy(x) for x in inputs])
+    got = native(src, *[np.copy(x) for x in inputs])
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), (g, w)
+    return want
+
+
+def task(args: str, body: str) -> str:
+    """`func.func @main(args)` running `body` in one CPU task on every memref argument."""
+    names = ", ".join(re.findall(r"%\w+(?=:)", args))
+    return (
+        f"func.func @main({args}) {{\n  dhir.schedule {names} {{\n"
+        f'    %cpu = dhir.target {{kind = "cpu"}}\n    %t = dhir.task %cpu, {names} {{\n'
+        f"{body}\n    }}\n  }}\n  return\n}}\n"
+    )
+
+
+# --- scf.for counters that overflow their type ---------------------------------------------
+
+
+def _count_trips(lower: int, upper: int, step: int, type_: str = "i8") -> str:
+    return task(
+        "%o: memref<1xi32>",
+        f"""      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : i32
+      %one = arith.constant 1 : i32
+      %lo = arith.constant {lower} : {type_}
+      %hi = arith.constant {upper} : {type_}
+      %st = arith.constant {step} : {type_}
+      %n = scf.for %i = %lo to %hi step %st iter_args(%k = %z) -> (i32) : {type_} {{
+        %k1 = arith.addi %k, %one : i32
+        scf.yield %k1 : i32
+      }}
+      memref.store %n, %o[%c0] : memref<1xi32>""",
+    )
+
+
+@pytest.mark.parametrize(
+    ("lower", "upper", "step", "type_"),
+    [(-128, 127, 31, "i8"), (100, 127, 31, "i8"), (0, 32767, 16384, "i16")],
+)
+def test_for_counter_overflow_is_a_located_error(
+    lower: int, upper: int, step: int, type_: str
+) -> None:
+    message = interp_error(_count_trips(lower, upper, step, type_), np.zeros(1, np.int32))
+    assert re.match(r"prog.mlir:\d+:\d+: error: 'scf.for' counter overflows its type", message)
+
+
+@needs_llvm
+@pytest.mark.parametrize(
+    ("lower", "upper", "step", "trips"),
+    [(-128, 127, 1, 255), (-128, 127, 85, 3), (-128, 100, 31, 8), (5, -5, 3, 0)],
+)
+def test_for_counters_up_to_the_top_of_their_type_run(
+    lower: int, upper: int, step: int, trips: int
+) -> None:
+    (got,) = same_as_native(_count_trips(lower, upper, step), np.zeros(1, np.int32))
+    assert got[0] == trips
