@@ -12,8 +12,9 @@ order; reductions fold each iteration's values into their initial value (the red
 identity for `affine.parallel`, as mlir-opt-22's --lower-affine starts from) in that
 order, with the loop's own combining ops. That is exactly what the interpreter does, and
 a valid order of a parallel loop. An `scf.parallel` with a reduction that
-convert-scf-to-openmp cannot make an OpenMP one of (it stops the build on it) becomes such
-a nest too. Other loops stay parallel.
+convert-scf-to-openmp cannot make an OpenMP one of (it stops the build on it), and any
+parallel loop reducing integers of a width LLVM's atomics do not take (i1, i17), becomes
+such a nest too. Other loops stay parallel.
 """
 
 from collections.abc import Callable, Sequence
@@ -52,6 +53,8 @@ _COMBINE: dict[str, type[Operation]] = {
 # compares of a min/max (arith.cmpi's predicates slt, sle, sgt, sge, ult, ule, ugt, uge).
 _OPENMP_COMBINE = (arith.AddiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp)
 _ORDERINGS = frozenset({2, 3, 4, 5, 6, 7, 8, 9})
+# The integer widths of OpenMP's reductions (llvm.atomicrmw takes whole bytes, powers of 2).
+_ATOMIC_WIDTHS = frozenset({8, 16, 32, 64})
 
 # Appends to a block the ops folding the body's values into the accumulators; the new ones.
 _Fold = Callable[[Block, Sequence[SSAValue]], list[SSAValue]]
@@ -84,15 +87,21 @@ def _openmp_reduces(loop: Operation) -> bool:
     integer (not index) reduction whose body is one known op of the two arguments in
     order, or a compare of them and a select of one (min/max; dhir-openmp-reductions
     writes integer min/max so). On anything else it stops ("unconverted operation
-    found"). affine.parallel's integer kinds lower to such bodies."""
+    found"). affine.parallel's integer kinds lower to such bodies. The integers must
+    also be of a width LLVM's atomics take: on i1 or i17 the build stops at
+    'llvm.atomicrmw'."""
     if not isinstance(loop, scf.ParallelOp):
-        return True
+        return all(_atomic_width(type_) for type_ in loop.result_types)
     reduce = loop.body.block.last_op
     assert isinstance(reduce, scf.ReduceOp)
     return all(
-        isinstance(value.type, IntegerType) and _known_reduction(region.block)
+        _atomic_width(value.type) and _known_reduction(region.block)
         for value, region in zip(reduce.args, reduce.reductions)
     )
+
+
+def _atomic_width(type_: Attribute) -> bool:
+    return isinstance(type_, IntegerType) and type_.width.data in _ATOMIC_WIDTHS
 
 
 def _known_reduction(block: Block) -> bool:

@@ -89,3 +89,56 @@ def test_for_counters_up_to_the_top_of_their_type_run(
 ) -> None:
     (got,) = same_as_native(_count_trips(lower, upper, step), np.zeros(1, np.int32))
     assert got[0] == trips
+
+
+# --- reductions OpenMP's atomics cannot take -------------------------------------------------
+
+_SCF_REDUCE = """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c100 = arith.constant 100 : index
+      %init = arith.constant {init}
+      %all = scf.parallel (%i) = (%c0) to (%c100) step (%c1) init (%init) -> {type_} {{
+        %v = memref.load %a[%i] : memref<100xi32>
+        %z = arith.constant 0 : i32
+        {element}
+        scf.reduce(%e : {type_}) {{
+        ^bb0(%l: {type_}, %r: {type_}):
+          %x = arith.{combine} %l, %r : {type_}
+          scf.reduce.return %x : {type_}
+        }}
+      }}
+      %b = {to_i8} %all : {type_} to i8
+      memref.store %b, %o[%c0] : memref<1xi8>"""
+
+_AFFINE_REDUCE = """      %all = affine.parallel (%i) = (0) to (100) reduce ("andi") -> (i1) {
+        %v = affine.load %a[%i] : memref<100xi32>
+        %z = arith.constant 0 : i32
+        %e = arith.cmpi sge, %v, %z : i32
+        affine.yield %e : i1
+      }
+      %b = arith.extui %all : i1 to i8
+      affine.store %b, %o[0] : memref<1xi8>"""
+
+_NONNEGATIVE = "%e = arith.cmpi sge, %v, %z : i32"
+REDUCTIONS = {
+    "scf-i1-andi": _SCF_REDUCE.format(
+        init="true", type_="i1", element=_NONNEGATIVE, combine="andi", to_i8="arith.extui"
+    ),
+    "scf-i17-addi": _SCF_REDUCE.format(
+        init="5 : i17",
+        type_="i17",
+        element="%e = arith.trunci %v : i32 to i17",
+        combine="addi",
+        to_i8="arith.trunci",
+    ),
+    "affine-i1-andi": _AFFINE_REDUCE,
+}
+
+
+@needs_llvm
+@pytest.mark.parametrize("body", REDUCTIONS.values(), ids=REDUCTIONS.keys())
+@pytest.mark.parametrize("shift", [0, 3])
+def test_reductions_on_odd_widths_build_and_equal_the_interpreter(body: str, shift: int) -> None:
+    src = task("%a: memref<100xi32>, %o: memref<1xi8>", body)
+    a = (np.arange(100, dtype=np.int32) * 37 % 91 - shift) * 1000
+    same_as_native(src, a, np.zeros(1, np.int8))
