@@ -4,5 +4,6 @@ reaches it through this module, as it reaches every dialect through dhir.dialect
 # isort: off
 from xdsl.dialects.cf import (
     AssertOp as AssertOp,
+    SwitchOp as SwitchOp,
 )
 # isort: on

@@ -142,3 +142,97 @@ def test_reductions_on_odd_widths_build_and_equal_the_interpreter(body: str, shi
     src = task("%a: memref<100xi32>, %o: memref<1xi8>", body)
     a = (np.arange(100, dtype=np.int32) * 37 % 91 - shift) * 1000
     same_as_native(src, a, np.zeros(1, np.int8))
+
+
+# --- cf.switch -----------------------------------------------------------------------------
+
+
+def _switch_program(type_: str, cases: list[int]) -> str:
+    """@pick(x, y) branches on x: case k of `cases` returns 10 * k + y (the first case
+    forwards y twice, the second nothing), the default 1000 + y."""
+    arms, blocks = [], []
+    for k, value in enumerate(cases):
+        if k == 0:
+            arms.append(f"{value}: ^c{k}(%y, %y : i32, i32)")
+            blocks.append(f"^c{k}(%p: i32, %q: i32):\n  %r{k} = arith.addi %p, %q : i32")
+            blocks[-1] += f"\n  %s{k} = arith.subi %r{k}, %y : i32"
+        elif k == 1:
+            arms.append(f"{value}: ^c{k}")
+            blocks.append(f"^c{k}:\n  %s{k} = arith.addi %y, %y : i32")
+            blocks[-1] += f"\n  %s{k}b = arith.subi %s{k}, %y : i32"
+        else:
+            arms.append(f"{value}: ^c{k}(%y : i32)")
+            blocks.append(f"^c{k}(%p{k}: i32):\n  %s{k} = arith.addi %p{k}, %y : i32")
+            blocks[-1] += f"\n  %s{k}b = arith.subi %s{k}, %y : i32"
+    returns = []
+    for k, block in enumerate(blocks):
+        last = f"%s{k}" if k == 0 else f"%s{k}b"
+        returns.append(
+            f"{block}\n  %t{k} = arith.constant {10 * k} : i32\n"
+            f"  %u{k} = arith.addi {last}, %t{k} : i32\n  return %u{k} : i32"
+        )
+    pick = (
+        f"func.func private @pick(%x: {type_}, %y: i32) -> i32 {{\n"
+        f"  cf.switch %x : {type_}, [\n    default: ^d(%y : i32),\n    "
+        + ",\n    ".join(arms)
+        + "\n  ]\n"
+        + "\n".join(returns)
+        + "\n^d(%w: i32):\n  %k = arith.constant 1000 : i32\n"
+        "  %v = arith.addi %w, %k : i32\n  return %v : i32\n}\n"
+    )
+    narrow = (
+        f"%x = arith.trunci %x64 : i64 to {type_}"
+        if type_ != "i64"
+        else "%x = arith.addi %x64, %x64 : i64"
+    )
+    body = f"""      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c8 step %c1 {{
+        %x64 = memref.load %in[%i] : memref<8xi64>
+        {narrow}
+        %y = arith.constant 7 : i32
+        %r = func.call @pick(%x, %y) : ({type_}, i32) -> i32
+        memref.store %r, %out[%i] : memref<8xi32>
+      }}"""
+    return pick + task("%in: memref<8xi64>, %out: memref<8xi32>", body)
+
+
+SWITCHES = {
+    "i1": ("i1", [0, -1]),
+    "i8": ("i8", [0, -5, 127, -128]),
+    "i32": ("i32", [-1, 0, 100, -2**31]),
+    "i64": ("i64", [2, -2**63, 2**62]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("type_", "cases"), SWITCHES.values(), ids=SWITCHES.keys())
+def test_switch_runs_in_the_interpreter(type_: str, cases: list[int]) -> None:
+    # i64 doubles its input (so that the int64 array can reach -2**63 and 2**62 itself).
+    inputs = np.array([0, 1, -1, 255, -5, 100, 2**61, -(2**62)], np.int64)
+    _, out = interp(_switch_program(type_, cases), inputs, np.zeros(8, np.int32))
+    width = int(type_[1:])
+    flags = [x * 2 if width == 64 else x for x in inputs.tolist()]
+    flags = [(f + 2 ** (width - 1)) % 2**width - 2 ** (width - 1) for f in flags]
+    normal = [(c + 2 ** (width - 1)) % 2**width - 2 ** (width - 1) for c in cases]
+    want = [10 * normal.index(f) + 7 if f in normal else 1007 for f in flags]
+    assert out.tolist() == want
+
+
+@needs_llvm
+@pytest.mark.parametrize(("type_", "cases"), SWITCHES.values(), ids=SWITCHES.keys())
+def test_switch_equals_native(type_: str, cases: list[int]) -> None:
+    inputs = np.array([0, 1, -1, 255, -5, 100, 2**61, -(2**62)], np.int64)
+    same_as_native(_switch_program(type_, cases), inputs, np.zeros(8, np.int32))
+
+
+def test_switch_on_index_is_a_located_error() -> None:
+    src = (
+        _switch_program("i8", [1])
+        .replace(": i8, [", ": index, [")
+        .replace("%x: i8, %y", "%x: index, %y")
+    )
+    src = src.replace("arith.trunci %x64 : i64 to i8", "arith.index_cast %x64 : i64 to index")
+    src = src.replace("(i8, i32) -> i32", "(index, i32) -> i32")
+    message = interp_error(src, np.zeros(8, np.int64), np.zeros(8, np.int32))
+    assert re.match(r"prog.mlir:\d+:\d+: error: 'cf.switch' on index", message), message

@@ -3,10 +3,12 @@
 from collections.abc import Callable, Sequence
 from itertools import product
 
+from xdsl.dialects.builtin import IndexType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     ReturnedValues,
+    Successor,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -233,6 +235,26 @@ class ControlImpls(InterpreterFunctions):
             # Turned into a Trap at the innermost call: xDSL would print the whole
             # module at every level on the way out.
             fail(op, f"nests calls deeper than the interpreter's limit of about {MAX_DEPTH}")
+
+    @handles(cf.SwitchOp)
+    def run_switch(
+        self, interp: Interpreter, op: cf.SwitchOp, args: Values
+    ) -> tuple[Successor, Values]:
+        flag_type = op.flag.type
+        if isinstance(flag_type, IndexType):
+            fail(op, "on index is not supported (MLIR 22's cf.switch takes integers only)")
+        width = int_width(op, flag_type)
+        flag = wrap(args[0], width)
+        values = op.case_values.get_values() if op.case_values is not None else ()
+        operands = iter(args[1 + len(op.default_operands) :])
+        segments = op.case_operand_segments.get_values()
+        for value, block, count in zip(values, op.case_blocks, segments, strict=True):
+            forwarded = tuple(next(operands) for _ in range(count))
+            # Case values may be stored signed or unsigned: compare in the flag's width.
+            if wrap(int(value), width) == flag:
+                return Successor(block, forwarded), ()
+        default = tuple(args[1 : 1 + len(op.default_operands)])
+        return Successor(op.default_block, default), ()
 
     @handles(cf.AssertOp)
     def run_assert(self, interp: Interpreter, op: cf.AssertOp, args: Values) -> Values:
