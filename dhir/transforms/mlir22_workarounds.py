@@ -9,12 +9,17 @@
   crashes. It becomes `memref.reinterpret_cast` of the source's base buffer, with the
   source's offset and the strides an expansion gives (each output dimension's stride is the
   source dimension's times the sizes of the output dimensions after it in its group).
+- `memref.alloca_scope` around a loop or any other op with regions: `convert-scf-to-cf`
+  makes blocks of the loop inside the scope, which then fails to verify ("expects region
+  #0 to have 0 or 1 blocks"). The scope's body moves out between `llvm.intr.stacksave`
+  and `llvm.intr.stackrestore`, as `finalize-memref-to-llvm` would lower it: the stack
+  its allocas take is still given back at the scope's end.
 
 - `scf.index_switch`: `convert-scf-to-cf` casts the index to i32 for its `cf.switch`, so
   case 4294967296 matched 0, and cases equal in their low 32 bits made an invalid switch.
   It becomes a chain of `scf.if`, comparing the whole index with each case in order.
 
-docs/upstream-bugs.md sections 13 and 15 have the reproducers. Either rewrite addresses the same
+docs/upstream-bugs.md sections 13 and 15 have the reproducers. Each rewrite addresses the same
 elements as the op it replaces, so results are exact.
 """
 
@@ -31,12 +36,14 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     VectorType,
 )
+from xdsl.dialects.llvm import StackRestoreOp, StackSaveOp
 from xdsl.dialects.utils.dynamic_index_list import get_dynamic_index_list, split_dynamic_index_list
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import arith, memref, scf, vector
+from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 
 _Position = SSAValue | int
@@ -45,7 +52,8 @@ _Position = SSAValue | int
 @dataclass(frozen=True)
 class Mlir22WorkaroundsPass(ModulePass):
     """Run-time positions in outer vector dimensions become static ones; expand_shape with
-    several run-time sizes in a group becomes a reinterpret_cast."""
+    several run-time sizes in a group becomes a reinterpret_cast; alloca_scope around
+    loops becomes an explicit stack save and restore."""
 
     name = "dhir-mlir22-workarounds"
 
@@ -60,6 +68,27 @@ class Mlir22WorkaroundsPass(ModulePass):
                 _reinterpret(found)
         for found in find_ops(op, (scf.IndexSwitchOp,)):
             _as_ifs(found)
+        for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
+            if _holds_regions(scope) and not in_device_code(scope):
+                _save_and_restore_stack(scope)
+
+
+def _holds_regions(scope: memref.AllocaScopeOp) -> bool:
+    blocks = scope.scope.blocks
+    return len(blocks) == 1 and any(inner.regions for inner in blocks[0].ops)
+
+
+def _save_and_restore_stack(scope: memref.AllocaScopeOp) -> None:
+    block = scope.scope.block
+    returned = block.last_op
+    assert isinstance(returned, memref.AllocaScopeReturnOp)
+    values = list(returned.operands)
+    Rewriter.erase_op(returned)
+    save = StackSaveOp()
+    Rewriter.insert_op(save, InsertPoint.before(scope))
+    Rewriter.inline_block(block, InsertPoint.before(scope))
+    Rewriter.insert_op(StackRestoreOp(save.res), InsertPoint.before(scope))
+    Rewriter.replace_op(scope, [], values)
 
 
 def _outer_dynamic(positions: Sequence[_Position], rank: int) -> int | None:
