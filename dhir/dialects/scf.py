@@ -53,6 +53,10 @@ from dhir.dialects.format import (
 )
 
 _SEGMENTS = "operandSegmentSizes"
+_UNSIGNED_FOR = (
+    "'scf.for unsigned' (unsignedCmp) is not supported by dhir: its loops compare signed; "
+    "write the loop as an scf.while with arith.cmpi ult"
+)
 _NO_INLINE = "no_inline"
 
 
@@ -190,6 +194,9 @@ class ForOp(scf.ForOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> "ForOp":
+        start = parser.pos
+        if parser.parse_optional_keyword("unsigned"):
+            parser.raise_error(_UNSIGNED_FOR, start, parser.pos)
         indvar = parser.parse_argument(expect_type=False)
         parser.parse_punctuation("=")
         bounds = [parser.parse_unresolved_operand()]
@@ -220,6 +227,13 @@ class ForOp(scf.ForOp):
             operands=[lb, ub, step, inits], result_types=[types], regions=[body], attributes=attrs
         )
         return op
+
+    def verify_(self) -> None:
+        # MLIR reads an `unsignedCmp` attribute as the loop's own: native code would
+        # compare unsigned where dhir's passes and the interpreter compare signed.
+        if "unsignedCmp" in self.attributes:
+            raise VerifyException(_UNSIGNED_FOR)
+        super().verify_()
 
 
 class IfOp(scf.IfOp):

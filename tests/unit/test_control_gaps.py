@@ -285,3 +285,40 @@ def test_alloca_scope_around_loops_builds_and_gives_its_stack_back() -> None:
     same_as_native(src, a, 3)
     got, _ = native(src, np.copy(a), 2000)
     assert got.tolist() == _scoped_sweeps(a.tolist(), 2000)
+
+
+# --- scf.for unsigned ----------------------------------------------------------------------
+
+_UNSIGNED_BODY = """      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : i32
+      %lb = arith.constant 0 : i8
+      %ub = arith.constant 200 : i8
+      %st = arith.constant 50 : i8
+      {loop}
+        %e = arith.extui %i : i8 to i32
+        %s = arith.addi %n, %e : i32
+        scf.yield %s : i32
+      {end}
+      memref.store %r, %o[%c0] : memref<1xi32>"""
+UNSIGNED_LOOPS = {
+    "custom": (
+        "%r = scf.for unsigned %i = %lb to %ub step %st iter_args(%n = %z) -> (i32) : i8 {",
+        "}",
+        "prog.mlir:10:20: ",
+    ),
+    # MLIR would take the attribute as the loop's own and compare unsigned.
+    "attribute": (
+        '%r = "scf.for"(%lb, %ub, %st, %z) ({\n      ^bb0(%i: i8, %n: i32):',
+        "}) {unsignedCmp} : (i8, i8, i8, i32) -> i32",
+        "prog.mlir:10:7: ",
+    ),
+}
+
+
+@pytest.mark.parametrize(("loop", "end", "where"), UNSIGNED_LOOPS.values(), ids=UNSIGNED_LOOPS)
+def test_unsigned_for_is_a_located_error(loop: str, end: str, where: str) -> None:
+    src = task("%o: memref<1xi32>", _UNSIGNED_BODY.format(loop=loop, end=end))
+    with pytest.raises(DhirError) as caught:
+        dhir.parse_string(src, "prog.mlir")
+    message = str(caught.value)
+    assert message.startswith(f"{where}error: 'scf.for unsigned' (unsignedCmp) is not"), message
