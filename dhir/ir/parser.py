@@ -27,8 +27,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import AttrParser, Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.lexer import Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from dhir.ir.region_cache import TaskBodyCache
 
@@ -38,6 +38,26 @@ from dhir.ir.region_cache import TaskBodyCache
 MLIRLexer._unescaped_characters_regex = re.compile(  # pyright: ignore[reportPrivateUsage]
     r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
 )
+
+_lex_string = MLIRLexer._lex_string_literal  # pyright: ignore[reportPrivateUsage]
+
+
+def _lex_utf8_string(self: MLIRLexer, start_pos: Position) -> MLIRToken:
+    """xDSL 0.74 made a bytes literal of any string with escapes of non-ASCII bytes, also
+    valid UTF-8 ones, which its printer (as MLIR's) writes for every non-ASCII character:
+    a task's name "é" printed and read back was no longer a string. Such a literal is a
+    string, as MLIR reads it."""
+    token = _lex_string(self, start_pos)
+    if token.kind is MLIRTokenKind.BYTES_LIT:
+        try:
+            StringLiteral.from_span(token.span).bytes_contents.decode("utf-8")
+        except UnicodeDecodeError:
+            return token
+        return MLIRToken(MLIRTokenKind.STRING_LIT, token.span)
+    return token
+
+
+MLIRLexer._lex_string_literal = _lex_utf8_string  # pyright: ignore[reportPrivateUsage]
 
 
 def _location(name: StringAttr, line: IntAttr, column: IntAttr) -> FileLineColLoc:
