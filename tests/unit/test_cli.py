@@ -91,6 +91,15 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
     )
 
 
+@pytest.mark.parametrize("constant", ["1.5 : f80", "dense<[1.5, 2.0]> : tensor<2xf128>"])
+def test_an_f80_or_f128_constant_is_a_located_error(constant: str) -> None:
+    # xDSL read them and failed to print them: an internal error.
+    text = f"func.func @f() {{\n  %x = arith.constant {constant}\n  return\n}}\n"
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "<stdin>:2:" in result.stderr and "f80 and f128 constants are not" in result.stderr
+
+
 @pytest.mark.parametrize("vector", ["vector<0xf32>", "vector<4x0x2xf32>", "vector<[0]xf32>"])
 def test_a_vector_of_no_elements_is_a_located_error(vector: str) -> None:
     # MLIR refuses these; xDSL 0.74 built them, and the lowering failed far later.
