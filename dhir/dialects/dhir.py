@@ -240,6 +240,13 @@ class YieldOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "YieldOp":
+        at = parser.pos
+        if parser.parse_optional_unresolved_operand() is not None:
+            parser.raise_error(
+                "dhir.yield takes no values: tasks and schedules return nothing; store "
+                "results in a memref the task lists",
+                at,
+            )
         op = cls()
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
@@ -685,7 +692,7 @@ def _parse_task(parser: Parser) -> TaskOp:
     target: SSAValue | str
     if parser.parse_optional_keyword("target") is not None:
         parser.parse_punctuation("=")
-        target = parser.parse_str_literal('target name (e.g. "cpu", "sm_90")')
+        target = parser.parse_str_literal(' for the target name (e.g. "cpu", "sm_90")')
         header = parser.pos
         memrefs = (
             _parse_header_operands(parser, allow_empty=False)

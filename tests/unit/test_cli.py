@@ -209,3 +209,20 @@ def test_mangled_programs_give_diagnostics_not_crashes(data: st.DataObject) -> N
         parse_string(mangled, "mangled.mlir")
     except DhirError as error:
         assert error.diagnostics
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("dhir.yield %v : i32", "<stdin>:5:18: error: dhir.yield takes no values"),
+        ("}\n%u = dhir.task target = 5, %a {", "error: string literal expected for the target"),
+    ],
+)
+def test_task_syntax_mistakes_say_what_is_wrong(line: str, message: str) -> None:
+    text = (
+        "func.func @main(%a: memref<4xi32>) {\n  dhir.schedule %a {\n"
+        '    %t = dhir.task target = "cpu", %a {\n      %v = arith.constant 1 : i32\n'
+        f"      {line}\n    }}\n  }}\n  return\n}}\n"
+    )
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
