@@ -122,6 +122,14 @@ def _needs_mapping(task: TaskOp, label: str) -> bool:
             )
     if launches or outside:
         return bool(outside)
+    calls = [op for op in task.body.walk() if isinstance(op, dgpu.LaunchFuncOp)]
+    if calls:
+        raise error_at(
+            calls[0],
+            f"{label}: the native backend does not build gpu.launch_func of the program's own "
+            "gpu.func (the interpreter runs it); write the kernel as a gpu.launch with its "
+            "body inline, or as parallel loops",
+        )
     raise error_at(
         task,
         f"{label} has no parallel loop (scf.parallel, affine.parallel, linalg) or gpu.launch "

@@ -411,3 +411,12 @@ def test_kernels_run_every_iteration_of_their_loops(dims: list[tuple[int, int, i
     assert any(isinstance(op, dgpu.LaunchOp) for op in module.walk())
     got = dhir.run(module, np.zeros([12] * len(dims), np.int64), backend="interp")
     np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_a_launch_of_the_programs_own_gpu_func_is_a_clear_error() -> None:
+    """The interpreter runs gpu.launch_func; the native backend says it does not build it
+    (it said the task had no parallel loop or gpu.launch)."""
+    text = (Path(__file__).parent / "data" / "launch_func.mlir").read_text()
+    module = dhir.parse_string(text, "launch_func.mlir")
+    with pytest.raises(DhirError, match=r"launch_func.mlir:18:9: .*does not build gpu.launch_func"):
+        dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
