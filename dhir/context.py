@@ -65,6 +65,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Shard
 
+    def cf() -> Dialect:
+        from dhir.dialects.cf import Cf
+
+        return Cf
+
     return {
         "dhir": dhir,
         "scf": scf,
@@ -77,6 +82,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "vector": vector,
         "mpi": mpi,
         "shard": shard,
+        "cf": cf,
     }
 
 

@@ -235,7 +235,8 @@ def test_switch_on_index_is_a_located_error() -> None:
     src = src.replace("arith.trunci %x64 : i64 to i8", "arith.index_cast %x64 : i64 to index")
     src = src.replace("(i8, i32) -> i32", "(index, i32) -> i32")
     message = interp_error(src, np.zeros(8, np.int64), np.zeros(8, np.int32))
-    assert re.match(r"prog.mlir:\d+:\d+: error: 'cf.switch' on index", message), message
+    # Refused when read, as mlir-opt-22 refuses it (the native build failed inside it).
+    assert re.match(r"prog.mlir:\d+:\d+: error: 'cf.switch' takes a signless integer", message)
 
 
 # --- memref.alloca_scope around loops ------------------------------------------------------
