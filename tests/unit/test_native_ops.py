@@ -793,3 +793,41 @@ def test_index_switch_compares_the_whole_index() -> None:
     native, interp = both(INDEX_SWITCH, keys, np.zeros(6, np.int32))
     same_bits(native[1], interp[1], "native against the interpreter")
     np.testing.assert_array_equal(interp[1], [4, 1, 2, 3, 4, 4])
+
+
+def _remf_sincos_program(type_: str, n: int) -> str:
+    m = f"memref<{n}x{type_}>"
+    return f"""
+func.func @main(%a: {m}, %b: {m}, %r: {m}, %s: {m}, %c: {m}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant {n} : index
+  scf.for %i = %c0 to %n step %c1 {{
+    %x = memref.load %a[%i] : {m}
+    %y = memref.load %b[%i] : {m}
+    %q = arith.remf %x, %y : {type_}
+    memref.store %q, %r[%i] : {m}
+    %sn, %cs = math.sincos %x : {type_}
+    memref.store %sn, %s[%i] : {m}
+    memref.store %cs, %c[%i] : {m}
+  }}
+  return
+}}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("type_", ["f16", "f32", "f64"])
+def test_remf_and_sincos(type_: str) -> None:
+    """The interpreter refused both; it now computes them as native code does (fmod; libm's
+    sin and cos)."""
+    dtype = DTYPES[type_]
+    a = np.array([5.5, -5.5, 5.5, -0.0, 1000.0, 3.0, math.inf, 7.0, math.nan, -4.0], dtype)
+    b = np.array([2.0, 2.0, -2.0, 1.0, 3.0, 0.0, 2.0, math.inf, 1.0, 2.0], dtype)
+    zeros = [np.zeros(len(a), dtype) for _ in range(3)]
+    native, interp = both(_remf_sincos_program(type_, len(a)), a, b, *zeros)
+    for k in (2, 3, 4):
+        same_bits(native[k], interp[k], f"{type_} result {k}, native against the interpreter")
+    with np.errstate(invalid="ignore"):  # fmod(inf, 2), fmod(3, 0), sin(inf): NaN
+        np.testing.assert_array_equal(interp[2], np.fmod(a, b))
+        within_ulps(interp[3], np.sin(a), 1, "sin")

@@ -38,6 +38,7 @@ from dhir.backends.interp.scalars import (
     maxnum,
     minimum,
     minnum,
+    remainder,
     result_rounder,
     round_bf16_once,
     signed,
@@ -149,10 +150,12 @@ class ArithImpls(InterpreterFunctions):
     def run_select(self, interp: Interpreter, op: arith.SelectOp, args: Values) -> Values:
         return (args[1] if args[0] else args[2],)
 
-    @handles(arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp)
+    @handles(arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, dhir_arith.RemFOp)
     def run_float_arith(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         a, b = args
         round_to = result_rounder(op)
+        if isinstance(op, dhir_arith.RemFOp):
+            return (round_to(remainder(a, b)),)
         if isinstance(op, arith.AddfOp):
             return (round_to(a + b),)
         if isinstance(op, arith.SubfOp):

@@ -74,6 +74,14 @@ class MathImpls(InterpreterFunctions):
         function = libm_function(_MATH_C_NAMES[_math_op_type(op)], len(args), is_double)
         return (round_to(function(*args)),)
 
+    @handles(mathd.SincosOp)
+    def run_sincos(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # glibc's sincos, which native code calls, gives what sin and cos give.
+        round_to = result_rounder(op)
+        is_double = isinstance(lane_type(op.results[0].type), Float64Type)
+        sin, cos = (libm_function(name, 1, is_double) for name in ("sin", "cos"))
+        return (round_to(sin(args[0])), round_to(cos(args[0])))
+
     @handles(mathd.RsqrtOp)
     def run_rsqrt(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # MLIR expands rsqrt to 1 / sqrt(x): two roundings.

@@ -155,6 +155,14 @@ def divide(a: float, b: float) -> float:
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
 
 
+def remainder(a: float, b: float) -> float:
+    """arith.remf: C's fmod, exact, with the sign of `a` (Python raises where IEEE gives
+    NaN: an infinite `a` or a zero `b`)."""
+    if a != a or b != b or math.isinf(a) or b == 0:
+        return math.nan
+    return math.fmod(a, b)
+
+
 def maximum(a: float, b: float) -> float:
     """arith.maximumf: NaN if either is NaN; +0 > -0."""
     if a != a or b != b:
