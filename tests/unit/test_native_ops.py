@@ -831,3 +831,26 @@ def test_remf_and_sincos(type_: str) -> None:
     with np.errstate(invalid="ignore"):  # fmod(inf, 2), fmod(3, 0), sin(inf): NaN
         np.testing.assert_array_equal(interp[2], np.fmod(a, b))
         within_ulps(interp[3], np.sin(a), 1, "sin")
+
+
+BROADCASTS = """
+func.func @main(%a: memref<4xf32>, %b: memref<3x4xf32>, %c: memref<4x3xf32>, %d: memref<2x4x3xf32>) {
+  linalg.broadcast ins(%a : memref<4xf32>) outs(%b : memref<3x4xf32>) dimensions = [0]
+  linalg.broadcast ins(%a : memref<4xf32>) outs(%c : memref<4x3xf32>) dimensions = [1]
+  linalg.broadcast ins(%a : memref<4xf32>) outs(%d : memref<2x4x3xf32>) dimensions = [0, 2]
+  return
+}
+"""
+
+
+@needs_llvm
+def test_linalg_broadcast() -> None:
+    """The interpreter refused linalg.broadcast."""
+    a = np.array([1.5, -2.0, 0.25, 8.0], np.float32)
+    outs = [np.zeros(s, np.float32) for s in ((3, 4), (4, 3), (2, 4, 3))]
+    native, interp = both(BROADCASTS, a, *outs)
+    for k in (1, 2, 3):
+        same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[1], np.broadcast_to(a, (3, 4)))
+    np.testing.assert_array_equal(interp[2], np.broadcast_to(a[:, None], (4, 3)))
+    np.testing.assert_array_equal(interp[3], np.broadcast_to(a[None, :, None], (2, 4, 3)))

@@ -3,6 +3,7 @@
 from itertools import product
 
 import numpy as np
+from xdsl.dialects.linalg.ops import BroadcastOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -62,6 +63,15 @@ class LinalgImpls(InterpreterFunctions):
             indices.pop()
             for (array, output_map), value in zip(outputs, values):
                 store(op, array, output_map.eval(point, ()), value)
+        return ()
+
+    @handles(BroadcastOp)
+    def run_broadcast(self, interp: Interpreter, op: BroadcastOp, args: Values) -> Values:
+        if op.result:
+            fail(op, "on tensors is not supported by the interpreter (memrefs only)")
+        source, out = args
+        added = tuple(op.dimensions.get_values())
+        out[...] = np.broadcast_to(np.expand_dims(source, added), out.shape)
         return ()
 
     @handles(linalg.ReduceOp)
