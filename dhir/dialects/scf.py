@@ -29,7 +29,13 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, NoTerminator
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    NoTerminator,
+    SingleBlockImplicitTerminator,
+    ensure_terminator,
+)
 from xdsl.utils.exceptions import VerifyException
 
 # What the rest of dhir uses of xDSL's scf dialect as it is (the ops dhir does not
@@ -37,7 +43,6 @@ from xdsl.utils.exceptions import VerifyException
 # isort: off
 from xdsl.dialects.scf import (
     ConditionOp as ConditionOp,
-    IndexSwitchOp as IndexSwitchOp,
     ReduceReturnOp as ReduceReturnOp,
     YieldOp as YieldOp,
 )
@@ -564,8 +569,22 @@ def _parse_arrow_types(parser: Parser) -> list[Attribute]:
     return [parser.parse_type()] if types is None else types
 
 
+class IndexSwitchOp(scf.IndexSwitchOp):
+    """MLIR prints a region that yields nothing without its scf.yield (`default {` then
+    `}`); xDSL 0.74 read that as a region of no blocks, which failed to verify."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "IndexSwitchOp":
+        op = super().parse(parser)
+        trait = op.get_trait(SingleBlockImplicitTerminator)
+        assert trait is not None
+        ensure_terminator(op, trait)
+        return op
+
+
 SCF: Dialect = with_replaced_ops(
     scf.Scf,
+    IndexSwitchOp,
     ParallelOp,
     ReduceOp,
     ExecuteRegionOp,

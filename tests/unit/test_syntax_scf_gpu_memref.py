@@ -523,3 +523,16 @@ def test_an_empty_block_in_a_body_of_several_is_an_error() -> None:
     text = in_func("%c: i1", "  cf.cond_br %c, ^a, ^b\n^a:\n  func.return\n^b:")
     with pytest.raises(DhirError, match="<string>:1:.*has an empty block"):
         parse_string(text.removesuffix("\n  func.return\n}") + "\n}")
+
+
+def test_an_index_switch_as_mlir_prints_it_reads_back() -> None:
+    """MLIR leaves out the scf.yield of regions that yield nothing."""
+    text = in_func(
+        "%k: index, %m: memref<1xi32>",
+        "  scf.index_switch %k\n  case 2 {\n    %c0 = arith.constant 0 : index\n"
+        "    %x = arith.constant 5 : i32\n    memref.store %x, %m[%c0] : memref<1xi32>\n"
+        "  }\n  default {\n  }",
+    )
+    module = parse_string(text)
+    (switch,) = [op for op in module.walk() if isinstance(op, scf.IndexSwitchOp)]
+    assert [len(list(r.block.ops)) for r in switch.regions] == [1, 4]  # default first

@@ -93,6 +93,12 @@ class ControlImpls(InterpreterFunctions):
         region = op.true_region if args[0] else op.false_region
         return interp.run_ssacfg_region(region, (), "scf.if")
 
+    @handles(scf.IndexSwitchOp)
+    def run_index_switch(self, interp: Interpreter, op: scf.IndexSwitchOp, args: Values) -> Values:
+        cases = op.cases.get_values()
+        region = op.case_regions[cases.index(args[0])] if args[0] in cases else op.default_region
+        return interp.run_ssacfg_region(region, (), "scf.index_switch")
+
     @handles(scf.WhileOp)
     def run_while(self, interp: Interpreter, op: scf.WhileOp, args: Values) -> Values:
         values = tuple(args)
