@@ -704,7 +704,16 @@ def _parse_task(parser: Parser) -> TaskOp:
         header = parser.pos
         operands = _parse_header_operands(parser, allow_empty=False)
         target, memrefs = operands[0], operands[1:]
+    at = parser.pos
     attrs = parser.parse_optional_attr_dict_with_keyword()
+    reserved = sorted(set(attrs.data) & _TASK_PROPERTIES) if attrs is not None else []
+    if reserved:
+        # Written generically, they would read back as the task's own properties.
+        parser.raise_error(
+            f"'{reserved[0]}' is a property of dhir.task, not an attribute to give it; "
+            'name the target in the header (dhir.task target = "cpu", ...)',
+            at,
+        )
     # dhir's own parser parses each distinct body once (dhir/ir/region_cache.py).
     cache = getattr(parser, "task_bodies", None)
     body = _parse_body(parser) if cache is None else cache.parse(parser, header, operands)
@@ -714,6 +723,9 @@ def _parse_task(parser: Parser) -> TaskOp:
     if attrs is not None:
         op.attributes.update(attrs.data)
     return op
+
+
+_TASK_PROPERTIES = frozenset({"target", "operandSegmentSizes"})
 
 
 def _print_task(op: TaskOp, printer: Printer) -> None:

@@ -216,6 +216,10 @@ def test_mangled_programs_give_diagnostics_not_crashes(data: st.DataObject) -> N
     [
         ("dhir.yield %v : i32", "<stdin>:5:18: error: dhir.yield takes no values"),
         ("}\n%u = dhir.task target = 5, %a {", "error: string literal expected for the target"),
+        (
+            '}\n%u = dhir.task target = "cpu", %a attributes {target = "sm_90"} {',
+            "error: 'target' is a property of dhir.task, not an attribute",
+        ),
     ],
 )
 def test_task_syntax_mistakes_say_what_is_wrong(line: str, message: str) -> None:
