@@ -82,6 +82,10 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
         value = value.item()
     if isinstance(value, np.generic):
         value = value.item()
+    if not isinstance(value, int | float):  # float("1.5") would take a string too
+        raise DhirError(
+            [Diagnostic(f"{where}: give a number, not {type(value).__name__} {_short(value)}")]
+        )
     bounds = spec.integer_range
     if bounds is not None:
         if isinstance(value, float) and value.is_integer():
@@ -95,8 +99,8 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
             raise DhirError(
                 [
                     Diagnostic(
-                        f"{where}: {value} is out of range for {spec.mlir_type}, which holds "
-                        f"{low}..{high}"
+                        f"{where}: {_short(value)} is out of range for {spec.mlir_type}, which "
+                        f"holds {low}..{high}"
                     )
                 ]
             )
@@ -120,6 +124,12 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
             ]
         )
     return array
+
+
+def _short(value: object) -> str:
+    """`value` as written, cut to 40 characters (10**400 has 401 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:18]}...{text[-18:]} ({len(text)} characters)"
 
 
 def save_outputs(results: list[np.ndarray], signature: EntrySignature, directory: Path) -> None:

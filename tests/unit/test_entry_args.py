@@ -199,6 +199,12 @@ def test_scalars_out_of_range_are_refused_by_the_api() -> None:
     with pytest.raises(DhirError, match="2.5 is not an integer"):
         dhir.run(SCALARS_PROGRAM, 2.5, 2, 3, 4, 5, 1.0, np.zeros(3, np.int64),
                  np.zeros(2, np.uint64), backend="interp")  # fmt: skip
+    with pytest.raises(DhirError, match=r"give a number, not str '1.5'"):
+        dhir.run(SCALARS_PROGRAM, 1, 2, 3, 4, 5, "1.5", np.zeros(3, np.int64),
+                 np.zeros(2, np.uint64), backend="interp")  # fmt: skip
+    with pytest.raises(DhirError, match=r"\.\.\.0* \(401 characters\) is out of range for i8"):
+        dhir.run(SCALARS_PROGRAM, 1, 10**400, 3, 4, 5, 1.0, np.zeros(3, np.int64),
+                 np.zeros(2, np.uint64), backend="interp")  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
