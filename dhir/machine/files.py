@@ -276,7 +276,7 @@ def read_system(path: Path) -> System:
     path = Path(path)
     parse = _parser_for(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors start with a BOM
     except OSError as error:
         raise DhirError(
             [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]

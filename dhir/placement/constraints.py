@@ -89,7 +89,7 @@ def read_constraints(path: Path) -> Constraints:
 
     where = str(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # Windows editors start with a BOM
     except OSError as error:
         raise _error(f"cannot read the constraints file {path}: {error.strerror}") from None
     except UnicodeDecodeError:

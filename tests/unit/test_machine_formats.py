@@ -113,6 +113,18 @@ def test_files_on_disk(tmp_path: Path) -> None:
         assert read_system(tmp_path / "sub" / name) == system
 
 
+@pytest.mark.parametrize("name", ["s.toml", "s.json"])
+def test_a_file_starting_with_a_byte_order_mark_reads(tmp_path: Path, name: str) -> None:
+    # Some Windows editors write one; TOML said "Invalid statement (at line 1, column 1)".
+    from dhir.machine.files import write_system
+
+    system = read_system(_docs_example(tmp_path))
+    path = tmp_path / name
+    write_system(system, path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_system(path) == system
+
+
 def _docs_example(tmp_path: Path) -> Path:
     """The complete example of docs/machine.md, as a file."""
     match = re.search(r"```toml\n(# A complete example.*?)```", DOCS.read_text(), re.DOTALL)
