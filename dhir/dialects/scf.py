@@ -273,7 +273,7 @@ class WhileOp(scf.WhileOp):
             )
             printer.print_string(")")
         printer.print_string(" : ")
-        printer.print_operation_type(self)
+        printer.print_function_type(self.operand_types, self.result_types)
         printer.print_string(" ")
         printer.print_region(self.before_region, print_entry_block_args=False)
         printer.print_string(" do ")
