@@ -59,10 +59,14 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
             )
     if is_shard_program(module):
         module = partition(module, entry, ranks)
+    pipeline = PIPELINE
+    if _returns_a_value_twice(module, entry):
+        # mlir-opt-22's hoisting crashes on a function returning one buffer twice.
+        pipeline = PIPELINE.replace(" hoist-static-allocs", "")
     bufferized = through_mlir_opt(
         module,
         str(find_llvm_tools().mlir_opt),
-        PIPELINE,
+        pipeline,
         what=f"bufferize @{entry}",
         failed=f"bufferizing @{entry} (an entry on tensors) with mlir-opt-22 failed",
         locations=True,
@@ -70,6 +74,14 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
     keep_argument_names(module, bufferized, entry)
     lower_collectives(bufferized)
     return bufferized
+
+
+def _returns_a_value_twice(module: ModuleOp, entry: str) -> bool:
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, func.FuncOp):
+        return False
+    returns = find_ops(function, func.ReturnOp)
+    return any(len(set(r.operands)) < len(r.operands) for r in returns)
 
 
 REFINE = "builtin.module(canonicalize)"

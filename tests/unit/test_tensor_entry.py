@@ -74,6 +74,33 @@ def test_a_tensor_matmul_runs_on_both_backends(backend: str, ranks: int) -> None
     np.testing.assert_allclose(results[3], a @ b, rtol=1e-12)
 
 
+RETURNS_TWICE = """
+func.func @main(%a: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %e = tensor.empty() : tensor<3x4xf32>
+  %s = linalg.mul ins(%a, %a : tensor<3x4xf32>, tensor<3x4xf32>) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %w = scf.while (%i = %a) : (tensor<3x4xf32>) -> tensor<3x4xf32> {
+    %false = arith.constant false
+    scf.condition(%false) %i : tensor<3x4xf32>
+  } do {
+  ^bb0(%j: tensor<3x4xf32>):
+    scf.yield %j : tensor<3x4xf32>
+  }
+  return %s, %s : tensor<3x4xf32>, tensor<3x4xf32>
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_a_result_returned_twice_and_a_while_loop(backend: str) -> None:
+    """mlir-opt-22 crashed hoisting a buffer returned twice; a program with a while loop
+    failed to read back from mlir-opt (scf.while printed its location mid-op)."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    results = dhir.run(RETURNS_TWICE, a, backend=backend, ranks=2)
+    np.testing.assert_array_equal(results[1], a * a)
+    np.testing.assert_array_equal(results[2], a * a)
+
+
 @needs_llvm
 @pytest.mark.parametrize("backend", ["interp", "native"])
 @pytest.mark.parametrize(
