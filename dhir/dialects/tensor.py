@@ -7,5 +7,7 @@ from xdsl.dialects.tensor import (
     EmptyOp as EmptyOp,
     ExtractSliceOp as ExtractSliceOp,
     InsertSliceOp as InsertSliceOp,
+    PadOp as PadOp,
+    SplatOp as SplatOp,
 )
 # isort: on

@@ -27,7 +27,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.dialects import func, shard
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.dialects.tensor import CastOp
+from dhir.dialects.tensor import CastOp, PadOp, SplatOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
@@ -63,6 +63,9 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
     if _returns_a_value_twice(module, entry):
         # mlir-opt-22's hoisting crashes on a function returning one buffer twice.
         pipeline = PIPELINE.replace(" hoist-static-allocs", "")
+    if find_ops(module, (PadOp, SplatOp)):
+        # They bufferize to linalg.map, which dhir does not read: made linalg.generic.
+        pipeline = pipeline.removesuffix(")") + ",func.func(linalg-generalize-named-ops))"
     bufferized = through_mlir_opt(
         module,
         str(find_llvm_tools().mlir_opt),

@@ -334,3 +334,27 @@ def test_random_tensor_programs_equal_numpy_natively(program: tuple, seed: int, 
     got = dhir.run(text, *given_values, ranks=ranks)[inputs:]
     for mine, want in zip(got, _numpy(given_values, steps, results), strict=True):
         assert mine.tobytes() == want.tobytes()
+
+
+PAD_AND_SPLAT = """
+func.func @main(%a: tensor<2x3xf64>) -> (tensor<5x4xf64>, tensor<2x3xf64>) {
+  %cst = arith.constant 0.5 : f64
+  %p = tensor.pad %a low[1, 0] high[2, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %cst : f64
+  } : tensor<2x3xf64> to tensor<5x4xf64>
+  %s = tensor.splat %cst : tensor<2x3xf64>
+  return %p, %s : tensor<5x4xf64>, tensor<2x3xf64>
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_tensor_pad_and_splat(backend: str) -> None:
+    """Both bufferize to linalg.map, which dhir does not read: they failed with "linalg.map
+    is not registered"."""
+    a = np.arange(6.0).reshape(2, 3)
+    results = dhir.run(PAD_AND_SPLAT, a, backend=backend, ranks=2)
+    np.testing.assert_array_equal(results[1], np.pad(a, ((1, 2), (0, 1)), constant_values=0.5))
+    np.testing.assert_array_equal(results[2], np.full((2, 3), 0.5))
