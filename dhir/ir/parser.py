@@ -114,6 +114,13 @@ class LocatedParser(Parser):
             # VerifyException (or, building an op's default maps from wrong types,
             # ValueError); for the user it is an error at this op.
             raise ParseError(start_span, str(error)) from None
+        except AssertionError:
+            # Some of xDSL's parsers assert what the types allow (linalg.add of index).
+            raise ParseError(
+                start_span,
+                "this op cannot be built from these types (xDSL, which dhir reads MLIR with, "
+                "refuses them); check them against the op's definition",
+            ) from None
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(start)
         return op

@@ -109,6 +109,18 @@ def test_a_vector_of_no_elements_is_a_located_error(vector: str) -> None:
     assert "<stdin>:1:" in result.stderr and "positive constant sizes" in result.stderr
 
 
+def test_an_op_xdsl_asserts_about_is_a_located_error() -> None:
+    # xDSL's linalg parser asserts that element types are not index: an internal error.
+    text = (
+        "func.func @f(%a: memref<3xindex>) {\n"
+        "  linalg.add ins(%a, %a : memref<3xindex>, memref<3xindex>) outs(%a : memref<3xindex>)\n"
+        "  return\n}\n"
+    )
+    result = dhir_opt(stdin=text)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "<stdin>:2:3: error: this op cannot be built from these types" in result.stderr
+
+
 def test_an_op_xdsl_cannot_build_from_its_types_is_a_located_error() -> None:
     # A transfer of more dimensions than the memref has: xDSL raised ValueError making
     # its default permutation map.
