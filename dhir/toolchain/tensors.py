@@ -93,7 +93,8 @@ REFINE = "builtin.module(canonicalize)"
 def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> ModuleOp:
     """`module` with the tensor arguments of `entry` that have dynamic shapes given the
     shapes of their `inputs`, and the types that follow refined (see the module
-    docstring); `module` itself where no argument has a dynamic shape, an input does not
+    docstring); `module` itself where no argument or result has a dynamic shape (a
+    result's may follow from static arguments through casts), an input does not
     fit its type, or the results' shapes do not all follow (the signature check says
     so), and for a shard program, where a cast would be left between its ops."""
     function = _function(module, entry)
@@ -103,7 +104,8 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
         for k, t in enumerate(types)
         if _dynamic(t) and k < len(inputs) and _fits(t, getattr(inputs[k], "shape", None))
     }
-    if not shapes:
+    outputs = function.function_type.outputs.data
+    if not shapes and not any(_dynamic(t) for t in outputs):
         return module
     refined = module.clone()
     function = _function(refined, entry)
