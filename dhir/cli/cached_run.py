@@ -125,13 +125,20 @@ def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int
 
 def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], None] | None:
     """For the full `dhir run ARGV...`: what records its build for this path, or None when
-    a later run with these options could not take it."""
+    a later run with these options could not take it. Call it before reading the program
+    and the files its options name."""
     command = _read_command(argv)
     if command is None:
         return None
     key = run_key(command.program, command.keyed)
 
     def record(exe: Path, signature: EntrySignature, options: RunOptions) -> None:
+        # The key was made before the build read its files (the caller makes it first)
+        # and is made again now: a file edited in between could have been built under
+        # the other text's key, and a later run would take the wrong executable.
+        again = _read_command(argv)
+        if again is None or run_key(again.program, again.keyed) != key:
+            return
         entry = describe(signature, options) | {
             "exe": str(exe),
             "threads": options.threads,

@@ -387,6 +387,7 @@ def _run_program(
             ]
         )
     options = _options(args)
+    on_built = recorder(args.argv[1:])  # keyed on the files before they are read
     module = _load_timed(path, timing)
     inputs = read_inputs(args.input, entry_signature(module, args.entry, given_only=True))
     if on_tensors(module, args.entry):  # arguments of dynamic shape take their inputs'
@@ -405,7 +406,7 @@ def _run_program(
         options,
         output_dir=args.output_dir,
         timing=timing,
-        on_built=recorder(args.argv[1:]),
+        on_built=on_built,
     )
     return results, signature
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from dhir.cli import cached_run
+from dhir.toolchain.options import RunOptions
+from dhir.toolchain.signature import EntrySignature
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = """\
@@ -231,3 +233,31 @@ def test_an_executable_from_dhir_compile_takes_the_cached_path(cache: Path, tmp_
     done, cached = dhir_run(cache, str(exe), "-n", "3", *given, *out)
     assert done.returncode == 1 and not cached  # the full path says why
     assert "was built for 2 ranks" in done.stderr
+
+
+@pytest.mark.parametrize("edited", ["program", "costs"])
+def test_a_file_edited_during_the_build_leaves_no_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str
+) -> None:
+    """The key is made before the build reads the files and checked after: an edit saved
+    in between filed the old program's executable under the new text's key."""
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    path = program(tmp_path)
+    costs = tmp_path / "costs.json"
+    costs.write_text('{"tasks": {}}')
+    argv = [str(path), "--costs", str(costs)]
+    signature = EntrySignature("main", ())
+    record = cached_run.recorder(argv)
+    assert record is not None
+    if edited == "program":
+        path.write_text(PROGRAM.replace("FACTOR", "3.0"))
+    else:
+        costs.write_text('{"tasks": {"t": 1.0}}')
+    record(tmp_path / "exe", signature, RunOptions())
+    assert not (tmp_path / "cache" / "runs").exists() or not any(
+        (tmp_path / "cache" / "runs").iterdir()
+    )
+    record = cached_run.recorder(argv)  # unchanged since: recorded
+    assert record is not None
+    record(tmp_path / "exe", signature, RunOptions())
+    assert len(list((tmp_path / "cache" / "runs").iterdir())) == 1
