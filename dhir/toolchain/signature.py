@@ -130,9 +130,14 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
         earlier = (directory / WRITTEN).read_text().split("\n")
     except OSError:
         earlier = []
+    # An earlier result goes only if it is as that run left it: a file the user has put
+    # there since, under the same name, stays.
+    kept = [name for name, _, stamp in (line.partition("\t") for line in earlier)
+            if stamp and _stamp(directory / name) != stamp]  # fmt: skip
     try:
-        for name in [*earlier, *(n for names in output_names(signature) for n in names)]:
-            if name and "/" not in name:
+        for line in [*earlier, *(n for names in output_names(signature) for n in names)]:
+            name = line.partition("\t")[0]
+            if name and "/" not in name and name not in kept:
                 (directory / name).unlink(missing_ok=True)
         (directory / WRITTEN).unlink(missing_ok=True)
     except OSError as error:
@@ -140,11 +145,21 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
         raise DhirError([Diagnostic(message)]) from None
 
 
+def _stamp(path: Path) -> str:
+    """A file's size and modification time ("" if it is not there)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return ""
+    return f"{status.st_size}:{status.st_mtime_ns}"
+
+
 def _list_written(directory: Path, names: list[str]) -> None:
-    """DIR/.dhir-results: `names`, so that the next run into DIR removes them."""
+    """DIR/.dhir-results: `names`, each with its stamp, so that the next run into DIR
+    removes them if they are still as written."""
     temporary = directory / f".{WRITTEN}.{uuid.uuid4().hex}.tmp"
     try:
-        temporary.write_text("".join(f"{name}\n" for name in names))
+        temporary.write_text("".join(f"{name}\t{_stamp(directory / name)}\n" for name in names))
         os.replace(temporary, directory / WRITTEN)
     finally:
         temporary.unlink(missing_ok=True)

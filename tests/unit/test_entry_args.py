@@ -384,12 +384,24 @@ def test_saved_results_are_complete_and_leave_no_temporary_files(tmp_path: Path)
     save_outputs(results, signature, tmp_path)
     files = ["arg0.npy", "s.npy", "arg1.npy", "v.npy"]  # by position and by name (%s, %v)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".dhir-results", *files])
-    assert (tmp_path / ".dhir-results").read_text().split() == files
+    listed = (tmp_path / ".dhir-results").read_text().splitlines()
+    assert [line.split("\t")[0] for line in listed] == files
     for k, array in enumerate(results):
         for name in (f"arg{k}.npy", files[2 * k + 1]):
             loaded = np.load(tmp_path / name)
             assert loaded.shape == array.shape
             np.testing.assert_array_equal(loaded, array)
+
+
+def test_an_earlier_result_the_user_has_replaced_is_not_removed(tmp_path: Path) -> None:
+    """A later run removes what the last one wrote, but not a file the user saved since
+    under the same name."""
+    results, signature = _two_results()
+    save_outputs(results, signature, tmp_path)
+    np.save(tmp_path / "v.npy", np.arange(5.0))  # the user's own data now
+    signature_module.clear_outputs(signature_module.EntrySignature("other", ()), tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v.npy"]
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), np.arange(5.0))
 
 
 def test_a_run_that_fails_midway_writes_no_results(tmp_path: Path) -> None:
