@@ -13,6 +13,7 @@ dhir gantt TRACE.json -o CHART.png|svg
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from dataclasses import replace
@@ -336,8 +337,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     exe, _ = compile_native(module, args.entry, options, timing)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
-    _install(exe, args.output)
-    sidecar(args.output).write_text(json.dumps(describe(given, options)))
+    _install(exe, Path(args.output), describe(given, options))
     if timing is not None:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -488,11 +488,21 @@ def _check_output(source: Path, output: Path) -> None:
         raise DhirError([Diagnostic(f"-o {output} is the program itself; name another file")])
 
 
-def _install(exe: Path, destination: Path) -> None:
+def _install(exe: Path, destination: Path, description: dict[str, object]) -> None:
+    """The executable to `destination` and its description beside it. The old description
+    goes first: a new executable must never sit beside an old description, whose types
+    `dhir run` would read its results with."""
+    beside = sidecar(destination)
+    temporary = beside.with_name(f".{beside.name}.{os.getpid()}.tmp")
     try:
+        beside.unlink(missing_ok=True)
         shutil.copy2(exe, destination)
+        temporary.write_text(json.dumps(description))
+        os.replace(temporary, beside)
     except OSError as error:
-        raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
+        temporary.unlink(missing_ok=True)
+        where = error.filename or destination
+        raise DhirError([Diagnostic(f"cannot write {where}: {error.strerror}")]) from None
 
 
 def _cmd_gantt(args: argparse.Namespace) -> int:

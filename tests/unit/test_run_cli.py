@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dhir import DhirError
+
 EXAMPLES = Path(__file__).parents[2] / "examples"
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
@@ -322,3 +324,32 @@ def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
 def test_placement_options_with_the_interpreter_are_errors(option: list[str]) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *option)
     assert result.returncode == 1 and "the interpreter places no task" in result.stderr
+
+
+def test_an_executable_is_never_installed_beside_an_old_description(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compile that could not replace the description replaced the executable anyway:
+    `dhir run` then read the new program's results with the old types (exit 0)."""
+    from dhir.cli import commands
+
+    new, exe = tmp_path / "new", tmp_path / "prog"
+    new.write_bytes(b"new executable")
+    exe.write_bytes(b"old executable")
+    beside = tmp_path / "prog.dhir.json"
+    beside.write_text('{"old": true}')
+    real_unlink = Path.unlink
+
+    def unlink(path: Path, missing_ok: bool = False) -> None:
+        if path == beside:
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", unlink)
+    with pytest.raises(DhirError, match="cannot write .*prog.dhir.json: Operation not permitted"):
+        commands._install(new, exe, {"new": True})
+    assert exe.read_bytes() == b"old executable"
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    commands._install(new, exe, {"new": True})
+    assert exe.read_bytes() == b"new executable" and beside.read_text() == '{"new": true}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "prog", "prog.dhir.json"]
