@@ -544,9 +544,20 @@ class _Recipe:
         try:
             os.replace(work, final)
         except OSError:
-            shutil.rmtree(work, ignore_errors=True)
             if not final.is_dir():
+                shutil.rmtree(work, ignore_errors=True)
                 raise
+            if _complete(final):  # a concurrent build of the same key won
+                shutil.rmtree(work, ignore_errors=True)
+                return
+            # Left incomplete (a crash, a full disk, a hand): it would be taken as built.
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(work, final)
+
+
+def _complete(folder: Path) -> bool:
+    """Whether a build folder holds what its build makes (a module's object or a program)."""
+    return (folder / "program.o").is_file() or (folder / "program").is_file()
 
 
 @dataclass(frozen=True)

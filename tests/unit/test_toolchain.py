@@ -708,3 +708,25 @@ def test_a_module_mlir_translate_refuses_is_left_readable(
     assert "for op: func.func" in str(error.value)  # read from text: the op, not its dialect
     assert "func.func private @f(tensor<4xf32>)" in (failed / "program.llvm.mlir").read_text()
     assert (failed / "program.llvm.mlirbc").is_file()
+
+
+def test_a_build_folder_left_incomplete_is_replaced(tmp_path: Path) -> None:
+    """A module folder without its object (a crash, a full disk) was kept as built, and
+    every later build failed to link: "no such file .../program.o"."""
+    from types import SimpleNamespace
+
+    from dhir.toolchain.build import _Recipe
+
+    def build(work: Path) -> None:
+        (work / "program.o").write_text("new")
+
+    recipe = SimpleNamespace(root=tmp_path)
+    final = tmp_path / "modules" / "key"
+    final.mkdir(parents=True)
+    (final / "program.ll").write_text("left over")
+    _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
+    assert sorted(p.name for p in final.iterdir()) == ["program.o"]
+    (final / "program.o").write_text("complete")
+    _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
+    assert (final / "program.o").read_text() == "complete"  # a complete one stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["modules"]  # no work folder left
