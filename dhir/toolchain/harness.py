@@ -9,6 +9,7 @@ the entry through MLIR's C interface (`_mlir_ciface_<entry>` taking memref descr
 pointer).
 """
 
+import math
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
@@ -33,6 +34,14 @@ _SCALARS: dict[str, tuple[str, int, int]] = {
 }
 
 
+def _float_word(value: float) -> str:
+    """`value` as strtod reads it back exactly: hexadecimal, inf, and nan with its sign
+    (float.hex writes "nan" for every NaN)."""
+    if math.isnan(value):
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"
+    return value.hex()
+
+
 def command_line_args(
     signature: EntrySignature,
     input_paths: Mapping[int, str],
@@ -47,7 +56,7 @@ def command_line_args(
             words.append(input_paths[spec.index])
             words += [str(n) for want, n in zip(spec.shape, value) if want == DYNAMIC]
         elif spec.kind == "f":
-            words.append(float(value).hex())  # exact, and strtod reads hex floats, inf and nan
+            words.append(_float_word(float(value)))
         else:
             number = int(value)
             words.append(str(number - 2**64 if number >= 2**63 else number))

@@ -854,3 +854,17 @@ def test_linalg_broadcast() -> None:
     np.testing.assert_array_equal(interp[1], np.broadcast_to(a, (3, 4)))
     np.testing.assert_array_equal(interp[2], np.broadcast_to(a[:, None], (4, 3)))
     np.testing.assert_array_equal(interp[3], np.broadcast_to(a[None, :, None], (2, 4, 3)))
+
+
+@needs_llvm
+@pytest.mark.parametrize("value", [-math.nan, math.nan, -0.0, -math.inf])
+def test_a_scalar_argument_keeps_its_sign(value: float) -> None:
+    """Native runs took every NaN argument as +NaN (float.hex writes "nan")."""
+    text = (
+        "func.func @main(%s: f64, %o: memref<1xf64>) {\n  %c0 = arith.constant 0 : index\n"
+        "  %one = arith.constant 1.0 : f64\n  %r = math.copysign %one, %s : f64\n"
+        "  memref.store %r, %o[%c0] : memref<1xf64>\n  return\n}\n"
+    )
+    native, interp = both(text, value, np.zeros(1))
+    same_bits(native[1], interp[1], "native against the interpreter")
+    assert interp[1][0] == math.copysign(1.0, value)
