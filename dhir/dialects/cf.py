@@ -15,6 +15,9 @@ from xdsl.dialects.cf import AssertOp as AssertOp
 
 
 class SwitchOp(cf.SwitchOp):
+    """`cf.switch` on signless integers only, as MLIR defines it; xDSL 0.74 also takes an
+    index flag, which mlir-opt-22 refuses."""
+
     def verify_(self) -> None:
         super().verify_()
         if isinstance(self.flag.type, IndexType):

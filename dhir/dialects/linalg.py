@@ -64,6 +64,7 @@ from xdsl.utils.hints import isa
 # shadow), so that dhir.dialects.linalg is the whole dialect as dhir uses it.
 # isort: off
 from xdsl.dialects.linalg.ops import (
+    BroadcastOp as BroadcastOp,
     IndexOp as IndexOp,
     ReduceOp as ReduceOp,
     YieldOp as YieldOp,

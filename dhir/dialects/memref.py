@@ -142,6 +142,22 @@ class SubviewOp(memref.SubviewOp):
     source, and the result type is the view's layout (dimensions of size 1 may be
     dropped)."""
 
+    @staticmethod
+    def from_static_parameters(
+        source: SSAValue | Operation,
+        source_type: MemRefType,
+        offsets: Sequence[int],
+        sizes: Sequence[int],
+        strides: Sequence[int],
+        reduce_rank: bool = False,
+    ) -> "SubviewOp":
+        """xDSL's constructor of a static subview, building this class (xDSL's builds its
+        own, which the interpreter, keyed on classes, would not know)."""
+        result = memref.SubviewOp.infer_result_type(
+            source_type, offsets, sizes, strides, reduce_rank=reduce_rank
+        )
+        return SubviewOp(SSAValue.get(source), [], [], [], offsets, sizes, strides, result)
+
     def verify_(self) -> None:
         super().verify_()
         source, result = self.source.type, self.result.type

@@ -36,14 +36,13 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     VectorType,
 )
-from xdsl.dialects.llvm import StackRestoreOp, StackSaveOp
-from xdsl.dialects.utils.dynamic_index_list import get_dynamic_index_list, split_dynamic_index_list
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import arith, memref, scf, vector
 from dhir.dialects.gpu import in_device_code
+from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.walk import find_ops
 
 _Position = SSAValue | int
@@ -148,9 +147,10 @@ def _reinterpret(op: memref.ExpandShapeOp) -> None:
     assert isinstance(result, MemRefType)
     meta = memref.ExtractStridedMetaDataOp(op.src)
     ops: list[Operation] = [meta]
-    sizes = get_dynamic_index_list(
-        op.static_output_shape.get_values(), op.output_shape, DYNAMIC_INDEX
-    )
+    given = iter(op.output_shape)
+    sizes: list[_Position] = [
+        next(given) if n == DYNAMIC_INDEX else n for n in op.static_output_shape.get_values()
+    ]
     strides: list[SSAValue] = [meta.offset] * len(sizes)
     for d, group in enumerate(_groups(op)):
         stride = meta.strides[d]
@@ -189,11 +189,10 @@ def _split(
     offset_strides: list[_Position], rank: int, sizes: Sequence[_Position]
 ) -> tuple[list[SSAValue], list[SSAValue], list[SSAValue], list[int], list[int], list[int]]:
     """ReinterpretCastOp's dynamic offsets, sizes, strides, then their static lists."""
-    offset, strides = offset_strides[:1], offset_strides[1 : rank + 1]
-    lists = [
-        split_dynamic_index_list(list(part), DYNAMIC_INDEX) for part in (offset, sizes, strides)
-    ]
-    return (lists[0][1], lists[1][1], lists[2][1], lists[0][0], lists[1][0], lists[2][0])
+    parts = (offset_strides[:1], sizes, offset_strides[1 : rank + 1])
+    dynamic = [[p for p in part if isinstance(p, SSAValue)] for part in parts]
+    static = [[DYNAMIC_INDEX if isinstance(p, SSAValue) else p for p in part] for part in parts]
+    return dynamic[0], dynamic[1], dynamic[2], static[0], static[1], static[2]
 
 
 def _as_ifs(op: scf.IndexSwitchOp) -> None:

@@ -34,7 +34,7 @@ from dhir.context import all_dialects, make_context
 from dhir.ir.parser import LocatedParser
 
 PACKAGE = Path(dhir.__file__).parent
-SHADOWED = ("affine", "arith", "gpu", "linalg", "math", "memref", "mpi", "scf", "vector")
+SHADOWED = ("affine", "arith", "cf", "gpu", "linalg", "math", "memref", "mpi", "scf", "vector")
 UNIT = Path(__file__).parent
 CORPUS = [
     *sorted((UNIT / "data" / "syntax").glob("*.mlir")),
@@ -141,6 +141,36 @@ SAMPLES: dict[str, list[str]] = {
             "%tag: memref<1xi32>, %n: index",
             "  %c0 = arith.constant 0 : index\n  memref.dma_wait %tag[%c0], %n : memref<1xi32>",
         )
+    ],
+    "memref.expand_shape": [
+        _func(
+            "%m: memref<12xf64>",
+            "  %e = memref.expand_shape %m [[0, 1]] output_shape [3, 5] "
+            ": memref<12xf64> into memref<3x5xf64>",
+        )
+    ],
+    "memref.collapse_shape": [
+        _func(
+            "%m: memref<3x4xf64, strided<[8, 1]>>",
+            "  %c = memref.collapse_shape %m [[0, 1]] "
+            ": memref<3x4xf64, strided<[8, 1]>> into memref<12xf64>",
+        )
+    ],
+    "memref.subview": [
+        _func(
+            "%m: memref<8xf32>",
+            "  %s = memref.subview %m[6] [3] [1] : memref<8xf32> to memref<3xf32, "
+            "strided<[1], offset: 6>>",
+        )
+    ],
+    "cf.switch": [
+        _func(
+            "%i: index",
+            "  cf.switch %i : index, [\n    default: ^a\n  ]\n^a:",
+        )
+    ],
+    "scf.index_switch": [
+        _func("%k: index", "  scf.index_switch %k\n  case 2 {\n  }\n  default {\n  }")
     ],
     "scf.if": [
         "func.func @sample(%c: i1, %a: i32, %b: i32) -> i32 {\n"

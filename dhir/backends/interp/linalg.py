@@ -3,7 +3,6 @@
 from itertools import product
 
 import numpy as np
-from xdsl.dialects.linalg.ops import BroadcastOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -65,8 +64,8 @@ class LinalgImpls(InterpreterFunctions):
                 store(op, array, output_map.eval(point, ()), value)
         return ()
 
-    @handles(BroadcastOp)
-    def run_broadcast(self, interp: Interpreter, op: BroadcastOp, args: Values) -> Values:
+    @handles(linalg.BroadcastOp)
+    def run_broadcast(self, interp: Interpreter, op: linalg.BroadcastOp, args: Values) -> Values:
         if op.result:
             fail(op, "on tensors is not supported by the interpreter (memrefs only)")
         source, out = args

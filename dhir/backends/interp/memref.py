@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects import memref as xmemref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
@@ -197,7 +196,7 @@ class MemrefImpls(InterpreterFunctions):
     def run_rank(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         return (args[0].ndim,)
 
-    @handles(xmemref.SubviewOp)  # also those built by xDSL's constructors
+    @handles(memref.SubviewOp)
     def run_subview(self, interp: Interpreter, op: memref.SubviewOp, args: Values) -> Values:
         array = args[0]
         offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
@@ -221,7 +220,7 @@ class MemrefImpls(InterpreterFunctions):
         )
         return (array[(*index, ...)],)  # `...`: a view even when every index is an int
 
-    @handles(xmemref.CollapseShapeOp, xmemref.ExpandShapeOp)
+    @handles(memref.CollapseShapeOp, memref.ExpandShapeOp)
     def run_reshape(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         array = args[0]
         if isinstance(op, memref.ExpandShapeOp):

@@ -1,0 +1,9 @@
+"""The ops of xDSL's llvm dialect that dhir writes before the lowering (the lowering itself
+is mlir-opt-22's), taken as they are: the rest of dhir reaches them through this module."""
+
+# isort: off
+from xdsl.dialects.llvm import (
+    StackRestoreOp as StackRestoreOp,
+    StackSaveOp as StackSaveOp,
+)
+# isort: on
