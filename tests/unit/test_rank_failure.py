@@ -138,8 +138,13 @@ def test_a_rank_killed_from_outside(mpi: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("mpi", MPIS)
 @pytest.mark.parametrize(
     ("mode", "arg", "how"),
-    [(ABORT, 0, "SIGABRT"), (DIVIDE, 0, "SIGFPE"), (EXIT, 3, "exited with status 3")],
-    ids=["abort", "divide-by-zero", "exit-3"],
+    [
+        (ABORT, 0, "SIGABRT"),
+        (DIVIDE, 0, "SIGFPE"),
+        (EXIT, 3, "exited with status 3"),
+        (EXIT, 0, "exited with status 0"),  # MPICH's mpirun took it as success
+    ],
+    ids=["abort", "divide-by-zero", "exit-3", "exit-0"],
 )
 def test_a_rank_that_crashes_mid_run(
     mpi: str, mode: int, arg: int, how: str, tmp_path: Path
