@@ -32,6 +32,12 @@ LLVM_SIZES: list[tuple[Attribute, int]] = [
     (IntegerType(32), 4),
     (IntegerType(48), 8),
     (IntegerType(64), 8),
+    (IntegerType(96), 16),
+    (IntegerType(128), 16),
+    (IntegerType(136), 32),  # past i128: rounded up to i128's alignment, 16
+    (IntegerType(256), 32),
+    (IntegerType(264), 48),  # a power of two said 64: messages overran the buffer
+    (IntegerType(520), 80),
     (IndexType(), 8),
     (Float16Type(), 2),
     (BFloat16Type(), 2),
