@@ -27,11 +27,11 @@ from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.analysis.sharing import aliased_arguments, may_alias, memory_of
 from dhir.api import diagnosed, run_pipeline
-from dhir.dialects import affine, func, scf
+from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.collections import fewer_collections
-from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, loc_of
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
 from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
@@ -109,6 +109,7 @@ def compile_native(
         # Before the kernels are made: the GPU pieces need theirs.
         run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)), verify_each=False)
     on_gpu = _check_targets(module, options.cpu_fallback)
+    _check_wide_integers(module)
     _mark_entry(module, entry)
     names = user_functions(module, entry)
     gpu = None
@@ -425,6 +426,21 @@ def _with_cpu(module: ModuleOp, options: RunOptions) -> RunOptions:
     assert options.cpu is not None
     cpu_facts(find_llvm_tools().clang, options.cpu)  # a CPU clang does not know stops here
     return options
+
+
+def _check_wide_integers(module: ModuleOp) -> None:
+    """Memrefs of integers wider than i128: MLIR 22 and LLVM lay their elements out at
+    different strides (i129 and wider crashed at run time)."""
+    for op in find_ops(module, (memref.AllocOp, memref.AllocaOp, memref.GlobalOp)):
+        kind = op.memref.type if not isinstance(op, memref.GlobalOp) else op.type
+        element = getattr(kind, "element_type", None)
+        if isinstance(element, IntegerType) and element.width.data > 128:
+            raise error_at(
+                op,
+                f"memrefs of {element} are not supported by the native backend (MLIR 22 "
+                "and LLVM lay out integers wider than 128 bits differently); use i128 or "
+                "narrower",
+            )
 
 
 def _check_targets(module: ModuleOp, cpu_fallback: bool = False) -> bool:

@@ -868,3 +868,19 @@ def test_a_scalar_argument_keeps_its_sign(value: float) -> None:
     native, interp = both(text, value, np.zeros(1))
     same_bits(native[1], interp[1], "native against the interpreter")
     assert interp[1][0] == math.copysign(1.0, value)
+
+
+@needs_llvm
+@pytest.mark.parametrize("width", [129, 264])
+def test_memrefs_of_integers_wider_than_i128_are_refused(width: int) -> None:
+    """They crashed at run time (MLIR 22 and LLVM lay them out at different strides)."""
+    text = (
+        "func.func @main(%out: memref<2xi32>) {\n"
+        f"  %w = memref.alloc() : memref<2xi{width}>\n  %c0 = arith.constant 0 : index\n"
+        f"  %x = memref.load %w[%c0] : memref<2xi{width}>\n"
+        f"  %y = arith.trunci %x : i{width} to i32\n"
+        "  memref.store %y, %out[%c0] : memref<2xi32>\n  return\n}\n"
+    )
+    module = dhir.parse_string(text, "wide.mlir")
+    with pytest.raises(dhir.DhirError, match=f"wide.mlir:2:3: .*memrefs of i{width} are not"):
+        dhir.run(module, np.zeros(2, np.int32), backend="native", ranks=1)
