@@ -5,6 +5,9 @@
   1.00000008e-10 in f64 and 0 in f32); libm's are accurate to an ulp, as NumPy's and the
   interpreter's are. f16 and bf16 are computed in f32 and rounded back (as LLVM does for
   other math ops); vectors lane by lane.
+- math.fpowi on f16 and bf16 is computed in f32 and rounded once: LLVM expands a constant
+  exponent into products rounded to half precision, and convert-math-to-funcs computes i64
+  exponents in half precision.
 - math.fpowi with an exponent narrower than i32 gets it sign-extended to i32 (exact): LLVM's
   powi takes a C int, and clang rejects any other width ("POWI exponent does not match
   sizeof(int)"); wider exponents are outlined by mlir-opt's convert-math-to-funcs. On
@@ -19,7 +22,9 @@ from itertools import product
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FunctionType,
@@ -64,7 +69,29 @@ class AccurateMathPass(ModulePass):
             if _c_name(math_op) is not None:
                 _replace(op, math_op)
             elif isinstance(math_op, mathd.FPowIOp):
-                _widen_exponent(math_op)
+                _widen_exponent(_in_f32(math_op))
+
+
+def _in_f32(op: mathd.FPowIOp) -> mathd.FPowIOp:
+    """An f16 or bf16 fpowi computed in f32 and rounded once, as the interpreter does (and
+    compiler-rt's powi on promoted halves): else LLVM expands a constant exponent into
+    products rounded to half precision (300^-2 became 0), and convert-math-to-funcs does
+    so for i64 exponents."""
+    type_ = op.result.type
+    element = get_element_type_or_self(type_)
+    if not isinstance(element, Float16Type | BFloat16Type):
+        return op
+    wide = VectorType(f32, type_.get_shape()) if isinstance(type_, VectorType) else f32
+    extend = arith.ExtFOp(op.lhs, wide)
+    power = mathd.FPowIOp.create(
+        operands=[extend.result, op.rhs],
+        result_types=[wide],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    narrow = arith.TruncFOp(power.results[0], type_)
+    Rewriter.replace_op(op, [extend, power, narrow], [narrow.result])
+    return power
 
 
 def _widen_exponent(op: mathd.FPowIOp) -> None:

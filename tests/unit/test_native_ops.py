@@ -884,3 +884,43 @@ def test_memrefs_of_integers_wider_than_i128_are_refused(width: int) -> None:
     module = dhir.parse_string(text, "wide.mlir")
     with pytest.raises(dhir.DhirError, match=f"wide.mlir:2:3: .*memrefs of i{width} are not"):
         dhir.run(module, np.zeros(2, np.int32), backend="native", ranks=1)
+
+
+def _fpowi_program(type_: str, exponent: str, constant: int | None) -> str:
+    """x ** n in `type_` for each f32 x (rounded to `type_` first), stored back as f32."""
+    power = (
+        f"  %n = arith.constant {constant} : {exponent}\n"
+        if constant is not None
+        else f"  %n = memref.load %e[%c0] : memref<1x{exponent}>\n"
+    )
+    return (
+        f"func.func @main(%x: memref<4xf32>, %e: memref<1x{exponent}>, %o: memref<4xf32>) {{\n"
+        "  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+        f"  %c4 = arith.constant 4 : index\n{power}"
+        "  scf.for %i = %c0 to %c4 step %c1 {\n"
+        "    %w = memref.load %x[%i] : memref<4xf32>\n"
+        f"    %a = arith.truncf %w : f32 to {type_}\n"
+        f"    %r = math.fpowi %a, %n : {type_}, {exponent}\n"
+        f"    %s = arith.extf %r : {type_} to f32\n"
+        "    memref.store %s, %o[%i] : memref<4xf32>\n  }\n  return\n}\n"
+    )
+
+
+@needs_llvm
+@pytest.mark.parametrize("type_", ["f16", "bf16"])
+@pytest.mark.parametrize(
+    ("exponent", "constant", "power"),
+    [("i32", -2, -2), ("i16", -2, -2), ("i64", None, 1000), ("i32", None, 37)],
+)
+def test_half_precision_fpowi_is_computed_in_f32(
+    type_: str, exponent: str, constant: int | None, power: int
+) -> None:
+    """LLVM expanded a constant exponent into half-precision products (300^-2 gave 0), and
+    convert-math-to-funcs ran i64 exponents in half precision: native differed from the
+    interpreter, which computes in f32 and rounds once."""
+    x = np.array([300.0, 1.0009766, 9344.0, -1.5], np.float32)
+    given = np.array([power], {"i16": np.int16, "i32": np.int32, "i64": np.int64}[exponent])
+    native, interp = both(
+        _fpowi_program(type_, exponent, constant), x, given, np.zeros(4, np.float32)
+    )
+    same_bits(native[2], interp[2], f"{type_} ** {power} ({exponent}): native, interpreter")
