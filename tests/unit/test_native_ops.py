@@ -924,3 +924,31 @@ def test_half_precision_fpowi_is_computed_in_f32(
         _fpowi_program(type_, exponent, constant), x, given, np.zeros(4, np.float32)
     )
     same_bits(native[2], interp[2], f"{type_} ** {power} ({exponent}): native, interpreter")
+
+
+SHUFFLES = """
+func.func @main(%a: memref<4xi32>, %b: memref<2x3xf32>, %o: memref<4xi32>, %p: memref<3x3xf32>) {
+  %c0 = arith.constant 0 : index
+  %zi = arith.constant 0 : i32
+  %zf = arith.constant 0.0 : f32
+  %v = vector.transfer_read %a[%c0], %zi : memref<4xi32>, vector<4xi32>
+  %s = vector.shuffle %v, %v [3, 6, 1, 4] : vector<4xi32>, vector<4xi32>
+  vector.transfer_write %s, %o[%c0] : vector<4xi32>, memref<4xi32>
+  %m = vector.transfer_read %b[%c0, %c0], %zf : memref<2x3xf32>, vector<2x3xf32>
+  %t = vector.shuffle %m, %m [1, 2, 0] : vector<2x3xf32>, vector<2x3xf32>
+  vector.transfer_write %t, %p[%c0, %c0] : vector<3x3xf32>, memref<3x3xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_vector_shuffle() -> None:
+    """The interpreter refused vector.shuffle."""
+    a = np.array([1, 2, 3, 4], np.int32)
+    b = np.arange(6, dtype=np.float32).reshape(2, 3)
+    native, interp = both(SHUFFLES, a, b, np.zeros(4, np.int32), np.zeros((3, 3), np.float32))
+    for k in (2, 3):
+        same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[2], [4, 3, 2, 1])
+    np.testing.assert_array_equal(interp[3], np.concatenate([b, b])[[1, 2, 0]])

@@ -170,6 +170,12 @@ class VectorImpls(InterpreterFunctions):
         result[where] = value
         return (_frozen(result),)
 
+    @handles(vector.ShuffleOp)
+    def run_shuffle(self, interp: Interpreter, op: vector.ShuffleOp, args: Values) -> Values:
+        # The mask picks rows (leading positions) of the two vectors, one after the other.
+        rows = np.concatenate([np.atleast_1d(args[0]), np.atleast_1d(args[1])])
+        return (_frozen(rows[list(op.mask.get_values())]),)
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
