@@ -222,7 +222,8 @@ func.func @main(%out: memref<1xf32>) {
     %cpu = dhir.target {kind = "cpu"}
     %t0 = dhir.task %cpu, %b {
       %c0 = arith.constant 0 : index
-      %v = arith.constant 1.0 : f80
+      %one = arith.constant 1.0 : f32
+      %v = arith.extf %one : f32 to f80
       memref.store %v, %b[%c0] : memref<4xf80>
     }
     %t1 = dhir.task %cpu, %b, %out {
