@@ -952,3 +952,34 @@ def test_vector_shuffle() -> None:
         same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
     np.testing.assert_array_equal(interp[2], [4, 3, 2, 1])
     np.testing.assert_array_equal(interp[3], np.concatenate([b, b])[[1, 2, 0]])
+
+
+BF16_BITS = """
+func.func @main(%a: memref<4xf32>, %bits: memref<4xi16>, %back: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xf32>
+    %h = arith.truncf %x : f32 to bf16
+    %b = arith.bitcast %h : bf16 to i16
+    memref.store %b, %bits[%i] : memref<4xi16>
+    %one = arith.constant 1 : i16
+    %n = arith.addi %b, %one : i16
+    %g = arith.bitcast %n : i16 to bf16
+    %y = arith.extf %g : bf16 to f32
+    memref.store %y, %back[%i] : memref<4xf32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_bf16_bitcasts() -> None:
+    """The interpreter could not reinterpret bf16."""
+    a = np.array([1.0, -2.5, 3.0e38, 1.0e-40], np.float32)
+    native, interp = both(BF16_BITS, a, np.zeros(4, np.int16), np.zeros(4, np.float32))
+    for k in (1, 2):
+        same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[1].view(np.uint16), _bf16(a).view(np.uint32) >> 16)

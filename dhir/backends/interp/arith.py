@@ -210,9 +210,14 @@ class ArithImpls(InterpreterFunctions):
     def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source, target = op.operands[0].type, op.results[0].type
         value = args[0]
-        if type(source) in _FLOATS:  # through the bits as a signless integer
+        if isinstance(source, BFloat16Type):  # bf16 is f32's upper half
+            value = int(np.array(value, np.float32).view(np.uint32)) >> 16
+        elif type(source) in _FLOATS:  # through the bits as a signless integer
             bits = np.array(value, _float_dtype(op, source))
             value = int(bits.view(f"u{_bytes(op, source)}"))
+        if isinstance(target, BFloat16Type):
+            upper = np.array(unsigned(value, 16) << 16, np.uint32)
+            return (float(upper.view(np.float32)),)
         if type(target) in _FLOATS:
             width = 8 * _bytes(op, target)
             bits = np.array(unsigned(value, width), f"u{width // 8}")
