@@ -20,6 +20,7 @@
 #include "dhir_rt.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -99,6 +100,17 @@ static int device_number = 0;
 static int capability = 0; /* 90 for compute capability 9.0 */
 
 /* --- errors ------------------------------------------------------------------------- */
+
+/* A setting's value as a whole number; anything else (4MiB, abc) stops the run rather than
+   being read as its leading digits, or as 0. */
+static long long whole_number(const char *name, const char *value) {
+  char *end = NULL;
+  errno = 0;
+  long long number = strtoll(value, &end, 10);
+  if (end == value || *end != '\0' || errno == ERANGE || number < 0 || number > INT32_MAX)
+    dhir_rt_fatal("%s=%s: expected a whole number of at most %d", name, value, INT32_MAX);
+  return number;
+}
 
 static const char *task_text(void) {
   return current_task != NULL ? current_task : "a GPU task";
@@ -353,7 +365,7 @@ static void choose_device(void) {
                   task_text());
   const char *forced = getenv("DHIR_GPU_DEVICE");
   if (forced != NULL && *forced) {
-    device_number = atoi(forced);
+    device_number = (int)whole_number("DHIR_GPU_DEVICE", forced);
     if (device_number < 0 || device_number >= count)
       dhir_rt_fatal("DHIR_GPU_DEVICE=%s, but this node has %d GPUs (0..%d)", forced, count,
                     count - 1);
@@ -842,7 +854,8 @@ static int message_path(int32_t other) {
 
 static size_t stage_bytes(void) {
   const char *value = getenv("DHIR_GPU_STAGE_BYTES");
-  long long bytes = value != NULL && *value ? atoll(value) : STAGE_BYTES;
+  long long bytes = value != NULL && *value ? whole_number("DHIR_GPU_STAGE_BYTES", value)
+                                             : STAGE_BYTES;
   if (bytes < 1)
     dhir_rt_fatal("DHIR_GPU_STAGE_BYTES=%s: expected a positive number of bytes", value);
   return (size_t)bytes;

@@ -695,6 +695,8 @@ static void print_stats(void) {
   const char *flag = getenv("DHIR_RT_STATS");
   if (flag == NULL || flag[0] == '\0' || strcmp(flag, "0") == 0)
     return;
+  if (strcmp(flag, "1") != 0)
+    dhir_rt_fatal("DHIR_RT_STATS=%s: expected 1 (report) or 0", flag);
   fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages, took %lld bytes of inputs\n",
           world_rank, (long long)sent_bytes, (long long)sent_messages, (long long)input_bytes);
 }

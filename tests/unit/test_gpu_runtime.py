@@ -270,6 +270,20 @@ def test_unknown_message_policy_is_a_clear_error(fake: Fake) -> None:
         _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("DHIR_GPU_STAGE_BYTES", "4MiB"), ("DHIR_GPU_DEVICE", "abc"), ("DHIR_GPU_DEVICE", "-1")],
+)
+def test_a_setting_that_is_not_a_whole_number_is_a_clear_error(
+    fake: Fake, name: str, value: str
+) -> None:
+    # atoi and atoll read "4MiB" as 4 bytes and "abc" as device 0.
+    fake.set("DHIR_GPU_MESSAGES", "staged")
+    fake.set(name, value)
+    with pytest.raises(DhirError, match=f"{name}={value}: expected a whole number"):
+        _run(_chain(0, 1), np.zeros(64, np.int32), np.zeros(64, np.int32))
+
+
 def test_no_driver_names_the_gpu_task(fake: Fake) -> None:
     fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
     with pytest.raises(DhirError) as error:

@@ -983,3 +983,14 @@ def test_bf16_bitcasts() -> None:
     for k in (1, 2):
         same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
     np.testing.assert_array_equal(interp[1].view(np.uint16), _bf16(a).view(np.uint32) >> 16)
+
+
+@needs_llvm
+def test_a_traffic_report_setting_other_than_1_or_0_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Any value but "" and "0" turned the report on, "false" and "no" too.
+    monkeypatch.setenv("DHIR_RT_STATS", "false")
+    text = "func.func @main(%a: memref<2xf32>) {\n  return\n}\n"
+    with pytest.raises(dhir.DhirError, match="DHIR_RT_STATS=false: expected 1"):
+        dhir.run(dhir.parse_string(text), np.zeros(2, np.float32), ranks=1)
