@@ -36,6 +36,12 @@ TERMINATE_GRACE_S = 3.0
 WATCH_S = 0.05
 
 
+def _remove_earlier(path: Path) -> None:
+    """An earlier run's file at `path`, which this run is to write again."""
+    if path.is_file():
+        path.unlink(missing_ok=True)
+
+
 def run_executable(
     exe: Path,
     signature: EntrySignature,
@@ -131,6 +137,7 @@ def _run_in(
     if options.trace is not None:
         (work / "trace").mkdir()
         env["DHIR_TRACE_DIR"] = str(work / "trace")
+        _remove_earlier(Path(options.trace))  # a failed run must not leave it looking new
     _launch(command, env, options.timeout, work / "output.log", ranks, errors)
     if options.trace is not None:
         from dhir.toolchain.trace import write_chrome_trace  # only for traced runs

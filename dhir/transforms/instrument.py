@@ -226,6 +226,9 @@ def recording(recorder: ProfileRecorder | None) -> Iterator[None]:
     if recorder is None:
         yield
         return
+    destination = Path(recorder.destination)
+    if destination.is_file():  # an earlier run's: a failed run must not leave it
+        destination.unlink()
     with tempfile.TemporaryDirectory(prefix="dhir-profile-") as scratch:
         raw = Path(scratch) / "tasks.json"
         previous = os.environ.get(PROFILE_ENV)

@@ -353,3 +353,19 @@ def test_an_executable_is_never_installed_beside_an_old_description(
     commands._install(new, exe, {"new": True})
     assert exe.read_bytes() == b"new executable" and beside.read_text() == '{"new": true}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "prog", "prog.dhir.json"]
+
+
+@needs_llvm
+def test_a_failed_run_leaves_no_earlier_trace_or_profile(
+    tmp_path: Path, call_inputs: list[str]
+) -> None:
+    """An earlier run's --trace and --profile files stayed, looking like this run's."""
+    program = tmp_path / "aborts.mlir"
+    program.write_text(ABORTS)
+    trace, profile = tmp_path / "t.json", tmp_path / "p.json"
+    trace.write_text("{}")
+    profile.write_text("{}")
+    failed = dhir("run", str(program), "-n", "2", *call_inputs, "--trace", str(trace),
+                  "--profile", str(profile), "--timeout", "60")  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    assert not trace.exists() and not profile.exists()
