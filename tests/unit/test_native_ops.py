@@ -994,3 +994,37 @@ def test_a_traffic_report_setting_other_than_1_or_0_is_an_error(
     text = "func.func @main(%a: memref<2xf32>) {\n  return\n}\n"
     with pytest.raises(dhir.DhirError, match="DHIR_RT_STATS=false: expected 1"):
         dhir.run(dhir.parse_string(text), np.zeros(2, np.float32), ranks=1)
+
+
+NAN_BITS = """
+func.func @main(%a: memref<3xf64>, %b: memref<3xf64>, %d: memref<3xf64>, %m: memref<3xf64>,
+                %r: memref<3xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %a[%i] : memref<3xf64>
+    %y = memref.load %b[%i] : memref<3xf64>
+    %q = arith.divf %x, %y : f64
+    memref.store %q, %d[%i] : memref<3xf64>
+    %n = arith.maximumf %x, %y : f64
+    memref.store %n, %m[%i] : memref<3xf64>
+    %e = arith.remf %x, %y : f64
+    memref.store %e, %r[%i] : memref<3xf64>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_nans_have_the_bits_native_code_gives_them() -> None:
+    """0/0 and fmod(x, 0) are the hardware's default NaN (x86: sign bit set), and
+    maximumf gives its NaN operand; the interpreter gave +NaN (fuzzer)."""
+    payload = np.array([0xFFF0000000000123], np.uint64).view(np.float64)[0]
+    a = np.array([0.0, payload, 5.0])
+    b = np.array([0.0, 2.0, 0.0])
+    zeros = [np.zeros(3) for _ in range(3)]
+    native, interp = both(NAN_BITS, a, b, *zeros)
+    for k in (2, 3, 4):
+        assert native[k].view(np.uint64).tolist() == interp[k].view(np.uint64).tolist(), k

@@ -5,6 +5,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -147,26 +148,33 @@ def float_to_int(op: Operation, value: float, width: int, is_signed: bool) -> in
 
 
 def divide(a: float, b: float) -> float:
-    """IEEE division (Python raises on division by zero)."""
+    """IEEE division (Python raises on division by zero); NaNs as the hardware makes
+    them, as native code gets them (0/0 is x86's default NaN, with its sign bit set)."""
     if b:
         return a / b
     if a != a or a == 0:
-        return math.nan
+        return _hardware(np.divide, a, b)
     return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def _hardware(operation: Callable[..., Any], a: float, b: float) -> float:
+    with np.errstate(all="ignore"):
+        return float(operation(np.float64(a), np.float64(b)))
 
 
 def remainder(a: float, b: float) -> float:
     """arith.remf: C's fmod, exact, with the sign of `a` (Python raises where IEEE gives
     NaN: an infinite `a` or a zero `b`)."""
     if a != a or b != b or math.isinf(a) or b == 0:
-        return math.nan
+        return _hardware(np.fmod, a, b)  # a NaN operand, or the default NaN, as C's fmod
     return math.fmod(a, b)
 
 
 def maximum(a: float, b: float) -> float:
-    """arith.maximumf: NaN if either is NaN; +0 > -0."""
+    """arith.maximumf: the NaN operand if either is NaN, as LLVM's maximum
+    gives it; +0 > -0."""
     if a != a or b != b:
-        return math.nan
+        return a if a != a else b
     if a == b == 0:
         return a if math.copysign(1.0, a) > 0 else b
     return a if a > b else b
@@ -174,7 +182,7 @@ def maximum(a: float, b: float) -> float:
 
 def minimum(a: float, b: float) -> float:
     if a != a or b != b:
-        return math.nan
+        return a if a != a else b
     if a == b == 0:
         return a if math.copysign(1.0, a) < 0 else b
     return a if a < b else b
