@@ -183,7 +183,7 @@ def _accesses(statement: _Statement, scope: Operation, outer: set[SSAValue]) -> 
             raise _Left(f"a task holds {op.name}, which this pass does not model")
         if op.memref not in outer or not op.indices:
             raise _Left("a task accesses a memref that is not a schedule operand, or a 0-D one")
-        row = _row(op.indices[0], statement, scope)
+        row = _row(op.indices[0], statement, scope, isinstance(op, memref.StoreOp))
         if isinstance(op, memref.LoadOp):
             reads.append((op.memref, row))
             continue
@@ -211,22 +211,28 @@ class _Row:
     at: int | None = None
 
 
-def _row(index: SSAValue, statement: _Statement, scope: Operation) -> _Row:
+def _row(index: SSAValue, statement: _Statement, scope: Operation, store: bool) -> _Row:
+    """The row `index` names; a load's row that follows neither the statement's row nor a
+    constant is any row (`_Row()`): harmless in a memref no statement writes (`_skew`)."""
     if statement.row is None:
         value = constant_int(index)
         if value is None and inside(index, scope):
+            if not store:
+                return _Row()
             raise _Left("a row index varies inside a task without a row loop")
         return _Row(at=value)
     loop = statement.row.owner.parent_op()
     assert isinstance(loop, scf.ForOp)
     bound = lift(index, loop)
-    if bound is None or bound.coef not in (0, 1):
-        raise _Left("a row index is not the row plus a constant")
-    if bound.coef == 0:
+    if bound is not None and bound.coef == 0:
         return _Row()
-    if bound.terms:
-        raise _Left("a row index is the row plus a value that is not a constant")
-    return _Row(offset=bound.const)
+    if bound is not None and bound.coef == 1 and not bound.terms:
+        return _Row(offset=bound.const)
+    if not store:
+        return _Row()
+    if bound is None or bound.coef != 1:
+        raise _Left("a row index is not the row plus a constant")
+    raise _Left("a row index is the row plus a value that is not a constant")
 
 
 @dataclass

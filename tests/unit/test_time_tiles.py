@@ -27,6 +27,7 @@ class Sweep:
     hi: int
     row: int | None = None
     forcing: bool = False  # also adds F[t]: a read-only array indexed by the time
+    weighted: bool = False  # also scales by W[j]: a read-only array indexed by the column
     # The columns it writes: heat-3d's and jacobi-2d's sweeps leave each row's edges, which
     # later sweeps still read.
     cols: tuple[int, int] = (0, COLS)
@@ -49,14 +50,17 @@ class Program:
     def text(self) -> str:
         kind = f"memref<{ROWS}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{ROWS}x{COLS}xf64>"
         names = [f"%M{a}" for a in range(self.arrays)]
-        args = ", ".join(f"{n}: {kind}" for n in names) + f", %F: memref<{self.steps + 1}xf64>"
+        args = (
+            ", ".join(f"{n}: {kind}" for n in names)
+            + f", %F: memref<{self.steps + 1}xf64>, %W: memref<{COLS}xf64>"
+        )
         lines = [
             f"func.func @main({args}) {{",
             "  %c0 = arith.constant 0 : index",
             "  %c1 = arith.constant 1 : index",
             f"  %steps = arith.constant {self.steps} : index",
             "  scf.for %t = %c0 to %steps step %c1 {",
-            f"    dhir.schedule {', '.join(names)}, %F {{",
+            f"    dhir.schedule {', '.join(names)}, %F, %W {{",
             '      %cpu = dhir.target {kind = "cpu"}',
         ]
         for s, sweep in enumerate(self.sweeps):
@@ -66,7 +70,7 @@ class Program:
 
     def _task(self, s: int, sweep: Sweep, names: list[str], kind: str) -> list[str]:
         used = sorted({sweep.dst, *(_read(r)[0] for r in sweep.reads)})
-        listed = ", ".join([*(names[a] for a in used), "%F"])
+        listed = ", ".join([*(names[a] for a in used), "%F", "%W"])
         pad = "          " if sweep.row is None else "        "
         row = "%i" if sweep.row is None else "%row"
         plane = ", %d" if self.depth else ""
@@ -90,6 +94,12 @@ class Program:
                 f"{pad}  %forced = arith.addf {total}, %f : f64",
             ]
             total = "%forced"
+        if sweep.weighted:
+            body += [
+                f"{pad}  %wj = memref.load %W[%j] : memref<{COLS}xf64>",
+                f"{pad}  %weighted = arith.mulf {total}, %wj : f64",
+            ]
+            total = "%weighted"
         body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j{plane}] : {kind}")
         if self.depth:
             body = [f"{pad}scf.for %d = %d_lo to %d_hi step %k1 {{", *body, f"{pad}}}"]
@@ -124,7 +134,8 @@ class Program:
         rng = np.random.default_rng(seed)
         shape = (ROWS, COLS, DEPTH) if self.depth else (ROWS, COLS)
         return [rng.standard_normal(shape) for _ in range(self.arrays)] + [
-            rng.standard_normal(self.steps + 1)
+            rng.standard_normal(self.steps + 1),
+            rng.standard_normal(COLS),
         ]
 
 
@@ -144,14 +155,14 @@ def sweeps(draw: st.DrawFn, arrays: int) -> Sweep:
     )
     if draw(st.booleans()):
         reads.append((dst, 0, 0))  # its own element, before it is written
-    forcing = draw(st.booleans())
+    forcing, weighted = draw(st.booleans()), draw(st.booleans())
     planes = draw(st.sampled_from([(0, DEPTH), (1, DEPTH - 1)]))
     if draw(st.integers(0, 4)) == 0:  # one fixed row (fdtd-2d's ey[0][j] = fict[t])
         row = draw(st.integers(2, ROWS - 3))
-        return Sweep(dst, tuple(reads), row, row + 1, row, forcing, cols, planes)
+        return Sweep(dst, tuple(reads), row, row + 1, row, forcing, weighted, cols, planes)
     lo = draw(st.integers(2, ROWS - 2))
     hi = draw(st.integers(lo, ROWS - 2))
-    return Sweep(dst, tuple(reads), lo, hi, None, forcing, cols, planes)
+    return Sweep(dst, tuple(reads), lo, hi, None, forcing, weighted, cols, planes)
 
 
 @st.composite
@@ -184,7 +195,7 @@ def _as_written(
 @given(program=programs(), band=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_bands_equal_the_interpreter(program: Program, band: int, seed: int) -> None:
     """Random sweeps (1-3 statements over 2-3 arrays, row offsets -2..2, partial row
-    ranges, fixed rows, a time-indexed forcing array) in bands of 1-4 steps: bit for bit
+    ranges, fixed rows, a time-indexed forcing array, a column-indexed weight) in bands of 1-4 steps: bit for bit
     what the interpreter computes from the loop as written."""
     text = program.text()
     module = parse_string(text)
@@ -368,7 +379,7 @@ def test_bands_fit_the_caches_of_the_machine_description() -> None:
 
 
 def test_leaves_tasks_placed_by_hand_on_several_ranks() -> None:
-    task = "%F {\n        %k0"
+    task = "%W {\n        %k0"
     text = JACOBI.text().replace(task, task.replace("{", "attributes {dhir.rank = 1 : i64} {"), 1)
     assert "dhir.rank" in text
     (decision,) = time_tiles(parse_string(text), 2, 2)
@@ -413,6 +424,18 @@ def test_leaves_a_written_memref_read_at_a_row_that_does_not_follow() -> None:
         "%x0 = memref.load %M0[%r0, %j0]", "%x0 = memref.load %M0[%k0, %j0]"
     )
     assert "does not follow its own" in _left(text)
+
+
+def test_bands_a_sweep_weighted_by_a_read_only_array_of_columns() -> None:
+    """heat-like sweeps scaled by W[j] (a read-only 1-D array indexed by the column, not
+    the row): banded on one and on two ranks, bit for bit the loop as written."""
+    weighted = replace(JACOBI, sweeps=tuple(replace(s, weighted=True) for s in JACOBI.sweeps))
+    text = weighted.text()
+    for ranks in (1, 2):
+        module = parse_string(text)
+        (decision,) = time_tiles(module, 2, ranks)
+        assert decision.done, decision.text
+        _as_written(text, print_module(module), weighted.inputs(3), "native", ranks)
 
 
 def test_leaves_a_task_holding_other_ops() -> None:
