@@ -38,7 +38,7 @@ from dhir.ir.text import parse_file
 from dhir.ir.walk import find_ops
 from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
-from dhir.machine.dlti import attach
+from dhir.machine.dlti import attach, system_of
 from dhir.machine.files import read_system
 from dhir.placement.as_built import (
     Timeline,
@@ -52,6 +52,7 @@ from dhir.placement.from_ir import (
     END_TASK,
     device_name,
     has_gpu_tasks,
+    has_machine,
     machine_for,
     rank_of_device,
     task_graph,
@@ -121,6 +122,7 @@ def add_parser(commands: Any) -> None:
         "graph in JSON (--graph), on devices and print each task's device, start and finish, "
         "and the predicted makespan; optionally replay it in a simulator (--simulate) and draw "
         "it (--gantt, --dot). A program's tasks get one device per rank, from --system, or "
+        "the machine description the program's module carries (as dhir run reads it), or "
         "from -n alike ranks of this machine (rank r with its GPU r mod count for GPU tasks), "
         "or else from this machine's description "
         "(dhir calibrate's file, or what dhir detects). For a program, it then prints the bytes "
@@ -363,10 +365,14 @@ def program_graphs(
     # A plain entry: schedules as `dhir run` makes them.
     drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
     system = None
-    if system_file is not None or ranks is None:
+    if system_file is None and has_machine(module):  # as `dhir run` reads it
+        system = system_of(module, str(path))
+    elif system_file is not None or ranks is None:
         system = _system(system_file)
         attach(module, system)
-        ranks = ranks if ranks is not None else len(system.rank_devices())
+    if ranks is None:
+        assert system is not None
+        ranks = len(system.rank_devices())
     # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
     run_pipeline(module, PassPipeline((SplitDevicesPass(ranks), SplitTasksPass(ranks))))
     profile = load_profile(str(costs)) if costs is not None else None

@@ -9,6 +9,9 @@ import pytest
 
 from dhir.cli.main import main
 from dhir.cli.schedule import gantt_paths
+from dhir.ir.text import parse_file, print_module
+from dhir.machine.dlti import attach
+from dhir.machine.files import read_system
 
 DATA = Path(__file__).parent / "data"
 TOPCUOGLU = DATA / "topcuoglu2002.json"  # 10 tasks on 3 devices; HEFT's makespan is 80
@@ -268,6 +271,22 @@ def test_program_on_two_nodes_shows_each_rank_host(
     code, out, err = run_schedule(capsys, program, "--system", system, "--json")
     assert code == 0, err
     assert json.loads(out)["hosts"] == hosts
+
+
+def test_a_program_describing_its_machine_is_placed_on_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A module carrying a whole machine description (as `dhir run` reads it when no
+    --system is given) is shown on that machine, with or without -n, not on this one."""
+    module = parse_file(EXAMPLES / "hazards.mlir")
+    attach(module, read_system(two_node_system(tmp_path / "two.json")))
+    program = tmp_path / "described.mlir"
+    program.write_text(print_module(module))
+    for ranks in ([], ["-n", "4"]):
+        code, out, err = run_schedule(capsys, str(program), *ranks)
+        assert code == 0, err
+        legend = out.splitlines()[0]
+        assert "rank3 = n1.cpu (x86_64) on n1 (host beta.example)" in legend, legend
 
 
 def test_one_node_table_has_no_host_column(capsys: pytest.CaptureFixture[str]) -> None:
