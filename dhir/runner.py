@@ -83,7 +83,7 @@ def run(
     timeout: float = DEFAULT_TIMEOUT_S,
     output_dir: str | Path | None = None,
     threads: int | None = None,
-    placement: str = DEFAULT_ALGORITHM,
+    placement: str | None = None,  # None: DEFAULT_ALGORITHM
     costs: str | Path | None = None,
     profile: str | Path | None = None,
     gpu_fallback: str = DEFAULT_GPU_FALLBACK,
@@ -126,7 +126,7 @@ def run(
         mpi=mpi,
         timeout=timeout,
         threads=threads,
-        placement=placement,
+        placement=placement if placement is not None else DEFAULT_ALGORITHM,
         costs=_path(costs, "costs"),
         profile=_path(profile, "profile"),
         gpu_fallback=gpu_fallback,
@@ -140,6 +140,8 @@ def run(
         keep_build=_path(keep_build, "keep_build"),
         constraints=_path(constraints, "constraints"),
     )
+    if backend == "interp":
+        _check_nothing_placed(options, placement is not None)
     with ending_cleanly(redeliver=True):
         return run_module(
             load_program(program),
@@ -177,12 +179,13 @@ def _link_words(link: object) -> list[str | os.PathLike[str]]:
     return words
 
 
-def _check_nothing_placed(options: RunOptions) -> None:
-    """Refuse placement options on the interpreter, as `dhir run` does: it would ignore them."""
+def _check_nothing_placed(options: RunOptions, placement_given: bool = False) -> None:
+    """Refuse placement options on the interpreter, as `dhir run` does: it would ignore them.
+    `placement_given`: whether the caller named a placement, the default one included."""
     placing = [
         name
         for name, given in (
-            ("placement", options.placement != DEFAULT_ALGORITHM),
+            ("placement", placement_given or options.placement != DEFAULT_ALGORITHM),
             ("costs", options.costs is not None),
         )
         if given
