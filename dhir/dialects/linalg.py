@@ -19,7 +19,7 @@ writes their outputs, and the interpreter runs them by their maps and bodies.
 """
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects import arith, linalg, math
 from xdsl.dialects.builtin import (
@@ -34,13 +34,14 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ShapedType,
+    StringAttr,
     TensorType,
     VectorType,
     i64,
 )
 from xdsl.dialects.linalg import ops as linalg_ops
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
-from xdsl.dialects.linalg.attrs import IteratorTypeAttr
+from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
 from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
@@ -963,6 +964,91 @@ class UnpackOp(_Relayout):
         return self.source, self.dest, None, self.inner_tiles
 
 
+class GenericOp(linalg_ops.GenericOp):
+    """`linalg.generic {attr-dict} ins(...)? outs(...)? (attrs = {...})? region (-> types)?`.
+    xDSL 0.74 reads several result types only bare (`-> T, U`) but prints them, as MLIR
+    does, in parentheses (`-> (T, U)`): its own output did not read back. It also dropped attributes
+    of the leading dictionary other than its four properties."""
+
+    _PROPERTIES = ("indexing_maps", "iterator_types", "doc", "library_call")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GenericOp":
+        start = parser.pos
+        attributes = parser.parse_optional_attr_dict()
+        given = {name: attributes.pop(name) for name in cls._PROPERTIES if name in attributes}
+        for name in cls._PROPERTIES[:2]:
+            if name not in given:
+                parser.raise_error(f"Expected {name} for linalg.generic", start, parser.pos)
+        inputs, outputs = _operand_list(parser, "ins"), _operand_list(parser, "outs")
+        if parser.parse_optional_keyword("attrs"):
+            parser.parse_punctuation("=")
+            attributes |= parser.expect(parser.parse_optional_attr_dict, "expected attributes")
+        body = parser.parse_region()
+        results: Sequence[Attribute] = ()
+        if parser.parse_optional_punctuation("->"):
+            bracketed = parser.parse_optional_comma_separated_list(
+                Parser.Delimiter.PAREN, parser.parse_type
+            )
+            # Bare (`-> T, U`) as xDSL reads them: programs written for it still read.
+            results = bracketed or parser.parse_comma_separated_list(
+                Parser.Delimiter.NONE, parser.parse_type
+            )
+        op = cls(
+            inputs,
+            outputs,
+            body,
+            _checked(parser, given["indexing_maps"], AffineMapAttr, start),
+            [
+                _iterator(parser, kind, start)
+                for kind in _checked(parser, given["iterator_types"], Attribute, start)
+            ],
+            results,
+            _optional_string(parser, given.get("doc"), start),
+            _optional_string(parser, given.get("library_call"), start),
+        )
+        op.attributes |= attributes
+        return op
+
+
+_A = TypeVar("_A", bound=Attribute)
+
+
+def _operand_list(parser: Parser, keyword: str) -> list[SSAValue]:
+    """`keyword(%a, %b : T, U)`, or nothing."""
+    pos = parser.pos
+    if not parser.parse_optional_characters(keyword):
+        return []
+    parser.parse_punctuation("(")
+    names = parser.parse_comma_separated_list(
+        Parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
+    parser.parse_punctuation(")")
+    return list(parser.resolve_operands(names, types, pos))
+
+
+def _checked(parser: Parser, value: Attribute, kind: type[_A], start: int) -> list[_A]:
+    if not isinstance(value, ArrayAttr) or not all(isinstance(v, kind) for v in value):
+        parser.raise_error(f"linalg.generic: expected an array, got {value}", start, parser.pos)
+    return list(value)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _iterator(parser: Parser, kind: Attribute, start: int) -> IteratorTypeAttr:
+    if isinstance(kind, IteratorTypeAttr):
+        return kind
+    if not isinstance(kind, StringAttr) or kind.data not in {t.value for t in IteratorType}:
+        parser.raise_error(f"Unknown iterator type {kind}", start, parser.pos)
+    return IteratorTypeAttr(IteratorType(kind.data))
+
+
+def _optional_string(parser: Parser, value: Attribute | None, start: int) -> StringAttr | None:
+    if value is not None and not isinstance(value, StringAttr):
+        parser.raise_error(f"linalg.generic: expected a string, got {value}", start, parser.pos)
+    return value
+
+
 class _CheckedYieldOp(linalg_ops.YieldOp):
     """`linalg.yield` as written in a body: one value per output of the structured op it
     ends, of that output's element type. xDSL 0.74 checks neither (the interpreter then
@@ -1000,6 +1086,7 @@ class _CheckedIndexOp(linalg_ops.IndexOp):
 
 Linalg: Dialect = with_replaced_ops(
     linalg.Linalg,
+    GenericOp,
     MatmulOp,
     FillOp,
     *_WINDOWED,

@@ -88,6 +88,25 @@ SAMPLES: dict[str, list[str]] = {
             "  ^bb0(%x: f32, %y: f32):\n    linalg.yield %x, %y : f32, f32\n  }",
         )
     ],
+    "linalg.generic": [
+        # Several results in parentheses, as xDSL and MLIR print them.
+        _func(
+            "%a: tensor<4xf32>",
+            "  %e = tensor.empty() : tensor<4xf32>\n"
+            "  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, "
+            "affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = "
+            '["parallel"]} ins(%a : tensor<4xf32>) outs(%e, %e : tensor<4xf32>, '
+            "tensor<4xf32>) {\n  ^bb0(%x: f32, %o: f32, %p: f32):\n"
+            "    linalg.yield %x, %x : f32, f32\n  } -> (tensor<4xf32>, tensor<4xf32>)",
+        ),
+        # An attribute of the leading dictionary, which xDSL drops.
+        _func(
+            "%m: memref<4xf32>",
+            "  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = "
+            '["parallel"], tag = 1 : i64} outs(%m : memref<4xf32>) {\n'
+            "  ^bb0(%o: f32):\n    linalg.yield %o : f32\n  }",
+        ),
+    ],
     "linalg.fill": [
         _func(
             "%v: vector<4xf32>, %m: memref<8xvector<4xf32>>",
