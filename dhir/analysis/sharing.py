@@ -7,7 +7,10 @@ tasks listing it read and write. Two kinds of shared data escape that:
 - schedule operands that are views of one buffer (the same base value through casts,
   subviews, ...): a write through one view is never sent to a rank reading the other;
 - a mutable `memref.global` used inside a task, directly or through a function it
-  calls: every rank has its own copy, and nothing moves it.
+  calls: every rank has its own copy, and nothing moves it;
+- an address taken outside a task (`memref.extract_aligned_pointer_as_index` in host
+  code, then integer arithmetic) and used inside it: on the task's rank it points into
+  that rank's copy, which nothing moves since the task does not list the memref.
 
 Where the IR shows either, the program is refused rather than run wrongly. Inside a
 function, its memref arguments are distinct buffers; so a call that passes views of one
@@ -23,18 +26,22 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results, task_effects
-from dhir.dialects import func, scf
+from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import enclosing, find_ops
 
 
 def check_shared_data(module: ModuleOp) -> None:
     """Raise PassFailedAt for the first schedule with aliasing operands that a task
-    writes, or the first task that uses a mutable global."""
-    _check_calls(module)
+    writes, the first task that uses a mutable global or an address taken outside it."""
+    found = find_ops(module, (func.CallOp, memref.ExtractAlignedPointerAsIndexOp))
+    _check_calls([op for op in found if isinstance(op, func.CallOp)], module)
+    for taken in found:
+        if isinstance(taken, memref.ExtractAlignedPointerAsIndexOp):
+            _check_address(taken)
     mutable = _mutable_globals(module)
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
@@ -68,11 +75,12 @@ def _check_operands(schedule: ScheduleOp) -> None:
             raise PassFailedAt(schedule, _alias_message(first, second, common))
 
 
-def _check_calls(module: ModuleOp) -> None:
-    """Raise PassFailedAt for the first call passing views of one buffer as two memref
-    arguments of a function that holds a schedule, directly or through its calls."""
+def _check_calls(calls: list[func.CallOp], module: ModuleOp) -> None:
+    """Raise PassFailedAt for the first of `calls` (the module's) passing views of one
+    buffer as two memref arguments of a function that holds a schedule, directly or
+    through its calls."""
     holding = reaching_schedules(module)
-    for call in find_ops(module, func.CallOp):
+    for call in calls:
         if _callee(call) in holding and (pair := aliased_arguments(call)) is not None:
             n, m, common = pair
             raise PassFailedAt(
@@ -83,6 +91,35 @@ def _check_calls(module: ModuleOp) -> None:
                 "moves each between ranks on its own. Pass the buffer once and make "
                 "the views inside the function",
             )
+
+
+def _check_address(taken: memref.ExtractAlignedPointerAsIndexOp) -> None:
+    """Raise PassFailedAt where a task uses the address `taken` makes outside any task,
+    or what integer arithmetic outside tasks makes of it."""
+    if enclosing(taken, TaskOp) is not None:
+        return
+    pending: list[SSAValue] = [taken.aligned_pointer]
+    seen: set[SSAValue] = {taken.aligned_pointer}
+    while pending:
+        for use in pending.pop().uses:
+            user = use.operation
+            if enclosing(user, TaskOp) is not None:
+                raise PassFailedAt(user, _address_message(user.operands[use.index], taken))
+            for result in derived_results(user):
+                if result not in seen:
+                    seen.add(result)
+                    pending.append(result)
+
+
+def _address_message(value: SSAValue, taken: memref.ExtractAlignedPointerAsIndexOp) -> str:
+    source = _name(taken.source)
+    return (
+        f"this op uses {_name(value)}, an address in {source} taken outside its task; on "
+        f"the rank running the task it points into that rank's copy of {source}, which "
+        f"dhir does not move there since the task does not list it. Take the address "
+        f"inside the task (memref.extract_aligned_pointer_as_index {source}) and list "
+        f"{source} on the task"
+    )
 
 
 def aliased_arguments(call: func.CallOp) -> tuple[int, int, frozenset[object]] | None:

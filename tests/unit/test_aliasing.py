@@ -318,6 +318,32 @@ def test_a_task_using_a_mutable_global_is_refused_at_the_task() -> None:
     assert "as a schedule operand" in message
 
 
+HOST_ADDRESS = """
+func.func @main(%b: memref<4xf64>, %c: memref<4xi64>) {
+  %p = memref.extract_aligned_pointer_as_index %b : memref<4xf64> -> index
+  %q = arith.index_cast %p : index to i64
+  %c8 = arith.constant 8 : i64
+  %r = arith.addi %q, %c8 : i64
+  dhir.schedule %b, %c {
+    %t = dhir.task target = "cpu", %c {
+      %c0 = arith.constant 0 : index
+      memref.store %r, %c[%c0] : memref<4xi64>
+    }
+  }
+  func.return
+}
+"""
+
+
+@needs_mpi
+def test_an_address_taken_outside_a_task_is_refused_where_the_task_uses_it() -> None:
+    # On the task's rank it would point into that rank's copy of %b, which nothing moves.
+    inputs = [np.zeros(4), np.zeros(4, np.int64)]
+    message = _native_error(HOST_ADDRESS, inputs)
+    assert "<string>:10:7: error: this op uses %r, an address in %b taken outside" in message
+    assert "list %b on the task" in message
+
+
 @needs_mpi
 def test_a_task_calling_a_function_that_uses_a_mutable_global_is_refused() -> None:
     text = GLOBAL_IN_TASKS.replace(
