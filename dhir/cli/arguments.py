@@ -21,6 +21,7 @@ from dhir.toolchain.signature import (
     ArgSpec,
     EntrySignature,
     given_args,
+    output_names,
 )
 from dhir.toolchain.staging import parse_scalar
 
@@ -48,6 +49,34 @@ def read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
             ]
         )
     return [_read_input(text, spec) for text, spec in zip(values, given)]
+
+
+def check_apart(
+    inputs: list[str],
+    signature: EntrySignature,
+    output_dir: Path | None,
+    others: dict[str, Path | None] | None = None,
+) -> None:
+    """Refuse a run that would write its results, or the files `others` name (option:
+    path, e.g. --trace), over an input file or over each other: the user's data would
+    be lost without a word (results are named after the arguments, as inputs often are)."""
+    seen: dict[Path, str] = {}
+    for text, spec in zip(inputs, given_args(signature)):
+        if spec.is_memref:
+            seen.setdefault(Path(text).resolve(), f"--input {text}")
+    written: list[tuple[str, Path]] = []
+    if output_dir is not None:
+        files = [name for names in output_names(signature) for name in names]
+        written += [(f"--output-dir {output_dir} (its {f})", output_dir / f) for f in files]
+    others = others or {}
+    written += [(f"{option} {path}", path) for option, path in others.items() if path is not None]
+    for option, path in written:
+        key = path.resolve()
+        if key in seen:
+            raise DhirError(
+                [Diagnostic(f"{option} would be written over {seen[key]}; choose another path")]
+            )
+        seen[key] = option
 
 
 def _read_input(text: str, spec: ArgSpec) -> object:

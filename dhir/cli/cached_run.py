@@ -30,6 +30,7 @@ from pathlib import Path
 from dhir.cli.arguments import (
     Built,
     built_from,
+    check_apart,
     describe,
     is_executable,
     read_inputs,
@@ -112,6 +113,7 @@ def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int
     if command.timeout is not None:
         options = replace(options, timeout=timeout_seconds(float(command.timeout)))
     signature, output_dir = built.signature, command.output_dir
+    check_apart(command.inputs, signature, output_dir)
     if not command.print and run_npy_files(exe, signature, command.inputs, options, output_dir):
         report_results([], signature, False, output_dir)
         return 0

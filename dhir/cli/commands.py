@@ -26,6 +26,7 @@ from dhir.backends.native import compile_native
 from dhir.cli import calibrate, schedule
 from dhir.cli.arguments import (
     INPUT_HELP,
+    check_apart,
     describe,
     is_executable,
     read_inputs,
@@ -393,6 +394,9 @@ def _run_program(
     if on_tensors(module, args.entry):  # arguments of dynamic shape take their inputs'
         module = specialise(module, args.entry, inputs)
     signature = entry_signature(module, args.entry)
+    check_apart(
+        args.input, signature, args.output_dir, {"--trace": args.trace, "--profile": args.profile}
+    )
     plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
@@ -465,6 +469,7 @@ def _run_built(
             ]
         )
     inputs = check_inputs(signature, with_results(signature, read_inputs(args.input, signature)))
+    check_apart(args.input, signature, args.output_dir)
     plan = _launch_plan(args, ranks, built.mpi)
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)

@@ -103,9 +103,14 @@ def test_a_second_run_takes_the_cached_path_with_new_inputs(cache: Path, tmp_pat
     assert cached and "arg1: memref<8xf64> =" in printed.stdout
     np.save(tmp_path / "big.npy", a.astype(">f8"))  # converted: NumPy's part of this path
     given[1] = str(tmp_path / "big.npy")
-    third, cached = dhir_run(cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path))
+    third, cached = dhir_run(
+        cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path / "o3")
+    )
     assert third.returncode == 0 and cached and "NO-NUMPY" not in third.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "arg1.npy"), a * 2.0)
+    np.testing.assert_array_equal(np.load(tmp_path / "o3" / "arg1.npy"), a * 2.0)
+    # Beside the inputs, result b.npy would replace input b.npy: refused on this path too.
+    fourth, cached = dhir_run(cache, str(path), "-n", "2", *given, "--output-dir", str(tmp_path))
+    assert fourth.returncode == 1 and cached and "would be written over --input" in fourth.stderr
 
 
 @needs_llvm

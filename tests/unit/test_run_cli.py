@@ -293,6 +293,29 @@ def test_compile_will_not_overwrite_its_program_or_write_into_a_folder(tmp_path:
     assert result.returncode == 1 and "is a directory" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--output-dir", "{dir}"], "--output-dir {dir} (its m.npy) would be written over "
+         "--input {dir}/m.npy"),
+        (["--trace", "{dir}/m.npy"], "--trace {dir}/m.npy would be written over --input"),
+        (["--trace", "{dir}/t.json", "--profile", "{dir}/t.json"],
+         "--profile {dir}/t.json would be written over --trace {dir}/t.json"),
+    ],
+)  # fmt: skip
+def test_results_trace_and_profile_are_never_written_over_inputs_or_each_other(
+    tmp_path: Path, call_inputs: list[str], options: list[str], message: str
+) -> None:
+    """Results are named after the arguments, as inputs often are: --output-dir beside
+    the inputs would replace them (and a second run would read the results)."""
+    before = [(tmp_path / name).read_bytes() for name in ("m.npy", "out.npy")]
+    given = [option.format(dir=tmp_path) for option in options]
+    result = dhir("run", str(EXAMPLES / "call.mlir"), *call_inputs, *given)
+    assert result.returncode == 1, result.stderr
+    assert message.format(dir=tmp_path) in result.stderr
+    assert [(tmp_path / name).read_bytes() for name in ("m.npy", "out.npy")] == before
+
+
 def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
     """float('1e309') is inf; only inf spelt out is."""
     program = tmp_path / "p.mlir"
