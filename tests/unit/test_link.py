@@ -200,6 +200,26 @@ def test_the_interpreter_calls_them_too(tmp_path: Path, kind: str) -> None:
 
 
 @pytest.mark.mlir
+def test_bf16_and_f16_memrefs_pass_their_16_bit_elements(tmp_path: Path) -> None:
+    """The interpreter holds bf16 in float32: C still sees (and writes) bf16's bits, through
+    a strided view, as in native code."""
+    obj = tmp_path / "halves.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", DATA / "halves.c", "-o", obj], check=True)
+    program = str(DATA / "halves.mlir")
+    h = np.array([1.5, -2.25, 3.0, 0.1, 65504.0, -0.0], np.float16)
+    args = [h, np.zeros(9, np.int16), np.zeros(6, np.float32)]
+    interp = dhir.run(program, *args, backend="interp", link=[obj])
+    bf16 = [0xC010, 0x3DCD, 0x8000]  # elements 1, 3, 5 in bf16: -2.25, 0.1 rounded, -0.0
+    assert interp[1][:3].view(np.uint16).tolist() == bf16
+    assert interp[1][3:].tolist() == h.view(np.int16).tolist()
+    np.testing.assert_array_equal(interp[0], -h)
+    assert interp[2].tolist() == [1.5, 2.25, 3.0, -0.10009765625, 65536.0, 0.0]
+    native = dhir.run(program, *args, link=[obj])
+    for got, want in zip(interp, native, strict=True):
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.mlir
 def test_what_the_interpreter_cannot_call_is_an_error_at_the_call(tmp_path: Path) -> None:
     linked = compile_c(tmp_path, "o")
     # twice returning f16, which ctypes has no type for (its result left unused).

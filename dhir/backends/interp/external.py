@@ -14,12 +14,13 @@ import ctypes
 import ctypes.util
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     Float32Type,
     Float64Type,
     IndexType,
@@ -148,9 +149,10 @@ def call_external(
         )
     argtypes: list[Any] = []
     values: list[Any] = []
+    bf16 = Bf16Buffers()
     for type_, value in zip(callee.function_type.inputs.data, args, strict=True):
         if isinstance(type_, MemRefType):
-            _memref(op, value, c_interface, argtypes, values)
+            _memref(op, value, c_interface, argtypes, values, bf16 if _is_bf16(type_) else None)
         else:
             kind = _scalar(op, type_)
             argtypes.append(kind)
@@ -158,15 +160,52 @@ def call_external(
     function.argtypes = argtypes
     function.restype = _scalar(op, outputs[0]) if outputs else None
     result = function(*values)
+    bf16.write_back()
     return (_from_c(outputs[0], result),) if outputs else ()
 
 
+@dataclass
+class Bf16Buffers:
+    """The interpreter holds bf16 in float32 (dhir.backends.interp.core.value_dtype), but C
+    reads and writes a bf16 memref's 16-bit elements, as native code holds them: each
+    buffer passed goes as a copy of its values' bits (the top half of each float32, exact
+    since the values are bf16's), made once per call so that two views of one buffer still
+    share it, and copied back after the call."""
+
+    copies: dict[int, tuple[np.ndarray, np.ndarray]] = field(
+        default_factory=dict[int, tuple[np.ndarray, np.ndarray]]
+    )
+
+    def bits(self, op: Operation, base: np.ndarray) -> np.ndarray:
+        if id(base) not in self.copies:
+            if base.dtype != np.float32 or not base.flags.c_contiguous:
+                fail(op, "passes a bf16 memref the interpreter does not hold as one buffer")
+            bits = (base.view(np.uint32) >> 16).astype(np.uint16)
+            self.copies[id(base)] = (base, bits)
+        return self.copies[id(base)][1]
+
+    def write_back(self) -> None:
+        for base, bits in self.copies.values():
+            base.view(np.uint32)[...] = bits.astype(np.uint32) << 16
+
+
+def _is_bf16(type_: MemRefType[Attribute]) -> bool:
+    return isinstance(type_.element_type, BFloat16Type)
+
+
 def _memref(
-    op: Operation, array: object, c_interface: bool, argtypes: list[Any], values: list[Any]
+    op: Operation,
+    array: object,
+    c_interface: bool,
+    argtypes: list[Any],
+    values: list[Any],
+    bf16: Bf16Buffers | None,
 ) -> None:
     if not isinstance(array, np.ndarray):
         fail(op, "passes a memref the interpreter does not hold as an array")
     base, offset, sizes, strides = _descriptor(array)
+    if bf16 is not None:
+        base = bf16.bits(op, base_array(array)).ctypes.data
     if not c_interface:
         argtypes += [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         argtypes += [ctypes.c_int64] * (2 * array.ndim)
