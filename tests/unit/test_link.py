@@ -200,6 +200,26 @@ def test_the_interpreter_calls_them_too(tmp_path: Path, kind: str) -> None:
 
 
 @pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_name_several_files_define_resolves_as_the_linker_resolves_it(tmp_path: Path) -> None:
+    """kernel.c's twice doubles, the object's triples: an object wins over a shared library
+    wherever it comes, a shared library over a later archive (the linker pulls no member
+    for a name already defined), in the interpreter as in native code."""
+    shared = compile_c(tmp_path, "so")
+    (tmp_path / "thrice.c").write_text("int twice(int x) { return 3 * x; }\n")
+    obj = tmp_path / "thrice.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "thrice.c", "-o", obj], check=True)
+    archive = tmp_path / "libthrice.a"
+    subprocess.run(["ar", "rcs", archive, obj], check=True)
+    args = [np.zeros(16), np.zeros(1), np.array([5], np.int32)]
+    program = str(DATA / "scalars.mlir")
+    for link, want in [([obj, shared], 15), ([shared, obj], 15), ([shared, archive], 10)]:
+        interp = dhir.run(program, *args, backend="interp", link=link)
+        assert interp[2][0] == want, link
+        assert_equal(interp, dhir.run(program, *args, link=link))
+
+
+@pytest.mark.mlir
 def test_bf16_and_f16_memrefs_pass_their_16_bit_elements(tmp_path: Path) -> None:
     """The interpreter holds bf16 in float32: C still sees (and writes) bf16's bits, through
     a strided view, as in native code."""

@@ -81,7 +81,7 @@ def run_interp(
     args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
     stack = _OpStack(time.monotonic() + timeout if timeout is not None else None)
     interpreter = make_interpreter(module, [stack])
-    linked = attach(interpreter, link) if link else None
+    linked = attach(interpreter, module, link) if link else None
     limit = sys.getrecursionlimit()
     try:
         # Enough for ~1,600 levels of calls and regions (Python 3.11 keeps its frames

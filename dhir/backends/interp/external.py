@@ -3,17 +3,18 @@ links (`--link`, `-l`; dhir.toolchain.linking) loaded with ctypes, by MLIR's cal
 convention as native code calls them (docs/commands.md, "Calling your own code"): so the
 interpreter, the reference every backend is held to, runs such programs too.
 
-Shared libraries are loaded as they are; object files and static libraries are linked
-into one shared library first (they must be position-independent: `-fPIC`). A memref
+The files are linked into one shared library as the native backend links them into its
+executable (objects must be position-independent: `-fPIC`), so that a name several
+define resolves as it does there. A memref
 passes as its descriptor (a pointer to it with `llvm.emit_c_interface`, else its fields
 one by one), pointing into the interpreter's own arrays, so what the function writes is
 what the task sees.
 """
 
 import ctypes
-import ctypes.util
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
+    ModuleOp,
 )
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
@@ -35,7 +37,7 @@ from dhir.backends.interp.memref import base_array
 from dhir.backends.interp.scalars import wrap
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs, is_shared
+from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs
 from dhir.toolchain.tools import find_llvm_tools
 
 _FLOATS: dict[type[Attribute], type[Any]] = {
@@ -66,62 +68,59 @@ class Libraries:
         return None
 
 
-def load(link: LinkInputs, folder: Path) -> Libraries:
-    """`link`'s files and libraries, loaded; objects and static libraries linked into a
-    shared library in `folder` first."""
-    every = [*link.files, *link.found]
-    shared = [path for path in every if is_shared(path)]
-    static = [path for path in every if path not in shared]
-    # A -l library may be a linker script (libm.so is): the loader wants the file it names.
-    names = dict(zip(link.found, link.names, strict=True))
-    # Global, so that the objects' library finds the shared libraries they call.
-    handles = [_open(path, ctypes.RTLD_GLOBAL, names.get(path)) for path in shared]
-    if static:
-        handles.append(_open(_shared_from(static, folder), ctypes.RTLD_LOCAL))
-    return Libraries(handles)
+def load(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Libraries:
+    """`link`'s files and libraries linked in `folder` into one shared library, as the
+    native backend links them into its executable, and loaded: the loader then finds a
+    symbol where the executable finds it (the objects and the archive members that define
+    `symbols`, then the shared libraries in command-line order, then their own)."""
+    return Libraries([ctypes.CDLL(str(_shared_from(link, folder, symbols)))])
 
 
-def _open(path: Path, mode: int, name: str | None = None) -> ctypes.CDLL:
-    try:
-        return ctypes.CDLL(str(path), mode=mode)
-    except OSError as error:
-        found = ctypes.util.find_library(name) if name is not None else None
-        if found is not None:
-            return ctypes.CDLL(found, mode=mode)
-        raise DhirError([Diagnostic(f"the interpreter cannot load {path}: {error}")]) from None
-
-
-def _shared_from(files: list[Path], folder: Path) -> Path:
+def _shared_from(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
     target = folder / "linked.so"
-    archives = [str(path) for path in files if path.suffix == ".a"]
-    objects = [str(path) for path in files if path.suffix != ".a"]
-    whole = ["-Wl,--whole-archive", *archives, "-Wl,--no-whole-archive"] if archives else []
-    command = [str(find_llvm_tools().clang), "-shared", *objects, *whole, "-o", str(target)]
+    # The program's calls pull archive members in, as they do in the executable.
+    wanted = [f"-Wl,-u,{symbol}" for symbol in symbols]
+    clang = str(find_llvm_tools().clang)
+    command = [clang, "-shared", "-o", str(target), *wanted, *link.flags()]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-10:])
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"the interpreter links {', '.join(map(str, files))} into a shared "
-                    "library to call them, and clang failed (an object must be compiled with "
-                    f"-fPIC):\n{tail}"
-                )
-            ]
-        )
+        raise _link_error(link, done.stderr)
     return target
+
+
+def _link_error(link: LinkInputs, stderr: str) -> DhirError:
+    tail = "\n".join(stderr.strip().splitlines()[-10:])
+    hint = " (compile objects with -fPIC)" if "-fPIC" in stderr else ""
+    names = ", ".join(map(str, (*link.files, *link.found)))
+    message = f"the interpreter links {names} into a shared library to call them, and "
+    return DhirError([Diagnostic(f"{message}clang failed{hint}:\n{tail}")])
 
 
 class ExternalCalls(InterpreterFunctions):
     """No op's functions: the key a run keeps its loaded libraries under."""
 
 
-def attach(interpreter: Interpreter, link: LinkInputs) -> tempfile.TemporaryDirectory[str]:
-    """Load `link` for calls made by `interpreter`'s run; the returned folder holds what
-    was built for it (remove it once the run ends)."""
+def attach(
+    interpreter: Interpreter, module: ModuleOp, link: LinkInputs
+) -> tempfile.TemporaryDirectory[str]:
+    """Load `link` for the calls `module`'s run by `interpreter` makes; the returned
+    folder holds what was built for it (remove it once the run ends)."""
     folder = tempfile.TemporaryDirectory(prefix="dhir-interp-link-")
-    interpreter.set_data(ExternalCalls, "libraries", load(link, Path(folder.name)))
+    libraries = load(link, Path(folder.name), declared_symbols(module))
+    interpreter.set_data(ExternalCalls, "libraries", libraries)
     return folder
+
+
+def declared_symbols(module: ModuleOp) -> list[str]:
+    """The C symbols of the functions `module` declares without a body."""
+    return [
+        _symbol(op) for op in module.walk() if isinstance(op, func.FuncOp) and op.is_declaration
+    ]
+
+
+def _symbol(callee: func.FuncOp) -> str:
+    name = callee.sym_name.data
+    return f"{C_INTERFACE_PREFIX}{name}" if C_INTERFACE in callee.attributes else name
 
 
 def call_external(
@@ -131,8 +130,7 @@ def call_external(
     name = callee.sym_name.data
     c_interface = C_INTERFACE in callee.attributes
     libraries = interpreter.get_data(ExternalCalls, "libraries", lambda: None)
-    symbol = f"{C_INTERFACE_PREFIX}{name}" if c_interface else name
-    function = libraries.symbol(symbol) if libraries is not None else None
+    function = libraries.symbol(_symbol(callee)) if libraries is not None else None
     if function is None:
         fail(
             op,
