@@ -280,6 +280,32 @@ def test_libm_by_name_though_its_file_is_a_linker_script() -> None:
     assert interp[0][0] == pytest.approx(3.0)
 
 
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_libc_and_libm_need_no_link(tmp_path: Path) -> None:
+    """Native code always links them, so the interpreter resolves names from them too, after
+    the files the program links (here none, then an object that defines neither)."""
+    program = LIBM.replace(
+        "@cbrt(f64) -> f64", "@cbrt(f64) -> f64\nfunc.func private @labs(i64) -> i64"
+    )
+    program = program.replace(
+        "memref.store %r, %x[%c0] : memref<4xf64>",
+        """memref.store %r, %x[%c0] : memref<4xf64>
+      %c1 = arith.constant 1 : index
+      %w = memref.load %x[%c1] : memref<4xf64>
+      %i = arith.fptosi %w : f64 to i64
+      %a = func.call @labs(%i) : (i64) -> i64
+      %f = arith.sitofp %a : i64 to f64
+      memref.store %f, %x[%c1] : memref<4xf64>""",
+    )
+    x = np.array([27.0, -7.0, 0.0, 1.0])
+    native = dhir.run(program, x, ranks=2)
+    assert native[0][0] == pytest.approx(3.0) and native[0][1:].tolist() == [7.0, 0.0, 1.0]
+    assert_equal(dhir.run(program, x, backend="interp"), native)
+    linked = [compile_c(tmp_path, "o")]
+    assert_equal(dhir.run(program, x, backend="interp", link=linked), native)
+
+
 EXAMPLES = Path(__file__).parents[2] / "examples" / "link"
 
 

@@ -12,10 +12,12 @@ what the task sees.
 """
 
 import ctypes
+import ctypes.util
 import subprocess
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +74,19 @@ def load(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Libraries:
     """`link`'s files and libraries linked in `folder` into one shared library, as the
     native backend links them into its executable, and loaded: the loader then finds a
     symbol where the executable finds it (the objects and the archive members that define
-    `symbols`, then the shared libraries in command-line order, then their own)."""
+    `symbols`, then the shared libraries in command-line order, then libm and libc)."""
     return Libraries([ctypes.CDLL(str(_shared_from(link, folder, symbols)))])
+
+
+def system_libraries() -> Libraries:
+    """libm and libc, which native code links without being asked (what a run that links
+    no file resolves names from)."""
+    return Libraries([_system_library("m"), _system_library("c")])
+
+
+@cache
+def _system_library(name: str) -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library(name) or f"lib{name}.so.6")
 
 
 def _shared_from(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
@@ -81,7 +94,8 @@ def _shared_from(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path
     # The program's calls pull archive members in, as they do in the executable.
     wanted = [f"-Wl,-u,{symbol}" for symbol in symbols]
     clang = str(find_llvm_tools().clang)
-    command = [clang, "-shared", "-o", str(target), *wanted, *link.flags()]
+    # libm, as native code always links it (clang adds libc after it, as there).
+    command = [clang, "-shared", "-o", str(target), *wanted, *link.flags(), "-lm"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise _link_error(link, done.stderr)
@@ -129,8 +143,8 @@ def call_external(
     """`callee` (a declaration) called on `args` from the linked files."""
     name = callee.sym_name.data
     c_interface = C_INTERFACE in callee.attributes
-    libraries = interpreter.get_data(ExternalCalls, "libraries", lambda: None)
-    function = libraries.symbol(_symbol(callee)) if libraries is not None else None
+    libraries = interpreter.get_data(ExternalCalls, "libraries", system_libraries)
+    function = libraries.symbol(_symbol(callee))
     if function is None:
         fail(
             op,
