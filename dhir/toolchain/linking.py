@@ -45,7 +45,7 @@ class LinkInputs:
     found: tuple[Path, ...] = field(default=(), init=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "files", tuple(_file(path) for path in self.files))
+        object.__setattr__(self, "files", _once(tuple(_file(path) for path in self.files)))
         object.__setattr__(self, "dirs", tuple(_folder(path) for path in self.dirs))
         object.__setattr__(self, "found", tuple(self._library(name) for name in self.names))
 
@@ -122,11 +122,23 @@ def is_shared(path: Path) -> bool:
 
 def _file(path: Path) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise _error(f"cannot link {path}: it is a directory; {_HINT} (-L DIR adds a folder)")
     if not path.is_file():
         raise _error(f"cannot link {path}: no such file; {_HINT}")
     if not _KINDS.fullmatch(path.name):
         raise _error(f"cannot link {path}: not a kind of file dhir links; {_HINT}")
     return path.resolve()
+
+
+def _once(files: tuple[Path, ...]) -> tuple[Path, ...]:
+    """`files`, unless it names an object twice: the linker would take its definitions
+    twice and fail (a library given twice it takes once)."""
+    objects = [path for path in files if path.suffix == ".o"]
+    for path in objects:
+        if objects.count(path) > 1:
+            raise _error(f"cannot link {path}: given twice; pass each object file once")
+    return files
 
 
 def _folder(path: Path) -> Path:

@@ -139,6 +139,7 @@ def test_words_as_a_c_compiler_reads_them(tmp_path: Path) -> None:
         (["-Lnowhere"], "-Lnowhere: no such folder"),
         (["-lnosuchlibrary"], "cannot find -lnosuchlibrary: no libnosuchlibrary.so or "),
         (["-l../x"], "-l../x is not a library name"),
+        (["."], r"cannot link \.: it is a directory; .* \(-L DIR adds a folder\)"),
     ],
 )
 def test_bad_words_are_refused_before_any_work(
@@ -147,6 +148,19 @@ def test_bad_words_are_refused_before_any_work(
     monkeypatch.chdir(DATA)
     with pytest.raises(DhirError, match=message):
         LinkInputs.from_words(words)
+
+
+def test_an_object_given_twice_is_refused_a_library_is_not(tmp_path: Path) -> None:
+    """The linker fails on an object's definitions taken twice, in native code as in the
+    interpreter's library: say so before any work."""
+    for name in ("k.o", "libk.a", "libk.so"):
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(DhirError, match=r"cannot link .*k\.o: given twice; pass each object"):
+        LinkInputs.from_words(
+            [tmp_path / "k.o", tmp_path / "libk.a", tmp_path / ".." / tmp_path.name / "k.o"]
+        )
+    twice = [tmp_path / "libk.a", tmp_path / "libk.so", tmp_path / "libk.a", tmp_path / "libk.so"]
+    assert LinkInputs.from_words(twice).files == tuple(twice)
 
 
 @pytest.mark.mlir
@@ -246,7 +260,8 @@ def test_what_the_interpreter_cannot_call_is_an_error_at_the_call(tmp_path: Path
     program = (DATA / "scalars.mlir").read_text().replace("(i32) -> i32", "(i32) -> f16")
     module = dhir.parse_string(program.replace("memref.store %y", "// "), "scalars.mlir")
     args = [np.zeros(16), np.zeros(1), np.zeros(1, np.int32)]
-    with pytest.raises(DhirError, match=r"scalars.mlir:\d+:\d+: .*returns f16"):
+    message = r"scalars.mlir:\d+:\d+: .*returns f16: the interpreter takes one i1, i8 to i64,"
+    with pytest.raises(DhirError, match=message + " index, f32 or f64 result"):
         dhir.run(module, *args, backend="interp", link=[linked])
     with pytest.raises(DhirError, match="calls sum_plain, which no file the program links"):
         dhir.run(str(DATA / "scalars.mlir"), *args, backend="interp")
@@ -272,12 +287,14 @@ func.func @main(%x: memref<4xf64>) {
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_libm_by_name_though_its_file_is_a_linker_script() -> None:
-    """Debian's libm.so is a text file naming the real library: the interpreter loads
-    that one (native code links -lm anyway)."""
+    """Debian's libm.so is a text file naming the real library: the interpreter links it
+    as native code does, by name or as a file (native code links -lm anyway)."""
     x = np.array([27.0, 2.0, 0.0, -8.0])
     interp = dhir.run(LIBM, x, backend="interp", link=["-lm"])
     assert_equal(interp, dhir.run(LIBM, x, ranks=2))
     assert interp[0][0] == pytest.approx(3.0)
+    script = LinkInputs.from_words(["-lm"]).found[0]  # the file itself, as native code takes it
+    assert_equal(dhir.run(LIBM, x, backend="interp", link=[script]), interp)
 
 
 @pytest.mark.mlir

@@ -156,8 +156,9 @@ def call_external(
         returned = ", ".join(str(type_) for type_ in outputs)
         fail(
             op,
-            f"calls {name}, which returns {returned}: the interpreter calls linked functions "
-            "that return one scalar or nothing",
+            f"calls {name}, which returns {returned}: the interpreter takes one i1, i8 to "
+            "i64, index, f32 or f64 result from a linked function, or none (ctypes has no "
+            "f16 or bf16); return the value through a memref, or run natively",
         )
     argtypes: list[Any] = []
     values: list[Any] = []
