@@ -1143,6 +1143,19 @@ def test_unsupported_ops_are_located_errors() -> None:
     assert "'func.call' calls ext, which no file the program links defines" in message
 
 
+def test_the_docs_name_each_memref_op_the_interpreter_refuses() -> None:
+    """docs/commands.md, "What the interpreter cannot run", lists every memref op without
+    an implementation (memref.global is a declaration: memref.get_global runs it)."""
+    from dhir.backends.interp.memref import MemrefImpls
+    from dhir.dialects.memref import MemRef
+
+    run = {op_type.name for op_type, _ in MemrefImpls._impls()}  # pyright: ignore[reportPrivateUsage]
+    refused = {op.name for op in MemRef.operations} - run - {"memref.global"}
+    docs = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
+    section = docs.split("### What the interpreter cannot run")[1].split("\n## ")[0]
+    assert refused and {name for name in refused if f"`{name}`" not in section} == set()
+
+
 def test_store_into_a_constant_global() -> None:
     src = VIEWS.replace(
         "%t = memref.get_global @table : memref<4xi32>",
