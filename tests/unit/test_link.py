@@ -234,6 +234,19 @@ def test_a_name_several_files_define_resolves_as_the_linker_resolves_it(tmp_path
 
 
 @pytest.mark.mlir
+def test_a_library_of_the_same_name_in_another_folder_is_another(tmp_path: Path) -> None:
+    """-lkernel from one folder, then from another in the same process: the interpreter
+    loads the second (its libkernel.so has no soname, so the path tells them apart)."""
+    for folder, scale in [("one", 1.0), ("two", 2.5)]:
+        (tmp_path / folder).mkdir()
+        compile_c(tmp_path / folder, "so", scale)
+        link = ["-lkernel", f"-L{tmp_path / folder}"]
+        assert_equal(
+            dhir.run(str(PROGRAM), *inputs(), backend="interp", link=link), expected(scale)
+        )
+
+
+@pytest.mark.mlir
 def test_bf16_and_f16_memrefs_pass_their_16_bit_elements(tmp_path: Path) -> None:
     """The interpreter holds bf16 in float32: C still sees (and writes) bf16's bits, through
     a strided view, as in native code."""

@@ -39,7 +39,7 @@ from dhir.backends.interp.memref import base_array
 from dhir.backends.interp.scalars import wrap
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs
+from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs, is_shared
 from dhir.toolchain.tools import find_llvm_tools
 
 _FLOATS: dict[type[Attribute], type[Any]] = {
@@ -92,10 +92,14 @@ def _system_library(name: str) -> ctypes.CDLL:
 def _shared_from(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
     target = folder / "linked.so"
     # The program's calls pull archive members in, as they do in the executable.
-    wanted = [f"-Wl,-u,{symbol}" for symbol in symbols]
+    wanted = [word for symbol in symbols for word in ("-Xlinker", f"--undefined={symbol}")]
+    # Each -l library by the file found for it, where the linker finds it: one without a
+    # soname is then loaded by that path, not taken for one of its name loaded before.
+    paths = [*link.files, *link.found]
+    rpaths = [f"-Wl,-rpath,{path.parent}" for path in paths if is_shared(path)]
     clang = str(find_llvm_tools().clang)
     # libm, as native code always links it (clang adds libc after it, as there).
-    command = [clang, "-shared", "-o", str(target), *wanted, *link.flags(), "-lm"]
+    command = [clang, "-shared", "-o", str(target), *wanted, *map(str, paths), *rpaths, "-lm"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise _link_error(link, done.stderr)
