@@ -266,6 +266,20 @@ def test_bf16_and_f16_memrefs_pass_their_16_bit_elements(tmp_path: Path) -> None
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
+def test_a_bf16_memref_s_address_is_refused_by_the_interpreter() -> None:
+    """It holds bf16 in f32: C handed that address would read f32, not bf16."""
+    program = (DATA / "halves.mlir").read_text()
+    line = "%w = memref.cast %v"
+    program = program.replace(
+        line,
+        "%ptr = memref.extract_aligned_pointer_as_index %buf : memref<6xbf16> -> index\n      "
+        + line,
+    )
+    args = [np.zeros(6, np.float16), np.zeros(9, np.int16), np.zeros(6, np.float32)]
+    with pytest.raises(DhirError, match=r"halves.mlir:\d+:\d+: .*address of a bf16 memref"):
+        dhir.run(dhir.parse_string(program, "halves.mlir"), *args, backend="interp")
+
+
 @pytest.mark.mlir
 def test_what_the_interpreter_cannot_call_is_an_error_at_the_call(tmp_path: Path) -> None:
     linked = compile_c(tmp_path, "o")

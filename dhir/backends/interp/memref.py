@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    BFloat16Type,
     DenseIntOrFPElementsAttr,
     MemRefType,
     NoneAttr,
@@ -280,6 +281,14 @@ class MemrefImpls(InterpreterFunctions):
     def run_aligned_pointer(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # The address of the buffer in this process, as native code has it: C code the
         # program links may be handed it (dhir.backends.interp.external).
+        type_ = op.operands[0].type
+        if isinstance(type_, MemRefType) and isinstance(type_.element_type, BFloat16Type):
+            fail(
+                op,
+                "takes the address of a bf16 memref, which the interpreter holds in f32: "
+                "C would read f32 there; pass the memref itself (llvm.emit_c_interface), "
+                "or run natively",
+            )
         return (base_array(args[0]).__array_interface__["data"][0],)
 
     @handles(memref.GetGlobalOp)
