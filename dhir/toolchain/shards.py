@@ -94,14 +94,21 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
             return _unsharded(original, entry, first[0], f"{first[1]}; {padded}")
         module = padded.module
     mlir_opt = str(find_llvm_tools().mlir_opt)
-    propagated = _annotated_in_full(module, entry) or through_mlir_opt(
-        module,
-        mlir_opt,
-        PROPAGATE,
-        what=f"partition @{entry} (a shard program)",
-        failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
-        locations=True,
-    )
+    try:
+        propagated = _annotated_in_full(module, entry) or through_mlir_opt(
+            module,
+            mlir_opt,
+            PROPAGATE,
+            what=f"partition @{entry} (a shard program)",
+            failed=f"propagating the shardings of @{entry} with mlir-opt-22 failed",
+            locations=True,
+        )
+    except DhirError as error:
+        # Ops without MLIR 22's sharding interface (scf.for, tensor.extract_slice) and its
+        # own bugs: as any sharding it cannot partition, the program runs unsharded.
+        op = next(iter(find_ops(_entry(original, entry), shard.ShardOp)))
+        why = f"mlir-opt-22 cannot propagate the shardings of @{entry} ({_first_line(error)})"
+        return _unsharded(original, entry, op, why)
     uneven = _uneven(propagated)
     if uneven is not None:
         return _unsharded(original, entry, *uneven)
@@ -371,6 +378,14 @@ def _uneven(module: ModuleOp) -> tuple[Operation, str] | None:
                     "which do not divide it: uneven shards, which mlir-opt-22 cannot partition"
                 )
     return None
+
+
+def _first_line(error: DhirError) -> str:
+    """The first error mlir-opt gave (through_mlir_opt puts its words after a line of
+    dhir's), without its location in the text dhir gave it."""
+    lines = str(error).splitlines()[1:]
+    said = next((line for line in lines if "error:" in line), lines[0] if lines else "")
+    return said.split("error:", 1)[-1].strip() or "it gave no reason"
 
 
 def _unsharded(module: ModuleOp, entry: str, op: Operation, why: str) -> ModuleOp:

@@ -941,6 +941,19 @@ def test_uneven_shards_carried_by_a_loop_run_as_the_function_with_a_warning() ->
     assert any("without its shardings" in d.message for d in said)
 
 
+# Carried by a loop evenly: scf.for has no sharding interface in MLIR 22, whose
+# propagation then fails (uneven shards fall back earlier, above).
+EVEN_LOOP = LOOPED.replace("6x4", "8x4")
+
+
+def test_shardings_mlir_opt_cannot_propagate_run_as_the_function_with_a_warning() -> None:
+    a = np.arange(32.0).reshape(8, 4)
+    with collected_warnings() as said:
+        np.testing.assert_array_equal(dhir.run(EVEN_LOOP, a, ranks=4)[-1], a * 8)
+    (warning,) = [d.message for d in said if "without its shardings" in d.message]
+    assert "cannot propagate the shardings of @main ('scf.for' op sharding interface" in warning
+
+
 DIVIDED = """
 #m = affine_map<(i, j) -> (i, j)>
 shard.grid @grid(shape = 4)
