@@ -59,6 +59,7 @@ from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
+from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
@@ -153,6 +154,7 @@ def compile_native(
         *threaded,
         CheckMpiPass(options.mpi),
         UserNamesPass(names),
+        CAbiPass(),  # C callees rely on their callers widening i1, i8, i16
     )
     if options.optimize:
         with timing.stage("dhir time tiles"):

@@ -141,6 +141,9 @@ class _Printer(Printer):
         return None if None in names else [f"%{name}" for name in names]
 
     def print_op(self, op: Operation) -> None:
+        if isinstance(op, func.FuncOp) and op.is_declaration and op.arg_attrs is not None:
+            self._print_generic(op)
+            return
         plain = _PLAIN_FORMS.get(type(op))
         if (
             plain is None
@@ -151,6 +154,16 @@ class _Printer(Printer):
             or not plain(self, op)
         ):
             super().print_op(op)
+
+    def _print_generic(self, op: Operation) -> None:
+        """`op` in the generic form: xDSL prints a declaration's argument attributes
+        (dhir-c-abi's `llvm.signext`) only there."""
+        generic = self.print_generic_format
+        self.print_generic_format = True
+        try:
+            super().print_op(op)
+        finally:
+            self.print_generic_format = generic
 
 
 # Each prints its op in the form its declarative format gives it when it has no

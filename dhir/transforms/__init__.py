@@ -119,6 +119,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return TimeTilesPass
 
+    def c_abi() -> type[ModulePass]:
+        from dhir.transforms.c_abi import CAbiPass
+
+        return CAbiPass
+
     def split() -> type[ModulePass]:
         from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -148,6 +153,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
         "dhir-mlir22-workarounds": mlir22_workarounds,
+        "dhir-c-abi": c_abi,
     }
 
 

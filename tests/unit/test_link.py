@@ -381,3 +381,52 @@ def test_the_examples_on_one_to_three_ranks(tmp_path: Path, mpi: str) -> None:
                     pytest.skip(f"OpenMPI is not installed: {error}")
                 raise
             assert_equal(native, reference)
+
+
+NARROW_C = """
+#include <stdint.h>
+int64_t widen8(int8_t x) { return x; }
+int64_t widen16(int16_t x) { return x; }
+int64_t widenb(_Bool x) { return x; }
+"""
+NARROW = """
+func.func private @widen8(i8) -> i64
+func.func private @widen16(i16) -> i64
+func.func private @widenb(i1) -> i64
+func.func @main(%x: memref<3xi64>) {
+  dhir.schedule %x {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %x {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %v = memref.load %x[%c0] : memref<3xi64>
+      %a = arith.trunci %v : i64 to i8
+      %r0 = func.call @widen8(%a) : (i8) -> i64
+      memref.store %r0, %x[%c0] : memref<3xi64>
+      %m2 = arith.constant -2 : i16
+      %r1 = func.call @widen16(%m2) : (i16) -> i64
+      memref.store %r1, %x[%c1] : memref<3xi64>
+      %w = memref.load %x[%c2] : memref<3xi64>
+      %odd = arith.trunci %w : i64 to i1
+      %r2 = func.call @widenb(%odd) : (i1) -> i64
+      memref.store %r2, %x[%c2] : memref<3xi64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_narrow_integers_reach_c_widened_as_c_widens_them(tmp_path: Path) -> None:
+    """i8 and i16 arrive as int8_t and int16_t (by their sign), i1 as bool, in both
+    backends: native code once passed an i8 -1 as 255."""
+    (tmp_path / "narrow.c").write_text(NARROW_C)
+    obj = tmp_path / "narrow.o"
+    subprocess.run(["clang-22", "-O2", "-fPIC", "-c", tmp_path / "narrow.c", "-o", obj], check=True)
+    x = np.array([-1, 0, 3], dtype=np.int64)
+    want = [np.array([-1, -2, 1], dtype=np.int64)]
+    assert_equal(dhir.run(NARROW, x, backend="interp", link=[obj]), want)
+    assert_equal(dhir.run(NARROW, x, link=[obj]), want)

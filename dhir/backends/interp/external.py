@@ -46,6 +46,8 @@ _FLOATS: dict[type[Attribute], type[Any]] = {
     Float32Type: ctypes.c_float,
     Float64Type: ctypes.c_double,
 }
+# Narrow ones widened as native code widens them (dhir-c-abi): i1 as bool, i8 and i16 by
+# their sign.
 _INTS: dict[int, type[Any]] = {
     1: ctypes.c_bool,
     8: ctypes.c_int8,
