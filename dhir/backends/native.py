@@ -100,6 +100,7 @@ def compile_native(
     on the CPU. Floating-point ops take the relaxations `options.fast_math` allows
     (dhir-fast-math)."""
     options = _with_cpu(module, options if options is not None else RunOptions())
+    options.link.check_names()  # a linked file defining libc's `write`: before any work
     ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
     relax(module, options.fast_math)

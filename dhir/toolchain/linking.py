@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.toolchain.symbols import check_linked
 from dhir.toolchain.tools import find_llvm_tools
 
 # MLIR's C interface: a function declared with this unit attribute is called as
@@ -80,6 +81,13 @@ class LinkInputs:
             *(f"-l{name}" for name in self.names),
             *rpaths,
         ]
+
+    def check_names(self) -> None:
+        """Refuse an object file or static library that defines a name of libc's, libm's,
+        MPI's or dhir's (dhir.toolchain.symbols): before any work, in both backends."""
+        static = [path for path in (*self.files, *self.found) if not is_shared(path)]
+        if static:
+            check_linked(static, _linker_dirs())
 
     def digest(self) -> list[object]:
         """What the executable depends on: each file and library found, by its contents."""

@@ -430,3 +430,33 @@ def test_narrow_integers_reach_c_widened_as_c_widens_them(tmp_path: Path) -> Non
     want = [np.array([-1, -2, 1], dtype=np.int64)]
     assert_equal(dhir.run(NARROW, x, backend="interp", link=[obj]), want)
     assert_equal(dhir.run(NARROW, x, link=[obj]), want)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize(
+    ("source", "symbol", "owner"),
+    [
+        ("double sqrt(double x) { return x + 1.0; }", "sqrt", "the math library"),
+        ("int write(int x) { return 3 * x; }", "write", "the C library"),
+        ("long dhir_rt_comm_rank(long x) { return x; }", "dhir_rt_comm_rank", "dhir's runtime"),
+    ],
+)
+@pytest.mark.parametrize("kind", ["o", "a"])
+def test_code_defining_a_library_name_is_refused_by_both_backends(
+    tmp_path: Path, source: str, symbol: str, owner: str, kind: str
+) -> None:
+    """libm's `sqrt` defined by the user's code was taken for the builtin natively and
+    called as the user's in the interpreter; a `write` of the user's was called by MPI
+    (the run hung), a `dhir_rt_` name stopped the link. Each is refused before any work,
+    naming the file, the name and the fix."""
+    (tmp_path / "mine.c").write_text(source)
+    obj = tmp_path / "mine.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "mine.c", "-o", obj], check=True)
+    if kind == "a":
+        subprocess.run(["ar", "rcs", tmp_path / "libmine.a", obj], check=True)
+        obj = tmp_path / "libmine.a"
+    args = [np.zeros((8, 4)), np.zeros(16)]
+    where = rf"{obj}(\[mine.o\])?: it defines `{symbol}`, .*{owner}.*Rename yours"
+    for backend in ("native", "interp"):
+        with pytest.raises(DhirError, match=where):
+            dhir.run(str(PROGRAM), *args, backend=backend, link=[obj])

@@ -77,6 +77,7 @@ def load(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Libraries:
     native backend links them into its executable, and loaded: the loader then finds a
     symbol where the executable finds it (the objects and the archive members that define
     `symbols`, then the shared libraries in command-line order, then libm and libc)."""
+    link.check_names()  # what the native backend refuses (a `sqrt` of the user's, ...)
     return Libraries([ctypes.CDLL(str(_shared_from(link, folder, symbols)))])
 
 
