@@ -34,6 +34,8 @@ DOT = {64: "scipy_cblas_ddot64_", 32: "scipy_cblas_sdot64_"}
 SYMBOLS = (*GEMM.values(), *GEMV.values(), *DOT.values())
 _ROW_MAJOR, _NO_TRANSPOSE, _TRANSPOSE = 101, 111, 112
 _RELAXED = frozenset({"reassoc", "contract"})
+# Whose functions they are, as messages say it.
+OPENBLAS = "OpenBLAS's function for --fast-math=reassoc"
 
 
 def allows_any_order(ops: Iterable[Operation]) -> bool:
@@ -67,7 +69,7 @@ def emit_gemm(
     element = _element(c.memref)
     symbol = GEMM[element.bitwidth]
     gemm_args = [i32, i32, i32, i64, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
-    declare(module, symbol, gemm_args, [])
+    declare(module, symbol, gemm_args, [], OPENBLAS)
     ops: list[Operation] = []
 
     def put(op: Operation) -> SSAValue:
@@ -127,7 +129,7 @@ def emit_gemv(
     element = _element(y)
     symbol = GEMV[element.bitwidth]
     args = [i32, i32, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
-    declare(module, symbol, args, [])
+    declare(module, symbol, args, [], OPENBLAS)
     rows, cols = _shape(matrix)
     ops: list[Operation] = []
     one = _constant(ops, 1)
@@ -147,7 +149,7 @@ def emit_dot(block: Block, module: ModuleOp, x: SSAValue, y: SSAValue, out: SSAV
     """At the end of `block`: out[] += x . y, x and y whole 1-D memrefs, out 0-D."""
     element = _element(out)
     symbol = DOT[element.bitwidth]
-    declare(module, symbol, [i64, i64, i64, i64, i64], [element])
+    declare(module, symbol, [i64, i64, i64, i64, i64], [element], OPENBLAS)
     size = cast(MemRefType, x.type).get_shape()[0]
     ops: list[Operation] = []
     one = _constant(ops, 1)

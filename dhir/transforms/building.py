@@ -5,6 +5,7 @@ from typing import TypeVar, cast
 
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    FunctionType,
     IndexType,
     IntegerType,
     MemRefType,
@@ -20,6 +21,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import arith, func, memref
+from dhir.ir.diagnostics import error_at
 
 _Op = TypeVar("_Op", bound=Operation)
 
@@ -31,12 +33,35 @@ def put(block: Block, op: _Op) -> _Op:
 
 
 def declare(
-    module: ModuleOp, symbol: str, inputs: list[Attribute], outputs: list[Attribute]
+    module: ModuleOp,
+    symbol: str,
+    inputs: list[Attribute],
+    outputs: list[Attribute],
+    owner: str = "a library's function",
 ) -> None:
-    """A declaration of the external function `symbol` in `module`, unless it has one."""
-    if SymbolTable.lookup_symbol(module, symbol) is not None:
+    """A declaration of the external function `symbol` (`owner`'s, as the message names
+    it) in `module`, unless it has one; one of the program's own with other types, or a
+    function it defines by that name, is an error at it: dhir's calls would not verify
+    (mlir-opt's "operand type mismatch") or would call the program's function."""
+    found = SymbolTable.lookup_symbol(module, symbol)
+    if found is None:
+        module.body.block.add_op(func.FuncOp.external(symbol, inputs, outputs))
         return
-    module.body.block.add_op(func.FuncOp.external(symbol, inputs, outputs))
+    wanted = FunctionType.from_lists(inputs, outputs)
+    if isinstance(found, func.FuncOp) and found.is_declaration:
+        if found.function_type == wanted:
+            return
+        raise error_at(
+            found,
+            f"@{symbol} is declared here as {found.function_type}, but dhir calls it too, as "
+            f"{owner}, of type {wanted}; declare it with that type, or call your function "
+            "by another name",
+        )
+    raise error_at(
+        found,
+        f"the program defines @{symbol}, but dhir calls a function of that name too "
+        f"({owner}); rename yours",
+    )
 
 
 def const_index(block: Block, value: int) -> SSAValue:

@@ -1229,7 +1229,7 @@ class _Nest:
         index, width = IndexType(), self.lanes * self.unroll
         page = max(1, PAGE_BYTES // (self.element.bitwidth // 8) // width) * width
         assert self.module is not None
-        declare(self.module, THREADS_HOOK, [], [i64])
+        declare(self.module, THREADS_HOOK, [], [i64], "dhir's runtime function")
         threads = put(block, func.CallOp(THREADS_HOOK, [], [i64])).res[0]
         threads = put(block, arith.IndexCastOp(threads, index)).result
         span = put(block, arith.SubiOp(columns[1], columns[0])).result

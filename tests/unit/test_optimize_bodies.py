@@ -540,6 +540,27 @@ func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
 
 
+DOT_WITH_A_DECLARATION = """
+func.func private @scipy_cblas_ddot64_(TYPES) -> f64
+func.func @main(%x: memref<5xf64>, %y: memref<5xf64>, %z: memref<f64>) {
+  linalg.dot ins(%x, %y : memref<5xf64>, memref<5xf64>) outs(%z : memref<f64>)
+  return
+}
+"""
+
+
+def test_a_declaration_of_a_blas_name_with_other_types_is_an_error_at_it() -> None:
+    """The program's own @scipy_cblas_ddot64_, declared with index arguments, was taken
+    for OpenBLAS's: mlir-opt then failed on the reassoc build's call ("operand type
+    mismatch"). It is an error at the declaration; one with OpenBLAS's types is used."""
+    other = DOT_WITH_A_DECLARATION.replace("TYPES", "i64, index, i64, index, i64")
+    with pytest.raises(dhir.DhirError, match=r":2:1: error: @scipy_cblas_ddot64_ is declared"):
+        optimize_bodies(_host_module(other, "reassoc"), 512)
+    same = DOT_WITH_A_DECLARATION.replace("TYPES", "i64, i64, i64, i64, i64")
+    (decision,) = optimize_bodies(_host_module(same, "reassoc"), 512)
+    assert decision.done
+
+
 def _named_shapes(name: str, b: int, m: int, n: int, k: int) -> list[tuple[int, ...]]:
     """The shapes of a named contraction's two inputs and its output."""
     return {
