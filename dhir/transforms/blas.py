@@ -44,6 +44,14 @@ def allows_any_order(ops: Iterable[Operation]) -> bool:
     return bool(relaxed) and all(_RELAXED <= set(op.fastmath.data) for op in relaxed)
 
 
+def common_flags(ops: Iterable[Operation]) -> arith.FastMathFlagsAttr:
+    """The fastmath flags every float add and multiply among `ops` carries: what an op
+    made in their place may take. (`fast` would allow more than the program does: with
+    `nsz`, an add of -0 and +0 may give either.)"""
+    flags = [set(op.fastmath.data) for op in ops if isinstance(op, arith.AddfOp | arith.MulfOp)]
+    return arith.FastMathFlagsAttr(set.intersection(*flags) if flags else "none")
+
+
 @dataclass(frozen=True)
 class Corner:
     """A row-major matrix in a memref's last two dimensions, from element (row, col) on
@@ -145,18 +153,29 @@ def emit_gemv(
     block.add_ops(ops)
 
 
-def emit_dot(block: Block, module: ModuleOp, x: SSAValue, y: SSAValue, out: SSAValue) -> None:
-    """At the end of `block`: out[] += x . y, x and y whole 1-D memrefs, out 0-D."""
+def emit_dot(
+    block: Block,
+    module: ModuleOp,
+    vectors: tuple[SSAValue, SSAValue],
+    out: SSAValue,
+    flags: arith.FastMathFlagsAttr,
+) -> None:
+    """At the end of `block`: out[] += x . y, `vectors` x and y whole 1-D memrefs, out
+    0-D; the add takes `flags` (the program's). Of empty vectors, nothing: out stays as
+    it is (-0 too), as the loops leave it."""
+    x, y = vectors
+    size = cast(MemRefType, x.type).get_shape()[0]
+    if size == 0:
+        return
     element = _element(out)
     symbol = DOT[element.bitwidth]
     declare(module, symbol, [i64, i64, i64, i64, i64], [element], OPENBLAS)
-    size = cast(MemRefType, x.type).get_shape()[0]
     ops: list[Operation] = []
     one = _constant(ops, 1)
     arguments = [_constant(ops, size), aligned_address(ops, x), one, aligned_address(ops, y), one]
     call = func.CallOp(symbol, arguments, [element])
     start = memref.LoadOp.get(out, [])
-    total = arith.AddfOp(start.res, call.res[0], arith.FastMathFlagsAttr("fast"))
+    total = arith.AddfOp(start.res, call.res[0], flags)
     ops += [call, start, total, memref.StoreOp.get(total.result, out, [])]
     block.add_ops(ops)
 

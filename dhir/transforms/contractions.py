@@ -21,7 +21,14 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
-from dhir.transforms.blas import Corner, allows_any_order, emit_dot, emit_gemm, emit_gemv
+from dhir.transforms.blas import (
+    Corner,
+    allows_any_order,
+    common_flags,
+    emit_dot,
+    emit_gemm,
+    emit_gemv,
+)
 from dhir.transforms.building import const_index, injective, put, replace_by, rows_contiguous
 
 KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
@@ -143,7 +150,7 @@ def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
     element = cast(AnyFloat, cast(MemRefType, out.type).element_type)
     one = put(block, arith.ConstantOp(FloatAttr(1.0, element))).result
     if isinstance(op, linalg.DotOp):
-        emit_dot(block, module, a, b, out)
+        emit_dot(block, module, (a, b), out, common_flags(op.body.block.ops))
         return "dot"
     if isinstance(op, linalg.MatvecOp | linalg.VecmatOp):
         matrix, vector = (a, b) if isinstance(op, linalg.MatvecOp) else (b, a)

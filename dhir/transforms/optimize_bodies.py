@@ -58,7 +58,7 @@ from dhir.dialects import affine, arith, func, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import SourceLoc, loc_of
 from dhir.ir.tasks import is_gpu_task
-from dhir.transforms.blas import Corner, allows_any_order, count, emit_gemm
+from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
 from dhir.transforms.building import (
     declare,
     injective,
@@ -916,9 +916,9 @@ class _Nest:
             put(block, self._row_loop(ops[:at]))
         one = put(block, arith.ConstantOp(FloatAttr(1.0, self.element))).result
         alpha = scalars[0] if scalars else one
+        allowed = common_flags(_body_ops(self.cols))  # the program's, no more
         for factor in scalars[1:]:
-            relaxed = arith.FastMathFlagsAttr("fast")
-            alpha = put(block, arith.MulfOp(alpha, factor, relaxed)).result
+            alpha = put(block, arith.MulfOp(alpha, factor, allowed)).result
         j_lb, j_ub = (bound.at(block, row.lb) for bound in self.bounds)
         sizes = (count(block, row.lb, row.ub), count(block, j_lb, j_ub))
         depth = count(block, red.lb, red.ub)

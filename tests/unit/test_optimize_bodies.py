@@ -12,7 +12,7 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir import parse_string
 from dhir.backends.native import compile_native
-from dhir.dialects import scf
+from dhir.dialects import arith, scf
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
 from dhir.toolchain.options import RunOptions
@@ -559,6 +559,59 @@ def test_a_declaration_of_a_blas_name_with_other_types_is_an_error_at_it() -> No
     same = DOT_WITH_A_DECLARATION.replace("TYPES", "i64, i64, i64, i64, i64")
     (decision,) = optimize_bodies(_host_module(same, "reassoc"), 512)
     assert decision.done
+
+
+def test_an_empty_dot_under_reassoc_leaves_minus_zero() -> None:
+    """linalg.dot of empty vectors adds nothing: out stays -0, as in the interpreter
+    (the BLAS call's 0 was added to it, which gives +0)."""
+    text = _named_text("dot", [(0,), (0,), ()], "f64")
+    args = [np.zeros(0), np.zeros(0), np.array(-0.0)]
+    got = dhir.run(text, *args, fast_math="reassoc")[2]
+    want = dhir.run(text, *args, backend="interp", fast_math="reassoc")[2]
+    assert np.signbit(got) and np.signbit(want)
+
+
+def test_blas_calls_add_with_the_programs_flags_only() -> None:
+    """The add after a dot call and the product of a gemm's scalar factors take the flags
+    the program's ops have (reassoc, contract), not `fast` (whose nsz lets -0 + 0 be
+    either zero)."""
+    dot = _host_module(_named_text("dot", [(5,), (5,), ()], "f64"), "reassoc")
+    (decision,) = optimize_bodies(dot, 512)
+    assert decision.done
+    adds = [op for op in dot.walk() if isinstance(op, arith.AddfOp)]
+    assert adds and all(set(op.fastmath.data) == {"reassoc", "contract"} for op in adds)
+    scaled = _host_module(SCALED_GEMM, "reassoc")
+    (decision,) = optimize_bodies(scaled, 512)
+    assert "gemm" in decision.text
+    products = [op for op in scaled.walk() if isinstance(op, arith.MulfOp)]
+    assert products and all(set(op.fastmath.data) == {"reassoc", "contract"} for op in products)
+
+
+SCALED_GEMM = """
+func.func @main(%A: memref<8x4xf64>, %B: memref<4x8xf64>, %C: memref<8x8xf64>, %s: memref<2xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %alpha = memref.load %s[%c0] : memref<2xf64>
+  %beta = memref.load %s[%c1] : memref<2xf64>
+  scf.for %i = %c0 to %c8 step %c1 {
+    scf.for %k = %c0 to %c4 step %c1 {
+      scf.for %j = %c0 to %c8 step %c1 {
+        %a = memref.load %A[%i, %k] : memref<8x4xf64>
+        %b = memref.load %B[%k, %j] : memref<4x8xf64>
+        %c = memref.load %C[%i, %j] : memref<8x8xf64>
+        %p = arith.mulf %alpha, %a : f64
+        %q = arith.mulf %p, %beta : f64
+        %r = arith.mulf %q, %b : f64
+        %t = arith.addf %c, %r : f64
+        memref.store %t, %C[%i, %j] : memref<8x8xf64>
+      }
+    }
+  }
+  return
+}
+"""
 
 
 def _named_shapes(name: str, b: int, m: int, n: int, k: int) -> list[tuple[int, ...]]:
