@@ -23,6 +23,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from dhir.backends.native import compile_native
+from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.cli import calibrate, schedule
 from dhir.cli.arguments import (
     INPUT_HELP,
@@ -127,7 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=checked(thread_count, int, "a whole number"),
         metavar="T",
-        help="OpenMP threads per rank for parallel loops (default: cores / ranks)",
+        help=f"OpenMP threads per rank for parallel loops, 1 to {MAX_THREADS} (default: "
+        "cores / ranks)",
     )
     run.add_argument(
         "--system",
@@ -196,7 +198,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "--ranks",
         type=checked(rank_count, int, "a whole number"),
         default=None,  # None: not given (an executable's own count, or DEFAULT_RANKS)
-        help=f"MPI ranks (default {DEFAULT_RANKS}; an executable's own count)",
+        help=f"MPI ranks, 1 to {MAX_RANKS} (default {DEFAULT_RANKS}; an executable's own count)",
     )
     parser.add_argument(
         "--mpi",

@@ -29,6 +29,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
+from dhir.choices import MAX_RANKS
 from dhir.cli.common import add_constraints, add_quiet, checked
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
@@ -172,7 +173,8 @@ def add_parser(commands: Any) -> None:
         "--ranks",
         type=checked(rank_count, int, "a whole number"),
         metavar="N",
-        help="with FILE: the number of ranks (default: the machine description's)",
+        help=f"with FILE: the number of ranks, 1 to {MAX_RANKS} (default: the machine "
+        "description's)",
     )
     # --algorithm: the option's earlier name, kept so that old command lines still work.
     parser.add_argument(

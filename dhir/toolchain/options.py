@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dhir.choices import FAST_MATH_MODES as MODES
+from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
@@ -112,19 +113,22 @@ def default_threads(ranks: int) -> int:
 
 
 def rank_count(value: object) -> int:
-    """`value` as a rank count: a whole number, at least 1."""
-    ranks = _whole(value, "rank count")
-    if ranks < 1:
-        raise DhirError([Diagnostic(f"the rank count must be at least 1, got {ranks}")])
-    return ranks
+    """`value` as a rank count: a whole number from 1 to MAX_RANKS."""
+    return _counted(value, "rank count", MAX_RANKS)
 
 
 def thread_count(value: object) -> int:
-    """`value` as a count of threads per rank: a whole number, at least 1."""
-    threads = _whole(value, "thread count")
-    if threads < 1:
-        raise DhirError([Diagnostic(f"the thread count must be at least 1, got {threads}")])
-    return threads
+    """`value` as a count of threads per rank: a whole number from 1 to MAX_THREADS."""
+    return _counted(value, "thread count", MAX_THREADS)
+
+
+def _counted(value: object, what: str, most: int) -> int:
+    count = _whole(value, what)
+    if count < 1:
+        raise DhirError([Diagnostic(f"the {what} must be at least 1, got {count}")])
+    if count > most:
+        raise DhirError([Diagnostic(f"the {what} must be at most {most}, got {count}")])
+    return count
 
 
 def timeout_seconds(value: object) -> float:

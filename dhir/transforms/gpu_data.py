@@ -61,7 +61,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue, Use
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.handoff import drop_facts
@@ -87,6 +86,7 @@ from dhir.targets import DeviceKind
 from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
+from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.track_tasks import ENTER as TASK_ENTER
 from dhir.transforms.track_tasks import LEAVE as TASK_LEAVE
 
@@ -113,8 +113,7 @@ class GpuDataPass(ModulePass):
     device_messages: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.ranks < 1:
-            raise PassFailedException(f"dhir-gpu-data: ranks must be at least 1, got {self.ranks}")
+        check_ranks(self.name, self.ranks)
         labels = _Labels(op)
         numbers = described_gpus(op, self.ranks)
         entry = _entry_function(op, self.entry)

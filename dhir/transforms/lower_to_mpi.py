@@ -70,6 +70,7 @@ from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import aligned_address
 from dhir.transforms.outline import outline
+from dhir.transforms.pass_options import check_ranks
 
 BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
@@ -119,6 +120,7 @@ class LowerToMPIPass(ModulePass):
         afterwards, so a caller may build it while the rest is lowered (a part may move
         out of the module meanwhile, leaving a declaration of itself in its place; see
         dhir.toolchain.split.StepPieces)."""
+        check_ranks(self.name, self.ranks)
         if self.mpi not in mpi.IMPLEMENTATIONS:
             raise PassFailedException(
                 f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"

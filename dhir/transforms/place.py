@@ -56,6 +56,7 @@ from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.memory import MemoryLimits, program_storage
 from dhir.placement.round_robin import round_robin
 from dhir.targets import DeviceKind
+from dhir.transforms.pass_options import check_ranks
 
 # Where the module keeps the user's placement constraints: their JSON (Constraints.to_json).
 CONSTRAINTS_ATTR = "dhir.constraints"
@@ -73,6 +74,7 @@ class PlacePass(ModulePass):
     entry: str = "main"  # the function whose memref arguments a rank may hold in part
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_ranks(self.name, self.ranks)
         self.follow_shardings(op)
         constraints = constraints_of(op)
         if constraints is not None:
@@ -120,8 +122,6 @@ class PlacePass(ModulePass):
                 task.attributes[RANK_ATTR] = IntegerAttr(settled, i64)
 
     def _place(self, op: ModuleOp) -> None:
-        if self.ranks < 1:
-            raise PassFailedException(f"dhir-place: ranks must be at least 1, got {self.ranks}")
         if self.algorithm not in ALGORITHMS:
             raise PassFailedException(
                 f"dhir-place: unknown algorithm '{self.algorithm}'; known: {', '.join(ALGORITHMS)}"

@@ -26,7 +26,6 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.regions import row_span, rows_region, task_regions
 from dhir.dialects import affine, scf
@@ -36,6 +35,7 @@ from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, PieceRows, is_gpu_task, set_row
 from dhir.machine.description import Device
 from dhir.placement.from_ir import has_machine, machine_for
 from dhir.targets import DeviceKind
+from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.split_tasks import SPLIT_ATTR, split_task, splittable
 
 
@@ -48,10 +48,7 @@ class SplitDevicesPass(ModulePass):
     ranks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.ranks < 1:
-            raise PassFailedException(
-                f"dhir-split-devices: ranks must be at least 1, got {self.ranks}"
-            )
+        check_ranks(self.name, self.ranks)
         devices = mixed_devices(op, self.ranks)
         if devices is None:
             return

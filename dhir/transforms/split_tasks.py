@@ -60,7 +60,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
@@ -75,6 +74,7 @@ from dhir.ir.walk import find_ops
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 from dhir.transforms.building import rows_view
+from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.split_reductions import (
     REASSOCIATE_ATTR,
     opaque,
@@ -100,11 +100,8 @@ class SplitTasksPass(ModulePass):
     pieces: int = 0  # 0: as many as ranks
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.ranks < 1 or self.pieces < 0:
-            raise PassFailedException(
-                f"dhir-split: ranks must be at least 1 and pieces at least 0, got "
-                f"ranks={self.ranks} pieces={self.pieces}"
-            )
+        check_ranks(self.name, self.ranks)
+        check_ranks(self.name, self.pieces, "pieces", least=0)
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
         warn_ignored(op)

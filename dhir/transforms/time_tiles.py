@@ -71,6 +71,7 @@ from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.transforms.building import const_index, insert_before, inside, put
 from dhir.transforms.optimize_bodies import Decision
+from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.triangles import lift
 
 _L2, _L3 = 512 * 1024, 16 * 1024 * 1024  # when the system does not say
@@ -93,11 +94,12 @@ class TimeTilesPass(ModulePass):
     ranks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.steps < 0 or self.ranks < 1:
+        if self.steps < 0:
             raise PassFailedException(
-                f"dhir-time-tiles: steps must be at least 0 (0: as the caches allow) and "
-                f"ranks at least 1, got steps={self.steps} ranks={self.ranks}"
+                f"dhir-time-tiles: steps must be at least 0 (0: as the caches allow), "
+                f"got {self.steps}"
             )
+        check_ranks(self.name, self.ranks)
         time_tiles(op, self.steps, self.ranks)
 
 

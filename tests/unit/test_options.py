@@ -31,11 +31,14 @@ BAD = [
     ({"ranks": 0}, r"the rank count must be at least 1, got 0"),
     ({"ranks": -3}, r"the rank count must be at least 1, got -3"),
     ({"ranks": 2.5}, r"the rank count must be a whole number, got 2\.5"),
+    ({"ranks": 65537}, r"the rank count must be at most 65536, got 65537"),
+    ({"ranks": 10**20}, r"the rank count must be at most 65536, got 100000000000000000000"),
     ({"timeout": 0}, r"the timeout must be more than 0 seconds, got 0"),
     ({"timeout": -1.5}, r"the timeout must be more than 0 seconds, got -1\.5"),
     ({"timeout": math.nan}, r"the timeout must be more than 0 seconds, got nan"),
     ({"timeout": "60"}, r"the timeout must be a number of seconds, got '60'"),
     ({"threads": 0}, r"the thread count must be at least 1, got 0"),
+    ({"threads": 4097}, r"the thread count must be at most 4096, got 4097"),
     ({"mpi": "lam"}, r"unknown MPI 'lam'; choose one of mpich, openmpi"),
     ({"gpu_fallback": "gpu"}, r"unknown GPU fallback 'gpu'; choose one of none, cpu"),
     ({"placement": "fastest"}, r"unknown placement 'fastest'; choose one of round-robin"),
@@ -48,6 +51,36 @@ BAD = [
 def test_bad_options_are_refused_when_made(keywords: dict[str, object], message: str) -> None:
     with pytest.raises(DhirError, match=message):
         RunOptions(**keywords)  # pyright: ignore[reportArgumentType]
+
+
+def test_the_largest_counts_are_taken() -> None:
+    options = RunOptions(ranks=65536, threads=4096)
+    assert (options.ranks, options.threads) == (65536, 4096)
+
+
+PASSES_WITH_RANKS = [
+    "dhir-place",
+    "dhir-lower-to-mpi",
+    "dhir-split",
+    "dhir-split-devices",
+    "dhir-gpu-data",
+    "dhir-time-tiles",
+]
+
+
+@pytest.mark.parametrize("name", PASSES_WITH_RANKS)
+def test_passes_refuse_more_ranks_than_the_options_take(name: str) -> None:
+    """dhir-opt's pass options are held to `-n`'s limit: a pass error, not minutes of
+    placement or an overflow."""
+    module = dhir.parse_file(VECTOR_ADD)
+    with pytest.raises(DhirError, match=f"{name}: ranks must be at most 65536, got 9999"):
+        dhir.run_pipeline(module, f"{name}{{ranks=99999999999999999999}}")
+
+
+def test_dhir_split_refuses_too_many_pieces() -> None:
+    module = dhir.parse_file(VECTOR_ADD)
+    with pytest.raises(DhirError, match="dhir-split: pieces must be at most 65536, got 70000"):
+        dhir.run_pipeline(module, "dhir-split{pieces=70000}")
 
 
 def test_whole_numbers_of_other_kinds_are_taken() -> None:
@@ -136,6 +169,8 @@ BAD_FLAGS = [
     (["--timeout", "nan"], "the timeout must be more than 0 seconds, got nan"),
     (["--timeout", "soon"], "'soon' is not a number"),
     (["--threads", "0"], "the thread count must be at least 1, got 0"),
+    (["-n", "99999999999999999999"], "the rank count must be at most 65536, got 9999"),
+    (["--threads", "100000"], "the thread count must be at most 4096, got 100000"),
     (["--mpi", "lam"], "invalid choice: 'lam'"),
     (["--gpu-fallback", "gpu"], "invalid choice: 'gpu'"),
     (["--placement", "fastest"], "invalid choice: 'fastest'"),
@@ -190,6 +225,7 @@ def test_the_api_defaults_are_the_cli_defaults() -> None:
     [
         (["-n", "0"], "the rank count must be at least 1, got 0"),
         (["-n", "two"], "'two' is not a whole number"),
+        (["-n", "100000"], "the rank count must be at most 65536, got 100000"),
         (["--simulate", "--node-size", "0"], "must be at least 1 (devices per node), got 0"),
         (["--target", "sm_9"], "argument --target: unknown target 'sm_9'"),
     ],
