@@ -62,8 +62,9 @@ _MPI_OPS = tuple(mpi.MPI.operations)
 
 @dataclass(frozen=True)
 class CheckMpiPass(ModulePass):
-    """Refuse mpi ops MLIR 22 lowers wrongly or not at all, for a build with `mpi`
-    (mpich or openmpi); the module is not changed."""
+    """Refuse, each at its op, the mpi ops MLIR 22 lowers wrongly or not at all.
+
+    `mpi`: the MPI the build is for (mpich or openmpi). The module is not changed."""
 
     name = "dhir-check-mpi"
 

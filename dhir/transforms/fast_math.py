@@ -48,7 +48,9 @@ def relax(module: ModuleOp, mode: str) -> int:
 
 @dataclass(frozen=True)
 class FastMathPass(ModulePass):
-    """`mode`: none, contract, reassoc or fast (module docstring)."""
+    """Add the floating-point relaxations `mode` allows to every op's fastmath flags.
+
+    `mode`: none, contract, reassoc or fast (module docstring)."""
 
     name = "dhir-fast-math"
     mode: str = "none"

@@ -48,8 +48,10 @@ PROFILE_FORMAT = 1
 
 @dataclass(frozen=True)
 class InstrumentPass(ModulePass):
-    """Time every task (calls to dhir_rt_task_begin/end around its body) and every
-    schedule (dhir_rt_schedule_begin/end around it)."""
+    """Time every task and schedule with dhir_rt_*_begin/end calls, for --profile.
+
+    dhir_rt_task_begin/end go around each task's body, dhir_rt_schedule_begin/end around
+    each schedule."""
 
     name = "dhir-instrument"
 

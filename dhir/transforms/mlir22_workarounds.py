@@ -50,7 +50,9 @@ _Position = SSAValue | int
 
 @dataclass(frozen=True)
 class Mlir22WorkaroundsPass(ModulePass):
-    """Run-time positions in outer vector dimensions become static ones; expand_shape with
+    """Rewrite valid ops mlir-opt-22 crashes on or leaves unlowered into ones it lowers.
+
+    Run-time positions in outer vector dimensions become static ones; expand_shape with
     several run-time sizes in a group becomes a reinterpret_cast; alloca_scope around
     loops becomes an explicit stack save and restore."""
 

@@ -27,8 +27,10 @@ _PREDICATES = {
 
 @dataclass(frozen=True)
 class OpenMPReductionsPass(ModulePass):
-    """Integer min/max ops in `scf.reduce` bodies become `arith.cmpi` + `arith.select`,
-    the form convert-scf-to-openmp makes an OpenMP reduction of."""
+    """Integer min/max in `scf.reduce` bodies become cmpi + select, which OpenMP reduces.
+
+    `arith.cmpi` + `arith.select` is the form convert-scf-to-openmp makes an OpenMP
+    reduction of; it stops on `arith.maxsi` and the others."""
 
     name = "dhir-openmp-reductions"
 

@@ -115,8 +115,9 @@ class _Left(Exception):
 
 @dataclass(frozen=True)
 class OptimizeBodiesPass(ModulePass):
-    """Register-blocked, vectorised contraction nests in CPU tasks (module docstring);
-    `vector_bits`: the width of the CPU's vector registers."""
+    """Block contraction nests of CPU tasks in registers and vectorise them, exactly.
+
+    Module docstring; `vector_bits`: the width of the CPU's vector registers."""
 
     name = "dhir-optimize-bodies"
     vector_bits: int = 256

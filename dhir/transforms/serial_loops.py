@@ -62,7 +62,9 @@ _Fold = Callable[[Block, Sequence[SSAValue]], list[SSAValue]]
 
 @dataclass(frozen=True)
 class SerialLoopsPass(ModulePass):
-    """`scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, or whose
+    """Make parallel loops that reach MPI, or that OpenMP cannot reduce, sequential nests.
+
+    `scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, or whose
     reductions OpenMP cannot make, become sequential loop nests (run it last before
     OpenMP sees the loops)."""
 

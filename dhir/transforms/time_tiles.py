@@ -86,8 +86,10 @@ class _Left(Exception):
 
 @dataclass(frozen=True)
 class TimeTilesPass(ModulePass):
-    """Time loops of row statements as skewed bands (module docstring); `steps`: the
-    steps in a band (0: as the caches allow); `ranks`: the ranks the loop runs on."""
+    """Run stencil time loops of row statements in skewed bands of steps, exactly.
+
+    Module docstring; `steps`: the steps in a band (0: as the caches allow); `ranks`:
+    the ranks the loop runs on."""
 
     name = "dhir-time-tiles"
     steps: int = 0

@@ -205,6 +205,31 @@ def test_help_lists_passes() -> None:
         line = next(row for row in listed.splitlines() if row.split()[:1] == [name])
         # Each says what it does: a docstring's first line, not a dataclass's repr.
         assert not line.rstrip().endswith("()") and len(line.split()) > 3, line
+        # ... a whole sentence: its docstring's first line is a sentence of its own.
+        assert line.rstrip().endswith("."), line
+        assert "module docstring" not in line, line
+
+
+@pytest.mark.parametrize("name", sorted(dhir_passes()))
+def test_each_pass_has_a_one_line_summary(name: str) -> None:
+    """`dhir-opt --help` shows a pass's docstring's first line: it must be the whole
+    summary, not the start of a sentence the next line ends."""
+    lines = (dhir_passes()[name]().__doc__ or "").strip().splitlines()
+    assert lines[0].endswith("."), lines[0]
+    assert len(lines) == 1 or not lines[1].strip(), lines[:2]
+    assert "module docstring" not in lines[0]
+
+
+def test_every_pass_has_a_row_in_the_docs() -> None:
+    """docs/commands.md's table of passes names every registered dhir pass."""
+    table = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
+    rows = {
+        line.split("`")[1].split("{")[0]
+        for line in table.splitlines()
+        if line.startswith("| `dhir-")
+    }
+    assert sorted(set(dhir_passes()) - rows) == []
+    assert sorted(rows - set(dhir_passes())) == []
 
 
 @settings(max_examples=150, deadline=None)
