@@ -190,8 +190,9 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="DIR",
         help="copy what the build made into DIR: the lowered MLIR (program.mlir), the LLVM "
-        "dialect (program.llvm.mlir), LLVM IR (program.ll), the harness (harness.c) and the "
-        "executable (program)",
+        "dialect as MLIR bytecode (program.llvm.mlirbc; as text, program.llvm.mlir, for a "
+        "GPU build), LLVM IR (program.ll), the harness (harness.c) and the executable "
+        "(program); programK.* for each module of a build split into several",
     )
     parser.add_argument(
         "-n",

@@ -192,9 +192,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='print {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}} '
-        '(and "simulated_makespan" with --simulate; for a program, "as_built_makespan" '
-        'and "memory", what each rank holds and touches)',
+        help='print JSON: for a program, {"schedules": [{"schedule": name, "makespan": m, '
+        '"assignment": {...}, "start": {...}, "finish": {...}, "as_built_makespan": m}, '
+        '...], "memory": {...}} ("hosts" first where a machine description places the '
+        'ranks; "memory", what each rank holds and touches, where the program has its '
+        'entry function; "constraints_broken" in each schedule with --constraints); for a '
+        '--graph, {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}}; '
+        'with --simulate, each placement also has "simulated_makespan" (docs/commands.md)',
     )
     parser.add_argument(
         "--simulate",

@@ -122,6 +122,31 @@ def test_schedule_takes_measured_costs(tmp_path: Path, capsys: pytest.CaptureFix
     assert "a --graph has its own" in capsys.readouterr().err
 
 
+def test_schedule_help_names_the_json_keys_it_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--json`'s help shows the top-level keys a program's and a graph's output have."""
+    text = " ".join(_help("schedule", capsys).split())
+    program = _schedule_json(capsys, str(EXAMPLE), "-n", "2", "--simulate")
+    graph_file = tmp_path / "g.json"
+    graph_file.write_text('{"devices": ["d0"], "tasks": {"T": {"cost": {"d0": 1}}}, "edges": []}')
+    graph = _schedule_json(capsys, "--graph", str(graph_file), "--simulate")
+    keys = {*program, *program["schedules"][0], *graph}
+    assert {"schedules", "memory", "makespan", "simulated_makespan"} <= keys
+    for key in keys:
+        assert f'"{key}"' in text, key
+
+
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_keep_build_help_names_the_bytecode_file_it_keeps(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU build keeps the LLVM dialect as bytecode (dhir.toolchain.build), and the help
+    says so (tests/unit/test_keep_build.py checks every kept file against it)."""
+    text = " ".join(_help(command, capsys).split())
+    assert "program.llvm.mlirbc" in text and "program.ll)" in text
+
+
 def test_top_level_help_and_version_load_no_compiler(capsys: pytest.CaptureFixture[str]) -> None:
     """`dhir --help` and `--version` answer from dhir/cli/names.py alone (no xDSL, NumPy or
     passes: about a second), with the full parser's text."""

@@ -4,6 +4,7 @@ executable run with mpirun directly, as docs/commands.md says, gives dhir's resu
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,14 @@ TIME_LOOP = ROOT / "examples" / "time_loop.mlir"
 pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
 
+def _help(command: str) -> str:
+    """`dhir COMMAND --help`, on one line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", command, "--help"], capture_output=True, text=True
+    )
+    return " ".join(done.stdout.split())
+
+
 def _inputs() -> list[object]:
     return [np.arange(16.0), np.zeros(16), 3]
 
@@ -28,6 +37,10 @@ def test_the_kept_build_holds_every_stage_and_runs_under_mpirun(tmp_path: Path) 
     got = dhir.run(TIME_LOOP, *_inputs(), ranks=2, keep_build=kept)
     names = {p.name for p in kept.iterdir()}
     assert {"program", "program.mlir", "program.ll", "harness.c"} <= names, names
+    assert "program.llvm.mlirbc" in names, names  # a CPU build's LLVM dialect, as bytecode
+    help_text = _help("run")
+    for name in names:
+        assert name in help_text, name  # --keep-build's help names each file kept
     assert "dhir.schedule" not in (kept / "program.mlir").read_text()  # lowered already
     assert "define" in (kept / "program.ll").read_text()
     # EXE OUTDIR ARG0.raw ARG1.raw STEPS: raw little-endian arrays in, argK.raw out.
