@@ -1,14 +1,6 @@
-"""The commands of `dhir` (dhir/cli/main.py is its entry point):
-
-dhir run FILE [--entry NAME] [-n RANKS] [--backend native|interp] [--mpi mpich|openmpi]
-         [--input X]... [--output-dir DIR] [--print] [--timing] [--timeout S]
-         [--placement ALGO] [--costs FILE] [--profile FILE] [--trace FILE] [--system FILE]
-         [--no-codedrop] [--target ARCH|cpu|gpu] [--link FILE]... [-l NAME]... [-L DIR]...
-dhir compile FILE -o EXE [--entry NAME] [-n RANKS] [--mpi mpich|openmpi] [--timing]
-         [--system FILE] [--placement ALGO] [--costs FILE] [--no-codedrop] [--target ARCH|cpu|gpu]
-         [--link FILE]... [-l NAME]... [-L DIR]...
-dhir calibrate [-o FILE] [--mpi mpich|openmpi] [--quick]
-dhir gantt TRACE.json -o CHART.png|svg
+"""The commands of `dhir` (dhir/cli/main.py is its entry point): run, compile and gantt
+here, schedule and calibrate in their own modules. Their synopses are in docs/commands.md
+and README.md, which tests/unit/test_synopses.py holds to these parsers.
 """
 
 import argparse

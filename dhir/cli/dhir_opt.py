@@ -89,13 +89,7 @@ class DhirOptMain(xDSLOptMain):
         self.register_all_frontends()
         self.register_all_passes()
         self.register_all_targets()
-        parser = _Parser(
-            prog="dhir-opt",
-            description="Parse, verify, transform and print MLIR that uses the dhir dialect.",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        self.register_all_arguments(parser)
-        self.args = parser.parse_args(args)
+        self.args = build_parser().parse_args(args)
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.timing: PassTiming | None = None
         self.setup_pipeline()
@@ -116,72 +110,7 @@ class DhirOptMain(xDSLOptMain):
         self.available_targets["mlir"] = lambda: DhirText
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
-        add = arg_parser.add_argument
-        add("input", nargs="?", default="-", help="input file, or - for stdin (default)")
-        add(
-            "-p",
-            "--passes",
-            "--pass-pipeline",
-            default="",
-            metavar="PIPELINE",
-            help="pass pipeline: comma-separated passes, nested under op names as "
-            "mlir-opt writes them (see below)",
-        )
-        add("-o", "--output-file", help="write the result here instead of stdout")
-        add(
-            "--split-input-file",
-            action="store_true",
-            help="treat each '// -----'-separated chunk as its own module",
-        )
-        add(
-            "--verify-diagnostics",
-            action="store_true",
-            help="check the errors and warnings against the input's "
-            "'// expected-error {{message}}' annotations (@+N, @-N, @above, @below, "
-            "@unknown), as mlir-opt does; exit 1 and say what differs when they disagree",
-        )
-        add(
-            "--print-between-passes",
-            "--mlir-print-ir-after-all",
-            action="store_true",
-            help="print the IR to standard error after each pass",
-        )
-        add(
-            "--time-passes",
-            "--mlir-timing",
-            action="store_true",
-            help="report the time parsing, each pass, verifying and printing took, "
-            "on standard error",
-        )
-        add(
-            "--print-op-generic",
-            "--mlir-print-op-generic",
-            action="store_true",
-            help="print every op in the generic form",
-        )
-        add(
-            "--print-debuginfo",
-            "--mlir-print-debuginfo",
-            action="store_true",
-            help="print source locations (loc(...))",
-        )
-        add(
-            "--allow-unregistered-dialect",
-            action="store_true",
-            help="accept ops of dialects dhir does not know",
-        )
-        add(
-            "--disable-verify",
-            action="store_true",
-            help="skip verification of the input and after each pass (debugging only)",
-        )
-        add(
-            "-v",
-            "--version",
-            action=VersionAction,
-            version_format=self.version_format,
-            help="print the versions of dhir-opt and xDSL, and exit",
-        )
+        _add_arguments(arg_parser)
 
     def setup_pipeline(self) -> None:
         self.pipeline = parse_pipeline(
@@ -284,6 +213,85 @@ class DhirOptMain(xDSLOptMain):
         target = cast(Callable[[], type[DhirText]], self.available_targets["mlir"])()
         target(self.args.print_op_generic, self.args.print_debuginfo).emit(self.ctx, module, output)
         return output.getvalue()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """dhir-opt's command line."""
+    parser = _Parser(
+        prog="dhir-opt",
+        description="Parse, verify, transform and print MLIR that uses the dhir dialect.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_arguments(parser)
+    return parser
+
+
+def _add_arguments(arg_parser: argparse.ArgumentParser) -> None:
+    add = arg_parser.add_argument
+    add("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    add(
+        "-p",
+        "--passes",
+        "--pass-pipeline",
+        default="",
+        metavar="PIPELINE",
+        help="pass pipeline: comma-separated passes, nested under op names as "
+        "mlir-opt writes them (see below)",
+    )
+    add("-o", "--output-file", help="write the result here instead of stdout")
+    add(
+        "--split-input-file",
+        action="store_true",
+        help="treat each '// -----'-separated chunk as its own module",
+    )
+    add(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check the errors and warnings against the input's "
+        "'// expected-error {{message}}' annotations (@+N, @-N, @above, @below, "
+        "@unknown), as mlir-opt does; exit 1 and say what differs when they disagree",
+    )
+    add(
+        "--print-between-passes",
+        "--mlir-print-ir-after-all",
+        action="store_true",
+        help="print the IR to standard error after each pass",
+    )
+    add(
+        "--time-passes",
+        "--mlir-timing",
+        action="store_true",
+        help="report the time parsing, each pass, verifying and printing took, on standard error",
+    )
+    add(
+        "--print-op-generic",
+        "--mlir-print-op-generic",
+        action="store_true",
+        help="print every op in the generic form",
+    )
+    add(
+        "--print-debuginfo",
+        "--mlir-print-debuginfo",
+        action="store_true",
+        help="print source locations (loc(...))",
+    )
+    add(
+        "--allow-unregistered-dialect",
+        action="store_true",
+        help="accept ops of dialects dhir does not know",
+    )
+    add(
+        "--disable-verify",
+        action="store_true",
+        help="skip verification of the input and after each pass (debugging only)",
+    )
+    add(
+        "-v",
+        "--version",
+        action=VersionAction,
+        version_format=DhirOptMain.version_format,
+        help="print the versions of dhir-opt and xDSL, and exit",
+    )
 
 
 def _chunks(text: str, split: bool) -> Iterator[tuple[str, int]]:

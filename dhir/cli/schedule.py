@@ -1,9 +1,5 @@
-"""`dhir schedule`: place tasks on devices and print when each task runs.
-
-    dhir schedule (FILE.mlir [--system S] [-n RANKS] [--entry NAME] [--target ARCH|cpu|gpu]
-                  [--costs FILE] [--no-codedrop] | --graph G.json)
-                  [--placement round-robin|heft|peft|best] [--json]
-                  [--simulate [--node-size K]] [--gantt PATH [--gantt-plan]] [--dot PATH]
+"""`dhir schedule`: place tasks on devices and print when each task runs (its synopsis:
+docs/commands.md).
 
 A program's schedules are placed as `dhir run` would place them (dhir/placement/from_ir.py:
 one device per rank, costs estimated from the IR; a plain @main goes through CodeDrop

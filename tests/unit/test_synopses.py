@@ -1,0 +1,76 @@
+"""The command synopses in README.md and docs/commands.md name every option the parsers
+take, and no option they do not."""
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from dhir.cli import dhir_opt
+from dhir.cli.main import build_parser
+
+ROOT = Path(__file__).parents[2]
+DOCS = ("README.md", "docs/commands.md")
+# A synopsis: an indented line `dhir COMMAND` or `dhir-opt` whose next word is a
+# placeholder (FILE, RUN.json), an optional part or --graph; examples name real files.
+_START = re.compile(r"^    (dhir-opt|dhir (\w+)) +(\[|[A-Z]|--graph)")
+_OPTION = re.compile(r"(?<![\w.-])(--?[A-Za-z][\w-]*)")
+
+
+def synopses(doc: str) -> dict[str, str]:
+    """Each command's synopsis lines in `doc`, joined (a command may have several)."""
+    found: dict[str, str] = {}
+    command = None
+    for line in (ROOT / doc).read_text().splitlines():
+        start = _START.match(line)
+        if start is not None:
+            command = start[2] or start[1]
+            found[command] = found.get(command, "") + " " + line
+        elif command is not None and line.startswith("     ") and line.strip():
+            found[command] += " " + line  # a continuation, indented further
+        else:
+            command = None
+    return found
+
+
+def parser_of(command: str) -> argparse.ArgumentParser:
+    if command == "dhir-opt":
+        return dhir_opt.build_parser()
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    return subparsers.choices[command]
+
+
+def options_of(parser: argparse.ArgumentParser) -> list[list[str]]:
+    """Each documented option's spellings (not --help, nor those kept off --help)."""
+    return [
+        action.option_strings
+        for action in parser._actions
+        if action.option_strings
+        and action.help != argparse.SUPPRESS
+        and not isinstance(action, argparse._HelpAction)
+    ]
+
+
+CASES = [(doc, command) for doc in DOCS for command in synopses(doc)]
+
+
+def test_every_command_has_a_synopsis_in_the_reference() -> None:
+    assert set(synopses("docs/commands.md")) == {
+        "run", "compile", "schedule", "calibrate", "gantt", "dhir-opt"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("doc", "command"), CASES)
+def test_a_synopsis_names_the_options_the_parser_takes(doc: str, command: str) -> None:
+    text = synopses(doc)[command]
+    named = set(_OPTION.findall(text))
+    options = options_of(parser_of(command))
+    unknown = named - {spelling for spellings in options for spelling in spellings}
+    assert not unknown, f"{doc}: {command}'s synopsis names options it lacks: {unknown}"
+    if re.search(r"\s\.\.\.(\s|$)", text):
+        return  # it shows some options, and a "..." says there are more
+    missing = [spellings[-1] for spellings in options if not named & set(spellings)]
+    assert not missing, f"{doc}: {command}'s synopsis lacks {missing}"
