@@ -5,7 +5,9 @@ of that severity (error, warning, note, remark) whose message contains `text`, o
 annotation's own line, or at `@+N`/`@-N` lines from it, `@above` (the nearest line above
 that is not an annotation), `@below` (the nearest such line below) or `@unknown` (a
 diagnostic without a location). Each annotation matches one diagnostic; a diagnostic no
-annotation matches, and an annotation no diagnostic matches, are errors.
+annotation matches, and an annotation no diagnostic matches, are errors. A comment that
+starts `// expected-` but is no such annotation (`expected-eror`, `expected-errors`,
+`@+x`) is an error too, at its place: ignored, it would let a test check nothing.
 """
 
 import re
@@ -18,8 +20,10 @@ _ANNOTATION = re.compile(
     r"expected-(?P<severity>error|warning|note|remark)"
     r"(?: *@(?P<where>above|below|unknown|[+-][0-9]+))? *\{\{(?P<text>.*)\}\}"
 )
-# A comment that starts as an annotation does, for finding misspelt ones.
-_MENTION = re.compile(r"//\s*(expected-(?:error|warning|note|remark)\b)")
+# A comment that starts as an annotation does, for finding misspelt ones: any word after
+# `expected-`, so that `expected-eror` or `expected-errors` is refused, not ignored (an
+# ignored annotation would let a test pass that checks nothing).
+_MENTION = re.compile(r"//\s*(expected-[\w-]*)")
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,9 @@ def expectations(text: str, name: str, line_offset: int = 0) -> list[Expected]:
     last_plain: int | None = None
     for number, line in enumerate(text.splitlines(), start=line_offset + 1):
         annotations = list(_ANNOTATION.finditer(line))
+        if (column := _stray_mention(line, annotations)) is not None:
+            raise _malformed(SourceLoc(name, number, column))
         if not annotations:
-            if (mention := _MENTION.search(line)) is not None:
-                raise _malformed(SourceLoc(name, number, mention.start(1) + 1))
             found.extend(Expected(s, number, t, at) for s, t, at in below)
             below.clear()
             last_plain = number
@@ -68,6 +72,16 @@ def expectations(text: str, name: str, line_offset: int = 0) -> list[Expected]:
     if below:
         raise _malformed(below[0][2], "@below has no line below it to apply to")
     return found
+
+
+def _stray_mention(line: str, annotations: list[re.Match[str]]) -> int | None:
+    """The column of a comment in `line` that starts as an annotation does but is none of
+    `annotations` (a misspelt or malformed one); None if there is no such comment."""
+    for mention in _MENTION.finditer(line):
+        start = mention.start(1)
+        if not any(a.start() <= start < a.end() for a in annotations):
+            return start + 1
+    return None
 
 
 def _malformed(at: SourceLoc, why: str = "") -> DhirError:

@@ -46,7 +46,15 @@ def test_message_text_may_hold_braces() -> None:
 
 
 @pytest.mark.parametrize(
-    "line", ["// expected-error@+1 missing braces", "// expected-error@5 {{bad offset}}"]
+    "line",
+    [
+        "// expected-error@+1 missing braces",
+        "// expected-error@5 {{bad offset}}",
+        "// expected-eror {{misspelt}}",
+        "// expected-errors {{misspelt}}",
+        "// expected-error-re {{regexes are not read}}",
+        "// expected-error @+x {{bad offset}}",
+    ],
 )
 def test_a_malformed_annotation_is_an_error_at_its_place(line: str) -> None:
     with pytest.raises(DhirError) as raised:
@@ -54,6 +62,10 @@ def test_a_malformed_annotation_is_an_error_at_its_place(line: str) -> None:
     (problem,) = raised.value.diagnostics
     assert problem.loc == SourceLoc("f.mlir", 2, 4)
     assert "malformed annotation" in problem.message
+
+
+def test_a_plain_comment_about_annotations_is_no_annotation() -> None:
+    assert expectations("// the expected-error annotations below\nop", "f.mlir") == []
 
 
 def test_below_without_a_line_below_is_an_error() -> None:
