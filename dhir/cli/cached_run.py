@@ -179,6 +179,8 @@ def _read_command(argv: list[str]) -> _Command | None:
 
 
 def _take(command: _Command, name: str, value: str | None) -> bool:
+    if name in ("--output-dir", "--timeout") and _given(command, name):
+        return False  # given twice: the full parser refuses it (dhir.cli.parser)
     if name in _KEYED_FLAGS:
         command.keyed.append(name)
     elif name == "--backend" and value != "native":
@@ -205,6 +207,11 @@ def _take(command: _Command, name: str, value: str | None) -> bool:
     elif name not in _RUN_FLAGS:
         return False
     return True
+
+
+def _given(command: _Command, name: str) -> bool:
+    value = command.output_dir if name == "--output-dir" else command.timeout
+    return value is not None
 
 
 def run_key(program: Path, keyed: list[str]) -> str:

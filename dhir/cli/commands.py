@@ -30,6 +30,7 @@ from dhir.cli.arguments import (
 from dhir.cli.cached_run import recorder
 from dhir.cli.common import add_constraints, add_quiet, checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
+from dhir.cli.parser import Parser
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.text import parse_string
 from dhir.machine.dlti import attach
@@ -72,7 +73,7 @@ from dhir.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dhir",
         description=DESCRIPTION,
     )

@@ -22,6 +22,7 @@ from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
 from dhir.api import parse_pipeline, run_pipeline
 from dhir.cli.common import EXIT_USER_ERROR, guarded
 from dhir.cli.expected_diagnostics import expectations, mismatches
+from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
 from dhir.context import all_dialects
 from dhir.ir.diagnostics import DhirError, Diagnostic, collected_warnings
@@ -67,7 +68,7 @@ def _pass_help() -> str:
     return "\n".join(lines)
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(Parser):
     def format_help(self) -> str:
         # The pass list imports every pass; only --help needs it.
         self.epilog = _pass_help()

@@ -189,6 +189,44 @@ def test_the_cli_refuses_bad_flags(
     assert message in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compile", str(VECTOR_ADD), "-o", "x1", "-o", "x2"],
+        ["run", str(VECTOR_ADD), "--output-dir", "a", "--output-dir", "b"],
+        ["run", str(VECTOR_ADD), "-n", "2", "--ranks", "2"],
+        ["schedule", str(VECTOR_ADD), "--algorithm", "heft", "--placement", "peft"],
+    ],
+)
+def test_an_option_of_one_value_given_twice_is_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse would keep the last and drop the others without a word."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert "given more than once: it takes one value, so give it once" in capsys.readouterr().err
+
+
+def test_dhir_opt_refuses_two_pipelines(capsys: pytest.CaptureFixture[str]) -> None:
+    """`-p cse -p dce` ran only dce; mlir-opt refuses it too."""
+    from dhir.cli import dhir_opt
+
+    with pytest.raises(SystemExit) as exit_:
+        dhir_opt.main([str(VECTOR_ADD), "-p", "cse", "-p", "dce"])
+    assert exit_.value.code == 2
+    assert "argument -p/--passes/--pass-pipeline: given more than once" in capsys.readouterr().err
+
+
+def test_options_meant_to_repeat_still_do() -> None:
+    args = cli.build_parser().parse_args(
+        ["run", "p.mlir", "--input", "a.npy", "--input", "b.npy", "--print", "--print",
+         "-l", "m", "-l", "blas"]
+    )  # fmt: skip
+    assert args.input == ["a.npy", "b.npy"] and args.libraries == ["m", "blas"] and args.print
+    assert not [name for name in vars(args) if name.startswith("_")]  # no note left behind
+
+
 def test_the_cli_exits_2_with_the_message() -> None:
     """As a user runs it: the status and the message, no traceback."""
     command = [sys.executable, "-m", "dhir.cli.main", "run", str(VECTOR_ADD), "--timeout", "0"]
