@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
 from xdsl.passes import PassPipeline
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
@@ -69,7 +68,6 @@ from dhir.transforms.place import (
     PlacePass,
     drop_unmatched,
     entry_storage,
-    held_in_part,
     memory_limits,
     rank_facts,
 )
@@ -88,7 +86,6 @@ class AsBuilt:
     model: CostModel
     limits: MemoryLimits | None = None  # shared by the program's schedules, placed in order
     storage: Callable[[], Storage | None] | None = None  # how the ranks hold the memrefs
-    in_part: frozenset[SSAValue] = frozenset()  # outputs each rank writes (Storage.in_part)
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built;
@@ -101,18 +98,13 @@ class AsBuilt:
             algorithm,
             limits=self.limits,
             storage=self.storage,
-            in_part=self.in_part,
         )
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
-        return as_built_makespan(
-            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
-        )
+        return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
 
     def timeline(self, assignment: Mapping[str, str]) -> Timeline:
-        return as_built_timeline(
-            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
-        )
+        return as_built_timeline(self.schedule, self.graph, assignment, self.devices, self.model)
 
 
 # Says how a placement of a schedule's graph breaks the user's constraints (none: all hold).
@@ -406,11 +398,10 @@ def program_graphs(
         raise _error(f"{path} has no dhir.schedule to place")
     limits = memory_limits(module, ranks, entry, devices)
     storage = cache(partial(entry_storage, module, ranks, entry))
-    in_part = held_in_part(module, entry, limits, storage, model.nodes(devices))
     graphs = []
     for number, schedule in enumerate(schedules):
-        graph = task_graph(schedule, devices, model, entry, in_part=in_part)
-        built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
+        graph = task_graph(schedule, devices, model)
+        built = AsBuilt(schedule, graph, list(devices), model, limits, storage)
         graphs.append((_schedule_name(schedule, number), graph, built))
     if rules is None:
         return legend, hosts, graphs, None

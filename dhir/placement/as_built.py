@@ -18,7 +18,7 @@ Task times are the graph's (estimated or measured), re-estimated when the placem
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -60,7 +60,6 @@ def fastest_as_built(
     fits: Callable[[Mapping[str, str]], bool] | None = None,
     held: Callable[[Mapping[str, str]], int] | None = None,
     called: bool | None = None,
-    in_part: Set[SSAValue] = frozenset(),
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`) that `fits` (all when none
     does), the one whose makespan as built is the shortest; `best`'s own on ties. The
@@ -70,14 +69,13 @@ def fastest_as_built(
     dependence graph, when known already. `held`: the most bytes a rank holds with a
     placement; of the candidates within MEMORY_TIE of the shortest, the one holding
     least wins (an estimate that close is no reason to hold a whole array on one rank).
-    `called`: whether a function calls the entry, when known already; `in_part`: see
-    `_Replay`."""
+    `called`: whether a function calls the entry, when known already."""
     candidates = best_candidates(graph)
     if fits is not None:
         candidates = [c for c in candidates if fits(c.assignment)] or candidates
     if len(candidates) == 1:
         return candidates[0]
-    replay = _Replay(schedule, graph, devices, costs, entry, deps, called, in_part)
+    replay = _Replay(schedule, graph, devices, costs, entry, deps, called)
     times = [replay.makespan(placed.assignment) for placed in candidates]
     fastest = min(range(len(candidates)), key=times.__getitem__)
     near = [k for k, t in enumerate(times) if t <= times[fastest] * (1 + MEMORY_TIE)]
@@ -97,7 +95,6 @@ def place_program(
     storage: Callable[[], Storage | None] | None = None,
     called: bool | None = None,
     entry: str = "main",
-    in_part: Set[SSAValue] = frozenset(),
 ) -> Placement:
     """A program's schedule placed as dhir-place places it: by `algorithm` (a key of
     `ALGORITHMS`) on its task graph, `best` taking the fastest of its candidates as built.
@@ -130,7 +127,6 @@ def place_program(
             fits=fits if limits else None,
             held=held,
             called=called,
-            in_part=in_part,
         )
     else:
         placed = ALGORITHMS[algorithm](graph)
@@ -153,12 +149,11 @@ def as_built_makespan(
     devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
-    in_part: Set[SSAValue] = frozenset(),
 ) -> float:
     """The time from the schedule's start to its last rank's end, for `graph` (made by
     `dhir.placement.from_ir.task_graph` from `schedule`, `devices` and `costs`) placed
     as `assignment` says."""
-    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).makespan(assignment)
+    return _Replay(schedule, graph, devices, costs, entry).makespan(assignment)
 
 
 @dataclass(frozen=True)
@@ -189,10 +184,9 @@ def as_built_timeline(
     devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
-    in_part: Set[SSAValue] = frozenset(),
 ) -> Timeline:
     """As `as_built_makespan`, with when each task runs and each message."""
-    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).timeline(assignment)
+    return _Replay(schedule, graph, devices, costs, entry).timeline(assignment)
 
 
 class _Replay:
@@ -203,9 +197,7 @@ class _Replay:
     (`concurrency`). A placement that keeps a level's tasks on fewer ranks leaves the
     others idle: the replay then times the tasks for the most ranks the placement keeps
     busy at one depth (a wide fork-join kept on one rank of two was estimated 46% too
-    slow as if the idle rank competed for memory). `in_part`: the entry's memref
-    arguments the ranks hold in part (Storage.in_part): each rank writes its part of
-    such an output to the result files, nothing goes to rank 0."""
+    slow as if the idle rank competed for memory)."""
 
     def __init__(
         self,
@@ -216,7 +208,6 @@ class _Replay:
         entry: str,
         deps: DependenceGraph | None = None,
         called: bool | None = None,
-        in_part: Set[SSAValue] = frozenset(),
     ) -> None:
         self.schedule = schedule
         self.graph = graph
@@ -239,15 +230,14 @@ class _Replay:
                 nbytes = region_bytes(dep.memref, dep.elements)
                 seconds = costs.comm_time(nbytes, devices)
                 self.incoming[dep.after].append((dep.before, dep.memref, nbytes, seconds))
-        self.to_root = root_only(schedule, entry, called)
-        # Nothing moves at the end: a buffer dead after it, an output each rank writes.
-        unsent = dead_after(schedule, schedule.args) | (self.to_root & set(in_part))
+        dead = dead_after(schedule, schedule.args)  # goes nowhere at the end
         self.finals = {
             value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
             for value, writes in deps.final_writes.items()
-            if value not in unsent
+            if value not in dead
         }
         self.position = position
+        self.to_root = root_only(schedule, entry, called)
         if time_loop(schedule) is not None:
             self.finals = {}  # assembled once after the loop, not every iteration
 

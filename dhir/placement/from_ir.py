@@ -11,10 +11,8 @@ as the lowering gives it one), a write-after-read hazard only orders.
 A last node, `END_TASK`, pinned to rank 0, stands for the end of the schedule, as
 dhir-lower-to-mpi lowers it: every memref the schedule writes is broadcast from its last
 writer to every rank, except the entry function's outputs that nothing reads afterwards,
-which are only sent to rank 0, or, where the ranks hold them in part (partitioned
-storage), written to the result files by each rank: no message. Each last writer has an
-edge to `END_TASK`; the edge carries the memrefs sent to rank 0 only (paid when the
-writer is another rank), and
+which are only sent to rank 0. Each last writer has an edge to `END_TASK`; the edge
+carries the memrefs sent to rank 0 only (paid when the writer is another rank), and
 `END_TASK`'s time is that of the broadcasts, which every rank waits for whoever wrote
 the data (a binomial tree: ceil(log2(ranks)) transfers one after the other).
 
@@ -25,7 +23,7 @@ tasks keeps one rank busy at a time, which then has its device's whole memory ba
 import dataclasses
 import math
 import os
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 from functools import lru_cache
 
 from xdsl.dialects.builtin import ModuleOp
@@ -181,14 +179,11 @@ def task_graph(
     entry: str = "main",
     deps: DependenceGraph | None = None,
     called: bool | None = None,
-    in_part: Set[SSAValue] = frozenset(),
 ) -> TaskGraph:
     """`schedule` on one device per rank (`devices[R]` for rank R); `entry`: the program's
     entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's); `deps`: its
     dependence graph, when known already; `called`: whether a function calls the entry
-    (`dhir.analysis.outputs.entry_called`), when known already; `in_part`: the entry's
-    memref arguments the ranks hold in part (`Storage.in_part`), whose outputs each rank
-    writes itself."""
+    (`dhir.analysis.outputs.entry_called`), when known already."""
     costs = costs if costs is not None else CostModel()
     tasks = list(schedule.tasks())
     names = schedule_task_ids(schedule)
@@ -208,7 +203,7 @@ def task_graph(
     cost = task_costs(tasks, names, devices, costs, busy)
     edges = _edges(deps, names, devices, costs)
     outputs = root_only(schedule, entry, called), dead_after(schedule, schedule.args)
-    ends, broadcasts = _ends(deps, names, devices, costs, *outputs, in_part)
+    ends, broadcasts = _ends(deps, names, devices, costs, *outputs)
     if time_loop(schedule) is not None:
         # Its data stays distributed between iterations and is assembled once after
         # the loop (docs/semantics.md, "Time loops"): nothing to pay per iteration.
@@ -375,12 +370,10 @@ def _ends(
     costs: CostModel,
     to_root: set[SSAValue],
     dead: set[SSAValue],
-    in_part: Set[SSAValue],
 ) -> tuple[list[Edge], float]:
     """Edges from the tasks whose writes stand at the end to END_TASK (carrying what goes
-    to rank 0 only, but for outputs held `in_part`, which each rank writes itself), and
-    the seconds of the broadcasts of the rest but the `dead` buffers, which go nowhere
-    (dhir.analysis.outputs.dead_after)."""
+    to rank 0 only), and the seconds of the broadcasts of the rest but the `dead`
+    buffers, which go nowhere (dhir.analysis.outputs.dead_after)."""
     to_end: dict[int, int] = {}
     broadcast = 0.0
     for value, writes in deps.final_writes.items():
@@ -388,9 +381,7 @@ def _ends(
             continue
         for k, region in writes:
             nbytes = region_bytes(value, count_elements(region))
-            if value in to_root and value in in_part:
-                to_end.setdefault(k, 0)
-            elif value in to_root:
+            if value in to_root:
                 to_end[k] = to_end.get(k, 0) + nbytes
             else:
                 to_end.setdefault(k, 0)

@@ -21,7 +21,6 @@ from functools import cache, partial
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
@@ -303,32 +302,11 @@ def _by_cost(
     function = schedule.parent_op()
     module = function.parent_op() if function is not None else None
     called = isinstance(module, ModuleOp) and entry_called(module, entry)
-    in_part = held_in_part(module, entry, limits, storage, model.nodes(devices))
-    graph = task_graph(schedule, devices, model, entry, deps=deps, called=called, in_part=in_part)
+    graph = task_graph(schedule, devices, model, entry, deps=deps, called=called)
     placed = place_program(
-        schedule, graph, devices, model, algorithm, deps, limits, storage, called, entry, in_part
+        schedule, graph, devices, model, algorithm, deps, limits, storage, called, entry
     )
     return [rank_of_device(placed.assignment[name]) for name in graph.tasks[: len(tasks)]]
-
-
-def held_in_part(
-    module: Operation | None,
-    entry: str,
-    limits: MemoryLimits | None,
-    storage: Callable[[], Storage | None] | None,
-    nodes: list[str] | None = None,
-) -> frozenset[SSAValue]:
-    """The memref arguments of `entry` the ranks may hold in part (Storage.in_part), whose
-    results each rank writes itself. None where the ranks span several `nodes`
-    (CostModel.nodes): a rank on another node usually cannot open rank 0's result files,
-    and sends its part to rank 0 (docs/semantics.md, "Partitioned storage")."""
-    if nodes is not None:
-        return frozenset()
-    found = limits.storage if limits is not None else storage() if storage is not None else None
-    function = SymbolTable.lookup_symbol(module, entry) if isinstance(module, ModuleOp) else None
-    if found is None or not isinstance(function, FuncOp):
-        return frozenset()
-    return found.in_part(function)
 
 
 def _runs_on(schedule: ScheduleOp, devices: Sequence[Device]) -> Callable[[int, int], bool]:
