@@ -122,6 +122,13 @@ class Storage:
                 bands[memref.index] = found
         return Partition(self.ranks, bands, whole)
 
+    def in_part(self, function: func.FuncOp) -> frozenset[SSAValue]:
+        """The memref arguments of `function` (the entry) the ranks may hold in part,
+        whatever the placement (one may still be held whole where every rank's tasks
+        touch all its rows)."""
+        args = function.body.blocks[0].args
+        return frozenset(args[m.index] for m in self.memrefs if m.whole is None)
+
     def rows(
         self, memref: Stored, placement: Mapping[TaskOp, int] | None
     ) -> tuple[Rows, ...] | Whole:

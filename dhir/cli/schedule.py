@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 from xdsl.passes import PassPipeline
+from xdsl.traits import SymbolTable
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.partition import Partition, Storage
@@ -86,6 +88,8 @@ class AsBuilt:
     model: CostModel
     limits: MemoryLimits | None = None  # shared by the program's schedules, placed in order
     storage: Callable[[], Storage | None] | None = None  # how the ranks hold the memrefs
+    # The outputs each rank writes itself (held_in_part): no message in the replay shown.
+    in_part: frozenset[SSAValue] = frozenset()
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built;
@@ -101,10 +105,14 @@ class AsBuilt:
         )
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
-        return as_built_makespan(self.schedule, self.graph, assignment, self.devices, self.model)
+        return as_built_makespan(
+            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
+        )
 
     def timeline(self, assignment: Mapping[str, str]) -> Timeline:
-        return as_built_timeline(self.schedule, self.graph, assignment, self.devices, self.model)
+        return as_built_timeline(
+            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
+        )
 
 
 # Says how a placement of a schedule's graph breaks the user's constraints (none: all hold).
@@ -398,10 +406,11 @@ def program_graphs(
         raise _error(f"{path} has no dhir.schedule to place")
     limits = memory_limits(module, ranks, entry, devices)
     storage = cache(partial(entry_storage, module, ranks, entry))
+    in_part = held_in_part(module, entry, storage, model.nodes(devices))
     graphs = []
     for number, schedule in enumerate(schedules):
         graph = task_graph(schedule, devices, model)
-        built = AsBuilt(schedule, graph, list(devices), model, limits, storage)
+        built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
         graphs.append((_schedule_name(schedule, number), graph, built))
     if rules is None:
         return legend, hosts, graphs, None
@@ -413,6 +422,23 @@ def program_graphs(
         return violations(rules, tasks, where, facts)
 
     return legend, hosts, graphs, check
+
+
+def held_in_part(
+    module: ModuleOp, entry: str, storage: Callable[[], Storage | None], nodes: list[str] | None
+) -> frozenset[SSAValue]:
+    """The memref arguments of `entry` the ranks may hold in part (Storage.in_part), whose
+    results each rank writes to the result files itself, for the as-built replay shown.
+    None where the ranks span several `nodes` (CostModel.nodes): a rank on another node
+    usually cannot open rank 0's files and sends its part to rank 0 (docs/semantics.md,
+    "Partitioned storage"). Placement keeps the message in its model: spreading tasks
+    that write an output row by row over the ranks would cut the output into more pieces
+    than the lowering's validity sets handle quickly."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    found = storage() if nodes is None else None
+    if found is None or not isinstance(function, FuncOp):
+        return frozenset()
+    return found.in_part(function)
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:

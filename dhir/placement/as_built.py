@@ -18,7 +18,7 @@ Task times are the graph's (estimated or measured), re-estimated when the placem
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from xdsl.ir import SSAValue
@@ -149,11 +149,12 @@ def as_built_makespan(
     devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
+    in_part: Set[SSAValue] = frozenset(),
 ) -> float:
     """The time from the schedule's start to its last rank's end, for `graph` (made by
     `dhir.placement.from_ir.task_graph` from `schedule`, `devices` and `costs`) placed
     as `assignment` says."""
-    return _Replay(schedule, graph, devices, costs, entry).makespan(assignment)
+    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).makespan(assignment)
 
 
 @dataclass(frozen=True)
@@ -184,9 +185,10 @@ def as_built_timeline(
     devices: Sequence[Device],
     costs: CostModel,
     entry: str = "main",
+    in_part: Set[SSAValue] = frozenset(),
 ) -> Timeline:
     """As `as_built_makespan`, with when each task runs and each message."""
-    return _Replay(schedule, graph, devices, costs, entry).timeline(assignment)
+    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).timeline(assignment)
 
 
 class _Replay:
@@ -197,7 +199,10 @@ class _Replay:
     (`concurrency`). A placement that keeps a level's tasks on fewer ranks leaves the
     others idle: the replay then times the tasks for the most ranks the placement keeps
     busy at one depth (a wide fork-join kept on one rank of two was estimated 46% too
-    slow as if the idle rank competed for memory)."""
+    slow as if the idle rank competed for memory). `in_part`: the entry's memref
+    arguments the ranks hold in part (Storage.in_part): each rank writes its part of
+    such an output to the result files, nothing goes to rank 0. Placement itself keeps
+    the message in its model (see held_in_part in dhir.cli.schedule)."""
 
     def __init__(
         self,
@@ -208,6 +213,7 @@ class _Replay:
         entry: str,
         deps: DependenceGraph | None = None,
         called: bool | None = None,
+        in_part: Set[SSAValue] = frozenset(),
     ) -> None:
         self.schedule = schedule
         self.graph = graph
@@ -230,14 +236,15 @@ class _Replay:
                 nbytes = region_bytes(dep.memref, dep.elements)
                 seconds = costs.comm_time(nbytes, devices)
                 self.incoming[dep.after].append((dep.before, dep.memref, nbytes, seconds))
-        dead = dead_after(schedule, schedule.args)  # goes nowhere at the end
+        self.to_root = root_only(schedule, entry, called)
+        # Nothing moves at the end: a buffer dead after it, an output each rank writes.
+        unsent = dead_after(schedule, schedule.args) | (self.to_root & set(in_part))
         self.finals = {
             value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
             for value, writes in deps.final_writes.items()
-            if value not in dead
+            if value not in unsent
         }
         self.position = position
-        self.to_root = root_only(schedule, entry, called)
         if time_loop(schedule) is not None:
             self.finals = {}  # assembled once after the loop, not every iteration
 

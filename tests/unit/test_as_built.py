@@ -8,14 +8,17 @@ import pytest
 from devices import rank_device
 from hypothesis import given, settings
 from strategies import CPU_TARGETS, RandomSchedule, schedules
+from xdsl.traits import SymbolTable
 
 from dhir.api import parse_string
 from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.func import FuncOp
 from dhir.machine.description import Device, Link
 from dhir.placement.as_built import as_built_makespan
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import broadcast_time, task_graph
 from dhir.targets import DeviceKind
+from dhir.transforms.place import entry_storage
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 from cost_accuracy import fork_join  # noqa: E402
@@ -67,6 +70,25 @@ def test_a_receive_waits_for_its_writer_and_the_output_goes_to_rank_0() -> None:
     makespan, (t0, t1), _ = _replay(PROGRAM.format(after="", count=1000), [CPU, CPU])
     # %a to rank 1 before t1, then %b, read by no one afterwards, to rank 0 only.
     assert makespan == pytest.approx(t0 + LINK.time(4000) + t1 + LINK.time(4000))
+
+
+def test_an_output_held_in_part_is_written_by_its_rank_not_sent_to_rank_0() -> None:
+    # Partitioned storage: rank 1 writes its rows of %b to the result file itself.
+    module = parse_string(PROGRAM.format(after="", count=1000))
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    storage = entry_storage(module, 2)
+    assert storage is not None
+    function = SymbolTable.lookup_symbol(module, "main")
+    assert isinstance(function, FuncOp)
+    in_part = storage.in_part(function)
+    assert {v.name_hint for v in in_part} == {"a", "b"}
+    costs = CostModel(link=LINK)
+    graph = task_graph(schedule, [CPU, CPU], costs)
+    names = graph.tasks[:2]
+    placed = {name: f"rank{k}" for k, name in enumerate(names)}
+    t0, t1 = (graph.cost[name][placed[name]] for name in names)
+    makespan = as_built_makespan(schedule, graph, placed, [CPU, CPU], costs, in_part=in_part)
+    assert makespan == pytest.approx(t0 + LINK.time(4000) + t1)
 
 
 def test_transfers_carry_only_the_elements_touched() -> None:
