@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from dhir.choices import MAX_RANKS
 from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
 
 # Names end up in hostfiles and DLTI keys: keep them to characters both take as they are.
@@ -241,6 +242,11 @@ class System:
             )
         _check_unique([d.name for n in self.nodes for d in n.devices], "device")
         self._by_name.update({d.name: (n, d) for n in self.nodes for d in n.devices})
+        if self.rank_count > MAX_RANKS:
+            raise DescriptionError(
+                f"the description runs {self.rank_count} ranks (the sum of its devices' "
+                f"ranks); dhir runs at most {MAX_RANKS}"
+            )
 
     @property
     def devices(self) -> tuple[Device, ...]:

@@ -129,6 +129,10 @@ def test_unknown_device_lists_the_known_ones() -> None:
             lambda: System((Node("a", (cpu("c"),), "h"), Node("b", (cpu("d"),), "h")), NET, SHM),
             "two nodes have host 'h'",
         ),
+        (
+            lambda: System((Node("a", (cpu("c", ranks=40000), cpu("d", ranks=30000))),), NET, SHM),
+            "runs 70000 ranks .* at most 65536",
+        ),
     ],
 )
 def test_bad_descriptions_say_what_is_wrong(make, message: str) -> None:
