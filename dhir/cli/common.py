@@ -7,6 +7,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from dhir.cli.interrupt import EXIT_INTERRUPTED
 from dhir.ir.diagnostics import DhirError
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
@@ -26,7 +27,7 @@ def guarded(main: Callable[[], int]) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Terminated as ended:
         print(f"dhir: {ended}", file=sys.stderr)
         return 128 + ended.signum

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from dhir.cli.interrupt import interruptible
 from dhir.cli.names import COMMANDS, DESCRIPTION
 
 _TOP_LEVEL = ([], ["-h"], ["--help"], ["--version"])
@@ -17,6 +18,11 @@ _TOP_LEVEL = ([], ["-h"], ["--help"], ["--version"])
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    # The commands load xDSL and NumPy inside: Ctrl-C then ends as it does later on.
+    return interruptible(lambda: _dispatch(args))
+
+
+def _dispatch(args: list[str]) -> int:
     if args in _TOP_LEVEL:
         _top_level_parser().parse_args(args)  # prints and exits, as the full parser would
     if args[:1] == ["run"]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dhir.cli import dhir_opt
+from dhir.cli import opt_driver
 from dhir.cli.main import build_parser
 
 ROOT = Path(__file__).parents[2]
@@ -36,7 +36,7 @@ def synopses(doc: str) -> dict[str, str]:
 
 def parser_of(command: str) -> argparse.ArgumentParser:
     if command == "dhir-opt":
-        return dhir_opt.build_parser()
+        return opt_driver.build_parser()
     subparsers = next(
         a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
     )
