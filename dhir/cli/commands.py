@@ -19,6 +19,7 @@ from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.cli import calibrate, schedule
 from dhir.cli.arguments import (
     INPUT_HELP,
+    Built,
     check_apart,
     describe,
     is_executable,
@@ -70,6 +71,8 @@ from dhir.toolchain.tools import MPI_CHOICES, cache_root
 from dhir.toolchain.values import check_inputs, with_results
 from dhir.transforms.fast_math import MODES
 from dhir.version import __version__
+
+DEFAULT_ENTRY = "main"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -176,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_build_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--entry", default="main", help="the function to run (default: main)")
+    # --entry, --mpi and --gpu-fallback: None when not given, so that running an
+    # executable can tell a value given (checked against how it was built) from the default.
+    parser.add_argument("--entry", help=f"the function to run (default: {DEFAULT_ENTRY})")
     add_quiet(parser)
     parser.add_argument(
         "--keep-build",
@@ -197,7 +202,6 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mpi",
         choices=MPI_CHOICES,
-        default=DEFAULT_MPI,
         help=f"the MPI to build and run with (default: {DEFAULT_MPI})",
     )
     parser.add_argument(
@@ -209,7 +213,6 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gpu-fallback",
         choices=GPU_FALLBACKS,
-        default=DEFAULT_GPU_FALLBACK,
         help="cpu: run GPU tasks written as loops on the CPU (no GPU needed); none: run them "
         "on the ranks' GPUs (default)",
     )
@@ -297,7 +300,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
     """The options `args` give (`dhir compile` has no --timeout, --threads, --profile)."""
     return RunOptions(
         ranks=args.ranks if args.ranks is not None else DEFAULT_RANKS,
-        mpi=args.mpi,
+        mpi=args.mpi or DEFAULT_MPI,
         timeout=getattr(args, "timeout", DEFAULT_TIMEOUT_S),
         threads=getattr(args, "threads", None),
         placement=args.placement or DEFAULT_ALGORITHM,
@@ -306,7 +309,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         profile=getattr(args, "profile", None),
         trace=getattr(args, "trace", None),
         keep_build=args.keep_build,
-        gpu_fallback=args.gpu_fallback,
+        gpu_fallback=args.gpu_fallback or DEFAULT_GPU_FALLBACK,
         codedrop=not args.no_codedrop,
         target=args.target or DEFAULT_TARGET,
         link=LinkInputs(tuple(args.link), tuple(args.libraries), tuple(args.library_dirs)),
@@ -320,18 +323,19 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     _check_output(Path(args.file), Path(args.output))
     timing = Timing() if args.timing else None
     options = _options(args)
+    entry = args.entry or DEFAULT_ENTRY
     module = _load_timed(Path(args.file), timing)
-    plan = _launch_plan(args, args.ranks, args.mpi)
+    plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
         options = replace(options, ranks=plan.ranks)
-    given = entry_signature(module, args.entry)  # as the user gives it (tensors too)
-    if on_tensors(module, args.entry):
-        module = bufferize(module, args.entry, options.ranks)
+    given = entry_signature(module, entry)  # as the user gives it (tensors too)
+    if on_tensors(module, entry):
+        module = bufferize(module, entry, options.ranks)
     elif is_shard_program(module):  # a program per device on memrefs
-        module = partition(module, args.entry, options.ranks)
-    drop_code(module, args.entry, options)
-    exe, _ = compile_native(module, args.entry, options, timing)
+        module = partition(module, entry, options.ranks)
+    drop_code(module, entry, options)
+    exe, _ = compile_native(module, entry, options, timing)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
     _install(exe, Path(args.output), describe(given, options))
@@ -384,23 +388,24 @@ def _run_program(
             ]
         )
     options = _options(args)
+    entry = args.entry or DEFAULT_ENTRY
     on_built = recorder(args.argv[1:])  # keyed on the files before they are read
     module = _load_timed(path, timing)
-    inputs = read_inputs(args.input, entry_signature(module, args.entry, given_only=True))
-    if on_tensors(module, args.entry):  # arguments of dynamic shape take their inputs'
-        module = specialise(module, args.entry, inputs)
-    signature = entry_signature(module, args.entry)
+    inputs = read_inputs(args.input, entry_signature(module, entry, given_only=True))
+    if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
+        module = specialise(module, entry, inputs)
+    signature = entry_signature(module, entry)
     check_apart(
         args.input, signature, args.output_dir, {"--trace": args.trace, "--profile": args.profile}
     )
-    plan = _launch_plan(args, args.ranks, args.mpi) if args.backend == "native" else None
+    plan = _launch_plan(args, args.ranks, options.mpi) if args.backend == "native" else None
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
         threads = options.threads if options.threads is not None else plan.threads
         options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
     results = run_module(
         module,
-        args.entry,
+        entry,
         inputs,
         args.backend,
         options,
@@ -425,45 +430,11 @@ def _run_built(
         raise DhirError(
             [Diagnostic(f"{path} is an executable; the interpreter runs the .mlir program")]
         )
-    names = (
-        "placement",
-        "costs",
-        "constraints",
-        "profile",
-        "target",
-        "link",
-        "cpu",
-        "no_optimize",
-        "keep_build",
-    )
-    given = [f"--{name.replace('_', '-')}" for name in names if getattr(args, name)]
-    given += ["--fast-math"] if args.fast_math != "none" else []
-    given += [
-        f"-{flag}"
-        for flag, name in (("l", "libraries"), ("L", "library_dirs"))
-        if getattr(args, name)
-    ]
-    if given:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{' and '.join(given)} cannot change an executable, whose tasks were placed "
-                    "and code linked when it was built; give them to dhir compile, or run the "
-                    ".mlir program"
-                )
-            ]
-        )
     built = read_sidecar(path)
     signature, ranks = built.signature, built.ranks
-    if args.ranks is not None and args.ranks != ranks:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{path} was built for {ranks} ranks; rebuild it with "
-                    f"dhir compile -n {args.ranks}"
-                )
-            ]
-        )
+    refused = _unchangeable(path, args, built)
+    if refused:
+        raise DhirError(refused)
     inputs = check_inputs(signature, with_results(signature, read_inputs(args.input, signature)))
     check_apart(args.input, signature, args.output_dir)
     plan = _launch_plan(args, ranks, built.mpi)
@@ -478,6 +449,50 @@ def _run_built(
             path, signature, inputs, options, output_dir=args.output_dir, traffic=traffic
         )
     return results, signature
+
+
+# What an executable fixed when it was built (dest names of the options given to change it).
+_BUILD_OPTIONS = {
+    "placement": "--placement",
+    "costs": "--costs",
+    "constraints": "--constraints",
+    "target": "--target",
+    "link": "--link",
+    "libraries": "-l",
+    "library_dirs": "-L",
+    "cpu": "--cpu",
+    "no_optimize": "--no-optimize",
+    "no_codedrop": "--no-codedrop",
+    "gpu_fallback": "--gpu-fallback",
+    "keep_build": "--keep-build",
+}
+
+
+def _unchangeable(path: Path, args: argparse.Namespace, built: Built) -> list[Diagnostic]:
+    """Why the options given cannot apply to the executable `path` (none: they can)."""
+    given = [option for name, option in _BUILD_OPTIONS.items() if getattr(args, name)]
+    given += ["--fast-math"] if args.fast_math != "none" else []
+    refused = []
+    if given:
+        refused.append(
+            f"{' and '.join(given)} cannot change an executable, whose tasks were placed "
+            "and code built and linked when it was built; give them to dhir compile, or run "
+            "the .mlir program"
+        )
+    if args.profile is not None:  # dhir compile builds no timers into the tasks
+        refused.append(
+            "--profile cannot change an executable, whose tasks were built without timers; "
+            "run the .mlir program with --profile"
+        )
+    rebuilt = {
+        "-n": (args.ranks, built.ranks, f"for {built.ranks} ranks"),
+        "--entry": (args.entry, built.signature.name, f"to run @{built.signature.name}"),
+        "--mpi": (args.mpi, built.mpi, f"with {built.mpi}"),
+    }
+    for option, (value, fixed, how) in rebuilt.items():
+        if value is not None and value != fixed:
+            refused.append(f"{path} was built {how}; rebuild it with dhir compile {option} {value}")
+    return [Diagnostic(message) for message in refused]
 
 
 def _check_output(source: Path, output: Path) -> None:

@@ -89,6 +89,20 @@ def test_compile_then_run_the_executable(tmp_path: Path, call_inputs: list[str])
     assert wrong.returncode == 1 and "built for 3 ranks" in wrong.stderr
     wrong = dhir("run", str(exe), "--backend", "interp", *call_inputs)
     assert wrong.returncode == 1 and "the interpreter runs the .mlir program" in wrong.stderr
+    # What the build fixed is refused, not ignored; a value equal to the built one is fine.
+    refused = {
+        ("--entry", "foo"): "built to run @main; rebuild it with dhir compile --entry foo",
+        ("--mpi", "openmpi"): "built with mpich; rebuild it with dhir compile --mpi openmpi",
+        ("--no-codedrop",): "--no-codedrop cannot change an executable",
+        ("--gpu-fallback", "cpu"): "--gpu-fallback cannot change an executable",
+        ("--profile", "p.json"): "built without timers; run the .mlir program with --profile",
+    }
+    for option, message in refused.items():
+        wrong = dhir("run", str(exe), *option, *call_inputs)
+        assert wrong.returncode == 1 and message in wrong.stderr, (option, wrong.stderr)
+    assert "give them to dhir compile" not in dhir("run", str(exe), "--profile", "p").stderr
+    same = dhir("run", str(exe), "--mpi", "mpich", "--entry", "main", "-n", "3", *call_inputs)
+    assert same.returncode == 0, same.stderr
 
 
 @pytest.mark.parametrize(
