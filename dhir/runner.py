@@ -286,7 +286,8 @@ def _run_on(
                 else "nothing is built"
             )
             raise DhirError([Diagnostic(f"{what}; use it with the native backend")])
-        with Timing().stage("the interpreter"):  # for the terminal's status line
+        # A stage of the caller's --timing report, and the terminal's status line.
+        with (timing if timing is not None else Timing()).stage("the interpreter"):
             results = run_interp(module, entry, inputs, options.timeout, options.link)
         if output_dir is not None:
             save_outputs(results, entry_signature(module, entry), output_dir)

@@ -105,6 +105,13 @@ def test_compile_then_run_the_executable(tmp_path: Path, call_inputs: list[str])
     assert same.returncode == 0, same.stderr
 
 
+def test_timing_counts_the_interpreter(call_inputs: list[str]) -> None:
+    program = str(EXAMPLES / "call.mlir")
+    result = dhir("run", program, "--backend", "interp", *call_inputs, "--timing", "-q")
+    assert result.returncode == 0, result.stderr
+    assert "parse + verify" in result.stderr and "the interpreter" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
