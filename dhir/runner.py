@@ -12,7 +12,7 @@ from xdsl.traits import SymbolTable
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
@@ -179,6 +179,18 @@ def _link_words(link: object) -> list[str | os.PathLike[str]]:
     return words
 
 
+def _check_native_only(options: RunOptions) -> None:
+    """Refuse what the interpreter would ignore, named as `run`'s keywords."""
+    native_only = {
+        "trace": (options.trace, "a trace records what MPI ranks did"),
+        "constraints": (options.constraints, "constraints steer placement on MPI ranks"),
+        "keep_build": (options.keep_build, "the interpreter builds nothing to keep"),
+    }
+    for name, (value, why) in native_only.items():
+        if value:
+            raise UsageError([Diagnostic(f"{name}: {why}; use it with the native backend")])
+
+
 def _check_nothing_placed(options: RunOptions, placement_given: bool = False) -> None:
     """Refuse placement options on the interpreter, as `dhir run` does: it would ignore them.
     `placement_given`: whether the caller named a placement, the default one included."""
@@ -191,11 +203,12 @@ def _check_nothing_placed(options: RunOptions, placement_given: bool = False) ->
         if given
     ]
     if placing:
-        raise DhirError(
+        raise UsageError(
             [
                 Diagnostic(
                     "the interpreter places no task (it runs them in program order): "
-                    f"{' and '.join(placing)} need the native backend"
+                    f"{' and '.join(placing)} {'needs' if len(placing) == 1 else 'need'} "
+                    "the native backend"
                 )
             ]
         )
@@ -277,15 +290,7 @@ def _run_on(
                 [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
             )
         _check_nothing_placed(options)
-        if options.trace or options.keep_build or options.constraints:
-            what = (
-                "a trace records what MPI ranks did"
-                if options.trace
-                else "constraints steer placement on MPI ranks"
-                if options.constraints
-                else "nothing is built"
-            )
-            raise DhirError([Diagnostic(f"{what}; use it with the native backend")])
+        _check_native_only(options)
         # A stage of the caller's --timing report, and the terminal's status line.
         with (timing if timing is not None else Timing()).stage("the interpreter"):
             results = run_interp(module, entry, inputs, options.timeout, options.link)

@@ -32,7 +32,7 @@ from dhir.cli.cached_run import recorder
 from dhir.cli.common import add_constraints, add_quiet, checked, guarded
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.cli.parser import Parser
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_string
 from dhir.machine.dlti import attach
 from dhir.machine.files import read_system
@@ -373,20 +373,8 @@ def _load(path: Path) -> ModuleOp:
 def _run_program(
     path: Path, args: argparse.Namespace, timing: Timing | None
 ) -> tuple[list[np.ndarray], EntrySignature]:
-    if args.backend == "interp" and args.profile is not None:
-        raise DhirError(
-            [Diagnostic("--profile times tasks on MPI ranks; use it with --backend native")]
-        )
-    placing = [f"--{name}" for name in ("placement", "costs", "system") if getattr(args, name)]
-    if args.backend == "interp" and placing:
-        raise DhirError(
-            [
-                Diagnostic(
-                    "the interpreter places no task (it runs them in program order): "
-                    f"{' and '.join(placing)} need --backend native"
-                )
-            ]
-        )
+    if args.backend == "interp":
+        _check_interpretable(args)
     options = _options(args)
     entry = args.entry or DEFAULT_ENTRY
     on_built = recorder(args.argv[1:])  # keyed on the files before they are read
@@ -414,6 +402,33 @@ def _run_program(
         on_built=on_built,
     )
     return results, signature
+
+
+# Options only the native backend has use for, and why.
+_NATIVE_ONLY = {
+    "profile": ("--profile", "times tasks on MPI ranks"),
+    "trace": ("--trace", "records what MPI ranks did"),
+    "keep_build": ("--keep-build", "keeps what the build made, and the interpreter builds nothing"),
+    "constraints": ("--constraints", "steers the placement of tasks on MPI ranks"),
+}
+
+
+def _check_interpretable(args: argparse.Namespace) -> None:
+    """Refuse, before the program is read, the options the interpreter would ignore."""
+    placing = [f"--{name}" for name in ("placement", "costs", "system") if getattr(args, name)]
+    if placing:
+        verb = "needs" if len(placing) == 1 else "need"
+        raise UsageError(
+            [
+                Diagnostic(
+                    "the interpreter places no task (it runs them in program order): "
+                    f"{' and '.join(placing)} {verb} --backend native"
+                )
+            ]
+        )
+    for name, (option, why) in _NATIVE_ONLY.items():
+        if getattr(args, name):
+            raise UsageError([Diagnostic(f"{option} {why}; use it with --backend native")])
 
 
 def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> LaunchPlan | None:

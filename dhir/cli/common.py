@@ -8,10 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dhir.cli.interrupt import EXIT_INTERRUPTED
-from dhir.ir.diagnostics import DhirError
+from dhir.ir.diagnostics import DhirError, UsageError
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
 EXIT_USER_ERROR = 1
+EXIT_USAGE_ERROR = 2  # a malformed command line, as argparse exits for one
 EXIT_INTERNAL_ERROR = 70
 
 
@@ -22,6 +23,9 @@ def guarded(main: Callable[[], int]) -> int:
     try:
         with ending_cleanly():
             return main()
+    except UsageError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USAGE_ERROR
     except DhirError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR

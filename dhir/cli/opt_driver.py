@@ -25,7 +25,7 @@ from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
 from dhir.context import all_dialects
-from dhir.ir.diagnostics import DhirError, Diagnostic, collected_warnings
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, collected_warnings
 from dhir.ir.text import parse_string, print_module
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes, dhir_passes
@@ -114,9 +114,12 @@ class DhirOptMain(xDSLOptMain):
         _add_arguments(arg_parser)
 
     def setup_pipeline(self) -> None:
-        self.pipeline = parse_pipeline(
-            self.args.passes, self._after_pass, self._after_inner, self.available_passes
-        )
+        try:
+            self.pipeline = parse_pipeline(
+                self.args.passes, self._after_pass, self._after_inner, self.available_passes
+            )
+        except DhirError as error:  # -p is malformed: exit status 2, as argparse's own
+            raise UsageError(error.diagnostics) from None
         if self.args.time_passes:
             self.timing = PassTiming(self.pipeline)
 

@@ -31,7 +31,7 @@ from dhir.cli.common import add_constraints, add_quiet, checked
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file
 from dhir.ir.walk import find_ops
@@ -331,13 +331,13 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -
 
 def _check_input(args: argparse.Namespace) -> None:
     if (args.program is None) == (args.graph is None):
-        raise _error("give either a program FILE or --graph G.json (one of the two)")
+        raise _usage("give either a program FILE or --graph G.json (one of the two)")
     if args.graph is not None and (args.system is not None or args.ranks is not None):
-        raise _error("--system and -n describe where a program runs; a --graph names its devices")
+        raise _usage("--system and -n describe where a program runs; a --graph names its devices")
     if args.graph is not None and args.costs is not None:
-        raise _error("--costs gives a program's measured task times; a --graph has its own")
+        raise _usage("--costs gives a program's measured task times; a --graph has its own")
     if args.graph is not None and args.constraints is not None:
-        raise _error("--constraints steer the placement of a program's tasks; give the program")
+        raise _usage("--constraints steer the placement of a program's tasks; give the program")
     program_only = {
         "--entry": args.entry,
         "--target": args.target,
@@ -345,9 +345,9 @@ def _check_input(args: argparse.Namespace) -> None:
     }
     given = [name for name, value in program_only.items() if value]
     if args.graph is not None and given:
-        raise _error(f"{given[0]} says how to read a program FILE; a --graph is read as it is")
+        raise _usage(f"{given[0]} says how to read a program FILE; a --graph is read as it is")
     if args.gantt_plan and args.gantt is None:
-        raise _error("--gantt-plan says which chart --gantt draws; give --gantt PATH too")
+        raise _usage("--gantt-plan says which chart --gantt draws; give --gantt PATH too")
 
 
 def program_graphs(
@@ -689,7 +689,7 @@ def _check_node_size(args: argparse.Namespace) -> None:
     if args.node_size is None:
         return
     if not args.simulate:
-        raise _error("--node-size describes the simulated network: add --simulate")
+        raise _usage("--node-size describes the simulated network: add --simulate")
 
 
 def _network(graph: TaskGraph, node_size: int | None) -> Network | None:
@@ -782,3 +782,8 @@ def graph_from_json(data: object, where: str = "graph") -> TaskGraph:
 
 def _error(message: str) -> DhirError:
     return DhirError([Diagnostic(message)])
+
+
+def _usage(message: str) -> UsageError:
+    """Options that conflict or lack another: exit status 2 (dhir.cli.common.guarded)."""
+    return UsageError([Diagnostic(message)])

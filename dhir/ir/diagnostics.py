@@ -96,6 +96,12 @@ class DhirError(Exception):
         return "\n".join(d.render(self.sources) for d in self.diagnostics)
 
 
+class UsageError(DhirError):
+    """Options that conflict, or one given without another it needs: a mistake in how
+    dhir was called, not in the program or its inputs (the commands exit with status 2,
+    a malformed command line, as for options argparse refuses)."""
+
+
 def error_at(op: "Operation", message: str) -> DhirError:
     return DhirError([Diagnostic(message, loc_of(op))])
 

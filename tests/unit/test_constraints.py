@@ -431,6 +431,6 @@ def test_dhir_schedule_and_run_take_the_file_and_name_it_in_errors(
     args = ["run", str(program), "-n", "2", "--backend", "interp", "--constraints", str(good)]
     np.save(tmp_path / "x.npy", np.zeros(16))
     assert (
-        main([*args, "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "x.npy")]) == 1
+        main([*args, "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "x.npy")]) == 2
     )
-    assert "constraints steer placement on MPI ranks" in capsys.readouterr().err
+    assert "--constraints steers the placement of tasks on MPI ranks" in capsys.readouterr().err

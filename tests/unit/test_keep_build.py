@@ -68,5 +68,5 @@ def test_compile_keeps_its_build_and_a_built_executable_has_none_to_keep(
 
 
 def test_the_interpreter_builds_nothing_to_keep(tmp_path: Path) -> None:
-    with pytest.raises(DhirError, match="nothing is built"):
+    with pytest.raises(DhirError, match="keep_build: the interpreter builds nothing to keep"):
         dhir.run(TIME_LOOP, *_inputs(), backend="interp", keep_build=tmp_path / "kept")

@@ -108,16 +108,16 @@ def test_the_api_refuses_bad_options_before_running(
 
 @pytest.mark.parametrize(
     ("keywords", "named"),
-    [({"placement": "heft"}, "placement"), ({"costs": "c.json"}, "costs"),
-     ({"placement": "best"}, "placement"),
-     ({"placement": "peft", "costs": Path("c.json")}, "placement and costs")],
+    [({"placement": "heft"}, "placement needs"), ({"costs": "c.json"}, "costs needs"),
+     ({"placement": "best"}, "placement needs"),
+     ({"placement": "peft", "costs": Path("c.json")}, "placement and costs need the")],
 )  # fmt: skip
 def test_the_interpreter_refuses_placement_options_as_dhir_run_does(
     keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(runner, "run_interp", _must_not_run)
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
-    message = f"the interpreter places no task (it runs them in program order): {named} need"
+    message = f"the interpreter places no task (it runs them in program order): {named}"
     with pytest.raises(DhirError, match=re.escape(message)):
         dhir.run(VECTOR_ADD, *arrays, backend="interp", **keywords)  # pyright: ignore[reportArgumentType]
 

@@ -103,7 +103,7 @@ def test_profile_needs_the_native_backend(tmp_path: Path) -> None:
     result = dhir(
         "run", str(VECTOR_ADD), "--backend", "interp", *inputs, "--profile", str(tmp_path / "p")
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "use it with --backend native" in result.stderr
 
 

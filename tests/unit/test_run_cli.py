@@ -135,6 +135,23 @@ def test_bad_inputs_are_clear_errors(
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--placement", "heft"], "--placement needs --backend native"),
+        (["--placement", "heft", "--costs", "c.json"], "--placement and --costs need --backend"),
+        (["--trace", "t.json"], "--trace records what MPI ranks did; use it with --backend"),
+        (["--keep-build", "kb"], "--keep-build keeps what the build made, and the interpreter"),
+        (["--profile", "p.json"], "--profile times tasks on MPI ranks; use it with --backend"),
+    ],
+)
+def test_the_interpreter_refuses_native_options_as_a_malformed_command_line(
+    option: list[str], message: str
+) -> None:
+    result = dhir("run", "never-read.mlir", "--backend", "interp", *option)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
 def test_unknown_entry_and_bad_program(tmp_path: Path) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--entry", "nope", "--backend", "interp")
     assert result.returncode == 1 and "no function @nope" in result.stderr
@@ -367,7 +384,7 @@ def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize("option", [["--placement", "heft"], ["--costs", "/nonexistent.json"]])
 def test_placement_options_with_the_interpreter_are_errors(option: list[str]) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *option)
-    assert result.returncode == 1 and "the interpreter places no task" in result.stderr
+    assert result.returncode == 2 and "the interpreter places no task" in result.stderr
 
 
 def test_an_executable_is_never_installed_beside_an_old_description(

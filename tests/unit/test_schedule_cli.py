@@ -55,11 +55,11 @@ def test_nodes_sharing_a_link_slow_the_replay(capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        (["--node-size", "2"], "add --simulate"),
-        (["--gantt", "missing/chart.png"], "cannot write missing/chart.png"),
-        (["--dot", "missing/graph.dot"], "cannot write missing/graph.dot"),
+        (["--node-size", "2"], "add --simulate", 2),  # a malformed command line
+        (["--gantt", "missing/chart.png"], "cannot write missing/chart.png", 1),
+        (["--dot", "missing/graph.dot"], "cannot write missing/graph.dot", 1),
     ],
 )
 def test_bad_options(
@@ -68,10 +68,11 @@ def test_bad_options(
     tmp_path: Path,
     args: list[str],
     message: str,
+    status: int,
 ) -> None:
     monkeypatch.chdir(tmp_path)
     code, out, err = schedule(capsys, *args)
-    assert code == 1
+    assert code == status
     assert message in err
     assert "Traceback" not in err
 
@@ -215,7 +216,7 @@ def test_bad_program_arguments(
     capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
 ) -> None:
     code, _, err = run_schedule(capsys, *args)
-    assert code == 1
+    assert code == 2  # options missing or at odds: a malformed command line
     assert message in err
 
 
