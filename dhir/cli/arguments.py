@@ -105,8 +105,10 @@ def _read_input(text: str, spec: ArgSpec) -> object:
             _check_size(Path(text), where)
             return np.load(file, allow_pickle=False)
     except (OSError, ValueError, SyntaxError, TokenError, MemoryError) as error:
+        # An OSError's own words, not Python's "[Errno 2] ...: 'name'".
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise DhirError(
-            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {error}")]
+            [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {reason}")]
         ) from None
 
 
@@ -114,7 +116,16 @@ def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
     try:
         return parse_scalar(value, spec.kind)
     except ValueError:
-        raise DhirError([Diagnostic(f"{where}: '{value}' is not a {spec.mlir_type}")]) from None
+        noun = f"{_article(spec.mlir_type)} {spec.mlir_type}"
+        raise DhirError([Diagnostic(f"{where}: '{value}' is not {noun}")]) from None
+
+
+def _article(type_name: str) -> str:
+    """ "an" before a vowel sound: an index, an i8, an f32 (said "ef"); a bf16."""
+    said_with_a_vowel = type_name[:1] in "aeiou" or (
+        type_name[:1] in "fhlmnrsx" and type_name[1:2].isdigit()
+    )
+    return "an" if said_with_a_vowel else "a"
 
 
 def report_results(

@@ -131,7 +131,9 @@ def _list(data: dict[str, object], key: str, source: str) -> list[object]:
 def _pin(spec: object, entry: str, source: str) -> Pin:
     table = _table(spec, entry, source, {"tasks", *_WHERE_KEYS})
     given = [key for key in _WHERE_KEYS if key in table]
-    if len(given) != 1:
+    if len(given) > 1:
+        raise _error(f"{source}: {entry} gives {' and '.join(given)}; give only one of them")
+    if not given:
         raise _error(f"{source}: {entry} must give one of rank, node, device or kind")
     key = given[0]
     value = table[key]

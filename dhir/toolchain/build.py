@@ -260,8 +260,13 @@ def keep_build(exe: Path, folder: Path) -> None:
             if path.is_file():  # links to the modules' stages are followed
                 shutil.copyfile(path, folder / path.name)
                 shutil.copymode(path, folder / path.name)
+    except FileExistsError:  # mkdir's answer when `folder` is a file
+        raise DhirError(
+            [Diagnostic(f"cannot keep the build in {folder}: it is a file, not a directory")]
+        ) from None
     except OSError as error:
-        raise DhirError([Diagnostic(f"cannot keep the build in {folder}: {error}")]) from None
+        where = f"{folder}: {error.strerror}" if error.strerror else f"{folder}: {error}"
+        raise DhirError([Diagnostic(f"cannot keep the build in {where}")]) from None
 
 
 def _recipe(

@@ -281,7 +281,7 @@ def _launch(
         raise DhirError(
             [
                 Diagnostic(
-                    f"the program failed on {ranks} ranks{lead}; mpirun {how}\n"
+                    f"the program failed on {_ranks(ranks)}{lead}; mpirun {how}\n"
                     f"{rest}{_tail(log, errors)}"
                 )
             ]
@@ -414,3 +414,7 @@ def _read_result(path: Path, like: "np.ndarray") -> "np.ndarray":
     check_result(path, like.size, like.dtype.itemsize)
     data = np.fromfile(path, dtype=like.dtype.newbyteorder("<"))
     return data.astype(like.dtype, copy=False).reshape(like.shape)
+
+
+def _ranks(count: int) -> str:
+    return "1 rank" if count == 1 else f"{count} ranks"

@@ -126,6 +126,10 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
     """Remove, before a run starts, the result files it is about to write to DIR and
     those the last run wrote there (listed in DIR/.dhir-results): left there, they would
     look like this run's results if it fails, or like results of this program."""
+    if directory.exists() and not directory.is_dir():
+        raise DhirError(
+            [Diagnostic(f"the output directory {directory} is a file; name a directory")]
+        )
     try:
         earlier = (directory / WRITTEN).read_text().split("\n")
     except OSError:
@@ -141,7 +145,7 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
                 (directory / name).unlink(missing_ok=True)
         (directory / WRITTEN).unlink(missing_ok=True)
     except OSError as error:
-        message = f"cannot remove earlier results from {directory}: {error}"
+        message = f"cannot remove earlier results from {directory}: {error.strerror or error}"
         raise DhirError([Diagnostic(message)]) from None
 
 

@@ -116,7 +116,8 @@ def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
     try:
         destination.write_text(json.dumps(trace))
     except OSError as error:
-        raise DhirError([Diagnostic(f"cannot write the trace {destination}: {error}")]) from None
+        reason = error.strerror or str(error)  # not Python's "[Errno 21] ..."
+        raise DhirError([Diagnostic(f"cannot write the trace {destination}: {reason}")]) from None
 
 
 def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:

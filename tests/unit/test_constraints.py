@@ -87,7 +87,7 @@ def test_a_toml_file_reads_as_a_json_one(tmp_path: Path) -> None:
         ({"pins": []}, "unknown section pins"),
         ({"pin": {"tasks": "a"}}, "must be a list of tables"),
         ({"pin": [{"tasks": "a"}]}, "must give one of rank, node, device or kind"),
-        ({"pin": [{"tasks": "a", "rank": 1, "node": "n"}]}, "must give one of"),
+        ({"pin": [{"tasks": "a", "rank": 1, "node": "n"}]}, "gives rank and node; give only one"),
         ({"pin": [{"tasks": "a", "rank": -1}]}, "rank must be a whole number"),
         ({"pin": [{"tasks": "a", "rank": True}]}, "rank must be a whole number"),
         ({"pin": [{"tasks": "a", "kind": "tpu"}]}, "kind must be one of cpu, gpu"),

@@ -117,7 +117,7 @@ def test_timing_counts_the_interpreter(call_inputs: list[str]) -> None:
     [
         ([], "takes 3 arguments"),
         (["--input", "{m}", "--input", "{out}", "--input", "i32=2"], "must be f32=VALUE"),
-        (["--input", "{m}", "--input", "{out}", "--input", "f32=abc"], "'abc' is not a f32"),
+        (["--input", "{m}", "--input", "{out}", "--input", "f32=abc"], "'abc' is not an f32"),
         (
             ["--input", "{out}", "--input", "{out}", "--input", "f32=1"],
             "needs an array of shape (4x4)",
@@ -366,7 +366,7 @@ def test_a_scalar_past_the_largest_f64_is_an_error(tmp_path: Path) -> None:
     result = dhir(
         "run", str(program), "--backend", "interp", "--input", "f64=1e309", "--input", str(out)
     )
-    assert result.returncode == 1 and "'1e309' is not a f64" in result.stderr
+    assert result.returncode == 1 and "'1e309' is not an f64" in result.stderr
     result = dhir(
         "run",
         str(program),
@@ -430,3 +430,32 @@ def test_a_failed_run_leaves_no_earlier_trace_or_profile(
                   "--profile", str(profile), "--timeout", "60")  # fmt: skip
     assert failed.returncode == 1, failed.stderr
     assert not trace.exists() and not profile.exists()
+
+
+def test_file_errors_say_what_is_wrong_in_words(tmp_path: Path, call_inputs: list[str]) -> None:
+    """Not Python's "[Errno 17] File exists: 'x'" and the like."""
+    from dhir.toolchain import trace
+    from dhir.toolchain.build import keep_build
+    from dhir.toolchain.launch import _ranks  # pyright: ignore[reportPrivateUsage]
+
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    program = str(EXAMPLES / "call.mlir")
+    result = dhir("run", program, "--backend", "interp", *call_inputs, "--output-dir", str(a_file))
+    assert result.returncode == 1
+    assert f"the output directory {a_file} is a file; name a directory" in result.stderr
+    missing = ["--input", "missing.npy", *call_inputs[2:]]
+    result = dhir("run", program, "--backend", "interp", *missing)
+    assert "cannot read 'missing.npy' as a .npy file: No such file or directory" in result.stderr
+    with pytest.raises(DhirError, match="in .*a_file: it is a file, not a directory$"):
+        keep_build(a_file, a_file)
+    with pytest.raises(DhirError, match=f"cannot write the trace {tmp_path}: Is a directory$"):
+        trace.write_chrome_trace(tmp_path, 0, tmp_path)
+    assert (_ranks(1), _ranks(2)) == ("1 rank", "2 ranks")
+
+
+def test_a_scalar_type_takes_the_article_it_is_said_with() -> None:
+    from dhir.cli.arguments import _article  # pyright: ignore[reportPrivateUsage]
+
+    words = {"index": "an", "i8": "an", "f32": "an", "i1": "an", "bf16": "a"}
+    assert {word: _article(word) for word in words} == words
