@@ -175,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="the chart: a .png or .svg file",
     )
+    for command in commands.choices.values():  # for `main` to report an unknown option
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -546,7 +548,9 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's that parse_args would show
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for dhir run's cached path
     command = {
         "run": _cmd_run,

@@ -163,3 +163,17 @@ def test_top_level_help_and_version_load_no_compiler(capsys: pytest.CaptureFixtu
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "command", [["run", "p.mlir"], ["schedule", "p.mlir"], ["gantt", "t", "-o", "c.png"]]
+)
+def test_an_unknown_option_shows_the_commands_usage(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: dhir {command[0]} ")
+    assert f"dhir {command[0]}: error: unrecognized arguments: --bogus" in err
