@@ -34,10 +34,10 @@ def parse_pipeline(
         return parse_nested(available, spec, callback, inner_callback)
     # xDSL raises bare Exception/ValueError kinds here, and a BaseException for bad syntax.
     except (Exception, ArgSpecParseError) as error:
-        names = ", ".join(sorted(available))
-        raise DhirError(
-            [Diagnostic(f"bad pass pipeline '{spec}': {error}. Available passes: {names}")]
-        ) from None
+        message = f"bad pass pipeline '{spec}': {error}"
+        if str(error).startswith("unknown pass"):  # the list helps only then
+            message += f". Available passes: {', '.join(sorted(available))}"
+        raise DhirError([Diagnostic(message)]) from None
 
 
 def run_pipeline(

@@ -10,11 +10,14 @@ flat element (`name{options}`) to xDSL's parser.
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import NoneType
+from typing import get_args, get_origin, get_type_hints
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
+from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.arg_spec import parse_pipeline as parse_flat
 
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -125,7 +128,49 @@ def _flat_pass(available: PassFactories, text: str) -> ModulePass:
     spec = specs[0]
     if spec.name not in available:
         raise ValueError(f"unknown pass '{spec.name}'")
-    return available[spec.name]().from_pass_spec(spec)
+    pass_class = available[spec.name]()
+    _check_arguments(pass_class, spec)
+    return pass_class.from_pass_spec(spec)
+
+
+# What an option of each type takes, in words.
+_KINDS: dict[object, str] = {
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    str: "a word",
+}
+
+
+def _check_arguments(pass_class: type[ModulePass], spec: ArgSpec) -> None:
+    """Each option's value of its type. xDSL would say "Incompatible types: given ('abc',),
+    expected <class 'int'>", or take `true` for a number (a bool is an int)."""
+    hints = get_type_hints(pass_class)
+    for name, values in spec.parameters.items():
+        hint = hints.get(name.replace("-", "_"))
+        kinds = [k for k in get_args(hint) or (hint,) if k is not NoneType]
+        if get_origin(hint) is tuple or not all(k in _KINDS for k in kinds):
+            continue  # lists and other types: xDSL's own check
+        if len(values) == 1 and any(_is(values[0], k) for k in kinds):
+            continue
+        wanted = " or ".join(_KINDS[k] for k in kinds)
+        given = ",".join(_written(v) for v in values) or "no value"
+        raise ValueError(f"{spec.name}: option {name} takes {wanted}, got {given}")
+
+
+def _is(value: object, kind: object) -> bool:
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)  # pyright: ignore[reportArgumentType]
+
+
+def _written(value: object) -> str:
+    """As the pipeline wrote it."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"'{value}'" if isinstance(value, str) else str(value)
 
 
 def _split(spec: str) -> Iterator[str]:

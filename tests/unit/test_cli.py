@@ -269,3 +269,26 @@ def test_task_syntax_mistakes_say_what_is_wrong(line: str, message: str) -> None
     )
     result = dhir_opt(stdin=text)
     assert result.returncode == 1 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        ("dhir-place{ranks=abc}", "dhir-place: option ranks takes a whole number, got 'abc'"),
+        ("dhir-place{ranks=true}", "dhir-place: option ranks takes a whole number, got true"),
+        ("dhir-place{ranks}", "dhir-place: option ranks takes a whole number, got no value"),
+        ("dhir-codedrop{entry=1}", "dhir-codedrop: option entry takes a word, got 1"),
+    ],
+)
+def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, message: str) -> None:
+    from dhir.api import parse_pipeline
+
+    with pytest.raises(DhirError) as error:
+        parse_pipeline(pipeline)
+    assert str(error.value) == f"error: bad pass pipeline '{pipeline}': {message}"
+
+
+def test_good_pass_options_still_parse() -> None:
+    from dhir.api import parse_pipeline
+
+    assert parse_pipeline("dhir-place{ranks=2},dhir-codedrop{entry=main target=cpu}").passes
