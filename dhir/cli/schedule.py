@@ -10,6 +10,7 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
+import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.tasks import schedule_task_ids
-from dhir.ir.text import parse_file
+from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
 from dhir.machine.description import REFERENCE_GPU, Device, System
 from dhir.machine.detect import load_local_system
@@ -134,7 +135,11 @@ def add_parser(commands: Any) -> None:
         "each rank holds and those its tasks touch (memory per rank). The JSON format: " + FORMAT,
     )
     parser.add_argument(
-        "program", nargs="?", type=Path, metavar="FILE", help="a dhir program (.mlir)"
+        "program",
+        nargs="?",
+        type=Path,
+        metavar="FILE",
+        help="a dhir program (.mlir; - for standard input)",
     )
     parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
     parser.add_argument("--entry", help="with FILE: the entry function (default: main)")
@@ -369,7 +374,7 @@ def program_graphs(
     are first given the ranks `algorithm` and the constraints settle on (dhir-place), and
     the last result checks a placement against them."""
 
-    module = parse_file(path)
+    module = _read_program(path)
     if on_tensors(module, entry):  # bufferized first, as `dhir run` does
         module = bufferize(module, entry, ranks)
     # A plain entry: schedules as `dhir run` makes them.
@@ -439,6 +444,13 @@ def held_in_part(
     if found is None or not isinstance(function, FuncOp):
         return frozenset()
     return found.in_part(function)
+
+
+def _read_program(path: Path) -> ModuleOp:
+    """The program in `path`, or in standard input for `-` (as dhir run and compile read it)."""
+    if str(path) == "-":
+        return parse_string(sys.stdin.read(), "<stdin>")
+    return parse_file(path)
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:

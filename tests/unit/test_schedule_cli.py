@@ -398,3 +398,18 @@ def test_input_nested_too_deeply_is_a_located_error(
     code = main(["schedule", str(deep)])
     err = capsys.readouterr().err
     assert code == 1 and "deep.mlir:" in err and "nested too deeply" in err
+
+
+def test_schedule_reads_the_program_from_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As dhir run and dhir compile do for `-`."""
+    import io
+
+    program = EXAMPLES / "vector_add.mlir"
+    code, want, err = run_schedule(capsys, str(program), "-n", "2", "--placement", "heft")
+    assert code == 0, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(program.read_text()))
+    code, out, err = run_schedule(capsys, "-", "-n", "2", "--placement", "heft")
+    assert code == 0, err
+    assert out == want
