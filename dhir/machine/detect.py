@@ -9,6 +9,7 @@ import re
 import shutil
 import socket
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -52,9 +53,20 @@ def load_local_system() -> System:
     `dhir calibrate` wrote (default_system_path()) if there is one, else detect()."""
     named = os.environ.get(SYSTEM_ENV)
     if named:
-        return read_system(Path(named))
+        return _named_system(Path(named))
     calibrated = default_system_path()
     return read_system(calibrated) if calibrated.is_file() else detect()
+
+
+def _named_system(path: Path) -> System:
+    """The description $DHIR_SYSTEM names; its errors say where the name came from, as a
+    command line that names no file would otherwise leave the user guessing."""
+    try:
+        return read_system(path)
+    except DhirError as error:
+        why = f"(named by ${SYSTEM_ENV})"
+        told = [replace(d, message=f"{d.message} {why}") for d in error.diagnostics]
+        raise DhirError(told, error.sources) from None
 
 
 def local_cpu(cores: int | None = None) -> Device:

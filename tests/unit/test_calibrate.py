@@ -140,7 +140,7 @@ def test_load_local_system_prefers_env_then_calibrated_file(
     monkeypatch.setenv("DHIR_SYSTEM", str(tmp_path / "named.json"))
     assert load_local_system() == named
     monkeypatch.setenv("DHIR_SYSTEM", str(tmp_path / "missing.toml"))
-    with pytest.raises(DhirError, match="cannot read the machine description"):
+    with pytest.raises(DhirError, match=r"machine description .* \(named by \$DHIR_SYSTEM\)$"):
         load_local_system()
 
 
