@@ -87,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
 def _check_writable(path: Path) -> None:
     """Fail before the measurements, not after, where the description cannot be written:
     its folder is missing or not writable, or the file is not."""
+    if path.is_dir():  # writable, as a folder: measured for nothing without this check
+        raise DhirError([Diagnostic(f"-o {path} is a directory; name the description's file")])
     folder = path.parent if str(path.parent) else Path(".")
     target = path if path.exists() else folder
     if not folder.is_dir() or not os.access(target, os.W_OK):

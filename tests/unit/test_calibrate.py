@@ -281,3 +281,19 @@ def test_calibrate_measures_the_network_between_two_hosts(
     # (12.9 against 7.0 us). The bytes on the link tell which way the messages went.
     if before is not None:  # the large message crossed the link (2 ranks on one host do not)
         assert hosts.link_bytes()[0] - before >= calibrate.QUICK.large_message
+
+
+def test_an_output_that_is_a_directory_is_refused_before_measuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dhir.cli import calibrate as command
+    from dhir.cli.main import main
+
+    def measure(*_: object) -> None:
+        raise AssertionError("measured before checking -o")
+
+    monkeypatch.setattr(command, "calibrate", measure)
+    folder = tmp_path / "dir.toml"
+    folder.mkdir()
+    assert main(["calibrate", "--quick", "-o", str(folder)]) == 1
+    assert f"-o {folder} is a directory; name the description's file" in capsys.readouterr().err
