@@ -189,10 +189,13 @@ def writing_cache(root: Path) -> Iterator[None]:
         if not any(p == where or where in p.parents or p in where.parents for p in paths):
             raise
         detail = f" ({paths[0]})" if paths and paths[0] != where else ""
+        reason = error.strerror
+        if root.exists() and not root.is_dir():  # mkdir says only "File exists"
+            reason, detail = "it is a file, not a directory", ""
         raise DhirError(
             [
                 Diagnostic(
-                    f"cannot write to dhir's cache directory {root}: {error.strerror}{detail}; "
+                    f"cannot write to dhir's cache directory {root}: {reason}{detail}; "
                     "make it a writable directory, or choose another with DHIR_CACHE_DIR=DIR"
                 )
             ]

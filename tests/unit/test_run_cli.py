@@ -239,12 +239,15 @@ def test_a_failed_run_leaves_no_earlier_results(
 
 
 @needs_llvm
-@pytest.mark.parametrize("where", ["in-proc", "under-a-file", "a-file-in-it", "read-only"])
+@pytest.mark.parametrize(
+    "where", ["in-proc", "a-file", "under-a-file", "a-file-in-it", "read-only"]
+)
 def test_an_unwritable_cache_directory_is_a_clear_error(
     tmp_path: Path, call_inputs: list[str], where: str
 ) -> None:
     cache = {
         "in-proc": Path("/proc/dhir-cache"),  # cannot be made, even by root
+        "a-file": tmp_path / "file",
         "under-a-file": tmp_path / "file" / "cache",
         "a-file-in-it": tmp_path / "cache",  # where the build puts its modules' objects
         "read-only": tmp_path / "cache",
@@ -269,6 +272,8 @@ def test_an_unwritable_cache_directory_is_a_clear_error(
     assert f"cannot write to dhir's cache directory {cache}" in result.stderr
     assert "choose another with DHIR_CACHE_DIR=DIR" in result.stderr
     assert "internal error" not in result.stderr
+    if where == "a-file":
+        assert f"{cache}: it is a file, not a directory;" in result.stderr
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
