@@ -383,7 +383,8 @@ static int64_t now_ns(void) {
  * With DHIR_TRACE_DIR set for rank 0 (which tells every rank at start), each rank keeps
  * every task, blocking MPI call, non-blocking send, input read and result write with its
  * start and end, in ns of CLOCK_MONOTONIC from a common origin (the end of a barrier at
- * start, so ranks on other hosts line up to within that barrier's skew), and writes them
+ * start, as each host's lowest rank saw it: ranks on one host share it, ranks on other
+ * hosts line up to within that barrier's skew; see shared_origin), and writes them
  * to <dir>/rank<R>.trace as it finalizes: a line "T id name<TAB>location" per task of the
  * table, a line "K id name" per kernel the rank's GPU ran, then "E kind begin end id peer
  * bytes tag" per event (kind: 0 a task, 1-6 the CALL_ kinds, 7 an isend, 8 an input read,
@@ -494,6 +495,22 @@ void dhir_rt_trace_gpu(int64_t begin, int64_t end, const char *kernel, int64_t d
     trace_keep((trace_event){TRACE_COPY, begin, end, -1, direction, bytes, -1});
 }
 
+/* The trace's origin, after a barrier every rank passes: the lowest rank of each host reads
+ * the clock and the host's other ranks take its reading, as they share its monotonic clock.
+ * Each rank reading its own would put the time it took to leave the barrier (milliseconds,
+ * on a busy host) between ranks, and receives would end before their sends began. */
+static int64_t shared_origin(void) {
+  MPI_Comm host;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL,
+                            &host),
+        "MPI_Comm_split_type");
+  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  int64_t origin = now_ns();
+  check(MPI_Bcast(&origin, 1, MPI_INT64_T, 0, host), "MPI_Bcast");
+  check(MPI_Comm_free(&host), "MPI_Comm_free");
+  return origin;
+}
+
 /* Collective: rank 0's DHIR_TRACE_DIR decides for every rank. */
 static void start_trace(void) {
   const char *dir = world_rank == 0 ? getenv("DHIR_TRACE_DIR") : NULL;
@@ -504,8 +521,7 @@ static void start_trace(void) {
   if (world_rank == 0 && snprintf(trace_dir, sizeof trace_dir, "%s", dir) >= (int)sizeof trace_dir)
     dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", dir);
   check(MPI_Bcast(trace_dir, sizeof trace_dir, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  trace_origin = now_ns();
+  trace_origin = shared_origin();
   tracing = 1;
 }
 
