@@ -74,21 +74,25 @@ def gantt(
         FigureCanvasAgg(figure)  # the Agg canvas: no display needed
         axes = figure.add_subplot()
         color_of = _colors(graph)
-        titles |= _draw_bars(axes, placement, rows, color_of, scale)
-        titles |= _draw_arrows(axes, graph, placement, arrows, scale)
-        _draw_axes(axes, graph, end, scale)
-        _legend(axes, graph, color_of)
         heading = (
             f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, {kind}: "
             f"makespan {scale.text(end)}"
         )
-        axes.set_title(f"{title}: {heading}" if title else heading)
-        figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
-        _label_bars(axes, placement, rows, color_of, scale)
+        # matplotlib refuses what it cannot draw (times beyond its range, a chart too big
+        # for an image) with ValueError or OverflowError: the user's data, not a bug.
         try:
+            titles |= _draw_bars(axes, placement, rows, color_of, scale)
+            titles |= _draw_arrows(axes, graph, placement, arrows, scale)
+            _draw_axes(axes, graph, end, scale)
+            _legend(axes, graph, color_of)
+            axes.set_title(f"{title}: {heading}" if title else heading)
+            figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
+            _label_bars(axes, placement, rows, color_of, scale)
             figure.savefig(path, format=path.suffix.lower()[1:], metadata=_metadata(path))
         except OSError as error:
             raise _error(f"cannot write {path}: {error.strerror or error}") from None
+        except (ValueError, OverflowError) as error:
+            raise _error(f"cannot draw the Gantt chart {path}: {error}") from None
     if path.suffix.lower() == ".svg" and titles:
         _add_titles(path, titles)
 

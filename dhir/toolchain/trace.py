@@ -14,10 +14,10 @@ Times are microseconds from the barrier every rank passed at start.
 """
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
@@ -123,51 +123,162 @@ def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
 def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
     """A trace `dhir run --trace` wrote, as a Gantt chart's rows (one per rank), bars (each
     run of a task: its name, ` #K` for its K-th run after the first) and arrows (each
-    message, from its send to its receive)."""
+    message, from its send to its receive). An error naming the file, and the event where
+    one is at fault, for anything that is not such a trace."""
     try:
-        return _chart(json.loads(path.read_text())["traceEvents"])
-    except OSError as error:
-        raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
-    except (ValueError, KeyError, TypeError, AttributeError):
+        return _chart(_trace_events(path))
+    except _NotATrace as problem:
         raise DhirError(
-            [Diagnostic(f"cannot read the trace {path}: not a trace that dhir run --trace wrote")]
+            [
+                Diagnostic(
+                    f"cannot read the trace {path}: {problem} "
+                    "(dhir gantt draws what dhir run --trace wrote)"
+                )
+            ]
         ) from None
 
 
-def _chart(events: list[dict[str, Any]]) -> tuple[TaskGraph, Placement, list[Arrow]]:
-    """`trace_chart` of the trace's events; KeyError, TypeError, ... where they are not
-    what dhir writes."""
-    ranks = sorted({e["pid"] for e in events if e.get("ph") == "M"})
+class _NotATrace(Exception):
+    """What in a file makes it no trace of dhir's (the message says where and why)."""
+
+
+def _trace_events(path: Path) -> list[object]:
+    """The file's `traceEvents` list."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
+    except ValueError:  # UnicodeDecodeError
+        raise _NotATrace("it is not text") from None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise _NotATrace("it is not JSON") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        raise _NotATrace("it has no list 'traceEvents'")
+    return events
+
+
+def _chart(events: list[object]) -> tuple[TaskGraph, Placement, list[Arrow]]:
+    """`trace_chart` of the trace's events; _NotATrace where they are not what dhir writes."""
+    read = [_Read.of(index, e) for index, e in enumerate(events)]
+    ranks = sorted({e.natural("pid") for e in read if e.get("ph") == "M"})
     devices = tuple(f"rank{r}" for r in ranks)
-    assignment: dict[str, str] = {}
-    start: dict[str, float] = {}
-    finish: dict[str, float] = {}
-    for e in sorted((e for e in events if e.get("cat") == "task"), key=lambda e: e["ts"]):
-        run = e["args"].get("run", 0)
-        name = e["name"] if run == 0 else f"{e['name']} #{run}"
-        assignment[name] = f"rank{e['pid']}"
-        start[name], finish[name] = e["ts"] / 1e6, (e["ts"] + e["dur"]) / 1e6
+    runs = sorted(_TaskRun.of(e, devices) for e in read if e.get("cat") == "task")
+    if not runs:
+        raise _NotATrace("it has no task runs to draw")
+    assignment = {run.name: run.device for run in runs}
+    start = {run.name: run.start for run in runs}
+    finish = {run.name: run.finish for run in runs}
     tasks = tuple(assignment)
-    if not tasks or any(assignment[t] not in devices for t in tasks):
-        raise ValueError("no task runs, or runs on ranks no metadata names")
-    if any(finish[t] < start[t] for t in tasks):
-        raise ValueError("a task run ends before it starts")
     cost = {t: {assignment[t]: finish[t] - start[t]} for t in tasks}
     graph = TaskGraph(devices, tasks, cost, ())
-    flows: dict[int, list[dict[str, object]]] = defaultdict(list)
-    for e in events:
-        if e.get("cat") == "message":
-            flows[e["id"]].append(e)
+    return graph, Placement(assignment, start, finish), _arrows(read, devices)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One event of the file, read field by field with checks."""
+
+    index: int
+    event: dict[str, object]
+
+    @staticmethod
+    def of(index: int, event: object) -> "_Read":
+        if not isinstance(event, dict):
+            raise _NotATrace(f"event {index} is {_show(event)}, not an object")
+        return _Read(index, event)
+
+    def get(self, key: str, default: object = None) -> object:
+        return self.event.get(key, default)
+
+    def fault(self, key: str, value: object, wanted: str) -> _NotATrace:
+        name = self.get("name")
+        which = f"event {self.index}" + (f" ({_show(name)})" if name is not None else "")
+        return _NotATrace(f"{which}: '{key}' is {_show(value)}, not {wanted}")
+
+    def natural(
+        self, key: str, default: object = None, within: dict[str, object] | None = None
+    ) -> int:
+        """The field `key` of this event (or of `within`, its args): a whole number >= 0."""
+        value = (self.event if within is None else within).get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self.fault(key, value, "a whole number >= 0")
+        return value
+
+    def time(self, key: str) -> float:
+        """The field `key` in microseconds, as seconds: a finite number >= 0 (times count
+        from the barrier at start; a bar before it would be off the chart)."""
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fault(key, value, "a number")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fault(key, value, "a finite number")
+        if isinstance(value, int) and value > 1e300:  # would be inf as a float
+            raise self.fault(key, value, "a number within a float's range")
+        if value < 0:
+            raise self.fault(key, value, "a number >= 0")
+        return value / 1e6
+
+    def text(self, key: str) -> str:
+        value = self.get(key)
+        if not isinstance(value, str):
+            raise self.fault(key, value, "a string")
+        return value
+
+    def args(self, required: bool) -> dict[str, object]:
+        value = self.get("args", None if required else {})
+        if not isinstance(value, dict):
+            raise self.fault("args", value, "an object")
+        return value
+
+    def rank(self, devices: tuple[str, ...]) -> str:
+        """The row of the rank this event ran on, which the metadata must name."""
+        device = f"rank{self.natural('pid')}"
+        if device not in devices:
+            raise self.fault("pid", self.get("pid"), "a rank the trace's metadata names")
+        return device
+
+
+@dataclass(frozen=True, order=True)
+class _TaskRun:
+    start: float
+    finish: float
+    name: str
+    device: str
+
+    @staticmethod
+    def of(event: _Read, devices: tuple[str, ...]) -> "_TaskRun":
+        name, device = event.text("name"), event.rank(devices)
+        run = event.natural("run", 0, within=event.args(required=True))
+        start, length = event.time("ts"), event.time("dur")
+        return _TaskRun(start, start + length, name if run == 0 else f"{name} #{run}", device)
+
+
+def _arrows(read: list[_Read], devices: tuple[str, ...]) -> list[Arrow]:
+    """An arrow per message the trace's flow events pair: from its send to its receive."""
+    flows: dict[int, dict[str, tuple[str, float, _Read]]] = defaultdict(dict)
+    for e in read:
+        if e.get("cat") == "message" and e.get("ph") in ("s", "f"):
+            ends = flows[e.natural("id")]
+            end = e.text("ph")
+            if end in ends:  # a third end: which two belong together is anyone's guess
+                raise e.fault("id", e.get("id"), "a message with one start and one end")
+            ends[end] = (e.rank(devices), e.time("ts"), e)
     arrows = []
-    for pair in flows.values():
-        ends = {e["ph"]: e for e in pair}
+    for ends in flows.values():
         if "s" in ends and "f" in ends:
-            send, recv = ends["s"], ends["f"]
-            source, target = f"rank{send['pid']}", f"rank{recv['pid']}"
-            begin, end = float(send["ts"]) / 1e6, float(recv["ts"]) / 1e6  # type: ignore[arg-type]
-            nbytes = int(send.get("args", {}).get("bytes", 0))  # type: ignore[union-attr]
+            (source, begin, send), (target, end, _) = ends["s"], ends["f"]
+            nbytes = send.natural("bytes", 0, within=send.args(required=False))
             arrows.append(Arrow(source, target, begin, end, nbytes, source, target))
-    return graph, Placement(assignment, start, finish), arrows
+    return arrows
+
+
+def _show(value: object) -> str:
+    """A value as the file writes it (JSON: NaN, Infinity, true), cut short."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _meta(name: str, pid: int, tid: int, value: object) -> dict[str, object]:

@@ -114,6 +114,13 @@ def test_gantt_incomplete_placement(tmp_path: Path) -> None:
         gantt(graph, Placement({}, {}, {}), tmp_path / "chart.png")
 
 
+def test_gantt_says_what_matplotlib_cannot_draw(tmp_path: Path) -> None:
+    graph = TaskGraph(("d0",), ("x",), {"x": {"d0": 1.0}}, ())
+    endless = Placement({"x": "d0"}, {"x": 0.0}, {"x": float("inf")})
+    with pytest.raises(DhirError, match="cannot draw the Gantt chart .*chart.png: Axis limits"):
+        gantt(graph, endless, tmp_path / "chart.png")
+
+
 # --- DOT --------------------------------------------------------------------------------
 
 # A DOT token: a quoted string (with backslash escapes), an arrow, a name or number, or

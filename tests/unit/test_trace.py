@@ -205,3 +205,57 @@ def test_dhir_gantt_refuses_what_is_no_trace(
     assert main(["gantt", str(bad), "-o", str(tmp_path / "x.png")]) == 1
     err = capsys.readouterr().err
     assert "cannot read the trace" in err and "internal error" not in err
+
+
+FLOW_START = {"ph": "s", "cat": "message", "name": "message", "id": 1, "pid": 0, "ts": 2}
+FLOW_END = {**FLOW_START, "ph": "f", "bp": "e", "ts": 3}
+
+
+GOOD = [RANK, RUN, FLOW_START, FLOW_END]
+
+
+@pytest.mark.parametrize(
+    ("index", "event", "fault"),
+    [
+        (1, {**RUN, "ts": float("inf")}, "event 1 (\"t\"): 'ts' is Infinity, not a finite number"),
+        (1, {**RUN, "ts": float("nan")}, "event 1 (\"t\"): 'ts' is NaN, not a finite number"),
+        (
+            1,
+            {**RUN, "dur": 10**400},
+            "'dur' is 1000000000000000000000000000000000000..., not a number within a float's range",
+        ),
+        (1, {**RUN, "ts": True}, "'ts' is true, not a number"),
+        (1, {**RUN, "ts": -1}, "'ts' is -1, not a number >= 0"),
+        (1, {**RUN, "name": 12}, "event 1 (12): 'name' is 12, not a string"),
+        (1, {**RUN, "args": {"run": "x"}}, "'run' is \"x\", not a whole number >= 0"),
+        (1, {**RUN, "pid": "0"}, "'pid' is \"0\", not a whole number >= 0"),
+        (1, None, "event 1 is null, not an object"),
+        (2, {**FLOW_START, "pid": 7}, "event 2 (\"message\"): 'pid' is 7, not a rank the"),
+        (2, {**FLOW_START, "ts": "5"}, "'ts' is \"5\", not a number"),
+        (2, {**FLOW_START, "args": {"bytes": "x"}}, "'bytes' is \"x\", not a whole number >= 0"),
+        (2, {**FLOW_START, "id": [1]}, "'id' is [1], not a whole number >= 0"),
+        (4, FLOW_START, "'id' is 1, not a message with one start and one end"),
+    ],
+)
+def test_dhir_gantt_names_the_event_that_is_wrong(
+    index: int, event: object, fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events: list[object] = [*GOOD]
+    events[index : index + 1] = [event]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"traceEvents": events}))
+    assert main(["gantt", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the trace {bad}: " in err and fault in err, err
+    assert "internal error" not in err
+
+
+def test_dhir_gantt_draws_a_trace_with_its_message(tmp_path: Path) -> None:
+    trace, chart = tmp_path / "t.json", tmp_path / "t.svg"
+    other = {**RANK, "pid": 1, "args": {"name": "rank 1"}}
+    trace.write_text(
+        json.dumps({"traceEvents": [RANK, other, RUN, FLOW_START, {**FLOW_END, "pid": 1}]})
+    )
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 0
+    text = chart.read_text()
+    assert "t on rank0: 1 us to 3 us" in text and "0 bytes from rank0 to rank1" in text
