@@ -30,9 +30,9 @@ from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
 from dhir.cli.common import add_constraints, add_quiet, checked
 from dhir.cli.names import COMMANDS
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, loc_of
 from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
@@ -375,6 +375,7 @@ def program_graphs(
     the last result checks a placement against them."""
 
     module = _read_program(path)
+    _check_entry(module, entry)
     if on_tensors(module, entry):  # bufferized first, as `dhir run` does
         module = bufferize(module, entry, ranks)
     # A plain entry: schedules as `dhir run` makes them.
@@ -451,6 +452,23 @@ def _read_program(path: Path) -> ModuleOp:
     if str(path) == "-":
         return parse_string(sys.stdin.read(), "<stdin>")
     return parse_file(path)
+
+
+def _check_entry(module: ModuleOp, entry: str) -> None:
+    """`dhir run`'s error (dhir.toolchain.entry) for an entry the module does not define
+    with a body: the passes place every schedule whatever the entry, so an unknown one
+    would show @main's as if it were the one asked for."""
+    functions = [op for op in walk_outside_tasks(module) if isinstance(op, FuncOp)]
+    for function in functions:
+        if function.sym_name.data == entry and function.is_declaration:
+            raise DhirError([Diagnostic(f"entry function @{entry} has no body", loc_of(function))])
+        if function.sym_name.data == entry:
+            return
+    names = ", ".join(f"@{f.sym_name.data}" for f in functions if not f.is_declaration)
+    raise _error(
+        f"no function @{entry} to run; the module defines {names or 'no functions'}"
+        " (choose one with --entry)"
+    )
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:

@@ -220,6 +220,26 @@ def test_bad_program_arguments(
     assert message in err
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (None, "no function @nope to run; the module defines @main (choose one with --entry)"),
+        ("func.func private @nope()\n", "entry function @nope has no body"),
+    ],
+)
+def test_an_entry_the_program_lacks_is_refused_as_dhir_run_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str | None, message: str
+) -> None:
+    program = EXAMPLES / "time_loop.mlir"  # a program with schedules in @main
+    if source is not None:
+        text = program.read_text() + source
+        program = tmp_path / "p.mlir"
+        program.write_text(text)
+    code, out, err = run_schedule(capsys, str(program), "-n", "2", "--entry", "nope")
+    assert (code, out) == (1, "")
+    assert message in err
+
+
 def test_a_plain_program_is_wrapped_and_split_as_dhir_run_does(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
