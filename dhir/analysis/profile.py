@@ -23,11 +23,12 @@ class Measurement:
 @dataclass
 class Profile:
     """Measured task times, by task name (see dhir.ir.tasks.task_ids); JSON as `dhir run --profile`
-    writes it: {"tasks": {"main.schedule0.task0": seconds, ...}, "ranks": N,
+    writes it: {"format": 1, "tasks": {"main.schedule0.task0": seconds, ...}, "ranks": N,
     "devices": {"main.schedule0.task0": {"kind": "cpu", "arch": "x86_64", "rank": 0}},
     "calls": {...}, "schedules": {"main.schedule0": seconds, ...}}. Only "tasks" is
-    required; a task without "devices" was measured on a CPU. `schedules` holds each
-    schedule's measured wall time per run (the slowest rank's), when the profile has it."""
+    required (another "format" is refused); a task without "devices" was measured on a
+    CPU. `schedules` holds each schedule's measured wall time per run (the slowest rank's),
+    when the profile has it."""
 
     tasks: dict[str, Measurement] = field(default_factory=dict)
     schedules: dict[str, float] = field(default_factory=dict)
@@ -113,10 +114,16 @@ def _seconds(value: object) -> bool:
     return number and 0 <= value <= LARGEST  # type: ignore[operator]
 
 
+# The "format" `dhir run --profile` writes (PROFILE_FORMAT in dhir/transforms/instrument.py,
+# which imports this module, so it cannot be imported from there).
+FORMAT = 1
+
+
 def profile_from_json(data: object, where: str = "the profile") -> Profile:
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
         raise _profile_error(where, 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}')
+    _check_format(data.get("format", FORMAT), where)  # type: ignore[union-attr]
     devices = data.get("devices", {}) if isinstance(data, dict) else {}
     if not isinstance(devices, dict):
         raise _profile_error(where, f'"devices" must be an object: {{"<task>": {_DEVICE}}}')
@@ -128,6 +135,17 @@ def profile_from_json(data: object, where: str = "the profile") -> Profile:
         profile.tasks[name] = Measurement(float(seconds), kind, arch)
     profile.schedules = _schedule_times(data.get("schedules", {}), where)  # type: ignore[union-attr]
     return profile
+
+
+def _check_format(version: object, where: str) -> None:
+    """A profile of another format (another dhir's) may mean other things by the same
+    keys: refused rather than read as this one. A profile by hand may leave it out."""
+    if version != FORMAT or isinstance(version, bool):
+        raise _profile_error(
+            where,
+            f"it is a profile of format {json.dumps(version)}; this dhir reads format {FORMAT} "
+            '(as dhir run --profile writes it, or with no "format")',
+        )
 
 
 _DEVICE = '{"kind": "cpu" or "gpu", "arch": "<arch>", "rank": R}'

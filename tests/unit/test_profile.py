@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dhir.analysis.profile import load_profile, profile_from_json, unmatched, why_unmatched
+from dhir.analysis.profile import FORMAT, load_profile, profile_from_json, unmatched, why_unmatched
 from dhir.api import parse_file, parse_string, print_module, run_pipeline
+from dhir.cli.main import main
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import task_ids
@@ -204,6 +205,27 @@ def test_profile_schedules_are_optional_but_checked() -> None:
         profile_from_json({"tasks": {}, "schedules": {"main.schedule0": -1}})
     with pytest.raises(DhirError, match='"schedules" must be an object'):
         profile_from_json({"tasks": {}, "schedules": [1]})
+
+
+def test_a_profile_of_another_format_is_refused() -> None:
+    report = profile_report({"ranks": 1, "tasks": {}}, [], local_devices(1), "x86_64")
+    assert report["format"] == FORMAT  # what dhir run --profile writes, this dhir reads
+    assert profile_from_json(report).tasks == {}
+    assert profile_from_json({"tasks": {"t": 1.0}}).tasks["t"].seconds == 1.0  # by hand
+    for other, shown in ((99, "99"), ("banana", '"banana"'), (True, "true")):
+        with pytest.raises(DhirError, match=f"it is a profile of format {shown}; this dhir reads"):
+            profile_from_json({"format": other, "tasks": {}})
+
+
+def test_schedule_refuses_costs_of_another_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    costs = tmp_path / "p.json"
+    costs.write_text('{"format": 99, "tasks": {}}')
+    program = str(EXAMPLES / "time_loop.mlir")
+    assert main(["schedule", program, "-n", "2", "--costs", str(costs)]) == 1
+    _, err = capsys.readouterr()
+    assert f"cannot use {costs} as task costs: it is a profile of format 99" in err
 
 
 # Task 0 is one loop dhir-split cuts into one piece per rank; task 1 stays whole.
