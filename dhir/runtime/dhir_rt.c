@@ -696,8 +696,9 @@ static void gather_profile(void) {
   free(all_ranks);
 }
 
-/* Bytes and messages this rank sent (a broadcast counts at its root), printed at the end
- * when DHIR_RT_STATS is set so that benchmarks can show the traffic. */
+/* Bytes and messages this rank sent (a broadcast counts at its root, a gather at each rank
+ * whose run it moves), printed at the end when DHIR_RT_STATS is set so that benchmarks can
+ * show the traffic. */
 static int64_t sent_bytes = 0, sent_messages = 0;
 /* Bytes of the inputs that reached this rank: read from their files or broadcast to it. */
 static int64_t input_bytes = 0;
@@ -1094,7 +1095,8 @@ void dhir_rt_allgatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t leng
   char *data = message_buffer("dhir_rt_allgatherv", ptr, bytes, "root", 0);
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_allgatherv", bytes, offset, length, &fits);
-  count_sent(length);
+  if (length > 0) /* a rank with no run takes part but sends nothing */
+    count_sent(length);
   if (fits) {
     int *counts = malloc(2 * (size_t)world_size * sizeof *counts);
     if (counts == NULL)
@@ -1121,7 +1123,10 @@ void dhir_rt_gatherv(int64_t ptr, int64_t bytes, int64_t offset, int64_t length,
   int fits = 0;
   int64_t *runs = gather_runs("dhir_rt_gatherv", bytes, offset, length, &fits);
   if (fits) {
-    count_sent(length);
+    /* The root's own run stays in place, and a rank with none sends nothing: as the
+     * messages of the other branch, which dhir_rt_send counts. */
+    if (world_rank != root && length > 0)
+      count_sent(length);
     int *counts = malloc(2 * (size_t)world_size * sizeof *counts);
     if (counts == NULL)
       dhir_rt_fatal("dhir_rt_gatherv: cannot allocate %d counts", world_size);

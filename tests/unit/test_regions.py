@@ -343,6 +343,49 @@ def test_timing_reports_the_bytes_each_rank_sent() -> None:
     assert "dhir: rank 1 sent 160 bytes in " in timing.report()
 
 
+def _writer(rank: int) -> str:
+    """A task on `rank` writing rows 4 * rank .. 4 * rank + 3 of %a."""
+    return f"""
+    %t{rank} = dhir.task %cpu, %a attributes {{dhir.rank = {rank}}} {{
+      %one = arith.constant 1 : index
+      %lo = arith.constant {4 * rank} : index
+      %hi = arith.constant {4 * rank + 4} : index
+      %x = arith.constant {rank + 1}.0 : f64
+      scf.for %i = %lo to %hi step %one {{
+        memref.store %x, %a[%i] : memref<12xf64>
+      }}
+    }}"""
+
+
+def _writers(ranks: range) -> str:
+    writers = "".join(_writer(r) for r in ranks)
+    return f'  dhir.schedule %a {{\n    %cpu = dhir.target {{kind = "cpu"}}{writers}\n  }}\n'
+
+
+# Two schedules list %a, so it stays whole: after the first, an allgatherv to which rank 2
+# brings no run; after the second, a gatherv to rank 0, whose own run stays in place.
+SCHEDULES = _writers(range(2)) + _writers(range(3))
+GATHERS = f"func.func @main(%a: memref<12xf64>) {{\n{SCHEDULES}  return\n}}\n"
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_a_gather_counts_only_at_the_ranks_whose_rows_it_moves() -> None:
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+
+    timing = Timing()
+    options = RunOptions(ranks=3)
+    module = parse_string(GATHERS)
+    (got,) = run_module(module, "main", [np.zeros(12)], "native", options, timing=timing)
+    np.testing.assert_array_equal(got, np.repeat([1.0, 2.0, 3.0], 4))
+    ranks = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    sent = {int(words[2]): (int(words[4]), int(words[7])) for words in ranks}
+    # Rank 0 sends its rows once (the allgatherv), rank 1 twice, rank 2 once (the gatherv):
+    # a rank with no rows to send counted a message of 0 bytes.
+    assert sent == {0: (32, 1), 1: (64, 2), 2: (32, 1)}
+
+
 def _while_stencil() -> str:
     """The stencil under `scf.while` counting down %steps (the condition reads no memref)."""
     text = stencil(2)
