@@ -6,16 +6,19 @@
   when there is one (`dot -Tsvg` draws it).
 """
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, warn
 from dhir.placement.graph import Placement, TaskGraph
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 FORMATS = (".png", ".svg")
 
@@ -68,26 +71,21 @@ def gantt(
     end = max(placement.makespan, max((a.end for a in arrows), default=0.0))
     scale = _Scale.of(end)
     height = min(60.0, max(2.5, 1.2 + 0.3 * len(graph.devices)))
-    titles: dict[str, str] = {}
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dhir"}):
+    heading = (
+        f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, {kind}: "
+        f"makespan {scale.text(end)}"
+    )
+    heading = f"{_shown(title, _TITLE_MAX)}: {heading}" if title else heading
+    with (
+        matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dhir"}),
+        _warnings_in_our_words(path),
+    ):
         figure = Figure(figsize=(_WIDTH_IN, height), dpi=_DPI, layout="constrained")
         FigureCanvasAgg(figure)  # the Agg canvas: no display needed
-        axes = figure.add_subplot()
-        color_of = _colors(graph)
-        heading = (
-            f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, {kind}: "
-            f"makespan {scale.text(end)}"
-        )
         # matplotlib refuses what it cannot draw (times beyond its range, a chart too big
         # for an image) with ValueError or OverflowError: the user's data, not a bug.
         try:
-            titles |= _draw_bars(axes, placement, rows, color_of, scale)
-            titles |= _draw_arrows(axes, graph, placement, arrows, scale)
-            _draw_axes(axes, graph, end, scale)
-            _legend(axes, graph, color_of)
-            axes.set_title(f"{title}: {heading}" if title else heading)
-            figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
-            _label_bars(axes, placement, rows, color_of, scale)
+            titles = _draw(figure, graph, placement, rows, arrows, scale, end, heading)
             figure.savefig(path, format=path.suffix.lower()[1:], metadata=_metadata(path))
         except OSError as error:
             raise _error(f"cannot write {path}: {error.strerror or error}") from None
@@ -95,6 +93,54 @@ def gantt(
             raise _error(f"cannot draw the Gantt chart {path}: {error}") from None
     if path.suffix.lower() == ".svg" and titles:
         _add_titles(path, titles)
+
+
+def _draw(
+    figure: "Figure",
+    graph: TaskGraph,
+    placement: Placement,
+    rows: list[list[str]],
+    arrows: Sequence[Arrow],
+    scale: "_Scale",
+    end: float,
+    heading: str,
+) -> dict[str, str]:
+    """The chart on `figure`; the SVG ids of its bars and arrows, with their titles."""
+    axes = figure.add_subplot()
+    color_of = _colors(graph)
+    titles = _draw_bars(axes, placement, rows, color_of, scale)
+    titles |= _draw_arrows(axes, graph, placement, arrows, scale)
+    _draw_axes(axes, graph, end, scale)
+    _legend(axes, graph, color_of)
+    axes.set_title(heading)
+    figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
+    _label_bars(axes, placement, rows, color_of, scale)
+    return titles
+
+
+@contextmanager
+def _warnings_in_our_words(path: Path) -> Iterator[None]:
+    """matplotlib's warnings (each with a line of dhir's source) as dhir's warnings about
+    the chart, once each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)  # each time, not once a process
+        yield
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        warn(Diagnostic(f"drawing {path}: {message}", severity="warning"))
+
+
+# Names longer than this are cut (ending in "…") in the legend, on the device axis and in
+# the heading; matplotlib otherwise gives them the whole figure and squeezes the chart to
+# nothing. The SVG's hover titles keep them whole.
+_LABEL_MAX = 60
+_TITLE_MAX = 120
+
+
+def _shown(text: str, limit: int | None = None) -> str:
+    """`text` as a chart shows it: control characters (which no font draws and XML cannot
+    hold) written as escapes, cut to `limit` characters."""
+    text = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -177,7 +223,7 @@ def _legend(axes: "Axes", graph: TaskGraph, color_of: dict[str, Color]) -> None:
     if not bases or len(bases) > _LEGEND_MAX:
         return
     first = {_base(task): color_of[task] for task in reversed(graph.tasks)}
-    handles = [Patch(facecolor=first[base], label=base) for base in bases]
+    handles = [Patch(facecolor=first[base], label=_shown(base, _LABEL_MAX)) for base in bases]
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=_FONT_SIZE)
 
 
@@ -257,7 +303,7 @@ def _add_titles(path: Path, titles: dict[str, str]) -> None:
     text = path.read_text()
     for gid, title in titles.items():
         opening = f'<g id="{gid}">'
-        text = text.replace(opening, f"{opening}<title>{escape(title)}</title>", 1)
+        text = text.replace(opening, f"{opening}<title>{escape(_shown(title))}</title>", 1)
     path.write_text(text)
 
 
@@ -265,15 +311,19 @@ def _draw_axes(axes: "Axes", graph: TaskGraph, end: float, scale: _Scale) -> Non
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     count = len(graph.devices)
-    axes.set_ylim(count - 0.5, -0.5)  # the first device on top
+    # The first device on top; with none, a row's height still (equal limits warn).
+    axes.set_ylim(max(count, 1) - 0.5, -0.5)
     makespan = end * scale.factor
     axes.set_xlim(0.0, makespan * 1.02 if makespan > 0 else 1.0)
     if count <= _NAMED_ROWS:
-        axes.set_yticks(range(count), labels=list(graph.devices), fontsize=_FONT_SIZE)
+        labels = [_shown(device, _LABEL_MAX) for device in graph.devices]
+        axes.set_yticks(range(count), labels=labels, fontsize=_FONT_SIZE)
     else:
         axes.yaxis.set_major_locator(MaxNLocator(nbins=40, integer=True))
         axes.yaxis.set_major_formatter(
-            FuncFormatter(lambda y, _: graph.devices[int(y)] if 0 <= y < count else "")
+            FuncFormatter(
+                lambda y, _: _shown(graph.devices[int(y)], _LABEL_MAX) if 0 <= y < count else ""
+            )
         )
     axes.set_xlabel(f"time ({scale.unit})")
     axes.set_ylabel("device")
@@ -310,14 +360,15 @@ def _label_bars(
     for row, tasks in enumerate(rows):
         for task in tasks:
             width = (finish[task] - start[task]) * scale.factor * pixels_per_time
-            if width >= (len(task) + 1) * char_pixels:
+            label = _shown(task)
+            if width >= (len(label) + 1) * char_pixels:
                 middle = (start[task] + finish[task]) / 2 * scale.factor
                 red, green, blue = color_of[task][:3]
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # luma
                 axes.text(
                     middle,
                     row,
-                    task,
+                    label,
                     ha="center",
                     va="center",
                     fontsize=_FONT_SIZE,

@@ -4,6 +4,7 @@
 import re
 import shutil
 import subprocess
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 from dhir import DhirError
 from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import heft
-from dhir.placement.render import Arrow, dot, gantt, quote
+from dhir.placement.render import Arrow, _warnings_in_our_words, dot, gantt, quote
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -119,6 +120,47 @@ def test_gantt_says_what_matplotlib_cannot_draw(tmp_path: Path) -> None:
     endless = Placement({"x": "d0"}, {"x": 0.0}, {"x": float("inf")})
     with pytest.raises(DhirError, match="cannot draw the Gantt chart .*chart.png: Axis limits"):
         gantt(graph, endless, tmp_path / "chart.png")
+
+
+def test_gantt_of_no_devices_draws_without_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning of matplotlib's fails the test
+        gantt(TaskGraph((), (), {}, ()), Placement({}, {}, {}), tmp_path / "empty.svg")
+    assert "0 tasks on 0 devices" in svg_text(tmp_path / "empty.svg")
+    assert capsys.readouterr().err == ""
+
+
+def test_gantt_cuts_long_names_and_escapes_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long, odd = "a" * 5000, "<b>&\x00"
+    devices = ("d" * 300, "d1")
+    cost = {long: {devices[0]: 1.0}, odd: {"d1": 2.0}}
+    graph = TaskGraph(devices, (long, odd), cost, ())
+    placement = Placement(
+        {long: devices[0], odd: "d1"}, {long: 0.0, odd: 0.0}, {long: 1.0, odd: 2.0}
+    )
+    path = tmp_path / "chart.svg"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gantt(graph, placement, path, title="t" * 1000)
+    text = svg_text(path)  # XML: no NUL in it
+    assert "a" * 59 + "…" in text and "d" * 59 + "…" in text and "t" * 119 + "…" in text
+    assert "<b>&\\x00" in text and "\x00" not in path.read_text()
+    assert f"<title>{long} on {devices[0]}: " in path.read_text()  # hover titles: whole
+    assert capsys.readouterr().err == ""
+
+
+def test_matplotlibs_warnings_are_said_as_dhirs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _warnings_in_our_words(tmp_path / "c.png"):
+        warnings.warn("axes sizes collapsed to zero", UserWarning, stacklevel=1)
+        warnings.warn("axes sizes collapsed to zero", UserWarning, stacklevel=1)
+    err = capsys.readouterr().err
+    assert err == f"warning: drawing {tmp_path / 'c.png'}: axes sizes collapsed to zero\n"
 
 
 # --- DOT --------------------------------------------------------------------------------
