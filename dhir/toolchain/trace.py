@@ -168,6 +168,7 @@ def _chart(events: list[object]) -> tuple[TaskGraph, Placement, list[Arrow]]:
     runs = sorted(_TaskRun.of(e, devices) for e in read if e.get("cat") == "task")
     if not runs:
         raise _NotATrace("it has no task runs to draw")
+    _check_one_bar_each(runs)
     assignment = {run.name: run.device for run in runs}
     start = {run.name: run.start for run in runs}
     finish = {run.name: run.finish for run in runs}
@@ -247,13 +248,26 @@ class _TaskRun:
     finish: float
     name: str
     device: str
+    index: int = field(compare=False)  # the event's, for errors
 
     @staticmethod
     def of(event: _Read, devices: tuple[str, ...]) -> "_TaskRun":
         name, device = event.text("name"), event.rank(devices)
         run = event.natural("run", 0, within=event.args(required=True))
         start, length = event.time("ts"), event.time("dur")
-        return _TaskRun(start, start + length, name if run == 0 else f"{name} #{run}", device)
+        shown = name if run == 0 else f"{name} #{run}"
+        return _TaskRun(start, start + length, shown, device, event.index)
+
+
+def _check_one_bar_each(runs: list[_TaskRun]) -> None:
+    """dhir names each run of a task once (task names are the module's own): two runs of
+    one name would share a bar, and the chart would show one of them."""
+    seen: dict[str, int] = {}
+    for run in runs:
+        if run.name in seen:
+            first, second = sorted((seen[run.name], run.index))
+            raise _NotATrace(f"events {first} and {second} are both the task run {_show(run.name)}")
+        seen[run.name] = run.index
 
 
 def _arrows(read: list[_Read], devices: tuple[str, ...]) -> list[Arrow]:

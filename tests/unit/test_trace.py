@@ -235,6 +235,7 @@ GOOD = [RANK, RUN, FLOW_START, FLOW_END]
         (2, {**FLOW_START, "args": {"bytes": "x"}}, "'bytes' is \"x\", not a whole number >= 0"),
         (2, {**FLOW_START, "id": [1]}, "'id' is [1], not a whole number >= 0"),
         (4, FLOW_START, "'id' is 1, not a message with one start and one end"),
+        (4, {**RUN, "ts": 0}, 'events 1 and 4 are both the task run "t"'),
     ],
 )
 def test_dhir_gantt_names_the_event_that_is_wrong(
