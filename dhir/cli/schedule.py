@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
                 args.system,
                 args.ranks,
                 codedrop=not args.no_codedrop,
-                entry=args.entry or "main",
+                entry=args.entry,
                 target=args.target or DEFAULT_TARGET,
                 costs=args.costs,
                 constraints=args.constraints,
@@ -360,7 +360,7 @@ def program_graphs(
     system_file: Path | None,
     ranks: int | None,
     codedrop: bool = True,
-    entry: str = "main",
+    entry: str | None = None,
     target: str = DEFAULT_TARGET,
     costs: Path | None = None,
     constraints: Path | None = None,
@@ -372,10 +372,14 @@ def program_graphs(
     `costs`, a profile, where given), and the makespan of a placement as the native
     backend runs it (dhir.placement.as_built). With `constraints`, the tasks they name
     are first given the ranks `algorithm` and the constraints settle on (dhir-place), and
-    the last result checks a placement against them."""
+    the last result checks a placement against them. An `entry` named must be one of the
+    module's functions, as for `dhir run`; None: @main's memory, where there is a @main
+    (every schedule is placed either way)."""
 
     module = _read_program(path)
-    _check_entry(module, entry)
+    if entry is not None:  # named: the module must have it; else @main, where there is one
+        _check_entry(module, entry)
+    entry = entry or "main"
     if on_tensors(module, entry):  # bufferized first, as `dhir run` does
         module = bufferize(module, entry, ranks)
     # A plain entry: schedules as `dhir run` makes them.
