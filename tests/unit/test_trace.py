@@ -111,13 +111,15 @@ func.func @main(%a: memref<8xf64>, %b: memref<8xf64>) {
 
 
 def _slice_at(events: list[dict], point: dict) -> dict:
-    """The MPI call a flow's end `point` sits in (chrome_trace puts it at the middle)."""
+    """The send or receive a flow's end `point` sits in (chrome_trace puts it at the
+    middle)."""
     (call,) = [
         e
         for e in events
         if e["ph"] == "X"
         and e["pid"] == point["pid"]
         and e["tid"] == point["tid"]
+        and e["name"].split()[0] in ("send", "isend", "recv")
         and e["ts"] <= point["ts"] <= e["ts"] + e["dur"]
     ]
     return call
