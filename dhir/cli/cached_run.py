@@ -42,7 +42,7 @@ from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.toolchain.options import RunOptions, timeout_seconds
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tools import cache_root
+from dhir.toolchain.tools import cache_root, keep_json
 
 # Options that shape the build or the launch: part of the key.
 _KEYED_VALUES = (
@@ -146,14 +146,7 @@ def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], No
             "threads": options.threads,
             "hostfile": None if options.hostfile is None else str(options.hostfile),
         }
-        path = _record_path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(entry))
-            temporary.replace(path)
-        except OSError:
-            pass  # a cache that cannot be written only costs the next run its start-up
+        keep_json(_record_path(key), entry)  # not kept: the next run takes the full path
 
     return record
 

@@ -16,7 +16,6 @@ libraries' names are read once and kept in dhir's cache, keyed by the libraries'
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -24,7 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.tools import LLVM_VERSION, cache_root
+from dhir.toolchain.tools import LLVM_VERSION, cache_root, keep_json
 
 # The libraries every program links, by the file the loader takes, and what to call them.
 SYSTEM_LIBRARIES = {"libc.so.6": "the C library", "libm.so.6": "the math library (libm)"}
@@ -120,13 +119,7 @@ def _system_names(nm: str, key: str, libraries: tuple[tuple[Path, str], ...]) ->
     names: dict[str, str] = {}
     for path, who in reversed(libraries):  # the C library's word wins
         names.update(dict.fromkeys((name for _, name in _read(nm, path, dynamic=True)), who))
-    try:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        temporary = stored.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(names))
-        temporary.replace(stored)
-    except OSError:
-        pass  # a cache that cannot be written is read again next time
+    keep_json(stored, names)  # not kept: read again next time
     return names
 
 

@@ -7,6 +7,7 @@ point at other installations with the same layout (bin/mpirun, include/mpi.h, li
 What they build is cached under `cache_root()`.
 """
 
+import json
 import os
 import re
 import shutil
@@ -146,3 +147,15 @@ def cache_root() -> Path:
     """Where dhir keeps what the tools built: $DHIR_CACHE_DIR, else ~/.cache/dhir."""
     configured = os.environ.get("DHIR_CACHE_DIR")
     return Path(configured) if configured else Path.home() / ".cache" / "dhir"
+
+
+def keep_json(path: Path, data: object) -> None:
+    """`data` as JSON in `path` of the cache, whole or not at all (written aside, then
+    renamed); a cache that cannot be written is only a cost, so an OSError is ignored."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(data))
+        temporary.replace(path)
+    except OSError:
+        pass
