@@ -139,6 +139,14 @@ def declared_symbols(module: ModuleOp) -> list[str]:
     ]
 
 
+# C library functions that end or replace the calling process: called in the interpreter
+# they would take dhir with them (natively a rank ends, and the run says which).
+ENDS_THE_PROCESS = frozenset(
+    ("abort", "exit", "_exit", "_Exit", "quick_exit", "raise", "kill", "execv", "execve",
+     "execvp", "execl", "execlp", "execle", "pthread_exit", "longjmp", "siglongjmp")
+)  # fmt: skip
+
+
 def _symbol(callee: func.FuncOp) -> str:
     name = callee.sym_name.data
     return f"{C_INTERFACE_PREFIX}{name}" if C_INTERFACE in callee.attributes else name
@@ -149,6 +157,13 @@ def call_external(
 ) -> PythonValues:
     """`callee` (a declaration) called on `args` from the linked files."""
     name = callee.sym_name.data
+    if name in ENDS_THE_PROCESS:
+        fail(
+            op,
+            f"calls {name}, which ends the process it runs in: the interpreter runs in "
+            "dhir's own, which would die without a word; run the program natively, where "
+            "dhir reports the rank that ended and the task",
+        )
     c_interface = C_INTERFACE in callee.attributes
     libraries = interpreter.get_data(ExternalCalls, "libraries", system_libraries)
     function = libraries.symbol(_symbol(callee))
