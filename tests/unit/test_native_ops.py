@@ -711,6 +711,35 @@ def test_maximumf_and_minimumf_order_minus_zero_below_plus_zero() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+def _f64_bits(*bits: int) -> np.ndarray:
+    return np.array(bits, np.uint64).view(np.float64)
+
+
+@needs_llvm
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        # quiet and signalling NaNs of both signs, against each other and numbers
+        ((0x7FF8 << 48, 0x7FF8 << 48 | 0x1234), (0xFFF8 << 48 | 0x5678, 0x7FF0 << 48 | 1)),
+        ((0xFFF8 << 48 | 0x5678, 0x7FF8 << 48 | 0x1234), (0x7FF8 << 48, 0xFFF0 << 48 | 0x4321)),
+        ((0x7FF8 << 48 | 9 << 32, 0x3FF0 << 48), (0xBFF0 << 48, 0xFFF8 << 48 | 7 << 32)),
+    ],
+)
+def test_maximumf_and_minimumf_pick_the_nan_native_code_picks(
+    a: tuple[int, int], b: tuple[int, int]
+) -> None:
+    """Of two NaNs, the interpreter gave the first; x86 code gives the first or the second
+    by the first operand's sign."""
+    x = _f64_bits(*a, *b, *b, *a)
+    y = _f64_bits(*b, *a, *a[::-1], *b[::-1])
+    zeros = [np.zeros(8), np.zeros(8), np.zeros(8, np.float32), np.zeros(8, np.float32)]
+    native, interp = both(SIGNED_ZEROS, x, y, *zeros)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        np.testing.assert_array_equal(
+            got.view(f"u{got.itemsize}"), oracle.view(f"u{got.itemsize}"), f"argument {k}"
+        )
+
+
 LIBRARY_NAMES = """
 func.func private @exp(%x: f64) -> f64 {
   %one = arith.constant 1.0 : f64

@@ -171,10 +171,9 @@ def remainder(a: float, b: float) -> float:
 
 
 def maximum(a: float, b: float) -> float:
-    """arith.maximumf: the NaN operand if either is NaN, as LLVM's maximum
-    gives it; +0 > -0."""
+    """arith.maximumf: the NaN operand if either is NaN; +0 > -0."""
     if a != a or b != b:
-        return a if a != a else b
+        return _nan_of(a, b, keep_first=math.copysign(1.0, a) < 0)
     if a == b == 0:
         return a if math.copysign(1.0, a) > 0 else b
     return a if a > b else b
@@ -182,10 +181,19 @@ def maximum(a: float, b: float) -> float:
 
 def minimum(a: float, b: float) -> float:
     if a != a or b != b:
-        return a if a != a else b
+        return _nan_of(a, b, keep_first=math.copysign(1.0, a) > 0)
     if a == b == 0:
         return a if math.copysign(1.0, a) < 0 else b
     return a if a < b else b
+
+
+def _nan_of(a: float, b: float, keep_first: bool) -> float:
+    """The NaN that x86 code gives for llvm.maximum/minimum: LLVM orders the operands by
+    the first one's sign (maximum keeps a negative `a` first, minimum a positive one),
+    then the first of that order if it is NaN, else the second."""
+    if a != a and b != b:
+        return a if keep_first else b
+    return a if a != a else b
 
 
 def maxnum(a: float, b: float) -> float:
