@@ -1057,3 +1057,53 @@ def test_nans_have_the_bits_native_code_gives_them() -> None:
     native, interp = both(NAN_BITS, a, b, *zeros)
     for k in (2, 3, 4):
         assert native[k].view(np.uint64).tolist() == interp[k].view(np.uint64).tolist(), k
+
+
+def _reduction_program(loop: str, op: str) -> str:
+    one = "0.0" if op == "addf" else "1.0"
+    loops = {
+        "affine.parallel": f"""
+  %s = affine.parallel (%i) = (0) to (16) reduce ("{op}") -> f32 {{
+    %v = affine.load %a[%i] : memref<16xf32>
+    affine.yield %v : f32
+  }}""",
+        "affine.for": f"""
+  %z = arith.constant {one} : f32
+  %s = affine.for %i = 0 to 16 iter_args(%acc = %z) -> (f32) {{
+    %v = affine.load %a[%i] : memref<16xf32>
+    %n = arith.{op} %acc, %v : f32
+    affine.yield %n : f32
+  }}""",
+        "scf.parallel": f"""
+  %z = arith.constant {one} : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %s = scf.parallel (%i) = (%c0) to (%c16) step (%c1) init (%z) -> f32 {{
+    %v = memref.load %a[%i] : memref<16xf32>
+    scf.reduce(%v : f32) {{
+    ^bb0(%x: f32, %y: f32):
+      %n = arith.{op} %x, %y : f32
+      scf.reduce.return %n : f32
+    }}
+  }}""",
+    }
+    return f"""
+func.func @main(%a: memref<16xf32>, %r: memref<1xf32>) {{{loops[loop]}
+  affine.store %s, %r[0] : memref<1xf32>
+  return
+}}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("loop", ["affine.parallel", "affine.for", "scf.parallel"])
+@pytest.mark.parametrize("op", ["addf", "mulf"])
+def test_float_reductions_keep_the_accumulators_nan(loop: str, op: str) -> None:
+    """Of two NaNs, x86 code keeps the first operand's, the accumulator's; the
+    interpreter's reductions (Python's + and *) took the new value's."""
+    bits = [0x3F800000, *(0x7FC00000 | k for k in range(1, 15)), 0xFFC00099]
+    a = np.array(bits, np.uint32).view(np.float32)
+    native, interp = both(_reduction_program(loop, op), a, np.zeros(1, np.float32))
+    assert native[1].view(np.uint32)[0] == 0x7FC00001
+    np.testing.assert_array_equal(interp[1].view(np.uint32), native[1].view(np.uint32))

@@ -28,6 +28,7 @@ from dhir.backends.interp.scalars import (
     _exact,
     _int_binary,
     _no_signed_overflow,
+    add,
     divide,
     float_rounder,
     float_to_int,
@@ -38,6 +39,7 @@ from dhir.backends.interp.scalars import (
     maxnum,
     minimum,
     minnum,
+    multiply,
     remainder,
     result_rounder,
     round_bf16_once,
@@ -157,11 +159,11 @@ class ArithImpls(InterpreterFunctions):
         if isinstance(op, dhir_arith.RemFOp):
             return (round_to(remainder(a, b)),)
         if isinstance(op, arith.AddfOp):
-            return (round_to(a + b),)
+            return (round_to(add(a, b)),)
         if isinstance(op, arith.SubfOp):
             return (round_to(a - b),)
         if isinstance(op, arith.MulfOp):
-            return (round_to(a * b),)
+            return (round_to(multiply(a, b)),)
         return (round_to(divide(a, b)),)
 
     @handles(arith.MaximumfOp, arith.MinimumfOp, arith.MaxnumfOp, arith.MinnumfOp)

@@ -147,6 +147,21 @@ def float_to_int(op: Operation, value: float, width: int, is_signed: bool) -> in
     return wrap(math.trunc(value), width)
 
 
+def add(a: float, b: float) -> float:
+    """IEEE addition; of two NaNs, the first, as x86 gives it (CPython adds in either
+    order, so its NaN changes as the interpreter warms up)."""
+    return _first_nan(a, b) if a != a or b != b else a + b
+
+
+def multiply(a: float, b: float) -> float:
+    return _first_nan(a, b) if a != a or b != b else a * b
+
+
+def _first_nan(a: float, b: float) -> float:
+    nan = a if a != a else b
+    return nan + nan  # quieted, as the hardware gives a signalling NaN back
+
+
 def divide(a: float, b: float) -> float:
     """IEEE division (Python raises on division by zero); NaNs as the hardware makes
     them, as native code gets them (0/0 is x86's default NaN, with its sign bit set)."""
@@ -284,7 +299,8 @@ def combine(op: Operation, kind: str, a: Any, b: Any, type_: Attribute) -> Any:
     if kind in ("addf", "mulf", "maximumf", "minimumf", "maxnumf", "minnumf"):
         round_to = float_rounder(op, type_)
         floats: dict[str, Callable[[float, float], float]] = {
-            "addf": lambda x, y: round_to(x + y), "mulf": lambda x, y: round_to(x * y),
+            "addf": lambda x, y: round_to(add(x, y)),
+            "mulf": lambda x, y: round_to(multiply(x, y)),
             "maximumf": maximum, "minimumf": minimum, "maxnumf": maxnum, "minnumf": minnum,
         }  # fmt: skip
         return floats[kind](a, b)
