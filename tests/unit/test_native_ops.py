@@ -1107,3 +1107,44 @@ def test_float_reductions_keep_the_accumulators_nan(loop: str, op: str) -> None:
     native, interp = both(_reduction_program(loop, op), a, np.zeros(1, np.float32))
     assert native[1].view(np.uint32)[0] == 0x7FC00001
     np.testing.assert_array_equal(interp[1].view(np.uint32), native[1].view(np.uint32))
+
+
+AFFINE_INDEX_OPS = """
+func.func @main(%a: memref<4x8xi32>, %n: memref<1xindex>, %o: memref<24x8xindex>,
+                %v: memref<4x8xi32>) {
+  %c0 = arith.constant 0 : index
+  %k = memref.load %n[%c0] : memref<1xindex>
+  affine.for %i = -3 to 21 {
+    %m = affine.max affine_map<(d0)[s0] -> (d0 - 3, 0, s0 - d0)>(%i)[%k]
+    %q:3 = affine.delinearize_index %i into (2, %k, 3) : index, index, index
+    %p:3 = affine.delinearize_index %i into (%k, 3) : index, index, index
+    %l = affine.linearize_index [%q#2, %q#1, %q#0] by (3, %k, 2) : index
+    %l2 = affine.linearize_index disjoint [%p#0, %p#2] by (5) : index
+    affine.store %m, %o[%i + 3, 0] : memref<24x8xindex>
+    affine.store %q#0, %o[%i + 3, 1] : memref<24x8xindex>
+    affine.store %q#1, %o[%i + 3, 2] : memref<24x8xindex>
+    affine.store %q#2, %o[%i + 3, 3] : memref<24x8xindex>
+    affine.store %p#0, %o[%i + 3, 4] : memref<24x8xindex>
+    affine.store %p#1, %o[%i + 3, 5] : memref<24x8xindex>
+    affine.store %l, %o[%i + 3, 6] : memref<24x8xindex>
+    affine.store %l2, %o[%i + 3, 7] : memref<24x8xindex>
+  }
+  affine.for %i = 0 to 4 {
+    %x = affine.vector_load %a[%i, symbol(%k) - 2] : memref<4x8xi32>, vector<4xi32>
+    affine.vector_store %x, %v[3 - %i, 4] : memref<4x8xi32>, vector<4xi32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_affine_index_ops_and_vector_accesses() -> None:
+    """The interpreter refused affine.max, delinearize_index, linearize_index and
+    vector_load/store, which dhir parses and runs natively."""
+    a = np.arange(32, dtype=np.int32).reshape(4, 8)
+    inputs = [a, np.array([4], np.intp), np.zeros((24, 8), np.intp), np.zeros((4, 8), np.int32)]
+    native, interp = both(AFFINE_INDEX_OPS, *inputs)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        np.testing.assert_array_equal(got, oracle, f"argument {k}")
+    np.testing.assert_array_equal(interp[3][3 - np.arange(4), 4:], a[:, 2:6])

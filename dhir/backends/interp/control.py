@@ -3,7 +3,7 @@
 from collections.abc import Callable, Sequence
 from itertools import product
 
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -203,6 +203,33 @@ class ControlImpls(InterpreterFunctions):
     def run_affine_min(self, interp: Interpreter, op: affine.MinOp, args: Values) -> Values:
         return (min(eval_map(op.map.data, args)),)
 
+    @handles(_dhir_affine.MaxOp)
+    def run_affine_max(self, interp: Interpreter, op: _dhir_affine.MaxOp, args: Values) -> Values:
+        return (max(eval_map(op.map.data, args)),)
+
+    @handles(_dhir_affine.DelinearizeIndexOp)
+    def run_delinearize(
+        self, interp: Interpreter, op: _dhir_affine.DelinearizeIndexOp, args: Values
+    ) -> Values:
+        # The outermost result is not reduced modulo its basis entry, as MLIR lowers it.
+        basis = _basis(op.static_basis.get_values(), args[1:])
+        if len(op.multi_index) == len(basis):
+            basis = basis[1:]
+        rest, results = args[0], []
+        for size in reversed(basis):
+            rest, digit = divmod(rest, _positive_basis(op, size))
+            results.append(digit)
+        return (rest, *reversed(results))
+
+    @handles(_dhir_affine.LinearizeIndexOp)
+    def run_linearize(
+        self, interp: Interpreter, op: _dhir_affine.LinearizeIndexOp, args: Values
+    ) -> Values:
+        indices = args[: len(op.multi_index)]
+        basis = _basis(op.static_basis.get_values(), args[len(op.multi_index) :])
+        strides = basis[len(basis) - len(indices) + 1 :]  # the outermost entry is unused
+        return (wrap(_linear(indices, strides), INDEX_WIDTH),)
+
     @handles(affine.LoadOp)
     def run_affine_load(self, interp: Interpreter, op: affine.LoadOp, args: Values) -> Values:
         return (load(op, args[0], eval_map(op.map.data, args[1:])),)
@@ -274,6 +301,25 @@ def _reduction_identity(op: Operation, kind: str, type_: Attribute) -> float | i
         fail(op, f'with the reduction "{kind}" is not supported (mlir-opt-22 cannot lower it)')
     identity = REDUCTION_IDENTITIES[kind]
     return identity if isinstance(identity, float) else wrap(identity, int_width(op, type_))
+
+
+def _basis(static: Sequence[int], dynamic: Sequence[int]) -> list[int]:
+    values = iter(dynamic)
+    return [next(values) if size == DYNAMIC_INDEX else size for size in static]
+
+
+def _positive_basis(op: Operation, size: int) -> int:
+    if size <= 0:
+        fail(op, f"has the basis entry {size}; entries must be positive")
+    return size
+
+
+def _linear(indices: Sequence[int], strides: Sequence[int]) -> int:
+    """The row-major position of `indices` whose inner sizes are `strides`."""
+    total = indices[0] if indices else 0
+    for index, size in zip(indices[1:], strides):
+        total = total * size + index
+    return total
 
 
 def _grouped(values: Sequence[int], groups: Sequence[int], pick: Callable[..., int]) -> list[int]:

@@ -20,10 +20,11 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
+from dhir.backends.interp.control import eval_map
 from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
 from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
-from dhir.dialects import vector
+from dhir.dialects import affine, vector
 from dhir.dialects import vector as dhir_vector
 
 
@@ -142,6 +143,24 @@ class VectorImpls(InterpreterFunctions):
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
         _contiguous(op, array, args[2:], value.shape)[...] = value
+        return ()
+
+    @handles(affine.VectorLoadOp)
+    def run_affine_vector_load(
+        self, interp: Interpreter, op: affine.VectorLoadOp, args: Values
+    ) -> Values:
+        base = eval_map(op.map.data, args[1:])
+        shape = tuple(op.result.type.get_shape())
+        return (_frozen(np.array(_contiguous(op, args[0], base, shape))),)
+
+    @handles(affine.VectorStoreOp)
+    def run_affine_vector_store(
+        self, interp: Interpreter, op: affine.VectorStoreOp, args: Values
+    ) -> Values:
+        value, array = args[0], args[1]
+        if not array.flags.writeable:
+            fail(op, "writes into a constant memref.global")
+        _contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape)[...] = value
         return ()
 
     @handles(vector.BroadcastOp)
