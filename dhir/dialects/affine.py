@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineExpr, AffineMap
 from xdsl.ir.affine.affine_expr import (
     AffineBinaryOpKind,
@@ -58,7 +58,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.affine_parser import AffineParser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import ConstantLike, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
 
@@ -229,6 +229,10 @@ class LoadOp(affine.LoadOp):
         printer.print_string(" ")
         _print_access(printer, self.memref, self.map.data, self.indices, self.attributes)
 
+    def verify_(self) -> None:
+        super().verify_()
+        check_map_operands(self, self.indices, self.map.data.num_dims)
+
 
 class StoreOp(affine.StoreOp):
     """`affine.store %value, %memref[subscripts] attr-dict : memref-type`. xDSL 0.74 makes every
@@ -249,6 +253,10 @@ class StoreOp(affine.StoreOp):
         printer.print_ssa_value(self.value)
         printer.print_string(", ")
         _print_access(printer, self.memref, self.map.data, self.indices, self.attributes)
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_map_operands(self, self.indices, self.map.data.num_dims)
 
 
 class VectorLoadOp(affine.VectorLoadOp):
@@ -273,6 +281,10 @@ class VectorLoadOp(affine.VectorLoadOp):
         printer.print_string(", ")
         printer.print_attribute(self.result.type)
 
+    def verify_(self) -> None:
+        super().verify_()
+        check_map_operands(self, self.indices, self.map.data.num_dims)
+
 
 class VectorStoreOp(affine.VectorStoreOp):
     """`affine.vector_store %value, %memref[subscripts] : memref-type, vector-type`. xDSL 0.74
@@ -296,6 +308,10 @@ class VectorStoreOp(affine.VectorStoreOp):
         _print_access(printer, self.memref, self.map.data, self.indices, self.attributes)
         printer.print_string(", ")
         printer.print_attribute(self.value.type)
+
+    def verify_(self) -> None:
+        super().verify_()
+        check_map_operands(self, self.indices, self.map.data.num_dims)
 
 
 def _parse_bound_list(parser: Parser, keyword: str) -> tuple[AffineMap, list[int], list[SSAValue]]:
@@ -517,6 +533,14 @@ class ParallelOp(affine.ParallelOp):
         return [ATOMIC_RMW_KINDS[i] if 0 <= i < len(ATOMIC_RMW_KINDS) else str(i) for i in ids]
 
     def verify_(self) -> None:
+        self._verify_shape()
+        lower_map = self.lowerBoundsMap.data
+        n_lower = lower_map.num_dims + lower_map.num_symbols
+        check_map_operands(self, self.map_operands[:n_lower], lower_map.num_dims)
+        upper = self.map_operands[n_lower:]
+        check_map_operands(self, upper, self.upperBoundsMap.data.num_dims)
+
+    def _verify_shape(self) -> None:
         lower_map, upper_map = self.lowerBoundsMap.data, self.upperBoundsMap.data
         inputs = sum(m.num_dims + m.num_symbols for m in (lower_map, upper_map))
         if len(self.map_operands) != inputs:
@@ -616,6 +640,10 @@ class IfOp(affine.IfOp):
         printer.print_op_attributes(self.attributes)
 
     def verify_(self) -> None:
+        self._verify_shape()
+        check_map_operands(self, self.args, self.condition.data.num_dims)
+
+    def _verify_shape(self) -> None:
         iset = self.condition.data
         if len(self.args) != iset.num_dims + iset.num_symbols:
             raise VerifyException(
@@ -815,8 +843,160 @@ class LinearizeIndexOp(IRDLOperation):
         printer.print_attribute(self.linear_index.type)
 
 
+# --- MLIR's valid dimensions and symbols ------------------------------------------------
+# mlir-opt-22 refuses an affine map operand that is not a valid dimension or symbol
+# ("operand cannot be used as a dimension id"); these are its rules (isValidDim and
+# isValidSymbol in MLIR's AffineOps.cpp). A dhir.task counts as an affine scope, as a
+# function does: its body becomes one, and what it takes from outside is an argument.
+
+
+def _scope(op: Operation) -> Region | None:
+    """The region of the nearest enclosing function or dhir.task (MLIR's affine scope)."""
+    region = op.parent_region()
+    while region is not None and region.parent is not None:
+        owner = region.parent
+        if owner.name in _SCOPE_OPS or owner.has_trait(IsolatedFromAbove):
+            return region
+        region = owner.parent_region()
+    return region
+
+
+_SCOPE_OPS = frozenset({"func.func", "gpu.func", "dhir.task", "builtin.module"})
+
+
+def _defining_region(value: SSAValue) -> Region | None:
+    if isinstance(value, BlockArgument):
+        return value.block.parent
+    return value.owner.parent_region() if isinstance(value.owner, Operation) else None
+
+
+def _is_top_level(value: SSAValue, scope: Region | None) -> bool:
+    """Defined directly in `scope`, or outside it (an argument of the scope)."""
+    region = _defining_region(value)
+    if scope is None or region is scope:
+        return True
+    while region is not None:  # inside the scope, at some depth?
+        if region is scope:
+            return False
+        owner = region.parent
+        region = owner.parent_region() if owner is not None else None
+    return True
+
+
+def _is_index(value: SSAValue) -> bool:
+    return isinstance(value.type, IndexType)
+
+
+def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
+    if not _is_index(value):
+        return False
+    if _is_top_level(value, scope):
+        return True
+    op = value.owner
+    if not isinstance(op, Operation):
+        return False
+    if op.has_trait(ConstantLike):
+        return True
+    if isinstance(op, affine.ApplyOp):
+        return all(valid_symbol(v, scope) for v in op.operands)
+    if op.name == "memref.dim":
+        return _valid_dim_op_symbol(op, scope)
+    return False
+
+
+def _valid_dim_op_symbol(op: Operation, scope: Region | None) -> bool:
+    """memref.dim: of a memref from the top level, or a static size or valid symbol size
+    of a memref allocated inside the scope."""
+    source, index = op.operands
+    if _is_top_level(source, scope):
+        return True
+    allocation, position = source.owner, _constant(index)
+    if not isinstance(allocation, Operation) or position is None:
+        return False
+    if allocation.name not in ("memref.alloc", "memref.alloca"):
+        return False
+    shape = cast(MemRefType, source.type).get_shape()
+    if not 0 <= position < len(shape):
+        return False
+    if shape[position] != DYNAMIC_INDEX:
+        return True
+    size = allocation.operands[sum(n == DYNAMIC_INDEX for n in shape[:position])]
+    return valid_symbol(size, scope)
+
+
+def _constant(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, Operation) and op.has_trait(ConstantLike):
+        found = op.properties.get("value") or op.attributes.get("value")
+        if isinstance(found, IntegerAttr):
+            return found.value.data
+    return None
+
+
+def valid_dim(value: SSAValue, scope: Region | None) -> bool:
+    if not _is_index(value):
+        return False
+    if valid_symbol(value, scope):
+        return True
+    op = value.owner
+    if isinstance(value, BlockArgument):
+        return _is_induction_variable(value)
+    if isinstance(op, affine.ApplyOp | DelinearizeIndexOp | LinearizeIndexOp):
+        return all(valid_dim(v, scope) for v in op.operands)
+    if isinstance(op, Operation) and op.name == "memref.dim":
+        return _is_top_level(op.operands[0], scope)
+    return False
+
+
+def _is_induction_variable(value: BlockArgument) -> bool:
+    owner = value.block.parent_op()
+    if isinstance(owner, affine.ForOp):
+        return value.index == 0
+    return isinstance(owner, affine.ParallelOp)
+
+
+def check_map_operands(op: Operation, operands: Sequence[SSAValue], num_dims: int) -> None:
+    """As MLIR's verifiers: the first `num_dims` operands valid dimensions, the rest
+    valid symbols."""
+    scope = _scope(op)
+    for position, operand in enumerate(operands):
+        if position < num_dims and not valid_dim(operand, scope):
+            raise VerifyException(
+                f"operand {position} cannot be used as a dimension id (it is not a loop "
+                "variable, a value from the top of the function or task, or affine "
+                "arithmetic of these; mlir-opt-22 refuses it)"
+            )
+        if position >= num_dims and not valid_symbol(operand, scope):
+            raise VerifyException(
+                f"operand {position} cannot be used as a symbol (it is not a constant or a "
+                "value from the top of the function or task; mlir-opt-22 refuses it)"
+            )
+
+
+class _ForOp(affine.ForOp):
+    """xDSL's affine.for, whose bound operands are also checked as MLIR checks them."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_ForOp":
+        op = affine.ForOp.parse(parser)
+        return cls.create(
+            operands=list(op.operands),
+            result_types=list(op.result_types),
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+            regions=[op.detach_region(0)],
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        lower, upper = self.lowerBoundMap.data, self.upperBoundMap.data
+        check_map_operands(self, self.lowerBoundOperands, lower.num_dims)
+        check_map_operands(self, self.upperBoundOperands, upper.num_dims)
+
+
 Affine: Dialect = with_replaced_ops(
     affine.Affine,
+    _ForOp,
     LoadOp,
     StoreOp,
     VectorLoadOp,

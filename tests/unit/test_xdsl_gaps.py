@@ -51,6 +51,15 @@ STRIDES = "dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi
 
 # Samples for gaps the corpus does not show (its uses of these ops are ones xDSL reads).
 SAMPLES: dict[str, list[str]] = {
+    # an iteration argument is no valid dimension: MLIR refuses it as a bound operand
+    "affine.for": [
+        _func(
+            "%n: index",
+            "  %r = affine.for %i = 0 to 4 iter_args(%a = %n) -> (index) {\n"
+            "    affine.for %j = 0 to affine_map<(d0) -> (d0)>(%a) {\n    }\n"
+            "    affine.yield %a : index\n  }",
+        )
+    ],
     "affine.vector_load": [
         _func(
             "%m: memref<8xf32>",

@@ -1,0 +1,128 @@
+"""Affine map operands must be valid dimensions and symbols by MLIR's rules: dhir's
+verifier refuses, with a located error, exactly what mlir-opt-22 refuses (it ran such
+programs in the interpreter, and the native build failed in mlir-opt-22)."""
+
+import shutil
+import subprocess
+
+import pytest
+
+import dhir
+from dhir import DhirError
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+# Where the operand comes from: (at the top of the function, in the loop, its name).
+VALUES = {
+    "argument": ("", "", "%n"),
+    "top-level addi": ("%b = arith.addi %n, %n : index", "", "%b"),
+    "constant in the loop": ("", "%b = arith.constant 3 : index", "%b"),
+    "loop variable": ("", "", "%i"),
+    "iteration argument": ("", "", "%acc"),
+    "addi in the loop": ("", "%b = arith.addi %i, %i : index", "%b"),
+    "load in the loop": ("", "%b = memref.load %m[%i] : memref<8xindex>", "%b"),
+    "apply of the loop variable": ("", "%b = affine.apply affine_map<(d0) -> (d0 * 2)>(%i)", "%b"),
+    "apply of the iteration argument": (
+        "",
+        "%b = affine.apply affine_map<(d0) -> (d0 * 2)>(%acc)",
+        "%b",
+    ),
+    "delinearized loop variable": (
+        "",
+        "%b:2 = affine.delinearize_index %i into (2, 4) : index, index",
+        "%b#0",
+    ),
+    "dim of an argument": ("", "%b = memref.dim %dm, %c0 : memref<?xf32>", "%b"),
+    "dim of an allocation in the loop": (
+        "",
+        "%al = memref.alloc(%i) : memref<?xf32>\n    %b = memref.dim %al, %c0 : memref<?xf32>",
+        "%b",
+    ),
+    "loop result in the loop": (
+        "",
+        "%b = affine.for %j = 0 to 2 iter_args(%a = %i) -> (index) {\n"
+        "      affine.yield %a : index\n    }",
+        "%b",
+    ),
+}
+
+USES = {
+    "load": "%x = affine.load %m[{v}] : memref<8xindex>",
+    "load symbol": "%x = affine.load %m[symbol({v})] : memref<8xindex>",
+    "store": "affine.store %c0, %m[{v} + 1] : memref<8xindex>",
+    "for bound": "affine.for %k = max affine_map<(d0) -> (d0, 0)>({v}) to 8 {{\n    }}",
+    "for symbol bound": "affine.for %k = 0 to {v} {{\n    }}",
+    "if": "affine.if affine_set<(d0) : (d0 >= 0)>({v}) {{\n    }}",
+    "if symbol": "affine.if affine_set<()[s0] : (s0 >= 0)>()[{v}] {{\n    }}",
+    "vector_load": "%x = affine.vector_load %f[{v}] : memref<8xf32>, vector<2xf32>",
+    "vector_store": "affine.vector_store %w, %f[{v}] : memref<8xf32>, vector<2xf32>",
+    "parallel": "affine.parallel (%k) = (0) to ({v}) {{\n    }}",
+    "min": "%x = affine.min affine_map<(d0) -> (d0, 4)>({v})",
+}
+
+
+def _program(value: str, use: str) -> str:
+    top, inner, name = VALUES[value]
+    return f"""func.func @f(%m: memref<8xindex>, %f: memref<8xf32>, %n: index, %w: vector<2xf32>,
+             %dm: memref<?xf32>) {{
+  %c0 = arith.constant 0 : index
+  {top}
+  %r = affine.for %i = 0 to 8 iter_args(%acc = %n) -> (index) {{
+    {inner}
+    {USES[use].format(v=name)}
+    affine.yield %acc : index
+  }}
+  return
+}}
+"""
+
+
+def _dhir_accepts(text: str) -> bool:
+    try:
+        dhir.parse_string(text, "prog.mlir").verify()
+    except DhirError:
+        return False
+    return True
+
+
+@needs_llvm
+@pytest.mark.parametrize("use", USES)
+def test_dhir_refuses_what_mlir_opt_refuses(use: str) -> None:
+    for value in VALUES:
+        text = _program(value, use)
+        mlir = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
+        assert _dhir_accepts(text) == (mlir.returncode == 0), (value, use, mlir.stderr)
+
+
+def _task(use: str) -> str:
+    return f"""func.func @main(%c: memref<6xf32>, %d: memref<2xf32>) {{
+  dhir.schedule %c, %d {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %c, %d {{
+      %z = arith.constant 0 : index
+      %top = affine.for %j = 0 to 2 iter_args(%a = %z) -> (index) {{
+        %n = affine.apply affine_map<(d0) -> (d0 + 2)>(%a)
+        affine.yield %n : index
+      }}
+      affine.for %i = 0 to 2 {{
+        %q = affine.for %j = 0 to 2 iter_args(%a = %i) -> (index) {{
+          affine.yield %a : index
+        }}
+        %v = affine.load %c[{use}] : memref<6xf32>
+        affine.store %v, %d[%i] : memref<2xf32>
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def test_a_loop_result_inside_a_loop_is_a_located_error() -> None:
+    with pytest.raises(DhirError, match=r"prog.mlir:14:.*cannot be used as a dimension id"):
+        dhir.parse_string(_task("%q"), "prog.mlir").verify()
+
+
+def test_a_loop_result_at_the_top_of_a_task_is_a_symbol() -> None:
+    """A task's body is an affine scope, as a function's is."""
+    dhir.parse_string(_task("%top"), "prog.mlir").verify()
