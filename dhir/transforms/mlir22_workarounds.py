@@ -19,12 +19,18 @@
   case 4294967296 matched 0, and cases equal in their low 32 bits made an invalid switch.
   It becomes a chain of `scf.if`, comparing the whole index with each case in order.
 
-docs/upstream-bugs.md sections 13 and 15 have the reproducers. Each rewrite addresses the same
+- `affine.for` whose bounds are constants giving no iterations: around an `affine.for`
+  with a `max` lower bound, canonicalization (also in `expand-strided-metadata`) folds
+  the inner bound map to `() -> ()`, which fails to verify. The loop that never runs
+  goes, its results replaced by its initial values.
+
+docs/upstream-bugs.md sections 13, 15 and 17 have the reproducers. Each rewrite addresses the same
 elements as the op it replaces, so results are exact.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -37,10 +43,11 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dhir.dialects import arith, memref, scf, vector
+from dhir.dialects import affine, arith, memref, scf, vector
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.walk import find_ops
@@ -69,9 +76,37 @@ class Mlir22WorkaroundsPass(ModulePass):
                 _reinterpret(found)
         for found in find_ops(op, (scf.IndexSwitchOp,)):
             _as_ifs(found)
+        for loop in list(find_ops(op, (affine.ForOp,))):
+            if loop.parent is not None and _never_runs(loop):
+                Rewriter.replace_op(loop, [], list(loop.inits))
         for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
             if _holds_regions(scope) and not in_device_code(scope):
                 _save_and_restore_stack(scope)
+
+
+def _never_runs(loop: affine.ForOp) -> bool:
+    """Bounds of constants only, the lower not below the upper (the body never runs)."""
+    n_lower = len(loop.lowerBoundOperands)
+    lower = _constant_bound(loop.lowerBoundMap.data, loop.operands[:n_lower], max)
+    upper_operands = loop.operands[n_lower : n_lower + len(loop.upperBoundOperands)]
+    upper = _constant_bound(loop.upperBoundMap.data, upper_operands, min)
+    return lower is not None and upper is not None and lower >= upper
+
+
+def _constant_bound(
+    amap: AffineMap, operands: Sequence[SSAValue], pick: Callable[..., int]
+) -> int | None:
+    values = [_constant_index(v) for v in operands]
+    if None in values or not amap.results:
+        return None
+    known = cast(list[int], values)
+    return pick(amap.eval(known[: amap.num_dims], known[amap.num_dims :]))
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, IntegerAttr):
+        return value.owner.value.value.data
+    return None
 
 
 def _holds_regions(scope: memref.AllocaScopeOp) -> bool:

@@ -1148,3 +1148,41 @@ def test_affine_index_ops_and_vector_accesses() -> None:
     for k, (got, oracle) in enumerate(zip(native, interp)):
         np.testing.assert_array_equal(got, oracle, f"argument {k}")
     np.testing.assert_array_equal(interp[3][3 - np.arange(4), 4:], a[:, 2:6])
+
+
+EMPTY_OUTER_LOOP = """
+func.func @main(%a: memref<8xf32>, %r: memref<1xindex>) {
+  dhir.schedule %a, %r {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %r {
+      %s = arith.constant 2 : index
+      affine.for %i = 2 to 2 {
+        affine.for %j = max affine_map<(d0)[s0] -> (d0 mod 3, s0)>(%i)[%s] to 8 {
+          %c = arith.constant 1.5 : f32
+          affine.store %c, %a[%j] : memref<8xf32>
+        }
+      }
+      %n = affine.for %i = 5 to 2 iter_args(%acc = %s) -> (index) {
+        %m = affine.for %j = max affine_map<(d0) -> (d0, 1)>(%i) to 8 iter_args(%b = %acc)
+            -> (index) {
+          %k = arith.addi %b, %j : index
+          affine.yield %k : index
+        }
+        affine.yield %m : index
+      }
+      affine.store %n, %r[0] : memref<1xindex>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_a_max_lower_bound_inside_a_loop_that_never_runs() -> None:
+    """mlir-opt-22 folded the inner bound map to `() -> ()` and refused the program
+    (docs/upstream-bugs.md, 17)."""
+    native, interp = both(EMPTY_OUTER_LOOP, np.arange(8, dtype=np.float32), np.zeros(1, np.intp))
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        np.testing.assert_array_equal(got, oracle, f"argument {k}")
+    assert interp[1][0] == 2
