@@ -994,8 +994,33 @@ class _ForOp(affine.ForOp):
         check_map_operands(self, self.upperBoundOperands, upper.num_dims)
 
 
+class _ApplyOp(affine.ApplyOp):
+    """xDSL's affine.apply, which also refuses a loop variable (or other valid dimension
+    that is no valid symbol) given as a symbol, as MLIR's verifier does."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_ApplyOp":
+        op = affine.ApplyOp.parse(parser)
+        return cls.create(
+            operands=list(op.operands),
+            result_types=list(op.result_types),
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        scope = _scope(self)
+        for operand in self.mapOperands[self.map.data.num_dims :]:
+            if valid_dim(operand, scope) and not valid_symbol(operand, scope):
+                raise VerifyException(
+                    "dimensional operand cannot be used as a symbol (mlir-opt-22 refuses it)"
+                )
+
+
 Affine: Dialect = with_replaced_ops(
     affine.Affine,
+    _ApplyOp,
     _ForOp,
     LoadOp,
     StoreOp,

@@ -58,6 +58,9 @@ USES = {
     "vector_store": "affine.vector_store %w, %f[{v}] : memref<8xf32>, vector<2xf32>",
     "parallel": "affine.parallel (%k) = (0) to ({v}) {{\n    }}",
     "min": "%x = affine.min affine_map<(d0) -> (d0, 4)>({v})",
+    "max symbol": "%x = affine.max affine_map<()[s0] -> (s0, 4)>()[{v}]",
+    "apply": "%x = affine.apply affine_map<(d0) -> (d0 + 1)>({v})",
+    "apply symbol": "%x = affine.apply affine_map<()[s0] -> (s0 + 1)>()[{v}]",
 }
 
 

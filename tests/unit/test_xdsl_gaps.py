@@ -51,6 +51,14 @@ STRIDES = "dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi
 
 # Samples for gaps the corpus does not show (its uses of these ops are ones xDSL reads).
 SAMPLES: dict[str, list[str]] = {
+    # a loop variable is no valid symbol: MLIR refuses it as one
+    "affine.apply": [
+        _func(
+            "%n: index",
+            "  affine.for %i = 0 to 4 {\n"
+            "    %x = affine.apply affine_map<()[s0] -> (s0 + 1)>()[%i]\n  }",
+        )
+    ],
     # an iteration argument is no valid dimension: MLIR refuses it as a bound operand
     "affine.for": [
         _func(
