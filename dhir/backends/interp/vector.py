@@ -209,6 +209,9 @@ class VectorImpls(InterpreterFunctions):
         kind = _kind(op)
         lanes: list[Any] = [v.item() for v in np.asarray(args[0]).reshape(-1)]
         lanes = [int(v) if isinstance(v, bool) else v for v in lanes]
+        if kind in ("maximumf", "minimumf"):
+            total = _x86_min_max(op, kind, lanes)
+            return (combine(op, kind, total, args[1], op.dest.type) if len(args) > 1 else total,)
         if len(args) > 1:
             total = args[1]
         elif kind == "addf":
@@ -218,6 +221,21 @@ class VectorImpls(InterpreterFunctions):
         for value in lanes:
             total = combine(op, kind, total, value, op.dest.type)
         return (total,)
+
+
+def _x86_min_max(op: vector.ReductionOp, kind: str, lanes: list[Any]) -> Any:
+    """As x86 code (16-byte registers) reduces llvm.vector.reduce.fmaximum/fminimum: the
+    lower half with the upper, lane by lane, down to one register, then its lanes in
+    order. Which of two NaNs comes out depends on this order."""
+    per_register = 16 // np.dtype(value_dtype(op.dest.type) or np.float32).itemsize
+    while len(lanes) > per_register and len(lanes) % 2 == 0:
+        half = len(lanes) // 2
+        pairs = zip(lanes[:half], lanes[half:])
+        lanes = [combine(op, kind, a, b, op.dest.type) for a, b in pairs]
+    total = lanes[0]
+    for value in lanes[1:]:
+        total = combine(op, kind, total, value, op.dest.type)
+    return total
 
 
 # vector.combining_kind names, as arith.atomic_rmw_kind (`combine`) calls them.
