@@ -114,8 +114,7 @@ def _seconds(value: object) -> bool:
     return number and 0 <= value <= LARGEST  # type: ignore[operator]
 
 
-# The "format" `dhir run --profile` writes (PROFILE_FORMAT in dhir/transforms/instrument.py,
-# which imports this module, so it cannot be imported from there).
+# The "format" `dhir run --profile` writes (dhir/transforms/instrument.py) and this reads.
 FORMAT = 1
 
 

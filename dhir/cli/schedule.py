@@ -30,9 +30,9 @@ from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
 from dhir.cli.common import add_constraints, add_quiet, checked
 from dhir.cli.names import COMMANDS
-from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, loc_of
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.tasks import schedule_task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
@@ -65,6 +65,7 @@ from dhir.placement.residency import fitting, oversized, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
+from dhir.toolchain.entry import find_entry
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, target_name
 from dhir.toolchain.tensors import bufferize
 from dhir.transforms.place import (
@@ -378,7 +379,7 @@ def program_graphs(
 
     module = _read_program(path)
     if entry is not None:  # named: the module must have it; else @main, where there is one
-        _check_entry(module, entry)
+        find_entry(module, entry)  # dhir run's error for an entry it lacks
     entry = entry or "main"
     if on_tensors(module, entry):  # bufferized first, as `dhir run` does
         module = bufferize(module, entry, ranks)
@@ -456,23 +457,6 @@ def _read_program(path: Path) -> ModuleOp:
     if str(path) == "-":
         return parse_string(sys.stdin.read(), "<stdin>")
     return parse_file(path)
-
-
-def _check_entry(module: ModuleOp, entry: str) -> None:
-    """`dhir run`'s error (dhir.toolchain.entry) for an entry the module does not define
-    with a body: the passes place every schedule whatever the entry, so an unknown one
-    would show @main's as if it were the one asked for."""
-    functions = [op for op in walk_outside_tasks(module) if isinstance(op, FuncOp)]
-    for function in functions:
-        if function.sym_name.data == entry and function.is_declaration:
-            raise DhirError([Diagnostic(f"entry function @{entry} has no body", loc_of(function))])
-        if function.sym_name.data == entry:
-            return
-    names = ", ".join(f"@{f.sym_name.data}" for f in functions if not f.is_declaration)
-    raise _error(
-        f"no function @{entry} to run; the module defines {names or 'no functions'}"
-        " (choose one with --entry)"
-    )
 
 
 def _rank_legend(system: System | None, ranks: int, devices: list[Device]) -> str:

@@ -52,7 +52,7 @@ def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> E
     user gives (INPUT), and each result a memref after the arguments (RESULT). With
     `given_only`, the arguments alone, results unchecked: what reads the inputs that an
     entry of dynamic shapes is then specialised to."""
-    function = _find_entry(module, entry)
+    function = find_entry(module, entry)
     inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
     args = [_arg_spec(function, k, t) for k, t in enumerate(inputs)]
     tensors = on_tensors(function)
@@ -79,7 +79,8 @@ def on_tensors(function: func.FuncOp) -> bool:
     return any(isinstance(t, TensorType) for t in types)
 
 
-def _find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
+def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
+    """The entry function, or the error `dhir run` gives for one missing or bodiless."""
     functions = [op for op in walk_outside_tasks(module) if isinstance(op, func.FuncOp)]
     for function in functions:
         if function.sym_name.data == entry:

@@ -30,6 +30,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, UnitAttr, i64
 from xdsl.passes import ModulePass
 
+from dhir.analysis.profile import FORMAT as PROFILE_FORMAT
 from dhir.dialects import arith, func
 from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -43,7 +44,6 @@ END = "dhir_rt_task_end"
 SCHEDULE_BEGIN = "dhir_rt_schedule_begin"
 SCHEDULE_END = "dhir_rt_schedule_end"
 PROFILE_ENV = "DHIR_PROFILE"
-PROFILE_FORMAT = 1
 
 
 @dataclass(frozen=True)
