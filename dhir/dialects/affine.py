@@ -10,7 +10,7 @@ not a valid symbol).
 
 import math
 from collections.abc import Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 from xdsl.dialects import affine
 from xdsl.dialects.builtin import (
@@ -973,19 +973,27 @@ def check_map_operands(op: Operation, operands: Sequence[SSAValue], num_dims: in
             )
 
 
+_Rebuilt = TypeVar("_Rebuilt", bound=Operation)
+
+
+def _rebuilt(cls: type[_Rebuilt], op: Operation) -> _Rebuilt:
+    """`op`, as xDSL's parser builds it (xDSL's class), rebuilt as `cls`, its regions
+    moved over."""
+    return cls.create(
+        operands=list(op.operands),
+        result_types=list(op.result_types),
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+        regions=[op.detach_region(0) for _ in range(len(op.regions))],
+    )
+
+
 class _ForOp(affine.ForOp):
     """xDSL's affine.for, whose bound operands are also checked as MLIR checks them."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "_ForOp":
-        op = affine.ForOp.parse(parser)
-        return cls.create(
-            operands=list(op.operands),
-            result_types=list(op.result_types),
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-            regions=[op.detach_region(0)],
-        )
+        return _rebuilt(cls, affine.ForOp.parse(parser))
 
     def verify_(self) -> None:
         super().verify_()
@@ -1000,13 +1008,7 @@ class _ApplyOp(affine.ApplyOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> "_ApplyOp":
-        op = affine.ApplyOp.parse(parser)
-        return cls.create(
-            operands=list(op.operands),
-            result_types=list(op.result_types),
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
+        return _rebuilt(cls, affine.ApplyOp.parse(parser))
 
     def verify_(self) -> None:
         super().verify_()
