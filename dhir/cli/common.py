@@ -7,7 +7,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from dhir.cli.interrupt import EXIT_INTERRUPTED
+from dhir.cli.interrupt import interruptible
 from dhir.ir.diagnostics import DhirError, UsageError
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
@@ -20,6 +20,11 @@ def guarded(main: Callable[[], int]) -> int:
     """Run `main`; user errors become a message, bugs a short report, never a traceback
     (unless DHIR_DEBUG=1, for us). SIGTERM and SIGHUP stop the run cleanly, as Ctrl-C does,
     and exit with 128 + the signal's number, as shells report a command a signal ended."""
+    return interruptible(lambda: _reported(main))
+
+
+def _reported(main: Callable[[], int]) -> int:
+    """`main`'s exit status; each error but Ctrl-C (see `guarded`) reported and mapped."""
     try:
         with ending_cleanly():
             return main()
@@ -29,9 +34,6 @@ def guarded(main: Callable[[], int]) -> int:
     except DhirError as error:
         print(error.render(), file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except Terminated as ended:
         print(f"dhir: {ended}", file=sys.stderr)
         return 128 + ended.signum
