@@ -897,7 +897,7 @@ def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
         return False
     if op.has_trait(ConstantLike):
         return True
-    if isinstance(op, affine.ApplyOp):
+    if isinstance(op, affine.ApplyOp | DelinearizeIndexOp | LinearizeIndexOp):
         return all(valid_symbol(v, scope) for v in op.operands)
     if op.name == "memref.dim":
         return _valid_dim_op_symbol(op, scope)

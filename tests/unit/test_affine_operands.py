@@ -32,6 +32,16 @@ VALUES = {
         "%b:2 = affine.delinearize_index %i into (2, 4) : index, index",
         "%b#0",
     ),
+    "delinearized constant in the loop": (
+        "",
+        "%b:2 = affine.delinearize_index %c0 into (2, 4) : index, index",
+        "%b#1",
+    ),
+    "linearized argument in the loop": (
+        "",
+        "%b = affine.linearize_index [%n, %c0] by (2, 4) : index",
+        "%b",
+    ),
     "dim of an argument": ("", "%b = memref.dim %dm, %c0 : memref<?xf32>", "%b"),
     "dim of an allocation in the loop": (
         "",
