@@ -73,7 +73,7 @@ from xdsl.dialects.affine import (
 )
 # isort: on
 
-from dhir.dialects import with_replaced_ops
+from dhir.dialects import arith, with_replaced_ops
 from dhir.dialects.format import print_type_list, redefine, split_properties
 from dhir.dialects.memref import ATOMIC_RMW_KINDS
 
@@ -424,6 +424,12 @@ _INT_REDUCTIONS = frozenset({"addi", "muli", "andi", "ori"})
 REDUCTION_IDENTITIES: dict[str, float | int] = {
     "addf": 0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
     "addi": 0, "muli": 1, "andi": -1, "ori": 0,
+}  # fmt: skip
+# The op each reduction combines two values with (arith::getReductionOp).
+REDUCTION_COMBINERS: dict[str, type[Operation]] = {
+    "addf": arith.AddfOp, "mulf": arith.MulfOp, "maximumf": arith.MaximumfOp,
+    "minimumf": arith.MinimumfOp, "addi": arith.AddiOp, "muli": arith.MuliOp,
+    "andi": arith.AndIOp, "ori": arith.OrIOp,
 }  # fmt: skip
 
 
@@ -847,7 +853,9 @@ class LinearizeIndexOp(IRDLOperation):
 # mlir-opt-22 refuses an affine map operand that is not a valid dimension or symbol
 # ("operand cannot be used as a dimension id"); these are its rules (isValidDim and
 # isValidSymbol in MLIR's AffineOps.cpp). A dhir.task counts as an affine scope, as a
-# function does: its body becomes one, and what it takes from outside is an argument.
+# function does: its body becomes one, and what it takes from outside is an argument
+# (on two ranks, its body goes under a rank guard, and dhir.transforms.affine_scope
+# lowers the affine ops that only its scope made valid).
 
 
 def _scope(op: Operation) -> Region | None:

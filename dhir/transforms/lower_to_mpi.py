@@ -68,6 +68,7 @@ from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
+from dhir.transforms.affine_scope import lower_unscoped
 from dhir.transforms.building import aligned_address
 from dhir.transforms.outline import outline
 from dhir.transforms.pass_options import check_ranks
@@ -501,7 +502,14 @@ class _ScheduleLowering:
             sink.emit(self._guarded(rank, ops, sink.last()) if self.ranks > 1 else ops)
 
     def _lower_task(self, task: TaskOp, rank: int) -> None:
-        self.emit(self._guarded(rank, _take_body(task), self.last()))
+        body = _take_body(task)
+        self.emit(self._guarded(rank, body, self.last()))
+        if self.ranks > 1:
+            # Under its guard, the body is no affine scope any more: what was valid only
+            # at its top (a symbol loaded there) is lowered as --lower-affine would.
+            scope = self.schedule.parent_region()
+            assert scope is not None
+            lower_unscoped(body, scope)
         self._tasks_emitted += 1
         if self._tasks_emitted == STEPS_PER_FUNCTION:
             self._outline_steps()

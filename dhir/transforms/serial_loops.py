@@ -38,16 +38,9 @@ from dhir.analysis.communication import communicates, communicating_functions
 from dhir.dialects import affine, arith, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects import scf as dhir_scf
-from dhir.dialects.affine import REDUCTION_IDENTITIES
+from dhir.dialects.affine import REDUCTION_COMBINERS, REDUCTION_IDENTITIES
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.pass_failure import PassFailedAt
-
-# affine.parallel's reductions' combining ops (their identities: REDUCTION_IDENTITIES).
-_COMBINE: dict[str, type[Operation]] = {
-    "addf": arith.AddfOp, "mulf": arith.MulfOp, "maximumf": arith.MaximumfOp,
-    "minimumf": arith.MinimumfOp, "addi": arith.AddiOp, "muli": arith.MuliOp,
-    "andi": arith.AndIOp, "ori": arith.OrIOp,
-}  # fmt: skip
 
 # The integer combining ops convert-scf-to-openmp makes OpenMP reductions of, and the
 # compares of a min/max (arith.cmpi's predicates slt, sle, sgt, sge, ult, ule, ugt, uge).
@@ -177,7 +170,9 @@ def _serialize_affine(loop: dhir_affine.ParallelOp) -> None:
     def fold(block: Block, accumulators: Sequence[SSAValue]) -> list[SSAValue]:
         out: list[SSAValue] = []
         for kind, acc, value in zip(kinds, accumulators, yield_op.operands):
-            combined = _COMBINE[kind].create(operands=[acc, value], result_types=[acc.type])
+            combined = REDUCTION_COMBINERS[kind].create(
+                operands=[acc, value], result_types=[acc.type]
+            )
             block.add_op(combined)
             out.append(combined.results[0])
         return out

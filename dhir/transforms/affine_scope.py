@@ -1,0 +1,276 @@
+"""Affine ops left without the affine scope that made their dimensions and symbols valid.
+
+dhir counts a `dhir.task` as an affine scope, as MLIR counts a function
+(dhir.dialects.affine): a value defined at the top of a task's body is a valid affine
+symbol there (`%n = affine.load %a[0]`, then `affine.for %i = 0 to %n`, or
+`affine.load %b[symbol(%n)]`). On two ranks or more, dhir-lower-to-mpi puts the body
+under `scf.if rank == R`, where the same value is no longer at the top of a scope, and
+mlir-opt-22 refuses the op ("operand cannot be used as a symbol").
+
+Each op so left becomes what mlir-opt-22's --lower-affine makes of it, with its
+semantics: `affine.for` an `scf.for` (from the max of its lower bounds to the min of its
+upper ones), `affine.parallel` an `scf.parallel` whose reductions start from their
+identities, `affine.if` an `scf.if` of `arith.cmpi`s, a load or store a `memref` or
+`vector` one; bounds and subscripts are `affine.apply`/`affine.max`/`affine.min` of the
+same expressions, which MLIR takes of any operands. The ops inside a loop made so lose
+its counter as a dimension and are made over in turn. (`affine.apply`, `min` and
+`max` take any operands but a valid dimension as a symbol, and no symbol becomes a
+dimension only: they stay.)
+
+--lower-affine lowers all of these anyway, so the machine code is the same as when the
+body stays in a scope (on one rank). Moving the body into a function of its own (a
+scope) instead would cost a call or, inlined, LLVM's time on a function per task, which
+dhir-lower-to-mpi avoids (docs/performance.md).
+"""
+
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    AnyFloat,
+    DenseIntElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    i1,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine.affine_set import AffineConstraintKind
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dhir.dialects import affine, arith, memref, scf, vector
+from dhir.dialects.affine import REDUCTION_COMBINERS, REDUCTION_IDENTITIES, valid_dim, valid_symbol
+from dhir.ir.pass_failure import PassFailedAt
+
+_Access = affine.LoadOp | affine.StoreOp | affine.VectorLoadOp | affine.VectorStoreOp
+_CHECKED = (
+    affine.LoadOp,
+    affine.StoreOp,
+    affine.VectorLoadOp,
+    affine.VectorStoreOp,
+    affine.ForOp,
+    affine.IfOp,
+    affine.ParallelOp,
+)
+
+
+def lower_unscoped(ops: Sequence[Operation], scope: Region) -> None:
+    """Make the affine ops in `ops` (at any depth) whose dimensions or symbols are not
+    valid with `scope` as their affine scope into what --lower-affine makes of them.
+    Values defined outside `scope` count as its arguments: a part function receives
+    them so (dhir.transforms.outline)."""
+    found = [nested for op in ops for nested in op.walk() if isinstance(nested, _CHECKED)]
+    for op in found:  # outer ops first: a loop made scf.for is no dimension for the inner
+        if not all(_valid(values, dims, scope) for values, dims in _map_operands(op)):
+            _lower(op)
+
+
+def _map_operands(op: Operation) -> list[tuple[Sequence[SSAValue], int]]:
+    """Each operand list of `op`'s maps or set, with how many of them are dimensions."""
+    if isinstance(op, _Access):
+        return [(op.indices, op.map.data.num_dims)]
+    if isinstance(op, affine.ForOp):
+        return [
+            (op.lowerBoundOperands, op.lowerBoundMap.data.num_dims),
+            (op.upperBoundOperands, op.upperBoundMap.data.num_dims),
+        ]
+    if isinstance(op, affine.IfOp):
+        return [(op.args, op.condition.data.num_dims)]
+    assert isinstance(op, affine.ParallelOp)
+    lower = op.lowerBoundsMap.data
+    split = lower.num_dims + lower.num_symbols
+    upper = op.map_operands[split:]
+    return [(op.map_operands[:split], lower.num_dims), (upper, op.upperBoundsMap.data.num_dims)]
+
+
+def _valid(values: Sequence[SSAValue], dims: int, scope: Region) -> bool:
+    return all(
+        valid_dim(v, scope) if k < dims else valid_symbol(v, scope) for k, v in enumerate(values)
+    )
+
+
+def _as_dims(amap: AffineMap) -> AffineMap:
+    """`amap` with its symbols as dimensions after its own (the same operand order)."""
+    dims = [AffineExpr.dimension(amap.num_dims + k) for k in range(amap.num_symbols)]
+    results = tuple(e.replace_dims_and_symbols([], dims) for e in amap.results)
+    return AffineMap(amap.num_dims + amap.num_symbols, 0, results)
+
+
+def _lower(op: Operation) -> None:
+    made: list[Operation] = []
+    if isinstance(op, _Access):
+        new = _access(op, _results(op.map.data, op.indices, made))
+    elif isinstance(op, affine.ForOp):
+        new = _for(op, made)
+    elif isinstance(op, affine.IfOp):
+        new = _if(op, made)
+    else:
+        assert isinstance(op, affine.ParallelOp)
+        new = _parallel(op, made)
+    new.location = op.location
+    Rewriter.insert_op(made, InsertPoint.before(op))
+    Rewriter.replace_op(op, new, list(new.results))
+
+
+def _results(
+    amap: AffineMap, operands: Sequence[SSAValue], made: list[Operation]
+) -> list[SSAValue]:
+    """The value of each result of `amap` on `operands`: the operand itself where the
+    result is one, a constant, else an affine.apply (new ops appended to `made`)."""
+    values: list[SSAValue] = []
+    flat = _as_dims(amap)
+    for expr in flat.results:
+        if isinstance(expr, AffineDimExpr):
+            values.append(operands[expr.position])
+            continue
+        if isinstance(expr, AffineConstantExpr):
+            values.append(_index(expr.value, made))
+            continue
+        apply = affine.ApplyOp(operands, AffineMapAttr(AffineMap(flat.num_dims, 0, (expr,))))
+        made.append(apply)
+        values.append(apply.result)
+    return values
+
+
+def _access(op: _Access, indices: list[SSAValue]) -> Operation:
+    if isinstance(op, affine.LoadOp):
+        return memref.LoadOp.get(op.memref, indices)
+    if isinstance(op, affine.StoreOp):
+        return memref.StoreOp.get(op.value, op.memref, indices)
+    if isinstance(op, affine.VectorLoadOp):
+        return vector.LoadOp(op.memref, indices, op.result.type)
+    return vector.StoreOp(op.value, op.memref, indices)
+
+
+def _bound(
+    amap: AffineMap, operands: Sequence[SSAValue], upper: bool, made: list[Operation]
+) -> SSAValue:
+    """The max of `amap`'s results on `operands` (the min for an `upper` bound)."""
+    if len(amap.results) == 1:
+        return _results(amap, operands, made)[0]
+    attr = AffineMapAttr(_as_dims(amap))
+    pick = (
+        affine.MinOp(operands, attr)
+        if upper
+        else affine.MaxOp.create(
+            operands=list(operands), result_types=[IndexType()], properties={"map": attr}
+        )
+    )
+    made.append(pick)
+    return pick.results[0]
+
+
+def _index(value: int, made: list[Operation]) -> SSAValue:
+    constant = arith.ConstantOp.from_int_and_width(value, IndexType())
+    made.append(constant)
+    return constant.result
+
+
+def _body(region: Region, end: Callable[[list[SSAValue]], Operation]) -> Region:
+    """`region`, detached, its affine.yield replaced by `end` of the same values (added
+    where the region has none)."""
+    block = region.blocks[-1]
+    last = block.last_op
+    values = list(last.operands) if isinstance(last, affine.YieldOp) else []
+    if isinstance(last, affine.YieldOp):
+        block.erase_op(last)
+    block.add_op(end(values))
+    return region
+
+
+def _yield(values: list[SSAValue]) -> Operation:
+    return scf.YieldOp(*values)
+
+
+def _for(op: affine.ForOp, made: list[Operation]) -> Operation:
+    lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, False, made)
+    upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, True, made)
+    step = _index(op.step.value.data, made)
+    body = _body(op.detach_region(op.body), _yield)
+    return scf.ForOp(lower, upper, step, list(op.inits), body)
+
+
+def _if(op: affine.IfOp, made: list[Operation]) -> Operation:
+    condition = op.condition.data
+    zero: SSAValue | None = None
+    holds: SSAValue | None = None
+    for constraint in condition.constraints:
+        lhs, rhs = constraint.lhs, constraint.rhs
+        expr = rhs - lhs if constraint.kind is AffineConstraintKind.le else lhs - rhs
+        amap = AffineMap(condition.num_dims, condition.num_symbols, (expr,))
+        (value,) = _results(amap, op.args, made)
+        zero = zero if zero is not None else _index(0, made)
+        eq = constraint.kind is AffineConstraintKind.eq
+        compare = arith.CmpiOp(value, zero, "eq" if eq else "sge")
+        made.append(compare)
+        if holds is not None:
+            made.append(both := arith.AndIOp(holds, compare.result))
+            holds = both.result
+        else:
+            holds = compare.result
+    if holds is None:
+        made.append(true := arith.ConstantOp(IntegerAttr(1, i1)))
+        holds = true.result
+    then, other = op.then_region, op.else_region  # before detaching renumbers them
+    then = _body(op.detach_region(then), _yield)
+    other = op.detach_region(other)
+    other = _body(other, _yield) if other.blocks else other
+    return scf.IfOp(holds, list(op.result_types), then, other)
+
+
+def _parallel(op: affine.ParallelOp, made: list[Operation]) -> Operation:
+    lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
+    split = lower_map.num_dims + lower_map.num_symbols
+    lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, False, made)
+    uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, True, made)
+    steps = [_index(s.value.data, made) for s in op.steps]
+    kinds, types = op.reduction_kinds(), list(op.result_types)
+    inits = [_identity(op, kind, t, made) for kind, t in zip(kinds, types)]
+    combiners = [_combiner(k, t) for k, t in zip(kinds, types)]
+    body = _body(op.detach_region(op.body), lambda values: scf.ReduceOp(values, combiners))
+    return scf.ParallelOp(lowers, uppers, steps, body, inits)
+
+
+def _grouped(
+    amap: AffineMap,
+    operands: Sequence[SSAValue],
+    groups: DenseIntElementsAttr,
+    upper: bool,
+    made: list[Operation],
+) -> list[SSAValue]:
+    """Each loop variable's bound: the max (min, for `upper`) of its group of results."""
+    sizes = [int(g) for g in groups.get_values()]
+    bounds: list[SSAValue] = []
+    start = 0
+    for size in sizes:
+        part = AffineMap(amap.num_dims, amap.num_symbols, amap.results[start : start + size])
+        bounds.append(_bound(part, operands, upper, made))
+        start += size
+    return bounds
+
+
+def _identity(op: Operation, kind: str, type_: Attribute, made: list[Operation]) -> SSAValue:
+    if kind not in REDUCTION_IDENTITIES:
+        raise PassFailedAt(
+            op,
+            f'the reduction "{kind}" of this affine.parallel cannot be run (mlir-opt-22 '
+            "cannot lower it)",
+        )
+    value = REDUCTION_IDENTITIES[kind]
+    attr = (
+        FloatAttr(float(value), type_)
+        if isinstance(type_, AnyFloat)
+        else IntegerAttr(int(value), type_)  # type: ignore[arg-type]
+    )
+    constant = arith.ConstantOp(attr)
+    made.append(constant)
+    return constant.result
+
+
+def _combiner(kind: str, type_: Attribute) -> Region:
+    """An scf.reduce region combining two values as reduction `kind` does."""
+    block = Block(arg_types=[type_, type_])
+    combine = REDUCTION_COMBINERS[kind].create(operands=list(block.args), result_types=[type_])
+    block.add_ops([combine, scf.ReduceReturnOp(combine.results[0])])
+    return Region(block)
