@@ -1028,6 +1028,80 @@ class _ApplyOp(affine.ApplyOp):
                 )
 
 
+@irdl_op_definition
+class PrefetchOp(IRDLOperation):
+    """`affine.prefetch %m[subscripts], read|write, locality<0..3>, data|instr attr-dict
+    : memref-type`: a hint to the cache at an affine access, without effect on the
+    program's results (lower-affine makes it a memref.prefetch). xDSL 0.74 lacks this op.
+    dhir's effect analysis does not list it: it takes it to read and write the memref."""
+
+    name = "affine.prefetch"
+
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType())
+    isWrite = prop_def(BoolAttr)
+    localityHint = prop_def(IntegerAttr[IntegerType])
+    isDataCache = prop_def(BoolAttr)
+    map = prop_def(AffineMapAttr)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "PrefetchOp":
+        target = parser.parse_unresolved_operand()
+        amap, indices = parse_subscripts(parser)
+        parser.parse_punctuation(",")
+        is_write = parser.parse_keyword_in(("read", "write")) == "write"
+        parser.parse_punctuation(",")
+        parser.parse_keyword("locality")
+        parser.parse_punctuation("<")
+        locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_punctuation(">")
+        parser.parse_punctuation(",")
+        is_data = parser.parse_keyword_in(("data", "instr")) == "data"
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        memref_type = parser.parse_type()
+        if not isinstance(memref_type, MemRefType):
+            parser.raise_error("affine.prefetch expects a memref type", pos, parser.pos)
+        return cls.build(
+            operands=[parser.resolve_operand(target, memref_type), indices],
+            properties={
+                "isWrite": BoolAttr.from_bool(is_write),
+                "localityHint": IntegerAttr(locality, i32),
+                "isDataCache": BoolAttr.from_bool(is_data),
+                "map": AffineMapAttr(amap),
+            },
+            attributes=attrs,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.memref)
+        print_subscripts(printer, self.map.data, self.indices)
+        printer.print_string(", write" if self.isWrite.value.data else ", read")
+        printer.print_string(f", locality<{self.localityHint.value.data}>, ")
+        printer.print_string("data" if self.isDataCache.value.data else "instr")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.memref.type)
+
+    def verify_(self) -> None:
+        amap = self.map.data
+        memref_type = cast(MemRefType, self.memref.type)
+        if len(amap.results) != memref_type.get_num_dims():
+            raise VerifyException(
+                "'affine.prefetch' op affine.prefetch affine map num results must equal memref rank"
+            )
+        if len(self.indices) != amap.num_dims + amap.num_symbols:
+            raise VerifyException("'affine.prefetch' op too few operands")
+        if not 0 <= self.localityHint.value.data <= 3:
+            raise VerifyException(
+                "'affine.prefetch' op attribute 'localityHint' must be 0 to 3, got "
+                f"{self.localityHint.value.data}"
+            )
+        check_map_operands(self, self.indices, amap.num_dims)
+
+
 Affine: Dialect = with_replaced_ops(
     affine.Affine,
     _ApplyOp,
@@ -1041,4 +1115,5 @@ Affine: Dialect = with_replaced_ops(
     MaxOp,
     DelinearizeIndexOp,
     LinearizeIndexOp,
+    PrefetchOp,
 )

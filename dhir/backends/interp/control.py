@@ -239,6 +239,14 @@ class ControlImpls(InterpreterFunctions):
         store(op, args[1], eval_map(op.map.data, args[2:]), args[0])
         return ()
 
+    @handles(_dhir_affine.PrefetchOp)
+    def run_affine_prefetch(
+        self, interp: Interpreter, op: _dhir_affine.PrefetchOp, args: Values
+    ) -> Values:
+        # A hint to the cache: nothing to compute. Natively llvm.prefetch, which does not
+        # fault even where the address is outside the memref, so neither is it checked.
+        return ()
+
     @handles(affine.IfOp)
     def run_affine_if(self, interp: Interpreter, op: affine.IfOp, args: Values) -> Values:
         condition = op.condition.data
