@@ -13,17 +13,20 @@ Convolutions and poolings are one table of loops and accesses here (strides and
 dilations optional, as in MLIR). Also added: the contractions `batch_matmul`,
 `batch_reduce_matmul`, `contract`, `matvec`, `vecmat`, `dot`, `batch_matvec`, `mmt4d` and
 `batch_mmt4d`, the elementwise ops xDSL lacks (`div`, `abs` ... `powf`), `fill` of
-vectors, and `linalg.pack` / `linalg.unpack`. The structured ops all are
+vectors, `linalg.pack` / `linalg.unpack`, `linalg.map`, `linalg.elementwise` (with
+`#linalg.elementwise_kind`), the `cast` property (`#linalg.type_fn`) of matmul-like ops,
+and `linalg.reduce` of several inputs. The structured ops all are
 `LinalgStructuredOperation`s: dhir's effect analysis reads their inputs and reads and
 writes their outputs, and the interpreter runs them by their maps and bodies.
 """
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from xdsl.dialects import arith, linalg, math
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    I64,
     AffineMapAttr,
     AnyFloat,
     ArrayAttr,
@@ -31,6 +34,7 @@ from xdsl.dialects.builtin import (
     DenseIntElementsAttr,
     FloatAttr,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ShapedType,
@@ -42,32 +46,39 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.linalg import ops as linalg_ops
 from xdsl.dialects.linalg.abstract_ops import ElementwiseOperation, NamedOperation
 from xdsl.dialects.linalg.attrs import IteratorType, IteratorTypeAttr
-from xdsl.dialects.utils import parse_dynamic_index_list_without_types, print_dynamic_index_list
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.dialects.utils import (
+    EnumAttribute,
+    parse_dynamic_index_list_without_types,
+    print_dynamic_index_list,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    SameVariadicOperandSize,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.hints import isa
+from xdsl.utils.str_enum import StrEnum
 
 # What the rest of dhir uses of xDSL's linalg dialect as it is (the ops dhir does not
 # shadow), so that dhir.dialects.linalg is the whole dialect as dhir uses it.
 # isort: off
 from xdsl.dialects.linalg.ops import (
     BroadcastOp as BroadcastOp,
-    IndexOp as IndexOp,
-    ReduceOp as ReduceOp,
     YieldOp as YieldOp,
 )
 from xdsl.dialects.linalg.abstract_ops import (
@@ -77,6 +88,7 @@ from xdsl.dialects.linalg.abstract_ops import (
 
 from dhir.dialects import arith as dhir_arith
 from dhir.dialects import with_replaced_ops
+from dhir.dialects.format import AngleBracketEnum, optional_property, redefine
 
 
 def _require_operands(parser: Parser, name: str, inputs: int, outputs: int) -> None:
@@ -168,22 +180,57 @@ def _apply(ops: list[Operation], kind: str, lhs: SSAValue, rhs: SSAValue) -> SSA
     return op.results[0]
 
 
-def _multiply_accumulate_body(arg_types: Sequence[Attribute], zero_points: bool = False) -> Region:
+def _multiply_accumulate_body(
+    arg_types: Sequence[Attribute], zero_points: bool = False, unsigned: bool = False
+) -> Region:
     """`out + cast(lhs) * cast(rhs)` (minus the zero points `lhs_zp`, `rhs_zp` when the
-    op has them: `out + (cast(lhs) - cast(lhs_zp)) * (cast(rhs) - cast(rhs_zp))`)."""
+    op has them: `out + (cast(lhs) - cast(lhs_zp)) * (cast(rhs) - cast(rhs_zp))`); the
+    inputs taken as `unsigned` when asked."""
 
     def build(block: Block, ops: list[Operation]) -> SSAValue:
         args = block.args
         out = args[-1]
-        lhs = _cast(ops, args[0], out.type, False)
+        lhs = _cast(ops, args[0], out.type, unsigned)
         if zero_points:
             lhs = _apply(ops, "sub", lhs, _cast(ops, args[2], out.type, False))
-        rhs = _cast(ops, args[1], out.type, False)
+        rhs = _cast(ops, args[1], out.type, unsigned)
         if zero_points:
             rhs = _apply(ops, "sub", rhs, _cast(ops, args[3], out.type, False))
         return _apply(ops, "add", out, _apply(ops, "mul", lhs, rhs))
 
     return _body(arg_types, build)
+
+
+class TypeFn(StrEnum):
+    CAST_SIGNED = "cast_signed"
+    CAST_UNSIGNED = "cast_unsigned"
+
+
+@irdl_attr_definition
+class TypeFnAttr(AngleBracketEnum, EnumAttribute[TypeFn]):
+    """`#linalg.type_fn<cast_unsigned>`, how a matmul, batch_matmul or contract converts
+    its inputs to the output's element type (its `cast` property; batch_reduce_matmul has
+    the property but MLIR 22 ignores it, and its other named ops take it as an attribute
+    without meaning). xDSL 0.74 lacks this attribute."""
+
+    name = "linalg.type_fn"
+
+
+_CAST = {"cast": optional_property(TypeFnAttr)}
+
+
+def _cast_inputs(op: Operation) -> None:
+    """Remake the body of a contraction whose `cast` property says its inputs are
+    unsigned (the body parsed from the custom form converts them as signed)."""
+    cast_ = op.properties.get("cast")
+    if not isinstance(cast_, TypeFnAttr) or cast_.data is not TypeFn.CAST_UNSIGNED:
+        return
+    if getattr(op, "SIGNED_ALWAYS", False):
+        return
+    arg_types = _element_types(op.operands)
+    if len(arg_types) == 3:
+        op.detach_region(0)
+        op.add_region(_multiply_accumulate_body(arg_types, unsigned=True))
 
 
 def _multiply_accumulate(arg_types: Sequence[Attribute]) -> Region:
@@ -511,6 +558,7 @@ class _MappedContraction(_Contraction):
             op.properties["indexing_maps"] = maps
         elif "indexing_maps" not in op.properties and cls.MAPS is None:
             parser.raise_error(f"{cls.name} needs `indexing_maps = [...]`", start, parser.pos)
+        _cast_inputs(op)
         return op
 
     def user_maps(self) -> ArrayAttr[AffineMapAttr]:
@@ -549,6 +597,7 @@ class BatchMatmulOp(_MappedContraction):
     indexing_maps = prop_def(
         ArrayAttr[AffineMapAttr], default_value=_default_maps(_BATCH_MATMUL_MAPS)
     )
+    cast = opt_prop_def(TypeFnAttr)
     MAPS: ClassVar[list[AffineMap]] = _BATCH_MATMUL_MAPS
     ITERATORS: ClassVar[str] = "pppr"
 
@@ -562,6 +611,9 @@ class BatchReduceMatmulOp(_MappedContraction):
     indexing_maps = prop_def(
         ArrayAttr[AffineMapAttr], default_value=_default_maps(_BATCH_REDUCE_MATMUL_MAPS)
     )
+    # MLIR 22 has the property but its body ignores it (inputs always signed), as here.
+    cast = opt_prop_def(TypeFnAttr)
+    SIGNED_ALWAYS: ClassVar[bool] = True
     MAPS: ClassVar[list[AffineMap]] = _BATCH_REDUCE_MATMUL_MAPS
     ITERATORS: ClassVar[str] = "rppr"
 
@@ -574,6 +626,7 @@ class ContractOp(_MappedContraction):
     name = "linalg.contract"
 
     indexing_maps = prop_def(ArrayAttr[AffineMapAttr])
+    cast = opt_prop_def(TypeFnAttr)
     MAPS: ClassVar[list[AffineMap] | None] = None  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def print(self, printer: Printer) -> None:
@@ -645,9 +698,11 @@ class DivOp(ElementwiseOperation):
         return Region(block)
 
 
+@redefine(properties=_CAST)
 class MatmulOp(linalg_ops.MatmulOp):
     """`linalg.matmul (indexing_maps = [maps])? attr-dict ins(...) outs(...) (-> types)?`.
-    xDSL 0.74 fails on `indexing_maps`, and its body adds `mul + out` (MLIR: `out + mul`)."""
+    xDSL 0.74 fails on `indexing_maps`, and its body adds `mul + out` (MLIR: `out + mul`);
+    it lacks the `cast` property (`{cast = #linalg.type_fn<cast_unsigned>}`)."""
 
     @classmethod
     def parse(cls, parser: Parser) -> "MatmulOp":
@@ -657,6 +712,7 @@ class MatmulOp(linalg_ops.MatmulOp):
         _require_operands(parser, cls.name, len(op.inputs), len(op.outputs))
         if maps is not None:
             op.properties["indexing_maps"] = maps
+        _cast_inputs(op)
         return op
 
     def print(self, printer: Printer) -> None:
@@ -1049,6 +1105,560 @@ def _optional_string(parser: Parser, value: Attribute | None, start: int) -> Str
     return value
 
 
+# --- linalg.elementwise: one op of MLIR 22 for the elementwise kinds ---
+
+
+class ElementwiseKind(StrEnum):
+    EXP = "exp"
+    LOG = "log"
+    ABS = "abs"
+    CEIL = "ceil"
+    FLOOR = "floor"
+    NEGF = "negf"
+    RECIPROCAL = "reciprocal"
+    ROUND = "round"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SQUARE = "square"
+    TANH = "tanh"
+    ERF = "erf"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    DIV_UNSIGNED = "div_unsigned"
+    MAX_SIGNED = "max_signed"
+    MIN_SIGNED = "min_signed"
+    MAX_UNSIGNED = "max_unsigned"
+    MIN_UNSIGNED = "min_unsigned"
+    POWF = "powf"
+    SELECT = "select"
+
+
+@irdl_attr_definition
+class ElementwiseKindAttr(AngleBracketEnum, EnumAttribute[ElementwiseKind]):
+    """`#linalg.elementwise_kind<add>`. xDSL 0.74 lacks this attribute."""
+
+    name = "linalg.elementwise_kind"
+
+
+_Build = Callable[[list[Operation], list[SSAValue]], SSAValue]
+
+
+def _float_or_int(float_op: type[Operation], int_op: type[Operation] | None) -> _Build:
+    def build(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+        if isa(args[-1].type, AnyFloat):
+            return _binary(float_op)(ops, args)
+        assert int_op is not None
+        return _binary(int_op)(ops, args)
+
+    return build
+
+
+def _select(ops: list[Operation], args: list[SSAValue]) -> SSAValue:
+    ops.append(made := dhir_arith.SelectOp(args[0], args[1], args[2]))
+    return made.result
+
+
+# kind: (number of inputs, elements it takes: float, integer or any, body), the bodies
+# mlir-opt-22 makes (its generic form shows them). MLIR 22 crashes on the float-only
+# kinds of integers (exp, log, round, square, erf) and of floats for the unsigned ones.
+_KINDS: dict[str, tuple[int, str, _Build]] = {
+    **{name: spec for name, spec in _ELEMENTWISE.items() if name in ("abs", "ceil", "floor")},
+    "exp": (1, "float", _unary_math(math.ExpOp)),
+    "log": (1, "float", _unary_math(math.LogOp)),
+    "negf": _ELEMENTWISE["negf"],
+    "reciprocal": _ELEMENTWISE["reciprocal"],
+    "round": _ELEMENTWISE["round"],
+    "sqrt": (1, "float", _unary_math(math.SqrtOp)),
+    "rsqrt": _ELEMENTWISE["rsqrt"],
+    "square": _ELEMENTWISE["square"],
+    "tanh": _ELEMENTWISE["tanh"],
+    "erf": _ELEMENTWISE["erf"],
+    "add": (2, "any", _float_or_int(arith.AddfOp, arith.AddiOp)),
+    "sub": (2, "any", _float_or_int(arith.SubfOp, arith.SubiOp)),
+    "mul": (2, "any", _float_or_int(arith.MulfOp, arith.MuliOp)),
+    "div": (2, "any", _float_or_int(arith.DivfOp, arith.DivSIOp)),
+    "div_unsigned": (2, "integer", _binary(arith.DivUIOp)),
+    "max_signed": (2, "any", _float_or_int(arith.MaximumfOp, arith.MaxSIOp)),
+    "min_signed": (2, "any", _float_or_int(arith.MinimumfOp, arith.MinSIOp)),
+    "max_unsigned": (2, "integer", _binary(arith.MaxUIOp)),
+    "min_unsigned": (2, "integer", _binary(arith.MinUIOp)),
+    "powf": (2, "float", _binary(math.PowFOp)),
+    "select": (3, "any", _select),
+}
+
+
+def _elementwise_body(kind: str, operands: Sequence[SSAValue]) -> tuple[Region, str | None]:
+    """The body of `linalg.elementwise` of `kind` on `operands` (inputs, then the
+    output), or an empty region and what is wrong."""
+    arity, elements, build = _KINDS[kind]
+    if len(operands) != arity + 1:
+        return Region(), f"takes {arity} input{'s' * (arity > 1)} and one output"
+    types = _element_types(operands)
+    values = types[1:] if kind == "select" else types
+    if kind == "select" and types[0] != IntegerType(1):
+        return Region(), f"selects by an i1 condition, not {types[0]}"
+    if any(t != values[-1] for t in values):
+        return Region(), (
+            f"takes elements of one type, the output's ({values[-1]}); got "
+            f"{', '.join(map(str, types))} (convert them with linalg.map or linalg.generic)"
+        )
+    fits = {"float": isa(values[-1], AnyFloat), "integer": isinstance(values[-1], IntegerType)}
+    if not fits.get(elements, isa(values[-1], AnyFloat) or isinstance(values[-1], IntegerType)):
+        return Region(), f"of kind {kind} needs {elements} elements, not {values[-1]}"
+    return _body(types, lambda block, ops: build(ops, list(block.args[:arity]))), None
+
+
+@irdl_op_definition
+class ElementwiseOp(NamedOperation):
+    """`linalg.elementwise kind=#linalg.elementwise_kind<K> (indexing_maps = [...])?
+    attr-dict ins(...) outs(...) (-> type)?`: MLIR 22's one elementwise op, its body made
+    from its kind, its maps the identity unless given (a broadcast input). xDSL 0.74 lacks
+    this op and its attribute."""
+
+    name = "linalg.elementwise"
+
+    kind = prop_def(ElementwiseKindAttr)
+    indexing_maps = prop_def(ArrayAttr[AffineMapAttr])
+
+    @classmethod
+    def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
+        return Region()  # made from the kind, which this does not know
+
+    @staticmethod
+    def identity_maps(outputs: Sequence[SSAValue], count: int) -> ArrayAttr[AffineMapAttr]:
+        out = outputs[0].type if outputs else None
+        rank = len(out.get_shape()) if isinstance(out, ShapedType) else 0
+        return ArrayAttr([AffineMapAttr(AffineMap.identity(rank))] * count)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ElementwiseOp":
+        start = parser.pos
+        parser.parse_keyword("kind")
+        parser.parse_punctuation("=")
+        pos = parser.pos
+        kind = parser.parse_attribute()
+        if not isinstance(kind, ElementwiseKindAttr):
+            parser.raise_error(
+                "expected `#linalg.elementwise_kind<...>` after `kind=`", pos, parser.pos
+            )
+        maps = _parse_maps(parser)
+        attributes = parser.parse_optional_attr_dict()
+        inputs, outputs = _operand_list(parser, "ins"), _operand_list(parser, "outs")
+        attributes |= parser.parse_optional_attr_dict()
+        results: Sequence[Attribute] = ()
+        if parser.parse_optional_punctuation("->"):
+            results = parser.parse_optional_comma_separated_list(
+                Parser.Delimiter.PAREN, parser.parse_type
+            ) or [parser.parse_type()]
+        body, wrong = _elementwise_body(kind.data.value, [*inputs, *outputs])
+        if wrong is not None:
+            parser.raise_error(f"linalg.elementwise {wrong}", start, parser.pos)
+        if maps is None:
+            maps = cls.identity_maps(outputs, len(inputs) + len(outputs))
+        return cls(
+            inputs,
+            outputs,
+            results,
+            properties={"kind": kind, "indexing_maps": maps},
+            attributes=attributes,
+            hidden_region=body,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" kind=")
+        printer.print_attribute(self.kind)
+        if self.indexing_maps != self.identity_maps(self.outputs, len(self.operands)):
+            printer.print_string(" indexing_maps = ")
+            printer.print_attribute(self.indexing_maps)
+        printer.print_op_attributes(self.attributes)
+        _print_operands(printer, "ins", self.inputs)
+        _print_operands(printer, "outs", self.outputs)
+        if self.res:
+            printer.print_string(" -> ")
+            printer.print_list([r.type for r in self.res], printer.print_attribute)
+
+    def get_default_indexing_maps(self) -> Sequence[AffineMap]:
+        return tuple(m.data for m in self.indexing_maps.data)
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return self.indexing_maps
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        loops = self.indexing_maps.data[0].data.num_dims if self.indexing_maps.data else 0
+        return ArrayAttr([IteratorTypeAttr.parallel()] * loops)
+
+    def verify_(self) -> None:
+        _, wrong = _elementwise_body(self.kind.data.value, self.operands)
+        if wrong is not None:
+            raise VerifyException(f"'linalg.elementwise' op {wrong}")
+        super().verify_()
+
+
+# --- linalg.map and linalg.reduce: bodies the user writes, or one op named in braces ---
+
+
+def _parse_payload(parser: Parser) -> tuple[str, dict[str, Attribute], int] | None:
+    """MLIR's short form of a body, `{ dialect.op attr-dict }`, in front of `ins`."""
+    pos = parser.pos
+    if parser.parse_optional_punctuation("{") is None:
+        return None
+    name = parser.parse_identifier(" (the operation that makes the body)")
+    attributes = parser.parse_optional_attr_dict()
+    parser.parse_punctuation("}")
+    return name, attributes, pos
+
+
+def _payload_body(
+    parser: Parser,
+    payload: tuple[str, dict[str, Attribute], int],
+    operands: Sequence[SSAValue],
+    arguments: Callable[[Sequence[BlockArgument]], Sequence[SSAValue]],
+    results: Sequence[Attribute],
+) -> Region:
+    """The body the short form stands for: one op applied to `arguments` of the block
+    (which takes an element of each operand), its results yielded."""
+    name, attributes, pos = payload
+    kind = parser.ctx.get_optional_op(name)
+    if kind is None:
+        parser.raise_error(f"unknown operation '{name}' as the body", pos, parser.pos)
+    block = Block(arg_types=_element_types(operands))
+    known = kind.get_irdl_definition().properties if issubclass(kind, IRDLOperation) else {}
+    made = kind.create(
+        operands=list(arguments(block.args)),
+        result_types=list(results),
+        properties={k: v for k, v in attributes.items() if k in known},
+        attributes={k: v for k, v in attributes.items() if k not in known},
+    )
+    try:
+        made.verify()
+    except VerifyException as error:
+        parser.raise_error(f"'{name}' as the body: {error}", pos, parser.pos)
+    block.add_ops([made, linalg_ops.YieldOp(*made.results)])
+    return Region(block)
+
+
+def _payload_of(
+    body: Region, arguments: Callable[[Sequence[BlockArgument]], Sequence[SSAValue]]
+) -> Operation | None:
+    """The op a body is, when the short form can show it as MLIR's printer does: the one
+    op besides the yield, taking `arguments` of the block and yielding its results."""
+    if len(body.blocks) != 1:
+        return None
+    block = body.block
+    ops = list(block.ops)
+    if len(ops) != 2 or ops[0].regions or not ops[0].operands:
+        return None
+    payload, end = ops
+    if list(payload.operands) != list(arguments(block.args)):
+        return None
+    return payload if list(end.operands) == list(payload.results) else None
+
+
+def _print_payload(printer: Printer, payload: Operation) -> None:
+    attributes = payload.properties | payload.attributes
+    if attributes.get("fastmath") == arith.FastMathFlagsAttr("none"):
+        del attributes["fastmath"]
+    printer.print_string(f" {{ {payload.name}")
+    printer.print_op_attributes(attributes)
+    printer.print_string(" }")
+
+
+def _print_operands(printer: Printer, keyword: str, values: Sequence[SSAValue]) -> None:
+    if not values:
+        return
+    printer.print_string(f" {keyword}(")
+    printer.print_list(values, printer.print_ssa_value)
+    printer.print_string(" : ")
+    printer.print_list([v.type for v in values], printer.print_attribute)
+    printer.print_string(")")
+
+
+def _print_body(printer: Printer, body: Region) -> None:
+    printer.print_string(" (")
+    printer.print_list(body.block.args, printer.print_block_argument)
+    printer.print_string(") ")
+    printer.print_region(body, print_entry_block_args=False)
+
+
+def _parse_body(parser: Parser) -> Region:
+    arguments = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_argument)
+    return parser.parse_region(arguments)
+
+
+def _tensor_results(outputs: Sequence[SSAValue]) -> list[Attribute]:
+    return [v.type for v in outputs if isinstance(v.type, TensorType)]
+
+
+def _shape_text(type_: Attribute) -> str:
+    shape = type_.get_shape() if isinstance(type_, ShapedType) else ()
+    return "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+
+
+def _identity_maps(op: Operation, count: int) -> ArrayAttr[AffineMapAttr]:
+    init = op.operands[-1].type
+    rank = len(init.get_shape()) if isinstance(init, ShapedType) else 0
+    return ArrayAttr([AffineMapAttr(AffineMap.identity(rank))] * count)
+
+
+@irdl_op_definition
+class MapOp(IRDLOperation):
+    """`linalg.map ({ op attr-dict })? ins(...)? outs(%init : T) attr-dict
+    ((%in: t, ..., %init: t) region)?`: the body maps the elements of the inputs (and, in
+    MLIR 22, of the init) at each index to the init's. xDSL 0.74 lacks this op.
+
+    MLIR's operands are the inputs and one init, with no segment sizes in the generic
+    form; a structured op of xDSL's has two variadic operand groups, which need them. So
+    this op has its own operands, the queries of a structured op (`outputs`, indexing
+    maps, loop ranges) and is registered as a virtual `LinalgStructuredOperation`: the
+    analyses, the interpreter and the native build take it as one."""
+
+    name = "linalg.map"
+
+    inputs = var_operand_def(ShapedType)
+    init = operand_def(ShapedType)
+    res = var_result_def(TensorType)
+    body = region_def("single_block")
+
+    # A structured op's queries, xDSL's, over the maps and operands given here.
+    get_num_loops = LinalgStructuredOperation.get_num_loops
+    get_loops_to_shapes_map = LinalgStructuredOperation.get_loops_to_shapes_map
+    get_shapes_to_loops_map = LinalgStructuredOperation.get_shapes_to_loops_map
+    get_loop_bound_sources = LinalgStructuredOperation.get_loop_bound_sources
+    get_static_shapes = LinalgStructuredOperation.get_static_shapes
+    get_static_loop_ranges = LinalgStructuredOperation.get_static_loop_ranges
+
+    @property
+    def outputs(self) -> tuple[SSAValue, ...]:
+        return (self.init,)
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        return _identity_maps(self, len(self.operands))
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        init = self.init.type
+        rank = len(init.get_shape()) if isinstance(init, ShapedType) else 0
+        return ArrayAttr([IteratorTypeAttr.parallel()] * rank)
+
+    @staticmethod
+    def _payload_arguments(args: Sequence[BlockArgument]) -> Sequence[SSAValue]:
+        return args[:-1]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "MapOp":
+        start = parser.pos
+        payload = _parse_payload(parser)
+        inputs, outputs = _operand_list(parser, "ins"), _operand_list(parser, "outs")
+        if len(outputs) != 1:
+            parser.raise_error("linalg.map takes one init: `outs(%init : type)`", start, parser.pos)
+        attributes = parser.parse_optional_attr_dict()
+        if payload is None:
+            body = _parse_body(parser)
+        elif inputs:
+            body = _payload_body(
+                parser,
+                payload,
+                [*inputs, *outputs],
+                cls._payload_arguments,
+                _element_types(outputs),
+            )
+        else:
+            body = Region()  # as MLIR: refused by the verifier
+        op = cls.build(
+            operands=[inputs, outputs[0]],
+            result_types=[_tensor_results(outputs)],
+            regions=[body],
+            attributes=attributes,
+        )
+        return op
+
+    def print(self, printer: Printer) -> None:
+        payload = _payload_of(self.body, self._payload_arguments)
+        if payload is not None:
+            _print_payload(printer, payload)
+        _print_operands(printer, "ins", self.inputs)
+        _print_operands(printer, "outs", self.outputs)
+        printer.print_op_attributes(self.attributes)
+        if payload is None:
+            _print_body(printer, self.body)
+
+    def verify_(self) -> None:
+        if not self.body.blocks:
+            raise VerifyException("'linalg.map' op needs a body")
+        args = self.body.block.args
+        if len(self.operands) != len(args):
+            raise VerifyException(
+                "'linalg.map' op expects number of operands to match the arity of mapper, "
+                f"but got: {len(self.operands)} and {len(args)}"
+            )
+        for value, arg in zip(self.inputs, args):
+            element = _element_types([value])[0]
+            if element != arg.type:
+                raise VerifyException(
+                    f"'linalg.map' op expected element type of input '{element}' to match "
+                    f"bbArg type '{arg.type}'"
+                )
+            if isinstance(value.type, ShapedType) and (
+                value.type.get_shape() != cast(ShapedType, self.init.type).get_shape()
+            ):
+                raise VerifyException(
+                    f"'linalg.map' op expected shape of input ({_shape_text(value.type)}) "
+                    f"to match shape of output ({_shape_text(self.init.type)})"
+                )
+        if self.res and [r.type for r in self.res] != [self.init.type]:
+            raise VerifyException("'linalg.map' op result type must be the init's type")
+        LinalgStructuredOperation.verify_(cast(LinalgStructuredOperation, self))
+
+
+LinalgStructuredOperation.register(MapOp)
+
+
+@irdl_op_definition
+class ReduceOp(LinalgStructuredOperation):
+    """`linalg.reduce ({ op attr-dict })? ins(...) outs(...) dimensions = [..] attr-dict
+    ((%in: t, ..., %init: t, ...) region)?`: the inits combined with every element of the
+    inputs, the `dimensions` reduced. xDSL 0.74 reads one input and one init only
+    ("Expected ':'" on more), not the short form, and insists that the init's element type
+    be the input's (MLIR does not); nor is its op structured, so dhir's analyses took it as
+    unknown. The generic form splits the operands in halves, as MLIR's does."""
+
+    name = "linalg.reduce"
+
+    inputs = var_operand_def(ShapedType)
+    outputs = var_operand_def(ShapedType)
+    res = var_result_def(TensorType)
+    body = region_def("single_block")
+    dimensions = prop_def(DenseArrayBase.constr(i64))
+
+    irdl_options = (SameVariadicOperandSize(),)
+
+    def _rank(self) -> int:
+        first = self.inputs[0].type if self.inputs else None
+        return len(first.get_shape()) if isinstance(first, ShapedType) else 0
+
+    def reduced(self) -> tuple[int, ...]:
+        return tuple(self.dimensions.get_values())
+
+    def get_indexing_maps(self) -> ArrayAttr[AffineMapAttr]:
+        rank, reduced = self._rank(), set(self.reduced())
+        kept = tuple(AffineExpr.dimension(d) for d in range(rank) if d not in reduced)
+        into = AffineMapAttr(AffineMap(rank, 0, kept))
+        identity = AffineMapAttr(AffineMap.identity(rank))
+        return ArrayAttr([identity] * len(self.inputs) + [into] * len(self.outputs))
+
+    def get_iterator_types(self) -> ArrayAttr[IteratorTypeAttr]:
+        reduced = set(self.reduced())
+        return ArrayAttr(
+            IteratorTypeAttr.reduction() if d in reduced else IteratorTypeAttr.parallel()
+            for d in range(self._rank())
+        )
+
+    @staticmethod
+    def _payload_arguments(args: Sequence[BlockArgument]) -> Sequence[SSAValue]:
+        # MLIR's short form combines the init with the input: `op %init, %in`.
+        return [*args[1:], *args[:1]] if len(args) == 2 else ()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ReduceOp":
+        start = parser.pos
+        payload = _parse_payload(parser)
+        inputs, outputs = _operand_list(parser, "ins"), _operand_list(parser, "outs")
+        if not inputs or len(inputs) != len(outputs):
+            parser.raise_error(
+                "linalg.reduce takes as many inits (`outs`) as inputs (`ins`), one or more",
+                start,
+                parser.pos,
+            )
+        parser.parse_keyword("dimensions")
+        parser.parse_punctuation("=")
+        dimensions = _parse_int_list(parser)
+        attributes = parser.parse_optional_attr_dict()
+        if payload is None:
+            body = _parse_body(parser)
+        elif len(inputs) == 1:
+            body = _payload_body(
+                parser,
+                payload,
+                [*inputs, *outputs],
+                cls._payload_arguments,
+                _element_types(outputs),
+            )
+        else:
+            parser.raise_error(
+                "the short form `linalg.reduce { op }` takes one input and one init; "
+                "write the body of several as a region",
+                start,
+                parser.pos,
+            )
+        return cls.build(
+            operands=[inputs, outputs],
+            result_types=[_tensor_results(outputs)],
+            regions=[body],
+            properties={"dimensions": dimensions},
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        payload = _payload_of(self.body, self._payload_arguments)
+        if payload is not None:
+            _print_payload(printer, payload)
+        _print_operands(printer, "ins", self.inputs)
+        _print_operands(printer, "outs", self.outputs)
+        printer.print_string(" dimensions = ")
+        _print_int_list(printer, self.dimensions)
+        printer.print_op_attributes(self.attributes)
+        if payload is None:
+            _print_body(printer, self.body)
+
+    def verify_(self) -> None:
+        reduced = self.reduced()
+        if list(reduced) != sorted(set(reduced)):
+            raise VerifyException(
+                "'linalg.reduce' op attribute 'dimensions' failed to satisfy constraint: "
+                "i64 dense array attribute should be in increasing order"
+            )
+        self._verify_shapes(reduced)
+        if not self.body.blocks or len(self.body.block.args) != len(self.operands):
+            raise VerifyException(
+                "'linalg.reduce' op mismatching number of operands and block arguments"
+            )
+        args = self.body.block.args
+        for k, (value, arg) in enumerate(zip(self.operands, args)):
+            element = _element_types([value])[0]
+            if element != arg.type:
+                side = "input" if k < len(self.inputs) else "output"
+                raise VerifyException(
+                    f"'linalg.reduce' op {side} element type '{element}' does not match "
+                    f"corresponding block argument type '{arg.type}'"
+                )
+        super().verify_()
+
+    def _verify_shapes(self, reduced: tuple[int, ...]) -> None:
+        for side, values in (("inputs", self.inputs), ("outputs", self.outputs)):
+            shapes = [cast(ShapedType, v.type).get_shape() for v in values]
+            for k, shape in enumerate(shapes):
+                if shape != shapes[0]:
+                    raise VerifyException(
+                        f"'linalg.reduce' op expects all {side} to have the same shapes. "
+                        f"Shape at {side[:-1]}-index {k} is not equal to the shape at "
+                        f"{side[:-1]}-index 0."
+                    )
+        shape = cast(ShapedType, self.inputs[0].type).get_shape()
+        if any(not 0 <= d < len(shape) for d in reduced):
+            raise VerifyException(
+                "'linalg.reduce' op dimensions for reduction should be in the range "
+                f"[0, {len(shape) - 1}]."
+            )
+        kept = [n for d, n in enumerate(shape) if d not in reduced]
+        init = list(cast(ShapedType, self.outputs[0].type).get_shape())
+        if kept != init:
+            raise VerifyException(
+                f"'linalg.reduce' op init dimensions [{', '.join(map(str, init))}] doesn't "
+                f"match input dimensions after reduction [{', '.join(map(str, kept))}]"
+            )
+
+
 class _CheckedYieldOp(linalg_ops.YieldOp):
     """`linalg.yield` as written in a body: one value per output of the structured op it
     ends, of that output's element type. xDSL 0.74 checks neither (the interpreter then
@@ -1068,23 +1678,36 @@ class _CheckedYieldOp(linalg_ops.YieldOp):
             )
 
 
-class _CheckedIndexOp(linalg_ops.IndexOp):
-    """`linalg.index` as written in a body: a dimension among its op's loops. xDSL 0.74
-    does not check it."""
+@irdl_op_definition
+class IndexOp(IRDLOperation):
+    """`linalg.index DIM : index`, in the body of any structured op (MLIR: any op with the
+    LinalgOp interface), of a dimension among its loops. xDSL 0.74 allows it in
+    `linalg.generic` only (`linalg.map` and `linalg.reduce` may hold it too) and does not
+    check the dimension."""
+
+    name = "linalg.index"
+
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType())
+
+    assembly_format = "$dim attr-dict `:` type($result)"
+
+    def __init__(self, dim: int):
+        super().__init__(properties={"dim": IntegerAttr(dim, i64)}, result_types=[IndexType()])
 
     def verify_(self) -> None:
-        super().verify_()
         op = self.parent_op()
-        if isinstance(op, LinalgStructuredOperation):
-            loops = len(op.get_iterator_types())
-            if not 0 <= self.dim.value.data < loops:
-                raise VerifyException(
-                    f"'linalg.index' of dimension {self.dim.value.data}, but '{op.name}' "
-                    f"has {loops} loops"
-                )
+        if not isinstance(op, LinalgStructuredOperation):
+            raise VerifyException("'linalg.index' op expected parent op with LinalgOp interface")
+        loops = len(op.get_iterator_types())
+        if not 0 <= self.dim.value.data < loops:
+            raise VerifyException(
+                f"'linalg.index' of dimension {self.dim.value.data}, but '{op.name}' "
+                f"has {loops} loops"
+            )
 
 
-Linalg: Dialect = with_replaced_ops(
+_OPS: Dialect = with_replaced_ops(
     linalg.Linalg,
     GenericOp,
     MatmulOp,
@@ -1103,6 +1726,12 @@ Linalg: Dialect = with_replaced_ops(
     BatchMatvecOp,
     DotOp,
     DivOp,
+    MapOp,
+    ReduceOp,
+    ElementwiseOp,
     _CheckedYieldOp,
-    _CheckedIndexOp,
+    IndexOp,
+)
+Linalg: Dialect = Dialect(
+    _OPS.name, list(_OPS.operations), [*_OPS.attributes, ElementwiseKindAttr, TypeFnAttr]
 )

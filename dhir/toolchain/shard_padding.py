@@ -146,8 +146,6 @@ def _link(op: Operation, links: _Links) -> None:
             links.link((op.src, d), (op.result, d))
     elif isinstance(op, linalg.LinalgStructuredOperation):
         _link_structured(op, links)
-    elif isinstance(op, linalg.ReduceOp):
-        _link_reduce(op, links)
     elif not isinstance(op, tensor.EmptyOp | func.ReturnOp | shard.ShardingOp):
         _forbid([*op.operands, *op.results], links)
 
@@ -211,23 +209,6 @@ def _link_structured(op: linalg.LinalgStructuredOperation, links: _Links) -> Non
     for result, output in zip(op.results, op.outputs):
         for d in _dims(result):
             links.link((result, d), (output, d))
-
-
-def _link_reduce(op: linalg.ReduceOp, links: _Links) -> None:
-    """`linalg.reduce`: the dimensions it keeps tie to the init's and the result's, in
-    order; those it reduces mix their elements."""
-    if not _safe_on_padding(op.regions[0]):
-        _forbid([*op.operands, *op.results], links)
-        return
-    reduced = set(op.dimensions.get_values())
-    kept = [d for d in _dims(op.input) if d not in reduced]
-    sign = _sums_padding(op.regions[0], [op.input])
-    for d in reduced:
-        links.constrain((op.input, d), sign)
-    for result in op.result:
-        for out, d in enumerate(kept):
-            links.link((op.input, d), (op.init, out))
-            links.link((result, out), (op.init, out))
 
 
 def _sums_padding(body: Region, inputs: Sequence[SSAValue]) -> _Sign | None:
