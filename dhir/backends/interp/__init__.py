@@ -6,8 +6,11 @@ program order. Every other backend is tested against it, bit for bit.
 """
 
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -18,10 +21,11 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from dhir.backends.interp.apart import run_apart, shared_copy
 from dhir.backends.interp.arith import ArithImpls
 from dhir.backends.interp.control import ControlImpls
 from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap
-from dhir.backends.interp.external import attach
+from dhir.backends.interp.external import CallRecord, declared_symbols, link_shared, load, use
 from dhir.backends.interp.gpu import GpuImpls
 from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
@@ -32,6 +36,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import timeout_seconds
+from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.values import check_inputs
 
 
@@ -69,7 +74,8 @@ def run_interp(
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
     per argument: the final contents of each memref, a 0-d array of each scalar. A run
     longer than `timeout` seconds is stopped with a DhirError. Functions the module
-    declares without a body run from `link`'s files (dhir.backends.interp.external)."""
+    declares without a body run from `link`'s files (dhir.backends.interp.external), in a
+    child process (dhir.backends.interp.apart)."""
     if timeout is not None:
         timeout = timeout_seconds(timeout)  # RunOptions' rule, for callers without them
     signature = entry_signature(module, entry)
@@ -78,10 +84,66 @@ def run_interp(
     function = next(
         op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == entry
     )
-    args = tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
-    stack = _OpStack(time.monotonic() + timeout if timeout is not None else None)
+    symbols = declared_symbols(module)
+    with _linked(link, symbols) as shared:
+        if not symbols:  # no C to call: run here
+            stack = _OpStack(_deadline(timeout))
+            interpreter = make_interpreter(module, [stack])
+            _interpret(interpreter, function, _args(signature, arrays), stack, timeout)
+            return arrays
+        return _run_apart(module, function, signature, arrays, timeout, shared)
+
+
+def _run_apart(
+    module: ModuleOp,
+    function: func.FuncOp,
+    signature: EntrySignature,
+    arrays: list[np.ndarray],
+    timeout: float | None,
+    shared: Path | None,
+) -> list[np.ndarray]:
+    """The run in a child process, on arrays it shares with this one, which are copied
+    out once it has ended well (later forks would share them too)."""
+    arrays = [shared_copy(a) if spec.is_memref else a for spec, a in zip(signature.args, arrays)]
+    stack = _OpStack(_deadline(timeout))
     interpreter = make_interpreter(module, [stack])
-    linked = attach(interpreter, module, link) if link else None
+    record = CallRecord(module, stack.ops)
+
+    def work() -> None:
+        use(interpreter, load(shared) if shared is not None else None, record)
+        _interpret(interpreter, function, _args(signature, arrays), stack, timeout)
+
+    run_apart(work, record, timeout)
+    return [np.array(a) if spec.is_memref else a for spec, a in zip(signature.args, arrays)]
+
+
+@contextmanager
+def _linked(link: LinkInputs | None, symbols: list[str]) -> Iterator[Path | None]:
+    """`link`'s files linked into a shared library for the run (removed after it); None
+    when it links nothing."""
+    if not link:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="dhir-interp-link-") as folder:
+        yield link_shared(link, Path(folder), symbols)
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return time.monotonic() + timeout if timeout is not None else None
+
+
+def _args(signature: EntrySignature, arrays: list[np.ndarray]) -> tuple[object, ...]:
+    return tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
+
+
+def _interpret(
+    interpreter: Interpreter,
+    function: func.FuncOp,
+    args: tuple[object, ...],
+    stack: "_OpStack",
+    timeout: float | None,
+) -> None:
+    """Run `function` on `args`; a DhirError at the op that failed."""
     limit = sys.getrecursionlimit()
     try:
         # Enough for ~1,600 levels of calls and regions (Python 3.11 keeps its frames
@@ -107,9 +169,6 @@ def run_interp(
         raise _error(stack, f"{type(error).__name__}: {error}") from None
     finally:
         sys.setrecursionlimit(limit)
-        if linked is not None:
-            linked.cleanup()
-    return arrays
 
 
 def _error_here(stack: _OpStack, message: str) -> DhirError:

@@ -9,12 +9,18 @@ define resolves as it does there. A memref
 passes as its descriptor (a pointer to it with `llvm.emit_c_interface`, else its fields
 one by one), pointing into the interpreter's own arrays, so what the function writes is
 what the task sees.
+
+Such code runs in the process that calls it, so a run that may call it forks and
+interprets in the child (dhir.backends.interp.apart): code that crashes, ends the
+process or never returns then ends the child, and a `CallRecord` in memory the parent
+shares tells it which call and task that was.
 """
 
 import ctypes
 import ctypes.util
+import mmap
+import struct
 import subprocess
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -38,7 +44,9 @@ from dhir.backends.interp.core import INDEX_WIDTH, fail
 from dhir.backends.interp.memref import base_array
 from dhir.backends.interp.scalars import wrap
 from dhir.dialects import func
+from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.tasks import task_ids
 from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs, is_shared
 from dhir.toolchain.tools import find_llvm_tools
 
@@ -72,13 +80,22 @@ class Libraries:
         return None
 
 
-def load(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Libraries:
+def link_shared(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
     """`link`'s files and libraries linked in `folder` into one shared library, as the
-    native backend links them into its executable, and loaded: the loader then finds a
-    symbol where the executable finds it (the objects and the archive members that define
+    native backend links them into its executable: loaded, the loader then finds a symbol
+    where the executable finds it (the objects and the archive members that define
     `symbols`, then the shared libraries in command-line order, then libm and libc)."""
     link.check_names()  # what the native backend refuses (a `sqrt` of the user's, ...)
-    return Libraries([ctypes.CDLL(str(_shared_from(link, folder, symbols)))])
+    return _shared_from(link, folder, symbols)
+
+
+def load(shared: Path) -> Libraries:
+    """The library `link_shared` made, loaded (which runs its constructors)."""
+    try:
+        return Libraries([ctypes.CDLL(str(shared))])
+    except OSError as error:
+        message = f"the interpreter cannot load the code the program links: {error}"
+        raise DhirError([Diagnostic(message)]) from None
 
 
 def system_libraries() -> Libraries:
@@ -118,18 +135,16 @@ def _link_error(link: LinkInputs, stderr: str) -> DhirError:
 
 
 class ExternalCalls(InterpreterFunctions):
-    """No op's functions: the key a run keeps its loaded libraries under."""
+    """No op's functions: the key a run keeps its loaded libraries and its call record
+    under."""
 
 
-def attach(
-    interpreter: Interpreter, module: ModuleOp, link: LinkInputs
-) -> tempfile.TemporaryDirectory[str]:
-    """Load `link` for the calls `module`'s run by `interpreter` makes; the returned
-    folder holds what was built for it (remove it once the run ends)."""
-    folder = tempfile.TemporaryDirectory(prefix="dhir-interp-link-")
-    libraries = load(link, Path(folder.name), declared_symbols(module))
-    interpreter.set_data(ExternalCalls, "libraries", libraries)
-    return folder
+def use(interpreter: Interpreter, libraries: Libraries | None, record: "CallRecord") -> None:
+    """Calls made by `interpreter` from now on find their functions in `libraries` (None:
+    libm and libc alone) and are written to `record`."""
+    if libraries is not None:
+        interpreter.set_data(ExternalCalls, "libraries", libraries)
+    interpreter.set_data(ExternalCalls, "record", record)
 
 
 def declared_symbols(module: ModuleOp) -> list[str]:
@@ -137,14 +152,6 @@ def declared_symbols(module: ModuleOp) -> list[str]:
     return [
         _symbol(op) for op in module.walk() if isinstance(op, func.FuncOp) and op.is_declaration
     ]
-
-
-# C library functions that end or replace the calling process: called in the interpreter
-# they would take dhir with them (natively a rank ends, and the run says which).
-ENDS_THE_PROCESS = frozenset(
-    ("abort", "exit", "_exit", "_Exit", "quick_exit", "raise", "kill", "execv", "execve",
-     "execvp", "execl", "execlp", "execle", "pthread_exit", "longjmp", "siglongjmp")
-)  # fmt: skip
 
 
 def _symbol(callee: func.FuncOp) -> str:
@@ -157,13 +164,6 @@ def call_external(
 ) -> PythonValues:
     """`callee` (a declaration) called on `args` from the linked files."""
     name = callee.sym_name.data
-    if name in ENDS_THE_PROCESS:
-        fail(
-            op,
-            f"calls {name}, which ends the process it runs in: the interpreter runs in "
-            "dhir's own, which would die without a word; run the program natively, where "
-            "dhir reports the rank that ended and the task",
-        )
     c_interface = C_INTERFACE in callee.attributes
     libraries = interpreter.get_data(ExternalCalls, "libraries", system_libraries)
     function = libraries.symbol(_symbol(callee))
@@ -194,9 +194,81 @@ def call_external(
             values.append(_to_c(type_, value))
     function.argtypes = argtypes
     function.restype = _scalar(op, outputs[0]) if outputs else None
-    result = function(*values)
+    record: CallRecord | None = interpreter.get_data(ExternalCalls, "record", lambda: None)
+    if record is None:
+        result = function(*values)
+    else:
+        record.enter(op)
+        try:
+            result = function(*values)
+        finally:
+            record.leave()
     bf16.write_back()
     return (_from_c(outputs[0], result),) if outputs else ()
+
+
+# What a call record holds, as int64s: whether a call of linked code is under way (1) or
+# not (0), the number of the call op last entered and of its task (-1: none or unknown).
+_RECORD = struct.Struct("=3q")
+_IN_CALL = struct.Struct("=q")
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """What a `CallRecord` last saw: `call` (None before any), whether it had not
+    returned, and the task it was called in."""
+
+    call: func.CallOp | None
+    under_way: bool
+    task: TaskOp | None
+    task_name: str | None
+
+
+class CallRecord:
+    """Which call of linked code a run is in, in memory shared with the process that
+    started the run, which reads it once the process making the calls has died. Numbers
+    stand for the ops: both processes hold the module as it was when the run forked.
+    Entering a call costs a dict lookup or two and one store."""
+
+    def __init__(self, module: ModuleOp, running: list[Operation]) -> None:
+        self.memory = mmap.mmap(-1, _RECORD.size)
+        _RECORD.pack_into(self.memory, 0, 0, -1, -1)
+        self._calls = [op for op in module.walk() if isinstance(op, func.CallOp)]
+        self._call_numbers: dict[Operation, int] = {op: k for k, op in enumerate(self._calls)}
+        self._names = task_ids(module)
+        self._tasks = list(self._names)
+        self._task_numbers = {task: k for k, task in enumerate(self._tasks)}
+        self._task_of: dict[Operation, int] = {}
+        self._running = running  # the ops being run, innermost last (a task of a caller)
+
+    def enter(self, call: Operation) -> None:
+        number = self._call_numbers.get(call, -1)
+        _RECORD.pack_into(self.memory, 0, 1, number, self._task_number(call))
+
+    def leave(self) -> None:
+        _IN_CALL.pack_into(self.memory, 0, 0)
+
+    def read(self) -> RecordedCall:
+        under_way, call, task = _RECORD.unpack_from(self.memory)
+        found = self._calls[call] if 0 <= call < len(self._calls) else None
+        owner = self._tasks[task] if 0 <= task < len(self._tasks) else None
+        name = self._names[owner] if owner is not None else None
+        return RecordedCall(found, bool(under_way), owner, name)
+
+    def _task_number(self, call: Operation) -> int:
+        """The task `call` is in: the one around it, else (a function a task calls) the
+        innermost task being run."""
+        if call not in self._task_of:
+            parent = call.parent_op()
+            while parent is not None and not isinstance(parent, TaskOp):
+                parent = parent.parent_op()
+            self._task_of[call] = -1 if parent is None else self._task_numbers.get(parent, -1)
+        if self._task_of[call] >= 0:
+            return self._task_of[call]
+        for op in reversed(self._running):
+            if isinstance(op, TaskOp):
+                return self._task_numbers.get(op, -1)
+        return -1
 
 
 @dataclass

@@ -1,0 +1,226 @@
+"""Linked code that crashes, ends its process or never returns, called from the interpreter:
+it runs in a child process (dhir.backends.interp.apart), whose death is reported with the
+function, the task and the signal, as the native backend reports a rank's, and no results."""
+
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.ir.diagnostics import DhirError
+
+DATA = Path(__file__).parent / "data" / "link"
+# Declares sum_plain (a memref's fields in, f64 out) called in task %t0 at 9:5, and twice.
+SCALARS = DATA / "scalars.mlir"
+AT_T0 = r"scalars.mlir:10:7: .*the call of @sum_plain in task t0 at \S*scalars.mlir:9:5"
+
+BODIES = {
+    "segfault": "volatile double *p = 0; return *p;",
+    "sigfpe": "volatile int zero = 0; return 1 / zero;",
+    "abort": "abort();",
+    "exit": "exit(3);",
+    "spin": 'printf("spinning %d\\n", getpid()); fflush(stdout); for (;;) {}',
+    "sum": "double t = 0; for (int64_t i = 0; i < n; i++) t += b[off + i * s]; return t;",
+}
+SIGNALS = {"segfault": "SIGSEGV (signal 11)", "sigfpe": "SIGFPE (signal 8)"}
+SIGNALS["abort"] = "SIGABRT (signal 6)"
+# x86-64 traps an integer division by zero; AArch64 returns 0.
+TRAPS_DIVISION = platform.machine() in ("x86_64", "AMD64")
+
+
+def kernel(folder: Path, name: str) -> Path:
+    """An object defining scalars.mlir's functions, sum_plain doing BODIES[name]."""
+    source = f"""#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+double sum_plain(double *a, double *b, int64_t off, int64_t n, int64_t s) {{ {BODIES[name]} }}
+int twice(int x) {{ return 2 * x; }}
+"""
+    c_file = folder / f"{name}.c"
+    c_file.write_text(source)
+    obj = c_file.with_suffix(".o")
+    subprocess.run(["clang-22", "-O0", "-fPIC", "-c", c_file, "-o", obj], check=True)
+    return obj
+
+
+def inputs() -> list[np.ndarray]:
+    return [np.arange(16, dtype=np.float64), np.zeros(1), np.array([-21], np.int32)]
+
+
+def dhir_run(*words: str | Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "dhir.cli.main", "run", *map(str, words)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize(
+    "crash",
+    [
+        "segfault",
+        pytest.param("sigfpe", marks=pytest.mark.skipif(not TRAPS_DIVISION, reason="no trap")),
+        "abort",
+    ],
+)
+def test_a_crash_in_linked_code_names_the_call_the_task_and_the_signal(
+    tmp_path: Path, crash: str
+) -> None:
+    """It used to kill dhir's own process without a word (`dhir run` died of the
+    signal, `dhir.run` took its caller with it)."""
+    obj = kernel(tmp_path, crash)
+    args = inputs()
+    with pytest.raises(DhirError, match=f"{AT_T0} died of {re.escape(SIGNALS[crash])}") as failed:
+        dhir.run(str(SCALARS), *args, backend="interp", link=[obj])
+    assert "wrote no results" in str(failed.value)
+    assert_equal(args, inputs())  # the caller's arrays are untouched
+    # This process lives on, and a run of code that works still gives its results.
+    fine = dhir.run(str(SCALARS), *args, backend="interp", link=[kernel(tmp_path, "sum")])
+    assert fine[1][0] == 120.0 and fine[2][0] == -42
+
+
+@pytest.mark.mlir
+def test_the_command_line_fails_with_status_1_and_writes_no_results(tmp_path: Path) -> None:
+    files: list[str | Path] = []
+    for k, array in enumerate(inputs()):
+        np.save(tmp_path / f"in{k}.npy", array)
+        files += ["--input", tmp_path / f"in{k}.npy"]
+    out = tmp_path / "out"
+    common = [SCALARS, "--backend", "interp", *files, "--output-dir", out]
+    done = dhir_run(*common, "--link", kernel(tmp_path, "sum"))
+    assert done.returncode == 0, done.stderr
+    assert np.load(out / "arg1.npy")[0] == 120.0
+    failed = dhir_run(*common, "--link", kernel(tmp_path, "segfault"))
+    assert failed.returncode == 1, failed.stderr
+    assert "Traceback" not in failed.stderr and "Fatal Python error" not in failed.stderr
+    assert "@sum_plain in task t0" in failed.stderr and "SIGSEGV (signal 11)" in failed.stderr
+    assert sorted(out.iterdir()) == []  # the earlier results are gone, no new ones
+
+
+@pytest.mark.mlir
+def test_linked_code_that_ends_its_process_is_reported(tmp_path: Path) -> None:
+    obj = kernel(tmp_path, "exit")
+    message = f"{AT_T0} ended with exit status 3 .linked code ended its process."
+    with pytest.raises(DhirError, match=message):
+        dhir.run(str(SCALARS), *inputs(), backend="interp", link=[obj])
+
+
+CALLED_FROM_A_FUNCTION = """
+func.func private @sum_plain(memref<16xf64>) -> f64
+func.func @helper(%b: memref<16xf64>) -> f64 {
+  %s = func.call @sum_plain(%b) : (memref<16xf64>) -> f64
+  return %s : f64
+}
+func.func @main(%b: memref<16xf64>, %out: memref<1xf64>, %n: memref<1xi32>) {
+  dhir.schedule %b, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %sums = dhir.task %cpu, %b, %out {
+      %s = func.call @helper(%b) : (memref<16xf64>) -> f64
+      %c0 = arith.constant 0 : index
+      memref.store %s, %out[%c0] : memref<1xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+def test_a_call_in_a_function_a_task_calls_names_that_task(tmp_path: Path) -> None:
+    obj = kernel(tmp_path, "segfault")
+    program = dhir.parse_string(CALLED_FROM_A_FUNCTION, "helper.mlir")
+    message = r"helper.mlir:4:3: .*@sum_plain in task sums at helper.mlir:10:5 died of SIGSEGV"
+    with pytest.raises(DhirError, match=message):
+        dhir.run(program, *inputs(), backend="interp", link=[obj])
+
+
+@pytest.mark.mlir
+@pytest.mark.slow
+def test_linked_code_that_never_returns_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    """Natively the rank is killed at the timeout; the interpreter, which checks it between
+    ops, never got back from the call (and SIGTERM could not stop it either)."""
+    with spinning(tmp_path, "--timeout", "1") as running:
+        _, stderr = running.communicate(timeout=60)
+    assert running.returncode == 1, stderr
+    message = r"scalars.mlir:10:7: .*timed out after 1 s in the call of @sum_plain in task t0"
+    assert re.search(message + ".*which had not returned", stderr), stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.mlir
+def test_ctrl_c_stops_linked_code_that_never_returns(tmp_path: Path) -> None:
+    """`interrupted`, 130, as for any run; the process running the call is gone."""
+    with spinning(tmp_path) as running:
+        assert running.stdout is not None
+        line = running.stdout.readline()  # the call has started
+        assert line.startswith("spinning"), running.communicate()
+        os.killpg(running.pid, signal.SIGINT)  # as Ctrl-C sends it, to the whole group
+        _, stderr = running.communicate(timeout=30)
+    assert running.returncode == 130 and stderr.strip() == "interrupted", stderr
+    assert _is_gone(int(line.split()[1]))
+
+
+@contextmanager
+def spinning(folder: Path, *options: str) -> Iterator[subprocess.Popen[str]]:
+    """`dhir run` of a call that never returns, in a process group of its own (as a
+    terminal's job is), killed whole at the end whatever happened."""
+    files: list[str] = []
+    for k, array in enumerate(inputs()):
+        np.save(folder / f"in{k}.npy", array)
+        files += ["--input", str(folder / f"in{k}.npy")]
+    obj = kernel(folder, "spin")
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(SCALARS), "--backend", "interp"]
+    running = subprocess.Popen(
+        [*command, *files, "--link", str(obj), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield running
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(running.pid, signal.SIGKILL)
+        running.communicate()
+
+
+def _is_gone(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_program_that_calls_no_c_runs_without_a_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    program = (DATA / "scalars.mlir").read_text()
+    program = program.replace("func.func private @sum_plain(memref<16xf64>) -> f64\n", "")
+    program = program.replace("func.func private @twice(i32) -> i32\n", "")
+    program = program.replace(
+        "%s = func.call @sum_plain(%b) : (memref<16xf64>) -> f64", "%s = arith.constant 2.5 : f64"
+    )
+    program = program.replace(
+        "%y = func.call @twice(%x) : (i32) -> i32", "%y = arith.addi %x, %x : i32"
+    )
+    got = dhir.run(program, *inputs(), backend="interp")
+    assert got[1][0] == 2.5 and got[2][0] == -42
+
+
+def assert_equal(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
