@@ -143,6 +143,48 @@ def test_a_call_in_a_function_a_task_calls_names_that_task(tmp_path: Path) -> No
         dhir.run(program, *inputs(), backend="interp", link=[obj])
 
 
+ARMS = """
+func.func private @arm()
+func.func @main(%x: memref<1xi64>) {
+  dhir.schedule %x {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %x {
+      func.call @arm() : () -> ()
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 100000000 : index
+      %one = arith.constant 1 : i64
+      scf.for %i = %c0 to %n step %c1 {
+        %v = memref.load %x[%c0] : memref<1xi64>
+        %w = arith.addi %v, %one : i64
+        memref.store %w, %x[%c0] : memref<1xi64>
+      }
+    }
+  }
+  return
+}
+"""
+# A thread that kills its process a moment after @arm returned: code that did harm
+# outside its call (as one writing memory it was not passed may).
+ARM_C = """#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+static void *later(void *unused) { usleep(200000); kill(getpid(), SIGSEGV); return unused; }
+void arm(void) { pthread_t thread; pthread_create(&thread, 0, later, 0); }
+"""
+
+
+@pytest.mark.mlir
+def test_a_death_after_the_call_returned_names_that_call(tmp_path: Path) -> None:
+    (tmp_path / "arm.c").write_text(ARM_C)
+    obj = tmp_path / "arm.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "arm.c", "-o", obj], check=True)
+    program = dhir.parse_string(ARMS, "arms.mlir")
+    message = r"arms.mlir:7:7: .*died of SIGSEGV \(signal 11\) after the call of @arm in task t"
+    with pytest.raises(DhirError, match=message + r" at arms.mlir:6:5 returned"):
+        dhir.run(program, np.zeros(1, np.int64), backend="interp", link=[obj], timeout=60)
+
+
 @pytest.mark.mlir
 @pytest.mark.slow
 def test_linked_code_that_never_returns_is_stopped_at_the_timeout(tmp_path: Path) -> None:
