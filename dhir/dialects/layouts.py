@@ -5,7 +5,14 @@ offset)."""
 from collections.abc import Sequence
 from itertools import combinations
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, NoneAttr, StridedLayoutAttr
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMapAttr,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+)
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineMap
 from xdsl.utils.exceptions import VerifyException
 
 Layout = tuple[list[int | None], int | None]
@@ -19,6 +26,37 @@ def strides_and_offset(memref: MemRefType) -> Layout:
     layout = memref.layout
     offset = layout.get_offset() if isinstance(layout, StridedLayoutAttr) else 0
     return list(strides), offset
+
+
+def strided_layout(memref: MemRefType) -> Layout | None:
+    """A memref type's strides and offset as MLIR 22 reads them, also from a layout map
+    of one sum of terms (`(d0, d1)[s0] -> (d0 * 4 + d1 + s0)`: a symbol's term makes the
+    offset dynamic); None for a map MLIR takes as no strided layout (a `mod`, a division,
+    several results)."""
+    layout = memref.layout
+    if not isinstance(layout, AffineMapAttr):
+        return strides_and_offset(memref)
+    return _map_layout(layout.data)
+
+
+def _map_layout(map: AffineMap) -> Layout | None:
+    if len(map.results) != 1:
+        return None
+    expr = map.results[0]
+    linear = (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul)
+    if any(isinstance(e, AffineBinaryOpExpr) and e.kind not in linear for e in expr.dfs()):
+        return None
+    # xDSL reads no product of two dimensions or symbols, so the map is linear in each.
+    dims, symbols = [0] * map.num_dims, [0] * map.num_symbols
+    offset = expr.eval(dims, symbols)
+    strides: list[int | None] = []
+    for d in range(map.num_dims):
+        unit = [int(d == i) for i in range(map.num_dims)]
+        strides.append(expr.eval(unit, symbols) - offset)
+    for s in range(map.num_symbols):
+        if expr.eval(dims, [int(s == i) for i in range(map.num_symbols)]) != offset:
+            return strides, None
+    return strides, offset
 
 
 def _times(a: int | None, b: int) -> int | None:

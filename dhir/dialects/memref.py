@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.utils import verify_dynamic_index_list
 from xdsl.dialects.utils.reshape_ops_utils import (
     ArrayOfIntArrayAttr,
     verify_reshape_like_types,
@@ -67,7 +68,6 @@ from xdsl.dialects.memref import (
     DimOp as DimOp,
     ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
     GetGlobalOp as GetGlobalOp,
-    ReinterpretCastOp as ReinterpretCastOp,
 )
 # isort: on
 
@@ -86,6 +86,7 @@ from dhir.dialects.layouts import (
     expanded_layout,
     out_of_bounds,
     reduces_to,
+    strided_layout,
     strides_and_offset,
     subview_layout,
 )
@@ -183,6 +184,89 @@ class SubviewOp(memref.SubviewOp):
                 f"the result type must be {wanted} or that with dimensions of size 1 "
                 f"dropped, not {result}"
             )
+
+
+class ReinterpretCastOp(memref.ReinterpretCastOp):
+    """MLIR 22's checks: xDSL 0.74 lacks those of the layout (a result type's static
+    offset or stride, an identity layout's included, must be the op's: a run-time one needs
+    `strided<[...], offset: ?>`), of the element type and memory space, and of negative
+    offsets and sizes, and wrongly refuses a dynamic result size for a static one."""
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        offsets = self.static_offsets.get_values()
+        sizes = self.static_sizes.get_values()
+        strides = self.static_strides.get_values()
+        rank = len(result.get_shape())
+        for what, values, count in (
+            ("offset", offsets, 1),
+            ("size", sizes, rank),
+            ("stride", strides, rank),
+        ):
+            if len(values) != count:
+                raise VerifyException(f"expected {count} {what} values, got {len(values)}")
+        for what, values, dynamic in (
+            ("offset", offsets, self.offsets),
+            ("size", sizes, self.sizes),
+            ("stride", strides, self.strides),
+        ):
+            verify_dynamic_index_list(values, dynamic, DYNAMIC_INDEX, f" in the {what} arguments")
+        for what, values in (("offsets", offsets), ("sizes", sizes)):
+            if any(v < 0 and v != DYNAMIC_INDEX for v in values):
+                bad = next(v for v in values if v < 0 and v != DYNAMIC_INDEX)
+                raise VerifyException(f"expected {what} to be non-negative, but got {bad}")
+        if (source.memory_space, source.element_type) != (
+            result.memory_space,
+            result.element_type,
+        ):
+            raise VerifyException(
+                f"the source {source} and result {result} must have the same element type "
+                "and memory space"
+            )
+        for dim, (got, given) in enumerate(zip(result.get_shape(), sizes)):
+            if got != DYNAMIC_INDEX and got != given:
+                raise VerifyException(
+                    f"the result type has size {got} in dimension {dim}, where the op gives "
+                    f"{_index_text(given)}"
+                )
+        layout = strided_layout(result)
+        if layout is None:
+            raise VerifyException(f"the result type {result} has no strided layout")
+        _check_cast_layout(result, *layout, strides, offsets[0])
+
+
+def _check_cast_layout(
+    result: MemRefType,
+    result_strides: Sequence[int | None],
+    result_offset: int | None,
+    strides: Sequence[int],
+    offset: int,
+) -> None:
+    """A static offset or stride of the result type must be the reinterpret_cast's."""
+    open_layout = StridedLayoutAttr(
+        [None if given == DYNAMIC_INDEX else got for got, given in zip(result_strides, strides)],
+        None if offset == DYNAMIC_INDEX else result_offset,
+    )
+    open_type = MemRefType(
+        result.element_type, result.get_shape(), open_layout, result.memory_space
+    )
+    fix = f"; a run-time one needs a result type that leaves it open: {open_type}"
+    if result_offset is not None and result_offset != offset:
+        raise VerifyException(
+            f"the result type has offset {result_offset}, where the op gives "
+            f"{_index_text(offset)}{fix if offset == DYNAMIC_INDEX else ''}"
+        )
+    for dim, (got, given) in enumerate(zip(result_strides, strides)):
+        if got is not None and got != given:
+            raise VerifyException(
+                f"the result type has stride {got} in dimension {dim}, where the op gives "
+                f"{_index_text(given)}{fix if given == DYNAMIC_INDEX else ''}"
+            )
+
+
+def _index_text(value: int) -> str:
+    return "a run-time value" if value == DYNAMIC_INDEX else str(value)
 
 
 class CollapseShapeOp(memref.CollapseShapeOp):
@@ -909,6 +993,7 @@ MemRef: Dialect = with_replaced_ops(
     AtomicRMWOp,
     CollapseShapeOp,
     ExpandShapeOp,
+    ReinterpretCastOp,
     SubviewOp,
     CastOp,
     AtomicYieldOp,
