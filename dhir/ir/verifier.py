@@ -21,6 +21,16 @@ from dhir.ir.tasks import functions_reaching, reaching_schedules
 from dhir.ir.walk import enclosing, find_ops
 from dhir.targets import DeviceKind
 
+# The functions MLIR 22's memref lowering calls, with the type it declares them with
+# (`index` is i64 there): memref.alloc calls malloc or aligned_alloc, memref.dealloc free,
+# a strided memref.copy memrefCopy (MLIR's runner utils).
+LOWERING_FUNCTIONS = {
+    "malloc": "(i64) -> !llvm.ptr",
+    "aligned_alloc": "(i64, i64) -> !llvm.ptr",
+    "free": "(!llvm.ptr) -> ()",
+    "memrefCopy": "(i64, !llvm.ptr, !llvm.ptr) -> ()",
+}
+
 
 def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None = None) -> None:
     """Raise a DhirError for the first op (in pre-order) that does not verify.
@@ -44,7 +54,40 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
                 for block in reversed(region.blocks):
                     pending.extend(reversed(list(block.ops)))
     if isinstance(module, ModuleOp):
+        _verify_lowering_functions(module)
         _verify_task_calls(module)
+
+
+def _verify_lowering_functions(module: ModuleOp) -> None:
+    """A function of the program named as one MLIR's memref lowering calls must be a
+    declaration of the type it declares: mlir-opt-22 leaves a memref.alloc it cannot call
+    another `malloc` with unlowered (mlir-translate then fails far from the cause), and
+    renames its own function for a definition (the link then fails). The interpreter, which
+    would run such a program, refuses it too, so that both backends agree."""
+    for op in module.ops:
+        if isinstance(op, ModuleOp):
+            _verify_lowering_functions(op)
+            continue
+        if not isinstance(op, func.FuncOp) or op.sym_name.data not in LOWERING_FUNCTIONS:
+            continue
+        name = op.sym_name.data
+        wanted = LOWERING_FUNCTIONS[name]
+        if not op.is_declaration:
+            why = (
+                f"the program defines @{name}, which MLIR's lowering of memref ops calls "
+                f"(as {wanted}) and the C library, MLIR's runner utils, dhir's runtime or "
+                "MPI define or call; rename yours"
+            )
+        elif str(op.function_type).replace("index", "i64") != wanted:
+            why = (
+                f"@{name} is declared as {op.function_type}, but MLIR's lowering of memref "
+                f"ops (memref.alloc, dealloc, copy: the program's and those dhir adds) "
+                f"calls it as {wanted}; declare it with that type, or call your own "
+                "function by another name"
+            )
+        else:
+            continue
+        raise DhirError([Diagnostic(why, loc_of(op))])
 
 
 def _verify_task_calls(module: ModuleOp) -> None:
