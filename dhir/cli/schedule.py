@@ -51,6 +51,7 @@ from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     END_TASK,
     device_name,
+    end_as_built,
     has_gpu_tasks,
     has_machine,
     machine_for,
@@ -114,6 +115,13 @@ class AsBuilt:
     def timeline(self, assignment: Mapping[str, str]) -> Timeline:
         return as_built_timeline(
             self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
+        )
+
+    def shown(self, placement: Placement) -> Placement:
+        """The plan as shown: its end without the messages to rank 0 that a partitioned
+        run never sends (the outputs in `in_part`), as the replay has it."""
+        return end_as_built(
+            self.schedule, self.graph, placement, self.devices, self.model, self.in_part
         )
 
 
@@ -272,11 +280,13 @@ def run(args: argparse.Namespace) -> int:
         if args.simulate:
             with stages.stage("simulating"):
                 replay = simulate(graph, placement, _network(graph, args.node_size))
+        built = as_built.makespan(placement.assignment) if as_built is not None else None
+        broken = check(graph, placement) if check is not None else None
+        if as_built is not None:
+            placement = as_built.shown(placement)
         suffix = f".{number}" if len(graphs) > 1 else ""
         with stages.stage("drawing"):
             _draw(args, graph, placement, suffix, as_built)
-        built = as_built.makespan(placement.assignment) if as_built is not None else None
-        broken = check(graph, placement) if check is not None else None
         results.append((name, graph, placement, replay, built, broken))
     placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
     memory = _footprint(placed, args.entry or "main")

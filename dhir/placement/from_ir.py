@@ -23,7 +23,7 @@ tasks keeps one rank busy at a time, which then has its device's whole memory ba
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from functools import lru_cache
 
 from xdsl.dialects.builtin import ModuleOp
@@ -45,7 +45,7 @@ from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import system_of
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.placement.cost_model import CostModel
-from dhir.placement.graph import Edge, TaskGraph
+from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.targets import DeviceKind, TargetInfo
 
 END_TASK = "(end)"
@@ -370,10 +370,12 @@ def _ends(
     costs: CostModel,
     to_root: set[SSAValue],
     dead: set[SSAValue],
+    in_part: Set[SSAValue] = frozenset(),
 ) -> tuple[list[Edge], float]:
     """Edges from the tasks whose writes stand at the end to END_TASK (carrying what goes
     to rank 0 only), and the seconds of the broadcasts of the rest but the `dead`
-    buffers, which go nowhere (dhir.analysis.outputs.dead_after)."""
+    buffers, which go nowhere (dhir.analysis.outputs.dead_after). An output `in_part`,
+    which each rank writes itself, is sent nowhere: its writers' edges only order."""
     to_end: dict[int, int] = {}
     broadcast = 0.0
     for value, writes in deps.final_writes.items():
@@ -381,15 +383,59 @@ def _ends(
             continue
         for k, region in writes:
             nbytes = region_bytes(value, count_elements(region))
-            if value in to_root:
+            if value in to_root and value not in in_part:
                 to_end[k] = to_end.get(k, 0) + nbytes
             else:
                 to_end.setdefault(k, 0)
-                broadcast += broadcast_time(nbytes, devices, costs)
+                if value not in to_root:
+                    broadcast += broadcast_time(nbytes, devices, costs)
     ends = [
         _edge(names[k], END_TASK, nbytes, devices, costs) for k, nbytes in sorted(to_end.items())
     ]
     return ends, broadcast
+
+
+def end_as_built(
+    schedule: ScheduleOp,
+    graph: TaskGraph,
+    placement: Placement,
+    devices: Sequence[Device],
+    costs: CostModel,
+    in_part: Set[SSAValue],
+    entry: str = "main",
+) -> Placement:
+    """`placement` with END_TASK timed as if the outputs `in_part` were not sent to rank 0:
+    a partitioned run has each rank write its part of them itself, as the as-built replay
+    has it (dhir.placement.as_built). For display only: placement keeps the message in
+    its model (see held_in_part in dhir.cli.schedule). The other tasks keep their times;
+    the end starts once its inputs are on rank 0, in the first gap of rank 0 it fits."""
+    if END_TASK not in placement.assignment or not in_part or time_loop(schedule) is not None:
+        return placement
+    deps = dependence_graph(schedule)
+    names = list(graph.tasks[: len(deps.effects)])
+    outputs = root_only(schedule, entry), dead_after(schedule, schedule.args)
+    ends, _ = _ends(deps, names, devices, costs, *outputs, in_part)
+    rank0 = device_name(0)
+    ready = 0.0
+    for edge in ends:
+        there = placement.assignment[edge.source]
+        arrival = placement.finish[edge.source] + graph.comm_between(edge, there, rank0)
+        ready = max(ready, arrival)
+    duration = placement.finish[END_TASK] - placement.start[END_TASK]
+    busy = sorted(
+        (placement.start[t], placement.finish[t])
+        for t, device in placement.assignment.items()
+        if device == rank0 and t != END_TASK
+    )
+    begin = ready
+    for start, finish in busy:  # by start: past each one it would overlap
+        if finish > begin and (start < begin + duration or start <= begin):
+            begin = finish
+    return Placement(
+        placement.assignment,
+        placement.start | {END_TASK: begin},
+        placement.finish | {END_TASK: begin + duration},
+    )
 
 
 def broadcast_time(nbytes: int, devices: Sequence[Device], costs: CostModel) -> float:
