@@ -106,15 +106,16 @@ class CostModel:
         if key in self._link_cache:
             return self._link_cache[key]
         assert self.transfer is not None
-        pairs = [(a, b) for i, a in enumerate(devices) for j, b in enumerate(devices) if i != j]
+        pairs = _rank_pairs(devices)
         if which != "all" and self.node_of is not None:
             node_of = self.node_of
             inside = which == "inside"
-            chosen = [(a, b) for a, b in pairs if (node_of(a) == node_of(b)) == inside]
+            chosen = [(a, b, n) for a, b, n in pairs if (node_of(a) == node_of(b)) == inside]
             pairs = chosen or pairs  # no such pair: the edge never pays it; keep a mean
         probe = 1e9
-        latency = sum(self._pair_time(a, b, 0.0) for a, b in pairs) / max(len(pairs), 1)
-        full = sum(self._pair_time(a, b, probe) for a, b in pairs) / max(len(pairs), 1)
+        count = max(sum(n for _, _, n in pairs), 1)
+        latency = sum(n * self._pair_time(a, b, 0.0) for a, b, n in pairs) / count
+        full = sum(n * self._pair_time(a, b, probe) for a, b, n in pairs) / count
         result = (latency, (full - latency) / probe)
         if len(self._link_cache) >= 8:
             self._link_cache.clear()  # device lists of other programs
@@ -127,3 +128,16 @@ class CostModel:
         if source is target:
             return self.link.time(nbytes)
         return self.transfer(source, target, nbytes)
+
+
+def _rank_pairs(devices: Sequence[Device]) -> list[tuple[Device, Device, int]]:
+    """The ordered pairs of distinct ranks (`devices[r]`: rank r's), as pairs of devices
+    with how many rank pairs each stands for: ranks share a device object, so this is
+    quadratic in devices, not in ranks (65,536 ranks: 4e9 pairs)."""
+    counts: dict[int, tuple[Device, int]] = {}
+    for device in devices:
+        _, seen = counts.get(id(device), (device, 0))
+        counts[id(device)] = (device, seen + 1)
+    groups = list(counts.values())
+    pairs = [(a, b, m * (n - 1) if a is b else m * n) for a, m in groups for b, n in groups]
+    return [pair for pair in pairs if pair[2]]

@@ -285,6 +285,41 @@ def test_links_and_transfers() -> None:
     assert described.comm_time(10.0, [LOCAL_CPU, other]) == pytest.approx(1.0 + 20.0)
 
 
+def test_mean_links_are_found_per_device_not_per_rank_pair() -> None:
+    """Ranks of one device share its object: the means weigh each device pair by its
+    rank pairs, as a walk over all rank pairs would (quadratic in ranks: 65,536 ranks of
+    a machine description took minutes)."""
+    one, two = rank_device(DeviceKind.CPU), rank_device(DeviceKind.CPU)
+    three = replace(two, name="other")
+    calls = []
+
+    def transfer(src: object, dst: object, nbytes: float) -> float:
+        calls.append((src, dst))
+        return (1.0 if src is one else 2.0) + nbytes * (3.0 if dst is three else 5.0)
+
+    def node_of(device: object) -> str:
+        return "a" if device is one else "b"
+
+    link = Link(0.5, 1.0)
+    ranks = [one] * 2 + [two] * 3 + [three] * 4
+    model = CostModel(link=link, transfer=transfer, node_of=node_of)
+    inside, between = model.comm_times(100.0, ranks)
+    assert len(calls) <= 9 * 2 * 3  # 9 device pairs, two probes, three means
+
+    def mean(pairs: list[tuple[object, object]]) -> float:
+        times = [link.time(100.0) if a is b else transfer(a, b, 100.0) for a, b in pairs]
+        return sum(times) / len(times)
+
+    pairs = [(a, b) for i, a in enumerate(ranks) for j, b in enumerate(ranks) if i != j]
+    assert inside == pytest.approx(mean([(a, b) for a, b in pairs if node_of(a) == node_of(b)]))
+    assert between == pytest.approx(mean([(a, b) for a, b in pairs if node_of(a) != node_of(b)]))
+    assert model.comm_time(100.0, ranks) == pytest.approx(mean(pairs))
+    many = CostModel(link=link, transfer=transfer, node_of=node_of)
+    calls.clear()
+    many.comm_times(100.0, [one] * 3000 + [three] * 3000)
+    assert len(calls) <= 4 * 2 * 2  # 4 device pairs, two probes, two means
+
+
 def test_task_ids_name_schedules_and_tasks_in_program_order() -> None:
     text = """
 func.func @f(%a: memref<2xf32>) {
