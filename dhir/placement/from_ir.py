@@ -159,6 +159,12 @@ def device_name(rank: int) -> str:
     return f"rank{rank}"
 
 
+@lru_cache(maxsize=4)
+def device_names(count: int) -> tuple[str, ...]:
+    """The graph devices of `count` ranks, named once (every task's costs name them)."""
+    return tuple(device_name(rank) for rank in range(count))
+
+
 def rank_of_device(name: str) -> int:
     return int(name.removeprefix("rank"))
 
@@ -273,21 +279,40 @@ def _costs(
             f"task is placed on rank {explicit} ({RANK_ATTR}), but the program runs on "
             f"{len(devices)} rank{'s' if len(devices) != 1 else ''}",
         )
-    ranks = [explicit] if explicit is not None else range(len(devices))
-    times: dict[int, float] = {}  # ranks of one device share a time
-    found = {}
-    for rank in ranks:
-        device = _runner(devices[rank], target)
-        if not can_run(target, device):
-            continue
-        if wanted is not None and device.name and device.name != wanted:
-            continue
+    # Ranks of one device share a verdict and a time (None: it cannot run the task):
+    # judged once per device, not per rank (65,536 ranks may share one).
+    times: dict[int, float | None] = {}
+    for device in devices if explicit is None else [devices[explicit]]:
         if id(device) not in times:
-            times[id(device)] = costs.task_time(task, name, device, busy)
-        found[device_name(rank)] = times[id(device)]
+            runner = _runner(device, target)
+            times[id(device)] = _time_on(task, name, runner, costs, target, wanted, busy)
+    names = device_names(len(devices))
+    if explicit is not None:
+        time = times[id(devices[explicit])]
+        found = {names[explicit]: time} if time is not None else {}
+    else:
+        per_rank = [times[id(device)] for device in devices]
+        found = {n: t for n, t in zip(names, per_rank, strict=True) if t is not None}
     if not found:
         raise error_at(task, _cannot_run(target, devices, explicit, wanted))
     return found
+
+
+def _time_on(
+    task: TaskOp,
+    name: str,
+    device: Device,
+    costs: CostModel,
+    target: TargetInfo,
+    wanted: str | None,
+    busy: int | None,
+) -> float | None:
+    """`task`'s time on `device` (the rank's runner), None where it cannot run there."""
+    if not can_run(target, device) or (
+        wanted is not None and device.name and device.name != wanted
+    ):
+        return None
+    return costs.task_time(task, name, device, busy)
 
 
 def runs_on(task: TaskOp, device: Device) -> bool:

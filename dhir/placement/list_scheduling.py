@@ -912,6 +912,7 @@ class Moves:
         self._starts = [[schedule.start[t] for t in tasks] for tasks in self.on_device]
         self._finishes = [[schedule.finish[t] for t in tasks] for tasks in self.on_device]
         self._in_order = [all(a < b for a, b in zip(p, p[1:])) for p in self._positions]
+        self._used = [device for device, tasks in enumerate(self.on_device) if tasks]
         self._gaps: list[Gaps | None] = [None] * problem.n_devices
 
     def promising(self) -> list[tuple[int, int]]:
@@ -972,12 +973,15 @@ class Moves:
         device_of = list(schedule.device_of)
         device_of[task] = device
         start, finish = list(schedule.start), list(schedule.finish)
-        starts, finishes, gaps = [], [], []
-        for other in range(problem.n_devices):
-            starts_kept, finishes_kept = self._before(other, first)
-            starts.append(starts_kept)
-            finishes.append(finishes_kept)
-            gaps.append(self._gaps_before(other, len(starts_kept)))
+        # A device with no task keeps none: only the others are looked at (of 65,536
+        # ranks, a few may hold tasks).
+        n_devices = problem.n_devices
+        starts: list[list[float]] = [[] for _ in range(n_devices)]
+        finishes: list[list[float]] = [[] for _ in range(n_devices)]
+        gaps: list[Gaps | None] = [([], []) for _ in range(n_devices)]
+        for other in self._used:
+            starts[other], finishes[other] = self._before(other, first)
+            gaps[other] = self._gaps_before(other, len(starts[other]))
         timelines = (starts, finishes)
         moved = simulate_from(
             problem, schedule.order, device_of, first, start, finish, timelines, limit, gaps
