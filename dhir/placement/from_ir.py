@@ -257,42 +257,59 @@ def task_costs(
     """Each task's time on each rank that can run it, with `busy` ranks running at once
     (`task_graph` gives them for the schedule's own `concurrency`)."""
     targets = _Targets()
+    ranks = _RankDevices(devices)
     return {
-        name: _costs(task, name, devices, costs, targets, busy)
+        name: _costs(task, name, ranks, costs, targets, busy)
         for task, name in zip(tasks, names, strict=True)
     }
+
+
+class _RankDevices:
+    """The devices of the ranks (`devices[r]`: rank r's), each distinct one (by identity:
+    ranks of one device share its object) listed once, and each rank's among them. A
+    task's costs are judged once per distinct device, not per rank (65,536 ranks may
+    share one)."""
+
+    def __init__(self, devices: Sequence[Device]) -> None:
+        self.devices = devices
+        self.names = device_names(len(devices))
+        number: dict[int, int] = {}
+        self.index = [number.setdefault(id(d), len(number)) for d in devices]
+        self.distinct = list({id(d): d for d in devices}.values())
 
 
 def _costs(
     task: TaskOp,
     name: str,
-    devices: Sequence[Device],
+    ranks: _RankDevices,
     costs: CostModel,
     targets: "_Targets",
     busy: int | None = None,
 ) -> dict[str, float]:
     target, wanted = targets.of(task)
     explicit = rank_of(task)
+    devices, names = ranks.devices, ranks.names
     if explicit is not None and not 0 <= explicit < len(devices):
         raise error_at(
             task,
             f"task is placed on rank {explicit} ({RANK_ATTR}), but the program runs on "
             f"{len(devices)} rank{'s' if len(devices) != 1 else ''}",
         )
-    # Ranks of one device share a verdict and a time (None: it cannot run the task):
-    # judged once per device, not per rank (65,536 ranks may share one).
-    times: dict[int, float | None] = {}
-    for device in devices if explicit is None else [devices[explicit]]:
-        if id(device) not in times:
-            runner = _runner(device, target)
-            times[id(device)] = _time_on(task, name, runner, costs, target, wanted, busy)
-    names = device_names(len(devices))
     if explicit is not None:
-        time = times[id(devices[explicit])]
+        runner = _runner(devices[explicit], target)
+        time = _time_on(task, name, runner, costs, target, wanted, busy)
         found = {names[explicit]: time} if time is not None else {}
     else:
-        per_rank = [times[id(device)] for device in devices]
-        found = {n: t for n, t in zip(names, per_rank, strict=True) if t is not None}
+        times = [
+            _time_on(task, name, _runner(device, target), costs, target, wanted, busy)
+            for device in ranks.distinct
+        ]
+        only = times[0] if len(times) == 1 else None
+        if only is not None:  # the common case: every rank on one device
+            found = dict.fromkeys(names, only)
+        else:
+            pairs = zip(names, ranks.index, strict=True)
+            found = {n: t for n, i in pairs if (t := times[i]) is not None}
     if not found:
         raise error_at(task, _cannot_run(target, devices, explicit, wanted))
     return found

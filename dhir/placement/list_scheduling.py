@@ -923,14 +923,27 @@ class Moves:
         lines.starts, lines.finishes = self._starts, self._finishes  # only read
         frozen = FrozenTimelines(lines)
         path = critical_path(problem, schedule, self.on_device)
+        node = problem.node
+        idle = [not tasks for tasks in self.on_device]
         ranked = []
         for k, task in enumerate(path):
             after = path[k - 1] if k else -1
+            row = problem.cost[task]
+            # On a device with no task, the estimates depend only on the task's cost
+            # there and the device's node (no input is there, nothing is in the way):
+            # found once per such pair, not once per idle rank.
+            known: dict[tuple[float, int], tuple[float, float]] = {}
             for device in problem.runnable[task]:
                 if device == schedule.device_of[task]:
                     continue
-                end = self._finish_on(frozen, task, device)
-                gain = self._gain(task, after, device, end)
+                key = (row[device], node[device] if node is not None else 0)
+                if idle[device] and key in known:
+                    end, gain = known[key]
+                else:
+                    end = self._finish_on(frozen, task, device)
+                    gain = self._gain(task, after, device, end)
+                    if idle[device]:
+                        known[key] = (end, gain)
                 if gain > _EPS:
                     ranked.append((-gain, end, k, device, task))
         ranked.sort()
