@@ -339,11 +339,53 @@ def _element_type(memref_type: Attribute) -> Attribute | None:
 
 @custom_format("$source attr-dict `:` type($source) `to` type($dest)")
 class CastOp(memref.CastOp):
-    """xDSL 0.74 has only the generic form."""
+    """xDSL 0.74 has only the generic form, and checks nothing of the two types: MLIR 22
+    casts only between the same element type and memory space, shapes whose static
+    sizes agree, and layouts whose static strides and offsets agree (a run-time one on
+    either side agrees with any); not unranked to unranked."""
 
     # xDSL's factory (`get`) builds xDSL's class.
     def __init__(self, source: SSAValue | Operation, result_type: Attribute):
         super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.dest.type
+        why = _cast_incompatible(source, result)
+        if why is not None:
+            raise VerifyException(f"cannot cast {source} to {result}: {why}")
+
+
+def _cast_incompatible(source: Attribute, result: Attribute) -> str | None:
+    """Why MLIR 22's memref.cast refuses to cast `source` to `result` (None: it does not)."""
+    if isinstance(source, UnrankedMemRefType) and isinstance(result, UnrankedMemRefType):
+        return "a cast from an unranked memref to an unranked one is not supported"
+    if not isinstance(source, MemRefType | UnrankedMemRefType) or not isinstance(
+        result, MemRefType | UnrankedMemRefType
+    ):
+        return "both must be memrefs"
+    if source.element_type != result.element_type:
+        return "the element types differ"
+    if source.memory_space != result.memory_space:
+        return "the memory spaces differ"
+    if not isinstance(source, MemRefType) or not isinstance(result, MemRefType):
+        return None
+    if source.layout != result.layout:
+        mine, theirs = strided_layout(source), strided_layout(result)
+        if mine is None or theirs is None:
+            return "a layout is not strided"
+        if len(mine[0]) != len(theirs[0]):
+            return "the ranks differ"
+        pairs = [("offsets", mine[1], theirs[1])]
+        pairs += [("strides", a, b) for a, b in zip(mine[0], theirs[0])]
+        for what, a, b in pairs:
+            if a is not None and b is not None and a != b:
+                return f"the static {what} differ ({a} and {b})"
+    shapes = source.get_shape(), result.get_shape()
+    if len(shapes[0]) != len(shapes[1]):
+        return "the ranks differ"
+    if any(DYNAMIC_INDEX not in (a, b) and a != b for a, b in zip(*shapes)):
+        return "the static sizes differ"
+    return None
 
 
 @custom_format("$source attr-dict `:` type($source) `to` type($dest)")
