@@ -192,6 +192,13 @@ SAMPLES: dict[str, list[str]] = {
             ": memref<3x4xf64, strided<[8, 1]>> into memref<12xf64>",
         )
     ],
+    "memref.reinterpret_cast": [
+        _func(
+            "%m: memref<16xf32>, %o: index",
+            "  %r = memref.reinterpret_cast %m to offset: [%o], sizes: [4, 4], strides: [4, 1] "
+            ": memref<16xf32> to memref<4x4xf32>",
+        )
+    ],
     "memref.subview": [
         _func(
             "%m: memref<8xf32>",
