@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    NoneAttr,
     StridedLayoutAttr,
     StringAttr,
     TensorType,
@@ -136,6 +137,7 @@ class ExpandShapeOp(memref.ExpandShapeOp):
                 f"{_shape_text(result.get_shape())} (a run-time size where the type has ?)"
             )
         _same_layout(result, *expanded_layout(source, _groups(self), result.get_shape()))
+        _same_form(source, result)
 
 
 class SubviewOp(memref.SubviewOp):
@@ -279,6 +281,38 @@ class CollapseShapeOp(memref.CollapseShapeOp):
         assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
         _check_groups(result, source, self.reassociation)
         _same_layout(result, *collapsed_layout(source, _groups(self)))
+        _same_form(source, result)
+
+
+def _same_form(source: MemRefType, result: MemRefType) -> None:
+    """MLIR 22 builds a reshape's result type with the identity layout where the source's
+    is the identity map (none, `strided<[1]>` of one dimension), else with a strided one,
+    and wants the result type to be exactly that: `strided<[4, 1]>` is not
+    `memref<4x4xf32>`'s layout to it, though its strides are the same."""
+    identity = _identity_map(source)
+    if identity != isinstance(result.layout, NoneAttr):
+        strides, offset = strides_and_offset(result)
+        wanted = (
+            MemRefType(result.element_type, result.get_shape(), NoneAttr(), result.memory_space)
+            if identity
+            else MemRefType(
+                result.element_type,
+                result.get_shape(),
+                StridedLayoutAttr(strides, offset),
+                result.memory_space,
+            )
+        )
+        raise VerifyException(f"the result type must be written {wanted}, not {result}")
+
+
+def _identity_map(memref: MemRefType) -> bool:
+    """Whether MLIR takes `memref`'s layout as the identity map: none, or a strided one of
+    offset 0 with at most one dimension, of stride 1."""
+    layout = memref.layout
+    if isinstance(layout, NoneAttr):
+        return True
+    strides, offset = strides_and_offset(memref)
+    return isinstance(layout, StridedLayoutAttr) and offset == 0 and strides in ([], [1])
 
 
 def _check_groups(collapsed: MemRefType, expanded: MemRefType, groups: ArrayOfIntArrayAttr) -> None:

@@ -427,6 +427,13 @@ RESHAPES = [
      "collapse [[0, 1]]", False),
     ("memref<1x1xf64>", "memref<f64>", "collapse []", True),
     ("memref<1x2xf64>", "memref<f64>", "collapse []", False),
+    # The result's layout is written as MLIR builds it: none from an identity map.
+    ("memref<4x4xf64, strided<[4, 1]>>", "memref<16xf64>", "collapse [[0, 1]]", False),
+    ("memref<4x4xf64, strided<[4, 1]>>", "memref<16xf64, strided<[1]>>", "collapse [[0, 1]]",
+     True),
+    ("memref<4x4xf64>", "memref<16xf64, strided<[1]>>", "collapse [[0, 1]]", False),
+    ("memref<16xf64, strided<[1]>>", "memref<4x4xf64>", "expand [[0, 1]] [4, 4]", True),
+    ("memref<16xf64>", "memref<4x4xf64, strided<[4, 1]>>", "expand [[0, 1]] [4, 4]", False),
 ]  # fmt: skip
 
 
