@@ -1140,7 +1140,7 @@ def test_unsupported_ops_are_located_errors() -> None:
         "%s = func.call", "func.call @ext() : () -> ()\n      %s = func.call"
     )
     message = run_error(external, np.zeros(4, np.float32), np.zeros(1, np.float32), 1.0)
-    assert "'func.call' calls ext, which no file the program links defines" in message
+    assert "'func.call' calls ext in task t, which no file the program links defines" in message
 
 
 def test_the_docs_name_each_memref_op_the_interpreter_refuses() -> None:

@@ -167,11 +167,14 @@ def call_external(
     c_interface = C_INTERFACE in callee.attributes
     libraries = interpreter.get_data(ExternalCalls, "libraries", system_libraries)
     function = libraries.symbol(_symbol(callee))
+    record: CallRecord | None = interpreter.get_data(ExternalCalls, "record", lambda: None)
     if function is None:
+        task = record.task_name(op) if record is not None else None
+        where = f" in task {task}" if task is not None else ""
         fail(
             op,
-            f"calls {name}, which no file the program links defines; pass the file that "
-            "does with --link FILE or -l NAME (dhir.run: link=[...])",
+            f"calls {name}{where}, which no file the program links defines; pass the file "
+            "that does with --link FILE or -l NAME (dhir.run: link=[...])",
         )
     outputs = callee.function_type.outputs.data
     if len(outputs) > 1 or any(not _is_scalar(type_) for type_ in outputs):
@@ -194,7 +197,6 @@ def call_external(
             values.append(_to_c(type_, value))
     function.argtypes = argtypes
     function.restype = _scalar(op, outputs[0]) if outputs else None
-    record: CallRecord | None = interpreter.get_data(ExternalCalls, "record", lambda: None)
     if record is None:
         result = function(*values)
     else:
@@ -254,6 +256,11 @@ class CallRecord:
         owner = self._tasks[task] if 0 <= task < len(self._tasks) else None
         name = self._names[owner] if owner is not None else None
         return RecordedCall(found, bool(under_way), owner, name)
+
+    def task_name(self, call: Operation) -> str | None:
+        """The name of the task `call` is run for (dhir.ir.tasks.task_ids), if any."""
+        number = self._task_number(call)
+        return self._names[self._tasks[number]] if number >= 0 else None
 
     def _task_number(self, call: Operation) -> int:
         """The task `call` is in: the one around it, else (a function a task calls) the
