@@ -64,7 +64,8 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
         # mlir-opt-22's hoisting crashes on a function returning one buffer twice.
         pipeline = PIPELINE.replace(" hoist-static-allocs", "")
     if find_ops(module, (PadOp, SplatOp)):
-        # They bufferize to linalg.map, which dhir does not read: made linalg.generic.
+        # They bufferize to linalg.map, made linalg.generic: the form dhir's analyses and
+        # the body optimizer were first written for.
         pipeline = pipeline.removesuffix(")") + ",func.func(linalg-generalize-named-ops))"
     bufferized = through_mlir_opt(
         module,
