@@ -21,6 +21,7 @@ than rank 0 (`final_to_root`: the lowering's, see dhir.analysis.outputs.root_onl
 import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import islpy as isl
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, NoneAttr, UnrankedMemRefType
@@ -45,6 +46,7 @@ from dhir.ir.tasks import is_gpu_task, rows_of
 Band = tuple[int, int]
 # A rank's rows of a memref: sorted ranges, apart from each other; none for no rows.
 Rows = tuple[Band, ...]
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class Partition:
                 out.append(f"{name}: whole on every rank, {self.whole[index].reason}")
                 continue
             ranks = "; ".join(
-                f"rank {r} rows {describe(rows)}" for r, rows in enumerate(self.bands[index])
+                f"{ranks_named(first, last)} rows {describe(rows)}"
+                for first, last, rows in equal_runs(self.bands[index])
             )
             out.append(f"{name}: partitioned, {ranks}")
         return out
@@ -250,6 +253,23 @@ def _rows(boxes: tuple[Box, ...]) -> Rows:
         else:
             out.append((lo, hi))
     return tuple(out)
+
+
+def equal_runs(values: Sequence[_T]) -> list[tuple[int, int, _T]]:
+    """`values` as runs of equal neighbours: (first index, last index, value). Lines
+    about thousands of ranks, most of them alike, stay short."""
+    runs: list[tuple[int, int, _T]] = []
+    for k, value in enumerate(values):
+        if runs and runs[-1][2] == value:
+            runs[-1] = (runs[-1][0], k, value)
+        else:
+            runs.append((k, k, value))
+    return runs
+
+
+def ranks_named(first: int, last: int) -> str:
+    """`rank 3`, or `ranks 3-9` for a run of them."""
+    return f"rank {first}" if first == last else f"ranks {first}-{last}"
 
 
 def describe(rows: Rows) -> str:

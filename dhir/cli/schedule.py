@@ -24,7 +24,7 @@ from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
-from dhir.analysis.partition import Partition, Storage
+from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
@@ -634,12 +634,20 @@ def memory_text(memory: Memory) -> str:
     lines = ["memory per rank (the rows of each memref a rank's tasks touch, where dhir "
              "partitions it; else all of it):"]  # fmt: skip
     touched = memory.touched
+    per_rank = []
     for rank in range(touched.ranks):
         held, used = _size(memory.held[rank]), _size(touched.touched(rank))
         room = memory.capacity[rank]
         shared = f", shared by {memory.sharing[rank]} ranks" if memory.sharing[rank] > 1 else ""
         of = f" of its device's {_size(room)}{shared}" if room is not None else ""
-        lines.append(f"  {device_name(rank)}: holds {held}{of}, its tasks touch {used}")
+        per_rank.append(f"holds {held}{of}, its tasks touch {used}")
+    for first, last, line in equal_runs(per_rank):
+        who = (
+            device_name(first)
+            if first == last
+            else f"{device_name(first)}-{device_name(last)} (each)"
+        )
+        lines.append(f"  {who}: {line}")
     names = {m.index: m.name for m in touched.memrefs}
     unsized = {m.index for m in touched.memrefs if m.size is None}
     for index, line in zip(sorted(names), memory.partition.lines(names), strict=True):

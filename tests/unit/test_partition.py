@@ -413,3 +413,12 @@ def test_an_unknown_dhir_io_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None
     a, b = np.zeros((22, 8)), np.zeros((22, 8))
     with pytest.raises(DhirError, match="DHIR_IO is 'bogus'; it takes rank0"):
         _native(stencil(22, 4, [0, 1, 0, 1], steps=1), [a, b], 2, "mpich", "best")
+
+
+def test_ranks_holding_alike_share_a_line() -> None:
+    """Thousands of ranks print a line of a few runs, not one entry per rank."""
+    partition = Partition(6, {0: (((0, 20),), (), (), (), ((20, 30),), ())}, {})
+    assert partition.lines({0: "%a"}) == [
+        "%a: partitioned, rank 0 rows 0..19; ranks 1-3 rows none; rank 4 rows 20..29; "
+        "rank 5 rows none"
+    ]

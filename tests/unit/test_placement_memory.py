@@ -211,6 +211,18 @@ def test_dhir_schedule_prints_what_each_rank_holds(
     assert "  %c: partitioned, rank 0 rows none; rank 1 rows 0..31" in out
 
 
+def test_ranks_holding_alike_share_a_line_of_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "jacobi.mlir"
+    program.write_text(PROGRAM)
+    assert main(["schedule", str(program), "-n", "12", "--placement", "round-robin"]) == 0
+    report = capsys.readouterr().out.split("memory per rank")[1].splitlines()[1:]
+    assert len(report) < 12 and any(
+        re.match(r"  rank\d+-rank\d+ \(each\): holds", line) for line in report
+    )
+
+
 def test_best_finds_each_tasks_regions_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """When `best` breaks a near tie by what the ranks hold, the storage takes the regions
     the dependence graph found instead of finding them again for every task."""
