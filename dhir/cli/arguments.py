@@ -22,6 +22,7 @@ from dhir.toolchain.signature import (
     EntrySignature,
     given_args,
     output_names,
+    spare_inputs,
 )
 from dhir.toolchain.staging import parse_scalar
 
@@ -59,15 +60,17 @@ def check_apart(
 ) -> None:
     """Refuse a run that would write its results, or the files `others` name (option:
     path, e.g. --trace), over an input file or over each other: the user's data would
-    be lost without a word (results are named after the arguments, as inputs often are)."""
+    be lost without a word (results are named after the arguments, as inputs often are).
+    Input files that the last run into `output_dir` wrote are kept from the removal of
+    its results (`spare_inputs`)."""
     seen: dict[Path, str] = {}
-    for text, spec in zip(inputs, given_args(signature)):
-        if spec.is_memref:
-            seen.setdefault(Path(text).resolve(), f"--input {text}")
+    files = [text for text, spec in zip(inputs, given_args(signature)) if spec.is_memref]
+    for text in files:
+        seen.setdefault(Path(text).resolve(), f"--input {text}")
     written: list[tuple[str, Path]] = []
     if output_dir is not None:
-        files = [name for names in output_names(signature) for name in names]
-        written += [(f"--output-dir {output_dir} (its {f})", output_dir / f) for f in files]
+        names = [name for these in output_names(signature) for name in these]
+        written += [(f"--output-dir {output_dir} (its {f})", output_dir / f) for f in names]
     others = others or {}
     written += [(f"{option} {path}", path) for option, path in others.items() if path is not None]
     for option, path in written:
@@ -77,6 +80,8 @@ def check_apart(
                 [Diagnostic(f"{option} would be written over {seen[key]}; choose another path")]
             )
         seen[key] = option
+    if output_dir is not None:
+        spare_inputs([Path(text) for text in files], output_dir)
 
 
 def _read_input(text: str, spec: ArgSpec) -> object:

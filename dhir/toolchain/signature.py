@@ -149,6 +149,30 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
         raise DhirError([Diagnostic(message)]) from None
 
 
+def spare_inputs(inputs: Sequence[Path], directory: Path) -> None:
+    """Take this run's input files off DIR/.dhir-results, so that `clear_outputs` keeps
+    them: a result of the last run that the user feeds to this one (a chain of runs
+    through one directory) is their data now, not a leftover."""
+    listing = directory / WRITTEN
+    try:
+        lines = listing.read_text().split("\n")
+    except OSError:
+        return  # no list, nothing is removed as listed
+    given = {path.resolve() for path in inputs}
+    kept = [line for line in lines if (directory / line.partition("\t")[0]).resolve() not in given]
+    if len(kept) == len(lines):
+        return
+    temporary = directory / f".{WRITTEN}.{uuid.uuid4().hex}.tmp"
+    try:
+        temporary.write_text("\n".join(kept))
+        os.replace(temporary, listing)
+    except OSError as error:
+        message = f"cannot update {listing}: {error.strerror or error}"
+        raise DhirError([Diagnostic(message)]) from None
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def _stamp(path: Path) -> str:
     """A file's size and modification time ("" if it is not there)."""
     try:

@@ -115,6 +115,28 @@ def test_a_second_run_takes_the_cached_path_with_new_inputs(cache: Path, tmp_pat
 
 @needs_llvm
 @pytest.mark.mpi
+def test_a_cached_run_keeps_its_input_that_the_last_run_wrote(cache: Path, tmp_path: Path) -> None:
+    """A cached run removes the last run's results from its output directory before it
+    starts, but not one it takes as an input."""
+    one = tmp_path / "one.mlir"
+    one.write_text("func.func @main(%v: memref<8xf64>) {\n  return\n}\n")
+    given, a = inputs(tmp_path, 4)
+    recorded, _ = dhir_run(cache, str(one), "--input", given[3], "-q")
+    assert recorded.returncode == 0, recorded.stderr
+    out = tmp_path / "out"
+    first, _ = dhir_run(cache, str(program(tmp_path)), *given, "--output-dir", str(out))
+    assert first.returncode == 0, first.stderr
+    second, cached = dhir_run(
+        cache, str(one), "--input", str(out / "b.npy"), "--output-dir", str(out)
+    )
+    assert second.returncode == 0 and cached, second.stderr
+    assert sorted(p.name for p in out.iterdir()) == [".dhir-results", "arg0.npy", "b.npy", "v.npy"]
+    np.testing.assert_array_equal(np.load(out / "b.npy"), a * 2.0)
+    np.testing.assert_array_equal(np.load(out / "v.npy"), a * 2.0)
+
+
+@needs_llvm
+@pytest.mark.mpi
 def test_an_edited_program_or_other_options_take_the_full_path(cache: Path, tmp_path: Path) -> None:
     path = program(tmp_path)
     given, a = inputs(tmp_path, 3)

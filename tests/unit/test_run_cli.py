@@ -301,6 +301,35 @@ def test_results_are_named_after_the_arguments_and_a_reused_directory_is_cleaned
     assert sorted(p.name for p in out.iterdir()) == [".dhir-results", "arg0.npy", "v.npy"]
 
 
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_result_of_the_last_run_given_as_an_input_is_kept(
+    tmp_path: Path, call_inputs: list[str], backend: str
+) -> None:
+    """Runs chained through one directory: the next program takes the last one's out.npy
+    as its input. The last run's other results go, but not that file (it was removed
+    as a leftover before the run, the user's data lost)."""
+    out = tmp_path / "results"
+    first = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", backend, *call_inputs,
+                 "--output-dir", str(out))  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    kept = np.load(out / "out.npy")
+    program = tmp_path / "one.mlir"
+    program.write_text("func.func @main(%v: memref<4xf32>) {\n  return\n}\n")
+    second = dhir("run", str(program), "--backend", backend, "--input", str(out / "out.npy"),
+                  "--output-dir", str(out))  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    names = [".dhir-results", "arg0.npy", "out.npy", "v.npy"]
+    assert sorted(p.name for p in out.iterdir()) == names
+    np.testing.assert_array_equal(np.load(out / "out.npy"), kept)
+    np.testing.assert_array_equal(np.load(out / "v.npy"), kept)
+    # Not listed as this run's, so the next run into the directory keeps it too.
+    third = dhir("run", str(program), "--backend", backend, "--input", str(out / "v.npy"),
+                 "--output-dir", str(tmp_path / "other"))  # fmt: skip
+    assert third.returncode == 0, third.stderr
+    listed = (out / ".dhir-results").read_text().splitlines()
+    assert [line.split("\t")[0] for line in listed] == ["arg0.npy", "v.npy"]
+
+
 def test_a_run_that_keeps_no_results_says_so(tmp_path: Path, call_inputs: list[str]) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *call_inputs)
     assert result.returncode == 0, result.stderr
