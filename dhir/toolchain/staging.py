@@ -84,7 +84,8 @@ def _stage_array(text: str | None, spec: ArgSpec, path: Path) -> tuple[int, ...]
         if not fits or os.path.getsize(text) < header.offset + size:
             return None
         with open(text, "rb") as source, open(path, "wb") as target:
-            _copy(source, header.offset, size, target)
+            copy = _copy_booleans if spec.kind == "b" else _copy
+            copy(source, header.offset, size, target)
     except OSError:
         return None
     return header.shape
@@ -147,6 +148,23 @@ def check_result(path: Path, count: int, itemsize: int) -> None:
         raise DhirError(
             [Diagnostic(f"{path.name} holds {size // itemsize} elements, expected {count}")]
         )
+
+
+# Each byte of a bool array as the i1 it stands for: NumPy takes any non-zero byte as True.
+_TRUTH = bytes([0] + [1] * 255)
+_PIECE = 1 << 20
+
+
+def _copy_booleans(source: BinaryIO, offset: int, size: int, target: BinaryIO) -> None:
+    """`_copy` of a bool array's bytes, each made 0 or 1 (see `_TRUTH`): compiled i1 code
+    reads a byte as it is, so 2 would stay 2 through xori and extui."""
+    source.seek(offset)
+    while size > 0:
+        piece = source.read(min(size, _PIECE))
+        if not piece:
+            raise OSError(f"{source.name} ended early")
+        target.write(piece.translate(_TRUTH))
+        size -= len(piece)
 
 
 def _copy(source: BinaryIO, offset: int, size: int, target: BinaryIO) -> None:

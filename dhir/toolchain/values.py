@@ -70,7 +70,13 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
             ]
         )
     # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D).
-    return np.array(value, order="C", copy=True)
+    array = np.array(value, order="C", copy=True)
+    if array.dtype == np.bool_:
+        # NumPy takes any non-zero byte as True (a uint8 array viewed as bool); compiled
+        # i1 code reads the byte as it is, so 2 would stay 2 through xori and extui.
+        raw = array.view(np.uint8)
+        np.minimum(raw, 1, out=raw)
+    return array
 
 
 def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:

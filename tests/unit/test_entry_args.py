@@ -299,6 +299,34 @@ def test_a_big_endian_npy_is_converted_losslessly(tmp_path: Path, backend: str) 
     assert np.load(out / "arg1.npy").dtype == np.float32
 
 
+BOOL_PROGRAM = """func.func @main(%a: memref<4xi1>, %b: memref<4xi1>, %c: memref<4xi8>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %true = arith.constant true
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xi1>
+    %y = arith.xori %x, %true : i1
+    memref.store %y, %b[%i] : memref<4xi1>
+    %z = arith.extui %x : i1 to i8
+    memref.store %z, %c[%i] : memref<4xi8>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_bool_arrays_with_other_true_bytes_run_as_numpy_reads_them(backend: str) -> None:
+    """A uint8 array viewed as bool holds 2 and 255 for True: the native code read them as
+    they were (not 2 = 3, extui 2 = 2), where NumPy and the interpreter see True."""
+    a = np.array([0, 1, 2, 255], np.uint8).view(np.bool_)
+    b, c = np.zeros(4, np.bool_), np.zeros(4, np.int8)
+    _, not_a, widened = dhir.run(BOOL_PROGRAM, a, b, c, backend=backend)
+    np.testing.assert_array_equal(not_a.view(np.uint8), [1, 0, 0, 0])
+    np.testing.assert_array_equal(widened, [0, 1, 1, 1])
+
+
 GPU_HOST_PROGRAM = """func.func @main(%a: memref<16xf32>) {
   dhir.schedule %a {
     %gpu = dhir.target {kind = "gpu"}

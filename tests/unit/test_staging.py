@@ -205,6 +205,20 @@ def test_plain_inputs_are_staged_not_declined(tmp_path: Path) -> None:
     assert Path(staged.paths[3]).read_bytes() == bytes(8)
 
 
+def test_bool_bytes_other_than_0_and_1_are_staged_as_true(tmp_path: Path) -> None:
+    """NumPy takes any non-zero byte of a bool array as True; compiled i1 code would read
+    2 as 2, so both paths stage each as 1."""
+    signature = EntrySignature("main", (ArgSpec(0, "memref<5xi1>", "|b1", (5,), "m"),))
+    array = np.array([0, 1, 2, 128, 255], np.uint8).view(np.bool_)
+    np.save(tmp_path / "m.npy", array)
+    staged = stage_inputs(signature, [str(tmp_path / "m.npy")], tmp_path)
+    assert staged is not None
+    assert Path(staged.paths[0]).read_bytes() == bytes([0, 1, 1, 1, 1])
+    (checked,) = check_inputs(signature, [array])
+    assert checked.view(np.uint8).tolist() == [0, 1, 1, 1, 1]
+    agree(signature, [str(tmp_path / "m.npy")], tmp_path)
+
+
 # --- results ----------------------------------------------------------------------------
 
 
