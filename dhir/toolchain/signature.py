@@ -101,8 +101,8 @@ WRITTEN = ".dhir-results"
 def output_names(signature: EntrySignature) -> list[list[str]]:
     """Per written argument (`ArgSpec.written`), the files its value goes to: `argK.npy`,
     and `NAME.npy` after its name in the program where that name is a plain one (letters,
-    digits, `_`), not of the form argK, and no other argument's; for result K of an entry
-    on tensors, `resK.npy`."""
+    digits, `_`), not of the form argK or resK, and no other argument's; for result K of an
+    entry on tensors, `resK.npy`."""
     memrefs = [spec for spec in signature.args if spec.written]
     names = [spec.name for spec in memrefs]
     files = []
@@ -112,14 +112,16 @@ def output_names(signature: EntrySignature) -> list[list[str]]:
             continue
         these = [f"arg{spec.index}.npy"]
         name = spec.name
-        if name and _PLAIN.fullmatch(name) and not _ARGK.fullmatch(name) and names.count(name) == 1:
+        plain = name and _PLAIN.fullmatch(name) and not _NUMBERED.fullmatch(name)
+        if plain and names.count(name) == 1:
             these.append(f"{name}.npy")
         files.append(these)
     return files
 
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_ARGK = re.compile(r"arg[0-9]+")
+# The names of the files by position: an argument named %arg1 or %res0 would take one.
+_NUMBERED = re.compile(r"(arg|res)[0-9]+")
 
 
 def clear_outputs(signature: EntrySignature, directory: Path) -> None:

@@ -421,6 +421,28 @@ def test_saved_results_are_complete_and_leave_no_temporary_files(tmp_path: Path)
             np.testing.assert_array_equal(loaded, array)
 
 
+def test_an_argument_named_like_a_result_file_is_saved_under_its_position_only(
+    tmp_path: Path,
+) -> None:
+    """%res0 beside an entry's result 0: res0.npy held the result, not %res0's value."""
+    program = """func.func @main(%res0: memref<4xf64>, %t: tensor<4xf64>) -> tensor<4xf64> {
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 5.0 : f64
+  memref.store %v, %res0[%c0] : memref<4xf64>
+  %e = tensor.empty() : tensor<4xf64>
+  %r = linalg.add ins(%t, %t : tensor<4xf64>, tensor<4xf64>) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+"""
+    dhir.run(program, np.zeros(4), np.ones(4), backend="interp", output_dir=tmp_path)
+    names = [".dhir-results", "arg0.npy", "res0.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    np.testing.assert_array_equal(np.load(tmp_path / "arg0.npy"), [5.0, 0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(np.load(tmp_path / "res0.npy"), [2.0] * 4)
+    listed = (tmp_path / ".dhir-results").read_text().splitlines()
+    assert [line.split("\t")[0] for line in listed] == ["arg0.npy", "res0.npy"]
+
+
 def test_an_earlier_result_the_user_has_replaced_is_not_removed(tmp_path: Path) -> None:
     """A later run removes what the last one wrote, but not a file the user saved since
     under the same name."""
