@@ -31,7 +31,7 @@ from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import INPUT, clear_outputs
 from dhir.toolchain.tensors import bufferize, specialise
-from dhir.toolchain.values import check_inputs, save_outputs, with_results
+from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
 
 BACKENDS = ("native", "interp")
@@ -243,6 +243,8 @@ def run_module(
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
+        # First: a wrong count is said with the types as written, not as specialised.
+        check_given_count(entry_signature(module, entry, given_only=True), inputs)
         module = specialise(module, entry, inputs)
     signature = entry_signature(module, entry)
     if output_dir is not None:

@@ -12,12 +12,17 @@ from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature, given_arg
 
 def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
     """`inputs` (one per given argument) with a zero array put in for each result."""
-    _check_count(signature, given_args(signature), inputs)
+    check_given_count(signature, inputs)
     given = iter(inputs)
     return [
         next(given) if spec.given else np.zeros(spec.shape or (), spec.dtype)
         for spec in signature.args
     ]
+
+
+def check_given_count(signature: EntrySignature, inputs: list[object]) -> None:
+    """A DhirError unless there is one input per argument the user gives."""
+    _check_count(signature, given_args(signature), inputs)
 
 
 def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.ndarray]:

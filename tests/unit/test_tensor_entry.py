@@ -195,6 +195,16 @@ def test_arguments_of_dynamic_shape_take_their_inputs_shapes(backend: str, ranks
 
 
 @needs_llvm
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_wrong_count_names_the_dynamic_types_as_written(count: int) -> None:
+    """Counted before the entry takes its inputs' shapes: the error said
+    `(tensor<3x4xf64>, tensor<3x4xf64>)`, types the program does not have."""
+    wanted = r"@main takes 2 arguments \(tensor<\?x4xf64>, tensor<\?x4xf64>\)"
+    with pytest.raises(DhirError, match=f"^error: {wanted}; {count} given$"):
+        dhir.run(DYNAMIC, *[np.ones((3, 4))] * count, backend="interp")
+
+
+@needs_llvm
 def test_dhir_run_gives_dynamic_shapes_their_inputs_shapes(tmp_path: Path) -> None:
     program = tmp_path / "add.mlir"
     program.write_text(DYNAMIC)
