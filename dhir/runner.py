@@ -121,6 +121,10 @@ def run(
     (native): a TOML or JSON file of placement constraints, `[[pin]]`, `[[apart]]` and
     `[[together]]` (docs/commands.md, "Steering placement"). Bad options are refused
     before any work (see RunOptions)."""
+    if not isinstance(entry, str):  # None would reach xDSL's symbol lookup as a bare error
+        raise DhirError(
+            [Diagnostic(f"entry takes a function's name (str), not {type(entry).__name__}")]
+        )
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,

@@ -137,6 +137,7 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
         (VECTOR_ADD, {"link": [3]}, r"link takes a list .*; got a word 3, not a str or path"),
         (VECTOR_ADD, {"costs": 5}, r"costs takes a path \(str or os.PathLike\), not int"),
         (VECTOR_ADD, {"output_dir": 1.5}, r"output_dir takes a path .* not float"),
+        (VECTOR_ADD, {"entry": None}, r"entry takes a function's name \(str\), not NoneType$"),
     ],
 )
 def test_arguments_of_a_wrong_type_are_dhir_errors_saying_what_is_taken(
