@@ -256,12 +256,21 @@ def _check_size(path: Path, where: str) -> None:
 
     header = read_header(path)
     try:
-        itemsize = np.dtype(header.code).itemsize if header is not None else None
+        dtype = np.dtype(header.code) if header is not None else None
     except TypeError:
-        itemsize = None
-    if header is None or itemsize is None:
+        dtype = None
+    if header is None or dtype is None:
         return  # NumPy's reader says what is wrong with it
-    need = math.prod(header.shape) * itemsize
+    if dtype.hasobject:  # pickled, in fewer bytes than its shape of pointers
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where}: '{path}' holds Python objects (dtype object), not numbers; "
+                    "save an array of numbers with numpy.save"
+                )
+            ]
+        )
+    need = math.prod(header.shape) * dtype.itemsize
     if path.stat().st_size - header.offset < need:
         raise DhirError(
             [

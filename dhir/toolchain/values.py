@@ -120,7 +120,7 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
         number = float(value)  # pyright: ignore[reportArgumentType]
     except (TypeError, ValueError, OverflowError):
         raise DhirError(
-            [Diagnostic(f"{where}: cannot use {value!r} as {spec.mlir_type}")]
+            [Diagnostic(f"{where}: cannot use {_short(value)} as {spec.mlir_type}")]
         ) from None
     with np.errstate(over="ignore"):
         array = np.asarray(number, dtype=spec.dtype)

@@ -205,6 +205,9 @@ def test_scalars_out_of_range_are_refused_by_the_api() -> None:
     with pytest.raises(DhirError, match=r"\.\.\.0* \(401 characters\) is out of range for i8"):
         dhir.run(SCALARS_PROGRAM, 1, 10**400, 3, 4, 5, 1.0, np.zeros(3, np.int64),
                  np.zeros(2, np.uint64), backend="interp")  # fmt: skip
+    with pytest.raises(DhirError, match=r"cannot use 10*\.\.\.0* \(401 characters\) as f16$"):
+        dhir.run(SCALARS_PROGRAM, 1, 2, 3, 4, 5, 10**400, np.zeros(3, np.int64),
+                 np.zeros(2, np.uint64), backend="interp")  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
@@ -280,6 +283,18 @@ def test_a_text_file_is_not_a_npy_file(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert f"'{text}' is not a .npy file" in result.stderr
     assert "pickle" not in result.stderr
+
+
+def test_a_npy_file_of_objects_is_said_to_hold_objects(tmp_path: Path) -> None:
+    """Its pickled bytes are fewer than its shape of pointers: the error said the file held
+    fewer bytes than its header's shape needs."""
+    objects = tmp_path / "objects.npy"
+    np.save(objects, np.zeros(4, object), allow_pickle=True)
+    program = tmp_path / "p.mlir"
+    program.write_text(ENDLESS_PROGRAM)
+    result = cli("run", str(program), "--backend", "interp", "--input", str(objects))
+    assert result.returncode == 1
+    assert f"'{objects}' holds Python objects (dtype object), not numbers" in result.stderr
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
