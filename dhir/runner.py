@@ -29,7 +29,7 @@ from dhir.toolchain.options import (
 )
 from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import INPUT, clear_outputs
+from dhir.toolchain.signature import INPUT, clear_outputs, spare_inputs
 from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
@@ -252,6 +252,7 @@ def run_module(
         module = specialise(module, entry, inputs)
     signature = entry_signature(module, entry)
     if output_dir is not None:
+        spare_inputs(_mapped_files(inputs), output_dir)
         # Before building too: a build that fails leaves no earlier results behind.
         clear_outputs(signature, output_dir)
     if is_shard_program(module) and backend == "interp":
@@ -272,6 +273,12 @@ def run_module(
             save_outputs(results, signature, output_dir)
         return results
     return _run_on(module, entry, inputs, backend, options, output_dir, timing, on_built)
+
+
+def _mapped_files(inputs: list[object]) -> list[Path]:
+    """The files inputs are memory-mapped from (`np.load(path, mmap_mode="r")`): where one
+    is a result of the last run into the output directory, it is the caller's input now."""
+    return [Path(a.filename) for a in inputs if isinstance(a, np.memmap) and a.filename]
 
 
 def on_tensors(module: ModuleOp, entry: str) -> bool:

@@ -70,6 +70,20 @@ def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
     assert np.array_equal(np.load(out / "arg0.npy"), results[0])
 
 
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=pytest.mark.mlir)])
+def test_an_input_mapped_from_the_last_runs_result_is_kept(tmp_path: Path, backend: str) -> None:
+    """An array np.load maps from c.npy, a result of the last run into the folder, given
+    to the next run into it: c.npy was removed as that run's leftover."""
+    dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp", output_dir=tmp_path)
+    c = np.load(tmp_path / "c.npy", mmap_mode="r")
+    want = np.array(c)
+    (result,) = dhir.run(PLAIN, c[:8], backend=backend, output_dir=tmp_path)
+    np.testing.assert_array_equal(result, want[:8] * 2)
+    names = [".dhir-results", "a.npy", "arg0.npy", "c.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), want)
+
+
 @pytest.mark.parametrize(
     "name", ["missing.mlir", "no/such/folder/prog.mlir", "results (copy).mlir", "prog", " x.mlir "]
 )
