@@ -170,6 +170,17 @@ static void set_chunk_bytes(void) {
   check(MPI_Bcast(&chunk_bytes, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
+/* Whether DHIR_IO in rank 0's environment has rank 0 do every rank's file I/O (see
+ * every_rank). Checked at start-up too: a misspelt value must not pass unsaid in a program
+ * that happens to read no file by rows. */
+static int io_by_rank0(void) {
+  const char *mode = world_rank == 0 ? getenv("DHIR_IO") : NULL;
+  if (mode != NULL && *mode != '\0' && strcmp(mode, "rank0") != 0 && strcmp(mode, "each") != 0)
+    dhir_rt_fatal("DHIR_IO is '%s'; it takes rank0 (rank 0 reads and writes for all ranks) "
+                  "or each (every rank its own part, the default)", mode);
+  return mode != NULL && strcmp(mode, "rank0") == 0;
+}
+
 /* --- where each rank is ----------------------------------------------------------------
  * A rank killed from outside (SIGKILL) runs no handler, so every rank keeps its state in a
  * small file mapped into its memory (MAP_SHARED): plain stores, no system call per task, and
@@ -351,6 +362,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
                   expected_ranks, world_size, expected_ranks, world_size);
   }
   set_chunk_bytes();
+  (void)io_by_rank0();
   start_trace();
 }
 
@@ -1248,11 +1260,7 @@ static void read_all(int file, char *data, int64_t bytes, off_t at, const char *
 
 /* Whether every rank can do its own file I/O: `ok` is this rank's answer. */
 static int every_rank(int ok) {
-  const char *mode = world_rank == 0 ? getenv("DHIR_IO") : NULL;
-  if (mode != NULL && *mode != '\0' && strcmp(mode, "rank0") != 0 && strcmp(mode, "each") != 0)
-    dhir_rt_fatal("DHIR_IO is '%s'; it takes rank0 (rank 0 reads and writes for all ranks) "
-                  "or each (every rank its own part, the default)", mode);
-  if (mode != NULL && strcmp(mode, "rank0") == 0)
+  if (io_by_rank0())
     ok = 0;
   int all = 0;
   check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");

@@ -330,6 +330,19 @@ def test_a_result_of_the_last_run_given_as_an_input_is_kept(
     assert [line.split("\t")[0] for line in listed] == ["arg0.npy", "v.npy"]
 
 
+@needs_llvm
+def test_a_misspelt_dhir_io_is_an_error_in_any_program(tmp_path: Path) -> None:
+    """DHIR_IO was checked only where a rank read a file by rows: a dynamic shape is
+    held whole, and `DHIR_IO=rank-0` went unsaid."""
+    program = tmp_path / "whole.mlir"
+    program.write_text("func.func @main(%v: memref<?xf32>) {\n  return\n}\n")
+    np.save(tmp_path / "v.npy", np.ones(4, np.float32))
+    result = dhir("run", str(program), "-n", "2", "--input", str(tmp_path / "v.npy"),
+                  env={"DHIR_IO": "rank-0"})  # fmt: skip
+    assert result.returncode == 1
+    assert "DHIR_IO is 'rank-0'; it takes rank0" in result.stderr
+
+
 def test_a_run_that_keeps_no_results_says_so(tmp_path: Path, call_inputs: list[str]) -> None:
     result = dhir("run", str(EXAMPLES / "call.mlir"), "--backend", "interp", *call_inputs)
     assert result.returncode == 0, result.stderr
