@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
 from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
-from dhir.ir.text import parse_file, parse_string, print_module
+from dhir.ir.text import check_module, parse_file, parse_string, print_module
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes
 from dhir.transforms.nesting import parse_nested
@@ -48,6 +48,10 @@ def run_pipeline(
     verify_each: bool = True,
 ) -> ModuleOp:
     """Run passes on `module` in place, verifying after each; return it."""
+    check_module(module, "run_pipeline")
+    if not isinstance(pipeline, str | PassPipeline):
+        message = f"run_pipeline takes passes by name (str), not {type(pipeline).__name__}"
+        raise DhirError([Diagnostic(message)])
     ctx = ctx or make_context()
     if isinstance(pipeline, str):
 

@@ -32,6 +32,11 @@ def parse_string(
     line_offset: int = 0,
 ) -> ModuleOp:
     """Parse (and by default verify) MLIR text; raise DhirError on bad input."""
+    if not isinstance(text, str):
+        hint = "; decode bytes first (text.decode())" if isinstance(text, bytes) else ""
+        raise DhirError(
+            [Diagnostic(f"parse_string takes MLIR text (str), not {type(text).__name__}{hint}")]
+        )
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
@@ -247,11 +252,26 @@ _PLAIN_FORMS: dict[type[Operation], Callable[[_Printer, Operation], bool]] = {
 
 
 def print_module(module: ModuleOp, *, generic: bool = False, debuginfo: bool = False) -> str:
+    check_module(module, "print_module")
     out = StringIO()
     printer = _Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo)
     printer.print_op(module)
     out.write("\n")
     return out.getvalue()
+
+
+def check_module(module: object, caller: str) -> None:
+    """A DhirError unless `module` is a parsed module: the API's callers get a bare
+    AttributeError from deep inside xDSL otherwise."""
+    if not isinstance(module, ModuleOp):
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{caller} takes a module (from dhir.parse_file or dhir.parse_string), "
+                    f"not {type(module).__name__}"
+                )
+            ]
+        )
 
 
 def keep_argument_names(source: ModuleOp, made: ModuleOp, function: str) -> None:

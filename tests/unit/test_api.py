@@ -5,6 +5,7 @@ import os
 import signal
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,30 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
     finally:
         signal.signal(signal.SIGTERM, before)
         signal.signal(signal.SIGHUP, ignored)
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "message"),
+    [
+        (dhir.parse_string, [b"x"], r"takes MLIR text \(str\), not bytes; decode bytes"),
+        (dhir.parse_string, [None], r"parse_string takes MLIR text \(str\), not NoneType$"),
+        (dhir.print_module, [None], r"print_module takes a module .*, not NoneType$"),
+        (dhir.run_pipeline, ["func.func", "cse"], r"run_pipeline takes a module .*, not str$"),
+        (dhir.run_pipeline, [None, "cse"], r"run_pipeline takes a module .*, not NoneType$"),
+    ],
+)
+def test_the_text_functions_refuse_arguments_of_a_wrong_type(
+    function: Callable[..., object], args: list[object], message: str
+) -> None:
+    """They raised TypeError and AttributeError from inside xDSL."""
+    with pytest.raises(DhirError, match=message):
+        function(*args)
+
+
+def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
+    module: object = dhir.parse_string("")
+    with pytest.raises(DhirError, match=r"by name \(str\), not NoneType$"):
+        dhir.run_pipeline(module, None)  # pyright: ignore[reportArgumentType]
 
 
 @pytest.mark.parametrize(
