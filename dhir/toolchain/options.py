@@ -68,6 +68,12 @@ class RunOptions:
         object.__setattr__(self, "timeout", timeout_seconds(self.timeout))
         if self.threads is not None:
             object.__setattr__(self, "threads", thread_count(self.threads))
+        for name in ("codedrop", "optimize"):
+            value = getattr(self, name)
+            # A str is true, so codedrop="no" would drop code (NumPy's bools are taken).
+            if isinstance(value, str) or value not in (True, False):
+                raise DhirError([Diagnostic(f"{name} takes True or False, got {value!r}")])
+            object.__setattr__(self, name, bool(value))
         _choose("MPI", self.mpi, MPI_CHOICES)
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)

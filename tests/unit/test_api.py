@@ -177,6 +177,8 @@ def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
         (VECTOR_ADD, {"costs": 5}, r"costs takes a path \(str or os.PathLike\), not int"),
         (VECTOR_ADD, {"output_dir": 1.5}, r"output_dir takes a path .* not float"),
         (VECTOR_ADD, {"entry": None}, r"entry takes a function's name \(str\), not NoneType$"),
+        (VECTOR_ADD, {"codedrop": "no"}, r"codedrop takes True or False, got 'no'$"),
+        (VECTOR_ADD, {"optimize": None}, r"optimize takes True or False, got None$"),
     ],
 )
 def test_arguments_of_a_wrong_type_are_dhir_errors_saying_what_is_taken(
