@@ -227,7 +227,7 @@ def _run_once(
             raise DhirError(
                 [
                     Diagnostic(
-                        f"the program timed out after {timeout:g} s on {ranks} ranks and was "
+                        f"the program timed out after {timeout:g} s on {_ranks(ranks)} and was "
                         f"killed\n{where}{_tail(log, errors)}"
                     )
                 ]

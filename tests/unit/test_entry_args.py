@@ -274,6 +274,18 @@ def test_the_interpreter_honours_the_timeout(tmp_path: Path) -> None:
         dhir.run(ENDLESS_PROGRAM, np.zeros(4, np.float32), backend="interp", timeout=0.5)
 
 
+@needs_llvm
+def test_a_native_run_past_its_timeout_says_one_rank() -> None:
+    # A store in the loop: mlir-opt-22 removes a loop without effects, endless or not.
+    storing = ENDLESS_PROGRAM.replace(
+        "^bb0(%j: index):\n",
+        "^bb0(%j: index):\n        %one = arith.constant 1.0 : f32\n"
+        "        memref.store %one, %a[%c0] : memref<4xf32>\n",
+    )
+    with pytest.raises(DhirError, match="timed out after 1 s on 1 rank and was killed"):
+        dhir.run(storing, np.zeros(4, np.float32), timeout=1)
+
+
 def test_a_text_file_is_not_a_npy_file(tmp_path: Path) -> None:
     text = tmp_path / "values.txt"
     text.write_text("1 2 3 4\n")
