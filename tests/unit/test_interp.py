@@ -922,6 +922,39 @@ def test_memref_views_alias_their_buffer() -> None:
     same_bits(rm, want)
 
 
+# A view cast to an unranked memref, handed to a function that casts it back.
+UNRANKED = """
+func.func @scan(%u: memref<*xi32>, %x: i32) -> i32 {
+  %r = memref.cast %u : memref<*xi32> to memref<?xi32, strided<[?], offset: ?>>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %r, %c0 : memref<?xi32, strided<[?], offset: ?>>
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> i32 {
+    %v = memref.load %r[%i] : memref<?xi32, strided<[?], offset: ?>>
+    %w = arith.addi %acc, %v : i32
+    memref.store %w, %r[%i] : memref<?xi32, strided<[?], offset: ?>>
+    scf.yield %w : i32
+  }
+  return %s : i32
+}
+func.func @main(%a: memref<8xi32>) {
+  %sv = memref.subview %a[2] [5] [1] : memref<8xi32> to memref<5xi32, strided<[1], offset: 2>>
+  %u = memref.cast %sv : memref<5xi32, strided<[1], offset: 2>> to memref<*xi32>
+  %one = arith.constant 1 : i32
+  %s = func.call @scan(%u, %one) : (memref<*xi32>, i32) -> i32
+  %c0 = arith.constant 0 : index
+  memref.store %s, %a[%c0] : memref<8xi32>
+  return
+}
+"""
+
+
+def test_casts_to_and_from_unranked_memrefs() -> None:
+    (got,) = run(UNRANKED, np.arange(8, dtype=np.int32))
+    # a running sum from 1 over elements 2..6, the last sum into element 0
+    same_bits(got, np.array([21, 1, 3, 6, 10, 15, 21, 7], np.int32))
+
+
 AFFINE_AND_LINALG = """
 func.func @main(%a: memref<3x4xf32>, %b: memref<4x2xf32>, %c: memref<3x2xf32>, %d: memref<6xi32>) {
   linalg.matmul ins(%a, %b : memref<3x4xf32>, memref<4x2xf32>) outs(%c : memref<3x2xf32>)
