@@ -29,6 +29,7 @@ from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.ir.diagnostics import loc_of
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
 from dhir.ir.walk import enclosing, find_ops
@@ -134,12 +135,34 @@ def aliased_arguments(call: func.CallOp) -> tuple[int, int, frozenset[object]] |
 
 
 def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object]) -> str:
-    return (
+    message = (
         f"schedule operands {_name(first)} and {_name(second)} may be views of one buffer "
         f"({describe(common)}), and a task writes one of them; dhir moves each operand "
-        "between ranks on its own, so the other would miss the write. Pass the buffer once "
-        "and make the view inside the tasks that need it"
+        "between ranks on its own, so the other would miss the write. "
     )
+    carried = [(v, op) for v in (first, second) if (op := _carrying_loop(v)) is not None]
+    if not carried:
+        return message + "Pass the buffer once and make the view inside the tasks that need it"
+    # Buffers swapped through iter_args (a ping-pong) are distinct in each iteration, but
+    # which is which is not known: the usual advice would not help.
+    loop = carried[0][1]
+    where = f" at {loc}" if (loc := loc_of(loop)) is not None else ""
+    names = " and ".join(_name(v) for v, _ in carried)
+    return message + (
+        f"The {loop.name}{where} carries {names} (iter_args): in an iteration each may be "
+        "any buffer the loop starts with or hands on. List each buffer once and choose "
+        "between them inside the tasks (an scf.if on the step's parity)"
+    )
+
+
+def _carrying_loop(value: SSAValue) -> Operation | None:
+    """The scf.for or scf.while whose loop-carried argument `value` is, if it is one."""
+    if not isinstance(value, BlockArgument):
+        return None
+    loop = value.owner.parent_op()
+    if isinstance(loop, scf.WhileOp) or (isinstance(loop, scf.ForOp) and value.index > 0):
+        return loop
+    return None
 
 
 @dataclass(frozen=True)

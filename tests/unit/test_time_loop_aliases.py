@@ -12,8 +12,9 @@ import pytest
 import dhir
 from dhir import DhirError, parse_string
 from dhir.analysis.outputs import time_loop
-from dhir.analysis.sharing import buffers
+from dhir.analysis.sharing import buffers, check_shared_data
 from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.pass_failure import PassFailedAt
 
 MPIS = ("mpich", "openmpi")
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -171,6 +172,55 @@ def test_a_ping_ponged_buffer_is_refused_naming_the_memref() -> None:
     assert "<string>:7:5: error: schedule operands %x and %y may be views of one buffer (%a)" in (
         message
     )
+
+
+# What the ping-pong error advises instead: both buffers listed, picked by the step's parity.
+BY_PARITY = """
+func.func @main(%a: memref<4xi32>, %b: memref<4xi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %t = %c0 to %steps step %c1 {
+    %p = arith.remui %t, %c2 : index
+    %even = arith.cmpi eq, %p, %c0 : index
+    dhir.schedule %a, %b, %even {
+      %t0 = dhir.task target = "cpu", %a, %b attributes {dhir.rank = 1 : i64} {
+        %k0 = arith.constant 0 : index
+        scf.if %even {
+          %v = memref.load %a[%k0] : memref<4xi32>
+          %w = arith.addi %v, %v : i32
+          memref.store %w, %b[%k0] : memref<4xi32>
+        } else {
+          %v = memref.load %b[%k0] : memref<4xi32>
+          %w = arith.addi %v, %v : i32
+          memref.store %w, %a[%k0] : memref<4xi32>
+        }
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_the_ping_pong_error_says_what_to_do_instead() -> None:
+    # "Pass the buffer once and make the view inside the tasks" does not fit two buffers
+    # swapped through iter_args: the message names the loop and the way that runs.
+    with pytest.raises(PassFailedAt) as caught:
+        check_shared_data(parse_string(PING_PONG))
+    message = str(caught.value)
+    assert "The scf.for at <string>:5:3 carries %x and %y (iter_args)" in message
+    assert "choose between them inside the tasks (an scf.if on the step's parity)" in message
+    assert "Pass the buffer once" not in message
+    check_shared_data(parse_string(BY_PARITY))  # the advice is accepted
+
+
+@needs_mpi
+def test_ping_pong_by_parity_runs() -> None:
+    inputs = [np.ones(4, np.int32), np.zeros(4, np.int32), np.int64(3)]
+    want = dhir.run(PING_PONG, *inputs, backend="interp")
+    got = dhir.run(BY_PARITY, *inputs, backend="native", ranks=2, timeout=120)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
 
 
 @pytest.mark.parametrize("rank", ['"one"', "1.0", "true", "[1]"])
