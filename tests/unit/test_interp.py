@@ -955,6 +955,30 @@ def test_casts_to_and_from_unranked_memrefs() -> None:
     same_bits(got, np.array([21, 1, 3, 6, 10, 15, 21, 7], np.int32))
 
 
+# The allocation behind a memref.reinterpret_cast view: extract_strided_metadata gives
+# its base buffer and the view's offset in it, as it does for a subview.
+REINTERPRETED_BASE = """
+func.func @main(%a: memref<8xi32>) {
+  %r = memref.reinterpret_cast %a to offset: [2], sizes: [4], strides: [1] : memref<8xi32> to memref<4xi32, strided<[1], offset: 2>>
+  %base, %off, %size, %stride = memref.extract_strided_metadata %r : memref<4xi32, strided<[1], offset: 2>> -> memref<i32>, index, index, index
+  %o = arith.index_cast %off : index to i32
+  %c7 = arith.constant 7 : index
+  memref.store %o, %a[%c7] : memref<8xi32>
+  %w = memref.reinterpret_cast %base to offset: [0], sizes: [8], strides: [1] : memref<i32> to memref<8xi32>
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 99 : i32
+  memref.store %v, %w[%c0] : memref<8xi32>
+  return
+}
+"""
+
+
+def test_the_base_of_a_reinterpret_cast_view_is_its_allocation() -> None:
+    # was: offset 0 and a base at element 2, so the whole-buffer view ran out of bounds
+    (got,) = run(REINTERPRETED_BASE, np.arange(8, dtype=np.int32))
+    same_bits(got, np.array([99, 1, 2, 3, 4, 5, 6, 2], np.int32))
+
+
 AFFINE_AND_LINALG = """
 func.func @main(%a: memref<3x4xf32>, %b: memref<4x2xf32>, %c: memref<3x2xf32>, %d: memref<6xi32>) {
   linalg.matmul ins(%a, %b : memref<3x4xf32>, memref<4x2xf32>) outs(%c : memref<3x2xf32>)

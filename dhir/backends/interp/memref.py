@@ -155,9 +155,15 @@ def _offsets_sizes_strides(
 
 def base_array(array: np.ndarray) -> np.ndarray:
     """The array `array` is a view of (itself when it is none), as MLIR's base buffer."""
-    while isinstance(array.base, np.ndarray):
-        array = array.base
-    return array
+    while True:
+        parent = array.base
+        if not isinstance(parent, np.ndarray):
+            # NumPy's as_strided (a reinterpret_cast) puts a DummyArray holding its
+            # source between the view and the source.
+            parent = getattr(parent, "base", None)
+        if not isinstance(parent, np.ndarray):
+            return array
+        array = parent
 
 
 @register
