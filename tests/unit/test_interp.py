@@ -979,6 +979,73 @@ def test_the_base_of_a_reinterpret_cast_view_is_its_allocation() -> None:
     same_bits(got, np.array([99, 1, 2, 3, 4, 5, 6, 2], np.int32))
 
 
+@pytest.mark.parametrize(
+    ("cast", "type_", "found"),
+    [
+        ("memref<*xi32> to memref<?xi32>", "memref<?xi32>", "offset 2 and strides [1]"),
+        ("memref<*xi32> to memref<5xi32, strided<[1], offset: 3>>",
+         "memref<5xi32, strided<[1], offset: 3>>", "offset 2 and strides [1]"),
+        ("memref<*xi32> to memref<5xi32, strided<[2], offset: ?>>",
+         "memref<5xi32, strided<[2], offset: ?>>", "offset 2 and strides [1]"),
+    ],
+)  # fmt: skip
+def test_a_cast_to_a_layout_the_memref_lacks_is_an_error(cast: str, type_: str, found: str) -> None:
+    # MLIR leaves such a cast undefined, and native code addresses the view by the type's
+    # offset and strides: from element 0 for `memref<?xi32>`, where the view is at 2.
+    src = UNRANKED.replace(
+        "%r = memref.cast %u : memref<*xi32> to memref<?xi32, strided<[?], offset: ?>>",
+        f"%r0 = memref.cast %u : {cast}\n"
+        f"  %r = memref.cast %r0 : {type_} to memref<?xi32, strided<[?], offset: ?>>",
+    )
+    message = run_error(src, np.arange(8, dtype=np.int32))
+    assert message.startswith("prog.mlir:3:3: error: 'memref.cast' casts a memref of " + found)
+    assert f"to {type_}, whose layout says otherwise" in message
+
+
+# A view at a run-time offset, cast to a type that fixes the offset at 3.
+STATIC_OFFSET = """
+func.func @main(%a: memref<8xi32>, %off: index) {
+  %sv = memref.subview %a[%off] [4] [1] : memref<8xi32> to memref<4xi32, strided<[1], offset: ?>>
+  %cv = memref.cast %sv : memref<4xi32, strided<[1], offset: ?>> to memref<4xi32, strided<[1], offset: 3>>
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 99 : i32
+  memref.store %v, %cv[%c0] : memref<4xi32, strided<[1], offset: 3>>
+  return
+}
+"""
+
+
+def test_a_cast_to_a_static_offset_holds_only_where_the_offset_is_that() -> None:
+    (got, _) = run(STATIC_OFFSET, np.zeros(8, np.int32), 3)
+    same_bits(got, np.array([0, 0, 0, 99, 0, 0, 0, 0], np.int32))
+    message = run_error(STATIC_OFFSET, np.zeros(8, np.int32), 1)
+    assert message.startswith("prog.mlir:4:3: error: 'memref.cast' casts a memref of offset 1")
+
+
+# Casts that hold: a reinterpret_cast view's offset, and a row-major view of a buffer.
+LAYOUTS_THAT_HOLD = """
+func.func @main(%a: memref<8xi32>) {
+  %r = memref.reinterpret_cast %a to offset: [2], sizes: [4], strides: [1] : memref<8xi32> to memref<4xi32, strided<[1], offset: 2>>
+  %d = memref.cast %r : memref<4xi32, strided<[1], offset: 2>> to memref<4xi32, strided<[1], offset: ?>>
+  %s = memref.cast %d : memref<4xi32, strided<[1], offset: ?>> to memref<4xi32, strided<[1], offset: 2>>
+  %c0 = arith.constant 0 : index
+  %v = arith.constant 99 : i32
+  memref.store %v, %s[%c0] : memref<4xi32, strided<[1], offset: 2>>
+  %b = memref.reinterpret_cast %a to offset: [0], sizes: [2, 4], strides: [4, 1] : memref<8xi32> to memref<2x4xi32>
+  %e = memref.cast %b : memref<2x4xi32> to memref<?x4xi32>
+  %f = memref.cast %e : memref<?x4xi32> to memref<2x4xi32>
+  %c1 = arith.constant 1 : index
+  memref.store %v, %f[%c1, %c1] : memref<2x4xi32>
+  return
+}
+"""
+
+
+def test_casts_to_layouts_that_hold_run() -> None:
+    (got,) = run(LAYOUTS_THAT_HOLD, np.zeros(8, np.int32))
+    same_bits(got, np.array([0, 0, 99, 0, 0, 99, 0, 0], np.int32))
+
+
 AFFINE_AND_LINALG = """
 func.func @main(%a: memref<3x4xf32>, %b: memref<4x2xf32>, %c: memref<3x2xf32>, %d: memref<6xi32>) {
   linalg.matmul ins(%a, %b : memref<3x4xf32>, memref<4x2xf32>) outs(%c : memref<3x2xf32>)

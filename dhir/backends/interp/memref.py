@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     MemRefType,
     NoneAttr,
+    StridedLayoutAttr,
     UnitAttr,
     UnrankedMemRefType,
 )
@@ -142,6 +143,37 @@ def _check_shape(op: Operation, array: np.ndarray, type_: Attribute) -> None:
         fail(op, f"gets a memref of shape {array.shape} where {type_} is expected")
 
 
+def _check_layout(op: Operation, array: np.ndarray, type_: Attribute) -> None:
+    """Refuse a cast to a type whose static offset or strides `array` does not have: MLIR
+    leaves such a cast undefined, and native code addresses the result by the type's
+    (a view at offset 2 cast to `memref<?xi32>` is read from element 0 there)."""
+    if not isinstance(type_, MemRefType) or array.size == 0:
+        return
+    root = base_array(array)
+    if not root.flags.c_contiguous:
+        return
+    item = array.itemsize
+    offset = (array.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // item
+    strides = [s // item for s in array.strides]
+    if isinstance(type_.layout, NoneAttr):
+        want_offset, want = 0, list(MemRefType.strides_for_shape(array.shape))
+    elif isinstance(type_.layout, StridedLayoutAttr):
+        want_offset, want = type_.layout.get_offset(), list(type_.layout.get_strides())
+    else:
+        return  # an affine map layout
+    wrong_offset = want_offset is not None and want_offset != offset
+    wrong_strides = any(
+        w is not None and n > 1 and w != s for w, s, n in zip(want, strides, array.shape)
+    )
+    if wrong_offset or wrong_strides:
+        fail(
+            op,
+            f"casts a memref of offset {offset} and strides {strides} to {type_}, whose "
+            f"layout says otherwise: MLIR leaves such a cast undefined (native code uses "
+            f"the type's offset and strides); cast to a layout with `?` where they vary",
+        )
+
+
 def _offsets_sizes_strides(
     op: memref.SubviewOp | memref.ReinterpretCastOp, dynamic: Sequence[int]
 ) -> tuple[list[int], list[int], list[int]]:
@@ -193,6 +225,7 @@ class MemrefImpls(InterpreterFunctions):
     @handles(memref.CastOp, memref.MemorySpaceCastOp, memref.AssumeAlignmentOp)
     def run_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         _check_shape(op, args[0], op.results[0].type)
+        _check_layout(op, args[0], op.results[0].type)
         return (args[0],)
 
     @handles(memref.DimOp)
