@@ -428,8 +428,10 @@ class MemorySpaceCastOp(memref.MemorySpaceCastOp):
 
 
 @custom_format("$source attr-dict `:` type($source)")
+@redefine_operands({"source": OperandDef(irdl_to_attr_constraint(MemRefType | UnrankedMemRefType))})
 class RankOp(memref.RankOp):
-    """xDSL 0.74 has only the generic form."""
+    """xDSL 0.74 has only the generic form, and no rank of an unranked memref (what the
+    op is for)."""
 
     def __init__(self, source: SSAValue | Operation):
         super().__init__(operands=[source], result_types=[IndexType()])

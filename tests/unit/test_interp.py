@@ -979,6 +979,38 @@ def test_the_base_of_a_reinterpret_cast_view_is_its_allocation() -> None:
     same_bits(got, np.array([99, 1, 2, 3, 4, 5, 6, 2], np.int32))
 
 
+# The rank, a size and the layout of a view seen through an unranked memref.
+UNRANKED_SHAPE = """
+func.func @info(%u: memref<*xi32>) -> (index, index) {
+  %r = memref.rank %u : memref<*xi32>
+  %c1 = arith.constant 1 : index
+  %d = memref.dim %u, %c1 : memref<*xi32>
+  return %r, %d : index, index
+}
+func.func @main(%a: memref<4x6xi32>, %o: memref<4xindex>) {
+  %s = memref.subview %a[1, 2] [2, 3] [1, 1] : memref<4x6xi32> to memref<2x3xi32, strided<[6, 1], offset: 8>>
+  %u = memref.cast %s : memref<2x3xi32, strided<[6, 1], offset: 8>> to memref<*xi32>
+  %r, %d = func.call @info(%u) : (memref<*xi32>) -> (index, index)
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  memref.store %r, %o[%c0] : memref<4xindex>
+  memref.store %d, %o[%c1] : memref<4xindex>
+  %back = memref.cast %u : memref<*xi32> to memref<?x?xi32, strided<[?, ?], offset: ?>>
+  %b, %off, %sz:2, %st:2 = memref.extract_strided_metadata %back : memref<?x?xi32, strided<[?, ?], offset: ?>> -> memref<i32>, index, index, index, index, index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  memref.store %off, %o[%c2] : memref<4xindex>
+  memref.store %st#0, %o[%c3] : memref<4xindex>
+  return
+}
+"""
+
+
+def test_rank_and_dim_of_an_unranked_memref() -> None:
+    (_, got) = run(UNRANKED_SHAPE, np.zeros((4, 6), np.int32), np.zeros(4, np.int64))
+    same_bits(got, np.array([2, 3, 8, 6], np.int64))
+
+
 @pytest.mark.parametrize(
     ("cast", "type_", "found"),
     [

@@ -126,6 +126,7 @@ memref.global @ext : memref<2xf32>
   %u = memref.cast %a : memref<4xf32> to memref<*xf32>
   %s = memref.memory_space_cast %a : memref<4xf32> to memref<4xf32, 1 : i64>
   %r = memref.rank %a : memref<4xf32>
+  %ru = memref.rank %u : memref<*xf32>
   %p = memref.extract_aligned_pointer_as_index %a : memref<4xf32> -> index
   %x = memref.atomic_rmw maximumf %v, %a[%i] {note} : (f32, memref<4xf32>) -> f32
   %g = memref.get_global @c : memref<2xf32>
