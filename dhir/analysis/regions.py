@@ -578,6 +578,14 @@ class _Walker:
     ) -> None:
         type_ = memref.type
         if not isinstance(type_, MemRefType):
+            # An unranked memref (a `memref.copy` of `memref<*xf32>`s): its type has no
+            # shape to bound the access, so it may reach all of the memrefs it views;
+            # never a must-write.
+            for view in self.views.get(memref, ()):
+                if read:
+                    self._add(self.reads, view.root, whole(view.root.type))
+                if write:
+                    self._add(self.writes, view.root, whole(view.root.type))
             return
         shape = type_.get_shape()
         exprs: list[Expr] = []

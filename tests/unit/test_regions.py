@@ -450,6 +450,70 @@ def test_vector_lanes_are_elements_unless_the_vector_is_scalable() -> None:
     assert regions.must_written(g).is_empty()
 
 
+# --- unranked memrefs ----------------------------------------------------------------
+
+# Rank 0 doubles %a; rank 1 copies a view of it into a view of %b through memref<*xi32>s;
+# host code after the schedule reads both, so neither is partitioned.
+UNRANKED_COPY = """
+func.func @main(%a: memref<4x6xi32>, %b: memref<4x6xi32>, %s: memref<1xi32>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c6 = arith.constant 6 : index
+      scf.for %i = %c0 to %c4 step %c1 {
+        scf.for %j = %c0 to %c6 step %c1 {
+          %v = memref.load %a[%i, %j] : memref<4x6xi32>
+          %w = arith.addi %v, %v : i32
+          memref.store %w, %a[%i, %j] : memref<4x6xi32>
+        }
+      }
+    }
+    %t1 = dhir.task %cpu, %a, %b attributes {dhir.rank = 1 : i64} {
+      %sv = memref.subview %a[1, 2] [2, 3] [1, 1] : memref<4x6xi32> to memref<2x3xi32, strided<[6, 1], offset: 8>>
+      %dv = memref.subview %b[2, 0] [2, 3] [1, 2] : memref<4x6xi32> to memref<2x3xi32, strided<[6, 2], offset: 12>>
+      %us = memref.cast %sv : memref<2x3xi32, strided<[6, 1], offset: 8>> to memref<*xi32>
+      %ud = memref.cast %dv : memref<2x3xi32, strided<[6, 2], offset: 12>> to memref<*xi32>
+      memref.copy %us, %ud : memref<*xi32> to memref<*xi32>
+    }
+  }
+  %c0 = arith.constant 0 : index
+  %x = memref.load %a[%c0, %c0] : memref<4x6xi32>
+  %y = memref.load %b[%c0, %c0] : memref<4x6xi32>
+  %z = arith.addi %x, %y : i32
+  memref.store %z, %s[%c0] : memref<1xi32>
+  return
+}
+"""
+
+
+def test_a_copy_of_unranked_memrefs_may_touch_all_of_what_they_view() -> None:
+    """An unranked memref's type has no shape to bound an access with: a copy through
+    one may read or write any element of the memref it views, never surely. (It read
+    and wrote nothing, so rank 1 copied stale data and its write was lost.)"""
+    task = list(_schedule(UNRANKED_COPY).tasks())[1]
+    regions = task_regions(task)
+    a, b = task.memrefs
+    every = isl.Set("{ [x0, x1] : 0 <= x0 <= 3 and 0 <= x1 <= 5 }")
+    assert regions.read(a).is_equal(every)
+    assert regions.written(b).is_equal(every)
+    assert regions.must_written(b).is_empty()
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_a_copy_of_unranked_memrefs_on_another_rank_equals_the_interpreter() -> None:
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    inputs = [a, np.zeros((4, 6), np.int32), np.zeros(1, np.int32)]
+    expected = dhir.run(UNRANKED_COPY, *(x.copy() for x in inputs), backend="interp")
+    assert expected[1][2].tolist() == [16, 0, 18, 0, 20, 0]
+    got = dhir.run(UNRANKED_COPY, *(x.copy() for x in inputs), backend="native", ranks=2)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
+
+
 # --- casts of narrow and unsigned integers, memrefs chosen by arith.select (issue 23) ---
 
 # The user's program: -2 : i3 read unsigned is 6; the store on rank 1 must reach rank 0.
