@@ -7,10 +7,11 @@ the SSA dominance check that xDSL lacks.
 
 from collections.abc import Mapping
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness
 from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
@@ -137,6 +138,8 @@ def _verify_op(
         else:
             op.verify(verify_nested_ops=False)
         _verify_blocks_not_empty(op)
+        if op.name.startswith("arith."):
+            _verify_signless(op)
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).
         culprit = getattr(error, "op", op)
@@ -144,6 +147,21 @@ def _verify_op(
     for index, operand in enumerate(op.operands):
         if not dominance.value_dominates(operand, op):
             raise DhirError([_dominance_error(op, index)])
+
+
+def _verify_signless(op: Operation) -> None:
+    """MLIR's arith ops take signless integers (`i8`; the op says how to read the sign),
+    xDSL's take `ui8` and `si8` too; the interpreter then fails at run time and
+    mlir-opt-22 at the build file. `arith.select` chooses between values of any type."""
+    values = op.operands[:1] if op.name == "arith.select" else [*op.results, *op.operands]
+    for value in values:
+        element = get_element_type_or_self(value.type)
+        if isinstance(element, IntegerType) and element.signedness.data != Signedness.SIGNLESS:
+            signless = IntegerType(element.width.data)
+            raise DiagnosticException(
+                f"'{op.name}' takes signless integers, not {element}: write {signless} (the "
+                "op, such as divsi or divui, extsi or extui, says how to read the sign)"
+            )
 
 
 def _verify_blocks_not_empty(op: Operation) -> None:
