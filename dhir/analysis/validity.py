@@ -11,9 +11,17 @@ surely writing it, R's copy of its whole write region is right afterwards.
 Writes are widened to boxes (the bounding box of each piece), which keeps every
 validity set a union of boxes and every transfer a list of blocks; the task then
 needs the widened part too. A memref with a dynamic shape is one indivisible unit.
+
+A placement that interleaves rows over the ranks (round-robin, pins) leaves a rank's set a
+piece per row, and isl's coalesce and subtract take time growing with the square of a
+set's pieces: a whole-set operation at every task made a 1,000-task row program take a
+minute. So each memref's sets are cut along the first dimension into slabs of a few
+pieces (`Slabs`), and a task's operations touch only the slabs its region reaches; within
+a slab, isl does all the set algebra, exactly as on the whole set.
 """
 
-from collections.abc import Iterator, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -113,52 +121,52 @@ class Validity:
         """Every element of `memrefs` valid on every rank, except for those `start`
         gives, per rank, the elements held (a rank holding only part of a memref)."""
         self.ranks = ranks
-        self.held: dict[SSAValue, list[isl.Set]] = {
-            m: [everything(m.type) for _ in range(ranks)] for m in memrefs
+        self.held: dict[SSAValue, Slabs] = {
+            m: Slabs.of([everything(m.type) for _ in range(ranks)]) for m in memrefs
         }
         for m, sets in (start or {}).items():
             if m in self.held:
-                self.held[m] = list(sets)
+                self.held[m] = Slabs.of(list(sets))
 
     def copy(self) -> "Validity":
         other = Validity([], self.ranks)
-        other.held = {m: list(sets) for m, sets in self.held.items()}
+        other.held = {m: slabs.copy() for m, slabs in self.held.items()}
         return other
 
     def meet(self, other: "Validity") -> "Validity":
         """What both hold: the elements valid in `self` and in `other`."""
         out = self.copy()
-        for m, sets in out.held.items():
-            out.held[m] = [(a & b).coalesce() for a, b in zip(sets, other.held[m], strict=True)]
+        for m, slabs in out.held.items():
+            out.held[m] = slabs.combine(other.held[m], lambda a, b: a & b)
         return out
 
     def same(self, other: "Validity") -> bool:
-        return all(
-            a.is_equal(b)
-            for m, sets in self.held.items()
-            for a, b in zip(sets, other.held[m], strict=True)
-        )
+        return all(slabs.equal(other.held[m]) for m, slabs in self.held.items())
 
     def everywhere(self, memref: SSAValue) -> bool:
+        slabs = self.held[memref]
         full = everything(memref.type)
-        return all(full.is_subset(s) for s in self.held[memref])
+        return all(
+            slabs.within(k, full).is_subset(s) for k, sets in enumerate(slabs.sets) for s in sets
+        )
 
     def bring(self, memref: SSAValue, rank: int, needed: isl.Set) -> list[Transfer]:
         """The transfers that give `rank` the `needed` elements it lacks; it holds them
         afterwards."""
         held = self.held[memref]
-        missing = (units(memref.type, needed) - held[rank]).coalesce()
+        wanted = units(memref.type, needed)
+        missing = (wanted - held.near(rank, wanted)).coalesce()
         transfers: list[Transfer] = []
         for source in self._sources(rank):
             if missing.is_empty():
                 break
-            piece = missing & held[source]
+            piece = missing & held.near(source, missing)
             if piece.is_empty():
                 continue
             transfer = self._transfer(memref, source, rank, piece)
             transfers.append(transfer)
             missing = (missing - piece).coalesce()
-            held[rank] = (held[rank] | carried(memref, transfer)).coalesce()
+            held.update(carried(memref, transfer), {rank: _add})
         assert missing.is_empty(), "every element is valid on some rank"
         return transfers
 
@@ -180,12 +188,8 @@ class Validity:
     def _wrote(self, memref: SSAValue, rank: int, region: isl.Set) -> None:
         if region.is_empty():
             return
-        held = self.held[memref]
-        for other in range(self.ranks):
-            if other == rank:
-                held[other] = (held[other] | region).coalesce()
-            else:
-                held[other] = (held[other] - region).coalesce()
+        changes = {other: _add if other == rank else _drop for other in range(self.ranks)}
+        self.held[memref].update(region, changes)
 
     def widen(self, memref: SSAValue, written: isl.Set) -> isl.Set:
         region = units(memref.type, written)
@@ -202,20 +206,32 @@ class Validity:
             return self.bring(memref, dest, everything(memref.type))
         held = self.held[memref]
         full = everything(memref.type)
-        stale = full.empty(full.get_space())
-        for s in held:
-            stale = stale | (full - s)
+        # Slab by slab, as a whole set would be: a slab's elements never leave it.
+        stale: list[isl.Set] = []
+        for k, sets in enumerate(held.sets):
+            within = held.within(k, full)
+            part = within.empty(within.get_space())
+            for s in sets:
+                part = part | (within - s)
+            stale.append(part)
         transfers: list[Transfer] = []
         for source in range(self.ranks):
-            if stale.is_empty():
+            if all(part.is_empty() for part in stale):
                 break
-            piece = (stale & held[source]).coalesce()
-            if piece.is_empty():
+            pieces = [(k, (part & held.sets[k][source]).coalesce()) for k, part in enumerate(stale)]
+            pieces = [(k, piece) for k, piece in pieces if not piece.is_empty()]
+            if not pieces:
                 continue
-            transfer = self._transfer(memref, source, None, piece)
-            transfers.append(transfer)
-            stale = (stale - carried(memref, transfer)).coalesce()
-        self.held[memref] = [full for _ in range(self.ranks)]
+            boxes: list[Box] = []
+            blocks: list[Block] = []
+            for k, piece in pieces:
+                found, runs = self._cover(memref, piece, held.sets[k][source])
+                boxes += found
+                blocks += runs
+                sent = _union([box.as_set() for box in found], piece) if found else piece
+                stale[k] = (stale[k] - sent).coalesce()
+            transfers.append(self._made(memref, source, None, boxes, blocks))
+        self.held[memref] = Slabs.of([full for _ in range(self.ranks)])
         return transfers
 
     def collective(self, memref: SSAValue, dest: int | None) -> list[Block | None] | None:
@@ -228,7 +244,8 @@ class Validity:
             return None
         assert isinstance(type_, MemRefType)
         shape = tuple(type_.get_shape())
-        held = self.held[memref]
+        slabs = self.held[memref]
+        held = [slabs.whole(rank) for rank in range(self.ranks)]
         full = everything(type_)
         stale = full.empty(full.get_space())
         for rank, s in enumerate(held):
@@ -252,6 +269,7 @@ class Validity:
         for rank in range(self.ranks):
             if dest is None or rank == dest:
                 held[rank] = full
+        self.held[memref] = Slabs.of(held)
         return runs
 
     def writes(self, memref: SSAValue) -> tuple[list[tuple[int, list[Block]]], list[Block]]:
@@ -264,18 +282,23 @@ class Validity:
         assert isinstance(type_, MemRefType) and divisible(type_)
         shape = tuple(type_.get_shape())
         full = everything(type_)
-        done = full.empty(full.get_space())
-        plan: list[tuple[int, list[Block]]] = []
-        for rank, holder in enumerate(self.held[memref]):
-            piece = (holder - done).coalesce()
-            if piece.is_empty():
-                continue
-            blocks = [b for box in cover(piece, holder) for b in blocks_of(box, shape, holder)]
-            plan.append((rank, blocks))
-            done = (done | piece).coalesce()
-        rest = (full - done).coalesce()
-        copies = [b for box in cover(rest, full) for b in blocks_of(box, shape, full)]
-        return plan, copies
+        slabs = self.held[memref]
+        chosen: dict[int, list[Block]] = {}
+        copies: list[Block] = []
+        # Slab by slab, as a whole set would be: a slab's elements never leave it.
+        for k, sets in enumerate(slabs.sets):
+            within = slabs.within(k, full)
+            done = within.empty(within.get_space())
+            for rank, holder in enumerate(sets):
+                piece = (holder - done).coalesce()
+                if piece.is_empty():
+                    continue
+                blocks = [b for box in cover(piece, holder) for b in blocks_of(box, shape, holder)]
+                chosen.setdefault(rank, []).extend(blocks)
+                done = (done | piece).coalesce()
+            rest = (within - done).coalesce()
+            copies += [b for box in cover(rest, full) for b in blocks_of(box, shape, full)]
+        return sorted(chosen.items()), copies
 
     def _sources(self, rank: int) -> Iterator[int]:
         """Ranks to take elements from: the nearest after `rank` first, so that pieces
@@ -286,15 +309,244 @@ class Validity:
     def _transfer(
         self, memref: SSAValue, source: int, dest: int | None, piece: isl.Set
     ) -> Transfer:
+        """`piece` (which `source` holds) sent from `source` to `dest`."""
+        boxes: list[Box] = []
+        blocks: list[Block] = []
+        for part, holder in self.held[memref].parts(source, piece):
+            found, runs = self._cover(memref, part, holder)
+            boxes += found
+            blocks += runs
+        return self._made(memref, source, dest, boxes, blocks)
+
+    def _cover(
+        self, memref: SSAValue, piece: isl.Set, holder: isl.Set
+    ) -> tuple[list[Box], list[Block]]:
+        """Boxes covering `piece` within `holder` (what the sender holds of a slab that
+        contains `piece`), and their memory blocks."""
         type_ = memref.type
         if not divisible(type_):
-            return Transfer(memref, source, dest, None, None)
+            return [], []
         assert isinstance(type_, MemRefType)
-        holder = self.held[memref][source]
         boxes = cover(piece, holder)
         shape = tuple(type_.get_shape())
-        blocks = [b for box in boxes for b in blocks_of(box, shape, holder)]
+        return boxes, [b for box in boxes for b in blocks_of(box, shape, holder)]
+
+    def _made(
+        self,
+        memref: SSAValue,
+        source: int,
+        dest: int | None,
+        boxes: list[Box],
+        blocks: list[Block],
+    ) -> Transfer:
+        if not divisible(memref.type):
+            return Transfer(memref, source, dest, None, None)
         return Transfer(memref, source, dest, tuple(boxes), tuple(blocks))
+
+
+# A slab's sets are coalesced and kept to at most this many pieces each: isl's
+# coalesce and subtract take time that grows with the square of a set's pieces, and a
+# placement that interleaves rows over the ranks leaves a piece per row.
+SLAB_PIECES = 8
+# Sets of more pieces are cut before they are coalesced.
+COALESCE_PIECES = 4 * SLAB_PIECES
+
+Change = Callable[[isl.Set, isl.Set], isl.Set]
+
+
+def _add(held: isl.Set, region: isl.Set) -> isl.Set:
+    return held | region
+
+
+def _drop(held: isl.Set, region: isl.Set) -> isl.Set:
+    return held - region
+
+
+class Slabs:
+    """Each rank's valid elements of one memref, cut along the first dimension into
+    slabs: slab k holds the elements with cuts[k-1] <= x0 < cuts[k] (the first and last
+    unbounded), `sets[k][rank]` those of them `rank` holds. A memref whose sets have
+    few pieces is one slab (its sets are the coalesced whole); a slab where a rank's set
+    has more than SLAB_PIECES pieces is cut in two, so that an operation on a region
+    handles only the few pieces of the slabs the region reaches."""
+
+    def __init__(self, cuts: list[int], sets: list[list[isl.Set]]) -> None:
+        self.cuts = cuts
+        self.sets = sets
+
+    @staticmethod
+    def of(held: list[isl.Set]) -> "Slabs":
+        """Slabs of the per-rank sets `held`."""
+        slabs = Slabs([], [held])
+        slabs._settle(0, 0)
+        return slabs
+
+    def copy(self) -> "Slabs":
+        return Slabs(list(self.cuts), [list(sets) for sets in self.sets])
+
+    def whole(self, rank: int) -> isl.Set:
+        """Every element `rank` holds."""
+        return _union([sets[rank] for sets in self.sets], self.sets[0][rank])
+
+    def within(self, k: int, region: isl.Set) -> isl.Set:
+        """The elements of `region` in slab k."""
+        if not self.cuts:
+            return region
+        lo = self.cuts[k - 1] if k > 0 else None
+        hi = self.cuts[k] if k < len(self.cuts) else None
+        return region & _rows(region.dim(isl.dim_type.set), lo, hi)
+
+    def near(self, rank: int, region: isl.Set) -> isl.Set:
+        """What `rank` holds of the slabs `region` reaches: within them, all it holds."""
+        first, last = self._reached(region)
+        return _union([sets[rank] for sets in self.sets[first : last + 1]], region)
+
+    def parts(self, rank: int, piece: isl.Set) -> Iterator[tuple[isl.Set, isl.Set]]:
+        """`piece`, held by `rank`, slab by slab: each part and what `rank` holds of its
+        slab."""
+        first, last = self._reached(piece)
+        for k in range(first, last + 1):
+            part = self.within(k, piece)
+            if not part.is_empty():
+                yield part, self.sets[k][rank]
+
+    def update(self, region: isl.Set, changes: Mapping[int, Change]) -> None:
+        """Apply `changes[rank]` to what each of those ranks holds, with `region`."""
+        first, last = self._reached(region)
+        if first > last:
+            return
+        for k in range(first, last + 1):
+            part = self.within(k, region)
+            sets = self.sets[k]
+            for rank, change in changes.items():
+                sets[rank] = change(sets[rank], part)
+        self._settle(first, last)
+
+    def combine(self, other: "Slabs", change: Change) -> "Slabs":
+        """Per rank, `change` of what `self` and `other` hold."""
+        mine, theirs = self._refined(other.cuts), other._refined(self.cuts)
+        sets = [
+            [change(a, b) for a, b in zip(x, y, strict=True)]
+            for x, y in zip(mine.sets, theirs.sets, strict=True)
+        ]
+        out = Slabs(list(mine.cuts), sets)
+        out._settle(0, len(sets) - 1)
+        return out
+
+    def equal(self, other: "Slabs") -> bool:
+        mine, theirs = self._refined(other.cuts), other._refined(self.cuts)
+        return all(
+            a.is_equal(b)
+            for x, y in zip(mine.sets, theirs.sets, strict=True)
+            for a, b in zip(x, y, strict=True)
+        )
+
+    def _refined(self, cuts: list[int]) -> "Slabs":
+        """The same sets in slabs cut at `cuts` as well."""
+        every = sorted(set(self.cuts) | set(cuts))
+        if every == self.cuts:
+            return self
+        out = Slabs(every, [])
+        for k in range(len(every) + 1):
+            lo = every[k - 1] if k > 0 else None
+            mine = bisect_right(self.cuts, lo) if lo is not None else 0
+            out.sets.append([out.within(k, s) for s in self.sets[mine]])
+        return out
+
+    def _reached(self, region: isl.Set) -> tuple[int, int]:
+        """The first and last slab `region` reaches (first > last: none)."""
+        if region.is_empty():
+            return 0, -1
+        if not self.cuts:
+            return 0, 0
+        lo, hi = region.dim_min_val(0), region.dim_max_val(0)
+        first = bisect_right(self.cuts, int(lo.to_python())) if lo.is_int() else 0
+        last = bisect_right(self.cuts, int(hi.to_python())) if hi.is_int() else len(self.cuts)
+        return first, last
+
+    def _settle(self, first: int, last: int) -> None:
+        """Coalesce slabs first..last, cut those with too many pieces and join each with
+        its neighbour where together they have few."""
+        cuts: list[int] = []
+        sets: list[list[isl.Set]] = []
+        for k in range(first, last + 1):
+            if k > first:
+                cuts.append(self.cuts[k - 1])
+            inner, pieces = _cut(self.sets[k])
+            cuts += inner
+            sets += pieces
+        self.cuts[first:last] = cuts
+        self.sets[first : last + 1] = sets
+        k = max(first - 1, 0)
+        end = min(first + len(sets), len(self.sets) - 1)
+        while k < end:
+            pairs = list(zip(self.sets[k], self.sets[k + 1], strict=True))
+            if any(a.n_basic_set() + b.n_basic_set() > SLAB_PIECES for a, b in pairs):
+                k += 1  # coalescing would leave more than SLAB_PIECES // 2
+                continue
+            joined = [(a | b).coalesce() for a, b in pairs]
+            if max(s.n_basic_set() for s in joined) <= SLAB_PIECES // 2:
+                self.sets[k : k + 2] = [joined]
+                del self.cuts[k]
+                end -= 1
+            else:
+                k += 1
+
+
+def _cut(held: list[isl.Set]) -> tuple[list[int], list[list[isl.Set]]]:
+    """`held` (the sets of one slab), coalesced and cut in halves along the first
+    dimension while a set has more than SLAB_PIECES pieces and cutting lessens them:
+    the cuts and the slabs' sets."""
+    held = [s.coalesce() if s.n_basic_set() <= COALESCE_PIECES else s for s in held]
+    pieces = max(s.n_basic_set() for s in held)
+    if pieces <= SLAB_PIECES:
+        return [], [held]
+    middle = _middle(held)
+    if middle is not None:
+        dims = held[0].dim(isl.dim_type.set)
+        low = [s & _rows(dims, None, middle) for s in held]
+        high = [s & _rows(dims, middle, None) for s in held]
+        # Where most pieces span the cut (columns, say), cutting only adds pieces.
+        if 2 * sum(s.n_basic_set() for s in [*low, *high]) < 3 * sum(s.n_basic_set() for s in held):
+            low_cuts, low_sets = _cut(low)
+            high_cuts, high_sets = _cut(high)
+            return [*low_cuts, middle, *high_cuts], [*low_sets, *high_sets]
+    # Uncut, the slab's sets are coalesced whatever it costs, as whole sets were: left
+    # as they are, they would gain pieces that coalescing merges.
+    return [], [[s.coalesce() if s.n_basic_set() > COALESCE_PIECES else s for s in held]]
+
+
+def _middle(held: list[isl.Set]) -> int | None:
+    """Where to cut a slab whose sets are `held`: the middle of the first dimension's
+    span of their elements; None for no cut (one row, unbounded, or no dimension)."""
+    if held[0].dim(isl.dim_type.set) == 0:
+        return None
+    bounds = [(s.dim_min_val(0), s.dim_max_val(0)) for s in held if not s.is_empty()]
+    if not all(lo.is_int() and hi.is_int() for lo, hi in bounds):
+        return None
+    first = min(int(lo.to_python()) for lo, _ in bounds)
+    last = max(int(hi.to_python()) for _, hi in bounds)
+    return (first + last + 1) // 2 if first < last else None
+
+
+@cache
+def _rows(dims: int, lo: int | None, hi: int | None) -> isl.Set:
+    """The elements lo <= x0 < hi (unbounded where None) of a `dims`-dimensional memref."""
+    names = ", ".join(f"x{d}" for d in range(dims))
+    bounds = [f"{lo} <= x0" if lo is not None else "", f"x0 < {hi}" if hi is not None else ""]
+    text = " and ".join(b for b in bounds if b) or "true"
+    return isl.Set(f"{{ [{names}] : {text} }}")
+
+
+def _union(sets: list[isl.Set], like: isl.Set) -> isl.Set:
+    """The union of `sets` (empty, in the space of `like`, when there are none),
+    joined in pairs: one at a time would copy a growing union each time."""
+    if not sets:
+        return like.empty(like.get_space())
+    while len(sets) > 1:
+        pairs = [a | b for a, b in zip(sets[::2], sets[1::2])]
+        sets = pairs + sets[len(pairs) * 2 :]
+    return sets[0]
 
 
 def carried(memref: SSAValue, transfer: Transfer, span: bool = False) -> isl.Set:
