@@ -454,11 +454,12 @@ class Slabs:
         return out
 
     def _reached(self, region: isl.Set) -> tuple[int, int]:
-        """The first and last slab `region` reaches (first > last: none)."""
-        if region.is_empty():
-            return 0, -1
+        """The first and last slab `region` reaches (first > last: none; one slab
+        is reached by every region, an empty one too, which changes nothing)."""
         if not self.cuts:
             return 0, 0
+        if region.is_empty():
+            return 0, -1
         lo, hi = region.dim_min_val(0), region.dim_max_val(0)
         first = bisect_right(self.cuts, int(lo.to_python())) if lo.is_int() else 0
         last = bisect_right(self.cuts, int(hi.to_python())) if hi.is_int() else len(self.cuts)
@@ -467,6 +468,9 @@ class Slabs:
     def _settle(self, first: int, last: int) -> None:
         """Coalesce slabs first..last, cut those with too many pieces and join each with
         its neighbour where together they have few."""
+        if not self.cuts:  # one slab: coalesced, and cut only when fragmented
+            self.cuts, self.sets = _cut(self.sets[0])
+            return
         cuts: list[int] = []
         sets: list[list[isl.Set]] = []
         for k in range(first, last + 1):
