@@ -32,7 +32,10 @@ memref whole, and this analysis is only reported by `dhir schedule`):
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, field
+from functools import lru_cache
+from heapq import heapify, heappop, heappush
 from itertools import combinations
+from typing import TypeVar
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, UnrankedMemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -52,6 +55,8 @@ MAX_BOXES = 4
 # Past this many distinct boxes (after exact merges), one bounding box: choosing which
 # to merge costs the square of their number.
 MAX_CANDIDATES = 64
+# A heap entry of `_fewest`: two boxes' numbers, after a waste.
+_Pair = TypeVar("_Pair", tuple[int, int], tuple[int, int, int])
 
 
 @dataclass(frozen=True)
@@ -233,11 +238,15 @@ def merged(boxes: Iterable[Box]) -> tuple[Box, ...]:
     found = _joined(set(boxes))
     if len(found) > MAX_CANDIDATES:
         return (_hull(found),)
-    found = _without_overlaps(found)
-    while len(found) > MAX_BOXES:
-        a, b = min(combinations(found, 2), key=lambda pair: _waste(*pair))
-        found = _without_overlaps([*(x for x in found if x is not a and x is not b), _hull([a, b])])
-    return tuple(sorted(found, key=lambda box: (box.lo, box.hi)))
+    return _few(tuple(found))
+
+
+# The same boxes come again (each memref that a rank's tasks touch alike, each candidate
+# placement, then the lowering's): chosen once. Their order breaks ties: it is part of
+# the key. After `_joined`, so that a key holds at most MAX_CANDIDATES boxes.
+@lru_cache(maxsize=256)
+def _few(boxes: tuple[Box, ...]) -> tuple[Box, ...]:
+    return tuple(sorted(_fewest(boxes), key=lambda box: (box.lo, box.hi)))
 
 
 def _joined(boxes: set[Box]) -> list[Box]:
@@ -274,20 +283,51 @@ def _joined_along(boxes: list[Box], d: int) -> list[Box]:
     return out
 
 
-def _without_overlaps(boxes: Sequence[Box]) -> list[Box]:
-    """Boxes with the same elements or more, no two sharing one: a box inside another
-    goes, two that overlap become their bounding box."""
-    found = list(boxes)
-    changed = True
-    while changed:
-        changed = False
-        for a, b in combinations(found, 2):
-            if _overlap(a, b):
-                found = [x for x in found if x is not a and x is not b]
-                found.append(_hull([a, b]))
-                changed = True
-                break
-    return found
+def _fewest(boxes: Sequence[Box]) -> list[Box]:
+    """`boxes` with overlapping ones replaced by their bounding box, then while more than
+    MAX_BOXES are left, the two whose bounding box adds the fewest elements, and so on.
+
+    Each box gets a number, its place in `boxes`, a new one the next: the pair merged
+    is the first, by numbers, of those that overlap, else of those that waste least
+    (the choice of looking at every pair again in that order after each merge). Heaps
+    hold the pairs, and one with a box merged since is skipped when it comes up: a
+    merge costs the new box's pairs, not all of them again."""
+    live = dict(enumerate(boxes))
+    sizes = {k: volume(box) for k, box in live.items()}
+    overlaps = [(i, j) for (i, a), (j, b) in combinations(live.items(), 2) if _overlap(a, b)]
+    wastes: list[tuple[int, int, int]] | None = None  # (waste, i, j): once needed
+    new = len(live)
+    while True:
+        pair = _first_live(overlaps, live)
+        if pair is None and len(live) > MAX_BOXES:
+            if wastes is None:
+                wastes = [
+                    (_hull_volume(a, b) - sizes[i] - sizes[j], i, j)
+                    for (i, a), (j, b) in combinations(live.items(), 2)
+                ]
+                heapify(wastes)
+            pair = _first_live(wastes, live)
+        if pair is None:
+            return list(live.values())
+        box = _hull([live.pop(pair[0]), live.pop(pair[1])])
+        sizes[new] = size = volume(box)
+        for k, other in live.items():
+            if _overlap(other, box):
+                heappush(overlaps, (k, new))
+            if wastes is not None:
+                heappush(wastes, (_hull_volume(other, box) - sizes[k] - size, k, new))
+        live[new] = box
+        new += 1
+
+
+def _first_live(pairs: list[_Pair], live: Mapping[int, Box]) -> tuple[int, int] | None:
+    """The numbers of the first pair of the heap `pairs` (popped) whose two boxes (its
+    last two numbers) are both in `live`; None when none is."""
+    while pairs:
+        pair = heappop(pairs)
+        if pair[-2] in live and pair[-1] in live:
+            return pair[-2], pair[-1]
+    return None
 
 
 def _overlap(a: Box, b: Box) -> bool:
@@ -301,9 +341,13 @@ def _hull(boxes: Iterable[Box]) -> Box:
     return Box(lo, hi)
 
 
-def _waste(a: Box, b: Box) -> int:
-    """Elements the bounding box of a and b (disjoint) holds beyond them."""
-    return volume(_hull([a, b])) - volume(a) - volume(b)
+def _hull_volume(a: Box, b: Box) -> int:
+    """Elements of the bounding box of a and b (the waste of merging them, disjoint, is
+    this less theirs)."""
+    out = 1
+    for x, y, u, v in zip(a.lo, b.lo, a.hi, b.hi, strict=True):
+        out *= max(u, v) - min(x, y)
+    return out
 
 
 # --- memrefs that stay whole ----------------------------------------------------------

@@ -8,6 +8,7 @@ memref stays whole.
 """
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -24,7 +25,16 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from dhir.analysis.footprint import MAX_BOXES, Footprint, Whole, footprint, merged, volume
+from dhir.analysis import footprint as footprint_module
+from dhir.analysis.footprint import (
+    MAX_BOXES,
+    MAX_CANDIDATES,
+    Footprint,
+    Whole,
+    footprint,
+    merged,
+    volume,
+)
 from dhir.analysis.validity import Box
 from dhir.backends.interp import control as interp_control
 from dhir.backends.interp import gpu as interp_gpu
@@ -218,6 +228,56 @@ def test_merged_boxes_are_few_disjoint_and_hold_every_box(boxes: list[Box]) -> N
         for index in np.ndindex(*(h - lo for lo, h in zip(box.lo, box.hi))):
             point = tuple(lo + i for lo, i in zip(box.lo, index))
             assert any(_inside(point, b) for b in found), (point, found)
+
+
+def _rows_of_2d(extent: int) -> st.SearchStrategy[list[Box]]:
+    """Many 2-D boxes, most a row or a few (as interleaved tasks touch), some wider."""
+    row = st.tuples(st.integers(0, extent - 1), st.integers(1, 3)).map(
+        lambda r: Box((r[0], 0), (min(r[0] + r[1], extent), 16))
+    )
+    return st.lists(st.one_of(row, _boxes(2, extent)), min_size=1, max_size=MAX_CANDIDATES)
+
+
+@PROFILE
+@given(_rows_of_2d(200))
+def test_merged_many_boxes_are_few_disjoint_and_hold_every_box(boxes: list[Box]) -> None:
+    found = merged(boxes)
+    assert 1 <= len(found) <= MAX_BOXES
+    for k, a in enumerate(found):
+        for b in found[k + 1 :]:
+            assert _common(a, b) == 0, (a, b)
+    for box in boxes:  # the boxes found being disjoint, what of `box` they hold adds up
+        assert sum(_common(box, b) for b in found) == volume(box), (box, found)
+
+
+def _common(a: Box, b: Box) -> int:
+    """Elements a and b share."""
+    return math.prod(
+        max(0, min(u, v) - max(x, y)) for x, y, u, v in zip(a.lo, b.lo, a.hi, b.hi, strict=True)
+    )
+
+
+def test_merging_interleaved_rows_costs_each_new_box_its_pairs() -> None:
+    # A rank's rows of a round-robin placement: every pair of them wastes alike. Choosing
+    # each merge anew among all pairs cost the square of the boxes per merge (issue:
+    # 29 of 33 s of a 250-task compile on 4 ranks); each merge should only add the new
+    # box's pairs.
+    rows = [Box((4 * k, 0), (4 * k + 1, 16)) for k in range(MAX_CANDIDATES)]
+    footprint_module._few.cache_clear()
+    with (
+        mock.patch.object(footprint_module, "Box", wraps=Box) as built,
+        mock.patch.object(footprint_module, "_overlap", wraps=footprint_module._overlap) as met,
+    ):
+        found = merged(rows)
+    pairs = MAX_CANDIDATES * (MAX_CANDIDATES - 1) // 2
+    assert met.call_count <= 3 * pairs
+    assert built.call_count <= 2 * MAX_CANDIDATES
+    # Every gap wastes 3 rows: the best keeps MAX_BOXES - 1 of them open.
+    span = 4 * (MAX_CANDIDATES - 1) + 1
+    assert sum(volume(b) for b in found) == (span - 3 * (MAX_BOXES - 1)) * 16
+    with mock.patch.object(footprint_module, "Box", wraps=Box) as built:
+        assert merged(rows) == found  # the same boxes again (another memref): found once
+    assert built.call_count == 0
 
 
 def test_boxes_of_adjacent_bands_join_into_one() -> None:
