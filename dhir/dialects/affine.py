@@ -75,7 +75,7 @@ from xdsl.dialects.affine import (
 
 from dhir.dialects import arith, with_replaced_ops
 from dhir.dialects.format import print_type_list, redefine, split_properties
-from dhir.dialects.memref import ATOMIC_RMW_KINDS
+from dhir.dialects.memref import ATOMIC_RMW_KINDS, parse_prefetch_hints, print_prefetch_hints
 
 _PRECEDENCE = {
     AffineBinaryOpKind.Add: 10,
@@ -1048,29 +1048,10 @@ class PrefetchOp(IRDLOperation):
     def parse(cls, parser: Parser) -> "PrefetchOp":
         target = parser.parse_unresolved_operand()
         amap, indices = parse_subscripts(parser)
-        parser.parse_punctuation(",")
-        is_write = parser.parse_keyword_in(("read", "write")) == "write"
-        parser.parse_punctuation(",")
-        parser.parse_keyword("locality")
-        parser.parse_punctuation("<")
-        locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_punctuation(">")
-        parser.parse_punctuation(",")
-        is_data = parser.parse_keyword_in(("data", "instr")) == "data"
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        memref_type = parser.parse_type()
-        if not isinstance(memref_type, MemRefType):
-            parser.raise_error("affine.prefetch expects a memref type", pos, parser.pos)
+        hints, attrs, memref_type = parse_prefetch_hints(parser)
         return cls.build(
             operands=[parser.resolve_operand(target, memref_type), indices],
-            properties={
-                "isWrite": BoolAttr.from_bool(is_write),
-                "localityHint": IntegerAttr(locality, i32),
-                "isDataCache": BoolAttr.from_bool(is_data),
-                "map": AffineMapAttr(amap),
-            },
+            properties={**hints, "map": AffineMapAttr(amap)},
             attributes=attrs,
         )
 
@@ -1078,12 +1059,8 @@ class PrefetchOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_ssa_value(self.memref)
         print_subscripts(printer, self.map.data, self.indices)
-        printer.print_string(", write" if self.isWrite.value.data else ", read")
-        printer.print_string(f", locality<{self.localityHint.value.data}>, ")
-        printer.print_string("data" if self.isDataCache.value.data else "instr")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
+        hints = self.isWrite.value.data, self.localityHint.value.data, self.isDataCache.value.data
+        print_prefetch_hints(printer, self, *hints)
 
     def verify_(self) -> None:
         amap = self.map.data

@@ -879,13 +879,9 @@ class PrefetchOp(IRDLOperation):
         printer.print_operand(self.memref)
         printer.print_string("[")
         printer.print_list(self.indices, printer.print_operand)
-        printer.print_string("], ")
-        printer.print_string("write" if self.isWrite.value.data else "read")
-        printer.print_string(f", locality<{self.localityHint.value.data}>, ")
-        printer.print_string("data" if self.isDataCache.value.data else "instr")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.memref.type)
+        printer.print_string("]")
+        hints = self.isWrite.value.data, self.localityHint.value.data, self.isDataCache.value.data
+        print_prefetch_hints(printer, self, *hints)
 
     @classmethod
     def parse(cls, parser: Parser) -> "PrefetchOp":
@@ -893,33 +889,54 @@ class PrefetchOp(IRDLOperation):
         indices = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE, parser.parse_unresolved_operand
         )
-        parser.parse_punctuation(",")
-        is_write = parser.parse_keyword_in(("read", "write")) == "write"
-        parser.parse_punctuation(",")
-        parser.parse_keyword("locality")
-        parser.parse_punctuation("<")
-        locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        parser.parse_punctuation(">")
-        parser.parse_punctuation(",")
-        is_data = parser.parse_keyword_in(("data", "instr")) == "data"
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        memref_type = parser.parse_type()
-        if not isinstance(memref_type, MemRefType):
-            parser.raise_error("expected a memref type", pos, parser.pos)
+        hints, attrs, memref_type = parse_prefetch_hints(parser)
         return cls.build(
             operands=[
                 parser.resolve_operand(target, memref_type),
                 [parser.resolve_operand(i, IndexType()) for i in indices],
             ],
-            properties={
-                "isWrite": BoolAttr.from_bool(is_write),
-                "localityHint": IntegerAttr(locality, i32),
-                "isDataCache": BoolAttr.from_bool(is_data),
-            },
+            properties=hints,
             attributes=attrs,
         )
+
+
+def parse_prefetch_hints(
+    parser: Parser,
+) -> tuple[dict[str, Attribute], dict[str, Attribute], MemRefType]:
+    """`, read|write, locality<0..3>, data|instr attr-dict : type` of memref.prefetch and
+    affine.prefetch: their properties, attributes and memref type."""
+    parser.parse_punctuation(",")
+    is_write = parser.parse_keyword_in(("read", "write")) == "write"
+    parser.parse_punctuation(",")
+    parser.parse_keyword("locality")
+    parser.parse_punctuation("<")
+    locality = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    parser.parse_punctuation(">")
+    parser.parse_punctuation(",")
+    is_data = parser.parse_keyword_in(("data", "instr")) == "data"
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    memref_type = parser.parse_type()
+    if not isinstance(memref_type, MemRefType):
+        parser.raise_error("expected a memref type", pos, parser.pos)
+    hints: dict[str, Attribute] = {
+        "isWrite": BoolAttr.from_bool(is_write),
+        "localityHint": IntegerAttr(locality, i32),
+        "isDataCache": BoolAttr.from_bool(is_data),
+    }
+    return hints, attrs, memref_type
+
+
+def print_prefetch_hints(
+    printer: Printer, op: Operation, is_write: int, locality: int, is_data: int
+) -> None:
+    """What parse_prefetch_hints reads, then `op`'s attributes and its memref's type."""
+    printer.print_string(f", {'write' if is_write else 'read'}, locality<{locality}>, ")
+    printer.print_string("data" if is_data else "instr")
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.operands[0].type)
 
 
 def _parse_indexed(parser: Parser) -> tuple[UnresolvedOperand, list[UnresolvedOperand]]:
