@@ -27,7 +27,7 @@ from dhir.backends.interp.core import (
 from dhir.backends.interp.external import call_external
 from dhir.backends.interp.memref import load, store
 from dhir.backends.interp.scalars import combine, int_width, wrap
-from dhir.dialects import affine, cf, func, scf
+from dhir.dialects import affine, cf, func, memref, scf
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import affine as _dhir_affine
@@ -239,10 +239,8 @@ class ControlImpls(InterpreterFunctions):
         store(op, args[1], eval_map(op.map.data, args[2:]), args[0])
         return ()
 
-    @handles(_dhir_affine.PrefetchOp)
-    def run_affine_prefetch(
-        self, interp: Interpreter, op: _dhir_affine.PrefetchOp, args: Values
-    ) -> Values:
+    @handles(_dhir_affine.PrefetchOp, memref.PrefetchOp)
+    def run_prefetch(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # A hint to the cache: nothing to compute. Natively llvm.prefetch, which does not
         # fault even where the address is outside the memref, so neither is it checked.
         return ()
