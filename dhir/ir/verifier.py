@@ -32,6 +32,26 @@ LOWERING_FUNCTIONS = {
     "memrefCopy": "(i64, !llvm.ptr, !llvm.ptr) -> ()",
 }
 
+# C's math functions that MLIR's math lowering (convert-math-to-libm) calls or a program
+# commonly declares, by their double-precision name and argument count; the `f` name
+# takes and returns float. A declaration of another type passes values in the wrong
+# registers: native and interpreted calls alike then read garbage.
+_LIBM_ARITY = dict.fromkeys(
+    "acos acosh asin asinh atan atanh cbrt ceil cos cosh erf erfc exp exp2 expm1 fabs "
+    "floor log log10 log1p log2 nearbyint rint round roundeven sin sinh sqrt tan tanh "
+    "trunc".split(),
+    1,
+) | dict.fromkeys("atan2 copysign fmax fmin fmod hypot pow".split(), 2)
+
+
+def _libm_type(name: str) -> str | None:
+    """The type a declaration of C's math function `name` must have, if it is one."""
+    for base, arity in _LIBM_ARITY.items():
+        for suffix, type_ in (("", "f64"), ("f", "f32")):
+            if name == base + suffix:
+                return f"({', '.join([type_] * arity)}) -> {type_}"
+    return None
+
 
 def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None = None) -> None:
     """Raise a DhirError for the first op (in pre-order) that does not verify.
@@ -60,7 +80,8 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
 
 
 def _verify_lowering_functions(module: ModuleOp) -> None:
-    """A function of the program named as one MLIR's memref lowering calls must be a
+    """A declaration of one of C's math functions must have its C type. A function of the
+    program named as one MLIR's memref lowering calls must be a
     declaration of the type it declares: mlir-opt-22 leaves a memref.alloc it cannot call
     another `malloc` with unlowered (mlir-translate then fails far from the cause), and
     renames its own function for a definition (the link then fails). The interpreter, which
@@ -69,9 +90,17 @@ def _verify_lowering_functions(module: ModuleOp) -> None:
         if isinstance(op, ModuleOp):
             _verify_lowering_functions(op)
             continue
-        if not isinstance(op, func.FuncOp) or op.sym_name.data not in LOWERING_FUNCTIONS:
+        if not isinstance(op, func.FuncOp):
             continue
         name = op.sym_name.data
+        if op.is_declaration and (libm := _libm_type(name)) and str(op.function_type) != libm:
+            why = (
+                f"@{name} is declared as {op.function_type}, but it is the C library's "
+                f"{name}, of type {libm} (a double is f64, a float f32); declare it so"
+            )
+            raise DhirError([Diagnostic(why, loc_of(op))])
+        if name not in LOWERING_FUNCTIONS:
+            continue
         wanted = LOWERING_FUNCTIONS[name]
         if not op.is_declaration:
             why = (

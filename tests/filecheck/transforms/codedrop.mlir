@@ -48,7 +48,7 @@ func.func @two_nests(%a: memref<8xi32>, %b: memref<8xi32>, %n: index) {
 // CHECK:           dhir.task %any{{.*}}, %b, %a {
 // CHECK:           dhir.task %any{{.*}}, %a {
 // CHECK-NEXT:        func.call @ext(%a) : (memref<8xi32>) -> ()
-// CHECK:         func.call @log(%c0) : (index) -> ()
+// CHECK:         func.call @record(%c0) : (index) -> ()
 func.func @host_between(%a: memref<8xi32>, %b: memref<8xi32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -64,11 +64,11 @@ func.func @host_between(%a: memref<8xi32>, %b: memref<8xi32>) {
     memref.store %v, %a[%i] : memref<8xi32>
   }
   func.call @ext(%a) : (memref<8xi32>) -> ()
-  func.call @log(%c0) : (index) -> ()
+  func.call @record(%c0) : (index) -> ()
   return
 }
 func.func private @ext(memref<8xi32>)
-func.func private @log(index)
+func.func private @record(index)
 
 // -----
 
