@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
-from xdsl.utils.arg_spec import ArgSpec
+from xdsl.utils.arg_spec import ArgSpec, PipelineLexer, SpecTokenKind
 from xdsl.utils.arg_spec import parse_pipeline as parse_flat
 
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -129,6 +129,7 @@ def _flat_pass(available: PassFactories, text: str) -> ModulePass:
     if spec.name not in available:
         raise ValueError(f"unknown pass '{spec.name}'")
     pass_class = available[spec.name]()
+    _check_once(spec.name, text)
     _check_arguments(pass_class, spec)
     return pass_class.from_pass_spec(spec)
 
@@ -140,6 +141,25 @@ _KINDS: dict[object, str] = {
     float: "a number",
     str: "a word",
 }
+
+
+def _check_once(pass_name: str, text: str) -> None:
+    """Each option given once, as mlir-opt requires: xDSL keeps the last of
+    `ranks=2 ranks=3` and says nothing, so a pipeline would run with a value its
+    writer may not have meant (lists are one option with commas: `a=1,2`)."""
+    seen: set[str] = set()
+    lexer, previous = PipelineLexer(text.strip()), None
+    while (token := lexer.lex()).kind is not SpecTokenKind.EOF:
+        kind = token.kind
+        is_name = previous in (SpecTokenKind.L_BRACE, SpecTokenKind.SPACE)
+        if kind is SpecTokenKind.IDENT and is_name:
+            if token.span.text in seen:
+                raise ValueError(
+                    f"{pass_name}: option {token.span.text} is given more than once: "
+                    "it takes one value, so give it once"
+                )
+            seen.add(token.span.text)
+        previous = kind
 
 
 def _check_arguments(pass_class: type[ModulePass], spec: ArgSpec) -> None:

@@ -288,6 +288,35 @@ def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, messa
     assert str(error.value) == f"error: bad pass pipeline '{pipeline}': {message}"
 
 
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "dhir-split{ranks=2 ranks=3}",
+        "dhir-split{ranks pieces=3 ranks=2}",
+        "builtin.module(func.func(dhir-split{ranks=2 ranks=2}))",
+    ],
+)
+def test_a_pass_option_given_twice_is_refused(pipeline: str) -> None:
+    # xDSL kept the last value and said nothing: ranks=2 ranks=3 ran on 3 ranks.
+    from dhir.api import parse_pipeline
+
+    with pytest.raises(DhirError) as error:
+        parse_pipeline(pipeline)
+    message = (
+        "dhir-split: option ranks is given more than once: it takes one value, so give it once"
+    )
+    assert str(error.value) == f"error: bad pass pipeline '{pipeline}': {message}"
+
+
+def test_options_that_only_look_repeated_still_parse() -> None:
+    from dhir.api import parse_pipeline
+
+    # Another option, a value with the option's name, and a quoted string holding it.
+    assert parse_pipeline("dhir-split{ranks=2 pieces=3},dhir-split{ranks=2}").passes
+    assert parse_pipeline("dhir-codedrop{entry=entry target=cpu}").passes
+    assert parse_pipeline('dhir-place{ranks=2 costs="ranks ranks=1"}').passes
+
+
 def test_good_pass_options_still_parse() -> None:
     from dhir.api import parse_pipeline
 
