@@ -784,7 +784,7 @@ class FuncOp(gpu.FuncOp):
         name = parser.parse_symbol_name()
         args = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN,
-            lambda: _parse_with_attrs(parser, parser.parse_argument),
+            lambda: _parse_func_argument(parser),
         )
         results = _parse_results(parser)
         workgroup = _parse_attributions(parser, "workgroup")
@@ -804,6 +804,15 @@ class FuncOp(gpu.FuncOp):
         _set_dicts(props, "arg_attrs", [a for _, a in args])
         _set_dicts(props, "res_attrs", [a for _, a in results])
         return cls.build(properties=props, attributes=attrs, regions=[body])
+
+
+def _parse_func_argument(parser: Parser) -> tuple[Parser.Argument, dict[str, Attribute]]:
+    """`%a: T {attrs}? loc(...)?`: the location print_func_argument writes under
+    --mlir-print-debuginfo, which mlir-opt reads too."""
+    arg, attrs = _parse_with_attrs(parser, parser.parse_argument)
+    if (location := parser.parse_optional_location()) is not None:
+        arg.location = location
+    return arg, attrs
 
 
 def _parse_with_attrs(parser: Parser, parse: Callable[[], T]) -> tuple[T, dict[str, Attribute]]:
