@@ -5,6 +5,7 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 """
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -93,6 +94,16 @@ class _BitsElement(Parser._TensorLiteralElement):
         return next(type.iter_unpack(raw))
 
 
+def _readable(message: str) -> str:
+    """`message` in the user's terms. Python refuses to read an integer literal of more
+    than sys.get_int_max_str_digits() digits (4300: more than any i14000 holds) and
+    says to raise that limit in Python, which a user of dhir cannot do."""
+    if "limit" in message and "integer string conversion" in message:
+        digits = sys.get_int_max_str_digits()
+        return f"an integer literal in this op has more than {digits} digits, more than dhir reads"
+    return message
+
+
 class LocatedParser(Parser):
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
         super().__init__(ctx, text, name)
@@ -113,7 +124,7 @@ class LocatedParser(Parser):
             # xDSL's declarative formats check types while parsing and raise
             # VerifyException (or, building an op's default maps from wrong types,
             # ValueError); for the user it is an error at this op.
-            raise ParseError(start_span, str(error)) from None
+            raise ParseError(start_span, _readable(str(error))) from None
         except AssertionError:
             # Some of xDSL's parsers assert what the types allow (linalg.add of index).
             raise ParseError(

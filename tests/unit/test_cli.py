@@ -288,6 +288,17 @@ def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, messa
     assert str(error.value) == f"error: bad pass pipeline '{pipeline}': {message}"
 
 
+def test_an_integer_literal_too_long_to_read_is_an_error_in_dhir_terms() -> None:
+    digits = "1" * (sys.get_int_max_str_digits() + 1)
+    text = f"func.func @f() {{\n  %c = arith.constant {digits} : i64\n  return\n}}\n"
+    with pytest.raises(DhirError) as error:
+        parse_string(text, "long.mlir")
+    message = str(error.value)
+    # It said to call sys.set_int_max_str_digits(), Python's remedy, not the user's.
+    assert message.startswith("long.mlir:2:3: error: an integer literal in this op has more")
+    assert "sys." not in message
+
+
 @pytest.mark.parametrize(
     "pipeline",
     [
