@@ -29,7 +29,7 @@ from dhir.cli.arguments import (
     sidecar,
 )
 from dhir.cli.cached_run import recorder
-from dhir.cli.common import add_constraints, add_quiet, checked, guarded
+from dhir.cli.common import add_constraints, add_quiet, checked, guarded, read_stdin
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.cli.parser import Parser
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
@@ -368,7 +368,7 @@ def _load_timed(path: Path, timing: Timing | None) -> ModuleOp:
 def _load(path: Path) -> ModuleOp:
     """The program in `path`, or in standard input for `-`."""
     if str(path) == "-":
-        return parse_string(sys.stdin.read(), "<stdin>")
+        return parse_string(read_stdin(), "<stdin>")
     return load_program(path)
 
 

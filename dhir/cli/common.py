@@ -1,6 +1,7 @@
 """What every dhir command shares: turning failures into messages and exit codes."""
 
 import argparse
+import io
 import os
 import sys
 import traceback
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dhir.cli.interrupt import interruptible
-from dhir.ir.diagnostics import DhirError, UsageError
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
 EXIT_USER_ERROR = 1
@@ -89,3 +90,18 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
         help="no status line (on a terminal, a stage that takes more than a second shows "
         "which it is and for how long)",
     )
+
+
+def read_stdin() -> str:
+    """Standard input as text; bytes that are not UTF-8 are an error, as they are in a
+    file (Python's text stdin would pass them on as characters the parser calls
+    "Unexpected character: \\udcff")."""
+    binary = getattr(sys.stdin, "buffer", None)
+    if binary is None:  # a text stream put there by a caller (io.StringIO): its text
+        return sys.stdin.read()
+    try:
+        text = binary.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise DhirError([Diagnostic("<stdin> is not UTF-8 text")]) from None
+    # Line ends as text-mode reading (and so a file) gives them: \r\n and \r become \n.
+    return io.StringIO(text, newline=None).read()

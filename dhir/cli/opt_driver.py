@@ -20,7 +20,7 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
 
 from dhir.api import parse_pipeline, run_pipeline
-from dhir.cli.common import EXIT_USER_ERROR, guarded
+from dhir.cli.common import EXIT_USER_ERROR, guarded, read_stdin
 from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
@@ -314,7 +314,7 @@ def _chunks(text: str, split: bool) -> Iterator[tuple[str, int]]:
 
 def _read_input(path: str) -> tuple[str, str]:
     if path == "-":
-        return sys.stdin.read(), "<stdin>"
+        return read_stdin(), "<stdin>"
     try:
         with open(path, encoding="utf-8") as file:
             return file.read(), path

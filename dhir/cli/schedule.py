@@ -10,7 +10,6 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
-from dhir.cli.common import add_constraints, add_quiet, checked
+from dhir.cli.common import add_constraints, add_quiet, checked, read_stdin
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -465,7 +464,7 @@ def held_in_part(
 def _read_program(path: Path) -> ModuleOp:
     """The program in `path`, or in standard input for `-` (as dhir run and compile read it)."""
     if str(path) == "-":
-        return parse_string(sys.stdin.read(), "<stdin>")
+        return parse_string(read_stdin(), "<stdin>")
     return parse_file(path)
 
 

@@ -288,6 +288,23 @@ def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, messa
     assert str(error.value) == f"error: bad pass pipeline '{pipeline}': {message}"
 
 
+@pytest.mark.parametrize(
+    "command", [["dhir.cli.dhir_opt", "-"], ["dhir", "schedule", "-"], ["dhir", "run", "-"]]
+)
+def test_stdin_that_is_not_utf8_is_refused_as_a_file_would_be(command: list[str]) -> None:
+    # It reached the parser as "<stdin>:1:1: error: Unexpected character: \\udcff".
+    result = subprocess.run(
+        [sys.executable, "-m", *command], input=b"\xff\xfe", capture_output=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert result.stderr.decode() == "error: <stdin> is not UTF-8 text\n"
+
+
+def test_stdin_keeps_reading_line_ends_as_text() -> None:
+    result = dhir_opt("-", stdin="module {}\r\n// x\r")
+    assert result.returncode == 0 and result.stdout == "builtin.module {\n}\n"
+
+
 def test_an_integer_literal_too_long_to_read_is_an_error_in_dhir_terms() -> None:
     digits = "1" * (sys.get_int_max_str_digits() + 1)
     text = f"func.func @f() {{\n  %c = arith.constant {digits} : i64\n  return\n}}\n"
