@@ -277,10 +277,9 @@ def test_interpreter_runs_elementwise_ops_as_numpy() -> None:
     "body",
     [
         "%r = memref.realloc %a : memref<4xf32> to memref<8xf32>",
-        "memref.prefetch %a[%c], read, locality<3>, data : memref<4xf32>",
         "memref.dma_wait %a[%c], %c : memref<4xf32>",
     ],
-    ids=["realloc", "prefetch", "dma"],
+    ids=["realloc", "dma"],
 )
 def test_interpreter_refuses_what_it_cannot_run(body: str) -> None:
     src = (
