@@ -1313,12 +1313,14 @@ def _parse_payload(parser: Parser) -> tuple[str, dict[str, Attribute], int] | No
 def _payload_body(
     parser: Parser,
     payload: tuple[str, dict[str, Attribute], int],
-    operands: Sequence[SSAValue],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
     arguments: Callable[[Sequence[BlockArgument]], Sequence[SSAValue]],
-    results: Sequence[Attribute],
 ) -> Region:
     """The body the short form stands for: one op applied to `arguments` of the block
-    (which takes an element of each operand), its results yielded."""
+    (which takes an element of each input and output), of the outputs' element types,
+    its results yielded."""
+    operands, results = [*inputs, *outputs], _element_types(outputs)
     name, attributes, pos = payload
     kind = parser.ctx.get_optional_op(name)
     if kind is None:
@@ -1456,13 +1458,7 @@ class MapOp(IRDLOperation):
         if payload is None:
             body = _parse_body(parser)
         elif inputs:
-            body = _payload_body(
-                parser,
-                payload,
-                [*inputs, *outputs],
-                cls._payload_arguments,
-                _element_types(outputs),
-            )
+            body = _payload_body(parser, payload, inputs, outputs, cls._payload_arguments)
         else:
             body = Region()  # as MLIR: refused by the verifier
         op = cls.build(
@@ -1577,13 +1573,7 @@ class ReduceOp(LinalgStructuredOperation):
         if payload is None:
             body = _parse_body(parser)
         elif len(inputs) == 1:
-            body = _payload_body(
-                parser,
-                payload,
-                [*inputs, *outputs],
-                cls._payload_arguments,
-                _element_types(outputs),
-            )
+            body = _payload_body(parser, payload, inputs, outputs, cls._payload_arguments)
         else:
             parser.raise_error(
                 "the short form `linalg.reduce { op }` takes one input and one init; "
