@@ -75,11 +75,11 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
                 for block in reversed(region.blocks):
                     pending.extend(reversed(list(block.ops)))
     if isinstance(module, ModuleOp):
-        _verify_lowering_functions(module)
+        _verify_declared_functions(module)
         _verify_task_calls(module)
 
 
-def _verify_lowering_functions(module: ModuleOp) -> None:
+def _verify_declared_functions(module: ModuleOp) -> None:
     """A declaration of one of C's math functions must have its C type. A function of the
     program named as one MLIR's memref lowering calls must be a
     declaration of the type it declares: mlir-opt-22 leaves a memref.alloc it cannot call
@@ -88,7 +88,7 @@ def _verify_lowering_functions(module: ModuleOp) -> None:
     would run such a program, refuses it too, so that both backends agree."""
     for op in module.ops:
         if isinstance(op, ModuleOp):
-            _verify_lowering_functions(op)
+            _verify_declared_functions(op)
             continue
         if not isinstance(op, func.FuncOp):
             continue
