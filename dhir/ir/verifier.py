@@ -44,7 +44,7 @@ _LIBM_ARITY = dict.fromkeys(
 ) | dict.fromkeys("atan2 copysign fmax fmin fmod hypot pow".split(), 2)
 
 
-def _libm_type(name: str) -> str | None:
+def libm_type(name: str) -> str | None:
     """The type a declaration of C's math function `name` must have, if it is one."""
     for base, arity in _LIBM_ARITY.items():
         for suffix, type_ in (("", "f64"), ("f", "f32")):
@@ -93,7 +93,7 @@ def _verify_declared_functions(module: ModuleOp) -> None:
         if not isinstance(op, func.FuncOp):
             continue
         name = op.sym_name.data
-        if op.is_declaration and (libm := _libm_type(name)) and str(op.function_type) != libm:
+        if op.is_declaration and (libm := libm_type(name)) and str(op.function_type) != libm:
             why = (
                 f"@{name} is declared as {op.function_type}, but it is the C library's "
                 f"{name}, of type {libm} (a double is f64, a float f32); declare it so"

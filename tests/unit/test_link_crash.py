@@ -263,6 +263,59 @@ def test_a_program_that_calls_no_c_runs_without_a_fork(monkeypatch: pytest.Monke
     assert got[1][0] == 2.5 and got[2][0] == -42
 
 
+LIBM = """func.func private @pow(f64, f64) -> f64
+func.func private @sqrtf(f32) -> f32
+
+func.func @main(%x: memref<2xf64>, %y: memref<1xf32>) {
+  dhir.schedule %x, %y {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %x, %y {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %a = memref.load %x[%c0] : memref<2xf64>
+      %b = memref.load %x[%c1] : memref<2xf64>
+      %p = func.call @pow(%a, %b) : (f64, f64) -> f64
+      memref.store %p, %x[%c0] : memref<2xf64>
+      %v = memref.load %y[%c0] : memref<1xf32>
+      %r = func.call @sqrtf(%v) : (f32) -> f32
+      memref.store %r, %y[%c0] : memref<1xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_program_that_calls_only_c_math_runs_without_a_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_fork() -> int:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    got = dhir.run(LIBM, np.array([2.0, 10.0]), np.array([2.0], np.float32), backend="interp")
+    assert got[0][0] == 1024.0 and got[1][0] == np.sqrt(np.float32(2.0))
+
+
+def test_a_c_math_name_with_a_c_interface_still_runs_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks: list[None] = []
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        forks.append(None)
+        return real_fork()
+
+    monkeypatch.setattr(os, "fork", counted_fork)
+    program = LIBM.replace(
+        "@sqrtf(f32) -> f32", "@sqrtf(f32) -> f32 attributes {llvm.emit_c_interface}"
+    )
+    with pytest.raises(DhirError, match="sqrtf"):
+        dhir.run(program, np.array([2.0, 10.0]), np.array([2.0], np.float32), backend="interp")
+    assert forks
+
+
 def assert_equal(got: list[np.ndarray], want: list[np.ndarray]) -> None:
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)

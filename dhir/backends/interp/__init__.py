@@ -33,8 +33,9 @@ from dhir.backends.interp.memref import MemrefImpls
 from dhir.backends.interp.vector import VectorImpls
 from dhir.dialects import func
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.ir.verifier import libm_type
 from dhir.toolchain.entry import entry_signature
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import C_INTERFACE, LinkInputs
 from dhir.toolchain.options import timeout_seconds
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.values import check_inputs
@@ -86,7 +87,7 @@ def run_interp(
     )
     symbols = declared_symbols(module)
     with _linked(link, symbols) as shared:
-        if not symbols:  # no C to call: run here
+        if shared is None and _calls_only_libm(module):  # nothing to crash or hang: run here
             stack = _OpStack(_deadline(timeout))
             interpreter = make_interpreter(module, [stack])
             _interpret(interpreter, function, _args(signature, arrays), stack, timeout)
@@ -115,6 +116,16 @@ def _run_apart(
 
     run_apart(work, record, timeout)
     return [np.array(a) if spec.is_memref else a for spec, a in zip(signature.args, arrays)]
+
+
+def _calls_only_libm(module: ModuleOp) -> bool:
+    """Whether every function `module` declares is one of C's math functions, with its C
+    type (a wrong type reads garbage registers: run such a call apart, as any other)."""
+    return all(
+        libm_type(op.sym_name.data) == str(op.function_type) and C_INTERFACE not in op.attributes
+        for op in module.walk()
+        if isinstance(op, func.FuncOp) and op.is_declaration
+    )
 
 
 @contextmanager
