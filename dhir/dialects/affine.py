@@ -9,7 +9,7 @@ not a valid symbol).
 """
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar, cast
 
 from xdsl.dialects import affine
@@ -905,37 +905,137 @@ def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
         return False
     if op.has_trait(ConstantLike):
         return True
-    if isinstance(op, affine.ApplyOp | DelinearizeIndexOp | LinearizeIndexOp):
-        return all(valid_symbol(v, scope) for v in op.operands)
-    if op.name == "memref.dim":
+    if _pure(op) and all(valid_symbol(v, scope) for v in op.operands):
+        return True
+    if op.name in _DIM_OPS:
         return _valid_dim_op_symbol(op, scope)
     return False
 
 
+# MLIR 22 takes the result of any pure op (speculatable, without memory effects: its
+# isPure) of valid symbols as a valid symbol, at any depth. Which ops are so is MLIR's
+# word, not xDSL's traits (xDSL calls arith.remui and affine.min impure, arith.divui
+# pure): all of arith and math but the divisions below, and these. mlir-opt-22 agreed on
+# each (tests/unit/test_affine_operands.py).
+_PURE_DIALECTS = ("arith.", "math.")
+_PURE = frozenset(
+    {
+        "affine.apply",
+        "affine.min",
+        "affine.max",
+        "affine.delinearize_index",
+        "affine.linearize_index",
+        "affine.yield",
+        "scf.yield",
+        "ub.poison",
+        *(
+            f"gpu.{name}"
+            for name in (
+                "thread_id",
+                "block_id",
+                "block_dim",
+                "grid_dim",
+                "cluster_id",
+                "cluster_dim",
+                "cluster_block_id",
+                "cluster_dim_blocks",
+                "global_id",
+                "lane_id",
+                "subgroup_id",
+                "num_subgroups",
+                "subgroup_size",
+            )
+        ),
+    }
+)
+# A division is speculatable only by a constant that is not 0 (UB), nor -1 when signed
+# (the minimum divided by -1 overflows); arith.floordivsi, remsi and remui are pure.
+_UNSIGNED_DIVISIONS = frozenset({"arith.divui", "arith.ceildivui"})
+_SIGNED_DIVISIONS = frozenset({"arith.divsi", "arith.ceildivsi"})
+_DIM_OPS = frozenset({"memref.dim", "tensor.dim"})
+
+
+def _pure(op: Operation) -> bool:
+    """MLIR 22's isPure: speculatable, and without memory effects; an op with regions
+    (a loop of step 1, an if) is so when all the ops in them are (whatever values they
+    use: MLIR checks only the op's own operands)."""
+    name = op.name
+    if name in _UNSIGNED_DIVISIONS or name in _SIGNED_DIVISIONS:
+        divisor = _constant(op.operands[1])
+        return divisor not in (None, 0) and not (name in _SIGNED_DIVISIONS and divisor == -1)
+    if name in _DIM_OPS:  # speculatable when the dimension is a constant within the rank
+        shape = getattr(op.operands[0].type, "get_shape", None)
+        position = _constant(op.operands[1])
+        return shape is not None and position is not None and 0 <= position < len(shape())
+    if name in _PURE or name.startswith(_PURE_DIALECTS):
+        return True
+    if isinstance(op, affine.ForOp):
+        steps_by_one = op.step.value.data == 1
+    elif op.name == "scf.for":
+        steps_by_one = _constant(op.operands[2]) == 1
+    else:
+        steps_by_one = op.name in ("affine.if", "scf.if")
+    return steps_by_one and all(_pure(inner) for region in op.regions for inner in region.ops)
+
+
 def _valid_dim_op_symbol(op: Operation, scope: Region | None) -> bool:
-    """memref.dim: of a memref from the top level, or a static size or valid symbol size
-    of a memref allocated inside the scope."""
+    """memref.dim or tensor.dim: of a value from the top level, or a static size or
+    valid symbol size of a memref allocated or viewed inside the scope (through any
+    memref.cast of a ranked memref), as MLIR's isDimOpValidSymbol."""
     source, index = op.operands
     if _is_top_level(source, scope):
         return True
-    allocation, position = source.owner, _constant(index)
-    if not isinstance(allocation, Operation) or position is None:
+    position = _constant(index)
+    if isinstance(source, BlockArgument) or position is None:
         return False
-    if allocation.name not in ("memref.alloc", "memref.alloca"):
+    made = source.owner
+    while isinstance(made, Operation) and made.name == "memref.cast":
+        if not isinstance(made.operands[0].type, MemRefType):
+            return False
+        made = made.operands[0].owner
+    if not isinstance(made, Operation) or made.name not in _SIZED:
         return False
-    shape = cast(MemRefType, source.type).get_shape()
+    shape = cast(MemRefType, made.results[0].type).get_shape()
     if not 0 <= position < len(shape):
         return False
     if shape[position] != DYNAMIC_INDEX:
         return True
-    size = allocation.operands[sum(n == DYNAMIC_INDEX for n in shape[:position])]
-    return valid_symbol(size, scope)
+    sizes = _SIZED[made.name](made)
+    return valid_symbol(sizes[sum(n == DYNAMIC_INDEX for n in shape[:position])], scope)
+
+
+# The ops whose sizes MLIR's isDimOpValidSymbol looks through (not memref.alloca), and
+# their dynamic size operands.
+_SIZED: dict[str, Callable[[Operation], Sequence[SSAValue]]] = {
+    "memref.alloc": lambda op: op.operands[: len(op.operands) - _symbol_count(op)],
+    "memref.view": lambda op: op.operands[2:],
+    "memref.subview": lambda op: _segment(op, 2),
+}
+
+
+def _symbol_count(op: Operation) -> int:
+    """How many of a memref.alloc's operands are layout symbols (after its sizes)."""
+    segments = op.properties.get("operandSegmentSizes")
+    if isinstance(segments, DenseArrayBase):
+        return cast(int, segments.get_values()[1])
+    return 0
+
+
+def _segment(op: Operation, which: int) -> Sequence[SSAValue]:
+    """The operands of variadic operand group `which` of `op` (by operandSegmentSizes)."""
+    segments = op.properties.get("operandSegmentSizes")
+    assert isinstance(segments, DenseArrayBase)
+    counts = cast(list[int], segments.get_values())
+    start = sum(counts[:which])
+    return op.operands[start : start + counts[which]]
 
 
 def _constant(value: SSAValue) -> int | None:
     op = value.owner
     if isinstance(op, Operation) and op.has_trait(ConstantLike):
-        found = op.properties.get("value") or op.attributes.get("value")
+        found = op.properties.get("value")
+        if found is None:
+            found = op.attributes.get("value")
         if isinstance(found, IntegerAttr):
             return found.value.data
     return None
@@ -951,7 +1051,7 @@ def valid_dim(value: SSAValue, scope: Region | None) -> bool:
         return _is_induction_variable(value)
     if isinstance(op, affine.ApplyOp | DelinearizeIndexOp | LinearizeIndexOp):
         return all(valid_dim(v, scope) for v in op.operands)
-    if isinstance(op, Operation) and op.name == "memref.dim":
+    if isinstance(op, Operation) and op.name in _DIM_OPS:
         return _is_top_level(op.operands[0], scope)
     return False
 

@@ -138,6 +138,74 @@ func.func @main(%a: memref<4xindex>, %u: memref<16xf64>, %v: memref<16xf64>) {
 }
 """
 
+# Symbols that MLIR 22 takes from pure ops of valid symbols at any depth (arith of
+# them, a division by a constant, affine.min, an scf.for of step 1): valid of the loaded
+# %n and %m only at the top of a task, so lowered under a guard; valid of constants (%k4)
+# or of values from outside (the time step) under a guard as well, so kept affine.
+PURE_SYMBOLS = """
+func.func @main(%a: memref<4xindex>, %b: memref<16xf64>, %c: memref<16xf64>,
+                %e: memref<16xindex>, %g: memref<4xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  scf.for %t = %c0 to %c2 step %c1 {
+    dhir.schedule %a, %b, %c, %e, %g {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %a, %b, %c, %e {
+        %n = affine.load %a[0] : memref<4xindex>
+        %m = affine.load %a[1] : memref<4xindex>
+        affine.for %i = 0 to 2 {
+          %n1 = arith.addi %n, %c1 : index
+          %h = arith.divui %n1, %c2 : index
+          %r = arith.remui %n, %m : index
+          %f = arith.floordivsi %n, %m : index
+          %lo = affine.min affine_map<()[s0, s1] -> (s0, s1)>()[%h, %r]
+          affine.for %j = %lo to %n1 {
+            %x = affine.load %b[%j + %i + symbol(%f)] : memref<16xf64>
+            affine.store %x, %c[%j + %i * 8] : memref<16xf64>
+          }
+          %s = scf.for %k = %c0 to %m step %c1 iter_args(%acc = %t) -> (index) {
+            %acc2 = arith.addi %acc, %k : index
+            scf.yield %acc2 : index
+          }
+          %v = affine.load %b[symbol(%s) + 10] : memref<16xf64>
+          affine.store %v, %c[%i + 14] : memref<16xf64>
+          affine.store %n1, %e[%i * 8] : memref<16xindex>
+          affine.store %h, %e[%i * 8 + 1] : memref<16xindex>
+          affine.store %r, %e[%i * 8 + 2] : memref<16xindex>
+          affine.store %f, %e[%i * 8 + 3] : memref<16xindex>
+          affine.store %lo, %e[%i * 8 + 4] : memref<16xindex>
+          affine.store %s, %e[%i * 8 + 5] : memref<16xindex>
+        }
+      }
+      %t1 = dhir.task %cpu, %c, %b {
+        affine.for %i = 0 to 8 {
+          %k4 = arith.muli %c2, %c2 : index
+          %tt = arith.addi %t, %k4 : index
+          %x = affine.load %c[%i + symbol(%k4) + symbol(%t)] : memref<16xf64>
+          %y = affine.load %c[%i + symbol(%tt) - 4] : memref<16xf64>
+          %z = arith.addf %x, %y : f64
+          affine.store %z, %b[%i] : memref<16xf64>
+        }
+      }
+      %t2 = dhir.task %cpu, %a, %g {
+        %n = affine.load %a[0] : memref<4xindex>
+        affine.for %i = 0 to 4 {
+          %z = arith.muli %n, %c2 : index
+          %w = arith.subi %z, %c1 : index
+          affine.if affine_set<(d0)[s0] : (s0 - d0 - 7 >= 0)>(%i)[%w] {
+            affine.store %z, %g[%i] : memref<4xindex>
+          } else {
+            affine.store %w, %g[%i] : memref<4xindex>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
 # Plain MLIR for CodeDrop: the bound is loaded by host code, outside the tasks.
 PLAIN = """
 func.func @main(%a: memref<4xindex>, %b: memref<16xf64>, %c: memref<16xf64>) {
@@ -177,7 +245,19 @@ def _two_arrays() -> list[np.ndarray]:
     return [_index_inputs(), rng.standard_normal(16), rng.standard_normal(16)]
 
 
+def _pure_symbol_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    return [
+        _index_inputs(),
+        rng.standard_normal(16),
+        rng.standard_normal(16),
+        np.zeros(16, np.int64),
+        np.zeros(4, np.int64),
+    ]
+
+
 PROGRAMS = {
+    "pure_symbols": (PURE_SYMBOLS, _pure_symbol_inputs),
     "schedule": (SCHEDULE, _schedule_inputs),
     "time_loop": (TIME_LOOP, _two_arrays),
     "codedrop": (PLAIN, _two_arrays),
@@ -214,6 +294,15 @@ def test_symbols_in_time_loops_and_codedrop_equal_the_interpreter(name: str) -> 
     _check(name, 2, 2)
 
 
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_symbols_of_pure_ops_equal_the_interpreter(ranks: int) -> None:
+    """MLIR 22's wider symbol rule (an arith op of symbols is one at any depth): what
+    a guard leaves invalid is lowered, what stays valid stays affine."""
+    _check("pure_symbols", ranks, 1)
+
+
 def test_guarded_bodies_keep_only_valid_affine_ops() -> None:
     """On 2 ranks, the ops left invalid are lowered, and the nests still valid stay
     affine; on 1 rank (no guard) the body is left as written."""
@@ -228,6 +317,24 @@ def test_guarded_bodies_keep_only_valid_affine_ops() -> None:
         # The 2 x 2 nest over constants, indexed by its counters, stays as written.
         inner = [op for op in ops if isinstance(op, affine.ForOp) and _nested_in_for(op)]
         assert len(inner) == 1
+        module.verify()
+
+
+def test_guards_lower_only_what_pure_symbols_of_loads_bound() -> None:
+    """On 2 ranks, the loop bounded by arith of loaded values and the condition on one
+    are lowered; the loads indexed by arith of constants and of the time step stay."""
+    for ranks, lowered in ((2, True), (1, False)):
+        module = dhir.parse_string(PURE_SYMBOLS)
+        passes = (PlacePass(ranks, "round-robin"), LowerToMPIPass(ranks))
+        run_pipeline(module, PassPipeline(passes))
+        ops = list(module.walk())
+        fors = [op for op in ops if isinstance(op, affine.ForOp)]
+        assert len(fors) == (3 if lowered else 4)
+        assert any(isinstance(op, affine.IfOp) for op in ops) is not lowered
+        by_step = [
+            op for op in ops if isinstance(op, affine.LoadOp) and op.map.data.num_symbols == 2
+        ]
+        assert len(by_step) == 1
         module.verify()
 
 
