@@ -188,15 +188,24 @@ class SubviewOp(memref.SubviewOp):
             )
 
 
+@custom_format(
+    "$source `to` `offset` `` `:` custom<DynamicIndexList>($offsets, $static_offsets) `` `,` "
+    "`sizes` `` `:` custom<DynamicIndexList>($sizes, $static_sizes) `` `,` "
+    "`strides` `` `:` custom<DynamicIndexList>($strides, $static_strides) "
+    "attr-dict `:` type($source) `to` type($result)"
+)
+@redefine_operands({"source": OperandDef(irdl_to_attr_constraint(MemRefType | UnrankedMemRefType))})
 class ReinterpretCastOp(memref.ReinterpretCastOp):
     """MLIR 22's checks: xDSL 0.74 lacks those of the layout (a result type's static
     offset or stride, an identity layout's included, must be the op's: a run-time one needs
     `strided<[...], offset: ?>`), of the element type and memory space, and of negative
-    offsets and sizes, and wrongly refuses a dynamic result size for a static one."""
+    offsets and sizes, and wrongly refuses a dynamic result size for a static one. The
+    source may be unranked (`memref<*xf32>`), as in MLIR; xDSL refuses it."""
 
     def verify_(self) -> None:
         source, result = self.source.type, self.result.type
-        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        assert isinstance(source, MemRefType | UnrankedMemRefType)
+        assert isinstance(result, MemRefType)
         offsets = self.static_offsets.get_values()
         sizes = self.static_sizes.get_values()
         strides = self.static_strides.get_values()

@@ -520,6 +520,50 @@ def test_linalg_reduce_and_extract_strided_metadata() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+# memref.reinterpret_cast of an unranked memref (of a subview: the cast's offset is from
+# the allocation's start, not the subview's), in tasks on one rank and two.
+UNRANKED_REINTERPRET_CAST = """
+func.func @main(%a: memref<8xf32>, %o: memref<4xf32>) {
+  dhir.schedule %a, %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a, %o {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %s = memref.subview %a[2] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: 2>>
+      %u = memref.cast %s : memref<4xf32, strided<[1], offset: 2>> to memref<*xf32>
+      %v = memref.reinterpret_cast %u to offset: [%c1], sizes: [2, 2], strides: [%c3, 1]
+          : memref<*xf32> to memref<2x2xf32, strided<[?, 1], offset: ?>>
+      %x = memref.load %v[%c0, %c1] : memref<2x2xf32, strided<[?, 1], offset: ?>>
+      %y = memref.load %v[%c1, %c1] : memref<2x2xf32, strided<[?, 1], offset: ?>>
+      memref.store %x, %o[%c0] : memref<4xf32>
+      memref.store %y, %o[%c1] : memref<4xf32>
+    }
+    %t1 = dhir.task %cpu, %a, %o {
+      %u = memref.cast %a : memref<8xf32> to memref<*xf32>
+      %w = memref.reinterpret_cast %u to offset: [4], sizes: [4], strides: [1]
+          : memref<*xf32> to memref<4xf32, strided<[1], offset: 4>>
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %x = memref.load %w[%c3] : memref<4xf32, strided<[1], offset: 4>>
+      memref.store %x, %o[%c2] : memref<4xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_reinterpret_cast_of_an_unranked_memref(ranks: int) -> None:
+    inputs = [np.arange(8, dtype=np.float32), np.zeros(4, np.float32)]
+    interp = dhir.run(UNRANKED_REINTERPRET_CAST, *inputs, backend="interp")
+    native = dhir.run(UNRANKED_REINTERPRET_CAST, *inputs, ranks=ranks, timeout=90)
+    np.testing.assert_array_equal(interp[1], [2, 5, 7, 0])
+    same_bits(native[1], interp[1], "native against the interpreter")
+
+
 F16_POWERS = """
 func.func @main(%a: memref<8xf16>, %n: memref<8xi32>, %o: memref<8xf16>) {
   %c0 = arith.constant 0 : index

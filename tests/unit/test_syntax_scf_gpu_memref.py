@@ -559,13 +559,43 @@ REINTERPRET_CASTS = [
 ]  # fmt: skip
 
 
-def _reinterpret_cast(offset: str, sizes: str, strides: str, result: str) -> str:
+def _reinterpret_cast(
+    offset: str, sizes: str, strides: str, result: str, source: str = "memref<16xf32>"
+) -> str:
     return (
-        "func.func @f(%a: memref<16xf32>, %i: index) {\n"
+        f"func.func @f(%a: {source}, %i: index) {{\n"
         f"  %r = memref.reinterpret_cast %a to offset: [{offset}], sizes: [{sizes}], "
-        f"strides: [{strides}] : memref<16xf32> to {result}\n"
+        f"strides: [{strides}] : {source} to {result}\n"
         "  func.return\n}"
     )
+
+
+# memref.reinterpret_cast of an unranked memref<*xf32>, which MLIR 22 takes (xDSL 0.74's
+# operand type refused it at parse).
+UNRANKED_REINTERPRET_CASTS = [
+    ("0", "4, 4", "4, 1", "memref<4x4xf32>", True),
+    ("%i", "%i", "1", "memref<?xf32, strided<[1], offset: ?>>", True),
+    ("1", "4", "1", "memref<4xf32>", False),
+    ("0", "4", "1", "memref<4xi32>", False),
+    ("0", "4", "1", "memref<4xf32, 1>", False),
+]
+
+
+@pytest.mark.parametrize("offset, sizes, strides, result, valid", UNRANKED_REINTERPRET_CASTS)
+def test_reinterpret_casts_of_unranked_memrefs_are_verified_as_mlir_does(
+    offset: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    text = _reinterpret_cast(offset, sizes, strides, result, "memref<*xf32>")
+    _verifies_as_said(text, valid)
+    assert "memref<*xf32> to" in str(parse(text, verify=False))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("offset, sizes, strides, result, valid", UNRANKED_REINTERPRET_CASTS)
+def test_mlir_opt_agrees_on_the_reinterpret_casts_of_unranked_memrefs(
+    offset: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    _mlir_opt_says(_reinterpret_cast(offset, sizes, strides, result, "memref<*xf32>"), valid)
 
 
 @pytest.mark.parametrize("offset, sizes, strides, result, valid", REINTERPRET_CASTS)
