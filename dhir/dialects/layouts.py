@@ -19,24 +19,39 @@ Layout = tuple[list[int | None], int | None]
 
 
 def strides_and_offset(memref: MemRefType) -> Layout:
-    """A memref type's strides and offset (an identity layout's are row-major and 0)."""
-    strides = memref.get_strides()
-    if strides is None:  # an affine map: not a strided layout
-        raise VerifyException(f"{memref} has no strided layout, which a reshape needs")
-    layout = memref.layout
-    offset = layout.get_offset() if isinstance(layout, StridedLayoutAttr) else 0
-    return list(strides), offset
+    """A memref type's strides and offset (an identity layout's are row-major and 0), as
+    MLIR 22 reads them, from a layout map too; refused for a map that has none."""
+    layout = strided_layout(memref)
+    if layout is None:
+        raise VerifyException(
+            f"{memref} has no strided layout (MLIR reads no strides and offset from its "
+            "map), which this view needs"
+        )
+    return layout
 
 
 def strided_layout(memref: MemRefType) -> Layout | None:
     """A memref type's strides and offset as MLIR 22 reads them, also from a layout map
     of one sum of terms (`(d0, d1)[s0] -> (d0 * 4 + d1 + s0)`: a symbol's term makes the
-    offset dynamic); None for a map MLIR takes as no strided layout (a `mod`, a division,
-    several results)."""
+    offset dynamic) or the identity map; None for a map MLIR takes as no strided layout
+    (a `mod`, a division, several results)."""
     layout = memref.layout
-    if not isinstance(layout, AffineMapAttr):
-        return strides_and_offset(memref)
-    return _map_layout(layout.data)
+    if is_identity_layout(memref):
+        return list(MemRefType.strides_for_shape(memref.get_shape())), 0
+    if isinstance(layout, AffineMapAttr):
+        return _map_layout(layout.data)
+    assert isinstance(layout, StridedLayoutAttr)
+    return list(layout.get_strides()), layout.get_offset()
+
+
+def is_identity_layout(memref: MemRefType) -> bool:
+    """No layout, or the identity map (MLIR drops it: `memref<4x4xf32, affine_map<(d0,
+    d1) -> (d0, d1)>>` is `memref<4x4xf32>`)."""
+    layout = memref.layout
+    if isinstance(layout, AffineMapAttr):
+        rank = len(memref.get_shape())
+        return layout.data == AffineMap.identity(rank)
+    return isinstance(layout, NoneAttr)
 
 
 def _map_layout(map: AffineMap) -> Layout | None:
@@ -74,7 +89,7 @@ def expanded_layout(source: MemRefType, groups: list[list[int]], shape: Sequence
         for d in reversed(group):
             out[d] = stride
             stride = _times(stride, shape[d])
-    if isinstance(source.layout, NoneAttr):
+    if is_identity_layout(source):
         return list(MemRefType.strides_for_shape(shape)), 0
     return out, offset
 
@@ -95,7 +110,7 @@ def collapsed_layout(source: MemRefType, groups: list[list[int]]) -> Layout:
         static = shape[kept[-1]] != DYNAMIC_INDEX or len(kept) == 1
         out.append(strides[kept[-1]] if static else None)
         _check_contiguous(shape, strides, group, out[-1])
-    if isinstance(source.layout, NoneAttr):
+    if is_identity_layout(source):
         return list(MemRefType.strides_for_shape([_size(shape, g) for g in groups])), 0
     return out, offset
 

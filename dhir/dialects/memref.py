@@ -85,6 +85,7 @@ from dhir.dialects.format import (
 from dhir.dialects.layouts import (
     collapsed_layout,
     expanded_layout,
+    is_identity_layout,
     out_of_bounds,
     reduces_to,
     strided_layout,
@@ -176,8 +177,11 @@ class SubviewOp(memref.SubviewOp):
         why = out_of_bounds(source.get_shape(), offsets, sizes, strides)
         if why is not None:
             raise VerifyException(f"subview out of bounds: {why}")
-        if source.get_strides() is None:
-            return  # a layout map: MLIR checks no more than the rank either
+        if strided_layout(source) is None:
+            raise VerifyException(
+                f"the source type {source} is not strided (MLIR reads no strides and "
+                "offset from its layout map): a subview needs them"
+            )
         expected = subview_layout(source, offsets, sizes, strides)
         if not reduces_to(expected, result):
             shape, layout, offset = expected
@@ -299,7 +303,10 @@ def _same_form(source: MemRefType, result: MemRefType) -> None:
     and wants the result type to be exactly that: `strided<[4, 1]>` is not
     `memref<4x4xf32>`'s layout to it, though its strides are the same."""
     identity = _identity_map(source)
-    if identity != isinstance(result.layout, NoneAttr):
+    written = (
+        is_identity_layout(result) if identity else isinstance(result.layout, StridedLayoutAttr)
+    )
+    if not written:
         strides, offset = strides_and_offset(result)
         wanted = (
             MemRefType(result.element_type, result.get_shape(), NoneAttr(), result.memory_space)
@@ -318,7 +325,7 @@ def _identity_map(memref: MemRefType) -> bool:
     """Whether MLIR takes `memref`'s layout as the identity map: none, or a strided one of
     offset 0 with at most one dimension, of stride 1."""
     layout = memref.layout
-    if isinstance(layout, NoneAttr):
+    if is_identity_layout(memref):
         return True
     strides, offset = strides_and_offset(memref)
     return isinstance(layout, StridedLayoutAttr) and offset == 0 and strides in ([], [1])

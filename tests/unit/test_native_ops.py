@@ -564,6 +564,85 @@ def test_a_reinterpret_cast_of_an_unranked_memref(ranks: int) -> None:
     same_bits(native[1], interp[1], "native against the interpreter")
 
 
+# Views of a memref with a layout map MLIR reads strides and an offset from (a subview,
+# expand_shape and collapse_shape of it, loads through it), in tasks and in host code:
+# dhir refused the reshapes, and took any subview result type.
+MAP_VIEWS_IN_TASKS = """
+#off = affine_map<(d0, d1) -> (d0 * 8 + d1 + 3)>
+func.func @main(%a: memref<32xf32>, %o: memref<4xf32>) {
+  dhir.schedule %a, %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a, %o {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %e = memref.expand_shape %a [[0, 1]] output_shape [4, 8] : memref<32xf32> into memref<4x8xf32>
+      %s = memref.subview %e[0, 3] [4, 4] [1, 1] : memref<4x8xf32> to memref<4x4xf32, strided<[8, 1], offset: 3>>
+      %m = memref.cast %s : memref<4x4xf32, strided<[8, 1], offset: 3>> to memref<4x4xf32, #off>
+      %s2 = memref.subview %m[1, 1] [2, 2] [1, 1] : memref<4x4xf32, #off> to memref<2x2xf32, strided<[8, 1], offset: 12>>
+      %v0 = memref.load %s2[%c1, %c1] : memref<2x2xf32, strided<[8, 1], offset: 12>>
+      memref.store %v0, %o[%c0] : memref<4xf32>
+      %x = memref.expand_shape %m [[0], [1, 2]] output_shape [4, 2, 2] : memref<4x4xf32, #off> into memref<4x2x2xf32, strided<[8, 2, 1], offset: 3>>
+      %v2 = memref.load %x[%c3, %c1, %c0] : memref<4x2x2xf32, strided<[8, 2, 1], offset: 3>>
+      memref.store %v2, %o[%c1] : memref<4xf32>
+    }
+    %t1 = dhir.task %cpu, %a, %o {
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %e = memref.expand_shape %a [[0, 1]] output_shape [4, 8] : memref<32xf32> into memref<4x8xf32>
+      %s = memref.subview %e[0, 3] [4, 4] [1, 1] : memref<4x8xf32> to memref<4x4xf32, strided<[8, 1], offset: 3>>
+      %m = memref.cast %s : memref<4x4xf32, strided<[8, 1], offset: 3>> to memref<4x4xf32, #off>
+      %c = memref.collapse_shape %m [[0], [1]] : memref<4x4xf32, #off> into memref<4x4xf32, strided<[8, 1], offset: 3>>
+      %v1 = memref.load %c[%c2, %c3] : memref<4x4xf32, strided<[8, 1], offset: 3>>
+      memref.store %v1, %o[%c2] : memref<4xf32>
+      %v3 = memref.load %m[%c3, %c3] : memref<4x4xf32, #off>
+      memref.store %v3, %o[%c3] : memref<4xf32>
+    }
+  }
+  return
+}
+"""
+
+MAP_VIEWS_WITH_A_SYMBOL = """
+#sym = affine_map<(d0, d1)[s0] -> (d0 * 8 + d1 + s0)>
+func.func @main(%a: memref<32xf32>, %o: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %e = memref.expand_shape %a [[0, 1]] output_shape [4, 8] : memref<32xf32> into memref<4x8xf32>
+  %s = memref.subview %e[0, %c3] [4, 4] [1, 1] : memref<4x8xf32> to memref<4x4xf32, strided<[8, 1], offset: ?>>
+  %m = memref.cast %s : memref<4x4xf32, strided<[8, 1], offset: ?>> to memref<4x4xf32, #sym>
+  %s2 = memref.subview %m[%c1, 1] [2, 2] [1, 1] : memref<4x4xf32, #sym> to memref<2x2xf32, strided<[8, 1], offset: ?>>
+  %v0 = memref.load %s2[%c1, %c1] : memref<2x2xf32, strided<[8, 1], offset: ?>>
+  memref.store %v0, %o[%c0] : memref<4xf32>
+  %x = memref.expand_shape %m [[0], [1, 2]] output_shape [4, 2, 2] : memref<4x4xf32, #sym> into memref<4x2x2xf32, strided<[8, 2, 1], offset: ?>>
+  %v2 = memref.load %x[%c3, %c1, %c0] : memref<4x2x2xf32, strided<[8, 2, 1], offset: ?>>
+  memref.store %v2, %o[%c1] : memref<4xf32>
+  %r = memref.subview %m[1, 0] [1, 4] [1, 1] : memref<4x4xf32, #sym> to memref<4xf32, strided<[1], offset: ?>>
+  %v1 = memref.load %r[%c2] : memref<4xf32, strided<[1], offset: ?>>
+  memref.store %v1, %o[%c2] : memref<4xf32>
+  %v3 = memref.load %m[%c3, %c3] : memref<4x4xf32, #sym>
+  memref.store %v3, %o[%c3] : memref<4xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("name", ["tasks", "symbol"])
+def test_views_of_layout_maps(name: str, ranks: int) -> None:
+    text = MAP_VIEWS_IN_TASKS if name == "tasks" else MAP_VIEWS_WITH_A_SYMBOL
+    inputs = [np.arange(32, dtype=np.float32), np.zeros(4, np.float32)]
+    interp = dhir.run(text, *inputs, backend="interp")
+    native = dhir.run(text, *inputs, ranks=ranks, timeout=90)
+    # Element (i, j) of the 4x4 view is element 8 i + j + 3 of the buffer.
+    want = [21, 29, 22, 30] if name == "tasks" else [21, 29, 13, 30]
+    np.testing.assert_array_equal(interp[1], want)
+    same_bits(native[1], interp[1], "native against the interpreter")
+
+
 F16_POWERS = """
 func.func @main(%a: memref<8xf16>, %n: memref<8xi32>, %o: memref<8xf16>) {
   %c0 = arith.constant 0 : index
