@@ -915,8 +915,10 @@ def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
 # MLIR 22 takes the result of any pure op (speculatable, without memory effects: its
 # isPure) of valid symbols as a valid symbol, at any depth. Which ops are so is MLIR's
 # word, not xDSL's traits (xDSL calls arith.remui and affine.min impure, arith.divui
-# pure): all of arith and math but the divisions below, and these. mlir-opt-22 agreed on
-# each (tests/unit/test_affine_operands.py).
+# pure): all of arith and math but the divisions below, and these, each of which
+# mlir-opt-22 took in a loop whose result bounds another (tests/unit/test_affine_operands.py
+# checks those that can make an index of indices). An op missing here is refused where
+# mlir-opt-22 takes it, never the other way round.
 _PURE_DIALECTS = ("arith.", "math.")
 _PURE = frozenset(
     {
@@ -928,6 +930,53 @@ _PURE = frozenset(
         "affine.yield",
         "scf.yield",
         "ub.poison",
+        "gpu.shuffle",
+        *(
+            f"vector.{name}"
+            for name in (
+                "broadcast",
+                "extract",
+                "insert",
+                "extract_strided_slice",
+                "insert_strided_slice",
+                "shuffle",
+                "fma",
+                "reduction",
+                "multi_reduction",
+                "contract",
+                "outerproduct",
+                "transpose",
+                "shape_cast",
+                "bitcast",
+                "from_elements",
+                "step",
+                "create_mask",
+                "constant_mask",
+                "interleave",
+                "deinterleave",
+            )
+        ),
+        *(
+            f"tensor.{name}"
+            for name in ("empty", "extract", "insert", "cast", "extract_slice", "expand_shape")
+        ),
+        "tensor.from_elements",
+        *(
+            f"memref.{name}"
+            for name in (
+                "cast",
+                "subview",
+                "reinterpret_cast",
+                "expand_shape",
+                "collapse_shape",
+                "transpose",
+                "memory_space_cast",
+                "assume_alignment",
+                "extract_aligned_pointer_as_index",
+                "extract_strided_metadata",
+                "rank",
+            )
+        ),
         *(
             f"gpu.{name}"
             for name in (
@@ -974,8 +1023,9 @@ def _pure(op: Operation) -> bool:
     elif op.name == "scf.for":
         steps_by_one = _constant(op.operands[2]) == 1
     else:
-        steps_by_one = op.name in ("affine.if", "scf.if")
-    return steps_by_one and all(_pure(inner) for region in op.regions for inner in region.ops)
+        steps_by_one = op.name in ("affine.if", "affine.parallel", "scf.if")
+    inner = (nested for region in op.regions for block in region.blocks for nested in block.ops)
+    return steps_by_one and all(_pure(nested) for nested in inner)
 
 
 def _valid_dim_op_symbol(op: Operation, scope: Region | None) -> bool:

@@ -107,6 +107,23 @@ PURE_VALUES = {
         "%b",
     ),
     "thread id": ("", "%b = gpu.thread_id x", "%b"),
+    # A loop whose body holds only pure ops (an if without else: a region of no block).
+    "affine.for of a broadcast and an if": (
+        "",
+        "%b = affine.for %j = 0 to 4 iter_args(%a = %n) -> (index) {\n"
+        "      %v = vector.broadcast %a : index to vector<2xindex>\n"
+        "      affine.if affine_set<(d0) : (d0 >= 0)>(%j) {\n      }\n"
+        "      affine.yield %a : index\n    }",
+        "%b",
+    ),
+    "affine.for of a parallel loop": (
+        "%c1 = arith.constant 1 : index",
+        "%b = affine.for %j = 0 to 4 iter_args(%a = %n) -> (index) {\n"
+        "      affine.parallel (%p) = (0) to (4) {\n      }\n"
+        "      scf.parallel (%p) = (%c0) to (%c1) step (%c1) {\n      }\n"
+        "      affine.yield %a : index\n    }",
+        "%b",
+    ),
     "dim of a static allocation": (
         "",
         "%al = memref.alloc() : memref<4xf32>\n    %b = memref.dim %al, %c0 : memref<4xf32>",
