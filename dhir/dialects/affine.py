@@ -1126,8 +1126,9 @@ def check_map_operands(op: Operation, operands: Sequence[SSAValue], num_dims: in
             )
         if position >= num_dims and not valid_symbol(operand, scope):
             raise VerifyException(
-                f"operand {position} cannot be used as a symbol (it is not a constant or a "
-                "value from the top of the function or task; mlir-opt-22 refuses it)"
+                f"operand {position} cannot be used as a symbol (it is not a constant, a "
+                "value from the top of the function or task, or a pure op such as "
+                "arith.addi of such values; mlir-opt-22 refuses it)"
             )
 
 

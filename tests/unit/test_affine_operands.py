@@ -248,3 +248,13 @@ def test_a_loop_result_inside_a_loop_is_a_located_error() -> None:
 def test_a_loop_result_at_the_top_of_a_task_is_a_symbol() -> None:
     """A task's body is an affine scope, as a function's is."""
     dhir.parse_string(_task("%top"), "prog.mlir").verify()
+
+
+def test_a_symbol_error_names_what_a_symbol_may_be() -> None:
+    text = _program("load in the loop", "for symbol bound")
+    with pytest.raises(
+        DhirError,
+        match=r"prog.mlir:\d+:\d+: error: operand 0 cannot be used as a "
+        r"symbol .*or a pure op such as arith.addi of such values",
+    ):
+        dhir.parse_string(text, "prog.mlir").verify()
