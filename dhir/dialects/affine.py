@@ -896,6 +896,35 @@ def _is_index(value: SSAValue) -> bool:
 
 
 def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
+    return _Judge(scope).symbol(value)
+
+
+def valid_dim(value: SSAValue, scope: Region | None) -> bool:
+    return _Judge(scope).dim(value)
+
+
+class _Judge:
+    """Whether values are valid symbols or dims of `scope`, each value judged once: a
+    chain of ops that each use the last twice would otherwise be walked once per path,
+    2**length times."""
+
+    def __init__(self, scope: Region | None) -> None:
+        self.scope = scope
+        self.symbols: dict[SSAValue, bool] = {}
+        self.dims: dict[SSAValue, bool] = {}
+
+    def symbol(self, value: SSAValue) -> bool:
+        if value not in self.symbols:
+            self.symbols[value] = _valid_symbol(value, self.scope, self.symbol)
+        return self.symbols[value]
+
+    def dim(self, value: SSAValue) -> bool:
+        if value not in self.dims:
+            self.dims[value] = self.symbol(value) or _valid_dim(value, self.scope, self.dim)
+        return self.dims[value]
+
+
+def _valid_symbol(value: SSAValue, scope: Region | None, valid: Callable[[SSAValue], bool]) -> bool:
     if not _is_index(value):
         return False
     if _is_top_level(value, scope):
@@ -905,7 +934,7 @@ def valid_symbol(value: SSAValue, scope: Region | None) -> bool:
         return False
     if op.has_trait(ConstantLike):
         return True
-    if _pure(op) and all(valid_symbol(v, scope) for v in op.operands):
+    if _pure(op) and all(valid(v) for v in op.operands):
         return True
     if op.name in _DIM_OPS:
         return _valid_dim_op_symbol(op, scope)
@@ -1091,16 +1120,15 @@ def _constant(value: SSAValue) -> int | None:
     return None
 
 
-def valid_dim(value: SSAValue, scope: Region | None) -> bool:
+def _valid_dim(value: SSAValue, scope: Region | None, valid: Callable[[SSAValue], bool]) -> bool:
+    """A valid dim that is not a valid symbol."""
     if not _is_index(value):
         return False
-    if valid_symbol(value, scope):
-        return True
     op = value.owner
     if isinstance(value, BlockArgument):
         return _is_induction_variable(value)
     if isinstance(op, affine.ApplyOp | DelinearizeIndexOp | LinearizeIndexOp):
-        return all(valid_dim(v, scope) for v in op.operands)
+        return all(valid(v) for v in op.operands)
     if isinstance(op, Operation) and op.name in _DIM_OPS:
         return _is_top_level(op.operands[0], scope)
     return False

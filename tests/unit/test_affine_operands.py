@@ -258,3 +258,62 @@ def test_a_symbol_error_names_what_a_symbol_may_be() -> None:
         r"symbol .*or a pure op such as arith.addi of such values",
     ):
         dhir.parse_string(text, "prog.mlir").verify()
+
+
+def _chain(length: int, start: str, link: str, use: str) -> str:
+    """A task whose loop builds `length` values, each of the last one twice, and uses
+    the last in an affine map."""
+    values = [f"      %x{k} = {link.format(f'%x{k - 1}')}" for k in range(1, length + 1)]
+    return "\n".join(
+        [
+            "func.func @main(%a: memref<64xf64>, %m: memref<1xindex>) {",
+            "  dhir.schedule %a, %m {",
+            '    %cpu = dhir.target {kind = "cpu"}',
+            "    %t = dhir.task %cpu, %a, %m {",
+            "      %c0 = arith.constant 0 : index",
+            "      %top = memref.load %m[%c0] : memref<1xindex>",
+            "      affine.for %i = 0 to 2 {",
+            f"      %x0 = {start}",
+            *values,
+            f"      {use.format(f'%x{length}')}",
+            "      }",
+            "    }",
+            "  }",
+            "  return",
+            "}",
+        ]
+    )
+
+
+CHAINS = {
+    "symbols": (
+        "arith.addi %top, %c0 : index",
+        "arith.addi {0}, {0} : index",
+        "affine.for %j = 0 to {0} {{\n      }}",
+    ),
+    "dims": (
+        "affine.apply affine_map<(d0) -> (d0)>(%i)",
+        "affine.apply affine_map<(d0, d1) -> (d0 - d1)>({0}, {0})",
+        "%v = affine.load %a[{0}] : memref<64xf64>",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", CHAINS)
+def test_each_value_of_a_map_operand_is_judged_once(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chain of values that each use the last twice took 2**length steps to judge (a
+    chain of 28 did not verify in two minutes)."""
+    from dhir.dialects import affine
+
+    judged: list[object] = []
+    is_index = affine._is_index  # pyright: ignore[reportPrivateUsage]
+
+    def counted(value: object) -> bool:
+        judged.append(value)
+        return is_index(value)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(affine, "_is_index", counted)
+    dhir.parse_string(_chain(16, *CHAINS[kind]), "prog.mlir").verify()
+    assert len(judged) < 16 * 20
