@@ -21,7 +21,7 @@ a slab, isl does all the set algebra, exactly as on the whole set.
 """
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -277,7 +277,7 @@ class Validity:
         the blocks it writes (elements it holds up to date, none chosen twice; a block
         may also cover others it holds up to date), and the blocks no rank holds, which
         (with every rank's part given as `start`) no task wrote, so they come unchanged
-        from the input."""
+        from the input; each list merged (`merge_blocks`), as each block is a call."""
         type_ = memref.type
         assert isinstance(type_, MemRefType) and divisible(type_)
         shape = tuple(type_.get_shape())
@@ -298,7 +298,8 @@ class Validity:
                 done = (done | piece).coalesce()
             rest = (within - done).coalesce()
             copies += [b for box in cover(rest, full) for b in blocks_of(box, shape, full)]
-        return sorted(chosen.items()), copies
+        plan = [(rank, merge_blocks(blocks)) for rank, blocks in sorted(chosen.items())]
+        return plan, merge_blocks(copies)
 
     def _sources(self, rank: int) -> Iterator[int]:
         """Ranks to take elements from: the nearest after `rank` first, so that pieces
@@ -637,6 +638,50 @@ def blocks_of(box: Box, shape: tuple[int, ...], holder: isl.Set) -> list[Block]:
     for start in _corners(box, outer[:-2], strides):
         blocks.append(_strided(box, offset + start, length, outer[-2:], strides))
     return blocks
+
+
+def merge_blocks(blocks: Iterable[Block]) -> list[Block]:
+    """The same runs as `blocks`, in fewer blocks: in offset order, runs end to end become
+    one run, equally spaced runs of one length one strided block, and equally spaced
+    strided blocks of one shape one block with `count2` groups. An interleaved placement
+    leaves a rank a box per row; merged, its every R-th row is one block (one call)."""
+    merged: list[Block] = []
+    for block in sorted(blocks, key=lambda b: b.offset):
+        joined = _joined(merged[-1], block) if merged else None
+        if joined is None:
+            merged.append(block)
+        else:
+            merged[-1] = joined
+    return merged
+
+
+def _joined(first: Block, then: Block) -> Block | None:
+    """One block with the runs of `first` and then those of `then` (at no lower offset),
+    or None where no block has exactly those runs."""
+    run = first.count == 1 and first.count2 == 1
+    if run and then.count == 1 and then.count2 == 1:
+        gap = then.offset - first.offset
+        if gap == first.length:
+            return Block(first.offset, first.length + then.length)
+        if gap > first.length and then.length == first.length:
+            return Block(first.offset, first.length, 2, gap)
+        return None
+    if then.length != first.length:
+        return None
+    if first.count2 == 1 and then.count == 1 and then.count2 == 1:
+        if then.offset == first.offset + first.count * first.stride:
+            return Block(first.offset, first.length, first.count + 1, first.stride)
+        return None
+    if then.count2 != 1 or (then.count, then.stride) != (first.count, first.stride):
+        return None
+    gap = then.offset - first.offset
+    if first.count2 == 1 and gap > 0:
+        return Block(first.offset, first.length, first.count, first.stride, 2, gap)
+    if first.count2 > 1 and gap == first.count2 * first.stride2:
+        return Block(
+            first.offset, first.length, first.count, first.stride, first.count2 + 1, first.stride2
+        )
+    return None
 
 
 def _strided(

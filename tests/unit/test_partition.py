@@ -340,6 +340,84 @@ def test_a_result_file_appears_only_when_every_rank_finished(mpi: str, tmp_path:
     assert entry_signature(parse_string(DIES), "main") == signature
 
 
+def row_writes(
+    shape: tuple[int, ...], rows: list[int], ranks: list[int], part: list[tuple[int, int]]
+) -> str:
+    """Task k on rank `ranks[k]` doubles row `rows[k]` of %a (shape `shape`) and adds k,
+    within `part` (lo, hi per further dimension) of the row."""
+    t = f"memref<{'x'.join(map(str, shape))}xf64>"
+    names = [f"%i{d}" for d in range(len(part))]
+    at = ", ".join(["%r", *names])
+    head = [f"%lo{d} = arith.constant {lo} : index" for d, (lo, _) in enumerate(part)]
+    head += [f"%hi{d} = arith.constant {hi} : index" for d, (_, hi) in enumerate(part)]
+    loops = " ".join(f"scf.for {n} = %lo{d} to %hi{d} step %c1 {{" for d, n in enumerate(names))
+    setup = "\n      ".join(head)
+    tasks = [
+        f"""    dhir.task %cpu, %a attributes {{dhir.rank = {rank} : i64}} {{
+      %c1 = arith.constant 1 : index
+      %r = arith.constant {row} : index
+      %k = arith.constant {k}.0 : f64
+      %two = arith.constant 2.0 : f64
+      {setup}
+      {loops}
+        %x = memref.load %a[{at}] : {t}
+        %y = arith.mulf %x, %two : f64
+        %z = arith.addf %y, %k : f64
+        memref.store %z, %a[{at}] : {t}
+      {"}" * len(names)}
+    }}"""
+        for k, (row, rank) in enumerate(zip(rows, ranks, strict=True))
+    ]
+    body = "\n".join(tasks)
+    return f"""func.func @main(%a: {t}) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+{body}
+  }}
+  return
+}}
+"""
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("ranks", "shape", "step", "part", "interleaved", "io", "mpi"),
+    [
+        (1, (9, 5), 1, None, True, "each", "mpich"),
+        (2, (9, 5), 1, None, True, "each", "openmpi"),  # odd: rank 0 holds one row more
+        (3, (10,), 1, None, True, "rank0", "mpich"),  # 1-D
+        (4, (3, 5), 1, None, True, "each", "mpich"),  # rank 3 holds nothing
+        (3, (11, 3, 4), 2, None, True, "each", "mpich"),  # odd rows come from the input
+        (2, (8, 3, 4), 1, [(0, 2), (1, 3)], True, "rank0", "openmpi"),  # parts of rows
+        (4, (13, 6), 1, None, False, "each", "mpich"),  # contiguous blocks
+        (2, (12, 6), 3, [(2, 5)], False, "each", "mpich"),
+    ],
+)
+def test_row_writes_reach_the_result_file_as_the_interpreter_writes_them(
+    ranks: int,
+    shape: tuple[int, ...],
+    step: int,
+    part: list[tuple[int, int]] | None,
+    interleaved: bool,
+    io: str,
+    mpi: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each rank's rows of a result are merged into few strided writes (one call per
+    rank where rows interleave): the file must still hold every row, from the rank that
+    wrote it or from the input, and nothing else."""
+    if io == "rank0":
+        monkeypatch.setenv("DHIR_IO", "rank0")
+    rows = list(range(0, shape[0], step))
+    owners = [k % ranks if interleaved else k * ranks // len(rows) for k in range(len(rows))]
+    text = row_writes(shape, rows, owners, part or [(0, n) for n in shape[1:]])
+    a = np.random.default_rng(len(rows)).random(shape)
+    timing = _native(text, [a], ranks, mpi, "best")
+    if ranks > 1:
+        assert any(line.startswith("memory: %a: partitioned") for line in timing.notes)
+
+
 # --- memory -----------------------------------------------------------------------------
 
 

@@ -21,7 +21,9 @@ from dhir.analysis.validity import (
     Block,
     Box,
     Validity,
+    blocks_of,
     everything,
+    merge_blocks,
 )
 
 needs_mlir = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -191,6 +193,93 @@ def test_interleaved_rows_keep_every_isl_operation_small(
         if above:  # and the row above each of its rows, which it received
             mine |= {r - 1 for r in mine if r > 0}
         assert {p[0] for p in _points(slabs.whole(rank))} == mine
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("rows", [1, 7, 1000])
+def test_interleaved_rows_are_one_write_per_rank(ranks: int, rows: int) -> None:
+    """Round-robin rows: each rank writes its every R-th row as one strided block (one
+    runtime call), not a block per row, which made a 2,000-row program's lowering and
+    build spend seconds on 2,000 calls."""
+    memref = _memref((rows, 4))
+    state = Validity([memref], ranks)
+    for row in range(rows):
+        write = Box((row, 0), (row + 1, 4)).as_set()
+        state.run_task(memref, row % ranks, write, write, write)
+    plan, copies = state.writes(memref)
+    assert copies == []
+    assert [rank for rank, _ in plan] == list(range(min(ranks, rows)))
+    for rank, blocks in plan:
+        mine = range(rank, rows, ranks)
+        if ranks == 1:  # every row: one run
+            assert blocks == [Block(0, rows * 4)]
+        elif len(mine) == 1:
+            assert blocks == [Block(rank * 4, 4)]
+        else:
+            assert blocks == [Block(rank * 4, 4, len(mine), ranks * 4)]
+
+
+def _random_blocks(rng: random.Random, shape: tuple[int, ...]) -> list[Block]:
+    """Blocks of random boxes of a buffer of `shape`, no two sharing an element, as
+    `Validity.writes` chooses them: rows, row blocks, parts of rows and of planes."""
+    taken: set[Point] = set()
+    blocks: list[Block] = []
+    full = everything(MemRefType(f64, shape))
+    for _ in range(rng.randint(0, 12)):
+        lo = tuple(rng.randrange(n) for n in shape)
+        hi = tuple(
+            rng.choice([a + 1, n, rng.randint(a + 1, n)]) for a, n in zip(lo, shape, strict=True)
+        )
+        box = Box(lo, hi)
+        if _box(box) & taken:
+            continue
+        taken |= _box(box)
+        blocks += blocks_of(box, shape, box.as_set() if rng.random() < 0.5 else full)
+    return blocks
+
+
+@pytest.mark.parametrize("shape", [(40,), (12, 5), (6, 4, 3), (3, 3, 2, 4)])
+@pytest.mark.parametrize("seed", range(40))
+def test_merged_blocks_write_exactly_the_same_elements(shape: tuple[int, ...], seed: int) -> None:
+    rng = random.Random(seed)
+    blocks = _random_blocks(rng, shape)
+    # Also evenly spaced copies of one block, as interleaved placements leave them.
+    if blocks and rng.random() < 0.5:
+        first = blocks[0]
+        step = max(o for o in _offsets(first)) - first.offset + 1 + rng.randint(0, 3)
+        blocks = [
+            first,
+            *(
+                Block(
+                    first.offset + k * step,
+                    first.length,
+                    first.count,
+                    first.stride,
+                    first.count2,
+                    first.stride2,
+                )
+                for k in range(1, rng.randint(2, 5))
+            ),
+        ]
+    merged = merge_blocks(rng.sample(blocks, len(blocks)))
+    before = sorted(o for b in blocks for o in _offsets(b))
+    after = sorted(o for b in merged for o in _offsets(b))
+    assert after == before
+    assert len(merged) <= len(blocks)
+
+
+def test_merging_joins_runs_rows_and_planes() -> None:
+    rows = [Block(k * 10, 4) for k in (0, 1, 2, 3)]
+    assert merge_blocks(rows) == [Block(0, 4, 4, 10)]
+    assert merge_blocks([Block(0, 4), Block(4, 6), Block(10, 2)]) == [Block(0, 12)]
+    planes = [Block(k * 100, 4, 3, 10) for k in (2, 0, 1)]
+    assert merge_blocks(planes) == [Block(0, 4, 3, 10, 3, 100)]
+    # Not evenly spaced, or of other lengths: kept apart, never widened.
+    assert merge_blocks([Block(0, 4), Block(10, 4), Block(25, 4)]) == [
+        Block(0, 4, 2, 10),
+        Block(25, 4),
+    ]
+    assert merge_blocks([Block(0, 4), Block(10, 3)]) == [Block(0, 4), Block(10, 3)]
 
 
 def _rows_program(rows: int) -> str:
