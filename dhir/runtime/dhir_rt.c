@@ -1441,6 +1441,7 @@ typedef struct {
   int input;   /* rank 0 only: blocks no rank holds come from the input */
   int through_rank0;
   char input_path[PATH_MAX];
+  char path[PATH_MAX]; /* the result file, as it is written: for messages */
   pending_run *runs;
   int64_t run_count, run_capacity;
 } result_file;
@@ -1486,7 +1487,7 @@ void dhir_rt_open_result(const char *dir, int32_t index, const char *input, int6
     result_count = index + 1;
   }
   result_file *result = &results[index];
-  char path[PATH_MAX];
+  char *path = result->path;
   result_path(path, dir, index, ".partial");
   if (world_rank == 0) {
     int file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -1588,7 +1589,7 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
 static void write_run(result_file *result, const char *from, int64_t at, int64_t length,
                       int copy) {
   if (result->output >= 0) {
-    write_all(result->output, from, (size_t)length, (off_t)at, "a result file");
+    write_all(result->output, from, (size_t)length, (off_t)at, result->path);
   } else if (result->through_rank0) {
     char *kept = (char *)from;
     if (copy) {
@@ -1617,7 +1618,7 @@ static void copy_run(result_file *result, int64_t at, int64_t length) {
   for (int64_t done = 0; done < length; done += IO_PIECE_BYTES) {
     int piece = io_piece(done, length);
     read_all(result->input, buffer, piece, (off_t)(at + done), result->input_path);
-    write_all(result->output, buffer, (size_t)piece, (off_t)(at + done), "a result file");
+    write_all(result->output, buffer, (size_t)piece, (off_t)(at + done), result->path);
   }
 }
 

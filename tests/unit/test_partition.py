@@ -418,6 +418,52 @@ def test_row_writes_reach_the_result_file_as_the_interpreter_writes_them(
         assert any(line.startswith("memory: %a: partitioned") for line in timing.notes)
 
 
+# Makes every pwrite to a result file being written (`*.partial`) fail as on a full disk.
+FULL_DISK = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+ssize_t pwrite64(int fd, const void *data, size_t count, off_t at) {
+  char link[64], path[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  if (n > 0 && (path[n] = 0, strstr(path, ".partial") != NULL)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  ssize_t (*real)(int, const void *, size_t, off_t) = dlsym(RTLD_NEXT, "pwrite64");
+  return real(fd, data, count, at);
+}
+ssize_t pwrite(int fd, const void *data, size_t count, off_t at) {
+  return pwrite64(fd, data, count, at);
+}
+"""
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("io", ["each", "rank0"])
+def test_a_full_disk_names_the_result_file_it_could_not_write(
+    io: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "full.c"
+    source.write_text(FULL_DISK)
+    shim = tmp_path / "full.so"
+    subprocess.run(
+        ["clang-22", "-shared", "-fPIC", str(source), "-o", str(shim), "-ldl"], check=True
+    )
+    if io == "rank0":
+        monkeypatch.setenv("DHIR_IO", "rank0")
+    monkeypatch.setenv("LD_PRELOAD", str(shim))
+    text = row_writes((9, 5), list(range(9)), [k % 2 for k in range(9)], [(0, 5)])
+    options = RunOptions(ranks=2, mpi="mpich", timeout=90)
+    with pytest.raises(DhirError, match=r"cannot write \S*/arg0\.raw\.partial: No space left"):
+        run_module(parse_string(text), "main", [np.zeros((9, 5))], "native", options)
+
+
 # --- memory -----------------------------------------------------------------------------
 
 
