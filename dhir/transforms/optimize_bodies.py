@@ -266,7 +266,7 @@ def _carry(loop: scf.ForOp, load: memref.LoadOp, store: memref.StoreOp) -> None:
     assert block is not None
     start = memref.LoadOp.get(load.memref, list(load.indices))
     block.insert_op_before(start, loop)
-    body = Block(arg_types=[IndexType(), load.res.type])
+    body = Block(arg_types=[_iv(loop).type, load.res.type])
     mapper: dict[SSAValue, SSAValue] = {_iv(loop): body.args[0], load.res: body.args[1]}
     for op in _body_ops(loop):
         if op is load:
@@ -288,6 +288,7 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp, bits: int) -> str:
     sums are independent chains, so the core overlaps them instead of waiting for each add
     in turn. In vector lanes where it can (_RowLanes), else SUM_ROWS rows as scalars. Each
     row's operations, in its order: exact."""
+    _check_index_counters(row, red)
     _check_rows_independent(row)
     if any(op.regions or not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in _body_ops(red)):
         raise _Left("the reduction's body holds more than loads and arithmetic")
@@ -654,6 +655,15 @@ def _single(row: scf.ForOp) -> bool:
     return lb is not None and ub is not None and ub - lb == 1
 
 
+def _check_index_counters(*loops: scf.ForOp) -> None:
+    """Raise _Left unless every loop of `loops` counts in index: the kernels make their
+    blocks' loops and bounds in index."""
+    for loop in loops:
+        counter = _iv(loop).type
+        if not isinstance(counter, IndexType):
+            raise _Left(f"a loop of the nest counts in {counter}, not index")
+
+
 def _check_rows_independent(row: scf.ForOp) -> None:
     """Raise _Left unless the iterations of `row` touch disjoint memory (module docstring)."""
     if _constant(row.step) != 1:
@@ -725,6 +735,7 @@ class _Nest:
             red = _carried_form(nest)
             assert red is not None
             cols = nest
+        _check_index_counters(row, cols, red)
         _check_rows_independent(row)
         stores = [op for op in cols.body.walk() if isinstance(op, memref.StoreOp)]
         if len(stores) != 1:

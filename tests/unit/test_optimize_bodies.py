@@ -1041,6 +1041,74 @@ def test_leaves_a_nest_whose_row_loop_carries_values() -> None:
     _assert_native_equals_interp(text, _ikj_inputs(text), 1, "native", 1)
 
 
+# A loop counting in i32 whose counter the body does not use: `k` repeating an update of
+# C's row (I32_SWEEPS), `j` multiplying T[i] (I32_POWERS, an accumulation into one element).
+I32_SWEEPS = """
+func.func @main(%C: memref<5x13xf64>, %B: memref<5x13xf64>) {
+  dhir.schedule %C, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %C, %B {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %c13 = arith.constant 13 : index
+      %z = arith.constant 0 : i32
+      %o = arith.constant 1 : i32
+      %n = arith.constant 3 : i32
+      %h = arith.constant 1.5 : f64
+      scf.for %i = %c0 to %c5 step %c1 {
+        scf.for %k = %z to %n step %o : i32 {
+          scf.for %j = %c0 to %c13 step %c1 {
+            %c = memref.load %C[%i, %j] : memref<5x13xf64>
+            %b = memref.load %B[%i, %j] : memref<5x13xf64>
+            %p = arith.mulf %c, %h : f64
+            %s = arith.addf %p, %b : f64
+            memref.store %s, %C[%i, %j] : memref<5x13xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+I32_POWERS = """
+func.func @main(%T: memref<4xf64>) {
+  dhir.schedule %T {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %T {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %z = arith.constant 0 : i32
+      %o = arith.constant 1 : i32
+      %n = arith.constant 5 : i32
+      %h = arith.constant 1.5 : f64
+      scf.for %i = %c0 to %c4 step %c1 {
+        scf.for %j = %z to %n step %o : i32 {
+          %acc = memref.load %T[%i] : memref<4xf64>
+          %s = arith.mulf %acc, %h : f64
+          memref.store %s, %T[%i] : memref<4xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_leaves_nests_whose_loops_count_in_other_than_index() -> None:
+    """The kernels make their loops in index: a nest with a loop counting in i32 is left
+    (it was rewritten into loops mixing i32 and index, which mlir-opt rejected), and an
+    accumulation into one element carried in a register keeps its loop's counter type."""
+    rng = np.random.default_rng(3)
+    for text, shapes in ((I32_SWEEPS, [(5, 13), (5, 13)]), (I32_POWERS, [(4,)])):
+        assert "counts in i32, not index" in _left(text)
+        inputs = [rng.standard_normal(shape) for shape in shapes]
+        _assert_native_equals_interp(text, inputs, 1, "native", 1)
+
+
 def test_reassoc_leaves_blas_to_nests_of_static_shapes() -> None:
     """BLAS is told each row's length, which a memref<?x?xf64> gives only at run time:
     such a nest gets the exact kernel."""
