@@ -356,6 +356,8 @@ class _RowLanes:
         for op in _body_ops(red):
             if isinstance(op, memref.LoadOp):
                 where = list(op.indices)
+                if op.res.type != element:
+                    raise _Left(f"it loads {op.res.type} beside sums of {element}")
                 if where == [i, k] and _row_major(op.memref):
                     rows_of += [op.memref] if op.memref not in rows_of else []
                 elif where != [k]:
@@ -794,6 +796,10 @@ class _Nest:
                 raise _Left("the column index is not the last subscript of an access")
             if op.indices and op.indices[-1] is j:
                 self._check_contiguous(op.memref)
+                if isinstance(op, memref.LoadOp) and op.res.type != self.element:
+                    # Loaded as vectors of the element type; an index read along the
+                    # columns would subscript another load lane by lane (a gather).
+                    raise _Left(f"it reads {op.res.type} along the columns, not {self.element}")
             if isinstance(op, memref.LoadOp) and op.memref is self.out.memref:
                 same = list(op.indices) == list(self.out.indices)
                 if not same or (self.memory and op is not self.acc_load):

@@ -1109,6 +1109,51 @@ def test_leaves_nests_whose_loops_count_in_other_than_index() -> None:
         _assert_native_equals_interp(text, inputs, 1, "native", 1)
 
 
+GATHER = """
+func.func @main(%C: memref<5x13xf64>, %A: memref<5x3xf64>, %B: memref<3x13xf64>) {
+  dhir.schedule %C, %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %C, %A, %B {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      %c12 = arith.constant 12 : index
+      %c13 = arith.constant 13 : index
+      %idx = memref.alloca() : memref<13xindex>
+      scf.for %q = %c0 to %c13 step %c1 {
+        %r = arith.subi %c12, %q : index
+        memref.store %r, %idx[%q] : memref<13xindex>
+      }
+      scf.for %i = %c0 to %c5 step %c1 {
+        scf.for %k = %c0 to %c3 step %c1 {
+          scf.for %j = %c0 to %c13 step %c1 {
+            %v = memref.load %idx[%j] : memref<13xindex>
+            %a = memref.load %A[%i, %k] : memref<5x3xf64>
+            %b = memref.load %B[%k, %v] : memref<3x13xf64>
+            %c = memref.load %C[%i, %j] : memref<5x13xf64>
+            %p = arith.mulf %a, %b : f64
+            %s = arith.addf %c, %p : f64
+            memref.store %s, %C[%i, %j] : memref<5x13xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_leaves_a_nest_reading_indices_along_its_columns() -> None:
+    """B[k, idx[j]]: the kernel loads along the columns as vectors of the element type,
+    and a gather is no such load (it failed an assertion)."""
+    assert "it reads index along the columns, not f64" in _left(GATHER)
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal(shape) for shape in ((5, 13), (5, 3), (3, 13))]
+    _assert_native_equals_interp(GATHER, inputs, 1, "native", 1)
+
+
 def test_reassoc_leaves_blas_to_nests_of_static_shapes() -> None:
     """BLAS is told each row's length, which a memref<?x?xf64> gives only at run time:
     such a nest gets the exact kernel."""
