@@ -590,7 +590,7 @@ class _Part:
         """The elements of the block's rows in `boxes` (inclusive bounds), to the memref."""
         if value not in self.copies:
             return
-        rows = (self.lo, min(self.hi, _shape(value)[0]))
+        rows = self._held(value)
         for box in boxes:
             self._copy_box(block, value, box, rows, inward=False)
 
@@ -621,7 +621,7 @@ class _Part:
         """The rows of the block within `halo` of its ends, which other ranks' ghost
         rows are, to the memref."""
         if value in self.copies:
-            lo, hi = self.lo, min(self.hi, _shape(value)[0])
+            lo, hi = self._held(value)
             if hi - lo <= 2 * self.halo:
                 self._copy(block, value, lo, hi, inward=False)
                 return
@@ -631,7 +631,12 @@ class _Part:
     def give_block(self, block: Block, value: SSAValue) -> None:
         """The block's rows, to the memref."""
         if value in self.copies:
-            self._copy(block, value, self.lo, min(self.hi, _shape(value)[0]), inward=False)
+            self._copy(block, value, *self._held(value), inward=False)
+
+    def _held(self, value: SSAValue) -> tuple[int, int]:
+        """The block's rows that `value` has: a statement may run on rows outside the
+        memref where its columns are empty there (`for j in [0, i + 1)` from i = -2)."""
+        return max(self.lo, 0), min(self.hi, _shape(value)[0])
 
     def _extent(self, value: SSAValue) -> tuple[int, int]:
         copy, first = self.copies[value]

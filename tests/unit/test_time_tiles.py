@@ -334,6 +334,69 @@ def test_a_band_refreshes_what_a_stage_reads_before_a_later_one_writes_it() -> N
         _as_written(program.text(), print_module(module), program.inputs(1), "interp")
 
 
+# Rows -2 and -1 of the first sweep have no columns (j < i + 1): the program touches no
+# row outside the arrays, though its row loop starts at -2.
+ROWS_FROM_MINUS_TWO = """
+func.func @main(%A: memref<13x12xf64>, %B: memref<13x12xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %steps = arith.constant 5 : index
+  scf.for %t = %c0 to %steps step %c1 {
+    dhir.schedule %A, %B {
+      %cpu = dhir.target {kind = "cpu"}
+      %s0 = dhir.task %cpu, %A, %B {
+        %k0 = arith.constant 0 : index
+        %k1 = arith.constant 1 : index
+        %lo = arith.constant -2 : index
+        %hi = arith.constant 11 : index
+        scf.for %i = %lo to %hi step %k1 {
+          %jh = arith.addi %i, %k1 : index
+          scf.for %j = %k0 to %jh step %k1 {
+            %ip = arith.addi %i, %k1 : index
+            %a = memref.load %A[%i, %j] : memref<13x12xf64>
+            %b = memref.load %A[%ip, %j] : memref<13x12xf64>
+            %s = arith.addf %a, %b : f64
+            memref.store %s, %B[%i, %j] : memref<13x12xf64>
+          }
+        }
+      }
+      %s1 = dhir.task %cpu, %A, %B {
+        %k0 = arith.constant 0 : index
+        %k1 = arith.constant 1 : index
+        %k12 = arith.constant 12 : index
+        %lo = arith.constant 1 : index
+        %hi = arith.constant 12 : index
+        %h = arith.constant 0.5 : f64
+        scf.for %i = %lo to %hi step %k1 {
+          scf.for %j = %k0 to %k12 step %k1 {
+            %im = arith.subi %i, %k1 : index
+            %a = memref.load %B[%im, %j] : memref<13x12xf64>
+            %b = memref.load %B[%i, %j] : memref<13x12xf64>
+            %s = arith.addf %a, %b : f64
+            %m = arith.mulf %s, %h : f64
+            memref.store %m, %A[%i, %j] : memref<13x12xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_bands_on_several_ranks_of_a_row_loop_starting_before_the_arrays() -> None:
+    """The first rank's block starts at row -2: it gives back only the rows the arrays
+    have (a view of rows from -2 on was invalid IR)."""
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((13, 12)) for _ in range(2)]
+    for ranks, band in ((2, 2), (3, 2), (2, 3)):
+        module = parse_string(ROWS_FROM_MINUS_TWO)
+        (decision,) = time_tiles(module, band, ranks)
+        assert decision.done, decision.text
+        _as_written(ROWS_FROM_MINUS_TWO, print_module(module), inputs, "interp")
+
+
 def test_reports_the_blocks_and_leaves_thin_ones() -> None:
     (decision,) = time_tiles(parse_string(JACOBI.text()), 2, 2)
     assert "bands of 2 steps on 2 ranks" in decision.text
