@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
     i16,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
@@ -62,6 +62,7 @@ from dhir.transforms.shard_collectives import (
     RESULT_PART,
     SHARD_BANDS,
     SPMD,
+    UNSIGNED,
     grid_shapes,
     stub_collectives,
 )
@@ -194,6 +195,7 @@ def _partitioned(
         )
     _keep_true_bands(got, grids)
     _signed_partial_sums(got)
+    _true_reductions(got)
     _tag_result_writes(got)
     _tag_input_reads(got)
     return partitioned
@@ -669,6 +671,45 @@ def _signed_partial_sums(function: func.FuncOp) -> None:
                 signed = arith.ConstantOp(FloatAttr(-0.0, zero.value.type))
                 Rewriter.insert_op(signed, InsertPoint.before(fill))
                 fill.operands[0] = signed.result
+
+
+# Combiners MLIR 22's shard-partition joins with the wrong reduction (its linalg sharding
+# interface takes `andi` for a sum and `maxui`/`minui` for the signed max and min):
+# the reduction each needs, and whether it compares unsigned.
+_COMBINED = {
+    "arith.andi": (shard.ReductionKind.BITWISE_AND, False),
+    "arith.maxui": (shard.ReductionKind.MAX, True),
+    "arith.minui": (shard.ReductionKind.MIN, True),
+}
+
+
+def _true_reductions(function: func.FuncOp) -> None:
+    """Each collective that joins devices' partial reductions, with the reduction their
+    combiner needs: an `andi` summed, or a `maxui` compared signed, was a wrong result."""
+    for op in function.walk():
+        if not isinstance(op, shard.AllReduceOp | shard.ReduceScatterOp):
+            continue
+        combiner = _combiner(op.input)
+        if combiner not in _COMBINED:
+            continue
+        kind, unsigned = _COMBINED[combiner]
+        op.reduction = shard.ReductionKindAttr(kind)
+        if unsigned:
+            op.attributes[UNSIGNED] = UnitAttr()
+
+
+def _combiner(value: SSAValue) -> str | None:
+    """The name of the op that combines the elements of `value`, a result of a linalg op
+    whose body yields it (linalg.reduce, linalg.generic)."""
+    producer = value.owner
+    if not isinstance(producer, Operation) or not producer.regions:
+        return None
+    block = producer.regions[0].block if producer.regions[0].blocks else None
+    last = block.last_op if block is not None else None
+    if last is None or last.name != "linalg.yield" or not isinstance(value, OpResult):
+        return None
+    yielded = last.operands[value.index].owner
+    return yielded.name if isinstance(yielded, Operation) else None
 
 
 def _of_device_index(value: SSAValue) -> bool:

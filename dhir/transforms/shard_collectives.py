@@ -75,12 +75,19 @@ SHARD_BANDS = "dhir.shard_bands"
 # its way in: {argument = K} and, on the last, the split of the shard it ends in.
 RESULT_PART = "dhir.result_part"
 INPUT_PART = "dhir.input_part"
+# On an all_reduce or reduce_scatter of integers: compare them unsigned (max, min).
+UNSIGNED = "dhir.unsigned"
 STUB_PREFIX = "__dhir_collective"
 RANK = "dhir_rt_comm_rank"
 # The runtime's numbering (dhir_rt.c, shard_type and shard_op).
 _TYPES = ["f64", "f32", "i64", "i32", "i16", "i8", "ui64", "ui32", "ui16", "ui8"]
 _REDUCTIONS = ["sum", "max", "min", "product", "bitwise_and", "bitwise_or", "bitwise_xor"]
 _REDUCTIONS += ["average"]
+# The reductions dhir takes on i1, as the reductions on its bytes that compute them.
+_BOOLEAN = {"sum": "bitwise_xor", "product": "bitwise_and"}
+_BOOLEAN |= {r: r for r in ("bitwise_and", "bitwise_or", "bitwise_xor")}
+_SIGNED_BOOLEAN = {"max": "bitwise_and", "min": "bitwise_or"}
+_UNSIGNED_BOOLEAN = {"max": "bitwise_or", "min": "bitwise_and"}
 # Each runtime function's integer arguments after the grid's address and the buffers'.
 _WORDS = {
     "dhir_rt_shard_all_reduce": 3,
@@ -282,12 +289,14 @@ def _element_bytes(op: Operation, type_: TensorType) -> int:
         return element.bitwidth // 8
     if isinstance(element, IntegerType) and element.width.data in (8, 16, 32, 64):
         return element.width.data // 8
+    if isinstance(element, IntegerType) and element.width.data == 1:
+        return 1  # a buffer of i1 holds a byte, 0 or 1, per element
     if isinstance(element, IndexType):
         return 8
     raise error_at(
         op,
-        f"{op.name} on elements of {element}: dhir's collectives take floats "
-        "and integers of 8 to 64 bits",
+        f"{op.name} on elements of {element}: dhir's collectives take floats, "
+        "i1 and integers of 8 to 64 bits",
     )
 
 
@@ -316,13 +325,28 @@ def _reduce(op: Operation, source: TensorType, target: TensorType) -> tuple[str,
             "convert the elements before or after",
         )
     reduction = str(op.properties["reduction"].data)  # pyright: ignore[reportAttributeAccessIssue]
-    kind = _type_number(source.get_element_type())
+    element = source.get_element_type()
+    if element == IntegerType(1):
+        # Bytes of 0 or 1: i1's sum is xor and its product and (as arith.addi and muli
+        # on i1); signed, true is -1, so its max is and (unsigned, or).
+        boolean = _BOOLEAN | (_UNSIGNED_BOOLEAN if UNSIGNED in op.attributes else _SIGNED_BOOLEAN)
+        if reduction not in boolean:
+            raise error_at(
+                op,
+                f"{op.name} with reduction {reduction} on i1 is not supported: dhir "
+                f"reduces i1 by {', '.join(boolean)}",
+            )
+        count = math.prod(source.get_shape())
+        how = _REDUCTIONS.index(boolean[reduction])
+        return "dhir_rt_shard_all_reduce", (count, _TYPES.index("ui8"), how)
+    kind = _type_number(element)
+    if isinstance(element, IntegerType) and UNSIGNED in op.attributes:
+        kind = _type_number(IntegerType(element.width.data, Signedness.UNSIGNED))
     if kind is None or reduction not in _REDUCTIONS:
         raise error_at(
             op,
-            f"{op.name} with reduction {reduction} on "
-            f"{source.get_element_type()} is not supported: dhir reduces "
-            f"{', '.join(_REDUCTIONS)} on {', '.join(_TYPES)}",
+            f"{op.name} with reduction {reduction} on {element} is not supported: "
+            f"dhir reduces {', '.join(_REDUCTIONS)} on {', '.join(_TYPES)} (and i1)",
         )
     count = math.prod(source.get_shape())
     return "dhir_rt_shard_all_reduce", (count, kind, _REDUCTIONS.index(reduction))

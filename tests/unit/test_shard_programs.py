@@ -1223,6 +1223,72 @@ def test_random_sharded_reductions_equal_the_interpreter(
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
+COMBINED = """
+shard.grid @grid(shape = 2)
+func.func @main(%a: tensor<4x3xT>) -> (tensor<3xT>, tensor<4x3xT>) {
+  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding
+  %as = shard.shard %a to %s annotate_for_users : tensor<4x3xT>
+  %z = arith.constant INIT : T
+  %e = tensor.empty() : tensor<3xT>
+  %f = linalg.fill ins(%z : T) outs(%e : tensor<3xT>) -> tensor<3xT>
+  %r = linalg.reduce ins(%as : tensor<4x3xT>) outs(%f : tensor<3xT>) dimensions = [0]
+    (%x: T, %acc: T) {
+      %y = arith.COMBINE %x, %acc : T
+      linalg.yield %y : T
+    }
+  %sr = shard.sharding @grid split_axes = [[]] : !shard.sharding
+  %rs = shard.shard %r to %sr : tensor<3xT>
+  %e2 = tensor.empty() : tensor<4x3xT>
+  %w = linalg.max ins(%as, %as : tensor<4x3xT>, tensor<4x3xT>)
+                  outs(%e2 : tensor<4x3xT>) -> tensor<4x3xT>
+  return %rs, %w : tensor<3xT>, tensor<4x3xT>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("element", "combine", "init"),
+    [
+        ("i32", "andi", "-1"),
+        ("i32", "maxui", "0"),
+        ("i32", "minui", "-1"),
+        ("i1", "addi", "0"),
+        ("i1", "andi", "1"),
+        ("i1", "xori", "0"),
+        ("i1", "maxsi", "1"),
+        ("i1", "maxui", "0"),
+    ],
+)
+def test_split_reductions_join_the_devices_parts_as_their_combiner(
+    element: str, combine: str, init: str
+) -> None:
+    """MLIR 22's shard-partition joins the devices' partial `andi` with a sum and their
+    `maxui`/`minui` with the signed max and min (wrong results), and dhir's collectives
+    took no i1 (an error at a line of the partitioned program)."""
+    program = COMBINED.replace("COMBINE", combine).replace("INIT", init).replace("T", element)
+    rng = np.random.default_rng(5)
+    a = rng.integers(-9, 9, (4, 3)).astype(np.int32)
+    if element == "i1":
+        a = np.array([[1, 1, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=bool)
+    got = dhir.run(program, a, ranks=2)[1:]
+    want = dhir.run(program, a, backend="interp")[1:]
+    for mine, theirs in zip(got, want, strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+        assert mine.dtype == theirs.dtype
+
+
+def test_a_reduction_of_i1_without_a_meaning_is_a_located_error() -> None:
+    program = """
+shard.grid @g(shape = 2)
+func.func @main(%x: tensor<2xi1>) -> tensor<2xi1> {
+  %r = shard.all_reduce %x on @g grid_axes = [0] reduction = average : tensor<2xi1> -> tensor<2xi1>
+  return %r : tensor<2xi1>
+}
+"""
+    with pytest.raises(DhirError, match=r":4:\d+: .*average on i1 .* reduces i1 by sum"):
+        dhir.run(program, np.zeros(2, bool), ranks=2)
+
+
 @st.composite
 def offsets(draw: st.DrawFn) -> tuple[int, int, list[int], int]:
     """Devices, a split dimension (0 or 1) of a size, and where each device's shard of it
