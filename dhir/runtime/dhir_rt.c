@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h> /* MPIX_Query_cuda_support */
@@ -1706,11 +1707,41 @@ static MPI_Datatype shard_type(int64_t type) {
 enum { REDUCE_SUM, REDUCE_MAX, REDUCE_MIN, REDUCE_PRODUCT, REDUCE_AND, REDUCE_OR, REDUCE_XOR,
        REDUCE_AVERAGE };
 
-static MPI_Op shard_op(int64_t op) {
+/* arith.maximumf and minimumf: NaN wins and +0.0 is above -0.0, where MPI_MAX and
+ * MPI_MIN give either operand (the result then hung on the order of the devices). */
+#define FLOAT_EXTREME(name, type, above)                                                  \
+  static type name##_of(type a, type b) {                                                 \
+    if (a != a)                                                                           \
+      return a;                                                                           \
+    if (b != b)                                                                           \
+      return b;                                                                           \
+    if (a == b)                                                                           \
+      return (signbit(a) != 0) == (above) ? b : a;                                        \
+    return (a > b) == (above) ? a : b;                                                    \
+  }                                                                                       \
+  static void name(void *in, void *inout, int *count, MPI_Datatype *datatype) {           \
+    (void)datatype;                                                                       \
+    for (int i = 0; i < *count; ++i)                                                      \
+      ((type *)inout)[i] = name##_of(((type *)in)[i], ((type *)inout)[i]);               \
+  }
+FLOAT_EXTREME(max_f64, double, 1)
+FLOAT_EXTREME(min_f64, double, 0)
+FLOAT_EXTREME(max_f32, float, 1)
+FLOAT_EXTREME(min_f32, float, 0)
+
+/* The reduction `op` on elements of `type` (see shard_type). */
+static MPI_Op shard_op(int64_t op, int64_t type) {
   MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD, MPI_BAND, MPI_BOR, MPI_BXOR, MPI_SUM};
   if (op < 0 || op > REDUCE_AVERAGE)
     dhir_rt_fatal("shard collective: unknown reduction %lld", (long long)op);
-  return ops[op];
+  if ((op != REDUCE_MAX && op != REDUCE_MIN) || type > 1)
+    return ops[op];
+  static MPI_Op extremes[2][2]; /* [max, min][f64, f32], made on first use */
+  static MPI_User_function *const functions[2][2] = {{max_f64, max_f32}, {min_f64, min_f32}};
+  MPI_Op *made = &extremes[op == REDUCE_MIN][type];
+  if (*made == 0)
+    check(MPI_Op_create(functions[op == REDUCE_MIN][type], 1, made), "MPI_Op_create");
+  return *made;
 }
 
 /* An average is the sum divided by the group's size, in the element type. */
@@ -1748,7 +1779,7 @@ void dhir_rt_shard_all_reduce(int64_t grid, int64_t in, int64_t out, int64_t cou
   MPI_Comm comm = group_of((const int64_t *)grid, "shard.all_reduce");
   int64_t before = mpi_enter(CALL_GATHER, -1);
   check(MPI_Allreduce((void *)in, (void *)out, mpi_count(count, "shard.all_reduce"),
-                      shard_type(type), shard_op(op), comm),
+                      shard_type(type), shard_op(op, type), comm),
         "MPI_Allreduce");
   mpi_leave(before);
   int element = 0;

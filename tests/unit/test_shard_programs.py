@@ -1257,6 +1257,9 @@ func.func @main(%a: tensor<4x3xT>) -> (tensor<3xT>, tensor<4x3xT>) {
         ("i1", "xori", "0"),
         ("i1", "maxsi", "1"),
         ("i1", "maxui", "0"),
+        ("f64", "maximumf", "0xFFF0000000000000"),
+        ("f64", "minimumf", "0x7FF0000000000000"),
+        ("f32", "maximumf", "0xFF800000"),
     ],
 )
 def test_split_reductions_join_the_devices_parts_as_their_combiner(
@@ -1264,16 +1267,22 @@ def test_split_reductions_join_the_devices_parts_as_their_combiner(
 ) -> None:
     """MLIR 22's shard-partition joins the devices' partial `andi` with a sum and their
     `maxui`/`minui` with the signed max and min (wrong results), and dhir's collectives
-    took no i1 (an error at a line of the partitioned program)."""
+    took no i1 (an error at a line of the partitioned program). Float maxima joined by
+    MPI_MAX took either of -0.0 and +0.0, and dropped a NaN, by the devices' order."""
     program = COMBINED.replace("COMBINE", combine).replace("INIT", init).replace("T", element)
     rng = np.random.default_rng(5)
     a = rng.integers(-9, 9, (4, 3)).astype(np.int32)
     if element == "i1":
         a = np.array([[1, 1, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], dtype=bool)
+    if element.startswith("f"):
+        nan = np.nan  # each column's halves over the two devices in both orders
+        a = np.array([[-0.0, 0.0, nan], [-0.0, 0.0, 1], [0.0, -0.0, 1], [0.0, -0.0, 2]])
+        a = a.astype(np.float32 if element == "f32" else np.float64)
     got = dhir.run(program, a, ranks=2)[1:]
     want = dhir.run(program, a, backend="interp")[1:]
     for mine, theirs in zip(got, want, strict=True):
         np.testing.assert_array_equal(mine, theirs)
+        np.testing.assert_array_equal(np.signbit(mine), np.signbit(theirs))
         assert mine.dtype == theirs.dtype
 
 
