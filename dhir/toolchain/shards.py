@@ -128,6 +128,9 @@ def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
         if padded is not None:
             why += "; mlir-opt-22 cannot partition it padded either"
         return _unsharded(original, entry, op, why)
+    generic = _generic_reduction(_entry(partitioned, entry))
+    if generic is not None:
+        return _unsharded(original, entry, *generic)
     if padded is not None:
         _pad_boundary(_entry(partitioned, entry), padded, _entry(original, entry))
     keep_argument_names(module, partitioned, entry)
@@ -696,6 +699,23 @@ def _true_reductions(function: func.FuncOp) -> None:
         op.reduction = shard.ReductionKindAttr(kind)
         if unsigned:
             op.attributes[UNSIGNED] = UnitAttr()
+
+
+def _generic_reduction(function: func.FuncOp) -> tuple[Operation, str] | None:
+    """The first collective by which `shard-partition` joins the devices' parts of a
+    reduction as `generic`, which says nothing of how (for `arith.maxnumf`, or a body of
+    several ops; at the reduction's location), and why dhir cannot run it."""
+    for op in function.walk():
+        if (
+            isinstance(op, shard.AllReduceOp | shard.ReduceScatterOp)
+            and op.reduction.data == shard.ReductionKind.GENERIC
+        ):
+            combiner = _combiner(op.input) or "its body"
+            return op, (
+                f"mlir-opt-22 joins the devices' parts of a reduction by {combiner} with a "
+                "collective that does not say how (reduction = generic)"
+            )
+    return None
 
 
 def _combiner(value: SSAValue) -> str | None:

@@ -1286,6 +1286,20 @@ def test_split_reductions_join_the_devices_parts_as_their_combiner(
         assert mine.dtype == theirs.dtype
 
 
+def test_a_reduction_mlir_joins_as_generic_runs_as_the_function_with_a_warning() -> None:
+    """`maxnumf` over split rows: MLIR 22 joins the parts by `all_reduce ... generic`,
+    which was an error at the reduction's line though the function runs."""
+    program = COMBINED.replace("COMBINE", "maxnumf").replace("INIT", "0xFFF0000000000000")
+    program = program.replace("T", "f64")
+    a = np.random.default_rng(2).random((4, 3))
+    with collected_warnings() as said:
+        got = dhir.run(program, a, ranks=2)[1:]
+    assert [d.loc.line if d.loc else None for d in said] == [9], [d.message for d in said]
+    assert "arith.maxnumf" in said[0].message and "without its shardings" in said[0].message
+    for mine, theirs in zip(got, dhir.run(program, a, backend="interp")[1:], strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
 def test_a_reduction_of_i1_without_a_meaning_is_a_located_error() -> None:
     program = """
 shard.grid @g(shape = 2)
