@@ -677,12 +677,12 @@ def _signed_partial_sums(function: func.FuncOp) -> None:
 
 
 # Combiners MLIR 22's shard-partition joins with the wrong reduction (its linalg sharding
-# interface takes `andi` for a sum and `maxui`/`minui` for the signed max and min):
-# the reduction each needs, and whether it compares unsigned.
+# interface takes `andi` for a sum and `maxui`/`minui` for the signed max and min): the
+# reduction it gives, the one each needs, and whether that compares unsigned.
 _COMBINED = {
-    "arith.andi": (shard.ReductionKind.BITWISE_AND, False),
-    "arith.maxui": (shard.ReductionKind.MAX, True),
-    "arith.minui": (shard.ReductionKind.MIN, True),
+    "arith.andi": (shard.ReductionKind.SUM, shard.ReductionKind.BITWISE_AND, False),
+    "arith.maxui": (shard.ReductionKind.MAX, shard.ReductionKind.MAX, True),
+    "arith.minui": (shard.ReductionKind.MIN, shard.ReductionKind.MIN, True),
 }
 
 
@@ -695,7 +695,9 @@ def _true_reductions(function: func.FuncOp) -> None:
         combiner = _combiner(op.input)
         if combiner not in _COMBINED:
             continue
-        kind, unsigned = _COMBINED[combiner]
+        given, kind, unsigned = _COMBINED[combiner]
+        if op.reduction.data != given:  # a partial sharding's own, as written
+            continue
         op.reduction = shard.ReductionKindAttr(kind)
         if unsigned:
             op.attributes[UNSIGNED] = UnitAttr()
@@ -722,7 +724,7 @@ def _combiner(value: SSAValue) -> str | None:
     """The name of the op that combines the elements of `value`, a result of a linalg op
     whose body yields it (linalg.reduce, linalg.generic)."""
     producer = value.owner
-    if not isinstance(producer, Operation) or not producer.regions:
+    if not isinstance(producer, Operation) or not producer.regions or not _reduces(producer):
         return None
     block = producer.regions[0].block if producer.regions[0].blocks else None
     last = block.last_op if block is not None else None
@@ -730,6 +732,15 @@ def _combiner(value: SSAValue) -> str | None:
         return None
     yielded = last.operands[value.index].owner
     return yielded.name if isinstance(yielded, Operation) else None
+
+
+def _reduces(op: Operation) -> bool:
+    """Whether `op` is a linalg op with a reduction loop (an elementwise op's body
+    combines nothing across devices)."""
+    if isinstance(op, linalg.ReduceOp):
+        return True
+    iterators = op.properties.get("iterator_types")
+    return isinstance(iterators, ArrayAttr) and any("reduction" in str(i) for i in iterators.data)
 
 
 def _of_device_index(value: SSAValue) -> bool:
