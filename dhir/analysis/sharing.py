@@ -80,10 +80,12 @@ def _check_calls(calls: list[func.CallOp], module: ModuleOp) -> None:
     """Raise PassFailedAt for the first of `calls` (the module's) passing views of one
     buffer as two memref arguments of a function that holds a schedule, directly or
     through its calls."""
+    aliased = [(call, pair) for call in calls if (pair := aliased_arguments(call)) is not None]
+    if not aliased:
+        return  # most calls pass no two views of one buffer: no call graph needed
     holding = reaching_schedules(module)
-    for call in calls:
-        if _callee(call) in holding and (pair := aliased_arguments(call)) is not None:
-            n, m, common = pair
+    for call, (n, m, common) in aliased:
+        if _callee(call) in holding:
             raise PassFailedAt(
                 call,
                 f"this call passes views of one buffer ({describe(common)}) as "

@@ -30,6 +30,7 @@ from dhir.api import diagnosed, run_pipeline
 from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
+from dhir.dialects.memref import GenericAtomicRMWOp
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
 from dhir.ir.tasks import is_gpu_task, task_ids, task_label
@@ -330,13 +331,17 @@ def openmp_safe(module: ModuleOp) -> bool:
     on the order of the updates (`ordered_atomics`: float sums, assign), with a call
     passing views of one buffer as two arguments, or a linalg op whose output may share
     memory with an input: threads would take apart what the program does in order."""
-    if float_atomics(module) or ordered_atomics(module):
+    # One walk for every kind asked about (each walk of a large module costs 50 ms).
+    found = find_ops(module, _OPENMP_KINDS)
+    atomic = any(isinstance(op, memref.AtomicRMWOp | GenericAtomicRMWOp) for op in found)
+    if atomic and (float_atomics(module) or ordered_atomics(module)):
         return False
-    if any(aliased_arguments(call) for call in find_ops(module, func.CallOp)):
+    calls = (op for op in found if isinstance(op, func.CallOp))
+    if any(aliased_arguments(call) for call in calls):
         return False
     parallel = False
     linalg: list[LinalgStructuredOperation] = []
-    for op in find_ops(module, (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)):
+    for op in found:
         if isinstance(op, scf.ParallelOp):
             parallel = True
             if any(isinstance(v.type, AnyFloat) for v in op.initVals):
@@ -352,6 +357,16 @@ def openmp_safe(module: ModuleOp) -> bool:
             if any(may_alias(v, outputs) for v in op.inputs):  # threads would race
                 return False
     return parallel and not _linalg_communicates(module, linalg)
+
+
+_OPENMP_KINDS = (
+    memref.AtomicRMWOp,
+    GenericAtomicRMWOp,
+    func.CallOp,
+    scf.ParallelOp,
+    affine.ParallelOp,
+    LinalgStructuredOperation,
+)
 
 
 def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation]) -> bool:

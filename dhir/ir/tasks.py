@@ -12,7 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from dhir.dialects import func
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import loc_of
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import find_ops, holds_op
 from dhir.targets import DeviceKind
 
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
@@ -213,7 +213,7 @@ def _schedules(top: Operation) -> list[ScheduleOp]:
 def reaching_schedules(module: ModuleOp) -> set[str]:
     """The names of the functions that hold a schedule or task, or call one that does,
     directly or through other calls."""
-    return functions_reaching(module, lambda f: bool(find_ops(f, (ScheduleOp, TaskOp))))
+    return functions_reaching(module, lambda f: holds_op(f, (ScheduleOp, TaskOp)))
 
 
 def functions_reaching(module: ModuleOp, holds: Callable[[func.FuncOp], bool]) -> set[str]:

@@ -41,6 +41,25 @@ def find_ops(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> list[
     return found
 
 
+def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ...]) -> bool:
+    """Whether `root`, or an op nested in it, is an instance of `kinds`: `find_ops`, but
+    stopping at the first found."""
+    wanted: dict[type[Operation], bool] = {}
+    pending: list[Operation] = [root]
+    while pending:
+        op = pending.pop()
+        kind = type(op)
+        hit = wanted.get(kind)
+        if hit is None:
+            hit = wanted[kind] = issubclass(kind, kinds)
+        if hit:
+            return True
+        for region in op.regions:
+            for block in region.blocks:
+                pending.extend(block.ops)
+    return False
+
+
 def enclosing(op: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> _Op | None:
     """The nearest op around `op` (not `op` itself) that is an instance of `kinds`."""
     parent = op.parent_op()

@@ -48,11 +48,11 @@ def _kind(op: memref.AtomicRMWOp) -> str:
 
 def float_atomics(module: ModuleOp) -> list[GenericAtomicRMWOp]:
     """The host code's `generic_atomic_rmw`s on floats."""
-    return [
-        op
-        for op in find_ops(module, GenericAtomicRMWOp)
-        if isinstance(op.result.type, AnyFloat) and not in_device_code(op)
-    ]
+    return _host_floats(find_ops(module, GenericAtomicRMWOp))
+
+
+def _host_floats(ops: list[GenericAtomicRMWOp]) -> list[GenericAtomicRMWOp]:
+    return [op for op in ops if isinstance(op.result.type, AnyFloat) and not in_device_code(op)]
 
 
 @dataclass(frozen=True)
@@ -65,10 +65,16 @@ class FloatAtomicsPass(ModulePass):
     name = "dhir-float-atomics"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for update in find_ops(op, memref.AtomicRMWOp):
-            if _kind(update) in _UNLOWERED and not in_device_code(update):
-                _as_generic(update)
-        for atomic in float_atomics(op):
+        found = find_ops(op, (memref.AtomicRMWOp, GenericAtomicRMWOp))
+        rewritten = False
+        for update in found:
+            if isinstance(update, memref.AtomicRMWOp):
+                if _kind(update) in _UNLOWERED and not in_device_code(update):
+                    _as_generic(update)
+                    rewritten = True
+        # The generic ones the walk met are all there are, unless some were made just now.
+        generic = [g for g in found if isinstance(g, GenericAtomicRMWOp)]
+        for atomic in float_atomics(op) if rewritten else _host_floats(generic):
             _unfold(atomic)
 
 

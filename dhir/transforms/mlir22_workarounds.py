@@ -28,7 +28,7 @@ docs/upstream-bugs.md sections 13, 15 and 17 have the reproducers. Each rewrite 
 elements as the op it replaces, so results are exact.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -66,22 +66,47 @@ class Mlir22WorkaroundsPass(ModulePass):
     name = "dhir-mlir22-workarounds"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        work: list[Operation] = list(find_ops(op, (vector.InsertOp, vector.ExtractOp)))
+        # One walk finds every kind; no rewrite makes ops of the later kinds, so a kind
+        # that walk did not meet needs no walk of its own (most modules have none of them).
+        first = find_ops(op, _REWRITTEN)
+        met = {type(found) for found in first}
+        work: list[Operation] = [
+            f for f in first if isinstance(f, vector.InsertOp | vector.ExtractOp)
+        ]
         while work:  # each rewrite makes ops with one run-time position fewer
             found = work.pop()
             if isinstance(found, vector.InsertOp | vector.ExtractOp):
                 work += _static_position(found)
-        for found in find_ops(op, (memref.ExpandShapeOp,)):
-            if _crashes(found):
-                _reinterpret(found)
-        for found in find_ops(op, (scf.IndexSwitchOp,)):
-            _as_ifs(found)
-        for loop in list(find_ops(op, (affine.ForOp,))):
-            if loop.parent is not None and _never_runs(loop):
-                Rewriter.replace_op(loop, [], list(loop.inits))
-        for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
-            if _holds_regions(scope) and not in_device_code(scope):
-                _save_and_restore_stack(scope)
+        if _any(met, memref.ExpandShapeOp):
+            for found in find_ops(op, (memref.ExpandShapeOp,)):
+                if _crashes(found):
+                    _reinterpret(found)
+        if _any(met, scf.IndexSwitchOp):
+            for found in find_ops(op, (scf.IndexSwitchOp,)):
+                _as_ifs(found)
+        if _any(met, affine.ForOp):
+            for loop in list(find_ops(op, (affine.ForOp,))):
+                if loop.parent is not None and _never_runs(loop):
+                    Rewriter.replace_op(loop, [], list(loop.inits))
+        if _any(met, memref.AllocaScopeOp):
+            for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
+                if _holds_regions(scope) and not in_device_code(scope):
+                    _save_and_restore_stack(scope)
+
+
+# The kinds of op the workarounds rewrite.
+_REWRITTEN = (
+    vector.InsertOp,
+    vector.ExtractOp,
+    memref.ExpandShapeOp,
+    scf.IndexSwitchOp,
+    affine.ForOp,
+    memref.AllocaScopeOp,
+)
+
+
+def _any(met: Iterable[type[Operation]], kind: type[Operation]) -> bool:
+    return any(issubclass(found, kind) for found in met)
 
 
 def _never_runs(loop: affine.ForOp) -> bool:
