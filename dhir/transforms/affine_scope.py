@@ -24,6 +24,7 @@ dhir-lower-to-mpi avoids (docs/performance.md).
 """
 
 from collections.abc import Callable, Sequence
+from functools import cache
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -60,10 +61,16 @@ def lower_unscoped(ops: Sequence[Operation], scope: Region) -> None:
     valid with `scope` as their affine scope into what --lower-affine makes of them.
     Values defined outside `scope` count as its arguments: a part function receives
     them so (dhir.transforms.outline)."""
-    found = [nested for op in ops for nested in op.walk() if isinstance(nested, _CHECKED)]
+    found = [nested for op in ops for nested in op.walk() if _checked(type(nested))]
     for op in found:  # outer ops first: a loop made scf.for is no dimension for the inner
         if not all(_valid(values, dims, scope) for values, dims in _map_operands(op)):
             _lower(op)
+
+
+@cache
+def _checked(kind: type[Operation]) -> bool:
+    # By class, once: isinstance on IRDL classes is slow, and every op of every task asks.
+    return issubclass(kind, _CHECKED)
 
 
 def _map_operands(op: Operation) -> list[tuple[Sequence[SSAValue], int]]:
