@@ -51,9 +51,22 @@ class TaskGraph:
     final_writes: dict[SSAValue, list[tuple[int, isl.Set]]]
     # Each task's shape number (dhir.analysis.shapes): equal numbers, equal bodies.
     shapes: list[int] = field(default_factory=list[int])
+    _final_counts: dict[SSAValue, list[tuple[int, int | None]]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def predecessors(self, task: int) -> list[int]:
         return sorted({d.before for d in self.dependences if d.after == task})
+
+    def final_counts(self) -> dict[SSAValue, list[tuple[int, int | None]]]:
+        """`final_writes` with each region's element count (`count_elements`) in its
+        place, counted once: the task graph's end edges and the replay both ask."""
+        if self._final_counts is None:
+            self._final_counts = {
+                m: [(k, count_elements(region)) for k, region in writes]
+                for m, writes in self.final_writes.items()
+            }
+        return self._final_counts
 
 
 def task_graph(schedule: ScheduleOp) -> TaskGraph:

@@ -28,7 +28,6 @@ from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.partition import Storage
-from dhir.analysis.regions import count_elements
 from dhir.analysis.work import region_bytes
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.machine.description import Device
@@ -240,8 +239,8 @@ class _Replay:
         # Nothing moves at the end: a buffer dead after it, an output each rank writes.
         unsent = dead_after(schedule, schedule.args) | (self.to_root & set(in_part))
         self.finals = {
-            value: [(k, region_bytes(value, count_elements(region))) for k, region in writes]
-            for value, writes in deps.final_writes.items()
+            value: [(k, region_bytes(value, count)) for k, count in writes]
+            for value, writes in deps.final_counts().items()
             if value not in unsent
         }
         self.position = position

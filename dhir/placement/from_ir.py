@@ -35,7 +35,6 @@ from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.profile import Profile
-from dhir.analysis.regions import count_elements
 from dhir.analysis.work import Work, body_work, region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
@@ -420,11 +419,11 @@ def _ends(
     which each rank writes itself, is sent nowhere: its writers' edges only order."""
     to_end: dict[int, int] = {}
     broadcast = 0.0
-    for value, writes in deps.final_writes.items():
+    for value, writes in deps.final_counts().items():
         if value in dead:
             continue
-        for k, region in writes:
-            nbytes = region_bytes(value, count_elements(region))
+        for k, count in writes:
+            nbytes = region_bytes(value, count)
             if value in to_root and value not in in_part:
                 to_end[k] = to_end.get(k, 0) + nbytes
             else:
