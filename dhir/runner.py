@@ -159,13 +159,16 @@ def run(
 
 def _path(value: object, name: str) -> Path | None:
     """A path keyword of `run` as a Path; a DhirError for a value of another type, which
-    Path() would report as a bare TypeError."""
+    Path() would report as a bare TypeError, and for "", which Path() reads as the
+    current folder (`output_dir=""` wrote the results there)."""
     if value is None:
         return None
     if not isinstance(value, str | os.PathLike):
         raise DhirError(
             [Diagnostic(f"{name} takes a path (str or os.PathLike), not {type(value).__name__}")]
         )
+    if not os.fspath(value):
+        raise DhirError([Diagnostic(f"{name} is an empty path; name a file or folder")])
     return Path(value)
 
 

@@ -164,7 +164,8 @@ def _read_command(argv: list[str]) -> _Command | None:
         if equals and not takes_value:
             return None
         value = attached if equals else next(tokens, None) if takes_value else None
-        if takes_value and (value is None or (not equals and value.startswith("--"))):
+        # An empty value (`--output-dir ""`) is the full parser's to refuse.
+        if takes_value and (not value or (not equals and value.startswith("--"))):
             return None
         if not _take(command, name, value):
             return None

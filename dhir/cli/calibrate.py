@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dhir.cli.common import path
 from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.files import default_system_path, description_format, read_system, write_system
@@ -33,7 +34,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="where to write the description (.toml or .json)",
     )
@@ -45,7 +46,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--system",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="start from this description (TOML or JSON) instead of detection; with two "
         "nodes or more, measure its network (one rank on each of the first two nodes) and "

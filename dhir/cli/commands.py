@@ -29,7 +29,7 @@ from dhir.cli.arguments import (
     sidecar,
 )
 from dhir.cli.cached_run import recorder
-from dhir.cli.common import add_constraints, add_quiet, checked, guarded, read_stdin
+from dhir.cli.common import add_constraints, add_quiet, checked, guarded, path, read_stdin
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.cli.parser import Parser
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
@@ -90,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         "writes the final memref arguments.",
     )
     run.add_argument(
-        "file", help="a .mlir program (- for standard input), or an executable from dhir compile"
+        "file",
+        type=path,
+        help="a .mlir program (- for standard input), or an executable from dhir compile",
     )
     _add_build_options(run)
     run.add_argument(
@@ -102,20 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", action="append", default=[], metavar="X", help=INPUT_HELP)
     run.add_argument(
         "--output-dir",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="write memref argument K's final value to DIR/argK.npy",
     )
     run.add_argument("--print", action="store_true", help="print the final memref arguments")
     run.add_argument(
         "--profile",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="time every task on its rank and write the times to FILE (JSON; for --costs)",
     )
     run.add_argument(
         "--trace",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="write a Chrome trace (JSON, for Perfetto or chrome://tracing) of what every rank "
         "did: tasks, messages, input reads, result writes",
@@ -129,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--system",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="a machine description (.toml/.json, docs/machine.md) to place tasks on; runs "
         "its ranks (-n must agree), laid out on its nodes with an mpirun hostfile",
@@ -147,11 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=COMMANDS["compile"],
         description="Build an executable that `dhir run EXE` (or mpirun) runs later.",
     )
-    compile_.add_argument("file", help="a .mlir program (- for standard input)")
-    compile_.add_argument("-o", "--output", required=True, type=Path, metavar="EXE")
+    compile_.add_argument("file", type=path, help="a .mlir program (- for standard input)")
+    compile_.add_argument("-o", "--output", required=True, type=path, metavar="EXE")
     compile_.add_argument(
         "--system",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="a machine description (.toml/.json, docs/machine.md) to place tasks on; builds "
         "for its ranks (-n must agree); `dhir run EXE --system FILE` lays them out",
@@ -166,12 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dhir schedule --gantt's: a row per rank, a bar per run of each task, each message an "
         "arrow from its send to its receive, times from the run's start.",
     )
-    chart.add_argument("trace", type=Path, help="a trace that dhir run --trace wrote")
+    chart.add_argument("trace", type=path, help="a trace that dhir run --trace wrote")
     chart.add_argument(
         "-o",
         "--output",
         required=True,
-        type=Path,
+        type=path,
         metavar="PATH",
         help="the chart: a .png or .svg file",
     )
@@ -187,7 +189,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     add_quiet(parser)
     parser.add_argument(
         "--keep-build",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="copy what the build made into DIR: the lowered MLIR (program.mlir), the LLVM "
         "dialect as MLIR bytecode (program.llvm.mlirbc; as text, program.llvm.mlir, for a "
@@ -228,7 +230,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--costs",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="task times measured by --profile, used by the placement instead of estimates",
     )
@@ -243,7 +245,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "--link",
         action="append",
         default=[],
-        type=Path,
+        type=path,
         metavar="FILE",
         help="link an object file (.o), static (.a) or shared library (.so) into every rank's "
         "executable, for tasks that call its functions (repeatable; docs/commands.md, "
@@ -262,7 +264,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         dest="library_dirs",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="look for -l libraries in DIR first (repeatable)",
     )
@@ -321,11 +323,16 @@ def _options(args: argparse.Namespace) -> RunOptions:
     )
 
 
+def _entry(args: argparse.Namespace) -> str:
+    """--entry's function; `--entry ""` names none (it is not the default, main)."""
+    return args.entry if args.entry is not None else DEFAULT_ENTRY
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
     _check_output(Path(args.file), Path(args.output))
     timing = Timing() if args.timing else None
     options = _options(args)
-    entry = args.entry or DEFAULT_ENTRY
+    entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
@@ -378,7 +385,7 @@ def _run_program(
     if args.backend == "interp":
         _check_interpretable(args)
     options = _options(args)
-    entry = args.entry or DEFAULT_ENTRY
+    entry = _entry(args)
     on_built = recorder(args.argv[1:])  # keyed on the files before they are read
     module = _load_timed(path, timing)
     inputs = read_inputs(args.input, entry_signature(module, entry, given_only=True))

@@ -70,11 +70,20 @@ def checked(
     return check
 
 
+def path(text: str) -> Path:
+    """An argparse type for a file or folder named on the command line. An empty word is
+    refused: Path("") is the current folder, so `--output-dir ""` wrote the results there
+    and `--trace ""` failed after the whole run with "cannot write the trace ."."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; name a file or folder")
+    return Path(text)
+
+
 def add_constraints(parser: argparse.ArgumentParser) -> None:
     """`--constraints FILE` (dhir.placement.constraints), for run, compile and schedule."""
     parser.add_argument(
         "--constraints",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="placement constraints: a TOML or JSON file of [[pin]], [[apart]] and [[together]] "
         'entries naming tasks by glob (docs/commands.md, "Steering placement")',

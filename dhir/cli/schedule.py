@@ -27,7 +27,7 @@ from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
-from dhir.cli.common import add_constraints, add_quiet, checked, read_stdin
+from dhir.cli.common import add_constraints, add_quiet, checked, path, read_stdin
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -145,11 +145,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "program",
         nargs="?",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="a dhir program (.mlir; - for standard input)",
     )
-    parser.add_argument("--graph", type=Path, metavar="G.json", help="a task graph (JSON)")
+    parser.add_argument("--graph", type=path, metavar="G.json", help="a task graph (JSON)")
     parser.add_argument("--entry", help="with FILE: the entry function (default: main)")
     parser.add_argument(
         "--no-codedrop",
@@ -166,14 +166,14 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--costs",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="with FILE: task times measured by dhir run --profile, used instead of estimates",
     )
     add_constraints(parser)
     parser.add_argument(
         "--system",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="with FILE: the machine description (TOML or JSON, see docs/machine.md)",
     )
@@ -226,7 +226,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--gantt",
-        type=Path,
+        type=path,
         metavar="PATH",
         help="draw the placement as a Gantt chart: PATH if it ends in .png or .svg, else "
         "both PATH.png and PATH.svg; a program's as built (each rank runs its tasks in "
@@ -240,7 +240,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--dot",
-        type=Path,
+        type=path,
         metavar="PATH",
         help="write the task graph with the placement in Graphviz DOT to PATH",
     )

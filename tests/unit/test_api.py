@@ -186,3 +186,14 @@ def test_arguments_of_a_wrong_type_are_dhir_errors_saying_what_is_taken(
 ) -> None:
     with pytest.raises(DhirError, match=message):
         dhir.run(program, *vector_add_inputs(), backend="interp", **keywords)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("keyword", ["output_dir", "trace", "keep_build"])
+def test_an_empty_path_is_refused(
+    keyword: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Path("") is the current folder: `output_dir=""` wrote the results there."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DhirError, match=f"{keyword} is an empty path; name a file or folder"):
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp", **{keyword: ""})  # pyright: ignore[reportArgumentType]
+    assert not list(tmp_path.iterdir())

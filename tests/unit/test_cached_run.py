@@ -208,6 +208,8 @@ def test_mistakes_on_the_cached_path_read_as_on_the_full_one(cache: Path, tmp_pa
         ["p.mlir", "-n2"],
         ["p.mlir", "--output-dir", "a", "--output-dir", "b"],  # the full parser refuses it
         ["p.mlir", "--timeout", "5", "--timeout", "6"],
+        ["p.mlir", "--output-dir", ""],  # Path("") would be the current folder
+        ["p.mlir", "--output-dir="],
     ],
 )
 def test_command_lines_this_path_leaves_to_the_full_one(argv: list[str]) -> None:

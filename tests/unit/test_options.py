@@ -192,6 +192,41 @@ def test_the_cli_refuses_bad_flags(
 @pytest.mark.parametrize(
     "argv",
     [
+        ["run", str(VECTOR_ADD), "--output-dir", ""],
+        ["run", str(VECTOR_ADD), "--trace", ""],
+        ["run", ""],
+        ["compile", str(VECTOR_ADD), "-o", ""],
+        ["schedule", str(VECTOR_ADD), "--gantt", ""],
+        ["calibrate", "-o", ""],
+        ["gantt", "t.json", "-o", ""],
+    ],
+)
+def test_an_empty_path_is_refused(
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Path("") is the current folder: `--output-dir ""` wrote the results there, and
+    `--gantt ""` drew `..png` and `..svg`."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert "an empty path; name a file or folder" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_empty_entry_is_not_main(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--entry ""` named no function, and main ran."""
+    argv = ["run", str(VECTOR_ADD), "--backend", "interp", "--entry", ""]
+    assert cli.main(argv) == 1
+    assert "no function @ to run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
         ["compile", str(VECTOR_ADD), "-o", "x1", "-o", "x2"],
         ["run", str(VECTOR_ADD), "--output-dir", "a", "--output-dir", "b"],
         ["run", str(VECTOR_ADD), "-n", "2", "--ranks", "2"],
