@@ -58,6 +58,7 @@ from dhir.toolchain.options import (
     DEFAULT_TIMEOUT_S,
     GPU_FALLBACKS,
     RunOptions,
+    check_written_files,
     rank_count,
     target_name,
     thread_count,
@@ -464,6 +465,7 @@ def _run_built(
     plan = _launch_plan(args, ranks, built.mpi)
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
+    check_written_files(options)
     if options.threads is None:
         threads = plan.threads if plan is not None else options.threads_per_rank()
         options = replace(options, threads=threads)

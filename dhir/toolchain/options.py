@@ -93,6 +93,24 @@ class RunOptions:
         return self.threads if self.threads is not None else default_threads(self.ranks)
 
 
+def check_written_files(options: RunOptions) -> None:
+    """Refuse, before the build, a `trace` or `profile` file that cannot be written where
+    it is named (a folder, or in a folder that is not there): it is written only after
+    the run, which would fail then, its results lost."""
+    for what, path in (("trace", options.trace), ("profile", options.profile)):
+        if path is None:
+            continue
+        if path.is_dir():
+            reason = "it is a folder; name a file"
+        elif not path.parent.exists():
+            reason = f"there is no folder {path.parent}; make it first"
+        elif not path.parent.is_dir():
+            reason = f"{path.parent} is not a folder"
+        else:
+            continue
+        raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
+
+
 def target_name(value: object) -> str:
     """`value` as where CodeDrop's tasks may run: a kind (cpu, gpu, any) or a known arch.
     Checked here, as the other options are: CodeDrop reads it only for a program without

@@ -200,7 +200,9 @@ def write_profile(
     try:
         destination.write_text(json.dumps(report, indent=1) + "\n")
     except OSError as error:
-        raise DhirError([Diagnostic(f"cannot write {destination}: {error.strerror}")]) from None
+        raise DhirError(
+            [Diagnostic(f"cannot write the profile {destination}: {error.strerror}")]
+        ) from None
 
 
 class ProfileRecorder:

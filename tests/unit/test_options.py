@@ -314,3 +314,41 @@ def test_dhir_schedule_refuses_bad_flags_as_dhir_run_does(
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("keyword", "where", "reason"),
+    [
+        ("trace", ".", "it is a folder; name a file"),
+        ("profile", "missing/p.json", "there is no folder {tmp}/missing; make it first"),
+        ("trace", "a_file/t.json", "{tmp}/a_file is not a folder"),
+    ],
+)
+def test_a_trace_or_profile_that_cannot_be_written_is_refused_before_the_build(
+    keyword: str, where: str, reason: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They are written after the run: it failed then, its results lost."""
+    from dhir.backends import native
+
+    monkeypatch.setattr(native, "compile_native", _must_not_run)
+    (tmp_path / "a_file").write_text("x")
+    path = tmp_path / where
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    message = f"cannot write the {keyword} {path}: {reason.format(tmp=tmp_path)}"
+    with pytest.raises(DhirError, match=re.escape(message)):
+        dhir.run(VECTOR_ADD, *arrays, **{keyword: path})  # pyright: ignore[reportArgumentType]
+
+
+def test_a_built_executable_refuses_a_trace_it_cannot_write_before_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exe = tmp_path / "exe"
+    exe.write_bytes(b"\x7fELF")
+    (tmp_path / "exe.dhir.json").write_text(
+        '{"entry": "main", "ranks": 1, "mpi": "mpich", "args": []}'
+    )
+    monkeypatch.setattr(cli, "run_executable", _must_not_run)
+    assert cli.main(["run", str(exe), "--trace", str(tmp_path)]) == 1
+    assert (
+        f"cannot write the trace {tmp_path}: it is a folder; name a file" in capsys.readouterr().err
+    )
