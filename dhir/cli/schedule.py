@@ -363,6 +363,10 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _usage(f"{given[0]} says how to read a program FILE; a --graph is read as it is")
     if args.gantt_plan and args.gantt is None:
         raise _usage("--gantt-plan says which chart --gantt draws; give --gantt PATH too")
+    # Before placing: --gantt DIR would draw DIR.png and DIR.svg beside the folder.
+    for option, named in (("--gantt", args.gantt), ("--dot", args.dot)):
+        if named is not None and named.is_dir():
+            raise _error(f"{option} {named} is a folder; name the file to write")
 
 
 def program_graphs(

@@ -77,6 +77,19 @@ def test_bad_options(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("option", ["--gantt", "--dot"])
+def test_a_folder_is_not_a_chart(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    """--gantt DIR drew DIR.png and DIR.svg beside the folder, and said nothing."""
+    folder = tmp_path / "charts"
+    folder.mkdir()
+    code, out, err = schedule(capsys, option, str(folder))
+    assert code == 1 and not out
+    assert f"{option} {folder} is a folder; name the file to write" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["charts"]
+
+
 def test_gantt_without_a_suffix_writes_png_and_svg(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
