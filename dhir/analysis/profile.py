@@ -118,11 +118,18 @@ def _seconds(value: object) -> bool:
 FORMAT = 1
 
 
+# What a profile holds (as `dhir run --profile` writes it), and a "devices" entry.
+_KEYS = ("format", "ranks", "tasks", "calls", "devices", "schedules")
+_DEVICE_KEYS = ("kind", "arch", "rank", "device")
+
+
 def profile_from_json(data: object, where: str = "the profile") -> Profile:
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
         raise _profile_error(where, 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}')
     _check_format(data.get("format", FORMAT), where)  # type: ignore[union-attr]
+    # A misspelt key would be ignored: "device" for "devices" would take GPU times as CPU's.
+    _check_keys(data, _KEYS, "a profile", where)  # type: ignore[arg-type]
     devices = data.get("devices", {}) if isinstance(data, dict) else {}
     if not isinstance(devices, dict):
         raise _profile_error(where, f'"devices" must be an object: {{"<task>": {_DEVICE}}}')
@@ -155,6 +162,7 @@ def _measured_on(name: str, device: object, where: str) -> tuple[str, str | None
     entry is an error: ignored, it would apply the time to devices it was not measured on."""
     if not isinstance(device, dict):
         raise _profile_error(where, f'devices of task "{name}" must be an object: {_DEVICE}')
+    _check_keys(device, _DEVICE_KEYS, f'the devices entry of task "{name}"', where)  # type: ignore[arg-type]
     kind, arch = device.get("kind", "cpu"), device.get("arch")
     if kind not in ("cpu", "gpu"):
         raise _profile_error(where, f'task "{name}" has kind {kind!r}; it must be "cpu" or "gpu"')
@@ -184,6 +192,15 @@ def _schedule_times(schedules: object, where: str) -> dict[str, float]:
             raise _profile_error(where, f'schedule "{name}" has time {seconds!r}; {_SECONDS}')
         times[str(name)] = float(seconds)
     return times
+
+
+def _check_keys(table: dict[object, object], known: tuple[str, ...], what: str, where: str) -> None:
+    unknown = [key for key in table if key not in known]
+    if unknown:
+        raise _profile_error(
+            where,
+            f"{what} has the unknown key {json.dumps(unknown[0])}; it may have {', '.join(known)}",
+        )
 
 
 def _profile_error(path: object, why: str) -> DhirError:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -342,3 +343,39 @@ def test_a_profiled_time_loop_sends_what_an_unprofiled_one_does(tmp_path: Path) 
     assert sent[0] == sent[1], sent
     for plain, timed in zip(*results, strict=True):
         np.testing.assert_array_equal(plain, timed)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"tasks": {}, "schedule": {"main.schedule0": 1.0}},
+            'a profile has the unknown key "schedule"',
+        ),
+        (
+            {"tasks": {"t": 1.0}, "device": {"t": {"kind": "gpu"}}},
+            'a profile has the unknown key "device"; it may have format, ranks, tasks, calls',
+        ),
+        (
+            {"tasks": {"t": 1.0}, "devices": {"t": {"kinds": "gpu"}}},
+            'the devices entry of task "t" has the unknown key "kinds"; it may have kind, arch, rank, device',
+        ),
+    ],
+)
+def test_a_profile_with_a_key_it_does_not_have_is_refused(
+    data: dict[str, object], message: str
+) -> None:
+    """Ignored, a misspelt "devices" took a GPU task's time as a CPU's."""
+    with pytest.raises(DhirError, match=re.escape(message)):
+        profile_from_json(data)
+
+
+def test_a_profile_run_on_a_described_machine_reads_back() -> None:
+    """Its devices entries name the device too: every key dhir writes, dhir reads."""
+    from dhir.machine.description import guess_device
+
+    devices = [guess_device("n0.cpu", "x86_64", cores=2)]
+    raw = {"ranks": 1, "tasks": {"0": {"seconds": 2.0, "calls": 2, "rank": 0}}}
+    report = profile_report(raw, ["t"], devices, "x86_64")
+    assert report["devices"]["t"]["device"] == "n0.cpu"  # pyright: ignore[reportIndexIssue]
+    assert profile_from_json(report).tasks["t"].seconds == 1.0
