@@ -209,14 +209,16 @@ def _given(command: _Command, name: str) -> bool:
 
 
 def run_key(program: Path, keyed: list[str]) -> str:
+    # Bytes as the OS gave them: a file name, an option or a variable that is not UTF-8
+    # (Python's surrogate escapes) made str.encode() fail with a traceback.
     digest = hashlib.sha256()
     for part in (_file_digest(str(program)), *keyed, _package_stamp(), platform.node()):
-        digest.update(part.encode() + b"\0")
+        digest.update(os.fsencode(part) + b"\0")
     for name in sorted(os.environ):
         if name.startswith("DHIR_") or name in ("XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES"):
-            digest.update(f"{name}={os.environ[name]}\0".encode())
-    digest.update(_stat_stamp(default_system_path()).encode())
-    digest.update(_file_digest(os.environ.get(SYSTEM_ENV, "")).encode())
+            digest.update(os.fsencode(f"{name}={os.environ[name]}\0"))
+    digest.update(os.fsencode(_stat_stamp(default_system_path())))
+    digest.update(os.fsencode(_file_digest(os.environ.get(SYSTEM_ENV, ""))))
     return digest.hexdigest()[:32]
 
 

@@ -230,6 +230,21 @@ def test_run_only_options_are_left_out_of_the_key(tmp_path: Path) -> None:
     assert cached_run.run_key(path, other.keyed) != cached_run.run_key(path, plain.keyed)
 
 
+def test_words_that_are_not_utf8_are_keyed_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file name, an option or a DHIR_ variable in bytes that are not UTF-8 (Python's
+    surrogate escapes, as `dhir run $'\\xff.mlir'` gives them) stopped every `dhir run`
+    with a UnicodeEncodeError's traceback."""
+    odd = os.fsdecode(b"\xff")
+    path = tmp_path / f"p{odd}.mlir"
+    command = cached_run._read_command([str(path), "--cpu", odd])
+    assert command is not None
+    plain = cached_run.run_key(path, command.keyed)
+    monkeypatch.setenv("DHIR_NOTE", odd)
+    assert cached_run.run_key(path, command.keyed) != plain
+
+
 def test_the_files_keyed_options_name_are_keyed_by_content(tmp_path: Path) -> None:
     path = program(tmp_path)
     costs = tmp_path / "costs.json"
