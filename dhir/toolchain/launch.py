@@ -341,10 +341,11 @@ class _Watch:
 def _alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie, dead but not yet reaped, does not)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        # Bytes: the name in parentheses is the executable's, which need not be UTF-8.
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+    return stat.rpartition(b")")[2].split()[:1] != [b"Z"]
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

@@ -510,3 +510,21 @@ def test_a_scalar_type_takes_the_article_it_is_said_with() -> None:
 
     words = {"index": "an", "i8": "an", "f32": "an", "i1": "an", "bf16": "a"}
     assert {word: _article(word) for word in words} == words
+
+
+def test_a_process_whose_name_is_not_utf8_is_seen_alive(tmp_path: Path) -> None:
+    """/proc/PID/stat names the executable: `dhir run` of an executable whose file name
+    was not UTF-8 stopped with an internal error (UnicodeDecodeError) while it watched
+    the ranks."""
+    from dhir.toolchain.launch import _alive  # pyright: ignore[reportPrivateUsage]
+
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/sl\xff"))
+    odd.symlink_to(sleep)
+    process = subprocess.Popen([odd, "30"])
+    try:
+        assert _alive(process.pid)
+    finally:
+        process.kill()
+        process.wait()
