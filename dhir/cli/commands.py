@@ -552,7 +552,10 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
     from dhir.toolchain.trace import trace_chart
 
     graph, placement, arrows = trace_chart(args.trace)
-    gantt(graph, placement, args.output, title=args.trace.name, arrows=arrows, kind="as run")
+    # The file's name as a title: bytes that are not UTF-8 shown as such (matplotlib
+    # refuses Python's surrogate escapes: an internal error).
+    title = os.fsencode(args.trace.name).decode(errors="replace")
+    gantt(graph, placement, args.output, title=title, arrows=arrows, kind="as run")
     return 0
 
 

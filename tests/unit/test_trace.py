@@ -4,6 +4,7 @@ that never overlap themselves, each message as an arrow from its send to its rec
 input reads and result writes; the converter pairs sends and receives in MPI's order."""
 
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -262,3 +263,13 @@ def test_dhir_gantt_draws_a_trace_with_its_message(tmp_path: Path) -> None:
     assert main(["gantt", str(trace), "-o", str(chart)]) == 0
     text = chart.read_text()
     assert "t on rank0: 1 us to 3 us" in text and "0 bytes from rank0 to rank1" in text
+
+
+def test_dhir_gantt_titles_a_trace_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """The title is the file's name: matplotlib refused Python's surrogate escapes, an
+    internal error."""
+    trace = Path(os.fsdecode(bytes(tmp_path) + b"/t\xff.json"))
+    chart = tmp_path / "t.png"
+    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 0
+    assert chart.read_bytes().startswith(b"\x89PNG")
