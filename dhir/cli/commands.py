@@ -107,21 +107,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-dir",
         type=path,
         metavar="DIR",
-        help="write memref argument K's final value to DIR/argK.npy",
+        help="write memref argument K's final value to DIR/argK.npy (and to NAME.npy after "
+        "its name; an entry's tensor result K to DIR/resK.npy)",
     )
-    run.add_argument("--print", action="store_true", help="print the final memref arguments")
+    run.add_argument(
+        "--print",
+        action="store_true",
+        help="print the final memref arguments (and an entry's tensor results)",
+    )
     run.add_argument(
         "--profile",
         type=path,
         metavar="FILE",
-        help="time every task on its rank and write the times to FILE (JSON; for --costs)",
+        help="time every task on its rank and write the times to FILE (JSON; for --costs; "
+        "native backend, .mlir programs)",
     )
     run.add_argument(
         "--trace",
         type=path,
         metavar="FILE",
         help="write a Chrome trace (JSON, for Perfetto or chrome://tracing) of what every rank "
-        "did: tasks, messages, input reads, result writes",
+        "did: tasks, messages, input reads, result writes (native backend; dhir gantt draws it)",
     )
     run.add_argument(
         "--threads",
@@ -142,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=checked(timeout_seconds, float, "a number"),
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
-        help=f"give up (and kill every rank) after S seconds (default {DEFAULT_TIMEOUT_S:g})",
+        help="give up (and kill every rank) after S seconds, more than 0; inf waits for ever "
+        f"(default {DEFAULT_TIMEOUT_S:g})",
     )
 
     compile_ = commands.add_parser(
@@ -151,7 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build an executable that `dhir run EXE` (or mpirun) runs later.",
     )
     compile_.add_argument("file", type=path, help="a .mlir program (- for standard input)")
-    compile_.add_argument("-o", "--output", required=True, type=path, metavar="EXE")
+    compile_.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=path,
+        metavar="EXE",
+        help="the executable to write, with its description EXE.dhir.json beside it",
+    )
     compile_.add_argument(
         "--system",
         type=path,

@@ -74,3 +74,18 @@ def test_a_synopsis_names_the_options_the_parser_takes(doc: str, command: str) -
         return  # it shows some options, and a "..." says there are more
     missing = [spellings[-1] for spellings in options if not named & set(spellings)]
     assert not missing, f"{doc}: {command}'s synopsis lacks {missing}"
+
+
+@pytest.mark.parametrize("command", ["run", "compile", "schedule", "calibrate", "gantt"])
+def test_every_option_says_what_it_does_in_help(command: str) -> None:
+    """`dhir compile --help` listed -o EXE with no word on it."""
+    parser = parser_of(command)
+    bare = [a.option_strings for a in parser._actions if a.option_strings and not a.help]
+    assert not bare, f"dhir {command}: options without help: {bare}"
+
+
+def test_the_help_says_what_the_reference_says_of_timeout() -> None:
+    """docs/commands.md: more than 0; `inf` waits for ever."""
+    (timeout,) = [a for a in parser_of("run")._actions if "--timeout" in a.option_strings]
+    assert timeout.help is not None
+    assert "more than 0" in timeout.help and "inf waits for ever" in timeout.help
