@@ -415,12 +415,16 @@ def guess_device(name: str, arch: str, **given: object) -> Device:
 
 def _cpu_guesses(given: dict[str, object]) -> dict[str, object]:
     cores = given.get("cores")
-    count = cores if isinstance(cores, int) and not isinstance(cores, bool) and cores > 0 else 1
+    # A count the checks refuse guesses for one core, so that the error names cores, not
+    # a guessed memory_bytes too large to hold.
+    count = 1
+    if isinstance(cores, int) and not isinstance(cores, bool) and 0 < cores <= MAX_INT:
+        count = cores
     node = {
         "cores": count,
         "peak_gflops": CPU_GFLOPS_PER_CORE * count,
         "mem_bw_gbs": min(CPU_MEM_BW_PER_CORE * count, CPU_MEM_BW_CAP),
-        "memory_bytes": CPU_MEMORY_PER_CORE * count,
+        "memory_bytes": min(CPU_MEMORY_PER_CORE * count, MAX_INT),
     }
     return node
 
