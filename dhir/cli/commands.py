@@ -455,11 +455,26 @@ def _check_interpretable(args: argparse.Namespace) -> None:
             raise UsageError([Diagnostic(f"{option} {why}; use it with --backend native")])
 
 
-def _launch_plan(args: argparse.Namespace, ranks: int | None, mpi: str) -> LaunchPlan | None:
-    """With --system: the description, its rank count, hostfile and threads."""
+def _launch_plan(
+    args: argparse.Namespace, ranks: int | None, mpi: str, exe: Path | None = None
+) -> LaunchPlan | None:
+    """With --system: the description, its rank count, hostfile and threads. `exe`: the
+    executable, built for `ranks`, that the description must run (-n was not given)."""
     if args.system is None:
         return None
-    return launch_plan(read_system(args.system), ranks, mpi, cache_root())
+    system = read_system(args.system)
+    if exe is not None and system.rank_count != ranks:
+        count = system.rank_count
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{exe} was built for {_ranks(ranks)} and --system {args.system} runs "
+                    f"{_ranks(count)}; rebuild it with dhir compile --system {args.system}, "
+                    f"or give a description of {_ranks(ranks)}"
+                )
+            ]
+        )
+    return launch_plan(system, ranks, mpi, cache_root())
 
 
 def _run_built(
@@ -476,7 +491,7 @@ def _run_built(
         raise DhirError(refused)
     inputs = check_inputs(signature, with_results(signature, read_inputs(args.input, signature)))
     check_apart(args.input, signature, args.output_dir)
-    plan = _launch_plan(args, ranks, built.mpi)
+    plan = _launch_plan(args, ranks, built.mpi, path)
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
     check_written_files(options)
@@ -525,7 +540,7 @@ def _unchangeable(path: Path, args: argparse.Namespace, built: Built) -> list[Di
             "run the .mlir program with --profile"
         )
     rebuilt = {
-        "-n": (args.ranks, built.ranks, f"for {built.ranks} ranks"),
+        "-n": (args.ranks, built.ranks, f"for {_ranks(built.ranks)}"),
         "--entry": (args.entry, built.signature.name, f"to run @{built.signature.name}"),
         "--mpi": (args.mpi, built.mpi, f"with {built.mpi}"),
     }
@@ -533,6 +548,10 @@ def _unchangeable(path: Path, args: argparse.Namespace, built: Built) -> list[Di
         if value is not None and value != fixed:
             refused.append(f"{path} was built {how}; rebuild it with dhir compile {option} {value}")
     return [Diagnostic(message) for message in refused]
+
+
+def _ranks(count: int | None) -> str:
+    return f"{count} rank" if count == 1 else f"{count} ranks"
 
 
 def _check_output(source: Path, output: Path) -> None:

@@ -4,6 +4,7 @@ command line alike; the options reach the backends as given; the API's defaults 
 CLI's."""
 
 import inspect
+import json
 import math
 import re
 import subprocess
@@ -352,3 +353,30 @@ def test_a_built_executable_refuses_a_trace_it_cannot_write_before_running(
     assert (
         f"cannot write the trace {tmp_path}: it is a folder; name a file" in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(("built", "described"), [(2, 1), (1, 3)])
+def test_a_machine_description_of_other_ranks_names_the_executable(
+    built: int,
+    described: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not "Leave out -n (or give -n 1)" to a user who gave no -n."""
+    exe = tmp_path / "exe"
+    exe.write_bytes(b"\x7fELF")
+    (tmp_path / "exe.dhir.json").write_text(
+        json.dumps({"entry": "main", "ranks": built, "mpi": "mpich", "args": []})
+    )
+    system = tmp_path / "one.toml"
+    system.write_text(
+        f"[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\nranks = {described}\n"
+    )
+    monkeypatch.setattr(cli, "run_executable", _must_not_run)
+    assert cli.main(["run", str(exe), "--system", str(system)]) == 1
+    ranks = {1: "1 rank", 2: "2 ranks", 3: "3 ranks"}
+    assert (
+        f"{exe} was built for {ranks[built]} and --system {system} runs {ranks[described]}; "
+        f"rebuild it with dhir compile --system {system}, or give a description of {ranks[built]}"
+    ) in capsys.readouterr().err
