@@ -132,6 +132,11 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
         raise DhirError(
             [Diagnostic(f"the output directory {directory} is a file; name a directory")]
         )
+    try:  # made now: a folder that cannot be made would lose the results after the run
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        message = f"cannot write results to {directory}: {error.strerror or error}"
+        raise DhirError([Diagnostic(message)]) from None
     try:
         earlier = (directory / WRITTEN).read_text().split("\n")
     except OSError:
@@ -222,7 +227,8 @@ def write_outputs(
         _list_written(directory, [final.name for _, final in written])
         placed = []  # all in place, and listed: they stay
     except OSError as error:
-        raise DhirError([Diagnostic(f"cannot write results to {directory}: {error}")]) from None
+        message = f"cannot write results to {directory}: {error.strerror or error}"
+        raise DhirError([Diagnostic(message)]) from None
     finally:
         for path in [temporary for temporary, _ in written] + placed:
             path.unlink(missing_ok=True)

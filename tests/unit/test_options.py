@@ -380,3 +380,14 @@ def test_a_machine_description_of_other_ranks_names_the_executable(
         f"{exe} was built for {ranks[built]} and --system {system} runs {ranks[described]}; "
         f"rebuild it with dhir compile --system {system}, or give a description of {ranks[built]}"
     ) in capsys.readouterr().err
+
+
+def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was made after the run, which failed then with Python's "[Errno 2] ..."."""
+    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    message = "cannot write results to /proc/dhir-no-such/out: No such file or directory"
+    with pytest.raises(DhirError, match=f"{re.escape(message)}$"):
+        dhir.run(VECTOR_ADD, *arrays, backend="interp", output_dir="/proc/dhir-no-such/out")
