@@ -74,9 +74,14 @@ def path(text: str) -> Path:
     """An argparse type for a file or folder named on the command line. An empty word is
     refused: Path("") is the current folder, so `--output-dir ""` wrote the results there
     and `--trace ""` failed after the whole run with "cannot write the trace ."."""
+    return Path(path_text(text))
+
+
+def path_text(text: str) -> str:
+    """`path`, kept as the word given (dhir-opt's files, which xDSL's driver reads)."""
     if not text:
         raise argparse.ArgumentTypeError("an empty path; name a file or folder")
-    return Path(text)
+    return text
 
 
 def add_constraints(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
 
 from dhir.api import parse_pipeline, run_pipeline
-from dhir.cli.common import EXIT_USER_ERROR, guarded, read_stdin
+from dhir.cli.common import EXIT_USER_ERROR, guarded, path_text, read_stdin
 from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
@@ -232,7 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_arguments(arg_parser: argparse.ArgumentParser) -> None:
     add = arg_parser.add_argument
-    add("input", nargs="?", default="-", help="input file, or - for stdin (default)")
+    add(
+        "input",
+        nargs="?",
+        default="-",
+        type=path_text,
+        help="input file, or - for stdin (default)",
+    )
     add(
         "-p",
         "--passes",
@@ -242,7 +248,7 @@ def _add_arguments(arg_parser: argparse.ArgumentParser) -> None:
         help="pass pipeline: comma-separated passes, nested under op names as "
         "mlir-opt writes them (see below)",
     )
-    add("-o", "--output-file", help="write the result here instead of stdout")
+    add("-o", "--output-file", type=path_text, help="write the result here instead of stdout")
     add(
         "--split-input-file",
         action="store_true",

@@ -45,6 +45,9 @@ def test_example_round_trips_through_stdin_and_output_file(tmp_path: Path) -> No
         ([str(EXAMPLE), "-p", "dhir-place{ranks=/2}"], "bad pass pipeline", 2),
         ([str(EXAMPLE), "-p", "dhir-place{ranks=2"], "bad pass pipeline", 2),
         ([str(EXAMPLE), "-o", "/nonexistent/dir/out.mlir"], "cannot write", 1),
+        # Not "cannot write : No such file or directory", nor a file named "".
+        ([str(EXAMPLE), "-o", ""], "argument -o/--output-file: an empty path", 2),
+        ([""], "argument input: an empty path; name a file or folder", 2),
         ([str(EXAMPLE), "-p", "dhir-time-tiles{steps=-1 ranks=0}"], "steps must be at least 0", 1),
         ([str(EXAMPLE), "-p", "dhir-optimize-bodies{vector_bits=7}"], "must be 128, 256 or 512", 1),
     ],
