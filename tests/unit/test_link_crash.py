@@ -2,6 +2,7 @@
 it runs in a child process (dhir.backends.interp.apart), whose death is reported with the
 function, the task and the signal, as the native backend reports a rank's, and no results."""
 
+import math
 import os
 import platform
 import re
@@ -319,3 +320,21 @@ def test_a_c_math_name_with_a_c_interface_still_runs_apart(
 def assert_equal(got: list[np.ndarray], want: list[np.ndarray]) -> None:
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("timeout", [math.inf, 1e10])
+def test_a_timeout_of_ever_waits_for_linked_code(timeout: float) -> None:
+    """`--timeout inf` (wait for ever) stopped a program calling libm in the interpreter
+    with an internal error: select() refuses waits past about 292 years."""
+    program = """
+    func.func private @cos(f64) -> f64
+    func.func @main(%a: memref<1xf64>) {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %a[%c0] : memref<1xf64>
+      %y = func.call @cos(%x) : (f64) -> f64
+      memref.store %y, %a[%c0] : memref<1xf64>
+      return
+    }
+    """
+    (got,) = dhir.run(program, np.zeros(1), backend="interp", timeout=timeout)
+    assert got.tolist() == [1.0]

@@ -40,6 +40,9 @@ GRACE_S = 1.0
 # How often the parent looks whether the child has ended where the system has no pidfd
 # to say so (the pipe's end does not: a process the child started may hold it open).
 _POLL_S = 0.1
+# The longest wait given to select() at once: it takes at most about 292 years (in
+# nanoseconds, 64 bits), so a longer timeout (`--timeout inf` above all) is waited in pieces.
+_LONGEST_WAIT_S = 86400.0
 _CHUNK = 1 << 16
 _OK, _ERROR, _RAISED = "ok", "error", "raised"
 # The exit status of a child that could not say how its run ended.
@@ -165,7 +168,8 @@ def _wait(pid: int, reader: int, deadline: float | None) -> tuple[bytes, int] | 
                 wait = _POLL_S if wait is None else min(_POLL_S, wait)
             if wait is not None and wait <= 0:
                 return None
-            ready, _, _ = select.select(watched, [], [], wait)
+            piece = None if wait is None else min(wait, _LONGEST_WAIT_S)
+            ready, _, _ = select.select(watched, [], [], piece)
             if reader in ready:
                 chunk = os.read(reader, _CHUNK)
                 chunks.append(chunk)
