@@ -244,9 +244,36 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     load = loads[0]
     if list(load.indices) != list(store.indices) or ops.index(load) > ops.index(store):
         return None
+    if not _runs(loop) and not _in_bounds(load):
+        return None  # carried, a loop of no iterations would touch an element out of bounds
     if not all(isinstance(op, (memref.LoadOp, memref.StoreOp, *_SCALAR)) for op in ops):
         return None
     return load, store
+
+
+def _runs(loop: scf.ForOp) -> bool:
+    """Whether `loop` surely runs at least once (constant bounds)."""
+    lb, ub, step = _constant(loop.lb), _constant(loop.ub), _constant(loop.step)
+    return lb is not None and ub is not None and step is not None and step > 0 and lb < ub
+
+
+def _in_bounds(load: memref.LoadOp) -> bool:
+    """Whether `load` surely reads within its memref's static shape: each index a constant
+    or the counter of a loop of constant bounds, within the size."""
+    kind = load.memref.type
+    if not isinstance(kind, MemRefType):
+        return False
+    for index, size in zip(load.indices, kind.get_shape(), strict=True):
+        low = high = _constant(index)
+        owner = index.owner
+        if low is None and isinstance(owner, Block) and isinstance(owner.parent_op(), scf.ForOp):
+            counter = cast(scf.ForOp, owner.parent_op())
+            if index is _iv(counter):
+                low, high = _constant(counter.lb), _constant(counter.ub)
+                high = high - 1 if high is not None else None
+        if low is None or high is None or size < 0 or not 0 <= low <= high < size:
+            return False
+    return True
 
 
 def _threaded(op: Operation) -> bool:

@@ -901,6 +901,46 @@ func.func @main(%T: memref<8xf64>, %A: memref<8x4xf64>, %n: index) {
     assert not any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk())
 
 
+SUM_AT = """
+func.func @main(%T: memref<8x3xf64>, %A: memref<8x4xf64>, %n: index) {
+  dhir.schedule %T, %A {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %T, %A {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %cK = arith.constant K : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        scf.for %j = %c0 to N step %c1 {
+          %acc = memref.load %T[%i, %cK] : memref<8x3xf64>
+          %a = memref.load %A[%i, %j] : memref<8x4xf64>
+          %s = arith.addf %acc, %a : f64
+          memref.store %s, %T[%i, %cK] : memref<8x3xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("column", "count", "carried"),
+    [("2", "%n", True), ("5", "%c1", True), ("5", "%n", False), ("5", "%c0", False)],
+)
+def test_a_sum_is_carried_only_where_its_element_is_surely_touched(
+    column: str, count: str, carried: bool
+) -> None:
+    """Carried in a register, a sum is loaded before its loop and stored after it, even
+    where the loop runs no iteration: only where the element is surely within its memref,
+    or the loop surely runs, may it be (column 5 of 3 is out of bounds, harmless only
+    while no iteration touches it)."""
+    module = parse_string(SUM_AT.replace("K :", f"{column} :").replace("N step", f"{count} step"))
+    optimize_bodies(module, 512)
+    assert any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk()) == carried
+
+
 def test_the_optimizer_keeps_what_each_rank_holds() -> None:
     """The lowering bounds each rank's rows by the facts found before the rewrite: the
     blocked loops' index arithmetic would be bounded less tightly (every row, whole)."""
