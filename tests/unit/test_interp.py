@@ -1404,3 +1404,22 @@ def test_a_copy_between_overlapping_views_is_an_error() -> None:
     want = b.copy()
     want[:4, 1:7:2] = b[:4, 0:6:2]
     np.testing.assert_array_equal(got, want)
+
+
+# A reinterpret_cast of no elements is inside any buffer, an empty one too.
+EMPTY_VIEW = """
+func.func @main(%a: memref<0x3xi32>, %b: memref<2xi32>) {
+  %r = memref.reinterpret_cast %a to offset: [0], sizes: [0], strides: [1] : memref<0x3xi32> to memref<0xi32>
+  %e = memref.reinterpret_cast %b to offset: [2], sizes: [0, 4], strides: [4, 1] : memref<2xi32> to memref<0x4xi32, strided<[4, 1], offset: 2>>
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %r, %c0 : memref<0xi32>
+  %ni = arith.index_cast %n : index to i32
+  memref.store %ni, %b[%c0] : memref<2xi32>
+  return
+}
+"""
+
+
+def test_an_empty_reinterpret_cast_view_runs() -> None:
+    (_, got) = run(EMPTY_VIEW, np.zeros((0, 3), np.int32), np.ones(2, np.int32))
+    same_bits(got, np.array([0, 1], np.int32))
