@@ -60,6 +60,7 @@ from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
+from dhir.transforms.bool_vectors import BoolVectorsPass
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
@@ -150,6 +151,7 @@ def compile_native(
     after = (
         AccurateMathPass(),
         rows,
+        BoolVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
         Mlir22WorkaroundsPass(),
         FloatAtomicsPass(),
         *copies,

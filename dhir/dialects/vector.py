@@ -57,9 +57,12 @@ from xdsl.utils.str_enum import StrEnum
 # isort: off
 from xdsl.dialects.vector import (
     BroadcastOp as BroadcastOp,
+    CreateMaskOp as CreateMaskOp,
     ExtractOp as ExtractOp,
     FMAOp as FMAOp,
     InsertOp as InsertOp,
+    MaskedLoadOp as MaskedLoadOp,
+    MaskedStoreOp as MaskedStoreOp,
     ReductionOp as ReductionOp,
     ShuffleOp as ShuffleOp,
     TransferReadOp as TransferReadOp,

@@ -104,6 +104,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorRowsPass
 
+    def bool_vectors() -> type[ModulePass]:
+        from dhir.transforms.bool_vectors import BoolVectorsPass
+
+        return BoolVectorsPass
+
     def fast_math() -> type[ModulePass]:
         from dhir.transforms.fast_math import FastMathPass
 
@@ -152,6 +157,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
+        "dhir-bool-vectors": bool_vectors,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,
     }

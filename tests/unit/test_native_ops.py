@@ -347,6 +347,71 @@ func.func @main(%a: memref<8xf32>) {
         dhir.run(program, np.zeros(8, np.float32), backend="interp")
 
 
+# --- vectors of i1 in memory -------------------------------------------------------------
+
+# A memref of i1 holds a byte per element; MLIR 22 loads and stores vector<Nxi1> as packed
+# bits (dhir-bool-vectors makes them gathers and scatters).
+BOOL_VECTORS = """
+func.func @main(%a: memref<3x4xi1>, %b: memref<3x4xi1>, %c: memref<3x4xi1>, %d: memref<3x4xi1>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %f = arith.constant false
+  %v = vector.load %a[%c0, %c0] : memref<3x4xi1>, vector<4xi1>
+  vector.store %v, %b[%c0, %c0] : memref<3x4xi1>, vector<4xi1>
+  %w = vector.load %a[%c1, %c0] : memref<3x4xi1>, vector<2x4xi1>
+  vector.store %w, %b[%c1, %c0] : memref<3x4xi1>, vector<2x4xi1>
+  %r = vector.transfer_read %a[%c1, %c2], %f : memref<3x4xi1>, vector<4xi1>
+  vector.transfer_write %r, %c[%c0, %c0] {in_bounds = [true]} : vector<4xi1>, memref<3x4xi1>
+  %s = vector.transfer_read %a[%c2, %c0], %f {in_bounds = [true]} : memref<3x4xi1>, vector<4xi1>
+  vector.transfer_write %s, %c[%c2, %c1] : vector<4xi1>, memref<3x4xi1>
+  %m = arith.constant dense<[true, false, true, true]> : vector<4xi1>
+  %t = arith.constant dense<true> : vector<4xi1>
+  %x = vector.maskedload %a[%c1, %c0], %m, %t : memref<3x4xi1>, vector<4xi1>, vector<4xi1> into vector<4xi1>
+  vector.maskedstore %d[%c0, %c0], %m, %x : memref<3x4xi1>, vector<4xi1>, vector<4xi1>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_vectors_of_i1_load_and_store_a_byte_per_element() -> None:
+    a = np.array([[1, 0, 1, 1], [0, 1, 1, 0], [1, 1, 0, 1]], bool)
+    zeros = np.zeros((3, 4), bool)
+    program = dhir.parse_string(BOOL_VECTORS, "prog.mlir")
+    native = dhir.run(program, a, zeros, zeros, zeros, backend="native", ranks=1)
+    c = zeros.copy()
+    c[0, :2] = a[1, 2:]  # out of bounds: the padding, false
+    c[2, 1:] = a[2, :3]
+    d = zeros.copy()
+    d[0] = [a[1, 0], False, a[1, 2], a[1, 3]]
+    for got, want in zip(native, [a, a, c, d], strict=True):
+        np.testing.assert_array_equal(got, want)
+    # The interpreter runs all but the masked ones.
+    unmasked = BOOL_VECTORS.split("  %m = ")[0] + "  return\n}\n"
+    interp = dhir.run(
+        dhir.parse_string(unmasked, "prog.mlir"), a, zeros, zeros, zeros, backend="interp"
+    )
+    for got, want in zip(interp, [a, a, c, zeros], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_vector_ops_on_i1_the_native_backend_cannot_run_right_are_refused() -> None:
+    text = """
+func.func @main(%a: memref<2x4xi1>) {
+  %c0 = arith.constant 0 : index
+  %f = arith.constant false
+  %v = vector.transfer_read %a[%c0, %c0], %f {permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<2x4xi1>, vector<2xi1>
+  vector.transfer_write %v, %a[%c0, %c0] : vector<2xi1>, memref<2x4xi1>
+  return
+}
+"""
+    with pytest.raises(
+        dhir.DhirError, match=r"prog.mlir:5:\d+: error: 'vector.transfer_read' of a memref of i1"
+    ):
+        dhir.run(dhir.parse_string(text, "prog.mlir"), np.zeros((2, 4), bool), backend="native")
+
+
 # --- bf16 ------------------------------------------------------------------------------
 
 BF16 = """
