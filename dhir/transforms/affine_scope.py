@@ -104,7 +104,13 @@ def _as_dims(amap: AffineMap) -> AffineMap:
     return AffineMap(amap.num_dims + amap.num_symbols, 0, results)
 
 
-def _lower(op: Operation) -> None:
+def lower_access(op: affine.VectorLoadOp | affine.VectorStoreOp) -> Operation:
+    """`op` as --lower-affine lowers it: a vector.load or vector.store whose subscripts
+    affine.apply computes; the new op."""
+    return _lower(op)
+
+
+def _lower(op: Operation) -> Operation:
     made: list[Operation] = []
     if isinstance(op, _Access):
         new = _access(op, _results(op.map.data, op.indices, made))
@@ -118,6 +124,7 @@ def _lower(op: Operation) -> None:
     new.location = op.location
     Rewriter.insert_op(made, InsertPoint.before(op))
     Rewriter.replace_op(op, new, list(new.results))
+    return new
 
 
 def _results(

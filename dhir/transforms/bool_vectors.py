@@ -9,7 +9,8 @@ byte (`vector.transfer_write` of `[true, true]` into a row of a `memref<3x2xi1>`
 own i1, one byte, so each such op becomes one of them, over the lanes 0..N-1 of the
 innermost dimension from its indices:
 
-- `vector.load`/`vector.store`: every lane;
+- `vector.load`/`vector.store` (and `affine.vector_load`/`store`, first lowered to them as
+  `--lower-affine` would): every lane;
 - `vector.maskedload`/`vector.maskedstore`: the lanes of its mask, the others passed
   through;
 - `vector.transfer_read`/`vector.transfer_write` of one dimension along the memref's
@@ -18,9 +19,9 @@ innermost dimension from its indices:
   a read's other lanes are its padding.
 
 The same lanes move, so results are exact. Others (`vector.expandload`,
-`compressstore`, `affine.vector_load`/`store`, a transfer of several dimensions or along
-another, a memref whose innermost stride is not 1) are refused at the op: the native
-backend cannot run them right.
+`compressstore`, a transfer of several dimensions or along another, a memref whose
+innermost stride is not 1) are refused at the op: the native backend cannot run them
+right.
 """
 
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dhir.dialects import affine, arith, memref, vector
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
+from dhir.transforms.affine_scope import lower_access
 
 _LOADS_AND_STORES = (
     vector.LoadOp,
@@ -54,12 +56,8 @@ _LOADS_AND_STORES = (
     vector.TransferReadOp,
     vector.TransferWriteOp,
 )
-_REFUSED = (
-    vector.ExpandLoadOp,
-    vector.CompressStoreOp,
-    affine.VectorLoadOp,
-    affine.VectorStoreOp,
-)
+_REFUSED = (vector.ExpandLoadOp, vector.CompressStoreOp)
+_AFFINE = (affine.VectorLoadOp, affine.VectorStoreOp)
 
 
 @dataclass(frozen=True)
@@ -69,10 +67,12 @@ class BoolVectorsPass(ModulePass):
     name = "dhir-bool-vectors"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for found in list(find_ops(op, (*_LOADS_AND_STORES, *_REFUSED))):
+        for found in list(find_ops(op, (*_LOADS_AND_STORES, *_REFUSED, *_AFFINE))):
             memory = _memory(found)
             if not _of_bools(memory):
                 continue
+            if isinstance(found, _AFFINE):
+                found = lower_access(found)  # a vector.load or store, as --lower-affine
             if isinstance(found, _REFUSED) or not _lanes_in_a_row(found, memory):
                 raise error_at(
                     found,
