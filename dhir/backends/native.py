@@ -60,7 +60,6 @@ from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
-from dhir.transforms.bool_vectors import BoolVectorsPass
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
@@ -73,6 +72,7 @@ from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_coun
 from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
 from dhir.transforms.optimize_bodies import optimize_bodies
+from dhir.transforms.packed_vectors import PackedVectorsPass
 from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.shard_collectives import SHARD_BANDS
@@ -151,7 +151,7 @@ def compile_native(
     after = (
         AccurateMathPass(),
         rows,
-        BoolVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
+        PackedVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
         Mlir22WorkaroundsPass(),
         FloatAtomicsPass(),
         *copies,

@@ -104,10 +104,10 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return VectorRowsPass
 
-    def bool_vectors() -> type[ModulePass]:
-        from dhir.transforms.bool_vectors import BoolVectorsPass
+    def packed_vectors() -> type[ModulePass]:
+        from dhir.transforms.packed_vectors import PackedVectorsPass
 
-        return BoolVectorsPass
+        return PackedVectorsPass
 
     def fast_math() -> type[ModulePass]:
         from dhir.transforms.fast_math import FastMathPass
@@ -157,7 +157,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
-        "dhir-bool-vectors": bool_vectors,
+        "dhir-packed-vectors": packed_vectors,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,
     }

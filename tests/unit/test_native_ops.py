@@ -350,7 +350,7 @@ func.func @main(%a: memref<8xf32>) {
 # --- vectors of i1 in memory -------------------------------------------------------------
 
 # A memref of i1 holds a byte per element; MLIR 22 loads and stores vector<Nxi1> as packed
-# bits (dhir-bool-vectors makes them gathers and scatters).
+# bits (dhir-packed-vectors makes them gathers and scatters).
 BOOL_VECTORS = """
 func.func @main(%a: memref<3x4xi1>, %b: memref<3x4xi1>, %c: memref<3x4xi1>, %d: memref<3x4xi1>) {
   %c0 = arith.constant 0 : index
@@ -398,6 +398,50 @@ def test_vectors_of_i1_load_and_store_a_byte_per_element() -> None:
     )
     for got, want in zip(interp, [a, a, c, d], strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# i4 and i24 elements take a byte and four in memory, but vectors of them pack tighter.
+ODD_INTEGER_VECTORS = """
+func.func @main(%o: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %a = memref.alloc() : memref<4xi4>
+  %b = memref.alloc() : memref<4xi24>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = arith.index_cast %i : index to i4
+    %y = arith.addi %x, %x : i4
+    memref.store %y, %a[%i] : memref<4xi4>
+    %z = arith.index_cast %i : index to i24
+    %w = arith.muli %z, %z : i24
+    memref.store %w, %b[%i] : memref<4xi24>
+  }
+  %v = vector.load %a[%c0] : memref<4xi4>, vector<4xi4>
+  %u = vector.load %b[%c0] : memref<4xi24>, vector<4xi24>
+  %v2 = arith.addi %v, %v : vector<4xi4>
+  %u2 = arith.addi %u, %u : vector<4xi24>
+  vector.store %v2, %a[%c0] : memref<4xi4>, vector<4xi4>
+  vector.store %u2, %b[%c0] : memref<4xi24>, vector<4xi24>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xi4>
+    %xe = arith.extsi %x : i4 to i32
+    memref.store %xe, %o[%i] : memref<8xi32>
+    %y = memref.load %b[%i] : memref<4xi24>
+    %ye = arith.extsi %y : i24 to i32
+    %j = arith.addi %i, %c4 : index
+    memref.store %ye, %o[%j] : memref<8xi32>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_vectors_of_i4_and_i24_load_and_store_each_element() -> None:
+    program = dhir.parse_string(ODD_INTEGER_VECTORS, "prog.mlir")
+    (got,) = dhir.run(program, np.zeros(8, np.int32), backend="native")
+    # 2 * (0, 2, 4, 6) wraps in i4; 2 * (0, 1, 4, 9) in i24 does not.
+    np.testing.assert_array_equal(got, [0, 4, -8, -4, 0, 2, 8, 18])
 
 
 def test_vector_ops_on_i1_the_native_backend_cannot_run_right_are_refused() -> None:

@@ -1,13 +1,15 @@
-"""`dhir-bool-vectors`: vector loads and stores of memrefs of i1, made exact.
+"""`dhir-packed-vectors`: vector loads and stores of memrefs of i1 (and of other integers
+that are not a whole power of two of bytes), made exact.
 
-A memref of i1 holds one byte per element, but MLIR 22's `convert-vector-to-llvm` lowers
-`vector.load`/`vector.store` (and the transfers and masked loads and stores it turns into
-them) of a `vector<Nxi1>` to an LLVM load or store of `<N x i1>`, which LLVM packs into
-bits: a load read the bits of the first bytes, a store wrote them packed into the first
-byte (`vector.transfer_write` of `[true, true]` into a row of a `memref<3x2xi1>` left it
+A memref of i1 holds one byte per element (an i4 one byte, an i24 four: LLVM's size of
+the element), but MLIR 22's `convert-vector-to-llvm` lowers `vector.load`/`vector.store`
+(and the transfers and masked loads and stores it turns into them) of a `vector<Nxi1>`
+to an LLVM load or store of `<N x i1>`, which LLVM packs into bits: a load read the bits
+of the first bytes, a store wrote them packed into the first byte
+(`vector.transfer_write` of `[true, true]` into a row of a `memref<3x2xi1>` left it
 `[true, false]`). `vector.gather` and `vector.scatter` load and store each lane as its
-own i1, one byte, so each such op becomes one of them, over the lanes 0..N-1 of the
-innermost dimension from its indices:
+own element, so each such op becomes one of them, over the lanes 0..N-1 of the innermost
+dimension from its indices:
 
 - `vector.load`/`vector.store` (and `affine.vector_load`/`store`, first lowered to them as
   `--lower-affine` would): every lane;
@@ -61,23 +63,25 @@ _AFFINE = (affine.VectorLoadOp, affine.VectorStoreOp)
 
 
 @dataclass(frozen=True)
-class BoolVectorsPass(ModulePass):
-    """Vector loads and stores of memrefs of i1 become gathers and scatters."""
+class PackedVectorsPass(ModulePass):
+    """Vector loads and stores of memrefs of i1 (or i4, i24, ...) become gathers and
+    scatters."""
 
-    name = "dhir-bool-vectors"
+    name = "dhir-packed-vectors"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for found in list(find_ops(op, (*_LOADS_AND_STORES, *_REFUSED, *_AFFINE))):
             memory = _memory(found)
-            if not _of_bools(memory):
+            if not _packed(memory):
                 continue
             if isinstance(found, _AFFINE):
                 found = lower_access(found)  # a vector.load or store, as --lower-affine
             if isinstance(found, _REFUSED) or not _lanes_in_a_row(found, memory):
                 raise error_at(
                     found,
-                    f"'{found.name}' of a memref of i1 cannot run natively: MLIR 22 packs "
-                    "the vector's lanes into bits, where the memref holds a byte each; "
+                    f"'{found.name}' of a memref of {_element(memory)} cannot run natively: "
+                    "MLIR 22 packs the vector's lanes into bits, where the memref holds "
+                    "whole bytes for each; "
                     "load and store one dimension along a unit-stride innermost one "
                     "(vector.load, vector.store, a transfer with a minor identity map), "
                     "or element by element",
@@ -98,9 +102,20 @@ def _memory(op: Operation) -> SSAValue:
     raise AssertionError(f"{op.name} names no memref")
 
 
-def _of_bools(memory: SSAValue) -> bool:
+def _packed(memory: SSAValue) -> bool:
+    """Whether LLVM packs a vector of the memref's elements tighter than the memref
+    holds them: integers of fewer than 8 bits, or not a power of two of bytes."""
     kind = memory.type
-    return isinstance(kind, MemRefType) and kind.element_type == i1
+    if not isinstance(kind, MemRefType) or not isinstance(kind.element_type, IntegerType):
+        return False
+    width = kind.element_type.width.data
+    return width < 8 or width & (width - 1) != 0
+
+
+def _element(memory: SSAValue) -> object:
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    return kind.element_type
 
 
 def _lanes_in_a_row(op: Operation, memory: SSAValue) -> bool:
@@ -151,7 +166,9 @@ def _as_gather_or_scatter(op: Operation) -> None:
     elif isinstance(op, vector.MaskedLoadOp):
         passed = op.pass_thru
     else:
-        passed = _vector(add, i1, [0] * lanes)
+        element = kind.element_type
+        assert isinstance(element, IntegerType)
+        passed = _vector(add, element, [0] * lanes)  # no lane is passed through
     gather = vector.GatherOp.build(
         operands=[base, indices, offsets, mask, passed], result_types=[kind]
     )
