@@ -64,8 +64,9 @@ _AFFINE = (affine.VectorLoadOp, affine.VectorStoreOp)
 
 @dataclass(frozen=True)
 class PackedVectorsPass(ModulePass):
-    """Vector loads and stores of memrefs of i1 (or i4, i24, ...) become gathers and
-    scatters."""
+    """Vector loads and stores of memrefs of i1, i4, i24 become gathers and scatters.
+
+    LLVM packs the lanes of such vectors tighter than the memref holds them."""
 
     name = "dhir-packed-vectors"
 
