@@ -22,8 +22,8 @@ dimension from its indices:
 
 The same lanes move, so results are exact. Others (`vector.expandload`,
 `compressstore`, a transfer of several dimensions or along another, a memref whose
-innermost stride is not 1) are refused at the op: the native backend cannot run them
-right.
+innermost stride is not 1, scalable vectors) are refused at the op: the native backend
+cannot run them right.
 """
 
 from collections.abc import Callable
@@ -83,9 +83,9 @@ class PackedVectorsPass(ModulePass):
                     f"'{found.name}' of a memref of {_element(memory)} cannot run natively: "
                     "MLIR 22 packs the vector's lanes into bits, where the memref holds "
                     "whole bytes for each; "
-                    "load and store one dimension along a unit-stride innermost one "
-                    "(vector.load, vector.store, a transfer with a minor identity map), "
-                    "or element by element",
+                    "load and store a fixed-size 1-D vector along a unit-stride innermost "
+                    "dimension (vector.load, vector.store, a transfer with a minor identity "
+                    "map), or element by element",
                 )
             _as_gather_or_scatter(found)
 
@@ -120,11 +120,14 @@ def _element(memory: SSAValue) -> object:
 
 
 def _lanes_in_a_row(op: Operation, memory: SSAValue) -> bool:
-    """A 1-D vector along the memref's innermost dimension, whose stride is 1."""
+    """A 1-D fixed-size vector along the memref's innermost dimension, whose stride
+    is 1."""
     kind = memory.type
     assert isinstance(kind, MemRefType)
     strides = kind.get_strides()
-    if not strides or strides[-1] != 1 or len(_vector_type(op).get_shape()) != 1:
+    lanes = _vector_type(op)
+    scalable = any(d.value for d in lanes.scalable_dims.data)
+    if not strides or strides[-1] != 1 or len(lanes.get_shape()) != 1 or scalable:
         return False
     if isinstance(op, vector.TransferReadOp | vector.TransferWriteOp):
         results = op.permutation_map.data.results

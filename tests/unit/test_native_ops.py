@@ -458,6 +458,16 @@ func.func @main(%a: memref<2x4xi1>) {
         dhir.DhirError, match=r"prog.mlir:5:\d+: error: 'vector.transfer_read' of a memref of i1"
     ):
         dhir.run(dhir.parse_string(text, "prog.mlir"), np.zeros((2, 4), bool), backend="native")
+    scalable = """
+func.func @main(%a: memref<8xi1>) {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %a[%c0] : memref<8xi1>, vector<[4]xi1>
+  vector.store %v, %a[%c0] : memref<8xi1>, vector<[4]xi1>
+  return
+}
+"""
+    with pytest.raises(dhir.DhirError, match=r"prog.mlir:4:\d+: error: 'vector.load' of a memref"):
+        dhir.run(dhir.parse_string(scalable, "prog.mlir"), np.zeros(8, bool), backend="native")
 
 
 # --- bf16 ------------------------------------------------------------------------------
