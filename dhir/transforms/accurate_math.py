@@ -12,6 +12,11 @@
   powi takes a C int, and clang rejects any other width ("POWI exponent does not match
   sizeof(int)"); wider exponents are outlined by mlir-opt's convert-math-to-funcs. On
   vectors with exponents up to i32, lane by lane: MLIR 22 would give powi a vector exponent.
+- arith.maxnumf and minnumf become maximumf/minimumf where neither operand is NaN, and the
+  other operand where one is: LLVM 22's llvm.maxnum may give either of +0 and -0 (x86 code
+  gave the first operand, so maxnumf(-0.0, 0.0) was -0.0, while constant folding gives
+  +0.0); maximumf orders -0 below +0, as the interpreter does. Ops whose fastmath flags
+  allow `nsz` keep llvm.maxnum.
 
 The native backend runs this on host code only: GPU kernels have libdevice's versions.
 """
@@ -48,7 +53,8 @@ from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
 _C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
-_CHANGED = (*_C_NAMES, mathd.FPowIOp)
+_NUMBER_OPS = (arith.MaxnumfOp, arith.MinnumfOp)
+_CHANGED = (*_C_NAMES, mathd.FPowIOp, *_NUMBER_OPS)
 # One lane's value from its operands' lanes, appending the ops that compute it to the list.
 _Scalar = Callable[[list[SSAValue], list[Operation]], SSAValue]
 
@@ -58,7 +64,8 @@ class AccurateMathPass(ModulePass):
     """math.expm1/log1p outside GPU code become calls of libm's accurate versions.
 
     (@expm1/@expm1f/@log1p/@log1pf); math.fpowi exponents narrower than i32 are
-    sign-extended to i32, as LLVM's powi takes a C int (vectors lane by lane)."""
+    sign-extended to i32, as LLVM's powi takes a C int (vectors lane by lane);
+    arith.maxnumf/minnumf order -0 below +0, as the interpreter does."""
 
     name = "dhir-accurate-math"
 
@@ -70,6 +77,23 @@ class AccurateMathPass(ModulePass):
                 _replace(op, math_op)
             elif isinstance(math_op, mathd.FPowIOp):
                 _widen_exponent(_in_f32(math_op))
+            elif isinstance(math_op, _NUMBER_OPS):
+                _order_zeros(math_op)
+
+
+def _order_zeros(op: arith.MaxnumfOp | arith.MinnumfOp) -> None:
+    """`maxnumf(a, b)` as `isnan(a) ? b : isnan(b) ? a : maximumf(a, b)` (minnumf alike):
+    the interpreter's result, also for zeros of opposite signs, which llvm.maxnum leaves
+    open."""
+    if any(flag.value == "nsz" for flag in op.fastmath.data):
+        return
+    a, b = op.lhs, op.rhs
+    exact = arith.MaximumfOp if isinstance(op, arith.MaxnumfOp) else arith.MinimumfOp
+    ordered = exact(a, b, op.fastmath)
+    a_nan, b_nan = arith.CmpfOp(a, a, "uno"), arith.CmpfOp(b, b, "uno")
+    keep_a = arith.SelectOp(b_nan.result, a, ordered.result)
+    result = arith.SelectOp(a_nan.result, b, keep_a.result)
+    Rewriter.replace_op(op, [ordered, a_nan, b_nan, keep_a, result], [result.result])
 
 
 def _in_f32(op: mathd.FPowIOp) -> mathd.FPowIOp:

@@ -957,6 +957,48 @@ def test_maximumf_and_minimumf_order_minus_zero_below_plus_zero() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+NUMBER_ZEROS = """
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %hi: memref<8xf32>, %lo: memref<8xf32>,
+                %vhi: memref<8xf32>, %vlo: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %x = memref.load %a[%i] : memref<8xf32>
+    %y = memref.load %b[%i] : memref<8xf32>
+    %h = arith.maxnumf %x, %y : f32
+    %l = arith.minnumf %x, %y : f32
+    memref.store %h, %hi[%i] : memref<8xf32>
+    memref.store %l, %lo[%i] : memref<8xf32>
+  }
+  %x = vector.load %a[%c0] : memref<8xf32>, vector<8xf32>
+  %y = vector.load %b[%c0] : memref<8xf32>, vector<8xf32>
+  %h = arith.maxnumf %x, %y : vector<8xf32>
+  %l = arith.minnumf %x, %y : vector<8xf32>
+  vector.store %h, %vhi[%c0] : memref<8xf32>, vector<8xf32>
+  vector.store %l, %vlo[%c0] : memref<8xf32>, vector<8xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_maxnumf_and_minnumf_order_minus_zero_below_plus_zero() -> None:
+    """llvm.maxnum may give either zero of opposite signs: x86 code gave the first operand
+    (maxnumf(-0.0, 0.0) was -0.0), the interpreter +0.0."""
+    a = np.array([-0.0, 0.0, -0.0, 0.0, np.nan, 1.0, np.nan, -2.0], np.float32)
+    b = np.array([0.0, -0.0, -0.0, 0.0, -0.0, np.nan, np.nan, 3.0], np.float32)
+    zeros = [np.zeros(8, np.float32) for _ in range(4)]
+    native, interp = both(NUMBER_ZEROS, a, b, *zeros)
+    for k, (got, oracle) in enumerate(zip(native, interp)):
+        same_bits(got, oracle, f"argument {k}, native against the interpreter")
+    hi, lo = np.fmax(a, b), np.fmin(a, b)
+    hi[:2], lo[:2] = 0.0, -0.0
+    for got, want in zip(interp[2:], [hi, lo, hi, lo]):
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+        np.testing.assert_array_equal(got, want)
+
+
 def _f64_bits(*bits: int) -> np.ndarray:
     return np.array(bits, np.uint64).view(np.float64)
 

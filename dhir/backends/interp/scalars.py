@@ -212,7 +212,8 @@ def _nan_of(a: float, b: float, keep_first: bool) -> float:
 
 
 def maxnum(a: float, b: float) -> float:
-    """arith.maxnumf: the other operand when one is NaN (+0 > -0, which MLIR leaves open)."""
+    """arith.maxnumf: the other operand when one is NaN (+0 > -0, which MLIR leaves open;
+    dhir-accurate-math makes native code do the same)."""
     if a != a:
         return b
     return a if b != b else maximum(a, b)

@@ -69,3 +69,21 @@ func.func @powers(%x: vector<2xf32>, %n: vector<2xi16>, %w: vector<2xi64>) -> (v
   %u = math.fpowi %x, %w : vector<2xf32>, vector<2xi64>
   return %y, %u : vector<2xf32>, vector<2xf32>
 }
+
+// maxnumf/minnumf: maximumf/minimumf (which order -0 below +0) where neither is NaN, else
+// the other operand; an op that allows nsz keeps llvm.maxnum.
+// CHECK-LABEL: func.func @numbers
+func.func @numbers(%a: f32, %b: f32, %v: vector<2xf64>) -> (f32, f32, vector<2xf64>) {
+  // CHECK-NEXT: %[[M:.*]] = arith.maximumf %a, %b : f32
+  // CHECK-NEXT: %[[AN:.*]] = arith.cmpf uno, %a, %a : f32
+  // CHECK-NEXT: %[[BN:.*]] = arith.cmpf uno, %b, %b : f32
+  // CHECK-NEXT: %[[K:.*]] = arith.select %[[BN]], %a, %[[M]] : f32
+  // CHECK-NEXT: %{{.*}} = arith.select %[[AN]], %b, %[[K]] : f32
+  %h = arith.maxnumf %a, %b : f32
+  // CHECK-NEXT: %{{.*}} = arith.minnumf %a, %b fastmath<nsz> : f32
+  %l = arith.minnumf %a, %b fastmath<nsz> : f32
+  // CHECK-NEXT: %[[W:.*]] = arith.minimumf %v, %v : vector<2xf64>
+  // CHECK:      arith.select %{{.*}}, %v, %[[W]] : vector<2xi1>, vector<2xf64>
+  %w = arith.minnumf %v, %v : vector<2xf64>
+  return %h, %l, %w : f32, f32, vector<2xf64>
+}
