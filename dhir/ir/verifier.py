@@ -7,13 +7,13 @@ the SSA dominance check that xDSL lacks.
 
 from collections.abc import Mapping
 
-from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, ModuleOp, Signedness, VectorType
 from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
-from dhir.dialects import func
+from dhir.dialects import func, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
@@ -169,6 +169,8 @@ def _verify_op(
         _verify_blocks_not_empty(op)
         if op.name.startswith("arith."):
             _verify_signless(op)
+        if isinstance(op, vector.ExtractOp | vector.InsertOp):
+            _verify_static_position(op)
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).
         culprit = getattr(error, "op", op)
@@ -190,6 +192,19 @@ def _verify_signless(op: Operation) -> None:
             raise DiagnosticException(
                 f"'{op.name}' takes signless integers, not {element}: write {signless} (the "
                 "op, such as divsi or divui, extsi or extui, says how to read the sign)"
+            )
+
+
+def _verify_static_position(op: vector.ExtractOp | vector.InsertOp) -> None:
+    """MLIR's verifier refuses a constant position outside its dimension (xDSL's does
+    not): the interpreter then failed at run time, and the native build in mlir-opt-22."""
+    kind = op.vector.type if isinstance(op, vector.ExtractOp) else op.dest.type
+    assert isinstance(kind, VectorType)
+    for dimension, (at, size) in enumerate(zip(op.static_position.get_values(), kind.get_shape())):
+        if at != DYNAMIC_INDEX and at != -1 and not 0 <= at < size:
+            raise DiagnosticException(
+                f"'{op.name}' position {at} is outside dimension {dimension} of {kind}, "
+                f"whose size is {size}: use 0 to {size - 1} (or -1, poison)"
             )
 
 
