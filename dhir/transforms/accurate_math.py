@@ -5,6 +5,9 @@
   1.00000008e-10 in f64 and 0 in f32); libm's are accurate to an ulp, as NumPy's and the
   interpreter's are. f16 and bf16 are computed in f32 and rounded back (as LLVM does for
   other math ops); vectors lane by lane.
+- math.atan2 becomes a call of libm's too: MLIR 22's folder (which canonicalization, also
+  in expand-strided-metadata, runs) makes atan2 of two constant zeros NaN, where C gives
+  +-0 or +-pi by their signs; at run time convert-math-to-libm calls atan2 anyway.
 - math.fpowi on f16 and bf16 is computed in f32 and rounded once: LLVM expands a constant
   exponent into products rounded to half precision, and convert-math-to-funcs computes i64
   exponents in half precision.
@@ -52,7 +55,11 @@ from dhir.dialects.gpu import in_device_code
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
-_C_NAMES: dict[type[Operation], str] = {mathd.ExpM1Op: "expm1", mathd.Log1pOp: "log1p"}
+_C_NAMES: dict[type[Operation], str] = {
+    mathd.ExpM1Op: "expm1",
+    mathd.Log1pOp: "log1p",
+    mathd.Atan2Op: "atan2",
+}
 _NUMBER_OPS = (arith.MaxnumfOp, arith.MinnumfOp)
 _CHANGED = (*_C_NAMES, mathd.FPowIOp, *_NUMBER_OPS)
 # One lane's value from its operands' lanes, appending the ops that compute it to the list.
@@ -161,14 +168,15 @@ def _replace(module: ModuleOp, op: Operation) -> None:
 
     def scalar(lanes: list[SSAValue], ops: list[Operation]) -> SSAValue:
         if isinstance(element, Float64Type):
-            callee = _declare(module, op, c_name, element)
+            callee = _declare(module, op, c_name, element, len(lanes))
             ops.append(call := func.CallOp(callee, lanes, [element]))
             return call.res[0]
-        wide = lanes[0]
+        wide = list(lanes)
         if not isinstance(element, Float32Type):  # f16, bf16
-            ops.append(extend := arith.ExtFOp(wide, f32))
-            wide = extend.result
-        ops.append(call := func.CallOp(_declare(module, op, c_name + "f", f32), [wide], [f32]))
+            ops.extend(extend := [arith.ExtFOp(lane, f32) for lane in lanes])
+            wide = [e.result for e in extend]
+        callee = _declare(module, op, c_name + "f", f32, len(lanes))
+        ops.append(call := func.CallOp(callee, wide, [f32]))
         if isinstance(element, Float32Type):
             return call.res[0]
         ops.append(narrow := arith.TruncFOp(call.res[0], element))
@@ -204,12 +212,12 @@ def _lane_by_lane(op: Operation, scalar: _Scalar) -> None:
     Rewriter.replace_op(op, ops, [value])
 
 
-def _declare(module: ModuleOp, user: Operation, name: str, type_: Attribute) -> str:
-    """The name of libm's `name`, declared in `module` once."""
-    signature = FunctionType.from_lists([type_], [type_])
+def _declare(module: ModuleOp, user: Operation, name: str, type_: Attribute, arity: int) -> str:
+    """The name of libm's `name`, of `arity` arguments, declared in `module` once."""
+    signature = FunctionType.from_lists([type_] * arity, [type_])
     existing = SymbolTable.lookup_symbol(module, name)
     if existing is None:
-        declaration = func.FuncOp.external(name, [type_], [type_])
+        declaration = func.FuncOp.external(name, [type_] * arity, [type_])
         block = module.body.block
         if block.first_op is None:
             block.add_op(declaration)

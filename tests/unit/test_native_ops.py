@@ -999,6 +999,38 @@ def test_maxnumf_and_minnumf_order_minus_zero_below_plus_zero() -> None:
         np.testing.assert_array_equal(got, want)
 
 
+ATAN2_OF_ZEROS = """
+func.func @main(%o: memref<4xT>) {
+  %p = arith.constant 0.0 : T
+  %m = arith.constant -0.0 : T
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %a = math.atan2 %p, %m : T
+  %b = math.atan2 %m, %m : T
+  %c = math.atan2 %p, %p : T
+  %d = math.atan2 %m, %p : T
+  memref.store %a, %o[%c0] : memref<4xT>
+  memref.store %b, %o[%c1] : memref<4xT>
+  memref.store %c, %o[%c2] : memref<4xT>
+  memref.store %d, %o[%c3] : memref<4xT>
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("type_", ["f16", "f32", "f64"])
+def test_atan2_of_constant_zeros_is_c_s(type_: str) -> None:
+    """MLIR 22 folds atan2 of two constant zeros to NaN; C gives +-pi or +-0."""
+    dtype = DTYPES[type_]
+    native, interp = both(ATAN2_OF_ZEROS.replace("T", type_), np.zeros(4, dtype))
+    same_bits(native[0], interp[0], "native against the interpreter")
+    want = np.arctan2(np.array([0.0, -0.0, 0.0, -0.0]), np.array([-0.0, -0.0, 0.0, 0.0]))
+    same_bits(interp[0], want.astype(dtype), "the interpreter against NumPy")
+
+
 def _f64_bits(*bits: int) -> np.ndarray:
     return np.array(bits, np.uint64).view(np.float64)
 
