@@ -470,6 +470,38 @@ func.func @main(%a: memref<8xi1>) {
         dhir.run(dhir.parse_string(scalable, "prog.mlir"), np.zeros(8, bool), backend="native")
 
 
+I1_LANES = """
+func.func @main(%a: memref<2x8xi1>, %o: memref<3x8xi1>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %v = vector.load %a[%c1, %c0] : memref<2x8xi1>, vector<8xi1>
+  %w = vector.load %a[%c0, %c0] : memref<2x8xi1>, vector<2x8xi1>
+  vector.store %v, %o[%c0, %c0] : memref<3x8xi1>, vector<8xi1>
+  %r = vector.extract %w[0] : vector<8xi1> from vector<2x8xi1>
+  %x = arith.xori %r, %v : vector<8xi1>
+  vector.store %x, %o[%c1, %c0] : memref<3x8xi1>, vector<8xi1>
+  %n = arith.constant dense<true> : vector<8xi1>
+  %y = arith.xori %r, %n : vector<8xi1>
+  %t = vector.extract %y[5] : i1 from vector<8xi1>
+  %s = vector.broadcast %t : i1 to vector<8xi1>
+  %z = arith.andi %s, %v : vector<8xi1>
+  vector.store %z, %o[%c2, %c0] : memref<3x8xi1>, vector<8xi1>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_vectors_of_i1_move_a_byte_per_lane() -> None:
+    """LLVM packs <8 x i1> into bits: native code read the bits of the memref's first
+    byte, where each element takes a byte."""
+    a = np.array([[0, 1, 1, 0, 1, 0, 0, 1], [1, 1, 0, 1, 0, 0, 1, 0]], bool)
+    native, interp = both(I1_LANES, a, np.zeros((3, 8), bool))
+    np.testing.assert_array_equal(native[1], interp[1])
+    np.testing.assert_array_equal(interp[1], [a[1], a[0] ^ a[1], a[1] & ~a[0][5]])
+
+
 # --- bf16 ------------------------------------------------------------------------------
 
 BF16 = """
