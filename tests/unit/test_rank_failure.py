@@ -99,13 +99,19 @@ def rank_in_task(marker: str, rank: int, deadline: float) -> int:
     raise AssertionError(f"rank {rank} never started the task that sleeps")
 
 
+# Well before the runs' --timeout (120 s) and the sleeping task's 100 s: a run that
+# waited for either would not have seen the death or the signal. About 2 s on a quiet machine; up to 14 s measured under a load of 20 on two
+# vCPUs, so the bound is not tighter.
+FAILS_WITHIN = 45
+
+
 def check_failed(run: subprocess.Popen[str], since: float, marker: str, tmp_path: Path) -> str:
-    """The run's error output, once it has failed within 10 s of `since` and left no
-    process and no result behind."""
-    _, stderr = run.communicate(timeout=60)
+    """The run's error output, once it has failed within FAILS_WITHIN seconds of `since`
+    and left no process and no result behind."""
+    _, stderr = run.communicate(timeout=100)
     elapsed = time.monotonic() - since
     assert run.returncode != 0, stderr
-    assert elapsed < 10, f"the run took {elapsed:.1f} s to fail"
+    assert elapsed < FAILS_WITHIN, f"the run took {elapsed:.1f} s to fail"
     assert "Traceback" not in stderr
     assert not marked(marker), "processes of the run are left"
     out = tmp_path / "out"
@@ -193,7 +199,7 @@ def test_a_run_ended_by_a_signal_leaves_nothing(
     assert not work.exists(), f"the run directory {work} is left"
     out = tmp_path / "out"
     assert not out.exists() or not list(out.iterdir()), "an ended run wrote results"
-    assert elapsed < 8, f"the run took {elapsed:.1f} s to end"
+    assert elapsed < FAILS_WITHIN, f"the run took {elapsed:.1f} s to end"
     assert "Traceback" not in stderr
     # The CLI exits as shells report a command a signal ended; the API's process dies of it.
     assert run.returncode == (128 + signum if how == "cli" else -signum), stderr
