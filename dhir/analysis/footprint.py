@@ -375,11 +375,12 @@ class _Aliases:
 
     memory: dict[BlockArgument, frozenset[object]]
     known: dict[SSAValue, list[BlockArgument]] = field(default_factory=dict)
+    buffered: dict[SSAValue, frozenset[object]] = field(default_factory=dict)
 
     def of(self, value: SSAValue) -> list[BlockArgument]:
         found = self.known.get(value)
         if found is None:
-            mine = buffers(value)
+            mine = buffers(value, self.buffered)
             found = [a for a, memory in self.memory.items() if shared(mine, memory)]
             self.known[value] = found
         return found

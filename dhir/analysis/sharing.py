@@ -175,15 +175,76 @@ class Opaque:
     value: SSAValue
 
 
-def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozenset[object]:
+def buffers(
+    value: SSAValue, known: dict[SSAValue, frozenset[object]] | None = None
+) -> frozenset[object]:
     """The buffers `value` may point into: the values that made them (an argument, an
     allocation), the names of globals, and `Opaque` memory. Views, base buffers, what a
     loop carries and whatever an op or a region derives from a pointer lead back to
     their sources. A value that is no memref and comes from no pointer (a size, a trip
-    count) points nowhere."""
-    if value in seen:
-        return frozenset()
-    seen = seen | {value}
+    count) points nowhere.
+
+    `known` keeps answers between calls on an unchanged IR. The search follows each
+    path back from `value` without coming round to a value on it again, on a stack of
+    its own rather than Python's (a chain of a thousand views is a program), and keeps
+    each value's answer once no cycle cut it short: values that each use the last one
+    twice took 2**length steps, and a chain of 500 casts overflowed Python's stack."""
+    memo: dict[SSAValue, frozenset[object]] = {} if known is None else known
+    path: set[SSAValue] = set()
+    frames: list[_Search] = []
+    answer = _begin(value, path, frames, memo)
+    while frames:
+        frame = frames[-1]
+        if answer is not None:
+            frame.add(*answer)
+        if frame.next < len(frame.sources):
+            frame.next += 1
+            answer = _begin(frame.sources[frame.next - 1], path, frames, memo)
+            continue
+        frames.pop()
+        path.discard(frame.value)
+        answer = frame.finish(memo)
+    assert answer is not None
+    return answer[0]
+
+
+@dataclass
+class _Search:
+    """A value `buffers` is following back: where it came from, what its sources have
+    given so far, and whether a cycle cut one short (then its answer holds for this
+    path only and is not kept)."""
+
+    value: SSAValue
+    sources: list[SSAValue]
+    next: int = 0
+    found: frozenset[object] = frozenset()
+    cut: bool = False
+
+    def add(self, found: frozenset[object], cut: bool) -> None:
+        self.found |= found
+        self.cut |= cut
+
+    def finish(self, memo: dict[SSAValue, frozenset[object]]) -> tuple[frozenset[object], bool]:
+        found = self.found
+        if not found and isinstance(self.value.type, MemRefType):
+            found = frozenset([Opaque(self.value)])
+        if not self.cut:
+            memo[self.value] = found
+        return found, self.cut
+
+
+def _begin(
+    value: SSAValue,
+    path: set[SSAValue],
+    frames: list[_Search],
+    memo: dict[SSAValue, frozenset[object]],
+) -> tuple[frozenset[object], bool] | None:
+    """The buffers of `value` when they are known at once (with whether a cycle cut
+    them short); else None, with a search of its sources pushed on `frames`."""
+    if (found := memo.get(value)) is not None:
+        return found, False
+    if value in path:
+        return frozenset(), True
     owner = value.owner
     if isinstance(owner, Block):
         parent = owner.parent_op()
@@ -191,22 +252,25 @@ def buffers(value: SSAValue, seen: frozenset[SSAValue] = frozenset()) -> frozens
             sources = _branched(owner)
         elif parent is None or isinstance(parent, func.FuncOp):
             # Arguments are distinct buffers, as far as the IR shows (docs/semantics.md).
-            return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
+            return _made(value), False
         else:
             sources = _carried(value, owner, parent)
     elif (name := global_name(owner)) is not None:
-        return frozenset([name])
+        return frozenset([name]), False
     elif is_alloc(owner):
         # A new buffer, whatever its (size) operands.
-        return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
+        return _made(value), False
     elif value in derived_results(owner):
         sources = [*owner.operands, *_yielded(owner)]
     else:
         sources = []
-    found = frozenset[object]().union(*(buffers(v, seen) for v in sources))
-    if found or not isinstance(value.type, MemRefType):
-        return found
-    return frozenset([Opaque(value)])
+    path.add(value)
+    frames.append(_Search(value, sources))
+    return None
+
+
+def _made(value: SSAValue) -> frozenset[object]:
+    return frozenset([value]) if isinstance(value.type, MemRefType) else frozenset()
 
 
 def shared(first: frozenset[object], second: frozenset[object]) -> frozenset[object]:
