@@ -53,6 +53,17 @@ from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 Key = SSAValue | str
 
 
+def _kept_hash(expr: object, fields: tuple[object, ...]) -> int:
+    """The hash of an expression, kept on it: parts are shared, and hashing each anew
+    walked every path through them (2**length for values that each floor-divide and
+    take the remainder of the last one)."""
+    found = expr.__dict__.get("_hash")
+    if found is None:
+        found = hash(fields)
+        object.__setattr__(expr, "_hash", found)
+    return found
+
+
 @dataclass(frozen=True)
 class Leaf:
     """A value the lifter does not look through: a block argument, or a name a caller
@@ -69,6 +80,9 @@ class Div:
     divisor: int
     ceil: bool = False
 
+    def __hash__(self) -> int:
+        return _kept_hash(self, (self.arg, self.divisor, self.ceil))
+
 
 @dataclass(frozen=True)
 class Mod:
@@ -77,6 +91,9 @@ class Mod:
     arg: "Affine"
     divisor: int
 
+    def __hash__(self) -> int:
+        return _kept_hash(self, (self.arg, self.divisor))
+
 
 @dataclass(frozen=True)
 class Extreme:
@@ -84,6 +101,9 @@ class Extreme:
 
     args: tuple["Affine", ...]
     greatest: bool
+
+    def __hash__(self) -> int:
+        return _kept_hash(self, (self.args, self.greatest))
 
 
 Atom = Leaf | Div | Mod | Extreme
@@ -96,6 +116,9 @@ class Affine:
 
     terms: tuple[tuple[Atom, int], ...] = ()
     constant: int = 0
+
+    def __hash__(self) -> int:
+        return _kept_hash(self, (self.terms, self.constant))
 
     @staticmethod
     def of(atom: Atom) -> "Affine":
@@ -192,9 +215,42 @@ class Lifted:
 # --- views ----------------------------------------------------------------------------
 
 
+# The most atoms an expression written out for isl may hold. Shared parts are written
+# once each time they occur: values that each floor-divide and take the remainder of
+# the last one double the text at each step, which isl then takes seconds to read.
+ISL_ATOMS = 10_000
+
+
 def isl_text(expr: Affine, names: Mapping[SSAValue, str]) -> str | None:
     """`expr` as isl's quasi-affine text, each leaf by its name in `names` (a leaf keyed
-    by a string is that name); None when a leaf has no name."""
+    by a string is that name); None when a leaf has no name, or when the text would
+    hold more than ISL_ATOMS atoms."""
+    if _written_size(expr, {}) > ISL_ATOMS:
+        return None
+    return _text(expr, names)
+
+
+def _written_size(expr: Affine, sizes: dict[int, int]) -> int:
+    """How many atoms `expr` holds written out, each shared part counted where it
+    occurs; `sizes` keeps each atom's (by identity: hashing one walks all of it)."""
+    total = 0
+    for atom, _ in expr.terms:
+        size = sizes.get(id(atom))
+        if size is None:
+            if isinstance(atom, Leaf):
+                size = 1
+            elif isinstance(atom, Extreme):
+                size = 1 + sum(_written_size(a, sizes) for a in atom.args)
+            else:
+                size = 1 + _written_size(atom.arg, sizes)
+            sizes[id(atom)] = size
+        total += size
+        if total > ISL_ATOMS:
+            break
+    return total
+
+
+def _text(expr: Affine, names: Mapping[SSAValue, str]) -> str | None:
     parts: list[str] = []
     for atom, k in expr.terms:
         text = _atom_text(atom, names)
@@ -212,7 +268,7 @@ def _atom_text(atom: Atom, names: Mapping[SSAValue, str]) -> str | None:
     if isinstance(atom, Leaf):
         return atom.key if isinstance(atom.key, str) else names.get(atom.key)
     if isinstance(atom, Extreme):
-        texts = [isl_text(a, names) for a in atom.args]
+        texts = [_text(a, names) for a in atom.args]
         if any(t is None for t in texts):
             return None
         word = "max" if atom.greatest else "min"
@@ -220,7 +276,7 @@ def _atom_text(atom: Atom, names: Mapping[SSAValue, str]) -> str | None:
         for text in texts[1:]:  # isl's min and max take two arguments
             out = f"{word}({out}, {text})"
         return out
-    inner = isl_text(atom.arg, names)
+    inner = _text(atom.arg, names)
     if inner is None:
         return None
     if isinstance(atom, Mod):
