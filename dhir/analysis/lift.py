@@ -327,12 +327,21 @@ def _atom_value(atom: Atom, env: Mapping[SSAValue, int]) -> int | None:
 Interval = tuple[int, int]
 
 
-def interval(expr: Affine, ranges: Callable[[Key], Interval | None]) -> Interval | None:
+def interval(
+    expr: Affine,
+    ranges: Callable[[Key], Interval | None],
+    memo: dict[int, Interval | None] | None = None,
+) -> Interval | None:
     """The least and greatest values of `expr` when each leaf lies in the interval
-    `ranges` gives; None when a leaf's is unknown."""
+    `ranges` gives; None when a leaf's is unknown. Each shared atom is bounded once
+    (`memo`, by identity): following every path took 2**length steps."""
+    memo = {} if memo is None else memo
     low = high = expr.constant
     for atom, k in expr.terms:
-        found = _atom_interval(atom, ranges)
+        if id(atom) in memo:
+            found = memo[id(atom)]
+        else:
+            found = memo[id(atom)] = _atom_interval(atom, ranges, memo)
         if found is None:
             return None
         a, b = found[0] * k, found[1] * k
@@ -340,17 +349,19 @@ def interval(expr: Affine, ranges: Callable[[Key], Interval | None]) -> Interval
     return low, high
 
 
-def _atom_interval(atom: Atom, ranges: Callable[[Key], Interval | None]) -> Interval | None:
+def _atom_interval(
+    atom: Atom, ranges: Callable[[Key], Interval | None], memo: dict[int, Interval | None]
+) -> Interval | None:
     if isinstance(atom, Leaf):
         return ranges(atom.key)
     if isinstance(atom, Extreme):
-        found = [interval(a, ranges) for a in atom.args]
+        found = [interval(a, ranges, memo) for a in atom.args]
         known = [f for f in found if f is not None]
         if len(known) < len(found):
             return None
         pick = max if atom.greatest else min
         return pick(f[0] for f in known), pick(f[1] for f in known)
-    inner = interval(atom.arg, ranges)
+    inner = interval(atom.arg, ranges, memo)
     if isinstance(atom, Mod):
         fits = inner is not None and 0 <= inner[0] and inner[1] < atom.divisor
         return inner if fits and inner is not None else (0, atom.divisor - 1)
