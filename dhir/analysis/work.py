@@ -187,6 +187,10 @@ class _Counter:
 
     def __init__(self) -> None:
         self._calls: list[str] = []  # callees being counted, against recursion
+        # Each callee's count, kept unless recursion cut it short: a function calling
+        # the next one twice, down a chain, was counted 2**length times.
+        self._counted: dict[str, Work] = {}
+        self._cuts = 0
         self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
 
     def region(self, region: Region) -> Work:
@@ -293,13 +297,22 @@ class _Counter:
     def _call(self, op: func.CallOp) -> Work:
         name = op.callee.string_value()
         callee = SymbolTable.lookup_symbol(op, op.callee)
-        if not isinstance(callee, func.FuncOp) or not callee.body.blocks or name in self._calls:
-            return Work()  # external (the runtime, libm) or recursive: not counted
+        if not isinstance(callee, func.FuncOp) or not callee.body.blocks:
+            return Work()  # external (the runtime, libm): not counted
+        if name in self._calls:
+            self._cuts += 1
+            return Work()  # recursive: not counted
+        if (known := self._counted.get(name)) is not None:
+            return known
+        cuts = self._cuts
         self._calls.append(name)
         try:
-            return self.region(callee.body)
+            work = self.region(callee.body)
         finally:
             self._calls.pop()
+        if self._cuts == cuts:
+            self._counted[name] = work
+        return work
 
 
 _PARALLEL = Work(parallel=True)
