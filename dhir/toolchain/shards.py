@@ -728,7 +728,7 @@ def _combiner(value: SSAValue) -> str | None:
         return None
     block = producer.regions[0].block if producer.regions[0].blocks else None
     last = block.last_op if block is not None else None
-    if last is None or last.name != "linalg.yield" or not isinstance(value, OpResult):
+    if not isinstance(last, linalg.YieldOp) or not isinstance(value, OpResult):
         return None
     yielded = last.operands[value.index].owner
     return yielded.name if isinstance(yielded, Operation) else None
