@@ -1,4 +1,5 @@
-"""dhir.ir.walk.find_ops finds what a filtered `walk()` finds, in the same order."""
+"""dhir.ir.walk.find_ops finds what a filtered `walk()` finds, in the same order; holds_op
+whether it finds any."""
 
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from xdsl.ir import Operation
 from dhir import parse_string
 from dhir.dialects import arith, func, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import find_ops, holds_op
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
 KINDS: list[tuple[type[Operation], ...]] = [
@@ -28,5 +29,8 @@ def test_find_ops_matches_walk(path: Path) -> None:
     for kinds in KINDS:
         want = [op for op in module.walk() if isinstance(op, kinds)]
         assert find_ops(module, kinds) == want
+        assert holds_op(module, kinds) == bool(want)
+        for op in module.body.block.ops:
+            assert holds_op(op, kinds) == any(isinstance(o, kinds) for o in op.walk())
     inner = next(iter(module.body.block.ops))
     assert find_ops(inner, Operation) == list(inner.walk())
