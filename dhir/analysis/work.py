@@ -7,16 +7,18 @@ constant bounds (folded through `arith` constants, casts, `+ - *`), `DEFAULT_TRI
 per loop otherwise (also for `scf.while`); `gpu.launch` by grid x block threads; a linalg
 structured op by its iteration space (each loop's extent read from an operand dimension
 that it indexes directly; `DEFAULT_TRIP_COUNT` for a dynamic one); `scf.if` counts its
-costlier branch; `func.call` counts the callee's body. Counted: arithmetic (`arith` ops on
-ints and floats, `math` ops; one per vector lane; index arithmetic, constants and casts are
-free) as flops; bytes loaded and stored (element or vector size per access; a linalg op
-reads each operand element and writes each output element once per iteration;
-`memref.copy` reads and writes the whole buffer); kernel launches; and the footprint: bytes
-of the memrefs the task touches or allocates. How long that takes on a device is
-dhir.machine.roofline's question; see docs/costs.md.
+costlier branch; `func.call` counts the callee's body (a recursion: each of its functions'
+bodies once). Counted: arithmetic (`arith` ops on ints and floats, `math` ops; one per
+vector lane; index arithmetic, constants and casts are free) as flops; bytes loaded and
+stored (element or vector size per access; a linalg op reads each operand element and
+writes each output element once per iteration; `memref.copy` reads and writes the whole
+buffer); kernel launches; and the footprint: bytes of the memrefs the task touches or
+allocates. How long that takes on a device is dhir.machine.roofline's question; see
+docs/costs.md.
 """
 
 import math
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import (
@@ -186,11 +188,10 @@ class _Counter:
     """Counts ops of a task body, following calls into the module's functions."""
 
     def __init__(self) -> None:
-        self._calls: list[str] = []  # callees being counted, against recursion
-        # Each callee's count, kept unless recursion cut it short: a function calling
-        # the next one twice, down a chain, was counted 2**length times.
-        self._counted: dict[str, Work] = {}
-        self._cuts = 0
+        # Each callee's count, made once: a function calling the next one twice, down a
+        # chain or around a ring, was counted 2**length times.
+        self._counted: dict[func.FuncOp, Work] = {}
+        self._recursion: frozenset[func.FuncOp] = frozenset()  # calls in it count nothing
         self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
 
     def region(self, region: Region) -> Work:
@@ -295,27 +296,91 @@ class _Counter:
         return work.times(iterations)
 
     def _call(self, op: func.CallOp) -> Work:
-        name = op.callee.string_value()
-        callee = SymbolTable.lookup_symbol(op, op.callee)
-        if not isinstance(callee, func.FuncOp) or not callee.body.blocks:
+        callee = _defined_callee(op)
+        if callee is None:
             return Work()  # external (the runtime, libm): not counted
-        if name in self._calls:
-            self._cuts += 1
+        if callee in self._recursion:
             return Work()  # recursive: not counted
-        if (known := self._counted.get(name)) is not None:
-            return known
-        cuts = self._cuts
-        self._calls.append(name)
-        try:
-            work = self.region(callee.body)
-        finally:
-            self._calls.pop()
-        if self._cuts == cuts:
-            self._counted[name] = work
-        return work
+        if callee not in self._counted:
+            self._count(callee)
+        return self._counted[callee]
+
+    def _count(self, function: func.FuncOp) -> None:
+        """Counts `function` and the functions it reaches, callees first. A recursion
+        (functions calling one another in a cycle) is one count for all its functions:
+        each one's body once, the calls among them counting nothing, as its depth is not
+        known."""
+        for group, recursive in _components(function, self._counted):
+            if not recursive:
+                self._counted[group[0]] = self.region(group[0].body)
+                continue
+            self._recursion = frozenset(group)
+            try:
+                work = sum((self.region(f.body) for f in group), Work())
+            finally:
+                self._recursion = frozenset()
+            self._counted.update(dict.fromkeys(group, work))
 
 
 _PARALLEL = Work(parallel=True)
+
+
+def _defined_callee(op: func.CallOp) -> func.FuncOp | None:
+    """The function `op` calls, when the module defines it (has its body)."""
+    callee = SymbolTable.lookup_symbol(op, op.callee)
+    return callee if isinstance(callee, func.FuncOp) and callee.body.blocks else None
+
+
+def _callees(function: func.FuncOp) -> list[func.FuncOp]:
+    calls = (op for op in function.body.walk() if isinstance(op, func.CallOp))
+    return [callee for call in calls if (callee := _defined_callee(call)) is not None]
+
+
+def _components(
+    root: func.FuncOp, done: Container[func.FuncOp]
+) -> list[tuple[list[func.FuncOp], bool]]:
+    """The strongly connected components of the functions `root` reaches by calls (not
+    through those in `done`), each callee's before its callers', and whether each is a
+    recursion. Tarjan's algorithm, with a stack of its own: a long call chain would
+    overflow Python's."""
+    order: dict[func.FuncOp, int] = {}  # when each function was reached
+    low: dict[func.FuncOp, int] = {}  # the earliest function on `path` it reaches
+    path: list[func.FuncOp] = []
+    on_path: set[func.FuncOp] = set()
+    calls_itself: set[func.FuncOp] = set()
+    stack: list[tuple[func.FuncOp, Iterator[func.FuncOp]]] = []
+    found: list[tuple[list[func.FuncOp], bool]] = []
+
+    def reach(function: func.FuncOp) -> None:
+        order[function] = low[function] = len(order)
+        path.append(function)
+        on_path.add(function)
+        callees = [f for f in _callees(function) if f not in done]
+        if function in callees:
+            calls_itself.add(function)
+        stack.append((function, iter(callees)))
+
+    reach(root)
+    while stack:
+        function, callees = stack[-1]
+        callee = next(callees, None)
+        if callee is not None:
+            if callee not in order:
+                reach(callee)
+            elif callee in on_path:
+                low[function] = min(low[function], order[callee])
+            continue
+        stack.pop()
+        if stack:
+            caller = stack[-1][0]
+            low[caller] = min(low[caller], low[function])
+        if low[function] == order[function]:
+            group: list[func.FuncOp] = []
+            while not group or group[-1] is not function:
+                group.append(path.pop())
+                on_path.discard(group[-1])
+            found.append((group, len(group) > 1 or function in calls_itself))
+    return found
 
 
 def _weight(work: Work) -> float:
