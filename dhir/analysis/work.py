@@ -18,7 +18,7 @@ docs/costs.md.
 """
 
 import math
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import (
@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
-from xdsl.traits import SymbolTable
+from xdsl.traits import SymbolOpInterface, SymbolTable
 
 from dhir.analysis import reuse
 from dhir.analysis.counts import (
@@ -192,6 +192,7 @@ class _Counter:
         # chain or around a ring, was counted 2**length times.
         self._counted: dict[func.FuncOp, Work] = {}
         self._recursion: frozenset[func.FuncOp] = frozenset()  # calls in it count nothing
+        self._symbols: dict[Operation, dict[str, Operation]] = {}  # of each symbol table
         self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
 
     def region(self, region: Region) -> Work:
@@ -296,7 +297,7 @@ class _Counter:
         return work.times(iterations)
 
     def _call(self, op: func.CallOp) -> Work:
-        callee = _defined_callee(op)
+        callee = self._callee(op)
         if callee is None:
             return Work()  # external (the runtime, libm): not counted
         if callee in self._recursion:
@@ -310,7 +311,7 @@ class _Counter:
         (functions calling one another in a cycle) is one count for all its functions:
         each one's body once, the calls among them counting nothing, as its depth is not
         known."""
-        for group, recursive in _components(function, self._counted):
+        for group, recursive in _components(function, self._counted, self._callees):
             if not recursive:
                 self._counted[group[0]] = self.region(group[0].body)
                 continue
@@ -321,28 +322,51 @@ class _Counter:
                 self._recursion = frozenset()
             self._counted.update(dict.fromkeys(group, work))
 
+    def _callees(self, function: func.FuncOp) -> list[func.FuncOp]:
+        calls = (op for op in function.body.walk() if isinstance(op, func.CallOp))
+        return [callee for call in calls if (callee := self._callee(call)) is not None]
+
+    def _callee(self, op: func.CallOp) -> func.FuncOp | None:
+        """The function `op` calls, when the module defines it (has its body). Found in a
+        table of the symbols around it, made once: xDSL's lookup_symbol walks them all,
+        each time, which took minutes for a chain of a thousand functions."""
+        table = op.parent_op()
+        while table is not None and not table.has_trait(SymbolTable):
+            table = table.parent_op()
+        if table is None:
+            return None
+        if op.callee.nested_references.data:  # @outer::@inner: rare, looked up
+            callee = SymbolTable.lookup_symbol(op, op.callee)
+        else:
+            if (symbols := self._symbols.get(table)) is None:
+                symbols = self._symbols[table] = _symbols(table)
+            callee = symbols.get(op.callee.root_reference.data)
+        return callee if isinstance(callee, func.FuncOp) and callee.body.blocks else None
+
 
 _PARALLEL = Work(parallel=True)
 
 
-def _defined_callee(op: func.CallOp) -> func.FuncOp | None:
-    """The function `op` calls, when the module defines it (has its body)."""
-    callee = SymbolTable.lookup_symbol(op, op.callee)
-    return callee if isinstance(callee, func.FuncOp) and callee.body.blocks else None
-
-
-def _callees(function: func.FuncOp) -> list[func.FuncOp]:
-    calls = (op for op in function.body.walk() if isinstance(op, func.CallOp))
-    return [callee for call in calls if (callee := _defined_callee(call)) is not None]
+def _symbols(table: Operation) -> dict[str, Operation]:
+    """The ops of a symbol table by name; the first of a name, as lookup_symbol finds."""
+    symbols: dict[str, Operation] = {}
+    for op in table.regions[0].block.ops:
+        interface = op.get_trait(SymbolOpInterface)
+        name = interface.get_sym_attr_name(op) if interface is not None else None
+        if name is not None:
+            symbols.setdefault(name.data, op)
+    return symbols
 
 
 def _components(
-    root: func.FuncOp, done: Container[func.FuncOp]
+    root: func.FuncOp,
+    done: Container[func.FuncOp],
+    callees_of: Callable[[func.FuncOp], list[func.FuncOp]],
 ) -> list[tuple[list[func.FuncOp], bool]]:
-    """The strongly connected components of the functions `root` reaches by calls (not
-    through those in `done`), each callee's before its callers', and whether each is a
-    recursion. Tarjan's algorithm, with a stack of its own: a long call chain would
-    overflow Python's."""
+    """The strongly connected components of the functions `root` reaches by calls
+    (`callees_of` each function; not through those in `done`), each callee's before its
+    callers', and whether each is a recursion. Tarjan's algorithm, with a stack of its
+    own: a long call chain would overflow Python's."""
     order: dict[func.FuncOp, int] = {}  # when each function was reached
     low: dict[func.FuncOp, int] = {}  # the earliest function on `path` it reaches
     path: list[func.FuncOp] = []
@@ -355,7 +379,7 @@ def _components(
         order[function] = low[function] = len(order)
         path.append(function)
         on_path.add(function)
-        callees = [f for f in _callees(function) if f not in done]
+        callees = [f for f in callees_of(function) if f not in done]
         if function in callees:
             calls_itself.add(function)
         stack.append((function, iter(callees)))

@@ -2,7 +2,9 @@
 recursion once for all its functions."""
 
 import pytest
-from xdsl.ir import Region
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation, Region
+from xdsl.traits import SymbolOpInterface
 
 from dhir import parse_string
 from dhir.analysis import work
@@ -121,6 +123,26 @@ def test_a_long_call_chain_is_counted() -> None:
     chain = [_function(f"f{k}", [f"f{k + 1}"]) for k in range(300)]
     text = "\n".join([*chain, _function("f300", []), _MAIN])
     assert _task_work(text).flops == 301
+
+
+def test_each_callee_is_looked_up_in_a_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """xDSL's lookup_symbol reads the name of every op of the module, at every call: a
+    chain of a thousand functions took a minute per task. The module's names are read
+    once per task."""
+    chain = [_function(f"f{k}", [f"f{k + 1}"]) for k in range(100)]
+    text = "\n".join([*chain, _function("f100", []), _MAIN])
+    read: list[Operation] = []
+    name = SymbolOpInterface.get_sym_attr_name
+
+    def reading(self: SymbolOpInterface, op: Operation) -> StringAttr | None:
+        read.append(op)
+        return name(self, op)
+
+    module = parse_string(text, "prog.mlir")
+    monkeypatch.setattr(SymbolOpInterface, "get_sym_attr_name", reading)
+    task = next(op for op in module.walk() if isinstance(op, TaskOp))
+    assert work.body_work(task).flops == 101
+    assert len(read) <= 2 * len(module.body.block.ops)
 
 
 def test_each_callee_is_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
