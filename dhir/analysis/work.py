@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
-from xdsl.traits import SymbolOpInterface, SymbolTable
 
 from dhir.analysis import reuse
 from dhir.analysis.counts import (
@@ -46,6 +45,7 @@ from dhir.dialects import affine, func, gpu, scf
 from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic, kind, moved
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
+from dhir.ir.symbols import Symbols
 
 # Ops that cost nothing at run time: constants, casts and moves of values.
 _FREE_ARITH = frozenset(
@@ -192,7 +192,7 @@ class _Counter:
         # chain or around a ring, was counted 2**length times.
         self._counted: dict[func.FuncOp, Work] = {}
         self._recursion: frozenset[func.FuncOp] = frozenset()  # calls in it count nothing
-        self._symbols: dict[Operation, dict[str, Operation]] = {}  # of each symbol table
+        self._symbols = Symbols()
         self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
 
     def region(self, region: Region) -> Work:
@@ -327,35 +327,12 @@ class _Counter:
         return [callee for call in calls if (callee := self._callee(call)) is not None]
 
     def _callee(self, op: func.CallOp) -> func.FuncOp | None:
-        """The function `op` calls, when the module defines it (has its body). Found in a
-        table of the symbols around it, made once: xDSL's lookup_symbol walks them all,
-        each time, which took minutes for a chain of a thousand functions."""
-        table = op.parent_op()
-        while table is not None and not table.has_trait(SymbolTable):
-            table = table.parent_op()
-        if table is None:
-            return None
-        if op.callee.nested_references.data:  # @outer::@inner: rare, looked up
-            callee = SymbolTable.lookup_symbol(op, op.callee)
-        else:
-            if (symbols := self._symbols.get(table)) is None:
-                symbols = self._symbols[table] = _symbols(table)
-            callee = symbols.get(op.callee.root_reference.data)
+        """The function `op` calls, when the module defines it (has its body)."""
+        callee = self._symbols.lookup(op, op.callee)
         return callee if isinstance(callee, func.FuncOp) and callee.body.blocks else None
 
 
 _PARALLEL = Work(parallel=True)
-
-
-def _symbols(table: Operation) -> dict[str, Operation]:
-    """The ops of a symbol table by name; the first of a name, as lookup_symbol finds."""
-    symbols: dict[str, Operation] = {}
-    for op in table.regions[0].block.ops:
-        interface = op.get_trait(SymbolOpInterface)
-        name = interface.get_sym_attr_name(op) if interface is not None else None
-        if name is not None:
-            symbols.setdefault(name.data, op)
-    return symbols
 
 
 def _components(

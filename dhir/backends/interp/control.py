@@ -13,7 +13,6 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
-from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
@@ -34,6 +33,7 @@ from dhir.dialects import affine as _dhir_affine
 from dhir.dialects import dhir as dhir_ops
 from dhir.dialects.affine import REDUCTION_IDENTITIES
 from dhir.dialects.scf import ForallOp, InParallelOp
+from dhir.ir.symbols import Symbols
 
 
 def eval_map(affine_map: AffineMap, operands: Sequence[int]) -> tuple[int, ...]:
@@ -68,6 +68,11 @@ def _counter_fits(op: scf.ForOp, lower: int, upper: int, step: int) -> None:
 
 @register
 class ControlImpls(InterpreterFunctions):
+    def __init__(self) -> None:
+        # Callees found in a table of the module's names: the interpreter does not
+        # change the module, and xDSL's lookup_symbol reads every name at every call.
+        self._symbols = Symbols()
+
     @handles(dhir_ops.ScheduleOp)
     def run_schedule(self, interp: Interpreter, op: dhir_ops.ScheduleOp, args: Values) -> Values:
         # The meaning of a schedule: its tasks, one by one, in program order.
@@ -263,7 +268,7 @@ class ControlImpls(InterpreterFunctions):
 
     @handles(func.CallOp)
     def run_call(self, interp: Interpreter, op: func.CallOp, args: Values) -> Values:
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = self._symbols.lookup(op, op.callee)
         if isinstance(callee, func.FuncOp) and callee.is_declaration:
             return call_external(interp, op, callee, args)  # from the files linked
         if not isinstance(callee, func.FuncOp):
