@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import SymbolTable
 
 from dhir.dialects import func
 from dhir.dialects.access import scalar_access
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import TaskOp
+from dhir.ir.symbols import Symbols
 
 ShapeKey = tuple[object, ...]
 
@@ -44,9 +44,10 @@ class Shapes:
 def shapes_of(tasks: Sequence[TaskOp]) -> Shapes:
     ids: dict[ShapeKey, int] = {}
     out = Shapes([], [])
+    symbols = Symbols()  # a task calling a function looked up the module's every name
     for task in tasks:
         constants: list[ConstantOp] = []
-        key = body_shape(task, constants)
+        key = body_shape(task, constants, symbols)
         try:
             out.ids.append(ids.setdefault(key, len(ids)))
         except TypeError:  # an attribute that cannot be hashed: a shape of its own
@@ -59,16 +60,20 @@ def shape_ids(tasks: Sequence[TaskOp]) -> list[int]:
     return shapes_of(tasks).ids
 
 
-def body_shape(task: TaskOp, constants: list[ConstantOp] | None = None) -> ShapeKey:
+def body_shape(
+    task: TaskOp, constants: list[ConstantOp] | None = None, symbols: Symbols | None = None
+) -> ShapeKey:
     """The key of `task`'s body: equal for two tasks when the effects and the work of
     one, with its memrefs by position, are those of the other. The constants the key
-    leaves out are added to `constants`."""
+    leaves out are added to `constants`; `symbols` finds callees (shared by tasks of one
+    module that does not change meanwhile)."""
     memrefs = task.memrefs
     refs: dict[SSAValue, object] = {}
     for position in range(len(memrefs) - 1, -1, -1):
         refs[memrefs[position]] = -1 - position  # the first position of a listed value
     parts: list[object] = [tuple(value.type for value in memrefs)]
-    _blocks(task.body.blocks, refs, {}, parts, constants if constants is not None else [])
+    found = constants if constants is not None else []
+    _blocks(task.body.blocks, refs, {}, parts, found, symbols or Symbols())
     return tuple(parts)
 
 
@@ -88,6 +93,7 @@ def _blocks(
     numbers: dict[Block, int],
     parts: list[object],
     constants: list[ConstantOp],
+    symbols: Symbols,
 ) -> None:
     for block in blocks:
         numbers[block] = len(numbers)
@@ -97,7 +103,7 @@ def _blocks(
     for block in blocks:
         parts.append("ops")
         for op in block.ops:
-            _op(op, refs, numbers, parts, constants)
+            _op(op, refs, numbers, parts, constants, symbols)
 
 
 def _op(
@@ -106,6 +112,7 @@ def _op(
     numbers: dict[Block, int],
     parts: list[object],
     constants: list[ConstantOp],
+    symbols: Symbols,
 ) -> None:
     # Called for every op of every task by dhir-place: each xDSL property read once.
     cls = type(op)
@@ -127,14 +134,14 @@ def _op(
             shown,
             tuple(attributes.items()) if attributes else (),
             tuple([numbers.get(block, block) for block in successors]) if successors else (),
-            _callee(op) if isinstance(op, func.CallOp) else len(regions),
+            _callee(op, symbols) if isinstance(op, func.CallOp) else len(regions),
         )
     )
     for result in results:
         refs[result] = len(refs)
     for region in regions:
         parts.append(("region", len(region.blocks)))
-        _blocks(region.blocks, refs, numbers, parts, constants)
+        _blocks(region.blocks, refs, numbers, parts, constants, symbols)
 
 
 def _subscript_only(op: ConstantOp) -> bool:
@@ -150,6 +157,6 @@ def _subscript_only(op: ConstantOp) -> bool:
     return True
 
 
-def _callee(op: func.CallOp) -> tuple[Operation | None, int]:
+def _callee(op: func.CallOp, symbols: Symbols) -> tuple[Operation | None, int]:
     """The function a call counts (the same name in another module is another body)."""
-    return SymbolTable.lookup_symbol(op, op.callee), len(op.regions)
+    return symbols.lookup(op, op.callee), len(op.regions)
