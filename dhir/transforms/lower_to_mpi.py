@@ -60,7 +60,7 @@ from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
-from dhir.analysis.validity import Block, Transfer, Validity
+from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
@@ -529,7 +529,7 @@ class _ScheduleLowering:
         value = transfer.memref
         self._check_sendable(self.schedule, value)
         tag = self.guards.const(position[value])
-        blocks: Sequence[Block | None] = transfer.blocks if transfer.blocks is not None else [None]
+        blocks = _messages(transfer)
         ops: list[Operation] = []
         if event.kind == "send":
             # Every block of one transfer joins one request slot of the runtime.
@@ -584,7 +584,7 @@ class _ScheduleLowering:
         """Emit one transfer: a broadcast every rank calls, or a send guarded by the
         source's rank, then a receive guarded by the destination's."""
         value, source, dest = transfer.memref, transfer.source, transfer.dest
-        blocks: Sequence[Block | None] = transfer.blocks if transfer.blocks is not None else [None]
+        blocks = _messages(transfer)
         if dest is None:
             for block in blocks:
                 sink.emit(self._message(BCAST, value, block, [self.guards.const(source)]))
@@ -690,6 +690,15 @@ class _After:
 
     def last(self) -> Operation | None:
         return self._last
+
+
+def _messages(transfer: Transfer) -> Sequence[Block | None]:
+    """The blocks of `transfer`, one message each (None: the whole buffer), merged: an
+    interleaved placement leaves a transfer a block per row, and its every R-th row is
+    one strided message instead of a message per row. The same elements travel."""
+    if transfer.blocks is None:
+        return [None]
+    return merge_blocks(transfer.blocks)
 
 
 def _take_body(task: TaskOp) -> list[Operation]:

@@ -3,6 +3,7 @@
 programs run natively as the interpreter runs them."""
 
 import random
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -25,6 +26,7 @@ from dhir.analysis.validity import (
     everything,
     merge_blocks,
 )
+from dhir.ir.text import parse_string
 
 needs_mlir = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
@@ -328,5 +330,90 @@ def test_round_robin_rows_run_natively_as_the_interpreter_does(ranks: int, mpi: 
     got = dhir.run(
         text, a.copy(), b.copy(), backend="native", ranks=ranks, mpi=mpi, placement="round-robin"
     )
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
+
+
+def _interleaved(rows: int, ranks: int, end: str) -> str:
+    """Task k, on rank k mod `ranks`, doubles row k of %a. `end`: "gather", %a only
+    needs to reach rank 0 (it is held whole: a first schedule lists it too); "host",
+    host code reads it afterwards, so every rank needs all of it."""
+    t = f"memref<{rows}x3xf64>"
+    tasks = "".join(
+        f"""
+    %t{k} = dhir.task %cpu, %a attributes {{dhir.rank = {k % ranks} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %i = arith.constant {k} : index
+      %two = arith.constant 2.0 : f64
+      scf.for %j = %c0 to %c3 step %c1 {{
+        %x = memref.load %a[%i, %j] : {t}
+        %d = arith.mulf %x, %two : f64
+        memref.store %d, %a[%i, %j] : {t}
+      }}
+    }}"""
+        for k in range(rows)
+    )
+    first, after = "", ""
+    if end == "gather":
+        first = f"""
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %r = dhir.task %cpu, %a attributes {{dhir.rank = 0 : i64}} {{
+      %c0 = arith.constant 0 : index
+      %x = memref.load %a[%c0, %c0] : {t}
+    }}
+  }}"""
+    else:
+        after = f"""
+  %z = arith.constant 1 : index
+  %o = arith.constant 0 : index
+  %seen = memref.load %a[%z, %z] : {t}
+  memref.store %seen, %out[%o] : memref<1xf64>"""
+    return f"""
+func.func @main(%a: {t}, %out: memref<1xf64>) {{{first}
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}{tasks}
+  }}{after}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("end", ["gather", "host"])
+def test_interleaved_rows_are_assembled_in_one_message_per_rank(ranks: int, end: str) -> None:
+    """Every R-th row, assembled at the end of the schedule (to rank 0, or to every
+    rank), goes as one strided message per rank, not a message per row."""
+    from dhir.api import run_pipeline
+
+    module = parse_string(_interleaved(40, ranks, end))
+    run_pipeline(module, f"dhir-lower-to-mpi{{ranks={ranks}}}")
+    text = str(module)
+    calls = {
+        name: len(re.findall(rf"func\.call @{name}(_strided)?\(", text))
+        for name in ("dhir_rt_send", "dhir_rt_recv", "dhir_rt_bcast")
+    }
+    if end == "gather":  # each rank but 0 sends its rows to rank 0
+        assert calls == {"dhir_rt_send": ranks - 1, "dhir_rt_recv": ranks - 1, "dhir_rt_bcast": 0}
+    else:  # each rank broadcasts its rows
+        assert calls == {"dhir_rt_send": 0, "dhir_rt_recv": 0, "dhir_rt_bcast": ranks}
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("end", ["gather", "host"])
+@pytest.mark.parametrize("mpi", MPIS)
+def test_interleaved_rows_assembled_strided_equal_the_interpreter(
+    ranks: int, end: str, mpi: str
+) -> None:
+    rows = 24
+    text = _interleaved(rows, ranks, end)
+    a = np.arange(rows * 3, dtype=np.float64).reshape(rows, 3) / 7
+    out = np.zeros(1)
+    expected = dhir.run(text, a.copy(), out.copy(), backend="interp")
+    got = dhir.run(text, a.copy(), out.copy(), backend="native", ranks=ranks, mpi=mpi)
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
