@@ -6,9 +6,9 @@ Row ranges, rather than the footprint's boxes, because they keep the memref's ro
 layout: a rank reserves the rows from its first range's start to its last range's end,
 the descriptor's aligned pointer stands that many rows before them, and every task body,
 message and write keeps its global subscripts and offsets (docs/semantics.md,
-"Partitioned storage"); rows between ranges are reserved but never touched, so they take
-no memory. The lowering starts each rank's validity from its rows (`loaded`): a message
-then only carries elements its sender holds.
+"Partitioned storage"); rows between ranges are reserved but never touched, so the pages
+wholly between them take no memory (see `_spans`). The lowering starts each rank's
+validity from its rows (`loaded`): a message then only carries elements its sender holds.
 
 A memref stays whole where the lowering could not keep it in part: the footprint's
 reasons (dynamic shape, host code, views, unlisted addresses), one rank, no dimension, a
@@ -19,7 +19,7 @@ than rank 0 (`final_to_root`: the lowering's, see dhir.analysis.outputs.root_onl
 """
 
 import math
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -31,7 +31,6 @@ from dhir.analysis.counts import element_bytes_of
 from dhir.analysis.footprint import (
     Whole,
     memref_name,
-    merged,
     task_boxes,
     task_ranks,
     whole_reasons,
@@ -47,6 +46,12 @@ Band = tuple[int, int]
 # A rank's rows of a memref: sorted ranges, apart from each other; none for no rows.
 Rows = tuple[Band, ...]
 _T = TypeVar("_T")
+# A rank's ranges of one memref kept apart whatever the rows between them (see _spans).
+MAX_SPANS = 4
+# The page size the runtime's reserved memory is counted in: rows between a rank's
+# ranges cost no memory only where they hold a whole page (4 KiB on x86-64 and most
+# Linux systems; larger pages only make fewer of those rows free).
+PAGE_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -142,7 +147,7 @@ class Storage:
         for task, boxes in memref.boxes.items():
             for rank in task_ranks(task, self.ranks, placement):
                 touched[rank] |= boxes
-        rows = tuple(_rows(merged(boxes)) for boxes in touched)
+        rows = tuple(_spans(boxes, memref.row_bytes) for boxes in touched)
         extent = memref.shape[0] if memref.shape else 0
         if all(r == ((0, extent),) for r in rows):
             return Whole("every rank's tasks touch all its rows")
@@ -244,7 +249,32 @@ def _reason(
     return None
 
 
-def _rows(boxes: tuple[Box, ...]) -> Rows:
+def _spans(boxes: Set[Box], row_bytes: int) -> Rows:
+    """The rows of `boxes`, exactly: the first-dimension ranges of every box, those that
+    touch or overlap joined. Past `MAX_SPANS` ranges (an interleaved placement leaves a
+    range per row), two ranges stay apart only where the rows between them hold a whole
+    page of the rank's reserved memory, which is then never touched: rows of a page or
+    more keep every R-th row apart (the rank holds about 1/R of the array), smaller ones
+    are joined, as their pages would be touched anyway."""
+    rows = _rows(boxes)
+    if len(rows) <= MAX_SPANS:
+        return rows
+    first = rows[0][0]
+    out: list[Band] = [rows[0]]
+    for lo, hi in rows[1:]:
+        if _holds_a_page((out[-1][1] - first) * row_bytes, (lo - first) * row_bytes):
+            out.append((lo, hi))
+        else:
+            out[-1] = (out[-1][0], hi)
+    return tuple(out)
+
+
+def _holds_a_page(start: int, end: int) -> bool:
+    """Whether the bytes start <= b < end of a page-aligned reservation hold a page."""
+    return -(-start // PAGE_BYTES) * PAGE_BYTES + PAGE_BYTES <= end
+
+
+def _rows(boxes: Iterable[Box]) -> Rows:
     """The first-dimension ranges of `boxes`, sorted, those that touch or overlap joined."""
     out: list[Band] = []
     for lo, hi in sorted((b.lo[0], b.hi[0]) for b in boxes):
@@ -273,14 +303,44 @@ def ranks_named(first: int, last: int) -> str:
 
 
 def describe(rows: Rows) -> str:
-    """`0..9, 20..29` (inclusive), or `none`."""
-    return ", ".join(f"{lo}..{hi - 1}" for lo, hi in rows) or "none"
+    """`0..9, 20..29` (inclusive), or `none`; a run of more than `MAX_SPANS` ranges of
+    one length, evenly spaced (an interleaved placement's), as `0..0, 2..2, ...,
+    1998..1998 (1000 ranges)`."""
+    parts: list[str] = []
+    for run in _even_runs(rows):
+        named = [f"{lo}..{hi - 1}" for lo, hi in run]
+        if len(run) > MAX_SPANS:
+            parts.append(f"{named[0]}, {named[1]}, ..., {named[-1]} ({len(run)} ranges)")
+        else:
+            parts += named
+    return ", ".join(parts) or "none"
+
+
+def _even_runs(rows: Rows) -> list[list[Band]]:
+    """`rows` cut into runs of ranges of one length, evenly spaced."""
+    runs: list[list[Band]] = []
+    for band in rows:
+        run = runs[-1] if runs else None
+        if run and band[1] - band[0] == run[0][1] - run[0][0]:
+            if len(run) == 1 or band[0] - run[-1][0] == run[1][0] - run[0][0]:
+                run.append(band)
+                continue
+        runs.append([band])
+    return runs
 
 
 def loaded(rows: Rows, shape: Sequence[int]) -> isl.Set:
     """The elements of a memref of `shape` in `rows`."""
     rest = tuple(shape[1:])
     total = Box((0, *(0 for _ in rest)), (0, *rest)).as_set()
-    for lo, hi in rows:
-        total = total | Box((lo, *(0 for _ in rest)), (hi, *rest)).as_set()
-    return total.coalesce()
+    boxes = [Box((lo, *(0 for _ in rest)), (hi, *rest)).as_set() for lo, hi in rows]
+    if len(rows) <= MAX_SPANS:
+        for box in boxes:
+            total = total | box
+        return total.coalesce()
+    # Ranges apart are already the fewest boxes. A range per row (an interleaved
+    # placement's) is joined in halves: one by one, or coalesced, takes time quadratic
+    # in them.
+    while len(boxes) > 1:
+        boxes = [a | b for a, b in zip(boxes[::2], boxes[1::2])] + boxes[len(boxes) & ~1 :]
+    return boxes[0]

@@ -19,7 +19,7 @@ from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.outputs import final_to_root
-from dhir.analysis.partition import Partition, row_bands
+from dhir.analysis.partition import Partition, describe, row_bands
 from dhir.api import run_pipeline
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import ScheduleOp
@@ -546,3 +546,109 @@ def test_ranks_holding_alike_share_a_line() -> None:
         "%a: partitioned, rank 0 rows 0..19; ranks 1-3 rows none; rank 4 rows 20..29; "
         "rank 5 rows none"
     ]
+
+
+# --- interleaved placements -------------------------------------------------------------
+
+
+def interleaved(rows: int, cols: int, ranks: int, halo: bool = True) -> str:
+    """Task k, on rank k mod `ranks`, writes row k of %b from rows k-1 (with `halo`) and
+    k of %a."""
+    t = f"memref<{rows}x{cols}xf64>"
+    tasks = "".join(
+        f"""
+    dhir.task %cpu, %a, %b attributes {{dhir.rank = {k % ranks} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cc = arith.constant {cols} : index
+      %i = arith.constant {k} : index
+      %up = arith.constant {max(k - 1, 0) if halo else k} : index
+      scf.for %j = %c0 to %cc step %c1 {{
+        %x = memref.load %a[%i, %j] : {t}
+        %y = memref.load %a[%up, %j] : {t}
+        %s = arith.addf %x, %y : f64
+        memref.store %s, %b[%i, %j] : {t}
+      }}
+    }}"""
+        for k in range(rows)
+    )
+    return f"""func.func @main(%a: {t}, %b: {t}) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}{tasks}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_interleaved_rows_of_a_page_or_more_are_held_apart(ranks: int) -> None:
+    """Rank r writes rows r, r+R, ... of %b: rows of 8 KiB keep the rows between them
+    out of its memory (each holds a whole page), so it holds 1/R of %b."""
+    rows = 40
+    found = bands_of(interleaved(rows, 1024, ranks), ranks)
+    for rank, mine in enumerate(found.bands[1]):
+        assert mine == tuple((k, k + 1) for k in range(rank, rows, ranks))
+    names = {0: "%a", 1: "%b"}
+    assert "rank 0 rows 0..0, " in found.lines(names)[1]
+    assert f"({len(range(0, rows, ranks))} ranges)" in found.lines(names)[1]
+
+
+def test_interleaved_rows_smaller_than_a_page_are_joined() -> None:
+    """Rows of 64 bytes: every page between a rank's rows holds some of them, so the
+    rows between cost memory anyway, and the rank holds one range, not a range per row."""
+    found = bands_of(interleaved(40, 8, 2), 2)
+    assert found.bands[1] == (((0, 39),), ((1, 40),))
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+@pytest.mark.parametrize(("ranks", "io"), [(2, "each"), (3, "rank0"), (4, "each")])
+def test_interleaved_rows_held_apart_equal_the_interpreter(
+    mpi: str, ranks: int, io: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if io == "rank0":
+        monkeypatch.setenv("DHIR_IO", "rank0")
+    rng = np.random.default_rng(ranks)
+    a, b = rng.random((12, 1024)), rng.random((12, 1024))
+    timing = _native(interleaved(12, 1024, ranks), [a, b], ranks, mpi, "best")
+    assert any(line.startswith("memory: %b: partitioned") for line in timing.notes)
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_each_rank_of_interleaved_wide_rows_holds_about_its_share(tmp_path: Path) -> None:
+    """Peak resident memory (as above): %a and %b, 256 rows of 64 KiB (16 MiB) each,
+    every other row on each of 2 ranks, take about half of them on each, over an empty
+    run's (all of them before: the rank's rows were one range)."""
+    sys.path.insert(0, str(BENCH))
+    import memory
+
+    rows, cols = 256, 8192
+    launcher = memory.Launcher(tmp_path, "mpich")
+    results, reports = launcher.run(
+        *compile_native(
+            parse_string(interleaved(rows, cols, 2, False)), "main", RunOptions(ranks=2)
+        ),
+        2,
+        [np.ones((rows, cols)), np.zeros((rows, cols))],
+    )
+    _, empty = launcher.run(
+        *compile_native(parse_string(interleaved(2, cols, 2, False)), "main", RunOptions(ranks=2)),
+        2,
+        [np.ones((2, cols)), np.zeros((2, cols))],
+    )
+    arrays_mb = 2 * rows * cols * 8 / 2**20
+    for rank in (0, 1):
+        extra = reports[rank].peak_mb - empty[rank].peak_mb
+        print(f"rank {rank}: {extra:.1f} MB over an empty run, arrays {arrays_mb:.1f} MB")
+        assert extra < 0.65 * arrays_mb, (rank, extra, arrays_mb)
+    assert np.array_equal(results[1], np.full((rows, cols), 2.0))
+
+
+def test_many_evenly_spaced_ranges_are_described_in_short() -> None:
+    assert describe(((0, 1), (2, 3), (4, 5), (6, 7))) == "0..0, 2..2, 4..4, 6..6"
+    rows = (*((k, k + 1) for k in range(0, 20, 2)), (30, 35))
+    assert describe(rows) == "0..0, 2..2, ..., 18..18 (10 ranges), 30..34"
