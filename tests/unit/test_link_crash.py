@@ -338,3 +338,38 @@ def test_a_timeout_of_ever_waits_for_linked_code(timeout: float) -> None:
     """
     (got,) = dhir.run(program, np.zeros(1), backend="interp", timeout=timeout)
     assert got.tolist() == [1.0]
+
+
+# Ctrl-C while os.fork runs its hooks in the parent (as logging's, on a busy machine,
+# while the child has already started): the hook here sends it at that moment.
+INTERRUPTED_IN_FORK = """
+import os, signal, sys
+import numpy as np
+import dhir
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+program = '''
+func.func private @labs(i64) -> i64
+func.func @main(%a: memref<1xi64>) {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %a[%c0] : memref<1xi64>
+  %y = func.call @labs(%x) : (i64) -> i64
+  memref.store %y, %a[%c0] : memref<1xi64>
+  return
+}
+'''
+try:
+    dhir.run(program, np.array([-5]), backend="interp")
+except KeyboardInterrupt:
+    sys.exit("interrupted")
+sys.exit("finished")
+"""
+
+
+def test_ctrl_c_during_the_fork_stops_the_run() -> None:
+    """It arrived in os.fork's hooks in the parent, whose exceptions Python prints and
+    drops (`Exception ignored in: <function _releaseLock ...>`): the run went on and
+    finished as if Ctrl-C had never been pressed."""
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN_FORK], capture_output=True, text=True, timeout=120
+    )
+    assert done.stderr.strip() == "interrupted", done.stderr

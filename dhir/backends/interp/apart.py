@@ -25,7 +25,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any, NoReturn
 
@@ -49,6 +49,8 @@ _OK, _ERROR, _RAISED = "ok", "error", "raised"
 _CHILD_FAILED = 70
 _NOT_RAN = "; the run stopped and wrote no results"
 _KILLED = "its process was killed and the run wrote no results"
+# The signals that stop a run (Ctrl-C, and SIGTERM and SIGHUP: dhir.toolchain.signals).
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def shared_copy(array: np.ndarray) -> np.ndarray:
@@ -74,9 +76,15 @@ def run_apart(work: Callable[[], None], record: CallRecord, timeout: float | Non
     freeze = gc.get_freeze_count() == 0
     if freeze:
         gc.freeze()
+    # Ctrl-C, SIGTERM and SIGHUP wait until the fork is over: arriving during os.fork's
+    # hooks (logging's, run in the parent after the fork), the exception their handler
+    # raises was printed and dropped, and the run went on; the child must not die of
+    # Python's handlers either, which it still has until _detach.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
     try:
         pid = os.fork()
     except OSError as error:  # out of memory or processes
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if freeze:
             gc.unfreeze()
         os.close(reader)
@@ -85,11 +93,12 @@ def run_apart(work: Callable[[], None], record: CallRecord, timeout: float | Non
         raise DhirError([Diagnostic(message)]) from None
     if pid == 0:
         os.close(reader)
-        _child(work, writer, parent)
+        _child(work, writer, parent, blocked)
     if freeze:
         gc.unfreeze()
     os.close(writer)
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held back: raised here
         ended = _wait(pid, reader, deadline)
     except BaseException:
         _kill(pid)
@@ -115,10 +124,11 @@ def run_apart(work: Callable[[], None], record: CallRecord, timeout: float | Non
         raise outcome[1]
 
 
-def _child(work: Callable[[], None], writer: int, parent: int) -> NoReturn:
+def _child(work: Callable[[], None], writer: int, parent: int, mask: Iterable[int]) -> NoReturn:
     code = _CHILD_FAILED
     try:
         _detach(parent)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # those held back now kill it
         try:
             work()
             outcome: tuple[Any, ...] = (_OK,)
@@ -145,7 +155,7 @@ def _detach(parent: int) -> None:
     PYTHONFAULTHANDLER, would print Python's stack: the parent reports it), and dies
     with its parent."""
     faulthandler.disable()
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in _STOPPING:
         if signal.getsignal(signum) is not signal.SIG_IGN:
             signal.signal(signum, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
