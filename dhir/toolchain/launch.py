@@ -5,6 +5,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -143,10 +144,22 @@ def _run_in(
         from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
 
         write_chrome_trace(work / "trace", ranks, options.trace)
+    log = (work / "output.log").read_text(errors="replace")
     if traffic is not None:
-        log = (work / "output.log").read_text(errors="replace")
         traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
+        log = _TRAFFIC_LINE.sub("", log)  # --timing reports them
+    _show(log)
     return out
+
+
+def _show(output: str) -> None:
+    """What the ranks printed (linked code's printf, DHIR_RT_STATS=1, ...), which mpirun
+    wrote to the run's log with their standard error: on dhir's standard output once the
+    run has ended well, as the interpreter lets it through (a failed run shows its tail
+    in the error)."""
+    if output:
+        sys.stdout.write(output)
+        sys.stdout.flush()
 
 
 def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None = None) -> str:
@@ -192,6 +205,7 @@ _STARTS = 3
 _TRAFFIC = re.compile(
     r"^dhir: rank \d+ sent \d+ bytes in \d+ messages, took \d+ bytes of inputs$", re.M
 )
+_TRAFFIC_LINE = re.compile(_TRAFFIC.pattern + "\n?", re.M)
 
 
 def _run_once(

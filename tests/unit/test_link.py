@@ -463,3 +463,27 @@ def test_code_defining_a_library_name_is_refused_by_both_backends(
     for backend in ("native", "interp"):
         with pytest.raises(DhirError, match=where):
             dhir.run(str(PROGRAM), *args, backend=backend, link=[obj])
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_what_linked_code_prints_is_shown(tmp_path: Path, backend: str) -> None:
+    """The interpreter let linked code's printf through; native runs kept what the ranks
+    printed in the run's log, shown only when the run failed."""
+    source = (DATA / "kernel.c").read_text().replace("#include <stdint.h>", "#include <stdio.h>")
+    source = source.replace("return 2 * x;", 'printf("twice %d\\n", x); return 2 * x;')
+    source = "#include <stdint.h>\n" + source
+    (tmp_path / "k.c").write_text(source)
+    obj = tmp_path / "k.o"
+    subprocess.run(["clang-22", "-O2", "-fPIC", "-c", tmp_path / "k.c", "-o", obj], check=True)
+    args = [np.arange(16.0), np.zeros(1), np.array([-21], np.int32)]
+    files: list[str] = []
+    for k, array in enumerate(args):
+        np.save(tmp_path / f"in{k}.npy", array)
+        files += ["--input", str(tmp_path / f"in{k}.npy")]
+    run = [sys.executable, "-m", "dhir.cli.main", "run", str(DATA / "scalars.mlir"), "-n", "2"]
+    words = [*files, "--link", str(obj), "--backend", backend, "--output-dir", str(tmp_path)]
+    done = subprocess.run([*run, *words], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "twice -21\n", done.stdout
