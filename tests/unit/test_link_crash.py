@@ -213,7 +213,9 @@ def test_ctrl_c_stops_linked_code_that_never_returns(tmp_path: Path) -> None:
 
 
 @contextmanager
-def spinning(folder: Path, *options: str) -> Iterator[subprocess.Popen[str]]:
+def spinning(
+    folder: Path, *options: str, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
     """`dhir run` of a call that never returns, in a process group of its own (as a
     terminal's job is), killed whole at the end whatever happened."""
     files: list[str] = []
@@ -228,6 +230,7 @@ def spinning(folder: Path, *options: str) -> Iterator[subprocess.Popen[str]]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
     try:
         yield running
@@ -373,3 +376,18 @@ def test_ctrl_c_during_the_fork_stops_the_run() -> None:
         [sys.executable, "-c", INTERRUPTED_IN_FORK], capture_output=True, text=True, timeout=120
     )
     assert done.stderr.strip() == "interrupted", done.stderr
+
+
+@pytest.mark.mlir
+def test_a_run_killed_outright_leaves_no_folder(tmp_path: Path) -> None:
+    """The library the interpreter links the files into lay in a temporary folder for
+    the whole run, which a SIGKILL (a test runner's timeout, the OOM killer) left behind."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    with spinning(tmp_path, env={**os.environ, "TMPDIR": str(temporary)}) as running:
+        assert running.stdout is not None
+        line = running.stdout.readline()  # the call has started
+        assert line.startswith("spinning"), running.communicate()
+        os.killpg(running.pid, signal.SIGKILL)
+        running.communicate(timeout=30)
+    assert not list(temporary.glob("dhir-interp-link-*"))

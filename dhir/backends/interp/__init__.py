@@ -5,6 +5,7 @@ program order. Every other backend is tested against it, bit for bit.
     results = run_interp(dhir.parse_file("examples/proposal.mlir"), "main", [a, b, c])
 """
 
+import os
 import sys
 import tempfile
 import time
@@ -39,6 +40,9 @@ from dhir.toolchain.linking import C_INTERFACE, LinkInputs
 from dhir.toolchain.options import timeout_seconds
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.values import check_inputs
+
+# Linux's names of a process's open files (the child's, once it has forked, are the same).
+_OPEN_FILES = Path("/proc/self/fd")
 
 
 class _TimedOut(BaseException):
@@ -130,13 +134,23 @@ def _calls_only_libm(module: ModuleOp) -> bool:
 
 @contextmanager
 def _linked(link: LinkInputs | None, symbols: list[str]) -> Iterator[Path | None]:
-    """`link`'s files linked into a shared library for the run (removed after it); None
-    when it links nothing."""
+    """`link`'s files linked into a shared library for the run; None when it links
+    nothing. Where Linux names open files in /proc, the run reaches the library through
+    a descriptor and its folder is removed at once: a dhir killed outright (SIGKILL,
+    which no clean-up outlives) leaves no folder behind in the temporary directory."""
     if not link:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="dhir-interp-link-") as folder:
-        yield link_shared(link, Path(folder), symbols)
+        shared = link_shared(link, Path(folder), symbols)
+        if not _OPEN_FILES.is_dir():
+            yield shared
+            return
+        descriptor = os.open(shared, os.O_RDONLY)  # the forked child inherits it
+    try:
+        yield _OPEN_FILES / str(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _deadline(timeout: float | None) -> float | None:
