@@ -20,6 +20,10 @@
   gave the first operand, so maxnumf(-0.0, 0.0) was -0.0, while constant folding gives
   +0.0); maximumf orders -0 below +0, as the interpreter does. Ops whose fastmath flags
   allow `nsz` keep llvm.maxnum.
+- vector.reduction <maxnumf> and <minnumf> become the chain of arith.maxnumf/minnumf the
+  interpreter computes, in lane order (from the accumulator, if any), each made as above:
+  llvm.vector.reduce.fmax leaves the zero open too (x86 code reduced [-0.0, +0.0] to
+  -0.0). Reductions whose flags allow `nsz` keep LLVM's.
 
 The native backend runs this on host code only: GPU kernels have libdevice's versions.
 """
@@ -61,7 +65,11 @@ _C_NAMES: dict[type[Operation], str] = {
     mathd.Atan2Op: "atan2",
 }
 _NUMBER_OPS = (arith.MaxnumfOp, arith.MinnumfOp)
-_CHANGED = (*_C_NAMES, mathd.FPowIOp, *_NUMBER_OPS)
+_NUMBER_KINDS: dict[str, type[arith.MaxnumfOp | arith.MinnumfOp]] = {
+    "maxnumf": arith.MaxnumfOp,
+    "minnumf": arith.MinnumfOp,
+}
+_CHANGED = (*_C_NAMES, mathd.FPowIOp, *_NUMBER_OPS, vector.ReductionOp)
 # One lane's value from its operands' lanes, appending the ops that compute it to the list.
 _Scalar = Callable[[list[SSAValue], list[Operation]], SSAValue]
 
@@ -86,13 +94,47 @@ class AccurateMathPass(ModulePass):
                 _widen_exponent(_in_f32(math_op))
             elif isinstance(math_op, _NUMBER_OPS):
                 _order_zeros(math_op)
+            elif isinstance(math_op, vector.ReductionOp):
+                _reduce_in_lane_order(math_op)
+
+
+def _reduce_in_lane_order(op: vector.ReductionOp) -> None:
+    """A maxnumf/minnumf reduction as `maxnumf(...maxnumf(acc, v[0])..., v[n-1])` (from
+    v[0] without an accumulator), each op ordering zeros as `_order_zeros` does: which
+    zero, and which of several NaNs, comes out is then the interpreter's."""
+    number = _NUMBER_KINDS.get(op.kind.data.value)
+    if number is None or _no_signed_zeros(op):
+        return
+    type_ = op.vector.type
+    assert isinstance(type_, VectorType)
+    if type_.get_num_scalable_dims():
+        raise PassFailedAt(op, f"'{op.name}' on a scalable vector is not supported natively")
+    ops: list[Operation] = []
+    lanes: list[SSAValue] = []
+    for position in product(*map(range, type_.get_shape())):
+        ops.append(lane := vector.ExtractOp(op.vector, list(position), op.dest.type))
+        lanes.append(lane.result)
+    total = op.acc if op.acc is not None else lanes.pop(0)
+    chain: list[arith.MaxnumfOp | arith.MinnumfOp] = []
+    for lane in lanes:
+        ops.append(step := number(total, lane, op.fastmath))
+        chain.append(step)
+        total = step.result
+    Rewriter.replace_op(op, ops, [total])
+    for step in chain:
+        _order_zeros(step)
+
+
+def _no_signed_zeros(op: Operation) -> bool:
+    flags = getattr(op, "fastmath", None)
+    return flags is not None and any(flag.value == "nsz" for flag in flags.data)
 
 
 def _order_zeros(op: arith.MaxnumfOp | arith.MinnumfOp) -> None:
     """`maxnumf(a, b)` as `isnan(a) ? b : isnan(b) ? a : maximumf(a, b)` (minnumf alike):
     the interpreter's result, also for zeros of opposite signs, which llvm.maxnum leaves
     open."""
-    if any(flag.value == "nsz" for flag in op.fastmath.data):
+    if _no_signed_zeros(op):
         return
     a, b = op.lhs, op.rhs
     exact = arith.MaximumfOp if isinstance(op, arith.MaxnumfOp) else arith.MinimumfOp

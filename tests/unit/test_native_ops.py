@@ -1573,3 +1573,37 @@ def test_min_max_reductions_of_nans_in_x86_order(kind: str, n: int, type_: str) 
         b = np.array(rng.choice(nans, 1), bits).view(dtype)
         native, interp = both(program, a, b, np.zeros(2, dtype))
         np.testing.assert_array_equal(interp[2].view(bits), native[2].view(bits), str(a))
+
+
+@needs_llvm
+@pytest.mark.parametrize("kind", ["maxnumf", "minnumf"])
+@pytest.mark.parametrize("n, type_", [(8, "f32"), (4, "f64")])
+def test_maxnumf_and_minnumf_reductions_order_minus_zero_below_plus_zero(
+    kind: str, n: int, type_: str
+) -> None:
+    """llvm.vector.reduce.fmax leaves the zero open: x86 code reduced [-0.0, +0.0] to
+    -0.0 and [+0.0, -0.0] by minnumf to +0.0, the interpreter to +0.0 and -0.0."""
+    dtype, bits = (np.float32, np.uint32) if type_ == "f32" else (np.float64, np.uint64)
+    nan, other_nan = np.array([np.nan, -np.nan], dtype).view(bits) | 5
+    zero, minus_zero = np.array([0.0, -0.0], dtype).view(bits)
+    lanes = [
+        [minus_zero, zero],
+        [zero, minus_zero],
+        [nan, minus_zero, nan, zero],
+        [minus_zero, nan, other_nan, minus_zero],
+        [nan, other_nan],
+    ]
+    program = _min_max_reduction(kind, n, type_)
+    for lane in lanes:
+        a = np.resize(np.array(lane, bits), n).view(dtype)
+        for acc in (zero, minus_zero, other_nan):
+            b = np.array([acc], bits).view(dtype)
+            native, interp = both(program, a, b, np.zeros(2, dtype))
+            what = f"{kind} of {a} from {b}"
+            np.testing.assert_array_equal(interp[2].view(bits), native[2].view(bits), what)
+            if lane == [nan, other_nan] and acc != other_nan:  # NaNs give way to a zero
+                assert interp[2].view(bits)[1] == acc, what
+    a = np.resize(np.array(lanes[0], bits), n).view(dtype)
+    native, _ = both(program, a, np.array([minus_zero], bits).view(dtype), np.zeros(2, dtype))
+    want = {"maxnumf": zero, "minnumf": minus_zero}[kind]
+    assert native[2].view(bits).tolist() == [want, want]

@@ -87,3 +87,22 @@ func.func @numbers(%a: f32, %b: f32, %v: vector<2xf64>) -> (f32, f32, vector<2xf
   %w = arith.minnumf %v, %v : vector<2xf64>
   return %h, %l, %w : f32, f32, vector<2xf64>
 }
+
+// vector.reduction <maxnumf>/<minnumf>: the interpreter's chain of maxnumf/minnumf in lane
+// order (from the accumulator), each as above; one that allows nsz keeps LLVM's reduction.
+// CHECK-LABEL: func.func @number_reductions
+func.func @number_reductions(%v: vector<2xf32>, %acc: f32) -> (f32, f32, f32) {
+  // CHECK-NEXT: %[[X0:.*]] = vector.extract %v[0] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[X1:.*]] = vector.extract %v[1] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[M:.*]] = arith.maximumf %[[X0]], %[[X1]] : f32
+  // CHECK:      %[[R:.*]] = arith.select %{{.*}}, %[[X1]], %{{.*}} : f32
+  %r = vector.reduction <maxnumf>, %v : vector<2xf32> into f32
+  // CHECK-NEXT: %[[Y0:.*]] = vector.extract %v[0] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[Y1:.*]] = vector.extract %v[1] : f32 from vector<2xf32>
+  // CHECK-NEXT: %[[N:.*]] = arith.minimumf %acc, %[[Y0]] : f32
+  // CHECK:      %[[S:.*]] = arith.minimumf %{{.*}}, %[[Y1]] : f32
+  %s = vector.reduction <minnumf>, %v, %acc : vector<2xf32> into f32
+  // CHECK:      vector.reduction <maxnumf>, %v fastmath<nsz> : vector<2xf32> into f32
+  %t = vector.reduction <maxnumf>, %v fastmath<nsz> : vector<2xf32> into f32
+  return %r, %s, %t : f32, f32, f32
+}
