@@ -93,14 +93,14 @@ class AccurateMathPass(ModulePass):
             elif isinstance(math_op, mathd.FPowIOp):
                 _widen_exponent(_in_f32(math_op))
             elif isinstance(math_op, _NUMBER_OPS):
-                _order_zeros(math_op)
+                order_zeros(math_op)
             elif isinstance(math_op, vector.ReductionOp):
                 _reduce_in_lane_order(math_op)
 
 
 def _reduce_in_lane_order(op: vector.ReductionOp) -> None:
     """A maxnumf/minnumf reduction as `maxnumf(...maxnumf(acc, v[0])..., v[n-1])` (from
-    v[0] without an accumulator), each op ordering zeros as `_order_zeros` does: which
+    v[0] without an accumulator), each op ordering zeros as `order_zeros` does: which
     zero, and which of several NaNs, comes out is then the interpreter's."""
     number = _NUMBER_KINDS.get(op.kind.data.value)
     if number is None or _no_signed_zeros(op):
@@ -122,7 +122,7 @@ def _reduce_in_lane_order(op: vector.ReductionOp) -> None:
         total = step.result
     Rewriter.replace_op(op, ops, [total])
     for step in chain:
-        _order_zeros(step)
+        order_zeros(step)
 
 
 def _no_signed_zeros(op: Operation) -> bool:
@@ -130,7 +130,7 @@ def _no_signed_zeros(op: Operation) -> bool:
     return flags is not None and any(flag.value == "nsz" for flag in flags.data)
 
 
-def _order_zeros(op: arith.MaxnumfOp | arith.MinnumfOp) -> None:
+def order_zeros(op: arith.MaxnumfOp | arith.MinnumfOp) -> None:
     """`maxnumf(a, b)` as `isnan(a) ? b : isnan(b) ? a : maximumf(a, b)` (minnumf alike):
     the interpreter's result, also for zeros of opposite signs, which llvm.maxnum leaves
     open."""

@@ -1,6 +1,8 @@
 """`dhir-float-atomics`: `memref.generic_atomic_rmw` on floats as a load, the body and a
-store; `memref.atomic_rmw` `mulf` and `muli`, which MLIR 22 does not lower, as
-`generic_atomic_rmw` first (in host code).
+store; `memref.atomic_rmw` `mulf` and `muli`, which MLIR 22 does not lower, and `maxnumf`
+and `minnumf`, which it lowers to LLVM's `atomicrmw fmax`/`fmin` (either zero of opposite
+signs: x86 code kept -0.0 against +0.0), as `generic_atomic_rmw` first (in host code),
+the latter two with the interpreter's order of zeros (`order_zeros`).
 
 MLIR 22's memref-to-llvm lowering emits `llvm.cmpxchg` on the float itself, which the LLVM
 dialect rejects (cmpxchg takes integers and pointers only). Host code of a rank runs on one
@@ -22,12 +24,21 @@ from dhir.dialects import arith, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.memref import ATOMIC_RMW_KINDS, AtomicYieldOp, GenericAtomicRMWOp
 from dhir.ir.walk import find_ops
+from dhir.transforms.accurate_math import order_zeros
 
-# atomic_rmw kinds MLIR 22's memref-to-llvm lowering leaves, and the op each applies.
-_UNLOWERED = {"mulf": arith.MulfOp, "muli": arith.MuliOp}
+# atomic_rmw kinds made generic_atomic_rmw in host code, and the op each applies: MLIR 22's
+# memref-to-llvm lowering leaves the first two, and lowers the others to LLVM's maxnum.
+_Applied = arith.MulfOp | arith.MuliOp | arith.MaxnumfOp | arith.MinnumfOp
+_AS_GENERIC: dict[str, type[_Applied]] = {
+    "mulf": arith.MulfOp,
+    "muli": arith.MuliOp,
+    "maxnumf": arith.MaxnumfOp,
+    "minnumf": arith.MinnumfOp,
+}
 # Kinds whose result depends on the order of the updates: float sums and products
-# round in between, and the last `assign` wins.
-_ORDERED = ("addf", "mulf", "assign")
+# round in between, and the last `assign` wins; of several NaNs, maxnumf and minnumf
+# keep the last (and their plain form needs one thread anyway).
+_ORDERED = ("addf", "mulf", "assign", "maxnumf", "minnumf")
 
 
 def ordered_atomics(module: ModuleOp) -> bool:
@@ -69,7 +80,7 @@ class FloatAtomicsPass(ModulePass):
         rewritten = False
         for update in found:
             if isinstance(update, memref.AtomicRMWOp):
-                if _kind(update) in _UNLOWERED and not in_device_code(update):
+                if _kind(update) in _AS_GENERIC and not in_device_code(update):
                     _as_generic(update)
                     rewritten = True
         # The generic ones the walk met are all there are, unless some were made just now.
@@ -81,7 +92,7 @@ class FloatAtomicsPass(ModulePass):
 def _as_generic(op: memref.AtomicRMWOp) -> None:
     """`op` as a generic_atomic_rmw applying its kind's arith op to the value read."""
     body = Block(arg_types=[op.result.type])
-    applied = _UNLOWERED[_kind(op)](body.args[0], op.value)
+    applied = _AS_GENERIC[_kind(op)](body.args[0], op.value)
     body.add_ops([applied, AtomicYieldOp(operands=[applied.result])])
     generic = GenericAtomicRMWOp(
         operands=[op.memref, list(op.indices)],
@@ -89,6 +100,8 @@ def _as_generic(op: memref.AtomicRMWOp) -> None:
         regions=[Region(body)],
     )
     Rewriter.replace_op(op, generic)
+    if isinstance(applied, arith.MaxnumfOp | arith.MinnumfOp):
+        order_zeros(applied)
 
 
 def _unfold(op: GenericAtomicRMWOp) -> None:

@@ -140,6 +140,38 @@ def test_every_atomic_update_kind_natively_equals_the_interpreter() -> None:
         assert got.tobytes() == want.tobytes()
 
 
+NUMBER_UPDATES = """
+func.func @main(%a: memref<4xf32>, %s: memref<2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  affine.for %i = 0 to 4 {
+    %x = affine.load %a[%i] : memref<4xf32>
+    %0 = memref.atomic_rmw maxnumf %x, %s[%c0] : (f32, memref<2xf32>) -> f32
+    %1 = memref.atomic_rmw minnumf %x, %s[%c1] : (f32, memref<2xf32>) -> f32
+  }
+  return
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+@pytest.mark.parametrize("start", [0.0, -0.0, np.nan])
+def test_maxnumf_and_minnumf_updates_order_minus_zero_below_plus_zero(start: float) -> None:
+    """LLVM's atomicrmw fmax/fmin leave the zero open: x86 code kept -0.0 against +0.0
+    (and +0.0 against -0.0 for fmin), the interpreter orders -0.0 below +0.0."""
+    from dhir.backends.native import openmp_safe
+
+    assert not openmp_safe(dhir.parse_string(NUMBER_UPDATES))  # a plain load and store
+    for values in ([-0.0, 0.0, -0.0, 0.0], [0.0, -0.0, np.nan, -0.0], [np.nan] * 4):
+        inputs = [np.array(values, np.float32), np.full(2, start, np.float32)]
+        oracle = dhir.run(NUMBER_UPDATES, *inputs, backend="interp")
+        native = dhir.run(NUMBER_UPDATES, *inputs, backend="native")
+        assert native[1].tobytes() == oracle[1].tobytes(), (values, native[1], oracle[1])
+    zeros = [np.array([-0.0, 0.0, -0.0, 0.0], np.float32), np.zeros(2, np.float32)]
+    native = dhir.run(NUMBER_UPDATES, *zeros, backend="native")
+    assert np.signbit(native[1]).tolist() == [False, True]
+
+
 MATMULS = """
 func.func private @mm(%p: memref<4x4xf32>, %b: memref<4x4xf32>, %q: memref<4x4xf32>) {
   linalg.matmul ins(%p, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%q : memref<4x4xf32>)
