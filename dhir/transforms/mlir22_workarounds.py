@@ -24,8 +24,13 @@
   the inner bound map to `() -> ()`, which fails to verify. The loop that never runs
   goes, its results replaced by its initial values.
 
-docs/upstream-bugs.md sections 13, 15 and 17 have the reproducers. Each rewrite addresses the same
-elements as the op it replaces, so results are exact.
+- `math.clampf`: no pass of mlir-opt-22 lowers it but `math-expand-ops`, which takes the
+  operands in the wrong order (`maximumf(minimumf(value, min), max)`: 0.5 clamped to
+  [0, 1] gave 1). It becomes MLIR's definition, `maximumf(minimumf(value, max), min)`.
+
+docs/upstream-bugs.md sections 13, 15, 17 and 21 have the reproducers. Each rewrite
+addresses the same elements as the op it replaces (clampf: computes the op's definition),
+so results are exact.
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +53,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import affine, arith, memref, scf, vector
+from dhir.dialects import math as mathd
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.walk import find_ops
@@ -88,6 +94,9 @@ class Mlir22WorkaroundsPass(ModulePass):
             for loop in list(find_ops(op, (affine.ForOp,))):
                 if loop.parent is not None and _never_runs(loop):
                     Rewriter.replace_op(loop, [], list(loop.inits))
+        if _any(met, mathd.ClampFOp):
+            for clamp in find_ops(op, (mathd.ClampFOp,)):
+                _clamp(clamp)
         if _any(met, memref.AllocaScopeOp):
             for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
                 if _holds_regions(scope) and not in_device_code(scope):
@@ -102,7 +111,14 @@ _REWRITTEN = (
     scf.IndexSwitchOp,
     affine.ForOp,
     memref.AllocaScopeOp,
+    mathd.ClampFOp,
 )
+
+
+def _clamp(op: mathd.ClampFOp) -> None:
+    below = arith.MinimumfOp(op.value, op.max, op.fastmath)
+    above = arith.MaximumfOp(below.result, op.min, op.fastmath)
+    Rewriter.replace_op(op, [below, above], [above.result])
 
 
 def _any(met: Iterable[type[Operation]], kind: type[Operation]) -> bool:

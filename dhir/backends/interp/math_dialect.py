@@ -17,6 +17,8 @@ from dhir.backends.interp.scalars import (
     float_rounder,
     int_width,
     lane_type,
+    maximum,
+    minimum,
     result_rounder,
     signed,
     unsigned,
@@ -73,6 +75,14 @@ class MathImpls(InterpreterFunctions):
         is_double = isinstance(lane_type(op.results[0].type), Float64Type)
         function = libm_function(_MATH_C_NAMES[_math_op_type(op)], len(args), is_double)
         return (round_to(function(*args)),)
+
+    @handles(mathd.ClampFOp)
+    def run_clampf(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # MLIR's definition, maxf(minf(value, max), min) in the names minimumf and
+        # maximumf had then: a NaN operand gives NaN, min > max gives min, -0 < +0.
+        result_rounder(op)  # rejects unsupported types
+        value, low, high = args
+        return (maximum(minimum(value, high), low),)
 
     @handles(mathd.SincosOp)
     def run_sincos(self, interp: Interpreter, op: Operation, args: Values) -> Values:

@@ -73,3 +73,17 @@ func.func @switch(%k: index) -> i32 {
   }
   return %r : i32
 }
+
+// math.clampf, which mlir-opt-22 does not lower (its math-expand-ops swaps min and max):
+// MLIR's definition, maximumf(minimumf(x, max), min).
+// CHECK-LABEL: func.func @clamp
+func.func @clamp(%x: f32, %lo: f32, %hi: f32, %v: vector<4xf64>) -> (f32, vector<4xf64>) {
+  // CHECK-NEXT: %[[B:.*]] = arith.minimumf %x, %hi : f32
+  // CHECK-NEXT: %[[R:.*]] = arith.maximumf %[[B]], %lo : f32
+  %r = math.clampf %x to [%lo, %hi] : f32
+  // CHECK-NEXT: %[[C:.*]] = arith.minimumf %v, %v fastmath<nnan> : vector<4xf64>
+  // CHECK-NEXT: %[[S:.*]] = arith.maximumf %[[C]], %v fastmath<nnan> : vector<4xf64>
+  %s = math.clampf %v to [%v, %v] fastmath<nnan> : vector<4xf64>
+  // CHECK-NEXT: return %[[R]], %[[S]] : f32, vector<4xf64>
+  return %r, %s : f32, vector<4xf64>
+}
