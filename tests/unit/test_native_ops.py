@@ -1649,3 +1649,34 @@ def test_clampf_is_mlir_s_definition(type_: str) -> None:
     want = np.array([0.5, 1.0, 0.0, nan, 0.0, -0.0, 3.0, nan, nan, -0.0, -1.0, 1.0], dtype)
     for got in interp[3:]:
         same_bits(got, want, "the interpreter against MLIR's definition")
+
+
+F16_NANS = """
+func.func @main(%a: memref<4xf16>, %b: memref<4xf16>, %s: memref<4xf16>, %m: memref<4xf16>,
+                %q: memref<4xf16>) {
+  affine.for %i = 0 to 4 {
+    %x = affine.load %a[%i] : memref<4xf16>
+    %y = affine.load %b[%i] : memref<4xf16>
+    %sum = arith.addf %x, %y : f16
+    %neg = arith.mulf %x, %y : f16
+    %abs = math.absf %x : f16
+    affine.store %sum, %s[%i] : memref<4xf16>
+    affine.store %neg, %m[%i] : memref<4xf16>
+    affine.store %abs, %q[%i] : memref<4xf16>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_f16_nans_keep_their_payload() -> None:
+    """Native code computes f16 in f32, which keeps a NaN's payload; the interpreter
+    rounded through struct's 'e', which makes every NaN 0x7E00 (or 0xFE00)."""
+    a = np.array([0x7E05, 0x0000, 0xFE03, 0x3C00], np.uint16).view(np.float16)
+    b = np.array([0x0000, 0x7E41, 0x3C00, 0xFD01], np.uint16).view(np.float16)
+    zeros = [np.zeros(4, np.float16) for _ in range(3)]
+    native, interp = both(F16_NANS, a, b, *zeros)
+    for k in (2, 3, 4):
+        assert interp[k].view(np.uint16).tolist() == native[k].view(np.uint16).tolist(), k
+    assert interp[2].view(np.uint16).tolist() == [0x7E05, 0x7E41, 0xFE03, 0xFF01]

@@ -72,6 +72,17 @@ def _same(value: float) -> float:
     return value
 
 
+_PACK_F16 = _rounder(_F16)
+
+
+def _round_f16(value: float) -> float:
+    """To f16 as native code rounds (LLVM computes f16 in f32): a NaN keeps its sign and
+    the top bits of its payload, where struct's 'e' gives every NaN the payload 0x200."""
+    if value != value:
+        return float(np.float16(value))
+    return _PACK_F16(value)
+
+
 _ROUND_F32 = _rounder(_F32)
 
 
@@ -101,7 +112,7 @@ def round_bf16_once(value: float) -> float:
 
 # The precision (significand bits) and rounding of each float type the interpreter runs.
 _FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
-    Float16Type: (11, _rounder(_F16)),
+    Float16Type: (11, _round_f16),
     BFloat16Type: (24, _round_bf16),  # through f32, as native code computes it
     Float32Type: (24, _ROUND_F32),
     Float64Type: (53, _same),
