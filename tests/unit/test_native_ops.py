@@ -332,7 +332,9 @@ func.func @main(%a: memref<8xf32>) {
   return
 }
 """
-    with pytest.raises(dhir.DhirError, match=r"prog.mlir:6:\d+: error: 'vector.create_mask'"):
+    with pytest.raises(
+        dhir.DhirError, match=r"prog.mlir:7:\d+: error: 'vector.transfer_read' with a mask"
+    ):
         dhir.run(dhir.parse_string(masked, "prog.mlir"), np.zeros(8, np.float32), backend="interp")
     out_of_bounds = """
 func.func @main(%a: memref<8xf32>) {
@@ -1680,3 +1682,83 @@ def test_f16_nans_keep_their_payload() -> None:
     for k in (2, 3, 4):
         assert interp[k].view(np.uint16).tolist() == native[k].view(np.uint16).tolist(), k
     assert interp[2].view(np.uint16).tolist() == [0x7E05, 0x7E41, 0xFE03, 0xFF01]
+
+
+LANE_MOVES = """
+func.func @main(%a: memref<24xf32>, %n: memref<2xindex>, %o: memref<6x24xf32>,
+                %m: memref<3x24xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %i = memref.load %n[%c0] : memref<2xindex>
+  %j = memref.load %n[%c1] : memref<2xindex>
+  %v = vector.load %a[%c0] : memref<24xf32>, vector<24xf32>
+  %cube = vector.shape_cast %v : vector<24xf32> to vector<2x3x4xf32>
+  %t = vector.transpose %cube, [2, 0, 1] : vector<2x3x4xf32> to vector<4x2x3xf32>
+  %r0 = vector.shape_cast %t : vector<4x2x3xf32> to vector<24xf32>
+  vector.store %r0, %o[%c0, %c0] : memref<6x24xf32>, vector<24xf32>
+  %grid = vector.shape_cast %v : vector<24xf32> to vector<4x6xf32>
+  %s = vector.extract_strided_slice %grid {offsets = [1, 2], sizes = [2, 3], strides = [1, 1]} : vector<4x6xf32> to vector<2x3xf32>
+  %p = vector.insert_strided_slice %s, %grid {offsets = [2, 3], strides = [1, 1]} : vector<2x3xf32> into vector<4x6xf32>
+  %r1 = vector.shape_cast %p : vector<4x6xf32> to vector<24xf32>
+  vector.store %r1, %o[%c1, %c0] : memref<6x24xf32>, vector<24xf32>
+  %row = vector.extract_strided_slice %v {offsets = [5], sizes = [4], strides = [1]} : vector<24xf32> to vector<4xf32>
+  %q = vector.insert_strided_slice %row, %cube {offsets = [1, 2, 0], strides = [1]} : vector<4xf32> into vector<2x3x4xf32>
+  %r2 = vector.shape_cast %q : vector<2x3x4xf32> to vector<24xf32>
+  vector.store %r2, %o[%c2, %c0] : memref<6x24xf32>, vector<24xf32>
+  %lo, %hi = vector.deinterleave %grid : vector<4x6xf32> -> vector<4x3xf32>
+  %back = vector.interleave %hi, %lo : vector<4x3xf32> -> vector<4x6xf32>
+  %r3 = vector.shape_cast %back : vector<4x6xf32> to vector<24xf32>
+  %c3 = arith.constant 3 : index
+  vector.store %r3, %o[%c3, %c0] : memref<6x24xf32>, vector<24xf32>
+  %bits = vector.bitcast %v : vector<24xf32> to vector<48xi16>
+  %swap = vector.shuffle %bits, %bits [1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14, 17, 16, 19, 18, 21, 20, 23, 22, 25, 24, 27, 26, 29, 28, 31, 30, 33, 32, 35, 34, 37, 36, 39, 38, 41, 40, 43, 42, 45, 44, 47, 46] : vector<48xi16>, vector<48xi16>
+  %r4 = vector.bitcast %swap : vector<48xi16> to vector<24xf32>
+  %c4 = arith.constant 4 : index
+  vector.store %r4, %o[%c4, %c0] : memref<6x24xf32>, vector<24xf32>
+  %wide = vector.bitcast %grid : vector<4x6xf32> to vector<4x3xf64>
+  %half = arith.truncf %wide : vector<4x3xf64> to vector<4x3xf32>
+  %z = arith.constant dense<0.0> : vector<4x3xf32>
+  %r5 = vector.interleave %half, %z : vector<4x3xf32> -> vector<4x6xf32>
+  %r5f = vector.shape_cast %r5 : vector<4x6xf32> to vector<24xf32>
+  %c5 = arith.constant 5 : index
+  vector.store %r5f, %o[%c5, %c0] : memref<6x24xf32>, vector<24xf32>
+  %k1 = vector.create_mask %i, %j : vector<4x6xi1>
+  %k2 = vector.constant_mask [3, 2] : vector<4x6xi1>
+  %k3 = vector.create_mask %j : vector<24xi1>
+  %masks = vector.shape_cast %k1 : vector<4x6xi1> to vector<24xi1>
+  %masks2 = vector.shape_cast %k2 : vector<4x6xi1> to vector<24xi1>
+  %w1 = arith.extui %masks : vector<24xi1> to vector<24xi32>
+  %w2 = arith.extui %masks2 : vector<24xi1> to vector<24xi32>
+  %w3 = arith.extui %k3 : vector<24xi1> to vector<24xi32>
+  vector.store %w1, %m[%c0, %c0] : memref<3x24xi32>, vector<24xi32>
+  vector.store %w2, %m[%c1, %c0] : memref<3x24xi32>, vector<24xi32>
+  vector.store %w3, %m[%c2, %c0] : memref<3x24xi32>, vector<24xi32>
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("bounds", [(2, 5), (-1, 9), (7, 0)])
+def test_lane_moves(bounds: tuple[int, int]) -> None:
+    """shape_cast, transpose, strided slices, (de)interleave, bitcast and masks of
+    constants and bounds: native code ran them, the interpreter refused them."""
+    a = (np.arange(24, dtype=np.float32) - 7.5) * 1.25
+    n = np.array(bounds, np.intp)
+    native, interp = both(
+        LANE_MOVES, a, n, np.zeros((6, 24), np.float32), np.zeros((3, 24), np.int32)
+    )
+    same_bits(native[2], interp[2], "lanes, native against the interpreter")
+    np.testing.assert_array_equal(native[3], interp[3], "masks, native against the interpreter")
+    np.testing.assert_array_equal(interp[2][0], a.reshape(2, 3, 4).transpose(2, 0, 1).ravel())
+    grid = a.reshape(4, 6).copy()
+    grid[2:4, 3:6] = grid[1:3, 2:5]
+    np.testing.assert_array_equal(interp[2][1], grid.ravel())
+    cube = a.reshape(2, 3, 4).copy()
+    cube[1, 2] = a[5:9]
+    np.testing.assert_array_equal(interp[2][2], cube.ravel())
+    i, j = bounds
+    inside = (np.arange(4)[:, None] < i) & (np.arange(6)[None, :] < j)
+    np.testing.assert_array_equal(interp[3][0], inside.ravel().astype(np.int32))
+    np.testing.assert_array_equal(interp[3][2], (np.arange(24) < j).astype(np.int32))

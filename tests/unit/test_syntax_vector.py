@@ -171,8 +171,6 @@ func.func @main(%a: memref<8xf32>) {
         "vector.scatter %a[%c0][%i], %m, %v : memref<8xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>",
         "%x = vector.expandload %a[%c0], %m, %v : memref<8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>",
         "vector.compressstore %a[%c0], %m, %v : memref<8xf32>, vector<8xi1>, vector<8xf32>",
-        "%x = vector.interleave %v, %v : vector<8xf32> -> vector<16xf32>",
-        "%x, %y = vector.deinterleave %v : vector<8xf32> -> vector<4xf32>",
         "%x = vector.vscale",
     ],
 )  # fmt: skip

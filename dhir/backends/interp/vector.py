@@ -1,6 +1,7 @@
 """The vector dialect's memory and lane ops on read-only NumPy arrays (arith and math on
-vectors run lane by lane: see `lanewise` in core). Masked ops and scalable vectors are
-not supported."""
+vectors run lane by lane: see `lanewise` in core); the ops that only move lanes (shape
+casts, transposes, strided slices, interleaving, masks of constants and bounds, bitcasts
+between widths NumPy has). Masked memory ops and scalable vectors are not supported."""
 
 from collections.abc import Sequence
 from itertools import product
@@ -39,6 +40,13 @@ def _new_vector(op: Operation, type_: Attribute) -> np.ndarray:
     if dtype is None:
         fail(op, f"on {type_} is not supported by the interpreter")
     return np.empty(tuple(type_.get_shape()), dtype)
+
+
+def _integers(attr: Attribute) -> list[int]:
+    """The integers of an `[1, 2]` array attribute or a `array<i64: 1, 2>` property."""
+    if isinstance(attr, ArrayAttr):
+        return [int(a.value.data) for a in attr.data if isinstance(a, IntegerAttr)]
+    return list(attr.get_values())  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _positions(op: Operation, static: Sequence[int], dynamic: Sequence[int]) -> tuple[int, ...]:
@@ -195,6 +203,71 @@ class VectorImpls(InterpreterFunctions):
         rows = np.concatenate([np.atleast_1d(args[0]), np.atleast_1d(args[1])])
         return (_frozen(rows[list(op.mask.get_values())]),)
 
+    @handles(dhir_vector.ShapeCastOp)
+    def run_shape_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # Row-major, as MLIR defines it (and LLVM lays vectors out).
+        shape = tuple(op.results[0].type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+        return (_frozen(np.array(np.reshape(args[0], shape))),)
+
+    @handles(dhir_vector.TransposeOp)
+    def run_transpose(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        permutation = _integers(op.properties["permutation"])
+        return (_frozen(np.array(np.transpose(args[0], permutation))),)
+
+    @handles(dhir_vector.ExtractStridedSliceOp)
+    def run_extract_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        offsets, sizes, strides = (
+            _integers(op.properties[name]) for name in ("offsets", "sizes", "strides")
+        )
+        picked = tuple(slice(o, o + n * s, s) for o, n, s in zip(offsets, sizes, strides))
+        return (_frozen(np.array(args[0][picked])),)
+
+    @handles(dhir_vector.InsertStridedSliceOp)
+    def run_insert_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        source, dest = args
+        offsets, strides = _integers(op.properties["offsets"]), _integers(op.properties["strides"])
+        # The source's dimensions are the destination's innermost ones.
+        lead = len(offsets) - source.ndim
+        inner = zip(offsets[lead:], source.shape, strides)
+        where = (*offsets[:lead], *(slice(o, o + n * s, s) for o, n, s in inner))
+        result = dest.copy()
+        result[where] = source
+        return (_frozen(result),)
+
+    @handles(dhir_vector.ConstantMaskOp, vector.CreateMaskOp)
+    def run_mask(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        result = _new_vector(op, op.results[0].type)
+        bounds = _integers(op.properties["mask_dim_sizes"]) if not args else list(args)
+        # A bound below 0 or above the dimension is clamped (MLIR: all lanes off or on).
+        grid = np.indices(result.shape) if result.ndim else np.zeros((0,), int)
+        inside = np.ones(result.shape, bool)
+        for axis, bound in enumerate(bounds):
+            inside &= grid[axis] < bound
+        result[...] = inside
+        return (_frozen(result),)
+
+    @handles(dhir_vector.InterleaveOp)
+    def run_interleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        lhs, rhs = args
+        result = _new_vector(op, op.results[0].type)
+        result[..., 0::2], result[..., 1::2] = lhs, rhs
+        return (_frozen(result),)
+
+    @handles(dhir_vector.DeinterleaveOp)
+    def run_deinterleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        source = args[0]
+        return (_frozen(np.array(source[..., 0::2])), _frozen(np.array(source[..., 1::2])))
+
+    @handles(dhir_vector.BitcastOp)
+    def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # The innermost dimension's bytes, read as the other element type.
+        result = _new_vector(op, op.results[0].type)
+        source = np.ascontiguousarray(args[0])
+        if _packed(op.operand_types[0]) or _packed(op.results[0].type):
+            fail(op, "on i1, bf16 or sub-byte elements is not supported by the interpreter")
+        result[...] = source.view(result.dtype).reshape(result.shape)
+        return (_frozen(result),)
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
@@ -236,6 +309,15 @@ def _x86_min_max(op: vector.ReductionOp, kind: str, lanes: list[Any]) -> Any:
     for value in lanes[1:]:
         total = combine(op, kind, total, value, op.dest.type)
     return total
+
+
+def _packed(type_: Attribute) -> bool:
+    """Whether the interpreter's arrays hold `type_`'s elements in another width than
+    LLVM's vectors do (i1 as a byte, bf16 as f32, i4 ...)."""
+    element = type_.element_type if isinstance(type_, VectorType) else type_
+    dtype = value_dtype(element)
+    width = getattr(element, "bitwidth", None)
+    return dtype is None or width is None or dtype.itemsize * 8 != width
 
 
 # vector.combining_kind names, as arith.atomic_rmw_kind (`combine`) calls them.
