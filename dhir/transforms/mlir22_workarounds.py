@@ -28,6 +28,11 @@
   operands in the wrong order (`maximumf(minimumf(value, min), max)`: 0.5 clamped to
   [0, 1] gave 1). It becomes MLIR's definition, `maximumf(minimumf(value, max), min)`.
 
+Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
+mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
+`vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`), and
+`vector.vscale` (x86 has no scalable vectors; clang stops at `llvm.vscale`).
+
 docs/upstream-bugs.md sections 13, 15, 17 and 21 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
@@ -56,6 +61,7 @@ from dhir.dialects import affine, arith, memref, scf, vector
 from dhir.dialects import math as mathd
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 
 _Position = SSAValue | int
@@ -94,6 +100,9 @@ class Mlir22WorkaroundsPass(ModulePass):
             for loop in list(find_ops(op, (affine.ForOp,))):
                 if loop.parent is not None and _never_runs(loop):
                     Rewriter.replace_op(loop, [], list(loop.inits))
+        for found in first:
+            if isinstance(found, _UNLOWERED) and not _lowered(found):
+                raise PassFailedAt(found, _unlowered(found))
         if _any(met, mathd.ClampFOp):
             for clamp in find_ops(op, (mathd.ClampFOp,)):
                 _clamp(clamp)
@@ -103,7 +112,9 @@ class Mlir22WorkaroundsPass(ModulePass):
                     _save_and_restore_stack(scope)
 
 
-# The kinds of op the workarounds rewrite.
+# The ops no pass of the CPU pipeline lowers (some masks excepted: see `_lowered`).
+_UNLOWERED = (vector.MultiDimReductionOp, vector.ScanOp, vector.MaskOp, vector.VectorScaleOp)
+# The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
     vector.InsertOp,
     vector.ExtractOp,
@@ -112,7 +123,30 @@ _REWRITTEN = (
     affine.ForOp,
     memref.AllocaScopeOp,
     mathd.ClampFOp,
+    *_UNLOWERED,
 )
+
+
+def _lowered(op: Operation) -> bool:
+    """Whether MLIR 22's CPU pipeline lowers `op`, one of `_UNLOWERED`: a mask around a
+    reduction only (convert-vector-to-llvm folds the mask into it); or code for a GPU."""
+    if in_device_code(op):
+        return True
+    if not isinstance(op, vector.MaskOp):
+        return False
+    return any(isinstance(inner, vector.ReductionOp) for inner in op.body.block.ops)
+
+
+def _unlowered(op: Operation) -> str:
+    if isinstance(op, vector.VectorScaleOp):
+        why = "the CPUs dhir builds for have no scalable vectors"
+    else:
+        why = "MLIR 22's CPU lowering leaves it in place"
+    hint = {
+        vector.MultiDimReductionOp: "; write a vector.reduction of each row",
+        vector.MaskOp: "; give the transfer its mask operand, or use vector.maskedload/maskedstore",
+    }.get(type(op), "")
+    return f"'{op.name}' is not supported by the native backend: {why}{hint}"
 
 
 def _clamp(op: mathd.ClampFOp) -> None:

@@ -1762,3 +1762,53 @@ def test_lane_moves(bounds: tuple[int, int]) -> None:
     inside = (np.arange(4)[:, None] < i) & (np.arange(6)[None, :] < j)
     np.testing.assert_array_equal(interp[3][0], inside.ravel().astype(np.int32))
     np.testing.assert_array_equal(interp[3][2], (np.arange(24) < j).astype(np.int32))
+
+
+UNLOWERED = """
+func.func @main(%a: memref<8xf32>, %o: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %z = arith.constant 0.0 : f32
+  %v = vector.load %a[%c0] : memref<8xf32>, vector<8xf32>
+  %m = vector.create_mask %c3 : vector<8xi1>
+  %zs = vector.broadcast %z : f32 to vector<f32>
+  OP
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize(
+    "line",
+    [
+        "%x = vector.multi_reduction <add>, %v, %z [0] : vector<8xf32> to f32",
+        "%x:2 = vector.scan <add>, %v, %zs {reduction_dim = 0 : i64, inclusive = true} : vector<8xf32>, vector<f32>",
+        "%x = vector.mask %m { vector.transfer_read %a[%c0], %z : memref<8xf32>, vector<8xf32> } : vector<8xi1> -> vector<8xf32>",
+        "vector.mask %m { vector.transfer_write %v, %o[%c0] : vector<8xf32>, memref<8xf32> } : vector<8xi1>",
+        "%x = vector.vscale",
+    ],
+)  # fmt: skip
+def test_vector_ops_mlir_22_leaves_unlowered_are_refused_at_their_line(line: str) -> None:
+    """mlir-translate stopped at the printed program's line (`Dialect vector not found`),
+    or clang at llvm.vscale, naming no line of the user's."""
+    op = next(word for word in line.split() if word.startswith("vector."))
+    at = UNLOWERED.splitlines().index("  OP") + 1
+    program = UNLOWERED.replace("OP", line)
+    with pytest.raises(dhir.DhirError) as error:
+        dhir.run(dhir.parse_string(program, "prog.mlir"), np.zeros(8, np.float32),
+                 np.zeros(8, np.float32), backend="native")  # fmt: skip
+    assert str(error.value).startswith(f"prog.mlir:{at}:")
+    assert f"'{op}' is not supported by the native backend" in str(error.value)
+
+
+@needs_llvm
+def test_a_mask_around_a_reduction_runs_natively() -> None:
+    program = UNLOWERED.replace(
+        "OP",
+        "%x = vector.mask %m { vector.reduction <add>, %v : vector<8xf32> into f32 }"
+        " : vector<8xi1> -> f32\n  memref.store %x, %o[%c0] : memref<8xf32>",
+    )
+    a = np.arange(1, 9, dtype=np.float32)
+    native = dhir.run(dhir.parse_string(program), a, np.zeros(8, np.float32), backend="native")
+    assert native[1][0] == 6.0
