@@ -30,8 +30,9 @@
 
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
-`vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`), and
-`vector.vscale` (x86 has no scalable vectors; clang stops at `llvm.vscale`).
+`vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
+`memref.realloc`, `memref.dma_start` and `memref.dma_wait`, and `vector.vscale` (x86 has no
+scalable vectors; clang stops at `llvm.vscale`).
 
 docs/upstream-bugs.md sections 13, 15, 17 and 21 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
@@ -113,7 +114,15 @@ class Mlir22WorkaroundsPass(ModulePass):
 
 
 # The ops no pass of the CPU pipeline lowers (some masks excepted: see `_lowered`).
-_UNLOWERED = (vector.MultiDimReductionOp, vector.ScanOp, vector.MaskOp, vector.VectorScaleOp)
+_UNLOWERED = (
+    vector.MultiDimReductionOp,
+    vector.ScanOp,
+    vector.MaskOp,
+    vector.VectorScaleOp,
+    memref.ReallocOp,
+    memref.DmaStartOp,
+    memref.DmaWaitOp,
+)
 # The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
     vector.InsertOp,
@@ -145,6 +154,9 @@ def _unlowered(op: Operation) -> str:
     hint = {
         vector.MultiDimReductionOp: "; write a vector.reduction of each row",
         vector.MaskOp: "; give the transfer its mask operand, or use vector.maskedload/maskedstore",
+        memref.ReallocOp: "; allocate the new buffer and copy into it (memref.alloc, memref.copy)",
+        memref.DmaStartOp: "; use memref.copy",
+        memref.DmaWaitOp: "; use memref.copy",
     }.get(type(op), "")
     return f"'{op.name}' is not supported by the native backend: {why}{hint}"
 

@@ -1772,6 +1772,7 @@ func.func @main(%a: memref<8xf32>, %o: memref<8xf32>) {
   %v = vector.load %a[%c0] : memref<8xf32>, vector<8xf32>
   %m = vector.create_mask %c3 : vector<8xi1>
   %zs = vector.broadcast %z : f32 to vector<f32>
+  %t = memref.alloc() : memref<1xi32>
   OP
   return
 }
@@ -1787,12 +1788,15 @@ func.func @main(%a: memref<8xf32>, %o: memref<8xf32>) {
         "%x = vector.mask %m { vector.transfer_read %a[%c0], %z : memref<8xf32>, vector<8xf32> } : vector<8xi1> -> vector<8xf32>",
         "vector.mask %m { vector.transfer_write %v, %o[%c0] : vector<8xf32>, memref<8xf32> } : vector<8xi1>",
         "%x = vector.vscale",
+        "%x = memref.realloc %o : memref<8xf32> to memref<16xf32>",
+        "memref.dma_start %a[%c0], %o[%c0], %c3, %t[%c0] : memref<8xf32>, memref<8xf32>, memref<1xi32>",
+        "memref.dma_wait %t[%c0], %c3 : memref<1xi32>",
     ],
 )  # fmt: skip
-def test_vector_ops_mlir_22_leaves_unlowered_are_refused_at_their_line(line: str) -> None:
-    """mlir-translate stopped at the printed program's line (`Dialect vector not found`),
-    or clang at llvm.vscale, naming no line of the user's."""
-    op = next(word for word in line.split() if word.startswith("vector."))
+def test_ops_mlir_22_leaves_unlowered_are_refused_at_their_line(line: str) -> None:
+    """mlir-translate stopped at the printed program's line (`Dialect vector not found`,
+    an unknown memref op), or clang at llvm.vscale, naming no line of the user's."""
+    op = next(word for word in line.split() if word.startswith(("vector.", "memref.")))
     at = UNLOWERED.splitlines().index("  OP") + 1
     program = UNLOWERED.replace("OP", line)
     with pytest.raises(dhir.DhirError) as error:
