@@ -117,6 +117,36 @@ class ExtractStridedSliceOp(IRDLOperation):
 
     assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
 
+    def verify_(self) -> None:
+        # MLIR's checks: without them the interpreter's slices would quietly stop at
+        # the vector's end, and mlir-opt-22 refuses the op at the printed program's line.
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, VectorType) and isinstance(result, VectorType)
+        offsets, sizes, strides = (_ints(a) for a in (self.offsets, self.sizes, self.strides))
+        shape = source.get_shape()
+        if not len(offsets) == len(sizes) == len(strides) <= len(shape):
+            raise VerifyException(
+                "expected as many offsets, sizes and strides, at most the source's rank"
+            )
+        _check_unit_strides(strides)
+        for k, (offset, size, dim) in enumerate(zip(offsets, sizes, shape)):
+            if not (0 <= offset < dim and 1 <= size and offset + size <= dim):
+                raise VerifyException(
+                    f"dimension {k}: offset {offset} and size {size} leave the source's [0, {dim})"
+                )
+        want = (*sizes, *shape[len(sizes) :])
+        if tuple(result.get_shape()) != want or result.element_type != source.element_type:
+            raise VerifyException(f"expected the result to have the shape {list(want)}")
+
+
+def _ints(array: ArrayAttr[IntegerAttr]) -> list[int]:
+    return [a.value.data for a in array.data]
+
+
+def _check_unit_strides(strides: list[int]) -> None:
+    if any(stride != 1 for stride in strides):
+        raise VerifyException(f"expected strides of 1 (MLIR 22 takes no others), got {strides}")
+
 
 @irdl_op_definition
 class InsertStridedSliceOp(IRDLOperation):
@@ -150,6 +180,28 @@ class InsertStridedSliceOp(IRDLOperation):
             properties=props,
             attributes=attrs,
         )
+
+    def verify_(self) -> None:
+        source, dest = self.source.type, self.dest.type
+        assert isinstance(source, VectorType) and isinstance(dest, VectorType)
+        offsets, strides = _ints(self.offsets), _ints(self.strides)
+        inner, outer = source.get_shape(), dest.get_shape()
+        if len(offsets) != len(outer) or len(strides) != len(inner) or len(inner) > len(outer):
+            raise VerifyException(
+                "expected an offset for each dimension of the destination and a stride for "
+                "each of the source, whose rank is at most the destination's"
+            )
+        _check_unit_strides(strides)
+        lead = len(outer) - len(inner)
+        sizes = (1,) * lead + tuple(inner)
+        for k, (offset, size, dim) in enumerate(zip(offsets, sizes, outer)):
+            if not (0 <= offset and offset + size <= dim):
+                raise VerifyException(
+                    f"dimension {k}: offset {offset} and size {size} leave the destination's "
+                    f"[0, {dim})"
+                )
+        if self.result.type != dest or source.element_type != dest.element_type:
+            raise VerifyException("expected the result and both elements of the destination's type")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

@@ -6,6 +6,7 @@ test_syntax_mlir22.py); here: errors, the memory they touch, and how both backen
 them (natively, as MLIR lowers them; the interpreter refuses them at their line)."""
 
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -185,3 +186,40 @@ def test_interpreter_refuses_the_new_ops_at_their_line(line: str) -> None:
         dhir.run(program, np.zeros(8, np.float32), backend="interp")
     assert str(error.value).startswith(f"prog.mlir:{at}:")
     assert f"'{op}' is not supported by the interpreter" in str(error.value)
+
+
+STRIDED = """
+func.func @f(%v: vector<4x6xf32>, %w: vector<3xf32>) -> (vector<2x3xf32>, vector<4x6xf32>) {
+  %s = vector.extract_strided_slice %v {offsets = [OFFSETS], sizes = [2, 3], strides = [STRIDES]} : vector<4x6xf32> to vector<2x3xf32>
+  %t = vector.insert_strided_slice %w, %v {offsets = [INTO], strides = [1]} : vector<3xf32> into vector<4x6xf32>
+  return %s, %t : vector<2x3xf32>, vector<4x6xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "offsets, strides, into, valid",
+    [
+        ("2, 3", "1, 1", "3, 3", True),
+        ("3, 3", "1, 1", "0, 0", False),  # rows 3 and 4 of 4
+        ("0, 4", "1, 1", "0, 0", False),  # columns 4 to 6 of 6
+        ("0, 0", "2, 1", "0, 0", False),  # MLIR 22 takes strides of 1 only
+        ("0, 0", "1, 1", "0, 4", False),  # columns 4 to 6 of 6
+        ("0, 0", "1, 1", "4, 0", False),  # row 4 of 4
+        ("0, 0", "1, 1", "0", False),  # an offset for each dimension of the destination
+    ],
+)
+def test_strided_slices_verify_as_mlir_s(
+    offsets: str, strides: str, into: str, valid: bool
+) -> None:
+    """dhir took slices past the vector's end (the interpreter's NumPy slice stopped
+    there) and strides other than 1, which mlir-opt-22 refuses."""
+    text = STRIDED.replace("OFFSETS", offsets).replace("STRIDES", strides).replace("INTO", into)
+    if valid:
+        parse_string(text, "prog.mlir")
+    else:
+        with pytest.raises(dhir.DhirError, match=r"prog.mlir:[34]:\d+: error: "):
+            parse_string(text, "prog.mlir")
+    if shutil.which("mlir-opt-22") is not None:
+        done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
+        assert (done.returncode == 0) is valid, done.stderr
