@@ -82,8 +82,12 @@ def _parse_i64_list(parser: Parser) -> DenseArrayBase:
 
 
 def _print_i64_list(printer: Printer, values: DenseArrayBase) -> None:
+    printer.print_string("[" + ", ".join(str(v) for v in _i64s(values)) + "]")
+
+
+def _i64s(values: DenseArrayBase) -> list[int]:
     assert isa(values, DenseArrayBase[IntegerType])
-    printer.print_string("[" + ", ".join(str(v) for v in values.get_values()) + "]")
+    return [int(v) for v in values.get_values()]
 
 
 @irdl_op_definition
@@ -98,6 +102,15 @@ class ShapeCastOp(IRDLOperation):
     traits = traits_def(Pure())
 
     assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
+
+    def verify_(self) -> None:
+        # MLIR's checks (the interpreter reshapes by them).
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, VectorType) and isinstance(result, VectorType)
+        if source.element_count() != result.element_count():
+            raise VerifyException(f"{source} and {result} hold different numbers of elements")
+        if source.element_type != result.element_type:
+            raise VerifyException(f"{source} and {result} have different element types")
 
 
 @irdl_op_definition
@@ -227,6 +240,17 @@ class TransposeOp(IRDLOperation):
 
     traits = traits_def(Pure())
 
+    def verify_(self) -> None:
+        source, result = self.vector.type, self.result.type
+        assert isinstance(source, VectorType) and isinstance(result, VectorType)
+        permutation = _i64s(self.permutation)
+        shape = source.get_shape()
+        if sorted(permutation) != list(range(len(shape))):
+            raise VerifyException(f"{permutation} is no permutation of {len(shape)} dimensions")
+        want = VectorType(source.element_type, [shape[k] for k in permutation])
+        if result.element_type != source.element_type or result.get_shape() != want.get_shape():
+            raise VerifyException(f"expected the result type {want}")
+
     @classmethod
     def parse(cls, parser: Parser) -> "TransposeOp":
         source = parser.parse_unresolved_operand()
@@ -267,6 +291,19 @@ class ConstantMaskOp(IRDLOperation):
     result = result_def(VectorType.constr(base(type(i1))))
 
     traits = traits_def(Pure())
+
+    def verify_(self) -> None:
+        # MLIR's checks (the interpreter builds the mask by them).
+        result = self.result.type
+        assert isinstance(result, VectorType)
+        sizes = _i64s(self.mask_dim_sizes)
+        shape = result.get_shape() or (1,)  # a 0-d mask has one size, 0 or 1
+        if len(sizes) != len(shape):
+            raise VerifyException(f"expected a size for each of the {len(shape)} dimensions")
+        if any(not 0 <= size <= dim for size, dim in zip(sizes, shape)):
+            raise VerifyException(f"expected sizes within the mask's shape {list(shape)}")
+        if 0 in sizes and any(sizes):
+            raise VerifyException("expected all sizes to be 0 when one is (MLIR's rule)")
 
     @classmethod
     def parse(cls, parser: Parser) -> "ConstantMaskOp":

@@ -223,3 +223,34 @@ def test_strided_slices_verify_as_mlir_s(
     if shutil.which("mlir-opt-22") is not None:
         done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
         assert (done.returncode == 0) is valid, done.stderr
+
+
+@pytest.mark.parametrize(
+    "line, valid",
+    [
+        ("%x = vector.shape_cast %w : vector<4x6xf32> to vector<24xf32>", True),
+        ("%x = vector.shape_cast %w : vector<4x6xf32> to vector<5x5xf32>", False),
+        ("%x = vector.shape_cast %w : vector<4x6xf32> to vector<24xi32>", False),
+        ("%x = vector.transpose %w, [1, 0] : vector<4x6xf32> to vector<6x4xf32>", True),
+        ("%x = vector.transpose %w, [0, 0] : vector<4x6xf32> to vector<4x6xf32>", False),
+        ("%x = vector.transpose %w, [1, 0] : vector<4x6xf32> to vector<4x6xf32>", False),
+        ("%x = vector.constant_mask [3, 2] : vector<4x6xi1>", True),
+        ("%x = vector.constant_mask [0, 0] : vector<4x6xi1>", True),
+        ("%x = vector.constant_mask [3] : vector<4x6xi1>", False),
+        ("%x = vector.constant_mask [5, 2] : vector<4x6xi1>", False),
+        ("%x = vector.constant_mask [0, 2] : vector<4x6xi1>", False),
+    ],
+)
+def test_lane_moves_verify_as_mlir_s(line: str, valid: bool) -> None:
+    """dhir took shape casts and transposes to a type of other lanes and masks of other
+    ranks or past the shape, which the interpreter would have run on lanes the type
+    does not have (a one-dimensional mask of a matrix masked its rows only)."""
+    text = f"func.func @f(%w: vector<4x6xf32>) {{\n  {line}\n  return\n}}\n"
+    if valid:
+        parse_string(text, "prog.mlir")
+    else:
+        with pytest.raises(dhir.DhirError, match=r"prog.mlir:2:3: error: "):
+            parse_string(text, "prog.mlir")
+    if shutil.which("mlir-opt-22") is not None:
+        done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
+        assert (done.returncode == 0) is valid, done.stderr

@@ -238,8 +238,9 @@ class VectorImpls(InterpreterFunctions):
     def run_mask(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         result = _new_vector(op, op.results[0].type)
         bounds = _integers(op.properties["mask_dim_sizes"]) if not args else list(args)
-        # A bound below 0 or above the dimension is clamped (MLIR: all lanes off or on).
-        grid = np.indices(result.shape) if result.ndim else np.zeros((0,), int)
+        # A bound below 0 or above the dimension is clamped (MLIR: all lanes off or on);
+        # a 0-d mask has one bound.
+        grid = np.indices(result.shape) if result.ndim else np.zeros((1,), int)
         inside = np.ones(result.shape, bool)
         for axis, bound in enumerate(bounds):
             inside &= grid[axis] < bound
