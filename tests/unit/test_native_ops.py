@@ -1816,3 +1816,56 @@ def test_a_mask_around_a_reduction_runs_natively() -> None:
     a = np.arange(1, 9, dtype=np.float32)
     native = dhir.run(dhir.parse_string(program), a, np.zeros(8, np.float32), backend="native")
     assert native[1][0] == 6.0
+
+
+MASKED_MEMORY = """
+func.func @main(%a: memref<4x6xf32>, %mk: memref<6xi32>, %ix: memref<6xi32>,
+                %o: memref<6x6xf32>, %s: memref<4x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %zero = arith.constant dense<0> : vector<6xi32>
+  %mi = vector.load %mk[%c0] : memref<6xi32>, vector<6xi32>
+  %m = arith.cmpi ne, %mi, %zero : vector<6xi32>
+  %i = vector.load %ix[%c0] : memref<6xi32>, vector<6xi32>
+  %pass = arith.constant dense<-1.5> : vector<6xf32>
+  %l = vector.maskedload %a[%c1, %c0], %m, %pass : memref<4x6xf32>, vector<6xi1>, vector<6xf32> into vector<6xf32>
+  vector.store %l, %o[%c0, %c0] : memref<6x6xf32>, vector<6xf32>
+  %e = vector.expandload %a[%c2, %c0], %m, %pass : memref<4x6xf32>, vector<6xi1>, vector<6xf32> into vector<6xf32>
+  vector.store %e, %o[%c1, %c0] : memref<6x6xf32>, vector<6xf32>
+  %g = vector.gather %a[%c1, %c2][%i], %m, %pass : memref<4x6xf32>, vector<6xi32>, vector<6xi1>, vector<6xf32> into vector<6xf32>
+  vector.store %g, %o[%c2, %c0] : memref<6x6xf32>, vector<6xf32>
+  %v = vector.load %a[%c3, %c0] : memref<4x6xf32>, vector<6xf32>
+  vector.maskedstore %s[%c0, %c0], %m, %v : memref<4x6xf32>, vector<6xi1>, vector<6xf32>
+  vector.compressstore %s[%c1, %c0], %m, %v : memref<4x6xf32>, vector<6xi1>, vector<6xf32>
+  vector.scatter %s[%c2, %c0][%i], %m, %v : memref<4x6xf32>, vector<6xi32>, vector<6xi1>, vector<6xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_masked_loads_stores_gathers_and_scatters(seed: int) -> None:
+    """Native code ran them; the interpreter refused them. Unset lanes touch no memory
+    (the indices there lead out of the memref); of two scattered lanes at one element,
+    the later one stays."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    mask = rng.integers(0, 2, 6).astype(np.int32)
+    index = rng.integers(-8, 12, 6).astype(np.int32)
+    index[mask == 0] = 1000  # out of bounds where unset
+    index[np.flatnonzero(mask)[:2]] = 3  # a repeated element where set
+    inputs = [a, mask, index, np.zeros((6, 6), np.float32), np.zeros((4, 6), np.float32)]
+    native, interp = both(MASKED_MEMORY, *inputs)
+    for k in (3, 4):
+        same_bits(native[k], interp[k], f"argument {k}, native against the interpreter")
+    on = mask.astype(bool)
+    np.testing.assert_array_equal(interp[3][0], np.where(on, a[1], -1.5))
+    expanded = np.full(6, -1.5, np.float32)
+    expanded[on] = a[2, : on.sum()]
+    np.testing.assert_array_equal(interp[3][1], expanded)
+    np.testing.assert_array_equal(interp[3][2][on], a.ravel()[8 + index[on]])

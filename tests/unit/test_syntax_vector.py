@@ -171,10 +171,6 @@ func.func @main(%a: memref<8xf32>) {
         "%x = vector.mask %m { vector.reduction <add>, %v : vector<8xf32> into f32 } : vector<8xi1> -> f32",
         "%x = vector.multi_reduction <add>, %v, %z [0] : vector<8xf32> to f32",
         "%x:2 = vector.scan <add>, %v, %zs {reduction_dim = 0 : i64, inclusive = true} : vector<8xf32>, vector<f32>",
-        "%x = vector.gather %a[%c0][%i], %m, %v : memref<8xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>",
-        "vector.scatter %a[%c0][%i], %m, %v : memref<8xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>",
-        "%x = vector.expandload %a[%c0], %m, %v : memref<8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>",
-        "vector.compressstore %a[%c0], %m, %v : memref<8xf32>, vector<8xi1>, vector<8xf32>",
         "%x = vector.vscale",
     ],
 )  # fmt: skip

@@ -1,7 +1,9 @@
 """The vector dialect's memory and lane ops on read-only NumPy arrays (arith and math on
 vectors run lane by lane: see `lanewise` in core); the ops that only move lanes (shape
 casts, transposes, strided slices, interleaving, masks of constants and bounds, bitcasts
-between widths NumPy has). Masked memory ops and scalable vectors are not supported."""
+between widths NumPy has); masked loads and stores, gathers and scatters, expanding loads
+and compressing stores, which touch only the lanes their mask sets. Masked transfers and
+scalable vectors are not supported."""
 
 from collections.abc import Sequence
 from itertools import product
@@ -269,6 +271,44 @@ class VectorImpls(InterpreterFunctions):
         result[...] = source.view(result.dtype).reshape(result.shape)
         return (_frozen(result),)
 
+    @handles(vector.MaskedLoadOp, dhir_vector.ExpandLoadOp)
+    def run_masked_load(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # Lane k (or, expanding, the k-th set lane) reads the innermost dimension from
+        # the indices on; unset lanes take the pass-through and touch no memory.
+        array, *indices, mask, passthru = args
+        result = np.array(passthru)
+        expanding = isinstance(op, dhir_vector.ExpandLoadOp)
+        for k, where in _masked_lanes(op, array, indices, mask, expanding):
+            result[k] = array[where]
+        return (_frozen(result),)
+
+    @handles(vector.MaskedStoreOp, dhir_vector.CompressStoreOp)
+    def run_masked_store(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        array, *indices, mask, value = args
+        if not array.flags.writeable:
+            fail(op, "writes into a constant memref.global")
+        compressing = isinstance(op, dhir_vector.CompressStoreOp)
+        for k, where in _masked_lanes(op, array, indices, mask, compressing):
+            array[where] = value[k]
+        return ()
+
+    @handles(dhir_vector.GatherOp)
+    def run_gather(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        array, *offsets, index_vec, mask, passthru = args
+        result = np.array(passthru)
+        for lane, where in _gathered(op, array, offsets, index_vec, mask):
+            result[lane] = array[where]
+        return (_frozen(result),)
+
+    @handles(dhir_vector.ScatterOp)
+    def run_scatter(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        array, *offsets, index_vec, mask, value = args
+        if not array.flags.writeable:
+            fail(op, "writes into a constant memref.global")
+        for lane, where in _gathered(op, array, offsets, index_vec, mask):  # in lane order:
+            array[where] = value[lane]  # of two lanes at one element, the later one stays
+        return ()
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
@@ -310,6 +350,43 @@ def _x86_min_max(op: vector.ReductionOp, kind: str, lanes: list[Any]) -> Any:
     for value in lanes[1:]:
         total = combine(op, kind, total, value, op.dest.type)
     return total
+
+
+def _masked_lanes(
+    op: Operation, array: np.ndarray, indices: Sequence[int], mask: np.ndarray, packed: bool
+) -> list[tuple[int, tuple[int, ...]]]:
+    """The set lanes of a 1-D mask and the element each touches: along the memref's
+    innermost dimension from `indices`, lane k at k, or (`packed`, expanding and
+    compressing) the k-th set lane at k."""
+    if mask.ndim != 1 or not array.ndim:
+        fail(op, "on a vector of rank other than 1 is not supported by the interpreter")
+    lanes = [int(k) for k in np.flatnonzero(mask)]
+    steps = range(len(lanes)) if packed else lanes
+    base = list(indices)
+    return [
+        (k, checked_index(op, array, [*base[:-1], base[-1] + step]))
+        for k, step in zip(lanes, steps)
+    ]
+
+
+def _gathered(
+    op: Operation, array: np.ndarray, offsets: Sequence[int], index_vec: np.ndarray,
+    mask: np.ndarray,
+) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:  # fmt: skip
+    """Each set lane of a gather or scatter and its element: `index_vec`'s value in that
+    lane elements on from `offsets`, in the memref's row-major order (MLIR adds it to the
+    address of `offsets`), within the memref."""
+    if not array.flags.c_contiguous:
+        fail(op, "on a memref that is not contiguous is not supported by the interpreter")
+    start = int(np.ravel_multi_index(checked_index(op, array, offsets), array.shape))
+    found: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for lane in zip(*np.nonzero(mask)):
+        flat = start + int(index_vec[lane])
+        if not 0 <= flat < array.size:
+            fail(op, f"reaches element {flat} of a memref of {array.size}, out of bounds")
+        where = tuple(int(i) for i in np.unravel_index(flat, array.shape))
+        found.append((tuple(int(i) for i in lane), where))
+    return found
 
 
 def _packed(type_: Attribute) -> bool:
