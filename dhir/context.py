@@ -70,6 +70,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Cf
 
+    def tensor() -> Dialect:
+        from dhir.dialects.tensor import Tensor
+
+        return Tensor
+
     return {
         "dhir": dhir,
         "scf": scf,
@@ -83,6 +88,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "mpi": mpi,
         "shard": shard,
         "cf": cf,
+        "tensor": tensor,
     }
 
 

@@ -1,5 +1,23 @@
-"""xDSL's tensor dialect, which dhir takes as it is (no shadow): the rest of dhir reaches
-it through this module, as it reaches every dialect through dhir.dialects."""
+"""xDSL's tensor dialect, with the `tensor.generate` xDSL 0.74 lacks: the rest of dhir
+reaches it through this module, as it reaches every dialect through dhir.dialects."""
+
+from xdsl.dialects import tensor
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, TensorType
+from xdsl.ir import Dialect
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure, RecursiveMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from dhir.dialects import with_replaced_ops
 
 # isort: off
 from xdsl.dialects.tensor import (
@@ -9,5 +27,63 @@ from xdsl.dialects.tensor import (
     InsertSliceOp as InsertSliceOp,
     PadOp as PadOp,
     SplatOp as SplatOp,
+    YieldOp as YieldOp,
 )
 # isort: on
+
+
+@irdl_op_definition
+class GenerateOp(IRDLOperation):
+    """`%t = tensor.generate %n... { ^bb0(%i: index, ...): ... tensor.yield %e : T } :
+    tensor<...>`: a tensor whose element at each index is what the body yields for it,
+    with a size operand for each dynamic dimension. xDSL 0.74 lacks this op; dhir only
+    hands it to mlir-opt-22's bufferization (entries on tensors), which makes it a
+    `linalg.map` over a new buffer."""
+
+    name = "tensor.generate"
+
+    dynamic_extents = var_operand_def(IndexType)
+    body = region_def("single_block")
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure(), RecursiveMemoryEffect())
+
+    def verify_(self) -> None:
+        type_ = self.result.type
+        assert isinstance(type_, TensorType)
+        shape = type_.get_shape()
+        if shape.count(DYNAMIC_INDEX) != len(self.dynamic_extents):
+            raise VerifyException("expected a size operand for each dynamic dimension")
+        block = self.body.block
+        if len(block.args) != len(shape) or any(
+            not isinstance(arg.type, IndexType) for arg in block.args
+        ):
+            raise VerifyException(f"expected the body to take {len(shape)} index arguments")
+        last = block.last_op
+        if not isinstance(last, YieldOp) or [v.type for v in last.operands] != [type_.element_type]:
+            raise VerifyException(f"expected the body to yield one {type_.element_type}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "GenerateOp":
+        sizes = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+        )
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        operands = [parser.resolve_operand(s, IndexType()) for s in sizes or []]
+        return cls.create(operands=operands, result_types=[type_], regions=[body], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        if self.dynamic_extents:
+            printer.print_string(" ")
+            printer.print_list(self.dynamic_extents, printer.print_operand)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+Tensor: Dialect = with_replaced_ops(tensor.Tensor, GenerateOp)

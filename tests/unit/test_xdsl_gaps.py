@@ -34,7 +34,19 @@ from dhir.context import all_dialects, make_context
 from dhir.ir.parser import LocatedParser
 
 PACKAGE = Path(dhir.__file__).parent
-SHADOWED = ("affine", "arith", "cf", "gpu", "linalg", "math", "memref", "mpi", "scf", "vector")
+SHADOWED = (
+    "affine",
+    "arith",
+    "cf",
+    "gpu",
+    "linalg",
+    "math",
+    "memref",
+    "mpi",
+    "scf",
+    "tensor",
+    "vector",
+)
 UNIT = Path(__file__).parent
 CORPUS = [
     *sorted((UNIT / "data" / "syntax").glob("*.mlir")),
