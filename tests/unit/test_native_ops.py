@@ -1869,3 +1869,61 @@ def test_masked_loads_stores_gathers_and_scatters(seed: int) -> None:
     expanded[on] = a[2, : on.sum()]
     np.testing.assert_array_equal(interp[3][1], expanded)
     np.testing.assert_array_equal(interp[3][2][on], a.ravel()[8 + index[on]])
+
+
+OUTER = """
+func.func @main(%a: memref<4xf32>, %b: memref<3xf32>, %i: memref<4xi32>, %j: memref<3xi32>,
+                %o: memref<4x3xf32>, %s: memref<4xf32>, %p: memref<4x3xi32>,
+                %q: memref<4x3xi32>) {
+  %c0 = arith.constant 0 : index
+  %x = vector.load %a[%c0] : memref<4xf32>, vector<4xf32>
+  %y = vector.load %b[%c0] : memref<3xf32>, vector<3xf32>
+  %u = vector.load %i[%c0] : memref<4xi32>, vector<4xi32>
+  %w = vector.load %j[%c0] : memref<3xi32>, vector<3xi32>
+  %k = memref.load %b[%c0] : memref<3xf32>
+  %r = vector.outerproduct %x, %y : vector<4xf32>, vector<3xf32>
+  vector.store %r, %o[%c0, %c0] : memref<4x3xf32>, vector<4x3xf32>
+  %t = vector.outerproduct %x, %k : vector<4xf32>, f32
+  vector.store %t, %s[%c0] : memref<4xf32>, vector<4xf32>
+  %acc = arith.constant dense<7> : vector<4x3xi32>
+  %m = vector.outerproduct %u, %w, %acc : vector<4xi32>, vector<3xi32>
+  vector.store %m, %p[%c0, %c0] : memref<4x3xi32>, vector<4x3xi32>
+  %n = vector.outerproduct %u, %w, %acc {kind = #vector.kind<maxsi>} : vector<4xi32>, vector<3xi32>
+  vector.store %n, %q[%c0, %c0] : memref<4x3xi32>, vector<4x3xi32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_outer_products() -> None:
+    """Native code ran vector.outerproduct; the interpreter refused it. Without an
+    accumulator (or on integers) each lane is one rounded product."""
+    a = np.array([1.5, -2.0, 3e38, 1e-30], np.float32)
+    b = np.array([3.0, 1e-20, -0.0], np.float32)
+    i = np.array([2, -3, 2**30, 5], np.int32)
+    j = np.array([4, -1, 9], np.int32)
+    outs = [np.zeros((4, 3), np.float32), np.zeros(4, np.float32)]
+    outs += [np.zeros((4, 3), np.int32), np.zeros((4, 3), np.int32)]
+    native, interp = both(OUTER, a, b, i, j, *outs)
+    for k in (4, 5, 6, 7):
+        same_bits(native[k], interp[k], f"argument {k}, native against the interpreter")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(interp[4], np.outer(a, b))
+        np.testing.assert_array_equal(interp[6], np.outer(i, j) + 7)
+    np.testing.assert_array_equal(interp[7], np.maximum(np.outer(i, j), 7))
+
+
+def test_a_float_outer_product_with_an_accumulator_is_refused_by_the_interpreter() -> None:
+    program = OUTER.replace(
+        "%r = vector.outerproduct %x, %y : vector<4xf32>, vector<3xf32>",
+        "%z = arith.constant dense<0.0> : vector<4x3xf32>\n"
+        "  %r = vector.outerproduct %x, %y, %z : vector<4xf32>, vector<3xf32>",
+    )
+    inputs = [np.zeros(4, np.float32), np.zeros(3, np.float32), np.zeros(4, np.int32)]
+    inputs += [np.zeros(3, np.int32), np.zeros((4, 3), np.float32), np.zeros(4, np.float32)]
+    inputs += [np.zeros((4, 3), np.int32), np.zeros((4, 3), np.int32)]
+    with pytest.raises(
+        dhir.DhirError, match=r"prog.mlir:12:3: error: 'vector.outerproduct' with an accumulator"
+    ):
+        dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend="interp")

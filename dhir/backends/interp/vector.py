@@ -309,6 +309,30 @@ class VectorImpls(InterpreterFunctions):
             array[where] = value[lane]  # of two lanes at one element, the later one stays
         return ()
 
+    @handles(dhir_vector.OuterProductOp)
+    def run_outerproduct(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # Each product rounded, as arith.mulf/muli: MLIR lowers a float one with an
+        # accumulator to vector.fma, which rounds once or twice by the CPU (see run_fma).
+        lhs, rhs, *acc = args
+        result = _new_vector(op, op.results[0].type)
+        element = op.results[0].type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+        floats = not isinstance(element, IntegerType | IndexType)
+        if acc and floats:
+            fail(
+                op,
+                "with an accumulator on floats is not supported by the interpreter: MLIR "
+                "lowers it to llvm.fmuladd, which rounds once or twice depending on the CPU",
+            )
+        kind = _kind_of(op, element)
+        for lane in np.ndindex(*result.shape):
+            factor = rhs if np.ndim(rhs) == 0 else rhs[lane[1]]
+            product = combine(op, "mulf" if floats else "muli", _item(lhs[lane[0]]),
+                              _item(factor), element)  # fmt: skip
+            result[lane] = (
+                combine(op, kind, _item(acc[0][lane]), product, element) if acc else product
+            )
+        return (_frozen(result),)
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
@@ -402,6 +426,18 @@ def _packed(type_: Attribute) -> bool:
 _FLOAT_KINDS = {"add": "addf", "mul": "mulf"}
 _INT_KINDS = {"add": "addi", "mul": "muli", "and": "andi", "or": "ori", "xor": "xori",
               "maxsi": "maxs", "minsi": "mins", "maxui": "maxu", "minui": "minu"}  # fmt: skip
+
+
+def _item(value: Any) -> Any:
+    item = value.item() if isinstance(value, np.generic | np.ndarray) else value
+    return int(item) if isinstance(item, bool) else item
+
+
+def _kind_of(op: Operation, element: Attribute) -> str:
+    kind = str(op.properties["kind"].data.value)  # pyright: ignore[reportAttributeAccessIssue]
+    if isinstance(element, IntegerType | IndexType):
+        return _INT_KINDS.get(kind, kind)
+    return _FLOAT_KINDS.get(kind, kind)
 
 
 def _kind(op: vector.ReductionOp) -> str:
