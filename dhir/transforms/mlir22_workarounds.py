@@ -31,8 +31,9 @@
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
-`memref.realloc`, `memref.dma_start` and `memref.dma_wait`, and `vector.vscale` (x86 has no
-scalable vectors; clang stops at `llvm.vscale`).
+`memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
+run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
+`llvm.vscale`).
 
 docs/upstream-bugs.md sections 13, 15, 17 and 21 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
@@ -122,6 +123,7 @@ _UNLOWERED = (
     memref.ReallocOp,
     memref.DmaStartOp,
     memref.DmaWaitOp,
+    memref.ReshapeOp,
 )
 # The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
@@ -138,9 +140,13 @@ _REWRITTEN = (
 
 def _lowered(op: Operation) -> bool:
     """Whether MLIR 22's CPU pipeline lowers `op`, one of `_UNLOWERED`: a mask around a
-    reduction only (convert-vector-to-llvm folds the mask into it); or code for a GPU."""
+    reduction only (convert-vector-to-llvm folds the mask into it), a reshape to static
+    sizes only; or code for a GPU."""
     if in_device_code(op):
         return True
+    if isinstance(op, memref.ReshapeOp):
+        result = op.result.type
+        return isinstance(result, MemRefType) and DYNAMIC_INDEX not in result.get_shape()
     if not isinstance(op, vector.MaskOp):
         return False
     return any(isinstance(inner, vector.ReductionOp) for inner in op.body.block.ops)
@@ -157,6 +163,7 @@ def _unlowered(op: Operation) -> str:
         memref.ReallocOp: "; allocate the new buffer and copy into it (memref.alloc, memref.copy)",
         memref.DmaStartOp: "; use memref.copy",
         memref.DmaWaitOp: "; use memref.copy",
+        memref.ReshapeOp: " to run-time sizes; give the sizes in its type",
     }.get(type(op), "")
     return f"'{op.name}' is not supported by the native backend: {why}{hint}"
 

@@ -1927,3 +1927,60 @@ def test_a_float_outer_product_with_an_accumulator_is_refused_by_the_interpreter
         dhir.DhirError, match=r"prog.mlir:12:3: error: 'vector.outerproduct' with an accumulator"
     ):
         dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend="interp")
+
+
+MEMREF_RESHAPE = """
+func.func @main(%a: memref<8xf32>, %s: memref<2xindex>, %o: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = memref.reshape %a(%s) : (memref<8xf32>, memref<2xindex>) -> memref<?x?xf32>
+  %t = memref.reshape %o(%s) : (memref<8xf32>, memref<2xindex>) -> memref<?x?xf32>
+  %n = memref.dim %r, %c0 : memref<?x?xf32>
+  %m = memref.dim %r, %c1 : memref<?x?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %j = %c0 to %m step %c1 {
+      %x = memref.load %r[%i, %j] : memref<?x?xf32>
+      %k = arith.muli %i, %c2 : index
+      %y = arith.index_cast %k : index to i32
+      %f = arith.sitofp %y : i32 to f32
+      %z = arith.addf %x, %f : f32
+      memref.store %z, %t[%i, %j] : memref<?x?xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("shape", [(2, 4), (4, 2), (8, 1)])
+def test_memref_reshape_is_a_view(shape: tuple[int, int]) -> None:
+    """Native code ran memref.reshape (to static sizes: MLIR 22 lowers no other); the
+    interpreter refused it."""
+    a = np.arange(8, dtype=np.float32) * 0.5
+    s = np.array(shape, np.intp)
+    program = MEMREF_RESHAPE.replace("?x?", f"{shape[0]}x{shape[1]}")
+    native, interp = both(program, a, s, np.zeros(8, np.float32))
+    same_bits(native[2], interp[2], "native against the interpreter")
+    want = a.reshape(shape) + 2.0 * np.arange(shape[0])[:, None]
+    np.testing.assert_array_equal(interp[2], want.ravel())
+
+
+def test_a_memref_reshape_to_sizes_its_type_lacks_is_an_error() -> None:
+    program = MEMREF_RESHAPE.replace("?x?", "2x4")
+    inputs = [np.zeros(8, np.float32), np.array([4, 2], np.intp), np.zeros(8, np.float32)]
+    with pytest.raises(
+        dhir.DhirError, match=r"prog.mlir:6:\d+: error: 'memref.reshape' reshapes into"
+    ):
+        dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend="interp")
+
+
+@needs_llvm
+def test_a_memref_reshape_to_run_time_sizes_is_refused_natively() -> None:
+    """mlir-translate stopped at the printed program's line: MLIR 22 lowers a reshape
+    to static sizes only."""
+    inputs = [np.zeros(8, np.float32), np.array([4, 2], np.intp), np.zeros(8, np.float32)]
+    match = r"prog.mlir:6:\d+: error: 'memref.reshape' is not supported by the native backend"
+    with pytest.raises(dhir.DhirError, match=match):
+        dhir.run(dhir.parse_string(MEMREF_RESHAPE, "prog.mlir"), *inputs, backend="native")

@@ -31,6 +31,7 @@ from dhir.dialects.memref import (
     ATOMIC_RMW_KINDS,
     AtomicYieldOp,
     GenericAtomicRMWOp,
+    ReshapeOp,
     TransposeOp,
 )
 
@@ -276,6 +277,23 @@ class MemrefImpls(InterpreterFunctions):
             fail(op, f"reshapes {array.shape} into {tuple(shape)}")
         try:
             return (array.reshape(shape, copy=False),)  # a view, as in MLIR
+        except ValueError:
+            fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
+
+    @handles(ReshapeOp)
+    def run_memref_reshape(self, interp: Interpreter, op: ReshapeOp, args: Values) -> Values:
+        array, sizes = args[0], [int(n) for n in np.asarray(args[1]).reshape(-1)]
+        result = op.result.type
+        static = result.get_shape() if isinstance(result, MemRefType) else None
+        if static is not None and (
+            len(static) != len(sizes)
+            or any(s != DYNAMIC_INDEX and s != n for s, n in zip(static, sizes))
+        ):
+            fail(op, f"reshapes into sizes {sizes}, which {result} does not have")
+        if math.prod(sizes) != array.size or min(sizes, default=0) < 0:
+            fail(op, f"reshapes {array.shape} into {tuple(sizes)}")
+        try:
+            return (array.reshape(sizes, copy=False),)  # a view, as in MLIR
         except ValueError:
             fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
 
