@@ -10,7 +10,10 @@ tasks listing it read and write. Two kinds of shared data escape that:
   calls: every rank has its own copy, and nothing moves it;
 - an address taken outside a task (`memref.extract_aligned_pointer_as_index` in host
   code, then integer arithmetic) and used inside it: on the task's rank it points into
-  that rank's copy, which nothing moves since the task does not list the memref.
+  that rank's copy, which nothing moves since the task does not list the memref;
+- a `memref.reinterpret_cast` in a task (or a function it calls) of a schedule operand
+  that is part of a larger buffer (a view made before the schedule): it may reach the
+  buffer's elements outside the operand, which dhir neither follows nor moves.
 
 Where the IR shows either, the program is refused rather than run wrongly. Inside a
 function, its memref arguments are distinct buffers; so a call that passes views of one
@@ -21,6 +24,7 @@ is refused too (docs/semantics.md).
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from xdsl.dialects import memref as xdsl_memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator
@@ -29,6 +33,7 @@ from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.layouts import is_identity_layout
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
@@ -46,10 +51,18 @@ def check_shared_data(module: ModuleOp) -> None:
     mutable = _mutable_globals(module)
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
+    stretching: dict[str, Operation] | None = None  # found when first needed
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
         _check_operands(schedule)
         for task in schedule.tasks() if mutable else ():
             _check_globals(task, mutable, users)
+        parts = [v for v in dict.fromkeys(schedule.args) if not _whole_buffer(v)]
+        if not parts:
+            continue  # most operands are whole buffers: no cast can reach past them
+        if stretching is None:
+            stretching = _stretching_functions(module)
+        for task in schedule.tasks():
+            _check_reach(task, parts, stretching)
 
 
 # --- aliasing schedule operands ---------------------------------------------------------
@@ -357,6 +370,131 @@ def _yielded(op: Operation) -> Iterator[SSAValue]:
             last = block.last_op
             if last is not None and last.has_trait(IsTerminator):
                 yield from last.operands
+
+
+# --- casts that reach past a schedule operand ------------------------------------------
+
+
+def _whole_buffer(value: SSAValue, seen: set[SSAValue] | None = None) -> bool:
+    """Whether the memref `value` is all of its buffer: an argument of a function (as
+    far as the IR shows, docs/semantics.md), an allocation, a global, a cast or reshape
+    of one (the same elements), or what a loop carries when all it may be is. A view
+    made otherwise (a subview, a reinterpret_cast, a memref.view, what an op or a
+    region returns) may be part of a larger one."""
+    if not isinstance(value.type, MemRefType):
+        return True  # no memory: nothing to reach past
+    seen = set() if seen is None else seen
+    if value in seen:
+        return True  # the loop hands on what it was given: decided by its other sources
+    seen.add(value)
+    owner = value.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        if parent is None or isinstance(parent, func.FuncOp):
+            return owner.parent is None or owner is owner.parent.first_block
+        if not isinstance(parent, scf.ForOp | scf.WhileOp):
+            return False
+        sources = _carried(value, owner, parent)
+        return bool(sources) and all(_whole_buffer(v, seen) for v in sources)
+    if global_name(owner) is not None or is_alloc(owner):
+        return True
+    if isinstance(owner, _SAME_ELEMENTS):
+        return _whole_buffer(owner.operands[0], seen)
+    return False
+
+
+_SAME_ELEMENTS = (
+    xdsl_memref.CastOp,
+    xdsl_memref.MemorySpaceCastOp,
+    xdsl_memref.AssumeAlignmentOp,
+    xdsl_memref.CollapseShapeOp,
+    xdsl_memref.ExpandShapeOp,
+)
+
+
+def _check_reach(task: TaskOp, parts: list[SSAValue], stretching: dict[str, Operation]) -> None:
+    """Raise PassFailedAt where `task` reinterpret_casts a pointer into one of `parts`
+    (schedule operands that may be part of a larger buffer) past the elements of its
+    source, or passes one to a function that may (`stretching`)."""
+    memory = {part: buffers(part) for part in parts}
+
+    def reached(value: SSAValue) -> SSAValue | None:
+        source = buffers(value)
+        return next((part for part, mem in memory.items() if shared(source, mem)), None)
+
+    for op in task.body.walk():
+        if isinstance(op, xdsl_memref.ReinterpretCastOp) and not _within_source(op):
+            if (part := reached(op.source)) is not None:
+                raise PassFailedAt(op, _reach_message(part, "this reinterpret_cast"))
+        callee = _callee(op)
+        if callee is None or callee not in stretching:
+            continue
+        for value in op.operands:
+            if isinstance(value.type, MemRefType) and (part := reached(value)) is not None:
+                where = loc_of(stretching[callee])
+                cast = f"the reinterpret_cast{f' at {where}' if where else ''}"
+                raise PassFailedAt(
+                    op, _reach_message(part, f"@{callee}, called here, through {cast}")
+                )
+
+
+def _reach_message(part: SSAValue, what: str) -> str:
+    return (
+        f"{what} may reach elements of the buffer {_name(part)} is a view of, outside "
+        f"{_name(part)}; dhir follows and moves between ranks only the elements of the "
+        f"schedule operand {_name(part)}, so a write there could be lost. Pass the whole "
+        "buffer as the schedule operand and make the view inside the tasks"
+    )
+
+
+def _within_source(op: xdsl_memref.ReinterpretCastOp) -> bool:
+    """Whether `op` surely reaches only elements of its source: a source of static shape
+    and the identity layout (offset 0), and a static offset, sizes and strides whose
+    every element lies in it."""
+    source = op.source.type
+    if not isinstance(source, MemRefType) or not is_identity_layout(source):
+        return False
+    shape = source.get_shape()
+    offsets = op.static_offsets.get_values()
+    sizes = op.static_sizes.get_values()
+    strides = op.static_strides.get_values()
+    numbers = [*shape, *offsets, *sizes, *strides]
+    if any(n < 0 for n in numbers) or op.offsets or op.sizes or op.strides:
+        return False  # a dynamic size or offset (DYNAMIC_INDEX is negative), or a stride
+    if 0 in sizes:
+        return True  # no element
+    last = offsets[0] + sum(
+        (size - 1) * stride for size, stride in zip(sizes, strides, strict=True)
+    )
+    total = 1
+    for extent in shape:
+        total *= extent
+    return last < total
+
+
+def _stretching_functions(module: ModuleOp) -> dict[str, Operation]:
+    """Function name -> a reinterpret_cast that it, or a function it calls, makes and
+    that may reach past its source (see `_within_source`)."""
+    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
+    found: dict[str, Operation] = {}
+    calls: dict[str, set[str]] = {}
+    for function in functions:
+        name = function.sym_name.data
+        calls[name] = set()
+        for op in function.walk():
+            if isinstance(op, xdsl_memref.ReinterpretCastOp) and not _within_source(op):
+                found.setdefault(name, op)
+            if (callee := _callee(op)) is not None:
+                calls[name].add(callee)
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            reach = next((found[c] for c in callees if c in found), None)
+            if name not in found and reach is not None:
+                found[name] = reach
+                changed = True
+    return found
 
 
 # --- mutable globals ------------------------------------------------------------------

@@ -12,7 +12,9 @@ import dhir
 from dhir import DhirError, parse_string
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.outputs import root_only
+from dhir.analysis.sharing import check_shared_data
 from dhir.dialects.dhir import ScheduleOp
+from dhir.ir.pass_failure import PassFailedAt
 
 MPIS = ("mpich", "openmpi")
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -513,3 +515,89 @@ def test_a_call_passing_distinct_buffers_to_a_schedule_runs() -> None:
     text = CALLED_TWICE.replace("ARG", "%b")
     inputs = [np.zeros(8, np.int32), np.arange(8, dtype=np.int32)]
     _same(_native(text, inputs), dhir.run(text, *inputs, backend="interp"))
+
+
+# --- a reinterpret_cast that reaches past a schedule operand -----------------------------
+
+# %r, the schedule operand, is the first half of %a; the task on rank 1 writes all of %a
+# through a reinterpret_cast of %r (CAST). Rank 0 writes the results.
+PAST_THE_OPERAND = """
+HELPER
+func.func @main(%a: memref<8xf32>, %b: memref<4xf32>) {
+  %r = memref.reinterpret_cast %a to offset: [0], sizes: [4], strides: [1]
+      : memref<8xf32> to memref<4xf32>
+  dhir.schedule %r, %b {
+    %t0 = dhir.task target = "cpu", %r attributes {dhir.rank = 1 : i64} {
+      CAST
+    }
+    %t1 = dhir.task target = "cpu", %r, %b attributes {dhir.rank = 0 : i64} {
+      memref.copy %r, %b : memref<4xf32> to memref<4xf32>
+    }
+  }
+  func.return
+}
+"""
+
+FILL = """%c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %cn = arith.constant SIZE : index
+      %x = arith.constant 7.0 : f32
+      scf.for %i = %c0 to %cn step %c1 {
+        memref.store %x, %w[%i] : memref<SIZExf32>
+      }"""
+
+CAST = (
+    """%w = memref.reinterpret_cast %r to offset: [0], sizes: [SIZE], strides: [1]
+          : memref<4xf32> to memref<SIZExf32>
+      """
+    + FILL
+)
+
+HELPER = (
+    """func.func private @fill(%r: memref<4xf32>) {
+  %w = memref.reinterpret_cast %r to offset: [0], sizes: [8], strides: [1]
+      : memref<4xf32> to memref<8xf32>
+  """
+    + FILL.replace("SIZE", "8").replace("      ", "  ")
+    + """
+  func.return
+}"""
+)
+
+
+def _past(cast: str, size: int = 8, helper: str = "") -> str:
+    text = PAST_THE_OPERAND.replace("CAST", cast).replace("HELPER", helper)
+    return text.replace("SIZE", str(size))
+
+
+@needs_mpi
+def test_a_cast_past_a_schedule_operand_is_refused_at_the_cast() -> None:
+    # The oracle writes all of %a; natively rank 0 kept its old a[4:8) (issue: aliases).
+    text = _past(CAST)
+    inputs = [np.zeros(8, np.float32), np.zeros(4, np.float32)]
+    assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0] * 8
+    message = _native_error(text, inputs)
+    assert "<string>:8:7: error: this reinterpret_cast may reach elements of the buffer %r" in (
+        message
+    )
+    assert "Pass the whole buffer as the schedule operand" in message
+
+
+def test_a_call_that_casts_past_a_schedule_operand_is_refused_at_the_call() -> None:
+    text = _past("func.call @fill(%r) : (memref<4xf32>) -> ()", helper=HELPER)
+    with pytest.raises(PassFailedAt) as caught:
+        check_shared_data(parse_string(text))
+    assert "func.call" in caught.value.op.name
+    assert "@fill, called here, through the reinterpret_cast at <string>:3:" in str(caught.value)
+
+
+def test_casts_within_the_operand_or_of_whole_buffers_pass() -> None:
+    within = _past(CAST, size=4)  # a[0:4): only %r's own elements
+    check_shared_data(parse_string(within))
+    # %r is a buffer of its own: a cast past it is out of its bounds, not into %a.
+    whole = _past(CAST).replace(
+        "%r = memref.reinterpret_cast %a to offset: [0], sizes: [4], strides: [1]\n"
+        "      : memref<8xf32> to memref<4xf32>",
+        "%r = memref.alloc() : memref<4xf32>",
+    )
+    check_shared_data(parse_string(whole))
