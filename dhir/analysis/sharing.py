@@ -2,7 +2,7 @@
 error at the user's source.
 
 The lowering moves each schedule operand between ranks on its own, from what the
-tasks listing it read and write. Two kinds of shared data escape that:
+tasks listing it read and write. These kinds of shared data escape that:
 
 - schedule operands that are views of one buffer (the same base value through casts,
   subviews, ...): a write through one view is never sent to a rank reading the other;
@@ -12,10 +12,11 @@ tasks listing it read and write. Two kinds of shared data escape that:
   code, then integer arithmetic) and used inside it: on the task's rank it points into
   that rank's copy, which nothing moves since the task does not list the memref;
 - a `memref.reinterpret_cast` in a task (or a function it calls) of a schedule operand
-  that is part of a larger buffer (a view made before the schedule): it may reach the
-  buffer's elements outside the operand, which dhir neither follows nor moves.
+  that is part of a larger buffer (a view made before the schedule, or an argument some
+  call passes a view): it may reach the buffer's elements outside the operand, which
+  dhir neither follows nor moves.
 
-Where the IR shows either, the program is refused rather than run wrongly. Inside a
+Where the IR shows any of them, the program is refused rather than run wrongly. Inside a
 function, its memref arguments are distinct buffers; so a call that passes views of one
 buffer as two of them, to a function holding a schedule (directly or through its calls),
 is refused too (docs/semantics.md).
@@ -51,12 +52,14 @@ def check_shared_data(module: ModuleOp) -> None:
     mutable = _mutable_globals(module)
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
+    calls = [op for op in found if isinstance(op, func.CallOp)]
+    viewed = _viewed_arguments(calls, module)
     stretching: dict[str, Operation] | None = None  # found when first needed
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
         _check_operands(schedule)
         for task in schedule.tasks() if mutable else ():
             _check_globals(task, mutable, users)
-        parts = [v for v in dict.fromkeys(schedule.args) if not _whole_buffer(v)]
+        parts = [v for v in dict.fromkeys(schedule.args) if not _whole_buffer(v, viewed)]
         if not parts:
             continue  # most operands are whole buffers: no cast can reach past them
         if stretching is None:
@@ -375,9 +378,11 @@ def _yielded(op: Operation) -> Iterator[SSAValue]:
 # --- casts that reach past a schedule operand ------------------------------------------
 
 
-def _whole_buffer(value: SSAValue, seen: set[SSAValue] | None = None) -> bool:
-    """Whether the memref `value` is all of its buffer: an argument of a function (as
-    far as the IR shows, docs/semantics.md), an allocation, a global, a cast or reshape
+def _whole_buffer(
+    value: SSAValue, viewed: set[SSAValue], seen: set[SSAValue] | None = None
+) -> bool:
+    """Whether the memref `value` is all of its buffer: an argument of a function that
+    no call passes a view (not in `viewed`), an allocation, a global, a cast or reshape
     of one (the same elements), or what a loop carries when all it may be is. A view
     made otherwise (a subview, a reinterpret_cast, a memref.view, what an op or a
     region returns) may be part of a larger one."""
@@ -391,16 +396,40 @@ def _whole_buffer(value: SSAValue, seen: set[SSAValue] | None = None) -> bool:
     if isinstance(owner, Block):
         parent = owner.parent_op()
         if parent is None or isinstance(parent, func.FuncOp):
-            return owner.parent is None or owner is owner.parent.first_block
+            first = owner.parent is None or owner is owner.parent.first_block
+            return first and value not in viewed
         if not isinstance(parent, scf.ForOp | scf.WhileOp):
             return False
         sources = _carried(value, owner, parent)
-        return bool(sources) and all(_whole_buffer(v, seen) for v in sources)
+        return bool(sources) and all(_whole_buffer(v, viewed, seen) for v in sources)
     if global_name(owner) is not None or is_alloc(owner):
         return True
     if isinstance(owner, _SAME_ELEMENTS):
-        return _whole_buffer(owner.operands[0], seen)
+        return _whole_buffer(owner.operands[0], viewed, seen)
     return False
+
+
+def _viewed_arguments(calls: list[func.CallOp], module: ModuleOp) -> set[SSAValue]:
+    """The memref arguments of the module's functions that some call (of `calls`, the
+    module's) may pass part of a larger buffer: a view, or such an argument again."""
+    bodies = {
+        f.sym_name.data: f.body.blocks.first
+        for f in module.body.block.ops
+        if isinstance(f, func.FuncOp) and f.body.blocks.first is not None
+    }
+    viewed: set[SSAValue] = set()
+    changed = True
+    while changed:
+        changed = False
+        for call in calls:
+            entry = bodies.get(call.callee.string_value())
+            if entry is None:
+                continue
+            for value, arg in zip(call.arguments, entry.args):
+                if arg not in viewed and not _whole_buffer(value, viewed):
+                    viewed.add(arg)
+                    changed = True
+    return viewed
 
 
 _SAME_ELEMENTS = (
@@ -439,11 +468,14 @@ def _check_reach(task: TaskOp, parts: list[SSAValue], stretching: dict[str, Oper
 
 
 def _reach_message(part: SSAValue, what: str) -> str:
+    name = _name(part)
+    called = isinstance(part, BlockArgument) and isinstance(part.owner.parent_op(), func.FuncOp)
+    whose = f"a call passes a view of as {name}" if called else f"{name} is a view of"
     return (
-        f"{what} may reach elements of the buffer {_name(part)} is a view of, outside "
-        f"{_name(part)}; dhir follows and moves between ranks only the elements of the "
-        f"schedule operand {_name(part)}, so a write there could be lost. Pass the whole "
-        "buffer as the schedule operand and make the view inside the tasks"
+        f"{what} may reach elements outside {name}, of the buffer {whose}; dhir follows "
+        f"and moves between ranks only the elements of the schedule operand {name}, so a "
+        "write there could be lost. Pass the whole buffer as the schedule operand and "
+        "make the view inside the tasks"
     )
 
 

@@ -577,9 +577,8 @@ def test_a_cast_past_a_schedule_operand_is_refused_at_the_cast() -> None:
     inputs = [np.zeros(8, np.float32), np.zeros(4, np.float32)]
     assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0] * 8
     message = _native_error(text, inputs)
-    assert "<string>:8:7: error: this reinterpret_cast may reach elements of the buffer %r" in (
-        message
-    )
+    assert "<string>:8:7: error: this reinterpret_cast may reach elements outside %r" in message
+    assert "of the buffer %r is a view of" in message
     assert "Pass the whole buffer as the schedule operand" in message
 
 
@@ -601,3 +600,46 @@ def test_casts_within_the_operand_or_of_whole_buffers_pass() -> None:
         "%r = memref.alloc() : memref<4xf32>",
     )
     check_shared_data(parse_string(whole))
+
+
+# @h holds the schedule and takes %r as an argument; @main passes it ARG.
+CALLED_WITH_A_VIEW = """
+func.func private @h(%r: memref<4xf32>, %b: memref<4xf32>) {
+  dhir.schedule %r, %b {
+    %t0 = dhir.task target = "cpu", %r attributes {dhir.rank = 1 : i64} {
+      CAST
+    }
+    %t1 = dhir.task target = "cpu", %r, %b attributes {dhir.rank = 0 : i64} {
+      memref.copy %r, %b : memref<4xf32> to memref<4xf32>
+    }
+  }
+  func.return
+}
+func.func private @g(%r: memref<4xf32>, %b: memref<4xf32>) {
+  func.call @h(%r, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+func.func @main(%a: memref<8xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  %r = memref.reinterpret_cast %a to offset: [0], sizes: [4], strides: [1]
+      : memref<8xf32> to memref<4xf32>
+  func.call @g(ARG, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+""".replace("CAST", CAST).replace("SIZE", "8")
+
+
+@needs_mpi
+def test_a_cast_past_an_argument_that_a_call_passes_a_view_is_refused() -> None:
+    # Inside @h, %r is an argument; @main passes the first half of %a (through @g).
+    text = CALLED_WITH_A_VIEW.replace("ARG", "%r")
+    inputs = [np.zeros(8, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32)]
+    assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0] * 8
+    message = _native_error(text, inputs)
+    assert "<string>:5:7: error: this reinterpret_cast may reach elements outside %r, of the " in (
+        message
+    )
+    assert "buffer a call passes a view of as %r" in message
+
+
+def test_a_cast_past_an_argument_passed_whole_buffers_passes() -> None:
+    check_shared_data(parse_string(CALLED_WITH_A_VIEW.replace("ARG", "%c")))
