@@ -52,20 +52,15 @@ def check_shared_data(module: ModuleOp) -> None:
     mutable = _mutable_globals(module)
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
-    calls = [op for op in found if isinstance(op, func.CallOp)]
-    viewed = _viewed_arguments(calls, module)
-    stretching: dict[str, Operation] | None = None  # found when first needed
+    reach = CastReach(module)
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
         _check_operands(schedule)
         for task in schedule.tasks() if mutable else ():
             _check_globals(task, mutable, users)
-        parts = [v for v in dict.fromkeys(schedule.args) if not _whole_buffer(v, viewed)]
-        if not parts:
-            continue  # most operands are whole buffers: no cast can reach past them
-        if stretching is None:
-            stretching = _stretching_functions(module)
-        for task in schedule.tasks():
-            _check_reach(task, parts, stretching)
+        parts = [v for v in dict.fromkeys(schedule.args) if not reach.whole(v)]
+        for task in schedule.tasks() if parts else ():
+            # Most operands are whole buffers: no cast can reach past them.
+            _check_reach(task, parts, reach)
 
 
 # --- aliasing schedule operands ---------------------------------------------------------
@@ -441,10 +436,39 @@ _SAME_ELEMENTS = (
 )
 
 
-def _check_reach(task: TaskOp, parts: list[SSAValue], stretching: dict[str, Operation]) -> None:
+@dataclass
+class CastReach:
+    """For a module: which memrefs may be part of a larger buffer (`whole`), and which
+    ops may reinterpret_cast past their source, directly or through a call (`past`);
+    each found once, when first asked."""
+
+    module: ModuleOp
+    _viewed: set[SSAValue] | None = None
+    _stretching: dict[str, Operation] | None = None
+
+    def whole(self, value: SSAValue) -> bool:
+        if self._viewed is None:
+            calls = [op for op in find_ops(self.module, func.CallOp) if isinstance(op, func.CallOp)]
+            self._viewed = _viewed_arguments(calls, self.module)
+        return _whole_buffer(value, self._viewed)
+
+    def stretching(self) -> dict[str, Operation]:
+        """Function name -> a reinterpret_cast past its source that it makes or calls."""
+        if self._stretching is None:
+            self._stretching = _stretching_functions(self.module)
+        return self._stretching
+
+    def past(self, op: Operation) -> bool:
+        if isinstance(op, xdsl_memref.ReinterpretCastOp):
+            return not _within_source(op)
+        callee = _callee(op)
+        return callee is not None and callee in self.stretching()
+
+
+def _check_reach(task: TaskOp, parts: list[SSAValue], reach: CastReach) -> None:
     """Raise PassFailedAt where `task` reinterpret_casts a pointer into one of `parts`
     (schedule operands that may be part of a larger buffer) past the elements of its
-    source, or passes one to a function that may (`stretching`)."""
+    source, or passes one to a function that may."""
     memory = {part: buffers(part) for part in parts}
 
     def reached(value: SSAValue) -> SSAValue | None:
@@ -452,19 +476,19 @@ def _check_reach(task: TaskOp, parts: list[SSAValue], stretching: dict[str, Oper
         return next((part for part, mem in memory.items() if shared(source, mem)), None)
 
     for op in task.body.walk():
-        if isinstance(op, xdsl_memref.ReinterpretCastOp) and not _within_source(op):
+        if not reach.past(op):
+            continue
+        if isinstance(op, xdsl_memref.ReinterpretCastOp):
             if (part := reached(op.source)) is not None:
                 raise PassFailedAt(op, _reach_message(part, "this reinterpret_cast"))
-        callee = _callee(op)
-        if callee is None or callee not in stretching:
             continue
+        callee = _callee(op)
         for value in op.operands:
             if isinstance(value.type, MemRefType) and (part := reached(value)) is not None:
-                where = loc_of(stretching[callee])
+                where = loc_of(reach.stretching()[callee or ""])
                 cast = f"the reinterpret_cast{f' at {where}' if where else ''}"
-                raise PassFailedAt(
-                    op, _reach_message(part, f"@{callee}, called here, through {cast}")
-                )
+                what = f"@{callee}, called here, through {cast}"
+                raise PassFailedAt(op, _reach_message(part, what))
 
 
 def _reach_message(part: SSAValue, what: str) -> str:

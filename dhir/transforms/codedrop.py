@@ -17,8 +17,9 @@ dhir may spread over ranks.
 
 Work stays host code (still correct, run on every rank) when it cannot be a task: its
 results are used, it uses a memref type dhir cannot send, its memrefs may alias one
-another and it writes one, it touches a mutable global, or it calls a function that
-holds schedules. See docs/commands.md.
+another and it writes one, it touches a mutable global, it calls a function that
+holds schedules, or it would list part of a larger buffer and reinterpret_cast past
+it. See docs/commands.md.
 """
 
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.regions import iterations_independent
 from dhir.analysis.sharing import (
+    CastReach,
     buffers,
     mutable_global_users,
     reaches_mutable_global,
@@ -112,7 +114,7 @@ def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") ->
     # Calls into functions that hold (or will hold) schedules, or call one that does,
     # stay host code: a task cannot run a schedule.
     blocked = names | reaching_schedules(module)
-    dropper = _Dropper(target, blocked, mutable_global_users(module))
+    dropper = _Dropper(target, blocked, mutable_global_users(module), CastReach(module))
     for function in functions:
         for block in function.body.blocks:
             dropper.block(block)
@@ -147,6 +149,7 @@ class _Dropper:
     target: str
     blocked: set[str]
     globals_: tuple[set[str], dict[str, str]]
+    reach: CastReach
     summary: Summary = field(default_factory=Summary)
 
     def block(self, block: Block) -> None:
@@ -199,6 +202,8 @@ class _Dropper:
         bases = list(dict.fromkeys(next(iter(r)) for r in roots.values()))
         if not all(_sendable(b) for b in bases) or self._reaches_outside(op):
             return None
+        if self._casts_past(op, views, bases):
+            return None
         _, writes = memory_effects([op], dict(roots))
         task = _Task(op, bases, views, frozenset(writes))
         if _aliased(task.bases, task.bases, task.writes):
@@ -210,6 +215,17 @@ class _Dropper:
         calls = (o for o in op.walk() if isinstance(o, func.CallOp))
         blocked = any(call.callee.string_value() in self.blocked for call in calls)
         return blocked or reaches_mutable_global(op, *self.globals_)
+
+    def _casts_past(
+        self, op: Operation, views: dict[SSAValue, list[Operation]], bases: list[SSAValue]
+    ) -> bool:
+        """Whether the task would list part of a larger buffer (the base buffer of an
+        extract_strided_metadata, say) and reinterpret_cast past it, there or in a
+        function it calls: dhir-lower-to-mpi refuses that, host code runs it."""
+        if all(self.reach.whole(b) for b in bases):
+            return False
+        made = (view for chain in views.values() for view in chain)
+        return any(self.reach.past(inner) for inner in (*made, *op.walk()))
 
     def _flush(self, run: list[_Task], moved: list[Operation]) -> None:
         if not run:

@@ -220,6 +220,46 @@ func.func @main(%a: {TYPE}, %b: {TYPE}, %p: i1) {{
     assert codedrop(module, "main").nests == 0
 
 
+METADATA_ROW = """
+func.func @main(%a: memref<4x6xf32>, %q: memref<3xf32>) {
+  %sv = memref.subview %a[1, 2] [2, 3] [1, 1]
+      : memref<4x6xf32> to memref<2x3xf32, strided<[6, 1], offset: 8>>
+  %b, %off, %sz:2, %st:2 = memref.extract_strided_metadata %sv
+      : memref<2x3xf32, strided<[6, 1], offset: 8>>
+      -> memref<f32>, index, index, index, index, index
+  %row = memref.reinterpret_cast %b to offset: [%off], sizes: [%sz#1], strides: [%st#1]
+      : memref<f32> to memref<?xf32, strided<[?], offset: ?>>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %ten = arith.constant 10.0 : f32
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    %y = arith.addf %x, %ten : f32
+    memref.store %y, %row[%i] : memref<?xf32, strided<[?], offset: ?>>
+    memref.store %x, %q[%i] : memref<3xf32>
+  }
+  return
+}
+"""
+
+
+def test_a_cast_past_a_listed_base_buffer_stays_host_code() -> None:
+    """The task would list the metadata's base buffer (one element) and write a row of
+    %a through a reinterpret_cast of it: dhir-lower-to-mpi refuses that (it would move
+    only that element), so the nest stays host code."""
+    assert codedrop(parse_string(METADATA_ROW), "main").nests == 0
+
+
+@needs_llvm
+def test_a_cast_past_a_listed_base_buffer_runs_as_host_code() -> None:
+    inputs = [np.arange(24, dtype=np.float32).reshape(4, 6), np.zeros(3, np.float32)]
+    want = dhir.run(METADATA_ROW, *inputs, backend="interp")
+    assert want[0][1, 2:5].tolist() == [18.0, 19.0, 20.0]
+    for got, oracle in zip(dhir.run(METADATA_ROW, *inputs, ranks=2, timeout=120), want):
+        assert got.tobytes() == oracle.tobytes()
+
+
 # --- dhir run / dhir compile ----------------------------------------------------------
 
 
