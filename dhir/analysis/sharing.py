@@ -19,7 +19,8 @@ tasks listing it read and write. These kinds of shared data escape that:
 Where the IR shows any of them, the program is refused rather than run wrongly. Inside a
 function, its memref arguments are distinct buffers; so a call that passes views of one
 buffer as two of them, to a function holding a schedule (directly or through its calls),
-is refused too (docs/semantics.md).
+is refused too, and an argument that some call passes a global counts as that global
+(docs/semantics.md).
 """
 
 from collections.abc import Iterable, Iterator
@@ -45,7 +46,9 @@ def check_shared_data(module: ModuleOp) -> None:
     """Raise PassFailedAt for the first schedule with aliasing operands that a task
     writes, the first task that uses a mutable global or an address taken outside it."""
     found = find_ops(module, (func.CallOp, memref.ExtractAlignedPointerAsIndexOp))
-    _check_calls([op for op in found if isinstance(op, func.CallOp)], module)
+    calls = [op for op in found if isinstance(op, func.CallOp)]
+    _check_calls(calls, module)
+    passed = _passed_globals(calls, module)
     for taken in found:
         if isinstance(taken, memref.ExtractAlignedPointerAsIndexOp):
             _check_address(taken)
@@ -54,7 +57,7 @@ def check_shared_data(module: ModuleOp) -> None:
     users = _functions_using(module, mutable) if mutable else {}
     reach = CastReach(module)
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
-        _check_operands(schedule)
+        _check_operands(schedule, passed)
         for task in schedule.tasks() if mutable else ():
             _check_globals(task, mutable, users)
         parts = [v for v in dict.fromkeys(schedule.args) if not reach.whole(v)]
@@ -66,11 +69,11 @@ def check_shared_data(module: ModuleOp) -> None:
 # --- aliasing schedule operands ---------------------------------------------------------
 
 
-def _check_operands(schedule: ScheduleOp) -> None:
+def _check_operands(schedule: ScheduleOp, passed: dict[SSAValue, frozenset[object]]) -> None:
     operands = list(dict.fromkeys(v for v in schedule.args if isinstance(v.type, MemRefType)))
     if len(operands) < 2:
         return
-    bases = {value: buffers(value) for value in operands}
+    bases = {value: _with_passed(buffers(value), passed) for value in operands}
     pairs = [
         (first, second, common)
         for i, first in enumerate(operands)
@@ -84,7 +87,51 @@ def _check_operands(schedule: ScheduleOp) -> None:
         written |= task_effects(task).writes
     for first, second, common in pairs:
         if first in written or second in written:
-            raise PassFailedAt(schedule, _alias_message(first, second, common))
+            message = _alias_message(first, second, common)
+            called = [v for v in (first, second) if v in passed and passed[v] & common]
+            if called:
+                what = describe(passed[called[0]] & common)
+                message += f" (a call passes {what} as {_name(called[0])})"
+            raise PassFailedAt(schedule, message)
+
+
+def _passed_globals(
+    calls: list[func.CallOp], module: ModuleOp
+) -> dict[SSAValue, frozenset[object]]:
+    """The memref arguments of the module's functions that some call (of `calls`) may
+    pass a global (or memory of unknown origin, which may be one), with those: a
+    function may take the same global itself, and its argument is then no distinct
+    buffer."""
+    bodies = {
+        f.sym_name.data: f.body.blocks.first
+        for f in module.body.block.ops
+        if isinstance(f, func.FuncOp) and f.body.blocks.first is not None
+    }
+    passed: dict[SSAValue, frozenset[object]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for call in calls:
+            entry = bodies.get(call.callee.string_value())
+            if entry is None:
+                continue
+            for value, arg in zip(call.arguments, entry.args):
+                if not isinstance(value.type, MemRefType):
+                    continue
+                found = _with_passed(buffers(value), passed)
+                found = frozenset(b for b in found if isinstance(b, str | Opaque))
+                if not found <= passed.get(arg, frozenset()):
+                    passed[arg] = passed.get(arg, frozenset()) | found
+                    changed = True
+    return passed
+
+
+def _with_passed(
+    found: frozenset[object], passed: dict[SSAValue, frozenset[object]]
+) -> frozenset[object]:
+    """`found` (buffers) with the globals some call may pass as each argument in it."""
+    extra = [passed[b] for b in found if isinstance(b, SSAValue) and b in passed]
+    return found.union(*extra) if extra else found
 
 
 def _check_calls(calls: list[func.CallOp], module: ModuleOp) -> None:

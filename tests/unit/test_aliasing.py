@@ -643,3 +643,50 @@ def test_a_cast_past_an_argument_that_a_call_passes_a_view_is_refused() -> None:
 
 def test_a_cast_past_an_argument_passed_whole_buffers_passes() -> None:
     check_shared_data(parse_string(CALLED_WITH_A_VIEW.replace("ARG", "%c")))
+
+
+# --- a function's argument that a call passes a global the function takes itself ----------
+
+GLOBAL_AS_ARGUMENT = """
+memref.global "private" @g : memref<4xf32> = dense<1.0>
+func.func private @f(%x: memref<4xf32>, %b: memref<4xf32>) {
+  %g = memref.get_global @g : memref<4xf32>
+  dhir.schedule %x, %g, %b {
+    %t0 = dhir.task target = "cpu", %x attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 7.0 : f32
+      memref.store %v, %x[%c0] : memref<4xf32>
+    }
+    %t1 = dhir.task target = "cpu", %g, %b attributes {dhir.rank = 0 : i64} {
+      memref.copy %g, %b : memref<4xf32> to memref<4xf32>
+    }
+  }
+  func.return
+}
+func.func private @h(%y: memref<4xf32>, %b: memref<4xf32>) {
+  func.call @f(%y, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+func.func @main(%b: memref<4xf32>, %c: memref<4xf32>) {
+  %g0 = memref.get_global @g : memref<4xf32>
+  func.call @h(ARG, %b) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+"""
+
+
+@needs_mpi
+def test_a_global_passed_to_a_function_taking_it_itself_is_refused() -> None:
+    # @main passes @g (through @h) as %x of @f, which lists %x and @g: one buffer.
+    text = GLOBAL_AS_ARGUMENT.replace("ARG", "%g0")
+    inputs = [np.zeros(4, np.float32), np.zeros(4, np.float32)]
+    assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0, 1.0, 1.0, 1.0]
+    message = _native_error(text, inputs)
+    assert "<string>:5:3: error: schedule operands %x and %g may be views of one buffer" in (
+        message
+    )
+    assert "(a call passes global @g as %x)" in message
+
+
+def test_a_buffer_passed_to_a_function_taking_a_global_passes() -> None:
+    check_shared_data(parse_string(GLOBAL_AS_ARGUMENT.replace("ARG", "%c")))
