@@ -17,7 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
-from dhir.analysis.sharing import may_alias, memory_of
+from dhir.analysis.sharing import may_alias, meets_passed_global, memory_of
 from dhir.dialects import func, memref, scf
 from dhir.dialects.dhir import (
     DEVICE_BUFFER_ATTR,
@@ -125,8 +125,9 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     """The scf.for or scf.while whose body holds `schedule` and nothing else that may
     touch its memrefs: no other op that uses a value which may point into their buffers
     (a view of the same base made anywhere, the base itself, the same global taken
-    again; see sharing.buffers), and no call (a callee may reach a global) but dhir's
-    runtime hooks (HOOK_ATTR: dhir-instrument's timers). None when
+    again, a mutable global where they hold a function's argument, which a call may
+    pass it, or the reverse; see sharing.buffers), and no call (a callee may reach a
+    global) but dhir's runtime hooks (HOOK_ATTR: dhir-instrument's timers). None when
     there is no such loop. Such a schedule's data may stay distributed between the
     loop's iterations."""
     loop = schedule.parent_op()
@@ -145,6 +146,8 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
             return None
         if any(may_alias(v, memory) for v in op.operands):
             return None
+        if meets_passed_global(op, memory):
+            return None  # a call may pass the global as the argument
     return loop
 
 

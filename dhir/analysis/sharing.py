@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from xdsl.dialects import memref as xdsl_memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
-from xdsl.traits import IsTerminator
+from xdsl.traits import IsTerminator, SymbolTable
 
 from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, memref, scf
@@ -352,6 +352,31 @@ def may_alias(value: SSAValue, memory: frozenset[object]) -> bool:
     """Whether `value` may point into `memory` (`memory_of` some values): a view of the
     same buffer made anywhere, the same global taken again, or memory of unknown origin."""
     return bool(shared(buffers(value), memory))
+
+
+def meets_passed_global(op: Operation, memory: frozenset[object]) -> bool:
+    """Whether `op` may reach `memory` (`memory_of` some values) through a global that a
+    call passes as a function's argument: `memory` holds an argument and `op` takes a
+    mutable global, or `memory` holds a global and `op` uses an argument. `buffers`
+    keeps arguments distinct from globals; a call may still pass one as the other
+    (`check_shared_data` refuses that between schedule operands)."""
+    if any(_is_argument(b) for b in memory) and _takes_mutable_global(op):
+        return True
+    if not any(isinstance(b, str) for b in memory):
+        return False
+    return any(_is_argument(b) for v in op.operands for b in buffers(v))
+
+
+def _is_argument(base: object) -> bool:
+    return isinstance(base, BlockArgument) and isinstance(base.owner.parent_op(), func.FuncOp)
+
+
+def _takes_mutable_global(op: Operation) -> bool:
+    name = global_name(op)
+    if name is None:
+        return False
+    found = SymbolTable.lookup_symbol(op, name)
+    return found is None or found.properties.get("constant") is None
 
 
 def describe(common: frozenset[object]) -> str:

@@ -132,6 +132,52 @@ def test_host_code_under_another_name_sees_each_step(name: str, mpi: str) -> Non
         assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), (g, w)
 
 
+# @f's time loop: its task doubles %x[0] on rank 1; the host reads @g, which @main passes
+# as %x: the same buffer under a name buffers() keeps apart from the argument.
+PASSED_GLOBAL = """
+memref.global "private" KIND@g : memref<4xi32> = dense<1>
+func.func private @f(%x: memref<4xi32>, %acc: memref<3xi32>) {
+  %h0 = arith.constant 0 : index
+  %h1 = arith.constant 1 : index
+  %h3 = arith.constant 3 : index
+  scf.for %t = %h0 to %h3 step %h1 {
+    dhir.schedule %x {
+      %t0 = dhir.task target = "cpu", %x attributes {dhir.rank = 1 : i64} {
+        %c0 = arith.constant 0 : index
+        %v = memref.load %x[%c0] : memref<4xi32>
+        %w = arith.addi %v, %v : i32
+        memref.store %w, %x[%c0] : memref<4xi32>
+      }
+    }
+    %g = memref.get_global @g : memref<4xi32>
+    %y = memref.load %g[%h0] : memref<4xi32>
+    memref.store %y, %acc[%t] : memref<3xi32>
+  }
+  func.return
+}
+func.func @main(%acc: memref<3xi32>) {
+  %g0 = memref.get_global @g : memref<4xi32>
+  func.call @f(%g0, %acc) : (memref<4xi32>, memref<3xi32>) -> ()
+  func.return
+}
+"""
+
+
+def test_a_mutable_global_beside_an_argument_is_no_time_loop() -> None:
+    assert time_loop(_loop_schedule(PASSED_GLOBAL.replace("KIND", ""))) is None
+    # A constant global cannot be the buffer a task writes: the loop stays one.
+    assert time_loop(_loop_schedule(PASSED_GLOBAL.replace("KIND", "constant "))) is not None
+
+
+@needs_mpi
+def test_a_global_passed_as_the_argument_sees_each_step() -> None:
+    text, inputs = PASSED_GLOBAL.replace("KIND", ""), [np.zeros(3, np.int32)]
+    oracle = dhir.run(text, *inputs, backend="interp")
+    assert oracle[0].tolist() == [2, 4, 8]
+    got = dhir.run(text, *inputs, backend="native", ranks=2, timeout=120)
+    assert got[0].tobytes() == oracle[0].tobytes(), (got, oracle)
+
+
 # --- item 8: the error texts -----------------------------------------------------------
 
 PING_PONG = """
