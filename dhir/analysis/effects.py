@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 
 from dhir.analysis.shapes import at_positions, by_position
-from dhir.dialects.access import Kind, facts, kind
+from dhir.dialects.access import Facts, Kind, facts, kind
 from dhir.dialects.dhir import TaskOp
 
 
@@ -96,7 +96,7 @@ def memory_effects(
         if found.kind is not Kind.VIEW:
             # A view's other operands are sizes and offsets, and what it makes is its
             # result (a pointer, an address): followed below.
-            _escape(op, roots, reads, writes)
+            _escape(op, found, roots, reads, writes)
         if found.derived:
             reached = _reached(op.operands, roots)
             if reached:
@@ -118,14 +118,25 @@ def _reached(
 
 def _escape(
     op: Operation,
+    found: Facts,
     roots: dict[SSAValue, frozenset[SSAValue]],
     reads: set[SSAValue],
     writes: set[SSAValue],
 ) -> None:
-    """A pointer in an operand that is no memref (an address stored as data, say) may
-    be used anywhere later: count all it reaches as read and written. The facts
-    account for every memref operand of their ops (a shape query reads no data)."""
-    rest = _reached((v for v in op.operands if not isinstance(v.type, MemRefType)), roots)
+    """A pointer in an operand that is not what the op accesses (an address stored as
+    data, a memref stored into a memref of memrefs) may be used anywhere later: count
+    all it reaches as read and written. The facts account for every memref an op
+    accesses, and a shape query reads no data."""
+    accessed = {access.memref for access in found.accesses}
+    shape = found.kind is Kind.SHAPE
+    rest = _reached(
+        (
+            v
+            for v in op.operands
+            if v not in accessed and not (shape and isinstance(v.type, MemRefType))
+        ),
+        roots,
+    )
     if rest:
         reads |= rest
         writes |= rest

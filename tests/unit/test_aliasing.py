@@ -690,3 +690,28 @@ def test_a_global_passed_to_a_function_taking_it_itself_is_refused() -> None:
 
 def test_a_buffer_passed_to_a_function_taking_a_global_passes() -> None:
     check_shared_data(parse_string(GLOBAL_AS_ARGUMENT.replace("ARG", "%c")))
+
+
+def test_a_memref_stored_as_data_escapes() -> None:
+    # MLIR allows a memref of memrefs: %a stored into one may be loaded back and written.
+    text = """
+func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {
+  dhir.schedule %a, %b {
+    %t0 = dhir.task target = "cpu", %a {
+      %box = memref.alloca() : memref<1xmemref<8xf32>>
+      %c0 = arith.constant 0 : index
+      memref.store %a, %box[%c0] : memref<1xmemref<8xf32>>
+      %m = memref.load %box[%c0] : memref<1xmemref<8xf32>>
+      %x = arith.constant 7.0 : f32
+      memref.store %x, %m[%c0] : memref<8xf32>
+    }
+    %t1 = dhir.task target = "cpu", %a, %b {
+      memref.copy %a, %b : memref<8xf32> to memref<8xf32>
+    }
+  }
+  func.return
+}
+"""
+    assert _effects(text) == [({"a"}, {"a"}), ({"a"}, {"b"})]
+    graph = task_graph(_schedules(text)[0])
+    assert [(d.before, d.after) for d in graph.dependences] == [(0, 1)]
