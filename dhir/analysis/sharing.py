@@ -26,7 +26,6 @@ is refused too, and an argument that some call passes a global counts as that gl
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from xdsl.dialects import memref as xdsl_memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import IsTerminator, SymbolTable
@@ -500,11 +499,11 @@ def _viewed_arguments(calls: list[func.CallOp], module: ModuleOp) -> set[SSAValu
 
 
 _SAME_ELEMENTS = (
-    xdsl_memref.CastOp,
-    xdsl_memref.MemorySpaceCastOp,
-    xdsl_memref.AssumeAlignmentOp,
-    xdsl_memref.CollapseShapeOp,
-    xdsl_memref.ExpandShapeOp,
+    memref.CastOp,
+    memref.MemorySpaceCastOp,
+    memref.AssumeAlignmentOp,
+    memref.CollapseShapeOp,
+    memref.ExpandShapeOp,
 )
 
 
@@ -531,7 +530,7 @@ class CastReach:
         return self._stretching
 
     def past(self, op: Operation) -> bool:
-        if isinstance(op, xdsl_memref.ReinterpretCastOp):
+        if isinstance(op, memref.ReinterpretCastOp):
             return not _within_source(op)
         callee = _callee(op)
         return callee is not None and callee in self.stretching()
@@ -550,7 +549,7 @@ def _check_reach(task: TaskOp, parts: list[SSAValue], reach: CastReach) -> None:
     for op in task.body.walk():
         if not reach.past(op):
             continue
-        if isinstance(op, xdsl_memref.ReinterpretCastOp):
+        if isinstance(op, memref.ReinterpretCastOp):
             if (part := reached(op.source)) is not None:
                 raise PassFailedAt(op, _reach_message(part, "this reinterpret_cast"))
             continue
@@ -575,7 +574,7 @@ def _reach_message(part: SSAValue, what: str) -> str:
     )
 
 
-def _within_source(op: xdsl_memref.ReinterpretCastOp) -> bool:
+def _within_source(op: memref.ReinterpretCastOp) -> bool:
     """Whether `op` surely reaches only elements of its source: a source of static shape
     and the identity layout (offset 0), and a static offset, sizes and strides whose
     every element lies in it."""
@@ -610,7 +609,7 @@ def _stretching_functions(module: ModuleOp) -> dict[str, Operation]:
         name = function.sym_name.data
         calls[name] = set()
         for op in function.walk():
-            if isinstance(op, xdsl_memref.ReinterpretCastOp) and not _within_source(op):
+            if isinstance(op, memref.ReinterpretCastOp) and not _within_source(op):
                 found.setdefault(name, op)
             if (callee := _callee(op)) is not None:
                 calls[name].add(callee)
