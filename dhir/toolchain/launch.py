@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
-from dhir.toolchain.options import RunOptions
+from dhir.toolchain.options import RunOptions, check_io_mode
 from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
@@ -62,6 +62,7 @@ def run_executable(
     from dhir.toolchain.values import check_inputs, save_outputs
 
     options = options if options is not None else RunOptions()
+    check_io_mode()
     arrays = check_inputs(signature, list(inputs))
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
@@ -96,6 +97,7 @@ def run_npy_files(
     without loading NumPy: the results go to `output_dir` as `run_executable` saves them.
     False, with nothing run, when an input needs NumPy (dhir.toolchain.staging):
     `run_executable` then reads it, and says what is wrong with it."""
+    check_io_mode()
     with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
         staged = stage_inputs(signature, inputs, work)

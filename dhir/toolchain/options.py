@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dhir.choices import FAST_MATH_MODES as MODES
 from dhir.choices import MAX_RANKS, MAX_THREADS
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.machine.description import CPU_RULE, valid_cpu
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.targets import UnknownArchError, known_archs_text, parse_target_string
@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT_S = 300.0
 GPU_FALLBACKS = ("none", "cpu")
 DEFAULT_GPU_FALLBACK = "none"
 DEFAULT_TARGET = "any"  # CodeDrop's tasks may run on any device
+# DHIR_IO's values (dhir_rt.c's io_by_rank0 reads it): who reads and writes the ranks' files.
+IO_MODES = ("each", "rank0")
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,22 @@ def check_written_files(options: RunOptions) -> None:
         else:
             continue
         raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
+
+
+def check_io_mode() -> None:
+    """Refuse, before the build, a DHIR_IO the runtime would stop the program for as it
+    starts (dhir_rt.c checks it again for an executable run by hand): a misspelt value was
+    said only after the whole build, as the program's failure."""
+    mode = os.environ.get("DHIR_IO", "")
+    if mode and mode not in IO_MODES:
+        raise UsageError(
+            [
+                Diagnostic(
+                    f"DHIR_IO is '{mode}'; it takes rank0 (rank 0 reads and writes for all "
+                    "ranks) or each (every rank its own part, the default): set one, or unset it"
+                )
+            ]
+        )
 
 
 def target_name(value: object) -> str:

@@ -330,17 +330,39 @@ def test_a_result_of_the_last_run_given_as_an_input_is_kept(
     assert [line.split("\t")[0] for line in listed] == ["arg0.npy", "v.npy"]
 
 
-@needs_llvm
 def test_a_misspelt_dhir_io_is_an_error_in_any_program(tmp_path: Path) -> None:
     """DHIR_IO was checked only where a rank read a file by rows: a dynamic shape is
-    held whole, and `DHIR_IO=rank-0` went unsaid."""
+    held whole, and `DHIR_IO=rank-0` went unsaid. Then only by the program as it
+    started, after the whole build: it is refused first, as a bad option is."""
     program = tmp_path / "whole.mlir"
     program.write_text("func.func @main(%v: memref<?xf32>) {\n  return\n}\n")
     np.save(tmp_path / "v.npy", np.ones(4, np.float32))
+    cache = tmp_path / "cache"
     result = dhir("run", str(program), "-n", "2", "--input", str(tmp_path / "v.npy"),
-                  env={"DHIR_IO": "rank-0"})  # fmt: skip
-    assert result.returncode == 1
+                  env={"DHIR_IO": "rank-0", "DHIR_CACHE_DIR": str(cache)})  # fmt: skip
+    assert result.returncode == 2, result.stderr
     assert "DHIR_IO is 'rank-0'; it takes rank0" in result.stderr
+    assert not cache.exists() or not any(cache.rglob("program")), "it was built first"
+    # The interpreter reads no file by rows: DHIR_IO is no concern of its.
+    interp = dhir("run", str(program), "--backend", "interp", "--input",
+                  str(tmp_path / "v.npy"), env={"DHIR_IO": "rank-0"})  # fmt: skip
+    assert interp.returncode == 0, interp.stderr
+
+
+@needs_llvm
+def test_a_misspelt_dhir_io_is_refused_before_an_executable_runs(tmp_path: Path) -> None:
+    """On every path that launches one: the cached path (no xDSL) and the full one."""
+    exe = tmp_path / "call"
+    built = dhir("compile", str(EXAMPLES / "call.mlir"), "-o", str(exe))
+    assert built.returncode == 0, built.stderr
+    np.save(tmp_path / "m.npy", np.zeros((4, 4), np.float32))
+    np.save(tmp_path / "o.npy", np.zeros(4, np.float32))
+    inputs = ["--input", str(tmp_path / "m.npy"), "--input", str(tmp_path / "o.npy")]
+    for more in ([], ["--timing"]):  # --timing takes the full path
+        result = dhir("run", str(exe), *inputs, "--input", "f32=2.0", *more,
+                      env={"DHIR_IO": "Rank0"})  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert "DHIR_IO is 'Rank0'; it takes rank0" in result.stderr
 
 
 def test_a_run_that_keeps_no_results_says_so(tmp_path: Path, call_inputs: list[str]) -> None:
