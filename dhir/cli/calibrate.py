@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dhir.cli.common import path
+from dhir.cli.common import output_file, path
 from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.files import default_system_path, description_format, read_system, write_system
@@ -34,7 +34,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=path,
+        type=output_file,
         metavar="FILE",
         help="where to write the description (.toml or .json)",
     )

@@ -29,7 +29,15 @@ from dhir.cli.arguments import (
     sidecar,
 )
 from dhir.cli.cached_run import recorder
-from dhir.cli.common import add_constraints, add_quiet, checked, guarded, path, read_stdin
+from dhir.cli.common import (
+    add_constraints,
+    add_quiet,
+    checked,
+    guarded,
+    output_file,
+    path,
+    read_stdin,
+)
 from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.cli.parser import Parser
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
@@ -118,14 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--profile",
-        type=path,
+        type=output_file,
         metavar="FILE",
         help="time every task on its rank and write the times to FILE (JSON; for --costs; "
         "native backend, .mlir programs)",
     )
     run.add_argument(
         "--trace",
-        type=path,
+        type=output_file,
         metavar="FILE",
         help="write a Chrome trace (JSON, for Perfetto or chrome://tracing) of what every rank "
         "did: tasks, messages, input reads, result writes (native backend; dhir gantt draws it)",
@@ -163,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         required=True,
-        type=path,
+        type=output_file,
         metavar="EXE",
         help="the executable to write, with its description EXE.dhir.json beside it",
     )
@@ -189,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         required=True,
-        type=path,
+        type=output_file,
         metavar="PATH",
         help="the chart: a .png or .svg file",
     )

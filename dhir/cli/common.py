@@ -77,6 +77,16 @@ def path(text: str) -> Path:
     return Path(path_text(text))
 
 
+def output_file(text: str) -> Path:
+    """`path`, for a file to write: a name that ends in / is a folder's, which Path() drops,
+    so `--gantt out/` drew out.png and out.svg beside a folder out that was not there."""
+    if text.endswith(os.sep) or (os.altsep is not None and text.endswith(os.altsep)):
+        raise argparse.ArgumentTypeError(
+            f"'{text}' names a folder (it ends in {text[-1]}); name the file to write"
+        )
+    return path(text)
+
+
 def path_text(text: str) -> str:
     """`path`, kept as the word given (dhir-opt's files, which xDSL's driver reads)."""
     if not text:

@@ -27,7 +27,7 @@ from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
-from dhir.cli.common import add_constraints, add_quiet, checked, path, read_stdin
+from dhir.cli.common import add_constraints, add_quiet, checked, output_file, path, read_stdin
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -226,7 +226,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--gantt",
-        type=path,
+        type=output_file,
         metavar="PATH",
         help="draw the placement as a Gantt chart: PATH if it ends in .png or .svg, else "
         "both PATH.png and PATH.svg; a program's as built (each rank runs its tasks in "
@@ -240,7 +240,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--dot",
-        type=path,
+        type=output_file,
         metavar="PATH",
         help="write the task graph with the placement in Graphviz DOT to PATH",
     )
@@ -367,6 +367,8 @@ def _check_input(args: argparse.Namespace) -> None:
     for option, named in (("--gantt", args.gantt), ("--dot", args.dot)):
         if named is not None and named.is_dir():
             raise _error(f"{option} {named} is a folder; name the file to write")
+        if named is not None and not named.parent.is_dir():  # said after placing, else
+            raise _error(f"cannot write {named}: there is no folder {named.parent}; make it first")
 
 
 def program_graphs(

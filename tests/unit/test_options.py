@@ -218,6 +218,36 @@ def test_an_empty_path_is_refused(
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", str(VECTOR_ADD), "--trace", "out/"],
+        ["run", str(VECTOR_ADD), "--profile", "out/"],
+        ["compile", str(VECTOR_ADD), "-o", "out/"],
+        ["schedule", str(VECTOR_ADD), "--gantt", "out/"],
+        ["schedule", str(VECTOR_ADD), "--dot", "out/"],
+        ["calibrate", "-o", "out/"],
+        ["gantt", "t.json", "-o", "out/"],
+    ],
+)
+def test_a_file_to_write_named_as_a_folder_is_refused(
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Path("out/") is Path("out"): `--gantt out/`, with no folder out, drew out.png and
+    out.svg, and `--trace out/` wrote a file out."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    assert "'out/' names a folder (it ends in /); name the file to write" in (
+        capsys.readouterr().err
+    )
+    assert not list(tmp_path.iterdir())
+
+
 def test_an_empty_entry_is_not_main(capsys: pytest.CaptureFixture[str]) -> None:
     """`--entry ""` named no function, and main ran."""
     argv = ["run", str(VECTOR_ADD), "--backend", "interp", "--entry", ""]

@@ -90,6 +90,18 @@ def test_a_folder_is_not_a_chart(
     assert [p.name for p in tmp_path.iterdir()] == ["charts"]
 
 
+@pytest.mark.parametrize("option", ["--gantt", "--dot"])
+def test_a_chart_in_a_folder_that_is_not_there_is_refused_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str
+) -> None:
+    """Said before placing, as a missing folder (not after, as the writer's ENOENT)."""
+    named = tmp_path / "charts" / "chart.svg"
+    code, out, err = schedule(capsys, option, str(named))
+    assert code == 1 and not out
+    assert f"cannot write {named}: there is no folder {named.parent}; make it first" in err
+    assert not list(tmp_path.iterdir())
+
+
 def test_gantt_without_a_suffix_writes_png_and_svg(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
