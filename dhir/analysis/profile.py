@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 from dhir.targets import UnknownArchError, kind_of_arch
 
 
@@ -136,7 +136,7 @@ def profile_from_json(data: object, where: str = "the profile") -> Profile:
     profile = Profile()
     for name, seconds in tasks.items():
         if not _seconds(seconds):
-            raise _profile_error(where, f'task "{name}" has time {seconds!r}; {_SECONDS}')
+            raise _profile_error(where, f'task "{name}" has time {as_written(seconds)}; {_SECONDS}')
         kind, arch = _measured_on(name, devices.get(name, {}), where)
         profile.tasks[name] = Measurement(float(seconds), kind, arch)
     profile.schedules = _schedule_times(data.get("schedules", {}), where)  # type: ignore[union-attr]
@@ -165,9 +165,13 @@ def _measured_on(name: str, device: object, where: str) -> tuple[str, str | None
     _check_keys(device, _DEVICE_KEYS, f'the devices entry of task "{name}"', where)  # type: ignore[arg-type]
     kind, arch = device.get("kind", "cpu"), device.get("arch")
     if kind not in ("cpu", "gpu"):
-        raise _profile_error(where, f'task "{name}" has kind {kind!r}; it must be "cpu" or "gpu"')
+        raise _profile_error(
+            where, f'task "{name}" has kind {as_written(kind)}; it must be "cpu" or "gpu"'
+        )
     if arch is not None and not isinstance(arch, str):
-        raise _profile_error(where, f'task "{name}" has arch {arch!r}; it must be a string')
+        raise _profile_error(
+            where, f'task "{name}" has arch {as_written(arch)}; it must be a string'
+        )
     if arch is not None and _kind_of(arch) not in (None, kind):
         raise _profile_error(
             where, f'task "{name}" has arch "{arch}", a {_kind_of(arch)} arch, but kind "{kind}"'
@@ -189,7 +193,9 @@ def _schedule_times(schedules: object, where: str) -> dict[str, float]:
     times: dict[str, float] = {}
     for name, seconds in schedules.items():
         if not _seconds(seconds):
-            raise _profile_error(where, f'schedule "{name}" has time {seconds!r}; {_SECONDS}')
+            raise _profile_error(
+                where, f'schedule "{name}" has time {as_written(seconds)}; {_SECONDS}'
+            )
         times[str(name)] = float(seconds)
     return times
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from tokenize import TokenError
 from typing import TYPE_CHECKING
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 from dhir.toolchain.npy import MAGIC, read_header
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import (
@@ -207,7 +207,7 @@ def built_from(meta: dict[str, object]) -> Built:
     try:
         RunOptions(ranks=ranks, mpi=mpi)  # pyright: ignore[reportArgumentType]
     except DhirError:
-        raise ValueError(f"ranks {ranks!r}, mpi {mpi!r}") from None
+        raise ValueError(f"ranks {as_written(ranks)}, mpi {as_written(mpi)}") from None
     return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)  # pyright: ignore[reportArgumentType]
 
 
@@ -216,13 +216,13 @@ _CODE = re.compile(r"[<>|=][fiub][1-8]")
 
 def _code(value: object) -> str:
     if not isinstance(value, str) or _CODE.fullmatch(value) is None:
-        raise ValueError(f"dtype {value!r}")
+        raise ValueError(f"dtype {as_written(value)}")
     return value
 
 
 def _role(value: object) -> str:
     if value not in (ARG, INPUT, RESULT):
-        raise ValueError(f"role {value!r}")
+        raise ValueError(f"role {as_written(value)}")
     return str(value)
 
 

@@ -4,6 +4,7 @@ Every error dhir reports for bad input is a `DhirError`; the command-line tools 
 it and exit non-zero, so users never see a Python traceback for their mistakes.
 """
 
+import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,6 +18,15 @@ if TYPE_CHECKING:
 
 # The most characters of a source line an error quotes (a line may be megabytes long).
 _EXCERPT = 160
+
+
+def as_written(value: object) -> str:
+    """A value read from a JSON or TOML file, spelt as such a file spells it (true, null,
+    "text", [1, 2]) in a message about it, not as Python prints it (True, None, 'text')."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):  # not a JSON value (a TOML date): Python's words
+        return repr(value)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 from dhir.machine.description import (
     CACHE_SIZES,
     CORE_FIELDS,
@@ -188,7 +188,7 @@ def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
     """[[bytes, GB/s], ...] as pairs; the Device checks their values and order."""
     pairs = data if isinstance(data, list) else None
     if pairs is None or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        raise _Problem(f"{where}: core_bw_curve must be {CURVE_RULE}, got {data!r}")
+        raise _Problem(f"{where}: core_bw_curve must be {CURVE_RULE}, got {as_written(data)}")
     point = f"{where}: core_bw_curve"
     return tuple(
         (_get({"bytes": size}, "bytes", int, point), _get({"GB/s": rate}, "GB/s", float, point))
@@ -234,16 +234,16 @@ def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any 
         except OverflowError:  # an integer beyond any float
             number = math.inf
         if not math.isfinite(number):
-            raise _Problem(f"{where}: {key} must be a finite number, got {value!r}")
+            raise _Problem(f"{where}: {key} must be a finite number, got {as_written(value)}")
         return number
     if isinstance(value, type_) and (type_ is bool or not is_bool):
         return value
-    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {value!r}")
+    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {as_written(value)}")
 
 
 def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(data, dict):
-        raise _Problem(f"{where} must be a table (an object), got {data!r}")
+        raise _Problem(f"{where} must be a table (an object), got {as_written(data)}")
     unknown = [key for key in data if key not in known]
     if unknown:
         raise _Problem(

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 
 KINDS = ("cpu", "gpu")
 _WHERE_KEYS = ("rank", "node", "device", "kind")
@@ -128,13 +128,6 @@ def _list(data: dict[str, object], key: str, source: str) -> list[object]:
     return value
 
 
-def _written(value: object) -> str:
-    """A value as the TOML or JSON file wrote it: true, not Python's True."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    return json.dumps(value) if isinstance(value, str | int | float) else repr(value)
-
-
 def _pin(spec: object, entry: str, source: str) -> Pin:
     table = _table(spec, entry, source, {"tasks", *_WHERE_KEYS})
     given = [key for key in _WHERE_KEYS if key in table]
@@ -145,12 +138,14 @@ def _pin(spec: object, entry: str, source: str) -> Pin:
     key = given[0]
     value = table[key]
     if key == "rank" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise _error(f"{source}: {entry}: rank must be a whole number >= 0, got {_written(value)}")
+        raise _error(
+            f"{source}: {entry}: rank must be a whole number >= 0, got {as_written(value)}"
+        )
     if key != "rank" and not isinstance(value, str):
-        raise _error(f"{source}: {entry}: {key} must be a string, got {_written(value)}")
+        raise _error(f"{source}: {entry}: {key} must be a string, got {as_written(value)}")
     if key == "kind" and value not in KINDS:
         kinds = ", ".join(KINDS)
-        raise _error(f"{source}: {entry}: kind must be one of {kinds}, got {_written(value)}")
+        raise _error(f"{source}: {entry}: kind must be one of {kinds}, got {as_written(value)}")
     assert isinstance(value, (str, int))
     return Pin(_globs(table, entry, source, 1), key, value, entry)
 

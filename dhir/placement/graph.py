@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dhir.analysis.profile import LARGEST
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 
 FORMAT = (
     '{"devices": ["d0", ...], "tasks": {"T": {"cost": {"d0": 3.0, ...}, "memory": 1e9}, '
@@ -240,9 +240,13 @@ def _nodes(value: object, devices: list[str], where: str) -> dict[str, str]:
 def _check_number(value: object, what: str, unit: str, where: str) -> None:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
-        raise _error(f"{where}: {what}: {unit} must be a non-negative number, got {value!r}")
+        raise _error(
+            f"{where}: {what}: {unit} must be a non-negative number, got {as_written(value)}"
+        )
     if value > LARGEST:  # type: ignore[operator]
-        raise _error(f"{where}: {what}: {unit} must be at most {LARGEST:g}, got {value!r}")
+        raise _error(
+            f"{where}: {what}: {unit} must be at most {LARGEST:g}, got {as_written(value)}"
+        )
 
 
 def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[str]:

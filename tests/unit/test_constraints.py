@@ -90,6 +90,8 @@ def test_a_toml_file_reads_as_a_json_one(tmp_path: Path) -> None:
         ({"pin": [{"tasks": "a", "rank": 1, "node": "n"}]}, "gives rank and node; give only one"),
         ({"pin": [{"tasks": "a", "rank": -1}]}, "rank must be a whole number"),
         ({"pin": [{"tasks": "a", "rank": True}]}, "rank must be a whole number >= 0, got true"),
+        ({"pin": [{"tasks": "a", "rank": None}]}, "rank must be a whole number >= 0, got null"),
+        ({"pin": [{"tasks": "a", "node": [None]}]}, r"node must be a string, got \[null\]"),
         ({"pin": [{"tasks": "a", "kind": "tpu"}]}, 'kind must be one of cpu, gpu, got "tpu"'),
         ({"pin": [{"tasks": "a", "node": 3}]}, "node must be a string"),
         ({"pin": [{"rank": 0}]}, "needs tasks"),

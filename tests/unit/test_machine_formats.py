@@ -228,7 +228,7 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
             "peak_gflops = 'fast'",
-            "peak_gflops must be a number, got 'fast'",
+            'peak_gflops must be a number, got "fast"',
         ),
         (
             "[links.network]\nlatency_us = -1.0\nbandwidth_gbs = 1.0\n"
@@ -253,7 +253,7 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
             "core_bw_curve = [[1024, 'fast'], [2048, 1.0]]",
-            "core_bw_curve: GB/s must be a number, got 'fast'",
+            'core_bw_curve: GB/s must be a number, got "fast"',
         ),
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
@@ -269,6 +269,25 @@ def test_bad_files_say_where_and_what(tmp_path: Path, text: str, message: str) -
     with pytest.raises(DhirError, match=message) as error:
         read_system(path)
     assert str(error.value).startswith(f"error: {path}")
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ('"cores": true', "cores must be a whole number, got true"),
+        ('"cores": null', "cores must be a whole number, got null"),
+        ('"ranks": false', "ranks must be a whole number, got false"),
+        ('"cpu": [null]', "cpu must be a string, got [null]"),
+        ('"core_bw_curve": {"a": 1}', 'core_bw_curve must be .* got {"a": 1}'),
+    ],
+)
+def test_bad_json_values_are_quoted_as_json(tmp_path: Path, device: str, message: str) -> None:
+    """They were quoted as Python prints them: `got True`, `got None`, `{'a': 1}`."""
+    path = tmp_path / "bad.json"
+    text = '{"nodes": [{"name": "n", "devices": [{"name": "c", "arch": "x86_64", DEVICE}]}]}'
+    path.write_text(text.replace("DEVICE", device))
+    with pytest.raises(DhirError, match=re.escape(message).replace(r"\.\*", ".*")):
+        read_system(path)
 
 
 def test_bad_paths(tmp_path: Path) -> None:

@@ -530,7 +530,11 @@ def test_memory_and_capacity_are_read_when_given() -> None:
         (_graph(capacity=[1]), '"capacity" must be an object'),
         (
             _graph(tasks={"x": {"cost": {"a": 1}, "memory": "lots"}}),
-            "task 'x' memory: size must be a non-negative number, got 'lots'",
+            "task 'x' memory: size must be a non-negative number, got \"lots\"",
+        ),
+        (
+            _graph(tasks={"x": {"cost": {"a": 1}, "memory": None}}),
+            "task 'x' memory: size must be a non-negative number, got null",
         ),
     ],
 )

@@ -198,6 +198,22 @@ def test_instrument_wraps_every_schedule_once() -> None:
         assert ident.value.value.data == number  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"tasks": {"t": None}}, 'task "t" has time null;'),
+        ({"tasks": {"t": True}}, 'task "t" has time true;'),
+        ({"tasks": {}, "schedules": {"s": "1"}}, 'schedule "s" has time "1";'),
+        ({"tasks": {"t": 1}, "devices": {"t": {"kind": None}}}, 'task "t" has kind null;'),
+        ({"tasks": {"t": 1}, "devices": {"t": {"arch": False}}}, 'task "t" has arch false;'),
+    ],
+)
+def test_bad_profile_values_are_quoted_as_json(data: object, message: str) -> None:
+    """They were quoted as Python prints them: `has time None`."""
+    with pytest.raises(DhirError, match=re.escape(message)):
+        profile_from_json(data)
+
+
 def test_profile_schedules_are_optional_but_checked() -> None:
     assert profile_from_json({"tasks": {}}).schedules == {}
     read = profile_from_json({"tasks": {}, "schedules": {"main.schedule0": 0.5}})

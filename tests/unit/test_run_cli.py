@@ -207,6 +207,18 @@ def test_a_damaged_executable_description_is_a_clear_error(tmp_path: Path, sidec
     assert "is not a description dhir compile wrote" in result.stderr
 
 
+def test_a_damaged_description_quotes_its_values_as_json(tmp_path: Path) -> None:
+    """Not as Python prints them: `ranks True, mpi None`."""
+    exe = tmp_path / "prog"
+    shutil.copy(sys.executable, exe)
+    (tmp_path / "prog.dhir.json").write_text(
+        '{"entry": "main", "ranks": true, "mpi": null, "args": []}'
+    )
+    result = dhir("run", str(exe))
+    assert result.returncode == 1, result.stderr
+    assert "(ranks true, mpi null)" in result.stderr
+
+
 ABORTS = """
 func.func private @abort()
 func.func @main(%m: memref<4x4xf32>, %out: memref<4xf32>, %s: f32) {
