@@ -17,6 +17,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions, check_io_mode
+from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
 from dhir.toolchain.tools import MpiInstall, find_mpi
@@ -58,7 +59,9 @@ def run_executable(
     it lists, else all on this one; with `options.threads`, each runs that many OpenMP
     threads (None: the launcher sets no count). With `traffic`, the bytes and messages
     each rank sent are appended to it, one line per rank (the runtime's DHIR_RT_STATS
-    report). With `options.trace`, a Chrome trace of the run is written there."""
+    report). With `options.trace`, a Chrome trace of the run is written there. SIGTERM
+    or SIGHUP stop every process of the run and remove its folder first (see
+    `ending_cleanly`), as Ctrl-C does, whoever calls."""
     from dhir.toolchain.values import check_inputs, save_outputs
 
     options = options if options is not None else RunOptions()
@@ -66,7 +69,9 @@ def run_executable(
     arrays = check_inputs(signature, list(inputs))
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
-    with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
+    # A caller that does not turn SIGTERM into an exception itself (dhir.run and the
+    # commands do) died of it here, leaving mpirun, the ranks and this folder behind.
+    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
         paths: dict[int, str] = {}
         for spec, array in zip(signature.args, arrays):
@@ -98,7 +103,7 @@ def run_npy_files(
     False, with nothing run, when an input needs NumPy (dhir.toolchain.staging):
     `run_executable` then reads it, and says what is wrong with it."""
     check_io_mode()
-    with tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
+    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
         staged = stage_inputs(signature, inputs, work)
         if staged is None:
@@ -170,7 +175,7 @@ def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None =
     as dhir's programs; its output (stdout and stderr)."""
     options = options if options is not None else RunOptions()
     install = find_mpi(options.mpi)
-    with tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
+    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
         env["DHIR_STATE_DIR"] = str(work)

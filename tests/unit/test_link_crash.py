@@ -212,6 +212,51 @@ def test_ctrl_c_stops_linked_code_that_never_returns(tmp_path: Path) -> None:
     assert _is_gone(int(line.split()[1]))
 
 
+# The interpreter called directly, as a program or a test does (not through dhir.run).
+_DIRECT = """
+import sys
+import numpy as np
+from dhir.api import parse_file
+from dhir.backends.interp import run_interp
+from dhir.toolchain.linking import LinkInputs
+args = [np.arange(16, dtype=np.float64), np.zeros(1), np.array([-21], np.int32)]
+run_interp(parse_file(sys.argv[1]), "main", args, 600, LinkInputs((sys.argv[2],)))
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_a_direct_caller_leaves_no_linked_library(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    """run_interp's folder for the linked library was left in the temporary folder when a
+    caller that handles no SIGTERM (a test runner, a script) died of one mid-run."""
+    obj = kernel(tmp_path, "spin")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    running = subprocess.Popen(
+        [sys.executable, "-c", _DIRECT, str(SCALARS), str(obj)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(scratch)),
+        start_new_session=True,
+    )
+    try:
+        assert running.stdout is not None
+        line = running.stdout.readline()  # the call has started, the library is linked
+        assert line.startswith("spinning"), running.communicate()
+        running.send_signal(signum)  # to dhir's process alone, as `kill` sends it
+        _, stderr = running.communicate(timeout=30)
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(running.pid, signal.SIGKILL)
+        running.communicate()
+    assert running.returncode == -signum, stderr  # the caller's disposition: death
+    assert not list(scratch.iterdir()), "the run's temporary folder is left"
+    assert _is_gone(int(line.split()[1]))
+
+
 @contextmanager
 def spinning(
     folder: Path, *options: str, env: dict[str, str] | None = None

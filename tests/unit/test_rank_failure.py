@@ -205,6 +205,78 @@ def test_a_run_ended_by_a_signal_leaves_nothing(
     assert run.returncode == (128 + signum if how == "cli" else -signum), stderr
 
 
+# The launcher called directly, as a program or a test does (not through dhir.run).
+_DIRECT = """
+import sys
+from pathlib import Path
+import numpy as np
+from dhir.api import parse_file
+from dhir.backends.native import compile_native
+from dhir.toolchain.launch import run_executable
+from dhir.toolchain.options import RunOptions
+options = RunOptions(ranks=2, mpi=sys.argv[2], timeout=120)
+exe, signature = compile_native(parse_file(Path(sys.argv[1])), "main", options)
+args = [np.zeros(4, np.int32), np.int32(int(sys.argv[3])), np.int32(int(sys.argv[4]))]
+run_executable(exe, signature, args, options)
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_signal_to_a_direct_caller_leaves_nothing(tmp_path: Path) -> None:
+    """run_executable called by a program that handles no SIGTERM: the program died of
+    it at once, leaving mpirun and the ranks running and the run's folder behind."""
+    need("mpich")
+    marker = uuid.uuid4().hex
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    command = [sys.executable, "-c", _DIRECT, str(PROGRAM), "mpich", str(SLEEP), "100"]
+    run = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, FAILURE_TEST_MARKER=marker, TMPDIR=str(scratch)),
+    )
+    try:
+        rank_in_task(marker, 1, time.monotonic() + 120)
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=60)
+    finally:
+        run.kill()
+        run.wait()
+    left = marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "processes of the run are left"
+    assert not list(scratch.iterdir()), "the run's temporary folder is left"
+    assert run.returncode == -signal.SIGTERM, stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("how", ["timeout", "crash"])
+def test_a_timed_out_or_failed_run_leaves_no_temporary_folder(tmp_path: Path, how: str) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    np.save(tmp_path / "a.npy", np.zeros(4, np.int32))
+    mode = ["--input", "i32=1", "--input", "i32=100", "--timeout", "2"]
+    if how == "crash":
+        mode = ["--input", f"i32={ABORT}", "--input", "i32=0"]
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(PROGRAM), "-n", "2"]
+    command += ["--input", str(tmp_path / "a.npy"), *mode]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, TMPDIR=str(scratch)),
+    )
+    assert done.returncode == 1, done.stderr
+    assert ("timed out" if how == "timeout" else "SIGABRT") in done.stderr
+    assert not list(scratch.iterdir()), "the run's temporary folder is left"
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_the_python_api_names_the_task(tmp_path: Path) -> None:

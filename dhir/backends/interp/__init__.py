@@ -38,6 +38,7 @@ from dhir.ir.verifier import libm_type
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import C_INTERFACE, LinkInputs
 from dhir.toolchain.options import timeout_seconds
+from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.values import check_inputs
 
@@ -141,16 +142,19 @@ def _linked(link: LinkInputs | None, symbols: list[str]) -> Iterator[Path | None
     if not link:
         yield None
         return
-    with tempfile.TemporaryDirectory(prefix="dhir-interp-link-") as folder:
-        shared = link_shared(link, Path(folder), symbols)
-        if not _OPEN_FILES.is_dir():
-            yield shared
-            return
-        descriptor = os.open(shared, os.O_RDONLY)  # the forked child inherits it
-    try:
-        yield _OPEN_FILES / str(descriptor)
-    finally:
-        os.close(descriptor)
+    # SIGTERM and SIGHUP unwind through the folder's removal whoever calls (dhir.run and
+    # the commands turn them into exceptions themselves; a direct caller died of them).
+    with ending_cleanly(redeliver=True):
+        with tempfile.TemporaryDirectory(prefix="dhir-interp-link-") as folder:
+            shared = link_shared(link, Path(folder), symbols)
+            if not _OPEN_FILES.is_dir():
+                yield shared
+                return
+            descriptor = os.open(shared, os.O_RDONLY)  # the forked child inherits it
+        try:
+            yield _OPEN_FILES / str(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def _deadline(timeout: float | None) -> float | None:
