@@ -356,6 +356,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     _check_output(Path(args.file), Path(args.output))
     timing = Timing() if args.timing else None
     options = _options(args)
+    check_written_files(options)  # --keep-build
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
     plan = _launch_plan(args, args.ranks, options.mpi)
@@ -570,6 +571,14 @@ def _check_output(source: Path, output: Path) -> None:
     folder (its description would go beside the folder, not beside it)."""
     if output.is_dir():
         raise DhirError([Diagnostic(f"-o {output} is a directory; name the executable's file")])
+    if not output.parent.is_dir():  # said after the whole build, else
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot write -o {output}: there is no folder {output.parent}; make it first"
+                )
+            ]
+        )
     if output.exists() and source.exists() and output.samefile(source):
         raise DhirError([Diagnostic(f"-o {output} is the program itself; name another file")])
 

@@ -313,6 +313,8 @@ def parse_json(text: str, where: str) -> object:
 def description_format(path: Path) -> str:
     """ ".toml" or ".json", from `path`'s suffix; a DhirError for anything else."""
     suffix = path.suffix.lower()
+    if suffix not in FORMATS and path.is_dir():  # not "not 'no suffix'; rename it"
+        raise DhirError([Diagnostic(f"{path} is a folder; name a .toml or .json file")])
     if suffix not in FORMATS:
         raise DhirError(
             [

@@ -98,7 +98,16 @@ class RunOptions:
 def check_written_files(options: RunOptions) -> None:
     """Refuse, before the build, a `trace` or `profile` file that cannot be written where
     it is named (a folder, or in a folder that is not there): it is written only after
-    the run, which would fail then, its results lost."""
+    the run, which would fail then, its results lost. A `keep_build` folder that is a
+    file is refused too: it was said only after the whole build."""
+    if options.keep_build is not None and options.keep_build.is_file():
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot keep the build in {options.keep_build}: it is a file; name a folder"
+                )
+            ]
+        )
     for what, path in (("trace", options.trace), ("profile", options.profile)):
         if path is None:
             continue

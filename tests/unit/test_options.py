@@ -248,6 +248,33 @@ def test_a_file_to_write_named_as_a_folder_is_refused(
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # Both were said only after the whole build.
+        (["compile", str(VECTOR_ADD), "-o", "none/exe"], "there is no folder none; make it"),
+        (["compile", str(VECTOR_ADD), "-o", "exe", "--keep-build", "file"], "file: it is a file"),
+        # Not "a .toml or .json file, not 'no suffix'; rename it".
+        (["schedule", str(VECTOR_ADD), "--system", "folder"], "folder is a folder; name a .toml"),
+        (["calibrate", "-o", "folder"], "folder is a folder; name a .toml or .json file"),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "file").write_text("mine")
+    (tmp_path / "folder").mkdir()
+    assert cli.main(argv) == 1
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder"]  # no cache
+
+
 def test_an_empty_entry_is_not_main(capsys: pytest.CaptureFixture[str]) -> None:
     """`--entry ""` named no function, and main ran."""
     argv = ["run", str(VECTOR_ADD), "--backend", "interp", "--entry", ""]
