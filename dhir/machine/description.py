@@ -336,9 +336,13 @@ def _check_curve(curve: object, what: str) -> None:
 
 
 def _check_int(name: str, value: object, what: str) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_INT:
+    count = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if count is not None and 0 < count <= MAX_INT:
         return
-    raise DescriptionError(f"{what}: {name} must be a positive whole number, got {value!r}")
+    # Not "must be a positive whole number" of a positive whole number too large.
+    too_large = count is not None and count > 0
+    most = f" at most {MAX_INT} (a signed 64-bit integer)" if too_large else ""
+    raise DescriptionError(f"{what}: {name} must be a positive whole number{most}, got {value!r}")
 
 
 def _check_unique(names: list[str], what: str) -> None:

@@ -211,7 +211,8 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
             "cores = 9223372036854775807\n"
             "[[nodes.devices]]\nname = 'd'\narch = 'x86_64'\ncores = 99999999999999999999",
-            "device 'd': cores must be a positive whole number, got 99999999999999999999",
+            "device 'd': cores must be a positive whole number at most 9223372036854775807 "
+            r"\(a signed 64-bit integer\), got 99999999999999999999",
         ),
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\ncores = 2.5",
