@@ -423,13 +423,14 @@ def program_graphs(
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}
     schedules = [op for op in module.walk() if isinstance(op, ScheduleOp)]
+    named = "<stdin>" if str(path) == "-" else path  # as the parser names it
     if not schedules and any(SPMD in f.attributes for f in find_ops(module, FuncOp)):
         raise _error(
-            f"{path} is a shard program: each rank runs its device's part, so there is no "
+            f"{named} is a shard program: each rank runs its device's part, so there is no "
             "task to place"
         )
     if not schedules:
-        raise _error(f"{path} has no dhir.schedule to place")
+        raise _error(f"{named} has no dhir.schedule to place")
     limits = memory_limits(module, ranks, entry, devices)
     storage = cache(partial(entry_storage, module, ranks, entry))
     in_part = held_in_part(module, entry, storage, model.nodes(devices))

@@ -458,6 +458,10 @@ def test_schedule_reads_the_program_from_standard_input(
     code, out, err = run_schedule(capsys, "-", "-n", "2", "--placement", "heft")
     assert code == 0, err
     assert out == want
+    # Named as the parser names it, not "- has no dhir.schedule to place".
+    monkeypatch.setattr("sys.stdin", io.StringIO("func.func @main() {\n  return\n}\n"))
+    code, out, err = run_schedule(capsys, "-", "-n", "2", "--no-codedrop")
+    assert code == 1 and "error: <stdin> has no dhir.schedule to place" in err
 
 
 # t0 on rank 0 writes %a, t1 on rank 1 copies it to %b, an output the ranks hold in part.
