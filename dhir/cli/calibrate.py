@@ -92,8 +92,13 @@ def _check_writable(path: Path) -> None:
         raise DhirError([Diagnostic(f"-o {path} is a directory; name the description's file")])
     folder = path.parent if str(path.parent) else Path(".")
     target = path if path.exists() else folder
-    if not folder.is_dir() or not os.access(target, os.W_OK):
-        raise DhirError([Diagnostic(f"cannot write the machine description {path}")])
+    if not folder.is_dir():  # the reason, not a bare "cannot write"
+        reason = f"there is no folder {folder}; make it first"
+    elif not os.access(target, os.W_OK):
+        reason = f"{target} is not writable"
+    else:
+        return
+    raise DhirError([Diagnostic(f"cannot write the machine description {path}: {reason}")])
 
 
 def _say(line: str) -> None:

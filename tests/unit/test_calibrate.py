@@ -166,6 +166,7 @@ def test_a_bad_output_name_fails_before_measuring(tmp_path: Path) -> None:
     assert "ping-pong" not in result.stderr
     result = dhir("calibrate", "-o", str(tmp_path / "missing" / "system.json"))
     assert result.returncode == 1 and "cannot write the machine description" in result.stderr
+    assert f"there is no folder {tmp_path / 'missing'}; make it first" in result.stderr
     assert "ping-pong" not in result.stderr
 
 
