@@ -6,6 +6,7 @@
   when there is one (`dot -Tsvg` draws it).
 """
 
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -297,14 +298,23 @@ _ARROWS_MAX = 2000  # more would hide the bars
 
 
 def _add_titles(path: Path, titles: dict[str, str]) -> None:
-    """Put a `<title>` in each group matplotlib wrote with one of `titles`' ids."""
+    """Put a `<title>` in the first group matplotlib wrote with each of `titles`' ids, in
+    one pass over the file (a search from its start per id took 63 s for 5,000 bars, and
+    hours for a trace of a long time loop)."""
     from xml.sax.saxutils import escape
 
-    text = path.read_text()
-    for gid, title in titles.items():
-        opening = f'<g id="{gid}">'
-        text = text.replace(opening, f"{opening}<title>{escape(_shown(title))}</title>", 1)
-    path.write_text(text)
+    left = dict(titles)
+
+    def titled(opening: re.Match[str]) -> str:
+        title = left.pop(opening[1], None)
+        if title is None:  # an id with no title, or one titled already
+            return opening[0]
+        return f"{opening[0]}<title>{escape(_shown(title))}</title>"
+
+    path.write_text(_GROUP.sub(titled, path.read_text()))
+
+
+_GROUP = re.compile(r'<g id="([^"]*)">')
 
 
 def _draw_axes(axes: "Axes", graph: TaskGraph, end: float, scale: _Scale) -> None:

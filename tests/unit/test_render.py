@@ -4,6 +4,7 @@
 import re
 import shutil
 import subprocess
+import time
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from dhir import DhirError
 from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import heft
-from dhir.placement.render import Arrow, _warnings_in_our_words, dot, gantt, quote
+from dhir.placement.render import Arrow, _add_titles, _warnings_in_our_words, dot, gantt, quote
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -291,6 +292,25 @@ def test_gantt_svg_has_units_titles_a_legend_and_messages(tmp_path: Path) -> Non
     assert sum(t is not None and " on rank" in t for t in titles) == len(tasks)
     legend = [name for name in ("load", "sweep", "store") if name in text.split()]
     assert legend == ["load", "sweep", "store"]
+
+
+def test_titles_of_many_bars_are_added_in_one_pass(tmp_path: Path) -> None:
+    """A trace of a long time loop has tens of thousands of bars: their hover titles must
+    not cost a search of the whole SVG each (4,000 bars of 1 KB took 40 s, now 0.1 s).
+    Each id's first group gets its title; other groups stay as they were."""
+    bars = 4000
+    path = "M 0 0 L 1 1 " * 80
+    groups = "".join(f'<g id="dhir-task-{k}"><path d="{path}"/></g>' for k in range(bars))
+    svg = tmp_path / "chart.svg"
+    svg.write_text(f'<svg><g id="axes">{groups}<g id="dhir-task-0"></g></g></svg>')
+    began = time.monotonic()
+    _add_titles(svg, {f"dhir-task-{k}": f"t{k} <&>" for k in range(bars)})
+    assert time.monotonic() - began < 5.0
+    root = ET.parse(svg).getroot()
+    titled = [g for g in root.iter() if g.tag == "g" and g.find("title") is not None]
+    assert [g.get("id") for g in titled] == [f"dhir-task-{k}" for k in range(bars)]
+    assert [g.findtext("title") for g in titled[:2]] == ["t0 <&>", "t1 <&>"]
+    assert root[0].find("title") is None
 
 
 def test_gantt_of_a_program_is_drawn_as_built_unless_the_plan_is_asked_for(
