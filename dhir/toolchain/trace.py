@@ -166,8 +166,9 @@ def _chart(events: list[object]) -> tuple[TaskGraph, Placement, list[Arrow]]:
     ranks = sorted({e.natural("pid") for e in read if e.get("ph") == "M"})
     devices = tuple(f"rank{r}" for r in ranks)
     runs = sorted(_TaskRun.of(e, devices) for e in read if e.get("cat") == "task")
-    if not runs:
-        raise _NotATrace("it has no task runs to draw")
+    if not devices:
+        raise _NotATrace("it names no rank")
+    # A run whose work all stayed host code ran no task: its ranks' rows are empty.
     _check_one_bar_each(runs)
     assignment = {run.name: run.device for run in runs}
     start = {run.name: run.start for run in runs}

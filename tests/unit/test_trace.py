@@ -181,6 +181,30 @@ def test_dhir_gantt_draws_a_recorded_trace(tmp_path: Path) -> None:
     assert text.count("bytes from rank") == sum(e["ph"] == "s" for e in _events(trace))
 
 
+# Host code only: no loop nest, so CodeDrop makes no task and the run records none.
+HOST_ONLY = """
+func.func @main(%a: memref<4xi32>) {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %a[%c0] : memref<4xi32>
+  %w = arith.addi %v, %v : i32
+  memref.store %w, %a[%c0] : memref<4xi32>
+  return
+}
+"""
+
+
+@native
+def test_dhir_gantt_draws_a_run_that_ran_no_task(tmp_path: Path) -> None:
+    """Such a trace is what dhir run --trace wrote: its ranks' rows, empty (it was refused
+    as 'no task runs to draw', as if it were no trace)."""
+    trace, chart = tmp_path / "run.json", tmp_path / "run.svg"
+    dhir.run(HOST_ONLY, np.arange(4, dtype=np.int32), ranks=2, trace=trace)
+    assert not [e for e in _events(trace) if e.get("cat") == "task"]
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 0
+    text = chart.read_text()
+    assert "0 tasks on 2 devices, as run" in text and "rank1" in text
+
+
 RUN = {"ph": "X", "cat": "task", "pid": 0, "ts": 1, "dur": 2, "name": "t", "args": {}}
 RANK = {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}
 
@@ -191,7 +215,7 @@ RANK = {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}
         {},
         {"traceEvents": 3},
         {"traceEvents": [3, "x", None]},
-        {"traceEvents": []},  # no task runs: nothing to draw
+        {"traceEvents": []},  # no rank
         [{"ph": "X"}],
         {"traceEvents": [RANK, {**RUN, "ts": "abc"}]},
         {"traceEvents": [RANK, {**RUN, "args": None}]},
