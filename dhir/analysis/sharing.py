@@ -101,28 +101,34 @@ def _passed_globals(
     pass a global (or memory of unknown origin, which may be one), with those: a
     function may take the same global itself, and its argument is then no distinct
     buffer."""
+    pairs = [(v, arg) for v, arg in _passed(calls, module) if isinstance(v.type, MemRefType)]
+    passed: dict[SSAValue, frozenset[object]] = {}
+    changed = True
+    while changed:
+        changed = False
+        for value, arg in pairs:
+            found = _with_passed(buffers(value), passed)
+            found = frozenset(b for b in found if isinstance(b, str | Opaque))
+            if not found <= passed.get(arg, frozenset()):
+                passed[arg] = passed.get(arg, frozenset()) | found
+                changed = True
+    return passed
+
+
+def _passed(calls: list[func.CallOp], module: ModuleOp) -> list[tuple[SSAValue, SSAValue]]:
+    """(value passed, the callee's argument it becomes) for each of `calls` to a function
+    of `module` with a body."""
     bodies = {
         f.sym_name.data: f.body.blocks.first
         for f in module.body.block.ops
         if isinstance(f, func.FuncOp) and f.body.blocks.first is not None
     }
-    passed: dict[SSAValue, frozenset[object]] = {}
-    changed = True
-    while changed:
-        changed = False
-        for call in calls:
-            entry = bodies.get(call.callee.string_value())
-            if entry is None:
-                continue
-            for value, arg in zip(call.arguments, entry.args):
-                if not isinstance(value.type, MemRefType):
-                    continue
-                found = _with_passed(buffers(value), passed)
-                found = frozenset(b for b in found if isinstance(b, str | Opaque))
-                if not found <= passed.get(arg, frozenset()):
-                    passed[arg] = passed.get(arg, frozenset()) | found
-                    changed = True
-    return passed
+    return [
+        pair
+        for call in calls
+        if (entry := bodies.get(call.callee.string_value())) is not None
+        for pair in zip(call.arguments, entry.args)
+    ]
 
 
 def _with_passed(
@@ -478,23 +484,15 @@ def _whole_buffer(
 def _viewed_arguments(calls: list[func.CallOp], module: ModuleOp) -> set[SSAValue]:
     """The memref arguments of the module's functions that some call (of `calls`, the
     module's) may pass part of a larger buffer: a view, or such an argument again."""
-    bodies = {
-        f.sym_name.data: f.body.blocks.first
-        for f in module.body.block.ops
-        if isinstance(f, func.FuncOp) and f.body.blocks.first is not None
-    }
+    pairs = _passed(calls, module)
     viewed: set[SSAValue] = set()
     changed = True
     while changed:
         changed = False
-        for call in calls:
-            entry = bodies.get(call.callee.string_value())
-            if entry is None:
-                continue
-            for value, arg in zip(call.arguments, entry.args):
-                if arg not in viewed and not _whole_buffer(value, viewed):
-                    viewed.add(arg)
-                    changed = True
+        for value, arg in pairs:
+            if arg not in viewed and not _whole_buffer(value, viewed):
+                viewed.add(arg)
+                changed = True
     return viewed
 
 
