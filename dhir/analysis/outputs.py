@@ -10,10 +10,12 @@ some function calls the entry, or its body has several blocks (a branch may run 
 again), the rule does not hold and everything goes to every rank.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
@@ -30,7 +32,17 @@ from dhir.ir.walk import find_ops
 
 
 def entry_called(module: ModuleOp, entry: str) -> bool:
-    """Whether a function of `module` calls `entry`."""
+    """Whether a function of `module` calls `entry` (found once within `remembered`)."""
+    memo = _MEMO.get()
+    if memo is None:
+        return _calls(module, entry)
+    key = (module, entry)
+    if key not in memo[1]:
+        memo[1][key] = _calls(module, entry)
+    return memo[1][key]
+
+
+def _calls(module: ModuleOp, entry: str) -> bool:
     return any(call.callee.string_value() == entry for call in find_ops(module, func.CallOp))
 
 
@@ -66,16 +78,9 @@ def dead_after(op: Operation, values: Iterable[SSAValue]) -> set[SSAValue]:
         for v in values
         if isinstance(v.owner, memref.AllocOp | memref.AllocaOp) and v.owner.parent is block
     ]
-    roots = _alias_roots(block.ops, local, skip=op)
-    tops = list(block.ops)
-    used: set[SSAValue] = set()
-    for top in tops[tops.index(op) + 1 :]:
-        for inner in top.walk():
-            if isinstance(inner, memref.DeallocOp) and inner.memref in local:
-                continue
-            for value in inner.operands:
-                used |= roots.get(value, frozenset())
-    return set(local) - used
+    if not local:
+        return set()
+    return set(local) - _facts(block).used_after(op, local, freeing=True)
 
 
 def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
@@ -84,16 +89,117 @@ def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
     host memory."""
     block = schedule.parent_block()
     assert block is not None
-    roots = _alias_roots(block.ops, args, skip=schedule)
-    tops = list(block.ops)
-    used: set[SSAValue] = set()
-    for top in tops[tops.index(schedule) + 1 :]:
-        if DEVICE_BUFFER_ATTR in top.attributes:
-            continue
-        for op in top.walk():
-            for value in op.operands:
-                used |= roots.get(value, frozenset())
-    return used
+    return _facts(block).used_after(schedule, args, freeing=False)
+
+
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Within it, `root_only`, `dead_after` and `entry_called` find the facts of each
+    block and module once and answer every schedule from them: for callers that ask
+    about many schedules and meanwhile change no op, operand or use (attributes aside;
+    see _BlockFacts). Outside it, each call finds them anew. Within another, it keeps
+    what that one found."""
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set(({}, {}))
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+# The facts `remembered` keeps: per block, and per (module, entry) whether it is called.
+_Memo = tuple[dict[Block, "_BlockFacts"], dict[tuple[ModuleOp, str], bool]]
+_MEMO: ContextVar[_Memo | None] = ContextVar("dhir_outputs_memo", default=None)
+
+
+def _facts(block: Block) -> "_BlockFacts":
+    memo = _MEMO.get()
+    if memo is None:
+        return _BlockFacts(block)
+    found = memo[0].get(block)
+    if found is None:
+        found = memo[0][block] = _BlockFacts(block)
+    return found
+
+
+class _BlockFacts:
+    """What `_used_after` and `dead_after` ask of a block, found in one walk of it: the
+    aliases of every seed either may ask about (memref arguments, buffers allocated at
+    the top level) and, per seed, the last top-level op that uses it through an alias.
+    The roots of a seed do not depend on the other seeds, so finding them all at once
+    changes no answer. DEVICE_BUFFER_ATTR is read here once: the passes that set it
+    change ops too, and ask outside `remembered`."""
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.tops = list(block.ops)
+        self.index = {op: k for k, op in enumerate(self.tops)}
+        buffers = [
+            t.results[0] for t in self.tops if isinstance(t, memref.AllocOp | memref.AllocaOp)
+        ]
+        args = [a for a in block.args if isinstance(a.type, MemRefType)]
+        seeds: list[SSAValue] = [*args, *buffers]
+        self.roots = _alias_roots(self.tops, seeds)
+        allocated = set(buffers)
+        # The last top-level op using each seed: but for freeing a seed allocated here
+        # (`last_kept`), but for ops marked DEVICE_BUFFER_ATTR (`last_host`).
+        self.last_kept: dict[SSAValue, int] = {}
+        self.last_host: dict[SSAValue, int] = {}
+        # Frees of a seed that an alias of other seeds reaches: (top, freed, its roots).
+        self.frees: list[tuple[int, SSAValue, frozenset[SSAValue]]] = []
+        for k, top in enumerate(self.tops):
+            host = DEVICE_BUFFER_ATTR not in top.attributes
+            for op in top.walk():
+                for value in op.operands:
+                    reached = self.roots.get(value)
+                    if not reached:
+                        continue
+                    freed = isinstance(op, memref.DeallocOp) and value in allocated
+                    for seed in reached:
+                        if host:
+                            self.last_host[seed] = k
+                        if not freed:
+                            self.last_kept[seed] = k
+                    if freed and reached != {value}:
+                        self.frees.append((k, value, reached))
+
+    def used_after(self, op: Operation, seeds: list[SSAValue], freeing: bool) -> set[SSAValue]:
+        """The `seeds` some op after `op` (a top-level op) uses through an alias: with
+        `freeing`, as dead_after asks (freeing one of `seeds` is no use), else as
+        _used_after (DEVICE_BUFFER_ATTR ops aside)."""
+        at = self.index.get(op)
+        if at is None or self._skip_matters(op, seeds):
+            return self._walked(op, seeds, freeing)
+        if not freeing:
+            return {s for s in seeds if self.last_host.get(s, -1) > at}
+        used = {s for s in seeds if self.last_kept.get(s, -1) > at}
+        for k, value, reached in self.frees:
+            if k > at and value not in seeds:
+                used |= reached & set(seeds)
+        return used
+
+    def _skip_matters(self, op: Operation, seeds: list[SSAValue]) -> bool:
+        """Whether what `op`'s results alias (the only facts of `op` that reach past it)
+        holds some of `seeds`: the walk here counted them, the answer must not."""
+        wanted = set(seeds)
+        return any(self.roots.get(r, frozenset()) & wanted for r in op.results)
+
+    def _walked(self, op: Operation, seeds: list[SSAValue], freeing: bool) -> set[SSAValue]:
+        """`used_after` by walking the block again without `op`, as it stands now."""
+        roots = _alias_roots(self.block.ops, seeds, skip=op)
+        tops = list(self.block.ops)
+        used: set[SSAValue] = set()
+        for top in tops[tops.index(op) + 1 :]:
+            if not freeing and DEVICE_BUFFER_ATTR in top.attributes:
+                continue
+            for inner in top.walk():
+                if freeing and isinstance(inner, memref.DeallocOp) and inner.memref in seeds:
+                    continue
+                for value in inner.operands:
+                    used |= roots.get(value, frozenset())
+        return used & set(seeds)
 
 
 def _alias_roots(
@@ -157,8 +263,9 @@ def final_to_root(
     """The memrefs that, after a schedule of `function` listing them (or its time loop,
     `time_loop`), only rank 0 needs: those dhir-lower-to-mpi may partition."""
     found: set[SSAValue] = set()
-    for op in walk_outside_tasks(function):
-        if isinstance(op, ScheduleOp):
-            outputs = root_only(time_loop(op) or op, entry, called)
-            found |= outputs & set(op.operands)
+    with remembered():
+        for op in walk_outside_tasks(function):
+            if isinstance(op, ScheduleOp):
+                outputs = root_only(time_loop(op) or op, entry, called)
+                found |= outputs & set(op.operands)
     return found

@@ -23,6 +23,7 @@ from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
+from dhir.analysis.outputs import remembered
 from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
@@ -268,27 +269,28 @@ def run(args: argparse.Namespace) -> int:
                 constraints=args.constraints,
                 algorithm=args.algorithm,
             )
-    results = []
-    for number, (name, graph, as_built) in enumerate(graphs):
-        with stages.stage(f"placing schedule {number} ({len(graph.tasks)} tasks)"):
-            if as_built is None:
-                placement = fitting(ALGORITHMS[args.algorithm])(graph)
-            else:
-                placement = as_built.place(args.algorithm)
-        replay = None
-        if args.simulate:
-            with stages.stage("simulating"):
-                replay = simulate(graph, placement, _network(graph, args.node_size))
-        built = as_built.makespan(placement.assignment) if as_built is not None else None
-        broken = check(graph, placement) if check is not None else None
-        if as_built is not None:
-            placement = as_built.shown(placement)
-        suffix = f".{number}" if len(graphs) > 1 else ""
-        with stages.stage("drawing"):
-            _draw(args, graph, placement, suffix, as_built)
-        results.append((name, graph, placement, replay, built, broken))
-    placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
-    memory = _footprint(placed, args.entry or "main")
+    with remembered():  # placing changes nothing in the program
+        results = []
+        for number, (name, graph, as_built) in enumerate(graphs):
+            with stages.stage(f"placing schedule {number} ({len(graph.tasks)} tasks)"):
+                if as_built is None:
+                    placement = fitting(ALGORITHMS[args.algorithm])(graph)
+                else:
+                    placement = as_built.place(args.algorithm)
+            replay = None
+            if args.simulate:
+                with stages.stage("simulating"):
+                    replay = simulate(graph, placement, _network(graph, args.node_size))
+            built = as_built.makespan(placement.assignment) if as_built is not None else None
+            broken = check(graph, placement) if check is not None else None
+            if as_built is not None:
+                placement = as_built.shown(placement)
+            suffix = f".{number}" if len(graphs) > 1 else ""
+            with stages.stage("drawing"):
+                _draw(args, graph, placement, suffix, as_built)
+            results.append((name, graph, placement, replay, built, broken))
+        placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
+        memory = _footprint(placed, args.entry or "main")
     if args.json:
         print(_json_output(results, args.graph is not None, hosts, memory))
     else:
@@ -431,14 +433,15 @@ def program_graphs(
         )
     if not schedules:
         raise _error(f"{named} has no dhir.schedule to place")
-    limits = memory_limits(module, ranks, entry, devices)
-    storage = cache(partial(entry_storage, module, ranks, entry))
-    in_part = held_in_part(module, entry, storage, model.nodes(devices))
     graphs = []
-    for number, schedule in enumerate(schedules):
-        graph = task_graph(schedule, devices, model)
-        built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
-        graphs.append((_schedule_name(schedule, number), graph, built))
+    with remembered():  # nothing changes the program from here on
+        limits = memory_limits(module, ranks, entry, devices)
+        storage = cache(partial(entry_storage, module, ranks, entry))
+        in_part = held_in_part(module, entry, storage, model.nodes(devices))
+        for number, schedule in enumerate(schedules):
+            graph = task_graph(schedule, devices, model)
+            built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
+            graphs.append((_schedule_name(schedule, number), graph, built))
     if rules is None:
         return legend, hosts, graphs, None
     facts = rank_facts(module, devices)

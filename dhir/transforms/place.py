@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over
-from dhir.analysis.outputs import entry_called
+from dhir.analysis.outputs import entry_called, remembered
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched, why_unmatched
 from dhir.analysis.regions import Regions
@@ -74,11 +74,12 @@ class PlacePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_ranks(self.name, self.ranks)
-        self.follow_shardings(op)
-        constraints = constraints_of(op)
-        if constraints is not None:
-            self.pin_constrained(op, constraints)
-        self._place(op)
+        with remembered():  # placing changes only the tasks' attributes
+            self.follow_shardings(op)
+            constraints = constraints_of(op)
+            if constraints is not None:
+                self.pin_constrained(op, constraints)
+            self._place(op)
 
     def follow_shardings(self, op: ModuleOp) -> None:
         """Give the tasks that a schedule's shardings place (dhir.placement.hints) their
