@@ -33,7 +33,7 @@ from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
-from dhir.ir.tasks import schedule_task_ids
+from dhir.ir.tasks import task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
 from dhir.machine.description import REFERENCE_GPU, Device, System
@@ -320,23 +320,21 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -
     """What each rank's tasks touch and hold of each memref argument of the entry, placed
     as shown (dhir.analysis.footprint, dhir.placement.memory); None for a task graph, or a
     program without the entry."""
-    ranks: dict[TaskOp, int] = {}
-    for as_built, placement in placed:
-        if as_built is None:
-            return None
-        names = schedule_task_ids(as_built.schedule)
-        for task, name in zip(as_built.schedule.tasks(), names, strict=True):
-            ranks[task] = rank_of_device(placement.assignment[name])
-    if not placed:
+    built = [as_built for as_built, _ in placed if as_built is not None]
+    if not placed or len(built) != len(placed):
         return None
-    as_built = placed[0][0]
-    assert as_built is not None
-    function = _function(as_built.schedule.get_toplevel_object(), entry)
+    module = built[0].schedule.get_toplevel_object()
+    assert isinstance(module, ModuleOp)
+    ids = task_ids(module)  # once: each schedule's names read the whole module
+    ranks: dict[TaskOp, int] = {}
+    for as_built, (_, placement) in zip(built, placed, strict=True):
+        for task in as_built.schedule.tasks():
+            ranks[task] = rank_of_device(placement.assignment[ids[task]])
+    function = _function(module, entry)
     if function is None:
         return None
+    as_built = built[0]
     count = len(as_built.devices)
-    module = as_built.schedule.get_toplevel_object()
-    assert isinstance(module, ModuleOp)
     stored = program_storage(function, count, entry, has_gpu_tasks(module))
     touched = footprint(function, count, ranks)
     devices = as_built.devices
@@ -438,8 +436,10 @@ def program_graphs(
         limits = memory_limits(module, ranks, entry, devices)
         storage = cache(partial(entry_storage, module, ranks, entry))
         in_part = held_in_part(module, entry, storage, model.nodes(devices))
+        ids = task_ids(module)  # once: each schedule's names read the whole module
         for number, schedule in enumerate(schedules):
-            graph = task_graph(schedule, devices, model)
+            names = [ids[task] for task in schedule.tasks()]
+            graph = task_graph(schedule, devices, model, names=names)
             built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
             graphs.append((_schedule_name(schedule, number), graph, built))
     if rules is None:

@@ -184,14 +184,17 @@ def task_graph(
     entry: str = "main",
     deps: DependenceGraph | None = None,
     called: bool | None = None,
+    names: Sequence[str] | None = None,
 ) -> TaskGraph:
     """`schedule` on one device per rank (`devices[R]` for rank R); `entry`: the program's
     entry function, whose outputs go to rank 0 only (as dhir-lower-to-mpi's); `deps`: its
     dependence graph, when known already; `called`: whether a function calls the entry
-    (`dhir.analysis.outputs.entry_called`), when known already."""
+    (`dhir.analysis.outputs.entry_called`), when known already; `names`: the names
+    `dhir.ir.tasks.task_ids` gives its tasks, when known already (finding them reads the
+    whole module)."""
     costs = costs if costs is not None else CostModel()
     tasks = list(schedule.tasks())
-    names = schedule_task_ids(schedule)
+    names = list(names) if names is not None else schedule_task_ids(schedule)
     deps = deps if deps is not None else dependence_graph(schedule)
     touched = set().union(*(effects.touches() for effects in deps.effects))
     working_set = sum(memref_bytes(value.type) for value in touched)

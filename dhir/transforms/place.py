@@ -140,6 +140,7 @@ class PlacePass(ModulePass):
         # Each placed schedule's task regions (its dependence graph's), for the storage.
         found: dict[TaskOp, Regions] = {}
         storage = cache(partial(entry_storage, op, self.ranks, self.entry, found))
+        names = task_ids(op)  # once: a schedule's names read the whole module
         for schedule in schedules:
             place_schedule(
                 schedule,
@@ -151,6 +152,7 @@ class PlacePass(ModulePass):
                 storage,
                 found,
                 self.entry,
+                names,
             )
 
 
@@ -256,12 +258,14 @@ def place_schedule(
     storage: Callable[[], Storage | None] | None = None,
     regions: dict[TaskOp, Regions] | None = None,
     entry: str = "main",
+    names: Mapping[TaskOp, str] | None = None,
 ) -> None:
     """Write `dhir.rank` on every task of `schedule`. `devices[R]` is rank R's device
     (default: alike local CPUs); `model` gives the costs (default: estimates); `limits`:
     each device's memory, which what its ranks hold must fit (dhir.placement.memory).
     `regions`: where the tasks' access regions found on the way are recorded. `entry`:
-    the program's entry function, whose outputs go to rank 0 only."""
+    the program's entry function, whose outputs go to rank 0 only. `names`: the tasks'
+    names (dhir.ir.tasks.task_ids), when known already."""
     for task in schedule.tasks():
         _check_explicit(task, ranks)
     if algorithm == "round-robin":
@@ -270,7 +274,7 @@ def place_schedule(
             chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))
     else:
         chosen = _by_cost(
-            schedule, ranks, algorithm, model, devices, limits, storage, regions, entry
+            schedule, ranks, algorithm, model, devices, limits, storage, regions, entry, names
         )
     for task, rank in zip(schedule.tasks(), chosen, strict=True):
         task.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
@@ -286,6 +290,7 @@ def _by_cost(
     storage: Callable[[], Storage | None] | None = None,
     regions: dict[TaskOp, Regions] | None = None,
     entry: str = "main",
+    names: Mapping[TaskOp, str] | None = None,
 ) -> list[int]:
     tasks = list(schedule.tasks())
     if ranks == 1:
@@ -303,7 +308,8 @@ def _by_cost(
     function = schedule.parent_op()
     module = function.parent_op() if function is not None else None
     called = isinstance(module, ModuleOp) and entry_called(module, entry)
-    graph = task_graph(schedule, devices, model, entry, deps=deps, called=called)
+    ids = [names[task] for task in tasks] if names is not None else None
+    graph = task_graph(schedule, devices, model, entry, deps=deps, called=called, names=ids)
     placed = place_program(
         schedule, graph, devices, model, algorithm, deps, limits, storage, called, entry
     )

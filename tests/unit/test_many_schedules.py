@@ -5,6 +5,7 @@ once, not once per schedule, which made placing quadratic in the schedules (100 
 each schedule, as before."""
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +13,12 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import PassPipeline
 
+import dhir.ir.tasks
 from dhir import parse_string
 from dhir.analysis import outputs
 from dhir.analysis.outputs import dead_after, final_to_root, remembered, root_only
 from dhir.api import run_pipeline
+from dhir.cli.main import main
 from dhir.dialects import func, memref, scf
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
 from dhir.ir.walk import find_ops
@@ -71,11 +74,13 @@ def test_final_to_root_walks_the_block_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert {v.name_hint for v in found} == {"u", "v"}  # only the last schedule's
 
 
-def test_placing_finds_the_facts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_placing_finds_the_facts_and_names_once(monkeypatch: pytest.MonkeyPatch) -> None:
     module = parse_string(program(12))
     walks = counting(monkeypatch, outputs, "_alias_roots")
+    names = counting(monkeypatch, dhir.ir.tasks, "task_ids")
     run_pipeline(module, PassPipeline((PlacePass(2, "best"),)))
     assert walks[0] == 1
+    assert names[0] <= 1
 
 
 def old_used(op: Operation, seeds: list[SSAValue], freeing: bool) -> set[SSAValue]:
@@ -139,3 +144,17 @@ def test_the_answers_are_those_of_walking_anew(text: str) -> None:
     facts = outputs._BlockFacts(block)  # pyright: ignore[reportPrivateUsage]
     # The loop's result aliases %u: its answer comes from a walk without it, as before.
     assert all(facts._skip_matters(loop, args) for loop in loops)  # pyright: ignore[reportPrivateUsage]
+
+
+def test_dhir_schedule_finds_the_facts_and_names_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once while making the task graphs, once while placing and showing them."""
+    path = tmp_path / "many.mlir"
+    path.write_text(program(12))
+    walks = counting(monkeypatch, outputs, "_alias_roots")
+    names = counting(monkeypatch, dhir.ir.tasks, "task_ids")
+    assert main(["schedule", "-n", "2", "-q", str(path)]) == 0
+    assert "schedule #11" in capsys.readouterr().out
+    assert walks[0] <= 2
+    assert names[0] <= 2
