@@ -13,6 +13,7 @@ again), the rule does not hold and everything goes to every rank.
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -37,9 +38,9 @@ def entry_called(module: ModuleOp, entry: str) -> bool:
     if memo is None:
         return _calls(module, entry)
     key = (module, entry)
-    if key not in memo[1]:
-        memo[1][key] = _calls(module, entry)
-    return memo[1][key]
+    if key not in memo.called:
+        memo.called[key] = _calls(module, entry)
+    return memo.called[key]
 
 
 def _calls(module: ModuleOp, entry: str) -> bool:
@@ -92,35 +93,45 @@ def _used_after(schedule: Operation, args: list[SSAValue]) -> set[SSAValue]:
     return _facts(block).used_after(schedule, args, freeing=False)
 
 
+@dataclass
+class Memo:
+    """The facts `remembered` keeps: per block, and per (module, entry) whether it is
+    called."""
+
+    blocks: "dict[Block, _BlockFacts]" = field(default_factory=lambda: {})
+    called: dict[tuple[ModuleOp, str], bool] = field(default_factory=lambda: {})
+
+
 @contextmanager
-def remembered() -> Iterator[None]:
+def remembered(memo: Memo | None = None) -> Iterator[Memo]:
     """Within it, `root_only`, `dead_after` and `entry_called` find the facts of each
     block and module once and answer every schedule from them: for callers that ask
     about many schedules and meanwhile change no op, operand or use (attributes aside;
     see _BlockFacts). Outside it, each call finds them anew. Within another, it keeps
-    what that one found."""
-    if _MEMO.get() is not None:
-        yield
+    what that one found. `memo`: what an earlier one found, for a caller whose changes
+    in between leave the answers it asks for alone (dhir-lower-to-mpi)."""
+    current = _MEMO.get()
+    if current is not None and memo is None:
+        yield current
         return
-    token = _MEMO.set(({}, {}))
+    memo = memo if memo is not None else Memo()
+    token = _MEMO.set(memo)
     try:
-        yield
+        yield memo
     finally:
         _MEMO.reset(token)
 
 
-# The facts `remembered` keeps: per block, and per (module, entry) whether it is called.
-_Memo = tuple[dict[Block, "_BlockFacts"], dict[tuple[ModuleOp, str], bool]]
-_MEMO: ContextVar[_Memo | None] = ContextVar("dhir_outputs_memo", default=None)
+_MEMO: ContextVar[Memo | None] = ContextVar("dhir_outputs_memo", default=None)
 
 
 def _facts(block: Block) -> "_BlockFacts":
     memo = _MEMO.get()
     if memo is None:
         return _BlockFacts(block)
-    found = memo[0].get(block)
+    found = memo.blocks.get(block)
     if found is None:
-        found = memo[0][block] = _BlockFacts(block)
+        found = memo.blocks[block] = _BlockFacts(block)
     return found
 
 

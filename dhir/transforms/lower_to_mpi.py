@@ -55,7 +55,15 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.effects import task_effects
 from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take
-from dhir.analysis.outputs import dead_after, entry_called, final_to_root, root_only, time_loop
+from dhir.analysis.outputs import (
+    Memo,
+    dead_after,
+    entry_called,
+    final_to_root,
+    remembered,
+    root_only,
+    time_loop,
+)
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
@@ -139,13 +147,20 @@ class LowerToMPIPass(ModulePass):
             guards = _RankGuards(function, self.ranks)
             last: Operation = function
             all_plans = [_plans(schedule) for schedule in schedules]
-            parts = self._partition(function, list(zip(schedules, all_plans)), called)
+            # The block's facts, found once: lowering a schedule changes ops before the
+            # next one (and inside its own time loop) only, which leaves what is used
+            # after the next one, and through which aliases, as it was.
+            memo = Memo()
+            with remembered(memo):
+                parts = self._partition(function, list(zip(schedules, all_plans)), called)
             held = parts.held if parts is not None else {}
             for number, schedule in enumerate(schedules):
                 plans = all_plans[number]
-                outputs, start, loop = self._prepare(schedule, plans, called, parts)
+                with remembered(memo):
+                    outputs, start, loop = self._prepare(schedule, plans, called, parts)
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 lowering.held = held
+                lowering.memo = memo
                 runtime |= yield from lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
             if parts is not None:
@@ -384,6 +399,7 @@ class _ScheduleLowering:
     # What each rank holds of the memrefs held in part (see LowerToMPIPass._partition).
     held: "_Held" = field(default_factory=dict)
     dead: set[SSAValue] = field(default_factory=set[SSAValue])  # no rank needs after it
+    memo: Memo = field(default_factory=Memo)  # the function's block's (outputs.remembered)
 
     def run(
         self,
@@ -418,7 +434,8 @@ class _ScheduleLowering:
         for _, part in self._steps[finished:]:
             yield part
         self._group_steps()
-        self.dead = dead_after(loop or self.schedule, self.schedule.args)
+        with remembered(self.memo):  # the code emitted so far is all before it
+            self.dead = dead_after(loop or self.schedule, self.schedule.args)
         if start is None:
             self._assemble(self.state, final_to_root, position, self)
         else:

@@ -22,6 +22,7 @@ from dhir.cli.main import main
 from dhir.dialects import func, memref, scf
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
 from dhir.ir.walk import find_ops
+from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
 
 SCHEDULE = """
@@ -158,3 +159,13 @@ def test_dhir_schedule_finds_the_facts_and_names_once(
     assert "schedule #11" in capsys.readouterr().out
     assert walks[0] <= 2
     assert names[0] <= 2
+
+
+@pytest.mark.parametrize("partition", [False, True])
+def test_lowering_finds_the_facts_once(monkeypatch: pytest.MonkeyPatch, partition: bool) -> None:
+    """The lowering asks about every schedule while it replaces the ones before."""
+    module = parse_string(program(12))
+    run_pipeline(module, PassPipeline((PlacePass(2, "best"),)))
+    walks = counting(monkeypatch, outputs, "_alias_roots")
+    run_pipeline(module, PassPipeline((LowerToMPIPass(2, partition=partition),)))
+    assert walks[0] == 1
