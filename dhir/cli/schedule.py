@@ -22,6 +22,8 @@ from xdsl.ir import SSAValue
 from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
+from dhir.analysis.dependences import TaskGraph as DependenceGraph
+from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.outputs import remembered
 from dhir.analysis.partition import Partition, Storage, equal_runs
@@ -93,6 +95,7 @@ class AsBuilt:
     storage: Callable[[], Storage | None] | None = None  # how the ranks hold the memrefs
     # The outputs each rank writes itself (held_in_part): no message in the replay shown.
     in_part: frozenset[SSAValue] = frozenset()
+    deps: DependenceGraph | None = None  # the schedule's, found once for all of these
 
     def place(self, algorithm: str) -> Placement:
         """As dhir-place places it: `best` takes, of its candidates, the fastest as built;
@@ -103,18 +106,31 @@ class AsBuilt:
             self.devices,
             self.model,
             algorithm,
+            self.deps,
             limits=self.limits,
             storage=self.storage,
         )
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         return as_built_makespan(
-            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
+            self.schedule,
+            self.graph,
+            assignment,
+            self.devices,
+            self.model,
+            in_part=self.in_part,
+            deps=self.deps,
         )
 
     def timeline(self, assignment: Mapping[str, str]) -> Timeline:
         return as_built_timeline(
-            self.schedule, self.graph, assignment, self.devices, self.model, in_part=self.in_part
+            self.schedule,
+            self.graph,
+            assignment,
+            self.devices,
+            self.model,
+            in_part=self.in_part,
+            deps=self.deps,
         )
 
     def shown(self, placement: Placement) -> Placement:
@@ -439,8 +455,9 @@ def program_graphs(
         ids = task_ids(module)  # once: each schedule's names read the whole module
         for number, schedule in enumerate(schedules):
             names = [ids[task] for task in schedule.tasks()]
-            graph = task_graph(schedule, devices, model, names=names)
-            built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part)
+            deps = dependence_graph(schedule)
+            graph = task_graph(schedule, devices, model, deps=deps, names=names)
+            built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part, deps)
             graphs.append((_schedule_name(schedule, number), graph, built))
     if rules is None:
         return legend, hosts, graphs, None

@@ -149,11 +149,13 @@ def as_built_makespan(
     costs: CostModel,
     entry: str = "main",
     in_part: Set[SSAValue] = frozenset(),
+    deps: DependenceGraph | None = None,
 ) -> float:
     """The time from the schedule's start to its last rank's end, for `graph` (made by
     `dhir.placement.from_ir.task_graph` from `schedule`, `devices` and `costs`) placed
-    as `assignment` says."""
-    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).makespan(assignment)
+    as `assignment` says. `deps`: the schedule's dependence graph, when known already."""
+    replay = _Replay(schedule, graph, devices, costs, entry, deps, in_part=in_part)
+    return replay.makespan(assignment)
 
 
 @dataclass(frozen=True)
@@ -185,9 +187,11 @@ def as_built_timeline(
     costs: CostModel,
     entry: str = "main",
     in_part: Set[SSAValue] = frozenset(),
+    deps: DependenceGraph | None = None,
 ) -> Timeline:
     """As `as_built_makespan`, with when each task runs and each message."""
-    return _Replay(schedule, graph, devices, costs, entry, in_part=in_part).timeline(assignment)
+    replay = _Replay(schedule, graph, devices, costs, entry, deps, in_part=in_part)
+    return replay.timeline(assignment)
 
 
 class _Replay:

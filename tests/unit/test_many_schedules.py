@@ -14,6 +14,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import PassPipeline
 
 import dhir.ir.tasks
+import dhir.placement.as_built
 from dhir import parse_string
 from dhir.analysis import outputs
 from dhir.analysis.outputs import dead_after, final_to_root, remembered, root_only
@@ -155,10 +156,13 @@ def test_dhir_schedule_finds_the_facts_and_names_once(
     path.write_text(program(12))
     walks = counting(monkeypatch, outputs, "_alias_roots")
     names = counting(monkeypatch, dhir.ir.tasks, "task_ids")
+    # The as-built replay gets the dependence graph the task graph was made from.
+    again = counting(monkeypatch, dhir.placement.as_built, "dependence_graph")
     assert main(["schedule", "-n", "2", "-q", str(path)]) == 0
     assert "schedule #11" in capsys.readouterr().out
     assert walks[0] <= 2
     assert names[0] <= 2
+    assert again[0] == 0
 
 
 @pytest.mark.parametrize("partition", [False, True])
