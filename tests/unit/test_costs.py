@@ -382,7 +382,7 @@ def test_bad_profiles_are_clear_errors(tmp_path: Path, content: str, complaint: 
 @pytest.mark.parametrize(
     ("devices", "complaint"),
     [
-        ({"t": {"kind": "gpux"}}, 'task "t" has kind \'gpux\'; it must be "cpu" or "gpu"'),
+        ({"t": {"kind": "gpux"}}, 'task "t" has kind "gpux"; it must be "cpu" or "gpu"'),
         ({"t": {"kind": "cpu", "arch": 5}}, 'task "t" has arch 5; it must be a string'),
         ({"t": {"kind": "cpu", "arch": "sm_90"}}, 'task "t" has arch "sm_90", a gpu arch, but'),
         ({"t": {"kind": "gpu", "arch": "x86_64"}}, 'task "t" has arch "x86_64", a cpu arch, but'),
