@@ -70,6 +70,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Cf
 
+    def func() -> Dialect:
+        from dhir.dialects.func import Func
+
+        return Func
+
     def tensor() -> Dialect:
         from dhir.dialects.tensor import Tensor
 
@@ -89,6 +94,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "shard": shard,
         "cf": cf,
         "tensor": tensor,
+        "func": func,
     }
 
 

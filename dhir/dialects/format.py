@@ -12,6 +12,7 @@ from xdsl.irdl import (
     IRDLOperation,
     OperandDef,
     OptPropertyDef,
+    OpTraits,
     PropertyDef,
     irdl_to_attr_constraint,
 )
@@ -48,13 +49,15 @@ def redefine(
     attributes: Mapping[str, AttributeDef] = {},
     drop: Iterable[str] = (),
     drop_segment_sizes: bool = False,
+    traits: OpTraits | None = None,
 ) -> Callable[[OpT], OpT]:
     """Class decorator giving a subclass of an xDSL op a changed IRDL definition.
 
     `irdl_op_definition` cannot be applied again to a subclass of a defined op, so this
     edits a copy of the base definition instead. New entries replace old ones of the same
     name, and the properties named in `drop` go; the accessor of an attribute is the
-    last part of its name (`gpu.kernel` -> `kernel`). The base op's own `verify_`
+    last part of its name (`gpu.kernel` -> `kernel`); `traits`, given, replace the base
+    op's (a subclass's own `traits` would only add to them). The base op's own `verify_`
     checks are lost: the subclass restates those it needs in its own `verify_`.
     """
 
@@ -79,6 +82,7 @@ def redefine(
             accessor_names=accessors,
             options=options,
             assembly_format=None,
+            traits=base.traits if traits is None else traits,
         )
         own_verify = cls.__dict__.get("verify_")
         for name, value in get_accessors_from_op_def(op_def, own_verify).items():

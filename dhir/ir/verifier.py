@@ -18,6 +18,7 @@ from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 from dhir.ir.region_cache import ClonedBody
+from dhir.ir.symbols import Symbols
 from dhir.ir.tasks import functions_reaching, reaching_schedules
 from dhir.ir.walk import enclosing, find_ops
 from dhir.targets import DeviceKind
@@ -64,7 +65,9 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
     cloned = cloned or {}
     dominance = DominanceInfo()
     pending = [module]
-    with checked_task_bodies(region for region, body in cloned.items() if body.checked):
+    bodies = (region for region, body in cloned.items() if body.checked)
+    # Verifying changes no symbol: each call finds its callee in one table of them.
+    with checked_task_bodies(bodies), func.callees_found_by(Symbols().lookup):
         while pending:
             op = pending.pop()
             _verify_op(op, dominance, cloned)
