@@ -13,13 +13,12 @@ one of the C math library's functions, which touch neither MPI nor dhir's runtim
 unknown external function may call either, so it is assumed to.
 """
 
-from collections.abc import Iterable
-
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.calls import through_callers
 
 _MATH = (
     "sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 expm1 log "
@@ -51,19 +50,7 @@ def communicating_functions(module: ModuleOp) -> set[str]:
     defined = {f.sym_name.data for f in module.body.block.ops if isinstance(f, func.FuncOp)}
     # A callee the module does not define is as unknown as an external one.
     found += [callee for callee in callers if callee not in defined]
-    return _callers_of(found, callers)
-
-
-def _callers_of(start: Iterable[str], callers: dict[str, set[str]]) -> set[str]:
-    """`start` and every function that calls one of them, directly or not."""
-    reached = set(start)
-    work = list(reached)
-    while work:
-        for caller in callers.get(work.pop(), ()):
-            if caller not in reached:
-                reached.add(caller)
-                work.append(caller)
-    return reached
+    return set(through_callers(dict.fromkeys(found), callers))
 
 
 def communicates(op: Operation, functions: set[str]) -> bool:

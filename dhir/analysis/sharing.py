@@ -35,6 +35,7 @@ from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.layouts import is_identity_layout
+from dhir.ir.calls import through_callers
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
@@ -600,26 +601,16 @@ def _within_source(op: memref.ReinterpretCastOp) -> bool:
 def _stretching_functions(module: ModuleOp) -> dict[str, Operation]:
     """Function name -> a reinterpret_cast that it, or a function it calls, makes and
     that may reach past its source (see `_within_source`)."""
-    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
     found: dict[str, Operation] = {}
-    calls: dict[str, set[str]] = {}
-    for function in functions:
+    callers: dict[str, dict[str, None]] = {}
+    for function in (f for f in module.body.block.ops if isinstance(f, func.FuncOp)):
         name = function.sym_name.data
-        calls[name] = set()
         for op in function.walk():
             if isinstance(op, memref.ReinterpretCastOp) and not _within_source(op):
                 found.setdefault(name, op)
             if (callee := _callee(op)) is not None:
-                calls[name].add(callee)
-    changed = True
-    while changed:
-        changed = False
-        for name, callees in calls.items():
-            reach = next((found[c] for c in callees if c in found), None)
-            if name not in found and reach is not None:
-                found[name] = reach
-                changed = True
-    return found
+                callers.setdefault(callee, {})[name] = None
+    return through_callers(found, callers)
 
 
 # --- mutable globals ------------------------------------------------------------------
@@ -682,31 +673,18 @@ def _mutable_globals(module: ModuleOp) -> set[str]:
 
 def _functions_using(module: ModuleOp, mutable: set[str]) -> dict[str, str]:
     """Function name -> a mutable global it uses, directly or through its callees."""
-    functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
     users: dict[str, str] = {}
-    calls: dict[str, set[str]] = {}
-    for function in functions:
+    callers: dict[str, dict[str, None]] = {}
+    for function in (f for f in module.body.block.ops if isinstance(f, func.FuncOp)):
         name = function.sym_name.data
-        calls[name] = set()
         for op in function.walk():
             used = global_name(op)
             if used is not None and used in mutable:
                 users.setdefault(name, used)
             callee = _callee(op)
             if callee is not None:
-                calls[name].add(callee)
-    changed = True
-    while changed:
-        changed = False
-        for name, callees in calls.items():
-            if name in users:
-                continue
-            for callee in callees:
-                if callee in users:
-                    users[name] = users[callee]
-                    changed = True
-                    break
-    return users
+                callers.setdefault(callee, {})[name] = None
+    return through_callers(users, callers)
 
 
 def _callee(op: Operation) -> str | None:

@@ -1,0 +1,29 @@
+"""Following a module's calls backwards: which functions reach, through calls, one that
+has some property (holds a schedule, uses a mutable global, communicates)."""
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+Why = TypeVar("Why")
+
+
+def through_callers(
+    found: Mapping[str, Why], callers: Mapping[str, Iterable[str]]
+) -> dict[str, Why]:
+    """The functions of `found` (name -> why it has the property: an op, a name), and
+    every function that calls one of them, directly or through other calls, each with
+    the reason of one of `found` that it reaches by fewest calls. `callers`: callee name
+    -> the names of the functions that call it.
+
+    Each function is reached once, from its callee: repeating over all functions until
+    nothing changed took functions**2 steps on a chain of calls."""
+    reached = dict(found)
+    work = deque(reached)
+    while work:
+        callee = work.popleft()
+        for caller in callers.get(callee, ()):
+            if caller not in reached:
+                reached[caller] = reached[callee]
+                work.append(caller)
+    return reached

@@ -1,0 +1,103 @@
+"""Which functions reach one with some property through calls (dhir.ir.calls): found in
+one step per call, not by repeating over every function until nothing changes."""
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+import dhir.analysis.communication
+import dhir.analysis.sharing
+import dhir.ir.calls
+import dhir.ir.tasks
+from dhir import parse_string
+from dhir.analysis.communication import communicating_functions
+from dhir.analysis.sharing import CastReach, mutable_global_users
+from dhir.dialects import memref
+from dhir.ir.calls import through_callers
+from dhir.ir.tasks import functions_reaching
+
+T = TypeVar("T")
+N = 300
+LAST = {
+    "global": "  %g = memref.get_global @g : memref<4xf32>\n",
+    "cast": "  %r = memref.reinterpret_cast %m to offset: [0], sizes: [8], strides: [1]"
+    " : memref<4xf32> to memref<8xf32>\n",
+    "external": "  func.call @ext() : () -> ()\n",
+}
+HEADER = 'memref.global "private" @g : memref<4xf32> = uninitialized\nfunc.func private @ext()\n'
+# The modules whose lines count as the work of finding the functions.
+COUNTED = {
+    str(Path(m.__file__ or ""))
+    for m in (dhir.ir.calls, dhir.ir.tasks, dhir.analysis.sharing, dhir.analysis.communication)
+}
+
+
+def _chain(n: int, last: str) -> str:
+    """n functions, each calling the next; the last does `last`."""
+    lines = [HEADER]
+    for k in range(n):
+        body = f"  func.call @f{k + 1}(%m) : (memref<4xf32>) -> ()\n" if k + 1 < n else last
+        lines.append(f"func.func @f{k}(%m: memref<4xf32>) {{\n{body}  return\n}}\n")
+    return "".join(lines)
+
+
+def _lines_run(run: Callable[[], T]) -> tuple[int, T]:
+    """How many lines of the COUNTED modules `run` runs, and what it returns."""
+    lines = 0
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal lines
+        lines += event == "line"
+        return local
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename in COUNTED else None
+
+    before = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        result = run()
+    finally:
+        sys.settrace(before)
+    return lines, result
+
+
+def test_through_callers_gives_the_nearest_reason() -> None:
+    callers = {"a": ["b"], "b": ["c", "d"], "x": ["d"], "d": ["e"]}
+    found = through_callers({"a": 1, "x": 2}, callers)
+    assert found == {"a": 1, "x": 2, "b": 1, "c": 1, "d": 2, "e": 2}
+
+
+def test_functions_reaching_a_chain_is_linear() -> None:
+    """Before: one round over every function per function of the chain (functions**2)."""
+    module = parse_string(_chain(N, ""), "chain.mlir")
+    lines, found = _lines_run(
+        lambda: functions_reaching(module, lambda f: f.sym_name.data == f"f{N - 1}")
+    )
+    assert found == {f"f{k}" for k in range(N)}
+    assert lines <= 50 * N
+
+
+def test_mutable_global_users_of_a_chain_is_linear() -> None:
+    module = parse_string(_chain(N, LAST["global"]), "chain.mlir")
+    lines, (mutable, users) = _lines_run(lambda: mutable_global_users(module))
+    assert mutable == {"g"}
+    assert users == {f"f{k}": "g" for k in range(N)}
+    assert lines <= 50 * N
+
+
+def test_stretching_functions_of_a_chain_is_linear() -> None:
+    module = parse_string(_chain(N, LAST["cast"]), "chain.mlir")
+    lines, stretching = _lines_run(lambda: CastReach(module).stretching())
+    casts = [op for op in module.walk() if isinstance(op, memref.ReinterpretCastOp)]
+    assert stretching == {f"f{k}": casts[0] for k in range(N)}
+    assert lines <= 50 * N
+
+
+def test_communicating_functions_of_a_chain() -> None:
+    module = parse_string(_chain(N, LAST["external"]), "chain.mlir")
+    lines, found = _lines_run(lambda: communicating_functions(module))
+    assert found == {"ext", *(f"f{k}" for k in range(N))}
+    assert lines <= 50 * N
