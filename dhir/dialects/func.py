@@ -65,8 +65,9 @@ def _matches(call: "CallOp", callee: Operation | None) -> bool:
 class CallOp(func.CallOp):
     """xDSL 0.74's `func.call` finds its callee by reading the name of every symbol of
     the module (`SymbolTable.lookup_symbol`): verifying a module was quadratic in its
-    calls (34 s to parse a chain of 2,000 functions, each calling the next). This one
-    finds it in the table `callees_found_by` gives, where one is given."""
+    calls (parsing a chain of 2,000 functions, each calling the next, took 8.3 s of CPU,
+    2.3 s now). This one finds it in the table `callees_found_by` gives, where one is
+    given."""
 
 
 Func = with_replaced_ops(func.Func, CallOp)
