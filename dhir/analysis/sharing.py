@@ -484,17 +484,53 @@ def _whole_buffer(
 
 def _viewed_arguments(calls: list[func.CallOp], module: ModuleOp) -> set[SSAValue]:
     """The memref arguments of the module's functions that some call (of `calls`, the
-    module's) may pass part of a larger buffer: a view, or such an argument again."""
-    pairs = _passed(calls, module)
+    module's) may pass part of a larger buffer: a view, or such an argument again.
+
+    A value passed whole but for the arguments it may be (`_entry_arguments`) waits on
+    them: each becomes viewed once, and wakes its waiters. (Going over every call until
+    nothing changed took a round per function on a chain of calls written callee first.)"""
     viewed: set[SSAValue] = set()
-    changed = True
-    while changed:
-        changed = False
-        for value, arg in pairs:
-            if arg not in viewed and not _whole_buffer(value, viewed):
-                viewed.add(arg)
-                changed = True
+    work: list[SSAValue] = []
+    waiting: dict[SSAValue, list[SSAValue]] = {}
+
+    def view(arg: SSAValue) -> None:
+        if arg not in viewed:
+            viewed.add(arg)
+            work.append(arg)
+
+    for value, arg in _passed(calls, module):
+        if not _whole_buffer(value, set()):
+            view(arg)
+            continue
+        for source in _entry_arguments(value):
+            waiting.setdefault(source, []).append(arg)
+    while work:
+        for arg in waiting.get(work.pop(), ()):
+            view(arg)
     return viewed
+
+
+def _entry_arguments(value: SSAValue, seen: set[SSAValue] | None = None) -> set[SSAValue]:
+    """The function arguments whose being viewed `_whole_buffer(value, ...)` asks: it is
+    true exactly when it is with nothing viewed and none of these is."""
+    if not isinstance(value.type, MemRefType):
+        return set()
+    seen = set() if seen is None else seen
+    if value in seen:
+        return set()
+    seen.add(value)
+    owner = value.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        if parent is None or isinstance(parent, func.FuncOp):
+            return {value}
+        if not isinstance(parent, scf.ForOp | scf.WhileOp):
+            return set()
+        sources = _carried(value, owner, parent)
+        return set[SSAValue]().union(*(_entry_arguments(v, seen) for v in sources))
+    if isinstance(owner, _SAME_ELEMENTS):
+        return _entry_arguments(owner.operands[0], seen)
+    return set()
 
 
 _SAME_ELEMENTS = (

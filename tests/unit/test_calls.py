@@ -14,7 +14,7 @@ import dhir.ir.tasks
 from dhir import parse_string
 from dhir.analysis.communication import communicating_functions
 from dhir.analysis.sharing import CastReach, mutable_global_users
-from dhir.dialects import memref
+from dhir.dialects import func, memref
 from dhir.ir.calls import through_callers
 from dhir.ir.tasks import functions_reaching
 
@@ -100,4 +100,36 @@ def test_communicating_functions_of_a_chain() -> None:
     module = parse_string(_chain(N, LAST["external"]), "chain.mlir")
     lines, found = _lines_run(lambda: communicating_functions(module))
     assert found == {"ext", *(f"f{k}" for k in range(N))}
+    assert lines <= 50 * N
+
+
+VIEW = "memref<4xf32, strided<[1], offset: ?>>"
+
+
+def _view_chain(n: int) -> str:
+    """@f0 passes a view to @f1, which passes it on to @f2 ...; written callee first."""
+    lines = []
+    for k in reversed(range(1, n)):
+        body = f"  func.call @f{k + 1}(%m) : ({VIEW}) -> ()\n" if k + 1 < n else ""
+        lines.append(f"func.func @f{k}(%m: {VIEW}) {{\n{body}  return\n}}\n")
+    lines.append(
+        "func.func @f0(%a: memref<8xf32>) {\n"
+        "  %v = memref.subview %a[2] [4] [1] : memref<8xf32> to "
+        "memref<4xf32, strided<[1], offset: 2>>\n"
+        f"  %w = memref.cast %v : memref<4xf32, strided<[1], offset: 2>> to {VIEW}\n"
+        f"  func.call @f1(%w) : ({VIEW}) -> ()\n  return\n}}\n"
+    )
+    return "".join(lines)
+
+
+def test_viewed_arguments_of_a_chain_is_linear() -> None:
+    """Before: one round over every call per function of the chain (calls**2)."""
+    module = parse_string(_view_chain(N), "chain.mlir")
+    functions = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    called = [f.body.block.args[0] for f in functions if f.sym_name.data != "f0"]
+    reach = CastReach(module)
+    lines, whole = _lines_run(lambda: reach.whole(called[0]))  # finds them all, once
+    assert not whole
+    assert not any(reach.whole(a) for a in called)
+    assert reach.whole(functions[-1].body.block.args[0])  # @f0's own %a
     assert lines <= 50 * N
