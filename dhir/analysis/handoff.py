@@ -12,12 +12,14 @@ so that dhir-lower-to-mpi finds them again. Outside such a scope (dhir-opt, any 
 pipeline) nothing is recorded and each pass finds its own.
 """
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from dhir.analysis.effects import Effects, task_effects
-from dhir.analysis.regions import Regions, task_regions
+from dhir.analysis.effects import Effects, shared_effects, task_effects
+from dhir.analysis.regions import Regions, shared_regions, task_regions
+from dhir.analysis.shapes import Shapes, shapes_of
 from dhir.dialects.dhir import TaskOp
 
 Facts = tuple[Effects, Regions]
@@ -45,13 +47,37 @@ def hand_over(
         facts.update(zip(tasks, zip(effects, regions, strict=True), strict=True))
 
 
-def keep_facts(task: TaskOp) -> None:
-    """Record `task`'s facts as its body has them now, if a hand-off is open and none are
-    recorded: for a pass that rewrites the body so that it touches the same elements,
-    but in a form the region analysis bounds less tightly (dhir-optimize-bodies)."""
+def keep_facts(tasks: Sequence[TaskOp]) -> None:
+    """Record the facts of `tasks` as their bodies have them now, if a hand-off is open,
+    for those with none recorded: for a pass that rewrites bodies so that they touch the
+    same elements, but in a form the region analysis bounds less tightly
+    (dhir-optimize-bodies), and for dhir-place's round-robin, which finds none itself."""
     facts = _open.get()
-    if facts is not None and task not in facts:
-        facts[task] = (task_effects(task), task_regions(task))
+    if facts is not None:
+        missing = [task for task in dict.fromkeys(tasks) if task not in facts]
+        facts.update(zip(missing, found_facts(missing), strict=True))
+
+
+def found_facts(tasks: Sequence[TaskOp]) -> list[Facts]:
+    """Each task's facts: once per body shape (dhir.analysis.shapes) for a shape of
+    several tasks, as dhir-place finds them, so that a thousand tasks alike cost one
+    walk, not a thousand; a task of a shape of its own on its own (its constants as
+    parameters would only cost more)."""
+    shapes = shapes_of(tasks)
+    counts = Counter(shapes.ids)
+    alike = [k for k, shape in enumerate(shapes.ids) if counts[shape] > 1]
+    out: list[Facts | None] = [None] * len(tasks)
+    if alike:
+        some = [tasks[k] for k in alike]
+        ids = [shapes.ids[k] for k in alike]
+        effects = shared_effects(some, ids)
+        regions = shared_regions(some, Shapes(ids, [shapes.constants[k] for k in alike]))
+        for k, facts in zip(alike, zip(effects, regions, strict=True), strict=True):
+            out[k] = facts
+    return [
+        facts if facts is not None else (task_effects(task), task_regions(task))
+        for task, facts in zip(tasks, out, strict=True)
+    ]
 
 
 def drop_facts(task: TaskOp) -> None:
@@ -66,3 +92,12 @@ def take(task: TaskOp) -> Facts | None:
     """The facts recorded for `task` (then forgotten), or None."""
     facts = _open.get()
     return facts.pop(task, None) if facts is not None else None
+
+
+def take_all(tasks: Sequence[TaskOp]) -> list[Facts]:
+    """Each task's facts: those recorded (then forgotten), the others found
+    (`found_facts`, together)."""
+    taken = [take(task) for task in tasks]
+    missing = [task for task, facts in zip(tasks, taken, strict=True) if facts is None]
+    found = iter(found_facts(missing))
+    return [facts if facts is not None else next(found) for facts in taken]

@@ -52,9 +52,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from dhir.analysis.effects import task_effects
 from dhir.analysis.footprint import Whole
-from dhir.analysis.handoff import take
+from dhir.analysis.handoff import take_all
 from dhir.analysis.outputs import (
     Memo,
     dead_after,
@@ -65,7 +64,6 @@ from dhir.analysis.outputs import (
     time_loop,
 )
 from dhir.analysis.partition import Rows, loaded, row_bands
-from dhir.analysis.regions import task_regions
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events
 from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
@@ -342,15 +340,20 @@ class _RankGuards:
 
 
 def _plans(schedule: ScheduleOp) -> list[TaskStep]:
-    plans: list[TaskStep] = []
-    for task in schedule.tasks():
+    tasks = list(schedule.tasks())
+    ranks: list[int] = []
+    for task in tasks:
         rank = rank_of(task)
         if rank is None:
             raise PassFailedAt(task, "task has no rank; run dhir-place before dhir-lower-to-mpi")
-        facts = take(task)  # dhir-place's, when the driver hands them on
-        effects, regions = facts if facts is not None else (task_effects(task), task_regions(task))
-        plans.append(TaskStep(rank, effects, regions))
-    return plans
+        ranks.append(rank)
+    # dhir-place's facts, when the driver hands them on (not round-robin's, which finds
+    # none); the others found once per body shape.
+    facts = take_all(tasks)
+    return [
+        TaskStep(rank, effects, regions)
+        for rank, (effects, regions) in zip(ranks, facts, strict=True)
+    ]
 
 
 def loop_entry_state(

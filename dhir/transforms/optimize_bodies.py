@@ -134,15 +134,17 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     """Optimize every CPU task's contraction nests in place, and a shard program's
     device part's (an SPMD entry: each rank runs all of it); what was done and left."""
     decisions: list[Decision] = []
-    for task in _bodies(module):
-        matmuls, nests = _interesting(task)
-        if (not matmuls and not nests) or (isinstance(task, TaskOp) and is_gpu_task(task)):
-            continue
-        if isinstance(task, TaskOp):
-            # The rewritten body touches the same elements, but its index arithmetic
-            # (blocks, leftovers) is bounded less tightly: the lowering gets the facts
-            # found now.
-            keep_facts(task)
+    found = [(task, *_interesting(task)) for task in _bodies(module)]
+    todo = [
+        (task, matmuls, nests)
+        for task, matmuls, nests in found
+        if (matmuls or nests) and not (isinstance(task, TaskOp) and is_gpu_task(task))
+    ]
+    # The rewritten bodies touch the same elements, but their index arithmetic (blocks,
+    # leftovers) is bounded less tightly: the lowering gets the facts found now, found
+    # together, once per body shape.
+    keep_facts([task for task, _, _ in todo if isinstance(task, TaskOp)])
+    for task, matmuls, nests in todo:
         for matmul in matmuls:
             loc = loc_of(matmul)
             why = rewrite_contraction(matmul, module)

@@ -26,7 +26,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.handoff import hand_over
+from dhir.analysis.handoff import hand_over, keep_facts
 from dhir.analysis.outputs import entry_called, remembered
 from dhir.analysis.partition import Storage
 from dhir.analysis.profile import Profile, load_profile, unmatched, why_unmatched
@@ -269,6 +269,9 @@ def place_schedule(
     for task in schedule.tasks():
         _check_explicit(task, ranks)
     if algorithm == "round-robin":
+        # It needs no facts, but the lowering does, and finds them faster here, where the
+        # tasks are alike, than after dhir-track-tasks tells each task's body apart.
+        keep_facts(list(schedule.tasks()))
         chosen = round_robin(schedule, ranks)
         if limits is not None:
             chosen = limits.settle(schedule, chosen, _runs_on(schedule, limits.devices))

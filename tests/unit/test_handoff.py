@@ -8,11 +8,12 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from dhir import parse_string, print_module, run_pipeline
 from dhir.analysis.effects import task_effects
 from dhir.analysis.handoff import handing_over, take
-from dhir.analysis.regions import task_regions
+from dhir.analysis.regions import Regions, _Walker, task_regions
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.tasks import RANK_ATTR
 from dhir.toolchain.options import RunOptions
+from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.place import PlacePass
 
 PLACE = "dhir-place{ranks=2 algorithm=best}"
@@ -119,3 +120,88 @@ def test_placement_in_the_native_build_sees_no_tracking_calls(
     compile_native(parse_string(PROGRAM), "main", RunOptions(ranks=2))
     assert seen and "dhir.task" in seen[0]
     assert "dhir_rt_task_enter" not in seen[0]
+
+
+def _rows(tasks: int) -> str:
+    """`tasks` tasks alike but for the row they double (a literal subscript, which
+    leaves their body one shape, dhir.analysis.shapes), in a loop nest twice over."""
+    t = f"memref<{tasks}x64xf64>"
+    body = "".join(
+        f"""
+    %t{k} = dhir.task %cpu, %a {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c64 = arith.constant 64 : index
+      %i = arith.constant {k} : index
+      %two = arith.constant 2.0 : f64
+      scf.for %r = %c0 to %c2 step %c1 {{
+        scf.for %j = %c0 to %c64 step %c1 {{
+          %x = memref.load %a[%i, %j] : {t}
+          %d = arith.mulf %x, %two : f64
+          memref.store %d, %a[%i, %j] : {t}
+        }}
+      }}
+    }}"""
+        for k in range(tasks)
+    )
+    return f"""func.func @main(%a: {t}) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}{body}
+  }}
+  return
+}}
+"""
+
+
+def _walks(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """Counts the task bodies the region analysis walks."""
+    walks: list[None] = []
+    result = _Walker.result
+
+    def counted(self: _Walker) -> Regions:
+        walks.append(None)
+        return result(self)
+
+    monkeypatch.setattr(_Walker, "result", counted)
+    return walks
+
+
+def test_round_robin_finds_the_facts_once_per_body_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Round-robin found no facts to hand on, and the lowering found them a walk per
+    task, after dhir-track-tasks had told every body apart (2,000 row tasks spent
+    seconds there); now dhir-place finds them once per body shape, as compile_native
+    runs the passes."""
+    module = parse_string(_rows(40))
+    walks = _walks(monkeypatch)
+    with handing_over():
+        run_pipeline(module, "dhir-place{ranks=2 algorithm=round-robin},dhir-track-tasks")
+        run_pipeline(module, LOWER)
+    assert len(walks) == 1
+    assert "dhir_rt_task_enter" in print_module(module)
+
+
+def test_lowering_finds_missing_facts_once_per_body_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a hand-off (dhir-opt), too."""
+    module = parse_string(_rows(40))
+    run_pipeline(module, "dhir-place{ranks=2 algorithm=round-robin}")
+    walks = _walks(monkeypatch)
+    run_pipeline(module, LOWER)
+    assert len(walks) == 1
+
+
+def test_optimize_bodies_keeps_the_facts_once_per_body_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = parse_string(_rows(40))
+    run_pipeline(module, "dhir-place{ranks=2 algorithm=round-robin}")
+    walks = _walks(monkeypatch)
+    with handing_over():
+        decisions = optimize_bodies(module, 256)
+        assert len(walks) == 1
+        assert all(take(task) is not None for task in _tasks(module))
+    assert decisions
