@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from dhir.toolchain import progress
 from dhir.toolchain.cpu import NATIVE, CpuFacts, cpu_facts, cpu_flags
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
-from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs
+from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs, position_independent_hint
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import LlvmTools, MpiInstall, cache_root, find_llvm_tools, find_mpi
@@ -427,7 +427,7 @@ class _Recipe:
         try:
             self._in_work_dir(exe.parent, link)
         except DhirError as error:
-            raise _undefined_functions(error, callers) or error from None
+            raise _undefined_functions(error, callers) or _with_pic_hint(error) from None
         return exe
 
     def _compile_module(self, work: Path, *, mlir: str, timing: Timing) -> None:
@@ -700,6 +700,19 @@ def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None
         )
         diagnostics.append(Diagnostic(message, loc))
     return DhirError(diagnostics)
+
+
+def _with_pic_hint(error: DhirError) -> DhirError:
+    """A failed link's error with what to do when it refused an object that is not
+    position-independent (the interpreter's link says the same)."""
+    text = "\n".join(d.message for d in error.diagnostics)
+    hint = position_independent_hint(text)
+    if not hint:
+        return error
+    first, *rest = error.diagnostics
+    head, _, tail = first.message.partition(";")
+    message = f"{head}{hint};{tail}" if tail else f"{first.message}{hint}"
+    return DhirError([replace(first, message=message), *rest], error.sources)
 
 
 def needed_passes(passes: Sequence[str], mlir: str) -> list[str]:

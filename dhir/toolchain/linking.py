@@ -123,6 +123,15 @@ def blas_library() -> Path:
     return found[0]
 
 
+def position_independent_hint(linker_output: str) -> str:
+    """What to do when the linker refuses an object that is not position-independent: it
+    says "recompile with -fPIC" linking a shared library (the interpreter's), "-fPIE" an
+    executable (native code's); objects built with -fPIC link into both."""
+    if "recompile with -fPIC" in linker_output or "recompile with -fPIE" in linker_output:
+        return " (compile objects with -fPIC)"
+    return ""
+
+
 def is_shared(path: Path) -> bool:
     """Whether `path` names a shared library (`libfoo.so`, `libfoo.so.1.2`)."""
     return _SHARED.fullmatch(path.name) is not None

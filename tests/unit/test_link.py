@@ -487,3 +487,23 @@ def test_what_linked_code_prints_is_shown(tmp_path: Path, backend: str) -> None:
     done = subprocess.run([*run, *words], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "twice -21\n", done.stdout
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_object_not_position_independent_gets_the_same_hint_in_both_backends(
+    tmp_path: Path,
+) -> None:
+    """The interpreter's failed link said "compile objects with -fPIC"; native code's (the
+    linker says "recompile with -fPIE" there) gave the linker's text alone."""
+    source = (DATA / "kernel.c").read_text()
+    table = "int32_t factors[2] = {2, 2};\nint32_t twice(int32_t x) { return factors[x & 1] * x; }"
+    (tmp_path / "k.c").write_text(
+        source.replace("int32_t twice(int32_t x) { return 2 * x; }", table)
+    )
+    obj = tmp_path / "k.o"
+    subprocess.run(["clang-22", "-O2", "-fno-pic", "-c", tmp_path / "k.c", "-o", obj], check=True)
+    args = [np.arange(16.0), np.zeros(1), np.array([5], np.int32)]
+    for backend in ("native", "interp"):
+        with pytest.raises(DhirError, match=r"compile objects with -fPIC"):
+            dhir.run(str(DATA / "scalars.mlir"), *args, backend=backend, link=[obj])

@@ -47,7 +47,13 @@ from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import task_ids
-from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs, is_shared
+from dhir.toolchain.linking import (
+    C_INTERFACE,
+    C_INTERFACE_PREFIX,
+    LinkInputs,
+    is_shared,
+    position_independent_hint,
+)
 from dhir.toolchain.tools import find_llvm_tools
 
 _FLOATS: dict[type[Attribute], type[Any]] = {
@@ -128,7 +134,7 @@ def _shared_from(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path
 
 def _link_error(link: LinkInputs, stderr: str) -> DhirError:
     tail = "\n".join(stderr.strip().splitlines()[-10:])
-    hint = " (compile objects with -fPIC)" if "-fPIC" in stderr else ""
+    hint = position_independent_hint(stderr)
     names = ", ".join(map(str, (*link.files, *link.found)))
     message = f"the interpreter links {names} into a shared library to call them, and "
     return DhirError([Diagnostic(f"{message}clang failed{hint}:\n{tail}")])
