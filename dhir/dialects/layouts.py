@@ -2,8 +2,8 @@
 computes them: strides in elements, None where only the run time knows one (and for the
 offset)."""
 
+from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -37,11 +37,23 @@ def strided_layout(memref: MemRefType) -> Layout | None:
     (a `mod`, a division, several results)."""
     layout = memref.layout
     if is_identity_layout(memref):
-        return list(MemRefType.strides_for_shape(memref.get_shape())), 0
+        return identity_strides(memref.get_shape()), 0
     if isinstance(layout, AffineMapAttr):
         return _map_layout(layout.data)
     assert isinstance(layout, StridedLayoutAttr)
     return list(layout.get_strides()), layout.get_offset()
+
+
+def identity_strides(shape: Sequence[int]) -> list[int | None]:
+    """The row-major strides MLIR 22 reads from an identity layout: each dimension's is
+    the product of the sizes inside it, unknown (None) outside a dynamic size or a size 0
+    (`memref<3x0xf64>` has strides `[?, 1]`, so its transpose is `strided<[1, ?]>`)."""
+    strides: list[int | None] = []
+    stride: int | None = 1
+    for size in reversed(shape):
+        strides.append(stride)
+        stride = None if stride is None or size == DYNAMIC_INDEX or size == 0 else stride * size
+    return strides[::-1]
 
 
 def is_identity_layout(memref: MemRefType) -> bool:
@@ -90,7 +102,7 @@ def expanded_layout(source: MemRefType, groups: list[list[int]], shape: Sequence
             out[d] = stride
             stride = _times(stride, shape[d])
     if is_identity_layout(source):
-        return list(MemRefType.strides_for_shape(shape)), 0
+        return identity_strides(shape), 0
     return out, offset
 
 
@@ -111,7 +123,7 @@ def collapsed_layout(source: MemRefType, groups: list[list[int]]) -> Layout:
         out.append(strides[kept[-1]] if static else None)
         _check_contiguous(shape, strides, group, out[-1])
     if is_identity_layout(source):
-        return list(MemRefType.strides_for_shape([_size(shape, g) for g in groups])), 0
+        return identity_strides([_size(shape, g) for g in groups]), 0
     return out, offset
 
 
@@ -142,34 +154,81 @@ def subview_layout(
     source: MemRefType, offsets: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
 ) -> tuple[list[int], list[int | None], int | None]:
     """The shape, strides and offset of a subview of `source` (DYNAMIC_INDEX in the
-    static lists: given at run time), before dropping dimensions."""
+    static lists: given at run time), before dropping dimensions. As in MLIR 22, a
+    product with a static 0 is 0 even when the other factor is known only at run time."""
     old, offset = strides_and_offset(source)
-    new = [_times_dynamic(s, t) for s, t in zip(old, strides)]
+    new = [_saturated_times(s, None if t == DYNAMIC_INDEX else t) for s, t in zip(old, strides)]
     for stride, start in zip(old, offsets):
-        if offset is None or stride is None or start == DYNAMIC_INDEX:
-            offset = None
-        else:
-            offset += stride * start
+        term = _saturated_times(stride, None if start == DYNAMIC_INDEX else start)
+        offset = None if offset is None or term is None else offset + term
     return list(sizes), new, offset
 
 
-def _times_dynamic(stride: int | None, step: int) -> int | None:
-    return None if stride is None or step == DYNAMIC_INDEX else stride * step
+def _saturated_times(a: int | None, b: int | None) -> int | None:
+    if a == 0 or b == 0:
+        return 0
+    return None if a is None or b is None else a * b
 
 
-def reduces_to(expected: tuple[list[int], list[int | None], int | None], got: MemRefType) -> bool:
-    """Whether `got` is the layout `expected`, possibly with dimensions of size 1 dropped."""
+def reduces_to(
+    expected: tuple[list[int], list[int | None], int | None],
+    got: MemRefType,
+    sizes: Sequence[int],
+) -> bool:
+    """Whether `got` is the layout `expected` of a subview with static `sizes`
+    (DYNAMIC_INDEX: given at run time), possibly with dimensions of size 1 dropped, as
+    MLIR 22 checks it: the dropped dimensions are those `dropped_dims` finds."""
     shape, strides, offset = expected
     got_strides, got_offset = strides_and_offset(got)
     got_shape = list(got.get_shape())
-    if got_offset != offset or len(got_shape) > len(shape):
+    if got_offset != offset or _shape_reduction(shape, got_shape) is None:
         return False
-    ones = [d for d, size in enumerate(shape) if size == 1]
-    for dropped in combinations(ones, len(shape) - len(got_shape)):
-        kept = [d for d in range(len(shape)) if d not in dropped]
-        if [shape[d] for d in kept] == got_shape and [strides[d] for d in kept] == got_strides:
-            return True
-    return False
+    dropped = dropped_dims(strides, got_strides, sizes)
+    if dropped is None:
+        return False
+    return [strides[d] for d in range(len(shape)) if d not in dropped] == got_strides
+
+
+def _shape_reduction(shape: Sequence[int], reduced: Sequence[int]) -> set[int] | None:
+    """The dimensions of size 1 dropped from `shape` to give `reduced`, matched from the
+    outermost (MLIR's computeRankReductionMask); None when `reduced` is no such shape."""
+    dropped: set[int] = set()
+    kept = 0
+    for d, size in enumerate(shape):
+        if kept < len(reduced) and size == reduced[kept]:
+            kept += 1
+        elif size == 1:
+            dropped.add(d)
+        else:
+            return None
+    return dropped if kept == len(reduced) else None
+
+
+def dropped_dims(
+    strides: Sequence[int | None], reduced: Sequence[int | None], sizes: Sequence[int]
+) -> set[int] | None:
+    """The dimensions MLIR 22 takes a rank-reducing subview with static `sizes` to drop,
+    given the strides of the type it reduces and those of the reduced type (its
+    computeMemRefRankReductionMask): the dimensions of static size 1, when that is the
+    number to drop; else, from the outermost, those whose stride occurs more often in
+    `strides` (counting the ones not yet dropped) than in `reduced`. None where that does
+    not drop the right number."""
+    ones = {d for d, size in enumerate(sizes) if size == 1}
+    if len(strides) == len(reduced):
+        return set()
+    if len(ones) + len(reduced) == len(strides):
+        return ones
+    left = Counter(strides)
+    wanted = Counter(reduced)
+    dropped: set[int] = set()
+    for d in sorted(ones):
+        stride = strides[d]
+        if left[stride] > wanted[stride]:
+            left[stride] -= 1
+            dropped.add(d)
+        elif left[stride] < wanted[stride]:
+            return None
+    return dropped if len(dropped) + len(reduced) == len(strides) else None
 
 
 def out_of_bounds(

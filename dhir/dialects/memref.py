@@ -182,8 +182,13 @@ class SubviewOp(memref.SubviewOp):
                 f"the source type {source} is not strided (MLIR reads no strides and "
                 "offset from its layout map): a subview needs them"
             )
+        if source.memory_space != result.memory_space:
+            raise VerifyException(
+                f"the result type {result} must be in the source's memory space "
+                f"({source.memory_space})"
+            )
         expected = subview_layout(source, offsets, sizes, strides)
-        if not reduces_to(expected, result):
+        if not reduces_to(expected, result, sizes):
             shape, layout, offset = expected
             wanted = MemRefType(source.element_type, shape, StridedLayoutAttr(layout, offset))
             raise VerifyException(
@@ -848,11 +853,13 @@ _Strided = tuple[tuple[int, ...], tuple[int | None, ...], int | None]
 
 
 def _strided(kind: MemRefType) -> _Strided | None:
-    """A memref type's shape, strides and offset (None: dynamic), when it is strided."""
-    strides = kind.get_strides()
-    if strides is None:
+    """A memref type's shape, strides and offset (None: dynamic) as MLIR 22 reads them,
+    when it is strided."""
+    layout = strided_layout(kind)
+    if layout is None:
         return None
-    return tuple(kind.get_shape()), tuple(strides), kind.get_offset()
+    strides, offset = layout
+    return tuple(kind.get_shape()), tuple(strides), offset
 
 
 def _transposed(source: MemRefType, axes: Sequence[int]) -> MemRefType | None:

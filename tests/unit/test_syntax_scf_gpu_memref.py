@@ -533,7 +533,48 @@ SUBVIEWS = [
     ("7, 0", "0, 8", "1, 1", "memref<0x8xf32, strided<[8, 1], offset: 56>>", True),
     ("8, 0", "0, 8", "1, 1", "memref<0x8xf32, strided<[8, 1], offset: 64>>", False),
     ("0, 2", "4, 4", "2, 2", "memref<4x4xf32, strided<[16, 2], offset: 2>>", False),
+    # A stride of 0, and a result in another memory space.
+    ("0, 0", "2, 2", "1, 0", "memref<2x2xf32, strided<[8, 0]>>", True),
+    ("0, 0", "2, 2", "1, 1", "memref<2x2xf32, strided<[8, 1]>, 1>", False),
 ]  # fmt: skip
+
+# Subviews MLIR 22 checks beyond "dimensions of size 1 dropped": (source, offsets, sizes,
+# strides, result, valid). Where more dimensions have size 1 than are dropped, it drops,
+# from the outermost, those whose stride occurs more often in the view than in the result
+# (the order of the kept ones then matters); a product with a static 0 is 0, also with a
+# stride known only at run time (an identity layout's offset is 0 whatever its sizes).
+REDUCING_SUBVIEWS = [
+    ("memref<4x4x4xf32>", "0, 0, 0", "1, 4, 1", "1, 1, 16", "memref<4x1xf32, strided<[4, 16]>>",
+     True),
+    ("memref<4x4x4xf32>", "0, 0, 0", "1, 4, 1", "1, 1, 16", "memref<1x4xf32, strided<[16, 4]>>",
+     False),
+    ("memref<4x4x4xf32>", "0, 0, 0", "1, 1, 1", "1, 1, 16",
+     "memref<1x1xf32, strided<[4, 16]>>", True),
+    ("memref<4x4x4xf32>", "0, 0, 0", "1, 1, 1", "1, 1, 16",
+     "memref<1x1xf32, strided<[16, 4]>>", False),
+    ("memref<?x?xf32>", "0, 0", "1, 1", "1, 1", "memref<1xf32, strided<[1]>>", True),
+    ("memref<?x?xf32>", "0, 0", "1, 1", "1, 1", "memref<1xf32, strided<[1], offset: ?>>", False),
+    ("memref<?x?xf32>", "0, 0", "2, 2", "0, 1", "memref<2x2xf32, strided<[0, 1]>>", True),
+    ("memref<?x?xf32>", "0, 0", "2, 2", "1, 0", "memref<2x2xf32, strided<[?, 0]>>", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("source, offsets, sizes, strides, result, valid", REDUCING_SUBVIEWS)
+def test_rank_reducing_subviews_are_verified_as_mlir_does(
+    source: str, offsets: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    """dhir took any choice of dimensions of size 1 to drop, and a static 0 times a
+    run-time stride for unknown: it accepted what mlir-opt-22 then refused, and refused
+    what it accepts."""
+    _verifies_as_said(_subview(offsets, sizes, strides, result, source), valid)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("source, offsets, sizes, strides, result, valid", REDUCING_SUBVIEWS)
+def test_mlir_opt_agrees_on_the_rank_reducing_subviews(
+    source: str, offsets: str, sizes: str, strides: str, result: str, valid: bool
+) -> None:
+    _mlir_opt_says(_subview(offsets, sizes, strides, result, source), valid)
 
 
 def _subview(
@@ -735,7 +776,47 @@ CASTS = [
     ("memref<?x4xf32, strided<[?, 2], offset: ?>>", "memref<3x4xf32>", False),
     ("memref<4x4xf32, affine_map<(d0, d1) -> (d0 * 4 + d1)>>", "memref<4x4xf32>", True),
     ("memref<4x4xf32, affine_map<(d0, d1) -> (d0 * 8 + d1)>>", "memref<4x4xf32>", False),
+    # Outside a dimension of size 0 an identity layout's strides are unknown, as outside
+    # a run-time size: [?, 1] here.
+    ("memref<3x0xf64>", "memref<3x0xf64, strided<[7, 1]>>", True),
+    ("memref<3x0xf64>", "memref<3x0xf64, strided<[7, 2]>>", False),
+    ("memref<0x3xf64>", "memref<0x3xf64, strided<[7, 1]>>", False),
 ]  # fmt: skip
+
+
+# memref.transpose (d0, d1) -> (d1, d0): (source type, result type, valid as MLIR 22 says).
+TRANSPOSES = [
+    ("memref<3x4xf64>", "memref<4x3xf64, strided<[1, 4]>>", True),
+    ("memref<3x4xf64>", "memref<4x3xf64>", False),
+    ("memref<3x0xf64>", "memref<0x3xf64, strided<[1, ?]>>", True),
+    ("memref<3x0xf64>", "memref<0x3xf64, strided<[1, 0]>>", False),
+    ("memref<0x3xf64>", "memref<3x0xf64, strided<[1, 3]>>", True),
+    ("memref<0x3xf64>", "memref<3x0xf64, strided<[1, ?]>>", False),
+    ("memref<?x4xf64>", "memref<4x?xf64, strided<[1, 4]>>", True),
+    ("memref<3x?xf64>", "memref<?x3xf64, strided<[1, ?]>>", True),
+    ("memref<3x0xf64, strided<[5, 1]>>", "memref<0x3xf64, strided<[1, 5]>>", True),
+]  # fmt: skip
+
+
+def _transpose(source: str, result: str) -> str:
+    return (
+        f"func.func @f(%a: {source}) {{\n"
+        f"  %r = memref.transpose %a (d0, d1) -> (d1, d0) : {source} to {result}\n"
+        "  func.return\n}"
+    )
+
+
+@pytest.mark.parametrize("source, result, valid", TRANSPOSES)
+def test_transposes_are_verified_as_mlir_does(source: str, result: str, valid: bool) -> None:
+    """dhir took `memref<3x0xf64>`'s strides for [0, 1], MLIR 22 for [?, 1]: dhir accepted
+    a transpose mlir-opt-22 then refused, and refused the one it accepts."""
+    _verifies_as_said(_transpose(source, result), valid)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("source, result, valid", TRANSPOSES)
+def test_mlir_opt_agrees_on_the_transposes(source: str, result: str, valid: bool) -> None:
+    _mlir_opt_says(_transpose(source, result), valid)
 
 
 def _cast(source: str, result: str) -> str:
