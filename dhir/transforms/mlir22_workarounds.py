@@ -15,6 +15,13 @@
   and `llvm.intr.stackrestore`, as `finalize-memref-to-llvm` would lower it: the stack
   its allocas take is still given back at the scope's end.
 
+- `memref.subview` dropping fewer dimensions than it has of size 1, where MLIR's
+  getDroppedDims, which matches the *source's* strides against the result's, finds no
+  set to drop (`[2, 0] [1, 1] [1, 2] : memref<8x8xf32> to memref<1xf32, strided<[2],
+  offset: 16>>`): `expand-strided-metadata` crashes. It becomes the subview without
+  dropping, then a subview of that at offset 0 and stride 1 that drops them (matched
+  against the view's own strides, as the verifier does).
+
 - `scf.index_switch`: `convert-scf-to-cf` casts the index to i32 for its `cf.switch`, so
   case 4294967296 matched 0, and cases equal in their low 32 bits made an invalid switch.
   It becomes a chain of `scf.if`, comparing the whole index with each case in order.
@@ -35,7 +42,7 @@ mlir-translate stop at the printed program's line: `vector.multi_reduction`, `ve
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
 `llvm.vscale`).
 
-docs/upstream-bugs.md sections 13, 15, 17 and 21 have the reproducers. Each rewrite
+docs/upstream-bugs.md sections 13, 15, 17, 21 and 22 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
 """
@@ -62,6 +69,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dhir.dialects import affine, arith, memref, scf, vector
 from dhir.dialects import math as mathd
 from dhir.dialects.gpu import in_device_code
+from dhir.dialects.layouts import dropped_dims, strided_layout, subview_layout
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
@@ -95,6 +103,10 @@ class Mlir22WorkaroundsPass(ModulePass):
             for found in find_ops(op, (memref.ExpandShapeOp,)):
                 if _crashes(found):
                     _reinterpret(found)
+        if _any(met, memref.SubviewOp):
+            for found in find_ops(op, (memref.SubviewOp,)):
+                if _drops_nothing_mlir_finds(found):
+                    _in_two_steps(found)
         if _any(met, scf.IndexSwitchOp):
             for found in find_ops(op, (scf.IndexSwitchOp,)):
                 _as_ifs(found)
@@ -130,6 +142,7 @@ _REWRITTEN = (
     vector.InsertOp,
     vector.ExtractOp,
     memref.ExpandShapeOp,
+    memref.SubviewOp,
     scf.IndexSwitchOp,
     affine.ForOp,
     memref.AllocaScopeOp,
@@ -267,6 +280,40 @@ def _crashes(op: memref.ExpandShapeOp) -> bool:
     """Whether one of the op's groups has two or more run-time output sizes."""
     shape = op.result.type.get_shape()
     return any(sum(shape[d] == DYNAMIC_INDEX for d in group) >= 2 for group in _groups(op))
+
+
+def _drops_nothing_mlir_finds(op: memref.SubviewOp) -> bool:
+    """Whether the subview drops dimensions and MLIR 22's getDroppedDims, matching the
+    source's strides against the result's, finds none to drop (it then crashes)."""
+    source, result = op.source.type, op.result.type
+    assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+    if len(result.get_shape()) == len(source.get_shape()):
+        return False
+    mine, theirs = strided_layout(source), strided_layout(result)
+    if mine is None or theirs is None:
+        return False
+    return dropped_dims(mine[0], theirs[0], op.static_sizes.get_values()) is None
+
+
+def _in_two_steps(op: memref.SubviewOp) -> None:
+    """The subview without dropping a dimension, then a subview of all of that (offset 0,
+    stride 1) that drops them: the same view."""
+    source = op.source.type
+    assert isinstance(source, MemRefType)
+    offsets = op.static_offsets.get_values()
+    sizes = op.static_sizes.get_values()
+    steps = op.static_strides.get_values()
+    shape, strides, offset = subview_layout(source, offsets, sizes, steps)
+    layout = StridedLayoutAttr(strides, offset)
+    whole_type = MemRefType(source.element_type, shape, layout, source.memory_space)
+    whole = memref.SubviewOp(
+        op.source, op.offsets, op.sizes, op.strides, offsets, sizes, steps, whole_type
+    )
+    rank = len(shape)
+    part = memref.SubviewOp(
+        whole.result, [], op.sizes, [], [0] * rank, sizes, [1] * rank, op.result.type
+    )
+    Rewriter.replace_op(op, [whole, part])
 
 
 def _groups(op: memref.ExpandShapeOp) -> list[list[int]]:
