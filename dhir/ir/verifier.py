@@ -7,13 +7,22 @@ the SSA dominance check that xDSL lacks.
 
 from collections.abc import Mapping
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, ModuleOp, Signedness, VectorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AffineMapAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    Signedness,
+    StridedLayoutAttr,
+    VectorType,
+)
 from xdsl.ir import Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
-from dhir.dialects import func, vector
+from dhir.dialects import func, memref, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
@@ -174,6 +183,8 @@ def _verify_op(
             _verify_signless(op)
         if isinstance(op, vector.ExtractOp | vector.InsertOp):
             _verify_static_position(op)
+        if isinstance(op, memref.AllocOp | memref.AllocaOp):
+            _verify_layout_symbols(op)
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).
         culprit = getattr(error, "op", op)
@@ -209,6 +220,28 @@ def _verify_static_position(op: vector.ExtractOp | vector.InsertOp) -> None:
                 f"'{op.name}' position {at} is outside dimension {dimension} of {kind}, "
                 f"whose size is {size}: use 0 to {size - 1} (or -1, poison)"
             )
+
+
+def _verify_layout_symbols(op: memref.AllocOp | memref.AllocaOp) -> None:
+    """MLIR gives an allocation one symbol operand (`[%s]`) per run-time value of its
+    type's layout (a `?` stride or offset, a symbol of a layout map); xDSL checks none,
+    and mlir-opt-22 then refused the build file."""
+    kind = op.memref.type
+    assert isinstance(kind, MemRefType)
+    layout = kind.layout
+    if isinstance(layout, StridedLayoutAttr):
+        strides, offset = layout.get_strides(), layout.get_offset()
+        wanted = sum(s is None for s in strides) + (offset is None)
+    elif isinstance(layout, AffineMapAttr):
+        wanted = layout.data.num_symbols
+    else:
+        wanted = 0
+    given = len(op.symbol_operands)
+    if given != wanted:
+        raise DiagnosticException(
+            f"'{op.name}' of {kind} takes {wanted} symbol operand(s) in `[...]` after its "
+            f"sizes, one per run-time stride or offset of the layout, not {given}"
+        )
 
 
 def _verify_blocks_not_empty(op: Operation) -> None:
