@@ -14,6 +14,7 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
+    AnyFloat,
     BoolAttr,
     DenseIntOrFPElementsAttr,
     IndexType,
@@ -510,6 +511,9 @@ ATOMIC_RMW_KINDS = (
 )  # fmt: skip
 
 
+_FLOAT_KINDS = ("addf", "maximumf", "maxnumf", "minimumf", "minnumf", "mulf")
+
+
 class AtomicRMWOp(memref.AtomicRMWOp):
     """`memref.atomic_rmw kind %value, %memref[%i] attr-dict : (T, memref) -> T`. xDSL 0.74 has
     only the generic form."""
@@ -518,6 +522,13 @@ class AtomicRMWOp(memref.AtomicRMWOp):
         super().verify_()
         if not 0 <= self.kind.value.data < len(ATOMIC_RMW_KINDS):
             raise VerifyException(f"unknown atomic_rmw kind {self.kind.value.data}")
+        # As MLIR 22: the kind says whether the value is a float or an integer.
+        kind = ATOMIC_RMW_KINDS[self.kind.value.data]
+        value = self.value.type
+        if kind in _FLOAT_KINDS and not isinstance(value, AnyFloat):
+            raise VerifyException(f"atomic_rmw {kind} takes a float, not {value}")
+        if kind not in _FLOAT_KINDS and kind != "assign" and not isinstance(value, IntegerType):
+            raise VerifyException(f"atomic_rmw {kind} takes an integer, not {value}")
 
     def print(self, printer: Printer) -> None:
         kind = self.kind.value.data

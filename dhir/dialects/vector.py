@@ -72,6 +72,7 @@ from xdsl.dialects.vector import (
 
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import AngleBracketEnum, print_type_list, split_properties
+from dhir.dialects.layouts import strided_layout
 
 I64Array = ArrayAttr[IntegerAttr]
 
@@ -1027,21 +1028,37 @@ def _verify_memory_type(memory: Attribute, result: Attribute) -> None:
 
 
 class LoadOp(vector.LoadOp):
-    """xDSL 0.74 refuses memrefs of vectors."""
+    """xDSL 0.74 refuses memrefs of vectors, and takes memrefs whose innermost stride is
+    not 1, which MLIR 22 refuses."""
 
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.result.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
             raise VerifyException("Expected an index for each dimension.")
+        _verify_unit_innermost_stride(self.name, cast(MemRefType, self.base.type))
 
 
 class StoreOp(vector.StoreOp):
-    """xDSL 0.74 refuses memrefs of vectors."""
+    """xDSL 0.74 refuses memrefs of vectors, and takes memrefs whose innermost stride is
+    not 1, which MLIR 22 refuses."""
 
     def verify_(self) -> None:
         _verify_memory_type(self.base.type, self.vector.type)
         if cast(MemRefType, self.base.type).get_num_dims() != len(self.indices):
             raise VerifyException("Expected an index for each dimension.")
+        _verify_unit_innermost_stride(self.name, cast(MemRefType, self.base.type))
+
+
+def _verify_unit_innermost_stride(name: str, memory: MemRefType) -> None:
+    """MLIR 22's vector.load and vector.store read consecutive elements: the memref's
+    innermost stride must be a static 1 (a rank-0 memref has none)."""
+    layout = strided_layout(memory)
+    if memory.get_num_dims() and (layout is None or layout[0][-1] != 1):
+        raise VerifyException(
+            f"'{name}' needs a memref whose innermost stride is 1, not {memory}; use "
+            "vector.transfer_read/transfer_write or vector.gather/scatter for strided "
+            "elements"
+        )
 
 
 _ops = with_replaced_ops(

@@ -185,6 +185,12 @@ def _verify_op(
             _verify_static_position(op)
         if isinstance(op, memref.AllocOp | memref.AllocaOp):
             _verify_layout_symbols(op)
+        if isinstance(op, memref.AssumeAlignmentOp):
+            alignment = op.alignment.value.data
+            if alignment <= 0 or alignment & (alignment - 1):
+                raise DiagnosticException(
+                    f"'{op.name}' alignment must be a power of 2, not {alignment}"
+                )
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).
         culprit = getattr(error, "op", op)

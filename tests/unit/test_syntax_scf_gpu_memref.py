@@ -894,3 +894,51 @@ def test_allocations_take_a_symbol_per_run_time_layout_value(
 @pytest.mark.parametrize("operands, kind, valid", ALLOCATIONS)
 def test_mlir_opt_agrees_on_the_allocations(operands: str, kind: str, valid: bool) -> None:
     _mlir_opt_says(_allocation(operands, kind), valid)
+
+
+# Ops on memrefs xDSL 0.74 took and mlir-opt-22 refuses (or both take): (arguments, body,
+# valid as MLIR 22 says).
+MEMORY_OPS = [
+    # vector.load and vector.store need an innermost stride of a static 1.
+    ("%a: memref<8xf32, strided<[2]>>",
+     "%v = vector.load %a[%c0] : memref<8xf32, strided<[2]>>, vector<4xf32>", False),
+    ("%a: memref<8xf32, strided<[?]>>",
+     "%v = vector.load %a[%c0] : memref<8xf32, strided<[?]>>, vector<4xf32>", False),
+    ("%a: memref<4x?xf32, strided<[?, 1], offset: ?>>",
+     "%v = vector.load %a[%c0, %c0] : memref<4x?xf32, strided<[?, 1], offset: ?>>, vector<4xf32>",
+     True),
+    ("%a: memref<f32>", "%v = vector.load %a[] : memref<f32>, vector<f32>", True),
+    ("%a: memref<8xf32, strided<[2]>>, %v: vector<4xf32>",
+     "vector.store %v, %a[%c0] : memref<8xf32, strided<[2]>>, vector<4xf32>", False),
+    # atomic_rmw: the kind says float or integer.
+    ("%a: memref<8xi32>, %v: i32",
+     "%r = memref.atomic_rmw addf %v, %a[%c0] : (i32, memref<8xi32>) -> i32", False),
+    ("%a: memref<8xf32>, %v: f32",
+     "%r = memref.atomic_rmw addi %v, %a[%c0] : (f32, memref<8xf32>) -> f32", False),
+    ("%a: memref<8xf32>, %v: f32",
+     "%r = memref.atomic_rmw assign %v, %a[%c0] : (f32, memref<8xf32>) -> f32", True),
+    # assume_alignment: a power of 2.
+    ("%a: memref<8xf32>", "%b = memref.assume_alignment %a, 16 : memref<8xf32>", True),
+    ("%a: memref<8xf32>", "%b = memref.assume_alignment %a, 12 : memref<8xf32>", False),
+]  # fmt: skip
+
+
+def _memory_op(args: str, body: str) -> str:
+    return in_func(args, f"  %c0 = arith.constant 0 : index\n  {body}")
+
+
+@pytest.mark.parametrize("args, body, valid", MEMORY_OPS)
+def test_memory_ops_are_verified_as_mlir_does(args: str, body: str, valid: bool) -> None:
+    """dhir took the invalid ones; the native build then failed in mlir-opt-22."""
+    text = _memory_op(args, body)
+    if valid:
+        parse_string(text)
+    else:
+        with pytest.raises(DhirError, match=r"<string>:3:\d+: "):
+            parse_string(text)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("args, body, valid", MEMORY_OPS)
+def test_mlir_opt_agrees_on_the_memory_ops(args: str, body: str, valid: bool) -> None:
+    _mlir_opt_says(_memory_op(args, body), valid)
