@@ -95,7 +95,8 @@ def expanded_layout(source: MemRefType, groups: list[list[int]], shape: Sequence
     keeps the source dimension's stride, and each other one is the next one's times its
     size."""
     strides, offset = strides_and_offset(source)
-    out: list[int | None] = [None] * len(shape)
+    # A rank-0 source has no groups: MLIR 22 gives its dimensions of size 1 stride 1.
+    out: list[int | None] = [1] * len(shape) if not groups else [None] * len(shape)
     for dim, group in enumerate(groups):
         stride = strides[dim]
         for d in reversed(group):

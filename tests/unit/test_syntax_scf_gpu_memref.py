@@ -471,6 +471,11 @@ RESHAPES = [
      "expand [[0], [1, 2]] [4, 2, 2]", False),
     (f"memref<4x4xf64, {_IDENTITY_MAP}>", "memref<4x2x2xf64>", "expand [[0], [1, 2]] [4, 2, 2]",
      True),
+    # A rank-0 source: MLIR gives the dimensions of size 1 stride 1.
+    ("memref<f64, strided<[], offset: ?>>", "memref<1x1xf64, strided<[1, 1], offset: ?>>",
+     "expand [] [1, 1]", True),
+    ("memref<f64, strided<[], offset: 3>>", "memref<1xf64, strided<[?], offset: 3>>",
+     "expand [] [1]", False),
 ]  # fmt: skip
 
 
