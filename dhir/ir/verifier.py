@@ -10,14 +10,21 @@ from collections.abc import Mapping
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
+    FunctionType,
     IntegerType,
     MemRefType,
     ModuleOp,
+    NoneType,
     Signedness,
     StridedLayoutAttr,
+    TensorType,
+    TupleType,
+    UnrankedMemRefType,
+    UnrankedTensorType,
     VectorType,
 )
-from xdsl.ir import Operation, Region, SSAValue
+from xdsl.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
@@ -185,6 +192,7 @@ def _verify_op(
             _verify_static_position(op)
         if isinstance(op, memref.AllocOp | memref.AllocaOp):
             _verify_layout_symbols(op)
+        _verify_memref_types(op)
         if isinstance(op, memref.AssumeAlignmentOp):
             alignment = op.alignment.value.data
             if alignment <= 0 or alignment & (alignment - 1):
@@ -226,6 +234,51 @@ def _verify_static_position(op: vector.ExtractOp | vector.InsertOp) -> None:
                 f"'{op.name}' position {at} is outside dimension {dimension} of {kind}, "
                 f"whose size is {size}: use 0 to {size - 1} (or -1, poison)"
             )
+
+
+def _verify_memref_types(op: Operation) -> None:
+    """The memref types MLIR 22's parser refuses and xDSL's takes, in what `op` makes or
+    declares (its results, its blocks' arguments, a function's signature)."""
+    kinds: list[Attribute] = [*op.result_types]
+    kinds += [arg.type for region in op.regions for block in region.blocks for arg in block.args]
+    for prop in op.properties.values():
+        if isinstance(prop, FunctionType):
+            kinds += [*prop.inputs, *prop.outputs]
+    for kind in kinds:
+        problem = _memref_type_problem(kind)
+        if problem is not None:
+            raise DiagnosticException(f"'{op.name}': {problem}")
+
+
+# Element types MLIR refuses in a memref (xDSL takes any type).
+_NOT_ELEMENTS = (
+    TensorType,
+    UnrankedTensorType,
+    NoneType,
+    FunctionType,
+    TupleType,
+    LLVMPointerType,
+    LLVMStructType,
+    LLVMArrayType,
+)
+
+
+def _memref_type_problem(kind: Attribute) -> str | None:
+    if not isinstance(kind, MemRefType | UnrankedMemRefType):
+        return None
+    if isinstance(kind.element_type, _NOT_ELEMENTS):
+        return (
+            f"{kind} is not a memref type MLIR takes: its elements may be integers, index, "
+            "floats, complex numbers, vectors or memrefs"
+        )
+    if isinstance(kind, UnrankedMemRefType):
+        return None
+    rank, layout = len(kind.get_shape()), kind.layout
+    if isinstance(layout, StridedLayoutAttr) and len(layout.strides) != rank:
+        return f"{kind} has {len(layout.strides)} strides for its {rank} dimensions"
+    if isinstance(layout, AffineMapAttr) and layout.data.num_dims != rank:
+        return f"{kind} has a layout map of {layout.data.num_dims} dimensions for its {rank}"
+    return None
 
 
 def _verify_layout_symbols(op: memref.AllocOp | memref.AllocaOp) -> None:

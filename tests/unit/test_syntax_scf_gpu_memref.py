@@ -947,3 +947,36 @@ def test_memory_ops_are_verified_as_mlir_does(args: str, body: str, valid: bool)
 @pytest.mark.parametrize("args, body, valid", MEMORY_OPS)
 def test_mlir_opt_agrees_on_the_memory_ops(args: str, body: str, valid: bool) -> None:
     _mlir_opt_says(_memory_op(args, body), valid)
+
+
+# Memref types of a function's argument: (type, valid as MLIR 22's parser says). xDSL
+# takes any element type and any layout.
+MEMREF_TYPES = [
+    ("memref<4x4xf32, strided<[1]>>", False),
+    ("memref<4xf32, affine_map<(d0, d1) -> (d0 + d1)>>", False),
+    ("memref<4xtensor<2xf32>>", False),
+    ("memref<4xnone>", False),
+    ("memref<4x!llvm.ptr>", False),
+    ("memref<*xtensor<2xf32>>", False),
+    ("memref<4xcomplex<f32>>", True),
+    ("memref<4xvector<2x2xf32>>", True),
+    ("memref<4xf32, strided<[-3], offset: 9>>", True),
+    ("memref<4xf32, affine_map<(d0) -> (d0, d0)>>", True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind, valid", MEMREF_TYPES)
+def test_memref_types_are_checked_as_mlir_does(kind: str, valid: bool) -> None:
+    """dhir took the invalid ones, which mlir-opt-22 then refused at dhir's text."""
+    text = in_func(f"%a: {kind}", "")
+    if valid:
+        parse_string(text)
+    else:
+        with pytest.raises(DhirError, match=r"<string>:1:\d+: .*func.func'?: memref"):
+            parse_string(text)
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("kind, valid", MEMREF_TYPES)
+def test_mlir_opt_agrees_on_the_memref_types(kind: str, valid: bool) -> None:
+    _mlir_opt_says(in_func(f"%a: {kind}", ""), valid)
