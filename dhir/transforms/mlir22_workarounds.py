@@ -18,7 +18,9 @@
 - `memref.subview` dropping fewer dimensions than it has of size 1, where MLIR's
   getDroppedDims, which matches the *source's* strides against the result's, finds no
   set to drop (`[2, 0] [1, 1] [1, 2] : memref<8x8xf32> to memref<1xf32, strided<[2],
-  offset: 16>>`): `expand-strided-metadata` crashes. It becomes the subview without
+  offset: 16>>`): `expand-strided-metadata` crashes; or finds another set than the
+  verifier, which matches the view's strides: the lowering then makes an invalid
+  `reinterpret_cast`. It becomes the subview without
   dropping, then a subview of that at offset 0 and stride 1 that drops them (matched
   against the view's own strides, as the verifier does).
 
@@ -105,7 +107,7 @@ class Mlir22WorkaroundsPass(ModulePass):
                     _reinterpret(found)
         if _any(met, memref.SubviewOp):
             for found in find_ops(op, (memref.SubviewOp,)):
-                if _drops_nothing_mlir_finds(found):
+                if _drops_other_dims(found):
                     _in_two_steps(found)
         if _any(met, scf.IndexSwitchOp):
             for found in find_ops(op, (scf.IndexSwitchOp,)):
@@ -282,9 +284,10 @@ def _crashes(op: memref.ExpandShapeOp) -> bool:
     return any(sum(shape[d] == DYNAMIC_INDEX for d in group) >= 2 for group in _groups(op))
 
 
-def _drops_nothing_mlir_finds(op: memref.SubviewOp) -> bool:
+def _drops_other_dims(op: memref.SubviewOp) -> bool:
     """Whether the subview drops dimensions and MLIR 22's getDroppedDims, matching the
-    source's strides against the result's, finds none to drop (it then crashes)."""
+    source's strides against the result's, finds none to drop (it then crashes) or
+    others than the verifier, which matches the view's (the lowering then fails)."""
     source, result = op.source.type, op.result.type
     assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
     if len(result.get_shape()) == len(source.get_shape()):
@@ -292,7 +295,11 @@ def _drops_nothing_mlir_finds(op: memref.SubviewOp) -> bool:
     mine, theirs = strided_layout(source), strided_layout(result)
     if mine is None or theirs is None:
         return False
-    return dropped_dims(mine[0], theirs[0], op.static_sizes.get_values()) is None
+    offsets = op.static_offsets.get_values()
+    sizes = op.static_sizes.get_values()
+    _, view, _ = subview_layout(source, offsets, sizes, op.static_strides.get_values())
+    found = dropped_dims(mine[0], theirs[0], sizes)
+    return found is None or found != dropped_dims(view, theirs[0], sizes)
 
 
 def _in_two_steps(op: memref.SubviewOp) -> None:
