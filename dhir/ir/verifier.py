@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.traits import NoTerminator
+from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
@@ -193,6 +193,10 @@ def _verify_op(
         if isinstance(op, memref.AllocOp | memref.AllocaOp):
             _verify_layout_symbols(op)
         _verify_memref_types(op)
+        if isinstance(op, memref.GetGlobalOp):
+            _verify_global_reference(op)
+        if isinstance(op, memref.DimOp) and _rank(op.source.type) == 0:
+            raise DiagnosticException(f"'{op.name}' of a rank-0 memref: it has no dimension")
         if isinstance(op, memref.AssumeAlignmentOp):
             alignment = op.alignment.value.data
             if alignment <= 0 or alignment & (alignment - 1):
@@ -279,6 +283,20 @@ def _memref_type_problem(kind: Attribute) -> str | None:
     if isinstance(layout, AffineMapAttr) and layout.data.num_dims != rank:
         return f"{kind} has a layout map of {layout.data.num_dims} dimensions for its {rank}"
     return None
+
+
+def _verify_global_reference(op: memref.GetGlobalOp) -> None:
+    """As MLIR 22 checks it (xDSL does not): the name is a memref.global of the type."""
+    name = op.name_.string_value()
+    found = SymbolTable.lookup_symbol(op, op.name_)
+    if not isinstance(found, memref.GlobalOp):
+        raise DiagnosticException(f"'{op.name}': @{name} is no memref.global")
+    if found.type != op.memref.type:
+        raise DiagnosticException(f"'{op.name}': @{name} is a {found.type}, not a {op.memref.type}")
+
+
+def _rank(kind: Attribute) -> int | None:
+    return len(kind.get_shape()) if isinstance(kind, MemRefType) else None
 
 
 def _verify_layout_symbols(op: memref.AllocOp | memref.AllocaOp) -> None:
