@@ -44,7 +44,7 @@ mlir-translate stop at the printed program's line: `vector.multi_reduction`, `ve
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
 `llvm.vscale`).
 
-docs/upstream-bugs.md sections 13, 15, 17, 21 and 22 have the reproducers. Each rewrite
+docs/upstream-bugs.md sections 13, 15, 17, 21 and 23 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
 """
