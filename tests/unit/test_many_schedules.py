@@ -76,6 +76,19 @@ def test_final_to_root_walks_the_block_once(monkeypatch: pytest.MonkeyPatch) -> 
     assert {v.name_hint for v in found} == {"u", "v"}  # only the last schedule's
 
 
+def test_one_schedule_is_answered_without_walking_its_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The facts of a whole block would walk the schedule's task bodies, most of the ops
+    # of a program of one large schedule: asked about that schedule, the walk skips it.
+    module = parse_string(program(1).replace("%w1[", "%w0["))
+    (function,) = find_ops(module, func.FuncOp)
+    whole = counting(monkeypatch, outputs, "_BlockFacts")
+    found = final_to_root(function)
+    assert whole[0] == 0
+    assert {v.name_hint for v in found} == {"u", "v"}
+
+
 def test_placing_finds_the_facts_and_names_once(monkeypatch: pytest.MonkeyPatch) -> None:
     module = parse_string(program(12))
     walks = counting(monkeypatch, outputs, "_alias_roots")
