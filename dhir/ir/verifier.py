@@ -23,7 +23,6 @@ from xdsl.dialects.builtin import (
     UnrankedTensorType,
     VectorType,
 )
-from xdsl.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
@@ -31,6 +30,7 @@ from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import func, memref, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
+from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 from dhir.ir.region_cache import ClonedBody
