@@ -21,7 +21,6 @@ from dhir.analysis.outputs import dead_after, final_to_root, remembered, root_on
 from dhir.api import run_pipeline
 from dhir.cli.main import main
 from dhir.dialects import func, memref, scf
-from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
 from dhir.ir.walk import find_ops
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
@@ -102,18 +101,7 @@ def old_used(op: Operation, seeds: list[SSAValue], freeing: bool) -> set[SSAValu
     """What root_only and dead_after asked before: a walk of the block for each `op`."""
     block = op.parent_block()
     assert block is not None
-    roots = outputs._alias_roots(block.ops, seeds, skip=op)  # pyright: ignore[reportPrivateUsage]
-    tops = list(block.ops)
-    used: set[SSAValue] = set()
-    for top in tops[tops.index(op) + 1 :]:
-        if not freeing and DEVICE_BUFFER_ATTR in top.attributes:
-            continue
-        for inner in top.walk():
-            if freeing and isinstance(inner, memref.DeallocOp) and inner.memref in seeds:
-                continue
-            for value in inner.operands:
-                used |= roots.get(value, frozenset())
-    return used
+    return outputs._walked(block, op, seeds, freeing)  # pyright: ignore[reportPrivateUsage]
 
 
 # A loop that hands an alias of %u on (iter_args): what it yields reaches past it.
