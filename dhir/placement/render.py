@@ -297,7 +297,9 @@ def _draw_arrows(
             target = row_of[placement.assignment[arrow.target]] if arrow.target is not None else 0
         x.append(arrow.begin * scale.factor)
         y.append(source)
-        dx.append((arrow.end - arrow.begin) * scale.factor)
+        # Never backwards (a trace of dhir's before 2026-11-30 joined the slices' middles,
+        # and a receive posted early has its middle before its send's): at worst upright.
+        dx.append(max(0.0, arrow.end - arrow.begin) * scale.factor)
         dy.append(target - source)
         to = arrow.target if arrow.target is not None else "rank 0 (the results)"
         titles.append(

@@ -8,7 +8,8 @@ its name, with its location and how many times it had run before in `args`), its
 its I/O (reading each input, writing each result); a rank that used its GPU has a fourth,
 "GPU": each kernel under its name and each copy with its direction and bytes, as the GPU
 timed them. A message is also an arrow from the
-send (blocking or not) to the receive that took it: the k-th send from rank A to rank B
+send (blocking or not) to the receive that took it (from the send's start to the receive's
+end, where the data had arrived): the k-th send from rank A to rank B
 with tag T meets the k-th receive on B from A with tag T, as MPI's ordering promises.
 Times are microseconds from the barrier every rank passed at start.
 """
@@ -365,8 +366,7 @@ def _flows(events: list[Event]) -> list[dict[str, object]]:
                 "id": number,
                 "args": {"bytes": send.bytes},
             }
-            # Inside each slice, so that viewers bind the arrow's ends to them.
-            start, end = _middle(send), _middle(recv)
+            start, end = _message_ends(send, recv)
             out.append({**common, "ph": "s", "pid": send.rank, "tid": _TRACKS["MPI"], "ts": start})
             out.append(
                 {**common, "ph": "f", "bp": "e", "pid": recv.rank, "tid": _TRACKS["MPI"], "ts": end}
@@ -374,5 +374,12 @@ def _flows(events: list[Event]) -> list[dict[str, object]]:
     return out
 
 
-def _middle(event: Event) -> float:
-    return _us((event.begin + event.end) // 2)
+def _message_ends(send: Event, recv: Event) -> tuple[float, float]:
+    """Where a message's arrow starts and ends (us): at its send's start and at its
+    receive's end, where the data had arrived. (The slices' middles pointed backwards
+    when the receive was posted long before the send.) A nanosecond inside each slice
+    that is long enough, so that viewers bind the ends to them; and never backwards,
+    though ranks on other hosts may disagree on the time by the start barrier's skew."""
+    start = send.begin + (1 if send.end - send.begin >= 2 else 0)
+    end = recv.end - (1 if recv.end - recv.begin >= 2 else 0)
+    return _us(start), _us(max(start, end))

@@ -400,3 +400,32 @@ def test_a_chart_draws_a_collection_per_row_and_every_arrow(
     assert sum(" bytes from " in t for t in titles) == len(arrows)
     assert "2499 bytes from step #103 to step #104: 103.5 s to 104 s" in titles
     assert "step #595 on rank1: 595 s to 595 s" in titles  # a tick
+
+
+def test_an_arrow_is_never_drawn_backwards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace dhir wrote before 2026-11-30 joined a message's send and receive at their
+    middles, which for a receive posted early is before the send's: drawn as recorded,
+    the arrow pointed back in time. Its head is at its tail's time at the earliest."""
+    from matplotlib.axes import Axes
+    from matplotlib.quiver import Quiver
+
+    drawn: list[Quiver] = []
+    quiver = Axes.quiver
+
+    def kept(self: Axes, *args: object, **kw: object) -> Quiver:
+        drawn.append(quiver(self, *args, **kw))
+        return drawn[-1]
+
+    monkeypatch.setattr(Axes, "quiver", kept)
+    devices = ("rank0", "rank1")
+    tasks = ("a", "b")
+    graph = TaskGraph(devices, tasks, {t: {d: 1.0 for d in devices} for t in tasks}, ())
+    placement = Placement(dict(zip(tasks, devices)), {"a": 0.0, "b": 0.0}, {"a": 2.0, "b": 2.0})
+    backwards = Arrow("rank0", "rank1", 1.05, 0.6, 8, "rank0", "rank1")
+    forwards = Arrow("rank0", "rank1", 0.5, 1.5, 8, "rank0", "rank1")
+    gantt(graph, placement, tmp_path / "chart.svg", arrows=[backwards, forwards])
+    (arrows,) = drawn
+    tails = [float(x) for x in arrows.X]
+    lengths = [float(u) for u in arrows.U]
+    assert tails == [1.05, 0.5] and lengths[0] >= 0.0 and lengths[1] == 1.0
+    assert "8 bytes from rank0 to rank1: 1.05 s to 0.6 s" in (tmp_path / "chart.svg").read_text()

@@ -162,10 +162,26 @@ def test_sends_meet_receives_in_order_per_pair_and_tag() -> None:
         if e["ph"] in "sf":
             arrows.setdefault(e["id"], []).append(e)
     pairs = sorted((a["ts"], b["ts"]) for a, b in arrows.values())
-    # tag 7: sends at 0 and 100 meet the receives at 60 and 200; tag 9: 50 meets 20.
-    assert pairs == [(0.005, 0.065), (0.055, 0.025), (0.105, 0.205)]
+    # tag 7: sends at 0 and 100 meet the receives at 60 and 200; tag 9: 50 meets 20 (each
+    # from a nanosecond into its send to one before its receive's end, never backwards).
+    assert pairs == [(0.001, 0.069), (0.051, 0.051), (0.101, 0.209)]
     (task,) = [e for e in events if e.get("cat") == "task"]
     assert task["name"] == "smooth" and task["args"] == {"run": 0, "location": "f.mlir:3:5"}
+
+
+def test_a_message_arrow_never_points_backwards() -> None:
+    """A receive posted long before its send: the arrow joined the slices' middles, so it
+    went from the send's (105 ns) back to the receive's (60 ns). It goes from the send's
+    start to the receive's end, each a nanosecond inside its slice (for viewers to bind)."""
+    send = Event(0, SEND, 100, 110, 0, 1, 8, 3)
+    recv = Event(1, RECV, 0, 120, 0, 0, 8, 3)
+    instant = Event(0, SEND, 300, 300, 0, 1, 8, 4)  # a slice of no length: its own time
+    late = Event(1, RECV, 290, 301, 0, 0, 8, 4)
+    traces = [RankTrace(0, {}, [send, instant]), RankTrace(1, {}, [recv, late])]
+    events = chrome_trace(traces)["traceEvents"]
+    assert isinstance(events, list)
+    ends = {(e["id"], e["ph"]): e["ts"] for e in events if e["ph"] in "sf"}
+    assert ends == {(1, "s"): 0.101, (1, "f"): 0.119, (2, "s"): 0.3, (2, "f"): 0.3}
 
 
 @native
