@@ -151,14 +151,27 @@ def _trace_events(path: Path) -> list[object]:
         raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
     except ValueError:  # UnicodeDecodeError
         raise _NotATrace("it is not text") from None
+    if not text.strip():
+        raise _NotATrace("it is empty")
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):
+    except json.JSONDecodeError as error:
+        raise _NotATrace(_json_fault(text, error)) from None
+    except (ValueError, RecursionError):  # a number of too many digits, nesting too deep
         raise _NotATrace("it is not JSON") from None
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise _NotATrace("it has no list 'traceEvents'")
     return events
+
+
+def _json_fault(text: str, error: json.JSONDecodeError) -> str:
+    """What is wrong with `text` as JSON, and where: a file cut short (a full disk, a copy
+    stopped early) says so, since json's 'Expecting value' does not."""
+    where = f"line {error.lineno}, column {error.colno}"
+    if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+        return f"it ends before its JSON does ({where}): was it cut short?"
+    return f"it is not JSON ({where}: {error.msg})"
 
 
 def _chart(events: list[object]) -> tuple[TaskGraph, Placement, list[Arrow]]:
@@ -196,9 +209,15 @@ class _Read:
     def get(self, key: str, default: object = None) -> object:
         return self.event.get(key, default)
 
-    def fault(self, key: str, value: object, wanted: str) -> _NotATrace:
+    def fault(
+        self, key: str, value: object, wanted: str, within: dict[str, object] | None = None
+    ) -> _NotATrace:
+        """What is wrong with the field `key` (of `within`, this event's args, if given)."""
         name = self.get("name")
         which = f"event {self.index}" + (f" ({_show(name)})" if name is not None else "")
+        if key not in (self.event if within is None else within):
+            whose = "it has" if within is None else "its args have"
+            return _NotATrace(f"{which}: {whose} no '{key}' ({wanted})")
         return _NotATrace(f"{which}: '{key}' is {_show(value)}, not {wanted}")
 
     def natural(
@@ -207,7 +226,7 @@ class _Read:
         """The field `key` of this event (or of `within`, its args): a whole number >= 0."""
         value = (self.event if within is None else within).get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fault(key, value, "a whole number >= 0")
+            raise self.fault(key, value, "a whole number >= 0", within)
         return value
 
     def time(self, key: str) -> float:

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -278,6 +279,9 @@ GOOD = [RANK, RUN, FLOW_START, FLOW_END]
         (2, {**FLOW_START, "args": {"bytes": "x"}}, "'bytes' is \"x\", not a whole number >= 0"),
         (2, {**FLOW_START, "id": [1]}, "'id' is [1], not a whole number >= 0"),
         (4, FLOW_START, "'id' is 1, not a message with one start and one end"),
+        (1, {k: v for k, v in RUN.items() if k != "dur"}, "event 1 (\"t\"): it has no 'dur'"),
+        (2, {k: v for k, v in FLOW_START.items() if k != "id"}, "it has no 'id' (a whole"),
+        (0, {"ph": "M"}, "event 0: it has no 'pid' (a whole number >= 0)"),
         (4, {**RUN, "ts": 0}, 'events 1 and 4 are both the task run "t"'),
     ],
 )
@@ -292,6 +296,28 @@ def test_dhir_gantt_names_the_event_that_is_wrong(
     err = capsys.readouterr().err
     assert f"cannot read the trace {bad}: " in err and fault in err, err
     assert "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    ("cut", "fault"),
+    [
+        (lambda t: t[:-40], "it ends before its JSON does (line 1, column "),
+        (lambda t: t[: t.index('"name": "t"') + 5], "it ends before its JSON does (line 1,"),
+        (lambda t: "", "it is empty"),
+        (lambda t: t.replace(", ", " ", 1), "it is not JSON (line 1, column 29: Expecting ','"),
+    ],
+)
+def test_dhir_gantt_says_where_a_trace_is_not_json(
+    cut: Callable[[str], str], fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace cut short (a full disk, a copy stopped early) was 'not JSON', saying neither
+    where nor that it ends too soon."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(cut(json.dumps({"traceEvents": GOOD})))
+    assert main(["gantt", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the trace {bad}: {fault}" in err, err
+    assert "internal error" not in err and "Traceback" not in err
 
 
 def test_dhir_gantt_draws_a_trace_with_its_message(tmp_path: Path) -> None:
