@@ -2,8 +2,8 @@
 vectors run lane by lane: see `lanewise` in core); the ops that only move lanes (shape
 casts, transposes, strided slices, interleaving, masks of constants and bounds, bitcasts
 between widths NumPy has); masked loads and stores, gathers and scatters, expanding loads
-and compressing stores, which touch only the lanes their mask sets. Masked transfers and
-scalable vectors are not supported."""
+and compressing stores, and masked transfers, which touch only the lanes their mask sets.
+Scalable vectors are not supported."""
 
 from collections.abc import Sequence
 from itertools import product
@@ -68,10 +68,15 @@ class _Transfer:
     moved along each memref dimension the permutation map names (a constant 0 result
     broadcasts the lane)."""
 
-    def __init__(self, op: Operation, array: np.ndarray, base: Sequence[int], rank: int) -> None:
+    def __init__(
+        self,
+        op: Operation,
+        array: np.ndarray,
+        base: Sequence[int],
+        rank: int,
+        mask: np.ndarray | None = None,
+    ) -> None:
         permutation = op.properties.get("permutation_map")
-        if op.operands and getattr(op, "mask", None) is not None:
-            fail(op, "with a mask is not supported by the interpreter")
         if not isinstance(array, np.ndarray):
             fail(op, "on tensors is not supported by the interpreter (memrefs only)")
         self.dims: list[int | None] = []
@@ -87,9 +92,16 @@ class _Transfer:
                 fail(op, f"has a permutation map the interpreter cannot follow: {permutation}")
         self.op, self.array, self.base = op, array, list(base)
         self.in_bounds = _in_bounds(op, len(self.dims))
+        self.mask = mask
+        # The mask's dimensions are the memref dimensions the lanes move along, in the
+        # memref's order (MLIR's inferTransferOpMaskType); broadcast lanes have none.
+        moved = [(d, k) for k, d in enumerate(self.dims) if d is not None]
+        self.mask_lanes = [k for _, k in sorted(moved)]
 
     def index(self, lane: tuple[int, ...]) -> tuple[int, ...] | None:
-        """The element's indices, or None where it is out of bounds and masked off."""
+        """The element's indices, or None where it is out of bounds or masked off."""
+        if self.mask is not None and not self.mask[tuple(lane[k] for k in self.mask_lanes)]:
+            return None
         where = list(self.base)
         for step, dim, sure in zip(lane, self.dims, self.in_bounds):
             if dim is None:
@@ -123,8 +135,10 @@ class VectorImpls(InterpreterFunctions):
         self, interp: Interpreter, op: vector.TransferReadOp, args: Values
     ) -> Values:
         array, indices, padding = args[0], args[1 : 1 + len(op.indices)], args[1 + len(op.indices)]
+        mask = args[2 + len(op.indices)] if op.mask is not None else None
         result = _new_vector(op, op.result.type)
-        for lane, where in _Transfer(op, array, indices, result.ndim).lanes(result.shape):
+        transfer = _Transfer(op, array, indices, result.ndim, mask)
+        for lane, where in transfer.lanes(result.shape):
             result[lane] = padding if where is None else array[where]
         return (_frozen(result),)
 
@@ -133,9 +147,11 @@ class VectorImpls(InterpreterFunctions):
         self, interp: Interpreter, op: vector.TransferWriteOp, args: Values
     ) -> Values:
         value, array, indices = args[0], args[1], args[2 : 2 + len(op.indices)]
+        mask = args[2 + len(op.indices)] if op.mask is not None else None
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        for lane, where in _Transfer(op, array, indices, value.ndim).lanes(value.shape):
+        transfer = _Transfer(op, array, indices, value.ndim, mask)
+        for lane, where in transfer.lanes(value.shape):
             if where is not None:
                 array[where] = value[lane]
         return ()
