@@ -2055,3 +2055,47 @@ def test_masked_transfers(bounds: tuple[int, int]) -> None:
     on = (np.arange(4)[:, None] < i) & (np.arange(6)[None, :] < j)
     np.testing.assert_array_equal(interp[2][1], np.where(on, a, -1.5).T.ravel())
     np.testing.assert_array_equal(interp[2][2], np.tile(np.where(np.arange(6) < j, a[2], -1.5), 4))
+
+
+STRIDE_0_VIEWS = """
+func.func @main(%a: memref<4x6xf32>, %o: memref<4x6xf32>, %p: memref<3x6xf32>, %q: memref<8xf32>,
+                %s: memref<2x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %z = arith.constant 0.0 : f32
+  %r = memref.subview %a[1, 0] [3, 6] [0, 1] : memref<4x6xf32> to memref<3x6xf32, strided<[0, 1], offset: 6>>
+  memref.copy %r, %p : memref<3x6xf32, strided<[0, 1], offset: 6>> to memref<3x6xf32>
+  %e = memref.subview %a[2, 1] [1, 4] [1, 0] : memref<4x6xf32> to memref<4xf32, strided<[0], offset: 13>>
+  %v = vector.transfer_read %e[%c0], %z : memref<4xf32, strided<[0], offset: 13>>, vector<4xf32>
+  vector.transfer_write %v, %q[%c0] : vector<4xf32>, memref<8xf32>
+  %a3 = memref.subview %a[1, 0] [3, 6] [1, 1] : memref<4x6xf32> to memref<3x6xf32, strided<[6, 1], offset: 6>>
+  %w = memref.subview %o[0, 0] [3, 6] [0, 1] : memref<4x6xf32> to memref<3x6xf32, strided<[0, 1]>>
+  memref.copy %a3, %w : memref<3x6xf32, strided<[6, 1], offset: 6>> to memref<3x6xf32, strided<[0, 1]>>
+  %t = memref.subview %o[3, 2] [1, 3] [1, 0] : memref<4x6xf32> to memref<3xf32, strided<[0], offset: 20>>
+  %x = vector.load %a[%c1, %c0] : memref<4x6xf32>, vector<3xf32>
+  vector.transfer_write %x, %t[%c0] : vector<3xf32>, memref<3xf32, strided<[0], offset: 20>>
+  %y = memref.load %t[%c2] : memref<3xf32, strided<[0], offset: 20>>
+  memref.store %y, %q[%c2] : memref<8xf32>
+  %u = memref.subview %s[1, 0] [3, 6] [0, 1] : memref<2x6xf32> to memref<3x6xf32, strided<[0, 1], offset: 6>>
+  %rows = vector.load %a[%c0, %c0] : memref<4x6xf32>, vector<3x6xf32>
+  vector.store %rows, %u[%c0, %c0] : memref<3x6xf32, strided<[0, 1], offset: 6>>, vector<3x6xf32>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_subviews_of_stride_0() -> None:
+    """MLIR allows a stride of 0 (one element seen again and again); native code ran such
+    subviews, the interpreter refused them. A write through one keeps the last value
+    written, as native code's loops do."""
+    a = (np.arange(24, dtype=np.float32).reshape(4, 6) - 7.5) * 1.25
+    outs = [np.zeros((4, 6), np.float32), np.zeros((3, 6), np.float32), np.zeros(8, np.float32)]
+    native, interp = both(STRIDE_0_VIEWS, a, *outs, np.zeros((2, 6), np.float32))
+    for k in (1, 2, 3, 4):
+        same_bits(native[k], interp[k], f"argument {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[2], np.tile(a[1], (3, 1)))
+    np.testing.assert_array_equal(interp[1][0], a[3])
+    np.testing.assert_array_equal(interp[3][:4], [a[2, 1], a[2, 1], a[1, 2], a[2, 1]])
+    np.testing.assert_array_equal(interp[4][1], a[2])

@@ -11,7 +11,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
-from dhir.backends.interp.memref import load, state, store
+from dhir.backends.interp.memref import assign, load, state, store
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import linalg as dhir_linalg
@@ -72,7 +72,7 @@ class LinalgImpls(InterpreterFunctions):
             fail(op, "on tensors is not supported by the interpreter (memrefs only)")
         source, out = args
         added = tuple(op.dimensions.get_values())
-        out[...] = np.broadcast_to(np.expand_dims(source, added), out.shape)
+        assign(out, np.broadcast_to(np.expand_dims(source, added), out.shape))
         return ()
 
     @handles(linalg.YieldOp)

@@ -108,7 +108,19 @@ def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
     if not same and np.shares_memory(source, target):
         # Native code copies element by element, or with memcpy: the order decides.
         fail(op, "copies between views that overlap, which MLIR leaves undefined")
-    np.copyto(target, source)
+    assign(target, source)
+
+
+def assign(target: np.ndarray, values: Any) -> None:
+    """target[...] = values, element by element in row-major order where `target`
+    holds an element more than once (a stride of 0): the last write stays, as in
+    native code's loops."""
+    if any(s == 0 and n > 1 for s, n in zip(target.strides, target.shape)):
+        values = np.broadcast_to(values, target.shape)
+        for index in np.ndindex(*target.shape):
+            target[index] = values[index]
+    else:
+        np.copyto(target, values)
 
 
 def _static_or_dynamic(static: Sequence[int], dynamic: Sequence[int]) -> list[int]:
@@ -248,21 +260,31 @@ class MemrefImpls(InterpreterFunctions):
             zip(offsets, sizes, strides, array.shape)
         ):
             last = offset + (size - 1) * stride
-            if size < 0 or stride < 1 or offset < 0 or (size > 0 and last >= dim) or offset > dim:
+            if size < 0 or stride < 0 or offset < 0 or (size > 0 and last >= dim) or offset > dim:
                 fail(
                     op,
                     f"takes offset {offset}, size {size}, stride {stride} of dimension "
-                    f"{axis}, whose size is {dim}: out of bounds (or a stride < 1)",
+                    f"{axis}, whose size is {dim}: out of bounds (or a negative stride)",
                 )
         shape = op.result.type.get_shape()
         dropped = dropped_unit_dims(sizes, shape) if len(shape) < len(sizes) else []
         if dropped is None:
             fail(op, f"cannot drop unit dimensions of sizes {sizes} to get {op.result.type}")
+        # A stride of 0 (MLIR allows it) repeats one element: a slice of it, then
+        # as_strided gives that dimension its size and stride 0.
         index = tuple(
-            o if axis in dropped else slice(o, o + (n - 1) * s + 1 if n else o, s)
+            o if axis in dropped else slice(o, o + (n - 1) * max(s, 1) + 1 if n else o, s or 1)
             for axis, (o, n, s) in enumerate(zip(offsets, sizes, strides))
         )
-        return (array[(*index, ...)],)  # `...`: a view even when every index is an int
+        view = array[(*index, ...)]  # `...`: a view even when every index is an int
+        kept = [(n, s) for axis, (n, s) in enumerate(zip(sizes, strides)) if axis not in dropped]
+        if all(s for _, s in kept):
+            return (view,)
+        shape = [n if s else min(n, 1) for n, s in kept]
+        view = view[tuple(slice(0, n) for n in shape)]
+        repeated = [n for n, _ in kept]
+        steps = [step if s else 0 for step, (_, s) in zip(view.strides, kept)]
+        return (np.lib.stride_tricks.as_strided(view, repeated, steps),)
 
     @handles(memref.CollapseShapeOp, memref.ExpandShapeOp)
     def run_reshape(self, interp: Interpreter, op: Operation, args: Values) -> Values:

@@ -25,7 +25,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from dhir.backends.interp.control import eval_map
 from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
-from dhir.backends.interp.memref import checked_index
+from dhir.backends.interp.memref import assign, checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.dialects import affine, vector
 from dhir.dialects import vector as dhir_vector
@@ -168,7 +168,7 @@ class VectorImpls(InterpreterFunctions):
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        _contiguous(op, array, args[2:], value.shape)[...] = value
+        assign(_contiguous(op, array, args[2:], value.shape), value)
         return ()
 
     @handles(affine.VectorLoadOp)
@@ -186,7 +186,7 @@ class VectorImpls(InterpreterFunctions):
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        _contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape)[...] = value
+        assign(_contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
         return ()
 
     @handles(vector.BroadcastOp)
