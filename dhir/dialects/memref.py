@@ -70,6 +70,7 @@ from xdsl.dialects.memref import (
     DimOp as DimOp,
     ExtractStridedMetaDataOp as ExtractStridedMetaDataOp,
     GetGlobalOp as GetGlobalOp,
+    ViewOp as ViewOp,
 )
 # isort: on
 

@@ -2099,3 +2099,62 @@ def test_subviews_of_stride_0() -> None:
     np.testing.assert_array_equal(interp[1][0], a[3])
     np.testing.assert_array_equal(interp[3][:4], [a[2, 1], a[2, 1], a[1, 2], a[2, 1]])
     np.testing.assert_array_equal(interp[4][1], a[2])
+
+
+MEMREF_VIEWS = """
+func.func @main(%b: memref<24xi8>, %a: memref<3xf32>, %o: memref<4xi64>, %n: index,
+                %q: memref<1xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c16 = arith.constant 16 : index
+  %v = memref.view %b[%c2][] : memref<24xi8> to memref<3xf32>
+  memref.copy %a, %v : memref<3xf32> to memref<3xf32>
+  %r = memref.reinterpret_cast %v to offset: [1], sizes: [2], strides: [1] : memref<3xf32> to memref<2xf32, strided<[1], offset: 1>>
+  %f = memref.load %r[%c1] : memref<2xf32, strided<[1], offset: 1>>
+  memref.store %f, %q[%c0] : memref<1xf32>
+  %w = memref.view %b[%n][%c3] : memref<24xi8> to memref<?xi16>
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %w[%i] : memref<?xi16>
+    %y = arith.extsi %x : i16 to i64
+    memref.store %y, %o[%i] : memref<4xi64>
+  }
+  %t = memref.view %b[%c16][] : memref<24xi8> to memref<index>
+  %m = arith.constant -3 : index
+  memref.store %m, %t[] : memref<index>
+  %s = memref.view %b[%n][] : memref<24xi8> to memref<2x2xi8>
+  %z = memref.load %s[%c1, %c0] : memref<2x2xi8>
+  %e = arith.extsi %z : i8 to i64
+  memref.store %e, %o[%c3] : memref<4xi64>
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("shift", [0, 3, 9])
+def test_memref_view_sees_bytes_as_other_elements(shift: int) -> None:
+    """Native code ran memref.view; the interpreter refused it. Views start at any byte
+    (2 and `shift`: not a multiple of the element's size), writes through one change the
+    bytes, little-endian."""
+    b = np.arange(-12, 12, dtype=np.int8) * 5
+    a = np.array([-0.0, 1.5e-45, -3.25e38], np.float32)
+    native, interp = both(MEMREF_VIEWS, b, a, np.zeros(4, np.int64), shift, np.zeros(1, np.float32))
+    same_bits(native[0], interp[0], "bytes, native against the interpreter")
+    same_bits(native[2], interp[2], "loads, native against the interpreter")
+    np.testing.assert_array_equal(interp[0][2:14].view(np.float32), a)
+    np.testing.assert_array_equal(interp[0][16:24].view(np.int64), [-3])
+    same_bits(interp[4], a[2:], "a reinterpret_cast of the view starts where the view does")
+
+
+def test_a_memref_view_out_of_its_buffer_is_an_error() -> None:
+    program = MEMREF_VIEWS.replace("%c16 = arith.constant 16", "%c16 = arith.constant 17")
+    inputs = [np.zeros(24, np.int8), np.zeros(3, np.float32), np.zeros(4, np.int64), 0]
+    inputs.append(np.zeros(1, np.float32))
+    with pytest.raises(
+        dhir.DhirError,
+        match=r"prog.mlir:20:\d+: error: 'memref.view' views 8 bytes from byte 17 of a "
+        r"buffer of 24 bytes: out of bounds",
+    ):
+        dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend="interp")

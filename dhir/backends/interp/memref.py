@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     BFloat16Type,
     DenseIntOrFPElementsAttr,
+    IndexType,
     MemRefType,
     NoneAttr,
     StridedLayoutAttr,
@@ -24,7 +25,15 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 from xdsl.traits import SymbolTable
 
-from dhir.backends.interp.core import Returned, Values, fail, handles, register, value_dtype
+from dhir.backends.interp.core import (
+    INDEX_WIDTH,
+    Returned,
+    Values,
+    fail,
+    handles,
+    register,
+    value_dtype,
+)
 from dhir.backends.interp.scalars import combine
 from dhir.dialects import memref
 from dhir.dialects.memref import (
@@ -206,8 +215,8 @@ def base_array(array: np.ndarray) -> np.ndarray:
             # NumPy's as_strided (a reinterpret_cast) puts a DummyArray holding its
             # source between the view and the source.
             parent = getattr(parent, "base", None)
-        if not isinstance(parent, np.ndarray):
-            return array
+        if not isinstance(parent, np.ndarray) or parent.dtype != array.dtype:
+            return array  # a memref.view of bytes is a buffer of its own, as in MLIR
         array = parent
 
 
@@ -285,6 +294,30 @@ class MemrefImpls(InterpreterFunctions):
         repeated = [n for n, _ in kept]
         steps = [step if s else 0 for step, (_, s) in zip(view.strides, kept)]
         return (np.lib.stride_tricks.as_strided(view, repeated, steps),)
+
+    @handles(memref.ViewOp)
+    def run_view(self, interp: Interpreter, op: memref.ViewOp, args: Values) -> Values:
+        # The bytes from `shift` on, seen as the result's elements (a view, as in MLIR).
+        source, shift, *dynamic = args
+        type_ = op.result.type
+        assert isinstance(type_, MemRefType)
+        dtype = element_dtype(op, type_)
+        element = type_.element_type
+        width = INDEX_WIDTH if isinstance(element, IndexType) else getattr(element, "bitwidth", 0)
+        if width != dtype.itemsize * 8:
+            fail(op, f"to {type_} is not supported by the interpreter, which holds its "
+                     f"elements in {dtype.itemsize} bytes each")  # fmt: skip
+        shape = _static_or_dynamic(type_.get_shape(), dynamic)
+        size = math.prod(shape) * dtype.itemsize
+        if shift < 0 or min(shape, default=0) < 0 or shift + size > source.nbytes:
+            fail(
+                op,
+                f"views {size} bytes from byte {shift} of a buffer of {source.nbytes} "
+                "bytes: out of bounds",
+            )
+        if not source.flags.c_contiguous:
+            fail(op, "runs on a buffer the interpreter does not hold contiguously")
+        return (np.ndarray(shape, dtype, buffer=source, offset=shift),)
 
     @handles(memref.CollapseShapeOp, memref.ExpandShapeOp)
     def run_reshape(self, interp: Interpreter, op: Operation, args: Values) -> Values:
