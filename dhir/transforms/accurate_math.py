@@ -24,6 +24,11 @@
   interpreter computes, in lane order (from the accumulator, if any), each made as above:
   llvm.vector.reduce.fmax leaves the zero open too (x86 code reduced [-0.0, +0.0] to
   -0.0). Reductions whose flags allow `nsz` keep LLVM's.
+- vector.mask around a vector.reduction of a float maximum or minimum becomes the
+  reduction of `arith.select %mask, %v, N`, N the kind's neutral value (-inf for
+  maximumf, +inf for minimumf, NaN, which they skip, for maxnumf and minnumf): MLIR 22
+  fills the lanes off with -1.4e-45 for maximumf and 3.4e38 for minimumf, so the
+  maximum of [-4, -3, -2] was -1.4e-45; and the maxnumf chain above needs no mask.
 
 The native backend runs this on host code only: GPU kernels have libdevice's versions.
 """
@@ -34,6 +39,7 @@ from itertools import product
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -85,6 +91,9 @@ class AccurateMathPass(ModulePass):
     name = "dhir-accurate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for mask in find_ops(op, (vector.MaskOp,)):
+            if not in_device_code(mask):
+                _unmask_min_max(mask)
         # Where an op is (a walk up its parents) is asked only of the few it changes.
         found = [o for o in find_ops(op, _CHANGED) if not in_device_code(o)]
         for math_op in found:
@@ -123,6 +132,31 @@ def _reduce_in_lane_order(op: vector.ReductionOp) -> None:
     Rewriter.replace_op(op, ops, [total])
     for step in chain:
         order_zeros(step)
+
+
+# The value a lane off takes in a masked float maximum or minimum: what the kind skips.
+_MIN_MAX_NEUTRAL = {"maximumf": "-inf", "minimumf": "inf", "maxnumf": "nan", "minnumf": "nan"}
+
+
+def _unmask_min_max(mask: vector.MaskOp) -> None:
+    """`vector.mask %m { vector.reduction <maximumf>, %v }` as the reduction of
+    `select(%m, %v, -inf)` (see the module's doc for the other kinds)."""
+    inner = mask.body.block.first_op
+    if not isinstance(inner, vector.ReductionOp) or mask.passthru is not None:
+        return
+    neutral = _MIN_MAX_NEUTRAL.get(inner.kind.data.value)
+    type_ = inner.vector.type
+    if neutral is None or not isinstance(type_, VectorType):
+        return
+    element = type_.element_type
+    assert isinstance(element, AnyFloat)
+    lanes = arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(type_, [float(neutral)]))
+    chosen = arith.SelectOp(mask.mask, inner.vector, lanes.result)
+    operands = [chosen.result] if inner.acc is None else [chosen.result, inner.acc]
+    unmasked = inner.clone()
+    for index, operand in enumerate(operands):
+        unmasked.operands[index] = operand
+    Rewriter.replace_op(mask, [lanes, chosen, unmasked], unmasked.results)
 
 
 def _no_signed_zeros(op: Operation) -> bool:

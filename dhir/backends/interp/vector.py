@@ -5,6 +5,7 @@ between widths NumPy has); masked loads and stores, gathers and scatters, expand
 and compressing stores, and masked transfers, which touch only the lanes their mask sets.
 Scalable vectors are not supported."""
 
+import math
 from collections.abc import Sequence
 from itertools import product
 from typing import Any
@@ -24,7 +25,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from dhir.backends.interp.control import eval_map
-from dhir.backends.interp.core import Values, fail, handles, register, value_dtype
+from dhir.backends.interp.core import INDEX_WIDTH, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.memref import assign, checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.dialects import affine, vector
@@ -359,22 +360,59 @@ class VectorImpls(InterpreterFunctions):
 
     @handles(vector.ReductionOp)
     def run_reduction(self, interp: Interpreter, op: vector.ReductionOp, args: Values) -> Values:
-        # In lane order, as LLVM's ordered reductions (no reassoc flag) compute them.
-        kind = _kind(op)
         lanes: list[Any] = [v.item() for v in np.asarray(args[0]).reshape(-1)]
-        lanes = [int(v) if isinstance(v, bool) else v for v in lanes]
-        if kind in ("maximumf", "minimumf"):
-            total = _x86_min_max(op, kind, lanes)
-            return (combine(op, kind, total, args[1], op.dest.type) if len(args) > 1 else total,)
-        if len(args) > 1:
-            total = args[1]
-        elif kind == "addf":
-            total = 0.0  # MLIR's lowering starts from +0.0: -0.0 lanes sum to +0.0
-        else:
-            total = lanes.pop(0)
-        for value in lanes:
-            total = combine(op, kind, total, value, op.dest.type)
-        return (total,)
+        return (_reduce(op, [int(v) if isinstance(v, bool) else v for v in lanes], args[1:]),)
+
+    @handles(dhir_vector.MaskOp)
+    def run_vector_mask(self, interp: Interpreter, op: dhir_vector.MaskOp, args: Values) -> Values:
+        # Only a reduction runs under a mask natively (dhir-mlir22-workarounds refuses
+        # the others): the lanes the mask leaves off count as the kind's neutral value,
+        # as LLVM's masked (vp) reductions and dhir-accurate-math's selects make them.
+        inner = op.body.block.first_op
+        if not isinstance(inner, vector.ReductionOp) or op.passthru is not None:
+            fail(op, "is supported by the interpreter around a vector.reduction only")
+        mask = args[0]
+        values = [interp.get_values((operand,))[0] for operand in inner.operands]
+        neutral = _neutral(inner)
+        lanes: list[Any] = [
+            v.item() if on else neutral
+            for v, on in zip(np.asarray(values[0]).reshape(-1), np.asarray(mask).reshape(-1))
+        ]
+        return (_reduce(inner, [int(v) if isinstance(v, bool) else v for v in lanes], values[1:]),)
+
+
+def _reduce(op: vector.ReductionOp, lanes: list[Any], acc: Sequence[Any]) -> Any:
+    """In lane order, as LLVM's ordered reductions (no reassoc flag) compute them."""
+    kind = _kind(op)
+    if kind in ("maximumf", "minimumf"):
+        total = _x86_min_max(op, kind, lanes)
+        return combine(op, kind, total, acc[0], op.dest.type) if acc else total
+    if acc:
+        total = acc[0]
+    elif kind == "addf":
+        total = 0.0  # MLIR's lowering starts from +0.0: -0.0 lanes sum to +0.0
+    else:
+        total = lanes.pop(0)
+    for value in lanes:
+        total = combine(op, kind, total, value, op.dest.type)
+    return total
+
+
+def _neutral(op: vector.ReductionOp) -> Any:
+    """The value a lane a mask leaves off takes in a reduction of `op`'s kind."""
+    kind = _kind(op)
+    type_ = op.dest.type
+    if kind in _FLOAT_NEUTRAL:
+        return _FLOAT_NEUTRAL[kind]
+    width = INDEX_WIDTH if isinstance(type_, IndexType) else getattr(type_, "bitwidth", 0)
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return {"addi": 0, "muli": 1, "andi": -1, "ori": 0, "xori": 0, "maxs": low,
+            "mins": high, "maxu": 0, "minu": -1}[kind]  # fmt: skip
+
+
+# maxnumf and minnumf skip a NaN: a masked-off lane is one (the kind's identity).
+_FLOAT_NEUTRAL = {"addf": -0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
+                  "maxnumf": math.nan, "minnumf": math.nan}  # fmt: skip
 
 
 def _x86_min_max(op: vector.ReductionOp, kind: str, lanes: list[Any]) -> Any:
