@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir.affine import AffineDimExpr
 from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
@@ -545,6 +546,12 @@ class ContractionOp(IRDLOperation):
         loops = len(self.iterator_types.data)
         if any(m.num_dims != loops or m.num_symbols for m in maps):
             raise VerifyException(f"expected indexing maps of {loops} dimensions, no symbols")
+        reduced = [str(t.data) == "reduction" for t in self.iterator_types.data]
+        lhs, rhs = (
+            {e.position for e in m.results if isinstance(e, AffineDimExpr)} for m in maps[:2]
+        )
+        if not any(reduced[d] for d in lhs & rhs):
+            raise VerifyException("expected at least one contracting dimension pair")
 
 
 @irdl_op_definition

@@ -39,6 +39,8 @@
 
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
+`vector.contract` of a kind other than add or with operands of another element type than
+its accumulator's,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
 `memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
@@ -134,6 +136,7 @@ _UNLOWERED = (
     vector.ScanOp,
     vector.MaskOp,
     vector.VectorScaleOp,
+    vector.ContractionOp,
     memref.ReallocOp,
     memref.DmaStartOp,
     memref.DmaWaitOp,
@@ -162,13 +165,30 @@ def _lowered(op: Operation) -> bool:
     if isinstance(op, memref.ReshapeOp):
         result = op.result.type
         return isinstance(result, MemRefType) and DYNAMIC_INDEX not in result.get_shape()
+    if isinstance(op, vector.ContractionOp):
+        return contraction_unlowered(op) is None
     if not isinstance(op, vector.MaskOp):
         return False
     return any(isinstance(inner, vector.ReductionOp) for inner in op.body.block.ops)
 
 
+def contraction_unlowered(op: vector.ContractionOp) -> str | None:
+    """Why MLIR 22's CPU lowering leaves `op` in place (its ContractionOpLowering takes
+    only these), or None where it lowers it."""
+    acc = op.acc.type
+    element = acc.element_type if isinstance(acc, VectorType) else acc
+    kind = str(op.kind.data.value)
+    if kind != "add":
+        return f"MLIR 22 lowers contractions of kind add only, not {kind}"
+    if any(cast(VectorType, o.type).element_type != element for o in (op.lhs, op.rhs)):
+        return "MLIR 22 lowers contractions whose operands have the accumulator's element type only"
+    return None
+
+
 def _unlowered(op: Operation) -> str:
-    if isinstance(op, vector.VectorScaleOp):
+    if isinstance(op, vector.ContractionOp):
+        why = contraction_unlowered(op)
+    elif isinstance(op, vector.VectorScaleOp):
         why = "the CPUs dhir builds for have no scalable vectors"
     else:
         why = "MLIR 22's CPU lowering leaves it in place"

@@ -2239,3 +2239,112 @@ def test_a_masked_maximum_of_negative_lanes_is_the_largest_lane() -> None:
     for x, want in ((a, [-2.0, -4.0]), (b, [np.inf, np.inf])):
         native = dhir.run(dhir.parse_string(program), x, np.zeros(8, np.float32), backend="native")
         np.testing.assert_array_equal(native[1][[0, 3]], want)
+
+
+# name: the lhs, rhs and acc indexing maps, the iterators, the lhs, rhs and acc shapes.
+CONTRACTIONS: dict[str, tuple[str, str, str, str, list[int], list[int], list[int]]] = {
+    "dot": ("(k) -> (k)", "(k) -> (k)", "(k) -> ()", "r", [7], [7], []),
+    "matvec": ("(m, k) -> (m, k)", "(m, k) -> (k)", "(m, k) -> (m)", "pr", [3, 7], [7], [3]),
+    "matvec_t": ("(m, k) -> (k, m)", "(m, k) -> (k)", "(m, k) -> (m)", "pr", [7, 3], [7], [3]),
+    "vecmat": ("(m, k) -> (k)", "(m, k) -> (m, k)", "(m, k) -> (m)", "pr", [7], [3, 7], [3]),
+    "mm": ("(m, n, k) -> (m, k)", "(m, n, k) -> (k, n)", "(m, n, k) -> (m, n)", "ppr",
+           [2, 5], [5, 3], [2, 3]),
+    "mm_nt": ("(m, n, k) -> (m, k)", "(m, n, k) -> (n, k)", "(m, n, k) -> (m, n)", "ppr",
+              [2, 5], [3, 5], [2, 3]),
+    "mm_tt": ("(m, n, k) -> (k, m)", "(m, n, k) -> (k, n)", "(m, n, k) -> (m, n)", "ppr",
+              [5, 2], [5, 3], [2, 3]),
+    "mm_out_t": ("(m, n, k) -> (m, k)", "(m, n, k) -> (k, n)", "(m, n, k) -> (n, m)", "ppr",
+                 [2, 5], [5, 3], [3, 2]),
+    "mm_k_first": ("(k, m, n) -> (m, k)", "(k, m, n) -> (k, n)", "(k, m, n) -> (m, n)", "rpp",
+                   [2, 5], [5, 3], [2, 3]),
+    "batch": ("(b, m, n, k) -> (b, m, k)", "(b, m, n, k) -> (b, k, n)",
+              "(b, m, n, k) -> (b, m, n)", "pppr", [2, 2, 4], [2, 4, 3], [2, 2, 3]),
+    "two_reduced": ("(m, k, l) -> (m, k, l)", "(m, k, l) -> (k, l)", "(m, k, l) -> (m)", "prr",
+                    [2, 3, 4], [3, 4], [2]),
+    "reduced_first": ("(k, m) -> (m, k)", "(k, m) -> (k)", "(k, m) -> (m)", "rp", [3, 6], [6],
+                      [3]),
+    "all_reduced": ("(k, l) -> (k, l)", "(k, l) -> (l, k)", "(k, l) -> ()", "rr", [3, 4], [4, 3],
+                    []),
+}  # fmt: skip
+
+
+def _contraction(name: str, type_: str) -> str:
+    lhs_map, rhs_map, acc_map, iterators, *shapes = CONTRACTIONS[name]
+    lhs, rhs, acc = (f"{'x'.join(map(str, s))}x{type_}" if s else type_ for s in shapes)
+    zeros = [", ".join(["%c0"] * len(s)) for s in shapes]
+    kinds = ", ".join('"parallel"' if i == "p" else '"reduction"' for i in iterators)
+    maps = ", ".join(f"affine_map<{m}>" for m in (lhs_map, rhs_map, acc_map))
+    acc_type = f"vector<{acc}>" if shapes[2] else type_
+    load = "vector.load" if shapes[2] else "memref.load"
+    loaded = f", vector<{acc}>" if shapes[2] else ""
+    store = "vector.store" if shapes[2] else "memref.store"
+    return f"""
+func.func @main(%a: memref<{lhs}>, %b: memref<{rhs}>, %c: memref<{acc}>, %o: memref<{acc}>) {{
+  %c0 = arith.constant 0 : index
+  %x = vector.load %a[{zeros[0]}] : memref<{lhs}>, vector<{lhs}>
+  %y = vector.load %b[{zeros[1]}] : memref<{rhs}>, vector<{rhs}>
+  %z = {load} %c[{zeros[2]}] : memref<{acc}>{loaded}
+  %r = vector.contract {{indexing_maps = [{maps}], iterator_types = [{kinds}], kind = #vector.kind<add>}} %x, %y, %z : vector<{lhs}>, vector<{rhs}> into {acc_type}
+  {store} %r, %o[{zeros[2]}] : memref<{acc}>{loaded}
+  return
+}}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("name", list(CONTRACTIONS))
+def test_contractions_sum_in_the_order_native_code_does(name: str) -> None:
+    """Native code ran vector.contract; the interpreter refused it. Matrix products sum
+    each row times column from +0.0 and add the accumulator last; other contractions
+    start from it: values of many magnitudes, and -0.0 products onto a -0.0 accumulator,
+    come out as native code's only in its order."""
+    shapes = CONTRACTIONS[name][4:]
+    rng = np.random.default_rng(len(name))
+    program = _contraction(name, "f32")
+    for trial in range(3):
+        lhs, rhs, acc = (
+            np.array(rng.standard_normal(s) * 10.0 ** rng.integers(-6, 7, s), np.float32)
+            for s in shapes
+        )
+        if trial == 2:
+            lhs, rhs = np.abs(lhs) * np.float32(-0.0), np.abs(rhs)  # products of -0.0
+            acc = np.full(shapes[2], -0.0, np.float32)
+        native, interp = both(program, lhs, rhs, acc, np.zeros(shapes[2], np.float32))
+        same_bits(native[3], interp[3], f"{name} (trial {trial}), native against the interpreter")
+    if name in ("mm", "batch", "two_reduced"):
+        ints = [rng.integers(-(2**31), 2**31, s).astype(np.int32) for s in shapes]
+        native, interp = both(_contraction(name, "i32"), *ints, np.zeros(shapes[2], np.int32))
+        same_bits(native[3], interp[3], f"{name} on i32, native against the interpreter")
+    if name == "mm":
+        halves = [(rng.standard_normal(s) * 30).astype(np.float16) for s in shapes]
+        native, interp = both(_contraction(name, "f16"), *halves, np.zeros(shapes[2], np.float16))
+        same_bits(native[3], interp[3], "mm on f16, native against the interpreter")
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ("kind = #vector.kind<add>", "kind = #vector.kind<mul>"),
+        ("affine_map<(m, n, k) -> (k, n)>", "affine_map<(m, n, k) -> (n)>"),
+    ],
+)
+def test_contractions_mlir_22_does_not_lower_are_refused(
+    backend: str, change: str, message: str
+) -> None:
+    if backend == "native" and shutil.which("mlir-opt-22") is None:
+        pytest.skip("needs LLVM 22")
+    program = _contraction("mm", "f32").replace(change, message)
+    rhs = (5, 3)
+    if "kind" not in change:  # the right operand has n only
+        program = program.replace("5x3xf32", "3xf32").replace("%b[%c0, %c0]", "%b[%c0]")
+        rhs = (3,)
+    inputs = [np.zeros((2, 5), np.float32), np.zeros(rhs, np.float32)]
+    inputs += [np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)]
+    want = (
+        "not supported by the .*MLIR 22 lowers contractions of kind add only, not mul"
+        if "kind" in change
+        else "expected at least one contracting dimension pair"
+    )
+    with pytest.raises(dhir.DhirError, match=rf"prog.mlir:7:3: error: .*{want}"):
+        dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend=backend)

@@ -167,8 +167,8 @@ func.func @main(%a: memref<8xf32>) {
 @pytest.mark.parametrize(
     "line",
     [
-        f"%x = vector.contract {DOT} %v, %v, %z : vector<8xf32>, vector<8xf32> into f32",
-        "%x = vector.mask %m { vector.reduction <add>, %v : vector<8xf32> into f32 } : vector<8xi1> -> f32",
+        f"%x = vector.contract {DOT[:-1]}, kind = #vector.kind<mul>}} %v, %v, %z : vector<8xf32>, vector<8xf32> into f32",
+        "%x = vector.mask %m { vector.transfer_read %a[%c0], %z : memref<8xf32>, vector<8xf32> } : vector<8xi1> -> vector<8xf32>",
         "%x = vector.multi_reduction <add>, %v, %z [0] : vector<8xf32> to f32",
         "%x:2 = vector.scan <add>, %v, %zs {reduction_dim = 0 : i64, inclusive = true} : vector<8xf32>, vector<f32>",
         "%x = vector.vscale",

@@ -24,6 +24,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.ir import Attribute, Operation
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
+from dhir.backends.interp.contract import run_contract
 from dhir.backends.interp.control import eval_map
 from dhir.backends.interp.core import INDEX_WIDTH, Values, fail, handles, register, value_dtype
 from dhir.backends.interp.memref import assign, checked_index
@@ -350,6 +351,12 @@ class VectorImpls(InterpreterFunctions):
             )
         return (_frozen(result),)
 
+    @handles(dhir_vector.ContractionOp)
+    def run_contract(
+        self, interp: Interpreter, op: dhir_vector.ContractionOp, args: Values
+    ) -> Values:
+        return (run_contract(op, *args),)
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
@@ -370,7 +377,7 @@ class VectorImpls(InterpreterFunctions):
         # as LLVM's masked (vp) reductions and dhir-accurate-math's selects make them.
         inner = op.body.block.first_op
         if not isinstance(inner, vector.ReductionOp) or op.passthru is not None:
-            fail(op, "is supported by the interpreter around a vector.reduction only")
+            fail(op, "is not supported by the interpreter around anything but a vector.reduction")
         mask = args[0]
         values = [interp.get_values((operand,))[0] for operand in inner.operands]
         neutral = _neutral(inner)
