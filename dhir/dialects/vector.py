@@ -382,7 +382,10 @@ class PrintOp(IRDLOperation):
             printer.print_operand(self.source)
             printer.print_string(" : ")
             printer.print_attribute(self.source.type)
-        if self.punctuation != _NEWLINE:
+        # A bare `vector.print` would take the next line's result as its operand in
+        # MLIR's parser (`%f = ...`: "expected ':'"): say the punctuation there.
+        bare = self.source is None and self.stringLiteral is None
+        if self.punctuation != _NEWLINE or bare:
             printer.print_string(" punctuation ")
             self.punctuation.print_parameter(printer)
         printer.print_op_attributes(self.attributes)

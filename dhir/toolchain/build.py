@@ -478,6 +478,7 @@ class _Recipe:
         self._show_modules(work, [module.parent for module in modules])
         tools = self.tools
         runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
+        float16_utils = sorted(tools.lib_dir.glob("libmlir_float16_utils.so.*"))
         gpu_link: list[object] = []
         if self.gpu is not None:
             gpu_link = [self.gpu_runtime_object(timing), *self.gpu.link_flags]
@@ -486,6 +487,8 @@ class _Recipe:
         if runner_utils:
             # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
             command += ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
+            # vector.print of f16 and bf16 calls printF16 and printBF16, defined there.
+            command += float16_utils[-1:]
         run_stage(timing, "link", work, command)
 
     def _show_modules(self, work: Path, modules: Sequence[Path]) -> None:

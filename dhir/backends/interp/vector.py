@@ -6,6 +6,7 @@ and compressing stores, and masked transfers, which touch only the lanes their m
 Scalable vectors are not supported."""
 
 import math
+import sys
 from collections.abc import Sequence
 from itertools import product
 from typing import Any
@@ -31,6 +32,7 @@ from dhir.backends.interp.memref import assign, checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.dialects import affine, vector
 from dhir.dialects import vector as dhir_vector
+from dhir.dialects.vector import Punctuation
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -357,6 +359,20 @@ class VectorImpls(InterpreterFunctions):
     ) -> Values:
         return (run_contract(op, *args),)
 
+    @handles(dhir_vector.PrintOp)
+    def run_print(self, interp: Interpreter, op: dhir_vector.PrintOp, args: Values) -> Values:
+        # As MLIR's runner utils print (printF32's "%g", printI64, printU64 for index),
+        # to the same standard output: a string alone, else the value, then the
+        # punctuation.
+        if op.stringLiteral is not None:
+            text = op.stringLiteral.data
+        else:
+            text = _printed(op, args[0], op.source.type) if op.source is not None else ""
+            text += _PUNCTUATION[op.punctuation.data]
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return ()
+
     @handles(vector.FMAOp)
     def run_fma(self, interp: Interpreter, op: vector.FMAOp, args: Values) -> Values:
         fail(
@@ -420,6 +436,32 @@ def _neutral(op: vector.ReductionOp) -> Any:
 # maxnumf and minnumf skip a NaN: a masked-off lane is one (the kind's identity).
 _FLOAT_NEUTRAL = {"addf": -0.0, "mulf": 1.0, "maximumf": -math.inf, "minimumf": math.inf,
                   "maxnumf": math.nan, "minnumf": math.nan}  # fmt: skip
+
+
+_PUNCTUATION = {Punctuation.NO_PUNCTUATION: "", Punctuation.NEWLINE: "\n", Punctuation.COMMA: ", ",
+                Punctuation.OPEN: "( ", Punctuation.CLOSE: " )"}  # fmt: skip
+
+
+def _printed(op: Operation, value: Any, type_: Attribute) -> str:
+    """`value` as vector.print writes it: `( 1, 2 )`, nested by rank."""
+    if isinstance(type_, VectorType):
+        lanes = np.asarray(value)
+        if lanes.ndim == 0:
+            return f"( {_printed(op, lanes.item(), type_.element_type)} )"
+        inner = VectorType(type_.element_type, type_.get_shape()[1:]) if lanes.ndim > 1 else None
+        parts = [_printed(op, lane, inner or type_.element_type) for lane in lanes]
+        return f"( {', '.join(parts)} )"
+    item = value.item() if isinstance(value, np.generic | np.ndarray) else value
+    if isinstance(type_, IndexType):
+        return str(int(item) % 2**INDEX_WIDTH)  # printU64
+    if isinstance(type_, IntegerType):
+        if type_.width.data > 64:
+            fail(op, f"of {type_} is not supported: MLIR prints integers of up to 64 bits")
+        return str(int(item))  # i1 as 0 or 1; others sign-extended to printI64
+    number = float(item)
+    if math.isnan(number):  # glibc's %g gives a NaN's sign
+        return "-nan" if math.copysign(1.0, number) < 0 else "nan"
+    return f"{number:g}"
 
 
 def _x86_min_max(op: vector.ReductionOp, kind: str, lanes: list[Any]) -> Any:
