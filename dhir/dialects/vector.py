@@ -550,11 +550,33 @@ class ContractionOp(IRDLOperation):
         if any(m.num_dims != loops or m.num_symbols for m in maps):
             raise VerifyException(f"expected indexing maps of {loops} dimensions, no symbols")
         reduced = [str(t.data) == "reduction" for t in self.iterator_types.data]
-        lhs, rhs = (
-            {e.position for e in m.results if isinstance(e, AffineDimExpr)} for m in maps[:2]
-        )
+        sizes: dict[int, int] = {}
+        dims: list[list[int]] = []
+        for index, (map_, operand) in enumerate(zip(maps, self.operands)):
+            shape = operand.type.get_shape() if isinstance(operand.type, VectorType) else ()
+            found = [e.position for e in map_.results if isinstance(e, AffineDimExpr)]
+            if len(map_.results) != len(shape):
+                raise VerifyException(
+                    f"expected indexing map {index} to have {len(shape)} number of outputs"
+                )
+            if len(found) != len(shape) or len(set(found)) != len(found):
+                raise VerifyException(
+                    f"expected indexing map {index} to be a projected permutation of its inputs"
+                )
+            dims.append(found)
+            for dim, size in zip(found, shape):
+                if index < 2 and sizes.setdefault(dim, size) != size:
+                    which = "contracting" if reduced[dim] else "batch"
+                    raise VerifyException(f"invalid {which} dimension map")
+        lhs, rhs = set(dims[0]), set(dims[1])
         if not any(reduced[d] for d in lhs & rhs):
             raise VerifyException("expected at least one contracting dimension pair")
+        if len(lhs | rhs) != loops:
+            raise VerifyException("expected all dimensions to be either a LHS or a RHS dimension")
+        acc = self.acc.type
+        acc_shape = list(acc.get_shape()) if isinstance(acc, VectorType) else []
+        if acc_shape != [sizes[d] for d in dims[2]]:
+            raise VerifyException("invalid accumulator/result vector shape")
 
 
 @irdl_op_definition

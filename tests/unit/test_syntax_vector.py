@@ -57,6 +57,51 @@ def test_malformed_ops_are_located_errors(line: str, message: str) -> None:
     assert str(error.value).startswith("bad.mlir:2:") and message in str(error.value)
 
 
+MATMUL = (
+    "{indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, "
+    'affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (f"%r = vector.contract {MATMUL.replace('(k, n)>', '(n)>')} %a, %n, %c : "
+         "vector<2x4xf32>, vector<3xf32> into vector<2x3xf32>",
+         "expected at least one contracting dimension pair"),
+        (f"%r = vector.contract {MATMUL.replace('(k, n)>', '(k)>')} %a, %k, %c : "
+         "vector<2x4xf32>, vector<4xf32> into vector<2x3xf32>",
+         "expected all dimensions to be either a LHS or a RHS dimension"),
+        (f"%r = vector.contract {MATMUL} %a, %b, %a : vector<2x4xf32>, vector<4x3xf32> into "
+         "vector<2x4xf32>", "invalid accumulator/result vector shape"),
+        (f"%r = vector.contract {MATMUL} %a, %w, %c : vector<2x4xf32>, vector<5x3xf32> into "
+         "vector<2x3xf32>", "invalid contracting dimension map"),
+        (f"%r = vector.contract {MATMUL} %k, %b, %c : "
+         "vector<4xf32>, vector<4x3xf32> into vector<2x3xf32>",
+         "expected indexing map 0 to have 1 number of outputs"),
+        (f"%r = vector.contract {MATMUL.replace('(m, k)>', '(k, k)>')} %a, %b, %c : "
+         "vector<2x4xf32>, vector<4x3xf32> into vector<2x3xf32>",
+         "expected indexing map 0 to be a projected permutation of its inputs"),
+    ],
+)  # fmt: skip
+def test_malformed_contractions_are_refused_as_mlir_refuses_them(line: str, message: str) -> None:
+    """mlir-opt-22 refused them (the native build stopped in mlir-opt, at the printed
+    program's line); dhir accepted them, and the interpreter ran them."""
+    program = (
+        "func.func @f(%a: vector<2x4xf32>, %b: vector<4x3xf32>, %c: vector<2x3xf32>,"
+        " %n: vector<3xf32>, %k: vector<4xf32>, %w: vector<5x3xf32>) {\n"
+        f"  {line}\n  return\n}}\n"
+    )
+    if shutil.which("mlir-opt-22") is not None:
+        checked = subprocess.run(
+            ["mlir-opt-22", "-"], input=program, capture_output=True, text=True, check=False
+        )
+        assert checked.returncode != 0 and message in checked.stderr, checked.stderr
+    with pytest.raises(dhir.DhirError) as error:
+        parse_string(program, "bad.mlir")
+    assert str(error.value).startswith("bad.mlir:2:3:") and message in str(error.value)
+
+
 MEMORY = """
 func.func @main(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: memref<8xf32>) {
   dhir.schedule %a, %b, %c, %d {
