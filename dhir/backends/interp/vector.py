@@ -2,8 +2,10 @@
 vectors run lane by lane: see `lanewise` in core); the ops that only move lanes (shape
 casts, transposes, strided slices, interleaving, masks of constants and bounds, bitcasts
 between widths NumPy has); masked loads and stores, gathers and scatters, expanding loads
-and compressing stores, and masked transfers, which touch only the lanes their mask sets.
-Scalable vectors are not supported."""
+and compressing stores, and masked transfers, which touch only the lanes their mask sets;
+reductions (under a vector.mask too), outer products, contractions (see contract) and
+vector.print, as native code computes and prints them. Scalable vectors are not
+supported."""
 
 import math
 import sys
