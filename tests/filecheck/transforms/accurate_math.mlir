@@ -106,3 +106,22 @@ func.func @number_reductions(%v: vector<2xf32>, %acc: f32) -> (f32, f32, f32) {
   %t = vector.reduction <maxnumf>, %v fastmath<nsz> : vector<2xf32> into f32
   return %r, %s, %t : f32, f32, f32
 }
+
+// vector.mask around a float maximum or minimum reduction: the reduction of a select of the
+// kind's neutral value (MLIR 22 fills the lanes off with -1.4e-45 and 3.4e38); other
+// masked reductions keep their mask (LLVM's vp reductions get them right).
+// CHECK-LABEL: func.func @masked_min_max
+func.func @masked_min_max(%v: vector<4xf32>, %m: vector<4xi1>, %acc: f32) -> (f32, f32, f32) {
+  // CHECK-NEXT: %[[NI:.*]] = arith.constant dense<0xff800000> : vector<4xf32>
+  // CHECK-NEXT: %[[XS:.*]] = arith.select %m, %v, %[[NI]] : vector<4xi1>, vector<4xf32>
+  // CHECK-NEXT: %[[X:.*]] = vector.reduction <maximumf>, %[[XS]] : vector<4xf32> into f32
+  %x = vector.mask %m { vector.reduction <maximumf>, %v : vector<4xf32> into f32 } : vector<4xi1> -> f32
+  // CHECK-NEXT: %[[PI:.*]] = arith.constant dense<0x7f800000> : vector<4xf32>
+  // CHECK-NEXT: %[[YS:.*]] = arith.select %m, %v, %[[PI]] : vector<4xi1>, vector<4xf32>
+  // CHECK-NEXT: %[[Y:.*]] = vector.reduction <minimumf>, %[[YS]], %acc : vector<4xf32> into f32
+  %y = vector.mask %m { vector.reduction <minimumf>, %v, %acc : vector<4xf32> into f32 } : vector<4xi1> -> f32
+  // CHECK-NEXT: vector.mask %m {
+  // CHECK-NEXT:   vector.reduction <add>, %v : vector<4xf32> into f32
+  %z = vector.mask %m { vector.reduction <add>, %v : vector<4xf32> into f32 } : vector<4xi1> -> f32
+  return %x, %y, %z : f32, f32, f32
+}
