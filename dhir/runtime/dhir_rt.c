@@ -715,10 +715,18 @@ static void gather_profile(void) {
 static int64_t sent_bytes = 0, sent_messages = 0;
 /* Bytes of the inputs that reached this rank: read from their files or broadcast to it. */
 static int64_t input_bytes = 0;
+/* Bytes and messages of files this rank sent where rank 0 does the others' file I/O (rank
+ * 0 the inputs' rows, the others their results): apart from the program's messages. */
+static int64_t io_sent_bytes = 0, io_sent_messages = 0;
 
 static void count_sent(int64_t bytes) {
   sent_bytes += bytes;
   sent_messages += 1;
+}
+
+static void count_io_sent(int64_t bytes) {
+  io_sent_bytes += bytes;
+  io_sent_messages += 1;
 }
 
 static void print_stats(void) {
@@ -729,6 +737,9 @@ static void print_stats(void) {
     dhir_rt_fatal("DHIR_RT_STATS=%s: expected 1 (report) or 0", flag);
   fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages, took %lld bytes of inputs\n",
           world_rank, (long long)sent_bytes, (long long)sent_messages, (long long)input_bytes);
+  if (io_sent_messages > 0)
+    fprintf(stderr, "dhir: files through rank 0: rank %d sent %lld bytes in %lld messages\n",
+            world_rank, (long long)io_sent_bytes, (long long)io_sent_messages);
 }
 
 void dhir_rt_finalize(void) {
@@ -1365,6 +1376,7 @@ static void send_rows(int file, const char *path, int64_t row_bytes, const int64
     int64_t at = ranges[2 * k] * row_bytes, bytes = (ranges[2 * k + 1] - ranges[2 * k]) * row_bytes;
     for (int64_t done = 0; done < bytes; done += IO_PIECE_BYTES) {
       read_all(file, buffer, io_piece(done, bytes), (off_t)(at + done), path);
+      count_io_sent(io_piece(done, bytes));
       check(MPI_Send(buffer, io_piece(done, bytes), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
             "MPI_Send");
     }
@@ -1523,15 +1535,19 @@ static void keep_run(result_file *result, const char *data, int64_t at, int64_t 
 /* Rank 0 writes every other rank's kept runs, rank by rank, in pieces. */
 static void write_for_ranks(result_file *result, const char *path) {
   if (world_rank != 0) {
+    count_io_sent(sizeof result->run_count);
     check(MPI_Send(&result->run_count, 1, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
     for (int64_t k = 0; k < result->run_count; ++k) {
       pending_run run = result->runs[k];
       int64_t head[2] = {run.at, run.length};
+      count_io_sent(sizeof head);
       check(MPI_Send(head, 2, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
-      for (int64_t done = 0; done < run.length; done += IO_PIECE_BYTES)
+      for (int64_t done = 0; done < run.length; done += IO_PIECE_BYTES) {
+        count_io_sent(io_piece(done, run.length));
         check(MPI_Send(run.data + done, io_piece(done, run.length), MPI_BYTE, 0, IO_TAG,
                        MPI_COMM_WORLD),
               "MPI_Send");
+      }
     }
     return;
   }
@@ -2066,6 +2082,7 @@ static void send_pieces(const int64_t *words, int file, const char *path) {
         for (int64_t done = 0, at = box_at(words, dest, p, r, 1); done < run;
              done += IO_PIECE_BYTES) {
           read_all(file, buffer, io_piece(done, run), (off_t)(at + done), path);
+          count_io_sent(io_piece(done, run));
           check(MPI_Send(buffer, io_piece(done, run), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
                 "MPI_Send");
         }

@@ -59,9 +59,10 @@ def run_executable(
     it lists, else all on this one; with `options.threads`, each runs that many OpenMP
     threads (None: the launcher sets no count). With `traffic`, the bytes and messages
     each rank sent are appended to it, one line per rank (the runtime's DHIR_RT_STATS
-    report). With `options.trace`, a Chrome trace of the run is written there. SIGTERM
-    or SIGHUP stop every process of the run and remove its folder first (see
-    `ending_cleanly`), as Ctrl-C does, whoever calls."""
+    report), then, where rank 0 did the others' file I/O, one per rank that sent files.
+    With `options.trace`, a Chrome trace of the run is written there. SIGTERM or SIGHUP
+    stop every process of the run and remove its folder first (see `ending_cleanly`), as
+    Ctrl-C does, whoever calls."""
     from dhir.toolchain.values import check_inputs, save_outputs
 
     options = options if options is not None else RunOptions()
@@ -154,6 +155,7 @@ def _run_in(
     log = (work / "output.log").read_text(errors="replace")
     if traffic is not None:
         traffic += sorted(_TRAFFIC.findall(log), key=lambda line: int(line.split()[2]))
+        traffic += sorted(_FILE_TRAFFIC.findall(log), key=lambda line: int(line.split()[6]))
         log = _TRAFFIC_LINE.sub("", log)  # --timing reports them
     _show(log)
     return out
@@ -212,7 +214,11 @@ _STARTS = 3
 _TRAFFIC = re.compile(
     r"^dhir: rank \d+ sent \d+ bytes in \d+ messages, took \d+ bytes of inputs$", re.M
 )
-_TRAFFIC_LINE = re.compile(_TRAFFIC.pattern + "\n?", re.M)
+# Where rank 0 does the other ranks' file I/O (DHIR_IO=rank0), what each rank sent of it.
+_FILE_TRAFFIC = re.compile(
+    r"^dhir: files through rank 0: rank \d+ sent \d+ bytes in \d+ messages$", re.M
+)
+_TRAFFIC_LINE = re.compile(f"(?:{_TRAFFIC.pattern}|{_FILE_TRAFFIC.pattern})\n?", re.M)
 
 
 def _run_once(
