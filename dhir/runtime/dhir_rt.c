@@ -1254,7 +1254,8 @@ __bf16 __truncdfbf2(double value) {
  * files when every rank can open them; otherwise (files on a disk only rank 0 sees, or
  * DHIR_IO=rank0 in rank 0's environment) rank 0 reads each rank's rows and sends them, and
  * receives each rank's part of the results and writes it, in pieces of at most
- * IO_PIECE_BYTES: no rank holds more than its own rows and one piece. */
+ * IO_PIECE_BYTES (or DHIR_MESSAGE_CHUNK_BYTES where smaller), each packing as many of the
+ * rank's runs as fit: no rank holds more than its own rows and one piece. */
 
 #define IO_PIECE_BYTES ((int64_t)4 << 20)
 #define IO_TAG 32000 /* after the entry's messages, which all completed before it returns */
@@ -1279,7 +1280,7 @@ static int every_rank(int ok) {
   return all;
 }
 
-/* Rank 0's buffer for one piece, made on first use. */
+/* The buffer for one piece, made on first use. */
 static char *io_buffer(void) {
   static char *buffer = NULL;
   if (buffer == NULL && (buffer = malloc((size_t)IO_PIECE_BYTES)) == NULL)
@@ -1287,8 +1288,26 @@ static char *io_buffer(void) {
   return buffer;
 }
 
+/* The largest piece: IO_PIECE_BYTES, or DHIR_MESSAGE_CHUNK_BYTES where smaller (every rank
+ * has rank 0's, so both ends cut alike). */
+static int64_t io_step(void) {
+  return chunk_bytes < IO_PIECE_BYTES ? chunk_bytes : IO_PIECE_BYTES;
+}
+
 static int io_piece(int64_t done, int64_t bytes) {
-  return (int)(bytes - done < IO_PIECE_BYTES ? bytes - done : IO_PIECE_BYTES);
+  return (int)(bytes - done < io_step() ? bytes - done : io_step());
+}
+
+/* One piece of file I/O through rank 0 from `source`, one message: it must be `bytes` long,
+ * or the two ranks disagree on what they move. */
+static void receive_piece(char *into, int bytes, int source) {
+  MPI_Status status;
+  int got = -1;
+  check(MPI_Recv(into, bytes, MPI_BYTE, source, IO_TAG, MPI_COMM_WORLD, &status), "MPI_Recv");
+  check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+  if (got != bytes)
+    dhir_rt_fatal("file I/O through rank 0: expected %d bytes from rank %d, got %d", bytes,
+                  source, got);
 }
 
 /* The input file, or -1 where it cannot be opened (fatal on rank 0, which must). */
@@ -1305,6 +1324,62 @@ static int open_input(int32_t index, const char *path, int64_t bytes, int must) 
     dhir_rt_fatal("argument #%d: %s holds %lld bytes, the argument needs %lld", index, path,
                   (long long)info.st_size, (long long)bytes);
   return file;
+}
+
+/* A run of bytes moved between rank 0 and another rank: at `at` in the file, and at
+ * `memory` on the other rank (rank 0 reads or writes the file instead). */
+typedef struct {
+  char *memory;
+  int64_t at, length;
+} io_run;
+
+/* Moves `runs` between rank 0, which reads (`to_peer`) or writes `file`, and rank `peer`'s
+ * memory, in pieces of at most io_step() bytes that pack the runs end to end: a message per
+ * piece, not per run, so that a rank holding many rows apart (an interleaved placement's
+ * every R-th row) takes few. Both ranks call it with the same runs' places and lengths. */
+static void move_runs(const io_run *runs, int64_t count, int peer, int to_peer, int file,
+                      const char *path) {
+  int on_file = world_rank == 0, sending = on_file == to_peer, other = on_file ? peer : 0;
+  int64_t total = 0, k = 0, into = 0; /* the next byte is `into` bytes into run `k` */
+  for (int64_t r = 0; r < count; ++r)
+    total += runs[r].length;
+  char *buffer = total > 0 ? io_buffer() : NULL;
+  for (int64_t moved = 0; moved < total; moved += io_step()) {
+    int piece = io_piece(moved, total);
+    if (!sending)
+      receive_piece(buffer, piece, other);
+    for (int64_t used = 0; used < piece;) {
+      const io_run *run = &runs[k];
+      int64_t n = run->length - into < piece - used ? run->length - into : piece - used;
+      char *packed = buffer + used;
+      if (on_file && sending)
+        read_all(file, packed, n, (off_t)(run->at + into), path);
+      else if (on_file)
+        write_all(file, packed, (size_t)n, (off_t)(run->at + into), path);
+      else if (sending)
+        memcpy(packed, run->memory + into, (size_t)n);
+      else
+        memcpy(run->memory + into, packed, (size_t)n);
+      used += n;
+      into += n;
+      if (into == run->length) {
+        ++k;
+        into = 0;
+      }
+    }
+    if (sending) {
+      count_io_sent(piece);
+      check(MPI_Send(buffer, piece, MPI_BYTE, other, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
+    }
+  }
+}
+
+/* Room for `count` runs, or fatal. */
+static io_run *io_runs(int64_t count) {
+  io_run *runs = malloc(sizeof *runs * (size_t)(count > 0 ? count : 1));
+  if (runs == NULL)
+    dhir_rt_fatal("out of memory for %lld runs of a file", (long long)count);
+  return runs;
 }
 
 void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes) {
@@ -1368,19 +1443,18 @@ static char *reserve_rows(int32_t index, int64_t row_bytes, const int64_t *range
   return data;
 }
 
-/* Rank 0 reads rank `dest`'s ranges and sends them in pieces. */
-static void send_rows(int file, const char *path, int64_t row_bytes, const int64_t *ranges,
-                      int64_t count, int dest) {
-  char *buffer = io_buffer();
+/* Rank `peer`'s ranges of rows, read by rank 0 from `file` for it (`data`, where its
+ * first range starts, on rank `peer` itself; unused on rank 0). */
+static void move_rows(int file, const char *path, int64_t row_bytes, const int64_t *ranges,
+                      int64_t count, int peer, char *data) {
+  io_run *runs = io_runs(count);
   for (int64_t k = 0; k < count; ++k) {
-    int64_t at = ranges[2 * k] * row_bytes, bytes = (ranges[2 * k + 1] - ranges[2 * k]) * row_bytes;
-    for (int64_t done = 0; done < bytes; done += IO_PIECE_BYTES) {
-      read_all(file, buffer, io_piece(done, bytes), (off_t)(at + done), path);
-      count_io_sent(io_piece(done, bytes));
-      check(MPI_Send(buffer, io_piece(done, bytes), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
-            "MPI_Send");
-    }
+    int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1];
+    char *memory = data != NULL ? data + (lo - ranges[0]) * row_bytes : NULL;
+    runs[k] = (io_run){memory, lo * row_bytes, (hi - lo) * row_bytes};
   }
+  move_runs(runs, count, peer, 1, file, path);
+  free(runs);
 }
 
 /* Each partitioned argument's input file, for dhir_rt_shard_read_box. */
@@ -1420,20 +1494,15 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
   for (int64_t k = 0; k < count; ++k) {
     int64_t lo = ranges[2 * k], hi = ranges[2 * k + 1], size = (hi - lo) * row_bytes;
     input_bytes += size;
-    if (shared || world_rank == 0) {
+    if (shared || world_rank == 0)
       read_all(file, data + (lo - first) * row_bytes, size, (off_t)(lo * row_bytes), path);
-      continue;
-    }
-    for (int64_t done = 0; done < size; done += IO_PIECE_BYTES)
-      check(MPI_Recv(data + (lo - first) * row_bytes + done, io_piece(done, size), MPI_BYTE, 0,
-                     IO_TAG,
-                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-            "MPI_Recv");
   }
+  if (!shared && world_rank != 0)
+    move_rows(file, path, row_bytes, ranges, count, world_rank, data);
   if (!shared && world_rank == 0)
     for (int dest = 1; dest < world_size; ++dest)
-      send_rows(file, path, row_bytes, table + 2 * starts[dest], starts[dest + 1] - starts[dest],
-                dest);
+      move_rows(file, path, row_bytes, table + 2 * starts[dest], starts[dest + 1] - starts[dest],
+                dest, NULL);
   if (file >= 0)
     close(file);
   if (tracing)
@@ -1532,42 +1601,46 @@ static void keep_run(result_file *result, const char *data, int64_t at, int64_t 
   result->runs[result->run_count++] = (pending_run){data, at, length, owned};
 }
 
-/* Rank 0 writes every other rank's kept runs, rank by rank, in pieces. */
+/* Rank 0 writes every other rank's kept runs, rank by rank: each sends how many runs it
+ * kept, their places and lengths (in pieces), then their bytes packed (move_runs). */
 static void write_for_ranks(result_file *result, const char *path) {
-  if (world_rank != 0) {
-    count_io_sent(sizeof result->run_count);
-    check(MPI_Send(&result->run_count, 1, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
-    for (int64_t k = 0; k < result->run_count; ++k) {
-      pending_run run = result->runs[k];
-      int64_t head[2] = {run.at, run.length};
-      count_io_sent(sizeof head);
-      check(MPI_Send(head, 2, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
-      for (int64_t done = 0; done < run.length; done += IO_PIECE_BYTES) {
-        count_io_sent(io_piece(done, run.length));
-        check(MPI_Send(run.data + done, io_piece(done, run.length), MPI_BYTE, 0, IO_TAG,
+  for (int source = 1; source < world_size; ++source) {
+    if (world_rank != 0 && world_rank != source)
+      continue;
+    int64_t count = result->run_count;
+    if (world_rank != 0) {
+      count_io_sent(sizeof count);
+      check(MPI_Send(&count, 1, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
+    } else {
+      check(MPI_Recv(&count, 1, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+    }
+    io_run *runs = io_runs(count);
+    int64_t *heads = malloc(sizeof *heads * (size_t)(2 * count + 1));
+    if (heads == NULL)
+      dhir_rt_fatal("out of memory for %lld runs of %s", (long long)count, path);
+    for (int64_t k = 0; k < count && world_rank != 0; ++k) {
+      heads[2 * k] = result->runs[k].at;
+      heads[2 * k + 1] = result->runs[k].length;
+    }
+    int64_t head_bytes = (int64_t)sizeof *heads * 2 * count;
+    for (int64_t done = 0; done < head_bytes; done += io_step()) {
+      if (world_rank != 0) {
+        count_io_sent(io_piece(done, head_bytes));
+        check(MPI_Send((char *)heads + done, io_piece(done, head_bytes), MPI_BYTE, 0, IO_TAG,
                        MPI_COMM_WORLD),
               "MPI_Send");
+      } else {
+        receive_piece((char *)heads + done, io_piece(done, head_bytes), source);
       }
     }
-    return;
-  }
-  char *buffer = io_buffer();
-  for (int source = 1; source < world_size; ++source) {
-    int64_t runs = 0;
-    check(MPI_Recv(&runs, 1, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-          "MPI_Recv");
-    for (int64_t k = 0; k < runs; ++k) {
-      int64_t head[2];
-      check(MPI_Recv(head, 2, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-            "MPI_Recv");
-      for (int64_t done = 0; done < head[1]; done += IO_PIECE_BYTES) {
-        int piece = io_piece(done, head[1]);
-        check(MPI_Recv(buffer, piece, MPI_BYTE, source, IO_TAG, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
-        write_all(result->output, buffer, (size_t)piece, (off_t)(head[0] + done), path);
-      }
-    }
+    for (int64_t k = 0; k < count; ++k)
+      runs[k] = (io_run){world_rank != 0 ? (char *)result->runs[k].data : NULL, heads[2 * k],
+                         heads[2 * k + 1]};
+    move_runs(runs, count, source, 0, result->output, path);
+    free(heads);
+    free(runs);
   }
 }
 
@@ -1632,7 +1705,7 @@ void dhir_rt_write_part(int32_t index, int64_t ptr, int64_t offset, int64_t leng
 
 static void copy_run(result_file *result, int64_t at, int64_t length) {
   char *buffer = io_buffer();
-  for (int64_t done = 0; done < length; done += IO_PIECE_BYTES) {
+  for (int64_t done = 0; done < length; done += io_step()) {
     int piece = io_piece(done, length);
     read_all(result->input, buffer, piece, (off_t)(at + done), result->input_path);
     write_all(result->output, buffer, (size_t)piece, (off_t)(at + done), result->path);
@@ -2070,23 +2143,23 @@ void dhir_rt_shard_write_box(int64_t box, int64_t data, int64_t index) {
     trace_span(TRACE_WRITE, began, (int32_t)index, -1, bytes, -1);
 }
 
-/* Rank 0's part of a read where other ranks cannot open the input: it reads each
- * other rank's pieces and sends them, in the order they receive them. */
-static void send_pieces(const int64_t *words, int file, const char *path) {
-  char *buffer = io_buffer();
-  for (int dest = 1; dest < world_size; ++dest)
-    for (int64_t p = 0; p < words[3]; ++p) {
-      int64_t runs = 0, run = 0;
-      box_runs(words, dest, p, &runs, &run);
-      for (int64_t r = 0; r < runs; ++r)
-        for (int64_t done = 0, at = box_at(words, dest, p, r, 1); done < run;
-             done += IO_PIECE_BYTES) {
-          read_all(file, buffer, io_piece(done, run), (off_t)(at + done), path);
-          count_io_sent(io_piece(done, run));
-          check(MPI_Send(buffer, io_piece(done, run), MPI_BYTE, dest, IO_TAG, MPI_COMM_WORLD),
-                "MPI_Send");
-        }
-    }
+/* A read where other ranks cannot open the input: rank 0 reads rank `peer`'s runs of its
+ * real shard and sends them (`shard`, its buffer, on rank `peer`; unused on rank 0). */
+static void move_shard(const int64_t *words, int peer, char *shard, int file, const char *path) {
+  int64_t count = 0, runs = 0, run = 0;
+  for (int64_t p = 0; p < words[3]; ++p) {
+    box_runs(words, peer, p, &runs, &run);
+    count += runs;
+  }
+  io_run *moved = io_runs(count), *next = moved;
+  for (int64_t p = 0; p < words[3]; ++p) {
+    box_runs(words, peer, p, &runs, &run);
+    for (int64_t r = 0; r < runs; ++r)
+      *next++ = (io_run){shard != NULL ? shard + box_at(words, peer, p, r, 0) : NULL,
+                         box_at(words, peer, p, r, 1), run};
+  }
+  move_runs(moved, count, peer, 1, file, path);
+  free(moved);
 }
 
 void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
@@ -2101,24 +2174,19 @@ void dhir_rt_shard_read_box(int64_t box, int64_t data, int64_t index) {
   box_sizes(words, world_rank, &real, &elements);
   if (real != elements)
     pad_shard(shard, elements, words[1], words[2]);
-  for (int64_t p = 0; p < words[3]; ++p) {
+  for (int64_t p = 0; p < words[3] && (shared || world_rank == 0); ++p) {
     int64_t runs = 0, run = 0;
     box_runs(words, world_rank, p, &runs, &run);
-    for (int64_t r = 0; r < runs; ++r) {
-      char *into = shard + box_at(words, world_rank, p, r, 0);
-      if (shared || world_rank == 0) {
-        read_all(file, into, run, (off_t)box_at(words, world_rank, p, r, 1), input->path);
-        continue;
-      }
-      for (int64_t done = 0; done < run; done += IO_PIECE_BYTES)
-        check(MPI_Recv(into + done, io_piece(done, run), MPI_BYTE, 0, IO_TAG, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
-    }
+    for (int64_t r = 0; r < runs; ++r)
+      read_all(file, shard + box_at(words, world_rank, p, r, 0), run,
+               (off_t)box_at(words, world_rank, p, r, 1), input->path);
   }
   input_bytes += real * words[1];
+  if (!shared && world_rank != 0)
+    move_shard(words, world_rank, shard, file, input->path);
   if (!shared && world_rank == 0)
-    send_pieces(words, file, input->path);
+    for (int dest = 1; dest < world_size; ++dest)
+      move_shard(words, dest, NULL, file, input->path);
   if (file >= 0)
     close(file);
   if (tracing)

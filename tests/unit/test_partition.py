@@ -418,6 +418,38 @@ def test_row_writes_reach_the_result_file_as_the_interpreter_writes_them(
         assert any(line.startswith("memory: %a: partitioned") for line in timing.notes)
 
 
+def _file_messages(timing: Timing) -> dict[int, tuple[int, int]]:
+    """Rank: (bytes, messages) of files it sent where rank 0 did the file I/O."""
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: files through")]
+    return {int(words[6]): (int(words[8]), int(words[11])) for words in lines}
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(("mpi", "chunk"), [("mpich", None), ("openmpi", None), ("mpich", 1000)])
+def test_rank0_moves_a_rank_s_interleaved_rows_in_one_message(
+    mpi: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With DHIR_IO=rank0, rank 1's 12 rows (every other row of 24, each a range of its
+    own: a row is a page) reach it from rank 0's read of the input in one message, not one
+    per row, and go back to rank 0 for the result file in a count, the rows' places and
+    their bytes: not two messages per row. With pieces of `chunk` bytes, which cut rows
+    (4096 bytes) apart, a message per piece."""
+    monkeypatch.setenv("DHIR_IO", "rank0")
+    if chunk is not None:
+        monkeypatch.setenv("DHIR_MESSAGE_CHUNK_BYTES", str(chunk))
+    text = row_writes((24, 512), list(range(24)), [k % 2 for k in range(24)], [(0, 512)])
+    a = np.random.default_rng(24).random((24, 512))
+    timing = _native(text, [a], 2, mpi, "best")
+    assert any(line.endswith("(12 ranges)") for line in timing.notes)
+    sent = _file_messages(timing)
+    rows = 12 * 512 * 8  # rank 1's rows of %a, in bytes
+    pieces = -(-rows // chunk) if chunk else 1
+    places = 12 * 16  # each row's place in the file and its length, two int64
+    assert sent[0] == (rows, pieces)
+    assert sent[1] == (8 + places + rows, 2 + pieces)
+
+
 # Makes every pwrite to a result file being written (`*.partial`) fail as on a full disk.
 FULL_DISK = r"""
 #define _GNU_SOURCE

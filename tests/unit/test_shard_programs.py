@@ -1649,6 +1649,14 @@ def test_split_inputs_and_results_go_between_shards_and_files(
     assert [line.split("took ")[1] for line in traffic] == [
         f"{w.nbytes // shards} bytes of inputs"
     ] * ranks
+    if io == "rank0":
+        # A rank's runs (a row of its shard each, for columns) travel packed: rank 0 sends
+        # each other rank its shard of the input in one message; each other rank sends,
+        # per result file (the two arguments), how many runs it writes, then (where any)
+        # their places and their bytes: not two messages per run.
+        files = {int(words[6]): int(words[11]) for words in map(str.split, lines[ranks:])}
+        assert files.pop(0) == ranks - 1
+        assert all(messages <= 2 * 3 for messages in files.values()), files
 
 
 def test_a_result_also_returned_again_is_gathered() -> None:
