@@ -7,8 +7,11 @@ loop once: its tasks touch the same regions every iteration), widened to a few b
 the bounding box of each piece of every task's read and written regions (as
 dhir.analysis.validity widens writes: a task also needs the widened part), then boxes
 that overlap or that together make a box merged, and at most `MAX_BOXES` kept (the
-cheapest to merge are merged). A rank whose tasks touch nothing of a memref needs none of
-it. A task without a rank counts on every rank.
+cheapest to merge are merged). The bytes a rank touches are those of the boxes before
+any is merged, each element once (`union_volume`): merging into a few boxes takes in
+elements between them, the rows of other ranks under an interleaved placement. A rank
+whose tasks touch nothing of a memref needs none of it. A task without a rank counts on
+every rank.
 
 A memref stays whole, on every rank, where the IR does not bound what a rank touches:
 a dynamic shape, host code (outside schedules, run by every rank) that uses it or any
@@ -74,14 +77,16 @@ Part = tuple[Box, ...] | Whole
 @dataclass(frozen=True)
 class MemrefFootprint:
     """One memref argument of the entry: its name (`%a`, or `argK` when it has none), its
-    position, shape (None for a dynamic extent), element size, and per rank what that
-    rank needs of it."""
+    position, shape (None for a dynamic extent), element size, per rank what that rank
+    needs of it (a few boxes), and the elements of the boxes before merging, each once
+    (what its tasks touch; none where it stays whole)."""
 
     name: str
     index: int
     shape: tuple[int | None, ...] | None  # None: unranked
     element_bytes: int
     parts: tuple[Part, ...]
+    elements: tuple[int, ...] | None = None
 
     @property
     def whole(self) -> Whole | None:
@@ -95,10 +100,13 @@ class MemrefFootprint:
         return math.prod(d for d in self.shape if d is not None) * self.element_bytes
 
     def bytes_on(self, rank: int) -> int | None:
-        """Bytes rank `rank` needs; None when that is the whole of a memref of unknown size."""
+        """Bytes rank `rank`'s tasks touch; None when that is the whole of a memref of
+        unknown size."""
         part = self.parts[rank]
         if isinstance(part, Whole):
             return self.size
+        if self.elements is not None:
+            return self.elements[rank] * self.element_bytes
         return sum(volume(box) for box in part) * self.element_bytes
 
 
@@ -138,12 +146,12 @@ def footprint(
     memrefs = []
     for arg in args:
         reason = reasons.get(arg)
-        parts: tuple[Part, ...]
         if reason is not None:
-            parts = (Whole(reason),) * ranks
-        else:
-            parts = tuple(merged(found.get((arg, rank), set())) for rank in range(ranks))
-        memrefs.append(_memref(arg, parts))
+            memrefs.append(_memref(arg, (Whole(reason),) * ranks, None))
+            continue
+        boxes = [found.get((arg, rank), set()) for rank in range(ranks)]
+        parts = tuple(merged(mine) for mine in boxes)
+        memrefs.append(_memref(arg, parts, tuple(union_volume(mine) for mine in boxes)))
     return Footprint(ranks, tuple(memrefs))
 
 
@@ -193,12 +201,15 @@ def memref_name(arg: BlockArgument) -> str:
     return f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
 
 
-def _memref(arg: BlockArgument, parts: tuple[Part, ...]) -> MemrefFootprint:
+def _memref(
+    arg: BlockArgument, parts: tuple[Part, ...], elements: tuple[int, ...] | None
+) -> MemrefFootprint:
     type_ = arg.type
     shape = None
     if isinstance(type_, MemRefType):
         shape = tuple(None if d == DYNAMIC_INDEX else d for d in type_.get_shape())
-    return MemrefFootprint(memref_name(arg), arg.index, shape, element_bytes_of(type_), parts)
+    bytes_ = element_bytes_of(type_)
+    return MemrefFootprint(memref_name(arg), arg.index, shape, bytes_, parts, elements)
 
 
 def _is_memref(value: SSAValue) -> bool:
@@ -226,6 +237,41 @@ def _boxes(regions: Regions, memref: SSAValue) -> set[Box]:
             return {Box(tuple(0 for _ in type_.get_shape()), tuple(type_.get_shape()))}
         found.update(Box(lo, tuple(h + 1 for h in hi)) for lo, hi in boxes)
     return found
+
+
+# --- the elements of boxes --------------------------------------------------------------
+
+
+def union_volume(boxes: Iterable[Box]) -> int:
+    """The elements of the union of `boxes`, each once: a sweep along the first dimension,
+    the boxes over each stretch of it counted again in the others. Boxes apart (a row per
+    task, interleaved) cost a stretch each; as many as overlap a stretch, each of them."""
+    found = sorted({(b.lo, b.hi) for b in boxes if volume(b) > 0})
+    return _union_volume(found)
+
+
+def _union_volume(boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> int:
+    """`union_volume` of (lo, hi) pairs, sorted by lo, none empty."""
+    if len(boxes) <= 1 or not boxes[0][0]:
+        return sum(math.prod(b - a for a, b in zip(lo, hi, strict=True)) for lo, hi in boxes[:1])
+    if len(boxes[0][0]) == 1:  # intervals: joined in order
+        total, end = 0, boxes[0][0][0]
+        for (lo,), (hi,) in boxes:
+            total += max(0, hi - max(lo, end))
+            end = max(end, hi)
+        return total
+    cuts = sorted({lo[0] for lo, _ in boxes} | {hi[0] for _, hi in boxes})
+    total, next_box = 0, 0
+    over: list[tuple[tuple[int, ...], tuple[int, ...]]] = []  # boxes over this stretch
+    for start, end in zip(cuts, cuts[1:]):
+        over = [box for box in over if box[1][0] > start]
+        while next_box < len(boxes) and boxes[next_box][0][0] == start:
+            over.append(boxes[next_box])
+            next_box += 1
+        if over:
+            rest = sorted({(lo[1:], hi[1:]) for lo, hi in over})
+            total += (end - start) * _union_volume(rest)
+    return total
 
 
 # --- a few boxes ----------------------------------------------------------------------

@@ -33,6 +33,7 @@ from dhir.analysis.footprint import (
     Whole,
     footprint,
     merged,
+    union_volume,
     volume,
 )
 from dhir.analysis.validity import Box
@@ -356,7 +357,13 @@ def test_jacobi_row_bands_need_their_rows_and_one_halo_row_each_side(ranks: int)
         lo, hi = 1 + k * inner // ranks, 1 + (k + 1) * inner // ranks
         assert u.parts[k] == (Box((lo - 1, 0), (hi + 1, cols)),)
         assert v.parts[k] == (Box((lo, 1), (hi, cols - 1)),)
-        assert found.touched(k) == ((hi - lo + 2) * cols + (hi - lo) * (cols - 2)) * 8
+        # What the tasks touch of %u, counted in the boxes of the pieces of its regions:
+        # at least the five-point cross, less than the box around it (no piece reaches
+        # the halo rows' outer corners).
+        cross = (hi - lo + 2) * (cols - 2) + (hi - lo) * 2
+        assert cross * 8 <= (u.bytes_on(k) or 0) < (hi - lo + 2) * cols * 8
+        assert v.bytes_on(k) == (hi - lo) * (cols - 2) * 8
+        assert found.touched(k) == (u.bytes_on(k) or 0) + v.bytes_on(k)
     assert found.held() == 2 * rows * cols * 8
 
 
@@ -543,6 +550,70 @@ def test_dhir_schedule_prints_memory_per_rank(
     assert section[3].startswith("  %a: whole on every rank, host code, which every rank runs")
     assert section[4] == "  %b: partitioned, rank 0 rows none; rank 1 rows 3..3"
     assert len(section) == 5
+
+
+def _every_other_row(rows: int, cols: int, touched: int) -> str:
+    """Task k, on rank k mod 2, doubles the first `touched` elements of row k of %a."""
+    t = f"memref<{rows}x{cols}xf64>"
+    tasks = "".join(
+        f"""
+    dhir.task %cpu, %a attributes {{dhir.rank = {k % 2} : i64}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant {touched} : index
+      %r = arith.constant {k} : index
+      scf.for %j = %c0 to %n step %c1 {{
+        %x = memref.load %a[%r, %j] : {t}
+        %y = arith.addf %x, %x : f64
+        memref.store %y, %a[%r, %j] : {t}
+      }}
+    }}"""
+        for k in range(rows)
+    )
+    return f"""func.func @main(%a: {t}) {{
+  dhir.schedule %a {{
+    %cpu = dhir.target {{kind = "cpu"}}{tasks}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("touched", [512, 100])
+def test_dhir_schedule_counts_what_interleaved_tasks_touch_exactly(
+    touched: int, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every other row of 24 (a page each) on each of 2 ranks: the rows a rank holds are
+    its 12, and its tasks touch `touched` elements of each, not the few boxes around them
+    (which take in the other rank's rows)."""
+    path = tmp_path / "prog.mlir"
+    path.write_text(_every_other_row(24, 512, touched))
+    assert main(["schedule", str(path), "-n", "2", "--json"]) == 0
+    memory = json.loads(capsys.readouterr().out)["memory"]
+    for rank in ("rank0", "rank1"):
+        assert memory["ranks"][rank]["held_bytes"] == 12 * 512 * 8
+        assert memory["ranks"][rank]["touched_bytes"] == 12 * touched * 8
+    assert len(memory["memrefs"][0]["boxes"]["rank0"]) == MAX_BOXES  # still a few boxes
+
+
+@st.composite
+def _some_boxes(draw: st.DrawFn) -> list[Box]:
+    """Up to 8 boxes of 1 to 3 dimensions within 0..6, some empty (lo == hi somewhere)."""
+    dims = draw(st.integers(1, 3))
+    corner = st.tuples(*[st.integers(0, 6)] * dims)
+    pairs = draw(st.lists(st.tuples(corner, corner), max_size=8))
+    return [Box(tuple(map(min, a, b)), tuple(map(max, a, b))) for a, b in pairs]
+
+
+@settings(max_examples=200, deadline=None)
+@given(_some_boxes())
+def test_union_volume_counts_each_element_once(boxes: list[Box]) -> None:
+    elements = {
+        tuple(lo + i for lo, i in zip(box.lo, at, strict=True))
+        for box in boxes
+        for at in np.ndindex(*(hi - lo for lo, hi in zip(box.lo, box.hi, strict=True)))
+    }
+    assert union_volume(boxes) == len(elements)
 
 
 def test_dhir_schedule_json_has_the_memory_key(
