@@ -118,10 +118,11 @@ class GpuDataPass(ModulePass):
         numbers = described_gpus(op, self.ranks)
         entry = _entry_function(op, self.entry)
         lasting = messages = False
+        local = _LocalUses()
         for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
             tasks = list(schedule.tasks())
             if any(is_gpu_task(t) for t in tasks):
-                data = _ScheduleData(schedule, tasks, self.ranks, labels, numbers, entry)
+                data = _ScheduleData(schedule, tasks, self.ranks, labels, numbers, local, entry)
                 data.run(self.device_messages)
                 lasting |= data.lasting
                 messages |= data.messages
@@ -284,6 +285,7 @@ class _ScheduleData:
     ranks: int
     labels: _Labels
     gpus: dict[int, int]  # rank -> its GPU on its node, by the machine description
+    local: "_LocalUses"
     entry: func.FuncOp | None = None
     buffers: dict[tuple[int, SSAValue], SSAValue] = field(default_factory=dict)
     lasting: bool = False  # some device buffer's host memref lasts the whole run
@@ -302,7 +304,7 @@ class _ScheduleData:
         self.numbers = task_numbers(self.schedule)
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
-        needed = _needed_after(self.schedule, order)
+        needed = self.local.needed_after(self.schedule, order)
         plan = plan_copies(facts, order, needed, device_messages)
         if self.anchor is not self.schedule and plan.in_flight:
             # A step's sends may still be in flight when the next step reuses the buffer.
@@ -598,26 +600,58 @@ def _copy(destination: SSAValue, source: SSAValue, rows: Span) -> list[Operation
     return [*views, _memcpy(views[0].result, views[1].result)]
 
 
-def _needed_after(schedule: ScheduleOp, memrefs: Sequence[SSAValue]) -> set[SSAValue]:
-    """Memrefs whose host copy may be read after the schedule: all but local allocations
-    (in the schedule's block) that nothing after the schedule uses except to free them."""
-    return {m for m in memrefs if not _dead_after(schedule, m)}
+class _LocalUses:
+    """Which memrefs' host copies may be read after a schedule (see `needed_after`).
 
+    A local buffer's last use is found once, in the IR as it is when first asked: asking
+    per schedule went through every use of a buffer that N schedules list, N times, each
+    use placed by walking the block (docs/performance.md). The pass handles schedules in
+    order and adds uses of a buffer only before or inside a schedule that lists it, so
+    what follows a later schedule is as it was when first asked."""
 
-def _dead_after(schedule: ScheduleOp, value: SSAValue) -> bool:
-    owner = value.owner
-    block = schedule.parent
-    if not isinstance(owner, xmemref.AllocOp | xmemref.AllocaOp) or owner.parent is not block:
-        return False
-    assert block is not None
-    for use in _uses_through_views(value):
-        top = _ancestor_in(use.operation, block)
-        if top is None or top is schedule or isinstance(use.operation, xmemref.DeallocOp):
-            continue
-        # Uses before the schedule read an earlier allocation, even in a loop.
-        if schedule.is_before_in_block(top):
+    def __init__(self) -> None:
+        self._last: dict[SSAValue, Operation | None] = {}
+        self._places: dict[Block, dict[Operation, int]] = {}
+
+    def needed_after(self, schedule: ScheduleOp, memrefs: Sequence[SSAValue]) -> set[SSAValue]:
+        """Memrefs whose host copy may be read after the schedule: all but local
+        allocations (in the schedule's block) that nothing after the schedule uses except
+        to free them."""
+        return {m for m in memrefs if not self._dead_after(schedule, m)}
+
+    def _dead_after(self, schedule: ScheduleOp, value: SSAValue) -> bool:
+        owner = value.owner
+        block = schedule.parent
+        if not isinstance(owner, xmemref.AllocOp | xmemref.AllocaOp) or owner.parent is not block:
             return False
-    return True
+        assert block is not None
+        if value not in self._last:
+            self._last[value] = self._last_use(value, block)
+        last = self._last[value]
+        if last is None:
+            return True
+        # Uses before the schedule read an earlier allocation, even in a loop.
+        places = self._places_of(block, [last, schedule])
+        return places[last] <= places[schedule]
+
+    def _last_use(self, value: SSAValue, block: Block) -> Operation | None:
+        """The last op of `block` that uses `value` (or a view of it) but to free it."""
+        tops = [
+            top
+            for use in _uses_through_views(value)
+            if not isinstance(use.operation, xmemref.DeallocOp)
+            and (top := _ancestor_in(use.operation, block)) is not None
+        ]
+        places = self._places_of(block, tops)
+        return max(tops, key=places.__getitem__, default=None)
+
+    def _places_of(self, block: Block, ops: Sequence[Operation]) -> dict[Operation, int]:
+        """Where each op of `block` is, `ops` among them: found again when the pass has
+        added one of `ops` since (adding ops moves none of the others)."""
+        places = self._places.get(block)
+        if places is None or any(op not in places for op in ops):
+            places = self._places[block] = {op: k for k, op in enumerate(block.ops)}
+        return places
 
 
 def _uses_through_views(value: SSAValue) -> Iterable[Use]:

@@ -15,7 +15,8 @@ from xdsl.passes import PassPipeline
 
 import dhir.ir.tasks
 import dhir.placement.as_built
-from dhir import parse_string
+import dhir.transforms.gpu_data
+from dhir import parse_string, print_module
 from dhir.analysis import outputs
 from dhir.analysis.outputs import dead_after, final_to_root, remembered, root_only
 from dhir.api import run_pipeline
@@ -174,3 +175,48 @@ def test_lowering_finds_the_facts_once(monkeypatch: pytest.MonkeyPatch, partitio
     walks = counting(monkeypatch, outputs, "_alias_roots")
     run_pipeline(module, PassPipeline((LowerToMPIPass(2, partition=partition),)))
     assert walks[0] == 1
+
+
+GPU_SCHEDULE = """
+  dhir.schedule %tmp, %out {
+    %gpu = dhir.target {kind = "gpu"}
+    %tN = dhir.task %gpu, %tmp, %out {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+        %v = memref.load %tmp[%i] : memref<4xi32>
+        %w = arith.addi %v, %v : i32
+        memref.store %w, %tmp[%i] : memref<4xi32>
+        memref.store %w, %out[%i] : memref<4xi32>
+      }
+    }
+  }"""
+
+
+def gpu_program(count: int, read_after: bool) -> str:
+    """`count` schedules of a GPU task each, all listing one local buffer %tmp."""
+    body = "".join(GPU_SCHEDULE.replace("N", str(k)) for k in range(count))
+    read = "\n  %y = memref.load %tmp[%c0] : memref<4xi32>" if read_after else ""
+    return (
+        "func.func @main(%out: memref<4xi32>) {\n  %tmp = memref.alloc() : memref<4xi32>"
+        f"{body}\n  %c0 = arith.constant 0 : index{read}"
+        "\n  memref.dealloc %tmp : memref<4xi32>\n  return\n}\n"
+    )
+
+
+@pytest.mark.parametrize("read_after", [False, True])
+def test_gpu_data_finds_a_local_buffers_last_use_once(
+    monkeypatch: pytest.MonkeyPatch, read_after: bool
+) -> None:
+    """Whether %tmp is read after a schedule was found by going through all its uses for
+    each schedule listing it (about 2 * 20**2 uses placed here, 1,600 at 40)."""
+    count = 20
+    module = parse_string(gpu_program(count, read_after))
+    placed = counting(monkeypatch, dhir.transforms.gpu_data, "_ancestor_in")
+    run_pipeline(module, "dhir-gpu-data")
+    assert placed[0] <= 5 * count  # a schedule and its task list %tmp, which it reads and writes
+    text = print_module(module)
+    # Each schedule but the last copies %tmp back for the next; the last only where the
+    # host reads it afterwards.
+    assert text.count("gpu.memcpy %tmp, ") == count - 1 + int(read_after)
