@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.traits import NoTerminator, SymbolTable
+from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
@@ -82,11 +82,13 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
     dominance = DominanceInfo()
     pending = [module]
     bodies = (region for region, body in cloned.items() if body.checked)
-    # Verifying changes no symbol: each call finds its callee in one table of them.
-    with checked_task_bodies(bodies), func.callees_found_by(Symbols().lookup):
+    # Verifying changes no symbol: each call and memref.get_global finds what it names
+    # in one table of them (xDSL's lookup_symbol reads every name of the module).
+    symbols = Symbols()
+    with checked_task_bodies(bodies), func.callees_found_by(symbols.lookup):
         while pending:
             op = pending.pop()
-            _verify_op(op, dominance, cloned)
+            _verify_op(op, dominance, cloned, symbols)
             for region in reversed(op.regions):
                 if region in cloned:
                     _verify_outer_uses(op, cloned[region].free, dominance)
@@ -178,7 +180,10 @@ def _verify_outer_uses(
 
 
 def _verify_op(
-    op: Operation, dominance: DominanceInfo, cloned: Mapping[Region, ClonedBody]
+    op: Operation,
+    dominance: DominanceInfo,
+    cloned: Mapping[Region, ClonedBody],
+    symbols: Symbols,
 ) -> None:
     try:
         if isinstance(op, TaskOp) and op.regions and op.body in cloned:
@@ -194,7 +199,7 @@ def _verify_op(
             _verify_layout_symbols(op)
         _verify_memref_types(op)
         if isinstance(op, memref.GetGlobalOp):
-            _verify_global_reference(op)
+            _verify_global_reference(op, symbols)
         if isinstance(op, memref.DimOp) and _rank(op.source.type) == 0:
             raise DiagnosticException(f"'{op.name}' of a rank-0 memref: it has no dimension")
         if isinstance(op, memref.AssumeAlignmentOp):
@@ -285,10 +290,10 @@ def _memref_type_problem(kind: Attribute) -> str | None:
     return None
 
 
-def _verify_global_reference(op: memref.GetGlobalOp) -> None:
+def _verify_global_reference(op: memref.GetGlobalOp, symbols: Symbols) -> None:
     """As MLIR 22 checks it (xDSL does not): the name is a memref.global of the type."""
     name = op.name_.string_value()
-    found = SymbolTable.lookup_symbol(op, op.name_)
+    found = symbols.lookup(op, op.name_)
     if not isinstance(found, memref.GlobalOp):
         raise DiagnosticException(f"'{op.name}': @{name} is no memref.global")
     if found.type != op.memref.type:
