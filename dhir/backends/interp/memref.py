@@ -23,7 +23,6 @@ from xdsl.interpreter import (
     ReturnedValues,
 )
 from xdsl.ir import Attribute, Operation
-from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
@@ -43,6 +42,7 @@ from dhir.dialects.memref import (
     ReshapeOp,
     TransposeOp,
 )
+from dhir.ir.symbols import Symbols
 
 if TYPE_CHECKING:
     from dhir.backends.interp.gpu import GpuIds
@@ -222,6 +222,11 @@ def base_array(array: np.ndarray) -> np.ndarray:
 
 @register
 class MemrefImpls(InterpreterFunctions):
+    def __init__(self) -> None:
+        # Globals found in a table of the module's names, as ControlImpls finds callees:
+        # xDSL's lookup_symbol reads every name at every memref.get_global run.
+        self._symbols = Symbols()
+
     @handles(memref.AllocOp, memref.AllocaOp)
     def run_alloc(self, interp: Interpreter, op: memref.AllocOp, args: Values) -> Values:
         return (new_array(op, op.memref.type, args[: len(op.dynamic_sizes)]),)
@@ -411,7 +416,7 @@ class MemrefImpls(InterpreterFunctions):
 
     @handles(memref.GetGlobalOp)
     def run_get_global(self, interp: Interpreter, op: memref.GetGlobalOp, args: Values) -> Values:
-        found = SymbolTable.lookup_symbol(op, op.name_)
+        found = self._symbols.lookup(op, op.name_)
         if not isinstance(found, memref.GlobalOp):
             fail(op, f"names @{op.name_.string_value()}, which is not a memref.global")
         buffers = state(interp).globals
