@@ -101,19 +101,27 @@ def _passed_globals(
     """The memref arguments of the module's functions that some call (of `calls`) may
     pass a global (or memory of unknown origin, which may be one), with those: a
     function may take the same global itself, and its argument is then no distinct
-    buffer."""
-    pairs = [(v, arg) for v, arg in _passed(calls, module) if isinstance(v.type, MemRefType)]
-    passed: dict[SSAValue, frozenset[object]] = {}
-    changed = True
-    while changed:
-        changed = False
-        for value, arg in pairs:
-            found = _with_passed(buffers(value), passed)
-            found = frozenset(b for b in found if isinstance(b, str | Opaque))
-            if not found <= passed.get(arg, frozenset()):
-                passed[arg] = passed.get(arg, frozenset()) | found
-                changed = True
-    return passed
+    buffer.
+
+    An argument gets a global that a call passes it, or that an argument the call passes
+    on has: each global's arguments are found in one walk from the calls passing it
+    (going over every call until nothing changed took a round per function on a chain
+    of calls written callee first)."""
+    direct: dict[object, dict[SSAValue, object]] = {}
+    passes_on: dict[SSAValue, list[SSAValue]] = {}
+    for value, arg in _passed(calls, module):
+        if not isinstance(value.type, MemRefType):
+            continue
+        for base in buffers(value):
+            if isinstance(base, str | Opaque):
+                direct.setdefault(base, {})[arg] = base
+            elif isinstance(base, SSAValue):
+                passes_on.setdefault(base, []).append(arg)
+    found: dict[SSAValue, set[object]] = {}
+    for base, args in direct.items():
+        for arg in through_callers(args, passes_on):
+            found.setdefault(arg, set()).add(base)
+    return {arg: frozenset(bases) for arg, bases in found.items()}
 
 
 def _passed(calls: list[func.CallOp], module: ModuleOp) -> list[tuple[SSAValue, SSAValue]]:

@@ -2,19 +2,21 @@
 has some property (holds a schedule, uses a mutable global, communicates)."""
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
 
 Why = TypeVar("Why")
+Name = TypeVar("Name", bound=Hashable)
 
 
 def through_callers(
-    found: Mapping[str, Why], callers: Mapping[str, Iterable[str]]
-) -> dict[str, Why]:
+    found: Mapping[Name, Why], callers: Mapping[Name, Iterable[Name]]
+) -> dict[Name, Why]:
     """The functions of `found` (name -> why it has the property: an op, a name), and
     every function that calls one of them, directly or through other calls, each with
     the reason of one of `found` that it reaches by fewest calls. `callers`: callee name
-    -> the names of the functions that call it.
+    -> the names of the functions that call it. (Any graph's nodes will do for names:
+    dhir.analysis.sharing follows function arguments passed on by calls.)
 
     Each function is reached once, from its callee: repeating over all functions until
     nothing changed took functions**2 steps on a chain of calls."""
