@@ -12,6 +12,7 @@ from xdsl.traits import SymbolTable
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
+from dhir.backends.parallel_loops import check_parallel_loops
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
@@ -251,6 +252,7 @@ def run_module(
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
     check_memref_elements(module)
+    check_parallel_loops(module)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count is said with the types as written, not as specialised.
         check_given_count(entry_signature(module, entry, given_only=True), inputs)

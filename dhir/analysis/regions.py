@@ -306,6 +306,30 @@ def iterations_independent(memrefs: Iterable[SSAValue], body: Block) -> bool:
 
 
 @dataclass(frozen=True)
+class SureAccesses:
+    """Per memref, the elements that one run of a loop body surely reads with a plain
+    load and surely writes with a plain store (not atomically), over the loop variables:
+    accesses under no condition, in loops of known bounds, at known subscripts."""
+
+    reads: dict[SSAValue, isl.Set]
+    writes: dict[SSAValue, isl.Set]
+
+
+def sure_accesses(
+    memrefs: Iterable[SSAValue], body: Block, variables: Mapping[SSAValue, str]
+) -> SureAccesses:
+    """What one run of `body` surely reads and writes of `memrefs`, over the loop variables
+    `variables` names (isl parameters, as in `iteration_regions`)."""
+    walker = _Walker(params=tuple(variables.values()), sure={False: {}, True: {}})
+    for memref in memrefs:
+        walker.views[memref] = (_View(memref, None),)
+    walker.values.update(variables)
+    walker.walk(body.ops, _Nest((), (), True))
+    assert walker.sure is not None
+    return SureAccesses(_union(walker.sure[False]), _union(walker.sure[True]))
+
+
+@dataclass(frozen=True)
 class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
     own indices (named y0, y1, ...) to the root's, or is None when that is unknown (any
@@ -350,6 +374,9 @@ class _Walker:
     # The integer literals of bounds and subscripts, by the isl parameter standing for
     # each (`literal`).
     literals: dict[str, int] = field(default_factory=dict)
+    # When asked for (`sure_accesses`): the elements plain loads (False) and stores
+    # (True) surely read and write, each for every point of its nest.
+    sure: dict[bool, dict[SSAValue, list[isl.Set]]] | None = None
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -415,8 +442,9 @@ class _Walker:
             if self._escapes(op, found.memrefs()):
                 self._unknown(op)
                 return
+            plain = found.kind in (Kind.LOAD, Kind.STORE)
             for access in found.accesses:
-                self.access(access, nest)
+                self.access(access, nest, plain)
             self._walk_regions(op, nest.inexact())  # a generic_atomic_rmw's body
         elif found is not None and found.kind in (Kind.VIEW, Kind.SHAPE):
             if self._escapes(op, op.operands[:1]):
@@ -481,8 +509,8 @@ class _Walker:
 
     # --- accesses -----------------------------------------------------------------
 
-    def access(self, access: Access, nest: _Nest) -> None:
-        """Record one access an op's facts name."""
+    def access(self, access: Access, nest: _Nest, plain: bool = False) -> None:
+        """Record one access an op's facts name; `plain`: a load or store, not atomic."""
         memref = access.memref
         read, write, exact = access.read, access.write, access.exact
         if access.whole:
@@ -497,7 +525,7 @@ class _Walker:
             exprs = [self.expr(v) for v in access.indices]
         vector = access.lanes
         if vector is None:
-            self._access(memref, exprs, nest, (), read, write, exact)
+            self._access(memref, exprs, nest, (), read, write, exact, plain)
             return
         lanes = vector.get_shape()
         first = len(exprs) - len(lanes)
@@ -511,7 +539,7 @@ class _Walker:
             self._access(memref, [None] * len(exprs), nest, (), read, write, exact)
             return
         extra = tuple((first + k, width) for k, width in enumerate(lanes))
-        self._access(memref, exprs, nest, extra, read, write, exact)
+        self._access(memref, exprs, nest, extra, read, write, exact, plain)
 
     def _access(
         self,
@@ -522,13 +550,14 @@ class _Walker:
         read: bool = False,
         write: bool = False,
         exact: bool = True,
+        plain: bool = False,
     ) -> None:
         """Record an access of `memref` at `exprs` (None: unknown) for every point of
         `nest`; `lanes` widens dimension d to [e, e + width) for vector accesses; `exact`:
-        a write overwrites every element named. A memref that may be one of several
-        views accesses each of them."""
+        a write overwrites every element named; `plain`: a load or store (see `sure`). A
+        memref that may be one of several views accesses each of them."""
         for view in self.views.get(memref, ()):
-            self._view_access(view, exprs, nest, lanes, read, write, exact)
+            self._view_access(view, exprs, nest, lanes, read, write, exact, plain)
 
     def _view_access(
         self,
@@ -539,20 +568,21 @@ class _Walker:
         read: bool,
         write: bool,
         exact: bool,
+        plain: bool = False,
     ) -> None:
         names = list(nest.names)
         constraints = list(nest.constraints)
         own: list[str] = []
-        exact = exact and nest.exact and view.known and view.sure
+        surely = nest.exact and view.known and view.sure  # runs, at the elements named
         for d, e in enumerate(self.literal(e) for e in exprs):
             y = self.fresh("y")
             names.append(y)
             own.append(y)
             width = dict(lanes).get(d)
             if e is None:
-                exact = False
+                surely = False
             elif isinstance(e, tuple):
-                exact = False
+                surely = False
                 low, high = e
                 end = f"<= {high}" if width is None else f"< ({high}) + {width}"
                 constraints.append(f"{low} <= {y} {end}")
@@ -565,8 +595,10 @@ class _Walker:
             self._add(self.reads, view.root, region)
         if write:
             self._add(self.writes, view.root, region)
-            if exact:
+            if exact and surely:
                 self._add(self.musts, view.root, region)
+        if self.sure is not None and plain and surely and (read or exact):
+            self._add(self.sure[write], view.root, region)
 
     def whole_access(
         self,
