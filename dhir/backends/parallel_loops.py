@@ -9,6 +9,7 @@ from xdsl.ir import Operation
 
 from dhir.analysis.overlaps import Overlap, parallel_overlap
 from dhir.dialects import affine, scf
+from dhir.dialects import memref as memref_dialect
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
 
@@ -28,9 +29,9 @@ def _message(loop: Operation, overlap: Overlap) -> str:
     first, second = (f"({', '.join(map(str, it))})" for it in (overlap.first, overlap.second))
     what = "reads" if overlap.read else "writes"
     sequential, combine = (
-        ("scf.for", "scf.reduce")
+        (scf.ForOp.name, scf.ReduceOp.name)
         if isinstance(loop, scf.ParallelOp)
-        else ("affine.for", 'an affine.parallel reduction (reduce ("addf") ...)')
+        else (affine.ForOp.name, f'an {loop.name} reduction (reduce ("addf") ...)')
     )
     return (
         f"iterations of this {loop.name} overlap: iteration {first} writes {element}, "
@@ -38,5 +39,5 @@ def _message(loop: Operation, overlap: Overlap) -> str:
         "native backend runs them at once on threads, so the result would depend on "
         "their timing (the interpreter runs them in order). Write the loop as "
         f"{sequential} to run its iterations in order, or combine their values with "
-        f"{combine} or an atomic update (memref.atomic_rmw)"
+        f"{combine} or an atomic update ({memref_dialect.AtomicRMWOp.name})"
     )
