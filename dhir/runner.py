@@ -9,6 +9,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.traits import SymbolTable
 
+from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
@@ -253,6 +254,7 @@ def run_module(
     options = options if options is not None else RunOptions()
     check_memref_elements(module)
     check_parallel_loops(module)
+    check_addresses(module)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count is said with the types as written, not as specialised.
         check_given_count(entry_signature(module, entry, given_only=True), inputs)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir.backends.addresses import check_addresses
 from dhir.backends.native import compile_native
 from dhir.backends.parallel_loops import check_parallel_loops
 from dhir.choices import MAX_RANKS, MAX_THREADS
@@ -361,6 +362,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
     check_parallel_loops(module)  # as `dhir run` does
+    check_addresses(module)
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
