@@ -27,7 +27,7 @@ from xdsl.ir.affine import AffineMap
 
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import sure_accesses
-from dhir.dialects import affine, scf
+from dhir.dialects import affine, func, scf
 from dhir.dialects.access import Access, Kind, facts
 
 # Per dimension of a loop: its first value, the bound it stays below, its step.
@@ -48,8 +48,10 @@ class Overlap:
 
 def parallel_overlap(loop: Operation) -> Overlap | None:
     """A proven overlap between two iterations of `loop` (an scf.parallel or an
-    affine.parallel), the first in lexicographic order; None when none is proven."""
-    ranges = _ranges(loop, Lifter())
+    affine.parallel), the first in lexicographic order (in the first iteration of the
+    loops around it); None when none is proven."""
+    lift = Lifter()
+    ranges = _ranges(loop, lift)
     body = loop.regions[0].block
     if ranges is None or len(ranges) != len(body.args):
         return None
@@ -57,18 +59,86 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
     if not memrefs or _plainly_apart(body, memrefs):
         return None
     firsts, seconds = _names(len(ranges))
-    one = sure_accesses(memrefs, body, dict(zip(body.args, firsts, strict=True)))
-    other = sure_accesses(memrefs, body, dict(zip(body.args, seconds, strict=True)))
-    apart = _apart(tuple(ranges))
+    # The variables of the loops around it, with constant bounds, are the same for both
+    # iterations: parameters too, and the overlap must hold at each of their values.
+    around = _loops_around(loop, lift)
+    outer = {variable: f"o{k}" for k, (variable, _) in enumerate(around)}
+    one = sure_accesses(memrefs, body, dict(zip(body.args, firsts, strict=True)) | outer)
+    other = sure_accesses(memrefs, body, dict(zip(body.args, seconds, strict=True)) | outer)
+    runs = _domain(tuple(r for _, r in around), tuple(outer.values()))
+    apart = _apart(tuple(ranges)).intersect_params(runs)
     for read in (False, True):
         for memref, written in one.writes.items():
             touched = (other.reads if read else other.writes).get(memref)
             if touched is None:
                 continue
             clash = (written & touched).intersect_params(apart)
-            if not clash.is_empty():
-                return _witness(clash, memref, firsts, seconds, read)
+            if _everywhere(clash, runs, [*firsts, *seconds]):
+                return _witness(clash, memref, firsts, seconds, list(outer.values()), read)
     return None
+
+
+def _everywhere(clash: isl.Set, runs: isl.Set, names: list[str]) -> bool:
+    """Whether `clash` holds a point for every value of the outer loops' variables that
+    `runs` allows (with no outer loops: whether it is not empty)."""
+    if clash.is_empty():
+        return False
+    found = clash.params()
+    params = isl.dim_type.param
+    for name in names:
+        found = found.project_out(params, found.find_dim_by_name(params, name), 1)
+    return runs.is_subset(found)
+
+
+def _loops_around(loop: Operation, lift: Lifter) -> list[tuple[SSAValue, Range]]:
+    """The variables of the loops around `loop` whose bounds and steps are constants."""
+    found: list[tuple[SSAValue, Range]] = []
+    parent = loop.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, scf.ParallelOp | affine.ParallelOp):
+            ranges = _ranges(parent, lift)
+            block = parent.regions[0].block
+            if ranges is not None and len(ranges) == len(block.args):
+                found += zip(block.args, ranges, strict=True)
+        elif isinstance(parent, scf.ForOp | affine.ForOp):
+            bounds = _for_range(parent, lift)
+            if bounds is not None:
+                found.append((parent.regions[0].block.args[0], bounds))
+        parent = parent.parent_op()
+    return found
+
+
+def _for_range(loop: scf.ForOp | affine.ForOp, lift: Lifter) -> Range | None:
+    if isinstance(loop, scf.ForOp):
+        numbers = [lift.constant(v) for v in (loop.lb, loop.ub, loop.step)]
+        if any(n is None for n in numbers):
+            return None
+        first, end, step = (n for n in numbers if n is not None)
+        return first, end, step
+    props = loop.properties
+    lower, upper = props.get("lowerBoundMap"), props.get("upperBoundMap")
+    step = props.get("step")
+    if not isinstance(lower, AffineMapAttr) or not isinstance(upper, AffineMapAttr):
+        return None
+    split = lower.data.num_dims + lower.data.num_symbols
+    lows = _numbers(lift, lower, loop.operands[:split])
+    highs = _numbers(lift, upper, loop.operands[split:])
+    if not lows or not highs or not isinstance(step, IntegerAttr):
+        return None
+    return max(lows), min(highs), step.value.data
+
+
+@cache
+def _domain(ranges: tuple[Range, ...], names: tuple[str, ...]) -> isl.Set:
+    """The values `names` take as the variables of loops of `ranges`, a set of parameters."""
+    conditions = [_within(r, name) for r, name in zip(ranges, names, strict=True)]
+    return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(conditions) or 'true'} }}")
+
+
+def _within(bounds: Range, name: str) -> str:
+    first, end, step = bounds
+    text = f"{first} <= {name} < {end}"
+    return text if step == 1 else f"{text} and ({name} - ({first})) mod {step} = 0"
 
 
 def _ranges(loop: Operation, lift: Lifter) -> list[Range] | None:
@@ -204,12 +274,9 @@ def _inside(loop: Operation, value: SSAValue) -> bool:
 def _apart(ranges: tuple[Range, ...]) -> isl.Set:
     """Two distinct iterations, each within `ranges`, as a set of parameters (`_names`)."""
     firsts, seconds = _names(len(ranges))
-    conditions: list[str] = []
-    for (first, end, step), a, b in zip(ranges, firsts, seconds, strict=True):
-        for v in (a, b):
-            conditions.append(f"{first} <= {v} < {end}")
-            if step != 1:
-                conditions.append(f"({v} - ({first})) mod {step} = 0")
+    conditions = [
+        _within(r, v) for r, a, b in zip(ranges, firsts, seconds, strict=True) for v in (a, b)
+    ]
     differ = " or ".join(f"{a} != {b}" for a, b in zip(firsts, seconds, strict=True))
     names = ", ".join([*firsts, *seconds])
     return isl.Set(f"[{names}] -> {{ : {' and '.join(conditions)} and ({differ}) }}")
@@ -221,27 +288,32 @@ def _names(rank: int) -> tuple[list[str], list[str]]:
 
 
 def _witness(
-    clash: isl.Set, memref: SSAValue, firsts: list[str], seconds: list[str], read: bool
+    clash: isl.Set,
+    memref: SSAValue,
+    firsts: list[str],
+    seconds: list[str],
+    outer: list[str],
+    read: bool,
 ) -> Overlap:
-    """The least point of `clash` (parameters: the two iterations), as an Overlap."""
+    """The least point of `clash` (parameters: the outer loops' variables, then the two
+    iterations), as an Overlap."""
     params = isl.dim_type.param
     rank = clash.dim(isl.dim_type.set)
-    wanted = [*firsts, *seconds]
-    # The iterations become the leading set dimensions, then lexmin picks one point.
+    wanted = [*outer, *firsts, *seconds]
+    # The variables become the leading set dimensions, then lexmin picks one point.
     points = clash
     for name in reversed(wanted):
         at = points.find_dim_by_name(params, name)
         points = points.move_dims(isl.dim_type.set, 0, params, at, 1)
     points = points.project_out(params, 0, points.dim(params))
     point = points.lexmin().sample_point()
-    values = [
-        point.get_coordinate_val(isl.dim_type.set, k).to_python() for k in range(len(wanted) + rank)
-    ]
-    count = len(firsts)
+    dims = range(len(wanted) + rank)
+    values = [point.get_coordinate_val(isl.dim_type.set, k).to_python() for k in dims]
+    start, middle = len(outer), len(outer) + len(firsts)
     return Overlap(
         memref,
         tuple(values[len(wanted) :]),
-        tuple(values[:count]),
-        tuple(values[count : len(wanted)]),
+        tuple(values[start:middle]),
+        tuple(values[middle : len(wanted)]),
         read,
     )

@@ -179,6 +179,33 @@ def test_affine_parallel_overlaps_are_found() -> None:
     assert parallel_overlap(_loop(TASK.format(body=own))) is None
 
 
+def test_a_loop_variable_around_the_loop_counts_as_the_same_in_both_iterations() -> None:
+    """A matrix-vector product parallel along its sum: every j adds into y[i]."""
+    body = """scf.for %i = %c0 to %c8 step %c1 {
+        scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+          %y = memref.load %a[%i] : memref<16xi64>
+          %x = memref.load %b[%j] : memref<16xi64>
+          %s = arith.addi %y, %x : i64
+          memref.store %s, %a[%i] : memref<16xi64>
+        }
+      }"""
+    found = parallel_overlap(_loop(TASK.format(body=body)))
+    assert found is not None
+    assert (found.first, found.second, found.element) == ((0,), (1,), (0,))
+
+
+def test_an_overlap_at_some_values_of_the_loops_around_only_is_not_proven() -> None:
+    """For i < 8, a[i - 8] is outside the memref: those iterations overlap nowhere."""
+    body = """%c16 = arith.constant 16 : index
+      scf.for %i = %c0 to %c16 step %c1 {
+        scf.parallel (%j) = (%c0) to (%c8) step (%c1) {
+          %k = arith.subi %i, %c8 : index
+          memref.store %one, %a[%k] : memref<16xi64>
+        }
+      }"""
+    assert parallel_overlap(_loop(TASK.format(body=body))) is None
+
+
 def test_a_loop_of_one_iteration_has_no_overlap() -> None:
     body = """scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
         memref.store %one, %a[%c0] : memref<16xi64>
