@@ -53,7 +53,7 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
     lift = Lifter()
     ranges = _ranges(loop, lift)
     body = loop.regions[0].block
-    if ranges is None or len(ranges) != len(body.args):
+    if ranges is None or len(ranges) != len(body.args) or not _stepping(ranges):
         return None
     memrefs = _outside_memrefs(loop, body)
     if not memrefs or _plainly_apart(body, memrefs):
@@ -98,14 +98,19 @@ def _loops_around(loop: Operation, lift: Lifter) -> list[tuple[SSAValue, Range]]
         if isinstance(parent, scf.ParallelOp | affine.ParallelOp):
             ranges = _ranges(parent, lift)
             block = parent.regions[0].block
-            if ranges is not None and len(ranges) == len(block.args):
+            if ranges is not None and len(ranges) == len(block.args) and _stepping(ranges):
                 found += zip(block.args, ranges, strict=True)
         elif isinstance(parent, scf.ForOp | affine.ForOp):
             bounds = _for_range(parent, lift)
-            if bounds is not None:
+            if bounds is not None and _stepping([bounds]):
                 found.append((parent.regions[0].block.args[0], bounds))
         parent = parent.parent_op()
     return found
+
+
+def _stepping(ranges: list[Range]) -> bool:
+    """Whether every step is positive (a step of 0 is an error at run time)."""
+    return all(step > 0 for _, _, step in ranges)
 
 
 def _for_range(loop: scf.ForOp | affine.ForOp, lift: Lifter) -> Range | None:

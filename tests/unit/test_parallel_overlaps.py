@@ -206,6 +206,13 @@ def test_an_overlap_at_some_values_of_the_loops_around_only_is_not_proven() -> N
     assert parallel_overlap(_loop(TASK.format(body=body))) is None
 
 
+def test_a_loop_of_step_zero_is_left_to_run_time() -> None:
+    body = """scf.parallel (%i) = (%c0) to (%c8) step (%c0) {
+        memref.store %one, %a[%c0] : memref<16xi64>
+      }"""
+    assert parallel_overlap(_loop(TASK.format(body=body))) is None
+
+
 def test_a_loop_of_one_iteration_has_no_overlap() -> None:
     body = """scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
         memref.store %one, %a[%c0] : memref<16xi64>
