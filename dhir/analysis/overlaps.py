@@ -6,8 +6,10 @@ timing, while the interpreter runs them in order.
 
 Only what is proven counts (`dhir.analysis.regions.sure_accesses`): loads and stores
 that run in every iteration, at subscripts affine in the loop variables, of memrefs
-from outside the loop, in a loop whose bounds and steps are constants. Atomic updates
-and reductions are the ways to combine iterations, and never count.
+from outside the loop, in a loop whose bounds and steps are constants. The variables
+of the loops around it with constant bounds are the same in both iterations, and the
+overlap must occur at each of their values. Atomic updates and reductions are the ways
+to combine iterations, and never count.
 """
 
 from collections.abc import Sequence
