@@ -171,27 +171,39 @@ def _check_calls(calls: list[func.CallOp], module: ModuleOp) -> None:
 def _check_address(taken: memref.ExtractAlignedPointerAsIndexOp) -> None:
     """Raise PassFailedAt where a task uses the address `taken` makes outside any task,
     or what integer arithmetic outside tasks makes of it."""
+    found = address_use_in_task(taken)
+    if found is not None:
+        raise PassFailedAt(*found)
+
+
+def address_use_in_task(
+    taken: memref.ExtractAlignedPointerAsIndexOp,
+) -> tuple[Operation, str] | None:
+    """The first op of a task that uses the address `taken` makes outside any task, or
+    what integer arithmetic outside tasks makes of it, with the error to give there."""
     if enclosing(taken, TaskOp) is not None:
-        return
+        return None
     pending: list[SSAValue] = [taken.aligned_pointer]
     seen: set[SSAValue] = {taken.aligned_pointer}
     while pending:
         for use in pending.pop().uses:
             user = use.operation
             if enclosing(user, TaskOp) is not None:
-                raise PassFailedAt(user, _address_message(user.operands[use.index], taken))
+                return user, _address_message(user.operands[use.index], taken)
             for result in derived_results(user):
                 if result not in seen:
                     seen.add(result)
                     pending.append(result)
+    return None
 
 
 def _address_message(value: SSAValue, taken: memref.ExtractAlignedPointerAsIndexOp) -> str:
     source = _name(taken.source)
     return (
         f"this op uses {_name(value)}, an address in {source} taken outside its task; on "
-        f"the rank running the task it points into that rank's copy of {source}, which "
-        f"dhir does not move there since the task does not list it. Take the address "
+        f"the rank running the task it points into that rank's own copy of {source}, "
+        "which need not hold the task's data (dhir moves only what a task lists, and a "
+        "rank may hold only some rows of a memref). Take the address "
         f"inside the task (memref.extract_aligned_pointer_as_index {source}) and list "
         f"{source} on the task"
     )

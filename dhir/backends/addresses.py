@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
+from dhir.analysis.sharing import address_use_in_task
 from dhir.dialects import func
 from dhir.dialects.access import Kind, facts
 from dhir.dialects.dhir import TaskOp
@@ -33,13 +34,20 @@ class _Stored:
 
 
 def check_addresses(module: ModuleOp) -> None:
-    """Refuse the first call of linked code that is passed an address another task took."""
+    """Refuse the first task that uses an address taken outside any task (as
+    dhir-lower-to-mpi does natively, so that the interpreter does too), then the first
+    call of linked code that is passed an address another task took."""
+    taken = find_ops(module, ExtractAlignedPointerAsIndexOp)
+    for op in taken:
+        found = address_use_in_task(op)
+        if found is not None:
+            raise error_at(*found)
     declared = {
         op.sym_name.data
         for op in module.body.block.ops
         if isinstance(op, func.FuncOp) and op.is_declaration
     }
-    if not declared or not find_ops(module, ExtractAlignedPointerAsIndexOp):
+    if not declared or not taken:
         return  # no walk of the tasks (a large schedule's costs 50 ms)
     stored = _stored_addresses(module)
     if not stored:

@@ -110,3 +110,34 @@ def test_dhir_compile_refuses_them_too(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "p.mlir:20:7: error: @add_one is passed an address" in result.stderr
     assert not exe.exists()
+
+
+HOST_TAKEN = """func.func @main(%b: memref<4xf64>, %c: memref<4xi64>) {
+  %p = memref.extract_aligned_pointer_as_index %b : memref<4xf64> -> index
+  %q = arith.index_cast %p : index to i64
+  dhir.schedule %b, %c {
+    %t = dhir.task target = "cpu", %b, %c {
+      %c0 = arith.constant 0 : index
+      memref.store %q, %c[%c0] : memref<4xi64>
+    }
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_an_address_taken_outside_any_task_is_refused_by_both_backends(
+    tmp_path: Path, backend: str
+) -> None:
+    """dhir-lower-to-mpi refused it natively; the interpreter ran it. The task lists %b
+    here, which the message no longer denies."""
+    program = tmp_path / "p.mlir"
+    program.write_text(HOST_TAKEN)
+    where = (
+        r"p\.mlir:7:7: error: this op uses %q, an address in %b taken outside its task; "
+        r".*own copy of %b, which need not hold the task's data"
+    )
+    with pytest.raises(DhirError, match=where):
+        dhir.run(str(program), np.zeros(4), np.zeros(4, np.int64), backend=backend)
