@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.passes import ModulePass
 
 from dhir.dialects import func
+from dhir.ir.walk import find_ops
 
 PREFIX = "dhir_user."
 
@@ -24,8 +25,8 @@ def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
     """The functions `module` defines, other than `entry`: those to rename."""
     return frozenset(
         op.sym_name.data
-        for op in module.walk()
-        if isinstance(op, func.FuncOp) and not op.is_declaration and op.sym_name.data != entry
+        for op in find_ops(module, func.FuncOp)  # `walk()`: 0.1 s at 10,000 tasks
+        if not op.is_declaration and op.sym_name.data != entry
     )
 
 
