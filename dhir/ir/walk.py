@@ -27,6 +27,11 @@ def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ..
     return next(_found(root, kinds), None) is not None
 
 
+# Per kinds asked for, whether each op class is one of them: kept across walks, since
+# many are of a few ops each (a task's body) and `issubclass` on IRDL classes is slow.
+_WANTED: dict[type[Operation] | tuple[type[Operation], ...], dict[type[Operation], bool]] = {}
+
+
 def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterator[_Op]:
     """`find_ops`'s ops, one at a time: each op's class is asked once, not each op.
 
@@ -34,9 +39,15 @@ def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterato
     regions (most of them) is never pushed, and the links between ops and blocks are
     read as xDSL 0.74 stores them (`_next_op`, ...), not through its properties, which
     took 40% of a walk (tests/unit/test_walk.py checks the order against `walk()`)."""
-    wanted: dict[type[Operation], bool] = {}
+    wanted = _WANTED.get(kinds)
+    if wanted is None:
+        wanted = _WANTED[kinds] = {}
     pending: list[Operation] = []
-    if issubclass(type(root), kinds):
+    kind = type(root)
+    hit = wanted.get(kind)
+    if hit is None:
+        hit = wanted[kind] = issubclass(kind, kinds)
+    if hit:
         yield root  # pyright: ignore[reportReturnType]
     _push_blocks(root, pending)
     while pending:

@@ -11,6 +11,7 @@ from xdsl.ir import Block, Operation, Region
 from dhir import parse_string
 from dhir.dialects import arith, func, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir import walk
 from dhir.ir.walk import find_ops, holds_op
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
@@ -93,3 +94,25 @@ def test_find_ops_reads_no_links_through_properties(monkeypatch: pytest.MonkeyPa
         monkeypatch.setattr(cls, name, counted)
     assert find_ops(module, Operation) == want
     assert reads == []
+
+
+def test_find_ops_asks_each_class_once_across_walks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many walks are of a few ops each (a task's body): whether a class is of the kinds
+    asked for is kept from one walk to the next."""
+    module = parse_string(BLOCKS)
+    kinds = (scf.IfOp, memref.LoadOp)
+    asked: list[type] = []
+
+    def counted(kind: type, of: object) -> bool:
+        asked.append(kind)
+        return issubclass(kind, of)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(walk, "issubclass", counted, raising=False)
+    first = find_ops(module, kinds)
+    classes = {type(op) for op in module.walk()}
+    assert len(asked) <= len(classes)
+    asked.clear()
+    for op in module.walk():
+        assert find_ops(op, kinds) == [o for o in op.walk() if isinstance(o, kinds)]
+    assert find_ops(module, kinds) == first
+    assert asked == []
