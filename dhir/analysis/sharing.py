@@ -45,17 +45,19 @@ from dhir.ir.walk import enclosing, find_ops
 def check_shared_data(module: ModuleOp) -> None:
     """Raise PassFailedAt for the first schedule with aliasing operands that a task
     writes, the first task that uses a mutable global or an address taken outside it."""
-    found = find_ops(module, (func.CallOp, memref.ExtractAlignedPointerAsIndexOp))
+    # One walk for the three kinds (each walk of a large schedule costs 30 ms); nothing
+    # here changes the module.
+    found = find_ops(module, (func.CallOp, memref.ExtractAlignedPointerAsIndexOp, *GLOBAL_USES))
     calls = [op for op in found if isinstance(op, func.CallOp)]
     _check_calls(calls, module)
     passed = _passed_globals(calls, module)
     for taken in found:
         if isinstance(taken, memref.ExtractAlignedPointerAsIndexOp):
             _check_address(taken)
-    mutable = _mutable_globals(module)
+    mutable = _mutable_globals(module, [op for op in found if isinstance(op, GLOBAL_USES)])
     # Without a mutable global no task can use one: its ops need no second look.
     users = _functions_using(module, mutable) if mutable else {}
-    reach = CastReach(module)
+    reach = CastReach(module, calls)
     for schedule in (s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)):
         _check_operands(schedule, passed)
         for task in schedule.tasks() if mutable else ():
@@ -569,12 +571,15 @@ class CastReach:
     each found once, when first asked."""
 
     module: ModuleOp
+    calls: list[func.CallOp] | None = None  # the module's, when found already
     _viewed: set[SSAValue] | None = None
     _stretching: dict[str, Operation] | None = None
 
     def whole(self, value: SSAValue) -> bool:
         if self._viewed is None:
-            calls = [op for op in find_ops(self.module, func.CallOp) if isinstance(op, func.CallOp)]
+            calls = self.calls
+            if calls is None:
+                calls = find_ops(self.module, func.CallOp)
             self._viewed = _viewed_arguments(calls, self.module)
         return _whole_buffer(value, self._viewed)
 
@@ -713,16 +718,18 @@ def _check_globals(task: TaskOp, mutable: set[str], users: dict[str, str]) -> No
             )
 
 
-def _mutable_globals(module: ModuleOp) -> set[str]:
+def _mutable_globals(module: ModuleOp, uses: list[Operation] | None = None) -> set[str]:
     """Names of the module's globals that are not constant, and of globals used but
-    not defined here (nothing says they are constant)."""
+    not defined here (nothing says they are constant); `uses`: the module's ops of
+    GLOBAL_USES, when found already."""
     defined: dict[str, bool] = {}
     for op in module.body.block.ops:
         if is_global(op):
             name = op.properties.get("sym_name")
             constant = op.properties.get("constant") is not None
             defined[getattr(name, "data", "")] = constant
-    uses = find_ops(module, GLOBAL_USES)
+    if uses is None:
+        uses = find_ops(module, GLOBAL_USES)
     used = {name for op in uses if (name := global_name(op)) is not None}
     return {name for name in used if not defined.get(name, False)}
 

@@ -11,6 +11,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, Region
 
 from dhir import parse_string
+from dhir.analysis import sharing
+from dhir.analysis.sharing import check_shared_data
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.user_names import user_functions
 
@@ -56,3 +59,53 @@ def test_optimize_bodies_looks_at_plain_tasks_without_walk(
     assert optimize_bodies(module, 256) == []
     assert calls == []
     assert str(module) == before
+
+
+GLOBAL_IN_TASK = """
+memref.global "private" @g : memref<4xi32> = dense<[1, 2, 3, 4]>
+func.func @main(%b: memref<4xi32>) {
+  dhir.schedule %b {
+    %t0 = dhir.task target = "cpu", %b {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %b[%c0] : memref<4xi32>
+      memref.store %x, %b[%c0] : memref<4xi32>
+    }
+    %t1 = dhir.task target = "cpu" {
+      %g = memref.get_global @g : memref<4xi32>
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 42 : i32
+      memref.store %x, %g[%c0] : memref<4xi32>
+    }
+  }
+  func.return
+}
+"""
+
+
+def _module_walks(monkeypatch: pytest.MonkeyPatch, module: ModuleOp) -> list[object]:
+    """The kinds sharing's walks of the whole of `module` look for."""
+    kinds: list[object] = []
+    original = sharing.find_ops
+
+    def counted(root: Operation, of: object) -> object:
+        if root is module:
+            kinds.append(of)
+        return original(root, of)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(sharing, "find_ops", counted)
+    return kinds
+
+
+def test_check_shared_data_walks_the_module_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls, taken addresses and uses of globals, found in one walk (three before)."""
+    module = parse_string(programs.neighbour_tasks(20))
+    assert isinstance(module, ModuleOp)
+    walks = _module_walks(monkeypatch, module)
+    check_shared_data(module)
+    assert len(walks) == 1
+    refused = parse_string(GLOBAL_IN_TASK)
+    assert isinstance(refused, ModuleOp)
+    walks = _module_walks(monkeypatch, refused)
+    with pytest.raises(PassFailedAt, match="this task uses the mutable memref.global @g"):
+        check_shared_data(refused)
+    assert len(walks) == 1
