@@ -103,7 +103,9 @@ def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
     named: list[tuple[TaskOp, str, str | None, str]] = []
     for op in module.body.block.ops:
         owner = _owner(op)
-        for s, schedule in enumerate(find_ops(op, ScheduleOp)):
+        # Outside task bodies, which hold no schedule (the verifier refuses one there)
+        # and most of a large schedule's ops.
+        for s, schedule in enumerate(_schedules(op)):
             where = f"{owner}.schedule{s}"
             for task, suffix in zip(schedule.tasks(), _task_suffixes(schedule), strict=True):
                 named.append((task, where, user_name(task), suffix))

@@ -13,7 +13,9 @@ from xdsl.ir import Operation, Region
 from dhir import parse_string
 from dhir.analysis import sharing
 from dhir.analysis.sharing import check_shared_data
+from dhir.ir import tasks
 from dhir.ir.pass_failure import PassFailedAt
+from dhir.ir.tasks import task_ids
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.user_names import user_functions
 
@@ -109,3 +111,21 @@ def test_check_shared_data_walks_the_module_once(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(PassFailedAt, match="this task uses the mutable memref.global @g"):
         check_shared_data(refused)
     assert len(walks) == 1
+
+
+def test_task_ids_finds_schedules_outside_task_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Schedules are found without walking the tasks' bodies (no schedule is nested in
+    a task), which hold most of the ops; twice a build (dhir-place, dhir-track-tasks)."""
+    module = parse_string(programs.neighbour_tasks(20))
+    assert isinstance(module, ModuleOp)
+    walks: list[object] = []
+    original = tasks.find_ops
+
+    def counted(root: Operation, of: object) -> object:
+        walks.append(of)
+        return original(root, of)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(tasks, "find_ops", counted)
+    names = task_ids(module)
+    assert walks == []
+    assert list(names.values()) == [f"t{k}" for k in range(20)]
