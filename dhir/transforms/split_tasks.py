@@ -64,6 +64,7 @@ from xdsl.passes import ModulePass
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import iterations_independent
+from dhir.choices import MAX_RANKS
 from dhir.dialects import affine, arith, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
@@ -165,9 +166,12 @@ def _weights(task: TaskOp, count: int, devices: Sequence[Device] | None) -> list
         return None
     forced = task.attributes.get(SPLIT_ATTR)
     if forced is not None:
-        if not isinstance(forced, IntegerAttr) or forced.value.data < 1:
+        # At most as many pieces as ranks may be: 2**63 - 1 made a list of that many
+        # weights (a MemoryError, an internal error), and millions ran for minutes.
+        if not isinstance(forced, IntegerAttr) or not 1 <= forced.value.data <= MAX_RANKS:
             raise PassFailedAt(
-                task, f"{SPLIT_ATTR} must be an integer >= 1 (1 keeps the task whole)"
+                task,
+                f"{SPLIT_ATTR} must be an integer from 1 to {MAX_RANKS} (1 keeps the task whole)",
             )
         return [1] * forced.value.data if forced.value.data > 1 else None
     if count == 1 or RANK_ATTR in task.attributes:

@@ -361,18 +361,21 @@ def test_by_default_only_schedules_with_fewer_independent_tasks_than_ranks_split
     assert str(module).count("dhir.piece") == pieces
 
 
-def test_a_split_below_one_is_a_located_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("count", ["0", "65537", "9223372036854775807"])
+def test_a_split_outside_one_to_max_ranks_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: str
 ) -> None:
+    """Below 1, or more pieces than ranks may be: 2**63 - 1 was a MemoryError (an
+    internal error) building the pieces' weights."""
     from dhir.cli.dhir_opt import main as dhir_opt
 
     program = tmp_path / "bad.mlir"
-    forced = "dhir.task %cpu, %a, %b attributes {dhir.split = 0} {"
+    forced = f"dhir.task %cpu, %a, %b attributes {{dhir.split = {count}}} {{"
     program.write_text(_row_halves(1).replace("dhir.task %cpu, %a, %b {", forced))
     assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}"]) == 1
     err = capsys.readouterr().err
-    assert f"{program}:6:5:" in err and "dhir.split must be an integer >= 1" in err
-    assert "Traceback" not in err
+    assert f"{program}:6:5:" in err and "dhir.split must be an integer from 1 to 65536" in err
+    assert "Traceback" not in err and "internal error" not in err
 
 
 def test_a_split_that_cannot_be_made_says_so_at_the_task(
