@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
+    DenseArrayBase,
     FunctionType,
     IntegerType,
     MemRefType,
@@ -17,6 +18,7 @@ from xdsl.dialects.builtin import (
     NoneType,
     Signedness,
     StridedLayoutAttr,
+    SymbolRefAttr,
     TensorType,
     TupleType,
     UnrankedMemRefType,
@@ -28,7 +30,7 @@ from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
-from dhir.dialects import func, memref, vector
+from dhir.dialects import func, memref, shard, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -200,6 +202,8 @@ def _verify_op(
         _verify_memref_types(op)
         if isinstance(op, memref.GetGlobalOp):
             _verify_global_reference(op, symbols)
+        if shard.is_shard_op(op):
+            _verify_grid_axes(op, symbols)
         if isinstance(op, memref.DimOp) and _rank(op.source.type) == 0:
             raise DiagnosticException(f"'{op.name}' of a rank-0 memref: it has no dimension")
         if isinstance(op, memref.AssumeAlignmentOp):
@@ -298,6 +302,31 @@ def _verify_global_reference(op: memref.GetGlobalOp, symbols: Symbols) -> None:
         raise DiagnosticException(f"'{op.name}': @{name} is no memref.global")
     if found.type != op.memref.type:
         raise DiagnosticException(f"'{op.name}': @{name} is a {found.type}, not a {op.memref.type}")
+
+
+def _verify_grid_axes(op: Operation, symbols: Symbols) -> None:
+    """As MLIR 22 checks it (xDSL does not): a shard op's grid is a shard.grid, and the
+    axes it names (`grid_axes`, `axes`) are that grid's, each once. dhir's partitioning
+    indexes the grid's shape with them: an axis past its rank was an internal error."""
+    grid = op.properties.get("grid")
+    if not isinstance(grid, SymbolRefAttr):
+        return
+    name = grid.root_reference.data
+    found = symbols.lookup(op, grid)
+    if not isinstance(found, shard.GridOp):
+        raise DiagnosticException(f"'{op.name}' names the grid @{name}, which is no shard.grid")
+    axes = op.properties.get("grid_axes", op.properties.get("axes"))
+    if not isinstance(axes, DenseArrayBase):
+        return
+    rank, values = len(found.shape.get_values()), axes.get_values()
+    for axis in values:
+        if not 0 <= axis < rank:
+            raise DiagnosticException(
+                f"'{op.name}' names grid axis {axis}, but the grid @{name} has {rank} "
+                f"axes: name axes 0 to {rank - 1}"
+            )
+    if len(set(values)) != len(values):
+        raise DiagnosticException(f"'{op.name}' names a grid axis twice: name each once")
 
 
 def _rank(kind: Attribute) -> int | None:
