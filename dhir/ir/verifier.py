@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     NoneType,
     Signedness,
     StridedLayoutAttr,
+    StringAttr,
     SymbolRefAttr,
     TensorType,
     TupleType,
@@ -187,6 +188,8 @@ def _verify_op(
     cloned: Mapping[Region, ClonedBody],
     symbols: Symbols,
 ) -> None:
+    if op.has_trait(SymbolTable):
+        _verify_unique_symbols(op)
     try:
         if isinstance(op, TaskOp) and op.regions and op.body in cloned:
             op.verify_task()  # IRDL's checks hold by construction: see verify_task
@@ -219,6 +222,23 @@ def _verify_op(
     for index, operand in enumerate(op.operands):
         if not dominance.value_dominates(operand, op):
             raise DhirError([_dominance_error(op, index)])
+
+
+def _verify_unique_symbols(table: Operation) -> None:
+    """A symbol defined twice in one table, at its second definition with a note at the
+    first, as MLIR 22 reports it. xDSL's check blames the table: for the implicit module
+    of a file, which has no location, the error named no line."""
+    first: dict[str, Operation] = {}
+    for op in table.regions[0].ops if len(table.regions) == 1 else ():
+        name = op.properties.get("sym_name", op.attributes.get("sym_name"))
+        if not isinstance(name, StringAttr):
+            continue
+        if name.data not in first:
+            first[name.data] = op
+            continue
+        note = Diagnostic("the first definition of it is here", loc_of(first[name.data]), "note")
+        why = f"@{name.data} is defined twice in one module; rename or remove one of them"
+        raise DhirError([Diagnostic(why, loc_of(op), notes=[note])])
 
 
 def _verify_signless(op: Operation) -> None:
