@@ -12,6 +12,8 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     DenseArrayBase,
     FunctionType,
+    IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -196,6 +198,7 @@ def _verify_op(
         else:
             op.verify(verify_nested_ops=False)
         _verify_blocks_not_empty(op)
+        _verify_index_attributes(op)
         if op.name.startswith("arith."):
             _verify_signless(op)
         if isinstance(op, vector.ExtractOp | vector.InsertOp):
@@ -239,6 +242,26 @@ def _verify_unique_symbols(table: Operation) -> None:
         note = Diagnostic("the first definition of it is here", loc_of(first[name.data]), "note")
         why = f"@{name.data} is defined twice in one module; rename or remove one of them"
         raise DhirError([Diagnostic(why, loc_of(op), notes=[note])])
+
+
+# MLIR 22 parses an `index` constant as a signed 64-bit integer; xDSL takes any size.
+_INDEX_RANGE = range(-(2**63), 2**63)
+
+
+def _verify_index_attributes(op: Operation) -> None:
+    """An `index` attribute (`arith.constant 99999999999999999999 : index`) outside the
+    range MLIR 22's parser takes: the interpreter computed with it, and the native build
+    then failed in mlir-opt-22, at a line of the build file rather than the program's."""
+    for attr in (*op.properties.values(), *op.attributes.values()):
+        if not isinstance(attr, IntegerAttr) or not isinstance(attr.type, IndexType):
+            continue
+        value = attr.value.data
+        if value not in _INDEX_RANGE:
+            raise DiagnosticException(
+                f"'{op.name}': the index constant {value} is out of range: MLIR reads an "
+                f"index constant as a signed 64-bit integer, from {_INDEX_RANGE.start} to "
+                f"{_INDEX_RANGE.stop - 1}"
+            )
 
 
 def _verify_signless(op: Operation) -> None:
