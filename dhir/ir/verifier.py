@@ -6,6 +6,7 @@ the SSA dominance check that xDSL lacks.
 """
 
 from collections.abc import Mapping
+from typing import cast
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -29,12 +30,14 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
-from xdsl.traits import NoTerminator
+from xdsl.ir.affine import AffineDimExpr, AffineMap
+from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import func, memref, shard, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
@@ -210,6 +213,8 @@ def _verify_op(
             _verify_global_reference(op, symbols)
         if shard.is_shard_op(op):
             _verify_grid_axes(op, symbols)
+        if isinstance(op, LinalgStructuredOperation):
+            _verify_linalg_shapes(op)
         if isinstance(op, memref.DimOp) and _rank(op.source.type) == 0:
             raise DiagnosticException(f"'{op.name}' of a rank-0 memref: it has no dimension")
         if isinstance(op, memref.AssumeAlignmentOp):
@@ -370,6 +375,54 @@ def _verify_grid_axes(op: Operation, symbols: Symbols) -> None:
             )
     if len(set(values)) != len(values):
         raise DiagnosticException(f"'{op.name}' names a grid axis twice: name each once")
+
+
+def _verify_linalg_shapes(op: LinalgStructuredOperation) -> None:
+    """As MLIR 22 checks a structured op with static shapes (xDSL does not): the loop
+    ranges, read from the operands' shapes through the indexing maps, reach each
+    dimension of each operand exactly (or, through a sum such as a convolution's, within
+    it). A matmul of 4x3 by 4x3 ran in the interpreter, reading past a row, and the
+    native build failed in mlir-opt-22, at a line of the build file."""
+    maps = [attr.data for attr in op.get_indexing_maps()]
+    ranges = _loop_ranges(op, maps)
+    if ranges is None:
+        return
+    ends = [size - 1 for size in ranges]
+    for number, (operand, indexing) in enumerate(zip(op.operands, maps)):
+        if not isinstance(operand.type, MemRefType | TensorType) or indexing.num_symbols:
+            continue
+        firsts, lasts = indexing.eval([0] * len(ends), []), indexing.eval(ends, [])
+        for dim, size in enumerate(operand.type.get_shape()):
+            if size in (DYNAMIC_INDEX, 0):
+                continue
+            low, high = sorted((firsts[dim], lasts[dim]))
+            reached = 0 if low < 0 else high + 1  # below 0: a loop of no iterations
+            exact = isinstance(indexing.results[dim], AffineDimExpr)
+            if reached != size if exact else not 0 < reached <= size:
+                wanted = reached if exact else f"at least {reached}"
+                raise DiagnosticException(
+                    f"'{op.name}': operand #{number} has {size} elements in its dimension "
+                    f"#{dim}, where the other operands' shapes make the loops reach "
+                    f"{wanted}; give the operands shapes that agree"
+                )
+
+
+def _loop_ranges(op: Operation, maps: list[AffineMap]) -> list[int] | None:
+    """Each loop's range, as MLIR reads it: the size of the first operand dimension its
+    maps give as the loop itself (a convolution's input, indexed by sums, gives none);
+    None where a range is not static or not given."""
+    if not maps or len(maps) != len(op.operands):
+        return None
+    ranges: list[int | None] = [None] * maps[0].num_dims
+    for operand, indexing in zip(op.operands, maps):
+        kind = operand.type
+        shape = kind.get_shape() if isinstance(kind, MemRefType | TensorType) else ()
+        for expr, size in zip(indexing.results, shape):
+            if isinstance(expr, AffineDimExpr) and ranges[expr.position] is None:
+                ranges[expr.position] = size
+    if any(size is None or size == DYNAMIC_INDEX for size in ranges):
+        return None
+    return cast(list[int], ranges)
 
 
 def _rank(kind: Attribute) -> int | None:
