@@ -37,7 +37,7 @@ from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import func, memref, shard, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
-from dhir.dialects.linalg import LinalgStructuredOperation
+from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
@@ -196,6 +196,8 @@ def _verify_op(
     if op.has_trait(SymbolTable):
         _verify_unique_symbols(op)
     try:
+        if isinstance(op, BroadcastOp):
+            _verify_broadcast_dimensions(op)  # before xDSL's check, which fails on them
         if isinstance(op, TaskOp) and op.regions and op.body in cloned:
             op.verify_task()  # IRDL's checks hold by construction: see verify_task
         else:
@@ -405,6 +407,18 @@ def _verify_linalg_shapes(op: LinalgStructuredOperation) -> None:
                     f"#{dim}, where the other operands' shapes make the loops reach "
                     f"{wanted}; give the operands shapes that agree"
                 )
+
+
+def _verify_broadcast_dimensions(op: BroadcastOp) -> None:
+    """Each dimension linalg.broadcast adds is named once. xDSL's verifier indexed past
+    the input's shape on `dimensions = [0, 0]` (an internal error); MLIR 22's reads
+    past it (its message shows garbage)."""
+    added = op.dimensions.get_values()
+    if len(set(added)) != len(added):
+        raise DiagnosticException(
+            f"'{op.name}' names an added dimension twice (dimensions = {list(added)}): "
+            "name each dimension of the init that the input lacks once"
+        )
 
 
 def _loop_ranges(op: Operation, maps: list[AffineMap]) -> list[int] | None:

@@ -20,6 +20,16 @@ func.func @empty_k(%a: memref<4x0xf64>, %b: memref<4x3xf64>, %c: memref<4x3xf64>
 
 // -----
 
+// linalg.broadcast names each dimension it adds once (xDSL's verifier failed on this with
+// an IndexError, an internal error of dhir-opt, dhir schedule and dhir run).
+func.func @broadcast(%a: memref<4xf32>, %d: memref<2x4x3xf32>) {
+  // expected-error@+1 {{'linalg.broadcast' names an added dimension twice (dimensions = [0, 0]): name each dimension of the init that the input lacks once}}
+  linalg.broadcast ins(%a : memref<4xf32>) outs(%d : memref<2x4x3xf32>) dimensions = [0, 0]
+  return
+}
+
+// -----
+
 // CHECK-LABEL: func.func @agree
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
