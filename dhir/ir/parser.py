@@ -5,6 +5,7 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 """
 
 import re
+import struct
 import sys
 from bisect import bisect_right
 from collections.abc import Callable
@@ -125,6 +126,12 @@ class LocatedParser(Parser):
             # VerifyException (or, building an op's default maps from wrong types,
             # ValueError); for the user it is an error at this op.
             raise ParseError(start_span, _readable(str(error))) from None
+        except struct.error as error:
+            # xDSL packs an op's integer array as it builds it (`axes = [4294967296]`
+            # on a shard op, whose axes are i16): a value its type cannot hold.
+            raise ParseError(
+                start_span, f"a value in this op is out of range for its type ({error})"
+            ) from None
         except AssertionError:
             # Some of xDSL's parsers assert what the types allow (linalg.add of index).
             raise ParseError(

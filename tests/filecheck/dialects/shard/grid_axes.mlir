@@ -39,6 +39,16 @@ func.func @main() -> index {
 
 // -----
 
+// Axes are i16: xDSL's packing of 4294967296 failed (struct.error, an internal error).
+shard.grid @g(shape = 2x2)
+func.func @main() -> index {
+  // expected-error@+1 {{a value in this op is out of range for its type (short format requires -32768 <= number <= 32767)}}
+  %row = shard.process_multi_index on @g axes = [4294967296] : index
+  return %row : index
+}
+
+// -----
+
 // CHECK-LABEL: func.func @fine
 // CHECK: shard.all_reduce %x on @g grid_axes = [1, 0]
 // CHECK: shard.process_multi_index on @g axes = [1]
