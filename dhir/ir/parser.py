@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation
 from xdsl.parser import AttrParser, Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
@@ -155,6 +155,21 @@ class LocatedParser(Parser):
         )
 
     # MLIR refuses vectors with a dimension of 0; xDSL 0.74 builds them.
+    def _parse_block(self) -> Block:
+        """xDSL's, refusing a block defined twice whose first definition a branch named
+        before it: xDSL's check missed that case and failed with a KeyError (an
+        internal error) popping the forward reference a second time."""
+        token = self._current_token
+        name = token.text[1:]
+        if (
+            token.kind == MLIRTokenKind.CARET_IDENT
+            and name in self.blocks
+            and name not in self.forward_block_references
+            and self.blocks[name][1] is None  # else xDSL's own check names both places
+        ):
+            raise ParseError(token.span, f"redefinition of block '^{name}'")
+        return super()._parse_block()
+
     def _parse_vector_attrs(self) -> AnyVectorType:
         start = self._current_token.span
         vector = super()._parse_vector_attrs()
