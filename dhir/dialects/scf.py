@@ -4,12 +4,14 @@ which xDSL 0.74 prints generically (`scf.parallel`) or with regions MLIR cannot 
 
 from collections.abc import Sequence
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     FunctionType,
     IndexType,
+    IntAttr,
+    IntegerAttr,
     IntegerType,
     UnitAttr,
     i1,
@@ -106,6 +108,10 @@ class ParallelOp(scf.ParallelOp):
     """`scf.parallel (%i, ...) = (lbs) to (ubs) step (steps) (init (vals))? (-> types)?
     region attr-dict`. Like MLIR, parsing adds the `scf.reduce` terminator when it is
     missing, and printing always shows it. xDSL 0.74 has only the generic form."""
+
+    def verify_(self) -> None:
+        _check_steps("scf.parallel", self.step)
+        super().verify_()
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -238,6 +244,7 @@ class ForOp(scf.ForOp):
         # compare unsigned where dhir's passes and the interpreter compare signed.
         if "unsignedCmp" in self.attributes:
             raise VerifyException(_UNSIGNED_FOR)
+        _check_steps("scf.for", [self.step])
         super().verify_()
 
 
@@ -397,6 +404,7 @@ class ForallOp(IRDLOperation):
                 raise VerifyException(f"scf.forall has a wrong number of dynamic {name}s")
         if any(0 >= s != _DYNAMIC for s in self.staticStep.get_values()):
             raise VerifyException("scf.forall needs positive constant steps")
+        _check_steps("scf.forall", self.dynamicStep)
         if self.mapping is not None and len(self.mapping) != rank:
             raise VerifyException(
                 f"scf.forall has {len(self.mapping)} mapping entries for {rank} loops"
@@ -494,6 +502,34 @@ class ForallOp(IRDLOperation):
             properties=props,
             attributes=attrs,
         )
+
+
+def _check_steps(name: str, steps: Sequence[SSAValue]) -> None:
+    """Refuse a loop step that is a constant of 0 or less. MLIR 22 leaves such loops
+    undefined: native code runs an `scf.for` stepping down from above its upper bound
+    zero times, one stepping down from below it until memory faults, one of step 0
+    forever, where the interpreter stops at the loop. Steps known only when the loop
+    runs are checked by the interpreter alone."""
+    for step in steps:
+        value = _signed_constant(step)
+        if value is not None and value <= 0:
+            raise VerifyException(
+                f"'{name}' has the constant step {value}; MLIR 22 leaves a loop whose step "
+                "is not positive undefined: count up with a positive step (a loop that "
+                "counts down can count i up and use last - i as its index)"
+            )
+
+
+def _signed_constant(value: SSAValue) -> int | None:
+    """The integer an `arith.constant` holds, read signed as scf loops compare."""
+    owner = value.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, IntegerAttr):
+        return None
+    number = owner.value.value.data
+    width = getattr(owner.value.type, "width", None)
+    if isinstance(width, IntAttr) and number >= 1 << (width.data - 1):
+        number -= 1 << width.data
+    return number
 
 
 def _mixed(

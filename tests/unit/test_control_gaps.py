@@ -323,3 +323,73 @@ def test_unsigned_for_is_a_located_error(loop: str, end: str, where: str) -> Non
         dhir.parse_string(src, "prog.mlir")
     message = str(caught.value)
     assert message.startswith(f"{where}error: 'scf.for unsigned' (unsignedCmp) is not"), message
+
+
+# --- constant steps of 0 or less ------------------------------------------------------------
+
+# Each loop stores 7 at its counter in %o (memref<16xi32>); the step is the constant %st.
+_STEP_LOOPS = {
+    "for": ("scf.for %i = %lo to %hi step %st {", "}", "index"),
+    "for_i8": (
+        "scf.for %k = %lo to %hi step %st : i8 {\n        %i = arith.index_cast %k : i8 to index",
+        "}",
+        "i8",
+    ),
+    "parallel": ("scf.parallel (%i) = (%lo) to (%hi) step (%st) {", "}", "index"),
+    "forall": ("scf.forall (%i) = (%lo) to (%hi) step (%st) {", "}", "index"),
+}
+
+
+def _stepped(kind: str, low: int, high: int, step: str) -> str:
+    head, end, type_ = _STEP_LOOPS[kind]
+    body = f"""      %z = arith.constant 7 : i32
+      %lo = arith.constant {low} : {type_}
+      %hi = arith.constant {high} : {type_}
+      %st = arith.constant {step} : {type_}
+      {head}
+        memref.store %z, %o[%i] : memref<16xi32>
+      {end}"""
+    return task("%o: memref<16xi32>", body)
+
+
+@pytest.mark.parametrize(
+    ("kind", "low", "high", "step", "shown"),
+    [
+        # Counting down from above the bound: native code ran it zero times, exit 0.
+        ("for", 15, -1, "-1", "-1"),
+        # From below the bound: native code stepped down until memory faulted.
+        ("for", 0, 8, "-1", "-1"),
+        ("for", 0, 8, "0", "0"),
+        ("for_i8", 15, -1, "255", "-1"),  # an i8 loop reads its step signed
+        ("parallel", 0, 8, "-2", "-2"),  # mlir-opt-22 refused this only when building
+        ("forall", 0, 8, "0", "0"),
+    ],
+)
+def test_constant_step_not_positive_is_a_located_error(
+    kind: str, low: int, high: int, step: str, shown: str
+) -> None:
+    """Both backends parse the program alike: the step is refused at the loop, before the
+    interpreter runs it or native code is built."""
+    with pytest.raises(DhirError) as caught:
+        dhir.parse_string(_stepped(kind, low, high, step), "prog.mlir")
+    message = str(caught.value)
+    name = {"for_i8": "for"}.get(kind, kind)
+    assert message.startswith(
+        f"prog.mlir:9:7: error: 'scf.{name}' has the constant step {shown}; MLIR 22 leaves"
+    ), message
+
+
+def test_run_time_step_not_positive_is_an_interpreter_error() -> None:
+    """A step known only when the loop runs is the interpreter's to refuse."""
+    src = task(
+        "%o: memref<16xi32>, %s: memref<1xindex>",
+        """      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %z = arith.constant 7 : i32
+      %st = memref.load %s[%c0] : memref<1xindex>
+      scf.for %i = %c0 to %c8 step %st {
+        memref.store %z, %o[%i] : memref<16xi32>
+      }""",
+    )
+    message = interp_error(src, np.zeros(16, np.int32), np.array([-1], np.int64))
+    assert re.match(r"prog.mlir:\d+:\d+: error: 'scf.for' has step -1; steps must be", message)
