@@ -68,6 +68,7 @@ from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
+from dhir.transforms.loop_steps import LoopStepsPass
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
@@ -156,6 +157,7 @@ def compile_native(
         FloatAtomicsPass(),
         *copies,
         *threaded,
+        LoopStepsPass(),  # after: its calls would keep the loops around from threads
         CheckMpiPass(options.mpi),
         UserNamesPass(names),
         CAbiPass(),  # C callees rely on their callers widening i1, i8, i16

@@ -80,6 +80,16 @@ _Noreturn void dhir_rt_fatal(const char *format, ...) {
   exit(1); /* MPI_Abort is allowed to return; this rank must still stop */
 }
 
+_Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column) {
+  if (line > 0)
+    dhir_rt_fatal("the loop at line %lld, column %lld has step %lld; MLIR leaves a loop whose step is "
+                  "not positive undefined: count up with a positive step",
+                  (long long)line, (long long)column, (long long)step);
+  dhir_rt_fatal("a loop has step %lld; MLIR leaves a loop whose step is not positive undefined: "
+                "count up with a positive step",
+                (long long)step);
+}
+
 static void check(int code, const char *call) {
   if (code == MPI_SUCCESS)
     return;

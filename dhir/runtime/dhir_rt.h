@@ -85,6 +85,10 @@ void dhir_rt_held_part(uintptr_t *start, int64_t *bytes);
 /* Prints `dhir: error on rank R: ...` and aborts every rank. */
 _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/* Called before a loop whose step, known only at run time, is 0 or less (dhir-loop-steps):
+ * MLIR leaves such a loop undefined. `line` and `column` are the loop's, 0 when unknown. */
+_Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column);
+
 /* Used by the generated harness. */
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);
 void dhir_rt_finalize(void);

@@ -79,6 +79,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return Mlir22WorkaroundsPass
 
+    def loop_steps() -> type[ModulePass]:
+        from dhir.transforms.loop_steps import LoopStepsPass
+
+        return LoopStepsPass
+
     def check_mpi() -> type[ModulePass]:
         from dhir.transforms.check_mpi import CheckMpiPass
 
@@ -153,6 +158,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-shard-collectives": shard_collectives,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
+        "dhir-loop-steps": loop_steps,
         "dhir-check-mpi": check_mpi,
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,

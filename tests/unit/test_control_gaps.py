@@ -393,3 +393,46 @@ def test_run_time_step_not_positive_is_an_interpreter_error() -> None:
     )
     message = interp_error(src, np.zeros(16, np.int32), np.array([-1], np.int64))
     assert re.match(r"prog.mlir:\d+:\d+: error: 'scf.for' has step -1; steps must be", message)
+
+
+_RUN_TIME_STEPS = {
+    # Counting down from above the bound: native code ran it zero times, exit 0.
+    "for down": ("index", "scf.for %i = %c15 to %cm1 step %st {", "-1"),
+    "for i32": (
+        "i32",
+        "scf.for %j = %c0i to %c8i step %st : i32 {\n"
+        "        %i = arith.index_cast %j : i32 to index",
+        "0",
+    ),
+    "parallel": ("index", "scf.parallel (%i) = (%c0) to (%c8) step (%st) {", "-2"),
+}
+
+
+@needs_llvm
+@pytest.mark.parametrize("case", sorted(_RUN_TIME_STEPS))
+def test_run_time_step_not_positive_stops_native_code_at_the_loop(case: str) -> None:
+    """dhir-loop-steps: a step read when the loop runs, 0 or less, stops the rank, naming
+    the loop's line, as the interpreter stops; a positive one runs as written."""
+    kind, head, bad = _RUN_TIME_STEPS[case]
+    element = np.int32 if kind == "i32" else np.int64
+    src = task(
+        f"%o: memref<16xi32>, %s: memref<1x{kind}>",
+        f"""      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %c15 = arith.constant 15 : index
+      %cm1 = arith.constant -1 : index
+      %c0i = arith.constant 0 : i32
+      %c8i = arith.constant 8 : i32
+      %z = arith.constant 7 : i32
+      %st = memref.load %s[%c0] : memref<1x{kind}>
+      {head}
+        memref.store %z, %o[%i] : memref<16xi32>
+      }}""",
+    )
+    zeros = np.zeros(16, np.int32)
+    with pytest.raises(DhirError) as caught:
+        native(src, zeros, np.array([int(bad)], element))
+    line = src.splitlines().index(f"      {head.splitlines()[0]}") + 1
+    assert f"the loop at line {line}, column 7 has step {bad}; MLIR leaves" in str(caught.value)
+    if case != "for down":
+        same_as_native(src, zeros, np.array([3], element))

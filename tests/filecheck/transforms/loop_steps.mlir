@@ -1,0 +1,41 @@
+// dhir-loop-steps: a host loop whose step is known only at run time calls the runtime
+// before it when that step is 0 or less, with the loop's line and column; loops of
+// constant steps and loops in device code are left alone.
+// RUN: dhir-opt %s -p dhir-loop-steps | filecheck %s
+
+// CHECK-LABEL: func.func @run_time
+func.func @run_time(%a: memref<16xi32>, %st: index, %n: i32) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %z = arith.constant 7 : i32
+  // CHECK:      %z = arith.constant 7 : i32
+  // CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0 : index
+  // CHECK-NEXT: %[[BAD:.*]] = arith.cmpi sle, %st, %[[ZERO]] : index
+  // CHECK-NEXT: scf.if %[[BAD]] {
+  // CHECK-NEXT:   %[[WIDE:.*]] = arith.index_cast %st : index to i64
+  // CHECK-NEXT:   %[[LINE:.*]] = arith.constant 21 : i64
+  // CHECK-NEXT:   %[[COL:.*]] = arith.constant 3 : i64
+  // CHECK-NEXT:   func.call @dhir_rt_bad_step(%[[WIDE]], %[[LINE]], %[[COL]]) : (i64, i64, i64) -> ()
+  // CHECK-NEXT: }
+  // CHECK-NEXT: scf.for %{{.*}} = %c0 to %c8 step %st {
+  scf.for %i = %c0 to %c8 step %st {
+    memref.store %z, %a[%i] : memref<16xi32>
+  }
+  // CHECK:      arith.cmpi sle, %n, %{{.*}} : i32
+  // CHECK:      arith.extsi %n : i32 to i64
+  // CHECK:      scf.for %{{.*}} = %{{.*}} to %{{.*}} step %n : i32 {
+  %lo = arith.constant 0 : i32
+  %hi = arith.constant 8 : i32
+  scf.for %j = %lo to %hi step %n : i32 {
+    %i = arith.index_cast %j : i32 to index
+    memref.store %z, %a[%i] : memref<16xi32>
+  }
+  // CHECK-NOT:  dhir_rt_bad_step(
+  // CHECK:      scf.for %{{.*}} = %c0 to %c8 step %c8 {
+  scf.for %i = %c0 to %c8 step %c8 {
+    memref.store %z, %a[%i] : memref<16xi32>
+  }
+  return
+}
+
+// CHECK: func.func private @dhir_rt_bad_step(i64, i64, i64)
