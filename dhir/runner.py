@@ -235,6 +235,15 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
         print(line, file=sys.stderr)
 
 
+def check_runnable(module: ModuleOp) -> None:
+    """Refuse, at its line, what neither backend runs as the program means it: memrefs
+    of memrefs, parallel loops whose iterations overlap, addresses passed to C from
+    another task. `dhir run`, `dhir.run` and `dhir compile` check alike."""
+    check_memref_elements(module)
+    check_parallel_loops(module)
+    check_addresses(module)
+
+
 def run_module(
     module: ModuleOp,
     entry: str,
@@ -252,9 +261,7 @@ def run_module(
     are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
-    check_memref_elements(module)
-    check_parallel_loops(module)
-    check_addresses(module)
+    check_runnable(module)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count is said with the types as written, not as specialised.
         check_given_count(entry_signature(module, entry, given_only=True), inputs)

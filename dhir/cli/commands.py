@@ -14,9 +14,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.backends.addresses import check_addresses
 from dhir.backends.native import compile_native
-from dhir.backends.parallel_loops import check_parallel_loops
 from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.cli import calibrate, schedule
 from dhir.cli.arguments import (
@@ -51,6 +49,7 @@ from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.runner import (
     BACKENDS,
     DEFAULT_BACKEND,
+    check_runnable,
     drop_code,
     load_program,
     on_tensors,
@@ -361,8 +360,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     check_written_files(options)  # --keep-build
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
-    check_parallel_loops(module)  # as `dhir run` does
-    check_addresses(module)
+    check_runnable(module)  # as `dhir run` does
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
         attach(module, plan.system)  # placement and cost models read it there
