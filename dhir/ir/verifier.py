@@ -39,6 +39,7 @@ from dhir.dialects import func, memref, shard, vector
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
+from dhir.dialects.scf import ExecuteRegionOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.dominance import DominanceInfo
 from dhir.ir.region_cache import ClonedBody
@@ -470,6 +471,13 @@ def _verify_blocks_not_empty(op: Operation) -> None:
         return
     for region in op.regions:
         if any(block.first_op is None for block in region.blocks):
+            if isinstance(op, ExecuteRegionOp) and isinstance(op.parent_op(), TaskOp):
+                # The task's blocks, as dhir holds a body of several (dhir.dialects.dhir).
+                raise DiagnosticException(
+                    "'dhir.task' has an empty block: in a task body of several blocks, "
+                    "end each with a terminator (`dhir.yield` to leave the task, or a "
+                    "`cf.br`/`cf.cond_br`)"
+                )
             raise DiagnosticException(
                 f"'{op.name}' has an empty block in a region that needs a terminator"
             )
