@@ -6,13 +6,25 @@ timing, while the interpreter runs them in order.
 
 Only what is proven counts (`dhir.analysis.regions.sure_accesses`): loads and stores
 that run in every iteration, at subscripts affine in the loop variables, of memrefs
-from outside the loop, in a loop whose bounds and steps are constants. The variables
-of the loops around it with constant bounds are the same in both iterations, and the
-overlap must occur at each of their values. Atomic updates and reductions are the ways
-to combine iterations, and never count.
+from outside the loop or views of them (subviews, casts, transposes made outside it,
+whose elements are the memref's). Atomic updates and reductions are the ways to
+combine iterations, and never count.
+
+Bounds and steps may be run-time values, as affine expressions of values defined
+outside the loop (an affine.parallel's symbols, an scf.parallel's operands): each such
+value is an isl parameter, the same in both iterations, and so is each variable of the
+loops around (bounded as their loops bound them, or by nothing). The overlap is proven
+when it occurs at EVERY value of these parameters at which the loop has two iterations
+or more (and the loops around run): a loop of one iteration never races, and a loop
+that races whenever it runs more than one is wrong as written, whatever its inputs. A
+run-time step s is not affine in the iterations (i = first + k*s), so of such a
+dimension only its first two values, first and first + s, are taken: fewer pairs of
+iterations, still each a real one, so what is found stays proven; for the loops
+around, whose every value must overlap, such a dimension counts all values between its
+bounds, more than it takes.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -27,48 +39,117 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
-from dhir.analysis.lift import Lifter
+from dhir.analysis.lift import Affine, Extreme, Leaf, Lifted, Lifter, isl_text
 from dhir.analysis.regions import sure_accesses
 from dhir.dialects import affine, func, scf
-from dhir.dialects.access import Access, Kind, facts
+from dhir.dialects.access import Access, Kind, ViewKind, facts
+from dhir.dialects.arith import scalar_int_width
 
-# Per dimension of a loop: its first value, the bound it stays below, its step.
-Range = tuple[int, int, int]
+# Per dimension of a loop, as isl text over the parameters (`_Names`): the expressions
+# its variable is at least (it starts at the greatest), those it stays below, its step.
+Range = tuple[tuple[str, ...], tuple[str, ...], str]
 
 
 @dataclass(frozen=True)
 class Overlap:
     """Iteration `first` writes element `element` of `memref`, which iteration `second`
-    also writes, or reads when `read`."""
+    also writes, or reads when `read`; `values`: the run-time values the bounds are made
+    of, as this overlap has them (each value's name, or None, and its number)."""
 
     memref: SSAValue
     element: tuple[int, ...]
     first: tuple[int, ...]
     second: tuple[int, ...]
     read: bool
+    values: tuple[tuple[str | None, int], ...] = ()
+
+
+class _Names:
+    """The isl names of the values the bounds are made of, each the same in both
+    iterations: the variables of the loops around (o0, o1, ...), and the other values
+    defined outside the loop (p0, p1, ...)."""
+
+    def __init__(self, lift: Lifter) -> None:
+        self.lift = lift
+        self.names: dict[SSAValue, str] = {}
+        self.values: dict[str, SSAValue] = {}  # the p names
+
+    def text(self, lifted: Lifted | None) -> str | None:
+        """`lifted` as isl text over the names, naming its values as it goes; a number
+        as itself. None when it is not one affine expression."""
+        if lifted is None or not lifted.exact:
+            return None
+        if lifted.low.number is not None:
+            return str(lifted.low.number)
+        for key in _leaves(lifted.low):
+            if isinstance(key, str) and key in self.values:
+                continue  # a value named as a whole (`opaque`)
+            if not isinstance(key, SSAValue):
+                return None
+            if key not in self.names:
+                name = f"p{len(self.values)}"
+                self.names[key] = name
+                self.values[name] = key
+        text = isl_text(lifted.low, self.names)
+        return None if text is None else f"({text})"
+
+    def of(self, value: SSAValue) -> str | None:
+        self.opaque([value])
+        return self.text(self.lift.value(value))
+
+    def opaque(self, values: Sequence[SSAValue]) -> None:
+        """Name each integer of `values` that the lifter does not follow (a loaded
+        number, a memref's size) as a whole: it is the same in both iterations too."""
+        for value in values:
+            if scalar_int_width(value.type) is not None and self.lift.value(value) is None:
+                name = f"p{len(self.values)}"
+                self.lift.name(value, name)
+                self.values[name] = value
+
+
+def _leaves(expr: Affine) -> Iterator[object]:
+    for atom, _ in expr.terms:
+        if isinstance(atom, Leaf):
+            yield atom.key
+        elif isinstance(atom, Extreme):
+            for arg in atom.args:
+                yield from _leaves(arg)
+        else:
+            yield from _leaves(atom.arg)
 
 
 def parallel_overlap(loop: Operation) -> Overlap | None:
     """A proven overlap between two iterations of `loop` (an scf.parallel or an
-    affine.parallel), the first in lexicographic order (in the first iteration of the
-    loops around it); None when none is proven."""
-    lift = Lifter()
-    ranges = _ranges(loop, lift)
+    affine.parallel), the first in lexicographic order (at the least values of the run-time
+    values and the loops around); None when none is proven."""
     body = loop.regions[0].block
+    roots, views = _outside_memrefs(loop, body)
+    if not roots or _plainly_apart(body, roots):
+        return None
+    names = _Names(Lifter())
+    around = _loops_around(loop)
+    outer = [f"o{k}" for k in range(len(around))]
+    names.names.update(zip(around, outer, strict=True))
+    ranges = _ranges(loop, names)
     if ranges is None or len(ranges) != len(body.args) or not _stepping(ranges):
         return None
-    memrefs = _outside_memrefs(loop, body)
-    if not memrefs or _plainly_apart(body, memrefs):
-        return None
+    # The loops around: a variable whose loop's bounds are unknown ranges over every
+    # number, so that the overlap must occur at each.
+    bounded = [
+        (name, r)
+        for variable, name in zip(around, outer, strict=True)
+        for r in [_around_range(variable, names)]
+        if r is not None
+    ]
     firsts, seconds = _names(len(ranges))
-    # The variables of the loops around it, with constant bounds, are the same for both
-    # iterations: parameters too, and the overlap must hold at each of their values.
-    around = _loops_around(loop, lift)
-    outer = {variable: f"o{k}" for k, (variable, _) in enumerate(around)}
-    one = sure_accesses(memrefs, body, dict(zip(body.args, firsts, strict=True)) | outer)
-    other = sure_accesses(memrefs, body, dict(zip(body.args, seconds, strict=True)) | outer)
-    runs = _domain(tuple(r for _, r in around), tuple(outer.values()))
-    apart = _apart(tuple(ranges)).intersect_params(runs)
+    fixed = tuple([*outer, *names.values])
+    variables = dict(zip(body.args, firsts, strict=True))
+    one = sure_accesses(set(roots.values()), body, variables | names.names, views)
+    variables = dict(zip(body.args, seconds, strict=True))
+    other = sure_accesses(set(roots.values()), body, variables | names.names, views)
+    apart = _apart(tuple(ranges), fixed)
+    runs = _domain(tuple(r for _, r in bounded), tuple(n for n, _ in bounded), fixed)
+    runs = runs.intersect(_project(apart, [*firsts, *seconds]))
     for read in (False, True):
         for memref, written in one.writes.items():
             touched = (other.reads if read else other.writes).get(memref)
@@ -76,101 +157,132 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
                 continue
             clash = (written & touched).intersect_params(apart)
             if _everywhere(clash, runs, [*firsts, *seconds]):
-                return _witness(clash, memref, firsts, seconds, list(outer.values()), read)
+                clash = clash.intersect_params(runs)
+                return _witness(clash, memref, firsts, seconds, outer, read, names)
     return None
 
 
-def _everywhere(clash: isl.Set, runs: isl.Set, names: list[str]) -> bool:
-    """Whether `clash` holds a point for every value of the outer loops' variables that
-    `runs` allows (with no outer loops: whether it is not empty)."""
-    if clash.is_empty():
-        return False
-    found = clash.params()
+def _project(region: isl.Set, names: list[str]) -> isl.Set:
+    """`region`'s parameters without `names`."""
     params = isl.dim_type.param
     for name in names:
-        found = found.project_out(params, found.find_dim_by_name(params, name), 1)
-    return runs.is_subset(found)
+        at = region.find_dim_by_name(params, name)
+        if at >= 0:
+            region = region.project_out(params, at, 1)
+    return region
 
 
-def _loops_around(loop: Operation, lift: Lifter) -> list[tuple[SSAValue, Range]]:
-    """The variables of the loops around `loop` whose bounds and steps are constants."""
-    found: list[tuple[SSAValue, Range]] = []
+def _everywhere(clash: isl.Set, runs: isl.Set, names: list[str]) -> bool:
+    """Whether `clash` holds a point for every value of the parameters but `names` that
+    `runs` allows (with none: whether it is not empty)."""
+    if clash.is_empty():
+        return False
+    return runs.is_subset(_project(clash.params(), names))
+
+
+def _loops_around(loop: Operation) -> list[SSAValue]:
+    """The variables of the loops around `loop`, in its function."""
+    found: list[SSAValue] = []
     parent = loop.parent_op()
     while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, scf.ParallelOp | affine.ParallelOp):
-            ranges = _ranges(parent, lift)
-            block = parent.regions[0].block
-            if ranges is not None and len(ranges) == len(block.args) and _stepping(ranges):
-                found += zip(block.args, ranges, strict=True)
-        elif isinstance(parent, scf.ForOp | affine.ForOp):
-            bounds = _for_range(parent, lift)
-            if bounds is not None and _stepping([bounds]):
-                found.append((parent.regions[0].block.args[0], bounds))
+        if isinstance(parent, scf.ParallelOp | affine.ParallelOp | scf.ForOp | affine.ForOp):
+            found += parent.regions[0].block.args
         parent = parent.parent_op()
     return found
 
 
+def _around_range(variable: SSAValue, names: _Names) -> Range | None:
+    """The range of the loop variable `variable`, when its loop's bounds are known."""
+    assert isinstance(variable, BlockArgument)
+    loop = variable.owner.parent_op()
+    if isinstance(loop, scf.ForOp | affine.ForOp):
+        found = _for_range(loop, names)
+    else:
+        assert loop is not None
+        ranges = _ranges(loop, names)
+        found = (
+            ranges[variable.index] if ranges is not None and len(ranges) > variable.index else None
+        )
+    return found if found is not None and _stepping([found]) else None
+
+
 def _stepping(ranges: list[Range]) -> bool:
-    """Whether every step is positive (a step of 0 is an error at run time)."""
-    return all(step > 0 for _, _, step in ranges)
+    """Whether every constant step is positive (a step of 0 is an error at run time)."""
+    return all(not _is_number(step) or int(step) > 0 for _, _, step in ranges)
 
 
-def _for_range(loop: scf.ForOp | affine.ForOp, lift: Lifter) -> Range | None:
+def _is_number(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _for_range(loop: scf.ForOp | affine.ForOp, names: _Names) -> Range | None:
     if isinstance(loop, scf.ForOp):
-        numbers = [lift.constant(v) for v in (loop.lb, loop.ub, loop.step)]
-        if any(n is None for n in numbers):
+        texts = [names.of(v) for v in (loop.lb, loop.ub, loop.step)]
+        if any(t is None for t in texts):
             return None
-        first, end, step = (n for n in numbers if n is not None)
-        return first, end, step
+        first, end, step = (t for t in texts if t is not None)
+        return (first,), (end,), step
     props = loop.properties
     lower, upper = props.get("lowerBoundMap"), props.get("upperBoundMap")
     step = props.get("step")
     if not isinstance(lower, AffineMapAttr) or not isinstance(upper, AffineMapAttr):
         return None
     split = lower.data.num_dims + lower.data.num_symbols
-    lows = _numbers(lift, lower, loop.operands[:split])
-    highs = _numbers(lift, upper, loop.operands[split:])
+    lows = _texts(names, lower, loop.operands[:split])
+    highs = _texts(names, upper, loop.operands[split:])
     if not lows or not highs or not isinstance(step, IntegerAttr):
         return None
-    return max(lows), min(highs), step.value.data
+    return tuple(lows), tuple(highs), str(step.value.data)
 
 
 @cache
-def _domain(ranges: tuple[Range, ...], names: tuple[str, ...]) -> isl.Set:
-    """The values `names` take as the variables of loops of `ranges`, a set of parameters."""
-    conditions = [_within(r, name) for r, name in zip(ranges, names, strict=True)]
-    return isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(conditions) or 'true'} }}")
+def _domain(ranges: tuple[Range, ...], names: tuple[str, ...], fixed: tuple[str, ...]) -> isl.Set:
+    """The values `names` take as the variables of loops of `ranges` (each value between
+    its bounds), a set of the parameters `fixed`."""
+    conditions = [_within(r, name, exact=False) for r, name in zip(ranges, names, strict=True)]
+    return isl.Set(f"[{', '.join(fixed)}] -> {{ : {' and '.join(conditions) or 'true'} }}")
 
 
-def _within(bounds: Range, name: str) -> str:
-    first, end, step = bounds
-    text = f"{first} <= {name} < {end}"
-    return text if step == 1 else f"{text} and ({name} - ({first})) mod {step} = 0"
+def _within(bounds: Range, name: str, exact: bool = True) -> str:
+    """The values of a loop variable `name`, as isl text. Of a run-time step: its first
+    two (`exact`), or every value between the bounds."""
+    lows, highs, step = bounds
+    first = lows[0]
+    for low in lows[1:]:
+        first = f"max({first}, {low})"
+    parts = [f"{low} <= {name}" for low in lows] + [f"{name} < {high}" for high in highs]
+    if not _is_number(step):
+        parts.append(f"{step} >= 1")
+        if exact:
+            parts.append(f"({name} = {first} or {name} = {first} + {step})")
+    elif step != "1":
+        parts.append(f"({name} - {first}) mod {step} = 0")
+    return " and ".join(parts)
 
 
-def _ranges(loop: Operation, lift: Lifter) -> list[Range] | None:
+def _ranges(loop: Operation, names: _Names) -> list[Range] | None:
     if isinstance(loop, scf.ParallelOp):
         found: list[Range] = []
         for low, high, step in zip(loop.lowerBound, loop.upperBound, loop.step, strict=True):
-            numbers = [lift.constant(v) for v in (low, high, step)]
-            if any(n is None for n in numbers):
+            texts = [names.of(v) for v in (low, high, step)]
+            if any(t is None for t in texts):
                 return None
-            first, end, stride = (n for n in numbers if n is not None)
-            found.append((first, end, stride))
+            first, end, stride = (t for t in texts if t is not None)
+            found.append(((first,), (end,), stride))
         return found
     if isinstance(loop, affine.ParallelOp):
-        return _affine_ranges(loop, lift)
+        return _affine_ranges(loop, names)
     return None
 
 
-def _affine_ranges(loop: affine.ParallelOp, lift: Lifter) -> list[Range] | None:
+def _affine_ranges(loop: affine.ParallelOp, names: _Names) -> list[Range] | None:
     props = loop.properties
     lower, upper = props.get("lowerBoundsMap"), props.get("upperBoundsMap")
     if not isinstance(lower, AffineMapAttr) or not isinstance(upper, AffineMapAttr):
         return None
     split = lower.data.num_dims + lower.data.num_symbols
-    lows = _numbers(lift, lower, loop.operands[:split])
-    highs = _numbers(lift, upper, loop.operands[split:])
+    lows = _texts(names, lower, loop.operands[:split])
+    highs = _texts(names, upper, loop.operands[split:])
     low_groups = _sizes(props.get("lowerBoundsGroups"))
     high_groups = _sizes(props.get("upperBoundsGroups"))
     steps = _sizes(props.get("steps"))
@@ -186,16 +298,17 @@ def _affine_ranges(loop: affine.ParallelOp, lift: Lifter) -> list[Range] | None:
     ):
         if not low_group or not high_group:
             return None
-        found.append((max(low_group), min(high_group), step))
+        found.append((tuple(low_group), tuple(high_group), str(step)))
     return found
 
 
-def _numbers(lift: Lifter, amap: AffineMapAttr, operands: Sequence[SSAValue]) -> list[int] | None:
-    results = lift.map(amap.data, operands)
+def _texts(names: _Names, amap: AffineMapAttr, operands: Sequence[SSAValue]) -> list[str] | None:
+    names.opaque(operands)
+    results = names.lift.map(amap.data, operands)
     if results is None:
         return None
-    numbers = [r.number for r in results]
-    return None if any(n is None for n in numbers) else [n for n in numbers if n is not None]
+    texts = [names.text(r) for r in results]
+    return None if any(t is None for t in texts) else [t for t in texts if t is not None]
 
 
 def _sizes(attr: Attribute | None) -> list[int] | None:
@@ -209,8 +322,8 @@ def _sizes(attr: Attribute | None) -> list[int] | None:
     return None
 
 
-def _split(numbers: list[int], sizes: list[int]) -> list[list[int]]:
-    out: list[list[int]] = []
+def _split(numbers: list[str], sizes: list[int]) -> list[list[str]]:
+    out: list[list[str]] = []
     at = 0
     for size in sizes:
         out.append(numbers[at : at + size])
@@ -218,32 +331,60 @@ def _split(numbers: list[int], sizes: list[int]) -> list[list[int]]:
     return out
 
 
-def _outside_memrefs(loop: Operation, body: Block) -> list[SSAValue]:
-    """The ranked memrefs that `body` uses and that are defined outside `loop`."""
-    found: dict[SSAValue, None] = {}
+def _outside_memrefs(
+    loop: Operation, body: Block
+) -> tuple[dict[SSAValue, SSAValue], list[Operation]]:
+    """The ranked memrefs that `body` uses and that are defined outside `loop`, each with
+    the memref it views (itself, when no view op outside the loop made it), and the view
+    ops that lead from those to them, in order."""
+    roots: dict[SSAValue, SSAValue] = {}
+    views: dict[Operation, None] = {}
     for op in body.walk():
         for value in op.operands:
             if isinstance(value.type, MemRefType) and not _inside(loop, value):
-                found[value] = None
-    return list(found)
+                if value not in roots:
+                    roots[value] = _root(value, views)
+    return roots, list(views)
 
 
-def _plainly_apart(body: Block, memrefs: list[SSAValue]) -> bool:
+_FOLLOWED = (ViewKind.SAME, ViewKind.SUBVIEW, ViewKind.TRANSPOSE)
+
+
+def _root(memref: SSAValue, views: dict[Operation, None]) -> SSAValue:
+    """The memref that `memref` is a view of, through ops whose elements map to their
+    source's, adding those ops to `views` (each after the ops it needs)."""
+    op = memref.owner
+    if not isinstance(op, Operation) or not op.operands:
+        return memref
+    found = facts(op)
+    source = op.operands[0]
+    if found is None or found.view not in _FOLLOWED or not isinstance(source.type, MemRefType):
+        return memref
+    root = _root(source, views)
+    views[op] = None
+    return root
+
+
+def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue]) -> bool:
     """Whether no two iterations touch one element of a memref that one of them stores
     into, seen without isl (most loops, so that a program of thousands of them is checked
     in little time): each memref stored into is only loaded and stored, each time at the
-    same subscripts, which include every loop variable."""
-    outside = set(memrefs)
+    same subscripts, which include every loop variable, and no other view of it is used."""
     places: dict[SSAValue, set[tuple[SSAValue, ...]]] = {}
     stored: set[SSAValue] = set()
     unclear: set[SSAValue] = set()  # used otherwise: isl decides
+    through: dict[SSAValue, SSAValue] = {}  # the one value each root is used as
+    for memref, root in roots.items():
+        if through.setdefault(root, memref) is not memref:
+            unclear.add(through[root])
+            unclear.add(memref)
     for op in body.walk():
         found = facts(op)
         if found is None or found.kind not in (Kind.LOAD, Kind.STORE):
-            unclear.update(v for v in op.operands if v in outside)
+            unclear.update(v for v in op.operands if v in roots)
             continue
         for access in found.accesses:
-            if access.memref not in outside:
+            if access.memref not in roots:
                 continue
             place = _place(access)
             if place is None:
@@ -278,14 +419,15 @@ def _inside(loop: Operation, value: SSAValue) -> bool:
 
 
 @cache
-def _apart(ranges: tuple[Range, ...]) -> isl.Set:
-    """Two distinct iterations, each within `ranges`, as a set of parameters (`_names`)."""
+def _apart(ranges: tuple[Range, ...], fixed: tuple[str, ...]) -> isl.Set:
+    """Two distinct iterations, each within `ranges`, as a set of parameters (`_names`,
+    then `fixed`)."""
     firsts, seconds = _names(len(ranges))
     conditions = [
         _within(r, v) for r, a, b in zip(ranges, firsts, seconds, strict=True) for v in (a, b)
     ]
     differ = " or ".join(f"{a} != {b}" for a, b in zip(firsts, seconds, strict=True))
-    names = ", ".join([*firsts, *seconds])
+    names = ", ".join([*firsts, *seconds, *fixed])
     return isl.Set(f"[{names}] -> {{ : {' and '.join(conditions)} and ({differ}) }}")
 
 
@@ -301,26 +443,37 @@ def _witness(
     seconds: list[str],
     outer: list[str],
     read: bool,
+    names: _Names,
 ) -> Overlap:
-    """The least point of `clash` (parameters: the outer loops' variables, then the two
-    iterations), as an Overlap."""
+    """The least point of `clash` (parameters: the run-time values, the outer loops'
+    variables, then the two iterations), as an Overlap: the least with no run-time value
+    negative, when there is one."""
     params = isl.dim_type.param
     rank = clash.dim(isl.dim_type.set)
-    wanted = [*outer, *firsts, *seconds]
+    values = [n for n in names.values if clash.find_dim_by_name(params, n) >= 0]
+    wanted = [*values, *outer, *firsts, *seconds]
     # The variables become the leading set dimensions, then lexmin picks one point.
     points = clash
     for name in reversed(wanted):
         at = points.find_dim_by_name(params, name)
-        points = points.move_dims(isl.dim_type.set, 0, params, at, 1)
+        if at < 0:
+            points = points.insert_dims(isl.dim_type.set, 0, 1)
+        else:
+            points = points.move_dims(isl.dim_type.set, 0, params, at, 1)
     points = points.project_out(params, 0, points.dim(params))
-    point = points.lexmin().sample_point()
+    natural = points
+    for k in range(len(values)):
+        natural = natural.lower_bound_val(isl.dim_type.set, k, isl.Val(0))
+    point = (natural if not natural.is_empty() else points).lexmin().sample_point()
     dims = range(len(wanted) + rank)
-    values = [point.get_coordinate_val(isl.dim_type.set, k).to_python() for k in dims]
-    start, middle = len(outer), len(outer) + len(firsts)
+    numbers = [point.get_coordinate_val(isl.dim_type.set, k).to_python() for k in dims]
+    start = len(values) + len(outer)
+    middle = start + len(firsts)
     return Overlap(
         memref,
-        tuple(values[len(wanted) :]),
-        tuple(values[start:middle]),
-        tuple(values[middle : len(wanted)]),
+        tuple(numbers[len(wanted) :]),
+        tuple(numbers[start:middle]),
+        tuple(numbers[middle : len(wanted)]),
         read,
+        tuple((names.values[n].name_hint, v) for n, v in zip(values, numbers, strict=False)),
     )

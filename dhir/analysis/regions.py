@@ -316,14 +316,20 @@ class SureAccesses:
 
 
 def sure_accesses(
-    memrefs: Iterable[SSAValue], body: Block, variables: Mapping[SSAValue, str]
+    memrefs: Iterable[SSAValue],
+    body: Block,
+    variables: Mapping[SSAValue, str],
+    views: Sequence[Operation] = (),
 ) -> SureAccesses:
     """What one run of `body` surely reads and writes of `memrefs`, over the loop variables
-    `variables` names (isl parameters, as in `iteration_regions`)."""
+    `variables` names (isl parameters, as in `iteration_regions`). `views`: ops outside
+    `body` (subviews, in order) that make the views of `memrefs` the body uses, whose
+    accesses then count as accesses of the memref viewed."""
     walker = _Walker(params=tuple(variables.values()), sure={False: {}, True: {}})
     for memref in memrefs:
         walker.views[memref] = (_View(memref, None),)
     walker.values.update(variables)
+    walker.walk(views, _Nest((), (), True))
     walker.walk(body.ops, _Nest((), (), True))
     assert walker.sure is not None
     return SureAccesses(_union(walker.sure[False]), _union(walker.sure[True]))

@@ -35,9 +35,19 @@ def _message(loop: Operation, overlap: Overlap) -> str:
     )
     return (
         f"iterations of this {loop.name} overlap: iteration {first} writes {element}, "
-        f"which iteration {second} {what} too. Its iterations must be independent: the "
-        "native backend runs them at once on threads, so the result would depend on "
-        "their timing (the interpreter runs them in order). Write the loop as "
+        f"which iteration {second} {what} too{_where(overlap)}. Its iterations must be "
+        "independent: the native backend runs them at once on threads, so the result "
+        "would depend on their timing (the interpreter runs them in order). Write the loop as "
         f"{sequential} to run its iterations in order, or combine their values with "
         f"{combine} or an atomic update ({memref_dialect.AtomicRMWOp.name})"
+    )
+
+
+def _where(overlap: Overlap) -> str:
+    """The run-time values the loop's bounds are made of, as the overlap has them."""
+    if not overlap.values:
+        return ""
+    named = [f"%{name}" if name is not None else "a run-time value" for name, _ in overlap.values]
+    return ", where " + ", ".join(
+        f"{n} = {v}" for n, (_, v) in zip(named, overlap.values, strict=True)
     )

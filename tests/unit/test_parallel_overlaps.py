@@ -5,12 +5,16 @@ and a loop adding into a[0] from 64 iterations gave 55000000, 64000000 and 48000
 three runs on 4 threads, where the interpreter gives 64000000. Loops whose overlap is
 not proven run as before."""
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 import dhir
 from dhir.analysis.overlaps import parallel_overlap
@@ -207,10 +211,16 @@ def test_an_overlap_at_some_values_of_the_loops_around_only_is_not_proven() -> N
 
 
 def test_a_loop_of_step_zero_is_left_to_run_time() -> None:
+    """The verifier refuses a constant step of 0 first; the check leaves it alone too."""
     body = """scf.parallel (%i) = (%c0) to (%c8) step (%c0) {
         memref.store %one, %a[%c0] : memref<16xi64>
       }"""
-    assert parallel_overlap(_loop(TASK.format(body=body))) is None
+    loops = [
+        op
+        for op in parse_string(TASK.format(body=body), verify=False).walk()
+        if isinstance(op, scf.ParallelOp)
+    ]
+    assert parallel_overlap(loops[0]) is None
 
 
 def test_a_loop_of_one_iteration_has_no_overlap() -> None:
@@ -270,3 +280,249 @@ def test_dhir_compile_refuses_them_too(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "p.mlir:10:7: error: iterations of this scf.parallel overlap" in result.stderr
     assert not exe.exists()
+
+
+# Bounds, steps and subscripts of run-time values: an overlap is proven when it occurs at
+# every value of them at which the loop has two iterations or more.
+RUNTIME = """func.func @main(%a: memref<?xi64>, %n: index, %m: index, %s: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1 : i64
+  {body}
+  return
+}}
+"""
+
+VIEW = "memref<4xi64, strided<[1], offset: {offset}>>"
+
+RUNTIME_REFUSED = {
+    "run-time upper bound": """scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%c0] : memref<?xi64>
+  }""",
+    "run-time step": """scf.parallel (%i) = (%c0) to (%c8) step (%s) {
+    memref.store %one, %a[%c0] : memref<?xi64>
+  }""",
+    "run-time subscript": """scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%n] : memref<?xi64>
+  }""",
+    "affine symbol bound": """affine.parallel (%i) = (0) to (symbol(%n)) {
+    affine.store %one, %a[0] : memref<?xi64>
+  }""",
+    "affine least of a symbol and a number": """affine.parallel (%i) = (0) to (min(symbol(%n), 8)) {
+    affine.store %one, %a[%i floordiv 2] : memref<?xi64>
+  }""",
+    "loop around of run-time bounds": """scf.for %k = %c0 to %n step %c1 {
+    scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+      memref.store %one, %a[%k] : memref<?xi64>
+    }
+  }""",
+    "bound of a loop around": """scf.for %k = %c0 to %c8 step %c1 {
+    scf.parallel (%i) = (%c0) to (%k) step (%c1) {
+      memref.store %one, %a[%k] : memref<?xi64>
+    }
+  }""",
+    "subview of the memref": f"""%v = memref.subview %a[1] [4] [1] : memref<?xi64> to {VIEW.format(offset=1)}
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {{
+    memref.store %one, %a[%i] : memref<?xi64>
+    memref.store %one, %v[%i] : {VIEW.format(offset=1)}
+  }}""",
+    "read through a subview": f"""%v = memref.subview %a[1] [4] [1] : memref<?xi64> to {VIEW.format(offset=1)}
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {{
+    %x = memref.load %v[%i] : {VIEW.format(offset=1)}
+    memref.store %x, %a[%i] : memref<?xi64>
+  }}""",
+}
+
+RUNTIME_ACCEPTED = {
+    "own element": """scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %one, %a[%i] : memref<?xi64>
+  }""",
+    # At a step of 2, iteration i writes a[i] and a[i + 1] alone.
+    "neighbours at a run-time step": """scf.parallel (%i) = (%c0) to (%c8) step (%s) {
+    %j = arith.addi %i, %c1 : index
+    memref.store %one, %a[%i] : memref<?xi64>
+    memref.store %one, %a[%j] : memref<?xi64>
+  }""",
+    # Iterations below -1 write below a[0], which is no element: not at every %m.
+    "run-time lower bound": """scf.parallel (%i) = (%m) to (%n) step (%c1) {
+    %j = arith.addi %i, %c1 : index
+    memref.store %one, %a[%i] : memref<?xi64>
+    memref.store %one, %a[%j] : memref<?xi64>
+  }""",
+    "own element under a symbol": """affine.parallel (%i) = (0) to (symbol(%n)) {
+    affine.store %one, %a[%i] : memref<?xi64>
+  }""",
+    # Only at %n < 4 do the iterations overlap.
+    "overlap at some run-time values only": """scf.parallel (%i) = (%c0) to (%c2) step (%c1) {
+    memref.store %one, %a[%i] : memref<?xi64>
+    %k = arith.addi %i, %n : index
+    memref.store %one, %a[%k] : memref<?xi64>
+  }""",
+    "subview apart": f"""%v = memref.subview %a[4] [4] [1] : memref<?xi64> to {VIEW.format(offset=4)}
+  scf.parallel (%i) = (%c0) to (%c2) step (%c1) {{
+    memref.store %one, %a[%i] : memref<?xi64>
+    memref.store %one, %v[%i] : {VIEW.format(offset=4)}
+  }}""",
+}
+
+
+def _last_loop(text: str) -> scf.ParallelOp | affine.ParallelOp:
+    loops = [
+        op for op in parse_string(text).walk() if isinstance(op, scf.ParallelOp | affine.ParallelOp)
+    ]
+    return loops[-1]
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_REFUSED))
+def test_overlaps_at_every_run_time_value_are_found(case: str) -> None:
+    assert parallel_overlap(_last_loop(RUNTIME.format(body=RUNTIME_REFUSED[case]))) is not None
+
+
+@pytest.mark.parametrize("case", sorted(RUNTIME_ACCEPTED))
+def test_overlaps_not_at_every_run_time_value_are_not_proven(case: str) -> None:
+    assert parallel_overlap(_last_loop(RUNTIME.format(body=RUNTIME_ACCEPTED[case]))) is None
+
+
+def test_the_overlap_names_the_run_time_values_it_occurs_at() -> None:
+    """The least %n at which the loop has two iterations."""
+    found = parallel_overlap(_last_loop(RUNTIME.format(body=RUNTIME_REFUSED["run-time subscript"])))
+    assert found is not None
+    assert (found.first, found.second, found.element, found.values) == (
+        (0,),
+        (1,),
+        (2,),
+        (("n", 2),),
+    )
+
+
+def test_an_overlap_through_a_subview_names_the_memref_viewed() -> None:
+    found = parallel_overlap(
+        _last_loop(RUNTIME.format(body=RUNTIME_REFUSED["subview of the memref"]))
+    )
+    assert found is not None
+    assert found.memref.name_hint == "a"
+    assert (found.first, found.second, found.element) == ((0,), (1,), (1,))
+
+
+@pytest.mark.mlir
+def test_a_run_time_bound_overlap_is_refused_at_its_line(tmp_path: Path) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        """func.func @main(%a: memref<16xi64>, %n: memref<1xindex>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i64
+  %m = memref.load %n[%c0] : memref<1xindex>
+  affine.parallel (%i) = (0) to (symbol(%m)) {
+    affine.store %one, %a[0] : memref<16xi64>
+  }
+  return
+}
+"""
+    )
+    where = (
+        r"p\.mlir:5:3: error: iterations of this affine\.parallel overlap: iteration \(0\) "
+        r"writes %a\[0\], which iteration \(1\) writes too, where %m = 2\."
+    )
+    inputs = np.zeros(16, np.int64), np.array([4], np.int64)
+    with pytest.raises(DhirError, match=where):
+        dhir.run(str(program), *inputs, backend="interp")
+
+
+# --- random affine loops, against brute force -------------------------------------------
+
+SIZE = 12  # the memref's elements
+
+
+@st.composite
+def affine_loops(draw: st.DrawFn) -> tuple[list[tuple[int, int, int]], bool, list[Any]]:
+    """Dimensions (first, end, step), whether the first one ends at the symbol %n instead,
+    and accesses (store or not, coefficients of the variables, of %n, constant)."""
+    rank = draw(st.integers(1, 2))
+    dims = []
+    for _ in range(rank):
+        first = draw(st.integers(0, 3))
+        dims.append((first, draw(st.integers(first, first + 5)), draw(st.integers(1, 3))))
+    symbolic = draw(st.booleans())
+    coefficient = st.integers(-2, 2)
+    accesses = draw(
+        st.lists(
+            st.tuples(
+                st.booleans(),
+                st.lists(coefficient, min_size=rank, max_size=rank),
+                st.integers(-1, 1) if symbolic else st.just(0),
+                st.integers(-3, SIZE),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    return dims, symbolic, accesses
+
+
+def _affine_program(dims: list[tuple[int, int, int]], symbolic: bool, accesses: list[Any]) -> str:
+    variables = [f"%i{k}" for k in range(len(dims))]
+    ends = [str(end) for _, end, _ in dims]
+    if symbolic:
+        ends[0] = "symbol(%n)"
+    lines = []
+    for k, (store, factors, by_n, constant) in enumerate(accesses):
+        terms = [f"{v} * {c}" for v, c in zip(variables, factors, strict=True)]
+        terms += [f"symbol(%n) * {by_n}", str(constant)]
+        place = f"%a[{' + '.join(terms)}] : memref<{SIZE}xi64>"
+        lines.append(f"affine.store %one, {place}" if store else f"%v{k} = affine.load {place}")
+    body = "\n    ".join(lines)
+    return f"""func.func @main(%a: memref<{SIZE}xi64>, %n: index) {{
+  %one = arith.constant 1 : i64
+  affine.parallel ({", ".join(variables)}) = ({", ".join(str(f) for f, _, _ in dims)}) to ({
+        ", ".join(ends)
+    }) step ({", ".join(str(s) for _, _, s in dims)}) {{
+    {body}
+  }}
+  return
+}}
+"""
+
+
+def _brute_overlap(
+    dims: list[tuple[int, int, int]], symbolic: bool, accesses: list[Any], n: int
+) -> bool | None:
+    """Whether two iterations at %n = n touch one element, one storing it; None when the
+    loop has fewer than two iterations there."""
+    ranges = [range(f, n if symbolic and k == 0 else e, s) for k, (f, e, s) in enumerate(dims)]
+    points = list(itertools.product(*ranges))
+    if len(points) < 2:
+        return None
+
+    def touched(point: tuple[int, ...], store: bool | None) -> set[int]:
+        out = set()
+        for stores, factors, by_n, constant in accesses:
+            if store is None or stores == store:
+                x = sum(c * v for c, v in zip(factors, point, strict=True)) + by_n * n + constant
+                if 0 <= x < SIZE:
+                    out.add(x)
+        return out
+
+    return any(touched(p, True) & touched(q, None) for p in points for q in points if p != q)
+
+
+@settings(max_examples=150, deadline=None)
+@given(affine_loops())
+def test_random_affine_loops_against_brute_force(drawn: Any) -> None:
+    """What the check refuses overlaps at every %n at which the loop has two iterations
+    (tried up to 12); with constant bounds, what overlaps is refused."""
+    dims, symbolic, accesses = drawn
+    found = parallel_overlap(_loop_of(_affine_program(dims, symbolic, accesses)))
+    note(f"found: {found}")
+    tries = range(-2, 13) if symbolic else range(1)
+    overlaps = [_brute_overlap(dims, symbolic, accesses, n) for n in tries]
+    if found is not None:
+        assert all(o is not False for o in overlaps)
+    if not symbolic:
+        assert (found is not None) == bool(overlaps[0])
+
+
+def _loop_of(text: str) -> affine.ParallelOp:
+    loops = [op for op in parse_string(text).walk() if isinstance(op, affine.ParallelOp)]
+    return loops[0]
