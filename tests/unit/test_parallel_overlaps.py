@@ -307,6 +307,24 @@ RUNTIME_REFUSED = {
     "run-time subscript": """scf.parallel (%i) = (%c0) to (%n) step (%c1) {
     memref.store %one, %a[%n] : memref<?xi64>
   }""",
+    # A number the lifter does not follow counts as a whole.
+    "bound of a memref's size": """%d = memref.dim %a, %c0 : memref<?xi64>
+  scf.parallel (%i) = (%c0) to (%d) step (%c1) {
+    memref.store %one, %a[%c0] : memref<?xi64>
+  }""",
+    # In a task dhir-split is told to cut (the check runs before it).
+    "task to split": """dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a attributes {dhir.split = 2} {
+      %z = arith.constant 0 : index
+      %u = arith.constant 1 : index
+      %d = memref.dim %a, %z : memref<?xi64>
+      %x = arith.constant 1 : i64
+      scf.parallel (%i) = (%z) to (%d) step (%u) {
+        memref.store %x, %a[%z] : memref<?xi64>
+      }
+    }
+  }""",
     "affine symbol bound": """affine.parallel (%i) = (0) to (symbol(%n)) {
     affine.store %one, %a[0] : memref<?xi64>
   }""",
