@@ -436,6 +436,23 @@ def _names(rank: int) -> tuple[list[str], list[str]]:
     return [f"ia{k}" for k in range(rank)], [f"ib{k}" for k in range(rank)]
 
 
+def _least(points: isl.Set, count: int) -> isl.Point:
+    """The least point of `points` with its first `count` dimensions (the run-time values
+    and the variables of the loops around) not negative, or else not below -2^20 (lexmin
+    needs a bounded least point: a loop around of unknown bounds bounds nothing); any
+    point when neither has a least one."""
+    for low in (0, -(1 << 20)):
+        bounded = points
+        for k in range(count):
+            bounded = bounded.lower_bound_val(isl.dim_type.set, k, isl.Val(low))
+        if not bounded.is_empty():
+            try:
+                return bounded.lexmin().sample_point()
+            except isl.Error:
+                continue
+    return points.sample_point()
+
+
 def _witness(
     clash: isl.Set,
     memref: SSAValue,
@@ -446,8 +463,7 @@ def _witness(
     names: _Names,
 ) -> Overlap:
     """The least point of `clash` (parameters: the run-time values, the outer loops'
-    variables, then the two iterations), as an Overlap: the least with no run-time value
-    negative, when there is one."""
+    variables, then the two iterations), as an Overlap (`_least`)."""
     params = isl.dim_type.param
     rank = clash.dim(isl.dim_type.set)
     values = [n for n in names.values if clash.find_dim_by_name(params, n) >= 0]
@@ -461,10 +477,7 @@ def _witness(
         else:
             points = points.move_dims(isl.dim_type.set, 0, params, at, 1)
     points = points.project_out(params, 0, points.dim(params))
-    natural = points
-    for k in range(len(values)):
-        natural = natural.lower_bound_val(isl.dim_type.set, k, isl.Val(0))
-    point = (natural if not natural.is_empty() else points).lexmin().sample_point()
+    point = _least(points, len(values) + len(outer))
     dims = range(len(wanted) + rank)
     numbers = [point.get_coordinate_val(isl.dim_type.set, k).to_python() for k in dims]
     start = len(values) + len(outer)

@@ -336,6 +336,15 @@ RUNTIME_REFUSED = {
       memref.store %one, %a[%k] : memref<?xi64>
     }
   }""",
+    # %k may be any number: the overlap at a[1] is at each.
+    "loop around of unknown bounds": """%x = memref.load %a[%c0] : memref<?xi64>
+  %t = arith.cmpi slt, %x, %one : i64
+  %e = arith.select %t, %n, %m : index
+  scf.for %k = %c0 to %e step %c1 {
+    scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+      memref.store %one, %a[%c1] : memref<?xi64>
+    }
+  }""",
     "bound of a loop around": """scf.for %k = %c0 to %c8 step %c1 {
     scf.parallel (%i) = (%c0) to (%k) step (%c1) {
       memref.store %one, %a[%k] : memref<?xi64>
