@@ -577,6 +577,15 @@ class ContractionOp(IRDLOperation):
         acc_shape = list(acc.get_shape()) if isinstance(acc, VectorType) else []
         if acc_shape != [sizes[d] for d in dims[2]]:
             raise VerifyException("invalid accumulator/result vector shape")
+        # MLIR counts a dimension not reduced along both operands as one of the result's,
+        # even a reduced one: with any, the result must be a vector.
+        unpaired = sorted((lhs | rhs) - {d for d in lhs & rhs if reduced[d]})
+        if not isinstance(acc, VectorType) and unpaired:
+            raise VerifyException(
+                f"invalid accumulator/result vector shape: dimension {unpaired[0]} is not "
+                "reduced along both operands, so MLIR expects a vector result; broadcast the "
+                "other operand along it (vector.broadcast) to make it a contracting pair"
+            )
 
 
 @irdl_op_definition

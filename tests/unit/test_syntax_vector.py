@@ -74,6 +74,10 @@ MATMUL = (
          "expected all dimensions to be either a LHS or a RHS dimension"),
         (f"%r = vector.contract {MATMUL} %a, %b, %a : vector<2x4xf32>, vector<4x3xf32> into "
          "vector<2x4xf32>", "invalid accumulator/result vector shape"),
+        ("%r = vector.contract {indexing_maps = [affine_map<(m, k) -> (m, k)>, "
+         "affine_map<(m, k) -> (k)>, affine_map<(m, k) -> ()>], iterator_types = "
+         '["reduction", "reduction"]} %a, %k, %s : vector<2x4xf32>, vector<4xf32> into f32',
+         "invalid accumulator/result vector shape"),
         (f"%r = vector.contract {MATMUL} %a, %w, %c : vector<2x4xf32>, vector<5x3xf32> into "
          "vector<2x3xf32>", "invalid contracting dimension map"),
         (f"%r = vector.contract {MATMUL} %k, %b, %c : "
@@ -89,7 +93,7 @@ def test_malformed_contractions_are_refused_as_mlir_refuses_them(line: str, mess
     program's line); dhir accepted them, and the interpreter ran them."""
     program = (
         "func.func @f(%a: vector<2x4xf32>, %b: vector<4x3xf32>, %c: vector<2x3xf32>,"
-        " %n: vector<3xf32>, %k: vector<4xf32>, %w: vector<5x3xf32>) {\n"
+        " %n: vector<3xf32>, %k: vector<4xf32>, %w: vector<5x3xf32>, %s: f32) {\n"
         f"  {line}\n  return\n}}\n"
     )
     if shutil.which("mlir-opt-22") is not None:
