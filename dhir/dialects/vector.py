@@ -588,6 +588,26 @@ class ContractionOp(IRDLOperation):
             )
 
 
+def lone_reductions(op: ContractionOp) -> tuple[list[int], list[int]]:
+    """The dimensions `op` reduces, of size above 1, that only its left operand has (first
+    list) or only its right one (second), in order. MLIR 22's lowering unrolls a dimension
+    of one operand only into the result's, or where it has size 1, so it leaves such a
+    contraction in place; dhir-mlir22-workarounds broadcasts the other operand along
+    them, and the interpreter does the same."""
+    reduced = [str(t.data) == "reduction" for t in op.iterator_types.data]
+    found: list[dict[int, int]] = []
+    for map_, operand in zip(op.indexing_maps.data[:2], (op.lhs, op.rhs)):
+        shape = cast(VectorType, operand.type).get_shape()
+        dims = [cast(AffineDimExpr, e).position for e in map_.data.results]
+        found.append(dict(zip(dims, shape)))
+    left, right = found
+    lone = [
+        sorted(d for d, size in mine.items() if reduced[d] and d not in other and size != 1)
+        for mine, other in ((left, right), (right, left))
+    ]
+    return lone[0], lone[1]
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """`vector.yield (%values : T...)?`: ends the region of a `vector.mask`. xDSL 0.74 lacks

@@ -37,6 +37,11 @@
   operands in the wrong order (`maximumf(minimumf(value, min), max)`: 0.5 clamped to
   [0, 1] gave 1). It becomes MLIR's definition, `maximumf(minimumf(value, max), min)`.
 
+- `vector.contract` with a dimension reduced along one operand only (of size above 1):
+  the lowering unrolls a dimension of one operand only into the result's, so it left the
+  contraction in place. The other operand is broadcast along that dimension (a leading
+  one), making it a contracting pair: the same products, summed as the interpreter sums.
+
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
 `vector.contract` of a kind other than add or with operands of another element type than
@@ -46,7 +51,7 @@ its accumulator's,
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
 `llvm.vscale`).
 
-docs/upstream-bugs.md sections 13, 15, 17, 21 and 23 have the reproducers. Each rewrite
+docs/upstream-bugs.md sections 13, 15, 17, 21, 23 and 25 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
 """
@@ -58,6 +63,8 @@ from typing import cast
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AffineMapAttr,
+    ArrayAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -66,7 +73,7 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -118,6 +125,9 @@ class Mlir22WorkaroundsPass(ModulePass):
             for loop in list(find_ops(op, (affine.ForOp,))):
                 if loop.parent is not None and _never_runs(loop):
                     Rewriter.replace_op(loop, [], list(loop.inits))
+        for index, found in enumerate(first):
+            if isinstance(found, vector.ContractionOp) and _lone_on_cpu(found):
+                first[index] = _pair_lone_reductions(found)
         for found in first:
             if isinstance(found, _UNLOWERED) and not _lowered(found):
                 raise PassFailedAt(found, _unlowered(found))
@@ -183,6 +193,44 @@ def contraction_unlowered(op: vector.ContractionOp) -> str | None:
     if any(cast(VectorType, o.type).element_type != element for o in (op.lhs, op.rhs)):
         return "MLIR 22 lowers contractions whose operands have the accumulator's element type only"
     return None
+
+
+def _lone_on_cpu(op: vector.ContractionOp) -> bool:
+    return any(vector.lone_reductions(op)) and not in_device_code(op)
+
+
+def _pair_lone_reductions(op: vector.ContractionOp) -> vector.ContractionOp:
+    """The contraction with each operand broadcast along the reduced dimensions only the
+    other has (`vector.lone_reductions`), as leading dimensions: the same sum of products,
+    now with dimensions MLIR 22 lowers, in the order the interpreter uses."""
+    left_only, right_only = vector.lone_reductions(op)
+    maps = [m.data for m in op.indexing_maps.data]
+    sizes: dict[int, int] = {}
+    for map_, operand in zip(maps, (op.lhs, op.rhs)):
+        shape = cast(VectorType, operand.type).get_shape()
+        sizes.update((cast(AffineDimExpr, e).position, n) for e, n in zip(map_.results, shape))
+    operands: list[SSAValue] = []
+    for index, (operand, lead) in enumerate(((op.lhs, right_only), (op.rhs, left_only))):
+        if lead:
+            old = cast(VectorType, operand.type)
+            wide = VectorType(old.element_type, [sizes[d] for d in lead] + list(old.get_shape()))
+            broadcast = vector.BroadcastOp(operand, wide)
+            Rewriter.insert_op(broadcast, InsertPoint.before(op))
+            operand = broadcast.vector
+            dims = tuple(AffineExpr.dimension(d) for d in lead)
+            maps[index] = AffineMap(maps[index].num_dims, 0, dims + maps[index].results)
+        operands.append(operand)
+    paired = vector.ContractionOp.create(
+        operands=[*operands, op.acc],
+        result_types=[op.result.type],
+        properties={
+            **op.properties,
+            "indexing_maps": ArrayAttr([AffineMapAttr(m) for m in maps]),
+        },
+        attributes=dict(op.attributes),
+    )
+    Rewriter.replace_op(op, paired)
+    return paired
 
 
 def _unlowered(op: Operation) -> str:

@@ -12,7 +12,9 @@ smaller contraction (which may then be such a product); with only reduced dimens
 left, each position of the first in turn feeds the accumulator to the next, and the last
 dimension is summed onto the accumulator in order. Each product and sum is rounded on its
 own (no reassociation, no fused multiply-add), as LLVM computes them without fast-math
-flags. Contractions the lowering leaves in place are refused (the native backend refuses
+flags. A dimension reduced along one operand only (of size above 1) is first made one
+of both, the other operand broadcast along it, as dhir-mlir22-workarounds does for native
+code. Contractions the lowering leaves in place are refused (the native backend refuses
 them too: dhir-mlir22-workarounds).
 """
 
@@ -44,9 +46,17 @@ def run_contract(op: dhir_vector.ContractionOp, lhs: Any, rhs: Any, acc: Any) ->
     element = element.element_type if isinstance(element, VectorType) else element
     left, right, out = (_dims(op, m) for m in op.indexing_maps.data)
     reduced = tuple(str(t.data) == "reduction" for t in op.iterator_types.data)
+    lhs, rhs, acc = _lanes(lhs), _lanes(rhs), _lanes(acc)
+    # As dhir-mlir22-workarounds: each operand broadcast along the reduced dimensions
+    # only the other has, as leading dimensions.
+    left_only, right_only = dhir_vector.lone_reductions(op)
+    sizes = dict(zip(left, np.shape(lhs))) | dict(zip(right, np.shape(rhs)))
+    lhs = np.broadcast_to(lhs, tuple(sizes[d] for d in right_only) + np.shape(lhs))
+    rhs = np.broadcast_to(rhs, tuple(sizes[d] for d in left_only) + np.shape(rhs))
+    left, right = (*right_only, *left), (*left_only, *right)
     contraction = _Contraction(op, element)
     try:
-        result = contraction.run(_lanes(lhs), _lanes(rhs), _lanes(acc), (left, right, out), reduced)
+        result = contraction.run(lhs, rhs, acc, (left, right, out), reduced)
     except _Unlowered as error:
         fail(
             op,
