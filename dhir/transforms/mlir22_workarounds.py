@@ -44,8 +44,8 @@
 
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
-`vector.contract` of a kind other than add or with operands of another element type than
-its accumulator's,
+`vector.contract` of a kind other than add, with operands of another element type than
+its accumulator's, or with a parallel dimension of size above 1 the result does not have,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
 `memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
@@ -192,6 +192,19 @@ def contraction_unlowered(op: vector.ContractionOp) -> str | None:
         return f"MLIR 22 lowers contractions of kind add only, not {kind}"
     if any(cast(VectorType, o.type).element_type != element for o in (op.lhs, op.rhs)):
         return "MLIR 22 lowers contractions whose operands have the accumulator's element type only"
+    maps = [m.data for m in op.indexing_maps.data]
+    kept = {cast(AffineDimExpr, e).position for e in maps[2].results}
+    for map_, operand in zip(maps, (op.lhs, op.rhs)):
+        shape = cast(VectorType, operand.type).get_shape()
+        for expr, size in zip(map_.results, shape):
+            dim = cast(AffineDimExpr, expr).position
+            parallel = str(op.iterator_types.data[dim].data) == "parallel"
+            if parallel and dim not in kept and size != 1:
+                return (
+                    f"MLIR 22 lowers a parallel dimension of size above 1 only where the "
+                    f"result has it, and dimension {dim} (of size {size}) is not in the "
+                    "result; make it a reduction or give the result that dimension"
+                )
     return None
 
 
