@@ -27,6 +27,8 @@ BAD_STEP = "dhir_rt_bad_step"
 
 @dataclass(frozen=True)
 class LoopStepsPass(ModulePass):
+    """Host loops whose run-time step is 0 or less stop the rank, naming the loop."""
+
     name = "dhir-loop-steps"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

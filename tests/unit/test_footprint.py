@@ -468,10 +468,11 @@ def test_a_memref_no_task_of_a_rank_touches_takes_nothing_there() -> None:
         ),
         (
             "  %h = memref.cast %a : memref<8xf32> to memref<?xf32>\n"
-            "  scf.for %i = %c0 to %c0 step %c0 {\n"
+            "  %c1 = arith.constant 1 : index\n"
+            "  scf.for %i = %c0 to %c0 step %c1 {\n"
             "    %r = memref.load %h[%i] : memref<?xf32>\n"
             "  }",
-            "uses it (memref.load at <string>:7:",
+            "uses it (memref.load at <string>:8:",
         ),
     ],
 )
