@@ -36,7 +36,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_
 from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
-from dhir.machine.dlti import SYSTEM_ATTR, system_of
+from dhir.machine.dlti import SYSTEM_ATTR, at_description, system_of
 from dhir.placement.constraints import read_constraints
 from dhir.targets import host_arch
 from dhir.toolchain.build import (
@@ -444,12 +444,17 @@ def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> RunOptio
 def _with_cpu(module: ModuleOp, options: RunOptions) -> RunOptions:
     """`options` with the CPU to build for: the one given, or the machine description's in
     `module`, or this machine's."""
-    if options.cpu is None:
-        system = system_of(module) if SYSTEM_ATTR in module.attributes else None
-        options = replace(options, cpu=cpu_for(system))
-    assert options.cpu is not None
-    cpu_facts(find_llvm_tools().clang, options.cpu)  # a CPU clang does not know stops here
-    return options
+    clang = find_llvm_tools().clang
+    if options.cpu is not None:
+        cpu_facts(clang, options.cpu)  # a CPU clang does not know stops here
+        return options
+    if SYSTEM_ATTR not in module.attributes:
+        return replace(options, cpu=cpu_for(None))
+    # What is wrong with the description's CPUs is reported at the description.
+    with at_description(module):
+        cpu = cpu_for(system_of(module))
+        cpu_facts(clang, cpu)
+    return replace(options, cpu=cpu)
 
 
 def _check_wide_integers(module: ModuleOp) -> None:

@@ -363,7 +363,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     check_runnable(module)  # as `dhir run` does
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
-        attach(module, plan.system)  # placement and cost models read it there
+        attach(module, plan.system, str(args.system))  # placement and cost models read it there
         options = replace(options, ranks=plan.ranks)
     given = entry_signature(module, entry)  # as the user gives it (tensors too)
     if on_tensors(module, entry):
@@ -426,7 +426,7 @@ def _run_program(
     )
     plan = _launch_plan(args, args.ranks, options.mpi) if args.backend == "native" else None
     if plan is not None:
-        attach(module, plan.system)  # placement and cost models read it there
+        attach(module, plan.system, str(args.system))  # placement and cost models read it there
         threads = options.threads if options.threads is not None else plan.threads
         options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
     results = run_module(

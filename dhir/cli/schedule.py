@@ -421,7 +421,7 @@ def program_graphs(
         system = system_of(module, str(path))
     elif system_file is not None or ranks is None:
         system = _system(system_file)
-        attach(module, system)
+        attach(module, system, None if system_file is None else str(system_file))
     if ranks is None:
         assert system is not None
         ranks = len(system.rank_devices())

@@ -7,8 +7,9 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 import re
 import struct
 import sys
+import weakref
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from xdsl.context import Context
@@ -17,6 +18,7 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     AnyVectorType,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FileLineColLoc,
     Float80Type,
     Float128Type,
@@ -42,6 +44,25 @@ from dhir.ir.region_cache import TaskBodyCache
 MLIRLexer._unescaped_characters_regex = re.compile(  # pyright: ignore[reportPrivateUsage]
     r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
 )
+
+# Where each entry of an op's `attributes {...}` was written, by the entry's value (an
+# attribute has no location of its own; a pass that clones the op keeps the value, so
+# this survives it): a machine description in module attributes is reported at its line.
+_ENTRY_LOCATIONS: dict[int, tuple["weakref.ref[Attribute]", FileLineColLoc]] = {}
+
+
+def entry_location(value: Attribute) -> FileLineColLoc | None:
+    """Where `value`, the value of an entry of an op's `attributes {...}`, was written."""
+    found = _ENTRY_LOCATIONS.get(id(value))
+    return found[1] if found is not None and found[0]() is value else None
+
+
+def _record_entry(value: Attribute, location: FileLineColLoc) -> None:
+    key = id(value)
+    if key not in _ENTRY_LOCATIONS:
+        forget = weakref.ref(value, lambda _: _ENTRY_LOCATIONS.pop(key, None))
+        _ENTRY_LOCATIONS[key] = (forget, location)
+
 
 _lex_string = MLIRLexer._lex_string_literal  # pyright: ignore[reportPrivateUsage]
 
@@ -115,6 +136,9 @@ class LocatedParser(Parser):
         self._line_starts = [0] + [match.end() for match in _NEWLINE.finditer(text)]
         self.task_bodies = TaskBodyCache()
         self._ints: dict[int, IntAttr] = {}
+        # The entries of the `attributes {...}` being read, with where each starts;
+        # None inside an entry's value (a nested dictionary's entries are not an op's).
+        self._op_entries: list[tuple[int, Attribute]] | None = None
 
     def parse_operation(self) -> Operation:
         start_span = self._current_token.span
@@ -142,6 +166,29 @@ class LocatedParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(start)
         return op
+
+    def parse_optional_attr_dict_with_keyword(
+        self, reserved_attr_names: Iterable[str] = ()
+    ) -> DictionaryAttr | None:
+        outer, self._op_entries = self._op_entries, []
+        try:
+            attributes = super().parse_optional_attr_dict_with_keyword(reserved_attr_names)
+            for start, value in self._op_entries:
+                _record_entry(value, self.location_at(start))
+        finally:
+            self._op_entries = outer
+        return attributes
+
+    def _parse_attribute_entry(self) -> tuple[str, Attribute]:
+        entries, self._op_entries = self._op_entries, None
+        start = self._current_token.span.start
+        try:
+            name, value = super()._parse_attribute_entry()
+        finally:
+            self._op_entries = entries
+        if entries is not None:
+            entries.append((start, value))
+        return name, value
 
     # xDSL packs float values as it makes their attributes: 1.0e39 : f32 overflows.
     def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:

@@ -18,7 +18,10 @@ the "MPI:Implementation" its MPI lowering asks) from the first DLTI attribute of
 in name order, and `dhir.machine` sorts before `dlti.map`.
 """
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -38,13 +41,26 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.dhir import TargetOp
 from dhir.dialects.dlti import DLTIEntryMap, TargetDeviceSpecAttr, TargetSystemSpecAttr
-from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
+from dhir.ir.diagnostics import (
+    DhirError,
+    Diagnostic,
+    SourceLoc,
+    error_at,
+    loc_of,
+    location_from_attr,
+)
+from dhir.ir.parser import entry_location
 from dhir.machine.description import System
 from dhir.machine.files import DEVICE_KEYS, from_dict, to_dict
 
 SYSTEM_ATTR = "dlti.target_system_spec"
 MACHINE_ATTR = "dhir.machine"
 DEFAULT_NODE = "node0"  # for device specs that name no node
+
+# The file each description `attach` wrote came from (None: not from a file the user
+# named), by its dlti.target_system_spec (id -> the attribute, weakly, and the file),
+# for errors about it found later.
+_ATTACHED: dict[int, tuple["weakref.ref[Attribute]", str | None]] = {}
 
 
 def to_dlti(system: System) -> dict[str, Attribute]:
@@ -63,10 +79,15 @@ def to_dlti(system: System) -> dict[str, Attribute]:
     return {SYSTEM_ATTR: TargetSystemSpecAttr(devices), MACHINE_ATTR: _attribute(machine)}
 
 
-def attach(module: ModuleOp, system: System) -> None:
+def attach(module: ModuleOp, system: System, where: str | None = None) -> None:
     """Describe `system` in `module`'s attributes (replacing a description already there);
-    every `dhir.target {device = ...}` must still find its device."""
-    module.attributes.update(to_dlti(system))
+    every `dhir.target {device = ...}` must still find its device. `where`: the file it
+    was read from, which errors about it found later name (`at_description`)."""
+    attributes = to_dlti(system)
+    module.attributes.update(attributes)
+    spec = attributes[SYSTEM_ATTR]
+    key = id(spec)
+    _ATTACHED[key] = (weakref.ref(spec, lambda _: _ATTACHED.pop(key, None)), where)
     for op in module.walk():
         if isinstance(op, TargetOp) and op.device is not None:
             try:
@@ -100,7 +121,52 @@ def from_dlti(attributes: Mapping[str, Attribute], where: str = "the module") ->
 
 
 def system_of(module: ModuleOp, where: str = "the module") -> System:
-    return from_dlti(module.attributes, where)
+    with at_description(module):
+        return from_dlti(module.attributes, where)
+
+
+def description_loc(module: ModuleOp) -> SourceLoc | None:
+    """Where `module`'s machine description was written: its dlti.target_system_spec
+    entry when the parser saw it (dhir.ir.parser.entry_location), else the module."""
+    spec = module.attributes.get(SYSTEM_ATTR)
+    written = None if spec is None else entry_location(spec)
+    located = None if written is None else location_from_attr(written)
+    return located or loc_of(module)
+
+
+def _attached(module: ModuleOp) -> tuple[bool, str | None]:
+    """Whether `attach` put `module`'s machine description there, and from which file."""
+    spec = module.attributes.get(SYSTEM_ATTR)
+    found = None if spec is None else _ATTACHED.get(id(spec))
+    if found is None or found[0]() is not spec:
+        return False, None
+    return True, found[1]
+
+
+@contextmanager
+def at_description(module: ModuleOp) -> Iterator[None]:
+    """Within: an error about the machine description (read from `module`'s attributes)
+    that has no location gets the description's: the file `attach` read it from, or
+    where the module's text wrote it (`description_loc`). (A description from the
+    machine's own file or detection, $DHIR_SYSTEM, is named by no file here.)"""
+    try:
+        yield
+    except DhirError as error:
+        if all(d.loc is not None for d in error.diagnostics):
+            raise
+        diagnostics = [_at_description(d, module) for d in error.diagnostics]
+        raise type(error)(diagnostics, error.sources) from None
+
+
+def _at_description(diagnostic: Diagnostic, module: ModuleOp) -> Diagnostic:
+    if diagnostic.loc is not None:
+        return diagnostic
+    attached, file = _attached(module)
+    if not attached:  # written in the module's text
+        return replace(diagnostic, loc=description_loc(module))
+    if file is None or diagnostic.message.startswith(f"{file}:"):
+        return diagnostic
+    return replace(diagnostic, message=f"{file}: {diagnostic.message}")
 
 
 def _nodes(spec: TargetSystemSpecAttr, listed: object, where: str) -> dict[str, dict[str, Any]]:

@@ -106,3 +106,55 @@ def test_cli_unknown_cpu_is_an_error_without_traceback(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "cannot build for CPU 'no-such-cpu'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _described(arch: str, extra: str = "") -> str:
+    """A program whose machine description (one CPU of `arch`) is a module attribute,
+    written on line 2."""
+    return (
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        f'    "cpu0" = #dlti.target_device_spec<"arch" = "{arch}", "node" = "n1"{extra}>>\n'
+        "} {\n"
+        "  func.func @main() {\n"
+        "    return\n"
+        "  }\n"
+        "}\n"
+    )
+
+
+def _compile(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "dhir", "compile", *args, "-o", str(tmp_path / "exe")]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def test_a_module_description_of_another_arch_is_reported_at_its_line(tmp_path: Path) -> None:
+    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
+    program = tmp_path / "p.mlir"
+    program.write_text(_described(other))
+    done = _compile(tmp_path, str(program))
+    assert done.returncode == 1
+    assert f"\n{program}:2:3: error: node n1's CPU cpu0 is {other}" in done.stderr
+
+
+def test_a_module_description_naming_an_unknown_cpu_is_reported_at_its_line(
+    tmp_path: Path,
+) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(_described(host_arch(), ', "cpu" = "no-such-cpu"'))
+    done = _compile(tmp_path, str(program))
+    assert done.returncode == 1
+    assert f"\n{program}:2:3: error: cannot build for CPU 'no-such-cpu'" in done.stderr
+
+
+def test_a_system_file_of_another_arch_is_named_in_the_error(tmp_path: Path) -> None:
+    other = "aarch64" if host_arch() != "aarch64" else "x86_64"
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main() {\n  return\n}\n")
+    system = tmp_path / "cluster.toml"
+    system.write_text(
+        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{other}"\n'
+    )
+    done = _compile(tmp_path, str(program), "--system", str(system))
+    assert done.returncode == 1
+    assert f"\nerror: {system}: node n1's CPU cpu0 is {other}" in done.stderr

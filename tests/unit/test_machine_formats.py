@@ -377,3 +377,18 @@ def test_attaching_a_description_without_a_named_device_is_an_error() -> None:
     with pytest.raises(DhirError, match='prog.mlir:4:5: error: this target names device "gpu0", '
                        "which the machine description 'cpus' does not have; it has cpu0"):  # fmt: skip
         attach(module, system)
+
+
+def test_a_module_description_with_too_many_ranks_is_reported_at_its_line() -> None:
+    text = (
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64", "ranks" = 1000002 : i64>>\n'
+        "} {\n"
+        "}\n"
+    )
+    with pytest.raises(DhirError) as raised:
+        system_of(parse_string(text, "p.mlir"))
+    (diagnostic,) = raised.value.diagnostics
+    assert str(diagnostic.loc) == "p.mlir:2:3"
+    assert "runs 1000002 ranks" in diagnostic.message
