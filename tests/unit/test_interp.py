@@ -1216,6 +1216,39 @@ def test_gpu_kernels_run_every_thread() -> None:
     same_bits(ids, np.stack([want, want]))
 
 
+@pytest.mark.parametrize(
+    ("blocks", "threads", "expected"),
+    [
+        ("%big, %c1, %c1", "%c4, %c1, %c1", "needs a grid of 1099511627776 x 1 x 1 blocks"),
+        ("%c1, %c1, %big", "%c4, %c1, %c1", "needs a grid of 1 x 1 x 1099511627776 blocks"),
+        ("%c3, %c1, %c1", "%c4, %c4, %big", "needs blocks of 4 x 4 x 1099511627776 threads"),
+        ("%c3, %c1, %c1", "%c1024, %c4, %c1", "needs blocks of 1024 x 4 x 1 threads"),
+    ],
+)
+def test_a_launch_larger_than_cuda_runs_is_a_located_error(
+    blocks: str, threads: str, expected: str
+) -> None:
+    """Not a MemoryError (itertools.product made a tuple of the grid's range)."""
+    sizes = (
+        "%c4 = arith.constant 4 : index\n"
+        "    %c1024 = arith.constant 1024 : index\n"
+        "    %big = arith.constant 1099511627776 : index"
+    )
+    program = KERNELS.replace("%c4 = arith.constant 4 : index", sizes).replace(
+        "blocks in (%c3, %c1, %c1) threads in (%c4, %c1, %c1)",
+        f"blocks in ({blocks}) threads in ({threads})",
+    )
+    message = run_error(
+        program,
+        np.zeros(12, np.float32),
+        np.zeros(12, np.float32),
+        np.zeros((2, 3, 4), np.int32),
+        np.float32(1),
+    )
+    assert message.startswith("prog.mlir:21:5: error: 'gpu.launch_func' " + expected)
+    assert "CUDA allows at most" in message
+
+
 # --- errors -----------------------------------------------------------------------
 
 OOB = """func.func @main(%a: memref<4xf32>) {

@@ -1,8 +1,7 @@
 """gpu.launch and gpu.launch_func, emulated thread by thread."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import product
 from typing import Any
 
 import numpy as np
@@ -32,6 +31,11 @@ class GpuIds:
 
 _XYZ = {"x": 0, "y": 1, "z": 2}
 SUBGROUP_SIZE = 32
+# What CUDA launches (dhir's GPU runtime refuses a larger grid the same way): blocks per
+# grid in x, y, z, and threads per block in x, y, z and in all.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
 
 
 def _ids(interp: Interpreter, op: Operation) -> GpuIds:
@@ -70,18 +74,50 @@ def run_kernel(
     iterations) runs nothing, as dhir's GPU runtime does."""
     if min(*grid, *block) < 1:
         return
+    _check_sizes(op, grid, block)
     run_state = state(interpreter)
     g3, b3 = (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
     try:
-        for bz, by, bx in product(range(grid[2]), range(grid[1]), range(grid[0])):
+        for bx, by, bz in _xyz(g3):
             shared = _attributions(op, workgroup)
-            for tz, ty, tx in product(range(block[2]), range(block[1]), range(block[0])):
+            for tx, ty, tz in _xyz(b3):
                 run_state.gpu = GpuIds((bx, by, bz), (tx, ty, tz), g3, b3)
                 own = _attributions(op, private)
                 args = (*make_args((bx, by, bz), (tx, ty, tz)), *shared, *own)
                 interpreter.run_ssacfg_region(body, args, op.name)
     finally:
         run_state.gpu = None
+
+
+def _xyz(sizes: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
+    """Every (x, y, z) below `sizes`, x fastest, one at a time (itertools.product first
+    makes a tuple of each range: a MemoryError for a large grid)."""
+    for z in range(sizes[2]):
+        for y in range(sizes[1]):
+            for x in range(sizes[0]):
+                yield x, y, z
+
+
+def _check_sizes(op: Operation, grid: Sequence[int], block: Sequence[int]) -> None:
+    """A launch larger than CUDA runs is refused, as a GPU would refuse it."""
+    shown = " x ".join
+    if any(size > most for size, most in zip(grid, MAX_GRID, strict=True)):
+        fail(
+            op,
+            f"needs a grid of {shown(map(str, grid))} blocks; CUDA allows at most "
+            f"{shown(map(str, MAX_GRID))}: split the launch, or loop over the excess in the "
+            "kernel",
+        )
+    threads = block[0] * block[1] * block[2]
+    if threads > MAX_BLOCK_THREADS or any(
+        size > most for size, most in zip(block, MAX_BLOCK, strict=True)
+    ):
+        fail(
+            op,
+            f"needs blocks of {shown(map(str, block))} threads; CUDA allows at most "
+            f"{shown(map(str, MAX_BLOCK))} and {MAX_BLOCK_THREADS} threads in all: use "
+            "smaller blocks and more of them",
+        )
 
 
 @register
