@@ -125,10 +125,11 @@ def system_of(module: ModuleOp, where: str = "the module") -> System:
         return from_dlti(module.attributes, where)
 
 
-def description_loc(module: ModuleOp) -> SourceLoc | None:
-    """Where `module`'s machine description was written: its dlti.target_system_spec
-    entry when the parser saw it (dhir.ir.parser.entry_location), else the module."""
-    spec = module.attributes.get(SYSTEM_ATTR)
+def description_loc(module: ModuleOp, attribute: str = SYSTEM_ATTR) -> SourceLoc | None:
+    """Where `module`'s machine description was written: its `attribute` entry (the
+    dlti.target_system_spec, or dhir.machine) when the parser saw it
+    (dhir.ir.parser.entry_location), else the module."""
+    spec = module.attributes.get(attribute)
     written = None if spec is None else entry_location(spec)
     located = None if written is None else location_from_attr(written)
     return located or loc_of(module)
@@ -163,7 +164,8 @@ def _at_description(diagnostic: Diagnostic, module: ModuleOp) -> Diagnostic:
         return diagnostic
     attached, file = _attached(module)
     if not attached:  # written in the module's text
-        return replace(diagnostic, loc=description_loc(module))
+        about = MACHINE_ATTR if MACHINE_ATTR in diagnostic.message else SYSTEM_ATTR
+        return replace(diagnostic, loc=description_loc(module, about))
     if file is None or diagnostic.message.startswith(f"{file}:"):
         return diagnostic
     return replace(diagnostic, message=f"{file}: {diagnostic.message}")

@@ -392,3 +392,19 @@ def test_a_module_description_with_too_many_ranks_is_reported_at_its_line() -> N
     (diagnostic,) = raised.value.diagnostics
     assert str(diagnostic.loc) == "p.mlir:2:3"
     assert "runs 1000002 ranks" in diagnostic.message
+
+
+def test_a_bad_dhir_machine_attribute_is_reported_at_its_line() -> None:
+    text = (
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64">>,\n'
+        "  dhir.machine = {nodes = 3}\n"
+        "} {\n"
+        "}\n"
+    )
+    with pytest.raises(DhirError) as raised:
+        system_of(parse_string(text, "p.mlir"))
+    (diagnostic,) = raised.value.diagnostics
+    assert str(diagnostic.loc) == "p.mlir:4:3"
+    assert '"nodes" must be a list' in diagnostic.message
