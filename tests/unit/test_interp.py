@@ -1273,6 +1273,32 @@ def test_out_of_bounds_is_a_located_error() -> None:
     assert "index 4 of dimension 0, whose size is 4" in message
 
 
+@pytest.mark.parametrize(
+    ("alloc", "why"),
+    [
+        # 1 PiB: more than any machine's address space, so never lazily granted.
+        ("memref.alloc() : memref<65536x65536x65536xf32>", "Unable to allocate 1.00 PiB"),
+        ("memref.alloc(%big, %big) : memref<?x?xf32>", "more bytes than an array can have"),
+    ],
+)
+def test_an_array_too_large_for_the_interpreter_is_a_located_error(alloc: str, why: str) -> None:
+    program = f"""func.func @main(%a: memref<4xf32>) {{
+  dhir.schedule %a {{
+    %t = dhir.task target = "cpu", %a {{
+      %big = arith.constant 1099511627776 : index
+      %m = {alloc}
+    }}
+  }}
+  return
+}}
+"""
+    message = run_error(program, np.zeros(4, np.float32))
+    assert message.startswith(
+        "prog.mlir:5:7: error: 'memref.alloc' needs an array larger than the interpreter can hold"
+    )
+    assert why in message and "MemoryError" not in message
+
+
 def test_bad_inputs() -> None:
     assert "needs an array of shape (4) and dtype float32" in run_error(
         OOB, np.zeros(5, np.float32)

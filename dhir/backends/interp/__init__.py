@@ -189,6 +189,12 @@ def _interpret(
     except RecursionError:
         message = f"nesting deeper than the interpreter's limit of about {MAX_DEPTH}"
         raise _error(stack, message) from None
+    except MemoryError as error:
+        raise _too_big(stack, str(error) or "out of memory") from None
+    except ValueError as error:
+        if "array is too big" not in str(error):  # NumPy's for a size past its index range
+            raise _error(stack, f"{type(error).__name__}: {error}") from None
+        raise _too_big(stack, "more bytes than an array can have") from None
     except InterpretationError as error:
         if "Could not find interpretation function" in str(error) and stack.ops:
             op = stack.ops[-1]
@@ -205,6 +211,19 @@ def _error_here(stack: _OpStack, message: str) -> DhirError:
         return DhirError([Diagnostic(message)])
     op = stack.ops[-1]
     return error_at(op, f"{message} (at '{op.name}')")
+
+
+def _too_big(stack: _OpStack, why: str) -> DhirError:
+    """An array larger than this machine's memory: NumPy's MemoryError, which says `why`."""
+    message = (
+        f"needs an array larger than the interpreter can hold ({why}); it keeps every "
+        "array in this machine's memory: run the program with smaller sizes, or with the "
+        "native backend"
+    )
+    if not stack.ops:
+        return DhirError([Diagnostic(f"the interpreter {message}")])
+    op = stack.ops[-1]
+    return error_at(op, f"'{op.name}' {message}")
 
 
 def _error(stack: _OpStack, message: str) -> DhirError:
