@@ -181,9 +181,14 @@ class LocatedParser(Parser):
 
     def _parse_attribute_entry(self) -> tuple[str, Attribute]:
         entries, self._op_entries = self._op_entries, None
-        start = self._current_token.span.start
+        start_span = self._current_token.span
+        start = start_span.start
         try:
             name, value = super()._parse_attribute_entry()
+        except VerifyException as error:
+            # An attribute that verifies itself as it is built (a DLTI spec with a key
+            # twice): at its entry, not at the op that holds it (a module's first line).
+            raise ParseError(start_span, _readable(str(error))) from None
         finally:
             self._op_entries = entries
         if entries is not None:

@@ -408,3 +408,20 @@ def test_a_bad_dhir_machine_attribute_is_reported_at_its_line() -> None:
     (diagnostic,) = raised.value.diagnostics
     assert str(diagnostic.loc) == "p.mlir:4:3"
     assert '"nodes" must be a list' in diagnostic.message
+
+
+def test_a_device_spec_with_a_key_twice_is_reported_at_its_attribute() -> None:
+    """xDSL checks a DLTI spec as it builds it; the error was at the module's first line."""
+    text = (
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64", "cores" = 2 : i64,\n'
+        '      "cores" = 8 : i64>>\n'
+        "} {\n"
+        "}\n"
+    )
+    with pytest.raises(DhirError) as raised:
+        parse_string(text, "p.mlir")
+    (diagnostic,) = raised.value.diagnostics
+    assert str(diagnostic.loc) == "p.mlir:2:3"
+    assert "duplicate DLTI entry key" in diagnostic.message
