@@ -418,7 +418,7 @@ def program_graphs(
     drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
     system = None
     if system_file is None and has_machine(module):  # as `dhir run` reads it
-        system = system_of(module, str(path))
+        system = system_of(module)  # errors at its line in the file
     elif system_file is not None or ranks is None:
         system = _system(system_file)
         attach(module, system, None if system_file is None else str(system_file))

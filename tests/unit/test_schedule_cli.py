@@ -509,3 +509,23 @@ def test_the_plan_shown_sends_no_output_written_in_part(
     assert code == 0, err
     rows = {row[0]: row for row in map(str.split, out.splitlines()) if len(row) == 4}
     assert rows["(end)"][2] == rows["t1"][3]
+
+
+def test_a_bad_description_in_the_program_is_reported_at_its_line_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64", "ranks" = 1000002 : i64>>,\n'
+        '  dhir.machine = {name = "big"}\n'
+        "} {\n"
+        "  func.func @main() {\n"
+        "    return\n"
+        "  }\n"
+        "}\n"
+    )
+    assert main(["schedule", str(program)]) == 1
+    err = capsys.readouterr().err
+    assert f"\n{program}:2:3: error: the module: the description runs 1000002 ranks" in err
