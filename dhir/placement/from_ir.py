@@ -41,7 +41,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
 from dhir.machine.description import REFERENCE_GPU, Device, Link, System, with_core_guesses
 from dhir.machine.detect import load_local_system
-from dhir.machine.dlti import system_of
+from dhir.machine.dlti import at_description, system_of
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.placement.cost_model import CostModel
 from dhir.placement.graph import Edge, Placement, TaskGraph
@@ -136,14 +136,17 @@ def machine_for(
     filled = {d.name: with_core_guesses(d) for d in system.devices}
     devices = [filled[d.name] for d in system.rank_devices()]
     if len(devices) != ranks:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"the machine description runs {len(devices)} rank"
-                    f"{'s' if len(devices) != 1 else ''}, but the program is built for {ranks}"
-                )
-            ]
-        )
+        with at_description(module):  # at the description's line, or naming its file
+            count = len(devices)
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"the machine description runs {count} rank{'s' if count != 1 else ''}"
+                        f", but the program is built for {ranks}; run it on {count} "
+                        f"(-n {count}), or describe {ranks} ranks"
+                    )
+                ]
+            )
     # Ranks sharing a device still talk through MPI: over shared memory.
     model = CostModel(
         profile,

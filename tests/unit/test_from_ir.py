@@ -471,3 +471,19 @@ def test_entry_outputs_go_to_rank_0_and_everything_else_is_broadcast() -> None:
     assert root_only(looped) == set()
     graph = task_graph(looped, [CPU] * 4, CostModel(link=link))
     assert graph.cost[END_TASK] == {"rank0": 0.0}
+
+
+def test_a_description_of_other_ranks_than_the_program_is_reported_at_its_line() -> None:
+    text = (
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64">>,\n'
+        '  dhir.machine = {name = "one"}\n'
+        "} {\n"
+        "}\n"
+    )
+    with pytest.raises(DhirError) as raised:
+        machine_for(parse_string(text, "p.mlir"), 3)
+    (diagnostic,) = raised.value.diagnostics
+    assert str(diagnostic.loc) == "p.mlir:2:3"
+    assert "runs 1 rank, but the program is built for 3; run it on 1 (-n 1)" in diagnostic.message
