@@ -96,6 +96,7 @@ def run(
     cpu: str | None = None,
     optimize: bool = True,
     fast_math: str = "none",
+    runtime_checks: bool = False,
     trace: str | Path | None = None,
     keep_build: str | Path | None = None,
     constraints: str | Path | None = None,
@@ -117,7 +118,10 @@ def run(
     "native" (default: this machine's; docs/machine.md); `optimize=False` builds task
     bodies as written (no dhir-optimize-bodies); `fast_math` (native): the floating-point
     relaxations the program allows, "contract", "reassoc" or "fast" (see dhir-fast-math;
-    the interpreter stays exact). `trace` (native): a file to write a Chrome trace of the
+    the interpreter stays exact). `runtime_checks` (native): check every memref access,
+    cast and view as it runs, so that one out of its memref stops the run with a DhirError
+    at its line, as the interpreter always does (docs/commands.md, "Runtime checks").
+    `trace` (native): a file to write a Chrome trace of the
     run to (each rank's tasks, messages, input reads and result writes; see
     docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the
     build made into (lowered MLIR, LLVM IR, the harness, the executable). `constraints`
@@ -143,6 +147,7 @@ def run(
         cpu=cpu,
         optimize=optimize,
         fast_math=fast_math,
+        runtime_checks=runtime_checks,
         trace=_path(trace, "trace"),
         keep_build=_path(keep_build, "keep_build"),
         constraints=_path(constraints, "constraints"),

@@ -184,7 +184,7 @@ def compile_native(
             run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
             bands = _take_bands(module, entry, ranks, timing)
     with timing.stage("print"):
-        text = print_module(module)
+        text = print_module(module, debuginfo=options.runtime_checks)
     exe = build_executable(
         text,
         signature,
@@ -231,13 +231,13 @@ class _Build:
                 if piece is None:
                     break
                 with timing.stage("print"):
-                    builds.add(print_module(piece))
+                    builds.add(print_module(piece, debuginfo=self.options.runtime_checks))
             with timing.stage("dhir passes"):
                 run_pipeline(module, finish, verify_each=False)
                 bands = _take_bands(module, lower.entry, self.options.ranks, timing)
                 unmark_steps(module)
             with timing.stage("print"):
-                builds.add(print_module(module))
+                builds.add(print_module(module, debuginfo=self.options.runtime_checks))
             with timing.stage("harness, cache lookup"):
                 harness = generate_harness(self.signature, self.options.ranks, self.tasks, bands)
             return builds.finish(harness, self.callers)

@@ -309,6 +309,12 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "default none: every result as the program's operations round it",
     )
     parser.add_argument(
+        "--runtime-checks",
+        action="store_true",
+        help="check every memref access, cast and view as it runs, stopping the run at "
+        "the line of the first out of its memref (as the interpreter does); slower",
+    )
+    parser.add_argument(
         "--no-optimize",
         action="store_true",
         help="build task bodies' loop nests as written (by default dhir-optimize-bodies "
@@ -345,6 +351,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         cpu=args.cpu,
         optimize=not args.no_optimize,
         fast_math=args.fast_math,
+        runtime_checks=args.runtime_checks,
     )
 
 
@@ -531,6 +538,7 @@ _BUILD_OPTIONS = {
     "library_dirs": "-L",
     "cpu": "--cpu",
     "no_optimize": "--no-optimize",
+    "runtime_checks": "--runtime-checks",
     "no_codedrop": "--no-codedrop",
     "gpu_fallback": "--gpu-fallback",
     "keep_build": "--keep-build",

@@ -90,6 +90,14 @@ OPENMP_PASSES: tuple[str, ...] = (
     "--expand-strided-metadata",
     "--finalize-memref-to-llvm",
 )
+# `--runtime-checks`: a cf.assert before each memref access, cast and view that it stays
+# in its memref, first, while the ops are still there to check. Its message is the op's
+# location (verbose-level=0, not the op as mlir-opt prints it: one string per access),
+# which is the user's file:line:col when the module is printed with its locations. Its
+# memref.subview check builds scf.if without loading scf, which crashes mlir-opt-22 in a
+# pipeline where no pass loads it (docs/upstream-bugs.md, 25): lower-affine, always in
+# MLIR_OPT_PIPELINE, does.
+RUNTIME_CHECKS = "--generate-runtime-verification=verbose-level=0"
 # No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
 # dhir's results are the sequential program's, rounding by rounding. (Ops whose fastmath
 # flags allow contraction are still fused: the flag on the instruction decides.)
@@ -277,7 +285,13 @@ def _recipe(
 ) -> "_Recipe":
     tools = find_llvm_tools()
     mpi_install = find_mpi(options.mpi)
-    passes = (*(OPENMP_PASSES if openmp else ()), *extra_mlir_opt_passes, *MLIR_OPT_PIPELINE)
+    checks = (RUNTIME_CHECKS,) if options.runtime_checks else ()
+    passes = (
+        *checks,
+        *(OPENMP_PASSES if openmp else ()),
+        *extra_mlir_opt_passes,
+        *MLIR_OPT_PIPELINE,
+    )
     if gpu is not None:
         passes = tuple(gpu.mlir_opt_args(passes))
     cpu = cpu_facts(tools.clang, options.cpu if options.cpu is not None else NATIVE)

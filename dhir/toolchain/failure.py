@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhir.ir.diagnostics import SourceLoc
+
 # The header dhir_rt.c writes: magic, then int64 rank, pid, phase, task, call, peer.
 _HEADER = struct.Struct("=8s6q")
 _MAGIC = b"DHIRST01"
@@ -36,6 +38,42 @@ _OPENMPI_REPORT = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exite
 _LOST_PEER = re.compile(r"Socket closed|Connection reset by peer|connection closed", re.I)
 # OpenMPI's report of a rank that aborted (its own MPI error handler, e.g. a socket closed).
 _OPENMPI_ABORT = re.compile(r"due to process rank (\d+) with PID \d+ on node \S+ calling")
+# What a failed check of --runtime-checks prints (MLIR's cf.assert, verbose-level=0; see
+# dhir.toolchain.build.RUNTIME_CHECKS): what is wrong, then the checked op's location.
+_FAILED_CHECK = re.compile(
+    r"Runtime op verification failed\r?\n\^ ([^\r\n]*)\r?\n"
+    r'Location: loc\((?:"((?:[^"\\]|\\.)*)":(\d+):(\d+)|[^\r\n]*)\)'
+)
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """A runtime check that stopped a rank: what it found, where the op it checks is."""
+
+    what: str
+    loc: SourceLoc | None
+
+
+def failed_check(output: str) -> FailedCheck | None:
+    """The first runtime check the ranks' `output` says failed (None: none did)."""
+    match = _FAILED_CHECK.search(output)
+    if match is None:
+        return None
+    file, line, column = match.group(2, 3, 4)
+    if file is None:  # an op without a location: dhir made it
+        return FailedCheck(match.group(1), None)
+    return FailedCheck(match.group(1), SourceLoc(_unescaped(file), int(line), int(column)))
+
+
+def _unescaped(text: str) -> str:
+    """The text of a string MLIR printed: `\\XX` is the byte XX (a UTF-8 name's too),
+    `\\\\` a backslash."""
+    parts = re.split(r"\\([0-9A-Fa-f]{2}|\\)", text)
+    data = b"".join(
+        (b"\\" if part == "\\" else bytes.fromhex(part)) if index % 2 else part.encode()
+        for index, part in enumerate(parts)
+    )
+    return data.decode(errors="replace")
 
 
 @dataclass(frozen=True)

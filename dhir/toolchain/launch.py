@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.failure import explain, first_dead, read_pids, read_states
+from dhir.toolchain.failure import (
+    explain,
+    failed_check,
+    first_dead,
+    read_pids,
+    read_states,
+)
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions, check_io_mode
 from dhir.toolchain.signals import ending_cleanly
@@ -305,11 +311,15 @@ def _launch(
         # The dead rank and its task lead: what the user needs first.
         lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
         rest = "".join(line + "\n" for line in where)
+        # A failed --runtime-checks check is the cause, at the user's op: it leads.
+        check = failed_check(output)
+        found = f"a runtime check failed: {check.what}; " if check is not None else ""
         raise DhirError(
             [
                 Diagnostic(
-                    f"the program failed on {_ranks(ranks)}{lead}; mpirun {how}\n"
-                    f"{rest}{_tail(log, errors)}"
+                    f"{found}the program failed on {_ranks(ranks)}{lead}; mpirun {how}\n"
+                    f"{rest}{_tail(log, errors)}",
+                    check.loc if check is not None else None,
                 )
             ]
         )

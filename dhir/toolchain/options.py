@@ -40,10 +40,13 @@ class RunOptions:
     or "native"; None: as the machine description says, see dhir.toolchain.cpu), its task
     bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
-    contract, reassoc, fast). With `trace`, the run writes there a Chrome trace of what
-    every rank did (dhir.toolchain.trace); `constraints`: a file of placement constraints
-    (dhir.placement.constraints); with `keep_build`, what the build made (the
-    lowered MLIR, LLVM IR, the harness, the executable) is copied into that folder."""
+    contract, reassoc, fast). With `runtime_checks`, every memref access, cast and view
+    is checked as it runs (MLIR's generate-runtime-verification): one out of its memref
+    stops the run at its line, as the interpreter does. With `trace`, the run writes
+    there a Chrome trace of what every rank did (dhir.toolchain.trace); `constraints`: a
+    file of placement constraints (dhir.placement.constraints); with `keep_build`, what
+    the build made (the lowered MLIR, LLVM IR, the harness, the executable) is copied into
+    that folder."""
 
     ranks: int = DEFAULT_RANKS
     mpi: str = DEFAULT_MPI
@@ -60,6 +63,7 @@ class RunOptions:
     cpu: str | None = None
     optimize: bool = True
     fast_math: str = "none"
+    runtime_checks: bool = False
     trace: Path | None = None
     keep_build: Path | None = None
     constraints: Path | None = None
@@ -70,7 +74,7 @@ class RunOptions:
         object.__setattr__(self, "timeout", timeout_seconds(self.timeout))
         if self.threads is not None:
             object.__setattr__(self, "threads", thread_count(self.threads))
-        for name in ("codedrop", "optimize"):
+        for name in ("codedrop", "optimize", "runtime_checks"):
             value = getattr(self, name)
             # A str is true, so codedrop="no" would drop code (NumPy's bools are taken).
             if isinstance(value, str) or value not in (True, False):

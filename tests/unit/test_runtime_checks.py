@@ -1,0 +1,174 @@
+"""--runtime-checks (`runtime_checks=` in dhir.run): MLIR's generate-runtime-verification
+checks every memref access, cast and view of the native build as it runs, so that one out
+of its memref stops the run at the user's line, as the interpreter does, where the
+unchecked build runs on and exits 0."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.toolchain.failure import FailedCheck, failed_check
+from dhir.toolchain.options import RunOptions
+
+# Stores a[0..8] of an 8-element memref: the last store (line 10) is out of it.
+STORE_PAST_END = """\
+func.func @main(%a: memref<8xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c9 = arith.constant 9 : index
+      %v = arith.constant 7 : i32
+      scf.for %i = %c0 to %c9 step %c1 {
+        memref.store %v, %a[%i] : memref<8xi32>
+      }
+    }
+  }
+  return
+}
+"""
+# Reads a[i + 1] for i in [0, 16): the last load (line 10) is out of the memref.
+LOAD_PAST_END = """\
+func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      scf.for %i = %c0 to %c16 step %c1 {
+        %j = arith.addi %i, %c1 : index
+        %x = memref.load %a[%j] : memref<16xf64>
+        memref.store %x, %b[%i] : memref<16xf64>
+      }
+    }
+  }
+  return
+}
+"""
+# A view of 4 elements from %n on (line 5), with no scf op in the module: MLIR 22's
+# subview check crashes mlir-opt when no pass of the pipeline loads scf.
+SUBVIEW = """\
+func.func @main(%a: memref<8xf32>, %n: index) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %s = memref.subview %a[%n] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %s[%c0] : memref<4xf32, strided<[1], offset: ?>>
+    }
+  }
+  return
+}
+"""
+# A five-point stencil on rows split between ranks, with halos.
+STENCIL = """\
+func.func @main(%u: memref<32x32xf64>, %v: memref<32x32xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c31 = arith.constant 31 : index
+  %quarter = arith.constant 0.25 : f64
+  scf.for %i = %c1 to %c31 step %c1 {
+    scf.for %j = %c1 to %c31 step %c1 {
+      %im = arith.subi %i, %c1 : index
+      %ip = arith.addi %i, %c1 : index
+      %jm = arith.subi %j, %c1 : index
+      %jp = arith.addi %j, %c1 : index
+      %n = memref.load %u[%im, %j] : memref<32x32xf64>
+      %s = memref.load %u[%ip, %j] : memref<32x32xf64>
+      %w = memref.load %u[%i, %jm] : memref<32x32xf64>
+      %e = memref.load %u[%i, %jp] : memref<32x32xf64>
+      %a = arith.addf %n, %s : f64
+      %b = arith.addf %w, %e : f64
+      %c = arith.addf %a, %b : f64
+      %d = arith.mulf %c, %quarter : f64
+      memref.store %d, %v[%i, %j] : memref<32x32xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "program.mlir"
+    path.write_text(text)
+    return path
+
+
+def test_a_failed_check_is_read_with_its_location() -> None:
+    output = (
+        "rank output\nERROR: Runtime op verification failed\r\n^ out-of-bounds access\r\n"
+        'Location: loc("/tmp/a \\22b\\22 \\C3\\A9\\\\.mlir":10:9)\r\nmore\n'
+    )
+    assert failed_check(output) == FailedCheck(
+        "out-of-bounds access", SourceLoc('/tmp/a "b" \u00e9\\.mlir', 10, 9)
+    )
+    unknown = "ERROR: Runtime op verification failed\n^ offset mismatch\nLocation: loc(unknown)\n"
+    assert failed_check(unknown) == FailedCheck("offset mismatch", None)
+    assert failed_check("ERROR: something else\n") is None
+
+
+def test_runtime_checks_takes_a_bool() -> None:
+    with pytest.raises(DhirError, match="runtime_checks takes True or False"):
+        RunOptions(runtime_checks="yes")  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_out_of_bounds_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
+    program = write(tmp_path, STORE_PAST_END)
+    unchecked = dhir.run(program, np.zeros(8, np.int32))[0]  # runs on, past the end
+    assert (unchecked == 7).all()
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, np.zeros(8, np.int32), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 10, 9)
+    assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:
+    program = write(tmp_path, LOAD_PAST_END)
+    np.save(tmp_path / "a.npy", np.arange(16.0))
+    np.save(tmp_path / "b.npy", np.zeros(16))
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(program), "-n", "2"]
+    command += ["--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")]
+    command += ["--runtime-checks", "-q"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    first = result.stderr.splitlines()[0]
+    assert first.startswith(f"{program}:10:9: error: a runtime check failed: out-of-bounds")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_subview_out_of_its_memref_is_caught(tmp_path: Path) -> None:
+    program = write(tmp_path, SUBVIEW)
+    inside = dhir.run(program, np.zeros(8, np.float32), np.int64(4), runtime_checks=True)[0]
+    assert inside[4] == 1.0
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, np.zeros(8, np.float32), np.int64(6), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 5, 7)
+    assert "subview runs out-of-bounds" in diagnostic.message
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_correct_program_gives_the_same_bits_checked(tmp_path: Path, ranks: int) -> None:
+    program = write(tmp_path, STENCIL)
+    u = np.random.default_rng(7).random((32, 32))
+    plain = dhir.run(program, u, np.zeros((32, 32)), ranks=ranks)
+    checked = dhir.run(program, u, np.zeros((32, 32)), ranks=ranks, runtime_checks=True)
+    for want, got in zip(plain, checked, strict=True):
+        assert want.tobytes() == got.tobytes()
