@@ -12,8 +12,10 @@ import pytest
 
 import dhir
 from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.toolchain.build import _patch_llvm_ir  # pyright: ignore[reportPrivateUsage]
 from dhir.toolchain.failure import FailedCheck, failed_check
 from dhir.toolchain.options import RunOptions
+from dhir.toolchain.tools import MpiInstall
 
 # Stores a[0..8] of an 8-element memref: the last store (line 10) is out of it.
 STORE_PAST_END = """\
@@ -114,6 +116,17 @@ def test_a_failed_check_is_read_with_its_location() -> None:
     unknown = "ERROR: Runtime op verification failed\n^ offset mismatch\nLocation: loc(unknown)\n"
     assert failed_check(unknown) == FailedCheck("offset mismatch", None)
     assert failed_check("ERROR: something else\n") is None
+
+
+def test_main_in_a_check_s_message_is_not_renamed() -> None:
+    # A shard program's locations are named "<mlir-opt: partition @main (a shard
+    # program)>": renaming @main in the message's string made its array type 10 bytes
+    # short, which clang refused.
+    message = 'c"Location: loc(\\22<mlir-opt: partition @main (a shard program)>\\22:1:1)\\00"'
+    ll = f"@assert_msg = private constant [70 x i8] {message}\ndefine void @main() {{\n"
+    mpi = MpiInstall("mpich", Path("/"), Path("/"), Path("/"), Path("/"), (), "4")
+    patched = _patch_llvm_ir(ll, mpi)
+    assert patched == ll.replace("define void @main", "define void @dhir_mlir_main")
 
 
 def test_runtime_checks_takes_a_bool() -> None:
