@@ -95,7 +95,7 @@ OPENMP_PASSES: tuple[str, ...] = (
 # location (verbose-level=0, not the op as mlir-opt prints it: one string per access),
 # which is the user's file:line:col when the module is printed with its locations. Its
 # memref.subview check builds scf.if without loading scf, which crashes mlir-opt-22 in a
-# pipeline where no pass loads it (docs/upstream-bugs.md, 25): lower-affine, always in
+# pipeline where no pass loads it (docs/upstream-bugs.md, 26): lower-affine, always in
 # MLIR_OPT_PIPELINE, does.
 RUNTIME_CHECKS = "--generate-runtime-verification=verbose-level=0"
 # No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
