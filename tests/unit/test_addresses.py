@@ -3,12 +3,11 @@ elsewhere (dhir/backends/addresses.py): refused at the call by both backends bef
 either starts. Natively the run died of SIGSEGV on 2 ranks (the address was another
 process's), while the interpreter, one process, ran it."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from refused_compile import compile_refusal
 
 import dhir
 from dhir.backends.addresses import check_addresses
@@ -98,18 +97,8 @@ def test_addresses_used_where_they_were_taken_pass(case: str) -> None:
 
 
 def test_dhir_compile_refuses_them_too(tmp_path: Path) -> None:
-    program = tmp_path / "p.mlir"
-    program.write_text(_program(other=CALL))
-    exe = tmp_path / "p.exe"
-    result = subprocess.run(
-        [sys.executable, "-m", "dhir", "compile", str(program), "-q", "-o", str(exe)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert "p.mlir:20:7: error: @add_one is passed an address" in result.stderr
-    assert not exe.exists()
+    stderr = compile_refusal(tmp_path, _program(other=CALL))
+    assert "p.mlir:20:7: error: @add_one is passed an address" in stderr
 
 
 HOST_TAKEN = """func.func @main(%b: memref<4xf64>, %c: memref<4xi64>) {

@@ -6,8 +6,6 @@ three runs on 4 threads, where the interpreter gives 64000000. Loops whose overl
 not proven run as before."""
 
 import itertools
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
+from refused_compile import compile_refusal
 
 import dhir
 from dhir.analysis.overlaps import parallel_overlap
@@ -268,18 +267,8 @@ def test_host_loops_without_schedules_are_refused_too(tmp_path: Path, backend: s
 
 
 def test_dhir_compile_refuses_them_too(tmp_path: Path) -> None:
-    program = tmp_path / "p.mlir"
-    program.write_text(_program(*REFUSED["neighbour writes"]))
-    exe = tmp_path / "p.exe"
-    result = subprocess.run(
-        [sys.executable, "-m", "dhir", "compile", str(program), "-q", "-o", str(exe)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 1
-    assert "p.mlir:10:7: error: iterations of this scf.parallel overlap" in result.stderr
-    assert not exe.exists()
+    stderr = compile_refusal(tmp_path, _program(*REFUSED["neighbour writes"]))
+    assert "p.mlir:10:7: error: iterations of this scf.parallel overlap" in stderr
 
 
 # Bounds, steps and subscripts of run-time values: an overlap is proven when it occurs at
