@@ -7,7 +7,6 @@ position of every op, so this parser records it as a `FileLineColLoc`.
 import re
 import struct
 import sys
-import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -36,6 +35,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
+from dhir.ir.by_identity import ByIdentity
 from dhir.ir.region_cache import TaskBodyCache
 
 # xDSL 0.74's string-literal pattern nests a `+` inside a `*`, so an unterminated string
@@ -48,20 +48,12 @@ MLIRLexer._unescaped_characters_regex = re.compile(  # pyright: ignore[reportPri
 # Where each entry of an op's `attributes {...}` was written, by the entry's value (an
 # attribute has no location of its own; a pass that clones the op keeps the value, so
 # this survives it): a machine description in module attributes is reported at its line.
-_ENTRY_LOCATIONS: dict[int, tuple["weakref.ref[Attribute]", FileLineColLoc]] = {}
+_ENTRY_LOCATIONS = ByIdentity[FileLineColLoc]()
 
 
 def entry_location(value: Attribute) -> FileLineColLoc | None:
     """Where `value`, the value of an entry of an op's `attributes {...}`, was written."""
-    found = _ENTRY_LOCATIONS.get(id(value))
-    return found[1] if found is not None and found[0]() is value else None
-
-
-def _record_entry(value: Attribute, location: FileLineColLoc) -> None:
-    key = id(value)
-    if key not in _ENTRY_LOCATIONS:
-        forget = weakref.ref(value, lambda _: _ENTRY_LOCATIONS.pop(key, None))
-        _ENTRY_LOCATIONS[key] = (forget, location)
+    return _ENTRY_LOCATIONS.get(value)
 
 
 _lex_string = MLIRLexer._lex_string_literal  # pyright: ignore[reportPrivateUsage]
@@ -174,7 +166,7 @@ class LocatedParser(Parser):
         try:
             attributes = super().parse_optional_attr_dict_with_keyword(reserved_attr_names)
             for start, value in self._op_entries:
-                _record_entry(value, self.location_at(start))
+                _ENTRY_LOCATIONS.put(value, self.location_at(start), replace=False)
         finally:
             self._op_entries = outer
         return attributes

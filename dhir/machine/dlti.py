@@ -18,7 +18,6 @@ the "MPI:Implementation" its MPI lowering asks) from the first DLTI attribute of
 in name order, and `dhir.machine` sorts before `dlti.map`.
 """
 
-import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -41,6 +40,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.dhir import TargetOp
 from dhir.dialects.dlti import DLTIEntryMap, TargetDeviceSpecAttr, TargetSystemSpecAttr
+from dhir.ir.by_identity import ByIdentity
 from dhir.ir.diagnostics import (
     DhirError,
     Diagnostic,
@@ -58,9 +58,9 @@ MACHINE_ATTR = "dhir.machine"
 DEFAULT_NODE = "node0"  # for device specs that name no node
 
 # The file each description `attach` wrote came from (None: not from a file the user
-# named), by its dlti.target_system_spec (id -> the attribute, weakly, and the file),
+# named), by its dlti.target_system_spec (in a tuple: a file of None is still a fact),
 # for errors about it found later.
-_ATTACHED: dict[int, tuple["weakref.ref[Attribute]", str | None]] = {}
+_ATTACHED = ByIdentity[tuple[str | None]]()
 
 
 def to_dlti(system: System) -> dict[str, Attribute]:
@@ -86,8 +86,7 @@ def attach(module: ModuleOp, system: System, where: str | None = None) -> None:
     attributes = to_dlti(system)
     module.attributes.update(attributes)
     spec = attributes[SYSTEM_ATTR]
-    key = id(spec)
-    _ATTACHED[key] = (weakref.ref(spec, lambda _: _ATTACHED.pop(key, None)), where)
+    _ATTACHED.put(spec, (where,))
     for op in module.walk():
         if isinstance(op, TargetOp) and op.device is not None:
             try:
@@ -138,10 +137,8 @@ def description_loc(module: ModuleOp, attribute: str = SYSTEM_ATTR) -> SourceLoc
 def _attached(module: ModuleOp) -> tuple[bool, str | None]:
     """Whether `attach` put `module`'s machine description there, and from which file."""
     spec = module.attributes.get(SYSTEM_ATTR)
-    found = None if spec is None else _ATTACHED.get(id(spec))
-    if found is None or found[0]() is not spec:
-        return False, None
-    return True, found[1]
+    found = None if spec is None else _ATTACHED.get(spec)
+    return (False, None) if found is None else (True, found[0])
 
 
 @contextmanager
