@@ -30,6 +30,7 @@ from functools import cache
 
 import islpy as isl
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AffineMapAttr,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -38,12 +39,16 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
+from xdsl.traits import SymbolTable
 
 from dhir.analysis.lift import Affine, Extreme, Leaf, Lifted, Lifter, isl_text
-from dhir.analysis.regions import sure_accesses
+from dhir.analysis.regions import empty, may_accesses, sure_accesses
+from dhir.analysis.sharing import buffers, shared
 from dhir.dialects import affine, func, scf
-from dhir.dialects.access import Access, Kind, ViewKind, facts
+from dhir.dialects import memref as memref_dialect
+from dhir.dialects.access import Access, Kind, ViewKind, facts, global_name
 from dhir.dialects.arith import scalar_int_width
+from dhir.dialects.layouts import is_identity_layout, strided_layout
 
 # Per dimension of a loop, as isl text over the parameters (`_Names`): the expressions
 # its variable is at least (it starts at the greatest), those it stays below, its step.
@@ -160,6 +165,179 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
                 clash = clash.intersect_params(runs)
                 return _witness(clash, memref, firsts, seconds, outer, read, names)
     return None
+
+
+def parallel_independence(loop: Operation) -> str | None:
+    """Why `loop` (an scf.parallel or an affine.parallel) may have two iterations that
+    touch one element of memory, one of them writing it other than atomically: what
+    makes the proof fail, in words. None when that is proven never to happen, at any
+    run-time value and any value of the loops around (the iterations may run at once).
+
+    What one iteration may touch is its may-regions (`dhir.analysis.regions`): whatever
+    is not followed widens them, so that only what is proven stays apart. Values defined
+    outside the loop (bounds, offsets, sizes measured by `memref.dim`, variables of the
+    loops around) are isl parameters, the same in both iterations. Two memrefs that may
+    be views of one buffer (`dhir.analysis.sharing`) are not apart unless neither is
+    written, nor is a memref whose layout may give two indices one address."""
+    body = loop.regions[0].block
+    hidden = _hidden_memory(loop)
+    if hidden is not None:
+        return hidden
+    roots, views = _outside_memrefs(loop, body)
+    if not roots:
+        return None
+    if _plainly_apart(body, roots, strict=True):
+        written = {roots[m] for m in _stored(body, roots)}
+        return _sharing(written, set(roots.values()))
+    names = _Names(Lifter())
+    around = _loops_around(loop)
+    outer = [f"o{k}" for k in range(len(around))]
+    names.names.update(zip(around, outer, strict=True))
+    _name_invariants(loop, body, views, names)
+    ranges = _ranges(loop, names)
+    if ranges is not None and (len(ranges) != len(body.args) or not _stepping(ranges)):
+        ranges = None
+    bounded = [
+        (name, r)
+        for variable, name in zip(around, outer, strict=True)
+        for r in [_around_range(variable, names)]
+        if r is not None
+    ]
+    firsts, seconds = _names(len(body.args))
+    fixed = tuple([*outer, *names.values])
+    params = [*firsts, *seconds, *fixed]
+    found = [
+        may_accesses(
+            set(roots.values()),
+            body,
+            dict(zip(body.args, own, strict=True)) | names.names,
+            params,
+            names.lift,
+            views,
+        )
+        for own in (firsts, seconds)
+    ]
+    one, other = found
+    written = set(one.writes) | set(one.atomics)
+    shared = _sharing(written, set(one.reads) | written)
+    if shared is not None:
+        return shared
+    apart = _apart_anywhere(tuple(ranges) if ranges is not None else None, len(body.args), fixed)
+    runs = _domain(tuple(r for _, r in bounded), tuple(n for n, _ in bounded), fixed)
+    for root in written:
+        plain = _get(other.reads, root) | _get(other.writes, root)
+        clash = _get(one.writes, root) & (plain | _get(other.atomics, root))
+        clash = clash | (_get(one.atomics, root) & plain)
+        if not clash.intersect_params(apart).intersect_params(runs).is_empty():
+            return f"two of its iterations may touch one element of {_named(root)}"
+    return None
+
+
+def _get(table: dict[SSAValue, isl.Set], root: SSAValue) -> isl.Set:
+    found = table.get(root)
+    return found if found is not None else empty(root.type)
+
+
+def _named(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+
+
+def _hidden_memory(loop: Operation) -> str | None:
+    """What the loop's body touches that no memref from outside it shows: a global it
+    takes itself, or through a function it calls, or raw addresses (llvm ops)."""
+    module = loop.get_toplevel_object()
+    seen: set[str] = set()
+    pending: list[Operation] = [loop]
+    while pending:
+        for op in pending.pop().walk():
+            name = global_name(op)
+            if name is not None:
+                return f"it uses the global @{name}"
+            if op.name.startswith("llvm."):
+                return f"it uses {op.name}"
+            if isinstance(op, func.CallOp):
+                callee = op.callee.string_value()
+                found = (
+                    SymbolTable.lookup_symbol(module, callee)
+                    if isinstance(module, Operation)
+                    else None
+                )
+                if isinstance(found, func.FuncOp) and callee not in seen:
+                    seen.add(callee)
+                    pending.append(found)
+    return None
+
+
+def _stored(body: Block, roots: dict[SSAValue, SSAValue]) -> set[SSAValue]:
+    """The memrefs of `roots` that a store of `body` takes."""
+    out: set[SSAValue] = set()
+    for op in body.walk():
+        found = facts(op)
+        if found is not None and found.kind is Kind.STORE:
+            out.update(a.memref for a in found.accesses if a.memref in roots)
+    return out
+
+
+def _sharing(written: set[SSAValue], touched: set[SSAValue]) -> str | None:
+    """Why memrefs `written` (roots) may share memory with one another or with the
+    others `touched`, or map two of their indices to one address; None when neither."""
+    for root in written:
+        if not _injective(root.type):
+            return f"the layout of {_named(root)} may give two of its indices one address"
+        for other in touched - {root}:
+            if shared(buffers(root), buffers(other)):
+                return f"{_named(root)} and {_named(other)} may share memory"
+    return None
+
+
+def _injective(type_: Attribute) -> bool:
+    """Whether distinct indices of a memref of `type_` are distinct addresses: strides
+    that nest, each past the whole of the dimensions inside it."""
+    if not isinstance(type_, MemRefType):
+        return False
+    if is_identity_layout(type_):
+        return True
+    layout = strided_layout(type_)
+    if layout is None:
+        return False
+    pairs = [(s, n) for s, n in zip(layout[0], type_.get_shape(), strict=True) if n != 1]
+    if any(s is None or s <= 0 for s, _ in pairs):
+        return False
+    pairs.sort(key=lambda p: -(p[0] or 0))
+    for (outer, _), (inner, size) in zip(pairs, pairs[1:], strict=False):
+        assert outer is not None and inner is not None
+        if size == DYNAMIC_INDEX or outer < inner * size:
+            return False
+    return True
+
+
+def _name_invariants(
+    loop: Operation, body: Block, views: Sequence[Operation], names: _Names
+) -> None:
+    """Name as parameters the integers the body's ops (and the `views` outside it) take
+    from outside the loop, and the sizes it measures (`memref.dim`) of memrefs from
+    outside it: each is the same in every iteration."""
+    for op in [*views, *body.walk()]:
+        for value in op.operands:
+            if scalar_int_width(value.type) is not None and not _inside(loop, value):
+                names.of(value)
+        if isinstance(op, memref_dialect.DimOp) and not any(_inside(loop, v) for v in op.operands):
+            names.opaque(op.results)
+
+
+@cache
+def _apart_anywhere(ranges: tuple[Range, ...] | None, rank: int, fixed: tuple[str, ...]) -> isl.Set:
+    """Two distinct iterations, as `_apart`, but of every value between the bounds of a
+    run-time step, not only its first two, and of any values when `ranges` is None."""
+    firsts, seconds = _names(rank)
+    conditions = [
+        _within(r, v, exact=False)
+        for r, a, b in zip(ranges or (), firsts, seconds, strict=False)
+        for v in (a, b)
+    ]
+    differ = " or ".join(f"{a} != {b}" for a, b in zip(firsts, seconds, strict=True))
+    names = ", ".join([*firsts, *seconds, *fixed])
+    return isl.Set(f"[{names}] -> {{ : {' and '.join([*conditions, f'({differ})'])} }}")
 
 
 def _project(region: isl.Set, names: list[str]) -> isl.Set:
@@ -365,11 +543,13 @@ def _root(memref: SSAValue, views: dict[Operation, None]) -> SSAValue:
     return root
 
 
-def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue]) -> bool:
+def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue], strict: bool = False) -> bool:
     """Whether no two iterations touch one element of a memref that one of them stores
     into, seen without isl (most loops, so that a program of thousands of them is checked
     in little time): each memref stored into is only loaded and stored, each time at the
-    same subscripts, which include every loop variable, and no other view of it is used."""
+    same subscripts, which include every loop variable, and no other view of it is used.
+    `strict`: besides, no memref from outside is used by any other op (a view made in
+    the body, a call), and each stored into is its own root (no view's indices)."""
     places: dict[SSAValue, set[tuple[SSAValue, ...]]] = {}
     stored: set[SSAValue] = set()
     unclear: set[SSAValue] = set()  # used otherwise: isl decides
@@ -393,6 +573,8 @@ def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue]) -> bool:
                 places.setdefault(access.memref, set()).add(place)
             if found.kind is Kind.STORE:
                 stored.add(access.memref)
+    if strict and (unclear or any(roots[m] is not m for m in stored)):
+        return False
     variables = set(body.args)
     for memref in stored:
         found_places = places.get(memref, set())

@@ -336,6 +336,38 @@ def sure_accesses(
 
 
 @dataclass(frozen=True)
+class MayAccesses:
+    """Per memref, the elements that one run of a loop body may read and may write other
+    than atomically (loads, stores, copies, linalg ops, ops this module does not know),
+    and those it may update atomically, over the loop variables."""
+
+    reads: dict[SSAValue, isl.Set]
+    writes: dict[SSAValue, isl.Set]
+    atomics: dict[SSAValue, isl.Set]
+
+
+def may_accesses(
+    memrefs: Iterable[SSAValue],
+    body: Block,
+    variables: Mapping[SSAValue, str],
+    params: Sequence[str],
+    lift: Lifter,
+    views: Sequence[Operation] = (),
+) -> MayAccesses:
+    """What one run of `body` may read, write and update atomically of `memrefs`, as
+    `sure_accesses` takes its arguments; `params`: every isl parameter the texts may
+    name (those of `variables`, and the leaves `lift` names as wholes)."""
+    walker = _Walker(params=tuple(params), lift=lift, atomics={})
+    for memref in memrefs:
+        walker.views[memref] = (_View(memref, None),)
+    walker.values.update(variables)
+    walker.walk(views, _Nest((), (), True))
+    walker.walk(body.ops, _Nest((), (), True))
+    assert walker.atomics is not None
+    return MayAccesses(_union(walker.reads), _union(walker.writes), _union(walker.atomics))
+
+
+@dataclass(frozen=True)
 class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
     own indices (named y0, y1, ...) to the root's, or is None when that is unknown (any
@@ -383,6 +415,10 @@ class _Walker:
     # When asked for (`sure_accesses`): the elements plain loads (False) and stores
     # (True) surely read and write, each for every point of its nest.
     sure: dict[bool, dict[SSAValue, list[isl.Set]]] | None = None
+    # When asked for (`may_accesses`): the elements atomic updates may touch, kept out
+    # of `reads` and `writes`; `atomic`: whether the op being walked is such an update.
+    atomics: dict[SSAValue, list[isl.Set]] | None = None
+    atomic: bool = False
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -449,8 +485,10 @@ class _Walker:
                 self._unknown(op)
                 return
             plain = found.kind in (Kind.LOAD, Kind.STORE)
+            self.atomic = found.kind is Kind.ATOMIC
             for access in found.accesses:
                 self.access(access, nest, plain)
+            self.atomic = False
             self._walk_regions(op, nest.inexact())  # a generic_atomic_rmw's body
         elif found is not None and found.kind in (Kind.VIEW, Kind.SHAPE):
             if self._escapes(op, op.operands[:1]):
@@ -597,6 +635,9 @@ class _Walker:
             else:
                 constraints.append(f"{e} <= {y} < ({e}) + {width}")
         region = self._image(view, own, names, constraints)
+        if self.atomics is not None and self.atomic:
+            self._add(self.atomics, view.root, region)
+            return
         if read:
             self._add(self.reads, view.root, region)
         if write:

@@ -27,6 +27,7 @@ from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.analysis.sharing import aliased_arguments, may_alias, memory_of
 from dhir.api import diagnosed, run_pipeline
+from dhir.backends.parallel_loops import mark_unproven_loops
 from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
@@ -127,6 +128,8 @@ def compile_native(
             )
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
+    if openmp:  # otherwise every loop runs in order
+        timing.notes += mark_unproven_loops(module)
     runtime = EarlyRuntime(options, openmp)
     callers = external_callers(module)
     # Not re-verified after each pass: that would cost more than the passes, and

@@ -2,16 +2,23 @@
 (`scf.parallel`, `affine.parallel`) two of whose iterations surely touch one element,
 one writing it with a plain store (dhir/analysis/overlaps.py). The interpreter runs the
 iterations in order; natively they run at once on threads, and the result would depend
-on their timing."""
+on their timing.
 
-from xdsl.dialects.builtin import ModuleOp
+A loop whose iterations are not proven independent either (a subscript loaded from
+memory, a view dhir does not follow, a bound known at run time only) is marked to run its
+iterations in order natively, as the interpreter does (`mark_unproven_loops`)."""
+
+from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 
-from dhir.analysis.overlaps import Overlap, parallel_overlap
+from dhir.analysis.communication import communicates, communicating_functions
+from dhir.analysis.overlaps import Overlap, parallel_independence, parallel_overlap
 from dhir.dialects import affine, scf
 from dhir.dialects import memref as memref_dialect
-from dhir.ir.diagnostics import error_at
+from dhir.dialects.gpu import in_device_code
+from dhir.ir.diagnostics import error_at, loc_of
 from dhir.ir.walk import find_ops
+from dhir.transforms.serial_loops import IN_ORDER
 
 
 def check_parallel_loops(module: ModuleOp) -> None:
@@ -20,6 +27,30 @@ def check_parallel_loops(module: ModuleOp) -> None:
         overlap = parallel_overlap(op)
         if overlap is not None:
             raise error_at(op, _message(op, overlap))
+
+
+def mark_unproven_loops(module: ModuleOp) -> list[str]:
+    """Mark `dhir.in_order` each parallel loop of host code whose iterations are not proven
+    independent, for dhir-serial-loops to run them in order: on threads they might touch
+    one element at once, and the result would then depend on their timing. One line for
+    each, saying where and why (for --timing)."""
+    notes: list[str] = []
+    loops = find_ops(module, (scf.ParallelOp, affine.ParallelOp))
+    # Loops that reach MPI run in order anyway (dhir-serial-loops): no note for them.
+    functions = communicating_functions(module) if loops else set[str]()
+    for op in loops:
+        if IN_ORDER in op.attributes or in_device_code(op) or communicates(op, functions):
+            continue
+        reason = parallel_independence(op)
+        if reason is None:
+            continue
+        op.attributes[IN_ORDER] = UnitAttr()
+        where = f"{loc}: " if (loc := loc_of(op)) is not None else ""
+        notes.append(
+            f"in order: {where}this {op.name} runs its iterations one at a time, in order: "
+            f"their independence is not proven ({reason})"
+        )
+    return notes
 
 
 def _message(loop: Operation, overlap: Overlap) -> str:

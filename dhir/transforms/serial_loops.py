@@ -14,7 +14,9 @@ order, with the loop's own combining ops. That is exactly what the interpreter d
 a valid order of a parallel loop. An `scf.parallel` with a reduction that
 convert-scf-to-openmp cannot make an OpenMP one of (it stops the build on it), and any
 parallel loop reducing integers of a width LLVM's atomics do not take (i1, i17), becomes
-such a nest too. Other loops stay parallel.
+such a nest too. So does a loop marked `dhir.in_order`: the native backend marks those
+whose iterations it cannot prove independent (dhir.analysis.overlaps), which threads
+could otherwise run in another order than the interpreter's. Other loops stay parallel.
 """
 
 from collections.abc import Callable, Sequence
@@ -42,6 +44,9 @@ from dhir.dialects.affine import REDUCTION_COMBINERS, REDUCTION_IDENTITIES
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.pass_failure import PassFailedAt
 
+# A unit attribute on a parallel loop to run its iterations in order.
+IN_ORDER = "dhir.in_order"
+
 # The integer combining ops convert-scf-to-openmp makes OpenMP reductions of, and the
 # compares of a min/max (arith.cmpi's predicates slt, sle, sgt, sge, ult, ule, ugt, uge).
 _OPENMP_COMBINE = (arith.AddiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp)
@@ -55,11 +60,12 @@ _Fold = Callable[[Block, Sequence[SSAValue]], list[SSAValue]]
 
 @dataclass(frozen=True)
 class SerialLoopsPass(ModulePass):
-    """Make parallel loops that reach MPI, or that OpenMP cannot reduce, sequential nests.
+    """Make parallel loops that reach MPI, that OpenMP cannot reduce, or marked to run
+    in order, sequential nests.
 
-    `scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, or whose
-    reductions OpenMP cannot make, become sequential loop nests (run it last before
-    OpenMP sees the loops)."""
+    `scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, whose
+    reductions OpenMP cannot make, or marked `dhir.in_order`, become sequential loop
+    nests (run it last before OpenMP sees the loops)."""
 
     name = "dhir-serial-loops"
 
@@ -73,7 +79,8 @@ class SerialLoopsPass(ModulePass):
             return
         functions = communicating_functions(op)
         for loop in loops:  # outer loops first; inner ones move along, unchanged
-            if communicates(loop, functions) or not _openmp_reduces(loop):
+            in_order = IN_ORDER in loop.attributes
+            if in_order or communicates(loop, functions) or not _openmp_reduces(loop):
                 serialize(loop)
 
 
