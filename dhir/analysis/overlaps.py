@@ -6,22 +6,28 @@ timing, while the interpreter runs them in order.
 
 Only what is proven counts (`dhir.analysis.regions.sure_accesses`): loads and stores
 that run in every iteration, at subscripts affine in the loop variables, of memrefs
-from outside the loop or views of them (subviews, casts, transposes made outside it,
-whose elements are the memref's). Atomic updates and reductions are the ways to
-combine iterations, and never count.
+from outside the loop or views of them, made outside it or in the body, whose elements
+are the memref's: subviews, casts, transposes, and where their sizes and strides are
+numbers, `expand_shape`, `collapse_shape` and `reinterpret_cast` of a memref of the
+identity layout (its offset and strides then name the memref's elements row-major).
+Atomic updates and reductions are the ways to combine iterations, and never count.
 
-Bounds and steps may be run-time values, as affine expressions of values defined
-outside the loop (an affine.parallel's symbols, an scf.parallel's operands): each such
-value is an isl parameter, the same in both iterations, and so is each variable of the
-loops around (bounded as their loops bound them, or by nothing). The overlap is proven
-when it occurs at EVERY value of these parameters at which the loop has two iterations
-or more (and the loops around run): a loop of one iteration never races, and a loop
-that races whenever it runs more than one is wrong as written, whatever its inputs. A
-run-time step s is not affine in the iterations (i = first + k*s), so of such a
-dimension only its first two values, first and first + s, are taken: fewer pairs of
-iterations, still each a real one, so what is found stays proven; for the loops
-around, whose every value must overlap, such a dimension counts all values between its
-bounds, more than it takes.
+Bounds, steps and subscripts may be run-time values, as affine expressions of values
+defined outside the loop (an affine.parallel's symbols, an scf.parallel's operands, the
+sizes `memref.dim` measures, one name for each memref and dimension wherever measured):
+each such value is an isl parameter, the same in both iterations, and so is each
+variable of the loops around (bounded as their loops bound them, or by nothing). The
+overlap is proven when it occurs at EVERY value of these parameters at which the loop
+has two iterations or more (and the loops around run): a loop of one iteration never
+races, and a loop that races whenever it runs more than one is wrong as written,
+whatever its inputs. A run-time step s is not affine in the iterations (i = first +
+k*s), so of such a dimension only its first two values, first and first + s, are taken:
+fewer pairs of iterations, still each a real one, so what is found stays proven; for
+the loops around, whose every value must overlap, such a dimension counts all values
+between its bounds, more than it takes.
+
+`parallel_independence` proves the opposite, for the native backend to keep a loop on
+threads: no two iterations may touch one element, one writing it.
 """
 
 from collections.abc import Iterator, Sequence
@@ -69,6 +75,10 @@ class Overlap:
     values: tuple[tuple[str | None, int], ...] = ()
 
 
+# How many values back `_Names.sizes` looks for the sizes a value is computed from.
+_SIZE_SEARCH = 64
+
+
 class _Names:
     """The isl names of the values the bounds are made of, each the same in both
     iterations: the variables of the loops around (o0, o1, ...), and the other values
@@ -78,6 +88,7 @@ class _Names:
         self.lift = lift
         self.names: dict[SSAValue, str] = {}
         self.values: dict[str, SSAValue] = {}  # the p names
+        self.dims: dict[tuple[SSAValue, object], str] = {}  # by memref and dimension
 
     def text(self, lifted: Lifted | None) -> str | None:
         """`lifted` as isl text over the names, naming its values as it goes; a number
@@ -99,8 +110,34 @@ class _Names:
         return None if text is None else f"({text})"
 
     def of(self, value: SSAValue) -> str | None:
+        self.sizes(value)
         self.opaque([value])
         return self.text(self.lift.value(value))
+
+    def sizes(self, value: SSAValue) -> None:
+        """Name each size (`memref.dim`) that `value` is computed from, a few integer ops
+        back, before the lifter reads them: two measures of one size are one name."""
+        pending, seen = [value], set[SSAValue]()
+        while pending and len(seen) < _SIZE_SEARCH:
+            top = pending.pop()
+            op = top.owner
+            if top in seen or not isinstance(op, Operation):
+                continue
+            seen.add(top)
+            if isinstance(op, memref_dialect.DimOp):
+                self.size(op)
+            elif scalar_int_width(top.type) is not None:
+                pending += op.operands
+
+    def size(self, op: "memref_dialect.DimOp") -> None:
+        """Name the size `op` measures by its memref and dimension."""
+        index = self.lift.constant(op.index)
+        key = (op.source, index if index is not None else op.index)
+        name = self.dims.get(key)
+        if name is None:
+            name = self.dims[key] = f"p{len(self.values)}"
+            self.values[name] = op.result
+        self.lift.name(op.result, name)
 
     def opaque(self, values: Sequence[SSAValue]) -> None:
         """Name each integer of `values` that the lifter does not follow (a loaded
@@ -135,6 +172,7 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
     around = _loops_around(loop)
     outer = [f"o{k}" for k in range(len(around))]
     names.names.update(zip(around, outer, strict=True))
+    _name_invariants(loop, body, views, names)
     ranges = _ranges(loop, names)
     if ranges is None or len(ranges) != len(body.args) or not _stepping(ranges):
         return None
@@ -148,10 +186,18 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
     ]
     firsts, seconds = _names(len(ranges))
     fixed = tuple([*outer, *names.values])
-    variables = dict(zip(body.args, firsts, strict=True))
-    one = sure_accesses(set(roots.values()), body, variables | names.names, views)
-    variables = dict(zip(body.args, seconds, strict=True))
-    other = sure_accesses(set(roots.values()), body, variables | names.names, views)
+    params = [*firsts, *seconds, *fixed]
+    one, other = (
+        sure_accesses(
+            set(roots.values()),
+            body,
+            dict(zip(body.args, own, strict=True)) | names.names,
+            views,
+            params,
+            names.lift,
+        )
+        for own in (firsts, seconds)
+    )
     apart = _apart(tuple(ranges), fixed)
     runs = _domain(tuple(r for _, r in bounded), tuple(n for n, _ in bounded), fixed)
     runs = runs.intersect(_project(apart, [*firsts, *seconds]))
@@ -322,7 +368,7 @@ def _name_invariants(
             if scalar_int_width(value.type) is not None and not _inside(loop, value):
                 names.of(value)
         if isinstance(op, memref_dialect.DimOp) and not any(_inside(loop, v) for v in op.operands):
-            names.opaque(op.results)
+            names.size(op)
 
 
 @cache
@@ -526,6 +572,14 @@ def _outside_memrefs(
 
 
 _FOLLOWED = (ViewKind.SAME, ViewKind.SUBVIEW, ViewKind.TRANSPOSE)
+# Views whose indices the region walk maps to their source's where it knows the sizes and
+# strides (dhir.analysis.regions, `reshapes`); elsewhere an access through one may be
+# anywhere in the source.
+_RESHAPES = (
+    memref_dialect.ReinterpretCastOp,
+    memref_dialect.ExpandShapeOp,
+    memref_dialect.CollapseShapeOp,
+)
 
 
 def _root(memref: SSAValue, views: dict[Operation, None]) -> SSAValue:
@@ -536,7 +590,8 @@ def _root(memref: SSAValue, views: dict[Operation, None]) -> SSAValue:
         return memref
     found = facts(op)
     source = op.operands[0]
-    if found is None or found.view not in _FOLLOWED or not isinstance(source.type, MemRefType):
+    followed = found is not None and (found.view in _FOLLOWED or isinstance(op, _RESHAPES))
+    if not followed or not isinstance(source.type, MemRefType):
         return memref
     root = _root(source, views)
     views[op] = None
@@ -547,9 +602,10 @@ def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue], strict: bool = 
     """Whether no two iterations touch one element of a memref that one of them stores
     into, seen without isl (most loops, so that a program of thousands of them is checked
     in little time): each memref stored into is only loaded and stored, each time at the
-    same subscripts, which include every loop variable, and no other view of it is used.
-    `strict`: besides, no memref from outside is used by any other op (a view made in
-    the body, a call), and each stored into is its own root (no view's indices)."""
+    same subscripts, which include every loop variable, no two of which are one address,
+    and no other view of it is used, nor a view made in the body. `strict`: besides, no
+    memref from outside is used by any other op (a call), and each stored into is its own
+    root (no view's indices)."""
     places: dict[SSAValue, set[tuple[SSAValue, ...]]] = {}
     stored: set[SSAValue] = set()
     unclear: set[SSAValue] = set()  # used otherwise: isl decides
@@ -560,6 +616,8 @@ def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue], strict: bool = 
             unclear.add(memref)
     for op in body.walk():
         found = facts(op)
+        if found is not None and found.kind is Kind.VIEW and op.operands[0] in roots:
+            return False  # accesses through a view made in the body: isl decides
         if found is None or found.kind not in (Kind.LOAD, Kind.STORE):
             unclear.update(v for v in op.operands if v in roots)
             continue
@@ -578,7 +636,7 @@ def _plainly_apart(body: Block, roots: dict[SSAValue, SSAValue], strict: bool = 
     variables = set(body.args)
     for memref in stored:
         found_places = places.get(memref, set())
-        if memref in unclear or len(found_places) != 1:
+        if memref in unclear or len(found_places) != 1 or not _injective(memref.type):
             return False
         if not variables <= set(next(iter(found_places))):
             return False

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import count
+from math import prod
+from typing import cast
 
 import islpy as isl
 from xdsl.dialects.builtin import (
@@ -40,9 +42,11 @@ from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
 from dhir.dialects import affine, arith, scf
+from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import Access, Kind, ViewKind, facts
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import TaskOp
+from dhir.dialects.layouts import is_identity_layout
 from dhir.dialects.linalg import LinalgStructuredOperation
 
 # An integer value (a subscript, a bound) as quasi-affine isl text over loop variables:
@@ -320,12 +324,20 @@ def sure_accesses(
     body: Block,
     variables: Mapping[SSAValue, str],
     views: Sequence[Operation] = (),
+    params: Sequence[str] = (),
+    lift: Lifter | None = None,
 ) -> SureAccesses:
     """What one run of `body` surely reads and writes of `memrefs`, over the loop variables
     `variables` names (isl parameters, as in `iteration_regions`). `views`: ops outside
     `body` (subviews, in order) that make the views of `memrefs` the body uses, whose
-    accesses then count as accesses of the memref viewed."""
-    walker = _Walker(params=tuple(variables.values()), sure={False: {}, True: {}})
+    accesses then count as accesses of the memref viewed. `params`, `lift`: as
+    `may_accesses` takes them (by default, the names of `variables` and a new lifter)."""
+    walker = _Walker(
+        params=tuple(params or variables.values()),
+        lift=lift if lift is not None else Lifter(),
+        sure={False: {}, True: {}},
+        reshapes=True,
+    )
     for memref in memrefs:
         walker.views[memref] = (_View(memref, None),)
     walker.values.update(variables)
@@ -357,7 +369,7 @@ def may_accesses(
     """What one run of `body` may read, write and update atomically of `memrefs`, as
     `sure_accesses` takes its arguments; `params`: every isl parameter the texts may
     name (those of `variables`, and the leaves `lift` names as wholes)."""
-    walker = _Walker(params=tuple(params), lift=lift, atomics={})
+    walker = _Walker(params=tuple(params), lift=lift, atomics={}, reshapes=True)
     for memref in memrefs:
         walker.views[memref] = (_View(memref, None),)
     walker.values.update(variables)
@@ -419,6 +431,9 @@ class _Walker:
     # of `reads` and `writes`; `atomic`: whether the op being walked is such an update.
     atomics: dict[SSAValue, list[isl.Set]] | None = None
     atomic: bool = False
+    # Whether to map the indices of reinterpret_cast, expand_shape and collapse_shape
+    # views to their source's (`_reshaped`), for the loop analyses.
+    reshapes: bool = False
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -717,13 +732,42 @@ class _Walker:
                 self.views[result] = sources
             return
         if kind is ViewKind.OTHER:
-            mapping = None
+            mapping = self._reshaped(op, sources)
         elif kind is ViewKind.TRANSPOSE:
             mapping = _transposed(op)
         else:
             mapping = self._subview(op)
         for result in op.results:
             self.views[result] = tuple(_subview_of(source, mapping) for source in sources)
+
+    def _reshaped(self, op: Operation, sources: tuple[_View, ...]) -> list[str] | None:
+        """The source index for each result index y_k of a reinterpret_cast (of a listed
+        memref itself, whose layout is the identity), an expand_shape or a collapse_shape,
+        where the sizes and strides that takes are known (`reshapes`); else None."""
+        if not self.reshapes:
+            return None
+        if isinstance(op, memref_dialect.ExpandShapeOp):
+            return _expanded(op)
+        if isinstance(op, memref_dialect.CollapseShapeOp):
+            return _collapsed(op)
+        if not isinstance(op, memref_dialect.ReinterpretCastOp) or any(
+            view.subscripts is not None or not view.known for view in sources
+        ):
+            return None
+        # Its offset and strides count from the start of the source's buffer: a listed
+        # memref of the identity layout starts there.
+        shape = _shape(sources[0].root.type) if sources else ()
+        if any(not _identity(v.root.type) or _shape(v.root.type) != shape for v in sources):
+            return None
+        offsets = _static(op.properties.get("static_offsets"))
+        strides = _static(op.properties.get("static_strides"))
+        if offsets is None or strides is None or DYNAMIC_INDEX in strides or not shape:
+            return None
+        offset = self.expr(op.operands[1]) if offsets[0] == DYNAMIC_INDEX else str(offsets[0])
+        if not isinstance(offset, str):
+            return None
+        linear = " + ".join([f"({offset})", *(f"{s}*{{{k}}}" for k, s in enumerate(strides))])
+        return _unflattened(linear, shape)
 
     def select(self, op: Operation, nest: _Nest) -> None:
         """An arith.select of two memrefs may be either: each access through it is an
@@ -914,6 +958,60 @@ def _subview_of(source: _View, mapping: list[str] | None) -> _View:
         return replace(source, subscripts=tuple(mapping))
     composed = tuple(_substitute(s, mapping) for s in source.subscripts)
     return replace(source, subscripts=composed)
+
+
+def _identity(type_: Attribute) -> bool:
+    return isinstance(type_, MemRefType) and is_identity_layout(type_)
+
+
+def _groups_of(op: Operation) -> list[list[int]]:
+    attr = op.properties.get("reassociation")
+    assert isinstance(attr, ArrayAttr)
+    return [
+        [d.value.data for d in group] for group in cast(ArrayAttr[ArrayAttr[IntegerAttr]], attr)
+    ]
+
+
+def _expanded(op: memref_dialect.ExpandShapeOp) -> list[str] | None:
+    """The source index for each result index y_k of an expand_shape: per group, the
+    row-major number of its indices (its sizes but the first must be static)."""
+    shape = _shape(op.result.type)
+    out: list[str] = []
+    for group in _groups_of(op):
+        terms: list[str] = []
+        for at, d in enumerate(group):
+            inner = [shape[e] for e in group[at + 1 :]]
+            if DYNAMIC_INDEX in inner:
+                return None
+            terms.append(f"{prod(inner)}*{{{d}}}")
+        out.append(" + ".join(terms) or "0")
+    return out
+
+
+def _collapsed(op: memref_dialect.CollapseShapeOp) -> list[str] | None:
+    """The source index for each result index y_k of a collapse_shape: per group, its
+    index split row-major over the source's sizes (static but the first)."""
+    shape = _shape(op.src.type)
+    out: list[str] = []
+    for k, group in enumerate(_groups_of(op)):
+        split = _unflattened(f"{{{k}}}", tuple(shape[d] for d in group))
+        if split is None:
+            return None
+        out += split
+    return out
+
+
+def _unflattened(linear: str, shape: tuple[int, ...]) -> list[str] | None:
+    """The row-major indices into `shape` of element number `linear` (isl text); None
+    when a size but the first is not static."""
+    if DYNAMIC_INDEX in shape[1:] or 0 in shape[1:]:
+        return None
+    out: list[str] = []
+    for d, size in enumerate(shape):
+        below = prod(shape[d + 1 :])
+        part = f"floor(({linear})/{below})" if below != 1 else f"({linear})"
+        out.append(part if d == 0 else f"({part}) mod {size}")
+    return out
 
 
 def _reads_output(op: LinalgStructuredOperation, k: int) -> bool:
