@@ -706,7 +706,12 @@ def _witness(
     variables, then the two iterations), as an Overlap (`_least`)."""
     params = isl.dim_type.param
     rank = clash.dim(isl.dim_type.set)
-    values = [n for n in names.values if clash.find_dim_by_name(params, n) >= 0]
+    # The values the overlap depends on: a size named but not bounding it says nothing.
+    values = [
+        n
+        for n in names.values
+        if (at := clash.find_dim_by_name(params, n)) >= 0 and clash.involves_dims(params, at, 1)
+    ]
     wanted = [*values, *outer, *firsts, *seconds]
     # The variables become the leading set dimensions, then lexmin picks one point.
     points = clash

@@ -212,6 +212,13 @@ def test_overlaps_through_sizes_and_views_are_proven(case: str) -> None:
     assert parallel_overlap(_loop(NOW_REFUSED[case])) is not None
 
 
+def test_the_overlap_names_only_the_values_it_depends_on() -> None:
+    """%h = %d / 2 is a value of its own to isl; %d bounds nothing (it said %d = 0 too)."""
+    found = parallel_overlap(_loop(NOW_REFUSED["expand_shape beside its source"]))
+    assert found is not None
+    assert [name for name, _ in found.values] == ["h"]
+
+
 @pytest.mark.parametrize("case", sorted(PROVEN))
 def test_independent_loops_are_proven_so(case: str) -> None:
     assert parallel_independence(_loop(PROVEN[case])) is None
