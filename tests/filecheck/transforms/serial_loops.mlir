@@ -196,3 +196,20 @@ func.func @reductions(%a: memref<8xi32>, %out: memref<5xi32>, %n: memref<1xindex
   memref.store %r4, %out[%c0] : memref<5xi32>
   return
 }
+
+// A loop the native backend marks dhir.in_order (its iterations' independence is not
+// proven) runs them in order too.
+// CHECK-LABEL: func.func @in_order
+// CHECK:         scf.for %[[I:.*]] = %c0 to %n step %c1 {
+// CHECK-NEXT:      %[[X:.*]] = memref.load %a[%[[I]]]
+// CHECK-NOT:     scf.parallel
+func.func @in_order(%a: memref<?xi64>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    %x = memref.load %a[%i] : memref<?xi64>
+    %k = arith.index_cast %x : i64 to index
+    memref.store %x, %a[%k] : memref<?xi64>
+  } {dhir.in_order}
+  return
+}
