@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import YieldOp
+from dhir.ir.build import new_op
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
@@ -226,15 +227,27 @@ class _Copier:
         successors = (
             [self._blocks.get(block, block) for block in op.successors] if op.successor_uses else ()
         )
-        copy = op.create(
-            operands=() if self._forward else cast(list[SSAValue], operands),
-            result_types=op.result_types,
-            properties=properties,
-            attributes=op.attributes,
-            location=op.location if change.location is None else change.location,
-            successors=successors,
-            regions=regions,
-        )
+        location = op.location if change.location is None else change.location
+        if successors:
+            copy = op.create(
+                operands=() if self._forward else cast(list[SSAValue], operands),
+                result_types=op.result_types,
+                properties=properties,
+                attributes=op.attributes,
+                location=location,
+                successors=successors,
+                regions=regions,
+            )
+        else:
+            copy = new_op(
+                type(op),
+                () if self._forward else cast(list[SSAValue], operands),
+                [result.type for result in op.results],
+                properties,
+                op.attributes,
+                location,
+                regions,
+            )
         self._copies.append((op, copy))
         for result, new in zip(op.results, copy.results, strict=True):
             new.name_hint = result.name_hint

@@ -27,12 +27,13 @@ from functools import cache
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr, UnitAttr, i64
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr, ModuleOp, SymbolRefAttr, UnitAttr, i64
 from xdsl.passes import ModulePass
 
 from dhir.analysis.profile import FORMAT as PROFILE_FORMAT
 from dhir.dialects import arith, func
 from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, TaskOp
+from dhir.ir.build import new_op
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
 from dhir.machine.description import Device
@@ -76,14 +77,15 @@ def _instrumented(task: TaskOp) -> bool:
 def wrap_task(task: TaskOp, number: int, before: str, after: str) -> None:
     """Call `before(number)` first in the task's body and `after(number)` last."""
     block = task.body.block
-    # `create` skips the constructors' checks of their arguments, which cost more than the
-    # rest of this, run for every task of every build (docs/performance.md).
-    ident = arith.ConstantOp.create(
-        result_types=[i64], properties={"value": IntegerAttr(number, i64)}
+    # `new_op` skips the constructors' checks of their arguments and `create`'s generic
+    # steps, which cost more than the rest of this, run for every task of every build
+    # (docs/performance.md).
+    ident = new_op(
+        arith.ConstantOp, (), [i64], {"value": IntegerAttr(number, i64)}, {}, UNKNOWN_LOC
     )
     ident.result.name_hint = f"task{number}"
     begin, end = (
-        func.CallOp.create(operands=[ident.result], properties={"callee": _symbol(name)})
+        new_op(func.CallOp, [ident.result], (), {"callee": _symbol(name)}, {}, UNKNOWN_LOC)
         for name in (before, after)
     )
     if block.first_op is None:

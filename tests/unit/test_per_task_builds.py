@@ -1,0 +1,101 @@
+"""What a build makes for every task of a large schedule, counted, not timed
+(docs/performance.md): cloned task bodies and dhir-track-tasks' calls build no op
+through xDSL's `Operation.__init__` (dhir.ir.build.new_op makes the same op, without
+its generic steps)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import UNKNOWN_LOC, IntegerAttr, ModuleOp, SymbolRefAttr, i64
+from xdsl.ir import Block, Operation, Region
+
+from dhir import parse_string
+from dhir.api import print_module
+from dhir.context import make_context
+from dhir.dialects import arith, func, scf
+from dhir.ir.build import new_op
+from dhir.ir.parser import LocatedParser
+from dhir.transforms.track_tasks import TrackTasksPass
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+
+import programs  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+
+def _inits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the ops built through xDSL's `Operation.__init__` (which `create` calls)."""
+    built: list[str] = []
+    original = Operation.__init__
+
+    def counted(self: Operation, *args: object, **kw: object) -> None:
+        built.append(self.name)
+        original(self, *args, **kw)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(Operation, "__init__", counted)
+    return built
+
+
+def _fields(op: Operation) -> dict[str, object]:
+    """What an op holds, comparable between two ops (values by their types, uses by
+    their index, regions by their blocks' ops)."""
+    return {
+        "class": type(op),
+        "own fields": sorted(vars(op)),
+        "operands": [value.type for value in op.operands],
+        "uses": [[(use.operation is op, use.index) for use in value.uses] for value in op.operands],
+        "results": [(r.type, r.op is op, r.index, r.name_hint) for r in op.results],
+        "properties": op.properties,
+        "attributes": op.attributes,
+        "location": op.location,
+        "successors": tuple(op.successors),
+        "regions": [(r.parent is op, [list(b.ops) for b in r.blocks]) for r in op.regions],
+        "parent": (op.parent, op.next_op, op.prev_op),
+        "text": str(op),
+    }
+
+
+def test_new_op_holds_what_create_makes() -> None:
+    def built(maker: str) -> list[Operation]:
+        value = arith.ConstantOp(IntegerAttr(3, i64)).result
+        bound = arith.ConstantOp(IntegerAttr(4, i64)).result
+        constant = {"value": IntegerAttr(7, i64)}
+        call = {"callee": SymbolRefAttr("f")}
+        loop = Region(Block(arg_types=[i64]))
+        if maker == "create":
+            return [
+                arith.ConstantOp.create(result_types=[i64], properties=constant),
+                func.CallOp.create(operands=[value, value], properties=call),
+                scf.ForOp.create(operands=[value, bound, value], regions=[loop]),
+            ]
+        return [
+            new_op(arith.ConstantOp, (), [i64], constant, {}, UNKNOWN_LOC),
+            new_op(func.CallOp, [value, value], (), call, {}, UNKNOWN_LOC),
+            new_op(scf.ForOp, [value, bound, value], (), {}, {}, UNKNOWN_LOC, [loop]),
+        ]
+
+    created, new = built("create"), built("new_op")
+    assert [_fields(op) for op in created] == [_fields(op) for op in new]
+
+
+def test_cloned_bodies_build_no_op_through_xdsl_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = programs.neighbour_tasks(30)
+    parser = LocatedParser(make_context(), text, "t.mlir")
+    built = _inits(monkeypatch)
+    parser.parse_module()
+    assert len(parser.task_bodies.cloned) == 29
+    # Each task's own dhir.task; the body ops of the first task only (then cloned).
+    assert built.count("dhir.task") == 30
+    assert len([name for name in built if name not in ("dhir.task", "func.func")]) < 30
+
+
+def test_track_tasks_builds_no_op_through_xdsl_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = parse_string(programs.neighbour_tasks(30))
+    assert isinstance(module, ModuleOp)
+    built = _inits(monkeypatch)
+    TrackTasksPass().apply(Context(), module)
+    # The two declarations only; 3 ops per task with `create`.
+    assert built == ["func.func", "func.func"]
+    text = print_module(module)
+    assert text.count("call @dhir_rt_task_enter") == 30
