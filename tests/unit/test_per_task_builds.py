@@ -1,7 +1,7 @@
 """What a build makes for every task of a large schedule, counted, not timed
 (docs/performance.md): cloned task bodies and dhir-track-tasks' calls build no op
 through xDSL's `Operation.__init__` (dhir.ir.build.new_op makes the same op, without
-its generic steps)."""
+its generic steps), and dhir-place builds one rank attribute per rank."""
 
 import sys
 from pathlib import Path
@@ -17,6 +17,7 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, scf
 from dhir.ir.build import new_op
 from dhir.ir.parser import LocatedParser
+from dhir.transforms.place import RANK_ATTR, PlacePass
 from dhir.transforms.track_tasks import TrackTasksPass
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
@@ -99,3 +100,23 @@ def test_track_tasks_builds_no_op_through_xdsl_init(monkeypatch: pytest.MonkeyPa
     assert built == ["func.func", "func.func"]
     text = print_module(module)
     assert text.count("call @dhir_rt_task_enter") == 30
+
+
+@pytest.mark.parametrize("algorithm", ["round-robin", "best"])
+def test_place_builds_one_rank_attribute_per_rank(
+    monkeypatch: pytest.MonkeyPatch, algorithm: str
+) -> None:
+    module = parse_string(programs.neighbour_tasks(30))
+    assert isinstance(module, ModuleOp)
+    built: list[int] = []
+    original = IntegerAttr.__init__
+
+    def counted(self: IntegerAttr, value: object, *args: object) -> None:
+        built.append(1)
+        original(self, value, *args)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(IntegerAttr, "__init__", counted)
+    PlacePass(2, algorithm).apply(Context(), module)
+    ranks = [task.attributes[RANK_ATTR] for task in module.walk() if task.name == "dhir.task"]
+    assert len(ranks) == 30 and {str(rank) for rank in ranks} <= {"0 : i64", "1 : i64"}
+    assert len(built) <= 2
