@@ -71,7 +71,6 @@ from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOper
 from dhir.ir.diagnostics import Diagnostic, loc_of, warn
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
-from dhir.ir.walk import find_ops
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 from dhir.transforms.building import rows_view
@@ -106,9 +105,12 @@ class SplitTasksPass(ModulePass):
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
         warn_ignored(op)
-        forced = any(SPLIT_ATTR in t.attributes for t in find_ops(op, TaskOp))
+        # Tasks are found through their schedules: a walk into every task's body (most
+        # of a large schedule's ops) found no more (docs/performance.md).
+        schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
+        forced = any(SPLIT_ATTR in t.attributes for s in schedules for t in s.tasks())
         names = task_ids(op) if forced else {}  # only to name tasks in warnings
-        for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
+        for schedule in schedules:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
                 weights = _weights(task, count, devices)

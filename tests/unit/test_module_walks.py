@@ -7,16 +7,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, Region
 
 from dhir import parse_string
 from dhir.analysis import sharing
 from dhir.analysis.sharing import check_shared_data
-from dhir.ir import tasks
+from dhir.ir import tasks, walk
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import task_ids
 from dhir.transforms.optimize_bodies import optimize_bodies
+from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.user_names import user_functions
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
@@ -129,3 +131,20 @@ def test_task_ids_finds_schedules_outside_task_bodies(monkeypatch: pytest.Monkey
     names = task_ids(module)
     assert walks == []
     assert list(names.values()) == [f"t{k}" for k in range(20)]
+
+
+def test_split_finds_tasks_outside_task_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = parse_string(programs.neighbour_tasks(20))
+    assert isinstance(module, ModuleOp)
+    before = str(module)
+    roots: list[str] = []
+    original = walk._found
+
+    def counted(root: Operation, kinds: object) -> object:
+        roots.append(root.name)
+        return original(root, kinds)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(walk, "_found", counted)
+    SplitTasksPass(2).apply(Context(), module)
+    assert "builtin.module" not in roots  # no walk of every op
+    assert str(module) == before  # no task of this program is split
