@@ -83,6 +83,7 @@ from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
 from dhir.transforms.user_names import UserNamesPass, user_functions
+from dhir.transforms.vector_checks import VectorChecksPass
 from dhir.transforms.vector_rows import VectorRowsPass
 
 
@@ -152,9 +153,13 @@ def compile_native(
     rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
     copies = (GpuRowCopiesPass(),) if gpu is not None else ()
+    # MLIR 22 checks no vector access: these are checked here, after the optimizer made
+    # its own, and before packed vectors turns some into gathers of the lanes in bounds.
+    vector_checks = (VectorChecksPass(),) if options.runtime_checks else ()
     after = (
         AccurateMathPass(),
         rows,
+        *vector_checks,
         PackedVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
         Mlir22WorkaroundsPass(),
         FloatAtomicsPass(),

@@ -41,7 +41,8 @@ class RunOptions:
     bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
     contract, reassoc, fast). With `runtime_checks`, every memref access, cast and view
-    is checked as it runs (MLIR's generate-runtime-verification): one out of its memref
+    is checked as it runs (MLIR's generate-runtime-verification, and dhir-vector-checks
+    for vector accesses): one out of its memref
     stops the run at its line, as the interpreter does. With `trace`, the run writes
     there a Chrome trace of what every rank did (dhir.toolchain.trace); `constraints`: a
     file of placement constraints (dhir.placement.constraints); with `keep_build`, what

@@ -114,6 +114,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PackedVectorsPass
 
+    def vector_checks() -> type[ModulePass]:
+        from dhir.transforms.vector_checks import VectorChecksPass
+
+        return VectorChecksPass
+
     def fast_math() -> type[ModulePass]:
         from dhir.transforms.fast_math import FastMathPass
 
@@ -164,6 +169,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
         "dhir-packed-vectors": packed_vectors,
+        "dhir-vector-checks": vector_checks,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,
     }

@@ -1,0 +1,431 @@
+"""`dhir-vector-checks`: under `--runtime-checks`, every vector access of host code to a
+memref stops the run at its op when it would reach outside the memref.
+
+MLIR 22's `--generate-runtime-verification` checks `memref.load`/`store` but makes no check
+for the vector dialect's accesses, the program's own or those dhir-optimize-bodies makes:
+native code read or wrote past the memref and exited 0, where the interpreter stops. This
+pass puts a `cf.assert` before each, with the message MLIR's checks give (verbose-level=0:
+"out-of-bounds access" and the op's location), so that a failed one is reported at the
+user's file:line:col as theirs are (dhir.toolchain.failure). The lanes checked are those
+the interpreter (the oracle) touches:
+
+- `vector.load`/`vector.store` (and `affine.vector_load`/`store`, lowered to them first as
+  `--lower-affine` would): the indices, and the vector's extent along the memref's
+  innermost dimensions from them;
+- `vector.transfer_read`/`transfer_write`: each lane its mask sets, along the memref
+  dimensions its permutation map names, and the indices of the others; along a dimension
+  that is not `in_bounds`, lanes from the memref's end on are skipped (a read pads them),
+  as native code does; a negative index is outside either way (native code reaches it);
+- `vector.maskedload`/`maskedstore`: each lane the mask sets, along the innermost dimension;
+- `vector.gather`/`scatter` of an identity-layout memref: the offsets, and each set lane's
+  element, counted in row-major order from them.
+
+A transfer masked by `vector.create_mask` or `vector.constant_mask` (or unmasked) and a
+load or store check a few scalar compares, which LLVM hoists out of loops where it can;
+other masks, gathers and scatters check their lanes as vectors. Not checked: ops under
+`vector.mask`, gathers and scatters of strided memrefs or tensors, expanding loads and
+compressing stores, device code (it cannot print the message).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    VectorType,
+    i1,
+)
+from xdsl.dialects.vector import CombiningKindAttr, CombiningKindFlag
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
+from xdsl.passes import ModulePass
+
+from dhir.dialects import affine, arith, cf, memref, vector
+from dhir.dialects.gpu import in_device_code
+from dhir.ir.diagnostics import loc_of
+from dhir.ir.walk import find_ops
+from dhir.transforms.affine_scope import lower_access
+from dhir.transforms.building import const_index, insert_before, put
+
+# What a failed check prints, as MLIR's own checks do (dhir.toolchain.failure reads it).
+OUT_OF_BOUNDS = "out-of-bounds access"
+_MESSAGE = "ERROR: Runtime op verification failed\n^ {what}\nLocation: {where}"
+
+_CHECKED = (
+    vector.LoadOp,
+    vector.StoreOp,
+    vector.TransferReadOp,
+    vector.TransferWriteOp,
+    vector.MaskedLoadOp,
+    vector.MaskedStoreOp,
+    vector.GatherOp,
+    vector.ScatterOp,
+)
+_AFFINE = (affine.VectorLoadOp, affine.VectorStoreOp)
+
+
+@dataclass(frozen=True)
+class VectorChecksPass(ModulePass):
+    """Vector loads, stores, transfers, gathers and scatters check they stay in their memref."""
+
+    name = "dhir-vector-checks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for found in list(find_ops(op, (*_CHECKED, *_AFFINE))):
+            if in_device_code(found) or _under_mask(found):
+                continue
+            if isinstance(found, _AFFINE):
+                found = lower_access(found)  # a vector.load or store, as --lower-affine
+            _check(found)
+
+
+@dataclass
+class _Dim:
+    """One memref dimension of an access: its index, its size, and the lanes moving along
+    it from the index (None: none do, the index is the element's)."""
+
+    index: SSAValue
+    size: SSAValue
+    lanes: int | SSAValue | None = None  # how many, for a check by scalars
+    positions: SSAValue | None = None  # each lane's offset from the index, a vector of index
+    padded: bool = False  # lanes from the end on are skipped (a transfer not in_bounds)
+
+
+class _Builder:
+    """The ops of one check, appended to a block put before the checked op."""
+
+    def __init__(self, op: Operation) -> None:
+        self.op = op
+        self.block = Block()
+        self._indices: dict[int, SSAValue] = {}
+
+    def add(self, op: Operation) -> SSAValue:
+        return put(self.block, op).results[0]
+
+    def index(self, value: int) -> SSAValue:
+        if value not in self._indices:
+            self._indices[value] = const_index(self.block, value)
+        return self._indices[value]
+
+    def flag(self, value: bool) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(int(value), i1), i1))
+
+    def cmp(self, left: SSAValue, right: SSAValue, how: str) -> SSAValue:
+        return self.add(arith.CmpiOp(left, right, how))
+
+    def all(self, values: Sequence[SSAValue], default: bool = True) -> SSAValue:
+        if not values:
+            return self.flag(default)
+        result = values[0]
+        for value in values[1:]:
+            result = self.add(arith.AndIOp(result, value))
+        return result
+
+    def any(self, values: Sequence[SSAValue]) -> SSAValue:
+        if not values:
+            return self.flag(False)
+        result = values[0]
+        for value in values[1:]:
+            result = self.add(arith.OrIOp(result, value))
+        return result
+
+    def splat(self, value: SSAValue, lanes: int) -> SSAValue:
+        return self.add(vector.BroadcastOp(value, VectorType(value.type, [lanes])))
+
+    def reduce_or(self, lanes: SSAValue) -> SSAValue:
+        kind = CombiningKindAttr(CombiningKindFlag.OR)
+        reduction = vector.ReductionOp.create(
+            operands=[lanes],
+            result_types=[i1],
+            properties={"kind": kind, "fastmath": arith.FastMathFlagsAttr("none")},
+        )
+        return self.add(reduction)
+
+    def size(self, memory: SSAValue, dim: int) -> SSAValue:
+        kind = memory.type
+        assert isinstance(kind, MemRefType)
+        static = kind.get_shape()[dim]
+        if static >= 0:
+            return self.index(static)
+        return self.add(memref.DimOp.from_source_and_index(memory, self.index(dim)))
+
+    def assert_(self, ok: SSAValue) -> None:
+        message = _MESSAGE.format(what=OUT_OF_BOUNDS, where=_location_text(self.op))
+        put(self.block, cf.AssertOp(ok, message))
+        insert_before(self.block, self.op)
+
+
+def _under_mask(op: Operation) -> bool:
+    return isinstance(op.parent_op(), vector.MaskOp)
+
+
+def _check(op: Operation) -> None:
+    if isinstance(op, vector.LoadOp | vector.StoreOp):
+        _check_contiguous(op)
+    elif isinstance(op, vector.TransferReadOp | vector.TransferWriteOp):
+        _check_transfer(op)
+    elif isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
+        _check_masked(op)
+    else:
+        assert isinstance(op, vector.GatherOp | vector.ScatterOp)
+        _check_gathered(op)
+
+
+def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
+    """The vector covers the memref's innermost dimensions from the indices (a memref of
+    vectors: one element)."""
+    memory = op.base
+    kind = memory.type
+    value = op.result if isinstance(op, vector.LoadOp) else op.vector
+    shape = value.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(kind, MemRefType)
+    if not op.indices:
+        return
+    if isinstance(kind.element_type, VectorType):
+        shape = ()
+    check = _Builder(op)
+    lead = len(op.indices) - len(shape)
+    dims = [
+        _Dim(index, check.size(memory, d), shape[d - lead] if d >= lead else None)
+        for d, index in enumerate(op.indices)
+    ]
+    _check_by_scalars(check, dims, ())
+
+
+def _check_transfer(op: vector.TransferReadOp | vector.TransferWriteOp) -> None:
+    memory = op.source
+    if not isinstance(memory.type, MemRefType) or not op.indices:
+        return
+    value = op.result if isinstance(op, vector.TransferReadOp) else op.vector
+    shape = list(value.type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
+    moved = _moved_dims(op, len(op.indices), len(shape))
+    if moved is None:
+        return  # a map the verifier would refuse
+    in_bounds = _in_bounds(op, len(shape))
+    check = _Builder(op)
+    lane_of = {d: k for k, d in enumerate(moved) if d is not None}
+    dims = [
+        _Dim(
+            index,
+            check.size(memory, d),
+            shape[lane_of[d]] if d in lane_of else None,
+            padded=d in lane_of and not in_bounds[lane_of[d]],
+        )
+        for d, index in enumerate(op.indices)
+    ]
+    # The mask's dimensions are the memref dimensions the lanes move along, in order.
+    masked = sorted(lane_of)
+    extents = _mask_extents(check, op.mask, [shape[lane_of[d]] for d in masked])
+    if extents is None:
+        assert op.mask is not None
+        _check_by_lanes(check, dims, masked, op.mask)
+        return
+    empty: list[SSAValue] = []
+    for d, extent in zip(masked, extents, strict=True):
+        dims[d].lanes = extent
+        if isinstance(extent, SSAValue):
+            empty.append(check.cmp(extent, check.index(0), "sle"))
+    _check_by_scalars(check, dims, empty)
+
+
+def _moved_dims(op: Operation, rank: int, vector_rank: int) -> list[int | None] | None:
+    """The memref dimension each vector dimension moves along (None: broadcast)."""
+    permutation = op.properties.get("permutation_map")
+    if not isinstance(permutation, AffineMapAttr):
+        return list(range(rank - vector_rank, rank))
+    moved: list[int | None] = []
+    for expr in permutation.data.results:
+        if isinstance(expr, AffineDimExpr):
+            moved.append(expr.position)
+        elif isinstance(expr, AffineConstantExpr) and expr.value == 0:
+            moved.append(None)
+        else:
+            return None
+    return moved
+
+
+def _in_bounds(op: Operation, vector_rank: int) -> list[bool]:
+    found = op.properties.get("in_bounds") or op.attributes.get("in_bounds")
+    if isinstance(found, ArrayAttr):
+        return [isinstance(b, IntegerAttr) and bool(b.value.data) for b in found.data]
+    return [False] * vector_rank
+
+
+def _mask_extents(
+    check: _Builder, mask: SSAValue | None, shape: Sequence[int]
+) -> list[int | SSAValue] | None:
+    """How many lanes from the first `mask` sets along each of its dimensions, where it
+    sets a box of them (none: all; create_mask, constant_mask); else None."""
+    if mask is None:
+        return list(shape)
+    made = mask.owner
+    if isinstance(made, vector.ConstantMaskOp):
+        sizes = made.properties["mask_dim_sizes"]
+        assert isinstance(sizes, DenseArrayBase)
+        return [int(v) for v in sizes.get_values()]  # pyright: ignore[reportUnknownArgumentType, reportArgumentType]
+    if isinstance(made, vector.CreateMaskOp):
+        extents: list[int | SSAValue] = []
+        for size, bound in zip(made.mask_dim_sizes, shape, strict=True):
+            low = check.add(arith.MaxSIOp(size, check.index(0)))
+            extents.append(check.add(arith.MinSIOp(low, check.index(bound))))
+        return extents
+    return None
+
+
+def _check_by_scalars(check: _Builder, dims: Sequence[_Dim], empty: Sequence[SSAValue]) -> None:
+    """No lane reaches outside: along each dimension, the lanes from the index, the index
+    alone where none move; none are touched when a mask sets none (`empty`) or a padded
+    dimension starts at or past its end."""
+    if any(isinstance(d.lanes, int) and d.lanes <= 0 for d in dims):
+        return  # no lane
+    zero = check.index(0)
+    skipped = [*empty, *(check.cmp(d.index, d.size, "sge") for d in dims if d.padded)]
+    inside = [check.cmp(d.index, zero, "sge") for d in dims]
+    for d in dims:
+        if d.lanes is None:
+            inside.append(check.cmp(d.index, d.size, "slt"))
+        elif not d.padded:
+            lanes = d.lanes if isinstance(d.lanes, SSAValue) else check.index(d.lanes)
+            end = check.add(arith.AddiOp(d.index, lanes))
+            inside.append(check.cmp(end, d.size, "sle"))
+    check.assert_(check.any([*skipped, check.all(inside)]))
+
+
+def _check_by_lanes(
+    check: _Builder, dims: list[_Dim], masked: Sequence[int], mask: SSAValue
+) -> None:
+    """A transfer under a mask set lane by lane: each mask dimension's lanes as vectors
+    of positions over the flattened mask."""
+    shape = mask.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    count = 1
+    for extent in shape:
+        count *= extent
+    flat = VectorType(i1, [count])
+    lanes = mask if len(shape) == 1 else check.add(vector.ShapeCastOp.create(
+        operands=[mask], result_types=[flat]
+    ))  # fmt: skip
+    coordinates = list(product(*map(range, shape)))
+    for axis, d in enumerate(masked):
+        steps = [point[axis] for point in coordinates]
+        dims[d].positions = _index_vector(check, steps)
+    _assert_lanes(check, dims, lanes, count)
+
+
+def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
+    """Lane k of the mask at the innermost index plus k."""
+    memory, indices = op.base, list(op.indices)
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    if not indices or isinstance(kind.element_type, VectorType):
+        return
+    count = op.mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
+    check = _Builder(op)
+    dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
+    dims[-1].positions = _index_vector(check, range(count))
+    _assert_lanes(check, dims, op.mask, count)
+
+
+def _assert_lanes(check: _Builder, dims: Sequence[_Dim], mask: SSAValue, count: int) -> None:
+    """No lane the mask sets, and native code touches, is outside; nor the index of a
+    dimension no lane moves along, where any lane is touched."""
+    zero = check.index(0)
+    live = [mask]
+    outside: list[SSAValue] = []
+    fixed: list[SSAValue] = []
+    for d in dims:
+        if d.positions is None:
+            within = check.all([check.cmp(d.index, zero, "sge"), check.cmp(d.index, d.size, "slt")])
+            fixed.append(check.add(arith.XOrIOp(within, check.flag(True))))
+            continue
+        at = check.add(arith.AddiOp(check.splat(d.index, count), d.positions))
+        size = check.splat(d.size, count)
+        outside.append(check.cmp(at, check.splat(zero, count), "slt"))
+        if d.padded:
+            live.append(check.cmp(at, size, "slt"))
+        else:
+            outside.append(check.cmp(at, size, "sge"))
+    touched = check.all(live)
+    bad = [check.reduce_or(check.all([touched, check.any(outside)]))] if outside else []
+    if fixed:
+        bad.append(check.all([check.any(fixed), check.reduce_or(touched)]))
+    check.assert_(check.add(arith.XOrIOp(check.any(bad), check.flag(True))))
+
+
+def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
+    """The offsets are in the memref, and each set lane's element, `index_vec` elements
+    on from them in row-major order."""
+    memory = op.base_
+    kind = memory.type
+    if not isinstance(kind, MemRefType) or not isinstance(kind.layout, NoneAttr):
+        return
+    if not op.offsets or isinstance(kind.element_type, VectorType):
+        return
+    check = _Builder(op)
+    sizes = [check.size(memory, d) for d in range(len(op.offsets))]
+    zero = check.index(0)
+    inside: list[SSAValue] = []
+    start = zero
+    for index, size in zip(op.offsets, sizes, strict=True):
+        inside += [check.cmp(index, zero, "sge"), check.cmp(index, size, "slt")]
+        start = check.add(arith.AddiOp(check.add(arith.MuliOp(start, size)), index))
+    total = check.index(1)
+    for size in sizes:
+        total = check.add(arith.MuliOp(total, size))
+    shape = op.mask.type.get_shape()  # pyright: ignore[reportAttributeAccessIssue]
+    count = 1
+    for extent in shape:
+        count *= extent
+    lanes = _flattened(check, op.index_vec, count)
+    element = lanes.type.element_type  # pyright: ignore[reportAttributeAccessIssue]
+    if not isinstance(element, IndexType):
+        lanes = check.add(arith.IndexCastOp(lanes, VectorType(IndexType(), [count])))
+    at = check.add(arith.AddiOp(check.splat(start, count), lanes))
+    below = check.cmp(at, check.splat(zero, count), "slt")
+    past = check.cmp(at, check.splat(total, count), "sge")
+    mask = _flattened(check, op.mask, count)
+    bad = check.reduce_or(check.all([mask, check.any([below, past])]))
+    outside = check.add(arith.XOrIOp(bad, check.flag(True)))
+    check.assert_(check.all([*inside, outside]))
+
+
+def _flattened(check: _Builder, lanes: SSAValue, count: int) -> SSAValue:
+    kind = lanes.type
+    assert isinstance(kind, VectorType)
+    if kind.get_num_dims() == 1:
+        return lanes
+    flat = VectorType(kind.element_type, [count])
+    return check.add(vector.ShapeCastOp.create(operands=[lanes], result_types=[flat]))
+
+
+def _index_vector(check: _Builder, values: Sequence[int]) -> SSAValue:
+    kind = VectorType(IndexType(), [len(values)])
+    return check.add(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(kind, list(values))))
+
+
+def _location_text(op: Operation) -> str:
+    """`op`'s location (or its nearest located ancestor's, for an op dhir made) as MLIR
+    prints it in its checks' messages: `loc("file":line:col)`, the file's bytes outside
+    printable ASCII (and `"`) as `\\XX`."""
+    where = loc_of(op)
+    if where is None:
+        return "loc(unknown)"
+    name = "".join(_escaped(byte) for byte in where.file.encode())
+    return f'loc("{name}":{where.line}:{where.col})'
+
+
+def _escaped(byte: int) -> str:
+    if byte == ord("\\"):
+        return "\\\\"
+    if 0x20 <= byte < 0x7F and byte != ord('"'):
+        return chr(byte)
+    return f"\\{byte:02X}"

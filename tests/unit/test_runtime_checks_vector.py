@@ -1,0 +1,141 @@
+"""--runtime-checks on vector accesses (dhir-vector-checks): MLIR 22 checks none, so a
+vector.load, a transfer or the optimizer's vector code out of its memref ran on and
+exited 0; now it stops the run at the user's line, as the interpreter does, and a
+correct program gives the same bits checked."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.ir.diagnostics import DhirError, SourceLoc
+
+# Loads 8 elements from a[n] (line 6): out of the memref from n = 9 on.
+VECTOR_LOAD = """\
+func.func @main(%a: memref<16xf32>, %b: memref<16xf32>, %n: index) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %b {
+      %c0 = arith.constant 0 : index
+      %v = vector.load %a[%n] : memref<16xf32>, vector<8xf32>
+      vector.store %v, %b[%c0] : memref<16xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+"""
+# Writes 8 ones to a row of a[i, j..] it says is in bounds (line 6): out from j = 1 on.
+TRANSFER_WRITE = """\
+func.func @main(%a: memref<4x8xf32>, %i: index, %j: index) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %one = arith.constant dense<1.0> : vector<8xf32>
+      vector.transfer_write %one, %a[%i, %j] {in_bounds = [true]} : vector<8xf32>, memref<4x8xf32>
+    }
+  }
+  return
+}
+"""
+# A masked read, masked load and gather of the lanes %m sets (from a memref of i32):
+# each lane of the mask set reads a[i, j + k], or the gather a[i, j] plus g[k] on.
+MASKED = """\
+func.func @main(%a: memref<4x8xf32>, %o: memref<3x8xf32>, %mk: memref<8xi32>, %g: memref<8xi32>, %i: index, %j: index) {
+  dhir.schedule %a, %o, %mk, %g {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o, %mk, %g {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %pad = arith.constant -1.0 : f32
+      %pass = arith.constant dense<-2.0> : vector<8xf32>
+      %zero = arith.constant dense<0> : vector<8xi32>
+      %raw = vector.load %mk[%c0] : memref<8xi32>, vector<8xi32>
+      %m = arith.cmpi ne, %raw, %zero : vector<8xi32>
+      %ix = vector.load %g[%c0] : memref<8xi32>, vector<8xi32>
+      %r = vector.transfer_read %a[%i, %j], %pad, %m {in_bounds = [true]} : memref<4x8xf32>, vector<8xf32>
+      %l = vector.maskedload %a[%i, %j], %m, %pass : memref<4x8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %v = vector.gather %a[%i, %j] [%ix], %m, %pass : memref<4x8xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      vector.store %r, %o[%c0, %c0] : memref<3x8xf32>, vector<8xf32>
+      vector.store %l, %o[%c1, %c0] : memref<3x8xf32>, vector<8xf32>
+      vector.store %v, %o[%c2, %c0] : memref<3x8xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "program.mlir"
+    path.write_text(text)
+    return path
+
+
+def failed_at(program: Path, *inputs: object) -> SourceLoc | None:
+    """Where the checked run's failed check is; None: it ran to the end."""
+    try:
+        dhir.run(program, *inputs, runtime_checks=True)
+    except DhirError as error:
+        diagnostic = error.diagnostics[0]
+        assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+        return diagnostic.loc
+    return None
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_out_of_bounds_vector_load_stops_the_run_at_its_line(tmp_path: Path) -> None:
+    program = write(tmp_path, VECTOR_LOAD)
+    a = np.arange(16, dtype=np.float32)
+    unchecked = dhir.run(program, a, np.zeros(16, np.float32), np.int64(12))[1]
+    assert (unchecked[:4] == a[12:]).all()  # and four elements from past the end
+    assert failed_at(program, a, np.zeros(16, np.float32), np.int64(12)) == SourceLoc(
+        str(program), 6, 7
+    )
+    inside = dhir.run(program, a, np.zeros(16, np.float32), np.int64(8), runtime_checks=True)
+    assert (inside[1][:8] == a[8:]).all()
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_out_of_bounds_transfer_write_stops_the_run_at_its_line(tmp_path: Path) -> None:
+    program = write(tmp_path, TRANSFER_WRITE)
+    unchecked = dhir.run(program, np.zeros((4, 8), np.float32), np.int64(3), np.int64(4))[0]
+    assert unchecked[3, 4:].sum() == 4  # the other four past the memref's end
+    where = failed_at(program, np.zeros((4, 8), np.float32), np.int64(3), np.int64(4))
+    assert where == SourceLoc(str(program), 6, 7)
+    assert failed_at(program, np.zeros((4, 8), np.float32), np.int64(-1), np.int64(0))
+    assert failed_at(program, np.zeros((4, 8), np.float32), np.int64(3), np.int64(0)) is None
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("i", "j", "mask", "gathered", "outside"),
+    [
+        (1, 0, [1] * 8, [0, 1, 2, 3, 4, 5, 6, 7], False),
+        (3, 4, [1, 1, 1, 1, 0, 0, 0, 0], [0, 1, 2, 3, 99, -9, 99, -9], False),  # lanes off
+        (3, 4, [1, 1, 1, 1, 1, 0, 0, 0], [0, 1, 2, 3, 0, 0, 0, 0], True),  # lane 4: a[3, 8]
+        (0, 0, [0, 0, 1, 0, 0, 0, 0, 0], [0, 0, -1, 0, 0, 0, 0, 0], True),  # gather's lane 2
+        (0, -1, [0] * 8, [0] * 8, True),  # the gather's offsets, masked or not
+        (4, 0, [0] * 8, [0] * 8, True),
+    ],
+)
+def test_masked_lanes_are_checked_as_the_interpreter_touches_them(
+    tmp_path: Path, i: int, j: int, mask: list[int], gathered: list[int], outside: bool
+) -> None:
+    program = write(tmp_path, MASKED)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    inputs = (a, np.zeros((3, 8), np.float32), np.array(mask, np.int32))
+    inputs += (np.array(gathered, np.int32), np.int64(i), np.int64(j))
+    if outside:
+        with pytest.raises(DhirError, match="out of bounds"):
+            dhir.run(program, *inputs, backend="interp")
+        assert failed_at(program, *inputs) is not None
+        return
+    want = dhir.run(program, *inputs, backend="interp")
+    got = dhir.run(program, *inputs, runtime_checks=True)
+    for expected, found in zip(want, got, strict=True):
+        assert expected.tobytes() == found.tobytes()
