@@ -31,6 +31,7 @@ calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`-
 """
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -45,6 +46,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     NoneAttr,
+    UnknownLoc,
     VectorType,
     i64,
 )
@@ -148,7 +150,8 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     for task, matmuls, nests in todo:
         for matmul in matmuls:
             loc = loc_of(matmul)
-            why = rewrite_contraction(matmul, module)
+            with _located_at(task, matmul):
+                why = rewrite_contraction(matmul, module)
             if why is None:
                 continue
             done = why.startswith(CALLED)
@@ -158,11 +161,30 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
         for row, nest in list(_candidates(task)):
             try:
                 _check_in_place(row, nest, task)
-                text = _optimize_nest(row, nest, vector_bits, module)
+                with _located_at(task, nest):
+                    text = _optimize_nest(row, nest, vector_bits, module)
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
     return decisions
+
+
+@contextmanager
+def _located_at(task: "_Body", op: Operation) -> Iterator[None]:
+    """The ops that a rewrite of `op` makes in `task` get `op`'s location (or its nearest
+    located ancestor's), so that what reports at them (a failed --runtime-checks check,
+    dhir-vector-checks') names the user's line."""
+    located: Operation | None = op
+    while located is not None and isinstance(located.location, UnknownLoc):
+        located = located.parent_op()
+    if located is None:
+        yield
+        return
+    known = set(task.walk())
+    yield
+    for made in task.walk():
+        if made not in known and isinstance(made.location, UnknownLoc):
+            made.location = located.location
 
 
 def _in_row_blocks(

@@ -65,6 +65,34 @@ func.func @main(%a: memref<4x8xf32>, %o: memref<3x8xf32>, %mk: memref<8xi32>, %g
   return
 }
 """
+# C += A B over the first %nj columns: dhir-optimize-bodies makes the nest (line 10)
+# vector loads of 8 columns of B, out of B's rows of 28 when %nj is 32.
+MATMUL = """\
+func.func @main(%C: memref<8x32xf64>, %A: memref<8x16xf64>, %B: memref<16x28xf64>, %nj: index) {
+  dhir.schedule %C, %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %C, %A, %B {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        scf.for %j = %c0 to %nj step %c1 {
+          scf.for %k = %c0 to %c16 step %c1 {
+            %a = memref.load %A[%i, %k] : memref<8x16xf64>
+            %b = memref.load %B[%k, %j] : memref<16x28xf64>
+            %c = memref.load %C[%i, %j] : memref<8x32xf64>
+            %p = arith.mulf %a, %b : f64
+            %s = arith.addf %c, %p : f64
+            memref.store %s, %C[%i, %j] : memref<8x32xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -139,3 +167,17 @@ def test_masked_lanes_are_checked_as_the_interpreter_touches_them(
     got = dhir.run(program, *inputs, runtime_checks=True)
     for expected, found in zip(want, got, strict=True):
         assert expected.tobytes() == found.tobytes()
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_the_optimizer_s_vector_loads_are_checked_at_the_nest(tmp_path: Path) -> None:
+    program = write(tmp_path, MATMUL)
+    rng = np.random.default_rng(3)
+    c, a, b = rng.random((8, 32)), rng.random((8, 16)), rng.random((16, 28))
+    dhir.run(program, c, a, b, np.int64(32))  # unchecked: reads past B's rows, exits 0
+    assert failed_at(program, c, a, b, np.int64(32)) == SourceLoc(str(program), 10, 9)
+    plain = dhir.run(program, c, a, b, np.int64(28))
+    checked = dhir.run(program, c, a, b, np.int64(28), runtime_checks=True)
+    for want, got in zip(plain, checked, strict=True):
+        assert want.tobytes() == got.tobytes()
