@@ -193,6 +193,8 @@ def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
         return
     if isinstance(kind.element_type, VectorType):
         shape = ()
+    if len(shape) > len(op.indices):
+        return  # more dimensions than the memref: the interpreter refuses it
     check = _Builder(op)
     lead = len(op.indices) - len(shape)
     dims = [
