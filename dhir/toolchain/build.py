@@ -96,8 +96,13 @@ OPENMP_PASSES: tuple[str, ...] = (
 # which is the user's file:line:col when the module is printed with its locations. Its
 # memref.subview check builds scf.if without loading scf, which crashes mlir-opt-22 in a
 # pipeline where no pass loads it (docs/upstream-bugs.md, 26): lower-affine, always in
-# MLIR_OPT_PIPELINE, does.
-RUNTIME_CHECKS = "--generate-runtime-verification=verbose-level=0"
+# MLIR_OPT_PIPELINE, does. The pass makes no check for affine.load and affine.store:
+# lower-affine runs before it too, making them the memref.load and store it checks, at
+# their locations (it lowers what later passes make of affine.apply again).
+RUNTIME_CHECKS: tuple[str, ...] = (
+    "--lower-affine",
+    "--generate-runtime-verification=verbose-level=0",
+)
 # No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
 # dhir's results are the sequential program's, rounding by rounding. (Ops whose fastmath
 # flags allow contraction are still fused: the flag on the instruction decides.)
@@ -288,7 +293,7 @@ def _recipe(
 ) -> "_Recipe":
     tools = find_llvm_tools()
     mpi_install = find_mpi(options.mpi)
-    checks = (RUNTIME_CHECKS,) if options.runtime_checks else ()
+    checks = RUNTIME_CHECKS if options.runtime_checks else ()
     passes = (
         *checks,
         *(OPENMP_PASSES if openmp else ()),

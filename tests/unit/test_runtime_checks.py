@@ -54,6 +54,21 @@ func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
   return
 }
 """
+# Stores a[0..8] with affine.store (line 7): MLIR 22 makes no check for affine accesses.
+AFFINE_STORE_PAST_END = """\
+func.func @main(%a: memref<8xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %v = arith.constant 7 : i32
+      affine.for %i = 0 to 9 {
+        affine.store %v, %a[%i] : memref<8xi32>
+      }
+    }
+  }
+  return
+}
+"""
 # A view of 4 elements from %n on (line 5), with no scf op in the module: MLIR 22's
 # subview check crashes mlir-opt when no pass of the pipeline loads scf.
 SUBVIEW = """\
@@ -144,6 +159,19 @@ def test_an_out_of_bounds_store_stops_the_run_at_its_line(tmp_path: Path) -> Non
         dhir.run(program, np.zeros(8, np.int32), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 10, 9)
+    assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_out_of_bounds_affine_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
+    program = write(tmp_path, AFFINE_STORE_PAST_END)
+    unchecked = dhir.run(program, np.zeros(8, np.int32))[0]  # runs on, past the end
+    assert (unchecked == 7).all()
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, np.zeros(8, np.int32), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 7, 9)
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
 
 
