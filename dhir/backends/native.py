@@ -62,6 +62,7 @@ from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.c_abi import CAbiPass
+from dhir.transforms.cast_checks import CastChecksPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
@@ -153,9 +154,11 @@ def compile_native(
     rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
     copies = (GpuRowCopiesPass(),) if gpu is not None else ()
-    # MLIR 22 checks no vector access: these are checked here, after the optimizer made
-    # its own, and before packed vectors turns some into gathers of the lanes in bounds.
-    vector_checks = (VectorChecksPass(),) if options.runtime_checks else ()
+    # MLIR 22 checks no vector access nor reinterpret_cast: these are checked here, after
+    # the optimizer made its own, and before packed vectors turns some into gathers of
+    # the lanes in bounds.
+    checks = (VectorChecksPass(), CastChecksPass())
+    vector_checks = checks if options.runtime_checks else ()
     after = (
         AccurateMathPass(),
         rows,

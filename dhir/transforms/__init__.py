@@ -114,6 +114,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return PackedVectorsPass
 
+    def cast_checks() -> type[ModulePass]:
+        from dhir.transforms.cast_checks import CastChecksPass
+
+        return CastChecksPass
+
     def vector_checks() -> type[ModulePass]:
         from dhir.transforms.vector_checks import VectorChecksPass
 
@@ -170,6 +175,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-vector-rows": vector_rows,
         "dhir-packed-vectors": packed_vectors,
         "dhir-vector-checks": vector_checks,
+        "dhir-cast-checks": cast_checks,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,
     }

@@ -101,11 +101,13 @@ class _Dim:
     padded: bool = False  # lanes from the end on are skipped (a transfer not in_bounds)
 
 
-class _Builder:
-    """The ops of one check, appended to a block put before the checked op."""
+class CheckBuilder:
+    """The ops of one check of `op`, appended to a block put before it; `what` the
+    failure's message says is wrong."""
 
-    def __init__(self, op: Operation) -> None:
+    def __init__(self, op: Operation, what: str = OUT_OF_BOUNDS) -> None:
         self.op = op
+        self.what = what
         self.block = Block()
         self._indices: dict[int, SSAValue] = {}
 
@@ -160,7 +162,7 @@ class _Builder:
         return self.add(memref.DimOp.from_source_and_index(memory, self.index(dim)))
 
     def assert_(self, ok: SSAValue) -> None:
-        message = _MESSAGE.format(what=OUT_OF_BOUNDS, where=_location_text(self.op))
+        message = _MESSAGE.format(what=self.what, where=_location_text(self.op))
         put(self.block, cf.AssertOp(ok, message))
         insert_before(self.block, self.op)
 
@@ -195,7 +197,7 @@ def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
         shape = ()
     if len(shape) > len(op.indices):
         return  # more dimensions than the memref: the interpreter refuses it
-    check = _Builder(op)
+    check = CheckBuilder(op)
     lead = len(op.indices) - len(shape)
     dims = [
         _Dim(index, check.size(memory, d), shape[d - lead] if d >= lead else None)
@@ -214,7 +216,7 @@ def _check_transfer(op: vector.TransferReadOp | vector.TransferWriteOp) -> None:
     if moved is None:
         return  # a map the verifier would refuse
     in_bounds = _in_bounds(op, len(shape))
-    check = _Builder(op)
+    check = CheckBuilder(op)
     lane_of = {d: k for k, d in enumerate(moved) if d is not None}
     dims = [
         _Dim(
@@ -264,7 +266,7 @@ def _in_bounds(op: Operation, vector_rank: int) -> list[bool]:
 
 
 def _mask_extents(
-    check: _Builder, mask: SSAValue | None, shape: Sequence[int]
+    check: CheckBuilder, mask: SSAValue | None, shape: Sequence[int]
 ) -> list[int | SSAValue] | None:
     """How many lanes from the first `mask` sets along each of its dimensions, where it
     sets a box of them (none: all; create_mask, constant_mask); else None."""
@@ -284,7 +286,7 @@ def _mask_extents(
     return None
 
 
-def _check_by_scalars(check: _Builder, dims: Sequence[_Dim], empty: Sequence[SSAValue]) -> None:
+def _check_by_scalars(check: CheckBuilder, dims: Sequence[_Dim], empty: Sequence[SSAValue]) -> None:
     """No lane reaches outside: along each dimension, the lanes from the index, the index
     alone where none move; none are touched when a mask sets none (`empty`) or a padded
     dimension starts at or past its end."""
@@ -304,7 +306,7 @@ def _check_by_scalars(check: _Builder, dims: Sequence[_Dim], empty: Sequence[SSA
 
 
 def _check_by_lanes(
-    check: _Builder, dims: list[_Dim], masked: Sequence[int], mask: SSAValue
+    check: CheckBuilder, dims: list[_Dim], masked: Sequence[int], mask: SSAValue
 ) -> None:
     """A transfer under a mask set lane by lane: each mask dimension's lanes as vectors
     of positions over the flattened mask."""
@@ -331,13 +333,13 @@ def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
     if not indices or isinstance(kind.element_type, VectorType):
         return
     count = op.mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
-    check = _Builder(op)
+    check = CheckBuilder(op)
     dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
     dims[-1].positions = _index_vector(check, range(count))
     _assert_lanes(check, dims, op.mask, count)
 
 
-def _assert_lanes(check: _Builder, dims: Sequence[_Dim], mask: SSAValue, count: int) -> None:
+def _assert_lanes(check: CheckBuilder, dims: Sequence[_Dim], mask: SSAValue, count: int) -> None:
     """No lane the mask sets, and native code touches, is outside; nor the index of a
     dimension no lane moves along, where any lane is touched."""
     zero = check.index(0)
@@ -372,7 +374,7 @@ def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
         return
     if not op.offsets or isinstance(kind.element_type, VectorType):
         return
-    check = _Builder(op)
+    check = CheckBuilder(op)
     sizes = [check.size(memory, d) for d in range(len(op.offsets))]
     zero = check.index(0)
     inside: list[SSAValue] = []
@@ -400,7 +402,7 @@ def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
     check.assert_(check.all([*inside, outside]))
 
 
-def _flattened(check: _Builder, lanes: SSAValue, count: int) -> SSAValue:
+def _flattened(check: CheckBuilder, lanes: SSAValue, count: int) -> SSAValue:
     kind = lanes.type
     assert isinstance(kind, VectorType)
     if kind.get_num_dims() == 1:
@@ -409,7 +411,7 @@ def _flattened(check: _Builder, lanes: SSAValue, count: int) -> SSAValue:
     return check.add(vector.ShapeCastOp.create(operands=[lanes], result_types=[flat]))
 
 
-def _index_vector(check: _Builder, values: Sequence[int]) -> SSAValue:
+def _index_vector(check: CheckBuilder, values: Sequence[int]) -> SSAValue:
     kind = VectorType(IndexType(), [len(values)])
     return check.add(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(kind, list(values))))
 

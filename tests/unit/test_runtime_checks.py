@@ -69,6 +69,33 @@ func.func @main(%a: memref<8xi32>) {
   return
 }
 """
+# A view of 4 elements from %o on of a buffer of 8 (line 9), written through: MLIR 22
+# checks the stores against the view only.
+REINTERPRET_CAST = """\
+func.func @main(%out: memref<4xf32>, %o: index) {
+  dhir.schedule %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %out {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %buf = memref.alloc() : memref<8xf32>
+      %v = memref.reinterpret_cast %buf to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+      scf.for %i = %c0 to %c4 step %c1 {
+        %x = arith.index_cast %i : index to i32
+        %f = arith.sitofp %x : i32 to f32
+        memref.store %f, %v[%i] : memref<4xf32, strided<[1], offset: ?>>
+      }
+      scf.for %i = %c0 to %c4 step %c1 {
+        %f = memref.load %v[%i] : memref<4xf32, strided<[1], offset: ?>>
+        memref.store %f, %out[%i] : memref<4xf32>
+      }
+      memref.dealloc %buf : memref<8xf32>
+    }
+  }
+  return
+}
+"""
 # A view of 4 elements from %n on (line 5), with no scf op in the module: MLIR 22's
 # subview check crashes mlir-opt when no pass of the pipeline loads scf.
 SUBVIEW = """\
@@ -173,6 +200,21 @@ def test_an_out_of_bounds_affine_store_stops_the_run_at_its_line(tmp_path: Path)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 7, 9)
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_reinterpret_cast_past_its_buffer_is_caught(tmp_path: Path) -> None:
+    program = write(tmp_path, REINTERPRET_CAST)
+    unchecked = dhir.run(program, np.zeros(4, np.float32), np.int64(6))[0]
+    assert list(unchecked) == [0, 1, 2, 3]  # half of it written past the buffer's end
+    inside = dhir.run(program, np.zeros(4, np.float32), np.int64(4), runtime_checks=True)
+    assert list(inside[0]) == [0, 1, 2, 3]
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, np.zeros(4, np.float32), np.int64(6), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 9, 7)
+    assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
 @pytest.mark.mlir

@@ -1,0 +1,108 @@
+"""`dhir-cast-checks`: under `--runtime-checks`, a `memref.reinterpret_cast` of host code
+stops the run at its op when its view reaches outside the buffer it views.
+
+MLIR 22's `--generate-runtime-verification` makes no check for `reinterpret_cast`, and
+the accesses through the view are checked only against the view's own sizes: a view
+past its buffer read and wrote outside it and exited 0, where the interpreter stops at
+the cast. The offset is counted from the start of the buffer (MLIR's base pointer), so
+the check needs the buffer's size, which a memref does not carry: the cast's source is
+followed back through views (`subview`, `cast`, `reinterpret_cast`, `expand_shape`,
+`collapse_shape`, `transpose`, `assume_alignment`, `memory_space_cast`,
+`extract_strided_metadata`) to the `memref.alloc`, `alloca` or `get_global` of an
+identity layout that made it. The view's lowest and highest elements must then lie in
+it (a view of no element may start anywhere up to its end). Casts of other memrefs (a
+function's arguments, a call's results: a schedule operand may be a rank's rows of a
+larger array) are not checked, nor device code.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
+from xdsl.ir import OpResult, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.dialects import arith, memref
+from dhir.dialects.gpu import in_device_code
+from dhir.dialects.layouts import is_identity_layout
+from dhir.dialects.memref import TransposeOp
+from dhir.ir.walk import find_ops
+from dhir.transforms.vector_checks import CheckBuilder
+
+# What a failed check prints (MLIR's later versions check the cast with these words).
+OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
+
+# Ops whose result views the buffer of their first operand.
+_VIEWS = (
+    memref.SubviewOp,
+    memref.CastOp,
+    memref.ReinterpretCastOp,
+    memref.ExpandShapeOp,
+    memref.CollapseShapeOp,
+    TransposeOp,
+    memref.AssumeAlignmentOp,
+    memref.MemorySpaceCastOp,
+    memref.ExtractStridedMetaDataOp,
+)
+_BUFFERS = (memref.AllocOp, memref.AllocaOp, memref.GetGlobalOp)
+
+
+@dataclass(frozen=True)
+class CastChecksPass(ModulePass):
+    """Host reinterpret_casts of an allocation check their view stays in its buffer."""
+
+    name = "dhir-cast-checks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for cast in list(find_ops(op, memref.ReinterpretCastOp)):
+            if in_device_code(cast):
+                continue
+            buffer = _buffer(cast.source)
+            if buffer is not None:
+                _check(cast, buffer)
+
+
+def _buffer(value: SSAValue) -> SSAValue | None:
+    """The allocation of identity layout `value` views, where it can be followed."""
+    while isinstance(value, OpResult):
+        made = value.op
+        if isinstance(made, _BUFFERS):
+            kind = value.type
+            return value if isinstance(kind, MemRefType) and is_identity_layout(kind) else None
+        if not isinstance(made, _VIEWS):
+            return None
+        value = made.operands[0]
+    return None
+
+
+def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
+    check = CheckBuilder(cast, OUTSIDE_ITS_BUFFER)
+    kind = buffer.type
+    assert isinstance(kind, MemRefType)
+    total = check.index(1)
+    for dim in range(kind.get_num_dims()):
+        total = check.add(arith.MuliOp(total, check.size(buffer, dim)))
+    (offset,) = _values(check, cast.static_offsets.get_values(), cast.offsets)
+    sizes = _values(check, cast.static_sizes.get_values(), cast.sizes)
+    strides = _values(check, cast.static_strides.get_values(), cast.strides)
+    zero, one = check.index(0), check.index(1)
+    low, high = offset, offset
+    empty: list[SSAValue] = []
+    for size, stride in zip(sizes, strides, strict=True):
+        empty.append(check.cmp(size, zero, "sle"))
+        last = check.add(arith.MaxSIOp(check.add(arith.SubiOp(size, one)), zero))
+        step = check.add(arith.MuliOp(last, stride))
+        low = check.add(arith.AddiOp(low, check.add(arith.MinSIOp(step, zero))))
+        high = check.add(arith.AddiOp(high, check.add(arith.MaxSIOp(step, zero))))
+    inside = check.all([check.cmp(low, zero, "sge"), check.cmp(high, total, "slt")])
+    nothing = check.all([check.any(empty), check.cmp(offset, zero, "sge")])
+    nothing = check.all([nothing, check.cmp(offset, total, "sle")])
+    check.assert_(check.any([inside, nothing]))
+
+
+def _values(
+    check: CheckBuilder, static: Sequence[int], dynamic: Sequence[SSAValue]
+) -> list[SSAValue]:
+    given = iter(dynamic)
+    return [next(given) if value == DYNAMIC_INDEX else check.index(value) for value in static]
