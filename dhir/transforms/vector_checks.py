@@ -125,9 +125,9 @@ class CheckBuilder:
     def cmp(self, left: SSAValue, right: SSAValue, how: str) -> SSAValue:
         return self.add(arith.CmpiOp(left, right, how))
 
-    def all(self, values: Sequence[SSAValue], default: bool = True) -> SSAValue:
+    def all(self, values: Sequence[SSAValue]) -> SSAValue:
         if not values:
-            return self.flag(default)
+            return self.flag(True)
         result = values[0]
         for value in values[1:]:
             result = self.add(arith.AndIOp(result, value))
