@@ -159,7 +159,7 @@ class CheckBuilder:
         static = kind.get_shape()[dim]
         if static >= 0:
             return self.index(static)
-        return self.add(memref.DimOp.from_source_and_index(memory, self.index(dim)))
+        return self.add(memref.DimOp(memory, self.index(dim)))
 
     def assert_(self, ok: SSAValue) -> None:
         message = _MESSAGE.format(what=self.what, where=_location_text(self.op))
