@@ -75,3 +75,13 @@ func.func @left(%a: memref<8xf32>, %j: index, %m: vector<8xi1>) -> vector<8xf32>
   %v = vector.mask %m { vector.transfer_read %a[%j], %z : memref<8xf32>, vector<8xf32> } : vector<8xi1> -> vector<8xf32>
   return %v : vector<8xf32>
 }
+
+// An affine.vector_load becomes the vector.load --lower-affine makes of it, checked.
+// CHECK-LABEL: func.func @affine
+// CHECK:      %[[AT:.*]] = affine.apply
+// CHECK:      cf.assert
+// CHECK-NEXT: vector.load %a[%[[AT]]] : memref<16xf32>, vector<8xf32>
+func.func @affine(%a: memref<16xf32>, %i: index) -> vector<8xf32> {
+  %v = affine.vector_load %a[%i + 4] : memref<16xf32>, vector<8xf32>
+  return %v : vector<8xf32>
+}
