@@ -37,6 +37,11 @@
   operands in the wrong order (`maximumf(minimumf(value, min), max)`: 0.5 clamped to
   [0, 1] gave 1). It becomes MLIR's definition, `maximumf(minimumf(value, max), min)`.
 
+- `math.ipowi` on `index` (or vectors of it): `convert-math-to-funcs` makes its power
+  function for integer types only, and mlir-opt-22 then fails to legalize the op. It
+  becomes `math.ipowi` on i64 between `arith.index_cast`s, the same bits (index is 64
+  bits wide on every target dhir builds for).
+
 - `vector.contract` with a dimension reduced along one operand only (of size above 1):
   the lowering unrolls a dimension of one operand only into the result's, so it left the
   contraction in place. The other operand is broadcast along that dimension (a leading
@@ -71,8 +76,9 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StridedLayoutAttr,
     VectorType,
+    i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -134,6 +140,10 @@ class Mlir22WorkaroundsPass(ModulePass):
         if _any(met, mathd.ClampFOp):
             for clamp in find_ops(op, (mathd.ClampFOp,)):
                 _clamp(clamp)
+        if _any(met, mathd.IPowIOp):
+            for power in find_ops(op, (mathd.IPowIOp,)):
+                if isinstance(_lane(power.result.type), IndexType):
+                    _ipowi_on_i64(power)
         if _any(met, memref.AllocaScopeOp):
             for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
                 if _holds_regions(scope) and not in_device_code(scope):
@@ -162,6 +172,7 @@ _REWRITTEN = (
     affine.ForOp,
     memref.AllocaScopeOp,
     mathd.ClampFOp,
+    mathd.IPowIOp,
     *_UNLOWERED,
 )
 
@@ -268,6 +279,21 @@ def _clamp(op: mathd.ClampFOp) -> None:
     below = arith.MinimumfOp(op.value, op.max, op.fastmath)
     above = arith.MaximumfOp(below.result, op.min, op.fastmath)
     Rewriter.replace_op(op, [below, above], [above.result])
+
+
+def _lane(type_: Attribute) -> Attribute:
+    return type_.element_type if isinstance(type_, VectorType) else type_
+
+
+def _ipowi_on_i64(op: mathd.IPowIOp) -> None:
+    index_type = op.result.type
+    wide: Attribute = i64
+    if isinstance(index_type, VectorType):
+        wide = VectorType(i64, index_type.get_shape(), index_type.scalable_dims)
+    base, power = (arith.IndexCastOp(v, wide) for v in op.operands)
+    on_i64 = mathd.IPowIOp(base.result, power.result)
+    back = arith.IndexCastOp(on_i64.result, index_type)
+    Rewriter.replace_op(op, [base, power, on_i64, back], [back.result])
 
 
 def _any(met: Iterable[type[Operation]], kind: type[Operation]) -> bool:

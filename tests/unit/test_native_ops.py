@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dhir
+from dhir.backends.interp.scalars import wrap
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 
@@ -149,6 +150,35 @@ def test_ipowi() -> None:
     native, interp = both(IPOWI, a, b, np.zeros(12, np.int32))
     same_bits(native[2], interp[2], "math.ipowi natively")
     np.testing.assert_array_equal(native[2], _ipowi(a, b))
+
+
+IPOWI_ON_INDEX = """
+func.func @main(%a: memref<4xindex>, %b: memref<4xindex>, %c: memref<8xindex>) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %x = memref.load %a[%c0] : memref<4xindex>
+  %y = memref.load %b[%c0] : memref<4xindex>
+  %z = math.ipowi %x, %y : index
+  memref.store %z, %c[%c0] : memref<8xindex>
+  %v = vector.load %a[%c0] : memref<4xindex>, vector<4xindex>
+  %w = vector.load %b[%c0] : memref<4xindex>, vector<4xindex>
+  %p = math.ipowi %v, %w : vector<4xindex>
+  vector.store %p, %c[%c4] : memref<8xindex>, vector<4xindex>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_ipowi_on_index() -> None:
+    # convert-math-to-funcs makes power functions for integer types only: mlir-opt-22
+    # failed to legalize math.ipowi on index.
+    a = np.array([3, -2, 1 << 40, 7], np.int64)
+    b = np.array([41, 63, 2, -1], np.int64)
+    native, interp = both(IPOWI_ON_INDEX, a, b, np.zeros(8, np.int64))
+    same_bits(native[2], interp[2], "math.ipowi on index natively")
+    want = [wrap(pow(int(x), int(y), 1 << 64) if y >= 0 else 0, 64) for x, y in zip(a, b)]
+    np.testing.assert_array_equal(native[2], [want[0], 0, 0, 0, *want])
 
 
 # --- the vector dialect ----------------------------------------------------------------
