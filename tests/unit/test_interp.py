@@ -1482,3 +1482,92 @@ func.func @main(%a: memref<0x3xi32>, %b: memref<2xi32>) {
 def test_an_empty_reinterpret_cast_view_runs() -> None:
     (_, got) = run(EMPTY_VIEW, np.zeros((0, 3), np.int32), np.ones(2, np.int32))
     same_bits(got, np.array([0, 1], np.int32))
+
+
+SIGN_AND_BIT_OPS = """
+func.func @main(%a: memref<4xf32>, %b: memref<4xi32>, %c: memref<4xi16>, %o: memref<4xf32>,
+                %p: memref<6x4xi32>, %q: memref<5x4xi16>, %w: memref<4xf32>) {
+  %lo = arith.constant 0 : index
+  %v = vector.load %a[%lo] : memref<4xf32>, vector<4xf32>
+  %vn = arith.negf %v : vector<4xf32>
+  vector.store %vn, %w[%lo] : memref<4xf32>, vector<4xf32>
+  %one = arith.constant 1 : index
+  %hi = arith.constant 4 : index
+  %yes = arith.constant true
+  %y = arith.constant 2.0 : f32
+  %yb = arith.constant 2.0 : bf16
+  %c16 = arith.constant 16 : i32
+  scf.for %i = %lo to %hi step %one {
+    %x = memref.load %a[%i] : memref<4xf32>
+    memref.store %x, %o[%i] : memref<4xf32>
+    %xi = memref.load %b[%i] : memref<4xi32>
+    %f = arith.bitcast %xi : i32 to f32
+    %s = arith.select %yes, %f, %y : f32
+    %n = arith.negf %f : f32
+    %abs = math.absf %f : f32
+    %cs = math.copysign %f, %y : f32
+    %rs = arith.bitcast %s : f32 to i32
+    %rn = arith.bitcast %n : f32 to i32
+    %ra = arith.bitcast %abs : f32 to i32
+    %rc = arith.bitcast %cs : f32 to i32
+    %x64 = arith.extf %f : f32 to f64
+    %t32 = arith.truncf %x64 : f64 to f32
+    %rt = arith.bitcast %t32 : f32 to i32
+    memref.store %xi, %p[%lo, %i] : memref<6x4xi32>
+    memref.store %rs, %p[%one, %i] : memref<6x4xi32>
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c5 = arith.constant 5 : index
+    memref.store %rn, %p[%c2, %i] : memref<6x4xi32>
+    memref.store %ra, %p[%c3, %i] : memref<6x4xi32>
+    memref.store %rc, %p[%c4, %i] : memref<6x4xi32>
+    memref.store %rt, %p[%c5, %i] : memref<6x4xi32>
+    %hb = memref.load %c[%i] : memref<4xi16>
+    %h = arith.bitcast %hb : i16 to bf16
+    %hs = arith.select %yes, %h, %yb : bf16
+    %hn = arith.negf %hs : bf16
+    %ha = math.absf %hn : bf16
+    %he = arith.extf %h : bf16 to f32
+    %hq = arith.bitcast %hs : bf16 to i16
+    %hnq = arith.bitcast %hn : bf16 to i16
+    %haq = arith.bitcast %ha : bf16 to i16
+    %heq = arith.bitcast %he : f32 to i32
+    %het = arith.trunci %heq : i32 to i16
+    memref.store %hb, %q[%lo, %i] : memref<5x4xi16>
+    memref.store %hq, %q[%one, %i] : memref<5x4xi16>
+    memref.store %hnq, %q[%c2, %i] : memref<5x4xi16>
+    memref.store %haq, %q[%c3, %i] : memref<5x4xi16>
+    %heh = arith.shrui %heq, %c16 : i32
+    %hes = arith.trunci %heh : i32 to i16
+    memref.store %hes, %q[%c4, %i] : memref<5x4xi16>
+  }
+  return
+}
+"""
+
+
+def test_bitwise_ops_keep_signalling_nans() -> None:
+    # LLVM moves a NaN's bits unchanged through loads, stores, bitcasts, selects, fneg,
+    # fabs and copysign (native code does); Python floats made from f32 quieted them.
+    # extf and truncf are conversions, which quiet them, except bf16 to f32 (a shift).
+    signalling = np.array([0x7F800001, 0xFFA00005, 0x7FC00003, 0x3F800000], np.uint32)
+    bf16 = np.array([0x7F81, 0xFFA5, 0x7FC3, 0x3F80], np.uint16)
+    outs = run(
+        SIGN_AND_BIT_OPS, signalling.view(np.float32), signalling.view(np.int32),
+        bf16.view(np.int16), np.zeros(4, np.float32), np.zeros((6, 4), np.int32),
+        np.zeros((5, 4), np.int16), np.zeros(4, np.float32),
+    )  # fmt: skip
+    sign, quiet = np.uint32(1 << 31), np.uint32(0x400000)
+    np.testing.assert_array_equal(outs[3].view(np.uint32), signalling, "load and store")
+    p = outs[4].view(np.uint32)
+    for row, want in enumerate([signalling, signalling, signalling ^ sign,
+                                signalling & ~sign, signalling & ~sign]):  # fmt: skip
+        np.testing.assert_array_equal(p[row], want, f"row {row}")
+    nan = (signalling & 0x7F800000) == 0x7F800000
+    np.testing.assert_array_equal(p[5], np.where(nan, signalling | quiet, signalling), "extf")
+    np.testing.assert_array_equal(outs[6].view(np.uint32), signalling ^ sign, "lanes")
+    q = outs[5].view(np.uint16)
+    bsign = np.uint16(1 << 15)
+    for row, want in enumerate([bf16, bf16, bf16 ^ bsign, bf16 & ~bsign, bf16]):
+        np.testing.assert_array_equal(q[row], want, f"bf16 row {row}")

@@ -6,6 +6,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseIntOrFPElementsAttr,
+    Float32Type,
     Float64Type,
     FloatAttr,
     IndexType,
@@ -19,7 +20,16 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Attribute, Operation
 
-from dhir.backends.interp.core import Values, fail, handles, lanewise, register, value_dtype
+from dhir.backends.interp.core import (
+    Values,
+    f32_bits,
+    f32_value,
+    fail,
+    handles,
+    lanewise,
+    register,
+    value_dtype,
+)
 from dhir.backends.interp.scalars import (
     _CMPF,
     _CMPI,
@@ -204,22 +214,29 @@ class ArithImpls(InterpreterFunctions):
     def run_float_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         float_rounder(op, op.operands[0].type)
         source, target = (lane_type(v.type) for v in (*op.operands, *op.results))
+        if isinstance(source, BFloat16Type) and isinstance(target, Float32Type):
+            return (args[0],)  # bf16 is f32's upper half: a shift, signalling NaNs kept
+        # Otherwise the hardware's conversion, which quiets a signalling NaN.
+        value = args[0] + args[0] if args[0] != args[0] else args[0]
         if isinstance(source, Float64Type) and isinstance(target, BFloat16Type):
-            return (round_bf16_once(args[0]),)
-        return (result_rounder(op)(args[0]),)
+            return (round_bf16_once(value),)
+        return (result_rounder(op)(value),)
 
     @handles(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source, target = op.operands[0].type, op.results[0].type
         value = args[0]
         if isinstance(source, BFloat16Type):  # bf16 is f32's upper half
-            value = int(np.array(value, np.float32).view(np.uint32)) >> 16
+            value = f32_bits(value) >> 16
+        elif isinstance(source, Float32Type):  # through f32_bits, which keeps signalling NaNs
+            value = f32_bits(value)
         elif type(source) in _FLOATS:  # through the bits as a signless integer
             bits = np.array(value, _float_dtype(op, source))
             value = int(bits.view(f"u{_bytes(op, source)}"))
         if isinstance(target, BFloat16Type):
-            upper = np.array(unsigned(value, 16) << 16, np.uint32)
-            return (float(upper.view(np.float32)),)
+            return (f32_value(unsigned(value, 16) << 16),)
+        if isinstance(target, Float32Type):
+            return (f32_value(value),)
         if type(target) in _FLOATS:
             width = 8 * _bytes(op, target)
             bits = np.array(unsigned(value, width), f"u{width // 8}")

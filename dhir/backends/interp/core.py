@@ -105,6 +105,45 @@ def value_dtype(type_: Attribute) -> np.dtype | None:
     return numpy_dtype(type_)
 
 
+def f32_value(bits: int) -> float:
+    """The f32 (or bf16, stored as f32) of `bits` as the interpreter holds it: a Python
+    float. A signalling NaN stays one, with its payload in the double's top bits (the
+    hardware's conversion, which NumPy and ctypes use, quiets it, where loads, stores,
+    bitcasts, selects, negf, absf and copysign keep every bit in LLVM and natively)."""
+    bits &= 0xFFFFFFFF
+    if bits & 0x7F800000 != 0x7F800000 or not bits & 0x7FFFFF:
+        return float(np.array(bits, np.uint32).view(np.float32))
+    double = (bits >> 31) << 63 | 0x7FF << 52 | (bits & 0x7FFFFF) << 29
+    return float(np.array(double, np.uint64).view(np.float64))
+
+
+def f32_bits(value: float) -> int:
+    """The bits of the f32 `value` holds (the inverse of `f32_value`)."""
+    if value == value:
+        return int(np.array(value, np.float32).view(np.uint32))
+    double = int(np.array(value, np.float64).view(np.uint64))
+    payload = (double >> 29) & 0x7FFFFF
+    if not payload:  # a payload f32 cannot hold: the NaN the hardware makes
+        payload = 0x400000
+    return (double >> 63) << 31 | 0x7F800000 | payload
+
+
+def element(value: np.generic) -> Any:
+    """An element of an array (memref, vector) as the interpreter holds it (f32_value)."""
+    if value.dtype == np.float32:
+        return f32_value(int(value.view(np.uint32)))
+    item = value.item()
+    return int(item) if isinstance(item, bool) else item
+
+
+def put(array: np.ndarray, index: Any, value: Any) -> None:
+    """array[index] = value, a signalling f32 NaN kept (f32_value)."""
+    if array.dtype == np.float32 and isinstance(value, float) and value != value:
+        array.view(np.uint32)[index] = f32_bits(value)
+    else:
+        array[index] = value
+
+
 def lanewise(cls: FunctionsT) -> FunctionsT:
     """Each scalar implementation of `cls` runs on vectors too, lane by lane, as MLIR
     defines arith and math ops on vectors (apply before `register`)."""
@@ -125,9 +164,9 @@ def _on_lanes(function: Callable[..., Any]) -> Callable[..., Any]:
         results = [np.empty(shape, _lane_dtype(op, r.type)) for r in op.results]
         vectors = [isinstance(t, VectorType) for t in op.operand_types]
         for index in np.ndindex(*shape):
-            lane = tuple(_scalar(a[index]) if v else a for a, v in zip(args, vectors))
+            lane = tuple(element(a[index]) if v else a for a, v in zip(args, vectors))
             for array, value in zip(results, function(self, interp, op, lane)):
-                array[index] = value
+                put(array, index, value)
         for array in results:
             array.flags.writeable = False
         return tuple(results)
@@ -148,8 +187,3 @@ def _lane_dtype(op: Operation, type_: Attribute) -> np.dtype:
     if dtype is None:
         fail(op, f"on {type_} is not supported by the interpreter")
     return dtype
-
-
-def _scalar(value: np.generic) -> Any:
-    item = value.item()
-    return int(item) if isinstance(item, bool) else item

@@ -28,8 +28,10 @@ from dhir.backends.interp.core import (
     INDEX_WIDTH,
     Returned,
     Values,
+    f32_value,
     fail,
     handles,
+    put,
     register,
     value_dtype,
 )
@@ -97,13 +99,18 @@ def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> t
 
 
 def load(op: Operation, array: np.ndarray, indices: Sequence[int]) -> Any:
-    return array.item(checked_index(op, array, indices)) if indices else array.item()
+    index = checked_index(op, array, indices) if indices else ()
+    return (
+        f32_value(int(array.view(np.uint32)[index]))
+        if array.dtype == np.float32
+        else array.item(index)
+    )
 
 
 def store(op: Operation, array: np.ndarray, indices: Sequence[int], value: Any) -> None:
     index = checked_index(op, array, indices)
     try:
-        array[index] = value
+        put(array, index, value)
     except ValueError:  # read-only: see _global_array
         fail(op, "writes into a constant memref.global")
 
