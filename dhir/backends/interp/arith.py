@@ -50,6 +50,7 @@ from dhir.backends.interp.scalars import (
     minimum,
     minnum,
     multiply,
+    quiet_if_narrow,
     remainder,
     result_rounder,
     round_bf16_once,
@@ -182,7 +183,10 @@ class ArithImpls(InterpreterFunctions):
         pick = {arith.MaximumfOp: maximum, arith.MinimumfOp: minimum,
                 arith.MaxnumfOp: maxnum, arith.MinnumfOp: minnum}  # fmt: skip
         base = next(t for t in type(op).__mro__ if t in pick)
-        return (pick[base](args[0], args[1]),)
+        result = pick[base](args[0], args[1])
+        if base in (arith.MaximumfOp, arith.MinimumfOp):  # maxnumf's lowering selects
+            result = quiet_if_narrow(op, result)
+        return (result,)
 
     @handles(arith.NegfOp)
     def run_negf(self, interp: Interpreter, op: Operation, args: Values) -> Values:

@@ -12,7 +12,7 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Operation
 
-from dhir.backends.interp.core import Values, fail, handles, lanewise, register
+from dhir.backends.interp.core import Values, f32_bits, fail, handles, lanewise, register
 from dhir.backends.interp.scalars import (
     divide,
     float_rounder,
@@ -20,6 +20,7 @@ from dhir.backends.interp.scalars import (
     lane_type,
     maximum,
     minimum,
+    quiet_if_narrow,
     result_rounder,
     signed,
     unsigned,
@@ -63,6 +64,13 @@ def libm_function(name: str, arity: int, double: bool) -> Callable[..., float]:
     return _LIBM_CACHE[key]
 
 
+def _c_float(value: float) -> ctypes.c_float:
+    """`value` as the C library's float functions get it natively: every bit, where
+    ctypes' conversion quiets a signalling NaN (glibc's powf(sNaN, 0) is NaN, of a
+    quiet one 1)."""
+    return ctypes.c_float.from_buffer_copy(f32_bits(value).to_bytes(4, "little"))
+
+
 def _math_op_type(op: Operation) -> type[Operation]:
     return next(t for t in type(op).__mro__ if t in _MATH_C_NAMES)
 
@@ -73,8 +81,11 @@ class MathImpls(InterpreterFunctions):
     @handles(*_MATH_C_NAMES)
     def run_libm(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         round_to = result_rounder(op)
-        is_double = isinstance(lane_type(op.results[0].type), Float64Type)
+        lane = lane_type(op.results[0].type)
+        is_double = isinstance(lane, Float64Type)
         function = libm_function(_MATH_C_NAMES[_math_op_type(op)], len(args), is_double)
+        if isinstance(lane, Float32Type | BFloat16Type):  # bf16 is f32's upper half
+            args = tuple(_c_float(arg) for arg in args)
         return (round_to(function(*args)),)
 
     @handles(mathd.AbsFOp, mathd.CopySignOp)
@@ -92,7 +103,7 @@ class MathImpls(InterpreterFunctions):
         # maximumf had then: a NaN operand gives NaN, min > max gives min, -0 < +0.
         result_rounder(op)  # rejects unsupported types
         value, low, high = args
-        return (maximum(minimum(value, high), low),)
+        return (quiet_if_narrow(op, maximum(minimum(value, high), low)),)
 
     @handles(mathd.SincosOp)
     def run_sincos(self, interp: Interpreter, op: Operation, args: Values) -> Values:
@@ -111,19 +122,24 @@ class MathImpls(InterpreterFunctions):
 
     @handles(mathd.FPowIOp)
     def run_fpowi(self, interp: Interpreter, op: Operation, args: Values) -> Values:
-        # Square-and-multiply with each product rounded, as LLVM's powi (compiler-rt);
-        # f16 and bf16 are promoted to f32 for it and rounded once at the end.
+        # Square-and-multiply with each product rounded, as LLVM's powi (libgcc's
+        # __powidf2, which starts from the base for an odd power: a signalling NaN to
+        # the power 1 stays one); f16 and bf16 are promoted to f32 for it (f16 by a
+        # conversion, which quiets a NaN) and rounded once at the end.
         round_to = result_rounder(op)
-        narrow = isinstance(lane_type(op.results[0].type), Float16Type | BFloat16Type)
+        lane = lane_type(op.results[0].type)
+        narrow = isinstance(lane, Float16Type | BFloat16Type)
         step = float_rounder(op, Float32Type()) if narrow else round_to
         base, power = args[0], signed(args[1], int_width(op, op.operands[1].type))
-        result, count = 1.0, abs(power)
-        while count:
+        if isinstance(lane, Float16Type) and base != base:
+            base += base
+        count = abs(power)
+        result = base if count & 1 else 1.0
+        while count > 1:
+            count >>= 1
+            base = step(base * base)
             if count & 1:
                 result = step(result * base)
-            count >>= 1
-            if count:
-                base = step(base * base)
         return (round_to(step(divide(1.0, result)) if power < 0 else result),)
 
     @handles(mathd.IPowIOp)

@@ -20,7 +20,7 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import Attribute, Operation
 
-from dhir.backends.interp.core import INDEX_WIDTH, fail
+from dhir.backends.interp.core import INDEX_WIDTH, f32_bits, f32_value, fail
 from dhir.dialects import arith
 
 
@@ -83,14 +83,23 @@ def _round_f16(value: float) -> float:
     return _PACK_F16(value)
 
 
-_ROUND_F32 = _rounder(_F32)
+_PACK_F32 = _rounder(_F32)
+
+
+def _round_f32(value: float) -> float:
+    """To f32; a NaN keeps its bits that f32 holds, a signalling one too (f32_value),
+    where the hardware's conversion quiets it: an arithmetic result is quiet already,
+    and what else rounds to f32 (a constant, `math.fpowi` of power 1) keeps it natively."""
+    return f32_value(f32_bits(value)) if value != value else _PACK_F32(value)
 
 
 def _round_bf16(value: float) -> float:
     """As native code computes bf16 (MLIR's emulation in f32): rounded to f32, then to
-    bf16's 8 significant bits, to nearest even."""
-    single = _ROUND_F32(value)
-    if single != single or math.isinf(single):
+    bf16's 8 significant bits, to nearest even; a NaN quieted, as its truncation does."""
+    if value != value:
+        return _round_f32(value + value)
+    single = _round_f32(value)
+    if math.isinf(single):
         return single
     bits = int.from_bytes(_F32.pack(single), "little")
     bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
@@ -101,7 +110,7 @@ def round_bf16_once(value: float) -> float:
     """An f64 `value` rounded once to bf16, to nearest even (arith.truncf f64 to bf16, as
     dhir's runtime does it): to f32 rounding to odd, which keeps 16 bits more than bf16
     and marks an inexact result in its last bit, then to bf16."""
-    single = _ROUND_F32(value)
+    single = _round_f32(value)
     if single == value or single != single:
         return _round_bf16(single)
     bits = int.from_bytes(_F32.pack(single), "little")
@@ -114,7 +123,7 @@ def round_bf16_once(value: float) -> float:
 _FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
     Float16Type: (11, _round_f16),
     BFloat16Type: (24, _round_bf16),  # through f32, as native code computes it
-    Float32Type: (24, _ROUND_F32),
+    Float32Type: (24, _round_f32),
     Float64Type: (53, _same),
 }
 
@@ -220,6 +229,14 @@ def _nan_of(a: float, b: float, keep_first: bool) -> float:
     if a != a and b != b:
         return a if keep_first else b
     return a if a != a else b
+
+
+def quiet_if_narrow(op: Operation, value: float) -> float:
+    """`value`, a NaN quieted where the result is f16 or bf16: native code computes
+    those in f32, and the conversion back quiets a signalling NaN (the maximumf of
+    0x7c01 and 1 in f16 is 0x7e01)."""
+    narrow = isinstance(lane_type(op.results[0].type), Float16Type | BFloat16Type)
+    return value + value if narrow and value != value else value
 
 
 def maxnum(a: float, b: float) -> float:
