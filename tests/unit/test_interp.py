@@ -1571,3 +1571,32 @@ def test_bitwise_ops_keep_signalling_nans() -> None:
     bsign = np.uint16(1 << 15)
     for row, want in enumerate([bf16, bf16, bf16 ^ bsign, bf16 & ~bsign, bf16]):
         np.testing.assert_array_equal(q[row], want, f"bf16 row {row}")
+
+
+VECTOR_BITCASTS = """
+func.func @main(%a: memref<4xf32>, %b: memref<4xi16>, %o: memref<4xi32>, %h: memref<4xf16>,
+                %d: memref<4xi16>) {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %a[%c0] : memref<4xf32>, vector<4xf32>
+  %i = arith.bitcast %v : vector<4xf32> to vector<4xi32>
+  vector.store %i, %o[%c0] : memref<4xi32>, vector<4xi32>
+  %w = vector.load %b[%c0] : memref<4xi16>, vector<4xi16>
+  %f = arith.bitcast %w : vector<4xi16> to vector<4xf16>
+  vector.store %f, %h[%c0] : memref<4xf16>, vector<4xf16>
+  %g = arith.bitcast %w : vector<4xi16> to vector<4xbf16>
+  %k = arith.bitcast %g : vector<4xbf16> to vector<4xi16>
+  vector.store %k, %d[%c0] : memref<4xi16>, vector<4xi16>
+  return
+}
+"""
+
+
+def test_bitcasts_of_vectors() -> None:
+    # The interpreter took the vector type for the lane's: "not supported (scalars only)".
+    a = np.array([1.0, -2.5, np.inf, 1e-40], np.float32)
+    b = np.array([0x3C00, 0x7C01, 0x8001, 0xFFFF], np.uint16).view(np.int16)
+    outs = run(VECTOR_BITCASTS, a, b, np.zeros(4, np.int32), np.zeros(4, np.float16),
+               np.zeros(4, np.int16))  # fmt: skip
+    np.testing.assert_array_equal(outs[2], a.view(np.int32))
+    np.testing.assert_array_equal(outs[3].view(np.int16), b)
+    np.testing.assert_array_equal(outs[4], b)

@@ -228,7 +228,7 @@ class ArithImpls(InterpreterFunctions):
 
     @handles(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
-        source, target = op.operands[0].type, op.results[0].type
+        source, target = lane_type(op.operands[0].type), lane_type(op.results[0].type)
         value = args[0]
         if isinstance(source, BFloat16Type):  # bf16 is f32's upper half
             value = f32_bits(value) >> 16
