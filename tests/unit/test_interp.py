@@ -1322,6 +1322,10 @@ def test_bad_inputs() -> None:
         ("%z = arith.shrui %x, %y : i32", 1, -1, "i32", "shifts an i32 by 4294967295 bits"),
         ("%z = arith.addi %x, %y overflow<nsw> : i32", 2**31 - 1, 1, "i32", "nsw"),
         ("%z = arith.muli %x, %y overflow<nuw> : i32", -1, 2, "i32", "nuw"),
+        ("%t = arith.trunci %x overflow<nsw> : i32 to i8\n%z = arith.extsi %t : i8 to i32",
+         300, 0, "i32", "truncates 300 to i8 with the nsw flag"),
+        ("%t = arith.trunci %x overflow<nuw> : i32 to i8\n%z = arith.extsi %t : i8 to i32",
+         -1, 0, "i32", "truncates 4294967295 to i8 with the nuw flag"),
         ("%f = arith.sitofp %x : i32 to f32\n%g = arith.mulf %f, %f : f32\n"
          "%z = arith.fptosi %g : f32 to i32", 2**20, 0, "i32", "cannot hold it"),
     ],

@@ -56,6 +56,7 @@ from dhir.backends.interp.scalars import (
     round_bf16_once,
     signed,
     trunc_div,
+    truncate,
     unsigned,
     wrap,
 )
@@ -199,6 +200,8 @@ class ArithImpls(InterpreterFunctions):
     def run_int_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         width_in = int_width(op, op.operands[0].type)
         width_out = int_width(op, op.results[0].type)
+        if isinstance(op, arith.TruncIOp):
+            return (truncate(op, args[0], width_in, width_out),)
         zero_extends = isinstance(op, arith.ExtUIOp | dhir_arith.IndexCastUIOp)
         view = unsigned if zero_extends else signed
         return (wrap(view(args[0], width_in), width_out),)

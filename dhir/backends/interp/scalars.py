@@ -275,6 +275,20 @@ def _int_binary(op: Operation, args: PythonValues, exact: int) -> int:
     return result
 
 
+def truncate(op: Operation, value: int, width_in: int, width_out: int) -> int:
+    """arith.trunci of `value`; with nsw/nuw flags, MLIR makes a result that loses bits
+    poison (as LLVM's trunc: nsw, the signed value; nuw, the unsigned one), so report it."""
+    result = wrap(value, width_out)
+    flags = _overflow_flags(op)
+    if "nsw" in flags and signed(value, width_in) != signed(result, width_out):
+        fail(op, f"truncates {signed(value, width_in)} to i{width_out} with the nsw flag, "
+                 "which loses its value (MLIR gives poison)")  # fmt: skip
+    if "nuw" in flags and unsigned(value, width_in) != unsigned(result, width_out):
+        fail(op, f"truncates {unsigned(value, width_in)} to i{width_out} with the nuw flag, "
+                 "which loses its value (MLIR gives poison)")  # fmt: skip
+    return result
+
+
 def _exact(op: Operation, a: int, b: int) -> int:
     """The mathematical result of addi/subi/muli/shli."""
     if isinstance(op, arith.AddiOp):
