@@ -89,7 +89,7 @@ _PACK_F32 = _rounder(_F32)
 def _round_f32(value: float) -> float:
     """To f32; a NaN keeps its bits that f32 holds, a signalling one too (f32_value),
     where the hardware's conversion quiets it: an arithmetic result is quiet already,
-    and what else rounds to f32 (a constant, `math.fpowi` of power 1) keeps it natively."""
+    and what else rounds to f32 (`math.fpowi` of power 1) keeps it natively."""
     return f32_value(f32_bits(value)) if value != value else _PACK_F32(value)
 
 
