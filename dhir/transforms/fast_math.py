@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
@@ -22,10 +23,12 @@ from dhir.choices import FAST_MATH_MODES
 from dhir.dialects.arith import FastMathFlagsAttr
 
 MODES = FAST_MATH_MODES
+# Flags as the parser makes them (FastMathFlag members, not strings: passes after this one
+# read `flag.value`).
 _FLAGS: dict[str, FastMathFlagsAttr] = {
     "none": FastMathFlagsAttr("none"),
-    "contract": FastMathFlagsAttr(["contract"]),  # pyright: ignore[reportArgumentType]
-    "reassoc": FastMathFlagsAttr(["contract", "reassoc"]),  # pyright: ignore[reportArgumentType]
+    "contract": FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT]),
+    "reassoc": FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT, FastMathFlag.REASSOC]),
     "fast": FastMathFlagsAttr("fast"),
 }
 

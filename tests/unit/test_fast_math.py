@@ -111,6 +111,35 @@ def test_reassoc_reorders_a_sum_within_tolerance(mode: str) -> None:
     assert _relative_error(relaxed, want, np.array(scale)) < TOLERANCE
 
 
+MAXNUM = """
+func.func @main(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xf32>
+    %y = memref.load %b[%i] : memref<4xf32>
+    %m = arith.maxnumf %x, %y : f32
+    %n = arith.minnumf %m, %y : f32
+    memref.store %n, %c[%i] : memref<4xf32>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["contract", "reassoc", "fast"])
+def test_maxnumf_under_each_mode(mode: str) -> None:
+    # dhir-fast-math gave the flags as strings, and dhir-accurate-math, reading
+    # `flag.value` for nsz on maxnumf and minnumf, stopped the build with an AttributeError.
+    a = np.array([1.0, np.nan, -2.0, 0.5], np.float32)
+    b = np.array([2.0, 3.0, np.nan, -1.0], np.float32)
+    want = dhir.run(MAXNUM, a, b, np.zeros(4, np.float32), backend="interp")[2]
+    got = dhir.run(MAXNUM, a, b, np.zeros(4, np.float32), ranks=1, fast_math=mode)[2]
+    if mode != "fast":  # fast assumes no NaNs
+        np.testing.assert_array_equal(got, want)
+
+
 def test_cli_fast_math(tmp_path: Path) -> None:
     program = tmp_path / "p.mlir"
     program.write_text("func.func @main() {\n  return\n}\n")
