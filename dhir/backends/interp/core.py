@@ -130,9 +130,9 @@ def f32_bits(value: float) -> int:
 
 def element(value: np.generic) -> Any:
     """An element of an array (memref, vector) as the interpreter holds it (f32_value)."""
-    if value.dtype == np.float32:
-        return f32_value(int(value.view(np.uint32)))
     item = value.item()
+    if item != item and value.dtype == np.float32:  # a NaN: keep its every bit
+        return f32_value(int(value.view(np.uint32)))
     return int(item) if isinstance(item, bool) else item
 
 

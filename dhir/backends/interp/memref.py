@@ -100,11 +100,10 @@ def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> t
 
 def load(op: Operation, array: np.ndarray, indices: Sequence[int]) -> Any:
     index = checked_index(op, array, indices) if indices else ()
-    return (
-        f32_value(int(array.view(np.uint32)[index]))
-        if array.dtype == np.float32
-        else array.item(index)
-    )
+    value = array.item(index)
+    if value != value and array.dtype == np.float32:  # a NaN: keep its every bit
+        return f32_value(int(array.view(np.uint32)[index]))
+    return value
 
 
 def store(op: Operation, array: np.ndarray, indices: Sequence[int], value: Any) -> None:
