@@ -29,7 +29,16 @@ from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 
 from dhir.backends.interp.contract import run_contract
 from dhir.backends.interp.control import eval_map
-from dhir.backends.interp.core import INDEX_WIDTH, Values, fail, handles, register, value_dtype
+from dhir.backends.interp.core import (
+    INDEX_WIDTH,
+    Values,
+    element,
+    fail,
+    handles,
+    put,
+    register,
+    value_dtype,
+)
 from dhir.backends.interp.memref import assign, checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.dialects import affine, vector
@@ -198,7 +207,7 @@ class VectorImpls(InterpreterFunctions):
     @handles(vector.BroadcastOp)
     def run_broadcast(self, interp: Interpreter, op: vector.BroadcastOp, args: Values) -> Values:
         result = _new_vector(op, op.vector.type)
-        result[...] = args[0]  # NumPy broadcasts as MLIR does (leading dims, unit dims)
+        put(result, ..., args[0])  # NumPy broadcasts as MLIR does (leading dims, unit dims)
         return (_frozen(result),)
 
     @handles(vector.ExtractOp)
@@ -209,8 +218,7 @@ class VectorImpls(InterpreterFunctions):
         picked = source[where]
         if isinstance(op.result.type, VectorType):
             return (_frozen(np.array(picked)),)
-        item = picked.item()
-        return (int(item) if isinstance(item, bool) else item,)
+        return (element(picked),)
 
     @handles(vector.InsertOp)
     def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: Values) -> Values:
@@ -218,7 +226,7 @@ class VectorImpls(InterpreterFunctions):
         where = _positions(op, op.static_position.get_values(), args[2:])
         checked_index(op, dest, where)
         result = dest.copy()
-        result[where] = value
+        put(result, where, value)
         return (_frozen(result),)
 
     @handles(vector.ShuffleOp)
