@@ -17,6 +17,7 @@ from dhir.backends.parallel_loops import check_parallel_loops
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
+from dhir.machine.dlti import check_description
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import entry_signature
@@ -243,7 +244,9 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
 def check_runnable(module: ModuleOp) -> None:
     """Refuse, at its line, what neither backend runs as the program means it: memrefs
     of memrefs, parallel loops whose iterations overlap, addresses passed to C from
-    another task. `dhir run`, `dhir.run` and `dhir compile` check alike."""
+    another task, a machine description that cannot stand. `dhir run`, `dhir.run` and
+    `dhir compile` check alike."""
+    check_description(module)
     check_memref_elements(module)
     check_parallel_loops(module)
     check_addresses(module)

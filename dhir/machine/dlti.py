@@ -124,6 +124,14 @@ def system_of(module: ModuleOp, where: str = "the module") -> System:
         return from_dlti(module.attributes, where)
 
 
+def check_description(module: ModuleOp) -> None:
+    """Refuse a machine description in `module`'s attributes that cannot stand, at its
+    line: the native backend reads it to build and place, and the interpreter, which reads
+    nothing of it, refuses it alike (a program is refused by both or by neither)."""
+    if SYSTEM_ATTR in module.attributes or MACHINE_ATTR in module.attributes:
+        system_of(module)
+
+
 def description_loc(module: ModuleOp, attribute: str = SYSTEM_ATTR) -> SourceLoc | None:
     """Where `module`'s machine description was written: its `attribute` entry (the
     dlti.target_system_spec, or dhir.machine) when the parser saw it

@@ -425,3 +425,39 @@ def test_a_device_spec_with_a_key_twice_is_reported_at_its_attribute() -> None:
     (diagnostic,) = raised.value.diagnostics
     assert str(diagnostic.loc) == "p.mlir:2:3"
     assert "duplicate DLTI entry key" in diagnostic.message
+
+
+@pytest.mark.parametrize(
+    ("attributes", "line", "message"),
+    [
+        (', "cores" = -3 : i64>>', 2, "device 'cpu0': cores must be a positive whole number"),
+        (">>,\n  dhir.machine = {nodes = 3}", 4, 'dhir.machine: "nodes" must be a list'),
+    ],
+)
+def test_both_backends_refuse_a_bad_module_description_alike(
+    tmp_path: Path, attributes: str, line: int, message: str
+) -> None:
+    """The interpreter, which reads nothing of the description, ran such a program."""
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        f'    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64"{attributes}\n'
+        "} {\n"
+        "  func.func @main() {\n"
+        "    return\n"
+        "  }\n"
+        "}\n"
+    )
+    refusals = []
+    for backend in ("native", "interp"):
+        done = subprocess.run(
+            [sys.executable, "-m", "dhir", "run", str(program), "-n", "1", "--backend", backend],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 1, done.stderr
+        refusals.append(done.stderr)
+    assert refusals[0] == refusals[1]
+    assert f"{program}:{line}:3: error: the module: {message}" in refusals[1]
+    assert "Traceback" not in refusals[1]
