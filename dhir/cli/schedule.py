@@ -39,7 +39,7 @@ from dhir.ir.tasks import task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
 from dhir.machine.description import REFERENCE_GPU, Device, System
-from dhir.machine.detect import load_local_system
+from dhir.machine.detect import load_local_system, local_system_file
 from dhir.machine.dlti import attach, system_of
 from dhir.machine.files import read_system
 from dhir.placement.as_built import (
@@ -421,7 +421,8 @@ def program_graphs(
         system = system_of(module)  # errors at its line in the file
     elif system_file is not None or ranks is None:
         system = _system(system_file)
-        attach(module, system, None if system_file is None else str(system_file))
+        file = system_file if system_file is not None else local_system_file()
+        attach(module, system, None if file is None else str(file))  # errors name it
     if ranks is None:
         assert system is not None
         ranks = len(system.rank_devices())

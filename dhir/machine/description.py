@@ -54,7 +54,12 @@ def valid_cpu(name: object) -> bool:
 
 
 class DescriptionError(ValueError):
-    """A description that cannot stand; the readers add the file it came from."""
+    """A description that cannot stand; the readers add the file it came from. `key`: the
+    field at fault, where one is (for the file readers to point at its line)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,8 @@ class Device:
         if unknown:
             raise DescriptionError(
                 f"{what}: guessed lists {', '.join(unknown)}; it may list only "
-                f"{', '.join(GUESSABLE)}"
+                f"{', '.join(GUESSABLE)}",
+                "guessed",
             )
         # One spelling per meaning, so that equal descriptions compare equal.
         object.__setattr__(self, "guessed", tuple(g for g in GUESSABLE if g in self.guessed))
@@ -144,7 +150,9 @@ class Device:
         except UnknownArchError as error:
             raise DescriptionError(f"{what}: {error}") from None
         if self.kind not in (DeviceKind.ANY, kind):
-            raise DescriptionError(f"{what}: arch {self.arch} is a {kind}, not a {self.kind}")
+            raise DescriptionError(
+                f"{what}: arch {self.arch} is a {kind}, not a {self.kind}", "kind"
+            )
         object.__setattr__(self, "kind", kind)
         return kind
 
@@ -155,7 +163,9 @@ class Device:
         if not self.name or self.arch is None:
             raise DescriptionError(f"{what}: a described device needs a name and an arch")
         if self.memory_bytes is None:
-            raise DescriptionError(f"{what}: memory_bytes must be a positive whole number")
+            raise DescriptionError(
+                f"{what}: memory_bytes must be a positive whole number", "memory_bytes"
+            )
         if self.kind == DeviceKind.CPU and self.cores is None:
             raise DescriptionError(f"{what}: a CPU needs its number of cores")
         if self.kind == DeviceKind.GPU and self.host_link is None:
@@ -165,7 +175,7 @@ class Device:
         if self.cores is not None:
             _check_int("cores", self.cores, what)
         if self.host_link is not None:
-            raise DescriptionError(f"{what}: host_link is for GPUs; a CPU is the host")
+            raise DescriptionError(f"{what}: host_link is for GPUs; a CPU is the host", "host_link")
         for name in CORE_RATES:
             if getattr(self, name) is not None:
                 _check_number(name, getattr(self, name), what)
@@ -175,16 +185,18 @@ class Device:
         if self.core_bw_curve is not None:
             _check_curve(self.core_bw_curve, what)
         if self.cpu is not None and not valid_cpu(self.cpu):
-            raise DescriptionError(f"{what}: cpu must be {CPU_RULE}, got {self.cpu!r}")
+            raise DescriptionError(f"{what}: cpu must be {CPU_RULE}, got {self.cpu!r}", "cpu")
 
     def _check_gpu(self, what: str) -> None:
         if self.cores is not None:
-            raise DescriptionError(f"{what}: cores is for CPUs; leave it out for a GPU")
+            raise DescriptionError(f"{what}: cores is for CPUs; leave it out for a GPU", "cores")
         if self.ranks != 1:
-            raise DescriptionError(f"{what}: a GPU runs one rank, not {self.ranks}")
+            raise DescriptionError(f"{what}: a GPU runs one rank, not {self.ranks}", "ranks")
         given = [name for name in CPU_ONLY if getattr(self, name) is not None]
         if given:
-            raise DescriptionError(f"{what}: {', '.join(given)} are for CPUs; leave them out")
+            raise DescriptionError(
+                f"{what}: {', '.join(given)} are for CPUs; leave them out", given[0]
+            )
 
 
 @dataclass(frozen=True)
@@ -320,19 +332,19 @@ def _check_number(name: str, value: object, what: str, allow_zero: bool = False)
         if value > 0 or (allow_zero and value == 0):
             return
     need = "a non-negative" if allow_zero else "a positive"
-    raise DescriptionError(f"{what}: {name} must be {need} number, got {value!r}")
+    raise DescriptionError(f"{what}: {name} must be {need} number, got {value!r}", name.split()[0])
 
 
 def _check_curve(curve: object, what: str) -> None:
     pairs = curve if isinstance(curve, tuple) else ()
     if len(pairs) < 2 or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
-        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}")
+        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}", "core_bw_curve")
     for size, rate in pairs:
         _check_int("core_bw_curve footprint", size, what)
         _check_number("core_bw_curve GB/s", rate, what)
     sizes = [size for size, _ in pairs]
     if any(a >= b for a, b in zip(sizes, sizes[1:])):
-        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}")
+        raise DescriptionError(f"{what}: core_bw_curve must be {CURVE_RULE}", "core_bw_curve")
 
 
 def _check_int(name: str, value: object, what: str) -> None:
@@ -342,7 +354,9 @@ def _check_int(name: str, value: object, what: str) -> None:
     # Not "must be a positive whole number" of a positive whole number too large.
     too_large = count is not None and count > 0
     most = f" at most {MAX_INT} (a signed 64-bit integer)" if too_large else ""
-    raise DescriptionError(f"{what}: {name} must be a positive whole number{most}, got {value!r}")
+    raise DescriptionError(
+        f"{what}: {name} must be a positive whole number{most}, got {value!r}", name.split()[0]
+    )
 
 
 def _check_unique(names: list[str], what: str) -> None:

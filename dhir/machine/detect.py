@@ -51,11 +51,19 @@ def detect(cores: int | None = None) -> System:
 def load_local_system() -> System:
     """This machine's description: the file named by $DHIR_SYSTEM if set, else the one
     `dhir calibrate` wrote (default_system_path()) if there is one, else detect()."""
+    if os.environ.get(SYSTEM_ENV):
+        return _named_system(Path(os.environ[SYSTEM_ENV]))
+    file = local_system_file()
+    return read_system(file) if file is not None else detect()
+
+
+def local_system_file() -> Path | None:
+    """The file `load_local_system` reads (None: it detects), for errors about it."""
     named = os.environ.get(SYSTEM_ENV)
     if named:
-        return _named_system(Path(named))
+        return Path(named)
     calibrated = default_system_path()
-    return read_system(calibrated) if calibrated.is_file() else detect()
+    return calibrated if calibrated.is_file() else None
 
 
 def _named_system(path: Path) -> System:

@@ -21,6 +21,7 @@ in name order, and `dhir.machine` sorts before `dlti.map`.
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -51,7 +52,7 @@ from dhir.ir.diagnostics import (
 )
 from dhir.ir.parser import entry_location
 from dhir.machine.description import System
-from dhir.machine.files import DEVICE_KEYS, from_dict, to_dict
+from dhir.machine.files import DEVICE_KEYS, device_loc, from_dict, to_dict
 
 SYSTEM_ATTR = "dlti.target_system_spec"
 MACHINE_ATTR = "dhir.machine"
@@ -140,6 +141,20 @@ def description_loc(module: ModuleOp, attribute: str = SYSTEM_ATTR) -> SourceLoc
     written = None if spec is None else entry_location(spec)
     located = None if written is None else location_from_attr(written)
     return located or loc_of(module)
+
+
+def described_at(module: ModuleOp, device: str, key: str | None = None) -> str | None:
+    """Where `module`'s machine description is written, for messages about `device`'s
+    `key`: the file `attach` read it from, at that key's line where found, or the line
+    of the module's text that writes the description; None where nothing says."""
+    attached, file = _attached(module)
+    if not attached:
+        loc = description_loc(module)
+        return None if loc is None else str(loc)
+    if file is None:
+        return None
+    found = device_loc(Path(file), device, key)
+    return file if found is None else str(found)
 
 
 def _attached(module: ModuleOp) -> tuple[bool, str | None]:

@@ -20,11 +20,12 @@ import json
 import math
 import os
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, as_written
 from dhir.machine.description import (
     CACHE_SIZES,
     CORE_FIELDS,
@@ -39,6 +40,7 @@ from dhir.machine.description import (
     System,
     guess_device,
 )
+from dhir.machine.file_lines import Entry, device_entry, file_lines
 from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
 
 FORMATS = (".toml", ".json")
@@ -116,50 +118,85 @@ def from_dict(data: object, where: str) -> System:
 
 
 class _Problem(ValueError):
-    pass
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# The entry (its path in the plain data) a problem was found in, for its line in the file.
+_ENTRY = "dhir_entry"
+
+
+@contextmanager
+def _reading(entry: Entry) -> Iterator[None]:
+    """Within: a problem is one of `entry`, unless an entry within it claimed it."""
+    try:
+        yield
+    except (_Problem, DescriptionError) as problem:
+        if not hasattr(problem, _ENTRY):
+            setattr(problem, _ENTRY, entry)
+        raise
 
 
 def _system(data: object) -> System:
-    top = _table(data, "the description", _TOP_KEYS)
-    name = _get(top, "name", str, "the description", "system")
-    links = _table(top.get("links", {}), "links", _LINKS_KEYS)
-    nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)")
-    return System(
-        nodes=tuple(_read_node(node, f"nodes[{k}]") for k, node in enumerate(nodes)),
-        network=_optional_link(links, "network", GUESSED_NETWORK),
-        intra_node=_optional_link(links, "intra_node", GUESSED_INTRA_NODE),
-        name=name,
-    )
+    with _reading(()):
+        top = _table(data, "the description", _TOP_KEYS)
+        name = _get(top, "name", str, "the description", "system")
+        with _reading(("links",)):
+            links = _table(top.get("links", {}), "links", _LINKS_KEYS)
+        nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)", "nodes")
+        return System(
+            nodes=tuple(_read_node(node, f"nodes[{k}]", k) for k, node in enumerate(nodes)),
+            network=_optional_link(links, "network", GUESSED_NETWORK),
+            intra_node=_optional_link(links, "intra_node", GUESSED_INTRA_NODE),
+            name=name,
+        )
 
 
 def _optional_link(links: dict[str, Any], key: str, default: Link) -> Link:
     data = links.get(key)
-    return default if data is None else _read_link(data, f"links.{key}")
+    return default if data is None else _read_link(data, f"links.{key}", ("links", key))
 
 
-def _read_link(data: object, where: str) -> Link:
-    table = _table(data, where, _LINK_KEYS)
-    latency = _get(table, "latency_us", float, where)
-    bandwidth = _get(table, "bandwidth_gbs", float, where)
-    try:
-        return Link(latency, bandwidth, _get(table, "guessed", bool, where, False))
-    except DescriptionError as error:
-        raise _Problem(f"{where}: {str(error).removeprefix('link: ')}") from None
+def _read_link(data: object, where: str, entry: Entry) -> Link:
+    with _reading(entry):
+        table = _table(data, where, _LINK_KEYS)
+        latency = _get(table, "latency_us", float, where)
+        bandwidth = _get(table, "bandwidth_gbs", float, where)
+        try:
+            return Link(latency, bandwidth, _get(table, "guessed", bool, where, False))
+        except DescriptionError as error:
+            message = f"{where}: {str(error).removeprefix('link: ')}"
+            raise _Problem(message, error.key) from None
 
 
-def _read_node(data: object, where: str) -> Node:
+def _read_node(data: object, where: str, number: int) -> Node:
     where = _labelled(data, where)
-    table = _table(data, where, _NODE_KEYS)
-    name = _get(table, "name", str, where)
-    devices = _list(table.get("devices"), f"{where}.devices", "[[nodes.devices]] tables")
-    return Node(
-        name=name,
-        devices=tuple(_read_device(d, f"{where}.devices[{k}]") for k, d in enumerate(devices)),
-        host=_get(table, "host", str, where, ""),
-    )
+    entry = ("nodes", number)
+    with _reading(entry):
+        table = _table(data, where, _NODE_KEYS)
+        name = _get(table, "name", str, where)
+        devices = _list(
+            table.get("devices"), f"{where}.devices", "[[nodes.devices]] tables", "devices"
+        )
+        return Node(
+            name=name,
+            devices=tuple(
+                _read_device(d, f"{where}.devices[{k}]", (*entry, "devices", k))
+                for k, d in enumerate(devices)
+            ),
+            host=_get(table, "host", str, where, ""),
+        )
 
 
-def _read_device(data: object, where: str) -> Device:
+def _read_device(data: object, where: str, entry: Entry) -> Device:
+    with _reading(entry):
+        device = _device_of(data, where, entry)
+        device.check_complete()  # here, not in its Node: so that errors name the device
+        return device
+
+
+def _device_of(data: object, where: str, entry: Entry) -> Device:
     where = _labelled(data, where)
     table = _table(data, where, DEVICE_KEYS)
     name = _get(table, "name", str, where)
@@ -173,14 +210,15 @@ def _read_device(data: object, where: str) -> Device:
         if key in table:
             given[key] = _get(table, key, int, where)
     if table.get("host_link") is not None:
-        given["host_link"] = _read_link(table["host_link"], f"{where}.host_link")
+        link = table["host_link"]
+        given["host_link"] = _read_link(link, f"{where}.host_link", (*entry, "host_link"))
     if "core_bw_curve" in table:
         given["core_bw_curve"] = _read_curve(table["core_bw_curve"], where)
     if "cpu" in table:
         given["cpu"] = _get(table, "cpu", str, where)
-    guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names")
+    guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names", "guessed")
     if not all(isinstance(g, str) for g in guessed):
-        raise _Problem(f"{where}.guessed: must be a list of field names (strings)")
+        raise _Problem(f"{where}.guessed: must be a list of field names (strings)", "guessed")
     return guess_device(name, arch, guessed=guessed, **given)
 
 
@@ -188,12 +226,16 @@ def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
     """[[bytes, GB/s], ...] as pairs; the Device checks their values and order."""
     pairs = data if isinstance(data, list) else None
     if pairs is None or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
-        raise _Problem(f"{where}: core_bw_curve must be {CURVE_RULE}, got {as_written(data)}")
+        message = f"{where}: core_bw_curve must be {CURVE_RULE}, got {as_written(data)}"
+        raise _Problem(message, "core_bw_curve")
     point = f"{where}: core_bw_curve"
-    return tuple(
-        (_get({"bytes": size}, "bytes", int, point), _get({"GB/s": rate}, "GB/s", float, point))
-        for size, rate in pairs
-    )
+    try:
+        return tuple(
+            (_get({"bytes": size}, "bytes", int, point), _get({"GB/s": rate}, "GB/s", float, point))
+            for size, rate in pairs
+        )
+    except _Problem as problem:
+        raise _Problem(str(problem), "core_bw_curve") from None
 
 
 def _labelled(data: object, where: str) -> str:
@@ -208,13 +250,13 @@ def _check_kind(table: dict[str, Any], arch: str, where: str) -> None:
         return
     choices = (DeviceKind.CPU, DeviceKind.GPU)
     if kind not in choices:
-        raise _Problem(f'{where}: kind must be "cpu" or "gpu", got "{kind}"')
+        raise _Problem(f'{where}: kind must be "cpu" or "gpu", got "{kind}"', "kind")
     try:
         actual = kind_of_arch(arch)
     except UnknownArchError as error:
-        raise _Problem(f"{where}: {error}") from None
+        raise _Problem(f"{where}: {error}", "arch") from None
     if actual != kind:
-        raise _Problem(f'{where}: arch "{arch}" is a {actual}, but kind says {kind}')
+        raise _Problem(f'{where}: arch "{arch}" is a {actual}, but kind says {kind}', "kind")
 
 
 _MISSING = object()
@@ -224,7 +266,7 @@ _TYPE_NAMES = {str: "a string", float: "a number", int: "a whole number", bool: 
 def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any = _MISSING) -> Any:
     if key not in table:
         if default is _MISSING:
-            raise _Problem(f"{where}: missing {key}")
+            raise _Problem(f"{where}: missing {key}")  # no line of its own
         return default
     value = table[key]
     is_bool = isinstance(value, bool)
@@ -234,11 +276,12 @@ def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any 
         except OverflowError:  # an integer beyond any float
             number = math.inf
         if not math.isfinite(number):
-            raise _Problem(f"{where}: {key} must be a finite number, got {as_written(value)}")
+            message = f"{where}: {key} must be a finite number, got {as_written(value)}"
+            raise _Problem(message, key)
         return number
     if isinstance(value, type_) and (type_ is bool or not is_bool):
         return value
-    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {as_written(value)}")
+    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {as_written(value)}", key)
 
 
 def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
@@ -248,14 +291,15 @@ def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     if unknown:
         raise _Problem(
             f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(known)}"
+            f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(known)}",
+            unknown[0],
         )
     return data
 
 
-def _list(data: object, where: str, what: str) -> list[Any]:
+def _list(data: object, where: str, what: str, key: str) -> list[Any]:
     if not isinstance(data, list):
-        raise _Problem(f"{where}: missing or not a list; give a list of {what}")
+        raise _Problem(f"{where}: missing or not a list; give a list of {what}", key)
     return data
 
 
@@ -283,7 +327,38 @@ def read_system(path: Path) -> System:
         ) from None
     except UnicodeDecodeError:
         raise DhirError([Diagnostic(f"the machine description {path} is not UTF-8 text")]) from None
-    return from_dict(parse(text, str(path)), str(path))
+    data = parse(text, str(path))
+    try:
+        return _system(data)
+    except (_Problem, DescriptionError) as problem:
+        raise _in_file(problem, path, text) from None
+
+
+def device_loc(path: Path, device: str, key: str | None = None) -> SourceLoc | None:
+    """Where `device`'s `key` (else the device) is written in the description file `path`;
+    None where that cannot be read or found (an error about it names the file alone)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+        data = _parser_for(Path(path))(text, str(path))
+    except (OSError, UnicodeDecodeError, DhirError):
+        return None
+    entry = device_entry(data, device)
+    json_format = description_format(Path(path)) == ".json"
+    found = None if entry is None else file_lines(text, json_format).find(entry, key)
+    return None if found is None else SourceLoc(str(path), *found)
+
+
+def _in_file(problem: _Problem | DescriptionError, path: Path, text: str) -> DhirError:
+    """A problem of the description in `path` at the line of its entry (and key) there;
+    one of the whole description names the file alone."""
+    entry: Entry = getattr(problem, _ENTRY, ())
+    key = problem.key
+    found = None
+    if entry or key is not None:
+        found = file_lines(text, description_format(path) == ".json").find(entry, key)
+    if found is None:
+        return DhirError([Diagnostic(f"{path}: {problem}")])
+    return DhirError([Diagnostic(str(problem), SourceLoc(str(path), *found))], {str(path): text})
 
 
 def write_system(system: System, path: Path) -> None:

@@ -41,14 +41,14 @@ class MemoryLimits:
 
     storage: Storage
     devices: Sequence[Device]  # rank R's: devices[R]
-    where: str  # the machine description, for messages
+    where: Callable[[Device], str]  # the machine description of a device, for messages
     held: list[list[Held]] = field(default_factory=list[list[Held]])  # per rank
 
     @staticmethod
     def of(
         function: func.FuncOp,
         devices: Sequence[Device],
-        where: str,
+        where: Callable[[Device], str],
         entry: str = "main",
         gpu: bool = False,
     ) -> "MemoryLimits | None":
@@ -163,8 +163,8 @@ class MemoryLimits:
         message = (
             f"the data {on} holds needs {total} bytes, more than the {device.memory_bytes} "
             f"bytes of device '{device.name}' (memory_bytes in the machine description "
-            f"{self.where}): {'; '.join(parts)}. Run on more ranks (devices), on devices with "
-            "more memory, or on smaller arrays"
+            f"{self.where(device)}): {'; '.join(parts)}. Run on more ranks (devices), on "
+            "devices with more memory, or on smaller arrays"
         )
         return DhirError([Diagnostic(message)])
 

@@ -37,7 +37,7 @@ from dhir.ir.diagnostics import Diagnostic, warn
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
-from dhir.machine.dlti import system_of
+from dhir.machine.dlti import described_at, system_of
 from dhir.placement.as_built import place_program
 from dhir.placement.constraints import Constraints, RankFacts, settle
 from dhir.placement.cost_model import CostModel
@@ -219,7 +219,11 @@ def memory_limits(
         if system.rank_count != ranks:
             return None
         devices, _ = machine_for(module, ranks)
-    where = f"'{system.name}'"
+
+    def where(device: Device) -> str:
+        at = described_at(module, device.name, "memory_bytes")
+        return f"'{system.name}'" + (f", {at}" if at is not None else "")
+
     return MemoryLimits.of(function, devices, where, entry, gpu=has_gpu_tasks(module))
 
 

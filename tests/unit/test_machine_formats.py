@@ -269,7 +269,80 @@ def test_bad_files_say_where_and_what(tmp_path: Path, text: str, message: str) -
     path.write_text(text)
     with pytest.raises(DhirError, match=message) as error:
         read_system(path)
-    assert str(error.value).startswith(f"error: {path}")
+    # At the entry's line where it has one (test_bad_files_point_at_the_line), else the file.
+    assert str(error.value).startswith((f"error: {path}", f"{path}:"))
+
+
+_CPU = "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "at", "message"),
+    [
+        ("m.toml", _CPU + "cores = -3\n", "6:1", "device 'c': cores must be a positive"),
+        ("m.toml", _CPU + "memory_bytes = 0\n", "6:1", "memory_bytes must be a positive"),
+        ("m.toml", _CPU + "speed = 3\n", "6:1", "unknown key 'speed'"),
+        (
+            "m.toml",
+            _CPU + "core_bw_curve = [\n  [2048, 5.0],\n  [1024, 1.0],\n]\ncores = 0\n",
+            "10:1",
+            "cores must be a positive",
+        ),
+        (
+            "m.toml",
+            _CPU.replace("arch = 'x86_64'\n", "arch = 'sm_90'\ncores = 2\n"),
+            "6:1",
+            "cores is for CPUs",
+        ),
+        (
+            "m.toml",
+            "[links.network]\nlatency_us = 1.0\nbandwidth_gbs = -2\n" + _CPU,
+            "3:1",
+            "links.network: bandwidth_gbs must be a positive",
+        ),
+        (
+            "m.toml",
+            _CPU + "[[nodes]]\nname = 'm'\n[[nodes.devices]]\nname = 'g'\n"
+            "arch = 'sm_90'\nhost_link = {latency_us = 1.0}\n",
+            "11:1",
+            "missing bandwidth_gbs",
+        ),
+        ("m.toml", _CPU + "[[nodes]]\nname = 'm'\n", "6:1", "nodes[1] ('m').devices: missing"),
+        (
+            "m.json",
+            '{"nodes": [{"name": "n", "devices": [\n  {"name": "c", "arch": "x86_64",\n'
+            '   "cores": -3}]}]}',
+            "3:4",
+            "cores must be a positive",
+        ),
+        (
+            "m.json",
+            '{"nodes": [{"name": "n", "devices": [\n  {"name": "c", "arch": "sm_90",'
+            ' "host_link": {"latency_us": 1, "cores": 2}}]}]}',
+            "2:65",
+            "unknown key 'cores'",
+        ),
+    ],
+)
+def test_bad_files_point_at_the_line(
+    tmp_path: Path, name: str, text: str, at: str, message: str
+) -> None:
+    """Errors in a description file named the file but not where in it."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DhirError) as error:
+        read_system(path)
+    (diagnostic,) = error.value.diagnostics
+    assert f"{diagnostic.loc}: error: " in str(error.value)
+    assert str(diagnostic.loc) == f"{path}:{at}"
+    assert message in diagnostic.message
+
+
+def test_a_whole_description_error_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(_CPU + _CPU.replace("'n'", "'m'"))
+    with pytest.raises(DhirError, match=f"^error: {re.escape(str(path))}: two devices"):
+        read_system(path)
 
 
 @pytest.mark.parametrize(

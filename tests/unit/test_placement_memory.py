@@ -17,7 +17,7 @@ from dhir.api import run_pipeline
 from dhir.cli.main import main
 from dhir.ir.text import parse_string
 from dhir.machine.dlti import attach
-from dhir.machine.files import read_system
+from dhir.machine.files import read_system, to_toml
 from dhir.transforms.place import PlacePass
 from dhir.transforms.split_tasks import SplitTasksPass
 
@@ -168,6 +168,33 @@ def test_too_few_ranks_are_refused_naming_the_memrefs(
     assert f"more than the {MEMORY} bytes of device 'cpu" in err
     assert "memory_bytes in the machine description 'small'" in err
     assert re.search(r"memref %a needs \d+ bytes", err) and "run on more ranks" in err.lower()
+
+
+@pytest.mark.parametrize("named_by", ["DHIR_SYSTEM", "XDG_CONFIG_HOME", "--system"])
+def test_a_refusal_names_the_description_file_and_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    named_by: str,
+) -> None:
+    """From $DHIR_SYSTEM or the calibrated file, `dhir schedule` named no file at all;
+    from --system, the file but not the line of the device's memory_bytes."""
+    program = tmp_path / "jacobi.mlir"
+    program.write_text(PROGRAM)
+    (tmp_path / "dhir").mkdir()
+    system = tmp_path / "dhir" / "system.toml"  # where `dhir calibrate` writes
+    system.write_text(to_toml(read_system(_system(tmp_path / "one.json", 1))))
+    monkeypatch.delenv("DHIR_SYSTEM", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "elsewhere"))
+    args = ["schedule", str(program)]
+    if named_by == "--system":
+        args += ["--system", str(system)]
+    else:
+        monkeypatch.setenv(named_by, str(system if named_by == "DHIR_SYSTEM" else tmp_path))
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    line = system.read_text().splitlines().index("memory_bytes = 20000") + 1
+    assert f"(memory_bytes in the machine description 'small', {system}:{line}:1)" in err
 
 
 def test_a_whole_memref_too_large_for_any_device_is_refused(
