@@ -181,3 +181,35 @@ def test_the_optimizer_s_vector_loads_are_checked_at_the_nest(tmp_path: Path) ->
     checked = dhir.run(program, c, a, b, np.int64(28), runtime_checks=True)
     for want, got in zip(plain, checked, strict=True):
         assert want.tobytes() == got.tobytes()
+
+
+# Reads 4 elements from a[j..] that may run out of bounds (line 6): past the end they are
+# the padding; MLIR allows no start before 0, where native code reads before the memref.
+TRANSFER_READ = """\
+func.func @main(%a: memref<8xf32>, %b: memref<4xf32>, %j: index) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %b {
+      %pad = arith.constant -1.0 : f32
+      %v = vector.transfer_read %a[%j], %pad : memref<8xf32>, vector<4xf32>
+      %c0 = arith.constant 0 : index
+      vector.store %v, %b[%c0] : memref<4xf32>, vector<4xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_transfer_starting_before_its_memref_fails_in_both_backends(tmp_path: Path) -> None:
+    program = write(tmp_path, TRANSFER_READ)
+    a = np.arange(8, dtype=np.float32)
+    past_end = dhir.run(program, a, np.zeros(4, np.float32), np.int64(6), backend="interp")[1]
+    assert past_end.tolist() == [6, 7, -1, -1]
+    with pytest.raises(DhirError, match=r"index -2 of dimension 0, before the memref's start"):
+        dhir.run(program, a, np.zeros(4, np.float32), np.int64(-2), backend="interp")
+    assert failed_at(program, a, np.zeros(4, np.float32), np.int64(-2)) == SourceLoc(
+        str(program), 6, 7
+    )

@@ -122,9 +122,21 @@ class _Transfer:
             if dim is None:
                 continue
             where[dim] += step
-            if not 0 <= where[dim] < self.array.shape[dim] and not sure:
+            if where[dim] < 0:
+                self._before_start(dim, where[dim])
+            if where[dim] >= self.array.shape[dim] and not sure:
                 return None
         return checked_index(self.op, self.array, where)
+
+    def _before_start(self, dim: int, index: int) -> None:
+        # MLIR lets a transfer run out of bounds only as indices increase, past the end;
+        # native code reads or writes before the memref where a lane starts below 0.
+        fail(
+            self.op,
+            f"moves a lane at index {index} of dimension {dim}, before the memref's start: "
+            "a transfer may run out of bounds only past the end; start it at 0 or more, "
+            "or mask that lane off",
+        )
 
     def lanes(self, shape: Sequence[int]) -> list[tuple[tuple[int, ...], tuple[int, ...] | None]]:
         return [(lane, self.index(lane)) for lane in product(*map(range, shape))]
