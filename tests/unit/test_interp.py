@@ -901,6 +901,8 @@ func.func @main(%m: memref<4x6xi32>, %flat: memref<24xi32>, %n: index) {
       : memref<24xi32> into memref<3x8xi32>
   memref.copy %exp, %fexp : memref<3x8xi32> to memref<3x8xi32>
   %tmp = memref.alloca() : memref<2xi32>
+  %zero = arith.constant 0 : i32
+  memref.store %zero, %tmp[%c1] : memref<2xi32>
   %old = memref.atomic_rmw maxs %seven, %tmp[%c1] : (i32, memref<2xi32>) -> i32
   %got = memref.load %tmp[%c1] : memref<2xi32>
   %sum = arith.addi %old, %got : i32
@@ -1193,6 +1195,14 @@ module attributes {gpu.container_module} {
       %b = gpu.block_id x
       %lane = gpu.lane_id
       %lanei = arith.index_cast %lane : index to i32
+      // Workgroup memory starts undefined: the first thread of each column zeroes it
+      // (the interpreter runs the threads one by one, in order).
+      %c0 = arith.constant 0 : index
+      %first = arith.cmpi eq, %u, %c0 : index
+      scf.if %first {
+        %zero = arith.constant 0 : i32
+        memref.store %zero, %shared[%t] : memref<4xi32, #gpu.address_space<workgroup>>
+      }
       %old = memref.atomic_rmw addi %lanei, %shared[%t]
           : (i32, memref<4xi32, #gpu.address_space<workgroup>>) -> i32
       %now = memref.load %shared[%t] : memref<4xi32, #gpu.address_space<workgroup>>

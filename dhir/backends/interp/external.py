@@ -43,6 +43,7 @@ from xdsl.ir import Attribute, Operation
 from dhir.backends.interp.core import INDEX_WIDTH, fail
 from dhir.backends.interp.memref import base_array
 from dhir.backends.interp.scalars import wrap
+from dhir.backends.interp.written import mark
 from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -212,6 +213,9 @@ def call_external(
         finally:
             record.leave()
     bf16.write_back()
+    for value in args:  # C may have written any of it: assume it wrote all
+        if isinstance(value, np.ndarray):
+            mark(value)
     return (_from_c(outputs[0], result),) if outputs else ()
 
 

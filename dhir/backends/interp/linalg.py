@@ -8,10 +8,11 @@ from xdsl.interpreter import (
     InterpreterFunctions,
     ReturnedValues,
 )
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
-from dhir.backends.interp.memref import assign, load, state, store
+from dhir.backends.interp.memref import assign, checked_index, load, state, store
+from dhir.backends.interp.written import copy_flags, is_written_one, mark_one
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import linalg as dhir_linalg
@@ -53,17 +54,29 @@ class LinalgImpls(InterpreterFunctions):
             fail(op, "has indexing maps the interpreter cannot invert into loop bounds")
         n_inputs = len(op.inputs)
         outputs = list(zip(args[n_inputs:], maps[n_inputs:]))
+        reads, copied = _reads_and_copies(op)
         indices = state(interp).linalg_indices
         for point in product(*map(range, ranges)):
+            places = [m.eval(point, ()) for m in maps]
             scalars = tuple(
-                load(op, a, m.eval(point, ())) if isinstance(a, np.ndarray) else a
-                for a, m in zip(args, maps)
+                _element(op, a, where, read) if isinstance(a, np.ndarray) else a
+                for a, where, read in zip(args, places, reads)
             )
             indices.append(point)
             values = interp.run_ssacfg_region(op.body, scalars, op.name)
             indices.pop()
-            for (array, output_map), value in zip(outputs, values):
-                store(op, array, output_map.eval(point, ()), value)
+            # Before the stores: an output may yield its own element unchanged.
+            unwritten = [
+                s is not None
+                and isinstance(args[s], np.ndarray)
+                and not is_written_one(args[s], places[s])
+                for s in copied
+            ]
+            for k, ((array, output_map), value) in enumerate(zip(outputs, values)):
+                where = output_map.eval(point, ())
+                store(op, array, where, value)
+                if unwritten[k]:
+                    mark_one(array, where, False)  # a copy of an element nothing wrote
         return ()
 
     @handles(linalg.BroadcastOp)
@@ -72,7 +85,9 @@ class LinalgImpls(InterpreterFunctions):
             fail(op, "on tensors is not supported by the interpreter (memrefs only)")
         source, out = args
         added = tuple(op.dimensions.get_values())
-        assign(out, np.broadcast_to(np.expand_dims(source, added), out.shape))
+        copied = np.broadcast_to(np.expand_dims(source, added), out.shape)
+        copy_flags(op, copied, out)  # a copy: the flags go along
+        assign(out, copied)
         return ()
 
     @handles(linalg.YieldOp)
@@ -85,3 +100,23 @@ class LinalgImpls(InterpreterFunctions):
         if not indices:
             fail(op, "runs outside a linalg op")
         return (indices[-1][op.dim.value.data],)
+
+
+def _reads_and_copies(op: Operation) -> tuple[list[bool], list[int | None]]:
+    """Which operands the body reads (its block argument has a use but the yield), and
+    for each output the operand it copies (yielded unchanged), if any: a copy carries
+    whether its element was written, as memref.copy does."""
+    block = op.regions[0].block
+    terminator = block.last_op
+    reads = [any(use.operation is not terminator for use in arg.uses) for arg in block.args]
+    copied: list[int | None] = []
+    for value in terminator.operands if terminator is not None else ():
+        index = value.index if isinstance(value, BlockArgument) and value.block is block else None
+        copied.append(index)
+    return reads, copied
+
+
+def _element(op: Operation, array: np.ndarray, where: tuple[int, ...], read: bool) -> object:
+    if read:
+        return load(op, array, where)
+    return array.item(checked_index(op, array, where))  # copied or unused: not read

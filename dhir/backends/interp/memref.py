@@ -36,6 +36,7 @@ from dhir.backends.interp.core import (
     value_dtype,
 )
 from dhir.backends.interp.scalars import combine
+from dhir.backends.interp.written import allocation, check_read_one, copy_flags, mark_one
 from dhir.dialects import memref
 from dhir.dialects.memref import (
     ATOMIC_RMW_KINDS,
@@ -74,8 +75,12 @@ def element_dtype(op: Operation, type_: MemRefType[Attribute]) -> np.dtype:
     return dtype
 
 
-def new_array(op: Operation, type_: Attribute, dynamic: Sequence[int]) -> np.ndarray:
-    """A zero-filled buffer (MLIR leaves it uninitialized) for a memref type."""
+def new_array(
+    op: Operation, type_: Attribute, dynamic: Sequence[int], made_by: Operation | None = None
+) -> np.ndarray:
+    """A buffer for a memref type, made by `made_by` (else `op`), that nothing has
+    written (MLIR leaves it uninitialized): reading an element of it before writing
+    it is an error (dhir.backends.interp.written)."""
     assert isinstance(type_, MemRefType)
     if not isinstance(type_.layout, NoneAttr):
         fail(op, f"allocates a {type_} with a layout, which the interpreter does not support")
@@ -83,7 +88,7 @@ def new_array(op: Operation, type_: Attribute, dynamic: Sequence[int]) -> np.nda
     shape = [next(sizes) if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
     if any(d < 0 for d in shape):
         fail(op, f"allocates a negative size {tuple(shape)}")
-    return np.zeros(shape, element_dtype(op, type_))
+    return allocation(op, np.zeros(shape, element_dtype(op, type_)), made_by)
 
 
 def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> tuple[int, ...]:
@@ -100,6 +105,7 @@ def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> t
 
 def load(op: Operation, array: np.ndarray, indices: Sequence[int]) -> Any:
     index = checked_index(op, array, indices) if indices else ()
+    check_read_one(op, array, index)
     value = array.item(index)
     if value != value and array.dtype == np.float32:  # a NaN: keep its every bit
         return f32_value(int(array.view(np.uint32)[index]))
@@ -112,6 +118,7 @@ def store(op: Operation, array: np.ndarray, indices: Sequence[int], value: Any) 
         put(array, index, value)
     except ValueError:  # read-only: see _global_array
         fail(op, "writes into a constant memref.global")
+    mark_one(array, index)
 
 
 def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
@@ -123,6 +130,7 @@ def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
     if not same and np.shares_memory(source, target):
         # Native code copies element by element, or with memcpy: the order decides.
         fail(op, "copies between views that overlap, which MLIR leaves undefined")
+    copy_flags(op, source, target)
     assign(target, source)
 
 
@@ -441,8 +449,11 @@ class MemrefImpls(InterpreterFunctions):
     @handles(memref.AtomicRMWOp)
     def run_atomic_rmw(self, interp: Interpreter, op: memref.AtomicRMWOp, args: Values) -> Values:
         value, array, *indices = args
-        old = load(op, array, indices)
         kind = ATOMIC_RMW_KINDS[op.kind.value.data]
+        if kind == "assign" and not op.result.uses:  # a store: the old value is unused
+            old = array.item(checked_index(op, array, indices))
+        else:
+            old = load(op, array, indices)
         store(op, array, indices, combine(op, kind, old, value, op.result.type))
         return (old,)
 
@@ -464,8 +475,8 @@ class MemrefImpls(InterpreterFunctions):
 def _global_array(op: Operation, global_op: memref.GlobalOp) -> np.ndarray:
     type_ = global_op.type
     initial = global_op.initial_value
-    if isinstance(initial, UnitAttr):
-        return new_array(op, type_, [])
+    if isinstance(initial, UnitAttr):  # `= uninitialized`: undefined until written
+        return new_array(op, type_, [], global_op)
     if not isinstance(initial, DenseIntOrFPElementsAttr):
         fail(op, f"reads @{global_op.sym_name.data}, which has no initial value to run with")
     values = np.array(initial.get_values()).astype(element_dtype(op, type_))

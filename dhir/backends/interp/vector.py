@@ -41,6 +41,7 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.memref import assign, checked_index
 from dhir.backends.interp.scalars import combine
+from dhir.backends.interp.written import check_read, check_read_one, mark, mark_one
 from dhir.dialects import affine, vector
 from dhir.dialects import vector as dhir_vector
 from dhir.dialects.vector import Punctuation
@@ -142,6 +143,18 @@ class _Transfer:
         return [(lane, self.index(lane)) for lane in product(*map(range, shape))]
 
 
+def _read(op: Operation, view: np.ndarray) -> np.ndarray:
+    """A vector of the elements of `view`: a read of each (a vector does not carry which
+    were written; memref.copy and linalg.copy do)."""
+    check_read(op, view)
+    return _frozen(np.array(view))
+
+
+def _write(view: np.ndarray, value: np.ndarray) -> None:
+    assign(view, value)
+    mark(view)
+
+
 def _contiguous(op: Operation, array: np.ndarray, base: Sequence[int], shape: Sequence[int]):
     """vector.load/store: the vector covers the memref's innermost dimensions from `base`."""
     if len(shape) > array.ndim:
@@ -166,6 +179,8 @@ class VectorImpls(InterpreterFunctions):
         result = _new_vector(op, op.result.type)
         transfer = _Transfer(op, array, indices, result.ndim, mask)
         for lane, where in transfer.lanes(result.shape):
+            if where is not None:
+                check_read_one(op, array, where)
             result[lane] = padding if where is None else array[where]
         return (_frozen(result),)
 
@@ -181,6 +196,7 @@ class VectorImpls(InterpreterFunctions):
         for lane, where in transfer.lanes(value.shape):
             if where is not None:
                 array[where] = value[lane]
+                mark_one(array, where)
         return ()
 
     # dhir's vector.load and vector.store (which take memrefs of vectors too) are the
@@ -188,14 +204,14 @@ class VectorImpls(InterpreterFunctions):
     @handles(vector.LoadOp, dhir_vector.LoadOp)
     def run_load(self, interp: Interpreter, op: vector.LoadOp, args: Values) -> Values:
         shape = tuple(op.result.type.get_shape())
-        return (_frozen(np.array(_contiguous(op, args[0], args[1:], shape))),)
+        return (_read(op, _contiguous(op, args[0], args[1:], shape)),)
 
     @handles(vector.StoreOp, dhir_vector.StoreOp)
     def run_store(self, interp: Interpreter, op: vector.StoreOp, args: Values) -> Values:
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        assign(_contiguous(op, array, args[2:], value.shape), value)
+        _write(_contiguous(op, array, args[2:], value.shape), value)
         return ()
 
     @handles(affine.VectorLoadOp)
@@ -204,7 +220,7 @@ class VectorImpls(InterpreterFunctions):
     ) -> Values:
         base = eval_map(op.map.data, args[1:])
         shape = tuple(op.result.type.get_shape())
-        return (_frozen(np.array(_contiguous(op, args[0], base, shape))),)
+        return (_read(op, _contiguous(op, args[0], base, shape)),)
 
     @handles(affine.VectorStoreOp)
     def run_affine_vector_store(
@@ -213,7 +229,7 @@ class VectorImpls(InterpreterFunctions):
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        assign(_contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
+        _write(_contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
         return ()
 
     @handles(vector.BroadcastOp)
@@ -321,6 +337,7 @@ class VectorImpls(InterpreterFunctions):
         result = np.array(passthru)
         expanding = isinstance(op, dhir_vector.ExpandLoadOp)
         for k, where in _masked_lanes(op, array, indices, mask, expanding):
+            check_read_one(op, array, where)
             result[k] = array[where]
         return (_frozen(result),)
 
@@ -332,6 +349,7 @@ class VectorImpls(InterpreterFunctions):
         compressing = isinstance(op, dhir_vector.CompressStoreOp)
         for k, where in _masked_lanes(op, array, indices, mask, compressing):
             array[where] = value[k]
+            mark_one(array, where)
         return ()
 
     @handles(dhir_vector.GatherOp)
@@ -339,6 +357,7 @@ class VectorImpls(InterpreterFunctions):
         array, *offsets, index_vec, mask, passthru = args
         result = np.array(passthru)
         for lane, where in _gathered(op, array, offsets, index_vec, mask):
+            check_read_one(op, array, where)
             result[lane] = array[where]
         return (_frozen(result),)
 
@@ -349,6 +368,7 @@ class VectorImpls(InterpreterFunctions):
             fail(op, "writes into a constant memref.global")
         for lane, where in _gathered(op, array, offsets, index_vec, mask):  # in lane order:
             array[where] = value[lane]  # of two lanes at one element, the later one stays
+            mark_one(array, where)
         return ()
 
     @handles(dhir_vector.OuterProductOp)

@@ -1,0 +1,197 @@
+"""Which elements of the program's own buffers something has written: MLIR leaves an
+element of a `memref.alloc`/`alloca`, a GPU buffer or an uninitialized `memref.global`
+undefined until then, and native code reads whatever the memory held, so the
+interpreter refuses such a read at the op that makes it.
+
+A buffer the program allocates is an `Allocation` that carries one flag per element
+(`written`, flat, in the buffer's row-major order) and the op that made it. Every view of
+it (subview, cast, reinterpret_cast, view, reshapes, transposes) is a NumPy view, whose
+chain of `base`s leads back to that array: the view's addresses, relative to it, pick its
+flags. Arrays the program did not allocate (its arguments, read from files or passed by
+the caller) carry none: all their elements count as written.
+
+Readers check (`check_read`), writers mark (`mark`); copies carry the flags across
+(`copy_flags`), so that copying a buffer part of which nothing wrote stays legal until
+something reads the copied elements.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Operation
+
+from dhir.backends.interp.core import fail
+from dhir.dialects import memref
+from dhir.ir.diagnostics import loc_of
+
+
+class Allocation(np.ndarray):
+    """A buffer the program allocated: a view of a zero-filled array (the values of
+    elements nothing wrote, which only copies may carry) that holds the flags."""
+
+    written: np.ndarray | None = None  # one bool per element; None on copies of it
+    made_by: Operation | None = None
+
+
+def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None) -> np.ndarray:
+    """`data` (a new zero-filled array) as a buffer nothing has written yet, made by
+    `made_by` (else `op`)."""
+    buffer = data.view(Allocation)
+    buffer.written = np.zeros(data.size, np.bool_)
+    buffer.made_by = made_by or op
+    return buffer
+
+
+def _holder(array: np.ndarray) -> Allocation | None:
+    """The allocation `array` is a view of, if any."""
+    current: Any = array
+    while current is not None:
+        if isinstance(current, Allocation) and current.written is not None:
+            return current
+        parent = current.base
+        if parent is not None and not isinstance(parent, np.ndarray):
+            # NumPy's as_strided puts a DummyArray holding its source in between.
+            parent = getattr(parent, "base", None)
+        current = parent if isinstance(parent, np.ndarray) else None
+    return None
+
+
+def _start(holder: Allocation, array: np.ndarray) -> int:
+    """Where `array`'s first element is in `holder`, in bytes."""
+    return array.__array_interface__["data"][0] - holder.__array_interface__["data"][0]
+
+
+def _flags(array: np.ndarray) -> tuple[Allocation, np.ndarray, bool] | None:
+    """The flags of `array`'s elements, as a view of its allocation's (None where it has
+    none): of `array`'s shape, or, where each element spans several of the allocation's
+    (a memref.view of bytes), with one more dimension over those (`spans` is then True)."""
+    holder = _holder(array)
+    if holder is None:
+        return None
+    unit, start = holder.itemsize, _start(holder, array)
+    if start % unit or array.itemsize % unit or any(s % unit for s in array.strides):
+        return None  # not in whole elements: nothing the interpreter makes
+    span = array.itemsize // unit
+    shape = (*array.shape, span) if span > 1 else array.shape
+    if array.size == 0:
+        return holder, np.zeros(shape, np.bool_), span > 1
+    steps = [s // unit for s in array.strides] + ([1] if span > 1 else [])
+    assert holder.written is not None
+    flags = np.lib.stride_tricks.as_strided(holder.written[start // unit :], shape, steps)
+    return holder, flags, span > 1
+
+
+def _one(array: np.ndarray, index: Sequence[int]) -> tuple[Allocation, int, int] | None:
+    """The flags of one element of `array` (`index` in bounds): its allocation and the
+    range of them, without the views `_flags` makes (loads and stores run often)."""
+    holder = _holder(array)
+    if holder is None:
+        return None
+    start = _start(holder, array) + sum(i * s for i, s in zip(index, array.strides))
+    unit = holder.itemsize
+    return holder, start // unit, (start + array.itemsize - 1) // unit + 1
+
+
+def written(array: np.ndarray) -> np.ndarray | None:
+    """Which of `array`'s elements are written (a new bool array of its shape), or None
+    where all of them count as written."""
+    found = _flags(array)
+    if found is None:
+        return None
+    _, flags, spans = found
+    return np.asarray(flags.all(axis=-1)) if spans else np.array(flags)
+
+
+def check_read(op: Operation, array: np.ndarray) -> None:
+    """Refuse `op` reading the elements of `array` where nothing wrote one of them."""
+    found = _flags(array)
+    if found is None:
+        return
+    holder, flags, _ = found
+    if bool(flags.all()):
+        return
+    # The first in row-major order, as a flag of the allocation: by its address.
+    first = np.unravel_index(int(np.argmin(flags)), flags.shape)
+    address = flags.__array_interface__["data"][0]
+    address += sum(i * s for i, s in zip(first, flags.strides))
+    assert holder.written is not None
+    _refuse(op, holder, address - holder.written.__array_interface__["data"][0])
+
+
+def check_read_one(op: Operation, array: np.ndarray, index: Sequence[int]) -> None:
+    """check_read of the element at `index` (in bounds)."""
+    found = _one(array, index)
+    if found is None:
+        return
+    holder, first, stop = found
+    assert holder.written is not None
+    for element in range(first, stop):
+        if not holder.written[element]:
+            _refuse(op, holder, element)
+
+
+def is_written_one(array: np.ndarray, index: Sequence[int]) -> bool:
+    found = _one(array, index)
+    if found is None:
+        return True
+    holder, first, stop = found
+    assert holder.written is not None
+    return bool(holder.written[first:stop].all())
+
+
+def mark(array: np.ndarray, values: Any = True) -> None:
+    """Mark `array`'s elements written, or, with `values` (bools of its shape), as
+    `values` says: what a copy carries."""
+    found = _flags(array)
+    if found is None:
+        return
+    _, flags, spans = found
+    if spans:
+        values = np.asarray(values)[..., np.newaxis]
+    if any(s == 0 and n > 1 for s, n in zip(flags.strides, flags.shape)):
+        # An element held more than once: in row-major order the last write stays, as
+        # in memref.assign.
+        values = np.broadcast_to(values, flags.shape)
+        for index in np.ndindex(*flags.shape):
+            flags[index] = values[index]
+    else:
+        np.copyto(flags, values)
+
+
+def mark_one(array: np.ndarray, index: Sequence[int], value: bool = True) -> None:
+    """mark of the element at `index` (in bounds)."""
+    found = _one(array, index)
+    if found is not None:
+        holder, first, stop = found
+        assert holder.written is not None
+        holder.written[first:stop] = value
+
+
+def copy_flags(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
+    """A copy of `source` into `target` (of one shape): the target's elements are as
+    written as the source's were. Where the target keeps no flags (an argument: what the
+    program hands back), an element nothing wrote is refused as read."""
+    values = written(source)
+    if _flags(target) is None:
+        if values is not None:
+            check_read(op, source)
+        return
+    mark(target, True if values is None else values)
+
+
+def _refuse(op: Operation, holder: Allocation, element: int) -> None:
+    index = [int(i) for i in np.unravel_index(element, holder.shape)] if holder.ndim else []
+    made_by = holder.made_by
+    where = loc_of(made_by) if made_by is not None else None
+    at = f"at {where}" if where is not None else f"by '{made_by.name if made_by else '?'}'"
+    if isinstance(made_by, memref.GlobalOp):
+        buffer = f"@{made_by.sym_name.data}, the memref.global without initial value declared {at},"
+    else:
+        buffer = f"the buffer allocated {at}"
+    fail(
+        op,
+        f"reads element {index} of {buffer} before anything wrote it (MLIR leaves it "
+        "undefined; native code reads whatever the memory held); write every element "
+        "the program reads",
+    )
