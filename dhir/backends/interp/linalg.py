@@ -53,8 +53,8 @@ class LinalgImpls(InterpreterFunctions):
         except NotImplementedError:
             fail(op, "has indexing maps the interpreter cannot invert into loop bounds")
         n_inputs = len(op.inputs)
-        outputs = list(zip(args[n_inputs:], maps[n_inputs:]))
-        reads, copied = _reads_and_copies(op)
+        outputs = args[n_inputs:]
+        reads, copied = _reads_and_copies(op, args)
         indices = state(interp).linalg_indices
         for point in product(*map(range, ranges)):
             places = [m.eval(point, ()) for m in maps]
@@ -66,14 +66,9 @@ class LinalgImpls(InterpreterFunctions):
             values = interp.run_ssacfg_region(op.body, scalars, op.name)
             indices.pop()
             # Before the stores: an output may yield its own element unchanged.
-            unwritten = [
-                s is not None
-                and isinstance(args[s], np.ndarray)
-                and not is_written_one(args[s], places[s])
-                for s in copied
-            ]
-            for k, ((array, output_map), value) in enumerate(zip(outputs, values)):
-                where = output_map.eval(point, ())
+            unwritten = [s is not None and not is_written_one(args[s], places[s]) for s in copied]
+            for k, (array, value) in enumerate(zip(outputs, values)):
+                where = places[n_inputs + k]
                 store(op, array, where, value)
                 if unwritten[k]:
                     mark_one(array, where, False)  # a copy of an element nothing wrote
@@ -102,17 +97,17 @@ class LinalgImpls(InterpreterFunctions):
         return (indices[-1][op.dim.value.data],)
 
 
-def _reads_and_copies(op: Operation) -> tuple[list[bool], list[int | None]]:
+def _reads_and_copies(op: Operation, args: Values) -> tuple[list[bool], list[int | None]]:
     """Which operands the body reads (its block argument has a use but the yield), and
-    for each output the operand it copies (yielded unchanged), if any: a copy carries
-    whether its element was written, as memref.copy does."""
+    for each output the memref operand it copies (yielded unchanged), if any: a copy
+    carries whether its element was written, as memref.copy does."""
     block = op.regions[0].block
     terminator = block.last_op
     reads = [any(use.operation is not terminator for use in arg.uses) for arg in block.args]
     copied: list[int | None] = []
     for value in terminator.operands if terminator is not None else ():
         index = value.index if isinstance(value, BlockArgument) and value.block is block else None
-        copied.append(index)
+        copied.append(index if index is not None and isinstance(args[index], np.ndarray) else None)
     return reads, copied
 
 

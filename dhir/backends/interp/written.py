@@ -32,6 +32,9 @@ class Allocation(np.ndarray):
 
     written: np.ndarray | None = None  # one bool per element; None on copies of it
     made_by: Operation | None = None
+    # On a view of it: the allocation and where the view starts in it, in bytes, found
+    # at the first load or store through the view (a view never moves).
+    place: "tuple[Allocation | None, int] | None" = None
 
 
 def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None) -> np.ndarray:
@@ -82,13 +85,30 @@ def _flags(array: np.ndarray) -> tuple[Allocation, np.ndarray, bool] | None:
     return holder, flags, span > 1
 
 
+def _place(array: np.ndarray) -> tuple[Allocation | None, int]:
+    """`array`'s allocation (None if none) and where `array` starts in it, in bytes."""
+    if isinstance(array, Allocation):
+        if array.written is not None:
+            return array, 0
+        # A view NumPy made of one keeps the answer (the allocation itself must not:
+        # a cycle would keep it alive until the garbage collector runs).
+        if array.place is None:
+            holder = _holder(array)
+            array.place = (holder, _start(holder, array) if holder is not None else 0)
+        return array.place
+    if array.base is None:  # an argument
+        return None, 0
+    holder = _holder(array)
+    return holder, _start(holder, array) if holder is not None else 0
+
+
 def _one(array: np.ndarray, index: Sequence[int]) -> tuple[Allocation, int, int] | None:
     """The flags of one element of `array` (`index` in bounds): its allocation and the
     range of them, without the views `_flags` makes (loads and stores run often)."""
-    holder = _holder(array)
+    holder, start = _place(array)
     if holder is None:
         return None
-    start = _start(holder, array) + sum(i * s for i, s in zip(index, array.strides))
+    start += sum(i * s for i, s in zip(index, array.strides))
     unit = holder.itemsize
     return holder, start // unit, (start + array.itemsize - 1) // unit + 1
 
