@@ -2,6 +2,9 @@
 wrote (MLIR leaves it undefined; native code reads whatever the memory held), at the op
 that reads it, and lets copies carry such elements until something reads them."""
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -250,3 +253,35 @@ def test_lanes_a_mask_leaves_off_read_nothing(op: str) -> None:
     assert out[0, 0] == 8.0
     message = run_error(READER.replace("{ops}", ops.replace("{on}", "3")), np.ones((2, 2)))
     assert f"'{op}' reads element [2] of the buffer allocated at prog.mlir:7:3" in message
+
+
+# A buffer that C code fills, then read: C may write all it is passed.
+FILLED_BY_C = """
+func.func private @fill(memref<?xf64>) attributes {llvm.emit_c_interface}
+func.func @main(%out: memref<1xf64>) {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %buf = memref.alloc() : memref<4xf64>
+  %any = memref.cast %buf : memref<4xf64> to memref<?xf64>
+  func.call @fill(%any) : (memref<?xf64>) -> ()
+  %v = memref.load %buf[%c3] : memref<4xf64>
+  memref.store %v, %out[%c0] : memref<1xf64>
+  return
+}
+"""
+FILL_C = """
+#include <stdint.h>
+struct memref { double *allocated, *aligned; int64_t offset, size, stride; };
+void _mlir_ciface_fill(struct memref *m) {
+  for (int64_t i = 0; i < m->size; i++) m->aligned[m->offset + i * m->stride] = 2.5;
+}
+"""
+
+
+def test_a_buffer_passed_to_c_counts_as_written(tmp_path: Path) -> None:
+    (tmp_path / "fill.c").write_text(FILL_C)
+    obj = tmp_path / "fill.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "fill.c", "-o", obj], check=True)
+    module = dhir.parse_string(FILLED_BY_C, "prog.mlir")
+    (out,) = dhir.run(module, np.zeros(1), backend="interp", link=[str(obj)])
+    assert out[0] == 2.5
