@@ -168,6 +168,26 @@ OPS_THAT_READ = {
         "  %old = memref.atomic_rmw addf %x, %m[%c0] : (f64, memref<4xf64>) -> f64",
         "'memref.atomic_rmw' reads element [0]",
     ),
+    "memref.reinterpret_cast": (
+        "%m = memref.alloc() : memref<2x2xf64>\n"
+        "  memref.store %x, %m[%c0, %c0] : memref<2x2xf64>\n"
+        "  %r = memref.reinterpret_cast %m to offset: [1], sizes: [3], strides: [1]"
+        " : memref<2x2xf64> to memref<3xf64, strided<[1], offset: 1>>\n"
+        "  %v = memref.load %r[%c0] : memref<3xf64, strided<[1], offset: 1>>",
+        "'memref.load' reads element [0, 1]",
+    ),
+    "memref.extract_strided_metadata": (
+        "%m = memref.alloc() : memref<2x2xf64>\n"
+        "  %s = memref.subview %m[1, 0] [1, 2] [1, 1]"
+        " : memref<2x2xf64> to memref<2xf64, strided<[1], offset: 2>>\n"
+        "  linalg.fill ins(%x : f64) outs(%s : memref<2xf64, strided<[1], offset: 2>>)\n"
+        "  %b, %o, %n, %st = memref.extract_strided_metadata %s"
+        " : memref<2xf64, strided<[1], offset: 2>> -> memref<f64>, index, index, index\n"
+        "  %r = memref.reinterpret_cast %b to offset: [0], sizes: [4], strides: [1]"
+        " : memref<f64> to memref<4xf64>\n"
+        "  %v = vector.load %r[%c0] : memref<4xf64>, vector<4xf64>",
+        "'vector.load' reads element [0, 0]",
+    ),
     "memref.view": (
         "%bytes = memref.alloc() : memref<32xi8>\n"
         "  %m = memref.view %bytes[%c0][] : memref<32xi8> to memref<4xf64>\n"

@@ -36,7 +36,13 @@ from dhir.backends.interp.core import (
     value_dtype,
 )
 from dhir.backends.interp.scalars import combine
-from dhir.backends.interp.written import allocation, check_read_one, copy_flags, mark_one
+from dhir.backends.interp.written import (
+    allocation,
+    check_read_one,
+    copy_flags,
+    is_allocation,
+    mark_one,
+)
 from dhir.dialects import memref
 from dhir.dialects.memref import (
     ATOMIC_RMW_KINDS,
@@ -224,6 +230,8 @@ def _offsets_sizes_strides(
 def base_array(array: np.ndarray) -> np.ndarray:
     """The array `array` is a view of (itself when it is none), as MLIR's base buffer."""
     while True:
+        if is_allocation(array):
+            return array  # a view of a zero-filled array, holding the written flags
         parent = array.base
         if not isinstance(parent, np.ndarray):
             # NumPy's as_strided (a reinterpret_cast) puts a DummyArray holding its

@@ -46,6 +46,12 @@ def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None
     return buffer
 
 
+def is_allocation(array: np.ndarray) -> bool:
+    """Whether `array` is a buffer the program allocated (not a view of one): MLIR's base
+    buffer of its views (dhir.backends.interp.memref.base_array)."""
+    return isinstance(array, Allocation) and array.written is not None
+
+
 def _holder(array: np.ndarray) -> Allocation | None:
     """The allocation `array` is a view of, if any."""
     current: Any = array
