@@ -143,6 +143,57 @@ def test_copying_a_written_view_into_an_argument_runs() -> None:
     assert (out == 1.5).all()
 
 
+# Writes a[i] where mask[i] is set, copies a into b, sums b where the mask is set and
+# adds b[probe].
+PARTLY_WRITTEN = """
+func.func @main(%mask: memref<6xi32>, %out: memref<1xi64>, %probe: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %zero = arith.constant 0 : i32
+  %a = memref.alloc() : memref<6xi64>
+  %b = memref.alloc() : memref<6xi64>
+  scf.for %i = %c0 to %c6 step %c1 {
+    %m = memref.load %mask[%i] : memref<6xi32>
+    %on = arith.cmpi ne, %m, %zero : i32
+    scf.if %on {
+      %v = arith.index_cast %i : index to i64
+      memref.store %v, %a[%i] : memref<6xi64>
+    }
+  }
+  memref.copy %a, %b : memref<6xi64> to memref<6xi64>
+  %sum0 = memref.load %b[%probe] : memref<6xi64>
+  %sum = scf.for %i = %c0 to %c6 step %c1 iter_args(%acc = %sum0) -> i64 {
+    %m = memref.load %mask[%i] : memref<6xi32>
+    %on = arith.cmpi ne, %m, %zero : i32
+    %next = scf.if %on -> i64 {
+      %v = memref.load %b[%i] : memref<6xi64>
+      %s = arith.addi %acc, %v : i64
+      scf.yield %s : i64
+    } else {
+      scf.yield %acc : i64
+    }
+    scf.yield %next : i64
+  }
+  memref.store %sum, %out[%c0] : memref<1xi64>
+  return
+}
+"""
+
+
+@FAST
+@given(st.lists(st.booleans(), min_size=6, max_size=6), st.integers(0, 5))
+def test_a_copy_carries_which_elements_were_written(mask: list[bool], probe: int) -> None:
+    inputs = (np.array(mask, np.int32), np.zeros(1, np.int64), probe)
+    if mask[probe]:
+        (_, out, _) = run(PARTLY_WRITTEN, *inputs)
+        assert out[0] == probe + sum(i for i, on in enumerate(mask) if on)
+    else:
+        message = run_error(PARTLY_WRITTEN, *inputs)
+        assert f"prog.mlir:18:3: error: 'memref.load' reads element [{probe}] of the " in message
+        assert "allocated at prog.mlir:8:3" in message  # %b, which the copy filled
+
+
 OPS_THAT_READ = {
     # An accumulation into an output nothing wrote.
     "linalg.matmul": (
