@@ -32,7 +32,6 @@ from dhir.cli.arguments import (
     built_from,
     check_apart,
     describe,
-    is_executable,
     read_inputs,
     read_sidecar,
     report_results,
@@ -42,7 +41,7 @@ from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.toolchain.options import RunOptions, timeout_seconds
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tools import cache_root, keep_json
+from dhir.toolchain.tools import cache_root, keep_json, whole_elf
 
 # Options that shape the build or the launch: part of the key.
 _KEYED_VALUES = (
@@ -97,7 +96,7 @@ def _compiled(command: _Command) -> tuple[Built, Path, RunOptions] | None:
     """An executable from `dhir compile` run with options that only feed the run: its
     description, and how it runs (on the ranks it was built for, their share of the
     cores each); None otherwise (the full path checks the other options)."""
-    if command.keyed or not is_executable(command.program):
+    if command.keyed or not whole_elf(command.program):  # the full path says why not
         return None
     try:
         built = read_sidecar(command.program)
@@ -267,6 +266,9 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
         exe = Path(entry["exe"])
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    if not os.access(exe, os.X_OK) or (hostfile is not None and not hostfile.is_file()):
+    # An executable cut short (a full disk, a crash) is built again by the full path.
+    if not os.access(exe, os.X_OK) or not whole_elf(exe):
+        return None
+    if hostfile is not None and not hostfile.is_file():
         return None
     return built, exe, options

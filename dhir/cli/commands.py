@@ -78,7 +78,7 @@ from dhir.toolchain.progress import status_line
 from dhir.toolchain.shards import is_shard_program, partition
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tensors import bufferize, specialise
-from dhir.toolchain.tools import MPI_CHOICES, cache_root
+from dhir.toolchain.tools import MPI_CHOICES, cache_root, whole_elf
 from dhir.toolchain.values import check_inputs, with_results
 from dhir.transforms.fast_math import MODES
 from dhir.version import __version__
@@ -504,6 +504,16 @@ def _run_built(
     if args.backend == "interp":
         raise DhirError(
             [Diagnostic(f"{path} is an executable; the interpreter runs the .mlir program")]
+        )
+    if not whole_elf(path):
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{path} is an executable cut short (its headers name bytes past its "
+                    "end: a full disk, a copy stopped halfway); build it again with "
+                    "`dhir compile`"
+                )
+            ]
         )
     built = read_sidecar(path)
     signature, ranks = built.signature, built.ranks

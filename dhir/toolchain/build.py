@@ -32,7 +32,14 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs, position_independent_hint
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tools import LlvmTools, MpiInstall, cache_root, find_llvm_tools, find_mpi
+from dhir.toolchain.tools import (
+    LlvmTools,
+    MpiInstall,
+    cache_root,
+    find_llvm_tools,
+    find_mpi,
+    whole_elf,
+)
 from dhir.transforms.check_mpi import mpi_problems
 
 # Order matters: expand-strided-metadata, linalg-to-loops and vector-to-scf (which splits
@@ -408,7 +415,7 @@ class _Recipe:
     def module_object(self, mlir: str, key: str, timing: Timing) -> Path:
         """program.o of the lowered module `mlir` (whose key is `key`), built once."""
         final = self.root / "modules" / key[:24]
-        if not (final / "program.o").is_file():
+        if not whole_elf(final / "program.o"):
             final.parent.mkdir(exist_ok=True)
             self._in_work_dir(final, partial(self._compile_module, mlir=mlir, timing=timing))
         return final / "program.o"
@@ -544,7 +551,7 @@ class _Recipe:
             }
         )
         target = self.root / f"{stem}-{key[:24]}.o"
-        if not target.is_file():
+        if not whole_elf(target):  # cut short: compiled again, and replaced
             work = Path(tempfile.mkdtemp(prefix=f"{stem}-", dir=self.root))
             try:
                 (work / f"{stem}.c").write_text(source)
@@ -589,8 +596,9 @@ class _Recipe:
 
 
 def _complete(folder: Path) -> bool:
-    """Whether a build folder holds what its build makes (a module's object or a program)."""
-    return (folder / "program.o").is_file() or (folder / "program").is_file()
+    """Whether a build folder holds, whole, what its build makes (a module's object or a
+    program)."""
+    return whole_elf(folder / "program.o") or whole_elf(folder / "program")
 
 
 @dataclass(frozen=True)
@@ -612,7 +620,7 @@ class _Linking:
                 _check_mpi_use(mlir, recipe.mpi)
             key = recipe.module_key(mlir)
             exe = recipe.executable([key], self.harness)
-            if exe.is_file():
+            if whole_elf(exe):
                 return exe
         program = recipe.module_object(mlir, key, timing)
         runtime = self.runtime_object(timing)
@@ -684,7 +692,7 @@ class ModuleBuilds:
                 modules = [job.result() for job in self._built]
                 objects = [self._runtime.result(), harness_job.result()]
             exe = recipe.executable(self._keys, harness)
-            if exe.is_file():
+            if whole_elf(exe):
                 return exe
             return recipe.link(exe, modules, objects, harness, self._timing, callers or {})
 

@@ -11,10 +11,12 @@ import json
 import os
 import re
 import shutil
+import struct
 import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import BinaryIO
 
 from dhir.choices import MPI_IMPLEMENTATIONS
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -159,3 +161,55 @@ def keep_json(path: Path, data: object) -> None:
         temporary.replace(path)
     except OSError:
         pass
+
+
+# The ELF header's fields whole_elf reads, by class (1: 32-bit, 2: 64-bit): where the
+# program and section header tables start, then their entries' sizes and counts.
+_ELF_TABLES = {1: ("II", 0x1C, 0x2A), 2: ("QQ", 0x20, 0x36)}
+# Per class, how to read a program header's (offset, size in the file) and a section
+# header's (type, offset, size).
+_ELF_ENTRIES = {1: ("4xI8xI", "4xI8xII"), 2: ("8xQ16xQ", "4xI16xQQ")}
+_SHT_NOBITS = 8  # .bss: a section with no bytes in the file
+
+
+def whole_elf(path: Path) -> bool:
+    """Whether `path` is an ELF file (an executable or object dhir built) with every
+    segment and section it declares inside it: one cut short (a full disk, a crash, a
+    copy stopped halfway) or overwritten is not, and is built again rather than run."""
+    try:
+        with path.open("rb") as file:
+            return _elf_fits(file, os.fstat(file.fileno()).st_size)
+    except (OSError, struct.error):  # struct.error: a table that runs past the end
+        return False
+
+
+def _elf_fits(file: BinaryIO, size: int) -> bool:
+    """Reads only the header and its two tables: an executable may be large."""
+    header = file.read(64)
+    if header[:4] != b"\x7fELF" or header[4:5] not in (b"\x01", b"\x02"):
+        return False
+    if header[5:6] not in (b"\x01", b"\x02"):
+        return False
+    order = "<" if header[5] == 1 else ">"
+    offsets, at, sizes_at = _ELF_TABLES[header[4]]
+    segments_at, sections_at = struct.unpack_from(order + offsets, header, at)
+    ph_size, ph_count, sh_size, sh_count = struct.unpack_from(order + "HHHH", header, sizes_at)
+    segment, section = _ELF_ENTRIES[header[4]]
+    for entry in _table(file, segments_at, ph_size, ph_count, size):
+        offset, length = struct.unpack_from(order + segment, entry)
+        if offset + length > size:
+            return False
+    for entry in _table(file, sections_at, sh_size, sh_count, size):
+        kind, offset, length = struct.unpack_from(order + section, entry)
+        if kind != _SHT_NOBITS and offset + length > size:
+            return False
+    return True
+
+
+def _table(file: BinaryIO, start: int, entry: int, count: int, size: int) -> list[bytes]:
+    """The `count` entries of `entry` bytes at `start`: a table past `size` is cut short."""
+    if start + entry * count > size:
+        raise struct.error("the table runs past the end of the file")
+    file.seek(start)
+    data = file.read(entry * count)
+    return [data[index * entry : (index + 1) * entry] for index in range(count)]

@@ -179,6 +179,45 @@ def test_a_broken_record_or_a_lost_executable_takes_the_full_path(
 
 @needs_llvm
 @pytest.mark.mpi
+def test_files_of_the_cache_cut_short_are_built_again(cache: Path, tmp_path: Path) -> None:
+    """An executable or object of the cache cut short (a full disk, a crash) was taken as
+    built: every later run died of SIGSEGV, as if the program had crashed, or failed to
+    link ("file format not recognized"), until the cache was removed by hand."""
+    path = program(tmp_path, "6.0")
+    given, a = inputs(tmp_path, 7)
+    out = ["--output-dir", str(tmp_path / "out")]
+    done, _ = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0, done.stderr
+    records = sorted((cache / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime)
+    exe = Path(json.loads(records[-1].read_text())["exe"])
+    objects = [exe, *(cache / "modules").glob("*/program.o"), *cache.glob("dhir_rt-*.o")]
+    sizes = {}
+    for built in objects:
+        sizes[built] = built.stat().st_size
+        os.truncate(built, sizes[built] // 2)
+    done, cached = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0 and not cached, done.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), a * 6.0)
+    assert {built: built.stat().st_size for built in objects} == sizes
+    done, cached = dhir_run(cache, str(path), *given, *out)
+    assert done.returncode == 0 and cached, done.stderr
+
+
+def test_a_compiled_executable_cut_short_is_refused(cache: Path, tmp_path: Path) -> None:
+    """`dhir run EXE` of a `dhir compile` output cut short ran it: a SIGSEGV blamed on the
+    program."""
+    exe = tmp_path / "program"
+    whole = Path(sys.executable).resolve().read_bytes()
+    exe.write_bytes(whole[: len(whole) // 2])
+    exe.chmod(0o755)
+    done, _ = dhir_run(cache, str(exe))
+    assert done.returncode == 1
+    assert f"error: {exe} is an executable cut short" in done.stderr
+    assert "dhir compile" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_llvm
+@pytest.mark.mpi
 def test_mistakes_on_the_cached_path_read_as_on_the_full_one(cache: Path, tmp_path: Path) -> None:
     path = program(tmp_path, "7.0")
     given, _ = inputs(tmp_path, 5)

@@ -3,7 +3,9 @@ MPICH and OpenMPI, on hand-written lowered samples from tests/unit/data."""
 
 import os
 import re
+import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from dhir.toolchain.harness import command_line_args, generate_harness
 from dhir.toolchain.launch import _launch, run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
-from dhir.toolchain.tools import find_mpi
+from dhir.toolchain.tools import find_mpi, whole_elf
 from dhir.transforms import check_mpi
 
 DATA = Path(__file__).parent / "data"
@@ -710,6 +712,46 @@ def test_a_module_mlir_translate_refuses_is_left_readable(
     assert (failed / "program.llvm.mlirbc").is_file()
 
 
+def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
+    """An ELF header and one section header, of `section`'s (type, offset, size)."""
+    order = "<" if little else ">"
+    ident = b"\x7fELF" + bytes([2 if wide else 1, 1 if little else 2, 1]) + bytes(9)
+    if wide:
+        header = ident + struct.pack(
+            order + "HHIQQQIHHHHHH", 1, 62, 1, 0, 0, 64, 0, 64, 0, 0, 64, 1, 0
+        )
+        entry = struct.pack(order + "IIQQQQIIQQ", 0, section[0], 0, 0, *section[1:], 0, 0, 0, 0)
+    else:
+        header = ident + struct.pack(
+            order + "HHIIIIIHHHHHH", 1, 3, 1, 0, 0, 52, 0, 52, 0, 0, 40, 1, 0
+        )
+        entry = struct.pack(order + "IIIIIIIIII", 0, section[0], 0, 0, *section[1:], 0, 0, 0, 0)
+    return header + entry
+
+
+def test_whole_elf_finds_a_file_cut_short(tmp_path: Path) -> None:
+    """What a cache hit checks before it takes an executable or object as built."""
+    path = tmp_path / "program"
+    assert not whole_elf(path)  # missing
+    complete = Path(sys.executable).resolve().read_bytes()
+    path.write_bytes(complete)
+    assert whole_elf(path)
+    for size in (len(complete) - 1, len(complete) // 2, 100, 4, 0):
+        path.write_bytes(complete[:size])
+        assert not whole_elf(path), size
+    path.write_bytes(b"not an ELF file" * 10)
+    assert not whole_elf(path)
+    for wide in (False, True):
+        for little in (False, True):
+            end = 52 + 40 if not wide else 64 + 64
+            path.write_bytes(_elf(wide, little, (1, end - 8, 8)))
+            assert whole_elf(path), (wide, little)
+            path.write_bytes(_elf(wide, little, (1, end - 8, 9)))
+            assert not whole_elf(path), (wide, little)
+            path.write_bytes(_elf(wide, little, (8, end - 8, 4096)))  # .bss: not in the file
+            assert whole_elf(path), (wide, little)
+
+
 def test_a_build_folder_left_incomplete_is_replaced(tmp_path: Path) -> None:
     """A module folder without its object (a crash, a full disk) was kept as built, and
     every later build failed to link: "no such file .../program.o"."""
@@ -726,7 +768,8 @@ def test_a_build_folder_left_incomplete_is_replaced(tmp_path: Path) -> None:
     (final / "program.ll").write_text("left over")
     _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
     assert sorted(p.name for p in final.iterdir()) == ["program.o"]
-    (final / "program.o").write_text("complete")
+    complete = Path(sys.executable).resolve().read_bytes()  # an ELF file, whole
+    (final / "program.o").write_bytes(complete)
     _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
-    assert (final / "program.o").read_text() == "complete"  # a complete one stays
+    assert (final / "program.o").read_bytes() == complete  # a complete one stays
     assert sorted(p.name for p in tmp_path.iterdir()) == ["modules"]  # no work folder left
