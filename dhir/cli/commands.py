@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+from contextlib import suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -601,6 +602,15 @@ def _check_output(source: Path, output: Path) -> None:
         )
     if output.exists() and source.exists() and output.samefile(source):
         raise DhirError([Diagnostic(f"-o {output} is the program itself; name another file")])
+    if not os.access(output.parent, os.W_OK | os.X_OK):  # read-only, or another user's
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot write -o {output}: the folder {output.parent} is not writable; "
+                    "name a file in a folder you can write to"
+                )
+            ]
+        )
 
 
 def _install(exe: Path, destination: Path, description: dict[str, object]) -> None:
@@ -615,7 +625,8 @@ def _install(exe: Path, destination: Path, description: dict[str, object]) -> No
         temporary.write_text(json.dumps(description))
         os.replace(temporary, beside)
     except OSError as error:
-        temporary.unlink(missing_ok=True)
+        with suppress(OSError):  # a read-only folder refuses even this (EROFS)
+            temporary.unlink(missing_ok=True)
         where = error.filename or destination
         raise DhirError([Diagnostic(f"cannot write {where}: {error.strerror}")]) from None
 

@@ -501,6 +501,36 @@ def test_an_executable_is_never_installed_beside_an_old_description(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "prog", "prog.dhir.json"]
 
 
+def test_an_executable_into_a_read_only_folder_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`dhir compile -o` into a read-only folder built the whole program, then ended in an
+    internal error (exit 70): the clean-up's unlink of its temporary file failed too."""
+    import errno
+
+    from dhir.cli import commands
+
+    new, exe = tmp_path / "new", tmp_path / "prog"
+    new.write_bytes(b"new executable")
+
+    def unlink(path: Path, missing_ok: bool = False) -> None:  # what a read-only mount says
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "unlink", unlink)
+        with pytest.raises(DhirError, match="cannot write .*prog.dhir.json: Read-only file"):
+            commands._install(new, exe, {"new": True})
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main() {\n  return\n}\n")
+    real_access = os.access
+    writable = {tmp_path / "ro": False}
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr(os, "access", lambda p, m: writable.get(Path(p), real_access(p, m)))
+    with pytest.raises(DhirError, match=f"cannot write -o {tmp_path}/ro/x: the folder .* is not"):
+        commands._check_output(program, tmp_path / "ro" / "x")  # before the build
+    commands._check_output(program, tmp_path / "x")
+
+
 @needs_llvm
 def test_a_failed_run_leaves_no_earlier_trace_or_profile(
     tmp_path: Path, call_inputs: list[str]
