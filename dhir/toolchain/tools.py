@@ -13,6 +13,7 @@ import re
 import shutil
 import struct
 import sys
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -154,13 +155,14 @@ def cache_root() -> Path:
 def keep_json(path: Path, data: object) -> None:
     """`data` as JSON in `path` of the cache, whole or not at all (written aside, then
     renamed); a cache that cannot be written is only a cost, so an OSError is ignored."""
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(data))
         temporary.replace(path)
     except OSError:
-        pass
+        with suppress(OSError):  # a part written before the disk filled stays otherwise
+            temporary.unlink(missing_ok=True)
 
 
 # The ELF header's fields whole_elf reads, by class (1: 32-bit, 2: 64-bit): where the

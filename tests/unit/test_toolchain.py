@@ -20,7 +20,7 @@ from dhir.toolchain.harness import command_line_args, generate_harness
 from dhir.toolchain.launch import _launch, run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
-from dhir.toolchain.tools import find_mpi, whole_elf
+from dhir.toolchain.tools import find_mpi, keep_json, whole_elf
 from dhir.transforms import check_mpi
 
 DATA = Path(__file__).parent / "data"
@@ -710,6 +710,18 @@ def test_a_module_mlir_translate_refuses_is_left_readable(
     assert "for op: func.func" in str(error.value)  # read from text: the op, not its dialect
     assert "func.func private @f(tensor<4xf32>)" in (failed / "program.llvm.mlir").read_text()
     assert (failed / "program.llvm.mlirbc").is_file()
+
+
+def test_a_cache_record_not_kept_leaves_no_part_behind(tmp_path: Path) -> None:
+    """keep_json's file written aside stayed in the cache when it could not be put in
+    place (a full disk while writing it, or here a folder in its way)."""
+    blocked = tmp_path / "runs" / "key.json"
+    blocked.mkdir(parents=True)
+    (blocked / "in the way").write_text("")
+    keep_json(blocked, {"exe": "program"})
+    assert sorted(p.name for p in blocked.parent.iterdir()) == ["key.json"]
+    keep_json(tmp_path / "runs" / "other.json", {"exe": "program"})
+    assert (tmp_path / "runs" / "other.json").read_text() == '{"exe": "program"}'
 
 
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
