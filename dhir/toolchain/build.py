@@ -6,6 +6,7 @@ object is cached as well (`modules/<key>/`, with its stages' files), so a progra
 pieces rebuilds only the pieces that changed.
 """
 
+import errno
 import hashlib
 import json
 import os
@@ -755,6 +756,9 @@ def needed_passes(passes: Sequence[str], mlir: str) -> list[str]:
     return [flag for flag in passes if flag.split("=", 1)[0] not in _DIALECT_PASSES]
 
 
+_NO_SPACE = os.strerror(errno.ENOSPC)  # "No space left on device", as the tools say it
+
+
 def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) -> None:
     """Run one build stage's command in `cwd`, timed as `stage`; a failure is a DhirError
     with the command and the end of its output."""
@@ -770,6 +774,12 @@ def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) 
             if problem
             else ""
         )
+        if _NO_SPACE in result.stderr or _NO_SPACE in result.stdout:
+            # Else read as a failure of the tool's, with the cause on the last line.
+            detail = (
+                f"the disk that holds dhir's cache ({cwd.parent}) is full: free space on it, "
+                "or choose another cache with DHIR_CACHE_DIR=DIR; "
+            )
         raise DhirError(
             [
                 Diagnostic(

@@ -724,6 +724,20 @@ def test_a_cache_record_not_kept_leaves_no_part_behind(tmp_path: Path) -> None:
     assert (tmp_path / "runs" / "other.json").read_text() == '{"exe": "program"}'
 
 
+def test_a_build_stage_that_fills_the_disk_says_so(tmp_path: Path) -> None:
+    """A tool that ran out of space read as its own failure, with the cause in its last
+    line of output only."""
+    work = tmp_path / "cache" / "build-1"
+    work.mkdir(parents=True)
+    full = "error: unable to open output file 'dhir_rt.o': 'No space left on device'"
+    command = [sys.executable, "-c", f"import sys; sys.exit({full!r})"]
+    with pytest.raises(DhirError) as error:
+        build_module.run_stage(Timing(), "clang (runtime)", work, command)
+    first = str(error.value).splitlines()[0]
+    assert f"the disk that holds dhir's cache ({tmp_path / 'cache'}) is full" in first
+    assert "DHIR_CACHE_DIR=DIR" in first
+
+
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
     """An ELF header and one section header, of `section`'s (type, offset, size)."""
     order = "<" if little else ">"
