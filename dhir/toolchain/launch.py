@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.failure import (
@@ -26,7 +26,7 @@ from dhir.toolchain.options import RunOptions, check_io_mode
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
-from dhir.toolchain.tools import MpiInstall, find_mpi
+from dhir.toolchain.tools import SETUP_HINT, MpiInstall, find_mpi
 
 if TYPE_CHECKING:
     import numpy as np
@@ -244,14 +244,7 @@ def _run_once(
             # A session of its own: its process group is mpirun and what stays in it. The
             # ranks, which both MPIs put in groups of their own, are found by the DHIR_RUN_ID
             # marker (also mpirun, should a signal's Terminated cut Popen short).
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+            process = _start(command, sink, env)
             status = watch.wait(process, timeout)
         except subprocess.TimeoutExpired:
             assert process is not None  # only waiting on it times out
@@ -272,6 +265,30 @@ def _run_once(
         finally:
             _kill_leftovers(env.get("DHIR_RUN_ID"))
     return status, watch
+
+
+def _start(command: list[str], sink: BinaryIO, env: dict[str, str]) -> "subprocess.Popen[bytes]":
+    """mpirun started; one the OS cannot start (not executable, not a program for this
+    machine, cut short) is a DhirError that says what to do."""
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot start {command[0]}: {error.strerror}; reinstall its MPI "
+                    f"({SETUP_HINT}), or point DHIR_MPICH_PREFIX or DHIR_OPENMPI_PREFIX "
+                    "at a working one"
+                )
+            ]
+        ) from None
 
 
 def _launch(

@@ -105,9 +105,11 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool) -> MpiInstall:
     library = prefix / "lib" / "libmpi.so"
     missing = [str(p) for p in (header, mpirun, library) if not p.exists()]
     version = _version(mpi, header) if not missing else None
-    if missing or version is None:
+    runs = not missing and os.access(mpirun, os.X_OK)
+    if missing or version is None or not runs:
         where = f"${'DHIR_' + mpi.upper() + '_PREFIX'} = {prefix}" if from_env else str(prefix)
         what = f"missing {', '.join(missing)}" if missing else f"{header} is not {mpi}'s"
+        what = f"{mpirun} is not executable" if version is not None else what
         install = (
             f"`{sys.executable} -m pip install {PIP_PACKAGES['mpich']}`"
             if mpi == "mpich"

@@ -738,6 +738,30 @@ def test_a_build_stage_that_fills_the_disk_says_so(tmp_path: Path) -> None:
     assert "DHIR_CACHE_DIR=DIR" in first
 
 
+def test_an_mpirun_that_cannot_start_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An mpirun without its execute bit, or not a program (cut short), ended the run in
+    an internal error (PermissionError, OSError from Popen), after the whole build."""
+    from dhir.toolchain.launch import run_mpi_program
+
+    real = find_mpi(need("mpich")).prefix
+    prefix = tmp_path / "mpich"
+    (prefix / "bin").mkdir(parents=True)
+    for folder in ("include", "lib"):
+        (prefix / folder).symlink_to(real / folder)
+    mpirun = prefix / "bin" / "mpirun"
+    mpirun.write_bytes(b"#!/bin/sh\nexit 0\n")
+    mpirun.chmod(0o644)
+    monkeypatch.setenv("DHIR_MPICH_PREFIX", str(prefix))
+    with pytest.raises(DhirError, match=f"{mpirun} is not executable\\). Install it"):
+        find_mpi("mpich")
+    mpirun.write_bytes(Path(sys.executable).resolve().read_bytes()[:100])  # not a program
+    mpirun.chmod(0o755)
+    with pytest.raises(DhirError, match=f"cannot start {mpirun}: Exec format error; reinstall"):
+        run_mpi_program(Path("/bin/true"), [], RunOptions(ranks=1))
+
+
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
     """An ELF header and one section header, of `section`'s (type, offset, size)."""
     order = "<" if little else ">"
