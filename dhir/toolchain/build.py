@@ -37,6 +37,7 @@ from dhir.toolchain.tools import (
     LlvmTools,
     MpiInstall,
     cache_root,
+    cannot_run,
     find_llvm_tools,
     find_mpi,
     whole_elf,
@@ -764,7 +765,12 @@ def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) 
     with the command and the end of its output."""
     argv = [str(word) for word in command]
     with timing.stage(stage):
-        result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+        try:
+            result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+        except OSError as error:
+            if error.filename != argv[0]:  # the cache's folder: writing_cache's to say
+                raise
+            raise cannot_run(argv[0], error) from None
     problem = "failed DLTI query" in result.stderr  # mlir-opt says so, yet exits 0
     if result.returncode != 0 or problem:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-30:])

@@ -21,6 +21,7 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic, warn
 from dhir.machine.description import Device, System
 from dhir.targets import DeviceKind, host_arch
+from dhir.toolchain.tools import cannot_run
 
 NATIVE = "native"
 # What a device without a `cpu` gets on a node other than this one: code every CPU of
@@ -60,7 +61,10 @@ def cpu_facts(clang: Path, cpu: str) -> CpuFacts:
     """Ask `clang` what `cpu` has; a CPU clang does not know is an error that lists the
     ones it does."""
     command = [str(clang), *cpu_flags(cpu), "-dM", "-E", "-x", "c", "/dev/null"]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise cannot_run(clang, error) from None
     if done.returncode != 0:
         raise DhirError([Diagnostic(_unknown_cpu(cpu, done.stderr))])
     macros = set(done.stdout.split("\n"))

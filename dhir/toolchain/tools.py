@@ -83,6 +83,19 @@ def find_llvm_tools() -> LlvmTools:
     return LlvmTools(found["mlir-opt"], found["mlir-translate"], found["clang"], lib_dir)
 
 
+def cannot_run(tool: object, error: OSError) -> DhirError:
+    """An LLVM tool found on PATH that the OS cannot start (not a program for this
+    machine, cut short, a broken link): what to do."""
+    return DhirError(
+        [
+            Diagnostic(
+                f"cannot run {tool}: {error.strerror}; reinstall LLVM/MLIR {LLVM_VERSION}: "
+                f"{SETUP_HINT}, or `sudo apt-get install --reinstall {APT_PACKAGES}`"
+            )
+        ]
+    )
+
+
 def find_mpi(mpi: str = DEFAULT_MPI) -> MpiInstall:
     if mpi not in MPI_CHOICES:
         raise DhirError(

@@ -3,6 +3,7 @@ MPICH and OpenMPI, on hand-written lowered samples from tests/unit/data."""
 
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -760,6 +761,30 @@ def test_an_mpirun_that_cannot_start_is_an_error(
     mpirun.chmod(0o755)
     with pytest.raises(DhirError, match=f"cannot start {mpirun}: Exec format error; reinstall"):
         run_mpi_program(Path("/bin/true"), [], RunOptions(ranks=1))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("tool", ["mlir-opt-22", "clang-22"])
+def test_an_llvm_tool_that_cannot_start_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    """A tool on PATH that is not a program for this machine (cut short, another
+    machine's) ended the build in an internal error: OSError, Exec format error."""
+    need("mpich")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("mlir-opt-22", "mlir-translate-22", "clang-22"):
+        real = shutil.which(name)
+        assert real is not None
+        (bin_dir / name).symlink_to(real)
+    (bin_dir / tool).unlink()
+    (bin_dir / tool).write_bytes(Path(sys.executable).resolve().read_bytes()[:100])
+    (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    text = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
+    with pytest.raises(DhirError, match=f"cannot run {bin_dir / tool}: Exec format error; "):
+        build_executable(text, signature(), RunOptions(ranks=1))
 
 
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
