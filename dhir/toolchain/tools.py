@@ -162,9 +162,13 @@ def _version(mpi: str, header: Path) -> str | None:
 
 
 def cache_root() -> Path:
-    """Where dhir keeps what the tools built: $DHIR_CACHE_DIR, else ~/.cache/dhir."""
+    """Where dhir keeps what the tools built: $DHIR_CACHE_DIR, else ~/.cache/dhir. Always
+    absolute: the tools run in folders of the cache, where a relative path to one of its
+    objects would name nothing (a relative DHIR_CACHE_DIR failed every link)."""
     configured = os.environ.get("DHIR_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "dhir"
+    if not configured:
+        return Path.home() / ".cache" / "dhir"
+    return Path(configured).expanduser().absolute()
 
 
 def keep_json(path: Path, data: object) -> None:

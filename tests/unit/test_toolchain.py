@@ -21,7 +21,7 @@ from dhir.toolchain.harness import command_line_args, generate_harness
 from dhir.toolchain.launch import _launch, run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature
-from dhir.toolchain.tools import find_mpi, keep_json, whole_elf
+from dhir.toolchain.tools import cache_root, find_mpi, keep_json, whole_elf
 from dhir.transforms import check_mpi
 
 DATA = Path(__file__).parent / "data"
@@ -785,6 +785,20 @@ def test_an_llvm_tool_that_cannot_start_is_an_error(
     text = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
     with pytest.raises(DhirError, match=f"cannot run {bin_dir / tool}: Exec format error; "):
         build_executable(text, signature(), RunOptions(ranks=1))
+
+
+@pytest.mark.mlir
+def test_a_relative_cache_directory_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DHIR_CACHE_DIR=relcache failed every link: clang ran in a folder of the cache and
+    was handed the runtime's object as relcache/dhir_rt-KEY.o, which named nothing there."""
+    need("mpich")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DHIR_CACHE_DIR", "relcache")
+    text = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
+    exe = build_executable(text, signature(), RunOptions(ranks=1))
+    assert exe.is_absolute() and exe.is_relative_to(tmp_path / "relcache")
+    monkeypatch.setenv("DHIR_CACHE_DIR", "~/dhir-cache")
+    assert cache_root() == Path.home() / "dhir-cache"
 
 
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
