@@ -130,7 +130,7 @@ def _run_in(
 ) -> Path:
     """Run `exe` with the inputs staged in `work` (`words` after OUTDIR): OUTDIR."""
     ranks, threads = options.ranks, options.threads
-    install = find_mpi(options.mpi)
+    install = find_mpi(options.mpi, to_build=False)
     out = work / "out"
     out.mkdir()
     command = [*_mpirun(install, ranks, threads, options.hostfile), str(Path(exe).resolve())]
@@ -182,7 +182,7 @@ def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None =
     ones or where `options.hostfile` puts them, with the same mpirun, flags and clean-up
     as dhir's programs; its output (stdout and stderr)."""
     options = options if options is not None else RunOptions()
-    install = find_mpi(options.mpi)
+    install = find_mpi(options.mpi, to_build=False)
     with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
         work = Path(tmp)
         env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))

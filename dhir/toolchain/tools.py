@@ -96,14 +96,17 @@ def cannot_run(tool: object, error: OSError) -> DhirError:
     )
 
 
-def find_mpi(mpi: str = DEFAULT_MPI) -> MpiInstall:
+def find_mpi(mpi: str = DEFAULT_MPI, to_build: bool = True) -> MpiInstall:
+    """The installation of `mpi`: its headers, library and launcher to build with; only
+    the launcher (`to_build=False`) to run what was built, as on a machine that has MPI's
+    runtime but not its development files."""
     if mpi not in MPI_CHOICES:
         raise DhirError(
             [Diagnostic(f"unknown MPI '{mpi}'; choose one of {', '.join(MPI_CHOICES)}")]
         )
     override = os.environ.get(f"DHIR_{mpi.upper()}_PREFIX")
     prefix = Path(override) if override else _default_prefix(mpi)
-    return _mpi_at(mpi, prefix.resolve(), from_env=override is not None)
+    return _mpi_at(mpi, prefix.resolve(), override is not None, to_build)
 
 
 def _default_prefix(mpi: str) -> Path:
@@ -112,17 +115,15 @@ def _default_prefix(mpi: str) -> Path:
 
 
 @cache
-def _mpi_at(mpi: str, prefix: Path, from_env: bool) -> MpiInstall:
+def _mpi_at(mpi: str, prefix: Path, from_env: bool, to_build: bool) -> MpiInstall:
     header = prefix / "include" / "mpi.h"
     mpirun = prefix / "bin" / "mpirun"
     library = prefix / "lib" / "libmpi.so"
-    missing = [str(p) for p in (header, mpirun, library) if not p.exists()]
-    version = _version(mpi, header) if not missing else None
-    runs = not missing and os.access(mpirun, os.X_OK)
-    if missing or version is None or not runs:
+    needed = (header, mpirun, library) if to_build else (mpirun,)
+    version = _version(mpi, header) if header.exists() else None
+    what = _mpi_problem(mpi, needed, version, header, mpirun)
+    if what is not None:
         where = f"${'DHIR_' + mpi.upper() + '_PREFIX'} = {prefix}" if from_env else str(prefix)
-        what = f"missing {', '.join(missing)}" if missing else f"{header} is not {mpi}'s"
-        what = f"{mpirun} is not executable" if version is not None else what
         install = (
             f"`{sys.executable} -m pip install {PIP_PACKAGES['mpich']}`"
             if mpi == "mpich"
@@ -144,7 +145,22 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool) -> MpiInstall:
         flags = ("--oversubscribe", "--mca", "btl", "^ofi")
         if os.geteuid() == 0:
             flags = ("--allow-run-as-root", *flags)
-    return MpiInstall(mpi, prefix, header.parent, library.parent, mpirun, flags, version)
+    # No header (a launcher only) leaves the version unknown: nothing is built with it.
+    return MpiInstall(mpi, prefix, header.parent, library.parent, mpirun, flags, version or "")
+
+
+def _mpi_problem(
+    mpi: str, needed: tuple[Path, ...], version: str | None, header: Path, mpirun: Path
+) -> str | None:
+    """What is wrong with an installation of `mpi` that should hold `needed`, if anything."""
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if header.exists() and version is None:  # even where only its launcher is needed
+        return f"{header} is not {mpi}'s"
+    if not os.access(mpirun, os.X_OK):
+        return f"{mpirun} is not executable"
+    return None
 
 
 def _version(mpi: str, header: Path) -> str | None:

@@ -801,6 +801,25 @@ def test_a_relative_cache_directory_builds(tmp_path: Path, monkeypatch: pytest.M
     assert cache_root() == Path.home() / "dhir-cache"
 
 
+@pytest.mark.mpi
+def test_running_needs_only_the_launcher_of_mpi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine with MPI's launcher and runtime but not its headers could not run what
+    dhir compile built elsewhere ("missing include/mpi.h"), as docs/commands.md says it
+    can; building there still needs them."""
+    from dhir.toolchain.launch import run_mpi_program
+
+    real = find_mpi(need("mpich")).prefix
+    prefix = tmp_path / "mpich"
+    prefix.mkdir()
+    (prefix / "bin").symlink_to(real / "bin")
+    monkeypatch.setenv("DHIR_MPICH_PREFIX", str(prefix))
+    with pytest.raises(DhirError, match=r"mpich not found at .*\(missing .*include/mpi.h, "):
+        find_mpi("mpich")
+    assert run_mpi_program(Path("/bin/echo"), ["ran"], RunOptions(ranks=1)).strip() == "ran"
+
+
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
     """An ELF header and one section header, of `section`'s (type, offset, size)."""
     order = "<" if little else ">"
