@@ -574,7 +574,10 @@ class _Recipe:
         except DhirError as error:
             failed = self.root / f"failed-{final.name}"
             shutil.rmtree(failed, ignore_errors=True)
-            os.replace(work, failed)
+            try:
+                os.replace(work, failed)
+            except OSError:  # a concurrent build of the key failed too, and kept its folder
+                shutil.rmtree(work, ignore_errors=True)
             moved = [
                 Diagnostic(d.message.replace(str(work), str(failed)), d.loc)
                 for d in error.diagnostics

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from dhir.dialects import mpi as mpi_dialect
-from dhir.ir.diagnostics import DhirError
+from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain import build as build_module
 from dhir.toolchain.build import Timing, build_executable
 from dhir.toolchain.harness import command_line_args, generate_harness
@@ -818,6 +818,37 @@ def test_running_needs_only_the_launcher_of_mpi(
     with pytest.raises(DhirError, match=r"mpich not found at .*\(missing .*include/mpi.h, "):
         find_mpi("mpich")
     assert run_mpi_program(Path("/bin/echo"), ["ran"], RunOptions(ranks=1)).strip() == "ran"
+
+
+def test_two_failed_builds_of_one_key_both_say_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs of one program failing at once: the later one to keep its folder as
+    failed-KEY found the other's there, and said "cannot write to dhir's cache directory
+    ...: Directory not empty" instead of the build's error."""
+    from types import SimpleNamespace
+
+    from dhir.toolchain.build import _Recipe
+
+    final = tmp_path / "key"
+    failed = tmp_path / "failed-key"
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path: Path, ignore_errors: bool = False) -> None:
+        real_rmtree(path, ignore_errors=ignore_errors)
+        if Path(path) == failed:  # the other build keeps its folder just then
+            failed.mkdir()
+            (failed / "program.mlir").write_text("the other's")
+
+    def build(work: Path) -> None:
+        (work / "program.mlir").write_text("mine")
+        raise DhirError([Diagnostic(f"build stage 'mlir-opt' failed\nin {work}")])
+
+    monkeypatch.setattr(build_module.shutil, "rmtree", rmtree)
+    recipe = SimpleNamespace(root=tmp_path)
+    with pytest.raises(DhirError, match=f"build stage 'mlir-opt' failed\nin {failed}$"):
+        _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["failed-key"]  # no work folder
 
 
 def _elf(wide: bool, little: bool, section: tuple[int, int, int]) -> bytes:
