@@ -506,16 +506,6 @@ def _run_built(
         raise DhirError(
             [Diagnostic(f"{path} is an executable; the interpreter runs the .mlir program")]
         )
-    if not whole_elf(path):
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{path} is an executable cut short (its headers name bytes past its "
-                    "end: a full disk, a copy stopped halfway); build it again with "
-                    "`dhir compile`"
-                )
-            ]
-        )
     built = read_sidecar(path)
     signature, ranks = built.signature, built.ranks
     refused = _unchangeable(path, args, built)
@@ -527,6 +517,16 @@ def _run_built(
     hostfile = plan.hostfile if plan is not None else None
     options = replace(_options(args), ranks=ranks, mpi=built.mpi, hostfile=hostfile)
     check_written_files(options)
+    if not whole_elf(path):  # last: what is said of the command line comes first
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{path} is an executable cut short (its headers name bytes past its "
+                    "end: a full disk, a copy stopped halfway); build it again with "
+                    "`dhir compile`"
+                )
+            ]
+        )
     if options.threads is None:
         threads = plan.threads if plan is not None else options.threads_per_rank()
         options = replace(options, threads=threads)

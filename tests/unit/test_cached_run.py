@@ -212,6 +212,9 @@ def test_a_compiled_executable_cut_short_is_refused(cache: Path, tmp_path: Path)
     whole = Path(sys.executable).resolve().read_bytes()
     exe.write_bytes(whole[: len(whole) // 2])
     exe.chmod(0o755)
+    (tmp_path / "program.dhir.json").write_text(
+        '{"entry": "main", "ranks": 1, "mpi": "mpich", "args": []}'
+    )
     done, _ = dhir_run(cache, str(exe))
     assert done.returncode == 1
     assert f"error: {exe} is an executable cut short" in done.stderr
