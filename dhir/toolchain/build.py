@@ -26,11 +26,12 @@ from pathlib import Path
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
 from dhir.ir.text import parse_string
 from dhir.runtime import GPU_RUNTIME_SOURCE, RUNTIME_DIR, RUNTIME_HEADER, RUNTIME_SOURCE
-from dhir.toolchain import progress
+from dhir.toolchain import llvm_text, progress
 from dhir.toolchain.cpu import NATIVE, CpuFacts, cpu_facts, cpu_flags
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs, position_independent_hint
+from dhir.toolchain.llvm_text import patch_llvm_ir
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import (
@@ -125,6 +126,7 @@ C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the ha
 # call's location and the task it is in (None: host code).
 Callers = Mapping[str, tuple[SourceLoc | None, str | None]]
 CACHE_FORMAT = 3  # 3: modules lowered to bytecode, program.llvm.mlirbc
+LLVM_TEXT_SOURCE = Path(llvm_text.__file__)
 # What mlir-opt-22 lowers a module to: MLIR bytecode (`mlir-opt-22 FILE` prints it as
 # text), or text for GPU builds.
 _LOWERED_BYTECODE = "program.llvm.mlirbc"
@@ -132,14 +134,6 @@ _LOWERED_TEXT = "program.llvm.mlir"
 
 # The name that diagnostics give a lowered module handed over as text.
 LOWERED_NAME = "program.mlir"
-# MLIR 22 names OpenMPI's predefined reductions `ompi_mpi_<op>`; libmpi exports `ompi_mpi_op_<op>`.
-_OPENMPI_OPS = re.compile(
-    r"@ompi_mpi_(sum|prod|max|min|maxloc|minloc|land|band|lor|bor|lxor|bxor|replace|no_op)\b"
-)
-# `@main` as a symbol, or a string constant, left as it is: the name of a location in a
-# --runtime-checks message may hold "@main", and renaming it there would change the
-# length its array type gives (clang refuses the module).
-_MAIN_SYMBOL = re.compile(r'c"[^"]*"|@main(?![\w.$-])')
 # An mpi op in mlir-opt's output (text: reading it back into xDSL would cost more than the
 # build); `!mpi.` types are looked for apart.
 _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
@@ -394,6 +388,7 @@ class _Recipe:
                 **({"gpu": self.gpu.key()} if self.gpu is not None else {}),
                 "format": CACHE_FORMAT,
                 "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
+                "llvm text": LLVM_TEXT_SOURCE.read_text(),
                 "passes": list(self.passes),
                 "flags": [*self.clang_flags, *C_FLAGS],
                 "cpu": self.cpu.digest,
@@ -482,7 +477,7 @@ class _Recipe:
                 self._explain_translation_failure(work)
             raise
         ll = work / "program.ll"
-        ll.write_text(_patch_llvm_ir(ll.read_text(), self.mpi))
+        ll.write_text(patch_llvm_ir(ll.read_text(), self.mpi))
         command = [tools.clang, *self.clang_flags, "-Wno-override-module", "-c", ll.name]
         run_stage(timing, "clang (program)", work, [*command, "-o", "program.o"])
 
@@ -797,16 +792,6 @@ def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) 
                 )
             ]
         )
-
-
-def _patch_llvm_ir(ll: str, mpi: MpiInstall) -> str:
-    # The harness's C `main` calls the entry; an MLIR function named main would clash with it.
-    ll = _MAIN_SYMBOL.sub(lambda match: _renamed_main(match.group()), ll)
-    return _OPENMPI_OPS.sub(r"@ompi_mpi_op_\1", ll) if mpi.name == "openmpi" else ll
-
-
-def _renamed_main(text: str) -> str:
-    return text if text.startswith('c"') else "@dhir_mlir_main"
 
 
 def _check_mpi_use(mlir: str, mpi: MpiInstall) -> None:

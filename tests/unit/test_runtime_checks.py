@@ -12,8 +12,8 @@ import pytest
 
 import dhir
 from dhir.ir.diagnostics import DhirError, SourceLoc
-from dhir.toolchain.build import _patch_llvm_ir  # pyright: ignore[reportPrivateUsage]
 from dhir.toolchain.failure import FailedCheck, failed_check
+from dhir.toolchain.llvm_text import patch_llvm_ir
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import MpiInstall
 
@@ -167,7 +167,7 @@ def test_main_in_a_check_s_message_is_not_renamed() -> None:
     message = 'c"Location: loc(\\22<mlir-opt: partition @main (a shard program)>\\22:1:1)\\00"'
     ll = f"@assert_msg = private constant [70 x i8] {message}\ndefine void @main() {{\n"
     mpi = MpiInstall("mpich", Path("/"), Path("/"), Path("/"), Path("/"), (), "4")
-    patched = _patch_llvm_ir(ll, mpi)
+    patched = patch_llvm_ir(ll, mpi)
     assert patched == ll.replace("define void @main", "define void @dhir_mlir_main")
 
 

@@ -331,6 +331,11 @@ def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
     assert build_executable(text, sig, RunOptions(ranks=3)) != exe
     assert build_executable(text + "\n", sig, RunOptions(ranks=2)) != exe
+    # So is the Python that edits the LLVM IR text before clang builds it.
+    edited = tmp_path / "llvm_text.py"
+    edited.write_text(build_module.LLVM_TEXT_SOURCE.read_text() + "# edited\n")
+    monkeypatch.setattr(build_module, "LLVM_TEXT_SOURCE", edited)
+    assert build_executable(text, sig, RunOptions(ranks=2)) != exe
 
 
 @pytest.mark.mlir
