@@ -269,36 +269,38 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     load = loads[0]
     if list(load.indices) != list(store.indices) or ops.index(load) > ops.index(store):
         return None
-    if not _runs(loop) and not _in_bounds(load):
-        return None  # carried, a loop of no iterations would touch an element out of bounds
+    if not _runs(loop):
+        # Carried, a loop of no iterations would still load and store the element, which
+        # the program does not touch there: out of its memref, or out of the rows its rank
+        # holds (partitioned storage reserves only the rows a task touches).
+        return None
     if not all(isinstance(op, (memref.LoadOp, memref.StoreOp, *_SCALAR)) for op in ops):
         return None
     return load, store
 
 
 def _runs(loop: scf.ForOp) -> bool:
-    """Whether `loop` surely runs at least once (constant bounds)."""
-    lb, ub, step = _constant(loop.lb), _constant(loop.ub), _constant(loop.step)
-    return lb is not None and ub is not None and step is not None and step > 0 and lb < ub
-
-
-def _in_bounds(load: memref.LoadOp) -> bool:
-    """Whether `load` surely reads within its memref's static shape: each index a constant
-    or the counter of a loop of constant bounds, within the size."""
-    kind = load.memref.type
-    if not isinstance(kind, MemRefType):
+    """Whether `loop` surely runs at least once wherever it is reached: its step is a
+    positive constant and `ub - lb` is a constant at least 1, or a constant multiple of
+    the counter of the scf.for around it (of constant bounds) plus a constant, at least 1
+    at that loop's first and last counts (`for j in [0, i)` under `for i in [1, n)`)."""
+    step = _constant(loop.step)
+    if step is None or step <= 0:
         return False
-    for index, size in zip(load.indices, kind.get_shape(), strict=True):
-        low = high = _constant(index)
-        owner = index.owner
-        if low is None and isinstance(owner, Block) and isinstance(owner.parent_op(), scf.ForOp):
-            counter = cast(scf.ForOp, owner.parent_op())
-            if index is _iv(counter):
-                low, high = _constant(counter.lb), _constant(counter.ub)
-                high = high - 1 if high is not None else None
-        if low is None or high is None or size < 0 or not 0 <= low <= high < size:
-            return False
-    return True
+    lb, ub = _constant(loop.lb), _constant(loop.ub)
+    if lb is not None and ub is not None:
+        return lb < ub
+    outer = loop.parent_op()
+    if not isinstance(outer, scf.ForOp):
+        return False
+    low, high = lift(loop.lb, outer), lift(loop.ub, outer)
+    first, end = _constant(outer.lb), _constant(outer.ub)
+    if low is None or high is None or low.terms or high.terms or first is None or end is None:
+        return False
+    if first >= end:
+        return True  # the loop around never runs, nor does this one
+    coef, const = high.coef - low.coef, high.const - low.const
+    return all(coef * i + const >= 1 for i in (first, end - 1))
 
 
 def _threaded(op: Operation) -> bool:

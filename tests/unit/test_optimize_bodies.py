@@ -927,18 +927,69 @@ func.func @main(%T: memref<8x3xf64>, %A: memref<8x4xf64>, %n: index) {
 
 @pytest.mark.parametrize(
     ("column", "count", "carried"),
-    [("2", "%n", True), ("5", "%c1", True), ("5", "%n", False), ("5", "%c0", False)],
+    [("2", "%n", False), ("5", "%c1", True), ("5", "%n", False), ("5", "%c0", False)],
 )
 def test_a_sum_is_carried_only_where_its_element_is_surely_touched(
     column: str, count: str, carried: bool
 ) -> None:
     """Carried in a register, a sum is loaded before its loop and stored after it, even
-    where the loop runs no iteration: only where the element is surely within its memref,
-    or the loop surely runs, may it be (column 5 of 3 is out of bounds, harmless only
-    while no iteration touches it)."""
+    where the loop runs no iteration: only where the loop surely runs may it be. Column 5
+    of 3 is out of bounds, and even column 2 may lie outside the rows a rank holds of a
+    partitioned memref, harmless only while no iteration touches it."""
     module = parse_string(SUM_AT.replace("K :", f"{column} :").replace("N step", f"{count} step"))
     optimize_bodies(module, 512)
     assert any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk()) == carried
+
+
+# A row sum over the columns before the row (a lower triangle without its diagonal): row
+# FIRST's loop runs no iteration when FIRST is 0. Task t2 touches rows 1..63 of %y only,
+# and on its own rank; with partitioned storage that rank reserves just those rows.
+TRIANGLE_SUM = """
+func.func @main(%A: memref<64x64xf64>, %y: memref<64x512xf64>) {
+  dhir.schedule %A, %y {
+    %cpu = dhir.target {kind = "cpu"}
+    %t1 = dhir.task %cpu, %y attributes {dhir.rank = 0} {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 5.0 : f64
+      memref.store %v, %y[%c0, %c0] : memref<64x512xf64>
+    }
+    %t2 = dhir.task %cpu, %y, %A attributes {dhir.rank = 1} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %first = arith.constant FIRST : index
+      %n = arith.constant 64 : index
+      scf.for %i = %first to %n step %c1 {
+        scf.for %j = %c0 to %i step %c1 {
+          %s = memref.load %y[%i, %c0] : memref<64x512xf64>
+          %a = memref.load %A[%i, %j] : memref<64x64xf64>
+          %r = arith.addf %s, %a : f64
+          memref.store %r, %y[%i, %c0] : memref<64x512xf64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(("first", "carried"), [(0, False), (1, True)])
+def test_a_triangles_sum_is_carried_only_where_every_row_runs_its_loop(
+    first: int, carried: bool
+) -> None:
+    """`for j in [0, i)` runs for every row of `for i in [1, 64)`, not of `[0, 64)`."""
+    module = parse_string(TRIANGLE_SUM.replace("FIRST :", f"{first} :"))
+    optimize_bodies(module, 512)
+    assert any(isinstance(op, scf.ForOp) and op.iter_args for op in module.walk()) == carried
+
+
+def test_a_carried_sum_touches_no_row_its_rank_does_not_hold() -> None:
+    """Row 0 of the triangle's sum runs no iteration: carried, it would load and store
+    y[0, 0], a page below the rows rank 1 reserves for y (a segmentation fault)."""
+    text = TRIANGLE_SUM.replace("FIRST :", "0 :")
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((64, 64)), rng.standard_normal((64, 512))]
+    _assert_native_equals_interp(text, inputs, 2, "native", 1)
 
 
 def test_the_optimizer_keeps_what_each_rank_holds() -> None:
