@@ -1143,7 +1143,15 @@ class _Nest:
         for root, table in self.tables.items():
             put(ks, memref.StoreOp.get(env[root], table, [r, k]))
         put(ks, scf.YieldOp())
-        put(rows_body, scf.ForOp(red_lb, red_ub, one, [], Region(ks)))
+        # Only for a row that has columns: the nest reads nothing in one that has none
+        # (`for j in [0, i - 4)`: rows 0..4), where a read may fall outside the memref or
+        # the rows its rank holds. The kernel reads no entry of such a row.
+        lo, hi = (bound.at(rows_body, rows_body.args[0]) for bound in self.bounds)
+        some = put(rows_body, arith.CmpiOp(lo, hi, "slt")).result
+        then = Block()
+        put(then, scf.ForOp(red_lb, red_ub, one, [], Region(ks)))
+        put(then, scf.YieldOp())
+        put(rows_body, scf.IfOp(some, [], Region(then)))
         put(rows_body, scf.YieldOp())
         put(block, scf.ForOp(rows[0], rows[1], one, [], Region(rows_body)))
         self.tables_from = rows[0]

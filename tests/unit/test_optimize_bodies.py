@@ -992,6 +992,54 @@ def test_a_carried_sum_touches_no_row_its_rank_does_not_hold() -> None:
     _assert_native_equals_interp(text, inputs, 2, "native", 1)
 
 
+# Rows 0..4 have no columns, and read no A[i - 4, k]: A has no row i - 4 for them.
+TABLE_ROWS = """
+func.func @main(%C: memref<20x16xf64>, %A: memref<16x16xf64>, %B: memref<16x16xf64>) {
+  dhir.schedule %C, %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %C, %A, %B {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c16 = arith.constant 16 : index
+      %c20 = arith.constant 20 : index
+      %alpha = arith.constant 1.5 : f64
+      scf.for %i = %c0 to %c20 step %c1 {
+        scf.for %k = %c0 to %c16 step %c1 {
+          %jh = arith.subi %i, %c4 : index
+          scf.for %j = %c0 to %jh step %c1 {
+            %c = memref.load %C[%i, %j] : memref<20x16xf64>
+            %im = arith.subi %i, %c4 : index
+            %a = memref.load %A[%im, %k] : memref<16x16xf64>
+            %b = memref.load %B[%k, %j] : memref<16x16xf64>
+            %s = arith.mulf %a, %alpha : f64
+            %p = arith.mulf %s, %b : f64
+            %r = arith.addf %c, %p : f64
+            memref.store %r, %C[%i, %j] : memref<20x16xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_table_holds_only_rows_that_have_columns() -> None:
+    """alpha * A[i - 4, k] goes into a table per row and k; rows without columns read
+    nothing, and computing theirs read A[-4, k]: out of bounds, which --runtime-checks
+    stopped at (a fault, or rows the rank does not hold, unchecked)."""
+    (decision,) = _decisions(TABLE_ROWS, 256)
+    assert "1 value(s) per row and k in a table" in decision
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(shape) for shape in ((20, 16), (16, 16), (16, 16))]
+    want = dhir.run(TABLE_ROWS, *inputs, backend="interp", ranks=1)
+    got = dhir.run(TABLE_ROWS, *inputs, ranks=1, cpu="haswell", runtime_checks=True)
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
 def test_the_optimizer_keeps_what_each_rank_holds() -> None:
     """The lowering bounds each rank's rows by the facts found before the rewrite: the
     blocked loops' index arithmetic would be bounded less tightly (every row, whole)."""
