@@ -768,8 +768,10 @@ def test_row_sums_and_single_rows_equal_the_interpreter(
     bit the interpreter's."""
     text = nest.text()
     (decision,) = optimize_bodies(parse_string(text), 512)
-    assert decision.done, decision.text
-    if not nest.down:
+    # Over no columns the sum is not carried in a register (it would touch T[i], which
+    # the program does not), and the nest stays as written.
+    assert decision.done == (nest.nj > 0), decision.text
+    if not nest.down and decision.done:
         lanes = nest.j_step == 1
         assert ("in vector lanes" in decision.text) == lanes, decision.text
     inputs = nest.inputs(seed)
