@@ -1,23 +1,68 @@
 """The entry's argument values as NumPy arrays: each checked against its ArgSpec (the
 API's and `--input`'s values), and the results saved as .npy files."""
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature, given_args, write_outputs
+from dhir.toolchain.signature import (
+    DYNAMIC,
+    RESULT,
+    ArgSpec,
+    EntrySignature,
+    given_args,
+    write_outputs,
+)
 
 
 def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
     """`inputs` (one per given argument) with a zero array put in for each result."""
     check_given_count(signature, inputs)
     given = iter(inputs)
-    return [
-        next(given) if spec.given else np.zeros(spec.shape or (), spec.dtype)
-        for spec in signature.args
-    ]
+    return [next(given) if spec.given else _zeros(spec, signature.name) for spec in signature.args]
+
+
+def _zeros(spec: ArgSpec, entry: str) -> np.ndarray:
+    """Where a result goes: zeros of its shape, or a DhirError naming it when they do
+    not fit in memory (a `tensor<65536x65536x65536xf64>` result), not a MemoryError that
+    `dhir run` reports as a bug in dhir."""
+    shape = spec.shape or ()
+    with _allocating(spec, entry, shape):
+        return np.zeros(shape, spec.dtype)
+
+
+@contextmanager
+def _allocating(spec: ArgSpec, entry: str, shape: tuple[int, ...]) -> Iterator[None]:
+    """A MemoryError inside as a DhirError naming argument `spec`, an array of `shape`."""
+    try:
+        yield
+    except MemoryError:
+        size = math.prod(shape) * spec.itemsize
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{_named(spec, entry)}: its {_bytes(size)} do not fit in this machine's memory"
+                )
+            ]
+        ) from None
+
+
+def _named(spec: ArgSpec, entry: str) -> str:
+    """`spec` as the user knows it: an argument, or a result of an entry on tensors."""
+    if spec.role == RESULT:
+        return f"result #{spec.result} of @{entry} ({spec.mlir_type})"
+    return f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
+
+
+def _bytes(count: int) -> str:
+    """`count` bytes in the largest binary unit that keeps it at least 1 (3.0 GiB)."""
+    units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    power = min(len(units) - 1, max(0, (count.bit_length() - 1) // 10))
+    return f"{count} bytes" if power == 0 else f"{count / 1024**power:.1f} {units[power]}"
 
 
 def check_given_count(signature: EntrySignature, inputs: list[object]) -> None:
@@ -50,21 +95,20 @@ def _check_count(
 
 
 def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
-    where = f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
+    where = _named(spec, entry)
     if not spec.is_memref:
         return _check_scalar(spec, value, where)
     if not isinstance(value, np.ndarray):
         raise DhirError(
             [Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")]
         )
+    _check_unmasked(value, where)
     assert spec.shape is not None
-    if value.dtype != spec.dtype and value.dtype.newbyteorder("=") == spec.dtype:
-        # Another byte order (a big-endian .npy): the same values, converted losslessly.
-        value = value.astype(spec.dtype)
     shape_ok = len(value.shape) == len(spec.shape) and all(
         want in (DYNAMIC, got) for want, got in zip(spec.shape, value.shape)
     )
-    if not shape_ok or value.dtype != spec.dtype:
+    # Another byte order (a big-endian .npy) holds the same values: converted below.
+    if not shape_ok or value.dtype.newbyteorder("=") != spec.dtype:
         want_shape = "x".join("?" if d == DYNAMIC else str(d) for d in spec.shape)
         raise DhirError(
             [
@@ -74,14 +118,32 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
                 )
             ]
         )
-    # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D).
-    array = np.array(value, order="C", copy=True)
+    with _allocating(spec, entry, value.shape):
+        # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D),
+        # in the machine's byte order: a big-endian .npy's values, converted losslessly.
+        array = np.array(value, dtype=spec.dtype, order="C", copy=True)
     if array.dtype == np.bool_:
         # NumPy takes any non-zero byte as True (a uint8 array viewed as bool); compiled
         # i1 code reads the byte as it is, so 2 would stay 2 through xori and extui.
         raw = array.view(np.uint8)
         np.minimum(raw, 1, out=raw)
     return array
+
+
+def _check_unmasked(value: np.ndarray, where: str) -> None:
+    """Refuse a masked array with elements masked: the program would read the values
+    under the mask, as if it had none."""
+    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
+        count = int(np.ma.count_masked(value))
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where} is a masked array with {count} masked "
+                    f"{'element' if count == 1 else 'elements'}, which the program would read "
+                    "as the values under the mask; give array.filled(VALUE) to choose them"
+                )
+            ]
+        )
 
 
 def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
