@@ -285,8 +285,10 @@ def run_module(
         module = partition(module, entry, options.ranks)  # a program per device on memrefs
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)
-        # Checked against the entry as written, so errors name its tensor types.
-        full: list[object] = list(check_inputs(signature, with_results(signature, inputs)))
+        # Checked against the entry as written, so errors name its tensor types; not
+        # copied: each backend copies what it writes into.
+        with_zeros = with_results(signature, inputs)
+        full: list[object] = list(check_inputs(signature, with_zeros, copy=False))
         results = _run_on(module, entry, full, backend, options, None, timing, None)
         # Tensors are values: an argument comes back as it was given.
         results = [

@@ -412,7 +412,7 @@ def run_native(
     reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
     signature = entry_signature(module, entry)
-    arrays = check_inputs(signature, inputs)
+    arrays = check_inputs(signature, inputs, copy=False)  # saved to files, not written
     check_written_files(options)
     check_io_mode()
     profile = options.profile

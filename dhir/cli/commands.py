@@ -511,7 +511,8 @@ def _run_built(
     refused = _unchangeable(path, args, built)
     if refused:
         raise DhirError(refused)
-    inputs = check_inputs(signature, with_results(signature, read_inputs(args.input, signature)))
+    given = with_results(signature, read_inputs(args.input, signature))
+    inputs = check_inputs(signature, given, copy=False)  # run_executable only saves them
     check_apart(args.input, signature, args.output_dir)
     plan = _launch_plan(args, ranks, built.mpi, path)
     hostfile = plan.hostfile if plan is not None else None

@@ -73,7 +73,7 @@ def run_executable(
 
     options = options if options is not None else RunOptions()
     check_io_mode()
-    arrays = check_inputs(signature, list(inputs))
+    arrays = check_inputs(signature, list(inputs), copy=False)  # only saved to files
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
     # A caller that does not turn SIGTERM into an exception itself (dhir.run and the

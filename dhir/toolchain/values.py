@@ -70,11 +70,18 @@ def check_given_count(signature: EntrySignature, inputs: list[object]) -> None:
     _check_count(signature, given_args(signature), inputs)
 
 
-def check_inputs(signature: EntrySignature, inputs: list[object]) -> list[np.ndarray]:
-    """Inputs as arrays (0-d for scalars) of the right dtype and shape, or a DhirError."""
+def check_inputs(
+    signature: EntrySignature, inputs: list[object], *, copy: bool = True
+) -> list[np.ndarray]:
+    """Inputs as arrays (0-d for scalars) of the right dtype and shape, C-ordered in the
+    machine's byte order, or a DhirError. `copy`: each memref a fresh copy, for a caller
+    that writes into them (the interpreter); without it, an input that already is such an
+    array is itself, not to be written (a native run only saves them to files: a copy
+    there held each input in memory twice more, once here and once in run_executable)."""
     _check_count(signature, signature.args, inputs)
     return [
-        _check_input(spec, value, signature.name) for spec, value in zip(signature.args, inputs)
+        _check_input(spec, value, signature.name, copy)
+        for spec, value in zip(signature.args, inputs)
     ]
 
 
@@ -94,7 +101,7 @@ def _check_count(
         )
 
 
-def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
+def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.ndarray:
     where = _named(spec, entry)
     if not spec.is_memref:
         return _check_scalar(spec, value, where)
@@ -118,13 +125,15 @@ def _check_input(spec: ArgSpec, value: object, entry: str) -> np.ndarray:
                 )
             ]
         )
+    # NumPy takes any non-zero byte as True (a uint8 array viewed as bool); compiled i1
+    # code reads the byte as it is, so 2 would stay 2 through xori and extui: such bytes
+    # are made 1, in a copy.
+    copy = copy or (value.dtype == np.bool_ and bool((value.view(np.uint8) > 1).any()))
     with _allocating(spec, entry, value.shape):
-        # A C-ordered copy that keeps 0-d arrays 0-d (np.ascontiguousarray makes them 1-D),
-        # in the machine's byte order: a big-endian .npy's values, converted losslessly.
-        array = np.array(value, dtype=spec.dtype, order="C", copy=True)
-    if array.dtype == np.bool_:
-        # NumPy takes any non-zero byte as True (a uint8 array viewed as bool); compiled
-        # i1 code reads the byte as it is, so 2 would stay 2 through xori and extui.
+        # C-ordered, keeping 0-d arrays 0-d (np.ascontiguousarray makes them 1-D), in the
+        # machine's byte order: a big-endian .npy's values, converted losslessly.
+        array = np.array(value, dtype=spec.dtype, order="C", copy=True if copy else None)
+    if copy and array.dtype == np.bool_:
         raw = array.view(np.uint8)
         np.minimum(raw, 1, out=raw)
     return array
