@@ -141,18 +141,21 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
 
 def _check_unmasked(value: np.ndarray, where: str) -> None:
     """Refuse a masked array with elements masked: the program would read the values
-    under the mask, as if it had none."""
-    if isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value):
-        count = int(np.ma.count_masked(value))
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"{where} is a masked array with {count} masked "
-                    f"{'element' if count == 1 else 'elements'}, which the program would read "
-                    "as the values under the mask; give array.filled(VALUE) to choose them"
-                )
-            ]
-        )
+    under the mask, as if it had none (for a scalar, `numpy.ma.masked`, 0)."""
+    if not (isinstance(value, np.ma.MaskedArray) and np.ma.is_masked(value)):
+        return
+    if value.ndim == 0:
+        raise DhirError([Diagnostic(f"{where} is masked; give the value to use instead")])
+    count = int(np.ma.count_masked(value))
+    raise DhirError(
+        [
+            Diagnostic(
+                f"{where} is a masked array with {count} masked "
+                f"{'element' if count == 1 else 'elements'}, which the program would read "
+                "as the values under the mask; give array.filled(VALUE) to choose them"
+            )
+        ]
+    )
 
 
 def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
@@ -161,6 +164,7 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
             raise DhirError(
                 [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
             )
+        _check_unmasked(value, where)
         value = value.item()
     if isinstance(value, np.generic):
         value = value.item()

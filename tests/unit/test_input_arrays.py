@@ -120,6 +120,28 @@ def test_a_masked_array_with_masked_elements_is_refused() -> None:
     np.testing.assert_array_equal(b, filled * 10 + np.arange(3.0)[:, None])
 
 
+# a[0] += k: whether k reached the program as given.
+ADD_SCALAR = """func.func @main(%a: memref<2xf64>, %k: f64) {
+  %c0 = arith.constant 0 : index
+  %x = memref.load %a[%c0] : memref<2xf64>
+  %y = arith.addf %x, %k : f64
+  memref.store %y, %a[%c0] : memref<2xf64>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "masked", [np.ma.masked, np.ma.masked_array(2.0, mask=True)], ids=["constant", "0-d"]
+)
+def test_a_masked_scalar_is_refused(masked: np.ma.MaskedArray) -> None:
+    """numpy.ma.masked ran as 0, a masked 0-d array as the value under its mask."""
+    with pytest.raises(DhirError, match=r"argument #1 of @main \(f64\) is masked; give the"):
+        dhir.run(ADD_SCALAR, np.zeros(2), masked, backend="interp")
+    a, k = dhir.run(ADD_SCALAR, np.ones(2), np.ma.masked_array(2.0), backend="interp")
+    assert a[0] == 3.0 and k == 2.0
+
+
 def test_an_input_too_large_to_copy_is_an_error_naming_it() -> None:
     """A view of one element as 2^59 of them: its copy raised a bare MemoryError."""
     huge = np.broadcast_to(np.float64(1.0), (2**31, 2**28))
