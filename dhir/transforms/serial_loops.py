@@ -60,8 +60,7 @@ _Fold = Callable[[Block, Sequence[SSAValue]], list[SSAValue]]
 
 @dataclass(frozen=True)
 class SerialLoopsPass(ModulePass):
-    """Make parallel loops that reach MPI, that OpenMP cannot reduce, or marked to run
-    in order, sequential nests.
+    """Run serially the parallel loops that reach MPI, OpenMP cannot reduce, or so marked.
 
     `scf.parallel`/`affine.parallel` loops that reach MPI or dhir's runtime, whose
     reductions OpenMP cannot make, or marked `dhir.in_order`, become sequential loop
