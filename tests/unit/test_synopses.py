@@ -2,13 +2,17 @@
 take, and no option they do not."""
 
 import argparse
+import dataclasses
+import inspect
 import re
 from pathlib import Path
 
 import pytest
 
+import dhir
 from dhir.cli import opt_driver
 from dhir.cli.main import build_parser
+from dhir.transforms import dhir_passes
 
 ROOT = Path(__file__).parents[2]
 DOCS = ("README.md", "docs/commands.md")
@@ -89,3 +93,44 @@ def test_the_help_says_what_the_reference_says_of_timeout() -> None:
     (timeout,) = [a for a in parser_of("run")._actions if "--timeout" in a.option_strings]
     assert timeout.help is not None
     assert "more than 0" in timeout.help and "inf waits for ever" in timeout.help
+
+
+def test_the_reference_gives_dhir_run_s_signature() -> None:
+    """docs/commands.md's `dhir.run(...)` lacked `runtime_checks=False`."""
+    text = (ROOT / "docs/commands.md").read_text()
+    start = text.index("`dhir.run(program, ")
+    shown = " ".join(text[start + 1 : text.index("`", start + 1)].split())
+    signature = inspect.signature(dhir.run)
+    words = [
+        f"*{p.name}" if p.kind is p.VAR_POSITIONAL
+        else p.name if p.default is p.empty
+        else f"{p.name}={p.default!r}".replace("'", '"')
+        for p in signature.parameters.values()
+    ]  # fmt: skip
+    assert shown == f"dhir.run({', '.join(words)})"
+
+
+def _pass_options(row: str) -> dict[str, str]:
+    """The `name=value` options a pass's row in the table of passes shows in braces."""
+    head = row.split("`")[1]
+    braces = head.partition("{")[2].rstrip("}")
+    return dict(word.split("=", 1) for word in braces.split())
+
+
+@pytest.mark.parametrize("name", sorted(dhir_passes()))
+def test_the_table_of_passes_names_each_pass_s_options(name: str) -> None:
+    """dhir-place and dhir-gpu-data take `entry`, which their rows did not show, and
+    dhir-codedrop's showed `entry=main` where it rewrites every function by default."""
+    text = (ROOT / "docs/commands.md").read_text()
+    (row,) = [
+        line for line in text.splitlines()
+        if line.startswith((f"| `{name}`", f"| `{name}{{"))
+    ]  # fmt: skip
+    shown = {key.replace("-", "_"): value for key, value in _pass_options(row).items()}
+    fields = {f.name: f.default for f in dataclasses.fields(dhir_passes()[name]())}
+    assert sorted(shown) == sorted(fields)
+    for key, value in shown.items():
+        default = fields[key]
+        if value.isupper() or value.startswith('"'):
+            continue  # a placeholder (ranks=N, entry=NAME, costs="P.json")
+        assert value == str(default).lower(), f"{name}: {key}={value}, default {default}"
