@@ -5,6 +5,8 @@ import argparse
 import dataclasses
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,36 @@ def test_the_table_of_passes_names_each_pass_s_options(name: str) -> None:
         if value.isupper() or value.startswith('"'):
             continue  # a placeholder (ranks=N, entry=NAME, costs="P.json")
         assert value == str(default).lower(), f"{name}: {key}={value}, default {default}"
+
+
+# A benchmark's synopsis: `.venv/bin/python bench/X.py [SUB] ...` or `python3 bench/...`,
+# continued on lines indented further that start with an optional part.
+_BENCH = re.compile(r"^    (?:\.venv/bin/python|python3) (bench/\S+\.py)(?: ([a-z]+)\b)?(.*)$")
+
+
+def bench_synopses() -> dict[tuple[str, str], str]:
+    found: dict[tuple[str, str], str] = {}
+    key = None
+    for line in (ROOT / "docs/commands.md").read_text().splitlines():
+        start = _BENCH.match(line)
+        if start is not None:
+            key = (start[1], start[2] or "")
+            found[key] = start[3]
+        elif key is not None and line.startswith("        ["):
+            found[key] += " " + line
+        else:
+            key = None
+    return found
+
+
+@pytest.mark.parametrize(("script", "sub"), sorted(bench_synopses()))
+def test_a_benchmark_synopsis_names_the_options_its_script_takes(script: str, sub: str) -> None:
+    """bench/polybench/run.py's synopsis lacked --plain, --fast-math and --no-optimize,
+    gpu_split.py run's --budget, gpu_messages.py run's --direct, cost_accuracy.py's --mpi."""
+    named = set(_OPTION.findall(bench_synopses()[(script, sub)]))
+    command = [sys.executable, script, *([sub] if sub else []), "--help"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    usage = result.stdout.split("\n\n")[0]
+    takes = set(_OPTION.findall(usage)) - {"-h"}
+    assert named == takes, f"{script} {sub}: the docs name {named}, --help {takes}"
