@@ -63,6 +63,33 @@ def options_of(parser: argparse.ArgumentParser) -> list[list[str]]:
 CASES = [(doc, command) for doc in DOCS for command in synopses(doc)]
 
 
+def prose(doc: str) -> str:
+    """`doc` without its synopses: what it says of the options."""
+    kept: list[str] = []
+    inside = False
+    for line in (ROOT / doc).read_text().splitlines():
+        inside = _START.match(line) is not None or (
+            inside and line.startswith("     ") and bool(line.strip())
+        )
+        if not inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+@pytest.mark.parametrize(
+    "command", ["run", "compile", "schedule", "calibrate", "gantt", "dhir-opt"]
+)
+def test_the_reference_says_what_every_option_does(command: str) -> None:
+    """dhir-opt's -v/--version was named in its synopsis alone."""
+    text = prose("docs/commands.md")
+    silent = [
+        spellings
+        for spellings in options_of(parser_of(command))
+        if not any(re.search(f"`{re.escape(s)}[` =]", text) for s in spellings)
+    ]
+    assert not silent, f"docs/commands.md names {silent} of {command} in its synopsis alone"
+
+
 def test_every_command_has_a_synopsis_in_the_reference() -> None:
     assert set(synopses("docs/commands.md")) == {
         "run", "compile", "schedule", "calibrate", "gantt", "dhir-opt"
