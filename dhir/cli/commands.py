@@ -59,7 +59,7 @@ from dhir.runner import (
 from dhir.toolchain.build import Timing, keep_build
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.launch import run_executable
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import LinkInputs, library_name
 from dhir.toolchain.options import (
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
@@ -70,6 +70,7 @@ from dhir.toolchain.options import (
     RunOptions,
     check_io_mode,
     check_written_files,
+    cpu_name,
     rank_count,
     target_name,
     thread_count,
@@ -282,6 +283,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         dest="libraries",
+        type=checked(library_name, str, "a library name"),
         metavar="NAME",
         help="link the library libNAME.so or libNAME.a, as a C compiler does (repeatable)",
     )
@@ -297,6 +299,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cpu",
         metavar="NAME",
+        type=checked(cpu_name, str, "a CPU name"),
         help="build each rank's code for this CPU: clang's -march name (znver4, "
         "x86-64-v3, ...) or native (default: the --system description's, else this "
         "machine's; docs/machine.md)",

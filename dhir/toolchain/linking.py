@@ -94,8 +94,7 @@ class LinkInputs:
         return [[str(path), _contents(path)] for path in (*self.files, *self.found)]
 
     def _library(self, name: str) -> Path:
-        if not _NAME.fullmatch(name):
-            raise _error(f"-l{name} is not a library name (-lNAME links libNAME.so or .a)")
+        library_name(name)
         folders = [*self.dirs, *(Path(d) for d in _linker_dirs())]
         for folder in folders:
             for candidate in (f"lib{name}.so", f"lib{name}.a"):
@@ -185,6 +184,13 @@ def _linker_dirs() -> tuple[str, ...]:
     line = next((line for line in out.splitlines() if line.startswith("libraries: =")), "")
     folders = [os.path.normpath(d) for d in line.removeprefix("libraries: =").split(":") if d]
     return tuple(dict.fromkeys(d for d in folders if os.path.isdir(d)))
+
+
+def library_name(name: object) -> str:
+    """`name` as the NAME of `-lNAME`, in form (the folders say later whether it is there)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise _error(f"-l{name} is not a library name (-lNAME links libNAME.so or .a)")
+    return name
 
 
 def _error(message: str) -> DhirError:

@@ -86,8 +86,8 @@ class RunOptions:
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
         _choose("fast-math mode", self.fast_math, MODES)
         target_name(self.target)
-        if self.cpu is not None and not valid_cpu(self.cpu):
-            raise DhirError([Diagnostic(f"bad CPU {self.cpu!r}: give {CPU_RULE}")])
+        if self.cpu is not None:
+            cpu_name(self.cpu)
 
     @property
     def cpu_fallback(self) -> bool:
@@ -141,6 +141,13 @@ def check_io_mode() -> None:
                 )
             ]
         )
+
+
+def cpu_name(value: object) -> str:
+    """`value` as the CPU to build for, in form (clang says later whether it knows it)."""
+    if not valid_cpu(value):
+        raise DhirError([Diagnostic(f"bad CPU {value!r}: give {CPU_RULE}")])
+    return str(value)
 
 
 def target_name(value: object) -> str:

@@ -176,6 +176,11 @@ BAD_FLAGS = [
     (["--gpu-fallback", "gpu"], "invalid choice: 'gpu'"),
     (["--placement", "fastest"], "invalid choice: 'fastest'"),
     (["--target", "bogus"], "argument --target: unknown target 'bogus'; give cpu, gpu, any"),
+    # These two were exit status 1, unlike every other malformed value:
+    (["--cpu", ""], "argument --cpu: bad CPU '': give an LLVM CPU name"),
+    (["--cpu", "x86-64 v3"], "argument --cpu: bad CPU 'x86-64 v3': give an LLVM CPU name"),
+    (["-l", ""], "argument -l: -l is not a library name (-lNAME links libNAME.so or .a)"),
+    (["-l", "../m"], "argument -l: -l../m is not a library name"),
 ]
 
 
