@@ -142,7 +142,7 @@ def machine_for(
                 [
                     Diagnostic(
                         f"the machine description runs {count} rank{'s' if count != 1 else ''}"
-                        f", but the program is built for {ranks}; run it on {count} "
+                        f", but the program is placed on {ranks}; run it on {count} "
                         f"(-n {count}), or describe {ranks} ranks"
                     )
                 ]

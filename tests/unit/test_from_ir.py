@@ -214,7 +214,7 @@ def test_a_machine_description_in_the_module_gives_the_ranks_devices() -> None:
     run_pipeline(module, "dhir-place{ranks=3 algorithm=best}")
     ranks = [rank_of(t) for t in module.walk() if t.name == "dhir.task"]
     assert ranks[1] == 2 and ranks[2] == 1 and ranks[0] in (0, 1) and ranks[3] in (0, 1)
-    with pytest.raises(DhirError, match="runs 3 ranks, but the program is built for 2"):
+    with pytest.raises(DhirError, match="runs 3 ranks, but the program is placed on 2"):
         machine_for(module, 2)
 
 
@@ -486,4 +486,4 @@ def test_a_description_of_other_ranks_than_the_program_is_reported_at_its_line()
         machine_for(parse_string(text, "p.mlir"), 3)
     (diagnostic,) = raised.value.diagnostics
     assert str(diagnostic.loc) == "p.mlir:2:3"
-    assert "runs 1 rank, but the program is built for 3; run it on 1 (-n 1)" in diagnostic.message
+    assert "runs 1 rank, but the program is placed on 3; run it on 1 (-n 1)" in diagnostic.message
