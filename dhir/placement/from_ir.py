@@ -41,7 +41,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
 from dhir.machine.description import REFERENCE_GPU, Device, Link, System, with_core_guesses
 from dhir.machine.detect import load_local_system
-from dhir.machine.dlti import at_description, system_of
+from dhir.machine.dlti import at_description, described_at, system_of
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.placement.cost_model import CostModel
 from dhir.placement.graph import Edge, Placement, TaskGraph
@@ -231,7 +231,46 @@ def task_graph(
         if d.memory_bytes is not None
     }
     nodes = dict(zip(graph_devices, costs.nodes(devices) or ()))
+    _check_room(schedule, names, memory, cost, capacity, devices)
     return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes)
+
+
+def _check_room(
+    schedule: ScheduleOp,
+    names: Sequence[str],
+    memory: dict[str, float],
+    cost: dict[str, dict[str, float]],
+    capacity: dict[str, float],
+    devices: Sequence[Device],
+) -> None:
+    """Refuse a task whose data fits on no rank that can run it, naming where the machine
+    description gives those ranks' memory_bytes (the list scheduler's own refusal, for
+    any task graph, names no file)."""
+    module = schedule.get_toplevel_object()
+    if not isinstance(module, ModuleOp) or not has_machine(module):
+        return  # alike ranks of this machine: the list scheduler says it
+    diagnostics = []
+    for name in names:
+        able = list(cost.get(name, {}))
+        if not able or any(d not in capacity or memory[name] <= capacity[d] for d in able):
+            continue
+        room = ", ".join(f"{d}: {capacity[d]:g}" for d in able)
+        described = dict.fromkeys(devices[rank_of_device(d)].name for d in able)
+        where = ", ".join(
+            f"'{device}'" + (f" at {at}" if at is not None else "")
+            for device in described
+            for at in [described_at(module, device, "memory_bytes")]
+        )
+        diagnostics.append(
+            Diagnostic(
+                f"task '{name}' needs {memory[name]:g} bytes of memory, more than any device "
+                f"that can run it has ({room}: the memory_bytes of {where} in the machine "
+                f"description '{system_of(module).name}'). Run on devices with more memory, "
+                "or on smaller arrays"
+            )
+        )
+    if diagnostics:
+        raise DhirError(diagnostics)
 
 
 def concurrency(deps: DependenceGraph) -> int:

@@ -298,3 +298,20 @@ def test_best_models_the_outputs_of_the_entry_it_is_given(monkeypatch: pytest.Mo
     text = programs.neighbour_tasks(40).replace("@main(", "@compute(")
     run_pipeline(parse_string(text), PassPipeline((PlacePass(2, "best", None, "compute"),)))
     assert asked and set(asked) == {"compute"}
+
+
+def test_a_task_too_large_for_any_device_names_the_description_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/machine.md: a device's data that does not fit in its memory is refused at the
+    line of its memory_bytes; a single task too large for every rank named neither."""
+    program = tmp_path / "jacobi.mlir"
+    program.write_text(PROGRAM)
+    system = tmp_path / "small.toml"
+    system.write_text(to_toml(read_system(_system(tmp_path / "one.json", 2, memory=1000))))
+    assert main(["schedule", str(program), "--system", str(system)]) == 1
+    err = capsys.readouterr().err
+    line = system.read_text().splitlines().index("memory_bytes = 1000") + 1
+    assert re.search(r"task '\S+' needs \d+ bytes of memory, more than any device", err), err
+    assert f"the memory_bytes of 'cpu0' at {system}:{line}:1" in err, err
+    assert "in the machine description 'small'" in err
