@@ -43,7 +43,7 @@ from dhir.cli.names import COMMANDS, DESCRIPTION
 from dhir.cli.parser import Parser
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_string
-from dhir.machine.dlti import attach
+from dhir.machine.dlti import attach, check_description
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
@@ -437,6 +437,7 @@ def _run_program(
     )
     plan = _launch_plan(args, args.ranks, options.mpi) if args.backend == "native" else None
     if plan is not None:
+        check_description(module)  # the program's own, before --system's replaces it
         attach(module, plan.system, str(args.system))  # placement and cost models read it there
         threads = options.threads if options.threads is not None else plan.threads
         options = replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)

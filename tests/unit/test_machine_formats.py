@@ -534,3 +534,36 @@ def test_both_backends_refuse_a_bad_module_description_alike(
     assert refusals[0] == refusals[1]
     assert f"{program}:{line}:3: error: the module: {message}" in refusals[1]
     assert "Traceback" not in refusals[1]
+
+
+def test_a_bad_module_description_is_refused_even_with_system_replacing_it(
+    tmp_path: Path,
+) -> None:
+    """docs/machine.md: refused "even with --system replacing it"; `dhir compile` did, but
+    `dhir run --system` attached the file's description first and ran the program."""
+    program = tmp_path / "p.mlir"
+    program.write_text(
+        "module attributes {\n"
+        "  dlti.target_system_spec = #dlti.target_system_spec<\n"
+        '    "cpu0" = #dlti.target_device_spec<"arch" = "x86_64", "cores" = -3 : i64>>\n'
+        "} {\n"
+        "  func.func @main() {\n"
+        "    return\n"
+        "  }\n"
+        "}\n"
+    )
+    system = tmp_path / "one.toml"
+    system.write_text(
+        'name = "one"\n\n[[nodes]]\nname = "n0"\n\n[[nodes.devices]]\nname = "cpu0"\n'
+        'arch = "x86_64"\ncores = 1\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "run", str(program), "--system", str(system), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"{program}:2:3: error: the module: device 'cpu0': cores must be a positive" in (
+        done.stderr
+    )
