@@ -4,6 +4,7 @@ transforms -> toolchain -> backends -> runner/cli. Checked two ways: statically 
 a fresh interpreter, which must load no module of a higher layer."""
 
 import ast
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -155,3 +156,12 @@ def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles(graph) == [{"a.x", "b.y"}]
     graph = defaultdict(set, {"a.x": {"b.y"}})
     assert _cycles(graph) == []
+
+
+def test_the_readme_s_layout_names_every_module_of_the_layers() -> None:
+    """README.md's Layout left out dhir/version.py and dhir/choices.py."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^      (\w+)(?:\.py|/)\s", layout, re.MULTILINE))
+    top = {prefix.split(".")[1] for layer in LAYERS for prefix in layer}
+    assert sorted(top - listed - {"__main__"}) == []
