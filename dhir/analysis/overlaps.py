@@ -168,22 +168,9 @@ def parallel_overlap(loop: Operation) -> Overlap | None:
     roots, views = _outside_memrefs(loop, body)
     if not roots or _plainly_apart(body, roots):
         return None
-    names = _Names(Lifter())
-    around = _loops_around(loop)
-    outer = [f"o{k}" for k in range(len(around))]
-    names.names.update(zip(around, outer, strict=True))
-    _name_invariants(loop, body, views, names)
-    ranges = _ranges(loop, names)
-    if ranges is None or len(ranges) != len(body.args) or not _stepping(ranges):
+    names, outer, ranges, bounded = _named_loop(loop, body, views)
+    if ranges is None:
         return None
-    # The loops around: a variable whose loop's bounds are unknown ranges over every
-    # number, so that the overlap must occur at each.
-    bounded = [
-        (name, r)
-        for variable, name in zip(around, outer, strict=True)
-        for r in [_around_range(variable, names)]
-        if r is not None
-    ]
     firsts, seconds = _names(len(ranges))
     fixed = tuple([*outer, *names.values])
     params = [*firsts, *seconds, *fixed]
@@ -235,20 +222,7 @@ def parallel_independence(loop: Operation) -> str | None:
     if _plainly_apart(body, roots, strict=True):
         written = {roots[m] for m in _stored(body, roots)}
         return _sharing(written, set(roots.values()))
-    names = _Names(Lifter())
-    around = _loops_around(loop)
-    outer = [f"o{k}" for k in range(len(around))]
-    names.names.update(zip(around, outer, strict=True))
-    _name_invariants(loop, body, views, names)
-    ranges = _ranges(loop, names)
-    if ranges is not None and (len(ranges) != len(body.args) or not _stepping(ranges)):
-        ranges = None
-    bounded = [
-        (name, r)
-        for variable, name in zip(around, outer, strict=True)
-        for r in [_around_range(variable, names)]
-        if r is not None
-    ]
+    names, outer, ranges, bounded = _named_loop(loop, body, views)
     firsts, seconds = _names(len(body.args))
     fixed = tuple([*outer, *names.values])
     params = [*firsts, *seconds, *fixed]
@@ -277,6 +251,31 @@ def parallel_independence(loop: Operation) -> str | None:
         if not clash.intersect_params(apart).intersect_params(runs).is_empty():
             return f"two of its iterations may touch one element of {_named(root)}"
     return None
+
+
+def _named_loop(
+    loop: Operation, body: Block, views: Sequence[Operation]
+) -> tuple[_Names, list[str], list[Range] | None, list[tuple[str, Range]]]:
+    """The names of `loop`'s proof: of the values from outside, of the loops around it
+    (`o0`, `o1`, ...), its own ranges (None where not each a known range of positive
+    step), and the ranges of the loops around whose bounds are known. A variable whose
+    loop's bounds are unknown ranges over every number, so that an overlap must occur
+    at each."""
+    names = _Names(Lifter())
+    around = _loops_around(loop)
+    outer = [f"o{k}" for k in range(len(around))]
+    names.names.update(zip(around, outer, strict=True))
+    _name_invariants(loop, body, views, names)
+    ranges = _ranges(loop, names)
+    if ranges is not None and (len(ranges) != len(body.args) or not _stepping(ranges)):
+        ranges = None
+    bounded = [
+        (name, r)
+        for variable, name in zip(around, outer, strict=True)
+        for r in [_around_range(variable, names)]
+        if r is not None
+    ]
+    return names, outer, ranges, bounded
 
 
 def _get(table: dict[SSAValue, isl.Set], root: SSAValue) -> isl.Set:
