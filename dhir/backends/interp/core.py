@@ -187,3 +187,15 @@ def _lane_dtype(op: Operation, type_: Attribute) -> np.dtype:
     if dtype is None:
         fail(op, f"on {type_} is not supported by the interpreter")
     return dtype
+
+
+def assign(target: np.ndarray, values: Any) -> None:
+    """target[...] = values, element by element in row-major order where `target`
+    holds an element more than once (a stride of 0): the last write stays, as in
+    native code's loops."""
+    if any(s == 0 and n > 1 for s, n in zip(target.strides, target.shape)):
+        values = np.broadcast_to(values, target.shape)
+        for index in np.ndindex(*target.shape):
+            target[index] = values[index]
+    else:
+        np.copyto(target, values)

@@ -10,8 +10,8 @@ from xdsl.interpreter import (
 )
 from xdsl.ir import BlockArgument, Operation
 
-from dhir.backends.interp.core import Returned, Values, fail, handles, register
-from dhir.backends.interp.memref import assign, checked_index, load, state, store
+from dhir.backends.interp.core import Returned, Values, assign, fail, handles, register
+from dhir.backends.interp.memref import checked_index, load, state, store
 from dhir.backends.interp.written import copy_flags, is_written_one, mark_one
 
 # Loaded before registering: the implementations also go to dhir's subclasses.

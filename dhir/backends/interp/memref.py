@@ -28,6 +28,7 @@ from dhir.backends.interp.core import (
     INDEX_WIDTH,
     Returned,
     Values,
+    assign,
     f32_value,
     fail,
     handles,
@@ -138,18 +139,6 @@ def copy(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
         fail(op, "copies between views that overlap, which MLIR leaves undefined")
     copy_flags(op, source, target)
     assign(target, source)
-
-
-def assign(target: np.ndarray, values: Any) -> None:
-    """target[...] = values, element by element in row-major order where `target`
-    holds an element more than once (a stride of 0): the last write stays, as in
-    native code's loops."""
-    if any(s == 0 and n > 1 for s, n in zip(target.strides, target.shape)):
-        values = np.broadcast_to(values, target.shape)
-        for index in np.ndindex(*target.shape):
-            target[index] = values[index]
-    else:
-        np.copyto(target, values)
 
 
 def _static_or_dynamic(static: Sequence[int], dynamic: Sequence[int]) -> list[int]:

@@ -32,6 +32,7 @@ from dhir.backends.interp.control import eval_map
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
     Values,
+    assign,
     element,
     fail,
     handles,
@@ -39,7 +40,7 @@ from dhir.backends.interp.core import (
     register,
     value_dtype,
 )
-from dhir.backends.interp.memref import assign, checked_index
+from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.backends.interp.written import check_read, check_read_one, mark, mark_one
 from dhir.dialects import affine, vector

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Operation
 
-from dhir.backends.interp.core import fail
+from dhir.backends.interp.core import assign, fail
 from dhir.dialects import memref
 from dhir.ir.diagnostics import loc_of
 
@@ -175,14 +175,7 @@ def mark(array: np.ndarray, values: Any = True) -> None:
     _, flags, spans = found
     if spans:
         values = np.asarray(values)[..., np.newaxis]
-    if any(s == 0 and n > 1 for s, n in zip(flags.strides, flags.shape)):
-        # An element held more than once: in row-major order the last write stays, as
-        # in memref.assign.
-        values = np.broadcast_to(values, flags.shape)
-        for index in np.ndindex(*flags.shape):
-            flags[index] = values[index]
-    else:
-        np.copyto(flags, values)
+    assign(flags, values)
 
 
 def mark_one(array: np.ndarray, index: Sequence[int], value: bool = True) -> None:
