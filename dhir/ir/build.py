@@ -5,7 +5,7 @@ setter detaches the uses of the operands an op never had; `__post_init__` fills 
 IRDL defaults of properties the caller always gives here). Cloning thousands of task
 bodies and wrapping every task in calls spend most of their time there
 (docs/performance.md), so `new_op` sets what xDSL 0.74's `Operation.__init__` sets,
-directly (tests/unit/test_build_ops.py checks that the two ops hold the same).
+directly (tests/unit/test_per_task_builds.py checks that the two ops hold the same).
 """
 
 from collections.abc import Mapping, Sequence
