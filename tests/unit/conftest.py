@@ -1,10 +1,21 @@
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 FAKE_CUDA_SOURCE = Path(__file__).parents[1] / "gpu_fake" / "fake_cuda.c"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A suite started in the background (`nohup`, `cmd &` in a script) inherits SIGINT and
+    # SIGHUP ignored, and so would every dhir it starts: the tests of what Ctrl-C and
+    # hang-ups do need them as a terminal gives them.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
