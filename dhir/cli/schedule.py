@@ -253,7 +253,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--gantt-plan",
         action="store_true",
-        help="with --gantt: draw a program's placement as its algorithm planned it, not as built",
+        help="with --gantt and a program FILE: draw its placement as its algorithm planned "
+        "it, not as built (a --graph is always drawn as planned)",
     )
     parser.add_argument(
         "--dot",
@@ -379,6 +380,11 @@ def _check_input(args: argparse.Namespace) -> None:
         raise _usage(f"{given[0]} says how to read a program FILE; a --graph is read as it is")
     if args.gantt_plan and args.gantt is None:
         raise _usage("--gantt-plan says which chart --gantt draws; give --gantt PATH too")
+    if args.gantt_plan and args.graph is not None:
+        raise _usage(
+            "--gantt-plan draws a program's plan, not as built; a --graph is always "
+            "drawn as planned: leave --gantt-plan out"
+        )
     # Before placing: --gantt DIR would draw DIR.png and DIR.svg beside the folder.
     for option, named in (("--gantt", args.gantt), ("--dot", args.dot)):
         if named is not None and named.is_dir():

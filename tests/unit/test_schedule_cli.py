@@ -245,6 +245,19 @@ def test_bad_program_arguments(
     assert message in err
 
 
+def test_a_graph_has_no_other_chart_to_plan(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A --graph is always drawn as planned: --gantt-plan would choose nothing.
+    chart = tmp_path / "g.svg"
+    code, _, err = run_schedule(
+        capsys, "--graph", str(TOPCUOGLU), "--gantt", str(chart), "--gantt-plan"
+    )
+    assert code == 2
+    assert "a --graph is always drawn as planned: leave --gantt-plan out" in err
+    assert not chart.exists()
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [
