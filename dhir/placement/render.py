@@ -61,6 +61,11 @@ def gantt(
     each bar and arrow has a `<title>` (its name, device and times), which viewers show on
     hover. `kind` says what the times are ("plan", "as built"); `title` goes first."""
     path = Path(path)
+    if path.is_dir():  # out or even out.svg: matplotlib would say only "Is a directory"
+        raise _error(
+            f"cannot draw a Gantt chart as {path}: it is a folder; name a .png or .svg file "
+            f"to write, such as {path / 'chart.svg'}"
+        )
     if path.suffix.lower() not in FORMATS:
         raise _error(
             f"cannot draw a Gantt chart as '{path.suffix or path.name}': name a .png or .svg file"

@@ -251,6 +251,19 @@ def test_dhir_gantt_refuses_what_is_no_trace(
     assert "cannot read the trace" in err and "internal error" not in err
 
 
+@pytest.mark.parametrize("name", ["charts", "chart.svg"])
+def test_dhir_gantt_to_a_folder_says_it_is_one(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace, folder = tmp_path / "run.json", tmp_path / name
+    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    folder.mkdir()
+    assert main(["gantt", str(trace), "-o", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{folder}: it is a folder; name a .png or .svg file to write" in err, err
+    assert str(folder / "chart.svg") in err and not any(folder.iterdir())
+
+
 FLOW_START = {"ph": "s", "cat": "message", "name": "message", "id": 1, "pid": 0, "ts": 2}
 FLOW_END = {**FLOW_START, "ph": "f", "bp": "e", "ts": 3}
 
