@@ -6,6 +6,7 @@ import math
 import numbers
 import operator
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,11 +77,7 @@ class RunOptions:
         if self.threads is not None:
             object.__setattr__(self, "threads", thread_count(self.threads))
         for name in ("codedrop", "optimize", "runtime_checks"):
-            value = getattr(self, name)
-            # A str is true, so codedrop="no" would drop code (NumPy's bools are taken).
-            if isinstance(value, str) or value not in (True, False):
-                raise DhirError([Diagnostic(f"{name} takes True or False, got {value!r}")])
-            object.__setattr__(self, name, bool(value))
+            object.__setattr__(self, name, flag(getattr(self, name), name))
         _choose("MPI", self.mpi, MPI_CHOICES)
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
@@ -141,6 +138,16 @@ def check_io_mode() -> None:
                 )
             ]
         )
+
+
+def flag(value: object, name: str) -> bool:
+    """`value` as the bool option `name`: True or False, NumPy's too. Nothing else: a str
+    is true, so codedrop="no" would drop code, and 1 or 0.0 says the user meant another
+    option (optimize=1 for an -O level)."""
+    numpy = sys.modules.get("numpy")  # a NumPy bool exists only once NumPy is loaded
+    if isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_)):
+        return bool(value)
+    raise DhirError([Diagnostic(f"{name} takes True or False, got {value!r}")])
 
 
 def cpu_name(value: object) -> str:

@@ -179,6 +179,13 @@ def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
         (VECTOR_ADD, {"entry": None}, r"entry takes a function's name \(str\), not NoneType$"),
         (VECTOR_ADD, {"codedrop": "no"}, r"codedrop takes True or False, got 'no'$"),
         (VECTOR_ADD, {"optimize": None}, r"optimize takes True or False, got None$"),
+        (VECTOR_ADD, {"optimize": 1}, r"optimize takes True or False, got 1$"),
+        (VECTOR_ADD, {"runtime_checks": 0.0}, r"runtime_checks takes True or False, got 0.0$"),
+        (
+            VECTOR_ADD,
+            {"codedrop": np.int64(0)},
+            r"codedrop takes True or False, got np.int64\(0\)$",
+        ),
     ],
 )
 def test_arguments_of_a_wrong_type_are_dhir_errors_saying_what_is_taken(

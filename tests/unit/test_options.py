@@ -90,6 +90,12 @@ def test_whole_numbers_of_other_kinds_are_taken() -> None:
     assert type(options.ranks) is int and type(options.timeout) is float
 
 
+def test_numpy_bools_are_taken_as_bools() -> None:
+    # What a comparison of arrays gives (np.all(a == b)): a bool, if not Python's own.
+    options = RunOptions(optimize=np.bool_(False), runtime_checks=np.bool_(True))  # pyright: ignore[reportArgumentType]
+    assert options.optimize is False and options.runtime_checks is True
+
+
 def _must_not_run(*_args: object, **_keywords: object) -> list[np.ndarray]:
     raise AssertionError("a backend ran with bad options")
 
