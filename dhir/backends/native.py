@@ -54,7 +54,7 @@ from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import C_INTERFACE, blas_library
-from dhir.toolchain.options import RunOptions, check_io_mode, check_written_files
+from dhir.toolchain.options import RunOptions, check_runtime_environment, check_written_files
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
@@ -414,7 +414,7 @@ def run_native(
     signature = entry_signature(module, entry)
     arrays = check_inputs(signature, inputs, copy=False)  # saved to files, not written
     check_written_files(options)
-    check_io_mode()
+    check_runtime_environment()
     profile = options.profile
     recorder = ProfileRecorder(module, options.ranks, profile) if profile is not None else None
     exe, signature = compile_native(module, entry, options, timing, recorder)

@@ -68,7 +68,7 @@ from dhir.toolchain.options import (
     DEFAULT_TIMEOUT_S,
     GPU_FALLBACKS,
     RunOptions,
-    check_io_mode,
+    check_runtime_environment,
     check_written_files,
     cpu_name,
     rank_count,
@@ -393,7 +393,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "native":
-        check_io_mode()  # before the program is read and built
+        check_runtime_environment()  # before the program is read and built
     timing = Timing() if args.timing else None
     path = Path(args.file)
     if is_executable(path):

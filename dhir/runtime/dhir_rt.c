@@ -173,7 +173,8 @@ static void report_crashes(void) {
 }
 
 /* Collective. Both ends of a transfer must cut it alike, and mpirun need not pass the
- * environment on to every rank, so rank 0 decides for all. */
+ * environment on to every rank, so rank 0 decides for all. dhir checks the value before
+ * the build (dhir/toolchain/options.py, message_chunk_bytes): keep the two in agreement. */
 static void set_chunk_bytes(void) {
   const char *text = world_rank == 0 ? getenv("DHIR_MESSAGE_CHUNK_BYTES") : NULL;
   if (text != NULL && *text != '\0')

@@ -22,7 +22,7 @@ from dhir.toolchain.failure import (
     read_states,
 )
 from dhir.toolchain.harness import command_line_args
-from dhir.toolchain.options import RunOptions, check_io_mode
+from dhir.toolchain.options import RunOptions, check_runtime_environment
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
@@ -72,7 +72,7 @@ def run_executable(
     from dhir.toolchain.values import check_inputs, save_outputs
 
     options = options if options is not None else RunOptions()
-    check_io_mode()
+    check_runtime_environment()
     arrays = check_inputs(signature, list(inputs), copy=False)  # only saved to files
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
@@ -109,7 +109,7 @@ def run_npy_files(
     without loading NumPy: the results go to `output_dir` as `run_executable` saves them.
     False, with nothing run, when an input needs NumPy (dhir.toolchain.staging):
     `run_executable` then reads it, and says what is wrong with it."""
-    check_io_mode()
+    check_runtime_environment()
     with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
         work = Path(tmp)
         staged = stage_inputs(signature, inputs, work)

@@ -6,6 +6,7 @@ import math
 import numbers
 import operator
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,10 +125,10 @@ def check_written_files(options: RunOptions) -> None:
         raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
 
 
-def check_io_mode() -> None:
-    """Refuse, before the build, a DHIR_IO the runtime would stop the program for as it
-    starts (dhir_rt.c checks it again for an executable run by hand): a misspelt value was
-    said only after the whole build, as the program's failure."""
+def check_runtime_environment() -> None:
+    """Refuse, before the build, a DHIR_IO or DHIR_MESSAGE_CHUNK_BYTES the runtime would
+    stop the program for as it starts (dhir_rt.c checks them again for an executable run
+    by hand): a bad value was said only after the whole build, as the program's failure."""
     mode = os.environ.get("DHIR_IO", "")
     if mode and mode not in IO_MODES:
         raise UsageError(
@@ -138,6 +139,41 @@ def check_io_mode() -> None:
                 )
             ]
         )
+    chunk = os.environ.get("DHIR_MESSAGE_CHUNK_BYTES", "")
+    if chunk and message_chunk_bytes(chunk) is None:
+        raise UsageError(
+            [
+                Diagnostic(
+                    f"DHIR_MESSAGE_CHUNK_BYTES: '{chunk}' is not an integer in [1, "
+                    f"{CHUNK_BYTES_MAX}]; it is the largest piece a message is sent in, in "
+                    "bytes (default 1 GiB): set one, or unset it"
+                )
+            ]
+        )
+
+
+# An integer as C's strtoll reads it in base 0 (in the C locale): leading white space, a
+# sign, then hex (0x), octal (a leading 0) or decimal digits, and nothing after them.
+_C_INTEGER = re.compile(r"[ \t\n\v\f\r]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|(0[0-7]*)|([1-9][0-9]*))")
+CHUNK_BYTES_MAX = 2**31 - 1  # INT_MAX, the runtime's bound
+
+
+def message_chunk_bytes(text: str) -> int | None:
+    """DHIR_MESSAGE_CHUNK_BYTES `text` as dhir_rt.c's set_chunk_bytes reads it
+    (dhir_rt_parse_int: strtoll in base 0, from 1 to INT_MAX); None where it refuses it.
+    The two must agree: a value taken here and refused there fails after the build."""
+    match = _C_INTEGER.fullmatch(text)
+    if match is None:
+        return None
+    sign, hexadecimal, octal, decimal = match.groups()
+    if hexadecimal is not None:
+        value = int(hexadecimal, 16)
+    elif octal is not None:
+        value = int(octal, 8)
+    else:
+        value = int(decimal)
+    value = -value if sign == "-" else value
+    return value if 1 <= value <= CHUNK_BYTES_MAX else None
 
 
 def flag(value: object, name: str) -> bool:

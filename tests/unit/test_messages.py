@@ -10,6 +10,8 @@ import pytest
 from test_toolchain import DTYPES
 
 import dhir
+from dhir.toolchain import options
+from dhir.toolchain.options import message_chunk_bytes
 
 MPIS = ("mpich", "openmpi")
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -153,6 +155,25 @@ def test_a_bad_piece_size_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     zeros = np.zeros((3, 5), np.float64)
     with pytest.raises(dhir.DhirError, match=r"DHIR_MESSAGE_CHUNK_BYTES: '0' is not an integer"):
         dhir.run(_copies("f64"), zeros, zeros, zeros, zeros, backend="native", ranks=2)
+
+
+@needs_mpi
+def test_the_piece_size_is_read_as_the_runtime_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir refuses a bad DHIR_MESSAGE_CHUNK_BYTES before the build (message_chunk_bytes):
+    here that check is let through, so that rank 0 reads each value as it starts, and
+    takes or refuses the same values."""
+    monkeypatch.setattr(options, "message_chunk_bytes", lambda _text: 1)
+    zeros = np.zeros((3, 5), np.float64)
+    program = _copies("f64")
+    for text in ("0x10", "010", " 9", "9 ", "08", "1_000", "0o7"):
+        monkeypatch.setenv("DHIR_MESSAGE_CHUNK_BYTES", text)
+        try:
+            dhir.run(program, zeros, zeros, zeros, zeros, ranks=2)
+            taken = True
+        except dhir.DhirError as error:
+            assert f"DHIR_MESSAGE_CHUNK_BYTES: '{text}' is not an integer" in str(error)
+            taken = False
+        assert taken == (message_chunk_bytes(text) is not None), text
 
 
 # 2^31 + 16 bytes: more than an MPI int count holds. Rank 1 writes 42 at both ends, in the

@@ -21,7 +21,7 @@ from dhir.cli import commands as cli  # the commands, which `dhir` (dhir.cli.mai
 from dhir.ir.diagnostics import DhirError
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.linking import LinkInputs
-from dhir.toolchain.options import RunOptions
+from dhir.toolchain.options import RunOptions, message_chunk_bytes
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 VECTOR_ADD = EXAMPLES / "vector_add.mlir"
@@ -94,6 +94,34 @@ def test_numpy_bools_are_taken_as_bools() -> None:
     # What a comparison of arrays gives (np.all(a == b)): a bool, if not Python's own.
     options = RunOptions(optimize=np.bool_(False), runtime_checks=np.bool_(True))  # pyright: ignore[reportArgumentType]
     assert options.optimize is False and options.runtime_checks is True
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("7", 7),
+        ("+7", 7),
+        (" \t7", 7),  # strtoll skips white space before the number, not after
+        ("0x10", 16),
+        ("010", 8),  # octal, as strtoll in base 0 reads it
+        ("2147483647", 2**31 - 1),
+        ("0", None),
+        ("-1", None),
+        ("2147483648", None),
+        ("abc", None),
+        ("7 ", None),
+        ("08", None),
+        ("0x", None),
+        ("1e3", None),
+        ("1_000", None),  # Python's int() takes these three; strtoll does not
+        ("0o7", None),
+        ("0b1", None),
+    ],
+)
+def test_message_chunk_bytes_are_read_as_the_runtime_reads_them(
+    text: str, value: int | None
+) -> None:
+    assert message_chunk_bytes(text) == value
 
 
 def _must_not_run(*_args: object, **_keywords: object) -> list[np.ndarray]:

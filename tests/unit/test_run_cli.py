@@ -361,6 +361,23 @@ def test_a_misspelt_dhir_io_is_an_error_in_any_program(tmp_path: Path) -> None:
     assert interp.returncode == 0, interp.stderr
 
 
+@pytest.mark.parametrize("chunk", ["0", "abc", "-4096"])
+def test_a_bad_message_chunk_size_is_refused_before_the_build(tmp_path: Path, chunk: str) -> None:
+    """DHIR_MESSAGE_CHUNK_BYTES was read only by rank 0 of the program as it started,
+    after the whole build: it is refused first, as a misspelt DHIR_IO is."""
+    program = tmp_path / "whole.mlir"
+    program.write_text("func.func @main(%v: memref<?xf32>) {\n  return\n}\n")
+    np.save(tmp_path / "v.npy", np.ones(4, np.float32))
+    cache = tmp_path / "cache"
+    result = dhir("run", str(program), "-n", "2", "--input", str(tmp_path / "v.npy"),
+                  env={"DHIR_MESSAGE_CHUNK_BYTES": chunk, "DHIR_CACHE_DIR": str(cache)})  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"DHIR_MESSAGE_CHUNK_BYTES: '{chunk}' is not an integer in [1, 2147483647]" in (
+        result.stderr
+    )
+    assert not cache.exists() or not any(cache.rglob("program")), "it was built first"
+
+
 @needs_llvm
 def test_a_misspelt_dhir_io_is_refused_before_an_executable_runs(tmp_path: Path) -> None:
     """On every path that launches one: the cached path (no xDSL) and the full one."""
