@@ -52,6 +52,8 @@ def run_pipeline(
     if not isinstance(pipeline, str | PassPipeline):
         message = f"run_pipeline takes passes by name (str), not {type(pipeline).__name__}"
         raise DhirError([Diagnostic(message)])
+    if not isinstance(verify_each, bool):  # verify_each="no" would verify
+        raise DhirError([Diagnostic(f"verify_each takes True or False, got {verify_each!r}")])
     ctx = ctx or make_context()
     if isinstance(pipeline, str):
 

@@ -166,6 +166,13 @@ def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
         dhir.run_pipeline(module, None)  # pyright: ignore[reportArgumentType]
 
 
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_run_pipeline_takes_only_a_bool_to_verify_each(value: object) -> None:
+    module = dhir.parse_string("")
+    with pytest.raises(DhirError, match=rf"verify_each takes True or False, got {value!r}$"):
+        dhir.run_pipeline(module, "cse", verify_each=value)  # pyright: ignore[reportArgumentType]
+
+
 @pytest.mark.parametrize(
     ("program", "keywords", "message"),
     [
