@@ -76,6 +76,7 @@ from xdsl.dialects.arith import (
     TruncFOp as TruncFOp,
     XOrIOp as XOrIOp,
 )
+from xdsl.dialects.utils import FastMathFlag as FastMathFlag
 # isort: on
 
 from dhir.dialects import with_replaced_ops

@@ -58,6 +58,8 @@ from xdsl.utils.str_enum import StrEnum
 # isort: off
 from xdsl.dialects.vector import (
     BroadcastOp as BroadcastOp,
+    CombiningKindAttr as CombiningKindAttr,
+    CombiningKindFlag as CombiningKindFlag,
     CreateMaskOp as CreateMaskOp,
     ExtractOp as ExtractOp,
     FMAOp as FMAOp,

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.utils import FastMathFlag
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.choices import FAST_MATH_MODES
-from dhir.dialects.arith import FastMathFlagsAttr
+from dhir.dialects.arith import FastMathFlag, FastMathFlagsAttr
 
 MODES = FAST_MATH_MODES
 # Flags as the parser makes them (FastMathFlag members, not strings: passes after this one

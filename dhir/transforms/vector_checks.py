@@ -45,7 +45,6 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
 )
-from xdsl.dialects.vector import CombiningKindAttr, CombiningKindFlag
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
@@ -145,7 +144,7 @@ class CheckBuilder:
         return self.add(vector.BroadcastOp(value, VectorType(value.type, [lanes])))
 
     def reduce_or(self, lanes: SSAValue) -> SSAValue:
-        kind = CombiningKindAttr(CombiningKindFlag.OR)
+        kind = vector.CombiningKindAttr(vector.CombiningKindFlag.OR)
         reduction = vector.ReductionOp.create(
             operands=[lanes],
             result_types=[i1],
