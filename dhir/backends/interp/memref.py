@@ -43,6 +43,7 @@ from dhir.backends.interp.written import (
     copy_flags,
     is_allocation,
     mark_one,
+    parent_array,
 )
 from dhir.dialects import memref
 from dhir.dialects.memref import (
@@ -221,12 +222,8 @@ def base_array(array: np.ndarray) -> np.ndarray:
     while True:
         if is_allocation(array):
             return array  # a view of a zero-filled array, holding the written flags
-        parent = array.base
-        if not isinstance(parent, np.ndarray):
-            # NumPy's as_strided (a reinterpret_cast) puts a DummyArray holding its
-            # source between the view and the source.
-            parent = getattr(parent, "base", None)
-        if not isinstance(parent, np.ndarray) or parent.dtype != array.dtype:
+        parent = parent_array(array)
+        if parent is None or parent.dtype != array.dtype:
             return array  # a memref.view of bytes is a buffer of its own, as in MLIR
         array = parent
 

@@ -54,16 +54,22 @@ def is_allocation(array: np.ndarray) -> bool:
 
 def _holder(array: np.ndarray) -> Allocation | None:
     """The allocation `array` is a view of, if any."""
-    current: Any = array
+    current: np.ndarray | None = array
     while current is not None:
         if isinstance(current, Allocation) and current.written is not None:
             return current
-        parent = current.base
-        if parent is not None and not isinstance(parent, np.ndarray):
-            # NumPy's as_strided puts a DummyArray holding its source in between.
-            parent = getattr(parent, "base", None)
-        current = parent if isinstance(parent, np.ndarray) else None
+        current = parent_array(current)
     return None
+
+
+def parent_array(array: np.ndarray) -> np.ndarray | None:
+    """The array `array` is a NumPy view of, if any."""
+    parent = array.base
+    if parent is not None and not isinstance(parent, np.ndarray):
+        # NumPy's as_strided (a reinterpret_cast) puts a DummyArray holding its source
+        # between the view and the source.
+        parent = getattr(parent, "base", None)
+    return parent if isinstance(parent, np.ndarray) else None
 
 
 def _start(holder: Allocation, array: np.ndarray) -> int:
