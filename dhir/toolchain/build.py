@@ -30,7 +30,12 @@ from dhir.toolchain import llvm_text, progress
 from dhir.toolchain.cpu import NATIVE, CpuFacts, cpu_facts, cpu_flags
 from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
-from dhir.toolchain.linking import C_INTERFACE_PREFIX, LinkInputs, position_independent_hint
+from dhir.toolchain.linking import (
+    C_INTERFACE_PREFIX,
+    LinkInputs,
+    position_independent_hint,
+    undefined_function,
+)
 from dhir.toolchain.llvm_text import patch_llvm_ir
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
@@ -725,13 +730,7 @@ def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None
     diagnostics = []
     for name in names:
         loc, task = callers[name]
-        where = f" in task {task}" if task is not None else ""
-        message = (
-            f"calls {name}{where}, which no file the program links defines; pass the object "
-            "file or library that does with --link FILE or -l NAME (dhir.run: link=[...]; "
-            'docs/commands.md, "Calling your own code")'
-        )
-        diagnostics.append(Diagnostic(message, loc))
+        diagnostics.append(Diagnostic(undefined_function(name, task), loc))
     return DhirError(diagnostics)
 
 

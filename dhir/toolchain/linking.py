@@ -131,6 +131,17 @@ def position_independent_hint(linker_output: str) -> str:
     return ""
 
 
+def undefined_function(name: str, task: str | None) -> str:
+    """What to say of a call to `name` (in `task`) that no linked file defines: both
+    backends say it alike."""
+    where = f" in task {task}" if task is not None else ""
+    return (
+        f"calls {name}{where}, which no file the program links defines; pass the object "
+        "file or library that does with --link FILE or -l NAME (dhir.run: link=[...]; "
+        'docs/commands.md, "Calling your own code")'
+    )
+
+
 def is_shared(path: Path) -> bool:
     """Whether `path` names a shared library (`libfoo.so`, `libfoo.so.1.2`)."""
     return _SHARED.fullmatch(path.name) is not None

@@ -54,6 +54,7 @@ from dhir.toolchain.linking import (
     LinkInputs,
     is_shared,
     position_independent_hint,
+    undefined_function,
 )
 from dhir.toolchain.tools import find_llvm_tools
 
@@ -176,13 +177,7 @@ def call_external(
     function = libraries.symbol(_symbol(callee))
     record: CallRecord | None = interpreter.get_data(ExternalCalls, "record", lambda: None)
     if function is None:
-        task = record.task_name(op) if record is not None else None
-        where = f" in task {task}" if task is not None else ""
-        fail(
-            op,
-            f"calls {name}{where}, which no file the program links defines; pass the file "
-            "that does with --link FILE or -l NAME (dhir.run: link=[...])",
-        )
+        fail(op, undefined_function(name, record.task_name(op) if record is not None else None))
     outputs = callee.function_type.outputs.data
     if len(outputs) > 1 or any(not _is_scalar(type_) for type_ in outputs):
         returned = ", ".join(str(type_) for type_ in outputs)
