@@ -202,17 +202,22 @@ OPS_THAT_READ = {
         " outs(%m : memref<2x2xf64>)",
         "'linalg.matmul' reads element [0, 0]",
     ),
+    # A vector load copies; the vector's use reads (test_vectors_carry_...).
     "vector.load": (
         "%m = memref.alloca() : memref<4xf64>\n"
         "  memref.store %x, %m[%c0] : memref<4xf64>\n"
-        "  %v = vector.load %m[%c0] : memref<4xf64>, vector<4xf64>",
-        "'vector.load' reads element [1]",
+        "  %v = vector.load %m[%c0] : memref<4xf64>, vector<4xf64>\n"
+        "  %s = vector.reduction <add>, %v : vector<4xf64> into f64",
+        "'vector.reduction' uses lane [1] of a vector loaded from elements nothing wrote "
+        "('vector.load' at prog.mlir:9:3 read element [1] of the buffer",
     ),
     "vector.transfer_read": (
         "%m = memref.alloca() : memref<4xf64>\n"
         "  %v = vector.transfer_read %m[%c0], %x {in_bounds = [true]}"
-        " : memref<4xf64>, vector<2xf64>",
-        "'vector.transfer_read' reads element [0]",
+        " : memref<4xf64>, vector<2xf64>\n"
+        "  %s = vector.reduction <add>, %v : vector<2xf64> into f64",
+        "'vector.reduction' uses lane [0] of a vector loaded from elements nothing wrote "
+        "('vector.transfer_read' at prog.mlir:8:3 read element [0] of the buffer",
     ),
     "memref.atomic_rmw": (
         "%m = memref.alloca() : memref<4xf64>\n"
@@ -236,8 +241,9 @@ OPS_THAT_READ = {
         " : memref<2xf64, strided<[1], offset: 2>> -> memref<f64>, index, index, index\n"
         "  %r = memref.reinterpret_cast %b to offset: [0], sizes: [4], strides: [1]"
         " : memref<f64> to memref<4xf64>\n"
-        "  %v = vector.load %r[%c0] : memref<4xf64>, vector<4xf64>",
-        "'vector.load' reads element [0, 0]",
+        "  %v = vector.load %r[%c0] : memref<4xf64>, vector<4xf64>\n"
+        "  %sum = vector.reduction <add>, %v : vector<4xf64> into f64",
+        "'vector.load' at prog.mlir:12:3 read element [0, 0]",
     ),
     "memref.view": (
         "%bytes = memref.alloc() : memref<32xi8>\n"
@@ -323,7 +329,8 @@ def test_lanes_a_mask_leaves_off_read_nothing(op: str) -> None:
     (out,) = run(READER.replace("{ops}", ops.replace("{on}", "2")), np.ones((2, 2)))
     assert out[0, 0] == 8.0
     message = run_error(READER.replace("{ops}", ops.replace("{on}", "3")), np.ones((2, 2)))
-    assert f"'{op}' reads element [2] of the buffer allocated at prog.mlir:7:3" in message
+    assert "prog.mlir:14:3: error: 'vector.reduction' uses lane [2] of a vector" in message
+    assert f"'{op}' at prog.mlir:13:3 read element [2] of the buffer allocated at" in message
 
 
 # A buffer that C code fills, then read: C may write all it is passed.
@@ -356,3 +363,146 @@ def test_a_buffer_passed_to_c_counts_as_written(tmp_path: Path) -> None:
     module = dhir.parse_string(FILLED_BY_C, "prog.mlir")
     (out,) = dhir.run(module, np.zeros(1), backend="interp", link=[str(obj)])
     assert out[0] == 2.5
+
+
+# HALO's copy of %a into %b, a row at a time through vectors.
+VECTOR_COPIES = {
+    "vector.load": """%r = vector.load %a[%i, %c0] : memref<4x4xf64>, vector<4xf64>
+    vector.store %r, %b[%i, %c0] : memref<4x4xf64>, vector<4xf64>""",
+    "vector.transfer_read": """%r = vector.transfer_read %a[%i, %c0], %one {in_bounds = [true]}
+        : memref<4x4xf64>, vector<4xf64>
+    vector.transfer_write %r, %b[%i, %c0] {in_bounds = [true]} : vector<4xf64>, memref<4x4xf64>""",
+    "vector.maskedload": """%all = vector.constant_mask [4] : vector<4xi1>
+    %p = vector.broadcast %one : f64 to vector<4xf64>
+    %r = vector.maskedload %a[%i, %c0], %all, %p
+        : memref<4x4xf64>, vector<4xi1>, vector<4xf64> into vector<4xf64>
+    vector.maskedstore %b[%i, %c0], %all, %r : memref<4x4xf64>, vector<4xi1>, vector<4xf64>""",
+    "vector.shape_cast": """%r = vector.load %a[%i, %c0] : memref<4x4xf64>, vector<4xf64>
+    %s = vector.shape_cast %r : vector<4xf64> to vector<2x2xf64>
+    %t = vector.transpose %s, [1, 0] : vector<2x2xf64> to vector<2x2xf64>
+    %u = vector.transpose %t, [1, 0] : vector<2x2xf64> to vector<2x2xf64>
+    %lo = vector.extract %u[0] : vector<2xf64> from vector<2x2xf64>
+    %hi = vector.extract_strided_slice %u {offsets = [1, 0], sizes = [1, 2], strides = [1, 1]}
+        : vector<2x2xf64> to vector<1x2xf64>
+    %z = vector.broadcast %one : f64 to vector<4xf64>
+    %w = vector.insert_strided_slice %lo, %z {offsets = [0], strides = [1]}
+        : vector<2xf64> into vector<4xf64>
+    %h = vector.shape_cast %hi : vector<1x2xf64> to vector<2xf64>
+    %x = vector.insert_strided_slice %h, %w {offsets = [2], strides = [1]}
+        : vector<2xf64> into vector<4xf64>
+    vector.store %x, %b[%i, %c0] : memref<4x4xf64>, vector<4xf64>""",
+}
+VECTOR_HALO = (
+    HALO.replace(
+        "{copy}",
+        """%c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    {copy}
+  }""",
+    )
+    .replace("%at: index)", "%at: index, %at_j: index)")
+    .replace("%b[%at, %at]", "%b[%at, %at_j]")
+)
+
+
+@pytest.mark.parametrize("copy", list(VECTOR_COPIES))
+def test_vectors_carry_which_elements_were_written(copy: str) -> None:
+    """Copying a halo whose corners nothing wrote through vectors is legal, as memref.copy
+    is, until a corner is read from the copy."""
+    src = VECTOR_HALO.replace("{copy}", VECTOR_COPIES[copy])
+    (out, _, _) = run(src, np.zeros((2, 2)), 1, 2)  # written, read through the copy
+    assert (out == 1.5).all()
+    for i, j in [(0, 0), (0, 1), (3, 3), (1, 0)]:  # never written, copied
+        message = run_error(src, np.zeros((2, 2)), i, j)
+        assert f"error: 'memref.load' reads element [{i}, {j}] of the buffer " in message
+        assert "allocated at prog.mlir:12:3 before anything wrote it" in message
+
+
+# Loads the first row of a buffer only the last three elements of which are written,
+# then {use}s the vector %v.
+USES = {
+    "arith.addf": "%w = arith.addf %v, %v : vector<4xf64>",
+    "vector.reduction": "%s = vector.reduction <add>, %v : vector<4xf64> into f64",
+    "vector.extract": "%s = vector.extract %v[0] : f64 from vector<4xf64>",
+    "vector.bitcast": "%w = vector.bitcast %v : vector<4xf64> to vector<4xi64>",
+    "arith.select": "%w = arith.select %true, %v, %v : vector<4xf64>",
+    "vector.print": "vector.print %v : vector<4xf64>",
+    "vector.store": "vector.store %v, %out[%c0, %c0] : memref<2x4xf64>, vector<4xf64>",
+    "vector.transfer_write": "vector.transfer_write %v, %out[%c0, %c0] {in_bounds = [true]}"
+    " : vector<4xf64>, memref<2x4xf64>",
+    "arith.cmpf": "%mask = arith.cmpf oeq, %v, %v : vector<4xf64>",
+    "func.call": "func.call @use(%v) : (vector<4xf64>) -> ()",
+    "scf.for": """%r = scf.for %i = %c0 to %c2 step %c1 iter_args(%a = %v) -> vector<4xf64> {
+    %q = vector.shape_cast %a : vector<4xf64> to vector<2x2xf64>
+    %n = vector.shape_cast %q : vector<2x2xf64> to vector<4xf64>
+    scf.yield %n : vector<4xf64>
+  }
+  %s = vector.reduction <add>, %r : vector<4xf64> into f64""",
+}
+USER = """
+func.func @use(%v: vector<4xf64>) {
+  %s = vector.reduction <add>, %v : vector<4xf64> into f64
+  return
+}
+func.func @main(%out: memref<2x4xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %true = arith.constant true
+  %x = arith.constant 2.0 : f64
+  %m = memref.alloc() : memref<2x4xf64>
+  %tail = memref.subview %m[0, 1] [1, 3] [1, 1]
+      : memref<2x4xf64> to memref<3xf64, strided<[1], offset: 1>>
+  linalg.fill ins(%x : f64) outs(%tail : memref<3xf64, strided<[1], offset: 1>>)
+  %v = vector.load %m[%c0, %c0] : memref<2x4xf64>, vector<4xf64>
+  {use}
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("use", list(USES))
+def test_a_use_of_a_vector_lane_nothing_wrote_is_refused(use: str) -> None:
+    """Arithmetic, comparisons, reductions, a scalar out of the lane, its bits, a choice,
+    printing, and storing it where the caller sees it, through calls and loops."""
+    message = run_error(USER.replace("{use}", USES[use]), np.ones((2, 4)))
+    assert "uses lane [0] of a vector loaded from elements nothing wrote ('vector.load' at" in (
+        message
+    )
+    assert "prog.mlir:16:3 read element [0, 0] of the buffer allocated at prog.mlir:12:3;" in (
+        message
+    )
+
+
+def test_lanes_that_were_written_may_be_used() -> None:
+    use = (
+        "%s = vector.extract %v[3] : f64 from vector<4xf64>\n"
+        "  %w = vector.insert %x, %v [0] : f64 into vector<4xf64>\n"
+        "  %t = vector.reduction <add>, %w : vector<4xf64> into f64\n"
+        "  %u = arith.addf %s, %t : f64\n"
+        "  memref.store %u, %out[%c1, %c0] : memref<2x4xf64>"
+    )
+    (out,) = run(USER.replace("{use}", use), np.ones((2, 4)))
+    assert out[1, 0] == 10.0
+
+
+def test_lanes_move_with_their_flags() -> None:
+    """A written scalar inserted over the lane nothing wrote makes the vector whole; a
+    vector inserted carries its own lanes' flags."""
+    whole = (
+        "%w = vector.insert %x, %v [0] : f64 into vector<4xf64>\n"
+        "  %s = vector.shape_cast %w : vector<4xf64> to vector<2x2xf64>\n"
+        "  vector.store %s, %out[%c0, %c0] : memref<2x4xf64>, vector<2x2xf64>"
+    )
+    (out,) = run(USER.replace("{use}", whole), np.ones((2, 4)))
+    assert (out[:, :2] == 2.0).all() and (out[:, 2:] == 1.0).all()
+    nested = (
+        "%z = vector.broadcast %x : f64 to vector<2x4xf64>\n"
+        "  %w = vector.insert %v, %z [1] : vector<4xf64> into vector<2x4xf64>\n"
+        "  %r = vector.extract %w[1] : vector<4xf64> from vector<2x4xf64>\n"
+        "  %s = vector.extract %r[1] : f64 from vector<4xf64>\n"
+        "  memref.store %s, %out[%c0, %c0] : memref<2x4xf64>\n"
+        "  vector.store %w, %out[%c0, %c0] : memref<2x4xf64>, vector<2x4xf64>"
+    )
+    message = run_error(USER.replace("{use}", nested), np.ones((2, 4)))
+    assert "prog.mlir:22:3: error: 'vector.store' uses lane [1, 0] of a vector loaded" in message

@@ -22,6 +22,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from dhir.backends.interp import written
 from dhir.backends.interp.apart import run_apart, shared_copy
 from dhir.backends.interp.arith import ArithImpls
 from dhir.backends.interp.control import ControlImpls
@@ -63,6 +64,8 @@ class _OpStack(Interpreter.Listener):
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         self.ops.append(op)
+        if written.MADE.partial:
+            written.check_uses(op, args)
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _TimedOut()
 

@@ -10,6 +10,7 @@ supported."""
 import math
 import sys
 from collections.abc import Sequence
+from functools import wraps
 from itertools import product
 from typing import Any
 
@@ -42,7 +43,17 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
-from dhir.backends.interp.written import check_read, check_read_one, mark, mark_one
+from dhir.backends.interp.written import (
+    Partial,
+    is_written_one,
+    lanes_of,
+    partial,
+    read_lanes,
+    refuse_use,
+    source,
+    write_lane,
+    write_lanes,
+)
 from dhir.dialects import affine, vector
 from dhir.dialects import vector as dhir_vector
 from dhir.dialects.vector import Punctuation
@@ -145,15 +156,76 @@ class _Transfer:
 
 
 def _read(op: Operation, view: np.ndarray) -> np.ndarray:
-    """A vector of the elements of `view`: a read of each (a vector does not carry which
-    were written; memref.copy and linalg.copy do)."""
-    check_read(op, view)
-    return _frozen(np.array(view))
+    """A vector of the elements of `view`, carrying which were written (a copy, as
+    memref.copy: see dhir.backends.interp.written)."""
+    return read_lanes(op, view, _frozen(np.array(view)))
 
 
-def _write(view: np.ndarray, value: np.ndarray) -> None:
+def _write(op: Operation, view: np.ndarray, value: np.ndarray) -> None:
+    write_lanes(op, view, value)
     assign(view, value)
-    mark(view)
+
+
+class _Unwritten:
+    """The lanes of a vector being read one by one that nothing wrote, found as they are
+    read (no list at all where every one was written)."""
+
+    def __init__(self, op: Operation, array: np.ndarray, shape: Sequence[int]) -> None:
+        self.op, self.array, self.shape = op, array, shape
+        self.lanes: np.ndarray | None = None
+        self.first = ""
+
+    def read(self, lane: Any, where: tuple[int, ...]) -> None:
+        if is_written_one(self.array, where):
+            return
+        if self.lanes is None:
+            self.lanes = np.ones(self.shape, np.bool_)
+            self.first = source(self.op, self.array, where)
+        self.lanes[lane] = False
+
+    def vector(self, value: np.ndarray) -> np.ndarray:
+        return value if self.lanes is None else partial(value, self.lanes, (self.first,))
+
+
+def _moves_lanes(function: Any) -> Any:
+    """An op that only moves lanes (and inserts scalars) run once more on the lanes'
+    written flags, as numbers of the vectors' types, where a vector it is given is
+    Partial: its results carry the flags along."""
+
+    @wraps(function)
+    def run(self: object, interp: Interpreter, op: Operation, args: Values) -> Values:
+        results = function(self, interp, op, args)
+        if not any(type(a) is Partial for a in args):
+            return results
+        flags = [
+            _as_flags(a, t, op.name == "vector.insert" and k == 0)
+            for k, (a, t) in enumerate(zip(args, op.operand_types))
+        ]
+        moved = function(self, interp, op, tuple(flags))
+        sources = tuple(dict.fromkeys(s for a in args if type(a) is Partial for s in a.sources))
+        carried: list[Any] = []
+        for value, lanes in zip(results, moved):
+            if not isinstance(value, np.ndarray):  # a scalar extracted from a lane
+                if not lanes:  # vector.extract's: the lane is its position
+                    assert isinstance(op, vector.ExtractOp)
+                    where = _positions(op, op.static_position.get_values(), args[1:])
+                    refuse_use(op, args[0], where)
+                carried.append(value)
+            else:
+                carried.append(partial(value, np.asarray(lanes, np.bool_), sources))
+        return tuple(carried)
+
+    return run
+
+
+def _as_flags(value: Any, type_: Attribute, inserted: bool) -> Any:
+    """`value`'s written flags as numbers of its type; a scalar `inserted` is written,
+    and positions stay as they are."""
+    if not isinstance(type_, VectorType):
+        return 1 if inserted else value
+    lanes = lanes_of(value)
+    flags = np.ones(np.shape(value), value.dtype) if lanes is None else lanes.astype(value.dtype)
+    return _frozen(flags)
 
 
 def _contiguous(op: Operation, array: np.ndarray, base: Sequence[int], shape: Sequence[int]):
@@ -179,11 +251,12 @@ class VectorImpls(InterpreterFunctions):
         mask = args[2 + len(op.indices)] if op.mask is not None else None
         result = _new_vector(op, op.result.type)
         transfer = _Transfer(op, array, indices, result.ndim, mask)
+        unwritten = _Unwritten(op, array, result.shape)
         for lane, where in transfer.lanes(result.shape):
             if where is not None:
-                check_read_one(op, array, where)
+                unwritten.read(lane, where)
             result[lane] = padding if where is None else array[where]
-        return (_frozen(result),)
+        return (unwritten.vector(_frozen(result)),)
 
     @handles(vector.TransferWriteOp)
     def run_transfer_write(
@@ -196,8 +269,8 @@ class VectorImpls(InterpreterFunctions):
         transfer = _Transfer(op, array, indices, value.ndim, mask)
         for lane, where in transfer.lanes(value.shape):
             if where is not None:
+                write_lane(op, array, where, value, lane)
                 array[where] = value[lane]
-                mark_one(array, where)
         return ()
 
     # dhir's vector.load and vector.store (which take memrefs of vectors too) are the
@@ -212,7 +285,7 @@ class VectorImpls(InterpreterFunctions):
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        _write(_contiguous(op, array, args[2:], value.shape), value)
+        _write(op, _contiguous(op, array, args[2:], value.shape), value)
         return ()
 
     @handles(affine.VectorLoadOp)
@@ -230,16 +303,18 @@ class VectorImpls(InterpreterFunctions):
         value, array = args[0], args[1]
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
-        _write(_contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
+        _write(op, _contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
         return ()
 
     @handles(vector.BroadcastOp)
+    @_moves_lanes
     def run_broadcast(self, interp: Interpreter, op: vector.BroadcastOp, args: Values) -> Values:
         result = _new_vector(op, op.vector.type)
         put(result, ..., args[0])  # NumPy broadcasts as MLIR does (leading dims, unit dims)
         return (_frozen(result),)
 
     @handles(vector.ExtractOp)
+    @_moves_lanes
     def run_extract(self, interp: Interpreter, op: vector.ExtractOp, args: Values) -> Values:
         source = args[0]
         where = _positions(op, op.static_position.get_values(), args[1:])
@@ -250,6 +325,7 @@ class VectorImpls(InterpreterFunctions):
         return (element(picked),)
 
     @handles(vector.InsertOp)
+    @_moves_lanes
     def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: Values) -> Values:
         value, dest = args[0], args[1]
         where = _positions(op, op.static_position.get_values(), args[2:])
@@ -259,23 +335,27 @@ class VectorImpls(InterpreterFunctions):
         return (_frozen(result),)
 
     @handles(vector.ShuffleOp)
+    @_moves_lanes
     def run_shuffle(self, interp: Interpreter, op: vector.ShuffleOp, args: Values) -> Values:
         # The mask picks rows (leading positions) of the two vectors, one after the other.
         rows = np.concatenate([np.atleast_1d(args[0]), np.atleast_1d(args[1])])
         return (_frozen(rows[list(op.mask.get_values())]),)
 
     @handles(dhir_vector.ShapeCastOp)
+    @_moves_lanes
     def run_shape_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # Row-major, as MLIR defines it (and LLVM lays vectors out).
         shape = tuple(op.results[0].type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
         return (_frozen(np.array(np.reshape(args[0], shape))),)
 
     @handles(dhir_vector.TransposeOp)
+    @_moves_lanes
     def run_transpose(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         permutation = _integers(op.properties["permutation"])
         return (_frozen(np.array(np.transpose(args[0], permutation))),)
 
     @handles(dhir_vector.ExtractStridedSliceOp)
+    @_moves_lanes
     def run_extract_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         offsets, sizes, strides = (
             _integers(op.properties[name]) for name in ("offsets", "sizes", "strides")
@@ -284,6 +364,7 @@ class VectorImpls(InterpreterFunctions):
         return (_frozen(np.array(args[0][picked])),)
 
     @handles(dhir_vector.InsertStridedSliceOp)
+    @_moves_lanes
     def run_insert_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source, dest = args
         offsets, strides = _integers(op.properties["offsets"]), _integers(op.properties["strides"])
@@ -309,6 +390,7 @@ class VectorImpls(InterpreterFunctions):
         return (_frozen(result),)
 
     @handles(dhir_vector.InterleaveOp)
+    @_moves_lanes
     def run_interleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         lhs, rhs = args
         result = _new_vector(op, op.results[0].type)
@@ -316,6 +398,7 @@ class VectorImpls(InterpreterFunctions):
         return (_frozen(result),)
 
     @handles(dhir_vector.DeinterleaveOp)
+    @_moves_lanes
     def run_deinterleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source = args[0]
         return (_frozen(np.array(source[..., 0::2])), _frozen(np.array(source[..., 1::2])))
@@ -337,10 +420,11 @@ class VectorImpls(InterpreterFunctions):
         array, *indices, mask, passthru = args
         result = np.array(passthru)
         expanding = isinstance(op, dhir_vector.ExpandLoadOp)
+        unwritten = _Unwritten(op, array, result.shape)
         for k, where in _masked_lanes(op, array, indices, mask, expanding):
-            check_read_one(op, array, where)
+            unwritten.read(k, where)
             result[k] = array[where]
-        return (_frozen(result),)
+        return (unwritten.vector(_frozen(result)),)
 
     @handles(vector.MaskedStoreOp, dhir_vector.CompressStoreOp)
     def run_masked_store(self, interp: Interpreter, op: Operation, args: Values) -> Values:
@@ -349,18 +433,19 @@ class VectorImpls(InterpreterFunctions):
             fail(op, "writes into a constant memref.global")
         compressing = isinstance(op, dhir_vector.CompressStoreOp)
         for k, where in _masked_lanes(op, array, indices, mask, compressing):
+            write_lane(op, array, where, value, k)
             array[where] = value[k]
-            mark_one(array, where)
         return ()
 
     @handles(dhir_vector.GatherOp)
     def run_gather(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         array, *offsets, index_vec, mask, passthru = args
         result = np.array(passthru)
+        unwritten = _Unwritten(op, array, result.shape)
         for lane, where in _gathered(op, array, offsets, index_vec, mask):
-            check_read_one(op, array, where)
+            unwritten.read(lane, where)
             result[lane] = array[where]
-        return (_frozen(result),)
+        return (unwritten.vector(_frozen(result)),)
 
     @handles(dhir_vector.ScatterOp)
     def run_scatter(self, interp: Interpreter, op: Operation, args: Values) -> Values:
@@ -368,8 +453,8 @@ class VectorImpls(InterpreterFunctions):
         if not array.flags.writeable:
             fail(op, "writes into a constant memref.global")
         for lane, where in _gathered(op, array, offsets, index_vec, mask):  # in lane order:
+            write_lane(op, array, where, value, lane)
             array[where] = value[lane]  # of two lanes at one element, the later one stays
-            mark_one(array, where)
         return ()
 
     @handles(dhir_vector.OuterProductOp)

@@ -13,9 +13,17 @@ the caller) carry none: all their elements count as written.
 Readers check (`check_read`), writers mark (`mark`); copies carry the flags across
 (`copy_flags`), so that copying a buffer part of which nothing wrote stays legal until
 something reads the copied elements.
+
+Vector loads and transfers are copies too until the vector is used: one that reads an
+element nothing wrote makes a `Partial` vector, whose lanes carry the flags (lanes
+nothing wrote hold zeros). Stores and transfers put its flags back into memory, the ops
+that only move lanes (shape casts, transposes, slices, shuffles...) and control flow
+move them along, and any other op given it (arith, a reduction, a mask, a condition, a
+scalar extracted from a lane nothing wrote) is refused (`check_uses`, which the
+interpreter's listener calls before every op once a run has made a Partial vector).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -205,7 +213,163 @@ def copy_flags(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
     mark(target, True if values is None else values)
 
 
-def _refuse(op: Operation, holder: Allocation, element: int) -> None:
+class Partial(np.ndarray):
+    """A vector (read-only) some of whose lanes were loaded from elements nothing wrote:
+    `lanes` says which lanes were written, `sources` where the others came from."""
+
+    lanes: np.ndarray
+    sources: tuple[str, ...] = ()
+
+
+class _Made:
+    """Whether this process has made a Partial vector: until then no op can be given
+    one, and the listener checks nothing (the check costs on every op)."""
+
+    partial = False
+
+
+MADE = _Made()
+
+
+def partial(value: np.ndarray, lanes: np.ndarray, sources: tuple[str, ...]) -> np.ndarray:
+    """`value` (a read-only vector) with `lanes` (bools of its shape) saying which lanes
+    were written: itself where all were, else a Partial."""
+    if bool(np.all(lanes)):  # `value` may be a copy of a Partial one (vector.insert's)
+        return value.view(np.ndarray) if type(value) is Partial else value
+    result = value.view(Partial)
+    result.lanes = np.asarray(lanes, np.bool_)
+    result.sources = sources
+    MADE.partial = True
+    return result
+
+
+def lanes_of(value: Any) -> np.ndarray | None:
+    """Which lanes of `value` were written, or None where all were."""
+    return value.lanes if type(value) is Partial else None
+
+
+def source(op: Operation, array: np.ndarray, index: Sequence[int]) -> str:
+    """Where the element at `index` of `array` (nothing wrote it) is, as `op` read it."""
+    found = _one(array, index)
+    assert found is not None
+    holder, first, _ = found
+    where = loc_of(op)
+    at = f" at {where}" if where is not None else ""
+    return f"'{op.name}'{at} read {_element(holder, first).rstrip(',')}"
+
+
+def read_lanes(op: Operation, view: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """`value`, the vector `op` loaded from `view` (of one shape), as partial as the
+    elements it copies: a vector load reads nothing until its vector is used."""
+    found = _flags(view)
+    if found is None:
+        return value
+    _, flags, spans = found
+    if bool(flags.all()):
+        return value
+    lanes = np.asarray(flags.all(axis=-1)) if spans else np.array(flags)
+    first = [int(i) for i in np.unravel_index(int(np.argmin(lanes)), lanes.shape)]
+    return partial(value, lanes, (source(op, view, first),))
+
+
+def write_lanes(op: Operation, view: np.ndarray, value: Any) -> None:
+    """Mark `view`, into which `op` stored the vector `value`, as written as its lanes
+    were. Where `view` keeps no flags (an argument: what the program hands back), a lane
+    nothing wrote is refused as used."""
+    lanes = lanes_of(value)
+    if lanes is None:
+        mark(view)
+    elif _flags(view) is None:
+        refuse_use(op, value)
+    else:
+        mark(view, lanes)
+
+
+def write_lane(
+    op: Operation, array: np.ndarray, index: Sequence[int], value: Any, lane: Any
+) -> None:
+    """write_lanes of lane `lane` of `value` into the element at `index` of `array`."""
+    lanes = lanes_of(value)
+    if lanes is None or lanes[lane]:
+        mark_one(array, index)
+    elif _one(array, index) is None:
+        refuse_use(op, value, lane)
+    else:
+        mark_one(array, index, False)
+
+
+def check_uses(op: Operation, args: Sequence[Any]) -> None:
+    """Refuse `op` being given a Partial vector where it does more than move its lanes."""
+    carried = _CARRIED.get(op.name)
+    for k, arg in enumerate(args):
+        if type(arg) is Partial and not (carried is not None and carried(k, len(args))):
+            refuse_use(op, arg)
+
+
+def _all(k: int, n: int) -> bool:
+    return True
+
+
+# The operands of each op that may be Partial vectors: the ops that store them (their
+# stored value), move their lanes (vector.bitcast reinterprets bits: not one of them),
+# or pass them on (control flow). The value of arith.select is left out: picking
+# undefined lanes is a use in LLVM only sometimes, and refusing is the clear rule.
+_CARRIED: dict[str, Callable[[int, int], bool]] = {
+    **dict.fromkeys(
+        ["vector.store", "affine.vector_store", "vector.transfer_write"], lambda k, n: k == 0
+    ),
+    **dict.fromkeys(
+        ["vector.maskedstore", "vector.compressstore", "vector.scatter"], lambda k, n: k == n - 1
+    ),
+    **dict.fromkeys(
+        [
+            "vector.shape_cast",
+            "vector.transpose",
+            "vector.extract_strided_slice",
+            "vector.insert_strided_slice",
+            "vector.broadcast",
+            "vector.shuffle",
+            "vector.extract",
+            "vector.insert",
+            "vector.interleave",
+            "vector.deinterleave",
+        ],
+        _all,
+    ),
+    **dict.fromkeys(
+        [
+            "scf.yield",
+            "affine.yield",
+            "func.return",
+            "func.call",
+            "cf.br",
+            "scf.for",
+            "affine.for",
+            "scf.while",
+            "scf.parallel",
+            "scf.reduce",
+        ],
+        _all,
+    ),
+    **dict.fromkeys(["scf.condition", "cf.cond_br"], lambda k, n: k > 0),
+}
+
+
+def refuse_use(op: Operation, value: "Partial", lane: Any = None) -> None:
+    """Refuse `op` using a lane (`lane`, else the first) nothing wrote of `value`."""
+    if lane is None:
+        lane = np.unravel_index(int(np.argmin(value.lanes)), value.lanes.shape)
+    index = [int(i) for i in np.atleast_1d(lane)] if value.ndim else []
+    fail(
+        op,
+        f"uses lane {index} of a vector loaded from elements nothing wrote "
+        f"({'; '.join(value.sources)}; MLIR leaves them undefined, native code reads "
+        "whatever the memory held); write every element the program uses",
+    )
+
+
+def _element(holder: Allocation, element: int) -> str:
+    """'element [i, j] of the buffer allocated at ...' of flag `element` of `holder`."""
     index = [int(i) for i in np.unravel_index(element, holder.shape)] if holder.ndim else []
     made_by = holder.made_by
     where = loc_of(made_by) if made_by is not None else None
@@ -214,9 +378,13 @@ def _refuse(op: Operation, holder: Allocation, element: int) -> None:
         buffer = f"@{made_by.sym_name.data}, the memref.global without initial value declared {at},"
     else:
         buffer = f"the buffer allocated {at}"
+    return f"element {index} of {buffer}"
+
+
+def _refuse(op: Operation, holder: Allocation, element: int) -> None:
     fail(
         op,
-        f"reads element {index} of {buffer} before anything wrote it (MLIR leaves it "
+        f"reads {_element(holder, element)} before anything wrote it (MLIR leaves it "
         "undefined; native code reads whatever the memory held); write every element "
         "the program reads",
     )
