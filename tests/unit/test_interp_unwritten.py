@@ -506,3 +506,33 @@ def test_lanes_move_with_their_flags() -> None:
     )
     message = run_error(USER.replace("{use}", nested), np.ones((2, 4)))
     assert "prog.mlir:22:3: error: 'vector.store' uses lane [1, 0] of a vector loaded" in message
+
+
+# Copies the whole of a 4x4 buffer whose interior alone is written into the argument.
+INTO_ARGUMENT = """
+func.func @main(%out: memref<4x4xf64>) {
+  %one = arith.constant 1.5 : f64
+  %a = memref.alloc() : memref<4x4xf64>
+  %inner = memref.subview %a[1, 1] [2, 2] [1, 1]
+      : memref<4x4xf64> to memref<2x2xf64, strided<[4, 1], offset: 5>>
+  linalg.fill ins(%one : f64) outs(%inner : memref<2x2xf64, strided<[4, 1], offset: 5>>)
+  {copy}
+  return
+}
+"""
+COPIES_INTO_ARGUMENT = {
+    **{k: v.replace("%b", "%out") for k, v in COPIES.items()},
+    "linalg.transpose": "linalg.transpose ins(%a : memref<4x4xf64>)"
+    " outs(%out : memref<4x4xf64>) permutation = [1, 0]",
+}
+
+
+@pytest.mark.parametrize("copy", list(COPIES_INTO_ARGUMENT))
+def test_every_copy_into_an_argument_reads_what_it_copies(copy: str) -> None:
+    """linalg bodies that yield an input unchanged copied an element nothing wrote into
+    the caller's array silently (zeros here, whatever the memory held natively)."""
+    message = run_error(
+        INTO_ARGUMENT.replace("{copy}", COPIES_INTO_ARGUMENT[copy]), np.ones((4, 4))
+    )
+    assert f"prog.mlir:8:3: error: '{copy}' reads element [0, 0] of the buffer " in message
+    assert "allocated at prog.mlir:4:3 before anything wrote it" in message

@@ -12,7 +12,12 @@ from xdsl.ir import BlockArgument, Operation
 
 from dhir.backends.interp.core import Returned, Values, assign, fail, handles, register
 from dhir.backends.interp.memref import checked_index, load, state, store
-from dhir.backends.interp.written import copy_flags, is_written_one, mark_one
+from dhir.backends.interp.written import (
+    copy_flags,
+    copy_unwritten_one,
+    is_written_one,
+    mark_one,
+)
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import linalg as dhir_linalg
@@ -69,9 +74,12 @@ class LinalgImpls(InterpreterFunctions):
             unwritten = [s is not None and not is_written_one(args[s], places[s]) for s in copied]
             for k, (array, value) in enumerate(zip(outputs, values)):
                 where = places[n_inputs + k]
+                source = copied[k]
+                if unwritten[k] and source is not None:  # a copy of an element nothing wrote
+                    copy_unwritten_one(op, args[source], places[source], array, where)
                 store(op, array, where, value)
                 if unwritten[k]:
-                    mark_one(array, where, False)  # a copy of an element nothing wrote
+                    mark_one(array, where, False)
         return ()
 
     @handles(linalg.BroadcastOp)

@@ -381,6 +381,17 @@ def _element(holder: Allocation, element: int) -> str:
     return f"element {index} of {buffer}"
 
 
+def copy_unwritten_one(
+    op: Operation, source: np.ndarray, index: Sequence[int], target: np.ndarray,
+    where: Sequence[int],
+) -> None:  # fmt: skip
+    """A copy of the element at `index` of `source`, which nothing wrote, into the one at
+    `where` of `target`: refused as a read where the target keeps no flags (an argument,
+    as in copy_flags); the caller marks the copy unwritten."""
+    if _one(target, where) is None:
+        check_read_one(op, source, index)
+
+
 def _refuse(op: Operation, holder: Allocation, element: int) -> None:
     fail(
         op,
