@@ -120,7 +120,51 @@ def test_a_copy_of_a_partly_written_buffer_carries_what_was_written(copy: str) -
     assert (out == 1.5).all()
     message = run_error(src, np.zeros((2, 2)), 0)  # a corner: copied, but never written
     assert "error: 'memref.load' reads element [0, 0] of the buffer " in message
-    assert "allocated at prog.mlir:12:3 before anything wrote it" in message
+    assert "allocated at prog.mlir:12:3 before anything wrote it: it is a copy of element " in (
+        message
+    )
+    assert "[0, 0] of the buffer allocated at prog.mlir:8:3, which nothing wrote either" in (
+        message
+    )
+
+
+CHAINED = """
+func.func @main(%out: memref<1xf64>, %at: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.5 : f64
+  %a = memref.alloc() : memref<4x4xf64>
+  %inner = memref.subview %a[1, 1] [2, 2] [1, 1]
+      : memref<4x4xf64> to memref<2x2xf64, strided<[4, 1], offset: 5>>
+  linalg.fill ins(%one : f64) outs(%inner : memref<2x2xf64, strided<[4, 1], offset: 5>>)
+  %t = memref.alloc() : memref<16xf64>
+  %flat = memref.collapse_shape %a [[0, 1]] : memref<4x4xf64> into memref<16xf64>
+  memref.copy %flat, %t : memref<16xf64> to memref<16xf64>
+  %odd = memref.subview %t[1] [8] [2] : memref<16xf64> to memref<8xf64, strided<[2], offset: 1>>
+  %b = memref.alloc() : memref<2x8xf64>
+  %row = memref.subview %b[1, 0] [1, 8] [1, 1]
+      : memref<2x8xf64> to memref<8xf64, strided<[1], offset: 8>>
+  memref.copy %odd, %row : memref<8xf64, strided<[2], offset: 1>> to memref<8xf64, strided<[1], offset: 8>>
+  %v = memref.load %b[%c0, %at] : memref<2x8xf64>
+  memref.store %v, %out[%c0] : memref<1xf64>
+  return
+}
+"""
+
+
+def test_a_copy_of_a_copy_names_the_original() -> None:
+    """Through a reshape and a strided view, the original element and buffer are named."""
+    message = run_error(CHAINED.replace("%b[%c0, %at]", "%b[%c1, %at]"), np.zeros(1), 7)
+    # b[1, 7] is t[15], a copy of a[3, 3].
+    assert "'memref.load' reads element [1, 7] of the buffer allocated at prog.mlir:14:3" in (
+        message
+    )
+    assert "it is a copy of element [3, 3] of the buffer allocated at prog.mlir:6:3" in message
+    message = run_error(CHAINED, np.zeros(1), 7)  # b[0, 7]: not a copy of anything
+    assert "'memref.load' reads element [0, 7] of the buffer allocated at prog.mlir:14:3 " in (
+        message
+    )
+    assert "before anything wrote it (MLIR" in message
 
 
 def test_a_copy_into_an_argument_reads_what_it_copies() -> None:
@@ -415,7 +459,10 @@ def test_vectors_carry_which_elements_were_written(copy: str) -> None:
     for i, j in [(0, 0), (0, 1), (3, 3), (1, 0)]:  # never written, copied
         message = run_error(src, np.zeros((2, 2)), i, j)
         assert f"error: 'memref.load' reads element [{i}, {j}] of the buffer " in message
-        assert "allocated at prog.mlir:12:3 before anything wrote it" in message
+        assert "allocated at prog.mlir:12:3 before anything wrote it: it is a copy of a " in (
+            message
+        )
+        assert f"read element [{i}, 0] of the buffer allocated at prog.mlir:8:3)" in message
 
 
 # Loads the first row of a buffer only the last three elements of which are written,

@@ -43,6 +43,12 @@ class Allocation(np.ndarray):
     # On a view of it: the allocation and where the view starts in it, in bytes, found
     # at the first load or store through the view (a view never moves).
     place: "tuple[Allocation | None, int] | None" = None
+    # Where each element nothing wrote that a copy put here came from (None where it is
+    # this buffer's own): the allocation, with its flat index in `came_index`, or the
+    # words naming a vector's loads. Made at the first such copy.
+    came_from: np.ndarray | None = None  # int32: 0, or one more than a place in `origins`
+    came_index: np.ndarray | None = None
+    origins: "list[Allocation | str]"
 
 
 def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None) -> np.ndarray:
@@ -211,6 +217,65 @@ def copy_flags(op: Operation, source: np.ndarray, target: np.ndarray) -> None:
             check_read(op, source)
         return
     mark(target, True if values is None else values)
+    if values is not None and not bool(values.all()):
+        _carry_origins(source, target, ~values)
+
+
+def _flat(holder: Allocation, array: np.ndarray, where: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The flags (the first of those each spans) of `array`'s elements at `where` (as
+    np.nonzero gives them)."""
+    unit = holder.itemsize
+    flat = np.full(len(where[0]), _start(holder, array) // unit, np.int64)
+    for index, stride in zip(where, array.strides):
+        flat += index * (stride // unit)
+    return flat
+
+
+def _origins(holder: Allocation) -> tuple[np.ndarray, np.ndarray]:
+    """`holder`'s came_from and came_index, made at the first copy that needs them."""
+    if holder.came_from is None or holder.came_index is None:
+        size = holder.written.size if holder.written is not None else 0
+        holder.came_from, holder.came_index = np.zeros(size, np.int32), np.zeros(size, np.int64)
+        holder.origins = []
+    return holder.came_from, holder.came_index
+
+
+def _code(holder: Allocation, origin: "Allocation | str") -> int:
+    """The number `holder`'s came_from gives `origin` (one more than its place in
+    `holder.origins`)."""
+    for k, known in enumerate(holder.origins):
+        if known is origin:
+            return k + 1
+    holder.origins.append(origin)
+    return len(holder.origins)
+
+
+def _carry_origins(source: np.ndarray, target: np.ndarray, copied: np.ndarray) -> None:
+    """Record where the elements nothing wrote that `source` gives `target` (where
+    `copied`) came from: `source`'s own allocation, or where its copies came from."""
+    holder, into = _holder(source), _holder(target)
+    assert holder is not None and into is not None
+    came_from, came_index = _origins(into)
+    where = np.nonzero(np.atleast_1d(copied))
+    index = _flat(holder, source, where)
+    codes = np.full(index.size, _code(into, holder), np.int32)
+    if holder.came_from is not None and holder.came_index is not None:
+        before = holder.came_from[index]
+        for code in np.unique(before[before != 0]):
+            codes[before == code] = _code(into, holder.origins[int(code) - 1])
+        index = np.where(before != 0, holder.came_index[index], index)
+    into_index = _flat(into, target, where)
+    came_from[into_index], came_index[into_index] = codes, index
+
+
+def copied_from(target: np.ndarray, where: Sequence[int], origin: str) -> None:
+    """Record that the element at `where` of `target`, which nothing wrote, is a copy
+    of a lane `origin` names (a vector's loads)."""
+    found = _one(target, where)
+    if found is not None:
+        holder, first, stop = found
+        came_from, _ = _origins(holder)
+        came_from[first:stop] = _code(holder, origin)
 
 
 class Partial(np.ndarray):
@@ -283,6 +348,9 @@ def write_lanes(op: Operation, view: np.ndarray, value: Any) -> None:
         refuse_use(op, value)
     else:
         mark(view, lanes)
+        for lane in np.ndindex(*lanes.shape):
+            if not lanes[lane]:
+                copied_from(view, lane, "; ".join(value.sources))
 
 
 def write_lane(
@@ -296,6 +364,7 @@ def write_lane(
         refuse_use(op, value, lane)
     else:
         mark_one(array, index, False)
+        copied_from(array, index, "; ".join(value.sources))
 
 
 def check_uses(op: Operation, args: Sequence[Any]) -> None:
@@ -387,15 +456,35 @@ def copy_unwritten_one(
 ) -> None:  # fmt: skip
     """A copy of the element at `index` of `source`, which nothing wrote, into the one at
     `where` of `target`: refused as a read where the target keeps no flags (an argument,
-    as in copy_flags); the caller marks the copy unwritten."""
+    as in copy_flags), else recorded as coming from the source; the caller marks the
+    copy unwritten."""
     if _one(target, where) is None:
         check_read_one(op, source, index)
+    else:  # 1x...x1 views of the two elements
+        element = source[(*(slice(i, i + 1) for i in index), ...)]
+        copy = target[(*(slice(i, i + 1) for i in where), ...)]
+        _carry_origins(element.reshape(copy.shape), copy, np.ones(copy.shape, np.bool_))
+
+
+def _came_from(holder: Allocation, element: int) -> str:
+    """Where the element nothing wrote at flag `element` of `holder` was copied from."""
+    if holder.came_from is None or holder.came_index is None:
+        return ""
+    code = int(holder.came_from[element])
+    origin = holder.origins[code - 1] if code else None
+    if isinstance(origin, Allocation):
+        original = _element(origin, int(holder.came_index[element])).rstrip(",")
+        return f": it is a copy of {original}, which nothing wrote either"
+    if isinstance(origin, str):
+        return f": it is a copy of a lane of a vector loaded from elements nothing wrote ({origin})"
+    return ""
 
 
 def _refuse(op: Operation, holder: Allocation, element: int) -> None:
     fail(
         op,
-        f"reads {_element(holder, element)} before anything wrote it (MLIR leaves it "
+        f"reads {_element(holder, element)} before anything wrote it"
+        f"{_came_from(holder, element)} (MLIR leaves it "
         "undefined; native code reads whatever the memory held); write every element "
         "the program reads",
     )
