@@ -421,6 +421,21 @@ VECTOR_COPIES = {
     %r = vector.maskedload %a[%i, %c0], %all, %p
         : memref<4x4xf64>, vector<4xi1>, vector<4xf64> into vector<4xf64>
     vector.maskedstore %b[%i, %c0], %all, %r : memref<4x4xf64>, vector<4xi1>, vector<4xf64>""",
+    "vector.gather": """%idx = arith.constant dense<[0, 1, 2, 3]> : vector<4xi32>
+    %all = vector.constant_mask [4] : vector<4xi1>
+    %p = vector.broadcast %one : f64 to vector<4xf64>
+    %r = vector.gather %a[%i, %c0][%idx], %all, %p
+        : memref<4x4xf64>, vector<4xi32>, vector<4xi1>, vector<4xf64> into vector<4xf64>
+    vector.scatter %b[%i, %c0][%idx], %all, %r
+        : memref<4x4xf64>, vector<4xi32>, vector<4xi1>, vector<4xf64>""",
+    "scf.if": """%r = vector.load %a[%i, %c0] : memref<4x4xf64>, vector<4xf64>
+    %yes = arith.cmpi sge, %i, %c0 : index
+    %s = scf.if %yes -> vector<4xf64> {
+      scf.yield %r : vector<4xf64>
+    } else {
+      scf.yield %r : vector<4xf64>
+    }
+    vector.store %s, %b[%i, %c0] : memref<4x4xf64>, vector<4xf64>""",
     "vector.shape_cast": """%r = vector.load %a[%i, %c0] : memref<4x4xf64>, vector<4xf64>
     %s = vector.shape_cast %r : vector<4xf64> to vector<2x2xf64>
     %t = vector.transpose %s, [1, 0] : vector<2x2xf64> to vector<2x2xf64>
