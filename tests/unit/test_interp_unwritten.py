@@ -598,3 +598,21 @@ def test_every_copy_into_an_argument_reads_what_it_copies(copy: str) -> None:
     )
     assert f"prog.mlir:8:3: error: '{copy}' reads element [0, 0] of the buffer " in message
     assert "allocated at prog.mlir:4:3 before anything wrote it" in message
+
+
+def test_a_copy_into_an_initialized_global_is_carried() -> None:
+    """A mutable memref.global with an initial value is the program's own memory, not
+    what the caller gets back: copying a halo into it was refused at the copy."""
+    src = 'memref.global "private" @g : memref<4x4xf64> = dense<0.0>\n' + HALO.replace(
+        "{copy}", COPIES["memref.copy"]
+    ).replace(
+        "%b = memref.alloc() : memref<4x4xf64>", "%b = memref.get_global @g : memref<4x4xf64>"
+    )
+    (out, _) = run(src, np.zeros((2, 2)), 1)
+    assert (out == 1.5).all()
+    message = run_error(src, np.zeros((2, 2)), 0)
+    assert (
+        "'memref.load' reads element [0, 0] of @g, the memref.global declared at prog.mlir:1:1"
+        in (message)
+    )
+    assert "it is a copy of element [0, 0] of the buffer allocated at prog.mlir:9:3" in message

@@ -42,6 +42,7 @@ from dhir.backends.interp.written import (
     check_read_one,
     copy_flags,
     is_allocation,
+    mark,
     mark_one,
     parent_array,
 )
@@ -477,4 +478,9 @@ def _global_array(op: Operation, global_op: memref.GlobalOp) -> np.ndarray:
     array = values.reshape(type_.get_shape())
     if global_op.constant is not None:
         array.flags.writeable = False  # a store is a run-time error
-    return array
+        return array
+    # The program's own memory, written by its initial value: a copy of an element
+    # nothing wrote into it is carried, as into a buffer it allocated.
+    buffer = allocation(op, np.ascontiguousarray(array), global_op)
+    mark(buffer)
+    return buffer

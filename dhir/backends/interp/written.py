@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation
 
 from dhir.backends.interp.core import assign, fail
@@ -52,8 +53,8 @@ class Allocation(np.ndarray):
 
 
 def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None) -> np.ndarray:
-    """`data` (a new zero-filled array) as a buffer nothing has written yet, made by
-    `made_by` (else `op`)."""
+    """`data` (a new array, zero-filled or a global's initial value) as a buffer nothing
+    has written yet, made by `made_by` (else `op`)."""
     buffer = data.view(Allocation)
     buffer.written = np.zeros(data.size, np.bool_)
     buffer.made_by = made_by or op
@@ -444,7 +445,12 @@ def _element(holder: Allocation, element: int) -> str:
     where = loc_of(made_by) if made_by is not None else None
     at = f"at {where}" if where is not None else f"by '{made_by.name if made_by else '?'}'"
     if isinstance(made_by, memref.GlobalOp):
-        buffer = f"@{made_by.sym_name.data}, the memref.global without initial value declared {at},"
+        without = (
+            " without initial value"
+            if made_by.initial_value is None or isinstance(made_by.initial_value, UnitAttr)
+            else ""
+        )
+        buffer = f"@{made_by.sym_name.data}, the memref.global{without} declared {at},"
     else:
         buffer = f"the buffer allocated {at}"
     return f"element {index} of {buffer}"
