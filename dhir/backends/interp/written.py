@@ -44,10 +44,11 @@ class Allocation(np.ndarray):
     # On a view of it: the allocation and where the view starts in it, in bytes, found
     # at the first load or store through the view (a view never moves).
     place: "tuple[Allocation | None, int] | None" = None
-    # Where each element nothing wrote that a copy put here came from (None where it is
-    # this buffer's own): the allocation, with its flat index in `came_index`, or the
-    # words naming a vector's loads. Made at the first such copy.
-    came_from: np.ndarray | None = None  # int32: 0, or one more than a place in `origins`
+    # Where each element nothing wrote that a copy put here came from (0 where it is this
+    # buffer's own, else one more than a place in `origins`): the allocation, with its
+    # flat index in `came_index`, or the words naming a vector's loads. Made at the
+    # first such copy: nothing is kept, or paid, where no copy carries one.
+    came_from: np.ndarray | None = None  # int32
     came_index: np.ndarray | None = None
     origins: "list[Allocation | str]"
 
