@@ -3,13 +3,15 @@
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -23,6 +25,7 @@ from dhir.toolchain.failure import (
 )
 from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions, check_runtime_environment
+from dhir.toolchain.reaper import kill_marked, watched
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
@@ -78,8 +81,7 @@ def run_executable(
         clear_outputs(signature, Path(output_dir))
     # A caller that does not turn SIGTERM into an exception itself (dhir.run and the
     # commands do) died of it here, leaving mpirun, the ranks and this folder behind.
-    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
-        work = Path(tmp)
+    with ending_cleanly(redeliver=True), _run_folder("dhir-run-") as (work, marker):
         paths: dict[int, str] = {}
         for spec, array in zip(signature.args, arrays):
             if spec.is_memref:
@@ -88,7 +90,7 @@ def run_executable(
                 paths[spec.index] = str(path)
         values = [a.shape if s.is_memref else a.item() for s, a in zip(signature.args, arrays)]
         words = command_line_args(signature, paths, values)
-        out = _run_in(work, exe, words, options, traffic)
+        out = _run_in(work, marker, exe, words, options, traffic)
         results = [
             _read_result(out / f"arg{spec.index}.raw", array) if spec.is_memref else array
             for spec, array in zip(signature.args, arrays)
@@ -110,25 +112,48 @@ def run_npy_files(
     False, with nothing run, when an input needs NumPy (dhir.toolchain.staging):
     `run_executable` then reads it, and says what is wrong with it."""
     check_runtime_environment()
-    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-run-") as tmp:
-        work = Path(tmp)
+    with ending_cleanly(redeliver=True), _run_folder("dhir-run-") as (work, marker):
         staged = stage_inputs(signature, inputs, work)
         if staged is None:
             return False
         if output_dir is not None:
             clear_outputs(signature, output_dir)
         words = command_line_args(signature, staged.paths, staged.values)
-        out = _run_in(work, exe, words, options, None)
+        out = _run_in(work, marker, exe, words, options, None)
         writers = result_writers(out, signature, staged)
         if output_dir is not None:
             write_outputs(writers, signature, output_dir)
     return True
 
 
+@contextmanager
+def _run_folder(prefix: str) -> Iterator[tuple[Path, str]]:
+    """A run's temporary folder, and the marker (DHIR_RUN_ID) its processes are to
+    inherit. Should dhir die inside (SIGKILL), a watchdog kills those processes and
+    removes the folder (dhir.toolchain.reaper)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    marker = uuid.uuid4().hex
+    try:
+        with watched(marker, work):
+            try:
+                yield work, marker
+            finally:
+                # While still watched: dhir killed now still leaves no folder.
+                shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # also when the watchdog did not start
+
+
 def _run_in(
-    work: Path, exe: Path, words: list[str], options: RunOptions, traffic: list[str] | None
+    work: Path,
+    marker: str,
+    exe: Path,
+    words: list[str],
+    options: RunOptions,
+    traffic: list[str] | None,
 ) -> Path:
-    """Run `exe` with the inputs staged in `work` (`words` after OUTDIR): OUTDIR."""
+    """Run `exe` with the inputs staged in `work` (`words` after OUTDIR), its processes
+    marked with `marker`: OUTDIR."""
     ranks, threads = options.ranks, options.threads
     install = find_mpi(options.mpi, to_build=False)
     out = work / "out"
@@ -138,7 +163,7 @@ def _run_in(
     errors = work / "errors"
     errors.mkdir()
     # Every process of this run inherits the marker, so stragglers can be found by it.
-    env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(errors))
+    env = dict(os.environ, DHIR_RUN_ID=marker, DHIR_ERROR_DIR=str(errors))
     # Where each rank keeps its state (failure.py), in the same directory as its errors.
     env["DHIR_STATE_DIR"] = str(errors)
     if threads is not None:
@@ -183,9 +208,8 @@ def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None =
     as dhir's programs; its output (stdout and stderr)."""
     options = options if options is not None else RunOptions()
     install = find_mpi(options.mpi, to_build=False)
-    with ending_cleanly(redeliver=True), tempfile.TemporaryDirectory(prefix="dhir-mpi-") as tmp:
-        work = Path(tmp)
-        env = dict(os.environ, DHIR_RUN_ID=uuid.uuid4().hex, DHIR_ERROR_DIR=str(work))
+    with ending_cleanly(redeliver=True), _run_folder("dhir-mpi-") as (work, marker):
+        env = dict(os.environ, DHIR_RUN_ID=marker, DHIR_ERROR_DIR=str(work))
         env["DHIR_STATE_DIR"] = str(work)
         launcher = _mpirun(install, options.ranks, None, options.hostfile)
         command = [*launcher, str(Path(exe).resolve()), *args]
@@ -263,7 +287,9 @@ def _run_once(
                 _terminate(process)
             raise
         finally:
-            _kill_leftovers(env.get("DHIR_RUN_ID"))
+            # What outlived mpirun (proxies, ranks), found by the marker.
+            if (marker := env.get("DHIR_RUN_ID")) is not None:
+                kill_marked(marker)
     return status, watch
 
 
@@ -409,22 +435,6 @@ def _terminate(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         _signal_group(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def _kill_leftovers(marker: str | None) -> None:
-    """Kill what outlived mpirun (proxies, ranks), found by the marker in their environment:
-    by group would miss ranks, and mpirun's group id may already belong to someone else."""
-    if marker is None:
-        return
-    needle = f"DHIR_RUN_ID={marker}".encode()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ValueError):
-            pass  # gone already, or not ours to read
 
 
 def _signal_name(number: int) -> str:

@@ -205,6 +205,41 @@ def test_a_run_ended_by_a_signal_leaves_nothing(
     assert run.returncode == (128 + signum if how == "cli" else -signum), stderr
 
 
+# Within this of dhir's death every process of the run is gone: about 0.1 s on a quiet
+# machine (the watchdog wakes at once); generous for a loaded one.
+REAPED_WITHIN = 20
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi", MPIS)
+def test_a_run_whose_dhir_is_killed_leaves_nothing(mpi: str, tmp_path: Path) -> None:
+    # The OOM killer, `kill -9` or a CI job's hard stop: no handler of dhir's runs, yet
+    # mpirun, its proxies and the ranks (rank 0 waits on rank 1 for good) must not
+    # outlive it, nor the run's folder.
+    need(mpi)
+    marker = uuid.uuid4().hex
+    run = start(mpi, SLEEP, 100, tmp_path, marker)
+    try:
+        pid = rank_in_task(marker, 1, time.monotonic() + 120)
+        work = Path(environment(pid)["DHIR_STATE_DIR"]).parent
+        run.kill()
+        run.wait()
+        deadline = time.monotonic() + REAPED_WITHIN
+        while marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        run.kill()
+        run.communicate()
+    left = marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, "processes of the run outlived dhir"
+    while work.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not work.exists(), f"the run directory {work} is left"
+
+
 # The launcher called directly, as a program or a test does (not through dhir.run).
 _DIRECT = """
 import sys

@@ -1,0 +1,100 @@
+"""A watchdog that ends a run's processes when dhir itself dies without cleaning up.
+
+SIGKILL (the OOM killer, `kill -9`, a CI job's hard stop) gives dhir no chance to run
+the clean-up of dhir/toolchain/launch.py: mpirun and the ranks, in sessions of their own,
+would run on, rank 0 perhaps spinning in an MPI wait for good. So each run starts this
+file as a small program of its own (no dhir imports: it starts in milliseconds), which
+waits on a pipe whose only writer is dhir. Once the run has cleaned up, dhir kills the
+watchdog (at once: telling it so would wait for it to have started, some 0.1 s on a busy
+machine); end of file on the pipe means dhir is gone, and the watchdog kills every
+process that carries the run's DHIR_RUN_ID and removes the run's folder.
+
+A pipe rather than a parent-death signal (prctl PR_SET_PDEATHSIG): that signal fires
+when the *thread* that started the child ends, not the process (dhir.run may be called
+from a worker thread), reaches only mpirun and not its proxies and ranks, and needs a
+hook in the child before exec, which is not safe in a process with threads.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+# How often, and for how long, the watchdog looks again for processes of the run: one
+# that was being started while it killed the others shows up in a later look.
+_LOOK_S = 0.05
+_LOOKS = 100
+
+
+@contextmanager
+def watched(marker: str, folder: Path) -> Iterator[None]:
+    """While inside, should this process die, the processes whose environment has
+    DHIR_RUN_ID=`marker` are killed and `folder` is removed. Where there is no Python
+    to start the watchdog with (an embedded interpreter), nothing watches."""
+    if not sys.executable:
+        yield
+        return
+    reader, writer = os.pipe()  # not inherited by mpirun: only the watchdog gets `reader`
+    try:
+        # A session of its own, as mpirun's: Ctrl-C and a closed terminal, which dhir
+        # handles, do not reach it. Not marked itself, or it would kill itself.
+        env = {key: value for key, value in os.environ.items() if key != "DHIR_RUN_ID"}
+        watchdog = subprocess.Popen(
+            [sys.executable, "-I", "-S", __file__, marker, str(folder)],
+            stdin=reader,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(writer)
+        raise
+    finally:
+        os.close(reader)
+    try:
+        yield
+    finally:
+        watchdog.kill()  # before the pipe's end closes, which would set it off
+        watchdog.wait()
+        os.close(writer)
+
+
+def kill_marked(marker: str) -> int:
+    """SIGKILL to every process (of ours) whose environment has DHIR_RUN_ID=`marker`;
+    how many there were. By the marker: by process group would miss the ranks, which
+    both MPIs put in groups of their own, and a group id may belong to someone else."""
+    needle = f"DHIR_RUN_ID={marker}".encode()
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+        except (OSError, ValueError):
+            pass  # gone already, or not ours to read
+    return killed
+
+
+def _watch(marker: str, folder: str) -> None:
+    """The watchdog: wait for the end of standard input, dhir's death."""
+    try:
+        os.read(0, 1)  # dhir writes nothing
+    except OSError:
+        pass
+    for _ in range(_LOOKS):
+        if not kill_marked(marker):
+            break
+        time.sleep(_LOOK_S)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    _watch(sys.argv[1], sys.argv[2])
