@@ -34,17 +34,31 @@ _LOOKS = 100
 @contextmanager
 def watched(marker: str, folder: Path) -> Iterator[None]:
     """While inside, should this process die, the processes whose environment has
-    DHIR_RUN_ID=`marker` are killed and `folder` is removed. Where there is no Python
-    to start the watchdog with (an embedded interpreter), nothing watches."""
-    if not sys.executable:
+    DHIR_RUN_ID=`marker` are killed and `folder` is removed. Where the watchdog cannot
+    start (no Python to start it with, as in an embedded interpreter, or one this user
+    may not run), nothing watches: the run goes on, cleaning up after itself on every
+    signal but SIGKILL."""
+    watchdog = _start(marker, folder) if sys.executable else None
+    if watchdog is None:
         yield
         return
+    process, writer = watchdog
+    try:
+        yield
+    finally:
+        process.kill()  # before the pipe's end closes, which would set it off
+        process.wait()
+        os.close(writer)
+
+
+def _start(marker: str, folder: Path) -> "tuple[subprocess.Popen[bytes], int] | None":
+    """The watchdog, and the end of its pipe to hold; None where it cannot start."""
     reader, writer = os.pipe()  # not inherited by mpirun: only the watchdog gets `reader`
     try:
         # A session of its own, as mpirun's: Ctrl-C and a closed terminal, which dhir
         # handles, do not reach it. Not marked itself, or it would kill itself.
         env = {key: value for key, value in os.environ.items() if key != "DHIR_RUN_ID"}
-        watchdog = subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-I", "-S", __file__, marker, str(folder)],
             stdin=reader,
             stdout=subprocess.DEVNULL,
@@ -52,17 +66,15 @@ def watched(marker: str, folder: Path) -> Iterator[None]:
             env=env,
             start_new_session=True,
         )
+    except OSError:
+        os.close(writer)
+        return None
     except BaseException:
         os.close(writer)
         raise
     finally:
         os.close(reader)
-    try:
-        yield
-    finally:
-        watchdog.kill()  # before the pipe's end closes, which would set it off
-        watchdog.wait()
-        os.close(writer)
+    return process, writer
 
 
 def kill_marked(marker: str) -> int:

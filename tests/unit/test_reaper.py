@@ -10,6 +10,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 # A program that watches `marker` and `folder`, starts a process marked as mpirun's are
 # (a session of its own, DHIR_RUN_ID in its environment), says so, and waits to be killed.
 _WATCHED = """
@@ -118,3 +120,19 @@ def test_a_run_that_ended_well_is_left_alone(tmp_path: Path) -> None:
     finally:
         for pid in marked(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_watchdog_that_cannot_start_leaves_the_run_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Python this user may not run (seen: a venv whose interpreter lies under /root,
+    # run by another user): the run went no further, an internal error.
+    from dhir.toolchain.reaper import watched
+
+    python = tmp_path / "python"
+    python.write_text("not a program\n")  # no execute bit: EACCES, even for root
+    monkeypatch.setattr(sys, "executable", str(python))
+    ran = False
+    with watched(uuid.uuid4().hex, tmp_path):
+        ran = True
+    assert ran
