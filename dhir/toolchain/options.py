@@ -100,17 +100,12 @@ class RunOptions:
 
 def check_written_files(options: RunOptions) -> None:
     """Refuse, before the build, a `trace` or `profile` file that cannot be written where
-    it is named (a folder, or in a folder that is not there): it is written only after
-    the run, which would fail then, its results lost. A `keep_build` folder that is a
-    file is refused too: it was said only after the whole build."""
-    if options.keep_build is not None and options.keep_build.is_file():
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"cannot keep the build in {options.keep_build}: it is a file; name a folder"
-                )
-            ]
-        )
+    it is named (a folder, in a folder that is not there or that this user may not write
+    to, a profile that may not be written over): it is written only after the run, which
+    would fail then, its results lost. A `keep_build` folder that is a file, or that
+    cannot be made or written to, is refused too: it was said only after the whole build."""
+    if options.keep_build is not None:
+        _check_keep_build(options.keep_build)
     for what, path in (("trace", options.trace), ("profile", options.profile)):
         if path is None:
             continue
@@ -120,9 +115,39 @@ def check_written_files(options: RunOptions) -> None:
             reason = f"there is no folder {path.parent}; make it first"
         elif not path.parent.is_dir():
             reason = f"{path.parent} is not a folder"
+        elif not _writable(path.parent):
+            reason = f"the folder {path.parent} is not writable; {_WRITABLE}"
+        # The trace is removed before the run (launch.py), the profile written over.
+        elif what == "profile" and path.exists() and not os.access(path, os.W_OK):
+            reason = "the file is not writable; make it so, or name another"
         else:
             continue
         raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
+
+
+_WRITABLE = "name a path in a folder you can write to"
+
+
+def _check_keep_build(folder: Path) -> None:
+    if folder.is_file():
+        reason = "it is a file; name a folder"
+    else:
+        # The folder, or the nearest folder above it that is there (it is made with
+        # its parents): writable, or the whole build is for nothing.
+        there = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+        if not there.is_dir():
+            reason = f"{there} is not a folder"
+        elif not _writable(there):
+            reason = f"the folder {there} is not writable; {_WRITABLE}"
+        else:
+            return
+    raise DhirError([Diagnostic(f"cannot keep the build in {folder}: {reason}")])
+
+
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in `folder` (read-only, another user's: not; root may
+    write anywhere but on a read-only file system)."""
+    return os.access(folder, os.W_OK | os.X_OK)
 
 
 def check_runtime_environment() -> None:

@@ -6,7 +6,9 @@ CLI's."""
 import inspect
 import json
 import math
+import os
 import re
+import stat
 import subprocess
 import sys
 from dataclasses import fields
@@ -434,6 +436,54 @@ def test_a_trace_or_profile_that_cannot_be_written_is_refused_before_the_build(
     message = f"cannot write the {keyword} {path}: {reason.format(tmp=tmp_path)}"
     with pytest.raises(DhirError, match=re.escape(message)):
         dhir.run(VECTOR_ADD, *arrays, **{keyword: path})  # pyright: ignore[reportArgumentType]
+
+
+def _as_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.access as it answers a user other than root, whom a file's modes do not stop
+    (the tests may run as root): no write where the owner may not write."""
+    real = os.access
+
+    def access(path: str | Path, mode: int) -> bool:
+        if mode & os.W_OK and not Path(path).stat().st_mode & stat.S_IWUSR:
+            return False
+        return real(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+
+
+@pytest.mark.parametrize(
+    ("keyword", "where", "message"),
+    [
+        (
+            "trace",
+            "ro/t.json",
+            "cannot write the trace {path}: the folder {tmp}/ro is not writable",
+        ),
+        ("profile", "ro/p.json", "cannot write the profile {path}: the folder {tmp}/ro is not"),
+        ("profile", "old.json", "cannot write the profile {path}: the file is not writable"),
+        ("keep_build", "ro/a/b", "cannot keep the build in {path}: the folder {tmp}/ro is not"),
+        ("keep_build", "old.json/a", "cannot keep the build in {path}: {tmp}/old.json is not a"),
+    ],
+)
+def test_an_output_path_this_user_cannot_write_is_refused_before_the_build(
+    keyword: str, where: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder (or profile) was said only after the whole build and run."""
+    from dhir.backends import native
+
+    monkeypatch.setattr(native, "compile_native", _must_not_run)
+    _as_a_user(monkeypatch)
+    (tmp_path / "old.json").write_text("{}")
+    (tmp_path / "old.json").chmod(0o444)
+    (tmp_path / "ro").mkdir(mode=0o555)
+    path = tmp_path / where
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    expected = message.format(path=path, tmp=tmp_path)
+    try:
+        with pytest.raises(DhirError, match=re.escape(expected)):
+            dhir.run(VECTOR_ADD, *arrays, **{keyword: path})  # pyright: ignore[reportArgumentType]
+    finally:
+        (tmp_path / "ro").chmod(0o755)
 
 
 def test_a_built_executable_refuses_a_trace_it_cannot_write_before_running(
