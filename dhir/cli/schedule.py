@@ -10,6 +10,7 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -391,6 +392,12 @@ def _check_input(args: argparse.Namespace) -> None:
             raise _error(f"{option} {named} is a folder; name the file to write")
         if named is not None and not named.parent.is_dir():  # said after placing, else
             raise _error(f"cannot write {named}: there is no folder {named.parent}; make it first")
+        # Read-only, or another user's: said after placing (and printing) too.
+        if named is not None and not os.access(named.parent, os.W_OK | os.X_OK):
+            raise _error(
+                f"cannot write {named}: the folder {named.parent} is not writable; name a "
+                "path in a folder you can write to"
+            )
 
 
 def program_graphs(

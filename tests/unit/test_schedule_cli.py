@@ -1,6 +1,7 @@
 """`dhir schedule`'s pictures and simulator options, run in-process as users call them."""
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -100,6 +101,28 @@ def test_a_chart_in_a_folder_that_is_not_there_is_refused_first(
     assert code == 1 and not out
     assert f"cannot write {named}: there is no folder {named.parent}; make it first" in err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("option", ["--gantt", "--dot"])
+def test_a_chart_in_a_folder_this_user_cannot_write_is_refused_first(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    option: str,
+) -> None:
+    """A read-only folder was said after placing and printing, as the writer's EACCES."""
+    folder = tmp_path / "charts"
+    folder.mkdir(mode=0o555)
+    real = os.access  # as it answers a user other than root, whom modes do not stop
+
+    def access(path: str | Path, mode: int) -> bool:
+        return not (mode & os.W_OK and Path(path) == folder) and real(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    named = folder / "chart.svg"
+    code, out, err = schedule(capsys, option, str(named))
+    assert code == 1 and not out
+    assert f"cannot write {named}: the folder {folder} is not writable" in err
 
 
 def test_gantt_without_a_suffix_writes_png_and_svg(
