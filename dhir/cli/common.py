@@ -87,6 +87,25 @@ def output_file(text: str) -> Path:
     return path(text)
 
 
+def check_output_folder(file: Path) -> None:
+    """Before the work whose result goes to `file`: a DhirError where its folder is not
+    there, or is read-only or another user's (said only after the work, else)."""
+    folder = file.parent
+    if not folder.is_dir():
+        raise DhirError(
+            [Diagnostic(f"cannot write {file}: there is no folder {folder}; make it first")]
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"cannot write {file}: the folder {folder} is not writable; name a path "
+                    "in a folder you can write to"
+                )
+            ]
+        )
+
+
 def path_text(text: str) -> str:
     """`path`, kept as the word given (dhir-opt's files, which xDSL's driver reads)."""
     if not text:

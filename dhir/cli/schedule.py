@@ -10,7 +10,6 @@ and the part its tasks touch follow (dhir/analysis/footprint.py).
 
 import argparse
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,15 @@ from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
 from dhir.api import run_pipeline
 from dhir.choices import MAX_RANKS
-from dhir.cli.common import add_constraints, add_quiet, checked, output_file, path, read_stdin
+from dhir.cli.common import (
+    add_constraints,
+    add_quiet,
+    check_output_folder,
+    checked,
+    output_file,
+    path,
+    read_stdin,
+)
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
@@ -390,14 +397,8 @@ def _check_input(args: argparse.Namespace) -> None:
     for option, named in (("--gantt", args.gantt), ("--dot", args.dot)):
         if named is not None and named.is_dir():
             raise _error(f"{option} {named} is a folder; name the file to write")
-        if named is not None and not named.parent.is_dir():  # said after placing, else
-            raise _error(f"cannot write {named}: there is no folder {named.parent}; make it first")
-        # Read-only, or another user's: said after placing (and printing) too.
-        if named is not None and not os.access(named.parent, os.W_OK | os.X_OK):
-            raise _error(
-                f"cannot write {named}: the folder {named.parent} is not writable; name a "
-                "path in a folder you can write to"
-            )
+        if named is not None:
+            check_output_folder(named)  # said after placing (and printing), else
 
 
 def program_graphs(

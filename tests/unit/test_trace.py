@@ -264,6 +264,34 @@ def test_dhir_gantt_to_a_folder_says_it_is_one(
     assert str(folder / "chart.svg") in err and not any(folder.iterdir())
 
 
+@pytest.mark.parametrize("how", ["missing", "read-only"])
+def test_dhir_gantt_refuses_a_chart_it_cannot_write_before_drawing(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Said after reading the trace and drawing the chart, as the writer's error."""
+    from dhir.toolchain import trace as tracing
+
+    def must_not_run(*args: object) -> None:
+        raise AssertionError("the trace was read")
+
+    monkeypatch.setattr(tracing, "trace_chart", must_not_run)
+    folder = tmp_path / "charts"
+    if how == "read-only":
+        folder.mkdir(mode=0o555)
+        real = os.access  # as it answers a user other than root, whom modes do not stop
+
+        def access(path: str | Path, mode: int) -> bool:
+            return not (mode & os.W_OK and Path(path) == folder) and real(path, mode)
+
+        monkeypatch.setattr(os, "access", access)
+    trace = tmp_path / "run.json"
+    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    chart = folder / "run.svg"
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 1
+    reason = "there is no folder" if how == "missing" else "is not writable"
+    assert f"cannot write {chart}: " in (err := capsys.readouterr().err) and reason in err
+
+
 FLOW_START = {"ph": "s", "cat": "message", "name": "message", "id": 1, "pid": 0, "ts": 2}
 FLOW_END = {**FLOW_START, "ph": "f", "bp": "e", "ts": 3}
 
