@@ -33,7 +33,7 @@ from dhir.cli.cached_run import recorder
 from dhir.cli.common import (
     add_constraints,
     add_quiet,
-    check_output_folder,
+    check_output_file,
     checked,
     guarded,
     output_file,
@@ -642,7 +642,7 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
     from dhir.toolchain.trace import trace_chart
 
     if not args.output.is_dir():  # gantt() says what a folder is
-        check_output_folder(args.output)  # said after reading and drawing, else
+        check_output_file(args.output)  # said after reading and drawing, else
     graph, placement, arrows = trace_chart(args.trace)
     # The file's name as a title: bytes that are not UTF-8 shown as such (matplotlib
     # refuses Python's surrogate escapes: an internal error).

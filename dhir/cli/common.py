@@ -87,23 +87,21 @@ def output_file(text: str) -> Path:
     return path(text)
 
 
-def check_output_folder(file: Path) -> None:
-    """Before the work whose result goes to `file`: a DhirError where its folder is not
-    there, or is read-only or another user's (said only after the work, else)."""
+def check_output_file(file: Path) -> None:
+    """Before the work whose result goes to `file`: a DhirError where it cannot be written
+    (said only after the work, else): its folder is not there, or, for a new file, is
+    read-only or another user's, or the file there may not be written over (one that
+    may, as /dev/null, needs no writable folder)."""
     folder = file.parent
     if not folder.is_dir():
-        raise DhirError(
-            [Diagnostic(f"cannot write {file}: there is no folder {folder}; make it first")]
-        )
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"cannot write {file}: the folder {folder} is not writable; name a path "
-                    "in a folder you can write to"
-                )
-            ]
-        )
+        reason = f"there is no folder {folder}; make it first"
+    elif file.exists() and not os.access(file, os.W_OK):
+        reason = "the file is not writable; make it so, or name another"
+    elif not file.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        reason = f"the folder {folder} is not writable; name a path in a folder you can write to"
+    else:
+        return
+    raise DhirError([Diagnostic(f"cannot write {file}: {reason}")])
 
 
 def path_text(text: str) -> str:

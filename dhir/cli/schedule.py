@@ -33,7 +33,7 @@ from dhir.choices import MAX_RANKS
 from dhir.cli.common import (
     add_constraints,
     add_quiet,
-    check_output_folder,
+    check_output_file,
     checked,
     output_file,
     path,
@@ -398,7 +398,7 @@ def _check_input(args: argparse.Namespace) -> None:
         if named is not None and named.is_dir():
             raise _error(f"{option} {named} is a folder; name the file to write")
         if named is not None:
-            check_output_folder(named)  # said after placing (and printing), else
+            check_output_file(named)  # said after placing (and printing), else
 
 
 def program_graphs(

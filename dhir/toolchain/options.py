@@ -115,11 +115,12 @@ def check_written_files(options: RunOptions) -> None:
             reason = f"there is no folder {path.parent}; make it first"
         elif not path.parent.is_dir():
             reason = f"{path.parent} is not a folder"
-        elif not _writable(path.parent):
-            reason = f"the folder {path.parent} is not writable; {_WRITABLE}"
-        # The trace is removed before the run (launch.py), the profile written over.
-        elif what == "profile" and path.exists() and not os.access(path, os.W_OK):
+        # An earlier trace is removed before the run (launch.py); anything else there is
+        # written over (/dev/null, in a folder no user but root may write to).
+        elif _written_over(path, what) and not os.access(path, os.W_OK):
             reason = "the file is not writable; make it so, or name another"
+        elif not _written_over(path, what) and not _writable(path.parent):
+            reason = f"the folder {path.parent} is not writable; {_WRITABLE}"
         else:
             continue
         raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
@@ -142,6 +143,10 @@ def _check_keep_build(folder: Path) -> None:
         else:
             return
     raise DhirError([Diagnostic(f"cannot keep the build in {folder}: {reason}")])
+
+
+def _written_over(path: Path, what: str) -> bool:
+    return path.exists() and not (what == "trace" and path.is_file())
 
 
 def _writable(folder: Path) -> bool:

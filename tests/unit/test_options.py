@@ -486,6 +486,28 @@ def test_an_output_path_this_user_cannot_write_is_refused_before_the_build(
         (tmp_path / "ro").chmod(0o755)
 
 
+def test_a_file_that_may_be_written_over_needs_no_writable_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As /dev/null, in a folder only root may write to: a profile or trace is written
+    over, unlike an earlier trace (a file), which is removed first."""
+    from dhir.toolchain.options import check_written_files
+
+    _as_a_user(monkeypatch)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "kept.json").write_text("{}")
+    os.mkfifo(folder / "pipe")
+    folder.chmod(0o555)
+    try:
+        check_written_files(RunOptions(profile=folder / "kept.json"))
+        check_written_files(RunOptions(trace=folder / "pipe"))
+        with pytest.raises(DhirError, match="the folder .* is not writable"):
+            check_written_files(RunOptions(trace=folder / "kept.json"))
+    finally:
+        folder.chmod(0o755)
+
+
 def test_a_built_executable_refuses_a_trace_it_cannot_write_before_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
