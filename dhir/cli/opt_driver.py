@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from importlib.metadata import version
 from io import StringIO
+from pathlib import Path
 from typing import IO, ClassVar, cast
 
 from xdsl.context import Context
@@ -20,7 +21,13 @@ from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import VersionAction, xDSLOptMain
 
 from dhir.api import parse_pipeline, run_pipeline
-from dhir.cli.common import EXIT_USER_ERROR, guarded, path_text, read_stdin
+from dhir.cli.common import (
+    EXIT_USER_ERROR,
+    check_output_file,
+    guarded,
+    path_text,
+    read_stdin,
+)
 from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
@@ -161,6 +168,8 @@ class DhirOptMain(xDSLOptMain):
 
     def run(self) -> int:  # pyright: ignore[reportIncompatibleMethodOverride]
         """Each chunk parsed, transformed and printed; the exit status."""
+        if self.args.output_file is not None:
+            _check_output(Path(self.args.output_file))  # written after every pass, else
         text, name = _read_input(self.args.input)
         outputs: list[str] = []
         failed = False
@@ -333,6 +342,14 @@ def _read_input(path: str) -> tuple[str, str]:
 def _padded(chunk: str, line_offset: int) -> str:
     """The chunk where its lines stand in the whole file, for quoting source lines."""
     return "\n" * line_offset + chunk
+
+
+def _check_output(path: Path) -> None:
+    """A DhirError where `path` cannot be written (a folder, in a folder that is not there
+    or that this user may not write to, a file that may not be written over)."""
+    if path.is_dir():
+        raise DhirError([Diagnostic(f"cannot write {path}: it is a folder; name a file")])
+    check_output_file(path)
 
 
 def _write_output(path: str | None, text: str) -> None:

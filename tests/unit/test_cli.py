@@ -1,5 +1,7 @@
 """dhir-opt as users run it: exit codes, messages, never a traceback."""
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +59,65 @@ def test_bad_invocations_fail_cleanly(args: list[str], message: str, status: int
     assert result.returncode == status
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        ("missing/out.mlir", "there is no folder {tmp}/missing; make it first"),
+        ("ro/out.mlir", "the folder {tmp}/ro is not writable"),
+        ("old.mlir", "the file is not writable"),
+        (".", "it is a folder; name a file"),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_passes(
+    where: str,
+    reason: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It was said only after the whole pipeline had run."""
+    from dhir.cli import opt_driver
+
+    def must_not_run(*args: object) -> None:
+        raise AssertionError("the passes ran")
+
+    monkeypatch.setattr(opt_driver.DhirOptMain, "_process", must_not_run)
+    real = os.access  # as it answers a user other than root, whom modes do not stop
+
+    def access(path: str | Path, mode: int) -> bool:
+        if mode & os.W_OK and not Path(path).stat().st_mode & stat.S_IWUSR:
+            return False
+        return real(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    (tmp_path / "ro").mkdir(mode=0o555)
+    (tmp_path / "old.mlir").write_text("")
+    (tmp_path / "old.mlir").chmod(0o444)
+    out = tmp_path / where
+    assert opt_driver.run_opt([str(EXAMPLE), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {out}: {reason.format(tmp=tmp_path)}" in err, err
+
+
+def test_an_output_file_that_may_be_written_over_needs_no_writable_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As -o /dev/null, in a folder only root may write to."""
+    from dhir.cli import opt_driver
+
+    real = os.access  # as it answers a user other than root, whom modes do not stop
+
+    def access(path: str | Path, mode: int) -> bool:
+        return not (mode & os.W_OK and Path(path) == tmp_path / "ro") and real(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    (tmp_path / "ro").mkdir()
+    out = tmp_path / "ro" / "out.mlir"
+    out.write_text("")
+    assert opt_driver.run_opt([str(EXAMPLE), "-o", str(out)]) == 0
+    assert "module" in out.read_text()
 
 
 def test_binary_input_is_an_error(tmp_path: Path) -> None:
