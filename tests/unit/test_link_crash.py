@@ -212,6 +212,19 @@ def test_ctrl_c_stops_linked_code_that_never_returns(tmp_path: Path) -> None:
     assert _is_gone(int(line.split()[1]))
 
 
+@pytest.mark.mlir
+def test_linked_code_dies_with_a_dhir_killed_outright(tmp_path: Path) -> None:
+    """SIGKILL (the OOM killer, `kill -9`) runs no clean-up of dhir's: the process running
+    the call must not spin on without it (it dies of its parent's death, apart.py)."""
+    with spinning(tmp_path) as running:
+        assert running.stdout is not None
+        line = running.stdout.readline()  # the call has started
+        assert line.startswith("spinning"), running.communicate()
+        running.send_signal(signal.SIGKILL)  # to dhir's process alone, as `kill -9` sends it
+        running.wait()
+        assert _is_gone(int(line.split()[1]), zombies=True)
+
+
 # The interpreter called directly, as a program or a test does (not through dhir.run).
 _DIRECT = """
 import sys
@@ -285,10 +298,16 @@ def spinning(
         running.communicate()
 
 
-def _is_gone(pid: int) -> bool:
+def _is_gone(pid: int, zombies: bool = False) -> bool:
+    """Whether `pid` ends within 5 s; with `zombies`, dead but not reaped counts as gone
+    (an orphan waits for whoever reaps it, not always soon in a container)."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        if not Path(f"/proc/{pid}").exists():
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if zombies and state == "Z":
             return True
         time.sleep(0.05)
     return False
