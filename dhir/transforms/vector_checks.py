@@ -19,12 +19,14 @@ the interpreter (the oracle) touches:
 - `vector.maskedload`/`maskedstore`: each lane the mask sets, along the innermost dimension;
 - `vector.gather`/`scatter` of an identity-layout memref: the offsets, and each set lane's
   element, counted in row-major order from them.
+- `vector.expandload`/`compressstore`: as many elements along the innermost dimension
+  from the indices as the mask sets lanes (the k-th set lane's is the index plus k).
 
 A transfer masked by `vector.create_mask` or `vector.constant_mask` (or unmasked) and a
 load or store check a few scalar compares, which LLVM hoists out of loops where it can;
 other masks, gathers and scatters check their lanes as vectors. Not checked: ops under
-`vector.mask`, gathers and scatters of strided memrefs or tensors, expanding loads and
-compressing stores, device code (it cannot print the message).
+`vector.mask`, gathers and scatters of strided memrefs or tensors, device code (it cannot
+print the message).
 """
 
 from collections.abc import Sequence
@@ -45,7 +47,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i1,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
 
@@ -69,6 +71,8 @@ _CHECKED = (
     vector.MaskedStoreOp,
     vector.GatherOp,
     vector.ScatterOp,
+    vector.ExpandLoadOp,
+    vector.CompressStoreOp,
 )
 _AFFINE = (affine.VectorLoadOp, affine.VectorStoreOp)
 
@@ -144,11 +148,22 @@ class CheckBuilder:
         return self.add(vector.BroadcastOp(value, VectorType(value.type, [lanes])))
 
     def reduce_or(self, lanes: SSAValue) -> SSAValue:
-        kind = vector.CombiningKindAttr(vector.CombiningKindFlag.OR)
+        return self._reduce(lanes, vector.CombiningKindFlag.OR, i1)
+
+    def count(self, lanes: SSAValue, count: int) -> SSAValue:
+        """How many of `count` lanes (a vector of i1) are set, as an index."""
+        ones, zeros = self.splat(self.index(1), count), self.splat(self.index(0), count)
+        each = self.add(arith.SelectOp(lanes, ones, zeros))
+        return self._reduce(each, vector.CombiningKindFlag.ADD, IndexType())
+
+    def _reduce(self, lanes: SSAValue, how: vector.CombiningKindFlag, kind: Attribute) -> SSAValue:
         reduction = vector.ReductionOp.create(
             operands=[lanes],
-            result_types=[i1],
-            properties={"kind": kind, "fastmath": arith.FastMathFlagsAttr("none")},
+            result_types=[kind],
+            properties={
+                "kind": vector.CombiningKindAttr(how),
+                "fastmath": arith.FastMathFlagsAttr("none"),
+            },
         )
         return self.add(reduction)
 
@@ -177,6 +192,8 @@ def _check(op: Operation) -> None:
         _check_transfer(op)
     elif isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
         _check_masked(op)
+    elif isinstance(op, vector.ExpandLoadOp | vector.CompressStoreOp):
+        _check_packed(op)
     else:
         assert isinstance(op, vector.GatherOp | vector.ScatterOp)
         _check_gathered(op)
@@ -336,6 +353,22 @@ def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
     dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
     dims[-1].positions = _index_vector(check, range(count))
     _assert_lanes(check, dims, op.mask, count)
+
+
+def _check_packed(op: vector.ExpandLoadOp | vector.CompressStoreOp) -> None:
+    """As many elements as the mask sets lanes, along the innermost dimension from the
+    indices: the k-th set lane's is the index plus k."""
+    memory, indices = op.base_, list(op.indices)
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    if not indices or isinstance(kind.element_type, VectorType):
+        return
+    count = op.mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
+    check = CheckBuilder(op)
+    total = check.count(op.mask, count)
+    dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
+    dims[-1].lanes = total
+    _check_by_scalars(check, dims, [check.cmp(total, check.index(0), "sle")])
 
 
 def _assert_lanes(check: CheckBuilder, dims: Sequence[_Dim], mask: SSAValue, count: int) -> None:

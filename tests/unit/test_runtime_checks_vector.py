@@ -213,3 +213,59 @@ def test_a_transfer_starting_before_its_memref_fails_in_both_backends(tmp_path: 
     assert failed_at(program, a, np.zeros(4, np.float32), np.int64(-2)) == SourceLoc(
         str(program), 6, 7
     )
+
+
+# An expanding load (or compressing store) of a[i, j..] by the mask in %mk (line 10): the
+# k-th lane the mask sets reads (writes) a[i, j + k], so as many elements as it sets.
+PACKED = """\
+func.func @main(%a: memref<4x8xf32>, %o: memref<8xf32>, %mk: memref<8xi32>, %i: index, %j: index) {
+  dhir.schedule %a, %o, %mk {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o, %mk {
+      %c0 = arith.constant 0 : index
+      %zero = arith.constant dense<0> : vector<8xi32>
+      %raw = vector.load %mk[%c0] : memref<8xi32>, vector<8xi32>
+      %m = arith.cmpi ne, %raw, %zero : vector<8xi32>
+      {access}
+    }
+  }
+  return
+}
+"""
+EXPAND = """%pass = arith.constant dense<-2.0> : vector<8xf32>
+      %l = vector.expandload %a[%i, %j], %m, %pass : memref<4x8xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      vector.store %l, %o[%c0] : memref<8xf32>, vector<8xf32>"""
+COMPRESS = """%w = vector.load %o[%c0] : memref<8xf32>, vector<8xf32>
+      vector.compressstore %a[%i, %j], %m, %w : memref<4x8xf32>, vector<8xi1>, vector<8xf32>"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("access", [EXPAND, COMPRESS], ids=["expandload", "compressstore"])
+@pytest.mark.parametrize(
+    ("i", "j", "mask", "outside"),
+    [
+        (3, 4, [1, 0, 1, 0, 1, 0, 1, 0], False),  # 4 set lanes: a[3, 4..7]
+        (3, 6, [0, 0, 0, 0, 0, 0, 1, 1], False),  # the last lanes, at a[3, 6..7]
+        (5, -1, [0] * 8, False),  # none set: nothing touched, not even a[5, -1]
+        (3, 4, [1, 1, 1, 1, 1, 0, 0, 0], True),  # the fifth at a[3, 8]
+        (0, -1, [0, 0, 0, 1, 0, 0, 0, 0], True),
+        (4, 0, [1, 0, 0, 0, 0, 0, 0, 0], True),
+    ],
+)
+def test_packed_lanes_are_checked_as_the_interpreter_touches_them(
+    tmp_path: Path, access: str, i: int, j: int, mask: list[int], outside: bool
+) -> None:
+    program = write(tmp_path, PACKED.replace("{access}", access))
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    inputs = (a, np.arange(8, dtype=np.float32) + 100, np.array(mask, np.int32))
+    inputs += (np.int64(i), np.int64(j))
+    if outside:
+        with pytest.raises(DhirError, match="accesses index"):
+            dhir.run(program, *inputs, backend="interp")
+        assert failed_at(program, *inputs) == SourceLoc(str(program), 10, 7)
+        return
+    want = dhir.run(program, *inputs, backend="interp")
+    got = dhir.run(program, *inputs, runtime_checks=True)
+    for expected, found in zip(want, got, strict=True):
+        assert expected.tobytes() == found.tobytes()
