@@ -17,16 +17,18 @@ the interpreter (the oracle) touches:
   that is not `in_bounds`, lanes from the memref's end on are skipped (a read pads them),
   as native code does; a negative index is outside either way (native code reaches it);
 - `vector.maskedload`/`maskedstore`: each lane the mask sets, along the innermost dimension;
-- `vector.gather`/`scatter` of an identity-layout memref: the offsets, and each set lane's
-  element, counted in row-major order from them.
+- `vector.gather`/`scatter`: the offsets, and each set lane's element, counted in
+  row-major order from them, where the memref is contiguous (an identity layout, or a
+  strided view without gaps at run time: MLIR adds the lane to the offsets' address);
 - `vector.expandload`/`compressstore`: as many elements along the innermost dimension
   from the indices as the mask sets lanes (the k-th set lane's is the index plus k).
 
 A transfer masked by `vector.create_mask` or `vector.constant_mask` (or unmasked) and a
 load or store check a few scalar compares, which LLVM hoists out of loops where it can;
 other masks, gathers and scatters check their lanes as vectors. Not checked: ops under
-`vector.mask`, gathers and scatters of strided memrefs or tensors, device code (it cannot
-print the message).
+`vector.mask`, the lanes of a gather or scatter of a view with gaps (they reach elements
+outside it, and the interpreter refuses such a gather) or of a layout that is not strided,
+gathers of tensors, device code (it cannot print the message).
 """
 
 from collections.abc import Sequence
@@ -399,15 +401,18 @@ def _assert_lanes(check: CheckBuilder, dims: Sequence[_Dim], mask: SSAValue, cou
 
 def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
     """The offsets are in the memref, and each set lane's element, `index_vec` elements
-    on from them in row-major order."""
+    on from them in row-major order; of a strided view, where it is contiguous."""
     memory = op.base_
     kind = memory.type
-    if not isinstance(kind, MemRefType) or not isinstance(kind.layout, NoneAttr):
+    if not isinstance(kind, MemRefType) or not op.offsets:
         return
-    if not op.offsets or isinstance(kind.element_type, VectorType):
+    if isinstance(kind.element_type, VectorType):
         return
     check = CheckBuilder(op)
     sizes = [check.size(memory, d) for d in range(len(op.offsets))]
+    contiguous = _contiguous(check, memory, sizes)
+    if contiguous is None:
+        return  # a layout that is no strided one
     zero = check.index(0)
     inside: list[SSAValue] = []
     start = zero
@@ -430,8 +435,45 @@ def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
     past = check.cmp(at, check.splat(total, count), "sge")
     mask = _flattened(check, op.mask, count)
     bad = check.reduce_or(check.all([mask, check.any([below, past])]))
+    bad = check.all([contiguous, bad])
     outside = check.add(arith.XOrIOp(bad, check.flag(True)))
     check.assert_(check.all([*inside, outside]))
+
+
+def _contiguous(
+    check: CheckBuilder, memory: SSAValue, sizes: Sequence[SSAValue]
+) -> SSAValue | None:
+    """Whether `memory`'s elements lie in row-major order one after the other, as NumPy's
+    C-contiguous (a stride along a dimension of one element is any); None: its layout is
+    no strided one.
+
+    MLIR adds a gather's lanes to the address of its offsets: in a view with gaps, a lane
+    reaches elements of the buffer outside the view, which the interpreter refuses to
+    run at all, so such a view's lanes are left unchecked."""
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    if isinstance(kind.layout, NoneAttr):
+        return check.flag(True)
+    static = kind.get_strides()
+    if static is None:
+        return None
+    strides: list[SSAValue] = []
+    metadata = None
+    for d, stride in enumerate(static):
+        if stride is not None:
+            strides.append(check.index(stride))
+            continue
+        if metadata is None:
+            metadata = memref.ExtractStridedMetaDataOp(memory)
+            put(check.block, metadata)
+        strides.append(metadata.strides[d])
+    ok: list[SSAValue] = []
+    packed = check.index(1)
+    for size, stride in reversed(list(zip(sizes, strides, strict=True))):
+        one = check.cmp(size, check.index(1), "eq")
+        ok.append(check.any([one, check.cmp(stride, packed, "eq")]))
+        packed = check.add(arith.MuliOp(packed, size))
+    return check.all(ok)
 
 
 def _flattened(check: CheckBuilder, lanes: SSAValue, count: int) -> SSAValue:

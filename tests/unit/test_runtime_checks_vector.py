@@ -269,3 +269,71 @@ def test_packed_lanes_are_checked_as_the_interpreter_touches_them(
     got = dhir.run(program, *inputs, runtime_checks=True)
     for expected, found in zip(want, got, strict=True):
         assert expected.tobytes() == found.tobytes()
+
+
+# A gather from rows r, r+1 of a, columns 0 to w-1 (line 10): a strided view, whose
+# lanes are counted row-major from [i, j] where it is contiguous (w = 8), as the
+# interpreter counts them; with gaps between its rows only its offsets are checked.
+GATHER_VIEW = """\
+func.func @main(%a: memref<4x8xf32>, %o: memref<8xf32>, %g: memref<8xi32>, %r: index, %w: index, %i: index, %j: index) {
+  dhir.schedule %a, %o, %g {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o, %g {
+      %c0 = arith.constant 0 : index
+      %pass = arith.constant dense<-2.0> : vector<8xf32>
+      %m = arith.constant dense<true> : vector<8xi1>
+      %ix = vector.load %g[%c0] : memref<8xi32>, vector<8xi32>
+      %s = memref.subview %a[%r, 0] [2, %w] [1, 1] : memref<4x8xf32> to memref<2x?xf32, strided<[8, 1], offset: ?>>
+      %v = vector.gather %s[%i, %j] [%ix], %m, %pass : memref<2x?xf32, strided<[8, 1], offset: ?>>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      vector.store %v, %o[%c0] : memref<8xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("r", "i", "j", "gathered", "outside"),
+    [
+        (2, 1, 3, [0, 4, 1, 0, 0, 0, 0, 0], False),  # a[3, 7] the view's last
+        (2, 0, 3, [-3, 12, 0, 0, 0, 0, 0, 0], False),  # back to its first
+        (2, 1, 3, [0, 5, 0, 0, 0, 0, 0, 0], True),  # a[4, 0], past the view and a
+        (1, 0, 3, [-4, 0, 0, 0, 0, 0, 0, 0], True),  # a[0, 7], before the view
+        (1, 2, 0, [0] * 8, True),  # the offsets
+    ],
+)
+def test_a_contiguous_view_s_gather_is_checked_as_the_interpreter_counts(
+    tmp_path: Path, r: int, i: int, j: int, gathered: list[int], outside: bool
+) -> None:
+    program = write(tmp_path, GATHER_VIEW)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    inputs = (a, np.zeros(8, np.float32), np.array(gathered, np.int32), np.int64(r))
+    inputs += (np.int64(8), np.int64(i), np.int64(j))
+    if outside:
+        with pytest.raises(DhirError, match="out of bounds"):
+            dhir.run(program, *inputs, backend="interp")
+        assert failed_at(program, *inputs) == SourceLoc(str(program), 10, 7)
+        return
+    want = dhir.run(program, *inputs, backend="interp")
+    got = dhir.run(program, *inputs, runtime_checks=True)
+    for expected, found in zip(want, got, strict=True):
+        assert expected.tobytes() == found.tobytes()
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_view_with_gaps_checks_its_gather_s_offsets_alone(tmp_path: Path) -> None:
+    # Columns 0-3: native code reaches a[r + i, j + k] for lane value k, past the view's
+    # columns, which the interpreter does not run at all.
+    program = write(tmp_path, GATHER_VIEW)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    lanes = np.array([0, 1, 2, 3, 4, 0, 0, 0], np.int32)
+    inputs = (a, np.zeros(8, np.float32), lanes, np.int64(2), np.int64(4), np.int64(0))
+    with pytest.raises(DhirError, match="not contiguous"):
+        dhir.run(program, *inputs, np.int64(3), backend="interp")
+    got = dhir.run(program, *inputs, np.int64(3), runtime_checks=True)[1]
+    assert got[:5].tolist() == a[2, 3:8].tolist()
+    assert failed_at(program, *inputs, np.int64(4)) == SourceLoc(str(program), 10, 7)
