@@ -9,10 +9,13 @@ the check needs the buffer's size, which a memref does not carry: the cast's sou
 followed back through views (`subview`, `cast`, `reinterpret_cast`, `expand_shape`,
 `collapse_shape`, `transpose`, `assume_alignment`, `memory_space_cast`,
 `extract_strided_metadata`) to the `memref.alloc`, `alloca` or `get_global` of an
-identity layout that made it. The view's lowest and highest elements must then lie in
-it (a view of no element may start anywhere up to its end). Casts of other memrefs (a
-function's arguments, a call's results: a schedule operand may be a rank's rows of a
-larger array) are not checked, nor device code.
+identity layout that made it, or to a function's argument of an identity layout that
+is all of its buffer (dhir.analysis.sharing: no call passes it a view; the entry's, as
+the harness passes them, the whole arrays, also where a rank holds only its rows, whose
+descriptor keeps the global sizes and subscripts). The view's lowest and highest
+elements must then lie in it (a view of no element may start anywhere up to its end).
+Casts of other memrefs (an argument some call passes a view, a call's results) are not
+checked, nor device code.
 """
 
 from collections.abc import Sequence
@@ -20,10 +23,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
-from xdsl.ir import OpResult, SSAValue
+from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
-from dhir.dialects import arith, memref
+from dhir.analysis.sharing import CastReach
+from dhir.dialects import arith, func, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import is_identity_layout
 from dhir.dialects.memref import TransposeOp
@@ -55,25 +59,35 @@ class CastChecksPass(ModulePass):
     name = "dhir-cast-checks"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        reach = CastReach(op)
         for cast in list(find_ops(op, memref.ReinterpretCastOp)):
             if in_device_code(cast):
                 continue
-            buffer = _buffer(cast.source)
+            buffer = _buffer(cast.source, reach)
             if buffer is not None:
                 _check(cast, buffer)
 
 
-def _buffer(value: SSAValue) -> SSAValue | None:
-    """The allocation of identity layout `value` views, where it can be followed."""
+def _buffer(value: SSAValue, reach: CastReach) -> SSAValue | None:
+    """The allocation or whole argument of identity layout `value` views, where it can
+    be followed."""
     while isinstance(value, OpResult):
         made = value.op
         if isinstance(made, _BUFFERS):
-            kind = value.type
-            return value if isinstance(kind, MemRefType) and is_identity_layout(kind) else None
+            return value if _identity(value) else None
         if not isinstance(made, _VIEWS):
             return None
         value = made.operands[0]
-    return None
+    if not isinstance(value, BlockArgument) or not _identity(value):
+        return None
+    return (
+        value if isinstance(value.owner.parent_op(), func.FuncOp) and reach.whole(value) else None
+    )
+
+
+def _identity(value: SSAValue) -> bool:
+    kind = value.type
+    return isinstance(kind, MemRefType) and is_identity_layout(kind)
 
 
 def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:

@@ -5,6 +5,7 @@ unchecked build runs on and exits 0."""
 
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -215,6 +216,63 @@ def test_a_reinterpret_cast_past_its_buffer_is_caught(tmp_path: Path) -> None:
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 9, 7)
     assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
+
+
+# Rows 0-1 of %a copied to %o by the first task, rows 2-3 doubled by the second, which
+# also reads a[k + 1] through a view of 2 elements from %k (line 22): on 2 ranks each
+# holds only the rows its tasks touch (rank 0 rows 0-1 of %a), and its descriptor keeps
+# the global sizes.
+ARGUMENT_CAST = """\
+func.func @main(%a: memref<4x512xf64>, %o: memref<4x512xf64>, %k: index) {
+  dhir.schedule %a, %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t1 = dhir.task %cpu, %a, %o {
+      %s = memref.subview %a[0, 0] [2, 512] [1, 1] : memref<4x512xf64> to memref<2x512xf64, strided<[512, 1]>>
+      %d = memref.subview %o[0, 0] [2, 512] [1, 1] : memref<4x512xf64> to memref<2x512xf64, strided<[512, 1]>>
+      memref.copy %s, %d : memref<2x512xf64, strided<[512, 1]>> to memref<2x512xf64, strided<[512, 1]>>
+    }
+    %t2 = dhir.task %cpu, %a, %o {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c512 = arith.constant 512 : index
+      scf.for %i = %c2 to %c4 step %c1 {
+        scf.for %j = %c0 to %c512 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<4x512xf64>
+          %y = arith.addf %x, %x : f64
+          memref.store %y, %o[%i, %j] : memref<4x512xf64>
+        }
+      }
+      %v = memref.reinterpret_cast %a to offset: [%k], sizes: [2], strides: [1] : memref<4x512xf64> to memref<2xf64, strided<[1], offset: ?>>
+      %z = memref.load %v[%c1] : memref<2xf64, strided<[1], offset: ?>>
+      memref.store %z, %o[%c2, %c0] : memref<4x512xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_reinterpret_cast_past_an_argument_is_caught(tmp_path: Path, ranks: int) -> None:
+    program = write(tmp_path, ARGUMENT_CAST)
+    a = np.arange(4 * 512, dtype=np.float64).reshape(4, 512)
+    run = partial(dhir.run, ranks=ranks, placement="round-robin", runtime_checks=True)
+    for k in (0, 2046):  # the view's last element a[3, 511]
+        want = dhir.run(program, a, np.zeros_like(a), np.int64(k), backend="interp")
+        got = run(program, a, np.zeros_like(a), np.int64(k))
+        assert want[1].tobytes() == got[1].tobytes()
+    for k in (2047, -1):
+        with pytest.raises(DhirError, match="outside its buffer"):
+            dhir.run(program, a, np.zeros_like(a), np.int64(k), backend="interp")
+        with pytest.raises(DhirError) as caught:
+            run(program, a, np.zeros_like(a), np.int64(k))
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.loc == SourceLoc(str(program), 22, 7)
+        assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
 @pytest.mark.mlir

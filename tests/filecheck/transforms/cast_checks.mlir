@@ -1,6 +1,7 @@
 // dhir-cast-checks (under --runtime-checks): a reinterpret_cast of an allocation (followed
 // back through views) checks that its view's lowest and highest elements lie in the
-// allocation; one of a function's argument is left alone (its buffer's size is unknown).
+// allocation, or in a function's argument that is all of its buffer; one of an argument
+// some call passes a view is left alone (its buffer's size is unknown).
 // RUN: dhir-opt %s -p dhir-cast-checks | filecheck %s
 
 // CHECK-LABEL: func.func @alloc
@@ -12,7 +13,7 @@
 // CHECK:      %[[HIGH:.*]] = arith.addi %o, %{{.*}} : index
 // CHECK-NEXT: arith.cmpi sge, %[[LOW]], %{{.*}} : index
 // CHECK-NEXT: arith.cmpi slt, %[[HIGH]], %[[TOTAL]] : index
-// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:20:3)"
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:21:3)"
 // CHECK-NEXT: memref.reinterpret_cast %c
 func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], offset: ?>> {
   %a = memref.alloc(%n) : memref<?xf32>
@@ -21,9 +22,29 @@ func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], 
   return %v : memref<4xf32, strided<[?], offset: ?>>
 }
 
+// No call passes %a a view: it is its buffer, of 8 elements (the entry's arguments, as
+// the harness passes them).
 // CHECK-LABEL: func.func @argument
-// CHECK-NOT:  cf.assert
+// CHECK:      %[[EIGHT:.*]] = arith.constant 8 : index
+// CHECK:      %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[EIGHT]] : index
+// CHECK:      arith.cmpi slt, %{{.*}}, %[[TOTAL]] : index
+// CHECK:      cf.assert %{{.*}}, "{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:3)"
 func.func @argument(%a: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
   %v = memref.reinterpret_cast %a to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  return %v : memref<4xf32, strided<[1], offset: ?>>
+}
+
+// @part's %p is the first row of @caller's %b at one call: its buffer may be larger.
+// CHECK-LABEL: func.func private @part
+// CHECK-NOT:  cf.assert
+// CHECK:      memref.reinterpret_cast %p
+// CHECK-LABEL: func.func @caller
+func.func private @part(%p: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
+  %v = memref.reinterpret_cast %p to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  return %v : memref<4xf32, strided<[1], offset: ?>>
+}
+func.func @caller(%b: memref<4x8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
+  %row = memref.reinterpret_cast %b to offset: [0], sizes: [8], strides: [1] : memref<4x8xf32> to memref<8xf32>
+  %v = func.call @part(%row, %o) : (memref<8xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
   return %v : memref<4xf32, strided<[1], offset: ?>>
 }
