@@ -166,6 +166,56 @@ def test_gpu_to_gpu_chain_does_not_copy_through_the_host(fake: Fake) -> None:
     assert counts["allocs"] == counts["frees"] == 2
 
 
+# The CPU task reads a[n] (line 7) and b[n..n+3] (line 9) before the GPU task on rank 1.
+CHECKED = """\
+func.func @main(%a: memref<20xi32>, %b: memref<20xi32>, %c: memref<20xi32>, %n: index) {
+  dhir.schedule %a, %b, %c {
+    %cpu = dhir.target {kind = "cpu"}
+    %gpu = dhir.target {arch = "sm_90"}
+    %t1 = dhir.task %cpu, %a, %b, %c attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %x = memref.load %a[%n] : memref<20xi32>
+      memref.store %x, %c[%c0] : memref<20xi32>
+      %v = vector.load %b[%n] : memref<20xi32>, vector<4xi32>
+      vector.store %v, %c[%c0] : memref<20xi32>, vector<4xi32>
+    }
+    %t2 = dhir.task %gpu, %c, %a attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %c20 = arith.constant 20 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+                 threads(%tx, %ty, %tz) in (%sx = %c20, %sy = %c1, %sz = %c1) {
+        %v = memref.load %c[%tx] : memref<20xi32>
+        memref.store %v, %a[%tx] : memref<20xi32>
+        gpu.terminator
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(("n", "line"), [(10, None), (18, 9), (25, 7)])
+def test_runtime_checks_check_the_host_code_of_a_gpu_program(
+    fake: Fake, tmp_path: Path, n: int, line: int | None
+) -> None:
+    # The kernel is not checked (device code is lowered before the checks are made),
+    # the host code is, as in a program without GPU tasks.
+    program = tmp_path / "checked.mlir"
+    program.write_text(CHECKED)
+    a, b, c = (np.arange(20, dtype=np.int32) for _ in range(3))
+    if line is None:
+        results = dhir.run(program, a, b, c, np.int64(n), ranks=2, runtime_checks=True)
+        np.testing.assert_array_equal(results[2][:4], b[n : n + 4])
+        assert len(fake.calls("cuLaunchKernel")) == 1
+        return
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, a, b, c, np.int64(n), ranks=2, runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc is not None and diagnostic.loc.line == line
+    assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+
+
 def test_ranks_take_the_gpus_of_their_node_by_local_rank(fake: Fake) -> None:
     fake.set("FAKE_CUDA_DEVICES", "2")
     a, b = np.zeros(64, np.int32), np.zeros(64, np.int32)
