@@ -99,13 +99,17 @@ def _as_generic(op: memref.AtomicRMWOp) -> None:
         result_types=[op.result.type],
         regions=[Region(body)],
     )
+    generic.location = op.location
     Rewriter.replace_op(op, generic)
     if isinstance(applied, arith.MaxnumfOp | arith.MinnumfOp):
         order_zeros(applied)
 
 
 def _unfold(op: GenericAtomicRMWOp) -> None:
+    # The load and store keep the op's location: --runtime-checks reports their bounds
+    # checks at it.
     load = memref.LoadOp.get(op.memref, op.indices)
+    load.location = op.location
     Rewriter.insert_op(load, InsertPoint.before(op))
     block = op.atomic_body.block
     done = block.last_op
@@ -113,5 +117,7 @@ def _unfold(op: GenericAtomicRMWOp) -> None:
     new_value = done.operands[0]
     Rewriter.erase_op(done)
     Rewriter.inline_block(block, InsertPoint.before(op), [load.res])
-    Rewriter.insert_op(memref.StoreOp.get(new_value, op.memref, op.indices), InsertPoint.before(op))
+    store = memref.StoreOp.get(new_value, op.memref, op.indices)
+    store.location = op.location
+    Rewriter.insert_op(store, InsertPoint.before(op))
     Rewriter.replace_op(op, [], [load.res])

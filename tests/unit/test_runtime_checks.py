@@ -275,6 +275,51 @@ def test_a_reinterpret_cast_past_an_argument_is_caught(tmp_path: Path, ranks: in
         assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
+# An atomic update of a[0, n] (line 7), out of bounds from n = 8 on: dhir-float-atomics
+# makes a float generic_atomic_rmw (and atomic_rmw mulf, maxnumf, minnumf, through one)
+# a load and a store, whose checks MLIR makes.
+ATOMIC = """\
+func.func @main(%a: memref<4x8xf32>, %n: index) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %f = arith.constant 2.0 : f32
+      UPDATE
+    }
+  }
+  return
+}
+"""
+GENERIC_UPDATE = """%r = memref.generic_atomic_rmw %a[%c0, %n] : memref<4x8xf32> {
+      ^bb0(%cur: f32):
+        %s = arith.addf %cur, %f : f32
+        memref.atomic_yield %s : f32
+      }"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    "update",
+    [
+        GENERIC_UPDATE,
+        "%r = memref.atomic_rmw mulf %f, %a[%c0, %n] : (f32, memref<4x8xf32>) -> f32",
+        "%r = memref.atomic_rmw addf %f, %a[%c0, %n] : (f32, memref<4x8xf32>) -> f32",
+    ],
+    ids=["generic", "mulf", "addf"],
+)
+def test_an_atomic_update_out_of_bounds_fails_at_its_line(tmp_path: Path, update: str) -> None:
+    program = write(tmp_path, ATOMIC.replace("UPDATE", update))
+    a = np.ones((4, 8), np.float32)
+    assert dhir.run(program, a, np.int64(7), runtime_checks=True)[0][0, 7] != 1
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, a, np.int64(8), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 7, 7)
+    assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:
