@@ -320,6 +320,41 @@ def test_an_atomic_update_out_of_bounds_fails_at_its_line(tmp_path: Path, update
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
 
 
+# A linalg.copy of row 1's first n elements of %a into all of %o (line 8): MLIR requires
+# the two sizes to agree, and native code copies n elements when they do not.
+LINALG_COPY = """\
+func.func @main(%a: memref<4x8xf32>, %o: memref<8xf32>, %n: index) {
+  dhir.schedule %a, %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o {
+      %c1 = arith.constant 1 : index
+      %s = memref.subview %a[%c1, 0] [1, %n] [1, 1] : memref<4x8xf32> to memref<?xf32, strided<[1], offset: ?>>
+      %p = memref.cast %o : memref<8xf32> to memref<?xf32>
+      linalg.copy ins(%s : memref<?xf32, strided<[1], offset: ?>>) outs(%p : memref<?xf32>)
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_linalg_op_whose_sizes_disagree_fails_in_both_backends(tmp_path: Path) -> None:
+    program = write(tmp_path, LINALG_COPY)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    want = dhir.run(program, a, np.zeros(8, np.float32), np.int64(8), backend="interp")
+    got = dhir.run(program, a, np.zeros(8, np.float32), np.int64(8), runtime_checks=True)
+    assert want[1].tobytes() == got[1].tobytes() == a[1].tobytes()
+    with pytest.raises(DhirError, match=r"operand #1's dimension 0 has size 8, where its loop"):
+        dhir.run(program, a, np.zeros(8, np.float32), np.int64(4), backend="interp")
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, a, np.zeros(8, np.float32), np.int64(4), runtime_checks=True)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 8, 7)
+    assert "dimension #0 of input/output operand #1 is incompatible" in diagnostic.message
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:

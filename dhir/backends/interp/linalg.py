@@ -9,6 +9,7 @@ from xdsl.interpreter import (
     ReturnedValues,
 )
 from xdsl.ir import BlockArgument, Operation
+from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.backends.interp.core import Returned, Values, assign, fail, handles, register
 from dhir.backends.interp.memref import checked_index, load, state, store
@@ -57,6 +58,7 @@ class LinalgImpls(InterpreterFunctions):
             ranges = op.get_shapes_to_loops_map().eval(shapes, [])
         except NotImplementedError:
             fail(op, "has indexing maps the interpreter cannot invert into loop bounds")
+        _check_sizes(op, args, maps, ranges)
         n_inputs = len(op.inputs)
         outputs = args[n_inputs:]
         reads, copied = _reads_and_copies(op, args)
@@ -103,6 +105,26 @@ class LinalgImpls(InterpreterFunctions):
         if not indices:
             fail(op, "runs outside a linalg op")
         return (indices[-1][op.dim.value.data],)
+
+
+def _check_sizes(
+    op: Operation, args: Values, maps: list[AffineMap], ranges: tuple[int, ...]
+) -> None:
+    """Each operand dimension a loop runs along alone is the loop's size (the loops'
+    sizes are those of the first operand dimensions that give them): MLIR requires it,
+    and its --runtime-checks stop a linalg op whose operands disagree, which native code
+    otherwise runs over the first one's size."""
+    for k, (array, mapping) in enumerate(zip(args, maps)):
+        if not isinstance(array, np.ndarray):
+            continue
+        for d, expr in enumerate(mapping.results):
+            if isinstance(expr, AffineDimExpr) and array.shape[d] != ranges[expr.position]:
+                fail(
+                    op,
+                    f"operand #{k}'s dimension {d} has size {array.shape[d]}, where its "
+                    f"loop d{expr.position} runs {ranges[expr.position]} times (from "
+                    "another operand): the sizes must agree",
+                )
 
 
 def _reads_and_copies(op: Operation, args: Values) -> tuple[list[bool], list[int | None]]:
