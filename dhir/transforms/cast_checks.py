@@ -16,13 +16,17 @@ descriptor keeps the global sizes and subscripts). The view's lowest and highest
 elements must then lie in it (a view of no element may start anywhere up to its end).
 Casts of other memrefs (an argument some call passes a view, a call's results) are not
 checked, nor device code.
+
+MLIR 22 checks no `memref.view` either: its bytes, from its shift on, must lie in its
+source (a 1-D memref of i8 of the identity layout, whose size its descriptor has), as
+the interpreter requires.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
@@ -36,6 +40,7 @@ from dhir.transforms.vector_checks import CheckBuilder
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
+VIEW_OUTSIDE = "result of view is out-of-bounds of the source memref"
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -54,7 +59,8 @@ _BUFFERS = (memref.AllocOp, memref.AllocaOp, memref.GetGlobalOp)
 
 @dataclass(frozen=True)
 class CastChecksPass(ModulePass):
-    """Host reinterpret_casts of an allocation check their view stays in its buffer."""
+    """Host reinterpret_casts of an allocation or a whole argument check their view stays
+    in its buffer; host memref.views, in their source."""
 
     name = "dhir-cast-checks"
 
@@ -66,6 +72,9 @@ class CastChecksPass(ModulePass):
             buffer = _buffer(cast.source, reach)
             if buffer is not None:
                 _check(cast, buffer)
+        for view in list(find_ops(op, memref.ViewOp)):
+            if not in_device_code(view):
+                _check_view(view)
 
 
 def _buffer(value: SSAValue, reach: CastReach) -> SSAValue | None:
@@ -113,6 +122,28 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     nothing = check.all([check.any(empty), check.cmp(offset, zero, "sge")])
     nothing = check.all([nothing, check.cmp(offset, total, "sle")])
     check.assert_(check.any([inside, nothing]))
+
+
+def _check_view(view: memref.ViewOp) -> None:
+    """The view's bytes, from its shift on, lie in its source; for elements of 1, 2, 4 or
+    8 bytes (the interpreter runs no view of others)."""
+    kind = view.result.type
+    assert isinstance(kind, MemRefType)
+    element = kind.element_type
+    width = 64 if isinstance(element, IndexType) else getattr(element, "bitwidth", None)
+    if not isinstance(width, int) or width < 8 or width & (width - 1):
+        return
+    check = CheckBuilder(view, VIEW_OUTSIDE)
+    zero = check.index(0)
+    sizes = _values(check, kind.get_shape(), view.sizes)
+    ok = [check.cmp(view.byte_shift, zero, "sge")]
+    end = check.index(width // 8)
+    for size in sizes:
+        ok.append(check.cmp(size, zero, "sge"))
+        end = check.add(arith.MuliOp(end, size))
+    end = check.add(arith.AddiOp(view.byte_shift, end))
+    ok.append(check.cmp(end, check.size(view.source, 0), "sle"))
+    check.assert_(check.all(ok))
 
 
 def _values(

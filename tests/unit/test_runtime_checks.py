@@ -355,6 +355,42 @@ def test_a_linalg_op_whose_sizes_disagree_fails_in_both_backends(tmp_path: Path)
     assert "dimension #0 of input/output operand #1 is incompatible" in diagnostic.message
 
 
+# 8 floats seen from byte %s of a buffer of 40 bytes (line 6), written and copied out.
+VIEW = """\
+func.func @main(%o: memref<8xf32>, %s: index) {
+  dhir.schedule %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %o {
+      %buf = memref.alloc() : memref<40xi8>
+      %v = memref.view %buf[%s][] : memref<40xi8> to memref<8xf32>
+      %f = arith.constant 3.0 : f32
+      linalg.fill ins(%f : f32) outs(%v : memref<8xf32>)
+      memref.copy %v, %o : memref<8xf32> to memref<8xf32>
+      memref.dealloc %buf : memref<40xi8>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_view_past_its_source_fails_in_both_backends(tmp_path: Path) -> None:
+    program = write(tmp_path, VIEW)
+    for shift in (0, 8):
+        got = dhir.run(program, np.zeros(8, np.float32), np.int64(shift), runtime_checks=True)
+        assert got[0].tolist() == [3.0] * 8
+    for shift in (9, -1):
+        with pytest.raises(DhirError, match="out of bounds"):
+            dhir.run(program, np.zeros(8, np.float32), np.int64(shift), backend="interp")
+        with pytest.raises(DhirError) as caught:
+            dhir.run(program, np.zeros(8, np.float32), np.int64(shift), runtime_checks=True)
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.loc == SourceLoc(str(program), 6, 7)
+        assert "result of view is out-of-bounds of the source memref" in diagnostic.message
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:

@@ -48,3 +48,22 @@ func.func @caller(%b: memref<4x8xf32>, %o: index) -> memref<4xf32, strided<[1], 
   %v = func.call @part(%row, %o) : (memref<8xf32>, index) -> memref<4xf32, strided<[1], offset: ?>>
   return %v : memref<4xf32, strided<[1], offset: ?>>
 }
+
+// A memref.view's bytes, from its shift on, lie in its source: 4 bytes an element.
+// CHECK-LABEL: func.func @view
+// CHECK:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT: %[[EIGHT:.*]] = arith.constant 8 : index
+// CHECK-NEXT: %[[FROM:.*]] = arith.cmpi sge, %s, %[[ZERO]] : index
+// CHECK-NEXT: %[[FOUR:.*]] = arith.constant 4 : index
+// CHECK-NEXT: arith.cmpi sge, %[[EIGHT]], %[[ZERO]] : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[FOUR]], %[[EIGHT]] : index
+// CHECK-NEXT: arith.cmpi sge, %n, %[[ZERO]] : index
+// CHECK-NEXT: %[[BYTES:.*]] = arith.muli %[[ROW]], %n : index
+// CHECK-NEXT: %[[END:.*]] = arith.addi %s, %[[BYTES]] : index
+// CHECK:      %[[SIZE:.*]] = memref.dim %b, %{{.*}} : memref<?xi8>
+// CHECK-NEXT: arith.cmpi sle, %[[END]], %[[SIZE]] : index
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of view is out-of-bounds of the source memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:3)"
+func.func @view(%b: memref<?xi8>, %s: index, %n: index) -> memref<8x?xf32> {
+  %v = memref.view %b[%s][%n] : memref<?xi8> to memref<8x?xf32>
+  return %v : memref<8x?xf32>
+}
