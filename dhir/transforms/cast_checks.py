@@ -59,8 +59,10 @@ _BUFFERS = (memref.AllocOp, memref.AllocaOp, memref.GetGlobalOp)
 
 @dataclass(frozen=True)
 class CastChecksPass(ModulePass):
-    """Host reinterpret_casts of an allocation or a whole argument check their view stays
-    in its buffer; host memref.views, in their source."""
+    """Host reinterpret_casts and memref.views check that they stay in their buffer.
+
+    A reinterpret_cast is checked where its buffer is an allocation or a whole argument
+    (its size known at run time); a memref.view, against its source."""
 
     name = "dhir-cast-checks"
 
