@@ -130,8 +130,7 @@ class SplitTasksPass(ModulePass):
                     continue
                 done = split_reduction(task, index, weights, _piece_bounds, _set_range)
                 if not done and _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
-                    why = _NOT_SPLIT if splittable(task) is None else _TOO_SHORT
-                    _warn_forced(task, names, why)
+                    _warn_forced(task, names, _why_whole(task))
 
 
 _NOT_SPLIT = (
@@ -140,6 +139,21 @@ _NOT_SPLIT = (
     f"{REASSOCIATE_ATTR})"
 )
 _TOO_SHORT = "its loop has fewer than 2 iterations, or bounds dhir-split cannot cut"
+_OPAQUE = (
+    "its loop calls a function or reaches a global (or llvm, gpu or mpi ops), whose "
+    "accesses dhir-split cannot see to give each piece its part"
+)
+
+
+def _why_whole(task: TaskOp) -> str:
+    """Why a task a `dhir.split = K` asks to cut stays whole."""
+    if splittable(task) is not None:
+        return _TOO_SHORT
+    # One loop that is parallel as written, but holds a call: the fault is the call.
+    effects = [op for op in list(task.body.block.ops)[:-1] if not pure(op)]
+    if len(effects) == 1 and effects[0].regions and opaque(effects[0]):
+        return _OPAQUE
+    return _NOT_SPLIT
 
 
 def _forced(task: TaskOp) -> int:

@@ -378,6 +378,14 @@ def test_a_split_outside_one_to_max_ranks_is_a_located_error(
     assert "Traceback" not in err and "internal error" not in err
 
 
+_KEEP = """
+func.func private @keep(%m: memref<8x4xi32>, %i: index, %j: index, %x: i32) {
+  memref.store %x, %m[%i, %j] : memref<8x4xi32>
+  return
+}
+"""
+
+
 def test_a_split_that_cannot_be_made_says_so_at_the_task(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -389,8 +397,20 @@ def test_a_split_that_cannot_be_made_says_so_at_the_task(
     carried = whole.replace("memref.store %x, %b[%i, %j]", "memref.store %x, %a[%j, %i]")
     one_row = whole.replace("arith.constant 8 : index", "arith.constant 1 : index")
     on_gpu = whole.replace('{kind = "cpu"}', '{kind = "gpu"}')
+    # A parallel loop that calls a function: the call, not the loop, keeps it whole.
+    calls = (
+        whole.replace(
+            "scf.for %i = %lo to %hi step %c1 {", "scf.parallel (%i) = (%lo) to (%hi) step (%c1) {"
+        ).replace(
+            "memref.store %x, %b[%i, %j] : memref<8x4xi32>",
+            "func.call @keep(%b, %i, %j, %x) : (memref<8x4xi32>, index, index, i32) -> ()",
+        )
+        + _KEEP
+    )
+    assert "scf.parallel" in calls and "func.call" in calls
     for text, why in [
         (carried, "its work is not one parallel loop"),
+        (calls, "its loop calls a function or reaches a global"),
         (one_row, "its loop has fewer than 2 iterations"),
         (on_gpu, "GPU tasks are not split"),
         (whole, None),
