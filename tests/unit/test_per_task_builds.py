@@ -17,6 +17,7 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, scf
 from dhir.ir.build import new_op
 from dhir.ir.parser import LocatedParser
+from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import RANK_ATTR, PlacePass
 from dhir.transforms.track_tasks import TrackTasksPass
 
@@ -120,3 +121,27 @@ def test_place_builds_one_rank_attribute_per_rank(
     ranks = [task.attributes[RANK_ATTR] for task in module.walk() if task.name == "dhir.task"]
     assert len(ranks) == 30 and {str(rank) for rank in ranks} <= {"0 : i64", "1 : i64"}
     assert len(built) <= 2
+
+
+def test_tasks_join_their_guards_out_of_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir-lower-to-mpi puts a task's ops (and its messages) in the `scf.if` of its
+    rank that was emitted last, when there is one: xDSL walks up from the block an op
+    is inserted into to the module, so that guard is out of its block meanwhile."""
+    module = parse_string(programs.neighbour_tasks(40))
+    PlacePass(2, "best").apply(Context(), module)
+    joined: list[str] = []
+    original = Block._attach_op  # pyright: ignore[reportPrivateUsage]
+
+    def counted(block: Block, op: Operation) -> None:
+        guard = block.parent_op()
+        if isinstance(guard, scf.IfOp) and guard.parent is not None:
+            joined.append(op.name)
+        original(block, op)
+
+    monkeypatch.setattr(Block, "_attach_op", counted)
+    before = print_module(module)
+    LowerToMPIPass(2).apply(Context(), module)
+    assert print_module(module) != before
+    guards = [op for op in module.walk() if isinstance(op, scf.IfOp)]
+    assert len(guards) < 40  # tasks did join guards (40 tasks, each of 6 body ops)
+    assert joined == []
