@@ -749,16 +749,25 @@ DHIR = Dialect("dhir", [ScheduleOp, TaskOp, TargetOp, YieldOp], [TargetType, Tok
 def walk_outside_tasks(op: Operation) -> Iterator[Operation]:
     """`op` and the ops nested in it, in pre-order, without entering task bodies
     (tasks are yielded): for passes looking for functions, schedules or tasks, since
-    the bodies of a large schedule hold most of a module's ops."""
+    the bodies of a large schedule hold most of a module's ops.
+
+    Some twenty passes and analyses walk a whole module so: blocks are read as xDSL 0.74
+    stores them (`_last_op`, `_prev_op`), since `list(block.ops)` goes through a
+    schedule's 10,000 tasks twice (`len` counts them first), each step a property and
+    an iterator call, and a task is told by its class first (an IRDL `isinstance` goes
+    through `ABCMeta`): 12.5 -> 3.5 ms a walk of issue 25's program."""
     pending = [op]
     while pending:
         current = pending.pop()
         yield current
-        if isinstance(current, TaskOp):
+        if type(current) is TaskOp or isinstance(current, TaskOp):
             continue
         for region in reversed(current.regions):
             for block in reversed(region.blocks):
-                pending.extend(reversed(list(block.ops)))
+                last = block._last_op  # pyright: ignore[reportPrivateUsage]
+                while last is not None:
+                    pending.append(last)
+                    last = last._prev_op  # pyright: ignore[reportPrivateUsage]
 
 
 __all__ = [

@@ -1,5 +1,6 @@
 """dhir.ir.walk.find_ops finds what a filtered `walk()` finds, in the same order; holds_op
-whether it finds any."""
+whether it finds any; dhir.dialects.dhir.walk_outside_tasks what `walk()` finds outside
+task bodies."""
 
 from pathlib import Path
 from typing import cast
@@ -10,7 +11,7 @@ from xdsl.ir import Block, Operation, Region
 
 from dhir import parse_string
 from dhir.dialects import arith, func, memref, scf
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir import walk
 from dhir.ir.walk import find_ops, holds_op
 
@@ -116,3 +117,33 @@ def test_find_ops_asks_each_class_once_across_walks(monkeypatch: pytest.MonkeyPa
         assert find_ops(op, kinds) == [o for o in op.walk() if isinstance(o, kinds)]
     assert find_ops(module, kinds) == first
     assert asked == []
+
+
+def _outside_tasks(op: Operation) -> list[Operation]:
+    found = [op]
+    if not isinstance(op, TaskOp):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    found += _outside_tasks(inner)
+    return found
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_walk_outside_tasks_reads_no_links_through_properties(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some twenty passes walk a module so; `list(block.ops)` went through a schedule's
+    tasks twice (`len` counted them first), a property read and an iterator call a step."""
+    module = parse_string(path.read_text())
+    want = _outside_tasks(module)
+    reads: list[str] = []
+    links = [(Operation, "next_op"), (Operation, "prev_op"), (Block, "first_op")]
+    links += [(Block, "last_op"), (Block, "ops")]
+    for cls, name in links:
+        read = cast(property, getattr(cls, name)).fget
+        assert read is not None
+        counted = property(lambda node, read=read, name=name: reads.append(name) or read(node))
+        monkeypatch.setattr(cls, name, counted)
+    assert list(walk_outside_tasks(module)) == want
+    assert reads == []
