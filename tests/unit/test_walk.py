@@ -119,6 +119,19 @@ def test_find_ops_asks_each_class_once_across_walks(monkeypatch: pytest.MonkeyPa
     assert asked == []
 
 
+def _counted_links(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the links between ops and blocks read through xDSL's properties."""
+    reads: list[str] = []
+    links = [(Operation, "next_op"), (Operation, "prev_op"), (Block, "first_op")]
+    links += [(Block, "last_op"), (Block, "ops")]
+    for cls, name in links:
+        read = cast(property, getattr(cls, name)).fget
+        assert read is not None
+        counted = property(lambda node, read=read, name=name: reads.append(name) or read(node))
+        monkeypatch.setattr(cls, name, counted)
+    return reads
+
+
 def _outside_tasks(op: Operation) -> list[Operation]:
     found = [op]
     if not isinstance(op, TaskOp):
@@ -130,20 +143,29 @@ def _outside_tasks(op: Operation) -> list[Operation]:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-def test_walk_outside_tasks_reads_no_links_through_properties(
+def test_walks_outside_tasks_read_no_links_through_properties(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Some twenty passes walk a module so; `list(block.ops)` went through a schedule's
     tasks twice (`len` counted them first), a property read and an iterator call a step."""
     module = parse_string(path.read_text())
     want = _outside_tasks(module)
-    reads: list[str] = []
-    links = [(Operation, "next_op"), (Operation, "prev_op"), (Block, "first_op")]
-    links += [(Block, "last_op"), (Block, "ops")]
-    for cls, name in links:
-        read = cast(property, getattr(cls, name)).fget
-        assert read is not None
-        counted = property(lambda node, read=read, name=name: reads.append(name) or read(node))
-        monkeypatch.setattr(cls, name, counted)
+    schedules = [op for op in want if isinstance(op, ScheduleOp)]
+    tasks = [[op for op in s.body.block.ops if isinstance(op, TaskOp)] for s in schedules]
+    reads = _counted_links(monkeypatch)
     assert list(walk_outside_tasks(module)) == want
+    assert [list(schedule.tasks()) for schedule in schedules] == tasks
     assert reads == []
+
+
+def test_schedule_tasks_may_move_as_they_come() -> None:
+    module = parse_string(EXAMPLES[0].read_text())
+    schedule = find_ops(module, ScheduleOp)[0]
+    want = [op for op in schedule.body.block.ops if isinstance(op, TaskOp)]
+    assert len(want) >= 2
+    tasks = schedule.tasks()
+    moved = []
+    for task in tasks:
+        task.detach()
+        moved.append(task)
+    assert moved == want
