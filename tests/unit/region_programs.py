@@ -25,7 +25,8 @@ Handles = Callable[[int], tuple[str, str]]  # a buffer -> the name and type to u
 BOX_STYLES = ("subview", "transposed", "linalg")  # every access is a strided box of its memref
 # How the time loop is written. A host parallel loop means its iterations in lexicographic
 # order too (as the interpreter runs it): they hold schedules, so the native backend must
-# not run them on threads.
+# not run them on threads. Host code in it that stores one element in every step breaks
+# its promise of independent iterations, and both backends refuse the program.
 TIME_LOOPS = {
     "scf.for": "scf.for %t = %c0 to %steps step %c1 {",
     "scf.parallel": "scf.parallel (%t) = (%c0) to (%steps) step (%c1) {",
