@@ -15,10 +15,11 @@ survived the young collections: the first young collection after the block would
 otherwise scan everything the block made since its last one (0.03 s after parsing issue
 25's program, 0.1 s after building it). A cycle among them that becomes garbage is
 freed by the next full collection, which CPython's own rule (a quarter more objects in
-the oldest generation than it last found there) does not see them towards: a process
-that builds many large programs, one after another, and drops them may call
-`gc.collect()` between them. After a small build (parsing a test's program) the young
-objects stay young, as they were.
+the oldest generation than it last found there) does not see them towards: so once
+blocks have moved more than a few large builds' objects there, the next outermost block
+starts with a full collection, and a process that builds many large programs, one after
+another, and drops them does not keep them all. After a small build (parsing a test's
+program) the young objects stay young, as they were.
 """
 
 import gc
@@ -35,15 +36,22 @@ _YOUNG_THRESHOLD = 1_000_000
 # Made by a block since its last collection, at least: moved out of the young generation
 # unscanned at the block's end. (At 100,000, a block met a young collection before.)
 _LARGE_BUILD = 100_000
+# Moved to the oldest generation unscanned since the last full collection, at most: about
+# three builds of issue 25's program, so that one build meets no full collection.
+_FULL_AFTER = 4_000_000
 _depth = 0  # blocks open: only the outermost freezes and unfreezes
+_unscanned = 0  # moved to the oldest generation unscanned since the last full collection
 
 
 @contextmanager
 def fewer_collections() -> Iterator[None]:
-    global _depth
+    global _depth, _unscanned
     before = gc.get_threshold()
     gc.set_threshold(max(before[0], _YOUNG_THRESHOLD), *before[1:])
     if _depth == 0:
+        if _unscanned >= _FULL_AFTER:
+            gc.collect()  # what earlier builds left, dropped since
+            _unscanned = 0
         gc.freeze()
     _depth += 1
     try:
@@ -51,7 +59,8 @@ def fewer_collections() -> Iterator[None]:
     finally:
         _depth -= 1
         if _depth == 0:
-            if gc.get_count()[0] >= _LARGE_BUILD:
+            if (made := gc.get_count()[0]) >= _LARGE_BUILD:
                 gc.freeze()  # the young objects too, and no collection pending
+                _unscanned += made
             gc.unfreeze()  # all into the oldest generation
         gc.set_threshold(*before)
