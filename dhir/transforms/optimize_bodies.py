@@ -303,6 +303,12 @@ def _runs(loop: scf.ForOp) -> bool:
     return all(coef * i + const >= 1 for i in (first, end - 1))
 
 
+def _surely_runs(loop: scf.ForOp) -> bool:
+    """Whether `loop`'s bounds are constants giving at least one step."""
+    lb, ub = _constant(loop.lb), _constant(loop.ub)
+    return lb is not None and ub is not None and lb < ub
+
+
 def _threaded(op: Operation) -> bool:
     """Whether `op` is inside a loop whose iterations may run at once: there, storing an
     element back where the program touched none (a loop of no iterations) could overwrite
@@ -1421,9 +1427,18 @@ class _Widen:
             self.panel = put(block, arith.DivUIOp(start, size)).result
 
     def memory_kernel(self, envs: list[Env]) -> None:
+        """Load the block's sums, run `k` over them, store them back: only where `k`
+        runs at all. The program touches no element of the block when `k` has no step
+        (bounds known at run time: `[0, t)` from t = 0, a memref's size of 0); loaded and
+        stored back, an element may lie outside the rows its rank holds (a fault)."""
         nest = self.nest
         load = nest.acc_load
         assert load is not None
+        outer, some = self.block, None
+        if self.k_bounds is None and not _surely_runs(nest.red):  # chunks are never empty
+            lb, ub = (_scalar(bound, envs[0]) for bound in (nest.red.lb, nest.red.ub))
+            some = put(outer, arith.CmpiOp(lb, ub, "slt")).result
+            self.block = Block()
         envs = [dict(env) for env in envs]
         for env in envs:
             self._op(load, env)
@@ -1433,6 +1448,10 @@ class _Widen:
         self._vector_loop(nest.red, inits, envs, [load.res], ops, [value], [value])
         for env in envs:
             self._op(nest.out, env)
+        if some is not None:
+            put(self.block, scf.YieldOp())
+            put(outer, scf.IfOp(some, [], Region(self.block)))
+            self.block = outer
 
     def carried_kernel(self, envs: list[Env]) -> None:
         nest = self.nest

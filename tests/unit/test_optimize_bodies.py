@@ -999,6 +999,56 @@ def test_a_carried_sum_touches_no_row_its_rank_does_not_hold() -> None:
     _assert_native_equals_interp(text, inputs, 2, "native", 1)
 
 
+# C += A B for rows [t, 8) and k in [0, t): at t = 0 the rows start at 0 but `k` runs no
+# step, so the program never touches row 0 of %C in task t2, and its rank (1) reserves
+# rows 1..7 only. A row of 4096 f64 is 8 pages: row 0 lies well below them.
+EMPTY_K = """
+func.func @main(%A: memref<8x2xf64>, %B: memref<2x4096xf64>, %C: memref<8x4096xf64>) {
+  dhir.schedule %A, %B, %C {
+    %cpu = dhir.target {kind = "cpu"}
+    %t1 = dhir.task %cpu, %C attributes {dhir.rank = 0} {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 5.0 : f64
+      memref.store %v, %C[%c0, %c0] : memref<8x4096xf64>
+    }
+    %t2 = dhir.task %cpu, %C, %A, %B attributes {dhir.rank = 1} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c8 = arith.constant 8 : index
+      %n = arith.constant 4096 : index
+      scf.for %t = %c0 to %c2 step %c1 {
+        scf.for %i = %t to %c8 step %c1 {
+          scf.for %k = %c0 to %t step %c1 {
+            scf.for %j = %c0 to %n step %c1 {
+              %acc = memref.load %C[%i, %j] : memref<8x4096xf64>
+              %a = memref.load %A[%i, %k] : memref<8x2xf64>
+              %b = memref.load %B[%k, %j] : memref<2x4096xf64>
+              %p = arith.mulf %a, %b : f64
+              %s = arith.addf %acc, %p : f64
+              memref.store %s, %C[%i, %j] : memref<8x4096xf64>
+            }
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_blocks_sums_stay_in_memory_where_k_runs_no_step() -> None:
+    """The memory-form kernel loads a block's sums before `k` and stores them after:
+    where `k` runs no step (t = 0), it did so for rows 0..3 of %C, and rank 1 holds no
+    row 0 (a segmentation fault). It touches the block only where `k` runs."""
+    (decision,) = _decisions(EMPTY_K, 256)
+    assert "nest (i-k-j) blocked 4 rows" in decision
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal(shape) for shape in ((8, 2), (2, 4096), (8, 4096))]
+    _assert_native_equals_interp(EMPTY_K, inputs, 2, "haswell", 1)
+
+
 # Rows 0..4 have no columns, and read no A[i - 4, k]: A has no row i - 4 for them.
 TABLE_ROWS = """
 func.func @main(%C: memref<20x16xf64>, %A: memref<16x16xf64>, %B: memref<16x16xf64>) {
