@@ -125,14 +125,14 @@ def test_a_run_that_ended_well_is_left_alone(tmp_path: Path) -> None:
 def test_a_watchdog_that_cannot_start_leaves_the_run_to_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A Python this user may not run (seen: a venv whose interpreter lies under /root,
-    # run by another user): the run went no further, an internal error.
-    from dhir.toolchain.reaper import watched
+    # A watchdog this user may not run (seen with a Python one: a venv whose interpreter
+    # lies under /root, run by another user): the run went no further, an internal error.
+    from dhir.toolchain import reaper
 
-    python = tmp_path / "python"
-    python.write_text("not a program\n")  # no execute bit: EACCES, even for root
-    monkeypatch.setattr(sys, "executable", str(python))
+    shell = tmp_path / "sh"
+    shell.write_text("not a program\n")  # no execute bit: EACCES, even for root
+    monkeypatch.setattr(reaper, "_SHELL", str(shell))
     ran = False
-    with watched(uuid.uuid4().hex, tmp_path):
+    with reaper.watched(uuid.uuid4().hex, tmp_path):
         ran = True
     assert ran
