@@ -67,11 +67,25 @@ def _message(loop: Operation, overlap: Overlap) -> str:
     return (
         f"iterations of this {loop.name} overlap: iteration {first} writes {element}, "
         f"which iteration {second} {what} too{_where(overlap)}. Its iterations must be "
-        "independent: the native backend runs them at once on threads, so the result "
-        "would depend on their timing (the interpreter runs them in order). Write the loop as "
+        f"independent: {_how_run(loop)}, so the result would depend on their order. "
+        "Write the loop as "
         f"{sequential} to run its iterations in order, or combine their values with "
         f"{combine} or an atomic update ({memref_dialect.AtomicRMWOp.name})"
     )
+
+
+def _how_run(loop: Operation) -> str:
+    """How a parallel loop's iterations may run: at once (on threads, natively), unless
+    the loop reaches MPI, which only the order of a parallel loop's iterations keeps
+    apart (dhir-serial-loops runs those in order, as the interpreter does)."""
+    module = loop.get_toplevel_object()
+    functions = communicating_functions(module) if isinstance(module, ModuleOp) else set[str]()
+    if communicates(loop, functions):
+        return (
+            "a parallel loop may run them in any order (dhir runs this one in order, as it "
+            "reaches MPI, but a parallel loop does not promise that)"
+        )
+    return "the native backend runs them at once on threads (the interpreter runs them in order)"
 
 
 def _where(overlap: Overlap) -> str:

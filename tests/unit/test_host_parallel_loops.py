@@ -204,6 +204,17 @@ OVERLAPPING = Program(
 )
 
 
+def test_a_parallel_time_loop_that_overlaps_is_refused_though_it_runs_in_order() -> None:
+    """Such a loop reaches MPI, so natively it runs in order: the refusal says why the
+    program is wrong all the same, not that it runs on threads."""
+    text = OVERLAPPING.text()
+    with pytest.raises(DhirError) as error:
+        dhir.run(text, *OVERLAPPING.inputs(0), backend="interp")
+    said = str(error.value)
+    assert "may run them in any order (dhir runs this one in order, as it reaches MPI" in said
+    assert "threads" not in said
+
+
 @settings(
     max_examples=12,
     derandomize=True,

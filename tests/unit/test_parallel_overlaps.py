@@ -236,7 +236,9 @@ def test_overlapping_loops_are_refused_at_their_line(tmp_path: Path, backend: st
     program.write_text(_program(*REFUSED["same element"]))
     where = (
         r"p\.mlir:10:7: error: iterations of this scf\.parallel overlap: iteration \(0\) "
-        r"writes %a\[0\], which iteration \(1\) writes too\..* Write the loop as scf\.for"
+        r"writes %a\[0\], which iteration \(1\) writes too\. Its iterations must be "
+        r"independent: the native backend runs them at once on threads .* Write the loop as "
+        r"scf\.for"
     )
     arrays = np.zeros(16, np.int64), np.zeros(16, np.int64)
     with pytest.raises(DhirError, match=where):
