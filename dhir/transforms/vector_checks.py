@@ -345,30 +345,36 @@ def _check_by_lanes(
 
 def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
     """Lane k of the mask at the innermost index plus k."""
-    memory, indices = op.base, list(op.indices)
+    if (start := _along_innermost(op, op.base, op.indices, op.mask)) is None:
+        return
+    check, dims, count = start
+    dims[-1].positions = _index_vector(check, range(count))
+    _assert_lanes(check, dims, op.mask, count)
+
+
+def _along_innermost(
+    op: Operation, memory: SSAValue, indices: Sequence[SSAValue], mask: SSAValue
+) -> "tuple[CheckBuilder, list[_Dim], int] | None":
+    """The builder, the dimensions at `op`'s indices and the mask's lane count of an op
+    whose lanes run along the innermost dimension of a memref of scalars; None for a
+    0-d memref or one of vectors, which such an op does not check."""
     kind = memory.type
     assert isinstance(kind, MemRefType)
     if not indices or isinstance(kind.element_type, VectorType):
-        return
-    count = op.mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
+        return None
+    count = mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
     check = CheckBuilder(op)
     dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
-    dims[-1].positions = _index_vector(check, range(count))
-    _assert_lanes(check, dims, op.mask, count)
+    return check, dims, count
 
 
 def _check_packed(op: vector.ExpandLoadOp | vector.CompressStoreOp) -> None:
     """As many elements as the mask sets lanes, along the innermost dimension from the
     indices: the k-th set lane's is the index plus k."""
-    memory, indices = op.base_, list(op.indices)
-    kind = memory.type
-    assert isinstance(kind, MemRefType)
-    if not indices or isinstance(kind.element_type, VectorType):
+    if (start := _along_innermost(op, op.base_, op.indices, op.mask)) is None:
         return
-    count = op.mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
-    check = CheckBuilder(op)
+    check, dims, count = start
     total = check.count(op.mask, count)
-    dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
     dims[-1].lanes = total
     _check_by_scalars(check, dims, [check.cmp(total, check.index(0), "sle")])
 
