@@ -2,7 +2,7 @@
 
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -289,7 +289,9 @@ def run_module(
         # copied: each backend copies what it writes into.
         with_zeros = with_results(signature, inputs)
         full: list[object] = list(check_inputs(signature, with_zeros, copy=False))
-        results = _run_on(module, entry, full, backend, options, None, timing, None)
+        # Where the results go: the interpreter checks that the entry writes all of them.
+        places = {spec.index: spec.result for spec in signature.args if spec.result is not None}
+        results = _run_on(module, entry, full, backend, options, None, timing, None, places)
         # Tensors are values: an argument comes back as it was given.
         results = [
             np.array(given) if spec.role == INPUT else result
@@ -322,7 +324,10 @@ def _run_on(
     output_dir: Path | None,
     timing: Timing | None,
     on_built: OnBuilt | None,
+    results: Mapping[int, int] | None = None,
 ) -> list[np.ndarray]:
+    """The run on `backend`; `results`: which arguments are an entry on tensors' results
+    (run_interp's)."""
     if backend == "interp":
         if options.profile is not None:
             raise DhirError(
@@ -332,10 +337,10 @@ def _run_on(
         _check_native_only(options)
         # A stage of the caller's --timing report, and the terminal's status line.
         with (timing if timing is not None else Timing()).stage("the interpreter"):
-            results = run_interp(module, entry, inputs, options.timeout, options.link)
+            arrays = run_interp(module, entry, inputs, options.timeout, options.link, results)
         if output_dir is not None:
-            save_outputs(results, entry_signature(module, entry), output_dir)
-        return results
+            save_outputs(arrays, entry_signature(module, entry), output_dir)
+        return arrays
     if backend == "native":
         drop_code(module, entry, options)
         return run_native(module, entry, inputs, options, output_dir, timing, on_built)

@@ -429,3 +429,66 @@ def test_tensor_generate_verifies_as_mlir_s(old: str, new: str, why: str) -> Non
     text = GENERATE.replace(old, new, 1)
     with pytest.raises(DhirError, match=f"prog.mlir:5:\\d+: error: .*{why}"):
         parse_string(text, "prog.mlir")
+
+
+# Writes one element of its result (`at`), or all of them first with `{fill}`; returns it
+# once (the result's buffer is the out-param itself) or twice (a copy into each).
+PART = """\
+func.func @main(%at: index) -> {types} {{
+  %a = memref.alloc() : memref<4xf64>
+  %x = arith.constant 1.5 : f64
+  {fill}
+  memref.store %x, %a[%at] : memref<4xf64>
+  %t = bufferization.to_tensor %a restrict : memref<4xf64> to tensor<4xf64>
+  return {returned}
+}}
+"""
+FILL = "linalg.fill ins(%x : f64) outs(%a : memref<4xf64>)"
+
+
+def part(twice: bool, fill: str = "") -> str:
+    one = ("tensor<4xf64>", "%t : tensor<4xf64>")
+    two = ("(tensor<4xf64>, tensor<4xf64>)", "%t, %t : tensor<4xf64>, tensor<4xf64>")
+    types, returned = two if twice else one
+    return PART.format(types=types, returned=returned, fill=fill)
+
+
+@needs_llvm
+@pytest.mark.parametrize("twice", [False, True])
+@pytest.mark.parametrize(("at", "first"), [(0, 1), (2, 0)])
+def test_a_result_written_in_part_is_refused_where_the_entry_returns(
+    twice: bool, at: int, first: int
+) -> None:
+    """Where a result goes was zeros that counted as written, as arguments do: the
+    interpreter gave [0, 1.5, 0, 0] with exit 0 where MLIR leaves three elements
+    undefined (natively: zeros once the result is written in place, where dhir
+    zero-fills it; garbage copied from the allocation when it is returned twice)."""
+    text = part(twice)
+    with pytest.raises(DhirError) as caught:
+        dhir.run(parse_string(text, "prog.mlir"), np.int64(at), backend="interp")
+    message = str(caught.value)
+    assert message.startswith(f"prog.mlir:7:3: error: the entry ends with element [{first}] of ")
+    assert "result #0 of @main unwritten" in message
+    copied = f"it is a copy of element [{first}] of the buffer allocated at prog.mlir:2:3"
+    assert (copied in message) == twice
+    assert "linalg.fill" in message and "Traceback" not in message
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_result_written_whole_is_not_refused(backend: str, twice: bool) -> None:
+    results = dhir.run(part(twice, FILL), np.int64(1), backend=backend, ranks=1)
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, np.full(4, 1.5))
+
+
+@needs_llvm
+def test_a_matmul_into_an_unfilled_result_is_refused_as_a_read() -> None:
+    """Bufferized, the tensor.empty is where the result goes: the matmul added into its
+    zeros, where MLIR adds into undefined values."""
+    fill = "  %f = linalg.fill ins(%z : f64) outs(%e : tensor<4x5xf64>) -> tensor<4x5xf64>\n"
+    text = MATMUL.replace(fill, "").replace("outs(%f ", "outs(%e ")
+    inputs = np.ones((4, 3)), np.ones((3, 5)), np.zeros(5)
+    with pytest.raises(DhirError, match=r"'linalg.matmul' reads element \[0, 0\] of result #0"):
+        dhir.run(parse_string(text, "prog.mlir"), *inputs, backend="interp")

@@ -9,7 +9,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -79,12 +79,15 @@ def run_interp(
     inputs: list[object],
     timeout: float | None = None,
     link: LinkInputs | None = None,
+    results: Mapping[int, int] | None = None,
 ) -> list[np.ndarray]:
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
     per argument: the final contents of each memref, a 0-d array of each scalar. A run
     longer than `timeout` seconds is stopped with a DhirError. Functions the module
     declares without a body run from `link`'s files (dhir.backends.interp.external), in a
-    child process (dhir.backends.interp.apart)."""
+    child process (dhir.backends.interp.apart). `results` says which arguments (by index)
+    are an entry on tensors' results once bufferized (their result numbers): the entry
+    must write every element of them."""
     if timeout is not None:
         timeout = timeout_seconds(timeout)  # RunOptions' rule, for callers without them
     signature = entry_signature(module, entry)
@@ -98,9 +101,10 @@ def run_interp(
         if shared is None and _calls_only_libm(module):  # nothing to crash or hang: run here
             stack = _OpStack(_deadline(timeout))
             interpreter = make_interpreter(module, [stack])
-            _interpret(interpreter, function, _args(signature, arrays), stack, timeout)
+            args, buffers = _args(function, signature, arrays, results)
+            _interpret(interpreter, function, args, buffers, stack, timeout)
             return arrays
-        return _run_apart(module, function, signature, arrays, timeout, shared)
+        return _run_apart(module, function, signature, arrays, timeout, shared, results)
 
 
 def _run_apart(
@@ -110,6 +114,7 @@ def _run_apart(
     arrays: list[np.ndarray],
     timeout: float | None,
     shared: Path | None,
+    results: Mapping[int, int] | None,
 ) -> list[np.ndarray]:
     """The run in a child process, on arrays it shares with this one, which are copied
     out once it has ended well (later forks would share them too)."""
@@ -120,7 +125,8 @@ def _run_apart(
 
     def work() -> None:
         use(interpreter, load(shared) if shared is not None else None, record)
-        _interpret(interpreter, function, _args(signature, arrays), stack, timeout)
+        args, buffers = _args(function, signature, arrays, results)
+        _interpret(interpreter, function, args, buffers, stack, timeout)
 
     run_apart(work, record, timeout)
     return [np.array(a) if spec.is_memref else a for spec, a in zip(signature.args, arrays)]
@@ -164,14 +170,37 @@ def _deadline(timeout: float | None) -> float | None:
     return time.monotonic() + timeout if timeout is not None else None
 
 
-def _args(signature: EntrySignature, arrays: list[np.ndarray]) -> tuple[object, ...]:
-    return tuple(a if spec.is_memref else a.item() for spec, a in zip(signature.args, arrays))
+def _args(
+    function: func.FuncOp,
+    signature: EntrySignature,
+    arrays: list[np.ndarray],
+    results: Mapping[int, int] | None,
+) -> tuple[tuple[object, ...], list[np.ndarray]]:
+    """The entry's arguments, and the buffers of its results (`results`) among them,
+    which start unwritten."""
+    args: list[object] = []
+    buffers: list[np.ndarray] = []
+    for spec, array in zip(signature.args, arrays):
+        if results and spec.index in results:
+            name = f"result #{results[spec.index]} of @{signature.name}"
+            buffers.append(written.result_buffer(function, array, name))
+            args.append(buffers[-1])
+        else:
+            args.append(array if spec.is_memref else array.item())
+    return tuple(args), buffers
+
+
+def _end(function: func.FuncOp) -> Operation:
+    """Where `function` ends: its return, the function itself where it has several."""
+    returns = [op for op in function.walk() if isinstance(op, func.ReturnOp)]
+    return returns[0] if len(returns) == 1 else function
 
 
 def _interpret(
     interpreter: Interpreter,
     function: func.FuncOp,
     args: tuple[object, ...],
+    results: list[np.ndarray],
     stack: "_OpStack",
     timeout: float | None,
 ) -> None:
@@ -184,6 +213,8 @@ def _interpret(
         # Overflow to inf and NaN from invalid operations are IEEE results, not errors.
         with np.errstate(all="ignore"):
             interpreter.call_op(function, args)
+        for result in results:
+            written.check_result(_end(function), result)
     except Trap as trap:
         raise error_at(trap.op, trap.message) from None
     except _TimedOut:

@@ -8,7 +8,9 @@ A buffer the program allocates is an `Allocation` that carries one flag per elem
 it (subview, cast, reinterpret_cast, view, reshapes, transposes) is a NumPy view, whose
 chain of `base`s leads back to that array: the view's addresses, relative to it, pick its
 flags. Arrays the program did not allocate (its arguments, read from files or passed by
-the caller) carry none: all their elements count as written.
+the caller) carry none: all their elements count as written, but for where an entry on
+tensors writes its results (`result_buffer`): nothing has written those at the start,
+and the entry must write all of them (`check_result`).
 
 Readers check (`check_read`), writers mark (`mark`); copies carry the flags across
 (`copy_flags`), so that copying a buffer part of which nothing wrote stays legal until
@@ -30,7 +32,7 @@ import numpy as np
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation
 
-from dhir.backends.interp.core import assign, fail
+from dhir.backends.interp.core import Trap, assign, fail
 from dhir.dialects import memref
 from dhir.ir.diagnostics import loc_of
 
@@ -51,6 +53,8 @@ class Allocation(np.ndarray):
     came_from: np.ndarray | None = None  # int32
     came_index: np.ndarray | None = None
     origins: "list[Allocation | str]"
+    # What messages call it where it is not a buffer the program allocated: a result.
+    named: str | None = None
 
 
 def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None) -> np.ndarray:
@@ -60,6 +64,33 @@ def allocation(op: Operation, data: np.ndarray, made_by: Operation | None = None
     buffer.written = np.zeros(data.size, np.bool_)
     buffer.made_by = made_by or op
     return buffer
+
+
+def result_buffer(function: Operation, array: np.ndarray, name: str) -> np.ndarray:
+    """`array` (where the entry `function` writes its result `name`, an argument once
+    bufferized) as a buffer nothing has written yet: MLIR leaves a result's elements the
+    entry does not write undefined."""
+    buffer = array.view(Allocation)
+    buffer.written = np.zeros(array.size, np.bool_)
+    buffer.made_by, buffer.named = function, name
+    return buffer
+
+
+def check_result(op: Operation, buffer: np.ndarray) -> None:
+    """Refuse, at `op` (where the entry ends), a result the entry has not written all of
+    (`buffer`, a result_buffer)."""
+    holder = _holder(buffer)
+    assert holder is not None and holder.written is not None
+    if bool(holder.written.all()):
+        return
+    element = int(np.argmin(holder.written))
+    raise Trap(
+        op,
+        f"the entry ends with {_element(holder, element)} unwritten"
+        f"{_came_from(holder, element)} (MLIR leaves it undefined; native code gives "
+        "whatever the memory held); write every element of each result, e.g. fill the "
+        "`tensor.empty` a result starts from (`linalg.fill`) before writing part of it",
+    )
 
 
 def is_allocation(array: np.ndarray) -> bool:
@@ -445,7 +476,9 @@ def _element(holder: Allocation, element: int) -> str:
     made_by = holder.made_by
     where = loc_of(made_by) if made_by is not None else None
     at = f"at {where}" if where is not None else f"by '{made_by.name if made_by else '?'}'"
-    if isinstance(made_by, memref.GlobalOp):
+    if holder.named is not None:
+        buffer = holder.named
+    elif isinstance(made_by, memref.GlobalOp):
         without = (
             " without initial value"
             if made_by.initial_value is None or isinstance(made_by.initial_value, UnitAttr)
