@@ -11,6 +11,8 @@ from dhir.dialects import with_replaced_ops
 
 # isort: off
 from xdsl.dialects.cf import AssertOp as AssertOp
+from xdsl.dialects.cf import BranchOp as BranchOp
+from xdsl.dialects.cf import ConditionalBranchOp as ConditionalBranchOp
 # isort: on
 
 

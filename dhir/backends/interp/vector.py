@@ -198,7 +198,7 @@ def _moves_lanes(function: Any) -> Any:
         if not any(type(a) is Partial for a in args):
             return results
         flags = [
-            _as_flags(a, t, op.name == "vector.insert" and k == 0)
+            _as_flags(a, t, isinstance(op, vector.InsertOp) and k == 0)
             for k, (a, t) in enumerate(zip(args, op.operand_types))
         ]
         moved = function(self, interp, op, tuple(flags))

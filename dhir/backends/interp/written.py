@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.ir import Operation
 
 from dhir.backends.interp.core import Trap, assign, fail
-from dhir.dialects import memref
+from dhir.dialects import affine, cf, func, memref, scf, vector
 from dhir.ir.diagnostics import loc_of
 
 
@@ -418,42 +418,50 @@ def _all(k: int, n: int) -> bool:
 # undefined lanes is a use in LLVM only sometimes, and refusing is the clear rule.
 _CARRIED: dict[str, Callable[[int, int], bool]] = {
     **dict.fromkeys(
-        ["vector.store", "affine.vector_store", "vector.transfer_write"], lambda k, n: k == 0
+        [op.name for op in (vector.StoreOp, affine.VectorStoreOp, vector.TransferWriteOp)],
+        lambda k, n: k == 0,
     ),
     **dict.fromkeys(
-        ["vector.maskedstore", "vector.compressstore", "vector.scatter"], lambda k, n: k == n - 1
+        [op.name for op in (vector.MaskedStoreOp, vector.CompressStoreOp, vector.ScatterOp)],
+        lambda k, n: k == n - 1,
     ),
     **dict.fromkeys(
         [
-            "vector.shape_cast",
-            "vector.transpose",
-            "vector.extract_strided_slice",
-            "vector.insert_strided_slice",
-            "vector.broadcast",
-            "vector.shuffle",
-            "vector.extract",
-            "vector.insert",
-            "vector.interleave",
-            "vector.deinterleave",
+            op.name
+            for op in (
+                vector.ShapeCastOp,
+                vector.TransposeOp,
+                vector.ExtractStridedSliceOp,
+                vector.InsertStridedSliceOp,
+                vector.BroadcastOp,
+                vector.ShuffleOp,
+                vector.ExtractOp,
+                vector.InsertOp,
+                vector.InterleaveOp,
+                vector.DeinterleaveOp,
+            )
         ],
         _all,
     ),
     **dict.fromkeys(
         [
-            "scf.yield",
-            "affine.yield",
-            "func.return",
-            "func.call",
-            "cf.br",
-            "scf.for",
-            "affine.for",
-            "scf.while",
-            "scf.parallel",
-            "scf.reduce",
+            op.name
+            for op in (
+                scf.YieldOp,
+                affine.YieldOp,
+                func.ReturnOp,
+                func.CallOp,
+                cf.BranchOp,
+                scf.ForOp,
+                affine.ForOp,
+                scf.WhileOp,
+                scf.ParallelOp,
+                scf.ReduceOp,
+            )
         ],
         _all,
     ),
-    **dict.fromkeys(["scf.condition", "cf.cond_br"], lambda k, n: k > 0),
+    **dict.fromkeys([scf.ConditionOp.name, cf.ConditionalBranchOp.name], lambda k, n: k > 0),
 }
 
 
