@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dhir.cli.interrupt import interruptible
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
+from dhir.toolchain.options import unwritable
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
 EXIT_USER_ERROR = 1
@@ -92,16 +93,9 @@ def check_output_file(file: Path) -> None:
     (said only after the work, else): its folder is not there, or, for a new file, is
     read-only or another user's, or the file there may not be written over (one that
     may, as /dev/null, needs no writable folder)."""
-    folder = file.parent
-    if not folder.is_dir():
-        reason = f"there is no folder {folder}; make it first"
-    elif file.exists() and not os.access(file, os.W_OK):
-        reason = "the file is not writable; make it so, or name another"
-    elif not file.exists() and not os.access(folder, os.W_OK | os.X_OK):
-        reason = f"the folder {folder} is not writable; name a path in a folder you can write to"
-    else:
-        return
-    raise DhirError([Diagnostic(f"cannot write {file}: {reason}")])
+    reason = unwritable(file)
+    if reason is not None:
+        raise DhirError([Diagnostic(f"cannot write {file}: {reason}")])
 
 
 def path_text(text: str) -> str:

@@ -111,19 +111,29 @@ def check_written_files(options: RunOptions) -> None:
             continue
         if path.is_dir():
             reason = "it is a folder; name a file"
-        elif not path.parent.exists():
-            reason = f"there is no folder {path.parent}; make it first"
-        elif not path.parent.is_dir():
-            reason = f"{path.parent} is not a folder"
-        # An earlier trace is removed before the run (launch.py); anything else there is
-        # written over (/dev/null, in a folder no user but root may write to).
-        elif _written_over(path, what) and not os.access(path, os.W_OK):
-            reason = "the file is not writable; make it so, or name another"
-        elif not _written_over(path, what) and not _writable(path.parent):
-            reason = f"the folder {path.parent} is not writable; {_WRITABLE}"
         else:
-            continue
-        raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
+            # An earlier trace is removed before the run (launch.py): made anew.
+            made = what == "trace" and path.is_file()
+            reason = unwritable(path, made)
+        if reason is not None:
+            raise DhirError([Diagnostic(f"cannot write the {what} {path}: {reason}")])
+
+
+def unwritable(file: Path, made: bool = False) -> str | None:
+    """Why `file` (not a folder) cannot be written, or None where it can: its folder is not
+    there or not a folder, or, for a file made anew (one not there, or `made`), this user
+    may not write to its folder, else may not write over the file (/dev/null may be, in a
+    folder no user but root may write to)."""
+    folder = file.parent
+    if not folder.exists():
+        return f"there is no folder {folder}; make it first"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if (made or not file.exists()) and not _writable(folder):
+        return f"the folder {folder} is not writable; {_WRITABLE}"
+    if not made and file.exists() and not os.access(file, os.W_OK):
+        return "the file is not writable; make it so, or name another"
+    return None
 
 
 _WRITABLE = "name a path in a folder you can write to"
@@ -143,10 +153,6 @@ def _check_keep_build(folder: Path) -> None:
         else:
             return
     raise DhirError([Diagnostic(f"cannot keep the build in {folder}: {reason}")])
-
-
-def _written_over(path: Path, what: str) -> bool:
-    return path.exists() and not (what == "trace" and path.is_file())
 
 
 def _writable(folder: Path) -> bool:
