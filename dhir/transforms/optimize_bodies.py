@@ -303,12 +303,6 @@ def _runs(loop: scf.ForOp) -> bool:
     return all(coef * i + const >= 1 for i in (first, end - 1))
 
 
-def _surely_runs(loop: scf.ForOp) -> bool:
-    """Whether `loop`'s bounds are constants giving at least one step."""
-    lb, ub = _constant(loop.lb), _constant(loop.ub)
-    return lb is not None and ub is not None and lb < ub
-
-
 def _threaded(op: Operation) -> bool:
     """Whether `op` is inside a loop whose iterations may run at once: there, storing an
     element back where the program touched none (a loop of no iterations) could overwrite
@@ -1435,7 +1429,7 @@ class _Widen:
         load = nest.acc_load
         assert load is not None
         outer, some = self.block, None
-        if self.k_bounds is None and not _surely_runs(nest.red):  # chunks are never empty
+        if self.k_bounds is None and not _runs(nest.red):  # chunks are never empty
             lb, ub = (_scalar(bound, envs[0]) for bound in (nest.red.lb, nest.red.ub))
             some = put(outer, arith.CmpiOp(lb, ub, "slt")).result
             self.block = Block()
