@@ -9,7 +9,7 @@ supported."""
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import wraps
 from itertools import product
 from typing import Any
@@ -45,6 +45,7 @@ from dhir.backends.interp.memref import checked_index
 from dhir.backends.interp.scalars import combine
 from dhir.backends.interp.written import (
     Partial,
+    carry_lanes,
     is_written_one,
     lanes_of,
     partial,
@@ -187,6 +188,17 @@ class _Unwritten:
         return value if self.lanes is None else partial(value, self.lanes, (self.first,))
 
 
+def _handles_moving_lanes(op_type: type[Operation]) -> Callable[[Any], Any]:
+    """`handles(op_type)` of an op that only moves lanes, run by `_moves_lanes`: it may
+    be given Partial vectors (written.carry_lanes)."""
+    carry_lanes(op_type)
+
+    def decorate(function: Any) -> Any:
+        return handles(op_type)(_moves_lanes(function))
+
+    return decorate
+
+
 def _moves_lanes(function: Any) -> Any:
     """An op that only moves lanes (and inserts scalars) run once more on the lanes'
     written flags, as numbers of the vectors' types, where a vector it is given is
@@ -306,15 +318,13 @@ class VectorImpls(InterpreterFunctions):
         _write(op, _contiguous(op, array, eval_map(op.map.data, args[2:]), value.shape), value)
         return ()
 
-    @handles(vector.BroadcastOp)
-    @_moves_lanes
+    @_handles_moving_lanes(vector.BroadcastOp)
     def run_broadcast(self, interp: Interpreter, op: vector.BroadcastOp, args: Values) -> Values:
         result = _new_vector(op, op.vector.type)
         put(result, ..., args[0])  # NumPy broadcasts as MLIR does (leading dims, unit dims)
         return (_frozen(result),)
 
-    @handles(vector.ExtractOp)
-    @_moves_lanes
+    @_handles_moving_lanes(vector.ExtractOp)
     def run_extract(self, interp: Interpreter, op: vector.ExtractOp, args: Values) -> Values:
         source = args[0]
         where = _positions(op, op.static_position.get_values(), args[1:])
@@ -324,8 +334,7 @@ class VectorImpls(InterpreterFunctions):
             return (_frozen(np.array(picked)),)
         return (element(picked),)
 
-    @handles(vector.InsertOp)
-    @_moves_lanes
+    @_handles_moving_lanes(vector.InsertOp)
     def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: Values) -> Values:
         value, dest = args[0], args[1]
         where = _positions(op, op.static_position.get_values(), args[2:])
@@ -334,28 +343,24 @@ class VectorImpls(InterpreterFunctions):
         put(result, where, value)
         return (_frozen(result),)
 
-    @handles(vector.ShuffleOp)
-    @_moves_lanes
+    @_handles_moving_lanes(vector.ShuffleOp)
     def run_shuffle(self, interp: Interpreter, op: vector.ShuffleOp, args: Values) -> Values:
         # The mask picks rows (leading positions) of the two vectors, one after the other.
         rows = np.concatenate([np.atleast_1d(args[0]), np.atleast_1d(args[1])])
         return (_frozen(rows[list(op.mask.get_values())]),)
 
-    @handles(dhir_vector.ShapeCastOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.ShapeCastOp)
     def run_shape_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         # Row-major, as MLIR defines it (and LLVM lays vectors out).
         shape = tuple(op.results[0].type.get_shape())  # pyright: ignore[reportAttributeAccessIssue]
         return (_frozen(np.array(np.reshape(args[0], shape))),)
 
-    @handles(dhir_vector.TransposeOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.TransposeOp)
     def run_transpose(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         permutation = _integers(op.properties["permutation"])
         return (_frozen(np.array(np.transpose(args[0], permutation))),)
 
-    @handles(dhir_vector.ExtractStridedSliceOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.ExtractStridedSliceOp)
     def run_extract_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         offsets, sizes, strides = (
             _integers(op.properties[name]) for name in ("offsets", "sizes", "strides")
@@ -363,8 +368,7 @@ class VectorImpls(InterpreterFunctions):
         picked = tuple(slice(o, o + n * s, s) for o, n, s in zip(offsets, sizes, strides))
         return (_frozen(np.array(args[0][picked])),)
 
-    @handles(dhir_vector.InsertStridedSliceOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.InsertStridedSliceOp)
     def run_insert_strided_slice(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source, dest = args
         offsets, strides = _integers(op.properties["offsets"]), _integers(op.properties["strides"])
@@ -389,16 +393,14 @@ class VectorImpls(InterpreterFunctions):
         result[...] = inside
         return (_frozen(result),)
 
-    @handles(dhir_vector.InterleaveOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.InterleaveOp)
     def run_interleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         lhs, rhs = args
         result = _new_vector(op, op.results[0].type)
         result[..., 0::2], result[..., 1::2] = lhs, rhs
         return (_frozen(result),)
 
-    @handles(dhir_vector.DeinterleaveOp)
-    @_moves_lanes
+    @_handles_moving_lanes(dhir_vector.DeinterleaveOp)
     def run_deinterleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source = args[0]
         return (_frozen(np.array(source[..., 0::2])), _frozen(np.array(source[..., 1::2])))

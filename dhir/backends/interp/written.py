@@ -413,9 +413,10 @@ def _all(k: int, n: int) -> bool:
 
 
 # The operands of each op that may be Partial vectors: the ops that store them (their
-# stored value), move their lanes (vector.bitcast reinterprets bits: not one of them),
-# or pass them on (control flow). The value of arith.select is left out: picking
-# undefined lanes is a use in LLVM only sometimes, and refusing is the clear rule.
+# stored value), move their lanes (added by carry_lanes; vector.bitcast reinterprets
+# bits: not one of them), or pass them on (control flow). The value of arith.select is
+# left out: picking undefined lanes is a use in LLVM only sometimes, and refusing is the
+# clear rule.
 _CARRIED: dict[str, Callable[[int, int], bool]] = {
     **dict.fromkeys(
         [op.name for op in (vector.StoreOp, affine.VectorStoreOp, vector.TransferWriteOp)],
@@ -424,24 +425,6 @@ _CARRIED: dict[str, Callable[[int, int], bool]] = {
     **dict.fromkeys(
         [op.name for op in (vector.MaskedStoreOp, vector.CompressStoreOp, vector.ScatterOp)],
         lambda k, n: k == n - 1,
-    ),
-    **dict.fromkeys(
-        [
-            op.name
-            for op in (
-                vector.ShapeCastOp,
-                vector.TransposeOp,
-                vector.ExtractStridedSliceOp,
-                vector.InsertStridedSliceOp,
-                vector.BroadcastOp,
-                vector.ShuffleOp,
-                vector.ExtractOp,
-                vector.InsertOp,
-                vector.InterleaveOp,
-                vector.DeinterleaveOp,
-            )
-        ],
-        _all,
     ),
     **dict.fromkeys(
         [
@@ -463,6 +446,12 @@ _CARRIED: dict[str, Callable[[int, int], bool]] = {
     ),
     **dict.fromkeys([scf.ConditionOp.name, cf.ConditionalBranchOp.name], lambda k, n: k > 0),
 }
+
+
+def carry_lanes(op_type: type[Operation]) -> None:
+    """Let `op_type`, whose implementation moves lanes and their flags along
+    (dhir.backends.interp.vector), be given Partial vectors in any operand."""
+    _CARRIED[op_type.name] = _all
 
 
 def refuse_use(op: Operation, value: "Partial", lane: Any = None) -> None:
