@@ -399,6 +399,11 @@ class Lifter:
         constant that a caller fixes later)."""
         self._memo[value] = _Entry(Lifted.at(leaf(name)))
 
+    def define(self, value: SSAValue, lifted: Lifted | None) -> None:
+        """Lift the index value `value` as `lifted` (None: unknown), whatever defines it
+        (a GPU thread's id, a kernel's argument as its launch passes it)."""
+        self._memo[value] = None if lifted is None else _Entry(lifted)
+
     def value(self, value: SSAValue) -> Lifted | None:
         """`value` (index or integer) as a number: a narrow integer read signed."""
         width = scalar_int_width(value.type)

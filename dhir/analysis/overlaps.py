@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseIntOrFPElementsAttr,
+    IndexType,
     IntegerAttr,
     MemRefType,
 )
@@ -47,14 +48,15 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.traits import SymbolTable
 
-from dhir.analysis.lift import Affine, Extreme, Leaf, Lifted, Lifter, isl_text
-from dhir.analysis.regions import empty, may_accesses, sure_accesses
+from dhir.analysis.lift import Affine, Extreme, Leaf, Lifted, Lifter, isl_text, leaf
+from dhir.analysis.regions import SureAccesses, empty, may_accesses, sure_accesses
 from dhir.analysis.sharing import buffers, shared
-from dhir.dialects import affine, func, scf
+from dhir.dialects import affine, func, gpu, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import Access, Kind, ViewKind, facts, global_name
-from dhir.dialects.arith import scalar_int_width
+from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.layouts import is_identity_layout, strided_layout
+from dhir.ir.walk import holds_op
 
 # Per dimension of a loop, as isl text over the parameters (`_Names`): the expressions
 # its variable is at least (it starts at the greatest), those it stays below, its step.
@@ -734,3 +736,233 @@ def _witness(
         read,
         tuple((names.values[n].name_hint, v) for n, v in zip(values, numbers, strict=False)),
     )
+
+
+# --- GPU kernels --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    """What a launch runs: the kernel's entry block; the launch's grid and block sizes (x,
+    y, z each); the values a thread's ids are (its block's x, y, z, then its own);
+    each argument of the kernel with the value the launch passes it; the kernel's
+    workgroup memory (a buffer per block, shared by the block's threads alone)."""
+
+    body: Block
+    sizes: tuple[SSAValue, ...]
+    ids: tuple[SSAValue, ...]
+    passed: dict[SSAValue, SSAValue]
+    workgroup: tuple[SSAValue, ...]
+
+
+def kernel_overlap(launch: Operation) -> Overlap | None:
+    """A proven overlap between two threads of `launch` (a gpu.launch, or a gpu.launch_func
+    of a gpu.func of the module): `first` and `second` are each a thread's block x, y, z
+    and its own x, y, z; its memref is the launch's (the value it passes, for a
+    gpu.launch_func). None when none is proven.
+
+    Threads are a parallel loop's iterations, over the block ids (each below its grid
+    size) and the thread ids (each below its block size), as `parallel_overlap` takes
+    them, but two threads of one block are ordered by a `gpu.barrier` between their
+    accesses: they overlap only within one stretch of the kernel's ops between barriers
+    (an op that may hold a barrier, a loop around one or a call, belongs to no stretch).
+    Threads of different blocks never wait for each other, and never share workgroup
+    memory. Only what runs in every thread counts (`sure_accesses`), in the kernel's first
+    block; a launch with clusters, or of a kernel that is not found, has none."""
+    kernel = _kernel(launch)
+    if kernel is None:
+        return None
+    names, outer, ranges, bounded = _named_kernel(launch, kernel)
+    if ranges is None:
+        return None
+    roots, views = _kernel_memrefs(launch, kernel)
+    memrefs = set(roots.values())
+    firsts, seconds = _names(len(kernel.ids))
+    fixed = tuple([*outer, *names.values])
+    params = [*firsts, *seconds, *fixed]
+    whole = _threads(kernel, memrefs, names, params, None, views)
+    stretches = [
+        _threads(kernel, memrefs, names, params, ops, [*views, *made])
+        for ops, made in _stretches(kernel.body)
+    ]
+    apart = _apart(ranges, fixed)
+    same = apart.intersect_params(_one_block(params))
+    runs = _domain(tuple(r for _, r in bounded), tuple(n for n, _ in bounded), fixed)
+    runs = runs.intersect(_project(apart, [*firsts, *seconds]))
+    for read in (False, True):
+        for root in memrefs:
+            clash = empty(root.type)
+            if root not in kernel.workgroup:
+                clash = _clash(whole, root, read).intersect_params(apart.subtract(same))
+            for pair in stretches:
+                clash = clash | _clash(pair, root, read).intersect_params(same)
+            if _everywhere(clash, runs, [*firsts, *seconds]):
+                clash = clash.intersect_params(runs)
+                shown = kernel.passed.get(root, root)
+                return _witness(clash, shown, firsts, seconds, outer, read, names)
+    return None
+
+
+def _threads(
+    kernel: _Kernel,
+    memrefs: set[SSAValue],
+    names: _Names,
+    params: list[str],
+    ops: list[Operation] | None,
+    views: list[Operation],
+) -> list[SureAccesses]:
+    """What two threads (`_names`) surely touch of `memrefs` in `ops` of the kernel (all
+    of them when None), through `views`."""
+    return [
+        sure_accesses(
+            memrefs,
+            kernel.body,
+            dict(zip(kernel.ids, own, strict=True)) | names.names,
+            views,
+            params,
+            names.lift,
+            ops,
+        )
+        for own in _names(len(kernel.ids))
+    ]
+
+
+def _clash(pair: list[SureAccesses], root: SSAValue, read: bool) -> isl.Set:
+    """The elements of `root` the first of `pair` writes and the second reads (`read`) or
+    writes."""
+    one, other = pair
+    return _get(one.writes, root) & _get(other.reads if read else other.writes, root)
+
+
+def _one_block(params: list[str]) -> isl.Set:
+    """Two threads of one block, as a set of `params` (`_names`: the block ids first)."""
+    firsts, seconds = _names(3)
+    same = " and ".join(f"{a} = {b}" for a, b in zip(firsts, seconds, strict=True))
+    return isl.Set(f"[{', '.join(params)}] -> {{ : {same} }}")
+
+
+def _kernel(launch: Operation) -> _Kernel | None:
+    if isinstance(launch, gpu.LaunchOp):
+        if launch.clusterSizeX is not None or not launch.body.blocks:
+            return None
+        body = launch.body.blocks[0]
+        sizes = (launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ)
+        sizes += (launch.blockSizeX, launch.blockSizeY, launch.blockSizeZ)
+        workgroup = body.args[12 : 12 + gpu.workgroup_count(launch)]
+        passed = dict[SSAValue, SSAValue](zip(body.args[6:12], sizes, strict=True))
+        return _Kernel(body, sizes, body.args[:6], passed, workgroup)
+    if not isinstance(launch, gpu.LaunchFuncOp) or launch.clusterSizeX is not None:
+        return None
+    found = SymbolTable.lookup_symbol(launch, launch.kernel)
+    if not isinstance(found, gpu.FuncOp) or not found.body.blocks:
+        return None
+    body = found.body.blocks[0]
+    inputs = len(found.function_type.inputs)
+    if len(launch.kernelOperands) != inputs:
+        return None
+    sizes = (launch.gridSizeX, launch.gridSizeY, launch.gridSizeZ)
+    sizes += (launch.blockSizeX, launch.blockSizeY, launch.blockSizeZ)
+    # The ids have no values in a gpu.func: the arguments of a block of its own stand for them.
+    ids = Block(arg_types=[IndexType()] * 6).args
+    passed = dict[SSAValue, SSAValue](zip(body.args[:inputs], launch.kernelOperands, strict=True))
+    workgroup = body.args[inputs : inputs + gpu.workgroup_count(found)]
+    return _Kernel(body, sizes, ids, passed, workgroup)
+
+
+def _named_kernel(
+    launch: Operation, kernel: _Kernel
+) -> tuple[_Names, list[str], tuple[Range, ...] | None, list[tuple[str, Range]]]:
+    """The names of `kernel`'s proof, as `_named_loop` makes them, with the ranges of a
+    thread's ids (None when a size is not known): the ids and sizes its ops read are
+    lifted as the thread's and the launch's, its arguments as the values the launch
+    passes."""
+    names = _Names(Lifter())
+    around = _loops_around(launch)
+    outer = [f"o{k}" for k in range(len(around))]
+    names.names.update(zip(around, outer, strict=True))
+    sizes = [names.of(v) for v in kernel.sizes]
+    lift = names.lift
+    for arg, value in kernel.passed.items():
+        if scalar_int_width(arg.type) == INDEX_WIDTH:
+            names.of(value)
+            lift.define(arg, lift.value(value))
+    for op in kernel.body.walk():
+        _name_id(op, kernel, lift)
+    _name_invariants(kernel.body.parent_op() or launch, kernel.body, [], names)
+    bounded = [
+        (name, r)
+        for variable, name in zip(around, outer, strict=True)
+        for r in [_around_range(variable, names)]
+        if r is not None
+    ]
+    known = [size for size in sizes if size is not None]
+    ranges = tuple((("0",), (size,), "1") for size in known)
+    return names, outer, ranges if len(known) == len(sizes) else None, bounded
+
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def _name_id(op: Operation, kernel: _Kernel, lift: Lifter) -> None:
+    """Lift a gpu op that reads a thread's id or a launch's size as what it reads."""
+    if not isinstance(
+        op, gpu.ThreadIdOp | gpu.BlockIdOp | gpu.GlobalIdOp | gpu.BlockDimOp | gpu.GridDimOp
+    ):
+        return
+    axis = _AXES[str(op.dimension.data)]
+    block, thread = leaf(kernel.ids[axis]), leaf(kernel.ids[3 + axis])
+    if isinstance(op, gpu.BlockIdOp):
+        lift.define(op.result, Lifted.at(block))
+    elif isinstance(op, gpu.ThreadIdOp):
+        lift.define(op.result, Lifted.at(thread))
+    elif isinstance(op, gpu.GridDimOp):
+        lift.define(op.result, lift.value(kernel.sizes[axis]))
+    elif isinstance(op, gpu.BlockDimOp):
+        lift.define(op.result, lift.value(kernel.sizes[3 + axis]))
+    else:
+        # The global id is affine only in a block of known size.
+        size = lift.constant(kernel.sizes[3 + axis])
+        if size is not None:
+            lift.define(op.result, Lifted.at(block.scaled(size) + thread))
+
+
+def _kernel_memrefs(
+    launch: Operation, kernel: _Kernel
+) -> tuple[dict[SSAValue, SSAValue], list[Operation]]:
+    """The memrefs a kernel's threads share, each with the memref it views, as
+    `_outside_memrefs` finds them for a gpu.launch; for a gpu.func, its memref arguments,
+    each its own. Its workgroup memory too."""
+    if isinstance(launch, gpu.LaunchOp):
+        roots, views = _outside_memrefs(launch, kernel.body)
+    else:
+        roots = {a: a for a in kernel.passed if isinstance(a.type, MemRefType)}
+        views = []
+    return roots | {w: w for w in kernel.workgroup}, views
+
+
+def _stretches(body: Block) -> list[tuple[list[Operation], list[Operation]]]:
+    """The ops of `body` between barriers (`_may_wait`), each stretch with the views
+    made before it (ops of `body` that view a memref)."""
+    found: list[tuple[list[Operation], list[Operation]]] = []
+    ops: list[Operation] = []
+    before: list[Operation] = []
+    made: list[Operation] = []
+    for op in body.ops:
+        if _may_wait(op):
+            found.append((ops, before))
+            ops, before = [], list(made)
+        else:
+            ops.append(op)
+        known = facts(op)
+        if known is not None and known.kind is Kind.VIEW:
+            made.append(op)
+    found.append((ops, before))
+    return [(ops, before) for ops, before in found if ops]
+
+
+def _may_wait(op: Operation) -> bool:
+    """Whether the threads of a block may wait for each other in `op`: a barrier, a
+    reduction over threads, or a call or raw llvm op, which may hold either."""
+    if holds_op(op, (gpu.BarrierOp, gpu.AllReduceOp, gpu.SubgroupReduceOp, func.CallOp)):
+        return True
+    return any(inner.name.startswith("llvm.") for inner in op.walk())

@@ -326,12 +326,14 @@ def sure_accesses(
     views: Sequence[Operation] = (),
     params: Sequence[str] = (),
     lift: Lifter | None = None,
+    ops: Sequence[Operation] | None = None,
 ) -> SureAccesses:
     """What one run of `body` surely reads and writes of `memrefs`, over the loop variables
     `variables` names (isl parameters, as in `iteration_regions`). `views`: ops outside
     `body` (subviews, in order) that make the views of `memrefs` the body uses, whose
     accesses then count as accesses of the memref viewed. `params`, `lift`: as
-    `may_accesses` takes them (by default, the names of `variables` and a new lifter)."""
+    `may_accesses` takes them (by default, the names of `variables` and a new lifter).
+    `ops`: the ops of `body` to count (by default all of them)."""
     walker = _Walker(
         params=tuple(params or variables.values()),
         lift=lift if lift is not None else Lifter(),
@@ -342,7 +344,7 @@ def sure_accesses(
         walker.views[memref] = (_View(memref, None),)
     walker.values.update(variables)
     walker.walk(views, _Nest((), (), True))
-    walker.walk(body.ops, _Nest((), (), True))
+    walker.walk(body.ops if ops is None else ops, _Nest((), (), True))
     assert walker.sure is not None
     return SureAccesses(_union(walker.sure[False]), _union(walker.sure[True]))
 

@@ -4,6 +4,10 @@ one writing it with a plain store (dhir/analysis/overlaps.py). The interpreter r
 iterations in order; natively they run at once on threads, and the result would depend
 on their timing.
 
+The threads of a GPU kernel (`gpu.launch`, `gpu.launch_func`) are refused the same way
+when two of them surely touch one element, one writing it, with no barrier between them
+(`check_kernels`): on a GPU they run at once, in the interpreter one after another.
+
 A loop whose iterations are not proven independent either (a subscript loaded from
 memory, a view dhir does not follow, a bound known at run time only) is marked to run its
 iterations in order natively, as the interpreter does (`mark_unproven_loops`)."""
@@ -12,8 +16,13 @@ from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 
 from dhir.analysis.communication import communicates, communicating_functions
-from dhir.analysis.overlaps import Overlap, parallel_independence, parallel_overlap
-from dhir.dialects import affine, scf
+from dhir.analysis.overlaps import (
+    Overlap,
+    kernel_overlap,
+    parallel_independence,
+    parallel_overlap,
+)
+from dhir.dialects import affine, gpu, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import error_at, loc_of
@@ -27,6 +36,14 @@ def check_parallel_loops(module: ModuleOp) -> None:
         overlap = parallel_overlap(op)
         if overlap is not None:
             raise error_at(op, _message(op, overlap))
+
+
+def check_kernels(module: ModuleOp) -> None:
+    """Refuse the first GPU launch two of whose threads are proven to race."""
+    for op in find_ops(module, (gpu.LaunchOp, gpu.LaunchFuncOp)):
+        overlap = kernel_overlap(op)
+        if overlap is not None:
+            raise error_at(op, _kernel_message(op, overlap))
 
 
 def mark_unproven_loops(module: ModuleOp) -> list[str]:
@@ -89,10 +106,45 @@ def _how_run(loop: Operation) -> str:
 
 
 def _where(overlap: Overlap) -> str:
-    """The run-time values the loop's bounds are made of, as the overlap has them."""
+    """The run-time values the bounds (a loop's, a launch's) are made of, as the overlap
+    has them."""
     if not overlap.values:
         return ""
     named = [f"%{name}" if name is not None else "a run-time value" for name, _ in overlap.values]
     return ", where " + ", ".join(
         f"{n} = {v}" for n, (_, v) in zip(named, overlap.values, strict=True)
     )
+
+
+def _kernel_message(launch: Operation, overlap: Overlap) -> str:
+    first, second = (_thread(it) for it in (overlap.first, overlap.second))
+    what = "reads" if overlap.read else "writes"
+    kernel = f" of {launch.kernel}" if isinstance(launch, gpu.LaunchFuncOp) else ""
+    if overlap.first[:3] != overlap.second[:3]:
+        order = (
+            f"split the kernel in two launches ({gpu.BarrierOp.name} orders the threads of "
+            "one block only, and these are in different blocks)"
+        )
+    elif overlap.read:
+        order = f"put a {gpu.BarrierOp.name} between the write and the read"
+    else:
+        order = f"put a {gpu.BarrierOp.name} between the two writes, if they are two ops"
+    return (
+        f"threads of this {launch.name}{kernel} race: {first} writes {_element(overlap)}, "
+        f"which {second} {what} too{_where(overlap)}. A GPU runs a launch's threads at "
+        "once (the interpreter runs them one after another), so the result would depend "
+        "on their timing. Give each thread elements of its own, update the element "
+        f"atomically ({memref_dialect.AtomicRMWOp.name}), combine the values with a "
+        f"reduction ({gpu.AllReduceOp.name}), or {order}"
+    )
+
+
+def _thread(ids: tuple[int, ...]) -> str:
+    block, thread = ids[:3], ids[3:]
+    return f"thread ({', '.join(map(str, thread))}) of block ({', '.join(map(str, block))})"
+
+
+def _element(overlap: Overlap) -> str:
+    name = overlap.memref.name_hint
+    memref = f"%{name}" if name is not None else f"a {overlap.memref.type}"
+    return f"{memref}[{', '.join(map(str, overlap.element))}]"

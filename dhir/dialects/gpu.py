@@ -212,7 +212,8 @@ def _print_attributions(printer: Printer, keyword: str, args: Sequence[BlockArgu
         printer.print_string(")")
 
 
-def _num_workgroup(op: gpu.LaunchOp | gpu.FuncOp) -> int:
+def workgroup_count(op: gpu.LaunchOp | gpu.FuncOp) -> int:
+    """How many of `op`'s attributions are workgroup memory (one buffer per block)."""
     attr = op.attributes.get(_NUM_WORKGROUP)
     return attr.value.data if isinstance(attr, IntegerAttr) else 0
 
@@ -749,7 +750,7 @@ class FuncOp(gpu.FuncOp):
         )
         printer.print_string(")")
         self._print_results(printer)
-        workgroup = inputs + _num_workgroup(self)
+        workgroup = inputs + workgroup_count(self)
         _print_attributions(printer, "workgroup", args[inputs:workgroup])
         _print_attributions(printer, "private", args[workgroup:])
         if self.kernel is not None:
@@ -895,7 +896,7 @@ class LaunchOp(gpu.LaunchOp):
                 printer.print_string(f" {keyword}(")
                 printer.print_attribute(symbol)
                 printer.print_string(")")
-        workgroup = self._num_dims() + _num_workgroup(self)
+        workgroup = self._num_dims() + workgroup_count(self)
         _print_attributions(printer, "workgroup", args[self._num_dims() : workgroup])
         _print_attributions(printer, "private", args[workgroup:])
         printer.print_string(" ")
