@@ -24,9 +24,11 @@ from dhir.analysis.overlaps import (
 )
 from dhir.dialects import affine, gpu, scf
 from dhir.dialects import memref as memref_dialect
+from dhir.dialects.dhir import TaskOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import error_at, loc_of
-from dhir.ir.walk import find_ops
+from dhir.ir.tasks import is_gpu_task
+from dhir.ir.walk import enclosing, find_ops
 from dhir.transforms.serial_loops import IN_ORDER
 
 
@@ -81,14 +83,30 @@ def _message(loop: Operation, overlap: Overlap) -> str:
         if isinstance(loop, scf.ParallelOp)
         else (affine.ForOp.name, f'an {loop.name} reduction (reduce ("addf") ...)')
     )
-    return (
+    atomic = f"an atomic update ({memref_dialect.AtomicRMWOp.name})"
+    head = (
         f"iterations of this {loop.name} overlap: iteration {first} writes {element}, "
         f"which iteration {second} {what} too{_where(overlap)}. Its iterations must be "
-        f"independent: {_how_run(loop)}, so the result would depend on their order. "
+        f"independent: "
+    )
+    if _in_gpu_task(loop):
+        # A GPU task runs neither a sequential loop nor a reduction (dhir-gpu-kernels).
+        return (
+            f"{head}a GPU runs them at once on its threads (the interpreter runs them in "
+            f"order), so the result would depend on their order. Combine their values with "
+            f"{atomic}, or run the loop as {sequential} or with {combine} in a CPU task"
+        )
+    return (
+        f"{head}{_how_run(loop)}, so the result would depend on their order. "
         "Write the loop as "
         f"{sequential} to run its iterations in order, or combine their values with "
-        f"{combine} or an atomic update ({memref_dialect.AtomicRMWOp.name})"
+        f"{combine} or {atomic}"
     )
+
+
+def _in_gpu_task(loop: Operation) -> bool:
+    task = enclosing(loop, TaskOp)
+    return task is not None and is_gpu_task(task)
 
 
 def _how_run(loop: Operation) -> str:

@@ -339,3 +339,44 @@ def test_a_kernel_a_barrier_orders_is_built_and_launched(
     np.testing.assert_array_equal(results[0], a)  # the fake ran no kernel
     launches = [line for line in log.read_text().splitlines() if line.startswith("cuLaunch")]
     assert launches == ["cuLaunchKernel task0_kernel0 grid=1x1x1 block=8x1x1"]
+
+
+GPU_LOOP = """func.func @main(%a: memref<16xi64>) {
+  dhir.schedule %a {
+    %gpu = dhir.target {arch = "sm_90"}
+    %t = dhir.task %gpu, %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %one = arith.constant 1 : i64
+      scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+        %v = memref.load %a[%c0] : memref<16xi64>
+        %w = arith.addi %v, %one : i64
+        memref.store %w, %a[%c0] : memref<16xi64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_loops_of_gpu_tasks_are_refused_before_they_become_kernels(
+    tmp_path: Path, backend: str
+) -> None:
+    """dhir maps a GPU task's parallel loop to blocks x threads: an overlap of its
+    iterations is refused as a CPU loop's is, with what a GPU task can do instead (it
+    runs neither an scf.for nor an scf.reduce)."""
+    program = tmp_path / "p.mlir"
+    program.write_text(GPU_LOOP)
+    where = (
+        r"p\.mlir:9:7: error: iterations of this scf\.parallel overlap: iteration \(0\) "
+        r"writes %a\[0\], which iteration \(1\) writes too\. Its iterations must be "
+        r"independent: a GPU runs them at once on its threads .* Combine their values with "
+        r"an atomic update \(memref\.atomic_rmw\), or run the loop as scf\.for or with "
+        r"scf\.reduce in a CPU task"
+    )
+    with pytest.raises(DhirError, match=where):
+        dhir.run(str(program), np.zeros(16, np.int64), backend=backend)
