@@ -28,6 +28,11 @@ between its bounds, more than it takes.
 
 `parallel_independence` proves the opposite, for the native backend to keep a loop on
 threads: no two iterations may touch one element, one writing it.
+
+`kernel_overlap` proves races between two threads of a GPU kernel (a `gpu.launch`, or a
+`gpu.launch_func` of a `gpu.func`) alike, its threads being the iterations, except that a
+`gpu.barrier` orders two threads of one block, and that workgroup memory is one buffer per
+block.
 """
 
 from collections.abc import Iterator, Sequence
