@@ -14,7 +14,7 @@ import pytest
 import dhir
 from dhir.cli import opt_driver
 from dhir.cli.main import build_parser
-from dhir.transforms import dhir_passes
+from dhir.transforms import all_passes, dhir_passes
 
 ROOT = Path(__file__).parents[2]
 DOCS = ("README.md", "docs/commands.md")
@@ -196,3 +196,28 @@ def test_a_benchmark_synopsis_names_the_options_its_script_takes(script: str, su
     usage = result.stdout.split("\n\n")[0]
     takes = set(_OPTION.findall(usage)) - {"-h"}
     assert named == takes, f"{script} {sub}: the docs name {named}, --help {takes}"
+
+
+def test_the_reference_names_every_pass_dhir_opt_offers() -> None:
+    """docs/commands.md's dhir-opt section named dhir's passes alone, not the xDSL passes
+    (canonicalize, cse, dce, licm) that `dhir-opt --help` lists too."""
+    text = (ROOT / "docs/commands.md").read_text()
+    section = text[text.index("## `dhir-opt`") : text.index("## Python")]
+    missing = [
+        name for name in all_passes() if f"`{name}`" not in section and f"`{name}{{" not in section
+    ]
+    assert not missing, f"docs/commands.md's dhir-opt section does not name {missing}"
+
+
+# An option shown with its values in a synopsis, `--mpi mpich|openmpi`.
+_CHOICES = re.compile(r"(?<![\w.-])(--?[A-Za-z][\w-]*)[ =]([a-z][\w-]*(?:\|[a-z][\w-]*)+)")
+
+
+@pytest.mark.parametrize(("doc", "command"), CASES)
+def test_a_synopsis_shows_the_values_the_parser_takes(doc: str, command: str) -> None:
+    """Each `--option a|b|c` in a synopsis names the parser's choices for it, all of them."""
+    actions = {s: a for a in parser_of(command)._actions for s in a.option_strings}
+    for option, shown in _CHOICES.findall(synopses(doc)[command]):
+        choices = actions[option].choices
+        assert choices is not None, f"{doc}: {command} {option} takes any value, not {shown}"
+        assert sorted(shown.split("|")) == sorted(choices), f"{doc}: {command} {option}"
