@@ -88,6 +88,12 @@ def output_file(text: str) -> Path:
     return path(text)
 
 
+def output_file_text(text: str) -> str:
+    """`output_file`, kept as the word given (dhir-opt's -o, which xDSL's driver opens)."""
+    output_file(text)
+    return text
+
+
 def check_output_file(file: Path) -> None:
     """Before the work whose result goes to `file`: a DhirError where it cannot be written
     (said only after the work, else): its folder is not there, or, for a new file, is

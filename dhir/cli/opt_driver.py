@@ -25,6 +25,7 @@ from dhir.cli.common import (
     EXIT_USER_ERROR,
     check_output_file,
     guarded,
+    output_file_text,
     path_text,
     read_stdin,
 )
@@ -257,7 +258,12 @@ def _add_arguments(arg_parser: argparse.ArgumentParser) -> None:
         help="pass pipeline: comma-separated passes, nested under op names as "
         "mlir-opt writes them (see below)",
     )
-    add("-o", "--output-file", type=path_text, help="write the result here instead of stdout")
+    add(
+        "-o",
+        "--output-file",
+        type=output_file_text,
+        help="write the result here instead of stdout",
+    )
     add(
         "--split-input-file",
         action="store_true",

@@ -49,6 +49,13 @@ def test_example_round_trips_through_stdin_and_output_file(tmp_path: Path) -> No
         ([str(EXAMPLE), "-o", "/nonexistent/dir/out.mlir"], "cannot write", 1),
         # Not "cannot write : No such file or directory", nor a file named "".
         ([str(EXAMPLE), "-o", ""], "argument -o/--output-file: an empty path", 2),
+        # A folder's name, no folder there: "cannot write no-such-folder/: Is a directory",
+        # status 1, once the whole pipeline had run (docs/commands.md: before any pass).
+        (
+            [str(EXAMPLE), "-o", "no-such-folder/"],
+            "argument -o/--output-file: 'no-such-folder/' names a folder (it ends in /)",
+            2,
+        ),
         ([""], "argument input: an empty path; name a file or folder", 2),
         ([str(EXAMPLE), "-p", "dhir-time-tiles{steps=-1 ranks=0}"], "steps must be at least 0", 1),
         ([str(EXAMPLE), "-p", "dhir-optimize-bodies{vector_bits=7}"], "must be 128, 256 or 512", 1),
