@@ -90,10 +90,25 @@ def test_the_reference_says_what_every_option_does(command: str) -> None:
     assert not silent, f"docs/commands.md names {silent} of {command} in its synopsis alone"
 
 
+def _commands() -> set[str]:
+    """dhir's subcommands, as its parser has them."""
+    subparsers = next(
+        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    return set(subparsers.choices)
+
+
 def test_every_command_has_a_synopsis_in_the_reference() -> None:
-    assert set(synopses("docs/commands.md")) == {
-        "run", "compile", "schedule", "calibrate", "gantt", "dhir-opt"
-    }  # fmt: skip
+    assert set(synopses("docs/commands.md")) == _commands() | {"dhir-opt"}
+
+
+def test_the_reference_names_dhir_s_own_options() -> None:
+    """`dhir --version` (and any option dhir takes before its command) is described."""
+    text = (ROOT / "docs/commands.md").read_text()
+    options = options_of(build_parser())
+    assert options, "dhir takes --version"
+    silent = [s for s in options if not any(f"`dhir {o}`" in text for o in s)]
+    assert not silent, f"docs/commands.md does not name dhir {silent}"
 
 
 @pytest.mark.parametrize(("doc", "command"), CASES)
