@@ -236,3 +236,38 @@ def test_a_synopsis_shows_the_values_the_parser_takes(doc: str, command: str) ->
         choices = actions[option].choices
         assert choices is not None, f"{doc}: {command} {option} takes any value, not {shown}"
         assert sorted(shown.split("|")) == sorted(choices), f"{doc}: {command} {option}"
+
+
+# A command as the docs show it run: inline (`dhir run prog.mlir -n 2`) or on a line of its
+# own, indented (an example, or a synopsis).
+_INVOCATION = re.compile(
+    r"(?:\.venv/bin/)?dhir(-opt|\s+(?:run|compile|schedule|calibrate|gantt))\b"
+)
+
+
+def invocations(doc: str) -> list[tuple[str, str]]:
+    """(command, what follows it) for each dhir command `doc` shows run."""
+    text = (ROOT / doc).read_text()
+    shown = re.findall(r"`((?:\.venv/bin/)?dhir[^`]*)`", text)
+    shown += [line.strip() for line in text.splitlines() if re.match(r"^\s+\S*dhir", line)]
+    found: list[tuple[str, str]] = []
+    for words in shown:
+        start = _INVOCATION.match(words)
+        if start is not None:
+            found.append(
+                (start[1].strip() if start[1] != "-opt" else "dhir-opt", words[start.end() :])
+            )
+    return found
+
+
+@pytest.mark.parametrize(
+    "doc", ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+)
+def test_every_command_the_docs_show_takes_its_options(doc: str) -> None:
+    """An option shown with a command is one that command takes (`dhir schedule --mpi`
+    would be a usage error)."""
+    wrong = []
+    for command, rest in invocations(doc):
+        takes = {s for a in parser_of(command)._actions for s in a.option_strings}
+        wrong += [f"{command} {o}" for o in _OPTION.findall(rest) if o not in takes]
+    assert not wrong, f"{doc} shows {wrong}"
