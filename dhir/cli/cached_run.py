@@ -264,7 +264,8 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
             hostfile=hostfile,
         )
         exe = Path(entry["exe"])
-    except (OSError, ValueError, TypeError, KeyError):
+    # DhirError: a count out of range (RunOptions checks it), as a garbled record gives.
+    except (OSError, ValueError, TypeError, KeyError, DhirError):
         return None
     # An executable cut short (a full disk, a crash) is built again by the full path.
     if not os.access(exe, os.X_OK) or not whole_elf(exe):

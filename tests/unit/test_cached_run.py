@@ -351,3 +351,23 @@ def test_a_file_edited_during_the_build_leaves_no_record(
     assert record is not None
     record(tmp_path / "exe", signature, RunOptions())
     assert len(list((tmp_path / "cache" / "runs").iterdir())) == 1
+
+
+@pytest.mark.parametrize("threads", [0, -1, 10**6, "two", [1]])
+def test_a_record_with_a_thread_count_out_of_range_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: object
+) -> None:
+    """A record whose thread count RunOptions refuses (garbled, or written by hand) ended
+    every later `dhir run` of the program in a traceback of that DhirError."""
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    argv = [str(program(tmp_path))]
+    record = cached_run.recorder(argv)
+    assert record is not None
+    record(Path(sys.executable).resolve(), EntrySignature("main", ()), RunOptions(threads=1))
+    command = cached_run._read_command(argv)
+    assert command is not None
+    key = cached_run.run_key(command.program, command.keyed)
+    assert cached_run._lookup(key) is not None  # whole: taken
+    stored = cached_run._record_path(key)
+    stored.write_text(json.dumps(json.loads(stored.read_text()) | {"threads": threads}))
+    assert cached_run._lookup(key) is None
