@@ -5,12 +5,12 @@ built, the entry's signature and how the ranks were launched. KEY hashes everyth
 shaped the build: the program's text, the command line less the options that only feed
 the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content of every
 file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
-the Python, LLVM tools and MPIs a build would use (by place, size and time), this host's
-name and CPU, the DHIR_* environment and _KEYED_ENV's variables, the machine description
-$DHIR_SYSTEM names and the calibrated one. A later `dhir run` with the same key reads its
-inputs and launches the recorded executable without loading xDSL, the passes or (unless
-an input needs converting, or `--print` is given) NumPy: what is left of its start-up is
-mostly Python's (docs/performance.md has the figures).
+the Python, its packages, the LLVM tools and MPIs a build would use (by place, size and
+time), this host's name and CPU, the DHIR_* environment and _KEYED_ENV's variables, the
+machine description $DHIR_SYSTEM names and the calibrated one. A later `dhir run` with
+the same key reads its inputs and launches the recorded executable without loading xDSL,
+the passes or (unless an input needs converting, or `--print` is given) NumPy: what is
+left of its start-up is mostly Python's (docs/performance.md has the figures).
 
 An executable that `dhir compile` built (with its description beside it) takes the same
 path when only such run options are given.
@@ -259,10 +259,14 @@ def _package_stamp() -> str:
 
 
 def _toolchain_stamps() -> list[str]:
-    """The Python and venv running dhir, and the LLVM tools and MPIs a build would use,
-    by where they are and their files' size and time: a tool found elsewhere on PATH, or
-    upgraded in place, builds another executable (as the build cache's key says too)."""
+    """The Python and venv running dhir, its packages, and the LLVM tools and MPIs a build
+    would use, by where they are and their files' size and time: a tool found elsewhere
+    on PATH, or upgraded in place, builds another executable (as the build cache's key
+    says too)."""
     stamps = [sys.executable, sys.prefix]
+    # A package installed, upgraded or removed (xDSL, NumPy and the OpenBLAS an executable
+    # may link) adds or removes its entries there, and so changes the folder's time.
+    stamps += [f"{p}:{_stat_stamp(Path(p))}" for p in sys.path if p.endswith("site-packages")]
     for tool in _LLVM_TOOLS:
         found = shutil.which(tool)
         real = Path(os.path.realpath(found)) if found is not None else None

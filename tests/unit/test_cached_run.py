@@ -420,3 +420,18 @@ def test_the_cpu_is_keyed_and_not_its_clock(
     plain = cached_run.run_key(path, [])
     monkeypatch.setattr(cached_run, "_cpu_stamp", lambda: "another CPU")
     assert cached_run.run_key(path, []) != plain
+
+
+def test_a_package_installed_or_upgraded_is_keyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `pip install -U xdsl numpy` the cached run launched what the old packages
+    built, linked to an OpenBLAS that may be gone."""
+    site = tmp_path / "site-packages"
+    (site / "xdsl-0.74.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    path = program(tmp_path)
+    before = cached_run.run_key(path, [])
+    (site / "xdsl-0.74.dist-info").rename(site / "xdsl-0.75.dist-info")
+    os.utime(site, ns=(0, site.stat().st_mtime_ns + 1))  # a coarse clock could hide it
+    assert cached_run.run_key(path, []) != before
