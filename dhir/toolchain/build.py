@@ -199,6 +199,9 @@ class Timing:
     __str__ = report
 
 
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or the user's quota on it
+
+
 @contextmanager
 def writing_cache(root: Path) -> Iterator[None]:
     """An OSError on the cache directory `root` or a file in it (read-only, not a
@@ -210,17 +213,24 @@ def writing_cache(root: Path) -> Iterator[None]:
         names = [n for n in (error.filename, error.filename2) if isinstance(n, str | bytes)]
         paths = [Path(os.path.abspath(os.fsdecode(name))) for name in names]
         where = Path(os.path.abspath(root))
-        if not any(p == where or where in p.parents or p in where.parents for p in paths):
+        # A write that fills the disk names no file (write() has none to name); what is
+        # written in here goes to the cache.
+        full = error.errno in _FULL
+        if not (full and not paths) and not any(
+            p == where or where in p.parents or p in where.parents for p in paths
+        ):
             raise
         detail = f" ({paths[0]})" if paths and paths[0] != where else ""
-        reason = error.strerror
+        reason, fix = error.strerror, "make it a writable directory"
         if root.exists() and not root.is_dir():  # mkdir says only "File exists"
             reason, detail = "it is a file, not a directory", ""
+        elif full:
+            fix = "free space on its disk"
         raise DhirError(
             [
                 Diagnostic(
                     f"cannot write to dhir's cache directory {root}: {reason}{detail}; "
-                    "make it a writable directory, or choose another with DHIR_CACHE_DIR=DIR"
+                    f"{fix}, or choose another with DHIR_CACHE_DIR=DIR"
                 )
             ]
         ) from None
@@ -521,6 +531,18 @@ class _Recipe:
             # vector.print of f16 and bf16 calls printF16 and printBF16, defined there.
             command += float16_utils[-1:]
         run_stage(timing, "link", work, command)
+        if not whole_elf(work / "program"):
+            # GNU ld exits 0 when the disk fills as it writes the executable's last page.
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"build stage 'link' wrote an executable cut short ({work / 'program'}:"
+                        " its headers name bytes past its end); the disk that holds dhir's "
+                        f"cache ({work.parent}) is likely full: free space on it, or choose "
+                        "another cache with DHIR_CACHE_DIR=DIR"
+                    )
+                ]
+            )
 
     def _show_modules(self, work: Path, modules: Sequence[Path]) -> None:
         """Links to each module's stages (program.mlir, .llvm.mlirbc or .llvm.mlir, .ll)

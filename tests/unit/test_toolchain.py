@@ -1,6 +1,7 @@
 """The native toolchain: building lowered MLIR with LLVM 22 and running it under mpirun, with
 MPICH and OpenMPI, on hand-written lowered samples from tests/unit/data."""
 
+import errno
 import os
 import re
 import shutil
@@ -742,6 +743,44 @@ def test_a_build_stage_that_fills_the_disk_says_so(tmp_path: Path) -> None:
     first = str(error.value).splitlines()[0]
     assert f"the disk that holds dhir's cache ({tmp_path / 'cache'}) is full" in first
     assert "DHIR_CACHE_DIR=DIR" in first
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
+def test_a_write_that_fills_the_disk_is_the_caches_to_say(tmp_path: Path, code: int) -> None:
+    """A write into the cache that fills its disk names no file (write() has none): it
+    passed writing_cache by, and the build ended in "internal error: OSError: [Errno 28]
+    No space left on device", exit status 70, as if it were a bug of dhir's."""
+    with pytest.raises(DhirError) as error, build_module.writing_cache(tmp_path):
+        raise OSError(code, os.strerror(code))
+    text = str(error.value)
+    assert f"cannot write to dhir's cache directory {tmp_path}: {os.strerror(code)}" in text
+    assert "free space on its disk, or choose another with DHIR_CACHE_DIR=DIR" in text
+    with pytest.raises(OSError), build_module.writing_cache(tmp_path):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))  # not the cache's to say
+
+
+@pytest.mark.mlir
+def test_a_link_that_writes_its_executable_cut_short_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GNU ld exits 0 when the disk fills as it writes the executable's last page (a
+    tmpfs of 104 KiB here): the executable, cut short, was run and kept in the cache,
+    and the next run built it again and failed."""
+    need("mpich")
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    real = build_module.run_stage
+
+    def short_link(timing: Timing, stage: str, cwd: Path, command: list[object]) -> None:
+        real(timing, stage, cwd, command)
+        if stage == "link":
+            os.truncate(cwd / "program", (cwd / "program").stat().st_size - 100)
+
+    monkeypatch.setattr(build_module, "run_stage", short_link)
+    text = "func.func @main() attributes {llvm.emit_c_interface} {\n  return\n}\n"
+    with pytest.raises(DhirError, match="build stage 'link' wrote an executable cut short"):
+        build_executable(text, signature(), RunOptions(ranks=1))
+    built = (tmp_path / "cache").glob("*/program")
+    assert [p.parent.name[:7] for p in built] == ["failed-"]  # kept for a look, not run
 
 
 def test_an_mpirun_that_cannot_start_is_an_error(
