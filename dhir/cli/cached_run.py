@@ -6,11 +6,12 @@ shaped the build: the program's text, the command line less the options that onl
 the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content of every
 file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
 the Python, its packages, the LLVM tools and MPIs a build would use (by place, size and
-time), this host's name and CPU, the DHIR_* environment and _KEYED_ENV's variables, the
-machine description $DHIR_SYSTEM names and the calibrated one. A later `dhir run` with
-the same key reads its inputs and launches the recorded executable without loading xDSL,
-the passes or (unless an input needs converting, or `--print` is given) NumPy: what is
-left of its start-up is mostly Python's (docs/performance.md has the figures).
+time), this host's name, CPU and cores, the DHIR_* environment and _KEYED_ENV's
+variables, the machine description $DHIR_SYSTEM names and the calibrated one. A later
+`dhir run` with the same key reads its inputs and launches the recorded executable
+without loading xDSL, the passes or (unless an input needs converting, or `--print` is
+given) NumPy: what is left of its start-up is mostly Python's (docs/performance.md has
+the figures).
 
 An executable that `dhir compile` built (with its description beside it) takes the same
 path when only such run options are given.
@@ -230,7 +231,7 @@ def run_key(program: Path, keyed: list[str]) -> str:
     # Bytes as the OS gave them: a file name, an option or a variable that is not UTF-8
     # (Python's surrogate escapes) made str.encode() fail with a traceback.
     digest = hashlib.sha256()
-    stamps = (_package_stamp(), platform.node(), *_toolchain_stamps(), _cpu_stamp())
+    stamps = (_package_stamp(), platform.node(), *_toolchain_stamps(), _cpu_stamp(), _cores())
     for part in (_file_digest(str(program)), *keyed, *stamps):
         digest.update(os.fsencode(part) + b"\0")
     for name in sorted(os.environ):
@@ -293,6 +294,17 @@ def _cpu_stamp(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
         return "no cpuinfo"
     kept = [line for line in lines if line.split(":")[0].strip() in _CPU_FIELDS]
     return "".join(kept)
+
+
+def _cores() -> str:
+    """The cores there are and those this process may use (taskset, a container, a batch
+    job's share): the default threads per rank and the description dhir detects, which
+    placement reads, follow them."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on every OS
+        allowed = None
+    return f"cores {os.cpu_count()} {allowed}"
 
 
 def _stat_stamp(path: Path) -> str:

@@ -435,3 +435,16 @@ def test_a_package_installed_or_upgraded_is_keyed(
     (site / "xdsl-0.74.dist-info").rename(site / "xdsl-0.75.dist-info")
     os.utime(site, ns=(0, site.stat().st_mtime_ns + 1))  # a coarse clock could hide it
     assert cached_run.run_key(path, []) != before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_the_cores_this_process_may_use_are_keyed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under `taskset -c 0` the full path detects one core, places and threads for it;
+    the cached run launched what was built and recorded for all of them."""
+    path = program(tmp_path)
+    plain = cached_run.run_key(path, [])
+    other = {0} if len(os.sched_getaffinity(0)) > 1 else {0, 1}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: other)
+    assert cached_run.run_key(path, []) != plain
