@@ -283,6 +283,10 @@ def _check_size(path: Path, where: str) -> None:
 
 
 def is_executable(path: Path) -> bool:
+    """Whether `path` is an ELF file; a pipe (`dhir run <(make-program)`) is not looked
+    into, since the bytes read here would be gone from the program read next."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as file:
             return file.read(4) == b"\x7fELF"

@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -175,6 +176,8 @@ def _read_command(argv: list[str]) -> _Command | None:
     anything this path does not take."""
     if not argv or argv[0] in ("-", "") or argv[0].startswith("-"):
         return None
+    if not _rereadable(argv[0]):
+        return None
     command = _Command(Path(argv[0]), [], [])
     tokens = iter(argv[1:])
     for token in tokens:
@@ -194,6 +197,8 @@ def _read_command(argv: list[str]) -> _Command | None:
 def _take(command: _Command, name: str, value: str | None) -> bool:
     if name in ("--output-dir", "--timeout") and _given(command, name):
         return False  # given twice: the full parser refuses it (dhir.cli.parser)
+    if name in _FILE_VALUES and not _rereadable(str(value)):
+        return False
     if name in _KEYED_FLAGS:
         command.keyed.append(name)
     elif name == "--backend" and value != "native":
@@ -220,6 +225,16 @@ def _take(command: _Command, name: str, value: str | None) -> bool:
     elif name not in _RUN_FLAGS:
         return False
     return True
+
+
+def _rereadable(path: str) -> bool:
+    """Whether `path` is a regular file, which the key and then the build can both read:
+    a pipe (`dhir run <(make-program)`, /dev/stdin) gives its bytes once, and the key took
+    them from the build, which read nothing ("the module defines no functions")."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # the full path says what is wrong with it
 
 
 def _given(command: _Command, name: str) -> bool:

@@ -282,6 +282,7 @@ def test_words_that_are_not_utf8_are_keyed_not_a_traceback(
     with a UnicodeEncodeError's traceback."""
     odd = os.fsdecode(b"\xff")
     path = tmp_path / f"p{odd}.mlir"
+    path.write_text(PROGRAM)  # a file the key can read (else the full path's to report)
     command = cached_run._read_command([str(path), "--cpu", odd])
     assert command is not None
     plain = cached_run.run_key(path, command.keyed)
@@ -448,3 +449,47 @@ def test_the_cores_this_process_may_use_are_keyed(
     other = {0} if len(os.sched_getaffinity(0)) > 1 else {0, 1}
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: other)
     assert cached_run.run_key(path, []) != plain
+
+
+def _pipe(text: str) -> tuple[int, str]:
+    """A pipe holding `text` (its writer closed), and the path that reads it."""
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    return read, f"/dev/fd/{read}"
+
+
+@pytest.mark.parametrize("option", [None, "--costs", "--system"])
+def test_a_file_given_as_a_pipe_is_left_to_the_build(tmp_path: Path, option: str | None) -> None:
+    """`dhir run <(make-program)`: the key read the pipe's bytes and the build found none
+    left ("the module defines no functions"; `--costs <(...)`: "it is not JSON")."""
+    read, piped = _pipe('{"tasks": {}}')
+    try:
+        argv = [piped] if option is None else [str(program(tmp_path)), option, piped]
+        assert cached_run._read_command(argv) is None
+        assert cached_run.recorder(argv) is None
+        assert os.read(read, 100) == b'{"tasks": {}}'  # all there for the build
+    finally:
+        os.close(read)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_a_program_from_a_pipe_runs(cache: Path, tmp_path: Path) -> None:
+    given, a = inputs(tmp_path, 8)
+    out = tmp_path / "out"
+    read, piped = _pipe(PROGRAM.replace("FACTOR", "9.0"))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "dhir", "run", piped, *given, "--output-dir", str(out)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, DHIR_CACHE_DIR=str(cache)),
+            pass_fds=(read,),
+            timeout=300,
+        )
+    finally:
+        os.close(read)
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_array_equal(np.load(out / "arg1.npy"), a * 9.0)
