@@ -1328,6 +1328,10 @@ def test_bad_inputs() -> None:
         ("%z = arith.divsi %x, %y : i32", 1, 0, "i32", "divides by zero"),
         ("%z = arith.remui %x, %y : i32", 1, 0, "i32", "divides by zero"),
         ("%z = arith.divsi %x, %y : i32", -(2**31), -1, "i32", "overflows"),
+        ("%t = arith.trunci %x : i32 to i1\n%q = arith.divsi %t, %t : i1\n"
+         "%z = arith.extsi %q : i1 to i32", 1, 0, "i32", "-1 / -1 does not fit in i1"),
+        ("%t = arith.trunci %x : i32 to i1\n%q = arith.floordivsi %t, %t : i1\n"
+         "%z = arith.extsi %q : i1 to i32", 1, 0, "i32", "-1 / -1 does not fit in i1"),
         ("%z = arith.shli %x, %y : i32", 1, 32, "i32", "shifts an i32 by 32 bits"),
         ("%z = arith.shrui %x, %y : i32", 1, -1, "i32", "shifts an i32 by 4294967295 bits"),
         ("%z = arith.addi %x, %y overflow<nsw> : i32", 2**31 - 1, 1, "i32", "nsw"),

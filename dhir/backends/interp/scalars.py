@@ -307,7 +307,8 @@ def _divisor(op: Operation, b: int) -> int:
 
 
 def _no_signed_overflow(op: Operation, a: int, b: int, width: int) -> None:
-    if b == -1 and a == -(1 << (width - 1)) and width > 1:
+    # i1 too: its minimum is -1 (true), and true / true is 1, which i1 cannot hold.
+    if b == -1 and a == -(1 << (width - 1)):
         fail(op, f"overflows: {a} / -1 does not fit in i{width} (undefined behavior in MLIR)")
 
 
