@@ -23,6 +23,7 @@ from xdsl.irdl import (
     base,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -48,7 +49,6 @@ from xdsl.dialects.arith import (
     DivSIOp as DivSIOp,
     DivUIOp as DivUIOp,
     DivfOp as DivfOp,
-    ExtFOp as ExtFOp,
     FastMathFlagsAttr as FastMathFlagsAttr,
     FloorDivSIOp as FloorDivSIOp,
     MaxSIOp as MaxSIOp,
@@ -73,7 +73,6 @@ from xdsl.dialects.arith import (
     SignlessIntegerBinaryOperation as SignlessIntegerBinaryOperation,
     SubfOp as SubfOp,
     SubiOp as SubiOp,
-    TruncFOp as TruncFOp,
     XOrIOp as XOrIOp,
 )
 from xdsl.dialects.utils import FastMathFlag as FastMathFlag
@@ -220,6 +219,81 @@ class UIToFPOp(_OwnFormat, arith.UIToFPOp):
 
     input = operand_def(_INT)
     result = result_def(_FLOAT)
+
+
+@irdl_op_definition
+class ExtFOp(_OwnFormat, arith.ExtFOp):
+    """`arith.extf` with MLIR 22's fast-math flags, which xDSL 0.74 lacks."""
+
+    input = operand_def(_FLOAT)
+    result = result_def(_FLOAT)
+    fastmath = opt_prop_def(arith.FastMathFlagsAttr)  # optional in MLIR 22: none, no flags
+
+    assembly_format = (
+        "$input (`fastmath` `` $fastmath^)? attr-dict `:` type($input) `to` type($result)"
+    )
+
+
+# MLIR 22's arith::RoundingMode, by its value in the `roundingmode` property.
+ROUNDING_MODES = ("to_nearest_even", "downward", "upward", "toward_zero", "to_nearest_away")
+
+
+@irdl_op_definition
+class TruncFOp(arith.TruncFOp):
+    """`arith.truncf` with MLIR 22's rounding mode (`arith.truncf %x downward : f64 to f32`)
+    and fast-math flags, which xDSL 0.74 lacks."""
+
+    input = operand_def(_FLOAT)
+    result = result_def(_FLOAT)
+    roundingmode = opt_prop_def(IntegerAttr)
+    fastmath = opt_prop_def(arith.FastMathFlagsAttr)  # optional in MLIR 22: none, no flags
+
+    assembly_format = None
+
+    def verify_(self) -> None:
+        mode = self.roundingmode
+        if mode is not None and not 0 <= mode.value.data < len(ROUNDING_MODES):
+            raise VerifyException(f"'arith.truncf' op has no rounding mode {mode.value.data}")
+
+    @property
+    def rounding(self) -> str | None:
+        """The rounding mode's name, or None where the op names none."""
+        mode = self.roundingmode
+        return None if mode is None else ROUNDING_MODES[mode.value.data]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "TruncFOp":
+        operand = parser.parse_unresolved_operand()
+        properties: dict[str, Attribute] = {}
+        mode = parser.parse_optional_keyword_in(ROUNDING_MODES)
+        if mode is not None:
+            properties["roundingmode"] = IntegerAttr(ROUNDING_MODES.index(mode), 32)
+        if parser.parse_optional_keyword("fastmath"):
+            flags = arith.FastMathFlagsAttr.parse_parameter(parser)
+            properties["fastmath"] = arith.FastMathFlagsAttr(flags)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source = parser.parse_type()
+        parser.parse_keyword("to")
+        target = parser.parse_type()
+        (input_,) = parser.resolve_operands([operand], [source], parser.pos)
+        return cls.create(
+            operands=[input_], result_types=[target], properties=properties, attributes=attributes
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        if self.rounding is not None:
+            printer.print_string(f" {self.rounding}")
+        if self.fastmath is not None:
+            printer.print_string(" fastmath")
+            self.fastmath.print_parameter(printer)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" to ")
+        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -377,6 +451,8 @@ Arith: Dialect = with_replaced_ops(
     FPToUIOp,
     SIToFPOp,
     UIToFPOp,
+    ExtFOp,
+    TruncFOp,
     SelectOp,
     CmpiOp,
     CmpfOp,

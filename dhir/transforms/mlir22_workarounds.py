@@ -42,6 +42,11 @@
   becomes `math.ipowi` on i64 between `arith.index_cast`s, the same bits (index is 64
   bits wide on every target dhir builds for).
 
+- `arith.truncf` and `arith.extf` with fast-math flags: `convert-to-llvm` copies the flags
+  onto `llvm.fptrunc`/`llvm.fpext` as an `#arith.fastmath` attribute, which mlir-translate
+  rejects ("attribute created with unregistered dialect"). The flags go: a conversion
+  rounds alike with and without them.
+
 - `vector.contract` with a dimension reduced along one operand only (of size above 1):
   the lowering unrolls a dimension of one operand only into the result's, so it left the
   contraction in place. The other operand is broadcast along that dimension (a leading
@@ -53,10 +58,12 @@ mlir-translate stop at the printed program's line: `vector.multi_reduction`, `ve
 its accumulator's, or with a parallel dimension of size above 1 the result does not have,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
 `memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
-run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops at
-`llvm.vscale`).
+run-time sizes (or no rank), `vector.vscale` (x86 has no scalable vectors; clang stops at
+`llvm.vscale`), and `arith.truncf` with a rounding mode other than `to_nearest_even`
+(MLIR 22 lowers it to `llvm.intr.experimental.constrained.fptrunc`, whose mode only tells
+LLVM what the CPU is set to: natively `downward` rounded to nearest).
 
-docs/upstream-bugs.md sections 13, 15, 17, 21, 23 and 25 have the reproducers. Each rewrite
+docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25 and 27 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
 """
@@ -137,6 +144,9 @@ class Mlir22WorkaroundsPass(ModulePass):
         for found in first:
             if isinstance(found, _UNLOWERED) and not _lowered(found):
                 raise PassFailedAt(found, _unlowered(found))
+        for found in first:
+            if isinstance(found, arith.TruncFOp | arith.ExtFOp):
+                found.properties.pop("fastmath", None)
         if _any(met, mathd.ClampFOp):
             for clamp in find_ops(op, (mathd.ClampFOp,)):
                 _clamp(clamp)
@@ -161,6 +171,7 @@ _UNLOWERED = (
     memref.DmaStartOp,
     memref.DmaWaitOp,
     memref.ReshapeOp,
+    arith.TruncFOp,
 )
 # The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
@@ -173,6 +184,7 @@ _REWRITTEN = (
     memref.AllocaScopeOp,
     mathd.ClampFOp,
     mathd.IPowIOp,
+    arith.ExtFOp,
     *_UNLOWERED,
 )
 
@@ -180,7 +192,10 @@ _REWRITTEN = (
 def _lowered(op: Operation) -> bool:
     """Whether MLIR 22's CPU pipeline lowers `op`, one of `_UNLOWERED`: a mask around a
     reduction only (convert-vector-to-llvm folds the mask into it), a reshape to static
-    sizes only; or code for a GPU."""
+    sizes only; or code for a GPU. A truncation lowers whatever its rounding mode, but to
+    a result rounded to nearest even (`_unlowered`), the mode it says or not."""
+    if isinstance(op, arith.TruncFOp):
+        return op.rounding in (None, "to_nearest_even")
     if in_device_code(op):
         return True
     if isinstance(op, memref.ReshapeOp):
@@ -260,6 +275,11 @@ def _pair_lone_reductions(op: vector.ContractionOp) -> vector.ContractionOp:
 def _unlowered(op: Operation) -> str:
     if isinstance(op, vector.ContractionOp):
         why = contraction_unlowered(op)
+    elif isinstance(op, arith.TruncFOp):
+        why = (
+            f"MLIR 22 lowers the rounding mode {op.rounding} to LLVM's constrained fptrunc, "
+            "which rounds as the CPU is set to (to nearest even), not as the mode says"
+        )
     elif isinstance(op, vector.VectorScaleOp):
         why = "the CPUs dhir builds for have no scalable vectors"
     else:
@@ -271,6 +291,7 @@ def _unlowered(op: Operation) -> str:
         memref.DmaStartOp: "; use memref.copy",
         memref.DmaWaitOp: "; use memref.copy",
         memref.ReshapeOp: " to run-time sizes; give the sizes in its type",
+        arith.TruncFOp: "; leave the mode out to round to nearest even",
     }.get(type(op), "")
     return f"'{op.name}' is not supported by the native backend: {why}{hint}"
 

@@ -2574,3 +2574,55 @@ def test_vector_print_writes_what_native_code_writes(capfd: pytest.CaptureFixtur
     assert lines[0] == "( -0, 1.5, nan, -nan, inf, -inf, 9.99995e-41, 3.4e+38 )"
     assert lines[6:9] == ["( 1, 0 )", "18446744073709551613", "( 18446744073709551613 )"]
     assert lines[9:] == [", hello", "-3(  )", "-0", "1.23457e+08", "-9223372036854775808"]
+
+
+CONVERSION_FLAGS = """
+func.func @main(%a: memref<4xf64>, %o: memref<4xf32>, %p: memref<4xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xf64>
+    %n = arith.truncf %x to_nearest_even : f64 to f32
+    %f = arith.truncf %x fastmath<contract> : f64 to f32
+    %s = arith.addf %n, %f : f32
+    %e = arith.extf %s fastmath<nnan> : f32 to f64
+    memref.store %s, %o[%i] : memref<4xf32>
+    memref.store %e, %p[%i] : memref<4xf64>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("mode", ["none", "fast"])
+def test_float_conversions_take_a_rounding_mode_and_flags(mode: str) -> None:
+    """dhir's parser refused MLIR 22's `arith.truncf %x to_nearest_even` and the flags of
+    truncf and extf ("Expected ':'"); with the flags convert-to-llvm makes an
+    `llvm.fptrunc` that mlir-translate rejects, so dhir drops them (also those --fast-math
+    adds)."""
+    a = np.array([0.1, -1.0 / 3.0, 1e30, 5e-324])
+    outs = (np.zeros(4, np.float32), np.zeros(4))
+    native = dhir.run(dhir.parse_string(CONVERSION_FLAGS, "prog.mlir"), a, *outs,
+                      backend="native", ranks=1, fast_math=mode)  # fmt: skip
+    interp = dhir.run(dhir.parse_string(CONVERSION_FLAGS, "prog.mlir"), a, *outs,
+                      backend="interp")  # fmt: skip
+    for k in (1, 2):
+        same_bits(native[k], interp[k], f"result {k}, native against the interpreter")
+    np.testing.assert_array_equal(interp[1], a.astype(np.float32) * 2)
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_a_directed_rounding_mode_is_refused_at_its_truncf(backend: str) -> None:
+    """MLIR 22 lowers `arith.truncf %x downward` to a constrained fptrunc, whose mode only
+    tells LLVM how the CPU is set: natively it rounded to nearest (0.1 gave 0x3DCCCCCD,
+    not 0x3DCCCCCC)."""
+    program = CONVERSION_FLAGS.replace("%x to_nearest_even", "%x downward")
+    with pytest.raises(dhir.DhirError) as error:
+        dhir.run(dhir.parse_string(program, "prog.mlir"), np.zeros(4),
+                 np.zeros(4, np.float32), np.zeros(4), backend=backend)  # fmt: skip
+    message = str(error.value)
+    assert message.startswith("prog.mlir:8:5: error: 'arith.truncf' "), message
+    assert "downward" in message and "not supported" in message

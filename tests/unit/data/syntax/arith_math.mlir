@@ -9,6 +9,9 @@ func.func @scalars(%a: i32, %b: i32, %x: f32, %y: f64, %i: index, %c: i1) -> i32
   %7 = arith.cmpf oge, %6, %x : f32
   %8 = arith.extf %6 : f32 to f64
   %9 = arith.truncf %y : f64 to f32
+  %t1 = arith.truncf %y downward fastmath<contract> : f64 to f32
+  %t2 = arith.truncf %y to_nearest_away : f64 to f32
+  %e1 = arith.extf %x fastmath<nnan> : f32 to f64
   %10 = arith.sitofp %a : i32 to f32
   %11 = arith.fptosi %9 : f32 to i32
   %12 = arith.index_cast %i : index to i32
