@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written, parse_json
 from dhir.targets import UnknownArchError, kind_of_arch
 
 
@@ -96,12 +96,25 @@ def _pieces(names: Iterable[str]) -> dict[str, set[str]]:
 def load_profile(path: str | Path) -> Profile:
     """Read a profile; a missing or malformed file is a DhirError."""
     try:
-        data = json.loads(Path(path).read_text())
+        text = Path(path).read_text()
     except OSError as error:
         raise _profile_error(path, f"cannot read it: {error.strerror}") from None
-    except ValueError as error:
-        raise _profile_error(path, f"it is not JSON: {error}") from None
+    except UnicodeDecodeError:
+        raise _profile_error(path, "it is not UTF-8 text") from None
+    try:
+        data = parse_json(text, str(path))
+    except DhirError as error:
+        raise _not_json(path, error) from None
     return profile_from_json(data, str(path))
+
+
+def _not_json(path: object, error: DhirError) -> DhirError:
+    """`error` about the profile `path`'s JSON, saying what the file was read for."""
+    for diagnostic in error.diagnostics:
+        what = "it" if diagnostic.loc is not None else path  # the location names the file
+        why = diagnostic.message.removeprefix(f"{path}: ")
+        diagnostic.message = f"cannot use {what} as task costs: {why}"
+    return DhirError(error.diagnostics, error.sources)
 
 
 # The largest time (or size) taken: sums of many must stay finite (1e308 + 1e308 is inf).

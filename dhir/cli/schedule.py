@@ -42,7 +42,7 @@ from dhir.cli.common import (
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, parse_json
 from dhir.ir.tasks import task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
@@ -840,11 +840,7 @@ def read_graph(path: Path) -> TaskGraph:
         raise _error(f"cannot read {path}: {error.strerror}") from None
     except UnicodeDecodeError:
         raise _error(f"{path} is not UTF-8 text") from None
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise _error(f"{path} is not JSON: {error}") from None
-    return graph_from_json(data, str(path))
+    return graph_from_json(parse_json(text, str(path)), str(path))
 
 
 def graph_from_json(data: object, where: str = "graph") -> TaskGraph:

@@ -5,7 +5,9 @@ it and exit non-zero, so users never see a Python traceback for their mistakes.
 """
 
 import json
+import re
 import sys
+import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -138,3 +140,51 @@ def collected_warnings() -> Iterator[list[Diagnostic]]:
         yield collected
     finally:
         _warnings.reset(token)
+
+
+def parse_json(text: str, where: str) -> object:
+    """`text`, the file `where`, read as JSON; malformed JSON is a DhirError at its line
+    and column, and JSON nested too deeply for Python's reader one naming the file."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        loc = SourceLoc(where, error.lineno, error.colno)
+        raise DhirError([Diagnostic(f"not valid JSON: {error.msg}", loc)], {where: text}) from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise DhirError([Diagnostic(f"{where} is not valid JSON: {error}")]) from None
+    except RecursionError:  # the reader recurses once per level
+        raise DhirError([Diagnostic(f"{where}: {_TOO_DEEP}")]) from None
+
+
+def parse_toml(text: str, where: str) -> object:
+    """`text`, the file `where`, read as TOML; errors as `parse_json`'s."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        # Python before 3.14 gives the place only in the message: "... (at line 3, column 7)".
+        message = str(error)
+        found = _TOML_PLACE.search(message)
+        if found is None:
+            raise DhirError([Diagnostic(f"{where} is not valid TOML: {message}")]) from None
+        loc = _toml_place(found, text, where)
+        why = f"not valid TOML: {message[: found.start()]}"
+        raise DhirError([Diagnostic(why, loc)], {where: text}) from None
+    except RecursionError:
+        raise DhirError([Diagnostic(f"{where}: {_TOO_DEEP}")]) from None
+
+
+_TOML_PLACE = re.compile(
+    r" \(at (line (?P<line>\d+), column (?P<col>\d+)|(?P<end>end of document))\)$"
+)
+
+
+def _toml_place(found: re.Match[str], text: str, where: str) -> SourceLoc:
+    """Where a TOML error `found` in its message lies; "end of document" is after the
+    last character, as a file cut short is shown."""
+    if found["end"] is None:
+        return SourceLoc(where, int(found["line"]), int(found["col"]))
+    lines = text.splitlines() or [""]
+    return SourceLoc(where, len(lines), len(lines[-1]) + 1)
+
+
+_TOO_DEEP = "its arrays and tables are nested too deeply to read (Python's recursion limit)"

@@ -19,13 +19,19 @@ Values left out are filled with typical values and listed in the device's `guess
 import json
 import math
 import os
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, as_written
+from dhir.ir.diagnostics import (
+    DhirError,
+    Diagnostic,
+    SourceLoc,
+    as_written,
+    parse_json,
+    parse_toml,
+)
 from dhir.machine.description import (
     CACHE_SIZES,
     CORE_FIELDS,
@@ -369,20 +375,6 @@ def write_system(system: System, path: Path) -> None:
         path.write_text(text)
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot write {path}: {error.strerror}")]) from None
-
-
-def parse_toml(text: str, where: str) -> object:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise DhirError([Diagnostic(f"{where} is not valid TOML: {error}")]) from None
-
-
-def parse_json(text: str, where: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError as error:
-        raise DhirError([Diagnostic(f"{where} is not valid JSON: {error}")]) from None
 
 
 def description_format(path: Path) -> str:

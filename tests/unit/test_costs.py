@@ -362,7 +362,7 @@ def test_measured_times_replace_estimates_on_their_kind_of_device(tmp_path: Path
 @pytest.mark.parametrize(
     ("content", "complaint"),
     [
-        ("not json", "it is not JSON"),
+        ("not json", "p.json:1:1: error: cannot use it as task costs: not valid JSON"),
         ("[1, 2]", 'needs a "tasks" object'),
         ('{"tasks": {"t": -1}}', "need seconds >= 0"),
         ('{"tasks": {"t": "fast"}}', "need seconds >= 0"),

@@ -5,6 +5,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.dialects.dlti import TargetDeviceSpecAttr, TargetSystemSpecAttr
 
+from dhir.analysis.profile import load_profile
 from dhir.api import parse_string, print_module
+from dhir.cli.schedule import read_graph
 from dhir.dialects.dhir import TargetOp
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.description import GUESSABLE, MAX_INT, Device, Link, Node, System
@@ -27,6 +30,7 @@ from dhir.machine.files import (
     to_json,
     to_toml,
 )
+from dhir.placement.constraints import read_constraints
 from dhir.targets import CPU_ARCHS, NVIDIA_SM
 
 DOCS = Path(__file__).parents[2] / "docs" / "machine.md"
@@ -261,7 +265,7 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
             "core_bw_curve = [[1024, 5.0], [512, 1.0]]",
             "footprints increasing",
         ),
-        ("nodes = [", "is not valid TOML"),
+        ("nodes = [", "bad.toml:1:10: error: not valid TOML"),
     ],
 )
 def test_bad_files_say_where_and_what(tmp_path: Path, text: str, message: str) -> None:
@@ -370,7 +374,7 @@ def test_bad_paths(tmp_path: Path) -> None:
     with pytest.raises(DhirError, match="cannot read the machine description .*missing.json"):
         read_system(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(DhirError, match="bad.json is not valid JSON"):
+    with pytest.raises(DhirError, match="bad.json:1:2: error: not valid JSON"):
         read_system(tmp_path / "bad.json")
 
 
@@ -567,3 +571,41 @@ def test_a_bad_module_description_is_refused_even_with_system_replacing_it(
     assert f"{program}:2:3: error: the module: device 'cpu0': cores must be a positive" in (
         done.stderr
     )
+
+
+def _readers() -> list[tuple[str, Callable[[Path], object]]]:
+    return [
+        ("m.toml", read_system),
+        ("m.json", read_system),
+        ("c.toml", read_constraints),
+        ("c.json", read_constraints),
+        ("p.json", load_profile),
+        ("g.json", read_graph),
+    ]
+
+
+@pytest.mark.parametrize(("name", "read"), _readers())
+def test_malformed_files_are_errors_at_their_line(
+    tmp_path: Path, name: str, read: Callable[[Path], object]
+) -> None:
+    # A TOML or JSON syntax error: at its file:line:col, the line quoted, as MLIR's are.
+    path = tmp_path / name
+    bad = '{\n  "tasks": {"a": 1,}\n}\n' if name.endswith(".json") else "[[pin]]\nrank = = 1\n"
+    path.write_text(bad)
+    with pytest.raises(DhirError) as error:
+        read(path)
+    at = "2:20" if name.endswith(".json") else "2:8"
+    shown = str(error.value)
+    assert shown.startswith(f"{path}:{at}: error: "), shown
+    assert bad.splitlines()[1] in shown.splitlines()
+
+
+@pytest.mark.parametrize(("name", "read"), _readers())
+def test_deeply_nested_files_are_errors(
+    tmp_path: Path, name: str, read: Callable[[Path], object]
+) -> None:
+    # Python's readers recurse once per level: this was an internal RecursionError.
+    path = tmp_path / name
+    path.write_text("[" * 100_000 if name.endswith(".json") else "a = " + "[" * 100_000)
+    with pytest.raises(DhirError, match="nested too deeply"):
+        read(path)

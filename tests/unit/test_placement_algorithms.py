@@ -576,7 +576,7 @@ def test_schedule_table_output_defaults_to_best() -> None:
     ("content", "message"),
     [
         (None, "cannot read"),
-        ("{not json", "is not JSON"),
+        ("{not json", "g.json:1:2: error: not valid JSON"),
         ('{"devices": ["a"], "tasks": {"x": {"cost": {}}}, "edges": []}', "no device can run"),
         (
             '{"devices": ["a"], "tasks": {"x": {"cost": {"a": 1}, "memory": 9}}, "edges": [], '
