@@ -68,10 +68,48 @@ class Constraints:
 
     @staticmethod
     def from_json(text: str) -> "Constraints":
-        data = json.loads(text)
-        pins = tuple(Pin(tuple(p["tasks"]), p["key"], p["value"], p["entry"]) for p in data["pins"])
-        groups = tuple(Group(g["kind"], tuple(g["tasks"]), g["entry"]) for g in data["groups"])
-        return Constraints(pins, groups, data["source"])
+        """What `to_json` wrote, checked as a file's entries are (a module attribute may be
+        written by hand); a ValueError saying what is wrong otherwise."""
+        try:
+            data = json.loads(text)
+        except RecursionError:  # Python's reader recurses once per level
+            raise ValueError("it is nested too deeply to read") from None
+        if not isinstance(data, dict) or set(data) != {"pins", "groups", "source"}:
+            raise ValueError('it must be {"pins": [...], "groups": [...], "source": "..."}')
+        source = data["source"]
+        pins, groups = data["pins"], data["groups"]
+        if (
+            not isinstance(source, str)
+            or not isinstance(pins, list)
+            or not isinstance(groups, list)
+        ):
+            raise ValueError('"source" must be a string, "pins" and "groups" lists')
+        try:
+            return Constraints(
+                tuple(_pin_from_json(pin, source) for pin in pins),
+                tuple(_group_from_json(group, source) for group in groups),
+                source,
+            )
+        except DhirError as error:
+            raise ValueError("; ".join(d.message for d in error.diagnostics)) from None
+
+
+def _pin_from_json(pin: object, source: str) -> Pin:
+    if not isinstance(pin, dict) or set(pin) != {"tasks", "key", "value", "entry"}:
+        raise ValueError('a pin must be {"tasks": [...], "key": ..., "value": ..., "entry": ...}')
+    key, entry = pin["key"], pin["entry"]
+    if key not in _WHERE_KEYS or not isinstance(entry, str):
+        raise ValueError(f"a pin's key must be one of {', '.join(_WHERE_KEYS)}, its entry a string")
+    return _pin({"tasks": pin["tasks"], key: pin["value"]}, entry, source)
+
+
+def _group_from_json(group: object, source: str) -> Group:
+    if not isinstance(group, dict) or set(group) != {"kind", "tasks", "entry"}:
+        raise ValueError('a group must be {"kind": ..., "tasks": [...], "entry": ...}')
+    kind, entry = group["kind"], group["entry"]
+    if kind not in ("apart", "together") or not isinstance(entry, str):
+        raise ValueError("a group's kind must be apart or together, its entry a string")
+    return _group(kind, {"tasks": group["tasks"]}, entry, source)
 
 
 @dataclass(frozen=True)

@@ -162,12 +162,12 @@ def constraints_of(module: ModuleOp) -> Constraints | None:
     if attr is None:
         return None
     if not isinstance(attr, StringAttr):
-        raise PassFailedException(f"dhir-place: {CONSTRAINTS_ATTR} must be a string of JSON")
+        raise PassFailedAt(module, f"dhir-place: {CONSTRAINTS_ATTR} must be a string of JSON")
     try:
         return Constraints.from_json(attr.data)
-    except (ValueError, TypeError, KeyError) as error:
-        raise PassFailedException(
-            f"dhir-place: {CONSTRAINTS_ATTR} is not constraints dhir wrote ({error})"
+    except ValueError as error:
+        raise PassFailedAt(
+            module, f"dhir-place: {CONSTRAINTS_ATTR} is not constraints dhir wrote ({error})"
         ) from None
 
 

@@ -107,6 +107,52 @@ def test_malformed_files_are_refused_naming_the_entry(data: object, fragment: st
     assert "c.toml" in str(error.value)
 
 
+_TWO_TASKS = """
+func.func @main(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %one = dhir.task %cpu, %a attributes {name = "one"} {}
+    %two = dhir.task %cpu, %a attributes {name = "two"} {}
+  }
+  return
+}
+"""
+
+
+def _pin_json(**changes: object) -> str:
+    pin = {"tasks": ["one"], "key": "rank", "value": 1, "entry": "[[pin]] #1"} | changes
+    return json.dumps({"pins": [pin], "groups": [], "source": "c.toml"})
+
+
+def _group_json(**changes: object) -> str:
+    group = {"kind": "apart", "tasks": ["one", "two"], "entry": "[[apart]] #1"} | changes
+    return json.dumps({"pins": [], "groups": [group], "source": "c.toml"})
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[" * 100_000, "nested too deeply"),
+        ("{}", '"pins": \\[...\\], "groups"'),
+        (_pin_json(key="bogus"), "a pin's key must be one of rank"),
+        (_pin_json(tasks=[1]), "tasks must be a glob or a list of globs"),
+        (_pin_json(value="x"), 'rank must be a whole number >= 0, got "x"'),
+        (_pin_json(value=True), "rank must be a whole number >= 0, got true"),
+        (_pin_json(key="kind", value="tpu"), 'kind must be one of cpu, gpu, got "tpu"'),
+        (_group_json(kind="sideways"), "a group's kind must be apart or together"),
+        (_group_json(tasks=7), "tasks must be a glob or a list of globs"),
+    ],
+)
+def test_a_malformed_module_attribute_is_refused_at_the_module(text: str, fragment: str) -> None:
+    # `dhir.constraints` may be written by hand: these were internal errors (RecursionError,
+    # len() of an int, an AttributeError for the key) or were taken (kind "sideways", rank true).
+    source = f"module attributes {{dhir.constraints = {json.dumps(text)}}} {{{_TWO_TASKS}}}"
+    module = parse_string(source, "m.mlir")
+    with pytest.raises(DhirError, match=fragment) as error:
+        run_pipeline(module, PassPipeline((PlacePass(2),)))
+    assert str(error.value).startswith("m.mlir:1:1: error: dhir-place: dhir.constraints is not")
+
+
 def test_unreadable_and_unknown_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(DhirError, match="cannot read the constraints file"):
         read_constraints(tmp_path / "missing.toml")
