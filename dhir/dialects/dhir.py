@@ -10,6 +10,7 @@
 Headers carry no types: every operand is already defined, so its type is known.
 """
 
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -355,6 +356,17 @@ def checked_task_bodies(bodies: Iterable[Region]) -> Iterator[None]:
         _CHECKED_BODIES.reset(token)
 
 
+def _verify_printable(name: StringAttr | None) -> None:
+    """Control characters in a task's name: the task table the runs keep has a line per task
+    with tab-separated fields, so a tab or newline there became a space, and the profile
+    (`--profile`) named the task otherwise than `dhir schedule` and `--costs` do."""
+    if name is not None and any(unicodedata.category(c) == "Cc" for c in name.data):
+        raise VerifyException(
+            "a task's name must not hold control characters (tabs, newlines, ...), "
+            f"which no table or profile can show as written; got {name}"
+        )
+
+
 @irdl_op_definition
 class TaskOp(IRDLOperation):
     """One unit of work: its target, the memrefs it touches, and a body using them."""
@@ -447,6 +459,7 @@ class TaskOp(IRDLOperation):
         # Anything but a non-empty string would be ignored, and the SSA name used.
         name = self.attributes.get("name")
         if name is None or (isinstance(name, StringAttr) and name.data):
+            _verify_printable(name)
             return
         raise VerifyException(
             f'a task\'s name must be a non-empty string (name = "fill"), got {name}'

@@ -62,7 +62,8 @@ def _line(name: str, task: TaskOp, schedules: dict[ScheduleOp, str]) -> str:
     loc = loc_of(task)
     # Tabs and newlines would break the table's lines; names and paths rarely hold them.
     where = str(loc).replace("\t", " ").replace("\n", " ") if loc is not None else ""
-    name = name.replace("\t", " ").replace("\n", " ")  # a `name` attribute may hold them
+    # The verifier refuses them in a `name`; this keeps the table whole for unverified modules.
+    name = name.replace("\t", " ").replace("\n", " ")
     parent = task.parent_op()
     schedule = schedules.get(parent, "") if isinstance(parent, ScheduleOp) else ""
     return f"{name}\t{where}\t{schedule}\t{'gpu' if is_gpu_task(task) else 'cpu'}"

@@ -305,6 +305,19 @@ func.func @task_name_not_a_string(%a: memref<4xf32>) {
 
 // -----
 
+func.func @task_name_with_a_newline(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{a task's name must not hold control characters (tabs, newlines, ...), which no table or profile can show as written; got "line\0Anext"}}
+    %t = dhir.task %cpu, %a attributes {name = "line\0Anext"} {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: a task's name must not hold control characters (tabs, newlines, ...), which no table or profile can show as written; got "line\0Anext"
+
+// -----
+
 func.func @task_block_arguments(%a: memref<4xindex>) {
   dhir.schedule %a {
     %cpu = dhir.target {arch = "x86_64"}
