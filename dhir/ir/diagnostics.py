@@ -93,7 +93,9 @@ def _source_context(loc: SourceLoc, sources: Mapping[str, str] | None) -> list[s
         head = "..." if start else ""
         line = head + line[start:end] + ("..." if end < len(line) else "")
         column = column - start + len(head)
-    return [line, " " * column + "^"]
+    # The line's own tabs before the column, so that the caret lines up where they are wide.
+    indent = "".join("\t" if c == "\t" else " " for c in line[:column])
+    return [line, indent + "^"]
 
 
 class DhirError(Exception):
