@@ -96,7 +96,7 @@ def _pieces(names: Iterable[str]) -> dict[str, set[str]]:
 def load_profile(path: str | Path) -> Profile:
     """Read a profile; a missing or malformed file is a DhirError."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8-sig")  # as --system and --constraints
     except OSError as error:
         raise _profile_error(path, f"cannot read it: {error.strerror}") from None
     except UnicodeDecodeError:

@@ -835,7 +835,7 @@ def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | Non
 
 def read_graph(path: Path) -> TaskGraph:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")  # as --system and --constraints
     except OSError as error:
         raise _error(f"cannot read {path}: {error.strerror}") from None
     except UnicodeDecodeError:

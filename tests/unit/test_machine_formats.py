@@ -609,3 +609,25 @@ def test_deeply_nested_files_are_errors(
     path.write_text("[" * 100_000 if name.endswith(".json") else "a = " + "[" * 100_000)
     with pytest.raises(DhirError, match="nested too deeply"):
         read(path)
+
+
+_PLAIN = {
+    "m.toml": _CPU,
+    "m.json": '{"nodes": [{"name": "n", "devices": [{"name": "c", "arch": "x86_64"}]}]}',
+    "c.toml": '[[pin]]\ntasks = "a"\nrank = 0\n',
+    "c.json": '{"pin": [{"tasks": "a", "rank": 0}]}',
+    "p.json": '{"tasks": {"a": 1.0}}',
+    "g.json": '{"devices": ["a"], "tasks": {"x": {"cost": {"a": 1}}}, "edges": []}',
+}
+
+
+@pytest.mark.parametrize(("name", "read"), _readers())
+def test_a_file_that_starts_with_a_bom_reads_as_one_without(
+    tmp_path: Path, name: str, read: Callable[[Path], object]
+) -> None:
+    # Windows editors write one; --costs and --graph refused it ("Unexpected UTF-8 BOM").
+    plain, marked = tmp_path / name, tmp_path / "bom" / name
+    marked.parent.mkdir()
+    plain.write_text(_PLAIN[name])
+    marked.write_text("\ufeff" + _PLAIN[name])
+    assert repr(read(marked)).replace(str(marked), str(plain)) == repr(read(plain))
