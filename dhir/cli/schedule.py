@@ -28,7 +28,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.outputs import remembered
 from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
-from dhir.api import run_pipeline
+from dhir.api import diagnosed, run_pipeline
 from dhir.choices import MAX_RANKS
 from dhir.cli.common import (
     add_constraints,
@@ -56,7 +56,7 @@ from dhir.placement.as_built import (
     as_built_timeline,
     place_program,
 )
-from dhir.placement.constraints import read_constraints, violations
+from dhir.placement.constraints import Constraints, read_constraints, violations
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
     END_TASK,
@@ -81,6 +81,7 @@ from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, targe
 from dhir.toolchain.tensors import bufferize
 from dhir.transforms.place import (
     PlacePass,
+    constraints_of,
     drop_unmatched,
     entry_storage,
     memory_limits,
@@ -445,7 +446,8 @@ def program_graphs(
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))
-    rules = read_constraints(constraints) if constraints is not None else None
+    # A file replaces the module's own constraints, as `dhir run` attaches it.
+    rules = read_constraints(constraints) if constraints is not None else _carried(module)
     place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
     place.follow_shardings(module)  # as dhir-place does for `dhir run`
     if rules is not None:
@@ -484,6 +486,13 @@ def program_graphs(
         return violations(rules, tasks, where, facts)
 
     return legend, hosts, graphs, check
+
+
+def _carried(module: ModuleOp) -> Constraints | None:
+    """The constraints `module` carries itself (`dhir.constraints`), which dhir-place
+    follows in `dhir run`."""
+    with diagnosed():
+        return constraints_of(module)
 
 
 def held_in_part(

@@ -153,6 +153,28 @@ def test_a_malformed_module_attribute_is_refused_at_the_module(text: str, fragme
     assert str(error.value).startswith("m.mlir:1:1: error: dhir-place: dhir.constraints is not")
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_dhir_schedule_follows_the_modules_own_constraints(
+    rank: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `dhir run` follows them through dhir-place; `dhir schedule` showed a plan without them.
+    program = tmp_path / "m.mlir"
+    attr = json.dumps(_pin_json(tasks=["one", "two"], value=rank))
+    program.write_text(f"module attributes {{dhir.constraints = {attr}}} {{{_TWO_TASKS}}}")
+    assert main(["schedule", str(program), "-n", "2"]) == 0
+    table = capsys.readouterr().out
+    rows = {
+        line.split()[0]: line.split()[1]
+        for line in table.splitlines()
+        if line.startswith(("one", "two"))
+    }
+    assert rows == {"one": f"rank{rank}", "two": f"rank{rank}"}
+    assert "constraints: all hold" in table
+    program.write_text(f'module attributes {{dhir.constraints = "{{}}"}} {{{_TWO_TASKS}}}')
+    assert main(["schedule", str(program), "-n", "2"]) == 1
+    assert f"{program}:1:1: error: dhir-place: dhir.constraints is not" in capsys.readouterr().err
+
+
 def test_unreadable_and_unknown_files_are_refused(tmp_path: Path) -> None:
     with pytest.raises(DhirError, match="cannot read the constraints file"):
         read_constraints(tmp_path / "missing.toml")
