@@ -41,10 +41,11 @@ def read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
     given = given_args(signature)
     if len(values) != len(given):
         need = ", ".join(spec.mlir_type for spec in given) or "none"
+        noun = "argument" if len(given) == 1 else "arguments"
         raise DhirError(
             [
                 Diagnostic(
-                    f"@{signature.name} takes {len(given)} arguments ({need}); "
+                    f"@{signature.name} takes {len(given)} {noun} ({need}); "
                     f"{len(values)} --input given. {INPUT_HELP}"
                 )
             ]

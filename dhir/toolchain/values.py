@@ -92,10 +92,11 @@ def _check_count(
     `dhir run` does: an entry on tensors counts its arguments, not where its results go."""
     if len(inputs) != len(wanted):
         need = ", ".join(spec.mlir_type for spec in wanted) or "none"
+        noun = "argument" if len(wanted) == 1 else "arguments"
         raise DhirError(
             [
                 Diagnostic(
-                    f"@{signature.name} takes {len(wanted)} arguments ({need}); {len(inputs)} given"
+                    f"@{signature.name} takes {len(wanted)} {noun} ({need}); {len(inputs)} given"
                 )
             ]
         )
