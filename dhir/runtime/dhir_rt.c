@@ -2,6 +2,7 @@
  * merely exited would leave the others blocked in a collective, and the run would hang. */
 #include "dhir_rt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1213,6 +1214,33 @@ double dhir_rt_parse_float(const char *text, const char *what) {
   if (end == text || *end != '\0')
     dhir_rt_fatal("%s: '%s' is not a number", what, text);
   return value;
+}
+
+int dhir_rt_parse_float_bits(const char *text, void *out, int64_t bytes, const char *what) {
+  static const char prefix[] = "bits:0x";
+  if (strncmp(text, prefix, sizeof prefix - 1) != 0)
+    return 0;
+  const char *digits = text + sizeof prefix - 1;
+  /* Only the hex digits of the float's width: strtoull would take a sign, spaces, 0x. */
+  int64_t count = 0;
+  while (isxdigit((unsigned char)digits[count]))
+    ++count;
+  if (digits[count] != '\0' || count != 2 * bytes)
+    dhir_rt_fatal("%s: '%s' is not bits:0x and the %d hex digits of a %d-bit float", what, text,
+                  (int)(2 * bytes), (int)(8 * bytes));
+  unsigned long long bits = strtoull(digits, NULL, 16);
+  /* By width, not the low bytes of `bits`: right on either byte order. */
+  if (bytes == 2) {
+    uint16_t half = (uint16_t)bits;
+    memcpy(out, &half, 2);
+  } else if (bytes == 4) {
+    uint32_t single = (uint32_t)bits;
+    memcpy(out, &single, 4);
+  } else {
+    uint64_t whole = (uint64_t)bits;
+    memcpy(out, &whole, 8);
+  }
+  return 1;
 }
 
 int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int64_t element_bytes) {

@@ -95,6 +95,10 @@ void dhir_rt_finalize(void);
 void dhir_rt_expect_argc(int argc, int expected, const char *usage);
 int64_t dhir_rt_parse_int(const char *text, int64_t low, int64_t high, const char *what);
 double dhir_rt_parse_float(const char *text, const char *what);
+/* A float argument given as `bits:0x` and its exact bits (hex, 2 digits a byte): 1, with
+   them in `out` (`bytes` wide); 0, leaving `out`, for any other word. strtod reads every NaN
+   as one, so a NaN's payload, and whether it signals, travel so. */
+int dhir_rt_parse_float_bits(const char *text, void *out, int64_t bytes, const char *what);
 int64_t dhir_rt_layout(int32_t rank, const int64_t *sizes, int64_t *strides, int64_t element_bytes);
 void *dhir_rt_load_arg(int32_t index, const char *path, int64_t bytes);
 void dhir_rt_save_arg(const char *dir, int32_t index, const void *data, int64_t bytes);

@@ -10,6 +10,7 @@ pointer).
 """
 
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
@@ -34,21 +35,36 @@ _SCALARS: dict[str, tuple[str, int, int]] = {
 }
 
 
-def _float_word(value: float) -> str:
-    """`value` as strtod reads it back exactly: hexadecimal, inf, and nan with its sign
-    (float.hex writes "nan" for every NaN)."""
+# struct's formats of the float widths, and the NaN strtod's "nan" gives (cast to each).
+_FLOAT_FORMATS = {2: "<e", 4: "<f", 8: "<d"}
+_STRTOD_NAN = {2: 0x7E00, 4: 0x7FC0_0000, 8: 0x7FF8_0000_0000_0000}
+
+
+def _float_word(value: float | bytes) -> str:
+    """`value` (a float, or a float argument's little-endian bytes) as the harness reads
+    it back exactly: hexadecimal, inf, and nan with its sign (float.hex writes "nan" for
+    every NaN); a NaN with another payload, or one that signals, as `bits:0x` and its
+    bits, which strtod would lose (dhir_rt_parse_float_bits)."""
+    if isinstance(value, bytes):
+        (number,) = struct.unpack(_FLOAT_FORMATS[len(value)], value)
+        bits = int.from_bytes(value, "little")
+        sign = 1 << (8 * len(value) - 1)
+        if math.isnan(number) and bits & ~sign != _STRTOD_NAN[len(value)]:
+            return f"bits:0x{bits:0{2 * len(value)}x}"
+        return _float_word(float(number))
     if math.isnan(value):
         return "-nan" if math.copysign(1.0, value) < 0 else "nan"
-    return value.hex()
+    return float(value).hex()
 
 
 def command_line_args(
     signature: EntrySignature,
     input_paths: Mapping[int, str],
-    values: Sequence[tuple[int, ...] | float | int],
+    values: Sequence[tuple[int, ...] | float | int | bytes],
 ) -> list[str]:
     """The executable's arguments after OUTDIR, for checked inputs: per entry argument,
-    a memref's shape (its file is in `input_paths`) or a scalar's value."""
+    a memref's shape (its file is in `input_paths`) or a scalar's value (a float's may be
+    its little-endian bytes, which keep a NaN's payload)."""
     words: list[str] = []
     for spec, value in zip(signature.args, values, strict=True):
         if isinstance(value, tuple):
@@ -56,8 +72,9 @@ def command_line_args(
             words.append(input_paths[spec.index])
             words += [str(n) for want, n in zip(spec.shape, value) if want == DYNAMIC]
         elif spec.kind == "f":
-            words.append(_float_word(float(value)))
+            words.append(_float_word(value if isinstance(value, bytes) else float(value)))
         else:
+            assert not isinstance(value, bytes)
             number = int(value)
             words.append(str(number - 2**64 if number >= 2**63 else number))
     return words
@@ -151,9 +168,14 @@ def _load(
     if spec.shape is None:
         c_type, low, high = _SCALARS[spec.dtype.name]
         if spec.dtype.kind == "f":
+            bits = f'dhir_rt_parse_float_bits(argv[{word}], &a{k}, sizeof a{k}, "{what}")'
             parse = f'dhir_rt_parse_float(argv[{word}], "{what}")'
-        else:
-            parse = f'dhir_rt_parse_int(argv[{word}], {_c_int(low)}, {_c_int(high)}, "{what}")'
+            return [
+                f"  {c_type} a{k};",
+                f"  if (!{bits})",
+                f"    a{k} = ({c_type}){parse};",
+            ], word + 1
+        parse = f'dhir_rt_parse_int(argv[{word}], {_c_int(low)}, {_c_int(high)}, "{what}")'
         return [f"  {c_type} a{k} = ({c_type}){parse};"], word + 1
     rank = len(spec.shape)
     path_word = word

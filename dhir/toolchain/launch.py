@@ -27,7 +27,7 @@ from dhir.toolchain.harness import command_line_args
 from dhir.toolchain.options import RunOptions, check_runtime_environment
 from dhir.toolchain.reaper import kill_marked, watched
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import EntrySignature, clear_outputs, write_outputs
+from dhir.toolchain.signature import ArgSpec, EntrySignature, clear_outputs, write_outputs
 from dhir.toolchain.staging import check_result, result_writers, stage_inputs
 from dhir.toolchain.tools import SETUP_HINT, MpiInstall, find_mpi
 
@@ -88,7 +88,7 @@ def run_executable(
                 path = work / f"in{spec.index}.raw"
                 array.astype(array.dtype.newbyteorder("<"), copy=False).tofile(path)
                 paths[spec.index] = str(path)
-        values = [a.shape if s.is_memref else a.item() for s, a in zip(signature.args, arrays)]
+        values = [_value(spec, array) for spec, array in zip(signature.args, arrays)]
         words = command_line_args(signature, paths, values)
         out = _run_in(work, marker, exe, words, options, traffic)
         results = [
@@ -98,6 +98,17 @@ def run_executable(
     if output_dir is not None:
         save_outputs(results, signature, Path(output_dir))
     return results
+
+
+def _value(spec: ArgSpec, array: "np.ndarray") -> tuple[int, ...] | float | int | bytes:
+    """What `command_line_args` takes for a checked input: a memref's shape, a scalar's
+    value; a float's little-endian bytes, whose NaN keeps its payload (item() would
+    give a float, and an f32 or f16 that signals would come back quiet)."""
+    if spec.is_memref:
+        return array.shape
+    if spec.kind == "f":
+        return array.astype(array.dtype.newbyteorder("<")).tobytes()
+    return array.item()
 
 
 def run_npy_files(

@@ -166,6 +166,10 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
                 [Diagnostic(f"{where} is a scalar, but an array of shape {value.shape} was given")]
             )
         _check_unmasked(value, where)
+    if _exact_float(spec, value):
+        # Its own bits, in either byte order: item() would quiet an f32 NaN that signals.
+        return np.array(value, dtype=spec.dtype)
+    if isinstance(value, np.ndarray):
         value = value.item()
     if isinstance(value, np.generic):
         value = value.item()
@@ -211,6 +215,14 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
             ]
         )
     return array
+
+
+def _exact_float(spec: ArgSpec, value: object) -> bool:
+    """Whether `value` is a NumPy float of the scalar `spec`'s own type, to be taken as
+    it is, bit for bit (a NaN's payload too)."""
+    if spec.kind != "f" or not isinstance(value, np.ndarray | np.generic):
+        return False
+    return value.dtype.newbyteorder("=") == spec.dtype
 
 
 def _short(value: object) -> str:

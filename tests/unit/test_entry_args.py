@@ -354,6 +354,39 @@ def test_bool_arrays_with_other_true_bytes_run_as_numpy_reads_them(backend: str)
     np.testing.assert_array_equal(widened, [0, 1, 1, 1])
 
 
+NAN_PROGRAM = """func.func @main(%h: f16, %s: f32, %d: f64, %hs: memref<1xf16>,
+                 %ss: memref<1xf32>, %ds: memref<1xf64>) {
+  %c0 = arith.constant 0 : index
+  memref.store %h, %hs[%c0] : memref<1xf16>
+  memref.store %s, %ss[%c0] : memref<1xf32>
+  memref.store %d, %ds[%c0] : memref<1xf64>
+  return
+}
+"""
+
+# NaNs by their bits (f16, f32, f64): signalling with a payload, then quiet ones with a
+# payload and a sign. strtod reads every NaN as the one "nan" names.
+NANS = {
+    "signalling": (0x7C01, 0x7F80_0001, 0x7FF0_0000_0000_0001),
+    "payload": (0xFE23, 0xFFC0_0456, 0xFFF8_0000_0000_0456),
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+@pytest.mark.parametrize("kind", NANS)
+def test_scalar_nans_keep_their_bits(backend: str, kind: str) -> None:
+    """A NaN scalar reached native code as the NaN strtod makes of "nan" (its payload and
+    signal lost), and the API quieted an f32 one that signals (item() converts it)."""
+    dtypes = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)]
+    raw = [np.array(bits, f"u{t.itemsize}") for bits, t in zip(NANS[kind], dtypes, strict=True)]
+    scalars = [bits.view(t)[()] for bits, t in zip(raw, dtypes, strict=True)]
+    stores = [np.zeros(1, t) for t in dtypes]
+    results = dhir.run(NAN_PROGRAM, *scalars, *stores, backend=backend)
+    for bits, given, stored in zip(raw, results[:3], results[3:], strict=True):
+        assert given.view(bits.dtype) == bits  # the scalar given back as it was given
+        assert stored.view(bits.dtype)[0] == bits
+
+
 GPU_HOST_PROGRAM = """func.func @main(%a: memref<16xf32>) {
   dhir.schedule %a {
     %gpu = dhir.target {kind = "gpu"}

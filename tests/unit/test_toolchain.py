@@ -140,6 +140,25 @@ def test_harness_source() -> None:
     assert words == ["a.raw", "5", (0.1).hex(), "1", "d.raw"]
 
 
+def test_a_nan_scalar_other_than_strtods_is_passed_as_its_bits() -> None:
+    sig = signature("f16", "f32", "f64", "f32", "f32")
+    values = [
+        np.array(0x7C01, np.uint16).tobytes(),  # signalling
+        np.array(0xFFC0_0456, np.uint32).tobytes(),  # a payload, negative
+        np.array(0x7FF8_0000_0000_0001, np.uint64).tobytes(),
+        np.array(np.nan, "<f4").tobytes(),  # strtod's own NaN, by its name
+        np.array(-0.0, "<f4").tobytes(),
+    ]
+    words = command_line_args(sig, {}, values)
+    assert words == [
+        "bits:0x7c01",
+        "bits:0xffc00456",
+        "bits:0x7ff8000000000001",
+        "nan",
+        (-0.0).hex(),
+    ]
+
+
 # --- building and running -------------------------------------------------------------------
 
 
