@@ -272,8 +272,11 @@ def run_module(
     options = options if options is not None else RunOptions()
     check_runnable(module)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
-        # First: a wrong count is said with the types as written, not as specialised.
-        check_given_count(entry_signature(module, entry, given_only=True), inputs)
+        # First: a wrong count, shape or dtype is said with the types as written, not as
+        # specialised (an input that fits no shape left the result's shape unknown).
+        given = entry_signature(module, entry, given_only=True)
+        check_given_count(given, inputs)
+        check_inputs(given, inputs, copy=False)
         module = specialise(module, entry, inputs)
     signature = entry_signature(module, entry)
     if output_dir is not None:

@@ -205,6 +205,25 @@ def test_a_wrong_count_names_the_dynamic_types_as_written(count: int) -> None:
 
 
 @needs_llvm
+@pytest.mark.parametrize(
+    ("wrong", "got"),
+    [
+        (np.ones(4), r"shape \(4,\) and dtype float64"),  # said: result #0 must be static
+        (np.ones((3, 4), np.float32), r"shape \(3, 4\) and dtype float32"),  # (tensor<3x4xf64>)
+    ],
+)
+def test_a_wrong_input_is_said_with_the_dynamic_type_as_written(
+    wrong: np.ndarray, got: str
+) -> None:
+    """Checked before the entry takes its inputs' shapes: an input of another rank left the
+    result's shape unknown, and the error blamed the result; one of another dtype was said
+    against a type the program does not have."""
+    wanted = r"argument #0 of @main \(tensor<\?x4xf64>\) needs an array of shape \(\?x4\)"
+    with pytest.raises(DhirError, match=f"^error: {wanted} and dtype float64, got {got}$"):
+        dhir.run(DYNAMIC, wrong, np.ones(wrong.shape), backend="interp")
+
+
+@needs_llvm
 def test_dhir_run_gives_dynamic_shapes_their_inputs_shapes(tmp_path: Path) -> None:
     program = tmp_path / "add.mlir"
     program.write_text(DYNAMIC)
