@@ -489,7 +489,10 @@ def _read_result(path: Path, like: "np.ndarray") -> "np.ndarray":
 
     check_result(path, like.size, like.dtype.itemsize)
     data = np.fromfile(path, dtype=like.dtype.newbyteorder("<"))
-    return data.astype(like.dtype, copy=False).reshape(like.shape)
+    # In the input's own dtype, as the interpreter's results are: astype() keeps one
+    # that only names the byte order ('<f8', whose byteorder is '<', not '=').
+    same = data.dtype == like.dtype
+    return (data.view(like.dtype) if same else data.astype(like.dtype)).reshape(like.shape)
 
 
 def _ranks(count: int) -> str:

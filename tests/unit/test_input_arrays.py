@@ -109,6 +109,18 @@ def test_one_array_passed_twice_is_two_buffers(backend: str) -> None:
     np.testing.assert_array_equal(x, np.arange(12.0).reshape(3, 4))
 
 
+@pytest.mark.mlir
+def test_both_backends_give_results_of_one_dtype() -> None:
+    """Native results came back as dtype('<f8'), whose byteorder is '<' where the
+    interpreter's (and the input's) is '='."""
+    x = np.arange(12.0).reshape(3, 4)
+    interpreted = dhir.run(SCALE, x, x, backend="interp")
+    native = dhir.run(SCALE, x, x, backend="native")
+    for one, other in zip(interpreted, native, strict=True):
+        assert (one.dtype.str, one.dtype.byteorder) == (other.dtype.str, other.dtype.byteorder)
+        assert repr(other.dtype) == repr(x.dtype)
+
+
 def test_a_masked_array_with_masked_elements_is_refused() -> None:
     """The program would have read the values under the mask as if there were none."""
     x = np.ma.masked_array(np.arange(12.0).reshape(3, 4), mask=np.arange(12) % 5 == 0)
