@@ -123,7 +123,16 @@ def _parse_scalar(value: str, spec: ArgSpec, where: str) -> int | float:
         return parse_scalar(value, spec.kind)
     except ValueError:
         noun = f"{_article(spec.mlir_type)} {spec.mlir_type}"
-        raise DhirError([Diagnostic(f"{where}: '{value}' is not {noun}")]) from None
+        hint = _WRITTEN.get(spec.kind, _WRITTEN["i"])
+        raise DhirError([Diagnostic(f"{where}: '{value}' is not {noun}; {hint}")]) from None
+
+
+# How a scalar `--input`'s value is written, by NumPy's kind of its type.
+_WRITTEN = {
+    "f": "give a number: 2.5, -1e-3, 0x1.8p1, inf or nan",
+    "b": "give 0, 1, true or false",
+    "i": "give an integer written as one: 1000, -3, 0x7f, 0o17, 0b101 (not 1e3 or 7.0)",
+}
 
 
 def _article(type_name: str) -> str:

@@ -34,13 +34,27 @@ def parse_scalar(text: str, kind: str) -> int | float:
     """A scalar `--input`'s value (after `TYPE=`) for NumPy's kind `kind`; ValueError
     when it is not one."""
     if kind == "f":
-        value = float(text)
+        try:
+            value = float(text)
+        except ValueError:  # C's hex form, as the executable takes it: 0x1.8p1
+            value = _from_hex(text)
         if math.isinf(value) and "inf" not in text.lower():
             raise ValueError(f"{text} is past the largest f64")  # 1e309 reads as inf
         return value
     if kind == "b" and text.strip().lower() in _BOOLEANS:
         return _BOOLEANS[text.strip().lower()]
     return int(text, 0)
+
+
+def _from_hex(text: str) -> float:
+    """A float in C's hex form; ValueError when it is not one, or is past the largest f64
+    (float.fromhex raises OverflowError then)."""
+    if "0x" not in text.lower():  # fromhex takes "1.8p1" too, which C does not
+        raise ValueError(f"{text} is not a number")
+    try:
+        return float.fromhex(text)
+    except OverflowError:
+        raise ValueError(f"{text} is past the largest f64") from None
 
 
 def stage_inputs(signature: EntrySignature, texts: list[str], work: Path) -> Staged | None:

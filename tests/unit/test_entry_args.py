@@ -192,6 +192,23 @@ def test_scalars_out_of_range_are_refused(scalars: Path, given: dict[str, str], 
     assert shown in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        ({"i8": "1e3"}, "'1e3' is not an i8; give an integer written as one: 1000, -3, 0x7f"),
+        ({"index": "7.0"}, "'7.0' is not an index; give an integer written as one"),
+        ({"i1": "yes"}, "'yes' is not an i1; give 0, 1, true or false"),
+        ({"f16": "1.8p1"}, "'1.8p1' is not an f16; give a number: 2.5, -1e-3, 0x1.8p1"),
+    ],
+)
+def test_scalars_not_written_as_their_type_say_how_to_write_it(
+    scalars: Path, given: dict[str, str], shown: str
+) -> None:
+    result = cli("run", str(scalars), "--backend", "interp", *_scalar_inputs(scalars, **given))
+    assert result.returncode == 1, result.stdout
+    assert shown in result.stderr and "Traceback" not in result.stderr
+
+
 def test_scalars_out_of_range_are_refused_by_the_api() -> None:
     with pytest.raises(DhirError, match="out of range for i1"):
         dhir.run(SCALARS_PROGRAM, 2, 2, 3, 4, 5, 1.0, np.zeros(3, np.int64),
@@ -385,6 +402,24 @@ def test_scalar_nans_keep_their_bits(backend: str, kind: str) -> None:
     for bits, given, stored in zip(raw, results[:3], results[3:], strict=True):
         assert given.view(bits.dtype) == bits  # the scalar given back as it was given
         assert stored.view(bits.dtype)[0] == bits
+
+
+def test_float_scalars_in_cs_hex_form_run(tmp_path: Path) -> None:
+    """The executable reads C's hex floats (strtod); `--input f32=0x1.8p1` was refused."""
+    program = tmp_path / "p.mlir"
+    program.write_text(NAN_PROGRAM)
+    stores = []
+    for k, dtype in enumerate((np.float16, np.float32, np.float64)):
+        np.save(tmp_path / f"s{k}.npy", np.zeros(1, dtype))
+        stores += ["--input", str(tmp_path / f"s{k}.npy")]
+    scalars = ["f16=0x1.8p1", "f32=-0x1p-149", "f64=0x1.fffffffffffffp1023"]
+    out = tmp_path / "out"
+    result = cli("run", str(program), "--backend", "interp", "--output-dir", str(out),
+                 *[w for s in scalars for w in ("--input", s)], *stores)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert np.load(out / "arg3.npy")[0] == 3.0
+    assert np.load(out / "arg4.npy")[0] == -(2.0**-149)
+    assert np.load(out / "arg5.npy")[0] == np.finfo(np.float64).max
 
 
 GPU_HOST_PROGRAM = """func.func @main(%a: memref<16xf32>) {
