@@ -111,8 +111,11 @@ def _read_input(text: str, spec: ArgSpec) -> object:
             _check_size(Path(text), where)
             return np.load(file, allow_pickle=False)
     except (OSError, ValueError, SyntaxError, TokenError, MemoryError) as error:
-        # An OSError's own words, not Python's "[Errno 2] ...: 'name'".
+        # An OSError's own words, not Python's "[Errno 2] ...: 'name'"; for a header that
+        # is not Python's syntax, what that means, not the tokenizer's tuple.
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        if isinstance(error, SyntaxError | TokenError):
+            reason = "its header is damaged (not the text numpy.save writes)"
         raise DhirError(
             [Diagnostic(f"{where}: cannot read '{text}' as a .npy file: {reason}")]
         ) from None

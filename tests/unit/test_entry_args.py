@@ -326,6 +326,19 @@ def test_a_npy_file_of_objects_is_said_to_hold_objects(tmp_path: Path) -> None:
     assert f"'{objects}' holds Python objects (dtype object), not numbers" in result.stderr
 
 
+def test_a_npy_file_with_a_damaged_header_says_so(tmp_path: Path) -> None:
+    """The error ended in the tokenizer's `('EOF in multi-line statement', (2, 0))`."""
+    np.save(tmp_path / "a.npy", np.zeros(4))
+    data = (tmp_path / "a.npy").read_bytes()
+    (tmp_path / "a.npy").write_bytes(data[:10] + b"{{{garbage" + data[20:])
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main(%a: memref<4xf64>) {\n  return\n}\n")
+    result = cli("run", str(program), "--backend", "interp", "--input", str(tmp_path / "a.npy"))
+    assert result.returncode == 1
+    wanted = "its header is damaged (not the text numpy.save writes)"
+    assert f"cannot read '{tmp_path / 'a.npy'}' as a .npy file: {wanted}" in result.stderr
+
+
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
 def test_a_big_endian_npy_is_converted_losslessly(tmp_path: Path, backend: str) -> None:
     program = tmp_path / "p.mlir"
