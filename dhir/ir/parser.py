@@ -131,32 +131,47 @@ class LocatedParser(Parser):
         # The entries of the `attributes {...}` being read, with where each starts;
         # None inside an entry's value (a nested dictionary's entries are not an op's).
         self._op_entries: list[tuple[int, Attribute]] | None = None
+        self._op_names: list[Span] = []
 
     def parse_operation(self) -> Operation:
-        start_span = self._current_token.span
-        start = start_span.start
+        # The op's name is known only once its results are read: one slot per op being
+        # read (regions nest ops), which _parse_op_result_list fills in.
+        self._op_names.append(self._current_token.span)
+        try:
+            return self._parse_located_operation()
+        finally:
+            self._op_names.pop()
+
+    def _parse_op_result_list(self) -> list[tuple[Span, int]]:
+        results = super()._parse_op_result_list()
+        self._op_names[-1] = self._current_token.span
+        return results
+
+    def _parse_located_operation(self) -> Operation:
+        """xDSL's, located as MLIR locates ops: at the op's name (for a generic op, the
+        quote that opens it), not at its first result."""
         try:
             op = super().parse_operation()
         except (VerifyException, ValueError) as error:
             # xDSL's declarative formats check types while parsing and raise
             # VerifyException (or, building an op's default maps from wrong types,
             # ValueError); for the user it is an error at this op.
-            raise ParseError(start_span, _readable(str(error))) from None
+            raise ParseError(self._op_names[-1], _readable(str(error))) from None
         except struct.error as error:
             # xDSL packs an op's integer array as it builds it (`axes = [4294967296]`
             # on a shard op, whose axes are i16): a value its type cannot hold.
             raise ParseError(
-                start_span, f"a value in this op is out of range for its type ({error})"
+                self._op_names[-1], f"a value in this op is out of range for its type ({error})"
             ) from None
         except AssertionError:
             # Some of xDSL's parsers assert what the types allow (linalg.add of index).
             raise ParseError(
-                start_span,
+                self._op_names[-1],
                 "this op cannot be built from these types (xDSL, which dhir reads MLIR with, "
                 "refuses them); check them against the op's definition",
             ) from None
         if isinstance(op.location, UnknownLoc):
-            op.location = self.location_at(start)
+            op.location = self.location_at(self._op_names[-1].start)
         return op
 
     def parse_optional_attr_dict_with_keyword(

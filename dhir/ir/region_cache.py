@@ -45,7 +45,7 @@ _NAME = r"%[A-Za-z0-9_$.\-]+"
 _VALUE_NAME = re.compile(_NAME)
 # What a body's key abstracts: an `arith.constant`'s decimal literal, or a value name.
 _VARIABLE = re.compile(
-    rf"(?P<constant>{_NAME}\s*=\s*arith\.constant\s+)"
+    rf"(?P<constant>{_NAME}\s*=\s*(?P<op>arith\.constant)\s+)"
     r"(?P<literal>-?\d+(?P<fraction>(?:\.\d*)?(?:[eE][+-]?\d+)?))(?=\s*:)"
     rf"|(?P<name>{_NAME})"
 )
@@ -303,7 +303,8 @@ def _normalize(text: str, start: int, end: int, names: list[str]) -> _Body:
         if match.group("constant") is not None:
             kind = "f" if match.group("fraction") else "i"
             literal = match.group("literal")
-            literals.append((match.start() - start, literal))
+            # Where the parser locates the op: at its name, as MLIR does.
+            literals.append((match.start("op") - start, literal))
             span_start, replacement = match.start("literal"), f"\0{kind}"
         else:
             index = position.get(match.group())

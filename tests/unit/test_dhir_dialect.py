@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from strategies import RandomSchedule, schedules
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, f32
+from xdsl.dialects.builtin import FileLineColLoc, MemRefType, ModuleOp, f32
 from xdsl.ir import Block, Region
 
 from dhir import parse_string, print_module
@@ -133,8 +133,49 @@ def test_errors_carry_location_and_source_line() -> None:
             "prog.mlir",
         )
     rendered = info.value.render()
-    assert rendered.startswith('prog.mlir:3:5: error: unknown arch "z80"')
-    assert '    %t = dhir.target {arch = "z80"}\n    ^' in rendered
+    assert rendered.startswith('prog.mlir:3:10: error: unknown arch "z80"')
+    assert '    %t = dhir.target {arch = "z80"}\n         ^' in rendered
+
+
+# Each op of this text and where mlir-opt-22 locates it (--mlir-print-debuginfo): at the
+# op's name (for a generic op, the quote that opens it), whatever results come before it.
+OP_COLUMNS = """\
+func.func @f(%a: memref<4xi32>) {
+  %c = arith.constant 0 : index
+  %i = arith.constant 1 : i32
+  %x:2 = "arith.addui_extended"(%i, %i) : (i32, i32) -> (i32, i1)
+  %s, %o = arith.addui_extended %i, %x#0 : i32, i1
+  %v = "memref.load"(%a, %c) : (memref<4xi32>, index) -> i32
+      memref.store %v, %a[%c] : memref<4xi32>
+  "memref.store"(%s, %a, %c) : (i32, memref<4xi32>, index) -> ()
+  func.return
+}
+"""
+OP_LOCATIONS = [(1, 1), (2, 8), (3, 8), (4, 10), (5, 12), (6, 8), (7, 7), (8, 3), (9, 3)]
+
+
+def test_an_op_is_located_at_its_name_as_in_mlir() -> None:
+    module = parse_string(OP_COLUMNS, "cols.mlir")
+    located = [
+        (op.location.line.data, op.location.column.data)
+        for op in module.walk()
+        if isinstance(op.location, FileLineColLoc)
+    ]
+    assert located == OP_LOCATIONS
+
+
+def test_an_op_error_found_while_parsing_points_at_the_op_name() -> None:
+    text = (
+        "func.func @f(%a: memref<8xf32>, %f: f32) {\n  %c0 = arith.constant 0 : index\n"
+        "  %v = vector.transfer_read %a[%c0], %f : memref<8xf32>, vector<2x4xf32>\n"
+        "  return\n}\n"
+    )
+    with pytest.raises(DhirError) as info:
+        parse_string(text, "read.mlir")
+    rendered = info.value.render()
+    assert rendered.startswith("read.mlir:3:8: error: Dimension mismatch")
+    assert "  %v = vector.transfer_read %a[%c0]" in rendered
+    assert "\n       ^" in rendered
 
 
 def test_block_argument_dominance_across_blocks() -> None:

@@ -57,5 +57,5 @@ func.func @nothing_wrong() {
 // MISSING: <stdin>:[[# @LINE - 4]]:6: error: expected error "some error" was not produced
 // MISSING-NOT: error:
 
-// UNEXPECTED: <stdin>:[[# @LINE - 21]]:5: error: unexpected warning: dhir.split = 3 on {{.*}} has no effect
+// UNEXPECTED: <stdin>:[[# @LINE - 21]]:10: error: unexpected warning: dhir.split = 3 on {{.*}} has no effect
 // UNEXPECTED-NOT: error:

@@ -13,7 +13,7 @@
 // CHECK:      %[[HIGH:.*]] = arith.addi %o, %{{.*}} : index
 // CHECK-NEXT: arith.cmpi sge, %[[LOW]], %{{.*}} : index
 // CHECK-NEXT: arith.cmpi slt, %[[HIGH]], %[[TOTAL]] : index
-// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:21:3)"
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:21:8)"
 // CHECK-NEXT: memref.reinterpret_cast %c
 func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], offset: ?>> {
   %a = memref.alloc(%n) : memref<?xf32>
@@ -28,7 +28,7 @@ func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], 
 // CHECK:      %[[EIGHT:.*]] = arith.constant 8 : index
 // CHECK:      %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[EIGHT]] : index
 // CHECK:      arith.cmpi slt, %{{.*}}, %[[TOTAL]] : index
-// CHECK:      cf.assert %{{.*}}, "{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:3)"
+// CHECK:      cf.assert %{{.*}}, "{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:8)"
 func.func @argument(%a: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
   %v = memref.reinterpret_cast %a to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
   return %v : memref<4xf32, strided<[1], offset: ?>>
@@ -62,7 +62,7 @@ func.func @caller(%b: memref<4x8xf32>, %o: index) -> memref<4xf32, strided<[1], 
 // CHECK-NEXT: %[[END:.*]] = arith.addi %s, %[[BYTES]] : index
 // CHECK:      %[[SIZE:.*]] = memref.dim %b, %{{.*}} : memref<?xi8>
 // CHECK-NEXT: arith.cmpi sle, %[[END]], %[[SIZE]] : index
-// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of view is out-of-bounds of the source memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:3)"
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of view is out-of-bounds of the source memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:8)"
 func.func @view(%b: memref<?xi8>, %s: index, %n: index) -> memref<8x?xf32> {
   %v = memref.view %b[%s][%n] : memref<?xi8> to memref<8x?xf32>
   return %v : memref<8x?xf32>

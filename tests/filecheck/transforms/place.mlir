@@ -18,4 +18,4 @@ func.func @f(%a: memref<4xf32>) {
   }
   return
 }
-// TOO-FEW: {{.*}}place.mlir:[[# @LINE - 6]]:5: error: task is placed on rank 2 (dhir.rank), but the program runs on 2 ranks (ranks 0..1)
+// TOO-FEW: {{.*}}place.mlir:[[# @LINE - 6]]:11: error: task is placed on rank 2 (dhir.rank), but the program runs on 2 ranks (ranks 0..1)

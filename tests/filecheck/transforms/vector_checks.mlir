@@ -13,7 +13,7 @@
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %i, %[[FOUR]] : index
 // CHECK-NEXT: %[[END:.*]] = arith.addi %j, %[[EIGHT]] : index
 // CHECK-NEXT: %[[JN:.*]] = arith.cmpi sle, %[[END]], %[[EIGHT]] : index
-// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ out-of-bounds access\0ALocation: loc(\22{{.*}}vector_checks.mlir\22:19:3)"
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ out-of-bounds access\0ALocation: loc(\22{{.*}}vector_checks.mlir\22:19:8)"
 // CHECK-NEXT: %v = vector.load %a[%i, %j]
 func.func @load(%a: memref<4x8xf32>, %i: index, %j: index) -> vector<8xf32> {
   %v = vector.load %a[%i, %j] : memref<4x8xf32>, vector<8xf32>
@@ -32,7 +32,7 @@ func.func @load(%a: memref<4x8xf32>, %i: index, %j: index) -> vector<8xf32> {
 // CHECK-NEXT: %[[START:.*]] = arith.cmpi sge, %j, %{{.*}} : index
 // CHECK-NEXT: %[[SKIP:.*]] = arith.ori %[[NONE]], %[[PAST]] : i1
 // CHECK-NEXT: %[[OK:.*]] = arith.ori %[[SKIP]], %[[START]] : i1
-// CHECK-NEXT: cf.assert %[[OK]], "{{.*}}:39:3)"
+// CHECK-NEXT: cf.assert %[[OK]], "{{.*}}:39:8)"
 func.func @transfer(%a: memref<?xf32>, %j: index, %n: index) -> vector<8xf32> {
   %z = arith.constant 0.0 : f32
   %m = vector.create_mask %n : vector<8xi1>

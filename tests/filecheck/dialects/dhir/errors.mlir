@@ -10,7 +10,7 @@ func.func @task_outside_schedule(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: dhir.task must stand directly inside a dhir.schedule; wrap it: dhir.schedule %a, ... { %t = dhir.task ... }
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:8: error: dhir.task must stand directly inside a dhir.schedule; wrap it: dhir.schedule %a, ... { %t = dhir.task ... }
 
 // -----
 
@@ -25,7 +25,7 @@ func.func @task_in_task(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:7: error: dhir.task cannot be nested inside another dhir.task; make it a separate task of the schedule
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:12: error: dhir.task cannot be nested inside another dhir.task; make it a separate task of the schedule
 
 // -----
 
@@ -37,7 +37,7 @@ func.func @target_not_a_target(%a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: the first operand of dhir.task must be its target, a value made by dhir.target, but %a is a block argument of type memref<4xf32>; write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: the first operand of dhir.task must be its target, a value made by dhir.target, but %a is a block argument of type memref<4xf32>; write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}
 
 // -----
 
@@ -53,7 +53,7 @@ func.func @unlisted_memref(%a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:7: error: 'memref.load' uses %b, a memref defined outside this dhir.task that the task does not list; add it to the task's operands (dhir.task <target>, ..., %b)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:12: error: 'memref.load' uses %b, a memref defined outside this dhir.task that the task does not list; add it to the task's operands (dhir.task <target>, ..., %b)
 
 // -----
 
@@ -64,7 +64,7 @@ func.func @unknown_arch() {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: unknown arch "pentium"; known archs are CPU: x86_64, aarch64, riscv64, ppc64le; NVIDIA GPU: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (optionally suffixed a/f)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: unknown arch "pentium"; known archs are CPU: x86_64, aarch64, riscv64, ppc64le; NVIDIA GPU: sm_50, sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121 (optionally suffixed a/f)
 
 // -----
 
@@ -76,7 +76,7 @@ func.func @unknown_inline_arch(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: unknown arch "sm_42"; known archs are {{.*}}, or a kind: cpu, gpu, any
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: unknown arch "sm_42"; known archs are {{.*}}, or a kind: cpu, gpu, any
 
 // -----
 
@@ -87,7 +87,7 @@ func.func @unknown_kind() {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: unknown device kind "fpga"; known kinds are "cpu", "gpu", "any"
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: unknown device kind "fpga"; known kinds are "cpu", "gpu", "any"
 
 // -----
 
@@ -98,7 +98,7 @@ func.func @kind_contradicts_arch() {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: arch "sm_90" is a gpu, not a cpu
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: arch "sm_90" is a gpu, not a cpu
 
 // -----
 
@@ -109,7 +109,7 @@ func.func @empty_target() {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: dhir.target names no device; give it an arch {{.*}}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: dhir.target names no device; give it an arch {{.*}}
 
 // -----
 
@@ -120,7 +120,7 @@ func.func @missing_system_device() {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: device "gpu7" is not in any enclosing dlti.target_system_spec; {{.*}}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: device "gpu7" is not in any enclosing dlti.target_system_spec; {{.*}}
 
 // -----
 
@@ -182,10 +182,10 @@ func.func @use_before_def() {
   %0 = arith.constant 1 : i32
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:3: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:8: error: operand #0 of 'arith.addi' does not dominate this use (it is defined later, or in a region that does not enclose this op)
 // CHECK-NEXT: {{.*}}
 // CHECK-NEXT: {{.*}}
-// CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 6]]:3: note: operand defined here
+// CHECK-NEXT: {{.*}}errors.mlir:[[# @LINE - 6]]:8: note: operand defined here
 
 // -----
 
@@ -198,7 +198,7 @@ func.func @use_of_inner_value() -> index {
   %1 = arith.addi %0, %0 : index
   return %1 : index
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:3: error: use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:8: error: use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)
 
 // -----
 
@@ -209,7 +209,7 @@ func.func @op_in_schedule_body(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: 'memref.alloc' cannot stand directly in a dhir.schedule, which holds only dhir.target and dhir.task ops; move it into a task, or before the schedule
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: 'memref.alloc' cannot stand directly in a dhir.schedule, which holds only dhir.target and dhir.task ops; move it into a task, or before the schedule
 
 // -----
 
@@ -222,7 +222,7 @@ func.func @memref_not_in_schedule(%a: memref<4xf32>, %b: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: dhir.task lists %b, which is not an operand of the enclosing dhir.schedule; add it to the schedule's operands
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: dhir.task lists %b, which is not an operand of the enclosing dhir.schedule; add it to the schedule's operands
 
 // -----
 
@@ -235,7 +235,7 @@ func.func @scalar_task_operand(%a: memref<4xf32>, %s: f32) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: dhir.task operand #2 (%s) has type f32; a task lists only the memrefs it touches (scalars are used directly)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: dhir.task operand #2 (%s) has type f32; a task lists only the memrefs it touches (scalars are used directly)
 
 // -----
 
@@ -288,7 +288,7 @@ func.func @two_targets(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:5: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 6]]:10: error: dhir.task needs exactly one target: an operand (dhir.task %cpu, ...) or an inline name (dhir.task target = "cpu", ...)
 
 // -----
 
@@ -301,7 +301,7 @@ func.func @task_name_not_a_string(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: a task's name must be a non-empty string (name = "fill"), got 3 : i64
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: a task's name must be a non-empty string (name = "fill"), got 3 : i64
 
 // -----
 
@@ -330,7 +330,7 @@ func.func @task_block_arguments(%a: memref<4xindex>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 8]]:5: error: a dhir.task body takes no block arguments (nothing would bind them); use the schedule's operands and values defined in the body
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 8]]:10: error: a dhir.task body takes no block arguments (nothing would bind them); use the schedule's operands and values defined in the body
 
 // -----
 
@@ -382,4 +382,4 @@ func.func @task_without_a_region(%a: memref<4xi32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:5: error: Expected 1 region, but got 0
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: Expected 1 region, but got 0

@@ -8,4 +8,4 @@ func.func @main(%x: tensor<2xf64>) -> tensor<2xf64> {
   return %r : tensor<2xf64>
 }
 // CHECK-NOT: internal error
-// CHECK: grid_axes_schedule.mlir:7:3: error: 'shard.all_reduce' names grid axis 7, but the grid @g has 1 axes
+// CHECK: grid_axes_schedule.mlir:7:8: error: 'shard.all_reduce' names grid axis 7, but the grid @g has 1 axes
