@@ -316,7 +316,7 @@ def test_a_task_using_a_mutable_global_is_refused_at_the_task() -> None:
     inputs = [np.zeros(4, np.int32)]
     assert dhir.run(GLOBAL_IN_TASKS, *inputs, backend="interp")[0].tolist() == [42, 2, 3, 4]
     message = _native_error(GLOBAL_IN_TASKS, inputs)
-    assert "<string>:5:5: error: this task uses the mutable memref.global @g" in message
+    assert "<string>:5:11: error: this task uses the mutable memref.global @g" in message
     assert "as a schedule operand" in message
 
 
@@ -577,7 +577,7 @@ def test_a_cast_past_a_schedule_operand_is_refused_at_the_cast() -> None:
     inputs = [np.zeros(8, np.float32), np.zeros(4, np.float32)]
     assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0] * 8
     message = _native_error(text, inputs)
-    assert "<string>:8:7: error: this reinterpret_cast may reach elements outside %r" in message
+    assert "<string>:8:12: error: this reinterpret_cast may reach elements outside %r" in message
     assert "of the buffer %r is a view of" in message
     assert "Pass the whole buffer as the schedule operand" in message
 
@@ -635,7 +635,7 @@ def test_a_cast_past_an_argument_that_a_call_passes_a_view_is_refused() -> None:
     inputs = [np.zeros(8, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float32)]
     assert dhir.run(text, *inputs, backend="interp")[0].tolist() == [7.0] * 8
     message = _native_error(text, inputs)
-    assert "<string>:5:7: error: this reinterpret_cast may reach elements outside %r, of the " in (
+    assert "<string>:5:12: error: this reinterpret_cast may reach elements outside %r, of the " in (
         message
     )
     assert "buffer a call passes a view of as %r" in message

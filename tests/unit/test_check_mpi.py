@@ -49,9 +49,9 @@ def test_each_problem_is_reported_at_its_op() -> None:
     [found] = problems(module("    mpi.init\n"))
     assert found.startswith("prog.mlir:5:5: error: the module calls mpi.init, but dhir's")
     [found] = problems(module(""), "openmpi")
-    assert found.startswith("prog.mlir:3:5: error: the module is lowered for MPI:Impl")
+    assert found.startswith("prog.mlir:3:13: error: the module is lowered for MPI:Impl")
     [found] = problems(module("").replace('"MPI:Implementation"', '"other"'))
-    assert found.startswith("prog.mlir:3:5: error: the module uses mpi ops but declares no MPI")
+    assert found.startswith("prog.mlir:3:13: error: the module uses mpi ops but declares no MPI")
 
 
 def test_no_mpi_op_no_problem_and_a_lowered_module_passes() -> None:

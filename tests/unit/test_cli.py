@@ -204,7 +204,7 @@ def test_an_op_xdsl_cannot_build_from_its_types_is_a_located_error() -> None:
     )
     result = dhir_opt(stdin=text)
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "<stdin>:3:3: error: Dimension mismatch" in result.stderr
+    assert "<stdin>:3:8: error: Dimension mismatch" in result.stderr
 
 
 def test_an_error_on_a_very_long_line_quotes_a_window_of_it() -> None:
@@ -393,7 +393,7 @@ def test_an_integer_literal_too_long_to_read_is_an_error_in_dhir_terms() -> None
         parse_string(text, "long.mlir")
     message = str(error.value)
     # It said to call sys.set_int_max_str_digits(), Python's remedy, not the user's.
-    assert message.startswith("long.mlir:2:3: error: an integer literal in this op has more")
+    assert message.startswith("long.mlir:2:8: error: an integer literal in this op has more")
     assert "sys." not in message
 
 

@@ -311,7 +311,7 @@ UNSIGNED_LOOPS = {
     "attribute": (
         '%r = "scf.for"(%lb, %ub, %st, %z) ({\n      ^bb0(%i: i8, %n: i32):',
         "}) {unsignedCmp} : (i8, i8, i8, i32) -> i32",
-        "prog.mlir:10:7: ",
+        "prog.mlir:10:12: ",
     ),
 }
 

@@ -460,7 +460,7 @@ def test_gpu_host_code_errors_point_at_the_users_line(tmp_path: Path) -> None:
     program.write_text(GPU_HOST_PROGRAM)
     result = cli("compile", str(program), "-o", str(tmp_path / "exe"))
     assert result.returncode == 1
-    assert f"{program}:12:7: error:" in result.stderr, result.stderr
+    assert f"{program}:12:12: error:" in result.stderr, result.stderr
     assert "uses %a in 'memref.load' outside a kernel" in result.stderr
     assert "<mlir-opt" not in result.stderr
 

@@ -339,7 +339,7 @@ def test_no_driver_names_the_gpu_task(fake: Fake) -> None:
     with pytest.raises(DhirError) as error:
         _run(PROPOSAL, *_proposal_inputs())
     message = str(error.value)
-    assert re.search(r"GPU task \"task3\" at \S*proposal\.mlir:18:5 needs an NVIDIA GPU", message)
+    assert re.search(r"GPU task \"task3\" at \S*proposal\.mlir:18:14 needs an NVIDIA GPU", message)
     assert "the CUDA driver cannot be loaded" in message and "--gpu-fallback=cpu" in message
 
 
@@ -485,7 +485,7 @@ def test_default_placement_places_gpu_tasks_on_local_ranks(fake: Fake, ranks: in
     (counts,) = fake.counts()
     assert counts["launches"] == 1
     fake.set("DHIR_CUDA_DRIVER", "/nonexistent/libcuda.so.1")
-    needs = r"GPU task \"task3\" at \S*proposal\.mlir:18:5 needs an NVIDIA"
+    needs = r"GPU task \"task3\" at \S*proposal\.mlir:18:14 needs an NVIDIA"
     with pytest.raises(DhirError, match=needs):
         dhir.run(PROPOSAL, a, b, c, ranks=ranks, timeout=120)
 

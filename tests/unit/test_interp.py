@@ -1032,7 +1032,7 @@ def test_a_cast_to_a_layout_the_memref_lacks_is_an_error(cast: str, type_: str, 
         f"  %r = memref.cast %r0 : {type_} to memref<?xi32, strided<[?], offset: ?>>",
     )
     message = run_error(src, np.arange(8, dtype=np.int32))
-    assert message.startswith("prog.mlir:3:3: error: 'memref.cast' casts a memref of " + found)
+    assert message.startswith("prog.mlir:3:9: error: 'memref.cast' casts a memref of " + found)
     assert f"to {type_}, whose layout says otherwise" in message
 
 
@@ -1053,7 +1053,7 @@ def test_a_cast_to_a_static_offset_holds_only_where_the_offset_is_that() -> None
     (got, _) = run(STATIC_OFFSET, np.zeros(8, np.int32), 3)
     same_bits(got, np.array([0, 0, 0, 99, 0, 0, 0, 0], np.int32))
     message = run_error(STATIC_OFFSET, np.zeros(8, np.int32), 1)
-    assert message.startswith("prog.mlir:4:3: error: 'memref.cast' casts a memref of offset 1")
+    assert message.startswith("prog.mlir:4:9: error: 'memref.cast' casts a memref of offset 1")
 
 
 # Casts that hold: a reinterpret_cast view's offset, and a row-major view of a buffer.
@@ -1279,7 +1279,7 @@ OOB = """func.func @main(%a: memref<4xf32>) {
 
 def test_out_of_bounds_is_a_located_error() -> None:
     message = run_error(OOB, np.zeros(4, np.float32))
-    assert message.startswith("prog.mlir:8:9: error: 'memref.load'")
+    assert message.startswith("prog.mlir:8:14: error: 'memref.load'")
     assert "index 4 of dimension 0, whose size is 4" in message
 
 
@@ -1304,7 +1304,7 @@ def test_an_array_too_large_for_the_interpreter_is_a_located_error(alloc: str, w
 """
     message = run_error(program, np.zeros(4, np.float32))
     assert message.startswith(
-        "prog.mlir:5:7: error: 'memref.alloc' needs an array larger than the interpreter can hold"
+        "prog.mlir:5:12: error: 'memref.alloc' needs an array larger than the interpreter can hold"
     )
     assert why in message and "MemoryError" not in message
 
@@ -1367,7 +1367,7 @@ def test_unsupported_ops_are_located_errors() -> None:
     zeros = np.zeros(N, np.float32)
     message = run_error(rows_program([Row(line, "f32", "f32", "f32", np.add)]), zeros, zeros, zeros)
     assert message.startswith(
-        "prog.mlir:9:5: error: 'vector.fma' is not supported by the interpreter"
+        "prog.mlir:9:12: error: 'vector.fma' is not supported by the interpreter"
     )
     external = "func.func private @ext()\n" + CALL.replace(
         "%s = func.call", "func.call @ext() : () -> ()\n      %s = func.call"

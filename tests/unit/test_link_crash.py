@@ -23,7 +23,7 @@ from dhir.ir.diagnostics import DhirError
 DATA = Path(__file__).parent / "data" / "link"
 # Declares sum_plain (a memref's fields in, f64 out) called in task %t0 at 9:5, and twice.
 SCALARS = DATA / "scalars.mlir"
-AT_T0 = r"scalars.mlir:10:7: .*the call of @sum_plain in task t0 at \S*scalars.mlir:9:5"
+AT_T0 = r"scalars.mlir:10:12: .*the call of @sum_plain in task t0 at \S*scalars.mlir:9:11"
 
 BODIES = {
     "segfault": "volatile double *p = 0; return *p;",
@@ -139,7 +139,7 @@ func.func @main(%b: memref<16xf64>, %out: memref<1xf64>, %n: memref<1xi32>) {
 def test_a_call_in_a_function_a_task_calls_names_that_task(tmp_path: Path) -> None:
     obj = kernel(tmp_path, "segfault")
     program = dhir.parse_string(CALLED_FROM_A_FUNCTION, "helper.mlir")
-    message = r"helper.mlir:4:3: .*@sum_plain in task sums at helper.mlir:10:5 died of SIGSEGV"
+    message = r"helper.mlir:4:8: .*@sum_plain in task sums at helper.mlir:10:13 died of SIGSEGV"
     with pytest.raises(DhirError, match=message):
         dhir.run(program, *inputs(), backend="interp", link=[obj])
 
@@ -182,7 +182,7 @@ def test_a_death_after_the_call_returned_names_that_call(tmp_path: Path) -> None
     subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "arm.c", "-o", obj], check=True)
     program = dhir.parse_string(ARMS, "arms.mlir")
     message = r"arms.mlir:7:7: .*died of SIGSEGV \(signal 11\) after the call of @arm in task t"
-    with pytest.raises(DhirError, match=message + r" at arms.mlir:6:5 returned"):
+    with pytest.raises(DhirError, match=message + r" at arms.mlir:6:10 returned"):
         dhir.run(program, np.zeros(1, np.int64), backend="interp", link=[obj], timeout=60)
 
 
@@ -194,7 +194,7 @@ def test_linked_code_that_never_returns_is_stopped_at_the_timeout(tmp_path: Path
     with spinning(tmp_path, "--timeout", "1") as running:
         _, stderr = running.communicate(timeout=60)
     assert running.returncode == 1, stderr
-    message = r"scalars.mlir:10:7: .*timed out after 1 s in the call of @sum_plain in task t0"
+    message = r"scalars.mlir:10:12: .*timed out after 1 s in the call of @sum_plain in task t0"
     assert re.search(message + ".*which had not returned", stderr), stderr
     assert "Traceback" not in stderr
 

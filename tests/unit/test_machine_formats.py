@@ -451,7 +451,7 @@ def test_attaching_a_description_without_a_named_device_is_an_error() -> None:
     )
     system = from_dict({"name": "cpus", "nodes": [{"name": "n", "devices": [
         {"name": "cpu0", "arch": "x86_64", "cores": 2}]}]}, "cpus.toml")  # fmt: skip
-    with pytest.raises(DhirError, match='prog.mlir:4:5: error: this target names device "gpu0", '
+    with pytest.raises(DhirError, match='prog.mlir:4:10: error: this target names device "gpu0", '
                        "which the machine description 'cpus' does not have; it has cpu0"):  # fmt: skip
         attach(module, system)
 

@@ -1280,7 +1280,7 @@ def test_memrefs_of_integers_wider_than_i128_are_refused(width: int) -> None:
         "  memref.store %y, %out[%c0] : memref<2xi32>\n  return\n}\n"
     )
     module = dhir.parse_string(text, "wide.mlir")
-    with pytest.raises(dhir.DhirError, match=f"wide.mlir:2:3: .*memrefs of i{width} are not"):
+    with pytest.raises(dhir.DhirError, match=f"wide.mlir:2:8: .*memrefs of i{width} are not"):
         dhir.run(module, np.zeros(2, np.int32), backend="native", ranks=1)
 
 
@@ -2041,7 +2041,7 @@ def test_a_float_outer_product_with_an_accumulator_is_refused_by_the_interpreter
     inputs += [np.zeros(3, np.int32), np.zeros((4, 3), np.float32), np.zeros(4, np.float32)]
     inputs += [np.zeros((4, 3), np.int32), np.zeros((4, 3), np.int32)]
     with pytest.raises(
-        dhir.DhirError, match=r"prog.mlir:12:3: error: 'vector.outerproduct' with an accumulator"
+        dhir.DhirError, match=r"prog.mlir:12:8: error: 'vector.outerproduct' with an accumulator"
     ):
         dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend="interp")
 
@@ -2493,7 +2493,7 @@ def test_contractions_mlir_22_does_not_lower_are_refused(
         if "kind" in change
         else "expected at least one contracting dimension pair"
     )
-    with pytest.raises(dhir.DhirError, match=rf"prog.mlir:7:3: error: .*{want}"):
+    with pytest.raises(dhir.DhirError, match=rf"prog.mlir:7:8: error: .*{want}"):
         dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend=backend)
 
 
@@ -2513,7 +2513,7 @@ def test_a_contraction_dropping_a_parallel_dimension_is_refused_at_its_line(back
     inputs = [np.zeros((2, 5), np.float32), np.zeros((5, 3), np.float32)]
     inputs += [np.zeros(3, np.float32), np.zeros(3, np.float32)]
     want = "not supported by the .*dimension 0 \\(of size 2\\) is not in the result"
-    with pytest.raises(dhir.DhirError, match=rf"prog.mlir:7:3: error: .*{want}"):
+    with pytest.raises(dhir.DhirError, match=rf"prog.mlir:7:8: error: .*{want}"):
         dhir.run(dhir.parse_string(program, "prog.mlir"), *inputs, backend=backend)
 
 

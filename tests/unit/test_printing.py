@@ -156,6 +156,6 @@ def test_a_while_loop_printed_with_locations_reads_back() -> None:
   return %n : index
 }"""
     printed = print_module(parse_string(text, "w.mlir"), debuginfo=True)
-    assert 'loc("w.mlir":2:3)' in printed
+    assert 'loc("w.mlir":2:8)' in printed
     again = parse_string(printed)
     assert print_module(again) == print_module(parse_string(text))

@@ -23,7 +23,7 @@ from dhir.transforms.track_tasks import task_table
 
 PROGRAM = Path(__file__).parent / "data" / "rank_failure.mlir"
 # The task on rank 1 (the `%dies` task, line 15), as `dhir schedule` names it.
-DIES = f"task dies at {PROGRAM}:15:5"
+DIES = f"task dies at {PROGRAM}:15:13"
 MPIS = ("mpich", "openmpi")
 # The rank number each MPI gives its processes in their environment.
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")
@@ -332,7 +332,7 @@ def test_track_tasks_numbers_tasks_as_their_names() -> None:
     assert calls.count("dhir_rt_task_enter") == 3 and calls.count("dhir_rt_task_leave") == 3
     table = task_table(module)
     assert [line.split("\t")[0] for line in table] == ["first", "dies", "last"]
-    assert table[1].split("\t")[1] == f"{PROGRAM}:15:5"
+    assert table[1].split("\t")[1] == f"{PROGRAM}:15:13"
     assert "dhir.task_table" not in module.attributes
 
 

@@ -189,7 +189,7 @@ def test_clone_with_a_literal_out_of_range_is_parsed_and_reported() -> None:
 """
     with pytest.raises(DhirError) as error:
         parse_string(text, "t.mlir")
-    assert "t.mlir:13:7:" in str(error.value)
+    assert "t.mlir:13:12:" in str(error.value)
     assert "300" in str(error.value)
 
 

@@ -160,7 +160,7 @@ def test_unknown_entry_and_bad_program(tmp_path: Path) -> None:
         'func.func @main() {\n  dhir.schedule {\n    %t = dhir.target {arch = "z80"}\n  }\n  return\n}\n'
     )
     result = dhir("run", str(bad))
-    assert result.returncode == 1 and f"{bad}:3:5: error: unknown arch" in result.stderr
+    assert result.returncode == 1 and f"{bad}:3:10: error: unknown arch" in result.stderr
 
 
 @needs_llvm

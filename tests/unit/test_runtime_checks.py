@@ -403,7 +403,7 @@ def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     first = result.stderr.splitlines()[0]
-    assert first.startswith(f"{program}:10:9: error: a runtime check failed: out-of-bounds")
+    assert first.startswith(f"{program}:10:14: error: a runtime check failed: out-of-bounds")
 
 
 @pytest.mark.mlir

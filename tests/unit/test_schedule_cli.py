@@ -229,7 +229,9 @@ def test_gpu_task_on_a_system_of_cpus_is_an_error(
     program = str(EXAMPLES / "proposal.mlir")
     code, _, err = run_schedule(capsys, program, "--system", str(system))
     assert code == 1
-    assert "proposal.mlir:18:5" in err and "sm_90" in err and "no rank runs on such a device" in err
+    assert (
+        "proposal.mlir:18:14" in err and "sm_90" in err and "no rank runs on such a device" in err
+    )
 
 
 def test_local_ranks_drive_a_gpu_for_gpu_tasks(capsys: pytest.CaptureFixture[str]) -> None:

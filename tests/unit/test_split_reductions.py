@@ -227,7 +227,7 @@ def test_a_task_it_cannot_split_stays_whole_with_a_warning(
         assert len(tasks) == 4 and err == ""
         return
     assert len(tasks) == 1
-    assert err.count("\n") == 1 and err.startswith("<string>:4:5: warning: dhir.reassociate on")
+    assert err.count("\n") == 1 and err.startswith("<string>:4:10: warning: dhir.reassociate on")
     assert "on t has no effect" in err
     assert why in err and "stays whole" in err
 
@@ -241,7 +241,7 @@ def test_the_warning_names_the_tasks_line(
     program.write_text(Reduction("addi", 0, N, 1, 3).text().replace("arith.addi", "arith.subi"))
     assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith(f"{program}:4:5: warning: dhir.reassociate on t ")
+    assert err.startswith(f"{program}:4:10: warning: dhir.reassociate on t ")
 
 
 def test_dhir_schedule_shows_the_pieces_and_the_combining_task(

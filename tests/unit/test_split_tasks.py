@@ -374,7 +374,7 @@ def test_a_split_outside_one_to_max_ranks_is_a_located_error(
     program.write_text(_row_halves(1).replace("dhir.task %cpu, %a, %b {", forced))
     assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}"]) == 1
     err = capsys.readouterr().err
-    assert f"{program}:6:5:" in err and "dhir.split must be an integer from 1 to 65536" in err
+    assert f"{program}:6:11:" in err and "dhir.split must be an integer from 1 to 65536" in err
     assert "Traceback" not in err and "internal error" not in err
 
 
@@ -424,7 +424,7 @@ def test_a_split_that_cannot_be_made_says_so_at_the_task(
         if why is None:
             assert err == "" and pieces == 2
         else:
-            assert f"{program}:6:5: warning: dhir.split = 2 on t0 " in err
+            assert f"{program}:6:11: warning: dhir.split = 2 on t0 " in err
             assert why in err and "the task stays whole" in err and pieces == 0
 
 

@@ -756,7 +756,7 @@ def test_a_run_time_offset_into_an_identity_layout_is_refused_at_its_line() -> N
     with pytest.raises(DhirError) as error:
         parse_string(text)
     message = str(error.value)
-    assert ":2:3: error: the result type has offset 0" in message
+    assert ":2:8: error: the result type has offset 0" in message
     assert "memref<4x4xf32, strided<[4, 1], offset: ?>>" in message
 
 

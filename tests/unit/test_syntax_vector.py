@@ -103,7 +103,7 @@ def test_malformed_contractions_are_refused_as_mlir_refuses_them(line: str, mess
         assert checked.returncode != 0 and message in checked.stderr, checked.stderr
     with pytest.raises(dhir.DhirError) as error:
         parse_string(program, "bad.mlir")
-    assert str(error.value).startswith("bad.mlir:2:3:") and message in str(error.value)
+    assert str(error.value).startswith("bad.mlir:2:8:") and message in str(error.value)
 
 
 MEMORY = """
@@ -193,8 +193,10 @@ def test_ops_mlir_cannot_lower_natively_are_errors(line: str) -> None:
     op = next(word for word in line.split() if word.startswith("vector."))
     program = parse_string(REFUSED.replace("OP", line), "prog.mlir")
     at = REFUSED.splitlines().index("  OP") + 1
+    column = 3 + line.index(op)  # at the op's name, after its results
     with pytest.raises(
-        dhir.DhirError, match=f"prog.mlir:{at}:3: error: '{op}' is not supported by the native"
+        dhir.DhirError,
+        match=f"prog.mlir:{at}:{column}: error: '{op}' is not supported by the native",
     ):
         dhir.run(program, np.zeros(8, np.float32), ranks=1)
 
@@ -294,7 +296,7 @@ def test_lane_moves_verify_as_mlir_s(line: str, valid: bool) -> None:
     if valid:
         parse_string(text, "prog.mlir")
     else:
-        with pytest.raises(dhir.DhirError, match=r"prog.mlir:2:3: error: "):
+        with pytest.raises(dhir.DhirError, match=r"prog.mlir:2:8: error: "):
             parse_string(text, "prog.mlir")
     if shutil.which("mlir-opt-22") is not None:
         done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)

@@ -488,7 +488,7 @@ def test_a_result_written_in_part_is_refused_where_the_entry_returns(
     message = str(caught.value)
     assert message.startswith(f"prog.mlir:7:3: error: the entry ends with element [{first}] of ")
     assert "result #0 of @main unwritten" in message
-    copied = f"it is a copy of element [{first}] of the buffer allocated at prog.mlir:2:3"
+    copied = f"it is a copy of element [{first}] of the buffer allocated at prog.mlir:2:8"
     assert (copied in message) == twice
     assert "linalg.fill" in message and "Traceback" not in message
 

@@ -255,7 +255,7 @@ def test_the_ping_pong_error_says_what_to_do_instead() -> None:
     with pytest.raises(PassFailedAt) as caught:
         check_shared_data(parse_string(PING_PONG))
     message = str(caught.value)
-    assert "The scf.for at <string>:5:3 carries %x and %y (iter_args)" in message
+    assert "The scf.for at <string>:5:10 carries %x and %y (iter_args)" in message
     assert "choose between them inside the tasks (an scf.if on the step's parity)" in message
     assert "Pass the buffer once" not in message
     check_shared_data(parse_string(BY_PARITY))  # the advice is accepted
@@ -276,4 +276,4 @@ def test_a_rank_that_is_no_integer_is_refused_where_it_is_written(rank: str) -> 
     for backend in ("interp", "native"):
         with pytest.raises(DhirError) as caught:
             dhir.run(text, *_inputs("cast"), backend=backend, ranks=2, timeout=120)
-        assert f"<string>:{at}:7: error: dhir.rank must be an integer" in str(caught.value)
+        assert f"<string>:{at}:13: error: dhir.rank must be an integer" in str(caught.value)
