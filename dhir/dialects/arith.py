@@ -347,7 +347,7 @@ class SelectOp(arith.SelectOp):
         printer.print_attribute(self.result.type)
 
 
-def _bools_like(type_: Attribute) -> Attribute:
+def bools_like(type_: Attribute) -> Attribute:
     """i1, or a vector or tensor of i1 of `type_`'s shape: what comparing two
     values of `type_` gives."""
     if isinstance(type_, VectorType):
@@ -385,14 +385,14 @@ class CmpiOp(arith.CmpiOp):
         IRDLOperation.__init__(
             self,
             operands=[lhs, operand2],
-            result_types=[_bools_like(lhs.type)],
+            result_types=[bools_like(lhs.type)],
             properties={"predicate": IntegerAttr(predicate, 64)},
         )
 
     def verify_(self) -> None:
-        if self.result.type != _bools_like(self.lhs.type):
+        if self.result.type != bools_like(self.lhs.type):
             raise VerifyException(
-                f"'arith.cmpi' op result type must be {_bools_like(self.lhs.type)}"
+                f"'arith.cmpi' op result type must be {bools_like(self.lhs.type)}"
             )
 
 
@@ -419,14 +419,14 @@ class CmpfOp(arith.CmpfOp):
         IRDLOperation.__init__(
             self,
             operands=[lhs, operand2],
-            result_types=[_bools_like(lhs.type)],
+            result_types=[bools_like(lhs.type)],
             properties={"predicate": IntegerAttr(predicate, 64), "fastmath": fastmath},
         )
 
     def verify_(self) -> None:
-        if self.result.type != _bools_like(self.lhs.type):
+        if self.result.type != bools_like(self.lhs.type):
             raise VerifyException(
-                f"'arith.cmpf' op result type must be {_bools_like(self.lhs.type)}"
+                f"'arith.cmpf' op result type must be {bools_like(self.lhs.type)}"
             )
 
 

@@ -42,6 +42,11 @@
   becomes `math.ipowi` on i64 between `arith.index_cast`s, the same bits (index is 64
   bits wide on every target dhir builds for).
 
+- `math.isinf` and `math.isnormal`: no pass of mlir-opt-22 lowers them (`convert-math-to-llvm`
+  lowers `math.isnan` and `math.isfinite` only). isinf becomes `isfinite == isnan` (both
+  false for an infinity only); isnormal `isfinite(x) and absf(x) >= ` the type's smallest
+  normal number. Each tests the same class of floats.
+
 - `arith.truncf` and `arith.extf` with fast-math flags: `convert-to-llvm` copies the flags
   onto `llvm.fptrunc`/`llvm.fpext` as an `#arith.fastmath` attribute, which mlir-translate
   rejects ("attribute created with unregistered dialect"). The flags go: a conversion
@@ -76,7 +81,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
+    AnyFloat,
     ArrayAttr,
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -150,6 +159,9 @@ class Mlir22WorkaroundsPass(ModulePass):
         if _any(met, mathd.ClampFOp):
             for clamp in find_ops(op, (mathd.ClampFOp,)):
                 _clamp(clamp)
+        if _any(met, mathd.FloatClassOp):
+            for test in find_ops(op, (mathd.IsInfOp, mathd.IsNormalOp)):
+                _classify_by_lowered_ops(test)
         if _any(met, mathd.IPowIOp):
             for power in find_ops(op, (mathd.IPowIOp,)):
                 if isinstance(_lane(power.result.type), IndexType):
@@ -184,6 +196,8 @@ _REWRITTEN = (
     memref.AllocaScopeOp,
     mathd.ClampFOp,
     mathd.IPowIOp,
+    mathd.IsInfOp,
+    mathd.IsNormalOp,
     arith.ExtFOp,
     *_UNLOWERED,
 )
@@ -300,6 +314,37 @@ def _clamp(op: mathd.ClampFOp) -> None:
     below = arith.MinimumfOp(op.value, op.max, op.fastmath)
     above = arith.MaximumfOp(below.result, op.min, op.fastmath)
     Rewriter.replace_op(op, [below, above], [above.result])
+
+
+# The smallest positive normal number of each float type, by its width in bits (bf16 has
+# f32's exponent).
+_SMALLEST_NORMAL = {16: 2.0**-14, 32: 2.0**-126, 64: 2.0**-1022}
+
+
+def _classify_by_lowered_ops(op: mathd.FloatClassOp) -> None:
+    """isinf or isnormal of the ops mlir-opt-22 lowers: no flags, so each is exact."""
+    finite = mathd.IsFiniteOp.create(operands=[op.operand], result_types=[op.result.type])
+    nan = mathd.IsNaNOp.create(operands=[op.operand], result_types=[op.result.type])
+    if isinstance(op, mathd.IsInfOp):
+        same = arith.CmpiOp(finite.result, nan.result, "eq")
+        Rewriter.replace_op(op, [finite, nan, same], [same.result])
+        return
+    type_ = op.operand.type
+    lane = _lane(type_)
+    assert isinstance(lane, AnyFloat)
+    width = 32 if isinstance(lane, BFloat16Type) else lane.bitwidth
+    if width not in _SMALLEST_NORMAL:
+        raise PassFailedAt(op, f"'{op.name}' is not supported by the native backend on {lane}")
+    smallest = FloatAttr(_SMALLEST_NORMAL[width], lane)
+    threshold = arith.ConstantOp(
+        DenseIntOrFPElementsAttr.from_list(type_, [smallest.value.data])
+        if isinstance(type_, VectorType)
+        else smallest
+    )
+    magnitude = mathd.AbsFOp(op.operand)
+    large = arith.CmpfOp(magnitude.result, threshold.result, "oge")
+    both = arith.AndIOp(finite.result, large.result)
+    Rewriter.replace_op(op, [finite, threshold, magnitude, large, both], [both.result])
 
 
 def _lane(type_: Attribute) -> Attribute:

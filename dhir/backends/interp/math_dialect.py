@@ -10,7 +10,7 @@ from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 
 from dhir.backends.interp.core import Values, f32_bits, fail, handles, lanewise, register
 from dhir.backends.interp.scalars import (
@@ -44,8 +44,8 @@ _MATH_C_NAMES: dict[type[Operation], str] = {
     mathd.AcosOp: "acos", mathd.AcoshOp: "acosh",
     mathd.AsinOp: "asin", mathd.AsinhOp: "asinh", mathd.AtanOp: "atan",
     mathd.AtanhOp: "atanh", mathd.Atan2Op: "atan2", mathd.CbrtOp: "cbrt",
-    mathd.CeilOp: "ceil", mathd.CosOp: "cos",
-    mathd.CoshOp: "cosh", mathd.ErfOp: "erf", mathd.ExpOp: "exp", mathd.Exp2Op: "exp2",
+    mathd.CeilOp: "ceil", mathd.CosOp: "cos", mathd.CoshOp: "cosh", mathd.ErfOp: "erf",
+    mathd.ErfcOp: "erfc", mathd.ExpOp: "exp", mathd.Exp2Op: "exp2",
     mathd.ExpM1Op: "expm1", mathd.FloorOp: "floor", mathd.FmaOp: "fma",
     mathd.LogOp: "log", mathd.Log10Op: "log10", mathd.Log1pOp: "log1p",
     mathd.Log2Op: "log2", mathd.PowFOp: "pow", mathd.RoundOp: "round",
@@ -69,6 +69,16 @@ def _c_float(value: float) -> ctypes.c_float:
     ctypes' conversion quiets a signalling NaN (glibc's powf(sNaN, 0) is NaN, of a
     quiet one 1)."""
     return ctypes.c_float.from_buffer_copy(f32_bits(value).to_bytes(4, "little"))
+
+
+def _smallest_normal(op: Operation, lane: Attribute) -> float:
+    if isinstance(lane, Float16Type):
+        return 2.0**-14
+    if isinstance(lane, Float32Type | BFloat16Type):  # bf16 has f32's exponent
+        return 2.0**-126
+    if isinstance(lane, Float64Type):
+        return 2.0**-1022
+    fail(op, f"is not supported by the interpreter on {lane}")
 
 
 def _math_op_type(op: Operation) -> type[Operation]:
@@ -96,6 +106,20 @@ class MathImpls(InterpreterFunctions):
         if isinstance(op, mathd.AbsFOp):
             return (math.fabs(args[0]),)
         return (math.copysign(args[0], args[1]),)
+
+    @handles(mathd.IsNaNOp, mathd.IsInfOp, mathd.IsFiniteOp, mathd.IsNormalOp)
+    def run_float_class(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        # On the value, exact: f16 and bf16 hold theirs as a float (a subnormal one too),
+        # so the smallest normal number of the type decides isnormal.
+        (value,) = args
+        if isinstance(op, mathd.IsNaNOp):
+            return (int(value != value),)
+        if isinstance(op, mathd.IsInfOp):
+            return (int(math.isinf(value)),)
+        if isinstance(op, mathd.IsFiniteOp):
+            return (int(math.isfinite(value)),)
+        smallest = _smallest_normal(op, lane_type(op.operands[0].type))
+        return (int(math.isfinite(value) and abs(value) >= smallest),)
 
     @handles(mathd.ClampFOp)
     def run_clampf(self, interp: Interpreter, op: Operation, args: Values) -> Values:
