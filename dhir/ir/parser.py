@@ -35,6 +35,7 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
+from dhir.dialects.mlir22_gaps import unknown_op_message
 from dhir.ir.by_identity import ByIdentity
 from dhir.ir.region_cache import TaskBodyCache
 
@@ -173,6 +174,16 @@ class LocatedParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(self._op_names[-1].start)
         return op
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        found = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        if found is not None:
+            return found
+        # At the op's name, which the parser has just read (xDSL points past it).
+        start = self.lexer.input.content.rfind(name, 0, self._current_token.span.start)
+        dialect = self.ctx.get_optional_dialect(name.split(".")[0]) if "." in name else None
+        known = [op.name for op in dialect.operations] if dialect is not None else []
+        self.raise_error(unknown_op_message(name, known), start, start + len(name))
 
     def parse_optional_attr_dict_with_keyword(
         self, reserved_attr_names: Iterable[str] = ()
