@@ -88,6 +88,24 @@ func.func @clamp(%x: f32, %lo: f32, %hi: f32, %v: vector<4xf64>) -> (f32, vector
   return %r, %s : f32, vector<4xf64>
 }
 
+// math.isinf and math.isnormal, which no pass of mlir-opt-22 lowers: isinf is
+// isfinite == isnan, isnormal isfinite and |x| >= the smallest normal number.
+// CHECK-LABEL: func.func @classes
+func.func @classes(%x: f16, %v: vector<4xf64>) -> (i1, vector<4xi1>) {
+  // CHECK-NEXT: %[[F:.*]] = math.isfinite %x : f16
+  // CHECK-NEXT: %[[N:.*]] = math.isnan %x : f16
+  // CHECK-NEXT: %[[R:.*]] = arith.cmpi eq, %[[F]], %[[N]] : i1
+  %r = math.isinf %x : f16
+  // CHECK-NEXT: %[[G:.*]] = math.isfinite %v : vector<4xf64>
+  // CHECK-NEXT: %[[M:.*]] = arith.constant dense<2.2250738585072014e-308> : vector<4xf64>
+  // CHECK-NEXT: %[[A:.*]] = math.absf %v : vector<4xf64>
+  // CHECK-NEXT: %[[L:.*]] = arith.cmpf oge, %[[A]], %[[M]] : vector<4xf64>
+  // CHECK-NEXT: %[[S:.*]] = arith.andi %[[G]], %[[L]] : vector<4xi1>
+  %s = math.isnormal %v : vector<4xf64>
+  // CHECK-NEXT: return %[[R]], %[[S]] : i1, vector<4xi1>
+  return %r, %s : i1, vector<4xi1>
+}
+
 // A dimension reduced along one operand only (l here, of size above 1): MLIR 22 unrolls
 // it only into the result, so it left the contraction in place. The other operand is
 // broadcast along it, as a leading dimension, making it a contracting pair.
