@@ -314,7 +314,7 @@ func.func @task_name_with_a_newline(%a: memref<4xf32>) {
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:5: error: a task's name must not hold control characters (tabs, newlines, ...), which no table or profile can show as written; got "line\0Anext"
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: a task's name must not hold control characters (tabs, newlines, ...), which no table or profile can show as written; got "line\0Anext"
 
 // -----
 
