@@ -8,7 +8,9 @@ pure ops again, and the loop is
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
   disjoint elements: what iteration i writes overlaps nothing iteration i' != i reads or
-  writes (`dhir.analysis.regions.iteration_regions`, isl), or
+  writes (`dhir.analysis.regions.iteration_regions`, isl), i and i' taken among the values
+  the variable takes where its bounds and step are constants (the tile loop of a tiled
+  nest, `for ii in [0, n) step 32 { for i in [ii, min(ii + 32, n)) ...}`), or
 - a linalg structured op on memrefs (`linalg.generic`, `matmul`, `fill`, `add`, ...)
   whose first loop d0 is "parallel", no `linalg.index` in its body, where each operand's
   indexing map has d0 at most as one plain result (`(d0, d1, d2) -> (d0, d2)`, not
@@ -260,9 +262,11 @@ def splittable(task: TaskOp) -> tuple[int, Operation] | None:
         return (position, loop) if not loop.results and _first_range(loop) else None
     if isinstance(loop, scf.ForOp | affine.ForOp):
         body = loop.body.block
-        if len(body.args) != 1 or not iterations_independent(task.memrefs, body):
-            return None
         if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
+            return None
+        if len(body.args) != 1:
+            return None
+        if not iterations_independent(task.memrefs, body, _values(loop)):
             return None
         return position, loop
     if isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None:
@@ -373,6 +377,14 @@ def _loop_range(loop: Operation) -> _Range:
     if low is not None and high is not None and stride is not None:
         return _Range((low, high, stride))
     return _Range(None, lower, upper, stride == 1)
+
+
+def _values(loop: scf.ForOp | affine.ForOp) -> range | None:
+    """The values the loop's variable takes, when its bounds and step are constants."""
+    known = _loop_range(loop).known
+    if known is None or known[2] <= 0:
+        return None
+    return range(*known)
 
 
 def _affine_range(loop: affine.ForOp) -> tuple[int, int] | None:

@@ -143,3 +143,29 @@ func.func @mm(%a: memref<7x5xf64>, %b: memref<5x6xf64>, %c: memref<7x6xf64>, %s:
   }
   return
 }
+
+// A tiled loop as MLIR's tiling writes it: tiles 4 rows apart touch disjoint rows, though
+// two starts 1 apart would overlap; cut between tiles, each inner `min` bound kept.
+// CHECK-LABEL: func.func @tiled
+// CHECK:      dhir.piece = [0 : i64, 0 : i64]
+// CHECK-NEXT:   affine.for %{{.*}} = 0 to 4 step 4 {
+// CHECK-NEXT:     affine.for %{{.*}} = affine_map<(d0) -> (d0)>(%{{.*}}) to min affine_map<(d0) -> ((d0 + 4), 10)>
+// CHECK:      dhir.piece = [0 : i64, 1 : i64]
+// CHECK-NEXT:   affine.for %{{.*}} = 4 to 10 step 4 {
+// ONE-LABEL: func.func @tiled
+// ONE-NOT:   dhir.piece
+func.func @tiled(%a: memref<10x4xi32>, %b: memref<10x4xi32>) {
+  dhir.schedule %a, %b {
+    %t = dhir.task target = "cpu", %a, %b {
+      affine.for %ii = 0 to 10 step 4 {
+        affine.for %i = affine_map<(d0) -> (d0)>(%ii) to min affine_map<(d0) -> (d0 + 4, 10)>(%ii) {
+          affine.for %j = 0 to 4 {
+            %x = affine.load %a[%i, %j] : memref<10x4xi32>
+            affine.store %x, %b[%i, %j] : memref<10x4xi32>
+          }
+        }
+      }
+    }
+  }
+  return
+}
