@@ -933,3 +933,186 @@ def test_tiled_loop_pieces_run_natively_as_the_interpreter_does(form: str, ranks
     assert len(_split(text, ranks=ranks)[1]) == ranks
     got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, placement=SPREAD)
     _same(got, _interp(text, case.inputs()))
+
+
+# --- linalg ops on views made in the task ---------------------------------------------
+
+VIEWED = (10, 6)  # the shape of the memrefs viewed
+
+
+def _view(name: str, offsets: tuple[int, int], sizes: tuple[int, int], rows: int) -> str:
+    """`memref.subview` of %name (VIEWED, f64) at `offsets`, of `sizes`, `rows` apart."""
+    kind = f"memref<{sizes[0]}x{sizes[1]}xf64, strided<[{VIEWED[1] * rows}, 1], offset: "
+    kind += f"{offsets[0] * VIEWED[1] + offsets[1]}>>"
+    whole = f"memref<{VIEWED[0]}x{VIEWED[1]}xf64>"
+    return (
+        f"%s{name} = memref.subview %{name}[{offsets[0]}, {offsets[1]}] "
+        f"[{sizes[0]}, {sizes[1]}] [{rows}, 1] : {whole} to {kind}"
+    ), kind
+
+
+@dataclass(frozen=True)
+class ViewedOp:
+    """One task making views of %x and %o (as dhir-codedrop makes again the views host
+    code made) and running a linalg.generic on them: O = X * 2 + v, X the h x w block of
+    %x at (xr, xc) of every `stride`-th row, O the block of %o at (orow, oc), h x w, or
+    w x h written transposed when `column_out`; v (w values) the row of %v that each d0
+    reads whole."""
+
+    h: int
+    w: int
+    xr: int
+    xc: int
+    stride: int
+    orow: int
+    oc: int
+    column_out: bool
+    pieces: int
+
+    def text(self) -> str:
+        x, xkind = _view("x", (self.xr, self.xc), (self.h, self.w), self.stride)
+        out = (self.w, self.h) if self.column_out else (self.h, self.w)
+        o, okind = _view("o", (self.orow, self.oc), out, 1)
+        omap = "(d1, d0)" if self.column_out else "(d0, d1)"
+        whole = f"memref<{VIEWED[0]}x{VIEWED[1]}xf64>"
+        return f"""
+func.func @main(%x: {whole}, %o: {whole}, %v: memref<{self.w}xf64>) {{
+  dhir.schedule %x, %o, %v {{
+    %t = dhir.task target = "cpu", %x, %o, %v attributes {{dhir.split = {self.pieces}}} {{
+      {x}
+      {o}
+      linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+          affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> {omap}>],
+          iterator_types = ["parallel", "parallel"]}}
+          ins(%sx, %v : {xkind}, memref<{self.w}xf64>) outs(%so : {okind}) {{
+      ^bb0(%a: f64, %b: f64, %c: f64):
+        %two = arith.constant 2.0 : f64
+        %p = arith.mulf %a, %two : f64
+        %s = arith.addf %p, %b : f64
+        linalg.yield %s : f64
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+    def unforced(self) -> str:
+        return self.text().replace(f" attributes {{dhir.split = {self.pieces}}}", "")
+
+    def inputs(self) -> list[object]:
+        rng = np.random.default_rng(self.h * 13 + self.w)
+        return [rng.standard_normal(VIEWED), rng.standard_normal(VIEWED), rng.random(self.w)]
+
+
+@st.composite
+def viewed_ops(draw: st.DrawFn) -> ViewedOp:
+    stride = draw(st.integers(1, 3))
+    h = draw(st.integers(1, (VIEWED[0] - 1) // stride + 1))
+    w = draw(st.integers(1, VIEWED[1]))
+    column_out = draw(st.booleans())
+    orows, ocols = (w, h) if column_out else (h, w)
+    if orows > VIEWED[0] or ocols > VIEWED[1]:
+        column_out, orows, ocols = False, h, w
+    return ViewedOp(
+        h=h,
+        w=w,
+        xr=draw(st.integers(0, VIEWED[0] - 1 - (h - 1) * stride)),
+        xc=draw(st.integers(0, VIEWED[1] - w)),
+        stride=stride,
+        orow=draw(st.integers(0, VIEWED[0] - orows)),
+        oc=draw(st.integers(0, VIEWED[1] - ocols)),
+        column_out=column_out,
+        pieces=draw(st.integers(1, 5)),
+    )
+
+
+def _regions(text: str, pipeline: str, which: int) -> list[tuple[isl.Set, isl.Set]]:
+    """What each task of `text` reads and writes of its memref number `which`."""
+    module = parse_string(text)
+    run_pipeline(module, pipeline)
+    tasks = [op for op in module.walk() if isinstance(op, TaskOp)]
+    regions = [(task_regions(t), t.memrefs[which]) for t in tasks]
+    return [(r.read(m), r.written(m)) for r, m in regions]
+
+
+@_profile(40)
+@given(viewed_ops())
+def test_linalg_ops_on_views_made_in_the_task_split_by_rows(case: ViewedOp) -> None:
+    """Each piece views its rows of the task's views: it reads and writes exactly its
+    part of what the whole task does."""
+    text = case.text()
+    split, tasks = _split(text)
+    assert len(tasks) == (min(case.pieces, case.h) if case.pieces > 1 else 1), split
+    if len(tasks) > 1:
+        for which in (0, 1):
+            pieces = _regions(text, "dhir-split", which)
+            (whole,) = _regions(text, "", which)
+            for kind in (0, 1):  # reads, then writes
+                parts = [p[kind] for p in pieces]
+                for k, part in enumerate(parts):
+                    assert all((part & other).is_empty() for other in parts[k + 1 :])
+                assert functools.reduce(isl.Set.union, parts) == whole[kind]
+    _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
+_VIEWS_KEPT_WHOLE = {
+    # An offset known at run time only: the view's type has none to cut rows from.
+    "dynamic offset": (
+        "%sx = memref.subview %x[%k, 0] [4, 6] [1, 1] : memref<10x6xf64> to "
+        "memref<4x6xf64, strided<[6, 1], offset: ?>>",
+        "memref<4x6xf64, strided<[6, 1], offset: ?>>",
+        "linalg",
+    ),
+    # A loop's iterations are compared over its body, which does not make the view.
+    "loop over a view": (
+        "%sx = memref.subview %x[2, 0] [4, 6] [1, 1] : memref<10x6xf64> to "
+        "memref<4x6xf64, strided<[6, 1], offset: 12>>",
+        "memref<4x6xf64, strided<[6, 1], offset: 12>>",
+        "loop",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEWS_KEPT_WHOLE))
+def test_views_a_split_cannot_follow_keep_the_task_whole(name: str) -> None:
+    view, kind, work = _VIEWS_KEPT_WHOLE[name]
+    if work == "linalg":
+        body = f"""linalg.copy ins(%sx : {kind}) outs(%o : memref<4x6xf64>)"""
+    else:
+        body = f"""%c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c6 = arith.constant 6 : index
+      scf.for %i = %c0 to %c4 step %c1 {{
+        scf.for %j = %c0 to %c6 step %c1 {{
+          %e = memref.load %sx[%i, %j] : {kind}
+          memref.store %e, %o[%i, %j] : memref<4x6xf64>
+        }}
+      }}"""
+    text = f"""
+func.func @main(%x: memref<10x6xf64>, %o: memref<4x6xf64>, %k: index) {{
+  dhir.schedule %x, %o, %k {{
+    %t = dhir.task target = "cpu", %x, %o attributes {{dhir.split = 2}} {{
+      {view}
+      {body}
+    }}
+  }}
+  return
+}}
+"""
+    split, tasks = _split(text)
+    assert len(tasks) == 1, split
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+@pytest.mark.parametrize("column_out", [False, True])
+def test_linalg_pieces_on_views_run_natively_as_the_interpreter_does(
+    column_out: bool, ranks: int
+) -> None:
+    case = ViewedOp(4, 3, 1, 2, 2, 3, 1, column_out, 1)
+    text = case.unforced()
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, case.inputs()))

@@ -169,3 +169,28 @@ func.func @tiled(%a: memref<10x4xi32>, %b: memref<10x4xi32>) {
   }
   return
 }
+
+// A linalg op on views the task makes (as dhir-codedrop makes again those of host code):
+// each piece makes them again and views its rows of them.
+// CHECK-LABEL: func.func @views
+// CHECK:      dhir.piece = [0 : i64, 0 : i64]
+// CHECK-NEXT:   %[[X0:.*]] = memref.subview %x[2, 0] [6, 4] [1, 1]
+// CHECK-NEXT:   %[[Y0:.*]] = memref.subview %y[0, 0] [6, 4] [1, 1]
+// CHECK-NEXT:   %[[XR0:.*]] = memref.subview %[[X0]][0, 0] [3, 4] [1, 1] : memref<6x4xf64, strided<[4, 1], offset: 8>> to memref<3x4xf64, strided<[4, 1], offset: 8>>
+// CHECK-NEXT:   %[[YR0:.*]] = memref.subview %[[Y0]][0, 0] [3, 4] [1, 1] : memref<6x4xf64, strided<[4, 1]>> to memref<3x4xf64, strided<[4, 1]>>
+// CHECK-NEXT:   linalg.copy ins(%[[XR0]] : {{.*}}) outs(%[[YR0]] : {{.*}})
+// CHECK:      dhir.piece = [0 : i64, 1 : i64]
+// CHECK:        memref.subview %{{.*}}[3, 0] [3, 4] [1, 1] : memref<6x4xf64, strided<[4, 1], offset: 8>> to memref<3x4xf64, strided<[4, 1], offset: 20>>
+// CHECK-NEXT:   memref.subview %{{.*}}[3, 0] [3, 4] [1, 1] : memref<6x4xf64, strided<[4, 1]>> to memref<3x4xf64, strided<[4, 1], offset: 12>>
+// ONE-LABEL: func.func @views
+// ONE-NOT:   dhir.piece
+func.func @views(%x: memref<10x4xf64>, %y: memref<6x4xf64>) {
+  dhir.schedule %x, %y {
+    %t = dhir.task target = "cpu", %x, %y {
+      %sx = memref.subview %x[2, 0] [6, 4] [1, 1] : memref<10x4xf64> to memref<6x4xf64, strided<[4, 1], offset: 8>>
+      %sy = memref.subview %y[0, 0] [6, 4] [1, 1] : memref<6x4xf64> to memref<6x4xf64, strided<[4, 1]>>
+      linalg.copy ins(%sx : memref<6x4xf64, strided<[4, 1], offset: 8>>) outs(%sy : memref<6x4xf64, strided<[4, 1]>>)
+    }
+  }
+  return
+}
