@@ -273,31 +273,39 @@ def _fixed(region: isl.Set, names: Sequence[str], values: Sequence[isl.Val]) -> 
 
 
 def iteration_regions(
-    memrefs: Iterable[SSAValue], body: Block, variables: Mapping[SSAValue, str]
+    memrefs: Iterable[SSAValue],
+    body: Block,
+    variables: Mapping[SSAValue, str],
+    before: Sequence[Operation] = (),
 ) -> Regions:
     """The regions of `memrefs` that one run of `body` (a loop body) touches, over the
     loop variables `variables` names: each becomes an isl parameter of that name, so that
-    two iterations' regions can be compared."""
+    two iterations' regions can be compared. `before`: ops outside `body` (views of
+    `memrefs` and the values they take, in order) whose views the body may access."""
     walker = _Walker(params=tuple(variables.values()))
     for memref in memrefs:
         walker.views[memref] = (_View(memref, None),)
+    walker.walk(before, _Nest((), (), True))
     walker.values.update(variables)
     walker.walk(body.ops, _Nest((), (), True))
     return walker.result()
 
 
 def iterations_independent(
-    memrefs: Iterable[SSAValue], body: Block, values: range | None = None
+    memrefs: Iterable[SSAValue],
+    body: Block,
+    values: range | None = None,
+    before: Sequence[Operation] = (),
 ) -> bool:
     """Whether no iteration of the loop whose body is `body` writes an element of
     `memrefs` that another iteration reads or writes (for any two distinct values of the
     loop variable, its first block argument; of those in `values` only, where the loop's
     bounds and step are known: two tiles of a loop of step 32 start 32 apart, not 1).
-    Unproven is False."""
+    `before`: as `iteration_regions` takes it. Unproven is False."""
     roots = list(memrefs)
     variable = body.args[0]
-    one = iteration_regions(roots, body, {variable: "ia"})
-    other = iteration_regions(roots, body, {variable: "ib"})
+    one = iteration_regions(roots, body, {variable: "ia"}, before)
+    other = iteration_regions(roots, body, {variable: "ib"}, before)
     apart = isl.Set("[ia, ib] -> { : ia < ib or ia > ib }")
     if values is not None:
         apart = apart.intersect(_taken(values))

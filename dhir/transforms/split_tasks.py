@@ -3,7 +3,7 @@ over contiguous ranges of its outermost loop, so that placement can spread one l
 several ranks.
 
 A task is split when its body is pure ops (constants, index arithmetic), one loop, and
-pure ops again (and subviews, before a linalg op), and the loop is
+pure ops again (and subviews, see below), and the loop is
 - an `scf.parallel` without reductions (split along its first dimension), or an
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
@@ -15,10 +15,12 @@ pure ops again (and subviews, before a linalg op), and the loop is
   whose first loop d0 is "parallel", no `linalg.index` in its body, where each operand's
   indexing map has d0 at most as one plain result (`(d0, d1, d2) -> (d0, d2)`, not
   `d0 + d1`), every output has it, and the operands that have it have static shapes that
-  agree on d0's extent and static strided layouts. Its operands may be `memref.subview`s
-  the task makes before it (of listed memrefs, or of such views: dhir-codedrop makes again
-  inside a task the views host code made); a loop over such a view stays whole. Unproven
-  means kept whole.
+  agree on d0's extent and static strided layouts. Unproven means kept whole.
+
+Before the loop or op may also stand `memref.subview`s of listed memrefs, or of such views
+(dhir-codedrop makes again inside a task the views host code made): each piece makes them
+again, a linalg piece views its rows of them, and a loop's iterations are compared through
+them.
 
 Each piece is a copy of the task (same target, same memrefs) whose loop runs over its
 range only, so the region analysis sees the rows each piece touches. Constant bounds give
@@ -250,11 +252,9 @@ def splittable(task: TaskOp) -> tuple[int, Operation] | None:
         return None  # no loop at all: what most tasks of large schedules are
     loops: list[tuple[int, Operation]] = []
     viewed: set[SSAValue] = set(task.memrefs)
-    views = False
     for k, op in enumerate(ops):
         if isinstance(op, memref.SubviewOp) and op.source in viewed:
             viewed.add(op.result)  # each piece makes the view again
-            views = True
         elif not pure(op):
             loops.append((k, op))
             if len(loops) > 1:
@@ -264,11 +264,6 @@ def splittable(task: TaskOp) -> tuple[int, Operation] | None:
     position, loop = loops[0]
     if opaque(loop):
         return None
-    if views:
-        # The regions of a linalg op's pieces are found through the views; a loop's
-        # iterations are compared over its body alone, which would not see them.
-        ok = isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None
-        return (position, loop) if ok else None
     if isinstance(loop, scf.ParallelOp):
         return (position, loop) if not loop.initVals else None
     if isinstance(loop, affine.ParallelOp):
@@ -279,7 +274,8 @@ def splittable(task: TaskOp) -> tuple[int, Operation] | None:
             return None
         if len(body.args) != 1:
             return None
-        if not iterations_independent(task.memrefs, body, _values(loop)):
+        # The ops before the loop make the views its body may access, and their offsets.
+        if not iterations_independent(task.memrefs, body, _values(loop), ops[:position]):
             return None
         return position, loop
     if isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None:

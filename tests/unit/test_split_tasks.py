@@ -1056,46 +1056,15 @@ def test_linalg_ops_on_views_made_in_the_task_split_by_rows(case: ViewedOp) -> N
     _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
 
 
-_VIEWS_KEPT_WHOLE = {
-    # An offset known at run time only: the view's type has none to cut rows from.
-    "dynamic offset": (
-        "%sx = memref.subview %x[%k, 0] [4, 6] [1, 1] : memref<10x6xf64> to "
-        "memref<4x6xf64, strided<[6, 1], offset: ?>>",
-        "memref<4x6xf64, strided<[6, 1], offset: ?>>",
-        "linalg",
-    ),
-    # A loop's iterations are compared over its body, which does not make the view.
-    "loop over a view": (
-        "%sx = memref.subview %x[2, 0] [4, 6] [1, 1] : memref<10x6xf64> to "
-        "memref<4x6xf64, strided<[6, 1], offset: 12>>",
-        "memref<4x6xf64, strided<[6, 1], offset: 12>>",
-        "loop",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(_VIEWS_KEPT_WHOLE))
-def test_views_a_split_cannot_follow_keep_the_task_whole(name: str) -> None:
-    view, kind, work = _VIEWS_KEPT_WHOLE[name]
-    if work == "linalg":
-        body = f"""linalg.copy ins(%sx : {kind}) outs(%o : memref<4x6xf64>)"""
-    else:
-        body = f"""%c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c4 = arith.constant 4 : index
-      %c6 = arith.constant 6 : index
-      scf.for %i = %c0 to %c4 step %c1 {{
-        scf.for %j = %c0 to %c6 step %c1 {{
-          %e = memref.load %sx[%i, %j] : {kind}
-          memref.store %e, %o[%i, %j] : memref<4x6xf64>
-        }}
-      }}"""
+def test_a_linalg_op_on_a_view_of_a_run_time_offset_stays_whole() -> None:
+    """The view's type has no offset to cut rows from."""
+    kind = "memref<4x6xf64, strided<[6, 1], offset: ?>>"
     text = f"""
 func.func @main(%x: memref<10x6xf64>, %o: memref<4x6xf64>, %k: index) {{
   dhir.schedule %x, %o, %k {{
     %t = dhir.task target = "cpu", %x, %o attributes {{dhir.split = 2}} {{
-      {view}
-      {body}
+      %sx = memref.subview %x[%k, 0] [4, 6] [1, 1] : memref<10x6xf64> to {kind}
+      linalg.copy ins(%sx : {kind}) outs(%o : memref<4x6xf64>)
     }}
   }}
   return
@@ -1116,3 +1085,72 @@ def test_linalg_pieces_on_views_run_natively_as_the_interpreter_does(
     assert len(_split(text, ranks=ranks)[1]) == ranks
     got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, placement=SPREAD)
     _same(got, _interp(text, case.inputs()))
+
+
+def _loop_over_views(carried: bool) -> str:
+    """Rows [1, 9) of %o viewed from row 1, written by an scf.for from rows of a view of
+    %x at a run-time offset (%c2, a constant the task makes), or from the next row of
+    the same view of %o when `carried`."""
+    x = "memref<4x6xf64, strided<[6, 1], offset: ?>>"
+    o = "memref<8x6xf64, strided<[6, 1], offset: 6>>"
+    load = f"%e = memref.load %sx[%i, %j] : {x}"
+    if carried:
+        load = f"%n = arith.addi %i, %c1 : index\n %e = memref.load %so[%n, %j] : {o}"
+    return f"""
+func.func @main(%x: memref<10x6xf64>, %o: memref<10x6xf64>) {{
+  dhir.schedule %x, %o {{
+    %t = dhir.task target = "cpu", %x, %o attributes {{dhir.split = 2}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c6 = arith.constant 6 : index
+      %sx = memref.subview %x[%c2, 0] [4, 6] [1, 1] : memref<10x6xf64> to {x}
+      %so = memref.subview %o[1, 0] [8, 6] [1, 1] : memref<10x6xf64> to {o}
+      scf.for %i = %c0 to %c4 step %c1 {{
+        scf.for %j = %c0 to %c6 step %c1 {{
+          {load}
+          memref.store %e, %so[%i, %j] : {o}
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_a_loop_over_views_the_task_makes_splits_where_its_rows_are_apart(
+    carried: bool,
+) -> None:
+    """Its iterations are compared through the views made before it: row i of the view of
+    %o read by iteration i - 1 keeps the loop whole; rows of %x read at an offset the
+    view takes from a constant are cut, each piece reading and writing its rows."""
+    text = _loop_over_views(carried)
+    split, tasks = _split(text)
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(VIEWED) for _ in range(2)]
+    _same(_interp(split, inputs), _interp(text, inputs))
+    if carried:
+        assert len(tasks) == 1, split
+        return
+    assert len(tasks) == 2, split
+    (read, _), _ = _regions(text, "dhir-split", 0)
+    assert read == isl.Set(f"{{ [x0, x1] : 2 <= x0 <= 3 and 0 <= x1 < {VIEWED[1]} }}")
+    written = [w for _, w in _regions(text, "dhir-split", 1)]
+    assert written == [
+        isl.Set(f"{{ [x0, x1] : {low} <= x0 <= {low + 1} and 0 <= x1 < {VIEWED[1]} }}")
+        for low in (1, 3)
+    ]
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_loop_pieces_over_views_run_natively_as_the_interpreter_does(ranks: int) -> None:
+    text = _loop_over_views(False).replace(" attributes {dhir.split = 2}", "")
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    rng = np.random.default_rng(ranks)
+    inputs = [rng.standard_normal(VIEWED) for _ in range(2)]
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, inputs))
