@@ -28,7 +28,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.regions import row_span, rows_region, task_regions
-from dhir.dialects import affine, scf
+from dhir.dialects import affine, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, PieceRows, is_gpu_task, set_rows
@@ -78,6 +78,10 @@ def _candidate(task: TaskOp) -> bool:
     if task.target_info().kind != DeviceKind.ANY or is_gpu_task(task):
         return False
     if any(a in task.attributes for a in (RANK_ATTR, SPLIT_ATTR, PIECE_ATTR)):
+        return False
+    # A GPU piece copies in and out rows of its listed memrefs: views the task makes of
+    # them (which dhir-split may cut across CPU ranks) are left off that path, unchecked.
+    if any(isinstance(op, memref.SubviewOp) for op in task.body.block.ops):
         return False
     # A GPU piece's loop must become a kernel: parallel loops and linalg ops only.
     found = splittable(task)

@@ -16,7 +16,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from test_gpu_data import _run_on_interp
 from test_gpu_runtime import Fake
-from test_split_tasks import LinalgTask, OneLoop, linalg_tasks, one_loops
+from test_split_tasks import LinalgTask, OneLoop, ViewedOp, linalg_tasks, one_loops
 from xdsl.dialects.builtin import ModuleOp
 
 import dhir
@@ -164,8 +164,9 @@ def test_pieces_follow_the_rates_and_the_gpu_piece_copies_its_rows_only() -> Non
         (_stencil(attrs="attributes {dhir.split = 2 : i64}"), _node(1, 100.0, 300.0)),
         (_stencil(SEQUENTIAL), _node(1, 100.0, 300.0)),
         (_stencil().replace('kind = "any"', 'kind = "cpu"'), _node(1, 100.0, 300.0)),
+        (_any(ViewedOp(8, 3, 1, 2, 1, 1, 1, False, 1).unforced()), _node(1, 100.0, 100.0)),
     ],
-    ids=["pinned", "split-by-hand", "sequential-loop", "cpu-task"],
+    ids=["pinned", "split-by-hand", "sequential-loop", "cpu-task", "views-in-the-task"],
 )
 def test_tasks_the_user_placed_or_a_kernel_cannot_run_stay_whole(text: str, system: System) -> None:
     module = dhir.parse_string(text)
