@@ -48,6 +48,7 @@ from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import reaching_schedules
 from dhir.transforms.shard_collectives import SPMD
+from dhir.transforms.split_tasks import loop_values
 
 TARGET_KINDS = ("any", "cpu", "gpu")
 _LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
@@ -328,7 +329,16 @@ def _free_of_carried(loop: Operation) -> bool:
         for v in o.operands
         if isinstance(v.type, MemRefType) and not defined_inside(v, loop)
     }
-    return iterations_independent(outside, loop.regions[0].block)
+    return iterations_independent(outside, loop.regions[0].block, _tiles(loop))
+
+
+def _tiles(loop: Operation) -> range | None:
+    """The values a loop of constant bounds and a step above 1 takes (tiles 32 apart touch
+    disjoint rows), where it takes two or more; else None: any values. A loop of one
+    iteration, trivially free of carried dependences, stays a time loop around its nests,
+    which dhir-split can cut one by one."""
+    values = loop_values(loop) if isinstance(loop, scf.ForOp | affine.ForOp) else None
+    return values if values is not None and values.step > 1 and len(values) > 1 else None
 
 
 def _holds_work(op: Operation) -> bool:

@@ -275,7 +275,7 @@ def splittable(task: TaskOp) -> tuple[int, Operation] | None:
         if len(body.args) != 1:
             return None
         # The ops before the loop make the views its body may access, and their offsets.
-        if not iterations_independent(task.memrefs, body, _values(loop), ops[:position]):
+        if not iterations_independent(task.memrefs, body, loop_values(loop), ops[:position]):
             return None
         return position, loop
     if isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None:
@@ -388,7 +388,7 @@ def _loop_range(loop: Operation) -> _Range:
     return _Range(None, lower, upper, stride == 1)
 
 
-def _values(loop: scf.ForOp | affine.ForOp) -> range | None:
+def loop_values(loop: scf.ForOp | affine.ForOp) -> range | None:
     """The values the loop's variable takes, when its bounds and step are constants."""
     known = _loop_range(loop).known
     if known is None or known[2] <= 0:

@@ -1154,3 +1154,23 @@ def test_loop_pieces_over_views_run_natively_as_the_interpreter_does(ranks: int)
     inputs = [rng.standard_normal(VIEWED) for _ in range(2)]
     got = dhir.run(text, *inputs, backend="native", ranks=ranks, placement=SPREAD)
     _same(got, _interp(text, inputs))
+
+
+def test_a_tiled_nest_in_plain_code_becomes_one_task_cut_between_tiles() -> None:
+    """dhir-codedrop took the tile loop for a time loop (a schedule per tile, each
+    tile's task too small to cut); it now compares the values the loop takes, as
+    dhir-split does, so the nest is one task, cut into one piece per rank."""
+    case = TiledLoop("affine", 1, TILED_ROWS, 4, 0, False, 1)
+    task = case.unforced()
+    body = task[task.index("%c0 = ") : task.rindex("    }\n  }\n  return")]
+    text = f"""
+func.func @main(%b0: memref<{TILED_ROWS}x{COLS}xf64>, %b1: memref<{TILED_ROWS}x{COLS}xf64>) {{
+  {body}
+  return
+}}
+"""
+    module = parse_string(text)
+    run_pipeline(module, "dhir-codedrop,dhir-split{ranks=2}")
+    split = print_module(module)
+    assert split.count("dhir.schedule") == 1 and len(task_ids(module)) == 2, split
+    _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
