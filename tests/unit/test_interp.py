@@ -1314,9 +1314,7 @@ def test_bad_inputs() -> None:
         OOB, np.zeros(5, np.float32)
     )
     assert "dtype float32" in run_error(OOB, np.zeros(4, np.float64))
-    assert "takes 1 argument (memref<4xf32>); 2 given" in run_error(
-        OOB, np.zeros(4, np.float32), 1
-    )
+    assert "takes 1 argument (memref<4xf32>); 2 given" in run_error(OOB, np.zeros(4, np.float32), 1)
     assert "no function @nope" in str(
         pytest.raises(DhirError, run_interp, _parse(OOB), "nope", []).value
     )
