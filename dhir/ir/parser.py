@@ -319,10 +319,17 @@ class LocatedParser(Parser):
                 use = next(iter(value.uses), None)
                 loc = None if use is None else use.operation.location
                 if isinstance(loc, FileLineColLoc):
-                    start = self.offset_of(loc)
+                    start = _use_offset(self.lexer.input.content, self.offset_of(loc), name)
                     span = Span(start, start + 1, self.lexer.input)
                     raise ParseError(
                         span,
                         f"use of undefined value %{name} (it is never defined, or defined "
                         "inside a region that does not enclose this use)",
                     ) from None
+
+
+def _use_offset(text: str, op_start: int, name: str) -> int:
+    """Where `%name` is first written from the op at `op_start` on (its operands follow its
+    name), as MLIR points at the use; the op itself where it is not found there."""
+    found = re.compile(re.escape(f"%{name}") + r"(?![\w$.\-])").search(text, op_start)
+    return found.start() if found is not None else op_start

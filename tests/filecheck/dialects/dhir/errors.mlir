@@ -198,7 +198,7 @@ func.func @use_of_inner_value() -> index {
   %1 = arith.addi %0, %0 : index
   return %1 : index
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:8: error: use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 3]]:19: error: use of undefined value %0 (it is never defined, or defined inside a region that does not enclose this use)
 
 // -----
 
