@@ -2624,7 +2624,7 @@ def test_a_directed_rounding_mode_is_refused_at_its_truncf(backend: str) -> None
         dhir.run(dhir.parse_string(program, "prog.mlir"), np.zeros(4),
                  np.zeros(4, np.float32), np.zeros(4), backend=backend)  # fmt: skip
     message = str(error.value)
-    assert message.startswith("prog.mlir:8:5: error: 'arith.truncf' "), message
+    assert message.startswith("prog.mlir:8:10: error: 'arith.truncf' "), message
     assert "downward" in message and "not supported" in message
 
 

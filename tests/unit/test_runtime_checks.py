@@ -214,7 +214,7 @@ def test_a_reinterpret_cast_past_its_buffer_is_caught(tmp_path: Path) -> None:
     with pytest.raises(DhirError) as caught:
         dhir.run(program, np.zeros(4, np.float32), np.int64(6), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
-    assert diagnostic.loc == SourceLoc(str(program), 9, 7)
+    assert diagnostic.loc == SourceLoc(str(program), 9, 12)
     assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
@@ -271,7 +271,7 @@ def test_a_reinterpret_cast_past_an_argument_is_caught(tmp_path: Path, ranks: in
         with pytest.raises(DhirError) as caught:
             run(program, a, np.zeros_like(a), np.int64(k))
         diagnostic = caught.value.diagnostics[0]
-        assert diagnostic.loc == SourceLoc(str(program), 22, 7)
+        assert diagnostic.loc == SourceLoc(str(program), 22, 12)
         assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
@@ -316,7 +316,7 @@ def test_an_atomic_update_out_of_bounds_fails_at_its_line(tmp_path: Path, update
     with pytest.raises(DhirError) as caught:
         dhir.run(program, a, np.int64(8), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
-    assert diagnostic.loc == SourceLoc(str(program), 7, 7)
+    assert diagnostic.loc == SourceLoc(str(program), 7, 12)
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
 
 
@@ -387,7 +387,7 @@ def test_a_view_past_its_source_fails_in_both_backends(tmp_path: Path) -> None:
         with pytest.raises(DhirError) as caught:
             dhir.run(program, np.zeros(8, np.float32), np.int64(shift), runtime_checks=True)
         diagnostic = caught.value.diagnostics[0]
-        assert diagnostic.loc == SourceLoc(str(program), 6, 7)
+        assert diagnostic.loc == SourceLoc(str(program), 6, 12)
         assert "result of view is out-of-bounds of the source memref" in diagnostic.message
 
 
@@ -415,7 +415,7 @@ def test_a_subview_out_of_its_memref_is_caught(tmp_path: Path) -> None:
     with pytest.raises(DhirError) as caught:
         dhir.run(program, np.zeros(8, np.float32), np.int64(6), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
-    assert diagnostic.loc == SourceLoc(str(program), 5, 7)
+    assert diagnostic.loc == SourceLoc(str(program), 5, 12)
     assert "subview runs out-of-bounds" in diagnostic.message
 
 
