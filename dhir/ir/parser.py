@@ -179,11 +179,13 @@ class LocatedParser(Parser):
         found = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
         if found is not None:
             return found
-        # At the op's name, which the parser has just read (xDSL points past it).
-        start = self.lexer.input.content.rfind(name, 0, self._current_token.span.start)
+        # At the op's name as MLIR puts it (a generic op's opening quote); xDSL points
+        # past it.
+        span = self._op_names[-1] if self._op_names else self._current_token.span
+        start = span.start
         dialect = self.ctx.get_optional_dialect(name.split(".")[0]) if "." in name else None
         known = [op.name for op in dialect.operations] if dialect is not None else []
-        self.raise_error(unknown_op_message(name, known), start, start + len(name))
+        self.raise_error(unknown_op_message(name, known), start, span.end)
 
     def parse_optional_attr_dict_with_keyword(
         self, reserved_attr_names: Iterable[str] = ()
