@@ -46,7 +46,7 @@ def read_inputs(values: list[str], signature: EntrySignature) -> list[object]:
             [
                 Diagnostic(
                     f"@{signature.name} takes {len(given)} {noun} ({need}); "
-                    f"{len(values)} --input given. {INPUT_HELP}"
+                    f"{len(values)} --input given; give {INPUT_HELP}"
                 )
             ]
         )
