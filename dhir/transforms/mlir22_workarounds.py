@@ -52,6 +52,13 @@
   rejects ("attribute created with unregistered dialect"). The flags go: a conversion
   rounds alike with and without them.
 
+- `arith.truncf` with a rounding mode: MLIR 22 lowers it to
+  `llvm.intr.experimental.constrained.fptrunc`, whose mode only tells LLVM how the CPU is
+  set (natively `downward` rounded to nearest), and which for f64 to bf16 calls
+  `__truncdfbf2` with the wrong return register. `to_nearest_even` goes (the plain
+  truncation rounds so); another mode becomes the truncation to nearest, moved to the
+  float beside it where the mode rounds the other way.
+
 - `vector.contract` with a dimension reduced along one operand only (of size above 1):
   the lowering unrolls a dimension of one operand only into the result's, so it left the
   contraction in place. The other operand is broadcast along that dimension (a leading
@@ -63,10 +70,8 @@ mlir-translate stop at the printed program's line: `vector.multi_reduction`, `ve
 its accumulator's, or with a parallel dimension of size above 1 the result does not have,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
 `memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
-run-time sizes (or no rank), `vector.vscale` (x86 has no scalable vectors; clang stops at
-`llvm.vscale`), and `arith.truncf` with a rounding mode other than `to_nearest_even`
-(MLIR 22 lowers it to `llvm.intr.experimental.constrained.fptrunc`, whose mode only tells
-LLVM what the CPU is set to: natively `downward` rounded to nearest).
+run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops
+at `llvm.vscale`).
 
 docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25 and 27 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
@@ -88,6 +93,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StridedLayoutAttr,
@@ -156,6 +162,10 @@ class Mlir22WorkaroundsPass(ModulePass):
         for found in first:
             if isinstance(found, arith.TruncFOp | arith.ExtFOp):
                 found.properties.pop("fastmath", None)
+            if isinstance(found, arith.TruncFOp) and found.rounding not in _NEAREST:
+                _round_directed(found)
+            elif isinstance(found, arith.TruncFOp):
+                found.properties.pop("roundingmode", None)
         if _any(met, mathd.ClampFOp):
             for clamp in find_ops(op, (mathd.ClampFOp,)):
                 _clamp(clamp)
@@ -183,7 +193,6 @@ _UNLOWERED = (
     memref.DmaStartOp,
     memref.DmaWaitOp,
     memref.ReshapeOp,
-    arith.TruncFOp,
 )
 # The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
@@ -199,6 +208,7 @@ _REWRITTEN = (
     mathd.IsInfOp,
     mathd.IsNormalOp,
     arith.ExtFOp,
+    arith.TruncFOp,
     *_UNLOWERED,
 )
 
@@ -206,10 +216,7 @@ _REWRITTEN = (
 def _lowered(op: Operation) -> bool:
     """Whether MLIR 22's CPU pipeline lowers `op`, one of `_UNLOWERED`: a mask around a
     reduction only (convert-vector-to-llvm folds the mask into it), a reshape to static
-    sizes only; or code for a GPU. A truncation lowers whatever its rounding mode, but to
-    a result rounded to nearest even (`_unlowered`), the mode it says or not."""
-    if isinstance(op, arith.TruncFOp):
-        return op.rounding in (None, "to_nearest_even")
+    sizes only; or code for a GPU."""
     if in_device_code(op):
         return True
     if isinstance(op, memref.ReshapeOp):
@@ -289,11 +296,6 @@ def _pair_lone_reductions(op: vector.ContractionOp) -> vector.ContractionOp:
 def _unlowered(op: Operation) -> str:
     if isinstance(op, vector.ContractionOp):
         why = contraction_unlowered(op)
-    elif isinstance(op, arith.TruncFOp):
-        why = (
-            f"MLIR 22 lowers the rounding mode {op.rounding} to LLVM's constrained fptrunc, "
-            "which rounds as the CPU is set to (to nearest even), not as the mode says"
-        )
     elif isinstance(op, vector.VectorScaleOp):
         why = "the CPUs dhir builds for have no scalable vectors"
     else:
@@ -305,9 +307,69 @@ def _unlowered(op: Operation) -> str:
         memref.DmaStartOp: "; use memref.copy",
         memref.DmaWaitOp: "; use memref.copy",
         memref.ReshapeOp: " to run-time sizes; give the sizes in its type",
-        arith.TruncFOp: "; leave the mode out to round to nearest even",
     }.get(type(op), "")
     return f"'{op.name}' is not supported by the native backend: {why}{hint}"
+
+
+_NEAREST = (None, "to_nearest_even")
+
+
+def _round_directed(op: arith.TruncFOp) -> None:
+    """The truncation rounded to nearest even, then moved to the float on the value's
+    other side where the mode rounds that way: the nearest is one of the two floats
+    around the value, so its neighbour (its bits plus or minus one) is the other."""
+    value, type_ = op.input, op.result.type
+    nearest = arith.TruncFOp.create(operands=[value], result_types=[type_])
+    back = arith.ExtFOp(nearest.result, value.type)
+    lane = cast(AnyFloat, _lane(type_))
+    ints = _shaped_like(type_, IntegerType(32 if lane.bitwidth == 32 else 16))
+    bits = arith.BitcastOp(nearest.result, ints)
+    one, zero = _splat(ints, 1), _splat(ints, 0)
+    away_ints = arith.AddiOp(bits.result, one.result)
+    nearer_ints = arith.SubiOp(bits.result, one.result)
+    away = arith.BitcastOp(away_ints.result, type_)  # one float further from zero
+    nearer = arith.BitcastOp(nearer_ints.result, type_)
+    ops: list[Operation] = [nearest, back, bits, one, zero, away_ints, nearer_ints, away, nearer]
+    mode = op.rounding
+    if mode in ("downward", "upward"):
+        down = mode == "downward"
+        beyond = arith.CmpfOp(back.result, value, "ogt" if down else "olt")
+        negative = arith.CmpiOp(bits.result, zero.result, "slt")
+        # Toward -inf is away from zero for a negative float, toward it for a positive one.
+        step = arith.SelectOp(negative.result, *((away, nearer) if down else (nearer, away)))
+        ops += [beyond, negative, step]
+        chosen = arith.SelectOp(beyond.result, step.result, nearest.result)
+    else:
+        size, back_size = mathd.AbsFOp(value), mathd.AbsFOp(back.result)
+        ops += [size, back_size]
+        if mode == "toward_zero":
+            beyond = arith.CmpfOp(back_size.result, size.result, "ogt")
+            ops.append(beyond)
+            chosen = arith.SelectOp(beyond.result, nearer.result, nearest.result)
+        else:  # to_nearest_away: a tie the even float below took goes away from zero
+            wide = arith.ExtFOp(away.result, value.type)
+            other = mathd.AbsFOp(wide.result)
+            short = arith.CmpfOp(size.result, back_size.result, "ogt")
+            # Exact: both floats lie within a factor two of the value (Sterbenz).
+            below = arith.SubfOp(size.result, back_size.result)
+            above = arith.SubfOp(other.result, size.result)
+            tie = arith.CmpfOp(below.result, above.result, "oeq")
+            away_tie = arith.AndIOp(short.result, tie.result)
+            ops += [wide, other, short, below, above, tie, away_tie]
+            chosen = arith.SelectOp(away_tie.result, away.result, nearest.result)
+    Rewriter.replace_op(op, [*ops, chosen], [chosen.result])
+
+
+def _shaped_like(type_: Attribute, lane: Attribute) -> Attribute:
+    if isinstance(type_, VectorType):
+        return VectorType(lane, type_.get_shape(), type_.scalable_dims)
+    return lane
+
+
+def _splat(type_: Attribute, number: int) -> arith.ConstantOp:
+    if isinstance(type_, VectorType):
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(type_, [number]))
+    return arith.ConstantOp(IntegerAttr(number, cast(IntegerType, type_)))
 
 
 def _clamp(op: mathd.ClampFOp) -> None:

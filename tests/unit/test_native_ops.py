@@ -6,6 +6,7 @@ within the ulps test_interp.py allows of NumPy."""
 import math
 import shutil
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -2613,19 +2614,113 @@ def test_float_conversions_take_a_rounding_mode_and_flags(mode: str) -> None:
     np.testing.assert_array_equal(interp[1], a.astype(np.float32) * 2)
 
 
+_MODES = ("to_nearest_even", "downward", "upward", "toward_zero", "to_nearest_away")
+# Each float type's significand bits and smallest and largest exponents.
+_FORMATS = {"f32": (24, -126, 127), "f16": (11, -14, 15), "bf16": (8, -126, 127)}
+
+
+def _rounded(x: float, target: str, mode: str) -> float:
+    """`x` rounded into `target` as `mode` says, computed on exact rationals."""
+    if x != x or math.isinf(x) or x == 0:
+        return x
+    precision, emin, emax = _FORMATS[target]
+    size = Fraction(abs(x))
+    exponent = max(emin, size.numerator.bit_length() - size.denominator.bit_length())
+    if Fraction(2) ** exponent > size:
+        exponent = max(emin, exponent - 1)
+    quantum = Fraction(2) ** (exponent - precision + 1)
+    low = math.floor(size / quantum) * quantum
+    high = low if low == size else low + quantum
+    if exponent > emax:  # beyond the largest float: between it and infinity
+        low, high = Fraction(2) ** (emax + 1) - Fraction(2) ** (emax - precision + 1), size
+    negative = x < 0
+    if mode == "toward_zero" or (mode == "downward") != negative and mode in ("downward", "upward"):
+        chosen = low
+    elif mode in ("downward", "upward"):
+        chosen = high
+    elif size - low != high - size:
+        chosen = low if size - low < high - size else high
+    elif mode == "to_nearest_away":
+        chosen = high
+    else:
+        chosen = low if (low / quantum) % 2 == 0 else high
+    infinite = chosen >= Fraction(2) ** (emax + 1)
+    value = math.inf if infinite else float(chosen)
+    return -value if negative else value
+
+
+def _edge_values(source: str, target: str) -> np.ndarray:
+    precision, emin, emax = _FORMATS[target]
+    ulp_one, tiny, largest = 2.0**-precision, 2.0 ** (emin - precision + 1), 2.0**emax
+    edges = [0.1, 1 / 3, 1 + ulp_one, 1 + 3 * ulp_one, 1 + ulp_one / 2, 1 + ulp_one * 1.5,
+             tiny, tiny / 2, tiny * 1.5, tiny / 3, 2.0**emin * 0.75, 2.0**emin * (1 - ulp_one),
+             largest * (2 - 2 * ulp_one), largest * (2 - ulp_one), largest * (2 - ulp_one * 1.5),
+             largest * 1.999999, 1e30, 1e300, 5e-324, 3.0, 0.0, 2.0**emin, math.inf, math.nan]  # fmt: skip
+    random = np.random.default_rng(7)
+    spread = random.uniform(0.5, 1, 60) * 2.0 ** random.integers(emin - precision, emax + 2, 60)
+    values = np.array([*edges, *spread])
+    values = np.concatenate([values, -values])
+    dtype = np.float64 if source == "f64" else np.float32
+    with np.errstate(over="ignore"):
+        return values.astype(dtype)
+
+
+def _truncations_program(source: str, target: str, n: int, lanes: int) -> str:
+    def shaped(t: str) -> str:
+        return f"vector<{lanes}x{t}>" if lanes > 1 else t
+
+    access = "vector.load" if lanes > 1 else "memref.load"
+    put = "vector.store" if lanes > 1 else "memref.store"
+    load = f"%x = {access} %a[%i] : memref<{n}x{source}>, {shaped(source)}"
+    if lanes == 1:
+        load = f"%x = memref.load %a[%i] : memref<{n}x{source}>"
+    body = [load]
+    for k, mode in enumerate(_MODES):
+        body += [
+            f"%t{k} = arith.truncf %x {mode} : {shaped(source)} to {shaped(target)}",
+            f"%e{k} = arith.extf %t{k} : {shaped(target)} to {shaped('f64')}",
+            f"{put} %e{k}, %o{k}[%i] : memref<{n}xf64>"
+            + (f", {shaped('f64')}" if lanes > 1 else ""),
+        ]
+    outs = ", ".join(f"%o{k}: memref<{n}xf64>" for k in range(len(_MODES)))
+    lines = "\n    ".join(body)
+    return f"""
+func.func @main(%a: memref<{n}x{source}>, {outs}) {{
+  %c0 = arith.constant 0 : index
+  %step = arith.constant {lanes} : index
+  %n = arith.constant {n} : index
+  scf.for %i = %c0 to %n step %step {{
+    {lines}
+  }}
+  return
+}}
+"""
+
+
 @needs_llvm
-@pytest.mark.parametrize("backend", ["interp", "native"])
-def test_a_directed_rounding_mode_is_refused_at_its_truncf(backend: str) -> None:
+@pytest.mark.parametrize(
+    ("source", "target", "lanes"),
+    [
+        ("f64", "f32", 1),
+        ("f64", "f32", 4),
+        ("f64", "f16", 1),
+        ("f64", "bf16", 1),
+        ("f32", "f16", 1),
+        ("f32", "bf16", 2),
+    ],  # fmt: skip
+)
+def test_truncf_rounds_as_its_mode_says(source: str, target: str, lanes: int) -> None:
     """MLIR 22 lowers `arith.truncf %x downward` to a constrained fptrunc, whose mode only
     tells LLVM how the CPU is set: natively it rounded to nearest (0.1 gave 0x3DCCCCCD,
-    not 0x3DCCCCCC)."""
-    program = CONVERSION_FLAGS.replace("%x to_nearest_even", "%x downward")
-    with pytest.raises(dhir.DhirError) as error:
-        dhir.run(dhir.parse_string(program, "prog.mlir"), np.zeros(4),
-                 np.zeros(4, np.float32), np.zeros(4), backend=backend)  # fmt: skip
-    message = str(error.value)
-    assert message.startswith("prog.mlir:8:10: error: 'arith.truncf' "), message
-    assert "downward" in message and "not supported" in message
+    not 0x3DCCCCCC); dhir refused every mode but to_nearest_even. Each mode against exact
+    rounding of rationals, at ties, subnormals, overflow and signed zeros."""
+    a = _edge_values(source, target)
+    outs = [np.zeros(len(a)) for _ in _MODES]
+    native, interp = both(_truncations_program(source, target, len(a), lanes), a, *outs)
+    for k, mode in enumerate(_MODES):
+        want = np.array([_rounded(float(x), target, mode) for x in a])
+        same_bits(interp[k + 1], want, f"{mode}: the interpreter against exact rounding")
+        same_bits(native[k + 1], interp[k + 1], f"{mode}: native against the interpreter")
 
 
 # --- math.isnan, isinf, isfinite, isnormal and erfc -------------------------------------

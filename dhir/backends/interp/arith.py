@@ -54,6 +54,7 @@ from dhir.backends.interp.scalars import (
     remainder,
     result_rounder,
     round_bf16_once,
+    round_directed,
     signed,
     trunc_div,
     truncate,
@@ -220,20 +221,22 @@ class ArithImpls(InterpreterFunctions):
     @handles(arith.ExtFOp, arith.TruncFOp)
     def run_float_cast(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         float_rounder(op, op.operands[0].type)
-        if isinstance(op, dhir_arith.TruncFOp) and op.rounding not in (None, "to_nearest_even"):
-            fail(
-                op,
-                f"rounding {op.rounding} is not supported by the interpreter (nor natively: "
-                "MLIR 22 rounds to nearest even there); leave the mode out to round so",
-            )
+        nearest = self._nearest(op, args[0])
+        mode = op.rounding if isinstance(op, dhir_arith.TruncFOp) else None
+        if mode is None or mode == "to_nearest_even":
+            return (nearest,)
+        return (round_directed(args[0], nearest, mode, lane_type(op.results[0].type)),)
+
+    @staticmethod
+    def _nearest(op: Operation, value: float) -> float:
         source, target = (lane_type(v.type) for v in (*op.operands, *op.results))
         if isinstance(source, BFloat16Type) and isinstance(target, Float32Type):
-            return (args[0],)  # bf16 is f32's upper half: a shift, signalling NaNs kept
+            return value  # bf16 is f32's upper half: a shift, signalling NaNs kept
         # Otherwise the hardware's conversion, which quiets a signalling NaN.
-        value = args[0] + args[0] if args[0] != args[0] else args[0]
+        value = value + value if value != value else value
         if isinstance(source, Float64Type) and isinstance(target, BFloat16Type):
-            return (round_bf16_once(value),)
-        return (result_rounder(op)(value),)
+            return round_bf16_once(value)
+        return result_rounder(op)(value)
 
     @handles(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:

@@ -119,6 +119,40 @@ def round_bf16_once(value: float) -> float:
     return _round_bf16(_F32.unpack((bits | 1).to_bytes(4, "little"))[0])
 
 
+def _next_in_magnitude(value: float, target: Attribute, away: bool) -> float:
+    """The float of `target` beside `value` (one of its floats, not a NaN) away from zero
+    or toward it: its bits plus or minus one, the sign kept (bf16 is f32's upper half)."""
+    packer, unit = (_F16, 1) if isinstance(target, Float16Type) else (_F32, 1)
+    if isinstance(target, BFloat16Type):
+        unit = 1 << 16
+    bits = int.from_bytes(packer.pack(value), "little") + (unit if away else -unit)
+    return packer.unpack(bits.to_bytes(packer.size, "little"))[0]
+
+
+def round_directed(value: float, nearest: float, mode: str, target: Attribute) -> float:
+    """`value` rounded into `target` as `mode` (arith.truncf's rounding mode) says, from
+    `nearest`, its rounding to nearest even: one of the two floats of `target` around
+    `value`, so the result is either it or its neighbour on `value`'s other side."""
+    if nearest == value or value != value:
+        return nearest
+    further = abs(nearest) > abs(value)  # nearest lies beyond value, away from zero
+    if mode == "toward_zero":
+        return _next_in_magnitude(nearest, target, away=False) if further else nearest
+    if mode in ("downward", "upward"):
+        if (nearest > value) != (mode == "downward"):
+            return nearest
+        # Toward -inf is away from zero for a negative float, toward it for a positive one.
+        negative = math.copysign(1.0, nearest) < 0
+        return _next_in_magnitude(nearest, target, away=negative == (mode == "downward"))
+    assert mode == "to_nearest_away", mode
+    if further:
+        return nearest
+    other = _next_in_magnitude(nearest, target, away=True)
+    # Exact differences: both floats lie within a factor two of value (Sterbenz).
+    tie = abs(other) - abs(value) == abs(value) - abs(nearest)
+    return other if tie else nearest
+
+
 # The precision (significand bits) and rounding of each float type the interpreter runs.
 _FLOATS: dict[type[Attribute], tuple[int, Callable[[float], float]]] = {
     Float16Type: (11, _round_f16),
