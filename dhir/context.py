@@ -75,6 +75,11 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Func
 
+    def index() -> Dialect:
+        from dhir.dialects.index import Index
+
+        return Index
+
     def tensor() -> Dialect:
         from dhir.dialects.tensor import Tensor
 
@@ -94,6 +99,7 @@ def _dhir_dialects() -> dict[str, Callable[[], Dialect]]:
         "shard": shard,
         "cf": cf,
         "tensor": tensor,
+        "index": index,
         "func": func,
     }
 

@@ -4,8 +4,10 @@ trip counts (constants) and dhir-split (constant bounds) share.
 
 `Lifter.value` follows `arith` constants, `addi`/`subi`/`muli` (a product needs a
 constant side), the integer casts (`index_cast`, `index_castui`, `extsi`, `extui`,
-`trunci`), `minsi`/`maxsi`/`minui`/`maxui`, `select`, and `affine.apply`/`min`/`max`,
-down to block arguments (loop variables, function arguments), which are its leaves.
+`trunci`), `minsi`/`maxsi`/`minui`/`maxui`, `select`, `affine.apply`/`min`/`max`, and
+the index dialect's ops that compute the same (`constant`, `add`, `sub`, `mul`, `mins`,
+`maxs`, `minu`, `maxu`, `casts`, `castu`), down to block arguments (loop variables,
+function arguments), which are its leaves.
 What it gives is a `Lifted`: bounds `low <= value <= high` over the leaves, exact when
 both are the same expression. Anything else is unknown (None), and every caller must
 take unknown as the worst case (any value at all).
@@ -43,7 +45,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from dhir.dialects import affine, arith, scf
+from dhir.dialects import affine, arith, index, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 
@@ -498,7 +500,7 @@ class Lifter:
             return None
         if isinstance(op, Block):
             return _Entry(Lifted.at(leaf(value)))
-        if isinstance(op, arith.ConstantOp):
+        if isinstance(op, arith.ConstantOp | index.ConstantOp):
             attr = op.value
             if not isinstance(attr, IntegerAttr):
                 return None
@@ -569,9 +571,9 @@ class Lifter:
         a, b = (self._read(e, width, unsigned=False) for e in (left, right))
         if a is None or b is None:
             return None
-        if isinstance(op, arith.AddiOp):
+        if isinstance(op, _ADDS):
             found = Lifted(a.low + b.low, a.high + b.high)
-        elif isinstance(op, arith.SubiOp):
+        elif isinstance(op, _SUBTRACTIONS):
             found = Lifted(a.low - b.high, a.high - b.low)
         else:
             factor, other = (a.number, b) if a.number is not None else (b.number, a)
@@ -582,8 +584,8 @@ class Lifter:
         return _Entry(self._fit(found, width))
 
     def _min_max(self, op: Operation, width: int) -> _Entry | None:
-        greatest = isinstance(op, arith.MaxSIOp | arith.MaxUIOp)
-        unsigned = isinstance(op, arith.MinUIOp | arith.MaxUIOp)
+        greatest = isinstance(op, arith.MaxSIOp | arith.MaxUIOp | index.MaxSOp | index.MaxUOp)
+        unsigned = isinstance(op, arith.MinUIOp | arith.MaxUIOp | index.MinUOp | index.MaxUOp)
         reads = [self._read(self._memo.get(v), width, unsigned) for v in op.operands[:2]]
         known = [r for r in reads if r is not None]
         if len(known) < 2:
@@ -675,9 +677,9 @@ def _bounds_of(values: Sequence[Lifted], greatest: bool) -> Lifted:
 
 
 def _combine(op: Operation, a: Affine, b: Affine) -> Affine | None:
-    if isinstance(op, arith.AddiOp):
+    if isinstance(op, _ADDS):
         return a + b
-    if isinstance(op, arith.SubiOp):
+    if isinstance(op, _SUBTRACTIONS):
         return a - b
     for factor, other in ((a.number, b), (b.number, a)):
         if factor is not None:
@@ -722,6 +724,8 @@ def apply(
 
 
 _Step = Callable[[Lifter, Operation, int], _Entry | None]
+_ADDS = (arith.AddiOp, index.AddOp)
+_SUBTRACTIONS = (arith.SubiOp, index.SubOp)
 
 # How each op the lifter follows is lifted (integer casts: dhir.dialects.arith.int_cast).
 _STEPS: dict[type[Operation], _Step] = {
@@ -736,6 +740,14 @@ _STEPS: dict[type[Operation], _Step] = {
     affine.ApplyOp: Lifter._affine,
     affine.MinOp: Lifter._affine,
     dhir_affine.MaxOp: Lifter._affine,
+    # The index dialect's ops that compute what these arith ops compute on index values.
+    index.AddOp: Lifter._arith,
+    index.SubOp: Lifter._arith,
+    index.MulOp: Lifter._arith,
+    index.MinSOp: Lifter._min_max,
+    index.MaxSOp: Lifter._min_max,
+    index.MinUOp: Lifter._min_max,
+    index.MaxUOp: Lifter._min_max,
 }
 
 _STEP_KINDS = tuple(_STEPS)

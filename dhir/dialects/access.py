@@ -29,6 +29,7 @@ from xdsl.ir.affine import AffineMap
 
 from dhir.dialects import affine as daffine
 from dhir.dialects import arith as darith
+from dhir.dialects import index as dindex
 from dhir.dialects import math as dmath
 from dhir.dialects import memref as dmemref
 
@@ -277,9 +278,9 @@ _BY_CLASS: tuple[tuple[_Classes, Kind, _Builder], ...] = (
     ((daffine.DelinearizeIndexOp, daffine.LinearizeIndexOp), Kind.PURE, _pure),
 )
 
-# Whole dialects of pure ops: arith and math compute values only (no op of theirs has a
-# region or touches memory). xDSL 0.74 has no `index` dialect.
-_PURE_DIALECTS = (arith.Arith, darith.Arith, math.Math, dmath.Math)
+# Whole dialects of pure ops: arith, math and index compute values only (no op of theirs
+# has a region or touches memory).
+_PURE_DIALECTS = (arith.Arith, darith.Arith, math.Math, dmath.Math, dindex.Index)
 _PURE_CLASSES: frozenset[type[Operation]] = frozenset(
     op for dialect in _PURE_DIALECTS for op in dialect.operations
 )
@@ -325,13 +326,13 @@ def accesses(op: Operation) -> tuple[Access, ...] | None:
 
 
 def is_pure(op: Operation) -> bool:
-    """Whether `op` computes values from values and touches no memory (arith, math,
+    """Whether `op` computes values from values and touches no memory (arith, math, index,
     affine.apply/min/max, affine.(de)linearize_index): the one purity rule."""
     return kind(op) is Kind.PURE
 
 
 def is_arithmetic(op: Operation) -> bool:
-    """Whether `op` is an arith or math op: what the work count takes as flops."""
+    """Whether `op` is an arith, math or index op: what the work count takes as flops."""
     return type(op) in _PURE_CLASSES
 
 

@@ -472,6 +472,8 @@ INT_CASTS: dict[str, bool] = {
     "arith.extsi": False,
     "arith.extui": True,
     "arith.trunci": False,
+    "index.casts": False,
+    "index.castu": True,
 }
 
 

@@ -12,7 +12,7 @@ _GENERIC = "write it as a linalg.generic"
 _COPY = "copy with memref.copy"
 
 # Of the dialects dhir reads; the rest of MLIR's dialects dhir does not read at all.
-_OPS: dict[str, str] = {
+MLIR22_ONLY: dict[str, str] = {
     "affine.dma_start": _COPY,
     "affine.dma_wait": _COPY,
     "arith.scaling_extf": "arith.extf the value and the scale, then arith.mulf them",
@@ -50,31 +50,7 @@ _OPS: dict[str, str] = {
     "tensor.parallel_insert_slice": "",
     "tensor.rank": "",
     "tensor.scatter": "",
-    "vector.from_elements": "vector.insert each element into a vector.broadcast of the first",
-    "vector.step": "an arith.constant dense<[0, 1, ...]> of the vector's type",
-    "vector.to_elements": "vector.extract each element",
     "vector.type_cast": "vector.load the vector from the memref",
-}
-
-# MLIR 22's index dialect, none of which dhir reads: the arith op that computes the same
-# on `index` values, by the index op's name.
-_INDEX_AS_ARITH = {
-    "add": "addi", "sub": "subi", "mul": "muli", "divs": "divsi", "divu": "divui",
-    "ceildivs": "ceildivsi", "ceildivu": "ceildivui", "floordivs": "floordivsi",
-    "rems": "remsi", "remu": "remui", "maxs": "maxsi", "maxu": "maxui", "mins": "minsi",
-    "minu": "minui", "and": "andi", "or": "ori", "xor": "xori", "shl": "shli",
-    "shrs": "shrsi", "shru": "shrui", "casts": "index_cast", "castu": "index_castui",
-    "cmp": "cmpi", "constant": "constant",
-}  # fmt: skip
-
-MLIR22_ONLY: dict[str, str] = {
-    **_OPS,
-    **{
-        f"index.{op}": f"use arith.{arith} on index values" for op, arith in _INDEX_AS_ARITH.items()
-    },
-    "index.bool.constant": "use arith.constant of type i1",
-    "index.sizeof": "use arith.constant 64 : index (index is 64 bits wide on every target "
-    "dhir builds for)",
 }
 """Each op of MLIR 22 that dhir cannot read, with what to write instead ("" where MLIR has
 nothing dhir reads that computes the same)."""

@@ -5,6 +5,7 @@ expandload, compressstore) are not in dhir's table of memory accesses, so the de
 analysis counts them as reading and writing all they reach; the ops under a
 `vector.mask` are seen through its region."""
 
+from collections.abc import Sequence
 from typing import ClassVar, cast
 
 from xdsl.dialects import vector
@@ -1054,6 +1055,114 @@ class DeinterleaveOp(IRDLOperation):
         _verify_halves(self.res1.type, self.source.type)
 
 
+@irdl_op_definition
+class StepOp(IRDLOperation):
+    """`vector.step : vector<Nxindex>`: the lanes 0, 1, ..., N-1. xDSL 0.74 lacks this op."""
+
+    name = "vector.step"
+
+    result = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def verify_(self) -> None:
+        type_ = self.result.type
+        assert isa(type_, VectorType)
+        if type_.get_num_dims() != 1 or not isinstance(type_.element_type, IndexType):
+            raise VerifyException(f"expected a 1-d vector of index, not {type_}")
+
+
+def _fixed_vector(type_: Attribute) -> VectorType:
+    if not isa(type_, VectorType) or any(type_.get_scalable_dims()):
+        raise VerifyException(f"expected a fixed-length vector, not {type_}")
+    return type_
+
+
+def _check_elements(vector_type: Attribute, elements: Sequence[SSAValue]) -> None:
+    """from_elements/to_elements: one scalar of the element type per lane, row-major."""
+    type_ = _fixed_vector(vector_type)
+    if len(elements) != type_.element_count():
+        raise VerifyException(f"{type_} has {type_.element_count()} elements, not {len(elements)}")
+    for element in elements:
+        if element.type != type_.element_type:
+            raise VerifyException(f"expected elements of {type_.element_type}, not {element.type}")
+
+
+@irdl_op_definition
+class FromElementsOp(IRDLOperation):
+    """`vector.from_elements %a, %b, ... : V`: a vector of the scalars, row-major.
+    xDSL 0.74 lacks this op."""
+
+    name = "vector.from_elements"
+
+    elements = var_operand_def()
+    dest = result_def(VectorType)
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "FromElementsOp":
+        start = parser.pos
+        names = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if not isa(type_, VectorType):
+            parser.raise_error(f"expected a vector type, not {type_}", start, parser.pos)
+        elements = parser.resolve_operands(names, [type_.element_type] * len(names), start)
+        return cls.create(operands=elements, result_types=[type_], attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.elements, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.dest.type)
+
+    def verify_(self) -> None:
+        _check_elements(self.dest.type, self.elements)
+
+
+@irdl_op_definition
+class ToElementsOp(IRDLOperation):
+    """`%e:N = vector.to_elements %v : V`: the vector's lanes, row-major.
+    xDSL 0.74 lacks this op."""
+
+    name = "vector.to_elements"
+
+    source = operand_def(VectorType)
+    elements = var_result_def()
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ToElementsOp":
+        start = parser.pos
+        source = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if not isa(type_, VectorType) or any(type_.get_scalable_dims()):
+            parser.raise_error(f"expected a fixed-length vector type, not {type_}", start)
+        operand = parser.resolve_operands([source], [type_], start)
+        results = [type_.element_type] * type_.element_count()
+        return cls.create(operands=operand, result_types=results, attributes=attrs)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+
+    def verify_(self) -> None:
+        _check_elements(self.source.type, self.elements)
+
+
 def _bits(element: Attribute) -> int | None:
     """An element's width as vector.bitcast counts it (index is 64 bits, as in MLIR)."""
     if isinstance(element, IndexType):
@@ -1147,6 +1256,9 @@ _ops = with_replaced_ops(
     ScalableExtractOp,
     InterleaveOp,
     DeinterleaveOp,
+    StepOp,
+    FromElementsOp,
+    ToElementsOp,
     BitcastOp,
     LoadOp,
     StoreOp,

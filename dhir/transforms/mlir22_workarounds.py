@@ -64,6 +64,12 @@
   contraction in place. The other operand is broadcast along that dimension (a leading
   one), making it a contracting pair: the same products, summed as the interpreter sums.
 
+- `index.ceildivs` and `index.floordivs`: `convert-to-llvm` computes both of two quotients
+  and selects one, and the one it drops may overflow: `ceildivs(INT64_MAX, -1)` and
+  `floordivs(INT64_MIN + 1, -1)` died of SIGFPE, `ceildivs(INT64_MIN, 2)` gave 2**62.
+  They become `arith.ceildivsi` and `arith.floordivsi`, whose lowering (arith-expand)
+  divides once.
+
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
 `vector.contract` of a kind other than add, with operands of another element type than
@@ -73,7 +79,7 @@ its accumulator's, or with a parallel dimension of size above 1 the result does 
 run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops
 at `llvm.vscale`).
 
-docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25 and 27 have the reproducers. Each rewrite
+docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25, 27 and 28 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
 so results are exact.
 """
@@ -106,6 +112,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import affine, arith, memref, scf, vector
+from dhir.dialects import index as indexd
 from dhir.dialects import math as mathd
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import dropped_dims, strided_layout, subview_layout
@@ -176,6 +183,9 @@ class Mlir22WorkaroundsPass(ModulePass):
             for power in find_ops(op, (mathd.IPowIOp,)):
                 if isinstance(_lane(power.result.type), IndexType):
                     _ipowi_on_i64(power)
+        for found in first:
+            if isinstance(found, indexd.CeilDivSOp | indexd.FloorDivSOp):
+                _divide_once(found)
         if _any(met, memref.AllocaScopeOp):
             for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
                 if _holds_regions(scope) and not in_device_code(scope):
@@ -209,8 +219,16 @@ _REWRITTEN = (
     mathd.IsNormalOp,
     arith.ExtFOp,
     arith.TruncFOp,
+    indexd.CeilDivSOp,
+    indexd.FloorDivSOp,
     *_UNLOWERED,
 )
+
+
+def _divide_once(op: indexd.CeilDivSOp | indexd.FloorDivSOp) -> None:
+    """The index division as arith's, which computes the same on index values."""
+    kind = arith.CeilDivSIOp if isinstance(op, indexd.CeilDivSOp) else arith.FloorDivSIOp
+    Rewriter.replace_op(op, kind(op.lhs, op.rhs, IndexType()))
 
 
 def _lowered(op: Operation) -> bool:

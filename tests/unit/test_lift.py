@@ -177,6 +177,30 @@ def test_minui_of_maybe_negative_index_values_is_unknown() -> None:
     assert Lifter().value(found["u"]) is None
 
 
+def test_the_index_dialect_is_read_as_arith() -> None:
+    """Index-dialect arithmetic was unknown: a subscript a[i + 4] made with index.add
+    was taken as any element of a."""
+    body = """
+  %c4 = index.constant 4
+  %a = index.add %i, %c4
+  %s = index.sub %a, %j
+  %m = index.mul %s, %c4
+  %lo = index.mins %m, %j
+  %hi = index.maxu %c4, %c4
+  %n = index.castu %i : index to i8
+  %w = index.casts %n : i8 to index
+  %d = index.divs %i, %c4
+  %x = index.shl %i, %c4
+"""
+    found = values(body, "%i: index, %j: index")
+    lift = Lifter()
+    assert [text(lift.value(found[n])) for n in ("a", "s", "m", "lo", "hi")] == [
+        "i + 4", "i + -1*j + 4", "4*i + -4*j + 16", "(min(4*i + -4*j + 16, j))", "4",
+    ]  # fmt: skip
+    assert text(lift.value(found["w"])) == "((i + 128) mod 256) + -128"  # i's low 8 bits, signed
+    assert [lift.value(found[n]) for n in "dx"] == [None, None]
+
+
 def test_select_is_a_range_between_its_choices() -> None:
     body = """
   %c1 = arith.constant 1 : index

@@ -29,6 +29,7 @@ from dhir.backends.interp.control import ControlImpls
 from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap, element
 from dhir.backends.interp.external import CallRecord, declared_symbols, link_shared, load, use
 from dhir.backends.interp.gpu import GpuImpls
+from dhir.backends.interp.index_dialect import IndexImpls
 from dhir.backends.interp.linalg import LinalgImpls
 from dhir.backends.interp.math_dialect import MathImpls
 from dhir.backends.interp.memref import MemrefImpls
@@ -279,7 +280,10 @@ def make_interpreter(
     # cf.br/cond_br; they pass values on without looking at them.
     for functions in (FuncFunctions(), ScfFunctions(), CfFunctions()):
         interpreter.register_implementations(functions)
-    ours = (ArithImpls, MathImpls, MemrefImpls, ControlImpls, GpuImpls, LinalgImpls, VectorImpls)
+    ours = (
+        ArithImpls, IndexImpls, MathImpls, MemrefImpls, ControlImpls, GpuImpls, LinalgImpls,
+        VectorImpls,
+    )  # fmt: skip
     for ours_functions in ours:
         interpreter.register_implementations(ours_functions(), override=True)
     return interpreter

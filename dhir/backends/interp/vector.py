@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from itertools import product
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -404,6 +404,28 @@ class VectorImpls(InterpreterFunctions):
     def run_deinterleave(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         source = args[0]
         return (_frozen(np.array(source[..., 0::2])), _frozen(np.array(source[..., 1::2])))
+
+    @handles(dhir_vector.StepOp)
+    def run_step(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        if any(cast(VectorType, op.results[0].type).get_scalable_dims()):
+            fail(op, "of a scalable vector is not supported by the interpreter")
+        result = _new_vector(op, op.results[0].type)
+        result[...] = np.arange(result.size)
+        return (_frozen(result),)
+
+    @handles(dhir_vector.FromElementsOp)
+    def run_from_elements(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        result = _new_vector(op, op.results[0].type)
+        lanes = result.reshape(-1)  # a view: row-major, as MLIR orders the elements
+        for k, value in enumerate(args):
+            put(lanes, k, value)
+        return (_frozen(result),)
+
+    # A vector with lanes nothing wrote is refused before this runs (its lanes are not
+    # carried into the scalars).
+    @handles(dhir_vector.ToElementsOp)
+    def run_to_elements(self, interp: Interpreter, op: Operation, args: Values) -> Values:
+        return tuple(element(lane) for lane in np.asarray(args[0]).reshape(-1))
 
     @handles(dhir_vector.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: Operation, args: Values) -> Values:

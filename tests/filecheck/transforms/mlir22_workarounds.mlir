@@ -117,3 +117,18 @@ func.func @lone_reductions(%x: vector<2x3x4xf32>, %y: vector<3xf32>, %z: vector<
   // CHECK-NEXT: return %[[R]]
   return %r : vector<2xf32>
 }
+
+// index.ceildivs and index.floordivs, whose lowering by convert-to-llvm computes a second
+// quotient that may overflow (SIGFPE for ceildivs(INT64_MAX, -1)): arith's, which divides
+// once; the other index ops stay.
+// CHECK-LABEL: func.func @index_divisions
+func.func @index_divisions(%a: index, %b: index) -> (index, index, index) {
+  // CHECK-NEXT: %[[C:.*]] = arith.ceildivsi %a, %b : index
+  %c = index.ceildivs %a, %b
+  // CHECK-NEXT: %[[F:.*]] = arith.floordivsi %a, %b : index
+  %f = index.floordivs %a, %b
+  // CHECK-NEXT: %[[D:.*]] = index.divs %a, %b
+  %d = index.divs %a, %b
+  // CHECK-NEXT: return %[[C]], %[[F]], %[[D]] : index, index, index
+  return %c, %f, %d : index, index, index
+}
