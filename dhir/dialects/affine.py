@@ -960,6 +960,14 @@ _PURE = frozenset(
         "scf.yield",
         "ub.poison",
         "gpu.shuffle",
+        # The index dialect's divisions and casts are not (whatever the divisor).
+        *(
+            f"index.{name}"
+            for name in (
+                "add sub mul maxs maxu mins minu shl shrs shru and or xor cmp constant "
+                "bool.constant sizeof"
+            ).split()
+        ),
         *(
             f"vector.{name}"
             for name in (

@@ -81,6 +81,16 @@ PURE_VALUES = {
     ),
     "ceildivsi by a symbol": ("", "%b = arith.ceildivsi %n, %n : index", "%b"),
     "index_cast of an integer": ("", "%b = arith.index_cast %w32 : i32 to index", "%b"),
+    # The index dialect: pure but for the divisions, whatever the divisor.
+    **{
+        f"index.{op} of symbols": ("", f"%b = index.{op} %n, %n", "%b")
+        for op in ("add", "sub", "mul", "maxs", "minu", "shl", "shru", "and", "xor")
+    },
+    "index.divs by a constant": ("%c2 = index.constant 2", "%b = index.divs %n, %c2", "%b"),
+    "index.remu of symbols": ("", "%b = index.remu %n, %n", "%b"),
+    "index.casts of an integer": ("", "%b = index.casts %w32 : i32 to index", "%b"),
+    "index.sizeof": ("", "%b = index.sizeof", "%b"),
+    "index.constant": ("", "%b = index.constant 3", "%b"),
     "min of symbols": ("", "%b = affine.min affine_map<()[s0] -> (s0, 4)>()[%n]", "%b"),
     "scf.for of step 1": (
         "%c1 = arith.constant 1 : index",
