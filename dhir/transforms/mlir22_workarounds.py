@@ -76,8 +76,8 @@ mlir-translate stop at the printed program's line: `vector.multi_reduction`, `ve
 its accumulator's, or with a parallel dimension of size above 1 the result does not have,
 `vector.mask` around anything but a `vector.reduction` (`Dialect vector not found`),
 `memref.realloc`, `memref.dma_start` and `memref.dma_wait`, `memref.reshape` to a type with
-run-time sizes (or no rank), and `vector.vscale` (x86 has no scalable vectors; clang stops
-at `llvm.vscale`).
+run-time sizes (or no rank), `vector.vscale`, and `vector.step` of a scalable vector
+(x86 has no scalable vectors; clang stops at `llvm.vscale`, or crashes).
 
 docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25, 27 and 28 have the reproducers. Each rewrite
 addresses the same elements as the op it replaces (clampf: computes the op's definition),
@@ -198,6 +198,7 @@ _UNLOWERED = (
     vector.ScanOp,
     vector.MaskOp,
     vector.VectorScaleOp,
+    vector.StepOp,
     vector.ContractionOp,
     memref.ReallocOp,
     memref.DmaStartOp,
@@ -235,6 +236,8 @@ def _lowered(op: Operation) -> bool:
     """Whether MLIR 22's CPU pipeline lowers `op`, one of `_UNLOWERED`: a mask around a
     reduction only (convert-vector-to-llvm folds the mask into it), a reshape to static
     sizes only; or code for a GPU."""
+    if isinstance(op, vector.StepOp):
+        return not any(cast(VectorType, op.result.type).get_scalable_dims())
     if in_device_code(op):
         return True
     if isinstance(op, memref.ReshapeOp):
@@ -314,7 +317,7 @@ def _pair_lone_reductions(op: vector.ContractionOp) -> vector.ContractionOp:
 def _unlowered(op: Operation) -> str:
     if isinstance(op, vector.ContractionOp):
         why = contraction_unlowered(op)
-    elif isinstance(op, vector.VectorScaleOp):
+    elif isinstance(op, vector.VectorScaleOp | vector.StepOp):
         why = "the CPUs dhir builds for have no scalable vectors"
     else:
         why = "MLIR 22's CPU lowering leaves it in place"

@@ -272,3 +272,34 @@ def test_index_arithmetic_in_subscripts_runs_on_two_ranks_as_interpreted() -> No
     got = dhir.run(SUBSCRIPTS, a, np.zeros(8, np.int64), backend="native", ranks=2, timeout=300)
     assert [list(w) for w in want] == [list(g) for g in got]
     assert list(want[1]) == [7, 6, 5, 4, 103, 0, 0, 0]
+
+
+SCALABLE_STEP = """func.func @main(%m: memref<8xi64>) {
+  %c0 = arith.constant 0 : index
+  %s = vector.step : vector<[4]xindex>
+  %w = arith.index_cast %s : vector<[4]xindex> to vector<[4]xi64>
+  %e = vector.extract %w[0] : i64 from vector<[4]xi64>
+  memref.store %e, %m[%c0] : memref<8xi64>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "backend, message",
+    [
+        ("interp", "'vector.step' of a scalable vector is not supported by the interpreter"),
+        pytest.param(
+            "native",
+            "'vector.step' is not supported by the native backend: the CPUs dhir builds for "
+            "have no scalable vectors",
+            marks=needs_llvm,
+        ),
+    ],
+)
+def test_a_scalable_step_is_refused_at_the_op(backend: str, message: str) -> None:
+    """Natively clang crashed on it."""
+    program = dhir.parse_string(SCALABLE_STEP, "prog.mlir")
+    with pytest.raises(dhir.DhirError) as error:
+        dhir.run(program, np.zeros(8, np.int64), backend=backend, ranks=1)
+    assert str(error.value).startswith(f"prog.mlir:3:8: error: {message}")
