@@ -13,7 +13,7 @@ from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
-from dhir.backends.parallel_loops import check_kernels, check_parallel_loops
+from dhir.backends.parallel_loops import check_copies, check_kernels, check_parallel_loops
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
@@ -244,12 +244,14 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
 def check_runnable(module: ModuleOp) -> None:
     """Refuse, at its line, what neither backend runs as the program means it: memrefs
     of memrefs, parallel loops whose iterations overlap, GPU kernels whose threads race,
-    addresses passed to C from another task, a machine description that cannot stand.
+    copies between overlapping views, addresses passed to C from another task, a machine
+    description that cannot stand.
     `dhir run`, `dhir.run` and `dhir compile` check alike."""
     check_description(module)
     check_memref_elements(module)
     check_parallel_loops(module)
     check_kernels(module)
+    check_copies(module)
     check_addresses(module)
 
 

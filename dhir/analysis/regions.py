@@ -43,7 +43,7 @@ from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
 from dhir.dialects import affine, arith, scf
 from dhir.dialects import memref as memref_dialect
-from dhir.dialects.access import Access, Kind, ViewKind, facts
+from dhir.dialects.access import Access, Kind, ViewKind, facts, view_source
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.layouts import is_identity_layout
@@ -406,6 +406,53 @@ def may_accesses(
 
 
 @dataclass(frozen=True)
+class CopyOverlap:
+    """A `memref.copy` whose source and target are views of one buffer that surely share
+    an element: the buffer, and the first such element (row-major)."""
+
+    memref: SSAValue
+    element: tuple[int, ...]
+
+
+def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
+    """Where the source and the target of `op` are views of one buffer, made by views this
+    module maps (subviews, casts, transposes, reshapes, reinterpret_casts of the buffer)
+    at offsets that are numbers, that surely share an element without being the same
+    view; else None (not proven: other buffers, an offset known at run time only)."""
+    source, target = op.source, op.destination
+    if source is target:
+        return None
+    (first, base), (second, other) = _chain(source), _chain(target)
+    if base is not other:
+        return None
+    walker = _Walker(reshapes=True)
+    walker.views[base] = (_View(base, None),)
+    walker.walk([*first, *second], _Nest((), (), True))
+    maps = [walker.element_map(value) for value in (source, target)]
+    if maps[0] is None or maps[1] is None or maps[0].is_equal(maps[1]):
+        return None  # the same view (a cast of it, say) copies each element onto itself
+    shared = (maps[0].range() & maps[1].range()).coalesce()
+    if shared.is_empty():
+        return None
+    point = shared.lexmin().sample_point()
+    dims = range(shared.dim(isl.dim_type.set))
+    element = tuple(int(point.get_coordinate_val(isl.dim_type.set, d).to_python()) for d in dims)
+    return CopyOverlap(base, element)
+
+
+def _chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """The view ops that make `value` (outermost first), and the buffer they view."""
+    chain: list[Operation] = []
+    while isinstance(value.owner, Operation):
+        source = view_source(value.owner)
+        if source is None or not isinstance(source.type, MemRefType):
+            break
+        chain.insert(0, value.owner)
+        value = source
+    return chain, value
+
+
+@dataclass(frozen=True)
 class _View:
     """A value that points into the listed memref `root`: `subscripts` maps the value's
     own indices (named y0, y1, ...) to the root's, or is None when that is unknown (any
@@ -482,6 +529,36 @@ class _Walker:
         name = self.fresh(_LITERAL)
         self.literals[name] = int(text)
         return name
+
+    def element_map(self, value: SSAValue) -> isl.Map | None:
+        """Each index of the view `value` (of a static shape) to the element of its one
+        root it surely is; None where that is not known."""
+        views = self.views.get(value, ())
+        type_ = value.type
+        if len(views) != 1 or not isinstance(type_, MemRefType):
+            return None
+        view = views[0]
+        shape = type_.get_shape()
+        if not view.known or not view.sure or DYNAMIC_INDEX in shape:
+            return None
+        own = [f"y{k}" for k in range(len(shape))]
+        outs = [f"x{k}" for k in range(len(_shape(view.root.type)))]
+        subscripts = (
+            own if view.subscripts is None else [_substitute(s, own) for s in view.subscripts]
+        )
+        if len(subscripts) != len(outs):
+            return None
+        bounds = [f"0 <= {y} < {n}" for y, n in zip(own, shape, strict=True)]
+        equalities = [f"{x} = {s}" for x, s in zip(outs, subscripts, strict=True)]
+        body = " and ".join([*bounds, *equalities]) or "true"
+        literals = list(dict.fromkeys(_LITERAL_NAME.findall(body)))
+        prefix = f"[{', '.join(literals)}] -> " if literals else ""
+        found = isl.Map(f"{prefix}{{ [{', '.join(own)}] -> [{', '.join(outs)}] : {body} }}")
+        for name in literals:
+            at = found.find_dim_by_name(isl.dim_type.param, name)
+            found = found.fix_val(isl.dim_type.param, at, isl.Val(str(self.literals[name])))
+            found = found.project_out(isl.dim_type.param, at, 1)
+        return found
 
     # --- values -------------------------------------------------------------------
 

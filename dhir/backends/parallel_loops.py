@@ -10,7 +10,11 @@ when two of them surely touch one element, one writing it, with no barrier betwe
 
 A loop whose iterations are not proven independent either (a subscript loaded from
 memory, a view dhir does not follow, a bound known at run time only) is marked to run its
-iterations in order natively, as the interpreter does (`mark_unproven_loops`)."""
+iterations in order natively, as the interpreter does (`mark_unproven_loops`).
+
+A `memref.copy` between two views of one buffer that surely share an element is refused
+too (`check_copies`): MLIR leaves its result undefined, the interpreter refuses it, and
+native code would copy in an order of its own and exit 0."""
 
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
@@ -22,6 +26,7 @@ from dhir.analysis.overlaps import (
     parallel_independence,
     parallel_overlap,
 )
+from dhir.analysis.regions import copy_overlap
 from dhir.dialects import affine, gpu, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.dhir import TaskOp
@@ -46,6 +51,25 @@ def check_kernels(module: ModuleOp) -> None:
         overlap = kernel_overlap(op)
         if overlap is not None:
             raise error_at(op, _kernel_message(op, overlap))
+
+
+def check_copies(module: ModuleOp) -> None:
+    """Refuse the first memref.copy whose source and target are proven to overlap."""
+    for op in find_ops(module, memref_dialect.CopyOp):
+        overlap = copy_overlap(op)
+        if overlap is None:
+            continue
+        name = overlap.memref.name_hint
+        memref = f"%{name}" if name is not None else f"a {overlap.memref.type}"
+        element = f"{memref}[{', '.join(map(str, overlap.element))}]"
+        raise error_at(
+            op,
+            f"this {op.name} copies between views that overlap ({element} is in both, "
+            "and they are not the same view), which MLIR leaves undefined: "
+            "the result would depend on the order the elements are copied in. Copy "
+            "through a buffer of its own (memref.alloc, a copy into it, then one out "
+            "of it), or make the views apart",
+        )
 
 
 def mark_unproven_loops(module: ModuleOp) -> list[str]:
