@@ -203,19 +203,21 @@ def test_workgroup_memory_races_within_a_block_only() -> None:
     assert kernel_overlap(_launch(_program(own, "%c2", WORKGROUP))) is None
 
 
-def test_a_barrier_orders_a_blocks_workgroup_memory() -> None:
-    """The usual shared-memory pattern: each thread fills its element, waits, then reads
-    its neighbour's."""
-    body = """%x = arith.index_cast %tx : index to i64
+# The usual shared-memory pattern: each thread fills its element, waits, then reads its
+# neighbour's.
+ROTATE = """%x = arith.index_cast %tx : index to i64
         memref.store %x, %s[%tx] : memref<8xi64, #gpu.address_space<workgroup>>
         {barrier}
         %k = affine.apply affine_map<(t) -> ((t + 1) mod 8)>(%tx)
         %v = memref.load %s[%k] : memref<8xi64, #gpu.address_space<workgroup>>
         %g = gpu.global_id x
         memref.store %v, %a[%g] : memref<16xi64>"""
-    ordered = _program(body.format(barrier="gpu.barrier"), "%c2", WORKGROUP)
+
+
+def test_a_barrier_orders_a_blocks_workgroup_memory() -> None:
+    ordered = _program(ROTATE.format(barrier="gpu.barrier"), "%c2", WORKGROUP)
     assert kernel_overlap(_launch(ordered)) is None
-    found = kernel_overlap(_launch(_program(body.format(barrier=""), "%c2", WORKGROUP)))
+    found = kernel_overlap(_launch(_program(ROTATE.format(barrier=""), "%c2", WORKGROUP)))
     assert found is not None
     # Thread 7 reads %s[0], which thread 0 writes.
     assert (found.first, found.second, found.element, found.read) == (
@@ -224,6 +226,25 @@ def test_a_barrier_orders_a_blocks_workgroup_memory() -> None:
         (0,),
         True,
     )
+
+
+@pytest.mark.parametrize("case", ["barrier between a read and a write", "barrier in a loop"])
+def test_kernels_a_barrier_orders_run_in_the_interpreter(case: str) -> None:
+    """What the check accepts because a barrier orders it, the interpreter runs as a GPU
+    does (in phases between barriers): each thread t reads a[t + 1] before any writes."""
+    a = np.arange(16, dtype=np.int64)
+    text = _program(*ACCEPTED[case])
+    results = dhir.run(parse_string(text), a, a, np.int64(0), backend="interp")
+    np.testing.assert_array_equal(results[0], np.concatenate([a[1:9], a[8:]]))
+
+
+def test_a_barrier_orders_a_blocks_workgroup_memory_in_the_interpreter() -> None:
+    """Each thread reads its neighbour's element of workgroup memory, which one after
+    another (the interpreter before barriers ran) it reads before the neighbour writes."""
+    a = np.zeros(16, np.int64)
+    text = _program(ROTATE.format(barrier="gpu.barrier"), "%c2", WORKGROUP)
+    results = dhir.run(parse_string(text), a, a, np.int64(0), backend="interp")
+    np.testing.assert_array_equal(results[0], np.tile(np.roll(np.arange(8), -1), 2))
 
 
 def test_a_kernel_in_a_host_loop_races_at_every_step() -> None:

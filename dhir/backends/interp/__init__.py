@@ -26,7 +26,14 @@ from dhir.backends.interp import written
 from dhir.backends.interp.apart import run_apart, shared_copy
 from dhir.backends.interp.arith import ArithImpls
 from dhir.backends.interp.control import ControlImpls
-from dhir.backends.interp.core import INDEX_WIDTH, MAX_DEPTH, RECURSION_LIMIT, Trap, element
+from dhir.backends.interp.core import (
+    INDEX_WIDTH,
+    MAX_DEPTH,
+    RECURSION_LIMIT,
+    OpStack,
+    Trap,
+    element,
+)
 from dhir.backends.interp.external import CallRecord, declared_symbols, link_shared, load, use
 from dhir.backends.interp.gpu import GpuImpls
 from dhir.backends.interp.index_dialect import IndexImpls
@@ -53,25 +60,21 @@ class _TimedOut(BaseException):
     through xDSL's dispatcher)."""
 
 
-class _OpStack(Interpreter.Listener):
-    """The ops being run, innermost last: where an unexpected exception came from
-    (xDSL's dispatcher loses that when it re-raises). It also stops a run that passes
-    `deadline` (time.monotonic()), at the op it was about to run: checked before every
-    op, so an endless loop is stopped however it loops, in any thread."""
+class _OpStack(OpStack):
+    """The ops being run (OpStack), which also stops a run that passes `deadline`
+    (time.monotonic()), at the op it was about to run: checked before every op, so an
+    endless loop is stopped however it loops, in any thread."""
 
     def __init__(self, deadline: float | None = None) -> None:
-        self.ops: list[Operation] = []
+        super().__init__()
         self.deadline = deadline
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
-        self.ops.append(op)
+        super().will_interpret_op(op, args)
         if written.MADE.partial:
             written.check_uses(op, args)
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise _TimedOut()
-
-    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
-        self.ops.pop()
 
 
 def run_interp(

@@ -23,6 +23,7 @@ from typing import Any, NoReturn, TypeVar
 import numpy as np
 from xdsl.dialects.builtin import BFloat16Type, VectorType
 from xdsl.interpreter import (
+    Interpreter,
     InterpreterFunctions,
     PythonValues,
     ReturnedValues,
@@ -61,6 +62,21 @@ class Trap(BaseException):
 
 def fail(op: Operation, message: str) -> NoReturn:
     raise Trap(op, f"'{op.name}' {message}")
+
+
+class OpStack(Interpreter.Listener):
+    """The ops being run, innermost last: where an unexpected exception came from
+    (xDSL's dispatcher loses that when it re-raises). The GPU threads of a block that
+    wait at a barrier take their part of it with them (dhir.backends.interp.phases)."""
+
+    def __init__(self) -> None:
+        self.ops: list[Operation] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        self.ops.append(op)
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        self.ops.pop()
 
 
 ImplT = TypeVar("ImplT", bound=Callable[..., Any])

@@ -1,4 +1,5 @@
-"""gpu.launch and gpu.launch_func, emulated thread by thread."""
+"""gpu.launch and gpu.launch_func, emulated thread by thread (in phases between barriers
+where a kernel has them: dhir.backends.interp.phases)."""
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import copy, new_array, state
-from dhir.dialects import gpu
+from dhir.backends.interp.phases import run_block
+from dhir.dialects import func, gpu
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,21 @@ def _ids(interp: Interpreter, op: Operation) -> GpuIds:
     return ids
 
 
-def _no_barrier(kernel: Operation) -> None:
-    for inner in kernel.walk():
-        if isinstance(inner, gpu.BarrierOp):
-            fail(
-                inner,
-                "is not supported by the interpreter: it runs GPU threads one after "
-                "another, so threads cannot wait for each other",
-            )
+def _waits(kernel: Operation) -> bool:
+    """Whether the threads of a block may wait for each other in `kernel`: it holds a
+    barrier, or calls a function that does."""
+    seen: set[Operation] = set()
+    todo = [kernel]
+    while todo:
+        for inner in todo.pop().walk():
+            if isinstance(inner, gpu.BarrierOp):
+                return True
+            if isinstance(inner, func.CallOp):
+                callee = SymbolTable.lookup_symbol(inner, inner.callee)
+                if callee is not None and callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+    return False
 
 
 def _attributions(op: Operation, types: Sequence[Attribute]) -> tuple[np.ndarray, ...]:
@@ -66,25 +75,34 @@ def run_kernel(
     grid: Sequence[int],
     block: Sequence[int],
     make_args: Callable[[tuple[int, ...], tuple[int, ...]], tuple[Any, ...]],
-    workgroup: Sequence[Attribute],
-    private: Sequence[Attribute],
+    attributions: tuple[Sequence[Attribute], Sequence[Attribute]],
+    waits: bool,
 ) -> None:
-    """Every thread of every block, one after another: blocks in order, x fastest,
-    and within a block its threads in order, x fastest. A size below 1 (a loop of no
-    iterations) runs nothing, as dhir's GPU runtime does."""
+    """Every block, one after another, in order, x fastest. Within a block, its threads
+    in order, x fastest: each one to its end, or, where they may `waits` for each other
+    at barriers, each one to its next barrier, phase after phase (phases.run_block). A
+    size below 1 (a loop of no iterations) runs nothing, as dhir's GPU runtime does."""
     if min(*grid, *block) < 1:
         return
     _check_sizes(op, grid, block)
     run_state = state(interpreter)
     g3, b3 = (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
+    workgroup, private = attributions
     try:
         for bx, by, bz in _xyz(g3):
             shared = _attributions(op, workgroup)
+            threads: list[tuple[GpuIds, tuple[Any, ...]]] = []
             for tx, ty, tz in _xyz(b3):
-                run_state.gpu = GpuIds((bx, by, bz), (tx, ty, tz), g3, b3)
+                ids = GpuIds((bx, by, bz), (tx, ty, tz), g3, b3)
                 own = _attributions(op, private)
                 args = (*make_args((bx, by, bz), (tx, ty, tz)), *shared, *own)
+                if waits:
+                    threads.append((ids, args))
+                    continue
+                run_state.gpu = ids
                 interpreter.run_ssacfg_region(body, args, op.name)
+            if threads:
+                run_block(interpreter, body, op.name, threads)
     finally:
         run_state.gpu = None
 
@@ -126,7 +144,6 @@ class GpuImpls(InterpreterFunctions):
     def run_launch(self, interp: Interpreter, op: gpu.LaunchOp, args: Values) -> Values:
         if op.clusterSizeX is not None:
             fail(op, "with clusters is not supported by the interpreter")
-        _no_barrier(op)
         sizes = interp.get_values(
             [op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ]
         )
@@ -138,7 +155,7 @@ class GpuImpls(InterpreterFunctions):
         private = block_args[12 + n_workgroup :]
         run_kernel(
             interp, op, op.body, grid, block,
-            lambda b, t: (*b, *t, *grid, *block), workgroup, private,
+            lambda b, t: (*b, *t, *grid, *block), (workgroup, private), _waits(op),
         )  # fmt: skip
         return (None,) * len(op.results)
 
@@ -149,7 +166,6 @@ class GpuImpls(InterpreterFunctions):
             fail(op, f"launches {op.kernel}, which is not a gpu.func in the module")
         if op.clusterSizeX is not None:
             fail(op, "with clusters is not supported by the interpreter")
-        _no_barrier(kernel)
         sizes = interp.get_values(
             [op.gridSizeX, op.gridSizeY, op.gridSizeZ, op.blockSizeX, op.blockSizeY, op.blockSizeZ]
         )
@@ -162,9 +178,18 @@ class GpuImpls(InterpreterFunctions):
         private = block_args[n_inputs + n_workgroup :]
         run_kernel(
             interp, op, kernel.body, sizes[:3], sizes[3:],
-            lambda b, t: operands, workgroup, private,
+            lambda b, t: operands, (workgroup, private), _waits(kernel),
         )  # fmt: skip
         return (None,) * len(op.results)
+
+    @handles(gpu.BarrierOp)
+    def run_barrier(self, interp: Interpreter, op: gpu.BarrierOp, args: Values) -> Values:
+        _ids(interp, op)
+        wait = state(interp).barrier
+        if wait is None:  # _waits found no barrier: reached in a way it does not follow
+            fail(op, "is reached where the interpreter did not expect a barrier")
+        wait(op)
+        return ()
 
     @handles(gpu.TerminatorOp, gpu.ReturnOp, gpu.YieldOp)
     def run_terminator(self, interp: Interpreter, op: Operation, args: Values) -> Returned:

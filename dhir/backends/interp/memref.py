@@ -1,7 +1,7 @@
 """The memref dialect on NumPy arrays (views share their buffer)."""
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,10 +62,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class RunState:
-    """Per-run data: memref.global buffers, the GPU thread being run, linalg indices."""
+    """Per-run data: memref.global buffers, the GPU thread being run, where a GPU thread
+    waits at a barrier, linalg indices."""
 
     globals: dict[Operation, np.ndarray] = field(default_factory=dict[Operation, np.ndarray])
     gpu: "GpuIds | None" = None  # set by dhir.backends.interp.gpu while a kernel runs
+    # Set by dhir.backends.interp.phases while a block whose threads may wait runs.
+    barrier: Callable[[Operation], None] | None = None
     linalg_indices: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
 
 
