@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_gpu_barriers import MATMUL
 from test_gpu_runtime import PROPOSAL, _chain
 
 import dhir
+from dhir.ir.text import parse_string
 
 pytestmark = [
     pytest.mark.gpu,
@@ -34,6 +36,17 @@ def test_proposal_equals_the_oracle(ranks: int) -> None:
 def test_cpu_gpu_cpu_chain_across_two_ranks() -> None:
     rng = np.random.default_rng(5)
     _against_oracle(_chain(1), [rng.integers(-99, 99, 64).astype(np.int32) for _ in range(2)], 2)
+
+
+def test_a_tiled_matmul_with_barriers_equals_the_oracle() -> None:
+    """Workgroup memory and barriers in a loop: the interpreter runs the block's threads
+    in phases between barriers, as the GPU orders them."""
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((8, 8)).astype(np.float32) for _ in range(3)]
+    oracle = dhir.run(parse_string(MATMUL), *inputs, backend="interp")
+    native = dhir.run(parse_string(MATMUL), *inputs, ranks=1, timeout=300)
+    for got, want in zip(native, oracle, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("gpu_format", ["isa", "fatbin"])
