@@ -517,6 +517,13 @@ void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y, intptr_t
                   "most 2147483647 x 65535 x 65535 (loops mapped to y and z have at most "
                   "524280 and 131070 iterations): split the loop or swap its dimensions",
                   task_text(), (long long)grid_x, (long long)grid_y, (long long)grid_z);
+  /* The driver takes the size unsigned (-1 would ask for 4 GiB) and refuses more than 48 KiB
+     unless the kernel opts in (cuFuncSetAttribute), which dhir never does. */
+  if (shared_bytes < 0 || shared_bytes > 48 * 1024)
+    dhir_rt_fatal("%s: a kernel asks for %d bytes of dynamic shared memory "
+                  "(dynamic_shared_memory_size); CUDA gives a launch from 0 to 49152 bytes, with "
+                  "its workgroup attributions: use smaller tiles",
+                  task_text(), (int)shared_bytes);
   ++stats.launches;
   CUevent begin = timing ? mark(stream) : NULL;
   check(cu.LaunchKernel(function, (unsigned)grid_x, (unsigned)grid_y, (unsigned)grid_z,

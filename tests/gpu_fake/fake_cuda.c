@@ -194,9 +194,13 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
                         void **extra) {
-  (void)shared, (void)stream, (void)params, (void)extra;
-  ENTER("cuLaunchKernel", " %s grid=%ux%ux%u block=%ux%ux%u", ((Function *)function)->name, gx,
-        gy, gz, bx, by, bz);
+  (void)stream, (void)params, (void)extra;
+  if (shared == 0)
+    ENTER("cuLaunchKernel", " %s grid=%ux%ux%u block=%ux%ux%u", ((Function *)function)->name,
+          gx, gy, gz, bx, by, bz);
+  else
+    ENTER("cuLaunchKernel", " %s grid=%ux%ux%u block=%ux%ux%u shared=%u",
+          ((Function *)function)->name, gx, gy, gz, bx, by, bz, shared);
   return OK;
 }
 

@@ -250,3 +250,55 @@ def test_the_tiled_matmul_is_built_and_launched_natively(
     dhir.run(parse_string(MATMUL), a, a, a, ranks=1, timeout=120)
     launches = [line for line in log.read_text().splitlines() if line.startswith("cuLaunch")]
     assert launches == ["cuLaunchKernel task0_kernel0 grid=2x2x1 block=4x4x1"]
+
+
+def _dynamic(size: int) -> str:
+    """MATMUL asking for `size` bytes of dynamic shared memory besides its two 64-byte
+    tiles (dhir reads no gpu.dynamic_shared_memory, so nothing uses them)."""
+    return MATMUL.replace(
+        "      gpu.launch", f"      %dynamic = arith.constant {size} : i32\n      gpu.launch"
+    ).replace(
+        "(%sx = %c4, %sy = %c4, %sz = %c1)",
+        "(%sx = %c4, %sy = %c4, %sz = %c1) dynamic_shared_memory_size %dynamic",
+    )
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        (-1, "asks for -1 bytes of dynamic shared memory: give a size from 0"),
+        (
+            49025,
+            "needs 49153 bytes of shared memory a block (128 of workgroup attributions, 49025 "
+            "dynamic); CUDA gives a block at most 49152 unless the kernel opts in",
+        ),
+    ],
+)
+def test_more_shared_memory_than_cuda_gives_a_block_is_refused(size: int, expected: str) -> None:
+    """The interpreter ignored dynamic_shared_memory_size, and ran launches a GPU refuses."""
+    a = np.ones((8, 8), np.float32)
+    with pytest.raises(DhirError) as caught:
+        dhir.run(parse_string(_dynamic(size), "p.mlir"), a, a, a, backend="interp")
+    assert str(caught.value).startswith(f"p.mlir:10:7: error: 'gpu.launch' {expected}")
+    ones = dhir.run(parse_string(_dynamic(49024), "p.mlir"), a, a, a, backend="interp")
+    np.testing.assert_array_equal(ones[2], np.full((8, 8), 8, np.float32))
+
+
+@pytest.mark.mlir
+def test_dynamic_shared_memory_is_passed_to_the_launch_and_checked(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Natively the size reaches cuLaunchKernel, and one CUDA refuses (the driver takes it
+    unsigned: -1 is 4 GiB) stops the run with the task's name, before the launch."""
+    log = tmp_path / "cuda.log"
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_driver))
+    monkeypatch.setenv("FAKE_CUDA_LOG", str(log))
+    monkeypatch.delenv("DHIR_CUDA_DRIVER", raising=False)
+    a = np.ones((8, 8), np.float32)
+    dhir.run(parse_string(_dynamic(1024)), a, a, a, ranks=1, timeout=120)
+    launches = [line for line in log.read_text().splitlines() if line.startswith("cuLaunch")]
+    assert launches == ["cuLaunchKernel task0_kernel0 grid=2x2x1 block=4x4x1 shared=1024"]
+    log.unlink()
+    with pytest.raises(DhirError, match=r"asks for -1 bytes of dynamic shared memory"):
+        dhir.run(parse_string(_dynamic(-1)), a, a, a, ranks=1, timeout=120)
+    assert "cuLaunchKernel" not in log.read_text()

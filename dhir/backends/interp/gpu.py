@@ -1,6 +1,7 @@
 """gpu.launch and gpu.launch_func, emulated thread by thread (in phases between barriers
 where a kernel has them: dhir.backends.interp.phases)."""
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -8,19 +9,21 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import (
     IntegerAttr,
+    MemRefType,
 )
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
     ReturnedValues,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import copy, new_array, state
 from dhir.backends.interp.phases import run_block
 from dhir.dialects import func, gpu
+from dhir.ir.layout import element_bytes
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,10 @@ SUBGROUP_SIZE = 32
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_BLOCK_THREADS = 1024
+# Shared memory a block may have (workgroup attributions and the launch's dynamic size
+# together) where the kernel does not opt in to more (cuFuncSetAttribute), which dhir's
+# GPU runtime never does.
+MAX_SHARED_BYTES = 48 * 1024
 
 
 def _ids(interp: Interpreter, op: Operation) -> GpuIds:
@@ -107,6 +114,38 @@ def run_kernel(
         run_state.gpu = None
 
 
+def _check_shared(
+    interp: Interpreter,
+    op: Operation,
+    sizes: Sequence[int],
+    workgroup: Sequence[Attribute],
+    size: SSAValue | None,
+) -> None:
+    """A launch asking for more shared memory than CUDA gives a block, or for a negative
+    dynamic size, is refused, as a GPU would refuse it (dhir's GPU runtime stops at such a
+    dynamic size); one of no threads runs nothing, and is not."""
+    if min(sizes) < 1:
+        return
+    dynamic = interp.get_values([size])[0] if size is not None else 0
+    static = sum(_bytes(t) for t in workgroup)
+    if dynamic < 0:
+        fail(op, f"asks for {dynamic} bytes of dynamic shared memory: give a size from 0")
+    if static + dynamic > MAX_SHARED_BYTES:
+        fail(
+            op,
+            f"needs {static + dynamic} bytes of shared memory a block ({static} of workgroup "
+            f"attributions, {dynamic} dynamic); CUDA gives a block at most "
+            f"{MAX_SHARED_BYTES} unless the kernel opts in to more, which dhir does not do: "
+            "use smaller tiles",
+        )
+
+
+def _bytes(type_: Attribute) -> int:
+    assert isinstance(type_, MemRefType)
+    element = element_bytes(type_.element_type) or 0  # what new_array refuses anyway
+    return element * math.prod(type_.get_shape())
+
+
 def _xyz(sizes: tuple[int, int, int]) -> Iterator[tuple[int, int, int]]:
     """Every (x, y, z) below `sizes`, x fastest, one at a time (itertools.product first
     makes a tuple of each range: a MemoryError for a large grid)."""
@@ -153,6 +192,7 @@ class GpuImpls(InterpreterFunctions):
         n_workgroup = attr.value.data if isinstance(attr, IntegerAttr) else 0
         workgroup = block_args[12 : 12 + n_workgroup]
         private = block_args[12 + n_workgroup :]
+        _check_shared(interp, op, sizes, workgroup, op.dynamicSharedMemorySize)
         run_kernel(
             interp, op, op.body, grid, block,
             lambda b, t: (*b, *t, *grid, *block), (workgroup, private), _waits(op),
@@ -176,6 +216,7 @@ class GpuImpls(InterpreterFunctions):
         n_workgroup = attr.value.data if isinstance(attr, IntegerAttr) else 0
         workgroup = block_args[n_inputs : n_inputs + n_workgroup]
         private = block_args[n_inputs + n_workgroup :]
+        _check_shared(interp, op, sizes, workgroup, op.dynamicSharedMemorySize)
         run_kernel(
             interp, op, kernel.body, sizes[:3], sizes[3:],
             lambda b, t: operands, (workgroup, private), _waits(kernel),
