@@ -135,7 +135,7 @@ class _Block:
             thread.done = True
         except _Stop:
             thread.done = True
-        except BaseException as error:  # the launching thread raises it, at the launch
+        except BaseException as error:  # raised again on the launching thread (_phase)
             thread.error = error
         finally:
             self.back.release()
