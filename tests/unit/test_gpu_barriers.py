@@ -146,6 +146,25 @@ def test_a_tiled_matmul_in_workgroup_memory_equals_numpy() -> None:
     _same_bits(got[2], want)
 
 
+def test_blocks_reuse_the_python_threads_of_the_block_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The matmul's 4 blocks of 16 threads start 16 Python threads, not 64 (starting one
+    costs more than running a short kernel's thread), and end them all."""
+    started: list[threading.Thread] = []
+    start = threading.Thread.start
+
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counted)
+    a = np.ones((8, 8), np.float32)
+    dhir.run(parse_string(MATMUL), a, a, a, backend="interp")
+    assert len(started) == 16
+    assert not any(thread.is_alive() for thread in started)
+
+
 def test_a_block_reduction_in_workgroup_memory_equals_numpy() -> None:
     """A gpu.launch_func, with a barrier in a called function and one in a loop."""
     x = np.random.default_rng(2).standard_normal(32).astype(np.float32)

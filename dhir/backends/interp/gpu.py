@@ -21,7 +21,7 @@ from xdsl.traits import SymbolTable
 
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import copy, new_array, state
-from dhir.backends.interp.phases import run_block
+from dhir.backends.interp.phases import Workers, run_block
 from dhir.dialects import func, gpu
 from dhir.ir.layout import element_bytes
 
@@ -95,6 +95,7 @@ def run_kernel(
     run_state = state(interpreter)
     g3, b3 = (grid[0], grid[1], grid[2]), (block[0], block[1], block[2])
     workgroup, private = attributions
+    workers = Workers() if waits else None
     try:
         for bx, by, bz in _xyz(g3):
             shared = _attributions(op, workgroup)
@@ -108,10 +109,12 @@ def run_kernel(
                     continue
                 run_state.gpu = ids
                 interpreter.run_ssacfg_region(body, args, op.name)
-            if threads:
-                run_block(interpreter, body, op.name, threads)
+            if workers is not None:
+                run_block(interpreter, body, op.name, threads, workers)
     finally:
         run_state.gpu = None
+        if workers is not None:
+            workers.close()
 
 
 def _check_shared(

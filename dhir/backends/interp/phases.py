@@ -4,11 +4,11 @@ thread of the block waits at the barrier, all go on to the next phase. So what a
 writes before a barrier is there for every thread of its block after it, in workgroup
 memory and in global memory alike.
 
-Each thread runs on a Python thread of its own, which keeps its place in the regions it
-runs (a barrier in an `scf.for`, in an `scf.if`, in a called function), but only one of
-them runs at any time, handing over to the next at a barrier: the order is fixed, and
-the interpreter's state (the values in scope, the ops being run, the thread ids) is
-swapped at each hand-over.
+Each thread runs on a Python thread of its own (reused by the next block's thread at its
+place), which keeps its place in the regions it runs (a barrier in an `scf.for`, in an
+`scf.if`, in a called function), but only one of them runs at any time, handing over to
+the next at a barrier: the order is fixed, and the interpreter's state (the values in
+scope, the ops being run, the thread ids) is swapped at each hand-over.
 
 A barrier that not every thread of the block reaches (under a condition that differs
 between them, in a loop whose trip count does) is undefined in CUDA, where the GPU may
@@ -41,8 +41,8 @@ class _Stop(BaseException):
 class _Thread:
     ids: "GpuIds"
     args: tuple[Any, ...]
-    go: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
-    worker: threading.Thread | None = None
+    block: "_Block | None" = None
+    worker: "_Worker | None" = None
     waits_at: Operation | None = None  # the barrier it waits at
     done: bool = False
     error: BaseException | None = None
@@ -52,26 +52,88 @@ class _Thread:
     ops: list[list[Operation]] = field(default_factory=list[list[Operation]])
 
 
+@dataclass(eq=False)
+class _Worker:
+    """A Python thread that runs the GPU thread at one place of each block in turn."""
+
+    go: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+    job: _Thread | None = None
+    thread: threading.Thread | None = None
+
+
+class Workers:
+    """The Python threads of one launch: starting one costs more than running a short
+    kernel's thread, so each block's threads reuse those of the block before."""
+
+    def __init__(self) -> None:
+        self.pool: list[_Worker] = []
+        self.back = threading.Semaphore(0)  # a GPU thread has stopped at a barrier or ended
+
+    def take(self, place: int, job: _Thread) -> _Worker:
+        while len(self.pool) <= place:
+            # Each Python thread starts with a context of its own, where NumPy keeps its
+            # error state: give it the launching thread's.
+            context = contextvars.copy_context()
+            worker = _Worker()
+            worker.thread = threading.Thread(
+                target=context.run, args=(self._serve, worker), daemon=True
+            )
+            worker.thread.start()
+            self.pool.append(worker)
+        worker = self.pool[place]
+        worker.job = job
+        return worker
+
+    def _serve(self, worker: _Worker) -> None:
+        while True:
+            worker.go.acquire()
+            job = worker.job
+            if job is None or job.block is None:
+                return
+            job.block.work(job)
+
+    def close(self) -> None:
+        """End the Python threads that wait for a job (one a signal left running goes on
+        until it reaches a barrier: it is a daemon)."""
+        for worker in self.pool:
+            job = worker.job
+            if job is not None and not job.done and job.error is None:
+                continue
+            worker.job = None
+            worker.go.release()
+            if worker.thread is not None:
+                worker.thread.join()
+
+
 def run_block(
     interpreter: Interpreter,
     body: Region,
     name: str,
     threads: list[tuple["GpuIds", tuple[Any, ...]]],
+    workers: Workers,
 ) -> None:
     """Run `body` once for each of `threads` (their ids and the body's arguments), in
-    phases between barriers."""
-    _Block(interpreter, body, name, [_Thread(ids, args) for ids, args in threads]).run()
+    phases between barriers, on `workers`."""
+    _Block(interpreter, body, name, [_Thread(ids, args) for ids, args in threads], workers).run()
 
 
 class _Block:
     def __init__(
-        self, interpreter: Interpreter, body: Region, name: str, threads: list[_Thread]
+        self,
+        interpreter: Interpreter,
+        body: Region,
+        name: str,
+        threads: list[_Thread],
+        workers: Workers,
     ) -> None:
+        self.workers = workers
+        self.back = workers.back
         self.interpreter = interpreter
         self.body = body
         self.name = name
         self.threads = threads
-        self.back = threading.Semaphore(0)  # a thread has stopped at a barrier or ended
+        for thread in threads:
+            thread.block = self
         self.running: _Thread | None = None
         self.scope = interpreter._ctx  # pyright: ignore[reportPrivateUsage]
         self.stacks = [s for s in interpreter.listeners if isinstance(s, OpStack)]
@@ -90,32 +152,26 @@ class _Block:
     def _phase(self) -> bool:
         """Run every thread to its next barrier or its end; whether they have all ended."""
         first = self.threads[0]
-        for thread in self.threads:
-            self._resume(thread)
+        for place, thread in enumerate(self.threads):
+            self._resume(thread, place)
             if thread.error is not None:
                 raise thread.error
             if (thread.done, thread.waits_at) != (first.done, first.waits_at):
                 _parted(first, thread)
         return first.done
 
-    def _resume(self, thread: _Thread) -> None:
+    def _resume(self, thread: _Thread, place: int) -> None:
         state(self.interpreter).gpu = thread.ids
         self.running = thread
         if thread.worker is None:
-            # Each Python thread starts with its own context (NumPy's error state is in it).
-            context = contextvars.copy_context()
-            thread.worker = threading.Thread(target=self._work, args=(thread, context))
-            thread.worker.daemon = True  # one a signal left running must not keep dhir up
-            thread.worker.start()
+            thread.worker = self.workers.take(place, thread)
         else:
             self.interpreter._ctx = thread.scope  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
             for stack, ops in zip(self.stacks, thread.ops, strict=True):
                 stack.ops.extend(ops)
-            thread.go.release()
+        thread.worker.go.release()
         self.back.acquire()
         self.running = None
-        if thread.done or thread.error is not None:
-            thread.worker.join()
         if thread.waits_at is not None:
             self._set_aside(thread)
 
@@ -129,9 +185,11 @@ class _Block:
             thread.ops.append(stack.ops[depth:])
             del stack.ops[depth:]
 
-    def _work(self, thread: _Thread, context: contextvars.Context) -> None:
+    def work(self, thread: _Thread) -> None:
+        """Run `thread` on the Python thread calling, to its end (it waits at barriers)."""
+        assert thread.worker is not None
         try:
-            context.run(self.interpreter.run_ssacfg_region, self.body, thread.args, self.name)
+            self.interpreter.run_ssacfg_region(self.body, thread.args, self.name)
             thread.done = True
         except _Stop:
             thread.done = True
@@ -144,10 +202,10 @@ class _Block:
         """The running thread reached `barrier`: hand over to the next, until every
         thread of the block has reached it."""
         thread = self.running
-        assert thread is not None
+        assert thread is not None and thread.worker is not None
         thread.waits_at = barrier
         self.back.release()
-        thread.go.acquire()
+        thread.worker.go.acquire()
         if thread.stop:
             raise _Stop()
         thread.waits_at = None
@@ -158,9 +216,8 @@ class _Block:
             if thread.worker is None or thread is self.running or thread.waits_at is None:
                 continue
             thread.stop = True
-            thread.go.release()
+            thread.worker.go.release()
             self.back.acquire()
-            thread.worker.join()
 
 
 def _parted(first: _Thread, other: _Thread) -> NoReturn:
