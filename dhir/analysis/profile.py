@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written, parse_json
+from dhir.ir.diagnostics import DhirError, as_written, decode_source, parse_json
+from dhir.ir.file_lines import Entry, EntryError, did_you_mean, locate
 from dhir.targets import UnknownArchError, kind_of_arch
 
 
@@ -96,16 +97,19 @@ def _pieces(names: Iterable[str]) -> dict[str, set[str]]:
 def load_profile(path: str | Path) -> Profile:
     """Read a profile; a missing or malformed file is a DhirError."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # as --system and --constraints
+        text = decode_source(Path(path).read_bytes(), str(path), bom=True)
     except OSError as error:
         raise _profile_error(path, f"cannot read it: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise _profile_error(path, "it is not UTF-8 text") from None
+    except DhirError as error:
+        raise _not_json(path, error) from None
     try:
         data = parse_json(text, str(path))
     except DhirError as error:
         raise _not_json(path, error) from None
-    return profile_from_json(data, str(path))
+    try:
+        return profile_from_json(data, str(path))
+    except EntryError as error:
+        raise locate(error, text, json_format=True) from None
 
 
 def _not_json(path: object, error: DhirError) -> DhirError:
@@ -139,17 +143,20 @@ _DEVICE_KEYS = ("kind", "arch", "rank", "device")
 def profile_from_json(data: object, where: str = "the profile") -> Profile:
     tasks = data.get("tasks") if isinstance(data, dict) else None
     if not isinstance(tasks, dict):
-        raise _profile_error(where, 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}')
+        why = 'it needs a "tasks" object: {"tasks": {"<task>": seconds}}'
+        raise _profile_error(where, why, (), "tasks" if isinstance(data, dict) else None)
     _check_format(data.get("format", FORMAT), where)  # type: ignore[union-attr]
     # A misspelt key would be ignored: "device" for "devices" would take GPU times as CPU's.
     _check_keys(data, _KEYS, "a profile", where)  # type: ignore[arg-type]
     devices = data.get("devices", {}) if isinstance(data, dict) else {}
     if not isinstance(devices, dict):
-        raise _profile_error(where, f'"devices" must be an object: {{"<task>": {_DEVICE}}}')
+        why = f'"devices" must be an object: {{"<task>": {_DEVICE}}}'
+        raise _profile_error(where, why, (), "devices", True)
     profile = Profile()
     for name, seconds in tasks.items():
         if not _seconds(seconds):
-            raise _profile_error(where, f'task "{name}" has time {as_written(seconds)}; {_SECONDS}')
+            why = f'task "{name}" has time {as_written(seconds)}; {_SECONDS}'
+            raise _profile_error(where, why, ("tasks",), name, True)
         kind, arch = _measured_on(name, devices.get(name, {}), where)
         profile.tasks[name] = Measurement(float(seconds), kind, arch)
     profile.schedules = _schedule_times(data.get("schedules", {}), where)  # type: ignore[union-attr]
@@ -164,6 +171,9 @@ def _check_format(version: object, where: str) -> None:
             where,
             f"it is a profile of format {json.dumps(version)}; this dhir reads format {FORMAT} "
             '(as dhir run --profile writes it, or with no "format")',
+            (),
+            "format",
+            True,
         )
 
 
@@ -173,22 +183,24 @@ _DEVICE = '{"kind": "cpu" or "gpu", "arch": "<arch>", "rank": R}'
 def _measured_on(name: str, device: object, where: str) -> tuple[str, str | None]:
     """The kind and arch a task's "devices" entry says it was measured on. A malformed
     entry is an error: ignored, it would apply the time to devices it was not measured on."""
+    entry = ("devices", name)
     if not isinstance(device, dict):
-        raise _profile_error(where, f'devices of task "{name}" must be an object: {_DEVICE}')
-    _check_keys(device, _DEVICE_KEYS, f'the devices entry of task "{name}"', where)  # type: ignore[arg-type]
+        why = f'devices of task "{name}" must be an object: {_DEVICE}'
+        raise _profile_error(where, why, ("devices",), name, True)
+    _check_keys(device, _DEVICE_KEYS, f'the devices entry of task "{name}"', where, entry)  # type: ignore[arg-type]
     kind, arch = device.get("kind", "cpu"), device.get("arch")
     if kind not in ("cpu", "gpu"):
-        raise _profile_error(
-            where, f'task "{name}" has kind {as_written(kind)}; it must be "cpu" or "gpu"'
+        why = (
+            f'task "{name}" has kind {as_written(kind)}; it must be "cpu" or "gpu"'
+            f"{did_you_mean(kind, ('cpu', 'gpu'))}"
         )
+        raise _profile_error(where, why, entry, "kind", True)
     if arch is not None and not isinstance(arch, str):
-        raise _profile_error(
-            where, f'task "{name}" has arch {as_written(arch)}; it must be a string'
-        )
+        why = f'task "{name}" has arch {as_written(arch)}; it must be a string'
+        raise _profile_error(where, why, entry, "arch", True)
     if arch is not None and _kind_of(arch) not in (None, kind):
-        raise _profile_error(
-            where, f'task "{name}" has arch "{arch}", a {_kind_of(arch)} arch, but kind "{kind}"'
-        )
+        why = f'task "{name}" has arch "{arch}", a {_kind_of(arch)} arch, but kind "{kind}"'
+        raise _profile_error(where, why, entry, "arch", True)
     return kind, arch
 
 
@@ -202,25 +214,38 @@ def _kind_of(arch: str) -> str | None:
 
 def _schedule_times(schedules: object, where: str) -> dict[str, float]:
     if not isinstance(schedules, dict):
-        raise _profile_error(where, '"schedules" must be an object: {"<schedule>": seconds}')
+        why = '"schedules" must be an object: {"<schedule>": seconds}'
+        raise _profile_error(where, why, (), "schedules", True)
     times: dict[str, float] = {}
     for name, seconds in schedules.items():
         if not _seconds(seconds):
-            raise _profile_error(
-                where, f'schedule "{name}" has time {as_written(seconds)}; {_SECONDS}'
-            )
+            why = f'schedule "{name}" has time {as_written(seconds)}; {_SECONDS}'
+            raise _profile_error(where, why, ("schedules",), name, True)
         times[str(name)] = float(seconds)
     return times
 
 
-def _check_keys(table: dict[object, object], known: tuple[str, ...], what: str, where: str) -> None:
+def _check_keys(
+    table: dict[object, object], known: tuple[str, ...], what: str, where: str, entry: Entry = ()
+) -> None:
     unknown = [key for key in table if key not in known]
     if unknown:
         raise _profile_error(
             where,
-            f"{what} has the unknown key {json.dumps(unknown[0])}; it may have {', '.join(known)}",
+            f"{what} has the unknown key {json.dumps(unknown[0])}"
+            f"{did_you_mean(unknown[0], known)}; it may have {', '.join(known)}",
+            entry,
+            str(unknown[0]),
         )
 
 
-def _profile_error(path: object, why: str) -> DhirError:
-    return DhirError([Diagnostic(f"cannot use {path} as task costs: {why}")])
+def _profile_error(
+    path: object,
+    why: str,
+    entry: Entry = (),
+    key: str | None = None,
+    at_value: bool = False,
+) -> EntryError:
+    """`why` the profile `path` cannot be used, about `key` of `entry` in it."""
+    alone = f"cannot use {path} as task costs: {why}"
+    return EntryError(str(path), f"cannot use it as task costs: {why}", entry, key, at_value, alone)

@@ -1,7 +1,6 @@
 """What every dhir command shares: turning failures into messages and exit codes."""
 
 import argparse
-import io
 import os
 import sys
 import traceback
@@ -9,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dhir.cli.interrupt import interruptible
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, decode_source
 from dhir.toolchain.options import unwritable
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
@@ -140,9 +139,4 @@ def read_stdin() -> str:
     binary = getattr(sys.stdin, "buffer", None)
     if binary is None:  # a text stream put there by a caller (io.StringIO): its text
         return sys.stdin.read()
-    try:
-        text = binary.read().decode("utf-8")
-    except UnicodeDecodeError:
-        raise DhirError([Diagnostic("<stdin> is not UTF-8 text")]) from None
-    # Line ends as text-mode reading (and so a file) gives them: \r\n and \r become \n.
-    return io.StringIO(text, newline=None).read()
+    return decode_source(binary.read(), "<stdin>")

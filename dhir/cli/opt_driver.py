@@ -33,7 +33,13 @@ from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
 from dhir.context import all_dialects
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, collected_warnings
+from dhir.ir.diagnostics import (
+    DhirError,
+    Diagnostic,
+    UsageError,
+    collected_warnings,
+    decode_source,
+)
 from dhir.ir.text import parse_string, print_module
 from dhir.ir.verifier import verify_module
 from dhir.transforms import all_passes, dhir_passes
@@ -337,12 +343,10 @@ def _read_input(path: str) -> tuple[str, str]:
     if path == "-":
         return read_stdin(), "<stdin>"
     try:
-        with open(path, encoding="utf-8") as file:
-            return file.read(), path
+        with open(path, "rb") as file:
+            return decode_source(file.read(), path), path
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
-    except UnicodeDecodeError:
-        raise DhirError([Diagnostic(f"{path} is not UTF-8 text")]) from None
 
 
 def _padded(chunk: str, line_offset: int) -> str:

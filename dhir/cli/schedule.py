@@ -42,7 +42,14 @@ from dhir.cli.common import (
 from dhir.cli.names import COMMANDS
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, parse_json
+from dhir.ir.diagnostics import (
+    DhirError,
+    Diagnostic,
+    UsageError,
+    decode_source,
+    parse_json,
+)
+from dhir.ir.file_lines import EntryError, locate
 from dhir.ir.tasks import task_ids
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.walk import find_ops
@@ -844,12 +851,13 @@ def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | Non
 
 def read_graph(path: Path) -> TaskGraph:
     try:
-        text = path.read_text(encoding="utf-8-sig")  # as --system and --constraints
+        text = decode_source(path.read_bytes(), str(path), bom=True)
     except OSError as error:
         raise _error(f"cannot read {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise _error(f"{path} is not UTF-8 text") from None
-    return graph_from_json(parse_json(text, str(path)), str(path))
+    try:
+        return graph_from_json(parse_json(text, str(path)), str(path))
+    except EntryError as error:
+        raise locate(error, text, json_format=True) from None
 
 
 def graph_from_json(data: object, where: str = "graph") -> TaskGraph:

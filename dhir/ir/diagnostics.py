@@ -4,6 +4,7 @@ Every error dhir reports for bad input is a `DhirError`; the command-line tools 
 it and exit non-zero, so users never see a Python traceback for their mistakes.
 """
 
+import io
 import json
 import re
 import sys
@@ -144,11 +145,71 @@ def collected_warnings() -> Iterator[list[Diagnostic]]:
         _warnings.reset(token)
 
 
+def decode_source(data: bytes, name: str, bom: bool = False) -> str:
+    """`data`, the bytes of the file `name`, as text: UTF-8, as MLIR reads it, line ends
+    as text-mode reading gives them (\\r\\n and \\r become \\n). UTF-16 and bytes that
+    are not UTF-8 are errors at their place, as a leading byte order mark is in MLIR
+    (mlir-opt refuses it: "unexpected character" at 1:1); with `bom` (TOML and JSON files,
+    which Windows editors start with one) it is dropped."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in data[:2]:
+        why = "UTF-16 text; dhir reads UTF-8: convert it (iconv -f UTF-16 -t UTF-8)"
+        raise DhirError([Diagnostic(why, SourceLoc(name, 1, 1))])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(data, error, name) from None
+    text = io.StringIO(text, newline=None).read()
+    if bom:
+        return text.removeprefix(BOM)
+    if text.startswith(BOM):
+        raise bom_error(text, name)
+    return text
+
+
+# The byte order mark some editors start UTF-8 files with, which MLIR does not read.
+BOM = "\ufeff"
+
+
+def bom_error(text: str, name: str, line: int = 1) -> DhirError:
+    """The error for MLIR text `text` (from line `line` of `name`) that starts with a BOM."""
+    why = (
+        "a byte order mark (U+FEFF) starts the text, which MLIR does not read (mlir-opt: "
+        '"unexpected character"); save the file as UTF-8 without one'
+    )
+    shown = "\n" * (line - 1) + text.removeprefix(BOM)
+    return DhirError([Diagnostic(why, SourceLoc(name, line, 1))], {name: shown})
+
+
+def _not_utf8(data: bytes, error: UnicodeDecodeError, name: str) -> DhirError:
+    """The error for the first byte of `data` that is not UTF-8, at its line and column."""
+    before = data[: error.start].decode("utf-8")
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    why = f"byte 0x{data[error.start]:02x} is not UTF-8; dhir reads UTF-8 text"
+    shown = data.decode("utf-8", errors="replace")
+    return DhirError([Diagnostic(why, SourceLoc(name, line, column))], {name: shown})
+
+
+class _Duplicate(ValueError):
+    """A JSON object gives one key twice."""
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise _Duplicate
+    return found
+
+
 def parse_json(text: str, where: str) -> object:
     """`text`, the file `where`, read as JSON; malformed JSON is a DhirError at its line
-    and column, and JSON nested too deeply for Python's reader one naming the file."""
+    and column, and JSON nested too deeply for Python's reader one naming the file. A key
+    given twice in one object is an error too (JSON readers keep the last one silently,
+    TOML refuses it)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique)
+    except _Duplicate:
+        raise _duplicate(text, where) from None
     except json.JSONDecodeError as error:
         loc = SourceLoc(where, error.lineno, error.colno)
         raise DhirError([Diagnostic(f"not valid JSON: {error.msg}", loc)], {where: text}) from None
@@ -156,6 +217,17 @@ def parse_json(text: str, where: str) -> object:
         raise DhirError([Diagnostic(f"{where} is not valid JSON: {error}")]) from None
     except RecursionError:  # the reader recurses once per level
         raise DhirError([Diagnostic(f"{where}: {_TOO_DEEP}")]) from None
+
+
+def _duplicate(text: str, where: str) -> DhirError:
+    from dhir.ir.file_lines import json_duplicate  # which reads with this module's errors
+
+    found = json_duplicate(text)
+    if found is None:  # not found again: cannot happen, but say what is wrong anyway
+        return DhirError([Diagnostic(f"{where}: an object gives a key twice; give it once")])
+    key, (line, col) = found
+    why = f"{json.dumps(key)} is given twice in one object; give it once"
+    return DhirError([Diagnostic(why, SourceLoc(where, line, col))], {where: text})
 
 
 def parse_toml(text: str, where: str) -> object:

@@ -17,7 +17,7 @@ from xdsl.utils.exceptions import ParseError
 from dhir.context import make_context
 from dhir.dialects import arith, func, memref
 from dhir.ir.collections import fewer_collections
-from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc
+from dhir.ir.diagnostics import BOM, DhirError, Diagnostic, SourceLoc, bom_error, decode_source
 from dhir.ir.parser import LocatedParser
 from dhir.ir.verifier import verify_module
 
@@ -37,6 +37,8 @@ def parse_string(
         raise DhirError(
             [Diagnostic(f"parse_string takes MLIR text (str), not {type(text).__name__}{hint}")]
         )
+    if text.startswith(BOM):
+        raise bom_error(text, name, line_offset + 1)
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
@@ -65,12 +67,10 @@ def parse_string(
 def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
-    except UnicodeDecodeError:
-        raise DhirError([Diagnostic(f"{path} is not UTF-8 text")]) from None
-    return parse_string(text, str(path), **kwargs)  # type: ignore[arg-type]
+    return parse_string(decode_source(data, str(path)), str(path), **kwargs)  # type: ignore[arg-type]
 
 
 def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:

@@ -29,9 +29,11 @@ from dhir.ir.diagnostics import (
     Diagnostic,
     SourceLoc,
     as_written,
+    decode_source,
     parse_json,
     parse_toml,
 )
+from dhir.ir.file_lines import Entry, device_entry, did_you_mean, file_lines
 from dhir.machine.description import (
     CACHE_SIZES,
     CORE_FIELDS,
@@ -46,7 +48,6 @@ from dhir.machine.description import (
     System,
     guess_device,
 )
-from dhir.machine.file_lines import Entry, device_entry, file_lines
 from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
 
 FORMATS = (".toml", ".json")
@@ -124,9 +125,12 @@ def from_dict(data: object, where: str) -> System:
 
 
 class _Problem(ValueError):
-    def __init__(self, message: str, key: str | None = None) -> None:
+    """A problem with `key` of an entry: its value's, when `at_value`."""
+
+    def __init__(self, message: str, key: str | None = None, at_value: bool = False) -> None:
         super().__init__(message)
         self.key = key
+        self.at_value = at_value
 
 
 # The entry (its path in the plain data) a problem was found in, for its line in the file.
@@ -151,12 +155,42 @@ def _system(data: object) -> System:
         with _reading(("links",)):
             links = _table(top.get("links", {}), "links", _LINKS_KEYS)
         nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)", "nodes")
+        read = tuple(_read_node(node, f"nodes[{k}]", k) for k, node in enumerate(nodes))
+        _check_unique(read)
         return System(
-            nodes=tuple(_read_node(node, f"nodes[{k}]", k) for k, node in enumerate(nodes)),
+            nodes=read,
             network=_optional_link(links, "network", GUESSED_NETWORK),
             intra_node=_optional_link(links, "intra_node", GUESSED_INTRA_NODE),
             name=name,
         )
+
+
+def _check_unique(nodes: tuple[Node, ...]) -> None:
+    """Two nodes or two devices of one name, or two nodes of one host (which the System
+    refuses too), at the second's line."""
+    seen: set[tuple[str, str]] = set()
+    for k, node in enumerate(nodes):
+        named = [
+            ("node", "name", node.name, ("nodes", k)),
+            ("host", "host", node.host, ("nodes", k)),
+        ]
+        named += [
+            ("device", "name", device.name, ("nodes", k, "devices", d))
+            for d, device in enumerate(node.devices)
+        ]
+        for what, key, name, entry in named:
+            if (what, name) in seen:
+                with _reading(entry):
+                    raise _Problem(_TWICE[what].format(name=name), key, at_value=True)
+            seen.add((what, name))
+
+
+_TWICE = {
+    "node": "two nodes are named '{name}'; node names must differ",
+    "device": "two devices are named '{name}'; device names must differ",
+    "host": "two nodes have host '{name}'; mpirun places ranks by host, so each node needs a "
+    "host of its own",
+}
 
 
 def _optional_link(links: dict[str, Any], key: str, default: Link) -> Link:
@@ -224,7 +258,9 @@ def _device_of(data: object, where: str, entry: Entry) -> Device:
         given["cpu"] = _get(table, "cpu", str, where)
     guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names", "guessed")
     if not all(isinstance(g, str) for g in guessed):
-        raise _Problem(f"{where}.guessed: must be a list of field names (strings)", "guessed")
+        raise _Problem(
+            f"{where}.guessed: must be a list of field names (strings)", "guessed", at_value=True
+        )
     return guess_device(name, arch, guessed=guessed, **given)
 
 
@@ -233,7 +269,7 @@ def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
     pairs = data if isinstance(data, list) else None
     if pairs is None or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
         message = f"{where}: core_bw_curve must be {CURVE_RULE}, got {as_written(data)}"
-        raise _Problem(message, "core_bw_curve")
+        raise _Problem(message, "core_bw_curve", at_value=True)
     point = f"{where}: core_bw_curve"
     try:
         return tuple(
@@ -241,7 +277,7 @@ def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
             for size, rate in pairs
         )
     except _Problem as problem:
-        raise _Problem(str(problem), "core_bw_curve") from None
+        raise _Problem(str(problem), "core_bw_curve", at_value=True) from None
 
 
 def _labelled(data: object, where: str) -> str:
@@ -256,13 +292,13 @@ def _check_kind(table: dict[str, Any], arch: str, where: str) -> None:
         return
     choices = (DeviceKind.CPU, DeviceKind.GPU)
     if kind not in choices:
-        raise _Problem(f'{where}: kind must be "cpu" or "gpu", got "{kind}"', "kind")
+        raise _Problem(f'{where}: kind must be "cpu" or "gpu", got "{kind}"', "kind", True)
     try:
         actual = kind_of_arch(arch)
     except UnknownArchError as error:
-        raise _Problem(f"{where}: {error}", "arch") from None
+        raise _Problem(f"{where}: {error}", "arch", at_value=True) from None
     if actual != kind:
-        raise _Problem(f'{where}: arch "{arch}" is a {actual}, but kind says {kind}', "kind")
+        raise _Problem(f'{where}: arch "{arch}" is a {actual}, but kind says {kind}', "kind", True)
 
 
 _MISSING = object()
@@ -283,11 +319,12 @@ def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any 
             number = math.inf
         if not math.isfinite(number):
             message = f"{where}: {key} must be a finite number, got {as_written(value)}"
-            raise _Problem(message, key)
+            raise _Problem(message, key, at_value=True)
         return number
     if isinstance(value, type_) and (type_ is bool or not is_bool):
         return value
-    raise _Problem(f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {as_written(value)}", key)
+    message = f"{where}: {key} must be {_TYPE_NAMES[type_]}, got {as_written(value)}"
+    raise _Problem(message, key, at_value=True)
 
 
 def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
@@ -297,7 +334,8 @@ def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
     if unknown:
         raise _Problem(
             f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(k) for k in unknown)}; known keys: {', '.join(known)}",
+            f"{', '.join(repr(k) for k in unknown)}{did_you_mean(unknown[0], known)}; "
+            f"known keys: {', '.join(known)}",
             unknown[0],
         )
     return data
@@ -305,7 +343,7 @@ def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
 
 def _list(data: object, where: str, what: str, key: str) -> list[Any]:
     if not isinstance(data, list):
-        raise _Problem(f"{where}: missing or not a list; give a list of {what}", key)
+        raise _Problem(f"{where}: missing or not a list; give a list of {what}", key, True)
     return data
 
 
@@ -326,13 +364,11 @@ def read_system(path: Path) -> System:
     path = Path(path)
     parse = _parser_for(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")  # Windows editors start with a BOM
+        text = decode_source(path.read_bytes(), str(path), bom=True)
     except OSError as error:
         raise DhirError(
             [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]
         ) from None
-    except UnicodeDecodeError:
-        raise DhirError([Diagnostic(f"the machine description {path} is not UTF-8 text")]) from None
     data = parse(text, str(path))
     try:
         return _system(data)
@@ -361,7 +397,8 @@ def _in_file(problem: _Problem | DescriptionError, path: Path, text: str) -> Dhi
     key = problem.key
     found = None
     if entry or key is not None:
-        found = file_lines(text, description_format(path) == ".json").find(entry, key)
+        at_value = isinstance(problem, _Problem) and problem.at_value
+        found = file_lines(text, description_format(path) == ".json").find(entry, key, at_value)
     if found is None:
         return DhirError([Diagnostic(f"{path}: {problem}")])
     return DhirError([Diagnostic(str(problem), SourceLoc(str(path), *found))], {str(path): text})

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written, decode_source
+from dhir.ir.file_lines import EntryError, did_you_mean, locate
 
 KINDS = ("cpu", "gpu")
 _WHERE_KEYS = ("rank", "node", "device", "kind")
@@ -122,31 +123,39 @@ class RankFacts:
 
 
 def read_constraints(path: Path) -> Constraints:
-    """The constraints in `path` (.toml or .json), their form checked."""
+    """The constraints in `path` (.toml or .json), their form checked; an error in them is
+    at its line in the file."""
     from dhir.machine.files import description_format, parse_json, parse_toml
 
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")  # Windows editors start with a BOM
+        text = decode_source(path.read_bytes(), where, bom=True)
     except OSError as error:
         raise _error(f"cannot read the constraints file {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise _error(f"the constraints file {path} is not UTF-8 text") from None
     try:
-        parse = parse_json if description_format(path) == ".json" else parse_toml
+        json_format = description_format(path) == ".json"
     except DhirError:
         raise _error(f"{path}: a constraints file is a .toml or .json file") from None
-    return constraints_from(parse(text, where), where)
+    data = (parse_json if json_format else parse_toml)(text, where)
+    try:
+        return constraints_from(data, where)
+    except EntryError as error:
+        raise locate(error, text, json_format) from None
+
+
+_SECTIONS = ("pin", "apart", "together")
 
 
 def constraints_from(data: object, source: str) -> Constraints:
     if not isinstance(data, dict):
-        raise _error(f"{source}: expected tables [[pin]], [[apart]] and [[together]]")
-    unknown = sorted(set(data) - {"pin", "apart", "together"})
+        raise EntryError(source, "expected tables [[pin]], [[apart]] and [[together]]")
+    unknown = sorted(set(data) - set(_SECTIONS))
     if unknown:
-        raise _error(
-            f"{source}: unknown section {', '.join(unknown)}; the sections are [[pin]], "
-            "[[apart]] and [[together]]"
+        raise EntryError(
+            source,
+            f"unknown section {', '.join(unknown)}{did_you_mean(unknown[0], _SECTIONS)}; "
+            "the sections are [[pin]], [[apart]] and [[together]]",
+            key=unknown[0],
         )
     pins = tuple(
         _pin(spec, f"[[pin]] #{k + 1}", source) for k, spec in enumerate(_list(data, "pin", source))
@@ -159,31 +168,47 @@ def constraints_from(data: object, source: str) -> Constraints:
     return Constraints(pins, groups, source)
 
 
+_LABEL = re.compile(r"\[\[(\w+)\]\] #([0-9]+)$")
+
+
+def entry_path(entry: str) -> tuple[str | int, ...]:
+    """The path in the file's data of the entry called `entry` ("[[pin]] #2": ("pin", 1))."""
+    found = _LABEL.match(entry)
+    return () if found is None else (found[1], int(found[2]) - 1)
+
+
 def _list(data: dict[str, object], key: str, source: str) -> list[object]:
     value = data.get(key, [])
     if not isinstance(value, list):
-        raise _error(f"{source}: '{key}' must be a list of tables ([[{key}]])")
+        message = f"'{key}' must be a list of tables ([[{key}]])"
+        raise EntryError(source, message, key=key, at_value=True)
     return value
 
 
 def _pin(spec: object, entry: str, source: str) -> Pin:
     table = _table(spec, entry, source, {"tasks", *_WHERE_KEYS})
+    path = entry_path(entry)
     given = [key for key in _WHERE_KEYS if key in table]
     if len(given) > 1:
-        raise _error(f"{source}: {entry} gives {' and '.join(given)}; give only one of them")
+        message = f"{entry} gives {' and '.join(given)}; give only one of them"
+        raise EntryError(source, message, path, given[1])
     if not given:
-        raise _error(f"{source}: {entry} must give one of rank, node, device or kind")
+        raise EntryError(source, f"{entry} must give one of rank, node, device or kind", path)
     key = given[0]
     value = table[key]
     if key == "rank" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise _error(
-            f"{source}: {entry}: rank must be a whole number >= 0, got {as_written(value)}"
-        )
+        message = f"{entry}: rank must be a whole number >= 0, got {as_written(value)}"
+        raise EntryError(source, message, path, key, at_value=True)
     if key != "rank" and not isinstance(value, str):
-        raise _error(f"{source}: {entry}: {key} must be a string, got {as_written(value)}")
+        message = f"{entry}: {key} must be a string, got {as_written(value)}"
+        raise EntryError(source, message, path, key, at_value=True)
     if key == "kind" and value not in KINDS:
         kinds = ", ".join(KINDS)
-        raise _error(f"{source}: {entry}: kind must be one of {kinds}, got {as_written(value)}")
+        message = (
+            f"{entry}: kind must be one of {kinds}, got {as_written(value)}"
+            f"{did_you_mean(value, KINDS)}"
+        )
+        raise EntryError(source, message, path, key, at_value=True)
     assert isinstance(value, (str, int))
     return Pin(_globs(table, entry, source, 1), key, value, entry)
 
@@ -194,26 +219,32 @@ def _group(kind: str, spec: object, entry: str, source: str) -> Group:
 
 
 def _table(spec: object, entry: str, source: str, keys: set[str]) -> dict[str, object]:
+    path = entry_path(entry)
     if not isinstance(spec, dict):
-        raise _error(f"{source}: {entry} must be a table")
+        raise EntryError(source, f"{entry} must be a table", path)
     unknown = sorted(set(spec) - keys)
     if unknown:
-        raise _error(
-            f"{source}: {entry}: unknown key {', '.join(unknown)}; "
-            f"it takes {', '.join(sorted(keys))}"
+        raise EntryError(
+            source,
+            f"{entry}: unknown key {', '.join(unknown)}{did_you_mean(unknown[0], sorted(keys))}; "
+            f"it takes {', '.join(sorted(keys))}",
+            path,
+            unknown[0],
         )
     if "tasks" not in spec:
-        raise _error(f'{source}: {entry} needs tasks = "GLOB" or a list of globs')
+        raise EntryError(source, f'{entry} needs tasks = "GLOB" or a list of globs', path)
     return spec
 
 
 def _globs(table: dict[str, object], entry: str, source: str, least: int) -> tuple[str, ...]:
     value = table["tasks"]
     globs = [value] if isinstance(value, str) else value
+    path = entry_path(entry)
     if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs):
-        raise _error(f"{source}: {entry}: tasks must be a glob or a list of globs")
+        message = f"{entry}: tasks must be a glob or a list of globs"
+        raise EntryError(source, message, path, "tasks", at_value=True)
     if len(globs) < least:
-        raise _error(f"{source}: {entry}: tasks names none")
+        raise EntryError(source, f"{entry}: tasks names none", path, "tasks", at_value=True)
     return tuple(str(g) for g in globs)
 
 
@@ -236,12 +267,15 @@ def check_matches(constraints: Constraints, names: Sequence[str]) -> None:
     ]:
         for glob in globs:
             if not any(matches(glob, name) for name in names):
-                shown = ", ".join(list(dict.fromkeys(map(base_name, names)))[:8])
-                raise _error(
-                    f"{constraints.source}: {entry}: '{glob}' matches no task; the tasks are "
-                    f"{shown}{', ...' if len(set(map(base_name, names))) > 8 else ''} "
-                    "(the names dhir schedule prints)"
+                tasks = list(dict.fromkeys(map(base_name, names)))
+                shown = ", ".join(tasks[:8]) + (", ..." if len(tasks) > 8 else "")
+                message = (
+                    f"{entry}: '{glob}' matches no task{did_you_mean(glob, tasks)}; the tasks "
+                    f"are {shown} (the names dhir schedule prints)"
                 )
+                path = entry_path(entry)
+                error = EntryError(constraints.source, message, path, "tasks", True, item=glob)
+                raise in_file(error)
 
 
 def check_apart_pieces(constraints: Constraints, names: Sequence[str]) -> None:
@@ -256,12 +290,14 @@ def check_apart_pieces(constraints: Constraints, names: Sequence[str]) -> None:
                 (n for n in members if n != named and base_name(n) == base_name(named)), None
             )
             if other is not None:
-                raise _error(
-                    f"{constraints.source}: {group.entry} names {named} and {other}, pieces of "
-                    f"the task {base_name(named)}; the pieces of a task one entry names share "
-                    "a rank, so they cannot be apart (name whole tasks; dhir-split spreads a "
-                    "task's pieces over the ranks itself)"
+                message = (
+                    f"{group.entry} names {named} and {other}, pieces of the task "
+                    f"{base_name(named)}; the pieces of a task one entry names share a rank, "
+                    "so they cannot be apart (name whole tasks; dhir-split spreads a task's "
+                    "pieces over the ranks itself)"
                 )
+                path = entry_path(group.entry)
+                raise in_file(EntryError(constraints.source, message, path, "tasks", True))
 
 
 def _names_piece(group: Group, name: str) -> bool:
@@ -277,10 +313,11 @@ def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
     if pin.key == "rank":
         assert isinstance(pin.value, int)
         if pin.value >= len(ranks):
-            raise _error(
-                f"{source}: {pin.entry}: rank {pin.value} does not exist; the program runs on "
+            message = (
+                f"{pin.entry}: rank {pin.value} does not exist; the program runs on "
                 f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''} (0..{len(ranks) - 1})"
             )
+            raise in_file(EntryError(source, message, entry_path(pin.entry), "rank", True))
         return {pin.value}
     found = {r for r, facts in enumerate(ranks) if getattr(facts, pin.key) == pin.value}
     if not found:
@@ -290,7 +327,11 @@ def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
             if not known
             else f"the ranks' {pin.key}s are {', '.join(known)}"
         )
-        raise _error(f"{source}: {pin.entry}: no rank is on {pin.key} '{pin.value}'; {hint}")
+        message = (
+            f"{pin.entry}: no rank is on {pin.key} '{pin.value}'{did_you_mean(pin.value, known)}; "
+            f"{hint}"
+        )
+        raise in_file(EntryError(source, message, entry_path(pin.entry), pin.key, True))
     return found
 
 
@@ -444,10 +485,12 @@ def _units(
                     continue
                 ua, ub = index[find(a)], index[find(b)]
                 if ua == ub:
-                    raise _error(
-                        f"{constraints.source}: {entry} asks {names[a]} and {names[b]} apart, "
-                        "but a [[together]] entry puts them on one rank"
+                    message = (
+                        f"{entry} asks {names[a]} and {names[b]} apart, but a [[together]] "
+                        "entry puts them on one rank"
                     )
+                    error = EntryError(constraints.source, message, entry_path(entry), "tasks")
+                    raise in_file(error)
                 apart.add((min(ua, ub), max(ua, ub)))
     for unit in units:
         if not unit.allowed:
@@ -518,6 +561,17 @@ def _search(
             "ranks than their pins and targets leave them"
         )
     return [chosen[u] for u in range(len(units))]
+
+
+def in_file(error: EntryError) -> DhirError:
+    """`error`, about the constraints file it names, at its line there when the file can
+    still be read (placement reads the constraints the module carries, not the file)."""
+    path = Path(error.where)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return error
+    return locate(error, text, path.suffix.lower() == ".json")
 
 
 def _error(message: str) -> DhirError:

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dhir.analysis.profile import LARGEST
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
+from dhir.ir.diagnostics import as_written
+from dhir.ir.file_lines import Entry, EntryError, did_you_mean
 
 FORMAT = (
     '{"devices": ["d0", ...], "tasks": {"T": {"cost": {"d0": 3.0, ...}, "memory": 1e9}, '
@@ -98,13 +99,13 @@ class TaskGraph:
         times and sizes non-negative numbers, no cycles. Tasks are put in a topological
         order, the input's own when it is one. Raises DhirError naming what is wrong."""
         if not isinstance(data, dict):
-            raise _error(f"{where}: expected an object like {FORMAT}")
-        _check_keys(data, _GRAPH_KEYS, "", "a graph", where)
+            raise EntryError(where, f"expected an object like {FORMAT}")
+        _check_keys(data, _GRAPH_KEYS, "", "a graph", (where, ()))
         devices = _devices(data.get("devices"), where)
         specs = _task_specs(data.get("tasks"), where)
         costs = {task: _costs(task, spec, set(devices), where) for task, spec in specs.items()}
         memory = {
-            task: _size(spec["memory"], f"task '{task}' memory", where)
+            task: _size(spec["memory"], f"task '{task}' memory", (where, ("tasks", task)), "memory")
             for task, spec in specs.items()
             if "memory" in spec
         }
@@ -137,89 +138,120 @@ _TASK_KEYS = ("cost", "memory")
 _EDGE_KEYS = ("from", "to", "comm", "remote")
 
 
-def _check_keys(
-    value: dict[str, Any], keys: tuple[str, ...], what: str, kind: str, where: str
-) -> None:
+# A file and the entry (the path in its data) a check is of, for errors there.
+At = tuple[str, Entry]
+
+
+def _check_keys(value: dict[str, Any], keys: tuple[str, ...], what: str, kind: str, at: At) -> None:
     unknown = [key for key in value if key not in keys]
     if unknown:
-        raise _error(
-            f"{where}: {what}unknown key '{unknown[0]}'; {kind} takes "
-            f"{', '.join(repr(k) for k in keys)}"
+        raise EntryError(
+            at[0],
+            f"{what}unknown key '{unknown[0]}'{did_you_mean(unknown[0], keys)}; {kind} takes "
+            f"{', '.join(repr(k) for k in keys)}",
+            at[1],
+            unknown[0],
         )
 
 
 def _devices(value: object, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
-        raise _error(f'{where}: "devices" must be a list of device names')
+        raise EntryError(where, '"devices" must be a list of device names', (), "devices", True)
     seen: set[str] = set()
     for device in value:
         if device in seen:
-            raise _error(f"{where}: device '{device}' is listed twice")
+            raise EntryError(where, f"device '{device}' is listed twice", (), "devices", True)
         seen.add(device)
     return value
 
 
 def _task_specs(value: object, where: str) -> dict[str, dict[str, Any]]:
     if not isinstance(value, dict):
-        raise _error(f'{where}: "tasks" must be an object of task name -> {{"cost": {{...}}}}')
+        message = '"tasks" must be an object of task name -> {"cost": {...}}'
+        raise EntryError(where, message, (), "tasks", True)
     for task, spec in value.items():
         if not isinstance(spec, dict) or not isinstance(spec.get("cost"), dict):
-            raise _error(f"{where}: task '{task}' needs \"cost\": {{device: time, ...}}")
-        _check_keys(spec, _TASK_KEYS, f"task '{task}': ", "a task", where)
+            message = f"task '{task}' needs \"cost\": {{device: time, ...}}"
+            raise EntryError(where, message, ("tasks",), task, True)
+        _check_keys(spec, _TASK_KEYS, f"task '{task}': ", "a task", (where, ("tasks", task)))
     return value
 
 
 def _costs(task: str, spec: dict[str, Any], devices: set[str], where: str) -> dict[str, float]:
+    entry = ("tasks", task)
     if not spec["cost"]:
-        raise _error(
-            f"{where}: no device can run task '{task}' (its cost names none of the devices); "
-            f"give its time on at least one of {', '.join(sorted(devices)) or '(none)'}"
+        raise EntryError(
+            where,
+            f"no device can run task '{task}' (its cost names none of the devices); "
+            f"give its time on at least one of {', '.join(sorted(devices)) or '(none)'}",
+            entry,
+            "cost",
+            True,
         )
     for device, time in spec["cost"].items():
         if device not in devices:
-            raise _error(f"{where}: task '{task}' has a cost on unknown device '{device}'")
-        _check_number(time, f"task '{task}' on device '{device}'", "time", where)
+            message = (
+                f"task '{task}' has a cost on unknown device '{device}'"
+                f"{did_you_mean(device, sorted(devices))}"
+            )
+            raise EntryError(where, message, (*entry, "cost"), device)
+        what = f"task '{task}' on device '{device}'"
+        _check_number(time, what, "time", (where, (*entry, "cost")), device)
     return {device: float(time) for device, time in spec["cost"].items()}
 
 
 def _capacity(value: object, devices: set[str], where: str) -> dict[str, float]:
     if not isinstance(value, dict):
-        raise _error(f'{where}: "capacity" must be an object of device name -> bytes')
+        message = '"capacity" must be an object of device name -> bytes'
+        raise EntryError(where, message, (), "capacity", True)
     for device in value:
         if device not in devices:
-            raise _error(f"{where}: capacity given for unknown device '{device}'")
-    return {device: _size(size, f"capacity of '{device}'", where) for device, size in value.items()}
+            message = (
+                f"capacity given for unknown device '{device}'"
+                f"{did_you_mean(device, sorted(devices))}"
+            )
+            raise EntryError(where, message, ("capacity",), device)
+    return {
+        device: _size(size, f"capacity of '{device}'", (where, ("capacity",)), device)
+        for device, size in value.items()
+    }
 
 
-def _size(value: object, what: str, where: str) -> float:
-    _check_number(value, what, "size", where)
+def _size(value: object, what: str, at: At, key: str) -> float:
+    _check_number(value, what, "size", at, key)
     return float(value)  # type: ignore[arg-type]
 
 
 def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
     if not isinstance(value, list):
-        raise _error(f'{where}: "edges" must be a list of {{"from", "to", "comm"}} objects')
+        message = '"edges" must be a list of {"from", "to", "comm"} objects'
+        raise EntryError(where, message, (), "edges", True)
     edges = []
     first: dict[tuple[str, str], int] = {}  # (from, to) -> the edge that gave it
     for k, edge in enumerate(value):
+        entry = ("edges", k)
         if not isinstance(edge, dict) or "from" not in edge or "to" not in edge:
-            raise _error(f'{where}: edge #{k} needs "from" and "to" (and "comm")')
+            raise EntryError(where, f'edge #{k} needs "from" and "to" (and "comm")', entry)
         for end in ("from", "to"):
             if not isinstance(edge[end], str) or edge[end] not in tasks:
-                raise _error(f"{where}: edge #{k} {end} unknown task '{edge[end]}'")
+                message = (
+                    f"edge #{k} {end} unknown task '{edge[end]}'{did_you_mean(edge[end], tasks)}"
+                )
+                raise EntryError(where, message, entry, end, True)
         what = f"edge #{k} ({edge['from']} -> {edge['to']})"
-        _check_keys(edge, _EDGE_KEYS, f"{what}: ", "an edge", where)
+        _check_keys(edge, _EDGE_KEYS, f"{what}: ", "an edge", (where, entry))
         seen = first.setdefault((edge["from"], edge["to"]), k)
         if seen != k:
-            raise _error(
-                f"{where}: {what} repeats edge #{seen}; give each pair of tasks one edge, "
+            message = (
+                f"{what} repeats edge #{seen}; give each pair of tasks one edge, "
                 "whose comm is all that moves between them"
             )
+            raise EntryError(where, message, entry)
         comm = edge.get("comm", 0.0)
-        _check_number(comm, what, "time", where)
+        _check_number(comm, what, "time", (where, entry), "comm")
         remote = edge.get("remote")
         if remote is not None:
-            _check_number(remote, f"{what} remote", "time", where)
+            _check_number(remote, f"{what} remote", "time", (where, entry), "remote")
             remote = float(remote)
         edges.append(Edge(edge["from"], edge["to"], float(comm), remote))
     return edges
@@ -227,26 +259,27 @@ def _edges(value: object, tasks: dict[str, Any], where: str) -> list[Edge]:
 
 def _nodes(value: object, devices: list[str], where: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(n, str) for n in value.values()):
-        raise _error(f'{where}: "nodes" must be an object of device name -> node name')
+        message = '"nodes" must be an object of device name -> node name'
+        raise EntryError(where, message, (), "nodes", True)
     unknown = [d for d in value if d not in devices]
     if unknown:
-        raise _error(f"{where}: node given for unknown device '{unknown[0]}'")
+        message = f"node given for unknown device '{unknown[0]}'{did_you_mean(unknown[0], devices)}"
+        raise EntryError(where, message, ("nodes",), unknown[0])
     missing = [d for d in devices if d not in value]
     if value and missing:
-        raise _error(f"{where}: device '{missing[0]}' has no node; give every device one")
+        message = f"device '{missing[0]}' has no node; give every device one"
+        raise EntryError(where, message, (), "nodes")
     return dict(value)
 
 
-def _check_number(value: object, what: str, unit: str, where: str) -> None:
+def _check_number(value: object, what: str, unit: str, at: At, key: str) -> None:
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value < 0:  # type: ignore[arg-type]
-        raise _error(
-            f"{where}: {what}: {unit} must be a non-negative number, got {as_written(value)}"
-        )
+        message = f"{what}: {unit} must be a non-negative number, got {as_written(value)}"
+        raise EntryError(at[0], message, at[1], key, True)
     if value > LARGEST:  # type: ignore[operator]
-        raise _error(
-            f"{where}: {what}: {unit} must be at most {LARGEST:g}, got {as_written(value)}"
-        )
+        message = f"{what}: {unit} must be at most {LARGEST:g}, got {as_written(value)}"
+        raise EntryError(at[0], message, at[1], key, True)
 
 
 def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[str]:
@@ -270,9 +303,6 @@ def topological_order(tasks: list[str], edges: list[Edge], where: str) -> list[s
                 heapq.heappush(ready, position[succ])
     if len(order) < len(tasks):
         stuck = [t for t in tasks if waiting[t] > 0]
-        raise _error(f"{where}: the edges form a cycle (tasks on or after it: {', '.join(stuck)})")
+        message = f"the edges form a cycle (tasks on or after it: {', '.join(stuck)})"
+        raise EntryError(where, message, (), "edges")
     return order
-
-
-def _error(message: str) -> DhirError:
-    return DhirError([Diagnostic(message)])

@@ -131,7 +131,7 @@ def test_binary_input_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "bin.mlir"
     path.write_bytes(b"\xff\xfe\x00garbage")
     result = dhir_opt(str(path))
-    assert result.returncode == 1 and "not UTF-8" in result.stderr
+    assert result.returncode == 1 and f"{path}:1:1: error: UTF-16 text" in result.stderr
 
 
 def test_bad_first_character_is_a_located_error() -> None:
@@ -376,10 +376,12 @@ def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, messa
 def test_stdin_that_is_not_utf8_is_refused_as_a_file_would_be(command: list[str]) -> None:
     # It reached the parser as "<stdin>:1:1: error: Unexpected character: \\udcff".
     result = subprocess.run(
-        [sys.executable, "-m", *command], input=b"\xff\xfe", capture_output=True, timeout=120
+        [sys.executable, "-m", *command], input=b"//\xff\n", capture_output=True, timeout=120
     )
     assert result.returncode == 1
-    assert result.stderr.decode() == "error: <stdin> is not UTF-8 text\n"
+    assert result.stderr.decode() == (
+        "<stdin>:1:3: error: byte 0xff is not UTF-8; dhir reads UTF-8 text\n//\ufffd\n  ^\n"
+    )
 
 
 def test_stdin_keeps_reading_line_ends_as_text() -> None:
@@ -431,3 +433,54 @@ def test_good_pass_options_still_parse() -> None:
     from dhir.api import parse_pipeline
 
     assert parse_pipeline("dhir-place{ranks=2},dhir-codedrop{entry=main target=cpu}").passes
+
+
+_FUNC = "func.func @f() {\n  return\n}\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "at", "message", "quoted"),
+    [
+        (
+            b"\xef\xbb\xbf" + _FUNC.encode(),
+            "1:1",
+            "a byte order mark (U+FEFF) starts the text, which MLIR does not read",
+            "func.func @f() {",
+        ),
+        (_FUNC.encode("utf-16"), "1:1", "UTF-16 text; dhir reads UTF-8: convert it", None),
+        (_FUNC.encode("utf-16-le"), "1:1", "UTF-16 text", None),
+        (_FUNC.replace("return", "return \xe9").encode("latin-1"), "2:10", "byte 0xe9", None),
+    ],
+)
+@pytest.mark.parametrize("command", ["dhir-opt", "schedule", "run"])
+def test_mlir_that_is_not_plain_utf8_is_an_error_at_its_place(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    data: bytes,
+    at: str,
+    message: str,
+    quoted: str | None,
+) -> None:
+    """A BOM reached the parser as "Unexpected character: \\ufeff" (mlir-opt refuses it
+    too); UTF-16 and other bytes said "is not UTF-8 text" naming the file alone."""
+    from dhir.cli.dhir_opt import main as opt_main
+    from dhir.cli.main import main
+
+    path = tmp_path / "p.mlir"
+    path.write_bytes(data)
+    if command == "dhir-opt":
+        assert opt_main([str(path)]) == 1
+    else:
+        extra = ["--backend", "interp", "-n", "1"] if command == "run" else []
+        assert main([command, str(path), *extra]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"{path}:{at}: error: {message}")
+    if quoted is not None:
+        assert lines[1:3] == [quoted, "^"]
+
+
+def test_parse_string_refuses_a_bom_at_the_chunks_line() -> None:
+    with pytest.raises(DhirError) as error:
+        parse_string("\ufeff" + _FUNC, "f.mlir", line_offset=4)
+    assert str(error.value).startswith("f.mlir:5:1: error: a byte order mark")

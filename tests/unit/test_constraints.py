@@ -497,7 +497,7 @@ def test_dhir_schedule_and_run_take_the_file_and_name_it_in_errors(
     bad = tmp_path / "bad.toml"
     bad.write_text('[[pin]]\ntasks = "nothing*"\nrank = 0\n')
     assert main(["schedule", str(program), "-n", "3", "--constraints", str(bad)]) == 1
-    assert f"{bad}: [[pin]] #1: 'nothing*' matches no task" in capsys.readouterr().err
+    assert f"{bad}:2:9: error: [[pin]] #1: 'nothing*' matches no task" in capsys.readouterr().err
     args = ["run", str(program), "-n", "2", "--backend", "interp", "--constraints", str(good)]
     np.save(tmp_path / "x.npy", np.zeros(16))
     assert (

@@ -201,11 +201,16 @@ def test_a_bare_system_spec_gets_typical_values() -> None:
     [
         ("nodes = 3", "nodes: missing or not a list"),
         ("name = 'x'", "nodes: missing or not a list"),
-        ("nodez = []", "the description: unknown key 'nodez'; known keys: name, links, nodes"),
+        (
+            "nodez = []",
+            "the description: unknown key 'nodez' \\(did you mean 'nodes'\\?\\); known keys: "
+            "name, links, nodes",
+        ),
         ("[[nodes]]\nname = 'n'", "nodes\\[0\\] \\('n'\\).devices: missing or not a list"),
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\npeak_gflop = 1",
-            "nodes\\[0\\] \\('n'\\).devices\\[0\\] \\('c'\\): unknown key 'peak_gflop'; known keys:",
+            "nodes\\[0\\] \\('n'\\).devices\\[0\\] \\('c'\\): unknown key 'peak_gflop' "
+            "\\(did you mean 'peak_gflops'\\?\\); known keys:",
         ),
         (
             "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\ncores = -2",
@@ -344,9 +349,42 @@ def test_bad_files_point_at_the_line(
 
 def test_a_whole_description_error_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "m.toml"
-    path.write_text(_CPU + _CPU.replace("'n'", "'m'"))
-    with pytest.raises(DhirError, match=f"^error: {re.escape(str(path))}: two devices"):
+    path.write_text("nodes = []\n")
+    with pytest.raises(DhirError, match=f"^error: {re.escape(str(path))}: .*has no nodes"):
         read_system(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "at", "message"),
+    [
+        ("m.toml", _CPU + _CPU.replace("'n'", "'m'"), "9:8", "two devices are named 'c'"),
+        ("m.toml", _CPU + _CPU.replace("'c'", "'d'"), "7:8", "two nodes are named 'n'"),
+        (
+            "m.toml",
+            _CPU + _CPU.replace("'n'\n", "'m'\nhost = 'n'\n").replace("'c'", "'d'"),
+            "8:8",
+            "two nodes have host 'n'",
+        ),
+        (
+            "m.json",
+            '{"nodes": [{"name": "n", "devices": [{"name": "c", "arch": "x86_64"},\n'
+            '  {"name": "c", "arch": "x86_64"}]}]}',
+            "2:12",
+            "two devices are named 'c'",
+        ),
+    ],
+)
+def test_a_name_given_twice_is_at_the_second(
+    tmp_path: Path, name: str, text: str, at: str, message: str
+) -> None:
+    """Two devices (or nodes, or hosts) of one name were errors naming the file alone."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DhirError) as error:
+        read_system(path)
+    (diagnostic,) = error.value.diagnostics
+    assert str(diagnostic.loc) == f"{path}:{at}"
+    assert diagnostic.message.startswith(message)
 
 
 @pytest.mark.parametrize(

@@ -479,14 +479,18 @@ def _graph(**overrides: object) -> dict[str, object]:
         (_graph(edges=[{"from": "x", "to": "x", "comm": 1}]), "cycle"),
         (_graph(devices=["a", "a"]), "listed twice"),
         ([], "expected an object"),
-        (_graph(capacty={"a": 1}), "g.json: unknown key 'capacty'; a graph takes"),
+        (
+            _graph(capacty={"a": 1}),
+            r"g.json: unknown key 'capacty' \(did you mean 'capacity'\?\); a graph takes",
+        ),
         (
             _graph(tasks={"x": {"cost": {"a": 1}, "memroy": 1}}),
-            "g.json: task 'x': unknown key 'memroy'; a task takes 'cost', 'memory'",
+            r"g.json: task 'x': unknown key 'memroy' \(did you mean 'memory'\?\); a task takes "
+            "'cost', 'memory'",
         ),
         (
             _graph(edges=[{"from": "x", "to": "y", "com": 1}]),
-            r"g.json: edge #0 \(x -> y\): unknown key 'com'; an edge takes",
+            r"g.json: edge #0 \(x -> y\): unknown key 'com' \(did you mean 'comm'\?\); an edge",
         ),
         (
             _graph(edges=[{"from": "x", "to": "y", "comm": 1}, {"from": "x", "to": "y"}]),

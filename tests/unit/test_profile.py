@@ -242,7 +242,7 @@ def test_schedule_refuses_costs_of_another_format(
     program = str(EXAMPLES / "time_loop.mlir")
     assert main(["schedule", program, "-n", "2", "--costs", str(costs)]) == 1
     _, err = capsys.readouterr()
-    assert f"cannot use {costs} as task costs: it is a profile of format 99" in err
+    assert f"{costs}:1:12: error: cannot use it as task costs: it is a profile of format 99" in err
 
 
 # Task 0 is one loop dhir-split cuts into one piece per rank; task 1 stays whole.
@@ -370,11 +370,13 @@ def test_a_profiled_time_loop_sends_what_an_unprofiled_one_does(tmp_path: Path) 
         ),
         (
             {"tasks": {"t": 1.0}, "device": {"t": {"kind": "gpu"}}},
-            'a profile has the unknown key "device"; it may have format, ranks, tasks, calls',
+            "a profile has the unknown key \"device\" (did you mean 'devices'?); it may have "
+            "format, ranks, tasks, calls",
         ),
         (
             {"tasks": {"t": 1.0}, "devices": {"t": {"kinds": "gpu"}}},
-            'the devices entry of task "t" has the unknown key "kinds"; it may have kind, arch, rank, device',
+            'the devices entry of task "t" has the unknown key "kinds" (did you mean \'kind\'?); '
+            "it may have kind, arch, rank, device",
         ),
     ],
 )
