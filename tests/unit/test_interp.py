@@ -1351,6 +1351,45 @@ def test_undefined_arithmetic_is_reported(
     assert re.match(r"prog.mlir:\d+:\d+: error: ", message) and expected in message
 
 
+_HOST_DIVISION = """
+func.func @divide(%a: i32, %b: i32) -> i32 {
+  %q = arith.divsi %a, %b : i32
+  return %q : i32
+}
+
+func.func @main(%m: memref<4xi32>, %b: i32) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i32
+  HOST
+  memref.store %q, %m[%c0] : memref<4xi32>
+  dhir.schedule %m {
+    %t = dhir.task target = "cpu", %m {
+      %v = memref.load %m[%c0] : memref<4xi32>
+      %w = arith.remsi %one, %v : i32
+      memref.store %w, %m[%c0] : memref<4xi32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("host", "at", "op"),
+    [
+        ("%q = arith.remui %one, %b : i32", "10:8", "arith.remui"),  # in @main, outside tasks
+        ("%q = func.call @divide(%one, %b) : (i32, i32) -> i32", "3:8", "arith.divsi"),
+        ("%q = arith.addi %one, %b : i32", "15:12", "arith.remsi"),  # in a task, as before
+    ],
+)
+def test_refused_host_arithmetic_is_at_its_op_as_in_a_task(host: str, at: str, op: str) -> None:
+    """Host code (@main outside its schedules, and the functions it calls) is checked and
+    located as task bodies are."""
+    b = -1 if op == "arith.remsi" else 0
+    message = run_error(_HOST_DIVISION.replace("HOST", host), np.zeros(4, np.int32), b)
+    assert message.startswith(f"prog.mlir:{at}: error: '{op}' divides by zero"), message
+
+
 def test_unsupported_ops_are_located_errors() -> None:
     line = (
         "%v = vector.broadcast %x : f32 to vector<4xf32>\n"
