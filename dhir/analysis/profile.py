@@ -59,6 +59,10 @@ def unmatched(profile: Profile, tasks: Iterable[str]) -> list[str]:
     ]
 
 
+# The reason `why_unmatched` gives for names no task has.
+NO_TASK = "no task has these names"
+
+
 def why_unmatched(stale: Iterable[str], tasks: Iterable[str]) -> dict[str, list[str]]:
     """The entries of `unmatched(profile, tasks)` grouped by why none describes a task:
     the task is cut into other pieces now, runs whole now, or no task has the name."""
@@ -72,7 +76,7 @@ def why_unmatched(stale: Iterable[str], tasks: Iterable[str]) -> dict[str, list[
         elif whole in names:
             reason = f"{whole} runs whole now"
         else:
-            reason = "no task has these names"
+            reason = NO_TASK
         reasons.setdefault(reason, []).append(name)
     return reasons
 

@@ -29,11 +29,12 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.handoff import hand_over, keep_facts
 from dhir.analysis.outputs import entry_called, remembered
 from dhir.analysis.partition import Storage
-from dhir.analysis.profile import Profile, load_profile, unmatched, why_unmatched
+from dhir.analysis.profile import NO_TASK, Profile, load_profile, unmatched, why_unmatched
 from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import Diagnostic, warn
+from dhir.ir.file_lines import did_you_mean
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
 from dhir.machine.description import Device
@@ -238,7 +239,10 @@ def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
     for name in stale:
         del profile.tasks[name]
     reasons = why_unmatched(stale, names)
-    lines = [f"  {reason}: {_some(entries)}" for reason, entries in reasons.items()]
+    lines = [
+        f"  {reason}: {_some(entries, names if reason == NO_TASK else None)}"
+        for reason, entries in reasons.items()
+    ]
     message = (
         f"{path} has times that describe no task of this program; they are not used (the "
         "names are those `dhir schedule` prints; a task is cut by the rank count and "
@@ -247,8 +251,9 @@ def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:
     warn(Diagnostic(message, severity="warning"))
 
 
-def _some(names: list[str]) -> str:
-    shown = ", ".join(names[:8])
+def _some(names: list[str], known: list[str] | None = None) -> str:
+    """At most 8 of `names`; each with the name of `known` it may misspell, if any."""
+    shown = ", ".join(name + did_you_mean(name, known or ()) for name in names[:8])
     return shown + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
 

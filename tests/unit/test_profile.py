@@ -309,7 +309,7 @@ def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
     """A name no task has, a task measured whole that is now cut, and the pieces of a
     task cut into another number of pieces (measured on 2 ranks, placed on 3)."""
     costs = tmp_path / "costs.json"
-    stale = ["t0", "t0.piece0", "t0.piece1", "main.schedule3.task0"]
+    stale = ["t0", "t0.piece0", "t0.piece1", "main.schedule3.task0", "t1x"]
     costs.write_text(json.dumps({"tasks": {**dict.fromkeys(stale, 1.0), "t1": 2.0}}))
     module = parse_string(SPLIT)
     run_pipeline(
@@ -318,8 +318,9 @@ def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
     warning = capsys.readouterr().err
     assert warning.startswith(f"warning: {costs} has times that describe no task"), warning
     assert "t0 is cut into 3 pieces now: t0, t0.piece0, t0.piece1\n" in warning, warning
-    assert "no task has these names: main.schedule3.task0" in warning, warning
-    assert "t1" not in warning.replace("task", "")
+    # A misspelt name says what it may mean.
+    assert "no task has these names: main.schedule3.task0, t1x (did you mean 't1'?)\n" in warning
+    assert "t1" not in warning.replace("task", "").replace("t1x (did you mean 't1'?)", "")
     profile = profile_from_json(json.loads(costs.read_text()))
     assert unmatched(profile, task_ids(module).values()) == stale
     drop_unmatched(profile, module, str(costs))
