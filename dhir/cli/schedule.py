@@ -79,7 +79,7 @@ from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
 from dhir.placement.memory import MemoryLimits, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
-from dhir.placement.residency import fitting, oversized, peak_resident
+from dhir.placement.residency import fitting, oversized_task, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
@@ -864,9 +864,9 @@ def graph_from_json(data: object, where: str = "graph") -> TaskGraph:
     """The checked graph (see `TaskGraph.from_json`); errors name `where`. A graph whose
     memory cannot fit whatever the placement is refused here, where the file is known."""
     graph = TaskGraph.from_json(data, where)
-    too_big = oversized(graph)
-    if too_big is not None:
-        raise _error(f"{where}: {too_big}")
+    too_big = oversized_task(graph)
+    if too_big is not None:  # at the task's memory (else the task), where a file is read
+        raise EntryError(where, too_big[1], ("tasks", too_big[0]), "memory", at_value=True)
     return graph
 
 

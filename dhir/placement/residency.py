@@ -164,6 +164,12 @@ def oversized(graph: TaskGraph) -> str | None:
     """Why `graph` cannot fit whatever the placement: a task whose data and its inputs'
     (all resident on its device while it runs) exceed the capacity of every device that
     can run it; None when there is none."""
+    found = oversized_task(graph)
+    return None if found is None else found[1]
+
+
+def oversized_task(graph: TaskGraph) -> tuple[str, str] | None:
+    """The first task `oversized` speaks of, and what it says."""
     for task in graph.tasks:
         need = graph.memory.get(task, 0.0) + sum(
             graph.memory.get(edge.source, 0.0) for edge in graph.predecessors(task)
@@ -171,7 +177,7 @@ def oversized(graph: TaskGraph) -> str | None:
         devices = list(graph.cost.get(task, {}))
         if devices and all(need > graph.capacity.get(d, math.inf) for d in devices):
             room = ", ".join(f"{d}: {graph.capacity[d]:g}" for d in devices)
-            return (
+            return task, (
                 f"task '{task}' needs {need:g} bytes resident while it runs (its data and "
                 f"its inputs'), more than any device that can run it has ({room})"
             )

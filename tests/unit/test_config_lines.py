@@ -149,6 +149,8 @@ _GRAPH = """{
         ('["d0", "d1"]', '["d0", "d0"]', "2:14", '["d0"', "device 'd0' is listed twice"),
         ('"to": "b", "comm": 1}', '"to": "b"}, {"from": "a", "to": "b"}', "7:39", "{", "repeats"),
         ('"cost": {"d0": 1.0, "d1": 2.0}', '"cost": 3', "4:10", '{"cost"', "task 'a' needs"),
+        # Fits no device, whatever the placement: at its memory.
+        ('"d0": 100', '"d0": 5, "d1": 5', "5:53", "10", "task 'b' needs 10 bytes resident"),
     ],
 )
 def test_a_graph_error_is_at_its_key_or_value(
