@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import iterations_independent
 from dhir.dialects import arith, memref, scf
 from dhir.dialects.access import Access, global_name, is_pure, scalar_access
@@ -185,13 +186,25 @@ def _reduction(task: TaskOp) -> "_Reduction | str":
             return f"its loop may write %{read.name_hint or '?'}, which a load before it reads"
     if isinstance(loop, scf.ForOp):
         combiners = _accumulations(loop)
+        # Compared as dhir-split compares a loop without iter_args: only the values the
+        # variable takes (a step of 2 or a tile loop's starts), through the views before.
         if isinstance(combiners, tuple) and not iterations_independent(
-            task.memrefs, loop.body.block
+            task.memrefs, loop.body.block, _values(loop), ops[:position]
         ):
             return "its scf.for's iterations are not proven independent"
     else:
         combiners = _combiners(loop)
     return _Reduction(position, loop, combiners) if isinstance(combiners, tuple) else combiners
+
+
+def _values(loop: scf.ForOp) -> range | None:
+    """The values the loop's variable takes, when its bounds and step are constants (an
+    iN counter's read signed, as scf.for compares them)."""
+    lifter = Lifter()
+    low, high, step = (lifter.constant(v) for v in (loop.lb, loop.ub, loop.step))
+    if low is None or high is None or step is None or step <= 0:
+        return None
+    return range(low, high, step)
 
 
 def _combiners(loop: scf.ParallelOp) -> "tuple[tuple[Operation, SSAValue], ...] | str":

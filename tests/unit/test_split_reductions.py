@@ -313,6 +313,33 @@ def test_an_scf_for_that_is_not_a_plain_accumulation_stays_whole(
     assert len(tasks) == 1 and why in err and err.count("\n") == 1
 
 
+def _odd_rows_copied(text: str, at: str) -> str:
+    """`text`'s scf.for also storing a[i] into a[i + 1] (`at`: i as an index)."""
+    store = f"%j = arith.addi {at}, %c1 : index\nmemref.store %x, %a[%j] : memref<12xi32>\n"
+    return text.replace("scf.yield %s", store + "scf.yield %s")
+
+
+@pytest.mark.parametrize("counter", ["index", "i32"])
+def test_an_scf_for_of_step_two_is_compared_at_the_values_it_takes(counter: str) -> None:
+    """a[i + 1] = a[i] for even i: the odd rows written are no iteration's reads, though
+    i = 0 and i = 1 would clash (as dhir-split compares a loop without iter_args)."""
+    case = Reduction("addi", 0, N, 2, 3, loop="scf.for", counter=counter)
+    text = _odd_rows_copied(case.text(), "%i" if counter == "index" else "%ii")
+    split, tasks = _split(text)
+    assert tasks == [f"t.piece{k}" for k in range(4)], split
+    _agree(case, _interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_split_scf_for_of_step_two_runs_natively_as_the_interpreter_does(ranks: int) -> None:
+    case = Reduction("maxsi", 0, N, 2, 1, loop="scf.for")
+    text = _odd_rows_copied(case.text().replace("dhir.split = 1, ", ""), "%i")
+    assert len(_split(text, ranks)[1]) == (1 if ranks == 1 else ranks + 1)
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, placement=SPREAD)
+    _agree(case, got, _interp(text, case.inputs()))
+
+
 TIME_LOOP = """
 func.func @main(%a: memref<12xf64>, %s: memref<1xf64>) {
   %c0 = arith.constant 0 : index
