@@ -6,8 +6,9 @@ trip counts (constants) and dhir-split (constant bounds) share.
 constant side), the integer casts (`index_cast`, `index_castui`, `extsi`, `extui`,
 `trunci`), `minsi`/`maxsi`/`minui`/`maxui`, `select`, `affine.apply`/`min`/`max`, and
 the index dialect's ops that compute the same (`constant`, `add`, `sub`, `mul`, `mins`,
-`maxs`, `minu`, `maxu`, `casts`, `castu`), down to block arguments (loop variables,
-function arguments), which are its leaves.
+`maxs`, `minu`, `maxu`, `casts`, `castu`) and `memref.dim` of a static extent (a
+constant), down to block arguments (loop variables, function arguments), which are its
+leaves.
 What it gives is a `Lifted`: bounds `low <= value <= high` over the leaves, exact when
 both are the same expression. Anything else is unknown (None), and every caller must
 take unknown as the worst case (any value at all).
@@ -33,7 +34,7 @@ leaves, mods that cannot wrap dropped, from the loop variables' constant ranges)
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -45,7 +46,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
-from dhir.dialects import affine, arith, index, scf
+from dhir.dialects import affine, arith, index, memref, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 
@@ -621,6 +622,16 @@ class Lifter:
             return _Entry(results[0]) if len(results) == 1 else None
         return _Entry(_bounds_of(results, greatest=isinstance(op, dhir_affine.MaxOp)))
 
+    def _dim(self, op: Operation, width: int) -> _Entry | None:
+        """A static extent that `memref.dim` measures at a constant dimension."""
+        assert isinstance(op, memref.DimOp)
+        kind, at = op.source.type, self._memo.get(op.index)
+        dim = at.lifted.number if at is not None else None
+        if not isinstance(kind, MemRefType) or dim is None or not 0 <= dim < kind.get_num_dims():
+            return None  # a dimension out of range is undefined behaviour: unknown
+        extent = kind.get_shape()[dim]
+        return None if extent == DYNAMIC_INDEX else _Entry(Lifted.at(constant(extent)))
+
     def _simple_atom(self, atom: Atom) -> Affine:
         if isinstance(atom, Mod):
             arg = self.simplified(atom.arg)
@@ -738,6 +749,7 @@ _STEPS: dict[type[Operation], _Step] = {
     arith.MaxUIOp: Lifter._min_max,
     arith.SelectOp: Lifter._select,
     affine.ApplyOp: Lifter._affine,
+    memref.DimOp: Lifter._dim,
     affine.MinOp: Lifter._affine,
     dhir_affine.MaxOp: Lifter._affine,
     # The index dialect's ops that compute what these arith ops compute on index values.

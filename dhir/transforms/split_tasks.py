@@ -2,8 +2,8 @@
 over contiguous ranges of its outermost loop, so that placement can spread one loop over
 several ranks.
 
-A task is split when its body is pure ops (constants, index arithmetic), one loop, and
-pure ops again (and subviews, see below), and the loop is
+A task is split when its body is pure ops (constants, index arithmetic, `memref.dim` of a
+static extent), one loop, and pure ops again (and subviews, see below), and the loop is
 - an `scf.parallel` without reductions (split along its first dimension), or an
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
@@ -29,7 +29,8 @@ keep the type of the loop's bounds (an `scf.for` may count in `i32`). A
 linalg piece runs the same op on views: each operand that uses d0 becomes a static
 `memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
 the others stay whole; d0 being outermost, the pieces run one after the other are the
-whole op's iterations in the same order.
+whole op's iterations in the same order. A task left whole is told why (`why_whole`: the
+first thing that keeps it whole, in a `dhir.split = K` warning).
 
 How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
 pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
@@ -137,30 +138,26 @@ class SplitTasksPass(ModulePass):
                     continue
                 done = split_reduction(task, index, weights, _piece_bounds, _set_range)
                 if not done and _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
-                    _warn_forced(task, names, _why_whole(task))
+                    _warn_forced(task, names, why_whole(task))
 
 
-_NOT_SPLIT = (
-    "its work is not one parallel loop, or one loop whose iterations touch disjoint "
-    "elements, or one linalg op with a parallel outer dimension (reductions need "
-    f"{REASSOCIATE_ATTR})"
-)
-_TOO_SHORT = "its loop has fewer than 2 iterations, or bounds dhir-split cannot cut"
 _OPAQUE = (
     "its loop calls a function or reaches a global (or llvm, gpu or mpi ops), whose "
     "accesses dhir-split cannot see to give each piece its part"
 )
 
 
-def _why_whole(task: TaskOp) -> str:
-    """Why a task a `dhir.split = K` asks to cut stays whole."""
-    if splittable(task) is not None:
-        return _TOO_SHORT
-    # One loop that is parallel as written, but holds a call: the fault is the call.
-    effects = [op for op in list(task.body.block.ops)[:-1] if not pure(op)]
-    if len(effects) == 1 and effects[0].regions and opaque(effects[0]):
-        return _OPAQUE
-    return _NOT_SPLIT
+def why_whole(task: TaskOp) -> str:
+    """Why dhir-split leaves `task` whole (asked by `dhir.split = K` or not)."""
+    found = _one_loop(task)
+    if isinstance(found, str):
+        return found
+    known = _loop_range(found[1]).known
+    if known is None:
+        return "its loop's bounds are run-time values and its step is not 1"
+    if known[2] <= 0:
+        return "its loop's step is not positive"
+    return "its loop has too few iterations to cut into 2 pieces or more"
 
 
 def _forced(task: TaskOp) -> int:
@@ -245,42 +242,86 @@ def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, Ta
 
 def splittable(task: TaskOp) -> tuple[int, Operation] | None:
     """The position and op of the task's one loop, when the task may be split."""
+    found = _one_loop(task)
+    return None if isinstance(found, str) else found
+
+
+def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
+    """The position and op of the task's one loop, when the task may be split; else why
+    not (a phrase)."""
     if task.token.uses:
-        return None
+        return "its token is used"
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
     if not any(op.regions for op in ops):
-        return None  # no loop at all: what most tasks of large schedules are
+        return "it has no loop"  # what most tasks of large schedules are
     loops: list[tuple[int, Operation]] = []
     viewed: set[SSAValue] = set(task.memrefs)
     for k, op in enumerate(ops):
         if isinstance(op, memref.SubviewOp) and op.source in viewed:
             viewed.add(op.result)  # each piece makes the view again
+        elif _static_size(op, viewed):
+            continue  # a constant: each piece measures it again
         elif not pure(op):
             loops.append((k, op))
-            if len(loops) > 1:
-                return None  # not one loop: no need to look further
-    if not loops:
-        return None
+    if len(loops) > 1:
+        return _not_one(loops)
     position, loop = loops[0]
     if opaque(loop):
-        return None
-    if isinstance(loop, scf.ParallelOp):
-        return (position, loop) if not loop.initVals else None
-    if isinstance(loop, affine.ParallelOp):
-        return (position, loop) if not loop.results and _first_range(loop) else None
+        return _OPAQUE
+    if isinstance(loop, scf.ParallelOp | affine.ParallelOp):
+        return _parallel(position, loop)
     if isinstance(loop, scf.ForOp | affine.ForOp):
         body = loop.body.block
         if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
-            return None
+            return "its affine.for's bounds are not constants"
         if len(body.args) != 1:
-            return None
+            return f"its {loop.name} carries values (iter_args: reductions need {REASSOCIATE_ATTR})"
         # The ops before the loop make the views its body may access, and their offsets.
         if not iterations_independent(task.memrefs, body, loop_values(loop), ops[:position]):
-            return None
+            return f"its {loop.name}'s iterations are not proven to touch disjoint elements"
         return position, loop
-    if isinstance(loop, LinalgStructuredOperation) and _linalg_rows(loop) is not None:
-        return position, loop
-    return None
+    if isinstance(loop, LinalgStructuredOperation):
+        if _linalg_rows(loop) is not None:
+            return position, loop
+        return (
+            f"its {loop.name} cannot be cut by rows of d0 (d0 not parallel, in an "
+            "expression, dynamic or disagreeing extents, or tensors)"
+        )
+    return f"its work is {loop.name}, not a loop dhir-split cuts"
+
+
+def _static_size(op: Operation, viewed: set[SSAValue]) -> bool:
+    """Whether `op` measures a static extent of a memref the task lists or views."""
+    return (
+        isinstance(op, memref.DimOp)
+        and op.source in viewed
+        and Lifter().constant(op.result) is not None
+    )
+
+
+def _not_one(loops: Sequence[tuple[int, Operation]]) -> str:
+    """Why a task whose body has several ops with effects stays whole."""
+    with_regions = sum(1 for _, op in loops if op.regions)
+    if with_regions > 1:
+        return f"its body has {with_regions} loops or other ops with regions, not one"
+    others = [op for _, op in loops if not op.regions]
+    if all(isinstance(op, memref.DimOp) for op in others):
+        return (
+            "besides its loop it measures a dynamic size (memref.dim): dhir-split copies "
+            "only static sizes into the pieces, whose rows it must bound"
+        )
+    names = ", ".join(sorted({op.name for op in others}))
+    return f"besides its loop it has ops with effects ({names}) that each piece would repeat"
+
+
+def _parallel(
+    position: int, loop: scf.ParallelOp | affine.ParallelOp
+) -> tuple[int, Operation] | str:
+    if loop.initVals if isinstance(loop, scf.ParallelOp) else loop.results:
+        return f"its {loop.name} reduces (reductions need {REASSOCIATE_ATTR})"
+    if isinstance(loop, affine.ParallelOp) and _first_range(loop) is None:
+        return "its affine.parallel's first bounds are not constants"
+    return position, loop
 
 
 @dataclass(frozen=True)

@@ -411,9 +411,9 @@ def test_a_split_that_cannot_be_made_says_so_at_the_task(
     )
     assert "scf.parallel" in calls and "func.call" in calls
     for text, why in [
-        (carried, "its work is not one parallel loop"),
+        (carried, "its scf.for's iterations are not proven to touch disjoint elements"),
         (calls, "its loop calls a function or reaches a global"),
-        (one_row, "its loop has fewer than 2 iterations"),
+        (one_row, "its loop has too few iterations to cut into 2 pieces"),
         (on_gpu, "GPU tasks are not split"),
         (whole, None),
     ]:
@@ -1174,3 +1174,114 @@ func.func @main(%b0: memref<{TILED_ROWS}x{COLS}xf64>, %b1: memref<{TILED_ROWS}x{
     split = print_module(module)
     assert split.count("dhir.schedule") == 1 and len(task_ids(module)) == 2, split
     _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
+# --- loops bounded by a memref's size, and why a task stays whole ------------------------
+
+
+def _measured(shape: str, where: str) -> str:
+    """The 8x4 copy of `_row_halves(1)` on memrefs of `shape` ("8x4" or "?x4") whose rows
+    run to `memref.dim %a, 0`: measured in the task, or (`where` = "plain") in plain
+    code, which dhir-codedrop makes a task of."""
+    text = _row_halves(1).replace(
+        "%hi = arith.constant 8 : index",
+        "%z = arith.constant 0 : index\n      %hi = memref.dim %a, %z : memref<8x4xi32>",
+    )
+    if where == "plain":
+        body = text[text.index("%lo = ") : text.rindex("    }\n  }\n  return")]
+        text = (
+            "func.func @main(%a: memref<8x4xi32>, %b: memref<8x4xi32>) {\n"
+            f"  {body}\n  return\n}}\n"
+        )
+    return text.replace("8x4xi32", f"{shape}xi32")
+
+
+def _rows_in(text: str, pipeline: str) -> list[isl.Set]:
+    """What each task of `text` reads of %a, writes and surely writes of %b, after
+    `pipeline`."""
+    module = parse_string(text)
+    run_pipeline(module, pipeline)
+    out: list[isl.Set] = []
+    for task in (op for op in module.walk() if isinstance(op, TaskOp)):
+        found = task_regions(task)
+        a, b = task.memrefs
+        out.extend((found.read(a), found.written(b), found.must_written(b)))
+    return out
+
+
+@pytest.mark.parametrize("where", ["task", "plain"])
+def test_a_loop_to_a_static_size_splits_into_exact_rows(where: str) -> None:
+    """`memref.dim` of a static extent is that constant: the pieces' bounds are constants
+    and their regions exactly their rows (before: in a task, "not one parallel loop";
+    in plain code, pieces that may write every row, run one after the other)."""
+    text = _measured("8x4", where)
+    pipeline = "dhir-codedrop,dhir-split{ranks=2}"
+    module = parse_string(text)
+    run_pipeline(module, pipeline)
+    assert len(task_ids(module)) == 2, print_module(module)
+    rows = [
+        isl.Set(f"{{ [x0, x1] : {lo} <= x0 < {hi} and 0 <= x1 < 4 }}")
+        for lo, hi in ((0, 4), (4, 8))
+    ]
+    assert _rows_in(text, pipeline) == [rows[0]] * 3 + [rows[1]] * 3
+    inputs = [np.arange(32, dtype=np.int32).reshape(8, 4), np.zeros((8, 4), np.int32)]
+    _same(_interp(print_module(module), inputs), _interp(text, inputs))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_loop_to_a_static_size_runs_natively_as_the_interpreter_does(ranks: int) -> None:
+    text = _measured("8x4", "task")
+    inputs = [np.arange(32, dtype=np.int32).reshape(8, 4), np.zeros((8, 4), np.int32)]
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, inputs))
+
+
+_FORCED = "dhir.task %cpu, %a, %b attributes {dhir.split = 2} {"
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            ("%hi = arith.constant 8 : index", "%z = arith.constant 0 : index\n"
+             "%hi = memref.dim %a, %z : memref<8x4xi32>"),
+            "besides its loop it measures a dynamic size (memref.dim)",
+        ),
+        (
+            ("%c4 = arith.constant 4 : index", "%c4 = arith.constant 4 : index\n"
+             "%y = memref.load %a[%lo, %lo] : memref<8x4xi32>\n"
+             "memref.store %y, %b[%lo, %lo] : memref<8x4xi32>"),
+            "besides its loop it has ops with effects (memref.load, memref.store)",
+        ),
+        (
+            ("scf.for %i = %lo to %hi step %c1 {", "scf.for %i = %lo to %hi step %c1 {}\n"
+             "scf.for %i = %lo to %hi step %c1 {"),
+            "its body has 2 loops or other ops with regions, not one",
+        ),
+        (
+            ("scf.for %i = %lo to %hi step %c1 {\n", "%r = scf.for %i = %lo to %hi step %c1 "
+             "iter_args(%s = %lo) -> (index) {\n"),
+            "its scf.for carries values (iter_args: reductions need dhir.reassociate)",
+        ),
+    ],
+)  # fmt: skip
+def test_a_task_left_whole_is_told_why(
+    change: tuple[str, str], why: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each reason is the one that holds (all were "its work is not one parallel loop")."""
+    from dhir.cli.dhir_opt import main as dhir_opt
+
+    text = _row_halves(1).replace("dhir.task %cpu, %a, %b {", _FORCED).replace(*change)
+    if "iter_args" in change[1]:
+        text = text.replace(
+            "      }\n    }\n  }", "        scf.yield %s : index\n      }\n    }\n  }"
+        )
+    if "memref.dim" in change[1]:
+        text = text.replace("8x4xi32", "?x4xi32")
+    program = tmp_path / "whole.mlir"
+    program.write_text(text)
+    assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}", "-o", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert f"has no effect: {why}" in err and err.count("\n") == 1, err
