@@ -83,9 +83,12 @@ def _candidate(task: TaskOp) -> bool:
     # them (which dhir-split may cut across CPU ranks) are left off that path, unchecked.
     if any(isinstance(op, memref.SubviewOp) for op in task.body.block.ops):
         return False
-    # A GPU piece's loop must become a kernel: parallel loops and linalg ops only.
+    # A GPU piece's loop must become a kernel: parallel loops and linalg ops only, not
+    # under an scf.if.
     found = splittable(task)
-    return found is not None and isinstance(found[1], _KERNEL_LOOPS)
+    return (
+        found is not None and found[1].parent_op() is task and isinstance(found[1], _KERNEL_LOOPS)
+    )
 
 
 _KERNEL_LOOPS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)

@@ -17,7 +17,9 @@ static extent), one loop, and pure ops again (and subviews, see below), and the 
   `d0 + d1`), every output has it, and the operands that have it have static shapes that
   agree on d0's extent and static strided layouts. Unproven means kept whole.
 
-Before the loop or op may also stand `memref.subview`s of listed memrefs, or of such views
+The loop may stand under `scf.if`s without results or else branches whose other ops are
+pure: each piece tests the condition again. Before the loop or op may also stand
+`memref.subview`s of listed memrefs, or of such views
 (dhir-codedrop makes again inside a task the views host code made): each piece makes them
 again, a linalg piece views its rows of them, and a loop's iterations are compared through
 them.
@@ -231,7 +233,7 @@ def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, Ta
         piece = task.clone()
         piece.attributes.pop(SPLIT_ATTR, None)
         piece.attributes[PIECE_ATTR] = ArrayAttr([IntegerAttr(index, i64), IntegerAttr(k, i64)])
-        piece_loop = list(piece.body.block.ops)[position]
+        piece_loop = _under_ifs(list(piece.body.block.ops)[position])
         _set_range(piece_loop, low, high)
         block.insert_op_before(piece, task)
         pieces[slot] = piece
@@ -268,6 +270,10 @@ def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
     position, loop = loops[0]
     if opaque(loop):
         return _OPAQUE
+    before = ops[:position]  # they make the views its body may access, and their offsets
+    loop = _guarded(loop, before)
+    if isinstance(loop, str):
+        return loop
     if isinstance(loop, scf.ParallelOp | affine.ParallelOp):
         return _parallel(position, loop)
     if isinstance(loop, scf.ForOp | affine.ForOp):
@@ -276,8 +282,7 @@ def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
             return "its affine.for's bounds are not constants"
         if len(body.args) != 1:
             return f"its {loop.name} carries values (iter_args: reductions need {REASSOCIATE_ATTR})"
-        # The ops before the loop make the views its body may access, and their offsets.
-        if not iterations_independent(task.memrefs, body, loop_values(loop), ops[:position]):
+        if not iterations_independent(task.memrefs, body, loop_values(loop), before):
             return f"its {loop.name}'s iterations are not proven to touch disjoint elements"
         return position, loop
     if isinstance(loop, LinalgStructuredOperation):
@@ -288,6 +293,30 @@ def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
             "expression, dynamic or disagreeing extents, or tensors)"
         )
     return f"its work is {loop.name}, not a loop dhir-split cuts"
+
+
+def _guarded(op: Operation, before: list[Operation]) -> Operation | str:
+    """The loop that `op` runs: itself, or the one loop under an `scf.if` (nested ones
+    too) without results or else branch whose other ops are pure, which each piece tests
+    again (its pure ops added to `before`); else why not."""
+    while isinstance(op, scf.IfOp):
+        otherwise = op.false_region.blocks
+        if op.results or (otherwise and len(otherwise[0].ops) > 1):
+            return "its scf.if has results or an else branch"
+        inner = list(op.true_region.block.ops)[:-1]  # without the scf.yield
+        effects = [o for o in inner if not pure(o)]
+        if len(effects) != 1 or not effects[0].regions:
+            return "its scf.if holds other ops with effects than one loop"
+        before.extend(inner[: inner.index(effects[0])])
+        op = effects[0]
+    return op
+
+
+def _under_ifs(op: Operation) -> Operation:
+    """The loop that `op` (a task's op `_one_loop` accepted) runs, under its scf.ifs."""
+    while isinstance(op, scf.IfOp):
+        op = next(o for o in op.true_region.block.ops if o.regions)
+    return op
 
 
 def _static_size(op: Operation, viewed: set[SSAValue]) -> bool:

@@ -1285,3 +1285,70 @@ def test_a_task_left_whole_is_told_why(
     assert dhir_opt([str(program), "-p", "dhir-split{ranks=2}", "-o", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert f"has no effect: {why}" in err and err.count("\n") == 1, err
+
+
+def _guarded(otherwise: str = "") -> str:
+    """b = a * 2 over the 8x4 rows, under `scf.if %k > 0` (with `otherwise`: an else
+    branch)."""
+    return f"""
+func.func @main(%a: memref<8x4xi32>, %b: memref<8x4xi32>, %k: index) {{
+  dhir.schedule %a, %b, %k {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %a, %b attributes {{dhir.split = 2}} {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %go = arith.cmpi sgt, %k, %c0 : index
+      scf.if %go {{
+        %two = arith.constant 2 : i32
+        scf.for %i = %c0 to %c8 step %c1 {{
+          scf.for %j = %c0 to %c4 step %c1 {{
+            %x = memref.load %a[%i, %j] : memref<8x4xi32>
+            %y = arith.muli %x, %two : i32
+            memref.store %y, %b[%i, %j] : memref<8x4xi32>
+          }}
+        }}
+      }}{otherwise}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def _guarded_inputs(k: int) -> list[object]:
+    return [np.arange(32, dtype=np.int32).reshape(8, 4), np.full((8, 4), 7, np.int32), k]
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_a_loop_under_an_scf_if_splits_into_its_rows(k: int) -> None:
+    """Each piece tests the condition again and runs its rows; its regions are exactly
+    them (may-writes: the condition may be false). Before: "its work is not one
+    parallel loop", the task whole."""
+    text = _guarded()
+    split, tasks = _split(text)
+    assert tasks == ["t.piece0", "t.piece1"], split
+    rows = [isl.Set(f"{{ [x0, x1] : {lo} <= x0 < {lo + 4} and 0 <= x1 < 4 }}") for lo in (0, 4)]
+    empty = isl.Set("{ [x0, x1] : false }")
+    assert _rows_in(text, "dhir-split") == [rows[0], rows[0], empty, rows[1], rows[1], empty]
+    _same(_interp(split, _guarded_inputs(k)), _interp(text, _guarded_inputs(k)))
+
+
+def test_a_loop_under_an_scf_if_with_an_else_branch_stays_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    other = " else {\n        memref.store %c0i, %b[%c0, %c0] : memref<8x4xi32>\n      }"
+    text = _guarded(other).replace("%go = ", "%c0i = arith.constant 0 : i32\n      %go = ")
+    assert _split(text)[1] == ["t"]
+    assert "has no effect: its scf.if has results or an else branch" in capsys.readouterr().err
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_a_loop_under_an_scf_if_runs_natively_as_the_interpreter_does(ranks: int) -> None:
+    text = _guarded().replace(" attributes {dhir.split = 2}", "")
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    for k in (0, 1):
+        got = dhir.run(text, *_guarded_inputs(k), backend="native", ranks=ranks, placement=SPREAD)
+        _same(got, _interp(text, _guarded_inputs(k)))
