@@ -1,11 +1,12 @@
 """dhir-split on one task: gemm written as a single task with an outer row loop
-(bench/split/gemm_one_task.mlir), or with its rows tiled by 32 (`--program gemm_tiled`),
+(bench/split/gemm_one_task.mlir), with its rows tiled by 32 (`--program gemm_tiled`), or
+with its loops running to the matrices' sizes (`memref.dim`, `--program gemm_dim`),
 native, on 1 and 2 ranks. Prints the median wall time of each run (mpirun's start
 included; a run with an empty program gives that start alone) and the speed-up, after
 checking both against NumPy.
 
     .venv/bin/python bench/split/run.py [--repeats R] [--mpi mpich|openmpi]
-        [--program gemm_one_task|gemm_tiled]
+        [--program gemm_one_task|gemm_tiled|gemm_dim]
 """
 
 import argparse
@@ -22,7 +23,7 @@ from dhir.toolchain.options import RunOptions
 
 HERE = Path(__file__).parent
 N = 600
-PROGRAMS = ("gemm_one_task", "gemm_tiled")
+PROGRAMS = ("gemm_one_task", "gemm_tiled", "gemm_dim")
 
 
 def _time(ranks: int, inputs: list[np.ndarray], repeats: int, mpi: str, program: str) -> float:
