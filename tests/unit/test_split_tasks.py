@@ -1344,6 +1344,25 @@ def test_a_loop_under_an_scf_if_with_an_else_branch_stays_whole(
     assert "has no effect: its scf.if has results or an else branch" in capsys.readouterr().err
 
 
+def _under_if(text: str) -> str:
+    """`text` (a OneLoop's) with its loop under an `scf.if` that is true."""
+    loop = text.index("      %shift = ")
+    text = f"{text[:loop]}      %go = arith.cmpi ule, %c0, %c1 : index\n      scf.if %go {{\n{text[loop:]}"
+    end = "\n      }\n    }\n  }\n  return"
+    return text.replace(end, "\n      }\n      }" + end[8:])
+
+
+@_profile(30)
+@given(one_loops())
+def test_loops_under_an_scf_if_split_as_they_do_alone(case: OneLoop) -> None:
+    """Bounds, steps, carried rows, loop kinds and counter types: under an scf.if, a
+    loop becomes as many pieces as alone, with the same results bit for bit."""
+    text = _under_if(case.text())
+    split, tasks = _split(text)
+    assert "scf.if" in split and len(tasks) == len(_split(case.text())[1]), split
+    _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
 @pytest.mark.mlir
 @pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_a_loop_under_an_scf_if_runs_natively_as_the_interpreter_does(ranks: int) -> None:
