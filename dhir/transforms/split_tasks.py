@@ -26,8 +26,8 @@ them.
 
 Each piece is a copy of the task (same target, same memrefs) whose loop runs over its
 range only, so the region analysis sees the rows each piece touches. Constant bounds give
-constant ranges; bounds that are schedule scalars (step 1) give `affine.apply` bounds; both
-keep the type of the loop's bounds (an `scf.for` may count in `i32`). A
+constant ranges; bounds that are schedule scalars (a constant step) give `affine.apply`
+bounds; both keep the type of the loop's bounds (an `scf.for` may count in `i32`). A
 linalg piece runs the same op on views: each operand that uses d0 becomes a static
 `memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
 the others stay whole; d0 being outermost, the pieces run one after the other are the
@@ -156,7 +156,7 @@ def why_whole(task: TaskOp) -> str:
         return found
     known = _loop_range(found[1]).known
     if known is None:
-        return "its loop's bounds are run-time values and its step is not 1"
+        return "its loop's bounds are run-time values and its step is not a positive constant"
     if known[2] <= 0:
         return "its loop's step is not positive"
     return "its loop has too few iterations to cut into 2 pieces or more"
@@ -427,12 +427,12 @@ def _cuttable(kind: Attribute, dim: int) -> bool:
 @dataclass(frozen=True)
 class _Range:
     """A loop's outermost range: constants (`known`: low, high, step) when all three are,
-    else the lower and upper bound values and whether the step is the constant 1."""
+    else the lower and upper bound values and the step where it is a constant."""
 
     known: tuple[int, int, int] | None
     lower: SSAValue | None = None
     upper: SSAValue | None = None
-    unit_step: bool = False
+    step: int | None = None
 
 
 def _loop_range(loop: Operation) -> _Range:
@@ -455,7 +455,7 @@ def _loop_range(loop: Operation) -> _Range:
     low, high, stride = (_constant(v) for v in (lower, upper, step))
     if low is not None and high is not None and stride is not None:
         return _Range((low, high, stride))
-    return _Range(None, lower, upper, stride == 1)
+    return _Range(None, lower, upper, stride)
 
 
 def loop_values(loop: scf.ForOp | affine.ForOp) -> range | None:
@@ -517,7 +517,7 @@ def _piece_slots(loop: Operation, weights: Sequence[int]) -> dict[int, _Bounds] 
     cuts = [Fraction(w, total) for w in itertools.accumulate(weights, initial=0)]
     found = _loop_range(loop)
     if found.known is None:
-        if not found.unit_step:
+        if found.step is None or found.step <= 0:
             return None
         return {k: (a, b) for k, (a, b) in enumerate(itertools.pairwise(cuts)) if a < b}
     low, high, step = found.known
@@ -600,13 +600,16 @@ def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> No
         return
     ranks = len(loop.regions[0].block.args) if isinstance(loop, scf.ParallelOp) else 1
     lower, upper = loop.operands[0], loop.operands[ranks]
-    loop.operands[0] = _bound(loop, low, lower, upper)
-    loop.operands[ranks] = _bound(loop, high, lower, upper)
+    step = _constant(loop.operands[2 * ranks])  # a constant where `low` is a Fraction
+    bounds = (lower, upper, step if step is not None else 1)
+    loop.operands[0] = _bound(loop, low, bounds)
+    loop.operands[ranks] = _bound(loop, high, bounds)
 
 
-def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue) -> SSAValue:
-    """A value before `loop`, of the type of its bounds: the constant `at`, or
-    lower + floor((upper - lower) * at)."""
+def _bound(loop: Operation, at: int | Fraction, bounds: tuple[SSAValue, SSAValue, int]) -> SSAValue:
+    """A value before `loop`, of the type of its bounds: the constant `at`, or the first
+    value the loop takes at or after the fraction `at` of its iterations (`_between`)."""
+    lower, upper, step = bounds
     block = loop.parent_block()
     assert block is not None
     kind = lower.type  # index, or the integer type of an scf.for's counter
@@ -618,23 +621,28 @@ def _bound(loop: Operation, at: int | Fraction, lower: SSAValue, upper: SSAValue
     elif at == 1:
         return upper
     else:
-        made = _between(lower, upper, at)
+        made = _between(lower, upper, at, step)
     for op in made:
         block.insert_op_before(op, loop)
     return made[-1].results[0]
 
 
-def _between(lower: SSAValue, upper: SSAValue, at: Fraction) -> list[Operation]:
-    """Ops computing lower + floor((upper - lower) * at), with 0 < at < 1: an affine.apply
-    on index values; integer bounds are widened to index for it (signed, as scf.for
-    compares them) and the result, which lies between them, narrowed back."""
+def _between(lower: SSAValue, upper: SSAValue, at: Fraction, step: int) -> list[Operation]:
+    """Ops computing lower + floor((upper - lower) * at), with 0 < at < 1 (a step of 1),
+    else lower + step * floor(trips * at) with trips = ceil((upper - lower) / step): a
+    value the loop takes, so that each iteration falls in one piece. An affine.apply on
+    index values; integer bounds are widened to index for it (signed, as scf.for compares
+    them) and the result, which lies between them, narrowed back."""
     kind = lower.type
     made: list[Operation] = []
     if not isinstance(kind, IndexType):
         made = [arith.IndexCastOp(v, IndexType()) for v in (lower, upper)]
         lower, upper = (op.results[0] for op in made)
     d0, d1 = AffineExpr.dimension(0), AffineExpr.dimension(1)
-    expr = d0 + ((d1 - d0) * at.numerator) // at.denominator
+    if step == 1:
+        expr = d0 + ((d1 - d0) * at.numerator) // at.denominator
+    else:
+        expr = d0 + (((d1 - d0).ceil_div(step) * at.numerator) // at.denominator) * step
     made.append(affine.ApplyOp([lower, upper], AffineMapAttr(AffineMap(2, 0, (expr,)))))
     if not isinstance(kind, IndexType):
         made.append(arith.IndexCastOp(made[-1].results[0], kind))

@@ -5,6 +5,7 @@ linalg ops that cannot be cut by rows of d0, stay whole; native runs of the piec
 ranks equal the interpreter."""
 
 import functools
+import itertools
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -177,13 +178,40 @@ def test_split_loops_give_the_whole_tasks_results_bit_for_bit(case: OneLoop) -> 
     split, tasks = _split(text)
     trips = len(range(case.lo, case.hi, case.step))
     may_split = not case.carried and case.pieces > 1 and (case.dynamic or trips > 1)
-    if case.dynamic and case.step != 1:
-        may_split = False  # schedule-scalar bounds are cut only with step 1
     if may_split:
         assert len(tasks) == (case.pieces if case.dynamic else min(case.pieces, trips))
     else:
         assert len(tasks) == 1, split
     _same(_interp(split, case.inputs()), _interp(text, case.inputs()))
+
+
+@pytest.mark.parametrize(
+    ("loop", "counter"), [("scf.for", "index"), ("scf.for", "i32"), ("scf.parallel", "index")]
+)
+@pytest.mark.parametrize("step", [2, 3])
+def test_schedule_scalar_bounds_with_a_step_split_at_values_the_loop_takes(
+    loop: str, counter: str, step: int
+) -> None:
+    """b0[i] = b0[i] * 3 + i, which an iteration run twice or skipped would change, to a
+    run-time %n (below, at and beyond the lower bound) in K pieces: each piece starts at
+    a value the loop takes (before: whole, "its step is not 1")."""
+    for lo, hi, pieces in itertools.product((0, 1, 2), (0, 2, 5, 9), (2, 3, 4)):
+        case = OneLoop(loop, lo, hi, step, 0, 0, 0, False, True, pieces, counter)
+        split, tasks = _split(case.text())
+        assert len(tasks) == pieces, split
+        _same(_interp(split, case.inputs()), _interp(case.text(), case.inputs()))
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_schedule_scalar_bounds_with_a_step_run_natively_as_the_interpreter_does(
+    ranks: int,
+) -> None:
+    case = OneLoop("scf.for", 1, ROWS, 2, 0, 0, 0, True, True, 1)
+    text = case.text().replace(" attributes {dhir.split = 1}", "")
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    got = dhir.run(text, *case.inputs(), backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, case.inputs()))
 
 
 def test_ranks_give_one_piece_each_and_split_one_keeps_a_task_whole() -> None:
