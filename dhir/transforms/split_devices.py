@@ -36,7 +36,7 @@ from dhir.machine.description import Device
 from dhir.placement.from_ir import has_machine, machine_for
 from dhir.targets import DeviceKind
 from dhir.transforms.pass_options import check_ranks
-from dhir.transforms.split_tasks import SPLIT_ATTR, split_task, splittable
+from dhir.transforms.split_tasks import SPLIT_ATTR, effects_after, split_task, splittable
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,11 @@ def _candidate(task: TaskOp) -> bool:
     if any(isinstance(op, memref.SubviewOp) for op in task.body.block.ops):
         return False
     # A GPU piece's loop must become a kernel: parallel loops and linalg ops only, not
-    # under an scf.if.
+    # under an scf.if nor followed by ops with effects.
     found = splittable(task)
-    return (
-        found is not None and found[1].parent_op() is task and isinstance(found[1], _KERNEL_LOOPS)
-    )
+    if found is None or found[1].parent_op() is not task:
+        return False
+    return isinstance(found[1], _KERNEL_LOOPS) and not effects_after(task, found[1])
 
 
 _KERNEL_LOOPS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)

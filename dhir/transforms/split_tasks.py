@@ -3,7 +3,8 @@ over contiguous ranges of its outermost loop, so that placement can spread one l
 several ranks.
 
 A task is split when its body is pure ops (constants, index arithmetic, `memref.dim` of a
-static extent), one loop, and pure ops again (and subviews, see below), and the loop is
+static extent), one loop, and pure ops again (and subviews, see below; ops with effects
+but no regions after the loop run in the last piece only), and the loop is
 - an `scf.parallel` without reductions (split along its first dimension), or an
   `affine.parallel` without reductions whose first dimension has constant bounds, or
 - an `scf.for` or `affine.for` without iter_args whose iterations provably touch
@@ -233,8 +234,12 @@ def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, Ta
         piece = task.clone()
         piece.attributes.pop(SPLIT_ATTR, None)
         piece.attributes[PIECE_ATTR] = ArrayAttr([IntegerAttr(index, i64), IntegerAttr(k, i64)])
-        piece_loop = _under_ifs(list(piece.body.block.ops)[position])
-        _set_range(piece_loop, low, high)
+        ops = list(piece.body.block.ops)
+        _set_range(_under_ifs(ops[position]), low, high)
+        if k < len(slots) - 1:  # what follows the loop runs once, after the last piece's
+            for op in reversed(ops[position + 1 : -1]):
+                op.detach()
+                op.erase()
         block.insert_op_before(piece, task)
         pieces[slot] = piece
     task.detach()
@@ -265,8 +270,12 @@ def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
             continue  # a constant: each piece measures it again
         elif not pure(op):
             loops.append((k, op))
-    if len(loops) > 1:
+    first = next(k for k, (_, op) in enumerate(loops) if op.regions)
+    after = [op for _, op in loops[first + 1 :]]
+    if first > 0 or any(op.regions for op in after):
         return _not_one(loops)
+    if any(opaque(op) for op in after):
+        return "after its loop it calls a function or reaches a global (or llvm, gpu or mpi ops)"
     position, loop = loops[0]
     if opaque(loop):
         return _OPAQUE
@@ -317,6 +326,13 @@ def _under_ifs(op: Operation) -> Operation:
     while isinstance(op, scf.IfOp):
         op = next(o for o in op.true_region.block.ops if o.regions)
     return op
+
+
+def effects_after(task: TaskOp, loop: Operation) -> bool:
+    """Whether ops with effects follow `loop` (a task's op) in `task`: only the last piece
+    runs them."""
+    ops = list(task.body.block.ops)[:-1]
+    return not all(pure(op) for op in ops[ops.index(loop) + 1 :])
 
 
 def _static_size(op: Operation, viewed: set[SSAValue]) -> bool:

@@ -1399,3 +1399,62 @@ def test_a_loop_under_an_scf_if_runs_natively_as_the_interpreter_does(ranks: int
     for k in (0, 1):
         got = dhir.run(text, *_guarded_inputs(k), backend="native", ranks=ranks, placement=SPREAD)
         _same(got, _interp(text, _guarded_inputs(k)))
+
+
+_TRAILING = """
+func.func @main(%x: memref<8xf32>) {
+  dhir.schedule %x {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %x attributes {dhir.split = 3} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %two = arith.constant 2.0 : f32
+      scf.for %i = %c0 to %c8 step %c1 {
+        %v = memref.load %x[%i] : memref<8xf32>
+        %w = arith.mulf %v, %two : f32
+        memref.store %w, %x[%i] : memref<8xf32>
+      }
+      %first = memref.load %x[%c0] : memref<8xf32>
+      %c7 = arith.constant 7 : index
+      memref.store %first, %x[%c7] : memref<8xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_ops_after_the_loop_run_in_the_last_piece_only() -> None:
+    """x *= 2, then x[7] = x[0] (examples/hazards.mlir's t2 has such a store): the last
+    piece runs what follows the loop, after its rows, and its regions say so (before:
+    whole, "its work is not one parallel loop")."""
+    split, tasks = _split(_TRAILING)
+    assert tasks == ["t.piece0", "t.piece1", "t.piece2"], split
+    assert split.count("memref.store %first") == 1
+    regions = []
+    for task in (op for op in parse_string(split).walk() if isinstance(op, TaskOp)):
+        found = task_regions(task)
+        regions.append((found.read(task.memrefs[0]), found.must_written(task.memrefs[0])))
+    last = isl.Set("{ [x0] : 5 <= x0 <= 7 or x0 = 0 }")
+    assert regions[2] == (last, isl.Set("{ [x0] : 5 <= x0 <= 7 }"))
+    inputs: list[object] = [np.arange(1, 9, dtype=np.float32)]
+    _same(_interp(split, inputs), _interp(_TRAILING, inputs))
+
+
+def test_a_call_after_the_loop_keeps_the_task_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _TRAILING.replace(
+        "memref.store %first, %x[%c7] : memref<8xf32>", "func.call @g() : () -> ()"
+    ).replace("  return\n}\n", "  return\n}\nfunc.func private @g()\n")
+    assert _split(text)[1] == ["t"]
+    assert "has no effect: after its loop it calls a function" in capsys.readouterr().err
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_ops_after_the_loop_run_natively_as_the_interpreter_does(ranks: int) -> None:
+    text = _TRAILING.replace(" attributes {dhir.split = 3}", "")
+    assert len(_split(text, ranks=ranks)[1]) == ranks
+    inputs: list[object] = [np.arange(1, 9, dtype=np.float32)]
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks, placement=SPREAD)
+    _same(got, _interp(text, inputs))
