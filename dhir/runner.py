@@ -9,6 +9,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.traits import SymbolTable
 
+from dhir.analysis.bounds import check_bounds
 from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.interp import run_interp
@@ -241,11 +242,12 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
         print(line, file=sys.stderr)
 
 
-def check_runnable(module: ModuleOp) -> None:
+def check_runnable(module: ModuleOp, entry: str) -> None:
     """Refuse, at its line, what neither backend runs as the program means it: memrefs
     of memrefs, parallel loops whose iterations overlap, GPU kernels whose threads race,
     copies between overlapping views, addresses passed to C from another task, a machine
-    description that cannot stand.
+    description that cannot stand, a load or store of `entry` that surely runs out of its
+    memref's bounds.
     `dhir run`, `dhir.run` and `dhir compile` check alike."""
     check_description(module)
     check_memref_elements(module)
@@ -253,6 +255,7 @@ def check_runnable(module: ModuleOp) -> None:
     check_kernels(module)
     check_copies(module)
     check_addresses(module)
+    check_bounds(module, entry)
 
 
 def run_module(
@@ -272,7 +275,7 @@ def run_module(
     are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
-    check_runnable(module)
+    check_runnable(module, entry)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count, shape or dtype is said with the types as written, not as
         # specialised (an input that fits no shape left the result's shape unknown).

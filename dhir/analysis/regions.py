@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from itertools import count
 from math import prod
-from typing import cast
+from typing import Protocol, cast
 
 import islpy as isl
 from xdsl.dialects.builtin import (
@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
+    IndexType,
     IntegerAttr,
     MemRefType,
     VectorType,
@@ -45,7 +46,7 @@ from dhir.dialects import affine, arith, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import Access, Kind, ViewKind, facts, view_source
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
-from dhir.dialects.dhir import TaskOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.layouts import is_identity_layout
 from dhir.dialects.linalg import LinalgStructuredOperation
 
@@ -405,6 +406,39 @@ def may_accesses(
     return MayAccesses(_union(walker.reads), _union(walker.writes), _union(walker.atomics))
 
 
+class SureSink(Protocol):
+    """What `walk_sure_points` tells of each access that surely runs."""
+
+    def points(
+        self,
+        op: Operation,
+        root: SSAValue,
+        points: isl.Set,
+        values: tuple[int, ...],
+        at: tuple[int, ...],
+    ) -> None:
+        """`op` accesses `root` at each of `points`: the loop variables around it in
+        order, outermost first, then its subscripts (at positions `at`), over parameters
+        that stand for the integer literals of its bounds and subscripts, whose values
+        are `values` in order. Accesses that differ only in their literals get one set
+        (the same object), which a caller can work on once."""
+
+    def element(self, op: Operation, root: SSAValue, index: tuple[int, ...]) -> None:
+        """`op`, in no loop, accesses `root` at the literal subscripts `index`."""
+
+
+def walk_sure_points(ops: Iterable[Operation], roots: Iterable[SSAValue], tell: SureSink) -> None:
+    """Walk `ops` (a function's body, run once in order) and `tell` of each scalar load
+    and store straight through one of `roots`, or through a buffer allocated in `ops`,
+    that surely runs at known subscripts: under no condition, in loops of bounds known
+    exactly, with no iter_args (tasks count as run once, in order). Each of its points
+    runs; an access this module cannot follow so is not told of."""
+    walker = _Walker(on_sure=tell)
+    for memref in roots:
+        walker.views[memref] = (_View(memref, None),)
+    walker.walk(ops, _Nest((), (), True))
+
+
 @dataclass(frozen=True)
 class CopyOverlap:
     """A `memref.copy` whose source and target are views of one buffer that surely share
@@ -507,6 +541,10 @@ class _Walker:
     # Whether to map the indices of reinterpret_cast, expand_shape and collapse_shape
     # views to their source's (`_reshaped`), for the loop analyses.
     reshapes: bool = False
+    # When asked for (`walk_sure_points`): told of each scalar load or store that surely
+    # runs, straight through a listed memref at known subscripts; `accessing`: that op.
+    on_sure: SureSink | None = None
+    accessing: Operation | None = None
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -604,9 +642,11 @@ class _Walker:
                 return
             plain = found.kind in (Kind.LOAD, Kind.STORE)
             self.atomic = found.kind is Kind.ATOMIC
+            self.accessing = op if plain else None
             for access in found.accesses:
                 self.access(access, nest, plain)
             self.atomic = False
+            self.accessing = None
             self._walk_regions(op, nest.inexact())  # a generic_atomic_rmw's body
         elif found is not None and found.kind in (Kind.VIEW, Kind.SHAPE):
             if self._escapes(op, op.operands[:1]):
@@ -625,6 +665,19 @@ class _Walker:
             self._linalg(op, nest)
         elif isinstance(op, _STRUCTURED) and not self._escapes(op, []):
             self._walk_regions(op, nest.inexact())
+        elif self.on_sure is not None and found is not None and found.kind is Kind.ALLOC:
+            for result in op.results:
+                if isinstance(result.type, MemRefType):
+                    self.views[result] = (_View(result, None),)
+        elif self.on_sure is not None and isinstance(op, ScheduleOp | TaskOp):
+            # Tasks run once each, in program order: the sequential meaning.
+            if isinstance(op, TaskOp) and not nest.names:
+                if self._literal_task(op, self.on_sure):
+                    return
+                # Fresh names from 0 again: tasks that differ only in their literals
+                # then give one text, which isl parses once (thousands of tasks).
+                self._fresh = count()
+            self._walk_regions(op, nest)
         elif op.regions or any(v in self.views for v in op.operands):
             self._unknown(op)
 
@@ -752,6 +805,11 @@ class _Walker:
                 constraints.append(f"{y} = {e}")
             else:
                 constraints.append(f"{e} <= {y} < ({e}) + {width}")
+        if self.on_sure is not None:
+            # Only the accesses that surely run are asked for, not the regions.
+            if self.accessing is not None and surely and not lanes and view.subscripts is None:
+                self._tell_sure(view.root, exprs, own, names, constraints)
+            return
         region = self._image(view, own, names, constraints)
         if self.atomics is not None and self.atomic:
             self._add(self.atomics, view.root, region)
@@ -764,6 +822,51 @@ class _Walker:
                 self._add(self.musts, view.root, region)
         if self.sure is not None and plain and surely and (read or exact):
             self._add(self.sure[write], view.root, region)
+
+    def _literal_task(self, task: TaskOp, sink: SureSink) -> bool:
+        """Tell `sink` of the accesses of a task whose body is only constants, arithmetic
+        and scalar loads and stores of listed memrefs at constant subscripts, as
+        generated schedules' tasks are, without the walk; False for any other body."""
+        accesses: list[tuple[Operation, SSAValue, tuple[int, ...]]] = []
+        for op in task.body.block.ops:
+            operands = op.operands  # not the named getters: thousands of tasks
+            if isinstance(op, memref_dialect.LoadOp | memref_dialect.StoreOp):
+                memref, *indices = operands[isinstance(op, memref_dialect.StoreOp) :]
+                index = tuple(_constant_index(v) for v in indices)
+                if None in index or self.views.get(memref) != (_View(memref, None),):
+                    return False
+                accesses.append((op, memref, cast(tuple[int, ...], index)))
+            elif op.regions or any(isinstance(v.type, MemRefType) for v in operands):
+                return False
+        for op, memref, index in accesses:
+            sink.element(op, memref, index)
+        return True
+
+    def _tell_sure(
+        self,
+        root: SSAValue,
+        exprs: Sequence[Expr],
+        own: list[str],
+        names: list[str],
+        constraints: list[str],
+    ) -> None:
+        """Tell `on_sure` the points (loop variables, then the subscripts `own`) at which
+        the op being walked surely accesses `root`, subscripts `exprs`."""
+        assert self.on_sure is not None and self.accessing is not None
+        if len(names) == len(own) and all(
+            isinstance(e, str) and _INTEGER.fullmatch(e) for e in exprs
+        ):
+            # In no loop, at literal subscripts (generated schedules' tasks): no isl.
+            self.on_sure.element(self.accessing, root, tuple(int(cast(str, e)) for e in exprs))
+            return
+        body = " and ".join(constraints) or "true"
+        literals = list(dict.fromkeys(_LITERAL_NAME.findall(body)))
+        prefix = f"[{', '.join(literals)}] -> " if literals else ""
+        points = _parse(f"{prefix}{{ [{', '.join(names)}] : {body} }}")
+        values = tuple(self.literals[name] for name in literals)
+        self.on_sure.points(
+            self.accessing, root, points, values, tuple(names.index(y) for y in own)
+        )
 
     def whole_access(
         self,
@@ -1050,6 +1153,15 @@ class _Walker:
 
     def _add(self, table: dict[SSAValue, list[isl.Set]], root: SSAValue, region: isl.Set) -> None:
         table.setdefault(root, []).append(region)
+
+
+def _constant_index(value: SSAValue) -> int | None:
+    """The value of an index `arith.constant`; None for any other value."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(value.type, IndexType):
+        attr = op.properties.get("value")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+    return None
 
 
 def _subview_of(source: _View, mapping: list[str] | None) -> _View:

@@ -186,6 +186,7 @@ def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object
             "name": s.name,
             "role": s.role,
             "result": s.result,
+            "needs": [list(need) for need in s.needs],
         }
         for s in signature.args
     ]
@@ -213,6 +214,7 @@ def built_from(meta: dict[str, object]) -> Built:
             str(a["name"]) if a.get("name") is not None else None,
             _role(a.get("role", ARG)),
             int(a["result"]) if a.get("result") is not None else None,
+            _needs(a.get("needs", [])),
         )
         for k, a in enumerate(meta["args"])  # pyright: ignore[reportArgumentType]
     )
@@ -225,6 +227,12 @@ def built_from(meta: dict[str, object]) -> Built:
 
 
 _CODE = re.compile(r"[<>|=][fiub][1-8]")
+
+
+def _needs(value: object) -> tuple[tuple[int, int, str], ...]:
+    if not isinstance(value, list):
+        raise TypeError(f"needs {as_written(value)}")
+    return tuple((int(dim), int(size), str(why)) for dim, size, why in value)  # pyright: ignore[reportUnknownVariableType]
 
 
 def _code(value: object) -> str:

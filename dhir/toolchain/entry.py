@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from dhir.analysis.bounds import entry_bounds, need_message
 from dhir.dialects import func
 from dhir.dialects.dhir import walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -54,7 +55,7 @@ def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> E
     entry of dynamic shapes is then specialised to."""
     function = find_entry(module, entry)
     inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
-    args = [_arg_spec(function, k, t) for k, t in enumerate(inputs)]
+    args = _with_needs(module, entry, [_arg_spec(function, k, t) for k, t in enumerate(inputs)])
     tensors = on_tensors(function)
     for j, type_ in enumerate(() if given_only else outputs):
         if not tensors or not isinstance(type_, TensorType):
@@ -71,6 +72,22 @@ def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> E
         spec = _arg_spec(function, len(inputs) + j, type_, f"result #{j}")
         args.append(replace(spec, name=None, role=RESULT, result=j))
     return EntrySignature(entry, tuple(args))
+
+
+def _with_needs(module: ModuleOp, entry: str, args: list[ArgSpec]) -> list[ArgSpec]:
+    """`args` with the least sizes the accesses of `entry` that surely run need of each
+    memref argument's dimensions of dynamic size: checked against the inputs before a
+    run, once, where native code checks no access."""
+    if not any(spec.shape is not None and DYNAMIC in spec.shape for spec in args):
+        return args
+    needs = entry_bounds(module, entry).needs
+    if not needs:
+        return args
+    out = list(args)
+    for (arg, dim), need in sorted(needs.items()):
+        spec = out[arg]
+        out[arg] = replace(spec, needs=(*spec.needs, (dim, need.size, need_message(need))))
+    return out
 
 
 def on_tensors(function: func.FuncOp) -> bool:

@@ -30,7 +30,8 @@ class ArgSpec:
     elements `code` (NumPy's dtype string, "<f8"), and its name in the program (`%A`:
     "A"), when it has one. `role`: ARG, a memref or scalar argument whose final value is
     a result too; INPUT, a tensor argument (read, never written back); RESULT, where the
-    entry's result number `result` goes (the user gives no input for it)."""
+    entry's result number `result` goes (the user gives no input for it). `needs`: the
+    least sizes of its dimensions of dynamic size that its inputs must have."""
 
     index: int
     mlir_type: str
@@ -39,6 +40,9 @@ class ArgSpec:
     name: str | None = None
     role: str = ARG
     result: int | None = None
+    # (dimension, size, why): a dimension of dynamic size must hold at least size
+    # elements, as an access the program surely runs needs (dhir.analysis.bounds).
+    needs: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def dtype(self) -> "np.dtype":

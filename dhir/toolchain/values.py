@@ -126,6 +126,7 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
                 )
             ]
         )
+    _check_needs(spec, value.shape, where)
     # NumPy takes any non-zero byte as True (a uint8 array viewed as bool); compiled i1
     # code reads the byte as it is, so 2 would stay 2 through xori and extui: such bytes
     # are made 1, in a copy.
@@ -138,6 +139,22 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
         raw = array.view(np.uint8)
         np.minimum(raw, 1, out=raw)
     return array
+
+
+def _check_needs(spec: ArgSpec, shape: tuple[int, ...], where: str) -> None:
+    """Refuse an input too small for an access the program surely runs: natively, no
+    access is checked (without --runtime-checks), and it would read or write other memory."""
+    for dim, size, why in spec.needs:
+        if shape[dim] < size:
+            raise DhirError(
+                [
+                    Diagnostic(
+                        f"{where} is given an array of shape {shape}, but {why}, out of "
+                        f"bounds each time the program runs: give at least {size} elements "
+                        f"along dimension {dim}, or fix the program's loop bounds"
+                    )
+                ]
+            )
 
 
 def _check_unmasked(value: np.ndarray, where: str) -> None:

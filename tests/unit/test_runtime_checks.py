@@ -18,15 +18,17 @@ from dhir.toolchain.llvm_text import patch_llvm_ir
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import MpiInstall
 
-# Stores a[0..8] of an 8-element memref: the last store (line 10) is out of it.
+# Stores a[0..n) of an 8-element memref: with n = 9 the last store (line 10) is out of
+# it. The loop's end is known at run time only, so no check before the run refuses it
+# (dhir.analysis.bounds): these tests are --runtime-checks'.
 STORE_PAST_END = """\
-func.func @main(%a: memref<8xi32>) {
+func.func @main(%a: memref<8xi32>, %n: index) {
   dhir.schedule %a {
     %cpu = dhir.target {kind = "cpu"}
     %t = dhir.task %cpu, %a {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c9 = arith.constant 9 : index
+      %c9 = arith.addi %n, %c0 : index
       %v = arith.constant 7 : i32
       scf.for %i = %c0 to %c9 step %c1 {
         memref.store %v, %a[%i] : memref<8xi32>
@@ -36,15 +38,16 @@ func.func @main(%a: memref<8xi32>) {
   return
 }
 """
-# Reads a[i + 1] for i in [0, 16): the last load (line 10) is out of the memref.
+# Reads a[i + 1] for i in [0, n): with n = 16 the last load (line 10) is out of the
+# memref.
 LOAD_PAST_END = """\
-func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
+func.func @main(%a: memref<16xf64>, %b: memref<16xf64>, %n: index) {
   dhir.schedule %a, %b {
     %cpu = dhir.target {kind = "cpu"}
     %t = dhir.task %cpu, %a, %b {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
-      %c16 = arith.constant 16 : index
+      %c16 = arith.addi %n, %c0 : index
       scf.for %i = %c0 to %c16 step %c1 {
         %j = arith.addi %i, %c1 : index
         %x = memref.load %a[%j] : memref<16xf64>
@@ -55,14 +58,14 @@ func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
   return
 }
 """
-# Stores a[0..8] with affine.store (line 7): MLIR 22 makes no check for affine accesses.
+# Stores a[0..n) with affine.store (line 7): MLIR 22 makes no check for affine accesses.
 AFFINE_STORE_PAST_END = """\
-func.func @main(%a: memref<8xi32>) {
+func.func @main(%a: memref<8xi32>, %n: index) {
   dhir.schedule %a {
     %cpu = dhir.target {kind = "cpu"}
     %t = dhir.task %cpu, %a {
       %v = arith.constant 7 : i32
-      affine.for %i = 0 to 9 {
+      affine.for %i = 0 to %n {
         affine.store %v, %a[%i] : memref<8xi32>
       }
     }
@@ -181,10 +184,10 @@ def test_runtime_checks_takes_a_bool() -> None:
 @pytest.mark.mpi
 def test_an_out_of_bounds_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
     program = write(tmp_path, STORE_PAST_END)
-    unchecked = dhir.run(program, np.zeros(8, np.int32))[0]  # runs on, past the end
+    unchecked = dhir.run(program, np.zeros(8, np.int32), np.int64(9))[0]  # runs on, past the end
     assert (unchecked == 7).all()
     with pytest.raises(DhirError) as caught:
-        dhir.run(program, np.zeros(8, np.int32), runtime_checks=True)
+        dhir.run(program, np.zeros(8, np.int32), np.int64(9), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 10, 9)
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
@@ -194,10 +197,10 @@ def test_an_out_of_bounds_store_stops_the_run_at_its_line(tmp_path: Path) -> Non
 @pytest.mark.mpi
 def test_an_out_of_bounds_affine_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
     program = write(tmp_path, AFFINE_STORE_PAST_END)
-    unchecked = dhir.run(program, np.zeros(8, np.int32))[0]  # runs on, past the end
+    unchecked = dhir.run(program, np.zeros(8, np.int32), np.int64(9))[0]  # past the end
     assert (unchecked == 7).all()
     with pytest.raises(DhirError) as caught:
-        dhir.run(program, np.zeros(8, np.int32), runtime_checks=True)
+        dhir.run(program, np.zeros(8, np.int32), np.int64(9), runtime_checks=True)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 7, 9)
     assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
@@ -399,7 +402,7 @@ def test_cli_out_of_bounds_load_fails_at_its_line(tmp_path: Path) -> None:
     np.save(tmp_path / "b.npy", np.zeros(16))
     command = [sys.executable, "-m", "dhir.cli.main", "run", str(program), "-n", "2"]
     command += ["--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")]
-    command += ["--runtime-checks", "-q"]
+    command += ["--input", "index=16", "--runtime-checks", "-q"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
     first = result.stderr.splitlines()[0]

@@ -1,0 +1,249 @@
+"""Out-of-bounds accesses found before a run: a scalar load or store of the entry function
+that surely runs (dhir.analysis.regions' `walk_sure_points`) at a subscript outside its
+memref's static shape, or below 0; and for each dimension of dynamic size of an entry
+argument, the least size that the accesses surely run need (`EntryBounds.needs`), which the
+inputs are checked against before a run. Accesses the analysis cannot follow (under a
+condition, in a loop of bounds known at run time only, through a view) say nothing: they
+stay `--runtime-checks`' to check."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import islpy as isl
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.traits import SymbolTable
+
+from dhir.analysis.regions import walk_sure_points
+from dhir.dialects.func import FuncOp
+from dhir.ir.diagnostics import error_at, loc_of
+
+
+@dataclass(frozen=True)
+class OutOfBounds:
+    """The first point (in the order the loops run) at which `op` accesses `memref` at
+    `index`, outside it along dimension `dim`."""
+
+    op: Operation
+    memref: SSAValue
+    index: tuple[int, ...]
+    dim: int
+
+
+@dataclass(frozen=True)
+class Need:
+    """An entry argument's dimension of dynamic size must hold `size` elements: `op`
+    surely accesses index size - 1 along it."""
+
+    arg: int
+    dim: int
+    size: int
+    op: Operation
+
+
+@dataclass
+class EntryBounds:
+    outside: OutOfBounds | None = None  # the first found, in program order
+    needs: dict[tuple[int, int], Need] = field(default_factory=dict[tuple[int, int], Need])
+    entry: Block | None = None  # the entry's block, whose arguments `needs` numbers
+
+    def element(self, op: Operation, root: SSAValue, index: tuple[int, ...]) -> None:
+        """Record that `op` accesses `root` at `index` (`walk_sure_points`)."""
+        shape = _shape(root)
+        if self.outside is None:
+            for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
+                if k < 0 or (extent != DYNAMIC_INDEX and k >= extent):
+                    self.outside = OutOfBounds(op, root, index, dim)
+                    break
+        arg = self._argument(root) if DYNAMIC_INDEX in shape else None
+        if arg is None:
+            return
+        for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
+            if extent == DYNAMIC_INDEX:
+                self._grow(op, arg, dim, k + 1)
+
+    def points(
+        self,
+        op: Operation,
+        root: SSAValue,
+        points: isl.Set,
+        values: tuple[int, ...],
+        at: tuple[int, ...],
+    ) -> None:
+        """Record the points at which `op` accesses `root` (`walk_sure_points`): where
+        its literals' `values` are among those that reach outside the memref, or where
+        the memref, an entry argument, has a dimension of dynamic size."""
+        shape = _shape(root)
+        arg = self._argument(root) if DYNAMIC_INDEX in shape else None
+        if arg is None and (self.outside is not None or not _bad(points, at, shape).holds(values)):
+            return
+        points = _fixed(points, values)
+        if points.is_empty():
+            return
+        if self.outside is None:
+            self.outside = _outside(op, root, points, at, shape)
+        if arg is not None:
+            self._need(op, arg, points, at, shape)
+
+    def _need(
+        self, op: Operation, arg: int, points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]
+    ) -> None:
+        for dim, (pos, extent) in enumerate(zip(at, shape, strict=True)):
+            if extent != DYNAMIC_INDEX:
+                continue
+            highest = points.dim_max_val(pos)
+            if highest.is_int():
+                self._grow(op, arg, dim, int(highest.to_python()) + 1)
+
+    def _grow(self, op: Operation, arg: int, dim: int, size: int) -> None:
+        known = self.needs.get((arg, dim))
+        if size > 0 and (known is None or size > known.size):
+            self.needs[(arg, dim)] = Need(arg, dim, size, op)
+
+    def _argument(self, root: SSAValue) -> int | None:
+        """`root`'s position among the entry's arguments; None for another buffer."""
+        if isinstance(root, BlockArgument) and root.owner is self.entry:
+            return root.index
+        return None
+
+
+@dataclass(frozen=True)
+class _Bad:
+    """The values of an access's literals for which some point is out of bounds, as
+    integer constraints per piece (equalities, inequalities; the constant term last), or
+    as an isl set where a piece has existentially quantified variables."""
+
+    pieces: list[tuple[list[list[int]], list[list[int]]]] | None
+    params: isl.Set
+
+    def holds(self, values: tuple[int, ...]) -> bool:
+        if self.pieces is None:
+            return not _fixed(self.params, values).is_empty()
+        point = [*values, 1]
+        return any(
+            all(_dot(eq, point) == 0 for eq in eqs)
+            and all(_dot(ineq, point) >= 0 for ineq in ineqs)
+            for eqs, ineqs in self.pieces
+        )
+
+
+def _dot(row: list[int], point: list[int]) -> int:
+    return sum(c * v for c, v in zip(row, point, strict=True))
+
+
+# By the id of the set (kept alive here): isl compares sets slowly.
+_BAD: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[isl.Set, _Bad]] = {}
+
+
+def _bad(points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]) -> _Bad:
+    """Found once for all accesses of one text (`walk_sure_points` gives them one set)."""
+    key = (id(points), at, shape)
+    found = _BAD.get(key)
+    if found is None:
+        params = _outside_set(points, at, shape).params()
+        found = _BAD[key] = (points, _Bad(_pieces(params), params))
+    return found[1]
+
+
+def _pieces(params: isl.Set) -> list[tuple[list[list[int]], list[list[int]]]] | None:
+    out: list[tuple[list[list[int]], list[list[int]]]] = []
+    n = params.dim(isl.dim_type.param)
+    for piece in params.get_basic_sets():
+        if piece.dim(isl.dim_type.div):
+            return None
+        eqs: list[list[int]] = []
+        ineqs: list[list[int]] = []
+        for constraint in piece.get_constraints():
+            row = [
+                int(constraint.get_coefficient_val(isl.dim_type.param, k).to_python())
+                for k in range(n)
+            ]
+            row.append(int(constraint.get_constant_val().to_python()))
+            (eqs if constraint.is_equality() else ineqs).append(row)
+        out.append((eqs, ineqs))
+    return out
+
+
+def _fixed(region: isl.Set, values: Sequence[int]) -> isl.Set:
+    """`region` with its parameters fixed to `values`, in order, and projected out."""
+    params = isl.dim_type.param
+    for k, value in enumerate(values):
+        region = region.fix_val(params, k, isl.Val(str(value)))
+    return region.project_out(params, 0, region.dim(params))
+
+
+def _shape(memref: SSAValue) -> tuple[int, ...]:
+    assert isinstance(memref.type, MemRefType)
+    return tuple(memref.type.get_shape())
+
+
+def _outside_set(points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]) -> isl.Set:
+    """The points whose subscripts (at positions `at`) lie outside `shape`."""
+    set_dim = isl.dim_type.set
+    outside = points.empty(points.get_space())
+    for pos, extent in zip(at, shape, strict=True):
+        outside = outside | points.upper_bound_val(set_dim, pos, isl.Val(-1))
+        if extent != DYNAMIC_INDEX:
+            outside = outside | points.lower_bound_val(set_dim, pos, isl.Val(str(extent)))
+    return outside
+
+
+def _outside(
+    op: Operation, root: SSAValue, points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]
+) -> OutOfBounds | None:
+    set_dim = isl.dim_type.set
+    outside = _outside_set(points, at, shape)
+    if outside.is_empty():
+        return None
+    first = outside.lexmin().sample_point()
+    index = tuple(int(first.get_coordinate_val(set_dim, pos).to_python()) for pos in at)
+    dim = next(
+        d
+        for d, (k, extent) in enumerate(zip(index, shape, strict=True))
+        if k < 0 or (extent != DYNAMIC_INDEX and k >= extent)
+    )
+    return OutOfBounds(op, root, index, dim)
+
+
+def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
+    """What the accesses of `entry` (run once, as the program's entry) surely reach; nothing
+    for an entry that is not a function of one block."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+        return EntryBounds()
+    block = function.body.blocks[0]
+    found = EntryBounds(entry=block)
+    roots = [arg for arg in block.args if isinstance(arg.type, MemRefType)]
+    walk_sure_points(block.ops, roots, found)
+    return found
+
+
+def check_bounds(module: ModuleOp, entry: str) -> None:
+    """Refuse an entry with a load or store that surely runs outside its memref, at its
+    line: native code does not check bounds (without --runtime-checks), and would read
+    another array's elements or write over them."""
+    outside = entry_bounds(module, entry).outside
+    if outside is not None:
+        raise error_at(outside.op, out_of_bounds_message(outside))
+
+
+def out_of_bounds_message(found: OutOfBounds) -> str:
+    type_ = found.memref.type
+    assert isinstance(type_, MemRefType)
+    shape = type_.get_shape()
+    k, extent = found.index[found.dim], shape[found.dim]
+    size = "below 0" if k < 0 else f"whose size is {extent}"
+    written = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+    return (
+        f"'{found.op.name}' accesses index {k} of dimension {found.dim}, {size}, out of "
+        f"bounds (memref of shape {written}, indices [{', '.join(map(str, found.index))}]), "
+        "each time the program runs: native code does not check bounds and would read or "
+        "write other memory. Fix the loop bounds or subscripts"
+    )
+
+
+def need_message(need: Need) -> str:
+    """Where and why an argument needs `need.size` elements, for the input check."""
+    where = loc_of(need.op)
+    at = f" at {where}" if where is not None else ""
+    return f"'{need.op.name}'{at} accesses index {need.size - 1} of dimension {need.dim}"

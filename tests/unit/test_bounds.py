@@ -1,0 +1,313 @@
+"""Out-of-bounds accesses refused before a run (dhir.analysis.bounds): a load or store that
+surely runs outside its memref's static shape is refused at its line by both backends,
+and an input too small for the accesses a program surely runs on a memref of dynamic
+shape is refused before the run starts. Native code checks no access without
+--runtime-checks, so these programs used to read or write other memory and exit 0;
+programs in bounds, and those the analysis cannot decide, still run."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.analysis.bounds import entry_bounds
+from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.ir.text import parse_string
+
+
+def _task(args: str, memrefs: str, body: str) -> str:
+    return f"""func.func @main({args}) {{
+  dhir.schedule {memrefs} {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, {memrefs} {{
+{body}
+    }}
+  }}
+  return
+}}
+"""
+
+
+# b[i] = a[i] for i in [0, 11) of 10 elements: the load at line 9 runs past the end.
+PAST_END = _task(
+    "%a: memref<10xf64>, %b: memref<10xf64>",
+    "%a, %b",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c11 = arith.constant 11 : index
+      scf.for %i = %c0 to %c11 step %c1 {
+        %x = memref.load %a[%i] : memref<10xf64>
+        memref.store %x, %b[%i] : memref<10xf64>
+      }""",
+)
+# A halo read a[i - 1] from i = 0 (line 6), with affine ops.
+HALO = _task(
+    "%a: memref<10xf64>, %b: memref<10xf64>",
+    "%a, %b",
+    """      affine.for %i = 0 to 10 {
+        %x = affine.load %a[%i - 1] : memref<10xf64>
+        affine.store %x, %b[%i] : memref<10xf64>
+      }""",
+)
+# The same halo in bounds: i from 1.
+HALO_IN_BOUNDS = HALO.replace("affine.for %i = 0 to 10", "affine.for %i = 1 to 10")
+# Rows of a 4x5 array, columns 0..5: the first point out is (0, 5), at line 11.
+COLUMNS_PAST_END = _task(
+    "%a: memref<4x5xi32>",
+    "%a",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %c6 = arith.constant 6 : index
+      %v = arith.constant 7 : i32
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c6) step (%c1, %c1) {
+        memref.store %v, %a[%i, %j] : memref<4x5xi32>
+      }""",
+)
+# An entry without dhir.schedule (CodeDrop makes its task): the store at line 6.
+PLAIN_MAIN = """func.func @main(%a: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c9 = arith.constant 9 : index
+  %v = arith.constant 7 : i32
+  scf.for %i = %c0 to %c9 step %c1 {
+    memref.store %v, %a[%i] : memref<8xi32>
+  }
+  return
+}
+"""
+# A constant subscript past the end in a task of no loop (line 7).
+CONSTANT_INDEX = _task(
+    "%a: memref<8xi32>",
+    "%a",
+    """      %c8 = arith.constant 8 : index
+      %v = arith.constant 7 : i32
+      memref.store %v, %a[%c8] : memref<8xi32>""",
+)
+# A buffer the task allocates, written past its end (line 11).
+ALLOCATED = _task(
+    "%a: memref<4xf32>",
+    "%a",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c5 = arith.constant 5 : index
+      %one = arith.constant 1.0 : f32
+      %buf = memref.alloc() : memref<4xf32>
+      scf.for %i = %c0 to %c5 step %c1 {
+        memref.store %one, %buf[%i] : memref<4xf32>
+      }
+      memref.dealloc %buf : memref<4xf32>""",
+)
+# A halo a[i - 1] from i = 0 of a memref of dynamic size: below 0 whatever its size.
+DYNAMIC_HALO = _task(
+    "%a: memref<?xf64>, %b: memref<?xf64>",
+    "%a, %b",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        %j = arith.subi %i, %c1 : index
+        %x = memref.load %a[%j] : memref<?xf64>
+        memref.store %x, %b[%i] : memref<?xf64>
+      }""",
+)
+# b[i] = a[i + 1] for i in [0, 16) of memrefs of dynamic size: a needs 17 elements, b 16.
+DYNAMIC = _task(
+    "%a: memref<?xf64>, %b: memref<?xf64>",
+    "%a, %b",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      scf.for %i = %c0 to %c16 step %c1 {
+        %j = arith.addi %i, %c1 : index
+        %x = memref.load %a[%j] : memref<?xf64>
+        memref.store %x, %b[%i] : memref<?xf64>
+      }""",
+)
+# Past the end only where a condition holds, which it never does: not refused.
+GUARDED = _task(
+    "%a: memref<10xf64>, %b: memref<10xf64>",
+    "%a, %b",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c10 = arith.constant 10 : index
+      %c11 = arith.constant 11 : index
+      scf.for %i = %c0 to %c11 step %c1 {
+        %in = arith.cmpi ult, %i, %c10 : index
+        scf.if %in {
+          %x = memref.load %a[%i] : memref<10xf64>
+          memref.store %x, %b[%i] : memref<10xf64>
+        }
+      }""",
+)
+# The loop's end is an argument: not known before the run (--runtime-checks' case).
+RUN_TIME_BOUND = _task(
+    "%a: memref<10xf64>, %b: memref<10xf64>, %n: index",
+    "%a, %b",
+    """      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %x = memref.load %a[%i] : memref<10xf64>
+        memref.store %x, %b[%i] : memref<10xf64>
+      }""",
+)
+# A stencil whose rows split between ranks: u[i + 1] for i up to 31 of 32 rows (line 11).
+STENCIL = """func.func @main(%u: memref<32x8xf64>, %v: memref<32x8xf64>) {
+  dhir.schedule %u, %v {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %u, %v {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c32 = arith.constant 32 : index
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c32, %c8) step (%c1, %c1) {
+        %ip = arith.addi %i, %c1 : index
+        %x = memref.load %u[%ip, %j] : memref<32x8xf64>
+        memref.store %x, %v[%i, %j] : memref<32x8xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.mlir"
+    path.write_text(text)
+    return path
+
+
+def _refused(program: Path, *args: object, backend: str = "native") -> DhirError:
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, *args, backend=backend)
+    return caught.value
+
+
+def _f64(*shape: int) -> np.ndarray:
+    return np.zeros(shape)
+
+
+def _i32(*shape: int) -> np.ndarray:
+    return np.zeros(shape, np.int32)
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize(
+    ("text", "inputs", "line", "col", "says"),
+    [
+        (
+            PAST_END,
+            [_f64(10), _f64(10)],
+            9,
+            14,
+            "'memref.load' accesses index 10 of dimension 0, whose size is 10",
+        ),
+        (
+            HALO,
+            [_f64(10), _f64(10)],
+            6,
+            14,
+            "'affine.load' accesses index -1 of dimension 0, below 0",
+        ),
+        (COLUMNS_PAST_END, [_i32(4, 5)], 11, 9, "index 5 of dimension 1, whose size is 5"),
+        (PLAIN_MAIN, [_i32(8)], 7, 5, "'memref.store' accesses index 8 of dimension 0"),
+        (CONSTANT_INDEX, [_i32(8)], 7, 7, "'memref.store' accesses index 8 of dimension 0"),
+        (ALLOCATED, [np.zeros(4, np.float32)], 11, 9, "'memref.store' accesses index 4 of"),
+        (
+            DYNAMIC_HALO,
+            [_f64(8), _f64(8)],
+            10,
+            14,
+            "'memref.load' accesses index -1 of dimension 0, below 0",
+        ),
+        (STENCIL, [_f64(32, 8), _f64(32, 8)], 11, 14, "index 32 of dimension 0, whose size is 32"),
+    ],
+)
+def test_a_sure_access_out_of_bounds_is_refused_at_its_line(
+    tmp_path: Path,
+    backend: str,
+    text: str,
+    inputs: list[np.ndarray],
+    line: int,
+    col: int,
+    says: str,
+) -> None:
+    program = _write(tmp_path, text)
+    diagnostic = _refused(program, *inputs, backend=backend).diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), line, col)
+    assert says in diagnostic.message
+    assert "out of bounds" in diagnostic.message
+
+
+def test_the_first_point_out_is_reported() -> None:
+    outside = entry_bounds(parse_string(COLUMNS_PAST_END), "main").outside
+    assert outside is not None
+    assert (outside.index, outside.dim) == ((0, 5), 1)
+
+
+@pytest.mark.parametrize("text", [HALO_IN_BOUNDS, GUARDED, RUN_TIME_BOUND, DYNAMIC])
+def test_programs_the_analysis_does_not_prove_out_are_not_refused(text: str) -> None:
+    assert entry_bounds(parse_string(text), "main").outside is None
+
+
+def test_guarded_and_run_time_bounds_run_as_before() -> None:
+    a = np.arange(10.0)
+    got = dhir.run(GUARDED, a, np.zeros(10), backend="interp")
+    np.testing.assert_array_equal(got[1], a)
+    got = dhir.run(RUN_TIME_BOUND, a, np.zeros(10), np.int64(10), backend="interp")
+    np.testing.assert_array_equal(got[1], a)
+    got = dhir.run(HALO_IN_BOUNDS, a, np.zeros(10), backend="interp")
+    np.testing.assert_array_equal(got[1][1:], a[:-1])
+
+
+def test_dynamic_sizes_needed_are_found() -> None:
+    needs = entry_bounds(parse_string(DYNAMIC), "main").needs
+    assert {key: need.size for key, need in needs.items()} == {(0, 0): 17, (1, 0): 16}
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_an_input_too_small_for_a_dynamic_shape_is_refused_before_the_run(
+    tmp_path: Path, backend: str
+) -> None:
+    program = _write(tmp_path, DYNAMIC)
+    error = _refused(program, np.arange(16.0), np.zeros(16), backend=backend)
+    message = error.diagnostics[0].message
+    assert message.startswith("argument #0 of @main (memref<?xf64>) is given an array of")
+    assert f"'memref.load' at {program}:10:14 accesses index 16 of dimension 0" in message
+    assert "give at least 17 elements along dimension 0" in message
+
+
+def test_an_input_large_enough_for_a_dynamic_shape_runs() -> None:
+    a = np.arange(20.0)
+    got = dhir.run(DYNAMIC, a, np.zeros(16), backend="interp")
+    np.testing.assert_array_equal(got[1], a[1:17])
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_compiled_executable_checks_its_inputs_sizes(tmp_path: Path) -> None:
+    program = _write(tmp_path, DYNAMIC)
+    exe = tmp_path / "prog"
+    cli = [sys.executable, "-m", "dhir.cli.main"]
+    subprocess.run([*cli, "compile", str(program), "-n", "2", "-o", str(exe), "-q"], check=True)
+    for name, size in (("a", 17), ("small", 10), ("b", 16)):
+        np.save(tmp_path / f"{name}.npy", np.arange(float(size)))
+    run = [*cli, "run", str(exe), "-n", "2", "-q", "--output-dir", str(tmp_path / "out")]
+    small = subprocess.run(
+        [*run, "--input", str(tmp_path / "small.npy"), "--input", str(tmp_path / "b.npy")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert small.returncode != 0
+    assert "give at least 17 elements along dimension 0" in small.stderr
+    subprocess.run(
+        [*run, "--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")],
+        check=True,
+        timeout=300,
+    )
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), np.arange(1.0, 17.0))
