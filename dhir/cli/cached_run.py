@@ -52,6 +52,7 @@ from dhir.toolchain.tools import (
     cache_root,
     keep_json,
     mpi_prefix,
+    read_regular,
     whole_elf,
 )
 
@@ -337,7 +338,7 @@ def _record_path(key: str) -> Path:
 def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
     """The recorded build, if it is whole and its files are still there."""
     try:
-        entry = json.loads(_record_path(key).read_text())
+        entry = json.loads(read_regular(_record_path(key)))
         built = built_from(entry)
         threads = entry["threads"]
         hostfile = None if entry["hostfile"] is None else Path(entry["hostfile"])
@@ -354,6 +355,17 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
     # An executable cut short (a full disk, a crash) is built again by the full path.
     if not os.access(exe, os.X_OK) or not whole_elf(exe):
         return None
-    if hostfile is not None and not hostfile.is_file():
+    if hostfile is not None and not _whole_hostfile(hostfile):
         return None
     return built, exe, options
+
+
+def _whole_hostfile(path: Path) -> bool:
+    """Whether the hostfile `path` holds what its name says (`hosts-DIGEST.MPI`, by
+    dhir.machine.layout): one cut short or edited placed the ranks on other hosts."""
+    try:
+        text = read_regular(path)
+    except (OSError, ValueError):
+        return False
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return path.name.startswith(f"hosts-{digest}.")

@@ -6,6 +6,7 @@ place consecutive ranks when given a hostfile. A one-node run needs no hostfile.
 """
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,13 +89,32 @@ def launch_plan(system: System, ranks: int | None, mpi: str, directory: Path) ->
     path = Path(directory) / f"hosts-{hashlib.sha256(text.encode()).hexdigest()[:16]}.{mpi}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.is_file():
-            path.write_text(text)
+        if not _holds(path, text):
+            _write_aside(path, text)
     except OSError as error:
         raise DhirError(
             [Diagnostic(f"cannot write the hostfile {path}: {error.strerror}")]
         ) from None
     return LaunchPlan(system, count, path, threads)
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether `path` is a regular file of `text`: one cut short or edited by hand placed
+    the ranks wrongly, and writing into a FIFO left there waited for a reader for good."""
+    try:
+        return path.is_file() and path.read_text() == text
+    except (OSError, ValueError):
+        return False
+
+
+def _write_aside(path: Path, text: str) -> None:
+    """`text` in `path`, whole (a concurrent run reads the old file or the new one)."""
+    aside = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        aside.write_text(text)
+        aside.replace(path)
+    finally:
+        aside.unlink(missing_ok=True)
 
 
 def _per_node(system: System) -> str:

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.tools import LLVM_VERSION, cache_root, keep_json
+from dhir.toolchain.tools import LLVM_VERSION, cache_root, keep_json, read_regular
 
 # The libraries every program links, by the file the loader takes, and what to call them.
 SYSTEM_LIBRARIES = {"libc.so.6": "the C library", "libm.so.6": "the math library (libm)"}
@@ -113,9 +113,12 @@ def system_names(nm: str, folders: tuple[str, ...]) -> dict[str, str]:
 def _system_names(nm: str, key: str, libraries: tuple[tuple[Path, str], ...]) -> dict[str, str]:
     stored = cache_root() / f"system-symbols-{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
     try:
-        return json.loads(stored.read_text())
+        kept = json.loads(read_regular(stored))
     except (OSError, ValueError):
-        pass
+        kept = None
+    # Anything but names to their libraries (edited by hand, garbled) is read again.
+    if isinstance(kept, dict) and all(isinstance(v, str) for v in kept.values()):
+        return kept
     names: dict[str, str] = {}
     for path, who in reversed(libraries):  # the C library's word wins
         names.update(dict.fromkeys((name for _, name in _read(nm, path, dynamic=True)), who))

@@ -7,10 +7,12 @@ point at other installations with the same layout (bin/mpirun, include/mpi.h, li
 What they build is cached under `cache_root()`.
 """
 
+import errno
 import json
 import os
 import re
 import shutil
+import stat
 import struct
 import sys
 from contextlib import suppress
@@ -212,12 +214,31 @@ _ELF_ENTRIES = {1: ("4xI8xI", "4xI8xII"), 2: ("8xQ16xQ", "4xI16xQQ")}
 _SHT_NOBITS = 8  # .bss: a section with no bytes in the file
 
 
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading when it is a regular file; else an OSError. A FIFO where
+    a file of the cache was (by hand, or another tool's) blocked the read for good: it
+    is opened without waiting for a writer, and refused."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return os.fdopen(handle, "rb")
+
+
+def read_regular(path: Path) -> str:
+    """The text of the regular file `path` (see open_regular); an OSError for anything
+    else, and a ValueError for bytes that are not UTF-8."""
+    with open_regular(path) as file:
+        return file.read().decode()
+
+
 def whole_elf(path: Path) -> bool:
     """Whether `path` is an ELF file (an executable or object dhir built) with every
     segment and section it declares inside it: one cut short (a full disk, a crash, a
-    copy stopped halfway) or overwritten is not, and is built again rather than run."""
+    copy stopped halfway) or overwritten is not, and is built again rather than run; nor
+    is anything but a regular file."""
     try:
-        with path.open("rb") as file:
+        with open_regular(path) as file:
             return _elf_fits(file, os.fstat(file.fileno()).st_size)
     except (OSError, struct.error):  # struct.error: a table that runs past the end
         return False

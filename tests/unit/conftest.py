@@ -1,6 +1,7 @@
 import shutil
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,20 @@ def fake_driver(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     )
     return folder
+
+
+@pytest.fixture
+def no_block() -> Iterator[None]:
+    """A test that would block for good (a FIFO opened with no writer) fails after 30 s
+    instead (pytest's Failed: not an OSError, which the code under test may catch)."""
+
+    def stop(*_: object) -> None:
+        pytest.fail("blocked for 30 s")
+
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(30)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)

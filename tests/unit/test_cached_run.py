@@ -2,6 +2,7 @@
 options launches its recorded executable without loading xDSL, and anything that could
 change the build takes the full path."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -13,8 +14,10 @@ import numpy as np
 import pytest
 
 from dhir.cli import cached_run
+from dhir.toolchain import symbols
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.signature import EntrySignature
+from dhir.toolchain.tools import whole_elf
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = """\
@@ -372,6 +375,61 @@ def test_a_record_with_a_thread_count_out_of_range_is_passed_over(
     stored = cached_run._record_path(key)
     stored.write_text(json.dumps(json.loads(stored.read_text()) | {"threads": threads}))
     assert cached_run._lookup(key) is None
+
+
+def test_a_fifo_or_a_hostfile_changed_in_the_cache_is_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_block: None
+) -> None:
+    """A FIFO in place of a run's record or its executable (`mkfifo`) blocked every later
+    `dhir run` of the program for good; a hostfile cut short placed its ranks wrongly."""
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
+    argv = [str(program(tmp_path))]
+    command = cached_run._read_command(argv)
+    record = cached_run.recorder(argv)
+    assert command is not None and record is not None
+    key = cached_run.run_key(command.program, command.keyed)
+    exe = tmp_path / "exe"
+    os.mkfifo(exe)
+    assert not whole_elf(exe)
+    record(exe, EntrySignature("main", ()), RunOptions())
+    assert cached_run._lookup(key) is None
+    stored = cached_run._record_path(key)
+    stored.unlink()
+    os.mkfifo(stored)
+    assert cached_run._lookup(key) is None
+    exe.unlink()
+    shutil.copy(Path(sys.executable).resolve(), exe)
+    hostfile = tmp_path / "hosts-6d3f3a3d5f2d3b08.mpich"  # not what its name says
+    hostfile.write_text("h0:1\n")
+    record(exe, EntrySignature("main", ()), RunOptions(hostfile=hostfile))
+    assert cached_run._lookup(key) is None
+    digest = hashlib.sha256(b"h0:1\n").hexdigest()[:16]
+    hostfile = hostfile.rename(tmp_path / f"hosts-{digest}.mpich")
+    record(exe, EntrySignature("main", ()), RunOptions(hostfile=hostfile))
+    assert cached_run._lookup(key) is not None  # all whole: taken
+
+
+def test_a_fifo_or_garbage_for_the_system_symbols_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_block: None
+) -> None:
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    nm = tmp_path / "nm"  # names one symbol of any file
+    nm.write_text('#!/bin/sh\necho "$7: printf T 0 0"\n')
+    nm.chmod(0o755)
+    library = tmp_path / "lib" / "libc.so.6"
+    library.parent.mkdir()
+    library.write_text("")
+    assert symbols.system_names(str(nm), (str(library.parent),)) == {"printf": "the C library"}
+    for kept in ("[1, 2]", '{"printf": 3}', "fifo"):
+        symbols._system_names.cache_clear()
+        for old in tmp_path.glob("system-symbols-*.json"):
+            old.unlink()
+            if kept == "fifo":
+                os.mkfifo(old)
+            else:
+                old.write_text(kept)
+        names = symbols.system_names(str(nm), (str(library.parent),))
+        assert names == {"printf": "the C library"}, kept
 
 
 def test_the_tools_a_build_would_use_are_keyed(

@@ -219,6 +219,23 @@ def test_launch_plan_writes_a_hostfile_only_across_nodes(tmp_path: Path) -> None
         launch_plan(one, 2, "mpich", tmp_path)
 
 
+def test_launch_plan_writes_again_a_hostfile_cut_short_or_a_fifo(
+    tmp_path: Path, no_block: None
+) -> None:
+    """A hostfile of the cache cut short (or edited by hand) was launched as it was: the
+    ranks on other hosts; a FIFO in its place blocked the write for good."""
+    plan = launch_plan(two_nodes(), None, "mpich", tmp_path)
+    assert plan.hostfile is not None
+    plan.hostfile.write_text("h0:4\n")
+    assert launch_plan(two_nodes(), None, "mpich", tmp_path).hostfile == plan.hostfile
+    assert plan.hostfile.read_text() == "h0:4\nn1:2\n"
+    plan.hostfile.unlink()
+    os.mkfifo(plan.hostfile)
+    launch_plan(two_nodes(), None, "mpich", tmp_path)
+    assert plan.hostfile.read_text() == "h0:4\nn1:2\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [plan.hostfile.name]  # none aside
+
+
 def dhir(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dhir.cli.main", *args], capture_output=True, text=True, timeout=300
