@@ -22,6 +22,7 @@ checks, builds (from its own cache) and runs as always.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import platform
@@ -266,13 +267,51 @@ def _file_digest(path: str) -> str:
 
 
 def _package_stamp() -> str:
-    """dhir's own code and runtime sources, by size and modification time."""
-    parts = [
-        f"{path.relative_to(_PACKAGE)}:{_stat_stamp(path)}"
-        for path in sorted(_PACKAGE.rglob("*"))
-        if path.suffix in (".py", ".c", ".h", ".cu")
-    ]
+    """dhir's own code and runtime sources, and xDSL's code where it is not an installed
+    package, by size and modification time."""
+    parts = _tree_stamp(_PACKAGE, (".py", ".c", ".h", ".cu"))
+    xdsl = _outside_site_packages("xdsl")
+    if xdsl is not None:
+        # xDSL from PYTHONPATH or installed editable (a checkout): an edit there changes
+        # what dhir prints for LLVM, and no site-packages folder sees it.
+        parts += [str(xdsl), *_tree_stamp(xdsl, (".py",))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _tree_stamp(folder: Path, suffixes: tuple[str, ...], prefix: str = "") -> list[str]:
+    """Each file under `folder` with one of `suffixes`, by its place, size and time
+    (os.scandir: half of Path.rglob's time, which the cached run's start-up pays)."""
+    parts = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return [f"{prefix}: unreadable"]
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                parts += _tree_stamp(Path(entry.path), suffixes, f"{prefix}{entry.name}/")
+            elif entry.name.endswith(suffixes):
+                status = entry.stat()
+                parts.append(f"{prefix}{entry.name}:{status.st_size}:{status.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{prefix}{entry.name}: absent")
+    return parts
+
+
+def _outside_site_packages(package: str) -> Path | None:
+    """The folder `package` would be imported from, when no site-packages folder holds
+    it; None when one does (keyed by the folder's time: see _toolchain_stamps) or it is
+    not found. Found without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    places = [] if spec is None else list(spec.submodule_search_locations or [])
+    if not places:
+        return None
+    folder = Path(places[0])
+    sites = [Path(p) for p in sys.path if p.endswith("site-packages")]
+    return None if any(site in folder.parents for site in sites) else folder
 
 
 def _toolchain_stamps() -> list[str]:

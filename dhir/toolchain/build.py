@@ -132,6 +132,9 @@ C_FLAGS: tuple[str, ...] = ("-std=gnu11", "-Wall")  # for the runtime and the ha
 Callers = Mapping[str, tuple[SourceLoc | None, str | None]]
 CACHE_FORMAT = 3  # 3: modules lowered to bytecode, program.llvm.mlirbc
 LLVM_TEXT_SOURCE = Path(llvm_text.__file__)
+# This module's own source: it picks the passes a module needs and writes the commands
+# (an edit of dhir's, under PYTHONPATH, built the old way from the cache).
+BUILD_SOURCE = Path(__file__)
 # What mlir-opt-22 lowers a module to: MLIR bytecode (`mlir-opt-22 FILE` prints it as
 # text), or text for GPU builds.
 _LOWERED_BYTECODE = "program.llvm.mlirbc"
@@ -404,6 +407,7 @@ class _Recipe:
                 "format": CACHE_FORMAT,
                 "runtime": [RUNTIME_SOURCE.read_text(), RUNTIME_HEADER.read_text()],
                 "llvm text": LLVM_TEXT_SOURCE.read_text(),
+                "build": BUILD_SOURCE.read_text(),
                 "passes": list(self.passes),
                 "flags": [*self.clang_flags, *C_FLAGS],
                 "cpu": self.cpu.digest,
@@ -568,6 +572,7 @@ class _Recipe:
             {
                 "format": CACHE_FORMAT,
                 "source": [source, RUNTIME_HEADER.read_text()],
+                "build": BUILD_SOURCE.read_text(),
                 "flags": list(flags),
                 "cpu": self.cpu.digest,
                 "clang": _identity(self.tools.clang),

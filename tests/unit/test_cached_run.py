@@ -496,6 +496,32 @@ def test_a_package_installed_or_upgraded_is_keyed(
     assert cached_run.run_key(path, []) != before
 
 
+def test_xdsl_and_dhir_outside_site_packages_are_keyed_by_their_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """xDSL from PYTHONPATH (a checkout) was not in the key: after an edit there the
+    cached run launched what the old xDSL had printed. dhir's own files are keyed
+    wherever it is imported from."""
+    checkout = tmp_path / "checkout"
+    (checkout / "xdsl" / "printer").mkdir(parents=True)
+    (checkout / "xdsl" / "__init__.py").write_text("")
+    printer = checkout / "xdsl" / "printer" / "text.py"
+    printer.write_text("SEP = ','\n")
+    monkeypatch.delitem(sys.modules, "xdsl", raising=False)  # found as a new process would
+    monkeypatch.setattr(sys, "path", [str(checkout), *sys.path])
+    path = program(tmp_path)
+    before = cached_run.run_key(path, [])
+    printer.write_text("SEP = ', '\n")
+    assert cached_run.run_key(path, []) != before
+    dhir = tmp_path / "dhir"
+    (dhir / "transforms").mkdir(parents=True)
+    (dhir / "transforms" / "pass.py").write_text("A = 1\n")
+    monkeypatch.setattr(cached_run, "_PACKAGE", dhir)
+    before = cached_run.run_key(path, [])
+    (dhir / "transforms" / "pass.py").write_text("A = 12\n")
+    assert cached_run.run_key(path, []) != before
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
 def test_the_cores_this_process_may_use_are_keyed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -356,6 +356,15 @@ def test_second_build_is_a_cache_hit(tmp_path: Path, monkeypatch: pytest.MonkeyP
     edited.write_text(build_module.LLVM_TEXT_SOURCE.read_text() + "# edited\n")
     monkeypatch.setattr(build_module, "LLVM_TEXT_SOURCE", edited)
     assert build_executable(text, sig, RunOptions(ranks=2)) != exe
+    monkeypatch.undo()
+    monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path))
+    # And the Python that picks the passes and writes the commands (dhir edited in place).
+    runtimes = set(tmp_path.glob("dhir_rt-*.o"))
+    edited = tmp_path / "build.py"
+    edited.write_text(build_module.BUILD_SOURCE.read_text() + "# edited\n")
+    monkeypatch.setattr(build_module, "BUILD_SOURCE", edited)
+    assert build_executable(text, sig, RunOptions(ranks=2)) != exe
+    assert set(tmp_path.glob("dhir_rt-*.o")) > runtimes
 
 
 @pytest.mark.mlir
