@@ -51,7 +51,9 @@ from dhir.toolchain.tools import (
     LLVM_VERSION,
     MPI_CHOICES,
     cache_root,
+    cuda_homes,
     keep_json,
+    libdevice,
     mpi_prefix,
     read_regular,
     whole_elf,
@@ -331,6 +333,12 @@ def _toolchain_stamps() -> list[str]:
         prefix = mpi_prefix(mpi)
         for part in (prefix / "include" / "mpi.h", prefix / "lib" / "libmpi.so"):
             stamps.append(f"{part}:{_stat_stamp(part)}")
+    # The CUDA tools a GPU build would take (dhir.toolchain.gpu.find_cuda_tools), every
+    # place it looks: ptxas upgraded in place builds other cubins.
+    for home in cuda_homes():
+        for part in (home / "bin" / "ptxas", home / "bin" / "fatbinary", libdevice(home)):
+            stamps.append(f"{part}:{_stat_stamp(part)}")
+    stamps.append(f"fatbinary {shutil.which('fatbinary')}")
     return stamps
 
 

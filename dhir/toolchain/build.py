@@ -44,6 +44,7 @@ from dhir.toolchain.tools import (
     MpiInstall,
     cache_root,
     cannot_run,
+    file_identity,
     find_llvm_tools,
     find_mpi,
     whole_elf,
@@ -412,7 +413,7 @@ class _Recipe:
                 "flags": [*self.clang_flags, *C_FLAGS],
                 "cpu": self.cpu.digest,
                 "tools": [
-                    _identity(p)
+                    file_identity(p)
                     for p in (self.tools.mlir_opt, self.tools.mlir_translate, self.tools.clang)
                 ],
                 "mpi": [self.mpi.name, str(self.mpi.prefix), self.mpi.version],
@@ -575,7 +576,7 @@ class _Recipe:
                 "build": BUILD_SOURCE.read_text(),
                 "flags": list(flags),
                 "cpu": self.cpu.digest,
-                "clang": _identity(self.tools.clang),
+                "clang": file_identity(self.tools.clang),
                 "more": more_key,
             }
         )
@@ -847,13 +848,6 @@ def _check_lowered(path: Path) -> None:
                 )
             ]
         )
-
-
-def _identity(tool: Path) -> list[object]:
-    """Stands for the tool's version: an upgrade replaces the binary."""
-    real = tool.resolve()
-    info = real.stat()
-    return [str(real), info.st_size, info.st_mtime_ns]
 
 
 def _digest(parts: dict[str, object]) -> str:

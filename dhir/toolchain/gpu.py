@@ -13,9 +13,8 @@ import functools
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.runtime import GPU_RUNTIME_SOURCE
 from dhir.targets import ptx_feature
+from dhir.toolchain.tools import cuda_homes, file_identity, libdevice
 from dhir.transforms.gpu_kernels import kernel_chips, module_name
 
 FORMATS = ("fatbin", "isa", "bin")
@@ -50,31 +50,9 @@ def find_cuda_tools() -> CudaTools:
     """ptxas, fatbinary and libdevice: from $CUDA_HOME (or CUDA_PATH, CUDA_ROOT), the
     NVIDIA wheels of `dhir[cuda]` (nvidia/cu13, nvidia/cuda_nvcc), /usr/local/cuda*, or
     ptxas on PATH."""
-    homes = list(_toolkit_candidates())
-    toolkit = next((h for h in homes if _libdevice(h).is_file()), None)
+    homes = list(cuda_homes())
+    toolkit = next((h for h in homes if libdevice(h).is_file()), None)
     return CudaTools(_tool("ptxas", homes), _tool("fatbinary", homes), toolkit)
-
-
-def _toolkit_candidates() -> Iterator[Path]:
-    for variable in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
-        if value := os.environ.get(variable):
-            yield Path(value)
-    for site in _site_dirs():
-        yield site / "nvidia" / "cu13"
-        yield site / "nvidia" / "cuda_nvcc"
-    yield Path("/usr/local/cuda")
-    yield from sorted(Path("/usr/local").glob("cuda-*"), reverse=True)
-    on_path = shutil.which("ptxas")
-    if on_path is not None:
-        yield Path(on_path).resolve().parent.parent
-
-
-def _site_dirs() -> list[Path]:
-    return [Path(p) for p in sys.path if p.endswith("site-packages")]
-
-
-def _libdevice(home: Path) -> Path:
-    return home / "nvvm" / "libdevice" / "libdevice.10.bc"
 
 
 def _tool(name: str, homes: Sequence[Path]) -> Path | None:
@@ -156,10 +134,20 @@ class GpuBuild:
     def link_flags(self) -> tuple[str, ...]:
         return ("-ldl",)  # the runtime loads the CUDA driver with dlopen
 
-    def key(self) -> list[str]:
-        """What shapes the executable besides the pass pipeline."""
-        tools = [str(p) for p in (self.tools.ptxas, self.tools.fatbinary, self.tools.toolkit)]
-        return [GPU_RUNTIME_SOURCE.read_text(), *tools]
+    def key(self) -> list[object]:
+        """What shapes the executable besides the pass pipeline: the CUDA tools by their
+        files (a toolkit upgraded in place reused the old ptxas's cubins), not their
+        places alone."""
+        tools = self.tools
+        files = (
+            tools.ptxas,
+            tools.fatbinary,
+            None if tools.toolkit is None else libdevice(tools.toolkit),
+        )
+        return [
+            GPU_RUNTIME_SOURCE.read_text(),
+            *(None if p is None else file_identity(p) for p in files),
+        ]
 
     def check_lowered(self, lowered: Path) -> None:
         """PTX left calling libdevice (`__nv_expf`, ...) would fail when the driver loads

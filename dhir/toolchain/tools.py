@@ -15,6 +15,7 @@ import shutil
 import stat
 import struct
 import sys
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
@@ -180,6 +181,38 @@ def _version(mpi: str, header: Path) -> str | None:
     if not all(parts):
         return None
     return ".".join(m.group(1) for m in parts if m)
+
+
+def file_identity(path: Path) -> list[object]:
+    """Stands for a tool's version: where it really is, its size and time (an upgrade in
+    place replaces the file)."""
+    real = path.resolve()
+    try:
+        info = real.stat()
+    except OSError:
+        return [str(real), "absent"]
+    return [str(real), info.st_size, info.st_mtime_ns]
+
+
+def cuda_homes() -> Iterator[Path]:
+    """Where the CUDA toolkit (bin/ptxas, bin/fatbinary, libdevice) is looked for, first
+    first: $CUDA_HOME (or CUDA_PATH, CUDA_ROOT), the NVIDIA wheels of `dhir[cuda]`
+    (nvidia/cu13, nvidia/cuda_nvcc), /usr/local/cuda*, then the toolkit of ptxas on PATH."""
+    for variable in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        if value := os.environ.get(variable):
+            yield Path(value)
+    for site in (Path(p) for p in sys.path if p.endswith("site-packages")):
+        yield site / "nvidia" / "cu13"
+        yield site / "nvidia" / "cuda_nvcc"
+    yield Path("/usr/local/cuda")
+    yield from sorted(Path("/usr/local").glob("cuda-*"), reverse=True)
+    on_path = shutil.which("ptxas")
+    if on_path is not None:
+        yield Path(on_path).resolve().parent.parent
+
+
+def libdevice(home: Path) -> Path:
+    return home / "nvvm" / "libdevice" / "libdevice.10.bc"
 
 
 def cache_root() -> Path:

@@ -435,9 +435,9 @@ def test_a_fifo_or_garbage_for_the_system_symbols_is_read_again(
 def test_the_tools_a_build_would_use_are_keyed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A run recorded with one mlir-opt-22, clang-22 or MPI was launched again after PATH
-    named other tools, or they were upgraded in place: the old tools' executable, where
-    the full path (whose build cache keys them) builds with the new ones."""
+    """A run recorded with one mlir-opt-22, clang-22, MPI or ptxas was launched again after
+    PATH named other tools, or they were upgraded in place: the old tools' executable,
+    where the full path (whose build cache keys them) builds with the new ones."""
     path = program(tmp_path)
     keys = {cached_run.run_key(path, [])}
     tools = tmp_path / "bin"
@@ -450,6 +450,15 @@ def test_the_tools_a_build_would_use_are_keyed(
         keys.add(cached_run.run_key(path, []))  # found first on PATH
         shadow.write_text("#!/bin/sh\n# upgraded\n")
         keys.add(cached_run.run_key(path, []))  # the same path, another binary
+    cuda = tmp_path / "cuda"
+    (cuda / "bin").mkdir(parents=True)
+    monkeypatch.setenv("CUDA_HOME", str(cuda))
+    keys.add(cached_run.run_key(path, []))
+    for name in ("ptxas", "fatbinary"):
+        (cuda / "bin" / name).write_text("#!/bin/sh\n")
+        keys.add(cached_run.run_key(path, []))  # installed where CUDA_HOME says
+        (cuda / "bin" / name).write_text("#!/bin/sh\n# upgraded\n")
+        keys.add(cached_run.run_key(path, []))  # upgraded in place
     mpi = tmp_path / "mpich"
     (mpi / "include").mkdir(parents=True)
     monkeypatch.setenv("DHIR_MPICH_PREFIX", str(mpi))
@@ -457,7 +466,7 @@ def test_the_tools_a_build_would_use_are_keyed(
     keys.add(cached_run.run_key(path, []))
     (mpi / "include" / "mpi.h").write_text("#define MPICH_VERSION 5.0\n")
     keys.add(cached_run.run_key(path, []))  # upgraded where it was
-    assert len(keys) == 9
+    assert len(keys) == 14
 
 
 def test_the_cpu_is_keyed_and_not_its_clock(

@@ -326,6 +326,24 @@ def test_forced_fatbin_without_ptxas_says_how_to_install(monkeypatch: pytest.Mon
         choose_format(("sm_90",), CudaTools(None, None, None))
 
 
+def test_the_cuda_tools_are_keyed_by_their_files(tmp_path: Path) -> None:
+    """ptxas was keyed by its path alone: upgraded in place (a CUDA wheel, a toolkit in
+    /usr/local/cuda), the build cache reused the cubins the old one assembled."""
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "nvvm" / "libdevice").mkdir(parents=True)
+    files = [home / "bin" / "ptxas", home / "bin" / "fatbinary"]
+    files.append(home / "nvvm" / "libdevice" / "libdevice.10.bc")
+    for path in files:
+        path.write_text("1\n")
+    build = gpu_toolchain.GpuBuild(("sm_90",), "fatbin", CudaTools(*files[:2], home))
+    keys = {str(build.key())}
+    for path in files:
+        path.write_text("2.0\n")  # the same place, another version
+        keys.add(str(build.key()))
+    assert len(keys) == 4
+
+
 def test_default_chip_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     default_chip.cache_clear()
     monkeypatch.setenv("DHIR_GPU_CHIP", "sm_86")
