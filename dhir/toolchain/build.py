@@ -214,7 +214,10 @@ def writing_cache(root: Path) -> Iterator[None]:
     try:
         yield
     except OSError as error:
-        names = [n for n in (error.filename, error.filename2) if isinstance(n, str | bytes)]
+        # subprocess names its `cwd` as given: a Path.
+        names = [
+            n for n in (error.filename, error.filename2) if isinstance(n, str | bytes | os.PathLike)
+        ]
         paths = [Path(os.path.abspath(os.fsdecode(name))) for name in names]
         where = Path(os.path.abspath(root))
         # A write that fills the disk names no file (write() has none to name); what is
@@ -230,6 +233,9 @@ def writing_cache(root: Path) -> Iterator[None]:
             reason, detail = "it is a file, not a directory", ""
         elif full:
             fix = "free space on its disk"
+        elif error.errno == errno.ENOENT:
+            reason = f"it or a folder in it was removed while dhir was building there{detail}"
+            detail, fix = "", "run again"
         raise DhirError(
             [
                 Diagnostic(
@@ -797,6 +803,10 @@ def run_stage(timing: Timing, stage: str, cwd: Path, command: Sequence[object]) 
                 raise
             raise cannot_run(argv[0], error) from None
     problem = "failed DLTI query" in result.stderr  # mlir-opt says so, yet exits 0
+    if result.returncode != 0 and not cwd.is_dir():
+        # Removed while the tool ran (the cache, by hand): not the tool's failure, and
+        # its output ("cannot open input file") would not say so.
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(cwd))
     if result.returncode != 0 or problem:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-30:])
         detail = (

@@ -773,6 +773,28 @@ def test_a_build_stage_that_fills_the_disk_says_so(tmp_path: Path) -> None:
     assert "DHIR_CACHE_DIR=DIR" in first
 
 
+def test_a_cache_removed_while_a_build_runs_says_so(tmp_path: Path) -> None:
+    """`rm -rf` of the cache while dhir built in it: a stage then started in the folder
+    gone ended in "internal error: FileNotFoundError" (exit status 70), and a tool that
+    lost its folder as it ran read as the tool's failure ("cannot open input file")."""
+    cache = tmp_path / "cache"
+    work = cache / "build-1"
+    work.mkdir(parents=True)
+    removes = "import shutil, sys; shutil.rmtree(sys.argv[1]); sys.exit(1)"
+    gone = [
+        [sys.executable, "-c", removes, str(cache)],  # as the tool runs
+        [sys.executable, "-c", "pass"],  # before it starts: its folder is gone
+    ]
+    for command in gone:
+        with pytest.raises(DhirError) as error, build_module.writing_cache(cache):
+            build_module.run_stage(Timing(), "mlir-opt", work, command)
+        assert str(error.value) == (
+            f"error: cannot write to dhir's cache directory {cache}: it or a folder in it was removed "
+            f"while dhir was building there ({work}); run again, or choose another with "
+            "DHIR_CACHE_DIR=DIR"
+        )
+
+
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
 def test_a_write_that_fills_the_disk_is_the_caches_to_say(tmp_path: Path, code: int) -> None:
     """A write into the cache that fills its disk names no file (write() has none): it
