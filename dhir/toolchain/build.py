@@ -231,6 +231,9 @@ def writing_cache(root: Path) -> Iterator[None]:
         reason, fix = error.strerror, "make it a writable directory"
         if root.exists() and not root.is_dir():  # mkdir says only "File exists"
             reason, detail = "it is a file, not a directory", ""
+        elif root.is_symlink() and not root.exists():  # mkdir says "File exists" here too
+            reason, detail = "it is a symbolic link to nothing (a loop, or a path gone)", ""
+            fix = "point it at a directory"
         elif full:
             fix = "free space on its disk"
         elif error.errno == errno.ENOENT:

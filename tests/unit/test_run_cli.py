@@ -256,7 +256,8 @@ def test_a_failed_run_leaves_no_earlier_results(
 
 @needs_llvm
 @pytest.mark.parametrize(
-    "where", ["in-proc", "a-file", "under-a-file", "a-file-in-it", "read-only"]
+    "where",
+    ["in-proc", "a-file", "under-a-file", "a-file-in-it", "read-only", "a-link-loop", "a-link"],
 )
 def test_an_unwritable_cache_directory_is_a_clear_error(
     tmp_path: Path, call_inputs: list[str], where: str
@@ -267,8 +268,13 @@ def test_an_unwritable_cache_directory_is_a_clear_error(
         "under-a-file": tmp_path / "file" / "cache",
         "a-file-in-it": tmp_path / "cache",  # where the build puts its modules' objects
         "read-only": tmp_path / "cache",
+        "a-link-loop": tmp_path / "loop",
+        "a-link": tmp_path / "link",  # to a folder gone
     }[where]
     (tmp_path / "file").write_text("")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop")
+    (tmp_path / "link").symlink_to(tmp_path / "gone")
     if where == "a-file-in-it":
         cache.mkdir()
         (cache / "modules").write_text("")
@@ -288,6 +294,10 @@ def test_an_unwritable_cache_directory_is_a_clear_error(
     assert f"cannot write to dhir's cache directory {cache}" in result.stderr
     assert "choose another with DHIR_CACHE_DIR=DIR" in result.stderr
     assert "internal error" not in result.stderr
+    if where.startswith("a-link"):  # not mkdir's "File exists"
+        assert f"{cache}: it is a symbolic link to nothing (a loop, or a path gone);" in (
+            result.stderr
+        )
     if where == "a-file":
         assert f"{cache}: it is a file, not a directory;" in result.stderr
 
