@@ -167,6 +167,7 @@ def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], No
             return
         entry = describe(signature, options) | {
             "exe": str(exe),
+            "exe_stamp": _stat_stamp(exe),
             "threads": options.threads,
             "hostfile": None if options.hostfile is None else str(options.hostfile),
         }
@@ -396,11 +397,14 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
             hostfile=hostfile,
         )
         exe = Path(entry["exe"])
+        stamp = entry["exe_stamp"]
     # DhirError: a count out of range (RunOptions checks it), as a garbled record gives.
     except (OSError, ValueError, TypeError, KeyError, DhirError):
         return None
-    # An executable cut short (a full disk, a crash) is built again by the full path.
-    if not os.access(exe, os.X_OK) or not whole_elf(exe):
+    # An executable cut short (a full disk, a crash) is built again by the full path; one
+    # written over since it was recorded (another program's, copied there) is not this
+    # program's, and would run as if it were.
+    if _stat_stamp(exe) != stamp or not os.access(exe, os.X_OK) or not whole_elf(exe):
         return None
     if hostfile is not None and not _whole_hostfile(hostfile):
         return None

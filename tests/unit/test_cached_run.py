@@ -381,7 +381,8 @@ def test_a_fifo_or_a_hostfile_changed_in_the_cache_is_passed_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_block: None
 ) -> None:
     """A FIFO in place of a run's record or its executable (`mkfifo`) blocked every later
-    `dhir run` of the program for good; a hostfile cut short placed its ranks wrongly."""
+    `dhir run` of the program for good; a hostfile cut short placed its ranks wrongly; an
+    executable written over by another (whole) one was launched as the program."""
     monkeypatch.setenv("DHIR_CACHE_DIR", str(tmp_path / "cache"))
     argv = [str(program(tmp_path))]
     command = cached_run._read_command(argv)
@@ -407,6 +408,8 @@ def test_a_fifo_or_a_hostfile_changed_in_the_cache_is_passed_over(
     hostfile = hostfile.rename(tmp_path / f"hosts-{digest}.mpich")
     record(exe, EntrySignature("main", ()), RunOptions(hostfile=hostfile))
     assert cached_run._lookup(key) is not None  # all whole: taken
+    shutil.copy(Path("/bin/sh").resolve(), exe)  # another program's executable, whole
+    assert cached_run._lookup(key) is None
 
 
 def test_a_fifo_or_garbage_for_the_system_symbols_is_read_again(
