@@ -288,9 +288,10 @@ def run_module(
         spare_inputs(_mapped_files(inputs), output_dir)
         # Before building too: a build that fails leaves no earlier results behind.
         clear_outputs(signature, output_dir)
-    if is_shard_program(module) and backend == "interp":
+    sharded = is_shard_program(module)
+    if sharded and backend == "interp":
         module = strip(module)  # what the shardings distribute, run whole
-    elif is_shard_program(module) and not on_tensors(module, entry):
+    elif sharded and not on_tensors(module, entry):
         module = partition(module, entry, options.ranks)  # a program per device on memrefs
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)

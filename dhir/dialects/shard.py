@@ -4,6 +4,7 @@
 defines otherwise (`shift`, whose `rotate` MLIR leaves optional), with MLIR's syntax and
 property names, so that partitioned programs read back from mlir-opt-22."""
 
+from functools import cache
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -225,9 +226,17 @@ Shard = with_replaced_ops(
     ProcessMultiIndexOp,
     GridShapeOp,
 )
-_OPS = tuple(Shard.operations)
+SHARD_OPS = tuple(Shard.operations)
 
 
 def is_shard_op(op: object) -> bool:
     """Whether `op` is one of the shard dialect's ops (grids, shardings, collectives)."""
-    return isinstance(op, _OPS)
+    return _is_shard_class(type(op))
+
+
+@cache
+def _is_shard_class(cls: type) -> bool:
+    # Asked once per class: `isinstance` against these IRDL classes goes through ABCMeta
+    # for each of them (5 us an op), and the verifier and `is_shard_program` ask it of
+    # every op of a module. Which classes a class derives from never changes.
+    return issubclass(cls, SHARD_OPS)

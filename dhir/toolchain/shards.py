@@ -51,10 +51,10 @@ from xdsl.traits import SymbolTable
 
 from dhir.analysis.shard_layout import Padding
 from dhir.dialects import arith, func, linalg, scf, shard, tensor
-from dhir.dialects.shard import is_shard_op
+from dhir.dialects.shard import SHARD_OPS, is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import find_ops, holds_op
 from dhir.toolchain import shard_padding
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import (
@@ -74,7 +74,8 @@ PARTITION = "builtin.module(func.func(shard-partition,lower-affine),canonicalize
 
 
 def is_shard_program(module: ModuleOp) -> bool:
-    return any(is_shard_op(op) for op in module.walk())
+    # `holds_op`, not `walk()`: `dhir compile` and `dhir run` ask it of every program.
+    return holds_op(module, SHARD_OPS)
 
 
 def partition(module: ModuleOp, entry: str, ranks: int | None) -> ModuleOp:
