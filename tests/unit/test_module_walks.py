@@ -21,6 +21,7 @@ from dhir.ir import tasks, walk
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import task_ids
 from dhir.toolchain.shards import is_shard_program
+from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.optimize_bodies import optimize_bodies
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.user_names import user_functions
@@ -210,3 +211,22 @@ def test_memref_elements_checked_without_walk(monkeypatch: pytest.MonkeyPatch) -
     assert len(checks) == 2 * asked
     assert calls == []
 
+
+def test_accurate_math_walks_a_module_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its masks and the ops it changes, found in one walk of each lowered piece (two
+    before); a second walk only after unmasking (tests/filecheck/transforms/accurate_math.mlir
+    checks what it makes)."""
+    module = parse_string(programs.neighbour_tasks(20))
+    assert isinstance(module, ModuleOp)
+    before = str(module)
+    roots: list[str] = []
+    original = walk._found
+
+    def counted(root: Operation, kinds: object) -> object:
+        roots.append(root.name)
+        return original(root, kinds)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(walk, "_found", counted)
+    AccurateMathPass().apply(Context(), module)
+    assert roots == ["builtin.module"]
+    assert str(module) == before
