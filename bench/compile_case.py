@@ -19,8 +19,10 @@ import programs  # noqa: E402
 
 from dhir import parse_string  # noqa: E402
 from dhir.backends.native import compile_native  # noqa: E402
+from dhir.runner import check_runnable  # noqa: E402
 from dhir.toolchain.build import Timing  # noqa: E402
 from dhir.toolchain.options import RunOptions  # noqa: E402
+from dhir.toolchain.shards import is_shard_program  # noqa: E402
 
 
 def main() -> None:
@@ -32,6 +34,9 @@ def main() -> None:
     timing = Timing()
     with timing.stage("parse + verify"):
         module = parse_string(text)
+    with timing.stage("checks"):  # as `dhir compile` checks before it builds
+        check_runnable(module, "main")
+        is_shard_program(module)
     compile_native(module, "main", RunOptions(ranks=2, mpi=mpi), timing)
     print(json.dumps(timing.stages))
 

@@ -275,7 +275,8 @@ def run_module(
     are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
-    check_runnable(module, entry)
+    with (timing if timing is not None else Timing()).stage("checks"):
+        check_runnable(module, entry)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count, shape or dtype is said with the types as written, not as
         # specialised (an input that fits no shape left the result's shape unknown).

@@ -372,7 +372,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     check_written_files(options)  # --keep-build
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
-    check_runnable(module, entry)  # as `dhir run` does
+    with (timing if timing is not None else Timing()).stage("checks"):
+        check_runnable(module, entry)  # as `dhir run` does
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
         attach(module, plan.system, str(args.system))  # placement and cost models read it there
