@@ -30,12 +30,12 @@ def check_memref_elements(module: ModuleOp) -> None:
 
 
 def _first_memref_of_memrefs(op: Operation) -> Attribute | None:
-    """The first memref of memrefs among the types of `op`'s results, operands and
-    blocks' arguments, and its properties (a function declaration's, a global's)."""
-    for values in (op.results, op.operands):
-        for value in values:
-            if (found := _memref_of_memrefs(value.type)) is not None:
-                return found
+    """The first memref of memrefs among the types of `op`'s results and blocks'
+    arguments, and its properties (a function declaration's, a global's). Not its
+    operands: each is a result or a block argument of an op the walk met before."""
+    for value in op.results:
+        if (found := _memref_of_memrefs(value.type)) is not None:
+            return found
     for region in op.regions:
         for block in region.blocks:
             for arg in block.args:
