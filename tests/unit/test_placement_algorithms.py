@@ -585,7 +585,7 @@ def test_schedule_table_output_defaults_to_best() -> None:
         (
             '{"devices": ["a"], "tasks": {"x": {"cost": {"a": 1}, "memory": 9}}, "edges": [], '
             '"capacity": {"a": 5}}',
-            "g.json: task 'x' needs 9 bytes resident",
+            "g.json:1:64: error: task 'x' needs 9 bytes resident",
         ),
     ],
 )
