@@ -456,7 +456,7 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
     source, target = op.source, op.destination
     if source is target:
         return None
-    (first, base), (second, other) = _chain(source), _chain(target)
+    (first, base), (second, other) = view_chain(source), view_chain(target)
     if base is not other:
         return None
     walker = _Walker(reshapes=True)
@@ -474,7 +474,7 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
     return CopyOverlap(base, element)
 
 
-def _chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
+def view_chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
     """The view ops that make `value` (outermost first), and the buffer they view."""
     chain: list[Operation] = []
     while isinstance(value.owner, Operation):

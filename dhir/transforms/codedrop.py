@@ -33,7 +33,7 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from dhir.analysis.effects import memory_effects
-from dhir.analysis.regions import iterations_independent
+from dhir.analysis.regions import iterations_independent, view_chain
 from dhir.analysis.sharing import (
     CastReach,
     buffers,
@@ -42,7 +42,7 @@ from dhir.analysis.sharing import (
     shared,
 )
 from dhir.dialects import affine, func, scf
-from dhir.dialects.access import Kind, is_pure, kind, subscripts, view_source
+from dhir.dialects.access import Kind, is_pure, kind, subscripts
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
@@ -196,7 +196,7 @@ class _Dropper:
         views: dict[SSAValue, list[Operation]] = {}
         roots: dict[SSAValue, frozenset[SSAValue]] = {}
         for value in used:
-            chain, base = _view_chain(value)
+            chain, base = view_chain(value)
             if chain:
                 views[value] = chain
             roots[value] = frozenset([base])
@@ -367,18 +367,6 @@ def _outside_memrefs(op: Operation) -> list[SSAValue]:
             if isinstance(value.type, MemRefType) and not defined_inside(value, op):
                 used[value] = None
     return list(used)
-
-
-def _view_chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:
-    """The host ops making the view `value` of a buffer (outermost first), and the buffer."""
-    chain: list[Operation] = []
-    while isinstance(value.owner, Operation):
-        source = view_source(value.owner)
-        if source is None or not isinstance(source.type, MemRefType):
-            break
-        chain.insert(0, value.owner)
-        value = source
-    return chain, value
 
 
 def _sendable(value: SSAValue) -> bool:
