@@ -1,5 +1,5 @@
 """The commands of `dhir` (dhir/cli/main.py is its entry point): run, compile and gantt
-here, schedule and calibrate in their own modules. Their synopses are in docs/commands.md
+here, schedule, calibrate and cache in their own modules. Their synopses are in docs/commands.md
 and README.md, which tests/unit/test_synopses.py holds to these parsers.
 """
 
@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from dhir.backends.native import compile_native
 from dhir.choices import MAX_RANKS, MAX_THREADS
-from dhir.cli import calibrate, schedule
+from dhir.cli import cache, calibrate, schedule
 from dhir.cli.arguments import (
     INPUT_HELP,
     Built,
@@ -205,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="the chart: a .png or .svg file",
     )
+    cache.add_parser(commands)
     for command in commands.choices.values():  # for `main` to report an unknown option
         command.set_defaults(command_parser=command)
     return parser
@@ -663,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         "schedule": schedule.run,
         "calibrate": calibrate.run,
         "gantt": _cmd_gantt,
+        "cache": cache.run,
     }[args.command]
     quiet = getattr(args, "quiet", True)  # run, compile and schedule show a status line
     with status_line(f"dhir {args.command}", quiet):

@@ -8,4 +8,5 @@ COMMANDS = {
     "schedule": "place a program's tasks (or a task graph) on devices and show the schedule",
     "calibrate": "measure this machine (MPI, memory, compute, GPUs) and write its description",
     "gantt": "draw a trace that dhir run --trace recorded as a Gantt chart",
+    "cache": "show the build cache's size and contents, or remove old builds",
 }

@@ -77,7 +77,7 @@ def prose(doc: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "command", ["run", "compile", "schedule", "calibrate", "gantt", "dhir-opt"]
+    "command", ["run", "compile", "schedule", "calibrate", "gantt", "cache", "dhir-opt"]
 )
 def test_the_reference_says_what_every_option_does(command: str) -> None:
     """dhir-opt's -v/--version was named in its synopsis alone."""
@@ -124,7 +124,7 @@ def test_a_synopsis_names_the_options_the_parser_takes(doc: str, command: str) -
     assert not missing, f"{doc}: {command}'s synopsis lacks {missing}"
 
 
-@pytest.mark.parametrize("command", ["run", "compile", "schedule", "calibrate", "gantt"])
+@pytest.mark.parametrize("command", ["run", "compile", "schedule", "calibrate", "gantt", "cache"])
 def test_every_option_says_what_it_does_in_help(command: str) -> None:
     """`dhir compile --help` listed -o EXE with no word on it."""
     parser = parser_of(command)
@@ -241,7 +241,7 @@ def test_a_synopsis_shows_the_values_the_parser_takes(doc: str, command: str) ->
 # A command as the docs show it run: inline (`dhir run prog.mlir -n 2`) or on a line of its
 # own, indented (an example, or a synopsis).
 _INVOCATION = re.compile(
-    r"(?:\.venv/bin/)?dhir(-opt|\s+(?:run|compile|schedule|calibrate|gantt))\b"
+    r"(?:\.venv/bin/)?dhir(-opt|\s+(?:run|compile|schedule|calibrate|gantt|cache))\b"
 )
 
 

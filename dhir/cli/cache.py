@@ -1,0 +1,71 @@
+"""`dhir cache`: show what the build cache holds, and remove what is no longer needed.
+
+dhir cache [--prune] [--unused-for DAYS] [--clear]
+"""
+
+import argparse
+import math
+from typing import Any
+
+from dhir.cli.common import checked
+from dhir.cli.names import COMMANDS
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
+from dhir.toolchain.build import writing_cache
+from dhir.toolchain.cache import entries, megabytes, prune, summary
+from dhir.toolchain.tools import cache_root
+
+
+def days(value: object) -> object:
+    """--unused-for's rule: a finite number of days, not negative."""
+    if not isinstance(value, float) or not math.isfinite(value) or value < 0:
+        raise ValueError(value)
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "cache",
+        help=COMMANDS["cache"],
+        description="Show where the build cache is ($DHIR_CACHE_DIR, else ~/.cache/dhir), "
+        "how large it is and what it holds; with --prune or --clear, remove entries. Files "
+        "the cache does not name as its own are shown and never removed.",
+    )
+    parser.add_argument(
+        "--prune",
+        action="store_true",
+        help="remove failed builds and builds left unfinished by a dhir that was killed "
+        "(untouched for an hour)",
+    )
+    parser.add_argument(
+        "--unused-for",
+        type=checked(days, float, "a number of days >= 0"),
+        metavar="DAYS",
+        help="with --prune: also remove every entry not read or written for DAYS days (as "
+        "the file system's access times tell: to a day where it is mounted relatime)",
+    )
+    parser.add_argument(
+        "--clear",
+        action="store_true",
+        help="remove every entry of dhir's (a build running meanwhile fails, saying so)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.unused_for is not None and not args.prune:
+        raise UsageError([Diagnostic("--unused-for says what --prune removes; give --prune too")])
+    if args.prune and args.clear:
+        raise UsageError([Diagnostic("give --prune or --clear, not both")])
+    root = cache_root()
+    if root.exists() and not root.is_dir():
+        raise DhirError([Diagnostic(f"the cache {root} is a file, not a directory")])
+    if args.prune or args.clear:
+        with writing_cache(root):
+            gone = prune(root, args.unused_for, everything=args.clear)
+        freed = megabytes(sum(e.size for e in gone))
+        print(f"removed {len(gone)} entries ({freed}) from {root}:" if gone else "removed nothing")
+        print("\n".join(summary(gone)) if gone else "", end="\n" if gone else "")
+    found = list(entries(root))
+    total = megabytes(sum(e.size for e in found))
+    print(f"{root}: {total} in {len(found)} entries" if found else f"{root}: empty")
+    print("\n".join(summary(found)) if found else "", end="\n" if found else "")
+    return 0
