@@ -1206,6 +1206,13 @@ int64_t dhir_rt_parse_int(const char *text, int64_t low, int64_t high, const cha
   return value;
 }
 
+void dhir_rt_expect_size(int64_t size, int64_t least, const char *what, const char *why) {
+  if (size < least)
+    dhir_rt_fatal("%s is %lld, but %s, out of bounds each time the program runs: give at "
+                  "least %lld elements, or fix the program's loop bounds",
+                  what, (long long)size, why, (long long)least);
+}
+
 double dhir_rt_parse_float(const char *text, const char *what) {
   char *end = NULL;
   errno = 0;

@@ -94,6 +94,9 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);
 void dhir_rt_finalize(void);
 void dhir_rt_expect_argc(int argc, int expected, const char *usage);
 int64_t dhir_rt_parse_int(const char *text, int64_t low, int64_t high, const char *what);
+/* Stops the run when a dimension of dynamic size given on the command line holds fewer than
+ * `least` elements, which the access `why` names: native code checks no access. */
+void dhir_rt_expect_size(int64_t size, int64_t least, const char *what, const char *why);
 double dhir_rt_parse_float(const char *text, const char *what);
 /* A float argument given as `bits:0x` and its exact bits (hex, 2 digits a byte): 1, with
    them in `out` (`bytes` wide); 0, leaving `out`, for any other word. strtod reads every NaN

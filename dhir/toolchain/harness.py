@@ -186,6 +186,7 @@ def _load(
             dim_what = _c_string(f"size of dimension {d} of argument #{k}")
             parse = f'dhir_rt_parse_int(argv[{word}], 0, INT64_MAX, "{dim_what}")'
             lines.append(f"  a{k}.sizes[{d}] = {parse};")
+            lines += _size_checks(spec, d)
             word += 1
         else:
             lines.append(f"  a{k}.sizes[{d}] = {size};")
@@ -210,6 +211,18 @@ def _load(
         f"  dhir_rt_open_result(out_dir, {k}, argv[{path_word}], bytes{k});",
     ]
     return lines, word
+
+
+def _size_checks(spec: ArgSpec, dim: int) -> list[str]:
+    """The least size of dimension `dim` that accesses the program surely runs need
+    (`spec.needs`), checked when `dhir run` did not check it first: an executable run
+    with mpirun directly."""
+    what = _c_string(f"the size of dimension {dim} of argument #{spec.index} ({spec.mlir_type})")
+    return [
+        f'  dhir_rt_expect_size(a{spec.index}.sizes[{dim}], {size}, "{what}", "{_c_string(why)}");'
+        for d, size, why in spec.needs
+        if d == dim
+    ]
 
 
 def _c_int(value: int) -> str:

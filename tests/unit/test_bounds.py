@@ -311,3 +311,26 @@ def test_a_compiled_executable_checks_its_inputs_sizes(tmp_path: Path) -> None:
         timeout=300,
     )
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "arg1.npy"), np.arange(1.0, 17.0))
+    # Run with mpirun directly, no dhir to check first: the executable checks the sizes.
+    from dhir.toolchain.tools import find_mpi
+
+    mpirun = find_mpi("mpich").prefix / "bin" / "mpirun"
+    np.arange(10.0).tofile(tmp_path / "small.raw")
+    np.zeros(16).tofile(tmp_path / "b.raw")
+    (tmp_path / "raw").mkdir()
+    words = [
+        str(tmp_path / "raw"),
+        str(tmp_path / "small.raw"),
+        "10",
+        str(tmp_path / "b.raw"),
+        "16",
+    ]
+    direct = subprocess.run(
+        [str(mpirun), "-n", "2", str(exe), *words], capture_output=True, text=True, timeout=300
+    )
+    assert direct.returncode != 0
+    assert (
+        "the size of dimension 0 of argument #0 (memref<?xf64>) is 10, but 'memref.load' at "
+        f"{program}:10:14 accesses index 16 of dimension 0" in direct.stderr
+    )
+    assert "give at least 17 elements" in direct.stderr
