@@ -16,7 +16,10 @@ Times are microseconds from the barrier every rank passed at start.
 
 import json
 import math
+import os
+import uuid
 from collections import defaultdict
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,13 +115,27 @@ def chrome_trace(traces: list[RankTrace]) -> dict[str, object]:
 
 
 def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
-    """Turn the ranks' traces in `directory` into the Chrome trace `destination`."""
-    trace = chrome_trace(read_ranks(directory, ranks))
+    """Turn the ranks' traces in `directory` into the Chrome trace `destination`. A file is
+    written under a temporary name beside it and renamed when complete: a full disk, Ctrl-C
+    or another run writing the same path never leaves a trace cut short or two runs' bytes
+    mixed. What is no file (/dev/null, a pipe) is written as it is."""
+    text = json.dumps(chrome_trace(read_ranks(directory, ranks)))
+    special = destination.exists() and not destination.is_file()
+    temporary = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.tmp")
     try:
-        destination.write_text(json.dumps(trace))
+        if special:
+            destination.write_text(text)
+            return
+        # Made as open() makes files, 0666 less the umask (mkstemp's are 0600).
+        with open(temporary, "x") as file:
+            file.write(text)
+        os.replace(temporary, destination)
     except OSError as error:
         reason = error.strerror or str(error)  # not Python's "[Errno 21] ..."
         raise DhirError([Diagnostic(f"cannot write the trace {destination}: {reason}")]) from None
+    finally:
+        with suppress(OSError):  # a read-only folder refuses even this (EROFS)
+            temporary.unlink(missing_ok=True)
 
 
 def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:

@@ -90,6 +90,43 @@ def test_a_built_executable_is_traced_from_the_command_line(
     assert Counter(e.get("cat") for e in _events(trace))["task"] >= 2
 
 
+# Writes the trace of a rank's 2,000 task runs with files limited to 4 KiB (a full disk).
+WRITE_ON_A_FULL_DISK = r"""
+import resource, signal, sys
+from pathlib import Path
+from dhir import DhirError
+from dhir.toolchain.trace import write_chrome_trace
+folder = Path(sys.argv[1])
+lines = [f"E 0 {10 * k} {10 * k + 5} 0 -1 0 -1" for k in range(2000)]
+(folder / "rank0.trace").write_text("T 0 smooth\tf.mlir:3:5\n" + "\n".join(lines) + "\n")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+try:
+    write_chrome_trace(folder, 1, folder / "run.json")
+except DhirError as error:
+    print(error.diagnostics[0].message)
+"""
+
+
+def test_a_trace_that_cannot_be_written_whole_leaves_no_file(tmp_path: Path) -> None:
+    """The trace went straight to its path: a full disk, Ctrl-C while writing or another
+    run writing the same path left a file cut short (or two runs' bytes mixed) that
+    looked like a trace. It is written beside it and renamed once complete."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", WRITE_ON_A_FULL_DISK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"cannot write the trace {tmp_path / 'run.json'}: File too large" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0.trace"]
+
+
 # Rank 0 sends to rank 1 as soon as it starts; rank 1 is already waiting, so the receive
 # ends microseconds after the send starts, and any skew between the ranks' origins shows.
 SEND_AT_ONCE = """
