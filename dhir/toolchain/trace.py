@@ -179,7 +179,20 @@ def _trace_events(path: Path) -> list[object]:
     events = data.get("traceEvents") if isinstance(data, dict) else None
     if not isinstance(events, list):
         raise _NotATrace("it has no list 'traceEvents'")
+    _check_producer(data)
     return events
+
+
+def _check_producer(data: dict[str, object]) -> None:
+    """dhir's traces say they are dhir's (otherData.producer, in every trace it wrote):
+    another tool's (a browser's, Perfetto's) was drawn as an empty run of ranks named after
+    its process ids, exit status 0."""
+    other = data.get("otherData")
+    producer = other.get("producer") if isinstance(other, dict) else None
+    if producer is None:
+        raise _NotATrace('it is another tool\'s trace: its otherData has no "producer": "dhir"')
+    if producer != "dhir":
+        raise _NotATrace(f"it is another tool's trace: its producer is {_show(producer)}")
 
 
 def _json_fault(text: str, error: json.JSONDecodeError) -> str:

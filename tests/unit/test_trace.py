@@ -263,19 +263,25 @@ RUN = {"ph": "X", "cat": "task", "pid": 0, "ts": 1, "dur": 2, "name": "t", "args
 RANK = {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "rank 0"}}
 
 
+def _dhirs(events: list[object]) -> dict[str, object]:
+    """A trace file's object, as dhir run --trace writes it, of `events`."""
+    return {"traceEvents": events, "otherData": {"producer": "dhir"}}
+
+
 @pytest.mark.parametrize(
     "trace",
     [
         {},
         {"traceEvents": 3},
         {"traceEvents": [3, "x", None]},
-        {"traceEvents": []},  # no rank
+        _dhirs([]),  # no rank
         [{"ph": "X"}],
-        {"traceEvents": [RANK, {**RUN, "ts": "abc"}]},
-        {"traceEvents": [RANK, {**RUN, "args": None}]},
-        {"traceEvents": [RANK, {k: v for k, v in RUN.items() if k != "dur"}]},
-        {"traceEvents": [RANK, {**RUN, "dur": -5}]},
-        {"traceEvents": [RUN]},  # a run on a rank the trace does not name
+        _dhirs([RANK, {**RUN, "ts": "abc"}]),
+        _dhirs([RANK, {**RUN, "args": None}]),
+        _dhirs([RANK, {k: v for k, v in RUN.items() if k != "dur"}]),
+        _dhirs([RANK, {**RUN, "dur": -5}]),
+        _dhirs([RUN]),  # a run on a rank the trace does not name
+        {"traceEvents": [RANK, RUN]},  # another tool's: no producer
     ],
 )
 def test_dhir_gantt_refuses_what_is_no_trace(
@@ -288,12 +294,40 @@ def test_dhir_gantt_refuses_what_is_no_trace(
     assert "cannot read the trace" in err and "internal error" not in err
 
 
+# A browser's trace: its processes named, a task and a slice opened and closed.
+BROWSER = [
+    {"ph": "M", "name": "process_name", "pid": 4711, "tid": 0, "args": {"name": "Browser"}},
+    {"ph": "X", "name": "RunTask", "cat": "toplevel", "pid": 4711, "tid": 7, "ts": 1, "dur": 3},
+    {"ph": "B", "name": "Layout", "cat": "blink", "pid": 4711, "tid": 7, "ts": 5},
+    {"ph": "E", "pid": 4711, "tid": 7, "ts": 9},
+]
+
+
+@pytest.mark.parametrize(
+    ("other", "fault"),
+    [
+        ({}, 'its otherData has no "producer": "dhir"'),
+        ({"otherData": {"producer": "chrome"}}, 'its producer is "chrome"'),
+    ],
+)
+def test_dhir_gantt_refuses_another_tools_trace(
+    other: dict[str, object], fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was drawn, exit status 0, as a run of one rank (rank4711) that ran no task."""
+    trace, chart = tmp_path / "browser.json", tmp_path / "browser.svg"
+    trace.write_text(json.dumps({"traceEvents": BROWSER, **other}))
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the trace {trace}: it is another tool's trace: {fault}" in err, err
+    assert not chart.exists()
+
+
 @pytest.mark.parametrize("name", ["charts", "chart.svg"])
 def test_dhir_gantt_to_a_folder_says_it_is_one(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     trace, folder = tmp_path / "run.json", tmp_path / name
-    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    trace.write_text(json.dumps(_dhirs([RANK, RUN])))
     folder.mkdir()
     assert main(["gantt", str(trace), "-o", str(folder)]) == 1
     err = capsys.readouterr().err
@@ -322,7 +356,7 @@ def test_dhir_gantt_refuses_a_chart_it_cannot_write_before_drawing(
 
         monkeypatch.setattr(os, "access", access)
     trace = tmp_path / "run.json"
-    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    trace.write_text(json.dumps(_dhirs([RANK, RUN])))
     chart = folder / "run.svg"
     assert main(["gantt", str(trace), "-o", str(chart)]) == 1
     reason = "there is no folder" if how == "missing" else "is not writable"
@@ -369,7 +403,7 @@ def test_dhir_gantt_names_the_event_that_is_wrong(
     events: list[object] = [*GOOD]
     events[index : index + 1] = [event]
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"traceEvents": events}))
+    bad.write_text(json.dumps(_dhirs(events)))
     assert main(["gantt", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
     err = capsys.readouterr().err
     assert f"cannot read the trace {bad}: " in err and fault in err, err
@@ -391,7 +425,7 @@ def test_dhir_gantt_says_where_a_trace_is_not_json(
     """A trace cut short (a full disk, a copy stopped early) was 'not JSON', saying neither
     where nor that it ends too soon."""
     bad = tmp_path / "bad.json"
-    bad.write_text(cut(json.dumps({"traceEvents": GOOD})))
+    bad.write_text(cut(json.dumps(_dhirs(GOOD))))
     assert main(["gantt", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
     err = capsys.readouterr().err
     assert f"cannot read the trace {bad}: {fault}" in err, err
@@ -401,9 +435,7 @@ def test_dhir_gantt_says_where_a_trace_is_not_json(
 def test_dhir_gantt_draws_a_trace_with_its_message(tmp_path: Path) -> None:
     trace, chart = tmp_path / "t.json", tmp_path / "t.svg"
     other = {**RANK, "pid": 1, "args": {"name": "rank 1"}}
-    trace.write_text(
-        json.dumps({"traceEvents": [RANK, other, RUN, FLOW_START, {**FLOW_END, "pid": 1}]})
-    )
+    trace.write_text(json.dumps(_dhirs([RANK, other, RUN, FLOW_START, {**FLOW_END, "pid": 1}])))
     assert main(["gantt", str(trace), "-o", str(chart)]) == 0
     text = chart.read_text()
     assert "t on rank0: 1 us to 3 us" in text and "0 bytes from rank0 to rank1" in text
@@ -414,6 +446,6 @@ def test_dhir_gantt_titles_a_trace_whose_name_is_not_utf8(tmp_path: Path) -> Non
     internal error."""
     trace = Path(os.fsdecode(bytes(tmp_path) + b"/t\xff.json"))
     chart = tmp_path / "t.png"
-    trace.write_text(json.dumps({"traceEvents": [RANK, RUN]}))
+    trace.write_text(json.dumps(_dhirs([RANK, RUN])))
     assert main(["gantt", str(trace), "-o", str(chart)]) == 0
     assert chart.read_bytes().startswith(b"\x89PNG")
