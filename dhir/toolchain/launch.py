@@ -189,7 +189,12 @@ def _run_in(
         (work / "trace").mkdir()
         env["DHIR_TRACE_DIR"] = str(work / "trace")
         _remove_earlier(Path(options.trace))  # a failed run must not leave it looking new
-    _launch(command, env, options.timeout, work / "output.log", ranks, errors)
+    try:
+        _launch(command, env, options.timeout, work / "output.log", ranks, errors)
+    except DhirError as error:
+        if options.trace is None:
+            raise
+        raise DhirError([*error.diagnostics, _no_trace(options.trace)], error.sources) from None
     if options.trace is not None:
         from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
 
@@ -201,6 +206,15 @@ def _run_in(
         log = _TRAFFIC_LINE.sub("", log)  # --timing reports them
     _show(log)
     return out
+
+
+def _no_trace(trace: Path) -> Diagnostic:
+    """Why a failed run's --trace is not there (an earlier run's was removed before it)."""
+    return Diagnostic(
+        f"no trace was written to {trace}: the ranks write their events only when the run "
+        "ends well",
+        severity="note",
+    )
 
 
 def _show(output: str) -> None:

@@ -562,7 +562,8 @@ def test_an_executable_into_a_read_only_folder_is_an_error(
 def test_a_failed_run_leaves_no_earlier_trace_or_profile(
     tmp_path: Path, call_inputs: list[str]
 ) -> None:
-    """An earlier run's --trace and --profile files stayed, looking like this run's."""
+    """An earlier run's --trace and --profile files stayed, looking like this run's; the
+    error says that the run wrote no trace."""
     program = tmp_path / "aborts.mlir"
     program.write_text(ABORTS)
     trace, profile = tmp_path / "t.json", tmp_path / "p.json"
@@ -572,6 +573,8 @@ def test_a_failed_run_leaves_no_earlier_trace_or_profile(
                   "--profile", str(profile), "--timeout", "60")  # fmt: skip
     assert failed.returncode == 1, failed.stderr
     assert not trace.exists() and not profile.exists()
+    # Said, not left to be found missing (nothing said so).
+    assert f"note: no trace was written to {trace}: the ranks write" in failed.stderr
 
 
 def test_file_errors_say_what_is_wrong_in_words(tmp_path: Path, call_inputs: list[str]) -> None:
