@@ -44,7 +44,15 @@ from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
 from dhir.dialects import affine, arith, scf
 from dhir.dialects import memref as memref_dialect
-from dhir.dialects.access import Access, Kind, ViewKind, facts, view_source
+from dhir.dialects.access import (
+    Access,
+    Kind,
+    ViewKind,
+    facts,
+    global_name,
+    is_alloc,
+    view_source,
+)
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.layouts import is_identity_layout
@@ -453,6 +461,48 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
     module maps (subviews, casts, transposes, reshapes, reinterpret_casts of the buffer)
     at offsets that are numbers, that surely share an element without being the same
     view; else None (not proven: other buffers, an offset known at run time only)."""
+    maps = _copy_maps(op)
+    if maps is None or maps[1].is_equal(maps[2]):
+        return None  # the same view (a cast of it, say) copies each element onto itself
+    shared = (maps[1].range() & maps[2].range()).coalesce()
+    if shared.is_empty():
+        return None
+    point = shared.lexmin().sample_point()
+    dims = range(shared.dim(isl.dim_type.set))
+    element = tuple(int(point.get_coordinate_val(isl.dim_type.set, d).to_python()) for d in dims)
+    return CopyOverlap(maps[0], element)
+
+
+def copy_decided(op: memref_dialect.CopyOp) -> bool:
+    """Whether it is known, for every run of `op`, if its source and target share an
+    element: one view copied onto itself, views of two buffers allocated apart (by
+    different allocs, or different globals), or views of one buffer this module maps
+    (`copy_overlap` then tells an overlap). Not known: views of function arguments
+    (a caller may pass views of one buffer), offsets known at run time only."""
+    source, target = op.source, op.destination
+    if source is target:
+        return True
+    base, other = view_chain(source)[1], view_chain(target)[1]
+    if base is not other:
+        names = [_global(base), _global(other)]
+        if names[0] is not None and names[0] == names[1]:
+            return False  # one global, got twice: a view of it may overlap the other
+        return all(name is not None or _allocated(v) for name, v in zip(names, (base, other)))
+    return _copy_maps(op) is not None
+
+
+def _allocated(value: SSAValue) -> bool:
+    return isinstance(value.owner, Operation) and is_alloc(value.owner)
+
+
+def _global(value: SSAValue) -> str | None:
+    """The global `value` is, or None for another buffer."""
+    return global_name(value.owner) if isinstance(value.owner, Operation) else None
+
+
+def _copy_maps(op: memref_dialect.CopyOp) -> tuple[SSAValue, isl.Map, isl.Map] | None:
+    """The buffer that the source and the target of `op` both view, and the element maps
+    of the two views, where both are known; else None."""
     source, target = op.source, op.destination
     if source is target:
         return None
@@ -463,15 +513,9 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
     walker.views[base] = (_View(base, None),)
     walker.walk([*first, *second], _Nest((), (), True))
     maps = [walker.element_map(value) for value in (source, target)]
-    if maps[0] is None or maps[1] is None or maps[0].is_equal(maps[1]):
-        return None  # the same view (a cast of it, say) copies each element onto itself
-    shared = (maps[0].range() & maps[1].range()).coalesce()
-    if shared.is_empty():
+    if maps[0] is None or maps[1] is None:
         return None
-    point = shared.lexmin().sample_point()
-    dims = range(shared.dim(isl.dim_type.set))
-    element = tuple(int(point.get_coordinate_val(isl.dim_type.set, d).to_python()) for d in dims)
-    return CopyOverlap(base, element)
+    return base, maps[0], maps[1]
 
 
 def view_chain(value: SSAValue) -> tuple[list[Operation], SSAValue]:

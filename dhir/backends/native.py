@@ -64,6 +64,7 @@ from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass
 from dhir.transforms.check_mpi import CheckMpiPass
+from dhir.transforms.copy_checks import CopyChecksPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
 from dhir.transforms.gpu_data import GpuDataPass
@@ -168,6 +169,7 @@ def compile_native(
         FloatAtomicsPass(),
         *copies,
         *threaded,
+        CopyChecksPass(),  # after too, for the same reason
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
         CheckMpiPass(options.mpi),
         UserNamesPass(names),

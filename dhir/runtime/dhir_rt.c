@@ -91,6 +91,192 @@ _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column) {
                 (long long)step);
 }
 
+/* dhir_rt_copy_overlaps: a view as a set of element positions. `start` is in elements from
+ * an origin common to both views; its dimensions have sizes above 1 and positive strides,
+ * largest stride first. */
+typedef struct {
+  int64_t start;
+  int rank;
+  int64_t *size;
+  int64_t *stride;
+} copy_view;
+
+/* The view's dimensions without those of size 1 or stride 0 (their elements repeat), with
+ * negative strides turned round, sorted by stride, and a dimension that continues the next
+ * one merged into it. 0 when the view has no element. */
+static int normal_view(copy_view *view, const int64_t *size, const int64_t *stride, int rank) {
+  int kept = 0;
+  for (int d = 0; d < rank; d++) {
+    if (size[d] <= 0)
+      return 0;
+    if (size[d] == 1 || stride[d] == 0)
+      continue;
+    int64_t step = stride[d];
+    if (step < 0) {
+      view->start += (size[d] - 1) * step;
+      step = -step;
+    }
+    int at = kept++;
+    while (at > 0 && view->stride[at - 1] < step) {
+      view->size[at] = view->size[at - 1];
+      view->stride[at] = view->stride[at - 1];
+      at--;
+    }
+    view->size[at] = size[d];
+    view->stride[at] = step;
+  }
+  int merged = 0;
+  for (int d = 0; d < kept; d++) {
+    if (merged > 0 && view->stride[merged - 1] == view->size[d] * view->stride[d]) {
+      view->size[merged - 1] *= view->size[d];
+      view->stride[merged - 1] = view->stride[d];
+      continue;
+    }
+    view->size[merged] = view->size[d];
+    view->stride[merged] = view->stride[d];
+    merged++;
+  }
+  view->rank = merged;
+  return 1;
+}
+
+static int64_t view_span(const copy_view *view) {
+  int64_t span = 0;
+  for (int d = 0; d < view->rank; d++)
+    span += (view->size[d] - 1) * view->stride[d];
+  return span;
+}
+
+/* Whether each stride exceeds the span of the dimensions inside it: then an element's
+ * position has one decomposition, found greedily. */
+static int nested_view(const copy_view *view) {
+  int64_t inner = 0;
+  for (int d = view->rank - 1; d >= 0; d--) {
+    if (view->stride[d] <= inner)
+      return 0;
+    inner += (view->size[d] - 1) * view->stride[d];
+  }
+  return 1;
+}
+
+static int in_nested_view(const copy_view *view, int64_t position) {
+  int64_t rest = position - view->start;
+  if (rest < 0)
+    return 0;
+  for (int d = 0; d < view->rank; d++) {
+    int64_t index = rest / view->stride[d];
+    if (index >= view->size[d])
+      return 0;
+    rest -= index * view->stride[d];
+  }
+  return rest == 0;
+}
+
+static int compare_positions(const void *left, const void *right) {
+  int64_t a = *(const int64_t *)left, b = *(const int64_t *)right;
+  return (a > b) - (a < b);
+}
+
+/* Each element's position of `view`, in `out` (as many as the view has), in row-major order. */
+static void view_positions(const copy_view *view, int64_t *out) {
+  int64_t index[view->rank > 0 ? view->rank : 1];
+  memset(index, 0, sizeof index);
+  int64_t position = view->start, count = 0;
+  for (;;) {
+    out[count++] = position;
+    int d = view->rank - 1;
+    while (d >= 0 && index[d] + 1 == view->size[d]) {
+      position -= index[d] * view->stride[d];
+      index[d--] = 0;
+    }
+    if (d < 0)
+      return;
+    index[d]++;
+    position += view->stride[d];
+  }
+}
+
+static int64_t view_count(const copy_view *view) {
+  int64_t count = 1;
+  for (int d = 0; d < view->rank; d++)
+    count *= view->size[d];
+  return count;
+}
+
+/* Whether an element of `each` at a position p shares bytes with one of `other` at p or,
+ * when `also_next`, at p - 1 (`other`'s start lies a part of an element further).
+ * `other` is nested, or `sorted` holds its positions in order. */
+static int views_meet(const copy_view *each, const copy_view *other, int also_next,
+                      const int64_t *sorted, int64_t sorted_count) {
+  int64_t low = other->start, high = other->start + view_span(other) + also_next;
+  int64_t index[each->rank > 0 ? each->rank : 1];
+  memset(index, 0, sizeof index);
+  int64_t position = each->start;
+  for (;;) {
+    if (position >= low && position <= high) {
+      for (int64_t next = 0; next <= also_next; next++) {
+        int64_t at = position - next;
+        int found = sorted == NULL ? in_nested_view(other, at)
+                                   : bsearch(&at, sorted, (size_t)sorted_count, sizeof at,
+                                             compare_positions) != NULL;
+        if (found)
+          return 1;
+      }
+    }
+    int d = each->rank - 1;
+    while (d >= 0 && index[d] + 1 == each->size[d]) {
+      position -= index[d] * each->stride[d];
+      index[d--] = 0;
+    }
+    if (d < 0)
+      return 0;
+    index[d]++;
+    position += each->stride[d];
+  }
+}
+
+int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes) {
+  const int64_t *given = (const int64_t *)(intptr_t)views;
+  const int64_t *sizes[2] = {given + 2, given + 2 + 2 * rank};
+  const int64_t *strides[2] = {given + 2 + rank, given + 2 + 3 * rank};
+  int same = given[0] == given[1];
+  for (int64_t d = 0; d < rank && same; d++)
+    same = sizes[0][d] <= 1 || strides[0][d] == strides[1][d];
+  if (same || bytes <= 0)
+    return 0;
+  /* Positions in elements from the source's start; the target's start may lie a part of
+   * an element further (a memref.view at a shift of odd bytes). */
+  int64_t apart = given[1] - given[0];
+  int64_t whole = apart / bytes - (apart % bytes < 0);
+  int also_next = apart - whole * bytes != 0;
+  int64_t size[2][rank > 0 ? rank : 1], stride[2][rank > 0 ? rank : 1];
+  copy_view view[2] = {{0, 0, size[0], stride[0]}, {whole, 0, size[1], stride[1]}};
+  for (int k = 0; k < 2; k++)
+    if (!normal_view(&view[k], sizes[k], strides[k], (int)rank))
+      return 0;
+  /* The byte ranges first: most views apart are told apart here. */
+  if (view[0].start > view[1].start + view_span(&view[1]) + also_next ||
+      view[0].start + view_span(&view[0]) < view[1].start)
+    return 0;
+  /* Then each element of the source is looked up in the target, by its strides where they
+   * nest (as those of a subview do), else in the target's sorted positions; or, where only
+   * the source's nest and the starts are whole elements apart, the other way round. */
+  if (!nested_view(&view[1]) && nested_view(&view[0]) && !also_next)
+    return views_meet(&view[1], &view[0], 0, NULL, 0);
+  if (nested_view(&view[1]))
+    return views_meet(&view[0], &view[1], also_next, NULL, 0);
+  int64_t count = view_count(&view[1]);
+  int64_t *sorted = malloc((size_t)count * sizeof *sorted);
+  if (sorted == NULL)
+    dhir_rt_fatal("out of memory checking a memref.copy of %lld elements for overlap",
+                  (long long)count);
+  view_positions(&view[1], sorted);
+  qsort(sorted, (size_t)count, sizeof *sorted, compare_positions);
+  int meet = views_meet(&view[0], &view[1], also_next, sorted, count);
+  free(sorted);
+  return meet;
+}
+
 static void check(int code, const char *call) {
   if (code == MPI_SUCCESS)
     return;

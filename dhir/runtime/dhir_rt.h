@@ -89,6 +89,12 @@ _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(prin
  * MLIR leaves such a loop undefined. `line` and `column` are the loop's, 0 when unknown. */
 _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column);
 
+/* 1 when the two views of a memref.copy share an element and are not the same view, else 0
+ * (dhir-copy-checks). `views` points to int64s: the source's and the target's addresses in
+ * bytes, then the source's `rank` sizes and strides (in elements), then the target's;
+ * `bytes` is the size of one element. */
+int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes);
+
 /* Used by the generated harness. */
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);
 void dhir_rt_finalize(void);

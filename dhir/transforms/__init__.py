@@ -119,6 +119,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return CastChecksPass
 
+    def copy_checks() -> type[ModulePass]:
+        from dhir.transforms.copy_checks import CopyChecksPass
+
+        return CopyChecksPass
+
     def vector_checks() -> type[ModulePass]:
         from dhir.transforms.vector_checks import VectorChecksPass
 
@@ -176,6 +181,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-packed-vectors": packed_vectors,
         "dhir-vector-checks": vector_checks,
         "dhir-cast-checks": cast_checks,
+        "dhir-copy-checks": copy_checks,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,
     }
