@@ -235,8 +235,80 @@ static int views_meet(const copy_view *each, const copy_view *other, int also_ne
   }
 }
 
-int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes) {
-  const int64_t *given = (const int64_t *)(intptr_t)views;
+/* Floor and ceiling of a / b for b > 0. */
+static __int128 floor_div(__int128 a, __int128 b) { return a / b - (a % b != 0 && a < 0); }
+static __int128 ceil_div(__int128 a, __int128 b) { return -floor_div(-a, b); }
+
+/* Whether the progressions p + k*a (0 <= k < n) and q + l*b (0 <= l < m), a and b
+ * positive, share a number: k*a - l*b = q - p solved by Euclid's algorithm. */
+static int progressions_meet(int64_t p, int64_t a, int64_t n, int64_t q, int64_t b, int64_t m) {
+  __int128 old_r = a, r = b, old_x = 1, x = 0;
+  while (r != 0) {
+    __int128 quotient = old_r / r, next = old_r - quotient * r;
+    old_r = r;
+    r = next;
+    next = old_x - quotient * x;
+    old_x = x;
+    x = next;
+  }
+  __int128 g = old_r, gap = (__int128)q - p;
+  if (gap % g != 0)
+    return 0;
+  /* a*old_x = g (mod b): k = old_x*gap/g + t*(b/g), l = (k*a - gap)/b. */
+  __int128 kb = b / g, la = a / g;
+  __int128 k0 = (old_x % kb) * ((gap / g) % kb) % kb;
+  __int128 l0 = (k0 * a - gap) / b;
+  __int128 low = ceil_div(-k0, kb), high = floor_div(n - 1 - k0, kb);
+  __int128 low_l = ceil_div(-l0, la), high_l = floor_div(m - 1 - l0, la);
+  if (low_l > low)
+    low = low_l;
+  if (high_l < high)
+    high = high_l;
+  return low <= high;
+}
+
+/* views_meet for two nested views, by rows (their innermost dimension, a progression):
+ * the rows of each come in order of position and apart, so a sweep meets each pair of
+ * rows whose ranges meet, and solves it as two progressions. */
+static int nested_views_meet(const copy_view *each, const copy_view *other, int also_next) {
+  const copy_view *views[2] = {each, other};
+  int64_t index[2][each->rank + other->rank + 2];
+  int64_t row[2], step[2], count[2], length[2];
+  for (int k = 0; k < 2; k++) {
+    const copy_view *view = views[k];
+    memset(index[k], 0, sizeof index[k]);
+    row[k] = view->start;
+    step[k] = view->rank > 0 ? view->stride[view->rank - 1] : 1;
+    count[k] = view->rank > 0 ? view->size[view->rank - 1] : 1;
+    length[k] = (count[k] - 1) * step[k];
+  }
+  for (;;) {
+    /* A position p of `each` meets `other`'s p, or its p - 1 when `also_next`. */
+    if (row[0] <= row[1] + length[1] + also_next && row[1] <= row[0] + length[0]) {
+      if (progressions_meet(row[0], step[0], count[0], row[1], step[1], count[1]))
+        return 1;
+      if (also_next &&
+          progressions_meet(row[0], step[0], count[0], row[1] + 1, step[1], count[1]))
+        return 1;
+    }
+    /* The row that ends first moves on: rows of a nested view come in order, apart. */
+    int k = row[0] + length[0] < row[1] + length[1] + also_next ? 0 : 1;
+    const copy_view *view = views[k];
+    int d = view->rank - 2;
+    while (d >= 0 && index[k][d] + 1 == view->size[d]) {
+      row[k] -= index[k][d] * view->stride[d];
+      index[k][d--] = 0;
+    }
+    if (d < 0)
+      return 0;
+    index[k][d]++;
+    row[k] += view->stride[d];
+  }
+}
+
+/* Whether the two views `given` holds (the source's and the target's starts in bytes, then
+ * the source's sizes and strides, then the target's) share an element, not being one view. */
+static int copy_views_overlap(const int64_t *given, int64_t rank, int64_t bytes) {
   const int64_t *sizes[2] = {given + 2, given + 2 + 2 * rank};
   const int64_t *strides[2] = {given + 2 + rank, given + 2 + 3 * rank};
   int same = given[0] == given[1];
@@ -258,9 +330,12 @@ int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes) {
   if (view[0].start > view[1].start + view_span(&view[1]) + also_next ||
       view[0].start + view_span(&view[0]) < view[1].start)
     return 0;
-  /* Then each element of the source is looked up in the target, by its strides where they
-   * nest (as those of a subview do), else in the target's sorted positions; or, where only
-   * the source's nest and the starts are whole elements apart, the other way round. */
+  /* Then, where both views' strides nest (as those of subviews do), row against row;
+   * else each element of the source is looked up in the target, by its strides where
+   * they nest, else in the target's sorted positions; or, where only the source's nest and
+   * the starts are whole elements apart, the other way round. */
+  if (nested_view(&view[0]) && nested_view(&view[1]))
+    return nested_views_meet(&view[0], &view[1], also_next);
   if (!nested_view(&view[1]) && nested_view(&view[0]) && !also_next)
     return views_meet(&view[1], &view[0], 0, NULL, 0);
   if (nested_view(&view[1]))
@@ -275,6 +350,37 @@ int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes) {
   int meet = views_meet(&view[0], &view[1], also_next, sorted, count);
   free(sorted);
   return meet;
+}
+
+/* What dhir_rt_copy_views and dhir_rt_copy_dim were told, per thread (a copy may run in
+ * an OpenMP loop), in copy_views_overlap's order. */
+static _Thread_local int64_t copy_asked[2 + 4 * DHIR_RT_COPY_RANKS];
+static _Thread_local int64_t copy_rank, copy_bytes;
+
+void dhir_rt_copy_views(int64_t rank, int64_t bytes, int64_t source, int64_t target) {
+  if (rank < 0 || rank > DHIR_RT_COPY_RANKS)
+    dhir_rt_fatal("a memref.copy of rank %lld: dhir checks copies of rank up to %d", (long long)rank,
+                  DHIR_RT_COPY_RANKS);
+  copy_rank = rank;
+  copy_bytes = bytes;
+  copy_asked[0] = source;
+  copy_asked[1] = target;
+}
+
+void dhir_rt_copy_dim(int64_t dim, int64_t source_size, int64_t source_stride,
+                      int64_t target_size, int64_t target_stride) {
+  if (dim < 0 || dim >= copy_rank)
+    dhir_rt_fatal("dhir_rt_copy_dim: dimension %lld of a rank-%lld copy", (long long)dim,
+                  (long long)copy_rank);
+  int64_t *words = copy_asked + 2;
+  words[dim] = source_size;
+  words[copy_rank + dim] = source_stride;
+  words[2 * copy_rank + dim] = target_size;
+  words[3 * copy_rank + dim] = target_stride;
+}
+
+int64_t dhir_rt_copy_overlaps(void) {
+  return copy_views_overlap(copy_asked, copy_rank, copy_bytes);
 }
 
 static void check(int code, const char *call) {

@@ -89,11 +89,16 @@ _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(prin
  * MLIR leaves such a loop undefined. `line` and `column` are the loop's, 0 when unknown. */
 _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column);
 
-/* 1 when the two views of a memref.copy share an element and are not the same view, else 0
- * (dhir-copy-checks). `views` points to int64s: the source's and the target's addresses in
- * bytes, then the source's `rank` sizes and strides (in elements), then the target's;
- * `bytes` is the size of one element. */
-int64_t dhir_rt_copy_overlaps(int64_t views, int64_t rank, int64_t bytes);
+/* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
+ * rank, the size of its elements and the addresses of the source's and the target's first
+ * elements, then each dimension's size and stride (in elements) of the source and of the
+ * target; dhir_rt_copy_overlaps then answers 1 when they share an element, not being the
+ * same view, else 0. Kept per thread, for copies in OpenMP loops. */
+#define DHIR_RT_COPY_RANKS 64
+void dhir_rt_copy_views(int64_t rank, int64_t bytes, int64_t source, int64_t target);
+void dhir_rt_copy_dim(int64_t dim, int64_t source_size, int64_t source_stride,
+                      int64_t target_size, int64_t target_stride);
+int64_t dhir_rt_copy_overlaps(void);
 
 /* Used by the generated harness. */
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);

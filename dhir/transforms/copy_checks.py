@@ -8,22 +8,23 @@ offset is known at run time only (a loop's variable, a value read from memory) o
 views come from a function's arguments (a caller may pass two views of one buffer),
 native code copied in an order of its own and exited 0. Before each such copy this pass
 compares the two views' byte ranges (a few index ops, from their descriptors) and, where
-they meet, asks the runtime's `dhir_rt_copy_overlaps` whether the views share an element,
-element by element in the time of one pass over the source (the target's strides nest,
-as a subview's do; other views sort the target's elements first): views that interleave
-without sharing one (the even and the odd elements) copy. A `cf.assert` then stops the
+they meet, asks the runtime (`dhir_rt_copy_views`, `dhir_rt_copy_dim` for each dimension,
+then `dhir_rt_copy_overlaps`) whether the views share an element: row against row where
+both views' strides nest, as subviews' do (each pair of rows two arithmetic progressions,
+solved by Euclid's algorithm), else element by element. Views that interleave without
+sharing one (the even and the odd elements) copy. A `cf.assert` then stops the
 rank with the copy's location, as a failed `--runtime-checks` check does.
 
 Not checked: copies that dhir's analysis decides (one view onto itself, buffers allocated
 apart, views of one buffer at offsets that are numbers: dhir.analysis.regions.copy_decided),
-copies in device code (it cannot call the runtime), and memrefs of elements whose layout
-dhir does not know (dhir.ir.layout.element_bytes).
+copies in device code (it cannot call the runtime), memrefs of elements whose layout dhir
+does not know (dhir.ir.layout.element_bytes), and copies of more than 64 dimensions.
 """
 
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, i64
+from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -35,7 +36,9 @@ from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, put
 from dhir.transforms.vector_checks import CheckBuilder
 
-OVERLAPS = "dhir_rt_copy_overlaps"
+VIEWS, DIM, OVERLAPS = "dhir_rt_copy_views", "dhir_rt_copy_dim", "dhir_rt_copy_overlaps"
+# The highest rank the runtime checks (DHIR_RT_COPY_RANKS in dhir_rt.h).
+MOST_DIMS = 64
 # What a failed check prints (dhir.toolchain.failure reads it, with the copy's location).
 OVERLAPPING_VIEWS = (
     "memref.copy copies between views that overlap (they share an element and are not "
@@ -58,7 +61,9 @@ class CopyChecksPass(ModulePass):
                 continue
             checked = _check(copy) or checked
         if checked:
-            declare(op, OVERLAPS, [i64, i64, i64], [i64], owner="dhir's runtime")
+            declare(op, VIEWS, [i64] * 4, [], owner="dhir's runtime")
+            declare(op, DIM, [i64] * 5, [], owner="dhir's runtime")
+            declare(op, OVERLAPS, [], [i64], owner="dhir's runtime")
 
 
 @dataclass(frozen=True)
@@ -72,12 +77,13 @@ class _View:
 
 
 def _check(copy: memref.CopyOp) -> bool:
-    """Put the check before `copy`; False where the elements' layout is not known."""
+    """Put the check before `copy`; False where the elements' layout is not known, or
+    the copy has more dimensions than the runtime takes."""
     kind = copy.source.type
     if not isinstance(kind, MemRefType) or not isinstance(copy.destination.type, MemRefType):
         return False
     bytes_ = element_bytes(kind.element_type)
-    if bytes_ is None:
+    if bytes_ is None or kind.get_num_dims() > MOST_DIMS:
         return False
     check = CheckBuilder(copy, OVERLAPPING_VIEWS)
     views = [_view(check, value, bytes_) for value in (copy.source, copy.destination)]
@@ -122,26 +128,22 @@ def _ranges_meet(check: CheckBuilder, views: list[_View], bytes_: int) -> SSAVal
 
 
 def _ask_runtime(body: Block, views: list[_View], bytes_: int) -> SSAValue:
-    """The runtime's answer (an i1), given the views' starts, sizes and strides in a buffer
-    on the stack, freed when it returns (the copy may be in a loop)."""
+    """The runtime's answer (an i1), told the views by calls of scalars: a buffer on the
+    stack would need a scope of its own, which the OpenMP lowering cannot take inside a
+    loop's scf.if."""
     rank = len(views[0].sizes)
-    words = [views[0].start, views[1].start]
-    for view in views:
-        words += [*view.sizes, *view.strides]
-    scope = Block()
-    index = IndexType()
-    buffer = put(scope, memref.AllocaOp.get(i64, shape=[len(words)])).memref
-    for at, word in enumerate(words):
-        place = put(scope, arith.ConstantOp.from_int_and_width(at, index)).result
-        wide = put(scope, arith.IndexCastOp(word, i64)).result
-        put(scope, memref.StoreOp.get(wide, buffer, [place]))
-    pointer = put(scope, memref.ExtractAlignedPointerAsIndexOp(buffer)).aligned_pointer
-    address = put(scope, arith.IndexCastOp(pointer, i64)).result
-    rank_value = put(scope, arith.ConstantOp.from_int_and_width(rank, 64)).result
-    size_value = put(scope, arith.ConstantOp.from_int_and_width(bytes_, 64)).result
-    call = put(scope, func.CallOp(OVERLAPS, [address, rank_value, size_value], [i64]))
-    zero = put(scope, arith.ConstantOp.from_int_and_width(0, 64)).result
-    found = put(scope, arith.CmpiOp(call.res[0], zero, "ne")).result
-    put(scope, memref.AllocaScopeReturnOp.build(operands=[[found]]))
-    made = memref.AllocaScopeOp.build(result_types=[[found.type]], regions=[Region(scope)])
-    return put(body, made).results[0]
+
+    def wide(value: SSAValue) -> SSAValue:
+        return put(body, arith.IndexCastOp(value, i64)).result
+
+    def number(value: int) -> SSAValue:
+        return put(body, arith.ConstantOp.from_int_and_width(value, 64)).result
+
+    starts = [wide(view.start) for view in views]
+    put(body, func.CallOp(VIEWS, [number(rank), number(bytes_), *starts], []))
+    source, target = views
+    for dim in range(rank):
+        sizes = [source.sizes[dim], source.strides[dim], target.sizes[dim], target.strides[dim]]
+        put(body, func.CallOp(DIM, [number(dim), *map(wide, sizes)], []))
+    answer = put(body, func.CallOp(OVERLAPS, [], [i64])).res[0]
+    return put(body, arith.CmpiOp(answer, number(0), "ne")).result

@@ -20,7 +20,7 @@ from dhir.analysis.regions import copy_overlap
 from dhir.dialects import func, memref
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.text import parse_string
-from dhir.transforms.copy_checks import OVERLAPS, CopyChecksPass
+from dhir.transforms.copy_checks import DIM, OVERLAPS, VIEWS, CopyChecksPass
 
 TASK = """func.func @main(%a: memref<8xi32>, %n: index) {{
   dhir.schedule %a {{
@@ -297,6 +297,34 @@ def test_views_of_a_loop_variable_that_interleave_or_are_apart_copy(ranks: int) 
         assert _both(LOOP, a, np.int64(k), ranks=ranks)[0].tolist() == want.tolist()
 
 
+PARALLEL = """func.func @main(%a: memref<64xi32>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %o = arith.muli %i, %c8 : index
+    %s = memref.subview %a[%o] [4] [2] : memref<64xi32> to memref<4xi32, strided<[2], offset: ?>>
+    %p = arith.addi %o, %k : index
+    %t = memref.subview %a[%p] [4] [2] : memref<64xi32> to memref<4xi32, strided<[2], offset: ?>>
+    memref.copy %s, %t : memref<4xi32, strided<[2], offset: ?>> to memref<4xi32, strided<[2], offset: ?>>
+    scf.reduce
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_views_in_a_parallel_loop_are_checked_on_its_threads() -> None:
+    """The check builds and runs in an OpenMP loop (each thread tells the runtime its own
+    views): iterations whose views interleave copy, those whose views share elements stop
+    at the copy."""
+    a = np.arange(64, dtype=np.int32)
+    _refused_by_both(PARALLEL, a, np.int64(2), ranks=1, where="11:5")
+    _both(PARALLEL, a, np.int64(1), ranks=1)
+
+
 ARGUMENT = """func.func @main(%a: memref<16xi32>, %n: index) {
   dhir.schedule %a {
     %cpu = dhir.target {kind = "cpu"}
@@ -406,4 +434,5 @@ def test_only_copies_the_analysis_leaves_open_are_checked_when_they_run(name: st
     CopyChecksPass().apply(Context(), module)
     calls = [op for op in module.walk() if isinstance(op, func.CallOp)]
     open_ = name == "an offset known at run time only"
-    assert [call.callee.string_value() for call in calls] == [OVERLAPS] * open_
+    callees = [call.callee.string_value() for call in calls]
+    assert callees == [VIEWS, DIM, OVERLAPS] * open_
