@@ -36,13 +36,13 @@ from xdsl.dialects.builtin import (
     MemRefType,
     VectorType,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
-from dhir.dialects import affine, arith, scf
+from dhir.dialects import affine, arith, func, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import (
     Access,
@@ -476,19 +476,42 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
 def copy_decided(op: memref_dialect.CopyOp) -> bool:
     """Whether it is known, for every run of `op`, if its source and target share an
     element: one view copied onto itself, views of two buffers allocated apart (by
-    different allocs, or different globals), or views of one buffer this module maps
-    (`copy_overlap` then tells an overlap). Not known: views of function arguments
-    (a caller may pass views of one buffer), offsets known at run time only."""
+    different allocs, or different globals; or an allocation and an argument of the
+    function that makes it), or views of one buffer this module maps (`copy_overlap`
+    then tells an overlap). Not known: views of two function arguments (a caller may pass
+    views of one buffer), of a loop's carried buffer, offsets known at run time only."""
     source, target = op.source, op.destination
     if source is target:
         return True
     base, other = view_chain(source)[1], view_chain(target)[1]
     if base is not other:
-        names = [_global(base), _global(other)]
-        if names[0] is not None and names[0] == names[1]:
-            return False  # one global, got twice: a view of it may overlap the other
-        return all(name is not None or _allocated(v) for name, v in zip(names, (base, other)))
+        return _apart(base, other)
     return _copy_maps(op) is not None
+
+
+def _apart(base: SSAValue, other: SSAValue) -> bool:
+    """Whether two buffers are surely not one: two allocations, two globals of different
+    names, or one of each; or a buffer allocated in a function and an argument of it."""
+    names = [_global(base), _global(other)]
+    if names[0] is not None and names[0] == names[1]:
+        return False  # one global, got twice
+    if all(name is not None or _allocated(v) for name, v in zip(names, (base, other))):
+        return True
+    return _fresh_beside(base, other) or _fresh_beside(other, base)
+
+
+def _fresh_beside(fresh: SSAValue, argument: SSAValue) -> bool:
+    """Whether `fresh` is allocated in the function whose argument `argument` is: the
+    argument was passed before the allocation was made."""
+    if not _allocated(fresh) or not isinstance(argument, BlockArgument):
+        return False
+    function = argument.owner.parent_op()
+    if not isinstance(function, func.FuncOp) or argument.owner is not function.body.block:
+        return False
+    op = fresh.owner
+    while isinstance(op, Operation) and op is not function:
+        op = op.parent_op()
+    return op is function
 
 
 def _allocated(value: SSAValue) -> bool:

@@ -16,7 +16,8 @@ sharing one (the even and the odd elements) copy. A `cf.assert` then stops the
 rank with the copy's location, as a failed `--runtime-checks` check does.
 
 Not checked: copies that dhir's analysis decides (one view onto itself, buffers allocated
-apart, views of one buffer at offsets that are numbers: dhir.analysis.regions.copy_decided),
+apart, an allocation and an argument of the function that makes it, views of one buffer at
+offsets that are numbers: dhir.analysis.regions.copy_decided),
 copies in device code (it cannot call the runtime), memrefs of elements whose layout dhir
 does not know (dhir.ir.layout.element_bytes), and copies of more than 64 dimensions.
 """

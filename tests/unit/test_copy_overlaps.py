@@ -11,7 +11,7 @@ import shutil
 
 import numpy as np
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from xdsl.context import Context
 
@@ -436,3 +436,66 @@ def test_only_copies_the_analysis_leaves_open_are_checked_when_they_run(name: st
     open_ = name == "an offset known at run time only"
     callees = [call.callee.string_value() for call in calls]
     assert callees == [VIEWS, DIM, OVERLAPS] * open_
+
+
+# Views of any strides (reinterpret_casts): strides that do not nest (2 and 3: the source's
+# elements 0, 3, 6, 2, 5, 8) are checked element by element.
+CASTS = """func.func @main(%a: memref<48xi32>, %p: memref<6xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %o = memref.load %p[%c0] : memref<6xindex>
+  %s0 = memref.load %p[%c1] : memref<6xindex>
+  %s1 = memref.load %p[%c2] : memref<6xindex>
+  %q = memref.load %p[%c3] : memref<6xindex>
+  %t0 = memref.load %p[%c4] : memref<6xindex>
+  %t1 = memref.load %p[%c5] : memref<6xindex>
+  %x = memref.reinterpret_cast %a to offset: [%o], sizes: [2, 3], strides: [%s0, %s1]
+    : memref<48xi32> to memref<2x3xi32, strided<[?, ?], offset: ?>>
+  %y = memref.reinterpret_cast %a to offset: [%q], sizes: [2, 3], strides: [%t0, %t1]
+    : memref<48xi32> to memref<2x3xi32, strided<[?, ?], offset: ?>>
+  memref.copy %x, %y : memref<2x3xi32, strided<[?, ?], offset: ?>>
+    to memref<2x3xi32, strided<[?, ?], offset: ?>>
+  return
+}
+"""
+
+
+def _elements(offset: int, strides: tuple[int, int]) -> np.ndarray:
+    return offset + strides[0] * np.arange(2)[:, None] + strides[1] * np.arange(3)[None, :]
+
+
+@st.composite
+def _cast(draw: st.DrawFn, distinct: bool) -> list[int]:
+    """Offset and strides of a 2x3 view of 48 elements; with `distinct`, one whose
+    elements are all different (a copy into it then writes each once)."""
+    strides = (draw(st.integers(0, 12)), draw(st.integers(0, 8)))
+    if distinct:
+        assume(np.unique(_elements(0, strides)).size == 6)
+    offset = draw(st.integers(0, 47 - strides[0] - 2 * strides[1]))
+    return [offset, *strides]
+
+
+@needs_llvm
+@settings(max_examples=40, deadline=None)
+@given(_cast(False), _cast(True))
+def test_random_views_of_any_strides_copy_or_stop_as_in_the_interpreter(
+    source: list[int], target: list[int]
+) -> None:
+    """Random 2x3 views of one buffer, of any strides, known at run time only: native code
+    refuses exactly the copies the interpreter refuses and copies the others alike."""
+    a = np.arange(48, dtype=np.int32)
+    p = np.array([*source, *target], dtype=np.int64)
+    note(f"p={p.tolist()}")
+    x, y = (
+        _elements(source[0], (source[1], source[2])),
+        _elements(target[0], (target[1], target[2])),
+    )
+    same = source[0] == target[0] and source[1:] == target[1:]
+    if np.intersect1d(x, y).size and not same:
+        _refused_by_both(CASTS, a, p, ranks=1, where="18:3")
+    else:
+        _both(CASTS, a, p, ranks=1)
