@@ -42,7 +42,7 @@ VIEWS, DIM, OVERLAPS = "dhir_rt_copy_views", "dhir_rt_copy_dim", "dhir_rt_copy_o
 MOST_DIMS = 64
 # What a failed check prints (dhir.toolchain.failure reads it, with the copy's location).
 OVERLAPPING_VIEWS = (
-    "memref.copy copies between views that overlap (they share an element and are not "
+    f"{memref.CopyOp.name} copies between views that overlap (they share an element and are not "
     "the same view), which MLIR leaves undefined: the result would depend on the order "
     "the elements are copied in. Copy through a buffer of its own (memref.alloc, a copy "
     "into it, then one out of it), or make the views apart"
