@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_gpu_barriers import MATMUL
+from test_gpu_collectives import SUM, WARP_SUM, _program
 from test_gpu_runtime import PROPOSAL, _chain
 
 import dhir
@@ -47,6 +48,29 @@ def test_a_tiled_matmul_with_barriers_equals_the_oracle() -> None:
     native = dhir.run(parse_string(MATMUL), *inputs, ranks=1, timeout=300)
     for got, want in zip(native, oracle, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("grid", "threads"), [(2, 32), (3, 96), (2, 200)])
+def test_a_block_sum_equals_the_oracle_bit_for_bit(grid: int, threads: int) -> None:
+    """gpu.all_reduce, which the interpreter sums in the order of MLIR 22's lowering (a
+    butterfly in each warp, then across warps: 1, 3 and 7 warps, the last of 8 lanes)."""
+    n = grid * threads
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32) * np.float32(1e4)
+    inputs = [x, np.zeros(n, np.float32), np.zeros(n, np.int32)]
+    program = parse_string(_program(SUM, "f32", grid, (threads, 1, 1)))
+    oracle = dhir.run(program, *inputs, backend="interp")
+    native = dhir.run(program, *inputs, ranks=1, timeout=300)
+    for got, want in zip(native, oracle, strict=True):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_warp_shuffle_block_sum_equals_the_oracle_bit_for_bit() -> None:
+    x = np.random.default_rng(8).standard_normal(128).astype(np.float32)
+    inputs = [x, np.zeros(1, np.float32)]
+    oracle = dhir.run(parse_string(WARP_SUM), *inputs, backend="interp")
+    native = dhir.run(parse_string(WARP_SUM), *inputs, ranks=1, timeout=300)
+    for got, want in zip(native, oracle, strict=True):
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 @pytest.mark.parametrize("gpu_format", ["isa", "fatbin"])

@@ -4,7 +4,7 @@ where a kernel has them: dhir.backends.interp.phases)."""
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -19,6 +19,16 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
+from dhir.backends.interp.collectives import (
+    SUBGROUP_SIZE,
+    Combine,
+    Meeting,
+    all_reduce,
+    combiner,
+    shuffle,
+    shuffle_width,
+    subgroup_reduce,
+)
 from dhir.backends.interp.core import Returned, Values, fail, handles, register
 from dhir.backends.interp.memref import copy, new_array, state
 from dhir.backends.interp.phases import Workers, run_block
@@ -35,7 +45,8 @@ class GpuIds:
 
 
 _XYZ = {"x": 0, "y": 1, "z": 2}
-SUBGROUP_SIZE = 32
+# Ops at which the threads of a block, or of a subgroup, wait for each other.
+_WAITING = (gpu.BarrierOp, gpu.AllReduceOp, gpu.SubgroupReduceOp, gpu.ShuffleOp)
 # What CUDA launches (dhir's GPU runtime refuses a larger grid the same way): blocks per
 # grid in x, y, z, and threads per block in x, y, z and in all.
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -56,12 +67,12 @@ def _ids(interp: Interpreter, op: Operation) -> GpuIds:
 
 def _waits(kernel: Operation) -> bool:
     """Whether the threads of a block may wait for each other in `kernel`: it holds a
-    barrier, or calls a function that does."""
+    barrier or a collective op, or calls a function that does."""
     seen: set[Operation] = set()
     todo = [kernel]
     while todo:
         for inner in todo.pop().walk():
-            if isinstance(inner, gpu.BarrierOp):
+            if isinstance(inner, _WAITING):
                 return True
             if isinstance(inner, func.CallOp):
                 callee = SymbolTable.lookup_symbol(inner, inner.callee)
@@ -69,6 +80,29 @@ def _waits(kernel: Operation) -> bool:
                     seen.add(callee)
                     todo.append(callee)
     return False
+
+
+def _meet(interp: Interpreter, op: Operation, meeting: Meeting | None) -> Any:
+    """Wait at `op` for the threads that must reach it too (phases.run_block); what it
+    gives this thread."""
+    _ids(interp, op)
+    wait = state(interp).barrier
+    if wait is None:  # _waits found no such op: reached in a way it does not follow
+        fail(op, "is reached where the interpreter did not expect threads to wait")
+    return wait(op, meeting)
+
+
+def _all_reduce_combiner(interp: Interpreter, op: gpu.AllReduceOp) -> Combine:
+    """The all_reduce's operation, or its region run on two values (its own first, as
+    the lowering passes them)."""
+    if op.op is not None:
+        kind = cast(gpu.AllReduceOperationAttr, op.op).data.value
+        return combiner(op, kind, op.operand.type)
+
+    def region(a: Any, b: Any) -> Any:
+        return interp.run_ssacfg_region(op.body, (a, b), op.name)[0]
+
+    return region
 
 
 def _attributions(op: Operation, types: Sequence[Attribute]) -> tuple[np.ndarray, ...]:
@@ -228,12 +262,27 @@ class GpuImpls(InterpreterFunctions):
 
     @handles(gpu.BarrierOp)
     def run_barrier(self, interp: Interpreter, op: gpu.BarrierOp, args: Values) -> Values:
-        _ids(interp, op)
-        wait = state(interp).barrier
-        if wait is None:  # _waits found no barrier: reached in a way it does not follow
-            fail(op, "is reached where the interpreter did not expect a barrier")
-        wait(op)
+        _meet(interp, op, None)
         return ()
+
+    @handles(gpu.AllReduceOp)
+    def run_all_reduce(self, interp: Interpreter, op: gpu.AllReduceOp, args: Values) -> Values:
+        add = _all_reduce_combiner(interp, op)
+        return (_meet(interp, op, Meeting(args[0], 0, all_reduce(add))),)
+
+    @handles(gpu.SubgroupReduceOp)
+    def run_subgroup_reduce(
+        self, interp: Interpreter, op: gpu.SubgroupReduceOp, args: Values
+    ) -> Values:
+        kind = cast(gpu.AllReduceOperationAttr, op.op).data.value
+        settle = subgroup_reduce(op, combiner(op, kind, op.value.type))
+        return (_meet(interp, op, Meeting(args[0], SUBGROUP_SIZE, settle)),)
+
+    @handles(gpu.ShuffleOp)
+    def run_shuffle(self, interp: Interpreter, op: gpu.ShuffleOp, args: Values) -> Values:
+        value, offset, width = args
+        shuffle_width(op, width, offset)
+        return _meet(interp, op, Meeting((value, offset, width), width, shuffle(op)))
 
     @handles(gpu.TerminatorOp, gpu.ReturnOp, gpu.YieldOp)
     def run_terminator(self, interp: Interpreter, op: Operation, args: Values) -> Returned:

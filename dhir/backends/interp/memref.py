@@ -67,8 +67,10 @@ class RunState:
 
     globals: dict[Operation, np.ndarray] = field(default_factory=dict[Operation, np.ndarray])
     gpu: "GpuIds | None" = None  # set by dhir.backends.interp.gpu while a kernel runs
-    # Set by dhir.backends.interp.phases while a block whose threads may wait runs.
-    barrier: Callable[[Operation], None] | None = None
+    # Set by dhir.backends.interp.phases while a block whose threads may wait runs: a
+    # barrier's op, or a collective op and what the thread brings to it (its Meeting),
+    # to what the op gives the thread.
+    barrier: Callable[..., Any] | None = None
     linalg_indices: list[tuple[int, ...]] = field(default_factory=list[tuple[int, ...]])
 
 

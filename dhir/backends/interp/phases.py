@@ -12,7 +12,13 @@ scope, the ops being run, the thread ids) is swapped at each hand-over.
 
 A barrier that not every thread of the block reaches (under a condition that differs
 between them, in a loop whose trip count does) is undefined in CUDA, where the GPU may
-hang or go on: it is refused, naming two threads that part there."""
+hang or go on: it is refused, naming two threads that part there.
+
+The collective ops (dhir.backends.interp.collectives) wait as a barrier does, each thread
+bringing its value: `gpu.all_reduce` for every thread of the block, `gpu.shuffle` and
+`gpu.subgroup_reduce` for the lanes of one subgroup (a warp of 32 threads), which go on
+once they have all met there, while the other subgroups' threads still wait where they
+are. Lanes that should meet and do not are refused as a barrier is."""
 
 import contextvars
 import threading
@@ -23,9 +29,9 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Operation, Region
 from xdsl.utils.scoped_dict import ScopedDict
 
+from dhir.backends.interp.collectives import SUBGROUP_SIZE, Meeting
 from dhir.backends.interp.core import OpStack, fail
 from dhir.backends.interp.memref import state
-from dhir.dialects import gpu
 from dhir.ir.diagnostics import loc_of
 
 if TYPE_CHECKING:
@@ -43,7 +49,10 @@ class _Thread:
     args: tuple[Any, ...]
     block: "_Block | None" = None
     worker: "_Worker | None" = None
-    waits_at: Operation | None = None  # the barrier it waits at
+    waits_at: Operation | None = None  # the barrier or collective op it waits at
+    meeting: Meeting | None = None  # what it brings to a collective op
+    result: Any = None  # what the collective op gives it
+    ready: bool = True  # may run on: not started, or what it waits at is settled
     done: bool = False
     error: BaseException | None = None
     stop: bool = False
@@ -150,15 +159,68 @@ class _Block:
             self._stop_waiting()
 
     def _phase(self) -> bool:
-        """Run every thread to its next barrier or its end; whether they have all ended."""
-        first = self.threads[0]
+        """Run every thread that may go on to its next wait or its end, then settle what
+        they wait at; whether they have all ended."""
         for place, thread in enumerate(self.threads):
-            self._resume(thread, place)
-            if thread.error is not None:
-                raise thread.error
+            if thread.ready and not thread.done:
+                self._resume(thread, place)
+                if thread.error is not None:
+                    raise thread.error
+        if all(thread.done for thread in self.threads):
+            return True
+        subgroups = {
+            place // SUBGROUP_SIZE
+            for place, thread in enumerate(self.threads)
+            if thread.meeting is not None and thread.meeting.lanes
+        }
+        for subgroup in sorted(subgroups):
+            self._settle_subgroup(subgroup)
+        if not subgroups:
+            self._settle_block()
+        return False
+
+    def _settle_block(self) -> None:
+        """Every thread waits at one barrier or `gpu.all_reduce`: all go on."""
+        first = self.threads[0]
+        for thread in self.threads:
             if (thread.done, thread.waits_at) != (first.done, first.waits_at):
-                _parted(first, thread)
-        return first.done
+                _parted(first, thread, "Every thread of a block")
+        self._settle(self.threads)
+
+    def _settle_subgroup(self, subgroup: int) -> None:
+        """The lanes of `subgroup` that wait at an op of subgroups meet there: the first
+        of them says how many lanes must (those below the shuffle's width, or all)."""
+        lanes = self.threads[subgroup * SUBGROUP_SIZE : (subgroup + 1) * SUBGROUP_SIZE]
+        first = next(t for t in lanes if t.meeting is not None and t.meeting.lanes)
+        assert first.meeting is not None and first.waits_at is not None
+        need = first.meeting.lanes
+        if need > len(lanes):
+            fail(
+                first.waits_at,
+                f"is reached by {_name(first)}, in a subgroup of {len(lanes)} threads (the "
+                f"block's last), but it takes {need} lanes: its lowering leaves the lanes the "
+                f"block lacks undefined. Give the block a multiple of {SUBGROUP_SIZE} threads",
+            )
+        for lane in lanes[:need]:
+            if lane.waits_at is not first.waits_at:
+                _parted(first, lane, f"The first {need} lanes of a subgroup")
+        self._settle([lane for lane in lanes if lane.waits_at is first.waits_at])
+
+    def _settle(self, threads: list[_Thread]) -> None:
+        """Give each of `threads`, which wait at one op, what it gives them, and let them
+        go on."""
+        meeting = threads[0].meeting
+        if meeting is not None:
+            offers = [(self.threads.index(t) % SUBGROUP_SIZE, t.meeting.offer) for t in threads]  # type: ignore[union-attr]
+            self.interpreter._ctx = threads[0].scope  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+            try:
+                results = meeting.settle(offers)
+            finally:
+                self.interpreter._ctx = self.scope  # pyright: ignore[reportPrivateUsage]
+            for thread, result in zip(threads, results, strict=True):
+                thread.result = result
+        for thread in threads:
+            thread.ready = True
 
     def _resume(self, thread: _Thread, place: int) -> None:
         state(self.interpreter).gpu = thread.ids
@@ -198,17 +260,20 @@ class _Block:
         finally:
             self.back.release()
 
-    def wait(self, barrier: Operation) -> None:
-        """The running thread reached `barrier`: hand over to the next, until every
-        thread of the block has reached it."""
+    def wait(self, op: Operation, meeting: Meeting | None = None) -> Any:
+        """The running thread reached `op`, a barrier or a collective op it brings
+        `meeting` to: hand over to the next, until every thread that must has reached
+        it; what the op gives this thread."""
         thread = self.running
         assert thread is not None and thread.worker is not None
-        thread.waits_at = barrier
+        thread.waits_at, thread.meeting, thread.ready = op, meeting, False
         self.back.release()
         thread.worker.go.acquire()
         if thread.stop:
             raise _Stop()
-        thread.waits_at = None
+        thread.waits_at, thread.meeting = None, None
+        result, thread.result = thread.result, None
+        return result
 
     def _stop_waiting(self) -> None:
         """End the threads still waiting at a barrier (the block failed), one by one."""
@@ -220,25 +285,27 @@ class _Block:
             self.back.acquire()
 
 
-def _parted(first: _Thread, other: _Thread) -> NoReturn:
-    """Refuse the barrier that `first` or `other` (of one block) waits at and the other
-    does not."""
+def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
+    """Refuse the barrier or collective op that `first` or `other` (of one block) waits
+    at and the other does not; `who` must reach it together."""
     waiting, elsewhere = (first, other) if first.waits_at is not None else (other, first)
     assert waiting.waits_at is not None
+    name = waiting.waits_at.name
     if elsewhere.waits_at is None:
         instead = "returns from the kernel"
     else:
         where = loc_of(elsewhere.waits_at)
         at = f" at {where}" if where is not None else ""
-        instead = f"waits at another {gpu.BarrierOp.name}{at}"
+        other_name = elsewhere.waits_at.name
+        instead = f"waits at {'another ' + name if other_name == name else other_name}{at}"
     fail(
         waiting.waits_at,
         f"is reached by {_name(waiting)} but not by thread "
         f"({', '.join(map(str, elsewhere.ids.thread))}) of that block, which {instead}. "
-        f"Every thread of a block must reach each {gpu.BarrierOp.name} together: CUDA "
-        "leaves a barrier that only some of them reach undefined (the GPU may hang or go "
-        "on). Make the condition or the trip count of the loop around the barrier the same "
-        "for all threads of a block, or move the barrier out of it",
+        f"{who} must reach each {name} together: CUDA "
+        "leaves one that only some of them reach undefined (the GPU may hang or go "
+        f"on). Make the condition or the trip count of the loop around the {name} the "
+        "same for all of them, or move it out of it",
     )
 
 
