@@ -30,6 +30,8 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.gpu import DimensionAttr as DimensionAttr
+from xdsl.dialects.gpu import DimensionEnum as DimensionEnum
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.dialects.utils.format import parse_assignment, print_func_argument
 from xdsl.ir import (

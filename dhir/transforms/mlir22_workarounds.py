@@ -70,6 +70,20 @@
   They become `arith.ceildivsi` and `arith.floordivsi`, whose lowering (arith-expand)
   divides once.
 
+- `gpu.subgroup_size`, `gpu.subgroup_id` and `gpu.num_subgroups`: `convert-gpu-to-nvvm`
+  lowers none of them. They become 32 (a warp of every sm_* chip), the thread's place in
+  its block (x fastest) divided by 32, and the block's threads divided by 32 rounding up:
+  what the interpreter gives.
+- `gpu.subgroup_reduce`: `convert-gpu-to-nvvm` lowers it only as `redux.sync` (uniform,
+  i32, a chip option dhir does not pass). It becomes MLIR's own expansion to shuffles (the
+  one its test pass `test-gpu-subgroup-reduce-lowering` makes): xor shuffles of width 32
+  at offsets `stride`, `2 * stride`, ... below `stride * size`, each lane combining its
+  own value with its partner's, the order the interpreter combines in.
+- `gpu.all_reduce` without `uniform`, and collectives on values other than i32, f32, i64
+  and f64 (`nvvm.shfl.sync` takes 32-bit values; the lowering splits 64-bit ones; a
+  `subgroup_reduce` of vectors is not expanded): `convert-gpu-to-nvvm` stops at them.
+  They are refused at the op.
+
 Ops no pass of the CPU pipeline lowers are refused at the op, before mlir-opt-22 and
 mlir-translate stop at the printed program's line: `vector.multi_reduction`, `vector.scan`,
 `vector.contract` of a kind other than add, with operands of another element type than
@@ -79,9 +93,9 @@ its accumulator's, or with a parallel dimension of size above 1 the result does 
 run-time sizes (or no rank), `vector.vscale`, and `vector.step` of a scalable vector
 (x86 has no scalable vectors; clang stops at `llvm.vscale`, or crashes).
 
-docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25, 27 and 28 have the reproducers. Each rewrite
-addresses the same elements as the op it replaces (clampf: computes the op's definition),
-so results are exact.
+docs/upstream-bugs.md sections 13, 15, 17, 21, 23, 25, 27, 28 and 29 have the reproducers.
+Each rewrite addresses the same elements as the op it replaces (clampf: computes the op's
+definition), so results are exact.
 """
 
 from collections.abc import Callable, Iterable, Sequence
@@ -104,6 +118,10 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StridedLayoutAttr,
     VectorType,
+    f32,
+    f64,
+    i1,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -111,10 +129,9 @@ from xdsl.ir.affine import AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from dhir.dialects import affine, arith, memref, scf, vector
+from dhir.dialects import affine, arith, gpu, memref, scf, vector
 from dhir.dialects import index as indexd
 from dhir.dialects import math as mathd
-from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import dropped_dims, strided_layout, subview_layout
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.pass_failure import PassFailedAt
@@ -188,8 +205,11 @@ class Mlir22WorkaroundsPass(ModulePass):
                 _divide_once(found)
         if _any(met, memref.AllocaScopeOp):
             for scope in list(find_ops(op, (memref.AllocaScopeOp,))):
-                if _holds_regions(scope) and not in_device_code(scope):
+                if _holds_regions(scope) and not gpu.in_device_code(scope):
                     _save_and_restore_stack(scope)
+        for found in first:
+            if isinstance(found, _SUBGROUPS):
+                _subgroup_op(found)
 
 
 # The ops no pass of the CPU pipeline lowers (some masks excepted: see `_lowered`).
@@ -205,8 +225,18 @@ _UNLOWERED = (
     memref.DmaWaitOp,
     memref.ReshapeOp,
 )
+# The GPU ops convert-gpu-to-nvvm cannot lower (some all_reduces and shuffles excepted).
+_SUBGROUPS = (
+    gpu.SubgroupSizeOp,
+    gpu.SubgroupIdOp,
+    gpu.NumSubgroupsOp,
+    gpu.SubgroupReduceOp,
+    gpu.AllReduceOp,
+    gpu.ShuffleOp,
+)
 # The kinds of op the workarounds rewrite (or refuse).
 _REWRITTEN = (
+    *_SUBGROUPS,
     vector.InsertOp,
     vector.ExtractOp,
     memref.ExpandShapeOp,
@@ -238,7 +268,7 @@ def _lowered(op: Operation) -> bool:
     sizes only; or code for a GPU."""
     if isinstance(op, vector.StepOp):
         return not any(cast(VectorType, op.result.type).get_scalable_dims())
-    if in_device_code(op):
+    if gpu.in_device_code(op):
         return True
     if isinstance(op, memref.ReshapeOp):
         result = op.result.type
@@ -277,7 +307,7 @@ def contraction_unlowered(op: vector.ContractionOp) -> str | None:
 
 
 def _lone_on_cpu(op: vector.ContractionOp) -> bool:
-    return any(vector.lone_reductions(op)) and not in_device_code(op)
+    return any(vector.lone_reductions(op)) and not gpu.in_device_code(op)
 
 
 def _pair_lone_reductions(op: vector.ContractionOp) -> vector.ContractionOp:
@@ -669,3 +699,97 @@ def _taken(region: Region) -> Region:
     taken = Region()
     region.move_blocks(taken)
     return taken
+
+
+# --- GPU subgroups ----------------------------------------------------------------------
+
+_WARP = 32
+# The types nvvm.shfl.sync moves (64-bit ones in two halves).
+_SHUFFLED = (i32, f32, i64, f64)
+# gpu.all_reduce's operations as the arith ops that combine two values: for floats, for
+# integers.
+_COMBINE: dict[str, tuple[type[Operation] | None, type[Operation] | None]] = {
+    "add": (arith.AddfOp, arith.AddiOp), "mul": (arith.MulfOp, arith.MuliOp),
+    "minui": (None, arith.MinUIOp), "minsi": (None, arith.MinSIOp),
+    "maxui": (None, arith.MaxUIOp), "maxsi": (None, arith.MaxSIOp),
+    "and": (None, arith.AndIOp), "or": (None, arith.OrIOp), "xor": (None, arith.XOrIOp),
+    "minnumf": (arith.MinnumfOp, None), "maxnumf": (arith.MaxnumfOp, None),
+    "minimumf": (arith.MinimumfOp, None), "maximumf": (arith.MaximumfOp, None),
+}  # fmt: skip
+
+
+def _subgroup_op(op: Operation) -> None:
+    """Rewrite or refuse `op`, one of `_SUBGROUPS`, as the module docstring says."""
+    if isinstance(op, gpu.AllReduceOp | gpu.ShuffleOp | gpu.SubgroupReduceOp):
+        value = op.operands[0].type
+        if value not in _SHUFFLED:
+            raise PassFailedAt(
+                op,
+                f"'{op.name}' cannot be built for an NVIDIA GPU on values of type {value}: MLIR 22 "
+                "shuffles i32, f32, i64 and f64 only (the interpreter runs it)",
+            )
+    if isinstance(op, gpu.AllReduceOp) and op.uniform is None:
+        raise PassFailedAt(
+            op,
+            f"'{op.name}' cannot be built for an NVIDIA GPU without `uniform`: MLIR 22 "
+            "lowers only a "
+            "gpu.all_reduce that every thread of the block reaches. Add `uniform` (the "
+            "interpreter asks every thread to reach it either way)",
+        )
+    if isinstance(op, gpu.SubgroupReduceOp):
+        _reduce_by_shuffles(op)
+    elif isinstance(op, gpu.SubgroupSizeOp | gpu.SubgroupIdOp | gpu.NumSubgroupsOp):
+        _subgroup_id(op)
+
+
+def _reduce_by_shuffles(op: gpu.SubgroupReduceOp) -> None:
+    kind = cast(gpu.AllReduceOperationAttr, op.op).data.value
+    floats, ints = _COMBINE[kind]
+    combine = floats if isinstance(op.value.type, AnyFloat) else ints
+    if combine is None:
+        raise PassFailedAt(
+            op, f"'{op.name}' cannot combine values of type {op.value.type} with '{kind}'"
+        )
+    stride = op.cluster_stride.value.data
+    size = op.cluster_size.value.data if op.cluster_size is not None else _WARP
+    width = arith.ConstantOp.from_int_and_width(_WARP, i32)
+    made: list[Operation] = [width]
+    value: SSAValue = op.value
+    for step in range(size.bit_length() - 1):
+        offset = arith.ConstantOp.from_int_and_width(stride << step, i32)
+        shuffle = gpu.ShuffleOp.create(
+            operands=[value, offset.result, width.result],
+            result_types=[value.type, i1],
+            properties={"mode": gpu.ShuffleModeAttr(gpu.ShuffleMode.XOR)},
+        )
+        combined = combine.create(operands=[value, shuffle.results[0]], result_types=[value.type])
+        made += [offset, shuffle, combined]
+        value = combined.results[0]
+    Rewriter.replace_op(op, made, [value])
+
+
+def _subgroup_id(op: gpu.SubgroupSizeOp | gpu.SubgroupIdOp | gpu.NumSubgroupsOp) -> None:
+    warp = arith.ConstantOp.from_int_and_width(_WARP, IndexType())
+    if isinstance(op, gpu.SubgroupSizeOp):
+        Rewriter.replace_op(op, warp)
+        return
+    made: list[Operation] = [warp]
+
+    def read(kind: type[gpu.ThreadIdOp | gpu.BlockDimOp], axis: str) -> SSAValue:
+        made.append(kind(gpu.DimensionAttr(gpu.DimensionEnum(axis))))
+        return made[-1].results[0]
+
+    def apply(kind: type[Operation], a: SSAValue, b: SSAValue) -> SSAValue:
+        made.append(kind.create(operands=[a, b], result_types=[IndexType()]))
+        return made[-1].results[0]
+
+    sizes = [read(gpu.BlockDimOp, axis) for axis in "xyz"]
+    if isinstance(op, gpu.SubgroupIdOp):
+        tx, ty, tz = (read(gpu.ThreadIdOp, axis) for axis in "xyz")
+        inner = apply(arith.AddiOp, ty, apply(arith.MuliOp, sizes[1], tz))
+        place = apply(arith.AddiOp, tx, apply(arith.MuliOp, sizes[0], inner))
+        apply(arith.DivUIOp, place, warp.result)
+    else:
+        threads = apply(arith.MuliOp, apply(arith.MuliOp, sizes[0], sizes[1]), sizes[2])
+        apply(arith.CeilDivUIOp, threads, warp.result)
+    Rewriter.replace_op(op, made)

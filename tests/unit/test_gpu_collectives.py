@@ -10,10 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.context import Context
 
 import dhir
 from dhir import DhirError
+from dhir.ir.diagnostics import error_at
+from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.text import parse_string
+from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
 
 # One gpu.launch over %x: thread (tx, ty, tz) of block bx reads element `i`, its place in
 # the launch (x fastest), runs BODY on %v (and %lane) and stores %r (and %ok) at `i`.
@@ -439,3 +443,111 @@ def test_a_block_sum_and_a_warp_sum_are_built_and_launched_natively(
         "cuLaunchKernel task0_kernel0 grid=2x1x1 block=32x1x1",
         "cuLaunchKernel task0_kernel0 grid=1x1x1 block=128x1x1",
     ]
+
+
+# --- what native code runs: dhir-mlir22-workarounds ------------------------------------
+
+SUBGROUP_IDS = """        %sid = gpu.subgroup_id : index
+        %ns = gpu.num_subgroups : index
+        %sgs = gpu.subgroup_size : index
+        %a = arith.muli %sid, %ns : index
+        %b = arith.addi %a, %sgs : index
+        %bi = arith.index_cast %b : index to i32
+        %bf = arith.sitofp %bi : i32 to f32
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "type_"),
+    [
+        ("%r0 = gpu.subgroup_reduce add %v uniform : (f32) -> f32", "f32"),
+        ("%r0 = gpu.subgroup_reduce mul %v cluster(size = 4, stride = 2) : (f32) -> f32", "f32"),
+        ("%r0 = gpu.subgroup_reduce maxsi %v cluster(size = 16) : (i32) -> i32", "i32"),
+        (
+            "%r0 = gpu.subgroup_reduce minnumf %v cluster(size = 8, stride = 4) : (f64) -> f64",
+            "f64",
+        ),
+    ],
+)
+def test_the_native_rewrite_of_subgroup_ops_gives_the_interpreter_s_bits(
+    body: str, type_: str
+) -> None:
+    """convert-gpu-to-nvvm lowers no gpu.subgroup_reduce, subgroup_id, num_subgroups nor
+    subgroup_size (mlir-opt-22: "failed to legalize"); dhir-mlir22-workarounds makes them
+    shuffles and arith: the program it makes runs in the interpreter as the original."""
+    add = "arith.addf" if type_.startswith("f") else "arith.addi"
+    cast = "%bf" if type_ == "f32" else ("%bd" if type_ == "f64" else "%bi")
+    src = _program(
+        f"        {body}\n{SUBGROUP_IDS}        %bd = arith.extf %bf : f32 to f64\n"
+        f"        %r = {add} %r0, {cast} : {type_}\n" + TRUE,
+        type_,
+        2,
+        (16, 4, 1),
+    )
+    rng = np.random.default_rng(9)
+    if type_ == "i32":
+        x = rng.integers(-1000, 1000, 128).astype(np.int32)
+    else:
+        x = (rng.standard_normal(128) * 100).astype(np.dtype(type_.replace("f", "float")))
+    inputs = [x, np.zeros_like(x), np.zeros(128, np.int32)]
+    original = parse_string(src, "p.mlir")
+    rewritten = parse_string(src, "p.mlir")
+    Mlir22WorkaroundsPass().apply(Context(), rewritten)
+    left = {op.name for op in rewritten.walk() if op.name.startswith("gpu.")}
+    assert not left & {"gpu.subgroup_reduce", "gpu.subgroup_id", "gpu.num_subgroups"}
+    want = dhir.run(original, *inputs, backend="interp")
+    got = dhir.run(rewritten, *inputs, backend="interp")
+    _same_bits(got[1], want[1])
+
+
+NATIVELY_REFUSED = {
+    "an all_reduce without uniform": (
+        "        %r = gpu.all_reduce add %v {\n        } : (f32) -> f32\n" + TRUE,
+        "f32",
+        "p.mlir:17:14: error: 'gpu.all_reduce' cannot be built for an NVIDIA GPU without `uniform`",
+    ),
+    "a shuffle of f16": (
+        "        %h = arith.truncf %v : f32 to f16\n"
+        "        %w = arith.constant 32 : i32\n"
+        "        %s, %ok = gpu.shuffle xor %h, %one, %w : f16\n"
+        "        %r = arith.extf %s : f16 to f32\n",
+        "f32",
+        "p.mlir:19:19: error: 'gpu.shuffle' cannot be built for an NVIDIA GPU on values of "
+        "type f16",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NATIVELY_REFUSED)
+def test_what_mlir_22_cannot_lower_is_refused_at_the_op(case: str) -> None:
+    """mlir-opt-22 stopped at the printed program's line ("failed to legalize", or
+    nvvm.shfl.sync refusing f16); the interpreter runs both."""
+    body, type_, expected = NATIVELY_REFUSED[case]
+    module = parse_string(_program(body, type_, 1, (32, 1, 1)), "p.mlir")
+    with pytest.raises(PassFailedAt) as caught:
+        Mlir22WorkaroundsPass().apply(Context(), module)
+    message = str(error_at(caught.value.op, str(caught.value)))
+    assert message.startswith(expected), message
+    x = np.ones(32, np.float32)
+    dhir.run(module, x, x, np.zeros(32, np.int32), backend="interp")
+
+
+@pytest.mark.mlir
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_subgroup_ops_are_built_and_launched_natively(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "cuda.log"
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_driver))
+    monkeypatch.setenv("FAKE_CUDA_LOG", str(log))
+    monkeypatch.delenv("DHIR_CUDA_DRIVER", raising=False)
+    body = (
+        "        %r0 = gpu.subgroup_reduce add %v uniform : (f32) -> f32\n"
+        + SUBGROUP_IDS
+        + "        %r = arith.addf %r0, %bf : f32\n"
+        + TRUE
+    )
+    x = np.ones(128, np.float32)
+    dhir.run(parse_string(_program(body, "f32", 2, (16, 4, 1))), x, x, np.zeros(128, np.int32))
+    launches = [line for line in log.read_text().splitlines() if line.startswith("cuLaunch")]
+    assert launches == ["cuLaunchKernel task0_kernel0 grid=2x1x1 block=16x4x1"]
