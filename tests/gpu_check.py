@@ -9,7 +9,8 @@ proposal's example on 1 and 2 ranks, default placement and round-robin; a CPU ->
 CPU chain across 2 ranks; a GPU -> GPU chain as PTX and as a fatbin), a GPU -> GPU
 ping-pong between 2 ranks for each way of device messages (DHIR_GPU_MESSAGES=peer and
 staged), every loop form a GPU task may use (1-D, 2-D, 3-D scf.parallel,
-affine.parallel, linalg) and N random schedules with GPU tasks (tests/unit/strategies.py;
+affine.parallel, linalg), block and warp reductions (gpu.all_reduce, gpu.shuffle,
+gpu.subgroup_reduce) and N random schedules with GPU tasks (tests/unit/strategies.py;
 their messages alternate between the two ways), saves their inputs and what the
 sequential interpreter computes from them, and copies what the executables load at run
 time (MPICH's launcher and libmpi, MLIR's runner utilities, libomp) into DIR/runtime.
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -144,7 +146,32 @@ def _cases(random_count: int) -> list[dict[str, object]]:
             inputs=[floats(64, 32), floats(32, 48), floats(64, 48), floats(8, 16, 32)],
         )
     )
-    return cases + _random_cases(random_count, rng)
+    return cases + _collective_cases(floats) + _random_cases(random_count, rng)
+
+
+def _collective_cases(floats: Callable[..., np.ndarray]) -> list[dict[str, object]]:
+    """gpu.all_reduce block sums (1, 3 and 7 warps, the last of 8 lanes), shuffles of
+    every mode, a warp-shuffle block sum, subgroup_reduce and the subgroup ids: the
+    interpreter combines in the order of MLIR 22's lowering, checked here on a GPU."""
+    from test_gpu_collectives import SHUFFLES, SUBGROUP_IDS, SUM, TRUE, WARP_SUM, _program
+
+    def launch(name: str, body: str, grid: int, block: tuple[int, int, int]) -> dict[str, object]:
+        n = grid * block[0] * block[1] * block[2]
+        inputs = [floats(n) * np.float32(1e4), np.zeros(n, np.float32), np.zeros(n, np.int32)]
+        return dict(name=name, text=_program(body, "f32", grid, block), ranks=1, inputs=inputs)
+
+    subgroups = (
+        "        %r0 = gpu.subgroup_reduce add %v uniform cluster(size = 16, stride = 2)"
+        " : (f32) -> f32\n" + SUBGROUP_IDS + "        %r = arith.addf %r0, %bf : f32\n" + TRUE
+    )
+    return [
+        *(launch(f"block-sum-{g}x{t}", SUM, g, (t, 1, 1)) for g, t in ((2, 32), (3, 96), (2, 200))),
+        launch("shuffles", SHUFFLES, 2, (64, 1, 1)),
+        launch("subgroups", subgroups, 2, (16, 4, 1)),
+        dict(
+            name="warp-sum", text=WARP_SUM, ranks=1, inputs=[floats(128), np.zeros(1, np.float32)]
+        ),
+    ]
 
 
 def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object]]:

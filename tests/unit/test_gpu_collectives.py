@@ -337,6 +337,34 @@ def test_a_warp_shuffle_block_sum_with_warps_apart_equals_numpy() -> None:
     _same_bits(got[1], np.array([_warp_sum(partial)], np.float32))
 
 
+# Every mode of shuffle in a row, each lane adding up what it got: for a real GPU against
+# the interpreter (tests/gpu_check.py).
+SHUFFLES = """        %o5 = arith.constant 5 : i32
+        %w32 = arith.constant 32 : i32
+        %sa, %ka = gpu.shuffle xor %v, %o5, %w32 : f32
+        %sb, %kb = gpu.shuffle down %sa, %o5, %w32 : f32
+        %sc, %kc = gpu.shuffle up %sb, %o5, %w32 : f32
+        %sd, %kd = gpu.shuffle idx %sc, %lane32, %w32 : f32
+        %ab = arith.addf %sa, %sb : f32
+        %abc = arith.addf %ab, %sc : f32
+        %r = arith.addf %abc, %sd : f32
+        %ok = arith.andi %kb, %kc : i1
+"""
+
+
+def test_shuffles_of_every_mode_in_a_row_equal_numpy() -> None:
+    """The last, idx at each lane's own number, gives each lane its own value."""
+    x = np.random.default_rng(10).standard_normal(64).astype(np.float32)
+    got, ok = _run(SHUFFLES, x, 1, (64, 1, 1))
+    k = np.arange(64) % 32
+    base = np.arange(64) - k
+    a = x[base + (k ^ 5)]
+    b = np.where(k + 5 < 32, a[base + np.minimum(k + 5, 31)], a)
+    c = np.where(k >= 5, b[base + np.maximum(k - 5, 0)], b)
+    _same_bits(got, ((a + b) + c) + c)
+    np.testing.assert_array_equal(ok, ((k + 5 < 32) & (k >= 5)).astype(np.int32))
+
+
 SHUFFLE_REFUSED = {
     "lane 5 returns first": (
         """        %c5 = arith.constant 5 : i32
