@@ -79,6 +79,9 @@
   one its test pass `test-gpu-subgroup-reduce-lowering` makes): xor shuffles of width 32
   at offsets `stride`, `2 * stride`, ... below `stride * size`, each lane combining its
   own value with its partner's, the order the interpreter combines in.
+- `gpu.shuffle up`: `convert-gpu-to-nvvm` passes `32 - width` as `shfl.sync`'s clamp, not
+  as its segment mask, so below width 32 no lane was valid. It becomes an `idx` shuffle
+  from lane `k - offset`, valid where that is not below 0, the op's definition.
 - `gpu.all_reduce` without `uniform`, and collectives on values other than i32, f32, i64
   and f64 (`nvvm.shfl.sync` takes 32-bit values; the lowering splits 64-bit ones; a
   `subgroup_reduce` of vectors is not expanded): `convert-gpu-to-nvvm` stops at them.
@@ -738,6 +741,8 @@ def _subgroup_op(op: Operation) -> None:
         )
     if isinstance(op, gpu.SubgroupReduceOp):
         _reduce_by_shuffles(op)
+    elif isinstance(op, gpu.ShuffleOp) and cast(gpu.ShuffleModeAttr, op.mode).data == "up":
+        _up_by_index(op)
     elif isinstance(op, gpu.SubgroupSizeOp | gpu.SubgroupIdOp | gpu.NumSubgroupsOp):
         _subgroup_id(op)
 
@@ -766,6 +771,28 @@ def _reduce_by_shuffles(op: gpu.SubgroupReduceOp) -> None:
         made += [offset, shuffle, combined]
         value = combined.results[0]
     Rewriter.replace_op(op, made, [value])
+
+
+def _up_by_index(op: gpu.ShuffleOp) -> None:
+    """The shuffle up as its definition says: lane `k` reads lane `k - offset`, valid
+    where that is not below 0 (an `idx` shuffle, whose lowering is right in any width),
+    else keeps its own value."""
+    lane = gpu.LaneIdOp()
+    lane32 = arith.IndexCastOp(lane.result, i32)
+    source = arith.SubiOp(lane32.result, op.offset)
+    zero = arith.ConstantOp.from_int_and_width(0, i32)
+    # A lane below 0 is read as lane 0 (idx would take its low 5 bits), then dropped.
+    clamped = arith.MaxSIOp(source.result, zero.result)
+    shuffle = gpu.ShuffleOp.create(
+        operands=[op.value, clamped.result, op.width],
+        result_types=[op.value.type, i1],
+        properties={"mode": gpu.ShuffleModeAttr(gpu.ShuffleMode.IDX)},
+    )
+    above = arith.CmpiOp(source.result, zero.result, "sge")
+    valid = arith.AndIOp(shuffle.results[1], above.result)
+    value = arith.SelectOp(valid.result, shuffle.results[0], op.value)
+    made = [lane, lane32, source, zero, clamped, shuffle, above, valid, value]
+    Rewriter.replace_op(op, made, [value.result, valid.result])
 
 
 def _subgroup_id(op: gpu.SubgroupSizeOp | gpu.SubgroupIdOp | gpu.NumSubgroupsOp) -> None:

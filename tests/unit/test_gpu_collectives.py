@@ -14,6 +14,7 @@ from xdsl.context import Context
 
 import dhir
 from dhir import DhirError
+from dhir.dialects import gpu
 from dhir.ir.diagnostics import error_at
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.text import parse_string
@@ -233,25 +234,29 @@ def test_a_shuffle_gives_another_lane_s_value_or_its_own_and_false(
     np.testing.assert_array_equal(ok, valid.astype(np.int32))
 
 
-def test_a_narrow_shuffle_in_its_lanes_only() -> None:
-    """Width 16, run by lanes 0-15 only (the others skip it): down by 4 is valid below
-    lane 12."""
-    body = """        %c16 = arith.constant 16 : i32
+NARROW = """        %c16 = arith.constant 16 : i32
         %low = arith.cmpi ult, %lane32, %c16 : i32
         %r, %ok = scf.if %low -> (f32, i1) {
           %off = arith.constant 4 : i32
-          %s, %k = gpu.shuffle down %v, %off, %c16 : f32
+          %s, %k = gpu.shuffle MODE %v, %off, %c16 : f32
           scf.yield %s, %k : f32, i1
         } else {
           %f = arith.constant false
           scf.yield %v, %f : f32, i1
         }
 """
+
+
+@pytest.mark.parametrize(("mode", "source"), [("down", 4), ("up", -4)])
+def test_a_narrow_shuffle_in_its_lanes_only(mode: str, source: int) -> None:
+    """Width 16, run by lanes 0-15 only (the others skip it): down by 4 is valid below
+    lane 12, up by 4 from lane 4 (MLIR 22's own lowering of up made every lane invalid
+    there; dhir-mlir22-workarounds lowers it as defined)."""
     x = np.arange(32, dtype=np.float32)
-    got, ok = _run(body, x, 1, (32, 1, 1))
+    got, ok = _run(NARROW.replace("MODE", mode), x, 1, (32, 1, 1))
     lanes = np.arange(32)
-    valid = lanes < 12
-    np.testing.assert_array_equal(got, np.where(valid, x + 4, x))
+    valid = (lanes < 16) & (lanes + source >= 0) & (lanes + source < 16)
+    np.testing.assert_array_equal(got, np.where(valid, x + source, x))
     np.testing.assert_array_equal(ok, valid.astype(np.int32))
 
 
@@ -388,11 +393,6 @@ SHUFFLE_REFUSED = {
         "p.mlir:19:19: error: 'gpu.shuffle' runs in lane 16 with width 16: MLIR 22's lowering "
         "leaves the lanes from the width out of the shuffle",
     ),
-    "up in a narrow width": (
-        _shuffle("up", 1, 16),
-        "p.mlir:19:19: error: 'gpu.shuffle' shifts up in a width of 16: MLIR 22's NVVM "
-        "lowering gives every lane `valid` false there",
-    ),
     "width 0": (_shuffle("xor", 1, 0), "p.mlir:19:19: error: 'gpu.shuffle' has width 0"),
     "offset 33": (_shuffle("down", 33), "p.mlir:19:19: error: 'gpu.shuffle' has offset 33"),
     "widths that differ": (
@@ -466,10 +466,13 @@ def test_a_block_sum_and_a_warp_sum_are_built_and_launched_natively(
     x = np.ones(64, np.float32)
     dhir.run(parse_string(_program(SUM, "f32", 2, (32, 1, 1))), x, x, np.zeros(64, np.int32))
     dhir.run(parse_string(WARP_SUM), np.ones(128, np.float32), np.zeros(1, np.float32))
+    for body in (SHUFFLES, NARROW.replace("MODE", "up")):
+        dhir.run(parse_string(_program(body, "f32", 2, (32, 1, 1))), x, x, np.zeros(64, np.int32))
     launches = [line for line in log.read_text().splitlines() if line.startswith("cuLaunch")]
     assert launches == [
         "cuLaunchKernel task0_kernel0 grid=2x1x1 block=32x1x1",
         "cuLaunchKernel task0_kernel0 grid=1x1x1 block=128x1x1",
+        *["cuLaunchKernel task0_kernel0 grid=2x1x1 block=32x1x1"] * 2,
     ]
 
 
@@ -526,6 +529,23 @@ def test_the_native_rewrite_of_subgroup_ops_gives_the_interpreter_s_bits(
     want = dhir.run(original, *inputs, backend="interp")
     got = dhir.run(rewritten, *inputs, backend="interp")
     _same_bits(got[1], want[1])
+
+
+@pytest.mark.parametrize(
+    "body", [SHUFFLES, NARROW.replace("MODE", "up"), NARROW.replace("MODE", "down")]
+)
+def test_the_native_rewrite_of_shuffles_up_gives_the_interpreter_s_bits(body: str) -> None:
+    src = _program(body, "f32", 2, (32, 1, 1))
+    x = np.random.default_rng(11).standard_normal(64).astype(np.float32)
+    inputs = [x, np.zeros_like(x), np.zeros(64, np.int32)]
+    rewritten = parse_string(src, "p.mlir")
+    Mlir22WorkaroundsPass().apply(Context(), rewritten)
+    modes = {str(op.mode.data) for op in rewritten.walk() if isinstance(op, gpu.ShuffleOp)}
+    assert "up" not in modes
+    want = dhir.run(parse_string(src, "p.mlir"), *inputs, backend="interp")
+    got = dhir.run(rewritten, *inputs, backend="interp")
+    for mine, theirs in zip(got[1:], want[1:], strict=True):
+        _same_bits(mine, theirs)
 
 
 NATIVELY_REFUSED = {

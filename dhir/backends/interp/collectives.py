@@ -163,14 +163,6 @@ def shuffle_width(op: gpu.ShuffleOp, width: int, offset: int) -> None:
             f"has offset {offset}; give one from 0 to {SUBGROUP_SIZE - 1} (MLIR 22's "
             "lowering keeps only its low 5 bits, where the op's definition takes it whole)",
         )
-    if cast(gpu.ShuffleModeAttr, op.mode).data == gpu.ShuffleMode.UP and width != SUBGROUP_SIZE:
-        fail(
-            op,
-            f"shifts up in a width of {width}: MLIR 22's NVVM lowering gives every lane "
-            "`valid` false there (it passes 32 - width as the shuffle's clamp, not as its "
-            f"segment mask), unlike the op's definition; use width {SUBGROUP_SIZE}, or "
-            "`idx` with lane - offset",
-        )
 
 
 def _shuffled(
