@@ -211,7 +211,7 @@ class _Block:
         go on."""
         meeting = threads[0].meeting
         if meeting is not None:
-            offers = [(self.threads.index(t) % SUBGROUP_SIZE, t.meeting.offer) for t in threads]  # type: ignore[union-attr]
+            offers = [(_lane(t), t.meeting.offer if t.meeting else None) for t in threads]
             self.interpreter._ctx = threads[0].scope  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
             try:
                 results = meeting.settle(offers)
@@ -307,6 +307,12 @@ def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
         f"on). Make the condition or the trip count of the loop around the {name} the "
         "same for all of them, or move it out of it",
     )
+
+
+def _lane(thread: _Thread) -> int:
+    """`thread`'s lane in its subgroup: its place in the block, x fastest, modulo 32."""
+    (x, y, z), (sx, sy, _) = thread.ids.thread, thread.ids.block_dim
+    return (x + sx * (y + sy * z)) % SUBGROUP_SIZE
 
 
 def _name(thread: _Thread) -> str:
