@@ -4,9 +4,11 @@ The lowered program is linked with libc, libm, MPI and OpenMP, and calls some of
 name: a function the user wrote as `@exp`, `@write` or `@qsort` took the place of the
 library's (math.exp called the user's @exp; MPI's own calls of write and qsort reached the
 user's, which hung or crashed). Just before the build, each function the program defines
-(with a body), other than the entry the harness calls, is renamed `dhir_user.NAME`, with
+(with a body), other than the entry the harness calls, is renamed `dhir_user$NAME`, with
 every call of it; dhir's own functions (the runtime's, the schedules' parts) keep theirs.
-It runs after everything that names functions in messages or task names.
+It runs after everything that names functions in messages or task names. The `$` is in no
+C library's names and is one PTX takes: a function a GPU kernel calls is copied into its
+`gpu.module` under the new name (`dhir_user.NAME` stopped ptxas: "syntax error").
 """
 
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from xdsl.passes import ModulePass
 from dhir.dialects import func
 from dhir.ir.walk import find_ops
 
-PREFIX = "dhir_user."
+PREFIX = "dhir_user$"
 
 
 def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
@@ -32,7 +34,7 @@ def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class UserNamesPass(ModulePass):
-    """Rename the functions in `names` (and their calls and declarations) `dhir_user.NAME`."""
+    """Rename the functions in `names` (and their calls and declarations) `dhir_user$NAME`."""
 
     name = "dhir-user-names"
 

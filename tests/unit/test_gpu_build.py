@@ -438,3 +438,38 @@ def test_a_launch_of_the_programs_own_gpu_func_is_a_clear_error() -> None:
     module = dhir.parse_string(text, "launch_func.mlir")
     with pytest.raises(DhirError, match=r"launch_func.mlir:18:9: .*does not build gpu.launch_func"):
         dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
+
+
+KERNEL_CALLING = """
+func.func @twice(%v: i32) -> i32 {
+  %w = arith.addi %v, %v : i32
+  return %w : i32
+}
+func.func @main(%a: memref<20xi32>) {
+  dhir.schedule %a {
+    %gpu = dhir.target {arch = "sm_90"}
+    %t = dhir.task %gpu, %a {
+      %c1 = arith.constant 1 : index
+      %c20 = arith.constant 20 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+                 threads(%tx, %ty, %tz) in (%sx = %c20, %sy = %c1, %sz = %c1) {
+        %v = memref.load %a[%tx] : memref<20xi32>
+        %w = func.call @twice(%v) : (i32) -> i32
+        memref.store %w, %a[%tx] : memref<20xi32>
+        gpu.terminator
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_kernel_calling_a_function_of_the_program_builds(gpu_format: str) -> None:
+    """dhir-user-names renamed @twice `dhir_user.twice`, which PTX cannot name: ptxas
+    stopped the fatbin build ("syntax error"), and a PTX binary would have failed when
+    the driver loaded it."""
+    _, blob = _binaries(_build(KERNEL_CALLING, ranks=1))["dhir_sm_90"]
+    if gpu_format == "isa":
+        assert re.search(rb"\.func .*dhir_user\$twice", blob), blob[:2000]
+        assert b"dhir_user.twice" not in blob
