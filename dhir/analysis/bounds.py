@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
-from dhir.analysis.regions import walk_sure_points
+from dhir.analysis.regions import view_chain, walk_sure_points
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import error_at, loc_of
 
@@ -28,6 +28,7 @@ class OutOfBounds:
     memref: SSAValue
     index: tuple[int, ...]
     dim: int
+    through: SSAValue | None = None  # the view of `memref` accessed, at indices mapped
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class EntryBounds:
         points: isl.Set,
         values: tuple[int, ...],
         at: tuple[int, ...],
+        through: SSAValue | None = None,
     ) -> None:
         """Record the points at which `op` accesses `root` (`walk_sure_points`): where
         its literals' `values` are among those that reach outside the memref, or where
@@ -81,7 +83,7 @@ class EntryBounds:
         if points.is_empty():
             return
         if self.outside is None:
-            self.outside = _outside(op, root, points, at, shape)
+            self.outside = _outside(op, root, points, at, shape, through)
         if arg is not None:
             self._need(op, arg, points, at, shape)
 
@@ -189,7 +191,12 @@ def _outside_set(points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]) -
 
 
 def _outside(
-    op: Operation, root: SSAValue, points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]
+    op: Operation,
+    root: SSAValue,
+    points: isl.Set,
+    at: tuple[int, ...],
+    shape: tuple[int, ...],
+    through: SSAValue | None,
 ) -> OutOfBounds | None:
     set_dim = isl.dim_type.set
     outside = _outside_set(points, at, shape)
@@ -202,7 +209,7 @@ def _outside(
         for d, (k, extent) in enumerate(zip(index, shape, strict=True))
         if k < 0 or (extent != DYNAMIC_INDEX and k >= extent)
     )
-    return OutOfBounds(op, root, index, dim)
+    return OutOfBounds(op, root, index, dim, through)
 
 
 def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
@@ -234,12 +241,46 @@ def out_of_bounds_message(found: OutOfBounds) -> str:
     k, extent = found.index[found.dim], shape[found.dim]
     size = "below 0" if k < 0 else f"whose size is {extent}"
     written = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
+    indices = ", ".join(map(str, found.index))
+    unchecked = (
+        "each time the program runs: native code does not check bounds and would read or "
+        "write other memory."
+    )
+    if found.through is not None:
+        return (
+            f"'{found.op.name}' accesses, through the view {_view_words(found.through)}, "
+            f"index {k} of dimension {found.dim} of the memref it views, "
+            f"{_named(found.memref)}, {size}, out of bounds (memref of shape {written}, "
+            f"indices [{indices}]), {unchecked} Fix the view's offset, sizes and strides "
+            f"so that it stays within {_named(found.memref)}, or the loop bounds or subscripts"
+        )
+    chain, base = view_chain(found.memref)
+    view = f" of the view {_named(found.memref)}" if chain else ""
+    made = f"; {_view_words(found.memref)} views {_named(base)}" if chain else ""
     return (
         f"'{found.op.name}' accesses index {k} of dimension {found.dim}, {size}, out of "
-        f"bounds (memref of shape {written}, indices [{', '.join(map(str, found.index))}]), "
-        "each time the program runs: native code does not check bounds and would read or "
-        "write other memory. Fix the loop bounds or subscripts"
+        f"bounds{view} (memref of shape {written}, indices [{indices}]{made}), {unchecked} "
+        "Fix the loop bounds or subscripts"
     )
+
+
+def _view_words(view: SSAValue) -> str:
+    """`view`'s name, with the op that makes it and where."""
+    op = view.owner
+    if not isinstance(op, Operation):
+        return _named(view)
+    where = loc_of(op)
+    at = f" at {where}" if where is not None else ""
+    return f"{_named(view)} (the '{op.name}'{at})"
+
+
+def _named(value: SSAValue) -> str:
+    if value.name_hint:
+        return f"%{value.name_hint}"
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return f"the result of '{owner.name}'"
+    return f"argument #{value.index}" if isinstance(value, BlockArgument) else "a memref"
 
 
 def need_message(need: Need) -> str:

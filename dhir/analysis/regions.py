@@ -42,7 +42,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
-from dhir.dialects import affine, arith, func, scf
+from dhir.dialects import affine, arith, func, scf, vector
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import (
     Access,
@@ -424,12 +424,14 @@ class SureSink(Protocol):
         points: isl.Set,
         values: tuple[int, ...],
         at: tuple[int, ...],
+        through: SSAValue | None = None,
     ) -> None:
         """`op` accesses `root` at each of `points`: the loop variables around it in
         order, outermost first, then its subscripts (at positions `at`), over parameters
         that stand for the integer literals of its bounds and subscripts, whose values
         are `values` in order. Accesses that differ only in their literals get one set
-        (the same object), which a caller can work on once."""
+        (the same object), which a caller can work on once. `through`: the view of
+        `root` the op accesses, whose indices the subscripts are mapped from."""
 
     def element(self, op: Operation, root: SSAValue, index: tuple[int, ...]) -> None:
         """`op`, in no loop, accesses `root` at the literal subscripts `index`."""
@@ -441,7 +443,7 @@ def walk_sure_points(ops: Iterable[Operation], roots: Iterable[SSAValue], tell: 
     that surely runs at known subscripts: under no condition, in loops of bounds known
     exactly, with no iter_args (tasks count as run once, in order). Each of its points
     runs; an access this module cannot follow so is not told of."""
-    walker = _Walker(on_sure=tell)
+    walker = _Walker(on_sure=tell, reshapes=True)
     for memref in roots:
         walker.views[memref] = (_View(memref, None),)
     walker.walk(ops, _Nest((), (), True))
@@ -709,8 +711,11 @@ class _Walker:
                 return
             plain = found.kind in (Kind.LOAD, Kind.STORE)
             self.atomic = found.kind is Kind.ATOMIC
-            self.accessing = op if plain else None
-            for access in found.accesses:
+            for access in self._sure_transfer(op) or found.accesses:
+                # A whole access touches all of the memref only when it copies it (a
+                # transfer op may touch any part).
+                told = (plain and not access.whole) or found.kind is Kind.COPY
+                self.accessing = op if told else None
                 self.access(access, nest, plain)
             self.atomic = False
             self.accessing = None
@@ -805,17 +810,17 @@ class _Walker:
                 exprs = [None] * _rank(memref)
         else:
             exprs = [self.expr(v) for v in access.indices]
-        vector = access.lanes
-        if vector is None:
+        moved = access.lanes
+        if moved is None:
             self._access(memref, exprs, nest, (), read, write, exact, plain)
             return
-        lanes = vector.get_shape()
+        lanes = moved.get_shape()
         first = len(exprs) - len(lanes)
         type_ = memref.type
         scalar = isinstance(type_, MemRefType) and not isinstance(
             type_.get_element_type(), VectorType
         )
-        if not scalar or first < 0 or vector.get_num_scalable_dims():
+        if not scalar or first < 0 or moved.get_num_scalable_dims():
             # Lanes that are not the memref's trailing elements (a memref of vectors, a
             # scalable vector): the whole memref, never a must-write.
             self._access(memref, [None] * len(exprs), nest, (), read, write, exact)
@@ -839,11 +844,12 @@ class _Walker:
         a write overwrites every element named; `plain`: a load or store (see `sure`). A
         memref that may be one of several views accesses each of them."""
         for view in self.views.get(memref, ()):
-            self._view_access(view, exprs, nest, lanes, read, write, exact, plain)
+            self._view_access(view, memref, exprs, nest, lanes, read, write, exact, plain)
 
     def _view_access(
         self,
         view: _View,
+        memref: SSAValue,
         exprs: Sequence[Expr],
         nest: _Nest,
         lanes: tuple[tuple[int, int], ...],
@@ -874,8 +880,9 @@ class _Walker:
                 constraints.append(f"{e} <= {y} < ({e}) + {width}")
         if self.on_sure is not None:
             # Only the accesses that surely run are asked for, not the regions.
-            if self.accessing is not None and surely and not lanes and view.subscripts is None:
-                self._tell_sure(view.root, exprs, own, names, constraints)
+            if self.accessing is not None and nest.exact and all(isinstance(e, str) for e in exprs):
+                index = _literal_index(exprs) if not lanes and not nest.names else None
+                self._tell_view(view, memref, surely, own, names, constraints, index)
             return
         region = self._image(view, own, names, constraints)
         if self.atomics is not None and self.atomic:
@@ -889,6 +896,28 @@ class _Walker:
                 self._add(self.musts, view.root, region)
         if self.sure is not None and plain and surely and (read or exact):
             self._add(self.sure[write], view.root, region)
+
+    def _sure_transfer(self, op: Operation) -> tuple[Access, ...]:
+        """For `walk_sure_points`: a transfer op that moves each of its lanes (no mask, all
+        in bounds, the minor identity map) as the access of a vector load or store."""
+        if self.on_sure is None or not isinstance(
+            op, vector.TransferReadOp | vector.TransferWriteOp
+        ):
+            return ()
+        value = op.result if isinstance(op, vector.TransferReadOp) else op.vector
+        source, lanes = op.source, value.type
+        if op.mask is not None or not isinstance(lanes, VectorType):
+            return ()
+        flags = op.in_bounds.data
+        rank = _rank(source)
+        identity = AffineMap.minor_identity(rank, lanes.get_num_dims())
+        if op.permutation_map.data != identity or not all(
+            isinstance(f, IntegerAttr) and f.value.data for f in flags
+        ):
+            return ()
+        read = isinstance(op, vector.TransferReadOp)
+        indices = tuple(op.indices)
+        return (Access(source, read, not read, indices, None, lanes, False, not read, value),)
 
     def _literal_task(self, task: TaskOp, sink: SureSink) -> bool:
         """Tell `sink` of the accesses of a task whose body is only constants, arithmetic
@@ -909,31 +938,68 @@ class _Walker:
             sink.element(op, memref, index)
         return True
 
-    def _tell_sure(
+    def _tell_view(
         self,
-        root: SSAValue,
-        exprs: Sequence[Expr],
+        view: _View,
+        memref: SSAValue,
+        surely: bool,
         own: list[str],
         names: list[str],
         constraints: list[str],
+        index: tuple[int, ...] | None,
+    ) -> None:
+        """Tell `on_sure` of an access at known subscripts that surely runs, through
+        `memref`, one of whose views is `view`: against the memref's own shape when it
+        is a view (whatever it views), and against the root's where the view maps its
+        indices there (`surely`: it is that view, of known subscripts). `index`: the
+        subscripts, where they are literals in no loop (no isl then)."""
+        assert self.on_sure is not None and self.accessing is not None
+        if memref is not view.root:
+            self._tell_at(memref, own, names, constraints, index)
+        if not surely:
+            return
+        if view.subscripts is None:
+            self._tell_at(view.root, own, names, constraints, index)
+            return
+        outs = [self.fresh("x") for _ in view.subscripts]
+        mapped = [_substitute(s, own) for s in view.subscripts]
+        equalities = [f"{x} = {s}" for x, s in zip(outs, mapped, strict=True)]
+        through = memref if memref is not view.root else None
+        self._tell_sure(view.root, outs, [*names, *outs], [*constraints, *equalities], through)
+
+    def _tell_at(
+        self,
+        memref: SSAValue,
+        own: list[str],
+        names: list[str],
+        constraints: list[str],
+        index: tuple[int, ...] | None,
+    ) -> None:
+        assert self.on_sure is not None and self.accessing is not None
+        if index is not None:
+            self.on_sure.element(self.accessing, memref, index)
+        else:
+            self._tell_sure(memref, own, names, constraints)
+
+    def _tell_sure(
+        self,
+        root: SSAValue,
+        own: list[str],
+        names: list[str],
+        constraints: list[str],
+        through: SSAValue | None = None,
     ) -> None:
         """Tell `on_sure` the points (loop variables, then the subscripts `own`) at which
-        the op being walked surely accesses `root`, subscripts `exprs`."""
+        the op being walked surely accesses `root` (through the view `through`, whose
+        indices map to the root's)."""
         assert self.on_sure is not None and self.accessing is not None
-        if len(names) == len(own) and all(
-            isinstance(e, str) and _INTEGER.fullmatch(e) for e in exprs
-        ):
-            # In no loop, at literal subscripts (generated schedules' tasks): no isl.
-            self.on_sure.element(self.accessing, root, tuple(int(cast(str, e)) for e in exprs))
-            return
         body = " and ".join(constraints) or "true"
         literals = list(dict.fromkeys(_LITERAL_NAME.findall(body)))
         prefix = f"[{', '.join(literals)}] -> " if literals else ""
         points = _parse(f"{prefix}{{ [{', '.join(names)}] : {body} }}")
         values = tuple(self.literals[name] for name in literals)
-        self.on_sure.points(
-            self.accessing, root, points, values, tuple(names.index(y) for y in own)
-        )
+        at = tuple(names.index(y) for y in own)
+        self.on_sure.points(self.accessing, root, points, values, at, through)
 
     def whole_access(
         self,
@@ -1216,10 +1282,21 @@ class _Walker:
             exprs = [self._text(apply(e, variables, [])) for e in amap.data.results]
             is_output = value in outputs
             read = not is_output or _reads_output(op, k)
+            # Each point of the loops writes each output and reads each input the body
+            # uses (an unused one's load is dead: lowering drops it).
+            self.accessing = op if is_output or _uses_operand(op, k) else None
             self._access(value, exprs, inner, (), read=read, write=is_output)
+        self.accessing = None
 
     def _add(self, table: dict[SSAValue, list[isl.Set]], root: SSAValue, region: isl.Set) -> None:
         table.setdefault(root, []).append(region)
+
+
+def _literal_index(exprs: Sequence[Expr]) -> tuple[int, ...] | None:
+    """The subscripts `exprs` as numbers, where each is an integer literal."""
+    if all(isinstance(e, str) and _INTEGER.fullmatch(e) for e in exprs):
+        return tuple(int(cast(str, e)) for e in exprs)
+    return None
 
 
 def _constant_index(value: SSAValue) -> int | None:
@@ -1294,6 +1371,12 @@ def _unflattened(linear: str, shape: tuple[int, ...]) -> list[str] | None:
         part = f"floor(({linear})/{below})" if below != 1 else f"({linear})"
         out.append(part if d == 0 else f"({part}) mod {size}")
     return out
+
+
+def _uses_operand(op: LinalgStructuredOperation, k: int) -> bool:
+    """Whether the body of `op` uses its operand `k` (False where not known)."""
+    blocks = list(op.body.blocks)
+    return len(blocks) == 1 and len(blocks[0].args) > k and bool(blocks[0].args[k].uses)
 
 
 def _reads_output(op: LinalgStructuredOperation, k: int) -> bool:

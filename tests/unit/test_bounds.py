@@ -334,3 +334,198 @@ def test_a_compiled_executable_checks_its_inputs_sizes(tmp_path: Path) -> None:
         f"{program}:10:14 accesses index 16 of dimension 0" in direct.stderr
     )
     assert "give at least 17 elements" in direct.stderr
+
+
+# --- views, vector widths, linalg ops and copies ------------------------------------------
+
+
+def _main(args: str, body: str) -> str:
+    return f"""func.func @main({args}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v7 = arith.constant 7 : i32
+{body}
+  return
+}}
+"""
+
+
+TEN = "%a: memref<10xi32>, %out: memref<10xi32>"
+STRIDED4 = "memref<4xi32, strided<[1], offset: 4>>"
+STRIDED8 = "memref<8xi32, strided<[1], offset: 6>>"
+# Index 4 of a subview of 4 elements (in its base, a[8]): out of the view, line 8.
+SUBVIEW = _main(
+    TEN,
+    f"""  %c6 = arith.constant 6 : index
+  %s = memref.subview %a[4] [4] [1] : memref<10xi32> to {STRIDED4}
+  scf.for %i = %c0 to %c6 step %c1 {{
+    memref.store %v7, %s[%i] : {STRIDED4}
+  }}""",
+)
+# A cast of 8 elements from a[6]: in the view, but a[10] is past its base (line 8).
+REINTERPRET = _main(
+    TEN,
+    f"""  %c8 = arith.constant 8 : index
+  %s = memref.reinterpret_cast %a to offset: [6], sizes: [8], strides: [1] : memref<10xi32> to {STRIDED8}
+  scf.for %i = %c0 to %c8 step %c1 {{
+    memref.store %v7, %s[%i] : {STRIDED8}
+  }}""",
+)
+REINTERPRET_IN_BOUNDS = REINTERPRET.replace("%c8 = arith.constant 8", "%c8 = arith.constant 4")
+# Row 2 of a 2x5 expand_shape (line 8).
+EXPAND = _main(
+    TEN,
+    """  %c5 = arith.constant 5 : index
+  %s = memref.expand_shape %a [[0, 1]] output_shape [2, 5] : memref<10xi32> into memref<2x5xi32>
+  scf.for %i = %c0 to %c5 step %c1 {
+    %x = memref.load %s[%i, %c1] : memref<2x5xi32>
+    memref.store %x, %out[%i] : memref<10xi32>
+  }""",
+)
+# Element 10 of a collapse_shape of 2x5 (line 8).
+COLLAPSE = _main(
+    "%a: memref<2x5xi32>, %out: memref<12xi32>",
+    """  %c12 = arith.constant 12 : index
+  %s = memref.collapse_shape %a [[0, 1]] : memref<2x5xi32> into memref<10xi32>
+  scf.for %i = %c0 to %c12 step %c1 {
+    %x = memref.load %s[%i] : memref<10xi32>
+    memref.store %x, %out[%i] : memref<12xi32>
+  }""",
+)
+# Element 10 of a memref.view of 10 i32 of a buffer of 40 bytes (line 9).
+VIEW = _main(
+    TEN,
+    """  %c12 = arith.constant 12 : index
+  %buf = memref.alloc() : memref<40xi8>
+  %s = memref.view %buf[%c0][] : memref<40xi8> to memref<10xi32>
+  scf.for %i = %c0 to %c12 step %c1 {
+    memref.store %v7, %s[%i] : memref<10xi32>
+  }
+  memref.dealloc %buf : memref<40xi8>""",
+)
+# Column 2 of a transpose of shape 5x2 (line 8).
+TRANSPOSE = _main(
+    "%a: memref<2x5xi32>, %out: memref<10xi32>",
+    """  %c3 = arith.constant 3 : index
+  %t = memref.transpose %a (i, j) -> (j, i) : memref<2x5xi32> to memref<5x2xi32, strided<[1, 5]>>
+  scf.for %i = %c0 to %c3 step %c1 {
+    %x = memref.load %t[%c1, %i] : memref<5x2xi32, strided<[1, 5]>>
+    memref.store %x, %out[%i] : memref<10xi32>
+  }""",
+)
+F10 = "%a: memref<10xf32>, %out: memref<10xf32>"
+# Four lanes from index 8 of 10 elements: lanes 10 and 11 are past the end (line 6).
+VECTOR_LOAD = _main(
+    F10,
+    """  %c8 = arith.constant 8 : index
+  %x = vector.load %a[%c8] : memref<10xf32>, vector<4xf32>
+  vector.store %x, %out[%c0] : memref<10xf32>, vector<4xf32>""",
+)
+VECTOR_STORE = _main(
+    F10,
+    """  %c8 = arith.constant 8 : index
+  %x = vector.load %a[%c0] : memref<10xf32>, vector<4xf32>
+  vector.store %x, %out[%c8] : memref<10xf32>, vector<4xf32>""",
+)
+# A transfer_read said in bounds that is not (line 7); without in_bounds it pads.
+TRANSFER_READ = _main(
+    F10,
+    """  %c8 = arith.constant 8 : index
+  %p = arith.constant 0.0 : f32
+  %x = vector.transfer_read %a[%c8], %p {in_bounds = [true]} : memref<10xf32>, vector<4xf32>
+  vector.store %x, %out[%c0] : memref<10xf32>, vector<4xf32>""",
+)
+TRANSFER_PADDED = TRANSFER_READ.replace(" {in_bounds = [true]}", "")
+TRANSFER_WRITE = _main(
+    F10,
+    """  %c8 = arith.constant 8 : index
+  %x = vector.load %a[%c0] : memref<10xf32>, vector<4xf32>
+  vector.transfer_write %x, %out[%c8] {in_bounds = [true]} : vector<4xf32>, memref<10xf32>""",
+)
+# A linalg.copy out of a cast that reaches past its base (line 7).
+LINALG = _main(
+    F10,
+    """  %s = memref.reinterpret_cast %a to offset: [6], sizes: [8], strides: [1] : memref<10xf32> to memref<8xf32, strided<[1], offset: 6>>
+  %o = memref.subview %out[0] [8] [1] : memref<10xf32> to memref<8xf32, strided<[1]>>
+  linalg.copy ins(%s : memref<8xf32, strided<[1], offset: 6>>) outs(%o : memref<8xf32, strided<[1]>>)""",
+)
+# A memref.copy out of the same cast (line 7).
+COPY = _main(
+    F10,
+    """  %s = memref.reinterpret_cast %a to offset: [6], sizes: [8], strides: [1] : memref<10xf32> to memref<8xf32, strided<[1], offset: 6>>
+  %o = memref.subview %out[0] [8] [1] : memref<10xf32> to memref<8xf32, strided<[1]>>
+  memref.copy %s, %o : memref<8xf32, strided<[1], offset: 6>> to memref<8xf32, strided<[1]>>""",
+)
+
+
+def _i32s(*shapes: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.zeros(shape, np.int32) for shape in shapes]
+
+
+def _f32s(*shapes: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.zeros(shape, np.float32) for shape in shapes]
+
+
+OF_VIEW = "out of bounds of the view %s (memref of shape"
+THROUGH = "'memref.store' accesses, through the view %s (the 'memref.reinterpret_cast' at"
+VIEW_CASES = [
+    (SUBVIEW, _i32s((10,), (10,)), 8, 5, f"index 4 of dimension 0, whose size is 4, {OF_VIEW}"),
+    (REINTERPRET, _i32s((10,), (10,)), 8, 5, THROUGH),
+    (EXPAND, _i32s((10,), (10,)), 8, 10, f"index 2 of dimension 0, whose size is 2, {OF_VIEW}"),
+    (
+        COLLAPSE,
+        _i32s((2, 5), (12,)),
+        8,
+        10,
+        f"index 10 of dimension 0, whose size is 10, {OF_VIEW}",
+    ),
+    (VIEW, _i32s((10,), (10,)), 9, 5, f"index 10 of dimension 0, whose size is 10, {OF_VIEW}"),
+    (TRANSPOSE, _i32s((2, 5), (10,)), 8, 10, "index 2 of dimension 1, whose size is 2, out of"),
+    (VECTOR_LOAD, _f32s((10,), (10,)), 6, 8, "'vector.load' accesses index 10 of dimension 0"),
+    (VECTOR_STORE, _f32s((10,), (10,)), 7, 3, "'vector.store' accesses index 10 of"),
+    (TRANSFER_READ, _f32s((10,), (10,)), 7, 8, "'vector.transfer_read' accesses index 10 of"),
+    (TRANSFER_WRITE, _f32s((10,), (10,)), 7, 3, "'vector.transfer_write' accesses index 10"),
+    (LINALG, _f32s((10,), (10,)), 7, 3, "'linalg.copy' accesses, through the view %s"),
+    (COPY, _f32s((10,), (10,)), 7, 3, "'memref.copy' accesses, through the view %s"),
+]
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize(("text", "inputs", "line", "col", "says"), VIEW_CASES)
+def test_views_vectors_and_linalg_out_of_bounds_are_refused_at_the_access(
+    tmp_path: Path,
+    backend: str,
+    text: str,
+    inputs: list[np.ndarray],
+    line: int,
+    col: int,
+    says: str,
+) -> None:
+    """Each of these ran natively to exit 0, reading or writing past the memref."""
+    program = _write(tmp_path, text)
+    diagnostic = _refused(program, *inputs, backend=backend).diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), line, col)
+    assert says in diagnostic.message
+    assert "native code does not check bounds" in diagnostic.message
+
+
+def test_a_view_past_its_base_names_the_view_the_base_and_the_fix(tmp_path: Path) -> None:
+    program = _write(tmp_path, REINTERPRET)
+    message = _refused(program, *_i32s((10,), (10,))).diagnostics[0].message
+    assert f"(the 'memref.reinterpret_cast' at {program}:6:8), index 10 of dimension 0" in message
+    assert "of the memref it views, %a, whose size is 10" in message
+    assert "Fix the view's offset, sizes and strides so that it stays within %a" in message
+    program = _write(tmp_path, SUBVIEW)
+    message = _refused(program, *_i32s((10,), (10,))).diagnostics[0].message
+    assert f"%s (the 'memref.subview' at {program}:6:8) views %a)" in message
+
+
+@pytest.mark.parametrize("text", [REINTERPRET_IN_BOUNDS, TRANSFER_PADDED])
+def test_views_and_transfers_in_bounds_are_not_refused(text: str) -> None:
+    assert entry_bounds(parse_string(text), "main").outside is None
+
+
+def test_a_padded_transfer_read_runs() -> None:
+    a = np.arange(10, dtype=np.float32)
+    got = dhir.run(TRANSFER_PADDED, a, np.zeros(10, np.float32), backend="interp")
+    np.testing.assert_array_equal(got[1][:4], [8, 9, 0, 0])
