@@ -736,7 +736,7 @@ class _Walker:
         ):
             self._linalg(op, nest)
         elif isinstance(op, _STRUCTURED) and not self._escapes(op, []):
-            self._walk_regions(op, nest.inexact())
+            self._branches(op, nest)
         elif self.on_sure is not None and found is not None and found.kind is Kind.ALLOC:
             for result in op.results:
                 if isinstance(result.type, MemRefType):
@@ -752,6 +752,55 @@ class _Walker:
             self._walk_regions(op, nest)
         elif op.regions or any(v in self.views for v in op.operands):
             self._unknown(op)
+
+    def _branches(self, op: Operation, nest: _Nest) -> None:
+        """Walk a structured op's regions: for `walk_sure_points`, an scf.if or affine.if
+        whose condition is an exact affine constraint on the loops' variables runs its
+        then-region exactly where that holds and its else-region where it does not;
+        any other region may or may not run."""
+        branches = self._conditions(op) if self.on_sure is not None else None
+        if branches is None:
+            self._walk_regions(op, nest.inexact())
+            return
+        for region, condition in zip(op.regions, branches, strict=True):
+            for block in region.blocks:
+                self.walk(block.ops, nest.with_loop((), (condition,), True))
+
+    def _conditions(self, op: Operation) -> tuple[str, str] | None:
+        """The isl text of the condition under which `op`'s then-region runs, and of its
+        negation; None where that is not exact."""
+        if isinstance(op, affine.IfOp):
+            return self._affine_condition(op)
+        if not isinstance(op, scf.IfOp):
+            return None
+        compare = op.cond.owner
+        if not isinstance(compare, arith.CmpiOp) or not isinstance(compare.lhs.type, IndexType):
+            return None
+        sides = (self.expr(compare.lhs), self.expr(compare.rhs))
+        predicate = compare.predicate.value.data
+        if not all(isinstance(e, str) for e in sides) or predicate not in _SIGNED:
+            return None
+        holds, fails = _SIGNED[predicate]
+        lhs, rhs = (f"({e})" for e in sides)
+        return f"{lhs} {holds} {rhs}", f"{lhs} {fails} {rhs}"
+
+    def _affine_condition(self, op: affine.IfOp) -> tuple[str, str] | None:
+        iset = op.condition.data
+        sides = [e for c in iset.constraints for e in (c.lhs, c.rhs)]
+        amap = AffineMap(iset.num_dims, iset.num_symbols, tuple(sides))
+        exprs = self.map_exprs(amap, op.operands)
+        if exprs is None or not all(isinstance(e, str) for e in exprs):
+            return None
+        holds: list[str] = []
+        fails: list[str] = []
+        for k, constraint in enumerate(iset.constraints):
+            lhs, rhs = f"({exprs[2 * k]})", f"({exprs[2 * k + 1]})"
+            relation = "=" if constraint.kind.value == "==" else constraint.kind.value
+            holds.append(f"{lhs} {relation} {rhs}")
+            fails.append(f"not ({lhs} {relation} {rhs})")
+        if not holds:
+            return None
+        return " and ".join(holds), f"({' or '.join(fails)})"
 
     def _walk_regions(self, op: Operation, nest: _Nest) -> None:
         for region in op.regions:
@@ -881,7 +930,7 @@ class _Walker:
         if self.on_sure is not None:
             # Only the accesses that surely run are asked for, not the regions.
             if self.accessing is not None and nest.exact and all(isinstance(e, str) for e in exprs):
-                index = _literal_index(exprs) if not lanes and not nest.names else None
+                index = _literal_index(exprs) if not lanes and not nest.constraints else None
                 self._tell_view(view, memref, surely, own, names, constraints, index)
             return
         region = self._image(view, own, names, constraints)
@@ -1487,6 +1536,16 @@ _LITERAL_NAME = re.compile(rf"\b{_LITERAL}[0-9]+\b")
 # Kinds of ops whose accesses this module records (linalg has its own walk).
 _ACCESS_KINDS = (Kind.LOAD, Kind.STORE, Kind.COPY, Kind.ATOMIC)
 _LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
+# Signed comparisons (by arith.cmpi's predicate number): the isl relation when it holds,
+# and when it does not.
+_SIGNED = {
+    0: ("=", "!="),
+    1: ("!=", "="),
+    2: ("<", ">="),
+    3: ("<=", ">"),
+    4: (">", "<="),
+    5: (">=", "<"),
+}
 # Ops whose regions run zero or more times, under conditions this module does not read.
 _STRUCTURED = (
     scf.IfOp,

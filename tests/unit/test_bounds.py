@@ -529,3 +529,94 @@ def test_a_padded_transfer_read_runs() -> None:
     a = np.arange(10, dtype=np.float32)
     got = dhir.run(TRANSFER_PADDED, a, np.zeros(10, np.float32), backend="interp")
     np.testing.assert_array_equal(got[1][:4], [8, 9, 0, 0])
+
+
+# --- accesses under conditions decided by the loops' bounds -------------------------------
+
+# a[i + 10] where i < 5, in a loop to 20: a[10] at i = 0 (line 12).
+SCF_IF = _main(
+    TEN,
+    """  %c5 = arith.constant 5 : index
+  %c20 = arith.constant 20 : index
+  scf.for %i = %c0 to %c20 step %c1 {
+    %lt = arith.cmpi slt, %i, %c5 : index
+    scf.if %lt {
+      %j = arith.addi %i, %c5 : index
+      %k = arith.addi %j, %c5 : index
+      %x = memref.load %a[%k] : memref<10xi32>
+      memref.store %x, %out[%i] : memref<10xi32>
+    }
+  }""",
+)
+# The else-branch of i < 5 runs from i = 5: out[i] reaches out[10] (line 15).
+SCF_ELSE = SCF_IF.replace(
+    "      memref.store %x, %out[%i] : memref<10xi32>\n    }",
+    "      memref.store %x, %out[%i] : memref<10xi32>\n    } else {\n"
+    "      memref.store %v7, %out[%i] : memref<10xi32>\n    }",
+).replace("%a[%k]", "%a[%i]")
+# a[i - 8] where i >= 15, in a loop to 20: a[10] at i = 18 (line 4).
+AFFINE_IF = """func.func @main(%a: memref<10xi32>, %out: memref<20xi32>) {
+  affine.for %i = 0 to 20 {
+    affine.if affine_set<(d0) : (d0 - 15 >= 0)>(%i) {
+      %x = affine.load %a[%i - 8] : memref<10xi32>
+      affine.store %x, %out[%i] : memref<20xi32>
+    }
+  }
+  return
+}
+"""
+CONDITION_CASES = [
+    (SCF_IF, _i32s((10,), (10,)), 12, 12, "'memref.load' accesses index 10 of dimension 0"),
+    (SCF_ELSE, _i32s((10,), (10,)), 15, 7, "'memref.store' accesses index 10 of dimension 0"),
+    (AFFINE_IF, _i32s((10,), (20,)), 4, 12, "'affine.load' accesses index 10 of dimension 0"),
+]
+# Conditions that never hold where the access would be out, or that the loops' bounds do
+# not decide: not refused.
+NEVER = SCF_IF.replace("arith.cmpi slt, %i, %c5", "arith.cmpi slt, %i, %c0")
+IN_BOUNDS_WHERE_IT_HOLDS = SCF_IF.replace("%a[%k]", "%a[%j]")  # a[i + 5] for i < 5
+AT_RUN_TIME = SCF_IF.replace("%out: memref<10xi32>", "%out: memref<10xi32>, %n: index").replace(
+    "arith.cmpi slt, %i, %c5", "arith.cmpi slt, %i, %n"
+)
+NO_LOOP = _main(
+    TEN,
+    """  %c12 = arith.constant 12 : index
+  %c5 = arith.constant 5 : index
+  %no = arith.cmpi sgt, %c1, %c5 : index
+  scf.if %no {
+    memref.store %v7, %out[%c12] : memref<10xi32>
+  }""",
+)
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize(("text", "inputs", "line", "col", "says"), CONDITION_CASES)
+def test_accesses_under_decided_conditions_out_of_bounds_are_refused(
+    tmp_path: Path,
+    backend: str,
+    text: str,
+    inputs: list[np.ndarray],
+    line: int,
+    col: int,
+    says: str,
+) -> None:
+    """Each of these ran natively to exit 0 with garbage; both backends now refuse it
+    before the run (the interpreter alone would stop at the access, without these
+    words)."""
+    program = _write(tmp_path, text)
+    diagnostic = _refused(program, *inputs, backend=backend).diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), line, col)
+    assert says in diagnostic.message
+    assert "out of bounds (memref of shape" in diagnostic.message
+    assert "each time the program runs" in diagnostic.message
+
+
+@pytest.mark.parametrize("text", [NEVER, IN_BOUNDS_WHERE_IT_HOLDS, AT_RUN_TIME, NO_LOOP])
+def test_accesses_under_conditions_not_surely_out_are_not_refused(text: str) -> None:
+    assert entry_bounds(parse_string(text), "main").outside is None
+
+
+def test_an_access_under_a_condition_that_never_holds_runs() -> None:
+    got = dhir.run(NEVER, *_i32s((10,), (10,)), backend="interp")
+    np.testing.assert_array_equal(got[1], np.zeros(10, np.int32))
+    got = dhir.run(NO_LOOP, *_i32s((10,), (10,)), backend="interp")
+    np.testing.assert_array_equal(got[1], np.zeros(10, np.int32))
