@@ -7,7 +7,7 @@ condition, in a loop of bounds known at run time only, through a view) say nothi
 stay `--runtime-checks`' to check."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
@@ -29,6 +29,7 @@ class OutOfBounds:
     index: tuple[int, ...]
     dim: int
     through: SSAValue | None = None  # the view of `memref` accessed, at indices mapped
+    calls: tuple[Operation, ...] = ()  # the calls through which the entry reaches `op`
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,19 @@ class EntryBounds:
     needs: dict[tuple[int, int], Need] = field(default_factory=dict[tuple[int, int], Need])
     entry: Block | None = None  # the entry's block, whose arguments `needs` numbers
 
-    def element(self, op: Operation, root: SSAValue, index: tuple[int, ...]) -> None:
+    def element(
+        self,
+        op: Operation,
+        root: SSAValue,
+        index: tuple[int, ...],
+        calls: tuple[Operation, ...] = (),
+    ) -> None:
         """Record that `op` accesses `root` at `index` (`walk_sure_points`)."""
         shape = _shape(root)
         if self.outside is None:
             for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
                 if k < 0 or (extent != DYNAMIC_INDEX and k >= extent):
-                    self.outside = OutOfBounds(op, root, index, dim)
+                    self.outside = OutOfBounds(op, root, index, dim, calls=calls)
                     break
         arg = self._argument(root) if DYNAMIC_INDEX in shape else None
         if arg is None:
@@ -71,6 +78,7 @@ class EntryBounds:
         values: tuple[int, ...],
         at: tuple[int, ...],
         through: SSAValue | None = None,
+        calls: tuple[Operation, ...] = (),
     ) -> None:
         """Record the points at which `op` accesses `root` (`walk_sure_points`): where
         its literals' `values` are among those that reach outside the memref, or where
@@ -84,6 +92,8 @@ class EntryBounds:
             return
         if self.outside is None:
             self.outside = _outside(op, root, points, at, shape, through)
+            if self.outside is not None and calls:
+                self.outside = replace(self.outside, calls=calls)
         if arg is not None:
             self._need(op, arg, points, at, shape)
 
@@ -221,7 +231,8 @@ def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     block = function.body.blocks[0]
     found = EntryBounds(entry=block)
     roots = [arg for arg in block.args if isinstance(arg.type, MemRefType)]
-    walk_sure_points(block.ops, roots, found)
+    functions = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
+    walk_sure_points(block.ops, roots, found, functions)
     return found
 
 
@@ -235,6 +246,18 @@ def check_bounds(module: ModuleOp, entry: str) -> None:
 
 
 def out_of_bounds_message(found: OutOfBounds) -> str:
+    return _access_words(found) + _called_words(found.calls)
+
+
+def _called_words(calls: tuple[Operation, ...]) -> str:
+    """Where the entry calls the function of the access from, innermost call first."""
+    if not calls:
+        return ""
+    sites = [f"the '{call.name}' at {loc_of(call)}" for call in reversed(calls)]
+    return f". The entry reaches it through {', called from '.join(sites)}"
+
+
+def _access_words(found: OutOfBounds) -> str:
     type_ = found.memref.type
     assert isinstance(type_, MemRefType)
     shape = type_.get_shape()

@@ -20,6 +20,7 @@ through a select.
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum, auto
 from functools import cache
 from itertools import count
 from math import prod
@@ -42,7 +43,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
-from dhir.dialects import affine, arith, func, scf, vector
+from dhir.dialects import affine, arith, cf, func, scf, vector
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import (
     Access,
@@ -425,25 +426,41 @@ class SureSink(Protocol):
         values: tuple[int, ...],
         at: tuple[int, ...],
         through: SSAValue | None = None,
+        calls: tuple[Operation, ...] = (),
     ) -> None:
         """`op` accesses `root` at each of `points`: the loop variables around it in
         order, outermost first, then its subscripts (at positions `at`), over parameters
         that stand for the integer literals of its bounds and subscripts, whose values
         are `values` in order. Accesses that differ only in their literals get one set
         (the same object), which a caller can work on once. `through`: the view of
-        `root` the op accesses, whose indices the subscripts are mapped from."""
+        `root` the op accesses, whose indices the subscripts are mapped from. `calls`:
+        the calls, outermost first, through which the walk reached `op`."""
 
-    def element(self, op: Operation, root: SSAValue, index: tuple[int, ...]) -> None:
+    def element(
+        self,
+        op: Operation,
+        root: SSAValue,
+        index: tuple[int, ...],
+        calls: tuple[Operation, ...] = (),
+    ) -> None:
         """`op`, in no loop, accesses `root` at the literal subscripts `index`."""
 
 
-def walk_sure_points(ops: Iterable[Operation], roots: Iterable[SSAValue], tell: SureSink) -> None:
-    """Walk `ops` (a function's body, run once in order) and `tell` of each scalar load
-    and store straight through one of `roots`, or through a buffer allocated in `ops`,
-    that surely runs at known subscripts: under no condition, in loops of bounds known
-    exactly, with no iter_args (tasks count as run once, in order). Each of its points
-    runs; an access this module cannot follow so is not told of."""
-    walker = _Walker(on_sure=tell, reshapes=True)
+def walk_sure_points(
+    ops: Iterable[Operation],
+    roots: Iterable[SSAValue],
+    tell: SureSink,
+    functions: Mapping[str, func.FuncOp] | None = None,
+) -> None:
+    """Walk `ops` (a function's body, run once in order) and `tell` of each access
+    through one of `roots`, a buffer allocated in `ops` or a view of either, that surely
+    runs at known subscripts: in no region that may or may not run (but an if whose
+    condition the loops decide), in loops of bounds known exactly, with no iter_args
+    (tasks count as run once, in order), before nothing that may not return (a while
+    loop, an assert, a call of a function not in `functions`). Calls of a function of
+    one block in `functions` walk its body. Each of its points runs; an access this
+    module cannot follow so is not told of."""
+    walker = _Walker(on_sure=tell, reshapes=True, functions=functions or {})
     for memref in roots:
         walker.views[memref] = (_View(memref, None),)
     walker.walk(ops, _Nest((), (), True))
@@ -614,6 +631,14 @@ class _Walker:
     # runs, straight through a listed memref at known subscripts; `accessing`: that op.
     on_sure: SureSink | None = None
     accessing: Operation | None = None
+    # For `walk_sure_points`: the module's functions by name, those whose bodies are
+    # being walked for a call, and whether an op walked may not have returned (nothing
+    # after it surely runs).
+    functions: Mapping[str, func.FuncOp] = field(default_factory=dict[str, func.FuncOp])
+    calling: set[func.FuncOp] = field(default_factory=set[func.FuncOp])
+    stopped: bool = False
+    call_sites: list[Operation] = field(default_factory=list[Operation])  # outermost first
+    _stops: dict[Operation, bool] = field(default_factory=dict[Operation, bool])
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
@@ -694,7 +719,69 @@ class _Walker:
 
     def walk(self, ops: Iterable[Operation], nest: _Nest) -> None:
         for op in ops:
-            self.visit(op, nest)
+            if self.on_sure is None:
+                self.visit(op, nest)
+                continue
+            # A loop whose body may not return runs its later iterations only maybe.
+            if isinstance(op, _LOOPS) and self._may_stop(op):
+                self.stopped = True
+            self.visit(op, nest.inexact() if self.stopped else nest)
+            if not self.stopped and self._may_stop(op):
+                self.stopped = True
+
+    def _may_stop(self, op: Operation) -> bool:
+        """Whether `op` may not return: it or an op in it is a while loop (which may
+        never end), an assert, or a call of a function this walk does not know or that
+        may not return."""
+        if not op.regions or _stop_kind(type(op)) is _Stop.MAY:
+            return self._stops_itself(op)
+        known = self._stops.get(op)
+        if known is None:
+            self._stops[op] = False  # a recursive call is not followed twice
+            inner = (o for region in op.regions for block in region.blocks for o in block.ops)
+            known = self._stops[op] = any(self._may_stop(o) for o in inner)
+        return known
+
+    def _stops_itself(self, op: Operation) -> bool:
+        kind_ = _stop_kind(type(op))
+        if kind_ is not _Stop.CALL:
+            return kind_ is _Stop.MAY
+        assert isinstance(op, func.CallOp)
+        callee = self.functions.get(op.callee.string_value())
+        if callee is None or len(callee.body.blocks) != 1 or callee in self.calling:
+            return True
+        return self._may_stop(callee)
+
+    def call(self, op: func.CallOp, nest: _Nest) -> None:
+        """Walk the body of the function `op` calls, of one block, its memref arguments
+        the views of the call's operands and its index arguments their values (for
+        `walk_sure_points`); a recursive call is not followed."""
+        callee = self.functions.get(op.callee.string_value())
+        if callee is not None and len(callee.body.blocks) == 1 and callee not in self.calling:
+            args = callee.body.blocks[0].args
+            # The arguments' own meanings come back after the call (a call of the entry).
+            saved = [(self.views.pop(a, None), self.values.pop(a, None)) for a in args]
+            for arg, operand in zip(args, op.arguments, strict=True):
+                views = saved[args.index(operand)][0] if operand in args else None
+                views = views or self.views.get(operand)
+                value = self.expr(operand) if isinstance(operand.type, IndexType) else None
+                if views is not None:
+                    self.views[arg] = views
+                elif isinstance(value, str) and operand not in args:
+                    self.values[arg] = f"({value})"
+            self.calling.add(callee)
+            self.call_sites.append(op)
+            self.walk(callee.body.blocks[0].ops, nest)
+            self.call_sites.pop()
+            self.calling.discard(callee)
+            for arg, (views, value) in zip(args, saved, strict=True):
+                self.views.pop(arg, None)
+                self.values.pop(arg, None)
+                if views is not None:
+                    self.views[arg] = views
+                if value is not None:
+                    self.values[arg] = value
+        self._unknown(op)
 
     def visit(self, op: Operation, nest: _Nest) -> None:
         found = facts(op)
@@ -743,13 +830,15 @@ class _Walker:
                     self.views[result] = (_View(result, None),)
         elif self.on_sure is not None and isinstance(op, ScheduleOp | TaskOp):
             # Tasks run once each, in program order: the sequential meaning.
-            if isinstance(op, TaskOp) and not nest.names:
+            if isinstance(op, TaskOp) and not nest.names and nest.exact:
                 if self._literal_task(op, self.on_sure):
                     return
                 # Fresh names from 0 again: tasks that differ only in their literals
                 # then give one text, which isl parses once (thousands of tasks).
                 self._fresh = count()
             self._walk_regions(op, nest)
+        elif self.on_sure is not None and isinstance(op, func.CallOp):
+            self.call(op, nest)
         elif op.regions or any(v in self.views for v in op.operands):
             self._unknown(op)
 
@@ -981,10 +1070,15 @@ class _Walker:
                 if None in index or self.views.get(memref) != (_View(memref, None),):
                     return False
                 accesses.append((op, memref, cast(tuple[int, ...], index)))
-            elif op.regions or any(isinstance(v.type, MemRefType) for v in operands):
+            elif (
+                op.regions
+                or any(isinstance(v.type, MemRefType) for v in operands)
+                or _stop_kind(type(op)) is not _Stop.NEVER
+            ):
                 return False
         for op, memref, index in accesses:
             sink.element(op, memref, index)
+        self._stops[task] = False  # none of its ops may stop (`_may_stop` need not look)
         return True
 
     def _tell_view(
@@ -1026,7 +1120,7 @@ class _Walker:
     ) -> None:
         assert self.on_sure is not None and self.accessing is not None
         if index is not None:
-            self.on_sure.element(self.accessing, memref, index)
+            self.on_sure.element(self.accessing, memref, index, tuple(self.call_sites))
         else:
             self._tell_sure(memref, own, names, constraints)
 
@@ -1048,7 +1142,8 @@ class _Walker:
         points = _parse(f"{prefix}{{ [{', '.join(names)}] : {body} }}")
         values = tuple(self.literals[name] for name in literals)
         at = tuple(names.index(y) for y in own)
-        self.on_sure.points(self.accessing, root, points, values, at, through)
+        calls = tuple(self.call_sites)
+        self.on_sure.points(self.accessing, root, points, values, at, through, calls)
 
     def whole_access(
         self,
@@ -1339,6 +1434,20 @@ class _Walker:
 
     def _add(self, table: dict[SSAValue, list[isl.Set]], root: SSAValue, region: isl.Set) -> None:
         table.setdefault(root, []).append(region)
+
+
+class _Stop(Enum):
+    NEVER = auto()  # returns (or its regions say)
+    MAY = auto()  # may never return: a while loop, an assert
+    CALL = auto()  # as the function it calls
+
+
+@cache
+def _stop_kind(cls: type[Operation]) -> _Stop:
+    """By op class (looked up once each: the walk asks of every op)."""
+    if issubclass(cls, scf.WhileOp | cf.AssertOp):
+        return _Stop.MAY
+    return _Stop.CALL if issubclass(cls, func.CallOp) else _Stop.NEVER
 
 
 def _literal_index(exprs: Sequence[Expr]) -> tuple[int, ...] | None:

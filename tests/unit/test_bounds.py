@@ -620,3 +620,131 @@ def test_an_access_under_a_condition_that_never_holds_runs() -> None:
     np.testing.assert_array_equal(got[1], np.zeros(10, np.int32))
     got = dhir.run(NO_LOOP, *_i32s((10,), (10,)), backend="interp")
     np.testing.assert_array_equal(got[1], np.zeros(10, np.int32))
+
+
+# --- accesses in functions the entry calls, and after what may not return -----------------
+
+# @put stores m[0..n) of 10 elements; @twice calls it with k + 2; the entry with 7, then 9:
+# the store (line 7) reaches index 10 through the calls at lines 14 and 21.
+CALLS = """func.func private @ext()
+func.func @put(%m: memref<10xi32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %v = arith.constant 7 : i32
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %v, %m[%i] : memref<10xi32>
+  }
+  return
+}
+func.func @twice(%m: memref<10xi32>, %k: index) {
+  %c2 = arith.constant 2 : index
+  %n = arith.addi %k, %c2 : index
+  func.call @put(%m, %n) : (memref<10xi32>, index) -> ()
+  return
+}
+func.func @main(%a: memref<10xi32>) {
+  %c7 = arith.constant 7 : index
+  %c9 = arith.constant 9 : index
+  func.call @twice(%a, %c7) : (memref<10xi32>, index) -> ()
+  func.call @twice(%a, %c9) : (memref<10xi32>, index) -> ()
+  return
+}
+"""
+CALLS_IN_BOUNDS = CALLS.replace("%c9 = arith.constant 9", "%c9 = arith.constant 8")
+# What may not return comes first: a function the module only declares (it may exit), a
+# call of the entry itself, a while loop that may never end, an assert.
+BEFORE = "  func.call @twice(%a, %c7) : (memref<10xi32>, index) -> ()\n"
+AFTER_EXTERNAL = CALLS.replace(BEFORE, BEFORE + "  func.call @ext() : () -> ()\n")
+AFTER_RECURSION = CALLS.replace(BEFORE, BEFORE + "  func.call @main(%a) : (memref<10xi32>) -> ()\n")
+AFTER_WHILE = CALLS.replace(
+    BEFORE,
+    BEFORE
+    + """  scf.while : () -> () {
+    %go = arith.cmpi slt, %c7, %c9 : index
+    scf.condition(%go)
+  } do {
+    scf.yield
+  }
+""",
+)
+AFTER_ASSERT = CALLS.replace(
+    BEFORE,
+    BEFORE + '  %ok = arith.cmpi sgt, %c7, %c9 : index\n  cf.assert %ok, "never"\n',
+)
+# The same stores straight in the entry, after an assert in the loop's body: from the
+# second iteration on they run only if the first assert held.
+ASSERT_IN_LOOP = _main(
+    TEN,
+    """  %c12 = arith.constant 12 : index
+  scf.for %i = %c0 to %c12 step %c1 {
+    memref.store %v7, %a[%i] : memref<10xi32>
+    %ok = arith.cmpi slt, %i, %c1 : index
+    cf.assert %ok, "only once"
+  }""",
+)
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_an_access_in_a_called_function_is_refused_with_its_calls(
+    tmp_path: Path, backend: str
+) -> None:
+    """It ran natively to exit 0, a store past the end of %a."""
+    program = _write(tmp_path, CALLS)
+    diagnostic = _refused(program, _i32(10), backend=backend).diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 7, 5)
+    assert "'memref.store' accesses index 10 of dimension 0, whose size is 10" in (
+        diagnostic.message
+    )
+    assert diagnostic.message.endswith(
+        f"The entry reaches it through the 'func.call' at {program}:14:3, called from "
+        f"the 'func.call' at {program}:21:3"
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [CALLS_IN_BOUNDS, AFTER_EXTERNAL, AFTER_RECURSION, AFTER_WHILE, AFTER_ASSERT, ASSERT_IN_LOOP],
+)
+def test_calls_in_bounds_and_accesses_after_what_may_not_return_are_not_refused(
+    text: str,
+) -> None:
+    assert entry_bounds(parse_string(text), "main").outside is None
+
+
+def test_an_access_before_what_may_not_return_is_still_refused() -> None:
+    before = AFTER_WHILE.replace("%c7 = arith.constant 7", "%c7 = arith.constant 9")
+    outside = entry_bounds(parse_string(before), "main").outside
+    assert outside is not None
+    assert outside.index == (10,)
+
+
+def test_an_assert_that_fails_stops_before_the_access_out() -> None:
+    with pytest.raises(DhirError, match="never"):
+        dhir.run(AFTER_ASSERT, _i32(10), backend="interp")
+
+
+# A generated schedule's task of literal subscripts, after a task that may stop.
+TASK_AFTER_ASSERT = """func.func @main(%a: memref<8xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %a {
+      %no = arith.constant false
+      cf.assert %no, "stop"
+    }
+    %t1 = dhir.task %cpu, %a {
+      %c8 = arith.constant 8 : index
+      %v = arith.constant 7 : i32
+      memref.store %v, %a[%c8] : memref<8xi32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_task_after_a_task_that_may_stop_is_not_refused() -> None:
+    assert entry_bounds(parse_string(TASK_AFTER_ASSERT), "main").outside is None
+    alone = TASK_AFTER_ASSERT.replace('      cf.assert %no, "stop"\n', "")
+    outside = entry_bounds(parse_string(alone), "main").outside
+    assert outside is not None
+    assert outside.index == (8,)
