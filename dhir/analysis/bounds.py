@@ -1,10 +1,11 @@
-"""Out-of-bounds accesses found before a run: a scalar load or store of the entry function
-that surely runs (dhir.analysis.regions' `walk_sure_points`) at a subscript outside its
-memref's static shape, or below 0; and for each dimension of dynamic size of an entry
-argument, the least size that the accesses surely run need (`EntryBounds.needs`), which the
-inputs are checked against before a run. Accesses the analysis cannot follow (under a
-condition, in a loop of bounds known at run time only, through a view) say nothing: they
-stay `--runtime-checks`' to check."""
+"""Out-of-bounds accesses found before a run: an access of the entry (or of a function it
+calls) that surely runs (dhir.analysis.regions' `walk_sure_points`) at a subscript outside
+its memref's static shape, or below 0, or through a view at an element outside the memref
+it views; and for each dimension of dynamic size of an entry argument, the least size
+that the accesses surely run need (`EntryBounds.needs`), which the inputs are checked
+against before a run. Accesses the analysis cannot follow (under a condition on run-time
+values, in a loop of bounds known at run time only, after what may not return, through a
+view of run-time offsets) say nothing: they stay `--runtime-checks`' to check."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -237,9 +238,9 @@ def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
 
 
 def check_bounds(module: ModuleOp, entry: str) -> None:
-    """Refuse an entry with a load or store that surely runs outside its memref, at its
-    line: native code does not check bounds (without --runtime-checks), and would read
-    another array's elements or write over them."""
+    """Refuse an entry with an access that surely runs outside its memref, at its line:
+    native code does not check bounds (without --runtime-checks), and would read another
+    array's elements or write over them."""
     outside = entry_bounds(module, entry).outside
     if outside is not None:
         raise error_at(outside.op, out_of_bounds_message(outside))
