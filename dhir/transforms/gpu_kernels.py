@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, SymbolRefAtt
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
 
 from dhir.dialects import affine, arith, func, scf
 from dhir.dialects import gpu as dgpu
@@ -66,6 +67,7 @@ class GpuKernelsPass(ModulePass):
         loops = [task for task in tasks if _needs_mapping(task, labels[task])]
         for task in tasks:
             _check_buildable(task, labels[task])
+            _check_kernel_calls(task, labels[task], op)
             # Before mapping too: the ops that come back from mlir-opt have lost the
             # user's source locations.
             _check_host_code(task, labels[task])
@@ -168,6 +170,57 @@ def _check_buildable(task: TaskOp, label: str) -> None:
                 "run; write the work as parallel loops (scf.parallel, affine.parallel, "
                 "linalg) instead",
             )
+
+
+def _check_kernel_calls(task: TaskOp, label: str, module: ModuleOp) -> None:
+    """Refuse a call in a kernel of `task` that the GPU cannot make: of a function the
+    program declares without a body (C linked with --link, libc's, libm's: host code,
+    which mlir-opt-22 left in the kernel as an unresolved symbol and the build went on),
+    directly or through functions with bodies; and any call in a parallel loop, which
+    mlir-opt-22 maps to a kernel without the function ('does not reference a valid
+    function', at no line of the program)."""
+    for kernel in _host_ops(task.body.block):
+        if not (isinstance(kernel, dgpu.LaunchOp) or _is_loop(kernel)):
+            continue
+        for call in kernel.walk():
+            if not isinstance(call, func.CallOp):
+                continue
+            name = call.callee.string_value()
+            external = _declared_reached(name, module)
+            if external is not None:
+                through = "" if external == name else f" (through @{name})"
+                raise error_at(
+                    call,
+                    f"{label} calls @{external}{through} in a kernel, a function the "
+                    "program declares without a body: its code (yours, linked with "
+                    "--link/-l, or the C library's) runs on the host, never on the GPU. "
+                    "Call it from a CPU task, or write its work in the program (math "
+                    "ops for C's math functions)",
+                )
+            if not isinstance(kernel, dgpu.LaunchOp):
+                raise error_at(
+                    call,
+                    f"{label} calls @{name} in a parallel loop, which dhir cannot map to "
+                    "a GPU kernel yet; write the function's ops in the loop, or the kernel "
+                    "as a gpu.launch (which may call it)",
+                )
+
+
+def _declared_reached(name: str, module: ModuleOp) -> str | None:
+    """The first function declared without a body that a call of @`name` reaches,
+    itself or through the calls of functions with bodies; None if none."""
+    pending, seen = [name], {name}
+    while pending:
+        callee = SymbolTable.lookup_symbol(module, pending.pop())
+        if not isinstance(callee, func.FuncOp):
+            continue
+        if callee.is_declaration:
+            return callee.sym_name.data
+        for call in callee.body.walk():
+            if isinstance(call, func.CallOp) and (inner := call.callee.string_value()) not in seen:
+                seen.add(inner)
+                pending.append(inner)
+    return None
 
 
 def _check_host_code(task: TaskOp, label: str) -> None:

@@ -15,6 +15,7 @@ from xdsl.passes import PassPipeline
 import dhir
 from dhir import DhirError
 from dhir.backends.native import compile_native
+from dhir.dialects import func
 from dhir.dialects import gpu as dgpu
 from dhir.machine.detect import default_chip
 from dhir.toolchain import gpu as gpu_toolchain
@@ -473,3 +474,78 @@ def test_a_kernel_calling_a_function_of_the_program_builds(gpu_format: str) -> N
     if gpu_format == "isa":
         assert re.search(rb"\.func .*dhir_user\$twice", blob), blob[:2000]
         assert b"dhir_user.twice" not in blob
+
+
+CALLING_KERNELS = {
+    # A parallel loop calling C: mlir-opt-22's "'func.call' op 'twice' does not reference
+    # a valid function", at <stdin>, before.
+    "loop, C": (
+        "func.func private @twice(f64) -> f64",
+        "scf.parallel (%i) = (%c0) to (%c8) step (%c1) {\n"
+        "        %x = memref.load %a[%i] : memref<8xf64>\n"
+        "        %y = func.call @twice(%x) : (f64) -> f64\n"
+        "        memref.store %y, %a[%i] : memref<8xf64>\n      }",
+        r"calls.mlir:11:14: error: .*calls @twice in a kernel, a function the program "
+        "declares without a body",
+    ),
+    # The same loop calling a function with a body: the same mlir-opt-22 error before.
+    "loop, body": (
+        "func.func private @twice(%x: f64) -> f64 {\n  return %x : f64\n}",
+        "scf.parallel (%i) = (%c0) to (%c8) step (%c1) {\n"
+        "        %x = memref.load %a[%i] : memref<8xf64>\n"
+        "        %y = func.call @twice(%x) : (f64) -> f64\n"
+        "        memref.store %y, %a[%i] : memref<8xf64>\n      }",
+        r"calls.mlir:13:14: error: .*calls @twice in a parallel loop, which dhir cannot map",
+    ),
+    # A gpu.launch calling C through a function with a body: built, with an unresolved
+    # symbol in the kernel, before.
+    "launch, C through a body": (
+        "func.func private @c_code(f64) -> f64\n"
+        "func.func private @twice(%x: f64) -> f64 {\n"
+        "  %y = func.call @c_code(%x) : (f64) -> f64\n  return %y : f64\n}",
+        "gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)\n"
+        "                 threads(%tx, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {\n"
+        "        %x = memref.load %a[%tx] : memref<8xf64>\n"
+        "        %y = func.call @twice(%x) : (f64) -> f64\n"
+        "        memref.store %y, %a[%tx] : memref<8xf64>\n        gpu.terminator\n      }",
+        r"calls.mlir:16:14: error: .*calls @c_code \(through @twice\) in a kernel",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALLING_KERNELS))
+def test_a_kernel_calling_c_is_refused_at_the_call(case: str) -> None:
+    """A GPU cannot run host code: a kernel calling a function declared without a body
+    (the user's C, libm's) is refused at the call, as is any call in a parallel loop of a
+    GPU task, which mlir-opt-22 failed to map at no line of the program."""
+    declarations, kernel, message = CALLING_KERNELS[case]
+    text = f"""{declarations}
+func.func @main(%a: memref<8xf64>) {{
+  dhir.schedule %a {{
+    %gpu = dhir.target {{arch = "sm_90"}}
+    %t = dhir.task %gpu, %a {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      {kernel}
+    }}
+  }}
+  return
+}}"""
+    module = dhir.parse_string(text, "calls.mlir")
+    with pytest.raises(DhirError, match=message):
+        dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
+
+
+def test_a_launch_may_call_a_function_with_a_body() -> None:
+    """The kernel check leaves alone what builds: a gpu.launch calling the program's own
+    function (gpu-kernel-outlining copies it into the GPU module)."""
+    text = _proposal("sm_90")
+    text = "func.func private @same(%x: i32) -> i32 {\n  return %x : i32\n}\n" + text.replace(
+        "        memref.store %v, %a[%tx] : memref<20xi32>",
+        "        %w = func.call @same(%v) : (i32) -> i32\n"
+        "        memref.store %w, %a[%tx] : memref<20xi32>",
+    )
+    module = dhir.parse_string(text)
+    dhir.run_pipeline(module, PassPipeline((GpuKernelsPass(str(find_llvm_tools().mlir_opt)),)))
+    assert any(isinstance(op, func.CallOp) for op in module.walk())
