@@ -53,7 +53,7 @@ from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
-from dhir.toolchain.linking import C_INTERFACE, blas_library
+from dhir.toolchain.linking import C_INTERFACE, blas_library, entry_clash
 from dhir.toolchain.options import RunOptions, check_runtime_environment, check_written_files
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
@@ -108,6 +108,7 @@ def compile_native(
     (dhir-fast-math)."""
     options = _with_cpu(module, options if options is not None else RunOptions())
     options.link.check_names()  # a linked file defining libc's `write`: before any work
+    _check_entry_name(module, entry)
     ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
     relax(module, options.fast_math)
@@ -539,6 +540,15 @@ def _retarget_to_cpu(task: TaskOp) -> None:
     cpu = TargetOp(kind="cpu")
     block.insert_op_before(cpu, task)
     task.operands[0] = cpu.result
+
+
+def _check_entry_name(module: ModuleOp, entry: str) -> None:
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, func.FuncOp):
+        return  # entry_signature says so
+    clash = entry_clash(entry)
+    if clash is not None:
+        raise error_at(function, clash)
 
 
 def _mark_entry(module: ModuleOp, entry: str) -> None:

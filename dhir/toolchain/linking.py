@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.symbols import check_linked
+from dhir.toolchain.symbols import check_linked, entry_owner
 from dhir.toolchain.tools import find_llvm_tools
 
 # MLIR's C interface: a function declared with this unit attribute is called as
@@ -105,6 +105,21 @@ class LinkInputs:
             f"cannot find -l{name}: no lib{name}.so or lib{name}.a in {where}; "
             "add its folder with -L DIR, or pass the library's file itself"
         )
+
+
+def entry_clash(entry: str) -> str | None:
+    """What is wrong with `entry` as the native entry function's name, when a library the
+    program links, MPI or dhir's runtime has that name too (a `write` of the program's took
+    the C library's place for MPI, which failed); None when nothing is."""
+    owner = entry_owner(entry, _linker_dirs())
+    if owner is None:
+        return None
+    return (
+        f"the entry function is named `{entry}`, {owner}: native "
+        "code defines the entry under its name, so the C library, MPI and dhir's runtime "
+        "would call it in place of their own. Rename the entry (e.g. "
+        f"@my_{entry.lstrip('_')}) and pass that name with --entry (dhir.run: entry=...)"
+    )
 
 
 def blas_library() -> Path:

@@ -69,6 +69,17 @@ def check_linked(paths: Iterable[Path], system_dirs: Iterable[str]) -> None:
         raise DhirError(problems)
 
 
+def entry_owner(name: str, system_dirs: Iterable[str]) -> str | None:
+    """Whose `name` is (as `reserved_owner` says it) when the entry function has it: the
+    native build defines the entry under its name, where it would take a library's place
+    as linked code would. `main` is left to the build, which renames it for the harness's
+    own; without `nm`, only the reserved prefixes and names count."""
+    if name == "main":
+        return None
+    nm = _nm()
+    return reserved_owner(name, system_names(nm, tuple(system_dirs)) if nm is not None else {})
+
+
 def reserved_owner(name: str, system: dict[str, str]) -> str | None:
     """Whose `name` is, as the message says it: a system library's (`system`: name to
     library), dhir's or a library's by its prefix; None if no one's."""

@@ -511,3 +511,31 @@ def test_an_object_not_position_independent_gets_the_same_hint_in_both_backends(
     for backend in ("native", "interp"):
         with pytest.raises(DhirError, match=r"compile objects with -fPIC"):
             dhir.run(str(DATA / "scalars.mlir"), *args, backend=backend, link=[obj])
+
+
+ENTRY = """func.func @NAME(%b: memref<8xf64>) {
+  dhir.schedule %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %b {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f64
+      memref.store %one, %b[%c0] : memref<8xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("name", ["write", "exp", "MPI_Step"])
+def test_an_entry_named_like_a_library_function_is_refused(name: str) -> None:
+    """Native code defines the entry under its name: an entry `@write` took the C
+    library's place for MPI (the run hung on one rank, MPI failed on two), an `@exp` was
+    what the program's own math.exp would call. Refused at the entry, before any work."""
+    program = dhir.parse_string(ENTRY.replace("NAME", name), "entry.mlir")
+    with pytest.raises(DhirError, match=rf"entry.mlir:1:1: .*entry function is named `{name}`"):
+        dhir.run(program, np.zeros(8), entry=name, timeout=20)
+    # The interpreter defines no symbol: it runs the entry as written.
+    got = dhir.run(program, np.zeros(8), entry=name, backend="interp")
+    assert got[0][0] == 1.0
