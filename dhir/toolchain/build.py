@@ -482,7 +482,8 @@ class _Recipe:
         try:
             self._in_work_dir(exe.parent, link)
         except DhirError as error:
-            raise _undefined_functions(error, callers) or _with_pic_hint(error) from None
+            undefined = _undefined_functions(error, callers, self.linked.searched())
+            raise undefined or _with_pic_hint(error) from None
         return exe
 
     def _compile_module(self, work: Path, *, mlir: str, timing: Timing) -> None:
@@ -755,7 +756,9 @@ def start_builds(
 _UNDEFINED = re.compile(r"undefined reference to `([^']+)'|undefined symbol: (\S+)")
 
 
-def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None:
+def _undefined_functions(
+    error: DhirError, callers: Callers, searched: Sequence[str]
+) -> DhirError | None:
     """A failed link's error as one error per function of the program's that no linked
     file defines, at its first call; None when the linker names none, or names a symbol
     that is not such a function (dhir's own, a library's)."""
@@ -767,7 +770,7 @@ def _undefined_functions(error: DhirError, callers: Callers) -> DhirError | None
     diagnostics = []
     for name in names:
         loc, task = callers[name]
-        diagnostics.append(Diagnostic(undefined_function(name, task), loc))
+        diagnostics.append(Diagnostic(undefined_function(name, task, searched), loc))
     return DhirError(diagnostics)
 
 

@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -27,6 +27,9 @@ from dhir.toolchain.tools import find_llvm_tools
 # `_mlir_ciface_NAME`, with pointers to its memrefs' descriptors.
 C_INTERFACE = "llvm.emit_c_interface"
 C_INTERFACE_PREFIX = "_mlir_ciface_"
+# The libraries each backend links after the user's files, as its messages name them.
+NATIVE_SYSTEM = "MPI's library, libm and libc"
+INTERP_SYSTEM = "libm and libc"
 # What the linker takes: objects, static archives, shared libraries (libfoo.so.1.2 too).
 _KINDS = re.compile(r".*(\.o|\.a|\.so(\.\d+)*)$")
 _SHARED = re.compile(r".*\.so(\.\d+)*")
@@ -89,6 +92,11 @@ class LinkInputs:
         if static:
             check_linked(static, _linker_dirs())
 
+    def searched(self) -> tuple[str, ...]:
+        """The files the program's declarations are looked for in, in order: those given,
+        then the libraries -l found."""
+        return tuple(str(path) for path in (*self.files, *self.found))
+
     def digest(self) -> list[object]:
         """What the executable depends on: each file and library found, by its contents."""
         return [[str(path), _contents(path)] for path in (*self.files, *self.found)]
@@ -146,14 +154,22 @@ def position_independent_hint(linker_output: str) -> str:
     return ""
 
 
-def undefined_function(name: str, task: str | None) -> str:
+def undefined_function(
+    name: str, task: str | None, searched: Sequence[str], system: str = NATIVE_SYSTEM
+) -> str:
     """What to say of a call to `name` (in `task`) that no linked file defines: both
-    backends say it alike."""
+    backends say it alike, naming the files they looked in (`searched`, in order) and
+    then the libraries they link on their own (`system`)."""
     where = f" in task {task}" if task is not None else ""
+    looked = (
+        f"looked in {', '.join(searched)}, then {system}"
+        if searched
+        else f"no file of yours is linked; looked in {system}"
+    )
     return (
-        f"calls {name}{where}, which no file the program links defines; pass the object "
-        "file or library that does with --link FILE or -l NAME (dhir.run: link=[...]; "
-        'docs/commands.md, "Calling your own code")'
+        f"calls {name}{where}, which no file the program links defines ({looked}); pass "
+        "the object file or library that does with --link FILE or -l NAME (dhir.run: "
+        'link=[...]; docs/commands.md, "Calling your own code")'
     )
 
 

@@ -108,7 +108,8 @@ def run_interp(
             args, buffers = _args(function, signature, arrays, results)
             _interpret(interpreter, function, args, buffers, stack, timeout)
             return arrays
-        return _run_apart(module, function, signature, arrays, timeout, shared, results)
+        searched = link.searched() if link else ()
+        return _run_apart(module, function, signature, arrays, timeout, shared, searched, results)
 
 
 def _run_apart(
@@ -118,17 +119,19 @@ def _run_apart(
     arrays: list[np.ndarray],
     timeout: float | None,
     shared: Path | None,
+    searched: tuple[str, ...],
     results: Mapping[int, int] | None,
 ) -> list[np.ndarray]:
     """The run in a child process, on arrays it shares with this one, which are copied
-    out once it has ended well (later forks would share them too)."""
+    out once it has ended well (later forks would share them too). `shared`: the linked
+    files (`searched`) as one library."""
     arrays = [shared_copy(a) if spec.is_memref else a for spec, a in zip(signature.args, arrays)]
     stack = _OpStack(_deadline(timeout))
     interpreter = make_interpreter(module, [stack])
     record = CallRecord(module, stack.ops)
 
     def work() -> None:
-        use(interpreter, load(shared) if shared is not None else None, record)
+        use(interpreter, load(shared, searched) if shared is not None else None, record)
         args, buffers = _args(function, signature, arrays, results)
         _interpret(interpreter, function, args, buffers, stack, timeout)
 

@@ -51,6 +51,7 @@ from dhir.ir.tasks import task_ids
 from dhir.toolchain.linking import (
     C_INTERFACE,
     C_INTERFACE_PREFIX,
+    INTERP_SYSTEM,
     LinkInputs,
     is_shared,
     position_independent_hint,
@@ -78,6 +79,7 @@ class Libraries:
     """The loaded files, searched in order for a symbol."""
 
     handles: list[ctypes.CDLL]
+    searched: tuple[str, ...] = ()  # the user's files, in order, for messages
 
     def symbol(self, name: str) -> Any | None:
         for handle in self.handles:
@@ -97,10 +99,11 @@ def link_shared(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
     return _shared_from(link, folder, symbols)
 
 
-def load(shared: Path) -> Libraries:
-    """The library `link_shared` made, loaded (which runs its constructors)."""
+def load(shared: Path, searched: tuple[str, ...] = ()) -> Libraries:
+    """The library `link_shared` made of the files `searched`, loaded (which runs its
+    constructors)."""
     try:
-        return Libraries([ctypes.CDLL(str(shared))])
+        return Libraries([ctypes.CDLL(str(shared))], searched)
     except OSError as error:
         message = f"the interpreter cannot load the code the program links: {error}"
         raise DhirError([Diagnostic(message)]) from None
@@ -177,7 +180,8 @@ def call_external(
     function = libraries.symbol(_symbol(callee))
     record: CallRecord | None = interpreter.get_data(ExternalCalls, "record", lambda: None)
     if function is None:
-        fail(op, undefined_function(name, record.task_name(op) if record is not None else None))
+        task = record.task_name(op) if record is not None else None
+        fail(op, undefined_function(name, task, libraries.searched, INTERP_SYSTEM))
     outputs = callee.function_type.outputs.data
     if len(outputs) > 1 or any(not _is_scalar(type_) for type_ in outputs):
         returned = ", ".join(str(type_) for type_ in outputs)
