@@ -11,6 +11,7 @@ from typing import cast
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
+    AnyFloat,
     DenseArrayBase,
     FunctionType,
     IndexType,
@@ -70,6 +71,18 @@ _LIBM_ARITY = dict.fromkeys(
 ) | dict.fromkeys("atan2 copysign fmax fmin fmod hypot pow".split(), 2)
 
 
+# C library functions that take a variable number of arguments. A func.func declares fixed
+# arguments only, and a float passed as a fixed one is not where a variadic callee reads
+# it: C promotes float to double there, and on x86-64 the caller says in %al how many
+# vector registers it used, which a fixed call leaves unset (printf then read whatever
+# %al held). Integers and pointers arrive as C passes them.
+VARIADIC_FUNCTIONS = frozenset(
+    "printf fprintf dprintf sprintf snprintf asprintf scanf fscanf sscanf syslog open "
+    "openat fcntl ioctl execl execle execlp prctl err errx warn warnx error "
+    "error_at_line".split()
+)
+
+
 def libm_type(name: str) -> str | None:
     """The type a declaration of C's math function `name` must have, if it is one."""
     for base, arity in _LIBM_ARITY.items():
@@ -77,6 +90,24 @@ def libm_type(name: str) -> str | None:
             if name == base + suffix:
                 return f"({', '.join([type_] * arity)}) -> {type_}"
     return None
+
+
+def _verify_variadic(op: func.FuncOp) -> None:
+    """Refuse a declaration of C's variadic `op` that passes a float: see
+    VARIADIC_FUNCTIONS."""
+    name = op.sym_name.data
+    floats = [t for t in op.function_type.inputs.data if isinstance(t, AnyFloat | VectorType)]
+    if not floats or "llvm.emit_c_interface" in op.attributes:  # then it is not C's
+        return
+    why = (
+        f"@{name} is the C library's variadic {name}, declared with an argument of type "
+        f"{floats[0]}: a call through a declaration of fixed arguments does not pass a float where "
+        f"{name} reads it (C promotes float to double, and on x86-64 tells the callee in "
+        "%al how many vector registers it used), so it would read garbage. Call it from a "
+        "C function of fixed arguments (`int print_value(const char *format, double x) "
+        "{ return printf(format, x); }`), linked with --link, and declare that one"
+    )
+    raise DhirError([Diagnostic(why, loc_of(op))])
 
 
 def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None = None) -> None:
@@ -129,6 +160,8 @@ def _verify_declared_functions(module: ModuleOp) -> None:
                 f"{name}, of type {libm} (a double is f64, a float f32); declare it so"
             )
             raise DhirError([Diagnostic(why, loc_of(op))])
+        if op.is_declaration and name in VARIADIC_FUNCTIONS:
+            _verify_variadic(op)
         if name not in LOWERING_FUNCTIONS:
             continue
         wanted = LOWERING_FUNCTIONS[name]
