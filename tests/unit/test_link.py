@@ -559,3 +559,38 @@ def test_an_entry_named_like_a_library_function_is_refused(name: str) -> None:
     # The interpreter defines no symbol: it runs the entry as written.
     got = dhir.run(program, np.zeros(8), entry=name, backend="interp")
     assert got[0][0] == 1.0
+
+
+UNRANKED = """func.func private @first(memref<*xf64>) -> f64 attributes {llvm.emit_c_interface}
+func.func @main(%b: memref<8xf64>) {
+  dhir.schedule %b {
+    %t = dhir.task target = "cpu", %b {
+      %u = memref.cast %b : memref<8xf64> to memref<*xf64>
+      %x = func.call @first(%u) : (memref<*xf64>) -> f64
+      %c1 = arith.constant 1 : index
+      memref.store %x, %b[%c1] : memref<8xf64>
+    }
+  }
+  return
+}
+"""
+FIRST = """#include <stdint.h>
+struct unranked { int64_t rank; double **descriptor; };
+double _mlir_ciface_first(struct unranked *u) { return u->descriptor[1][0] + u->rank; }
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_an_unranked_memref_runs_natively_and_the_interpreter_says_why_not(
+    tmp_path: Path,
+) -> None:
+    """The interpreter said it passes "memrefs" of a memref<*xf64> it refused."""
+    (tmp_path / "first.c").write_text(FIRST)
+    obj = tmp_path / "first.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "first.c", "-o", obj], check=True)
+    module = dhir.parse_string(UNRANKED, "u.mlir")
+    got = dhir.run(module, np.full(8, 2.0), link=[obj])
+    assert got[0][1] == 3.0  # the first element plus the rank
+    with pytest.raises(DhirError, match=r"u.mlir:6:12: .*memrefs of a known rank \(not an unr"):
+        dhir.run(module, np.full(8, 2.0), link=[obj], backend="interp")

@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    UnrankedMemRefType,
 )
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues
 from xdsl.ir import Attribute, Operation
@@ -362,10 +363,15 @@ def _scalar(op: Operation, type_: Attribute) -> type[Any]:
         return _INTS[type_.width.data]
     if type(type_) in _FLOATS:
         return _FLOATS[type(type_)]
+    unranked = (
+        " (not an unranked memref<*x...>: cast it to a memref of its rank, or run natively)"
+        if isinstance(type_, UnrankedMemRefType)
+        else ""
+    )
     fail(
         op,
         f"passes {type_} to a linked function: the interpreter passes i1, i8 to i64, index, "
-        "f32, f64 and memrefs",
+        f"f32, f64 and memrefs of a known rank{unranked}",
     )
 
 
