@@ -998,11 +998,34 @@ class _Nest:
         a = Corner(x.memref, row.lb, red.lb)
         b = Corner(y.memref, red.lb, j_lb)
         c = Corner(self.out.memref, row.lb, j_lb)
-        emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
+        if not scalars:
+            emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
+        else:
+            self._gemm_unless_zero(block, (a, b, c), (*sizes, depth), alpha)
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))
         replace_by(row, block)
         return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
+
+    def _gemm_unless_zero(
+        self,
+        block: Block,
+        corners: tuple[Corner, Corner, Corner],
+        sizes: tuple[SSAValue, SSAValue, SSAValue],
+        alpha: SSAValue,
+    ) -> None:
+        """At the end of `block`, the gemm where the product of the scalar factors `alpha`
+        is not 0, else the nest as written for every row: OpenBLAS returns at once when
+        alpha is 0, so an infinity or NaN of A or B would not reach C as the program's
+        products (0 * inf) carry it, and reassoc allows another order, not dropping NaNs."""
+        assert self.module is not None
+        zero = put(block, arith.ConstantOp(FloatAttr(0.0, self.element))).result
+        some = put(block, arith.CmpfOp(alpha, zero, "une")).result  # NaN alpha: BLAS too
+        call = Block()
+        emit_gemm(call, self.module, *corners, sizes, alpha)
+        put(call, scf.YieldOp())
+        exact = Block([self._row_loop([self.nest]), scf.YieldOp()])
+        put(block, scf.IfOp(some, [], Region(call), Region(exact)))
 
     def _row_loop(
         self,

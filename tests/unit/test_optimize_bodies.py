@@ -523,6 +523,29 @@ def test_reassoc_products_call_blas_within_tolerance(
         np.testing.assert_array_equal(actual, expected)
 
 
+def test_reassoc_products_with_a_zero_factor_keep_nans_and_infinities() -> None:
+    """C[i, j] += alpha * A[i, k] * B[k, j] with alpha = 0 and an inf and a NaN in A: the
+    program's products (0 * inf, 0 * NaN) make NaNs that reach C. OpenBLAS returns at once
+    when alpha is 0, and the gemm call left C as it was; reassoc allows another order of
+    the sums, not dropping NaNs: where the factor is 0 the nest runs as written."""
+    product = ("addf", "acc", ("mulf", ("mulf", "alpha", "a"), "b"))
+    nest = Nest("f64", 5, 7, 3, 0, 0, 0, 1, False, product, False, False, "c")
+    text = nest.text().replace("%alpha = arith.constant 1.5", "%alpha = arith.constant 0.0")
+    module = parse_string(text)
+    from dhir.transforms.fast_math import relax
+
+    relax(module, "reassoc")
+    (decision,) = optimize_bodies(module, 256)
+    assert decision.done and "OpenBLAS" in decision.text, decision.text
+    inputs = nest.inputs(3)
+    inputs[1][1, 2], inputs[1][3, 0] = np.inf, np.nan
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    assert np.isnan(want[0][[1, 3]]).all() and not np.isnan(want[0][[0, 2, 4]]).any()
+    got = dhir.run(text, *inputs, backend="native", ranks=1, fast_math="reassoc")
+    for expected, actual in zip(want, got):
+        np.testing.assert_array_equal(actual, expected)
+
+
 def test_linalg_matmul_with_reassoc_calls_blas() -> None:
     text = """
 func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf64>) {
