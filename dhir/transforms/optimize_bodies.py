@@ -1001,13 +1001,13 @@ class _Nest:
         if not scalars:
             emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
         else:
-            self._gemm_unless_zero(block, (a, b, c), (*sizes, depth), alpha)
+            self._gemm_where_finite(block, (a, b, c), (*sizes, depth), alpha)
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))
         replace_by(row, block)
         return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
 
-    def _gemm_unless_zero(
+    def _gemm_where_finite(
         self,
         block: Block,
         corners: tuple[Corner, Corner, Corner],
@@ -1015,17 +1015,29 @@ class _Nest:
         alpha: SSAValue,
     ) -> None:
         """At the end of `block`, the gemm where the product of the scalar factors `alpha`
-        is not 0, else the nest as written for every row: OpenBLAS returns at once when
-        alpha is 0, so an infinity or NaN of A or B would not reach C as the program's
-        products (0 * inf) carry it, and reassoc allows another order, not dropping NaNs."""
+        is finite and not 0, else the nest as written for every row. gemm scales the sum
+        of the products by alpha once: for 0, OpenBLAS returns at once and an infinity or
+        NaN of A or B never reaches C; for an infinity, inf * (sum) is an infinity where
+        the program's terms inf * (a * b) of both signs add up to NaN. reassoc allows
+        another order of the sums, not either."""
         assert self.module is not None
-        zero = put(block, arith.ConstantOp(FloatAttr(0.0, self.element))).result
-        some = put(block, arith.CmpfOp(alpha, zero, "une")).result  # NaN alpha: BLAS too
+        element = self.element
+        zero = put(block, arith.ConstantOp(FloatAttr(0.0, element))).result
+        inf = put(block, arith.ConstantOp(FloatAttr(float("inf"), element))).result
+        ninf = put(block, arith.ConstantOp(FloatAttr(float("-inf"), element))).result
+        # Ordered comparisons: a NaN alpha (every product NaN either way) takes the loops.
+        checks = [
+            put(block, arith.CmpfOp(alpha, zero, "one")).result,
+            put(block, arith.CmpfOp(alpha, inf, "olt")).result,
+            put(block, arith.CmpfOp(alpha, ninf, "ogt")).result,
+        ]
+        finite = put(block, arith.AndIOp(checks[0], checks[1])).result
+        finite = put(block, arith.AndIOp(finite, checks[2])).result
         call = Block()
         emit_gemm(call, self.module, *corners, sizes, alpha)
         put(call, scf.YieldOp())
         exact = Block([self._row_loop([self.nest]), scf.YieldOp()])
-        put(block, scf.IfOp(some, [], Region(call), Region(exact)))
+        put(block, scf.IfOp(finite, [], Region(call), Region(exact)))
 
     def _row_loop(
         self,

@@ -571,14 +571,17 @@ def test_reassoc_products_call_blas_within_tolerance(
         np.testing.assert_array_equal(actual, expected)
 
 
-def test_reassoc_products_with_a_zero_factor_keep_nans_and_infinities() -> None:
-    """C[i, j] += alpha * A[i, k] * B[k, j] with alpha = 0 and an inf and a NaN in A: the
-    program's products (0 * inf, 0 * NaN) make NaNs that reach C. OpenBLAS returns at once
-    when alpha is 0, and the gemm call left C as it was; reassoc allows another order of
-    the sums, not dropping NaNs: where the factor is 0 the nest runs as written."""
+@pytest.mark.parametrize("alpha", ["0.0", "inf"])
+def test_reassoc_products_with_a_zero_or_infinite_factor_keep_nans(alpha: str) -> None:
+    """C[i, j] += alpha * A[i, k] * B[k, j] under reassoc, with an inf and a NaN in A. The
+    gemm call scales the sum of the products by alpha once: for alpha = 0 OpenBLAS returned
+    at once and left C as it was, where the program's products (0 * inf, 0 * NaN) make
+    NaNs; for alpha = inf it made infinities where the program's terms, infinities of both
+    signs, add up to NaN. reassoc allows another order of the sums, neither of these:
+    where the factor is 0 or infinite the nest runs as written."""
     product = ("addf", "acc", ("mulf", ("mulf", "alpha", "a"), "b"))
-    nest = Nest("f64", 5, 7, 3, 0, 0, 0, 1, False, product, False, False, "c")
-    text = nest.text().replace("%alpha = arith.constant 1.5", "%alpha = arith.constant 0.0")
+    nest = Nest("f64", 5, 7, 3, 0, 0, 0, 1, False, product, False, False, "c", alpha=alpha)
+    text = nest.text()
     module = parse_string(text)
     from dhir.transforms.fast_math import relax
 
@@ -588,7 +591,7 @@ def test_reassoc_products_with_a_zero_factor_keep_nans_and_infinities() -> None:
     inputs = nest.inputs(3)
     inputs[1][1, 2], inputs[1][3, 0] = np.inf, np.nan
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
-    assert np.isnan(want[0][[1, 3]]).all() and not np.isnan(want[0][[0, 2, 4]]).any()
+    assert np.isnan(want[0][[1, 3]]).all() and np.isnan(want[0]).sum() >= 14
     got = dhir.run(text, *inputs, backend="native", ranks=1, fast_math="reassoc")
     for expected, actual in zip(want, got):
         np.testing.assert_array_equal(actual, expected)
