@@ -312,6 +312,17 @@ def iterations_independent(
     loop variable, its first block argument; of those in `values` only, where the loop's
     bounds and step are known: two tiles of a loop of step 32 start 32 apart, not 1).
     `before`: as `iteration_regions` takes it. Unproven is False."""
+    return clashing(memrefs, body, values, before) is None
+
+
+def clashing(
+    memrefs: Iterable[SSAValue],
+    body: Block,
+    values: range | None = None,
+    before: Sequence[Operation] = (),
+) -> SSAValue | None:
+    """The first of `memrefs` that two iterations of the loop whose body is `body` may
+    both touch, one writing (as `iterations_independent` compares them); None if none."""
     roots = list(memrefs)
     variable = body.args[0]
     one = iteration_regions(roots, body, {variable: "ia"}, before)
@@ -329,8 +340,8 @@ def iterations_independent(
     for memref, written in one.writes.items():
         clash = written & (other.read(memref) | other.written(memref))
         if not clash.intersect_params(apart).is_empty():
-            return False
-    return True
+            return memref
+    return None
 
 
 def _taken(values: range) -> isl.Set:

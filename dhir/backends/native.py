@@ -81,7 +81,7 @@ from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.shard_collectives import SHARD_BANDS
 from dhir.transforms.split_devices import SplitDevicesPass
-from dhir.transforms.split_tasks import SplitTasksPass
+from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
 from dhir.transforms.user_names import UserNamesPass, user_functions
@@ -182,8 +182,15 @@ def compile_native(
         timing.notes += [f"time tiles: {decision.line()}" for decision in tiled]
     with handing_over():
         with timing.stage("dhir passes"):
-            run_pipeline(module, PassPipeline((split, place, *timed, track)), verify_each=False)
+            plan = SplitPlan() if timing.reported else None  # found only to be printed
+            with diagnosed():
+                split.split(module, plan)
+            if plan is not None:
+                plan.name(task_ids(module))
+            run_pipeline(module, PassPipeline((place, *timed, track)), verify_each=False)
             tasks = task_table(module)
+        if plan is not None:
+            timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
             options = _optimize(module, options, timing)
         if profile is not None:

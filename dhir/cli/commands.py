@@ -368,7 +368,7 @@ def _entry(args: argparse.Namespace) -> str:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     _check_output(Path(args.file), Path(args.output))
-    timing = Timing() if args.timing else None
+    timing = Timing(reported=True) if args.timing else None
     options = _options(args)
     check_written_files(options)  # --keep-build
     entry = _entry(args)
@@ -397,7 +397,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend == "native":
         check_runtime_environment()  # before the program is read and built
-    timing = Timing() if args.timing else None
+    timing = Timing(reported=True) if args.timing else None
     path = Path(args.file)
     if is_executable(path):
         results, signature = _run_built(path, args, timing)

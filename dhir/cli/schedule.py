@@ -12,7 +12,7 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,7 @@ from dhir.transforms.place import (
 )
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_devices import SplitDevicesPass
-from dhir.transforms.split_tasks import SplitTasksPass
+from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
 
 
 @dataclass(frozen=True)
@@ -285,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
     _check_node_size(args)
     _check_input(args)
     legend, hosts, check = "", {}, None
+    plan = SplitPlan()  # what dhir-split did with each task, and why
     if args.graph is not None:
         graphs: Sequence[tuple[str, TaskGraph, AsBuilt | None]] = [
             ("", read_graph(args.graph), None)
@@ -301,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
                 costs=args.costs,
                 constraints=args.constraints,
                 algorithm=args.algorithm,
+                plan=plan,
             )
     with remembered():  # placing changes nothing in the program
         results = []
@@ -325,12 +327,15 @@ def run(args: argparse.Namespace) -> int:
         placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
         memory = _footprint(placed, args.entry or "main")
     if args.json:
-        print(_json_output(results, args.graph is not None, hosts, memory))
+        print(_json_output(results, args.graph is not None, hosts, memory, plan))
     else:
         if legend:
             print(legend)
         shown = hosts if len(set(hosts.values())) > 1 else {}
         texts = [_text_output(result, args.node_size, shown) for result in results]
+        if plan.choices:
+            head, *items = plan.lines()
+            texts.append("\n".join([head, *(f"  {item}" for item in items)]))
         if memory is not None:
             texts.append(memory_text(memory))
         print("\n\n".join(texts))
@@ -419,6 +424,7 @@ def program_graphs(
     costs: Path | None = None,
     constraints: Path | None = None,
     algorithm: str = DEFAULT_ALGORITHM,
+    plan: SplitPlan | None = None,
 ) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]], Checker | None]:
     """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
     runs on when a machine description says (else none), and per schedule of the
@@ -428,7 +434,8 @@ def program_graphs(
     are first given the ranks `algorithm` and the constraints settle on (dhir-place), and
     the last result checks a placement against them. An `entry` named must be one of the
     module's functions, as for `dhir run`; None: @main's memory, where there is a @main
-    (every schedule is placed either way)."""
+    (every schedule is placed either way). A `plan` learns what dhir-split did with each
+    task, and why."""
 
     module = _read_program(path)
     if entry is not None:  # named: the module must have it; else @main, where there is one
@@ -449,7 +456,9 @@ def program_graphs(
         assert system is not None
         ranks = len(system.rank_devices())
     # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
-    run_pipeline(module, PassPipeline((SplitDevicesPass(ranks), SplitTasksPass(ranks))))
+    run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)))
+    with diagnosed():
+        SplitTasksPass(ranks).split(module, plan)
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))
@@ -477,6 +486,8 @@ def program_graphs(
         storage = cache(partial(entry_storage, module, ranks, entry))
         in_part = held_in_part(module, entry, storage, model.nodes(devices))
         ids = task_ids(module)  # once: each schedule's names read the whole module
+        if plan is not None:
+            plan.name(ids)
         for number, schedule in enumerate(schedules):
             names = [ids[task] for task in schedule.tasks()]
             deps = dependence_graph(schedule)
@@ -661,6 +672,7 @@ def _json_output(
     plain_graph: bool,
     hosts: Mapping[str, str],
     memory: Memory | None = None,
+    plan: SplitPlan | None = None,
 ) -> str:
     if plain_graph:
         _, graph, placement, replay, _, _ = results[0]
@@ -679,6 +691,8 @@ def _json_output(
     out["schedules"] = schedules
     if memory is not None:
         out["memory"] = memory_json(memory)
+    if plan is not None and plan.choices:  # every task: a program reads it whole
+        out["split"] = [asdict(choice) for choice in plan.choices]
     return json.dumps(out)
 
 

@@ -6,6 +6,7 @@ it and exit non-zero, so users never see a Python traceback for their mistakes.
 
 import io
 import json
+import os
 import re
 import sys
 import tomllib
@@ -262,3 +263,13 @@ def _toml_place(found: re.Match[str], text: str, where: str) -> SourceLoc:
 
 
 _TOO_DEEP = "its arrays and tables are nested too deeply to read (Python's recursion limit)"
+
+
+# `DHIR_REPORT=all`: the reports of `--timing` and `dhir schedule` (what dhir-split and the
+# optimizer did) list every task and nest, not one line per reason that many share.
+REPORT_ENV = "DHIR_REPORT"
+
+
+def report_everything() -> bool:
+    """Whether reports list every task and nest (`DHIR_REPORT=all`)."""
+    return os.environ.get(REPORT_ENV, "") == "all"

@@ -151,7 +151,9 @@ _MPI_OP = re.compile(r'(?<![\w.!$@#-])"?mpi\.(\w+)')
 class Timing:
     """Wall time per stage, printed like `mlir-opt -mlir-timing`."""
 
-    def __init__(self) -> None:
+    def __init__(self, reported: bool = False) -> None:
+        # Printed (`--timing`): notes that cost work to find are found only then.
+        self.reported = reported
         self.stages: list[tuple[str, float]] = []
         # Lines the run itself reported (each rank's bytes sent), printed after the stages.
         self.notes: list[str] = []

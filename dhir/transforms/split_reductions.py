@@ -149,6 +149,12 @@ def split_reduction(
     return True
 
 
+def reduction_whole(task: TaskOp) -> str | None:
+    """Why the reduction of `task` cannot be split (None: it can, given 2 pieces)."""
+    found = _reduction(task)
+    return found if isinstance(found, str) else None
+
+
 def _reduction(task: TaskOp) -> "_Reduction | str":
     """The task's reduction loop, or why it cannot be split."""
     if is_gpu_task(task):

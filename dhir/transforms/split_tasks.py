@@ -33,7 +33,10 @@ linalg piece runs the same op on views: each operand that uses d0 becomes a stat
 `memref.subview` of rows [lo, hi) along the dimension d0 indexes (a strided layout type),
 the others stay whole; d0 being outermost, the pieces run one after the other are the
 whole op's iterations in the same order. A task left whole is told why (`why_whole`: the
-first thing that keeps it whole, in a `dhir.split = K` warning).
+first thing that keeps it whole, in a `dhir.split = K` warning). Asked for a `SplitPlan`
+(`SplitTasksPass.split`: `dhir schedule`, `--timing`), the pass notes in it each task it
+might have cut: the loop and piece sizes, or why it stays whole; otherwise it finds no more
+than it needs.
 
 How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
 pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
@@ -51,9 +54,10 @@ Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is h
 
 import bisect
 import itertools
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import partial
 from typing import cast
 
 from xdsl.context import Context
@@ -74,12 +78,12 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
-from dhir.analysis.regions import iterations_independent
+from dhir.analysis.regions import clashing
 from dhir.choices import MAX_RANKS
 from dhir.dialects import affine, arith, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
-from dhir.ir.diagnostics import Diagnostic, loc_of, warn
+from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everything, warn
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
@@ -91,11 +95,36 @@ from dhir.transforms.split_reductions import (
     opaque,
     pure,
     reassociable,
+    reduction_whole,
     split_reduction,
     warn_ignored,
 )
 
 SPLIT_ATTR = "dhir.split"
+
+# A piece's bounds: constants, or (lower, upper) values with the fraction of the way
+# from lower to upper where the piece starts and ends.
+_Bounds = tuple[int, int] | tuple[Fraction, Fraction]
+
+
+@dataclass(frozen=True)
+class Whole:
+    """Why a task stays whole: `why`, a phrase that tasks kept whole alike share (a plan
+    of many tasks counts them by it), the op it is about (`at`, its loop) and what is this
+    task's own (`detail`)."""
+
+    why: str
+    at: Operation | None = None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.why} ({self.detail})" if self.detail else self.why
+
+    def details(self) -> str:
+        """Where (the op at file:line:col) and this task's own detail, if any."""
+        loc = loc_of(self.at) if self.at is not None else None
+        parts = [f"at {loc}"] if loc is not None else []
+        return ", ".join([*parts, self.detail] if self.detail else parts)
 
 
 @dataclass(frozen=True)
@@ -111,6 +140,11 @@ class SplitTasksPass(ModulePass):
     pieces: int = 0  # 0: as many as ranks
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.split(op)
+
+    def split(self, op: ModuleOp, plan: "SplitPlan | None" = None) -> None:
+        """Split `op`'s tasks; with a `plan`, say in it what became of each task that
+        might have been cut, and why (only then: `dhir schedule` and `--timing` ask)."""
         check_ranks(self.name, self.ranks)
         check_ranks(self.name, self.pieces, "pieces", least=0)
         count = self.pieces or self.ranks
@@ -121,27 +155,72 @@ class SplitTasksPass(ModulePass):
         schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
         forced = any(SPLIT_ATTR in t.attributes for s in schedules for t in s.tasks())
         names = task_ids(op) if forced else {}  # only to name tasks in warnings
+        note = _Noter(plan, count)
         for schedule in schedules:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
                 weights = _weights(task, count, devices)
-                if weights is None:
+                if not isinstance(weights, list):
                     if is_gpu_task(task) and _forced(task) > 1:
                         _warn_forced(task, names, "GPU tasks are not split")
+                    note.whole(task, weights)
                     continue
                 if self.pieces == 0 and SPLIT_ATTR not in task.attributes:
-                    if splittable(task) is None and not reassociable(task):
+                    found = _one_loop(task)
+                    if isinstance(found, Whole) and not reassociable(task):
+                        if plan is not None and REASSOCIATE_ATTR in task.attributes:
+                            found = _reduction_whole(task)
+                        note.whole(task, found)
                         continue
                     # Enough independent tasks already keep every rank busy: leave them.
                     if busy is None:
                         busy = concurrency(task_graph(schedule))
                     if busy >= self.ranks:
+                        note.whole(task, _busy(busy, self.ranks))
                         continue
-                if split_task(task, index, weights):
+                cut = _cut(task, index, weights)
+                if cut is not None:
+                    loop, bounds, pieces = cut
+                    note.split(next(iter(pieces.values())), _detail(loop, bounds), len(bounds))
                     continue
-                done = split_reduction(task, index, weights, _piece_bounds, _set_range)
-                if not done and _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
+                seen: list[tuple[str, int]] = []
+                bounds_of = partial(_seen_bounds, seen) if plan is not None else _piece_bounds
+                before = task.prev_op
+                if split_reduction(task, index, weights, bounds_of, _set_range):
+                    first = before.next_op if before is not None else schedule.body.block.first_op
+                    assert isinstance(first, TaskOp)
+                    note.split(first, *seen[-1])
+                    continue
+                if _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
                     _warn_forced(task, names, why_whole(task))
+                if plan is not None:
+                    note.whole(task, _reduction_whole(task))
+
+
+def _busy(busy: int, ranks: int) -> Whole:
+    why = "its schedule already has enough tasks that can run at once to keep every rank busy"
+    return Whole(why, None, f"{busy} at once, {ranks} ranks")
+
+
+def _seen_bounds(
+    seen: list[tuple[str, int]], loop: Operation, weights: Sequence[int]
+) -> list[_Bounds] | None:
+    """`_piece_bounds`, remembering the loop a reduction is split over and the pieces'
+    sizes (said now: the loop goes with its task)."""
+    bounds = _piece_bounds(loop, weights)
+    if bounds is not None:
+        seen.append((_detail(loop, bounds), len(bounds)))
+    return bounds
+
+
+def _reduction_whole(task: TaskOp) -> Whole:
+    """Why a task that dhir-split tried to cut (or split its reduction) stays whole."""
+    if REASSOCIATE_ATTR not in task.attributes or splittable(task) is not None:
+        return _whole(task)
+    why = reduction_whole(task)
+    if why is not None:
+        return Whole(f"its reduction cannot be split: {why}")
+    return Whole("its reduction's loop has too few iterations to cut into 2 pieces or more")
 
 
 _OPAQUE = (
@@ -152,15 +231,39 @@ _OPAQUE = (
 
 def why_whole(task: TaskOp) -> str:
     """Why dhir-split leaves `task` whole (asked by `dhir.split = K` or not)."""
+    return str(_whole(task))
+
+
+def _whole(task: TaskOp) -> Whole:
     found = _one_loop(task)
-    if isinstance(found, str):
+    if isinstance(found, Whole):
         return found
-    known = _loop_range(found[1]).known
+    loop = found[1]
+    known = _loop_range(loop).known
     if known is None:
-        return "its loop's bounds are run-time values and its step is not a positive constant"
+        why = "its loop's bounds are run-time values and its step is not a positive constant"
+        return Whole(why, loop)
     if known[2] <= 0:
-        return "its loop's step is not positive"
-    return "its loop has too few iterations to cut into 2 pieces or more"
+        return Whole("its loop's step is not positive", loop)
+    trips = max(0, -(-(known[1] - known[0]) // known[2]))
+    return Whole(
+        "its loop has too few iterations to cut into 2 pieces or more",
+        loop,
+        f"{_count(trips, 'iteration')}",
+    )
+
+
+def _named(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+
+
+def _over(op: Operation) -> str:
+    loc = loc_of(op)
+    return f"the {op.name} at {loc}" if loc is not None else f"its {op.name}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _forced(task: TaskOp) -> int:
@@ -183,10 +286,15 @@ def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:
     return devices
 
 
-def _weights(task: TaskOp, count: int, devices: Sequence[Device] | None) -> list[int] | None:
-    """The relative sizes of the pieces `task` becomes, or None to keep it whole."""
-    if PIECE_ATTR in task.attributes or is_gpu_task(task):
+def _weights(
+    task: TaskOp, count: int, devices: Sequence[Device] | None
+) -> list[int] | Whole | None:
+    """The relative sizes of the pieces `task` becomes, or why it stays whole (None: a
+    piece already, or nothing to cut it for)."""
+    if PIECE_ATTR in task.attributes:
         return None
+    if is_gpu_task(task):
+        return Whole("it is a GPU task (dhir-split cuts CPU tasks)")
     forced = task.attributes.get(SPLIT_ATTR)
     if forced is not None:
         # At most as many pieces as ranks may be: 2**63 - 1 made a list of that many
@@ -196,14 +304,20 @@ def _weights(task: TaskOp, count: int, devices: Sequence[Device] | None) -> list
                 task,
                 f"{SPLIT_ATTR} must be an integer from 1 to {MAX_RANKS} (1 keeps the task whole)",
             )
-        return [1] * forced.value.data if forced.value.data > 1 else None
-    if count == 1 or RANK_ATTR in task.attributes:
+        if forced.value.data == 1:
+            return Whole(f"{SPLIT_ATTR} = 1 on it")
+        return [1] * forced.value.data
+    if count == 1:
         return None
+    if RANK_ATTR in task.attributes:
+        return Whole(f"it is placed by hand ({RANK_ATTR})")
     if devices is None:
         return [1] * count
     target = task.target_info()
     rates = [_rate(d) for d in devices if can_run(target, d)]
-    return _integer_weights(rates) if len(rates) > 1 else None
+    if len(rates) > 1:
+        return _integer_weights(rates)
+    return Whole("the device of one rank at most can run it", None, f"target {target}")
 
 
 def _rate(device: Device) -> float:
@@ -220,22 +334,33 @@ def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, Ta
     """Replace `task` (the schedule's task number `index`) by pieces sized as `weights`,
     when it is a loop that may be split: piece by the index of its weight (a weight too
     small for an iteration gets none); empty when the task was not split."""
+    cut = _cut(task, index, weights)
+    return {} if cut is None else cut[2]
+
+
+def _cut(
+    task: TaskOp, index: int, weights: Sequence[int]
+) -> tuple[Operation, list[_Bounds], dict[int, TaskOp]] | None:
+    """`split_task`, with the first piece's loop and each piece's bounds; None if it did
+    not."""
     found = splittable(task)
     if found is None:
-        return {}
+        return None
     position, loop = found
     slots = _piece_slots(loop, weights)
     if slots is None or len(slots) < 2:
-        return {}
+        return None
     block = task.parent_block()
     assert block is not None
     pieces: dict[int, TaskOp] = {}
+    cut: list[Operation] = []  # each piece's loop
     for k, (slot, (low, high)) in enumerate(slots.items()):
         piece = task.clone()
         piece.attributes.pop(SPLIT_ATTR, None)
         piece.attributes[PIECE_ATTR] = ArrayAttr([IntegerAttr(index, i64), IntegerAttr(k, i64)])
         ops = list(piece.body.block.ops)
-        _set_range(_under_ifs(ops[position]), low, high)
+        cut.append(_under_ifs(ops[position]))
+        _set_range(cut[-1], low, high)
         if k < len(slots) - 1:  # what follows the loop runs once, after the last piece's
             for op in reversed(ops[position + 1 : -1]):
                 op.detach()
@@ -244,23 +369,23 @@ def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, Ta
         pieces[slot] = piece
     task.detach()
     task.erase()
-    return pieces
+    return cut[0], list(slots.values()), pieces
 
 
 def splittable(task: TaskOp) -> tuple[int, Operation] | None:
     """The position and op of the task's one loop, when the task may be split."""
     found = _one_loop(task)
-    return None if isinstance(found, str) else found
+    return None if isinstance(found, Whole) else found
 
 
-def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
+def _one_loop(task: TaskOp) -> tuple[int, Operation] | Whole:
     """The position and op of the task's one loop, when the task may be split; else why
     not (a phrase)."""
     if task.token.uses:
-        return "its token is used"
+        return Whole("its token is used")
     ops = list(task.body.block.ops)[:-1]  # without the dhir.yield
     if not any(op.regions for op in ops):
-        return "it has no loop"  # what most tasks of large schedules are
+        return Whole("it has no loop")  # what most tasks of large schedules are
     loops: list[tuple[int, Operation]] = []
     viewed: set[SSAValue] = set(task.memrefs)
     for k, op in enumerate(ops):
@@ -273,35 +398,52 @@ def _one_loop(task: TaskOp) -> tuple[int, Operation] | str:
     first = next(k for k, (_, op) in enumerate(loops) if op.regions)
     after = [op for _, op in loops[first + 1 :]]
     if first > 0 or any(op.regions for op in after):
-        return _not_one(loops)
+        return Whole(_not_one(loops))
     if any(opaque(op) for op in after):
-        return "after its loop it calls a function or reaches a global (or llvm, gpu or mpi ops)"
+        return Whole(
+            "after its loop it calls a function or reaches a global (or llvm, gpu or mpi ops)",
+            loops[0][1],
+        )
     position, loop = loops[0]
     if opaque(loop):
-        return _OPAQUE
+        return Whole(_OPAQUE, loop)
     before = ops[:position]  # they make the views its body may access, and their offsets
-    loop = _guarded(loop, before)
-    if isinstance(loop, str):
-        return loop
+    guarded = _guarded(loop, before)
+    if isinstance(guarded, str):
+        return Whole(guarded, loop)
+    loop = guarded
     if isinstance(loop, scf.ParallelOp | affine.ParallelOp):
         return _parallel(position, loop)
     if isinstance(loop, scf.ForOp | affine.ForOp):
-        body = loop.body.block
-        if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
-            return "its affine.for's bounds are not constants"
-        if len(body.args) != 1:
-            return f"its {loop.name} carries values (iter_args: reductions need {REASSOCIATE_ATTR})"
-        if not iterations_independent(task.memrefs, body, loop_values(loop), before):
-            return f"its {loop.name}'s iterations are not proven to touch disjoint elements"
-        return position, loop
+        return _for(task, position, loop, before)
     if isinstance(loop, LinalgStructuredOperation):
         if _linalg_rows(loop) is not None:
             return position, loop
-        return (
+        return Whole(
             f"its {loop.name} cannot be cut by rows of d0 (d0 not parallel, in an "
-            "expression, dynamic or disagreeing extents, or tensors)"
+            "expression, dynamic or disagreeing extents, or tensors)",
+            loop,
         )
-    return f"its work is {loop.name}, not a loop dhir-split cuts"
+    return Whole(f"its work is {loop.name}, not a loop dhir-split cuts", loop)
+
+
+def _for(
+    task: TaskOp, position: int, loop: scf.ForOp | affine.ForOp, before: list[Operation]
+) -> tuple[int, Operation] | Whole:
+    body = loop.body.block
+    if isinstance(loop, affine.ForOp) and _affine_range(loop) is None:
+        return Whole("its affine.for's bounds are not constants", loop)
+    if len(body.args) != 1:
+        why = f"its {loop.name} carries values (iter_args: reductions need {REASSOCIATE_ATTR})"
+        return Whole(why, loop)
+    clash = clashing(task.memrefs, body, loop_values(loop), before)
+    if clash is not None:
+        return Whole(
+            f"its {loop.name}'s iterations are not proven to touch disjoint elements",
+            loop,
+            f"two of them may touch one element of {_named(clash)}",
+        )
+    return position, loop
 
 
 def _guarded(op: Operation, before: list[Operation]) -> Operation | str:
@@ -361,11 +503,11 @@ def _not_one(loops: Sequence[tuple[int, Operation]]) -> str:
 
 def _parallel(
     position: int, loop: scf.ParallelOp | affine.ParallelOp
-) -> tuple[int, Operation] | str:
+) -> tuple[int, Operation] | Whole:
     if loop.initVals if isinstance(loop, scf.ParallelOp) else loop.results:
-        return f"its {loop.name} reduces (reductions need {REASSOCIATE_ATTR})"
+        return Whole(f"its {loop.name} reduces (reductions need {REASSOCIATE_ATTR})", loop)
     if isinstance(loop, affine.ParallelOp) and _first_range(loop) is None:
-        return "its affine.parallel's first bounds are not constants"
+        return Whole("its affine.parallel's first bounds are not constants", loop)
     return position, loop
 
 
@@ -513,11 +655,6 @@ def _first_range(loop: affine.ParallelOp) -> tuple[int, int, int] | None:
 def _constant(value: SSAValue) -> int | None:
     """The number a bound always is (an iN bound read signed, as scf.for compares)."""
     return Lifter().constant(value)
-
-
-# A piece's bounds: constants, or (lower, upper) values with the fraction of the way
-# from lower to upper where the piece starts and ends.
-_Bounds = tuple[int, int] | tuple[Fraction, Fraction]
 
 
 def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | None:
@@ -678,3 +815,131 @@ def _view_rows(op: LinalgStructuredOperation, low: int, high: int) -> None:
         assert block is not None
         block.insert_op_before(view, op)
         op.operands[k] = view.result
+
+
+_SHOWN = 3  # tasks named per reason in a summary line
+
+
+@dataclass(frozen=True)
+class SplitChoice:
+    """What dhir-split did with one task: cut it into `pieces` (0: kept it whole), `how`
+    (what tasks treated alike share) and `detail` (this task's own: where, how big)."""
+
+    task: str
+    pieces: int
+    how: str
+    detail: str = ""
+
+    def line(self) -> str:
+        if not self.detail:
+            return f"{self.task}: {self.how}"
+        return (
+            f"{self.task}: {self.how} ({self.detail})"
+            if self.pieces
+            else f"{self.task}: {self.how}; {self.detail}"
+        )
+
+
+@dataclass
+class SplitPlan:
+    """What dhir-split did with each task it might have cut (`choices`, in program
+    order); the pass fills one only where asked to (`SplitTasksPass.split`)."""
+
+    ranks: int = 1
+    choices: list[SplitChoice] = field(default_factory=list[SplitChoice])
+    # The task of each choice not yet named (a whole one, or a cut one's first piece).
+    unnamed: list[tuple[int, TaskOp]] = field(default_factory=list[tuple[int, TaskOp]])
+
+    def add(self, task: TaskOp, choice: SplitChoice) -> None:
+        self.unnamed.append((len(self.choices), task))
+        self.choices.append(choice)
+
+    def name(self, names: Mapping[TaskOp, str]) -> None:
+        """Name each task as `names` (`task_ids` of the module split, a cut task by the
+        name its pieces extend), once: a large schedule's names take long to find."""
+        for k, task in self.unnamed:
+            name = names.get(task, "a task")
+            if self.choices[k].pieces:
+                name = name.removesuffix(".piece0")
+            self.choices[k] = replace(self.choices[k], task=name)
+        self.unnamed.clear()
+
+    def lines(self, every: bool | None = None) -> list[str]:
+        """A head line, then a line per task, or per reason that more than a few tasks
+        share (the number and the first few: a schedule of 10,000 tasks prints a few
+        lines); `every` (default: `DHIR_REPORT=all`) lists every task. None
+        without tasks. Named first (`name`)."""
+        assert not self.unnamed, "a split plan's tasks are named before it is printed"
+        if not self.choices:
+            return []
+        if every is None:
+            every = report_everything()
+        groups: dict[str, list[SplitChoice]] = {}
+        for choice in sorted(self.choices, key=lambda c: c.pieces == 0):  # the cut first
+            groups.setdefault(choice.how, []).append(choice)
+        cut = sum(1 for c in self.choices if c.pieces)
+        whole = len(self.choices) - cut
+        out = [
+            f"dhir-split on {_count(self.ranks, 'rank')}: {_count(cut, 'task')} cut into "
+            f"pieces, {whole} left whole"
+        ]
+        for how, group in groups.items():
+            if every or len(group) <= _SHOWN + 1:
+                out += [c.line() for c in group]
+                continue
+            named = ", ".join(
+                c.task + (f" ({c.detail})" if c.detail else "") for c in group[:_SHOWN]
+            )
+            out.append(
+                f"{how} ({len(group)} tasks): {named} and {len(group) - _SHOWN} more "
+                f"({REPORT_ENV}=all lists each)"
+            )
+        return out
+
+
+class _Noter:
+    """Notes in a plan (where there is one) what became of each task."""
+
+    def __init__(self, plan: SplitPlan | None, ranks: int) -> None:
+        self.plan = plan
+        if plan is not None:
+            plan.ranks = ranks
+
+    def whole(self, task: TaskOp, why: Whole | None) -> None:
+        if self.plan is not None and why is not None:
+            choice = SplitChoice("", 0, f"whole: {why.why}", why.details())
+            self.plan.add(task, choice)
+
+    def split(self, first: TaskOp, detail: str, count: int) -> None:
+        """`first`: the first piece."""
+        if self.plan is not None:
+            self.plan.add(first, SplitChoice("", count, f"cut into {count} pieces", detail))
+
+
+def _detail(loop: Operation, bounds: Sequence[_Bounds]) -> str:
+    return f"over {_over(loop)}, {_sizes(loop, bounds)}"
+
+
+def _sizes(loop: Operation, bounds: Sequence[_Bounds]) -> str:
+    """How big each piece is: its iterations (rows of d0 for a linalg op), or its share
+    of a range known only at run time."""
+    if any(isinstance(low, Fraction) for low, _ in bounds):
+        shares = [str(Fraction(high) - Fraction(low)) for low, high in bounds]
+        return f"{_listed(shares)} of its run-time range"
+    known = None if isinstance(loop, LinalgStructuredOperation) else _loop_range(loop).known
+    step = known[2] if known is not None and known[2] > 0 else 1
+    counts = [-(-(int(high) - int(low)) // step) for low, high in bounds]
+    noun = "row" if isinstance(loop, LinalgStructuredOperation) else "iteration"
+    if len(set(counts)) == 1:
+        return f"{_count(counts[0], noun)} each"
+    return f"{_listed([str(c) for c in counts])} {noun}s"
+
+
+def _listed(sizes: Sequence[str]) -> str:
+    """`1/4 each`, `34, 33, 33`, or for many pieces runs of equal sizes: `3 x 34, 5 x 33`."""
+    if len(set(sizes)) == 1:
+        return f"{sizes[0]} each"
+    if len(sizes) <= 8:
+        return ", ".join(sizes)
+    runs = [(size, len(list(same))) for size, same in itertools.groupby(sizes)]
+    return ", ".join(f"{n} x {size}" for size, n in runs)

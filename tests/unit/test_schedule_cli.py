@@ -496,7 +496,7 @@ def test_schedule_reads_the_program_from_standard_input(
     monkeypatch.setattr("sys.stdin", io.StringIO(program.read_text()))
     code, out, err = run_schedule(capsys, "-", "-n", "2", "--placement", "heft")
     assert code == 0, err
-    assert out == want
+    assert out == want.replace(str(program), "<stdin>")  # dhir-split's lines name loops
     # Named as the parser names it, not "- has no dhir.schedule to place".
     monkeypatch.setattr("sys.stdin", io.StringIO("func.func @main() {\n  return\n}\n"))
     code, out, err = run_schedule(capsys, "-", "-n", "2", "--no-codedrop")
