@@ -75,7 +75,7 @@ from dhir.transforms.loop_steps import LoopStepsPass
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
 from dhir.transforms.openmp_reductions import OpenMPReductionsPass
-from dhir.transforms.optimize_bodies import optimize_bodies
+from dhir.transforms.optimize_bodies import decision_lines, optimize_bodies
 from dhir.transforms.packed_vectors import PackedVectorsPass
 from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
@@ -179,7 +179,7 @@ def compile_native(
     if options.optimize:
         with timing.stage("dhir time tiles"):
             tiled = time_tiles(module, ranks=ranks)
-        timing.notes += [f"time tiles: {decision.line()}" for decision in tiled]
+        timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
     with handing_over():
         with timing.stage("dhir passes"):
             plan = SplitPlan() if timing.reported else None  # found only to be printed
@@ -455,7 +455,7 @@ def _optimize(module: ModuleOp, options: RunOptions, timing: Timing) -> RunOptio
     bits = cpu_facts(find_llvm_tools().clang, options.cpu).vector_bits
     with timing.stage("dhir optimizer"):
         decisions = optimize_bodies(module, bits)
-    timing.notes += [f"optimizer: {decision.line()}" for decision in decisions]
+    timing.notes += [f"optimizer: {line}" for line in decision_lines(decisions)]
     if any(SymbolTable.lookup_symbol(module, symbol) for symbol in SYMBOLS):
         link = options.link
         options = replace(options, link=replace(link, files=(*link.files, blas_library())))

@@ -30,6 +30,7 @@ Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix
 calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
 """
 
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import affine, arith, func, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import SourceLoc, loc_of
+from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
 from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
@@ -110,6 +111,42 @@ class Decision:
     def line(self) -> str:
         where = f"{self.loc}: " if self.loc is not None else ""
         return f"{where}{self.text}"
+
+
+_SHOWN = 3  # places named per text in a summary line
+
+
+def decision_lines(decisions: Sequence[Decision], every: bool | None = None) -> list[str]:
+    """A line per decision, a nest that several tasks hold (the pieces of a split task)
+    once with their count; a text that more than a few nests share takes one line, with
+    the number and the first few places, unless `every` (default: `DHIR_REPORT=all`)."""
+    every = report_everything() if every is None else every
+    groups: dict[str, Counter[str]] = {}
+    for decision in decisions:
+        where = str(decision.loc) if decision.loc is not None else ""
+        groups.setdefault(decision.text, Counter())[where] += 1
+    lines: list[str] = []
+    for text, places in groups.items():
+        if every or len(places) <= _SHOWN + 1:
+            lines += [f"{_at(where)}{text}{_times(n)}" for where, n in places.items()]
+            continue
+        shown = ", ".join(
+            f"{where or '?'}{_times(n)}" for where, n in list(places.items())[:_SHOWN]
+        )
+        more = len(places) - _SHOWN
+        lines.append(
+            f"{text} ({sum(places.values())} nests: {shown} and {more} more places; "
+            f"{REPORT_ENV}=all lists each)"
+        )
+    return lines
+
+
+def _at(where: str) -> str:
+    return f"{where}: " if where else ""
+
+
+def _times(count: int) -> str:
+    return f" (in {count} tasks)" if count > 1 else ""
 
 
 class _Left(Exception):
