@@ -180,16 +180,20 @@ class SplitTasksPass(ModulePass):
                         continue
                 cut = _cut(task, index, weights)
                 if cut is not None:
-                    loop, bounds, pieces = cut
-                    note.split(next(iter(pieces.values())), _detail(loop, bounds), len(bounds))
+                    if plan is not None:
+                        loop, bounds, pieces = cut
+                        first = next(iter(pieces.values()))
+                        note.split(first, _detail(loop, bounds), len(bounds))
                     continue
                 seen: list[tuple[str, int]] = []
                 bounds_of = partial(_seen_bounds, seen) if plan is not None else _piece_bounds
                 before = task.prev_op
                 if split_reduction(task, index, weights, bounds_of, _set_range):
-                    first = before.next_op if before is not None else schedule.body.block.first_op
-                    assert isinstance(first, TaskOp)
-                    note.split(first, *seen[-1])
+                    if plan is not None:
+                        block = schedule.body.block
+                        first = before.next_op if before is not None else block.first_op
+                        assert isinstance(first, TaskOp)
+                        note.split(first, *seen[-1])
                     continue
                 if _forced(task) > 1 and REASSOCIATE_ATTR not in task.attributes:
                     _warn_forced(task, names, why_whole(task))
