@@ -49,6 +49,15 @@ class EntryBounds:
     outside: OutOfBounds | None = None  # the first found, in program order
     needs: dict[tuple[int, int], Need] = field(default_factory=dict[tuple[int, int], Need])
     entry: Block | None = None  # the entry's block, whose arguments `needs` numbers
+    # Each root's shape and, for one of dynamic size, its position among the entry's
+    # arguments (`_root`): asked for every access of thousands of generated tasks. Kept
+    # for one walk only (`entry_bounds` makes an EntryBounds per walk), during which no
+    # type changes.
+    _roots: dict[SSAValue, tuple[tuple[int, ...], int | None]] = field(
+        default_factory=dict[SSAValue, tuple[tuple[int, ...], int | None]],
+        repr=False,
+        compare=False,
+    )
 
     def element(
         self,
@@ -58,13 +67,12 @@ class EntryBounds:
         calls: tuple[Operation, ...] = (),
     ) -> None:
         """Record that `op` accesses `root` at `index` (`walk_sure_points`)."""
-        shape = _shape(root)
+        shape, arg = self._root(root)
         if self.outside is None:
             for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
                 if k < 0 or (extent != DYNAMIC_INDEX and k >= extent):
                     self.outside = OutOfBounds(op, root, index, dim, calls=calls)
                     break
-        arg = self._argument(root) if DYNAMIC_INDEX in shape else None
         if arg is None:
             return
         for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
@@ -84,8 +92,7 @@ class EntryBounds:
         """Record the points at which `op` accesses `root` (`walk_sure_points`): where
         its literals' `values` are among those that reach outside the memref, or where
         the memref, an entry argument, has a dimension of dynamic size."""
-        shape = _shape(root)
-        arg = self._argument(root) if DYNAMIC_INDEX in shape else None
+        shape, arg = self._root(root)
         if arg is None and (self.outside is not None or not _bad(points, at, shape).holds(values)):
             return
         points = _fixed(points, values)
@@ -112,6 +119,16 @@ class EntryBounds:
         known = self.needs.get((arg, dim))
         if size > 0 and (known is None or size > known.size):
             self.needs[(arg, dim)] = Need(arg, dim, size, op)
+
+    def _root(self, root: SSAValue) -> tuple[tuple[int, ...], int | None]:
+        """`root`'s shape, and its argument (`_argument`) when it has a dimension of
+        dynamic size (None otherwise)."""
+        found = self._roots.get(root)
+        if found is None:
+            shape = _shape(root)
+            arg = self._argument(root) if DYNAMIC_INDEX in shape else None
+            found = self._roots[root] = (shape, arg)
+        return found
 
     def _argument(self, root: SSAValue) -> int | None:
         """`root`'s position among the entry's arguments; None for another buffer."""

@@ -1071,14 +1071,19 @@ class _Walker:
     def _literal_task(self, task: TaskOp, sink: SureSink) -> bool:
         """Tell `sink` of the accesses of a task whose body is only constants, arithmetic
         and scalar loads and stores of listed memrefs at constant subscripts, as
-        generated schedules' tasks are, without the walk; False for any other body."""
+        generated schedules' tasks are, without the walk; False for any other body.
+        Every task of a 10,000-task schedule comes here before a run (`check_bounds`):
+        the ops are read through `first_op`/`next_op` (not `block.ops`, an iterator
+        object and a property a step) and told apart by class (`_memref_position`)."""
         accesses: list[tuple[Operation, SSAValue, tuple[int, ...]]] = []
-        for op in task.body.block.ops:
-            operands = op.operands  # not the named getters: thousands of tasks
-            if isinstance(op, memref_dialect.LoadOp | memref_dialect.StoreOp):
-                memref, *indices = operands[isinstance(op, memref_dialect.StoreOp) :]
-                index = tuple(_constant_index(v) for v in indices)
-                if None in index or self.views.get(memref) != (_View(memref, None),):
+        op = task.body.block.first_op
+        while op is not None:
+            operands = tuple(op.operands)  # not the named getters: thousands of tasks
+            at = _memref_position(type(op))
+            if at is not None:
+                memref = operands[at]
+                index = tuple(map(_constant_index, operands[at + 1 :]))
+                if None in index or not self._listed(memref):
                     return False
                 accesses.append((op, memref, cast(tuple[int, ...], index)))
             elif (
@@ -1087,6 +1092,7 @@ class _Walker:
                 or _stop_kind(type(op)) is not _Stop.NEVER
             ):
                 return False
+            op = op.next_op
         for op, memref, index in accesses:
             sink.element(op, memref, index)
         self._stops[task] = False  # none of its ops may stop (`_may_stop` need not look)
@@ -1134,6 +1140,14 @@ class _Walker:
             self.on_sure.element(self.accessing, memref, index, tuple(self.call_sites))
         else:
             self._tell_sure(memref, own, names, constraints)
+
+    def _listed(self, memref: SSAValue) -> bool:
+        """Whether `memref` is only itself, a listed memref (`_View(memref, None)`)."""
+        views = self.views.get(memref)
+        if views is None or len(views) != 1:
+            return False
+        view = views[0]
+        return view.root is memref and view.subscripts is None and view.known and view.sure
 
     def _tell_sure(
         self,
@@ -1471,10 +1485,26 @@ def _literal_index(exprs: Sequence[Expr]) -> tuple[int, ...] | None:
 def _constant_index(value: SSAValue) -> int | None:
     """The value of an index `arith.constant`; None for any other value."""
     op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(value.type, IndexType):
+    # The exact classes first: an IRDL `isinstance` goes through `ABCMeta`.
+    if (type(op) is arith.ConstantOp or isinstance(op, arith.ConstantOp)) and (
+        type(value.type) is IndexType or isinstance(value.type, IndexType)
+    ):
         attr = op.properties.get("value")
         return attr.value.data if isinstance(attr, IntegerAttr) else None
     return None
+
+
+# Per op class: where a scalar load's or store's memref operand is (its subscripts follow
+# it), None for other ops; kept across walks, as classes do not change.
+_MEMREF_POSITIONS: dict[type[Operation], int | None] = {}
+
+
+def _memref_position(kind: type[Operation]) -> int | None:
+    if kind not in _MEMREF_POSITIONS:
+        load = issubclass(kind, memref_dialect.LoadOp)
+        store = issubclass(kind, memref_dialect.StoreOp)
+        _MEMREF_POSITIONS[kind] = 0 if load else 1 if store else None
+    return _MEMREF_POSITIONS[kind]
 
 
 def _subview_of(source: _View, mapping: list[str] | None) -> _View:

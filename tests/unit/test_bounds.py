@@ -11,10 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.ir import SSAValue
 
 import dhir
+from dhir.analysis import bounds
 from dhir.analysis.bounds import entry_bounds
-from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.ir.diagnostics import DhirError, SourceLoc, loc_of
 from dhir.ir.text import parse_string
 
 
@@ -345,6 +347,31 @@ def _main(args: str, body: str) -> str:
   %c1 = arith.constant 1 : index
   %v7 = arith.constant 7 : i32
 {body}
+  return
+}}
+"""
+
+
+def _constant_tasks(count: int, b_size: int) -> str:
+    """`count` tasks of constant subscripts (a generated schedule's, which the analysis
+    reads without its walk): task k reads a[k + 1] of a memref of dynamic size and writes
+    b[k] of `b_size` elements; task k's store is at line 10 + 8k."""
+    tasks = "\n".join(
+        f"""    %t{k} = dhir.task %cpu, %a, %b {{
+      %i = arith.constant {k} : index
+      %j = arith.constant {k + 1} : index
+      %x = memref.load %a[%j] : memref<?xf64>
+      %c = arith.constant 1.0 : f64
+      %y = arith.addf %x, %c : f64
+      memref.store %y, %b[%i] : memref<{b_size}xf64>
+    }}"""
+        for k in range(count)
+    )
+    return f"""func.func @main(%a: memref<?xf64>, %b: memref<{b_size}xf64>) {{
+  dhir.schedule %a, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+{tasks}
+  }}
   return
 }}
 """
@@ -748,3 +775,28 @@ def test_a_task_after_a_task_that_may_stop_is_not_refused() -> None:
     outside = entry_bounds(parse_string(alone), "main").outside
     assert outside is not None
     assert outside.index == (8,)
+
+
+def test_tasks_of_constant_subscripts_give_needs_and_the_first_out() -> None:
+    found = entry_bounds(parse_string(_constant_tasks(6, 4)), "main")
+    assert {key: need.size for key, need in found.needs.items()} == {(0, 0): 7}
+    assert found.outside is not None
+    assert (found.outside.index, found.outside.dim) == ((4,), 0)
+    assert loc_of(found.outside.op) == SourceLoc("<string>", 10 + 8 * 4, 7)
+
+
+def test_each_memrefs_shape_is_read_once_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Thousands of generated tasks access the same two memrefs (bench/programs.py).
+    read: list[SSAValue] = []
+    shape_of = bounds._shape  # pyright: ignore[reportPrivateUsage]
+
+    def counted(memref: SSAValue) -> tuple[int, ...]:
+        read.append(memref)
+        return shape_of(memref)
+
+    monkeypatch.setattr(bounds, "_shape", counted)
+    assert entry_bounds(parse_string(_constant_tasks(50, 50)), "main").outside is None
+    assert len(read) == 2
+    # A walk's shapes are its own: another module's b of 4 elements is read anew.
+    assert entry_bounds(parse_string(_constant_tasks(50, 4)), "main").outside is not None
+    assert len(read) == 4
