@@ -9,7 +9,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.traits import SymbolTable
 
-from dhir.analysis.bounds import check_bounds
+from dhir.analysis.bounds import EntryBounds, check_bounds
 from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.interp import run_interp
@@ -242,20 +242,22 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
         print(line, file=sys.stderr)
 
 
-def check_runnable(module: ModuleOp, entry: str) -> None:
+def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
     """Refuse, at its line, what neither backend runs as the program means it: memrefs
     of memrefs, parallel loops whose iterations overlap, GPU kernels whose threads race,
     copies between overlapping views, addresses passed to C from another task, a machine
     description that cannot stand, a load or store of `entry` that surely runs out of its
     memref's bounds.
-    `dhir run`, `dhir.run` and `dhir compile` check alike."""
+    `dhir run`, `dhir.run` and `dhir compile` check alike. The accesses of `entry` found
+    surely run (`entry_bounds`), which `entry_signature` takes (`bounds`) while the
+    module is this one (see `run_module`)."""
     check_description(module)
     check_memref_elements(module)
     check_parallel_loops(module)
     check_kernels(module)
     check_copies(module)
     check_addresses(module)
-    check_bounds(module, entry)
+    return check_bounds(module, entry)
 
 
 def run_module(
@@ -276,15 +278,16 @@ def run_module(
     `on_built` is told the executable, its signature and how it was run."""
     options = options if options is not None else RunOptions()
     with (timing if timing is not None else Timing()).stage("checks"):
-        check_runnable(module, entry)
+        bounds: EntryBounds | None = check_runnable(module, entry)
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
         # First: a wrong count, shape or dtype is said with the types as written, not as
         # specialised (an input that fits no shape left the result's shape unknown).
-        given = entry_signature(module, entry, given_only=True)
+        given = entry_signature(module, entry, given_only=True, bounds=bounds)
         check_given_count(given, inputs)
         check_inputs(given, inputs, copy=False)
         module = specialise(module, entry, inputs)
-    signature = entry_signature(module, entry)
+        bounds = None  # a module of other shapes
+    signature = entry_signature(module, entry, bounds=bounds)
     if output_dir is not None:
         spare_inputs(_mapped_files(inputs), output_dir)
         # Before building too: a build that fails leaves no earlier results behind.
@@ -292,8 +295,10 @@ def run_module(
     sharded = is_shard_program(module)
     if sharded and backend == "interp":
         module = strip(module)  # what the shardings distribute, run whole
+        bounds = None
     elif sharded and not on_tensors(module, entry):
         module = partition(module, entry, options.ranks)  # a program per device on memrefs
+        bounds = None
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)
         # Checked against the entry as written, so errors name its tensor types; not
@@ -302,7 +307,7 @@ def run_module(
         full: list[object] = list(check_inputs(signature, with_zeros, copy=False))
         # Where the results go: the interpreter checks that the entry writes all of them.
         places = {spec.index: spec.result for spec in signature.args if spec.result is not None}
-        results = _run_on(module, entry, full, backend, options, None, timing, None, places)
+        results = _run_on(module, entry, full, backend, options, None, timing, None, None, places)
         # Tensors are values: an argument comes back as it was given.
         results = [
             np.array(given) if spec.role == INPUT else result
@@ -311,7 +316,7 @@ def run_module(
         if output_dir is not None:
             save_outputs(results, signature, output_dir)
         return results
-    return _run_on(module, entry, inputs, backend, options, output_dir, timing, on_built)
+    return _run_on(module, entry, inputs, backend, options, output_dir, timing, on_built, bounds)
 
 
 def _mapped_files(inputs: list[object]) -> list[Path]:
@@ -335,9 +340,11 @@ def _run_on(
     output_dir: Path | None,
     timing: Timing | None,
     on_built: OnBuilt | None,
+    bounds: EntryBounds | None = None,
     results: Mapping[int, int] | None = None,
 ) -> list[np.ndarray]:
-    """The run on `backend`; `results`: which arguments are an entry on tensors' results
+    """The run on `backend`; `bounds`: `check_runnable`'s, found on this module (None:
+    found anew); `results`: which arguments are an entry on tensors' results
     (run_interp's)."""
     if backend == "interp":
         if options.profile is not None:
@@ -348,13 +355,17 @@ def _run_on(
         _check_native_only(options)
         # A stage of the caller's --timing report, and the terminal's status line.
         with (timing if timing is not None else Timing()).stage("the interpreter"):
-            arrays = run_interp(module, entry, inputs, options.timeout, options.link, results)
+            arrays = run_interp(
+                module, entry, inputs, options.timeout, options.link, results, bounds
+            )
         if output_dir is not None:
-            save_outputs(arrays, entry_signature(module, entry), output_dir)
+            save_outputs(arrays, entry_signature(module, entry, bounds=bounds), output_dir)
         return arrays
     if backend == "native":
+        # CodeDrop moves the entry's ops into tasks run once in order: the same loads and
+        # stores surely run at the same subscripts, so `bounds` stays the module's.
         drop_code(module, entry, options)
-        return run_native(module, entry, inputs, options, output_dir, timing, on_built)
+        return run_native(module, entry, inputs, options, output_dir, timing, on_built, bounds)
     raise DhirError(
         [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
     )

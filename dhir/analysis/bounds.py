@@ -254,13 +254,15 @@ def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     return found
 
 
-def check_bounds(module: ModuleOp, entry: str) -> None:
+def check_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     """Refuse an entry with an access that surely runs outside its memref, at its line:
-    native code does not check bounds (without --runtime-checks), and would read another
-    array's elements or write over them."""
-    outside = entry_bounds(module, entry).outside
-    if outside is not None:
-        raise error_at(outside.op, out_of_bounds_message(outside))
+    native code does not check bounds (without --runtime-checks), and would read
+    another array's elements or write over them. What was found, for `entry_signature`'s
+    needs."""
+    found = entry_bounds(module, entry)
+    if found.outside is not None:
+        raise error_at(found.outside.op, out_of_bounds_message(found.outside))
+    return found
 
 
 def out_of_bounds_message(found: OutOfBounds) -> str:

@@ -21,6 +21,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.traits import SymbolTable
 
+from dhir.analysis.bounds import EntryBounds
 from dhir.analysis.communication import communicates, communicating_functions
 from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
@@ -96,6 +97,7 @@ def compile_native(
     options: RunOptions | None = None,
     timing: Timing | None = None,
     profile: ProfileRecorder | None = None,
+    bounds: EntryBounds | None = None,
 ) -> tuple[Path, EntrySignature]:
     """Build an executable for `options.ranks` ranks of `options.mpi`; `module` is
     lowered in place. Parallel loops run on OpenMP threads (see `openmp_safe`). Tasks are
@@ -105,7 +107,8 @@ def compile_native(
     numbered: after dhir-split, pieces by their own names. GPU tasks run on the ranks'
     GPUs (see docs/gpu.md); with `options.gpu_fallback="cpu"`, those written as loops run
     on the CPU. Floating-point ops take the relaxations `options.fast_math` allows
-    (dhir-fast-math)."""
+    (dhir-fast-math). `bounds`: `check_runnable`'s, found on `module` as given or before
+    CodeDrop (None: found anew)."""
     options = _with_cpu(module, options if options is not None else RunOptions())
     options.link.check_names()  # a linked file defining libc's `write`: before any work
     _check_entry_name(module, entry)
@@ -114,7 +117,8 @@ def compile_native(
     relax(module, options.fast_math)
     if options.constraints is not None:
         attach_constraints(module, read_constraints(options.constraints))
-    signature = entry_signature(module, entry)
+    # Fast-math flags and constraints change no load or store: `bounds` still holds.
+    signature = entry_signature(module, entry, bounds=bounds)
     if not options.cpu_fallback:
         # Before the kernels are made: the GPU pieces need theirs.
         run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)), verify_each=False)
@@ -412,22 +416,23 @@ def run_native(
     output_dir: Path | None = None,
     timing: Timing | None = None,
     on_built: OnBuilt | None = None,
+    bounds: EntryBounds | None = None,
 ) -> list[np.ndarray]:
     """Build (or reuse) and run, as `options` say (see compile_native and
     run_executable), with `options.threads_per_rank()` threads per rank for parallel
     loops; `options.profile`: write the measured time of every task there (see
     dhir-instrument). After the run, `on_built` (if given) is told the executable, its
-    signature and the options it ran with."""
+    signature and the options it ran with. `bounds`: as compile_native takes them."""
     options = options if options is not None else RunOptions()
     reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
-    signature = entry_signature(module, entry)
+    signature = entry_signature(module, entry, bounds=bounds)
     arrays = check_inputs(signature, inputs, copy=False)  # saved to files, not written
     check_written_files(options)
     check_runtime_environment()
     profile = options.profile
     recorder = ProfileRecorder(module, options.ranks, profile) if profile is not None else None
-    exe, signature = compile_native(module, entry, options, timing, recorder)
+    exe, signature = compile_native(module, entry, options, timing, recorder, bounds)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
     threaded = replace(options, threads=options.threads_per_rank())

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir.analysis.bounds import EntryBounds
 from dhir.backends.native import compile_native
 from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.cli import cache, calibrate, schedule
@@ -374,18 +375,21 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
     with (timing if timing is not None else Timing()).stage("checks"):
-        check_runnable(module, entry)  # as `dhir run` does
+        bounds: EntryBounds | None = check_runnable(module, entry)  # as `dhir run` does
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
         attach(module, plan.system, str(args.system))  # placement and cost models read it there
         options = replace(options, ranks=plan.ranks)
-    given = entry_signature(module, entry)  # as the user gives it (tensors too)
+    # As the user gives it (tensors too); a machine description changes no access.
+    given = entry_signature(module, entry, bounds=bounds)
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)
+        bounds = None  # another module
     elif is_shard_program(module):  # a program per device on memrefs
         module = partition(module, entry, options.ranks)
-    drop_code(module, entry, options)
-    exe, _ = compile_native(module, entry, options, timing)
+        bounds = None
+    drop_code(module, entry, options)  # as run_module: `bounds` still holds
+    exe, _ = compile_native(module, entry, options, timing, bounds=bounds)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
     _install(exe, Path(args.output), describe(given, options))

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from dhir.analysis.bounds import entry_bounds, need_message
+from dhir.analysis.bounds import EntryBounds, entry_bounds, need_message
 from dhir.dialects import func
 from dhir.dialects.dhir import walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
@@ -47,15 +47,20 @@ def numpy_dtype(element: Attribute) -> np.dtype | None:
     return None
 
 
-def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> EntrySignature:
+def entry_signature(
+    module: ModuleOp, entry: str, given_only: bool = False, bounds: EntryBounds | None = None
+) -> EntrySignature:
     """The arguments of `entry` as the built program takes them. An entry on tensors is
     bufferized first (dhir.toolchain.tensors): each tensor argument becomes a memref the
     user gives (INPUT), and each result a memref after the arguments (RESULT). With
     `given_only`, the arguments alone, results unchecked: what reads the inputs that an
-    entry of dynamic shapes is then specialised to."""
+    entry of dynamic shapes is then specialised to. `bounds`: `entry_bounds(module,
+    entry)` as the caller found it already (`check_runnable`), instead of walking the
+    entry again."""
     function = find_entry(module, entry)
     inputs, outputs = function.function_type.inputs.data, function.function_type.outputs.data
-    args = _with_needs(module, entry, [_arg_spec(function, k, t) for k, t in enumerate(inputs)])
+    specs = [_arg_spec(function, k, t) for k, t in enumerate(inputs)]
+    args = _with_needs(module, entry, specs, bounds)
     tensors = on_tensors(function)
     for j, type_ in enumerate(() if given_only else outputs):
         if not tensors or not isinstance(type_, TensorType):
@@ -74,13 +79,16 @@ def entry_signature(module: ModuleOp, entry: str, given_only: bool = False) -> E
     return EntrySignature(entry, tuple(args))
 
 
-def _with_needs(module: ModuleOp, entry: str, args: list[ArgSpec]) -> list[ArgSpec]:
+def _with_needs(
+    module: ModuleOp, entry: str, args: list[ArgSpec], bounds: EntryBounds | None
+) -> list[ArgSpec]:
     """`args` with the least sizes the accesses of `entry` that surely run need of each
     memref argument's dimensions of dynamic size: checked against the inputs before a
-    run, once, where native code checks no access."""
+    run, once, where native code checks no access. `bounds`: those accesses, when the
+    caller found them already."""
     if not any(spec.shape is not None and DYNAMIC in spec.shape for spec in args):
         return args
-    needs = entry_bounds(module, entry).needs
+    needs = (bounds if bounds is not None else entry_bounds(module, entry)).needs
     if not needs:
         return args
     out = list(args)

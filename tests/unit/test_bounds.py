@@ -18,6 +18,7 @@ from dhir.analysis import bounds
 from dhir.analysis.bounds import entry_bounds
 from dhir.ir.diagnostics import DhirError, SourceLoc, loc_of
 from dhir.ir.text import parse_string
+from dhir.toolchain import entry as entry_module
 
 
 def _task(args: str, memrefs: str, body: str) -> str:
@@ -129,6 +130,19 @@ DYNAMIC = _task(
         memref.store %x, %b[%i] : memref<?xf64>
       }""",
 )
+# DYNAMIC without dhir.schedule: CodeDrop makes its task before the build.
+PLAIN_DYNAMIC = """func.func @main(%a: memref<?xf64>, %b: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %i = %c0 to %c16 step %c1 {
+    %j = arith.addi %i, %c1 : index
+    %x = memref.load %a[%j] : memref<?xf64>
+    memref.store %x, %b[%i] : memref<?xf64>
+  }
+  return
+}
+"""
 # Past the end only where a condition holds, which it never does: not refused.
 GUARDED = _task(
     "%a: memref<10xf64>, %b: memref<10xf64>",
@@ -800,3 +814,28 @@ def test_each_memrefs_shape_is_read_once_a_walk(monkeypatch: pytest.MonkeyPatch)
     # A walk's shapes are its own: another module's b of 4 elements is read anew.
     assert entry_bounds(parse_string(_constant_tasks(50, 4)), "main").outside is not None
     assert len(read) == 4
+
+
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_the_entry_is_walked_once_a_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str
+) -> None:
+    """The checks before a run find the sizes an entry of dynamic shapes needs; the
+    signatures of the run and of the build take them from there (CodeDrop and
+    fast-math change no load or store), not from a walk of their own each."""
+    walks: list[str] = []
+    walk = bounds.entry_bounds
+
+    def counted(module: object, entry: str) -> bounds.EntryBounds:
+        walks.append(entry)
+        return walk(module, entry)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(bounds, "entry_bounds", counted)
+    monkeypatch.setattr(entry_module, "entry_bounds", counted)
+    got = dhir.run(
+        PLAIN_DYNAMIC, np.arange(20.0), np.zeros(16), backend=backend, output_dir=tmp_path
+    )
+    np.testing.assert_array_equal(got[1], np.arange(1.0, 17.0))
+    assert walks == ["main"]
+    error = _refused(_write(tmp_path, PLAIN_DYNAMIC), np.arange(16.0), np.zeros(16))
+    assert "give at least 17 elements along dimension 0" in error.diagnostics[0].message

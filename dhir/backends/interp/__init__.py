@@ -22,6 +22,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from dhir.analysis.bounds import EntryBounds
 from dhir.backends.interp import written
 from dhir.backends.interp.apart import run_apart, shared_copy
 from dhir.backends.interp.arith import ArithImpls
@@ -84,6 +85,7 @@ def run_interp(
     timeout: float | None = None,
     link: LinkInputs | None = None,
     results: Mapping[int, int] | None = None,
+    bounds: EntryBounds | None = None,
 ) -> list[np.ndarray]:
     """Run @entry on `inputs` (arrays for memrefs, numbers for scalars); return one array
     per argument: the final contents of each memref, a 0-d array of each scalar. A run
@@ -91,10 +93,11 @@ def run_interp(
     declares without a body run from `link`'s files (dhir.backends.interp.external), in a
     child process (dhir.backends.interp.apart). `results` says which arguments (by index)
     are an entry on tensors' results once bufferized (their result numbers): the entry
-    must write every element of them."""
+    must write every element of them. `bounds`: `entry_bounds(module, entry)`, when
+    the caller found it (dhir.runner.check_runnable)."""
     if timeout is not None:
         timeout = timeout_seconds(timeout)  # RunOptions' rule, for callers without them
-    signature = entry_signature(module, entry)
+    signature = entry_signature(module, entry, bounds=bounds)
     arrays = check_inputs(signature, inputs)  # fresh copies: the run writes into them
     # Found as entry_signature finds it (it has checked that it exists and has a body).
     function = next(
