@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.bounds import EntryBounds, check_bounds
@@ -18,6 +19,7 @@ from dhir.backends.parallel_loops import check_copies, check_kernels, check_para
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
+from dhir.ir.walk import find_ops
 from dhir.machine.dlti import check_description
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
@@ -252,11 +254,12 @@ def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
     surely run (`entry_bounds`), which `entry_signature` takes (`bounds`) while the
     module is this one (see `run_module`)."""
     check_description(module)
-    check_memref_elements(module)
-    check_parallel_loops(module)
-    check_kernels(module)
-    check_copies(module)
-    check_addresses(module)
+    ops = find_ops(module, Operation)  # one walk for the checks, which change nothing
+    check_memref_elements(module, ops)
+    check_parallel_loops(module, ops)
+    check_kernels(module, ops)
+    check_copies(module, ops)
+    check_addresses(module, ops)
     return check_bounds(module, entry)
 
 

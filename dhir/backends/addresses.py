@@ -11,6 +11,7 @@ of the schedule. An address that travels otherwise (through linked code, a funct
 a body, a view) is not, and dhir cannot see it in general.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
@@ -22,7 +23,7 @@ from dhir.dialects.access import Kind, facts
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.memref import ExtractAlignedPointerAsIndexOp
 from dhir.ir.diagnostics import error_at, loc_of
-from dhir.ir.walk import enclosing, find_ops
+from dhir.ir.walk import enclosing, find_among, find_ops
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,11 @@ class _Stored:
     store: Operation
 
 
-def check_addresses(module: ModuleOp) -> None:
+def check_addresses(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
     """Refuse the first task that uses an address taken outside any task (as
     dhir-lower-to-mpi does natively, so that the interpreter does too), then the first
     call of linked code that is passed an address another task took."""
-    taken = find_ops(module, ExtractAlignedPointerAsIndexOp)
+    taken = find_among(module, ExtractAlignedPointerAsIndexOp, ops)
     for op in taken:
         found = address_use_in_task(op)
         if found is not None:

@@ -3,6 +3,7 @@ elements are memrefs (`memref<2xmemref<4xf32>>`). MLIR takes them, but the inter
 holds no memref in an array, and natively MLIR 22 lowers them only in part (a crash or a
 refusal deep in the build, at a line of dhir's generated text)."""
 
+from collections.abc import Sequence
 from functools import cache
 from typing import cast
 
@@ -13,12 +14,13 @@ from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
 
 
-def check_memref_elements(module: ModuleOp) -> None:
-    """Refuse the first op that makes, takes or declares a memref of memrefs."""
+def check_memref_elements(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
+    """Refuse the first op that makes, takes or declares a memref of memrefs. `ops`:
+    every op of `module`, in `find_ops`'s order, when the caller has them."""
     # Every op of every program `dhir run` and `dhir compile` take: `find_ops`'s walk, and
     # the types' classes asked once each, not through ABCMeta per type (0.6 s of CPU
     # for a schedule of 10,000 tasks, 80,000 ops; docs/performance.md).
-    for op in find_ops(module, Operation):
+    for op in find_ops(module, Operation) if ops is None else ops:
         kind = _first_memref_of_memrefs(op)
         if kind is not None:
             raise error_at(

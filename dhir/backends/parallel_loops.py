@@ -16,6 +16,8 @@ A `memref.copy` between two views of one buffer that surely share an element is 
 too (`check_copies`): MLIR leaves its result undefined, the interpreter refuses it, and
 native code would copy in an order of its own and exit 0."""
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import ModuleOp, UnitAttr
 from xdsl.ir import Operation
 
@@ -33,29 +35,29 @@ from dhir.dialects.dhir import TaskOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import error_at, loc_of
 from dhir.ir.tasks import is_gpu_task
-from dhir.ir.walk import enclosing, find_ops
+from dhir.ir.walk import enclosing, find_among, find_ops
 from dhir.transforms.serial_loops import IN_ORDER
 
 
-def check_parallel_loops(module: ModuleOp) -> None:
+def check_parallel_loops(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
     """Refuse the first parallel loop whose iterations are proven to overlap."""
-    for op in find_ops(module, (scf.ParallelOp, affine.ParallelOp)):
+    for op in find_among(module, (scf.ParallelOp, affine.ParallelOp), ops):
         overlap = parallel_overlap(op)
         if overlap is not None:
             raise error_at(op, _message(op, overlap))
 
 
-def check_kernels(module: ModuleOp) -> None:
+def check_kernels(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
     """Refuse the first GPU launch two of whose threads are proven to race."""
-    for op in find_ops(module, (gpu.LaunchOp, gpu.LaunchFuncOp)):
+    for op in find_among(module, (gpu.LaunchOp, gpu.LaunchFuncOp), ops):
         overlap = kernel_overlap(op)
         if overlap is not None:
             raise error_at(op, _kernel_message(op, overlap))
 
 
-def check_copies(module: ModuleOp) -> None:
+def check_copies(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
     """Refuse the first memref.copy whose source and target are proven to overlap."""
-    for op in find_ops(module, memref_dialect.CopyOp):
+    for op in find_among(module, memref_dialect.CopyOp, ops):
         overlap = copy_overlap(op)
         if overlap is None:
             continue

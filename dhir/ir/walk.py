@@ -7,7 +7,7 @@ stack and asks `issubclass` once per class, which finds the same ops, in the sam
 at less than half the cost (docs/performance.md).
 """
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from xdsl.ir import Operation
@@ -19,6 +19,28 @@ def find_ops(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> list[
     """The ops nested in `root`, `root` included, that are instances of `kinds`, in the
     pre-order of `root.walk()`."""
     return list(_found(root, kinds))
+
+
+def find_among(
+    root: Operation,
+    kinds: type[_Op] | tuple[type[_Op], ...],
+    ops: Sequence[Operation] | None = None,
+) -> list[_Op]:
+    """`find_ops(root, kinds)`; from `ops`, every op of `root` in that order
+    (`find_ops(root, Operation)`), when the caller has walked `root` already and changed
+    nothing since: one walk for several checks of a module (dhir.runner.check_runnable)."""
+    if ops is None:
+        return find_ops(root, kinds)
+    wanted = _wanted(kinds)
+    out: list[_Op] = []
+    for op in ops:
+        kind = type(op)
+        hit = wanted.get(kind)
+        if hit is None:
+            hit = wanted[kind] = issubclass(kind, kinds)
+        if hit:
+            out.append(op)  # pyright: ignore[reportArgumentType]
+    return out
 
 
 def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ...]) -> bool:
@@ -39,9 +61,7 @@ def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterato
     regions (most of them) is never pushed, and the links between ops and blocks are
     read as xDSL 0.74 stores them (`_next_op`, ...), not through its properties, which
     took 40% of a walk (tests/unit/test_walk.py checks the order against `walk()`)."""
-    wanted = _WANTED.get(kinds)
-    if wanted is None:
-        wanted = _WANTED[kinds] = {}
+    wanted = _wanted(kinds)
     pending: list[Operation] = []
     kind = type(root)
     hit = wanted.get(kind)
@@ -66,6 +86,15 @@ def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterato
                 _push_blocks(op, pending)
                 break
             op = op._next_op  # pyright: ignore[reportPrivateUsage]
+
+
+def _wanted(
+    kinds: type[Operation] | tuple[type[Operation], ...],
+) -> dict[type[Operation], bool]:
+    wanted = _WANTED.get(kinds)
+    if wanted is None:
+        wanted = _WANTED[kinds] = {}
+    return wanted
 
 
 def _push_blocks(op: Operation, pending: list[Operation]) -> None:
