@@ -236,9 +236,11 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help='print JSON: for a program, {"schedules": [{"schedule": name, "makespan": m, '
         '"assignment": {...}, "start": {...}, "finish": {...}, "as_built_makespan": m}, '
-        '...], "memory": {...}} ("hosts" first where a machine description places the '
-        'ranks; "memory", what each rank holds and touches, where the program has its '
-        'entry function; "constraints_broken" in each schedule with --constraints); for a '
+        '...], "memory": {...}, "split": [{"task": t, "pieces": k, "how": ..., "detail": '
+        '...}, ...]} ("hosts" first where a machine description places the ranks; '
+        '"memory", what each rank holds and touches, where the program has its entry '
+        'function; "split", what dhir-split did with each task it might have cut; '
+        '"constraints_broken" in each schedule with --constraints); for a '
         '--graph, {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}}; '
         'with --simulate, each placement also has "simulated_makespan" (docs/commands.md)',
     )

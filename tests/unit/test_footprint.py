@@ -624,7 +624,7 @@ def test_dhir_schedule_json_has_the_memory_key(
     path.write_text(_one_task(ARGS))
     assert main(["schedule", str(path), "-n", "2", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"schedules", "memory"}
+    assert set(result) == {"schedules", "memory", "split"}
     memory = result["memory"]
     assert memory["partitioned"] is True
     device = memory["ranks"]["rank0"]["device_memory_bytes"]
