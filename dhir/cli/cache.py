@@ -11,7 +11,7 @@ from dhir.cli.common import checked
 from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.toolchain.build import writing_cache
-from dhir.toolchain.cache import entries, megabytes, prune, summary
+from dhir.toolchain.cache import Entry, entries, megabytes, prune, summary
 from dhir.toolchain.tools import cache_root
 
 
@@ -61,11 +61,20 @@ def run(args: argparse.Namespace) -> int:
     if args.prune or args.clear:
         with writing_cache(root):
             gone = prune(root, args.unused_for, everything=args.clear)
-        freed = megabytes(sum(e.size for e in gone))
-        print(f"removed {len(gone)} entries ({freed}) from {root}:" if gone else "removed nothing")
-        print("\n".join(summary(gone)) if gone else "", end="\n" if gone else "")
+        _show(
+            f"removed {len(gone)} entries ({megabytes(sum(e.size for e in gone))}) from {root}:",
+            gone,
+            "removed nothing",
+        )
     found = list(entries(root))
-    total = megabytes(sum(e.size for e in found))
-    print(f"{root}: {total} in {len(found)} entries" if found else f"{root}: empty")
-    print("\n".join(summary(found)) if found else "", end="\n" if found else "")
+    _show(
+        f"{root}: {megabytes(sum(e.size for e in found))} in {len(found)} entries",
+        found,
+        f"{root}: empty",
+    )
     return 0
+
+
+def _show(heading: str, found: list[Entry], empty: str) -> None:
+    """`heading` and a line per kind of `found`, or `empty` when nothing was found."""
+    print("\n".join([heading, *summary(found)]) if found else empty)
