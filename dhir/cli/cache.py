@@ -11,8 +11,9 @@ from dhir.cli.common import checked
 from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.toolchain.build import writing_cache
-from dhir.toolchain.cache import Entry, entries, megabytes, prune, summary
+from dhir.toolchain.cache import Entry, entries, prune, summary
 from dhir.toolchain.tools import cache_root
+from dhir.toolchain.values import byte_size
 
 
 def days(value: object) -> object:
@@ -62,13 +63,13 @@ def run(args: argparse.Namespace) -> int:
         with writing_cache(root):
             gone = prune(root, args.unused_for, everything=args.clear)
         _show(
-            f"removed {len(gone)} entries ({megabytes(sum(e.size for e in gone))}) from {root}:",
+            f"removed {len(gone)} entries ({byte_size(sum(e.size for e in gone))}) from {root}:",
             gone,
             "removed nothing",
         )
     found = list(entries(root))
     _show(
-        f"{root}: {megabytes(sum(e.size for e in found))} in {len(found)} entries",
+        f"{root}: {byte_size(sum(e.size for e in found))} in {len(found)} entries",
         found,
         f"{root}: empty",
     )

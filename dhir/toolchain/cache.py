@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhir.toolchain.values import byte_size
+
 # An unfinished build younger than this may still be running in another process.
 UNFINISHED_AGE_S = 3600.0
 
@@ -123,16 +125,12 @@ def prune(root: Path, unused_days: float | None, everything: bool = False) -> li
     return gone
 
 
-def megabytes(size: int) -> str:
-    return f"{size / 1e6:.1f} MB"
-
-
 def summary(found: list[Entry]) -> list[str]:
     """A line per kind: how many and how large, in KINDS' order."""
     lines = []
     for kind in [*KINDS, OTHER]:
         chosen = [e for e in found if e.kind == kind]
         if chosen:
-            size = megabytes(sum(e.size for e in chosen))
+            size = byte_size(sum(e.size for e in chosen))
             lines.append(f"  {len(chosen):6d}  {size:>10}  {kind}")
     return lines

@@ -45,7 +45,8 @@ def _allocating(spec: ArgSpec, entry: str, shape: tuple[int, ...]) -> Iterator[N
         raise DhirError(
             [
                 Diagnostic(
-                    f"{_named(spec, entry)}: its {_bytes(size)} do not fit in this machine's memory"
+                    f"{_named(spec, entry)}: its {byte_size(size)} do not fit in this "
+                    "machine's memory"
                 )
             ]
         ) from None
@@ -58,7 +59,7 @@ def _named(spec: ArgSpec, entry: str) -> str:
     return f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
 
 
-def _bytes(count: int) -> str:
+def byte_size(count: int) -> str:
     """`count` bytes in the largest binary unit that keeps it at least 1 (3.0 GiB)."""
     units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
     power = min(len(units) - 1, max(0, (count.bit_length() - 1) // 10))
