@@ -2,6 +2,7 @@
 take, and no option they do not."""
 
 import argparse
+import ast
 import dataclasses
 import inspect
 import re
@@ -271,3 +272,69 @@ def test_every_command_the_docs_show_takes_its_options(doc: str) -> None:
         takes = {s for a in parser_of(command)._actions for s in a.option_strings}
         wrong += [f"{command} {o}" for o in _OPTION.findall(rest) if o not in takes]
     assert not wrong, f"{doc} shows {wrong}"
+
+
+# A command shown in a message, `dhir run --trace FILE`: what follows the backtick.
+_SHOWN = re.compile(r"`((?:\.venv/bin/)?dhir(?:-opt)?(?: [^`]*)?)`")
+
+
+def _messages() -> list[tuple[str, str]]:
+    """(place, text) of each string in dhir's Python and C sources that reads as a sentence
+    (it has a space; a lone `--flag` is a word of another tool's command line), docstrings
+    left out, with the commands of other tools quoted in it (`sudo apt-get install
+    --reinstall ...`) taken out."""
+    found: list[tuple[str, str]] = []
+    for source in sorted((ROOT / "dhir").rglob("*.py")):
+        tree = ast.parse(source.read_text())
+        documented = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and ast.get_docstring(node) is not None
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr):  # an f-string: its parts as one text
+                documented |= {id(part) for part in node.values}
+                text = "".join(
+                    p.value if isinstance(p, ast.Constant) else "{}" for p in node.values
+                )
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            else:
+                continue
+            if id(node) not in documented:
+                found.append((f"{source.relative_to(ROOT)}:{node.lineno}", text))
+    for source in sorted((ROOT / "dhir").rglob("*.[ch]")):
+        for number, line in enumerate(source.read_text().splitlines(), 1):
+            found += [(f"{source.relative_to(ROOT)}:{number}", s) for s in re.findall(r'"((?:[^"\\]|\\.)*)"', line)]  # fmt: skip
+    return [(place, re.sub(r"`([^`]*)`", _dhir_s, text)) for place, text in found if " " in text]
+
+
+def _dhir_s(quoted: re.Match[str]) -> str:
+    """A quoted command of dhir's as it is; another tool's, or a quoted word, taken out."""
+    return quoted[0] if _SHOWN.fullmatch(quoted[0]) else ""
+
+
+def _spellings(parsers: list[argparse.ArgumentParser]) -> set[str]:
+    return {s for parser in parsers for a in parser._actions for s in a.option_strings}
+
+
+def test_every_option_a_message_names_is_one_dhir_takes() -> None:
+    """An error that says what to do (`pass --Y`, `run dhir X --Y`) names an option that
+    some command of dhir's takes, and a `dhir X ...` it quotes is a command with that option."""
+    every = _spellings([build_parser(), opt_driver.build_parser()])
+    every |= _spellings([parser_of(command) for command in _commands()])
+    wrong: list[str] = []
+    for place, text in _messages():
+        wrong += [f"{place}: {o}" for o in _OPTION.findall(text) if o.startswith("--") and o not in every]  # fmt: skip
+        for shown in _SHOWN.findall(text):
+            words = [*shown.split(), ""]
+            command = "dhir-opt" if words[0].endswith("dhir-opt") else words[1]
+            if command in ("", "--help", "--version"):
+                continue  # `dhir`'s own options
+            if command != "dhir-opt" and command not in _commands():
+                wrong.append(f"{place}: `{shown}`: no command {command}")
+                continue
+            takes = _spellings([parser_of(command)])
+            wrong += [f"{place}: `{shown}`" for o in _OPTION.findall(shown) if o not in takes]
+    assert not wrong, f"messages name options no command takes: {wrong}"
