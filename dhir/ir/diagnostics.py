@@ -158,6 +158,8 @@ def decode_source(data: bytes, name: str, bom: bool = False) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
+        if data.startswith(b"\x7fELF") or b"\x00" in data:
+            raise _binary(data, name) from None
         raise _not_utf8(data, error, name) from None
     text = io.StringIO(text, newline=None).read()
     if bom:
@@ -179,6 +181,14 @@ def bom_error(text: str, name: str, line: int = 1) -> DhirError:
     )
     shown = "\n" * (line - 1) + text.removeprefix(BOM)
     return DhirError([Diagnostic(why, SourceLoc(name, line, 1))], {name: shown})
+
+
+def _binary(data: bytes, name: str) -> DhirError:
+    """The error for a file that is no text at all, with no line quoted: its bytes would
+    fill the terminal with noise (a `dhir compile` output given to `dhir compile` again)."""
+    what = "an executable (ELF)" if data.startswith(b"\x7fELF") else "a binary file"
+    why = f"{what}, not text; dhir reads UTF-8 text (a .mlir program, a TOML or JSON file)"
+    return DhirError([Diagnostic(why, SourceLoc(name, 1, 1))])
 
 
 def _not_utf8(data: bytes, error: UnicodeDecodeError, name: str) -> DhirError:

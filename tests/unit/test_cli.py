@@ -450,6 +450,8 @@ _FUNC = "func.func @f() {\n  return\n}\n"
         (_FUNC.encode("utf-16"), "1:1", "UTF-16 text; dhir reads UTF-8: convert it", None),
         (_FUNC.encode("utf-16-le"), "1:1", "UTF-16 text", None),
         (_FUNC.replace("return", "return \xe9").encode("latin-1"), "2:10", "byte 0xe9", None),
+        (b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), "1:1", "an executable (ELF), not", None),
+        (b"\x93NUMPY\x01\x00v\x00{'descr': '<f8'}", "1:1", "a binary file, not text", None),
     ],
 )
 @pytest.mark.parametrize("command", ["dhir-opt", "schedule", "run"])
@@ -475,9 +477,14 @@ def test_mlir_that_is_not_plain_utf8_is_an_error_at_its_place(
         extra = ["--backend", "interp", "-n", "1"] if command == "run" else []
         assert main([command, str(path), *extra]) == 1
     lines = capsys.readouterr().err.splitlines()
+    if command == "run" and data.startswith(b"\x7fELF"):  # `dhir run` takes it for one
+        assert lines == [f"error: {path} is an executable; the interpreter runs the .mlir program"]
+        return
     assert lines[0].startswith(f"{path}:{at}: error: {message}")
     if quoted is not None:
         assert lines[1:3] == [quoted, "^"]
+    if data[:1] in (b"\x7f", b"\x93"):  # a binary file: its bytes quoted as a line were noise
+        assert len(lines) == 1
 
 
 def test_parse_string_refuses_a_bom_at_the_chunks_line() -> None:
