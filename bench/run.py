@@ -1,8 +1,8 @@
 """dhir's benchmarks, each printed as a ratio against its baseline measured in the
 same run (these machines are noisy: medians of several runs).
 
-    .venv/bin/python bench/run.py [hop|overhead|compile|threads|schedule ...] [--mpi mpich|openmpi]
-                                    [--quick]
+    .venv/bin/python bench/run.py [hop|overhead|compile|threads|startup|schedule ...]
+                                  [--mpi mpich|openmpi] [--quick]
 
 - hop: time per dependency hop (a chain of tiny tasks alternating between two ranks)
   vs a C MPI ping-pong. Goal <= 3x C.

@@ -41,7 +41,7 @@ def _time(ranks: int, inputs: list[np.ndarray], repeats: int, mpi: str, program:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--mpi", default="mpich")
+    parser.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     parser.add_argument("--program", default="gemm_one_task", choices=PROGRAMS)
     args = parser.parse_args()
     rng = np.random.default_rng(0)

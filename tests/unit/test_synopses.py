@@ -186,14 +186,14 @@ def test_the_table_of_passes_names_each_pass_s_options(name: str) -> None:
 _BENCH = re.compile(r"^    (?:\.venv/bin/python|python3) (bench/\S+\.py)(?: ([a-z]+)\b)?(.*)$")
 
 
-def bench_synopses() -> dict[tuple[str, str], str]:
+def bench_synopses(doc: str = "docs/commands.md") -> dict[tuple[str, str], str]:
     found: dict[tuple[str, str], str] = {}
     key = None
-    for line in (ROOT / "docs/commands.md").read_text().splitlines():
+    for line in (ROOT / doc).read_text().splitlines():
         start = _BENCH.match(line)
         if start is not None:
             key = (start[1], start[2] or "")
-            found[key] = start[3]
+            found[key] = found.get(key, "") + " " + start[3]
         elif key is not None and line.startswith("        ["):
             found[key] += " " + line
         else:
@@ -212,6 +212,40 @@ def test_a_benchmark_synopsis_names_the_options_its_script_takes(script: str, su
     usage = result.stdout.split("\n\n")[0]
     takes = set(_OPTION.findall(usage)) - {"-h"}
     assert named == takes, f"{script} {sub}: the docs name {named}, --help {takes}"
+
+
+def _usage(script: str, sub: str) -> str:
+    command = [sys.executable, script, *([sub] if sub else []), "--help"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split("\n\n")[0]
+
+
+@pytest.mark.parametrize(("script", "sub"), sorted(bench_synopses("docs/performance.md")))
+def test_a_benchmark_command_in_the_performance_notes_takes_its_options(
+    script: str, sub: str
+) -> None:
+    """docs/performance.md's commands may show some options only, but each one the script
+    takes, with values it takes: bench/split/run.py's --mpi took any word, where the notes
+    show mpich|openmpi."""
+    shown = bench_synopses("docs/performance.md")[(script, sub)]
+    usage = _usage(script, sub)
+    assert set(_OPTION.findall(shown)) <= set(_OPTION.findall(usage)) - {"-h"}
+    for option, values in _CHOICES.findall(shown):
+        listed = re.search(rf"\[{option} \{{([\w,-]+)\}}\]", usage)
+        assert listed is not None, f"{script}: {option} takes any value, not {values}"
+        assert set(values.split("|")) <= set(listed[1].split(",")), f"{script}: {option}"
+
+
+def test_the_benchmarks_synopsis_names_every_benchmark() -> None:
+    """bench/run.py runs `startup` too, which its synopses (docs/commands.md, and its own
+    --help) left out."""
+    source = (ROOT / "bench/run.py").read_text()
+    table = source[source.index("BENCHMARKS = {") : source.index("}", source.index("BENCHMARKS"))]
+    benchmarks = re.findall(r'"(\w+)":', table)
+    for where in ("bench/run.py" + bench_synopses()[("bench/run.py", "")], source):
+        shown = re.search(r"bench/run\.py +\[(\w+(?:\|\w+)+)", where)
+        assert shown is not None and shown[1].split("|") == benchmarks
 
 
 def test_the_reference_names_every_pass_dhir_opt_offers() -> None:
