@@ -1,7 +1,8 @@
 """README.md and docs/*.md point at what is there: each relative link at a file, and at a
 heading of it where the link names one; each DHIR_* variable the code reads is described;
-each Python snippet defines what it uses; the set-up README describes is scripts/setup.sh's,
-and what dhir's errors tell a user to install."""
+each file of the repository they name is there; each Python snippet defines what it uses;
+the set-up README describes is scripts/setup.sh's, and what dhir's errors tell a user to
+install."""
 
 import builtins
 import re
@@ -132,3 +133,18 @@ def test_setup_says_how_big_the_cuda_extra_is_as_readme_does() -> None:
         ]
     }
     assert all(found == ["280"] for found in sizes.values()), sizes
+
+
+# A file of the repository named in prose (`dhir/placement/as_built.py`, tests/unit/x.py),
+# not one under another folder ($XDG_CONFIG_HOME/dhir/system.toml).
+_NAMED = re.compile(
+    r"(?<![\w./$~-])((?:dhir|tests|examples|bench|scripts|docs)/[\w./-]*"
+    r"\.(?:py|mlir|md|c|h|sh|toml|json|png|svg))\b"
+)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda doc: doc.name)
+def test_every_file_the_docs_name_is_there(doc: Path) -> None:
+    named = set(_NAMED.findall(doc.read_text()))
+    assert named, f"{doc.name} names no file of the repository"
+    assert sorted(path for path in named if not (ROOT / path).exists()) == []
