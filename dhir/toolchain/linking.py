@@ -139,8 +139,10 @@ def blas_library() -> Path:
     if not found:
         raise _error(
             f"no OpenBLAS in {folder} (NumPy's wheel ships libscipy_openblas64_ there), "
-            "which the calls --fast-math=reassoc made need; install NumPy from its wheel "
-            "(`bash scripts/setup.sh`), or build without --fast-math=reassoc"
+            "which the program's matrix products call where every add and multiply of one "
+            "carries reassoc and contract (--fast-math reassoc or fast gives them to all); "
+            "install NumPy from its wheel (`bash scripts/setup.sh`), or build with "
+            "--fast-math none or contract"
         )
     return found[0]
 

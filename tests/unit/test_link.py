@@ -594,3 +594,20 @@ def test_an_unranked_memref_runs_natively_and_the_interpreter_says_why_not(
     assert got[0][1] == 3.0  # the first element plus the rank
     with pytest.raises(DhirError, match=r"u.mlir:6:12: .*memrefs of a known rank \(not an unr"):
         dhir.run(module, np.full(8, 2.0), link=[obj], backend="interp")
+
+
+def test_without_numpy_s_openblas_the_error_names_every_mode_that_calls_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "build without --fast-math=reassoc", though --fast-math fast calls OpenBLAS
+    too; it now names the modes that do not."""
+    from dhir.toolchain.linking import blas_library
+
+    (tmp_path / "numpy").mkdir()
+    monkeypatch.setattr(np, "__file__", str(tmp_path / "numpy" / "__init__.py"))
+    with pytest.raises(DhirError) as error:
+        blas_library()
+    message = str(error.value)
+    assert f"no OpenBLAS in {tmp_path / 'numpy.libs'}" in message
+    assert "--fast-math reassoc or fast" in message
+    assert message.endswith("or build with --fast-math none or contract")
