@@ -6,6 +6,7 @@ install."""
 
 import builtins
 import re
+import subprocess
 import symtable
 import tomllib
 from pathlib import Path
@@ -148,3 +149,17 @@ def test_every_file_the_docs_name_is_there(doc: Path) -> None:
     named = set(_NAMED.findall(doc.read_text()))
     assert named, f"{doc.name} names no file of the repository"
     assert sorted(path for path in named if not (ROOT / path).exists()) == []
+
+
+def test_the_test_script_lints_every_folder_of_python() -> None:
+    """README: `bash scripts/test.sh` runs ruff; it checked dhir, tests and bench, not the
+    Python of scripts/ and examples/ (examples/run_vector_add.py, README's quick start)."""
+    script = (ROOT / "scripts/test.sh").read_text()
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    folders = {Path(path).parts[0] for path in tracked if len(Path(path).parts) > 1}
+    assert {"dhir", "tests", "examples"} <= folders
+    for command in ("ruff check", "ruff format --check"):
+        (line,) = [line for line in script.splitlines() if f"/{command} " in line]
+        assert folders <= set(line.split()), f"scripts/test.sh: {command} skips some of {folders}"
