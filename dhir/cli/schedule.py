@@ -86,6 +86,7 @@ from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import find_entry
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, target_name
 from dhir.toolchain.tensors import bufferize
+from dhir.transforms.optimize_bodies import Decision, decision_lines
 from dhir.transforms.place import (
     PlacePass,
     constraints_of,
@@ -97,6 +98,7 @@ from dhir.transforms.place import (
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
+from dhir.transforms.time_tiles import time_tiles
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,12 @@ def add_parser(commands: Any) -> None:
         "...), cpu, gpu (default: any device)",
     )
     parser.add_argument(
+        "--no-optimize",
+        action="store_true",
+        help="with FILE: place the tasks as `dhir run --no-optimize` builds them (time loops "
+        "not run in bands of steps by dhir-time-tiles)",
+    )
+    parser.add_argument(
         "--costs",
         type=path,
         metavar="FILE",
@@ -240,6 +248,7 @@ def add_parser(commands: Any) -> None:
         '...}, ...]} ("hosts" first where a machine description places the ranks; '
         '"memory", what each rank holds and touches, where the program has its entry '
         'function; "split", what dhir-split did with each task it might have cut; '
+        '"time_tiles", what dhir-time-tiles did with each time loop; '
         '"constraints_broken" in each schedule with --constraints); for a '
         '--graph, {"makespan": m, "assignment": {...}, "start": {...}, "finish": {...}}; '
         'with --simulate, each placement also has "simulated_makespan" (docs/commands.md)',
@@ -288,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
     _check_input(args)
     legend, hosts, check = "", {}, None
     plan = SplitPlan()  # what dhir-split did with each task, and why
+    tiles: list[Decision] = []  # what dhir-time-tiles did with each time loop
     if args.graph is not None:
         graphs: Sequence[tuple[str, TaskGraph, AsBuilt | None]] = [
             ("", read_graph(args.graph), None)
@@ -305,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
                 constraints=args.constraints,
                 algorithm=args.algorithm,
                 plan=plan,
+                tiles=None if args.no_optimize else tiles,
             )
     with remembered():  # placing changes nothing in the program
         results = []
@@ -329,12 +340,14 @@ def run(args: argparse.Namespace) -> int:
         placed = [(built, result[2]) for (_, _, built), result in zip(graphs, results)]
         memory = _footprint(placed, args.entry or "main")
     if args.json:
-        print(_json_output(results, args.graph is not None, hosts, memory, plan))
+        print(_json_output(results, args.graph is not None, hosts, memory, plan, tiles))
     else:
         if legend:
             print(legend)
         shown = hosts if len(set(hosts.values())) > 1 else {}
         texts = [_text_output(result, args.node_size, shown) for result in results]
+        if tiles:
+            texts.append("\n".join(f"time tiles: {line}" for line in decision_lines(tiles)))
         if plan.choices:
             head, *items = plan.lines()
             texts.append("\n".join([head, *(f"  {item}" for item in items)]))
@@ -397,6 +410,7 @@ def _check_input(args: argparse.Namespace) -> None:
         "--entry": args.entry,
         "--target": args.target,
         "--no-codedrop": args.no_codedrop,
+        "--no-optimize": args.no_optimize,
     }
     given = [name for name, value in program_only.items() if value]
     if args.graph is not None and given:
@@ -427,6 +441,7 @@ def program_graphs(
     constraints: Path | None = None,
     algorithm: str = DEFAULT_ALGORITHM,
     plan: SplitPlan | None = None,
+    tiles: list[Decision] | None = None,
 ) -> tuple[str, dict[str, str], list[tuple[str, TaskGraph, AsBuilt]], Checker | None]:
     """Which device each rank is, the host each rank (a device of the graphs, `rank0`)
     runs on when a machine description says (else none), and per schedule of the
@@ -437,7 +452,9 @@ def program_graphs(
     the last result checks a placement against them. An `entry` named must be one of the
     module's functions, as for `dhir run`; None: @main's memory, where there is a @main
     (every schedule is placed either way). A `plan` learns what dhir-split did with each
-    task, and why."""
+    task, and why. With `tiles` (a list), time loops first run in bands of steps as
+    `dhir run` runs them (dhir-time-tiles, unless --no-optimize), and `tiles` learns what
+    became of each; None: as written."""
 
     module = _read_program(path)
     if entry is not None:  # named: the module must have it; else @main, where there is one
@@ -459,6 +476,8 @@ def program_graphs(
         ranks = len(system.rank_devices())
     # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
     run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)))
+    if tiles is not None:  # as the native backend does, before dhir-split
+        tiles += time_tiles(module, ranks=ranks)
     with diagnosed():
         SplitTasksPass(ranks).split(module, plan)
     profile = load_profile(str(costs)) if costs is not None else None
@@ -675,6 +694,7 @@ def _json_output(
     hosts: Mapping[str, str],
     memory: Memory | None = None,
     plan: SplitPlan | None = None,
+    tiles: Sequence[Decision] = (),
 ) -> str:
     if plain_graph:
         _, graph, placement, replay, _, _ = results[0]
@@ -695,6 +715,11 @@ def _json_output(
         out["memory"] = memory_json(memory)
     if plan is not None and plan.choices:  # every task: a program reads it whole
         out["split"] = [asdict(choice) for choice in plan.choices]
+    if tiles:
+        out["time_tiles"] = [
+            {"at": str(d.loc) if d.loc is not None else None, "done": d.done, "text": d.text}
+            for d in tiles
+        ]
     return json.dumps(out)
 
 

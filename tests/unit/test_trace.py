@@ -449,3 +449,22 @@ def test_dhir_gantt_titles_a_trace_whose_name_is_not_utf8(tmp_path: Path) -> Non
     trace.write_text(json.dumps(_dhirs([RANK, RUN])))
     assert main(["gantt", str(trace), "-o", str(chart)]) == 0
     assert chart.read_bytes().startswith(b"\x89PNG")
+
+
+@native
+@pytest.mark.parametrize("optimize", [True, False])
+def test_dhir_schedule_names_the_tasks_a_run_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], optimize: bool
+) -> None:
+    # On one rank dhir-time-tiles makes the time loop's two tasks one: the plan must be
+    # of that task, not of the two the program writes.
+    flags = [] if optimize else ["--no-optimize"]
+    assert main(["schedule", str(TIME_LOOP), "-n", "1", "--json", *flags]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    trace = tmp_path / "run.json"
+    dhir.run(TIME_LOOP, *_inputs(), ranks=1, trace=trace, optimize=optimize)
+    ran = {e["name"] for e in _events(trace) if e.get("cat") == "task"}
+    assert set(planned["schedules"][0]["assignment"]) == ran
+    assert len(ran) == (1 if optimize else 2)
+    tiles = planned.get("time_tiles", [])
+    assert [t["done"] for t in tiles] == ([True] if optimize else [])
