@@ -119,9 +119,11 @@ def compile_native(
         attach_constraints(module, read_constraints(options.constraints))
     # Fast-math flags and constraints change no load or store: `bounds` still holds.
     signature = entry_signature(module, entry, bounds=bounds)
+    plan = SplitPlan() if timing.reported else None  # found only to be printed
     if not options.cpu_fallback:
         # Before the kernels are made: the GPU pieces need theirs.
-        run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)), verify_each=False)
+        with diagnosed():
+            SplitDevicesPass(ranks).split(module, plan)
     on_gpu = _check_targets(module, options.cpu_fallback)
     _check_wide_integers(module)
     _mark_entry(module, entry)
@@ -186,7 +188,6 @@ def compile_native(
         timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
     with handing_over():
         with timing.stage("dhir passes"):
-            plan = SplitPlan() if timing.reported else None  # found only to be printed
             with diagnosed():
                 split.split(module, plan)
             if plan is not None:

@@ -19,7 +19,6 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
-from xdsl.passes import PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
@@ -28,7 +27,7 @@ from dhir.analysis.footprint import Footprint, MemrefFootprint, Whole, footprint
 from dhir.analysis.outputs import remembered
 from dhir.analysis.partition import Partition, Storage, equal_runs
 from dhir.analysis.profile import load_profile
-from dhir.api import diagnosed, run_pipeline
+from dhir.api import diagnosed
 from dhir.choices import MAX_RANKS
 from dhir.cli.common import (
     add_constraints,
@@ -97,7 +96,7 @@ from dhir.transforms.place import (
 )
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_devices import SplitDevicesPass
-from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
+from dhir.transforms.split_tasks import SplitChoice, SplitPlan, SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
 
 
@@ -475,7 +474,8 @@ def program_graphs(
         assert system is not None
         ranks = len(system.rank_devices())
     # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
-    run_pipeline(module, PassPipeline((SplitDevicesPass(ranks),)))
+    with diagnosed():
+        SplitDevicesPass(ranks).split(module, plan)
     if tiles is not None:  # as the native backend does, before dhir-split
         tiles += time_tiles(module, ranks=ranks)
     with diagnosed():
@@ -714,13 +714,21 @@ def _json_output(
     if memory is not None:
         out["memory"] = memory_json(memory)
     if plan is not None and plan.choices:  # every task: a program reads it whole
-        out["split"] = [asdict(choice) for choice in plan.choices]
+        out["split"] = [_choice_json(choice) for choice in plan.choices]
     if tiles:
         out["time_tiles"] = [
             {"at": str(d.loc) if d.loc is not None else None, "done": d.done, "text": d.text}
             for d in tiles
         ]
     return json.dumps(out)
+
+
+def _choice_json(choice: SplitChoice) -> dict[str, Any]:
+    """A task dhir-split saw; `devices` only for dhir-split-devices' pieces."""
+    out = asdict(choice)
+    if not choice.devices:
+        del out["devices"]
+    return out
 
 
 # --- memory per rank ------------------------------------------------------------------

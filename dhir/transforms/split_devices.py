@@ -36,7 +36,15 @@ from dhir.machine.description import Device
 from dhir.placement.from_ir import has_machine, machine_for
 from dhir.targets import DeviceKind
 from dhir.transforms.pass_options import check_ranks
-from dhir.transforms.split_tasks import SPLIT_ATTR, effects_after, split_task, splittable
+from dhir.transforms.split_tasks import (
+    SPLIT_ATTR,
+    PieceDevice,
+    SplitChoice,
+    SplitPlan,
+    cut_sized,
+    effects_after,
+    splittable,
+)
 
 
 @dataclass(frozen=True)
@@ -48,16 +56,39 @@ class SplitDevicesPass(ModulePass):
     ranks: int = 1
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.split(op)
+
+    def split(self, module: ModuleOp, plan: SplitPlan | None = None) -> None:
+        """The pass; a `plan` learns each task it cut, with each piece's rank, device,
+        rate and size (`dhir schedule`, `--timing`)."""
         check_ranks(self.name, self.ranks)
-        devices = mixed_devices(op, self.ranks)
+        devices = mixed_devices(module, self.ranks)
         if devices is None:
             return
         weights = [max(1, round(1000 * r / max(map(_rate, devices)))) for r in map(_rate, devices)]
-        for schedule in [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]:
+        for schedule in [s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)]:
             for index, task in enumerate(list(schedule.tasks())):
-                if _candidate(task):
-                    pieces = split_task(task, index, weights)
-                    _bind(pieces, devices)
+                if not _candidate(task):
+                    continue
+                cut = cut_sized(task, index, weights)
+                if cut is None:
+                    continue
+                where, sized = cut
+                _bind({rank: piece for rank, (piece, _) in sized.items()}, devices)
+                if plan is not None:
+                    first = next(iter(sized.values()))[0]
+                    plan.add(first, _choice(where, sized, devices))
+
+
+def _choice(where: str, sized: dict[int, tuple[TaskOp, str]], devices: list[Device]) -> SplitChoice:
+    on = tuple(
+        PieceDevice(rank, d.name, d.kind.value, d.arch, _rate(d), size)
+        for rank, (_, size) in sized.items()
+        for d in (devices[rank],)
+    )
+    count = len(on)
+    how = f"cut into {count} pieces over GPU and CPU ranks by their rates (dhir-split-devices)"
+    return SplitChoice("", count, how, f"over {where}, " + ", ".join(map(str, on)), on)
 
 
 def mixed_devices(module: ModuleOp, ranks: int) -> list[Device] | None:

@@ -334,18 +334,39 @@ def _integer_weights(rates: Sequence[float]) -> list[int]:
     return [max(1, round(1000 * r / top)) for r in rates]
 
 
-def split_task(task: TaskOp, index: int, weights: Sequence[int]) -> dict[int, TaskOp]:
+def cut_sized(
+    task: TaskOp, index: int, weights: Sequence[int]
+) -> tuple[str, dict[int, tuple[TaskOp, str]]] | None:
     """Replace `task` (the schedule's task number `index`) by pieces sized as `weights`,
-    when it is a loop that may be split: piece by the index of its weight (a weight too
-    small for an iteration gets none); empty when the task was not split."""
+    when it is a loop that may be split: the loop it cut (`the scf.parallel at
+    p.mlir:7:5`), and each piece by the index of its weight (a weight too small for an
+    iteration gets none) with its size (`9 iterations`, `3/4 of its run-time range`);
+    None when the task was not split."""
     cut = _cut(task, index, weights)
-    return {} if cut is None else cut[2]
+    if cut is None:
+        return None
+    loop, bounds, pieces = cut
+    sizes = [_size(loop, b) for b in bounds]
+    return _over(loop), {
+        slot: (piece, size) for (slot, piece), size in zip(pieces.items(), sizes, strict=True)
+    }
+
+
+def _size(loop: Operation, bounds: _Bounds) -> str:
+    """One piece's `_sizes`."""
+    low, high = bounds
+    if isinstance(low, Fraction) or isinstance(high, Fraction):
+        return f"{Fraction(high) - Fraction(low)} of its run-time range"
+    known = None if isinstance(loop, LinalgStructuredOperation) else _loop_range(loop).known
+    step = known[2] if known is not None and known[2] > 0 else 1
+    noun = "row" if isinstance(loop, LinalgStructuredOperation) else "iteration"
+    return _count(-(-(int(high) - int(low)) // step), noun)
 
 
 def _cut(
     task: TaskOp, index: int, weights: Sequence[int]
 ) -> tuple[Operation, list[_Bounds], dict[int, TaskOp]] | None:
-    """`split_task`, with the first piece's loop and each piece's bounds; None if it did
+    """`cut_sized`, with the first piece's loop and each piece's bounds; None if it did
     not."""
     found = splittable(task)
     if found is None:
@@ -825,14 +846,35 @@ _SHOWN = 3  # tasks named per reason in a summary line
 
 
 @dataclass(frozen=True)
+class PieceDevice:
+    """Where dhir-split-devices put one piece of a task: its rank, that rank's device
+    (`name`, `kind`, `arch`), the rank's share of the device's rate that sized the piece
+    (`gflops`), and the piece's size (`9 iterations`)."""
+
+    rank: int
+    name: str
+    kind: str
+    arch: str | None
+    gflops: float
+    size: str
+
+    def __str__(self) -> str:
+        chip = f" {self.arch}" if self.arch else ""
+        return f"rank{self.rank} ({self.kind}{chip}, {self.gflops:g} GFLOP/s): {self.size}"
+
+
+@dataclass(frozen=True)
 class SplitChoice:
-    """What dhir-split did with one task: cut it into `pieces` (0: kept it whole), `how`
-    (what tasks treated alike share) and `detail` (this task's own: where, how big)."""
+    """What dhir-split (or dhir-split-devices) did with one task: cut it into `pieces`
+    (0: kept it whole), `how` (what tasks treated alike share) and `detail` (this task's
+    own: where, how big); `devices`, for dhir-split-devices' pieces, each piece's rank,
+    device and rate."""
 
     task: str
     pieces: int
     how: str
     detail: str = ""
+    devices: tuple[PieceDevice, ...] = ()
 
     def line(self) -> str:
         if not self.detail:

@@ -5,6 +5,7 @@ a row not copied in or out shows) and give the whole task's results bit for bit;
 runtime's copies are checked against the fake CUDA driver; dhir-gpu-row-copies turns the
 row copies into runtime calls."""
 
+import json
 import re
 import shutil
 from dataclasses import replace
@@ -394,3 +395,58 @@ def test_dhir_schedule_shows_the_pieces_on_the_gpu_and_the_cpu(
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     placed = {row[0]: row[1] for row in rows if len(row) == 4 and row[1].startswith("rank")}
     assert placed == {"t.piece0": "rank0", "t.piece1": "rank1", "(end)": "rank0"}
+
+
+def _split_line(text: str) -> str:
+    (line,) = [line for line in text.splitlines() if "dhir-split-devices" in line]
+    return line
+
+
+WANT_SPLIT = (
+    "t: cut into 2 pieces over GPU and CPU ranks by their rates (dhir-split-devices) (over "
+    "the scf.parallel at stencil.mlir:10:7, rank0 (cpu x86_64, 100 GFLOP/s): 9 iterations, "
+    "rank1 (gpu sm_90, 300 GFLOP/s): 29 iterations)"
+)
+
+
+def test_dhir_schedule_reports_the_pieces_and_the_rates_that_sized_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dhir.cli.main import main
+
+    (tmp_path / "node.toml").write_text(NODE_TOML)
+    (tmp_path / "stencil.mlir").write_text(_stencil())
+    monkeypatch.chdir(tmp_path)
+    assert main(["schedule", "stencil.mlir", "--system", "node.toml"]) == 0
+    assert _split_line(capsys.readouterr().out).strip() == WANT_SPLIT
+    assert main(["schedule", "stencil.mlir", "--system", "node.toml", "--json"]) == 0
+    (choice,) = json.loads(capsys.readouterr().out)["split"]
+    assert (choice["task"], choice["pieces"]) == ("t", 2)
+    assert choice["devices"] == [
+        {"rank": 0, "name": "n0.cpu", "kind": "cpu", "arch": "x86_64", "gflops": 100.0,
+         "size": "9 iterations"},
+        {"rank": 1, "name": "n0.gpu0", "kind": "gpu", "arch": "sm_90", "gflops": 300.0,
+         "size": "29 iterations"},
+    ]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_dhir_run_timing_reports_the_pieces_as_dhir_schedule_does(
+    fake_driver: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dhir.cli.main import main
+
+    Fake(fake_driver, tmp_path, monkeypatch)
+    (tmp_path / "node.toml").write_text(NODE_TOML)
+    (tmp_path / "stencil.mlir").write_text(_stencil())
+    a0, b0 = np.random.default_rng(2).random((2, 40, 16))
+    np.save(tmp_path / "a.npy", a0)
+    np.save(tmp_path / "b.npy", b0)
+    monkeypatch.chdir(tmp_path)
+    args = ["--input", "a.npy", "--input", "b.npy", "--system", "node.toml", "--timing"]
+    assert main(["run", "stencil.mlir", *args]) == 0
+    line = _split_line(capsys.readouterr().err)
+    assert line.strip() == f"split: {WANT_SPLIT}"
