@@ -6,6 +6,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from tokenize import TokenError
@@ -177,7 +178,11 @@ def sidecar(exe: Path) -> Path:
     return exe.with_name(exe.name + ".dhir.json")
 
 
-def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object]:
+def describe(
+    signature: EntrySignature, options: RunOptions, report: Sequence[str] = ()
+) -> dict[str, object]:
+    """What `dhir compile` writes beside an executable; `report`: the build's lines of
+    `--timing` (`split: ...`, `optimizer: ...`), which `dhir run EXE --timing` prints."""
     args = [
         {
             "type": s.mlir_type,
@@ -190,7 +195,13 @@ def describe(signature: EntrySignature, options: RunOptions) -> dict[str, object
         }
         for s in signature.args
     ]
-    return {"entry": signature.name, "ranks": options.ranks, "mpi": options.mpi, "args": args}
+    return {
+        "entry": signature.name,
+        "ranks": options.ranks,
+        "mpi": options.mpi,
+        "args": args,
+        "report": list(report),
+    }
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,8 @@ class Built:
     signature: EntrySignature
     ranks: int
     mpi: str
+    # The build's --timing lines; None: an older dhir compile recorded none.
+    report: tuple[str, ...] | None = None
 
 
 def built_from(meta: dict[str, object]) -> Built:
@@ -223,7 +236,16 @@ def built_from(meta: dict[str, object]) -> Built:
         RunOptions(ranks=ranks, mpi=mpi)  # pyright: ignore[reportArgumentType]
     except DhirError:
         raise ValueError(f"ranks {as_written(ranks)}, mpi {as_written(mpi)}") from None
-    return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi)  # pyright: ignore[reportArgumentType]
+    report = _report(meta.get("report"))
+    return Built(EntrySignature(str(meta["entry"]), args), ranks, mpi, report)  # pyright: ignore[reportArgumentType]
+
+
+def _report(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(line, str) for line in value):  # pyright: ignore[reportUnknownVariableType]
+        raise ValueError(f"report {as_written(value)}")
+    return tuple(value)  # pyright: ignore[reportUnknownArgumentType]
 
 
 _CODE = re.compile(r"[<>|=][fiub][1-8]")

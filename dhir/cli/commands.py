@@ -369,12 +369,14 @@ def _entry(args: argparse.Namespace) -> str:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     _check_output(Path(args.file), Path(args.output))
-    timing = Timing(reported=True) if args.timing else None
+    # Reported either way: its notes, the build's report, go beside the executable for
+    # `dhir run EXE --timing`.
+    timing = Timing(reported=True)
     options = _options(args)
     check_written_files(options)  # --keep-build
     entry = _entry(args)
     module = _load_timed(Path(args.file), timing)
-    with (timing if timing is not None else Timing()).stage("checks"):
+    with timing.stage("checks"):
         bounds: EntryBounds | None = check_runnable(module, entry)  # as `dhir run` does
     plan = _launch_plan(args, args.ranks, options.mpi)
     if plan is not None:
@@ -392,8 +394,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     exe, _ = compile_native(module, entry, options, timing, bounds=bounds)
     if options.keep_build is not None:
         keep_build(exe, options.keep_build)
-    _install(exe, Path(args.output), describe(given, options))
-    if timing is not None:
+    _install(exe, Path(args.output), describe(given, options, timing.notes))
+    if args.timing:
         print(timing.report(), file=sys.stderr)
     return 0
 
@@ -542,12 +544,28 @@ def _run_built(
     if options.threads is None:
         threads = plan.threads if plan is not None else options.threads_per_rank()
         options = replace(options, threads=threads)
-    traffic = timing.notes if timing is not None else None
+    traffic = None
+    if timing is not None:
+        timing.notes += _build_report(path, built)
+        traffic = timing.notes
     with (timing if timing is not None else Timing()).stage("run"):
         results = run_executable(
             path, signature, inputs, options, output_dir=args.output_dir, traffic=traffic
         )
     return results, signature
+
+
+def _build_report(path: Path, built: Built) -> list[str]:
+    """The --timing lines of the build of `path` that `dhir compile` recorded beside it
+    (what dhir-split, the optimizer and dhir-time-tiles did), or a line saying that none
+    were recorded."""
+    if built.report is not None:
+        return list(built.report)
+    return [
+        f"dhir: the build's report (split:, optimizer:, time tiles: lines) is not recorded "
+        f"beside {path}, built by an earlier dhir compile; `dhir compile --timing` prints it, "
+        "and a build by this dhir records it"
+    ]
 
 
 # What an executable fixed when it was built (dest names of the options given to change it).

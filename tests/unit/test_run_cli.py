@@ -1,5 +1,6 @@
 """`dhir run` and `dhir compile` as users run them."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -196,6 +197,7 @@ func.func @main(%a: memref<2xi32>) {
         '{"entry": "main", "ranks": 2, "mpi": "lam", "args": []}',
         '{"entry": "main", "ranks": 2, "mpi": "mpich", "args": [{"type": "f32"}]}',
         '{"entry": "main", "ranks": 2, "mpi": "mpich"}',
+        '{"entry": "main", "ranks": 2, "mpi": "mpich", "args": [], "report": ["a", 1]}',
     ],
 )
 def test_a_damaged_executable_description_is_a_clear_error(tmp_path: Path, sidecar: str) -> None:
@@ -622,3 +624,41 @@ def test_a_process_whose_name_is_not_utf8_is_seen_alive(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def _build_lines(stderr: str) -> list[str]:
+    """--timing's lines about the build (not each rank's traffic)."""
+    tags = ("split: ", "optimizer: ", "time tiles: ", "memory: ", "in order: ")
+    return [line.strip() for line in stderr.splitlines() if line.strip().startswith(tags)]
+
+
+@needs_llvm
+def test_an_executable_s_timing_shows_what_its_build_did(tmp_path: Path) -> None:
+    gemm = EXAMPLES / "plain_gemm.mlir"
+    for name in "ABC":
+        np.save(tmp_path / f"{name}.npy", np.ones((64, 64)))
+    inputs = [f"--input={tmp_path / name}.npy" for name in "ABC"]
+    direct = dhir("run", str(gemm), "-n", "2", *inputs, "--timing")
+    assert direct.returncode == 0, direct.stderr
+    want = _build_lines(direct.stderr)
+    assert any(line.startswith("optimizer: ") for line in want), want
+    assert any(line.startswith("split: ") for line in want), want
+    exe = tmp_path / "gemm"
+    built = dhir("compile", str(gemm), "-n", "2", "-o", str(exe))  # no --timing
+    assert built.returncode == 0, built.stderr
+    ran = dhir("run", str(exe), *inputs, "--timing")
+    assert ran.returncode == 0, ran.stderr
+    assert _build_lines(ran.stderr) == want
+    assert "sent" in ran.stderr.splitlines()[-1]  # the run's own lines come after
+    # An executable whose description records no report says so, and how to see it.
+    description = tmp_path / "gemm.dhir.json"
+    older = json.loads(description.read_text())
+    del older["report"]
+    description.write_text(json.dumps(older))
+    ran = dhir("run", str(exe), *inputs, "--timing")
+    assert ran.returncode == 0, ran.stderr
+    assert _build_lines(ran.stderr) == []
+    assert "the build's report (split:, optimizer:, time tiles: lines) is not recorded" in (
+        ran.stderr
+    )
+    assert "`dhir compile --timing` prints it" in ran.stderr
