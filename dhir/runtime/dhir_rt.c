@@ -707,15 +707,17 @@ static int64_t now_ns(void) {
  * bytes tag" per event (kind: 0 a task, 1-6 the CALL_ kinds, 7 an isend, 8 an input read,
  * 9 a result write, 10 a kernel (id: its name's), 11 a copy on the GPU (peer: 0 host to
  * device, 1 device to host, 2 device to device), both timed on the GPU by the GPU
- * runtime). dhir/toolchain/trace.py turns them into one Chrome trace. Off, each hook costs
- * one test of `tracing`. */
+ * runtime, 12 a device message a non-blocking receive took (a peer copy's word back), at
+ * the moment the wait for it saw it done: begin = end). dhir/toolchain/trace.py turns them
+ * into one Chrome trace. Off, each hook costs one test of `tracing`. */
 enum {
   TRACE_TASK = 0,
   TRACE_ISEND = 7,
   TRACE_READ = 8,
   TRACE_WRITE = 9,
   TRACE_KERNEL = 10,
-  TRACE_COPY = 11
+  TRACE_COPY = 11,
+  TRACE_TOOK = 12
 };
 typedef struct {
   int64_t kind, begin, end, id, peer, bytes, tag;
@@ -1317,6 +1319,9 @@ int dhir_rt_mpi_cuda_aware(void) {
 typedef struct {
   int64_t key;
   MPI_Request request;
+  /* Traced: the receive this request ends (its last piece), for the message's arrow;
+   * source -1 on every other request. */
+  int64_t source, bytes, tag;
 } device_request;
 
 static device_request *device_requests = NULL;
@@ -1326,7 +1331,7 @@ static MPI_Request *keyed_request(int64_t key) {
   device_requests = room_for_one(device_requests, &device_request_room, device_request_count,
                                  sizeof *device_requests, 16, "cannot allocate", "requests");
   device_request *entry = &device_requests[device_request_count++];
-  entry->key = key;
+  *entry = (device_request){key, MPI_REQUEST_NULL, -1, 0, 0};
   return &entry->request;
 }
 
@@ -1351,6 +1356,12 @@ void dhir_rt_device_irecv(void *data, int64_t bytes, int32_t source, int32_t tag
     check(MPI_Irecv(into + done, piece_at(done, bytes), MPI_BYTE, source, tag, device_comm,
                     keyed_request(key)),
           "MPI_Irecv");
+  if (tracing && bytes > 0) {
+    device_request *last = &device_requests[device_request_count - 1];
+    last->source = source;
+    last->bytes = bytes;
+    last->tag = DEVICE_TRACE_TAG + tag;
+  }
 }
 
 void dhir_rt_device_wait(int64_t key) {
@@ -1362,9 +1373,15 @@ void dhir_rt_device_wait(int64_t key) {
   int64_t before = mpi_enter(CALL_WAIT, -1);
   int64_t kept = 0;
   for (int64_t k = 0; k < device_request_count; ++k) {
-    if (device_requests[k].key == key)
-      check(MPI_Wait(&device_requests[k].request, MPI_STATUS_IGNORE), "MPI_Wait");
-    else
+    if (device_requests[k].key == key) {
+      device_request *entry = &device_requests[k];
+      check(MPI_Wait(&entry->request, MPI_STATUS_IGNORE), "MPI_Wait");
+      if (entry->source >= 0) { /* within the wait's slice, where its arrow ends */
+        int64_t now = trace_now();
+        trace_keep(
+            (trace_event){TRACE_TOOK, now, now, -1, entry->source, entry->bytes, entry->tag});
+      }
+    } else
       device_requests[kept++] = device_requests[k];
   }
   device_request_count = kept;

@@ -9,7 +9,9 @@ its I/O (reading each input, writing each result); a rank that used its GPU has 
 "GPU": each kernel under its name and each copy with its direction and bytes, as the GPU
 timed them. A message is also an arrow from the
 send (blocking or not) to the receive that took it (from the send's start to the receive's
-end, where the data had arrived): the k-th send from rank A to rank B
+end, where the data had arrived; for a device message a non-blocking receive took, a peer
+copy's word back, to the instant in the wait that found it done): the k-th send from rank A
+to rank B
 with tag T meets the k-th receive on B from A with tag T, as MPI's ordering promises.
 Times are microseconds from the barrier every rank passed at start.
 """
@@ -27,7 +29,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.render import Arrow
 
-TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE, KERNEL, COPY = range(12)
+TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE, KERNEL, COPY, TOOK = range(13)
 _CALLS = {
     RECV: "recv",
     SEND: "send",
@@ -375,6 +377,8 @@ def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str,
         direction = _DIRECTIONS[event.peer] if 0 <= event.peer < 3 else "copy"
         args = {"bytes": event.bytes, "direction": direction}
         return {**base, "name": f"copy {direction}", "cat": "gpu", "tid": GPU_TRACK, "args": args}
+    if event.kind == TOOK:  # a moment inside the wait that saw it (dhir_rt.c)
+        return _took(event)
     if event.kind in (READ, WRITE):
         what = "read input" if event.kind == READ else "write result"
         args = {"argument": event.id}
@@ -395,6 +399,22 @@ def _complete(event: Event, trace: RankTrace, runs: dict[int, int]) -> dict[str,
     return {**base, "name": name, "cat": "mpi", "tid": _TRACKS["MPI"], "args": args}
 
 
+def _took(event: Event) -> dict[str, object]:
+    """A device message a non-blocking receive took (a peer copy's word back): an instant
+    on the MPI track, inside the wait that found it done, where its arrow ends."""
+    args = {"bytes": event.bytes, "peer": event.peer, "tag": event.tag - DEVICE_TAG}
+    return {
+        "ph": "i",
+        "s": "t",
+        "pid": event.rank,
+        "tid": _TRACKS["MPI"],
+        "ts": _us(event.begin),
+        "name": f"device word back from {event.peer}",
+        "cat": "mpi",
+        "args": args,
+    }
+
+
 def _flows(events: list[Event]) -> list[dict[str, object]]:
     """An arrow from each point-to-point send to the receive that took it."""
     sends: dict[tuple[int, int, int], list[Event]] = defaultdict(list)
@@ -402,7 +422,7 @@ def _flows(events: list[Event]) -> list[dict[str, object]]:
     for event in sorted(events, key=lambda e: e.begin):
         if event.kind in (SEND, ISEND):
             sends[(event.rank, event.peer, event.tag)].append(event)
-        elif event.kind == RECV:
+        elif event.kind in (RECV, TOOK):
             recvs[(event.peer, event.rank, event.tag)].append(event)
     out: list[dict[str, object]] = []
     number = 0

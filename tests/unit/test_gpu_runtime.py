@@ -664,14 +664,26 @@ def test_the_trace_tells_device_messages_from_the_programs(
     mpi = [e for e in events if e.get("cat") == "mpi"]
     device = {(e["name"], e["args"]["tag"]) for e in mpi if e["name"].startswith("device ")}
     sent = {("device isend to 0", 1), ("device recv from 1", 1)}
-    done = {("device isend to 1", 1 + (1 << 14))} if how == "peer" else set()  # receiver's
-    assert device == sent | done
+    # The receiver's word back that it has copied, and the sender taking it.
+    word = 1 + (1 << 14)
+    done = {("device isend to 1", word), ("device word back from 0", word)}
+    assert device == sent | (done if how == "peer" else set())
     starts = {e["id"]: e["pid"] for e in events if e.get("ph") == "s"}
     ends = {e["id"]: e["pid"] for e in events if e.get("ph") == "f"}
     assert starts.keys() == ends.keys() and all(starts[k] != ends[k] for k in starts)
-    # One arrow per receive that took a message: the program's and the device one.
-    receives = [e for e in mpi if "recv from" in e["name"]]
+    # One arrow per receive that took a message: the program's, the device one, and the
+    # word back (from rank 0's isend to rank 1, ending within rank 1's wait that took it).
+    receives = [e for e in mpi if "recv from" in e["name"] or "word back" in e["name"]]
     assert len(starts) == len(receives)
+    if how == "peer":
+        flows = [e for e in events if e.get("cat") == "message"]
+        (took,) = [e for e in mpi if "word back" in e["name"]]
+        (arrow,) = [e for e in flows if e["ph"] == "f" and e["pid"] == 1 and e["ts"] == took["ts"]]
+        (start,) = [e for e in flows if e["ph"] == "s" and e["id"] == arrow["id"]]
+        (isend,) = [e for e in mpi if e["name"] == "device isend to 1"]
+        assert start["pid"] == 0 and isend["ts"] <= start["ts"] <= isend["ts"] + isend["dur"]
+        waits = [e for e in mpi if e["pid"] == 1 and e["name"] == "wait"]
+        assert any(w["ts"] <= took["ts"] <= w["ts"] + w["dur"] for w in waits), waits
 
 
 TALL = """
