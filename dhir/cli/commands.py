@@ -667,11 +667,15 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
 
     if not args.output.is_dir():  # gantt() says what a folder is
         check_output_file(args.output)  # said after reading and drawing, else
-    graph, placement, arrows = trace_chart(args.trace)
+    chart = trace_chart(args.trace)
     # The file's name as a title: bytes that are not UTF-8 shown as such (matplotlib
     # refuses Python's surrogate escapes: an internal error).
     title = os.fsencode(args.trace.name).decode(errors="replace")
-    gantt(graph, placement, args.output, title=title, arrows=arrows, kind="as run")
+    if chart.partial is not None:  # a failed run's: never to be taken for a whole one
+        title += " (partial: the run failed)"
+        print(f"dhir gantt: {args.trace} is a partial trace: {chart.partial}", file=sys.stderr)
+    arrows = chart.arrows
+    gantt(chart.graph, chart.placement, args.output, title=title, arrows=arrows, kind="as run")
     return 0
 
 

@@ -45,6 +45,8 @@ static int tracing = 0;
 static void trace_task(int entering, int64_t id);
 static void trace_mpi(int begin, int64_t call, int64_t peer);
 static void start_trace(void);
+static void partial_trace(const char *why);
+static void on_stop(int number);
 static const char *task_names = ""; /* the task table dhir_rt_track was given */
 
 /* Set once a rank reports its own error, so that the exit that follows adds no report. */
@@ -73,6 +75,7 @@ _Noreturn void dhir_rt_fatal(const char *format, ...) {
     }
   }
   fflush(stdout);
+  partial_trace("error");
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -452,6 +455,7 @@ static void on_crash(int number) {
     }
   }
   (void)ignored;
+  partial_trace("crash");
   signal(number, SIG_DFL);
   raise(number);
 }
@@ -708,8 +712,9 @@ static int64_t now_ns(void) {
  * 9 a result write, 10 a kernel (id: its name's), 11 a copy on the GPU (peer: 0 host to
  * device, 1 device to host, 2 device to device), both timed on the GPU by the GPU
  * runtime, 12 a device message a non-blocking receive took (a peer copy's word back), at
- * the moment the wait for it saw it done: begin = end). dhir/toolchain/trace.py turns them
- * into one Chrome trace. Off, each hook costs one test of `tracing`. */
+ * the moment the wait for it saw it done: begin = end), and, in a partial trace only, a
+ * last line "P why" ("a partial trace" below). dhir/toolchain/trace.py turns them into one
+ * Chrome trace. Off, each hook costs one test of `tracing`. */
 enum {
   TRACE_TASK = 0,
   TRACE_ISEND = 7,
@@ -723,10 +728,15 @@ typedef struct {
   int64_t kind, begin, end, id, peer, bytes, tag;
 } trace_event;
 static char trace_dir[PATH_MAX];
+/* This rank's file in it, and the name it is written under until it is whole. */
+static char trace_path[PATH_MAX], trace_temporary[PATH_MAX];
 static int64_t trace_origin = 0;
 static trace_event *trace_log = NULL;
 static int64_t trace_used = 0, trace_room = 0;
 static trace_event open_task, open_mpi;
+/* Whether a task or MPI call is under way (a partial trace ends it where the run stopped),
+ * and whether the log is being grown (a signal's partial trace then leaves its events out). */
+static volatile sig_atomic_t task_open = 0, mpi_open = 0, trace_busy = 0;
 
 static int64_t trace_now(void) { return now_ns() - trace_origin; }
 
@@ -745,16 +755,21 @@ static void *room_for_one(void *items, int64_t *room, int64_t used, size_t size,
 }
 
 static void trace_keep(trace_event event) {
+  trace_busy = 1;
   trace_log = room_for_one(trace_log, &trace_room, trace_used, sizeof *trace_log, 4096,
                            "the trace: cannot keep", "events");
-  trace_log[trace_used++] = event;
+  trace_log[trace_used] = event;
+  ++trace_used;
+  trace_busy = 0;
 }
 
 static void trace_task(int entering, int64_t id) {
   if (entering) {
     open_task = (trace_event){TRACE_TASK, trace_now(), 0, id, -1, 0, -1};
+    task_open = 1;
     return;
   }
+  task_open = 0;
   open_task.end = trace_now();
   trace_keep(open_task);
 }
@@ -762,8 +777,10 @@ static void trace_task(int entering, int64_t id) {
 static void trace_mpi(int begin, int64_t call, int64_t peer) {
   if (begin) {
     open_mpi = (trace_event){call, trace_now(), 0, -1, peer, 0, -1};
+    mpi_open = 1;
     return;
   }
+  mpi_open = 0;
   open_mpi.end = trace_now();
   trace_keep(open_mpi);
 }
@@ -840,17 +857,137 @@ static void start_trace(void) {
   if (world_rank == 0 && snprintf(trace_dir, sizeof trace_dir, "%s", dir) >= (int)sizeof trace_dir)
     dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", dir);
   check(MPI_Bcast(trace_dir, sizeof trace_dir, MPI_CHAR, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (snprintf(trace_path, sizeof trace_path, "%s/rank%d.trace", trace_dir, world_rank) >=
+          (int)sizeof trace_path ||
+      snprintf(trace_temporary, sizeof trace_temporary, "%s/.rank%d.trace.tmp", trace_dir,
+               world_rank) >= (int)sizeof trace_temporary)
+    dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", trace_dir);
   trace_origin = shared_origin();
   tracing = 1;
+  signal(SIGUSR1, on_stop); /* the launcher's word to write what was recorded (a timeout) */
+}
+
+/* --- a partial trace, of a run that fails ---------------------------------------------
+ * When this rank reports an error, crashes, or is told to stop (SIGUSR1: the launcher on a
+ * timeout), it writes what it recorded so far, the task or MPI call under way ended at that
+ * moment, and a last line "P why". Only async-signal-safe calls (open, write, rename), into
+ * a buffer of its own: it may run in a signal handler. The file is written under a
+ * temporary name and renamed when whole, as the complete trace is: a rank killed while
+ * writing leaves no file, never one cut short. */
+static volatile sig_atomic_t partial_written = 0;
+
+typedef struct {
+  int file;
+  size_t used;
+  char bytes[65536];
+} out_buffer;
+
+static out_buffer partial_out;
+
+static void out_flush(out_buffer *out) {
+  size_t done = 0;
+  while (done < out->used) {
+    ssize_t wrote = write(out->file, out->bytes + done, out->used - done);
+    if (wrote <= 0)
+      break;
+    done += (size_t)wrote;
+  }
+  out->used = 0;
+}
+
+static void out_text(out_buffer *out, const char *text, size_t length) {
+  for (size_t k = 0; k < length; ++k) {
+    if (out->used == sizeof out->bytes)
+      out_flush(out);
+    out->bytes[out->used++] = text[k];
+  }
+}
+
+static void out_number(out_buffer *out, int64_t value) {
+  char digits[24];
+  int length = 0;
+  uint64_t magnitude = value < 0 ? (uint64_t)0 - (uint64_t)value : (uint64_t)value;
+  do {
+    digits[length++] = (char)('0' + magnitude % 10);
+    magnitude /= 10;
+  } while (magnitude > 0);
+  if (value < 0)
+    out_text(out, "-", 1);
+  while (length > 0)
+    out_text(out, &digits[--length], 1);
+}
+
+static void out_event(out_buffer *out, const trace_event *e) {
+  const int64_t fields[] = {e->kind, e->begin, e->end, e->id, e->peer, e->bytes, e->tag};
+  out_text(out, "E", 1);
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; ++k) {
+    out_text(out, " ", 1);
+    out_number(out, fields[k]);
+  }
+  out_text(out, "\n", 1);
+}
+
+static void partial_trace(const char *why) {
+  if (!tracing || partial_written || trace_path[0] == '\0')
+    return;
+  partial_written = 1;
+  out_buffer *out = &partial_out;
+  out->used = 0;
+  out->file = open(trace_temporary, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (out->file < 0)
+    return;
+  int64_t id = 0;
+  for (const char *line = task_names; *line != '\0'; ++id) {
+    const char *end = strchr(line, '\n');
+    size_t length = end != NULL ? (size_t)(end - line) : strlen(line);
+    out_text(out, "T ", 2);
+    out_number(out, id);
+    out_text(out, " ", 1);
+    out_text(out, line, length);
+    out_text(out, "\n", 1);
+    line += length + (end != NULL);
+  }
+  for (int64_t k = 0; k < kernel_count; ++k) {
+    out_text(out, "K ", 2);
+    out_number(out, k);
+    out_text(out, " ", 1);
+    out_text(out, kernel_names[k], strlen(kernel_names[k]));
+    out_text(out, "\n", 1);
+  }
+  if (!trace_busy) /* else the log may be moving: its events are left out */
+    for (int64_t k = 0; k < trace_used; ++k)
+      out_event(out, &trace_log[k]);
+  int64_t now = trace_now();
+  if (task_open) {
+    trace_event task = open_task;
+    task.end = now;
+    out_event(out, &task);
+  }
+  if (mpi_open) {
+    trace_event call = open_mpi;
+    call.end = now;
+    out_event(out, &call);
+  }
+  out_text(out, "P ", 2);
+  out_text(out, why, strlen(why));
+  out_text(out, "\n", 1);
+  out_flush(out);
+  if (close(out->file) == 0)
+    rename(trace_temporary, trace_path);
+}
+
+static void on_stop(int number) {
+  (void)number;
+  partial_trace("stopped");
+  signal(SIGUSR1, SIG_DFL);
+  raise(SIGUSR1);
 }
 
 static void write_trace(void) {
   if (!tracing)
     return;
-  char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/rank%d.trace", trace_dir, world_rank) >= (int)sizeof path)
-    dhir_rt_fatal("DHIR_TRACE_DIR is too long: %s", trace_dir);
-  FILE *file = fopen(path, "w");
+  const char *path = trace_path;
+  FILE *file = fopen(trace_temporary, "w");
   if (file == NULL)
     dhir_rt_fatal("cannot write the trace %s: %s", path, strerror(errno));
   int64_t id = 0;
@@ -868,8 +1005,9 @@ static void write_trace(void) {
             (long long)e->begin, (long long)e->end, (long long)e->id, (long long)e->peer,
             (long long)e->bytes, (long long)e->tag);
   }
-  if (fclose(file) != 0)
+  if (fclose(file) != 0 || rename(trace_temporary, trace_path) != 0)
     dhir_rt_fatal("cannot write the trace %s: %s", path, strerror(errno));
+  partial_written = 1; /* a later error must not replace the whole trace with a partial one */
 }
 
 static task_clock *clock_slot(clock_table *table, int64_t id) {

@@ -11,7 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -43,6 +43,8 @@ _MPICH_EXIT = re.compile(r"^=\s+EXIT CODE: (\d+)$", re.M)
 _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
 # mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
 TERMINATE_GRACE_S = 3.0
+# How long a timed-out traced run's ranks get to write what they recorded (from memory).
+PARTIAL_TRACE_WAIT_S = 2.0
 # How often the launcher looks for ranks that have died while mpirun runs.
 WATCH_S = 0.05
 
@@ -194,7 +196,8 @@ def _run_in(
     except DhirError as error:
         if options.trace is None:
             raise
-        raise DhirError([*error.diagnostics, _no_trace(options.trace)], error.sources) from None
+        note = _failed_trace(work / "trace", ranks, Path(options.trace), error)
+        raise DhirError([*error.diagnostics, note], error.sources) from None
     if options.trace is not None:
         from dhir.toolchain.trace import write_chrome_trace  # only for traced runs
 
@@ -208,13 +211,24 @@ def _run_in(
     return out
 
 
-def _no_trace(trace: Path) -> Diagnostic:
-    """Why a failed run's --trace is not there (an earlier run's was removed before it)."""
-    return Diagnostic(
-        f"no trace was written to {trace}: the ranks write their events only when the run "
-        "ends well",
-        severity="note",
-    )
+def _failed_trace(directory: Path, ranks: int, trace: Path, error: DhirError) -> Diagnostic:
+    """What a failed run's --trace holds: what the ranks recorded up to the failure, marked
+    partial, or nothing (an earlier run's was removed before it) when no rank could write."""
+    from dhir.toolchain.trace import write_partial_trace  # only for traced runs
+
+    first = error.diagnostics[0].message.splitlines()[0] if error.diagnostics else "it failed"
+    why = "timed out" if "timed out" in first else "a rank failed"
+    try:
+        written = write_partial_trace(directory, ranks, trace, why)
+    except DhirError as failed:  # the run's error leads; this says why there is no trace
+        return Diagnostic(f"no trace was written: {failed.diagnostics[0].message}", severity="note")
+    if written is None:
+        return Diagnostic(
+            f"no trace was written to {trace}: no rank could write what it recorded (a rank "
+            "killed outright writes nothing)",
+            severity="note",
+        )
+    return Diagnostic(f"a partial trace was written to {trace}: {written}", severity="note")
 
 
 def _show(output: str) -> None:
@@ -297,6 +311,8 @@ def _run_once(
             status = watch.wait(process, timeout)
         except subprocess.TimeoutExpired:
             assert process is not None  # only waiting on it times out
+            if "DHIR_TRACE_DIR" in env and errors is not None:
+                _stop_traced_ranks(errors, Path(env["DHIR_TRACE_DIR"]))
             _terminate(process)
             where = "".join(line + "\n" for line in _where(errors, "", "", None))
             raise DhirError(
@@ -451,6 +467,21 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(b")")[2].split()[:1] != [b"Z"]
+
+
+def _stop_traced_ranks(errors: Path, traces: Path) -> None:
+    """Ask each rank still running to write what it recorded (SIGUSR1: dhir_rt.c's partial
+    trace) and wait, a short while, for their files."""
+    pids = read_pids(errors)
+    for rank, pid in pids.items():
+        if not (traces / f"rank{rank}.trace").exists():
+            with suppress(OSError):
+                os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + PARTIAL_TRACE_WAIT_S
+    while time.monotonic() < deadline:
+        if all((traces / f"rank{rank}.trace").exists() for rank in pids):
+            return
+        time.sleep(0.02)
 
 
 def _terminate(process: subprocess.Popen[bytes]) -> None:

@@ -13,7 +13,9 @@ end, where the data had arrived; for a device message a non-blocking receive too
 copy's word back, to the instant in the wait that found it done): the k-th send from rank A
 to rank B
 with tag T meets the k-th receive on B from A with tag T, as MPI's ordering promises.
-Times are microseconds from the barrier every rank passed at start.
+Times are microseconds from the barrier every rank passed at start. A run that fails leaves
+what its ranks recorded up to the failure, marked partial in `otherData` (with why), which
+`dhir gantt` says.
 """
 
 import json
@@ -64,6 +66,9 @@ class RankTrace:
     tasks: dict[int, tuple[str, ...]]  # id -> (name, location, schedule, device kind)
     events: list[Event]
     kernels: dict[int, str] = field(default_factory=dict)  # id -> a GPU kernel's name
+    # Why the rank wrote what it had recorded before the run ended ("error", "crash",
+    # "stopped": dhir_rt.c's partial trace); None: it finished.
+    partial: str | None = None
 
 
 def read_rank(path: Path, rank: int) -> RankTrace:
@@ -71,6 +76,7 @@ def read_rank(path: Path, rank: int) -> RankTrace:
     tasks: dict[int, tuple[str, ...]] = {}
     kernels: dict[int, str] = {}
     events: list[Event] = []
+    partial = None
     for line in path.read_text(errors="replace").splitlines():
         if line.startswith("T "):
             _, number, rest = line.split(" ", 2)
@@ -81,7 +87,9 @@ def read_rank(path: Path, rank: int) -> RankTrace:
         elif line.startswith("E "):
             values = [int(v) for v in line.split()[1:]]
             events.append(Event(rank, *values))
-    return RankTrace(rank, tasks, events, kernels)
+        elif line.startswith("P "):
+            partial = line[2:]
+    return RankTrace(rank, tasks, events, kernels, partial)
 
 
 def read_ranks(directory: Path, ranks: int) -> list[RankTrace]:
@@ -99,8 +107,9 @@ def read_ranks(directory: Path, ranks: int) -> list[RankTrace]:
     return [read_rank(directory / f"rank{r}.trace", r) for r in range(ranks)]
 
 
-def chrome_trace(traces: list[RankTrace]) -> dict[str, object]:
-    """The trace-event JSON object of every rank's events."""
+def chrome_trace(traces: list[RankTrace], partial: str | None = None) -> dict[str, object]:
+    """The trace-event JSON object of every rank's events; `partial`: why the run's trace
+    is not complete (in `otherData`, which `dhir gantt` reads)."""
     out: list[dict[str, object]] = []
     for trace in traces:
         out.append(_meta("process_name", trace.rank, 0, f"rank {trace.rank}"))
@@ -113,7 +122,44 @@ def chrome_trace(traces: list[RankTrace]) -> dict[str, object]:
         for event in trace.events:
             out.append(_complete(event, trace, runs))
     out += _flows([e for t in traces for e in t.events])
-    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": {"producer": "dhir"}}
+    other: dict[str, object] = {"producer": "dhir"}
+    if partial is not None:
+        other["partial"] = partial
+    return {"traceEvents": out, "displayTimeUnit": "ms", "otherData": other}
+
+
+def write_partial_trace(directory: Path, ranks: int, destination: Path, why: str) -> str | None:
+    """After a failed run (`why`): what the ranks in `directory` recorded up to the failure,
+    as a Chrome trace marked partial, written as `write_chrome_trace` writes; None (and no
+    file) when no rank wrote any. Otherwise, what was written, for the run's error."""
+    found = [r for r in range(ranks) if (directory / f"rank{r}.trace").exists()]
+    if not found:
+        return None
+    traces = [read_rank(directory / f"rank{r}.trace", r) for r in found]
+    stopped = [f"rank {t.rank} ({_STOPPED.get(t.partial, t.partial)})" for t in traces if t.partial]
+    finished = [t.rank for t in traces if t.partial is None]
+    missing = sorted(set(range(ranks)) - set(found))
+    parts = [f"the run failed ({why})"]
+    if stopped:
+        parts.append("recorded up to the failure: " + ", ".join(stopped))
+    if finished:
+        parts.append(f"finished: {_ranks_list(finished)}")
+    if missing:
+        parts.append(f"no events from {_ranks_list(missing)} (killed before writing them)")
+    text = "; ".join(parts)
+    _write_atomically(json.dumps(chrome_trace(traces, text)), destination)
+    return text
+
+
+_STOPPED = {
+    "error": "it reported an error",
+    "crash": "it crashed",
+    "stopped": "stopped at the timeout",
+}
+
+
+def _ranks_list(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
 def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
@@ -121,7 +167,11 @@ def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
     written under a temporary name beside it and renamed when complete: a full disk, Ctrl-C
     or another run writing the same path never leaves a trace cut short or two runs' bytes
     mixed. What is no file (/dev/null, a pipe) is written as it is."""
-    text = json.dumps(chrome_trace(read_ranks(directory, ranks)))
+    _write_atomically(json.dumps(chrome_trace(read_ranks(directory, ranks))), destination)
+
+
+def _write_atomically(text: str, destination: Path) -> None:
+    """`text` to `destination` under a temporary name, renamed when complete."""
     special = destination.exists() and not destination.is_file()
     temporary = destination.with_name(f".{destination.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -140,13 +190,22 @@ def write_chrome_trace(directory: Path, ranks: int, destination: Path) -> None:
             temporary.unlink(missing_ok=True)
 
 
-def trace_chart(path: Path) -> tuple[TaskGraph, Placement, list[Arrow]]:
+@dataclass(frozen=True)
+class TraceChart:
+    graph: TaskGraph
+    placement: Placement
+    arrows: list[Arrow]
+    partial: str | None  # why the trace is of a run that failed, as it says; None: whole
+
+
+def trace_chart(path: Path) -> TraceChart:
     """A trace `dhir run --trace` wrote, as a Gantt chart's rows (one per rank), bars (each
     run of a task: its name, ` #K` for its K-th run after the first) and arrows (each
-    message, from its send to its receive). An error naming the file, and the event where
-    one is at fault, for anything that is not such a trace."""
+    message, from its send to its receive), and whether it is partial. An error naming the
+    file, and the event where one is at fault, for anything that is not such a trace."""
     try:
-        return _chart(_trace_events(path))
+        events, partial = _trace_events(path)
+        return TraceChart(*_chart(events), partial)
     except _NotATrace as problem:
         raise DhirError(
             [
@@ -162,8 +221,8 @@ class _NotATrace(Exception):
     """What in a file makes it no trace of dhir's (the message says where and why)."""
 
 
-def _trace_events(path: Path) -> list[object]:
-    """The file's `traceEvents` list."""
+def _trace_events(path: Path) -> tuple[list[object], str | None]:
+    """The file's `traceEvents` list, and why it is partial (None: it is not)."""
     try:
         text = path.read_text()
     except OSError as error:
@@ -182,7 +241,10 @@ def _trace_events(path: Path) -> list[object]:
     if not isinstance(events, list):
         raise _NotATrace("it has no list 'traceEvents'")
     _check_producer(data)
-    return events
+    partial = data["otherData"].get("partial")
+    if partial is not None and not isinstance(partial, str):
+        raise _NotATrace(f"its otherData's 'partial' is {_show(partial)}, not a string")
+    return events, partial
 
 
 def _check_producer(data: dict[str, object]) -> None:

@@ -565,7 +565,8 @@ def test_a_failed_run_leaves_no_earlier_trace_or_profile(
     tmp_path: Path, call_inputs: list[str]
 ) -> None:
     """An earlier run's --trace and --profile files stayed, looking like this run's; the
-    error says that the run wrote no trace."""
+    trace now is what the ranks recorded up to the failure, marked partial, and the error
+    says so."""
     program = tmp_path / "aborts.mlir"
     program.write_text(ABORTS)
     trace, profile = tmp_path / "t.json", tmp_path / "p.json"
@@ -574,9 +575,13 @@ def test_a_failed_run_leaves_no_earlier_trace_or_profile(
     failed = dhir("run", str(program), "-n", "2", *call_inputs, "--trace", str(trace),
                   "--profile", str(profile), "--timeout", "60")  # fmt: skip
     assert failed.returncode == 1, failed.stderr
-    assert not trace.exists() and not profile.exists()
-    # Said, not left to be found missing (nothing said so).
-    assert f"note: no trace was written to {trace}: the ranks write" in failed.stderr
+    assert not profile.exists()
+    # Rank 0 crashed in task t: its events up to the crash, t's bar ending there.
+    data = json.loads(trace.read_text())
+    assert data["otherData"]["partial"].startswith("the run failed (a rank failed)")
+    assert "rank 0 (it crashed)" in data["otherData"]["partial"]
+    assert ("t", 0) in {(e["name"], e["pid"]) for e in data["traceEvents"] if e["ph"] == "X"}
+    assert f"note: a partial trace was written to {trace}: the run failed" in failed.stderr
 
 
 def test_file_errors_say_what_is_wrong_in_words(tmp_path: Path, call_inputs: list[str]) -> None:
@@ -662,3 +667,46 @@ def test_an_executable_s_timing_shows_what_its_build_did(tmp_path: Path) -> None
         ran.stderr
     )
     assert "`dhir compile --timing` prints it" in ran.stderr
+
+
+HANGS = """
+func.func private @sleep(i32) -> i32
+func.func @main(%m: memref<4x4xf32>, %out: memref<4xf32>, %s: f32) {
+  dhir.schedule %m, %out {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %m, %out {
+      %c = arith.constant 100 : i32
+      %r = func.call @sleep(%c) : (i32) -> i32
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_a_run_that_times_out_leaves_a_partial_trace(
+    tmp_path: Path, call_inputs: list[str]
+) -> None:
+    """The trace a user debugging a hang needs: every rank's events up to the timeout, the
+    task and the MPI call under way ended there, marked partial in the file and by
+    dhir gantt."""
+    program = tmp_path / "hangs.mlir"
+    program.write_text(HANGS)
+    trace = tmp_path / "t.json"
+    failed = dhir("run", str(program), "-n", "2", *call_inputs, "--trace", str(trace),
+                  "--timeout", "5")  # fmt: skip
+    assert failed.returncode == 1 and "timed out after 5 s" in failed.stderr, failed.stderr
+    assert f"note: a partial trace was written to {trace}" in failed.stderr
+    data = json.loads(trace.read_text())
+    partial = data["otherData"]["partial"]
+    assert partial.startswith("the run failed (timed out)"), partial
+    assert "rank 0 (stopped at the timeout), rank 1 (stopped at the timeout)" in partial
+    bars = {(e["name"], e["pid"]): e for e in data["traceEvents"] if e["ph"] == "X"}
+    assert bars[("t", 0)]["dur"] > 1e6  # the sleeping task, from its start to the timeout
+    waits = [e for (name, pid), e in bars.items() if pid == 1 and name == "barrier"]
+    assert any(e["dur"] > 1e6 for e in waits)  # rank 1 waiting for rank 0
+    drawn = dhir("gantt", str(trace), "-o", str(tmp_path / "chart.svg"))
+    assert drawn.returncode == 0, drawn.stderr
+    assert f"dhir gantt: {trace} is a partial trace: the run failed (timed out)" in drawn.stderr
+    assert "(partial: the run failed)" in (tmp_path / "chart.svg").read_text()

@@ -468,3 +468,25 @@ def test_dhir_schedule_names_the_tasks_a_run_runs(
     assert len(ran) == (1 if optimize else 2)
     tiles = planned.get("time_tiles", [])
     assert [t["done"] for t in tiles] == ([True] if optimize else [])
+
+
+def test_a_partial_trace_says_so_and_a_rank_cut_short_leaves_none(tmp_path: Path) -> None:
+    from dhir.toolchain.trace import write_partial_trace
+
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    (ranks / "rank0.trace").write_text("T 0 t\tp.mlir:1:1\nE 0 10 500 0 -1 0 -1\nP stopped\n")
+    (ranks / "rank1.trace").write_text("T 0 t\tp.mlir:1:1\nE 0 10 20 0 -1 0 -1\n")
+    # A rank killed while writing leaves only its temporary file: no events of it are read.
+    (ranks / ".rank2.trace.tmp").write_text("T 0 t\tp.mlir:1:1\nE 0 1")
+    out = tmp_path / "run.json"
+    said = write_partial_trace(ranks, 3, out, "timed out")
+    assert said == (
+        "the run failed (timed out); recorded up to the failure: rank 0 (stopped at the "
+        "timeout); finished: rank 1; no events from rank 2 (killed before writing them)"
+    )
+    data = json.loads(out.read_text())
+    assert data["otherData"] == {"producer": "dhir", "partial": said}
+    assert sorted(e["pid"] for e in data["traceEvents"] if e["ph"] == "X") == [0, 1]
+    assert write_partial_trace(tmp_path / "empty", 2, tmp_path / "none.json", "x") is None
+    assert not (tmp_path / "none.json").exists()
