@@ -8,7 +8,10 @@ user's, which hung or crashed). Just before the build, each function the program
 every call of it; dhir's own functions (the runtime's, the schedules' parts) keep theirs.
 It runs after everything that names functions in messages or task names. The `$` is in no
 C library's names and is one PTX takes: a function a GPU kernel calls is copied into its
-`gpu.module` under the new name (`dhir_user.NAME` stopped ptxas: "syntax error").
+`gpu.module` under the new name (`dhir_user.NAME` stopped ptxas: "syntax error"). For the
+same reason every byte of NAME other than a letter, a digit or `_` is written `$XX`, in
+hex (`@my.helper` is `dhir_user$my$2Ehelper`: ptxas stopped at its `.`), which keeps two
+names two.
 """
 
 from dataclasses import dataclass
@@ -21,6 +24,15 @@ from dhir.dialects import func
 from dhir.ir.walk import find_ops
 
 PREFIX = "dhir_user$"
+_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def built_name(name: str) -> str:
+    """The name the build gives the program's function `name`: one C's and PTX's
+    identifiers can take, and no other function's."""
+    return PREFIX + "".join(
+        chr(byte) if byte in _PLAIN else f"${byte:02X}" for byte in name.encode()
+    )
 
 
 def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
@@ -34,7 +46,7 @@ def user_functions(module: ModuleOp, entry: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class UserNamesPass(ModulePass):
-    """Rename the functions in `names` (and their calls and declarations) `dhir_user$NAME`."""
+    """Rename the functions in `names` (and their calls and declarations) `built_name`'s way."""
 
     name = "dhir-user-names"
 
@@ -45,6 +57,6 @@ class UserNamesPass(ModulePass):
             return
         for found in op.walk():
             if isinstance(found, func.FuncOp) and found.sym_name.data in self.names:
-                found.sym_name = StringAttr(PREFIX + found.sym_name.data)
+                found.sym_name = StringAttr(built_name(found.sym_name.data))
             elif isinstance(found, func.CallOp) and found.callee.string_value() in self.names:
-                found.callee = SymbolRefAttr(PREFIX + found.callee.string_value())
+                found.callee = SymbolRefAttr(built_name(found.callee.string_value()))

@@ -476,6 +476,15 @@ def test_a_kernel_calling_a_function_of_the_program_builds(gpu_format: str) -> N
         assert b"dhir_user.twice" not in blob
 
 
+def test_a_kernel_calling_a_function_named_with_a_dot_builds(gpu_format: str) -> None:
+    """@my.helper became `dhir_user$my.helper`, and ptxas stopped the fatbin build at its
+    `.` ("syntax error"); the build now writes the `.` `$2E`."""
+    text = KERNEL_CALLING.replace("@twice", "@my.helper")
+    _, blob = _binaries(_build(text, ranks=1))["dhir_sm_90"]
+    if gpu_format == "isa":
+        assert re.search(rb"\.func .*dhir_user\$my\$2Ehelper", blob), blob[:2000]
+
+
 CALLING_KERNELS = {
     # A parallel loop calling C: mlir-opt-22's "'func.call' op 'twice' does not reference
     # a valid function", at <stdin>, before.
