@@ -13,6 +13,7 @@ from xdsl.traits import SymbolTable
 from dhir.analysis.bounds import EntryBounds, check_bounds
 from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
+from dhir.backends.function_names import check_function_names
 from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
 from dhir.backends.parallel_loops import check_copies, check_kernels, check_parallel_loops
@@ -245,8 +246,9 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
 
 
 def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
-    """Refuse, at its line, what neither backend runs as the program means it: memrefs
-    of memrefs, parallel loops whose iterations overlap, GPU kernels whose threads race,
+    """Refuse, at its line, what neither backend runs as the program means it: a
+    function named as dhir's own or MPI's, memrefs of memrefs, parallel loops whose
+    iterations overlap, GPU kernels whose threads race,
     copies between overlapping views, addresses passed to C from another task, a machine
     description that cannot stand, a load or store of `entry` that surely runs out of its
     memref's bounds.
@@ -255,6 +257,7 @@ def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
     module is this one (see `run_module`)."""
     check_description(module)
     ops = find_ops(module, Operation)  # one walk for the checks, which change nothing
+    check_function_names(module, ops)
     check_memref_elements(module, ops)
     check_parallel_loops(module, ops)
     check_kernels(module, ops)

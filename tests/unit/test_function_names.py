@@ -1,0 +1,82 @@
+"""The program's function names that collide with dhir's, MPI's or a library's: refused at
+the func.func by both backends, or built as the program's own."""
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir import DhirError
+
+TASK_CALLING = """FUNCTION
+func.func @main(%out: memref<4xi32>) {
+  dhir.schedule %out {
+    %t = dhir.task target = "cpu", %out {
+      %c0 = arith.constant 0 : index
+      CALL
+      memref.store %r, %out[%c0] : memref<4xi32>
+    }
+  }
+  return
+}
+"""
+SEVEN = "%c = arith.constant 7 : i32\n  return %c : i32"
+
+REFUSED = {
+    # Natively the call reached dhir's runtime (the rank, 0), while the interpreter asked
+    # for a file to link.
+    "dhir_rt_comm_rank": (
+        "func.func private @dhir_rt_comm_rank() -> i32",
+        "%r = func.call @dhir_rt_comm_rank() : () -> i32",
+        r"@dhir_rt_comm_rank is a name reserved for dhir's runtime and harness \(`dhir_...`\): "
+        "a call would reach",
+    ),
+    "mgpu defined": (
+        f"func.func @mgpuStreamCreate() -> i32 {{\n  {SEVEN}\n}}",
+        "%r = func.call @mgpuStreamCreate() : () -> i32",
+        r"@mgpuStreamCreate is a name reserved for dhir's GPU runtime .*it would stand in",
+    ),
+    # A task on one rank called MPI_Barrier: the run hung until --timeout on two ranks.
+    "MPI_Barrier": (
+        "func.func private @MPI_Barrier(i32) -> i32",
+        "%w = arith.constant 1140850688 : i32\n"
+        "      %r = func.call @MPI_Barrier(%w) : (i32) -> i32",
+        r"@MPI_Barrier declares MPI's MPI_Barrier, but a dhir program does no MPI of its own",
+    ),
+    "PMPI_Allreduce": (
+        "func.func private @PMPI_Allreduce(i64, i64, i32, i32, i32, i32) -> i32",
+        "%r = arith.constant 0 : i32",
+        r"@PMPI_Allreduce declares MPI's PMPI_Allreduce",
+    ),
+    # Natively the build held two functions of the name: mlir-opt's "redefinition of
+    # symbol"; the interpreter ran it.
+    "step": (
+        f'func.func @"main.schedule0.part0"() -> i32 {{\n  {SEVEN}\n}}',
+        '%r = func.call @"main.schedule0.part0"() : () -> i32',
+        r"@main.schedule0.part0 is a name dhir gives the functions it makes of a schedule's",
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", ["native", "interp"])
+@pytest.mark.parametrize("case", REFUSED)
+def test_names_of_dhir_and_mpi_are_refused_at_the_function(case: str, backend: str) -> None:
+    function, call, message = REFUSED[case]
+    text = TASK_CALLING.replace("FUNCTION", function).replace("CALL", call)
+    program = dhir.parse_string(text, "names.mlir")
+    with pytest.raises(DhirError, match=rf"names.mlir:1:1: error: {message}"):
+        dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=20)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_mpi_clock_and_the_programs_own_mpi_named_function_run(backend: str) -> None:
+    """MPI_Wtime only reads the clock (the benchmarks time with it), and a function the
+    program defines is its own, whatever its name."""
+    own = f"func.func private @MPI_Wtime() -> f64\nfunc.func @MPI_Own() -> i32 {{\n  {SEVEN}\n}}"
+    text = TASK_CALLING.replace("FUNCTION", own).replace(
+        "CALL", "%r = func.call @MPI_Own() : () -> i32"
+    )
+    program = dhir.parse_string(text, "names.mlir")
+    got = dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=60)
+    assert list(got[0]) == [7, 0, 0, 0]
