@@ -1,17 +1,20 @@
-"""The program's function names that neither backend runs as meant, refused at the
-`func.func` before either starts.
+"""The program's function names that neither backend runs as meant, and its own MPI in
+tasks, refused at their line before either backend starts.
 
-- A name of dhir's own (`dhir_...`, `__dhir...`, `mgpu...`: its runtime, harness and GPU
-  runtime): declared, a call reached dhir's runtime directly (`@dhir_rt_comm_rank` gave the
-  rank natively, while the interpreter asked for a file to link); defined, it stands where
-  dhir's passes declare and call their own function.
-- A name dhir gives the functions it makes of a schedule's steps
-  (`@"main.schedule0.part0"`, `.group0`): the build would hold two functions of that name.
-- A declaration of one of MPI's functions (`MPI_`, `PMPI_`, `MPIX_`), other than the
-  clock's (`MPI_Wtime`, `MPI_Wtick`): dhir does the program's communication, and a task
-  runs on one rank, so a task calling `MPI_Barrier` waited for ranks that never came (the
-  run hung until --timeout). A definition with a body is the program's own function and
-  is renamed for the build (dhir-user-names).
+- A function the program defines under a name of dhir's own (`dhir_...`, `__dhir...`,
+  `mgpu...`: its runtime, harness and GPU runtime): it stands where dhir's passes declare
+  and call their own function.
+- A function named as those dhir makes of a schedule's steps (`@"main.schedule0.part0"`,
+  `.group0`): the native build held two functions of that name (mlir-opt's "redefinition
+  of symbol"), which the interpreter ran.
+- A task that reaches, itself or through the functions it calls, dhir's runtime (a
+  declaration of a `dhir_` name), MPI (a declaration of `MPI_...`, `PMPI_...`, `MPIX_...`
+  other than the clock's, MPI_Wtime and MPI_Wtick) or an op of the mpi dialect. dhir
+  places each task on one rank and does the program's communication itself: natively a
+  task calling `@dhir_rt_comm_rank` stored the rank of the rank it ran on (exit 0), one
+  calling `MPI_Barrier` waited for ranks that never came (the run hung until --timeout);
+  the interpreter has neither. Host code outside schedules, which every rank runs alike,
+  may call them (natively: dhir-check-mpi points `mpi.barrier` to `dhir_rt_barrier`).
 """
 
 import re
@@ -21,8 +24,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
 from dhir.dialects import func
+from dhir.dialects.dhir import TaskOp
+from dhir.dialects.mpi import MPI
+from dhir.ir.calls import through_callers
 from dhir.ir.diagnostics import error_at
-from dhir.ir.walk import find_among
+from dhir.ir.walk import enclosing, find_among
 
 _DHIR_PREFIXES = {
     "dhir_": "dhir's runtime and harness",
@@ -30,31 +36,33 @@ _DHIR_PREFIXES = {
     "mgpu": "dhir's GPU runtime",
 }
 _MPI_PREFIXES = ("MPI_", "PMPI_", "MPIX_")
-# MPI's functions that only read the clock: timing a program with them changes nothing.
+# MPI's functions that only read the clock: timing a task with them changes nothing.
 MPI_CLOCKS = frozenset({"MPI_Wtime", "MPI_Wtick"})
 # dhir-lower-to-mpi's functions of a schedule's steps: `<function>.schedule<S>.part<K>`
 # and `.group<K>`.
 _STEP_NAME = re.compile(r".*\.schedule\d+\.(part|group)\d+")
+_MPI_OPS = tuple(MPI.operations)
 
 
 def check_function_names(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
-    """Refuse the first function of `module` (declared or defined) whose name is dhir's,
-    one dhir gives a schedule's steps, or (declared) one of MPI's; `ops`: every op of
-    `module`, when walked already (`find_among`)."""
-    for op in find_among(module, func.FuncOp, ops):
-        why = _problem(op.sym_name.data, op.is_declaration)
+    """Refuse the first function of `module` named as dhir's own or as a schedule's step,
+    then the first task that reaches dhir's runtime, MPI or the mpi dialect; `ops`: every
+    op of `module`, when walked already (`find_among`)."""
+    functions = find_among(module, func.FuncOp, ops)
+    for function in functions:
+        why = _name_problem(function.sym_name.data, function.is_declaration)
         if why is not None:
-            raise error_at(op, why)
+            raise error_at(function, why)
+    _check_tasks(module, functions, find_among(module, _MPI_OPS, ops), ops)
 
 
-def _problem(name: str, declared: bool) -> str | None:
+def _name_problem(name: str, declared: bool) -> str | None:
     for prefix, owner in _DHIR_PREFIXES.items():
-        if name.startswith(prefix):
-            what = "a call would reach" if declared else "it would stand in for"
+        if name.startswith(prefix) and not declared:
             return (
-                f"@{name} is a name reserved for {owner} (`{prefix}...`): {what} dhir's "
-                f"own function of that name. Rename yours (e.g. @my_{name.lstrip('_')}), "
-                "in its func.func and its calls"
+                f"the program defines @{name}, a name reserved for {owner} "
+                f"(`{prefix}...`): it would stand in for dhir's own function of that name. "
+                f"Rename yours (e.g. @my_{name.lstrip('_')}), in its func.func and its calls"
             )
     if _STEP_NAME.fullmatch(name):
         return (
@@ -62,13 +70,60 @@ def _problem(name: str, declared: bool) -> str | None:
             "(`<function>.schedule<S>.part<K>`, `.group<K>`), so the build would hold two "
             "functions of that name. Rename yours, in its func.func and its calls"
         )
-    if declared and name.startswith(_MPI_PREFIXES) and name not in MPI_CLOCKS:
-        return (
-            f"@{name} declares MPI's {name}, but a dhir program does no MPI of its own: "
-            "dhir places each task on one rank and moves the memrefs between ranks itself, "
-            "so a task calling MPI runs on one rank while the others never make the call "
-            "(the run hangs). Remove it and let dhir communicate: tasks that read what "
-            "other tasks wrote get it (docs/semantics.md). Only MPI's clock (MPI_Wtime, "
-            "MPI_Wtick) may be declared"
-        )
     return None
+
+
+def _check_tasks(
+    module: ModuleOp,
+    functions: Sequence[func.FuncOp],
+    mpi_ops: Sequence[Operation],
+    ops: Sequence[Operation] | None,
+) -> None:
+    """Refuse the first task that holds an mpi op, then the first call in a task that
+    reaches a declaration of dhir's or MPI's or a function holding an mpi op."""
+    for op in mpi_ops:
+        if enclosing(op, TaskOp) is not None:
+            raise error_at(op, _own_mpi(f"this task uses {op.name}"))
+    found: dict[str, str] = {
+        f.sym_name.data: f"@{f.sym_name.data}" for f in functions if _reserved_declaration(f)
+    }
+    for op in mpi_ops:
+        holder = enclosing(op, func.FuncOp)
+        if holder is not None:
+            found.setdefault(holder.sym_name.data, op.name)
+    if not found:  # most programs: no second look at their calls
+        return
+    calls = find_among(module, func.CallOp, ops)
+    callers: dict[str, list[str]] = {}
+    for call in calls:
+        caller = enclosing(call, func.FuncOp)
+        if caller is not None:
+            callers.setdefault(call.callee.string_value(), []).append(caller.sym_name.data)
+    reached = through_callers(found, callers)
+    for call in calls:
+        name = call.callee.string_value()
+        if name in reached and enclosing(call, TaskOp) is not None:
+            through = "" if reached[name] == f"@{name}" else f" (through @{name})"
+            raise error_at(call, _own_mpi(f"this task calls {reached[name]}{through}"))
+
+
+def _reserved_declaration(function: func.FuncOp) -> bool:
+    name = function.sym_name.data
+    if not function.is_declaration:
+        return False
+    if name.startswith(_MPI_PREFIXES):
+        return name not in MPI_CLOCKS
+    return name.startswith(tuple(_DHIR_PREFIXES))
+
+
+def _own_mpi(what: str) -> str:
+    return (
+        f"{what}, which is MPI's or dhir's runtime's: a task does no communication of its "
+        "own. dhir places each task on one rank and moves the memrefs between ranks itself, "
+        "so there such a call acts for that rank alone (its rank number; a barrier or "
+        "collective the other ranks never join: the run hangs), and the interpreter has "
+        "none. Remove it and let dhir communicate: a task that reads what other tasks "
+        "wrote gets it (docs/semantics.md); host code outside schedules, which every rank "
+        "runs, may call it natively. Only MPI's clock (MPI_Wtime, MPI_Wtick) may be called "
+        "in tasks"
+    )

@@ -21,49 +21,62 @@ func.func @main(%out: memref<4xi32>) {
 """
 SEVEN = "%c = arith.constant 7 : i32\n  return %c : i32"
 
+OWN_MPI = "which is MPI's or dhir's runtime's: a task does no communication of its own"
 REFUSED = {
     # Natively the call reached dhir's runtime (the rank, 0), while the interpreter asked
     # for a file to link.
     "dhir_rt_comm_rank": (
         "func.func private @dhir_rt_comm_rank() -> i32",
         "%r = func.call @dhir_rt_comm_rank() : () -> i32",
-        r"@dhir_rt_comm_rank is a name reserved for dhir's runtime and harness \(`dhir_...`\): "
-        "a call would reach",
+        rf"6:12: error: this task calls @dhir_rt_comm_rank, {OWN_MPI}",
     ),
     "mgpu defined": (
         f"func.func @mgpuStreamCreate() -> i32 {{\n  {SEVEN}\n}}",
         "%r = func.call @mgpuStreamCreate() : () -> i32",
-        r"@mgpuStreamCreate is a name reserved for dhir's GPU runtime .*it would stand in",
+        r"1:1: error: the program defines @mgpuStreamCreate, a name reserved for dhir's GPU "
+        r"runtime \(`mgpu...`\): it would stand in",
     ),
     # A task on one rank called MPI_Barrier: the run hung until --timeout on two ranks.
     "MPI_Barrier": (
         "func.func private @MPI_Barrier(i32) -> i32",
         "%w = arith.constant 1140850688 : i32\n"
         "      %r = func.call @MPI_Barrier(%w) : (i32) -> i32",
-        r"@MPI_Barrier declares MPI's MPI_Barrier, but a dhir program does no MPI of its own",
+        rf"7:12: error: this task calls @MPI_Barrier, {OWN_MPI}",
     ),
-    "PMPI_Allreduce": (
-        "func.func private @PMPI_Allreduce(i64, i64, i32, i32, i32, i32) -> i32",
-        "%r = arith.constant 0 : i32",
-        r"@PMPI_Allreduce declares MPI's PMPI_Allreduce",
+    "PMPI_Allreduce through a function": (
+        "func.func private @PMPI_Allreduce(i64, i64, i32, i32, i32, i32) -> i32\n"
+        f"func.func @sum() -> i32 {{\n  {SEVEN}\n}}\n"
+        "func.func @all() -> i32 {\n  %r = func.call @sum() : () -> i32\n"
+        "  %z = arith.constant 0 : i64\n  %i = arith.constant 0 : i32\n"
+        "  %e = func.call @PMPI_Allreduce(%z, %z, %i, %i, %i, %i) "
+        ": (i64, i64, i32, i32, i32, i32) -> i32\n  return %r : i32\n}",
+        "%r = func.call @all() : () -> i32",
+        rf"17:12: error: this task calls @PMPI_Allreduce \(through @all\), {OWN_MPI}",
+    ),
+    # Natively each task stored the rank it was placed on ([0, 1] on two ranks, exit 0).
+    "mpi dialect": (
+        "",
+        "%comm = mpi.comm_world : !mpi.comm\n      %r = mpi.comm_rank(%comm) : i32",
+        rf"6:15: error: this task uses mpi.comm_world, {OWN_MPI}",
     ),
     # Natively the build held two functions of the name: mlir-opt's "redefinition of
     # symbol"; the interpreter ran it.
     "step": (
         f'func.func @"main.schedule0.part0"() -> i32 {{\n  {SEVEN}\n}}',
         '%r = func.call @"main.schedule0.part0"() : () -> i32',
-        r"@main.schedule0.part0 is a name dhir gives the functions it makes of a schedule's",
+        r"1:1: error: @main.schedule0.part0 is a name dhir gives the functions it makes of a "
+        "schedule's",
     ),
 }
 
 
 @pytest.mark.parametrize("backend", ["native", "interp"])
 @pytest.mark.parametrize("case", REFUSED)
-def test_names_of_dhir_and_mpi_are_refused_at_the_function(case: str, backend: str) -> None:
+def test_names_of_dhir_and_mpi_are_refused(case: str, backend: str) -> None:
     function, call, message = REFUSED[case]
     text = TASK_CALLING.replace("FUNCTION", function).replace("CALL", call)
     program = dhir.parse_string(text, "names.mlir")
-    with pytest.raises(DhirError, match=rf"names.mlir:1:1: error: {message}"):
+    with pytest.raises(DhirError, match=rf"names.mlir:{message}"):
         dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=20)
 
 
@@ -80,3 +93,27 @@ def test_mpi_clock_and_the_programs_own_mpi_named_function_run(backend: str) -> 
     program = dhir.parse_string(text, "names.mlir")
     got = dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=60)
     assert list(got[0]) == [7, 0, 0, 0]
+
+
+HOST_CALLING = """func.func private @dhir_rt_comm_size() -> i32
+func.func @main(%out: memref<4xi32>) {
+  %n = func.call @dhir_rt_comm_size() : () -> i32
+  dhir.schedule %out, %n {
+    %t = dhir.task target = "cpu", %out {
+      %c0 = arith.constant 0 : index
+      memref.store %n, %out[%c0] : memref<4xi32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_host_code_may_call_dhirs_runtime_natively() -> None:
+    """Every rank runs host code: dhir-check-mpi points mpi.comm_size and mpi.barrier
+    there to dhir_rt_comm_size and dhir_rt_barrier, which the check of tasks leaves be."""
+    program = dhir.parse_string(HOST_CALLING, "host.mlir")
+    got = dhir.run(program, np.zeros(4, np.int32), ranks=2, timeout=60)
+    assert list(got[0]) == [2, 0, 0, 0]

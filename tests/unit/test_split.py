@@ -234,15 +234,17 @@ def test_pieces_are_cached_one_by_one(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_an_op_refused_in_a_piece_is_an_error_at_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dhir-check-mpi runs on each piece as it is cut off: its refusal stops the build."""
+    """The checks after the lowering (here dhir-mlir22-workarounds') run on each piece as
+    it is cut off: a refusal stops the build. (An mpi op in a task, which dhir-check-mpi
+    refused here, is refused before the build now.)"""
     pieces = _recorded_pieces(monkeypatch)
     head, tail = programs.many_tasks(TASKS).split("    %t250 = ")
     first = "      %i = arith.constant 0 : index"
-    size = "      %comm = mpi.comm_world : !mpi.comm\n      %n = mpi.comm_size(%comm) : i32\n"
-    text = f"{head}    %t250 = {tail.replace(first, size + first, 1)}"
-    line = text[: text.index("mpi.comm_size")].count("\n") + 1
+    scale = "      %vs = vector.vscale\n"
+    text = f"{head}    %t250 = {tail.replace(first, scale + first, 1)}"
+    line = text[: text.index("vector.vscale")].count("\n") + 1
     inputs = [np.zeros(64, np.float32) for _ in range(8)]
-    with pytest.raises(DhirError, match=rf"prog.mlir:{line}:\d+: .*mpi\.comm_size"):
+    with pytest.raises(DhirError, match=rf"prog.mlir:{line}:\d+: .*vector\.vscale"):
         run(parse_string(text, "prog.mlir"), *inputs, ranks=2, placement="round-robin")
     assert len(pieces) == 2  # the second holds task 250: the lowering stopped there
 
