@@ -15,6 +15,9 @@ tasks, refused at their line before either backend starts.
   calling `MPI_Barrier` waited for ranks that never came (the run hung until --timeout);
   the interpreter has neither. Host code outside schedules, which every rank runs alike,
   may call them (natively: dhir-check-mpi points `mpi.barrier` to `dhir_rt_barrier`).
+- A function of the program that linked code calls back: the native build renames the
+  program's functions (dhir-user-names), so the link failed with "undefined reference to
+  `twice'", and the interpreter with "undefined symbol: twice".
 """
 
 import re
@@ -29,6 +32,8 @@ from dhir.dialects.mpi import MPI
 from dhir.ir.calls import through_callers
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import enclosing, find_among
+from dhir.toolchain.linking import LinkInputs
+from dhir.transforms.user_names import built_name
 
 _DHIR_PREFIXES = {
     "dhir_": "dhir's runtime and harness",
@@ -127,3 +132,24 @@ def _own_mpi(what: str) -> str:
         "runs, may call it natively. Only MPI's clock (MPI_Wtime, MPI_Wtick) may be called "
         "in tasks"
     )
+
+
+def check_linked_callers(module: ModuleOp, entry: str, link: LinkInputs | None) -> None:
+    """Refuse a function `module` defines (other than `entry`, which keeps its name) that
+    an object file or static library of `link` calls."""
+    if not link:
+        return
+    used = link.undefined()
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp) or function.is_declaration:
+            continue
+        name = function.sym_name.data
+        if name in used and name != entry:
+            raise error_at(
+                function,
+                f"{used[name]} calls `{name}`, which is this function of the program: "
+                "linked code cannot call the program's functions (the native build renames "
+                f"them, @{name} to `{built_name(name)}`, so that none takes a library's "
+                f"place). Write {name} in C and link it too, or pass what it computes to "
+                "the linked function as an argument",
+            )

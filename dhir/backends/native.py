@@ -28,6 +28,7 @@ from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.analysis.sharing import aliased_arguments, may_alias, memory_of
 from dhir.api import diagnosed, run_pipeline
+from dhir.backends.function_names import check_linked_callers
 from dhir.backends.parallel_loops import mark_unproven_loops
 from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
@@ -112,6 +113,7 @@ def compile_native(
     options = _with_cpu(module, options if options is not None else RunOptions())
     options.link.check_names()  # a linked file defining libc's `write`: before any work
     _check_entry_name(module, entry)
+    check_linked_callers(module, entry, options.link)
     ranks, costs = options.ranks, options.costs
     timing = timing if timing is not None else Timing()
     relax(module, options.fast_math)

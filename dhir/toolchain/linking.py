@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.symbols import check_linked, entry_owner
+from dhir.toolchain.symbols import check_linked, entry_owner, undefined_names
 from dhir.toolchain.tools import find_llvm_tools
 
 # MLIR's C interface: a function declared with this unit attribute is called as
@@ -91,6 +91,13 @@ class LinkInputs:
         static = [path for path in (*self.files, *self.found) if not is_shared(path)]
         if static:
             check_linked(static, _linker_dirs())
+
+    def undefined(self) -> dict[str, str]:
+        """The names the object files and static libraries use without defining them and
+        no library dhir links defines, to the file that uses each (shared libraries are
+        not looked into)."""
+        static = [p for p in (*self.files, *self.found) if not is_shared(p)]
+        return undefined_names(static, _linker_dirs()) if static else {}
 
     def searched(self) -> tuple[str, ...]:
         """The files the program's declarations are looked for in, in order: those given,

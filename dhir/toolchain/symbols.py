@@ -137,6 +137,37 @@ def _system_names(nm: str, key: str, libraries: tuple[tuple[Path, str], ...]) ->
     return names
 
 
+def undefined_names(paths: Iterable[Path], system_dirs: Iterable[str]) -> dict[str, str]:
+    """The names the object files and static libraries `paths` use and do not define, to
+    the file (and archive member) that uses each first, less those the C and math
+    libraries in `system_dirs`, MPI, OpenMP or dhir define; none without `nm`."""
+    nm = _nm()
+    if nm is None:
+        return {}
+    found: dict[str, str] = {}
+    for path in paths:
+        for where, name in _undefined(nm, path, *_stamp(path)):
+            found.setdefault(name, where)
+    if not found:
+        return found
+    system = system_names(nm, tuple(system_dirs))
+    return {name: where for name, where in found.items() if reserved_owner(name, system) is None}
+
+
+@cache
+def _undefined(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]]:
+    del mtime, size
+    command = [nm, "-A", "-g", "--undefined-only", "-P", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    found: list[tuple[str, str]] = []
+    for line in done.stdout.splitlines():
+        where, _, rest = line.rpartition(": ")
+        words = rest.split()
+        if words:
+            found.append((where, words[0].split("@")[0]))
+    return found
+
+
 @cache
 def _defined(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]]:
     """(where, name) of each global symbol `path` defines; `where` names the archive's

@@ -1,6 +1,10 @@
 """The program's function names that collide with dhir's, MPI's or a library's: refused at
 the func.func by both backends, or built as the program's own."""
 
+import math
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -117,3 +121,57 @@ def test_host_code_may_call_dhirs_runtime_natively() -> None:
     program = dhir.parse_string(HOST_CALLING, "host.mlir")
     got = dhir.run(program, np.zeros(4, np.int32), ranks=2, timeout=60)
     assert list(got[0]) == [2, 0, 0, 0]
+
+
+CALLING_BACK = """func.func @NAME(%x: f64) -> f64 {
+  %c = arith.constant 3.0 : f64
+  %r = arith.addf %x, %c : f64
+  return %r : f64
+}
+func.func private @apply(f64) -> f64
+func.func @main(%out: memref<4xf64>) {
+  dhir.schedule %out {
+    %t = dhir.task target = "cpu", %out {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %x = arith.constant 0.5 : f64
+      %a = func.call @apply(%x) : (f64) -> f64
+      memref.store %a, %out[%c0] : memref<4xf64>
+      %b = func.call @NAME(%x) : (f64) -> f64
+      memref.store %b, %out[%c1] : memref<4xf64>
+    }
+  }
+  return
+}
+"""
+
+
+def _apply(tmp_path: Path, name: str) -> Path:
+    (tmp_path / "apply.c").write_text(
+        f"double {name}(double x);\ndouble apply(double x) {{ return {name}(x); }}\n"
+    )
+    obj = tmp_path / "apply.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "apply.c", "-o", obj], check=True)
+    return obj
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_linked_code_calling_the_programs_function_is_refused(tmp_path: Path, backend: str) -> None:
+    """The build renames the program's functions: natively the link failed ("undefined
+    reference to `twice'"), the interpreter could not load the code ("undefined symbol")."""
+    program = dhir.parse_string(CALLING_BACK.replace("NAME", "twice"), "back.mlir")
+    with pytest.raises(DhirError, match=r"back.mlir:1:1: error: .*apply.o calls `twice`, which is"):
+        dhir.run(program, np.zeros(4), link=[_apply(tmp_path, "twice")], backend=backend)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_a_function_named_as_libms_is_the_programs_and_c_keeps_libms(
+    tmp_path: Path, backend: str
+) -> None:
+    """The program's @exp is called by the program, libm's by the C it links."""
+    program = dhir.parse_string(CALLING_BACK.replace("NAME", "exp"), "exp.mlir")
+    got = dhir.run(program, np.zeros(4), ranks=2, link=[_apply(tmp_path, "exp")], backend=backend)
+    assert list(got[0][:2]) == [math.exp(0.5), 3.5]

@@ -23,6 +23,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from dhir.analysis.bounds import EntryBounds
+from dhir.backends.function_names import check_linked_callers
 from dhir.backends.interp import written
 from dhir.backends.interp.apart import run_apart, shared_copy
 from dhir.backends.interp.arith import ArithImpls
@@ -103,6 +104,7 @@ def run_interp(
     function = next(
         op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == entry
     )
+    check_linked_callers(module, entry, link)  # as the native backend does
     symbols = declared_symbols(module)
     with _linked(link, symbols) as shared:
         if shared is None and _calls_only_libm(module):  # nothing to crash or hang: run here
