@@ -3,17 +3,19 @@ tasks, refused at their line before either backend starts.
 
 - A function the program defines under a name of dhir's own (`dhir_...`, `__dhir...`,
   `mgpu...`: its runtime, harness and GPU runtime): it stands where dhir's passes declare
-  and call their own function.
+  and call their own function. One it declares, other than the two dhir-check-mpi points
+  host code to (HOST_RUNTIME): natively a call reached dhir's runtime, while the
+  interpreter asked for a file to link.
 - A function named as those dhir makes of a schedule's steps (`@"main.schedule0.part0"`,
   `.group0`): the native build held two functions of that name (mlir-opt's "redefinition
   of symbol"), which the interpreter ran.
 - A task that reaches, itself or through the functions it calls, dhir's runtime (a
   declaration of a `dhir_` name), MPI (a declaration of `MPI_...`, `PMPI_...`, `MPIX_...`
   other than the clock's, MPI_Wtime and MPI_Wtick) or an op of the mpi dialect. dhir
-  places each task on one rank and does the program's communication itself: natively a
-  task calling `@dhir_rt_comm_rank` stored the rank of the rank it ran on (exit 0), one
-  calling `MPI_Barrier` waited for ranks that never came (the run hung until --timeout);
-  the interpreter has neither. Host code outside schedules, which every rank runs alike,
+  places each task on one rank and does the program's communication itself: natively
+  tasks using `mpi.comm_rank` stored the ranks they were placed on (exit 0), one calling
+  `MPI_Barrier` waited for ranks that never came (the run hung until --timeout); the
+  interpreter has neither. Host code outside schedules, which every rank runs alike,
   may call them (natively: dhir-check-mpi points `mpi.barrier` to `dhir_rt_barrier`).
 - A function of the program that linked code calls back: the native build renames the
   program's functions (dhir-user-names), so the link failed with "undefined reference to
@@ -40,6 +42,11 @@ _DHIR_PREFIXES = {
     "__dhir": "dhir's runtime and harness",
     "mgpu": "dhir's GPU runtime",
 }
+# The runtime's functions host code may declare, with their types: dhir-check-mpi points
+# mpi.comm_size and mpi.barrier, which MLIR 22 does not lower, to them. Any other
+# declaration of dhir's would reach a function whose type and meaning are dhir's own (one
+# dhir's passes call too: a type of the program's stopped mlir-opt).
+HOST_RUNTIME = {"dhir_rt_comm_size": "() -> i32", "dhir_rt_barrier": "() -> ()"}
 _MPI_PREFIXES = ("MPI_", "PMPI_", "MPIX_")
 # MPI's functions that only read the clock: timing a task with them changes nothing.
 MPI_CLOCKS = frozenset({"MPI_Wtime", "MPI_Wtick"})
@@ -55,19 +62,30 @@ def check_function_names(module: ModuleOp, ops: Sequence[Operation] | None = Non
     op of `module`, when walked already (`find_among`)."""
     functions = find_among(module, func.FuncOp, ops)
     for function in functions:
-        why = _name_problem(function.sym_name.data, function.is_declaration)
+        why = _name_problem(function)
         if why is not None:
             raise error_at(function, why)
     _check_tasks(module, functions, find_among(module, _MPI_OPS, ops), ops)
 
 
-def _name_problem(name: str, declared: bool) -> str | None:
+def _name_problem(function: func.FuncOp) -> str | None:
+    name, declared = function.sym_name.data, function.is_declaration
     for prefix, owner in _DHIR_PREFIXES.items():
-        if name.startswith(prefix) and not declared:
+        if not name.startswith(prefix):
+            continue
+        if not declared:
             return (
                 f"the program defines @{name}, a name reserved for {owner} "
                 f"(`{prefix}...`): it would stand in for dhir's own function of that name. "
                 f"Rename yours (e.g. @my_{name.lstrip('_')}), in its func.func and its calls"
+            )
+        if HOST_RUNTIME.get(name) != str(function.function_type):
+            allowed = ", ".join(f"@{n} : {t}" for n, t in HOST_RUNTIME.items())
+            return (
+                f"@{name} declares a function of {owner} (`{prefix}...`), which is dhir's "
+                "to call: its type and what it does are dhir's own. The program may declare "
+                f"only {allowed}, in host code outside schedules (for mpi.comm_size and "
+                "mpi.barrier); rename a function of yours"
             )
     if _STEP_NAME.fullmatch(name):
         return (
