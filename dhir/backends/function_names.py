@@ -126,8 +126,14 @@ def _check_tasks(
     for call in calls:
         name = call.callee.string_value()
         if name in reached and enclosing(call, TaskOp) is not None:
-            through = "" if reached[name] == f"@{name}" else f" (through @{name})"
-            raise error_at(call, _own_mpi(f"this task calls {reached[name]}{through}"))
+            why = reached[name]
+            if why == f"@{name}":
+                what = f"this task calls {why}"
+            elif why.startswith("@"):
+                what = f"this task calls {why} (through @{name})"
+            else:  # an mpi op
+                what = f"this task calls @{name}, which uses {why} (itself or through its calls)"
+            raise error_at(call, _own_mpi(what))
 
 
 def _reserved_declaration(function: func.FuncOp) -> bool:
@@ -141,8 +147,8 @@ def _reserved_declaration(function: func.FuncOp) -> bool:
 
 def _own_mpi(what: str) -> str:
     return (
-        f"{what}, which is MPI's or dhir's runtime's: a task does no communication of its "
-        "own. dhir places each task on one rank and moves the memrefs between ranks itself, "
+        f"{what}: a task does no communication of its own (MPI, dhir's runtime). "
+        "dhir places each task on one rank and moves the memrefs between ranks itself, "
         "so there such a call acts for that rank alone (its rank number; a barrier or "
         "collective the other ranks never join: the run hangs), and the interpreter has "
         "none. Remove it and let dhir communicate: a task that reads what other tasks "

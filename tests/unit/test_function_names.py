@@ -25,7 +25,7 @@ func.func @main(%out: memref<4xi32>) {
 """
 SEVEN = "%c = arith.constant 7 : i32\n  return %c : i32"
 
-OWN_MPI = "which is MPI's or dhir's runtime's: a task does no communication of its own"
+OWN_MPI = r"a task does no communication of its own \(MPI, dhir's runtime\)"
 REFUSED = {
     # Natively the call reached dhir's runtime (the rank, 0), while the interpreter asked
     # for a file to link.
@@ -46,7 +46,7 @@ REFUSED = {
     "dhir_rt_barrier": (
         "func.func private @dhir_rt_barrier()",
         "func.call @dhir_rt_barrier() : () -> ()\n      %r = arith.constant 0 : i32",
-        rf"6:7: error: this task calls @dhir_rt_barrier, {OWN_MPI}",
+        rf"6:7: error: this task calls @dhir_rt_barrier: {OWN_MPI}",
     ),
     "mgpu defined": (
         f"func.func @mgpuStreamCreate() -> i32 {{\n  {SEVEN}\n}}",
@@ -59,7 +59,7 @@ REFUSED = {
         "func.func private @MPI_Barrier(i32) -> i32",
         "%w = arith.constant 1140850688 : i32\n"
         "      %r = func.call @MPI_Barrier(%w) : (i32) -> i32",
-        rf"7:12: error: this task calls @MPI_Barrier, {OWN_MPI}",
+        rf"7:12: error: this task calls @MPI_Barrier: {OWN_MPI}",
     ),
     "PMPI_Allreduce through a function": (
         "func.func private @PMPI_Allreduce(i64, i64, i32, i32, i32, i32) -> i32\n"
@@ -69,13 +69,20 @@ REFUSED = {
         "  %e = func.call @PMPI_Allreduce(%z, %z, %i, %i, %i, %i) "
         ": (i64, i64, i32, i32, i32, i32) -> i32\n  return %r : i32\n}",
         "%r = func.call @all() : () -> i32",
-        rf"17:12: error: this task calls @PMPI_Allreduce \(through @all\), {OWN_MPI}",
+        rf"17:12: error: this task calls @PMPI_Allreduce \(through @all\): {OWN_MPI}",
     ),
     # Natively each task stored the rank it was placed on ([0, 1] on two ranks, exit 0).
     "mpi dialect": (
         "",
         "%comm = mpi.comm_world : !mpi.comm\n      %r = mpi.comm_rank(%comm) : i32",
-        rf"6:15: error: this task uses mpi.comm_world, {OWN_MPI}",
+        rf"6:15: error: this task uses mpi.comm_world: {OWN_MPI}",
+    ),
+    "mpi dialect through a function": (
+        "func.func @rank() -> i32 {\n  %comm = mpi.comm_world : !mpi.comm\n"
+        "  %r = mpi.comm_rank(%comm) : i32\n  return %r : i32\n}",
+        "%r = func.call @rank() : () -> i32",
+        rf"10:12: error: this task calls @rank, which uses mpi.comm_world \(itself or through "
+        rf"its calls\): {OWN_MPI}",
     ),
     # Natively the build held two functions of the name: mlir-opt's "redefinition of
     # symbol"; the interpreter ran it.
