@@ -15,24 +15,32 @@ solved by Euclid's algorithm), else element by element. Views that interleave wi
 sharing one (the even and the odd elements) copy. A `cf.assert` then stops the
 rank with the copy's location, as a failed `--runtime-checks` check does.
 
+Elements are counted at their size in memory (dhir.ir.layout.stored_bytes: f80, complex
+numbers and vectors too), and a copy of unranked memrefs through the ranked views they are
+casts of. A copy that cannot be checked so (elements of a layout dhir does not know, such
+as a scalable vector's; an unranked memref that is no cast; more than 64 dimensions) is
+refused at the copy, before the run: unchecked it would run memmove's answer where the
+interpreter refuses.
+
 Not checked: copies that dhir's analysis decides (one view onto itself, buffers allocated
 apart, an allocation and an argument of the function that makes it, views of one buffer at
-offsets that are numbers: dhir.analysis.regions.copy_decided),
-copies in device code (it cannot call the runtime), memrefs of elements whose layout dhir
-does not know (dhir.ir.layout.element_bytes), and copies of more than 64 dimensions.
+offsets that are numbers: dhir.analysis.regions.copy_decided), and
+copies in device code (it cannot call the runtime).
 """
 
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.regions import copy_decided
 from dhir.dialects import arith, func, memref, scf
 from dhir.dialects.gpu import in_device_code
-from dhir.ir.layout import element_bytes
+from dhir.ir.diagnostics import error_at
+from dhir.ir.layout import stored_bytes
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, put
 from dhir.transforms.vector_checks import CheckBuilder
@@ -78,16 +86,23 @@ class _View:
 
 
 def _check(copy: memref.CopyOp) -> bool:
-    """Put the check before `copy`; False where the elements' layout is not known, or
-    the copy has more dimensions than the runtime takes."""
-    kind = copy.source.type
-    if not isinstance(kind, MemRefType) or not isinstance(copy.destination.type, MemRefType):
-        return False
-    bytes_ = element_bytes(kind.element_type)
-    if bytes_ is None or kind.get_num_dims() > MOST_DIMS:
-        return False
+    """Put the check before `copy`, or refuse it where dhir cannot check it when it runs
+    (unchecked, it would run memmove's answer where the interpreter refuses)."""
+    values = [_ranked(copy.source), _ranked(copy.destination)]
+    source, target = values
+    if source is None or target is None:
+        raise error_at(copy, _unchecked(copy, "the rank of a view is not known"))
+    kind = cast(MemRefType[Attribute], source.type)
+    bytes_ = stored_bytes(kind.element_type)
+    if bytes_ is None:
+        why = f"the layout of its elements ({kind.element_type}) is not known to dhir"
+        raise error_at(copy, _unchecked(copy, why))
+    dims = kind.get_num_dims()
+    if dims > MOST_DIMS or cast(MemRefType[Attribute], target.type).get_num_dims() != dims:
+        why = f"it has more than {MOST_DIMS} dimensions, or views of different ranks"
+        raise error_at(copy, _unchecked(copy, why))
     check = CheckBuilder(copy, OVERLAPPING_VIEWS)
-    views = [_view(check, value, bytes_) for value in (copy.source, copy.destination)]
+    views = [_view(check, value, bytes_) for value in (source, target)]
     meet = _ranges_meet(check, views, bytes_)
     body = Block()
     found = _ask_runtime(body, views, bytes_)
@@ -97,6 +112,24 @@ def _check(copy: memref.CopyOp) -> bool:
     overlaps = check.add(scf.IfOp(meet, [found.type], Region(body), Region(other)))
     check.assert_(check.add(arith.XOrIOp(overlaps, check.flag(True))))
     return True
+
+
+def _ranked(value: SSAValue) -> SSAValue | None:
+    """`value`, or the ranked memref an unranked one is a cast of; else None."""
+    if isinstance(value.type, MemRefType):
+        return value
+    if isinstance(value.owner, memref.CastOp) and isinstance(value.owner.source.type, MemRefType):
+        return value.owner.source
+    return None
+
+
+def _unchecked(copy: memref.CopyOp, why: str) -> str:
+    return (
+        f"this {copy.name} may copy between views that overlap, which MLIR leaves undefined, "
+        f"and dhir cannot check it when it runs: {why}. Copy through a buffer of its own "
+        "(memref.alloc, a copy into it, then one out of it), or between views of buffers "
+        "allocated apart"
+    )
 
 
 def _view(check: CheckBuilder, value: SSAValue, bytes_: int) -> _View:
