@@ -215,6 +215,41 @@ def test_a_barrier_under_a_condition_that_differs_is_refused() -> None:
     )
 
 
+def _two_calls(condition: str) -> str:
+    """REDUCTION with its call of @wait (which holds a barrier) made from one of two call
+    sites, by `condition`."""
+    return REDUCTION.replace(
+        "      func.call @wait() : () -> ()\n",
+        f"""      %low = {condition}
+      scf.if %low {{
+        func.call @wait() : () -> ()
+      }} else {{
+        func.call @wait() : () -> ()
+      }}
+""",
+    )
+
+
+def test_a_barrier_reached_through_different_calls_is_refused() -> None:
+    """Threads 0-7 call @wait at one place, 8-15 at another: on a GPU (after inlining)
+    they wait at two different barriers, and the block hangs or goes on. The interpreter
+    took them as at one barrier and summed 16 in each block; now it refuses, naming both
+    threads' calls."""
+    error = _reduce_error(_two_calls("arith.cmpi ult, %t, %c8 : index"))
+    assert error.startswith(
+        "p.mlir:41:7: error: 'gpu.barrier' is reached by thread (0, 0, 0) of block (0, 0, 0) "
+        "but not by thread (8, 0, 0) of that block, which waits at this gpu.barrier through "
+        "other calls (through the call at p.mlir:18:9, where thread (0, 0, 0) of block "
+        "(0, 0, 0) came through the call at p.mlir:16:9)"
+    ), error
+
+
+def test_a_barrier_every_thread_of_a_block_reaches_through_one_call_runs() -> None:
+    """Block 0 calls @wait at one place, block 1 at the other: all threads of a block wait
+    at one barrier, as on a GPU, so the reduction runs."""
+    _same_bits(_reduce(_two_calls("arith.cmpi eq, %b, %c0 : index")), np.full(2, 16, np.float32))
+
+
 def test_an_error_between_barriers_is_located_and_leaves_no_thread_behind() -> None:
     """Thread 1 reads past the workgroup buffer after the first barrier, while thread 0
     waits at the next: the error is thread 1's, and thread 0 is ended."""

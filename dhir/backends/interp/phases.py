@@ -32,6 +32,7 @@ from xdsl.utils.scoped_dict import ScopedDict
 from dhir.backends.interp.collectives import SUBGROUP_SIZE, Meeting
 from dhir.backends.interp.core import OpStack, fail
 from dhir.backends.interp.memref import state
+from dhir.dialects import func
 from dhir.ir.diagnostics import loc_of
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class _Thread:
     block: "_Block | None" = None
     worker: "_Worker | None" = None
     waits_at: Operation | None = None  # the barrier or collective op it waits at
+    # The calls, outermost first, through which it reached `waits_at`: one barrier in a
+    # function called from two places is two barriers (after inlining, as on a GPU).
+    calls: tuple[Operation, ...] = ()
     meeting: Meeting | None = None  # what it brings to a collective op
     result: Any = None  # what the collective op gives it
     ready: bool = True  # may run on: not started, or what it waits at is settled
@@ -183,7 +187,7 @@ class _Block:
         """Every thread waits at one barrier or `gpu.all_reduce`: all go on."""
         first = self.threads[0]
         for thread in self.threads:
-            if (thread.done, thread.waits_at) != (first.done, first.waits_at):
+            if not _together(thread, first):
                 _parted(first, thread, "Every thread of a block")
         self._settle(self.threads)
 
@@ -202,9 +206,9 @@ class _Block:
                 f"block lacks undefined. Give the block a multiple of {SUBGROUP_SIZE} threads",
             )
         for lane in lanes[:need]:
-            if lane.waits_at is not first.waits_at:
+            if not _together(lane, first):
                 _parted(first, lane, f"The first {need} lanes of a subgroup")
-        self._settle([lane for lane in lanes if lane.waits_at is first.waits_at])
+        self._settle([lane for lane in lanes if _together(lane, first)])
 
     def _settle(self, threads: list[_Thread]) -> None:
         """Give each of `threads`, which wait at one op, what it gives them, and let them
@@ -267,13 +271,21 @@ class _Block:
         thread = self.running
         assert thread is not None and thread.worker is not None
         thread.waits_at, thread.meeting, thread.ready = op, meeting, False
+        thread.calls = self._calls()
         self.back.release()
         thread.worker.go.acquire()
         if thread.stop:
             raise _Stop()
-        thread.waits_at, thread.meeting = None, None
+        thread.waits_at, thread.meeting, thread.calls = None, None, ()
         result, thread.result = thread.result, None
         return result
+
+    def _calls(self) -> tuple[Operation, ...]:
+        """The calls the running thread is in, outermost first."""
+        if not self.stacks:
+            return ()
+        stack, depth = self.stacks[0], self.depths[0]
+        return tuple(op for op in stack.ops[depth:] if isinstance(op, func.CallOp))
 
     def _stop_waiting(self) -> None:
         """End the threads still waiting at a barrier (the block failed), one by one."""
@@ -285,6 +297,13 @@ class _Block:
             self.back.acquire()
 
 
+def _together(thread: _Thread, first: _Thread) -> bool:
+    """Whether `thread` is where `first` is: ended too, or waiting at the same op reached
+    through the same calls."""
+    where = (thread.done, thread.waits_at, thread.calls)
+    return where[0] == first.done and where[1] is first.waits_at and where[2] == first.calls
+
+
 def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
     """Refuse the barrier or collective op that `first` or `other` (of one block) waits
     at and the other does not; `who` must reach it together."""
@@ -293,6 +312,12 @@ def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
     name = waiting.waits_at.name
     if elsewhere.waits_at is None:
         instead = "returns from the kernel"
+    elif elsewhere.waits_at is waiting.waits_at:
+        instead = (
+            f"waits at this {name} through other calls ({_through(elsewhere)}, where "
+            f"{_name(waiting)} came {_through(waiting)}): on a GPU, a function called from "
+            "two places is two barriers"
+        )
     else:
         where = loc_of(elsewhere.waits_at)
         at = f" at {where}" if where is not None else ""
@@ -307,6 +332,14 @@ def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
         f"on). Make the condition or the trip count of the loop around the {name} the "
         "same for all of them, or move it out of it",
     )
+
+
+def _through(thread: _Thread) -> str:
+    """The calls `thread` waits through, as their places, outermost first."""
+    if not thread.calls:
+        return "through no call"
+    places = [str(loc_of(call) or call.name) for call in thread.calls]
+    return "through the call at " + ", then ".join(places)
 
 
 def _lane(thread: _Thread) -> int:
