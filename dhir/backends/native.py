@@ -66,7 +66,7 @@ from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass
 from dhir.transforms.check_mpi import CheckMpiPass
-from dhir.transforms.copy_checks import CopyChecksPass
+from dhir.transforms.copy_checks import CopyChecksPass, refuse_undecided_gpu_copies
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
 from dhir.transforms.gpu_data import GpuDataPass
@@ -127,6 +127,8 @@ def compile_native(
         with diagnosed():
             SplitDevicesPass(ranks).split(module, plan)
     on_gpu = _check_targets(module, options.cpu_fallback)
+    # Before the kernels are made, at the user's lines: no check can run in GPU code.
+    refuse_undecided_gpu_copies(module)
     _check_wide_integers(module)
     _mark_entry(module, entry)
     names = user_functions(module, entry)

@@ -25,7 +25,9 @@ interpreter refuses.
 Not checked: copies that dhir's analysis decides (one view onto itself, buffers allocated
 apart, an allocation and an argument of the function that makes it, views of one buffer at
 offsets that are numbers: dhir.analysis.regions.copy_decided), and
-copies in device code (it cannot call the runtime).
+copies of GPU tasks (kernels cannot call the runtime; the host part copies device memory):
+the native backend refuses those the analysis does not decide before the build
+(`refuse_undecided_gpu_copies`).
 """
 
 from dataclasses import dataclass
@@ -33,15 +35,17 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dhir.analysis.regions import copy_decided
+from dhir.analysis.regions import copy_decided, view_chain
 from dhir.dialects import arith, func, memref, scf
+from dhir.dialects.dhir import TaskOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import error_at
 from dhir.ir.layout import stored_bytes
-from dhir.ir.walk import find_ops
+from dhir.ir.tasks import is_gpu_task
+from dhir.ir.walk import enclosing, find_ops
 from dhir.transforms.building import declare, put
 from dhir.transforms.vector_checks import CheckBuilder
 
@@ -181,3 +185,41 @@ def _ask_runtime(body: Block, views: list[_View], bytes_: int) -> SSAValue:
         put(body, func.CallOp(DIM, [number(dim), *map(wide, sizes)], []))
     answer = put(body, func.CallOp(OVERLAPS, [], [i64])).res[0]
     return put(body, arith.CmpiOp(answer, number(0), "ne")).result
+
+
+# What a copy of GPU code that dhir cannot decide is refused with.
+UNDECIDED_ON_GPU = (
+    f"this {memref.CopyOp.name} runs in a GPU task, where dhir cannot check when it runs "
+    "whether its source and target share an element (the check calls the runtime on the "
+    "host), and it cannot tell before the run: a view's offset or stride is known at run "
+    "time only, or the views' buffer is not known. MLIR leaves a copy between views that "
+    "overlap undefined, and the GPU would copy in an order of its own. Copy between "
+    "views of different buffers, or at offsets and strides that are numbers, or run the "
+    "copy in a CPU task"
+)
+
+
+def refuse_undecided_gpu_copies(module: ModuleOp) -> None:
+    """Refuse, at the copy, the first memref.copy of a GPU task (its kernels, and what of
+    it runs on the host) whose overlap dhir cannot decide before the run: dhir-copy-checks
+    cannot check it when it runs (kernels cannot call the runtime, and the host part's
+    copies are of device memory)."""
+    for copy in find_ops(module, memref.CopyOp):
+        task = enclosing(copy, TaskOp)
+        on_gpu = in_device_code(copy) or (task is not None and is_gpu_task(task))
+        if on_gpu and not copy_decided(copy) and not _task_operands_apart(copy, task):
+            raise error_at(copy, UNDECIDED_ON_GPU)
+
+
+def _task_operands_apart(copy: memref.CopyOp, task: TaskOp | None) -> bool:
+    """Whether the copy's views are of two different arguments of the function whose
+    schedule holds `task`: distinct buffers, since the native backend refuses schedule
+    operands that alias where a task writes (dhir.analysis.sharing)."""
+    if task is None:
+        return False
+    bases = [view_chain(value)[1] for value in (copy.source, copy.destination)]
+    function = enclosing(task, func.FuncOp)
+    if bases[0] is bases[1] or function is None:
+        return False
+    arguments = function.body.block.args
+    return all(isinstance(base, BlockArgument) and base in arguments for base in bases)

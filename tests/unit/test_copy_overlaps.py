@@ -25,6 +25,7 @@ from dhir.transforms.copy_checks import (
     OVERLAPS,
     VIEWS,
     CopyChecksPass,
+    refuse_undecided_gpu_copies,
 )
 
 TASK = """func.func @main(%a: memref<8xi32>, %n: index) {{
@@ -563,3 +564,68 @@ def test_a_copy_of_unranked_casts_is_checked_through_the_casts() -> None:
     a = np.arange(16, dtype=np.int32)
     _refused_by_both(UNRANKED, a, np.int64(5), ranks=1, where="6:3")
     assert list(_both(UNRANKED, a, np.int64(4), ranks=1)[0][8:12]) == [4, 5, 6, 7]
+
+
+# --- GPU tasks: no check runs there, so what dhir cannot decide is refused before --------
+
+GPU_TASK = """func.func @main(%a: memref<16xi64>, %b: memref<16xi64>, %n: index) {{
+  dhir.schedule %a, %b {{
+    %gpu = dhir.target {{arch = "sm_90"}}
+    %t = dhir.task %gpu, %a, %b {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      {copy_at_host}
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+          threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {{
+        {copy_in_kernel}
+        gpu.terminator
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+GPU_COPY = """%x = memref.subview %a[{at}] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: ?>>
+        %y = memref.subview %{target}[8] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: 8>>
+        memref.copy %x, %y : memref<4xi64, strided<[1], offset: ?>> to memref<4xi64, strided<[1], offset: 8>>"""
+
+
+def _gpu_task(where: str, at: str = "%n", target: str = "a") -> str:
+    copy = GPU_COPY.format(at=at, target=target)
+    return GPU_TASK.format(
+        copy_at_host=copy if where == "host" else "",
+        copy_in_kernel=copy if where == "kernel" else "",
+    )
+
+
+@pytest.mark.parametrize(("where", "line"), [("kernel", "12:9"), ("host", "9:9")])
+def test_a_gpu_tasks_copy_dhir_cannot_decide_is_refused_before_the_run(
+    where: str, line: str
+) -> None:
+    """A kernel cannot call the runtime's check, and a GPU task's host part copies device
+    memory: native code ran such a copy unchecked (on a GPU, memmove's answer and exit 0
+    where the interpreter refuses a[5:9] into a[8:12]). It is refused at the copy, before
+    the build, whatever %n is; the interpreter still checks it when it runs."""
+    text = _gpu_task(where)
+    inputs = np.arange(16, dtype=np.int64), np.zeros(16, np.int64), np.int64(4)
+    with pytest.raises(
+        DhirError,
+        match=rf"^p.mlir:{line}: error: this memref.copy runs in a GPU task, where dhir cannot check",
+    ):
+        dhir.run(parse_string(text, "p.mlir"), *inputs, backend="native")
+    got = dhir.run(parse_string(text, "p.mlir"), *inputs, backend="interp")
+    assert list(got[0][8:12]) == [4, 5, 6, 7]
+    with pytest.raises(
+        DhirError, match=rf"^p.mlir:{line}: error: 'memref.copy' copies between views that overlap"
+    ):
+        dhir.run(parse_string(text, "p.mlir"), inputs[0], inputs[1], np.int64(5), backend="interp")
+
+
+@pytest.mark.parametrize("where", ["kernel", "host"])
+@pytest.mark.parametrize(("at", "target"), [("%n", "b"), ("%c1", "a")])
+def test_a_gpu_tasks_copy_dhir_decides_is_let_through(where: str, at: str, target: str) -> None:
+    """Views of two of the schedule's buffers (which must not alias), and views of one
+    buffer at offsets that are numbers, are decided before the run: not refused."""
+    module = parse_string(_gpu_task(where, at, target), "p.mlir")
+    refuse_undecided_gpu_copies(module)
