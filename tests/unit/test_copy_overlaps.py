@@ -629,3 +629,34 @@ def test_a_gpu_tasks_copy_dhir_decides_is_let_through(where: str, at: str, targe
     buffer at offsets that are numbers, are decided before the run: not refused."""
     module = parse_string(_gpu_task(where, at, target), "p.mlir")
     refuse_undecided_gpu_copies(module)
+
+
+# --- views of bytes: a memref.view is a buffer of its own -------------------------------
+
+BYTES = """func.func @main(%raw: memref<32xi8>, %p: memref<2xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.load %p[%c0] : memref<2xindex>
+  %o = memref.load %p[%c1] : memref<2xindex>
+  %u = memref.view %raw[%c0][] : memref<32xi8> to memref<16xi8>
+  %w = memref.view %raw[%s][] : memref<32xi8> to memref<16xi8>
+  %x = memref.reinterpret_cast %u to offset: [4], sizes: [4], strides: [1]
+    : memref<16xi8> to memref<4xi8, strided<[1], offset: 4>>
+  %y = memref.reinterpret_cast %w to offset: [%o], sizes: [4], strides: [1]
+    : memref<16xi8> to memref<4xi8, strided<[1], offset: ?>>
+  memref.copy %x, %y : memref<4xi8, strided<[1], offset: 4>> to memref<4xi8, strided<[1], offset: ?>>
+  return
+}
+"""
+
+
+@needs_llvm
+def test_a_reinterpret_cast_of_a_view_of_bytes_starts_at_the_views_first_byte() -> None:
+    """The interpreter took a reinterpret_cast of an i8 memref.view of i8 bytes from the
+    bytes' first byte, not the view's: the copy of bytes 4-7 into offset 6 of the view at
+    byte 1 (bytes 7-10, overlapping) ran, and offset 8 (bytes 9-12, apart) wrote bytes
+    8-11, where native code refuses the first and writes bytes 9-12."""
+    raw = np.arange(32, dtype=np.int8)
+    _refused_by_both(BYTES, raw, np.array([1, 6], np.int64), ranks=1, where="12:3")
+    got = _both(BYTES, raw, np.array([1, 8], np.int64), ranks=1)[0]
+    assert list(got[8:14]) == [8, 4, 5, 6, 7, 13]

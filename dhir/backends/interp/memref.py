@@ -223,10 +223,21 @@ def _offsets_sizes_strides(
     )
 
 
+class ViewedBytes(np.ndarray):
+    """What a memref.view makes of bytes: a buffer of its own, as in MLIR (its
+    reinterpret_casts start from its first byte, not from the bytes' first). Its views
+    are of this class too, but not buffers themselves."""
+
+    own: bool = False
+
+    def __array_finalize__(self, obj: object) -> None:
+        self.own = False
+
+
 def base_array(array: np.ndarray) -> np.ndarray:
     """The array `array` is a view of (itself when it is none), as MLIR's base buffer."""
     while True:
-        if is_allocation(array):
+        if is_allocation(array) or (isinstance(array, ViewedBytes) and array.own):
             return array  # a view of a zero-filled array, holding the written flags
         parent = parent_array(array)
         if parent is None or parent.dtype != array.dtype:
@@ -336,7 +347,10 @@ class MemrefImpls(InterpreterFunctions):
             )
         if not source.flags.c_contiguous:
             fail(op, "runs on a buffer the interpreter does not hold contiguously")
-        return (np.ndarray(shape, dtype, buffer=source, offset=shift),)
+        raw = source.reshape(-1).view(np.dtype("V1"))[shift : shift + size]
+        viewed = raw.view(dtype).reshape(shape).view(ViewedBytes)
+        viewed.own = True  # an i8 view of i8 bytes at a shift is no view of the bytes' start
+        return (viewed,)
 
     @handles(memref.CollapseShapeOp, memref.ExpandShapeOp)
     def run_reshape(self, interp: Interpreter, op: Operation, args: Values) -> Values:
