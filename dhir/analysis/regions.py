@@ -97,7 +97,9 @@ class Regions:
         found once: the dependence graph and the partition both ask."""
         key = (memref, written)
         if key not in self._boxes:
-            self._boxes[key] = piece_boxes(self.written(memref) if written else self.read(memref))
+            # A memref the task does not read (or write) has no region to ask isl about.
+            region = (self.writes if written else self.reads).get(memref)
+            self._boxes[key] = piece_boxes(region) if region is not None else ()
         return self._boxes[key]
 
     def needs(self, memref: SSAValue) -> isl.Set:
@@ -232,11 +234,14 @@ def shared_regions(tasks: Sequence[TaskOp], shapes: Shapes) -> list[Regions]:
 
 @dataclass(frozen=True)
 class _Template:
-    """A shape's regions over parameters `names`: per table (reads, writes, must-writes),
-    the first position of each memref in the task's list, with its region."""
+    """A shape's regions over parameters `names`: `regions`, each distinct one once, and
+    per table (reads, writes, must-writes) the first position of each memref in the
+    task's list, with the index of its region in `regions` (a task's must-writes are
+    mostly its writes: fixed once, not twice)."""
 
     names: tuple[str, ...]
-    tables: tuple[tuple[tuple[int, isl.Set], ...], ...]
+    regions: tuple[isl.Set, ...]
+    tables: tuple[tuple[tuple[int, int], ...], ...]
 
     @staticmethod
     def of(task: TaskOp, constants: Sequence[arith.ConstantOp]) -> "_Template":
@@ -249,19 +254,28 @@ class _Template:
         walker.walk(task.body.block.ops, _Nest((), (), True))
         found = walker.result()
         first = {value: k for k, value in reversed(list(enumerate(task.memrefs)))}
-        tables = tuple(
-            tuple((first[root], region) for root, region in table.items())
-            for table in (found.reads, found.writes, found.must_writes)
-        )
-        return _Template(names, tables)
+        # By their text: equal text, equal sets with equal constraints, which fixing
+        # turns into equal results (equal sets written otherwise stay apart).
+        distinct: dict[str, int] = {}
+        regions: list[isl.Set] = []
+        tables: list[tuple[tuple[int, int], ...]] = []
+        for table in (found.reads, found.writes, found.must_writes):
+            entries: list[tuple[int, int]] = []
+            for root, region in table.items():
+                index = distinct.setdefault(str(region), len(regions))
+                if index == len(regions):
+                    regions.append(region)
+                entries.append((first[root], index))
+            tables.append(tuple(entries))
+        return _Template(names, tuple(regions), tuple(tables))
 
     def instance(
         self, memrefs: Sequence[SSAValue], constants: Sequence[arith.ConstantOp]
     ) -> Regions:
         values = [_constant_value(c) for c in constants]
+        fixed = [_fixed(region, self.names, values) for region in self.regions]
         reads, writes, musts = (
-            {memrefs[k]: _fixed(region, self.names, values) for k, region in table}
-            for table in self.tables
+            {memrefs[k]: fixed[index] for k, index in table} for table in self.tables
         )
         return Regions(reads, writes, musts)
 

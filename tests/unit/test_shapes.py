@@ -15,6 +15,7 @@ from xdsl.traits import SymbolOpInterface
 
 from dhir import parse_string
 from dhir.analysis import effects as effects_module
+from dhir.analysis import regions as regions_module
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.effects import task_effects
 from dhir.analysis.regions import Regions, task_regions
@@ -185,6 +186,44 @@ def test_each_shape_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from_ir.task_graph(schedule, [CPU, CPU], CostModel(), called=False)
     assert expected == 10
     assert calls == {"effects": expected, "work": expected}
+
+
+def test_equal_regions_of_a_shape_are_fixed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task that writes what it must write had its writes and its must-writes fixed
+    to its constants apart, though the shape's regions are one set: a third of the
+    fixing (docs/performance.md). Equal template regions are fixed once per task."""
+    schedule = _schedule(_program([(_neighbours(k, "%b", "%a"), "%a, %b, %c") for k in range(6)]))
+    fixed = regions_module._fixed  # pyright: ignore[reportPrivateUsage]
+    calls: list[object] = []
+
+    def counted(*args: object) -> object:
+        calls.append(args)
+        return fixed(*args)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(regions_module, "_fixed", counted)
+    deps = dependence_graph(schedule)
+    assert len(calls) == 2 * 6  # what each task reads of %b, and writes of %a
+    for task, regions in zip(schedule.tasks(), deps.regions, strict=True):
+        _assert_same_regions(regions, task_regions(task))
+
+
+def test_untouched_memrefs_have_no_boxes_to_find(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dependence graph asks for the boxes of what each task reads and writes of
+    each memref it touches; one it only reads has no writes for isl to look at."""
+    schedule = _schedule(_program([(_neighbours(k, "%b", "%a"), "%a, %b, %c") for k in range(6)]))
+    boxes = regions_module.piece_boxes
+    asked: list[object] = []
+
+    def counted(region: object) -> object:
+        asked.append(region)
+        return boxes(region)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(regions_module, "piece_boxes", counted)
+    deps = dependence_graph(schedule)
+    assert len(asked) == 2 * 6  # what each reads of %b, and writes of %a
+    memrefs = list(schedule.tasks())[0].memrefs
+    assert deps.regions[0].boxes(memrefs[0], False) == ()  # reads nothing of %a
+    assert deps.regions[0].boxes(memrefs[1], True) == ()  # writes nothing of %b
 
 
 def test_callees_are_found_in_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
