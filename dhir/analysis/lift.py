@@ -14,7 +14,11 @@ both are the same expression. Anything else is unknown (None), and every caller 
 take unknown as the worst case (any value at all).
 
 The semantics, made explicit:
-- index and 64-bit values are exact integers: their arithmetic is taken not to overflow.
+- index and 64-bit values are exact integers: their arithmetic is taken not to overflow,
+  unless it provably may. MLIR's `addi`, `subi` and `muli` wrap at 64 bits as at any
+  width, so a result whose range (from the loop variables' constant ranges) leaves the
+  signed 64-bit range, or with a constant or coefficient past it, is unknown: `i + C + C`
+  with `C = 2**63 - 1` is `i - 2`, not `i + 2**64 - 2`.
 - A narrower iN value has no sign of its own and its arithmetic wraps: the lifter knows
   it modulo 2**N (an expression congruent to its bits). An op that reads it as a number
   reads it with the op's signedness: `index_cast`, `extsi`, `minsi`, an `scf.for`'s
@@ -435,7 +439,10 @@ class Lifter:
         if len(operands) != amap.num_dims + amap.num_symbols:
             return [None] * len(amap.results)
         args = [self.value(v) for v in operands]
-        return [apply(e, args[: amap.num_dims], args[amap.num_dims :]) for e in amap.results]
+        return [
+            self._unwrapped(apply(e, args[: amap.num_dims], args[amap.num_dims :]))
+            for e in amap.results
+        ]
 
     def linear(self, lifted: Lifted | None) -> dict[SSAValue, int] | None:
         """The coefficient of each leaf in `lifted` (its constant dropped), when it is
@@ -568,7 +575,12 @@ class Lifter:
             return None
         if left.lifted.exact and right.lifted.exact:
             found = _combine(op, left.lifted.low, right.lifted.low)
-            return None if found is None else _Entry(Lifted.at(found), width < INDEX_WIDTH)
+            if found is None:
+                return None
+            if width < INDEX_WIDTH:
+                return _Entry(Lifted.at(found), wrapped=True)
+            exact = self._unwrapped(Lifted.at(found))
+            return None if exact is None else _Entry(exact)
         a, b = (self._read(e, width, unsigned=False) for e in (left, right))
         if a is None or b is None:
             return None
@@ -582,7 +594,26 @@ class Lifter:
                 return None
             low, high = other.low.scaled(factor), other.high.scaled(factor)
             found = Lifted(low, high) if factor >= 0 else Lifted(high, low)
-        return _Entry(self._fit(found, width))
+        if width < INDEX_WIDTH:
+            return _Entry(self._fit(found, width))
+        unwrapped = self._unwrapped(found)
+        return None if unwrapped is None else _Entry(unwrapped)
+
+    def _unwrapped(self, lifted: Lifted | None) -> Lifted | None:
+        """`lifted`, a 64-bit result computed without wrapping, when that is the value the
+        op gives; None where it may have wrapped."""
+        if lifted is None:
+            return None
+        known = lifted.number
+        if known is not None:  # a number wraps as the op wraps it
+            return Lifted.at(constant((known + _HALF_64) % (2 * _HALF_64) - _HALF_64))
+        for bound in (lifted.low, lifted.high):
+            found = self.interval(bound)
+            if found is None and not _representable(bound):
+                return None
+            if found is not None and not (-_HALF_64 <= found[0] and found[1] < _HALF_64):
+                return None
+        return lifted
 
     def _min_max(self, op: Operation, width: int) -> _Entry | None:
         greatest = isinstance(op, arith.MaxSIOp | arith.MaxUIOp | index.MaxSOp | index.MaxUOp)
@@ -664,6 +695,16 @@ class Lifter:
         if high <= low:
             return low, low  # the body never runs: any range is true of it
         return low, low + step * ((high - 1 - low) // step)
+
+
+_HALF_64 = 1 << (INDEX_WIDTH - 1)
+
+
+def _representable(expr: Affine) -> bool:
+    """Whether `expr`'s constant and coefficients are 64-bit numbers (one past them is
+    the sum or product of numbers that wrapped)."""
+    numbers = [expr.constant, *(k for _, k in expr.terms)]
+    return all(-_HALF_64 <= n < _HALF_64 for n in numbers)
 
 
 def _picked(results: list[Lifted] | None, pick: Callable[[Iterable[int]], int]) -> int | None:

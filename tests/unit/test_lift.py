@@ -71,6 +71,36 @@ def test_narrow_arithmetic_wraps_and_is_read_signed() -> None:
     assert (number(body, "s"), number(body, "u"), number(body, "x")) == (-56, 200, -56)
 
 
+def test_64_bit_arithmetic_wraps_and_what_may_wrap_is_unknown() -> None:
+    """MLIR's addi and muli wrap at 64 bits too: 2 + C + C with C = 2**63 - 1 is 0, and
+    i + C + C for i in [2, 8] is i - 2, not an index past 2**64 (a region of nothing)."""
+    body = """
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c9 = arith.constant 9 : index
+  %big = arith.constant 9223372036854775807 : index
+  %a = arith.addi %c2, %big : index
+  %b = arith.addi %a, %big : index
+  %m = arith.muli %big, %c2 : index
+  %near = arith.constant 9223372036854775799 : index
+  scf.for %i = %c2 to %c9 step %c1 {
+    %n = arith.addi %i, %near : index
+    %x = arith.addi %i, %big : index
+    %y = arith.addi %x, %big : index
+    %z = affine.apply affine_map<(d0) -> (d0 * 4611686018427387904 + 4611686018427387904)>(%i)
+    %w = arith.addi %i, %c1 : index
+  }
+"""
+    found = values(body)
+    lift = Lifter()
+    assert (number(body, "b"), number(body, "m")) == (0, -2)
+    assert lift.value(found["n"]) is not None  # at most 2**63 - 1
+    assert lift.value(found["x"]) is None
+    assert lift.value(found["y"]) is None
+    assert lift.value(found["z"]) is None
+    assert text(lift.value(found["w"])) == "i + 1"
+
+
 def test_casts_read_with_their_own_signedness() -> None:
     body = """
   %n = arith.index_cast %i : index to i8

@@ -912,3 +912,70 @@ def test_tasks_differing_in_their_constants_share_one_parsed_text() -> None:
         assert found.written(a).is_equal(isl.Set(f"{{ [x0] : {k} <= x0 < {k + 2} }}"))
         assert found.must_written(a).is_equal(found.written(a))
     assert regions._within.cache_info().misses <= 4
+
+
+# Subscripts through 64-bit arithmetic that wraps: %B[i + C + C] with C = 2**63 - 1 reads
+# %B[i - 2]. The regions once took it as %B[i + 2**64 - 2], no element at all, so rank 1
+# read %B[0..6] stale (exit 0), or, %B partitioned, died of SIGSEGV.
+WRAPPED = """
+func.func @main(%A: memref<16xi64>, %B: memref<16xi64>) {
+  dhir.schedule %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %B attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      scf.for %i = %c0 to %c16 step %c1 {
+        %x = memref.load %B[%i] : memref<16xi64>
+        %k = arith.constant 100 : i64
+        %y = arith.addi %x, %k : i64
+        memref.store %y, %B[%i] : memref<16xi64>
+      }
+    }
+    %t1 = dhir.task %cpu, %A, %B attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c9 = arith.constant 9 : index
+      %big = arith.constant 9223372036854775807 : index
+      scf.for %i = %c2 to %c9 step %c1 {
+        %a = arith.addi %i, %big : index
+        %j = arith.addi %a, %big : index
+        %g = memref.load %A[%i] : memref<16xi64>
+        %z = arith.constant 0 : i64
+        %p = arith.cmpi sge, %g, %z : i64
+        scf.if %p {
+          %x = memref.load %B[%j] : memref<16xi64>
+          memref.store %x, %A[%i] : memref<16xi64>
+        }
+      }
+    }
+  }
+  HOST
+  return
+}
+"""
+
+
+def test_a_subscript_that_wraps_at_64_bits_reads_what_it_may_reach() -> None:
+    schedule = _schedule(WRAPPED.replace("HOST", ""))
+    tasks = list(schedule.body.ops)[1:]
+    b = schedule.operands[1]
+    read = task_regions(tasks[1]).read(b)  # pyright: ignore[reportArgumentType]
+    assert isl.Set("{ [e] : 0 <= e < 7 }").is_subset(read)
+
+
+@needs_mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("host_read", [False, True])
+def test_a_subscript_that_wraps_at_64_bits_equals_the_oracle(host_read: bool) -> None:
+    """With a host read of %B after the schedule, %B stays whole (the stale read); without,
+    it is partitioned (the rank held none of the rows it read)."""
+    host = """%h = arith.constant 15 : index
+  %hv = memref.load %B[%h] : memref<16xi64>
+  memref.store %hv, %A[%h] : memref<16xi64>"""
+    text = WRAPPED.replace("HOST", host if host_read else "")
+    inputs = (np.zeros(16, dtype=np.int64), np.arange(16, dtype=np.int64))
+    expected = dhir.run(text, *inputs, backend="interp")
+    got = dhir.run(text, *inputs, backend="native", ranks=2)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
