@@ -336,6 +336,7 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
     (name, concrete signed value, type), and the arguments' values."""
     args = {"i": draw(st.integers(-40, 40)), "j": draw(st.integers(-40, 40))}
     pool: list[tuple[str, int, str]] = [("i", args["i"], "index"), ("j", args["j"], "index")]
+    numbers: set[str] = set()  # values made of constants alone, whose 64-bit sums may wrap
     lines: list[str] = []
     for k in range(draw(st.integers(1, 12))):
         name = f"v{k}"
@@ -345,15 +346,23 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
         width = WIDTHS[a_type]
         if kind == "constant":
             value, ty = draw(st.integers(-300, 300)), draw(st.sampled_from(list(WIDTHS)))
+            if WIDTHS[ty] == 64 and draw(st.booleans()):
+                value = draw(st.sampled_from(_NEAR_64)) + value  # sums past 2**63 wrap
             value = _signed(value, WIDTHS[ty])
             lines.append(f"%{name} = arith.constant {value} : {ty}")
             pool.append((name, value, ty))
+            numbers.add(name)
         elif kind in ("addi", "subi", "muli"):
             exact = {"addi": a + b, "subi": a - b, "muli": a * b}[kind]
-            if abs(exact) >= 1 << 40:
-                continue  # index arithmetic is taken not to overflow: keep far from it
+            both = a_name in numbers and b_name in numbers
+            if abs(exact) >= 1 << 40 and not both:
+                # 64-bit arithmetic of unbounded leaves is taken not to overflow: keep
+                # far from it (of loops of constant bounds it is checked: test above)
+                continue
             lines.append(f"%{name} = arith.{kind} %{a_name}, %{b_name} : {a_type}")
             pool.append((name, _signed(exact, width), a_type))
+            if both:
+                numbers.add(name)
         elif kind in ("minsi", "maxsi", "minui", "maxui"):
             unsigned = kind.endswith("ui")
             x, y = (_bits(v, width) if unsigned else v for v in (a, b))
@@ -375,7 +384,10 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
             amap = f"affine_map<(d0)[s0] -> ({expr})>"
             lines.append(f"%{name} = affine.apply {amap}(%{a_name})[%{b_name}]")
             part = {"floordiv": b // c2, "ceildiv": -(-b // c2), "mod": b % c2}[m]
-            pool.append((name, a * c1 + part, "index"))
+            if abs(a * c1 + part) >= 1 << 40 and not (a_name in numbers and b_name in numbers):
+                lines.pop()
+                continue
+            pool.append((name, _signed(a * c1 + part, 64), "index"))
         else:  # a cast to another width
             ty = draw(st.sampled_from(list(WIDTHS)))
             out = WIDTHS[ty]
@@ -391,6 +403,9 @@ def programs(draw: st.DrawFn) -> tuple[str, list[tuple[str, int, str]], dict[str
             pool.append((name, _signed(read, out), ty))
     return "\n".join(f"  {line}" for line in lines), pool, args
 
+
+# Constants near the ends of the 64-bit range, to which small ones are added.
+_NEAR_64 = (2**63 - 1, -(2**63), 2**62, -(2**62))
 
 # Casts weigh more: each reads with its own signedness, and narrow values come from them.
 _KINDS = ("constant", "constant", "addi", "subi", "muli", "minsi", "maxsi", "minui", "maxui",
