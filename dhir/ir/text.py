@@ -9,9 +9,9 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, i1
-from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 from xdsl.printer import Printer
-from xdsl.traits import SymbolTable
+from xdsl.traits import IsTerminator, SymbolTable
 from xdsl.utils.exceptions import ParseError
 
 from dhir.context import make_context
@@ -109,9 +109,15 @@ class _Printer(Printer):
     prints each type once, and prints the ops most of a lowered schedule is made of
     (constants, loads, stores, float arithmetic, calls) in their plain form in one
     write, without going through their declarative formats' machinery; both matter for
-    large schedules (docs/performance.md)."""
+    large schedules (docs/performance.md). A block's ops are told terminators by their
+    class once each, and a new line is written in one write."""
 
     _types: dict[TypeAttribute, str] = field(default_factory=dict[TypeAttribute, str], init=False)
+    # Per op class: whether it is a terminator (`has_trait` is a class method in xDSL
+    # 0.74, so the answer is the class's; this printer lives for one print).
+    _terminators: dict[type[Operation], bool] = field(
+        default_factory=dict[type[Operation], bool], init=False
+    )
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
         if "\n" in text or self.stream is None:
@@ -119,6 +125,35 @@ class _Printer(Printer):
             return
         self._current_column += len(text)
         self.stream.write(text)
+
+    def _print_new_line(self, indent: int | None = None, print_message: bool = True) -> None:
+        if self.stream is None or (print_message and self._next_line_callback):
+            super()._print_new_line(indent, print_message)
+            return
+        spaces = (self._indent if indent is None else indent) * self.indent_num_spaces
+        self.stream.write("\n" + " " * spaces)
+        self._current_line += 1
+        self._current_column = spaces
+
+    def print_block(
+        self, block: Block, print_block_args: bool = True, print_block_terminator: bool = True
+    ) -> None:
+        """xDSL's; without a label or the terminator, its loop with the terminator told
+        by the op's class (xDSL asks each op: a tenth of printing a lowered schedule)."""
+        if print_block_args or print_block_terminator:
+            super().print_block(block, print_block_args, print_block_terminator)
+            return
+        terminators = self._terminators
+        with self.indented():
+            for op in block.ops:
+                kind = type(op)
+                skip = terminators.get(kind)
+                if skip is None:
+                    skip = kind.has_trait(IsTerminator, value_if_unregistered=False)
+                    terminators[kind] = skip
+                if not skip:
+                    self._print_new_line()
+                    self.print_op(op)
 
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, TypeAttribute):

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import BytesAttr, StringAttr
+from xdsl.ir import Operation
 from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
 
 from dhir import DhirError
 from dhir.api import parse_string, print_module
@@ -90,6 +92,31 @@ def test_a_lowered_schedule_prints_as_xdsl_does(literals: bool) -> None:
     module = parse_string(programs.many_tasks(200, literals=literals))
     run_pipeline(module, "dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}")
     assert print_module(module) == _xdsl_text(module)
+
+
+def test_a_body_without_its_terminator_asks_each_class_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ops of an scf.if body (printed without its scf.yield) are told terminators
+    by their class: xDSL asked each op, a tenth of printing a lowered schedule."""
+    stores = "\n".join(f"    memref.store %x, %a[%i{k % 4}] : memref<4xf32>" for k in range(40))
+    module = parse_string(
+        "func.func @main(%a: memref<4xf32>, %c: i1, %x: f32) {\n"
+        + "".join(f"  %i{k} = arith.constant {k} : index\n" for k in range(4))
+        + f"  scf.if %c {{\n{stores}\n  }}\n  return\n}}"
+    )
+    expected = _xdsl_text(module)
+    asked: list[type[Operation]] = []
+    has_trait = Operation.has_trait.__func__  # pyright: ignore[reportFunctionMemberAccess]
+
+    def counted(cls: type[Operation], trait: object, **kwargs: bool) -> bool:
+        if trait is IsTerminator:
+            asked.append(cls)
+        return has_trait(cls, trait, **kwargs)
+
+    monkeypatch.setattr(Operation, "has_trait", classmethod(counted))
+    assert print_module(module) == expected
+    assert len(asked) == len(set(asked))  # store, yield
 
 
 DENSE_BITS = [
