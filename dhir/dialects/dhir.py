@@ -10,6 +10,7 @@
 Headers carry no types: every operand is already defined, so its type is known.
 """
 
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from functools import cache
 
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
     AnyFloat,
     DenseArrayBase,
     IndexType,
@@ -57,6 +59,7 @@ from xdsl.traits import IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.scf import ExecuteRegionOp
+from dhir.ir.build import init_op
 from dhir.ir.diagnostics import location_from_attr
 from dhir.ir.walk import enclosing
 from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
@@ -88,6 +91,9 @@ class TokenType(ParametrizedAttribute, TypeAttribute):
     """The result of a `dhir.task`, standing for its completion."""
 
     name = "dhir.token"
+
+
+_TOKEN = (TokenType(),)  # every task's result type (attributes are immutable)
 
 
 _TARGET_KEYS = ("arch", "kind", "spec", "device")
@@ -397,15 +403,10 @@ class TaskOp(IRDLOperation):
         }
         if isinstance(target, str):
             properties["target"] = StringAttr(target)
-        # Operation's constructor, not IRDL's generic one, which is slower (a large parse
-        # builds thousands of these); verify_ checks the same.
-        Operation.__init__(
-            self,
-            operands=operands,
-            properties=properties,
-            regions=[body],
-            result_types=[TokenType()],
-        )
+        # Neither IRDL's generic constructor nor Operation's, which are slower (a large
+        # parse builds thousands of these; every property is given); verify_ checks the
+        # same.
+        init_op(self, operands, _TOKEN, properties, {}, UNKNOWN_LOC, (body,))
 
     def target_info(self) -> TargetInfo:
         """Where this task may run (the module must have verified)."""
@@ -641,7 +642,36 @@ def _parse_defined_operand(parser: Parser) -> SSAValue | None:
     return values[operand.index]
 
 
+# A header's operands as a schedule's or task's are mostly written (`%cpu, %a, %b`, then
+# its attributes or body): read at once from the text, not token by token (a tenth of
+# parsing a large schedule). Anything else (comments, `%r#1`, an undefined name, a
+# mistake) is left to the general path below, which reads and reports it as before.
+_PLAIN_HEADER = re.compile(r"%[\w$.\-]+(?:\s*,\s*%[\w$.\-]+)*(?=\s*(?:\{|attributes\b))", re.ASCII)
+
+
+def _plain_header_operands(parser: Parser) -> list[SSAValue] | None:
+    """The operands of a plain header (see _PLAIN_HEADER) at the parser's position, the
+    parser moved past them; None, the parser not moved, for any other."""
+    text = parser.lexer.input.content
+    if not isinstance(text, str):
+        return None
+    match = _PLAIN_HEADER.match(text, parser.pos)
+    if match is None:
+        return None
+    values: list[SSAValue] = []
+    for name in match.group().split(","):
+        defined = parser.ssa_values.get(name.strip()[1:])
+        if not defined:
+            return None
+        values.append(defined[0])
+    parser._resume_from(match.end())  # pyright: ignore[reportPrivateUsage]
+    return values
+
+
 def _parse_header_operands(parser: Parser, allow_empty: bool) -> list[SSAValue]:
+    plain = _plain_header_operands(parser)
+    if plain is not None:
+        return plain
     first = _parse_defined_operand(parser)
     if first is None:
         if not allow_empty:

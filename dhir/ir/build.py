@@ -30,6 +30,21 @@ def new_op(
     """`cls.create(...)` of an op without successors whose `properties` already hold
     every default its IRDL definition would add (those of an existing op of `cls`)."""
     op = cls.__new__(cls)
+    init_op(op, operands, result_types, properties, attributes, location, regions)
+    return op
+
+
+def init_op(
+    op: Operation,
+    operands: Sequence[SSAValue],
+    result_types: Sequence[Attribute],
+    properties: Mapping[str, Attribute],
+    attributes: Mapping[str, Attribute],
+    location: LocationAttr,
+    regions: Sequence[Region] = (),
+) -> None:
+    """What `new_op` sets on the op it makes, set on `op`, just made by its class's
+    `__new__`: for an op class whose own `__init__` builds it so."""
     values = SSAValues(operands)
     uses = tuple([Use(op, index) for index in range(len(values))])
     for value, use in zip(values, uses, strict=True):
@@ -45,4 +60,3 @@ def new_op(
     op.regions = ()
     for region in regions:
         op.add_region(region)
-    return op
