@@ -207,9 +207,11 @@ class _Copier:
 
     def _block(self, block: Block) -> Block:
         new = Block(arg_types=[arg.type for arg in block.args])
-        new.name_hint = block.name_hint  # as parsed (xDSL's clone drops it)
+        # Names as parsed (xDSL's clone drops a block's), copied as they are: the setter
+        # takes `_N` off the end again, so `%x_1_2`, kept as "x_1", became "x".
+        new._name = block._name  # pyright: ignore[reportPrivateUsage]
         for arg, new_arg in zip(block.args, new.args, strict=True):
-            new_arg.name_hint = arg.name_hint
+            new_arg._name = arg._name  # pyright: ignore[reportPrivateUsage]
             self._values[arg] = new_arg
         self._blocks[block] = new
         return new
@@ -250,7 +252,7 @@ class _Copier:
             )
         self._copies.append((op, copy))
         for result, new in zip(op.results, copy.results, strict=True):
-            new.name_hint = result.name_hint
+            new._name = result._name  # pyright: ignore[reportPrivateUsage]
             self._values[result] = new
         for region, new_region in zip(op.regions, regions, strict=True):
             self._fill(region, new_region)

@@ -262,3 +262,29 @@ def test_clones_with_a_use_before_its_definition() -> None:
       %v = memref.load {m}[%c0] : memref<8xf32>
       memref.store %w, {m}[%c0] : memref<8xf32>"""
     _parse_both(_program(body))
+
+
+def test_clones_keep_names_with_two_number_suffixes() -> None:
+    """`%i_1_2` is kept as "i_1" by the parser; a clone kept it as "i" (its name set
+    again through the setter, which takes `_N` off once more), and printed otherwise."""
+    task = """    %t{n} = dhir.task %cpu, %a {{
+      %i_1_2 = arith.constant {n} : index
+      %x_1_2 = memref.load %a[%i_1_2] : memref<4xf32>
+      memref.store %x_1_2, %a[%i_1_2] : memref<4xf32>
+    }}
+"""
+    text = (
+        "func.func @main(%a: memref<4xf32>) {\n  dhir.schedule %a {\n"
+        '    %cpu = dhir.target {kind = "cpu"}\n'
+        + "".join(task.format(n=n) for n in range(2))
+        + "  }\n  return\n}"
+    )
+    parser = LocatedParser(make_context(), text, "t.mlir")
+    module = parser.parse_module()
+    assert len(parser.task_bodies.cloned) == 1
+    names = [
+        [r.name_hint for op in body.walk() for r in op.results]
+        for body in parser.task_bodies.cloned
+    ]
+    assert names == [["i_1", "x_1"]]
+    assert print_module(module).count("%i_1_1 = arith.constant 1") == 1
