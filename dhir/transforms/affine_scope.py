@@ -21,6 +21,9 @@ dimension only: they stay.)
 body stays in a scope (on one rank). Moving the body into a function of its own (a
 scope) instead would cost a call or, inlined, LLVM's time on a function per task, which
 dhir-lower-to-mpi avoids (docs/performance.md).
+
+`lower_nest` makes a whole affine loop nest so, for the passes that read loops in their
+scf form (dhir-optimize-bodies, dhir-time-tiles).
 """
 
 from collections.abc import Callable, Sequence
@@ -36,7 +39,15 @@ from xdsl.dialects.builtin import (
     i1,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -288,3 +299,87 @@ def _combiner(kind: str, type_: Attribute) -> Region:
     combine = REDUCTION_COMBINERS[kind].create(operands=list(block.args), result_types=[type_])
     block.add_ops([combine, scf.ReduceReturnOp(combine.results[0])])
     return Region(block)
+
+
+# Ops a nest must not hold to be made scf as a whole: an affine.parallel stays one (the
+# OpenMP and serial-loop passes read its reductions), and an affine.prefetch, which has
+# no memref form here, would lose the loop counters its subscripts take as dimensions.
+_KEPT = (affine.ParallelOp, affine.PrefetchOp)
+
+
+def kept_in(loop: affine.ForOp) -> Operation | None:
+    """The first op in `loop` that keeps it from being made scf by `lower_nest`, or None."""
+    return next((op for op in loop.walk() if isinstance(op, _KEPT)), None)
+
+
+def lower_nest(loop: affine.ForOp) -> scf.ForOp:
+    """`loop` and every affine op in it as --lower-affine makes them (what the build does
+    with them anyway, so the same semantics), with the sums and constant multiples that
+    affine.apply computes as arith ops: the form dhir-optimize-bodies reads. `loop` holds
+    nothing `kept_in` names."""
+    walked = list(loop.walk())
+    before = set(walked)
+    found = [op for op in walked if _checked(type(op))]
+    made = [_lower(op) for op in found]  # outer ops first, as in lower_unscoped
+    new = made[0]
+    assert isinstance(new, scf.ForOp)
+    for apply in [op for op in new.walk() if isinstance(op, affine.ApplyOp)]:
+        _expand_apply(apply)
+    _hoist_constants([op for op in new.walk() if op not in before], new)
+    return new
+
+
+def _hoist_constants(made: list[Operation], loop: Operation) -> None:
+    """The index constants in `made` (the bounds, steps and offsets the lowering made
+    inside `loop`) once each, before `loop`: where the recognisers look for bounds that do
+    not vary with the loops."""
+    kept: dict[int, arith.ConstantOp] = {}
+    for op in made:
+        if not isinstance(op, arith.ConstantOp) or not isinstance(op.result.type, IndexType):
+            continue
+        value = op.value
+        assert isinstance(value, IntegerAttr)
+        first = kept.get(value.value.data)
+        if first is None:
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(loop))
+            kept[value.value.data] = op
+        else:
+            op.result.replace_all_uses_with(first.result)
+            Rewriter.erase_op(op)
+
+
+def _expand_apply(apply: affine.ApplyOp) -> None:
+    """`apply` as arith ops where its expression only adds and multiplies (index
+    arithmetic, exact: the same integers); one of divisions and remainders stays, for
+    --lower-affine."""
+    amap = apply.map.data
+    made: list[Operation] = []
+    value = _arith(amap.results[0], list(apply.mapOperands), amap.num_dims, made)
+    if value is None:
+        return
+    Rewriter.insert_op(made, InsertPoint.before(apply))
+    Rewriter.replace_op(apply, [], [value])
+
+
+def _arith(
+    expr: AffineExpr, operands: Sequence[SSAValue], dims: int, made: list[Operation]
+) -> SSAValue | None:
+    if isinstance(expr, AffineDimExpr):
+        return operands[expr.position]
+    if isinstance(expr, AffineSymExpr):
+        return operands[dims + expr.position]
+    if isinstance(expr, AffineConstantExpr):
+        return _index(expr.value, made)
+    if not isinstance(expr, AffineBinaryOpExpr) or expr.kind not in _ARITH:
+        return None
+    lhs = _arith(expr.lhs, operands, dims, made)
+    rhs = _arith(expr.rhs, operands, dims, made)
+    if lhs is None or rhs is None:
+        return None
+    op = _ARITH[expr.kind](lhs, rhs)
+    made.append(op)
+    return op.result
+
+
+_ARITH = {AffineBinaryOpKind.Add: arith.AddiOp, AffineBinaryOpKind.Mul: arith.MuliOp}

@@ -28,6 +28,9 @@ elements, so they run as `scf.parallel`: a rank's OpenMP threads share them (the
 loop as written, `scf.for`, ran on one thread).
 Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix product
 calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
+Nests of `affine.for` are first made scf as --lower-affine makes them (the build lowers
+them so anyway: the same semantics), after the lowering's facts of the task are kept;
+one holding an affine.parallel or affine.prefetch stays, saying why.
 """
 
 from collections import Counter
@@ -62,6 +65,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
+from dhir.transforms.affine_scope import kept_in, lower_nest
 from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
 from dhir.transforms.building import (
     declare,
@@ -176,15 +180,22 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     decisions: list[Decision] = []
     found = [(task, *_interesting(task)) for task in _bodies(module)]
     todo = [
-        (task, matmuls, nests)
-        for task, matmuls, nests in found
-        if (matmuls or nests) and not (isinstance(task, TaskOp) and is_gpu_task(task))
+        (task, matmuls, nests, affines)
+        for task, matmuls, nests, affines in found
+        if (matmuls or nests or affines) and not (isinstance(task, TaskOp) and is_gpu_task(task))
     ]
     # The rewritten bodies touch the same elements, but their index arithmetic (blocks,
-    # leftovers) is bounded less tightly: the lowering gets the facts found now, found
-    # together, once per body shape.
-    keep_facts([task for task, _, _ in todo if isinstance(task, TaskOp)])
-    for task, matmuls, nests in todo:
+    # leftovers, affine maps made arith) is bounded less tightly: the lowering gets the
+    # facts found now, found together, once per body shape.
+    keep_facts([task for task, *_ in todo if isinstance(task, TaskOp)])
+    for task, matmuls, nests, affines in todo:
+        for loop in affines:
+            why = _affine_kept(loop, task)
+            if why is not None:
+                decisions.append(Decision(loc_of(loop), False, f"left as written: {why}"))
+                continue
+            lower_nest(loop)
+            nests = True
         for matmul in matmuls:
             loc = loc_of(matmul)
             with _located_at(task, matmul):
@@ -612,18 +623,47 @@ def _bodies(module: ModuleOp) -> Iterator[_Body]:
             yield op
 
 
-def _interesting(task: _Body) -> tuple[list[Contraction], bool]:
-    """The task's linalg contractions, and whether it has a loop right in a loop (one
-    walk: most tasks have neither, and a walk of 10,000 tasks is felt)."""
+def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[affine.ForOp]]:
+    """The task's linalg contractions, whether it has a loop right in a loop, and its
+    outermost affine.for loops (one walk: most tasks have none, and a walk of 10,000 tasks
+    is felt)."""
     matmuls: list[Contraction] = []
     nested = False
-    # The task itself is neither kind. find_ops: `walk()` and isinstance per op took 60%.
-    for op in find_ops(task, (*KINDS, scf.ForOp)):
-        if not isinstance(op, scf.ForOp):
+    affines: list[affine.ForOp] = []
+    # The task itself is no kind. find_ops: `walk()` and isinstance per op took 60%.
+    for op in find_ops(task, (*KINDS, scf.ForOp, affine.ForOp)):
+        if isinstance(op, affine.ForOp):
+            if not _in_affine_loop(op, task):
+                affines.append(op)
+        elif not isinstance(op, scf.ForOp):
             matmuls.append(op)
         elif isinstance(op.parent_op(), scf.ForOp):
             nested = True
-    return matmuls, nested
+    return matmuls, nested, affines
+
+
+def _in_affine_loop(op: Operation, task: _Body) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not task:
+        if isinstance(parent, affine.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _affine_kept(loop: affine.ForOp, task: _Body) -> str | None:
+    """Why the affine nest `loop` is not made scf (the form the recognisers read) before
+    the optimizer looks at it, or None: lowered as --lower-affine would lower it, it
+    computes the same, so only what that form cannot hold keeps it."""
+    parent = loop.parent_op()
+    while parent is not None and parent is not task:
+        if isinstance(parent, affine.ParallelOp):
+            return "an affine nest in an affine.parallel (its loops run as written)"
+        parent = parent.parent_op()
+    kept = kept_in(loop)
+    if kept is None:
+        return None
+    return f"an affine nest holding {kept.name} (optimized only without one)"
 
 
 def _candidates(task: _Body) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:

@@ -1,7 +1,9 @@
 """dhir-time-tiles: a time loop of stencil sweeps run as skewed bands of steps on one rank,
 so that each band reads its arrays from memory once instead of once a step.
 
-It takes a host `scf.for` (the time loop) whose body is one `dhir.schedule` of CPU tasks,
+It takes a host `scf.for` or `affine.for` (the time loop; affine loops in it are read as
+the scf loops --lower-affine makes of them, which replace them where the loop is
+rewritten) whose body is one `dhir.schedule` of CPU tasks,
 each a *row statement*: a loop over rows `i` (step 1, constant bounds) whose body stores
 only to row `i` of the memrefs it writes and loads rows `i + c` (`c` constant) of the
 memrefs any task writes; or a body storing to one constant row. Memrefs no task writes
@@ -54,7 +56,7 @@ from dhir.analysis.counts import constant_int
 from dhir.analysis.regions import Bounds, Regions, empty, piece_boxes, task_regions, whole
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.analysis.validity import Box
-from dhir.dialects import arith, memref, scf
+from dhir.dialects import affine, arith, memref, scf
 from dhir.dialects.access import is_pure
 from dhir.dialects.dhir import (
     RANK_ATTR,
@@ -66,10 +68,12 @@ from dhir.dialects.dhir import (
 )
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task
+from dhir.ir.walk import find_ops
 from dhir.machine.description import DeviceKind
 from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
-from dhir.transforms.building import const_index, insert_before, inside, put
+from dhir.transforms.affine_scope import kept_in, lower_nest
+from dhir.transforms.building import const_index, insert_before, inside, put, replace_by
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.triangles import lift
@@ -112,22 +116,82 @@ def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decisio
         return []
     caches = _caches(module)
     decisions: list[Decision] = []
-    for loop, schedule in loops:
+    for written, schedule in loops:
+        held, where = None, loc_of(written)
         try:
+            if _holds_affine(written):
+                held = _as_scf(written)
+                loop = cast(scf.ForOp, held.last_op)
+                schedule = cast(ScheduleOp, loop.body.block.first_op)
+            else:
+                loop = cast(scf.ForOp, written)
             band = _Band.of(loop, schedule, steps, ranks, caches)
+            if held is not None:
+                _put_back(held, written)
             text = band.rewrite() if ranks == 1 else band.rewrite_parts()
-            decisions.append(Decision(loc_of(loop), True, text))
+            decisions.append(Decision(where, True, text))
         except _Left as why:
-            decisions.append(Decision(loc_of(loop), False, f"time loop left as written: {why}"))
+            if held is not None:
+                _drop(held)
+            decisions.append(Decision(where, False, f"time loop left as written: {why}"))
     return decisions
 
 
-def _time_loops(module: ModuleOp) -> Iterator[tuple[scf.ForOp, ScheduleOp]]:
+def _time_loops(module: ModuleOp) -> Iterator[tuple[scf.ForOp | affine.ForOp, ScheduleOp]]:
     for op in walk_outside_tasks(module):
-        if isinstance(op, scf.ForOp) and not op.iter_args:
-            ops = [o for o in op.body.block.ops if not isinstance(o, scf.YieldOp)]
+        if isinstance(op, scf.ForOp | affine.ForOp) and not op.results:
+            end = op.body.block.last_op
+            ops = [o for o in op.body.block.ops if o is not end]
             if len(ops) == 1 and isinstance(ops[0], ScheduleOp):
                 yield op, ops[0]
+
+
+def _holds_affine(loop: scf.ForOp | affine.ForOp) -> bool:
+    return isinstance(loop, affine.ForOp) or bool(find_ops(loop, affine.ForOp))
+
+
+def _as_scf(loop: scf.ForOp | affine.ForOp) -> Block:
+    """A copy of `loop` with its affine loops and the ops in them made scf, as
+    --lower-affine makes them (the same semantics), alone in a block with the constants
+    its bounds take: the form the pass reads. Raises _Left where one cannot be made so."""
+    copy = loop.clone()
+    block = Block([copy])
+    kept = kept_in(copy) if isinstance(copy, affine.ForOp) else None
+    nests = [nest for task in find_ops(copy, TaskOp) for nest in _outermost(task)]
+    for nest in nests:
+        kept = kept or kept_in(nest)
+    if kept is not None:
+        _drop(block)
+        raise _Left(f"an affine loop holds {kept.name}, which this pass does not model")
+    for nest in nests:  # first: their bounds' constants stay in their tasks
+        lower_nest(nest)
+    if isinstance(copy, affine.ForOp):
+        lower_nest(copy)
+    return block
+
+
+def _outermost(task: TaskOp) -> list[affine.ForOp]:
+    """The affine loops of `task` in no other affine loop of it."""
+    found: list[affine.ForOp] = []
+    for op in find_ops(task, affine.ForOp):
+        parent = op.parent_op()
+        while parent is not task and not isinstance(parent, affine.ForOp):
+            assert parent is not None
+            parent = parent.parent_op()
+        if parent is task:
+            found.append(op)
+    return found
+
+
+def _put_back(held: Block, written: Operation) -> None:
+    """The ops of `held` in place of `written`."""
+    replace_by(written, held)
+
+
+def _drop(held: Block) -> None:
+    for op in reversed(list(held.ops)):
+        op.detach()
+        op.erase()
 
 
 @dataclass

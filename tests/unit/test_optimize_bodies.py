@@ -1,7 +1,7 @@
 """dhir-optimize-bodies: what it rewrites, what it leaves and why, and that a rewritten nest
 computes bit for bit what the interpreter (the sequential oracle) computes."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -77,6 +77,9 @@ class Nest:
     alpha: str = "1.5"
     zero: str = "0.0"
     special: bool = False
+    # Written with affine.for, affine.load and affine.store (the column bounds as maps of
+    # the row): what PolyBench's programs hold.
+    affine: bool = False
 
     def text(self) -> str:
         t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
@@ -101,14 +104,36 @@ class Nest:
             f"      %clo = arith.constant {self.lo_row or 0} : index",
             f"      %chi = arith.constant {self.hi_row or 0} : index",
             f"      %slope = arith.constant {self.slope} : index",
-            "      scf.for %i = %ilo to %ni step %c1 {",
+            self._for("      ", "i", "%ilo", "%ni", "%c1"),
             f"        %inner = arith.mulf %alpha, %alpha : {t}",
             *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
             *(self._carried() if self.carried else self._memory()),
             *(self._row_loop("addf", "%dv") if self.add_after else []),
             *END,
         ]
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        if self.affine:
+            text = text.replace("memref.load", "affine.load").replace(
+                "memref.store", "affine.store"
+            )
+            text = text.replace("scf.yield", "affine.yield")
+        return text
+
+    def _for(self, indent: str, iv: str, lo: str, hi: str, step: str, carry: str = "") -> str:
+        """A loop header, in the nest's form: an affine.for takes its constant bounds and
+        step written out, and the column bounds as maps of the row."""
+        if not self.affine:
+            return f"{indent}scf.for %{iv} = {lo} to {hi} step {step}{carry} {{"
+        constants = {
+            "%c0": 0, "%c1": 1, "%ilo": self.i_lo, "%jlo": self.j_lo, "%klo": self.k_lo,
+            "%kstep": self.k_step, "%ni": self.ni, "%nj": self.nj, "%nk": self.nk,
+        }  # fmt: skip
+        maps = {
+            "%jl": f"affine_map<(d0) -> (d0 + {self.lo_row})>(%i)",
+            "%jh": f"affine_map<(d0) -> (d0 * {self.slope} + {self.hi_row})>(%i)",
+        }
+        bound = {**{k: str(v) for k, v in constants.items()}, **maps}
+        return f"{indent}affine.for %{iv} = {bound[lo]} to {bound[hi]} step {constants[step]}{carry} {{"
 
     def _scalar(self, name: str) -> str:
         return SCALARS[name][0 if self.dtype == "f64" else 1]
@@ -116,7 +141,7 @@ class Nest:
     def _row_loop(self, op: str, operand: str) -> list[str]:
         t, nj = self.dtype, self.nj
         return [
-            "        scf.for %jr = %c0 to %nj step %c1 {",
+            self._for("        ", "jr", "%c0", "%nj", "%c1"),
             f"          %cv = memref.load %C[%i, %jr] : memref<{self.ni}x{nj}x{t}>",
             f"          %dv = memref.load %D[%i, %jr] : memref<{self.ni}x{nj}x{t}>",
             f"          %nv = arith.{op} %cv, {operand} : {t}",
@@ -137,6 +162,10 @@ class Nest:
     def _columns(self, indent: str) -> tuple[list[str], str]:
         """The column loop's bounds (computed where they are used) and its header."""
         lines, lo, hi = [], "%jlo", "%nj"
+        if self.affine:
+            lo = "%jl" if self.lo_row is not None else lo
+            hi = "%jh" if self.hi_row is not None else hi
+            return [], self._for(indent, "j", lo, hi, "%c1")
         if self.lo_row is not None:
             lines.append(f"{indent}%jl = arith.addi %i, %clo : index")
             lo = "%jl"
@@ -167,7 +196,7 @@ class Nest:
         t, ni, nj = self.dtype, self.ni, self.nj
         bounds, header = self._columns("          ")
         lines = [
-            "        scf.for %k = %klo to %nk step %kstep {",
+            self._for("        ", "k", "%klo", "%nk", "%kstep"),
             *bounds,
             header,
             f"            %acc = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
@@ -190,8 +219,14 @@ class Nest:
             header,
             f"          %c_ij = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
             f"          %scaled = arith.mulf %c_ij, %alpha : {t}",
-            f"          %s = scf.for %k = %klo to %nk step %kstep iter_args(%acc = {start}) "
-            f"-> ({t}) {{",
+            self._for(
+                "          %s = ",
+                "k",
+                "%klo",
+                "%nk",
+                "%kstep",
+                f" iter_args(%acc = {start}) -> ({t})",
+            ),
             *self._loads("            "),
         ]
         result = self._expr("            ", lines)
@@ -257,6 +292,7 @@ def nests(draw: st.DrawFn) -> Nest:
         alpha=draw(st.sampled_from(sorted(SCALARS))),
         zero=draw(st.sampled_from(["0.0", "-0.0"])),
         special=draw(st.booleans()),
+        affine=draw(st.booleans()),
     )
 
 
@@ -332,6 +368,87 @@ def test_rewrites_gemm_in_both_forms_for_the_vector_width() -> None:
         assert "4 rows x 32 columns (4 vectors of 8 x f64)" in wide
         (narrow,) = _decisions(text, 256)
         assert "4 rows x 8 columns (2 vectors of 4 x f64)" in narrow
+
+
+def test_affine_nests_are_rewritten_as_their_scf_forms() -> None:
+    """An i-k-j gemm and a k-innermost one (iter_args), with columns bounded by the row
+    or not, written with affine.for, affine.load and affine.store: made scf first (as
+    --lower-affine makes them), then rewritten as the same nests written with scf.for."""
+    for carried, lo_row, hi_row in [(False, None, None), (True, None, None), (False, 1, 2)]:
+        written = replace(GEMM, carried=carried, lo_row=lo_row, hi_row=hi_row)
+        want = [d.text for d in optimize_bodies(parse_string(written.text()), 256)]
+        got = optimize_bodies(parse_string(replace(written, affine=True).text()), 256)
+        assert want and [d.text for d in got] == want
+        assert all(d.done for d in got)
+
+
+AFFINE_TILES = """
+func.func @main(%A: memref<10x6xf64>, %B: memref<6x12xf64>, %C: memref<10x12xf64>) {
+  dhir.schedule %A, %B, %C {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %A, %B, %C {
+      affine.for %ii = 0 to 10 step 4 {
+        affine.for %i = affine_map<(d0) -> (d0)>(%ii) to min affine_map<(d0) -> (d0 + 4, 10)>(%ii) {
+          affine.for %k = 0 to 6 {
+            affine.for %j = max affine_map<(d0) -> (0, d0 - 3)>(%i) to 12 {
+              %a = affine.load %A[%i, %k] : memref<10x6xf64>
+              %b = affine.load %B[%k, (%j * 5 + 1) mod 6] : memref<6x12xf64>
+              %c = affine.load %C[%i, %j] : memref<10x12xf64>
+              %m = arith.mulf %a, %b : f64
+              %s = arith.addf %c, %m : f64
+              affine.if affine_set<(d0, d1) : (d1 - d0 >= 0)>(%i, %j) {
+                affine.store %s, %C[%i, %j] : memref<10x12xf64>
+              } else {
+                %n = arith.subf %c, %m : f64
+                affine.store %n, %C[%i, %j] : memref<10x12xf64>
+              }
+            }
+          }
+        }
+      }
+      affine.for %i = 0 to 10 {
+        affine.for %k = 0 to 6 {
+          affine.for %j = affine_map<(d0) -> (d0)>(%i) to 12 {
+            %a = affine.load %A[%i, %k] : memref<10x6xf64>
+            %b = affine.load %B[%k, %j] : memref<6x12xf64>
+            %c = affine.load %C[%i, %j] : memref<10x12xf64>
+            %m = arith.mulf %a, %b : f64
+            %s = arith.addf %c, %m : f64
+            affine.store %s, %C[%i, %j] : memref<10x12xf64>
+          }
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_affine_nests_of_maps_sets_and_divisions_stay_exact() -> None:
+    """Tiled bounds (min, max), a subscript taken modulo, an affine.if: made scf as
+    --lower-affine makes them, what the optimizer then rewrites (the triangle) or leaves
+    computes bit for bit what the interpreter computes from the affine form."""
+    decisions = optimize_bodies(parse_string(AFFINE_TILES), 256)
+    assert [d.done for d in decisions] == [True], decisions
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal(shape) for shape in [(10, 6), (6, 12), (10, 12)]]
+    _assert_native_equals_interp(AFFINE_TILES, inputs, 1, "native", 1)
+
+
+def test_an_affine_nest_holding_an_affine_parallel_says_why_it_stays() -> None:
+    """The OpenMP and serial-loop passes read an affine.parallel's reductions: a nest
+    holding one stays affine, and the optimizer says so at it."""
+    text = AFFINE_TILES.replace(
+        "affine.for %j = affine_map<(d0) -> (d0)>(%i) to 12 {",
+        "affine.parallel (%j) = (0) to (12) {",
+    )
+    decisions = optimize_bodies(parse_string(text), 256)
+    assert [d.done for d in decisions] == [False]
+    assert decisions[0].line() == (
+        "<string>:25:7: left as written: an affine nest holding affine.parallel "
+        "(optimized only without one)"
+    )
 
 
 def _host_module(text: str, fast_math: str = "none") -> ModuleOp:

@@ -35,6 +35,13 @@ class Sweep:
     planes: tuple[int, int] = (0, DEPTH)
 
 
+def _shifted(index: str, offset: int, fixed: int | None = None) -> str:
+    """An affine subscript: `index` plus `offset`, or the constant row `fixed` plus it."""
+    if fixed is not None:
+        return str(fixed + offset)
+    return f"{index} + {offset}" if offset >= 0 else f"{index} - {-offset}"
+
+
 def _read(read: tuple[int, int] | tuple[int, int, int]) -> tuple[int, int, int]:
     """(array, row offset, column offset)."""
     return (read[0], read[1], read[2] if len(read) == 3 else 0)
@@ -46,6 +53,9 @@ class Program:
     steps: int
     sweeps: tuple[Sweep, ...]
     depth: bool = False  # rows of planes (heat-3d's arrays) rather than of columns
+    # Loops written with affine.for (the time loop too), accesses with affine.load and
+    # affine.store: what PolyBench's programs hold.
+    affine: bool = False
 
     def text(self) -> str:
         kind = f"memref<{ROWS}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{ROWS}x{COLS}xf64>"
@@ -59,7 +69,9 @@ class Program:
             "  %c0 = arith.constant 0 : index",
             "  %c1 = arith.constant 1 : index",
             f"  %steps = arith.constant {self.steps} : index",
-            "  scf.for %t = %c0 to %steps step %c1 {",
+            f"  affine.for %t = 0 to {self.steps} {{"
+            if self.affine
+            else "  scf.for %t = %c0 to %steps step %c1 {",
             f"    dhir.schedule {', '.join(names)}, %F, %W {{",
             '      %cpu = dhir.target {kind = "cpu"}',
         ]
@@ -77,6 +89,16 @@ class Program:
         body = [f"{pad}  %acc0 = arith.constant 0.5 : f64"]
         for n, read in enumerate(sweep.reads):
             array, offset, column = _read(read)
+            if self.affine:
+                at = _shifted(row, offset, sweep.row)
+                body += [
+                    f"{pad}  %x{n} = affine.load {names[array]}[{at}, "
+                    f"{_shifted('%j', column)}{plane}] : {kind}",
+                    f"{pad}  %w{n} = arith.constant {0.25 + 0.125 * n} : f64",
+                    f"{pad}  %p{n} = arith.mulf %x{n}, %w{n} : f64",
+                    f"{pad}  %acc{n + 1} = arith.addf %acc{n}, %p{n} : f64",
+                ]
+                continue
             body += [
                 f"{pad}  %o{n} = arith.constant {offset} : index",
                 f"{pad}  %r{n} = arith.addi {row}, %o{n} : index",
@@ -101,9 +123,13 @@ class Program:
             ]
             total = "%weighted"
         body.append(f"{pad}  memref.store {total}, {names[sweep.dst]}[{row}, %j{plane}] : {kind}")
+        if self.affine:
+            body[-1] = body[-1].replace("memref.store", "affine.store")
+            body[-1] = body[-1].replace("[%row,", f"[{sweep.row},")
+            body = [line.replace("memref.load", "affine.load") for line in body]
         if self.depth:
-            body = [f"{pad}scf.for %d = %d_lo to %d_hi step %k1 {{", *body, f"{pad}}}"]
-        columns = [f"{pad}scf.for %j = %c_lo to %c_hi step %k1 {{", *body, f"{pad}}}"]
+            body = [self._for(pad, "%d", sweep.planes, "%d_lo", "%d_hi"), *body, f"{pad}}}"]
+        columns = [self._for(pad, "%j", sweep.cols, "%c_lo", "%c_hi"), *body, f"{pad}}}"]
         head = [
             f"      %s{s} = dhir.task %cpu, {listed} {{",
             "        %k0 = arith.constant 0 : index",
@@ -124,11 +150,16 @@ class Program:
             *head,
             f"        %lo = arith.constant {sweep.lo} : index",
             f"        %hi = arith.constant {sweep.hi} : index",
-            "        scf.for %i = %lo to %hi step %k1 {",
+            self._for("        ", "%i", (sweep.lo, sweep.hi), "%lo", "%hi"),
             *columns,
             "        }",
             "      }",
         ]
+
+    def _for(self, pad: str, iv: str, bounds: tuple[int, int], lo: str, hi: str) -> str:
+        if self.affine:
+            return f"{pad}affine.for {iv} = {bounds[0]} to {bounds[1]} {{"
+        return f"{pad}scf.for {iv} = {lo} to {hi} step %k1 {{"
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -177,7 +208,8 @@ def programs(draw: st.DrawFn) -> Program:
             cut += [replace(sweep, hi=at), replace(sweep, lo=at)]
         else:
             cut.append(sweep)
-    return Program(arrays, draw(st.integers(0, 7)), tuple(cut), draw(st.booleans()))
+    steps, depth = draw(st.integers(0, 7)), draw(st.booleans())
+    return Program(arrays, steps, tuple(cut), depth, draw(st.booleans()))
 
 
 def _as_written(
@@ -213,6 +245,29 @@ def _left(text: str) -> str:
     (decision,) = time_tiles(parse_string(text), 2)
     assert not decision.done
     return decision.text
+
+
+def test_affine_time_loops_are_banded_as_their_scf_forms() -> None:
+    """jacobi-2d written with affine.for (the time loop too), affine.load and
+    affine.store: made scf first, banded as the scf form is, and bit for bit what the
+    interpreter computes from it, natively on one rank and two."""
+    written = replace(JACOBI, affine=True)
+    module = parse_string(written.text())
+    (decision,) = time_tiles(module, 2)
+    assert decision.done and "time loop of 2 row statements" in decision.text
+    assert "affine." not in print_module(module)
+    _as_written(written.text(), print_module(module), JACOBI.inputs(2), "native")
+    for ranks in (1, 2):
+        _as_written(written.text(), written.text(), JACOBI.inputs(2), "native", ranks)
+
+
+def test_an_affine_time_loop_holding_an_affine_parallel_is_left_whole() -> None:
+    text = replace(JACOBI, affine=True).text()
+    text = text.replace("affine.for %j = 0 to 5 {", "affine.parallel (%j) = (0) to (5) {", 1)
+    module = parse_string(text)
+    assert "holds affine.parallel" in _left(text)
+    (decision,) = time_tiles(module, 2)
+    assert print_module(module) == print_module(parse_string(text))
 
 
 def test_the_native_backend_keeps_results_on_any_rank_count() -> None:
