@@ -1,5 +1,6 @@
-"""C += A B (f64, N^3, default N = 1200) written three ways, as plain MLIR a user would
-write, built by dhir for 1 rank (CodeDrop makes the task), with and without
+"""C += A B (f64, N^3, default N = 1200) written five ways (loops of scf.for or of
+affine.for, and linalg.matmul), as plain MLIR a user would write, built by dhir for 1
+rank (CodeDrop makes the task), with and without
 dhir-optimize-bodies, against NumPy (OpenBLAS, 1 thread) in this process and against the
 core's measured f64 peak (bench/c/fma_peak.c: independent vector FMAs, and multiplies and
 adds rounded apart, which is what exact code may use). Results are checked against the
@@ -36,6 +37,7 @@ from dhir.toolchain.options import RunOptions  # noqa: E402
 
 def _program(form: str, n: int) -> str:
     t = f"memref<{n}x{n}xf64>"
+    body = _program_body(form, n)
     head = [
         "func.func private @MPI_Wtime() -> f64",
         f"func.func @main(%A: {t}, %B: {t}, %C: {t}, %time: memref<1xf64>) {{",
@@ -44,7 +46,19 @@ def _program(form: str, n: int) -> str:
         f"  %n = arith.constant {n} : index",
         "  %start = func.call @MPI_Wtime() : () -> f64",
     ]
-    body = {
+    tail = [
+        "  %end = func.call @MPI_Wtime() : () -> f64",
+        "  %seconds = arith.subf %end, %start : f64",
+        "  memref.store %seconds, %time[%c0] : memref<1xf64>",
+        "  return",
+        "}",
+    ]
+    return "\n".join([*head, *body, *tail])
+
+
+def _program_body(form: str, n: int) -> list[str]:
+    t = f"memref<{n}x{n}xf64>"
+    return {
         "i-k-j": [
             "  scf.for %i = %c0 to %n step %c1 {",
             "    scf.for %k = %c0 to %n step %c1 {",
@@ -75,18 +89,28 @@ def _program(form: str, n: int) -> str:
             "  }",
         ],
         "linalg.matmul": [f"  linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t})"],
-    }[form]
-    tail = [
-        "  %end = func.call @MPI_Wtime() : () -> f64",
-        "  %seconds = arith.subf %end, %start : f64",
-        "  memref.store %seconds, %time[%c0] : memref<1xf64>",
-        "  return",
-        "}",
-    ]
-    return "\n".join([*head, *body, *tail])
+    }.get(form) or _affine(_program_body(form.removeprefix("affine "), n), n)
 
 
-FORMS = ("i-k-j", "k innermost, iter_args", "linalg.matmul")
+def _affine(lines: list[str], n: int) -> list[str]:
+    """A loop form written with affine.for, affine.load and affine.store, as PolyBench's
+    programs are."""
+    text = "\n".join(lines).replace("%c0 to %n step %c1", f"0 to {n}")
+    text = text.replace("scf.for", "affine.for").replace("scf.yield", "affine.yield")
+    return (
+        text.replace("memref.load", "affine.load")
+        .replace("memref.store", "affine.store")
+        .split("\n")
+    )
+
+
+FORMS = (
+    "i-k-j",
+    "k innermost, iter_args",
+    "linalg.matmul",
+    "affine i-k-j",
+    "affine k innermost, iter_args",
+)
 
 
 def _dhir(form: str, n: int, optimize: bool, inputs: list[np.ndarray], repeats: int):
