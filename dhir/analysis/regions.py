@@ -43,7 +43,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
 from dhir.analysis.shapes import Shapes
-from dhir.dialects import affine, arith, cf, func, scf, vector
+from dhir.dialects import affine, arith, cf, func, gpu, scf, vector
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import (
     Access,
@@ -500,7 +500,18 @@ class CopyOverlap:
     element: tuple[int, ...]
 
 
-def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
+# A copy of one memref's elements into another's, in host or device memory.
+Copy = memref_dialect.CopyOp | gpu.MemcpyOp
+
+
+def copy_ends(op: Copy) -> tuple[SSAValue, SSAValue]:
+    """The source and the target of `op`."""
+    if isinstance(op, gpu.MemcpyOp):
+        return op.src, op.dst
+    return op.source, op.destination
+
+
+def copy_overlap(op: Copy) -> CopyOverlap | None:
     """Where the source and the target of `op` are views of one buffer, made by views this
     module maps (subviews, casts, transposes, reshapes, reinterpret_casts of the buffer)
     at offsets that are numbers, that surely share an element without being the same
@@ -517,14 +528,14 @@ def copy_overlap(op: memref_dialect.CopyOp) -> CopyOverlap | None:
     return CopyOverlap(maps[0], element)
 
 
-def copy_decided(op: memref_dialect.CopyOp) -> bool:
+def copy_decided(op: Copy) -> bool:
     """Whether it is known, for every run of `op`, if its source and target share an
     element: one view copied onto itself, views of two buffers allocated apart (by
     different allocs, or different globals; or an allocation and an argument of the
     function that makes it), or views of one buffer this module maps (`copy_overlap`
     then tells an overlap). Not known: views of two function arguments (a caller may pass
     views of one buffer), of a loop's carried buffer, offsets known at run time only."""
-    source, target = op.source, op.destination
+    source, target = copy_ends(op)
     if source is target:
         return True
     base, other = view_chain(source)[1], view_chain(target)[1]
@@ -567,10 +578,10 @@ def _global(value: SSAValue) -> str | None:
     return global_name(value.owner) if isinstance(value.owner, Operation) else None
 
 
-def _copy_maps(op: memref_dialect.CopyOp) -> tuple[SSAValue, isl.Map, isl.Map] | None:
+def _copy_maps(op: Copy) -> tuple[SSAValue, isl.Map, isl.Map] | None:
     """The buffer that the source and the target of `op` both view, and the element maps
     of the two views, where both are known; else None."""
-    source, target = op.source, op.destination
+    source, target = copy_ends(op)
     if source is target:
         return None
     (first, base), (second, other) = view_chain(source), view_chain(target)

@@ -128,7 +128,7 @@ def compile_native(
             SplitDevicesPass(ranks).split(module, plan)
     on_gpu = _check_targets(module, options.cpu_fallback)
     # Before the kernels are made, at the user's lines: no check can run in GPU code.
-    refuse_undecided_gpu_copies(module)
+    refuse_undecided_gpu_copies(module, entry)
     _check_wide_integers(module)
     _mark_entry(module, entry)
     names = user_functions(module, entry)

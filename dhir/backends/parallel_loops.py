@@ -56,8 +56,9 @@ def check_kernels(module: ModuleOp, ops: Sequence[Operation] | None = None) -> N
 
 
 def check_copies(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
-    """Refuse the first memref.copy whose source and target are proven to overlap."""
-    for op in find_among(module, memref_dialect.CopyOp, ops):
+    """Refuse the first memref.copy or gpu.memcpy whose source and target are proven to
+    overlap."""
+    for op in find_among(module, (memref_dialect.CopyOp, gpu.MemcpyOp), ops):
         overlap = copy_overlap(op)
         if overlap is None:
             continue

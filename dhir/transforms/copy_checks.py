@@ -38,8 +38,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from dhir.analysis.regions import copy_decided, view_chain
-from dhir.dialects import arith, func, memref, scf
+from dhir.analysis.regions import Copy, copy_decided, copy_ends, view_chain
+from dhir.dialects import arith, func, gpu, memref, scf
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import error_at
@@ -199,27 +199,49 @@ UNDECIDED_ON_GPU = (
 )
 
 
-def refuse_undecided_gpu_copies(module: ModuleOp) -> None:
-    """Refuse, at the copy, the first memref.copy of a GPU task (its kernels, and what of
-    it runs on the host) whose overlap dhir cannot decide before the run: dhir-copy-checks
-    cannot check it when it runs (kernels cannot call the runtime, and the host part's
-    copies are of device memory)."""
-    for copy in find_ops(module, memref.CopyOp):
+def refuse_undecided_gpu_copies(module: ModuleOp, entry: str | None = None) -> None:
+    """Refuse, at the copy, the first copy on a GPU whose overlap dhir cannot decide before
+    the run: a memref.copy of a GPU task (its kernels, and what of it runs on the host), or
+    any gpu.memcpy. dhir-copy-checks cannot check them when they run (kernels cannot call
+    the runtime, and the host's copies on a GPU are of device memory). Views of two
+    arguments of `entry` are apart: the harness gives each argument a buffer of its own."""
+    if entry is not None and any(
+        call.callee.string_value() == entry for call in find_ops(module, func.CallOp)
+    ):
+        entry = None  # a caller may pass it views of one buffer
+    for copy in find_ops(module, (memref.CopyOp, gpu.MemcpyOp)):
         task = enclosing(copy, TaskOp)
-        on_gpu = in_device_code(copy) or (task is not None and is_gpu_task(task))
-        if on_gpu and not copy_decided(copy) and not _task_operands_apart(copy, task):
-            raise error_at(copy, UNDECIDED_ON_GPU)
+        on_gpu = (
+            isinstance(copy, gpu.MemcpyOp)
+            or in_device_code(copy)
+            or (task is not None and is_gpu_task(task))
+        )
+        if on_gpu and not copy_decided(copy) and not _arguments_apart(copy, task, entry):
+            raise error_at(
+                copy, UNDECIDED_MEMCPY if isinstance(copy, gpu.MemcpyOp) else UNDECIDED_ON_GPU
+            )
 
 
-def _task_operands_apart(copy: memref.CopyOp, task: TaskOp | None) -> bool:
+UNDECIDED_MEMCPY = (
+    f"this {gpu.MemcpyOp.name} copies between views whose overlap dhir cannot tell before "
+    "the run (a view's offset or stride is known at run time only, or the views' buffer "
+    "is not known), and it cannot check it when the copy runs: the copy is the GPU "
+    "runtime's, not dhir's. MLIR leaves a copy between views that overlap undefined. Copy "
+    "between views of different buffers (a gpu.alloc of its own, say), or at offsets and "
+    "strides that are numbers"
+)
+
+
+def _arguments_apart(copy: Copy, task: TaskOp | None, entry: str | None) -> bool:
     """Whether the copy's views are of two different arguments of the function whose
-    schedule holds `task`: distinct buffers, since the native backend refuses schedule
-    operands that alias where a task writes (dhir.analysis.sharing)."""
-    if task is None:
+    schedule holds `task`, or of the entry function: distinct buffers, since the native
+    backend refuses schedule operands that alias where a task writes
+    (dhir.analysis.sharing), and the harness allocates each entry argument apart."""
+    function = enclosing(task if task is not None else copy, func.FuncOp)
+    if function is None or (task is None and function.sym_name.data != entry):
         return False
-    bases = [view_chain(value)[1] for value in (copy.source, copy.destination)]
-    function = enclosing(task, func.FuncOp)
-    if bases[0] is bases[1] or function is None:
+    bases = [view_chain(value)[1] for value in copy_ends(copy)]
+    if bases[0] is bases[1]:
         return False
     arguments = function.body.block.args
     return all(isinstance(base, BlockArgument) and base in arguments for base in bases)

@@ -14,12 +14,14 @@ import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 
 import dhir
 from dhir.analysis.regions import copy_overlap
 from dhir.dialects import func, memref
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.text import parse_string
+from dhir.runner import check_runnable
 from dhir.transforms.copy_checks import (
     DIM,
     OVERLAPS,
@@ -629,6 +631,75 @@ def test_a_gpu_tasks_copy_dhir_decides_is_let_through(where: str, at: str, targe
     buffer at offsets that are numbers, are decided before the run: not refused."""
     module = parse_string(_gpu_task(where, at, target), "p.mlir")
     refuse_undecided_gpu_copies(module)
+
+
+GPU_MEMCPY = """%c5 = arith.constant 5 : index
+      %x = memref.subview %a[{at}] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: ?>>
+      %y = memref.subview %{target}[8] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: 8>>
+      gpu.memcpy %y, %x : memref<4xi64, strided<[1], offset: 8>>, memref<4xi64, strided<[1], offset: ?>>"""
+
+
+def _gpu_memcpy(at: str, target: str = "a") -> ModuleOp:
+    copy = GPU_MEMCPY.format(at=at, target=target)
+    return parse_string(GPU_TASK.format(copy_at_host=copy, copy_in_kernel=""), "p.mlir")
+
+
+def test_a_gpu_memcpy_between_views_that_overlap_is_refused_by_both_backends() -> None:
+    """gpu.memcpy a[5:9] into a[8:12]: the checks before the run (both backends) looked at
+    memref.copy only, and native code handed the GPU runtime a copy MLIR leaves undefined."""
+    with pytest.raises(
+        DhirError,
+        match=r"^p.mlir:10:7: error: this gpu.memcpy copies between views that overlap \(%a\[8\]",
+    ):
+        check_runnable(_gpu_memcpy("%c5"), "main")
+
+
+def test_a_gpu_memcpy_dhir_cannot_decide_is_refused_before_the_build() -> None:
+    """At an offset known at run time only: dhir-copy-checks checks only memref.copy on
+    the host, so native code ran it unchecked (the interpreter refuses an overlap)."""
+    with pytest.raises(
+        DhirError, match=r"^p.mlir:10:7: error: this gpu.memcpy copies between views whose overlap"
+    ):
+        refuse_undecided_gpu_copies(_gpu_memcpy("%n"))
+
+
+@pytest.mark.parametrize(("at", "target"), [("%n", "b"), ("%c1", "a")])
+def test_a_gpu_memcpy_dhir_decides_is_let_through(at: str, target: str) -> None:
+    module = _gpu_memcpy(at, target)
+    check_runnable(module, "main")
+    refuse_undecided_gpu_copies(module)
+
+
+HOST_MEMCPY = """func.func @main(%a: memref<16xi64>, %b: memref<16xi64>, %n: index) {
+  %x = memref.subview %a[%n] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: ?>>
+  %y = memref.subview %b[8] [4] [1] : memref<16xi64> to memref<4xi64, strided<[1], offset: 8>>
+  gpu.memcpy %y, %x : memref<4xi64, strided<[1], offset: 8>>, memref<4xi64, strided<[1], offset: ?>>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("entry", "caller"), [("main", ""), ("other", ""), ("main", "func.call @main")]
+)
+def test_a_gpu_memcpy_between_two_arguments_is_apart_only_in_an_entry_no_one_calls(
+    entry: str, caller: str
+) -> None:
+    """The harness gives each entry argument a buffer of its own; another function's
+    arguments, or an entry the program also calls, may be views of one buffer."""
+    calling = (
+        "func.func @f(%a: memref<16xi64>, %n: index) {\n"
+        f"  {caller}(%a, %a, %n) : (memref<16xi64>, memref<16xi64>, index) -> ()\n"
+        "  return\n}\n"
+        if caller
+        else ""
+    )
+    module = parse_string(HOST_MEMCPY + calling, "p.mlir")
+    if entry == "main" and not caller:
+        refuse_undecided_gpu_copies(module, entry)
+        return
+    with pytest.raises(DhirError, match=r"^p.mlir:4:3: error: this gpu.memcpy copies between"):
+        refuse_undecided_gpu_copies(module, entry)
 
 
 # --- views of bytes: a memref.view is a buffer of its own -------------------------------
