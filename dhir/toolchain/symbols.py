@@ -156,16 +156,9 @@ def undefined_names(paths: Iterable[Path], system_dirs: Iterable[str]) -> dict[s
 
 @cache
 def _undefined(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]]:
+    """(where, name) of each symbol `path` uses and does not define; as `_defined`."""
     del mtime, size
-    command = [nm, "-A", "-g", "--undefined-only", "-P", str(path)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    found: list[tuple[str, str]] = []
-    for line in done.stdout.splitlines():
-        where, _, rest = line.rpartition(": ")
-        words = rest.split()
-        if words:
-            found.append((where, words[0].split("@")[0]))
-    return found
+    return _read(nm, path, dynamic=False, undefined=True)
 
 
 @cache
@@ -176,16 +169,19 @@ def _defined(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]
     return _read(nm, path, dynamic=False)
 
 
-def _read(nm: str, path: Path, dynamic: bool) -> list[tuple[str, str]]:
+def _read(nm: str, path: Path, dynamic: bool, undefined: bool = False) -> list[tuple[str, str]]:
     flags = ["-D"] if dynamic else []
-    command = [nm, "-A", "-g", "--defined-only", "-P", *flags, str(path)]
+    only = "--undefined-only" if undefined else "--defined-only"
+    command = [nm, "-A", "-g", only, "-P", *flags, str(path)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     found: list[tuple[str, str]] = []
     # A file nm cannot read (LLVM bitcode, to binutils' nm) is left to the linker.
     for line in done.stdout.splitlines():
         where, _, rest = line.rpartition(": ")
         words = rest.split()
-        if len(words) >= 2 and words[1] not in ("A", "U", "w", "v"):
+        if not words:
+            continue
+        if undefined or (len(words) >= 2 and words[1] not in ("A", "U", "w", "v")):
             found.append((where, words[0].split("@")[0]))
     return found
 
