@@ -312,6 +312,17 @@ def kept_in(loop: affine.ForOp) -> Operation | None:
     return next((op for op in loop.walk() if isinstance(op, _KEPT)), None)
 
 
+def in_affine_loop(op: Operation, root: Operation) -> bool:
+    """Whether an affine.for between `op` and `root` (an op holding it) holds `op`: the
+    nests `lower_nest` takes are the affine loops of a body in none of its others."""
+    parent = op.parent_op()
+    while parent is not None and parent is not root:
+        if isinstance(parent, affine.ForOp):
+            return True
+        parent = parent.parent_op()
+    return False
+
+
 def lower_nest(loop: affine.ForOp) -> scf.ForOp:
     """`loop` and every affine op in it as --lower-affine makes them (what the build does
     with them anyway, so the same semantics), with the sums and constant multiples that

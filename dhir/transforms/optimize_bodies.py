@@ -65,7 +65,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
-from dhir.transforms.affine_scope import kept_in, lower_nest
+from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
 from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
 from dhir.transforms.building import (
     declare,
@@ -633,22 +633,13 @@ def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[affine.ForO
     # The task itself is no kind. find_ops: `walk()` and isinstance per op took 60%.
     for op in find_ops(task, (*KINDS, scf.ForOp, affine.ForOp)):
         if isinstance(op, affine.ForOp):
-            if not _in_affine_loop(op, task):
+            if not in_affine_loop(op, task):
                 affines.append(op)
         elif not isinstance(op, scf.ForOp):
             matmuls.append(op)
         elif isinstance(op.parent_op(), scf.ForOp):
             nested = True
     return matmuls, nested, affines
-
-
-def _in_affine_loop(op: Operation, task: _Body) -> bool:
-    parent = op.parent_op()
-    while parent is not None and parent is not task:
-        if isinstance(parent, affine.ForOp):
-            return True
-        parent = parent.parent_op()
-    return False
 
 
 def _affine_kept(loop: affine.ForOp, task: _Body) -> str | None:

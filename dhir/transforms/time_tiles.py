@@ -72,7 +72,7 @@ from dhir.ir.walk import find_ops
 from dhir.machine.description import DeviceKind
 from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
-from dhir.transforms.affine_scope import kept_in, lower_nest
+from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
 from dhir.transforms.building import const_index, insert_before, inside, put, replace_by
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.pass_options import check_ranks
@@ -127,7 +127,7 @@ def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decisio
                 loop = cast(scf.ForOp, written)
             band = _Band.of(loop, schedule, steps, ranks, caches)
             if held is not None:
-                _put_back(held, written)
+                replace_by(written, held)  # the scf form stands for the loop written
             text = band.rewrite() if ranks == 1 else band.rewrite_parts()
             decisions.append(Decision(where, True, text))
         except _Left as why:
@@ -172,20 +172,7 @@ def _as_scf(loop: scf.ForOp | affine.ForOp) -> Block:
 
 def _outermost(task: TaskOp) -> list[affine.ForOp]:
     """The affine loops of `task` in no other affine loop of it."""
-    found: list[affine.ForOp] = []
-    for op in find_ops(task, affine.ForOp):
-        parent = op.parent_op()
-        while parent is not task and not isinstance(parent, affine.ForOp):
-            assert parent is not None
-            parent = parent.parent_op()
-        if parent is task:
-            found.append(op)
-    return found
-
-
-def _put_back(held: Block, written: Operation) -> None:
-    """The ops of `held` in place of `written`."""
-    replace_by(written, held)
+    return [op for op in find_ops(task, affine.ForOp) if not in_affine_loop(op, task)]
 
 
 def _drop(held: Block) -> None:
