@@ -300,8 +300,11 @@ class _Block:
 def _together(thread: _Thread, first: _Thread) -> bool:
     """Whether `thread` is where `first` is: ended too, or waiting at the same op reached
     through the same calls."""
-    where = (thread.done, thread.waits_at, thread.calls)
-    return where[0] == first.done and where[1] is first.waits_at and where[2] == first.calls
+    return (
+        thread.done == first.done
+        and thread.waits_at is first.waits_at
+        and thread.calls == first.calls
+    )
 
 
 def _parted(first: _Thread, other: _Thread, who: str) -> NoReturn:
