@@ -72,7 +72,8 @@ class CopyChecksPass(ModulePass):
         for copy in list(find_ops(op, memref.CopyOp)):
             if in_device_code(copy) or copy_decided(copy):
                 continue
-            checked = _check(copy) or checked
+            _check(copy)
+            checked = True
         if checked:
             declare(op, VIEWS, [i64] * 4, [], owner="dhir's runtime")
             declare(op, DIM, [i64] * 5, [], owner="dhir's runtime")
@@ -89,7 +90,7 @@ class _View:
     strides: list[SSAValue]
 
 
-def _check(copy: memref.CopyOp) -> bool:
+def _check(copy: memref.CopyOp) -> None:
     """Put the check before `copy`, or refuse it where dhir cannot check it when it runs
     (unchecked, it would run memmove's answer where the interpreter refuses)."""
     values = [_ranked(copy.source), _ranked(copy.destination)]
@@ -115,7 +116,6 @@ def _check(copy: memref.CopyOp) -> bool:
     put(other, scf.YieldOp(put(other, arith.ConstantOp.from_int_and_width(0, 1)).result))
     overlaps = check.add(scf.IfOp(meet, [found.type], Region(body), Region(other)))
     check.assert_(check.add(arith.XOrIOp(overlaps, check.flag(True))))
-    return True
 
 
 def _ranked(value: SSAValue) -> SSAValue | None:
