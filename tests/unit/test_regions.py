@@ -979,3 +979,62 @@ def test_a_subscript_that_wraps_at_64_bits_equals_the_oracle(host_read: bool) ->
     got = dhir.run(text, *inputs, backend="native", ranks=2)
     for want, have in zip(expected, got, strict=True):
         np.testing.assert_array_equal(have, want)
+
+
+# A loop of bounds known at run time only: %A[3 * i] from i = 6148914691236517206 reads
+# %A[2], %A[5], %A[8] (3 * i wraps at 2**64), which task 0 wrote on rank 0. The regions
+# took 3 * i as exact, multiples of 3, so rank 1 read them stale: B = [0, 105, 108] with
+# exit status 0, where the interpreter gives [102, 105, 108].
+RUN_TIME_WRAP = """
+func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index) {
+  dhir.schedule %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %A attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      scf.for %k = %c0 to %c5 step %c1 {
+        %m = arith.muli %k, %c3 : index
+        %e = arith.addi %m, %c2 : index
+        %v = arith.index_cast %e : index to i64
+        %h = arith.constant 100 : i64
+        %w = arith.addi %v, %h : i64
+        memref.store %w, %A[%e] : memref<16xi64>
+      }
+    }
+    %t1 = dhir.task %cpu, %A, %B attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      scf.for %i = %lo to %hi step %c1 {
+        %j = arith.muli %i, %c3 : index
+        %x = memref.load %A[%j] : memref<16xi64>
+        %d = arith.subi %i, %lo : index
+        memref.store %x, %B[%d] : memref<16xi64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_subscript_of_run_time_bounds_that_may_wrap_reads_what_it_may_reach() -> None:
+    schedule = _schedule(RUN_TIME_WRAP)
+    tasks = list(schedule.body.ops)[1:]
+    a = schedule.operands[0]
+    read = task_regions(tasks[1]).read(a)  # pyright: ignore[reportArgumentType]
+    assert isl.Set("{ [e] : 0 <= e < 16 }").is_subset(read)
+
+
+@needs_mlir
+@pytest.mark.mpi
+def test_a_subscript_of_run_time_bounds_that_wraps_equals_the_oracle() -> None:
+    lo = 6148914691236517206  # 3 * lo = 2**64 + 2
+    inputs = (np.zeros(16, dtype=np.int64), np.zeros(16, dtype=np.int64), lo, lo + 3)
+    expected = dhir.run(RUN_TIME_WRAP, *inputs, backend="interp")
+    assert list(expected[1][:3]) == [102, 105, 108]
+    got = dhir.run(RUN_TIME_WRAP, *inputs, backend="native", ranks=2)
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(have, want)
