@@ -94,6 +94,18 @@ _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column) {
                 (long long)step);
 }
 
+_Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line,
+                                        int64_t column) {
+  if (line > 0)
+    dhir_rt_fatal("the loop at line %lld, column %lld: its counter overflows its type: %lld + step "
+                  "%lld is past its largest value (undefined in MLIR; native code would wrap "
+                  "around and keep looping): keep the upper bound at least a step below it",
+                  (long long)line, (long long)column, (long long)last, (long long)step);
+  dhir_rt_fatal("a loop's counter overflows its type: %lld + step %lld is past its largest value "
+                "(undefined in MLIR; native code would wrap around and keep looping)",
+                (long long)last, (long long)step);
+}
+
 /* dhir_rt_copy_overlaps: a view as a set of element positions. `start` is in elements from
  * an origin common to both views; its dimensions have sizes above 1 and positive strides,
  * largest stride first. */

@@ -89,6 +89,12 @@ _Noreturn void dhir_rt_fatal(const char *format, ...) __attribute__((format(prin
  * MLIR leaves such a loop undefined. `line` and `column` are the loop's, 0 when unknown. */
 _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column);
 
+/* Called before an scf.for whose counter would step past its type's largest value after
+ * its last iteration, `last` (dhir-loop-steps): MLIR leaves that undefined, and native code
+ * wraps the counter around below the upper bound and runs on. */
+_Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line,
+                                        int64_t column);
+
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first
  * elements, then each dimension's size and stride (in elements) of the source and of the

@@ -1,5 +1,6 @@
 """`dhir-loop-steps`: host loops whose step is known only when they run stop the rank when
-that step is 0 or less, naming the loop, as the interpreter does.
+that step is 0 or less, and host `scf.for` loops whose counter may step past its type's
+largest value stop it when it would, naming the loop, as the interpreter does.
 
 MLIR 22 leaves such a loop undefined, and native code does not stop: an `scf.for` stepping
 down from above its upper bound ran zero times (exit 0, the loop's writes missing), one
@@ -7,6 +8,12 @@ from below it wrote until memory faulted, one of step 0 ran forever. The verifie
 constant steps of 0 or less (dhir.dialects.scf); this guards the others with a compare
 and a call to the runtime's `dhir_rt_bad_step` on entry, once per run of the loop, not
 per iteration. Device code is left alone: it cannot call the runtime.
+
+An `scf.for` from 4611686018427387904 to 2**63 - 1 step 2**62 (bounds given at run time)
+wraps its counter to -2**63 after its first iteration, which is still below the upper
+bound: native code ran on until it faulted (SIGSEGV) or forever. Before such a loop, when
+it runs at all, its last value, `lb + ((ub - 1 - lb) udiv step) * step` (exact in the
+loop's type, as `ub - lb` fits unsigned), is compared with `top - step`.
 """
 
 from dataclasses import dataclass
@@ -23,6 +30,7 @@ from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, insert_before, put
 
 BAD_STEP = "dhir_rt_bad_step"
+COUNTER_OVERFLOW = "dhir_rt_counter_overflow"
 
 
 @dataclass(frozen=True)
@@ -32,15 +40,20 @@ class LoopStepsPass(ModulePass):
     name = "dhir-loop-steps"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        guarded = False
+        guarded = counted = False
         for loop in find_ops(op, (scf.ForOp, scf.ParallelOp, scf.ForallOp)):
             if in_device_code(loop):
                 continue
             for step in _run_time_steps(loop):
                 _guard(loop, step)
                 guarded = True
+            if isinstance(loop, scf.ForOp) and _may_overflow(loop):
+                _guard_counter(loop)
+                counted = True
         if guarded:
             declare(op, BAD_STEP, [i64, i64, i64], [], owner="dhir's runtime")
+        if counted:
+            declare(op, COUNTER_OVERFLOW, [i64, i64, i64, i64], [], owner="dhir's runtime")
 
 
 def _run_time_steps(loop: Operation) -> list[SSAValue]:
@@ -85,3 +98,78 @@ def _as_i64(block: Block, value: SSAValue) -> SSAValue:
     if width < 64:
         return put(block, arith.ExtSIOp(value, i64)).result
     return put(block, arith.TruncIOp(value, i64)).result
+
+
+def _may_overflow(loop: scf.ForOp) -> bool:
+    """Whether `loop`'s counter may step past its type's largest value, `top`: never with
+    step 1 (the last value is below the upper bound); with constant bounds `lb` <= 0 and
+    `ub`, never where `2 * (ub - 1) - lb <= top` (a step up to `ub - 1 - lb` ends at most
+    there, a larger one at `lb + step`); with constants throughout, exactly."""
+    width = _width(loop.step.type)
+    if width is None or width > 64:
+        return False  # no i64 to report it in; the interpreter checks it
+    top = (1 << (width - 1)) - 1
+    lb, ub, step = (_constant(v) for v in (loop.lb, loop.ub, loop.step))
+    if step == 1:
+        return False
+    if lb is None or ub is None:
+        return True
+    if lb >= ub:
+        return False
+    if step is not None:
+        return step > 0 and lb + (ub - 1 - lb) // step * step + step > top
+    return lb > 0 or 2 * (ub - 1) - lb > top
+
+
+def _guard_counter(loop: scf.ForOp) -> None:
+    """Before `loop`: when it runs and its step is positive (else the step's own guard
+    stops the rank), if its last value plus its step passes its type's largest value,
+    call the runtime with them and the loop's line and column."""
+    kind = loop.step.type
+    assert isinstance(kind, IntegerType | IndexType)
+    width = _width(kind)
+    assert width is not None
+    lb, ub, step = loop.lb, loop.ub, loop.step
+    ops = Block()
+
+    def number(value: int) -> SSAValue:
+        return put(ops, arith.ConstantOp(IntegerAttr(value, kind), kind)).result
+
+    runs = put(ops, arith.CmpiOp(lb, ub, "slt")).result
+    rising = put(ops, arith.CmpiOp(step, number(0), "sgt")).result
+    body = Block()
+    span = put(body, arith.SubiOp(ub, lb)).result
+    room = put(
+        body, arith.SubiOp(span, put(body, arith.ConstantOp(IntegerAttr(1, kind), kind)).result)
+    ).result
+    steps = put(body, arith.DivUIOp(room, step)).result
+    last = put(body, arith.AddiOp(lb, put(body, arith.MuliOp(steps, step)).result)).result
+    top = put(body, arith.ConstantOp(IntegerAttr((1 << (width - 1)) - 1, kind), kind)).result
+    limit = put(body, arith.SubiOp(top, step)).result
+    over = put(body, arith.CmpiOp(last, limit, "sgt")).result
+    where = loc_of(loop)
+    line, column = (where.line, where.col) if where is not None else (0, 0)
+    report = Block()
+    arguments = [_as_i64(report, last), _as_i64(report, step)]
+    for value in (line, column):
+        arguments.append(put(report, arith.ConstantOp.from_int_and_width(value, 64)).result)
+    put(report, func.CallOp(COUNTER_OVERFLOW, arguments, []))
+    put(report, scf.YieldOp())
+    put(body, scf.IfOp(over, [], Region(report)))
+    put(body, scf.YieldOp())
+    both = put(ops, arith.AndIOp(runs, rising)).result
+    put(ops, scf.IfOp(both, [], Region(body)))
+    insert_before(ops, loop)
+
+
+def _width(kind: object) -> int | None:
+    if isinstance(kind, IndexType):
+        return 64
+    return kind.width.data if isinstance(kind, IntegerType) else None
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None

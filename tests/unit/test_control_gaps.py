@@ -91,6 +91,47 @@ def test_for_counters_up_to_the_top_of_their_type_run(
     assert got[0] == trips
 
 
+# A counter past 2**63 - 1 wrapped natively to -2**63, below the upper bound: the loop ran
+# on until the rank faulted (SIGSEGV) or forever, where the interpreter stops at the loop.
+_RUN_TIME_COUNT = """func.func @main(%o: memref<1xi32>, %lo: index, %hi: index, %st: index) {
+  dhir.schedule %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %o {
+      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : i32
+      %one = arith.constant 1 : i32
+      %n = scf.for %i = %lo to %hi step %st iter_args(%k = %z) -> (i32) {
+        %k1 = arith.addi %k, %one : i32
+        scf.yield %k1 : i32
+      }
+      memref.store %n, %o[%c0] : memref<1xi32>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize(
+    ("src", "bounds"),
+    [
+        (_count_trips(-128, 127, 31), ()),
+        (_RUN_TIME_COUNT, (2**62, 2**63 - 1, 2**62)),
+        (_RUN_TIME_COUNT, (2**63 - 8, 2**63 - 1, 5)),
+    ],
+)
+def test_native_code_stops_at_a_counter_that_overflows(src: str, bounds: tuple[int, ...]) -> None:
+    with pytest.raises(DhirError, match="counter overflows its type"):
+        native(src, np.zeros(1, np.int32), *bounds)
+
+
+@needs_llvm
+def test_a_run_time_counter_up_to_the_top_runs() -> None:
+    got = same_as_native(_RUN_TIME_COUNT, np.zeros(1, np.int32), 2**63 - 9, 2**63 - 1, 4)
+    assert got[0][0] == 2
+
+
 # --- reductions OpenMP's atomics cannot take -------------------------------------------------
 
 _SCF_REDUCE = """      %c0 = arith.constant 0 : index
