@@ -62,6 +62,7 @@ from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.alloc_sizes import AllocSizesPass
 from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass
@@ -182,6 +183,7 @@ def compile_native(
         *threaded,
         CopyChecksPass(),  # after too, for the same reason
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
+        AllocSizesPass(),  # after, for the same reason
         CheckMpiPass(options.mpi),
         UserNamesPass(names),
         CAbiPass(),  # C callees rely on their callers widening i1, i8, i16

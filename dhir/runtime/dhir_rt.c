@@ -106,6 +106,15 @@ _Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line
                 (long long)last, (long long)step);
 }
 
+_Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column) {
+  const char *why = "a size is negative or its bytes pass the largest signed 64-bit number "
+                    "(MLIR's lowering would wrap them and allocate too few): check the sizes";
+  if (line > 0)
+    dhir_rt_fatal("the allocation at line %lld, column %lld: %s", (long long)line,
+                  (long long)column, why);
+  dhir_rt_fatal("an allocation: %s", why);
+}
+
 /* dhir_rt_copy_overlaps: a view as a set of element positions. `start` is in elements from
  * an origin common to both views; its dimensions have sizes above 1 and positive strides,
  * largest stride first. */

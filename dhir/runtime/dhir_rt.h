@@ -95,6 +95,11 @@ _Noreturn void dhir_rt_bad_step(int64_t step, int64_t line, int64_t column);
 _Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line,
                                         int64_t column);
 
+/* Called before a host memref.alloc or memref.alloca of a negative run-time size, or of
+ * more bytes than the largest signed 64-bit number (dhir-alloc-sizes): MLIR's lowering
+ * multiplies the sizes without a check. `line` and `column` are the op's, 0 when unknown. */
+_Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column);
+
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first
  * elements, then each dimension's size and stride (in elements) of the source and of the

@@ -84,6 +84,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopStepsPass
 
+    def alloc_sizes() -> type[ModulePass]:
+        from dhir.transforms.alloc_sizes import AllocSizesPass
+
+        return AllocSizesPass
+
     def check_mpi() -> type[ModulePass]:
         from dhir.transforms.check_mpi import CheckMpiPass
 
@@ -174,6 +179,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
         "dhir-loop-steps": loop_steps,
+        "dhir-alloc-sizes": alloc_sizes,
         "dhir-check-mpi": check_mpi,
         "dhir-serial-loops": serial_loops,
         "dhir-openmp-reductions": openmp_reductions,

@@ -132,6 +132,50 @@ def test_a_run_time_counter_up_to_the_top_runs() -> None:
     assert got[0][0] == 2
 
 
+# --- allocations of run-time sizes whose bytes overflow ---------------------------------------
+
+_ALLOC = """func.func @main(%o: memref<1xf64>, %n: index) {
+  dhir.schedule %o, %n {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %o {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %b = memref.alloc(%n) : memref<?x2xf64>
+      %v = arith.constant 7.0 : f64
+      memref.store %v, %b[%c3, %c1] : memref<?x2xf64>
+      %w = memref.load %b[%c3, %c1] : memref<?x2xf64>
+      memref.store %w, %o[%c0] : memref<1xf64>
+      memref.dealloc %b : memref<?x2xf64>
+    }
+  }
+  return
+}
+"""
+
+# 16 * (2**60 + 1) wraps to 16 bytes in 64 bits: without the check, native code stored
+# past them and exited 0.
+WRAPPING_SIZES = [2**60 + 1, 2**62, -3]
+
+
+@pytest.mark.parametrize("size", WRAPPING_SIZES)
+def test_interpreter_refuses_an_allocation_past_64_bits(size: int) -> None:
+    message = interp_error(_ALLOC, np.zeros(1), size)
+    assert re.match(r"prog.mlir:8:12: error: 'memref.alloc' allocates", message), message
+
+
+@needs_llvm
+@pytest.mark.parametrize("size", WRAPPING_SIZES)
+def test_native_code_stops_at_an_allocation_past_64_bits(size: int) -> None:
+    with pytest.raises(DhirError, match="the allocation at line 8, column 12: a size is negative"):
+        native(_ALLOC, np.zeros(1), size)
+
+
+@needs_llvm
+def test_an_allocation_of_run_time_size_runs() -> None:
+    assert same_as_native(_ALLOC, np.zeros(1), 4)[0][0] == 7.0
+
+
 # --- reductions OpenMP's atomics cannot take -------------------------------------------------
 
 _SCF_REDUCE = """      %c0 = arith.constant 0 : index

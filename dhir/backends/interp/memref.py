@@ -102,7 +102,14 @@ def new_array(
     shape = [next(sizes) if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
     if any(d < 0 for d in shape):
         fail(op, f"allocates a negative size {tuple(shape)}")
-    return allocation(op, np.zeros(shape, element_dtype(op, type_)), made_by)
+    dtype = element_dtype(op, type_)
+    if math.prod(shape) * dtype.itemsize >= 2**63:
+        fail(
+            op,
+            f"allocates {tuple(shape)} elements of {dtype.itemsize} bytes, more bytes than "
+            "the largest signed 64-bit number (MLIR's lowering would wrap them)",
+        )
+    return allocation(op, np.zeros(shape, dtype), made_by)
 
 
 def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> tuple[int, ...]:
