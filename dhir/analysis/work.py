@@ -20,6 +20,7 @@ docs/costs.md.
 import math
 from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -27,7 +28,7 @@ from xdsl.dialects.builtin import (
     ShapedType,
     VectorType,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from dhir.analysis import reuse
@@ -127,13 +128,17 @@ def task_work(
     effects: Effects | None = None,
     regions: Regions | None = None,
     body: Work | None = None,
+    working_set: int | None = None,
 ) -> Work:
     """The work of one run of `task`, with its footprint (`effects`, `regions`, `body`:
-    the task's effects, regions and `body_work`, when already known)."""
+    the task's effects, regions and `body_work`, when already known), and `working_set`
+    (see Work) where given."""
     body = body if body is not None else body_work(task)
     effects = effects if effects is not None else task_effects(task)
     touched = sum(_touched_bytes(value, regions) for value in effects.touches())
-    return replace(body, footprint=body.footprint + touched)
+    if working_set is None:
+        return replace(body, footprint=body.footprint + touched)
+    return replace(body, footprint=body.footprint + touched, working_set=working_set)
 
 
 def body_work(task: TaskOp) -> Work:
@@ -418,13 +423,19 @@ def linalg_loop_ranges(op: LinalgStructuredOperation) -> list[int]:
 
 def region_bytes(memref: SSAValue, elements: int | None) -> int:
     """Bytes of `elements` elements of `memref`; the whole memref when not counted."""
-    whole = memref_bytes(memref.type)
+    whole, each = _sizes(memref.type)
     if elements is None:
         return whole
-    type_ = memref.type
+    return min(whole, elements * each)
+
+
+@lru_cache(maxsize=4096)  # asked for every task's every memref, of a few types
+def _sizes(type_: Attribute) -> tuple[int, int]:
+    """Bytes of a whole `type_`, and of one of its elements as `region_bytes` counts them."""
+    whole = memref_bytes(type_)
     shape = type_.get_shape() if isinstance(type_, ShapedType) else ()
     count = max(1, math.prod(max(1, d) for d in shape))
-    return min(whole, elements * (whole // count))
+    return whole, whole // count
 
 
 def _key(access: Access) -> tuple[object, ...]:

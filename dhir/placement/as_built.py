@@ -106,7 +106,7 @@ def place_program(
     names = graph.tasks[: len(tasks)]
 
     def ranks(assignment: Mapping[str, str]) -> dict[TaskOp, int]:
-        return {t: rank_of_device(assignment[n]) for t, n in zip(tasks, names, strict=True)}
+        return dict(zip(tasks, _ranks_of(assignment, names), strict=True))
 
     def fits(assignment: Mapping[str, str]) -> bool:
         return limits is None or limits.fits(schedule, ranks(assignment))
@@ -252,17 +252,28 @@ class _Replay:
             self.finals = {}  # assembled once after the loop, not every iteration
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
-        return self.timeline(assignment).makespan
+        return self._replayed(assignment, None)[2]
 
     def timeline(self, assignment: Mapping[str, str]) -> "Timeline":
         """When each task runs, and each message between ranks, as built."""
+        moves: list[Transfer] = []
+        start, finish, end = self._replayed(assignment, moves)
+        placement = Placement(
+            dict(assignment), dict(zip(self.names, start)), dict(zip(self.names, finish))
+        )
+        return Timeline(placement, moves, end)
+
+    def _replayed(
+        self, assignment: Mapping[str, str], moves: list[Transfer] | None
+    ) -> tuple[list[float], list[float], float]:
+        """Each task's start and finish, and the end; each message added to `moves`
+        (None: not recorded, for `makespan`, which judges every candidate)."""
         ranks = self.ranks
         cost = self._task_times(assignment)
         clock = [0.0] * ranks
-        placed = [rank_of_device(assignment[name]) for name in self.names]
+        placed = _ranks_of(assignment, self.names)
         start = [0.0] * len(self.names)
         finish = [0.0] * len(self.names)
-        moves: list[Transfer] = []
         received: set[tuple[int, SSAValue, int]] = set()
         for k, name in enumerate(self.names):
             rank = placed[k]
@@ -272,7 +283,8 @@ class _Replay:
                         seconds = self._pair(nbytes, placed[before], rank)
                     begin = max(clock[rank], finish[before])
                     clock[rank] = begin + seconds
-                    moves.append(Transfer(self.names[before], name, begin, clock[rank], nbytes))
+                    if moves is not None:
+                        moves.append(Transfer(self.names[before], name, begin, clock[rank], nbytes))
                     received.add((before, value, rank))
             start[k] = clock[rank]
             clock[rank] += cost[name][assignment[name]]
@@ -291,15 +303,13 @@ class _Replay:
                         )
                         begin = max(clock[0], finish[k])
                         clock[0] = begin + seconds
-                        moves.append(Transfer(self.names[k], None, begin, clock[0], nbytes))
+                        if moves is not None:
+                            moves.append(Transfer(self.names[k], None, begin, clock[0], nbytes))
             else:
                 total = sum(nbytes for _, nbytes in writes)
                 end = max(clock) + broadcast_time(total, self.devices, self.costs)
                 clock = [end] * ranks
-        placement = Placement(
-            dict(assignment), dict(zip(self.names, start)), dict(zip(self.names, finish))
-        )
-        return Timeline(placement, moves, max(clock))
+        return start, finish, max(clock)
 
     def _pair(self, nbytes: int, source: int, target: int) -> float:
         return self.costs.pair_time(nbytes, self.devices[source], self.devices[target])
@@ -314,3 +324,12 @@ class _Replay:
             tasks = list(self.schedule.tasks())
             self.times[busy] = task_costs(tasks, self.names, self.devices, self.costs, busy)
         return self.times[busy]
+
+
+def _ranks_of(assignment: Mapping[str, str], names: Sequence[str]) -> list[int]:
+    """The rank of each of `names` in `assignment`, each device's name read once."""
+    ranks: dict[str, int] = {}
+    return [
+        ranks[device] if device in ranks else ranks.setdefault(device, rank_of_device(device))
+        for device in map(assignment.__getitem__, names)
+    ]

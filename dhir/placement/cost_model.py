@@ -2,7 +2,6 @@
 it, else the roofline's estimate of its counted work) and each transfer's between devices."""
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from dhir.analysis.effects import Effects
 from dhir.analysis.profile import Profile
@@ -35,8 +34,12 @@ class CostModel:
         self.transfer = transfer
         self.node_of = node_of
         self._work: dict[TaskOp, Work] = {}
-        # Generated schedules repeat a task's work thousands of times.
+        # Generated schedules repeat a task's work thousands of times: equal works are
+        # kept as one object, whose estimates are then found by identity (hashing a Work
+        # and a Device per task and device cost more than the estimate's look-up saved).
+        self._alike: dict[Work, Work] = {}
         self._estimates: dict[tuple[Work, Device, int | None], float] = {}
+        self._by_identity: dict[tuple[int, int, int | None], tuple[Work, Device, float]] = {}
         self._link_cache: dict[tuple[tuple[Device, ...], str], tuple[float, float]] = {}
 
     def work(
@@ -50,10 +53,11 @@ class CostModel:
         """`task`'s work (`effects`, `regions`, `body`: its effects, access regions and
         dhir.analysis.work's `body_work`, when known), with `working_set` (see Work) the
         first time it is asked for."""
-        if task not in self._work:
-            work = task_work(task, effects, regions, body)
-            self._work[task] = replace(work, working_set=working_set)
-        return self._work[task]
+        found = self._work.get(task)
+        if found is None:
+            work = task_work(task, effects, regions, body, working_set)
+            found = self._work[task] = self._alike.setdefault(work, work)
+        return found
 
     def task_time(self, task: TaskOp, name: str, device: Device, busy: int | None = None) -> float:
         """Measured, else estimated with `busy` of the device's ranks running at once
@@ -63,10 +67,15 @@ class CostModel:
             measured = self.profile.seconds(name, str(device.kind), device.arch)
         if measured is not None:
             return measured
-        key = (self.work(task), device, busy)
+        work = self.work(task)
+        known = self._by_identity.get((id(work), id(device), busy))
+        if known is not None and known[0] is work and known[1] is device:
+            return known[2]
+        key = (work, device, busy)
         estimate = self._estimates.get(key)
         if estimate is None:
             estimate = self._estimates[key] = roofline_time(*key)
+        self._by_identity[id(work), id(device), busy] = (work, device, estimate)
         return estimate
 
     def comm_time(self, nbytes: float, devices: Sequence[Device]) -> float:

@@ -598,3 +598,46 @@ func.func @main() {
     assert constant_int(top) == -56
     (loop,) = (op for op in module.walk() if op.name == "scf.for")
     assert loop_trips(loop.operands[:3], loop.regions[0].block.args[0], {}) == 0
+
+
+def test_tasks_of_equal_work_share_one_work_and_its_estimates() -> None:
+    # Generated schedules repeat a task's work thousands of times: each estimate is then
+    # found by the shared work's identity, not by hashing a Work per task and device.
+    module = parse_string(
+        """
+        func.func @main(%a: memref<4xf32>) {
+          dhir.schedule %a {
+            %cpu = dhir.target {kind = "cpu"}
+            %t0 = dhir.task %cpu, %a {
+              %i = arith.constant 0 : index
+              %v = arith.constant 1.0 : f32
+              memref.store %v, %a[%i] : memref<4xf32>
+            }
+            %t1 = dhir.task %cpu, %a {
+              %i = arith.constant 1 : index
+              %v = arith.constant 1.0 : f32
+              memref.store %v, %a[%i] : memref<4xf32>
+            }
+            %t2 = dhir.task %cpu, %a {
+              %i = arith.constant 2 : index
+              %v = arith.constant 1.0 : f32
+              memref.store %v, %a[%i] : memref<4xf32>
+              memref.store %v, %a[%i] : memref<4xf32>
+            }
+          }
+          return
+        }
+        """
+    )
+    t0, t1, t2 = (op for op in module.walk() if isinstance(op, TaskOp))
+    costs = CostModel()
+    assert costs.work(t0, working_set=16) is costs.work(t1, working_set=16)
+    assert costs.work(t2, working_set=16) != costs.work(t0)
+    assert costs.work(t0).working_set == 16
+    fresh = CostModel()  # each task's estimates found anew, by value
+    for task in (t0, t1, t2):
+        fresh.work(task, working_set=16)
+    for busy in (1, 2):
+        for task in (t0, t1, t2):
+            expected = fresh.task_time(task, "t", LOCAL_CPU, busy)
+            assert costs.task_time(task, "t", LOCAL_CPU, busy) == expected
