@@ -6,13 +6,14 @@ IRDL defaults of properties the caller always gives here). Cloning thousands of 
 bodies and wrapping every task in calls spend most of their time there
 (docs/performance.md), so `new_op` sets what xDSL 0.74's `Operation.__init__` sets,
 directly (tests/unit/test_per_task_builds.py checks that the two ops hold the same).
+`move_run` moves a run of ops between blocks at once, where xDSL moves them one by one.
 """
 
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import LocationAttr
-from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue, Use
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, Use
 from xdsl.ir.core import SSAValues
 
 OpT = TypeVar("OpT", bound=Operation)
@@ -60,3 +61,75 @@ def init_op(
     op.regions = ()
     for region in regions:
         op.add_region(region)
+
+
+def move_run(first: Operation, last: Operation, block: Block, before: Operation | None) -> None:
+    """Move the ops from `first` to `last` (consecutive, in that order, in one block) into
+    `block`, before `before` (an op of `block`; None: at its end), as xDSL 0.74 links them
+    (`_prev_op`, `_next_op`, `_first_op`, `_last_op`). xDSL's inserts walk up from `block`
+    for each op, to refuse one holding `block`: the caller knows that none of the ops
+    holds `block`. Each op keeps its operands, results and regions."""
+    source = first.parent
+    assert source is not None and last.parent is source
+    assert before is None or before.parent is block
+    prior, after = first._prev_op, last._next_op  # pyright: ignore[reportPrivateUsage]
+    if prior is None:
+        source._first_op = after  # pyright: ignore[reportPrivateUsage]
+    else:
+        prior._next_op = after  # pyright: ignore[reportPrivateUsage]
+    if after is None:
+        source._last_op = prior  # pyright: ignore[reportPrivateUsage]
+    else:
+        after._prev_op = prior  # pyright: ignore[reportPrivateUsage]
+    op = first
+    while op is not last:
+        op.parent = block
+        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+        assert op is not None, "`last` does not follow `first`"
+    last.parent = block
+    tail = block._last_op if before is None else before._prev_op  # pyright: ignore[reportPrivateUsage]
+    first._prev_op = tail  # pyright: ignore[reportPrivateUsage]
+    last._next_op = before  # pyright: ignore[reportPrivateUsage]
+    if tail is None:
+        block._first_op = first  # pyright: ignore[reportPrivateUsage]
+    else:
+        tail._next_op = first  # pyright: ignore[reportPrivateUsage]
+    if before is None:
+        block._last_op = last  # pyright: ignore[reportPrivateUsage]
+    else:
+        before._prev_op = last  # pyright: ignore[reportPrivateUsage]
+
+
+def move_ops(ops: Sequence[Operation], block: Block, before: Operation | None) -> None:
+    """Move `ops` (each attached to a block; none holding `block`) into `block` in their
+    order, before `before` (None: at its end): each run of them that is consecutive in
+    its block at once (`move_run`)."""
+    start = 0
+    for end in range(1, len(ops) + 1):
+        if end == len(ops) or ops[end] is not ops[end - 1]._next_op:  # pyright: ignore[reportPrivateUsage]
+            move_run(ops[start], ops[end - 1], block, before)
+            start = end
+
+
+def insert_new(ops: Sequence[Operation], block: Block, before: Operation | None) -> None:
+    """Insert `ops`, just made (in no block, holding no block), into `block` in their
+    order, before `before` (an op of `block`; None: at its end), linked as `move_run`
+    links them, without xDSL's walk up from `block` for each op."""
+    assert before is None or before.parent is block
+    tail = block._last_op if before is None else before._prev_op  # pyright: ignore[reportPrivateUsage]
+    for op in ops:
+        assert op.parent is None, "an op already in a block"
+        op.parent = block
+        op._prev_op = tail  # pyright: ignore[reportPrivateUsage]
+        if tail is None:
+            block._first_op = op  # pyright: ignore[reportPrivateUsage]
+        else:
+            tail._next_op = op  # pyright: ignore[reportPrivateUsage]
+        tail = op
+    if tail is None:
+        return
+    tail._next_op = before  # pyright: ignore[reportPrivateUsage]
+    if before is None:
+        block._last_op = tail  # pyright: ignore[reportPrivateUsage]
+    else:
+        before._prev_op = tail  # pyright: ignore[reportPrivateUsage]

@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 from dhir.analysis.profile import FORMAT as PROFILE_FORMAT
 from dhir.dialects import arith, func
 from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, TaskOp
-from dhir.ir.build import new_op
+from dhir.ir.build import insert_new, new_op
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
 from dhir.machine.description import Device
@@ -88,16 +88,11 @@ def wrap_task(task: TaskOp, number: int, before: str, after: str) -> None:
         new_op(func.CallOp, [ident.result], (), {"callee": _symbol(name)}, {}, UNKNOWN_LOC)
         for name in (before, after)
     )
-    if block.first_op is None:
-        block.add_ops([ident, begin, end])
-        return
-    block.insert_ops_before([ident, begin], block.first_op)
+    # Linked in without xDSL's walk up to the module for each op (`insert_new`).
+    insert_new([ident, begin], block, block.first_op)
     terminator = block.last_op
     assert terminator is not None  # at least the dhir.yield, or the ops just added
-    if terminator.name == "dhir.yield":
-        block.insert_op_before(end, terminator)
-    else:
-        block.add_op(end)
+    insert_new([end], block, terminator if terminator.name == "dhir.yield" else None)
 
 
 @cache

@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block as IRBlock
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -70,6 +71,7 @@ from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
+from dhir.ir.build import move_run
 from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
@@ -522,9 +524,13 @@ class _ScheduleLowering:
             sink.emit(self._guarded(rank, ops, sink.last()) if self.ranks > 1 else ops)
 
     def _lower_task(self, task: TaskOp, rank: int) -> None:
-        body = _take_body(task)
-        self.emit(self._guarded(rank, body, self.last()))
-        if self.ranks > 1:
+        body = _body_ops(task)
+        if self.ranks == 1:
+            self._emit_moved(body)
+        else:
+            branch = self._branch(rank)
+            if body:
+                move_run(body[0], body[-1], branch, branch.last_op)
             # Under its guard, the body is no affine scope any more: what was valid only
             # at its top (a symbol loaded there) is lowered as --lower-affine would.
             scope = self.schedule.parent_region()
@@ -535,6 +541,24 @@ class _ScheduleLowering:
             self._outline_steps()
         task.detach()
         task.erase()
+
+    def _emit_moved(self, ops: list[Operation]) -> None:
+        """`emit` of ops that are consecutive in a block: moved at once (`move_run`)."""
+        block = self.schedule.parent
+        assert block is not None
+        if ops:
+            move_run(ops[0], ops[-1], block, self.schedule)
+        self._emitted += ops
+
+    def _branch(self, rank: int) -> IRBlock:
+        """The branch of `scf.if rank == R` that a task on `rank` joins, as `_guarded`
+        finds it: the guard emitted last, when it is for `rank`, else a new one."""
+        last = self.last()
+        if isinstance(last, scf.IfOp) and last.cond == self.guards.on(rank):
+            return last.true_region.block
+        guard = scf.IfOp(self.guards.on(rank), [], [scf.YieldOp()])
+        self.emit([guard])
+        return guard.true_region.block
 
     def _place_event(self, event: Event, position: dict[SSAValue, int]) -> None:
         """A send posted, a receive, or a send completed, on the event's rank."""
@@ -742,10 +766,14 @@ def _join(guard: scf.IfOp, ops: list[Operation]) -> None:
         outer.insert_op_before(guard, after)
 
 
-def _take_body(task: TaskOp) -> list[Operation]:
-    ops = list(task.body.block.ops)[:-1]  # drop dhir.yield
-    for op in ops:
-        op.detach()
+def _body_ops(task: TaskOp) -> list[Operation]:
+    """The ops of the task's body but its dhir.yield, in order (followed op to op: the
+    block's iterator costs more)."""
+    ops: list[Operation] = []
+    op = task.body.block.first_op
+    while op is not None and op.next_op is not None:
+        ops.append(op)
+        op = op.next_op
     return ops
 
 

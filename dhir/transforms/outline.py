@@ -6,6 +6,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.traits import Pure
 
 from dhir.dialects import arith, func
+from dhir.ir.build import move_ops
 
 
 def outline(
@@ -34,9 +35,7 @@ def outline(
     assert parent is not None
     parent.insert_op_before(call, ops[0])
     # Moved rather than cloned: cloning cost more than the rest of the lowering.
-    for op in ops:
-        op.detach()
-        block.add_op(op)
+    move_ops(ops, block, None)
     # Through the moved ops, not the values' use lists: values such as the rank guards
     # are used by every step, so scanning their uses would be quadratic.
     for nested in moved:

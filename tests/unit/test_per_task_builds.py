@@ -28,7 +28,7 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, scf
 from dhir.dialects import dhir as dhir_dialect
 from dhir.dialects.dhir import TargetType, TaskOp, TokenType, YieldOp
-from dhir.ir.build import new_op
+from dhir.ir.build import insert_new, move_ops, new_op
 from dhir.ir.parser import LocatedParser
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import RANK_ATTR, PlacePass
@@ -191,6 +191,84 @@ def test_tasks_join_their_guards_out_of_the_module(monkeypatch: pytest.MonkeyPat
     guards = [op for op in module.walk() if isinstance(op, scf.IfOp)]
     assert len(guards) < 40  # tasks did join guards (40 tasks, each of 6 body ops)
     assert joined == []
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_task_bodies_move_into_place_at_once(monkeypatch: pytest.MonkeyPatch, ranks: int) -> None:
+    """dhir-lower-to-mpi moves each task's body under its guard, and each run of steps
+    into its part function, as one run of linked ops (dhir.ir.build.move_run): xDSL's
+    inserts walk up from the block to the module for each op."""
+    module = parse_string(programs.neighbour_tasks(40))
+    PlacePass(ranks, "best").apply(Context(), module)
+    attached = _attached(monkeypatch)
+    LowerToMPIPass(ranks).apply(Context(), module)
+    text = print_module(module)
+    assert text.count("arith.addf") == 40 and text.count("memref.store") == 40
+    assert [name for name in attached if name in ("memref.load", "arith.addf")] == []
+
+
+def test_track_tasks_links_its_calls_in_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = parse_string(programs.neighbour_tasks(30))
+    assert isinstance(module, ModuleOp)
+    attached = _attached(monkeypatch)
+    TrackTasksPass().apply(Context(), module)
+    assert attached == ["func.func", "func.func"]  # the two declarations only
+    text = print_module(module)
+    assert text.count("call @dhir_rt_task_enter") == 30
+
+
+def _attached(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the ops xDSL's inserts attach to a block, one by one."""
+    attached: list[str] = []
+    original = Block._attach_op  # pyright: ignore[reportPrivateUsage]
+
+    def counted(block: Block, op: Operation) -> None:
+        attached.append(op.name)
+        original(block, op)
+
+    monkeypatch.setattr(Block, "_attach_op", counted)
+    return attached
+
+
+def _linked(block: Block) -> list[Operation]:
+    """The block's ops, read forward, once checked against reading it backward and
+    against their parents."""
+    forward = list(block.ops)
+    backward: list[Operation] = []
+    op = block.last_op
+    while op is not None:
+        backward.append(op)
+        op = op.prev_op
+    assert backward[::-1] == forward
+    assert all(op.parent is block for op in forward)
+    return forward
+
+
+def _constants(count: int) -> list[Operation]:
+    return [arith.ConstantOp(IntegerAttr(k, i64)) for k in range(count)]
+
+
+@pytest.mark.parametrize("where", [0, 1, 3])
+def test_moved_runs_leave_both_blocks_linked(where: int) -> None:
+    moved, kept = _constants(5), _constants(3)
+    source, dest = Block(moved), Block(kept)
+    move_ops([moved[0], moved[1], moved[3]], dest, kept[where] if where < 3 else None)
+    assert _linked(source) == [moved[2], moved[4]]
+    assert _linked(dest) == [*kept[:where], moved[0], moved[1], moved[3], *kept[where:]]
+    move_ops([moved[2], moved[4]], dest, None)  # the whole block
+    assert _linked(source) == []
+    assert _linked(dest)[-2:] == [moved[2], moved[4]]
+
+
+@pytest.mark.parametrize("where", [0, 1, 2])
+def test_new_ops_inserted_leave_the_block_linked(where: int) -> None:
+    made, kept = _constants(2), _constants(2)
+    block = Block(kept)
+    insert_new(made, block, kept[where] if where < 2 else None)
+    assert _linked(block) == [*kept[:where], *made, *kept[where:]]
+    empty = Block()
+    insert_new(_constants(2), empty, None)
+    assert len(_linked(empty)) == 2
 
 
 def test_plain_task_headers_are_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
