@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 
 from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.ir.calls import through_callers
+from dhir.ir.calls import callers_of, through_callers
 
 _MATH = (
     "sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 expm1 log "
@@ -33,18 +33,14 @@ _OTHER_CALLS = frozenset({"func.call_indirect", "llvm.call", "llvm.invoke"})
 
 def communicating_functions(module: ModuleOp) -> set[str]:
     """The names of `module`'s functions that communicate (see the module's docstring)."""
-    callers: dict[str, set[str]] = {}
+    callers = callers_of(module)
     found: list[str] = []
     for function in (f for f in module.body.block.ops if isinstance(f, func.FuncOp)):
         name = function.sym_name.data
-        direct = False
         if function.is_declaration:
             direct = name not in THREAD_SAFE_EXTERNALS
-        for op in function.body.walk():
-            if isinstance(op, func.CallOp):
-                callers.setdefault(op.callee.string_value(), set()).add(name)
-            elif _communicates_itself(op):
-                direct = True
+        else:
+            direct = any(_communicates_itself(op) for op in function.body.walk())
         if direct:
             found.append(name)
     defined = {f.sym_name.data for f in module.body.block.ops if isinstance(f, func.FuncOp)}

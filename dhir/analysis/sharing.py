@@ -35,7 +35,7 @@ from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.layouts import is_identity_layout
-from dhir.ir.calls import through_callers
+from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
@@ -663,15 +663,11 @@ def _stretching_functions(module: ModuleOp) -> dict[str, Operation]:
     """Function name -> a reinterpret_cast that it, or a function it calls, makes and
     that may reach past its source (see `_within_source`)."""
     found: dict[str, Operation] = {}
-    callers: dict[str, dict[str, None]] = {}
     for function in (f for f in module.body.block.ops if isinstance(f, func.FuncOp)):
-        name = function.sym_name.data
-        for op in function.walk():
-            if isinstance(op, memref.ReinterpretCastOp) and not _within_source(op):
-                found.setdefault(name, op)
-            if (callee := _callee(op)) is not None:
-                callers.setdefault(callee, {})[name] = None
-    return through_callers(found, callers)
+        for op in find_ops(function, memref.ReinterpretCastOp):
+            if not _within_source(op):
+                found.setdefault(function.sym_name.data, op)
+    return through_callers(found, callers_of(module))
 
 
 # --- mutable globals ------------------------------------------------------------------
@@ -737,17 +733,12 @@ def _mutable_globals(module: ModuleOp, uses: list[Operation] | None = None) -> s
 def _functions_using(module: ModuleOp, mutable: set[str]) -> dict[str, str]:
     """Function name -> a mutable global it uses, directly or through its callees."""
     users: dict[str, str] = {}
-    callers: dict[str, dict[str, None]] = {}
     for function in (f for f in module.body.block.ops if isinstance(f, func.FuncOp)):
-        name = function.sym_name.data
-        for op in function.walk():
+        for op in find_ops(function, GLOBAL_USES):
             used = global_name(op)
             if used is not None and used in mutable:
-                users.setdefault(name, used)
-            callee = _callee(op)
-            if callee is not None:
-                callers.setdefault(callee, {})[name] = None
-    return through_callers(users, callers)
+                users.setdefault(function.sym_name.data, used)
+    return through_callers(users, callers_of(module))
 
 
 def _callee(op: Operation) -> str | None:

@@ -31,7 +31,7 @@ from xdsl.ir import Operation
 from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.mpi import MPI
-from dhir.ir.calls import through_callers
+from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import enclosing, find_among
 from dhir.toolchain.linking import LinkInputs
@@ -116,14 +116,8 @@ def _check_tasks(
             found.setdefault(holder.sym_name.data, op.name)
     if not found:  # most programs: no second look at their calls
         return
-    calls = find_among(module, func.CallOp, ops)
-    callers: dict[str, list[str]] = {}
-    for call in calls:
-        caller = enclosing(call, func.FuncOp)
-        if caller is not None:
-            callers.setdefault(call.callee.string_value(), []).append(caller.sym_name.data)
-    reached = through_callers(found, callers)
-    for call in calls:
+    reached = through_callers(found, callers_of(module))
+    for call in find_among(module, func.CallOp, ops):
         name = call.callee.string_value()
         if name in reached and enclosing(call, TaskOp) is not None:
             why = reached[name]

@@ -5,6 +5,11 @@ from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from typing import TypeVar
 
+from xdsl.dialects.builtin import ModuleOp
+
+from dhir.dialects import func
+from dhir.ir.walk import find_ops
+
 Why = TypeVar("Why")
 Name = TypeVar("Name", bound=Hashable)
 
@@ -29,3 +34,16 @@ def through_callers(
                 reached[caller] = reached[callee]
                 work.append(caller)
     return reached
+
+
+def callers_of(module: ModuleOp) -> dict[str, dict[str, None]]:
+    """Callee name -> the names of `module`'s functions whose bodies hold a `func.call` of
+    it, in the order of their first such call: the `callers` of `through_callers`. A
+    callee the module does not define is a key too."""
+    callers: dict[str, dict[str, None]] = {}
+    for function in module.body.block.ops:
+        if isinstance(function, func.FuncOp):
+            name = function.sym_name.data
+            for call in find_ops(function, func.CallOp):
+                callers.setdefault(call.callee.string_value(), {})[name] = None
+    return callers

@@ -11,9 +11,9 @@ from xdsl.ir import Operation, SSAValue
 
 from dhir.dialects import func
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.calls import through_callers
+from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import loc_of
-from dhir.ir.walk import find_ops, holds_op
+from dhir.ir.walk import holds_op
 from dhir.targets import DeviceKind
 
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
@@ -223,9 +223,5 @@ def functions_reaching(module: ModuleOp, holds: Callable[[func.FuncOp], bool]) -
     """The names of the functions for which `holds` is true, or that call one of them,
     directly or through other calls."""
     functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp)]
-    callers: dict[str, dict[str, None]] = {}
-    for function in functions:
-        for call in find_ops(function, func.CallOp):
-            callers.setdefault(call.callee.string_value(), {})[function.sym_name.data] = None
     found = dict.fromkeys(f.sym_name.data for f in functions if holds(f))
-    return set(through_callers(found, callers))
+    return set(through_callers(found, callers_of(module)))

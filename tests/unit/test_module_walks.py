@@ -18,7 +18,7 @@ from dhir.analysis.sharing import check_shared_data
 from dhir.backends.element_types import check_memref_elements
 from dhir.dialects import memref, shard
 from dhir.dialects.dhir import TaskOp
-from dhir.ir import tasks, walk
+from dhir.ir import walk
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import task_ids
 from dhir.runner import check_runnable
@@ -128,13 +128,13 @@ def test_task_ids_finds_schedules_outside_task_bodies(monkeypatch: pytest.Monkey
     module = parse_string(programs.neighbour_tasks(20))
     assert isinstance(module, ModuleOp)
     walks: list[object] = []
-    original = tasks.find_ops
+    original = walk._found  # pyright: ignore[reportPrivateUsage]
 
-    def counted(root: Operation, of: object) -> object:
-        walks.append(of)
-        return original(root, of)  # pyright: ignore[reportArgumentType]
+    def counted(root: Operation, kinds: object) -> object:
+        walks.append(kinds)
+        return original(root, kinds)  # pyright: ignore[reportArgumentType]
 
-    monkeypatch.setattr(tasks, "find_ops", counted)
+    monkeypatch.setattr(walk, "_found", counted)
     names = task_ids(module)
     assert walks == []
     assert list(names.values()) == [f"t{k}" for k in range(20)]
