@@ -57,6 +57,7 @@ from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import C_INTERFACE, blas_library, entry_clash
 from dhir.toolchain.options import RunOptions, check_runtime_environment, check_written_files
+from dhir.toolchain.rank_splits import RankSplits
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
@@ -83,9 +84,7 @@ from dhir.transforms.packed_vectors import PackedVectorsPass
 from dhir.transforms.place import PlacePass, attach_constraints
 from dhir.transforms.serial_loops import SerialLoopsPass
 from dhir.transforms.shard_collectives import SHARD_BANDS
-from dhir.transforms.split_devices import SplitDevicesPass
-from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
-from dhir.transforms.time_tiles import time_tiles
+from dhir.transforms.split_tasks import SplitPlan
 from dhir.transforms.track_tasks import TrackTasksPass, task_table
 from dhir.transforms.user_names import UserNamesPass, user_functions
 from dhir.transforms.vector_checks import VectorChecksPass
@@ -123,10 +122,8 @@ def compile_native(
     # Fast-math flags and constraints change no load or store: `bounds` still holds.
     signature = entry_signature(module, entry, bounds=bounds)
     plan = SplitPlan() if timing.reported else None  # found only to be printed
-    if not options.cpu_fallback:
-        # Before the kernels are made: the GPU pieces need theirs.
-        with diagnosed():
-            SplitDevicesPass(ranks).split(module, plan)
+    splits = RankSplits(ranks, plan, timing)
+    splits.devices(module, split=not options.cpu_fallback)
     on_gpu = _check_targets(module, options.cpu_fallback)
     # Before the kernels are made, at the user's lines: no check can run in GPU code.
     refuse_undecided_gpu_copies(module, entry)
@@ -150,7 +147,6 @@ def compile_native(
     # Not re-verified after each pass: that would cost more than the passes, and
     # mlir-opt-22 verifies the lowered module in full next (dhir-opt and the lit tests
     # verify after every pass).
-    split = SplitTasksPass(ranks)  # so that placement places the pieces
     place = PlacePass(ranks, options.placement, str(costs) if costs is not None else None, entry)
     timed = (InstrumentPass(),) if profile is not None else ()
     data = (GpuDataPass(ranks, entry),) if gpu is not None else ()
@@ -188,14 +184,11 @@ def compile_native(
         UserNamesPass(names),
         CAbiPass(),  # C callees rely on their callers widening i1, i8, i16
     )
-    if options.optimize:
-        with timing.stage("dhir time tiles"):
-            tiled = time_tiles(module, ranks=ranks)
-        timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
     with handing_over():
+        # dhir-split before placement, so that it places the pieces.
+        tiled = splits.tasks(module, tiles=options.optimize)
+        timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
         with timing.stage("dhir passes"):
-            with diagnosed():
-                split.split(module, plan)
             if plan is not None:
                 plan.name(task_ids(module))
             run_pipeline(module, PassPipeline((place, *timed, track)), verify_each=False)

@@ -84,6 +84,7 @@ from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import find_entry
 from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, target_name
+from dhir.toolchain.rank_splits import RankSplits
 from dhir.toolchain.tensors import bufferize
 from dhir.transforms.optimize_bodies import Decision, decision_lines
 from dhir.transforms.place import (
@@ -95,9 +96,7 @@ from dhir.transforms.place import (
     rank_facts,
 )
 from dhir.transforms.shard_collectives import SPMD
-from dhir.transforms.split_devices import SplitDevicesPass
-from dhir.transforms.split_tasks import SplitChoice, SplitPlan, SplitTasksPass
-from dhir.transforms.time_tiles import time_tiles
+from dhir.transforms.split_tasks import SplitChoice, SplitPlan
 
 
 @dataclass(frozen=True)
@@ -473,13 +472,11 @@ def program_graphs(
     if ranks is None:
         assert system is not None
         ranks = len(system.rank_devices())
-    # As `dhir run` does: loops on any device over a node's GPU and CPUs, then the rest.
-    with diagnosed():
-        SplitDevicesPass(ranks).split(module, plan)
-    if tiles is not None:  # as the native backend does, before dhir-split
-        tiles += time_tiles(module, ranks=ranks)
-    with diagnosed():
-        SplitTasksPass(ranks).split(module, plan)
+    splits = RankSplits(ranks, plan)  # as `dhir run` splits the tasks
+    splits.devices(module)
+    tiled = splits.tasks(module, tiles=tiles is not None)
+    if tiles is not None:
+        tiles += tiled
     profile = load_profile(str(costs)) if costs is not None else None
     if profile is not None:
         drop_unmatched(profile, module, str(costs))

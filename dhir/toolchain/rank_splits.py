@@ -1,0 +1,49 @@
+"""The passes that cut a program's tasks for its ranks before dhir-place, in the one order
+that `dhir run` (dhir/backends/native.py) and `dhir schedule` (dhir/cli/schedule.py) both
+follow, so that `dhir schedule` places the tasks that `dhir run` places:
+dhir-split-devices (loops on any device over a node's GPU and CPUs), then dhir-time-tiles
+(time loops run in bands of steps), then dhir-split (the rest of the tasks). The native
+backend makes its GPU kernels between the first and the second."""
+
+from xdsl.dialects.builtin import ModuleOp
+
+from dhir.api import diagnosed
+from dhir.toolchain.build import Timing
+from dhir.transforms.optimize_bodies import Decision
+from dhir.transforms.split_devices import SplitDevicesPass
+from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
+from dhir.transforms.time_tiles import time_tiles
+
+
+class RankSplits:
+    """The splits of one module for `ranks` ranks: `devices`, then `tasks`. `plan`
+    learns what dhir-split-devices and dhir-split did with each task, and why; `timing`
+    times dhir-time-tiles and dhir-split as the native backend reports them."""
+
+    def __init__(
+        self, ranks: int, plan: SplitPlan | None = None, timing: Timing | None = None
+    ) -> None:
+        self.ranks = ranks
+        self.plan = plan
+        self.timing = timing if timing is not None else Timing()
+        self._devices_asked = False
+
+    def devices(self, module: ModuleOp, *, split: bool = True) -> None:
+        """dhir-split-devices, first: the GPU pieces need kernels made of them later.
+        `split` False (a CPU fallback, which runs no task on a GPU): none."""
+        if split:
+            with diagnosed():
+                SplitDevicesPass(self.ranks).split(module, self.plan)
+        self._devices_asked = True
+
+    def tasks(self, module: ModuleOp, *, tiles: bool = True) -> list[Decision]:
+        """dhir-time-tiles (when `tiles`: not with --no-optimize), then dhir-split, after
+        `devices`; what dhir-time-tiles did with each time loop."""
+        assert self._devices_asked, "dhir-split-devices runs before dhir-split"
+        tiled: list[Decision] = []
+        if tiles:
+            with self.timing.stage("dhir time tiles"):
+                tiled = time_tiles(module, ranks=self.ranks)
+        with self.timing.stage("dhir passes"), diagnosed():
+            SplitTasksPass(self.ranks).split(module, self.plan)
+        return tiled
