@@ -211,13 +211,16 @@ def _run_in(
     return out
 
 
+class TimedOut(DhirError):
+    """A run that did not end within its timeout, and was killed."""
+
+
 def _failed_trace(directory: Path, ranks: int, trace: Path, error: DhirError) -> Diagnostic:
     """What a failed run's --trace holds: what the ranks recorded up to the failure, marked
     partial, or nothing (an earlier run's was removed before it) when no rank could write."""
     from dhir.toolchain.trace import write_partial_trace  # only for traced runs
 
-    first = error.diagnostics[0].message.splitlines()[0] if error.diagnostics else "it failed"
-    why = "timed out" if "timed out" in first else "a rank failed"
+    why = "timed out" if isinstance(error, TimedOut) else "a rank failed"
     try:
         written = write_partial_trace(directory, ranks, trace, why)
     except DhirError as failed:  # the run's error leads; this says why there is no trace
@@ -315,7 +318,7 @@ def _run_once(
                 _stop_traced_ranks(errors, Path(env["DHIR_TRACE_DIR"]))
             _terminate(process)
             where = "".join(line + "\n" for line in _where(errors, "", "", None))
-            raise DhirError(
+            raise TimedOut(
                 [
                     Diagnostic(
                         f"the program timed out after {timeout:g} s on {_ranks(ranks)} and was "

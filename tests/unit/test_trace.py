@@ -16,6 +16,8 @@ import pytest
 import dhir
 from dhir import DhirError
 from dhir.cli.main import main
+from dhir.ir.diagnostics import Diagnostic
+from dhir.toolchain.launch import TimedOut
 from dhir.toolchain.trace import ISEND, RECV, SEND, TASK, Event, RankTrace, chrome_trace
 
 ROOT = Path(__file__).parents[2]
@@ -468,6 +470,29 @@ def test_dhir_schedule_names_the_tasks_a_run_runs(
     assert len(ran) == (1 if optimize else 2)
     tiles = planned.get("time_tiles", [])
     assert [t["done"] for t in tiles] == ([True] if optimize else [])
+
+
+def _failed_trace_note(tmp_path: Path, error: DhirError) -> str:
+    from dhir.toolchain.launch import _failed_trace  # pyright: ignore[reportPrivateUsage]
+
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    (ranks / "rank0.trace").write_text("T 0 t\tp.mlir:1:1\nE 0 10 500 0 -1 0 -1\nP stopped\n")
+    return _failed_trace(ranks, 1, tmp_path / "run.json", error).message
+
+
+def test_a_timed_out_run_s_trace_says_so_whatever_its_message(tmp_path: Path) -> None:
+    """Told by the launcher's TimedOut, not by "timed out" in the error's first line."""
+    error = TimedOut([Diagnostic("the program ran past its limit\nrank 0 was in t")])
+    assert "the run failed (timed out)" in _failed_trace_note(tmp_path, error)
+
+
+def test_a_failed_run_s_message_saying_timed_out_is_no_timeout(tmp_path: Path) -> None:
+    """Before: a rank's own error that says "timed out" (an MPI connection's) made the
+    trace say the run timed out."""
+    said = "the program failed on 2 ranks: rank 1 exited: MPI_Recv: connection timed out"
+    note = _failed_trace_note(tmp_path, DhirError([Diagnostic(said)]))
+    assert "the run failed (a rank failed)" in note
 
 
 def test_a_partial_trace_says_so_and_a_rank_cut_short_leaves_none(tmp_path: Path) -> None:
