@@ -13,7 +13,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.toolchain.build import writing_cache
 from dhir.toolchain.cache import Entry, entries, prune, summary
 from dhir.toolchain.tools import cache_root
-from dhir.toolchain.values import byte_size
+from dhir.units import byte_size
 
 
 def days(value: object) -> object:

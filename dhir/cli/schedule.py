@@ -97,6 +97,7 @@ from dhir.transforms.place import (
 )
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_tasks import SplitChoice, SplitPlan
+from dhir.units import byte_size
 
 
 @dataclass(frozen=True)
@@ -739,10 +740,10 @@ def memory_text(memory: Memory) -> str:
     touched = memory.touched
     per_rank = []
     for rank in range(touched.ranks):
-        held, used = _size(memory.held[rank]), _size(touched.touched(rank))
+        held, used = byte_size(memory.held[rank]), byte_size(touched.touched(rank))
         room = memory.capacity[rank]
         shared = f", shared by {memory.sharing[rank]} ranks" if memory.sharing[rank] > 1 else ""
-        of = f" of its device's {_size(room)}{shared}" if room is not None else ""
+        of = f" of its device's {byte_size(room)}{shared}" if room is not None else ""
         per_rank.append(f"holds {held}{of}, its tasks touch {used}")
     for first, last, line in equal_runs(per_rank):
         who = (
@@ -806,15 +807,6 @@ def _memref_json(memref: MemrefFootprint) -> dict[str, Any]:
         "whole": whole.reason if whole is not None else None,
         "boxes": boxes,
     }
-
-
-def _size(count: int) -> str:
-    value, unit = float(count), "B"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            break
-        value /= 1024
-    return f"{count} B" if unit == "B" else f"{value:.3g} {unit}"
 
 
 def _devices_per_node(value: object) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dhir.toolchain.values import byte_size
+from dhir.units import byte_size
 
 # An unfinished build younger than this may still be running in another process.
 UNFINISHED_AGE_S = 3600.0

@@ -44,6 +44,7 @@ from dhir.toolchain.calibrate_steps import (
 from dhir.toolchain.launch import run_mpi_program
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import DEFAULT_MPI, cache_root, find_llvm_tools, find_mpi
+from dhir.units import byte_size
 
 SOURCE = RUNTIME_DIR / "dhir_calibrate.c"
 SMALL_MESSAGE = 8  # bytes: the latency
@@ -175,7 +176,7 @@ def measure(
     threads = cpu.cores or 1
     memory = cpu.memory_bytes or effort.triad_elements * 4 * 3 * 8  # unknown: not the limit
     elements = min(effort.triad_elements, memory // (4 * 3 * 8))  # a quarter of RAM
-    say(f"memory bandwidth: triad on {threads} threads, 3 x {elements * 8 >> 20} MiB ...")
+    say(f"memory bandwidth: triad on {threads} threads, 3 x {byte_size(elements * 8)} ...")
     triad = ["triad", str(elements), str(effort.triad_trials)]
     found = _run_local(exe, triad, threads)
     mem_bw = found.amount / found.seconds / 1e9
@@ -213,7 +214,7 @@ def measure_core(
         sweeps = max(1, effort.cache_bytes_moved // (n * TRIAD_BYTES))
         # In-cache trials are short, and the median of few of them is still noisy.
         trials = effort.triad_trials * (1 if key == "core_mem_bw_gbs" else 4)
-        say(f"one core: triad over {n * TRIAD_BYTES / (1 << 20):.3g} MiB ...")
+        say(f"one core: triad over {byte_size(n * TRIAD_BYTES)} ...")
         serial = ["serial", str(n), str(trials), str(sweeps)]
         found = _run_local(exe, serial, 1)
         rates[key] = found.amount / found.seconds / 1e9
@@ -253,7 +254,8 @@ def measure_curve(
     sizes = curve_footprints(cpu)
     passes = max(1, effort.curve_passes)
     say(
-        f"one core: triad over {len(sizes)} footprints, {_mib(sizes[0])} to {_mib(sizes[-1])}"
+        f"one core: triad over {len(sizes)} footprints, {byte_size(sizes[0])} to "
+        f"{byte_size(sizes[-1])}"
         f", {passes} pass(es) ..."
     )
     steps: dict[int, list[str]] = {}
@@ -270,12 +272,8 @@ def measure_curve(
             rates[footprint].append(found.amount / found.seconds / 1e9)
     # curve_footprints gives whole triad elements, so each footprint is what was measured.
     points = [(size, significant(statistics.median(found))) for size, found in rates.items()]
-    say("  " + ", ".join(f"{_mib(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
+    say("  " + ", ".join(f"{byte_size(size)} {rate:.3g}" for size, rate in points) + " (GB/s)")
     return tuple(points)
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1 << 20):.3g} MiB"
 
 
 def measure_pingpong(

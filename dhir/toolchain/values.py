@@ -17,6 +17,7 @@ from dhir.toolchain.signature import (
     given_args,
     write_outputs,
 )
+from dhir.units import byte_size
 
 
 def with_results(signature: EntrySignature, inputs: list[object]) -> list[object]:
@@ -57,13 +58,6 @@ def _named(spec: ArgSpec, entry: str) -> str:
     if spec.role == RESULT:
         return f"result #{spec.result} of @{entry} ({spec.mlir_type})"
     return f"argument #{spec.index} of @{entry} ({spec.mlir_type})"
-
-
-def byte_size(count: int) -> str:
-    """`count` bytes in the largest binary unit that keeps it at least 1 (3.0 GiB)."""
-    units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
-    power = min(len(units) - 1, max(0, (count.bit_length() - 1) // 10))
-    return f"{count} bytes" if power == 0 else f"{count / 1024**power:.1f} {units[power]}"
 
 
 def check_given_count(signature: EntrySignature, inputs: list[object]) -> None:

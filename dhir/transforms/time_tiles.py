@@ -77,6 +77,7 @@ from dhir.transforms.building import const_index, insert_before, inside, put, re
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.triangles import lift
+from dhir.units import byte_size
 
 _L2, _L3 = 512 * 1024, 16 * 1024 * 1024  # when the system does not say
 MAX_STEPS = 64
@@ -375,9 +376,9 @@ class _Band:
         held = block * self._row_bytes()
         if held <= share // 2:
             raise _Left(
-                f"a rank's {block} rows ({held // 1024} KiB) fit half its share of the L3 "
-                f"({share // 2048} of {share // 1024} KiB): its sweeps run from cache, halos "
-                "every step"
+                f"a rank's {block} rows ({byte_size(held)}) fit half its share of the L3 "
+                f"({byte_size(share // 2)} of {byte_size(share)}): its sweeps run from cache, "
+                "halos every step"
             )
 
     def _row_bytes(self) -> int:

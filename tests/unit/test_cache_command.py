@@ -74,7 +74,7 @@ def dhir_cache(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str
 def test_the_cache_is_shown_by_kind(cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out = dhir_cache(capsys)
     assert status == 0
-    assert f"{cache}: 1.9 KiB in 10 entries" in out
+    assert f"{cache}: 1.87 KiB in 10 entries" in out
     lines = {" ".join(line.split()[3:]): line.split()[0] for line in out.splitlines()[1:]}
     assert lines == {
         "executables": "1",
@@ -93,7 +93,7 @@ def test_prune_removes_failed_and_old_unfinished_builds(
 ) -> None:
     status, out = dhir_cache(capsys, "--prune")
     assert status == 0
-    assert out.startswith(f"removed 3 entries (105 bytes) from {cache}:")
+    assert out.startswith(f"removed 3 entries (105 B) from {cache}:")
     left = sorted(p.name for p in cache.iterdir())
     assert f"failed-{KEY}" not in left and "dhir_rt-zz99yy88" not in left
     assert "build-a1b2c3_d" in left  # younger than an hour: perhaps still building

@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dhir.lazy",
         "dhir.version",
         "dhir.choices",
+        "dhir.units",
         "dhir.targets",
         "dhir.dialects",
         "dhir.ir",
