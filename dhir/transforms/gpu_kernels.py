@@ -33,8 +33,6 @@ from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
 
-MLIR_OPT_HINT = "install LLVM/MLIR 22 with `apt-get install mlir-22-tools` (scripts/setup.sh)"
-
 # Threads per block along each mapped dimension, by loop depth; the first dimension is the
 # innermost (contiguous) one, see _reverse_dims.
 TILE_SIZES: dict[int, tuple[int, ...]] = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
@@ -400,7 +398,6 @@ def _mlir_opt(
         pipeline,
         what="map GPU loops",
         failed=f"mapping GPU tasks' loops to kernels failed ({names})",
-        hint=MLIR_OPT_HINT,
         verify=False,
     )
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dhir.toolchain.tools import APT_PACKAGES, PIP_PACKAGES
+from dhir.install import APT_PACKAGES, llvm_hint
+from dhir.toolchain.tools import PIP_PACKAGES
 
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -109,6 +110,25 @@ def test_the_snippets_are_found() -> None:
 
 def _setup_script() -> str:
     return (ROOT / "scripts/setup.sh").read_text()
+
+
+def test_every_llvm_error_says_to_install_it_one_way(tmp_path: Path) -> None:
+    """Before: mlir-opt that would not run to map GPU loops said `apt-get install
+    mlir-22-tools` (one package of four), to bufferize an entry nothing at all."""
+    from dhir import parse_string
+    from dhir.ir.diagnostics import DhirError
+    from dhir.ir.text import through_mlir_opt
+    from dhir.toolchain.tools import cannot_run
+
+    gone = tmp_path / "mlir-opt-22"
+    hint = llvm_hint(reinstall=True)
+    assert f"`sudo apt-get install --reinstall {APT_PACKAGES}`" in hint
+    assert "`bash scripts/setup.sh`" in hint
+    module = parse_string("func.func @f() {\n  return\n}\n", "p.mlir")
+    with pytest.raises(DhirError) as raised:
+        through_mlir_opt(module, str(gone), "builtin.module()", what="bufferize", failed="x")
+    assert str(raised.value).endswith(f"; {hint}")
+    assert str(cannot_run(gone, FileNotFoundError(2, "No such file"))).endswith(f"; {hint}")
 
 
 def test_setup_installs_what_the_errors_and_readme_name() -> None:

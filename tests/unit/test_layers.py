@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "dhir.version",
         "dhir.choices",
         "dhir.units",
+        "dhir.install",
         "dhir.targets",
         "dhir.dialects",
         "dhir.ir",
