@@ -437,10 +437,13 @@ def _run_program(
     entry = _entry(args)
     on_built = recorder(args.argv[1:])  # keyed on the files before they are read
     module = _load_timed(path, timing)
-    inputs = read_inputs(args.input, entry_signature(module, entry, given_only=True))
     if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
+        inputs = read_inputs(args.input, entry_signature(module, entry, given_only=True))
         module = specialise(module, entry, inputs)
-    signature = entry_signature(module, entry)
+        signature = entry_signature(module, entry)
+    else:  # found once: each walks the entry
+        signature = entry_signature(module, entry)
+        inputs = read_inputs(args.input, signature)
     check_apart(
         args.input, signature, args.output_dir, {"--trace": args.trace, "--profile": args.profile}
     )

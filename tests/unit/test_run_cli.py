@@ -710,3 +710,27 @@ def test_a_run_that_times_out_leaves_a_partial_trace(
     assert drawn.returncode == 0, drawn.stderr
     assert f"dhir gantt: {trace} is a partial trace: the run failed (timed out)" in drawn.stderr
     assert "(partial: the run failed)" in (tmp_path / "chart.svg").read_text()
+
+
+def test_dhir_run_finds_a_memref_entry_s_signature_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: once to read the inputs and once more to check them, each walking the
+    entry; the runner's later one reuses check_runnable's bounds."""
+    import dhir.cli.commands as commands
+    from dhir.cli.main import main
+
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main(%a: memref<4xf32>) {\n  return\n}\n")
+    given = tmp_path / "a.npy"
+    np.save(given, np.ones(4, np.float32))
+    found: list[str] = []
+    original = commands.entry_signature
+
+    def counted(*args: object, **kwargs: object) -> object:
+        found.append(str(args[1]))
+        return original(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(commands, "entry_signature", counted)
+    assert main(["run", str(program), "--backend", "interp", "--input", str(given)]) == 0
+    assert found == ["main"]
