@@ -6,6 +6,12 @@ tasks, refused at their line before either backend starts.
   and call their own function. One it declares, other than the two dhir-check-mpi points
   host code to (HOST_RUNTIME): natively a call reached dhir's runtime, while the
   interpreter asked for a file to link.
+- A declaration named as MLIR names a C interface (`_mlir_ciface_NAME`): a call passed
+  the memrefs field by field to C that takes a descriptor's address (it wrote nothing, exit
+  0), and beside a C-interface @NAME mlir-opt stopped ("redefinition of symbol"). One of
+  OpenMP's (`omp_...`), which natively ran on threads dhir chose while the interpreter asked
+  for a file to link; one under a name C reserves (`__...`, `_` and a capital):
+  `__truncsfbf2` reached dhir's runtime natively, while the interpreter asked for a file.
 - A function named as those dhir makes of a schedule's steps (`@"main.schedule0.part0"`,
   `.group0`): the native build held two functions of that name (mlir-opt's "redefinition
   of symbol"), which the interpreter ran.
@@ -34,7 +40,7 @@ from dhir.dialects.mpi import MPI
 from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import enclosing, find_among
-from dhir.toolchain.linking import LinkInputs
+from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs
 from dhir.transforms.user_names import built_name
 
 _DHIR_PREFIXES = {
@@ -54,6 +60,10 @@ MPI_CLOCKS = frozenset({"MPI_Wtime", "MPI_Wtick"})
 # and `.group<K>`.
 _STEP_NAME = re.compile(r".*\.schedule\d+\.(part|group)\d+")
 _MPI_OPS = tuple(MPI.operations)
+# OpenMP's runtime: its API (`omp_...`) and the entry points compilers call (`__kmpc_...`).
+_OPENMP_PREFIXES = ("omp_", "__kmpc_")
+# The names C reserves for any use (C17 7.1.3): `__...` and `_` with a capital letter.
+_C_RESERVED = re.compile(r"__|_[A-Z]")
 
 
 def check_function_names(module: ModuleOp, ops: Sequence[Operation] | None = None) -> None:
@@ -87,11 +97,49 @@ def _name_problem(function: func.FuncOp) -> str | None:
                 f"only {allowed}, in host code outside schedules (for mpi.comm_size and "
                 "mpi.barrier); rename a function of yours"
             )
+    if declared:
+        why = _declared_problem(name)
+        if why is not None:
+            return why
     if _STEP_NAME.fullmatch(name):
         return (
             f"@{name} is a name dhir gives the functions it makes of a schedule's steps "
             "(`<function>.schedule<S>.part<K>`, `.group<K>`), so the build would hold two "
             "functions of that name. Rename yours, in its func.func and its calls"
+        )
+    return None
+
+
+def _declared_problem(name: str) -> str | None:
+    """What is wrong with declaring a function named `name` that dhir, not the program,
+    decides the meaning of: MLIR's C-interface names, OpenMP's, and those C reserves for
+    its compiler and libraries; None when nothing is."""
+    if name.startswith(C_INTERFACE_PREFIX):
+        plain = name.removeprefix(C_INTERFACE_PREFIX)
+        return (
+            f"@{name} declares a function under the name MLIR gives the C interface of "
+            f"@{plain} (`{C_INTERFACE_PREFIX}NAME`, which takes pointers to memref "
+            "descriptors), but a call of it passes each memref's fields one by one. "
+            f"Declare @{plain} with attributes {{{C_INTERFACE}}} and call @{plain}: MLIR "
+            f'then calls `{name}` as your C defines it (docs/commands.md, "Calling your '
+            'own code")'
+        )
+    if name.startswith(_OPENMP_PREFIXES):
+        return (
+            f"@{name} declares a function of OpenMP's runtime: dhir runs the parallel "
+            "loops of tasks on OpenMP threads of its own choosing (--threads; none where "
+            "it runs a loop in order, and the interpreter runs every loop in order), so "
+            "what such a function says or does is dhir's, not the program's. Remove the "
+            "declaration and its calls (MPI_Wtime reads the clock)"
+        )
+    if _C_RESERVED.match(name):
+        return (
+            f"@{name} declares a function under a name C reserves for its implementation "
+            "(`__...`, `_` and a capital): the compiler's helpers (libgcc's, compiler-rt's: "
+            "__truncsfbf2, which dhir's runtime defines itself, __divti3, ...) and the C "
+            "library's own, whose types and meaning are theirs and which the two backends "
+            "do not find alike. Use the op that does it (arith.truncf, ...), or call a "
+            "function of your own, linked with --link"
         )
     return None
 
