@@ -23,9 +23,10 @@ tasks, refused at their line before either backend starts.
   `MPI_Barrier` waited for ranks that never came (the run hung until --timeout); the
   interpreter has neither. Host code outside schedules, which every rank runs alike,
   may call them (natively: dhir-check-mpi points `mpi.barrier` to `dhir_rt_barrier`).
-- A function of the program that linked code calls back: the native build renames the
-  program's functions (dhir-user-names), so the link failed with "undefined reference to
-  `twice'", and the interpreter with "undefined symbol: twice".
+- A function of the program that linked code (an object file, a static or shared
+  library) calls back: the native build renames the program's functions (dhir-user-names),
+  so the link failed with "undefined reference to `twice'", and the interpreter with
+  "undefined symbol: twice".
 """
 
 import re
@@ -202,15 +203,14 @@ def _own_mpi(what: str) -> str:
 
 def check_linked_callers(module: ModuleOp, entry: str, link: LinkInputs | None) -> None:
     """Refuse a function `module` defines (other than `entry`, which keeps its name) that
-    an object file or static library of `link` calls."""
+    a file of `link` calls and no other defines."""
     if not link:
         return
-    used = link.undefined()
-    for function in module.ops:
-        if not isinstance(function, func.FuncOp) or function.is_declaration:
-            continue
+    functions = [f for f in module.ops if isinstance(f, func.FuncOp) and not f.is_declaration]
+    used = link.undefined({f.sym_name.data for f in functions} - {entry})
+    for function in functions:
         name = function.sym_name.data
-        if name in used and name != entry:
+        if name in used:
             raise error_at(
                 function,
                 f"{used[name]} calls `{name}`, which is this function of the program: "

@@ -14,13 +14,13 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
-from dhir.toolchain.symbols import check_linked, entry_owner, undefined_names
+from dhir.toolchain.symbols import check_linked, defined_names, entry_owner, undefined_names
 from dhir.toolchain.tools import find_llvm_tools
 
 # MLIR's C interface: a function declared with this unit attribute is called as
@@ -92,12 +92,17 @@ class LinkInputs:
         if static:
             check_linked(static, _linker_dirs())
 
-    def undefined(self) -> dict[str, str]:
-        """The names the object files and static libraries use without defining them and
-        no library dhir links defines, to the file that uses each (shared libraries are
-        not looked into)."""
+    def undefined(self, among: Collection[str]) -> dict[str, str]:
+        """The names of `among` that the linked files use, that none of them, no library
+        they load and no library dhir links defines, to the file that uses each."""
         static = [p for p in (*self.files, *self.found) if not is_shared(p)]
-        return undefined_names(static, _linker_dirs()) if static else {}
+        shared = [p for p in (*self.files, *self.found) if is_shared(p)]
+        used = undefined_names(static, shared, _linker_dirs())
+        wanted = {name: where for name, where in used.items() if name in among}
+        if not wanted:  # most programs: no library's names read
+            return wanted
+        defined = defined_names(static, shared)
+        return {name: where for name, where in wanted.items() if name not in defined}
 
     def searched(self) -> tuple[str, ...]:
         """The files the program's declarations are looked for in, in order: those given,

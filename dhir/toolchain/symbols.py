@@ -6,8 +6,9 @@ library that defines one takes the library's place for all of them. A `sqrt` of 
 user's was treated by LLVM as libm's builtin, an `exp` was called by dhir's math.exp, a
 `write` by MPI (the run hung), and a `dhir_rt_` name stopped the link with a
 multiple-definition error. Both backends refuse such files before any work, naming the
-file, the symbol and the fix. Shared libraries are not looked into: they may well be
-the library itself (`-lm`), and their names are bound as the loader orders them.
+file, the symbol and the fix. Shared libraries are not looked into for that: they may
+well be the library itself (`-lm`), and their names are bound as the loader orders them;
+only the names they need are read, for dhir.backends.function_names.
 
 The global symbols a file defines are read with `nm` (binutils', which holds the `ld`
 that links the program, or LLVM's); without one no file is checked. The C and math
@@ -137,21 +138,68 @@ def _system_names(nm: str, key: str, libraries: tuple[tuple[Path, str], ...]) ->
     return names
 
 
-def undefined_names(paths: Iterable[Path], system_dirs: Iterable[str]) -> dict[str, str]:
-    """The names the object files and static libraries `paths` use and do not define, to
-    the file (and archive member) that uses each first, less those the C and math
-    libraries in `system_dirs`, MPI, OpenMP or dhir define; none without `nm`."""
+def undefined_names(
+    static: Iterable[Path], shared: Iterable[Path], system_dirs: Iterable[str]
+) -> dict[str, str]:
+    """The names the object files and static libraries `static` and the shared libraries
+    `shared` use and do not define (a shared library's weak ones left out: they may stay
+    unbound), to the file (and archive member) that uses each first, less those the C and
+    math libraries in `system_dirs`, MPI, OpenMP or dhir define; none without `nm`."""
     nm = _nm()
     if nm is None:
         return {}
     found: dict[str, str] = {}
-    for path in paths:
+    for path in static:
         for where, name in _undefined(nm, path, *_stamp(path)):
+            found.setdefault(name, where)
+    for path in shared:
+        for where, name in _needed(nm, path, *_stamp(path)):
             found.setdefault(name, where)
     if not found:
         return found
     system = system_names(nm, tuple(system_dirs))
     return {name: where for name, where in found.items() if reserved_owner(name, system) is None}
+
+
+def defined_names(static: Iterable[Path], shared: Iterable[Path]) -> set[str]:
+    """The global names the object files and static libraries `static` and the shared
+    libraries `shared` define, with those the libraries `shared` load define; none
+    without `nm`."""
+    nm = _nm()
+    if nm is None:
+        return set()
+    names: set[str] = set()
+    for path in static:
+        names.update(name for _, name in _defined(nm, path, *_stamp(path)))
+    for path in shared:
+        for file in (path, *_loaded(path, *_stamp(path))):
+            names.update(name for _, name in _exported(nm, file, *_stamp(file)))
+    return names
+
+
+@cache
+def _needed(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]]:
+    del mtime, size
+    return _read(nm, path, dynamic=True, undefined=True, strong=True)
+
+
+@cache
+def _exported(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]]:
+    del mtime, size
+    return _read(nm, path, dynamic=True)
+
+
+@cache
+def _loaded(path: Path, mtime: int, size: int) -> tuple[Path, ...]:
+    """The shared libraries the loader loads with the shared library `path`, as `ldd`
+    finds them; none when it cannot tell."""
+    del mtime, size
+    try:
+        done = subprocess.run(["ldd", str(path)], capture_output=True, text=True, check=False)
+    except OSError:
+        return ()
+    found = (line.partition("=> ")[2].rpartition(" (")[0] for line in done.stdout.splitlines())
+    return tuple(Path(file) for file in found if file.startswith("/"))
 
 
 @cache
@@ -169,7 +217,11 @@ def _defined(nm: str, path: Path, mtime: int, size: int) -> list[tuple[str, str]
     return _read(nm, path, dynamic=False)
 
 
-def _read(nm: str, path: Path, dynamic: bool, undefined: bool = False) -> list[tuple[str, str]]:
+def _read(
+    nm: str, path: Path, dynamic: bool, undefined: bool = False, strong: bool = False
+) -> list[tuple[str, str]]:
+    """(where, name) of the global symbols `path` defines (`undefined`: uses and does not
+    define; `strong`: not weakly), from its dynamic table when `dynamic`."""
     flags = ["-D"] if dynamic else []
     only = "--undefined-only" if undefined else "--defined-only"
     command = [nm, "-A", "-g", only, "-P", *flags, str(path)]
@@ -181,7 +233,10 @@ def _read(nm: str, path: Path, dynamic: bool, undefined: bool = False) -> list[t
         words = rest.split()
         if not words:
             continue
-        if undefined or (len(words) >= 2 and words[1] not in ("A", "U", "w", "v")):
+        if undefined and strong:
+            if len(words) >= 2 and words[1] == "U":
+                found.append((where, words[0].split("@")[0]))
+        elif undefined or (len(words) >= 2 and words[1] not in ("A", "U", "w", "v")):
             found.append((where, words[0].split("@")[0]))
     return found
 

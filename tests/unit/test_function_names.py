@@ -3,6 +3,7 @@ the func.func by both backends, or built as the program's own."""
 
 import math
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -198,23 +199,46 @@ func.func @main(%out: memref<4xf64>) {
 """
 
 
-def _apply(tmp_path: Path, name: str) -> Path:
+def _apply(tmp_path: Path, name: str, kind: str = ".o", flags: Sequence[str] = ()) -> Path:
     (tmp_path / "apply.c").write_text(
         f"double {name}(double x);\ndouble apply(double x) {{ return {name}(x); }}\n"
     )
-    obj = tmp_path / "apply.o"
-    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "apply.c", "-o", obj], check=True)
-    return obj
+    made = tmp_path / f"libapply{kind}"
+    how = "-shared" if kind == ".so" else "-c"
+    subprocess.run(["clang-22", "-fPIC", how, tmp_path / "apply.c", "-o", made, *flags], check=True)
+    return made
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("kind", [".o", ".so"])
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_linked_code_calling_the_programs_function_is_refused(
+    tmp_path: Path, backend: str, kind: str
+) -> None:
+    """The build renames the program's functions: natively the link failed ("undefined
+    reference to `twice'"), the interpreter could not load the code ("undefined symbol"),
+    from an object file and a shared library alike."""
+    program = dhir.parse_string(CALLING_BACK.replace("NAME", "twice"), "back.mlir")
+    refused = rf"back.mlir:1:1: error: .*libapply{kind} calls `twice`, which is"
+    with pytest.raises(DhirError, match=refused):
+        dhir.run(program, np.zeros(4), link=[_apply(tmp_path, "twice", kind)], backend=backend)
 
 
 @pytest.mark.mlir
 @pytest.mark.parametrize("backend", ["native", "interp"])
-def test_linked_code_calling_the_programs_function_is_refused(tmp_path: Path, backend: str) -> None:
-    """The build renames the program's functions: natively the link failed ("undefined
-    reference to `twice'"), the interpreter could not load the code ("undefined symbol")."""
+def test_a_shared_library_may_call_what_a_library_it_loads_defines(
+    tmp_path: Path, backend: str
+) -> None:
+    """libapply.so's `twice` is libtwice.so's, which it loads: the program's @twice,
+    renamed, takes nothing's place, and each caller gets its own."""
+    (tmp_path / "twice.c").write_text("double twice(double x) { return 7 * x + 1; }\n")
+    twice = tmp_path / "libtwice.so"
+    subprocess.run(["clang-22", "-fPIC", "-shared", tmp_path / "twice.c", "-o", twice], check=True)
+    flags = [f"-L{tmp_path}", "-ltwice", f"-Wl,-rpath,{tmp_path}"]
     program = dhir.parse_string(CALLING_BACK.replace("NAME", "twice"), "back.mlir")
-    with pytest.raises(DhirError, match=r"back.mlir:1:1: error: .*apply.o calls `twice`, which is"):
-        dhir.run(program, np.zeros(4), link=[_apply(tmp_path, "twice")], backend=backend)
+    link = [_apply(tmp_path, "twice", ".so", flags)]
+    got = dhir.run(program, np.zeros(4), link=link, backend=backend)
+    assert list(got[0][:2]) == [4.5, 3.5]
 
 
 @pytest.mark.mlir
