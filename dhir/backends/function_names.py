@@ -12,6 +12,9 @@ tasks, refused at their line before either backend starts.
   OpenMP's (`omp_...`), which natively ran on threads dhir chose while the interpreter asked
   for a file to link; one under a name C reserves (`__...`, `_` and a capital):
   `__truncsfbf2` reached dhir's runtime natively, while the interpreter asked for a file.
+- A declaration of `main` (natively renamed to the harness's, so the link failed) or of
+  an MPI function dhir's runtime or MLIR's mpi lowering calls (one of another type stopped
+  mlir-opt, a second MPI_Init MPI itself); of MPI_Wtime or MPI_Wtick of another type.
 - A function named as those dhir makes of a schedule's steps (`@"main.schedule0.part0"`,
   `.group0`): the native build held two functions of that name (mlir-opt's "redefinition
   of symbol"), which the interpreter ran.
@@ -61,6 +64,21 @@ MPI_CLOCKS = frozenset({"MPI_Wtime", "MPI_Wtick"})
 # and `.group<K>`.
 _STEP_NAME = re.compile(r".*\.schedule\d+\.(part|group)\d+")
 _MPI_OPS = tuple(MPI.operations)
+# MPI's functions dhir's runtime (MPI_Init_thread, MPI_Finalize) or MLIR 22's lowering of
+# the mpi dialect declare: a declaration of the program's of another type stopped mlir-opt
+# ("'llvm.call' op operand type mismatch"), MPI_Init's a second start of MPI.
+_MPI_LOWERED = frozenset(
+    {
+        "MPI_Init",
+        "MPI_Init_thread",
+        "MPI_Finalize",
+        "MPI_Comm_rank",
+        "MPI_Comm_split",
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI_Allreduce",
+    }
+)
 # OpenMP's runtime: its API (`omp_...`) and the entry points compilers call (`__kmpc_...`).
 _OPENMP_PREFIXES = ("omp_", "__kmpc_")
 # The names C reserves for any use (C17 7.1.3): `__...` and `_` with a capital letter.
@@ -99,7 +117,7 @@ def _name_problem(function: func.FuncOp) -> str | None:
                 "mpi.barrier); rename a function of yours"
             )
     if declared:
-        why = _declared_problem(name)
+        why = _declared_problem(name, str(function.function_type))
         if why is not None:
             return why
     if _STEP_NAME.fullmatch(name):
@@ -111,10 +129,16 @@ def _name_problem(function: func.FuncOp) -> str | None:
     return None
 
 
-def _declared_problem(name: str) -> str | None:
-    """What is wrong with declaring a function named `name` that dhir, not the program,
-    decides the meaning of: MLIR's C-interface names, OpenMP's, and those C reserves for
+def _declared_problem(name: str, type_: str) -> str | None:
+    """What is wrong with declaring a function named `name` of type `type_` that dhir, not
+    the program, decides the meaning of: MLIR's C-interface names, the harness's `main`,
+    MPI's that dhir calls, MPI's clock of another type, OpenMP's, and those C reserves for
     its compiler and libraries; None when nothing is."""
+    if name in MPI_CLOCKS and type_ != "() -> f64":
+        return (
+            f"@{name} is declared as {type_}, but MPI's {name} is of type () -> f64 (C's "
+            "`double MPI_Wtime(void)`); declare it so"
+        )
     if name.startswith(C_INTERFACE_PREFIX):
         plain = name.removeprefix(C_INTERFACE_PREFIX)
         return (
@@ -124,6 +148,21 @@ def _declared_problem(name: str) -> str | None:
             f"Declare @{plain} with attributes {{{C_INTERFACE}}} and call @{plain}: MLIR "
             f'then calls `{name}` as your C defines it (docs/commands.md, "Calling your '
             'own code")'
+        )
+    if name == "main":
+        return (
+            "@main declares the C program's entry, which in a native build is dhir's "
+            "harness (it starts MPI and calls the entry function): a call of it would run "
+            "the whole program again, and the interpreter has none. Call a function of "
+            "the program by its own name"
+        )
+    if name in _MPI_LOWERED:
+        return (
+            f"@{name} declares a function of MPI that dhir's runtime and MLIR's lowering "
+            "of the mpi dialect call themselves, with a type of their own (which depends "
+            "on the MPI): dhir starts and ends MPI on every rank, and host code asks for "
+            "the rest with the mpi dialect's ops (mpi.comm_rank, mpi.send, mpi.recv, "
+            "mpi.allreduce, ...). Remove the declaration and its calls"
         )
     if name.startswith(_OPENMP_PREFIXES):
         return (

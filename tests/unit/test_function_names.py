@@ -116,6 +116,33 @@ REFUSED = {
         "%r = arith.constant 0 : i32",
         r"1:1: error: @_Unwind_Resume declares a function under a name C reserves",
     ),
+    # Natively dhir's own lowering of mpi.comm_rank met a declaration of another type
+    # ("'llvm.call' op operand type mismatch"); the interpreter asked for a file to link.
+    "MPI_Comm_rank": (
+        "func.func private @MPI_Comm_rank(i32, i64) -> i32",
+        "%r = arith.constant 0 : i32",
+        r"1:1: error: @MPI_Comm_rank declares a function of MPI that dhir's runtime and "
+        r"MLIR's lowering of the mpi dialect call themselves",
+    ),
+    # Natively MPI refused a second start ("Cannot call MPI_INIT ... more than once").
+    "MPI_Init": (
+        "func.func private @MPI_Init(i64, i64) -> i32",
+        "%r = arith.constant 0 : i32",
+        r"1:1: error: @MPI_Init declares a function of MPI that dhir's runtime",
+    ),
+    "MPI_Wtime of another type": (
+        "func.func private @MPI_Wtime() -> f32",
+        "%r = arith.constant 0 : i32",
+        r"1:1: error: @MPI_Wtime is declared as \(\) -> f32, but MPI's MPI_Wtime is of type",
+    ),
+    # Natively the build renamed it to the harness's name and the link failed ("undefined
+    # reference to `dhir_mlir_main'"); the interpreter asked for a file to link.
+    "main": (
+        "func.func private @main() -> i32",
+        "%r = func.call @main() : () -> i32",
+        r"1:1: error: @main declares the C program's entry, which in a native build is dhir's "
+        r"harness",
+    ),
     # Natively the build held two functions of the name: mlir-opt's "redefinition of
     # symbol"; the interpreter ran it.
     "step": (
@@ -132,9 +159,13 @@ REFUSED = {
 def test_names_of_dhir_and_mpi_are_refused(case: str, backend: str) -> None:
     function, call, message = REFUSED[case]
     text = TASK_CALLING.replace("FUNCTION", function).replace("CALL", call)
+    # The entry under another name, where the program declares one named main.
+    text = text.replace("func.func @main(", "func.func @entry(")
     program = dhir.parse_string(text, "names.mlir")
     with pytest.raises(DhirError, match=rf"names.mlir:{message}"):
-        dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=20)
+        dhir.run(
+            program, np.zeros(4, np.int32), ranks=2, entry="entry", backend=backend, timeout=20
+        )
 
 
 @pytest.mark.mlir
@@ -142,14 +173,28 @@ def test_names_of_dhir_and_mpi_are_refused(case: str, backend: str) -> None:
 @pytest.mark.parametrize("backend", ["native", "interp"])
 def test_mpi_clock_and_the_programs_own_mpi_named_function_run(backend: str) -> None:
     """MPI_Wtime only reads the clock (the benchmarks time with it), and a function the
-    program defines is its own, whatever its name."""
-    own = f"func.func private @MPI_Wtime() -> f64\nfunc.func @MPI_Own() -> i32 {{\n  {SEVEN}\n}}"
-    text = TASK_CALLING.replace("FUNCTION", own).replace(
-        "CALL", "%r = func.call @MPI_Own() : () -> i32"
+    program defines is its own, whatever its name. The interpreter, which links no MPI,
+    asked for a file to link at a call of MPI_Wtime or MPI_Wtick."""
+    own = (
+        "func.func private @MPI_Wtime() -> f64\nfunc.func private @MPI_Wtick() -> f64\n"
+        f"func.func @MPI_Own() -> i32 {{\n  {SEVEN}\n}}"
     )
+    call = (
+        "%w = func.call @MPI_Wtime() : () -> f64\n"
+        "      %k = func.call @MPI_Wtick() : () -> f64\n"
+        "      %z = arith.constant 0.0 : f64\n"
+        "      %ticks = arith.cmpf ogt, %k, %z : f64\n"
+        "      %runs = arith.cmpf ogt, %w, %z : f64\n"
+        "      %both = arith.andi %ticks, %runs : i1\n"
+        "      %b = arith.extui %both : i1 to i32\n"
+        "      %c1 = arith.constant 1 : index\n"
+        "      memref.store %b, %out[%c1] : memref<4xi32>\n"
+        "      %r = func.call @MPI_Own() : () -> i32"
+    )
+    text = TASK_CALLING.replace("FUNCTION", own).replace("CALL", call)
     program = dhir.parse_string(text, "names.mlir")
     got = dhir.run(program, np.zeros(4, np.int32), ranks=2, backend=backend, timeout=60)
-    assert list(got[0]) == [7, 0, 0, 0]
+    assert list(got[0]) == [7, 1, 0, 0]
 
 
 HOST_CALLING = """func.func private @dhir_rt_comm_size() -> i32
