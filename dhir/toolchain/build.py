@@ -32,6 +32,7 @@ from dhir.toolchain.gpu import GpuBuild
 from dhir.toolchain.harness import generate_harness
 from dhir.toolchain.linking import (
     C_INTERFACE_PREFIX,
+    RUNNER_UTILS,
     LinkInputs,
     position_independent_hint,
     undefined_function,
@@ -535,8 +536,8 @@ class _Recipe:
         (work / "harness.c").write_text(harness)
         self._show_modules(work, [module.parent for module in modules])
         tools = self.tools
-        runner_utils = sorted(tools.lib_dir.glob("libmlir_c_runner_utils.so.*"))
-        float16_utils = sorted(tools.lib_dir.glob("libmlir_float16_utils.so.*"))
+        runner_utils = sorted(tools.lib_dir.glob(RUNNER_UTILS[0]))
+        float16_utils = sorted(tools.lib_dir.glob(RUNNER_UTILS[1]))
         gpu_link: list[object] = []
         if self.gpu is not None:
             gpu_link = [self.gpu_runtime_object(timing), *self.gpu.link_flags]

@@ -28,8 +28,11 @@ from dhir.toolchain.tools import find_llvm_tools
 C_INTERFACE = "llvm.emit_c_interface"
 C_INTERFACE_PREFIX = "_mlir_ciface_"
 # The libraries each backend links after the user's files, as its messages name them.
-NATIVE_SYSTEM = "MPI's library, libm and libc"
-INTERP_SYSTEM = "libm and libc"
+NATIVE_SYSTEM = "MPI's library, libm, MLIR's runner utils and libc"
+INTERP_SYSTEM = "libm, MLIR's runner utils and libc"
+# MLIR's runner utils, as both backends link them after libm: the versioned files, as
+# Debian ships them without libmlir-22-dev.
+RUNNER_UTILS = ("libmlir_c_runner_utils.so.*", "libmlir_float16_utils.so.*")
 # What the linker takes: objects, static archives, shared libraries (libfoo.so.1.2 too).
 _KINDS = re.compile(r".*(\.o|\.a|\.so(\.\d+)*)$")
 _SHARED = re.compile(r".*\.so(\.\d+)*")

@@ -63,6 +63,10 @@ class MpiInstall:
         return (f"-L{self.lib_dir}", f"-Wl,-rpath,{self.lib_dir}", "-lmpi")
 
 
+# Debian's LLVM packages' libraries: MLIR's runner utils (memrefCopy, printF64, ...).
+LLVM_LIB_DIR = Path(f"/usr/lib/llvm-{LLVM_VERSION}/lib")
+
+
 def find_llvm_tools() -> LlvmTools:
     found: dict[str, Path] = {}
     for tool in ("mlir-opt", "mlir-translate", "clang"):
@@ -77,8 +81,7 @@ def find_llvm_tools() -> LlvmTools:
                 ]
             )
         found[tool] = Path(path)
-    lib_dir = Path(f"/usr/lib/llvm-{LLVM_VERSION}/lib")
-    return LlvmTools(found["mlir-opt"], found["mlir-translate"], found["clang"], lib_dir)
+    return LlvmTools(found["mlir-opt"], found["mlir-translate"], found["clang"], LLVM_LIB_DIR)
 
 
 def cannot_run(tool: object, error: OSError) -> DhirError:

@@ -55,12 +55,13 @@ from dhir.toolchain.linking import (
     C_INTERFACE,
     C_INTERFACE_PREFIX,
     INTERP_SYSTEM,
+    RUNNER_UTILS,
     LinkInputs,
     is_shared,
     position_independent_hint,
     undefined_function,
 )
-from dhir.toolchain.tools import find_llvm_tools
+from dhir.toolchain.tools import LLVM_LIB_DIR, find_llvm_tools
 
 _FLOATS: dict[type[Attribute], type[Any]] = {
     Float32Type: ctypes.c_float,
@@ -97,25 +98,37 @@ def link_shared(link: LinkInputs, folder: Path, symbols: Iterable[str]) -> Path:
     """`link`'s files and libraries linked in `folder` into one shared library, as the
     native backend links them into its executable: loaded, the loader then finds a symbol
     where the executable finds it (the objects and the archive members that define
-    `symbols`, then the shared libraries in command-line order, then libm and libc)."""
+    `symbols`, then the shared libraries in command-line order, then libm, MLIR's runner
+    utils and libc)."""
     link.check_names()  # what the native backend refuses (a `sqrt` of the user's, ...)
     return _shared_from(link, folder, symbols)
 
 
 def load(shared: Path, searched: tuple[str, ...] = ()) -> Libraries:
     """The library `link_shared` made of the files `searched`, loaded (which runs its
-    constructors)."""
+    constructors), then MLIR's runner utils."""
     try:
-        return Libraries([ctypes.CDLL(str(shared))], searched)
+        return Libraries([ctypes.CDLL(str(shared)), *_runner_utils()], searched)
     except OSError as error:
         message = f"the interpreter cannot load the code the program links: {error}"
         raise DhirError([Diagnostic(message)]) from None
 
 
 def system_libraries() -> Libraries:
-    """libm and libc, which native code links without being asked (what a run that links
-    no file resolves names from)."""
-    return Libraries([_system_library("m"), _system_library("c")])
+    """libm, MLIR's runner utils and libc, which native code links without being asked
+    (what a run that links no file resolves names from)."""
+    return Libraries([_system_library("m"), *_runner_utils(), _system_library("c")])
+
+
+@cache
+def _runner_utils() -> tuple[ctypes.CDLL, ...]:
+    """MLIR's runner utils (printF64, rtclock, ...), where native code finds them: a
+    program declaring one runs on both backends. None where LLVM's folder lacks them."""
+    found = [sorted(LLVM_LIB_DIR.glob(pattern))[-1:] for pattern in RUNNER_UTILS]
+    try:
+        return tuple(ctypes.CDLL(str(path)) for paths in found for path in paths)
+    except OSError:
+        return ()
 
 
 @cache
@@ -155,7 +168,7 @@ class ExternalCalls(InterpreterFunctions):
 
 def use(interpreter: Interpreter, libraries: Libraries | None, record: "CallRecord") -> None:
     """Calls made by `interpreter` from now on find their functions in `libraries` (None:
-    libm and libc alone) and are written to `record`."""
+    libm, MLIR's runner utils and libc alone) and are written to `record`."""
     if libraries is not None:
         interpreter.set_data(ExternalCalls, "libraries", libraries)
     interpreter.set_data(ExternalCalls, "record", record)
