@@ -79,8 +79,9 @@ _MPI_LOWERED = frozenset(
         "MPI_Allreduce",
     }
 )
-# OpenMP's runtime: its API (`omp_...`) and the entry points compilers call (`__kmpc_...`).
-_OPENMP_PREFIXES = ("omp_", "__kmpc_")
+# OpenMP's runtime: its API (`omp_...`) and the entry points compilers call (`__kmpc_...`,
+# and GCC's `GOMP_...`, which LLVM's libomp defines too).
+_OPENMP_PREFIXES = ("omp_", "__kmpc_", "GOMP_")
 # The names C reserves for any use (C17 7.1.3): `__...` and `_` with a capital letter.
 _C_RESERVED = re.compile(r"__|_[A-Z]")
 

@@ -102,6 +102,12 @@ REFUSED = {
         "%r = func.call @omp_get_thread_num() : () -> i32",
         r"1:1: error: @omp_get_thread_num declares a function of OpenMP's runtime: dhir runs",
     ),
+    # GCC's entry point, which LLVM's libomp defines too: natively linked with OpenMP.
+    "GOMP_barrier": (
+        "func.func private @GOMP_barrier()",
+        "func.call @GOMP_barrier() : () -> ()\n      %r = arith.constant 0 : i32",
+        r"1:1: error: @GOMP_barrier declares a function of OpenMP's runtime",
+    ),
     # Natively dhir's runtime's bf16 rounding, while the interpreter asked for a file.
     "__truncsfbf2": (
         "func.func private @__truncsfbf2(f32) -> bf16",
