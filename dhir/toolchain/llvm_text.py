@@ -9,10 +9,13 @@ from dhir.toolchain.tools import MpiInstall
 _OPENMPI_OPS = re.compile(
     r"@ompi_mpi_(sum|prod|max|min|maxloc|minloc|land|band|lor|bor|lxor|bxor|replace|no_op)\b"
 )
-# `@main` as a symbol, or a string constant, left as it is: the name of a location in a
+# `@main` as a symbol, or any quoted text, left as it is: the name of a location in a
 # --runtime-checks message may hold "@main", and renaming it there would change the
-# length its array type gives (clang refuses the module).
-_MAIN_SYMBOL = re.compile(r'c"[^"]*"|@main(?![\w.$-])')
+# length its array type gives (clang refuses the module). Every quoted span is skipped
+# whole, names (`@"dhir_user$calc"`) as well as strings: taking the `c"` that ends such a
+# name for the start of a string skipped the text up to the next quote, `define void
+# @main` in it (the link then found two `main`s).
+_MAIN_SYMBOL = re.compile(r'"[^"]*"|@main(?![\w.$-])')
 
 
 def patch_llvm_ir(ll: str, mpi: MpiInstall) -> str:
@@ -22,4 +25,4 @@ def patch_llvm_ir(ll: str, mpi: MpiInstall) -> str:
 
 
 def _renamed_main(text: str) -> str:
-    return text if text.startswith('c"') else "@dhir_mlir_main"
+    return text if text.startswith('"') else "@dhir_mlir_main"

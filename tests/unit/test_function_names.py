@@ -302,3 +302,15 @@ def test_a_function_named_as_libms_is_the_programs_and_c_keeps_libms(
     program = dhir.parse_string(CALLING_BACK.replace("NAME", "exp"), "exp.mlir")
     got = dhir.run(program, np.zeros(4), ranks=2, link=[_apply(tmp_path, "exp")], backend=backend)
     assert list(got[0][:2]) == [math.exp(0.5), 3.5]
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_function_whose_name_ends_in_c_builds() -> None:
+    """`@calc` is built as `@"dhir_user$calc"`, whose `c"` was taken for the start of an
+    LLVM string: the entry after it kept the name `main`, which the link found twice."""
+    calc = f"func.func @calc() -> i32 {{\n  {SEVEN}\n}}"
+    program = TASK_CALLING.replace("FUNCTION", calc).replace(
+        "CALL", "%r = func.call @calc() : () -> i32"
+    )
+    assert dhir.run(program, np.zeros(4, np.int32))[0][0] == 7

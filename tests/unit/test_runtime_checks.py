@@ -175,6 +175,14 @@ def test_main_in_a_check_s_message_is_not_renamed() -> None:
     assert patched == ll.replace("define void @main", "define void @dhir_mlir_main")
 
 
+def test_a_quoted_name_ending_in_c_is_no_string() -> None:
+    # `@"dhir_user$calc"` ends in `c"`: read as a string's start (up to the next quote),
+    # it hid the `@main` after it.
+    ll = 'define i32 @"dhir_user$calc"() {\n}\ndefine void @main() {\n  call i32 @"dhir_user$calc"()\n}\n'
+    mpi = MpiInstall("mpich", Path("/"), Path("/"), Path("/"), Path("/"), (), "4")
+    assert patch_llvm_ir(ll, mpi) == ll.replace("@main", "@dhir_mlir_main")
+
+
 def test_runtime_checks_takes_a_bool() -> None:
     with pytest.raises(DhirError, match="runtime_checks takes True or False"):
         RunOptions(runtime_checks="yes")  # pyright: ignore[reportArgumentType]
