@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     UnrankedMemRefType,
+    i1,
     i32,
     i64,
 )
@@ -709,7 +710,7 @@ class GlobalOp(memref.GlobalOp):
         if isinstance(value, UnitAttr):
             printer.print_string("uninitialized")
         elif isinstance(value, DenseIntOrFPElementsAttr) and value.type == _tensor_of(self.type):
-            value.print_without_type(printer)
+            print_elements(value, printer)
         else:
             printer.print_attribute(value)
 
@@ -731,6 +732,29 @@ class GlobalOp(memref.GlobalOp):
             props["initial_value"] = _parse_initial_value(parser, memref_type)
         more_props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
         return cls.build(properties=props | more_props, attributes=attrs)
+
+
+def print_elements(value: DenseIntOrFPElementsAttr, printer: Printer) -> None:
+    """`dense<...>` without its type, as MLIR reads it. xDSL writes more than 100 elements
+    as the hex of its own storage, a byte per element for i1, where MLIR reads i1 hex as
+    packed bits (mlir-opt: "elements hex data size is invalid for provided type"): those
+    are written as a list of `true` and `false`."""
+    length = len(value)
+    if value.get_element_type() != i1 or length <= 100 or value.is_splat():
+        value.print_without_type(printer)
+        return
+    shape = value.get_shape() if value.shape_is_complete else None
+    words = ["true" if bit else "false" for bit in value.get_values()]
+    printer.print_string(f"dense<{_nested(words, shape or (length,))}>")
+
+
+def _nested(words: Sequence[str], shape: Sequence[int]) -> str:
+    """`words` as MLIR's nested list of `shape` (no dimension of size 0)."""
+    if len(shape) <= 1:
+        return f"[{', '.join(words)}]"
+    step = len(words) // shape[0]
+    rows = (_nested(words[at : at + step], shape[1:]) for at in range(0, len(words), step))
+    return f"[{', '.join(rows)}]"
 
 
 def _tensor_of(memref_type: MemRefType) -> TensorType[Attribute]:

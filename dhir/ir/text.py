@@ -8,7 +8,14 @@ from io import StringIO
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, i1
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    i1,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, SymbolTable
@@ -159,6 +166,9 @@ class _Printer(Printer):
     def print_attribute(self, attribute: Attribute) -> None:
         if isinstance(attribute, TypeAttribute):
             self.print_string(self.type_text(attribute))
+        elif isinstance(attribute, DenseIntOrFPElementsAttr):
+            memref.print_elements(attribute, self)  # i1 as MLIR reads it
+            self.print_string(f" : {self.type_text(attribute.get_type())}")
         else:
             super().print_attribute(attribute)
 

@@ -16,7 +16,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from dhir import DhirError
-from dhir.api import parse_string
+from dhir.api import parse_string, print_module
 from dhir.context import make_context
 from dhir.dialects import gpu, memref, scf
 
@@ -1015,3 +1015,19 @@ def test_global_references_and_dims_are_verified_as_mlir_does(body: str, valid: 
 @pytest.mark.parametrize("body, valid", GLOBAL_AND_DIM)
 def test_mlir_opt_agrees_on_the_global_references_and_dims(body: str, valid: bool) -> None:
     _mlir_opt_says(_global_and_dim(body), valid)
+
+
+@pytest.mark.mlir
+def test_mlir_opt_reads_more_than_100_i1_elements_as_dhir_prints_them() -> None:
+    # xDSL printed them as the hex of a byte per element, where MLIR reads packed bits:
+    # mlir-opt stopped the native build ("elements hex data size is invalid").
+    bits = [(k * 7) % 3 == 0 for k in range(202)]
+    words = ", ".join("true" if bit else "false" for bit in bits)
+    rows = f"[{', '.join('true' if b else 'false' for b in bits[:101])}], " + (
+        f"[{', '.join('true' if b else 'false' for b in bits[101:])}]"
+    )
+    text = f'memref.global "private" constant @g : memref<202xi1> = dense<[{words}]>\n' + in_func(
+        "", f"  %c = arith.constant dense<[{rows}]> : tensor<2x101xi1>"
+    )
+    printed = _mlir_opt(print_module(parse_string(text)), generic=False)  # asserts it read it
+    assert "tensor<2x101xi1>" in printed
