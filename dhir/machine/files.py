@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dhir.choices import MAX_RANKS
 from dhir.ir.diagnostics import (
     DhirError,
     Diagnostic,
@@ -157,6 +158,7 @@ def _system(data: object) -> System:
         nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)", "nodes")
         read = tuple(_read_node(node, f"nodes[{k}]", k) for k, node in enumerate(nodes))
         _check_unique(read)
+        _check_rank_count(read)
         return System(
             nodes=read,
             network=_optional_link(links, "network", GUESSED_NETWORK),
@@ -183,6 +185,24 @@ def _check_unique(nodes: tuple[Node, ...]) -> None:
                 with _reading(entry):
                     raise _Problem(_TWICE[what].format(name=name), key, at_value=True)
             seen.add((what, name))
+
+
+def _check_rank_count(nodes: tuple[Node, ...]) -> None:
+    """More ranks than dhir runs, at the `ranks` of the device that passes the limit (the
+    System refuses them too, naming the file alone)."""
+    total = 0
+    for k, node in enumerate(nodes):
+        for d, device in enumerate(node.devices):
+            total += device.ranks
+            if total > MAX_RANKS:
+                with _reading(("nodes", k, "devices", d)):
+                    raise _Problem(
+                        f"the description runs {sum(n.ranks for n in nodes)} ranks (the sum "
+                        f"of its devices' ranks); dhir runs at most {MAX_RANKS}: give "
+                        f"device '{device.name}' fewer",
+                        "ranks",
+                        at_value=True,
+                    )
 
 
 _TWICE = {

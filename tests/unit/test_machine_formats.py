@@ -317,6 +317,17 @@ _CPU = "[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
             "missing bandwidth_gbs",
         ),
         ("m.toml", _CPU + "[[nodes]]\nname = 'm'\n", "6:1", "nodes[1] ('m').devices: missing"),
+        ("m.toml", _CPU + "ranks = 99999999999\n", "6:9", "runs 99999999999 ranks"),
+        (
+            "m.toml",
+            _CPU
+            + "ranks = 40000\n"
+            + _CPU.replace("'n'", "'m'").replace("'c'", "'d'")
+            + "ranks = 40000\n",
+            "12:9",
+            "runs 80000 ranks (the sum of its devices' ranks); dhir runs at most 65536: give "
+            "device 'd' fewer",
+        ),
         (
             "m.json",
             '{"nodes": [{"name": "n", "devices": [\n  {"name": "c", "arch": "x86_64",\n'
