@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, as_written, decode_source
-from dhir.ir.file_lines import EntryError, did_you_mean, locate
+from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, as_written, decode_source
+from dhir.ir.file_lines import EntryError, did_you_mean, file_lines, locate
 
 KINDS = ("cpu", "gpu")
 _WHERE_KEYS = ("rank", "node", "device", "kind")
@@ -401,7 +401,8 @@ def settle(
                 pinned_by.setdefault(k, []).append(pin.entry)
                 allowed[k] &= where
                 if not allowed[k]:
-                    raise _error(_refused(source, pinned_by[k], name, fixed[k], runnable[k]))
+                    why = _refused(pinned_by[k], name, fixed[k], runnable[k])
+                    raise _spanning(source, why, pinned_by[k])
     constrained = set(pinned_by)
     units, apart = _units(constraints, names, allowed, pinned_by)
     constrained.update(k for unit in units for k in unit.members)
@@ -418,9 +419,7 @@ def settle(
     return chosen
 
 
-def _refused(
-    source: str, entries: list[str], name: str, fixed: int | None, runnable: set[int]
-) -> str:
+def _refused(entries: list[str], name: str, fixed: int | None, runnable: set[int]) -> str:
     if len(entries) > 1:
         why = f"{', '.join(entries)} leave it no rank in common"
     elif fixed is not None:
@@ -431,7 +430,7 @@ def _refused(
             f"{entries[0]} names ranks its target cannot run on (it can run on "
             f"rank{plural} {_ranks(runnable)})"
         )
-    return f"{source}: task {name} cannot be placed: {why}"
+    return f"task {name} cannot be placed: {why}"
 
 
 def _ranks(ranks: set[int]) -> str:
@@ -496,10 +495,11 @@ def _units(
         if not unit.allowed:
             listed = ", ".join(sorted(unit.entries))
             shown = ", ".join(dict.fromkeys(base_name(names[k]) for k in unit.members))
-            raise _error(
-                f"{constraints.source}: {listed} cannot all hold: {shown} must share a rank, "
-                "and no rank may run them all (their pins and targets allow none in common)"
+            message = (
+                f"{listed} cannot all hold: {shown} must share a rank, and no rank may run "
+                "them all (their pins and targets allow none in common)"
             )
+            raise _spanning(constraints.source, message, sorted(unit.entries))
     return units, apart
 
 
@@ -556,10 +556,11 @@ def _search(
         position += 1
     if position < 0:
         entries = sorted({e for unit in units for e in unit.entries})
-        raise _error(
-            f"{source}: {', '.join(entries)} cannot all hold: the tasks asked apart need more "
-            "ranks than their pins and targets leave them"
+        message = (
+            f"{', '.join(entries)} cannot all hold: the tasks asked apart need more ranks "
+            "than their pins and targets leave them"
         )
+        raise _spanning(source, message, entries)
     return [chosen[u] for u in range(len(units))]
 
 
@@ -572,6 +573,26 @@ def in_file(error: EntryError) -> DhirError:
     except (OSError, UnicodeDecodeError):
         return error
     return locate(error, text, path.suffix.lower() == ".json")
+
+
+def _spanning(source: str, message: str, entries: Sequence[str]) -> DhirError:
+    """`message`, about `entries` of the constraints file `source` taken together, at the
+    line of the last of them there, with a note at each other's line; the file alone when
+    it cannot be read (placement reads the constraints the module carries, not the file)."""
+    plain = _error(f"{source}: {message}")
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return plain
+    lines = file_lines(text, path.suffix.lower() == ".json")
+    found = [(lines.find(entry_path(entry)), entry) for entry in entries]
+    located = sorted((at, entry) for at, entry in found if at is not None)
+    if not located:
+        return plain
+    *others, (last, _) = located
+    notes = [Diagnostic(f"{entry} is here", SourceLoc(source, *at), "note") for at, entry in others]
+    return DhirError([Diagnostic(message, SourceLoc(source, *last), notes=notes)], {source: text})
 
 
 def _error(message: str) -> DhirError:

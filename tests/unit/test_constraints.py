@@ -504,3 +504,58 @@ def test_dhir_schedule_and_run_take_the_file_and_name_it_in_errors(
         main([*args, "--input", str(tmp_path / "x.npy"), "--input", str(tmp_path / "x.npy")]) == 2
     )
     assert "--constraints steers the placement of tasks on MPI ranks" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "c.toml",
+            '[[pin]]\ntasks = "load0"\nrank = 1\n\n[[pin]]\ntasks = "load*"\nrank = 2\n',
+            [
+                "c.toml:5:1: error: task load0 cannot be placed: [[pin]] #1, [[pin]] #2 leave "
+                "it no rank in common",
+                "c.toml:1:1: note: [[pin]] #1 is here",
+            ],
+        ),
+        (
+            "c.toml",
+            '[[apart]]\ntasks = ["solve0", "solve1"]\n[[pin]]\ntasks = "solve0"\nrank = 0\n'
+            '[[pin]]\ntasks = "solve1"\nrank = 0\n',
+            [
+                "c.toml:6:1: error: [[apart]] #1, [[pin]] #1, [[pin]] #2 cannot all hold: the "
+                "tasks asked apart need more ranks",
+                "c.toml:1:1: note: [[apart]] #1 is here",
+                "c.toml:3:1: note: [[pin]] #1 is here",
+            ],
+        ),
+        (
+            "c.json",
+            '{"together": [{"tasks": ["solve*"]}],\n "pin": [{"tasks": "solve0", "rank": 0},\n'
+            '  {"tasks": "solve1", "rank": 1}]}',
+            [
+                "c.json:3:3: error: [[pin]] #1, [[pin]] #2, [[together]] #1 cannot all hold: "
+                "solve0, solve1 must share a rank",
+                "c.json:1:15: note: [[together]] #1 is here",
+                "c.json:2:10: note: [[pin]] #1 is here",
+            ],
+        ),
+    ],
+)
+def test_entries_that_cannot_all_hold_are_at_their_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, text: str, expected: list[str]
+) -> None:
+    """Constraints that broke only together named the file alone, not their entries' lines."""
+    program = tmp_path / "p.mlir"
+    program.write_text(PROGRAM)
+    (tmp_path / name).write_text(text)
+    args = ["schedule", str(program), "-n", "3", "--constraints", str(tmp_path / name)]
+    assert main(args) == 1
+    lines = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if ": note: " in line or ": error: " in line
+    ]
+    assert len(lines) == len(expected)
+    for line, start in zip(lines, expected, strict=True):
+        assert line.startswith(f"{tmp_path}/{start}")
