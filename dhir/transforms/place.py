@@ -33,7 +33,7 @@ from dhir.analysis.profile import NO_TASK, Profile, load_profile, unmatched, why
 from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import Diagnostic, warn
+from dhir.ir.diagnostics import Diagnostic, collected_warnings, warn
 from dhir.ir.file_lines import did_you_mean
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
@@ -102,7 +102,8 @@ class PlacePass(ModulePass):
         schedules = [s for s in walk_outside_tasks(op) if isinstance(s, ScheduleOp)]
         tasks = [t for s in schedules for t in s.tasks()]
         fixed = [rank_of(t) for t in tasks]
-        self._place(op)
+        with collected_warnings():  # the placement that follows warns, once
+            self._place(op)
         preferred = [rank_of(t) for t in tasks]
         profile = load_profile(self.costs) if self.costs else None
         devices, _ = machine_for(op, self.ranks, profile)

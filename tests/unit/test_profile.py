@@ -17,10 +17,11 @@ from dhir.cli.main import main
 from dhir.dialects.dhir import ScheduleOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import task_ids
+from dhir.placement.constraints import Constraints, Pin
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import local_devices, task_graph
 from dhir.transforms.instrument import profile_report
-from dhir.transforms.place import drop_unmatched
+from dhir.transforms.place import attach_constraints, drop_unmatched
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 VECTOR_ADD = EXAMPLES / "vector_add.mlir"
@@ -325,6 +326,20 @@ def test_costs_entries_that_describe_no_task_warn_and_are_not_used(
     assert unmatched(profile, task_ids(module).values()) == stale
     drop_unmatched(profile, module, str(costs))
     assert list(profile.tasks) == ["t1"]
+
+
+def test_costs_that_describe_no_task_warn_once_with_constraints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Constraints place the program twice (once to learn where tasks would rather run):
+    the warning came once from each placement."""
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"tasks": {"t1x": 1.0, "t1": 2.0}}))
+    module = parse_string(SPLIT)
+    pin = Pin(("t1",), "rank", 0, "[[pin]] #1")
+    attach_constraints(module, Constraints((pin,), (), "c.toml"))
+    run_pipeline(module, f'dhir-place{{ranks=2 algorithm=heft costs="{costs}"}}')
+    assert capsys.readouterr().err.count("has times that describe no task") == 1
 
 
 def test_stale_entries_are_grouped_by_why() -> None:
