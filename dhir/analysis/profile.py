@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, as_written, decode_source, parse_json
+from dhir.ir.diagnostics import DhirError, as_written, decode_source, parse_json, read_file
 from dhir.ir.file_lines import Entry, EntryError, did_you_mean, locate
 from dhir.targets import UnknownArchError, kind_of_arch
 
@@ -101,7 +101,7 @@ def _pieces(names: Iterable[str]) -> dict[str, set[str]]:
 def load_profile(path: str | Path) -> Profile:
     """Read a profile; a missing or malformed file is a DhirError."""
     try:
-        text = decode_source(Path(path).read_bytes(), str(path), bom=True)
+        text = decode_source(read_file(path), str(path), bom=True)
     except OSError as error:
         raise _profile_error(path, f"cannot read it: {error.strerror}") from None
     except DhirError as error:

@@ -263,6 +263,8 @@ def run_key(program: Path, keyed: list[str]) -> str:
 
 
 def _file_digest(path: str) -> str:
+    if not _rereadable(path):  # a pipe gives its bytes once, /dev/zero never ends
+        return f"not a file {path}"
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:

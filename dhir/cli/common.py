@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dhir.cli.interrupt import interruptible
-from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, decode_source
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, decode_source, read_all
 from dhir.toolchain.options import unwritable
 from dhir.toolchain.signals import Terminated, ending_cleanly
 
@@ -139,4 +139,4 @@ def read_stdin() -> str:
     binary = getattr(sys.stdin, "buffer", None)
     if binary is None:  # a text stream put there by a caller (io.StringIO): its text
         return sys.stdin.read()
-    return decode_source(binary.read(), "<stdin>")
+    return decode_source(read_all(binary, "<stdin>"), "<stdin>")

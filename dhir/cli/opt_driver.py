@@ -39,6 +39,7 @@ from dhir.ir.diagnostics import (
     UsageError,
     collected_warnings,
     decode_source,
+    read_all,
 )
 from dhir.ir.text import parse_string, print_module
 from dhir.ir.verifier import verify_module
@@ -344,7 +345,7 @@ def _read_input(path: str) -> tuple[str, str]:
         return read_stdin(), "<stdin>"
     try:
         with open(path, "rb") as file:
-            return decode_source(file.read(), path), path
+            return decode_source(read_all(file, path), path), path
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
 

@@ -47,6 +47,7 @@ from dhir.ir.diagnostics import (
     UsageError,
     decode_source,
     parse_json,
+    read_file,
 )
 from dhir.ir.file_lines import EntryError, locate
 from dhir.ir.tasks import task_ids
@@ -889,7 +890,7 @@ def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | Non
 
 def read_graph(path: Path) -> TaskGraph:
     try:
-        text = decode_source(path.read_bytes(), str(path), bom=True)
+        text = decode_source(read_file(path), str(path), bom=True)
     except OSError as error:
         raise _error(f"cannot read {path}: {error.strerror}") from None
     try:

@@ -8,13 +8,14 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import LocationAttr
@@ -144,6 +145,37 @@ def collected_warnings() -> Iterator[list[Diagnostic]]:
         yield collected
     finally:
         _warnings.reset(token)
+
+
+# What a character device other than a terminal may give before dhir takes it for one
+# that never ends (/dev/zero, /dev/urandom): reading such a device whole hung dhir.
+DEVICE_LIMIT = 64 << 20
+
+
+def read_file(path: "str | os.PathLike[str]") -> bytes:
+    """The bytes of the file `path` (an OSError as `open` raises it); a DhirError for a
+    device that does not end."""
+    with open(path, "rb") as file:
+        return read_all(file, os.fspath(path))
+
+
+def read_all(file: BinaryIO, name: str) -> bytes:
+    """What `file` (called `name`) holds; a DhirError where it is a device that gives more
+    than DEVICE_LIMIT bytes (a terminal is read as typed, a pipe as it comes)."""
+    try:
+        device = stat.S_ISCHR(os.fstat(file.fileno()).st_mode) and not file.isatty()
+    except (OSError, ValueError):  # no descriptor: an in-memory stream
+        device = False
+    if not device:
+        return file.read()
+    data = file.read(DEVICE_LIMIT + 1)
+    if len(data) > DEVICE_LIMIT:
+        message = (
+            f"{name} is a device that does not end (it gave more than {DEVICE_LIMIT >> 20} "
+            "MiB); name a file"
+        )
+        raise DhirError([Diagnostic(message)])
+    return data
 
 
 def decode_source(data: bytes, name: str, bom: bool = False) -> str:

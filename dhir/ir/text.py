@@ -25,7 +25,15 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, memref
 from dhir.install import llvm_hint
 from dhir.ir.collections import fewer_collections
-from dhir.ir.diagnostics import BOM, DhirError, Diagnostic, SourceLoc, bom_error, decode_source
+from dhir.ir.diagnostics import (
+    BOM,
+    DhirError,
+    Diagnostic,
+    SourceLoc,
+    bom_error,
+    decode_source,
+    read_file,
+)
 from dhir.ir.parser import LocatedParser
 from dhir.ir.verifier import verify_module
 
@@ -75,7 +83,7 @@ def parse_string(
 def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
     return parse_string(decode_source(data, str(path)), str(path), **kwargs)  # type: ignore[arg-type]

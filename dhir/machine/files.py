@@ -33,6 +33,7 @@ from dhir.ir.diagnostics import (
     decode_source,
     parse_json,
     parse_toml,
+    read_file,
 )
 from dhir.ir.file_lines import Entry, device_entry, did_you_mean, file_lines
 from dhir.machine.description import (
@@ -384,7 +385,7 @@ def read_system(path: Path) -> System:
     path = Path(path)
     parse = _parser_for(path)
     try:
-        text = decode_source(path.read_bytes(), str(path), bom=True)
+        text = decode_source(read_file(path), str(path), bom=True)
     except OSError as error:
         raise DhirError(
             [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]

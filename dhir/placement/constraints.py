@@ -27,7 +27,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, as_written, decode_source
+from dhir.ir.diagnostics import (
+    DhirError,
+    Diagnostic,
+    SourceLoc,
+    as_written,
+    decode_source,
+    read_file,
+)
 from dhir.ir.file_lines import EntryError, did_you_mean, file_lines, locate
 
 KINDS = ("cpu", "gpu")
@@ -129,7 +136,7 @@ def read_constraints(path: Path) -> Constraints:
 
     where = str(path)
     try:
-        text = decode_source(path.read_bytes(), where, bom=True)
+        text = decode_source(read_file(path), where, bom=True)
     except OSError as error:
         raise _error(f"cannot read the constraints file {path}: {error.strerror}") from None
     try:

@@ -491,3 +491,54 @@ def test_parse_string_refuses_a_bom_at_the_chunks_line() -> None:
     with pytest.raises(DhirError) as error:
         parse_string("\ufeff" + _FUNC, "f.mlir", line_offset=4)
     assert str(error.value).startswith("f.mlir:5:1: error: a byte order mark")
+
+
+_ENDLESS = "/dev/zero"
+_NO_END = f"error: {_ENDLESS} is a device that does not end (it gave more than 64 MiB); name a file"
+
+
+@pytest.mark.parametrize(
+    ("command", "stdin"),
+    [
+        (["dhir", "run", _ENDLESS], None),
+        (["dhir.cli.dhir_opt", _ENDLESS], None),
+        (["dhir", "schedule", "-"], _ENDLESS),
+    ],
+)
+def test_a_program_from_a_device_that_does_not_end_is_refused(
+    command: list[str], stdin: str | None
+) -> None:
+    """dhir read /dev/zero whole as the program: it hung, its memory growing."""
+    with open(stdin or os.devnull, "rb") as given:
+        result = subprocess.run(
+            [sys.executable, "-m", *command], stdin=given, capture_output=True, timeout=120
+        )
+    assert result.returncode == 1
+    named = "<stdin>" if stdin else _ENDLESS
+    assert result.stderr.decode() == _NO_END.replace(_ENDLESS, named, 1) + "\n"
+
+
+def test_files_from_a_device_that_does_not_end_are_refused(tmp_path: Path) -> None:
+    """--constraints, --costs, --system and --graph files hung as the program did."""
+    from dhir.analysis.profile import load_profile
+    from dhir.cli.schedule import read_graph
+    from dhir.machine.files import read_system
+    from dhir.placement.constraints import read_constraints
+
+    readers = {"c.toml": read_constraints, "p.json": load_profile, "m.toml": read_system}
+    for name, read in {**readers, "g.json": read_graph}.items():
+        path = tmp_path / name
+        path.symlink_to(_ENDLESS)
+        with pytest.raises(DhirError) as error:
+            read(path)
+        assert f"{path} is a device that does not end" in str(error.value), name
+
+
+def test_the_cached_run_key_does_not_read_a_device_that_does_not_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`dhir run` keys its cached run on $DHIR_SYSTEM's bytes: /dev/zero hung it."""
+    from dhir.cli.cached_run import run_key
+
+    monkeypatch.setenv("DHIR_SYSTEM", _ENDLESS)
+    assert len(run_key(EXAMPLE, [])) == 32
