@@ -123,6 +123,19 @@ class LowerToMPIPass(ModulePass):
         for _ in self.lower(op):
             pass
 
+    def _check_placed_ranks(self, op: ModuleOp) -> None:
+        """A task placed on a rank the program does not have (a dhir.rank written by hand,
+        or placed for more ranks) ended in an internal error while lowering."""
+        for task in find_ops(op, TaskOp):
+            rank = rank_of(task)
+            if rank is not None and not 0 <= rank < self.ranks:
+                raise PassFailedAt(
+                    task,
+                    f"task is placed on rank {rank} (dhir.rank), but dhir-lower-to-mpi lowers "
+                    f"for {self.ranks} rank{'s' if self.ranks != 1 else ''} (ranks 0.."
+                    f"{self.ranks - 1}); place it on one of those",
+                )
+
     def lower(self, op: ModuleOp) -> Iterator[func.FuncOp]:
         """What `apply` does, yielding each step function a schedule's tasks were
         outlined into (a part, marked STEP) as soon as it is finished: nothing changes it
@@ -138,6 +151,7 @@ class LowerToMPIPass(ModulePass):
             ArrayAttr([_dlti_entry(mpi.IMPLEMENTATION_KEY, mpi.IMPLEMENTATIONS[self.mpi])])
         )
         check_shared_data(op)
+        self._check_placed_ranks(op)
         runtime: set[str] = set()
         called = entry_called(op, self.entry)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:

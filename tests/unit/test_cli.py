@@ -542,3 +542,28 @@ def test_the_cached_run_key_does_not_read_a_device_that_does_not_end(
 
     monkeypatch.setenv("DHIR_SYSTEM", _ENDLESS)
     assert len(run_key(EXAMPLE, [])) == 32
+
+
+def test_dhir_lower_to_mpi_refuses_a_task_on_a_rank_it_does_not_lower_for() -> None:
+    """A dhir.rank past the pass's ranks (by hand, or placed for more) was an internal
+    error (IndexError) in dhir-lower-to-mpi, and an assertion after dhir-gpu-data."""
+    from dhir.api import run_pipeline
+
+    text = (
+        (EXAMPLE.parent / "vector_add.mlir")
+        .read_text()
+        .replace(
+            "dhir.task %cpu, %a, %b, %c {",
+            "dhir.task %cpu, %a, %b, %c attributes {dhir.rank = 0} {",
+        )
+    )
+    text = text.replace(
+        "dhir.task %any, %c, %a {", "dhir.task %any, %c, %a attributes {dhir.rank = 5} {"
+    )
+    module = parse_string(text, "p.mlir")
+    with pytest.raises(DhirError) as error:
+        run_pipeline(module, "dhir-lower-to-mpi{ranks=2}")
+    assert "task is placed on rank 5 (dhir.rank), but dhir-lower-to-mpi lowers for 2 ranks" in str(
+        error.value
+    )
+    assert str(error.value.diagnostics[0].loc).startswith("p.mlir:")
