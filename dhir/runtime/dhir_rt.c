@@ -560,7 +560,8 @@ static int64_t mpi_enter(int64_t call, int64_t peer) {
 }
 
 static void mpi_leave(int64_t before) {
-  state->phase = before;
+  /* A rank past its first message is no longer starting, though it may run no task. */
+  state->phase = before == PHASE_STARTING ? PHASE_BETWEEN : before;
   if (tracing)
     trace_mpi(0, state->call, state->peer);
 }

@@ -94,7 +94,8 @@ class RankState:
 
     def waiting_on(self) -> int | None:
         """The rank this one was in an MPI call with, if any."""
-        return self.peer if self.phase == _MPI and self.peer >= 0 else None
+        mine = self.peer == self.rank  # the root of its own broadcast or gather
+        return self.peer if self.phase == _MPI and self.peer >= 0 and not mine else None
 
     def doing(self) -> str:
         """What the rank was doing, as a phrase."""
@@ -106,9 +107,17 @@ class RankState:
         after = f"after {task}" if task else "before its first task"
         if self.phase == _MPI:
             call = _CALLS.get(self.call, "an MPI call")
-            peer = f" with rank {self.peer}" if self.peer >= 0 else ""
-            return f"in {call}{peer}, {after}"
-        return f"between tasks, {after}" if self.phase == _BETWEEN else f"starting, {after}"
+            return f"in {call}{self._peer()}, {after}"
+        if self.phase != _BETWEEN:
+            return f"starting, {after}"
+        return (
+            f"between tasks, {after}" if task else f"in host code, past its first messages, {after}"
+        )
+
+    def _peer(self) -> str:
+        if self.peer < 0:
+            return ""
+        return " as its root" if self.peer == self.rank else f" with rank {self.peer}"
 
 
 def read_states(directory: Path) -> dict[int, RankState]:

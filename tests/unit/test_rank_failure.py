@@ -371,3 +371,40 @@ def test_a_rank_that_lost_its_peer_names_the_peer() -> None:
     assert first_dead("", "PID 200 RUNNING AT h\n", [0], states) == 0
     first, _ = explain({0: waiting}, 1)
     assert first == "rank 1 died before it told where it was (no state file)"
+
+
+def test_a_rank_past_its_messages_without_tasks_is_not_starting() -> None:
+    table = ("main.schedule0.task0\tf.mlir:3:5",)
+    passed = RankState(0, 200, 2, -1, 4, 1, table)  # had a broadcast, runs no task
+    assert passed.doing() == "in host code, past its first messages, before its first task"
+    root = RankState(1, 201, 3, 0, 4, 1, table)  # in its own broadcast, as the root
+    assert root.doing().startswith("in a broadcast (dhir_rt_bcast) as its root, after task")
+    assert root.waiting_on() is None
+    assert RankState(0, 200, 3, -1, 4, 1, table).waiting_on() == 1
+
+
+HOST_DIVIDES = """func.func @main(%a: memref<4xi32>, %d: i32) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %v = arith.constant 5 : i32
+      memref.store %v, %a[%c0] : memref<4xi32>
+    }
+  }
+  %c0 = arith.constant 0 : index
+  %x = memref.load %a[%c0] : memref<4xi32>
+  %q = arith.divsi %x, %d : i32
+  memref.store %q, %a[%c0] : memref<4xi32>
+  return
+}
+"""
+
+
+def test_a_rank_that_ran_no_task_dies_in_host_code_after_its_messages() -> None:
+    need("mpich")
+    module = dhir.parse_string(HOST_DIVIDES, "p.mlir")
+    with pytest.raises(DhirError) as caught:
+        dhir.run(module, np.zeros(4, np.int32), np.int32(0), ranks=2, timeout=120)
+    message = str(caught.value)
+    assert "rank 0 died while in host code, past its first messages" in message, message
