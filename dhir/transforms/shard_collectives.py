@@ -655,6 +655,37 @@ def _info(stub: func.FuncOp) -> dict[str, Attribute]:
     return dict(info.data)
 
 
+def _grid_and_calls(
+    stub: func.FuncOp, info: dict[str, Attribute]
+) -> tuple[DenseArrayBase, DictionaryAttr]:
+    """The stub's grid words and runtime calls, as dhir-shard-stubs writes them
+    (`{"0:dhir_rt_shard_all_gather" = array<i64: ...>}`); an error at the stub where a hand
+    or another tool wrote something else."""
+    grid, calls = info.get("grid"), info.get("calls")
+    known = (*_WORDS, _HALO)
+    if isinstance(grid, DenseArrayBase) and isinstance(calls, DictionaryAttr) and calls.data:
+        wrong = [
+            key
+            for key, words in calls.data.items()
+            if not (
+                (parts := key.partition(":"))[0].isdigit()
+                and parts[2] in known
+                and isinstance(words, DenseArrayBase)
+                and len(words) == _WORDS.get(parts[2], len(words))
+            )
+        ]
+        if not wrong:
+            return grid, calls
+        why = f"its call {wrong[0]!r} is not a step dhir's runtime has with its words"
+    else:
+        why = "it needs a grid array and a non-empty dictionary of calls"
+    raise error_at(
+        stub,
+        f"{COLLECTIVE} is not as dhir-shard-stubs writes it: {why} "
+        '("N:dhir_rt_shard_NAME" = array<i64: ...>); let dhir-shard-stubs make the stubs',
+    )
+
+
 def _lower_call(
     call: func.CallOp,
     stub: func.FuncOp,
@@ -665,9 +696,7 @@ def _lower_call(
     where it goes `direct`, the buffer alone, and next to the shard the call that reads
     or writes it (its box in `direct`'s arrays)."""
     info = _info(stub)
-    grid_words = info["grid"]
-    calls = info["calls"]
-    assert isinstance(grid_words, DenseArrayBase) and isinstance(calls, DictionaryAttr)
+    grid_words, calls = _grid_and_calls(stub, info)
     source, target = call.arguments[0], call.res[0]
     for value in (source, target):
         if not isinstance(value.type, MemRefType) or not isinstance(value.type.layout, NoneAttr):

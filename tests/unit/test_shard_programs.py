@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import dhir
 from dhir import DhirError
+from dhir.api import run_pipeline
 from dhir.ir.diagnostics import Diagnostic, collected_warnings
 
 if TYPE_CHECKING:
@@ -1440,8 +1441,6 @@ func.func @main(%a: memref<8xf64>, %b: memref<8xf64>) {
 
 
 def test_shardings_on_a_schedule_place_its_tasks_and_keep_its_results() -> None:
-    from dhir.api import run_pipeline
-
     placed = dhir.print_module(run_pipeline(dhir.parse_string(HINTED), "dhir-place{ranks=2}"))
     assert "%high = dhir.task %cpu, %a, %b attributes {dhir.rank = 1 : i64}" in placed
     assert "%low = dhir.task %cpu, %a, %b attributes {dhir.rank = 0 : i64}" in placed
@@ -1718,3 +1717,29 @@ def test_timing_says_which_parameters_no_rank_holds() -> None:
     _traffic(_double("2", "8x6", "[[0]]"), [np.zeros((8, 6))], 2, timing)
     held = [line for line in timing.notes if "held by no rank, each reads or writes" in line]
     assert len(held) == 2, timing.notes  # the input and the result
+
+
+_STUB = """func.func private @__dhir_collective0(memref<2x3xf32>) -> memref<4x3xf32> attributes {{dhir.collective = {{grid = array<i64: 1, 2, 1, 0>, calls = {calls}}}}}
+func.func @main(%a: memref<2x3xf32>, %out: memref<4x3xf32>) {{
+  %g = func.call @__dhir_collective0(%a) : (memref<2x3xf32>) -> memref<4x3xf32>
+  memref.copy %g, %out : memref<4x3xf32> to memref<4x3xf32>
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        '{"sm_90" = array<i64: 1, 24>}',  # no step's name
+        '{"0:dhir_rt_shard_all_gather" = array<i64: 1>}',  # too few words
+        '{"0:dhir_rt_shard_all_gather" = 3 : i64}',
+        "{}",
+    ],
+)
+def test_collective_stubs_not_as_dhir_writes_them_are_errors(calls: str) -> None:
+    from dhir.api import run_pipeline
+
+    module = dhir.parse_string(_STUB.format(calls=calls), "p.mlir")
+    with pytest.raises(DhirError, match=r"p.mlir:1:1: error: dhir.collective is not as"):
+        run_pipeline(module, "dhir-shard-collectives")
