@@ -64,6 +64,7 @@ _CHECKED = (
     affine.ForOp,
     affine.IfOp,
     affine.ParallelOp,
+    affine.PrefetchOp,
 )
 
 
@@ -95,6 +96,8 @@ def _map_operands(op: Operation) -> list[tuple[Sequence[SSAValue], int]]:
         ]
     if isinstance(op, affine.IfOp):
         return [(op.args, op.condition.data.num_dims)]
+    if isinstance(op, affine.PrefetchOp):
+        return [(op.indices, op.map.data.num_dims)]
     assert isinstance(op, affine.ParallelOp)
     lower = op.lowerBoundsMap.data
     split = lower.num_dims + lower.num_symbols
@@ -129,10 +132,14 @@ def _lower(op: Operation) -> Operation:
         new = _for(op, made)
     elif isinstance(op, affine.IfOp):
         new = _if(op, made)
+    elif isinstance(op, affine.PrefetchOp):
+        new = _prefetch(op, made)
     else:
         assert isinstance(op, affine.ParallelOp)
         new = _parallel(op, made)
     new.location = op.location
+    # Marks such as dhir.in_order (run the iterations in order) hold for the new op too.
+    new.attributes.update(op.attributes)
     Rewriter.insert_op(made, InsertPoint.before(op))
     Rewriter.replace_op(op, new, list(new.results))
     return new
@@ -206,6 +213,12 @@ def _body(region: Region, end: Callable[[list[SSAValue]], Operation]) -> Region:
 
 def _yield(values: list[SSAValue]) -> Operation:
     return scf.YieldOp(*values)
+
+
+def _prefetch(op: affine.PrefetchOp, made: list[Operation]) -> Operation:
+    indices = _results(op.map.data, op.indices, made)
+    hints = {name: op.properties[name] for name in ("isWrite", "localityHint", "isDataCache")}
+    return memref.PrefetchOp.build(operands=[op.memref, indices], properties=hints)
 
 
 def _for(op: affine.ForOp, made: list[Operation]) -> Operation:
@@ -301,43 +314,93 @@ def _combiner(kind: str, type_: Attribute) -> Region:
     return Region(block)
 
 
-# Ops a nest must not hold to be made scf as a whole: an affine.parallel stays one (the
-# OpenMP and serial-loop passes read its reductions), and an affine.prefetch, which has
-# no memref form here, would lose the loop counters its subscripts take as dimensions.
+# Ops dhir-time-tiles does not model in a row statement: it leaves an affine loop holding
+# one as written (dhir-optimize-bodies makes such nests scf too: see `unlowerable`).
 _KEPT = (affine.ParallelOp, affine.PrefetchOp)
 
 
 def kept_in(loop: affine.ForOp) -> Operation | None:
-    """The first op in `loop` that keeps it from being made scf by `lower_nest`, or None."""
+    """The first op in `loop` that dhir-time-tiles does not model, or None."""
     return next((op for op in loop.walk() if isinstance(op, _KEPT)), None)
 
 
-def in_affine_loop(op: Operation, root: Operation) -> bool:
-    """Whether an affine.for between `op` and `root` (an op holding it) holds `op`: the
-    nests `lower_nest` takes are the affine loops of a body in none of its others."""
+def unlowerable(root: Operation) -> affine.ParallelOp | None:
+    """The first affine.parallel in `root` whose reductions --lower-affine cannot lower
+    (no identity to start from), or None: `lower_nest` makes the rest scf."""
+    for op in root.walk():
+        if isinstance(op, affine.ParallelOp) and any(
+            kind not in REDUCTION_IDENTITIES for kind in op.reduction_kinds()
+        ):
+            return op
+    return None
+
+
+def in_affine_loop(
+    op: Operation, root: Operation, kinds: tuple[type[Operation], ...] = (affine.ForOp,)
+) -> bool:
+    """Whether an op of `kinds` (an affine loop) between `op` and `root` (an op holding
+    it) holds `op`: the nests `lower_nest` takes are the affine loops of a body in none of
+    its others."""
     parent = op.parent_op()
     while parent is not None and parent is not root:
-        if isinstance(parent, affine.ForOp):
+        if isinstance(parent, kinds):
             return True
         parent = parent.parent_op()
     return False
 
 
-def lower_nest(loop: affine.ForOp) -> scf.ForOp:
+def lower_nest(loop: affine.ForOp | affine.ParallelOp) -> Operation:
     """`loop` and every affine op in it as --lower-affine makes them (what the build does
-    with them anyway, so the same semantics), with the sums and constant multiples that
+    with them anyway, so the same semantics: an affine.parallel an scf.parallel, an
+    affine.prefetch a memref.prefetch), with the sums and constant multiples that
     affine.apply computes as arith ops: the form dhir-optimize-bodies reads. `loop` holds
-    nothing `kept_in` names."""
+    nothing `unlowerable` names."""
     walked = list(loop.walk())
     before = set(walked)
     found = [op for op in walked if _checked(type(op))]
     made = [_lower(op) for op in found]  # outer ops first, as in lower_unscoped
     new = made[0]
-    assert isinstance(new, scf.ForOp)
     for apply in [op for op in new.walk() if isinstance(op, affine.ApplyOp)]:
         _expand_apply(apply)
     _hoist_constants([op for op in new.walk() if op not in before], new)
+    _hoist_bounds([op for op in new.walk() if op not in before and _bound_only(op)], new)
     return new
+
+
+def _bound_only(op: Operation) -> bool:
+    """Whether `op` is the min or max of a tiled loop's bounds (`min(jj + 32, n)`), which
+    only loop bounds take. Sums stay where the lowering put them, before their loop: the
+    recognisers take them there (a triangle's `i + 1`)."""
+    return isinstance(op, (affine.MinOp, affine.MaxOp)) and all(
+        (isinstance(use.operation, scf.ForOp) and use.index in (0, 1))
+        or isinstance(use.operation, scf.ParallelOp)
+        for use in op.results[0].uses
+    )
+
+
+def _hoist_bounds(made: list[Operation], root: Operation) -> None:
+    """Each op of `made` out of the loops (up to `root`'s) whose counters and values it
+    does not take (pure, and unable to trap): a tiled loop's bounds then sit before the
+    loops that they do not vary in, where the recognisers take them as fixed."""
+    for op in made:  # outer first: what an op takes is hoisted before it
+        loop = op.parent_op()
+        while (
+            loop is not None
+            and isinstance(loop, (scf.ForOp, scf.ParallelOp))
+            and (loop is root or _holds(root, loop))
+            and not any(_holds(loop, v.owner) for v in op.operands)
+        ):
+            op.detach()
+            Rewriter.insert_op(op, InsertPoint.before(loop))
+            loop = op.parent_op()
+
+
+def _holds(outer: Operation, inner: Operation | Block) -> bool:
+    """Whether `inner` (an op, or the block of a block argument) is inside `outer`."""
+    parent = inner.parent_op() if isinstance(inner, Operation) else inner.parent_op()
+    while parent is not None and parent is not outer:
+        parent = parent.parent_op()
+    return parent is outer
 
 
 def _hoist_constants(made: list[Operation], loop: Operation) -> None:

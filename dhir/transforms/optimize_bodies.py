@@ -65,7 +65,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
-from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
+from dhir.transforms.affine_scope import in_affine_loop, lower_nest, unlowerable
 from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
 from dhir.transforms.building import (
     declare,
@@ -81,6 +81,8 @@ from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
 _Body = TaskOp | func.FuncOp  # a CPU task, or an SPMD entry
+_AFFINE_LOOPS = (affine.ForOp, affine.ParallelOp)
+_Affine = affine.ForOp | affine.ParallelOp
 ROWS = 4  # rows blocked in registers
 # A single row's k steps per pass over its column blocks, and the fewest bytes of each row
 # a stripe of its columns spans (docstring of _Nest._kernel).
@@ -189,12 +191,13 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     # facts found now, found together, once per body shape.
     keep_facts([task for task, *_ in todo if isinstance(task, TaskOp)])
     for task, matmuls, nests, affines in todo:
+        lowered: list[Operation] = []
         for loop in affines:
             why = _affine_kept(loop, task)
             if why is not None:
                 decisions.append(Decision(loc_of(loop), False, f"left as written: {why}"))
                 continue
-            lower_nest(loop)
+            lowered.append(lower_nest(loop))
             nests = True
         for matmul in matmuls:
             loc = loc_of(matmul)
@@ -206,7 +209,10 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
             decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
         if nests:
             _carried_accumulations(task)
-        for row, nest in list(_candidates(task)):
+        hints = _take_hints(task) if nests else []
+        found = list(_candidates(task))
+        decisions += _unmatched(lowered, [nest for _, nest in found])
+        for row, nest in found:
             try:
                 _check_in_place(row, nest, task)
                 with _located_at(task, nest):
@@ -214,6 +220,7 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
+        _put_hints_back(hints)
     return decisions
 
 
@@ -623,17 +630,17 @@ def _bodies(module: ModuleOp) -> Iterator[_Body]:
             yield op
 
 
-def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[affine.ForOp]]:
+def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[_Affine]]:
     """The task's linalg contractions, whether it has a loop right in a loop, and its
-    outermost affine.for loops (one walk: most tasks have none, and a walk of 10,000 tasks
+    outermost affine loops (one walk: most tasks have none, and a walk of 10,000 tasks
     is felt)."""
     matmuls: list[Contraction] = []
     nested = False
-    affines: list[affine.ForOp] = []
+    affines: list[_Affine] = []
     # The task itself is no kind. find_ops: `walk()` and isinstance per op took 60%.
-    for op in find_ops(task, (*KINDS, scf.ForOp, affine.ForOp)):
-        if isinstance(op, affine.ForOp):
-            if not in_affine_loop(op, task):
+    for op in find_ops(task, (*KINDS, scf.ForOp, *_AFFINE_LOOPS)):
+        if isinstance(op, _AFFINE_LOOPS):
+            if not in_affine_loop(op, task, _AFFINE_LOOPS):
                 affines.append(op)
         elif not isinstance(op, scf.ForOp):
             matmuls.append(op)
@@ -642,19 +649,104 @@ def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[affine.ForO
     return matmuls, nested, affines
 
 
-def _affine_kept(loop: affine.ForOp, task: _Body) -> str | None:
+def _affine_kept(loop: _Affine, task: _Body) -> str | None:
     """Why the affine nest `loop` is not made scf (the form the recognisers read) before
     the optimizer looks at it, or None: lowered as --lower-affine would lower it, it
     computes the same, so only what that form cannot hold keeps it."""
-    parent = loop.parent_op()
-    while parent is not None and parent is not task:
-        if isinstance(parent, affine.ParallelOp):
-            return "an affine nest in an affine.parallel (its loops run as written)"
-        parent = parent.parent_op()
-    kept = kept_in(loop)
+    kept = unlowerable(loop)
     if kept is None:
         return None
-    return f"an affine nest holding {kept.name} (optimized only without one)"
+    kinds = ", ".join(kept.reduction_kinds())
+    return f"an affine nest holding an affine.parallel reducing with {kinds}, which has no scf form"
+
+
+def _unmatched(lowered: Sequence[Operation], nests: Sequence[scf.ForOp]) -> list[Decision]:
+    """A line for each affine nest made scf that holds a loop in a loop but none of the
+    forms the kernels take: the optimizer looked at it, and says so."""
+    left: list[Decision] = []
+    for root in lowered:
+        if any(nest is root or _holds(root, nest) for nest in nests) or not _loop_in_loop(root):
+            continue
+        left.append(Decision(loc_of(root), False, f"left as written: {_NO_FORM}"))
+    return left
+
+
+_NO_FORM = (
+    "no loop in it is a contraction nest (for k { for j { store } }, or for j { for k "
+    "iter_args }, with the inner body free of regions)"
+)
+
+
+def _holds(root: Operation, op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and parent is not root:
+        parent = parent.parent_op()
+    return parent is root
+
+
+def _loop_in_loop(root: Operation) -> bool:
+    loops = (scf.ForOp, scf.ParallelOp)
+    return any(isinstance(op.parent_op(), loops) for op in find_ops(root, loops) if op is not root)
+
+
+_Hint = tuple[list[Operation], Operation]
+
+
+def _take_hints(task: _Body) -> list[_Hint]:
+    """The task's memref.prefetch ops in loops, detached with the index arithmetic only
+    they use, each with the op it preceded: hints to the cache, which change no result,
+    and which the kernels, whose order of accesses is their own, do without."""
+    hints: list[_Hint] = []
+    for op in find_ops(task, memref.PrefetchOp):
+        after = op.next_op
+        if after is None or not isinstance(op.parent_op(), (scf.ForOp, scf.ParallelOp)):
+            continue
+        ops = _feeding(op)
+        for made in ops:
+            made.detach()
+        hints.append((ops, after))
+    return hints
+
+
+def _feeding(hint: Operation) -> list[Operation]:
+    """`hint` and the index arithmetic before it in its block whose results only it (or
+    such arithmetic) uses, in their order."""
+    taken = [hint]
+    todo = [v.owner for v in hint.operands]
+    while todo:
+        op = todo.pop()
+        if (
+            not isinstance(op, _SCALAR + (affine.ApplyOp,))
+            or op.parent_block() is not hint.parent_block()
+            or op in taken
+            or any(use.operation not in taken for r in op.results for use in r.uses)
+        ):
+            continue
+        taken.append(op)
+        todo += [v.owner for v in op.operands]
+    block = hint.parent_block()
+    assert block is not None
+    order = {op: k for k, op in enumerate(block.ops)}
+    return sorted(taken, key=order.__getitem__)
+
+
+def _put_hints_back(hints: Sequence[_Hint]) -> None:
+    """Each hint back before the op it preceded, where that op is still in a loop the
+    optimizer left (a rewritten loop's ops are gone); the others are dropped."""
+    for ops, after in hints:
+        block = after.parent_block()
+        if block is not None and _in_task(after):
+            block.insert_ops_before(ops, after)
+            continue
+        for op in reversed(ops):
+            op.erase()
+
+
+def _in_task(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, (TaskOp, func.FuncOp)):
+        parent = parent.parent_op()
+    return parent is not None
 
 
 def _candidates(task: _Body) -> Iterator[tuple[scf.ForOp | None, scf.ForOp]]:

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from dhir.dialects import arith, memref, scf
+from dhir.dialects import affine, arith, memref, scf
 from dhir.transforms.building import const_index, inside, put
 
 # Integer ops whose results may serve as bounds of the column loop.
 INDEX_OPS = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
+# What may compute a loop's bounds in the loop around it: index arithmetic, and the
+# bounds of a tiled affine loop as --lower-affine makes them (a min or max of maps).
+_BOUND_OPS = (*INDEX_OPS, affine.MinOp, affine.MaxOp, affine.ApplyOp)
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def only_bounds(ops: Sequence[Operation], loop: scf.ForOp) -> bool:
     feed each other and `loop`'s bounds."""
     allowed = set(ops)
     for op in ops:
-        if not isinstance(op, INDEX_OPS) or not isinstance(op.results[0].type, IndexType):
+        if not isinstance(op, _BOUND_OPS) or not isinstance(op.results[0].type, IndexType):
             return False
         for use in op.results[0].uses:
             if use.operation not in allowed and not (use.operation is loop and use.index in (0, 1)):

@@ -7,6 +7,7 @@ a schedule, in a time loop and after CodeDrop."""
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import UnitAttr
 from xdsl.passes import PassPipeline
 
 import dhir
@@ -14,6 +15,7 @@ from dhir.api import run_pipeline
 from dhir.dialects import affine, scf
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import PlacePass
+from dhir.transforms.serial_loops import IN_ORDER
 
 TIMEOUT = 90
 
@@ -318,6 +320,20 @@ def test_guarded_bodies_keep_only_valid_affine_ops() -> None:
         inner = [op for op in ops if isinstance(op, affine.ForOp) and _nested_in_for(op)]
         assert len(inner) == 1
         module.verify()
+
+
+def test_lowered_parallel_loops_keep_their_marks() -> None:
+    """A parallel loop marked to run its iterations in order (dhir.in_order: their
+    independence is not proven) stays marked once a guard makes it an scf.parallel, so
+    that dhir-serial-loops still runs it in order rather than on threads."""
+    module = dhir.parse_string(SCHEDULE)
+    for loop in module.walk():
+        if isinstance(loop, affine.ParallelOp):
+            loop.attributes[IN_ORDER] = UnitAttr()
+    run_pipeline(module, PassPipeline((PlacePass(2, "round-robin"), LowerToMPIPass(2))))
+    lowered = [op for op in module.walk() if isinstance(op, scf.ParallelOp)]
+    assert len(lowered) == 3
+    assert all(IN_ORDER in op.attributes for op in lowered)
 
 
 def test_guards_lower_only_what_pure_symbols_of_loads_bound() -> None:

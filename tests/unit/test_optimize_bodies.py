@@ -80,6 +80,11 @@ class Nest:
     # Written with affine.for, affine.load and affine.store (the column bounds as maps of
     # the row): what PolyBench's programs hold.
     affine: bool = False
+    # Affine only: the row loop as written by a user who tiles or parallelises it ("for";
+    # "tiles": tiles of 3 rows, each `%i = %ii to min(%ii + 3, ni)`; "parallel": an
+    # affine.parallel), and an affine.prefetch of B's next row in the column loop.
+    rows: str = "for"
+    prefetch: bool = False
 
     def text(self) -> str:
         t, ni, nj, nk = self.dtype, self.ni, self.nj, self.nk
@@ -104,11 +109,12 @@ class Nest:
             f"      %clo = arith.constant {self.lo_row or 0} : index",
             f"      %chi = arith.constant {self.hi_row or 0} : index",
             f"      %slope = arith.constant {self.slope} : index",
-            self._for("      ", "i", "%ilo", "%ni", "%c1"),
+            *self._rows(),
             f"        %inner = arith.mulf %alpha, %alpha : {t}",
             *(self._row_loop("mulf", "%alpha") if self.scale_first else []),
             *(self._carried() if self.carried else self._memory()),
             *(self._row_loop("addf", "%dv") if self.add_after else []),
+            *(["      }"] if self.affine and self.rows == "tiles" else []),
             *END,
         ]
         text = "\n".join(lines)
@@ -134,6 +140,24 @@ class Nest:
         }
         bound = {**{k: str(v) for k, v in constants.items()}, **maps}
         return f"{indent}affine.for %{iv} = {bound[lo]} to {bound[hi]} step {constants[step]}{carry} {{"
+
+    def _rows(self) -> list[str]:
+        row = self._for("      ", "i", "%ilo", "%ni", "%c1")
+        if not self.affine or self.rows == "for":
+            return [row]
+        if self.rows == "parallel":
+            return [f"      affine.parallel (%i) = ({self.i_lo}) to ({self.ni}) {{"]
+        tile = "affine_map<(d0) -> (d0)>(%ii) to min affine_map<(d0) -> (d0 + 3, "
+        return [
+            f"      affine.for %ii = {self.i_lo} to {self.ni} step 3 {{",
+            f"      affine.for %i = {tile}{self.ni})>(%ii) {{",
+        ]
+
+    def _hint(self, indent: str) -> list[str]:
+        if not (self.affine and self.prefetch):
+            return []
+        kind = f"memref<{self.nk}x{self.nj}x{self.dtype}>"
+        return [f"{indent}affine.prefetch %B[%k + 1, %j], read, locality<3>, data : {kind}"]
 
     def _scalar(self, name: str) -> str:
         return SCALARS[name][0 if self.dtype == "f64" else 1]
@@ -200,6 +224,7 @@ class Nest:
             *bounds,
             header,
             f"            %acc = memref.load %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            *self._hint("            "),
             *self._loads("            "),
         ]
         result = self._expr("            ", lines)
@@ -227,6 +252,7 @@ class Nest:
                 "%kstep",
                 f" iter_args(%acc = {start}) -> ({t})",
             ),
+            *self._hint("            "),
             *self._loads("            "),
         ]
         result = self._expr("            ", lines)
@@ -272,6 +298,9 @@ def nests(draw: st.DrawFn) -> Nest:
         # Reads down a column take columns that start with the row loop, and a row loop
         # that can be cut in three (no value from before the nest used in it).
         lo_row, expr = None, _renamed(expr, "inner", "alpha")
+    # Such reads are copied into panels by the row block; a parallel or tiled row loop
+    # runs each row (or tile) alone.
+    shapes = ["for"] if _uses(expr, "t") else ["for", "tiles", "parallel"]
     return Nest(
         dtype=draw(st.sampled_from(["f64", "f32"])),
         ni=ni,
@@ -293,6 +322,8 @@ def nests(draw: st.DrawFn) -> Nest:
         zero=draw(st.sampled_from(["0.0", "-0.0"])),
         special=draw(st.booleans()),
         affine=draw(st.booleans()),
+        rows=draw(st.sampled_from(shapes)),
+        prefetch=draw(st.booleans()),
     )
 
 
@@ -430,24 +461,94 @@ def test_affine_nests_of_maps_sets_and_divisions_stay_exact() -> None:
     --lower-affine makes them, what the optimizer then rewrites (the triangle) or leaves
     computes bit for bit what the interpreter computes from the affine form."""
     decisions = optimize_bodies(parse_string(AFFINE_TILES), 256)
-    assert [d.done for d in decisions] == [True], decisions
+    assert [d.done for d in decisions] == [False, True], decisions
+    # The tiled nest is looked at and left (its inner body holds a branch), and says so.
+    assert (
+        decisions[0]
+        .line()
+        .startswith("<string>:6:7: left as written: no loop in it is a contraction nest")
+    )
     rng = np.random.default_rng(3)
     inputs = [rng.standard_normal(shape) for shape in [(10, 6), (6, 12), (10, 12)]]
     _assert_native_equals_interp(AFFINE_TILES, inputs, 1, "native", 1)
 
 
-def test_an_affine_nest_holding_an_affine_parallel_says_why_it_stays() -> None:
-    """The OpenMP and serial-loop passes read an affine.parallel's reductions: a nest
-    holding one stays affine, and the optimizer says so at it."""
-    text = AFFINE_TILES.replace(
-        "affine.for %j = affine_map<(d0) -> (d0)>(%i) to 12 {",
-        "affine.parallel (%j) = (0) to (12) {",
-    )
+AFFINE_HINTS = """
+func.func @main(%A: memref<10x6xf64>, %B: memref<6x12xf64>, %C: memref<10x12xf64>, %N: memref<10xi64>) {
+  dhir.schedule %A, %B, %C, %N {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %A, %B, %C {
+      affine.parallel (%i) = (0) to (10) {
+        affine.for %k = 0 to 6 {
+          affine.prefetch %B[%k + 1, 0], read, locality<3>, data : memref<6x12xf64>
+          affine.for %j = 0 to 12 {
+            %a = affine.load %A[%i, %k] : memref<10x6xf64>
+            %b = affine.load %B[%k, %j] : memref<6x12xf64>
+            %c = affine.load %C[%i, %j] : memref<10x12xf64>
+            %m = arith.mulf %a, %b : f64
+            %s = arith.addf %c, %m : f64
+            affine.store %s, %C[%i, %j] : memref<10x12xf64>
+          }
+        }
+      }
+    }
+    %u = dhir.task %cpu, %A, %B, %C {
+      affine.for %i = 0 to 10 {
+        affine.for %k = 0 to 6 {
+          affine.for %j = 0 to 12 {
+            affine.prefetch %B[%k, %j + 4], read, locality<3>, data : memref<6x12xf64>
+            %a = affine.load %A[%i, %k] : memref<10x6xf64>
+            %b = affine.load %B[%k, %j] : memref<6x12xf64>
+            %c = affine.load %C[%i, %j] : memref<10x12xf64>
+            %m = arith.mulf %a, %b : f64
+            %s = arith.addf %c, %m : f64
+            affine.store %s, %C[%i, %j] : memref<10x12xf64>
+          }
+        }
+      }
+    }
+    %v = dhir.task %cpu, %N {
+      affine.for %i = 0 to 10 {
+        %r = affine.parallel (%j) = (0) to (%i + 1) reduce ("addi") -> (i64) {
+          %x = arith.index_cast %j : index to i64
+          %y = arith.muli %x, %x : i64
+          affine.yield %y : i64
+        }
+        affine.store %r, %N[%i] : memref<10xi64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_affine_nests_holding_parallel_loops_and_prefetches_are_optimized_exactly() -> None:
+    """An affine.parallel row loop, affine.prefetch hints in the nest, and an
+    affine.parallel with an integer reduction: made scf.parallel and memref.prefetch as
+    --lower-affine makes them; the gemms are blocked (the hints dropped where the kernel
+    runs), the reduction's nest says why it is left, and each result is the
+    interpreter's bit for bit on 1 and 2 ranks, on threads."""
+    module = parse_string(AFFINE_HINTS)
+    decisions = optimize_bodies(module, 256)
+    assert [d.done for d in decisions] == [True, True, False], decisions
+    assert decisions[2].text.startswith("left as written: no loop in it is a contraction nest")
+    assert "affine." not in str(module)
+    rng = np.random.default_rng(4)
+    shapes = [(10, 6), (6, 12), (10, 12)]
+    inputs = [*(rng.standard_normal(s) for s in shapes), np.zeros(10, np.int64)]
+    for ranks in (1, 2):
+        _assert_native_equals_interp(AFFINE_HINTS, inputs, ranks, "native", 2)
+
+
+def test_an_affine_parallel_without_an_scf_form_says_why_its_nest_stays() -> None:
+    """A reduction --lower-affine cannot lower (no identity to start from) keeps its nest
+    affine, and the optimizer says so at it."""
+    text = AFFINE_HINTS.replace('reduce ("addi")', 'reduce ("assign")')
     decisions = optimize_bodies(parse_string(text), 256)
-    assert [d.done for d in decisions] == [False]
-    assert decisions[0].line() == (
-        "<string>:25:7: left as written: an affine nest holding affine.parallel "
-        "(optimized only without one)"
+    assert decisions[2].line() == (
+        "<string>:36:7: left as written: an affine nest holding an affine.parallel reducing "
+        "with assign, which has no scf form"
     )
 
 
@@ -667,6 +768,9 @@ def test_reassoc_products_call_blas_within_tolerance(
     rectangle = {"lo_row": None, "hi_row": None, "slope": 1}
     # Within a tolerance of finite sums: no NaNs or infinities (test below for those).
     rectangle |= {"alpha": "1.5", "special": False}
+    # BLAS takes the rows of a row loop (a parallel or tiled one runs each row or tile
+    # alone: the exact kernels, tested above).
+    rectangle |= {"rows": "for"}
     nest = Nest(**{**nest.__dict__, "carried": False, "expr": product, "k_step": 1, **rectangle})
     text = nest.text()
     module = parse_string(text)
