@@ -1,9 +1,10 @@
-"""Linalg's named contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
-`batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs become the loops they mean, each
+"""Linalg's contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
+`batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs, and a `linalg.generic` with one
+reduction dimension whose maps only pick dimensions, become the loops they mean, each
 output element's sum carried in a register along the reduction, innermost and ascending,
-as the interpreter computes it (the kernels and row sums take these loops next); or,
-where every add and multiply of the op's body allows any order (`reassoc`, `contract`),
-calls to OpenBLAS (gemm, gemv, dot)."""
+as the interpreter computes it (the kernels and row sums take these loops next); or, for
+the named ops, where every add and multiply of the op's body allows any order
+(`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot)."""
 
 from collections.abc import Sequence
 from typing import cast
@@ -31,9 +32,15 @@ from dhir.transforms.blas import (
 )
 from dhir.transforms.building import const_index, injective, put, replace_by, rows_contiguous
 
-KINDS = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
+_NAMED = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
+KINDS = (*_NAMED, linalg.GenericOp)
 Contraction = (
-    linalg.MatmulOp | linalg.BatchMatmulOp | linalg.MatvecOp | linalg.VecmatOp | linalg.DotOp
+    linalg.MatmulOp
+    | linalg.BatchMatmulOp
+    | linalg.MatvecOp
+    | linalg.VecmatOp
+    | linalg.DotOp
+    | linalg.GenericOp
 )
 CALLED = "a call to OpenBLAS"
 
@@ -47,7 +54,7 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
     block = Block()
     plain = all(isinstance(cast(MemRefType, v.type).layout, NoneAttr) for v in op.operands)
     # BLAS takes a leading dimension per matrix but no offset: views keep the loops.
-    if plain and allows_any_order(op.body.block.ops):
+    if plain and isinstance(op, _NAMED) and allows_any_order(op.body.block.ops):
         name = _call(op, module, block)
         what = f"{CALLED} {name} (reassoc allows its order of sums)"
     else:
@@ -72,12 +79,43 @@ def _refusal(op: Contraction) -> str | None:
         return f"{name} on {element}, not f32 or f64"
     if any(d < 0 for t in memrefs for d in t.get_shape()):
         return f"{name} with dynamic sizes"
-    if [m.data for m in op.get_indexing_maps()] != _default_maps(op):
+    if isinstance(op, linalg.GenericOp):
+        why = _generic_refusal(op)
+        if why is not None:
+            return f"{name} {why}"
+    elif [m.data for m in op.get_indexing_maps()] != _default_maps(op):
         return f"{name} with other indexing maps"
     if not injective(op.outputs[0].type):
         return f"{name} whose output is a view whose elements may overlap"
     if may_alias(op.outputs[0], memory_of(op.inputs)):
         return f"{name} whose output may share memory with an input"
+    return None
+
+
+def _generic_refusal(op: linalg.GenericOp) -> str | None:
+    """Why the loops `_loops` makes would not be `op`'s, or None: one output, one
+    reduction dimension (its updates of an element run in ascending order wherever the
+    dimension sits, as the interpreter runs them), maps that only pick dimensions (every
+    one of them from some operand's shape), the output's not the reduction's, and a body
+    that does not ask for its indices."""
+    maps = [m.data for m in op.get_indexing_maps()]
+    kinds = [str(kind.data.value) for kind in op.get_iterator_types()]
+    if "reduction" not in kinds:
+        return "with no reduction dimension (the optimizer rewrites contractions)"
+    if len(op.outputs) != 1 or kinds.count("reduction") != 1:
+        return "without exactly one output and one reduction dimension"
+    picked = {
+        r.position for m in maps for r in m.results if isinstance(r, AffineDimExpr)
+    }  # fmt: skip
+    if any(not isinstance(r, AffineDimExpr) for m in maps for r in m.results) or len(picked) != len(
+        kinds
+    ):
+        return "whose maps do more than pick each dimension"
+    reduction = kinds.index("reduction")
+    if any(cast(AffineDimExpr, r).position == reduction for r in maps[-1].results):
+        return "whose output is indexed by the reduction dimension"
+    if any(isinstance(inner, linalg.IndexOp) for inner in op.body.walk()):
+        return "whose body takes its indices (linalg.index)"
     return None
 
 
@@ -89,7 +127,10 @@ _MATMUL = [
 
 
 def _default_maps(op: Contraction) -> list[AffineMap]:
-    return _MATMUL if isinstance(op, linalg.MatmulOp) else list(type(op).MAPS)
+    if isinstance(op, linalg.MatmulOp):
+        return _MATMUL
+    assert not isinstance(op, linalg.GenericOp)  # its maps are its own
+    return list(type(op).MAPS)
 
 
 def _loops(op: Contraction, block: Block) -> None:

@@ -56,6 +56,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.handoff import keep_facts
@@ -182,15 +183,16 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     decisions: list[Decision] = []
     found = [(task, *_interesting(task)) for task in _bodies(module)]
     todo = [
-        (task, matmuls, nests, affines)
-        for task, matmuls, nests, affines in found
-        if (matmuls or nests or affines) and not (isinstance(task, TaskOp) and is_gpu_task(task))
+        (task, matmuls, nests, affines, whiles)
+        for task, matmuls, nests, affines, whiles in found
+        if (matmuls or nests or affines or whiles)
+        and not (isinstance(task, TaskOp) and is_gpu_task(task))
     ]
     # The rewritten bodies touch the same elements, but their index arithmetic (blocks,
     # leftovers, affine maps made arith) is bounded less tightly: the lowering gets the
     # facts found now, found together, once per body shape.
     keep_facts([task for task, *_ in todo if isinstance(task, TaskOp)])
-    for task, matmuls, nests, affines in todo:
+    for task, matmuls, nests, affines, whiles in todo:
         lowered: list[Operation] = []
         for loop in affines:
             why = _affine_kept(loop, task)
@@ -207,6 +209,8 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 continue
             done = why.startswith(CALLED)
             decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
+        if whiles:
+            nests = _counted_loops(task) or nests
         if nests:
             _carried_accumulations(task)
         hints = _take_hints(task) if nests else []
@@ -630,23 +634,93 @@ def _bodies(module: ModuleOp) -> Iterator[_Body]:
             yield op
 
 
-def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[_Affine]]:
-    """The task's linalg contractions, whether it has a loop right in a loop, and its
-    outermost affine loops (one walk: most tasks have none, and a walk of 10,000 tasks
-    is felt)."""
+def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[_Affine], bool]:
+    """The task's linalg contractions, whether it has a loop right in a loop, its
+    outermost affine loops, and whether it has an scf.while (one walk: most tasks have
+    none, and a walk of 10,000 tasks is felt)."""
     matmuls: list[Contraction] = []
-    nested = False
+    nested = whiles = False
     affines: list[_Affine] = []
     # The task itself is no kind. find_ops: `walk()` and isinstance per op took 60%.
-    for op in find_ops(task, (*KINDS, scf.ForOp, *_AFFINE_LOOPS)):
+    for op in find_ops(task, (*KINDS, scf.ForOp, scf.WhileOp, *_AFFINE_LOOPS)):
         if isinstance(op, _AFFINE_LOOPS):
             if not in_affine_loop(op, task, _AFFINE_LOOPS):
                 affines.append(op)
+        elif isinstance(op, scf.WhileOp):
+            whiles = True
         elif not isinstance(op, scf.ForOp):
             matmuls.append(op)
         elif isinstance(op.parent_op(), scf.ForOp):
             nested = True
-    return matmuls, nested, affines
+    return matmuls, nested, affines, whiles
+
+
+def _counted_loops(task: _Body) -> bool:
+    """Each scf.while of `task` that counts, `while (x < ub) { body(x); x = x + step }`
+    with `ub` fixed in it and a positive constant step, made the scf.for that counts the
+    same (which the recognisers read): scf.for too runs while its counter is below the
+    bound (signed), adding the step after each body. Whether it made a loop in a loop."""
+    nested = False
+    for loop in list(find_ops(task, scf.WhileOp)):
+        counted = _counted(loop)
+        if counted is None:
+            continue
+        step, advance = counted
+        body = loop.after_region.block
+        end = body.last_op
+        assert end is not None
+        body.erase_op(end)  # the yield of the next count
+        body.erase_op(advance)
+        body.add_op(scf.YieldOp())
+        condition = cast(arith.CmpiOp, loop.before_region.block.first_op)
+        new = scf.ForOp(
+            loop.arguments[0], condition.rhs, step, [], loop.detach_region(loop.after_region)
+        )
+        new.location = loop.location
+        Rewriter.insert_op(new, InsertPoint.before(loop))
+        Rewriter.erase_op(loop)  # its count, the only result, is used nowhere
+        nested |= isinstance(new.parent_op(), scf.ForOp) or bool(find_ops(new, scf.ForOp))
+    return nested
+
+
+def _counted(loop: scf.WhileOp) -> tuple[SSAValue, Operation] | None:
+    """The step of `loop` and the op adding it, where `loop` counts as `_counted_loops`
+    takes it; else None."""
+    before, after = loop.before_region.block, loop.after_region.block
+    if (
+        len(loop.arguments) != 1
+        or loop.res[0].uses
+        or not isinstance(loop.arguments[0].type, IndexType)
+    ):
+        return None
+    ops = list(before.ops)
+    if len(ops) != 2:
+        return None
+    compare, condition = ops
+    if not isinstance(compare, arith.CmpiOp):
+        return None
+    if (
+        compare.predicate.value.data != _SLT
+        or compare.lhs is not before.args[0]
+        or inside(compare.rhs, loop)
+        or not isinstance(condition, scf.ConditionOp)
+        or condition.condition is not compare.result
+        or list(condition.args) != [before.args[0]]
+    ):
+        return None
+    end = after.last_op
+    advance = end.operands[0].owner if isinstance(end, scf.YieldOp) and end.operands else None
+    if (
+        not isinstance(advance, arith.AddiOp)
+        or advance.lhs is not after.args[0]
+        or (_constant(advance.rhs) or 0) <= 0
+        or advance.result.uses.get_length() != 1
+    ):
+        return None
+    return advance.rhs, advance
+
+
+_SLT = 2  # arith.cmpi's predicate number of "slt"
 
 
 def _affine_kept(loop: _Affine, task: _Body) -> str | None:
