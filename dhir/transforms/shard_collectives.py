@@ -657,7 +657,7 @@ def _info(stub: func.FuncOp) -> dict[str, Attribute]:
 
 def _grid_and_calls(
     stub: func.FuncOp, info: dict[str, Attribute]
-) -> tuple[DenseArrayBase, DictionaryAttr]:
+) -> tuple[DenseArrayBase[IntegerType], DictionaryAttr]:
     """The stub's grid words and runtime calls, as dhir-shard-stubs writes them
     (`{"0:dhir_rt_shard_all_gather" = array<i64: ...>}`); an error at the stub where a hand
     or another tool wrote something else."""
@@ -675,7 +675,7 @@ def _grid_and_calls(
             )
         ]
         if not wrong:
-            return grid, calls
+            return cast(DenseArrayBase[IntegerType], grid), calls
         why = f"its call {wrong[0]!r} is not a step dhir's runtime has with its words"
     else:
         why = "it needs a grid array and a non-empty dictionary of calls"
