@@ -30,7 +30,9 @@ Where every add and multiply allows reordering (`reassoc`, `contract`), a matrix
 calls BLAS instead (dhir.transforms.blas). What it leaves alone, it says why (`--timing`).
 Nests of `affine.for` are first made scf as --lower-affine makes them (the build lowers
 them so anyway: the same semantics), after the lowering's facts of the task are kept;
-one holding an affine.parallel or affine.prefetch stays, saying why.
+one holding an affine.parallel or affine.prefetch stays, saying why. A column loop whose
+whole body is an affine.if bounding its counter (a triangle written as a condition in a
+square) first takes the condition as its bounds (dhir.transforms.condition_bounds).
 """
 
 from collections import Counter
@@ -77,6 +79,7 @@ from dhir.transforms.building import (
     replace_by,
     rows_contiguous,
 )
+from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
@@ -199,7 +202,7 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
             if why is not None:
                 decisions.append(Decision(loc_of(loop), False, f"left as written: {why}"))
                 continue
-            lowered.append(lower_nest(loop))
+            lowered.append(lower_nest(fold_conditions(loop)))
             nests = True
         for matmul in matmuls:
             loc = loc_of(matmul)

@@ -13,11 +13,12 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir import parse_string
 from dhir.backends.native import compile_native
-from dhir.dialects import arith, scf
+from dhir.dialects import affine, arith, scf
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.optimize_bodies import optimize_bodies
 
 # --- random contraction nests -------------------------------------------------------------
@@ -86,6 +87,9 @@ class Nest:
     # affine.parallel), and an affine.prefetch of B's next row in the column loop.
     rows: str = "for"
     prefetch: bool = False
+    # Affine only, with column bounds that move with the row: the columns written as the
+    # square [0, nj) whose body runs under an affine.if of those bounds.
+    guarded: bool = False
     # scf only: each loop without iter_args written as an scf.while that counts.
     whiles: bool = False
 
@@ -191,6 +195,9 @@ class Nest:
     def _columns(self, indent: str) -> tuple[list[str], str]:
         """The column loop's bounds (computed where they are used) and its header."""
         lines, lo, hi = [], "%jlo", "%nj"
+        if self.affine and self._guard():
+            lo = "%c0" if self.lo_row is not None else lo
+            return [], f"{self._for(indent, 'j', lo, hi, '%c1')}\n{self._guard()}"
         if self.affine:
             lo = "%jl" if self.lo_row is not None else lo
             hi = "%jh" if self.hi_row is not None else hi
@@ -206,6 +213,17 @@ class Nest:
             lines.append(f"{indent}%jh = arith.addi %chi, {row} : index")
             hi = "%jh"
         return lines, f"{indent}scf.for %j = {lo} to {hi} step %c1 {{"
+
+    def _guard(self) -> str:
+        """The guarded columns' affine.if (empty where the columns are not guarded)."""
+        bounds = []
+        if self.lo_row is not None:
+            bounds.append(f"d1 - d0 - {self.lo_row} >= 0")
+        if self.hi_row is not None:
+            bounds.append(f"d0 * {self.slope} + {self.hi_row - 1} - d1 >= 0")
+        if not (self.guarded and self.affine and bounds):
+            return ""
+        return f"affine.if affine_set<(d0, d1) : ({', '.join(bounds)})>(%i, %j) {{"
 
     def _expr(self, indent: str, lines: list[str]) -> str:
         counter = [0]
@@ -235,6 +253,7 @@ class Nest:
         result = self._expr("            ", lines)
         lines += [
             f"            memref.store {result}, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            *(["          }"] if self._guard() else []),
             "          }",
             "        }",
         ]
@@ -266,6 +285,7 @@ class Nest:
             "          }",
             f"          %out = arith.addf %s, %c_ij : {t}",
             f"          memref.store %out, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
+            *(["        }"] if self._guard() else []),
             "        }",
         ]
         return lines
@@ -329,6 +349,7 @@ def nests(draw: st.DrawFn) -> Nest:
         affine=draw(st.booleans()),
         rows=draw(st.sampled_from(shapes)),
         prefetch=draw(st.booleans()),
+        guarded=draw(st.booleans()),
         whiles=draw(st.booleans()),
     )
 
@@ -441,6 +462,90 @@ def test_affine_nests_are_rewritten_as_their_scf_forms() -> None:
         got = optimize_bodies(parse_string(replace(written, affine=True).text()), 256)
         assert want and [d.text for d in got] == want
         assert all(d.done for d in got)
+
+
+def test_a_triangle_written_as_a_condition_in_a_square_is_the_triangle() -> None:
+    """Columns bounded by the row written as a square whose body runs under an affine.if
+    (syr2k's `j <= i` as PolyBench users write it): the condition becomes the column
+    loop's bounds, the nest is rewritten as the triangle written with bounds is, and the
+    result is the interpreter's bit for bit on 1 and 2 ranks."""
+    for carried, lo_row, hi_row, rows in [
+        (False, None, 1, "for"),
+        (True, None, 1, "for"),
+        (False, 1, 2, "tiles"),
+        (True, 0, 3, "parallel"),
+    ]:
+        bounded = replace(GEMM, carried=carried, lo_row=lo_row, hi_row=hi_row, affine=True)
+        bounded = replace(bounded, rows=rows)
+        want = [d.text for d in optimize_bodies(parse_string(bounded.text()), 256)]
+        guarded = replace(bounded, guarded=True)
+        assert "affine.if" in guarded.text()
+        got = optimize_bodies(parse_string(guarded.text()), 256)
+        assert want and [d.text for d in got] == want
+        assert all(d.done for d in got), got
+        for ranks in (1, 2):
+            _assert_native_equals_interp(guarded.text(), guarded.inputs(7), ranks, "native", 1)
+
+
+def _guarded_square(columns: str, condition: str) -> str:
+    return f"""
+func.func @main(%C: memref<10x12xf64>) {{
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %C, %c1 : memref<10x12xf64>
+  affine.for %i = 0 to 10 {{
+    affine.for %j = {columns} {{
+      affine.if affine_set<{condition}>(%i, %j)[%n] {{
+        %c = affine.load %C[%i, %j] : memref<10x12xf64>
+        %d = arith.addf %c, %c : f64
+        affine.store %d, %C[%i, %j] : memref<10x12xf64>
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("columns", "condition", "header"),
+    [
+        # Implied bounds dropped: i + 1 <= 12 for every i < 10; i + 2 >= 0.
+        ("0 to 12", "(d0, d1)[s0] : (d0 - d1 >= 0)", "(0)>(%i) to affine_map<(d0) -> ((d0 + 1))>"),
+        (
+            "0 to 12",
+            "(d0, d1)[s0] : (d1 - d0 - 2 >= 0)",
+            "((d0 + 2))>(%i) to affine_map<(d0) -> (12)>",
+        ),
+        # Not implied (i + 1 > 5 for i >= 5; n is not known): kept, as a min or max.
+        ("0 to 5", "(d0, d1)[s0] : (d0 - d1 >= 0)", "min affine_map<(d0) -> (5, (d0 + 1))>"),
+        ("0 to 12", "(d0, d1)[s0] : (s0 - d1 - 1 >= 0)", "min affine_map<(d0) -> (12, d0)>"),
+        ("0 to 12", "(d0, d1)[s0] : (d1 - d0 + 3 >= 0)", "max affine_map<(d0) -> (0, (d0 + -3))>"),
+        # An equality: both bounds.
+        ("0 to 12", "(d0, d1)[s0] : (d1 - d0 == 0)", "(d0)>(%i) to affine_map<(d0) -> ((d0 + 1))>"),
+        # Left: a step of 2, a coefficient of 2, a constraint free of j.
+        ("0 to 12 step 2", "(d0, d1)[s0] : (d0 - d1 >= 0)", None),
+        ("0 to 12", "(d0, d1)[s0] : (d0 - d1 * 2 >= 0)", None),
+        ("0 to 12", "(d0, d1)[s0] : (d0 - d1 >= 0, d0 - 3 >= 0)", None),
+    ],
+)
+def test_a_condition_on_the_column_becomes_its_bounds_only_where_exact(
+    columns: str, condition: str, header: str | None
+) -> None:
+    """The affine.if that is a loop's whole body becomes its bounds where every
+    constraint bounds the loop's counter with a coefficient of 1 or -1 and the step is 1
+    (a bound another always implies is dropped; one not implied is kept); otherwise the
+    condition stays. Either way the result is the interpreter's bit for bit."""
+    text = _guarded_square(columns, condition)
+    module = parse_string(text)
+    outer = next(op for op in module.walk() if isinstance(op, affine.ForOp))
+    fold_conditions(outer)
+    printed = str(module)
+    assert ("affine.if" in printed) == (header is None), printed
+    if header is not None:
+        (line,) = [line for line in printed.split("\n") if "affine.for %j" in line]
+        assert header in line, line
+    inputs = [np.random.default_rng(1).standard_normal((10, 12))]
+    _assert_native_equals_interp(text, inputs, 1, "native", 1)
 
 
 AFFINE_TILES = """
