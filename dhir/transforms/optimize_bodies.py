@@ -1211,9 +1211,20 @@ class _Nest:
         the nest for every row, what follows for every row (the rows are independent; the
         parts must not share values computed in the row)."""
         before = _body_ops(self.row)[: _body_ops(self.row).index(self.nest)]
+        before = before[: len(before) - len(self._prelude())]
         made = {r for op in before for inner in op.walk() for r in inner.results}
         later = [inner for op in _body_ops(self.row)[len(before) :] for inner in op.walk()]
         return not any(operand in made for op in later for operand in op.operands)
+
+    def _prelude(self) -> list[Operation]:
+        """The index arithmetic just before the nest in the row loop that only the nest's
+        bounds use (a triangle's `i + 1`, where the affine lowering leaves it): it goes
+        with the nest wherever the row loop is cut."""
+        ops = _body_ops(self.row)
+        at = start = ops.index(self.nest)
+        while start > 0 and only_bounds(ops[start - 1 : at], self.nest):
+            start -= 1
+        return ops[start:at]
 
     def _call_blas(
         self, module: ModuleOp, x: memref.LoadOp, y: memref.LoadOp, scalars: list[SSAValue]
@@ -1285,9 +1296,10 @@ class _Nest:
         """A loop over the rows (all, or `rows`) with clones of `ops`; with `cols_from`,
         `ops` is the nest, its columns from there on."""
         body = Block(arg_types=[IndexType()])
+        ops = [*self._prelude(), *ops] if ops == [self.nest] else ops
         _clone_into(body, ops, {_iv(self.row): body.args[0]})
         if cols_from is not None:
-            (nest,) = _body_ops_of(body)
+            nest = _body_ops_of(body)[-1]
             assert isinstance(nest, scf.ForOp)
             self._columns_from(nest, cols_from)
         put(body, scf.YieldOp())

@@ -833,6 +833,23 @@ def test_reads_down_a_column_copy_panels_in_a_triangle() -> None:
     np.testing.assert_array_equal(got[0], want[0])
 
 
+def test_a_carried_triangle_reading_down_a_column_gets_panels_in_either_form() -> None:
+    """syr2k with k innermost in iter_args, written with affine.for (bounds lowered to
+    `i + 1` computed in the row loop, before the nest) or as a condition in a square:
+    the row loop is cut in three with that bound going with the nest, so the reads down
+    a column are copied into panels as in the i-k-j form, and the result stays the
+    interpreter's bit for bit."""
+    down = ("addf", "acc", ("mulf", "a", "t"))
+    for guarded in (False, True):
+        nest = replace(GEMM, expr=down, hi_row=1, nj=13, carried=True, affine=True, guarded=guarded)
+        nest = replace(nest, scale_first=True, add_after=True)
+        (done,) = _decisions(nest.text(), 256)
+        assert "k innermost, columns bounded by the row" in done, done
+        assert "%T read down columns, copied into panels" in done, done
+        for ranks in (1, 2):
+            _assert_native_equals_interp(nest.text(), nest.inputs(11), ranks, "native", 3)
+
+
 def test_leaves_reads_down_a_column_where_columns_start_with_the_row() -> None:
     down = ("addf", "acc", ("mulf", "a", "t"))
     text = Nest(**{**GEMM.__dict__, "expr": down, "lo_row": 0}).text()
