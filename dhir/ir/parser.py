@@ -4,6 +4,7 @@ xDSL keeps only explicit `loc(...)` annotations; dhir's diagnostics need the
 position of every op, so this parser records it as a `FileLineColLoc`.
 """
 
+import math
 import re
 import struct
 import sys
@@ -16,6 +17,7 @@ from xdsl.dialects.builtin import (
     AnyDenseElement,
     AnyFloat,
     AnyVectorType,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FileLineColLoc,
@@ -28,6 +30,7 @@ from xdsl.dialects.builtin import (
     RankedStructure,
     StringAttr,
     UnknownLoc,
+    i1,
 )
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.parser import AttrParser, Parser
@@ -222,9 +225,47 @@ class LocatedParser(Parser):
     def parse_dense_int_or_fp_elements_attr(
         self, type: RankedStructure[AnyDenseElement] | None
     ) -> DenseIntOrFPElementsAttr:
+        bits = self._parse_optional_i1_hex(type)
+        if bits is not None:
+            return bits
         return self._packed(
             lambda: super(LocatedParser, self).parse_dense_int_or_fp_elements_attr(type)
         )
+
+    def _parse_optional_i1_hex(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr | None:
+        """`dense<"0x...">` of i1 as MLIR reads it (mlir-opt writes one of more than 100
+        elements so): bits packed eight to a byte, element k at bit k % 8 of byte k // 8,
+        or one byte 0x00 or 0xFF for all alike. xDSL 0.74 read a byte per element (an
+        error "Expected 150 elements ... got 19", or another count read silently)."""
+        start = self._current_token.span
+        self.parse_punctuation("<", " in dense attribute")
+        text = self.parse_optional_str_literal()
+        if text is None or self.parse_optional_punctuation(">") is None:
+            self._resume_from(start.start)
+            return None
+        if type is None:
+            self.parse_punctuation(":", " in dense attribute")
+            type = self._parse_dense_literal_type()
+        if type.element_type != i1:
+            self._resume_from(start.start)
+            return None
+        count = math.prod(type.get_shape())
+        try:
+            raw = bytes.fromhex(text[2:]) if text[:2] in ("0x", "0X") else None
+        except ValueError:
+            raw = None
+        if raw is None:
+            self.raise_error("Hex string in denseAttr is invalid", start)
+        if len(raw) == 1 and raw[0] in (0x00, 0xFF):
+            values = [raw[0] & 1] * count
+        elif len(raw) == (count + 7) // 8:
+            values = [(raw[k // 8] >> (k % 8)) & 1 for k in range(count)]
+        else:
+            message = f"elements hex data size is invalid for provided type: '{type}'"
+            self.raise_error(message, start)
+        return DenseIntOrFPElementsAttr(type, BytesAttr(bytes(0xFF * bit for bit in values)))
 
     # MLIR refuses vectors with a dimension of 0; xDSL 0.74 builds them.
     def _parse_block(self) -> Block:

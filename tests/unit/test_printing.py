@@ -152,6 +152,33 @@ def test_a_hexadecimal_item_wider_than_its_float_type_is_an_error() -> None:
         parse_string("%x = arith.constant dense<[0x10000]> : tensor<1xf16>")
 
 
+# As mlir-opt-22 reads them (checked on it): element k at bit k % 8 of byte k // 8, the
+# bits past the last element ignored, one byte 0x00 or 0xFF for all alike.
+I1_HEX = [
+    ("0x05F9", 12, [1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1]),
+    ("0xFF", 150, [1] * 150),
+    ("0x00", 3, [0] * 3),
+    ("0x" + "39" * 19, 150, ([1, 0, 0, 1, 1, 1, 0, 0] * 19)[:150]),
+]
+
+
+@pytest.mark.parametrize("hex_, count, bits", I1_HEX, ids=[h[:6] for h, _, _ in I1_HEX])
+def test_hexadecimal_i1_elements_are_packed_bits(hex_: str, count: int, bits: list[int]) -> None:
+    """mlir-opt writes more than 100 i1 elements so (a tensor entry's mask, bufferized);
+    xDSL 0.74 read a byte per element: "Expected 150 elements ... but got 19"."""
+    constant = f'%x = arith.constant dense<"{hex_}"> : tensor<{count}xi1>'
+    entry = f'"test.op"() {{v = dense<"{hex_}"> : tensor<{count}xi1>}} : () -> ()'
+    attrs = [next(iter(parse_string(t).ops)) for t in (constant, entry)]
+    for attr in (attrs[0].properties["value"], attrs[1].attributes["v"]):
+        assert [-v for v in attr.get_values()] == bits  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("hex_", ["0x0509", "0x01", "0xZZ", "05"])
+def test_i1_hexadecimal_of_the_wrong_size_is_an_error(hex_: str) -> None:
+    with pytest.raises(DhirError, match="(?i)1:26: .*hex"):
+        parse_string(f'%x = arith.constant dense<"{hex_}"> : tensor<150xi1>')
+
+
 @pytest.mark.parametrize("text", ["initialisé", "a\tb✓", "日本"])
 def test_non_ascii_strings_come_back_as_strings(text: str) -> None:
     """The printer writes non-ASCII characters as byte escapes, as MLIR's does; xDSL 0.74

@@ -378,6 +378,32 @@ func.func @main(%a: tensor<2x3xf64>) -> (tensor<5x4xf64>, tensor<2x3xf64>) {
 """
 
 
+MASK_BITS = [k % 3 == 0 or k % 7 == 1 for k in range(150)]
+MASKED = f"""#id = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<150xf64>, %b: tensor<150xf64>) -> tensor<150xf64> {{
+  %m = arith.constant dense<[{", ".join(str(bit).lower() for bit in MASK_BITS)}]> : tensor<150xi1>
+  %e = tensor.empty() : tensor<150xf64>
+  %r = linalg.generic {{indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel"]}}
+      ins(%m, %a, %b : tensor<150xi1>, tensor<150xf64>, tensor<150xf64>) outs(%e : tensor<150xf64>) {{
+  ^bb0(%c: i1, %x: f64, %y: f64, %o: f64):
+    %v = arith.select %c, %x, %y : f64
+    linalg.yield %v : f64
+  }} -> tensor<150xf64>
+  return %r : tensor<150xf64>
+}}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_a_mask_of_more_than_100_i1_comes_back_from_mlir_opt(backend: str) -> None:
+    """mlir-opt writes the bufferized mask as packed hex bits, which dhir read a byte per
+    element: "Shape mismatch in dense literal. Expected 150 elements ... got 19"."""
+    a, b = np.arange(150.0), -np.arange(150.0) - 1000
+    results = dhir.run(MASKED, a, b, backend=backend)
+    np.testing.assert_array_equal(results[2], np.where(MASK_BITS, a, b))
+
+
 @needs_llvm
 @pytest.mark.parametrize("backend", ["interp", "native"])
 def test_tensor_pad_and_splat(backend: str) -> None:
