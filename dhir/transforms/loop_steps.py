@@ -1,6 +1,7 @@
 """`dhir-loop-steps`: host loops whose step is known only when they run stop the rank when
-that step is 0 or less, and host `scf.for` loops whose counter may step past its type's
-largest value stop it when it would, naming the loop, as the interpreter does.
+that step is 0 or less, and host `scf.for` loops (and `scf.parallel` dimensions) whose
+counter may step past its type's largest value stop it when it would, naming the loop, as
+the interpreter does.
 
 MLIR 22 leaves such a loop undefined, and native code does not stop: an `scf.for` stepping
 down from above its upper bound ran zero times (exit 0, the loop's writes missing), one
@@ -47,9 +48,10 @@ class LoopStepsPass(ModulePass):
             for step in _run_time_steps(loop):
                 _guard(loop, step)
                 guarded = True
-            if isinstance(loop, scf.ForOp) and _may_overflow(loop):
-                _guard_counter(loop)
-                counted = True
+            for bounds, outer in _counters(loop):
+                if _may_overflow(*bounds):
+                    _guard_counter(loop, bounds, outer)
+                    counted = True
         if guarded:
             declare(op, BAD_STEP, [i64, i64, i64], [], owner="dhir's runtime")
         if counted:
@@ -100,16 +102,32 @@ def _as_i64(block: Block, value: SSAValue) -> SSAValue:
     return put(block, arith.TruncIOp(value, i64)).result
 
 
-def _may_overflow(loop: scf.ForOp) -> bool:
-    """Whether `loop`'s counter may step past its type's largest value, `top`: never with
+_Bounds = tuple[SSAValue, SSAValue, SSAValue]
+
+
+def _counters(loop: Operation) -> list[tuple[_Bounds, list[_Bounds]]]:
+    """The counters of `loop`, each with those of the dimensions outside it. An
+    scf.parallel left parallel (OpenMP) is checked as the nest of scf.for that
+    dhir-serial-loops makes of the others, outermost first: a dimension when those outside
+    it run at all, as the interpreter does."""
+    if isinstance(loop, scf.ForOp):
+        return [((loop.lb, loop.ub, loop.step), [])]
+    if not isinstance(loop, scf.ParallelOp):
+        return []
+    dims = list(zip(loop.lowerBound, loop.upperBound, loop.step))
+    return [(dim, dims[:k]) for k, dim in enumerate(dims)]
+
+
+def _may_overflow(lower: SSAValue, upper: SSAValue, stride: SSAValue) -> bool:
+    """Whether a counter may step past its type's largest value, `top`: never with
     step 1 (the last value is below the upper bound); with constant bounds `lb` <= 0 and
     `ub`, never where `2 * (ub - 1) - lb <= top` (a step up to `ub - 1 - lb` ends at most
     there, a larger one at `lb + step`); with constants throughout, exactly."""
-    width = _width(loop.step.type)
+    width = _width(stride.type)
     if width is None or width > 64:
         return False  # no i64 to report it in; the interpreter checks it
     top = (1 << (width - 1)) - 1
-    lb, ub, step = (_constant(v) for v in (loop.lb, loop.ub, loop.step))
+    lb, ub, step = (_constant(v) for v in (lower, upper, stride))
     if step == 1:
         return False
     if lb is None or ub is None:
@@ -121,21 +139,25 @@ def _may_overflow(loop: scf.ForOp) -> bool:
     return lb > 0 or 2 * (ub - 1) - lb > top
 
 
-def _guard_counter(loop: scf.ForOp) -> None:
-    """Before `loop`: when it runs and its step is positive (else the step's own guard
-    stops the rank), if its last value plus its step passes its type's largest value,
-    call the runtime with them and the loop's line and column."""
-    kind = loop.step.type
+def _guard_counter(loop: Operation, bounds: _Bounds, outer: list[_Bounds]) -> None:
+    """Before `loop`: when the counter `bounds` runs (and those `outer` it) and its step is
+    positive (else the step's own guard stops the rank), if its last value plus its step
+    passes its type's largest value, call the runtime with them and the loop's line and
+    column."""
+    lb, ub, step = bounds
+    kind = step.type
     assert isinstance(kind, IntegerType | IndexType)
     width = _width(kind)
     assert width is not None
-    lb, ub, step = loop.lb, loop.ub, loop.step
     ops = Block()
 
     def number(value: int) -> SSAValue:
         return put(ops, arith.ConstantOp(IntegerAttr(value, kind), kind)).result
 
     runs = put(ops, arith.CmpiOp(lb, ub, "slt")).result
+    for low, high, _ in outer:
+        outer_runs = put(ops, arith.CmpiOp(low, high, "slt")).result
+        runs = put(ops, arith.AndIOp(runs, outer_runs)).result
     rising = put(ops, arith.CmpiOp(step, number(0), "sgt")).result
     body = Block()
     span = put(body, arith.SubiOp(ub, lb)).result

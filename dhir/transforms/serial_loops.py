@@ -253,6 +253,8 @@ def _nest(loop: Operation, dims: list[_Level], inits: list[SSAValue], fold: _Fol
         blocks[level].add_op(_yield(is_affine, results))
         starts = list(blocks[level - 1].args[1:]) if level > 0 else inits
         made = dims[level](Region(blocks[level]), starts)
+        # Each level is the user's loop: its run-time checks (dhir-loop-steps) name it.
+        made.location = loop.location
         results = list(made.results)
         if level > 0:
             blocks[level - 1].add_op(made)

@@ -132,6 +132,63 @@ def test_a_run_time_counter_up_to_the_top_runs() -> None:
     assert got[0][0] == 2
 
 
+# scf.parallel ran 2 iterations in the interpreter from 2**63 - 8 to 2**63 - 1 step 5 (no
+# counter check); natively, left parallel (a reduction of i16, OpenMP) it ran 2 too, and
+# made a nest of scf.for (one of i17, which LLVM's atomics refuse) it stopped with no
+# location. The nest checks a dimension when those outside it run.
+def _run_time_parallel(kind: str) -> str:
+    return f"""func.func @main(%o: memref<1xi32>, %lo: index, %hi: index, %st: index,
+                 %lo2: index, %hi2: index) {{
+  dhir.schedule %o {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %o {{
+      %c0 = arith.constant 0 : index
+      %z = arith.constant 0 : {kind}
+      %one = arith.constant 1 : {kind}
+      %n = scf.parallel (%i, %j) = (%lo2, %lo) to (%hi2, %hi) step (%st, %st) init (%z) -> {kind} {{
+        scf.reduce(%one : {kind}) {{
+        ^bb0(%a: {kind}, %b: {kind}):
+          %s = arith.addi %a, %b : {kind}
+          scf.reduce.return %s : {kind}
+        }}
+      }}
+      %w = arith.extsi %n : {kind} to i32
+      memref.store %w, %o[%c0] : memref<1xi32>
+    }}
+  }}
+  return
+}}
+"""
+
+
+_OVERFLOWS = (2**63 - 8, 2**63 - 1, 5)
+_REDUCED = ["i16", "i17"]  # left parallel (OpenMP), made a nest of scf.for
+
+
+@pytest.mark.parametrize("kind", _REDUCED)
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_parallel_counter_that_overflows_stops_at_the_loop(backend: str, kind: str) -> None:
+    run = interp if backend == "interp" else native
+    with pytest.raises(DhirError) as caught:
+        run(_run_time_parallel(kind), np.zeros(1, np.int32), *_OVERFLOWS, 0, 1)
+    where = "prog.mlir:9:12: error: 'scf.parallel'" if backend == "interp" else "line 9, column 12"
+    assert where in str(caught.value) and "counter overflows its type" in str(caught.value)
+
+
+@needs_llvm
+@pytest.mark.parametrize("kind", _REDUCED)
+@pytest.mark.parametrize(("lo2", "hi2", "trips"), [(0, 0, 0), (5, 1, 0), (0, 1, 2)])
+def test_a_parallel_loop_checks_the_dimensions_it_reaches(
+    lo2: int, hi2: int, trips: int, kind: str
+) -> None:
+    """An empty outer dimension runs nothing; a counter that reaches the top of index and
+    stops there runs."""
+    bounds = (2**63 - 9, 2**63 - 1, 4) if trips else _OVERFLOWS
+    zeros = np.zeros(1, np.int32)
+    got, *_ = same_as_native(_run_time_parallel(kind), zeros, *bounds, lo2, hi2)
+    assert got[0] == trips
+
+
 # --- allocations of run-time sizes whose bytes overflow ---------------------------------------
 
 _ALLOC = """func.func @main(%o: memref<1xf64>, %n: index) {

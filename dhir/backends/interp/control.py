@@ -49,13 +49,12 @@ def _positive_steps(op: Operation, steps: Sequence[int]) -> None:
         fail(op, f"has step {min(steps)}; steps must be positive")
 
 
-def _counter_fits(op: scf.ForOp, lower: int, upper: int, step: int) -> None:
+def _counter_fits(op: Operation, type_: Attribute, lower: int, upper: int, step: int) -> None:
     # MLIR 22 leaves this undefined: its folders count trips over the integers (the
     # canonicalizer makes 100 to 127 step 31 in i8 one trip), but --convert-scf-to-cf
     # adds without overflow flags, so native code wraps and runs on.
     if lower >= upper:
         return
-    type_ = op.lb.type
     top = (1 << (int_width(op, type_) - 1)) - 1
     last = lower + (upper - 1 - lower) // step * step
     if last + step > top:
@@ -117,7 +116,7 @@ class ControlImpls(InterpreterFunctions):
     def run_for(self, interp: Interpreter, op: scf.ForOp, args: Values) -> Values:
         lower, upper, step, *carried = args
         _positive_steps(op, [step])
-        _counter_fits(op, lower, upper, step)
+        _counter_fits(op, op.lb.type, lower, upper, step)
         values = tuple(carried)
         for i in range(lower, upper, step):
             values = interp.run_ssacfg_region(op.body, (i, *values), "scf.for")
@@ -130,6 +129,12 @@ class ControlImpls(InterpreterFunctions):
         rank = len(op.lowerBound)
         lowers, uppers, steps = args[:rank], args[rank : 2 * rank], args[2 * rank : 3 * rank]
         _positive_steps(op, steps)
+        # Natively the loop is a nest of scf.for, outermost first: a dimension's counter
+        # is checked when the dimensions outside it run at all.
+        for lower, upper, step in zip(lowers, uppers, steps):
+            _counter_fits(op, IndexType(), lower, upper, step)
+            if lower >= upper:
+                break
         results = list(args[3 * rank :])
         reduce = op.body.block.last_op
         assert isinstance(reduce, scf.ReduceOp)
