@@ -10,6 +10,7 @@ from pathlib import Path
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     FloatAttr,
     FunctionType,
     IntegerAttr,
@@ -381,4 +382,27 @@ def through_mlir_opt(
         raise DhirError([Diagnostic(cannot)]) from None
     if done.returncode != 0:
         raise DhirError([Diagnostic(f"{failed}:\n{_last_words(done.stderr)}")])
-    return parse_string(done.stdout, f"<mlir-opt: {what}>", verify=verify)
+    result = parse_string(done.stdout, f"{MLIR_OPT_TEXT}{what}>", verify=verify)
+    if locations:
+        _located_in_the_users_ops(result)
+    return result
+
+
+# The name dhir reads mlir-opt's output under: ops located in it were made by mlir-opt.
+MLIR_OPT_TEXT = "<mlir-opt: "
+
+
+def _located_in_the_users_ops(module: ModuleOp) -> None:
+    """Ops that mlir-opt made without a location (a linalg op's body, printed in generic
+    form) were located in its output, which the user never sees: an interpreter error
+    there pointed at `<mlir-opt: bufferize @main>:30:12`. Each takes the location of the
+    nearest op around it that has a user's."""
+    for op in module.walk():  # outer ops first: a parent's location is settled
+        parent = op.parent_op()
+        if parent is not None and _in_mlir_opt_text(op) and not _in_mlir_opt_text(parent):
+            op.location = parent.location
+
+
+def _in_mlir_opt_text(op: Operation) -> bool:
+    loc = op.location
+    return isinstance(loc, FileLineColLoc) and loc.filename.data.startswith(MLIR_OPT_TEXT)

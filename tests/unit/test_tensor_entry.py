@@ -405,6 +405,21 @@ def test_a_mask_of_more_than_100_i1_comes_back_from_mlir_opt(backend: str) -> No
 
 
 @needs_llvm
+def test_an_error_in_a_named_op_s_body_is_at_the_user_s_op() -> None:
+    """mlir-opt gives a linalg op's body no location; dhir located it in mlir-opt's
+    output: "<mlir-opt: bufferize @main>:6:12: error: 'arith.divsi' divides by zero"."""
+    text = """func.func @main(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %e = tensor.empty() : tensor<4xi32>
+  %r = linalg.div ins(%a, %b : tensor<4xi32>, tensor<4xi32>) outs(%e : tensor<4xi32>) -> tensor<4xi32>
+  return %r : tensor<4xi32>
+}
+"""
+    a, b = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
+    with pytest.raises(DhirError, match=r"^div\.mlir:3:8: error: 'arith\.divsi' divides by zero"):
+        dhir.run(dhir.parse_string(text, "div.mlir"), a, b, backend="interp")
+
+
+@needs_llvm
 @pytest.mark.parametrize("backend", ["interp", "native"])
 def test_tensor_pad_and_splat(backend: str) -> None:
     """Both bufferize to linalg.map, which dhir does not read: they failed with "linalg.map
