@@ -90,6 +90,7 @@ from dhir.toolchain.tensors import bufferize
 from dhir.transforms.optimize_bodies import Decision, decision_lines
 from dhir.transforms.place import (
     PlacePass,
+    carried_at,
     constraints_of,
     drop_unmatched,
     entry_storage,
@@ -487,7 +488,8 @@ def program_graphs(
     place = PlacePass(ranks, algorithm, str(costs) if costs is not None else None, entry)
     place.follow_shardings(module)  # as dhir-place does for `dhir run`
     if rules is not None:
-        place.pin_constrained(module, rules)
+        with diagnosed():  # an error about the module's own constraints is at its line
+            place.pin_constrained(module, rules)
     devices, model = machine_for(module, ranks, profile)
     legend = _rank_legend(system, ranks, devices)
     hosts = rank_hosts(system) if system is not None else {}
@@ -521,7 +523,8 @@ def program_graphs(
     def check(graph: TaskGraph, placement: Placement) -> list[str]:
         tasks = [t for t in graph.tasks if t in placement.assignment and t != END_TASK]
         where = [rank_of_device(placement.assignment[t]) for t in tasks]
-        return violations(rules, tasks, where, facts)
+        with diagnosed(), carried_at(module, rules):
+            return violations(rules, tasks, where, facts)
 
     return legend, hosts, graphs, check
 

@@ -24,7 +24,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from dhir.ir.diagnostics import (
@@ -69,10 +69,15 @@ class Constraints:
     pins: tuple[Pin, ...]
     groups: tuple[Group, ...]
     source: str  # the file they came from, for errors
+    # The file's text, where they were read from it in this process: errors are at its
+    # lines. None for those a module carries, whose file may be missing or another by now.
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> str:
         """The form the module attribute `dhir.constraints` holds (read by `from_json`)."""
-        return json.dumps(asdict(self))
+        data = asdict(self)
+        del data["text"]
+        return json.dumps(data)
 
     @staticmethod
     def from_json(text: str) -> "Constraints":
@@ -145,7 +150,7 @@ def read_constraints(path: Path) -> Constraints:
         raise _error(f"{path}: a constraints file is a .toml or .json file") from None
     data = (parse_json if json_format else parse_toml)(text, where)
     try:
-        return constraints_from(data, where)
+        return replace(constraints_from(data, where), text=text)
     except EntryError as error:
         raise locate(error, text, json_format) from None
 
@@ -282,7 +287,7 @@ def check_matches(constraints: Constraints, names: Sequence[str]) -> None:
                 )
                 path = entry_path(entry)
                 error = EntryError(constraints.source, message, path, "tasks", True, item=glob)
-                raise in_file(error)
+                raise in_file(error, constraints.text)
 
 
 def check_apart_pieces(constraints: Constraints, names: Sequence[str]) -> None:
@@ -304,7 +309,8 @@ def check_apart_pieces(constraints: Constraints, names: Sequence[str]) -> None:
                     "pieces over the ranks itself)"
                 )
                 path = entry_path(group.entry)
-                raise in_file(EntryError(constraints.source, message, path, "tasks", True))
+                error = EntryError(constraints.source, message, path, "tasks", True)
+                raise in_file(error, constraints.text)
 
 
 def _names_piece(group: Group, name: str) -> bool:
@@ -315,8 +321,10 @@ def _names_piece(group: Group, name: str) -> bool:
     )
 
 
-def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
-    """The ranks `pin` allows; a DhirError when it names what the machine does not have."""
+def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], constraints: Constraints) -> set[int]:
+    """The ranks `pin`, of `constraints`, allows; a DhirError when it names what the
+    machine does not have."""
+    source, text = constraints.source, constraints.text
     if pin.key == "rank":
         assert isinstance(pin.value, int)
         if pin.value >= len(ranks):
@@ -324,7 +332,7 @@ def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
                 f"{pin.entry}: rank {pin.value} does not exist; the program runs on "
                 f"{len(ranks)} rank{'s' if len(ranks) != 1 else ''} (0..{len(ranks) - 1})"
             )
-            raise in_file(EntryError(source, message, entry_path(pin.entry), "rank", True))
+            raise in_file(EntryError(source, message, entry_path(pin.entry), "rank", True), text)
         return {pin.value}
     found = {r for r, facts in enumerate(ranks) if getattr(facts, pin.key) == pin.value}
     if not found:
@@ -338,7 +346,7 @@ def pinned_ranks(pin: Pin, ranks: Sequence[RankFacts], source: str) -> set[int]:
             f"{pin.entry}: no rank is on {pin.key} '{pin.value}'{did_you_mean(pin.value, known)}; "
             f"{hint}"
         )
-        raise in_file(EntryError(source, message, entry_path(pin.entry), pin.key, True))
+        raise in_file(EntryError(source, message, entry_path(pin.entry), pin.key, True), text)
     return found
 
 
@@ -350,7 +358,7 @@ def violations(
     check_apart_pieces(constraints, names)
     broken: list[str] = []
     for pin in constraints.pins:
-        allowed = pinned_ranks(pin, ranks, constraints.source)
+        allowed = pinned_ranks(pin, ranks, constraints)
         off = [
             n
             for n, r in zip(names, rank)
@@ -396,26 +404,25 @@ def settle(
     task k may run on `runnable[k]`; `fixed[k]`: its `dhir.rank` in the IR. Where its
     preferred rank is not allowed, the allowed rank given fewest tasks so far. A DhirError
     names the entries that cannot all hold."""
-    source = constraints.source
     check_matches(constraints, names)
     check_apart_pieces(constraints, names)
     allowed = [set(r) if f is None else {f} & set(r) for r, f in zip(runnable, fixed)]
     pinned_by: dict[int, list[str]] = {}
     for pin in constraints.pins:
-        where = pinned_ranks(pin, ranks, source)
+        where = pinned_ranks(pin, ranks, constraints)
         for k, name in enumerate(names):
             if any(matches(g, name) for g in pin.tasks):
                 pinned_by.setdefault(k, []).append(pin.entry)
                 allowed[k] &= where
                 if not allowed[k]:
                     why = _refused(pinned_by[k], name, fixed[k], runnable[k])
-                    raise _spanning(source, why, pinned_by[k])
+                    raise _spanning(constraints, why, pinned_by[k])
     constrained = set(pinned_by)
     units, apart = _units(constraints, names, allowed, pinned_by)
     constrained.update(k for unit in units for k in unit.members)
     chosen: list[int | None] = [None] * len(names)
     load = [0] * len(ranks)
-    for unit, rank in zip(units, _search(units, apart, preferred, source), strict=True):
+    for unit, rank in zip(units, _search(units, apart, preferred, constraints), strict=True):
         for k in unit.members:
             chosen[k] = rank
             load[rank] += 1
@@ -496,7 +503,7 @@ def _units(
                         "entry puts them on one rank"
                     )
                     error = EntryError(constraints.source, message, entry_path(entry), "tasks")
-                    raise in_file(error)
+                    raise in_file(error, constraints.text)
                 apart.add((min(ua, ub), max(ua, ub)))
     for unit in units:
         if not unit.allowed:
@@ -506,7 +513,7 @@ def _units(
                 f"{listed} cannot all hold: {shown} must share a rank, and no rank may run "
                 "them all (their pins and targets allow none in common)"
             )
-            raise _spanning(constraints.source, message, sorted(unit.entries))
+            raise _spanning(constraints, message, sorted(unit.entries))
     return units, apart
 
 
@@ -526,7 +533,7 @@ def _search(
     units: list[_Unit],
     apart: set[tuple[int, int]],
     preferred: Sequence[int],
-    source: str,
+    constraints: Constraints,
 ) -> list[int]:
     """A rank per unit, units in `apart` on different ranks: depth first, the most
     constrained unit first, each unit's ranks in `_order`."""
@@ -551,8 +558,8 @@ def _search(
         steps += 1
         if steps > SEARCH_LIMIT:
             raise _error(
-                f"{source}: could not settle the [[apart]] and [[together]] entries within "
-                f"{SEARCH_LIMIT} steps; pin some of their tasks to ranks"
+                f"{constraints.source}: could not settle the [[apart]] and [[together]] "
+                f"entries within {SEARCH_LIMIT} steps; pin some of their tasks to ranks"
             )
         if k == len(options):  # none left here: back to the previous unit's next choice
             tried[position] = 0
@@ -567,32 +574,28 @@ def _search(
             f"{', '.join(entries)} cannot all hold: the tasks asked apart need more ranks "
             "than their pins and targets leave them"
         )
-        raise _spanning(source, message, entries)
+        raise _spanning(constraints, message, entries)
     return [chosen[u] for u in range(len(units))]
 
 
-def in_file(error: EntryError) -> DhirError:
-    """`error`, about the constraints file it names, at its line there when the file can
-    still be read (placement reads the constraints the module carries, not the file)."""
-    path = Path(error.where)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+def in_file(error: EntryError, text: str | None) -> DhirError:
+    """`error`, about the constraints file it names, at its line in `text`, the file's
+    text; for constraints a module carries (`text` None), the error as it is, without
+    reading a file of that name: it may be missing where the module is used, or another."""
+    if text is None:
         return error
-    return locate(error, text, path.suffix.lower() == ".json")
+    return locate(error, text, Path(error.where).suffix.lower() == ".json")
 
 
-def _spanning(source: str, message: str, entries: Sequence[str]) -> DhirError:
-    """`message`, about `entries` of the constraints file `source` taken together, at the
-    line of the last of them there, with a note at each other's line; the file alone when
-    it cannot be read (placement reads the constraints the module carries, not the file)."""
+def _spanning(constraints: Constraints, message: str, entries: Sequence[str]) -> DhirError:
+    """`message`, about `entries` of `constraints` taken together, at the line of the last
+    of them in their file with a note at each other's line; the file's name alone for
+    constraints a module carries (`in_file`)."""
+    source, text = constraints.source, constraints.text
     plain = _error(f"{source}: {message}")
-    path = Path(source)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
+    if text is None:
         return plain
-    lines = file_lines(text, path.suffix.lower() == ".json")
+    lines = file_lines(text, Path(source).suffix.lower() == ".json")
     found = [(lines.find(entry_path(entry)), entry) for entry in entries]
     located = sorted((at, entry) for at, entry in found if at is not None)
     if not located:

@@ -15,8 +15,9 @@ them too: the program is placed once without them, `settle` fixes a rank for eac
 they name, nearest where it went, and the program is placed again around those ranks.
 """
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import cache, partial
 
 from xdsl.context import Context
@@ -33,7 +34,7 @@ from dhir.analysis.profile import NO_TASK, Profile, load_profile, unmatched, why
 from dhir.analysis.regions import Regions
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.func import FuncOp
-from dhir.ir.diagnostics import Diagnostic, collected_warnings, warn
+from dhir.ir.diagnostics import DhirError, Diagnostic, collected_warnings, warn
 from dhir.ir.file_lines import did_you_mean
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import RANK_ATTR, rank_of, task_ids
@@ -60,6 +61,10 @@ from dhir.transforms.pass_options import check_ranks
 
 # Where the module keeps the user's placement constraints: their JSON (Constraints.to_json).
 CONSTRAINTS_ATTR = "dhir.constraints"
+# The text of the file each JSON attached in this process was read from (the latest), so
+# that `dhir run --constraints FILE` reports errors at that file's lines; a module read
+# from disk carries JSON no file gave here, and its errors are at the module's line.
+_file_texts: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -108,14 +113,15 @@ class PlacePass(ModulePass):
         profile = load_profile(self.costs) if self.costs else None
         devices, _ = machine_for(op, self.ranks, profile)
         names = task_ids(op)
-        chosen = settle(
-            constraints,
-            [names[t] for t in tasks],
-            [{r for r, d in enumerate(devices) if runs_on(t, d)} for t in tasks],
-            fixed,
-            [r if r is not None else 0 for r in preferred],
-            rank_facts(op, devices),
-        )
+        with carried_at(op, constraints):
+            chosen = settle(
+                constraints,
+                [names[t] for t in tasks],
+                [{r for r, d in enumerate(devices) if runs_on(t, d)} for t in tasks],
+                fixed,
+                [r if r is not None else 0 for r in preferred],
+                rank_facts(op, devices),
+            )
         for task, given, rank in zip(tasks, fixed, chosen, strict=True):
             settled = given if given is not None else rank
             if settled is None:
@@ -166,15 +172,35 @@ def constraints_of(module: ModuleOp) -> Constraints | None:
     if not isinstance(attr, StringAttr):
         raise PassFailedAt(module, f"dhir-place: {CONSTRAINTS_ATTR} must be a string of JSON")
     try:
-        return Constraints.from_json(attr.data)
+        found = Constraints.from_json(attr.data)
     except ValueError as error:
         raise PassFailedAt(
             module, f"dhir-place: {CONSTRAINTS_ATTR} is not constraints dhir wrote ({error})"
         ) from None
+    return replace(found, text=_file_texts.get(attr.data))
 
 
 def attach_constraints(module: ModuleOp, constraints: Constraints) -> None:
-    module.attributes[CONSTRAINTS_ATTR] = StringAttr(constraints.to_json())
+    written = constraints.to_json()
+    module.attributes[CONSTRAINTS_ATTR] = StringAttr(written)
+    if constraints.text is not None:
+        _file_texts[written] = constraints.text
+
+
+@contextmanager
+def carried_at(module: ModuleOp, constraints: Constraints) -> Iterator[None]:
+    """Within: an error about `constraints`, where `module` carries them with no file
+    read here, at the module's line, saying which file the entry came from (a file of
+    that name where the module is used may be missing, or another)."""
+    try:
+        yield
+    except DhirError as error:
+        if constraints.text is not None:
+            raise
+        prefix = f"{constraints.source}: "
+        said = "; ".join(d.message.removeprefix(prefix) for d in error.diagnostics)
+        message = f"dhir-place: {CONSTRAINTS_ATTR} (constraints from {constraints.source}): {said}"
+        raise PassFailedAt(module, message) from None
 
 
 def rank_facts(module: ModuleOp, devices: Sequence[Device]) -> list[RankFacts]:

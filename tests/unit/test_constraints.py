@@ -153,6 +153,55 @@ def test_a_malformed_module_attribute_is_refused_at_the_module(text: str, fragme
     assert str(error.value).startswith("m.mlir:1:1: error: dhir-place: dhir.constraints is not")
 
 
+_OTHER_FILE = (
+    '# another c.toml\n[[pin]]\ntasks = "zzz"\nrank = 0\n[[pin]]\ntasks = "zzz"\nrank = 1\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("attr", "said"),
+    [
+        (_pin_json(value=5), "[[pin]] #1: rank 5 does not exist"),
+        (_pin_json(tasks=["nope"]), "[[pin]] #1: 'nope' matches no task"),
+        (
+            json.dumps(
+                {
+                    "pins": [
+                        {"tasks": ["one"], "key": "rank", "value": 0, "entry": "[[pin]] #1"},
+                        {"tasks": ["one"], "key": "rank", "value": 1, "entry": "[[pin]] #2"},
+                    ],
+                    "groups": [],
+                    "source": "c.toml",
+                }
+            ),
+            "task one cannot be placed: [[pin]] #1, [[pin]] #2 leave it no rank in common",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", ["schedule", "compile"])
+def test_errors_in_a_modules_constraints_are_at_the_module(
+    attr: str,
+    said: str,
+    command: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # They named c.toml (`c.toml: [[pin]] #1: ...`), a file that may not exist where the
+    # module is used, and quoted the lines of another c.toml in the current folder.
+    monkeypatch.chdir(tmp_path)
+    Path("c.toml").write_text(_OTHER_FILE)
+    Path("m.mlir").write_text(
+        f"module attributes {{dhir.constraints = {json.dumps(attr)}}} {{{_TWO_TASKS}}}"
+    )
+    args = ["-o", "m.out"] if command == "compile" else []
+    assert main([command, "m.mlir", "-n", "2", *args]) == 1
+    err = capsys.readouterr().err
+    expected = f"m.mlir:1:1: error: dhir-place: dhir.constraints (constraints from c.toml): {said}"
+    assert err.startswith(expected)
+    assert "c.toml:" not in err and "zzz" not in err
+
+
 @pytest.mark.parametrize("rank", [0, 1])
 def test_dhir_schedule_follows_the_modules_own_constraints(
     rank: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
