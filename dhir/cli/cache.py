@@ -12,6 +12,7 @@ from dhir.cli.names import COMMANDS
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.toolchain.build import writing_cache
 from dhir.toolchain.cache import Entry, entries, prune, summary
+from dhir.toolchain.options import real_number
 from dhir.toolchain.tools import cache_root
 from dhir.units import byte_size
 
@@ -39,7 +40,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--unused-for",
-        type=checked(days, float, "a number of days >= 0"),
+        type=checked(days, real_number, "a number of days >= 0"),
         metavar="DAYS",
         help="with --prune: also remove every entry not read or written for DAYS days (as "
         "the file system's access times tell: to a day where it is mounted relatime)",

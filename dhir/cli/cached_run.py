@@ -45,7 +45,7 @@ from dhir.cli.arguments import (
 from dhir.cli.common import guarded
 from dhir.ir.diagnostics import DhirError
 from dhir.machine.files import SYSTEM_ENV, default_system_path
-from dhir.toolchain.options import RunOptions, timeout_seconds
+from dhir.toolchain.options import RunOptions, real_number, timeout_seconds
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.tools import (
     LLVM_VERSION,
@@ -135,7 +135,7 @@ def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int
     from dhir.toolchain.launch import run_executable, run_npy_files  # after the lookup
 
     if command.timeout is not None:
-        options = replace(options, timeout=timeout_seconds(float(command.timeout)))
+        options = replace(options, timeout=timeout_seconds(real_number(command.timeout)))
     signature, output_dir = built.signature, command.output_dir
     check_apart(command.inputs, signature, output_dir)
     if not command.print and run_npy_files(exe, signature, command.inputs, options, output_dir):
@@ -221,7 +221,7 @@ def _take(command: _Command, name: str, value: str | None) -> bool:
         command.output_dir = Path(str(value))
     elif name == "--timeout":
         try:  # a bad value is the full parser's to report
-            timeout_seconds(float(str(value)))
+            timeout_seconds(real_number(str(value)))
         except (ValueError, DhirError):
             return False
         command.timeout = value

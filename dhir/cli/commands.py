@@ -73,7 +73,9 @@ from dhir.toolchain.options import (
     check_runtime_environment,
     check_written_files,
     cpu_name,
+    decimal_integer,
     rank_count,
+    real_number,
     target_name,
     thread_count,
     timeout_seconds,
@@ -145,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--threads",
-        type=checked(thread_count, int, "a whole number"),
+        type=checked(thread_count, decimal_integer, "a whole number"),
         metavar="T",
         help=f"OpenMP threads per rank for parallel loops, 1 to {MAX_THREADS} (default: "
         "cores / ranks)",
@@ -159,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--timeout",
-        type=checked(timeout_seconds, float, "a number"),
+        type=checked(timeout_seconds, real_number, "a number"),
         default=DEFAULT_TIMEOUT_S,
         metavar="S",
         help="give up (and kill every rank) after S seconds, more than 0; inf waits for ever "
@@ -229,7 +231,7 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=checked(rank_count, int, "a whole number"),
+        type=checked(rank_count, decimal_integer, "a whole number"),
         default=None,  # None: not given (an executable's own count, or DEFAULT_RANKS)
         help=f"MPI ranks, 1 to {MAX_RANKS} (default {DEFAULT_RANKS}; an executable's own count)",
     )

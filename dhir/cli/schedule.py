@@ -84,7 +84,13 @@ from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
 from dhir.runner import drop_code, on_tensors
 from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import find_entry
-from dhir.toolchain.options import DEFAULT_TARGET, RunOptions, rank_count, target_name
+from dhir.toolchain.options import (
+    DEFAULT_TARGET,
+    RunOptions,
+    decimal_integer,
+    rank_count,
+    target_name,
+)
 from dhir.toolchain.rank_splits import RankSplits
 from dhir.toolchain.tensors import bufferize
 from dhir.transforms.optimize_bodies import Decision, decision_lines
@@ -222,7 +228,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "-n",
         "--ranks",
-        type=checked(rank_count, int, "a whole number"),
+        type=checked(rank_count, decimal_integer, "a whole number"),
         metavar="N",
         help=f"with FILE: the number of ranks, 1 to {MAX_RANKS} (default: the machine "
         "description's)",
@@ -263,7 +269,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--node-size",
-        type=checked(_devices_per_node, int, "a whole number"),
+        type=checked(_devices_per_node, decimal_integer, "a whole number"),
         metavar="K",
         help="with --simulate: every K consecutive devices (in the graph's order) form a node "
         "whose transfers to other nodes share one network link, one at a time (default: "

@@ -212,6 +212,34 @@ def message_chunk_bytes(text: str) -> int | None:
     return value if 1 <= value <= CHUNK_BYTES_MAX else None
 
 
+# What a number on the command line or in a config value is written with: ASCII letters,
+# digits, sign and point. Python's int() and float() also take "3_000", " 3 " and other
+# scripts' digits ("٣"), which no one types meaning a number.
+_NUMBER_CHARACTERS = re.compile(r"[0-9A-Za-z.+-]+")
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def ascii_number(text: str) -> str:
+    """`text`, when it is written only with what a number is (`_NUMBER_CHARACTERS`); a
+    ValueError otherwise."""
+    if _NUMBER_CHARACTERS.fullmatch(text) is None:
+        raise ValueError(f"{text!r} is not a number")
+    return text
+
+
+def decimal_integer(text: str) -> int:
+    """`text` as an integer in ASCII decimal digits with an optional sign; a ValueError
+    otherwise (what an argparse type raises for a value that is not one)."""
+    if _DECIMAL.fullmatch(text) is None:
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(text)
+
+
+def real_number(text: str) -> float:
+    """`text` as a float written in ASCII (`1.5`, `-2e3`, `inf`); a ValueError otherwise."""
+    return float(ascii_number(text))
+
+
 def flag(value: object, name: str) -> bool:
     """`value` as the bool option `name`: True or False, NumPy's too. Nothing else: a str
     is true, so codedrop="no" would drop code, and 1 or 0.0 says the user meant another

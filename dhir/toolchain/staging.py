@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.toolchain.npy import header_bytes, read_header
+from dhir.toolchain.options import ascii_number
 from dhir.toolchain.signature import DYNAMIC, ArgSpec, EntrySignature, given_args
 
 _BOOLEANS = {"true": 1, "false": 0}
@@ -32,10 +33,10 @@ class Staged:
 
 def parse_scalar(text: str, kind: str) -> int | float:
     """A scalar `--input`'s value (after `TYPE=`) for NumPy's kind `kind`; ValueError
-    when it is not one."""
+    when it is not one (Python's int() and float() take "3_000" and "٣" too)."""
     if kind == "f":
         try:
-            value = float(text)
+            value = float(ascii_number(text))
         except ValueError:  # C's hex form, as the executable takes it: 0x1.8p1
             value = _from_hex(text)
         if math.isinf(value) and "inf" not in text.lower():
@@ -43,7 +44,7 @@ def parse_scalar(text: str, kind: str) -> int | float:
         return value
     if kind == "b" and text.strip().lower() in _BOOLEANS:
         return _BOOLEANS[text.strip().lower()]
-    return int(text, 0)
+    return int(ascii_number(text), 0)
 
 
 def _from_hex(text: str) -> float:
@@ -52,7 +53,7 @@ def _from_hex(text: str) -> float:
     if "0x" not in text.lower():  # fromhex takes "1.8p1" too, which C does not
         raise ValueError(f"{text} is not a number")
     try:
-        return float.fromhex(text)
+        return float.fromhex(ascii_number(text))
     except OverflowError:
         raise ValueError(f"{text} is past the largest f64") from None
 

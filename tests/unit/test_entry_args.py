@@ -15,6 +15,7 @@ from dhir import DhirError
 from dhir.toolchain import signature as signature_module
 from dhir.toolchain import values as values_module
 from dhir.toolchain.entry import entry_signature
+from dhir.toolchain.staging import parse_scalar
 from dhir.toolchain.values import save_outputs
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -199,6 +200,10 @@ def test_scalars_out_of_range_are_refused(scalars: Path, given: dict[str, str], 
         ({"index": "7.0"}, "'7.0' is not an index; give an integer written as one"),
         ({"i1": "yes"}, "'yes' is not an i1; give 0, 1, true or false"),
         ({"f16": "1.8p1"}, "'1.8p1' is not an f16; give a number: 2.5, -1e-3, 0x1.8p1"),
+        # Python's int() and float() take these: they ran as 3000, 3 and 10.5.
+        ({"index": "3_000"}, "'3_000' is not an index; give an integer written as one"),
+        ({"index": "\u0663"}, "'\u0663' is not an index; give an integer written as one"),
+        ({"f16": "1_0.5"}, "'1_0.5' is not an f16; give a number"),
     ],
 )
 def test_scalars_not_written_as_their_type_say_how_to_write_it(
@@ -207,6 +212,24 @@ def test_scalars_not_written_as_their_type_say_how_to_write_it(
     result = cli("run", str(scalars), "--backend", "interp", *_scalar_inputs(scalars, **given))
     assert result.returncode == 1, result.stdout
     assert shown in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("3_000", "i"),
+        ("\u0663", "i"),
+        ("0x_7f", "i"),
+        (" 3", "i"),
+        ("\u0663", "b"),
+        ("1_0.5", "f"),
+        ("\u0661.5", "f"),
+    ],
+)
+def test_scalars_are_read_in_ascii_alone(text: str, kind: str) -> None:
+    # What the cached `dhir run` stages for the executable, as the full path reads it.
+    with pytest.raises(ValueError):
+        parse_scalar(text, kind)
 
 
 def test_scalars_out_of_range_are_refused_by_the_api() -> None:

@@ -205,6 +205,13 @@ BAD_FLAGS = [
     (["--timeout", "-5"], "the timeout must be more than 0 seconds, got -5"),
     (["--timeout", "nan"], "the timeout must be more than 0 seconds, got nan"),
     (["--timeout", "soon"], "'soon' is not a number"),
+    # Python's int() and float() take these; they were run as 2 ranks, 10 s and 3 threads:
+    (["-n", "\u0662"], "'\u0662' is not a whole number"),
+    (["-n", "2_0"], "'2_0' is not a whole number"),
+    (["-n", " 2"], "' 2' is not a whole number"),
+    (["--timeout", "1_0"], "'1_0' is not a number"),
+    (["--timeout", "\u0661\u0660"], "is not a number"),
+    (["--threads", "\u0663"], "'\u0663' is not a whole number"),
     (["--threads", "0"], "the thread count must be at least 1, got 0"),
     (["-n", "99999999999999999999"], "the rank count must be at most 65536, got 9999"),
     (["--threads", "100000"], "the thread count must be at most 4096, got 100000"),
@@ -399,6 +406,8 @@ def test_the_api_defaults_are_the_cli_defaults() -> None:
     [
         (["-n", "0"], "the rank count must be at least 1, got 0"),
         (["-n", "two"], "'two' is not a whole number"),
+        (["-n", "\u0662"], "'\u0662' is not a whole number"),
+        (["--simulate", "--node-size", "1_0"], "'1_0' is not a whole number"),
         (["-n", "100000"], "the rank count must be at most 65536, got 100000"),
         (["--simulate", "--node-size", "0"], "must be at least 1 (devices per node), got 0"),
         (["--target", "sm_9"], "argument --target: unknown target 'sm_9'"),
