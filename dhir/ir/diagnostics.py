@@ -147,31 +147,33 @@ def collected_warnings() -> Iterator[list[Diagnostic]]:
         _warnings.reset(token)
 
 
-# What a character device other than a terminal may give before dhir takes it for one
-# that never ends (/dev/zero, /dev/urandom): reading such a device whole hung dhir.
-DEVICE_LIMIT = 64 << 20
+# What a file other than a regular one (a device, a pipe, a FIFO, a socket) may give before
+# dhir takes it for one that never ends (/dev/zero, `<(yes)`): reading it whole hung dhir.
+STREAM_LIMIT = 64 << 20
 
 
 def read_file(path: "str | os.PathLike[str]") -> bytes:
-    """The bytes of the file `path` (an OSError as `open` raises it); a DhirError for a
-    device that does not end."""
+    """The bytes of the file `path` (an OSError as `open` raises it); a DhirError for one
+    that is not a regular file and does not end."""
     with open(path, "rb") as file:
         return read_all(file, os.fspath(path))
 
 
 def read_all(file: BinaryIO, name: str) -> bytes:
-    """What `file` (called `name`) holds; a DhirError where it is a device that gives more
-    than DEVICE_LIMIT bytes (a terminal is read as typed, a pipe as it comes)."""
+    """What `file` (called `name`) holds; a DhirError where it is not a regular file
+    (a device, a pipe or a terminal: read as it comes) and gives more than STREAM_LIMIT
+    bytes."""
     try:
-        device = stat.S_ISCHR(os.fstat(file.fileno()).st_mode) and not file.isatty()
-    except (OSError, ValueError):  # no descriptor: an in-memory stream
-        device = False
-    if not device:
+        mode = os.fstat(file.fileno()).st_mode
+    except (OSError, ValueError):  # no descriptor: an in-memory stream, which ends
         return file.read()
-    data = file.read(DEVICE_LIMIT + 1)
-    if len(data) > DEVICE_LIMIT:
+    if stat.S_ISREG(mode):
+        return file.read()
+    data = file.read(STREAM_LIMIT + 1)
+    if len(data) > STREAM_LIMIT:
+        what = "a device" if stat.S_ISCHR(mode) else "a pipe" if stat.S_ISFIFO(mode) else "a file"
         message = (
-            f"{name} is a device that does not end (it gave more than {DEVICE_LIMIT >> 20} "
+            f"{name} is {what} that does not end (it gave more than {STREAM_LIMIT >> 20} "
             "MiB); name a file"
         )
         raise DhirError([Diagnostic(message)])

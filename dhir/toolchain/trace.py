@@ -27,7 +27,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, read_file
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.render import Arrow
 
@@ -224,7 +224,7 @@ class _NotATrace(Exception):
 def _trace_events(path: Path) -> tuple[list[object], str | None]:
     """The file's `traceEvents` list, and why it is partial (None: it is not)."""
     try:
-        text = path.read_text()
+        text = read_file(path).decode()  # bounded: a pipe or device that never ends
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read the trace {path}: {error.strerror}")]) from None
     except ValueError:  # UnicodeDecodeError

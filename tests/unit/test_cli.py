@@ -534,6 +534,50 @@ def test_files_from_a_device_that_does_not_end_are_refused(tmp_path: Path) -> No
         assert f"{path} is a device that does not end" in str(error.value), name
 
 
+def _endless_pipe(path: Path) -> "subprocess.Popen[bytes]":
+    """A FIFO at `path` that `yes` writes to for ever, once it is opened."""
+    os.mkfifo(path)
+    return subprocess.Popen(["sh", "-c", 'exec yes > "$0"', str(path)])
+
+
+def test_files_from_a_pipe_that_does_not_end_are_refused(tmp_path: Path) -> None:
+    """`--costs <(yes)` hung, its memory growing: only devices were read to a limit."""
+    from dhir.analysis.profile import load_profile
+    from dhir.cli.schedule import read_graph
+    from dhir.machine.files import read_system
+    from dhir.placement.constraints import read_constraints
+    from dhir.toolchain.trace import trace_chart
+
+    readers = {"c.toml": read_constraints, "p.json": load_profile, "m.toml": read_system}
+    for name, read in {**readers, "g.json": read_graph, "t.json": trace_chart}.items():
+        path = tmp_path / name
+        writer = _endless_pipe(path)
+        try:
+            with pytest.raises(DhirError) as error:
+                read(path)
+        finally:
+            writer.kill()
+            writer.wait()
+        assert f"{path} is a pipe that does not end (it gave more than 64 MiB)" in str(
+            error.value
+        ), name
+
+
+def test_a_program_from_a_pipe_that_does_not_end_is_refused() -> None:
+    with subprocess.Popen(["yes"], stdout=subprocess.PIPE) as writer:
+        result = subprocess.run(
+            [sys.executable, "-m", "dhir", "schedule", "-"],
+            stdin=writer.stdout,
+            capture_output=True,
+            timeout=120,
+        )
+        writer.kill()
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        "error: <stdin> is a pipe that does not end (it gave more than 64 MiB); name a file\n"
+    )
+
+
 def test_the_cached_run_key_does_not_read_a_device_that_does_not_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
