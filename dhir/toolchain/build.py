@@ -232,9 +232,10 @@ def writing_cache(root: Path) -> Iterator[None]:
             raise
         detail = f" ({paths[0]})" if paths and paths[0] != where else ""
         reason, fix = error.strerror, "make it a writable directory"
-        if root.exists() and not root.is_dir():  # mkdir says only "File exists"
+        # os.path's tests: Path.exists raises for a name too long (ENAMETOOLONG).
+        if os.path.exists(root) and not os.path.isdir(root):  # mkdir says only "File exists"
             reason, detail = "it is a file, not a directory", ""
-        elif root.is_symlink() and not root.exists():  # mkdir says "File exists" here too
+        elif os.path.islink(root) and not os.path.exists(root):  # mkdir: "File exists" too
             reason, detail = "it is a symbolic link to nothing (a loop, or a path gone)", ""
             fix = "point it at a directory"
         elif full:

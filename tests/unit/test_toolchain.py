@@ -795,6 +795,17 @@ def test_a_cache_removed_while_a_build_runs_says_so(tmp_path: Path) -> None:
         )
 
 
+def test_a_cache_directory_named_too_long_is_the_caches_to_say(tmp_path: Path) -> None:
+    """DHIR_CACHE_DIR of 5000 characters: asking whether it was a file raised
+    ENAMETOOLONG again, "internal error: OSError: [Errno 36] File name too long"."""
+    cache = tmp_path / ("x" * 5000)
+    with pytest.raises(DhirError) as error, build_module.writing_cache(cache):
+        cache.mkdir(parents=True)
+    text = str(error.value)
+    assert f"cannot write to dhir's cache directory {cache}: File name too long" in text
+    assert "or choose another with DHIR_CACHE_DIR=DIR" in text
+
+
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
 def test_a_write_that_fills_the_disk_is_the_caches_to_say(tmp_path: Path, code: int) -> None:
     """A write into the cache that fills its disk names no file (write() has none): it
