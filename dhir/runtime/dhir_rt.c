@@ -490,6 +490,17 @@ static void report_crashes(void) {
     signal(CRASH_SIGNALS[k], on_crash);
 }
 
+/* Whether DHIR_RT_STATS asks for the counts. Checked at start-up too (dhir checks it
+ * before the build: options.py), so that a misspelt value does not stop the run at its end. */
+static int stats_wanted(void) {
+  const char *flag = getenv("DHIR_RT_STATS");
+  if (flag == NULL || flag[0] == '\0' || strcmp(flag, "0") == 0)
+    return 0;
+  if (strcmp(flag, "1") != 0)
+    dhir_rt_fatal("DHIR_RT_STATS=%s: expected 1 (report) or 0", flag);
+  return 1;
+}
+
 /* Collective. Both ends of a transfer must cut it alike, and mpirun need not pass the
  * environment on to every rank, so rank 0 decides for all. dhir checks the value before
  * the build (dhir/toolchain/options.py, message_chunk_bytes): keep the two in agreement. */
@@ -694,6 +705,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
   }
   set_chunk_bytes();
   (void)io_by_rank0();
+  (void)stats_wanted();
   start_trace();
 }
 
@@ -1196,11 +1208,8 @@ static void count_io_sent(int64_t bytes) {
 }
 
 static void print_stats(void) {
-  const char *flag = getenv("DHIR_RT_STATS");
-  if (flag == NULL || flag[0] == '\0' || strcmp(flag, "0") == 0)
+  if (!stats_wanted())
     return;
-  if (strcmp(flag, "1") != 0)
-    dhir_rt_fatal("DHIR_RT_STATS=%s: expected 1 (report) or 0", flag);
   fprintf(stderr, "dhir: rank %d sent %lld bytes in %lld messages, took %lld bytes of inputs\n",
           world_rank, (long long)sent_bytes, (long long)sent_messages, (long long)input_bytes);
   if (io_sent_messages > 0)

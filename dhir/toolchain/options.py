@@ -162,9 +162,10 @@ def _writable(folder: Path) -> bool:
 
 
 def check_runtime_environment() -> None:
-    """Refuse, before the build, a DHIR_IO or DHIR_MESSAGE_CHUNK_BYTES the runtime would
-    stop the program for as it starts (dhir_rt.c checks them again for an executable run
-    by hand): a bad value was said only after the whole build, as the program's failure."""
+    """Refuse, before the build, a DHIR_IO, DHIR_RT_STATS or DHIR_MESSAGE_CHUNK_BYTES the
+    runtime would stop the program for as it starts (dhir_rt.c checks them again for an
+    executable run by hand): a bad value was said only after the whole build (or, for
+    DHIR_RT_STATS, the whole run), as the program's failure."""
     mode = os.environ.get("DHIR_IO", "")
     if mode and mode not in IO_MODES:
         raise UsageError(
@@ -172,6 +173,16 @@ def check_runtime_environment() -> None:
                 Diagnostic(
                     f"DHIR_IO is '{mode}'; it takes rank0 (rank 0 reads and writes for all "
                     "ranks) or each (every rank its own part, the default): set one, or unset it"
+                )
+            ]
+        )
+    stats = os.environ.get("DHIR_RT_STATS", "")
+    if stats not in ("", "0", "1"):
+        raise UsageError(
+            [
+                Diagnostic(
+                    f"DHIR_RT_STATS is '{stats}'; it takes 1 (each rank prints the bytes and "
+                    "messages it sent) or 0: set one, or unset it"
                 )
             ]
         )

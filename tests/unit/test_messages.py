@@ -158,6 +158,31 @@ def test_a_bad_piece_size_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @needs_mpi
+def test_a_bad_stats_flag_is_refused_before_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DHIR_RT_STATS", "garbage")
+    zeros = np.zeros((3, 5), np.float64)
+    with pytest.raises(dhir.DhirError, match=r"DHIR_RT_STATS is 'garbage'; it takes 1") as caught:
+        dhir.run(_copies("f64"), zeros, zeros, zeros, zeros, backend="native", ranks=2)
+    assert "failed on 2 ranks" not in str(caught.value)
+
+
+@needs_mpi
+def test_the_runtime_refuses_a_bad_stats_flag_as_it_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An executable run by hand checks DHIR_RT_STATS again, as it starts (the check
+    before the build is let through here): no task runs."""
+    for where in ("dhir.toolchain.launch", "dhir.backends.native"):
+        monkeypatch.setattr(f"{where}.check_runtime_environment", lambda: None)
+    monkeypatch.setenv("DHIR_RT_STATS", "2")
+    zeros = np.zeros((3, 5), np.float64)
+    with pytest.raises(dhir.DhirError) as caught:
+        dhir.run(_copies("f64"), zeros, zeros, zeros, zeros, backend="native", ranks=2)
+    message = str(caught.value)
+    assert "DHIR_RT_STATS=2: expected 1" in message and "after its last task" not in message
+
+
+@needs_mpi
 def test_the_piece_size_is_read_as_the_runtime_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """dhir refuses a bad DHIR_MESSAGE_CHUNK_BYTES before the build (message_chunk_bytes):
     here that check is let through, so that rank 0 reads each value as it starts, and
