@@ -237,11 +237,13 @@ class _Template:
     """A shape's regions over parameters `names`: `regions`, each distinct one once, and
     per table (reads, writes, must-writes) the first position of each memref in the
     task's list, with the index of its region in `regions` (a task's must-writes are
-    mostly its writes: fixed once, not twice)."""
+    mostly its writes: fixed once, not twice). `fixings`: per region, where in its
+    parameters each constant it has is, with the constant's index in `names`."""
 
     names: tuple[str, ...]
     regions: tuple[isl.Set, ...]
     tables: tuple[tuple[tuple[int, int], ...], ...]
+    fixings: tuple[tuple[tuple[int, int], ...], ...]
 
     @staticmethod
     def of(task: TaskOp, constants: Sequence[arith.ConstantOp]) -> "_Template":
@@ -267,13 +269,17 @@ class _Template:
                     regions.append(region)
                 entries.append((first[root], index))
             tables.append(tuple(entries))
-        return _Template(names, tuple(regions), tuple(tables))
+        fixings = tuple(_fixing(region, names) for region in regions)
+        return _Template(names, tuple(regions), tuple(tables), fixings)
 
     def instance(
         self, memrefs: Sequence[SSAValue], constants: Sequence[arith.ConstantOp]
     ) -> Regions:
         values = [_constant_value(c) for c in constants]
-        fixed = [_fixed(region, self.names, values) for region in self.regions]
+        fixed = [
+            _fixed(region, fixing, values)
+            for region, fixing in zip(self.regions, self.fixings, strict=True)
+        ]
         reads, writes, musts = (
             {memrefs[k]: fixed[index] for k, index in table} for table in self.tables
         )
@@ -283,16 +289,28 @@ class _Template:
 def _constant_value(op: arith.ConstantOp) -> isl.Val:
     attr = op.value
     assert isinstance(attr, IntegerAttr)  # a used subscript (dhir.analysis.shapes)
-    return isl.Val(str(attr.value.data))
+    value = attr.value.data
+    if -(2**63) <= value < 2**63:  # what int_from_si takes; parsing text costs 8 times more
+        return isl.Val.int_from_si(isl.DEFAULT_CONTEXT, value)
+    return isl.Val(str(value))
 
 
-def _fixed(region: isl.Set, names: Sequence[str], values: Sequence[isl.Val]) -> isl.Set:
-    """`region` with parameter `names[k]` fixed to `values[k]`, parameters projected out."""
+def _fixing(region: isl.Set, names: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """For each of the constants `names` that `region` has as a parameter, in order: its
+    position there and its index in `names` (fixing one moves none of the others)."""
     params = isl.dim_type.param
-    for name, value in zip(names, values, strict=True):
-        at = region.find_dim_by_name(params, name)
-        if at >= 0:
-            region = region.fix_val(params, at, value)
+    found = ((region.find_dim_by_name(params, name), k) for k, name in enumerate(names))
+    return tuple((at, k) for at, k in found if at >= 0)
+
+
+def _fixed(
+    region: isl.Set, fixing: Sequence[tuple[int, int]], values: Sequence[isl.Val]
+) -> isl.Set:
+    """`region` with the parameter at each position of `fixing` fixed to its constant's
+    value in `values`, parameters projected out."""
+    params = isl.dim_type.param
+    for at, k in fixing:
+        region = region.fix_val(params, at, values[k])
     return region.project_out(params, 0, region.dim(params)).coalesce()
 
 
