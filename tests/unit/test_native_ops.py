@@ -1391,7 +1391,7 @@ def test_a_traffic_report_setting_other_than_1_or_0_is_an_error(
     # Any value but "" and "0" turned the report on, "false" and "no" too.
     monkeypatch.setenv("DHIR_RT_STATS", "false")
     text = "func.func @main(%a: memref<2xf32>) {\n  return\n}\n"
-    with pytest.raises(dhir.DhirError, match="DHIR_RT_STATS=false: expected 1"):
+    with pytest.raises(dhir.DhirError, match="DHIR_RT_STATS is 'false'; it takes 1"):
         dhir.run(dhir.parse_string(text), np.zeros(2, np.float32), ranks=1)
 
 
