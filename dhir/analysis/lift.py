@@ -18,10 +18,7 @@ The semantics, made explicit:
   unless it provably may. MLIR's `addi`, `subi` and `muli` wrap at 64 bits as at any
   width, so a result whose range (from the loop variables' constant ranges) leaves the
   signed 64-bit range, or with a constant or coefficient past it, is unknown: `i + C + C`
-  with `C = 2**63 - 1` is `i - 2`, not `i + 2**64 - 2`. The variable of a loop of bounds
-  known at run time only may be any number they allow (from 0 to a run-time %n: 0 to
-  2**63 - 2), so `3 * i` of such a loop is unknown: at i = 6148914691236517206 it is 2.
-  Other leaves (a function's argument, a name a caller chose) are taken not to wrap.
+  with `C = 2**63 - 1` is `i - 2`, not `i + 2**64 - 2`.
 - A narrower iN value has no sign of its own and its arithmetic wraps: the lifter knows
   it modulo 2**N (an expression congruent to its bits). An op that reads it as a number
   reads it with the op's signedness: `index_cast`, `extsi`, `minsi`, an `scf.for`'s
@@ -401,7 +398,6 @@ class Lifter:
     def __init__(self) -> None:
         self._memo: dict[SSAValue, _Entry | None] = {}
         self._ranges: dict[Key, Interval | None] = {}
-        self._possible: dict[BlockArgument, Interval | None] = {}
 
     # --- public ---------------------------------------------------------------------
 
@@ -612,55 +608,12 @@ class Lifter:
         if known is not None:  # a number wraps as the op wraps it
             return Lifted.at(constant((known + _HALF_64) % (2 * _HALF_64) - _HALF_64))
         for bound in (lifted.low, lifted.high):
-            found = interval(bound, self._possible_range)
+            found = self.interval(bound)
             if found is None and not _representable(bound):
                 return None
             if found is not None and not (-_HALF_64 <= found[0] and found[1] < _HALF_64):
                 return None
         return lifted
-
-    def _possible_range(self, key: Key) -> Interval | None:
-        """Every value a loop's variable may take: its constant range where known, else
-        what its bounds allow (from 0 to a run-time %n: 0 to 2**63 - 2); None for any
-        other leaf (a function's argument, a name a caller chose), taken not to wrap."""
-        if not isinstance(key, BlockArgument) or _loop_bounds(key) is None:
-            return None
-        if key not in self._possible:
-            self._possible[key] = None  # a loop's bounds do not depend on its own variable
-            found = self.leaf_range(key)
-            self._possible[key] = found if found is not None else self._loop_span(key)
-        return self._possible[key]
-
-    def _bound_range(self, key: Key) -> Interval | None:
-        """What a leaf of a loop's bound may be: a loop's variable as above, any other
-        block argument any number of its type; None for a name a caller chose."""
-        if not isinstance(key, BlockArgument):
-            return None
-        if _loop_bounds(key) is not None:
-            return self._possible_range(key)
-        return _type_range(key)
-
-    def _loop_span(self, variable: BlockArgument) -> Interval | None:
-        """The values a loop's variable may take, from every value its bounds may take
-        (a step of 0 or less stops the run: dhir-loop-steps); None where a bound holds
-        a name or a variable of another loop of no known span."""
-        bounds = _loop_bounds(variable)
-        assert bounds is not None
-        lows, highs = (
-            self.map_each(*g) if isinstance(g, tuple) else [self.value(g)] for g in bounds
-        )
-        low, high = _type_range(variable)
-        for bound in lows:  # the variable is at least each lower bound
-            found = None if bound is None else interval(bound.low, self._bound_range)
-            if bound is not None and found is None:
-                return None
-            low = max(low, found[0]) if found is not None else low
-        for bound in highs:  # and below each upper bound
-            found = None if bound is None else interval(bound.high, self._bound_range)
-            if bound is not None and found is None:
-                return None
-            high = min(high, found[1] - 1) if found is not None else high
-        return (low, high) if low <= high else (low, low)  # else the body never runs
 
     def _min_max(self, op: Operation, width: int) -> _Entry | None:
         greatest = isinstance(op, arith.MaxSIOp | arith.MaxUIOp | index.MaxSOp | index.MaxUOp)
@@ -745,34 +698,6 @@ class Lifter:
 
 
 _HALF_64 = 1 << (INDEX_WIDTH - 1)
-
-
-_MapBound = tuple[AffineMap, Sequence[SSAValue]]
-
-
-def _loop_bounds(
-    variable: BlockArgument,
-) -> tuple[SSAValue | _MapBound, SSAValue | _MapBound] | None:
-    """The lower and upper bound of the loop whose variable `variable` is (a value, or a
-    map and its operands), when it is one the lifter reads."""
-    op, at = variable.block.parent_op(), variable.index
-    if isinstance(op, scf.ForOp) and at == 0:
-        return op.lb, op.ub
-    if isinstance(op, scf.ParallelOp) and at < len(op.lowerBound):
-        return op.lowerBound[at], op.upperBound[at]
-    if isinstance(op, affine.ForOp) and at == 0:
-        return (
-            (op.lowerBoundMap.data, op.lowerBoundOperands),
-            (op.upperBoundMap.data, op.upperBoundOperands),
-        )
-    return None
-
-
-def _type_range(value: SSAValue) -> Interval:
-    """Every signed number of `value`'s type (index: 64 bits)."""
-    width = min(scalar_int_width(value.type) or INDEX_WIDTH, INDEX_WIDTH)
-    half = 1 << (width - 1)
-    return -half, half - 1
 
 
 def _representable(expr: Affine) -> bool:

@@ -101,36 +101,6 @@ def test_64_bit_arithmetic_wraps_and_what_may_wrap_is_unknown() -> None:
     assert text(lift.value(found["w"])) == "i + 1"
 
 
-def test_values_known_at_run_time_only_may_wrap() -> None:
-    """A loop of bounds known at run time only may count past 2**63 / 3, where 3 * i
-    wraps: i = 6148914691236517206 reads a[2], which a region of 3 * i (multiples of
-    3) left out. What its bounds keep from wrapping stays exact."""
-    body = """
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c3 = arith.constant 3 : index
-  %c8 = arith.constant 8 : index
-  %up = arith.addi %n, %c1 : index
-  scf.for %i = %lo to %hi step %c1 {
-    %t = arith.muli %i, %c3 : index
-    %p = arith.addi %i, %c1 : index
-    %q = arith.addi %i, %c3 : index
-    %d = arith.subi %i, %c1 : index
-  }
-  scf.for %k = %c0 to %n step %s {
-    %r = arith.muli %k, %c8 : index
-    %e = arith.addi %k, %c3 : index
-    %f = arith.subi %k, %c8 : index
-  }
-"""
-    found = values(body, "%lo: index, %hi: index, %n: index, %s: index")
-    lift = Lifter()
-    unknown = ("t", "q", "d", "r", "e")
-    assert [lift.value(found[n]) for n in unknown] == [None] * len(unknown)
-    assert (text(lift.value(found["p"])), text(lift.value(found["f"]))) == ("i + 1", "k + -8")
-    assert text(lift.value(found["up"])) == "n + 1"  # an argument is taken not to wrap
-
-
 def test_casts_read_with_their_own_signedness() -> None:
     body = """
   %n = arith.index_cast %i : index to i8
