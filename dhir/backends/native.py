@@ -89,6 +89,7 @@ from dhir.transforms.track_tasks import TrackTasksPass, task_table
 from dhir.transforms.user_names import UserNamesPass, user_functions
 from dhir.transforms.vector_checks import VectorChecksPass
 from dhir.transforms.vector_rows import VectorRowsPass
+from dhir.transforms.wrap_checks import WrapChecksPass
 
 
 @fewer_collections()
@@ -179,6 +180,7 @@ def compile_native(
         *threaded,
         CopyChecksPass(),  # after too, for the same reason
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
+        WrapChecksPass(),  # after, for the same reason
         AllocSizesPass(),  # after, for the same reason
         CheckMpiPass(options.mpi),
         UserNamesPass(names),

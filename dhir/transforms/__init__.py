@@ -84,6 +84,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopStepsPass
 
+    def wrap_checks() -> type[ModulePass]:
+        from dhir.transforms.wrap_checks import WrapChecksPass
+
+        return WrapChecksPass
+
     def alloc_sizes() -> type[ModulePass]:
         from dhir.transforms.alloc_sizes import AllocSizesPass
 
@@ -179,6 +184,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
         "dhir-loop-steps": loop_steps,
+        "dhir-wrap-checks": wrap_checks,
         "dhir-alloc-sizes": alloc_sizes,
         "dhir-check-mpi": check_mpi,
         "dhir-serial-loops": serial_loops,

@@ -10,10 +10,12 @@ from xdsl.interpreter import (
     ReturnedValues,
     Successor,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 
+from dhir.analysis.lift import Interval, Lifter
+from dhir.analysis.wrap_checks import WrapCheck, leaves, loop_variables, verdict, wrap_checks
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
     MAX_DEPTH,
@@ -25,13 +27,14 @@ from dhir.backends.interp.core import (
 )
 from dhir.backends.interp.external import call_external
 from dhir.backends.interp.memref import load, store
-from dhir.backends.interp.scalars import combine, int_width, wrap
+from dhir.backends.interp.scalars import combine, int_width, signed, wrap
 from dhir.dialects import affine, cf, func, memref, scf
 
 # Loaded before registering: the implementations also go to dhir's subclasses.
 from dhir.dialects import affine as _dhir_affine
 from dhir.dialects import dhir as dhir_ops
 from dhir.dialects.affine import REDUCTION_IDENTITIES
+from dhir.dialects.arith import scalar_int_width
 from dhir.dialects.scf import ForallOp, InParallelOp
 from dhir.ir.symbols import Symbols
 
@@ -65,12 +68,56 @@ def _counter_fits(op: Operation, type_: Attribute, lower: int, upper: int, step:
         )
 
 
+_WRAPS = (
+    "runs where 64-bit index arithmetic in it wraps around, which dhir's analysis of its "
+    "accesses takes as exact (an access such as A[3 * i] would read elements the analysis "
+    "does not expect): keep the loop's bounds where its index arithmetic stays in 64 bits"
+)
+
+
 @register
 class ControlImpls(InterpreterFunctions):
     def __init__(self) -> None:
         # Callees found in a table of the module's names: the interpreter does not
         # change the module, and xDSL's lookup_symbol reads every name at every call.
         self._symbols = Symbols()
+        # The loops whose entry checks that index arithmetic stays in 64 bits, found
+        # once per module (dhir.analysis.wrap_checks), with the lifter that found them.
+        self._wraps: dict[Operation, tuple[Lifter, dict[Operation, WrapCheck]]] = {}
+        self._loops: dict[Operation, Operation] = {}  # each loop's module
+
+    def _check_wraps(
+        self,
+        interp: Interpreter,
+        op: Operation,
+        bounds: Sequence[tuple[int, int, int]],
+    ) -> None:
+        """Stop at `op` when its bounds (each dimension's lower, upper and positive
+        step) take an expression the analysis takes as exact past 64 bits, as native
+        code stops (dhir-wrap-checks); nothing when the loop does not run."""
+        if op not in self._loops:
+            root = op
+            while (parent := root.parent_op()) is not None:
+                root = parent
+            if root not in self._wraps:
+                lifter = Lifter()
+                self._wraps[root] = lifter, {c.loop: c for c in wrap_checks(root, lifter)}
+            self._loops[op] = root
+        lifter, checks = self._wraps[self._loops[op]]
+        check = checks.get(op)
+        if check is None or any(lower >= upper for lower, upper, _ in bounds):
+            return
+        spans: dict[BlockArgument, Interval] = {}
+        for variable, (lower, upper, step) in zip(loop_variables(op), bounds, strict=True):
+            spans[variable] = lower, lower + (upper - 1 - lower) // step * step
+        needed = leaves(check, lifter)
+        found = interp.get_values(needed)
+        values = {
+            key: signed(value, scalar_int_width(key.type) or INDEX_WIDTH)  # as the lifter reads it
+            for key, value in zip(needed, found, strict=True)
+        }
+        if not verdict(check, spans, values, lifter):
+            fail(op, _WRAPS)
 
     @handles(dhir_ops.ScheduleOp)
     def run_schedule(self, interp: Interpreter, op: dhir_ops.ScheduleOp, args: Values) -> Values:
@@ -117,6 +164,7 @@ class ControlImpls(InterpreterFunctions):
         lower, upper, step, *carried = args
         _positive_steps(op, [step])
         _counter_fits(op, op.lb.type, lower, upper, step)
+        self._check_wraps(interp, op, [(lower, upper, step)])
         values = tuple(carried)
         for i in range(lower, upper, step):
             values = interp.run_ssacfg_region(op.body, (i, *values), "scf.for")
@@ -135,6 +183,7 @@ class ControlImpls(InterpreterFunctions):
             _counter_fits(op, IndexType(), lower, upper, step)
             if lower >= upper:
                 break
+        self._check_wraps(interp, op, list(zip(lowers, uppers, steps, strict=True)))
         results = list(args[3 * rank :])
         reduce = op.body.block.last_op
         assert isinstance(reduce, scf.ReduceOp)
@@ -176,6 +225,7 @@ class ControlImpls(InterpreterFunctions):
         upper = min(eval_map(op.upperBoundMap.data, args[n_lower : n_lower + n_upper]))
         step = op.step.value.data
         _positive_steps(op, [step])
+        self._check_wraps(interp, op, [(lower, upper, step)])
         values = tuple(args[n_lower + n_upper :])
         for i in range(lower, upper, step):
             values = interp.run_ssacfg_region(op.body, (i, *values), "affine.for")

@@ -1,0 +1,342 @@
+"""Which loops of bounds known at run time only need a check, at their entry, that the
+64-bit index arithmetic the lifter took as exact stays in 64 bits; and the one rule by
+which both backends check it.
+
+The lifter (dhir.analysis.lift) takes 64-bit arithmetic of a loop variable with no
+constant range as exact: `3 * i` is "multiples of 3" to the access regions, dhir-split and
+the independence proofs of parallel loops. From i = 6148914691236517206 it wraps to 2, 5,
+8, and a rank missed a message (exit 0). Proving the range before the run took those
+proofs from every loop of run-time bounds, so the range is checked when the loop starts,
+where its bounds are known: `WrapCheck` names the loop, the expressions to check and the
+loop's variables that range over its bounds; `verdict` is the check, in Python ints, that
+the interpreter runs and that dhir-wrap-checks builds as IR for native code.
+
+An expression is checked at the innermost loop whose variable, of no constant range, it
+holds (the variables of loops around that one are fixed there), when every other leaf is
+a number there: a loop variable of constant range (its range) or a value from outside the
+loop (its value). Leaves of no loop (a function's argument used directly), a linalg op's
+names and expressions holding values made inside the loop that are not loop variables
+of the three kinds below are not checked: the lifter's no-wrap assumption stays on them
+(docs/semantics.md).
+"""
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from dhir.analysis.lift import Affine, Atom, Div, Extreme, Interval, Leaf, Lifted, Lifter, Mod
+from dhir.dialects import affine, arith, index, scf
+from dhir.dialects import affine as dhir_affine
+from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
+from dhir.dialects.gpu import in_device_code
+
+# The loops whose entry is checked: those whose variables the lifter ranges over.
+LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp)
+
+HALF_64 = 1 << (INDEX_WIDTH - 1)
+# A term (coefficient times the range of its atom) or a partial sum past these is taken as
+# leaving 64 bits: native code checks in 128 bits, and these keep its sums from wrapping.
+TERM_LIMIT = 1 << 120
+SUM_LIMIT = 1 << 125
+
+# 64-bit results of the arithmetic the lifter takes as not wrapping.
+_ARITHMETIC = (
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    index.AddOp,
+    index.SubOp,
+    index.MulOp,
+    affine.ApplyOp,
+    affine.MinOp,
+    dhir_affine.MaxOp,
+)
+
+
+@dataclass(frozen=True)
+class WrapCheck:
+    """At the entry of `loop`: each of `exprs`, its `variables` (of no constant range)
+    over the values the loop gives them, must stay in signed 64 bits."""
+
+    loop: Operation
+    variables: tuple[BlockArgument, ...]
+    exprs: tuple[Affine, ...]
+
+
+def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck]:
+    """The checks the host loops in `root` need, outermost loop first."""
+    lifter = Lifter() if lifter is None else lifter
+    found: dict[Operation, dict[Affine, None]] = {}
+    for op in root.walk():
+        for expr in _assumed(op, lifter):
+            loop = _checking_loop(op, expr, lifter)
+            if loop is not None:
+                found.setdefault(loop, {})[expr] = None
+    checks: list[WrapCheck] = []
+    for loop in root.walk():
+        if loop in found:
+            variables = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
+            checks.append(WrapCheck(loop, variables, tuple(found[loop])))
+    return checks
+
+
+def verdict(
+    check: WrapCheck,
+    spans: Mapping[BlockArgument, Interval],
+    values: Mapping[SSAValue, int],
+    lifter: Lifter,
+) -> bool:
+    """Whether every expression of `check` stays in 64 bits when its loop's variables
+    range over `spans` (each its first and last value) and the other leaves not of
+    constant range have `values`."""
+
+    def leaf(key: SSAValue) -> Interval:
+        if isinstance(key, BlockArgument) and key in spans:
+            return spans[key]
+        fixed = lifter.leaf_range(key)
+        if fixed is not None:
+            return fixed
+        return values[key], values[key]
+
+    return all(_fits(expr, leaf) for expr in check.exprs)
+
+
+def leaves(check: WrapCheck, lifter: Lifter) -> list[SSAValue]:
+    """The leaves of `check` whose values it needs at the loop's entry."""
+    out: dict[SSAValue, None] = {}
+    for expr in check.exprs:
+        for key in _leaves(expr):
+            assert isinstance(key, SSAValue)  # wrap_checks keeps no named leaves
+            if key not in check.variables and lifter.leaf_range(key) is None:
+                out[key] = None
+    return list(out)
+
+
+def terms_fit(low: int, high: int) -> bool:
+    return -TERM_LIMIT <= low and high <= TERM_LIMIT
+
+
+def sum_fits(low: int, high: int) -> bool:
+    return -SUM_LIMIT <= low and high <= SUM_LIMIT
+
+
+def in_64_bits(low: int, high: int) -> bool:
+    return -HALF_64 <= low and high < HALF_64
+
+
+def _fits(expr: Affine, leaf: Callable[[SSAValue], Interval]) -> bool:
+    """The rule dhir-wrap-checks builds: `expr` and every sum it divides, takes the
+    remainder, least or greatest of lie in 64 bits, each term within TERM_LIMIT and
+    each partial sum within SUM_LIMIT."""
+    ok = True
+
+    def bounds(e: Affine) -> Interval:
+        nonlocal ok
+        low = high = e.constant
+        for atom, k in e.terms:
+            a, b = atom_bounds(atom)
+            a, b = (k * a, k * b) if k >= 0 else (k * b, k * a)
+            ok = ok and terms_fit(a, b)
+            low, high = low + a, high + b
+            ok = ok and sum_fits(low, high)
+        return low, high
+
+    def checked(e: Affine) -> Interval:
+        nonlocal ok
+        low, high = bounds(e)
+        ok = ok and in_64_bits(low, high)
+        return low, high
+
+    def atom_bounds(atom: Atom) -> Interval:
+        if isinstance(atom, Leaf):
+            assert not isinstance(atom.key, str)
+            return leaf(atom.key)
+        if isinstance(atom, Mod):
+            checked(atom.arg)
+            return 0, atom.divisor - 1
+        if isinstance(atom, Div):
+            low, high = checked(atom.arg)
+            return _divide(low, atom.divisor, atom.ceil), _divide(high, atom.divisor, atom.ceil)
+        found = [checked(arg) for arg in atom.args]
+        pick = max if atom.greatest else min
+        return pick(f[0] for f in found), pick(f[1] for f in found)
+
+    checked(expr)
+    return ok
+
+
+class _Unbounded(Exception):
+    """A leaf with no bounds before the run."""
+
+
+def _proven(expr: Affine, lifter: Lifter) -> bool:
+    """Whether `expr` passes the rule whatever the run gives: each loop variable of no
+    constant range within what its bounds' ranges allow (`i + 3` of a loop up to
+    `min(jj + 4, 200)` for jj of constant range: at most 202)."""
+
+    def leaf(key: SSAValue) -> Interval:
+        found = lifter.leaf_range(key) or _span(key, lifter) or _type_range(key)
+        if found is None:
+            raise _Unbounded
+        return found
+
+    if len(expr.terms) == 1 and isinstance(expr.terms[0][0], Leaf):
+        if expr.terms[0][1] == 1 and expr.constant == 0:
+            return True  # the value itself
+    try:
+        return _fits(expr, leaf)
+    except _Unbounded:
+        return False
+
+
+def _span(key: SSAValue, lifter: Lifter) -> Interval | None:
+    """The values a loop's variable may take from the ranges of its bounds (its lower
+    bound's least, its upper bound's greatest less 1); None where one has none."""
+    loop = _loop_of(key)
+    if loop is None:
+        return None
+    if isinstance(loop, affine.ForOp):
+        lows = lifter.map_each(loop.lowerBoundMap.data, list(loop.lowerBoundOperands))
+        highs = lifter.map_each(loop.upperBoundMap.data, list(loop.upperBoundOperands))
+    else:
+        assert isinstance(key, BlockArgument)
+        dim = loop_variables(loop).index(key)
+        bounds = (loop.lb, loop.ub) if isinstance(loop, scf.ForOp) else None
+        if isinstance(loop, scf.ParallelOp):
+            bounds = (loop.lowerBound[dim], loop.upperBound[dim])
+        assert bounds is not None
+        lows, highs = [lifter.value(bounds[0])], [lifter.value(bounds[1])]
+    firsts = [_extreme(low.low, lifter, greatest=False) for low in lows if low is not None]
+    lasts = [_extreme(high.high, lifter, greatest=True) for high in highs if high is not None]
+    known_firsts = [first for first in firsts if first is not None]
+    known_lasts = [last - 1 for last in lasts if last is not None]
+    if not known_firsts or not known_lasts:
+        return None
+    return max(known_firsts), min(known_lasts)
+
+
+def _type_range(key: SSAValue) -> Interval | None:
+    """Every value a narrower integer may hold, read signed as the lifter reads it."""
+    width = scalar_int_width(key.type)
+    if width is None or width >= INDEX_WIDTH:
+        return None
+    half = 1 << (width - 1)
+    return -half, half - 1
+
+
+def _extreme(expr: Affine, lifter: Lifter, greatest: bool) -> int | None:
+    """The greatest (or least) value `expr` may take: of a least of several values
+    (`min(%n, 8)`), the least of those known (8)."""
+    found = lifter.interval(expr)
+    if found is not None:
+        return found[1] if greatest else found[0]
+    if expr.constant != 0 or len(expr.terms) != 1 or expr.terms[0][1] != 1:
+        return None
+    atom = expr.terms[0][0]
+    if not isinstance(atom, Extreme) or atom.greatest == greatest:
+        return None
+    known = [v for v in (_extreme(arg, lifter, greatest) for arg in atom.args) if v is not None]
+    if not known:
+        return None
+    return min(known) if greatest else max(known)
+
+
+def _divide(value: int, divisor: int, ceil: bool) -> int:
+    """As native code divides: the 64 bits of `value` (exact when it fits)."""
+    bits = (value + HALF_64) % (2 * HALF_64) - HALF_64
+    return -(-bits // divisor) if ceil else bits // divisor
+
+
+def _assumed(op: Operation, lifter: Lifter) -> Iterator[Affine]:
+    """The bounds of what `op` computes in 64 bits that the lifter kept by taking it
+    not to wrap (no constant range proves it)."""
+    for lifted in _lifted(op, lifter):
+        for bound in {lifted.low: None, lifted.high: None}:
+            if lifter.interval(bound) is None and not _proven(bound, lifter):
+                yield bound
+
+
+def _lifted(op: Operation, lifter: Lifter) -> Iterator[Lifted]:
+    if isinstance(op, _ARITHMETIC):
+        for result in op.results:
+            lifted = lifter.value(result) if scalar_int_width(result.type) == INDEX_WIDTH else None
+            if lifted is not None:
+                yield lifted
+    for amap, operands in _maps(op):
+        yield from (r for r in lifter.map_each(amap, operands) if r is not None)
+
+
+def _maps(op: Operation) -> list[tuple[AffineMap, list[SSAValue]]]:
+    """The affine maps `op` applies inline (an access's subscripts, a loop's bounds)."""
+    if isinstance(op, affine.ForOp):
+        return [
+            (op.lowerBoundMap.data, list(op.lowerBoundOperands)),
+            (op.upperBoundMap.data, list(op.upperBoundOperands)),
+        ]
+    if isinstance(op, affine.LoadOp | affine.StoreOp):
+        return [(op.map.data, list(op.indices))]
+    return []
+
+
+def _leaves(expr: Affine) -> Iterator[SSAValue | str]:
+    for atom, _ in expr.terms:
+        if isinstance(atom, Leaf):
+            yield atom.key
+        elif isinstance(atom, Extreme):
+            for arg in atom.args:
+                yield from _leaves(arg)
+        else:
+            yield from _leaves(atom.arg)
+
+
+def loop_variables(loop: Operation) -> list[BlockArgument]:
+    """The variables of `loop`, one of LOOPS, outermost dimension first."""
+    if isinstance(loop, scf.ParallelOp):
+        return list(loop.body.block.args[: len(loop.lowerBound)])
+    return [loop.regions[0].block.args[0]]
+
+
+def _loop_of(key: SSAValue | str) -> Operation | None:
+    """The loop `key` is a variable of, among LOOPS."""
+    if not isinstance(key, BlockArgument):
+        return None
+    loop = key.block.parent_op()
+    if isinstance(loop, LOOPS) and key in loop_variables(loop):
+        return loop
+    return None
+
+
+def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | None:
+    """The loop whose entry checks `expr` (computed at `op`): the innermost one whose
+    variable of no constant range `expr` holds, when each other leaf is a number there;
+    None where no such loop is, in device code or where a leaf is not."""
+    keys = set(_leaves(expr))
+    if any(isinstance(key, str) for key in keys):
+        return None
+    loops = [_loop_of(key) for key in keys if lifter.leaf_range(key) is None]
+    if not any(loops):
+        return None
+    loop = op.parent_op()
+    while loop is not None and loop not in loops:
+        loop = loop.parent_op()
+    if loop is None or in_device_code(loop):
+        return None
+    for key in keys:
+        if lifter.leaf_range(key) is None and _loop_of(key) is not loop:
+            assert isinstance(key, SSAValue)
+            if _inside(key, loop):
+                return None  # made in the loop: no number at its entry
+    return loop
+
+
+def _inside(value: SSAValue, loop: Operation) -> bool:
+    """Whether `value` is defined inside `loop`'s regions."""
+    owner = value.owner
+    op = owner.parent_op() if not isinstance(owner, Operation) else owner
+    while op is not None:
+        if op is loop:
+            return True
+        op = op.parent_op()
+    return False

@@ -1,0 +1,215 @@
+"""`dhir-wrap-checks`: before each host loop of bounds known at run time only whose
+index arithmetic the analysis took as exact (dhir.analysis.wrap_checks), a check that
+the loop's bounds keep it in 64 bits, which stops the rank naming the loop when they do
+not, as the interpreter does.
+
+The access regions, dhir-split and the independence proofs of parallel loops take `3 * i`
+of a loop from %lo to %hi as the multiples of 3; from lo = 6148914691236517206 it wraps to
+2, 5, 8, and rank 1 read A[2] before rank 0's message with it came (exit 0). Where the
+loop runs, each expression's least and greatest values over the loop's range (its
+variables from their first to their last value, each other leaf its value there) are
+computed in 128 bits, as dhir.analysis.wrap_checks.verdict computes them, and compared with
+the 64-bit range; if one leaves it, `dhir_rt_index_wraps(line, column)` stops the run.
+Once per entry into the loop; loops whose variables have constant ranges need none.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.analysis.lift import Affine, Atom, Div, Leaf, Lifter, Mod
+from dhir.analysis.wrap_checks import (
+    HALF_64,
+    SUM_LIMIT,
+    TERM_LIMIT,
+    WrapCheck,
+    loop_variables,
+    wrap_checks,
+)
+from dhir.dialects import affine, arith, func, scf
+from dhir.dialects import affine as dhir_affine
+from dhir.ir.diagnostics import loc_of
+from dhir.transforms.building import declare, insert_before, put
+
+INDEX_WRAPS = "dhir_rt_index_wraps"
+
+_I128 = IntegerType(128)
+
+
+@dataclass(frozen=True)
+class WrapChecksPass(ModulePass):
+    """Host loops of run-time bounds that take exact index arithmetic past 64 bits stop."""
+
+    name = "dhir-wrap-checks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lifter = Lifter()
+        checks = wrap_checks(op, lifter)
+        for check in checks:
+            _guard(check, lifter)
+        if checks:
+            declare(op, INDEX_WRAPS, [i64, i64], [], owner="dhir's runtime")
+
+
+_Bounds = tuple[SSAValue, SSAValue, SSAValue]
+
+
+def _bounds(loop: Operation, ops: Block) -> list[_Bounds]:
+    """Each dimension's lower bound, upper bound and step, built in `ops` where the loop
+    computes them inline."""
+    if isinstance(loop, scf.ForOp):
+        return [(loop.lb, loop.ub, loop.step)]
+    if isinstance(loop, scf.ParallelOp):
+        return list(zip(loop.lowerBound, loop.upperBound, loop.step, strict=True))
+    assert isinstance(loop, affine.ForOp)
+    lows, highs = loop.lowerBoundMap, loop.upperBoundMap
+    lower = dhir_affine.MaxOp.create(
+        operands=list(loop.lowerBoundOperands), properties={"map": lows}, result_types=[IndexType()]
+    )
+    upper = affine.MinOp(list(loop.upperBoundOperands), highs)
+    put(ops, lower)
+    put(ops, upper)
+    step = put(ops, arith.ConstantOp.from_int_and_width(loop.step.value.data, IndexType()))
+    return [(lower.results[0], upper.results[0], step.result)]
+
+
+def _guard(check: WrapCheck, lifter: Lifter) -> None:
+    loop = check.loop
+    ops = Block()
+    dims = _bounds(loop, ops)
+    runs: SSAValue | None = None
+    for lower, upper, step in dims:
+        kind = step.type
+        assert isinstance(kind, IntegerType | IndexType)
+        zero = put(ops, arith.ConstantOp(IntegerAttr(0, kind), kind)).result
+        for ready in (
+            put(ops, arith.CmpiOp(lower, upper, "slt")).result,
+            put(ops, arith.CmpiOp(step, zero, "sgt")).result,
+        ):
+            runs = ready if runs is None else put(ops, arith.AndIOp(runs, ready)).result
+    assert runs is not None
+    body = Block()
+    build = _Builder(body, lifter)
+    for variable, (lower, upper, step) in zip(loop_variables(loop), dims, strict=True):
+        if variable in check.variables:
+            build.spans[variable] = build.wide(lower), build.wide(_last(body, lower, upper, step))
+    for expr in check.exprs:
+        build.checked(expr)
+    bad = put(body, arith.XOrIOp(build.ok, build.true())).result
+    report = Block()
+    where = loc_of(loop)
+    line, column = (where.line, where.col) if where is not None else (0, 0)
+    numbers = [
+        put(report, arith.ConstantOp.from_int_and_width(v, 64)).result for v in (line, column)
+    ]
+    put(report, func.CallOp(INDEX_WRAPS, numbers, []))
+    put(report, scf.YieldOp())
+    put(body, scf.IfOp(bad, [], Region(report)))
+    put(body, scf.YieldOp())
+    put(ops, scf.IfOp(runs, [], Region(body)))
+    insert_before(ops, loop)
+
+
+def _last(block: Block, lower: SSAValue, upper: SSAValue, step: SSAValue) -> SSAValue:
+    """The loop's last value, `lb + ((ub - 1 - lb) udiv step) * step`: exact in its type,
+    as `ub - lb` fits unsigned (dhir-loop-steps)."""
+    kind = step.type
+    assert isinstance(kind, IntegerType | IndexType)
+    one = put(block, arith.ConstantOp(IntegerAttr(1, kind), kind)).result
+    room = put(block, arith.SubiOp(put(block, arith.SubiOp(upper, lower)).result, one)).result
+    steps = put(block, arith.DivUIOp(room, step)).result
+    return put(block, arith.AddiOp(lower, put(block, arith.MuliOp(steps, step)).result)).result
+
+
+class _Builder:
+    """The ops of dhir.analysis.wrap_checks.verdict, in 128 bits: each expression's
+    bounds, and whether they and the rule's limits hold."""
+
+    def __init__(self, block: Block, lifter: Lifter) -> None:
+        self.block = block
+        self.lifter = lifter
+        self.spans: dict[BlockArgument, tuple[SSAValue, SSAValue]] = {}
+        self.ok = self.true()
+        self._atoms: dict[int, tuple[SSAValue, SSAValue]] = {}
+        self._leaves: dict[SSAValue, SSAValue] = {}
+
+    def add(self, op: Operation) -> SSAValue:
+        return put(self.block, op).results[0]
+
+    def number(self, value: int) -> SSAValue:
+        return self.add(arith.ConstantOp(IntegerAttr(value, _I128), _I128))
+
+    def true(self) -> SSAValue:
+        return self.add(arith.ConstantOp.from_int_and_width(1, 1))
+
+    def both(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.add(arith.AndIOp(a, b))
+
+    def wide(self, value: SSAValue) -> SSAValue:
+        """`value`, a signed integer or index, in 128 bits."""
+        if isinstance(value.type, IndexType):
+            value = self.add(arith.IndexCastOp(value, i64))
+        return self.add(arith.ExtSIOp(value, _I128))
+
+    def within(self, low: SSAValue, high: SSAValue, least: int, greatest: int) -> SSAValue:
+        above = self.add(arith.CmpiOp(low, self.number(least), "sge"))
+        below = self.add(arith.CmpiOp(high, self.number(greatest), "sle"))
+        return self.both(above, below)
+
+    def checked(self, expr: Affine) -> tuple[SSAValue, SSAValue]:
+        """The bounds of `expr`, with whether they lie in 64 bits joined to `ok`."""
+        low, high = self.bounds(expr)
+        self.ok = self.both(self.ok, self.within(low, high, -HALF_64, HALF_64 - 1))
+        return low, high
+
+    def bounds(self, expr: Affine) -> tuple[SSAValue, SSAValue]:
+        low = high = self.number(expr.constant)
+        for atom, k in expr.terms:
+            a, b = self.atom(atom)
+            factor = self.number(k)
+            a, b = self.add(arith.MuliOp(a, factor)), self.add(arith.MuliOp(b, factor))
+            a, b = (a, b) if k >= 0 else (b, a)
+            self.ok = self.both(self.ok, self.within(a, b, -TERM_LIMIT, TERM_LIMIT))
+            low, high = self.add(arith.AddiOp(low, a)), self.add(arith.AddiOp(high, b))
+            self.ok = self.both(self.ok, self.within(low, high, -SUM_LIMIT, SUM_LIMIT))
+        return low, high
+
+    def atom(self, atom: Atom) -> tuple[SSAValue, SSAValue]:
+        if id(atom) not in self._atoms:
+            self._atoms[id(atom)] = self._atom(atom)
+        return self._atoms[id(atom)]
+
+    def _atom(self, atom: Atom) -> tuple[SSAValue, SSAValue]:
+        if isinstance(atom, Leaf):
+            key = atom.key
+            assert isinstance(key, SSAValue)
+            if isinstance(key, BlockArgument) and key in self.spans:
+                return self.spans[key]
+            fixed = self.lifter.leaf_range(key)
+            if fixed is not None:
+                return self.number(fixed[0]), self.number(fixed[1])
+            if key not in self._leaves:
+                self._leaves[key] = self.wide(key)
+            return self._leaves[key], self._leaves[key]
+        if isinstance(atom, Mod):
+            self.checked(atom.arg)
+            return self.number(0), self.number(atom.divisor - 1)
+        if isinstance(atom, Div):
+            low, high = self.checked(atom.arg)
+            return self._divided(low, atom), self._divided(high, atom)
+        found = [self.checked(arg) for arg in atom.args]
+        pick = arith.MaxSIOp if atom.greatest else arith.MinSIOp
+        low, high = found[0]
+        for a, b in found[1:]:
+            low, high = self.add(pick(low, a)), self.add(pick(high, b))
+        return low, high
+
+    def _divided(self, value: SSAValue, atom: Div) -> SSAValue:
+        """`value` divided as native code divides its 64 bits (exact where it fits)."""
+        bits = self.add(arith.TruncIOp(value, i64))
+        divisor = self.add(arith.ConstantOp.from_int_and_width(atom.divisor, 64))
+        kind = arith.CeilDivSIOp if atom.ceil else arith.FloorDivSIOp
+        return self.add(arith.ExtSIOp(self.add(kind(bits, divisor)), _I128))

@@ -1,0 +1,200 @@
+"""Loops of bounds known at run time only whose index arithmetic the analysis takes as
+exact: both backends stop at the loop when its bounds take it past 64 bits
+(dhir.analysis.wrap_checks, dhir-wrap-checks), and run as before when they do not."""
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dhir
+from dhir import DhirError
+from dhir.analysis.lift import Lifter
+from dhir.analysis.wrap_checks import WrapCheck, verdict, wrap_checks
+from dhir.dialects import scf
+from dhir.ir.walk import find_ops
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+
+# Task 0 (rank 0) writes A[3k + 2]; task 1 (rank 1) copies A[3 * i] into B for i from %lo
+# to %hi. From lo = 6148914691236517206, 3 * i wraps to 2, 5, 8: the regions took 3 * i
+# as multiples of 3 and rank 1 read A stale, B = [0, 105, 108] natively on 2 ranks with
+# exit status 0, where the interpreter gives [102, 105, 108].
+RUN_TIME_WRAP = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index) {
+  dhir.schedule %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t0 = dhir.task %cpu, %A attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      scf.for %k = %c0 to %c5 step %c1 {
+        %m = arith.muli %k, %c3 : index
+        %e = arith.addi %m, %c2 : index
+        %v = arith.index_cast %e : index to i64
+        %h = arith.constant 100 : i64
+        %w = arith.addi %v, %h : i64
+        memref.store %w, %A[%e] : memref<16xi64>
+      }
+    }
+    %t1 = dhir.task %cpu, %A, %B attributes {dhir.rank = 1 : i64} {
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      scf.for %i = %lo to %hi step %c1 {
+        %j = arith.muli %i, %c3 : index
+        %x = memref.load %A[%j] : memref<16xi64>
+        %d = arith.subi %i, %lo : index
+        memref.store %x, %B[%d] : memref<16xi64>
+      }
+    }
+  }
+  return
+}
+"""
+
+WRAPS = (np.zeros(16, np.int64), np.zeros(16, np.int64), 6148914691236517206, 6148914691236517209)
+_WHAT = "64-bit index arithmetic in it wraps around"
+
+
+def _run(backend: str, src: str, *inputs: object, ranks: int = 2) -> list[np.ndarray]:
+    module = dhir.parse_string(src, "prog.mlir")
+    if backend == "interp":
+        return dhir.run(module, *inputs, backend="interp")
+    return dhir.run(module, *inputs, backend="native", ranks=ranks)
+
+
+def test_the_interpreter_stops_at_a_loop_whose_subscript_wraps() -> None:
+    with pytest.raises(DhirError) as caught:
+        _run("interp", RUN_TIME_WRAP, *WRAPS)
+    assert "prog.mlir:22:7: error: 'scf.for' runs where " + _WHAT in str(caught.value)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_native_code_on_two_ranks_stops_at_the_loop() -> None:
+    with pytest.raises(DhirError) as caught:
+        _run("native", RUN_TIME_WRAP, *WRAPS)
+    assert "the loop at line 22, column 7 runs where " + _WHAT in str(caught.value)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_ordinary_run_time_bounds_run_as_before() -> None:
+    inputs = (np.zeros(16, np.int64), np.zeros(16, np.int64), 0, 5)
+    want = _run("interp", RUN_TIME_WRAP, *inputs)
+    assert list(want[1][:5]) == [0, 0, 0, 0, 0]
+    got = _run("native", RUN_TIME_WRAP, *inputs)
+    for have, expected in zip(got, want, strict=True):
+        np.testing.assert_array_equal(have, expected)
+
+
+# c * i + b for i from %lo to %hi, and (c * i + b) floordiv 4 for i in a loop of constant
+# bounds inside it: the first checked at the outer loop, the second there too (the inner
+# loop's variable has a constant range).
+NEAR_THE_TOP = """func.func @main(%o: memref<4xi64>, %lo: index, %hi: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c = arith.constant {c} : index
+  %b = arith.constant {b} : index
+  scf.for %i = %lo to %hi step %c1 {{
+    %m = arith.muli %i, %c : index
+    %j = arith.addi %m, %b : index
+    %v = arith.index_cast %j : index to i64
+    memref.store %v, %o[%c0] : memref<4xi64>
+  }}
+  return
+}}
+"""
+
+
+def _check(c: int, b: int) -> tuple[WrapCheck | None, Lifter]:
+    module = dhir.parse_string(NEAR_THE_TOP.format(c=c, b=b), "prog.mlir")
+    lifter = Lifter()
+    checks = wrap_checks(module, lifter)
+    (loop,) = find_ops(module, scf.ForOp)
+    assert [check.loop for check in checks] in ([], [loop])
+    return (checks[0] if checks else None), lifter
+
+
+_TOP = 2**63
+_NEAR = st.integers(-(2**63), 2**63 - 1) | st.integers(2**62 - 1000, 2**62 + 1000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    c=st.sampled_from([1, 2, 3, -3, 7, 2**31, 2**62 - 1, -(2**62)]),
+    b=st.integers(-1000, 1000)
+    | st.integers(_TOP - 1000, _TOP - 1)
+    | st.integers(-_TOP, -_TOP + 1000),
+    lo=_NEAR,
+    trips=st.integers(1, 5),
+)
+def test_the_check_holds_exactly_when_every_value_fits(c: int, b: int, lo: int, trips: int) -> None:
+    """The rule both backends follow: stop exactly when c * i + b leaves 64 bits for an i
+    the loop takes (the product alone may leave them while the sum is back inside)."""
+    hi = min(lo + trips, _TOP - 1)
+    check, lifter = _check(c, b)
+    values = [c * i + b for i in range(lo, hi)] + [c * i for i in range(lo, hi)]
+    fits = all(-_TOP <= v < _TOP for v in values)
+    if check is None:  # i + 0: the value itself
+        assert (c, b) == (1, 0)
+    elif hi > lo:
+        (variable,) = check.variables
+        assert verdict(check, {variable: (lo, hi - 1)}, {}, lifter) == fits
+
+
+@pytest.mark.parametrize(
+    ("c", "b", "lo", "stops"),
+    [
+        (3, 0, 3074457345618258600, False),  # 3 * lo = 2**63 - 8, the last 2**63 - 2
+        (3, 0, 3074457345618258601, True),  # the last is 2**63 + 1
+        (3, -9, 3074457345618258601, True),  # 3 * i leaves 64 bits, 3 * i - 9 does not
+        (-2, 0, -(2**62) + 1, False),  # -2 * i from 2**63 - 2 down
+        (-2, 0, -(2**62), True),  # -2 * lo = 2**63
+        (1, 2**63 - 3, 0, False),  # i + b up to 2**63 - 1
+        (1, 2**63 - 2, 0, True),
+    ],
+)
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_both_backends_agree_near_the_top(
+    backend: str, c: int, b: int, lo: int, stops: bool
+) -> None:
+    src = NEAR_THE_TOP.format(c=c, b=b)
+    inputs = (np.zeros(4, np.int64), lo, lo + 3)
+    if stops:
+        with pytest.raises(DhirError, match="runs where " + _WHAT):
+            _run(backend, src, *inputs, ranks=1)
+    else:
+        got = _run(backend, src, *inputs, ranks=1)
+        assert got[0][0] == c * (lo + 2) + b
+
+
+# affine.for of symbol bounds, its subscript inline in the load's map: the check computes
+# the loop's bounds (affine.max and affine.min of its maps) before it.
+AFFINE = """func.func @main(%a: memref<16xi64>, %o: memref<16xi64>, %lo: index, %hi: index) {
+  affine.for %i = %lo to %hi {
+    %x = affine.load %a[%i * 3] : memref<16xi64>
+    affine.store %x, %o[%i - symbol(%lo)] : memref<16xi64>
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+@pytest.mark.parametrize(("lo", "stops"), [(6148914691236517206, True), (1, False)])
+def test_an_affine_subscript_is_checked_too(backend: str, lo: int, stops: bool) -> None:
+    a = np.arange(16, dtype=np.int64)
+    inputs = (a, np.zeros(16, np.int64), lo, lo + 3)
+    if stops:
+        with pytest.raises(DhirError) as caught:
+            _run(backend, AFFINE, *inputs, ranks=1)
+        where = "prog.mlir:2:3: error: 'affine.for'" if backend == "interp" else "line 2, column 3"
+        assert where in str(caught.value) and _WHAT in str(caught.value)
+    else:
+        got = _run(backend, AFFINE, *inputs, ranks=1)
+        assert list(got[1][:3]) == [3, 6, 9]
