@@ -58,7 +58,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.handoff import keep_facts
@@ -81,6 +80,7 @@ from dhir.transforms.building import (
 )
 from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
+from dhir.transforms.counted_whiles import as_for_loops
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -659,71 +659,13 @@ def _interesting(task: _Body) -> tuple[list[Contraction], bool, list[_Affine], b
 
 
 def _counted_loops(task: _Body) -> bool:
-    """Each scf.while of `task` that counts, `while (x < ub) { body(x); x = x + step }`
-    with `ub` fixed in it and a positive constant step, made the scf.for that counts the
-    same (which the recognisers read): scf.for too runs while its counter is below the
-    bound (signed), adding the step after each body. Whether it made a loop in a loop."""
-    nested = False
-    for loop in list(find_ops(task, scf.WhileOp)):
-        counted = _counted(loop)
-        if counted is None:
-            continue
-        step, advance = counted
-        body = loop.after_region.block
-        end = body.last_op
-        assert end is not None
-        body.erase_op(end)  # the yield of the next count
-        body.erase_op(advance)
-        body.add_op(scf.YieldOp())
-        condition = cast(arith.CmpiOp, loop.before_region.block.first_op)
-        new = scf.ForOp(
-            loop.arguments[0], condition.rhs, step, [], loop.detach_region(loop.after_region)
-        )
-        new.location = loop.location
-        Rewriter.insert_op(new, InsertPoint.before(loop))
-        Rewriter.erase_op(loop)  # its count, the only result, is used nowhere
-        nested |= isinstance(new.parent_op(), scf.ForOp) or bool(find_ops(new, scf.ForOp))
-    return nested
-
-
-def _counted(loop: scf.WhileOp) -> tuple[SSAValue, Operation] | None:
-    """The step of `loop` and the op adding it, where `loop` counts as `_counted_loops`
-    takes it; else None."""
-    before, after = loop.before_region.block, loop.after_region.block
-    if (
-        len(loop.arguments) != 1
-        or loop.res[0].uses
-        or not isinstance(loop.arguments[0].type, IndexType)
-    ):
-        return None
-    ops = list(before.ops)
-    if len(ops) != 2:
-        return None
-    compare, condition = ops
-    if not isinstance(compare, arith.CmpiOp):
-        return None
-    if (
-        compare.predicate.value.data != _SLT
-        or compare.lhs is not before.args[0]
-        or inside(compare.rhs, loop)
-        or not isinstance(condition, scf.ConditionOp)
-        or condition.condition is not compare.result
-        or list(condition.args) != [before.args[0]]
-    ):
-        return None
-    end = after.last_op
-    advance = end.operands[0].owner if isinstance(end, scf.YieldOp) and end.operands else None
-    if (
-        not isinstance(advance, arith.AddiOp)
-        or advance.lhs is not after.args[0]
-        or (_constant(advance.rhs) or 0) <= 0
-        or advance.result.uses.get_length() != 1
-    ):
-        return None
-    return advance.rhs, advance
-
-
-_SLT = 2  # arith.cmpi's predicate number of "slt"
+    """Each scf.while of `task` that counts made the scf.for that counts the same (which
+    the recognisers read; dhir.transforms.counted_whiles). Whether it made a loop in a
+    loop."""
+    return any(
+        isinstance(new.parent_op(), scf.ForOp) or len(find_ops(new, scf.ForOp)) > 1
+        for new in as_for_loops(task)
+    )
 
 
 def _affine_kept(loop: _Affine, task: _Body) -> str | None:

@@ -1,0 +1,255 @@
+"""dhir.transforms.counted_whiles: an scf.while that counts as an scf.for does becomes that
+scf.for; every other while loop (a condition read from memory or with an effect, another
+predicate, a step of 0, a counter that may wrap past the largest index) stays as written."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.dialects import scf
+from dhir.ir.text import parse_string
+from dhir.transforms.codedrop import codedrop
+from dhir.transforms.counted_whiles import as_for_loops
+
+needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+TOP = 2**63 - 1
+
+
+def _loop(
+    head: str = "",
+    before: str = "",
+    predicate: str = "slt",
+    start: str = "%c0",
+    bound: str = "%n",
+    step: str = "%c1",
+    tail: str = "",
+) -> str:
+    """A function storing each counter value `i` at A[i mod 8], counting as written."""
+    return f"""
+func.func @main(%A: memref<8xindex>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+{head}
+  %w = scf.while (%b = {start}) : (index) -> index {{
+{before}
+    %c = arith.cmpi {predicate}, %b, {bound} : index
+    scf.condition(%c) %b : index
+  }} do {{
+  ^bb0(%i: index):
+    %at = arith.remui %i, %c8 : index
+    memref.store %i, %A[%at] : memref<8xindex>
+{tail}
+    %next = arith.addi %i, {step} : index
+    scf.yield %next : index
+  }}
+  return
+}}
+"""
+
+
+COUNTED = {
+    "step 1, a bound given at run time": _loop(),
+    "step 3 to a constant bound": _loop(
+        head="  %c3 = arith.constant 3 : index\n  %c100 = arith.constant 100 : index",
+        bound="%c100",
+        step="%c3",
+    ),
+    "step 2 to the largest index less 1": _loop(
+        head=f"  %c2 = arith.constant 2 : index\n  %top = arith.constant {TOP - 1} : index",
+        bound="%top",
+        step="%c2",
+    ),
+    "a step made in the body": _loop(tail="    %one = arith.constant 1 : index", step="%one"),
+    "step 5 made in the body, a constant bound": _loop(
+        tail="    %c5 = arith.constant 5 : index", step="%c5", bound="%c8"
+    ),
+}
+
+LEFT = {
+    "a condition read from memory": _loop(
+        before="    %m = memref.load %A[%c0] : memref<8xindex>", bound="%m"
+    ),
+    "an effect before the condition": _loop(
+        before="    memref.store %b, %A[%c1] : memref<8xindex>"
+    ),
+    "predicate ne": _loop(predicate="ne"),
+    "predicate sle": _loop(predicate="sle"),
+    "unsigned ult": _loop(predicate="ult"),
+    "step 0": _loop(step="%c0"),
+    "a step below 0": _loop(head="  %m1 = arith.constant -1 : index", step="%m1"),
+    "a step known at run time": _loop(step="%n"),
+    # From TOP - 3 step 2: TOP - 1 is below TOP, and the next count wraps to -2^63.
+    "step 2 to the largest index": _loop(
+        head=f"  %c2 = arith.constant 2 : index\n  %top = arith.constant {TOP} : index",
+        bound="%top",
+        step="%c2",
+    ),
+    "step 2 to a bound given at run time": _loop(
+        head="  %c2 = arith.constant 2 : index", step="%c2"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", COUNTED)
+def test_a_counted_while_becomes_its_for_loop(name: str) -> None:
+    module = parse_string(COUNTED[name])
+    made = as_for_loops(module)
+    module.verify()
+    assert len(made) == 1 and not any(isinstance(op, scf.WhileOp) for op in module.walk())
+    step = made[0].step.owner
+    assert made[0].lb.name_hint == "c0" and made[0].ub.owner is not None
+    assert not any(op is step for op in made[0].walk())  # defined before the loop
+
+
+@pytest.mark.parametrize("name", LEFT)
+def test_other_while_loops_stay(name: str) -> None:
+    module = parse_string(LEFT[name])
+    assert as_for_loops(module) == []
+    assert any(isinstance(op, scf.WhileOp) for op in module.walk())
+
+
+def test_a_while_whose_count_is_used_or_carries_more_stays() -> None:
+    used = _loop().replace("  return\n", "  memref.store %w, %A[%c0] : memref<8xindex>\n  return\n")
+    assert as_for_loops(parse_string(used)) == []
+    carried = """
+func.func @main(%A: memref<8xindex>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %w:2 = scf.while (%b = %c0, %s = %c0) : (index, index) -> (index, index) {
+    %c = arith.cmpi slt, %b, %n : index
+    scf.condition(%c) %b, %s : index, index
+  } do {
+  ^bb0(%i: index, %t: index):
+    %u = arith.addi %t, %i : index
+    %next = arith.addi %i, %c1 : index
+    scf.yield %next, %u : index, index
+  }
+  memref.store %w#1, %A[%c0] : memref<8xindex>
+  return
+}
+"""
+    assert as_for_loops(parse_string(carried)) == []
+
+
+# Loops that must keep their own meaning: each would count differently as an scf.for.
+IRREGULAR = """
+func.func @main(%A: memref<8xindex>, %B: memref<8xindex>, %C: memref<8xindex>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %m8 = arith.constant -8 : index
+  %c4 = arith.constant 4 : index
+  // Unsigned: -8 is 2^64 - 8, not below 4, so this runs no iteration (slt would run 12).
+  %u = scf.while (%b = %m8) : (index) -> index {
+    %c = arith.cmpi ult, %b, %c4 : index
+    scf.condition(%c) %b : index
+  } do {
+  ^bb0(%i: index):
+    %at = arith.addi %i, %c8 : index
+    %r = arith.remui %at, %c8 : index
+    memref.store %i, %A[%r] : memref<8xindex>
+    %next = arith.addi %i, %c1 : index
+    scf.yield %next : index
+  }
+  // ne, step 2: 0, 2, 4, 6.
+  %e = scf.while (%b = %c0) : (index) -> index {
+    %c = arith.cmpi ne, %b, %c8 : index
+    scf.condition(%c) %b : index
+  } do {
+  ^bb0(%i: index):
+    memref.store %c7, %B[%i] : memref<8xindex>
+    %next = arith.addi %i, %c2 : index
+    scf.yield %next : index
+  }
+  // Data-dependent, an effect in the condition: follow C's links from 0 until one is 0,
+  // counting the steps in C[7].
+  %d = scf.while (%b = %c0) : (index) -> index {
+    %k = memref.load %C[%c7] : memref<8xindex>
+    %k1 = arith.addi %k, %c1 : index
+    memref.store %k1, %C[%c7] : memref<8xindex>
+    %link = memref.load %C[%b] : memref<8xindex>
+    %c = arith.cmpi ne, %link, %c0 : index
+    scf.condition(%c) %link : index
+  } do {
+  ^bb0(%i: index):
+    %v = memref.load %A[%i] : memref<8xindex>
+    %v1 = arith.addi %v, %c1 : index
+    memref.store %v1, %A[%i] : memref<8xindex>
+    scf.yield %i : index
+  }
+  return
+}
+"""
+
+
+def _irregular_inputs() -> list[np.ndarray]:
+    links = np.array([3, 0, 0, 5, 0, 2, 0, 0], dtype=np.int64)  # 0 -> 3 -> 5 -> 2 -> 0
+    return [np.arange(8, dtype=np.int64) * 10, np.zeros(8, np.int64), links]
+
+
+def _irregular_want() -> list[np.ndarray]:
+    a, b, c = _irregular_inputs()
+    a[[3, 5, 2]] += 1
+    b[[0, 2, 4, 6]] = 7
+    c[7] = 4  # the condition ran four times
+    return [a, b, c]
+
+
+def test_irregular_while_loops_stay_host_code() -> None:
+    module = parse_string(IRREGULAR)
+    assert codedrop(module, "main").nests == 0
+    assert sum(isinstance(op, scf.WhileOp) for op in module.walk()) == 3
+    for got, want in zip(
+        dhir.run(IRREGULAR, *_irregular_inputs(), backend="interp"), _irregular_want()
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_irregular_while_loops_give_their_result(ranks: int) -> None:
+    got = dhir.run(IRREGULAR, *_irregular_inputs(), ranks=ranks, timeout=120)
+    for g, want in zip(got, _irregular_want()):
+        np.testing.assert_array_equal(g, want)
+
+
+# A task's counted while loop whose step is made in its body: the scf.for made of it took
+# that step from inside itself, and the build failed ("use of undeclared SSA value name").
+STEP_IN_BODY = """
+func.func @main(%A: memref<8x8xf64>, %B: memref<8x8xf64>) {
+  dhir.schedule %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %A, %B {
+      %c0 = arith.constant 0 : index
+      %c8 = arith.constant 8 : index
+      %w = scf.while (%b = %c0) : (index) -> index {
+        %c = arith.cmpi slt, %b, %c8 : index
+        scf.condition(%c) %b : index
+      } do {
+      ^bb0(%i: index):
+        %c1 = arith.constant 1 : index
+        scf.for %j = %c0 to %c8 step %c1 {
+          %x = memref.load %A[%i, %j] : memref<8x8xf64>
+          %y = arith.addf %x, %x : f64
+          memref.store %y, %B[%i, %j] : memref<8x8xf64>
+        }
+        %n = arith.addi %i, %c1 : index
+        scf.yield %n : index
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_a_task_loop_stepping_by_a_constant_of_its_body_builds() -> None:
+    a = np.arange(64.0).reshape(8, 8)
+    got = dhir.run(STEP_IN_BODY, a, np.zeros((8, 8)), timeout=120)
+    np.testing.assert_array_equal(got[1], a + a)
