@@ -9,6 +9,10 @@ no two schedule operands alias. Consecutive tasks share one schedule; scalar ari
 allocations and views between them move before it. Anything else is host code and ends
 the schedule.
 
+An `scf.while` that counts as an `scf.for` does (`while (i < n) { ...; i = i + c }`, with
+no wrap of the counter possible: dhir.transforms.counted_whiles) is first made that
+`scf.for`, so that it becomes the same tasks; other while loops stay host code.
+
 An outer `scf.for`/`affine.for` around several pieces of work is a *time loop*: it stays
 a host loop around schedules of its body. One around a single nest is a task when its
 counter reaches a subscript of that nest (the rows of a gemm) and a time loop otherwise.
@@ -47,6 +51,7 @@ from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import reaching_schedules
+from dhir.transforms.counted_whiles import as_for_loops
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_tasks import loop_values
 
@@ -117,6 +122,7 @@ def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") ->
     blocked = names | reaching_schedules(module)
     dropper = _Dropper(target, blocked, mutable_global_users(module), CastReach(module))
     for function in functions:
+        as_for_loops(function)  # counted scf.while loops: the scf.for nests they are
         for block in function.body.blocks:
             dropper.block(block)
     return dropper.summary

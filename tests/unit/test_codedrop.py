@@ -3,6 +3,7 @@ interpreter on the original program bit for bit; `dhir run`/`dhir compile` apply
 entry without schedules, say so, and obey --no-codedrop and --target."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,7 +30,8 @@ class Nest:
     """for i in 1..N-2: w[i] = mix(seed, reads), a read being buf[i + offset]."""
 
     # for | for32 (an scf.for on i32) | parallel | affine | nested (a 2-deep nest:
-    # for i { for j in 0..1 })
+    # for i { for j in 0..1 }) | while (an scf.while counting as the for does) | while2
+    # (the same, its step a constant made in its body)
     kind: str
     write: int
     reads: tuple[tuple[int, int], ...]
@@ -49,6 +51,7 @@ class Host:
 class TimeLoop:
     steps: int
     body: tuple["Nest | Host", ...]
+    counted_while: bool = False  # written as an scf.while counting as the for does
 
 
 Item = Nest | Host | TimeLoop
@@ -64,7 +67,7 @@ def _nests(buffers: int) -> st.SearchStrategy[Nest]:
         )
 
     return st.tuples(
-        st.sampled_from(("for", "for32", "parallel", "affine", "nested")),
+        st.sampled_from(("for", "for32", "parallel", "affine", "nested", "while", "while2")),
         st.integers(0, buffers - 1),
         st.integers(1, 9),
     ).flatmap(lambda t: build(*t))
@@ -76,7 +79,10 @@ def _items(buffers: int) -> st.SearchStrategy[Item]:
     )
     plain = st.one_of(_nests(buffers), _nests(buffers), host)
     loop = st.builds(
-        TimeLoop, st.integers(1, 3), st.lists(plain, min_size=1, max_size=3).map(tuple)
+        TimeLoop,
+        st.integers(1, 3),
+        st.lists(plain, min_size=1, max_size=3).map(tuple),
+        st.booleans(),
     )
     return st.one_of(plain, plain, loop)
 
@@ -92,9 +98,15 @@ def _text(buffers: int, items: list[Item]) -> str:
 
     def emit(item: Nest | Host | TimeLoop, indent: str) -> None:
         if isinstance(item, TimeLoop):
-            lines.append(f"{indent}scf.for %t{next(counter)} = %c0 to %s{item.steps} step %c1 {{")
+            t = f"%t{next(counter)}"
+            if item.counted_while:
+                _while_head(t, "%c0", f"%s{item.steps}", indent, lines)
+            else:
+                lines.append(f"{indent}scf.for {t} = %c0 to %s{item.steps} step %c1 {{")
             for inner in item.body:
                 emit(inner, indent + "  ")
+            if item.counted_while:
+                _while_end(t, "%c1", indent, lines)
             lines.append(f"{indent}}}")
         elif isinstance(item, Host):
             v = f"%h{next(counter)}"
@@ -125,6 +137,8 @@ def _nest(nest: Nest, indent: str, lines: list[str], n: int) -> None:
         lines.append(f"{indent}scf.parallel ({i}) = (%k1) to (%hi) step (%c1) {{")
     elif nest.kind == "affine":
         lines.append(f"{indent}affine.for {i} = 1 to {N - 1} {{")
+    elif nest.kind.startswith("while"):
+        _while_head(i, "%k1", "%hi", indent, lines)
     elif nest.kind == "for32":
         lines.append(f"{indent}scf.for {i}w = %k1i to %hii step %k1i : i32 {{")
         lines.append(f"{indent}  {i} = arith.index_cast {i}w : i32 to index")
@@ -148,7 +162,28 @@ def _nest(nest: Nest, indent: str, lines: list[str], n: int) -> None:
         lines.append(f"{indent}  }}")
     if nest.kind == "parallel":
         lines.append(f"{indent}  scf.reduce")
+    if nest.kind == "while2":
+        lines.append(f"{indent}  {i}_one = arith.constant 1 : index")
+    if nest.kind.startswith("while"):
+        _while_end(i, f"{i}_one" if nest.kind == "while2" else "%c1", indent, lines)
     lines.append(f"{indent}}}")
+
+
+def _while_head(counter: str, start: str, end: str, indent: str, lines: list[str]) -> None:
+    """The head of `while (counter < end)`, counting from `start`; its after region's
+    argument is `counter`."""
+    lines += [
+        f"{indent}{counter}_w = scf.while ({counter}_b = {start}) : (index) -> index {{",
+        f"{indent}  {counter}_c = arith.cmpi slt, {counter}_b, {end} : index",
+        f"{indent}  scf.condition({counter}_c) {counter}_b : index",
+        f"{indent}}} do {{",
+        f"{indent}^bb0({counter}: index):",
+    ]
+
+
+def _while_end(counter: str, step: str, indent: str, lines: list[str]) -> None:
+    lines.append(f"{indent}  {counter}_n = arith.addi {counter}, {step} : index")
+    lines.append(f"{indent}  scf.yield {counter}_n : index")
 
 
 def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -385,3 +420,94 @@ def test_a_plain_linalg_matmul_uses_both_ranks(tmp_path: Path, gemm_inputs: list
     result = _dhir("run", matmul, "-n", "2", *gemm_inputs, "--output-dir", str(out))
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(out / "arg2.npy"), _gemm_result(tmp_path))
+
+
+# --- loops written as counted scf.while -----------------------------------------------
+
+JACOBI = """
+func.func @main(%A: memref<12x12xf64>, %B: memref<12x12xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c11 = arith.constant 11 : index
+  %fifth = arith.constant 0.2 : f64
+  scf.for %t = %c0 to %c3 step %c1 {
+    scf.for %i = %c1 to %c11 step %c1 {
+      scf.for %j = %c1 to %c11 step %c1 {
+        %im = arith.subi %i, %c1 : index
+        %ip = arith.addi %i, %c1 : index
+        %jm = arith.subi %j, %c1 : index
+        %jp = arith.addi %j, %c1 : index
+        %a0 = memref.load %A[%i, %j] : memref<12x12xf64>
+        %a1 = memref.load %A[%i, %jm] : memref<12x12xf64>
+        %a2 = memref.load %A[%i, %jp] : memref<12x12xf64>
+        %a3 = memref.load %A[%ip, %j] : memref<12x12xf64>
+        %a4 = memref.load %A[%im, %j] : memref<12x12xf64>
+        %s1 = arith.addf %a0, %a1 : f64
+        %s2 = arith.addf %s1, %a2 : f64
+        %s3 = arith.addf %s2, %a3 : f64
+        %s4 = arith.addf %s3, %a4 : f64
+        %v = arith.mulf %fifth, %s4 : f64
+        memref.store %v, %B[%i, %j] : memref<12x12xf64>
+      }
+    }
+    scf.for %i2 = %c1 to %c11 step %c1 {
+      scf.for %j2 = %c1 to %c11 step %c1 {
+        %b = memref.load %B[%i2, %j2] : memref<12x12xf64>
+        memref.store %b, %A[%i2, %j2] : memref<12x12xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+_FOR_HEAD = re.compile(r"^(\s*)scf\.for (%\w+) = (%\w+) to (%\w+) step (%\w+) \{$")
+
+
+def _as_whiles(text: str) -> str:
+    """Each `scf.for` of `text` as the `scf.while` a user writes for it, counting the same."""
+    lines = text.split("\n")
+    for at in reversed(range(len(lines))):
+        head = _FOR_HEAD.match(lines[at])
+        if not head:
+            continue
+        pad, iv, start, end, step = head.groups()
+        close = lines.index(pad + "}", at)
+        made: list[str] = []
+        _while_head(iv, start, end, pad, made)
+        made += lines[at + 1 : close]
+        _while_end(iv, step, pad, made)
+        lines[at : close + 1] = [*made, pad + "}"]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("name", ["gemm", "jacobi"])
+def test_counted_while_nests_become_the_tasks_of_their_for_nests(name: str) -> None:
+    written = (EXAMPLES / "plain_gemm.mlir").read_text() if name == "gemm" else JACOBI
+    whiles = _as_whiles(written)
+    assert "scf.for" not in whiles and "scf.while" in whiles
+    want, got = parse_string(written), parse_string(whiles)
+    assert codedrop(got, "main") == codedrop(want, "main")
+    assert dhir.print_module(got) == dhir.print_module(want)
+
+
+@needs_llvm
+@pytest.mark.parametrize("name", ["gemm", "jacobi"])
+def test_counted_while_nests_run_as_tasks(tmp_path: Path, name: str) -> None:
+    """`dhir schedule` shows the tasks, and on 1 and 2 ranks the result is the
+    interpreter's on the program as written."""
+    written = (EXAMPLES / "plain_gemm.mlir").read_text() if name == "gemm" else JACOBI
+    program = tmp_path / "whiles.mlir"
+    program.write_text(_as_whiles(written))
+    shown = _dhir("schedule", str(program), "-n", "2")
+    assert shown.returncode == 0, shown.stderr
+    made = "2 tasks in 1 schedule" if name == "jacobi" else "1 task in 1 schedule"
+    assert f"CodeDrop made {made}" in shown.stderr, shown.stderr
+    assert "main.schedule0.task0" in shown.stdout, shown.stdout
+    rng = np.random.default_rng(3)
+    shape = (64, 64) if name == "gemm" else (12, 12)
+    inputs = [rng.standard_normal(shape) for _ in range(3 if name == "gemm" else 2)]
+    oracle = dhir.run(program, *inputs, backend="interp", codedrop=False)
+    for ranks in (1, 2):
+        _same(dhir.run(program, *inputs, ranks=ranks, timeout=TIMEOUT), oracle)
