@@ -2,16 +2,19 @@
 
 `while (i < ub) { body(i); i = i + c }` written as an scf.while whose before region is
 only `arith.cmpi slt, %i, %ub` and `scf.condition(%cmp) %i`, whose after region ends by
-yielding `%i + c` (used by nothing else), with `i` of type index and the loop's only
-value, `ub` defined outside the loop, `c` a constant above 0 and the loop's result used
-nowhere, runs the iterations of `scf.for %i = init to ub step c`: scf.for too runs while
-its counter is below the bound (signed), adding the step after each body. One difference
-is left: where `i + c` passes the largest index after the last iteration, the while
-loop's counter wraps below `ub` and the loop runs on, while dhir stops an scf.for that
-would (docs/semantics.md). So a loop is made a for loop only where that cannot happen:
-`c` is 1 (`i < ub` gives `i + 1 <= ub`), or `ub` is a constant with `ub - 1 + c` an
-index. Every other while loop (another predicate, a condition read from memory or with
-an effect, a step of 0, below 0 or known only at run time, more loop values) stays.
+yielding `%i + c` (used by nothing else), with `i` of type index and the loop's first
+value, `ub` defined outside the loop, `c` a constant above 0 and the count the loop
+gives used nowhere, runs the iterations of `scf.for %i = init to ub step c`: scf.for too
+runs while its counter is below the bound (signed), adding the step after each body.
+Other loop values that the condition passes on as they came are the for loop's
+`iter_args`: both give their inits when no iteration runs, and the last yield's after.
+One difference is left: where `i + c` passes the largest index after the last iteration,
+the while loop's counter wraps below `ub` and the loop runs on, while dhir stops an
+scf.for that would (docs/semantics.md). So a loop is made a for loop only where that
+cannot happen: `c` is 1 (`i < ub` gives `i + 1 <= ub`), or `ub` is a constant with
+`ub - 1 + c` an index. Every other while loop (another predicate, a condition read from
+memory or with an effect, a step of 0, below 0 or known only at run time, values the
+condition changes) stays.
 
 dhir-optimize-bodies reads a task's loops so, and dhir-codedrop a plain function's, so
 that loops written either way become the same tasks and the same kernels.
@@ -62,11 +65,12 @@ def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
 
 def _compare(loop: scf.WhileOp) -> arith.CmpiOp | None:
     """The before region's `cmpi slt, %i, %ub` where that region is only it and the
-    condition passing `%i` on, `%i` the loop's one index value, `%ub` defined outside."""
+    condition passing its values on as they came, `%i` the loop's first value, an index
+    whose result is unused, `%ub` defined outside."""
     before = loop.before_region.blocks
     if (
         len(before) != 1
-        or len(loop.arguments) != 1
+        or not loop.arguments
         or not isinstance(loop.arguments[0].type, IndexType)
         or loop.res[0].uses
     ):
@@ -82,7 +86,7 @@ def _compare(loop: scf.WhileOp) -> arith.CmpiOp | None:
         or inside(compare.rhs, loop)
         or not isinstance(condition, scf.ConditionOp)
         or condition.condition is not compare.result
-        or list(condition.args) != [before[0].args[0]]
+        or list(condition.args) != list(before[0].args)
     ):
         return None
     return compare
@@ -107,13 +111,22 @@ def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
     body = loop.after_region.block
     end = body.last_op
     assert end is not None
+    carried = list(end.operands[1:])
     body.erase_op(end)  # the yield of the next count
     body.erase_op(advance)
-    body.add_op(scf.YieldOp())
-    new = scf.ForOp(loop.arguments[0], compare.rhs, by, [], loop.detach_region(loop.after_region))
+    body.add_op(scf.YieldOp(*carried))
+    new = scf.ForOp(
+        loop.arguments[0],
+        compare.rhs,
+        by,
+        loop.arguments[1:],
+        loop.detach_region(loop.after_region),
+    )
     new.location = loop.location
     Rewriter.insert_op(new, InsertPoint.before(loop))
-    Rewriter.erase_op(loop)  # its count, the only result, is used nowhere
+    for old, value in zip(loop.res[1:], new.res, strict=True):
+        old.replace_all_uses_with(value)
+    Rewriter.erase_op(loop)  # its count, the first result, is used nowhere
     return new
 
 

@@ -12,6 +12,7 @@ from dhir.dialects import scf
 from dhir.ir.text import parse_string
 from dhir.transforms.codedrop import codedrop
 from dhir.transforms.counted_whiles import as_for_loops
+from dhir.transforms.optimize_bodies import optimize_bodies
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
 TOP = 2**63 - 1
@@ -111,27 +112,67 @@ def test_other_while_loops_stay(name: str) -> None:
     assert any(isinstance(op, scf.WhileOp) for op in module.walk())
 
 
-def test_a_while_whose_count_is_used_or_carries_more_stays() -> None:
+def test_a_while_whose_count_is_used_stays() -> None:
     used = _loop().replace("  return\n", "  memref.store %w, %A[%c0] : memref<8xindex>\n  return\n")
     assert as_for_loops(parse_string(used)) == []
-    carried = """
-func.func @main(%A: memref<8xindex>, %n: index) {
+
+
+# Row sums, the sum carried by a counted while loop (as iter_args of an scf.for).
+ROW_SUMS = """
+func.func @main(%A: memref<6x5xf64>, %s: memref<6xf64>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %w:2 = scf.while (%b = %c0, %s = %c0) : (index, index) -> (index, index) {
-    %c = arith.cmpi slt, %b, %n : index
-    scf.condition(%c) %b, %s : index, index
-  } do {
-  ^bb0(%i: index, %t: index):
-    %u = arith.addi %t, %i : index
-    %next = arith.addi %i, %c1 : index
-    scf.yield %next, %u : index, index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %zero = arith.constant -0.0 : f64
+  scf.for %i = %c0 to %c6 step %c1 {
+    %w:2 = scf.while (%b = %c0, %acc = %zero) : (index, f64) -> (index, f64) {
+      %c = arith.cmpi slt, %b, %c5 : index
+      scf.condition(%c) %b, %acc : index, f64
+    } do {
+    ^bb0(%k: index, %t: f64):
+      %a = memref.load %A[%i, %k] : memref<6x5xf64>
+      %u = arith.addf %t, %a : f64
+      %next = arith.addi %k, %c1 : index
+      scf.yield %next, %u : index, f64
+    }
+    memref.store %w#1, %s[%i] : memref<6xf64>
   }
-  memref.store %w#1, %A[%c0] : memref<8xindex>
   return
 }
 """
-    assert as_for_loops(parse_string(carried)) == []
+
+
+def test_values_the_loop_carries_become_iter_args() -> None:
+    module = parse_string(ROW_SUMS)
+    (made,) = as_for_loops(module)
+    module.verify()
+    assert len(made.iter_args) == 1 and len(made.res) == 1 and made.res[0].uses
+    a = np.random.default_rng(1).standard_normal((6, 5))
+    want = dhir.run(ROW_SUMS, a, np.zeros(6), backend="interp", codedrop=False)
+    assert want[1].tolist() == [sum(a[i, k] for k in range(5)) for i in range(6)]
+    got = dhir.run(module, a, np.zeros(6), backend="interp", codedrop=False)
+    assert got[1].tobytes() == want[1].tobytes()
+    dropped = parse_string(ROW_SUMS)
+    assert codedrop(dropped, "main").nests == 1
+    decisions = optimize_bodies(dropped, 256)  # the for form's: sums of rows in lanes
+    assert [d.done for d in decisions] == [True] and "sums of 4 rows" in decisions[0].text
+
+
+def test_a_value_the_condition_changes_stays() -> None:
+    swapped = ROW_SUMS.replace(
+        "scf.condition(%c) %b, %acc : index, f64",
+        "%acc2 = arith.addf %acc, %acc : f64\n      scf.condition(%c) %b, %acc2 : index, f64",
+    )
+    assert as_for_loops(parse_string(swapped)) == []
+
+
+@needs_llvm
+def test_carried_values_run_as_a_task_on_two_ranks() -> None:
+    a = np.random.default_rng(2).standard_normal((6, 5))
+    want = dhir.run(ROW_SUMS, a, np.zeros(6), backend="interp", codedrop=False)
+    got = dhir.run(ROW_SUMS, a, np.zeros(6), ranks=2, timeout=120)
+    assert got[1].tobytes() == want[1].tobytes()
 
 
 # Loops that must keep their own meaning: each would count differently as an scf.for.
