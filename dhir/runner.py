@@ -137,6 +137,7 @@ def run(
         raise DhirError(
             [Diagnostic(f"entry takes a function's name (str), not {type(entry).__name__}")]
         )
+    check_backend(backend)
     options = RunOptions(
         ranks=ranks,
         mpi=mpi,
@@ -167,6 +168,15 @@ def run(
             backend,
             options,
             output_dir=_path(output_dir, "output_dir"),
+        )
+
+
+def check_backend(backend: object) -> None:
+    """A DhirError unless `backend` names one: before the run's other work, which with
+    `output_dir` removes the last run's results there."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise DhirError(
+            [Diagnostic(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")]
         )
 
 
@@ -282,6 +292,7 @@ def run_module(
     for an entry on tensors, its arguments as given and then its results. Rank 0's results
     are written to `output_dir` (argK.npy, resK.npy) when given. After a native run,
     `on_built` is told the executable, its signature and how it was run."""
+    check_backend(backend)
     options = options if options is not None else RunOptions()
     with (timing if timing is not None else Timing()).stage("checks"):
         bounds: EntryBounds | None = check_runnable(module, entry)
@@ -367,11 +378,8 @@ def _run_on(
         if output_dir is not None:
             save_outputs(arrays, entry_signature(module, entry, bounds=bounds), output_dir)
         return arrays
-    if backend == "native":
-        # CodeDrop moves the entry's ops into tasks run once in order: the same loads and
-        # stores surely run at the same subscripts, so `bounds` stays the module's.
-        drop_code(module, entry, options)
-        return run_native(module, entry, inputs, options, output_dir, timing, on_built, bounds)
-    raise DhirError(
-        [Diagnostic(f"unknown backend '{backend}'; choose one of {', '.join(BACKENDS)}")]
-    )
+    # The native backend (run_module checked the name). CodeDrop moves the entry's ops
+    # into tasks run once in order: the same loads and stores surely run at the same
+    # subscripts, so `bounds` stays the module's.
+    drop_code(module, entry, options)
+    return run_native(module, entry, inputs, options, output_dir, timing, on_built, bounds)

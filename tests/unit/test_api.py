@@ -211,3 +211,16 @@ def test_an_empty_path_is_refused(
     with pytest.raises(DhirError, match=f"{keyword} is an empty path; name a file or folder"):
         dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp", **{keyword: ""})  # pyright: ignore[reportArgumentType]
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("backend", ["Interp", "interp ", None])
+def test_an_unknown_backend_is_refused_before_any_work(backend: object, tmp_path: Path) -> None:
+    """It was refused only as the run began: after parsing, and after the last run's
+    results in `output_dir` were removed."""
+    dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp", output_dir=tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(DhirError, match=rf"unknown backend {backend!r}; choose one of native"):
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), backend=backend, output_dir=tmp_path)  # pyright: ignore[reportArgumentType]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    with pytest.raises(DhirError, match="unknown backend"):
+        dhir.run("func.func @main() { %x = nonsense }", backend=backend)  # pyright: ignore[reportArgumentType]
