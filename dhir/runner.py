@@ -61,6 +61,11 @@ def load_program(program: str | os.PathLike[str] | ModuleOp) -> ModuleOp:
                 )
             ]
         )
+    text = os.fspath(program)
+    if not text.strip() and not os.path.exists(text):  # Path("") is the folder "."
+        raise DhirError(
+            [Diagnostic("the program is empty; give a .mlir file's path, MLIR text or a ModuleOp")]
+        )
     if isinstance(program, os.PathLike) or names_a_file(program):
         return parse_file(Path(program))  # which says so when there is no such file
     return parse_string(program)

@@ -1,6 +1,7 @@
 """MLIR text in and out: parse (with source locations) and verify, print, and a round
 trip through mlir-opt."""
 
+import os
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -81,7 +82,20 @@ def parse_string(
     return module
 
 
-def parse_file(path: str | Path, **kwargs: object) -> ModuleOp:
+def parse_file(path: str | os.PathLike[str], **kwargs: object) -> ModuleOp:
+    """Parse (and by default verify, as `parse_string`) the MLIR file at `path`; raise
+    DhirError on bad input."""
+    if not isinstance(path, str | os.PathLike):
+        hint = "; decode bytes first (path.decode())" if isinstance(path, bytes) else ""
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"parse_file takes a path (str or os.PathLike), not {type(path).__name__}{hint}"
+                )
+            ]
+        )
+    if not os.fspath(path):  # Path("") is the current folder: "cannot read ."
+        raise DhirError([Diagnostic("parse_file was given an empty path; name a .mlir file")])
     path = Path(path)
     try:
         data = read_file(path)

@@ -148,6 +148,10 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
         (dhir.parse_string, [b"x"], r"takes MLIR text \(str\), not bytes; decode bytes"),
         (dhir.parse_string, [None], r"parse_string takes MLIR text \(str\), not NoneType$"),
         (dhir.print_module, [None], r"print_module takes a module .*, not NoneType$"),
+        (dhir.parse_file, [None], r"parse_file takes a path \(str or os.PathLike\), not NoneType$"),
+        (dhir.parse_file, [3], r"parse_file takes a path .*, not int$"),
+        (dhir.parse_file, [b"x.mlir"], r"not bytes; decode bytes first \(path.decode\(\)\)$"),
+        (dhir.parse_file, [""], r"parse_file was given an empty path; name a .mlir file$"),
         (dhir.run_pipeline, ["func.func", "cse"], r"run_pipeline takes a module .*, not str$"),
         (dhir.run_pipeline, [None, "cse"], r"run_pipeline takes a module .*, not NoneType$"),
     ],
@@ -155,7 +159,8 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
 def test_the_text_functions_refuse_arguments_of_a_wrong_type(
     function: Callable[..., object], args: list[object], message: str
 ) -> None:
-    """They raised TypeError and AttributeError from inside xDSL."""
+    """They raised TypeError and AttributeError from inside xDSL (and pathlib; an empty
+    path was the current folder: "cannot read .: Is a directory")."""
     with pytest.raises(DhirError, match=message):
         function(*args)
 
@@ -224,3 +229,10 @@ def test_an_unknown_backend_is_refused_before_any_work(backend: object, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     with pytest.raises(DhirError, match="unknown backend"):
         dhir.run("func.func @main() { %x = nonsense }", backend=backend)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("program", ["", "  ", "\n\t"])
+def test_an_empty_program_is_refused(program: str) -> None:
+    # "" was read as the current folder ("cannot read .: Is a directory"), "  " as a file.
+    with pytest.raises(DhirError, match=r"the program is empty; give a .mlir file's path, MLIR"):
+        dhir.run(program, backend="interp")
