@@ -54,7 +54,10 @@ def run_pipeline(
         raise DhirError([Diagnostic(message)])
     if not isinstance(verify_each, bool):  # verify_each="no" would verify
         raise DhirError([Diagnostic(f"verify_each takes True or False, got {verify_each!r}")])
-    ctx = ctx or make_context()
+    if ctx is not None and not isinstance(ctx, Context):  # passes read it, or ignore it
+        message = f"ctx takes an xdsl Context (or None for dhir's), not {type(ctx).__name__}"
+        raise DhirError([Diagnostic(message)])
+    ctx = ctx if ctx is not None else make_context()
     if isinstance(pipeline, str):
 
         def check(_prev: ModulePass | None, mod: ModuleOp, _next: ModulePass | None) -> None:

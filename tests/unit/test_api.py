@@ -236,3 +236,11 @@ def test_an_empty_program_is_refused(program: str) -> None:
     # "" was read as the current folder ("cannot read .: Is a directory"), "  " as a file.
     with pytest.raises(DhirError, match=r"the program is empty; give a .mlir file's path, MLIR"):
         dhir.run(program, backend="interp")
+
+
+@pytest.mark.parametrize("ctx", [3, "builtin"])
+def test_run_pipeline_takes_only_a_context_as_ctx(ctx: object) -> None:
+    """Passes that do not read it ran as if it were one."""
+    module = dhir.parse_string("")
+    with pytest.raises(DhirError, match=r"ctx takes an xdsl Context \(or None for dhir's\), not"):
+        dhir.run_pipeline(module, "canonicalize", ctx=ctx)  # pyright: ignore[reportArgumentType]
