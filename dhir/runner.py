@@ -20,6 +20,7 @@ from dhir.backends.parallel_loops import check_copies, check_kernels, check_para
 from dhir.dialects.func import FuncOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
+from dhir.ir.verifier import verify_module
 from dhir.ir.walk import find_ops
 from dhir.machine.dlti import check_description
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
@@ -47,9 +48,13 @@ DEFAULT_BACKEND = "native"
 
 
 def load_program(program: str | os.PathLike[str] | ModuleOp) -> ModuleOp:
-    """A module from a ModuleOp (a copy: running lowers it, and the caller's stays as it
-    was), a path to a .mlir file, or MLIR text (see `names_a_file`)."""
+    """A module from a ModuleOp (verified, as text is when parsed, and copied: running
+    lowers it, and the caller's stays as it was), a path to a .mlir file, or MLIR text
+    (see `names_a_file`)."""
     if isinstance(program, ModuleOp):
+        # One built or changed by the caller, or parsed with verify=False, may not verify:
+        # the interpreter ran a function without its return, mlir-opt stopped the build.
+        verify_module(program)
         return program.clone()
     if not isinstance(program, str | os.PathLike):
         hint = "; decode bytes first (program.decode())" if isinstance(program, bytes) else ""

@@ -244,3 +244,13 @@ def test_run_pipeline_takes_only_a_context_as_ctx(ctx: object) -> None:
     module = dhir.parse_string("")
     with pytest.raises(DhirError, match=r"ctx takes an xdsl Context \(or None for dhir's\), not"):
         dhir.run_pipeline(module, "canonicalize", ctx=ctx)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=pytest.mark.mlir)])
+def test_a_module_that_does_not_verify_is_refused_at_its_line(backend: str) -> None:
+    """A module parsed with verify=False (or built or changed by the caller) ran: the
+    interpreter ran a function with no return, and mlir-opt stopped the native build."""
+    text = "func.func @main(%a: memref<2xf64>) {\n  %c0 = arith.constant 0 : index\n}"
+    module = dhir.parse_string(text, verify=False)
+    with pytest.raises(DhirError, match=r"<string>:2:9: error: .* is not a terminator"):
+        dhir.run(module, np.zeros(2), backend=backend)
