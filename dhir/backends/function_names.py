@@ -45,6 +45,7 @@ from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import enclosing, find_among
 from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs
+from dhir.transforms.lower_to_mpi import STEP
 from dhir.transforms.user_names import built_name
 
 _DHIR_PREFIXES = {
@@ -121,6 +122,12 @@ def _name_problem(function: func.FuncOp) -> str | None:
         why = _declared_problem(name, str(function.function_type))
         if why is not None:
             return why
+    if STEP in function.attributes:  # dhir.run(module) after dhir.run_pipeline's lowering
+        return (
+            f"@{name} is a schedule's step that dhir-lower-to-mpi made: this module is "
+            "lowered already, and dhir lowers a program itself as it runs or compiles it. "
+            "Give the module as it was before dhir-lower-to-mpi"
+        )
     if _STEP_NAME.fullmatch(name):
         return (
             f"@{name} is a name dhir gives the functions it makes of a schedule's steps "

@@ -254,3 +254,13 @@ def test_a_module_that_does_not_verify_is_refused_at_its_line(backend: str) -> N
     module = dhir.parse_string(text, verify=False)
     with pytest.raises(DhirError, match=r"<string>:2:9: error: .* is not a terminator"):
         dhir.run(module, np.zeros(2), backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=pytest.mark.mlir)])
+def test_a_module_lowered_already_is_said_to_be(backend: str) -> None:
+    """dhir.run of a module after run_pipeline's dhir-lower-to-mpi said to rename the
+    steps the lowering made, as if they were the user's functions."""
+    module = dhir.parse_file(VECTOR_ADD)
+    dhir.run_pipeline(module, "dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}")
+    with pytest.raises(DhirError, match=r"made: this module is lowered already, .* before dhir"):
+        dhir.run(module, *vector_add_inputs(), backend=backend, ranks=2)
