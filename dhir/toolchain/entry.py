@@ -1,5 +1,7 @@
 """The entry function of a module, read as an EntrySignature."""
 
+import json
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -118,11 +120,20 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
     raise DhirError(
         [
             Diagnostic(
-                f"no function @{entry} to run; the module defines {names or 'no functions'}"
-                " (choose one with --entry)"
+                f"no function {_symbol(entry)} to run; the module defines "
+                f"{names or 'no functions'} (choose one with --entry, or entry= in dhir.run)"
             )
         ]
     )
+
+
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][\w$.]*")
+
+
+def _symbol(name: str) -> str:
+    """`name` as MLIR writes a symbol: quoted where it is not bare (`@""`, `@"main "`),
+    so that an empty name or one with blanks shows."""
+    return f"@{name}" if _BARE_SYMBOL.fullmatch(name) else f"@{json.dumps(name)}"
 
 
 def _arg_spec(

@@ -264,3 +264,17 @@ def test_a_module_lowered_already_is_said_to_be(backend: str) -> None:
     dhir.run_pipeline(module, "dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}")
     with pytest.raises(DhirError, match=r"made: this module is lowered already, .* before dhir"):
         dhir.run(module, *vector_add_inputs(), backend=backend, ranks=2)
+
+
+@pytest.mark.parametrize(
+    ("entry", "shown"), [("", '@""'), ("main ", '@"main "'), ("nope", "@nope")]
+)
+def test_an_entry_the_module_lacks_is_named_as_mlir_writes_it(entry: str, shown: str) -> None:
+    """An empty name was said as "no function @ to run", one with a blank as "@main  to
+    run", and the way to choose pointed at --entry alone."""
+    with pytest.raises(DhirError) as caught:
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp", entry=entry)
+    assert str(caught.value).strip() == (
+        f"error: no function {shown} to run; the module defines @main (choose one with "
+        "--entry, or entry= in dhir.run)"
+    )

@@ -327,7 +327,7 @@ def test_an_empty_entry_is_not_main(capsys: pytest.CaptureFixture[str]) -> None:
     """`--entry ""` named no function, and main ran."""
     argv = ["run", str(VECTOR_ADD), "--backend", "interp", "--entry", ""]
     assert cli.main(argv) == 1
-    assert "no function @ to run" in capsys.readouterr().err
+    assert 'no function @"" to run' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

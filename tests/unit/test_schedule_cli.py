@@ -286,7 +286,10 @@ def test_a_graph_has_no_other_chart_to_plan(
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        (None, "no function @nope to run; the module defines @main (choose one with --entry)"),
+        (
+            None,
+            "no function @nope to run; the module defines @main (choose one with --entry, or entry= in dhir.run)",
+        ),
         ("func.func private @nope()\n", "entry function @nope has no body"),
     ],
 )
