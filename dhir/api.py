@@ -47,7 +47,8 @@ def run_pipeline(
     ctx: Context | None = None,
     verify_each: bool = True,
 ) -> ModuleOp:
-    """Run passes on `module` in place, verifying after each; return it."""
+    """Run passes on `module` in place, verifying after each (unless `verify_each` is
+    False; a PassPipeline's own callback runs first); return it."""
     check_module(module, "run_pipeline")
     if not isinstance(pipeline, str | PassPipeline):
         message = f"run_pipeline takes passes by name (str), not {type(pipeline).__name__}"
@@ -58,16 +59,31 @@ def run_pipeline(
         message = f"ctx takes an xdsl Context (or None for dhir's), not {type(ctx).__name__}"
         raise DhirError([Diagnostic(message)])
     ctx = ctx if ctx is not None else make_context()
+
+    def check(_prev: ModulePass | None, mod: ModuleOp, _next: ModulePass | None) -> None:
+        if verify_each and _prev is not None:
+            verify_module(mod)
+
     if isinstance(pipeline, str):
-
-        def check(_prev: ModulePass | None, mod: ModuleOp, _next: ModulePass | None) -> None:
-            if verify_each and _prev is not None:
-                verify_module(mod)
-
         pipeline = parse_pipeline(pipeline, check)
+    elif verify_each:  # a PassPipeline of the caller's: verified after each pass too
+        pipeline = PassPipeline(pipeline.passes, _then(pipeline.callback, check))
     with diagnosed():
         pipeline.apply(ctx, module)
     return module
+
+
+def _then(
+    first: PassPipelineCallbackType | None, second: PassPipelineCallbackType
+) -> PassPipelineCallbackType:
+    """A pipeline callback that calls `first` (when there is one), then `second`."""
+
+    def both(prev: ModulePass | None, mod: ModuleOp, after: ModulePass | None) -> None:
+        if first is not None:
+            first(prev, mod, after)
+        second(prev, mod, after)
+
+    return both
 
 
 @contextmanager

@@ -6,14 +6,19 @@ import signal
 import stat
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_toolchain import need
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 
 import dhir
 from dhir import DhirError
+from dhir.dialects import func
 from dhir.toolchain.signals import ending_cleanly
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -278,3 +283,27 @@ def test_an_entry_the_module_lacks_is_named_as_mlir_writes_it(entry: str, shown:
         f"error: no function {shown} to run; the module defines @main (choose one with "
         "--entry, or entry= in dhir.run)"
     )
+
+
+@dataclass(frozen=True)
+class _DropReturns(ModulePass):
+    """A pass that leaves every function without its terminator."""
+
+    name = "drop-returns"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for ret in [o for o in op.walk() if isinstance(o, func.ReturnOp)]:
+            ret.detach()
+            ret.erase()
+
+
+def test_a_pipeline_object_is_verified_after_each_pass_too() -> None:
+    """Only a pipeline given by name was: a PassPipeline's broken module came back."""
+    seen: list[str] = []
+    pipeline = PassPipeline((_DropReturns(),), lambda prev, _m, _n: seen.append(str(prev)))
+    module = dhir.parse_string("func.func @main() {\n  return\n}")
+    with pytest.raises(DhirError, match=r"<string>:1:1: .*needs a terminator"):
+        dhir.run_pipeline(module, pipeline)
+    assert len(seen) == 2  # the caller's callback ran, before and after the pass
+    unchecked = dhir.parse_string("func.func @main() {\n  return\n}")
+    dhir.run_pipeline(unchecked, pipeline, verify_each=False)
