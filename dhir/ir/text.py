@@ -55,6 +55,7 @@ def parse_string(
         raise DhirError(
             [Diagnostic(f"parse_string takes MLIR text (str), not {type(text).__name__}{hint}")]
         )
+    check_flag(verify, "verify")
     if text.startswith(BOM):
         raise bom_error(text, name, line_offset + 1)
     ctx = ctx or make_context()
@@ -322,11 +323,20 @@ _PLAIN_FORMS: dict[type[Operation], Callable[[_Printer, Operation], bool]] = {
 
 def print_module(module: ModuleOp, *, generic: bool = False, debuginfo: bool = False) -> str:
     check_module(module, "print_module")
+    check_flag(generic, "generic")
+    check_flag(debuginfo, "debuginfo")
     out = StringIO()
     printer = _Printer(stream=out, print_generic_format=generic, print_debuginfo=debuginfo)
     printer.print_op(module)
     out.write("\n")
     return out.getvalue()
+
+
+def check_flag(value: object, name: str) -> None:
+    """A DhirError unless `value` is a bool: a keyword's "no" or 0 was read as true or
+    false by its truth."""
+    if not isinstance(value, bool):
+        raise DhirError([Diagnostic(f"{name} takes True or False, got {value!r}")])
 
 
 def check_module(module: object, caller: str) -> None:

@@ -176,6 +176,24 @@ def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
         dhir.run_pipeline(module, None)  # pyright: ignore[reportArgumentType]
 
 
+@pytest.mark.parametrize(
+    ("function", "keyword"),
+    [
+        (dhir.print_module, "generic"),
+        (dhir.print_module, "debuginfo"),
+        (dhir.parse_string, "verify"),
+    ],
+)
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_the_text_functions_take_only_a_bool_to_a_flag(
+    function: Callable[..., object], keyword: str, value: object
+) -> None:
+    """`generic="no"` printed the generic form, `verify=0` parsed without verifying."""
+    argument = dhir.parse_string("") if function is dhir.print_module else ""
+    with pytest.raises(DhirError, match=rf"{keyword} takes True or False, got {value!r}$"):
+        function(argument, **{keyword: value})
+
+
 @pytest.mark.parametrize("value", ["no", 0, None])
 def test_run_pipeline_takes_only_a_bool_to_verify_each(value: object) -> None:
     module = dhir.parse_string("")
