@@ -10,8 +10,10 @@ CPU chain across 2 ranks; a GPU -> GPU chain as PTX and as a fatbin), a GPU -> G
 ping-pong between 2 ranks for each way of device messages (DHIR_GPU_MESSAGES=peer and
 staged), every loop form a GPU task may use (1-D, 2-D, 3-D scf.parallel,
 affine.parallel, linalg), block and warp reductions (gpu.all_reduce, gpu.shuffle,
-gpu.subgroup_reduce) and N random schedules with GPU tasks (tests/unit/strategies.py;
-their messages alternate between the two ways), saves their inputs and what the
+gpu.subgroup_reduce), a tiled matmul with workgroup memory and barriers, kernels calling
+the program's functions, and N random schedules with GPU tasks (tests/unit/strategies.py;
+their messages alternate between the two ways; every third runs in a time loop), and
+`dhir calibrate`'s GPU measuring program, saves their inputs and what the
 sequential interpreter computes from them, and copies what the executables load at run
 time (MPICH's launcher and libmpi, MLIR's runner utilities, libomp) into DIR/runtime.
 
@@ -44,6 +46,22 @@ CPU = "x86-64-v3"
 # The GPU -> GPU chain: %a and %b go in once, %b comes out once, three kernels run.
 CHAIN_COPIES = {"h2d": 2, "d2h": 1, "launches": 3}
 WAYS = ("peer", "staged")  # of DHIR_GPU_MESSAGES; "direct" needs a CUDA-aware MPI
+# Each test of tests/unit/test_gpu_real.py (marked `gpu`: run only where a GPU is) and the
+# cases here that run its programs on the GPU machine (tests/unit/test_gpu_check.py holds
+# the two together).
+REAL_TESTS = {
+    "test_proposal_equals_the_oracle": ("proposal-1r-round-robin", "proposal-2r-round-robin"),
+    "test_cpu_gpu_cpu_chain_across_two_ranks": ("cpu-gpu-cpu-2r",),
+    "test_a_tiled_matmul_with_barriers_equals_the_oracle": ("matmul-barriers",),
+    "test_a_block_sum_equals_the_oracle_bit_for_bit": (
+        "block-sum-2x32",
+        "block-sum-3x96",
+        "block-sum-2x200",
+    ),
+    "test_a_warp_shuffle_block_sum_equals_the_oracle_bit_for_bit": ("warp-sum",),
+    "test_gpu_chain_stays_on_the_device": ("gpu-chain-isa", "gpu-chain-fatbin"),
+    "test_calibration_measures_every_gpu": ("calibration",),
+}
 
 # linalg on the GPU (a reduction dimension stays a loop in each thread) and a 3-D loop
 # nest (tiles of 32 x 4 x 2 threads), on two ranks, with CPU work between.
@@ -146,6 +164,24 @@ def _cases(random_count: int) -> list[dict[str, object]]:
             inputs=[floats(64, 32), floats(32, 48), floats(64, 48), floats(8, 16, 32)],
         )
     )
+    from test_gpu_barriers import MATMUL
+    from test_gpu_build import KERNEL_CALLING
+
+    # Workgroup memory and gpu.barrier in a loop (the interpreter runs a block's threads in
+    # phases between barriers); kernels calling the program's functions, whose names PTX
+    # spells apart (`dhir_user$twice`, `dhir_user$my$2Ehelper`).
+    cases.append(
+        dict(name="matmul-barriers", text=MATMUL, ranks=1, inputs=[floats(8, 8) for _ in "abc"])
+    )
+    for callee in ("twice", "my.helper"):
+        cases.append(
+            dict(
+                name=f"kernel-calls-{callee}",
+                text=KERNEL_CALLING.replace("@twice", f"@{callee}"),
+                ranks=1,
+                inputs=ints(20, 1),
+            )
+        )
     return cases + _collective_cases(floats) + _random_cases(random_count, rng)
 
 
@@ -177,7 +213,7 @@ def _collective_cases(floats: Callable[..., np.ndarray]) -> list[dict[str, objec
 def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object]]:
     from hypothesis.errors import NonInteractiveExampleWarning
     from strategies import schedules
-    from test_gpu_data import GPU_TARGETS, parallel
+    from test_gpu_data import GPU_TARGETS, _in_time_loop, parallel
 
     cases: list[dict[str, object]] = []
     with warnings.catch_warnings():
@@ -190,8 +226,11 @@ def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object
                 rng.integers(-50, 50, drawn.size).astype(np.int32) for _ in range(drawn.buffers)
             ]
             way = {"DHIR_GPU_MESSAGES": WAYS[k % len(WAYS)]}
+            # Every third in a time loop: device buffers that last every step, data kept
+            # on its ranks between steps.
+            text = _in_time_loop(drawn.text(), 2) if k % 3 == 2 else drawn.text()
             cases.append(
-                dict(name=f"random-{k}", text=drawn.text(), ranks=ranks, inputs=inputs, run_env=way)
+                dict(name=f"random-{k}", text=text, ranks=ranks, inputs=inputs, run_env=way)
             )
     return cases
 
@@ -202,7 +241,20 @@ def build(directory: Path, random_count: int, chip: str) -> int:
     manifest = [_build_case(directory / str(case["name"]), case) for case in _cases(random_count)]
     (directory / "manifest.json").write_text(json.dumps(manifest, indent=1))
     _copy_runtime(directory / "runtime")
+    _build_calibration(directory / "calibration", chip)
     return 0
+
+
+def _build_calibration(folder: Path, chip: str) -> None:
+    """`dhir calibrate`'s GPU program and FMA kernel for `chip`, which it compiles with
+    clang where it measures: the GPU machine has no clang."""
+    from dhir.toolchain.calibrate_gpu import build_gpu_program, build_kernel
+
+    folder.mkdir(exist_ok=True)
+    build_gpu_program(folder, "mpich")
+    kernel = build_kernel(folder, chip)
+    (folder / "chip").write_text(chip)
+    print(f"built calibration ({kernel.name})")
 
 
 def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
@@ -272,7 +324,43 @@ def check(directory: Path, jobs: int) -> int:
             print(line, flush=True)
             passed += ok
     print(f"gpu_check: {passed} of {len(cases)} programs gave the interpreter's results")
-    return 0 if passed == len(cases) else 1
+    measured, line = _check_calibration(directory / "calibration", env)
+    print(line)
+    return 0 if passed == len(cases) and measured else 1
+
+
+def _check_calibration(folder: Path, env: dict[str, str]) -> tuple[bool, str]:
+    """test_gpu_real.py's test_calibration_measures_every_gpu, with the program built
+    here: each GPU measured through dhir's runtime, within sane bounds of its guesses."""
+    from dhir import DhirError
+    from dhir.machine.detect import detect
+    from dhir.toolchain.calibrate_gpu import GPU_QUICK, device_index, measure_gpu
+
+    chip = (folder / "chip").read_text()
+    gpus = [d for d in detect().devices if d.kind == "gpu"]
+    if not gpus:
+        return False, "FAIL calibration: no GPU found (nvidia-smi)"
+    os.environ["LD_LIBRARY_PATH"] = env["LD_LIBRARY_PATH"]  # the program's libmpi
+    lines = []
+    for position, gpu in enumerate(gpus):
+        if gpu.arch != chip:
+            return False, f"FAIL calibration: {gpu.name} is {gpu.arch}, the kernel is for {chip}"
+        exe, kernel = folder / "dhir_calibrate_gpu", folder / f"kernel-{chip}.ptx"
+        try:
+            got = measure_gpu(exe, kernel, device_index(gpu, position), GPU_QUICK, gpu)
+        except DhirError as error:
+            return False, f"FAIL calibration of {gpu.name}: {error}"
+        link = got.host_link.bandwidth_gbs
+        said = f"{gpu.name}: host link {link:.3g} GB/s, memory {got.mem_bw_gbs:.4g} GB/s, "
+        said += f"{got.peak_gflops:.4g} GFLOP/s (guessed {gpu.peak_gflops:.4g})"
+        # Any PCIe or NVLink host link moves more than 1 GB/s, a GPU's memory more than its
+        # host link; the FMA kernel gets within 3x of the data sheet's peak.
+        if not (1 < link < got.mem_bw_gbs and gpu.peak_gflops / 3 < got.peak_gflops):
+            return False, f"FAIL calibration: {said}"
+        if got.peak_gflops > 3 * gpu.peak_gflops:
+            return False, f"FAIL calibration: {said}"
+        lines.append(said)
+    return True, "ok   calibration: " + "; ".join(lines)
 
 
 def _check_case(folder: Path, case: dict[str, object], env: dict[str, str]) -> tuple[bool, str]:
