@@ -259,7 +259,10 @@ def _map_loops(tasks: Sequence[TaskOp], labels: dict[TaskOp, str], mlir_opt: str
             mlir_opt,
             labels,
         )
+    # After linalg and affine.parallel became scf.parallel, and at any depth (a loop in a
+    # host loop), so every kernel gives thread x the contiguous dimension.
     for loop in [op for op in module.walk() if isinstance(op, scf.ParallelOp)]:
+        _reverse_dims(loop)
         _count_from_zero(loop)
     mapped: dict[str, func.FuncOp] = {}
     for depth, group in _by_depth(module).items():
@@ -297,8 +300,6 @@ def _to_function(task: TaskOp, name: str) -> tuple[func.FuncOp, list[SSAValue]]:
         for index, value in enumerate(op.operands):
             if value in mapping:
                 op.operands[index] = mapping[value]
-    for loop in [op for op in block.ops if isinstance(op, scf.ParallelOp)]:
-        _reverse_dims(loop)
     block.add_op(func.ReturnOp())
     types = ([v.type for v in free], [])
     return func.FuncOp(name, types, Region(block), "private"), list(free)

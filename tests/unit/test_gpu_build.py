@@ -234,6 +234,58 @@ def test_two_dimensional_loops_give_thread_x_the_contiguous_dimension() -> None:
     assert (_constant(launch.gridSizeX), _constant(launch.gridSizeY)) == (2, 8)
 
 
+CONTIGUOUS_X = {
+    "linalg": "linalg.matmul ins(%a, %b : memref<64x16xf32>, memref<16x48xf32>)\n"
+    "                    outs(%m : memref<64x48xf32>)",
+    "affine.parallel": """"affine.parallel"() <{lowerBoundsGroups = dense<1> : tensor<2xi32>,
+          lowerBoundsMap = affine_map<() -> (0, 0)>, reductions = [], steps = [1, 1],
+          upperBoundsGroups = dense<1> : tensor<2xi32>,
+          upperBoundsMap = affine_map<() -> (64, 48)>}> ({
+      ^bb0(%i: index, %j: index):
+        %x = affine.load %m[%i, %j] : memref<64x48xf32>
+        %y = arith.addf %x, %x : f32
+        affine.store %y, %m[%i, %j] : memref<64x48xf32>
+        affine.yield
+      }) : () -> ()""",
+    "in a host loop": """%c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %r = arith.constant 64 : index
+      %c = arith.constant 48 : index
+      scf.for %t = %c0 to %c1 step %c1 {
+        scf.parallel (%i, %j) = (%c0, %c0) to (%r, %c) step (%c1, %c1) {
+          %x = memref.load %m[%i, %j] : memref<64x48xf32>
+          %y = arith.addf %x, %x : f32
+          memref.store %y, %m[%i, %j] : memref<64x48xf32>
+        }
+      }""",
+}
+
+
+@pytest.mark.parametrize("form", sorted(CONTIGUOUS_X))
+def test_every_loop_form_gives_thread_x_the_contiguous_dimension(form: str) -> None:
+    """Only scf.parallel at the top of a task's body had its dimensions reversed: a
+    linalg op, an affine.parallel and a loop in a host loop gave thread x the rows, so
+    neighbouring threads touched elements a row apart (grid 2 x 6: 64 rows / 32, 48
+    columns / 8)."""
+    text = f"""func.func @main(%a: memref<64x16xf32>, %b: memref<16x48xf32>,
+                %m: memref<64x48xf32>) {{
+  dhir.schedule %a, %b, %m {{
+    %gpu = dhir.target {{arch = "sm_90"}}
+    %t = dhir.task %gpu, %a, %b, %m {{
+      {CONTIGUOUS_X[form]}
+    }}
+  }}
+  return
+}}"""
+    (launch,) = _launches(text)
+    store = [op for op in launch.walk() if op.name in ("memref.store", "affine.store")][-1]
+    column = store.operands[-1]  # %m[row, column]: the contiguous index
+    thread_x = launch.body.block.args[3]
+    assert thread_x in column.owner.operands  # type: ignore[union-attr]
+    # grid: 48 columns / 32 = 2 blocks in x, 64 rows / 8 = 8 blocks in y
+    assert (_constant(launch.gridSizeX), _constant(launch.gridSizeY)) == (2, 8)
+
+
 BAD_BODIES = {
     "reduction": (
         """%c0 = arith.constant 0 : index
