@@ -133,11 +133,13 @@ def profile_report(
     devices: Sequence[Device],
     cpu_arch: str | None = None,
     schedules: Sequence[str] = (),
+    on_gpu: Sequence[bool] = (),
 ) -> dict[str, object]:
     """The profile (see dhir.analysis.profile.Profile) from the runtime's sums: seconds
     per run of each task that ran, with the rank and the device it ran on (`cpu_arch`
-    for a CPU whose arch the devices do not say), and the wall time per run of each
-    schedule (named by `schedules`) that ran."""
+    for a CPU whose arch the devices do not say; for a GPU task, by number in `on_gpu`,
+    the GPU its rank drives), and the wall time per run of each schedule (named by
+    `schedules`) that ran."""
     tasks: dict[str, float] = {}
     calls: dict[str, int] = {}
     where: dict[str, dict[str, object]] = {}
@@ -152,6 +154,8 @@ def profile_report(
         tasks[name] = float(entry["seconds"]) / calls[name]
         rank = int(entry["rank"])
         device = devices[rank] if 0 <= rank < len(devices) else None
+        if device is not None and number < len(on_gpu) and on_gpu[number]:
+            device = device.gpu or device  # a rank of the CPU runs its GPU tasks there
         kind = str(device.kind) if device is not None else "cpu"
         arch = device.arch if device is not None else None
         arch = arch or (cpu_arch if kind == "cpu" else None)
@@ -185,6 +189,7 @@ def write_profile(
     devices: Sequence[Device],
     destination: Path,
     schedules: Sequence[str] = (),
+    on_gpu: Sequence[bool] = (),
 ) -> None:
     """Turn the runtime's file into the profile at `destination`."""
     try:
@@ -193,7 +198,7 @@ def write_profile(
         raise DhirError(
             [Diagnostic(f"the run wrote no readable task profile ({raw_path}): {error}")]
         ) from None
-    report = profile_report(raw, names, devices, host_arch(), schedules)
+    report = profile_report(raw, names, devices, host_arch(), schedules, on_gpu)
     try:
         destination.write_text(json.dumps(report, indent=1) + "\n")
     except OSError as error:
@@ -210,14 +215,18 @@ class ProfileRecorder:
 
     def __init__(self, module: ModuleOp, ranks: int, destination: Path) -> None:
         self.names: list[str] = []
+        self.on_gpu: list[bool] = []
         self.schedules = list(schedule_ids(module).values())
         self.devices, _ = machine_for(module, ranks)
         self.destination = Path(destination)
 
     def name_tasks(self, table: Sequence[str]) -> None:
-        """Take the task names from dhir-track-tasks' table (`name<TAB>location` per
-        id), whose ids are dhir-instrument's: both number `task_ids` of one module."""
-        self.names = [line.split("\t", 1)[0] for line in table]
+        """Take the task names and whether each runs on a GPU from dhir-track-tasks'
+        table (`name<TAB>location<TAB>schedule<TAB>kind` per id), whose ids are
+        dhir-instrument's: both number `task_ids` of one module."""
+        rows = [line.split("\t") for line in table]
+        self.names = [row[0] for row in rows]
+        self.on_gpu = [row[-1] == "gpu" for row in rows]
 
 
 @contextmanager
@@ -242,5 +251,10 @@ def recording(recorder: ProfileRecorder | None) -> Iterator[None]:
             else:
                 os.environ[PROFILE_ENV] = previous
         write_profile(
-            raw, recorder.names, recorder.devices, recorder.destination, recorder.schedules
+            raw,
+            recorder.names,
+            recorder.devices,
+            recorder.destination,
+            recorder.schedules,
+            recorder.on_gpu,
         )

@@ -413,3 +413,27 @@ def test_a_profile_run_on_a_described_machine_reads_back() -> None:
     report = profile_report(raw, ["t"], devices, "x86_64")
     assert report["devices"]["t"]["device"] == "n0.cpu"  # pyright: ignore[reportIndexIssue]
     assert profile_from_json(report).tasks["t"].seconds == 1.0
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+def test_a_gpu_task_is_profiled_on_the_gpu_its_rank_drives(
+    fake_driver: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a machine description every rank is the node's CPU and drives the node's
+    GPU for GPU tasks: the profile said the GPU task ran on the CPU (`"kind": "cpu",
+    "arch": "x86_64"`), so `--costs` took its GPU time as the CPU's."""
+    import dhir
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(fake_driver))  # the fake CUDA driver
+    monkeypatch.delenv("DHIR_CUDA_DRIVER", raising=False)
+    path = tmp_path / "p.json"
+    inputs = [np.arange(20, dtype=np.int32) for _ in range(3)]
+    dhir.run(EXAMPLES / "proposal.mlir", *inputs, ranks=2, placement="round-robin", profile=path)
+    devices = json.loads(path.read_text())["devices"]
+    # %task1 (x86_64), cut by dhir-split into a piece per rank, and %task3 (sm_90)
+    assert {name: entry["kind"] for name, entry in devices.items()} == {
+        "task1.piece0": "cpu",
+        "task1.piece1": "cpu",
+        "task3": "gpu",
+    }
+    assert profile_from_json(json.loads(path.read_text())).tasks["task3"].kind == "gpu"
