@@ -3,8 +3,9 @@
 plain programs (docs/performance.md, "Task bodies"). The loop forms are made from the scf
 form's text: `affine` (affine.for, affine.load, affine.store), `affine iter_args` (the
 innermost loop carrying its element: k innermost for the products, the row sums of atax
-and mvt), `affine.if` (syr2k's triangle as a condition in a full square) and `while`
-(every loop an scf.while); `linalg.generic` is written by hand where the kernel is one
+and mvt), `affine.if` (syr2k's triangle as a condition in a full square), `affine.if
+else` (the same with the condition negated, `j > i`, and the body in its else branch)
+and `while` (every loop an scf.while); `linalg.generic` is written by hand where the kernel is one
 (gemm, 2mm, atax, mvt). Each element takes the operations of the scf form in its order,
 so every result must equal the scf form's bit for bit: a mismatch stops the run.
 
@@ -41,7 +42,15 @@ from dhir.toolchain.launch import run_executable  # noqa: E402
 from dhir.toolchain.options import RunOptions  # noqa: E402
 
 KERNELS = ("gemm", "2mm", "syr2k", "atax", "mvt", "jacobi-2d")
-FORMS = ("scf", "affine", "affine iter_args", "affine.if", "linalg.generic", "while")
+FORMS = (
+    "scf",
+    "affine",
+    "affine iter_args",
+    "affine.if",
+    "affine.if else",
+    "linalg.generic",
+    "while",
+)
 
 _FOR = re.compile(r"^(\s*)scf\.for (%\w+) = (%\w+) to (%\w+) step (%\w+) \{$")
 _INDEX = re.compile(r"^\s*(%\w+) = arith\.(addi|subi) (%\w+), (%\w+) : index$")
@@ -156,9 +165,10 @@ def _carry(pad: str, iv: str, bounds: str, body: list[str]) -> list[str]:
     ]
 
 
-def condition_form(text: str) -> str:
+def condition_form(text: str, negated: bool = False) -> str:
     """syr2k's triangle `for j in [0, i]` as a square `for j in [0, n)` whose body runs
-    under `affine.if (i - j >= 0)`."""
+    under `affine.if (i - j >= 0)`, or (`negated`) in the else branch of
+    `affine.if (j - i - 1 >= 0) {}`."""
     lines = affine_form(text).split("\n")
     n = re.search(r"memref<(\d+)x\1xf64>", text)
     assert n
@@ -175,9 +185,15 @@ def condition_form(text: str) -> str:
             continue
         end = _closing(lines, k)
         pad = m[1]
+        held = f"{pad}  affine.if affine_set<(d0, d1) : (d0 - d1 >= 0)>(%iv_i, %iv_j) {{"
+        if negated:
+            held = (
+                f"{pad}  affine.if affine_set<(d0, d1) : (d1 - d0 - 1 >= 0)>(%iv_i, %iv_j) {{\n"
+                f"{pad}  }} else {{"
+            )
         out += [
             f"{pad}affine.for %iv_j = 0 to {n[1]} {m[2]}{{",
-            f"{pad}  affine.if affine_set<(d0, d1) : (d0 - d1 >= 0)>(%iv_i, %iv_j) {{",
+            held,
             *("  " + line for line in lines[k + 1 : end]),
             f"{pad}  }}",
             f"{pad}}}",
@@ -380,8 +396,8 @@ def program(name: str, form: str, sizes: dict[str, int]) -> str | None:
     if form == "affine iter_args":
         carried = carried_form(text)
         return carried if carried != affine_form(text) else None
-    if form == "affine.if":
-        return condition_form(text) if name == "syr2k" else None
+    if form in ("affine.if", "affine.if else"):
+        return condition_form(text, form == "affine.if else") if name == "syr2k" else None
     if form == "while":
         return while_form(text)
     assert form == "linalg.generic"

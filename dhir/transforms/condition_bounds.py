@@ -2,20 +2,26 @@
 
 A user may write a triangle (syr2k's `for j in [0, i]`) as a square whose body runs
 under a condition: `affine.for %j = 0 to %n { affine.if (%i - %j >= 0) {...} }`. Where
-the `affine.if` is the whole body of a loop of step 1, has no else branch and no results,
-and each of its constraints is linear in the loop's counter with the other operands
-defined outside the loop, each constraint becomes a bound of the loop (`j <= i`: the
-upper bound `min(n, i + 1)`), and the condition's body becomes the loop's. The same
-iterations run, in the same order, so the result is the program's bit for bit. A bound
-that another one always implies (`i + 1 <= n` for every `i` of a loop `i in [0, n)`) is
-dropped, so that the loop takes the triangle's form the optimizer reads (a bound
-`i + 1`, no min).
+the `affine.if` is the whole body of a loop of step 1, has no results, and each of its
+constraints is linear in the loop's counter with the other operands defined outside the
+loop, each constraint becomes a bound of the loop (`j <= i`: the upper bound
+`min(n, i + 1)`; `2 j <= i`: `i floordiv 2 + 1`; `3 j >= i`: `i ceildiv 3`), and the
+condition's body becomes the loop's. The counters for which such a condition holds are
+one run of the loop's (every constraint bounds the counter on one side), so where it
+has an else branch, the loop is cut in up to three at the run's ends: the else body
+before it, the condition's body in it, the else body after it (a piece with an empty
+body is dropped: `if (j > i) {} else {...}` is the triangle `j <= i`). That takes at
+most one bound on each side from the condition, and a loop that is not the nest's
+outermost (the nest stays one op). The same iterations run, in the same order, so the
+result is the program's bit for bit. A bound that another one always implies
+(`i + 1 <= n` for every `i` of a loop `i in [0, n)`) is dropped, so that the loop takes
+the triangle's form the optimizer reads (a bound `i + 1`, no min).
 """
 
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import AffineMapAttr
-from xdsl.ir import Block, BlockArgument, SSAValue
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -39,18 +45,35 @@ _Nest = affine.ForOp | affine.ParallelOp
 _PROOF_STEPS = 8  # counters replaced before a bound is taken as not implied
 
 
+# A bound the condition adds: whether an upper one, its expression over the values'
+# list's positions (filled in later), its linear form where it has one (no division).
+_Added = tuple[bool, Linear, int]  # (is_upper, form over the other values, divisor)
+
+
 def fold_conditions(nest: _Nest) -> _Nest:
     """Make each loop in `nest` whose whole body is a condition on its counter (module
-    docstring) run only the iterations the condition holds for; the nest (a new op where
-    `nest` itself was such a loop)."""
-    for loop in [op for op in nest.walk() if isinstance(op, affine.ForOp)]:
-        new = _fold(loop)
-        nest = new if loop is nest and new is not None else nest
+    docstring) run only the iterations the condition holds for, and the else branch's
+    where it has one; the nest (a new op where `nest` itself was such a loop)."""
+    # Inner loops first: a loop cut in pieces clones the loops it holds.
+    loops = [op for op in nest.walk() if isinstance(op, affine.ForOp)]
+    for loop in reversed(loops):
+        pieces = _fold_all(loop, outermost=loop is nest)
+        nest = pieces[0] if loop is nest else nest
     return nest
 
 
-def _fold(loop: affine.ForOp) -> affine.ForOp | None:
-    """`loop` made with its condition as bounds, or None where it has none to take."""
+def _fold_all(loop: affine.ForOp, outermost: bool) -> list[affine.ForOp]:
+    """`loop` folded, and each piece it became folded again (a condition in an else
+    branch), until none has a condition to take."""
+    pieces = _fold(loop, outermost)
+    if pieces is None:
+        return [loop]
+    return [done for piece in pieces for done in _fold_all(piece, outermost)]
+
+
+def _fold(loop: affine.ForOp, outermost: bool) -> list[affine.ForOp] | None:
+    """The loops `loop` became with its condition as bounds, or None where it has none
+    to take."""
     condition = _only_condition(loop)
     if condition is None:
         return None
@@ -61,12 +84,47 @@ def _fold(loop: affine.ForOp) -> affine.ForOp | None:
     values: list[SSAValue] = []
     lowers = _old_bounds(loop.lowerBoundMap.data, loop.lowerBoundOperands, values)
     uppers = _old_bounds(loop.upperBoundMap.data, loop.upperBoundOperands, values)
-    for is_upper, form in added:
-        (uppers if is_upper else lowers).append((_expr(form, values), form))
-    lowers = _needed(lowers, upper=False)
-    uppers = _needed(uppers, upper=True)
-    _inline(condition)
-    region = loop.detach_region(loop.body)
+    starts = [_bound(add, values) for add in added if not add[0]]
+    ends = [_bound(add, values) for add in added if add[0]]
+    pieces = [(True, lowers + starts, uppers + ends)]
+    if not _empty(condition.else_region):
+        if len(starts) > 1 or len(ends) > 1:
+            return None
+        before = [(False, lowers, uppers + starts)] if starts else []
+        after = [(False, lowers + starts + ends, uppers)] if ends else []
+        pieces = before + pieces + after
+    pieces = [piece for piece in pieces if not _empty(_branch(condition, piece[0]))]
+    if outermost and len(pieces) != 1:
+        return None
+    made = [_piece(loop, then, low, up, values) for then, low, up in pieces]
+    Rewriter.insert_op(made, InsertPoint.before(loop))
+    Rewriter.erase_op(loop)
+    return made
+
+
+def _bound(add: _Added, values: list[SSAValue]) -> _Bound:
+    """The bound `add` over `values`: a division has no linear form."""
+    is_upper, form, divisor = add
+    if divisor == 1:
+        return _expr(form, values), form
+    if is_upper:  # iv <= form / d
+        return _expr(form, values) // divisor + 1, None
+    return _expr(form, values).ceil_div(divisor), None
+
+
+def _piece(
+    loop: affine.ForOp,
+    then: bool,
+    lowers: list[_Bound],
+    uppers: list[_Bound],
+    values: list[SSAValue],
+) -> affine.ForOp:
+    """A copy of `loop` with these bounds, its body the condition's branch `then`."""
+    region = loop.body.clone()
+    condition = region.block.first_op
+    assert isinstance(condition, affine.IfOp)
+    _inline(condition, _branch(condition, then))
+    lowers, uppers = _needed(lowers, upper=False), _needed(uppers, upper=True)
     new = affine.ForOp.from_region(
         values,
         values,
@@ -79,8 +137,16 @@ def _fold(loop: affine.ForOp) -> affine.ForOp | None:
     )
     new.location = loop.location
     new.attributes.update(loop.attributes)
-    Rewriter.replace_op(loop, new)
     return new
+
+
+def _branch(condition: affine.IfOp, then: bool) -> Region:
+    return condition.then_region if then else condition.else_region
+
+
+def _empty(region: Region) -> bool:
+    """Whether `region` does nothing (no block, or only its yield)."""
+    return all(isinstance(op, affine.YieldOp) for op in region.walk())
 
 
 def _only_condition(loop: affine.ForOp) -> affine.IfOp | None:
@@ -91,19 +157,17 @@ def _only_condition(loop: affine.ForOp) -> affine.IfOp | None:
     condition = ops[0]
     if not isinstance(condition, affine.IfOp) or condition.results:
         return None
-    if any(not isinstance(op, affine.YieldOp) for op in condition.else_region.walk()):
-        return None
     return condition
 
 
 def _constraint_bounds(
     condition: affine.IfOp, iv: SSAValue, loop: affine.ForOp
-) -> list[tuple[bool, Linear]] | None:
-    """Each constraint of `condition` as a bound of `iv` (whether an upper one, its form),
-    or None where one is not linear in `iv` with a coefficient of 1 or -1 and the rest
-    fixed in `loop`."""
+) -> list[_Added] | None:
+    """Each constraint of `condition` as a bound of `iv` (whether an upper one, the form
+    `iv` is at least or at most once divided, the divisor), or None where one is not
+    linear in `iv` with the rest fixed in `loop`."""
     cset = condition.condition.data
-    bounds: list[tuple[bool, Linear]] = []
+    bounds: list[_Added] = []
     for constraint in cset.constraints:
         form = _linear(constraint.lhs - constraint.rhs, condition.args, cset.num_dims)
         if form is None:
@@ -116,12 +180,12 @@ def _constraint_bounds(
         for sign in signs:  # sign * form >= 0
             geq = _scaled(form, sign)
             coef = geq.pop(iv, 0)
-            if coef not in (1, -1) or any(v is not None and inside(v, loop) for v in geq):
+            if coef == 0 or any(v is not None and inside(v, loop) for v in geq):
                 return None
-            if coef == 1:  # iv >= -rest
-                bounds.append((False, _scaled(geq, -1)))
-            else:  # iv <= rest, so iv < rest + 1
-                bounds.append((True, _plus(geq, {None: 1})))
+            if coef > 0:  # coef * iv >= -rest
+                bounds.append((False, _scaled(geq, -1), coef))
+            else:  # -coef * iv <= rest; where -coef is 1: iv < rest + 1
+                bounds.append((True, _plus(geq, {None: 1}) if coef == -1 else geq, -coef))
     return bounds
 
 
@@ -254,9 +318,9 @@ def _scaled(form: Linear, factor: int) -> Linear:
     return {value: coef * factor for value, coef in form.items()}
 
 
-def _inline(condition: affine.IfOp) -> None:
-    """`condition`'s body in its place (its then block less its yield)."""
-    block = condition.then_region.block
+def _inline(condition: affine.IfOp, branch: Region) -> None:
+    """`branch` (of `condition`) in `condition`'s place, less its yield."""
+    block = branch.block
     terminator = block.last_op
     assert isinstance(terminator, affine.YieldOp)
     Rewriter.erase_op(terminator)

@@ -32,7 +32,8 @@ Nests of `affine.for` are first made scf as --lower-affine makes them (the build
 them so anyway: the same semantics), after the lowering's facts of the task are kept;
 one holding an affine.parallel or affine.prefetch stays, saying why. A column loop whose
 whole body is an affine.if bounding its counter (a triangle written as a condition in a
-square) first takes the condition as its bounds (dhir.transforms.condition_bounds).
+square) first takes the condition as its bounds, and is cut where the condition has an
+else branch (dhir.transforms.condition_bounds).
 """
 
 from collections import Counter
@@ -57,6 +58,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -900,6 +902,36 @@ def _check_index_counters(*loops: scf.ForOp) -> None:
             raise _Left(f"a loop of the nest counts in {counter}, not index")
 
 
+_DIVIDED = (
+    "a loop bound is a division (floordiv, ceildiv or mod, as a condition `2 * j <= i` "
+    "makes one): the kernels take only bounds that add multiples of the row's counter"
+)
+
+
+_MAPS = (affine.ApplyOp, affine.MinOp, affine.MaxOp)
+
+
+def _divides(op: Operation) -> bool:
+    """Whether `op` applies an affine map holding a division to make a loop's bound."""
+    if not isinstance(op, _MAPS):
+        return False
+    kinds = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
+    return _bounds_a_loop(op) and any(
+        isinstance(part, AffineBinaryOpExpr) and part.kind in kinds
+        for result in op.map.data.results
+        for part in result.dfs()
+    )
+
+
+def _bounds_a_loop(op: Operation) -> bool:
+    """Whether `op`'s result is a loop's bound, directly or through other maps."""
+    return any(
+        (isinstance(use.operation, scf.ForOp) and use.index in (0, 1))
+        or (isinstance(use.operation, _MAPS) and _bounds_a_loop(use.operation))
+        for use in op.results[0].uses
+    )
+
+
 def _check_rows_independent(row: scf.ForOp) -> None:
     """Raise _Left unless the iterations of `row` touch disjoint memory (module docstring)."""
     if _constant(row.step) != 1:
@@ -910,6 +942,8 @@ def _check_rows_independent(row: scf.ForOp) -> None:
             accesses.append((op.memref, op.indices, False))
         elif isinstance(op, memref.StoreOp):
             accesses.append((op.memref, op.indices, True))
+        elif _divides(op):
+            raise _Left(_DIVIDED)
         elif not isinstance(op, (*_SCALAR, scf.ForOp, scf.YieldOp)):
             raise _Left(f"the row loop holds {op.name}, which this optimizer does not model")
     written = {m for m, _, store in accesses if store}

@@ -90,6 +90,9 @@ class Nest:
     # Affine only, with column bounds that move with the row: the columns written as the
     # square [0, nj) whose body runs under an affine.if of those bounds.
     guarded: bool = False
+    # Guarded only: each bound's negation as a condition with an empty body, the rest in
+    # its else branch (`if (j < lo) {} else { if (j > hi) {} else {...} }`).
+    negated: bool = False
     # scf only: each loop without iter_args written as an scf.while that counts.
     whiles: bool = False
 
@@ -215,15 +218,27 @@ class Nest:
         return lines, f"{indent}scf.for %j = {lo} to {hi} step %c1 {{"
 
     def _guard(self) -> str:
-        """The guarded columns' affine.if (empty where the columns are not guarded)."""
+        """The guarded columns' affine.if (empty where the columns are not guarded), or
+        the nested ones of their negations."""
         bounds = []
         if self.lo_row is not None:
-            bounds.append(f"d1 - d0 - {self.lo_row} >= 0")
+            bounds.append((f"d1 - d0 - {self.lo_row} >= 0", f"d0 + {self.lo_row - 1} - d1 >= 0"))
         if self.hi_row is not None:
-            bounds.append(f"d0 * {self.slope} + {self.hi_row - 1} - d1 >= 0")
+            bound = f"d0 * {self.slope} + {self.hi_row - 1} - d1 >= 0"
+            bounds.append((bound, f"d1 - d0 * {self.slope} - {self.hi_row} >= 0"))
         if not (self.guarded and self.affine and bounds):
             return ""
-        return f"affine.if affine_set<(d0, d1) : ({', '.join(bounds)})>(%i, %j) {{"
+        if self.negated:
+            return "\n".join(
+                f"affine.if affine_set<(d0, d1) : ({negation})>(%i, %j) {{\n}} else {{"
+                for _, negation in bounds
+            )
+        held = ", ".join(bound for bound, _ in bounds)
+        return f"affine.if affine_set<(d0, d1) : ({held})>(%i, %j) {{"
+
+    def _unguard(self, indent: str) -> list[str]:
+        """The lines closing `_guard`'s conditions."""
+        return [f"{indent}}}"] * self._guard().count("affine.if")
 
     def _expr(self, indent: str, lines: list[str]) -> str:
         counter = [0]
@@ -253,7 +268,7 @@ class Nest:
         result = self._expr("            ", lines)
         lines += [
             f"            memref.store {result}, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
-            *(["          }"] if self._guard() else []),
+            *self._unguard("          "),
             "          }",
             "        }",
         ]
@@ -285,7 +300,7 @@ class Nest:
             "          }",
             f"          %out = arith.addf %s, %c_ij : {t}",
             f"          memref.store %out, %C[%i, %j] : memref<{ni}x{nj}x{t}>",
-            *(["        }"] if self._guard() else []),
+            *self._unguard("        "),
             "        }",
         ]
         return lines
@@ -350,6 +365,7 @@ def nests(draw: st.DrawFn) -> Nest:
         rows=draw(st.sampled_from(shapes)),
         prefetch=draw(st.booleans()),
         guarded=draw(st.booleans()),
+        negated=draw(st.booleans()),
         whiles=draw(st.booleans()),
     )
 
@@ -478,7 +494,9 @@ def test_a_triangle_written_as_a_condition_in_a_square_is_the_triangle() -> None
         bounded = replace(GEMM, carried=carried, lo_row=lo_row, hi_row=hi_row, affine=True)
         bounded = replace(bounded, rows=rows)
         want = [d.text for d in optimize_bodies(parse_string(bounded.text()), 256)]
-        guarded = replace(bounded, guarded=True)
+        # The bounds written as conditions, or as their negations with the body in the
+        # else branches.
+        guarded = replace(bounded, guarded=True, negated=carried)
         assert "affine.if" in guarded.text()
         got = optimize_bodies(parse_string(guarded.text()), 256)
         assert want and [d.text for d in got] == want
@@ -487,7 +505,14 @@ def test_a_triangle_written_as_a_condition_in_a_square_is_the_triangle() -> None
             _assert_native_equals_interp(guarded.text(), guarded.inputs(7), ranks, "native", 1)
 
 
-def _guarded_square(columns: str, condition: str) -> str:
+def _guarded_square(columns: str, condition: str, otherwise: bool = False) -> str:
+    """A square over C whose body runs under `condition`, and (`otherwise`) another body
+    in its else branch."""
+    other = """
+      } else {
+        %e = affine.load %C[%i, %j] : memref<10x12xf64>
+        %f = arith.mulf %e, %e : f64
+        affine.store %f, %C[%i, %j] : memref<10x12xf64>"""
     return f"""
 func.func @main(%C: memref<10x12xf64>) {{
   %c1 = arith.constant 1 : index
@@ -497,7 +522,7 @@ func.func @main(%C: memref<10x12xf64>) {{
       affine.if affine_set<{condition}>(%i, %j)[%n] {{
         %c = affine.load %C[%i, %j] : memref<10x12xf64>
         %d = arith.addf %c, %c : f64
-        affine.store %d, %C[%i, %j] : memref<10x12xf64>
+        affine.store %d, %C[%i, %j] : memref<10x12xf64>{other if otherwise else ""}
       }}
     }}
   }}
@@ -522,9 +547,11 @@ func.func @main(%C: memref<10x12xf64>) {{
         ("0 to 12", "(d0, d1)[s0] : (d1 - d0 + 3 >= 0)", "max affine_map<(d0) -> (0, (d0 + -3))>"),
         # An equality: both bounds.
         ("0 to 12", "(d0, d1)[s0] : (d1 - d0 == 0)", "(d0)>(%i) to affine_map<(d0) -> ((d0 + 1))>"),
-        # Left: a step of 2, a coefficient of 2, a constraint free of j.
+        # A coefficient other than 1: the bound divided, rounded inward.
+        ("0 to 12", "(d0, d1)[s0] : (d0 - d1 * 2 >= 0)", "(12, ((d0 floordiv 2) + 1))>"),
+        ("0 to 12", "(d0, d1)[s0] : (d1 * 3 - d0 + 1 >= 0)", "max affine_map<(d0) -> (0, ("),
+        # Left: a step of 2, a constraint free of j.
         ("0 to 12 step 2", "(d0, d1)[s0] : (d0 - d1 >= 0)", None),
-        ("0 to 12", "(d0, d1)[s0] : (d0 - d1 * 2 >= 0)", None),
         ("0 to 12", "(d0, d1)[s0] : (d0 - d1 >= 0, d0 - 3 >= 0)", None),
     ],
 )
@@ -532,9 +559,10 @@ def test_a_condition_on_the_column_becomes_its_bounds_only_where_exact(
     columns: str, condition: str, header: str | None
 ) -> None:
     """The affine.if that is a loop's whole body becomes its bounds where every
-    constraint bounds the loop's counter with a coefficient of 1 or -1 and the step is 1
-    (a bound another always implies is dropped; one not implied is kept); otherwise the
-    condition stays. Either way the result is the interpreter's bit for bit."""
+    constraint bounds the loop's counter and the step is 1 (a bound another always
+    implies is dropped; one not implied is kept; a coefficient other than 1 or -1 divides
+    the bound); otherwise the condition stays. Either way the result is the interpreter's
+    bit for bit."""
     text = _guarded_square(columns, condition)
     module = parse_string(text)
     outer = next(op for op in module.walk() if isinstance(op, affine.ForOp))
@@ -546,6 +574,100 @@ def test_a_condition_on_the_column_becomes_its_bounds_only_where_exact(
         assert header in line, line
     inputs = [np.random.default_rng(1).standard_normal((10, 12))]
     _assert_native_equals_interp(text, inputs, 1, "native", 1)
+
+
+@pytest.mark.parametrize(
+    ("condition", "headers"),
+    [
+        # The condition's run [0, i + 1), then the else body's [i + 1, 12).
+        ("(d0 - d1 >= 0)", ["(0)>(%i) to affine_map<(d0) -> ((d0 + 1))>", "((d0 + 1))>(%i) to"]),
+        # Else before the run, the run, else after it: the bounds both sides.
+        (
+            "(d1 - d0 - 2 >= 0, d0 + 4 - d1 >= 0)",
+            [
+                "(0)>(%i) to affine_map<(d0) -> ((d0 + 2))>",
+                "((d0 + 2))>(%i) to min affine_map<(d0) -> (12, (d0 + 5))>",
+                "((d0 + 5))>(%i) to affine_map<(d0) -> (12)>",
+            ],
+        ),
+        (
+            "(d1 - d0 == 0)",
+            [
+                "(0)>(%i) to affine_map<(d0) -> (d0)>",
+                "(d0)>(%i) to affine_map<(d0) -> ((d0 + 1))>",
+                "((d0 + 1))>(%i) to affine_map<(d0) -> (12)>",
+            ],
+        ),
+        ("(d0 - d1 * 2 >= 0)", ["floordiv 2) + 1))>", "max affine_map<(d0) -> (0, ((d0"]),
+        # Two bounds on one side: no single run's ends to cut at.
+        ("(d1 - d0 >= 0, d1 - 3 >= 0)", None),
+    ],
+)
+def test_a_condition_with_an_else_branch_cuts_the_loop_at_its_ends(
+    condition: str, headers: list[str] | None
+) -> None:
+    """An affine.if with an else branch that is a loop's whole body: the loop runs the
+    else body before the condition's run of counters, the condition's body in it, the
+    else body after it (one loop each, in order), bit for bit the interpreter's."""
+    text = _guarded_square("0 to 12", f"(d0, d1)[s0] : {condition}", otherwise=True)
+    module = parse_string(text)
+    outer = next(op for op in module.walk() if isinstance(op, affine.ForOp))
+    fold_conditions(outer)
+    printed = str(module)
+    lines = [line for line in printed.split("\n") if "affine.for %j" in line]
+    if headers is None:
+        assert "affine.if" in printed and len(lines) == 1, printed
+    else:
+        assert "affine.if" not in printed and len(lines) == len(headers), printed
+        for line, header in zip(lines, headers, strict=True):
+            assert header in line, printed
+    inputs = [np.random.default_rng(1).standard_normal((10, 12))]
+    _assert_native_equals_interp(text, inputs, 1, "native", 1)
+
+
+def test_an_outermost_loop_is_cut_by_its_condition_only_into_one() -> None:
+    """A nest's own loop stays one op: its condition with a body on both sides stays;
+    one whose then body is empty takes the else body's run as its bounds."""
+    for then, header in [(ONE_STORE, None), ("", "affine.for %j = 0 to 5 {")]:
+        text = f"""
+func.func @main(%C: memref<12xf64>) {{
+  affine.for %j = 0 to 12 {{
+    affine.if affine_set<(d0) : (d0 - 5 >= 0)>(%j) {{{then}
+    }} else {{
+      %v = affine.load %C[%j] : memref<12xf64>
+      %w = arith.mulf %v, %v : f64
+      affine.store %w, %C[%j] : memref<12xf64>
+    }}
+  }}
+  return
+}}
+"""
+        module = parse_string(text)
+        loop = next(op for op in module.walk() if isinstance(op, affine.ForOp))
+        folded = fold_conditions(loop)
+        assert ("affine.if" in str(module)) == (header is None), str(module)
+        assert header is None or header in str(folded), str(folded)
+        inputs = [np.random.default_rng(2).standard_normal(12)]
+        _assert_native_equals_interp(text, inputs, 1, "native", 1)
+
+
+ONE_STORE = """
+      %x = arith.constant 1.0 : f64
+      affine.store %x, %C[%j] : memref<12xf64>"""
+
+
+def test_a_condition_scaling_the_column_says_why_its_nest_is_left() -> None:
+    """A triangle written as `2 j <= i` in a square: the condition becomes a bound that
+    divides (`i floordiv 2 + 1`), which the i-k-j kernel does not take, and `--timing`
+    says so; the nest in either form computes what the interpreter computes."""
+    for carried in (False, True):
+        nest = replace(GEMM, carried=carried, hi_row=1, affine=True, guarded=True)
+        text = nest.text().replace("(d0 * 1 + 0 - d1 >= 0)", "(d0 - d1 * 2 >= 0)")
+        assert "d1 * 2" in text
+        lines = [d.text for d in optimize_bodies(parse_string(text), 256)]
+        assert carried or (len(lines) == 1 and "a loop bound is a division" in lines[0]), lines
+        for ranks in (1, 2):
+            _assert_native_equals_interp(text, nest.inputs(3), ranks, "native", 1)
 
 
 AFFINE_TILES = """
