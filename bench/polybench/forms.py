@@ -5,9 +5,10 @@ form's text: `affine` (affine.for, affine.load, affine.store), `affine iter_args
 innermost loop carrying its element: k innermost for the products, the row sums of atax
 and mvt), `affine.if` (syr2k's triangle as a condition in a full square), `affine.if
 else` (the same with the condition negated, `j > i`, and the body in its else branch)
-and `while` (every loop an scf.while); `linalg.generic` is written by hand where the kernel is one
-(gemm, 2mm, atax, mvt). Each element takes the operations of the scf form in its order,
-so every result must equal the scf form's bit for bit: a mismatch stops the run.
+and `while` (every loop an scf.while); `linalg.generic` is written by hand where the
+kernel is one (gemm, 2mm, atax, mvt; jacobi-2d's sweeps over views shifted to the
+neighbours). Each element takes the operations of the scf form in its order, so every
+result must equal the scf form's bit for bit: a mismatch stops the run.
 
     .venv/bin/python bench/polybench/forms.py [--size MEDIUM|LARGE] [--kernels gemm,...]
         [--forms affine,while,...] [--repeats R] [--no-optimize]
@@ -238,6 +239,7 @@ def generic_form(name: str, text: str) -> str | None:
         "2mm": _generic_2mm,
         "atax": _generic_atax,
         "mvt": _generic_mvt,
+        "jacobi-2d": _generic_jacobi,
     }
     make = makers.get(name)
     if make is None:
@@ -385,6 +387,51 @@ def _generic_mvt(head: str) -> str:
         [_RED, _PAR], body, types,
     )  # fmt: skip
     return "\n".join([*first, *second]) + "\n"
+
+
+def _generic_jacobi(head: str) -> str:
+    """Each sweep a linalg.generic over the inner square, its inputs the array's views
+    shifted to the centre, left, right, lower and upper neighbours (the scf form's order
+    of adds)."""
+    n = int(re.findall(r"memref<(\d+)x", head)[0])
+    tsteps = re.search(r"%tsteps = arith\.constant (\d+)", head)
+    assert tsteps
+    m = n - 2
+    shifts = {"c": (1, 1), "l": (1, 0), "r": (1, 2), "d": (2, 1), "u": (0, 1)}
+    views = {
+        k: f"memref<{m}x{m}xf64, strided<[{n}, 1], offset: {di * n + dj}>>"
+        for k, (di, dj) in shifts.items()
+    }
+    lines = ["  scf.for %t = %ci0 to %tsteps step %ci1 {"]
+    for src, dst in (("%A", "%B"), ("%B", "%A")):
+        name = src[1:]
+        for key, (di, dj) in shifts.items():
+            lines.append(
+                f"    %{name}_{key} = memref.subview {src}[{di}, {dj}] [{m}, {m}] [1, 1] :"
+                f" memref<{n}x{n}xf64> to {views[key]}"
+            )
+        out = f"%{name}_out"
+        lines.append(
+            f"    {out} = memref.subview {dst}[1, 1] [{m}, {m}] [1, 1] :"
+            f" memref<{n}x{n}xf64> to {views['c']}"
+        )
+        ident = "affine_map<(i, j) -> (i, j)>"
+        ins = ", ".join(f"%{name}_{key}" for key in shifts)
+        types = ", ".join(views[key] for key in shifts)
+        lines += [
+            f"    linalg.generic {{indexing_maps = [{', '.join([ident] * 6)}], "
+            f"iterator_types = [{_PAR}, {_PAR}]}}",
+            f"        ins({ins} : {types}) outs({out} : {views['c']}) {{",
+            "    ^bb0(%g0: f64, %g1: f64, %g2: f64, %g3: f64, %g4: f64, %g5: f64):",
+            "      %s1 = arith.addf %g0, %g1 : f64",
+            "      %s2 = arith.addf %s1, %g2 : f64",
+            "      %s3 = arith.addf %s2, %g3 : f64",
+            "      %s4 = arith.addf %s3, %g4 : f64",
+            "      %s5 = arith.mulf %cf3, %s4 : f64",
+            "      linalg.yield %s5 : f64",
+            "    }",
+        ]
+    return "\n".join([*lines, "  }"]) + "\n"
 
 
 def program(name: str, form: str, sizes: dict[str, int]) -> str | None:

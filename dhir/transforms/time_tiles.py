@@ -2,8 +2,9 @@
 so that each band reads its arrays from memory once instead of once a step.
 
 It takes a host `scf.for` or `affine.for` (the time loop; affine loops in it are read as
-the scf loops --lower-affine makes of them, which replace them where the loop is
-rewritten) whose body is one `dhir.schedule` of CPU tasks,
+the scf loops --lower-affine makes of them, and element-wise `linalg.generic` sweeps
+over views as their loops over the arrays (dhir.transforms.generic_sweeps), which
+replace them where the loop is rewritten) whose body is one `dhir.schedule` of CPU tasks,
 each a *row statement*: a loop over rows `i` (step 1, constant bounds) whose body stores
 only to row `i` of the memrefs it writes and loads rows `i + c` (`c` constant) of the
 memrefs any task writes; or a body storing to one constant row. Memrefs no task writes
@@ -56,7 +57,7 @@ from dhir.analysis.counts import constant_int
 from dhir.analysis.regions import Bounds, Regions, empty, piece_boxes, task_regions, whole
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.analysis.validity import Box
-from dhir.dialects import affine, arith, memref, scf
+from dhir.dialects import affine, arith, linalg, memref, scf
 from dhir.dialects.access import is_pure
 from dhir.dialects.dhir import (
     RANK_ATTR,
@@ -74,6 +75,7 @@ from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
 from dhir.transforms.building import const_index, insert_before, inside, put, replace_by
+from dhir.transforms.generic_sweeps import write_as_loops
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.triangles import lift
@@ -120,7 +122,7 @@ def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decisio
     for written, schedule in loops:
         held, where = None, loc_of(written)
         try:
-            if _holds_affine(written):
+            if _holds_affine(written) or find_ops(written, linalg.GenericOp):
                 held = _as_scf(written)
                 loop = cast(scf.ForOp, held.last_op)
                 schedule = cast(ScheduleOp, loop.body.block.first_op)
@@ -153,8 +155,9 @@ def _holds_affine(loop: scf.ForOp | affine.ForOp) -> bool:
 
 def _as_scf(loop: scf.ForOp | affine.ForOp) -> Block:
     """A copy of `loop` with its affine loops and the ops in them made scf, as
-    --lower-affine makes them (the same semantics), alone in a block with the constants
-    its bounds take: the form the pass reads. Raises _Left where one cannot be made so."""
+    --lower-affine makes them (the same semantics), and its linalg.generic sweeps made
+    their loops, alone in a block with the constants its bounds take: the form the pass
+    reads. Raises _Left where one cannot be made so."""
     copy = loop.clone()
     block = Block([copy])
     kept = kept_in(copy) if isinstance(copy, affine.ForOp) else None
@@ -168,6 +171,12 @@ def _as_scf(loop: scf.ForOp | affine.ForOp) -> Block:
         lower_nest(nest)
     if isinstance(copy, affine.ForOp):
         lower_nest(copy)
+    # `copy` itself, where affine, was replaced by its scf form.
+    for sweep in [op for top in block.ops for op in find_ops(top, linalg.GenericOp)]:
+        why = write_as_loops(sweep)
+        if why is not None:
+            _drop(block)
+            raise _Left(f"a task's linalg.generic {why}: no sweep of rows")
     return block
 
 

@@ -5,6 +5,7 @@ sequential oracle) computes; what it leaves, and why."""
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,9 @@ class Program:
     # Loops written with affine.for (the time loop too), accesses with affine.load and
     # affine.store: what PolyBench's programs hold.
     affine: bool = False
+    # Each sweep over rows without forcing or weights written as a linalg.generic over
+    # views of the arrays shifted by its reads' offsets (its own element: the output's).
+    generic: bool = False
 
     def text(self) -> str:
         kind = f"memref<{ROWS}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{ROWS}x{COLS}xf64>"
@@ -83,6 +87,12 @@ class Program:
     def _task(self, s: int, sweep: Sweep, names: list[str], kind: str) -> list[str]:
         used = sorted({sweep.dst, *(_read(r)[0] for r in sweep.reads)})
         listed = ", ".join([*(names[a] for a in used), "%F", "%W"])
+        if self.generic and sweep.row is None and not (sweep.forcing or sweep.weighted):
+            return [
+                f"      %s{s} = dhir.task %cpu, {listed} {{",
+                *self._generic(sweep, names, kind),
+                "      }",
+            ]
         pad = "          " if sweep.row is None else "        "
         row = "%i" if sweep.row is None else "%row"
         plane = ", %d" if self.depth else ""
@@ -156,6 +166,57 @@ class Program:
             "      }",
         ]
 
+    def _generic(self, sweep: Sweep, names: list[str], kind: str) -> list[str]:
+        """`sweep` as a linalg.generic over views (`Program.generic`)."""
+        starts = [sweep.lo, sweep.cols[0], *([sweep.planes[0]] if self.depth else [])]
+        ends = [sweep.hi, sweep.cols[1], *([sweep.planes[1]] if self.depth else [])]
+        sizes = [end - start for start, end in zip(starts, ends)]
+        strides = [COLS * DEPTH, DEPTH, 1] if self.depth else [COLS, 1]
+        lines: list[str] = []
+
+        def view(name: str, array: int, shift: tuple[int, ...]) -> str:
+            at = [start + by for start, by in zip(starts, shift)]
+            offset = sum(a * stride for a, stride in zip(at, strides))
+            shape = "x".join(str(n) for n in sizes)
+            layout = f"strided<[{', '.join(map(str, strides))}], offset: {offset}>"
+            lines.append(
+                f"        {name} = memref.subview {names[array]}[{', '.join(map(str, at))}] "
+                f"[{', '.join(map(str, sizes))}] [{', '.join(['1'] * len(sizes))}] : "
+                f"{kind} to memref<{shape}xf64, {layout}>"
+            )
+            return f"{name} : memref<{shape}xf64, {layout}>"
+
+        out = view("%out", sweep.dst, (0,) * len(sizes))
+        ins, args, body = [], [], ["          %acc0 = arith.constant 0.5 : f64"]
+        for n, read in enumerate(sweep.reads):
+            array, offset, column = _read(read)
+            if (array, offset, column) == (sweep.dst, 0, 0):
+                arg = "%own"
+            else:
+                ins.append(view(f"%v{n}", array, (offset, column, 0)[: len(sizes)]))
+                arg = f"%g{n}"
+                args.append(f"{arg}: f64")
+            body += [
+                f"          %w{n} = arith.constant {0.25 + 0.125 * n} : f64",
+                f"          %p{n} = arith.mulf {arg}, %w{n} : f64",
+                f"          %acc{n + 1} = arith.addf %acc{n}, %p{n} : f64",
+            ]
+        identity = f"affine_map<({', '.join(f'd{k}' for k in range(len(sizes)))}) -> "
+        identity += f"({', '.join(f'd{k}' for k in range(len(sizes)))})>"
+        parallel = ", ".join(['"parallel"'] * len(sizes))
+        values = ", ".join(v.split(" : ")[0] for v in ins)
+        types = ", ".join(v.split(" : ")[1] for v in ins)
+        return [
+            *lines,
+            f"        linalg.generic {{indexing_maps = [{', '.join([identity] * (len(ins) + 1))}], "
+            f"iterator_types = [{parallel}]}}",
+            f"            ins({values} : {types}) outs({out}) {{",
+            f"        ^bb0({', '.join([*args, '%own: f64'])}):",
+            *body,
+            f"          linalg.yield %acc{len(sweep.reads)} : f64",
+            "        }",
+        ]
+
     def _for(self, pad: str, iv: str, bounds: tuple[int, int], lo: str, hi: str) -> str:
         if self.affine:
             return f"{pad}affine.for {iv} = {bounds[0]} to {bounds[1]} {{"
@@ -209,7 +270,7 @@ def programs(draw: st.DrawFn) -> Program:
         else:
             cut.append(sweep)
     steps, depth = draw(st.integers(0, 7)), draw(st.booleans())
-    return Program(arrays, steps, tuple(cut), depth, draw(st.booleans()))
+    return Program(arrays, steps, tuple(cut), depth, draw(st.booleans()), draw(st.booleans()))
 
 
 def _as_written(
@@ -227,8 +288,9 @@ def _as_written(
 @given(program=programs(), band=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_bands_equal_the_interpreter(program: Program, band: int, seed: int) -> None:
     """Random sweeps (1-3 statements over 2-3 arrays, row offsets -2..2, partial row
-    ranges, fixed rows, a time-indexed forcing array, a column-indexed weight) in bands of 1-4 steps: bit for bit
-    what the interpreter computes from the loop as written."""
+    ranges, fixed rows, a time-indexed forcing array, a column-indexed weight; loops
+    written with scf, affine or linalg.generic over views) in bands of 1-4 steps: bit for
+    bit what the interpreter computes from the loop as written."""
     text = program.text()
     module = parse_string(text)
     (decision,) = time_tiles(module, band if band > 1 else 0)
@@ -259,6 +321,47 @@ def test_affine_time_loops_are_banded_as_their_scf_forms() -> None:
     _as_written(written.text(), print_module(module), JACOBI.inputs(2), "native")
     for ranks in (1, 2):
         _as_written(written.text(), written.text(), JACOBI.inputs(2), "native", ranks)
+
+
+def test_generic_sweeps_over_views_are_banded_as_their_loops() -> None:
+    """jacobi-2d's sweeps written as linalg.generic over views shifted to the neighbours:
+    written as their loops over the arrays, banded as the loops are, and bit for bit what
+    the interpreter computes from the generic form, on one rank and two."""
+    written = replace(JACOBI, generic=True)
+    module = parse_string(written.text())
+    (decision,) = time_tiles(module, 2)
+    assert decision.done and "time loop of 2 row statements" in decision.text
+    assert "linalg.generic" not in print_module(module)
+    assert "memref.subview" not in print_module(module)
+    _as_written(written.text(), print_module(module), JACOBI.inputs(3), "native")
+    for ranks in (1, 2):
+        _as_written(written.text(), written.text(), JACOBI.inputs(3), "native", ranks)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ('["parallel", "parallel"]', '["parallel", "reduction"]', "has a reduction dimension"),
+        (
+            "%v1 = memref.subview %M0[1, 0] [7, 5] [1, 1]",
+            "%v1 = memref.subview %M0[1, 0] [7, 5] [1, 1]",
+            None,
+        ),
+    ],
+)
+def test_a_generic_that_is_no_sweep_of_rows_says_why_its_loop_is_left(
+    old: str, new: str, why: str | None
+) -> None:
+    text = replace(JACOBI, generic=True).text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    if why is None:  # the output views the array an input views
+        text = text.replace("%out = memref.subview %M1[1, 0]", "%out = memref.subview %M0[1, 0]", 1)
+        why = "writes an array that an input may share"
+    module = parse_string(text)
+    (decision,) = time_tiles(module, 2)
+    assert not decision.done and why in decision.text, decision.text
+    assert print_module(module) == print_module(parse_string(text))
 
 
 def test_an_affine_time_loop_holding_an_affine_parallel_is_left_whole() -> None:

@@ -1,0 +1,141 @@
+"""Element-wise `linalg.generic` sweeps over views written as the row loops they mean,
+for dhir-time-tiles.
+
+A user may write a stencil sweep (jacobi-2d's `B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] +
+...)`) as one `linalg.generic` whose operands are views of the arrays shifted to each
+neighbour (`memref.subview %A[1, 0] [n - 2, n - 2] [1, 1]`), every iterator parallel and
+every map the identity. Its loops, as the build lowers it anyway (one loop a dimension,
+in order, each element's inputs loaded and its body computed, then stored), are written
+over the arrays themselves: `for i in [oi, oi + n - 2) { for j ... { B[i, j] = f(A[i, j],
+A[i, j - 1], ...) } }`, each input at the output's indices plus the difference of the
+views' offsets: the row statements the time tiles read. The views must take static
+offsets and sizes, strides of 1, and the rank of the array they view; the output no
+memory an input may share (the loops' order would then be seen).
+"""
+
+from collections.abc import Sequence
+from typing import cast
+
+from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from dhir.analysis.sharing import may_alias, memory_of
+from dhir.dialects import arith, linalg, memref, scf
+from dhir.transforms.building import const_index, put, replace_by
+
+# An operand read as an array and the offsets of the view of it.
+_Viewed = tuple[SSAValue, tuple[int, ...]]
+
+
+def write_as_loops(op: linalg.GenericOp) -> str | None:
+    """Replace `op` by its loops over the arrays it views (module docstring), or say why
+    it is not such a sweep."""
+    why = _refusal(op)
+    if why is not None:
+        return why
+    viewed = [_viewed(v) for v in (*op.inputs, *op.outputs)]
+    block = Block()
+    _loops(op, cast(list[_Viewed], viewed), block)
+    for made in block.walk():  # what reports at them names the user's line
+        made.location = op.location
+    views = [v.owner for v in (*op.inputs, *op.outputs) if isinstance(v.owner, memref.SubviewOp)]
+    replace_by(op, block)
+    for view in dict.fromkeys(views):
+        if not view.results[0].uses:
+            view.detach()
+            view.erase()
+    return None
+
+
+def _refusal(op: linalg.GenericOp) -> str | None:
+    operands = [*op.inputs, *op.outputs]
+    if op.res or len(op.outputs) != 1:
+        return "has results or other than one output"
+    if any(str(kind.data.value) != "parallel" for kind in op.get_iterator_types()):
+        return "has a reduction dimension"
+    shapes = {tuple(cast(MemRefType, v.type).get_shape()) for v in operands}
+    rank = len(op.get_iterator_types())
+    if len(shapes) != 1 or any(d < 0 for shape in shapes for d in shape):
+        return "takes operands of different or dynamic shapes"
+    if any(m.data != AffineMap.identity(rank) for m in op.get_indexing_maps()):
+        return "has a map other than the identity"
+    if any(isinstance(inner, linalg.IndexOp) for inner in op.body.walk()):
+        return "takes its indices (linalg.index)"
+    viewed = [_viewed(v) for v in operands]
+    if any(v is None for v in viewed):
+        return "takes an operand that is no view of static offsets and strides 1 of an array"
+    arrays = [cast(_Viewed, v)[0] for v in viewed]
+    if may_alias(arrays[-1], memory_of(arrays[:-1])):
+        return "writes an array that an input may share"
+    return None
+
+
+def _viewed(value: SSAValue) -> _Viewed | None:
+    """`value` as (array, offsets): an array of the identity layout itself, or a view of
+    one of static offsets and sizes, strides 1 and the same rank; None otherwise."""
+    kind = value.type
+    if not isinstance(kind, MemRefType):
+        return None
+    if isinstance(kind.layout, NoneAttr):
+        return value, (0,) * kind.get_num_dims()
+    view = value.owner
+    if not isinstance(view, memref.SubviewOp) or view.offsets or view.sizes or view.strides:
+        return None
+    source = view.source.type
+    if not isinstance(source, MemRefType) or not isinstance(source.layout, NoneAttr):
+        return None
+    offsets = tuple(view.static_offsets.get_values())
+    strides = view.static_strides.get_values()
+    if source.get_num_dims() != kind.get_num_dims() or any(s != 1 for s in strides):
+        return None
+    return view.source, offsets
+
+
+def _loops(op: linalg.GenericOp, viewed: Sequence[_Viewed], block: Block) -> None:
+    """At the end of `block`: a loop per dimension over the output array's indices, the
+    body loading each input at its shifted indices, computing `op`'s body and storing."""
+    out, at = viewed[-1]
+    shape = cast(MemRefType, op.outputs[0].type).get_shape()
+    one = const_index(block, 1)
+    here: Block = block
+    ivs: list[SSAValue] = []
+    loops: list[tuple[Block, scf.ForOp]] = []
+    for start, size in zip(at, shape, strict=True):
+        body = Block(arg_types=[IndexType()])
+        lo, hi = const_index(block, start), const_index(block, start + size)
+        loops.append((here, scf.ForOp(lo, hi, one, [], Region(body))))
+        ivs.append(body.args[0])
+        here = body
+    # Each input loaded where the body first uses it, as a user writes the loop (the
+    # backend then keeps fewer values live); no store comes between, so the same values.
+    sources: dict[SSAValue, _Viewed] = dict(zip(op.body.block.args, viewed, strict=True))
+    mapper: dict[SSAValue, SSAValue] = {}
+
+    def value(operand: SSAValue) -> SSAValue:
+        if operand in sources and operand not in mapper:
+            array, offsets = sources[operand]
+            indices = [_shifted(here, iv, o - a) for iv, o, a in zip(ivs, offsets, at)]
+            mapper[operand] = put(here, memref.LoadOp.get(array, indices)).res
+        return mapper.get(operand, operand)
+
+    for inner in op.body.block.ops:
+        # Its regions' ops too: an input first used in a branch is loaded before it.
+        operands = [value(operand) for nested in inner.walk() for operand in nested.operands]
+        if isinstance(inner, linalg.YieldOp):
+            put(here, memref.StoreOp.get(operands[0], out, ivs))
+        else:
+            put(here, inner.clone(value_mapper=mapper))
+    for parent, loop in reversed(loops):
+        put(loop.body.block, scf.YieldOp())
+        put(parent, loop)
+
+
+def _shifted(block: Block, iv: SSAValue, by: int) -> SSAValue:
+    """`iv + by`, computed at the end of `block` as a user writes it (`j - 1`, not
+    `j + -1`: what the lowering knows of the sum's range follows the op)."""
+    if by == 0:
+        return iv
+    if by < 0:
+        return put(block, arith.SubiOp(iv, const_index(block, -by))).result
+    return put(block, arith.AddiOp(iv, const_index(block, by))).result
