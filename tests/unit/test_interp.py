@@ -1542,6 +1542,53 @@ def test_an_empty_reinterpret_cast_view_runs() -> None:
     same_bits(got, np.array([0, 1], np.int32))
 
 
+# A reinterpret_cast of negative stride (MLIR's strided layouts allow one; native code
+# addresses offset + i * stride): %a read backwards from OFFSET, stored into %b, and
+# %b's first element written back through the view (into %a[OFFSET]).
+REVERSED_VIEW = """
+func.func @main(%a: memref<5xi64>, %b: memref<5xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant SIZE : index
+  %v = memref.reinterpret_cast %a to offset: [OFFSET], sizes: [SIZE], strides: [-1] : memref<5xi64> to memref<SIZExi64, strided<[-1], offset: OFFSET>>
+  scf.for %i = %c0 to %n step %c1 {
+    %x = memref.load %v[%i] : memref<SIZExi64, strided<[-1], offset: OFFSET>>
+    memref.store %x, %b[%i] : memref<5xi64>
+  }
+  %y = arith.constant 7 : i64
+  memref.store %y, %v[%c0] : memref<SIZExi64, strided<[-1], offset: OFFSET>>
+  return
+}
+"""
+
+
+def _reversed_view(offset: int, size: int) -> str:
+    return REVERSED_VIEW.replace("OFFSET", str(offset)).replace("SIZE", str(size))
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_view_of_negative_stride_runs_as_natively() -> None:
+    """It was refused as `outside its buffer` where it stayed inside (offset 4, 5
+    elements back to %a[0]), though native code runs it."""
+    a, b = np.arange(5, dtype=np.int64), np.zeros(5, np.int64)
+    for offset, size in ((4, 5), (3, 2), (0, 1)):
+        program = _reversed_view(offset, size)
+        got = run(program, a, b)
+        want_a, want_b = a.copy(), b.copy()
+        want_b[:size] = a[offset - size + 1 : offset + 1][::-1]
+        want_a[offset] = 7
+        same_bits(got[0], want_a)
+        same_bits(got[1], want_b)
+        native = dhir.run(program, a, b, ranks=2)
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(native, got))
+
+
+def test_a_view_of_negative_stride_below_its_buffer_is_refused() -> None:
+    message = run_error(_reversed_view(2, 4), np.arange(5, dtype=np.int64), np.zeros(5, np.int64))
+    assert "views offset 2, sizes [4], strides [-1] outside its buffer of 5 elements" in message
+
+
 SIGN_AND_BIT_OPS = """
 func.func @main(%a: memref<4xf32>, %b: memref<4xi32>, %c: memref<4xi16>, %o: memref<4xf32>,
                 %p: memref<6x4xi32>, %q: memref<5x4xi16>, %w: memref<4xf32>) {

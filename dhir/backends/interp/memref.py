@@ -404,11 +404,15 @@ class MemrefImpls(InterpreterFunctions):
         root = base_array(args[0])
         offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
         offset = offsets[0]
-        reach = offset + sum((n - 1) * s for n, s in zip(sizes, strides) if n > 0)
+        # A negative stride reaches below the offset (MLIR's layouts allow it: native
+        # code addresses offset + i * stride as for any other).
+        steps = [(n - 1) * s for n, s in zip(sizes, strides) if n > 0]
+        low = offset + sum(d for d in steps if d < 0)
+        high = offset + sum(d for d in steps if d > 0)
         # A view of no elements reaches none: of an empty buffer too, at any offset up
         # to its end (the cast MLIR makes of a memref<0x3xf32> as memref<0xf32>).
-        empty = 0 in sizes and offset <= root.size
-        inside = offset >= 0 and (reach < root.size or empty) and min(strides, default=0) >= 0
+        empty = 0 in sizes and 0 <= offset <= root.size
+        inside = empty or (low >= 0 and high < root.size)
         if not (root.flags.c_contiguous and inside):
             fail(
                 op,
