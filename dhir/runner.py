@@ -259,6 +259,15 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
     on stderr."""
     options = options if options is not None else RunOptions()
     if not options.codedrop:
+        if options.target != DEFAULT_TARGET:
+            raise UsageError(
+                [
+                    Diagnostic(
+                        f"the target {options.target} is for the tasks CodeDrop makes, and "
+                        "--no-codedrop (codedrop=False) makes none: drop one of the two"
+                    )
+                ]
+            )
         return
     line = auto_codedrop(module, entry, options.target)
     if line is not None:

@@ -49,7 +49,7 @@ from dhir.dialects import affine, func, scf
 from dhir.dialects.access import Kind, is_pure, kind, subscripts
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, loc_of
 from dhir.ir.tasks import reaching_schedules
 from dhir.transforms.counted_whiles import as_for_loops
 from dhir.transforms.shard_collectives import SPMD
@@ -290,9 +290,12 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     """What `dhir run` does with a plain program: apply CodeDrop to `entry` when it holds
     no schedule, and say so (the line to show the user); None when it has one."""
     function = find_function(module, entry)
-    if function is None or not function.body.blocks or has_schedule(function):
+    if function is None or not function.body.blocks:
         return None
-    if SPMD in function.attributes:
+    if has_schedule(function) or SPMD in function.attributes:
+        _check_target_unused(function, target)
+        if has_schedule(function):
+            return None
         return f"dhir: @{entry} is a shard program; each rank runs its device's part"
     try:
         done = codedrop(module, entry, target)
@@ -306,6 +309,23 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     tasks = f"{done.nests} task{'s' if done.nests != 1 else ''}"
     schedules = f"{done.schedules} schedule{'s' if done.schedules != 1 else ''}"
     return f"{where}; CodeDrop made {tasks} in {schedules} (--no-codedrop to run it as written)"
+
+
+def _check_target_unused(function: func.FuncOp, target: str) -> None:
+    """Refuse a target other than "any" for an entry CodeDrop leaves as it is: its tasks
+    keep the targets they were written with, and a shard program runs on the ranks' CPUs,
+    so the target asked for would be dropped without a word."""
+    if target == "any":
+        return
+    if has_schedule(function):
+        what = "holds a dhir.schedule, whose tasks keep the dhir.target they name"
+        hint = "drop --target (target= in dhir.run), or change the tasks' dhir.target"
+    else:
+        what = "is a shard program, which runs on the ranks' CPUs"
+        hint = "drop --target (target= in dhir.run)"
+    name = function.sym_name.data
+    message = f"the target {target} is for the tasks CodeDrop makes, and @{name} {what}: {hint}"
+    raise UsageError([Diagnostic(message, loc_of(function))])
 
 
 def _is_time_loop(op: Operation) -> bool:

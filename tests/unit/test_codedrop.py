@@ -373,6 +373,26 @@ def test_target_reaches_the_tasks() -> None:
     assert 'dhir.target {arch = "sm_90"}' in dhir.print_module(module)
 
 
+@pytest.mark.parametrize(
+    ("program", "extra", "words"),
+    [
+        ("proposal.mlir", [], "holds a dhir.schedule, whose tasks keep the dhir.target"),
+        ("shard_stencil.mlir", [], "is a shard program, which runs on the ranks' CPUs"),
+        ("plain_gemm.mlir", ["--no-codedrop"], "--no-codedrop (codedrop=False) makes none"),
+    ],
+)
+def test_a_target_no_task_can_take_is_refused(program: str, extra: list[str], words: str) -> None:
+    """--target binds only the tasks CodeDrop makes: where it makes none, the target the
+    user asked for would be dropped without a word (a shard program ran on the CPUs)."""
+    result = _dhir("schedule", str(EXAMPLES / program), "-n", "4", "--target", "sm_90", *extra)
+    assert result.returncode == 2, result.stderr
+    assert words in result.stderr and "Traceback" not in result.stderr
+    module = parse_string((EXAMPLES / program).read_text())
+    with pytest.raises(dhir.DhirError, match="is for the tasks CodeDrop makes"):
+        inputs = [np.ones((64, 32))] if program.startswith("shard") else []
+        dhir.run(module, *inputs, ranks=4, target="cpu", codedrop="--no-codedrop" not in extra)
+
+
 def test_help_lists_the_flags() -> None:
     result = _dhir("run", "--help")
     assert "--no-codedrop" in result.stdout and "--target" in result.stdout
