@@ -1,7 +1,7 @@
 """`dhir-loop-steps`: host loops whose step is known only when they run stop the rank when
-that step is 0 or less, and host `scf.for` loops (and `scf.parallel` dimensions) whose
-counter may step past its type's largest value stop it when it would, naming the loop, as
-the interpreter does.
+that step is 0 or less, and host `scf.for` and `affine.for` loops (and the dimensions of
+`scf.parallel`, `scf.forall` and `affine.parallel`) whose counter may step past its type's
+largest value stop it when it would, naming the loop, as the interpreter does.
 
 MLIR 22 leaves such a loop undefined, and native code does not stop: an `scf.for` stepping
 down from above its upper bound ran zero times (exit 0, the loop's writes missing), one
@@ -14,21 +14,34 @@ An `scf.for` from 4611686018427387904 to 2**63 - 1 step 2**62 (bounds given at r
 wraps its counter to -2**63 after its first iteration, which is still below the upper
 bound: native code ran on until it faulted (SIGSEGV) or forever. Before such a loop, when
 it runs at all, its last value, `lb + ((ub - 1 - lb) udiv step) * step` (exact in the
-loop's type, as `ub - lb` fits unsigned), is compared with `top - step`.
+loop's type, as `ub - lb` fits unsigned), is compared with `top - step`. The same held
+for `scf.forall` (which ran on forever) and the affine loops that dhir-optimize-bodies
+leaves (their bounds are computed before the loop as --lower-affine computes them).
 """
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, i64
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    i64,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
-from dhir.dialects import arith, func, scf
+from dhir.dialects import affine, arith, func, scf
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, insert_before, put
+
+_Pick = Callable[..., int]
 
 BAD_STEP = "dhir_rt_bad_step"
 COUNTER_OVERFLOW = "dhir_rt_counter_overflow"
@@ -42,16 +55,14 @@ class LoopStepsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         guarded = counted = False
-        for loop in find_ops(op, (scf.ForOp, scf.ParallelOp, scf.ForallOp)):
+        loops = (scf.ForOp, scf.ParallelOp, scf.ForallOp, affine.ForOp, affine.ParallelOp)
+        for loop in find_ops(op, loops):
             if in_device_code(loop):
                 continue
             for step in _run_time_steps(loop):
                 _guard(loop, step)
                 guarded = True
-            for bounds, outer in _counters(loop):
-                if _may_overflow(*bounds):
-                    _guard_counter(loop, bounds, outer)
-                    counted = True
+            counted |= _guard_counters(loop, _counters(loop))
         if guarded:
             declare(op, BAD_STEP, [i64, i64, i64], [], owner="dhir's runtime")
         if counted:
@@ -63,9 +74,10 @@ def _run_time_steps(loop: Operation) -> list[SSAValue]:
         steps = [loop.step]
     elif isinstance(loop, scf.ParallelOp):
         steps = list(loop.step)
-    else:
-        assert isinstance(loop, scf.ForallOp)
+    elif isinstance(loop, scf.ForallOp):
         steps = [step for step in loop.bounds()[2] if isinstance(step, SSAValue)]
+    else:
+        return []  # affine loops: constant steps, which their verifier checks
     return [step for step in steps if not isinstance(step.owner, arith.ConstantOp)]
 
 
@@ -103,31 +115,98 @@ def _as_i64(block: Block, value: SSAValue) -> SSAValue:
 
 
 _Bounds = tuple[SSAValue, SSAValue, SSAValue]
+# A counter's lower bound, upper bound or step: an SSA value, or what makes one where the
+# bounds need ops of their own before the loop, with its value where it is a constant.
+_Make = Callable[[Block], SSAValue]
+_Bound = tuple[SSAValue | _Make, int | None]
+_Dim = tuple[_Bound, _Bound, _Bound]
 
 
-def _counters(loop: Operation) -> list[tuple[_Bounds, list[_Bounds]]]:
-    """The counters of `loop`, each with those of the dimensions outside it. An
-    scf.parallel left parallel (OpenMP) is checked as the nest of scf.for that
-    dhir-serial-loops makes of the others, outermost first: a dimension when those outside
-    it run at all, as the interpreter does."""
+def _counters(loop: Operation) -> list[_Dim]:
+    """The counters of `loop`, outermost first. A parallel loop (scf.parallel left parallel
+    on OpenMP, scf.forall, affine.parallel) is checked as the nest of loops that
+    dhir-serial-loops and mlir-opt make of it, outermost first: a dimension when those
+    outside it run at all, as the interpreter does."""
     if isinstance(loop, scf.ForOp):
-        return [((loop.lb, loop.ub, loop.step), [])]
-    if not isinstance(loop, scf.ParallelOp):
-        return []
-    dims = list(zip(loop.lowerBound, loop.upperBound, loop.step))
-    return [(dim, dims[:k]) for k, dim in enumerate(dims)]
+        return [(_given(loop.lb), _given(loop.ub), _given(loop.step))]
+    if isinstance(loop, scf.ParallelOp):
+        values = zip(loop.lowerBound, loop.upperBound, loop.step)
+        return [(_given(lb), _given(ub), _given(step)) for lb, ub, step in values]
+    if isinstance(loop, scf.ForallOp):
+        mixed = zip(*loop.bounds())
+        return [(_mixed(lb), _mixed(ub), _mixed(step)) for lb, ub, step in mixed]
+    if isinstance(loop, affine.ForOp):
+        lower = _bound(loop.lowerBoundMap.data, loop.lowerBoundOperands, max)
+        upper = _bound(loop.upperBoundMap.data, loop.upperBoundOperands, min)
+        return [(lower, upper, _mixed(loop.step.value.data))]
+    if isinstance(loop, affine.ParallelOp):
+        lower_map, upper_map = loop.lowerBoundsMap.data, loop.upperBoundsMap.data
+        inputs = lower_map.num_dims + lower_map.num_symbols
+        lowers = _grouped(lower_map, loop.lowerBoundsGroups.get_values())
+        uppers = _grouped(upper_map, loop.upperBoundsGroups.get_values())
+        steps = [_mixed(step.value.data) for step in loop.steps]
+        operands = list(loop.map_operands)
+        return [
+            (_bound(lb, operands[:inputs], max), _bound(ub, operands[inputs:], min), step)
+            for lb, ub, step in zip(lowers, uppers, steps)
+        ]
+    return []
 
 
-def _may_overflow(lower: SSAValue, upper: SSAValue, stride: SSAValue) -> bool:
+def _given(value: SSAValue) -> _Bound:
+    return value, _constant(value)
+
+
+def _mixed(value: int | SSAValue) -> _Bound:
+    if isinstance(value, SSAValue):
+        return _given(value)
+    number = value
+
+    def make(block: Block) -> SSAValue:
+        return put(block, arith.ConstantOp(IntegerAttr(number, IndexType()))).result
+
+    return make, number
+
+
+def _grouped(whole: AffineMap, groups: Sequence[int]) -> list[AffineMap]:
+    """The map of each dimension of an affine.parallel: its group of `whole`'s results."""
+    maps, start = [], 0
+    for count in groups:
+        results = whole.results[start : start + count]
+        maps.append(AffineMap(whole.num_dims, whole.num_symbols, tuple(results)))
+        start += count
+    return maps
+
+
+def _bound(bound: AffineMap, operands: Sequence[SSAValue], pick: _Pick) -> _Bound:
+    """An affine loop's bound: the largest (`max`) or least (`min`) result of `bound`, as
+    --lower-affine computes it."""
+    constants = [r.value for r in bound.results if isinstance(r, AffineConstantExpr)]
+    known = pick(constants) if len(constants) == len(bound.results) else None
+    arguments = list(operands)
+    attribute = AffineMapAttr(bound)
+
+    def make(block: Block) -> SSAValue:
+        if len(bound.results) == 1:
+            return put(block, affine.ApplyOp(arguments, attribute)).result
+        if pick is min:
+            return put(block, affine.MinOp(arguments, attribute)).result
+        made = affine.MaxOp.create(
+            operands=arguments, result_types=[IndexType()], properties={"map": attribute}
+        )
+        return put(block, made).result
+
+    return make, known
+
+
+def _may_overflow(width: int | None, lb: int | None, ub: int | None, step: int | None) -> bool:
     """Whether a counter may step past its type's largest value, `top`: never with
     step 1 (the last value is below the upper bound); with constant bounds `lb` <= 0 and
     `ub`, never where `2 * (ub - 1) - lb <= top` (a step up to `ub - 1 - lb` ends at most
     there, a larger one at `lb + step`); with constants throughout, exactly."""
-    width = _width(stride.type)
     if width is None or width > 64:
         return False  # no i64 to report it in; the interpreter checks it
     top = (1 << (width - 1)) - 1
-    lb, ub, step = (_constant(v) for v in (lower, upper, stride))
     if step == 1:
         return False
     if lb is None or ub is None:
@@ -137,6 +216,29 @@ def _may_overflow(lower: SSAValue, upper: SSAValue, stride: SSAValue) -> bool:
     if step is not None:
         return step > 0 and lb + (ub - 1 - lb) // step * step + step > top
     return lb > 0 or 2 * (ub - 1) - lb > top
+
+
+def _guard_counters(loop: Operation, dims: Sequence[_Dim]) -> bool:
+    """Guard each counter of `dims` that may overflow (with those outside it); whether any
+    was."""
+    made = Block()
+    values: list[_Bounds] = []
+    for lb, ub, step in dims:
+        ssa = [bound if isinstance(bound, SSAValue) else bound(made) for bound, _ in (lb, ub, step)]
+        values.append((ssa[0], ssa[1], ssa[2]))
+    guarded = [
+        k
+        for k, (lb, ub, step) in enumerate(dims)
+        if _may_overflow(_width(values[k][2].type), lb[1], ub[1], step[1])
+    ]
+    if not guarded:
+        for op in reversed(list(made.ops)):
+            made.erase_op(op)
+        return False
+    insert_before(made, loop)
+    for k in guarded:
+        _guard_counter(loop, values[k], values[:k])
+    return True
 
 
 def _guard_counter(loop: Operation, bounds: _Bounds, outer: list[_Bounds]) -> None:

@@ -578,3 +578,90 @@ def test_run_time_step_not_positive_stops_native_code_at_the_loop(case: str) -> 
     assert f"the loop at line {line}, column 7 has step {bad}; MLIR leaves" in str(caught.value)
     if case != "for down":
         same_as_native(src, zeros, np.array([3], element))
+
+
+# --- counters of scf.forall, affine.for and affine.parallel --------------------------------
+
+# From 2**62 to 2**63 - 1 step 2**62 the interpreter ran one iteration of each and exited 0;
+# natively the scf.forall and (built with --no-optimize) the affine.for ran on forever, and
+# the affine.parallel on OpenMP ran once. Each dimension is checked when those outside it
+# run, as in a nest of loops; the affine bounds are a max and a min of several results.
+_COUNTED = {
+    "scf.forall": "scf.forall (%j, %i) = (%lo2, %lo) to (%hi2, %hi) step (%c1, %st) {",
+    "affine.for": (
+        "affine.for %j = %lo2 to %hi2 {\n"
+        "      affine.for %i = max affine_map<()[s0, s1] -> (s0, s1 - 8)>()[%lo, %hi]"
+        " to min affine_map<()[s0] -> (s0, 9223372036854775807)>()[%hi]"
+        " step 4611686018427387904 {"
+    ),
+    "affine.parallel": (
+        "affine.parallel (%j, %i) = (%lo2, max(%lo, %hi - 8))"
+        " to (%hi2, min(%hi, 9223372036854775807)) step (1, 4611686018427387904) {"
+    ),
+}
+
+
+def _counted(kind: str) -> str:
+    close = "}\n      }" if kind == "affine.for" else "}"
+    return f"""func.func @main(%o: memref<1xi32>, %lo: index, %hi: index, %st: index,
+                 %lo2: index, %hi2: index) {{
+  dhir.schedule %o {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %t = dhir.task %cpu, %o {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %one = arith.constant 1 : i32
+      {_COUNTED[kind]}
+        %r = memref.atomic_rmw addi %one, %o[%c0] : (i32, memref<1xi32>) -> i32
+      {close}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def _run_counted(backend: str, kind: str, *bounds: int) -> list[np.ndarray]:
+    program = dhir.parse_string(_counted(kind), "prog.mlir")
+    inputs = (np.zeros(1, np.int32), *bounds)
+    if backend == "interp":
+        return dhir.run(program, *inputs, backend="interp")
+    # plain: the affine loops as written, not made scf by dhir-optimize-bodies
+    return dhir.run(program, *inputs, backend="native", optimize=backend == "native")
+
+
+_PAST_TOP = (2**62, 2**63 - 1, 2**62)
+_BACKENDS = [
+    "interp",
+    pytest.param("native", marks=needs_llvm),
+    pytest.param("plain", marks=needs_llvm),
+]
+
+
+@pytest.mark.parametrize("kind", list(_COUNTED))
+@pytest.mark.parametrize("backend", _BACKENDS)
+def test_counters_of_other_loops_that_overflow_stop_at_the_loop(backend: str, kind: str) -> None:
+    with pytest.raises(DhirError) as caught:
+        _run_counted(backend, kind, *_PAST_TOP, 0, 1)
+    line = 10 if kind == "affine.for" else 9
+    column = _counted(kind).splitlines()[line - 1].index(kind) + 1
+    where = f"prog.mlir:{line}:{column}: error: '{kind}'"
+    if backend != "interp":
+        where = f"the loop at line {line}, column {column}"
+    assert where in str(caught.value) and "counter overflows its type" in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", list(_COUNTED))
+@pytest.mark.parametrize("backend", _BACKENDS)
+@pytest.mark.parametrize(("outer", "trips"), [((0, 0), 0), ((3, 1), 0), ((0, 3), 3)])
+def test_counters_of_other_loops_up_to_the_top_run(
+    backend: str, kind: str, outer: tuple[int, int], trips: int
+) -> None:
+    """An empty outer dimension runs nothing; a counter that stops below the top of index
+    runs: scf.forall from 2**63 - 9 step 4 twice, the affine loops (step 2**62) from the
+    greater of 0 and 2**62 - 8 once."""
+    bounds = (2**63 - 9, 2**63 - 1, 4) if kind == "scf.forall" else (0, 2**62, 1)
+    if kind == "scf.forall":
+        trips *= 2
+    got, *_ = _run_counted(backend, kind, *bounds, *outer)
+    assert got[0] == trips

@@ -75,6 +75,17 @@ _WRAPS = (
 )
 
 
+def _counters_fit(
+    op: Operation, lowers: Sequence[int], uppers: Sequence[int], steps: Sequence[int]
+) -> None:
+    # Natively a parallel loop is a nest of scf.for, outermost first: a dimension's
+    # counter is checked when the dimensions outside it run at all.
+    for lower, upper, step in zip(lowers, uppers, steps):
+        _counter_fits(op, IndexType(), lower, upper, step)
+        if lower >= upper:
+            break
+
+
 @register
 class ControlImpls(InterpreterFunctions):
     def __init__(self) -> None:
@@ -177,12 +188,7 @@ class ControlImpls(InterpreterFunctions):
         rank = len(op.lowerBound)
         lowers, uppers, steps = args[:rank], args[rank : 2 * rank], args[2 * rank : 3 * rank]
         _positive_steps(op, steps)
-        # Natively the loop is a nest of scf.for, outermost first: a dimension's counter
-        # is checked when the dimensions outside it run at all.
-        for lower, upper, step in zip(lowers, uppers, steps):
-            _counter_fits(op, IndexType(), lower, upper, step)
-            if lower >= upper:
-                break
+        _counters_fit(op, lowers, uppers, steps)
         self._check_wraps(interp, op, list(zip(lowers, uppers, steps, strict=True)))
         results = list(args[3 * rank :])
         reduce = op.body.block.last_op
@@ -206,6 +212,7 @@ class ControlImpls(InterpreterFunctions):
             for bounds in op.bounds()
         )
         _positive_steps(op, step)
+        _counters_fit(op, lower, upper, step)
         for ivs in product(*map(range, lower, upper, step)):
             interp.run_ssacfg_region(op.body, ivs, "scf.forall")
         return ()
@@ -225,6 +232,7 @@ class ControlImpls(InterpreterFunctions):
         upper = min(eval_map(op.upperBoundMap.data, args[n_lower : n_lower + n_upper]))
         step = op.step.value.data
         _positive_steps(op, [step])
+        _counter_fits(op, IndexType(), lower, upper, step)
         self._check_wraps(interp, op, [(lower, upper, step)])
         values = tuple(args[n_lower + n_upper :])
         for i in range(lower, upper, step):
@@ -247,6 +255,7 @@ class ControlImpls(InterpreterFunctions):
         uppers = _grouped(eval_map(upper_map, args[n_lower:]), upper_groups, min)
         steps = [s.value.data for s in op.steps]
         _positive_steps(op, steps)
+        _counters_fit(op, lowers, uppers, steps)
         kinds = op.reduction_kinds()
         types = op.result_types
         results = [_reduction_identity(op, k, t) for k, t in zip(kinds, types)]

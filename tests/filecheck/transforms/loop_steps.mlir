@@ -38,4 +38,27 @@ func.func @run_time(%a: memref<16xi32>, %st: index, %n: i32) {
   return
 }
 
+// An affine loop's counter is checked with its bounds as --lower-affine computes them: the
+// greatest lower bound and the least upper bound, made before the loop.
+// CHECK-LABEL: func.func @affine_bounds
+func.func @affine_bounds(%a: memref<16xi32>, %lo: index, %hi: index) {
+  %z = arith.constant 7 : i32
+  // CHECK:      %[[LB:.*]] = affine.max affine_map<()[s0, s1] -> (s0, (s1 + -8))>()[%lo, %hi]
+  // CHECK-NEXT: %[[UB:.*]] = affine.apply affine_map<()[s0] -> (s0)> ()[%hi]
+  // CHECK:      arith.cmpi slt, %[[LB]], %[[UB]] : index
+  // CHECK:      func.call @dhir_rt_counter_overflow
+  // CHECK:      affine.for
+  affine.for %i = max affine_map<()[s0, s1] -> (s0, s1 - 8)>()[%lo, %hi] to %hi step 4 {
+    affine.store %z, %a[0] : memref<16xi32>
+  }
+  // Constant bounds that cannot overflow: nothing added.
+  // CHECK-NOT:  affine.max
+  // CHECK:      affine.parallel
+  affine.parallel (%i) = (0) to (16) step (4) {
+    affine.store %z, %a[%i] : memref<16xi32>
+  }
+  return
+}
+
 // CHECK: func.func private @dhir_rt_bad_step(i64, i64, i64)
+// CHECK: func.func private @dhir_rt_counter_overflow(i64, i64, i64, i64)
