@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dhir
 from dhir import DhirError
 from dhir.api import parse_string
 
@@ -127,3 +128,44 @@ def test_a_variadic_c_function_declared_with_a_float_is_refused(declaration: str
 def test_a_variadic_c_function_of_integers_and_pointers_is_taken() -> None:
     """Integers and addresses arrive as C passes them: such declarations stay allowed."""
     parse_string(PROGRAM.format(declaration="func.func private @printf(i64, i64) -> i32"))
+
+
+# calloc, memset, strlen and free of C's library, called with MLIR's pointer type: native
+# code ran it, and the interpreter stopped at the first call ("returns !llvm.ptr: the
+# interpreter takes one i1, i8 to i64, index, f32 or f64 result"). It passes the pointer
+# on as an address, as native code does.
+POINTERS = """func.func private @malloc(i64) -> !llvm.ptr
+func.func private @calloc(i64, i64) -> !llvm.ptr
+func.func private @memset(!llvm.ptr, i32, i64) -> !llvm.ptr
+func.func private @strlen(!llvm.ptr) -> i64
+func.func private @free(!llvm.ptr)
+func.func @main(%a: memref<2xi64>) {
+  dhir.schedule %a {
+    %t = dhir.task target = "cpu", %a {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %one = arith.constant 1 : i64
+      %eight = arith.constant 8 : i64
+      %three = arith.constant 3 : i64
+      %letter = arith.constant 65 : i32
+      %p = func.call @calloc(%eight, %one) : (i64, i64) -> !llvm.ptr
+      %empty = func.call @strlen(%p) : (!llvm.ptr) -> i64
+      %q = func.call @memset(%p, %letter, %three) : (!llvm.ptr, i32, i64) -> !llvm.ptr
+      %filled = func.call @strlen(%q) : (!llvm.ptr) -> i64
+      func.call @free(%p) : (!llvm.ptr) -> ()
+      %m = func.call @malloc(%eight) : (i64) -> !llvm.ptr
+      func.call @free(%m) : (!llvm.ptr) -> ()
+      memref.store %empty, %a[%c0] : memref<2xi64>
+      memref.store %filled, %a[%c1] : memref<2xi64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_c_allocations_by_pointer_run_alike(backend: str) -> None:
+    got, *_ = dhir.run(parse_string(POINTERS, "prog.mlir"), np.full(2, 9), backend=backend)
+    assert got.tolist() == [0, 3]

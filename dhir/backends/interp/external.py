@@ -49,6 +49,7 @@ from dhir.backends.interp.scalars import wrap
 from dhir.backends.interp.written import mark
 from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
+from dhir.dialects.llvm import LLVMPointerType
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import task_ids
 from dhir.toolchain.linking import (
@@ -206,8 +207,8 @@ def call_external(
         fail(
             op,
             f"calls {name}, which returns {returned}: the interpreter takes one i1, i8 to "
-            "i64, index, f32 or f64 result from a linked function, or none (ctypes has no "
-            "f16 or bf16); return the value through a memref, or run natively",
+            "i64, index, f32, f64 or !llvm.ptr result from a linked function, or none "
+            "(ctypes has no f16 or bf16); return the value through a memref, or run natively",
         )
     argtypes: list[Any] = []
     values: list[Any] = []
@@ -378,12 +379,16 @@ def _descriptor(array: np.ndarray) -> tuple[int, int, list[int], list[int]]:
 
 
 def _is_scalar(type_: Attribute) -> bool:
-    return isinstance(type_, IndexType | IntegerType) or type(type_) in _FLOATS
+    return isinstance(type_, IndexType | IntegerType | LLVMPointerType) or type(type_) in _FLOATS
 
 
 def _scalar(op: Operation, type_: Attribute) -> type[Any]:
     if isinstance(type_, IndexType):
         return ctypes.c_int64
+    if isinstance(type_, LLVMPointerType):
+        # An address the program only passes on (to free, or to C of its own), as native
+        # code does: no op of the interpreter reads through it.
+        return ctypes.c_void_p
     if isinstance(type_, IntegerType) and type_.width.data in _INTS:
         return _INTS[type_.width.data]
     if type(type_) in _FLOATS:
@@ -396,7 +401,7 @@ def _scalar(op: Operation, type_: Attribute) -> type[Any]:
     fail(
         op,
         f"passes {type_} to a linked function: the interpreter passes i1, i8 to i64, index, "
-        f"f32, f64 and memrefs of a known rank{unranked}",
+        f"f32, f64, !llvm.ptr and memrefs of a known rank{unranked}",
     )
 
 
@@ -407,6 +412,8 @@ def _to_c(type_: Attribute, value: Any) -> Any:
 
 
 def _from_c(type_: Attribute, value: Any) -> Any:
+    if isinstance(type_, LLVMPointerType):
+        return int(value or 0)  # ctypes gives None for a null pointer
     if isinstance(type_, IndexType):
         return wrap(int(value), INDEX_WIDTH)
     if isinstance(type_, IntegerType):
