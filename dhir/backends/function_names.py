@@ -26,6 +26,9 @@ tasks, refused at their line before either backend starts.
   `MPI_Barrier` waited for ranks that never came (the run hung until --timeout); the
   interpreter has neither. Host code outside schedules, which every rank runs alike,
   may call them (natively: dhir-check-mpi points `mpi.barrier` to `dhir_rt_barrier`).
+- A declaration of one of C's functions with hidden state (HIDDEN_STATE: rand, random,
+  ...) that a task reaches: each rank (each process) keeps its own, so natively two tasks
+  on two ranks drew rand's first number, where the interpreter drew the first and second.
 - A function of the program that linked code (an object file, a static or shared
   library) calls back: the native build renames the program's functions (dhir-user-names),
   so the link failed with "undefined reference to `twice'", and the interpreter with
@@ -42,7 +45,7 @@ from dhir.dialects import func
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.mpi import MPI
 from dhir.ir.calls import callers_of, through_callers
-from dhir.ir.diagnostics import error_at
+from dhir.ir.diagnostics import error_at, loc_of
 from dhir.ir.walk import enclosing, find_among
 from dhir.toolchain.linking import C_INTERFACE, C_INTERFACE_PREFIX, LinkInputs
 from dhir.transforms.lower_to_mpi import STEP
@@ -83,6 +86,25 @@ _MPI_LOWERED = frozenset(
 # OpenMP's runtime: its API (`omp_...`) and the entry points compilers call (`__kmpc_...`,
 # and GCC's `GOMP_...`, which LLVM's libomp defines too).
 _OPENMP_PREFIXES = ("omp_", "__kmpc_", "GOMP_")
+# C's functions whose results come from state the C library keeps between calls, in each
+# process: its pseudo-random numbers (and strtok's place in its string).
+HIDDEN_STATE = frozenset(
+    {
+        "rand",
+        "srand",
+        "random",
+        "srandom",
+        "initstate",
+        "setstate",
+        "drand48",
+        "lrand48",
+        "mrand48",
+        "srand48",
+        "seed48",
+        "lcong48",
+        "strtok",
+    }
+)
 # The names C reserves for any use (C17 7.1.3): `__...` and `_` with a capital letter.
 _C_RESERVED = re.compile(r"__|_[A-Z]")
 
@@ -97,6 +119,7 @@ def check_function_names(module: ModuleOp, ops: Sequence[Operation] | None = Non
         if why is not None:
             raise error_at(function, why)
     _check_tasks(module, functions, find_among(module, _MPI_OPS, ops), ops)
+    _check_hidden_state(module, functions, ops)
 
 
 def _name_problem(function: func.FuncOp) -> str | None:
@@ -224,6 +247,40 @@ def _check_tasks(
             else:  # an mpi op
                 what = f"this task calls @{name}, which uses {why} (itself or through its calls)"
             raise error_at(call, _own_mpi(what))
+
+
+def _check_hidden_state(
+    module: ModuleOp, functions: Sequence[func.FuncOp], ops: Sequence[Operation] | None
+) -> None:
+    """Refuse, at its declaration, the first of C's functions of HIDDEN_STATE that a task
+    calls, itself or through the program's functions."""
+    declared = {
+        f.sym_name.data: f
+        for f in functions
+        if f.is_declaration and f.sym_name.data in HIDDEN_STATE
+    }
+    if not declared:
+        return
+    reached = through_callers({name: name for name in declared}, callers_of(module))
+    for call in find_among(module, func.CallOp, ops):
+        name = call.callee.string_value()
+        if name not in reached or enclosing(call, TaskOp) is None:
+            continue
+        state = reached[name]
+        where = loc_of(call)
+        at = f" at line {where.line}, column {where.col}" if where is not None else ""
+        through = f" (through @{name})" if name != state else ""
+        raise error_at(
+            declared[state],
+            f"@{state} is C's, whose results come from state the C library keeps between "
+            f"calls in each process, and a task calls it{through}{at}: dhir runs tasks on "
+            "several ranks (each a process with a state of its own) and on threads, so "
+            "natively a task gets another number than the program run in order gives (two "
+            "tasks on two ranks drew the same first number of rand), and the interpreter "
+            "is held to that order. Compute the numbers in the program (a generator whose "
+            "state is a memref the tasks pass on), or call it in host code outside "
+            "schedules, which every rank runs alike",
+        )
 
 
 def _reserved_declaration(function: func.FuncOp) -> bool:

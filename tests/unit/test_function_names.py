@@ -149,6 +149,23 @@ REFUSED = {
         r"1:1: error: @main declares the C program's entry, which in a native build is dhir's "
         r"harness",
     ),
+    # Two tasks placed on two ranks each drew rand's first number natively, where the
+    # interpreter (and one rank) drew the first and the second: exit 0 on both.
+    "rand": (
+        "func.func private @rand() -> i32",
+        "%r = func.call @rand() : () -> i32",
+        r"1:1: error: @rand is C's, whose results come from state the C library keeps "
+        r"between calls in each process, and a task calls it at line 6, column 12",
+    ),
+    # Through a function of the program.
+    "random through a function": (
+        "func.func private @random() -> i64\nfunc.func @draw() -> i32 {\n"
+        "  %x = func.call @random() : () -> i64\n  %y = arith.trunci %x : i64 to i32\n"
+        "  return %y : i32\n}",
+        "%r = func.call @draw() : () -> i32",
+        r"1:1: error: @random is C's, whose results come from state .* a task calls it "
+        r"\(through @draw\) at line 11, column 12",
+    ),
     # Natively the build held two functions of the name: mlir-opt's "redefinition of
     # symbol"; the interpreter ran it.
     "step": (
