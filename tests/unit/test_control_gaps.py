@@ -665,3 +665,34 @@ def test_counters_of_other_loops_up_to_the_top_run(
         trips *= 2
     got, *_ = _run_counted(backend, kind, *bounds, *outer)
     assert got[0] == trips
+
+
+# An affine bound past the largest index wraps, as --lower-affine computes it with arith
+# ops that wrap: natively `0 to %hi + 10` at %hi = 2**63 - 8 ran no iteration, where the
+# interpreter took the bound as 2**63 + 2 and stopped at a counter overflow.
+_WRAPPED = {
+    "affine.for": "affine.for %i = 0 to affine_map<()[s0] -> (s0 + 10)>()[%hi] step 3 {",
+    "affine.parallel": "affine.parallel (%i) = (0) to (%hi + 10) step (3) {",
+}
+
+
+@pytest.mark.parametrize("kind", list(_WRAPPED))
+@pytest.mark.parametrize("backend", ["interp", pytest.param("plain", marks=needs_llvm)])
+def test_affine_bounds_wrap_as_lowered(backend: str, kind: str) -> None:
+    src = _RUN_TIME_COUNT.replace("%lo: index, %hi: index, %st: index", "%hi: index").replace(
+        """%n = scf.for %i = %lo to %hi step %st iter_args(%k = %z) -> (i32) {
+        %k1 = arith.addi %k, %one : i32
+        scf.yield %k1 : i32
+      }
+      memref.store %n, %o[%c0] : memref<1xi32>""",
+        f"""{_WRAPPED[kind]}
+        %r = memref.atomic_rmw addi %one, %o[%c0] : (i32, memref<1xi32>) -> i32
+      }}""",
+    )
+    program = dhir.parse_string(src, "prog.mlir")
+    inputs = (np.full(1, 5, np.int32), 2**63 - 8)
+    if backend == "interp":
+        got, *_ = dhir.run(program, *inputs, backend="interp")
+    else:
+        got, *_ = dhir.run(program, *inputs, backend="native", optimize=False)
+    assert got[0] == 5

@@ -43,6 +43,12 @@ def eval_map(affine_map: AffineMap, operands: Sequence[int]) -> tuple[int, ...]:
     return affine_map.eval(operands[: affine_map.num_dims], operands[affine_map.num_dims :])
 
 
+def _bounds(affine_map: AffineMap, operands: Sequence[int]) -> list[int]:
+    # Each result in index's 64 bits, as --lower-affine computes it (arith ops that wrap)
+    # before it takes their max or min.
+    return [wrap(value, INDEX_WIDTH) for value in eval_map(affine_map, operands)]
+
+
 def _inputs(affine_map: AffineMap) -> int:
     return affine_map.num_dims + affine_map.num_symbols
 
@@ -228,8 +234,8 @@ class ControlImpls(InterpreterFunctions):
     @handles(affine.ForOp)
     def run_affine_for(self, interp: Interpreter, op: affine.ForOp, args: Values) -> Values:
         n_lower, n_upper = len(op.lowerBoundOperands), len(op.upperBoundOperands)
-        lower = max(eval_map(op.lowerBoundMap.data, args[:n_lower]))
-        upper = min(eval_map(op.upperBoundMap.data, args[n_lower : n_lower + n_upper]))
+        lower = max(_bounds(op.lowerBoundMap.data, args[:n_lower]))
+        upper = min(_bounds(op.upperBoundMap.data, args[n_lower : n_lower + n_upper]))
         step = op.step.value.data
         _positive_steps(op, [step])
         _counter_fits(op, IndexType(), lower, upper, step)
@@ -251,8 +257,8 @@ class ControlImpls(InterpreterFunctions):
         n_lower = _inputs(lower_map)
         lower_groups = op.lowerBoundsGroups.get_values()
         upper_groups = op.upperBoundsGroups.get_values()
-        lowers = _grouped(eval_map(lower_map, args[:n_lower]), lower_groups, max)
-        uppers = _grouped(eval_map(upper_map, args[n_lower:]), upper_groups, min)
+        lowers = _grouped(_bounds(lower_map, args[:n_lower]), lower_groups, max)
+        uppers = _grouped(_bounds(upper_map, args[n_lower:]), upper_groups, min)
         steps = [s.value.data for s in op.steps]
         _positive_steps(op, steps)
         _counters_fit(op, lowers, uppers, steps)
