@@ -10,9 +10,9 @@ directly (tests/unit/test_per_task_builds.py checks that the two ops hold the sa
 """
 
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
-from xdsl.dialects.builtin import LocationAttr
+from xdsl.dialects.builtin import IntAttr, IntegerAttr, IntegerType, LocationAttr
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, Use
 from xdsl.ir.core import SSAValues
 
@@ -61,6 +61,19 @@ def init_op(
     op.regions = ()
     for region in regions:
         op.add_region(region)
+
+
+def integer_attr(value: int, type_: IntegerType) -> IntegerAttr[IntegerType]:
+    """`IntegerAttr(value, type_)`: without the constructor's checks of its parameters
+    when `value` lies in [0, 2^(width-1)), which every integer type holds as it is
+    (neither normalized nor refused); through the constructor else. dhir-track-tasks
+    numbers every task with one (docs/performance.md)."""
+    if not 0 <= value < 1 << (type_.width.data - 1):
+        return IntegerAttr(value, type_)
+    attr = cast(IntegerAttr[IntegerType], IntegerAttr.__new__(IntegerAttr))
+    object.__setattr__(attr, "value", IntAttr(value))
+    object.__setattr__(attr, "type", type_)
+    return attr
 
 
 def move_run(first: Operation, last: Operation, block: Block, before: Operation | None) -> None:

@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 from dhir.analysis.profile import FORMAT as PROFILE_FORMAT
 from dhir.dialects import arith, func
 from dhir.dialects.dhir import HOOK_ATTR, ScheduleOp, TaskOp
-from dhir.ir.build import insert_new, new_op
+from dhir.ir.build import insert_new, integer_attr, new_op
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.ir.tasks import schedule_ids, task_ids
 from dhir.machine.description import Device
@@ -81,7 +81,7 @@ def wrap_task(task: TaskOp, number: int, before: str, after: str) -> None:
     # steps, which cost more than the rest of this, run for every task of every build
     # (docs/performance.md).
     ident = new_op(
-        arith.ConstantOp, (), [i64], {"value": IntegerAttr(number, i64)}, {}, UNKNOWN_LOC
+        arith.ConstantOp, (), [i64], {"value": integer_attr(number, i64)}, {}, UNKNOWN_LOC
     )
     ident.result.name_hint = f"task{number}"
     begin, end = (

@@ -12,11 +12,14 @@ from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
     DenseArrayBase,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
+    Signedness,
     StringAttr,
     SymbolRefAttr,
     f32,
+    i1,
     i32,
     i64,
 )
@@ -28,7 +31,7 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, scf
 from dhir.dialects import dhir as dhir_dialect
 from dhir.dialects.dhir import TargetType, TaskOp, TokenType, YieldOp
-from dhir.ir.build import insert_new, move_ops, new_op
+from dhir.ir.build import insert_new, integer_attr, move_ops, new_op
 from dhir.ir.parser import LocatedParser
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import RANK_ATTR, PlacePass
@@ -147,6 +150,58 @@ def test_track_tasks_builds_no_op_through_xdsl_init(monkeypatch: pytest.MonkeyPa
     assert built == ["func.func", "func.func"]
     text = print_module(module)
     assert text.count("call @dhir_rt_task_enter") == 30
+
+
+def _integer_attrs_built(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the IntegerAttrs built through their constructor."""
+    built: list[int] = []
+    original = IntegerAttr.__init__
+
+    def counted(self: IntegerAttr, value: object, *args: object, **kw: object) -> None:
+        built.append(1)
+        original(self, value, *args, **kw)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(IntegerAttr, "__init__", counted)
+    return built
+
+
+def test_track_tasks_builds_no_integer_attribute_through_its_constructor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = parse_string(programs.neighbour_tasks(30))
+    assert isinstance(module, ModuleOp)
+    built = _integer_attrs_built(monkeypatch)
+    TrackTasksPass().apply(Context(), module)
+    assert built == []
+    text = print_module(module)
+    assert "arith.constant 29 : i64" in text and text.count(": i64") >= 30
+
+
+@pytest.mark.parametrize(
+    "type_", [i64, i32, i1, IntegerType(8, Signedness.SIGNED), IntegerType(8, Signedness.UNSIGNED)]
+)
+@pytest.mark.parametrize(
+    "value", [0, 1, 127, 128, 255, 256, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -1]
+)
+def test_integer_attr_is_the_constructors(type_: IntegerType, value: int) -> None:
+    """Equal to the constructor's attribute, or refused as it refuses: values it would
+    normalize (2**31 in i32 is -2**31) or refuse go through it."""
+    try:
+        expected: object = IntegerAttr(value, type_)
+    except Exception as error:  # noqa: BLE001  # the constructor's refusal, whatever its kind
+        expected = type(error)
+    try:
+        got: object = integer_attr(value, type_)
+    except Exception as error:  # noqa: BLE001
+        got = type(error)
+    assert got == expected
+    if isinstance(expected, IntegerAttr):
+        assert isinstance(got, IntegerAttr)
+        assert (str(got), hash(got), got.value.data) == (
+            str(expected),
+            hash(expected),
+            expected.value.data,
+        )
 
 
 @pytest.mark.parametrize("algorithm", ["round-robin", "best"])
