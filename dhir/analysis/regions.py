@@ -121,7 +121,7 @@ def piece_boxes(region: isl.Set) -> tuple[Bounds, ...] | None:
     if not region.is_bounded():
         return None
     if region.n_basic_set() == 1:
-        return (_bounding(region),)
+        return (_point(region) or _bounding(region),)
     return tuple(_bounding(isl.Set.from_basic_set(piece)) for piece in region.get_basic_sets())
 
 
@@ -131,6 +131,19 @@ def hull(boxes: Sequence[Bounds]) -> Bounds:
         return boxes[0]
     los, his = zip(*boxes, strict=True)
     return tuple(map(min, zip(*los, strict=True))), tuple(map(max, zip(*his, strict=True)))
+
+
+def _point(region: isl.Set) -> Bounds | None:
+    """The box of `region` (not empty, one piece) when its constraints fix every
+    dimension to an integer (one element: a task's scalar access): read off them, where
+    `_bounding` solves two linear programs per dimension. None otherwise."""
+    point: list[int] = []
+    for d in range(region.dim(isl.dim_type.set)):
+        value = region.plain_get_val_if_fixed(isl.dim_type.set, d)
+        if not value.is_int():  # NaN: not fixed
+            return None
+        point.append(value.to_python())
+    return tuple(point), tuple(point)
 
 
 def _bounding(region: isl.Set) -> Bounds:

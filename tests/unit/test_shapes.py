@@ -5,6 +5,7 @@ and is found once per shape."""
 import dataclasses
 from collections.abc import Callable
 
+import islpy as isl
 import pytest
 from devices import rank_device
 from hypothesis import given, settings
@@ -243,6 +244,40 @@ def test_untouched_memrefs_have_no_boxes_to_find(monkeypatch: pytest.MonkeyPatch
     memrefs = list(schedule.tasks())[0].memrefs
     assert deps.regions[0].boxes(memrefs[0], False) == ()  # reads nothing of %a
     assert deps.regions[0].boxes(memrefs[1], True) == ()  # writes nothing of %b
+
+
+@pytest.mark.parametrize(
+    ("text", "read_off"),
+    [
+        ("{ [x0] : x0 = 5 }", True),
+        ("{ [x0, x1] : x0 = 5 and x1 = -3 }", True),
+        ("{ [x0, x1] : x1 = 2x0 and x0 = 3 }", True),
+        ("{ [x0, x1] : x0 = x1 and 0 <= x0 < 1 }", True),  # fixed once simplified
+        ("{ [x0] : x0 = 92233720368547758070 }", True),  # past 64 bits
+        ("{ [x0, x1] : x0 = 5 and 0 <= x1 < 3 }", False),  # one dimension only
+        ("{ [x0] : 0 < x0 <= 2 }", False),
+        ("{ [x0, x1] : exists (e : x0 = 2e and 3 <= x0 <= 4) and x1 = 0 }", False),
+    ],
+)
+def test_boxes_of_single_elements_are_read_off_their_constraints(
+    monkeypatch: pytest.MonkeyPatch, text: str, read_off: bool
+) -> None:
+    """The box of a region of one element (a scalar access: every dimension fixed by the
+    constraints) is read off them, where isl solved two linear programs per dimension
+    (the dependence graph asks for each task's); any other region is bounded by isl, and
+    both give the same box."""
+    region = isl.Set(text).coalesce()
+    expected = regions_module._bounding(region)  # pyright: ignore[reportPrivateUsage]
+    solved: list[object] = []
+    bounding = regions_module._bounding  # pyright: ignore[reportPrivateUsage]
+
+    def counted(piece: isl.Set) -> object:
+        solved.append(piece)
+        return bounding(piece)
+
+    monkeypatch.setattr(regions_module, "_bounding", counted)
+    assert regions_module.piece_boxes(region) == (expected,)
+    assert solved == ([] if read_off else [region])
 
 
 def test_callees_are_found_in_one_table(monkeypatch: pytest.MonkeyPatch) -> None:
