@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.traits import SymbolTable
 
-from dhir.analysis.bounds import EntryBounds, check_bounds
+from dhir.analysis.bounds import EntryBounds, check_bounds, check_given_bounds, open_arguments
 from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.function_names import check_function_names
@@ -38,7 +38,7 @@ from dhir.toolchain.options import (
 )
 from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
-from dhir.toolchain.signature import INPUT, clear_outputs, spare_inputs
+from dhir.toolchain.signature import DYNAMIC, INPUT, EntrySignature, clear_outputs, spare_inputs
 from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
@@ -295,6 +295,30 @@ def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
     return check_bounds(module, entry)
 
 
+def check_inputs_bounds(
+    module: ModuleOp, entry: str, signature: EntrySignature, inputs: list[object]
+) -> bool:
+    """Refuse, at its line, an access that surely runs outside its memref with these
+    inputs: loops bounded by an argument's extent or a scalar argument are then known
+    exactly (`given_bounds`). Nothing is walked again for an entry whose arguments
+    decide no bound (`open_arguments`); inputs that do not fit the signature are refused
+    as `check_inputs` says, first. Whether the inputs were walked with."""
+    open_ = open_arguments(module, entry)
+    if not open_:
+        return False
+    arrays = check_inputs(signature, inputs, copy=False)
+    given = {spec.index: (spec, array) for spec, array in zip(signature.args, arrays, strict=True)}
+    # Every extent given: an argument that bounds no loop may be the one written past.
+    shapes = {
+        k: array.shape
+        for k, (spec, array) in given.items()
+        if spec.is_memref and spec.shape is not None and DYNAMIC in spec.shape
+    }
+    scalars = {k: int(given[k][1]) for k in open_ if not given[k][0].is_memref}
+    check_given_bounds(module, entry, shapes, scalars)
+    return True
+
+
 def run_module(
     module: ModuleOp,
     entry: str,
@@ -315,7 +339,8 @@ def run_module(
     options = options if options is not None else RunOptions()
     with (timing if timing is not None else Timing()).stage("checks"):
         bounds: EntryBounds | None = check_runnable(module, entry)
-    if on_tensors(module, entry):  # arguments of dynamic shape take their inputs'
+    tensors = on_tensors(module, entry)
+    if tensors:  # arguments of dynamic shape take their inputs'
         # First: a wrong count, shape or dtype is said with the types as written, not as
         # specialised (an input that fits no shape left the result's shape unknown).
         given = entry_signature(module, entry, given_only=True, bounds=bounds)
@@ -324,6 +349,13 @@ def run_module(
         module = specialise(module, entry, inputs)
         bounds = None  # a module of other shapes
     signature = entry_signature(module, entry, bounds=bounds)
+    # The interpreter and --runtime-checks check each access as it runs.
+    if not tensors and backend == "native" and not options.runtime_checks:
+        with (timing if timing is not None else Timing()).stage("checks"):
+            if check_inputs_bounds(module, entry, signature, inputs):
+                # Other inputs must be checked again: not for `dhir run`'s cached path,
+                # which runs the executable without the program.
+                on_built = None
     if output_dir is not None:
         spare_inputs(_mapped_files(inputs), output_dir)
         # Before building too: a build that fails leaves no earlier results behind.

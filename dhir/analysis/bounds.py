@@ -5,18 +5,21 @@ it views; and for each dimension of dynamic size of an entry argument, the least
 that the accesses surely run need (`EntryBounds.needs`), which the inputs are checked
 against before a run. Accesses the analysis cannot follow (under a condition on run-time
 values, in a loop of bounds known at run time only, after what may not return, through a
-view of run-time offsets) say nothing: they stay `--runtime-checks`' to check."""
+view of run-time offsets) say nothing: they stay `--runtime-checks`' to check. Before a
+run, the inputs' sizes and scalar values fix some of those bounds (`given_bounds`)."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import islpy as isl
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.regions import view_chain, walk_sure_points
+from dhir.dialects.arith import ConstantOp, scalar_int_width
 from dhir.dialects.func import FuncOp
+from dhir.dialects.memref import DimOp
 from dhir.ir.diagnostics import error_at, loc_of
 
 
@@ -31,6 +34,8 @@ class OutOfBounds:
     dim: int
     through: SSAValue | None = None  # the view of `memref` accessed, at indices mapped
     calls: tuple[Operation, ...] = ()  # the calls through which the entry reaches `op`
+    given: tuple[int, ...] | None = None  # the shape of the input given for `memref`
+    inputs: bool = False  # found with the inputs given to a run (`given_bounds`)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,9 @@ class EntryBounds:
     outside: OutOfBounds | None = None  # the first found, in program order
     needs: dict[tuple[int, int], Need] = field(default_factory=dict[tuple[int, int], Need])
     entry: Block | None = None  # the entry's block, whose arguments `needs` numbers
+    # The shapes of the inputs given for some of the entry's arguments (`given_bounds`):
+    # accesses of these are checked against them, and need nothing more.
+    given: dict[SSAValue, tuple[int, ...]] = field(default_factory=dict[SSAValue, tuple[int, ...]])
     # Each root's shape and, for one of dynamic size, its position among the entry's
     # arguments (`_root`): asked for every access of thousands of generated tasks. Kept
     # for one walk only (`entry_bounds` makes an EntryBounds per walk), during which no
@@ -71,7 +79,8 @@ class EntryBounds:
         if self.outside is None:
             for dim, (k, extent) in enumerate(zip(index, shape, strict=True)):
                 if k < 0 or (extent != DYNAMIC_INDEX and k >= extent):
-                    self.outside = OutOfBounds(op, root, index, dim, calls=calls)
+                    given = self.given.get(root)
+                    self.outside = OutOfBounds(op, root, index, dim, calls=calls, given=given)
                     break
         if arg is None:
             return
@@ -100,8 +109,8 @@ class EntryBounds:
             return
         if self.outside is None:
             self.outside = _outside(op, root, points, at, shape, through)
-            if self.outside is not None and calls:
-                self.outside = replace(self.outside, calls=calls)
+            if self.outside is not None and (calls or root in self.given):
+                self.outside = replace(self.outside, calls=calls, given=self.given.get(root))
         if arg is not None:
             self._need(op, arg, points, at, shape)
 
@@ -124,6 +133,8 @@ class EntryBounds:
         """`root`'s shape, and its argument (`_argument`) when it has a dimension of
         dynamic size (None otherwise)."""
         found = self._roots.get(root)
+        if found is None and root in self.given:
+            found = self._roots[root] = (self.given[root], None)
         if found is None:
             shape = _shape(root)
             arg = self._argument(root) if DYNAMIC_INDEX in shape else None
@@ -254,6 +265,97 @@ def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     return found
 
 
+def open_arguments(module: ModuleOp, entry: str) -> tuple[int, ...]:
+    """The entry's arguments whose inputs may decide accesses the analysis left open: a
+    memref whose dynamic extent `memref.dim` measures in the entry, an integer or index
+    scalar that something uses. Empty for an entry that is not a function of one block:
+    then nothing given decides more (`given_bounds`)."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+        return ()
+    return tuple(
+        arg.index for arg in function.body.blocks[0].args if _measured(arg) or _counted(arg)
+    )
+
+
+def _measured(arg: BlockArgument) -> bool:
+    return (
+        isinstance(arg.type, MemRefType)
+        and DYNAMIC_INDEX in arg.type.get_shape()
+        and any(isinstance(use.operation, DimOp) for use in arg.uses)
+    )
+
+
+def _counted(arg: BlockArgument) -> bool:
+    return scalar_int_width(arg.type) is not None and bool(arg.uses)
+
+
+def given_bounds(
+    module: ModuleOp,
+    entry: str,
+    shapes: Mapping[int, tuple[int, ...]],
+    scalars: Mapping[int, int],
+) -> EntryBounds:
+    """`entry_bounds` for a run with given inputs: the memref arguments numbered in
+    `shapes` of those shapes, the integer arguments in `scalars` of those values (read as
+    their type's signed numbers), so that loops bounded by them are known exactly."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+        return EntryBounds()
+    block = function.body.blocks[0]
+    args = block.args
+    found = EntryBounds(entry=block, given={args[k]: shape for k, shape in shapes.items()})
+    known: dict[SSAValue, int] = {
+        args[k]: _signed(value, args[k].type) for k, value in scalars.items()
+    }
+    for k, shape in shapes.items():
+        known.update(_extents(args[k], shape))
+    roots = [arg for arg in args if isinstance(arg.type, MemRefType)]
+    # Not the entry: a call of it would take other arguments than the numbers `known`
+    # fixes for its body, so such a call is not followed (nothing after it surely runs).
+    functions = {
+        f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp) and f is not function
+    }
+    walk_sure_points(block.ops, roots, found, functions, known)
+    return found
+
+
+def _signed(value: int, type_: Attribute) -> int:
+    """`value`, an input for a scalar of `type_`, as the signed number of its width."""
+    width = scalar_int_width(type_)
+    assert width is not None
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def _extents(arg: BlockArgument, shape: tuple[int, ...]) -> dict[SSAValue, int]:
+    """What each `memref.dim` of `arg` at a constant dimension measures, given `shape`."""
+    out: dict[SSAValue, int] = {}
+    for use in arg.uses:
+        op = use.operation
+        if not isinstance(op, DimOp) or op.source is not arg:
+            continue
+        index = op.index.owner
+        if isinstance(index, ConstantOp) and isinstance(index.value, IntegerAttr):
+            dim = index.value.value.data
+            if 0 <= dim < len(shape):
+                out[op.result] = shape[dim]
+    return out
+
+
+def check_given_bounds(
+    module: ModuleOp,
+    entry: str,
+    shapes: Mapping[int, tuple[int, ...]],
+    scalars: Mapping[int, int],
+) -> None:
+    """Refuse, at its line, an access that surely runs outside its memref with these
+    inputs (`given_bounds`)."""
+    outside = given_bounds(module, entry, shapes, scalars).outside
+    if outside is not None:
+        raise error_at(outside.op, out_of_bounds_message(replace(outside, inputs=True)))
+
+
 def check_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     """Refuse an entry with an access that surely runs outside its memref, at its line:
     native code does not check bounds (without --runtime-checks), and would read
@@ -281,21 +383,26 @@ def _access_words(found: OutOfBounds) -> str:
     type_ = found.memref.type
     assert isinstance(type_, MemRefType)
     shape = type_.get_shape()
-    k, extent = found.index[found.dim], shape[found.dim]
+    k = found.index[found.dim]
+    extent = (found.given or shape)[found.dim]
     size = "below 0" if k < 0 else f"whose size is {extent}"
+    runs = "each time the program runs" + (" with these inputs" if found.inputs else "")
+    # Out of an input's shape, not of the type's: the input is named, and may be larger.
+    fix = "Fix"
+    if found.given is not None:
+        runs += f" ({_argument_words(found.memref)} given an array of shape {found.given})"
+        fix = "Give a larger array, or fix"
     written = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
     indices = ", ".join(map(str, found.index))
-    unchecked = (
-        "each time the program runs: native code does not check bounds and would read or "
-        "write other memory."
-    )
+    unchecked = f"{runs}: native code does not check bounds and would read or write other memory."
     if found.through is not None:
         return (
             f"'{found.op.name}' accesses, through the view {_view_words(found.through)}, "
             f"index {k} of dimension {found.dim} of the memref it views, "
             f"{_named(found.memref)}, {size}, out of bounds (memref of shape {written}, "
-            f"indices [{indices}]), {unchecked} Fix the view's offset, sizes and strides "
-            f"so that it stays within {_named(found.memref)}, or the loop bounds or subscripts"
+            f"indices [{indices}]), {unchecked} {fix} the view's offset, sizes "
+            f"and strides so that it stays within {_named(found.memref)}, or the loop bounds "
+            "or subscripts"
         )
     chain, base = view_chain(found.memref)
     view = f" of the view {_named(found.memref)}" if chain else ""
@@ -303,8 +410,15 @@ def _access_words(found: OutOfBounds) -> str:
     return (
         f"'{found.op.name}' accesses index {k} of dimension {found.dim}, {size}, out of "
         f"bounds{view} (memref of shape {written}, indices [{indices}]{made}), {unchecked} "
-        "Fix the loop bounds or subscripts"
+        f"{fix} the loop bounds or subscripts"
     )
+
+
+def _argument_words(arg: SSAValue) -> str:
+    """An entry argument as the input errors name it, with its name in the program."""
+    assert isinstance(arg, BlockArgument)
+    name = f" ({_named(arg)})" if arg.name_hint else ""
+    return f"argument #{arg.index}{name}"
 
 
 def _view_words(view: SSAValue) -> str:

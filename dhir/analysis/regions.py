@@ -42,6 +42,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.effects import memory_effects
 from dhir.analysis.lift import Lifted, Lifter, apply, isl_text, leaf
+from dhir.analysis.lift import constant as number_at
 from dhir.analysis.shapes import Shapes
 from dhir.dialects import affine, arith, cf, func, gpu, scf, vector
 from dhir.dialects import memref as memref_dialect
@@ -507,6 +508,7 @@ def walk_sure_points(
     roots: Iterable[SSAValue],
     tell: SureSink,
     functions: Mapping[str, func.FuncOp] | None = None,
+    known: Mapping[SSAValue, int] | None = None,
 ) -> None:
     """Walk `ops` (a function's body, run once in order) and `tell` of each access
     through one of `roots`, a buffer allocated in `ops` or a view of either, that surely
@@ -515,8 +517,11 @@ def walk_sure_points(
     (tasks count as run once, in order), before nothing that may not return (a while
     loop, an assert, a call of a function not in `functions`). Calls of a function of
     one block in `functions` walk its body. Each of its points runs; an access this
-    module cannot follow so is not told of."""
+    module cannot follow so is not told of. `known`: integer values (arguments, extents
+    measured) that are these numbers for this walk, as inputs given to a run fix them."""
     walker = _Walker(on_sure=tell, reshapes=True, functions=functions or {})
+    for value, number in (known or {}).items():
+        walker.lift.define(value, Lifted.at(number_at(number)))
     for memref in roots:
         walker.views[memref] = (_View(memref, None),)
     walker.walk(ops, _Nest((), (), True))

@@ -839,3 +839,124 @@ def test_the_entry_is_walked_once_a_run(
     assert walks == ["main"]
     error = _refused(_write(tmp_path, PLAIN_DYNAMIC), np.arange(16.0), np.zeros(16))
     assert "give at least 17 elements along dimension 0" in error.diagnostics[0].message
+
+
+# b[i] = a[i] for i up to a's size, known at run time only: b of 2 elements for a of 4
+# is written past at line 7 (natively, exit 0 before the inputs' sizes were used).
+DIM_BOUND = """func.func @main(%a: memref<?xf64>, %b: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {
+    %x = memref.load %a[%i] : memref<?xf64>
+    memref.store %x, %b[%i] : memref<?xf64>
+  }
+  return
+}
+"""
+# The same loop, run only where a[0] > 0: a condition on data, so not surely run.
+DIM_BOUND_IF_POSITIVE = DIM_BOUND.replace(
+    "  scf.for %i = %c0 to %n step %c1 {",
+    """  %first = memref.load %a[%c0] : memref<?xf64>
+  %zero = arith.constant 0.0 : f64
+  %positive = arith.cmpf ogt, %first, %zero : f64
+  scf.if %positive {
+  scf.for %i = %c0 to %n step %c1 {""",
+).replace("  }\n  return", "  }\n  }\n  return")
+DIM_BOUND_SAYS = (
+    "'memref.store' accesses index 2 of dimension 0, whose size is 2, out of bounds "
+    "(memref of shape ?, indices [2]), each time the program runs with these inputs "
+    "(argument #1 (%b) given an array of shape (2,))"
+)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_loop_bounded_by_an_inputs_size_past_another_is_refused(
+    tmp_path: Path, ranks: int
+) -> None:
+    program = _write(tmp_path, DIM_BOUND)
+    with pytest.raises(DhirError) as caught:  # before the build
+        dhir.run(program, np.arange(4.0), np.zeros(2), ranks=ranks)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 7, 5)
+    assert DIM_BOUND_SAYS in diagnostic.message
+    assert "Give a larger array, or fix the loop bounds or subscripts" in diagnostic.message
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", ["1", "2"])
+def test_dhir_run_refuses_a_loop_bounded_by_an_inputs_size_past_another(
+    tmp_path: Path, ranks: str
+) -> None:
+    program = _write(tmp_path, DIM_BOUND)
+    np.save(tmp_path / "a.npy", np.arange(4.0))
+    np.save(tmp_path / "b.npy", np.zeros(2))
+    inputs = ["--input", str(tmp_path / "a.npy"), "--input", str(tmp_path / "b.npy")]
+    run = [sys.executable, "-m", "dhir.cli.main", "run", str(program), "-n", ranks, *inputs]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert f"{program}:7:5: error: {DIM_BOUND_SAYS}" in done.stderr
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_loop_bounded_by_an_inputs_size_within_the_others_runs(ranks: int) -> None:
+    a = np.arange(4.0)
+    want = dhir.run(DIM_BOUND, a, np.zeros(5), backend="interp")
+    got = dhir.run(DIM_BOUND, a, np.zeros(5), ranks=ranks)
+    for mine, oracle in zip(got, want, strict=True):
+        np.testing.assert_array_equal(mine, oracle)
+    np.testing.assert_array_equal(got[1], [0.0, 1.0, 2.0, 3.0, 0.0])
+
+
+def test_a_loop_under_a_condition_on_data_is_not_decided() -> None:
+    module = parse_string(DIM_BOUND_IF_POSITIVE)
+    assert bounds.given_bounds(module, "main", {0: (4,), 1: (2,)}, {}).outside is None
+    assert bounds.given_bounds(parse_string(DIM_BOUND), "main", {0: (4,), 1: (2,)}, {}).outside
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_loop_under_a_condition_on_data_is_not_refused() -> None:
+    # a[0] = 0: the loop does not run, and nothing is written past b.
+    a, b = np.arange(4.0), np.zeros(2)
+    want = dhir.run(DIM_BOUND_IF_POSITIVE, a, b, backend="interp")
+    got = dhir.run(DIM_BOUND_IF_POSITIVE, a, b)
+    for mine, oracle in zip(got, want, strict=True):
+        np.testing.assert_array_equal(mine, oracle)
+
+
+def test_a_scalar_input_bounding_a_loop_is_checked_with_its_value(tmp_path: Path) -> None:
+    program = _write(tmp_path, RUN_TIME_BOUND)
+    a, b = np.arange(10.0), np.zeros(10)
+    error = _refused(program, a, b, np.int64(11))  # natively: refused before the build
+    assert error.diagnostics[0].loc == SourceLoc(str(program), 8, 14)
+    says = "index 10 of dimension 0, whose size is 10, out of bounds (memref of shape 10, "
+    says += "indices [10]), each time the program runs with these inputs: native code"
+    assert says in error.diagnostics[0].message
+    np.testing.assert_array_equal(dhir.run(program, a, b, np.int64(10), backend="interp")[1], a)
+
+
+def test_inputs_are_walked_again_only_where_an_argument_decides_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walks: list[str] = []
+    walk = bounds.given_bounds
+
+    def counted(*args: object) -> bounds.EntryBounds:
+        walks.append("given")
+        return walk(*args)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(bounds, "given_bounds", counted)
+    # Both refused natively before a build: the first by the sizes it needs, unwalked.
+    with pytest.raises(DhirError, match="give at least 17 elements"):
+        dhir.run(PLAIN_DYNAMIC, np.arange(16.0), np.zeros(16))
+    assert walks == []
+    with pytest.raises(DhirError, match="with these inputs"):
+        dhir.run(DIM_BOUND, np.arange(4.0), np.zeros(2))
+    assert walks == ["given"]
+    # The interpreter checks each access as it runs; so does --runtime-checks.
+    with pytest.raises(DhirError, match="out of bounds"):
+        dhir.run(DIM_BOUND, np.arange(4.0), np.zeros(2), backend="interp")
+    assert walks == ["given"]

@@ -589,3 +589,40 @@ def test_a_program_from_a_pipe_runs(cache: Path, tmp_path: Path) -> None:
         os.close(read)
     assert done.returncode == 0, done.stderr
     np.testing.assert_array_equal(np.load(out / "arg1.npy"), a * 9.0)
+
+
+# A loop to a's size, known at run time only, writing b: b's size is checked with each
+# run's inputs (dhir.analysis.bounds.given_bounds), which the cached path cannot do.
+SIZED_BY_INPUT = """\
+func.func @main(%a: memref<?xf64>, %b: memref<?xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {
+    %x = memref.load %a[%i] : memref<?xf64>
+    memref.store %x, %b[%i] : memref<?xf64>
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_a_program_whose_inputs_decide_its_bounds_is_checked_each_run(
+    cache: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "sized.mlir"
+    path.write_text(SIZED_BY_INPUT)
+    for name, size in (("a", 4), ("b", 4), ("small", 2)):
+        np.save(tmp_path / f"{name}.npy", np.arange(float(size)))
+    a = ["--input", str(tmp_path / "a.npy")]
+    first, _ = dhir_run(cache, str(path), "-n", "1", *a, "--input", str(tmp_path / "b.npy"))
+    assert first.returncode == 0, first.stderr
+    # Before, the second run took the recorded executable and wrote past b, exit 0.
+    second, cached = dhir_run(
+        cache, str(path), "-n", "1", *a, "--input", str(tmp_path / "small.npy")
+    )
+    assert not cached
+    assert second.returncode != 0
+    assert f"{path}:7:5: error: 'memref.store' accesses index 2 of dimension 0" in second.stderr
