@@ -35,7 +35,7 @@ leaves, mods that cannot wrap dropped, from the loop variables' constant ranges)
 `evaluate`/`Lifter.constant` (the number, given values of the leaves).
 """
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
@@ -150,6 +150,19 @@ class Affine:
         if factor == 0:
             return Affine()
         return Affine(tuple((a, k * factor) for a, k in self.terms), self.constant * factor)
+
+
+def leaves_of(expr: Affine) -> Iterator[Key]:
+    """The leaves `expr` holds, inside divisions, remainders and extremes too (a leaf
+    may come more than once)."""
+    for atom, _ in expr.terms:
+        if isinstance(atom, Leaf):
+            yield atom.key
+        elif isinstance(atom, Extreme):
+            for arg in atom.args:
+                yield from leaves_of(arg)
+        else:
+            yield from leaves_of(atom.arg)
 
 
 def constant(value: int) -> Affine:

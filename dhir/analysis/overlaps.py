@@ -35,7 +35,7 @@ threads: no two iterations may touch one element, one writing it.
 block.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -53,7 +53,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.traits import SymbolTable
 
-from dhir.analysis.lift import Affine, Extreme, Leaf, Lifted, Lifter, isl_text, leaf
+from dhir.analysis.lift import Lifted, Lifter, isl_text, leaf, leaves_of
 from dhir.analysis.regions import SureAccesses, empty, may_accesses, sure_accesses
 from dhir.analysis.sharing import buffers, shared
 from dhir.dialects import affine, func, gpu, scf
@@ -104,7 +104,7 @@ class _Names:
             return None
         if lifted.low.number is not None:
             return str(lifted.low.number)
-        for key in _leaves(lifted.low):
+        for key in leaves_of(lifted.low):
             if isinstance(key, str) and key in self.values:
                 continue  # a value named as a whole (`opaque`)
             if not isinstance(key, SSAValue):
@@ -154,17 +154,6 @@ class _Names:
                 name = f"p{len(self.values)}"
                 self.lift.name(value, name)
                 self.values[name] = value
-
-
-def _leaves(expr: Affine) -> Iterator[object]:
-    for atom, _ in expr.terms:
-        if isinstance(atom, Leaf):
-            yield atom.key
-        elif isinstance(atom, Extreme):
-            for arg in atom.args:
-                yield from _leaves(arg)
-        else:
-            yield from _leaves(atom.arg)
 
 
 def parallel_overlap(loop: Operation) -> Overlap | None:

@@ -26,7 +26,18 @@ from dataclasses import dataclass
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
-from dhir.analysis.lift import Affine, Atom, Div, Extreme, Interval, Leaf, Lifted, Lifter, Mod
+from dhir.analysis.lift import (
+    Affine,
+    Atom,
+    Div,
+    Extreme,
+    Interval,
+    Leaf,
+    Lifted,
+    Lifter,
+    Mod,
+    leaves_of,
+)
 from dhir.dialects import affine, arith, index, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
@@ -107,7 +118,7 @@ def leaves(check: WrapCheck, lifter: Lifter) -> list[SSAValue]:
     """The leaves of `check` whose values it needs at the loop's entry."""
     out: dict[SSAValue, None] = {}
     for expr in check.exprs:
-        for key in _leaves(expr):
+        for key in leaves_of(expr):
             assert isinstance(key, SSAValue)  # wrap_checks keeps no named leaves
             if key not in check.variables and lifter.leaf_range(key) is None:
                 out[key] = None
@@ -280,17 +291,6 @@ def _maps(op: Operation) -> list[tuple[AffineMap, list[SSAValue]]]:
     return []
 
 
-def _leaves(expr: Affine) -> Iterator[SSAValue | str]:
-    for atom, _ in expr.terms:
-        if isinstance(atom, Leaf):
-            yield atom.key
-        elif isinstance(atom, Extreme):
-            for arg in atom.args:
-                yield from _leaves(arg)
-        else:
-            yield from _leaves(atom.arg)
-
-
 def loop_variables(loop: Operation) -> list[BlockArgument]:
     """The variables of `loop`, one of LOOPS, outermost dimension first."""
     if isinstance(loop, scf.ParallelOp):
@@ -312,7 +312,7 @@ def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | N
     """The loop whose entry checks `expr` (computed at `op`): the innermost one whose
     variable of no constant range `expr` holds, when each other leaf is a number there;
     None where no such loop is, in device code or where a leaf is not."""
-    keys = set(_leaves(expr))
+    keys = set(leaves_of(expr))
     if any(isinstance(key, str) for key in keys):
         return None
     loops = [_loop_of(key) for key in keys if lifter.leaf_range(key) is None]
