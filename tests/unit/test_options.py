@@ -171,10 +171,12 @@ def test_the_api_hands_its_keywords_to_the_backend_as_options(
     monkeypatch.setattr(runner, "run_native", native)
     costs = tmp_path / "costs.json"
     dhir.run(EMPTY_PROGRAM, mpi="openmpi", timeout=7, threads=2, placement="heft",
-             costs=str(costs), gpu_fallback="cpu", codedrop=False, target="cpu", ranks=2)  # fmt: skip
+             costs=str(costs), gpu_fallback="cpu", target="cpu", ranks=2)  # fmt: skip
     want = RunOptions(ranks=2, mpi="openmpi", timeout=7.0, threads=2, placement="heft",
-                      costs=costs, gpu_fallback="cpu", codedrop=False, target="cpu")  # fmt: skip
-    assert seen == [want]
+                      costs=costs, gpu_fallback="cpu", target="cpu")  # fmt: skip
+    # A target is refused with codedrop=False (no task would take it): given apart.
+    dhir.run(EMPTY_PROGRAM, codedrop=False)
+    assert seen == [want, RunOptions(codedrop=False)]
 
 
 def test_the_cli_hands_its_flags_to_the_backend_as_options(
