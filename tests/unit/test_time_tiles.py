@@ -87,7 +87,11 @@ class Program:
     def _task(self, s: int, sweep: Sweep, names: list[str], kind: str) -> list[str]:
         used = sorted({sweep.dst, *(_read(r)[0] for r in sweep.reads)})
         listed = ", ".join([*(names[a] for a in used), "%F", "%W"])
-        if self.generic and sweep.row is None and not (sweep.forcing or sweep.weighted):
+        # A view of no rows may start past the last one, which MLIR 22 refuses (an
+        # offset must lie in its dimension): empty sweeps stay loops.
+        empty = sweep.lo >= sweep.hi or sweep.cols[0] >= sweep.cols[1]
+        empty = empty or (self.depth and sweep.planes[0] >= sweep.planes[1])
+        if self.generic and sweep.row is None and not (sweep.forcing or sweep.weighted or empty):
             return [
                 f"      %s{s} = dhir.task %cpu, {listed} {{",
                 *self._generic(sweep, names, kind),
