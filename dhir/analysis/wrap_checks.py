@@ -41,6 +41,7 @@ from dhir.analysis.lift import (
 from dhir.dialects import affine, arith, index, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
+from dhir.dialects.dhir import defined_inside
 from dhir.dialects.gpu import in_device_code
 
 # The loops whose entry is checked: those whose variables the lifter ranges over.
@@ -326,17 +327,6 @@ def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | N
     for key in keys:
         if lifter.leaf_range(key) is None and _loop_of(key) is not loop:
             assert isinstance(key, SSAValue)
-            if _inside(key, loop):
+            if defined_inside(key, loop):
                 return None  # made in the loop: no number at its entry
     return loop
-
-
-def _inside(value: SSAValue, loop: Operation) -> bool:
-    """Whether `value` is defined inside `loop`'s regions."""
-    owner = value.owner
-    op = owner.parent_op() if not isinstance(owner, Operation) else owner
-    while op is not None:
-        if op is loop:
-            return True
-        op = op.parent_op()
-    return False

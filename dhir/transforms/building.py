@@ -1,12 +1,16 @@
 """Small helpers the rewriting passes share to build IR: ops appended to a block, index
-constants, constant arrays in the module, and where a value is defined."""
+constants, constant arrays in the module, loops' bounds and last values, and where a
+value is defined."""
 
+from collections.abc import Sequence
 from typing import TypeVar, cast
 
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     DenseIntOrFPElementsAttr,
     FunctionType,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -18,9 +22,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.traits import SymbolTable
 
-from dhir.dialects import arith, func, memref
+from dhir.dialects import affine, arith, func, memref
 from dhir.ir.diagnostics import error_at
 
 _Op = TypeVar("_Op", bound=Operation)
@@ -67,6 +72,35 @@ def declare(
 def const_index(block: Block, value: int) -> SSAValue:
     """An index constant, appended to `block`."""
     return put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result
+
+
+def affine_bound(
+    block: Block, bound: AffineMap, operands: Sequence[SSAValue], greatest: bool
+) -> SSAValue:
+    """An affine loop's bound computed before it, appended to `block`, as --lower-affine
+    computes it: the greatest result of `bound` for a lower bound, the least for an upper
+    bound."""
+    arguments, attribute = list(operands), AffineMapAttr(bound)
+    if len(bound.results) == 1:
+        return put(block, affine.ApplyOp(arguments, attribute)).result
+    if not greatest:
+        return put(block, affine.MinOp(arguments, attribute)).result
+    made = affine.MaxOp.create(
+        operands=arguments, result_types=[IndexType()], properties={"map": attribute}
+    )
+    return put(block, made).results[0]
+
+
+def last_value(block: Block, lower: SSAValue, upper: SSAValue, step: SSAValue) -> SSAValue:
+    """The last value of a loop that runs with a positive step, appended to `block`:
+    `lb + ((ub - 1 - lb) udiv step) * step`, exact in the loop's type, as `ub - lb` fits
+    unsigned."""
+    kind = step.type
+    assert isinstance(kind, IntegerType | IndexType)
+    one = put(block, arith.ConstantOp(IntegerAttr(1, kind), kind)).result
+    room = put(block, arith.SubiOp(put(block, arith.SubiOp(upper, lower)).result, one)).result
+    steps = put(block, arith.DivUIOp(room, step)).result
+    return put(block, arith.AddiOp(lower, put(block, arith.MuliOp(steps, step)).result)).result
 
 
 def aligned_address(ops: list[Operation], value: SSAValue) -> SSAValue:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    AffineMapAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -39,7 +38,7 @@ from dhir.dialects import affine, arith, func, scf
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import declare, insert_before, put
+from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
 
 _Pick = Callable[..., int]
 
@@ -184,17 +183,9 @@ def _bound(bound: AffineMap, operands: Sequence[SSAValue], pick: _Pick) -> _Boun
     constants = [r.value for r in bound.results if isinstance(r, AffineConstantExpr)]
     known = pick(constants) if len(constants) == len(bound.results) else None
     arguments = list(operands)
-    attribute = AffineMapAttr(bound)
 
     def make(block: Block) -> SSAValue:
-        if len(bound.results) == 1:
-            return put(block, affine.ApplyOp(arguments, attribute)).result
-        if pick is min:
-            return put(block, affine.MinOp(arguments, attribute)).result
-        made = affine.MaxOp.create(
-            operands=arguments, result_types=[IndexType()], properties={"map": attribute}
-        )
-        return put(block, made).result
+        return affine_bound(block, bound, arguments, greatest=pick is max)
 
     return make, known
 
@@ -262,12 +253,7 @@ def _guard_counter(loop: Operation, bounds: _Bounds, outer: list[_Bounds]) -> No
         runs = put(ops, arith.AndIOp(runs, outer_runs)).result
     rising = put(ops, arith.CmpiOp(step, number(0), "sgt")).result
     body = Block()
-    span = put(body, arith.SubiOp(ub, lb)).result
-    room = put(
-        body, arith.SubiOp(span, put(body, arith.ConstantOp(IntegerAttr(1, kind), kind)).result)
-    ).result
-    steps = put(body, arith.DivUIOp(room, step)).result
-    last = put(body, arith.AddiOp(lb, put(body, arith.MuliOp(steps, step)).result)).result
+    last = last_value(body, lb, ub, step)
     top = put(body, arith.ConstantOp(IntegerAttr((1 << (width - 1)) - 1, kind), kind)).result
     limit = put(body, arith.SubiOp(top, step)).result
     over = put(body, arith.CmpiOp(last, limit, "sgt")).result

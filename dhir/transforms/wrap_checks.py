@@ -30,9 +30,8 @@ from dhir.analysis.wrap_checks import (
     wrap_checks,
 )
 from dhir.dialects import affine, arith, func, scf
-from dhir.dialects import affine as dhir_affine
 from dhir.ir.diagnostics import loc_of
-from dhir.transforms.building import declare, insert_before, put
+from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
 
 INDEX_WRAPS = "dhir_rt_index_wraps"
 
@@ -65,15 +64,10 @@ def _bounds(loop: Operation, ops: Block) -> list[_Bounds]:
     if isinstance(loop, scf.ParallelOp):
         return list(zip(loop.lowerBound, loop.upperBound, loop.step, strict=True))
     assert isinstance(loop, affine.ForOp)
-    lows, highs = loop.lowerBoundMap, loop.upperBoundMap
-    lower = dhir_affine.MaxOp.create(
-        operands=list(loop.lowerBoundOperands), properties={"map": lows}, result_types=[IndexType()]
-    )
-    upper = affine.MinOp(list(loop.upperBoundOperands), highs)
-    put(ops, lower)
-    put(ops, upper)
+    lower = affine_bound(ops, loop.lowerBoundMap.data, loop.lowerBoundOperands, greatest=True)
+    upper = affine_bound(ops, loop.upperBoundMap.data, loop.upperBoundOperands, greatest=False)
     step = put(ops, arith.ConstantOp.from_int_and_width(loop.step.value.data, IndexType()))
-    return [(lower.results[0], upper.results[0], step.result)]
+    return [(lower, upper, step.result)]
 
 
 def _guard(check: WrapCheck, lifter: Lifter) -> None:
@@ -95,7 +89,10 @@ def _guard(check: WrapCheck, lifter: Lifter) -> None:
     build = _Builder(body, lifter)
     for variable, (lower, upper, step) in zip(loop_variables(loop), dims, strict=True):
         if variable in check.variables:
-            build.spans[variable] = build.wide(lower), build.wide(_last(body, lower, upper, step))
+            build.spans[variable] = (
+                build.wide(lower),
+                build.wide(last_value(body, lower, upper, step)),
+            )
     for expr in check.exprs:
         build.checked(expr)
     bad = put(body, arith.XOrIOp(build.ok, build.true())).result
@@ -111,17 +108,6 @@ def _guard(check: WrapCheck, lifter: Lifter) -> None:
     put(body, scf.YieldOp())
     put(ops, scf.IfOp(runs, [], Region(body)))
     insert_before(ops, loop)
-
-
-def _last(block: Block, lower: SSAValue, upper: SSAValue, step: SSAValue) -> SSAValue:
-    """The loop's last value, `lb + ((ub - 1 - lb) udiv step) * step`: exact in its type,
-    as `ub - lb` fits unsigned (dhir-loop-steps)."""
-    kind = step.type
-    assert isinstance(kind, IntegerType | IndexType)
-    one = put(block, arith.ConstantOp(IntegerAttr(1, kind), kind)).result
-    room = put(block, arith.SubiOp(put(block, arith.SubiOp(upper, lower)).result, one)).result
-    steps = put(block, arith.DivUIOp(room, step)).result
-    return put(block, arith.AddiOp(lower, put(block, arith.MuliOp(steps, step)).result)).result
 
 
 class _Builder:
