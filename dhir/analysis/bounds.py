@@ -251,13 +251,20 @@ def _outside(
     return OutOfBounds(op, root, index, dim, through)
 
 
+def _entry_block(module: ModuleOp, entry: str) -> Block | None:
+    """The block of `entry`, a function of one block; None for any other."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+        return None
+    return function.body.blocks[0]
+
+
 def entry_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     """What the accesses of `entry` (run once, as the program's entry) surely reach; nothing
     for an entry that is not a function of one block."""
-    function = SymbolTable.lookup_symbol(module, entry)
-    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+    block = _entry_block(module, entry)
+    if block is None:
         return EntryBounds()
-    block = function.body.blocks[0]
     found = EntryBounds(entry=block)
     roots = [arg for arg in block.args if isinstance(arg.type, MemRefType)]
     functions = {f.sym_name.data: f for f in module.ops if isinstance(f, FuncOp)}
@@ -270,12 +277,10 @@ def open_arguments(module: ModuleOp, entry: str) -> tuple[int, ...]:
     memref whose dynamic extent `memref.dim` measures in the entry, an integer or index
     scalar that something uses. Empty for an entry that is not a function of one block:
     then nothing given decides more (`given_bounds`)."""
-    function = SymbolTable.lookup_symbol(module, entry)
-    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+    block = _entry_block(module, entry)
+    if block is None:
         return ()
-    return tuple(
-        arg.index for arg in function.body.blocks[0].args if _measured(arg) or _counted(arg)
-    )
+    return tuple(arg.index for arg in block.args if _measured(arg) or _counted(arg))
 
 
 def _measured(arg: BlockArgument) -> bool:
@@ -299,10 +304,10 @@ def given_bounds(
     """`entry_bounds` for a run with given inputs: the memref arguments numbered in
     `shapes` of those shapes, the integer arguments in `scalars` of those values (read as
     their type's signed numbers), so that loops bounded by them are known exactly."""
-    function = SymbolTable.lookup_symbol(module, entry)
-    if not isinstance(function, FuncOp) or len(function.body.blocks) != 1:
+    block = _entry_block(module, entry)
+    if block is None:
         return EntryBounds()
-    block = function.body.blocks[0]
+    function = block.parent_op()
     args = block.args
     found = EntryBounds(entry=block, given={args[k]: shape for k, shape in shapes.items()})
     known: dict[SSAValue, int] = {
