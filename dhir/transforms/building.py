@@ -69,6 +69,14 @@ def declare(
     )
 
 
+def int_constant(value: SSAValue) -> int | None:
+    """The number of an `arith.constant` of an integer or index; None for any other."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
 def const_index(block: Block, value: int) -> SSAValue:
     """An index constant, appended to `block`."""
     return put(block, arith.ConstantOp.from_int_and_width(value, IndexType())).result

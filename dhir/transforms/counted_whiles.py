@@ -26,7 +26,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import arith, scf
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import inside
+from dhir.transforms.building import inside, int_constant
 
 _SLT = 2  # arith.cmpi's predicate number of "slt"
 _INDEX_TOP = 2**63 - 1  # dhir's index is 64 bits wide
@@ -57,7 +57,7 @@ def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
         or advance.result.uses.get_length() != 1
     ):
         return None
-    step = _constant(advance.rhs)
+    step = int_constant(advance.rhs)
     if step is None or step <= 0 or not _stays_below_top(compare.rhs, step):
         return None
     return step, advance
@@ -96,7 +96,7 @@ def _stays_below_top(bound: SSAValue, step: int) -> bool:
     """Whether a counter below `bound` plus `step` is an index (never wraps)."""
     if step == 1:
         return True
-    top = _constant(bound)
+    top = int_constant(bound)
     return top is not None and top - 1 + step <= _INDEX_TOP
 
 
@@ -128,13 +128,6 @@ def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
         old.replace_all_uses_with(value)
     Rewriter.erase_op(loop)  # its count, the first result, is used nowhere
     return new
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
 
 
 __all__ = ["as_for_loops", "counted_step"]

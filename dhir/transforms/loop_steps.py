@@ -38,7 +38,14 @@ from dhir.dialects import affine, arith, func, scf
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
+from dhir.transforms.building import (
+    affine_bound,
+    declare,
+    insert_before,
+    int_constant,
+    last_value,
+    put,
+)
 
 _Pick = Callable[..., int]
 
@@ -153,7 +160,7 @@ def _counters(loop: Operation) -> list[_Dim]:
 
 
 def _given(value: SSAValue) -> _Bound:
-    return value, _constant(value)
+    return value, int_constant(value)
 
 
 def _mixed(value: int | SSAValue) -> _Bound:
@@ -276,10 +283,3 @@ def _width(kind: object) -> int | None:
     if isinstance(kind, IndexType):
         return 64
     return kind.width.data if isinstance(kind, IntegerType) else None
-
-
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None

@@ -49,7 +49,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
     IndexType,
-    IntegerAttr,
     MemRefType,
     ModuleOp,
     NoneAttr,
@@ -76,6 +75,7 @@ from dhir.transforms.building import (
     injective,
     insert_before,
     inside,
+    int_constant,
     put,
     replace_by,
     rows_contiguous,
@@ -348,17 +348,17 @@ def _runs(loop: scf.ForOp) -> bool:
     positive constant and `ub - lb` is a constant at least 1, or a constant multiple of
     the counter of the scf.for around it (of constant bounds) plus a constant, at least 1
     at that loop's first and last counts (`for j in [0, i)` under `for i in [1, n)`)."""
-    step = _constant(loop.step)
+    step = int_constant(loop.step)
     if step is None or step <= 0:
         return False
-    lb, ub = _constant(loop.lb), _constant(loop.ub)
+    lb, ub = int_constant(loop.lb), int_constant(loop.ub)
     if lb is not None and ub is not None:
         return lb < ub
     outer = loop.parent_op()
     if not isinstance(outer, scf.ForOp):
         return False
     low, high = lift(loop.lb, outer), lift(loop.ub, outer)
-    first, end = _constant(outer.lb), _constant(outer.ub)
+    first, end = int_constant(outer.lb), int_constant(outer.ub)
     if low is None or high is None or low.terms or high.terms or first is None or end is None:
         return False
     if first >= end:
@@ -467,7 +467,7 @@ class _RowLanes:
         element = types.pop() if len(types) == 1 else None
         if not isinstance(element, AnyFloat) or element.bitwidth not in (32, 64):
             raise _Left("its sums are not all f32 or all f64")
-        if _constant(red.step) != 1 or bits // element.bitwidth < 2:
+        if int_constant(red.step) != 1 or bits // element.bitwidth < 2:
             raise _Left("its k steps by more than 1")
         i, k = _iv(row), _iv(red)
         rows_of: list[SSAValue] = []
@@ -880,16 +880,9 @@ def _iv(loop: scf.ForOp) -> SSAValue:
     return loop.body.block.args[0]
 
 
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 def _single(row: scf.ForOp) -> bool:
     """A loop of one iteration (a nest in no row loop, wrapped as one row)."""
-    lb, ub = _constant(row.lb), _constant(row.ub)
+    lb, ub = int_constant(row.lb), int_constant(row.ub)
     return lb is not None and ub is not None and ub - lb == 1
 
 
@@ -934,7 +927,7 @@ def _bounds_a_loop(op: Operation) -> bool:
 
 def _check_rows_independent(row: scf.ForOp) -> None:
     """Raise _Left unless the iterations of `row` touch disjoint memory (module docstring)."""
-    if _constant(row.step) != 1:
+    if int_constant(row.step) != 1:
         raise _Left("the row loop's step is not the constant 1")
     accesses: list[tuple[SSAValue, Sequence[SSAValue], bool]] = []
     for op in row.body.walk():
@@ -1026,7 +1019,7 @@ class _Nest:
     # --- what may be rewritten -----------------------------------------------------------
 
     def check(self) -> None:
-        if _constant(self.cols.step) != 1:
+        if int_constant(self.cols.step) != 1:
             raise _Left("the column loop's step is not the constant 1")
         for bound in self.red.operands[:3]:
             if inside(bound, self.row) or bound is _iv(self.row):
@@ -1123,7 +1116,7 @@ class _Nest:
         nest in the row loop uses nothing computed before it there; else None."""
         row_iv, j, k = _iv(self.row), _iv(self.cols), _iv(self.red)
         load, out = self.acc_load, self.out
-        if not self.memory or load is None or _constant(self.red.step) != 1:
+        if not self.memory or load is None or int_constant(self.red.step) != 1:
             return None
         ops = _body_ops(self.cols)
         total = out.value.owner
@@ -1426,7 +1419,7 @@ class _Nest:
         of a float op whose other operand varies along them), computed there from the row,
         `k`, values from outside the nest and reads of memrefs the nest does not write, by
         at least one arithmetic op (a plain read is broadcast straight from memory)."""
-        if _constant(self.red.step) != 1:
+        if int_constant(self.red.step) != 1:
             return []
         varying: set[SSAValue] = {_iv(self.cols)}
         body = self._innermost()
