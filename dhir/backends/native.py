@@ -38,7 +38,7 @@ from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
 from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
-from dhir.ir.walk import enclosing, find_ops
+from dhir.ir.walk import enclosing, find_ops, holds_op
 from dhir.machine.dlti import SYSTEM_ATTR, at_description, system_of
 from dhir.placement.constraints import read_constraints
 from dhir.targets import host_arch
@@ -141,8 +141,9 @@ def compile_native(
             )
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
-    if openmp:  # otherwise every loop runs in order
-        timing.notes += mark_unproven_loops(module)
+    # Marked before the optimizer and the time tiles change the loops; noted once the
+    # decision is final (below).
+    in_order = mark_unproven_loops(module) if openmp else []
     runtime = EarlyRuntime(options, openmp)
     callers = external_callers(module)
     # Not re-verified after each pass: that would cost more than the passes, and
@@ -159,8 +160,8 @@ def compile_native(
     # it gives copies. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
-    # know, run sequentially.
-    threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
+    # know, run sequentially (without OpenMP, all do: these passes are then left out).
+    threaded = (OpenMPReductionsPass(), SerialLoopsPass())
     rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
     # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
     copies = (GpuRowCopiesPass(),) if gpu is not None else ()
@@ -199,6 +200,13 @@ def compile_native(
             timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
             options = _optimize(module, options, timing)
+        if openmp and not holds_op(module, _THREADED_KINDS):
+            # The linalg ops that made it say yes are loops now (a time-tiled sweep, a
+            # contraction): built as their loops written by hand are, without OpenMP.
+            openmp, runtime = False, EarlyRuntime(options, False)
+        timing.notes += in_order if openmp else []
+        if not openmp:  # every loop runs in order
+            after = tuple(p for p in after if p not in threaded)
         if profile is not None:
             profile.name_tasks(tasks)
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -390,14 +398,9 @@ def openmp_safe(module: ModuleOp) -> bool:
     return parallel and not _linalg_communicates(module, linalg)
 
 
-_OPENMP_KINDS = (
-    memref.AtomicRMWOp,
-    GenericAtomicRMWOp,
-    func.CallOp,
-    scf.ParallelOp,
-    affine.ParallelOp,
-    LinalgStructuredOperation,
-)
+# What runs on threads when OpenMP is used.
+_THREADED_KINDS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
+_OPENMP_KINDS = (memref.AtomicRMWOp, GenericAtomicRMWOp, func.CallOp, *_THREADED_KINDS)
 
 
 def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation]) -> bool:

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 
 import dhir
 from dhir import parse_string, print_module
+from dhir.backends.native import compile_native
+from dhir.toolchain.build import Timing
+from dhir.toolchain.options import RunOptions
 from dhir.transforms.time_tiles import time_tiles
 
 ROWS, COLS, DEPTH = 9, 5, 3
@@ -340,6 +343,20 @@ def test_generic_sweeps_over_views_are_banded_as_their_loops() -> None:
     _as_written(written.text(), print_module(module), JACOBI.inputs(3), "native")
     for ranks in (1, 2):
         _as_written(written.text(), written.text(), JACOBI.inputs(3), "native", ranks)
+
+
+def test_a_time_tiled_generic_sweep_is_built_as_its_scf_form() -> None:
+    """The linalg.generic sweeps made OpenMP look wanted; once time-tiled they are loops,
+    and the program is built as the scf form is: the same executable, byte for byte,
+    without OpenMP threads (which it started and then left idle)."""
+    built = []
+    for program in (JACOBI, replace(JACOBI, generic=True)):
+        timing = Timing()
+        exe, _ = compile_native(parse_string(program.text()), "main", RunOptions(), timing)
+        assert any("time loop of 2 row statements" in note for note in timing.notes)
+        built.append(exe.read_bytes())
+    assert b"__kmpc_" not in built[1]
+    assert built[1] == built[0]
 
 
 @pytest.mark.parametrize(
