@@ -3,8 +3,8 @@
 reduction dimension whose maps only pick dimensions, become the loops they mean, each
 output element's sum carried in a register along the reduction, innermost and ascending,
 as the interpreter computes it (the kernels and row sums take these loops next); or, for
-the named ops, where every add and multiply of the op's body allows any order
-(`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot)."""
+the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
+any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot)."""
 
 from collections.abc import Sequence
 from typing import cast
@@ -54,7 +54,8 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
     block = Block()
     plain = all(isinstance(cast(MemRefType, v.type).layout, NoneAttr) for v in op.operands)
     # BLAS takes a leading dimension per matrix but no offset: views keep the loops.
-    if plain and isinstance(op, _NAMED) and allows_any_order(op.body.block.ops):
+    named = isinstance(op, _NAMED) and _sums_products(op)
+    if plain and named and allows_any_order(op.body.block.ops):
         name = _call(op, module, block)
         what = f"{CALLED} {name} (reassoc allows its order of sums)"
     else:
@@ -62,6 +63,25 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
         what = None
     replace_by(op, block)
     return what
+
+
+def _sums_products(op: Contraction) -> bool:
+    """Whether `op`'s body is `out + in0 * in1`, as its name says and BLAS computes. A
+    named op written in generic form may carry another body (`out - in0 * in1`), which
+    the interpreter and the loops follow."""
+    block = op.body.block
+    ops = list(block.ops)
+    if len(block.args) != 3 or len(ops) != 3:
+        return False
+    (x, y, acc), (mul, add, end) = block.args, ops
+    return (
+        isinstance(mul, arith.MulfOp)
+        and {mul.lhs, mul.rhs} == {x, y}
+        and isinstance(add, arith.AddfOp)
+        and {add.lhs, add.rhs} == {acc, mul.result}
+        and isinstance(end, linalg.YieldOp)
+        and list(end.operands) == [add.result]
+    )
 
 
 def _refusal(op: Contraction) -> str | None:
