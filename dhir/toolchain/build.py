@@ -120,9 +120,11 @@ RUNTIME_CHECKS: tuple[str, ...] = (
     "--lower-affine",
     "--generate-runtime-verification=verbose-level=0",
 )
-# No contraction of a * b + c in C (the runtime's and the harness's) or of llvm.fmuladd:
-# dhir's results are the sequential program's, rounding by rounding. (Ops whose fastmath
-# flags allow contraction are still fused: the flag on the instruction decides.)
+# No contraction of a * b + c in C (the runtime's and the harness's): dhir's results are
+# the sequential program's, rounding by rounding. (Ops whose fastmath flags allow
+# contraction are still fused: the flag on the instruction decides. So is llvm.fmuladd,
+# which MLIR makes of vector.fma and of a float vector.outerproduct with an accumulator,
+# whatever this flag says, on CPUs with FMA: the interpreter refuses both ops.)
 # No SLP vectoriser: dhir-optimize-bodies vectorises the nests it can, the loop vectoriser
 # the other loops, and SLP turned the independent row sums the optimizer makes into slow
 # gathers (mvt 3.8 -> 8.2 ms) and took a third of clang's time on the loop-free pieces
