@@ -396,3 +396,64 @@ def test_flags_on_some_ops_relax_those_ops_only(
     else:
         scale = np.abs(inputs[3][0]) * np.abs(inputs[0]) @ np.abs(inputs[1])
         assert _relative_error(got, want, scale + np.abs(inputs[2])) < TOLERANCE
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.tuples(
+        st.sampled_from([1, 3, 6, 9]), st.sampled_from([0, 1, 4, 7]), st.sampled_from([1, 5, 33])
+    ),
+    views=st.tuples(*(st.sampled_from(["plain", "static", "dynamic"]) for _ in range(3))),
+    mode=st.sampled_from(["none", "contract", "reassoc", "fast"]),
+    ranks=st.integers(1, 2),
+)
+def test_nests_on_views_under_each_mode(
+    sizes: tuple[int, int, int], views: tuple[str, str, str], mode: str, ranks: int
+) -> None:
+    """C[i, j] += A[i, k] * B[k, j] in i-k-j order, each of A, B and C a whole memref or
+    a subview of static or run-time offset, under each mode on 1 or 2 ranks: without a
+    relaxation bit for bit the interpreter's (the exact kernels), with one within
+    rounding (OpenBLAS where all three are whole memrefs)."""
+    ni, nk, nj = sizes
+    arguments, lines, names, kinds, arrays = [], [], [], [], []
+    rng = np.random.default_rng(ni * 100 + nk * 10 + nj)
+    for arg, shape, view in zip(("%A", "%B", "%C"), ((ni, nk), (nk, nj), (ni, nj)), views):
+        if view == "plain":
+            whole, kind = _memref(shape, "f64"), _memref(shape, "f64")
+            names.append(arg)
+        else:
+            whole, line, kind = _view(arg, shape, "f64", view)
+            lines.append(line)
+            names.append(f"{arg}v")
+            shape = tuple(d + 2 for d in shape)
+        arguments.append(f"{arg}: {whole}")
+        kinds.append(kind)
+        arrays.append(rng.standard_normal(shape))
+    (a, b, c), (ta, tb, tc) = names, kinds
+    text = (
+        f"func.func @main({', '.join(arguments)}, %offs: memref<1xindex>) {{\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %c1 = arith.constant 1 : index\n"
+        "  %off = memref.load %offs[%c0] : memref<1xindex>\n"
+        f"  %ni = arith.constant {ni} : index\n"
+        f"  %nk = arith.constant {nk} : index\n"
+        f"  %nj = arith.constant {nj} : index\n"
+        + "".join(line + "\n" for line in lines)
+        + "  scf.for %i = %c0 to %ni step %c1 {\n"
+        "    scf.for %k = %c0 to %nk step %c1 {\n"
+        "      scf.for %j = %c0 to %nj step %c1 {\n"
+        f"        %a = memref.load {a}[%i, %k] : {ta}\n"
+        f"        %b = memref.load {b}[%k, %j] : {tb}\n"
+        f"        %c = memref.load {c}[%i, %j] : {tc}\n"
+        "        %p = arith.mulf %a, %b : f64\n"
+        "        %s = arith.addf %c, %p : f64\n"
+        f"        memref.store %s, {c}[%i, %j] : {tc}\n"
+        "      }\n    }\n  }\n  return\n}\n"
+    )
+    offsets = np.array([1], np.int64)
+    want = dhir.run(text, *arrays, offsets, backend="interp", ranks=1)[2]
+    got = dhir.run(text, *arrays, offsets, ranks=ranks, fast_math=mode)[2]
+    if mode == "none":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
