@@ -43,7 +43,8 @@ pass's `pieces` (default: `ranks`, and then only in schedules with fewer indepen
 than ranks: a schedule cut into enough tasks by hand, or a hand-split stencil, keeps
 them). With a machine description in the module and as many pieces as ranks, pieces are
 sized by the compute rate of each rank's device that can run the task (its peak GFLOP/s
-over the ranks sharing it); otherwise they are even. A share is of work, not of
+over the ranks sharing it), CPU ranks alone (a GPU rank would run a piece, CPU code, on its
+host; one CPU rank keeps the task whole); otherwise they are even. A share is of work, not of
 iterations, where the iterations of a loop with constant bounds do unequal work that is
 known: inner `scf.for` loops whose bounds depend on the outer variable alone (a triangle,
 `for j in [0, i + 1)`, is cut at about n / sqrt(2) in two); else of iterations.
@@ -88,6 +89,7 @@ from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
+from dhir.targets import DeviceKind
 from dhir.transforms.building import rows_view
 from dhir.transforms.pass_options import check_ranks
 from dhir.transforms.split_reductions import (
@@ -318,10 +320,21 @@ def _weights(
     if devices is None:
         return [1] * count
     target = task.target_info()
-    rates = [_rate(d) for d in devices if can_run(target, d)]
-    if len(rates) > 1:
-        return _integer_weights(rates)
+    able = [d for d in devices if can_run(target, d)]
+    # The pieces are CPU code (dhir-split makes no kernels): a GPU rank runs its piece on
+    # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
+    cpus = [d for d in able if d.kind != DeviceKind.GPU]
+    if len(cpus) > 1:
+        return _integer_weights([_rate(d) for d in cpus])
+    if len(cpus) < len(able):
+        return Whole(_CPU_CODE)
     return Whole("the device of one rank at most can run it", None, f"target {target}")
+
+
+_CPU_CODE = (
+    "one CPU rank at most can run it: dhir-split makes CPU code, which a GPU rank runs "
+    "on its host, not on its GPU (dhir-split-devices cuts parallel loops for GPUs)"
+)
 
 
 def _rate(device: Device) -> float:

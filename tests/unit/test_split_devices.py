@@ -23,7 +23,7 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir.backends.native import compile_native
 from dhir.dialects.dhir import TaskOp
-from dhir.ir.tasks import PIECE_ATTR, rank_of, rows_of
+from dhir.ir.tasks import PIECE_ATTR, rank_of, rows_of, task_ids
 from dhir.machine.description import (
     GUESSED_INTRA_NODE,
     GUESSED_NETWORK,
@@ -36,6 +36,7 @@ from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.transforms.gpu_row_copies import COPY_HOOK
+from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
 
 
 def _node(cpu_ranks: int, cpu_rate: float, gpu_rate: float) -> System:
@@ -188,6 +189,42 @@ def test_without_gpus_and_cpus_in_the_description_nothing_is_split() -> None:
     attach(module, cpus)
     dhir.run_pipeline(module, "dhir-split-devices{ranks=2}")
     assert len(_tasks(module)) == 1
+
+
+def _split_plan(text: str, system: System) -> tuple[ModuleOp, SplitPlan]:
+    """dhir-split-devices, then dhir-split, as the native backend runs them."""
+    module = dhir.parse_string(text)
+    attach(module, system)
+    ranks = len(system.rank_devices())
+    dhir.run_pipeline(module, f"dhir-split-devices{{ranks={ranks}}}")
+    plan = SplitPlan()
+    SplitTasksPass(ranks=ranks).split(module, plan)
+    plan.name(task_ids(module))
+    return module, plan
+
+
+VIEWED = _any(ViewedOp(8, 3, 1, 2, 1, 1, 1, False, 1).unforced())
+
+
+@pytest.mark.parametrize("text", [_stencil(SEQUENTIAL), VIEWED], ids=["sequential", "views"])
+def test_a_loop_no_kernel_runs_is_not_cut_by_the_gpu_s_rate(text: str) -> None:
+    # Left to dhir-split, these pieces are CPU code: sized by the GPU's rate (1 part in 4
+    # on the CPU rank, 3 on the GPU rank, whose host would run them), they were pointless.
+    module, plan = _split_plan(text, _node(1, 100.0, 300.0))
+    assert not any(PIECE_ATTR in t.attributes for t in _tasks(module))
+    (choice,) = plan.choices
+    assert choice.pieces == 0 and "one CPU rank at most can run it" in choice.how
+
+
+def test_a_sequential_loop_is_cut_over_the_cpu_ranks_alone_by_their_rates() -> None:
+    # Before: 3 pieces of 5, 5 and 28 iterations (CPU ranks of 50 GFLOP/s each, the GPU's 300).
+    module, plan = _split_plan(_stencil(SEQUENTIAL), _node(2, 100.0, 300.0))
+    assert len(_tasks(module)) == 2
+    (choice,) = plan.choices
+    assert choice.line().endswith("19 iterations each)")
+    a0, b0 = np.random.default_rng(4).random((2, 40, 16))
+    want = dhir.run(_stencil(SEQUENTIAL), a0, b0, backend="interp")
+    _same(_run_on_interp(module, [a0.copy(), b0.copy()]), want)
 
 
 # --- row copies -------------------------------------------------------------------------
