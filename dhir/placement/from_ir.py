@@ -38,7 +38,7 @@ from dhir.analysis.profile import Profile
 from dhir.analysis.work import Work, body_work, region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
-from dhir.ir.tasks import RANK_ATTR, rank_of, schedule_task_ids
+from dhir.ir.tasks import RANK_ATTR, is_gpu_task, rank_of, schedule_task_ids
 from dhir.machine.description import REFERENCE_GPU, Device, Link, System, with_core_guesses
 from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import at_description, described_at, system_of
@@ -348,6 +348,11 @@ def _costs(
             _time_on(task, name, _runner(device, target), costs, target, wanted, busy)
             for device in ranks.distinct
         ]
+        if _host_code(task, target, wanted, ranks.distinct):
+            on_cpus = [
+                t if d.kind != DeviceKind.GPU else None for t, d in zip(times, ranks.distinct)
+            ]
+            times = on_cpus if any(t is not None for t in on_cpus) else times
         only = times[0] if len(times) == 1 else None
         if only is not None:  # the common case: every rank on one device
             found = dict.fromkeys(names, only)
@@ -357,6 +362,17 @@ def _costs(
     if not found:
         raise error_at(task, _cannot_run(target, devices, explicit, wanted))
     return found
+
+
+def _host_code(
+    task: TaskOp, target: TargetInfo, wanted: str | None, devices: Sequence[Device]
+) -> bool:
+    """Whether `task` is bound to any device with no GPU code (and no device named) while
+    some of `devices` are GPUs: a GPU rank would run it on its host, not at its GPU's
+    rates, and the description gives that host no rates, so the CPU ranks run it."""
+    if target.kind != DeviceKind.ANY or wanted is not None:
+        return False
+    return any(d.kind == DeviceKind.GPU for d in devices) and not is_gpu_task(task)
 
 
 def _time_on(
@@ -383,7 +399,7 @@ def runs_on(task: TaskOp, device: Device) -> bool:
     runner = _runner(device, target)
     wanted = _named_device(task)
     named = wanted is None or not runner.name or runner.name == wanted
-    return can_run(target, runner) and named
+    return can_run(target, runner) and named and not _host_code(task, target, wanted, [runner])
 
 
 def _runner(device: Device, target: TargetInfo) -> Device:

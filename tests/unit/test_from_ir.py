@@ -25,6 +25,7 @@ from dhir.placement.from_ir import (
     local_devices,
     local_link,
     machine_for,
+    runs_on,
     task_graph,
 )
 from dhir.placement.list_scheduling import ALGORITHMS
@@ -125,6 +126,21 @@ def test_targets_and_explicit_ranks_decide_where_tasks_may_run() -> None:
     assert set(t3) == {"rank0", "rank2"}
     assert t0["rank0"] == pytest.approx(CostModel().task_time(_task(PROGRAM, 0), NAMES[0], CPU))
     assert graph.cost[END_TASK] == {"rank0": 0.0}
+
+
+def test_a_task_bound_to_any_device_runs_its_cpu_code_on_cpu_ranks_only() -> None:
+    # A GPU rank runs such a task on its host: it was costed at the GPU's rates (a
+    # sequential loop of 4000 x 1000 elements: 24 us there, 7.2 ms on the CPU rank).
+    text = PROGRAM.replace("%t0 = dhir.task %cpu", "%t0 = dhir.task %any")
+    text = text.replace("%t1 = dhir.task %gpu", "%t1 = dhir.task %any")
+    graph = task_graph(schedule_of(text), [CPU, GPU, CPU])
+    t0, t1, t2 = (graph.cost[name] for name in NAMES[:3])
+    assert set(t0) == {"rank0", "rank2"}  # CPU code: no cost on the GPU rank
+    assert set(t1) == {"rank0", "rank1", "rank2"}  # GPU code: the GPU too
+    assert set(t2) == {"rank1"}  # dhir.rank = 1 still puts CPU code on a GPU rank
+    schedule = schedule_of(text)
+    assert not runs_on(list(schedule.tasks())[0], GPU)
+    assert runs_on(list(schedule.tasks())[0], CPU) and runs_on(list(schedule.tasks())[1], GPU)
 
 
 def test_edges_carry_the_bytes_a_hazard_moves() -> None:
