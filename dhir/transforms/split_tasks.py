@@ -38,16 +38,17 @@ first thing that keeps it whole, in a `dhir.split = K` warning). Asked for a `Sp
 might have cut: the loop and piece sizes, or why it stays whole; otherwise it finds no more
 than it needs.
 
-How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else the
-pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent tasks
-than ranks: a schedule cut into enough tasks by hand, or a hand-split stencil, keeps
-them). With a machine description in the module and as many pieces as ranks, pieces are
-sized by the compute rate of each rank's device that can run the task (its peak GFLOP/s
-over the ranks sharing it), CPU ranks alone (a GPU rank would run a piece, CPU code, on its
-host; one CPU rank keeps the task whole); otherwise they are even. A share is of work, not of
-iterations, where the iterations of a loop with constant bounds do unequal work that is
-known: inner `scf.for` loops whose bounds depend on the outer variable alone (a triangle,
-`for j in [0, i + 1)`, is cut at about n / sqrt(2) in two); else of iterations.
+How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole), else
+the pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent
+tasks than ranks that would take a piece: a schedule cut into enough tasks by hand, or a
+hand-split stencil, keeps them). With a machine description in the module and as many
+pieces as ranks, pieces are sized by the compute rate of each rank's device that can run
+the task (its peak GFLOP/s over the ranks sharing it), CPU ranks alone (a GPU rank would
+run a piece, CPU code, on its host; one CPU rank keeps the task whole); otherwise they
+are even. A share is of work, not of iterations, where the iterations of a loop with
+constant bounds do unequal work that is known: inner `scf.for` loops whose bounds depend
+on the outer variable alone (a triangle, `for j in [0, i + 1)`, is cut at about
+n / sqrt(2) in two); else of iterations.
 
 Pieces carry `dhir.piece = [T, k]`: piece k of the schedule's task T, which is how
 `dhir.ir.tasks.task_ids` names them (`main.schedule0.task3.piece1`).
@@ -174,11 +175,12 @@ class SplitTasksPass(ModulePass):
                             found = _reduction_whole(task)
                         note.whole(task, found)
                         continue
-                    # Enough independent tasks already keep every rank busy: leave them.
+                    # Enough independent tasks already keep every rank busy that would
+                    # take a piece (the CPU ranks, beside GPU ranks): leave them.
                     if busy is None:
                         busy = concurrency(task_graph(schedule))
-                    if busy >= self.ranks:
-                        note.whole(task, _busy(busy, self.ranks))
+                    if busy >= len(weights):
+                        note.whole(task, _busy(busy, len(weights), self.ranks))
                         continue
                 cut = _cut(task, index, weights)
                 if cut is not None:
@@ -203,9 +205,11 @@ class SplitTasksPass(ModulePass):
                     note.whole(task, _reduction_whole(task))
 
 
-def _busy(busy: int, ranks: int) -> Whole:
+def _busy(busy: int, able: int, ranks: int) -> Whole:
+    """`able` of the `ranks` would take its pieces."""
     why = "its schedule already has enough tasks that can run at once to keep every rank busy"
-    return Whole(why, None, f"{busy} at once, {ranks} ranks")
+    of = f"{able} of {ranks} ranks can run its pieces" if able < ranks else f"{ranks} ranks"
+    return Whole(why, None, f"{busy} at once, {of}")
 
 
 def _seen_bounds(

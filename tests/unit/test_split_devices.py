@@ -227,6 +227,42 @@ def test_a_sequential_loop_is_cut_over_the_cpu_ranks_alone_by_their_rates() -> N
     _same(_run_on_interp(module, [a0.copy(), b0.copy()]), want)
 
 
+TWO_LOOPS = """
+func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
+  dhir.schedule %a, %b {
+    %any = dhir.target {kind = "any"}
+    %t = dhir.task %any, %a {LOOP_A}
+    %u = dhir.task %any, %b {LOOP_B}
+  }
+  return
+}
+"""
+_FILL = """
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %one = arith.constant 1.0 : f64
+      scf.for %i = %c0 to %c16 step %c1 {
+        memref.store %one, %M[%i] : memref<16xf64>
+      }
+    """
+
+
+def test_tasks_that_keep_the_cpu_ranks_busy_are_not_cut_for_gpu_ranks() -> None:
+    # Two independent tasks on 2 CPU ranks and a GPU rank: each was cut in 2 (2 tasks at
+    # once, fewer than 3 ranks), 4 pieces for the 2 CPU ranks that run them.
+    text = TWO_LOOPS.replace("LOOP_A", _FILL.replace("%M", "%a"))
+    module, plan = _split_plan(
+        text.replace("LOOP_B", _FILL.replace("%M", "%b")), _node(2, 100.0, 300.0)
+    )
+    assert len(_tasks(module)) == 2
+    assert [c.line() for c in plan.choices] == [
+        f"{name}: whole: its schedule already has enough tasks that can run at once to keep "
+        "every rank busy; 2 at once, 2 of 3 ranks can run its pieces"
+        for name in ("t", "u")
+    ]
+
+
 # --- row copies -------------------------------------------------------------------------
 
 ROW_COPY = """
