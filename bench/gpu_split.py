@@ -21,10 +21,13 @@ Each time is the entry's own (MPI_Wtime on rank 0 around the loop, results gathe
 included), per iteration: (time of 1 + N iterations - time of 1) / N, medians of
 `--repeats`, so start-up, CUDA's first-use costs and file I/O are left out. Each line is
 printed as soon as it is measured; variants not started within a kernel's share of
-`--budget` seconds are skipped. Every iteration of the GPU task copies its data in and out,
-as a task run once does. `run` checks every result against the CPU alone's bit for bit
-(all are exact) and the gemm against NumPy. It needs Python with NumPy and dhir importable
-and the run-time libraries `tests/gpu_check.py build` copies into DIR/runtime.
+`--budget` seconds are skipped. Every iteration of a GPU piece copies its rows in and out,
+as a task run once does; the whole task on the GPU (`gpu`, `gpu2r`) copies its data in
+before the first iteration and out after the last only, since 2026-12-01 (docs/gpu.md,
+"In a time loop"): its times before then include copies every iteration. `run` checks
+every result against the CPU alone's bit for bit (all are exact) and the gemm against
+NumPy. It needs Python with NumPy and dhir importable and the run-time libraries
+`tests/gpu_check.py build` copies into DIR/runtime.
 """
 
 # ruff: noqa: E402

@@ -23,6 +23,11 @@ host copy ("dirty"):
   A send never waits for its receiver; the next GPU task on R that uses the buffer first
   waits for it (`dhir_rt_gpu_ready`), and so does freeing the buffer.
 - A write anywhere else (a CPU task, a GPU task on another rank) invalidates R's device copy.
+- In a time loop (an scf.for holding the schedule and nothing else that touches its
+  memrefs, `time_loop`), the steps are planned as a cycle (`plan_loop_copies`): what the
+  next step first uses on a device that still holds it stays there, copied in under
+  `scf.if` on the loop's first step and out on its last. What a host or another rank
+  touches between two GPU uses is copied every step, as in a schedule alone.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
@@ -157,6 +162,10 @@ class CopyPlan:
     ready: dict[int, list[SSAValue]] = field(default_factory=dict)
     # (rank, memref): a send of that rank's buffer may still be in flight at the end.
     in_flight: set[tuple[int, SSAValue]] = field(default_factory=set[tuple[int, SSAValue]])
+    # In a time loop: memrefs copied in before the task on the loop's first step only,
+    # and out after it on its last step only (plan_loop_copies).
+    first_in: dict[int, list[SSAValue]] = field(default_factory=dict)
+    last_out: dict[int, list[SSAValue]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -186,10 +195,74 @@ def plan_copies(
     straight to the next GPU task's on another rank, not through both hosts. `in_flight`:
     the sends that may still be in flight when the schedule starts (its buffers outlive
     one run of it)."""
+    state = _Devices.empty(order, in_flight)
+    return _plan_step(facts, order, needed_after, device_messages, state, cyclic=False)
+
+
+# Steps of a time loop run to find the state every step starts in (one or two suffice:
+# what a step leaves depends on the state it starts in only for memrefs it never writes).
+LOOP_ROUNDS = 4
+
+
+def plan_loop_copies(
+    facts: Sequence[TaskFacts],
+    order: Sequence[SSAValue],
+    needed_after: set[SSAValue],
+    device_messages: bool = True,
+) -> CopyPlan:
+    """The copies for a schedule that is the body of a counted time loop (scf.for) with
+    nothing else in the loop touching its memrefs, whose device buffers last every step:
+    what a step leaves on a device that the next step first uses there stays on the
+    device between steps. Such a memref is copied in on the loop's first step only
+    (`first_in`) and out on its last step only (`last_out`), where code after the loop
+    may read it. Everything else is copied every step, as `plan_copies` does; so is
+    everything when no state repeats from step to step."""
+    state = _Devices.empty(order)
+    for _ in range(LOOP_ROUNDS):
+        start = state.copy()
+        plan = _plan_step(facts, order, needed_after, device_messages, state, cyclic=True)
+        if state == start:
+            return plan
+    first = plan_copies(facts, order, needed_after, device_messages)
+    return plan_copies(facts, order, needed_after, device_messages, first.in_flight)
+
+
+@dataclass
+class _Devices:
+    """Per memref, the ranks whose device copy is current; the memrefs no host copy of
+    which is current; (rank, memref): a send of that rank's buffer may be in flight."""
+
+    on_device: dict[SSAValue, set[int]]
+    device_only: set[SSAValue]
+    sending: set[tuple[int, SSAValue]]
+
+    @staticmethod
+    def empty(
+        order: Sequence[SSAValue], in_flight: set[tuple[int, SSAValue]] | None = None
+    ) -> "_Devices":
+        return _Devices({m: set[int]() for m in order}, set(), set(in_flight or ()))
+
+    def copy(self) -> "_Devices":
+        on_device = {m: set(ranks) for m, ranks in self.on_device.items()}
+        return _Devices(on_device, set(self.device_only), set(self.sending))
+
+
+def _plan_step(
+    facts: Sequence[TaskFacts],
+    order: Sequence[SSAValue],
+    needed_after: set[SSAValue],
+    device_messages: bool,
+    state: _Devices,
+    cyclic: bool,
+) -> CopyPlan:
+    """One run of the schedule from `state`, which it updates. With `cyclic`, the
+    schedule is a time loop's step, started in `state` (as the step before left it),
+    and what no later task of the step uses goes to the next step's first user."""
     plan = CopyPlan()
-    on_device: dict[SSAValue, set[int]] = {m: set() for m in order}
-    device_only: set[SSAValue] = set()  # no host copy is current
-    sending = set(in_flight or ())  # (rank, memref): a send may be in flight
+    on_device, device_only, sending = state.on_device, state.device_only, state.sending
+    # Device copies a step starts with that no task of this step has used yet: on the
+    # loop's first step, the first use fills them.
+    carried = {(r, m) for m, ranks in on_device.items() for r in ranks} if cyclic else set()
     # A message's tag is its memref's place; MPI keeps each pair's messages in order, but
     # two memrefs' messages may cross, so tags must differ: beyond them, through hosts.
     tagged = {m: k < MESSAGE_TAGS for k, m in enumerate(order)}
@@ -213,6 +286,10 @@ def plan_copies(
         received = {m for m, _ in plan.receive.get(k, [])}
         assert all(m in received for m in stale if m in device_only), "a value got lost"
         plan.copy_in[k] = [m for m in stale if m not in device_only]
+        if cyclic:
+            fresh = [m for m in touched if (task.rank, m) in carried and m not in stale]
+            plan.first_in[k] = fresh
+        carried -= {(task.rank, m) for m in touched}
         for m in stale:
             on_device[m].add(task.rank)
         for m in task.effects.writes:
@@ -221,7 +298,16 @@ def plan_copies(
         plan.copy_out[k] = []
         for m in [m for m in touched if m in device_only]:
             later = _next_user(facts, k, m)
-            if later is None:
+            if later is None and cyclic:
+                first = _next_user(facts, -1, m)
+                assert first is not None  # task k uses it
+                if facts[first].whole_gpu and facts[first].rank in on_device[m]:
+                    # The next step's first use finds it on its device (this one, or
+                    # one this step sent it to): out after the last step only.
+                    if m in needed_after:
+                        plan.last_out.setdefault(k, []).append(m)
+                    continue
+            elif later is None:
                 if m not in needed_after:
                     continue
             elif facts[later].whole_gpu and facts[later].rank == task.rank:
@@ -235,7 +321,7 @@ def plan_copies(
                 continue
             plan.copy_out[k].append(m)
             device_only.discard(m)
-    plan.in_flight = sending
+    plan.in_flight = set(sending)
     return plan
 
 
@@ -305,10 +391,13 @@ class _ScheduleData:
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         needed = self.local.needed_after(self.schedule, order)
-        plan = plan_copies(facts, order, needed, device_messages)
-        if self.anchor is not self.schedule and plan.in_flight:
-            # A step's sends may still be in flight when the next step reuses the buffer.
-            plan = plan_copies(facts, order, needed, device_messages, plan.in_flight)
+        if isinstance(self.anchor, scf.ForOp):
+            plan = plan_loop_copies(facts, order, needed, device_messages)
+        else:
+            plan = plan_copies(facts, order, needed, device_messages)
+            if self.anchor is not self.schedule and plan.in_flight:
+                # A step's sends may still be in flight when the next step reuses a buffer.
+                plan = plan_copies(facts, order, needed, device_messages, plan.in_flight)
         self.messages = bool(plan.send)
         users = self._buffer_users(facts, order)
         self._allocate(users)
@@ -408,14 +497,36 @@ class _ScheduleData:
         rows = facts.rows or {}
         for m in plan.copy_in.get(k, []):
             start += _copy(mine[m], m, rows[m].copy_in if m in rows else None)
+        once = [op for m in plan.first_in.get(k, []) for op in _copy(mine[m], m, None)]
+        start += self._on_step(once, first=True)
         first, last = _inside_hooks(block)
         block.insert_ops_before(start, first)
         end: list[Operation] = []
         for m in plan.copy_out.get(k, []):
             end += _copy(m, mine[m], rows[m].copy_out if m in rows else None)
+        once = [op for m in plan.last_out.get(k, []) for op in _copy(m, mine[m], None)]
+        end += self._on_step(once, first=False)
         for m, destination in plan.send.get(k, []):
             end += self._message(SEND_HOOK, mine[m], m, destination)
         block.insert_ops_before(end, last)
+
+    def _on_step(self, ops: list[Operation], first: bool) -> list[Operation]:
+        """`ops` under `scf.if` on the time loop's first step (`first`) or its last; the
+        test is the loop's own (signed, the next value against the upper bound)."""
+        if not ops:
+            return []
+        loop = self.anchor
+        assert isinstance(loop, scf.ForOp)
+        value = loop.body.block.args[0]
+        test: list[Operation]
+        if first:
+            test = [arith.CmpiOp(value, loop.lb, "eq")]
+        else:
+            following = arith.AddiOp(value, loop.step)
+            test = [following, arith.CmpiOp(following.result, loop.ub, "sge")]
+        condition = test[-1].results[0]
+        condition.name_hint = "first_step" if first else "last_step"
+        return [*test, scf.IfOp(condition, [], [*ops, scf.YieldOp()])]
 
     def _message(
         self, hook: str, buffer: SSAValue, memref: SSAValue, other: int
@@ -678,5 +789,6 @@ __all__ = [
     "TaskFacts",
     "is_gpu_task",
     "plan_copies",
+    "plan_loop_copies",
     "task_label",
 ]

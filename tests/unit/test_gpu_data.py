@@ -3,6 +3,8 @@ rewritten program in the interpreter, where a device buffer is an array of its o
 missing copy in leaves a kernel reading stale data, a missing copy out leaves the host
 with stale data)."""
 
+from dataclasses import dataclass
+
 import numpy as np
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from dhir.transforms.gpu_data import (
     UNPIN_HOOK,
     TaskFacts,
     plan_copies,
+    plan_loop_copies,
 )
 
 GPU_TARGETS = ('{arch = "sm_90"}', '{kind = "gpu"}', '{kind = "cpu"}', '{arch = "x86_64"}')
@@ -131,6 +134,63 @@ def test_a_send_still_in_flight_when_a_step_starts_is_waited_for_first() -> None
     assert again.ready == {0: [a], 1: []} and again.in_flight == {(0, a)}
 
 
+def test_a_time_loop_keeps_what_only_its_gpu_uses_on_the_device() -> None:
+    """A Jacobi sweep and its copy back on one GPU: in before the first step, out after
+    the last, nothing in between."""
+    a, b = _values(2)
+    facts = [_fact(0, True, reads=[a], writes=[b]), _fact(0, True, reads=[b], writes=[a])]
+    plan = plan_loop_copies(facts, [a, b], {a, b})
+    assert plan.copy_in == {0: [], 1: []} and plan.copy_out == {0: [], 1: []}
+    assert plan.first_in == {0: [a, b], 1: []}
+    assert plan.last_out == {1: [a, b]}
+    # The schedule alone (no loop) copies both in and out.
+    alone = plan_copies(facts, [a, b], {a, b})
+    assert alone.copy_in == {0: [a, b], 1: []} and alone.copy_out == {0: [], 1: [a, b]}
+
+
+def test_a_time_loop_copies_every_step_what_a_host_touches_between_gpu_uses() -> None:
+    a, b, c = _values(3)
+    facts = [
+        _fact(0, True, reads=[a, c], writes=[b]),
+        _fact(1, False, reads=[b]),  # another rank's CPU reads b: out every step
+        _fact(1, False, writes=[a]),  # and writes a: in every step
+    ]
+    plan = plan_loop_copies(facts, [a, b, c], {a, b, c})
+    assert plan.copy_in == {0: [a]} and plan.copy_out == {0: [b]}
+    assert plan.first_in == {0: [b, c]}  # b: the rest of it, which the kernel may not write
+    assert plan.last_out == {}
+
+
+def test_a_time_loop_copies_out_what_the_next_step_uses_on_another_rank() -> None:
+    """What rank 0's GPU writes and rank 1's GPU reads first in the next step goes out
+    and in every step (device messages stay within a step)."""
+    (a,) = _values(1)
+    facts = [_fact(1, True, reads=[a]), _fact(0, True, reads=[a], writes=[a])]
+    plan = plan_loop_copies(facts, [a], {a})
+    assert plan.copy_out == {0: [], 1: [a]} and plan.last_out == {}
+    assert plan.copy_in == {0: [a], 1: []} and plan.first_in == {0: [], 1: [a]}
+    assert plan.send == plan.receive == {}
+
+
+def test_a_time_loop_keeps_what_it_sent_on_both_devices() -> None:
+    """Rank 0's GPU writes a value and sends it to rank 1's: both devices hold it at
+    the step's end, so the next step's write on rank 0 needs no copy in, and only the
+    last step copies it out."""
+    (a,) = _values(1)
+    facts = [_fact(0, True, reads=[a], writes=[a]), _fact(1, True, reads=[a])]
+    plan = plan_loop_copies(facts, [a], {a})
+    assert plan.send == {0: [(a, 1)]} and plan.receive == {1: [(a, 0)]}
+    assert plan.copy_out == {0: [], 1: []} and plan.last_out == {1: [a]}
+    assert plan.copy_in == {0: [], 1: []} and plan.first_in == {0: [a], 1: []}
+
+
+def test_a_time_loop_waits_for_its_last_step_s_sends() -> None:
+    (a,) = _values(1)
+    facts = [_fact(0, True, writes=[a]), _fact(1, True, reads=[a], writes=[a])]
+    plan = plan_loop_copies(facts, [a], {a})
+    assert plan.ready == {0: [a], 1: []} and plan.in_flight == {(0, a)}
+
+
 def test_nothing_copied_back_when_nothing_reads_it_afterwards() -> None:
     (a,) = _values(1)
     plan = plan_copies([_fact(0, True, writes=[a])], [a], needed_after=set())
@@ -204,6 +264,62 @@ def test_a_view_made_before_the_schedule_and_read_after_it_gets_the_writes() -> 
     assert "gpu.memcpy %tmp, " in dhir.print_module(module)
     results = _run_on_interp(module, [np.zeros((), np.int32)])
     assert results[0] == 1
+
+
+MESSAGES_IN_A_LOOP = """
+func.func @main(%a: memref<8xi32>, %b: memref<8xi32>, %c: memref<8xi32>) {
+  %s0 = arith.constant 0 : index
+  %s1 = arith.constant 1 : index
+  %steps = arith.constant 3 : index
+  scf.for %step = %s0 to %steps step %s1 {
+    dhir.schedule %a, %b, %c {
+      %gpu = dhir.target {kind = "gpu"}
+      %t0 = dhir.task %gpu, %a, %c attributes {dhir.rank = 0 : i64} {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c8 = arith.constant 8 : index
+        scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+          %v = memref.load %c[%i] : memref<8xi32>
+          %w = memref.load %a[%i] : memref<8xi32>
+          %x = arith.addi %v, %w : i32
+          memref.store %x, %a[%i] : memref<8xi32>
+        }
+      }
+      %t1 = dhir.task %gpu, %a, %b attributes {dhir.rank = 1 : i64} {
+        %c0 = arith.constant 0 : index
+        %c1 = arith.constant 1 : index
+        %c8 = arith.constant 8 : index
+        scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+          %v = memref.load %a[%i] : memref<8xi32>
+          %w = memref.load %b[%i] : memref<8xi32>
+          %x = arith.addi %v, %w : i32
+          memref.store %x, %b[%i] : memref<8xi32>
+        }
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_a_time_loop_with_device_messages_still_keeps_data_on_the_device() -> None:
+    """Rank 0's GPU sends %a to rank 1's each step (a send that may be in flight when
+    the next step starts); %c, which only rank 0's GPU reads, and %b, which only rank
+    1's GPU uses, still stay on their devices between steps."""
+    module = dhir.parse_string(MESSAGES_IN_A_LOOP)
+    dhir.run_pipeline(module, "dhir-gpu-data{ranks=2}")
+    copies = [op for op in module.walk() if isinstance(op, gpu.MemcpyOp)]
+    assert all(isinstance(op.parent_op(), scf.IfOp) for op in copies)
+    assert len(copies) == 5  # %a, %b and %c in on the first step; %a and %b out on the last
+    inputs = [np.arange(8, dtype=np.int32) * k for k in (1, 2, 3)]
+    a, b, c = (x.copy() for x in inputs)
+    for _ in range(3):
+        a = a + c
+        b = b + a
+    results = _run_on_interp(module, [x.copy() for x in inputs])
+    for got, want in zip(results, [a, b, c]):
+        np.testing.assert_array_equal(got, want)
 
 
 # --- the rewritten program, run --------------------------------------------------------
@@ -294,37 +410,111 @@ def test_copies_keep_the_sequential_result(case: tuple[int, RandomSchedule, int]
         np.testing.assert_array_equal(got, want)
 
 
-def _in_time_loop(text: str, steps: int) -> str:
-    """`text` (one schedule in @main) with its schedule run `steps` times by an scf.for."""
+@dataclass(frozen=True)
+class HostTouch:
+    """Host code in a time loop's body, before or after its schedule: element `at` of
+    %m<source> plus one, stored to %m<dest>."""
+
+    source: int
+    dest: int
+    at: int
+    before: bool
+
+    def lines(self, k: int, memref: str) -> list[str]:
+        return [
+            f"    %host_at{k} = arith.constant {self.at} : index",
+            f"    %host_v{k} = memref.load %m{self.source}[%host_at{k}] : {memref}",
+            f"    %host_one{k} = arith.constant 1 : i32",
+            f"    %host_w{k} = arith.addi %host_v{k}, %host_one{k} : i32",
+            f"    memref.store %host_w{k}, %m{self.dest}[%host_at{k}] : {memref}",
+        ]
+
+    def run(self, buffers: list[np.ndarray]) -> None:
+        buffers[self.dest][self.at] = buffers[self.source][self.at] + np.int32(1)
+
+
+@dataclass(frozen=True)
+class TimeLoop:
+    """An scf.for from `lb` by `step` that runs `steps` times (its upper bound just past
+    the last step's start, so that the last step's next value overshoots it), with
+    `touches` in its body."""
+
+    steps: int
+    lb: int = 0
+    step: int = 1
+    touches: tuple[HostTouch, ...] = ()
+
+    def reference(self, program: RandomSchedule, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        buffers = [a.copy() for a in inputs]
+        with np.errstate(over="ignore"):
+            for _ in range(self.steps):
+                for touch in [t for t in self.touches if t.before]:
+                    touch.run(buffers)
+                buffers = program.reference(buffers)
+                for touch in [t for t in self.touches if not t.before]:
+                    touch.run(buffers)
+        return buffers
+
+
+@st.composite
+def time_loops(draw: st.DrawFn, program: RandomSchedule) -> TimeLoop:
+    """Time loops around `program`'s schedule, half of them with host code touching its
+    memrefs between steps."""
+    touch = st.builds(
+        HostTouch,
+        st.integers(0, program.buffers - 1),
+        st.integers(0, program.buffers - 1),
+        st.integers(0, program.size - 1),
+        st.booleans(),
+    )
+    touches = draw(st.lists(touch, max_size=2)) if draw(st.booleans()) else []
+    return TimeLoop(
+        draw(st.integers(0, 3)), draw(st.integers(0, 2)), draw(st.integers(1, 3)), tuple(touches)
+    )
+
+
+def _in_time_loop(text: str, steps: int, loop: TimeLoop | None = None) -> str:
+    """`text` (one schedule in @main) with its schedule run `steps` times by an scf.for
+    (`loop`'s bounds and host code when given)."""
+    loop = loop or TimeLoop(steps)
     lines = text.splitlines()
     start = next(k for k, line in enumerate(lines) if "dhir.schedule" in line)
     end = lines.index("  func.return")
-    loop = [
-        "  %step0 = arith.constant 0 : index",
-        "  %step1 = arith.constant 1 : index",
-        f"  %steps = arith.constant {steps} : index",
+    memref = next(line for line in lines if "func.func @main" in line).split(": ")[1]
+    memref = memref.split(",")[0].rstrip(") {")
+    top = loop.lb + loop.step * (loop.steps - 1) + 1 if loop.steps else loop.lb
+    header = [
+        f"  %step0 = arith.constant {loop.lb} : index",
+        f"  %step1 = arith.constant {loop.step} : index",
+        f"  %steps = arith.constant {top} : index",
         "  scf.for %step = %step0 to %steps step %step1 {",
     ]
-    return "\n".join([*lines[:start], *loop, *lines[start:end], "  }", *lines[end:]]) + "\n"
+    before = [x for k, t in enumerate(loop.touches) if t.before for x in t.lines(k, memref)]
+    after = [x for k, t in enumerate(loop.touches) if not t.before for x in t.lines(k, memref)]
+    body = [*before, *lines[start:end], *after]
+    return "\n".join([*lines[:start], *header, *body, "  }", *lines[end:]]) + "\n"
 
 
 @settings(max_examples=60, deadline=None)
-@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.integers(1, 3))
+@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.data())
 def test_copies_in_a_time_loop_keep_the_sequential_result(
-    case: tuple[int, RandomSchedule, int], steps: int
+    case: tuple[int, RandomSchedule, int], data: st.DataObject
 ) -> None:
-    """Device buffers are made once, before the loop, and last every step."""
+    """Device buffers are made once, before the loop, and last every step, unless host
+    code in the loop touches the memrefs (then copies go around each step's tasks)."""
     ranks, random_program, seed = case
     program = parallel(random_program)
-    module = dhir.parse_string(_in_time_loop(program.text(), steps))
+    loop = data.draw(time_loops(program))
+    text = _in_time_loop(program.text(), loop.steps, loop)
+    note(text)
+    module = dhir.parse_string(text)
     dhir.run_pipeline(module, f"dhir-place{{ranks={ranks}}},dhir-gpu-data{{ranks={ranks}}}")
     note(dhir.print_module(module))
-    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)][:1]
-    assert not any(DEVICE_BUFFER_ATTR in op.attributes for op in loop.walk())
+    (for_op,) = [op for op in module.walk() if isinstance(op, scf.ForOp)][:1]
+    if not loop.touches:
+        assert not any(DEVICE_BUFFER_ATTR in op.attributes for op in for_op.walk())
     inputs = random_inputs(program, seed)
-    want = inputs
-    for _ in range(steps):
-        want = program.reference(want)
+    want = loop.reference(program, inputs)
     results = _run_on_interp(module, [a.copy() for a in inputs])
     for got, expected in zip(results, want):
         np.testing.assert_array_equal(got, expected)

@@ -2,7 +2,8 @@
 // and freed after it, so they last every step, and the loop holds nothing but the
 // schedule. dhir-lower-to-mpi then keeps the data where the steps leave it: rank 1's
 // copy of %b goes to rank 0 inside each step (the CPU task reads it), and rank 1's part
-// of %b reaches rank 0, which writes the results, only once, after the loop.
+// of %b reaches rank 0, which writes the results, only once, after the loop. %a, which no
+// task writes, stays on rank 1's device from the first step on.
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2}' | filecheck %s
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s --check-prefix=LOWERED
 
@@ -12,6 +13,18 @@
 // CHECK:         }{dhir.device_buffer}
 // CHECK-NEXT:    scf.for %step = %s0 to %steps step %s1 {
 // CHECK-NEXT:      dhir.schedule %a, %b {
+// CHECK-NOT:       gpu.alloc
+// CHECK-NOT:       gpu.dealloc
+// %b, which the CPU task writes, is copied in and out every step; %a, which nothing
+// writes, only on the loop's first step: rank 1's device keeps it between steps.
+// CHECK:             gpu.memcpy %b_dev1, %b
+// CHECK-NEXT:        %first_step = arith.cmpi eq, %step, %s0 : index
+// CHECK-NEXT:        scf.if %first_step {
+// CHECK-NEXT:          gpu.memcpy %a_dev1, %a
+// CHECK-NEXT:        }
+// CHECK:             gpu.launch
+// CHECK:             gpu.memcpy %b, %b_dev1
+// CHECK-NEXT:      }
 // CHECK-NOT:       gpu.alloc
 // CHECK-NOT:       gpu.dealloc
 // CHECK:         {{^    }}}
