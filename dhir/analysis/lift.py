@@ -52,6 +52,7 @@ from xdsl.ir.affine import (
 
 from dhir.dialects import affine, arith, index, memref, scf
 from dhir.dialects import affine as dhir_affine
+from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, IntCast, int_cast, scalar_int_width
 
 # --- expressions ----------------------------------------------------------------------
@@ -700,6 +701,10 @@ class Lifter:
                 _picked(highs, min),
                 op.step.value.data,
             ]
+        elif isinstance(op, affine.ParallelOp) and index < len(op.steps):
+            (low_map, low_args), (high_map, high_args), step = parallel_bounds(op, index)
+            lows, highs = self.map(low_map, low_args), self.map(high_map, high_args)
+            bounds = [_picked(lows, max), _picked(highs, min), step]
         else:
             return None
         low, high, step = bounds

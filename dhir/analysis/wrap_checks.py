@@ -16,7 +16,7 @@ holds (the variables of loops around that one are fixed there), when every other
 a number there: a loop variable of constant range (its range) or a value from outside the
 loop (its value). Leaves of no loop (a function's argument used directly), a linalg op's
 names and expressions holding values made inside the loop that are not loop variables
-of the three kinds below are not checked: the lifter's no-wrap assumption stays on them
+of the four kinds below are not checked: the lifter's no-wrap assumption stays on them
 (docs/semantics.md).
 """
 
@@ -40,12 +40,13 @@ from dhir.analysis.lift import (
 )
 from dhir.dialects import affine, arith, index, scf
 from dhir.dialects import affine as dhir_affine
+from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import defined_inside
 from dhir.dialects.gpu import in_device_code
 
 # The loops whose entry is checked: those whose variables the lifter ranges over.
-LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp)
+LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
 
 HALF_64 = 1 << (INDEX_WIDTH - 1)
 # A term (coefficient times the range of its atom) or a partial sum past these is taken as
@@ -209,12 +210,15 @@ def _span(key: SSAValue, lifter: Lifter) -> Interval | None:
     loop = _loop_of(key)
     if loop is None:
         return None
+    assert isinstance(key, BlockArgument)
+    dim = loop_variables(loop).index(key)
     if isinstance(loop, affine.ForOp):
         lows = lifter.map_each(loop.lowerBoundMap.data, list(loop.lowerBoundOperands))
         highs = lifter.map_each(loop.upperBoundMap.data, list(loop.upperBoundOperands))
+    elif isinstance(loop, affine.ParallelOp):
+        (low_map, low_args), (high_map, high_args), _ = parallel_bounds(loop, dim)
+        lows, highs = lifter.map_each(low_map, low_args), lifter.map_each(high_map, high_args)
     else:
-        assert isinstance(key, BlockArgument)
-        dim = loop_variables(loop).index(key)
         bounds = (loop.lb, loop.ub) if isinstance(loop, scf.ForOp) else None
         if isinstance(loop, scf.ParallelOp):
             bounds = (loop.lowerBound[dim], loop.upperBound[dim])
@@ -296,6 +300,8 @@ def loop_variables(loop: Operation) -> list[BlockArgument]:
     """The variables of `loop`, one of LOOPS, outermost dimension first."""
     if isinstance(loop, scf.ParallelOp):
         return list(loop.body.block.args[: len(loop.lowerBound)])
+    if isinstance(loop, affine.ParallelOp):
+        return list(loop.body.block.args[: len(loop.steps)])
     return [loop.regions[0].block.args[0]]
 
 

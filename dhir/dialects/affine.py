@@ -579,6 +579,27 @@ class ParallelOp(affine.ParallelOp):
             raise VerifyException("its affine.yield must yield one value of each result type")
 
 
+def parallel_bounds(
+    op: affine.ParallelOp, dim: int
+) -> tuple[tuple[AffineMap, list[SSAValue]], tuple[AffineMap, list[SSAValue]], int]:
+    """Dimension `dim` of `op`: its lower bound's map (its group of the lower bounds'
+    results, the greatest of which it starts from) and operands, its upper bound's (the
+    least of which it stops below) and its step."""
+    lower, upper = op.lowerBoundsMap.data, op.upperBoundsMap.data
+    split = lower.num_dims + lower.num_symbols
+    operands = list(op.map_operands)
+    found: list[tuple[AffineMap, list[SSAValue]]] = []
+    for amap, groups, args in (
+        (lower, op.lowerBoundsGroups, operands[:split]),
+        (upper, op.upperBoundsGroups, operands[split:]),
+    ):
+        sizes = [int(g) for g in groups.get_values()]
+        start = sum(sizes[:dim])
+        results = amap.results[start : start + sizes[dim]]
+        found.append((AffineMap(amap.num_dims, amap.num_symbols, tuple(results)), args))
+    return found[0], found[1], op.steps.data[dim].value.data
+
+
 def _groups_attr(sizes: Sequence[int]) -> DenseIntElementsAttr:
     return DenseIntElementsAttr.from_list(TensorType(i32, [len(sizes)]), list(sizes))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
 from dhir.analysis.lift import Affine, Atom, Div, Leaf, Lifter, Mod
@@ -30,6 +31,7 @@ from dhir.analysis.wrap_checks import (
     wrap_checks,
 )
 from dhir.dialects import affine, arith, func, scf
+from dhir.dialects.affine import parallel_bounds
 from dhir.ir.diagnostics import loc_of
 from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
 
@@ -63,11 +65,24 @@ def _bounds(loop: Operation, ops: Block) -> list[_Bounds]:
         return [(loop.lb, loop.ub, loop.step)]
     if isinstance(loop, scf.ParallelOp):
         return list(zip(loop.lowerBound, loop.upperBound, loop.step, strict=True))
+    if isinstance(loop, affine.ParallelOp):
+        return [_affine_bounds(ops, *parallel_bounds(loop, k)) for k in range(len(loop.steps))]
     assert isinstance(loop, affine.ForOp)
-    lower = affine_bound(ops, loop.lowerBoundMap.data, loop.lowerBoundOperands, greatest=True)
-    upper = affine_bound(ops, loop.upperBoundMap.data, loop.upperBoundOperands, greatest=False)
-    step = put(ops, arith.ConstantOp.from_int_and_width(loop.step.value.data, IndexType()))
-    return [(lower, upper, step.result)]
+    lower = (loop.lowerBoundMap.data, list(loop.lowerBoundOperands))
+    upper = (loop.upperBoundMap.data, list(loop.upperBoundOperands))
+    return [_affine_bounds(ops, lower, upper, loop.step.value.data)]
+
+
+_Map = tuple[AffineMap, list[SSAValue]]
+
+
+def _affine_bounds(ops: Block, lower: _Map, upper: _Map, step: int) -> _Bounds:
+    """An affine loop's dimension's bounds and step, built in `ops` as --lower-affine
+    computes them."""
+    first = affine_bound(ops, *lower, greatest=True)
+    end = affine_bound(ops, *upper, greatest=False)
+    stride = put(ops, arith.ConstantOp.from_int_and_width(step, IndexType()))
+    return first, end, stride.result
 
 
 def _guard(check: WrapCheck, lifter: Lifter) -> None:

@@ -13,7 +13,7 @@ import dhir
 from dhir import DhirError
 from dhir.analysis.lift import Lifter
 from dhir.analysis.wrap_checks import WrapCheck, verdict, wrap_checks
-from dhir.dialects import scf
+from dhir.dialects import affine, scf
 from dhir.ir.walk import find_ops
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -198,3 +198,71 @@ def test_an_affine_subscript_is_checked_too(backend: str, lo: int, stops: bool) 
     else:
         got = _run(backend, AFFINE, *inputs, ranks=1)
         assert list(got[1][:3]) == [3, 6, 9]
+
+
+# RUN_TIME_WRAP with task 1's loop an affine.parallel of run-time bounds, whose variable
+# the regions took as exact too: the interpreter gave B = [102, 105, 108], and native code
+# on 2 ranks refused the run before it with a wrong index (the given bounds read 3 * lo
+# exactly: "accesses index 18446744073709551618 ... out of bounds").
+AFFINE_PARALLEL = RUN_TIME_WRAP.replace(
+    "scf.for %i = %lo to %hi step %c1 {", "affine.parallel (%i) = (%lo) to (%hi) {"
+)
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_an_affine_parallel_of_run_time_bounds_is_checked(backend: str) -> None:
+    with pytest.raises(DhirError) as caught:
+        _run(backend, AFFINE_PARALLEL, *WRAPS)
+    where = (
+        "prog.mlir:22:7: error: 'affine.parallel'" if backend == "interp" else "line 22, column 7"
+    )
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_an_affine_parallel_of_ordinary_bounds_runs_as_before() -> None:
+    inputs = (np.arange(16, dtype=np.int64), np.zeros(16, np.int64), 1, 4)
+    want = _run("interp", AFFINE_PARALLEL, *inputs)
+    assert list(want[1][:3]) == [3, 6, 9]
+    for have, expected in zip(_run("native", AFFINE_PARALLEL, *inputs), want, strict=True):
+        np.testing.assert_array_equal(have, expected)
+
+
+def test_an_affine_parallel_of_constant_bounds_has_their_range() -> None:
+    """As an scf.parallel's: 3 * i of i up to 2**62 leaves 64 bits, so is no multiple of 3
+    to the analysis, and needs no check."""
+    module = dhir.parse_string(
+        """func.func @main(%a: memref<16xi64>) {
+  affine.parallel (%i, %j) = (1, 0) to (4611686018427387904, 5) step (1, 2) {
+    %x = affine.load %a[%i * 3 + %j] : memref<16xi64>
+  }
+  return
+}
+""",
+        "prog.mlir",
+    )
+    (loop,) = find_ops(module, affine.ParallelOp)
+    lifter = Lifter()
+    i, j = loop.body.block.args
+    assert lifter.leaf_range(i) == (1, 2**62 - 1)
+    assert lifter.leaf_range(j) == (0, 4)
+    assert wrap_checks(module, lifter) == []
+
+
+# scf.forall's variables are no loop variables to the regions (its body's accesses may
+# touch any element) nor to the independence proofs: 3 * i of lo = 6148914691236517206
+# wraps, as the interpreter computes it, and rank 1 waits for A.
+FORALL = RUN_TIME_WRAP.replace(
+    "scf.for %i = %lo to %hi step %c1 {", "scf.forall (%i) = (%lo) to (%hi) step (%c1) {"
+)
+
+
+@needs_llvm
+@pytest.mark.mpi
+def test_an_scf_forall_of_run_time_bounds_needs_no_check() -> None:
+    assert wrap_checks(dhir.parse_string(FORALL, "prog.mlir")) == []
+    want = _run("interp", FORALL, *WRAPS)
+    assert list(want[1][:3]) == [102, 105, 108]
+    for have, expected in zip(_run("native", FORALL, *WRAPS), want, strict=True):
+        np.testing.assert_array_equal(have, expected)

@@ -262,6 +262,7 @@ class ControlImpls(InterpreterFunctions):
         steps = [s.value.data for s in op.steps]
         _positive_steps(op, steps)
         _counters_fit(op, lowers, uppers, steps)
+        self._check_wraps(interp, op, list(zip(lowers, uppers, steps, strict=True)))
         kinds = op.reduction_kinds()
         types = op.result_types
         results = [_reduction_identity(op, k, t) for k, t in zip(kinds, types)]
