@@ -14,9 +14,11 @@ the interpreter runs and that dhir-wrap-checks builds as IR for native code.
 An expression is checked at the innermost loop whose variable, of no constant range, it
 holds (the variables of loops around that one are fixed there), when every other leaf is
 a number there: a loop variable of constant range (its range) or a value from outside the
-loop (its value). Leaves of no loop (a function's argument used directly), a linalg op's
-names and expressions holding values made inside the loop that are not loop variables
-of the four kinds below are not checked: the lifter's no-wrap assumption stays on them
+loop (its value). One that holds no such variable (`3 * n + i`, `n` an argument, `i` of a
+loop of constant bounds: the independence proof of a parallel loop takes it as exact) is
+checked at the outermost loop around it whose body makes none of its leaves. Expressions
+in no such loop (a function's argument used directly, a value made in the innermost
+loop), and a linalg op's names, are not checked: no analysis takes them as exact
 (docs/semantics.md).
 """
 
@@ -36,6 +38,7 @@ from dhir.analysis.lift import (
     Lifted,
     Lifter,
     Mod,
+    leaf,
     leaves_of,
 )
 from dhir.dialects import affine, arith, index, scf
@@ -81,6 +84,7 @@ class WrapCheck:
 def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck]:
     """The checks the host loops in `root` need, outermost loop first."""
     lifter = Lifter() if lifter is None else lifter
+    _name_invariants(root, lifter)
     found: dict[Operation, dict[Affine, None]] = {}
     for op in root.walk():
         for expr in _assumed(op, lifter):
@@ -93,6 +97,28 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
             variables = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
             checks.append(WrapCheck(loop, variables, tuple(found[loop])))
     return checks
+
+
+def _name_invariants(root: Operation, lifter: Lifter) -> None:
+    """Lift each integer that a host parallel loop's body takes from outside it and the
+    lifter does not follow (a loaded number) as a leaf of its own, as the independence
+    proofs name it (dhir.analysis.overlaps): `3 * v + 1` of a loaded `v` is exact there.
+    In program order, so that each is named before the values made from it are lifted."""
+    taken: set[SSAValue] = set()
+    for loop in root.walk():
+        if isinstance(loop, scf.ParallelOp | affine.ParallelOp) and not in_device_code(loop):
+            for op in loop.walk():
+                taken.update(
+                    v
+                    for v in op.operands
+                    if scalar_int_width(v.type) is not None and not defined_inside(v, loop)
+                )
+    if not taken:
+        return
+    for op in root.walk():
+        for value in op.results:
+            if value in taken and lifter.value(value) is None:
+                lifter.define(value, Lifted.at(leaf(value)))
 
 
 def verdict(
@@ -316,23 +342,24 @@ def _loop_of(key: SSAValue | str) -> Operation | None:
 
 
 def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | None:
-    """The loop whose entry checks `expr` (computed at `op`): the innermost one whose
-    variable of no constant range `expr` holds, when each other leaf is a number there;
-    None where no such loop is, in device code or where a leaf is not."""
+    """The loop whose entry checks `expr` (computed at `op`): the outermost host loop
+    around `op` at whose entry each leaf of no constant range is a number or one of the
+    loop's variables (the innermost loop whose variable of no constant range `expr`
+    holds, where the other leaves are made outside it; for `3 * n + i`, `n` an argument
+    and `i` of constant range, the outermost loop around). None where no loop is such
+    (no analysis takes such an expression as exact there: docs/semantics.md)."""
     keys = set(leaves_of(expr))
     if any(isinstance(key, str) for key in keys):
         return None
-    loops = [_loop_of(key) for key in keys if lifter.leaf_range(key) is None]
-    if not any(loops):
-        return None
+    fixed = [k for k in keys if isinstance(k, SSAValue) and lifter.leaf_range(k) is None]
+    found = None
     loop = op.parent_op()
-    while loop is not None and loop not in loops:
+    while loop is not None:
+        if isinstance(loop, LOOPS):
+            own = loop_variables(loop)
+            if any(key not in own and defined_inside(key, loop) for key in fixed):
+                break  # made in the loop: no number at its entry, nor at any outside it
+            if not in_device_code(loop):
+                found = loop
         loop = loop.parent_op()
-    if loop is None or in_device_code(loop):
-        return None
-    for key in keys:
-        if lifter.leaf_range(key) is None and _loop_of(key) is not loop:
-            assert isinstance(key, SSAValue)
-            if defined_inside(key, loop):
-                return None  # made in the loop: no number at its entry
-    return loop
+    return found

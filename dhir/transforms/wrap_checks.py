@@ -1,7 +1,8 @@
 """`dhir-wrap-checks`: before each host loop of bounds known at run time only whose
 index arithmetic the analysis took as exact (dhir.analysis.wrap_checks), a check that
 the loop's bounds keep it in 64 bits, which stops the rank naming the loop when they do
-not, as the interpreter does.
+not, as the interpreter does; likewise before the outermost loop around an expression of
+values known at run time only that holds no such loop's variable (`3 * n + 3 * i + 1`).
 
 The access regions, dhir-split and the independence proofs of parallel loops take `3 * i`
 of a loop from %lo to %hi as the multiples of 3; from lo = 6148914691236517206 it wraps to
@@ -42,7 +43,7 @@ _I128 = IntegerType(128)
 
 @dataclass(frozen=True)
 class WrapChecksPass(ModulePass):
-    """Host loops of run-time bounds that take exact index arithmetic past 64 bits stop."""
+    """Host loops whose run-time values take exact index arithmetic past 64 bits stop."""
 
     name = "dhir-wrap-checks"
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import dhir
 from dhir import DhirError
 from dhir.analysis.lift import Lifter
+from dhir.analysis.overlaps import parallel_independence
 from dhir.analysis.wrap_checks import WrapCheck, verdict, wrap_checks
 from dhir.dialects import affine, scf
 from dhir.ir.walk import find_ops
@@ -250,6 +251,94 @@ def test_an_affine_parallel_of_constant_bounds_has_their_range() -> None:
     assert wrap_checks(module, lifter) == []
 
 
+# An scf.parallel of constant bounds reading A[3 * n + 3 * i + 1] and writing A[3 * i], n
+# an argument: independent iterations to the analysis (reads one past multiples of 3,
+# writes multiples of 3), which ran them on threads; from n = 6148914691236517206, 3 * n
+# wraps to 2 and iteration i reads A[3 * i + 3], which iteration i + 1 writes.
+INVARIANT = """func.func @main(%A: memref<16xi64>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %a = arith.muli %i, %c3 : index
+    %m = arith.muli %n, %c3 : index
+    %s = arith.addi %m, %a : index
+    %b = arith.addi %s, %c1 : index
+    %x = memref.load %A[%b] : memref<16xi64>
+    %one = arith.constant 1 : i64
+    %y = arith.addi %x, %one : i64
+    memref.store %y, %A[%a] : memref<16xi64>
+    scf.reduce
+  }
+  return
+}
+"""
+
+
+def test_an_expression_of_arguments_is_checked_at_the_outermost_loop() -> None:
+    module = dhir.parse_string(INVARIANT, "prog.mlir")
+    (loop,) = find_ops(module, scf.ParallelOp)
+    assert parallel_independence(loop) is None  # proven: the no-wrap assumption at work
+    checks = wrap_checks(module)
+    assert [check.loop for check in checks] == [loop]
+    assert checks[0].variables == ()  # constant bounds: n's value and i's range
+
+
+@pytest.mark.parametrize(
+    ("backend", "ranks"),
+    [
+        ("interp", 1),
+        pytest.param("native", 1, marks=needs_llvm),
+        pytest.param("native", 2, marks=[needs_llvm, pytest.mark.mpi]),
+    ],
+)
+def test_both_backends_stop_where_an_argument_wraps_a_subscript(backend: str, ranks: int) -> None:
+    inputs = (np.arange(16, dtype=np.int64), 6148914691236517206)
+    with pytest.raises(DhirError) as caught:
+        _run(backend, INVARIANT, *inputs, ranks=ranks)
+    where = "prog.mlir:6:3: error: 'scf.parallel'" if backend == "interp" else "line 6, column 3"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+
+
+@needs_llvm
+def test_an_argument_that_keeps_the_subscripts_in_64_bits_runs() -> None:
+    inputs = (np.arange(16, dtype=np.int64), 1)
+    want = _run("interp", INVARIANT, *inputs)
+    assert list(want[0][:4]) == [5, 1, 2, 8]  # A[3i] = A[3i + 4] + 1, in order
+    np.testing.assert_array_equal(_run("native", INVARIANT, *inputs, ranks=1)[0], want[0])
+
+
+# Outside any loop, no analysis takes 3 * n as exact (the regions leave a value of no loop
+# free, the given inputs fold it as 64 bits wrap it): both backends read A[2], unchecked.
+NO_LOOP = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %j = arith.muli %n, %c3 : index
+  %x = memref.load %A[%j] : memref<16xi64>
+  memref.store %x, %B[%c0] : memref<16xi64>
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("backend", "ranks"),
+    [
+        ("interp", 1),
+        pytest.param("native", 1, marks=needs_llvm),
+        pytest.param("native", 2, marks=[needs_llvm, pytest.mark.mpi]),
+    ],
+)
+def test_an_argument_wrapped_outside_any_loop_reads_as_64_bits_wrap(
+    backend: str, ranks: int
+) -> None:
+    assert wrap_checks(dhir.parse_string(NO_LOOP, "prog.mlir")) == []
+    inputs = (np.arange(16, dtype=np.int64) + 100, np.zeros(16, np.int64), 6148914691236517206)
+    got = _run(backend, NO_LOOP, *inputs, ranks=ranks)
+    assert got[1][0] == 102
+
+
 # scf.forall's variables are no loop variables to the regions (its body's accesses may
 # touch any element) nor to the independence proofs: 3 * i of lo = 6148914691236517206
 # wraps, as the interpreter computes it, and rank 1 waits for A.
@@ -266,3 +355,45 @@ def test_an_scf_forall_of_run_time_bounds_needs_no_check() -> None:
     assert list(want[1][:3]) == [102, 105, 108]
     for have, expected in zip(_run("native", FORALL, *WRAPS), want, strict=True):
         np.testing.assert_array_equal(have, expected)
+
+
+# INVARIANT's subscript of a value loaded in a loop of run-time bounds and its variable:
+# made in the scf.for, so not checked at its entry, but a number at the scf.parallel's.
+NESTED = """func.func @main(%A: memref<16xi64>, %P: memref<1xindex>, %lo: index, %hi: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %v = memref.load %P[%c0] : memref<1xindex>
+    %w = arith.addi %v, %i : index
+    scf.parallel (%j) = (%c0) to (%c4) step (%c1) {
+      %a = arith.muli %j, %c3 : index
+      %m = arith.muli %w, %c3 : index
+      %s = arith.addi %m, %a : index
+      %b = arith.addi %s, %c1 : index
+      %x = memref.load %A[%b] : memref<16xi64>
+      %one = arith.constant 1 : i64
+      %y = arith.addi %x, %one : i64
+      memref.store %y, %A[%a] : memref<16xi64>
+      scf.reduce
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_value_made_in_a_loop_is_checked_at_the_loop_inside(backend: str) -> None:
+    module = dhir.parse_string(NESTED, "prog.mlir")
+    (inner,) = find_ops(module, scf.ParallelOp)
+    assert parallel_independence(inner) is None
+    assert [check.loop for check in wrap_checks(module)] == [inner]
+    inputs = (np.arange(16, dtype=np.int64), np.array([6148914691236517206]), 0, 1)
+    with pytest.raises(DhirError) as caught:
+        _run(backend, NESTED, *inputs, ranks=1)
+    where = "prog.mlir:9:5: error: 'scf.parallel'" if backend == "interp" else "line 9, column 5"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, NESTED, np.arange(16, dtype=np.int64), np.array([1]), 0, 1, ranks=1)
+    assert list(got[0][:4]) == [5, 1, 2, 8]
