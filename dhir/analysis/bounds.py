@@ -17,10 +17,12 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.regions import view_chain, walk_sure_points
-from dhir.dialects.arith import ConstantOp, scalar_int_width
+from dhir.dialects.arith import INDEX_WIDTH, ConstantOp, scalar_int_width
 from dhir.dialects.func import FuncOp
 from dhir.dialects.memref import DimOp
 from dhir.ir.diagnostics import error_at, loc_of
+
+_HALF_64 = 1 << (INDEX_WIDTH - 1)
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ class EntryBounds:
         shape, arg = self._root(root)
         if arg is None and (self.outside is not None or not _bad(points, at, shape).holds(values)):
             return
-        points = _fixed(points, values)
+        points = _in_64_bits(_fixed(points, values), at)
         if points.is_empty():
             return
         if self.outside is None:
@@ -216,6 +218,18 @@ def _fixed(region: isl.Set, values: Sequence[int]) -> isl.Set:
 def _shape(memref: SSAValue) -> tuple[int, ...]:
     assert isinstance(memref.type, MemRefType)
     return tuple(memref.type.get_shape())
+
+
+def _in_64_bits(points: isl.Set, at: tuple[int, ...]) -> isl.Set:
+    """The points whose subscripts (at positions `at`) fit in signed 64 bits. At the
+    others the analysis took index arithmetic that wraps as exact (a called function's
+    `3 * k` of its caller's loop variable, from k = 6148914691236517206: index 2 runs,
+    not 2^64 + 2), so they are not what runs."""
+    set_dim = isl.dim_type.set
+    for pos in at:
+        points = points.lower_bound_val(set_dim, pos, isl.Val(str(-_HALF_64)))
+        points = points.upper_bound_val(set_dim, pos, isl.Val(str(_HALF_64 - 1)))
+    return points
 
 
 def _outside_set(points: isl.Set, at: tuple[int, ...], shape: tuple[int, ...]) -> isl.Set:

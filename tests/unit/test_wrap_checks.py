@@ -397,3 +397,36 @@ def test_a_value_made_in_a_loop_is_checked_at_the_loop_inside(backend: str) -> N
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, NESTED, np.arange(16, dtype=np.int64), np.array([1]), 0, 1, ranks=1)
     assert list(got[0][:4]) == [5, 1, 2, 8]
+
+
+# A called function's subscript of its argument, the caller's loop variable of run-time
+# bounds: the accesses that surely run took 3 * k as exact, and native code refused the
+# run (given lo = 6148914691236517206) with "accesses index 18446744073709551618 ... out
+# of bounds", where the interpreter reads elements 2, 5, 8.
+CALLED = """func.func @f(%A: memref<16xi64>, %B: memref<16xi64>, %k: index, %d: index) {
+  %c3 = arith.constant 3 : index
+  %j = arith.muli %k, %c3 : index
+  %x = memref.load %A[%j] : memref<16xi64>
+  memref.store %x, %B[%d] : memref<16xi64>
+  return
+}
+func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index) {
+  %c1 = arith.constant 1 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    func.call @f(%A, %B, %i, %d) : (memref<16xi64>, memref<16xi64>, index, index) -> ()
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, pytest.param(2, marks=pytest.mark.mpi)])
+def test_a_called_functions_subscript_that_wraps_is_no_index_past_64_bits(ranks: int) -> None:
+    lo = 6148914691236517206
+    inputs = (np.arange(16, dtype=np.int64), np.zeros(16, np.int64), lo, lo + 3)
+    want = _run("interp", CALLED, *inputs)
+    assert list(want[1][:3]) == [2, 5, 8]
+    for have, expected in zip(_run("native", CALLED, *inputs, ranks=ranks), want, strict=True):
+        np.testing.assert_array_equal(have, expected)
