@@ -291,10 +291,14 @@ def _check_devices(grid: shard.GridOp, devices: int, ranks: int | None) -> None:
     if ranks is not None and devices != ranks:
         raise error_at(
             grid,
-            f"the grid @{grid.sym_name.data} has {devices} devices and the program runs "
-            f"on {ranks} ranks: a shard program runs one device per rank; run it with "
-            f"-n {devices} (ranks={devices} in the API)",
+            f"the grid @{grid.sym_name.data} has {_counted(devices, 'device')} and the "
+            f"program runs on {_counted(ranks, 'rank')}: a shard program runs one device "
+            f"per rank; run it with -n {devices} (ranks={devices} in the API)",
         )
+
+
+def _counted(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _annotated_in_full(module: ModuleOp, entry: str) -> ModuleOp | None:

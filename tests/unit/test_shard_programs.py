@@ -148,10 +148,17 @@ def test_resharding_between_operations_keeps_the_values(
     np.testing.assert_array_equal(dhir.run(program, x, ranks=ranks)[-1], 2 * x)
 
 
-def test_a_grid_that_is_not_the_rank_count_is_a_located_error() -> None:
-    program = _matmul("4")
-    with pytest.raises(DhirError, match=r"2:1: .*@grid has 4 devices.*2 ranks.*-n 4"):
-        dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=2)
+@pytest.mark.parametrize(
+    ("grid", "ranks", "said"),
+    [("4", 2, "4 devices .* 2 ranks"), ("4", 1, "4 devices .* 1 rank"), ("1", 2, "1 device .*")],
+)
+def test_a_grid_that_is_not_the_rank_count_is_a_located_error(
+    grid: str, ranks: int, said: str
+) -> None:
+    """On 1 rank the error said the program "runs on 1 ranks", a grid of one "1 devices"."""
+    program = _matmul(grid)
+    with pytest.raises(DhirError, match=rf"2:1: .*@grid has {said}: .*-n {grid} "):
+        dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=ranks)
 
 
 @pytest.mark.parametrize(
