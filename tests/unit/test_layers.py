@@ -167,3 +167,35 @@ def test_the_readme_s_layout_names_every_module_of_the_layers() -> None:
     listed = set(re.findall(r"^      (\w+)(?:\.py|/)\s", layout, re.MULTILINE))
     top = {prefix.split(".")[1] for layer in LAYERS for prefix in layer}
     assert sorted(top - listed - {"__main__"}) == []
+
+
+def _layout_entries() -> dict[str, str]:
+    """README.md's Layout: each entry (`dhir/`, `  lazy.py`, `tests/unit`) with its text,
+    the continuation lines joined."""
+    readme = (PACKAGE.parent / "README.md").read_text()
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    entries: dict[str, str] = {}
+    name = ""
+    for line in layout.splitlines():
+        entry = re.match(r"^    (?:  )?(\S+)(?:\s+(.*))?$", line)
+        if entry is not None and not line.startswith(" " * 8 + " " * 12):
+            prefix = "dhir/" if line.startswith("      ") else ""
+            name = prefix + entry[1].removesuffix("/")
+            entries[name] = entry[2] or ""
+        elif name and line.strip():
+            entries[name] += " " + line.strip()
+    return entries
+
+
+def test_what_the_readme_s_layout_names_is_there() -> None:
+    """The Layout checked only that each module of the layers is listed: an entry, or a
+    file an entry names (`bounds.py` under analysis/), stayed listed after it was gone."""
+    root = PACKAGE.parent
+    entries = _layout_entries()
+    assert {"dhir", "dhir/transforms", "dhir/runner.py", "tests/unit"} <= set(entries)
+    missing = [name for name in entries if not (root / name).exists()]
+    for name, text in entries.items():
+        if (root / name).is_dir():
+            files = {path.name for path in (root / name).rglob("*")}
+            missing += [f"{name}: {f}" for f in re.findall(r"\b\w+\.py\b", text) if f not in files]
+    assert not missing, f"README.md's Layout names what is not there: {missing}"
