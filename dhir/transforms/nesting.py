@@ -19,6 +19,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline, PassPipelineCallbackType
 from xdsl.utils.arg_spec import ArgSpec, PipelineLexer, SpecTokenKind
 from xdsl.utils.arg_spec import parse_pipeline as parse_flat
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 
@@ -122,7 +123,7 @@ def _element(
 
 
 def _flat_pass(available: PassFactories, text: str) -> ModulePass:
-    specs = list(parse_flat(text.strip()))
+    specs = _parsed(text.strip())
     if len(specs) != 1:
         raise ValueError(f"expected one pass, got '{text}'")
     spec = specs[0]
@@ -132,6 +133,22 @@ def _flat_pass(available: PassFactories, text: str) -> ModulePass:
     _check_once(spec.name, text)
     _check_arguments(pass_class, spec)
     return pass_class.from_pass_spec(spec)
+
+
+def _parsed(text: str) -> list[ArgSpec]:
+    """xDSL's reading of `name{options}`, where a value it cannot read (`costs=P.json`:
+    only "Unknown token" under a caret) says that such a value goes in quotes."""
+    try:
+        return list(parse_flat(text))
+    except ArgSpecParseError as error:
+        column = re.search(r"pass-pipeline:1:(\d+)\n", str(error))
+        if "Unknown token" not in str(error) or column is None:
+            raise
+        at = text[int(column[1]) - 1 :]
+        raise ValueError(
+            f"cannot read '{text}' from '{at}': an option's value other than a word, a "
+            'number or true/false (a path such as P.json) goes in double quotes: name="P.json"'
+        ) from None
 
 
 # What an option of each type takes, in words.

@@ -360,6 +360,13 @@ def test_task_syntax_mistakes_say_what_is_wrong(line: str, message: str) -> None
         ("dhir-place{ranks=true}", "dhir-place: option ranks takes a whole number, got true"),
         ("dhir-place{ranks}", "dhir-place: option ranks takes a whole number, got no value"),
         ("dhir-codedrop{entry=1}", "dhir-codedrop: option entry takes a word, got 1"),
+        # xDSL said "Unknown token" under a caret, and not that the path goes in quotes.
+        (
+            "dhir-place{costs=p.json}",
+            "cannot read 'dhir-place{costs=p.json}' from '.json}': an option's value other "
+            "than a word, a number or true/false (a path such as P.json) goes in double "
+            'quotes: name="P.json"',
+        ),
     ],
 )
 def test_a_pass_option_of_the_wrong_type_says_what_it_takes(pipeline: str, message: str) -> None:
