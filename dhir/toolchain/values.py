@@ -189,14 +189,10 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
         raise DhirError(
             [Diagnostic(f"{where}: give a number, not {type(value).__name__} {_short(value)}")]
         )
+    _check_kind(spec, value, where)
     bounds = spec.integer_range
     if bounds is not None:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if not isinstance(value, int):  # bool is an int
-            raise DhirError(
-                [Diagnostic(f"{where}: {value!r} is not an integer; {spec.mlir_type} needs one")]
-            )
+        assert isinstance(value, int)
         low, high = bounds
         if not low <= value <= high:
             raise DhirError(
@@ -227,6 +223,27 @@ def _check_scalar(spec: ArgSpec, value: object, where: str) -> np.ndarray:
             ]
         )
     return array
+
+
+def _check_kind(spec: ArgSpec, value: int | float, where: str) -> None:
+    """Refuse a number of a kind `--input` refuses for the type: a float for an integer
+    (`i32=1e3`, `index=7.0`: an integral one was truncated silently, and int(x) says
+    what is meant), a bool for anything but an i1 (`True` ran as 1 in an index)."""
+    if isinstance(value, bool) and spec.kind != "b":
+        need = "an integer" if spec.integer_range is not None else "a number"
+        raise DhirError(
+            [Diagnostic(f"{where}: {value!r} is a bool; {spec.mlir_type} needs {need}")]
+        )
+    if isinstance(value, float) and spec.integer_range is not None:
+        hint = f"; give int({value!r})" if value.is_integer() else ""
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where}: {value!r} is not an integer (it is a float); "
+                    f"{spec.mlir_type} needs one{hint}"
+                )
+            ]
+        )
 
 
 def _exact_float(spec: ArgSpec, value: object) -> bool:

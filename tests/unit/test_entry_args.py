@@ -250,6 +250,43 @@ def test_scalars_out_of_range_are_refused_by_the_api() -> None:
                  np.zeros(2, np.uint64), backend="interp")  # fmt: skip
 
 
+def _scalars_with(**given: object) -> list[object]:
+    """SCALARS_PROGRAM's arguments, those named in `given` (b, c, u, w, x, h) replaced."""
+    values: dict[str, object] = {"b": 1, "c": 2, "u": 3, "w": 4, "x": 5, "h": 1.0}
+    values.update(given)
+    return [*values.values(), np.zeros(3, np.int64), np.zeros(2, np.uint64)]
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        # `--input index=7.0` and `i32=1e3` are refused; 3.0 and True ran as 3 and 1.
+        ({"x": 3.0}, r"argument #4 of @main \(index\): 3\.0 is not an integer \(it is a float\); "
+         r"index needs one; give int\(3\.0\)"),
+        ({"c": np.float64(2.0)}, r"argument #1 of @main \(i8\): 2\.0 is not an integer"),
+        ({"w": np.array(1e3)}, r"argument #3 of @main \(ui64\): 1000\.0 is not an integer"),
+        ({"b": 1.0}, r"argument #0 of @main \(i1\): 1\.0 is not an integer"),
+        ({"x": True}, r"argument #4 of @main \(index\): True is a bool; index needs an integer"),
+        ({"u": np.bool_(False)}, r"argument #2 of @main \(ui8\): False is a bool"),
+        ({"h": True}, r"argument #5 of @main \(f16\): True is a bool; f16 needs a number"),
+    ],
+)  # fmt: skip
+def test_scalars_of_another_kind_are_refused_as_dhir_run_refuses_them(
+    given: dict[str, object], message: str
+) -> None:
+    with pytest.raises(DhirError, match=message):
+        dhir.run(SCALARS_PROGRAM, *_scalars_with(**given), backend="interp")
+
+
+def test_scalars_of_their_own_kind_are_taken() -> None:
+    """An i1 takes a bool (`--input i1=true`), any scalar an int of Python or NumPy, a
+    float type an int too (`--input f16=2`)."""
+    given = _scalars_with(b=np.bool_(True), c=np.int8(-7), u=np.uint8(255), x=np.int64(9), h=2)
+    results = dhir.run(SCALARS_PROGRAM, *given, backend="interp")
+    np.testing.assert_array_equal(results[6], [1, -7, 9])
+    assert results[5] == 2.0 and results[5].dtype == np.float16
+
+
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
 def test_scalars_at_the_ends_of_their_range_run(
     scalars: Path, tmp_path: Path, backend: str
