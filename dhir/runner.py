@@ -142,7 +142,8 @@ def run(
     build made into (lowered MLIR, LLVM IR, the harness, the executable). `constraints`
     (native): a TOML or JSON file of placement constraints, `[[pin]]`, `[[apart]]` and
     `[[together]]` (docs/commands.md, "Steering placement"). Bad options are refused
-    before any work (see RunOptions)."""
+    before any work (see RunOptions), as are, with `backend="interp"`, the native ones it
+    would ignore (`_check_nothing_placed`, `_check_native_only`)."""
     if not isinstance(entry, str):  # None would reach xDSL's symbol lookup as a bare error
         raise DhirError(
             [Diagnostic(f"entry takes a function's name (str), not {type(entry).__name__}")]
@@ -168,8 +169,9 @@ def run(
         keep_build=_path(keep_build, "keep_build"),
         constraints=_path(constraints, "constraints"),
     )
-    if backend == "interp":
+    if backend == "interp":  # before `output_dir`'s last results are removed
         _check_nothing_placed(options, placement is not None)
+        _check_native_only(options)
     with ending_cleanly(redeliver=True):
         return run_module(
             load_program(program),
@@ -220,15 +222,34 @@ def _link_words(link: object) -> list[str | os.PathLike[str]]:
 
 
 def _check_native_only(options: RunOptions) -> None:
-    """Refuse what the interpreter would ignore, named as `run`'s keywords."""
+    """Refuse what the interpreter would ignore, named as `run`'s keywords: a path, or a
+    value other than the default (`dhir run` refuses the flag given at all)."""
     native_only = {
         "trace": (options.trace, "a trace records what MPI ranks did"),
         "constraints": (options.constraints, "constraints steer placement on MPI ranks"),
         "keep_build": (options.keep_build, "the interpreter builds nothing to keep"),
+        "threads": (
+            options.threads is not None,
+            "OpenMP threads run a rank's parallel loops, and the interpreter runs them one "
+            "iteration at a time",
+        ),
+        "cpu": (options.cpu is not None, "the interpreter builds no code for a CPU"),
+        "mpi": (options.mpi != DEFAULT_MPI, "the interpreter runs no MPI"),
+        "gpu_fallback": (
+            options.gpu_fallback != DEFAULT_GPU_FALLBACK,
+            "the interpreter runs every task, GPU tasks too, itself",
+        ),
+        "target": (
+            options.target != DEFAULT_TARGET,
+            "the target binds the tasks CodeDrop makes, and the interpreter runs the entry "
+            "as written",
+        ),
     }
     for name, (value, why) in native_only.items():
         if value:
-            raise UsageError([Diagnostic(f"{name}: {why}; use it with the native backend")])
+            raise UsageError(
+                [Diagnostic(f"{name}: {why} (backend 'interp'); use it with the native backend")]
+            )
 
 
 def _check_nothing_placed(options: RunOptions, placement_given: bool = False) -> None:

@@ -474,6 +474,17 @@ _NATIVE_ONLY = {
     "trace": ("--trace", "records what MPI ranks did"),
     "keep_build": ("--keep-build", "keeps what the build made, and the interpreter builds nothing"),
     "constraints": ("--constraints", "steers the placement of tasks on MPI ranks"),
+    "threads": ("--threads", "sets the OpenMP threads of a rank, and the interpreter runs one"),
+    "cpu": ("--cpu", "chooses the CPU to build for, and the interpreter builds nothing"),
+    "mpi": ("--mpi", "chooses the MPI to run with, and the interpreter runs none"),
+    "gpu_fallback": (
+        "--gpu-fallback",
+        "chooses where GPU tasks run, and the interpreter runs every task itself",
+    ),
+    "target": (
+        "--target",
+        "binds the tasks CodeDrop makes, and the interpreter runs the entry as written",
+    ),
 }
 
 

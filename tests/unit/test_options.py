@@ -159,6 +159,37 @@ def test_the_interpreter_refuses_placement_options_as_dhir_run_does(
         dhir.run(VECTOR_ADD, *arrays, backend="interp", **keywords)  # pyright: ignore[reportArgumentType]
 
 
+@pytest.mark.parametrize(
+    ("keywords", "named"),
+    [({"threads": 2}, "threads: OpenMP threads"), ({"threads": 1}, "threads: OpenMP"),
+     ({"cpu": "native"}, "cpu: the interpreter builds no code"),
+     ({"mpi": "openmpi"}, "mpi: the interpreter runs no MPI"),
+     ({"gpu_fallback": "cpu"}, "gpu_fallback: the interpreter runs every task"),
+     ({"target": "cpu"}, "target: the target binds the tasks CodeDrop makes")],
+)  # fmt: skip
+def test_the_interpreter_refuses_native_options_it_would_ignore(
+    keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """They ran as if not given; refused before anything is parsed or removed."""
+    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    (tmp_path / "arg0.npy").write_bytes(b"last run's")
+    with pytest.raises(DhirError, match=re.escape(named)) as raised:
+        dhir.run(VECTOR_ADD, *arrays, backend="interp", output_dir=tmp_path, **keywords)  # pyright: ignore[reportArgumentType]
+    assert "(backend 'interp'); use it with the native backend" in str(raised.value)
+    assert (tmp_path / "arg0.npy").exists()
+
+
+def test_the_interpreter_takes_the_options_it_honours() -> None:
+    """Its results are every rank count's and exact; it checks every access and runs the
+    entry as written; the native-only options at their defaults are not refused."""
+    arrays = [np.arange(20, dtype=np.int32) for _ in range(3)]
+    results = dhir.run(VECTOR_ADD, *arrays, backend="interp", ranks=3, timeout=60,
+                       fast_math="fast", runtime_checks=True, optimize=False, codedrop=False,
+                       threads=None, cpu=None, mpi="mpich", gpu_fallback="none", target="any")  # fmt: skip
+    np.testing.assert_array_equal(results[2], 2 * arrays[0])
+
+
 def test_the_api_hands_its_keywords_to_the_backend_as_options(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -144,6 +144,12 @@ def test_bad_inputs_are_clear_errors(
         (["--trace", "t.json"], "--trace records what MPI ranks did; use it with --backend"),
         (["--keep-build", "kb"], "--keep-build keeps what the build made, and the interpreter"),
         (["--profile", "p.json"], "--profile times tasks on MPI ranks; use it with --backend"),
+        # These ran as if not given.
+        (["--threads", "2"], "--threads sets the OpenMP threads of a rank, and the interpreter"),
+        (["--cpu", "native"], "--cpu chooses the CPU to build for, and the interpreter builds"),
+        (["--mpi", "mpich"], "--mpi chooses the MPI to run with, and the interpreter runs none"),
+        (["--gpu-fallback", "cpu"], "--gpu-fallback chooses where GPU tasks run, and the"),
+        (["--target", "cpu"], "--target binds the tasks CodeDrop makes, and the interpreter"),
     ],
 )
 def test_the_interpreter_refuses_native_options_as_a_malformed_command_line(
