@@ -1,35 +1,38 @@
 """Counted `scf.while` loops made the `scf.for` loops they are.
 
 `while (i < ub) { body(i); i = i + c }` written as an scf.while whose before region is
-only `arith.cmpi slt, %i, %ub` and `scf.condition(%cmp) %i`, whose after region ends by
-yielding `%i + c` (used by nothing else), with `i` of type index and the loop's first
-value, `ub` defined outside the loop, `c` a constant above 0 and the count the loop
-gives used nowhere, runs the iterations of `scf.for %i = init to ub step c`: scf.for too
-runs while its counter is below the bound (signed), adding the step after each body.
+only `arith.cmpi slt, %i, %ub` (or `sgt, %ub, %i`) and `scf.condition(%cmp) %i`, whose
+after region ends by yielding `%i + c` (or `c + %i`, used by nothing else), with `i` the
+loop's first value, an index or a signless integer (i8, i32, i64, ...), `ub` defined
+outside the loop, `c` a constant above 0 and the count the loop gives used nowhere, runs
+the iterations of `scf.for %i = init to ub step c` (of `i`'s type): scf.for too runs
+while its counter is below the bound (signed), adding the step after each body.
 Other loop values that the condition passes on as they came are the for loop's
 `iter_args`: both give their inits when no iteration runs, and the last yield's after.
-One difference is left: where `i + c` passes the largest index after the last iteration,
-the while loop's counter wraps below `ub` and the loop runs on, while dhir stops an
-scf.for that would (docs/semantics.md). So a loop is made a for loop only where that
-cannot happen: `c` is 1 (`i < ub` gives `i + 1 <= ub`), or `ub` is a constant with
-`ub - 1 + c` an index. Every other while loop (another predicate, a condition read from
-memory or with an effect, a step of 0, below 0 or known only at run time, values the
-condition changes) stays.
+One difference is left: where `i + c` passes the largest value of its type after the last
+iteration (2^31 - 1 for an i32, 2^63 - 1 for an index), the while loop's counter wraps
+below `ub` and the loop runs on, while dhir stops an scf.for that would
+(docs/semantics.md). So a loop is made a for loop only where that cannot happen: `c` is
+1 (`i < ub` gives `i + 1 <= ub`), or `ub` is a constant with `ub - 1 + c` of the type.
+Every other while loop (another predicate, a condition read from memory or with an
+effect, a step of 0, below 0 or known only at run time, values the condition changes)
+stays.
 
 dhir-optimize-bodies reads a task's loops so, and dhir-codedrop a plain function's, so
 that loops written either way become the same tasks and the same kernels.
 """
 
-from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, Signedness
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import arith, scf
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import inside, int_constant
 
-_SLT = 2  # arith.cmpi's predicate number of "slt"
-_INDEX_TOP = 2**63 - 1  # dhir's index is 64 bits wide
+_SLT = 2  # arith.cmpi's predicate numbers of "slt" and "sgt"
+_SGT = 4
+_INDEX_BITS = 64  # dhir's index is 64 bits wide
 
 
 def as_for_loops(root: Operation) -> list[scf.ForOp]:
@@ -45,33 +48,66 @@ def as_for_loops(root: Operation) -> list[scf.ForOp]:
 def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
     """The step of `loop` and the op adding it where `loop` counts as the module docstring
     says, so that it runs as an scf.for; else None."""
-    compare = _compare(loop)
+    bound = _bound(loop)
     after = loop.after_region.blocks
-    if compare is None or len(after) != 1:
+    if bound is None or len(after) != 1:
         return None
     end = after[0].last_op
     advance = end.operands[0].owner if isinstance(end, scf.YieldOp) and end.operands else None
-    if (
-        not isinstance(advance, arith.AddiOp)
-        or advance.lhs is not after[0].args[0]
-        or advance.result.uses.get_length() != 1
-    ):
+    if not isinstance(advance, arith.AddiOp) or advance.result.uses.get_length() != 1:
         return None
-    step = int_constant(advance.rhs)
-    if step is None or step <= 0 or not _stays_below_top(compare.rhs, step):
+    by = _other(advance, after[0].args[0])
+    bits = _bits(loop.arguments[0].type)
+    if by is None or bits is None:  # bits: known by _bound
+        return None
+    step = _signed(by, bits)
+    if step is None or step <= 0 or not _stays_below_top(bound, step, bits):
         return None
     return step, advance
 
 
-def _compare(loop: scf.WhileOp) -> arith.CmpiOp | None:
-    """The before region's `cmpi slt, %i, %ub` where that region is only it and the
-    condition passing its values on as they came, `%i` the loop's first value, an index
-    whose result is unused, `%ub` defined outside."""
+def _other(op: arith.CmpiOp | arith.AddiOp, value: SSAValue) -> SSAValue | None:
+    """The operand of `op` beside `value` (either side), or None where it has none."""
+    if op.lhs is value:
+        return op.rhs
+    if op.rhs is value:
+        return op.lhs
+    return None
+
+
+def _bits(type_: Attribute) -> int | None:
+    """The width of a counter of `type_`: an index or a signless integer wider than i1;
+    None for any other type."""
+    if isinstance(type_, IndexType):
+        return _INDEX_BITS
+    if (
+        isinstance(type_, IntegerType)
+        and type_.signedness.data == Signedness.SIGNLESS
+        and type_.width.data > 1
+    ):
+        return type_.width.data
+    return None
+
+
+def _signed(value: SSAValue, bits: int) -> int | None:
+    """The constant `value` read as a signed number of `bits` bits (an i32 constant may
+    be stored as 4294967295 or -1); None where it is no integer constant."""
+    number = int_constant(value)
+    if number is None:
+        return None
+    half = 2 ** (bits - 1)
+    return (number + half) % (2 * half) - half
+
+
+def _bound(loop: scf.WhileOp) -> SSAValue | None:
+    """`%ub` of the before region's `cmpi slt, %i, %ub` (or `sgt, %ub, %i`) where that
+    region is only it and the condition passing its values on as they came, `%i` the
+    loop's first value, a counter (`_bits`) whose result is unused, `%ub` defined outside."""
     before = loop.before_region.blocks
     if (
         len(before) != 1
         or not loop.arguments
-        or not isinstance(loop.arguments[0].type, IndexType)
+        or _bits(loop.arguments[0].type) is None
         or loop.res[0].uses
     ):
         return None
@@ -81,31 +117,39 @@ def _compare(loop: scf.WhileOp) -> arith.CmpiOp | None:
     compare, condition = ops
     if (
         not isinstance(compare, arith.CmpiOp)
-        or compare.predicate.value.data != _SLT
-        or compare.lhs is not before[0].args[0]
-        or inside(compare.rhs, loop)
         or not isinstance(condition, scf.ConditionOp)
         or condition.condition is not compare.result
         or list(condition.args) != list(before[0].args)
     ):
         return None
-    return compare
+    counter = before[0].args[0]
+    predicate = compare.predicate.value.data
+    if predicate == _SLT and compare.lhs is counter:
+        bound = compare.rhs
+    elif predicate == _SGT and compare.rhs is counter:
+        bound = compare.lhs
+    else:
+        return None
+    return None if inside(bound, loop) else bound
 
 
-def _stays_below_top(bound: SSAValue, step: int) -> bool:
-    """Whether a counter below `bound` plus `step` is an index (never wraps)."""
+def _stays_below_top(bound: SSAValue, step: int, bits: int) -> bool:
+    """Whether a counter of `bits` bits below `bound` plus `step` stays of its type
+    (never wraps)."""
     if step == 1:
         return True
-    top = int_constant(bound)
-    return top is not None and top - 1 + step <= _INDEX_TOP
+    top = _signed(bound, bits)
+    return top is not None and top - 1 + step <= 2 ** (bits - 1) - 1
 
 
 def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
-    compare = _compare(loop)
-    assert compare is not None
-    by = advance.rhs
+    bound = _bound(loop)
+    by = _other(advance, loop.after_region.block.args[0])
+    assert bound is not None and by is not None
     if inside(by, loop):  # a constant made in the body: made again before the loop
-        made = arith.ConstantOp(IntegerAttr(step, IndexType()))
+        counter = loop.arguments[0].type
+        assert isinstance(counter, IndexType | IntegerType)
+        made = arith.ConstantOp(IntegerAttr(step, counter))
         Rewriter.insert_op(made, InsertPoint.before(loop))
         by = made.result
     body = loop.after_region.block
@@ -117,7 +161,7 @@ def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
     body.add_op(scf.YieldOp(*carried))
     new = scf.ForOp(
         loop.arguments[0],
-        compare.rhs,
+        bound,
         by,
         loop.arguments[1:],
         loop.detach_region(loop.after_region),

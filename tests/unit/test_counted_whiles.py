@@ -6,6 +6,8 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dhir
 from dhir.dialects import scf
@@ -294,3 +296,186 @@ def test_a_task_loop_stepping_by_a_constant_of_its_body_builds() -> None:
     a = np.arange(64.0).reshape(8, 8)
     got = dhir.run(STEP_IN_BODY, a, np.zeros((8, 8)), timeout=120)
     np.testing.assert_array_equal(got[1], a + a)
+
+
+def _counter(
+    type_: str = "i32",
+    start: int = 0,
+    bound: int | None = None,
+    step: int = 1,
+    swapped_compare: bool = False,
+    swapped_add: bool = False,
+) -> str:
+    """A function adding each value `i` of a counter of `type_` to A[i mod 8] (as i64) and
+    counting the iterations in A[8], looping while `i < bound` (the argument %n where
+    `bound` is None), `i = i + step`; the compare `bound > i`, the add `step + i` where
+    swapped."""
+    ub = "%n" if bound is None else "%ub"
+    compare = f"sgt, {ub}, %b" if swapped_compare else f"slt, %b, {ub}"
+    add = "%step, %i" if swapped_add else "%i, %step"
+    if type_ == "index":
+        wide = "%iw = arith.index_cast %i : index to i64"
+        at = "%at = arith.remui %i, %c8 : index"
+    else:
+        wide = (
+            f"%iw = arith.extsi %i : {type_} to i64"
+            if type_ != "i64"
+            else "%iw = arith.addi %i, %z : i64"
+        )
+        at = (
+            f"%r = arith.remui %i, %c8t : {type_}\n    %at = arith.index_cast %r : {type_} to index"
+        )
+    return f"""
+func.func @main(%A: memref<9xi64>, %n: {type_}) {{
+  %c8 = arith.constant 8 : index
+  %c8t = arith.constant 8 : {type_}
+  %z = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %start = arith.constant {start} : {type_}
+  %step = arith.constant {step} : {type_}
+  %ub = arith.constant {bound if bound is not None else 0} : {type_}
+  %w = scf.while (%b = %start) : ({type_}) -> {type_} {{
+    %c = arith.cmpi {compare} : {type_}
+    scf.condition(%c) %b : {type_}
+  }} do {{
+  ^bb0(%i: {type_}):
+    {wide}
+    {at}
+    %old = memref.load %A[%at] : memref<9xi64>
+    %new = arith.addi %old, %iw : i64
+    memref.store %new, %A[%at] : memref<9xi64>
+    %k = memref.load %A[%c8] : memref<9xi64>
+    %k1 = arith.addi %k, %one : i64
+    memref.store %k1, %A[%c8] : memref<9xi64>
+    %next = arith.addi {add} : {type_}
+    scf.yield %next : {type_}
+  }}
+  return
+}}
+"""
+
+
+BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
+
+
+def _model(bits: int, start: int, bound: int, step: int) -> list[int]:
+    """What `_counter`'s while loop leaves in A: its counter wraps as arith.addi does."""
+    a = [0] * 9
+    half = 2 ** (bits - 1)
+    i = start
+    while i < bound:
+        at = (i % 2**bits) % 8
+        a[at] = (a[at] + i + 2**63) % 2**64 - 2**63  # an i64 sum, which wraps
+        a[8] += 1
+        i = (i + step + half) % 2**bits - half
+    return a
+
+
+# Counters the conversion takes: other types, either order of compare and add, the last
+# counter value of the type reached exactly (i32: 2^31 - 2 + 1 is 2^31 - 1).
+TYPED = {
+    "i32, bound > i, c + i": {"type_": "i32", "swapped_compare": True, "swapped_add": True},
+    "i64, bound > i": {"type_": "i64", "swapped_compare": True},
+    "i16, c + i, step 3": {"type_": "i16", "swapped_add": True, "step": 3, "bound": 40},
+    "index, bound > i, step 2": {"type_": "index", "swapped_compare": True, "step": 2, "bound": 9},
+    "i32, step 2 to the largest i32 less 1": {
+        "type_": "i32", "start": 2**31 - 9, "bound": 2**31 - 2, "step": 2
+    },
+    "i8, step 100 to 28": {"type_": "i8", "start": -100, "bound": 28, "step": 100},
+}  # fmt: skip
+
+# Counters that wrap past their type's largest value: as an scf.for, dhir would stop them.
+WRAPPING = {
+    # 2^31 - 3 < 2^31 - 1, and 2^31 - 1 wraps to -2^31, still below the bound.
+    "i32, step 2 to the largest i32": {
+        "type_": "i32", "start": 2**31 - 5, "bound": 2**31 - 1, "step": 2
+    },
+    # 50, then 150 wraps to -106, ..., 82, 182 wraps to -74, 26: 11 iterations (as an
+    # scf.for: one, then dhir stops it).
+    "i8, step 100 to 100": {"type_": "i8", "start": 50, "bound": 100, "step": 100},
+    "i16, step 2 to a bound given at run time": {"type_": "i16", "step": 2},
+}  # fmt: skip
+
+
+def _run_counter(
+    program: object, keywords: dict[str, object], backend: str = "interp"
+) -> list[int]:
+    """A of `_counter`'s function run with the bound argument 13."""
+    got = dhir.run(program, np.zeros(9, np.int64), 13, backend=backend, codedrop=False)  # pyright: ignore[reportArgumentType]
+    return got[0].tolist()
+
+
+def _want(keywords: dict[str, object]) -> list[int]:
+    bound = keywords.get("bound")
+    return _model(BITS[str(keywords["type_"])], int(keywords.get("start", 0)),  # pyright: ignore[reportArgumentType]
+                  13 if bound is None else int(bound), int(keywords.get("step", 1)))  # pyright: ignore[reportArgumentType]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TYPED)
+def test_counters_of_other_types_and_orders_become_for_loops(name: str) -> None:
+    keywords = TYPED[name]
+    text = _counter(**keywords)  # pyright: ignore[reportArgumentType]
+    module = parse_string(text)
+    (made,) = as_for_loops(module)
+    module.verify()
+    assert str(made.lb.type) == str(made.step.type) == keywords["type_"]
+    want = _want(keywords)
+    assert want[8] > 0 and _run_counter(text, keywords) == want
+    assert _run_counter(module, keywords) == want
+
+
+@pytest.mark.parametrize("name", WRAPPING)
+def test_counters_that_may_wrap_stay_while_loops(name: str) -> None:
+    assert as_for_loops(parse_string(_counter(**WRAPPING[name]))) == []  # pyright: ignore[reportArgumentType]
+
+
+def test_a_wrapping_i8_counter_runs_as_written() -> None:
+    keywords = WRAPPING["i8, step 100 to 100"]
+    want = _want(keywords)
+    assert want[8] == 11 and _run_counter(_counter(**keywords), keywords) == want  # pyright: ignore[reportArgumentType]
+
+
+@st.composite
+def _counters(draw: st.DrawFn) -> dict[str, object]:
+    """`_counter`'s keywords: a bound near its type's largest value or not, a start up to
+    40 steps below it, either order of compare and add."""
+    type_ = draw(st.sampled_from(sorted(BITS)))
+    top = 2 ** (BITS[type_] - 1) - 1
+    bound = draw(st.one_of(st.integers(top - 6, top), st.integers(-20, 100)))
+    step = draw(st.integers(1, 5))
+    start = max(bound - step * draw(st.integers(-2, 40)), -top - 1)
+    keywords: dict[str, object] = {"type_": type_, "start": min(start, top), "step": step,
+                                   "swapped_compare": draw(st.booleans()),
+                                   "swapped_add": draw(st.booleans())}  # fmt: skip
+    if draw(st.booleans()):
+        keywords["bound"] = bound
+    return keywords
+
+
+@settings(max_examples=30, deadline=None)
+@given(_counters())
+def test_counters_become_for_loops_exactly_where_they_cannot_wrap(
+    keywords: dict[str, object],
+) -> None:
+    """The rule (module docstring), and the for loop made runs as the while loop does."""
+    text = _counter(**keywords)  # pyright: ignore[reportArgumentType]
+    module = parse_string(text)
+    made = as_for_loops(module)
+    step, bound = int(keywords["step"]), keywords.get("bound")  # pyright: ignore[reportArgumentType]
+    top = 2 ** (BITS[str(keywords["type_"])] - 1) - 1
+    assert len(made) == (step == 1 or (bound is not None and int(bound) - 1 + step <= top))  # pyright: ignore[reportArgumentType]
+    if made:
+        module.verify()
+        want = _want(keywords)
+        assert _run_counter(text, keywords) == want and _run_counter(module, keywords) == want
+
+
+@needs_llvm
+@pytest.mark.parametrize("name", [*TYPED, "i8, step 100 to 100"])
+def test_counters_run_natively_as_the_interpreter_runs_them(name: str) -> None:
+    """Made a task by CodeDrop (the for loop) or left host code (the wrapping one)."""
+    keywords = TYPED.get(name) or WRAPPING[name]
+    text = _counter(**keywords)  # pyright: ignore[reportArgumentType]
+    want = dhir.run(text, np.zeros(9, np.int64), 13, backend="interp")
+    got = dhir.run(text, np.zeros(9, np.int64), 13, ranks=2, timeout=120)
+    assert got[0].tolist() == want[0].tolist() == _want(keywords)
