@@ -21,12 +21,14 @@ tasks) are written on memrefs already, and mlir-opt-22 does not know them.
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, ShapedType, TensorType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import func, shard
 from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.dialects.tensor import CastOp, PadOp, SplatOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
@@ -108,6 +110,7 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
     outputs = function.function_type.outputs.data
     if not shapes and not any(_dynamic(t) for t in outputs):
         return module
+    check_agreeing_shapes(function, shapes)  # else mlir-opt names no argument
     refined = module.clone()
     function = _function(refined, entry)
     for k, shape in shapes.items():
@@ -133,6 +136,104 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
         return module  # not every shape follows (the signature check says which result)
     keep_argument_names(module, refined, entry)
     return refined
+
+
+# A tensor's dimension, or a linalg op's loop; an extent and where it was found: an
+# argument's index and dimension (its input's shape), or None (a type).
+_Node = tuple[SSAValue | Operation, int]
+_Extent = tuple[int, tuple[int, int] | None]
+
+
+def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ...]]) -> None:
+    """Refuse inputs `shapes` (by argument) of the entry `function` whose extents its
+    linalg ops need equal and that differ (`tensor<?x4xf64>` arrays of 3 and 5 rows
+    added), naming the argument, its shape and the extent it needs, as a DhirError at
+    the op: a dimension that a map gives as a loop's takes that loop's extent, as MLIR's
+    verifier holds. Other ops' needs are left to mlir-opt's refinement."""
+    found = _Extents(function, shapes)
+    for op in function.walk():
+        if not isinstance(op, LinalgStructuredOperation):
+            continue
+        maps = [m.data for m in op.get_indexing_maps()]
+        for value, map_ in zip(op.operands, maps):
+            for dim, expr in enumerate(map_.results):
+                if isinstance(expr, AffineDimExpr):
+                    found.join((value, dim), (op, expr.position), op)
+        for result, init in zip(op.results, op.outputs):
+            for dim in range(_rank(result)):
+                found.join((result, dim), (init, dim), op)
+
+
+def _rank(value: SSAValue) -> int:
+    type_ = value.type
+    return len(type_.get_shape()) if isinstance(type_, ShapedType) else 0
+
+
+class _Extents:
+    """Dimensions found equal, in classes, each with its extent where one is known."""
+
+    def __init__(self, function: func.FuncOp, shapes: dict[int, tuple[int, ...]]) -> None:
+        self.function = function
+        self.shapes = shapes
+        self.parent: dict[_Node, _Node] = {}
+        self.extent: dict[_Node, _Extent] = {}
+
+    def find(self, node: _Node) -> _Node:
+        if node not in self.parent:
+            self.parent[node] = node
+            known = self._known(node)
+            if known is not None:
+                self.extent[node] = known
+        while self.parent[node] != node:
+            node = self.parent[node]
+        return node
+
+    def _known(self, node: _Node) -> _Extent | None:
+        value, dim = node
+        if not isinstance(value, SSAValue) or not isinstance(value.type, ShapedType):
+            return None
+        arg = self._argument(value)
+        if arg is not None and arg in self.shapes:
+            return self.shapes[arg][dim], (arg, dim)
+        size = value.type.get_shape()[dim]
+        return (size, None) if size != DYNAMIC_INDEX else None
+
+    def _argument(self, value: SSAValue) -> int | None:
+        if isinstance(value, BlockArgument) and value.block is self.function.body.block:
+            return value.index
+        return None
+
+    def join(self, a: _Node, b: _Node, op: Operation) -> None:
+        first, second = self.find(a), self.find(b)
+        if first == second:
+            return
+        one, other = self.extent.get(first), self.extent.get(second)
+        if one is not None and other is not None and one[0] != other[0]:
+            raise self._disagree(one, other, op)
+        self.parent[second] = first
+        if one is None and other is not None:
+            self.extent[first] = other
+
+    def _disagree(self, one: _Extent, other: _Extent, op: Operation) -> Exception:
+        """The error for extents `one` and `other` that `op` needs equal, naming an
+        argument: the later one given, where both are."""
+        blamed, need = sorted((one, other), key=lambda e: -1 if e[1] is None else e[1][0])[::-1]
+        assert blamed[1] is not None  # a type's extents disagreeing fail the verifier first
+        arg, dim = blamed[1]
+        given = self.shapes[arg]
+        wanted = tuple(need[0] if k == dim else n for k, n in enumerate(given))
+        type_ = self.function.function_type.inputs.data[arg]
+        if need[1] is not None:
+            source = f"argument #{need[1][0]}'s is (an array of shape {self.shapes[need[1][0]]})"
+        else:
+            source = "a static type of the op's operands says"
+        return error_at(
+            op,
+            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given an array "
+            f"of shape {given}, where '{op.name}' here needs shape {wanted}: its dimension "
+            f"{dim} must be {need[0]}, as {source}; give arrays whose shapes agree as the "
+            "program's ops use them",
+        )
 
 
 def _casts(module: ModuleOp) -> int:

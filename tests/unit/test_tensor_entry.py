@@ -194,6 +194,52 @@ def test_arguments_of_dynamic_shape_take_their_inputs_shapes(backend: str, ranks
         np.testing.assert_array_equal(result, a + b)
 
 
+# A matmul of a dynamic `A` by a static `B`: A's columns must be B's 3 rows.
+DYNAMIC_MATMUL = """
+func.func @main(%a: tensor<?x?xf64>, %b: tensor<3x2xf64>) -> tensor<?x2xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x?xf64>
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty(%n) : tensor<?x2xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<?x2xf64>) -> tensor<?x2xf64>
+  %r = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<3x2xf64>)
+                     outs(%f : tensor<?x2xf64>) -> tensor<?x2xf64>
+  return %r : tensor<?x2xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", "native"])
+@pytest.mark.parametrize(
+    ("program", "inputs", "said"),
+    [
+        (DYNAMIC, [np.ones((3, 4)), np.ones((5, 4))],
+         "6:8: error: argument #1 of @main (tensor<?x4xf64>) is given an array of shape (5, 4), "
+         "where 'linalg.add' here needs shape (3, 4): its dimension 0 must be 3, as argument "
+         "#0's is (an array of shape (3, 4)); give arrays whose shapes agree"),
+        (DYNAMIC_MATMUL, [np.ones((4, 5)), np.ones((3, 2))],
+         "8:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (4, 5), "
+         "where 'linalg.matmul' here needs shape (4, 3): its dimension 1 must be 3, as a "
+         "static type of the op's operands says"),
+    ],
+)  # fmt: skip
+def test_inputs_whose_shapes_disagree_are_named_before_the_build(
+    program: str, inputs: list[np.ndarray], said: str, backend: str
+) -> None:
+    """mlir-opt said "'linalg.add' op inferred input/output operand #1 has shape's
+    dimension #0 to be 3, but found 5", naming no argument, with its IR."""
+    with pytest.raises(DhirError) as raised:
+        dhir.run(program, *inputs, backend=backend)
+    assert said in str(raised.value) and "mlir-opt" not in str(raised.value)
+
+
+@needs_llvm
+def test_inputs_whose_shapes_agree_run() -> None:
+    a, b = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2)
+    (_, _, got) = dhir.run(DYNAMIC_MATMUL, a, b, backend="interp")
+    np.testing.assert_array_equal(got, a @ b)
+
+
 @needs_llvm
 @pytest.mark.parametrize("count", [1, 3])
 def test_a_wrong_count_names_the_dynamic_types_as_written(count: int) -> None:
