@@ -56,6 +56,7 @@ def parse_string(
             [Diagnostic(f"parse_string takes MLIR text (str), not {type(text).__name__}{hint}")]
         )
     check_flag(verify, "verify")
+    _check_source_keywords(name, ctx, line_offset)
     if text.startswith(BOM):
         raise bom_error(text, name, line_offset + 1)
     ctx = ctx or make_context()
@@ -83,7 +84,27 @@ def parse_string(
     return module
 
 
-def parse_file(path: str | os.PathLike[str], **kwargs: object) -> ModuleOp:
+def _check_source_keywords(name: object, ctx: object, line_offset: object) -> None:
+    """A DhirError for a keyword of `parse_string` of another type, which reached the
+    parser as a bare AttributeError or TypeError (`name=5`, `ctx=5`, `line_offset="3"`),
+    and for a negative `line_offset`, which numbered lines from 0 or below."""
+    if not isinstance(name, str):
+        message = f"name (the file messages name) takes a str, not {type(name).__name__}"
+        raise DhirError([Diagnostic(message)])
+    if ctx is not None and not isinstance(ctx, Context):
+        message = f"ctx takes an xdsl Context (or None for dhir's), not {type(ctx).__name__}"
+        raise DhirError([Diagnostic(message)])
+    if isinstance(line_offset, bool) or not isinstance(line_offset, int) or line_offset < 0:
+        message = (
+            "line_offset takes a count of lines before the text (an int, 0 or more), "
+            f"got {line_offset!r}"
+        )
+        raise DhirError([Diagnostic(message)])
+
+
+def parse_file(
+    path: str | os.PathLike[str], *, ctx: Context | None = None, verify: bool = True
+) -> ModuleOp:
     """Parse (and by default verify, as `parse_string`) the MLIR file at `path`; raise
     DhirError on bad input."""
     if not isinstance(path, str | os.PathLike):
@@ -102,7 +123,7 @@ def parse_file(path: str | os.PathLike[str], **kwargs: object) -> ModuleOp:
         data = read_file(path)
     except OSError as error:
         raise DhirError([Diagnostic(f"cannot read {path}: {error.strerror}")]) from None
-    return parse_string(decode_source(data, str(path)), str(path), **kwargs)  # type: ignore[arg-type]
+    return parse_string(decode_source(data, str(path)), str(path), ctx=ctx, verify=verify)
 
 
 def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:

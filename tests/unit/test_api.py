@@ -159,6 +159,15 @@ def test_a_signal_in_a_call_reaches_the_programs_own_handler() -> None:
         (dhir.parse_file, [""], r"parse_file was given an empty path; name a .mlir file$"),
         (dhir.run_pipeline, ["func.func", "cse"], r"run_pipeline takes a module .*, not str$"),
         (dhir.run_pipeline, [None, "cse"], r"run_pipeline takes a module .*, not NoneType$"),
+        # An AttributeError ('int' object has no attribute 'encode'), TypeErrors.
+        (dhir.parse_string, ["", 5], r"name \(the file messages name\) takes a str, not int$"),
+        (lambda: dhir.parse_string("", ctx=5), [], r"ctx takes an xdsl Context .*, not int$"),
+        (lambda: dhir.parse_string("", line_offset="3"), [], r"line_offset takes .*got '3'$"),
+        (lambda: dhir.parse_string("", line_offset=2.0), [], r"line_offset takes .*got 2\.0$"),
+        # Lines numbered from -1: "<string>:0:7: error: ...".
+        (lambda: dhir.parse_string("x", line_offset=-2), [], r"\(an int, 0 or more\), got -2$"),
+        # "parse_string() got an unexpected keyword argument 'foo'".
+        (lambda: dhir.parse_file(__file__, ctx=5), [], r"ctx takes an xdsl Context"),
     ],
 )
 def test_the_text_functions_refuse_arguments_of_a_wrong_type(
@@ -168,6 +177,11 @@ def test_the_text_functions_refuse_arguments_of_a_wrong_type(
     path was the current folder: "cannot read .: Is a directory")."""
     with pytest.raises(DhirError, match=message):
         function(*args)
+
+
+def test_parse_file_names_its_own_keywords() -> None:
+    with pytest.raises(TypeError, match=r"parse_file\(\) got an unexpected keyword argument"):
+        dhir.parse_file(__file__, foo=1)  # pyright: ignore[reportCallIssue]
 
 
 def test_run_pipeline_refuses_passes_not_named_by_a_string() -> None:
