@@ -225,6 +225,7 @@ def _check_native_only(options: RunOptions) -> None:
     """Refuse what the interpreter would ignore, named as `run`'s keywords: a path, or a
     value other than the default (`dhir run` refuses the flag given at all)."""
     native_only = {
+        "profile": (options.profile, "a profile times tasks on MPI ranks"),
         "trace": (options.trace, "a trace records what MPI ranks did"),
         "constraints": (options.constraints, "constraints steer placement on MPI ranks"),
         "keep_build": (options.keep_build, "the interpreter builds nothing to keep"),
@@ -436,10 +437,6 @@ def _run_on(
     found anew); `results`: which arguments are an entry on tensors' results
     (run_interp's)."""
     if backend == "interp":
-        if options.profile is not None:
-            raise DhirError(
-                [Diagnostic("profiles time tasks on MPI ranks; use them with the native backend")]
-            )
         _check_nothing_placed(options)
         _check_native_only(options)
         # A stage of the caller's --timing report, and the terminal's status line.

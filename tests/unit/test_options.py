@@ -165,7 +165,9 @@ def test_the_interpreter_refuses_placement_options_as_dhir_run_does(
      ({"cpu": "native"}, "cpu: the interpreter builds no code"),
      ({"mpi": "openmpi"}, "mpi: the interpreter runs no MPI"),
      ({"gpu_fallback": "cpu"}, "gpu_fallback: the interpreter runs every task"),
-     ({"target": "cpu"}, "target: the target binds the tasks CodeDrop makes")],
+     ({"target": "cpu"}, "target: the target binds the tasks CodeDrop makes"),
+     # Refused after output_dir's last results were removed.
+     ({"profile": "p.json"}, "profile: a profile times tasks on MPI ranks")],
 )  # fmt: skip
 def test_the_interpreter_refuses_native_options_it_would_ignore(
     keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
