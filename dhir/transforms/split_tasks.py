@@ -78,6 +78,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from dhir.analysis.counts import constant_int
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import clashing
@@ -522,9 +523,7 @@ def effects_after(task: TaskOp, loop: Operation) -> bool:
 def _static_size(op: Operation, viewed: set[SSAValue]) -> bool:
     """Whether `op` measures a static extent of a memref the task lists or views."""
     return (
-        isinstance(op, memref.DimOp)
-        and op.source in viewed
-        and Lifter().constant(op.result) is not None
+        isinstance(op, memref.DimOp) and op.source in viewed and constant_int(op.result) is not None
     )
 
 
@@ -652,7 +651,7 @@ def _loop_range(loop: Operation) -> _Range:
     else:
         assert isinstance(loop, scf.ParallelOp)
         lower, upper, step = loop.lowerBound[0], loop.upperBound[0], loop.step[0]
-    low, high, stride = (_constant(v) for v in (lower, upper, step))
+    low, high, stride = (constant_int(v) for v in (lower, upper, step))
     if low is not None and high is not None and stride is not None:
         return _Range((low, high, stride))
     return _Range(None, lower, upper, stride)
@@ -692,11 +691,6 @@ def _first_range(loop: affine.ParallelOp) -> tuple[int, int, int] | None:
         bounds.append(first.value)
     step = loop.steps.data[0]
     return bounds[0], bounds[1], step.value.data
-
-
-def _constant(value: SSAValue) -> int | None:
-    """The number a bound always is (an iN bound read signed, as scf.for compares)."""
-    return Lifter().constant(value)
 
 
 def _piece_bounds(loop: Operation, weights: Sequence[int]) -> list[_Bounds] | None:
@@ -795,7 +789,7 @@ def _set_range(loop: Operation, low: int | Fraction, high: int | Fraction) -> No
         return
     ranks = len(loop.regions[0].block.args) if isinstance(loop, scf.ParallelOp) else 1
     lower, upper = loop.operands[0], loop.operands[ranks]
-    step = _constant(loop.operands[2 * ranks])  # a constant where `low` is a Fraction
+    step = constant_int(loop.operands[2 * ranks])  # a constant where `low` is a Fraction
     bounds = (lower, upper, step if step is not None else 1)
     loop.operands[0] = _bound(loop, low, bounds)
     loop.operands[ranks] = _bound(loop, high, bounds)
