@@ -139,6 +139,7 @@ from dhir.dialects.layouts import dropped_dims, strided_layout, subview_layout
 from dhir.dialects.llvm import StackRestoreOp, StackSaveOp
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
+from dhir.transforms.building import int_constant
 
 _Position = SSAValue | int
 
@@ -494,17 +495,11 @@ def _never_runs(loop: affine.ForOp) -> bool:
 def _constant_bound(
     amap: AffineMap, operands: Sequence[SSAValue], pick: Callable[..., int]
 ) -> int | None:
-    values = [_constant_index(v) for v in operands]
+    values = [int_constant(v) for v in operands]
     if None in values or not amap.results:
         return None
     known = cast(list[int], values)
     return pick(amap.eval(known[: amap.num_dims], known[amap.num_dims :]))
-
-
-def _constant_index(value: SSAValue) -> int | None:
-    if isinstance(value.owner, arith.ConstantOp) and isinstance(value.owner.value, IntegerAttr):
-        return value.owner.value.value.data
-    return None
 
 
 def _holds_regions(scope: memref.AllocaScopeOp) -> bool:

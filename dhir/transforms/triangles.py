@@ -12,11 +12,11 @@
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dhir.dialects import affine, arith, memref, scf
-from dhir.transforms.building import const_index, inside, put
+from dhir.transforms.building import const_index, inside, int_constant, put
 
 # Integer ops whose results may serve as bounds of the column loop.
 INDEX_OPS = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
@@ -59,11 +59,12 @@ def lift(value: SSAValue, row: scf.ForOp) -> RowBound | None:
     iv = row.body.block.args[0]
     if value is iv:
         return RowBound(1)
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return RowBound(0, owner.value.value.data)
+    known = int_constant(value)
+    if known is not None:
+        return RowBound(0, known)
     if not inside(value, row):
         return RowBound(0, 0, ((1, value),))
+    owner = value.owner
     if isinstance(owner, arith.AddiOp | arith.SubiOp):
         lhs, rhs = lift(owner.lhs, row), lift(owner.rhs, row)
         if lhs is None or rhs is None:
