@@ -185,16 +185,6 @@ def replace_by(op: Operation, ops: Block) -> None:
     block.erase_op(op)
 
 
-def inside(value: SSAValue, op: Operation) -> bool:
-    """Whether `value` is defined in `op`'s regions."""
-    parent = value.owner.parent_op()
-    while parent is not None:
-        if parent is op:
-            return True
-        parent = parent.parent_op()
-    return False
-
-
 def rows_contiguous(kind: Attribute) -> bool:
     """A memref whose rows are contiguous: row-major, or a view of one with static strides
     whose last is 1 (a block of rows, as the pieces of a split matmul use)."""

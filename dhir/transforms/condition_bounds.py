@@ -35,7 +35,7 @@ from xdsl.ir.affine.affine_set import AffineConstraintKind
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import affine
-from dhir.transforms.building import inside
+from dhir.dialects.dhir import defined_inside
 
 # A linear form: a coefficient per value, the constant under None.
 Linear = dict[SSAValue | None, int]
@@ -180,7 +180,7 @@ def _constraint_bounds(
         for sign in signs:  # sign * form >= 0
             geq = _scaled(form, sign)
             coef = geq.pop(iv, 0)
-            if coef == 0 or any(v is not None and inside(v, loop) for v in geq):
+            if coef == 0 or any(v is not None and defined_inside(v, loop) for v in geq):
                 return None
             if coef > 0:  # coef * iv >= -rest
                 bounds.append((False, _scaled(geq, -1), coef))

@@ -27,8 +27,9 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.dialects import arith, scf
+from dhir.dialects.dhir import defined_inside
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import inside, int_constant
+from dhir.transforms.building import int_constant
 
 _SLT = 2  # arith.cmpi's predicate numbers of "slt" and "sgt"
 _SGT = 4
@@ -130,7 +131,7 @@ def _bound(loop: scf.WhileOp) -> SSAValue | None:
         bound = compare.lhs
     else:
         return None
-    return None if inside(bound, loop) else bound
+    return None if defined_inside(bound, loop) else bound
 
 
 def _stays_below_top(bound: SSAValue, step: int, bits: int) -> bool:
@@ -146,7 +147,7 @@ def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
     bound = _bound(loop)
     by = _other(advance, loop.after_region.block.args[0])
     assert bound is not None and by is not None
-    if inside(by, loop):  # a constant made in the body: made again before the loop
+    if defined_inside(by, loop):  # a constant made in the body: made again before the loop
         counter = loop.arguments[0].type
         assert isinstance(counter, IndexType | IntegerType)
         made = arith.ConstantOp(IntegerAttr(step, counter))

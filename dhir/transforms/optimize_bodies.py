@@ -64,7 +64,7 @@ from xdsl.utils.exceptions import PassFailedException
 from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import affine, arith, func, memref, scf, vector
-from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.dhir import ScheduleOp, TaskOp, defined_inside, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
@@ -74,7 +74,6 @@ from dhir.transforms.building import (
     declare,
     injective,
     insert_before,
-    inside,
     int_constant,
     put,
     replace_by,
@@ -323,7 +322,7 @@ def _accumulated(loop: scf.ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None
     if loop.iter_args or any(op.regions for op in ops) or _threaded(loop):
         return None
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
-    if len(stores) != 1 or any(inside(i, loop) for i in stores[0].indices):
+    if len(stores) != 1 or any(defined_inside(i, loop) for i in stores[0].indices):
         return None
     store = stores[0]
     target = memory_of([store.memref])
@@ -411,7 +410,7 @@ def _row_sums(row: scf.ForOp, red: scf.ForOp, bits: int) -> str:
     if any(op.regions or not isinstance(op, (memref.LoadOp, *_SCALAR)) for op in _body_ops(red)):
         raise _Left("the reduction's body holds more than loads and arithmetic")
     for bound in red.operands[:3]:
-        if inside(bound, row) or bound is _iv(row):
+        if defined_inside(bound, row) or bound is _iv(row):
             raise _Left("the reduction's bounds vary with the row")
     try:
         return _RowLanes.of(row, red, bits).rewrite()
@@ -1022,7 +1021,7 @@ class _Nest:
         if int_constant(self.cols.step) != 1:
             raise _Left("the column loop's step is not the constant 1")
         for bound in self.red.operands[:3]:
-            if inside(bound, self.row) or bound is _iv(self.row):
+            if defined_inside(bound, self.row) or bound is _iv(self.row):
                 raise _Left("its reduction's bounds vary with the row")
         lb, ub = lift(self.cols.lb, self.row), lift(self.cols.ub, self.row)
         if lb is None or ub is None:
@@ -1034,7 +1033,7 @@ class _Nest:
         if self.out.indices[-1] is not j or any(i is j for i in self.out.indices[:-1]):
             raise _Left("the element it writes is not at the column index, last")
         for index in self.out.indices[:-1]:
-            if inside(index, self.red) or inside(index, self.cols):
+            if defined_inside(index, self.red) or defined_inside(index, self.cols):
                 raise _Left("the row it writes varies inside the nest")
         for op in self.cols.body.walk():
             self._check_op(op)
@@ -1065,7 +1064,7 @@ class _Nest:
                 same = list(op.indices) == list(self.out.indices)
                 if not same or (self.memory and op is not self.acc_load):
                     raise _Left("it reads the memref it writes elsewhere than the element")
-                if not self.memory and inside(op.res, self.red):
+                if not self.memory and defined_inside(op.res, self.red):
                     raise _Left("it reads the element it writes inside the reduction")
             return
         if op is self.red or isinstance(op, scf.YieldOp):
@@ -1159,7 +1158,7 @@ class _Nest:
                 x = owner
             elif isinstance(owner, memref.LoadOp) and tuple(owner.indices) == right and y is None:
                 y = owner
-            elif not inside(leaf, self.row) and leaf.type == self.element:
+            elif not defined_inside(leaf, self.row) and leaf.type == self.element:
                 scalars.append(leaf)
             else:
                 return None
@@ -1452,7 +1451,11 @@ class _Nest:
                 local = (
                     isinstance(defined, Operation) and defined.parent_block() is self._innermost()
                 )
-                if not local and inside(v, self.row) and v not in (_iv(self.row), _iv(self.red)):
+                if (
+                    not local
+                    and defined_inside(v, self.row)
+                    and v not in (_iv(self.row), _iv(self.red))
+                ):
                     return False
         return True
 

@@ -65,6 +65,7 @@ from dhir.dialects.dhir import (
     TargetOp,
     TaskOp,
     YieldOp,
+    defined_inside,
     walk_outside_tasks,
 )
 from dhir.ir.diagnostics import loc_of
@@ -74,7 +75,7 @@ from dhir.machine.description import DeviceKind
 from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
-from dhir.transforms.building import const_index, insert_before, inside, put, replace_by
+from dhir.transforms.building import const_index, insert_before, put, replace_by
 from dhir.transforms.generic_sweeps import write_as_loops
 from dhir.transforms.optimize_bodies import Decision
 from dhir.transforms.pass_options import check_ranks
@@ -281,7 +282,7 @@ def _row(index: SSAValue, statement: _Statement, scope: Operation, store: bool) 
     constant is any row (`_Row()`): harmless in a memref no statement writes (`_skew`)."""
     if statement.row is None:
         value = constant_int(index)
-        if value is None and inside(index, scope):
+        if value is None and defined_inside(index, scope):
             if not store:
                 return _Row()
             raise _Left("a row index varies inside a task without a row loop")

@@ -16,7 +16,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dhir.dialects import affine, arith, memref, scf
-from dhir.transforms.building import const_index, inside, int_constant, put
+from dhir.dialects.dhir import defined_inside
+from dhir.transforms.building import const_index, int_constant, put
 
 # Integer ops whose results may serve as bounds of the column loop.
 INDEX_OPS = (arith.ConstantOp, arith.AddiOp, arith.SubiOp, arith.MuliOp)
@@ -62,7 +63,7 @@ def lift(value: SSAValue, row: scf.ForOp) -> RowBound | None:
     known = int_constant(value)
     if known is not None:
         return RowBound(0, known)
-    if not inside(value, row):
+    if not defined_inside(value, row):
         return RowBound(0, 0, ((1, value),))
     owner = value.owner
     if isinstance(owner, arith.AddiOp | arith.SubiOp):
