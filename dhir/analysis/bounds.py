@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 
 import islpy as isl
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.regions import view_chain, walk_sure_points
-from dhir.dialects.arith import INDEX_WIDTH, ConstantOp, scalar_int_width
+from dhir.dialects.arith import INDEX_WIDTH, ConstantOp, scalar_int_width, signed
 from dhir.dialects.func import FuncOp
 from dhir.dialects.memref import DimOp
 from dhir.ir.diagnostics import error_at, loc_of
@@ -324,9 +324,11 @@ def given_bounds(
     function = block.parent_op()
     args = block.args
     found = EntryBounds(entry=block, given={args[k]: shape for k, shape in shapes.items()})
-    known: dict[SSAValue, int] = {
-        args[k]: _signed(value, args[k].type) for k, value in scalars.items()
-    }
+    known: dict[SSAValue, int] = {}
+    for k, value in scalars.items():
+        width = scalar_int_width(args[k].type)
+        assert width is not None, "an input for an argument that is not an integer"
+        known[args[k]] = signed(value, width)
     for k, shape in shapes.items():
         known.update(_extents(args[k], shape))
     roots = [arg for arg in args if isinstance(arg.type, MemRefType)]
@@ -337,14 +339,6 @@ def given_bounds(
     }
     walk_sure_points(block.ops, roots, found, functions, known)
     return found
-
-
-def _signed(value: int, type_: Attribute) -> int:
-    """`value`, an input for a scalar of `type_`, as the signed number of its width."""
-    width = scalar_int_width(type_)
-    assert width is not None
-    value &= (1 << width) - 1
-    return value - (1 << width) if value >> (width - 1) else value
 
 
 def _extents(arg: BlockArgument, shape: tuple[int, ...]) -> dict[SSAValue, int]:

@@ -498,12 +498,12 @@ class IntCast:
     def apply(self, value: int) -> int:
         """What the cast makes of `value` (any integer congruent to the operand's bits),
         as the result's signed value (index is signed)."""
-        return _as_signed(self.read(value), self.bits_out)
+        return signed(self.read(value), self.bits_out)
 
     def read(self, value: int) -> int:
         """The operand's value as the cast reads it: signed or unsigned."""
         low = value % (1 << self.bits_in)
-        return low if self.unsigned else _as_signed(low, self.bits_in)
+        return low if self.unsigned else signed(low, self.bits_in)
 
 
 def int_cast(op: Operation) -> IntCast | None:
@@ -518,7 +518,8 @@ def int_cast(op: Operation) -> IntCast | None:
     return IntCast(bits_in, bits_out, unsigned)
 
 
-def _as_signed(value: int, bits: int) -> int:
-    """`value` modulo 2**bits as a signed (two's complement) value."""
-    low = value % (1 << bits)
-    return low - (1 << bits) if low >> (bits - 1) else low
+def signed(value: int, width: int) -> int:
+    """`value` modulo 2**width as a signed (two's complement) number: -1 for an i1 true,
+    as MLIR reads a signless integer."""
+    low = value % (1 << width)
+    return low - (1 << width) if low >> (width - 1) else low

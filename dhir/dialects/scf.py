@@ -51,6 +51,7 @@ from xdsl.dialects.scf import (
 # isort: on
 
 from dhir.dialects import with_replaced_ops
+from dhir.dialects.arith import signed
 from dhir.dialects.format import (
     has_terminator,
     optional_property,
@@ -527,9 +528,7 @@ def _signed_constant(value: SSAValue) -> int | None:
         return None
     number = owner.value.value.data
     width = getattr(owner.value.type, "width", None)
-    if isinstance(width, IntAttr) and number >= 1 << (width.data - 1):
-        number -= 1 << width.data
-    return number
+    return signed(number, width.data) if isinstance(width, IntAttr) else number
 
 
 def _mixed(

@@ -22,6 +22,7 @@ from xdsl.ir import Attribute, Operation
 
 from dhir.backends.interp.core import INDEX_WIDTH, f32_bits, f32_value, fail
 from dhir.dialects import arith
+from dhir.dialects.arith import signed
 
 
 def lane_type(type_: Attribute) -> Attribute:
@@ -40,14 +41,7 @@ def int_width(op: Operation, type_: Attribute) -> int:
 
 def wrap(value: int, width: int) -> int:
     """`value` modulo 2**width, as the canonical signed value (0 or 1 for i1)."""
-    if width == 1:
-        return value & 1
-    value &= (1 << width) - 1
-    return value - (1 << width) if value >> (width - 1) else value
-
-
-def signed(value: int, width: int) -> int:
-    return -(value & 1) if width == 1 else wrap(value, width)
+    return value & 1 if width == 1 else signed(value, width)
 
 
 def unsigned(value: int, width: int) -> int:
