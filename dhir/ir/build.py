@@ -85,7 +85,7 @@ def move_run(first: Operation, last: Operation, block: Block, before: Operation 
     source = first.parent
     assert source is not None and last.parent is source
     assert before is None or before.parent is block
-    prior, after = first._prev_op, last._next_op  # pyright: ignore[reportPrivateUsage]
+    prior, after = first.prev_op, last.next_op
     if prior is None:
         source._first_op = after  # pyright: ignore[reportPrivateUsage]
     else:
@@ -97,10 +97,10 @@ def move_run(first: Operation, last: Operation, block: Block, before: Operation 
     op = first
     while op is not last:
         op.parent = block
-        op = op._next_op  # pyright: ignore[reportPrivateUsage]
+        op = op.next_op
         assert op is not None, "`last` does not follow `first`"
     last.parent = block
-    tail = block._last_op if before is None else before._prev_op  # pyright: ignore[reportPrivateUsage]
+    tail = block.last_op if before is None else before.prev_op
     first._prev_op = tail  # pyright: ignore[reportPrivateUsage]
     last._next_op = before  # pyright: ignore[reportPrivateUsage]
     if tail is None:
@@ -119,7 +119,7 @@ def move_ops(ops: Sequence[Operation], block: Block, before: Operation | None) -
     its block at once (`move_run`)."""
     start = 0
     for end in range(1, len(ops) + 1):
-        if end == len(ops) or ops[end] is not ops[end - 1]._next_op:  # pyright: ignore[reportPrivateUsage]
+        if end == len(ops) or ops[end] is not ops[end - 1].next_op:
             move_run(ops[start], ops[end - 1], block, before)
             start = end
 
@@ -129,7 +129,7 @@ def insert_new(ops: Sequence[Operation], block: Block, before: Operation | None)
     order, before `before` (an op of `block`; None: at its end), linked as `move_run`
     links them, without xDSL's walk up from `block` for each op."""
     assert before is None or before.parent is block
-    tail = block._last_op if before is None else before._prev_op  # pyright: ignore[reportPrivateUsage]
+    tail = block.last_op if before is None else before.prev_op
     for op in ops:
         assert op.parent is None, "an op already in a block"
         op.parent = block

@@ -22,6 +22,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, SymbolTable
 from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Span
 
 from dhir.context import make_context
 from dhir.dialects import arith, func, memref
@@ -141,7 +142,7 @@ def _here(parser: LocatedParser | None, line_offset: int) -> SourceLoc | None:
     """Where `parser` stopped."""
     if parser is None:
         return None
-    loc = parser._current_token.span.get_location()  # pyright: ignore[reportPrivateUsage]
+    loc = Span(parser.pos, parser.pos, parser.lexer.input).get_location()
     return SourceLoc(loc.file, loc.line + line_offset, loc.col)
 
 
