@@ -159,34 +159,6 @@ def compile_native(
     # changes a task's effects or regions, and the fourth drops the facts of the GPU tasks
     # it gives copies. (Before dhir-place, they would hide a loop nest's reuse from the cost model.)
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
-    # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
-    # know, run sequentially (without OpenMP, all do: these passes are then left out).
-    threaded = (OpenMPReductionsPass(), SerialLoopsPass())
-    rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
-    # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
-    copies = (GpuRowCopiesPass(),) if gpu is not None else ()
-    # MLIR 22 checks no vector access nor reinterpret_cast: these are checked here, after
-    # the optimizer made its own, and before packed vectors turns some into gathers of
-    # the lanes in bounds.
-    checks = (VectorChecksPass(), CastChecksPass())
-    vector_checks = checks if options.runtime_checks else ()
-    after = (
-        AccurateMathPass(),
-        rows,
-        *vector_checks,
-        PackedVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
-        Mlir22WorkaroundsPass(),
-        FloatAtomicsPass(),
-        *copies,
-        *threaded,
-        CopyChecksPass(),  # after too, for the same reason
-        LoopStepsPass(),  # after: its calls would keep the loops around from threads
-        WrapChecksPass(),  # after, for the same reason
-        AllocSizesPass(),  # after, for the same reason
-        CheckMpiPass(options.mpi),
-        UserNamesPass(names),
-        CAbiPass(),  # C callees rely on their callers widening i1, i8, i16
-    )
     with handing_over():
         # dhir-split before placement, so that it places the pieces.
         tiled = splits.tasks(module, tiles=options.optimize)
@@ -205,8 +177,7 @@ def compile_native(
             # contraction): built as their loops written by hand are, without OpenMP.
             openmp, runtime = False, EarlyRuntime(options, False)
         timing.notes += in_order if openmp else []
-        if not openmp:  # every loop runs in order
-            after = tuple(p for p in after if p not in threaded)
+        after = _after_passes(options, openmp, gpu is not None, names)
         if profile is not None:
             profile.name_tasks(tasks)
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -234,6 +205,42 @@ def compile_native(
         callers=callers,
     )
     return exe, signature
+
+
+def _after_passes(
+    options: RunOptions, openmp: bool, kernels: bool, names: frozenset[str]
+) -> tuple[ModulePass, ...]:
+    """The passes after dhir-lower-to-mpi, in their order (`kernels`: the build has GPU
+    kernels): what mlir-opt-22 does not lower, or would lower wrongly, and the runtime
+    checks the options ask for."""
+    # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
+    # know, run sequentially.
+    threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
+    rows = VectorRowsPass()  # n-D vector.load/store, which mlir-opt does not lower
+    # Last: what MLIR 22 would lower wrongly or not at all is refused at its op.
+    copies = (GpuRowCopiesPass(),) if kernels else ()
+    # MLIR 22 checks no vector access nor reinterpret_cast: these are checked here, after
+    # the optimizer made its own, and before packed vectors turns some into gathers of
+    # the lanes in bounds.
+    checks = (VectorChecksPass(), CastChecksPass())
+    vector_checks = checks if options.runtime_checks else ()
+    return (
+        AccurateMathPass(),
+        rows,
+        *vector_checks,
+        PackedVectorsPass(),  # after rows: the 1-D loads and stores it makes, too
+        Mlir22WorkaroundsPass(),
+        FloatAtomicsPass(),
+        *copies,
+        *threaded,
+        CopyChecksPass(),  # after too, for the same reason
+        LoopStepsPass(),  # after: its calls would keep the loops around from threads
+        WrapChecksPass(),  # after, for the same reason
+        AllocSizesPass(),  # after, for the same reason
+        CheckMpiPass(options.mpi),
+        UserNamesPass(names),
+        CAbiPass(),  # C callees rely on their callers widening i1, i8, i16
+    )
 
 
 @dataclass(frozen=True)
