@@ -518,6 +518,14 @@ def _replicate_boundary(
     the entry records (SHARD_BANDS, with `bands`) for the harness to load alone. A result made with
     halos stays so (MLIR 22 cannot reshard from halos): returns its sharding by the
     result's position, for _gather_halo_results."""
+    _replicate_arguments(function, grids, keep, bands)
+    return _replicate_results(function)
+
+
+def _replicate_arguments(
+    function: func.FuncOp, grids: dict[str, tuple[int, ...]], keep: bool, bands: bool
+) -> None:
+    """`_replicate_boundary` for the arguments, and their bands (SHARD_BANDS)."""
     block = function.body.blocks[0]
     blocks: dict[int, list[tuple[int, int]]] = {}
     for argument in block.args:
@@ -552,6 +560,11 @@ def _replicate_boundary(
                 for k, rows in blocks.items()
             }
         )
+
+
+def _replicate_results(function: func.FuncOp) -> dict[int, shard.ShardingOp]:
+    """`_replicate_boundary` for the results: the shardings of those made with halos."""
+    block = function.body.blocks[0]
     returned = function.body.blocks[-1].last_op
     assert isinstance(returned, func.ReturnOp)
     halos: dict[int, shard.ShardingOp] = {}
