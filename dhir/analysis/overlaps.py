@@ -60,6 +60,7 @@ from dhir.dialects import affine, func, gpu, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.access import Access, Kind, ViewKind, facts, global_name
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
+from dhir.dialects.dhir import defined_inside
 from dhir.dialects.layouts import is_identity_layout, strided_layout
 from dhir.ir.walk import holds_op
 
@@ -360,9 +361,11 @@ def _name_invariants(
     outside it: each is the same in every iteration."""
     for op in [*views, *body.walk()]:
         for value in op.operands:
-            if scalar_int_width(value.type) is not None and not _inside(loop, value):
+            if scalar_int_width(value.type) is not None and not defined_inside(value, loop):
                 names.of(value)
-        if isinstance(op, memref_dialect.DimOp) and not any(_inside(loop, v) for v in op.operands):
+        if isinstance(op, memref_dialect.DimOp) and not any(
+            defined_inside(v, loop) for v in op.operands
+        ):
             names.size(op)
 
 
@@ -560,7 +563,7 @@ def _outside_memrefs(
     views: dict[Operation, None] = {}
     for op in body.walk():
         for value in op.operands:
-            if isinstance(value.type, MemRefType) and not _inside(loop, value):
+            if isinstance(value.type, MemRefType) and not defined_inside(value, loop):
                 if value not in roots:
                     roots[value] = _root(value, views)
     return roots, list(views)
@@ -645,12 +648,6 @@ def _place(access: Access) -> tuple[SSAValue, ...] | None:
     if access.lanes is not None or access.whole or not identity:
         return None
     return access.indices
-
-
-def _inside(loop: Operation, value: SSAValue) -> bool:
-    owner = value.owner
-    op = owner.parent_op() if isinstance(value, BlockArgument) else owner
-    return isinstance(op, Operation) and loop.is_ancestor(op)
 
 
 @cache

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from dhir.analysis.sharing import address_use_in_task
 from dhir.dialects import func
 from dhir.dialects.access import Kind, facts
-from dhir.dialects.dhir import TaskOp
+from dhir.dialects.dhir import TaskOp, defined_inside
 from dhir.dialects.memref import ExtractAlignedPointerAsIndexOp
 from dhir.ir.diagnostics import error_at, loc_of
 from dhir.ir.walk import enclosing, find_among, find_ops
@@ -73,7 +73,7 @@ def _stored_addresses(module: ModuleOp) -> dict[SSAValue, list[_Stored]]:
                 continue
             for access in found.accesses:
                 value, memref = access.value, access.memref
-                if value is None or _inside(task, memref) or not _an_address(value, task):
+                if value is None or defined_inside(memref, task) or not _an_address(value, task):
                     continue
                 if enclosing(op, TaskOp) is task:  # not a task nested in it (refused)
                     stored.setdefault(memref, []).append(_Stored(task, op))
@@ -117,12 +117,6 @@ def _loaded_from(value: SSAValue) -> list[SSAValue]:
 def _arithmetic(op: Operation) -> bool:
     found = facts(op)
     return found is not None and found.kind is Kind.PURE and not op.regions
-
-
-def _inside(task: TaskOp, value: SSAValue) -> bool:
-    owner = value.owner
-    op = owner.parent_op() if isinstance(value, BlockArgument) else owner
-    return isinstance(op, Operation) and task.is_ancestor(op)
 
 
 def _message(call: func.CallOp, memref: SSAValue, found: _Stored) -> str:
