@@ -9,7 +9,7 @@ of its ranks. The program dhir-lower-to-mpi builds is stricter, and this replays
   counts, from the access regions) come from the writer's rank, once per rank: the
   sender posts the send as soon as it wrote them and goes on (analysis/transfers.py);
   the receiver waits for the writer's task to end, then for the transfer
-  (`CostModel.comm_time`).
+  (`CostModel.pair_time`: between the two ranks' devices).
 - At the end, the writes that stand go to rank 0 the same way for memrefs only rank 0
   needs afterwards; every other written memref is broadcast: every rank waits for the
   slowest, then for the broadcast (`broadcast_time`) of those elements.
@@ -231,8 +231,9 @@ class _Replay:
         self.times: dict[int, dict[str, dict[str, float]]] = {self.busy: graph.cost}
         # The schedule's tasks (the graph's names end with END_TASK, which has none).
         self.names = list(graph.tasks[: len(deps.effects)])
-        # With ranks on several nodes, each transfer is timed between its two ranks.
-        self.by_pair = costs.nodes(devices) is not None
+        # With a machine description, each transfer is timed between its two ranks: one
+        # between CPU ranks crosses no GPU's host link, nor the network inside a node.
+        self.by_pair = costs.transfer is not None
         self.incoming: list[list[tuple[int, SSAValue, int, float]]] = [[] for _ in self.names]
         for dep in deps.dependences:
             if dep.hazard != Hazard.WAR and dep.elements != 0:
