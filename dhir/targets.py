@@ -33,7 +33,10 @@ class TargetInfo:
     arch: str | None = None
 
     def __str__(self) -> str:
-        return self.arch if self.arch is not None else f"any {self.kind}"
+        """As messages name it: "sm_90", "any CPU", "any GPU", "any device"."""
+        if self.arch is not None:
+            return self.arch
+        return "any device" if self.kind == DeviceKind.ANY else f"any {self.kind.upper()}"
 
 
 class UnknownArchError(ValueError):

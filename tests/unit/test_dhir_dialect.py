@@ -87,6 +87,10 @@ module attributes {dlti.target_system_spec = #dlti.target_system_spec<
         TargetInfo(DeviceKind.GPU, "sm_80"),
         TargetInfo(DeviceKind.ANY),
     ]
+    # As messages name them: `any` read "any any" in dhir-split's reasons and placement's.
+    assert [str(info) for info in infos] == [
+        "aarch64", "any GPU", "any CPU", "sm_80", "any device",
+    ]  # fmt: skip
 
 
 def test_proposal_duplicate_operands_and_explicit_yield() -> None:

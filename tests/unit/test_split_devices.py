@@ -216,6 +216,14 @@ def test_a_loop_no_kernel_runs_is_not_cut_by_the_gpu_s_rate(text: str) -> None:
     assert choice.pieces == 0 and "one CPU rank at most can run it" in choice.how
 
 
+def test_a_cpu_task_beside_a_gpu_rank_stays_whole_and_says_its_target() -> None:
+    # The target read "any cpu" (and `any` read "any any").
+    text = _stencil(SEQUENTIAL).replace('kind = "any"', 'kind = "cpu"')
+    _, plan = _split_plan(text, _node(1, 100.0, 300.0))
+    (choice,) = plan.choices
+    assert choice.line() == ("t: whole: the device of one rank at most can run it; target any CPU")
+
+
 def test_a_sequential_loop_is_cut_over_the_cpu_ranks_alone_by_their_rates() -> None:
     # Before: 3 pieces of 5, 5 and 28 iterations (CPU ranks of 50 GFLOP/s each, the GPU's 300).
     module, plan = _split_plan(_stencil(SEQUENTIAL), _node(2, 100.0, 300.0))
