@@ -42,8 +42,9 @@ How many pieces: `dhir.split = K` on the task (K even pieces; 1 keeps it whole),
 the pass's `pieces` (default: `ranks`, and then only in schedules with fewer independent
 tasks than ranks that would take a piece: a schedule cut into enough tasks by hand, or a
 hand-split stencil, keeps them). With a machine description in the module and as many
-pieces as ranks, pieces are sized by the compute rate of each rank's device that can run
-the task (its peak GFLOP/s over the ranks sharing it), CPU ranks alone (a GPU rank would
+pieces as ranks, pieces are sized by the compute rate a piece gets on each rank that can
+run the task (one core's, or its threads' where the piece holds parallel loops or linalg
+ops, within its device's peak GFLOP/s over the ranks sharing it), CPU ranks alone (a GPU rank would
 run a piece, CPU code, on its host; one CPU rank keeps the task whole); otherwise they
 are even. A share is of work, not of iterations, where the iterations of a loop with
 constant bounds do unequal work that is known: inner `scf.for` loops whose bounds depend
@@ -82,6 +83,7 @@ from dhir.analysis.counts import constant_int
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import clashing
+from dhir.analysis.work import Work
 from dhir.choices import MAX_RANKS
 from dhir.dialects import affine, arith, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
@@ -90,6 +92,7 @@ from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everythin
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
+from dhir.machine.roofline import rates
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
 from dhir.targets import DeviceKind
 from dhir.transforms.building import rows_view
@@ -330,7 +333,8 @@ def _weights(
     # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
     cpus = [d for d in able if d.kind != DeviceKind.GPU]
     if len(cpus) > 1:
-        return _integer_weights([_rate(d) for d in cpus])
+        threaded = any(isinstance(op, _THREADED) for op in task.body.walk())
+        return _integer_weights([_rate(d, threaded) for d in cpus])
     if len(cpus) < len(able):
         return Whole(_CPU_CODE)
     return Whole("the device of one rank at most can run it", None, f"target {target}")
@@ -342,8 +346,16 @@ _CPU_CODE = (
 )
 
 
-def _rate(device: Device) -> float:
-    return device.peak_gflops / max(device.ranks, 1)
+# What a rank runs on its OpenMP threads (the native backend's _THREADED_KINDS); the
+# rest of a piece runs on one core.
+_THREADED = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
+
+
+def _rate(device: Device, threaded: bool) -> float:
+    """The GFLOP/s a piece gets on a rank of `device`, as the cost model times it: one
+    core's rate, or with `threaded` code its rank's threads', within the rank's share of
+    the device (dhir.machine.roofline.rates)."""
+    return rates(Work(parallel=threaded), device)[0]
 
 
 def _integer_weights(rates: Sequence[float]) -> list[int]:

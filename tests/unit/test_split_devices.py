@@ -235,6 +235,38 @@ def test_a_sequential_loop_is_cut_over_the_cpu_ranks_alone_by_their_rates() -> N
     _same(_run_on_interp(module, [a0.copy(), b0.copy()]), want)
 
 
+def _two_cpu_nodes() -> System:
+    """Nodes of 1000 and 200 GFLOP/s: 20 and 4 cores of 50 GFLOP/s each, a rank each."""
+
+    def cpu(name: str, cores: int) -> Node:
+        device = replace(
+            guess_device(f"{name}.cpu", "x86_64", cores=cores),
+            peak_gflops=50.0 * cores,
+            core_gflops=50.0,
+        )
+        return Node(name, (device,))
+
+    return System((cpu("n0", 20), cpu("n1", 4)), GUESSED_NETWORK, GUESSED_INTRA_NODE)
+
+
+@pytest.mark.parametrize(
+    ("loop", "each"),
+    [(SEQUENTIAL, "19 iterations each"), (PARALLEL, "31, 7 iterations")],
+    ids=["one-core", "threads"],
+)
+def test_pieces_are_sized_by_the_rate_they_run_at(loop: str, each: str) -> None:
+    # A sequential loop's piece runs on one core, as fast on either node: it was cut 5 : 1
+    # by the nodes' whole rates (31 and 7 iterations). A parallel loop's runs on the
+    # rank's threads: 20 cores against 4.
+    text = _stencil(loop)
+    module, plan = _split_plan(text, _two_cpu_nodes())
+    (choice,) = plan.choices
+    assert choice.line().endswith(f"{each})")
+    a0, b0 = np.random.default_rng(5).random((2, 40, 16))
+    want = dhir.run(text, a0, b0, backend="interp")
+    _same(_run_on_interp(module, [a0.copy(), b0.copy()]), want)
+
+
 TWO_LOOPS = """
 func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {
   dhir.schedule %a, %b {
