@@ -141,6 +141,8 @@ def compile_native(
             )
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
+    # Whether the "yes" has a parallel loop among its reasons, or only linalg ops.
+    loops = openmp and holds_op(module, _PARALLEL_LOOPS)
     # Marked before the optimizer and the time tiles change the loops; noted once the
     # decision is final (below).
     in_order = mark_unproven_loops(module) if openmp else []
@@ -172,9 +174,11 @@ def compile_native(
             timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
             options = _optimize(module, options, timing)
-        if openmp and not holds_op(module, _THREADED_KINDS):
+        if openmp and not holds_op(module, _THREADED_KINDS if loops else _LINALG):
             # The linalg ops that made it say yes are loops now (a time-tiled sweep, a
-            # contraction): built as their loops written by hand are, without OpenMP.
+            # contraction and its fills): built as their loops written by hand are,
+            # without OpenMP (the parallel loops the optimizer made of their rows run in
+            # order there too).
             openmp, runtime = False, EarlyRuntime(options, False)
         timing.notes += in_order if openmp else []
         after = _after_passes(options, openmp, gpu is not None, names)
@@ -406,7 +410,9 @@ def openmp_safe(module: ModuleOp) -> bool:
 
 
 # What runs on threads when OpenMP is used.
-_THREADED_KINDS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
+_PARALLEL_LOOPS = (scf.ParallelOp, affine.ParallelOp)
+_LINALG = LinalgStructuredOperation
+_THREADED_KINDS = (*_PARALLEL_LOOPS, _LINALG)
 _OPENMP_KINDS = (memref.AtomicRMWOp, GenericAtomicRMWOp, func.CallOp, *_THREADED_KINDS)
 
 

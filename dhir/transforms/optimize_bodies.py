@@ -63,7 +63,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dhir.analysis.handoff import keep_facts
 from dhir.analysis.sharing import may_alias, memory_of
-from dhir.dialects import affine, arith, func, memref, scf, vector
+from dhir.dialects import affine, arith, func, linalg, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, defined_inside, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
@@ -82,6 +82,7 @@ from dhir.transforms.building import (
 from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.counted_whiles import as_for_loops
+from dhir.transforms.generic_sweeps import write_as_loops
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -196,6 +197,9 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     # leftovers, affine maps made arith) is bounded less tightly: the lowering gets the
     # facts found now, found together, once per body shape.
     keep_facts([task for task, *_ in todo if isinstance(task, TaskOp)])
+    # Contractions first: where one became loops, the element-wise ops become theirs.
+    made = {id(task): _contractions(task, matmuls, module) for task, matmuls, *_ in todo}
+    looped = any(loops for _, loops in made.values())
     for task, matmuls, nests, affines, whiles in todo:
         lowered: list[Operation] = []
         for loop in affines:
@@ -205,14 +209,11 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 continue
             lowered.append(lower_nest(fold_conditions(loop)))
             nests = True
-        for matmul in matmuls:
-            loc = loc_of(matmul)
-            with _located_at(task, matmul):
-                why = rewrite_contraction(matmul, module)
-            if why is None:
-                continue
-            done = why.startswith(CALLED)
-            decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
+        decisions += made[id(task)][0]
+        for op in (op for op in matmuls if _elementwise(op)):
+            why = _elementwise_kept(cast(linalg.GenericOp, op), task, looped)
+            if why is not None:
+                decisions.append(Decision(loc_of(op), False, f"left as written: {why}"))
         if whiles:
             nests = _counted_loops(task) or nests
         if nests:
@@ -230,6 +231,43 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
         _put_hints_back(hints)
     return decisions
+
+
+def _contractions(
+    task: "_Body", ops: Sequence[Contraction], module: ModuleOp
+) -> tuple[list[Decision], bool]:
+    """Each contraction of `task` rewritten or left, and said so; whether one became
+    loops."""
+    decisions: list[Decision] = []
+    looped = False
+    for op in (op for op in ops if not _elementwise(op)):
+        loc = loc_of(op)
+        with _located_at(task, op):
+            why = rewrite_contraction(op, module)
+        looped = looped or why is None
+        if why is None:
+            continue
+        done = why.startswith(CALLED)
+        decisions.append(Decision(loc, done, why if done else f"left as written: {why}"))
+    return decisions, looped
+
+
+def _elementwise(op: Contraction) -> bool:
+    return isinstance(op, linalg.GenericOp) and all(
+        str(kind.data.value) == "parallel" for kind in op.get_iterator_types()
+    )
+
+
+def _elementwise_kept(op: linalg.GenericOp, task: "_Body", looped: bool) -> str | None:
+    """Why the element-wise `op` stays a linalg op, or None once it is its loops (the
+    build's own lowering, so exact): only where a contraction of the module became loops
+    (`looped`), so that the kernel is the loops its scf form writes by hand (and is built
+    as they are: see compile_native's OpenMP decision)."""
+    if not looped:
+        return f"{op.name} with no reduction dimension (the optimizer rewrites contractions)"
+    with _located_at(task, op):
+        why = write_as_loops(op)
+    return None if why is None else f"{op.name} that {why}"
 
 
 @contextmanager

@@ -13,7 +13,8 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir import parse_string
 from dhir.backends.native import compile_native
-from dhir.dialects import affine, arith, scf
+from dhir.dialects import affine, arith, linalg, scf
+from dhir.ir.walk import find_ops
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
 from dhir.toolchain.options import RunOptions
@@ -869,11 +870,18 @@ def test_generic_contractions_are_optimized_exactly() -> None:
     """A linalg.generic with one reduction dimension (a gemm scaling A by alpha, a row
     sum, a column sum with the reduction outermost) is written as its loops, each
     element's updates in ascending order as the interpreter runs them, and rewritten like
-    linalg.matmul; an elementwise one says why it is left. Bit for bit the interpreter's
-    on 1 and 2 ranks."""
-    decisions = optimize_bodies(_host_module(GENERICS), 256)
+    linalg.matmul; the elementwise one then becomes its loops too (read as nests are:
+    this one is left), so that no linalg op is left; alone, it is left a linalg op and
+    says why. Bit for bit the interpreter's on 1 and 2 ranks."""
+    module = _host_module(GENERICS)
+    decisions = optimize_bodies(module, 256)
     assert [d.done for d in decisions] == [True, True, True, False], decisions
-    assert "linalg.generic with no reduction dimension" in decisions[3].text
+    assert decisions[3].text == "left as written: the row it writes varies inside the nest"
+    assert not find_ops(module, linalg.GenericOp)
+    start = GENERICS.index("  linalg.generic {indexing_maps = [#ik")
+    alone = GENERICS[:start] + GENERICS[GENERICS.index("  linalg.generic {indexing_maps = [#ij]") :]
+    (decision,) = optimize_bodies(_host_module(alone), 256)
+    assert "linalg.generic with no reduction dimension" in decision.text
     rng = np.random.default_rng(5)
     shapes = [(10, 6), (6, 12), (10, 12), (12,), (10,), (12,)]
     inputs = [rng.standard_normal(shape) for shape in shapes]
@@ -2082,3 +2090,71 @@ func.func @main(%A: memref<4x4xf64>, %buf: memref<16xf64>) {
     rng = np.random.default_rng(2)
     inputs = [rng.standard_normal((4, 4)), rng.standard_normal(16)]
     _assert_native_equals_interp(text, inputs, 1, "native", 1)
+
+
+def _filled_row_sums(generic: bool) -> str:
+    """atax's first statement, tmp = 0 then tmp += A x, as scf loops or linalg.generic
+    ops, each statement on the same line in both."""
+    head = """func.func @main(%A: memref<24x20xf64>, %x: memref<20xf64>, %tmp: memref<24xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = arith.constant 24 : index
+  %n = arith.constant 20 : index
+  %zero = arith.constant 0.0 : f64
+"""
+    if not generic:
+        return head + (
+            "  scf.for %i = %c0 to %m step %c1 {\n"
+            "    memref.store %zero, %tmp[%i] : memref<24xf64>\n"
+            "  }\n\n\n"
+            "  scf.for %i = %c0 to %m step %c1 {\n"
+            "    scf.for %j = %c0 to %n step %c1 {\n"
+            "      %a = memref.load %tmp[%i] : memref<24xf64>\n"
+            "      %b = memref.load %A[%i, %j] : memref<24x20xf64>\n"
+            "      %c = memref.load %x[%j] : memref<20xf64>\n"
+            "      %p = arith.mulf %b, %c : f64\n"
+            "      %s = arith.addf %a, %p : f64\n"
+            "      memref.store %s, %tmp[%i] : memref<24xf64>\n"
+            "    }\n"
+            "  }\n"
+            "  return\n}\n"
+        )
+    return head + (
+        "  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>],"
+        ' iterator_types = ["parallel"]}\n'
+        "      outs(%tmp : memref<24xf64>) {\n"
+        "  ^bb0(%t: f64):\n"
+        "    linalg.yield %zero : f64\n"
+        "  }\n"
+        "  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,"
+        " affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>],"
+        ' iterator_types = ["parallel", "reduction"]}\n'
+        "      ins(%A, %x : memref<24x20xf64>, memref<20xf64>) outs(%tmp : memref<24xf64>) {\n"
+        "  ^bb0(%b: f64, %c: f64, %a: f64):\n"
+        "    %p = arith.mulf %b, %c : f64\n"
+        "    %s = arith.addf %a, %p : f64\n"
+        "    linalg.yield %s : f64\n"
+        "  }\n\n\n\n\n\n"
+        "  return\n}\n"
+    )
+
+
+def test_a_fill_beside_a_generic_contraction_is_built_as_its_scf_form() -> None:
+    """The element-wise fill of a linalg.generic row sum becomes its loops as the
+    contraction does (it said "left as written" and kept OpenMP's threads for the fill
+    alone): the executable is the scf form's, byte for byte, without OpenMP, and the
+    optimizer says what it says of the scf form. Bit for bit the interpreter's."""
+    notes: list[list[str]] = []
+    built: list[bytes] = []
+    for generic in (False, True):
+        timing = Timing()
+        module = _host_module(_filled_row_sums(generic))
+        exe, _ = compile_native(module, "main", RunOptions(), timing)
+        notes.append([n for n in timing.notes if n.startswith("optimizer")])
+        built.append(exe.read_bytes())
+    assert notes[1] == notes[0] and notes[0], notes
+    assert b"__kmpc_" not in built[1]
+    assert built[1] == built[0]
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal(shape) for shape in ((24, 20), (20,), (24,))]
+    _assert_native_equals_interp(_filled_row_sums(True), inputs, 1, "native", 1)
