@@ -155,10 +155,16 @@ def _default_maps(op: Contraction) -> list[AffineMap]:
 
 def _loops(op: Contraction, block: Block) -> None:
     """At the end of `block`: a loop per parallel dimension, in order, around a loop over
-    the reduction carrying the output element from its load to its store."""
+    the reduction carrying the output element from its load to its store; or, where the
+    reduction is not the last dimension, a loop per dimension in the op's order with the
+    element loaded and stored in the innermost (each element's sum still runs up the
+    reduction, and the nest is the one a user writes in that order)."""
     maps = [m.data for m in op.get_indexing_maps()]
     parallel = [kind.data.value == "parallel" for kind in op.get_iterator_types()]
     sizes = _dim_sizes(op, maps)
+    if parallel[-1]:
+        _loops_in_order(op, block, maps, sizes)
+        return
     index = IndexType()
     zero = const_index(block, 0)
     one = const_index(block, 1)
@@ -186,6 +192,36 @@ def _loops(op: Contraction, block: Block) -> None:
     depth = const_index(block, sizes[reduction])
     total = put(here, scf.ForOp(zero, depth, one, [start], Region(red)))
     put(here, memref.StoreOp.get(total.res[0], out, _at(maps[-1], ivs)))
+    for parent, loop in reversed(loops):
+        put(loop.body.block, scf.YieldOp())
+        put(parent, loop)
+
+
+def _loops_in_order(
+    op: Contraction, block: Block, maps: Sequence[AffineMap], sizes: dict[int, int]
+) -> None:
+    """At the end of `block`: a loop per dimension of `op`, in order, the innermost
+    loading the output element, adding to it and storing it."""
+    zero = const_index(block, 0)
+    one = const_index(block, 1)
+    ivs: dict[int, SSAValue] = {}
+    here = block
+    loops: list[tuple[Block, scf.ForOp]] = []
+    for dim in range(len(sizes)):
+        body = Block(arg_types=[IndexType()])
+        ivs[dim] = body.args[0]
+        loops.append((here, scf.ForOp(zero, const_index(block, sizes[dim]), one, [], Region(body))))
+        here = body
+    out = op.outputs[0]
+    old = put(here, memref.LoadOp.get(out, _at(maps[-1], ivs))).res
+    loads = [put(here, memref.LoadOp.get(v, _at(m, ivs))).res for v, m in zip(op.inputs, maps)]
+    mapper: dict[SSAValue, SSAValue] = dict(zip(op.body.block.args, (*loads, old)))
+    for inner in op.body.block.ops:
+        if isinstance(inner, linalg.YieldOp):
+            value = mapper.get(inner.operands[0], inner.operands[0])
+            put(here, memref.StoreOp.get(value, out, _at(maps[-1], ivs)))
+        else:
+            put(here, inner.clone(value_mapper=mapper))
     for parent, loop in reversed(loops):
         put(loop.body.block, scf.YieldOp())
         put(parent, loop)

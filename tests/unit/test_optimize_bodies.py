@@ -2092,6 +2092,75 @@ func.func @main(%A: memref<4x4xf64>, %buf: memref<16xf64>) {
     _assert_native_equals_interp(text, inputs, 1, "native", 1)
 
 
+def _mvt(generic: bool) -> str:
+    """PolyBench's mvt (x1 += A y1; x2 += A^T y2, the second with the reduction outermost)
+    as scf loops or as linalg.generic ops, each statement on the same line in both."""
+    head = """func.func @main(%A: memref<24x24xf64>, %y1: memref<24xf64>, %y2: memref<24xf64>,
+                %x1: memref<24xf64>, %x2: memref<24xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 24 : index
+"""
+    if not generic:
+        loops = [
+            ("%i", "%j", "%x1[%i]", "%A[%i, %j]", "%y1[%j]"),
+            ("%j", "%i", "%x2[%i]", "%A[%j, %i]", "%y2[%j]"),
+        ]
+        body = "".join(
+            f"  scf.for {outer} = %c0 to %n step %c1 {{\n"
+            f"    scf.for {inner} = %c0 to %n step %c1 {{\n"
+            f"      %a = memref.load {out} : memref<24xf64>\n"
+            f"      %b = memref.load {a} : memref<24x24xf64>\n"
+            f"      %c = memref.load {y} : memref<24xf64>\n"
+            "      %p = arith.mulf %b, %c : f64\n"
+            "      %s = arith.addf %a, %p : f64\n"
+            f"      memref.store %s, {out} : memref<24xf64>\n"
+            "    }\n"
+            "  }\n"
+            for outer, inner, out, a, y in loops
+        )
+        return head + body + "  return\n}\n"
+    kinds = ['"parallel", "reduction"', '"reduction", "parallel"']
+    body = "".join(
+        "  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,"
+        f" affine_map<(d0, d1) -> ({y})>, affine_map<(d0, d1) -> ({x})>], iterator_types ="
+        f" [{kind}]}}\n"
+        f"      ins(%A, {vector} : memref<24x24xf64>, memref<24xf64>)"
+        f" outs({out} : memref<24xf64>) {{\n"
+        "  ^bb0(%b: f64, %c: f64, %a: f64):\n"
+        "    %p = arith.mulf %b, %c : f64\n"
+        "    %s = arith.addf %a, %p : f64\n"
+        "    linalg.yield %s : f64\n"
+        "  }\n\n\n\n"
+        for kind, y, x, vector, out in zip(
+            kinds, ("d1", "d0"), ("d0", "d1"), ("%y1", "%y2"), ("%x1", "%x2"), strict=True
+        )
+    )
+    return head + body + "  return\n}\n"
+
+
+def test_a_generic_summing_over_its_outer_dimension_gets_its_scf_forms_kernel() -> None:
+    """mvt's A^T y2 as a linalg.generic whose reduction is its outer dimension is written
+    as its loops in that order (the scf form's nest, i-k-j), not with the reduction
+    innermost, which read A down its columns; with its rows made loops, nothing is left to
+    run on threads: the executable is the scf form's, byte for byte, without OpenMP.
+    Bit for bit the interpreter's."""
+    notes: list[list[str]] = []
+    built: list[bytes] = []
+    for generic in (False, True):
+        timing = Timing()
+        exe, _ = compile_native(_host_module(_mvt(generic)), "main", RunOptions(), timing)
+        notes.append([n for n in timing.notes if n.startswith("optimizer")])
+        built.append(exe.read_bytes())
+    assert any("nest (i-k-j)" in note for note in notes[0]), notes
+    assert notes[1] == notes[0]
+    assert b"__kmpc_" not in built[1]
+    assert built[1] == built[0]
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal(shape) for shape in ((24, 24), *[(24,)] * 4)]
+    _assert_native_equals_interp(_mvt(True), inputs, 1, "native", 1)
+
+
 def _filled_row_sums(generic: bool) -> str:
     """atax's first statement, tmp = 0 then tmp += A x, as scf loops or linalg.generic
     ops, each statement on the same line in both."""
