@@ -600,7 +600,11 @@ class _Band:
         if part is not None:
             mapper.update({m: copy for m, (copy, _) in part.copies.items()})
         for op in statement.ops:
-            made = put(then, op.clone(value_mapper=mapper))
+            # Constants before the row's loop, as a user writes them outside it (a swept
+            # linalg.generic's or an affine nest's bounds): the optimizer reads a row loop
+            # whose body computes only its nest's bounds.
+            at = body if isinstance(op, arith.ConstantOp) else then
+            made = put(at, op.clone(value_mapper=mapper))
             if part is not None:
                 part.shift(made)
         put(then, scf.YieldOp())

@@ -359,6 +359,19 @@ def test_a_time_tiled_generic_sweep_is_built_as_its_scf_form() -> None:
     assert built[1] == built[0]
 
 
+def test_time_tiled_sweeps_say_what_the_optimizer_did_as_their_scf_form_does() -> None:
+    """The bands of a sweep written as linalg.generic or affine.for held their bounds'
+    constants in each row's loop, so the optimizer found no nest there and --timing said
+    nothing of it; it now says what it says of the scf form's bands."""
+    notes = []
+    for program in (JACOBI, replace(JACOBI, generic=True), replace(JACOBI, affine=True)):
+        timing = Timing()
+        compile_native(parse_string(program.text()), "main", RunOptions(), timing)
+        notes.append([note for note in timing.notes if note.startswith("optimizer")])
+    assert notes[0], "the scf form's bands must say what the optimizer did"
+    assert notes[1] == notes[0] and notes[2] == notes[0], notes
+
+
 @pytest.mark.parametrize(
     ("old", "new", "why"),
     [
