@@ -47,6 +47,7 @@ from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import defined_inside
 from dhir.dialects.gpu import in_device_code
+from dhir.ir.walk import find_ops
 
 # The loops whose entry is checked: those whose variables the lifter ranges over.
 LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
@@ -69,6 +70,8 @@ _ARITHMETIC = (
     affine.MinOp,
     dhir_affine.MaxOp,
 )
+# The ops `_lifted` finds anything in: the only ones `wrap_checks` visits.
+_LIFTED = (*_ARITHMETIC, affine.ForOp, affine.LoadOp, affine.StoreOp)
 
 
 @dataclass(frozen=True)
@@ -86,13 +89,16 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
     lifter = Lifter() if lifter is None else lifter
     _name_invariants(root, lifter)
     found: dict[Operation, dict[Affine, None]] = {}
-    for op in root.walk():
+    # Two walks of xDSL's over a lowered module's every op took most of the time here.
+    for op in find_ops(root, _LIFTED):
         for expr in _assumed(op, lifter):
             loop = _checking_loop(op, expr, lifter)
             if loop is not None:
                 found.setdefault(loop, {})[expr] = None
     checks: list[WrapCheck] = []
-    for loop in root.walk():
+    if not found:
+        return checks
+    for loop in find_ops(root, LOOPS):
         if loop in found:
             variables = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
             checks.append(WrapCheck(loop, variables, tuple(found[loop])))

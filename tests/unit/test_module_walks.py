@@ -14,7 +14,9 @@ from xdsl.ir import Operation, Region
 
 from dhir import parse_string
 from dhir.analysis import sharing
+from dhir.analysis.lift import Lifter
 from dhir.analysis.sharing import check_shared_data
+from dhir.analysis.wrap_checks import wrap_checks
 from dhir.backends.element_types import check_memref_elements
 from dhir.dialects import memref, shard
 from dhir.dialects.dhir import TaskOp
@@ -31,6 +33,7 @@ from dhir.transforms.user_names import user_functions
 sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
 
 import programs  # noqa: E402  # pyright: ignore[reportMissingImports]
+from test_wrap_checks import RUN_TIME_WRAP  # noqa: E402
 
 
 def _walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -257,3 +260,17 @@ def test_find_among_finds_what_find_ops_finds() -> None:
     ops = walk.find_ops(module, Operation)
     for kinds in (TaskOp, (memref.LoadOp, memref.StoreOp), shard.GridOp):
         assert walk.find_among(module, kinds, ops) == walk.find_ops(module, kinds)
+
+
+def test_wrap_checks_finds_its_loops_without_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir-wrap-checks runs on each lowered piece: its ops (the arithmetic it lifts,
+    affine loops and accesses) and then its loops are found without xDSL's walk, the
+    checks those walks found, in the same order."""
+    module = parse_string(RUN_TIME_WRAP + programs.neighbour_tasks(20).replace("@main", "@n"))
+    assert isinstance(module, ModuleOp)
+    calls = _walks(monkeypatch)
+    checks = wrap_checks(module, Lifter())
+    assert calls == []
+    assert [type(check.loop).__name__ for check in checks] == ["ForOp"]
+    assert [arg.name_hint for arg in checks[0].variables] == ["i"]
+    assert len(checks[0].exprs) == 2  # 3 * i and i - lo
