@@ -7,9 +7,16 @@ ships it (`libscipy_openblas64_`: 64-bit integers, symbols `scipy_cblas_<name>64
 it is there wherever dhir is; the native backend links it when a call is made
 (dhir.toolchain.linking.blas_library). Memrefs go to it as addresses (i64): the
 address analysis sees that they escape, so a task's facts stay as large as the truth.
+
+OpenBLAS starts each sum at +0, so where the exact sum is -0 (the output element -0 and
+every product -0) it gives +0, which only `nsz` allows. In round-to-nearest, x + y is -0
+only when x and y both are, so a sum in any order is -0 only where every term is: where
+no output element is -0 before the call, BLAS's result is one the flags allow. Without
+`nsz`, callers scan the output for -0 first (`holds_negative_zero`: O(mn) against gemm's
+O(mnk)) and run the loops as written where one is.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -20,6 +27,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    i1,
     i32,
     i64,
 )
@@ -50,6 +58,52 @@ def common_flags(ops: Iterable[Operation]) -> arith.FastMathFlagsAttr:
     `nsz`, an add of -0 and +0 may give either.)"""
     flags = [set(op.fastmath.data) for op in ops if isinstance(op, arith.AddfOp | arith.MulfOp)]
     return arith.FastMathFlagsAttr(set.intersection(*flags) if flags else "none")
+
+
+def keeps_signed_zeros(ops: Iterable[Operation]) -> bool:
+    """Whether some float add or multiply among `ops` lacks `nsz`: then BLAS's +0 where
+    the exact sum is -0 is not allowed."""
+    return "nsz" not in set(common_flags(ops).data)
+
+
+def holds_negative_zero(
+    block: Block, target: SSAValue, box: Sequence[tuple[SSAValue, SSAValue]]
+) -> SSAValue:
+    """At the end of `block`: an i1, whether some element of the float memref `target`
+    in `box` (per dimension, [first, end) as index values; none for a 0-D memref) is -0.
+    The bits are compared, so that +0 and NaNs are not taken for it."""
+    element = _element(target)
+    width = element.bitwidth
+    bits = IntegerType(width)
+    sign = arith.ConstantOp.from_int_and_width(-(1 << (width - 1)), bits)
+    none = arith.ConstantOp.from_int_and_width(0, i1)
+    one = arith.ConstantOp.from_int_and_width(1, IndexType())
+    block.add_ops([sign, none, one])
+    return _scan(block, (target, sign.result, one.result), box, [], none.result)
+
+
+def _scan(
+    block: Block,
+    what: tuple[SSAValue, SSAValue, SSAValue],
+    box: Sequence[tuple[SSAValue, SSAValue]],
+    indices: list[SSAValue],
+    found: SSAValue,
+) -> SSAValue:
+    target, sign, one = what
+    if not box:
+        load = memref.LoadOp.get(target, indices)
+        cast_op = arith.BitcastOp(load.res, sign.type)
+        same = arith.CmpiOp(cast_op.result, sign, "eq")
+        either = arith.OrIOp(found, same.result)
+        block.add_ops([load, cast_op, same, either])
+        return either.result
+    first, end = box[0]
+    body = Block(arg_types=[IndexType(), i1])
+    inner = _scan(body, what, box[1:], [*indices, body.args[0]], body.args[1])
+    body.add_op(scf.YieldOp(inner))
+    loop = scf.ForOp(first, end, one, [found], Region(body))
+    block.add_op(loop)
+    return loop.res[0]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ reduction dimension whose maps only pick dimensions, become the loops they mean,
 output element's sum carried in a register along the reduction, innermost and ascending,
 as the interpreter computes it (the kernels and row sums take these loops next); or, for
 the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
-any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot)."""
+any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot); without `nsz`, the
+calls where no output element is -0 before them, else the loops (see dhir.transforms.blas)."""
 
 from collections.abc import Sequence
 from typing import cast
@@ -29,6 +30,8 @@ from dhir.transforms.blas import (
     emit_dot,
     emit_gemm,
     emit_gemv,
+    holds_negative_zero,
+    keeps_signed_zeros,
 )
 from dhir.transforms.building import const_index, injective, put, replace_by, rows_contiguous
 
@@ -56,13 +59,34 @@ def rewrite_contraction(op: Contraction, module: ModuleOp) -> str | None:
     # BLAS takes a leading dimension per matrix but no offset: views keep the loops.
     named = isinstance(op, _NAMED) and _sums_products(op)
     if plain and named and allows_any_order(op.body.block.ops):
-        name = _call(op, module, block)
-        what = f"{CALLED} {name} (reassoc allows its order of sums)"
+        what = f"{CALLED} {_call_where_allowed(op, module, block)}"
     else:
         _loops(op, block)
         what = None
     replace_by(op, block)
     return what
+
+
+def _call_where_allowed(op: Contraction, module: ModuleOp, block: Block) -> str:
+    """At the end of `block`: the BLAS call, or without `nsz`, the call where no output
+    element is -0 (its +0 for an exact -0 would not be allowed) and the loops where one
+    is; what is called and when."""
+    if not keeps_signed_zeros(op.body.block.ops):
+        return f"{_call(op, module, block)} (reassoc allows its order of sums)"
+    out = op.outputs[0]
+    zero = const_index(block, 0)
+    box = [(zero, const_index(block, d)) for d in cast(MemRefType, out.type).get_shape()]
+    found = holds_negative_zero(block, out, box)
+    call, loops = Block(), Block()
+    name = _call(op, module, call)
+    _loops(op, loops)
+    put(call, scf.YieldOp())
+    put(loops, scf.YieldOp())
+    put(block, scf.IfOp(found, [], Region(loops), Region(call)))
+    return (
+        f"{name} (reassoc allows its order of sums) where no element of the output is -0, "
+        "else the loops (nsz would allow the call's +0)"
+    )
 
 
 def _sums_products(op: Contraction) -> bool:

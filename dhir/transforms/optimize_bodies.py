@@ -54,6 +54,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     UnknownLoc,
     VectorType,
+    i1,
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -69,7 +70,15 @@ from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import in_affine_loop, lower_nest, unlowerable
-from dhir.transforms.blas import Corner, allows_any_order, common_flags, count, emit_gemm
+from dhir.transforms.blas import (
+    Corner,
+    allows_any_order,
+    common_flags,
+    count,
+    emit_gemm,
+    holds_negative_zero,
+    keeps_signed_zeros,
+)
 from dhir.transforms.building import (
     declare,
     injective,
@@ -1252,46 +1261,60 @@ class _Nest:
         a = Corner(x.memref, row.lb, red.lb)
         b = Corner(y.memref, red.lb, j_lb)
         c = Corner(self.out.memref, row.lb, j_lb)
-        if not scalars:
-            emit_gemm(block, module, a, b, c, (*sizes, depth), alpha)
-        else:
-            self._gemm_where_finite(block, (a, b, c), (*sizes, depth), alpha)
+        checks = self._finite(block, alpha) if scalars else []
+        what = f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
+        if keeps_signed_zeros(_body_ops(self.cols)):
+            what += " where no element of C's block is -0, else as written"
+            # BLAS's +0 where the exact sum is -0 needs nsz (dhir.transforms.blas).
+            found = holds_negative_zero(block, c.memref, [(row.lb, row.ub), (j_lb, j_ub)])
+            true = put(block, arith.ConstantOp.from_int_and_width(1, i1)).result
+            checks.append(put(block, arith.XOrIOp(found, true)).result)
+        self._gemm_where(block, (a, b, c), (*sizes, depth), alpha, checks)
         if ops[at + 1 :]:
             put(block, self._row_loop(ops[at + 1 :]))
         replace_by(row, block)
-        return f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
+        return what
 
-    def _gemm_where_finite(
-        self,
-        block: Block,
-        corners: tuple[Corner, Corner, Corner],
-        sizes: tuple[SSAValue, SSAValue, SSAValue],
-        alpha: SSAValue,
-    ) -> None:
-        """At the end of `block`, the gemm where the product of the scalar factors `alpha`
-        is finite and not 0, else the nest as written for every row. gemm scales the sum
-        of the products by alpha once: for 0, OpenBLAS returns at once and an infinity or
-        NaN of A or B never reaches C; for an infinity, inf * (sum) is an infinity where
-        the program's terms inf * (a * b) of both signs add up to NaN. reassoc allows
-        another order of the sums, not either."""
-        assert self.module is not None
+    def _finite(self, block: Block, alpha: SSAValue) -> list[SSAValue]:
+        """At the end of `block`, i1s that hold where the product of the scalar factors
+        `alpha` is finite and not 0. gemm scales the sum of the products by alpha once:
+        for 0, OpenBLAS returns at once and an infinity or NaN of A or B never reaches C;
+        for an infinity, inf * (sum) is an infinity where the program's terms
+        inf * (a * b) of both signs add up to NaN. reassoc allows another order of the
+        sums, not either."""
         element = self.element
         zero = put(block, arith.ConstantOp(FloatAttr(0.0, element))).result
         inf = put(block, arith.ConstantOp(FloatAttr(float("inf"), element))).result
         ninf = put(block, arith.ConstantOp(FloatAttr(float("-inf"), element))).result
         # Ordered comparisons: a NaN alpha (every product NaN either way) takes the loops.
-        checks = [
+        return [
             put(block, arith.CmpfOp(alpha, zero, "one")).result,
             put(block, arith.CmpfOp(alpha, inf, "olt")).result,
             put(block, arith.CmpfOp(alpha, ninf, "ogt")).result,
         ]
-        finite = put(block, arith.AndIOp(checks[0], checks[1])).result
-        finite = put(block, arith.AndIOp(finite, checks[2])).result
+
+    def _gemm_where(
+        self,
+        block: Block,
+        corners: tuple[Corner, Corner, Corner],
+        sizes: tuple[SSAValue, SSAValue, SSAValue],
+        alpha: SSAValue,
+        checks: list[SSAValue],
+    ) -> None:
+        """At the end of `block`, the gemm where all `checks` hold (at once with none),
+        else the nest as written for every row."""
+        assert self.module is not None
+        if not checks:
+            emit_gemm(block, self.module, *corners, sizes, alpha)
+            return
+        allowed = checks[0]
+        for check in checks[1:]:
+            allowed = put(block, arith.AndIOp(allowed, check)).result
         call = Block()
         emit_gemm(call, self.module, *corners, sizes, alpha)
         put(call, scf.YieldOp())
         exact = Block([self._row_loop([self.nest]), scf.YieldOp()])
-        put(block, scf.IfOp(finite, [], Region(call), Region(exact)))
+        put(block, scf.IfOp(allowed, [], Region(call), Region(exact)))
 
     def _row_loop(
         self,

@@ -1179,8 +1179,10 @@ func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf
   return
 }
 """
-    (decision,) = optimize_bodies(_host_module(text, "reassoc"), 512)
-    assert decision.done and "OpenBLAS gemm" in decision.text
+    # Where C holds a -0, the loops instead (no nsz): the kernels take them, exact.
+    decision, loops = optimize_bodies(_host_module(text, "reassoc"), 512)
+    assert decision.done and "OpenBLAS gemm" in decision.text and "is -0" in decision.text
+    assert loops.done and loops.text.endswith("exact") and loops.loc == decision.loc
     rng = np.random.default_rng(11)
     a, b, c = (rng.standard_normal(s) for s in ((33, 17), (17, 29), (33, 29)))
     want = c + a @ b
@@ -1253,6 +1255,103 @@ def test_an_empty_dot_under_reassoc_leaves_minus_zero() -> None:
     got = dhir.run(text, *args, fast_math="reassoc")[2]
     want = dhir.run(text, *args, backend="interp", fast_math="reassoc")[2]
     assert np.signbit(got) and np.signbit(want)
+
+
+def _ikj_text(m: int, n: int, k: int, scaled: bool) -> str:
+    """C[i, j] += A[i, k] * B[k, j] in i-k-j order (times s[0] * s[1] where `scaled`)."""
+    product = "%r = arith.mulf %a, %b : f64"
+    if scaled:
+        product = (
+            "%p = arith.mulf %alpha, %a : f64\n"
+            "        %q = arith.mulf %p, %beta : f64\n"
+            "        %r = arith.mulf %q, %b : f64"
+        )
+    return f"""
+func.func @main(%A: memref<{m}x{k}xf64>, %B: memref<{k}x{n}xf64>, %C: memref<{m}x{n}xf64>, %s: memref<2xf64>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = arith.constant {m} : index
+  %n = arith.constant {n} : index
+  %k = arith.constant {k} : index
+  %alpha = memref.load %s[%c0] : memref<2xf64>
+  %beta = memref.load %s[%c1] : memref<2xf64>
+  scf.for %i = %c0 to %m step %c1 {{
+    scf.for %l = %c0 to %k step %c1 {{
+      scf.for %j = %c0 to %n step %c1 {{
+        %a = memref.load %A[%i, %l] : memref<{m}x{k}xf64>
+        %b = memref.load %B[%l, %j] : memref<{k}x{n}xf64>
+        %c = memref.load %C[%i, %j] : memref<{m}x{n}xf64>
+        {product}
+        %t = arith.addf %c, %r : f64
+        memref.store %t, %C[%i, %j] : memref<{m}x{n}xf64>
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+SIGNED = ("matmul", "matvec", "vecmat", "dot", "batch_matmul", "ikj", "ikj scaled")
+
+
+def _signed_case(name: str, sizes: tuple[int, int, int, int]) -> tuple[str, list[tuple[int, ...]]]:
+    """A program computing out += x . y as `name` says, and its arguments' shapes (the
+    output third)."""
+    b, m, n, k = sizes
+    if name.startswith("ikj"):
+        shapes = [(m, k), (k, n), (m, n), (2,)]
+        return _ikj_text(m, n, k, name.endswith("scaled")), shapes
+    shapes = [(m, k), (k, n), (m, n)] if name == "matmul" else _named_shapes(name, b, m, n, k)
+    return _named_text(name, shapes, "f64"), shapes
+
+
+@pytest.mark.parametrize("name", SIGNED)
+def test_blas_under_reassoc_keeps_an_exact_minus_zero(name: str) -> None:
+    """Under reassoc (no nsz), an output of -0 plus products that are all -0 is -0, as
+    in the interpreter; OpenBLAS starts its sums at +0 and gave +0 for every element. The
+    call runs where no output element is -0; else the loops as written. With nsz (fast),
+    which allows the +0, BLAS is called with no scan (whether it then gives +0 differs
+    between OpenBLAS's kernels: its gemv with A transposed gave -0 here)."""
+    text, shapes = _signed_case(name, (2, 3, 4, 5))
+    ones = [np.ones(shapes[0]), np.full(shapes[1], -0.0), np.full(shapes[2], -0.0)]
+    args = [*ones, np.array([1.5, 2.0])][: len(shapes)]
+    want = dhir.run(text, *args, backend="interp", fast_math="reassoc")[2]
+    got = dhir.run(text, *args, fast_math="reassoc")[2]
+    assert np.signbit(want).all() and np.signbit(got).all()
+    module = _host_module(text, "fast")
+    decisions = optimize_bodies(module, 256)
+    assert any("OpenBLAS" in d.text for d in decisions), [d.text for d in decisions]
+    assert not any(isinstance(op, arith.BitcastOp) for op in module.walk())
+
+
+SMALL = (-1.0, -0.0, 0.0, 1.0, 2.0)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(SIGNED),
+    sizes=st.tuples(*(st.integers(0, 5) for _ in range(4))),
+    fast_math=st.sampled_from(["reassoc", "fast"]),
+    minus_zeros=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_blas_signs_of_zero_equal_the_interpreters(
+    name: str, sizes: tuple[int, int, int, int], fast_math: str, minus_zeros: bool, seed: int
+) -> None:
+    """Small integers, +0 and -0, whose sums are exact in any order: under reassoc the
+    results equal the interpreter's bit for bit, signs of zeros too (the call where the
+    output holds no -0, else the loops); under fast (nsz) up to the signs of zeros."""
+    text, shapes = _signed_case(name, sizes)
+    rng = np.random.default_rng(seed)
+    args = [np.asarray(rng.choice(SMALL, size=shape)) for shape in shapes]
+    if not minus_zeros:
+        args[2] = np.asarray(args[2] + 0.0)  # -0 + +0 is +0: BLAS is called
+    want = dhir.run(text, *args, backend="interp", fast_math=fast_math)[2]
+    got = dhir.run(text, *args, fast_math=fast_math)[2]
+    np.testing.assert_array_equal(got, want)
+    if fast_math == "reassoc":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_blas_calls_add_with_the_programs_flags_only() -> None:
