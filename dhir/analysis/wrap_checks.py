@@ -111,9 +111,9 @@ def _name_invariants(root: Operation, lifter: Lifter) -> None:
     proofs name it (dhir.analysis.overlaps): `3 * v + 1` of a loaded `v` is exact there.
     In program order, so that each is named before the values made from it are lifted."""
     taken: set[SSAValue] = set()
-    for loop in root.walk():
-        if isinstance(loop, scf.ParallelOp | affine.ParallelOp) and not in_device_code(loop):
-            for op in loop.walk():
+    for loop in find_ops(root, (scf.ParallelOp, affine.ParallelOp)):
+        if not in_device_code(loop):
+            for op in find_ops(loop, Operation):
                 taken.update(
                     v
                     for v in op.operands
@@ -121,7 +121,7 @@ def _name_invariants(root: Operation, lifter: Lifter) -> None:
                 )
     if not taken:
         return
-    for op in root.walk():
+    for op in find_ops(root, Operation):
         for value in op.results:
             if value in taken and lifter.value(value) is None:
                 lifter.define(value, Lifted.at(leaf(value)))
