@@ -280,7 +280,7 @@ class _Build:
                     builds.add(print_module(piece, debuginfo=self.options.runtime_checks))
             with timing.stage("dhir passes"):
                 run_pipeline(module, finish, verify_each=False)
-                bands = _take_bands(module, lower.entry, self.options.ranks, timing)
+                bands = _take_bands(module, lower.entry_name, self.options.ranks, timing)
                 unmark_steps(module)
             with timing.stage("print"):
                 builds.add(print_module(module, debuginfo=self.options.runtime_checks))

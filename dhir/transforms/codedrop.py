@@ -52,6 +52,7 @@ from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, loc_of
 from dhir.ir.tasks import reaching_schedules
 from dhir.transforms.counted_whiles import as_for_loops
+from dhir.transforms.pass_options import check_entry
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.split_tasks import loop_values
 
@@ -107,14 +108,9 @@ def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") ->
     """Rewrite `entry` (or every function) when it holds no dhir ops; what was done."""
     _check_target(target)
     functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp) and f.body.blocks]
+    check_entry(CodeDropPass.name, module, entry)
     if entry is not None:
-        chosen = find_function(module, entry)
-        if chosen is None or not chosen.body.blocks:
-            raise PassFailedException(
-                f"dhir-codedrop: the module has no function @{entry} with a body; "
-                f"name one of: {', '.join('@' + f.sym_name.data for f in functions) or 'none'}"
-            )
-        functions = [chosen]
+        functions = [f for f in functions if f.sym_name.data == entry]
     functions = [f for f in functions if not has_schedule(f)]
     names = {f.sym_name.data for f in functions}
     # Calls into functions that hold (or will hold) schedules, or call one that does,

@@ -91,7 +91,7 @@ from dhir.targets import DeviceKind
 from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
-from dhir.transforms.pass_options import check_ranks
+from dhir.transforms.pass_options import check_entry, check_ranks
 from dhir.transforms.track_tasks import ENTER as TASK_ENTER
 from dhir.transforms.track_tasks import LEAVE as TASK_LEAVE
 
@@ -119,6 +119,7 @@ class GpuDataPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_ranks(self.name, self.ranks)
+        check_entry(self.name, op, self.entry)
         labels = _Labels(op)
         numbers = described_gpus(op, self.ranks)
         entry = _entry_function(op, self.entry)

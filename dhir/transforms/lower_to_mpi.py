@@ -79,7 +79,7 @@ from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_unscoped
 from dhir.transforms.building import aligned_address
 from dhir.transforms.outline import outline
-from dhir.transforms.pass_options import check_ranks
+from dhir.transforms.pass_options import check_entry, check_ranks
 
 BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
@@ -116,8 +116,13 @@ class LowerToMPIPass(ModulePass):
 
     ranks: int = 1
     mpi: str = "mpich"
-    entry: str = "main"
+    entry: str | None = None  # default: @main, where there is one
     partition: bool = False
+
+    @property
+    def entry_name(self) -> str:
+        """`entry`, or main where none is named."""
+        return self.entry or "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for _ in self.lower(op):
@@ -143,6 +148,7 @@ class LowerToMPIPass(ModulePass):
         out of the module meanwhile, leaving a declaration of itself in its place; see
         dhir.toolchain.split.StepPieces)."""
         check_ranks(self.name, self.ranks)
+        check_entry(self.name, op, self.entry)
         if self.mpi not in mpi.IMPLEMENTATIONS:
             raise PassFailedException(
                 f"dhir-lower-to-mpi: mpi must be mpich or openmpi, got {self.mpi}"
@@ -153,7 +159,7 @@ class LowerToMPIPass(ModulePass):
         check_shared_data(op)
         self._check_placed_ranks(op)
         runtime: set[str] = set()
-        called = entry_called(op, self.entry)
+        called = entry_called(op, self.entry_name)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             schedules = [s for s in walk_outside_tasks(function) if isinstance(s, ScheduleOp)]
             if not schedules:
@@ -195,7 +201,7 @@ class LowerToMPIPass(ModulePass):
             parts.keep_whole(mine, "its time loop finds no fixed layout")
             kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
         loop, start = kept if kept is not None else (None, None)
-        outputs = root_only(loop or schedule, self.entry, called)
+        outputs = root_only(loop or schedule, self.entry_name, called)
         return outputs, start, loop
 
     def _partition(
@@ -206,7 +212,7 @@ class LowerToMPIPass(ModulePass):
     ) -> "_Parts | None":
         """With `partition`, the entry's memref arguments each rank holds only in part
         (dhir.analysis.partition); None without."""
-        if not self.partition or function.sym_name.data != self.entry or self.ranks == 1:
+        if not self.partition or function.sym_name.data != self.entry_name or self.ranks == 1:
             return None
         # As _prepare finds the outputs, when a time loop keeps its data distributed.
         regions = {
@@ -214,7 +220,7 @@ class LowerToMPIPass(ModulePass):
             for schedule, plans in schedules
             for task, plan in zip(schedule.tasks(), plans, strict=True)
         }
-        outputs = final_to_root(function, self.entry, called)
+        outputs = final_to_root(function, self.entry_name, called)
         found = row_bands(function, self.ranks, outputs, regions=regions)
         args = function.body.blocks[0].args
         held: _Held = {

@@ -57,7 +57,7 @@ from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.memory import MemoryLimits, program_storage
 from dhir.placement.round_robin import round_robin
 from dhir.targets import DeviceKind
-from dhir.transforms.pass_options import check_ranks
+from dhir.transforms.pass_options import check_entry, check_ranks
 
 # Where the module keeps the user's placement constraints: their JSON (Constraints.to_json).
 CONSTRAINTS_ATTR = "dhir.constraints"
@@ -76,10 +76,18 @@ class PlacePass(ModulePass):
     ranks: int = 1
     algorithm: str = "round-robin"
     costs: str | None = None  # a profile whose measured task times replace the estimates
-    entry: str = "main"  # the function whose memref arguments a rank may hold in part
+    # The function whose memref arguments a rank may hold in part; default: @main, where
+    # there is one (a name given must be a function of the module).
+    entry: str | None = None
+
+    @property
+    def entry_name(self) -> str:
+        """`entry`, or main where none is named."""
+        return self.entry or "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_ranks(self.name, self.ranks)
+        check_entry(self.name, op, self.entry)
         with remembered():  # placing changes only the tasks' attributes
             self.follow_shardings(op)
             constraints = constraints_of(op)
@@ -139,15 +147,15 @@ class PlacePass(ModulePass):
         if profile is not None:
             drop_unmatched(profile, op, str(self.costs))
         if self.algorithm == "round-robin":
-            limits = memory_limits(op, self.ranks, self.entry)
+            limits = memory_limits(op, self.ranks, self.entry_name)
             for schedule in schedules:
                 place_schedule(schedule, self.ranks, limits=limits)
             return
         devices, model = machine_for(op, self.ranks, profile)
-        limits = memory_limits(op, self.ranks, self.entry, devices)
+        limits = memory_limits(op, self.ranks, self.entry_name, devices)
         # Each placed schedule's task regions (its dependence graph's), for the storage.
         found: dict[TaskOp, Regions] = {}
-        storage = cache(partial(entry_storage, op, self.ranks, self.entry, found))
+        storage = cache(partial(entry_storage, op, self.ranks, self.entry_name, found))
         names = task_ids(op)  # once: a schedule's names read the whole module
         for schedule in schedules:
             place_schedule(
@@ -159,7 +167,7 @@ class PlacePass(ModulePass):
                 limits,
                 storage,
                 found,
-                self.entry,
+                self.entry_name,
                 names,
             )
 
