@@ -49,6 +49,7 @@ from dhir.machine.dlti import attach, check_description
 from dhir.machine.files import read_system
 from dhir.machine.layout import LaunchPlan, launch_plan
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
+from dhir.placement.render import FORMATS as CHART_FORMATS
 from dhir.runner import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -204,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         required=True,
-        type=output_file,
+        type=_chart_file,
         metavar="PATH",
         help="the chart: a .png or .svg file",
     )
@@ -675,6 +676,17 @@ def _install(exe: Path, destination: Path, description: dict[str, object]) -> No
             temporary.unlink(missing_ok=True)
         where = error.filename or destination
         raise DhirError([Diagnostic(f"cannot write {where}: {error.strerror}")]) from None
+
+
+def _chart_file(text: str) -> Path:
+    """`output_file`, named as a chart: an -o that cannot be one is a malformed command
+    line, said before the trace is read (a folder: gantt() says what to name in it)."""
+    chart = output_file(text)
+    if chart.suffix.lower() not in CHART_FORMATS and not chart.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"cannot draw a Gantt chart as '{chart.suffix or chart.name}': name a .png or .svg file"
+        )
+    return chart
 
 
 def _cmd_gantt(args: argparse.Namespace) -> int:

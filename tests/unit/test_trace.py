@@ -324,6 +324,23 @@ def test_dhir_gantt_refuses_another_tools_trace(
     assert not chart.exists()
 
 
+@pytest.mark.parametrize(("name", "shown"), [("chart.txt", ".txt"), ("chart", "chart")])
+def test_dhir_gantt_refuses_a_chart_name_it_cannot_draw_before_the_trace(
+    name: str, shown: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o x.txt` was said (exit 1) only after the trace was read: a trace not there was
+    reported instead."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["gantt", str(tmp_path / "missing.json"), "-o", str(tmp_path / name)])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert (
+        f"argument -o/--output: cannot draw a Gantt chart as '{shown}': name a .png or .svg file"
+        in err
+    ), err
+    assert "missing.json" not in err and not any(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("name", ["charts", "chart.svg"])
 def test_dhir_gantt_to_a_folder_says_it_is_one(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
