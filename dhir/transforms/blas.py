@@ -13,7 +13,8 @@ every product -0) it gives +0, which only `nsz` allows. In round-to-nearest, x +
 only when x and y both are, so a sum in any order is -0 only where every term is: where
 no output element is -0 before the call, BLAS's result is one the flags allow. Without
 `nsz`, callers scan the output for -0 first (`holds_negative_zero`: O(mn) against gemm's
-O(mnk)) and run the loops as written where one is.
+O(mnk)) and run exact loops where one is (an i-k-j nest: the blocked kernel that
+`--fast-math=none` gives, dhir.transforms.optimize_bodies).
 """
 
 from collections.abc import Iterable, Sequence

@@ -1264,7 +1264,7 @@ class _Nest:
         checks = self._finite(block, alpha) if scalars else []
         what = f"nest (i-k-j) as {CALLED} gemm (reassoc allows its order of sums)"
         if keeps_signed_zeros(_body_ops(self.cols)):
-            what += " where no element of C's block is -0, else as written"
+            what += " where no element of C's block is -0, else the exact kernel"
             # BLAS's +0 where the exact sum is -0 needs nsz (dhir.transforms.blas).
             found = holds_negative_zero(block, c.memref, [(row.lb, row.ub), (j_lb, j_ub)])
             true = put(block, arith.ConstantOp.from_int_and_width(1, i1)).result
@@ -1302,7 +1302,7 @@ class _Nest:
         checks: list[SSAValue],
     ) -> None:
         """At the end of `block`, the gemm where all `checks` hold (at once with none),
-        else the nest as written for every row."""
+        else the exact kernel for every row."""
         assert self.module is not None
         if not checks:
             emit_gemm(block, self.module, *corners, sizes, alpha)
@@ -1313,8 +1313,27 @@ class _Nest:
         call = Block()
         emit_gemm(call, self.module, *corners, sizes, alpha)
         put(call, scf.YieldOp())
-        exact = Block([self._row_loop([self.nest]), scf.YieldOp()])
+        rows = self._row_loop([self.nest])
+        exact = Block([rows, scf.YieldOp()])
         put(block, scf.IfOp(allowed, [], Region(call), Region(exact)))
+        self._exact_kernel(rows)
+
+    def _exact_kernel(self, rows: scf.ForOp) -> None:
+        """`rows` (a row loop holding a clone of the nest) as the kernel that
+        `--fast-math=none` gives, not the scalar loops on one thread: its adds and
+        multiplies lose their flags (always allowed), so it gives the interpreter's bits."""
+        nest = _body_ops(rows)[-1]
+        assert isinstance(nest, scf.ForOp)
+        for op in nest.walk():
+            if isinstance(op, arith.AddfOp | arith.MulfOp):
+                op.properties["fastmath"] = arith.FastMathFlagsAttr("none")
+        bits = self.lanes * self.element.bitwidth
+        try:
+            exact = _Nest.of(rows, nest, bits, self.rows)
+        except _Left:
+            return  # the nest as written, its flags dropped, is exact too
+        exact.module = self.module
+        exact._blocked()
 
     def _row_loop(
         self,

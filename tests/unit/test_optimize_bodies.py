@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 import dhir
 from dhir import parse_string
 from dhir.backends.native import compile_native
-from dhir.dialects import affine, arith, linalg, scf
+from dhir.dialects import affine, arith, func, linalg, scf, vector
 from dhir.ir.walk import find_ops
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
@@ -1153,7 +1153,7 @@ def test_reassoc_products_with_a_zero_or_infinite_factor_keep_nans(alpha: str) -
     at once and left C as it was, where the program's products (0 * inf, 0 * NaN) make
     NaNs; for alpha = inf it made infinities where the program's terms, infinities of both
     signs, add up to NaN. reassoc allows another order of the sums, neither of these:
-    where the factor is 0 or infinite the nest runs as written."""
+    where the factor is 0 or infinite the nest runs as the exact kernel."""
     product = ("addf", "acc", ("mulf", ("mulf", "alpha", "a"), "b"))
     nest = Nest("f64", 5, 7, 3, 0, 0, 0, 1, False, product, False, False, "c", alpha=alpha)
     text = nest.text()
@@ -1310,7 +1310,7 @@ def _signed_case(name: str, sizes: tuple[int, int, int, int]) -> tuple[str, list
 def test_blas_under_reassoc_keeps_an_exact_minus_zero(name: str) -> None:
     """Under reassoc (no nsz), an output of -0 plus products that are all -0 is -0, as
     in the interpreter; OpenBLAS starts its sums at +0 and gave +0 for every element. The
-    call runs where no output element is -0; else the loops as written. With nsz (fast),
+    call runs where no output element is -0; else the exact kernel. With nsz (fast),
     which allows the +0, BLAS is called with no scan (whether it then gives +0 differs
     between OpenBLAS's kernels: its gemv with A transposed gave -0 here)."""
     text, shapes = _signed_case(name, (2, 3, 4, 5))
@@ -1323,6 +1323,46 @@ def test_blas_under_reassoc_keeps_an_exact_minus_zero(name: str) -> None:
     decisions = optimize_bodies(module, 256)
     assert any("OpenBLAS" in d.text for d in decisions), [d.text for d in decisions]
     assert not any(isinstance(op, arith.BitcastOp) for op in module.walk())
+
+
+def _fallbacks(module: ModuleOp) -> list[scf.IfOp]:
+    """The scf.ifs whose then branch calls BLAS and that have an else branch."""
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, scf.IfOp)
+        and op.false_region.blocks
+        and any(isinstance(inner, func.CallOp) for inner in op.true_region.walk())
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fast_math", "scaled"), [("reassoc", False), ("reassoc", True), ("fast", True)]
+)
+def test_blas_fallback_is_the_exact_kernel(fast_math: str, scaled: bool) -> None:
+    """Where the run-time checks keep an i-k-j nest from gemm (a -0 in C's block under
+    reassoc, the scalars' product 0 or not finite), it runs as the blocked kernel that
+    --fast-math=none gives, its adds and multiplies without flags, not as the loops as
+    written (scalar, on one thread). Random values with one -0 in C: the native result
+    has the interpreter's bits."""
+    text = _ikj_text(13, 21, 7, scaled)
+    module = _host_module(text, fast_math)
+    (decision,) = optimize_bodies(module, 256)
+    assert "gemm" in decision.text, decision.text
+    (fallback,) = _fallbacks(module)
+    ops = list(fallback.false_region.walk())
+    assert any(isinstance(op, vector.StoreOp) for op in ops)
+    assert any(isinstance(op, scf.ParallelOp) for op in ops)
+    flagged = [op for op in ops if isinstance(op, arith.AddfOp | arith.MulfOp)]
+    assert flagged and all(set(op.fastmath.data) <= {"none"} for op in flagged)
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal((13, 7)), rng.standard_normal((7, 21))]
+    out = rng.standard_normal((13, 21))
+    out[3, 4] = -0.0
+    args += [out, np.array([1.5, -0.75])]
+    want = dhir.run(text, *args, backend="interp", fast_math="reassoc")[2]
+    got = dhir.run(text, *args, fast_math="reassoc")[2]
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
 SMALL = (-1.0, -0.0, 0.0, 1.0, 2.0)
@@ -1341,7 +1381,7 @@ def test_blas_signs_of_zero_equal_the_interpreters(
 ) -> None:
     """Small integers, +0 and -0, whose sums are exact in any order: under reassoc the
     results equal the interpreter's bit for bit, signs of zeros too (the call where the
-    output holds no -0, else the loops); under fast (nsz) up to the signs of zeros."""
+    output holds no -0, else the exact kernel); under fast (nsz) up to the signs of zeros."""
     text, shapes = _signed_case(name, sizes)
     rng = np.random.default_rng(seed)
     args = [np.asarray(rng.choice(SMALL, size=shape)) for shape in shapes]
@@ -1366,7 +1406,8 @@ def test_blas_calls_add_with_the_programs_flags_only() -> None:
     scaled = _host_module(SCALED_GEMM, "reassoc")
     (decision,) = optimize_bodies(scaled, 512)
     assert "gemm" in decision.text
-    products = [op for op in scaled.walk() if isinstance(op, arith.MulfOp)]
+    exact = {op for fallback in _fallbacks(scaled) for op in fallback.false_region.walk()}
+    products = [op for op in scaled.walk() if isinstance(op, arith.MulfOp) and op not in exact]
     assert products and all(set(op.fastmath.data) == {"reassoc", "contract"} for op in products)
 
 
