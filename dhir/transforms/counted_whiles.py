@@ -94,10 +94,7 @@ def _signed(value: SSAValue, bits: int) -> int | None:
     """The constant `value` read as a signed number of `bits` bits (an i32 constant may
     be stored as 4294967295 or -1); None where it is no integer constant."""
     number = int_constant(value)
-    if number is None:
-        return None
-    half = 2 ** (bits - 1)
-    return (number + half) % (2 * half) - half
+    return None if number is None else arith.signed(number, bits)
 
 
 def _bound(loop: scf.WhileOp) -> SSAValue | None:
