@@ -91,6 +91,7 @@ from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOper
 from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everything, warn
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
+from dhir.ir.walk import holds_op
 from dhir.machine.description import Device
 from dhir.machine.roofline import rates
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
@@ -333,7 +334,7 @@ def _weights(
     # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
     cpus = [d for d in able if d.kind != DeviceKind.GPU]
     if len(cpus) > 1:
-        threaded = any(isinstance(op, _THREADED) for op in task.body.walk())
+        threaded = holds_op(task, _THREADED)
         return _integer_weights([_rate(d, threaded) for d in cpus])
     if len(cpus) < len(able):
         return Whole(_CPU_CODE)
