@@ -302,11 +302,15 @@ def _plan_step(
             if later is None and cyclic:
                 first = _next_user(facts, -1, m)
                 assert first is not None  # task k uses it
-                if facts[first].whole_gpu and facts[first].rank in on_device[m]:
+                there = facts[first].rank
+                if facts[first].whole_gpu and there in on_device[m]:
                     # The next step's first use finds it on its device (this one, or
-                    # one this step sent it to): out after the last step only.
+                    # one this step sent it to): out after the last step only, from
+                    # that rank, which copies it in on the first step: were the copy
+                    # out elsewhere, dhir-lower-to-mpi would take that rank's host
+                    # copy for the newest and send it there every step.
                     if m in needed_after:
-                        plan.last_out.setdefault(k, []).append(m)
+                        plan.last_out.setdefault(_last_on(facts, k, m, there), []).append(m)
                     continue
             elif later is None:
                 if m not in needed_after:
@@ -334,6 +338,17 @@ def _rows(task: TaskFacts, m: SSAValue, out: bool) -> Span | tuple[()]:
         return None if out is False or m in task.effects.writes else ()
     span = found.copy_out if out else found.copy_in
     return () if span is not None and span[0] >= span[1] else span
+
+
+def _last_on(facts: Sequence[TaskFacts], k: int, m: SSAValue, rank: int) -> int:
+    """The last whole GPU task on `rank` up to task k that touches `m`: where a value
+    that `rank`'s device holds at the step's end got there (no task after it writes `m`,
+    or `rank` would have had to receive it again)."""
+    return next(
+        j
+        for j in range(k, -1, -1)
+        if facts[j].whole_gpu and facts[j].rank == rank and m in facts[j].effects.touches()
+    )
 
 
 def _next_user(facts: Sequence[TaskFacts], k: int, m: SSAValue) -> int | None:

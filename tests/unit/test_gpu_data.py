@@ -175,12 +175,14 @@ def test_a_time_loop_copies_out_what_the_next_step_uses_on_another_rank() -> Non
 def test_a_time_loop_keeps_what_it_sent_on_both_devices() -> None:
     """Rank 0's GPU writes a value and sends it to rank 1's: both devices hold it at
     the step's end, so the next step's write on rank 0 needs no copy in, and only the
-    last step copies it out."""
+    last step copies it out, on rank 0, whose task copies it in on the first step (out
+    on rank 1, the last to use it, dhir-lower-to-mpi sent rank 1's host copy to rank 0
+    every step, for that copy in)."""
     (a,) = _values(1)
     facts = [_fact(0, True, reads=[a], writes=[a]), _fact(1, True, reads=[a])]
     plan = plan_loop_copies(facts, [a], {a})
     assert plan.send == {0: [(a, 1)]} and plan.receive == {1: [(a, 0)]}
-    assert plan.copy_out == {0: [], 1: []} and plan.last_out == {1: [a]}
+    assert plan.copy_out == {0: [], 1: []} and plan.last_out == {0: [a]}
     assert plan.copy_in == {0: [], 1: []} and plan.first_in == {0: [a], 1: []}
 
 

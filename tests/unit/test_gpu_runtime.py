@@ -13,7 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
-from test_gpu_data import GPU_TARGETS, _in_time_loop, parallel, time_loops
+from test_gpu_data import (
+    GPU_TARGETS,
+    MESSAGES_IN_A_LOOP,
+    _in_time_loop,
+    parallel,
+    time_loops,
+)
 from xdsl.dialects.builtin import ModuleOp
 
 import dhir
@@ -489,6 +495,30 @@ def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
     (counts,) = fake.counts()
     copies = 2 * 5 if host else 2
     assert (counts["h2d"], counts["d2h"], counts["launches"]) == (copies, copies, 2 * 5)
+
+
+def test_a_device_message_in_a_time_loop_sends_no_host_copy_back(fake: Fake) -> None:
+    """Rank 0's GPU sends %a to rank 1's every step, and rank 0's next step uses it
+    again: only rank 1's own %b goes to rank 0 (after the loop), with a "done" byte per
+    peer copy. The last step's copy out of %a was on rank 1, which made
+    dhir-lower-to-mpi send rank 1's host copy of %a to rank 0 every step (for rank 0's
+    first-step copy in): 163 bytes in 8 messages from rank 1."""
+    fake.set("DHIR_GPU_MESSAGES", "peer")
+    inputs = [np.arange(8, dtype=np.int32) * k for k in (1, 2, 3)]
+    oracle = run_interp(_without_gpu_work(MESSAGES_IN_A_LOOP), "main", [a.copy() for a in inputs])
+    module = dhir.parse_string(MESSAGES_IN_A_LOOP)
+    options = RunOptions(ranks=2, placement="round-robin")
+    exe, signature = compile_native(module, "main", options, timing=Timing())
+    traffic: list[str] = []
+    results = run_executable(exe, signature, [a.copy() for a in inputs], options, traffic=traffic)
+    for got, want in zip(results, oracle):
+        assert got.tobytes() == want.tobytes()
+    sent = [line.split(" sent ")[1].split(",")[0] for line in traffic]
+    assert sent[1] == "35 bytes in 4 messages"
+    assert sorted((c["h2d"], c["d2h"], c["sent"], c["received"]) for c in fake.counts()) == [
+        (1, 1, 0, 3),  # rank 1: %b in and out
+        (2, 1, 3, 0),  # rank 0: %a and %c in, %a out
+    ]
 
 
 PARTLY_GPU = """
