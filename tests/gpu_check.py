@@ -213,7 +213,14 @@ def _collective_cases(floats: Callable[..., np.ndarray]) -> list[dict[str, objec
 def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object]]:
     from hypothesis.errors import NonInteractiveExampleWarning
     from strategies import schedules
-    from test_gpu_data import GPU_TARGETS, HostTouch, TimeLoop, _in_time_loop, parallel
+    from test_gpu_data import (
+        GPU_TARGETS,
+        LOOP_KINDS,
+        HostTouch,
+        TimeLoop,
+        _in_time_loop,
+        parallel,
+    )
 
     cases: list[dict[str, object]] = []
     with warnings.catch_warnings():
@@ -226,13 +233,16 @@ def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object
                 rng.integers(-50, 50, drawn.size).astype(np.int32) for _ in range(drawn.buffers)
             ]
             way = {"DHIR_GPU_MESSAGES": WAYS[k % len(WAYS)]}
-            # Every third in a time loop: device buffers that last every step, data kept
-            # on its ranks and devices between steps; every sixth with host code in the
-            # loop touching a memref between steps, so copied around every step.
+            # Every third in a time loop (an scf.for or scf.while of each kind in turn):
+            # device buffers that last every step, data kept on its ranks and devices
+            # between steps; every sixth with host code in the loop touching a memref
+            # between steps, so copied around every step.
             text = drawn.text()
             if k % 3 == 2:
                 touch = HostTouch(0, drawn.buffers - 1, k % drawn.size, before=False)
-                loop = TimeLoop(3, lb=1, step=2, touches=(touch,) if k % 6 == 5 else ())
+                touches = (touch,) if k % 6 == 5 else ()
+                kind = LOOP_KINDS[k // 3 % len(LOOP_KINDS)]
+                loop = TimeLoop(3, lb=1, step=2, touches=touches, kind=kind)
                 text = _in_time_loop(text, loop.steps, loop)
             cases.append(
                 dict(name=f"random-{k}", text=text, ranks=ranks, inputs=inputs, run_env=way)

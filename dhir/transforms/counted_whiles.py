@@ -67,6 +67,15 @@ def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
     return step, advance
 
 
+def counted_bounds(loop: scf.WhileOp) -> tuple[SSAValue, int] | None:
+    """The upper bound and the step of `loop` where it counts as the module docstring
+    says (its counter, the after region's first argument, then takes the values of
+    `scf.for %i = init to ub step c`); else None."""
+    counted = counted_step(loop)
+    bound = _bound(loop)
+    return None if counted is None or bound is None else (bound, counted[0])
+
+
 def _other(op: arith.CmpiOp | arith.AddiOp, value: SSAValue) -> SSAValue | None:
     """The operand of `op` beside `value` (either side), or None where it has none."""
     if op.lhs is value:
@@ -172,4 +181,4 @@ def _as_for(loop: scf.WhileOp, step: int, advance: arith.AddiOp) -> scf.ForOp:
     return new
 
 
-__all__ = ["as_for_loops", "counted_step"]
+__all__ = ["as_for_loops", "counted_bounds", "counted_step"]

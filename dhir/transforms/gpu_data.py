@@ -23,11 +23,13 @@ host copy ("dirty"):
   A send never waits for its receiver; the next GPU task on R that uses the buffer first
   waits for it (`dhir_rt_gpu_ready`), and so does freeing the buffer.
 - A write anywhere else (a CPU task, a GPU task on another rank) invalidates R's device copy.
-- In a time loop (an scf.for holding the schedule and nothing else that touches its
-  memrefs, `time_loop`), the steps are planned as a cycle (`plan_loop_copies`): what the
-  next step first uses on a device that still holds it stays there, copied in under
-  `scf.if` on the loop's first step and out on its last. What a host or another rank
-  touches between two GPU uses is copied every step, as in a schedule alone.
+- In a time loop (an scf.for or scf.while holding the schedule and nothing else that
+  touches its memrefs, `time_loop`), the steps are planned as a cycle
+  (`plan_loop_copies`): what the next step first uses on a device that still holds it
+  stays there, copied in under `scf.if` on the loop's first step and out on its last
+  (`_Steps`; every step for an scf.while with no test for its last step). What a host
+  or another rank touches between two GPU uses is copied every step, as in a schedule
+  alone.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
@@ -56,16 +58,19 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     NoneAttr,
     UnitAttr,
+    i1,
     i8,
     i32,
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue, Use
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.handoff import drop_facts
@@ -89,6 +94,7 @@ from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
 from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
+from dhir.transforms.counted_whiles import counted_bounds
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
 from dhir.transforms.pass_options import check_entry, check_ranks
@@ -197,7 +203,7 @@ def plan_copies(
     the sends that may still be in flight when the schedule starts (its buffers outlive
     one run of it)."""
     state = _Devices.empty(order, in_flight)
-    return _plan_step(facts, order, needed_after, device_messages, state, cyclic=False)
+    return _plan_step(facts, order, needed_after, device_messages, state, None)
 
 
 # Steps of a time loop run to find the state every step starts in (one or two suffice:
@@ -210,18 +216,20 @@ def plan_loop_copies(
     order: Sequence[SSAValue],
     needed_after: set[SSAValue],
     device_messages: bool = True,
+    last_step: bool = True,
 ) -> CopyPlan:
-    """The copies for a schedule that is the body of a counted time loop (scf.for) with
-    nothing else in the loop touching its memrefs, whose device buffers last every step:
-    what a step leaves on a device that the next step first uses there stays on the
-    device between steps. Such a memref is copied in on the loop's first step only
+    """The copies for a schedule that is the body of a time loop (scf.for, scf.while)
+    with nothing else in the loop touching its memrefs, whose device buffers last every
+    step: what a step leaves on a device that the next step first uses there stays on
+    the device between steps. Such a memref is copied in on the loop's first step only
     (`first_in`) and out on its last step only (`last_out`), where code after the loop
-    may read it. Everything else is copied every step, as `plan_copies` does; so is
-    everything when no state repeats from step to step."""
+    may read it; without `last_step` (no test tells the last step: an scf.while that does
+    not count), out every step instead. Everything else is copied every step, as
+    `plan_copies` does; so is everything when no state repeats from step to step."""
     state = _Devices.empty(order)
     for _ in range(LOOP_ROUNDS):
         start = state.copy()
-        plan = _plan_step(facts, order, needed_after, device_messages, state, cyclic=True)
+        plan = _plan_step(facts, order, needed_after, device_messages, state, last_step)
         if state == start:
             return plan
     first = plan_copies(facts, order, needed_after, device_messages)
@@ -254,12 +262,14 @@ def _plan_step(
     needed_after: set[SSAValue],
     device_messages: bool,
     state: _Devices,
-    cyclic: bool,
+    last_step: bool | None,
 ) -> CopyPlan:
-    """One run of the schedule from `state`, which it updates. With `cyclic`, the
-    schedule is a time loop's step, started in `state` (as the step before left it),
-    and what no later task of the step uses goes to the next step's first user."""
+    """One run of the schedule from `state`, which it updates. Unless `last_step` is
+    None, the schedule is a time loop's step, started in `state` (as the step before
+    left it), and what no later task of the step uses goes to the next step's first
+    user; `last_step`: a test tells the loop's last step (see plan_loop_copies)."""
     plan = CopyPlan()
+    cyclic = last_step is not None
     on_device, device_only, sending = state.on_device, state.device_only, state.sending
     # Device copies a step starts with that no task of this step has used yet: on the
     # loop's first step, the first use fills them.
@@ -309,8 +319,11 @@ def _plan_step(
                     # that rank, which copies it in on the first step: were the copy
                     # out elsewhere, dhir-lower-to-mpi would take that rank's host
                     # copy for the newest and send it there every step.
-                    if m in needed_after:
+                    if m in needed_after and last_step:
                         plan.last_out.setdefault(_last_on(facts, k, m, there), []).append(m)
+                    elif m in needed_after:
+                        plan.copy_out[_last_on(facts, k, m, there)].append(m)
+                        device_only.discard(m)
                     continue
             elif later is None:
                 if m not in needed_after:
@@ -398,6 +411,7 @@ class _ScheduleData:
     # loop, so that they last all its steps and the loop holds nothing but the schedule
     # (dhir-lower-to-mpi then keeps the data distributed between steps).
     anchor: Operation = field(init=False)
+    steps: "_Steps | None" = None  # the tests for the time loop's first and last steps
 
     def __post_init__(self) -> None:
         self.anchor = time_loop(self.schedule) or self.schedule
@@ -407,8 +421,11 @@ class _ScheduleData:
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         needed = self.local.needed_after(self.schedule, order)
-        if isinstance(self.anchor, scf.ForOp):
-            plan = plan_loop_copies(facts, order, needed, device_messages)
+        if isinstance(self.anchor, scf.ForOp | scf.WhileOp):
+            steps = self.steps = _Steps(self.anchor, self.schedule)
+            plan = plan_loop_copies(facts, order, needed, device_messages, steps.last_known)
+            if any(plan.first_in.values()):
+                self.anchor = steps.prepare_first()
         else:
             plan = plan_copies(facts, order, needed, device_messages)
             if self.anchor is not self.schedule and plan.in_flight:
@@ -531,17 +548,8 @@ class _ScheduleData:
         test is the loop's own (signed, the next value against the upper bound)."""
         if not ops:
             return []
-        loop = self.anchor
-        assert isinstance(loop, scf.ForOp)
-        value = loop.body.block.args[0]
-        test: list[Operation]
-        if first:
-            test = [arith.CmpiOp(value, loop.lb, "eq")]
-        else:
-            following = arith.AddiOp(value, loop.step)
-            test = [following, arith.CmpiOp(following.result, loop.ub, "sge")]
-        condition = test[-1].results[0]
-        condition.name_hint = "first_step" if first else "last_step"
+        assert self.steps is not None
+        test, condition = self.steps.first() if first else self.steps.last()
         return [*test, scf.IfOp(condition, [], [*ops, scf.YieldOp()])]
 
     def _message(
@@ -568,6 +576,98 @@ class _ScheduleData:
         for op in ops:
             parent.insert_op_after(op, anchor)
             anchor = op
+
+
+class _Steps:
+    """The tests for a time loop's first step and its last, in its body: an scf.for's
+    own, and those of an scf.while that counts as one (`counted_bounds`, with the
+    schedule in its after region); any other scf.while is made to carry a flag that is
+    true on its first step (`prepare_first`), and has no test for its last."""
+
+    def __init__(self, loop: scf.ForOp | scf.WhileOp, schedule: ScheduleOp) -> None:
+        self.loop = loop
+        self._schedule = schedule
+        self._counted: tuple[SSAValue, int] | None = None
+        self._flag: SSAValue | None = None
+        if isinstance(loop, scf.WhileOp) and schedule.parent_region() is loop.after_region:
+            self._counted = counted_bounds(loop)
+
+    @property
+    def last_known(self) -> bool:
+        return isinstance(self.loop, scf.ForOp) or self._counted is not None
+
+    def prepare_first(self) -> Operation:
+        """Make the loop able to test for its first step; the loop, remade if need be."""
+        loop = self.loop
+        if isinstance(loop, scf.WhileOp) and self._counted is None:
+            in_before = self._schedule.parent_region() is loop.before_region
+            self.loop, flags = _with_first_flag(loop)
+            self._flag = flags[0] if in_before else flags[1]
+            self._flag.name_hint = "first_step"
+        return self.loop
+
+    def first(self) -> tuple[list[Operation], SSAValue]:
+        """Ops computing whether this is the loop's first step, and that value."""
+        loop = self.loop
+        if isinstance(loop, scf.ForOp):
+            test = arith.CmpiOp(loop.body.block.args[0], loop.lb, "eq")
+        elif self._counted is not None:
+            # The counter only grows (it never wraps: counted_bounds): first on its start.
+            test = arith.CmpiOp(loop.after_region.block.args[0], loop.arguments[0], "eq")
+        else:
+            assert self._flag is not None, "prepare_first makes the flag"
+            return [], self._flag
+        test.result.name_hint = "first_step"
+        return [test], test.result
+
+    def last(self) -> tuple[list[Operation], SSAValue]:
+        """Ops computing whether this is the loop's last step (the loop's own signed
+        test on the counter's next value), and that value."""
+        loop = self.loop
+        made: list[Operation] = []
+        if isinstance(loop, scf.ForOp):
+            value, bound, by = loop.body.block.args[0], loop.ub, loop.step
+        else:
+            assert self._counted is not None, "no last step to test for"
+            value, (bound, number) = loop.after_region.block.args[0], self._counted
+            counter = value.type
+            assert isinstance(counter, IndexType | IntegerType)
+            constant = arith.ConstantOp(IntegerAttr(number, counter))
+            made.append(constant)
+            by = constant.result
+        following = arith.AddiOp(value, by)
+        test = arith.CmpiOp(following.result, bound, "sge")
+        test.result.name_hint = "last_step"
+        made += [following, test]
+        return made, test.result
+
+
+def _with_first_flag(loop: scf.WhileOp) -> tuple[scf.WhileOp, tuple[SSAValue, SSAValue]]:
+    """`loop` remade carrying one more value, true on its first step and false after;
+    the new loop, and that value in its before region and in its after region."""
+    before, after = loop.before_region.block, loop.after_region.block
+    flags = before.insert_arg(i1, len(before.args)), after.insert_arg(i1, len(after.args))
+    condition = before.last_op
+    assert isinstance(condition, scf.ConditionOp)
+    before.insert_op_before(
+        scf.ConditionOp(condition.condition, *condition.args, flags[0]), condition
+    )
+    before.erase_op(condition)
+    end = after.last_op
+    assert isinstance(end, scf.YieldOp)
+    false = arith.ConstantOp(IntegerAttr(0, i1))
+    after.insert_ops_before([false, scf.YieldOp(*end.operands, false.result)], end)
+    after.erase_op(end)
+    true = arith.ConstantOp(IntegerAttr(1, i1))
+    regions = [loop.detach_region(0), loop.detach_region(0)]  # before, after
+    new = scf.WhileOp([*loop.arguments, true.result], [*loop.result_types, i1], *regions)
+    new.attributes.update(loop.attributes)
+    new.location = loop.location
+    Rewriter.insert_op([true, new], InsertPoint.before(loop))
+    for old, value in zip(loop.results, new.results):
+        old.replace_all_uses_with(value)
+    Rewriter.erase_op(loop)
+    return new, flags
 
 
 class _Guards:

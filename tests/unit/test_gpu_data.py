@@ -31,6 +31,18 @@ from dhir.transforms.gpu_data import (
 )
 
 GPU_TARGETS = ('{arch = "sm_90"}', '{kind = "gpu"}', '{kind = "cpu"}', '{arch = "x86_64"}')
+# Only GPU tasks: on 2 or 3 ranks, about half of such schedules in a time loop send a
+# device buffer from one rank's GPU to another's (a third with GPU_TARGETS).
+GPU_ONLY = GPU_TARGETS[:2]
+
+
+def gpu_cases(
+    ranks: tuple[int, int], max_tasks: int
+) -> st.SearchStrategy[tuple[int, RandomSchedule, int]]:
+    """`ranked_cases` of GPU and CPU tasks or of GPU tasks only, with up to 4 buffers."""
+    return st.one_of(
+        ranked_cases(ranks, max_tasks, 4, GPU_TARGETS), ranked_cases(ranks, max_tasks, 4, GPU_ONLY)
+    )
 
 
 class ParallelSchedule(RandomSchedule):
@@ -184,6 +196,21 @@ def test_a_time_loop_keeps_what_it_sent_on_both_devices() -> None:
     assert plan.send == {0: [(a, 1)]} and plan.receive == {1: [(a, 0)]}
     assert plan.copy_out == {0: [], 1: []} and plan.last_out == {0: [a]}
     assert plan.copy_in == {0: [], 1: []} and plan.first_in == {0: [a], 1: []}
+
+
+def test_a_loop_with_no_last_step_to_test_for_copies_out_every_step() -> None:
+    """An scf.while that does not count: no test tells its last step before its
+    condition, so what code after it reads goes out every step (from the rank that
+    copies it in), and still in on the first step only."""
+    a, b = _values(2)
+    facts = [_fact(0, True, reads=[a], writes=[b]), _fact(0, True, reads=[b], writes=[a])]
+    plan = plan_loop_copies(facts, [a, b], {a, b}, last_step=False)
+    assert plan.first_in == {0: [a, b], 1: []} and plan.copy_in == {0: [], 1: []}
+    assert plan.last_out == {} and plan.copy_out == {0: [], 1: [a, b]}
+    sent = [_fact(0, True, reads=[a], writes=[a]), _fact(1, True, reads=[a])]
+    plan = plan_loop_copies(sent, [a], {a}, last_step=False)
+    assert plan.send == {0: [(a, 1)]} and plan.copy_out == {0: [a], 1: []}
+    assert plan.first_in == {0: [a], 1: []} and plan.last_out == {}
 
 
 def test_a_time_loop_waits_for_its_last_step_s_sends() -> None:
@@ -435,21 +462,33 @@ class HostTouch:
         buffers[self.dest][self.at] = buffers[self.source][self.at] + np.int32(1)
 
 
+# The ways to write a time loop (TimeLoop.kind): an scf.for; an scf.while that counts
+# as one (dhir-gpu-data tests for its first and last steps as for an scf.for); one that
+# does not (an unsigned test: no last step to test for); one whose body is its before
+# region (a do-while, which runs at least once).
+LOOP_KINDS = ("for", "counted", "while", "do")
+
+
 @dataclass(frozen=True)
 class TimeLoop:
-    """An scf.for from `lb` by `step` that runs `steps` times (its upper bound just past
-    the last step's start, so that the last step's next value overshoots it), with
-    `touches` in its body."""
+    """A loop from `lb` by `step` that runs `steps` times (its upper bound just past
+    the last step's start, so that the last step's next value overshoots it), written
+    as `kind` says (LOOP_KINDS), with `touches` in its body."""
 
     steps: int
     lb: int = 0
     step: int = 1
     touches: tuple[HostTouch, ...] = ()
+    kind: str = "for"
+
+    @property
+    def runs(self) -> int:
+        return max(self.steps, 1) if self.kind == "do" else self.steps
 
     def reference(self, program: RandomSchedule, inputs: list[np.ndarray]) -> list[np.ndarray]:
         buffers = [a.copy() for a in inputs]
         with np.errstate(over="ignore"):
-            for _ in range(self.steps):
+            for _ in range(self.runs):
                 for touch in [t for t in self.touches if t.before]:
                     touch.run(buffers)
                 buffers = program.reference(buffers)
@@ -460,8 +499,8 @@ class TimeLoop:
 
 @st.composite
 def time_loops(draw: st.DrawFn, program: RandomSchedule) -> TimeLoop:
-    """Time loops around `program`'s schedule, half of them with host code touching its
-    memrefs between steps."""
+    """Time loops around `program`'s schedule, of every kind, half of them with host code
+    touching its memrefs between steps."""
     touch = st.builds(
         HostTouch,
         st.integers(0, program.buffers - 1),
@@ -470,14 +509,13 @@ def time_loops(draw: st.DrawFn, program: RandomSchedule) -> TimeLoop:
         st.booleans(),
     )
     touches = draw(st.lists(touch, max_size=2)) if draw(st.booleans()) else []
-    return TimeLoop(
-        draw(st.integers(0, 3)), draw(st.integers(0, 2)), draw(st.integers(1, 3)), tuple(touches)
-    )
+    steps, lb, step = draw(st.integers(0, 3)), draw(st.integers(0, 2)), draw(st.integers(1, 3))
+    return TimeLoop(steps, lb, step, tuple(touches), draw(st.sampled_from(LOOP_KINDS)))
 
 
 def _in_time_loop(text: str, steps: int, loop: TimeLoop | None = None) -> str:
     """`text` (one schedule in @main) with its schedule run `steps` times by an scf.for
-    (`loop`'s bounds and host code when given)."""
+    (`loop`'s bounds, kind and host code when given)."""
     loop = loop or TimeLoop(steps)
     lines = text.splitlines()
     start = next(k for k, line in enumerate(lines) if "dhir.schedule" in line)
@@ -489,16 +527,47 @@ def _in_time_loop(text: str, steps: int, loop: TimeLoop | None = None) -> str:
         f"  %step0 = arith.constant {loop.lb} : index",
         f"  %step1 = arith.constant {loop.step} : index",
         f"  %steps = arith.constant {top} : index",
-        "  scf.for %step = %step0 to %steps step %step1 {",
     ]
     before = [x for k, t in enumerate(loop.touches) if t.before for x in t.lines(k, memref)]
     after = [x for k, t in enumerate(loop.touches) if not t.before for x in t.lines(k, memref)]
     body = [*before, *lines[start:end], *after]
-    return "\n".join([*lines[:start], *header, *body, "  }", *lines[end:]]) + "\n"
+    looped = _loop_lines(loop.kind, body)
+    return "\n".join([*lines[:start], *header, *looped, *lines[end:]]) + "\n"
+
+
+def _loop_lines(kind: str, body: list[str]) -> list[str]:
+    """`body` in a loop of `kind` (LOOP_KINDS) over %step from %step0 to %steps by %step1."""
+    if kind == "for":
+        return ["  scf.for %step = %step0 to %steps step %step1 {", *body, "  }"]
+    advance = "    %next = arith.addi %step, %step1 : index"
+    if kind == "do":
+        return [
+            "  %left = scf.while (%step = %step0) : (index) -> index {",
+            *body,
+            advance,
+            "    %go = arith.cmpi slt, %next, %steps : index",
+            "    scf.condition(%go) %next : index",
+            "  } do {",
+            "  ^bb0(%then: index):",
+            "    scf.yield %then : index",
+            "  }",
+        ]
+    test = "slt" if kind == "counted" else "ult"
+    return [
+        "  %left = scf.while (%step = %step0) : (index) -> index {",
+        f"    %go = arith.cmpi {test}, %step, %steps : index",
+        "    scf.condition(%go) %step : index",
+        "  } do {",
+        "  ^bb0(%step: index):",
+        *body,
+        advance,
+        "    scf.yield %next : index",
+        "  }",
+    ]
 
 
 @settings(max_examples=60, deadline=None)
-@given(ranked_cases((1, 3), 10, 4, GPU_TARGETS), st.data())
+@given(gpu_cases((1, 3), 10), st.data())
 def test_copies_in_a_time_loop_keep_the_sequential_result(
     case: tuple[int, RandomSchedule, int], data: st.DataObject
 ) -> None:
@@ -512,9 +581,9 @@ def test_copies_in_a_time_loop_keep_the_sequential_result(
     module = dhir.parse_string(text)
     dhir.run_pipeline(module, f"dhir-place{{ranks={ranks}}},dhir-gpu-data{{ranks={ranks}}}")
     note(dhir.print_module(module))
-    (for_op,) = [op for op in module.walk() if isinstance(op, scf.ForOp)][:1]
+    (time_loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp | scf.WhileOp)][:1]
     if not loop.touches:
-        assert not any(DEVICE_BUFFER_ATTR in op.attributes for op in for_op.walk())
+        assert not any(DEVICE_BUFFER_ATTR in op.attributes for op in time_loop.walk())
     inputs = random_inputs(program, seed)
     want = loop.reference(program, inputs)
     results = _run_on_interp(module, [a.copy() for a in inputs])
