@@ -659,6 +659,7 @@ def _with_first_flag(loop: scf.WhileOp) -> tuple[scf.WhileOp, tuple[SSAValue, SS
     after.insert_ops_before([false, scf.YieldOp(*end.operands, false.result)], end)
     after.erase_op(end)
     true = arith.ConstantOp(IntegerAttr(1, i1))
+    true.result.name_hint = "first"
     regions = [loop.detach_region(0), loop.detach_region(0)]  # before, after
     new = scf.WhileOp([*loop.arguments, true.result], [*loop.result_types, i1], *regions)
     new.attributes.update(loop.attributes)
