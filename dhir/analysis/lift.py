@@ -824,6 +824,11 @@ _STEPS: dict[type[Operation], _Step] = {
 _STEP_KINDS = tuple(_STEPS)
 
 
+def follows(op: Operation) -> bool:
+    """Whether the lifter reads `op`'s result from its operands."""
+    return int_cast(op) is not None or isinstance(op, _STEP_KINDS)
+
+
 def _inputs(value: SSAValue) -> Sequence[SSAValue]:
     """The values lifting `value` needs first."""
     op = value.owner
@@ -831,6 +836,4 @@ def _inputs(value: SSAValue) -> Sequence[SSAValue]:
         return ()
     if isinstance(op, arith.SelectOp):
         return op.operands[1:3]
-    if int_cast(op) is not None or isinstance(op, _STEP_KINDS):
-        return op.operands
-    return ()
+    return op.operands if follows(op) else ()

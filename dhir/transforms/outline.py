@@ -5,7 +5,9 @@ from collections.abc import Sequence
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.traits import Pure
 
+from dhir.analysis.lift import follows
 from dhir.dialects import arith, func
+from dhir.dialects.arith import scalar_int_width
 from dhir.ir.build import move_ops
 
 
@@ -14,22 +16,20 @@ def outline(
 ) -> tuple[func.CallOp, func.FuncOp]:
     """Replace `ops` (consecutive, in one block) by a call to `@name`, a new function
     placed after `after` (an op of the module's body). Values the ops use from outside
-    become its arguments, except constants and other pure ops without operands, which
-    are cloned inside."""
+    become its arguments, except those `_rematerializable` makes, which are cloned
+    inside."""
     # One walk: the moved ops and those nested in them, in order.
     moved = [nested for op in ops for nested in op.walk()]
     inside = set(moved)
-    free = _free_values(moved, inside)
-    passed = [v for v in free if not _rematerializable(v)]
+    passed, cloned = _passed_and_cloned(_free_values(moved, inside))
     block = Block(arg_types=[v.type for v in passed])
     for arg, value in zip(block.args, passed):
         arg.name_hint = value.name_hint
     mapping: dict[SSAValue, SSAValue] = dict(zip(passed, block.args))
-    for value in free:
-        if value not in mapping:
-            clone = value.owner.clone()  # type: ignore[union-attr]
-            block.add_op(clone)
-            mapping[value] = clone.results[0]
+    for value in cloned:
+        clone = value.owner.clone(value_mapper=mapping)  # type: ignore[union-attr]
+        block.add_op(clone)
+        mapping[value] = clone.results[0]
     call = func.CallOp(name, passed, [])
     parent = ops[0].parent
     assert parent is not None
@@ -60,6 +60,27 @@ def _free_values(moved: Sequence[Operation], inside: set[Operation]) -> list[SSA
     return list(free)
 
 
+def _passed_and_cloned(free: Sequence[SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
+    """The values to pass as arguments for `free`, and those to clone inside, each
+    after the values it is made of."""
+    passed: dict[SSAValue, None] = {}
+    cloned: dict[SSAValue, None] = {}
+    for value in free:
+        stack = [(value, False)]
+        while stack:
+            top, ready = stack.pop()
+            if top in passed or top in cloned:
+                continue
+            if ready:
+                cloned[top] = None
+            elif _rematerializable(top):
+                stack.append((top, True))
+                stack += [(v, False) for v in top.owner.operands]  # type: ignore[union-attr]
+            else:
+                passed[top] = None
+    return list(passed), list(cloned)
+
+
 def _defined_in(value: SSAValue, inside: set[Operation]) -> bool:
     if isinstance(value, BlockArgument):
         return value.block.parent_op() in inside
@@ -67,11 +88,18 @@ def _defined_in(value: SSAValue, inside: set[Operation]) -> bool:
 
 
 def _rematerializable(value: SSAValue) -> bool:
+    """Whether the function computes `value` itself: a constant or other pure op without
+    operands, or pure integer arithmetic the lifter reads (dhir.analysis.lift), of what
+    is passed or computed so. Passed whole, `3 * n` was a number to dhir-wrap-checks,
+    which let the 64-bit product wrap where the analysis before outlining, taking it
+    exact, proved a loop's iterations independent (a race, exit 0)."""
     owner = value.owner
+    if not isinstance(owner, Operation) or owner.regions or len(owner.results) != 1:
+        return False
+    if not owner.operands:
+        return isinstance(owner, arith.ConstantOp) or owner.has_trait(Pure)
     return (
-        isinstance(owner, Operation)
-        and not owner.operands
-        and not owner.regions
-        and len(owner.results) == 1
-        and (isinstance(owner, arith.ConstantOp) or owner.has_trait(Pure))
+        owner.has_trait(Pure)
+        and follows(owner)
+        and all(scalar_int_width(v.type) is not None for v in (*owner.operands, value))
     )

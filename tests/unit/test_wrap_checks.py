@@ -430,3 +430,46 @@ def test_a_called_functions_subscript_that_wraps_is_no_index_past_64_bits(ranks:
     assert list(want[1][:3]) == [2, 5, 8]
     for have, expected in zip(_run("native", CALLED, *inputs, ranks=ranks), want, strict=True):
         np.testing.assert_array_equal(have, expected)
+
+
+# INVARIANT with 3 * n made before the loop, outside the task CodeDrop makes of it: the
+# outlined task took the product as an argument, a number to dhir-wrap-checks, so native
+# code ran the iterations on threads from n = 6148914691236517206 (exit 0) where the
+# interpreter, which sees 3 * n, stops.
+PRODUCT_OUTSIDE = """func.func @main(%A: memref<16xi64>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %m = arith.muli %n, %c3 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %a = arith.muli %i, %c3 : index
+    %s = arith.addi %m, %a : index
+    %b = arith.addi %s, %c1 : index
+    %x = memref.load %A[%b] : memref<16xi64>
+    %one = arith.constant 1 : i64
+    %y = arith.addi %x, %one : i64
+    memref.store %y, %A[%a] : memref<16xi64>
+    scf.reduce
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("backend", "ranks"),
+    [
+        ("interp", 1),
+        pytest.param("native", 1, marks=needs_llvm),
+        pytest.param("native", 2, marks=[needs_llvm, pytest.mark.mpi]),
+    ],
+)
+def test_a_product_made_outside_the_task_is_checked_in_it(backend: str, ranks: int) -> None:
+    with pytest.raises(DhirError) as caught:
+        inputs = (np.arange(16, dtype=np.int64), 6148914691236517206)
+        _run(backend, PRODUCT_OUTSIDE, *inputs, ranks=ranks)
+    where = "prog.mlir:7:3: error: 'scf.parallel'" if backend == "interp" else "line 7, column 3"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, PRODUCT_OUTSIDE, np.arange(16, dtype=np.int64), 1, ranks=ranks)
+    assert list(got[0][:4]) == [5, 1, 2, 8]
