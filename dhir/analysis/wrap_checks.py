@@ -19,12 +19,15 @@ loop of constant bounds: the independence proof of a parallel loop takes it as e
 checked at the outermost loop around it whose body makes none of its leaves. Expressions
 in no such loop (a function's argument used directly, a value made in the innermost
 loop), and a linalg op's names, are not checked: no analysis takes them as exact
-(docs/semantics.md).
+(docs/semantics.md). A size `memref.dim` measures at run time is a leaf of its own, as
+the independence proofs name it (`3 * d + 1` is exact there); measured in a loop, of a
+memref from outside it at a constant dimension, it is a number at the loop's entry too.
 """
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -41,7 +44,7 @@ from dhir.analysis.lift import (
     leaf,
     leaves_of,
 )
-from dhir.dialects import affine, arith, index, scf
+from dhir.dialects import affine, arith, index, memref, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
@@ -87,6 +90,7 @@ class WrapCheck:
 def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck]:
     """The checks the host loops in `root` need, outermost loop first."""
     lifter = Lifter() if lifter is None else lifter
+    _name_sizes(root, lifter)
     _name_invariants(root, lifter)
     found: dict[Operation, dict[Affine, None]] = {}
     # Two walks of xDSL's over a lowered module's every op took most of the time here.
@@ -103,6 +107,35 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
             variables = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
             checks.append(WrapCheck(loop, variables, tuple(found[loop])))
     return checks
+
+
+def _name_sizes(root: Operation, lifter: Lifter) -> None:
+    """Lift each size `memref.dim` measures at run time as a leaf of its own: the
+    independence proofs (dhir.analysis.overlaps) name it so and take `3 * d + 1` of it
+    as exact, which wrapped natively (d = 6148914691236517205 gives 0) and let threads
+    race, unchecked. Before any value made from one is lifted."""
+    for op in find_ops(root, memref.DimOp):
+        if lifter.value(op.result) is None:
+            lifter.define(op.result, Lifted.at(leaf(op.result)))
+
+
+def measured(key: SSAValue, lifter: Lifter) -> tuple[SSAValue, int] | None:
+    """The memref and dimension whose size `key` is, when a `memref.dim` measures it
+    at a constant dimension of a ranked memref: the same wherever it is measured."""
+    op = key.owner
+    if not isinstance(op, memref.DimOp) or not isinstance(op.source.type, MemRefType):
+        return None
+    dim = lifter.constant(op.index)
+    if dim is None or not 0 <= dim < op.source.type.get_num_dims():
+        return None
+    return op.source, dim
+
+
+def _made_inside(key: SSAValue, loop: Operation, lifter: Lifter) -> bool:
+    """Whether `key` has no value at `loop`'s entry: made in its body, unless it is a
+    size measured there of a memref made outside (`measured`)."""
+    size = measured(key, lifter)
+    return defined_inside(key if size is None else size[0], loop)
 
 
 def _name_invariants(root: Operation, lifter: Lifter) -> None:
@@ -363,7 +396,7 @@ def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | N
     while loop is not None:
         if isinstance(loop, LOOPS):
             own = loop_variables(loop)
-            if any(key not in own and defined_inside(key, loop) for key in fixed):
+            if any(key not in own and _made_inside(key, loop, lifter) for key in fixed):
                 break  # made in the loop: no number at its entry, nor at any outside it
             if not in_device_code(loop):
                 found = loop

@@ -29,9 +29,10 @@ from dhir.analysis.wrap_checks import (
     TERM_LIMIT,
     WrapCheck,
     loop_variables,
+    measured,
     wrap_checks,
 )
-from dhir.dialects import affine, arith, func, scf
+from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
 from dhir.ir.diagnostics import loc_of
 from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
@@ -194,7 +195,7 @@ class _Builder:
             if fixed is not None:
                 return self.number(fixed[0]), self.number(fixed[1])
             if key not in self._leaves:
-                self._leaves[key] = self.wide(key)
+                self._leaves[key] = self.wide(self._at_entry(key))
             return self._leaves[key], self._leaves[key]
         if isinstance(atom, Mod):
             self.checked(atom.arg)
@@ -208,6 +209,15 @@ class _Builder:
         for a, b in found[1:]:
             low, high = self.add(pick(low, a)), self.add(pick(high, b))
         return low, high
+
+    def _at_entry(self, key: SSAValue) -> SSAValue:
+        """`key`'s value where the check runs: a size measured in the loop measured
+        again there, of the memref made outside it."""
+        size = measured(key, self.lifter)
+        if size is None:
+            return key
+        dim = self.add(arith.ConstantOp.from_int_and_width(size[1], IndexType()))
+        return self.add(memref.DimOp(size[0], dim))
 
     def _divided(self, value: SSAValue, atom: Div) -> SSAValue:
         """`value` divided as native code divides its 64 bits (exact where it fits)."""

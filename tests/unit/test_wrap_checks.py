@@ -473,3 +473,56 @@ def test_a_product_made_outside_the_task_is_checked_in_it(backend: str, ranks: i
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, PRODUCT_OUTSIDE, np.arange(16, dtype=np.int64), 1, ranks=ranks)
     assert list(got[0][:4]) == [5, 1, 2, 8]
+
+
+# INVARIANT with n the size of %Z's first dimension (memref.dim), which the independence
+# proof names as a whole, taking 3 * n + 3 * i + 1 as exact: measured before the loop or
+# in it, no check saw 3 * n (before the loop, a value the check took as a number; in it,
+# one it did not lift), and from a size of 6148914691236517206 (an array of no element,
+# shape (6148914691236517206, 0)) the iterations ran on threads, exit 0.
+SIZE_BEFORE = """func.func @main(%A: memref<16xi64>, %Z: memref<?x0xi8>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %n = memref.dim %Z, %c0 : memref<?x0xi8>
+  %m = arith.muli %n, %c3 : index
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    %a = arith.muli %i, %c3 : index
+    %s = arith.addi %m, %a : index
+    %b = arith.addi %s, %c1 : index
+    %x = memref.load %A[%b] : memref<16xi64>
+    %one = arith.constant 1 : i64
+    %y = arith.addi %x, %one : i64
+    memref.store %y, %A[%a] : memref<16xi64>
+    scf.reduce
+  }
+  return
+}
+"""
+SIZE_INSIDE = SIZE_BEFORE.replace(
+    "  %n = memref.dim %Z, %c0 : memref<?x0xi8>\n  %m = arith.muli %n, %c3 : index\n", ""
+).replace(
+    "    %a = arith.muli %i, %c3 : index\n",
+    "    %a = arith.muli %i, %c3 : index\n"
+    "    %n = memref.dim %Z, %c0 : memref<?x0xi8>\n"
+    "    %m = arith.muli %n, %c3 : index\n",
+)
+
+
+@pytest.mark.parametrize(
+    ("src", "line"), [(SIZE_BEFORE, "prog.mlir:8:3"), (SIZE_INSIDE, "prog.mlir:6:3")]
+)
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_size_times_a_constant_is_checked(src: str, line: str, backend: str) -> None:
+    module = dhir.parse_string(src, "prog.mlir")
+    (loop,) = find_ops(module, scf.ParallelOp)
+    assert parallel_independence(loop) is None  # proven: 3 * n taken as exact
+    huge = np.empty((6148914691236517206, 0), np.int8)
+    with pytest.raises(DhirError) as caught:
+        _run(backend, src, np.arange(16, dtype=np.int64), huge, ranks=1)
+    lines, column = line.split(":")[1:]
+    where = f"{line}: error" if backend == "interp" else f"line {lines}, column {column}"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, src, np.arange(16, dtype=np.int64), np.empty((1, 0), np.int8), ranks=1)
+    assert list(got[0][:4]) == [5, 1, 2, 8]

@@ -15,7 +15,14 @@ from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 
 from dhir.analysis.lift import Interval, Lifter
-from dhir.analysis.wrap_checks import WrapCheck, leaves, loop_variables, verdict, wrap_checks
+from dhir.analysis.wrap_checks import (
+    WrapCheck,
+    leaves,
+    loop_variables,
+    measured,
+    verdict,
+    wrap_checks,
+)
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
     MAX_DEPTH,
@@ -128,10 +135,14 @@ class ControlImpls(InterpreterFunctions):
         for variable, (lower, upper, step) in zip(loop_variables(op), bounds, strict=True):
             spans[variable] = lower, lower + (upper - 1 - lower) // step * step
         needed = leaves(check, lifter)
-        found = interp.get_values(needed)
+        sizes = [measured(key, lifter) for key in needed]
+        # A size measured in the loop is its memref's, made outside: known at the entry.
+        found = interp.get_values([key if s is None else s[0] for key, s in zip(needed, sizes)])
         values = {
             key: signed(value, scalar_int_width(key.type) or INDEX_WIDTH)  # as the lifter reads it
-            for key, value in zip(needed, found, strict=True)
+            if size is None
+            else value.shape[size[1]]
+            for key, size, value in zip(needed, sizes, found, strict=True)
         }
         if not verdict(check, spans, values, lifter):
             fail(op, _WRAPS)
