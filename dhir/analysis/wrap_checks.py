@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
 from dhir.analysis.lift import (
@@ -85,6 +85,10 @@ class WrapCheck:
     loop: Operation
     variables: tuple[BlockArgument, ...]
     exprs: tuple[Affine, ...]
+    # Set where `loop` is an `scf.if` or `affine.if` inside the loop that would check
+    # the expressions: checked instead each time this region of it runs, at the values
+    # its leaves have there, so that a branch never taken stops nothing.
+    region: Region | None = None
 
 
 def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck]:
@@ -92,21 +96,45 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
     lifter = Lifter() if lifter is None else lifter
     _name_sizes(root, lifter)
     _name_invariants(root, lifter)
-    found: dict[Operation, dict[Affine, None]] = {}
+    found: dict[Operation | Region, dict[Affine, None]] = {}
     # Two walks of xDSL's over a lowered module's every op took most of the time here.
     for op in find_ops(root, _LIFTED):
         for expr in _assumed(op, lifter):
             loop = _checking_loop(op, expr, lifter)
             if loop is not None:
-                found.setdefault(loop, {})[expr] = None
+                found.setdefault(_condition_inside(op, loop) or loop, {})[expr] = None
     checks: list[WrapCheck] = []
     if not found:
         return checks
-    for loop in find_ops(root, LOOPS):
-        if loop in found:
-            variables = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
-            checks.append(WrapCheck(loop, variables, tuple(found[loop])))
+    for loop in find_ops(root, (*LOOPS, *_CONDITIONS)):
+        for region in (*loop.regions, loop):
+            if region not in found:
+                continue
+            exprs = tuple(found[region])
+            if isinstance(region, Region):
+                checks.append(WrapCheck(loop, (), exprs, region))
+            else:
+                own = tuple(v for v in loop_variables(loop) if lifter.leaf_range(v) is None)
+                checks.append(WrapCheck(loop, own, exprs))
     return checks
+
+
+# The ops whose regions may not run where the loop around does.
+_CONDITIONS = (scf.IfOp, affine.IfOp)
+
+
+def _condition_inside(op: Operation, loop: Operation) -> Region | None:
+    """The innermost region of an `scf.if` or `affine.if` between `loop` and `op` that
+    holds `op`: the check runs there, when it runs (a loop's entry would stop a loop
+    whose wrapping arithmetic sits in a branch never taken)."""
+    inner = op
+    while (parent := inner.parent_op()) is not None and parent is not loop:
+        if isinstance(parent, _CONDITIONS) and not in_device_code(parent):
+            region = inner.parent_region()
+            assert region is not None
+            return region
+        inner = parent
+    return None
 
 
 def _name_sizes(root: Operation, lifter: Lifter) -> None:
@@ -188,6 +216,18 @@ def leaves(check: WrapCheck, lifter: Lifter) -> list[SSAValue]:
         for key in leaves_of(expr):
             assert isinstance(key, SSAValue)  # wrap_checks keeps no named leaves
             if key not in check.variables and lifter.leaf_range(key) is None:
+                out[key] = None
+    return list(out)
+
+
+def region_leaves(check: WrapCheck, lifter: Lifter) -> list[SSAValue]:
+    """The leaves of a region's `check` whose values it takes where the region starts:
+    all but the variables of loops in the region (of constant range)."""
+    out: dict[SSAValue, None] = {}
+    for expr in check.exprs:
+        for key in leaves_of(expr):
+            assert isinstance(key, SSAValue)  # wrap_checks keeps no named leaves
+            if not _made_inside(key, check.loop, lifter):
                 out[key] = None
     return list(out)
 

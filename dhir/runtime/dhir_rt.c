@@ -106,15 +106,23 @@ _Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line
                 (long long)last, (long long)step);
 }
 
+static const char *const index_wraps_why =
+    "64-bit index arithmetic in it wraps around, which dhir's analysis of its accesses takes as "
+    "exact (an access such as A[3 * i] would read elements the analysis does not expect): keep "
+    "the loop's bounds where its index arithmetic stays in 64 bits";
+
 _Noreturn void dhir_rt_index_wraps(int64_t line, int64_t column) {
-  const char *why = "64-bit index arithmetic in it wraps around, which dhir's analysis of its "
-                    "accesses takes as exact (an access such as A[3 * i] would read elements the "
-                    "analysis does not expect): keep the loop's bounds where its index arithmetic "
-                    "stays in 64 bits";
   if (line > 0)
     dhir_rt_fatal("the loop at line %lld, column %lld runs where %s", (long long)line,
-                  (long long)column, why);
-  dhir_rt_fatal("a loop runs where %s", why);
+                  (long long)column, index_wraps_why);
+  dhir_rt_fatal("a loop runs where %s", index_wraps_why);
+}
+
+_Noreturn void dhir_rt_branch_index_wraps(int64_t line, int64_t column) {
+  if (line > 0)
+    dhir_rt_fatal("the branch at line %lld, column %lld runs where %s", (long long)line,
+                  (long long)column, index_wraps_why);
+  dhir_rt_fatal("a branch runs where %s", index_wraps_why);
 }
 
 _Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column) {

@@ -103,6 +103,8 @@ _Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column);
 /* Called before a loop whose bounds take 64-bit index arithmetic in it that dhir's analysis
  * takes as exact past 64 bits, where it wraps (dhir-wrap-checks). */
 _Noreturn void dhir_rt_index_wraps(int64_t line, int64_t column);
+/* The same, before the region of an scf.if or affine.if runs (dhir-wrap-checks). */
+_Noreturn void dhir_rt_branch_index_wraps(int64_t line, int64_t column);
 
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first

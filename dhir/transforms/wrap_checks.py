@@ -11,7 +11,10 @@ loop runs, each expression's least and greatest values over the loop's range (it
 variables from their first to their last value, each other leaf its value there) are
 computed in 128 bits, as dhir.analysis.wrap_checks.verdict computes them, and compared with
 the 64-bit range; if one leaves it, `dhir_rt_index_wraps(line, column)` stops the run.
-Once per entry into the loop; loops whose variables have constant ranges need none.
+Once per entry into the loop; loops whose variables have constant ranges need none. An
+expression in an `scf.if` or `affine.if` inside the loop is checked instead at the start
+of its region, each time it runs, at its leaves' values there
+(`dhir_rt_branch_index_wraps`): a branch never taken stops nothing.
 """
 
 from dataclasses import dataclass
@@ -30,6 +33,7 @@ from dhir.analysis.wrap_checks import (
     WrapCheck,
     loop_variables,
     measured,
+    region_leaves,
     wrap_checks,
 )
 from dhir.dialects import affine, arith, func, memref, scf
@@ -38,6 +42,7 @@ from dhir.ir.diagnostics import loc_of
 from dhir.transforms.building import affine_bound, declare, insert_before, last_value, put
 
 INDEX_WRAPS = "dhir_rt_index_wraps"
+BRANCH_WRAPS = "dhir_rt_branch_index_wraps"
 
 _I128 = IntegerType(128)
 
@@ -52,9 +57,12 @@ class WrapChecksPass(ModulePass):
         lifter = Lifter()
         checks = wrap_checks(op, lifter)
         for check in checks:
-            _guard(check, lifter)
-        if checks:
-            declare(op, INDEX_WRAPS, [i64, i64], [], owner="dhir's runtime")
+            if check.region is None:
+                _guard(check, lifter)
+            else:
+                _guard_region(check, check.region, lifter)
+        for name in {INDEX_WRAPS if c.region is None else BRANCH_WRAPS: None for c in checks}:
+            declare(op, name, [i64, i64], [], owner="dhir's runtime")
 
 
 _Bounds = tuple[SSAValue, SSAValue, SSAValue]
@@ -112,19 +120,41 @@ def _guard(check: WrapCheck, lifter: Lifter) -> None:
             )
     for expr in check.exprs:
         build.checked(expr)
-    bad = put(body, arith.XOrIOp(build.ok, build.true())).result
+    _report(build, loop, INDEX_WRAPS)
+    put(body, scf.YieldOp())
+    put(ops, scf.IfOp(runs, [], Region(body)))
+    insert_before(ops, loop)
+
+
+def _guard_region(check: WrapCheck, region: Region, lifter: Lifter) -> None:
+    """At the start of `region`, of an `scf.if` or `affine.if`: the check, at the values
+    the leaves have there."""
+    ops = Block()
+    build = _Builder(ops, lifter)
+    for key in region_leaves(check, lifter):
+        if isinstance(key, BlockArgument):
+            value = build.wide(key)
+            build.spans[key] = (value, value)
+    for expr in check.exprs:
+        build.checked(expr)
+    _report(build, check.loop, BRANCH_WRAPS)
+    first = region.block.first_op
+    assert first is not None  # a terminator at least
+    insert_before(ops, first)
+
+
+def _report(build: "_Builder", at: Operation, call: str) -> None:
+    """Where `build`'s checks fail, the call that stops the run at `at`."""
+    bad = build.add(arith.XOrIOp(build.ok, build.true()))
     report = Block()
-    where = loc_of(loop)
+    where = loc_of(at)
     line, column = (where.line, where.col) if where is not None else (0, 0)
     numbers = [
         put(report, arith.ConstantOp.from_int_and_width(v, 64)).result for v in (line, column)
     ]
-    put(report, func.CallOp(INDEX_WRAPS, numbers, []))
+    put(report, func.CallOp(call, numbers, []))
     put(report, scf.YieldOp())
-    put(body, scf.IfOp(bad, [], Region(report)))
-    put(body, scf.YieldOp())
-    put(ops, scf.IfOp(runs, [], Region(body)))
-    insert_before(ops, loop)
+    build.add_op(scf.IfOp(bad, [], Region(report)))
 
 
 class _Builder:
@@ -141,6 +171,9 @@ class _Builder:
 
     def add(self, op: Operation) -> SSAValue:
         return put(self.block, op).results[0]
+
+    def add_op(self, op: Operation) -> None:
+        put(self.block, op)
 
     def number(self, value: int) -> SSAValue:
         return self.add(arith.ConstantOp(IntegerAttr(value, _I128), _I128))

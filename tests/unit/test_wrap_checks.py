@@ -526,3 +526,39 @@ def test_a_size_times_a_constant_is_checked(src: str, line: str, backend: str) -
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, src, np.arange(16, dtype=np.int64), np.empty((1, 0), np.int8), ranks=1)
     assert list(got[0][:4]) == [5, 1, 2, 8]
+
+
+# RUN_TIME_WRAP's copy under an scf.if on %go: checked at the loop's entry, it stopped
+# the run from lo = 6148914691236517206 where the branch never runs (a correct program
+# refused); now checked each time the branch runs, at i's value there.
+UNDER_IF = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %go: i1) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    scf.if %go {
+      %j = arith.muli %i, %c3 : index
+      %x = memref.load %A[%j] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_arithmetic_under_a_branch_is_checked_where_the_branch_runs(backend: str) -> None:
+    at_loop, check = wrap_checks(dhir.parse_string(UNDER_IF, "prog.mlir"))
+    assert isinstance(at_loop.loop, scf.ForOp)  # i - lo, which fits
+    assert isinstance(check.loop, scf.IfOp) and check.region is check.loop.true_region
+    lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
+    got = _run(backend, UNDER_IF, a, np.zeros(16, np.int64), lo, lo + 3, False, ranks=1)
+    assert list(got[1][:4]) == [0, 0, 0, 0]
+    with pytest.raises(DhirError) as caught:
+        _run(backend, UNDER_IF, a, np.zeros(16, np.int64), lo, lo + 3, True, ranks=1)
+    where = "prog.mlir:7:5: error: 'scf.if'" if backend == "interp" else "line 7, column 5"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, UNDER_IF, a, np.zeros(16, np.int64), 0, 3, True, ranks=1)
+    assert list(got[1][:4]) == [100, 103, 106, 0]

@@ -10,7 +10,7 @@ from xdsl.interpreter import (
     ReturnedValues,
     Successor,
 )
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 
@@ -20,6 +20,7 @@ from dhir.analysis.wrap_checks import (
     leaves,
     loop_variables,
     measured,
+    region_leaves,
     verdict,
     wrap_checks,
 )
@@ -99,6 +100,21 @@ def _counters_fit(
             break
 
 
+def _entry_values(
+    interp: Interpreter, needed: Sequence[SSAValue], lifter: Lifter
+) -> dict[SSAValue, int]:
+    """The values of a check's leaves, as the lifter reads them."""
+    sizes = [measured(key, lifter) for key in needed]
+    # A size measured in the loop is its memref's, made outside: known at the entry.
+    found = interp.get_values([key if s is None else s[0] for key, s in zip(needed, sizes)])
+    return {
+        key: signed(value, scalar_int_width(key.type) or INDEX_WIDTH)
+        if size is None
+        else value.shape[size[1]]
+        for key, size, value in zip(needed, sizes, found, strict=True)
+    }
+
+
 @register
 class ControlImpls(InterpreterFunctions):
     def __init__(self) -> None:
@@ -107,7 +123,7 @@ class ControlImpls(InterpreterFunctions):
         self._symbols = Symbols()
         # The loops whose entry checks that index arithmetic stays in 64 bits, found
         # once per module (dhir.analysis.wrap_checks), with the lifter that found them.
-        self._wraps: dict[Operation, tuple[Lifter, dict[Operation, WrapCheck]]] = {}
+        self._wraps: dict[Operation, tuple[Lifter, dict[Operation | Region, WrapCheck]]] = {}
         self._loops: dict[Operation, Operation] = {}  # each loop's module
 
     def _check_wraps(
@@ -119,33 +135,43 @@ class ControlImpls(InterpreterFunctions):
         """Stop at `op` when its bounds (each dimension's lower, upper and positive
         step) take an expression the analysis takes as exact past 64 bits, as native
         code stops (dhir-wrap-checks); nothing when the loop does not run."""
-        if op not in self._loops:
-            root = op
-            while (parent := root.parent_op()) is not None:
-                root = parent
-            if root not in self._wraps:
-                lifter = Lifter()
-                self._wraps[root] = lifter, {c.loop: c for c in wrap_checks(root, lifter)}
-            self._loops[op] = root
-        lifter, checks = self._wraps[self._loops[op]]
+        lifter, checks = self._table(op)
         check = checks.get(op)
         if check is None or any(lower >= upper for lower, upper, _ in bounds):
             return
         spans: dict[BlockArgument, Interval] = {}
         for variable, (lower, upper, step) in zip(loop_variables(op), bounds, strict=True):
             spans[variable] = lower, lower + (upper - 1 - lower) // step * step
-        needed = leaves(check, lifter)
-        sizes = [measured(key, lifter) for key in needed]
-        # A size measured in the loop is its memref's, made outside: known at the entry.
-        found = interp.get_values([key if s is None else s[0] for key, s in zip(needed, sizes)])
-        values = {
-            key: signed(value, scalar_int_width(key.type) or INDEX_WIDTH)  # as the lifter reads it
-            if size is None
-            else value.shape[size[1]]
-            for key, size, value in zip(needed, sizes, found, strict=True)
-        }
+        values = _entry_values(interp, leaves(check, lifter), lifter)
         if not verdict(check, spans, values, lifter):
             fail(op, _WRAPS)
+
+    def _check_region(self, interp: Interpreter, op: Operation, region: Region) -> None:
+        """Stop at `op`, an `scf.if` or `affine.if` about to run `region`, when an
+        expression the analysis takes as exact in it leaves 64 bits at the values its
+        leaves have here (dhir-wrap-checks checks the same there)."""
+        lifter, checks = self._table(op)
+        check = checks.get(region)
+        if check is None:
+            return
+        values = _entry_values(interp, region_leaves(check, lifter), lifter)
+        spans = {k: (v, v) for k, v in values.items() if isinstance(k, BlockArgument)}
+        if not verdict(check, spans, values, lifter):
+            fail(op, _WRAPS)
+
+    def _table(self, op: Operation) -> tuple[Lifter, dict[Operation | Region, WrapCheck]]:
+        """The checks of `op`'s module, by loop or region, found once (with the lifter
+        that found them)."""
+        if op not in self._loops:
+            root = op
+            while (parent := root.parent_op()) is not None:
+                root = parent
+            if root not in self._wraps:
+                lifter = Lifter()
+                found = wrap_checks(root, lifter)
+                self._wraps[root] = lifter, {c.region or c.loop: c for c in found}
+            self._loops[op] = root
+        return self._wraps[self._loops[op]]
 
     @handles(dhir_ops.ScheduleOp)
     def run_schedule(self, interp: Interpreter, op: dhir_ops.ScheduleOp, args: Values) -> Values:
@@ -170,6 +196,7 @@ class ControlImpls(InterpreterFunctions):
     @handles(scf.IfOp)
     def run_if(self, interp: Interpreter, op: scf.IfOp, args: Values) -> Values:
         region = op.true_region if args[0] else op.false_region
+        self._check_region(interp, op, region)
         return interp.run_ssacfg_region(region, (), "scf.if")
 
     @handles(scf.IndexSwitchOp)
@@ -346,6 +373,7 @@ class ControlImpls(InterpreterFunctions):
             else:
                 holds &= value <= 0
         region = op.then_region if holds else op.else_region
+        self._check_region(interp, op, region)
         return interp.run_ssacfg_region(region, (), "affine.if")
 
     @handles(func.CallOp)
