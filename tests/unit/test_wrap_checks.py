@@ -548,17 +548,28 @@ UNDER_IF = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index
 """
 
 
+UNDER_AFFINE_IF = UNDER_IF.replace("%go: i1", "%go: index").replace(
+    "scf.if %go {", "affine.if affine_set<()[s0] : (s0 - 1 >= 0)>()[%go] {"
+)
+
+
+@pytest.mark.parametrize(
+    ("src", "off", "on", "name"),
+    [(UNDER_IF, False, True, "scf.if"), (UNDER_AFFINE_IF, 0, 1, "affine.if")],
+)
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
-def test_arithmetic_under_a_branch_is_checked_where_the_branch_runs(backend: str) -> None:
-    at_loop, check = wrap_checks(dhir.parse_string(UNDER_IF, "prog.mlir"))
+def test_arithmetic_under_a_branch_is_checked_where_the_branch_runs(
+    src: str, off: object, on: object, name: str, backend: str
+) -> None:
+    at_loop, check = wrap_checks(dhir.parse_string(src, "prog.mlir"))
     assert isinstance(at_loop.loop, scf.ForOp)  # i - lo, which fits
-    assert isinstance(check.loop, scf.IfOp) and check.region is check.loop.true_region
+    assert check.loop.name == name and check.region is check.loop.regions[0]
     lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
-    got = _run(backend, UNDER_IF, a, np.zeros(16, np.int64), lo, lo + 3, False, ranks=1)
+    got = _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, off, ranks=1)
     assert list(got[1][:4]) == [0, 0, 0, 0]
     with pytest.raises(DhirError) as caught:
-        _run(backend, UNDER_IF, a, np.zeros(16, np.int64), lo, lo + 3, True, ranks=1)
-    where = "prog.mlir:7:5: error: 'scf.if'" if backend == "interp" else "line 7, column 5"
+        _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, on, ranks=1)
+    where = f"prog.mlir:7:5: error: '{name}'" if backend == "interp" else "line 7, column 5"
     assert where in str(caught.value) and _WHAT in str(caught.value)
-    got = _run(backend, UNDER_IF, a, np.zeros(16, np.int64), 0, 3, True, ranks=1)
+    got = _run(backend, src, a, np.zeros(16, np.int64), 0, 3, on, ranks=1)
     assert list(got[1][:4]) == [100, 103, 106, 0]
