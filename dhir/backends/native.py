@@ -36,7 +36,7 @@ from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.dialects.memref import GenericAtomicRMWOp
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
-from dhir.ir.tasks import is_gpu_task, task_ids, task_label
+from dhir.ir.tasks import PARALLEL_LOOPS, THREADED_KINDS, is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops, holds_op
 from dhir.machine.dlti import SYSTEM_ATTR, at_description, system_of
@@ -142,7 +142,7 @@ def compile_native(
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
     # Whether the "yes" has a parallel loop among its reasons, or only linalg ops.
-    loops = openmp and holds_op(module, _PARALLEL_LOOPS)
+    loops = openmp and holds_op(module, PARALLEL_LOOPS)
     # Marked before the optimizer and the time tiles change the loops; noted once the
     # decision is final (below).
     in_order = mark_unproven_loops(module) if openmp else []
@@ -174,7 +174,7 @@ def compile_native(
             timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
             options = _optimize(module, options, timing)
-        if openmp and not holds_op(module, _THREADED_KINDS if loops else _LINALG):
+        if openmp and not holds_op(module, THREADED_KINDS if loops else _LINALG):
             # The linalg ops that made it say yes are loops now (a time-tiled sweep, a
             # contraction and its fills): built as their loops written by hand are,
             # without OpenMP (the parallel loops the optimizer made of their rows run in
@@ -409,11 +409,8 @@ def openmp_safe(module: ModuleOp) -> bool:
     return parallel and not _linalg_communicates(module, linalg)
 
 
-# What runs on threads when OpenMP is used.
-_PARALLEL_LOOPS = (scf.ParallelOp, affine.ParallelOp)
 _LINALG = LinalgStructuredOperation
-_THREADED_KINDS = (*_PARALLEL_LOOPS, _LINALG)
-_OPENMP_KINDS = (memref.AtomicRMWOp, GenericAtomicRMWOp, func.CallOp, *_THREADED_KINDS)
+_OPENMP_KINDS = (memref.AtomicRMWOp, GenericAtomicRMWOp, func.CallOp, *THREADED_KINDS)
 
 
 def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation]) -> bool:

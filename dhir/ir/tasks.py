@@ -9,12 +9,18 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation, SSAValue
 
-from dhir.dialects import func
+from dhir.dialects import affine, func, scf
 from dhir.dialects.dhir import RANK_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import holds_op
 from dhir.targets import DeviceKind
+
+# What a rank runs on its OpenMP threads when the native backend builds with OpenMP; the
+# rest of a task runs on one core. dhir-split and dhir-split-devices size pieces by it.
+PARALLEL_LOOPS = (scf.ParallelOp, affine.ParallelOp)
+THREADED_KINDS = (*PARALLEL_LOOPS, LinalgStructuredOperation)
 
 # dhir-split marks each piece of a task it cut as `dhir.piece = [T, k]`: piece k of the
 # schedule's task number T (counted before the cut), so that later tasks keep their names.

@@ -90,7 +90,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
 from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everything, warn
 from dhir.ir.pass_failure import PassFailedAt
-from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
+from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, THREADED_KINDS, is_gpu_task, task_ids
 from dhir.ir.walk import holds_op
 from dhir.machine.description import Device
 from dhir.machine.roofline import rates
@@ -334,7 +334,7 @@ def _weights(
     # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
     cpus = [d for d in able if d.kind != DeviceKind.GPU]
     if len(cpus) > 1:
-        threaded = holds_op(task, _THREADED)
+        threaded = holds_op(task, THREADED_KINDS)
         return _integer_weights([_rate(d, threaded) for d in cpus])
     if len(cpus) < len(able):
         return Whole(_CPU_CODE)
@@ -345,11 +345,6 @@ _CPU_CODE = (
     "one CPU rank at most can run it: dhir-split makes CPU code, which a GPU rank runs "
     "on its host, not on its GPU (dhir-split-devices cuts parallel loops for GPUs)"
 )
-
-
-# What a rank runs on its OpenMP threads (the native backend's _THREADED_KINDS); the
-# rest of a piece runs on one core.
-_THREADED = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
 
 
 def _rate(device: Device, threaded: bool) -> float:
