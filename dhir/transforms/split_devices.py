@@ -4,9 +4,11 @@ CPU ranks, each piece sized by its device's rate.
 Where the module's machine description gives the program's ranks both GPUs and CPUs, a
 task bound to `{kind = "any"}` whose work is one parallel loop (`scf.parallel`,
 `affine.parallel`) or one linalg op with a parallel outer dimension, as `dhir-split` cuts
-them, becomes one piece per rank, sized by the rank's share of its device's peak GFLOP/s
-(`peak_gflops / ranks`). Each piece is pinned to its rank (`dhir.rank`) and bound to that
-rank's kind of device (a GPU piece to its GPU's arch, when the description names it): a
+them, becomes one piece per rank, sized by the GFLOP/s a piece gets there, as dhir-split
+sizes its pieces (`piece_rates`): a GPU rank's share of its GPU's peak GFLOP/s, a CPU
+rank's OpenMP threads (cores / ranks) at a core's rate, within its share of the CPU's
+peak. Each piece is pinned to its rank (`dhir.rank`) and bound to that rank's kind of
+device (a GPU piece to its GPU's arch, when the description names it): a
 GPU rank's piece is a GPU task, whose loop `dhir-gpu-kernels` turns into a kernel and
 whose rows `dhir-gpu-data` copies in and out (`dhir.rows`, found here while the body is
 still a loop); the CPU ranks' pieces run as CPU tasks. The pieces write disjoint rows, so
@@ -43,6 +45,8 @@ from dhir.transforms.split_tasks import (
     SplitPlan,
     cut_sized,
     effects_after,
+    integer_weights,
+    piece_rates,
     splittable,
 )
 
@@ -65,24 +69,26 @@ class SplitDevicesPass(ModulePass):
         devices = mixed_devices(module, self.ranks)
         if devices is None:
             return
-        weights = [max(1, round(1000 * r / max(map(_rate, devices)))) for r in map(_rate, devices)]
         for schedule in [s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)]:
             for index, task in enumerate(list(schedule.tasks())):
                 if not _candidate(task):
                     continue
-                cut = cut_sized(task, index, weights)
+                rates = piece_rates(task, devices)
+                cut = cut_sized(task, index, integer_weights(rates))
                 if cut is None:
                     continue
                 where, sized = cut
                 _bind({rank: piece for rank, (piece, _) in sized.items()}, devices)
                 if plan is not None:
                     first = next(iter(sized.values()))[0]
-                    plan.add(first, _choice(where, sized, devices))
+                    plan.add(first, _choice(where, sized, devices, rates))
 
 
-def _choice(where: str, sized: dict[int, tuple[TaskOp, str]], devices: list[Device]) -> SplitChoice:
+def _choice(
+    where: str, sized: dict[int, tuple[TaskOp, str]], devices: list[Device], rates: list[float]
+) -> SplitChoice:
     on = tuple(
-        PieceDevice(rank, d.name, d.kind.value, d.arch, _rate(d), size)
+        PieceDevice(rank, d.name, d.kind.value, d.arch, rates[rank], size)
         for rank, (_, size) in sized.items()
         for d in (devices[rank],)
     )
@@ -99,10 +105,6 @@ def mixed_devices(module: ModuleOp, ranks: int) -> list[Device] | None:
     devices, _ = machine_for(module, ranks)
     kinds = {d.kind for d in devices}
     return devices if kinds == {DeviceKind.CPU, DeviceKind.GPU} else None
-
-
-def _rate(device: Device) -> float:
-    return device.peak_gflops / max(device.ranks, 1)
 
 
 def _candidate(task: TaskOp) -> bool:

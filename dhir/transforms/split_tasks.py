@@ -334,8 +334,7 @@ def _weights(
     # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
     cpus = [d for d in able if d.kind != DeviceKind.GPU]
     if len(cpus) > 1:
-        threaded = holds_op(task, THREADED_KINDS)
-        return _integer_weights([_rate(d, threaded) for d in cpus])
+        return integer_weights(piece_rates(task, cpus))
     if len(cpus) < len(able):
         return Whole(_CPU_CODE)
     return Whole("the device of one rank at most can run it", None, f"target {target}")
@@ -347,14 +346,16 @@ _CPU_CODE = (
 )
 
 
-def _rate(device: Device, threaded: bool) -> float:
-    """The GFLOP/s a piece gets on a rank of `device`, as the cost model times it: one
-    core's rate, or with `threaded` code its rank's threads', within the rank's share of
-    the device (dhir.machine.roofline.rates)."""
-    return rates(Work(parallel=threaded), device)[0]
+def piece_rates(task: TaskOp, devices: Sequence[Device]) -> list[float]:
+    """The GFLOP/s a piece of `task` gets on a rank of each of `devices`, as the cost model
+    times it: on a CPU one core's rate, or its rank's threads' where the task holds code
+    that runs on them (THREADED_KINDS), within the rank's share of the device; on a GPU
+    the rank's share (dhir.machine.roofline.rates)."""
+    work = Work(parallel=holds_op(task, THREADED_KINDS))
+    return [rates(work, device)[0] for device in devices]
 
 
-def _integer_weights(rates: Sequence[float]) -> list[int]:
+def integer_weights(rates: Sequence[float]) -> list[int]:
     """Rates as small integers in the same proportions (to 1 part in 1000)."""
     top = max(rates)
     return [max(1, round(1000 * r / top)) for r in rates]

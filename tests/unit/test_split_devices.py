@@ -36,6 +36,7 @@ from dhir.toolchain.build import Timing
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.options import RunOptions
 from dhir.transforms.gpu_row_copies import COPY_HOOK
+from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
 
 
@@ -265,6 +266,28 @@ def test_pieces_are_sized_by_the_rate_they_run_at(loop: str, each: str) -> None:
     a0, b0 = np.random.default_rng(5).random((2, 40, 16))
     want = dhir.run(text, a0, b0, backend="interp")
     _same(_run_on_interp(module, [a0.copy(), b0.copy()]), want)
+
+
+def test_cpu_pieces_are_sized_by_the_threads_their_ranks_run(tmp_path: Path) -> None:
+    # 8 cores of 12.5 GFLOP/s shared by 3 ranks: each runs its piece on 2 OpenMP threads
+    # (cores // ranks), 25 GFLOP/s, as the cost model and dhir-split time it. The pieces
+    # were sized by peak / ranks, 33 GFLOP/s: 3 iterations each beside the GPU's 29.
+    system = _node(3, 100.0, 300.0)
+    cpu, gpu = system.nodes[0].devices
+    system = replace(system, nodes=(Node("n0", (replace(cpu, core_gflops=12.5), gpu)),))
+    text = _stencil()
+    module = dhir.parse_string(text)
+    attach(module, system)
+    plan = SplitPlan()
+    SplitDevicesPass(ranks=4).split(module, plan)
+    (choice,) = plan.choices
+    assert [(d.kind, d.gflops, d.size) for d in choice.devices] == [
+        ("cpu", 25.0, "2 iterations"), ("cpu", 25.0, "3 iterations"), ("cpu", 25.0, "2 iterations"),
+        ("gpu", 300.0, "31 iterations"),
+    ]  # fmt: skip
+    a0, b0 = np.random.default_rng(6).random((2, 40, 16))
+    want = dhir.run(text, a0, b0, backend="interp")
+    _same(_run_on_interp(_split(text, system), [a0.copy(), b0.copy()]), want)
 
 
 TWO_LOOPS = """
