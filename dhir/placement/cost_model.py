@@ -1,6 +1,7 @@
 """The times placement weighs: each task's on each device (measured when a profile has
 it, else the roofline's estimate of its counted work) and each transfer's between devices."""
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from dhir.analysis.effects import Effects
@@ -12,6 +13,12 @@ from dhir.machine.description import LOCAL_LINK, Device, Link
 from dhir.machine.roofline import roofline_time
 
 Transfer = Callable[[Device, Device, float], float]
+# Each rank's class, and per pair of classes a transfer's latency and time per byte.
+Matrix = tuple[tuple[float, ...], ...]
+PairLinks = tuple[list[int], Matrix, Matrix]
+# Beyond this many distinct rank devices, edges keep their means: a table of every pair
+# would grow with the square of a large cluster's devices.
+MOST_LINK_CLASSES = 64
 
 
 class CostModel:
@@ -106,6 +113,34 @@ class CostModel:
         if self.transfer is None:
             return self.link.time(nbytes)
         return self._pair_time(source, target, nbytes)
+
+    def pair_links(self, devices: Sequence[Device]) -> PairLinks | None:
+        """The links between the ranks (`devices[r]`: rank r's) where pairs of ranks differ:
+        each rank's class (its device, by identity), and from a rank of class a to
+        another of class b a transfer's latency[a][b] and time per byte[a][b]. None when
+        every pair of ranks has the same link (then the mean is every pair's time), when
+        there is no description's `transfer`, or more than MOST_LINK_CLASSES devices."""
+        if self.transfer is None or len(devices) < 2:
+            return None
+        number: dict[int, int] = {}
+        of = [number.setdefault(id(d), len(number)) for d in devices]
+        distinct = list({id(d): d for d in devices}.values())
+        if len(distinct) > MOST_LINK_CLASSES:
+            return None
+        probe = 1e9
+        latency = tuple(tuple(self._pair_time(a, b, 0.0) for b in distinct) for a in distinct)
+        full = tuple(tuple(self._pair_time(a, b, probe) for b in distinct) for a in distinct)
+        per_byte = tuple(
+            tuple((f - t) / probe for f, t in zip(fs, ts)) for fs, ts in zip(full, latency)
+        )
+        ranks = Counter(of)
+        used = {
+            (latency[a][b], per_byte[a][b])
+            for a in range(len(distinct))
+            for b in range(len(distinct))
+            if a != b or ranks[a] > 1
+        }
+        return (of, latency, per_byte) if len(used) > 1 else None
 
     def _mean_link(self, devices: tuple[Device, ...], which: str) -> tuple[float, float]:
         # Transfer times are affine in the size, so their mean is the mean latency

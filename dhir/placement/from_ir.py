@@ -43,8 +43,8 @@ from dhir.machine.description import REFERENCE_GPU, Device, Link, System, with_c
 from dhir.machine.detect import load_local_system
 from dhir.machine.dlti import at_description, described_at, system_of
 from dhir.machine.files import SYSTEM_ENV, default_system_path
-from dhir.placement.cost_model import CostModel
-from dhir.placement.graph import Edge, Placement, TaskGraph
+from dhir.placement.cost_model import CostModel, PairLinks
+from dhir.placement.graph import Edge, Links, Placement, TaskGraph
 from dhir.targets import DeviceKind, TargetInfo
 
 END_TASK = "(end)"
@@ -232,7 +232,15 @@ def task_graph(
     }
     nodes = dict(zip(graph_devices, costs.nodes(devices) or ()))
     _check_room(schedule, names, memory, cost, capacity, devices)
-    return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes)
+    links = _links(graph_devices, costs.pair_links(devices))
+    return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes, links)
+
+
+def _links(names: tuple[str, ...], found: PairLinks | None) -> Links | None:
+    if found is None:
+        return None
+    of, latency, per_byte = found
+    return Links(dict(zip(names, of, strict=True)), latency, per_byte)
 
 
 def _check_room(
@@ -557,4 +565,4 @@ def _edge(
     if not nbytes or len(devices) < 2:
         return Edge(source, target, 0.0)
     inside, between = costs.comm_times(nbytes, devices)
-    return Edge(source, target, inside, between)
+    return Edge(source, target, inside, between, float(nbytes))

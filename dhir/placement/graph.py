@@ -17,6 +17,12 @@ different nodes an edge costs its `remote` time (the network's) when it has one,
 `comm`; between devices of one node, `comm` (the link inside the node). Without nodes, or
 with all devices on one node, every edge costs its `comm`, as before.
 
+Links, optional (`dhir.placement.from_ir` gives them from a machine description whose
+pairs of ranks are joined by links of different speeds): an edge that says how many bytes
+it moves (`nbytes`) costs the transfer of those bytes between its two devices (`Links`),
+whatever its `comm` and `remote`: those stay the means over pairs of devices, for what
+is found before any task has a device (HEFT's upward rank, the downward rank).
+
 In JSON, the format of `dhir schedule --graph G.json` (read by `TaskGraph.from_json`):
 {"devices": [...], "tasks": {"T": {"cost": {"dev": t}, "memory": bytes}},
  "edges": [{"from": "T", "to": "U", "comm": t, "remote": t}], "capacity": {"dev": bytes},
@@ -48,6 +54,22 @@ class Edge:
     target: str
     comm: float  # between devices of one node
     remote: float | None = None  # between devices of different nodes (None: comm)
+    nbytes: float | None = None  # what it moves, timed by the graph's links (None: comm)
+
+
+@dataclass(frozen=True)
+class Links:
+    """Transfer times by pair of devices: device d is of class `of[d]`, and from a device
+    of class a to another of class b, `nbytes` take latency[a][b] + nbytes *
+    per_byte[a][b] seconds (two devices of one class: the link between them)."""
+
+    of: dict[str, int]
+    latency: tuple[tuple[float, ...], ...]
+    per_byte: tuple[tuple[float, ...], ...]
+
+    def time(self, nbytes: float, source: int, target: int) -> float:
+        """The transfer of `nbytes` from a device of class `source` to one of `target`."""
+        return self.latency[source][target] + nbytes * self.per_byte[source][target]
 
 
 @dataclass(frozen=True)
@@ -59,11 +81,15 @@ class TaskGraph:
     memory: dict[str, float] = field(default_factory=dict)  # bytes; missing: none needed
     capacity: dict[str, float] = field(default_factory=dict)  # bytes; missing: unlimited
     nodes: dict[str, str] = field(default_factory=dict)  # device -> node; empty: one node
+    links: Links | None = None  # None: edges cost their comm (or remote)
 
     def comm_between(self, edge: Edge, source: str, target: str) -> float:
         """What `edge` costs from a task on device `source` to one on `target`."""
         if source == target:
             return 0.0
+        links = self.links
+        if links is not None and edge.nbytes is not None:
+            return links.time(edge.nbytes, links.of[source], links.of[target])
         if edge.remote is not None and self.nodes.get(source) != self.nodes.get(target):
             return edge.remote
         return edge.comm

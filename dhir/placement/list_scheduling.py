@@ -69,6 +69,19 @@ class Problem:
             for edge in graph.edges:
                 if edge.remote is not None:
                     self.remote[index[edge.source], index[edge.target]] = edge.remote
+        # Links by pair of devices (None: only the nodes matter): each device's class, and
+        # the bytes of the edges that say them, timed between their two devices.
+        links = self.links = graph.links
+        self.link_class = [links.of[d] for d in graph.devices] if links is not None else None
+        self.nbytes: dict[tuple[int, int], float] = {}
+        if links is not None:
+            for edge in graph.edges:
+                if edge.nbytes is not None:
+                    self.nbytes[index[edge.source], index[edge.target]] = edge.nbytes
+        # Whether an input's time depends on more than its devices being two, and what it
+        # depends on for a device holding none of a task's inputs.
+        self.by_pair = self.node is not None or self.link_class is not None
+        self.site = self.link_class if self.link_class is not None else self.node
         # sum(row) adds the same floats in the same order as the general form.
         self.mean_cost = [
             sum(row) / len(row)
@@ -81,13 +94,19 @@ class Problem:
         """What the edge source -> target (of `comm`) costs from device `here` to `there`."""
         if here == there:
             return 0.0
+        links, link_class = self.links, self.link_class
+        if links is not None and link_class is not None:
+            nbytes = self.nbytes.get((source, target))
+            if nbytes is not None:
+                return links.time(nbytes, link_class[here], link_class[there])
         node = self.node
         if node is None or node[here] == node[there]:
             return comm
         return self.remote.get((source, target), comm)
 
     def ready_on(self, task: int, device: int, device_of: list[int], finish: list[float]) -> float:
-        """When all of `task`'s inputs are on `device` (with nodes: each input's own cost)."""
+        """When all of `task`'s inputs are on `device` (with nodes or links: each input's
+        own cost from its device)."""
         ready = 0.0
         for pred, comm in self.preds[task]:
             arrival = finish[pred] + self.paid(pred, task, comm, device_of[pred], device)
@@ -361,7 +380,7 @@ def list_schedule(
     # The last finish on each device (-inf while empty): before it, search the gaps.
     tail = [-INF] * n_devices
     gaps: list[Gaps] = [([], []) for _ in range(n_devices)]
-    nodes = problem.node is not None  # then inputs' times depend on the nodes too
+    by_pair = problem.by_pair  # then inputs' times depend on the nodes or links too
     ready_on = problem.ready_on
     while heap:
         task = pop(heap)[1]
@@ -386,7 +405,7 @@ def list_schedule(
         if lookahead is None:
             # The loop below with no lookahead (score = end), spelt out: HEFT's speed.
             for device in runnable[task]:
-                if nodes:
+                if by_pair:
                     begin = ready_on(task, device, device_of, finish)
                 else:
                     begin = there if device == first_device else elsewhere
@@ -408,7 +427,7 @@ def list_schedule(
             extra = lookahead[task]
             best_score = INF
             for device in runnable[task]:
-                if nodes:
+                if by_pair:
                     begin = ready_on(task, device, device_of, finish)
                 else:
                     begin = there if device == first_device else elsewhere
@@ -507,7 +526,7 @@ def simulate_from(
                 first_device, elsewhere, second = device_of[pred], arrival, elsewhere
             elif arrival > second:
                 second = arrival
-        if problem.node is not None:
+        if problem.by_pair:
             begin = problem.ready_on(task, device, device_of, finish)
         elif device == first_device:
             begin = second
@@ -591,15 +610,33 @@ def downward_rank(problem: Problem) -> list[float]:
 
 def optimistic_cost_table(problem: Problem) -> list[list[float]]:
     """PEFT's OCT[t][p]: the longest of the shortest paths from t's children to an exit,
-    with t on p (comm paid when a child runs elsewhere)."""
+    with t on p (comm paid when a child runs elsewhere: with links, from p to where the
+    child runs; else the edge's mean)."""
     zeros = [0.0] * problem.n_devices  # shared by exits; rows are replaced, never mutated
     table = [zeros] * problem.n
-    # Per child: its OCT plus its cost on each device (INF where it cannot run), and the min.
+    # Per child: its OCT plus its cost on each device (INF where it cannot run), and the min
+    # (with links, per link class).
     through = [[]] * problem.n
     cheapest = [0.0] * problem.n
+    by_class: list[list[float]] = [[]] * problem.n
+    links, link_class, nbytes = problem.links, problem.link_class, problem.nbytes
     for task in reversed(range(problem.n)):
         row = zeros
         for succ, comm in problem.succs[task]:
+            moved = nbytes.get((task, succ)) if links is not None else None
+            if links is not None and link_class is not None and moved is not None:
+                # From a device of class a, the cheapest child elsewhere: per class b its
+                # cheapest device plus the transfer from a to b.
+                classes = range(len(by_class[succ]))
+                reach = [
+                    min(by_class[succ][b] + links.time(moved, a, b) for b in classes)
+                    for a in classes
+                ]
+                row = [
+                    r if r >= v else (v if v < reach[c] else (r if r >= reach[c] else reach[c]))
+                    for r, v, c in zip(row, through[succ], link_class)
+                ]
+                continue
             remote = cheapest[succ] + comm
             # On p itself the child pays no comm; elsewhere the cheapest remote choice.
             row = [
@@ -609,7 +646,18 @@ def optimistic_cost_table(problem: Problem) -> list[list[float]]:
         table[task] = row
         through[task] = [o + c for o, c in zip(row, problem.cost[task])]
         cheapest[task] = min(through[task])
+        if links is not None and link_class is not None:
+            by_class[task] = _cheapest_by_class(through[task], link_class, len(links.latency))
     return table
+
+
+def _cheapest_by_class(row: list[float], link_class: list[int], classes: int) -> list[float]:
+    """The least of `row` over the devices of each link class (INF where none is less)."""
+    least = [INF] * classes
+    for value, c in zip(row, link_class):
+        if value < least[c]:
+            least[c] = value
+    return least
 
 
 def oct_rank(problem: Problem, table: list[list[float]]) -> list[float]:
@@ -934,20 +982,20 @@ class Moves:
         lines.starts, lines.finishes = self._starts, self._finishes  # only read
         frozen = FrozenTimelines(lines)
         path = critical_path(problem, schedule, self.on_device)
-        node = problem.node
+        site = problem.site
         idle = [not tasks for tasks in self.on_device]
         ranked = []
         for k, task in enumerate(path):
             after = path[k - 1] if k else -1
             row = problem.cost[task]
             # On a device with no task, the estimates depend only on the task's cost
-            # there and the device's node (no input is there, nothing is in the way):
-            # found once per such pair, not once per idle rank.
+            # there and the device's site, its node or link class (no input is there,
+            # nothing is in the way): found once per such pair, not once per idle rank.
             known: dict[tuple[float, int], tuple[float, float]] = {}
             for device in problem.runnable[task]:
                 if device == schedule.device_of[task]:
                     continue
-                key = (row[device], node[device] if node is not None else 0)
+                key = (row[device], site[device] if site is not None else 0)
                 if idle[device] and key in known:
                     end, gain = known[key]
                 else:

@@ -1,10 +1,11 @@
 """Placement on devices of several nodes: an edge between nodes costs its `remote` time
-(the network's), one inside a node its `comm` (docs/commands.md, `dhir schedule --graph`)."""
+(the network's), one inside a node its `comm` (docs/commands.md, `dhir schedule --graph`);
+and with links by pair of devices (`TaskGraph.links`), an edge's bytes over its pair's."""
 
 import pytest
 
 from dhir.ir.diagnostics import DhirError
-from dhir.placement.graph import TaskGraph
+from dhir.placement.graph import Edge, Links, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS
 from dhir.placement.simulate import simulate
 
@@ -79,6 +80,31 @@ def test_simulate_prices_edges_by_nodes() -> None:
     replay = simulate(graph, placement)
     assert replay.placement.finish["B1"] == 10 + 50 + 30  # r0 -> r2: between nodes
     assert replay.placement.start["C1"] >= 10 + 1  # r0 -> r1: inside n0
+
+
+def linked_fork(links: Links | None) -> TaskGraph:
+    """A -> B, A -> C moving 100 bytes each, on r0 and r1 (class 0, 0.01 s a byte between
+    them) and r2 and r3 (class 1, 1 s a byte to or from anything), whose mean (comm,
+    over every pair) is 67 s, more than running B and C one after the other."""
+    cost = {
+        task: dict.fromkeys(DEVICES, time) for task, time in (("A", 10.0), ("B", 30.0), ("C", 30.0))
+    }
+    edges = tuple(Edge("A", child, 67.0, None, 100.0) for child in ("B", "C"))
+    return TaskGraph(tuple(DEVICES), ("A", "B", "C"), cost, edges, links=links)
+
+
+@pytest.mark.parametrize("algorithm", ["heft", "peft", "best"])
+def test_edges_cost_the_link_of_the_devices_they_join(algorithm: str) -> None:
+    # Timed at the mean, B and C ran after A on its device (70 s); between r0 and r1 the
+    # transfer takes 1 s, so they run at once there.
+    slow = ((0.0, 0.0), (0.0, 0.0)), ((0.01, 1.0), (1.0, 1.0))
+    links = Links({"r0": 0, "r1": 0, "r2": 1, "r3": 1}, *slow)
+    graph = linked_fork(links)
+    placed = ALGORITHMS[algorithm](graph)
+    assert placed.makespan == pytest.approx(10 + 1 + 30)
+    assert {placed.assignment[t] for t in "ABC"} == {"r0", "r1"}
+    assert simulate(graph, placed).makespan == placed.makespan
+    assert ALGORITHMS[algorithm](linked_fork(None)).makespan == 70
 
 
 @pytest.mark.parametrize(

@@ -599,13 +599,10 @@ func.func @main(%a: memref<4000x1000xf64>, %b: memref<4000x1000xf64>) {
 """
 
 
-def test_cpu_pieces_beside_two_gpus_go_to_both_cpu_ranks(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    # dhir-split cuts the loop in 2 pieces for the 2 CPU ranks. Rank 1 sends its piece's
-    # rows of %b to rank 0 over the node (16 MB: 3.2 ms); the replay that judges `best`'s
-    # candidates timed it as the mean over every pair of ranks, GPUs' host links and
-    # all (3.85 ms), so both pieces went to rank 0 (7.2 ms, rank 1 idle).
+def _two_cpu_ranks_two_gpus(tmp_path: Path) -> Path:
+    """A node of a CPU run by 2 ranks and 2 GPUs, whose host links are slower than the
+    node's link between the CPU ranks (16 MB: 3.2 ms between those, 3.85 ms on average
+    over every pair of the 4 ranks)."""
     cpu = {"name": "n0.cpu", "arch": "x86_64", "peak_gflops": 100.0, "mem_bw_gbs": 40.0,
            "memory_bytes": 1 << 35, "cores": 8, "ranks": 2}  # fmt: skip
     gpus = [
@@ -618,6 +615,17 @@ def test_cpu_pieces_beside_two_gpus_go_to_both_cpu_ranks(
     system.write_text(
         json.dumps({"nodes": [{"name": "n0", "devices": [cpu, *gpus]}], "links": links})
     )
+    return system
+
+
+def test_cpu_pieces_beside_two_gpus_go_to_both_cpu_ranks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # dhir-split cuts the loop in 2 pieces for the 2 CPU ranks. Rank 1 sends its piece's
+    # rows of %b to rank 0 over the node (16 MB: 3.2 ms); the replay that judges `best`'s
+    # candidates timed it as the mean over every pair of ranks, GPUs' host links and
+    # all (3.85 ms), so both pieces went to rank 0 (7.2 ms, rank 1 idle).
+    system = _two_cpu_ranks_two_gpus(tmp_path)
     program = tmp_path / "loop.mlir"
     program.write_text(SEQUENTIAL_ANY)
     code, out, err = run_schedule(capsys, str(program), "--system", str(system), "--json")
@@ -627,3 +635,95 @@ def test_cpu_pieces_beside_two_gpus_go_to_both_cpu_ranks(
     assert {placed["t.piece0"], placed["t.piece1"]} == {"rank0", "rank1"}
     piece = entry["finish"]["t.piece0"] - entry["start"]["t.piece0"]
     assert entry["makespan"] == entry["as_built_makespan"] == pytest.approx(piece)
+
+
+def test_peft_times_each_transfer_on_the_link_of_its_two_ranks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # PEFT's look-ahead (its optimistic cost table) took rank 1's output to the end on
+    # rank 0 for 3.85 ms, the mean over every pair of ranks, GPUs' host links included,
+    # rather than the CPU ranks' 3.2 ms: both 3.6 ms pieces went to rank 0 (7.2 ms).
+    system = _two_cpu_ranks_two_gpus(tmp_path)
+    program = tmp_path / "loop.mlir"
+    program.write_text(SEQUENTIAL_ANY)
+    args = ("--system", str(system), "--placement", "peft", "--json")
+    code, out, err = run_schedule(capsys, str(program), *args)
+    assert code == 0, err
+    (entry,) = json.loads(out)["schedules"]
+    assert {entry["assignment"]["t.piece0"], entry["assignment"]["t.piece1"]} == {
+        "rank0",
+        "rank1",
+    }
+    piece = entry["finish"]["t.piece0"] - entry["start"]["t.piece0"]
+    assert entry["makespan"] == pytest.approx(piece)
+
+
+# %c is read after the schedule, so it is broadcast at the end wherever its rows were
+# written: where q2 runs costs nothing there.
+FAN_OUT = """
+func.func @main(%a: memref<4000x1000xf64>, %b: memref<4000x1000xf64>,
+                %c: memref<4000x1000xf64>) {
+  dhir.schedule %a, %b, %c {
+    %cpu = dhir.target {kind = "cpu"}
+    %p = dhir.task %cpu, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c1000 = arith.constant 1000 : index
+      %c4000 = arith.constant 4000 : index
+      scf.for %i = %c0 to %c4000 step %c1 {
+        scf.for %j = %c0 to %c1000 step %c1 {
+          %x = memref.load %a[%i, %j] : memref<4000x1000xf64>
+          %s = arith.addf %x, %x : f64
+          memref.store %s, %b[%i, %j] : memref<4000x1000xf64>
+        }
+      }
+    }
+    %q1 = dhir.task %cpu, %b, %c {HALF}
+    %q2 = dhir.task %cpu, %b, %c {HALF}
+  }
+  %z = arith.constant 0 : index
+  %v = memref.load %c[%z, %z] : memref<4000x1000xf64>
+  memref.store %v, %a[%z, %z] : memref<4000x1000xf64>
+  return
+}
+"""
+_HALF = """
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c1000 = arith.constant 1000 : index
+      %lo = arith.constant LO : index
+      %hi = arith.constant HI : index
+      scf.for %i = %lo to %hi step %c1 {
+        scf.for %j = %c0 to %c1000 step %c1 {
+          %x = memref.load %b[%i, %j] : memref<4000x1000xf64>
+          %s = arith.mulf %x, %x : f64
+          memref.store %s, %c[%i, %j] : memref<4000x1000xf64>
+        }
+      }
+    """
+
+
+def test_heft_times_each_transfer_on_the_link_of_its_two_ranks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # p (7.2 ms, rank 0) writes %b; q1 and q2 (3.6 ms each) read half of it each. HEFT
+    # timed q2 on rank 1 with the mean transfer over every pair of ranks (16 MB: 3.85
+    # ms), 7.2 + 3.85 + 3.6 > 7.2 + 3.6 + 3.6 on rank 0, so it kept rank 1 idle. The two
+    # CPU ranks' link takes 3.2 ms: q2 runs on rank 1, done 0.4 ms sooner.
+    system = _two_cpu_ranks_two_gpus(tmp_path)
+    halves = [
+        _HALF.replace("LO", lo).replace("HI", hi) for lo, hi in (("0", "2000"), ("2000", "4000"))
+    ]
+    program = tmp_path / "fan.mlir"
+    program.write_text(
+        FAN_OUT.replace("{HALF}", "{" + halves[0] + "}", 1).replace("{HALF}", "{" + halves[1] + "}")
+    )
+    code, out, err = run_schedule(
+        capsys, str(program), "--system", str(system), "--placement", "heft", "--json"
+    )
+    assert code == 0, err
+    (entry,) = json.loads(out)["schedules"]
+    assert [entry["assignment"][t] for t in ("p", "q1", "q2")] == ["rank0", "rank0", "rank1"]
+    start, finish = entry["start"], entry["finish"]
+    assert start["q2"] - finish["p"] == pytest.approx(1e-6 + 16e6 / 5e9)
+    assert finish["q2"] < finish["q1"] + (finish["q1"] - start["q1"])
