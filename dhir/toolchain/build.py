@@ -770,13 +770,16 @@ def _undefined_functions(
     that is not such a function (dhir's own, a library's)."""
     text = "\n".join(d.message for d in error.diagnostics)
     found = [m.group(1) or m.group(2) for m in _UNDEFINED.finditer(text)]
-    names = [symbol.removeprefix(C_INTERFACE_PREFIX) for symbol in dict.fromkeys(found)]
+    symbols = list(dict.fromkeys(found))
+    names = [symbol.removeprefix(C_INTERFACE_PREFIX) for symbol in symbols]
     if not names or not all(name in callers for name in names):
         return None
     diagnostics = []
-    for name in names:
+    for symbol, name in zip(symbols, names, strict=True):
         loc, task = callers[name]
-        diagnostics.append(Diagnostic(undefined_function(name, task, searched), loc))
+        c_interface = symbol != name
+        message = undefined_function(name, task, searched, c_interface=c_interface)
+        diagnostics.append(Diagnostic(message, loc))
     return DhirError(diagnostics)
 
 

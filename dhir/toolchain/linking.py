@@ -172,22 +172,49 @@ def position_independent_hint(linker_output: str) -> str:
 
 
 def undefined_function(
-    name: str, task: str | None, searched: Sequence[str], system: str = NATIVE_SYSTEM
+    name: str,
+    task: str | None,
+    searched: Sequence[str],
+    system: str = NATIVE_SYSTEM,
+    c_interface: bool = False,
 ) -> str:
     """What to say of a call to `name` (in `task`) that no linked file defines: both
     backends say it alike, naming the files they looked in (`searched`, in order) and
-    then the libraries they link on their own (`system`)."""
+    then the libraries they link on their own (`system`). `c_interface`: the declaration
+    has llvm.emit_c_interface, so the symbol looked for is `_mlir_ciface_NAME`; where a
+    file defines the name in the other form, the fix is to the declaration."""
     where = f" in task {task}" if task is not None else ""
+    symbol = f" (as {C_INTERFACE_PREFIX}{name}, for {C_INTERFACE})" if c_interface else ""
     looked = (
         f"looked in {', '.join(searched)}, then {system}"
         if searched
         else f"no file of yours is linked; looked in {system}"
     )
-    return (
-        f"calls {name}{where}, which no file the program links defines ({looked}); pass "
-        "the object file or library that does with --link FILE or -l NAME (dhir.run: "
+    fix = _other_form(name, c_interface, searched) or (
+        "pass the object file or library that does with --link FILE or -l NAME (dhir.run: "
         'link=[...]; docs/commands.md, "Calling your own code")'
     )
+    return f"calls {name}{symbol}{where}, which no file the program links defines ({looked}); {fix}"
+
+
+def _other_form(name: str, c_interface: bool, searched: Sequence[str]) -> str | None:
+    """How to declare `name` where a linked file (`searched`) defines it in the other
+    form than the declaration calls: with MLIR's C interface or without."""
+    paths = [Path(path) for path in searched]
+    static = [path for path in paths if not is_shared(path)]
+    defined = defined_names(static, [path for path in paths if is_shared(path)])
+    if c_interface and name in defined:
+        return (
+            f"a linked file defines {name} itself, without MLIR's C interface: remove "
+            f"{C_INTERFACE} from @{name}'s declaration (each memref then passes as its "
+            'descriptor\'s fields; docs/commands.md, "Calling your own code")'
+        )
+    if not c_interface and f"{C_INTERFACE_PREFIX}{name}" in defined:
+        return (
+            f"a linked file defines {C_INTERFACE_PREFIX}{name}, MLIR's C interface to it: "
+            f"declare @{name} with attributes {{{C_INTERFACE}}}"
+        )
+    return None
 
 
 def is_shared(path: Path) -> bool:

@@ -98,7 +98,9 @@ def test_a_function_no_file_defines_is_an_error_at_its_call(tmp_path: Path) -> N
     text = PROGRAM.read_text().splitlines()
     call = next(k for k, line in enumerate(text, 1) if "func.call @scale_rows" in line)
     task = "in task t0"
-    assert lines[0].startswith(f"{PROGRAM}:{call}:7: calls scale_rows {task}, which no file")
+    # Declared with llvm.emit_c_interface: it says which symbol C must define.
+    symbol = "(as _mlir_ciface_scale_rows, for llvm.emit_c_interface)"
+    assert lines[0].startswith(f"{PROGRAM}:{call}:7: calls scale_rows {symbol} {task}, which no")
     assert "--link FILE or -l NAME" in lines[0]
     assert lines[1].split(": ", 1)[1].startswith("calls add_one")
 
@@ -121,6 +123,36 @@ def test_the_error_for_a_missing_function_names_the_files_looked_in(
         "v.mlir:25:7: error: calls add_two in task t2, which no file the program links "
         f"defines (looked in {library.resolve()}, then {system}); pass"
     )
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_a_function_declared_in_the_other_form_says_how_to_declare_it(
+    tmp_path: Path, backend: str
+) -> None:
+    """kernel.c defines _mlir_ciface_scale_rows and add_one: declared the other way round
+    (without llvm.emit_c_interface, and with it), each call was "no file defines it",
+    with the advice to link the file that was linked."""
+    library = compile_c(tmp_path, "o")
+    program = PROGRAM.read_text()
+    program = program.replace("f64) attributes {llvm.emit_c_interface}", "f64)")
+    program = program.replace(
+        "@add_one(i64, i64)", "@add_one(i64, i64) attributes {llvm.emit_c_interface}"
+    )
+    module = dhir.parse_string(program, "v.mlir")
+    with pytest.raises(DhirError) as error:
+        dhir.run(module, *inputs(), backend=backend, link=[library])
+    said = str(error.value)
+    assert "calls scale_rows in task t0, which no file" in said
+    assert (
+        "a linked file defines _mlir_ciface_scale_rows, MLIR's C interface to it: declare "
+        "@scale_rows with attributes {llvm.emit_c_interface}"
+    ) in said
+    if backend == "native":  # the interpreter stops at the first call
+        assert "calls add_one (as _mlir_ciface_add_one, for llvm.emit_c_interface)" in said
+        assert "a linked file defines add_one itself, without MLIR's C interface" in said
+    assert "pass the object file" not in said
 
 
 @pytest.mark.mlir

@@ -200,7 +200,8 @@ def call_external(
         return (_mpi_clock(name),)
     if function is None:
         task = record.task_name(op) if record is not None else None
-        fail(op, undefined_function(name, task, libraries.searched, INTERP_SYSTEM))
+        searched = libraries.searched
+        fail(op, undefined_function(name, task, searched, INTERP_SYSTEM, c_interface))
     outputs = callee.function_type.outputs.data
     if len(outputs) > 1 or any(not _is_scalar(type_) for type_ in outputs):
         returned = ", ".join(str(type_) for type_ in outputs)
