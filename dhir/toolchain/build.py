@@ -35,6 +35,7 @@ from dhir.toolchain.linking import (
     RUNNER_UTILS,
     LinkInputs,
     position_independent_hint,
+    runtime_library_hint,
     undefined_function,
 )
 from dhir.toolchain.llvm_text import patch_llvm_ir
@@ -489,7 +490,7 @@ class _Recipe:
             self._in_work_dir(exe.parent, link)
         except DhirError as error:
             undefined = _undefined_functions(error, callers, self.linked.searched())
-            raise undefined or _with_pic_hint(error) from None
+            raise undefined or _with_link_hint(error) from None
         return exe
 
     def _compile_module(self, work: Path, *, mlir: str, timing: Timing) -> None:
@@ -783,11 +784,12 @@ def _undefined_functions(
     return DhirError(diagnostics)
 
 
-def _with_pic_hint(error: DhirError) -> DhirError:
+def _with_link_hint(error: DhirError) -> DhirError:
     """A failed link's error with what to do when it refused an object that is not
-    position-independent (the interpreter's link says the same)."""
+    position-independent, or linked code needs a language's runtime library (the
+    interpreter's link and load say the same)."""
     text = "\n".join(d.message for d in error.diagnostics)
-    hint = position_independent_hint(text)
+    hint = position_independent_hint(text) or runtime_library_hint(text)
     if not hint:
         return error
     first, *rest = error.diagnostics

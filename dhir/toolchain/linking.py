@@ -171,6 +171,28 @@ def position_independent_hint(linker_output: str) -> str:
     return ""
 
 
+# What a linker or loader says of a symbol of C++'s runtime library (operator new, std::,
+# the ABI's __cxa_ functions, typeinfo and vtables; mangled, or as GNU ld demangles them),
+# and of gfortran's.
+_CXX_RUNTIME = re.compile(
+    r"undefined (?:reference to|symbol:) `?(?:_Z|operator |std::|__cxa_|__gxx_|vtable for|typeinfo)"
+)
+_FORTRAN_RUNTIME = re.compile(r"undefined (?:reference to|symbol:) `?_gfortran_")
+
+
+def runtime_library_hint(linker_output: str) -> str:
+    """What to add when linked code needs a language's runtime library, which neither
+    backend links on its own: C++'s, gfortran's."""
+    if _CXX_RUNTIME.search(linker_output):
+        return (
+            " (linked C++ code needs C++'s library: add -l stdc++, or -l c++ for code built "
+            "with libc++)"
+        )
+    if _FORTRAN_RUNTIME.search(linker_output):
+        return " (linked Fortran code needs gfortran's library: add -l gfortran)"
+    return ""
+
+
 def undefined_function(
     name: str,
     task: str | None,

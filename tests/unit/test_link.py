@@ -155,6 +155,40 @@ def test_a_function_declared_in_the_other_form_says_how_to_declare_it(
     assert "pass the object file" not in said
 
 
+# add_one in C++, with what only C++'s library defines (operator new[] and delete[]).
+CXX_ADD_ONE = """
+extern "C" void add_one(long data, long n) {
+  double *x = (double *)data, *copy = new double[n];
+  for (long i = 0; i < n; ++i) copy[i] = x[i] + 1.0;
+  for (long i = 0; i < n; ++i) x[i] = copy[i];
+  delete[] copy;
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_cxx_code_without_its_library_says_to_link_it(tmp_path: Path, backend: str) -> None:
+    """The link failed with the linker's `operator new[]` (native code) or the loader's
+    `undefined symbol: _Znam` (the interpreter, which named the library /proc/self/fd/N),
+    and nothing said that C++'s library was missing."""
+    kernel = compile_c(tmp_path, "o")
+    (tmp_path / "add.cc").write_text(CXX_ADD_ONE)
+    cxx = tmp_path / "add.o"
+    clang = ["clang-22", "-x", "c++", "-O1", "-fPIC", "-c", str(tmp_path / "add.cc")]
+    subprocess.run([*clang, "-o", str(cxx)], check=True)
+    # kernel.o defines add_one too: take the C++ one alone.
+    subprocess.run(["objcopy", "-N", "add_one", str(kernel)], check=True)
+    with pytest.raises(DhirError) as error:
+        dhir.run(str(PROGRAM), *inputs(), backend=backend, link=[kernel, cxx])
+    said = str(error.value)
+    assert "linked C++ code needs C++'s library: add -l stdc++" in said
+    assert "/proc/self/fd" not in said
+    got = dhir.run(str(PROGRAM), *inputs(), backend=backend, link=[kernel, cxx, "-lstdc++"])
+    assert_equal(got, expected())
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_a_changed_object_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,6 +60,7 @@ from dhir.toolchain.linking import (
     LinkInputs,
     is_shared,
     position_independent_hint,
+    runtime_library_hint,
     undefined_function,
 )
 from dhir.toolchain.tools import LLVM_LIB_DIR, find_llvm_tools
@@ -111,7 +112,11 @@ def load(shared: Path, searched: tuple[str, ...] = ()) -> Libraries:
     try:
         return Libraries([ctypes.CDLL(str(shared)), *_runner_utils()], searched)
     except OSError as error:
-        message = f"the interpreter cannot load the code the program links: {error}"
+        # The loader names the library by the path it was opened through (/proc/self/fd/N).
+        said = str(error).replace(f"{shared}: ", "", 1)
+        files = f" ({', '.join(searched)})" if searched else ""
+        hint = runtime_library_hint(said)
+        message = f"the interpreter cannot load the code the program links{files}: {said}{hint}"
         raise DhirError([Diagnostic(message)]) from None
 
 
