@@ -61,11 +61,13 @@ def _uneven(ranks: int, fast: int) -> System:
 
 @_profile(10)
 @given(programs(ranks=4), st.integers(0, 99))
-def test_random_mixed_programs_run_in_the_interpreter(program: Program, seed: int) -> None:
-    """The generator writes only programs the oracle runs (no out-of-bounds view)."""
+def test_random_mixed_programs_mean_the_same_without_dhir_ops(program: Program, seed: int) -> None:
+    """The generator writes only programs the oracle runs (no out-of-bounds view), and
+    their plain form (what CodeDrop takes) means what the schedules do."""
     note(program.text())
     got = dhir.run(program.text(), *program.inputs(seed), backend="interp")
     assert len(got) == program.buffers + 1
+    _same(dhir.run(program.text(plain=True), *program.inputs(seed), backend="interp"), got)
 
 
 @needs_mpi
@@ -78,17 +80,21 @@ def test_random_mixed_programs_run_in_the_interpreter(program: Program, seed: in
             st.sampled_from(MPIS),
             st.sampled_from(PLACEMENTS),
             st.none() | st.integers(1, n - 1),
+            st.booleans(),
             st.integers(0, 99),
         )
     )
 )
 def test_random_mixed_programs_native_equals_interp(
-    case: tuple[int, Program, str, str, int | None, int],
+    case: tuple[int, Program, str, str, int | None, bool, int],
 ) -> None:
-    ranks, program, mpi, placement, fast, seed = case
-    text = program.text()
+    """Written with schedules, or as plain code that CodeDrop cuts into tasks."""
+    ranks, program, mpi, placement, fast, plain, seed = case
+    text = program.text(plain=plain)
     note(f"on {ranks} ranks with {mpi}, placement {placement}, fast ranks {fast}:\n{text}")
-    event(f"{ranks} ranks, {'a' if fast else 'no'} description")
+    event(
+        f"{ranks} ranks, {'a' if fast else 'no'} description, {'plain' if plain else 'schedules'}"
+    )
     inputs = program.inputs(seed)
     oracle = dhir.run(text, *inputs, backend="interp")
     module = parse_string(text)
