@@ -7,6 +7,7 @@ from xdsl.traits import Pure
 
 from dhir.analysis.lift import follows
 from dhir.dialects import arith, func
+from dhir.dialects.access import is_pure
 from dhir.dialects.arith import scalar_int_width
 from dhir.ir.build import move_ops
 
@@ -92,14 +93,15 @@ def _rematerializable(value: SSAValue) -> bool:
     operands, or pure integer arithmetic the lifter reads (dhir.analysis.lift), of what
     is passed or computed so. Passed whole, `3 * n` was a number to dhir-wrap-checks,
     which let the 64-bit product wrap where the analysis before outlining, taking it
-    exact, proved a loop's iterations independent (a race, exit 0)."""
+    exact, proved a loop's iterations independent (a race, exit 0). Purity is dhir's
+    rule (`is_pure`): xDSL marks neither affine.min nor arith.extsi Pure."""
     owner = value.owner
     if not isinstance(owner, Operation) or owner.regions or len(owner.results) != 1:
         return False
     if not owner.operands:
         return isinstance(owner, arith.ConstantOp) or owner.has_trait(Pure)
     return (
-        owner.has_trait(Pure)
+        is_pure(owner)
         and follows(owner)
         and all(scalar_int_width(v.type) is not None for v in (*owner.operands, value))
     )
