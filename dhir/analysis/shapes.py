@@ -7,18 +7,23 @@ A shape key is exact for those analyses: it holds every op's name, operands (by 
 they are defined: an earlier op of the body, or the position of a listed memref, or
 the outer value itself), result types, properties, attributes, successors, regions and
 block arguments, the types of the listed memrefs, and the callee of each call (its
-body is counted). The one thing left out is the value of an `arith.constant` whose
-every use is a subscript of a scalar load or store without a map: the effects do not
-look at subscripts, the work count tells accesses apart by their SSA values, and the
-reuse count drops a subscript's constant term. Any other literal (a loop bound, a
-multiplier, a stored value) is part of the key. The access regions depend on those
+body is counted). Two kinds of literal are left out. The value of an `arith.constant`
+whose every use is a subscript of a scalar load or store without a map: the effects do
+not look at subscripts, the work count tells accesses apart by their SSA values, and the
+reuse count drops a subscript's constant term. The access regions depend on those
 constants: they are found once per shape with each constant left out as a parameter
-(dhir.analysis.regions.shared_regions), given by `Shapes.constants`.
+(dhir.analysis.regions.shared_regions), given by `Shapes.constants`. And the value of a
+scalar floating-point `arith.constant` (its type stays in the key): no analysis reads a
+float's value (the regions, trip counts and reuse count lift integers only, and a value
+cast from a float is unknown to them, so the worst case; the work count counts ops by
+their types), and generated tasks differ by such literals (a scale, a coefficient). Any
+other literal (a loop bound, an integer multiplier or stored value) is part of the key.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from dhir.dialects import func
@@ -126,6 +131,8 @@ def _op(
         shown = "subscript"  # its value left out; its type is its result's
         if op.results[0].first_use is not None:  # an unused one stands for nothing
             constants.append(op)  # pyright: ignore[reportArgumentType]
+    elif cls is ConstantOp and isinstance(properties.get("value"), FloatAttr):
+        shown = "float"  # its value read by no analysis; its type is its result's
     parts.append(
         (
             cls,

@@ -74,6 +74,21 @@ def _stored(k: int, value: float, dst: str) -> list[str]:
     ]
 
 
+def _scaled(k: int, scale: float, src: str, dst: str) -> list[str]:
+    """dst[k] = src[k] * scale, then a store where the scale, cast to an index, says: a
+    float literal's value moves no region the analyses can see (the cast is unknown)."""
+    return [
+        f"%i = arith.constant {k} : index",
+        f"%s = arith.constant {scale} : f32",
+        f"%x = memref.load {src}[%i] : {_TYPES[src]}",
+        "%y = arith.mulf %x, %s : f32",
+        f"memref.store %y, {dst}[%i] : {_TYPES[dst]}",
+        "%w = arith.fptosi %s : f32 to i32",
+        "%j = arith.index_cast %w : i32 to index",
+        f"memref.store %y, {dst}[%j] : {_TYPES[dst]}",
+    ]
+
+
 def _local(size: int, k: int, src: str) -> list[str]:
     """A buffer of its own: its size is the task's footprint."""
     return [
@@ -91,6 +106,7 @@ _BODIES = st.one_of(
     st.builds(_strided, st.integers(1, 5), st.integers(1, 3), _MEMREF, _MEMREF),
     st.builds(_stored, st.integers(0, 15), st.sampled_from([0.5, 2.5]), _MEMREF),
     st.builds(_local, st.sampled_from([16, 32]), st.integers(0, 15), _MEMREF),
+    st.builds(_scaled, st.integers(0, 15), st.sampled_from([0.5, 2.5, 7.0]), _MEMREF, _MEMREF),
 )
 # Which memrefs a task lists, in which order (a listed memref may repeat).
 _LISTS = st.sampled_from(["%a, %b, %c", "%c, %b, %a", "%a, %a, %b, %c", "%b, %c, %a"])
@@ -147,6 +163,8 @@ _SEVERAL_SHAPES = [
     (_stored(9, 2.5, "%c"), "%a, %b, %c"),
     (_local(16, 3, "%b"), "%a, %b, %c"),
     (_local(32, 3, "%b"), "%a, %b, %c"),
+    (_scaled(2, 0.5, "%b", "%c"), "%a, %b, %c"),
+    (_scaled(4, 7.0, "%b", "%c"), "%a, %b, %c"),
 ]
 
 
@@ -168,6 +186,7 @@ def test_shapes_tell_apart_what_the_analyses_see() -> None:
     assert len({ids[4], ids[5], ids[6]}) == 3  # a multiplier, a trip count
     assert ids[7] != ids[8]  # a stored literal
     assert ids[9] != ids[10]  # the type of a local buffer
+    assert ids[11] == ids[12]  # float literals (and subscript literals) alone differ
 
 
 def test_each_shape_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,7 +204,7 @@ def test_each_shape_is_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(effects_module, "task_effects", counted("effects", task_effects))
     monkeypatch.setattr(from_ir, "body_work", counted("work", from_ir.body_work))
     from_ir.task_graph(schedule, [CPU, CPU], CostModel(), called=False)
-    assert expected == 10
+    assert expected == 11
     assert calls == {"effects": expected, "work": expected}
 
 
