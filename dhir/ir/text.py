@@ -156,6 +156,10 @@ def _unsupported(parser: LocatedParser | None, why: str, line_offset: int) -> Di
     )
 
 
+# A call's callee, operand types and result type (None: it has none).
+_CallKey = tuple[Attribute, tuple[Attribute, ...], Attribute | None]
+
+
 @dataclass(eq=False, repr=False)
 class _Printer(Printer):
     """xDSL's printer, with shorter ways to the same text: it writes text without line
@@ -171,6 +175,10 @@ class _Printer(Printer):
     # 0.74, so the answer is the class's; this printer lives for one print).
     _terminators: dict[type[Operation], bool] = field(
         default_factory=dict[type[Operation], bool], init=False
+    )
+    # Per callee and types: a call's callee and type as they print.
+    _calls: dict[_CallKey, tuple[str, str]] = field(
+        default_factory=dict[_CallKey, tuple[str, str]], init=False
     )
 
     def print_string(self, text: str, *, indent: int | None = None) -> None:
@@ -229,6 +237,21 @@ class _Printer(Printer):
             if isinstance(type_, TypeAttribute):
                 self._types[type_] = text
         return text
+
+    def call_text(
+        self, callee: Attribute, inputs: tuple[Attribute, ...], output: Attribute | None
+    ) -> tuple[str, str]:
+        """A call's callee as it prints, and its `(inputs) -> output` type: printed once
+        for each callee and types (a lowered schedule calls the runtime twice per task)."""
+        key: _CallKey = (callee, inputs, output)
+        found = self._calls.get(key)
+        if found is None:
+            out = StringIO()
+            Printer(stream=out).print_attribute(callee)
+            types = ", ".join(self.type_text(type_) for type_ in inputs)
+            result = "()" if output is None else self.type_text(output)
+            found = self._calls[key] = (out.getvalue(), f"({types}) -> {result}")
+        return found
 
     def names(self, values: Sequence[SSAValue]) -> list[str] | None:
         """`%name` of each of `values`, when all have been printed before (as an op's
@@ -316,20 +339,21 @@ def _print_float_binary(printer: _Printer, op: Operation) -> bool:
 
 
 def _print_call(printer: _Printer, op: Operation) -> bool:
-    results = op.result_types
-    names = printer.names(op.operands)
+    results, operands = op.results, op.operands
+    names = printer.names(operands)
     if len(op.properties) != 1 or len(results) > 1 or names is None:
         return False
-    if results and isinstance(results[0], FunctionType):
+    if results and isinstance(results[0].type, FunctionType):
         return False  # printed in parentheses
     if results:
-        printer.print_ssa_value(op.results[0])
+        printer.print_ssa_value(results[0])
         printer.print_string(" = ")
-    printer.print_string("func.call ")
-    printer.print_attribute(op.properties["callee"])
-    inputs = ", ".join(printer.type_text(type_) for type_ in op.operand_types)
-    output = printer.type_text(results[0]) if results else "()"
-    printer.print_string(f"({', '.join(names)}) : ({inputs}) -> {output}")
+    callee, signature = printer.call_text(
+        op.properties["callee"],
+        tuple(operand.type for operand in operands),
+        results[0].type if results else None,
+    )
+    printer.print_string(f"func.call {callee}({', '.join(names)}) : {signature}")
     return True
 
 

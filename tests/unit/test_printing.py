@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import BytesAttr, StringAttr
+from xdsl.dialects.builtin import BytesAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
@@ -117,6 +117,33 @@ def test_a_body_without_its_terminator_asks_each_class_once(
     monkeypatch.setattr(Operation, "has_trait", classmethod(counted))
     assert print_module(module) == expected
     assert len(asked) == len(set(asked))  # store, yield
+
+
+def test_a_callee_and_its_types_print_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowered schedule calls the runtime twice per task, always with the same callee
+    and types: each callee and signature is printed once, then written as text (xDSL
+    printed the symbol for every call, a third of printing those calls)."""
+    calls = "\n".join(
+        f"  func.call @enter(%k{k % 3}) : (i64) -> ()\n  %r{k} = func.call @get(%k{k % 3}) : (i64) -> f32"
+        for k in range(30)
+    )
+    module = parse_string(
+        "func.func private @enter(i64)\nfunc.func private @get(i64) -> f32\n"
+        "func.func @main() {\n"
+        + "".join(f"  %k{k} = arith.constant {k} : i64\n" for k in range(3))
+        + f"{calls}\n  return\n}}"
+    )
+    expected = _xdsl_text(module)
+    printed: list[str] = []
+    print_builtin = SymbolRefAttr.print_builtin
+
+    def counted(self: SymbolRefAttr, printer: Printer) -> None:
+        printed.append(self.string_value())
+        print_builtin(self, printer)
+
+    monkeypatch.setattr(SymbolRefAttr, "print_builtin", counted)
+    assert print_module(module) == expected
+    assert sorted(printed) == ["enter", "get"]
 
 
 DENSE_BITS = [
