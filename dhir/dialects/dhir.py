@@ -432,8 +432,9 @@ class TaskOp(IRDLOperation):
         info = self._verify_target(target, name)
         schedule = self.parent_op()
         assert isinstance(schedule, ScheduleOp)
+        listed_by_schedule = schedule.args
         for index, value in enumerate(memrefs):
-            _verify_task_memref(value, index + (target is not None), schedule)
+            _verify_task_memref(value, index + (target is not None), listed_by_schedule)
         if self.body in _CHECKED_BODIES.get():
             return
         if self.body.block.args:
@@ -450,7 +451,9 @@ class TaskOp(IRDLOperation):
         the operand segments at every use, which cost a tenth of verifying a schedule."""
         sizes = self.properties["operandSegmentSizes"]
         assert isinstance(sizes, DenseArrayBase)  # IRDL verified the segments first
-        targets = sizes.get_values()[0]
+        targets = _SEGMENT_TARGETS.get(id(sizes))
+        if targets is None:
+            targets = sizes.get_values()[0]
         operands = tuple(self.operands)
         name = self.properties.get("target")
         target = operands[0] if targets else None
@@ -561,13 +564,13 @@ def _on_device(value: SSAValue) -> bool:
     return isinstance(owner, Operation) and DEVICE_BUFFER_ATTR in owner.attributes
 
 
-def _verify_task_memref(value: SSAValue, position: int, schedule: ScheduleOp) -> None:
+def _verify_task_memref(value: SSAValue, position: int, schedule_args: Sequence[SSAValue]) -> None:
     if not isinstance(value.type, MemRefType):
         raise VerifyException(
             f"dhir.task operand #{position} ({_value_name(value)}) has type {value.type}; "
             "a task lists only the memrefs it touches (scalars are used directly)"
         )
-    if value not in schedule.args:
+    if value not in schedule_args:
         raise VerifyException(
             f"dhir.task lists {_value_name(value)}, which is not an operand of the "
             "enclosing dhir.schedule; add it to the schedule's operands"
@@ -696,9 +699,16 @@ def _parse_body(parser: Parser) -> Region:
 _target_from_string = cache(parse_target_string)
 
 
+# The target count of each attribute _segment_sizes made, by the attribute's id (each
+# is kept by its cache): verifying thousands of tasks unpacked it from bytes each time.
+_SEGMENT_TARGETS: dict[int, int] = {}
+
+
 @cache
 def _segment_sizes(targets: int, memrefs: int) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i32, [targets, memrefs])
+    sizes = DenseArrayBase.from_list(i32, [targets, memrefs])
+    _SEGMENT_TARGETS[id(sizes)] = targets
+    return sizes
 
 
 def _single_block(body: Region) -> None:

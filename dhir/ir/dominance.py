@@ -8,7 +8,7 @@ symbols (modules) are graph regions, where order does not matter.
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
-from xdsl.traits import IsolatedFromAbove, SymbolTable
+from xdsl.traits import IsolatedFromAbove, OpTrait, SymbolTable
 
 
 class DominanceInfo:
@@ -77,16 +77,31 @@ def _ancestor_in_region(op: Operation, region: Region | None) -> Operation | Non
         if block.parent is region:
             return current
         parent = current.parent_op()
-        if parent is not None and parent.has_trait(IsolatedFromAbove):
+        if parent is not None and has_trait(parent, IsolatedFromAbove):
             if parent.parent is None or parent.parent.parent is not region:
                 return None
         current = parent
     return None
 
 
+# Per op class and trait, whether the class has it: `has_trait` is a class method in xDSL
+# 0.74 that searches the class's traits, and the verifier asked it of every op of a large
+# schedule, several times.
+_TRAITS: dict[tuple[type[Operation], type[OpTrait]], bool] = {}
+
+
+def has_trait(op: Operation, trait: type[OpTrait]) -> bool:
+    """`op.has_trait(trait)`, found once per class of op."""
+    key = (type(op), trait)
+    found = _TRAITS.get(key)
+    if found is None:
+        found = _TRAITS[key] = op.has_trait(trait)
+    return found
+
+
 def _is_graph_region(region: Region) -> bool:
     parent = region.parent
-    return isinstance(parent, ModuleOp) or (parent is not None and parent.has_trait(SymbolTable))
+    return isinstance(parent, ModuleOp) or (parent is not None and has_trait(parent, SymbolTable))
 
 
 def _successors(block: Block) -> list[Block]:

@@ -42,7 +42,7 @@ from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.dialects.scf import ExecuteRegionOp
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
-from dhir.ir.dominance import DominanceInfo
+from dhir.ir.dominance import DominanceInfo, has_trait
 from dhir.ir.region_cache import ClonedBody
 from dhir.ir.symbols import Symbols
 from dhir.ir.tasks import functions_reaching, reaching_schedules
@@ -227,7 +227,7 @@ def _verify_op(
     cloned: Mapping[Region, ClonedBody],
     symbols: Symbols,
 ) -> None:
-    if op.has_trait(SymbolTable):
+    if has_trait(op, SymbolTable):
         _verify_unique_symbols(op)
     try:
         if isinstance(op, BroadcastOp):
@@ -500,7 +500,7 @@ def _verify_layout_symbols(op: memref.AllocOp | memref.AllocaOp) -> None:
 
 
 def _verify_blocks_not_empty(op: Operation) -> None:
-    if op.has_trait(NoTerminator):
+    if has_trait(op, NoTerminator):
         return
     for region in op.regions:
         if any(block.first_op is None for block in region.blocks):

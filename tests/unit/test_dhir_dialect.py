@@ -1,14 +1,18 @@
 """The dhir dialect through the Python API: build, verify, print, parse back."""
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from strategies import RandomSchedule, schedules
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FileLineColLoc, MemRefType, ModuleOp, f32
-from xdsl.ir import Block, Region
+from xdsl.dialects.builtin import DenseArrayBase, FileLineColLoc, MemRefType, ModuleOp, f32
+from xdsl.ir import Block, Operation, Region
+from xdsl.traits import NoTerminator, SymbolTable
 
 from dhir import parse_string, print_module
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp
+from dhir.ir import text
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.verifier import verify_module
 from dhir.targets import DeviceKind, TargetInfo
@@ -198,3 +202,60 @@ func.func @f(%c: i1) -> i32 {
         parse_string(text)
     ok = text.replace("cf.cond_br %c, ^a, ^b", "cf.br ^a")
     parse_string(ok)
+
+
+def _schedule_of(count: int) -> str:
+    tasks = "".join(
+        f"    %t{k} = dhir.task %cpu, %a {{\n"
+        f"      %i = arith.constant {k} : index\n"
+        "      %v = memref.load %a[%i] : memref<64xf32>\n"
+        "      memref.store %v, %a[%i] : memref<64xf32>\n    }\n"
+        for k in range(count)
+    )
+    return (
+        "func.func @main(%a: memref<64xf32>) {\n  dhir.schedule %a {\n"
+        f'    %cpu = dhir.target {{kind = "cpu"}}\n{tasks}  }}\n  return\n}}\n'
+    )
+
+
+def _verify_counting(monkeypatch: pytest.MonkeyPatch, source: str) -> tuple[int, int]:
+    """While `source`, parsed, is verified: how often an op class was asked whether it
+    holds symbols or needs a terminator, and how often an array attribute was unpacked."""
+    counts = [0, 0]
+    verifying = [False]
+    has_trait = Operation.has_trait.__func__  # pyright: ignore[reportFunctionMemberAccess]
+    get_values = DenseArrayBase.get_values
+    verify = text.verify_module
+
+    def counted(cls: type[Operation], trait: object, **kwargs: bool) -> bool:
+        counts[0] += verifying[0] and trait in (SymbolTable, NoTerminator)
+        return has_trait(cls, trait, **kwargs)
+
+    def counted_values(self: DenseArrayBase) -> tuple[int, ...] | tuple[float, ...]:
+        counts[1] += verifying[0]
+        return get_values(self)
+
+    def counted_verify(*args: Any, **kwargs: Any) -> None:
+        verifying[0] = True
+        try:
+            verify(*args, **kwargs)
+        finally:
+            verifying[0] = False
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Operation, "has_trait", classmethod(counted))
+        patch.setattr(DenseArrayBase, "get_values", counted_values)
+        patch.setattr(text, "verify_module", counted_verify)
+        parse_string(source)  # the later bodies cloned from the first
+    return counts[0], counts[1]
+
+
+def test_verifying_more_tasks_asks_no_more_traits_and_unpacks_no_segments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Verifying a schedule asks each op class once whether it holds symbols or needs a
+    terminator, and reads a task's operand segments without unpacking their bytes: both
+    were done again for each of a large schedule's tasks."""
+    _verify_counting(monkeypatch, _schedule_of(1))  # the classes' answers, found once
+    few = _verify_counting(monkeypatch, _schedule_of(10))
+    assert _verify_counting(monkeypatch, _schedule_of(60)) == few
