@@ -149,9 +149,13 @@ def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ..
     linalg ops need equal and that differ (`tensor<?x4xf64>` arrays of 3 and 5 rows
     added), naming the argument, its shape and the extent it needs, as a DhirError at
     the op: a dimension that a map gives as a loop's takes that loop's extent, as MLIR's
-    verifier holds. Other ops' needs are left to mlir-opt's refinement."""
+    verifier holds; a `tensor.cast`'s result has its source's extents, so a static one that
+    an input does not have is refused at the cast (mlir-opt folds the cast away and fails at
+    a later op, or at the `return`). Other ops' needs are left to mlir-opt's refinement."""
     found = _Extents(function, shapes)
     for op in function.walk():
+        if isinstance(op, CastOp):
+            _join_cast(found, op)
         if not isinstance(op, LinalgStructuredOperation):
             continue
         maps = [m.data for m in op.get_indexing_maps()]
@@ -162,6 +166,14 @@ def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ..
         for result, init in zip(op.results, op.outputs):
             for dim in range(_rank(result)):
                 found.join((result, dim), (init, dim), op)
+
+
+def _join_cast(found: "_Extents", op: CastOp) -> None:
+    """Join each dimension of `op`'s result to its source's (an unranked side has none)."""
+    rank = _rank(op.source)
+    if isinstance(op.source.type, TensorType) and rank == _rank(op.dest):
+        for dim in range(rank):
+            found.join((op.source, dim), (op.dest, dim), op)
 
 
 def _rank(value: SSAValue) -> int:
@@ -225,6 +237,8 @@ class _Extents:
         type_ = self.function.function_type.inputs.data[arg]
         if need[1] is not None:
             source = f"argument #{need[1][0]}'s is (an array of shape {self.shapes[need[1][0]]})"
+        elif isinstance(op, CastOp):
+            source = "the cast's result type says"
         else:
             source = "a static type of the op's operands says"
         return error_at(

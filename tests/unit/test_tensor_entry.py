@@ -209,6 +209,31 @@ func.func @main(%a: tensor<?x?xf64>, %b: tensor<3x2xf64>) -> tensor<?x2xf64> {
 """
 
 
+# A dynamic argument cast to the static shape a callee takes: mlir-opt folded the cast
+# away and failed at the call ("'memref.cast' op operand type 'memref<3xf64>' and result
+# type 'memref<4xf64>' are cast incompatible", quoting IR), or, a cast returned, at the
+# `return` ("'memref.copy' op requires the same shape for all operands").
+CAST_TO_CALLEE = """
+func.func @twice(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %e = tensor.empty() : tensor<4xf64>
+  %r = linalg.add ins(%x, %x : tensor<4xf64>, tensor<4xf64>) outs(%e : tensor<4xf64>) -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+func.func @main(%a: tensor<?xf64>) -> tensor<4xf64> {
+  %c = tensor.cast %a : tensor<?xf64> to tensor<4xf64>
+  %r = func.call @twice(%c) : (tensor<4xf64>) -> tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+"""
+CAST_RETURNED = """
+func.func @main(%a: tensor<?x?xf64>) -> tensor<2x4xf64> {
+  %c = tensor.cast %a : tensor<?x?xf64> to tensor<?x4xf64>
+  %r = tensor.cast %c : tensor<?x4xf64> to tensor<2x4xf64>
+  return %r : tensor<2x4xf64>
+}
+"""
+
+
 @pytest.mark.parametrize("backend", ["interp", "native"])
 @pytest.mark.parametrize(
     ("program", "inputs", "said"),
@@ -221,6 +246,17 @@ func.func @main(%a: tensor<?x?xf64>, %b: tensor<3x2xf64>) -> tensor<?x2xf64> {
          "8:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (4, 5), "
          "where 'linalg.matmul' here needs shape (4, 3): its dimension 1 must be 3, as a "
          "static type of the op's operands says"),
+        (CAST_TO_CALLEE, [np.ones(3)],
+         "8:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (3,), "
+         "where 'tensor.cast' here needs shape (4,): its dimension 0 must be 4, as the cast's "
+         "result type says"),
+        (CAST_RETURNED, [np.ones((3, 4))],
+         "4:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (3, 4), "
+         "where 'tensor.cast' here needs shape (2, 4): its dimension 0 must be 2, as the cast's "
+         "result type says"),
+        (CAST_RETURNED, [np.ones((2, 5))],
+         "3:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (2, 5), "
+         "where 'tensor.cast' here needs shape (2, 4): its dimension 1 must be 4"),
     ],
 )  # fmt: skip
 def test_inputs_whose_shapes_disagree_are_named_before_the_build(
@@ -238,6 +274,8 @@ def test_inputs_whose_shapes_agree_run() -> None:
     a, b = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2)
     (_, _, got) = dhir.run(DYNAMIC_MATMUL, a, b, backend="interp")
     np.testing.assert_array_equal(got, a @ b)
+    a = np.arange(4.0)
+    np.testing.assert_array_equal(dhir.run(CAST_TO_CALLEE, a, backend="interp")[-1], a + a)
 
 
 @needs_llvm
