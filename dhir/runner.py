@@ -395,6 +395,7 @@ def run_module(
         # copied: each backend copies what it writes into.
         with_zeros = with_results(signature, inputs)
         full: list[object] = list(check_inputs(signature, with_zeros, copy=False))
+        _check_bufferized_bounds(module, entry, full, backend, options)
         # Where the results go: the interpreter checks that the entry writes all of them.
         places = {spec.index: spec.result for spec in signature.args if spec.result is not None}
         results = _run_on(module, entry, full, backend, options, None, timing, None, None, places)
@@ -407,6 +408,19 @@ def run_module(
             save_outputs(results, signature, output_dir)
         return results
     return _run_on(module, entry, inputs, backend, options, output_dir, timing, on_built, bounds)
+
+
+def _check_bufferized_bounds(
+    module: ModuleOp, entry: str, inputs: list[object], backend: str, options: RunOptions
+) -> None:
+    """Refuse, at its line, an access of the bufferized entry `module` that surely runs
+    out of bounds (a `tensor.extract` past its input's extent, a slice past it at an
+    index a scalar argument gives), as a program on memrefs is refused: before the build, on both
+    backends; with these `inputs` (all of the bufferized entry's arguments) too where
+    native code runs unchecked. The tensor entry was checked before it had buffers."""
+    check_bounds(module, entry)
+    if backend == "native" and not options.runtime_checks:
+        check_inputs_bounds(module, entry, entry_signature(module, entry), inputs)
 
 
 def _mapped_files(inputs: list[object]) -> list[Path]:

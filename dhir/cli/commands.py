@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from dhir.analysis.bounds import EntryBounds
+from dhir.analysis.bounds import EntryBounds, check_bounds
 from dhir.backends.native import compile_native
 from dhir.choices import MAX_RANKS, MAX_THREADS
 from dhir.cli import cache, calibrate, schedule
@@ -390,6 +390,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     if on_tensors(module, entry):
         module = bufferize(module, entry, options.ranks)
         bounds = None  # another module
+        check_bounds(module, entry)  # its accesses (a `tensor.extract`'s) have buffers now
     elif is_shard_program(module):  # a program per device on memrefs
         module = partition(module, entry, options.ranks)
         bounds = None

@@ -269,6 +269,62 @@ def test_inputs_whose_shapes_disagree_are_named_before_the_build(
     assert said in str(raised.value) and "mlir-opt" not in str(raised.value)
 
 
+# Reads and a slice past what the inputs give: native code read other memory (exit 0,
+# [6.9e-310] and [4, 5, 6.9e-310, 0]); the bufferized entry's accesses are checked as a
+# program on memrefs is.
+EXTRACT_PAST = """
+func.func @main(%a: tensor<?x?xf64>) -> tensor<1xf64> {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %x = tensor.extract %a[%c0, %c3] : tensor<?x?xf64>
+  %r = tensor.from_elements %x : tensor<1xf64>
+  return %r : tensor<1xf64>
+}
+"""
+SLICE_PAST = """
+func.func @main(%a: tensor<?xf64>, %i: index) -> tensor<4xf64> {
+  %r = tensor.extract_slice %a[%i] [4] [1] : tensor<?xf64> to tensor<4xf64>
+  return %r : tensor<4xf64>
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_an_access_past_an_input_is_refused_before_the_run(backend: str) -> None:
+    with pytest.raises(DhirError) as raised:
+        dhir.run(EXTRACT_PAST, np.ones((2, 3)), backend=backend, ranks=2)
+    said = (
+        "5:8: error: 'memref.load' accesses index 3 of dimension 1, whose size is 3, out of "
+        "bounds (memref of shape 2x3, indices [0, 3]), each time the program runs"
+    )
+    assert said in str(raised.value)
+
+
+@needs_llvm
+def test_dhir_compile_refuses_a_read_past_a_static_tensor(tmp_path: Path) -> None:
+    """It built an executable that read past the argument (exit 0)."""
+    program = tmp_path / "p.mlir"
+    program.write_text(EXTRACT_PAST.replace("?x?", "2x3"), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "compile", str(program), "-o", str(tmp_path / "exe")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert "p.mlir:5:8: error: 'memref.load' accesses index 3 of dimension 1" in done.stderr
+
+
+@needs_llvm
+def test_a_slice_past_an_input_is_refused_natively() -> None:
+    with pytest.raises(DhirError) as raised:
+        dhir.run(SLICE_PAST, np.arange(6.0), np.int64(4), backend="native")
+    assert "3:8: error: 'memref.copy' accesses, through the view" in str(raised.value)
+    assert "index 6 of dimension 0 of the memref it views, %a, whose size is 6" in str(raised.value)
+    got = dhir.run(SLICE_PAST, np.arange(6.0), np.int64(2), backend="native")[-1]
+    np.testing.assert_array_equal(got, np.arange(2.0, 6.0))
+
+
 @needs_llvm
 def test_inputs_whose_shapes_agree_run() -> None:
     a, b = np.arange(12.0).reshape(4, 3), np.arange(6.0).reshape(3, 2)
