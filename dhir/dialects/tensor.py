@@ -22,6 +22,7 @@ from dhir.dialects import with_replaced_ops
 # isort: off
 from xdsl.dialects.tensor import (
     CastOp as CastOp,
+    ConcatOp as ConcatOp,
     EmptyOp as EmptyOp,
     ExtractSliceOp as ExtractSliceOp,
     InsertSliceOp as InsertSliceOp,

@@ -29,7 +29,7 @@ from xdsl.traits import SymbolTable
 from dhir.dialects import func, shard
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.dialects.tensor import CastOp, PadOp, SplatOp
+from dhir.dialects.tensor import CastOp, ConcatOp, PadOp, SplatOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
@@ -151,11 +151,15 @@ def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ..
     the op: a dimension that a map gives as a loop's takes that loop's extent, as MLIR's
     verifier holds; a `tensor.cast`'s result has its source's extents, so a static one that
     an input does not have is refused at the cast (mlir-opt folds the cast away and fails at
-    a later op, or at the `return`). Other ops' needs are left to mlir-opt's refinement."""
+    a later op, or at the `return`); a `tensor.concat`'s result has its operands' extents but
+    along its dimension, where it has their sum. Other ops' needs are left to mlir-opt's
+    refinement."""
     found = _Extents(function, shapes)
     for op in function.walk():
         if isinstance(op, CastOp):
             _join_cast(found, op)
+        if isinstance(op, ConcatOp):
+            _check_concat(found, op)
         if not isinstance(op, LinalgStructuredOperation):
             continue
         maps = [m.data for m in op.get_indexing_maps()]
@@ -174,6 +178,27 @@ def _join_cast(found: "_Extents", op: CastOp) -> None:
     if isinstance(op.source.type, TensorType) and rank == _rank(op.dest):
         for dim in range(rank):
             found.join((op.source, dim), (op.dest, dim), op)
+
+
+def _check_concat(found: "_Extents", op: ConcatOp) -> None:
+    """Join the dimensions of `op`'s operands and result that are not concatenated, and
+    refuse a result whose extent along `op.dim` is not its operands' sum, where all are
+    known and one comes from an input (static ones alone are the verifier's)."""
+    along = op.dim.value.data
+    for value in op.inputs:
+        for dim in range(_rank(value)):
+            if dim != along:
+                found.join((value, dim), (op.result, dim), op)
+    sizes = [found.known((value, along)) for value in op.inputs]
+    total = found.known((op.result, along))
+    if total is None or any(size is None for size in sizes):
+        return
+    known = [size for size in sizes if size is not None]
+    if sum(size[0] for size in known) == total[0]:
+        return
+    given = [size[1] for size in (*known, total) if size[1] is not None]
+    if given:
+        raise found.concat_disagrees(given[-1], [size[0] for size in known], total[0], op)
 
 
 def _rank(value: SSAValue) -> int:
@@ -214,6 +239,26 @@ class _Extents:
         if isinstance(value, BlockArgument) and value.block is self.function.body.block:
             return value.index
         return None
+
+    def known(self, node: _Node) -> _Extent | None:
+        """The extent of `node`'s class, where one is known."""
+        return self.extent.get(self.find(node))
+
+    def concat_disagrees(
+        self, blamed: tuple[int, int], sizes: list[int], total: int, op: ConcatOp
+    ) -> Exception:
+        """The error for a concat of operands of `sizes` along its dimension into `total`,
+        naming argument `blamed` (an index and a dimension) whose input gave one of them."""
+        arg, _dim = blamed
+        type_ = self.function.function_type.inputs.data[arg]
+        return error_at(
+            op,
+            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given an array "
+            f"of shape {self.shapes[arg]}, where '{op.name}' here joins operands of "
+            f"{' + '.join(map(str, sizes))} = {sum(sizes)} along dimension "
+            f"{op.dim.value.data} into a result of {total} there; give arrays whose shapes "
+            "agree as the program's ops use them",
+        )
 
     def join(self, a: _Node, b: _Node, op: Operation) -> None:
         first, second = self.find(a), self.find(b)

@@ -233,6 +233,15 @@ func.func @main(%a: tensor<?x?xf64>) -> tensor<2x4xf64> {
 }
 """
 
+# Concatenated into a static result their sizes do not add up to: native code copied 4
+# elements into 3 (exit 0, [1, 1, 1, 1, 1, 1]), the interpreter refused a 'memref.subview'.
+CONCAT = """
+func.func @main(%a: tensor<?x2xf64>, %b: tensor<?x?xf64>) -> tensor<6x2xf64> {
+  %r = tensor.concat dim(0) %a, %b : (tensor<?x2xf64>, tensor<?x?xf64>) -> tensor<6x2xf64>
+  return %r : tensor<6x2xf64>
+}
+"""
+
 
 @pytest.mark.parametrize("backend", ["interp", "native"])
 @pytest.mark.parametrize(
@@ -257,6 +266,13 @@ func.func @main(%a: tensor<?x?xf64>) -> tensor<2x4xf64> {
         (CAST_RETURNED, [np.ones((2, 5))],
          "3:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (2, 5), "
          "where 'tensor.cast' here needs shape (2, 4): its dimension 1 must be 4"),
+        (CONCAT, [np.ones((3, 2)), np.ones((4, 2))],
+         "3:8: error: argument #1 of @main (tensor<?x?xf64>) is given an array of shape (4, 2), "
+         "where 'tensor.concat' here joins operands of 3 + 4 = 7 along dimension 0 into a "
+         "result of 6 there"),
+        (CONCAT, [np.ones((3, 2)), np.ones((3, 5))],
+         "3:8: error: argument #1 of @main (tensor<?x?xf64>) is given an array of shape (3, 5), "
+         "where 'tensor.concat' here needs shape (3, 2): its dimension 1 must be 2"),
     ],
 )  # fmt: skip
 def test_inputs_whose_shapes_disagree_are_named_before_the_build(
@@ -332,6 +348,8 @@ def test_inputs_whose_shapes_agree_run() -> None:
     np.testing.assert_array_equal(got, a @ b)
     a = np.arange(4.0)
     np.testing.assert_array_equal(dhir.run(CAST_TO_CALLEE, a, backend="interp")[-1], a + a)
+    a, b = np.arange(6.0).reshape(3, 2), np.arange(6.0, 12.0).reshape(3, 2)
+    np.testing.assert_array_equal(dhir.run(CONCAT, a, b, backend="interp")[-1], np.vstack([a, b]))
 
 
 @needs_llvm
