@@ -395,7 +395,7 @@ def run_module(
         # copied: each backend copies what it writes into.
         with_zeros = with_results(signature, inputs)
         full: list[object] = list(check_inputs(signature, with_zeros, copy=False))
-        _check_bufferized_bounds(module, entry, full, backend, options)
+        _check_bufferized_bounds(module, entry, full, backend, options, sharded)
         # Where the results go: the interpreter checks that the entry writes all of them.
         places = {spec.index: spec.result for spec in signature.args if spec.result is not None}
         results = _run_on(module, entry, full, backend, options, None, timing, None, None, places)
@@ -411,15 +411,21 @@ def run_module(
 
 
 def _check_bufferized_bounds(
-    module: ModuleOp, entry: str, inputs: list[object], backend: str, options: RunOptions
+    module: ModuleOp,
+    entry: str,
+    inputs: list[object],
+    backend: str,
+    options: RunOptions,
+    sharded: bool,
 ) -> None:
     """Refuse, at its line, an access of the bufferized entry `module` that surely runs
     out of bounds (a `tensor.extract` past its input's extent, a slice past it at an
     index a scalar argument gives), as a program on memrefs is refused: before the build, on both
     backends; with these `inputs` (all of the bufferized entry's arguments) too where
-    native code runs unchecked. The tensor entry was checked before it had buffers."""
+    native code runs unchecked, but for a shard program (`sharded`), whose entry takes a
+    device's shards of them. The tensor entry was checked before it had buffers."""
     check_bounds(module, entry)
-    if backend == "native" and not options.runtime_checks:
+    if backend == "native" and not options.runtime_checks and not sharded:
         check_inputs_bounds(module, entry, entry_signature(module, entry), inputs)
 
 
