@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=COMMANDS["gantt"],
         description="Draw a run's trace (dhir run --trace FILE.json) as a Gantt chart like "
         "dhir schedule --gantt's: a row per rank, a bar per run of each task, each message an "
-        "arrow from its send to its receive, times from the run's start.",
+        "arrow from its send to its receive, each input read and result write in grey, "
+        "times from the run's start; the time axis shows the tasks and messages.",
     )
     chart.add_argument("trace", type=path, help="a trace that dhir run --trace wrote")
     chart.add_argument(
@@ -208,6 +209,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_chart_file,
         metavar="PATH",
         help="the chart: a .png or .svg file",
+    )
+    chart.add_argument(
+        "--whole",
+        action="store_true",
+        help="show the whole run from its start (reading inputs included), not only the "
+        "tasks and messages",
     )
     cache.add_parser(commands)
     for command in commands.choices.values():  # for `main` to report an unknown option
@@ -704,7 +711,16 @@ def _cmd_gantt(args: argparse.Namespace) -> int:
         title += " (partial: the run failed)"
         print(f"dhir gantt: {args.trace} is a partial trace: {chart.partial}", file=sys.stderr)
     arrows = chart.arrows
-    gantt(chart.graph, chart.placement, args.output, title=title, arrows=arrows, kind="as run")
+    gantt(
+        chart.graph,
+        chart.placement,
+        args.output,
+        title=title,
+        arrows=arrows,
+        kind="as run",
+        spans=chart.io,
+        zoom=not args.whole,
+    )
     return 0
 
 

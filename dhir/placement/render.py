@@ -46,6 +46,17 @@ class Arrow:
     target_device: str | None = None
 
 
+@dataclass(frozen=True)
+class Span:
+    """Something else a device did, drawn grey on its row under `name` (a recorded run's
+    input reads and result writes): from `begin` to `end` (seconds)."""
+
+    device: str
+    begin: float
+    end: float
+    name: str
+
+
 def gantt(
     graph: TaskGraph,
     placement: Placement,
@@ -53,13 +64,18 @@ def gantt(
     title: str | None = None,
     arrows: Sequence[Arrow] = (),
     kind: str = "plan",
+    spans: Sequence[Span] = (),
+    zoom: bool = False,
 ) -> None:
     """Write a Gantt chart of `placement` to `path` (.png or .svg): one row per device in
     `graph.devices` order, a bar per task (pieces of a task in one colour, a legend naming
     the tasks where there are few), labelled where the name fits, messages as arrows
     between rows, a time axis in s, ms, us or ns, and a dashed line at the end. In an SVG
     each bar and arrow has a `<title>` (its name, device and times), which viewers show on
-    hover. `kind` says what the times are ("plan", "as built"); `title` goes first."""
+    hover. `kind` says what the times are ("plan", "as built"); `title` goes first.
+    `spans` are drawn grey and named where they fit; `zoom`: the time axis shows only the
+    tasks and messages (a run's tasks of microseconds after 100 ms of reading were
+    invisible), else the whole chart from 0."""
     path = Path(path)
     if path.is_dir():  # out or even out.svg: matplotlib would say only "Is a directory"
         raise _error(
@@ -76,12 +92,16 @@ def gantt(
     from matplotlib.figure import Figure
 
     end = max(placement.makespan, max((a.end for a in arrows), default=0.0))
-    scale = _Scale.of(end)
+    window = _window(placement, arrows, spans, end, zoom)
+    whole = max(end, max((s.end for s in spans), default=0.0))
+    scale = _Scale.of(whole)  # of the run, as the times from its start read best
     height = min(60.0, max(2.5, 1.2 + 0.3 * len(graph.devices)))
     heading = (
         f"{len(graph.tasks)} tasks on {len(graph.devices)} devices, {kind}: "
         f"makespan {scale.text(end)}"
     )
+    if window[0] > 0:
+        heading += f" (showing {scale.between(*window)})"
     heading = f"{_shown(title, _TITLE_MAX)}: {heading}" if title else heading
     with (
         matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "dhir"}),
@@ -92,7 +112,8 @@ def gantt(
         # matplotlib refuses what it cannot draw (times beyond its range, a chart too big
         # for an image) with ValueError or OverflowError: the user's data, not a bug.
         try:
-            titles = _draw(figure, graph, placement, rows, arrows, scale, end, heading)
+            drawing = _Drawing(graph, placement, rows, arrows, spans, scale, end, window)
+            titles = _draw(figure, drawing, heading)
             figure.savefig(path, format=path.suffix.lower()[1:], metadata=_metadata(path))
         except OSError as error:
             raise _error(f"cannot write {path}: {error.strerror or error}") from None
@@ -102,29 +123,52 @@ def gantt(
         _add_titles(path, titles)
 
 
-def _draw(
-    figure: "Figure",
-    graph: TaskGraph,
-    placement: Placement,
-    rows: list[list[str]],
-    arrows: Sequence[Arrow],
-    scale: "_Scale",
-    end: float,
-    heading: str,
-) -> dict[str, list[str]]:
+def _window(
+    placement: Placement, arrows: Sequence[Arrow], spans: Sequence[Span], end: float, zoom: bool
+) -> tuple[float, float]:
+    """The times the chart shows (seconds): with `zoom`, the tasks and messages with a
+    margin of 2% each side; else (or with none of them) everything from 0."""
+    lows = [*placement.start.values(), *(a.begin for a in arrows)]
+    highs = [*placement.finish.values(), *(a.end for a in arrows)]
+    if zoom and lows:
+        low, high = min(lows), max(highs)
+        margin = (high - low) * 0.02 if high > low else max(high * 1e-3, 1e-9)
+        return max(0.0, low - margin), high + margin
+    whole = max(end, max((s.end for s in spans), default=0.0))
+    return 0.0, whole * 1.02 if whole > 0 else 1.0 / _Scale.of(0.0).factor
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """What one chart draws, and the times it shows (`window`, seconds)."""
+
+    graph: TaskGraph
+    placement: Placement
+    rows: list[list[str]]
+    arrows: Sequence[Arrow]
+    spans: Sequence[Span]
+    scale: "_Scale"
+    end: float
+    window: tuple[float, float]
+
+
+def _draw(figure: "Figure", drawing: _Drawing, heading: str) -> dict[str, list[str]]:
     """The chart on `figure`; the SVG ids of its bars and arrows, with their titles."""
+    graph, placement, rows, scale = drawing.graph, drawing.placement, drawing.rows, drawing.scale
     axes = figure.add_subplot()
     # _draw_axes sets the limits. Autoscaling, after each bar, walked every artist drawn
     # before it: quadratic (2,000 bars 15 s of 46 s; a long time loop's trace, hours).
     axes.set_autoscale_on(False)
     color_of = _colors(graph)
-    titles = _draw_bars(axes, placement, rows, color_of, scale)
-    titles |= _draw_arrows(axes, graph, placement, arrows, scale)
-    _draw_axes(axes, graph, end, scale)
-    _legend(axes, graph, color_of)
+    titles = _draw_spans(axes, graph, drawing.spans, scale)
+    titles |= _draw_bars(axes, placement, rows, color_of, scale)
+    titles |= _draw_arrows(axes, graph, placement, drawing.arrows, scale)
+    _draw_axes(axes, graph, drawing.end, scale, drawing.window)
+    _legend(axes, graph, color_of, bool(drawing.spans))
     axes.set_title(heading)
     figure.canvas.draw()  # lay out first, so the labels know how wide the bars are
     _label_bars(axes, placement, rows, color_of, scale)
+    _label_spans(axes, graph, drawing.spans, scale)
     return titles
 
 
@@ -167,8 +211,15 @@ class _Scale:
                 return _Scale(factor, unit)
         return _Scale(1e9, "ns")
 
-    def text(self, seconds: float) -> str:
-        return f"{seconds * self.factor:.4g} {self.unit}"
+    def text(self, seconds: float, digits: int = 4) -> str:
+        return f"{seconds * self.factor:.{digits}g} {self.unit}"
+
+    def between(self, low: float, high: float) -> str:
+        """`low` to `high`, with the digits it takes to tell them apart."""
+        digits = 4
+        while digits < 12 and self.text(low, digits) == self.text(high, digits):
+            digits += 1
+        return f"{self.text(low, digits)} to {self.text(high, digits)}"
 
 
 def _matplotlib():  # type: ignore[no-untyped-def]
@@ -225,15 +276,19 @@ def _base(task: str) -> str:
 _LEGEND_MAX = 12  # tasks named in the legend, where there are no more than this
 
 
-def _legend(axes: "Axes", graph: TaskGraph, color_of: dict[str, Color]) -> None:
+def _legend(axes: "Axes", graph: TaskGraph, color_of: dict[str, Color], spans: bool) -> None:
     from matplotlib.patches import Patch
 
     # "(end)", where results reach rank 0, is no task of the user's.
     bases = [b for b in dict.fromkeys(_base(task) for task in graph.tasks) if b != "(end)"]
-    if not bases or len(bases) > _LEGEND_MAX:
-        return
+    if len(bases) > _LEGEND_MAX:
+        bases = []
     first = {_base(task): color_of[task] for task in reversed(graph.tasks)}
     handles = [Patch(facecolor=first[base], label=_shown(base, _LABEL_MAX)) for base in bases]
+    if spans:
+        handles.append(Patch(facecolor=_SPAN_COLOR, label="I/O (inputs, results)"))
+    if not handles:
+        return
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=_FONT_SIZE)
 
 
@@ -269,6 +324,35 @@ def _draw_bars(
             )
             drawn.set_gid(f"dhir-ticks-{row}")
             titles[f"dhir-ticks-{row}"] = [_bar_title(placement, tasks[k], scale) for k in ticks]
+    return titles
+
+
+_SPAN_COLOR = "lightgray"
+
+
+def _draw_spans(
+    axes: "Axes", graph: TaskGraph, spans: Sequence[Span], scale: _Scale
+) -> dict[str, list[str]]:
+    """A grey bar per span, each row's one collection under the tasks' bars; the SVG ids of
+    the collections, with their spans' titles."""
+    row_of = {device: k for k, device in enumerate(graph.devices)}
+    by_row: dict[int, list[Span]] = {}
+    for span in spans:
+        by_row.setdefault(row_of[span.device], []).append(span)
+    titles: dict[str, list[str]] = {}
+    for row, mine in sorted(by_row.items()):
+        drawn = axes.broken_barh(
+            [(s.begin * scale.factor, (s.end - s.begin) * scale.factor) for s in mine],
+            (row - 0.4, 0.8),
+            facecolors=_SPAN_COLOR,
+            edgecolor="gray",
+            linewidth=0.5,
+            zorder=1,
+        )
+        drawn.set_gid(f"dhir-io-{row}")
+        titles[f"dhir-io-{row}"] = [
+            f"{s.name} on {s.device}: {scale.text(s.begin)} to {scale.text(s.end)}" for s in mine
+        ]
     return titles
 
 
@@ -364,14 +448,16 @@ _GROUP = re.compile(r'<g id="(dhir-[^"]*)">.*?</g>', re.DOTALL)
 _SHAPE = re.compile(r"(<path\b[^>]*?)\s*/>")
 
 
-def _draw_axes(axes: "Axes", graph: TaskGraph, end: float, scale: _Scale) -> None:
+def _draw_axes(
+    axes: "Axes", graph: TaskGraph, end: float, scale: _Scale, window: tuple[float, float]
+) -> None:
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     count = len(graph.devices)
     # The first device on top; with none, a row's height still (equal limits warn).
     axes.set_ylim(max(count, 1) - 0.5, -0.5)
     makespan = end * scale.factor
-    axes.set_xlim(0.0, makespan * 1.02 if makespan > 0 else 1.0)
+    axes.set_xlim(window[0] * scale.factor, window[1] * scale.factor)
     if count <= _NAMED_ROWS:
         labels = [_shown(device, _LABEL_MAX) for device in graph.devices]
         axes.set_yticks(range(count), labels=labels, fontsize=_FONT_SIZE)
@@ -386,6 +472,8 @@ def _draw_axes(axes: "Axes", graph: TaskGraph, end: float, scale: _Scale) -> Non
     axes.set_ylabel("device")
     axes.grid(axis="x", linestyle=":", linewidth=0.5)
     axes.axvline(makespan, color="tab:red", linestyle="--", linewidth=1.0)
+    if not window[0] <= end <= window[1]:
+        return
     axes.annotate(
         f"makespan {scale.text(end)}",
         xy=(makespan, 0.0),
@@ -424,6 +512,25 @@ def _label_bars(
                 red, green, blue = color_of[task][:3]
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # luma
                 labels.append((middle, row, label, "white" if dark else "black"))
+    if labels:
+        axes.add_artist(_labels_class()(labels))
+
+
+def _label_spans(axes: "Axes", graph: TaskGraph, spans: Sequence[Span], scale: _Scale) -> None:
+    """Name each span on the middle of what the chart shows of it, where the name fits."""
+    box = axes.get_window_extent()
+    x_low, x_high = axes.get_xlim()
+    pixels_per_time = box.width / (x_high - x_low)
+    if box.height / max(len(graph.devices), 1) * 0.8 < _FONT_SIZE * _DPI / 72:
+        return
+    row_of = {device: k for k, device in enumerate(graph.devices)}
+    labels: list[tuple[float, float, str, str]] = []
+    for span in spans:
+        low = max(span.begin * scale.factor, x_low)
+        high = min(span.end * scale.factor, x_high)
+        label = _shown(span.name)
+        if (high - low) * pixels_per_time >= (len(label) + 1) * 0.6 * _FONT_SIZE * _DPI / 72:
+            labels.append(((low + high) / 2, row_of[span.device], label, "black"))
     if labels:
         axes.add_artist(_labels_class()(labels))
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dhir.ir.diagnostics import DhirError, Diagnostic, read_file
 from dhir.placement.graph import Placement, TaskGraph
-from dhir.placement.render import Arrow
+from dhir.placement.render import Arrow, Span
 
 TASK, RECV, SEND, WAIT, BCAST, GATHER, BARRIER, ISEND, READ, WRITE, KERNEL, COPY, TOOK = range(13)
 _CALLS = {
@@ -196,6 +196,7 @@ class TraceChart:
     placement: Placement
     arrows: list[Arrow]
     partial: str | None  # why the trace is of a run that failed, as it says; None: whole
+    io: list[Span] = field(default_factory=list)  # each input read and result write
 
 
 def trace_chart(path: Path) -> TraceChart:
@@ -205,7 +206,8 @@ def trace_chart(path: Path) -> TraceChart:
     file, and the event where one is at fault, for anything that is not such a trace."""
     try:
         events, partial = _trace_events(path)
-        return TraceChart(*_chart(events), partial)
+        graph, placement, arrows = _chart(events)
+        return TraceChart(graph, placement, arrows, partial, _io(events, graph.devices))
     except _NotATrace as problem:
         raise DhirError(
             [
@@ -383,6 +385,17 @@ def _check_one_bar_each(runs: list[_TaskRun]) -> None:
             first, second = sorted((seen[run.name], run.index))
             raise _NotATrace(f"events {first} and {second} are both the task run {_show(run.name)}")
         seen[run.name] = run.index
+
+
+def _io(events: list[object], devices: tuple[str, ...]) -> list[Span]:
+    """Each input read and result write (the `I/O` track), under its name."""
+    spans = []
+    for index, event in enumerate(events):
+        e = _Read.of(index, event)
+        if e.get("cat") == "io" and e.get("ph") == "X":
+            begin = e.time("ts")
+            spans.append(Span(e.rank(devices), begin, begin + e.time("dur"), e.text("name")))
+    return spans
 
 
 def _arrows(read: list[_Read], devices: tuple[str, ...]) -> list[Arrow]:

@@ -14,7 +14,15 @@ import pytest
 from dhir import DhirError
 from dhir.placement.graph import Edge, Placement, TaskGraph
 from dhir.placement.list_scheduling import heft
-from dhir.placement.render import Arrow, _add_titles, _warnings_in_our_words, dot, gantt, quote
+from dhir.placement.render import (
+    Arrow,
+    Span,
+    _add_titles,
+    _warnings_in_our_words,
+    dot,
+    gantt,
+    quote,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -463,3 +471,62 @@ def test_bar_names_are_one_artist_not_a_text_each(
     assert sorted(e.text for e in drawn) == sorted(tasks)
     gantt(graph, placement, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def _drawn_xlim(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
+    """The time axis of each chart drawn from now on, as it was saved."""
+    from matplotlib.figure import Figure
+
+    limits: list[tuple[float, float]] = []
+    save = Figure.savefig
+
+    def saving(figure: Figure, *args: object, **kwargs: object) -> None:
+        limits.append(figure.axes[0].get_xlim())
+        save(figure, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Figure, "savefig", saving)
+    return limits
+
+
+def _a_run() -> tuple[TaskGraph, Placement, list[Arrow], list[Span]]:
+    """Tasks of 5 us each after 150 ms of reading inputs, as a recorded run has them."""
+    devices = ("rank0", "rank1")
+    tasks = ("a", "b")
+    graph = TaskGraph(devices, tasks, {t: {d: 5e-6 for d in devices} for t in tasks}, ())
+    placement = Placement(
+        {"a": "rank0", "b": "rank1"}, {"a": 0.15, "b": 0.150010}, {"a": 0.150005, "b": 0.150015}
+    )
+    arrows = [Arrow("a", "b", 0.150005, 0.150010, 8, "rank0", "rank1")]
+    spans = [Span("rank0", 0.0, 0.1, "read input #0"), Span("rank1", 0.0, 0.149, "read input #1")]
+    return graph, placement, arrows, spans
+
+
+def test_a_zoomed_chart_shows_the_tasks_not_the_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tasks of microseconds after 150 ms of reading were drawn on an axis from 0: a pixel
+    wide, invisible. Zoomed, the axis spans the tasks and messages (2% either side)."""
+    graph, placement, arrows, spans = _a_run()
+    limits = _drawn_xlim(monkeypatch)
+    path = tmp_path / "chart.svg"
+    gantt(graph, placement, path, arrows=arrows, kind="as run", spans=spans, zoom=True)
+    low, high = limits[0]  # in ms, the run's unit
+    assert 149.999 < low < 150.0 < 150.015 < high < 150.0155
+    assert "(showing 150 ms to 150.02 ms)" in svg_text(path)
+    gantt(graph, placement, tmp_path / "whole.png", arrows=arrows, spans=spans)
+    assert limits[1] == (0.0, pytest.approx(150.015 * 1.02))
+
+
+def test_io_spans_are_drawn_with_titles_and_a_legend(tmp_path: Path) -> None:
+    """A recorded run's input reads and result writes were left out of the chart."""
+    graph, placement, arrows, spans = _a_run()
+    path = tmp_path / "chart.svg"
+    gantt(graph, placement, path, arrows=arrows, kind="as run", spans=spans)
+    root = ET.parse(path).getroot()
+    groups = {e.get("id"): e for e in root.iter() if e.get("id", "").startswith("dhir-io-")}
+    assert set(groups) == {"dhir-io-0", "dhir-io-1"}
+    titles = [e.text for e in root.iter() if e.tag.endswith("title")]
+    assert "read input #1 on rank1: 0 ms to 149 ms" in titles
+    text = svg_text(path)
+    assert "I/O (inputs, results)" in text
+    assert text.count("read input #1") == 2  # its title, and its name on its bar

@@ -232,8 +232,10 @@ def test_dhir_gantt_draws_a_recorded_trace(tmp_path: Path) -> None:
     text = chart.read_text()
     assert "as run: makespan" in text and "time (" in text
     runs = [e for e in _events(trace) if e.get("cat") == "task"]
-    # A bar per run of each task, each with its title; an arrow per message.
-    assert text.count(" on rank") == len(runs)
+    io = [e for e in _events(trace) if e.get("cat") == "io"]
+    # A bar per run of each task and per input read and result write, each with its
+    # title; an arrow per message.
+    assert io and text.count(" on rank") == len(runs) + len(io)
     assert text.count("bytes from rank") == sum(e["ph"] == "s" for e in _events(trace))
 
 
@@ -532,3 +534,32 @@ def test_a_partial_trace_says_so_and_a_rank_cut_short_leaves_none(tmp_path: Path
     assert sorted(e["pid"] for e in data["traceEvents"] if e["ph"] == "X") == [0, 1]
     assert write_partial_trace(tmp_path / "empty", 2, tmp_path / "none.json", "x") is None
     assert not (tmp_path / "none.json").exists()
+
+
+def test_dhir_gantt_draws_the_io_and_shows_the_tasks_unless_asked_for_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run reads its inputs for 150 ms and runs a task of 5 us: the chart's axis went
+    from 0 to the end, the task was invisible, and the reading (the `I/O` track) was not
+    drawn. Now the reading is drawn and named, the axis spans the task; --whole: all."""
+    from matplotlib.figure import Figure
+
+    limits: list[tuple[float, float]] = []
+    save = Figure.savefig
+
+    def saving(figure: Figure, *args: object, **kwargs: object) -> None:
+        limits.append(figure.axes[0].get_xlim())
+        save(figure, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Figure, "savefig", saving)
+    read = {"ph": "X", "cat": "io", "pid": 0, "tid": 2, "ts": 0, "dur": 150000}
+    read |= {"name": "read input #0", "args": {"argument": 0}}
+    task = {**RUN, "ts": 150000, "dur": 5}
+    trace, chart = tmp_path / "run.json", tmp_path / "run.svg"
+    trace.write_text(json.dumps(_dhirs([RANK, read, task])))
+    assert main(["gantt", str(trace), "-o", str(chart)]) == 0
+    low, high = limits[0]  # ms
+    assert 149.9 < low <= 150.0 and 150.005 <= high < 150.1
+    assert "read input #0 on rank0: 0 ms to 150 ms" in chart.read_text()
+    assert main(["gantt", str(trace), "-o", str(chart), "--whole"]) == 0
+    assert limits[1][0] == 0.0 and limits[1][1] > 150.005
