@@ -370,14 +370,27 @@ class _Band:
     def _fewest_halo_rows(self, longest: int) -> int:
         """The band length, within a quarter below `longest`, that sends the fewest halo
         rows over the loop: a band of fewer steps at the end still sends a whole halo."""
-        loop = self.loop
-        bounds = [constant_int(v) for v in (loop.lb, loop.ub, loop.step)]
-        if longest < 2 or any(b is None for b in bounds):
+        trips = self._trips()
+        if longest < 2 or trips is None:
             return longest
-        lower, upper, step = cast(list[int], bounds)
-        trips = -(-(upper - lower) // step) if step > 0 else 0
         shortest = max(2, -(-3 * longest // 4))
         return min(range(longest, shortest - 1, -1), key=lambda k: -(-trips // k) * k)
+
+    def _trips(self) -> int | None:
+        """How many steps the time loop runs, where its bounds are constants."""
+        loop = self.loop
+        bounds = [constant_int(v) for v in (loop.lb, loop.ub, loop.step)]
+        if any(b is None for b in bounds):
+            return None
+        lower, upper, step = cast(list[int], bounds)
+        return -(-(upper - lower) // step) if step > 0 else 0
+
+    def _band_steps(self) -> str:
+        """The steps a band runs, as said: a loop of fewer steps than a band runs them all
+        in one (it said "bands of 15 steps" for a loop of 9)."""
+        trips = self._trips()
+        steps = self.steps if trips is None else max(1, min(self.steps, trips))
+        return f"{steps} step{'s' * (steps != 1)}"
 
     def _worth_it(self, block: int) -> None:
         """Leave the loop where a rank's rows of every array already fit half its share
@@ -416,7 +429,8 @@ class _Band:
         count, stages = len(self.statements), len(self.stages)
         return (
             f"time loop of {count} row statements ({stages} stages a step) run in skewed "
-            f"bands of {self.steps} steps (rows {self.skew} apart per stage) on one rank, exact"
+            f"bands of {self._band_steps()} (rows {self.skew} apart per stage) on one "
+            "rank, exact"
         )
 
     def rewrite_parts(self) -> str:
@@ -461,7 +475,7 @@ class _Band:
         count, stages, ranks = len(self.statements), len(self.stages), len(self.parts)
         return (
             f"time loop of {count} row statements ({stages} stages a step) run in skewed "
-            f"bands of {self.steps} steps on {ranks} ranks, a block of rows each, with "
+            f"bands of {self._band_steps()} on {ranks} ranks, a block of rows each, with "
             f"halos of {self.parts[0].halo} rows once a band, exact"
         )
 

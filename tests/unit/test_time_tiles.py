@@ -627,7 +627,7 @@ def test_bands_fit_the_caches_of_the_machine_description() -> None:
     for cache, steps in ((1280, 4), (2560, 8)):
         cpu = replace(here.devices[0], core_cache_bytes=cache, llc_bytes=64 << 20)
         system = System((Node(here.nodes[0].name, (cpu,)),), here.network, here.intra_node)
-        module = parse_string(JACOBI.text())
+        module = parse_string(replace(JACOBI, steps=20).text())  # more steps than a band
         attach(module, system)
         (decision,) = time_tiles(module)
         assert f"bands of {steps} steps" in decision.text, decision.text
@@ -743,3 +743,14 @@ def test_an_empty_row_loop_anywhere_leaves_the_blocks_in_the_array() -> None:
         (decision,) = time_tiles(module, band, ranks)
         assert decision.done, decision.text
         _as_written(text, print_module(module), empty.inputs(ranks), "interp")
+
+
+def test_reports_the_band_a_shorter_loop_runs() -> None:
+    """A loop of 9 steps in bands of 15 runs one band of 9: it said "bands of 15 steps"."""
+    nine = replace(JACOBI, steps=9).text()
+    (decision,) = time_tiles(parse_string(nine), 15)
+    assert decision.done and "run in skewed bands of 9 steps (rows" in decision.text
+    (decision,) = time_tiles(parse_string(nine), 4)
+    assert "run in skewed bands of 4 steps (rows" in decision.text
+    (decision,) = time_tiles(parse_string(nine), 15, 2)
+    assert decision.done and "bands of 9 steps on 2 ranks" in decision.text, decision.text
