@@ -53,6 +53,34 @@ def allows_any_order(ops: Iterable[Operation]) -> bool:
     return bool(relaxed) and all(_RELAXED <= set(op.fastmath.data) for op in relaxed)
 
 
+_ALLOWING = {
+    "contract": "a multiply and an add may become one FMA",
+    "reassoc": "sums may be reordered",
+    "nsz": "a zero's sign may differ",
+    "nnan": "no NaN assumed",
+    "ninf": "no infinity assumed",
+    "arcp": "divisions may be reciprocal multiplies",
+    "afn": "functions may be approximate",
+    "fast": "all of these",
+}
+
+
+def flags_allowing(ops: Iterable[Operation]) -> str | None:
+    """What the fastmath flags of `ops` let LLVM change in their results, as said after
+    "exact" in what the optimizer did; None where none has any."""
+    flags: set[str] = set()
+    for op in ops:
+        attr = op.properties.get("fastmath")
+        if isinstance(attr, arith.FastMathFlagsAttr):
+            flags |= {str(flag) for flag in attr.data} - {"none"}
+    if not flags:
+        return None
+    said = [_ALLOWING[f] for f in sorted(flags) if f in _ALLOWING]
+    if flags - _ALLOWING.keys():
+        said.append("what the others allow")
+    return f"{', '.join(sorted(flags))}: {'; '.join(said)}"
+
+
 def common_flags(ops: Iterable[Operation]) -> arith.FastMathFlagsAttr:
     """The fastmath flags every float add and multiply among `ops` carries: what an op
     made in their place may take. (`fast` would allow more than the program does: with

@@ -457,3 +457,21 @@ def test_nests_on_views_under_each_mode(
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_optimizer_says_what_the_flags_allow_not_exact() -> None:
+    """Under --fast-math contract the blocked kernel's multiply and add may become an FMA
+    (its result differs from the interpreter's), yet --timing said "..., exact"."""
+    exact = parse_string(GEMM.replace(" fastmath<nsz>", ""))
+    drop_code(exact, "main")
+    (done,) = optimize_bodies(exact, 256)
+    assert done.done and done.text.endswith(", exact"), done.text
+    relaxed = parse_string(GEMM.replace(" fastmath<nsz>", ""))
+    drop_code(relaxed, "main")
+    relax(relaxed, "contract")
+    (done,) = optimize_bodies(relaxed, 256)
+    assert done.done and "exact" not in done.text, done.text
+    assert done.text.endswith(
+        "in the program's order, as its fastmath allows (contract: a multiply and an add "
+        "may become one FMA)"
+    ), done.text
