@@ -135,7 +135,11 @@ class TaskBodyCache:
         body: _Body,
         start: int,
     ) -> tuple[Region, tuple[SSAValue, ...]] | None:
-        mapping: dict[SSAValue, SSAValue] = dict(zip(prototype.operands, operands, strict=True))
+        # A value the prototype lists twice stands for the clone's operand where it is
+        # listed first: the key numbers each name by its first place in the list.
+        mapping: dict[SSAValue, SSAValue] = {}
+        for old, new in zip(prototype.operands, operands, strict=True):
+            mapping.setdefault(old, new)
         for name, index, old in prototype.free:
             values = parser.ssa_values.get(name)
             if values is None or index >= len(values) or values[index].type != old.type:

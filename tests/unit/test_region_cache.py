@@ -95,6 +95,32 @@ def test_clones_equal_parsed_ir_with_locations(tasks: list[Task]) -> None:
     assert clones == len(tasks) - len(shapes)
 
 
+def test_a_prototype_that_lists_an_operand_twice() -> None:
+    # The second body's key equals the first's (it uses only its first operand), but
+    # its clone must read %a, not the operand listed second.
+    task = """    %t{k} = dhir.task %cpu, {operands} {{
+      %i = arith.constant 0 : index
+      %v = memref.load {used}[%i] : memref<8xf32>
+      memref.store %v, {used}[%i] : memref<8xf32>
+    }}"""
+    text = "\n".join(
+        [
+            "func.func @main(%a: memref<8xf32>, %b: memref<8xf32>) {",
+            "  dhir.schedule %a, %b {",
+            '    %cpu = dhir.target {kind = "cpu"}',
+            task.format(k=0, operands="%b, %b", used="%b"),
+            task.format(k=1, operands="%a, %b", used="%a"),
+            "  }",
+            "  return",
+            "}",
+            "",
+        ]
+    )
+    cached, clones = parse(text, cache=True)
+    assert clones == 1
+    assert cached == parse(text, cache=False)[0]
+
+
 def test_clone_errors_point_at_the_clone() -> None:
     # The same body under a CPU target: the error is in the second task's body.
     text = """func.func @main(%a: memref<8xf32>, %bb: memref<8xf32>) {
