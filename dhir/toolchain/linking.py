@@ -171,13 +171,18 @@ def position_independent_hint(linker_output: str) -> str:
     return ""
 
 
-# What a linker or loader says of a symbol of C++'s runtime library (operator new, std::,
-# the ABI's __cxa_ functions, typeinfo and vtables; mangled, or as GNU ld demangles them),
-# and of gfortran's.
+# What a linker or loader says of a symbol of C++'s runtime library: operator new and
+# delete, std:: (mangled as St, or Sa, Sb, Ss, Si, So, Sd), the ABI's __cxa_ functions and
+# the typeinfo and vtables of std:: and __cxxabiv1:: (mangled, or as linkers demangle
+# them). Not any mangled name: a C++ function of the user's that no file defines is not
+# the library's. Then gfortran's.
+_UNDEFINED_SYMBOL = r"undefined (?:reference to (?:symbol )?|symbol: )[`']?"
 _CXX_RUNTIME = re.compile(
-    r"undefined (?:reference to|symbol:) `?(?:_Z|operator |std::|__cxa_|__gxx_|vtable for|typeinfo)"
+    _UNDEFINED_SYMBOL + r"(?:_Z(?:n[wa]|d[la]|T[VIS]N10__cxxabiv1|(?:T[VIS])?N?K?S[abdiost])"
+    r"|operator (?:new|delete)|std::|__cxa_|__gxx_"
+    r"|(?:vtable|typeinfo(?: name)?) for (?:std::|__cxxabiv1::))"
 )
-_FORTRAN_RUNTIME = re.compile(r"undefined (?:reference to|symbol:) `?_gfortran_")
+_FORTRAN_RUNTIME = re.compile(_UNDEFINED_SYMBOL + "_gfortran_")
 
 
 def runtime_library_hint(linker_output: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 import dhir
 from dhir.ir.diagnostics import DhirError
-from dhir.toolchain.linking import LinkInputs, is_shared
+from dhir.toolchain.linking import LinkInputs, is_shared, runtime_library_hint
 
 DATA = Path(__file__).parent / "data" / "link"
 PROGRAM = DATA / "views.mlir"
@@ -187,6 +187,46 @@ def test_cxx_code_without_its_library_says_to_link_it(tmp_path: Path, backend: s
     assert "/proc/self/fd" not in said
     got = dhir.run(str(PROGRAM), *inputs(), backend=backend, link=[kernel, cxx, "-lstdc++"])
     assert_equal(got, expected())
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "ld.lld: error: undefined symbol: operator new[](unsigned long)",
+        "/usr/bin/ld: add.o: in function `add_one': undefined reference to `operator delete[](void*)'",
+        "undefined symbol: _Znam",
+        "undefined symbol: _ZdlPvm",
+        "undefined reference to `std::__throw_bad_alloc()'",
+        "undefined symbol: _ZSt17__throw_bad_allocv",
+        "undefined symbol: _ZNSolsEd",
+        "undefined symbol: _ZTVN10__cxxabiv117__class_type_infoE",
+        "undefined reference to `vtable for __cxxabiv1::__si_class_type_info'",
+        "undefined reference to `__cxa_begin_catch'",
+        "undefined symbol: __gxx_personality_v0",
+        "undefined reference to symbol '_ZdlPvm@@CXXABI_1.3.9'",
+    ],
+)
+def test_cxx_library_symbols_get_the_hint(said: str) -> None:
+    assert "add -l stdc++" in runtime_library_hint(said)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        # A C++ function, class or symbol of the user's that no linked file defines: the
+        # fix is the file that defines it, not C++'s library.
+        "ld.lld: error: undefined symbol: _Z6smoothPdl",
+        "/usr/bin/ld: a.o: undefined reference to `smooth(double*, long)'",
+        "undefined symbol: _ZN6solver4stepEv",
+        "undefined reference to `vtable for Solver'",
+        "undefined symbol: _ZTV6Solver",
+        "undefined symbol: _Zork",
+        "undefined symbol: _mlir_ciface_std_like",
+        "undefined reference to `kernel_gfortran'",
+    ],
+)
+def test_other_undefined_symbols_get_no_library_hint(said: str) -> None:
+    assert runtime_library_hint(said) == ""
 
 
 @pytest.mark.mlir
