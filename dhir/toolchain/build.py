@@ -34,6 +34,7 @@ from dhir.toolchain.linking import (
     C_INTERFACE_PREFIX,
     RUNNER_UTILS,
     LinkInputs,
+    missing_symbol_hint,
     position_independent_hint,
     runtime_library_hint,
     undefined_function,
@@ -786,10 +787,12 @@ def _undefined_functions(
 
 def _with_link_hint(error: DhirError) -> DhirError:
     """A failed link's error with what to do when it refused an object that is not
-    position-independent, or linked code needs a language's runtime library (the
-    interpreter's link and load say the same)."""
+    position-independent, linked code needs a language's runtime library or uses a
+    symbol no linked file defines (the interpreter's link and load say the same)."""
     text = "\n".join(d.message for d in error.diagnostics)
-    hint = position_independent_hint(text) or runtime_library_hint(text)
+    hint = (
+        position_independent_hint(text) or runtime_library_hint(text) or missing_symbol_hint(text)
+    )
     if not hint:
         return error
     first, *rest = error.diagnostics

@@ -198,6 +198,27 @@ def runtime_library_hint(linker_output: str) -> str:
     return ""
 
 
+# A symbol a linker (GNU ld: `undefined reference to `NAME'`, lld) or the loader
+# (`undefined symbol: NAME`) did not find.
+_UNDEFINED_NAME = re.compile(
+    r"undefined reference to (?:symbol )?[`']([^'@\n]+)|undefined symbol: ([^\n]+)"
+)
+
+
+def missing_symbol_hint(linker_output: str) -> str:
+    """What to do when linked code uses a symbol that no linked file defines (the
+    program's own calls get `undefined_function`'s message instead)."""
+    found = [(a or b).strip() for a, b in _UNDEFINED_NAME.findall(linker_output)]
+    names = list(dict.fromkeys(found))
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return (
+        f" (linked code uses {shown}, which no file the program links defines: pass the "
+        "object file or library that does with --link FILE or -l NAME)"
+    )
+
+
 def undefined_function(
     name: str,
     task: str | None,

@@ -11,7 +11,12 @@ import pytest
 
 import dhir
 from dhir.ir.diagnostics import DhirError
-from dhir.toolchain.linking import LinkInputs, is_shared, runtime_library_hint
+from dhir.toolchain.linking import (
+    LinkInputs,
+    is_shared,
+    missing_symbol_hint,
+    runtime_library_hint,
+)
 
 DATA = Path(__file__).parent / "data" / "link"
 PROGRAM = DATA / "views.mlir"
@@ -227,6 +232,52 @@ def test_cxx_library_symbols_get_the_hint(said: str) -> None:
 )
 def test_other_undefined_symbols_get_no_library_hint(said: str) -> None:
     assert runtime_library_hint(said) == ""
+
+
+HELPER_MISSING = """
+void helper(double *x, long n);
+void add_one(long data, long n) { helper((double *)data, n); }
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("backend", ["native", "interp"])
+def test_a_symbol_linked_code_uses_that_no_file_defines_says_what_to_do(
+    tmp_path: Path, backend: str
+) -> None:
+    """A linked file calling a function no file defines (not one the program declares)
+    failed with the linker's or loader's words alone: `undefined reference to
+    `helper'`, `undefined symbol: helper`."""
+    kernel = compile_c(tmp_path, "o")
+    subprocess.run(["objcopy", "-N", "add_one", str(kernel)], check=True)
+    (tmp_path / "helper.c").write_text(HELPER_MISSING)
+    user = tmp_path / "helper.o"
+    clang = ["clang-22", "-O1", "-fPIC", "-c", str(tmp_path / "helper.c"), "-o", str(user)]
+    subprocess.run(clang, check=True)
+    with pytest.raises(DhirError) as error:
+        dhir.run(str(PROGRAM), *inputs(), backend=backend, link=[kernel, user])
+    assert (
+        "(linked code uses helper, which no file the program links defines: pass the object "
+        "file or library that does with --link FILE or -l NAME)"
+    ) in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("said", "names"),
+    [
+        ("/usr/bin/ld: k.o: in function `add_one':\nk.c:(.text+0x1): undefined reference to `helper'", "helper"),
+        ("ld.lld: error: undefined symbol: smooth(double*, long)\n>>> referenced by k.c", "smooth(double*, long)"),
+        ("undefined reference to symbol 'cblas_dgemm@@LIBCBLAS'", "cblas_dgemm"),
+        ("undefined symbol: a\nundefined symbol: b\nundefined symbol: a\nundefined symbol: c\nundefined symbol: d", "a, b, c, ..."),
+    ],
+)  # fmt: skip
+def test_missing_symbol_hint_names_the_symbols(said: str, names: str) -> None:
+    assert missing_symbol_hint(said).startswith(f" (linked code uses {names}, which no file")
+
+
+def test_other_link_errors_get_no_missing_symbol_hint() -> None:
+    assert missing_symbol_hint("relocation R_X86_64_32 against `.rodata' can not be used") == ""
 
 
 @pytest.mark.mlir

@@ -59,6 +59,7 @@ from dhir.toolchain.linking import (
     RUNNER_UTILS,
     LinkInputs,
     is_shared,
+    missing_symbol_hint,
     position_independent_hint,
     runtime_library_hint,
     undefined_function,
@@ -115,7 +116,7 @@ def load(shared: Path, searched: tuple[str, ...] = ()) -> Libraries:
         # The loader names the library by the path it was opened through (/proc/self/fd/N).
         said = str(error).replace(f"{shared}: ", "", 1)
         files = f" ({', '.join(searched)})" if searched else ""
-        hint = runtime_library_hint(said)
+        hint = runtime_library_hint(said) or missing_symbol_hint(said)
         message = f"the interpreter cannot load the code the program links{files}: {said}{hint}"
         raise DhirError([Diagnostic(message)]) from None
 
