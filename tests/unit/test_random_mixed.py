@@ -71,7 +71,7 @@ def test_random_mixed_programs_mean_the_same_without_dhir_ops(program: Program, 
 
 
 @needs_mpi
-@_profile(10)
+@_profile(7)
 @given(
     st.integers(2, 4).flatmap(
         lambda n: st.tuples(
