@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dhir.analysis.profile import LARGEST
-from dhir.ir.diagnostics import as_written
+from dhir.ir.diagnostics import DhirError, Diagnostic, as_written
 from dhir.ir.file_lines import Entry, EntryError, did_you_mean
 
 FORMAT = (
@@ -70,6 +70,20 @@ class Links:
     def time(self, nbytes: float, source: int, target: int) -> float:
         """The transfer of `nbytes` from a device of class `source` to one of `target`."""
         return self.latency[source][target] + nbytes * self.per_byte[source][target]
+
+
+def _check_links(links: Links, devices: tuple[str, ...]) -> None:
+    """That each device has a link class its tables time (a graph made by hand may not:
+    placing it then failed with a KeyError or IndexError)."""
+    size = len(links.latency)
+    square = len(links.per_byte) == size and all(
+        len(row) == size for row in (*links.latency, *links.per_byte)
+    )
+    missing = [d for d in devices if not 0 <= links.of.get(d, -1) < size]
+    if square and not missing:
+        return
+    what = f"no class of its {size} to {', '.join(missing)}" if missing else "tables not square"
+    raise DhirError([Diagnostic(f"the task graph's links give {what}")])
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,8 @@ class TaskGraph:
             into.setdefault(edge.target, []).append(edge)
         object.__setattr__(self, "_out", out)
         object.__setattr__(self, "_in", into)
+        if self.links is not None:
+            _check_links(self.links, self.devices)
 
     _out: dict[str, list[Edge]] = field(init=False, repr=False, compare=False)
     _in: dict[str, list[Edge]] = field(init=False, repr=False, compare=False)

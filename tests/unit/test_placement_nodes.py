@@ -119,3 +119,18 @@ def test_bad_nodes_are_errors(nodes: dict[str, object], message: str) -> None:
     data = {"devices": DEVICES, "tasks": {"T": {"cost": {"r0": 1.0}}}, "nodes": nodes}
     with pytest.raises(DhirError, match=message):
         TaskGraph.from_json(data)
+
+
+@pytest.mark.parametrize(
+    ("of", "said"),
+    [
+        ({"r0": 0, "r1": 0, "r2": 1}, "no class of its 2 to r3"),
+        ({"r0": 0, "r1": 0, "r2": 1, "r3": 2}, "no class of its 2 to r3"),
+    ],
+)
+def test_links_without_a_class_for_a_device_are_refused(of: dict[str, int], said: str) -> None:
+    """A hand-made graph whose links leave a device out failed placing it with a KeyError
+    (or an IndexError for a class beyond the tables)."""
+    table = ((0.0, 0.0), (0.0, 0.0))
+    with pytest.raises(DhirError, match=f"the task graph's links give {said}"):
+        linked_fork(Links(of, table, table))
