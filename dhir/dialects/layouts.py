@@ -66,6 +66,19 @@ def is_identity_layout(memref: MemRefType) -> bool:
     return isinstance(layout, NoneAttr)
 
 
+def is_contiguous_layout(memref: MemRefType) -> bool:
+    """The identity layout, or a `strided<...>` one whose strides are the identity's, all
+    static, at any offset (`memref<4xi32, strided<[1], offset: ?>>`): the elements lie
+    row-major in one run from the view's offset, as in a memref of the identity layout."""
+    if is_identity_layout(memref):
+        return True
+    layout = memref.layout
+    if not isinstance(layout, StridedLayoutAttr):
+        return False
+    strides = list(layout.get_strides())
+    return None not in strides and strides == identity_strides(memref.get_shape())
+
+
 def _map_layout(map: AffineMap) -> Layout | None:
     if len(map.results) != 1:
         return None

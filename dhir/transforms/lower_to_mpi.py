@@ -71,6 +71,7 @@ from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
+from dhir.dialects.layouts import is_contiguous_layout
 from dhir.ir.build import move_run
 from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
@@ -508,7 +509,7 @@ class _ScheduleLowering:
         for rank, blocks in plan:
             self._runtime.add(WRITE)
             ops: list[Operation] = []
-            address = aligned_address(ops, value)
+            address = _first_address(ops, value)
             for block in blocks:
                 words = _block_words(block, width)
                 ops += [*words, func.CallOp(WRITE, [index, address, *_results(words)], [])]
@@ -530,7 +531,7 @@ class _ScheduleLowering:
         self._runtime.add(name)
         for rank, run in enumerate(runs):
             ops: list[Operation] = []
-            address = aligned_address(ops, value)
+            address = _first_address(ops, value)
             width = element_bytes(_element_type(value))
             assert width is not None
             offset = run.offset * width if run is not None else 0
@@ -712,7 +713,7 @@ class _ScheduleLowering:
     def _check_sendable(self, task: Operation, value: SSAValue) -> None:
         type_ = value.type
         assert isinstance(type_, MemRefType)
-        if not isinstance(type_.layout, NoneAttr):
+        if not is_contiguous_layout(type_):
             raise PassFailedAt(
                 task,
                 f"schedule operand of type {type_} has a strided layout; the native backend "
@@ -798,11 +799,11 @@ def _body_ops(task: TaskOp) -> list[Operation]:
 
 
 def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, list[Operation]]:
-    """The address (i64) of `block` of a contiguous memref with the identity layout (its
-    offset is 0) and the length in bytes (i64) of one of its runs, or of the whole
-    buffer when `block` is None; and the ops computing them."""
+    """The address (i64) of `block` of a contiguous memref (from its first element) and
+    the length in bytes (i64) of one of its runs, or of the whole buffer when `block` is
+    None; and the ops computing them."""
     ops: list[Operation] = []
-    address = aligned_address(ops, value)
+    address = _first_address(ops, value)
     if block is None:
         size, size_ops = _byte_count(value)
         return address, size, [*ops, *size_ops]
@@ -813,6 +814,25 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
         address = _append(ops, arith.AddiOp(address, offset))
     size = _append(ops, arith.ConstantOp(IntegerAttr(block.length * width, i64)))
     return address, size, ops
+
+
+def _first_address(ops: list[Operation], value: SSAValue) -> SSAValue:
+    """The address (i64) of the first element of memref `value`, a contiguous one
+    (checked by _check_sendable); appends the ops computing it to `ops`. A view's aligned
+    pointer is its buffer's: its offset, known perhaps only at run time, comes on top."""
+    address = aligned_address(ops, value)
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    if isinstance(type_.layout, NoneAttr):
+        return address
+    width = element_bytes(type_.element_type)
+    assert width is not None, "checked by _check_sendable"
+    meta = memref.ExtractStridedMetaDataOp(value)
+    ops.append(meta)
+    offset = _append(ops, arith.IndexCastOp(meta.offset, i64))
+    scale = _append(ops, arith.ConstantOp(IntegerAttr(width, i64)))
+    skipped = _append(ops, arith.MuliOp(offset, scale))
+    return _append(ops, arith.AddiOp(address, skipped))
 
 
 def _block_words(block: Block, width: int) -> list[Operation]:
