@@ -81,6 +81,7 @@ def _check_operands(schedule: ScheduleOp, passed: dict[SSAValue, frozenset[objec
         for i, first in enumerate(operands)
         for second in operands[i + 1 :]
         if (common := shared(bases[first], bases[second]))
+        and not _swapped_apart(first, second, passed)
     ]
     if not pairs:
         return  # no two operands may alias: what the tasks write does not matter
@@ -95,6 +96,29 @@ def _check_operands(schedule: ScheduleOp, passed: dict[SSAValue, frozenset[objec
                 what = describe(passed[called[0]] & common)
                 message += f" (a call passes {what} as {_name(called[0])})"
             raise PassFailedAt(schedule, message)
+
+
+def _swapped_apart(
+    first: SSAValue, second: SSAValue, passed: dict[SSAValue, frozenset[object]]
+) -> bool:
+    """Whether `first` and `second` are memref iter_args of one scf.for that are distinct
+    buffers in every iteration: the loop starts its memref iter_args as buffers that share
+    nothing, and its yield hands each on as one of them, a permutation (a ping-pong
+    `scf.yield %b, %a`), so in each iteration they are those buffers in some order."""
+    loop = _carrying_loop(first)
+    if not isinstance(loop, scf.ForOp) or _carrying_loop(second) is not loop:
+        return False
+    carried = list(loop.body.block.args[1:])
+    end = loop.body.block.last_op
+    if not isinstance(end, scf.YieldOp):
+        return False
+    kept = [k for k, arg in enumerate(carried) if isinstance(arg.type, MemRefType)]
+    handed = [end.operands[k] for k in kept]
+    position: dict[SSAValue, int] = {arg: k for k, arg in enumerate(carried)}
+    if sorted(position.get(v, -1) for v in handed) != kept:
+        return False
+    starts = [_with_passed(buffers(loop.iter_args[k]), passed) for k in kept]
+    return not any(shared(one, other) for i, one in enumerate(starts) for other in starts[i + 1 :])
 
 
 def _passed_globals(
@@ -231,8 +255,8 @@ def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object])
     carried = [(v, op) for v in (first, second) if (op := _carrying_loop(v)) is not None]
     if not carried:
         return message + "Pass the buffer once and make the view inside the tasks that need it"
-    # Buffers swapped through iter_args (a ping-pong) are distinct in each iteration, but
-    # which is which is not known: the usual advice would not help.
+    # Buffers carried through iter_args that the loop may make one (not handed on as a
+    # permutation of distinct buffers): the usual advice would not help.
     loop = carried[0][1]
     where = f" at {loc}" if (loc := loc_of(loop)) is not None else ""
     names = " and ".join(_name(v) for v, _ in carried)
