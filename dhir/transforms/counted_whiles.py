@@ -49,6 +49,20 @@ def as_for_loops(root: Operation) -> list[scf.ForOp]:
 def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
     """The step of `loop` and the op adding it where `loop` counts as the module docstring
     says, so that it runs as an scf.for; else None."""
+    counted = _counted(loop)
+    return None if counted is None else counted[1:]
+
+
+def counted_bounds(loop: scf.WhileOp) -> tuple[SSAValue, int] | None:
+    """The upper bound and the step of `loop` where it counts as the module docstring
+    says (its counter, the after region's first argument, then takes the values of
+    `scf.for %i = init to ub step c`); else None."""
+    counted = _counted(loop)
+    return None if counted is None else counted[:2]
+
+
+def _counted(loop: scf.WhileOp) -> tuple[SSAValue, int, arith.AddiOp] | None:
+    """The upper bound, the step and the op adding it where `loop` counts; else None."""
     bound = _bound(loop)
     after = loop.after_region.blocks
     if bound is None or len(after) != 1:
@@ -64,16 +78,7 @@ def counted_step(loop: scf.WhileOp) -> tuple[int, arith.AddiOp] | None:
     step = _signed(by, bits)
     if step is None or step <= 0 or not _stays_below_top(bound, step, bits):
         return None
-    return step, advance
-
-
-def counted_bounds(loop: scf.WhileOp) -> tuple[SSAValue, int] | None:
-    """The upper bound and the step of `loop` where it counts as the module docstring
-    says (its counter, the after region's first argument, then takes the values of
-    `scf.for %i = init to ub step c`); else None."""
-    counted = counted_step(loop)
-    bound = _bound(loop)
-    return None if counted is None or bound is None else (bound, counted[0])
+    return bound, step, advance
 
 
 def _other(op: arith.CmpiOp | arith.AddiOp, value: SSAValue) -> SSAValue | None:
