@@ -16,7 +16,9 @@ holds (the variables of loops around that one are fixed there), when every other
 a number there: a loop variable of constant range (its range) or a value from outside the
 loop (its value). One that holds no such variable (`3 * n + i`, `n` an argument, `i` of a
 loop of constant bounds: the independence proof of a parallel loop takes it as exact) is
-checked at the outermost loop around it whose body makes none of its leaves. Expressions
+checked at the outermost loop around it whose body makes none of its leaves. One that
+only a branch uses (an `scf.if`, `affine.if` or `scf.index_switch` case inside that
+loop) is checked where the branch starts, each time it runs. Expressions
 in no such loop (a function's argument used directly, a value made in the innermost
 loop), and a linalg op's names, are not checked: no analysis takes them as exact
 (docs/semantics.md). A size `memref.dim` measures at run time is a leaf of its own, as
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
+from xdsl.traits import IsTerminator
 
 from dhir.analysis.lift import (
     Affine,
@@ -46,6 +49,7 @@ from dhir.analysis.lift import (
 )
 from dhir.dialects import affine, arith, index, memref, scf
 from dhir.dialects import affine as dhir_affine
+from dhir.dialects.access import is_pure
 from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import defined_inside
@@ -85,9 +89,10 @@ class WrapCheck:
     loop: Operation
     variables: tuple[BlockArgument, ...]
     exprs: tuple[Affine, ...]
-    # Set where `loop` is an `scf.if` or `affine.if` inside the loop that would check
-    # the expressions: checked instead each time this region of it runs, at the values
-    # its leaves have there, so that a branch never taken stops nothing.
+    # Set where `loop` is an `scf.if`, `affine.if` or `scf.index_switch` inside the loop
+    # that would check the expressions: checked instead each time this region of it
+    # runs, at the values its leaves have there, so that a branch never taken stops
+    # nothing.
     region: Region | None = None
 
 
@@ -102,7 +107,7 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
         for expr in _assumed(op, lifter):
             loop = _checking_loop(op, expr, lifter)
             if loop is not None:
-                found.setdefault(_condition_inside(op, loop) or loop, {})[expr] = None
+                found.setdefault(_branch_of(op, loop) or loop, {})[expr] = None
     checks: list[WrapCheck] = []
     if not found:
         return checks
@@ -119,22 +124,94 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
     return checks
 
 
-# The ops whose regions may not run where the loop around does.
-_CONDITIONS = (scf.IfOp, affine.IfOp)
+# The ops whose regions may not run where the loop around does: branches. A while
+# loop's body is not one: it is checked as an scf.for's body is, at the loop around's
+# entry whether it runs or not, since CodeDrop and dhir-optimize-bodies make a counted
+# one that scf.for (dhir.transforms.counted_whiles) before native code is checked.
+_CONDITIONS = (scf.IfOp, affine.IfOp, scf.IndexSwitchOp)
 
 
-def _condition_inside(op: Operation, loop: Operation) -> Region | None:
-    """The innermost region of an `scf.if` or `affine.if` between `loop` and `op` that
-    holds `op`: the check runs there, when it runs (a loop's entry would stop a loop
-    whose wrapping arithmetic sits in a branch never taken)."""
+def _branch_of(op: Operation, loop: Operation) -> Region | None:
+    """The branch (a region of one of _CONDITIONS between `loop` and `op`) whose start
+    checks what `op` computes, each time it runs: the innermost one that holds every
+    use of the value made (`%m = 3 * i` used only in an `scf.if` after it), else the
+    innermost one that holds `op` (a loop's entry would stop a loop whose wrapping
+    arithmetic only a branch never taken uses)."""
+    own = _condition_inside(op, loop)
+    if not isinstance(op, _ARITHMETIC):
+        return own  # an access or a loop's bound: used where it is
+    shared: list[Region] | None = None  # the branches holding every use so far
+    for site in _use_sites(op):
+        if shared is None:
+            # The check at `op`'s own branch runs no more often than one around it.
+            shared = [r for r in _conditions_around(site, loop) if own is None or _holds(own, r)]
+        while shared and not _holds(shared[0], site):
+            shared.pop(0)
+        if not shared:
+            return own
+    return shared[0] if shared else own
+
+
+def _conditions_around(op: Operation, loop: Operation) -> Iterator[Region]:
+    """The regions of host _CONDITIONS between `loop` and `op` that hold `op`,
+    innermost first."""
     inner = op
     while (parent := inner.parent_op()) is not None and parent is not loop:
         if isinstance(parent, _CONDITIONS) and not in_device_code(parent):
             region = inner.parent_region()
             assert region is not None
-            return region
+            if not _chains(region):
+                yield region
         inner = parent
-    return None
+
+
+def _chains(region: Region) -> bool:
+    """Whether `region` is an `scf.if`'s else holding only another `scf.if` (and its
+    yield): not a branch of its own, but a way to the next one. dhir-mlir22-workarounds
+    makes an `scf.index_switch` such a chain before native code is checked; a value that
+    only cases 2 and 3 use is then checked at the loop's entry, as the interpreter,
+    which runs the switch, checks it."""
+    parent = region.parent_op()
+    if not isinstance(parent, scf.IfOp) or region is not parent.false_region:
+        return False
+    ops = list(region.block.ops) if len(region.blocks) == 1 else []
+    return len(ops) == 2 and isinstance(ops[0], scf.IfOp)
+
+
+def _condition_inside(op: Operation, loop: Operation) -> Region | None:
+    """The innermost region of a host _CONDITIONS op between `loop` and `op` that holds
+    `op`: a check there runs each time `op` does."""
+    return next(_conditions_around(op, loop), None)
+
+
+def _use_sites(op: Operation) -> Iterator[Operation]:
+    """The ops that use what `op` makes, or a value computed from it: its users but
+    the pure ones (`%j = %m + 1`), whose results' users are followed instead; a
+    terminator passes its operands on, so its parent op stands for it (an `scf.yield`
+    out of an `scf.if` uses the value where the `scf.if` is)."""
+    seen: set[Operation] = {op}
+    todo = [op]
+    while todo:
+        for result in todo.pop().results:
+            for use in result.uses:
+                user = use.operation
+                while user.has_trait(IsTerminator) and (parent := user.parent_op()) is not None:
+                    user = parent
+                if user in seen:
+                    continue
+                seen.add(user)
+                if is_pure(user) and not user.regions:
+                    todo.append(user)
+                else:
+                    yield user
+
+
+def _holds(region: Region, op: Operation | Region) -> bool:
+    """Whether `op` (or a region) lies in `region`."""
+    inner: Operation | Region | None = op
+    while inner is not None and inner is not region:
+        inner = inner.parent_region() if isinstance(inner, Operation) else inner.parent_op()
+    return inner is region
 
 
 def _name_sizes(root: Operation, lifter: Lifter) -> None:
@@ -422,10 +499,11 @@ def _loop_of(key: SSAValue | str) -> Operation | None:
 
 def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | None:
     """The loop whose entry checks `expr` (computed at `op`): the outermost host loop
-    around `op` at whose entry each leaf of no constant range is a number or one of the
-    loop's variables (the innermost loop whose variable of no constant range `expr`
-    holds, where the other leaves are made outside it; for `3 * n + i`, `n` an argument
-    and `i` of constant range, the outermost loop around). None where no loop is such
+    around `op` at whose entry each leaf of no constant range is a number
+    or one of the loop's variables (the innermost loop whose variable of no constant
+    range `expr` holds, where the other leaves are made outside it; for `3 * n + i`, `n`
+    an argument and `i` of constant range, the outermost loop around). None where no
+    loop is such
     (no analysis takes such an expression as exact there: docs/semantics.md)."""
     keys = set(leaves_of(expr))
     if any(isinstance(key, str) for key in keys):

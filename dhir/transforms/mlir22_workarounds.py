@@ -685,6 +685,8 @@ def _as_ifs(op: scf.IndexSwitchOp) -> None:
         tests.append(equal.result)
     for test, region in reversed(list(zip(tests, regions))):
         choice = scf.IfOp(test, types, region, chosen)
+        # The switch's line: a check dhir-wrap-checks puts in a case names it.
+        choice.location = op.location
         chosen = Region(Block([choice, scf.YieldOp(*choice.results)]))
     outer = chosen.block.first_op
     assert isinstance(outer, scf.IfOp)

@@ -12,8 +12,9 @@ variables from their first to their last value, each other leaf its value there)
 computed in 128 bits, as dhir.analysis.wrap_checks.verdict computes them, and compared with
 the 64-bit range; if one leaves it, `dhir_rt_index_wraps(line, column)` stops the run.
 Once per entry into the loop; loops whose variables have constant ranges need none. An
-expression in an `scf.if` or `affine.if` inside the loop is checked instead at the start
-of its region, each time it runs, at its leaves' values there
+expression in an `scf.if` or `affine.if` inside the loop (or made before it and used
+only there) is checked instead at the start of its region, each time it runs, at its
+leaves' values there
 (`dhir_rt_branch_index_wraps`): a branch never taken stops nothing.
 """
 

@@ -573,8 +573,7 @@ UNDER_AFFINE_IF = UNDER_IF.replace("%go: i1", "%go: index").replace(
 def test_arithmetic_under_a_branch_is_checked_where_the_branch_runs(
     src: str, off: object, on: object, name: str, backend: str
 ) -> None:
-    at_loop, check = wrap_checks(dhir.parse_string(src, "prog.mlir"))
-    assert isinstance(at_loop.loop, scf.ForOp)  # i - lo, which fits
+    (check,) = wrap_checks(dhir.parse_string(src, "prog.mlir"))  # i - lo and 3 * i
     assert check.loop.name == name and check.region is check.loop.regions[0]
     lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
     got = _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, off, ranks=1)
@@ -584,4 +583,195 @@ def test_arithmetic_under_a_branch_is_checked_where_the_branch_runs(
     where = f"prog.mlir:7:5: error: '{name}'" if backend == "interp" else "line 7, column 5"
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, src, a, np.zeros(16, np.int64), 0, 3, on, ranks=1)
+    assert list(got[1][:4]) == [100, 103, 106, 0]
+
+
+# UNDER_IF with 3 * i + 1 made before the branch and used only in it: checked at the
+# loop's entry, both backends stopped the run from lo = 6148914691236517206 with %go
+# false, where no access of it runs (a correct program refused).
+BEFORE_IF = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %go: i1) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    %m = arith.muli %i, %c3 : index
+    %j = arith.addi %m, %c1 : index
+    scf.if %go {
+      %x = memref.load %A[%j] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+    }
+  }
+  return
+}
+"""
+BEFORE_AFFINE_IF = BEFORE_IF.replace("%go: i1", "%go: index").replace(
+    "scf.if %go {", "affine.if affine_set<()[s0] : (s0 - 1 >= 0)>()[%go] {"
+)
+# The same under a case of an scf.index_switch on %go, made in the case and before it.
+IN_SWITCH = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %go: index) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    %m = arith.muli %i, %c3 : index
+    scf.index_switch %go
+    case 1 {
+      %j = arith.addi %m, %c1 : index
+      %x = memref.load %A[%j] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+      scf.yield
+    }
+    default {
+      scf.yield
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "off", "on", "name"),
+    [
+        (BEFORE_IF, False, True, "scf.if"),
+        (BEFORE_AFFINE_IF, 0, 1, "affine.if"),
+        (IN_SWITCH, 0, 1, "scf.index_switch"),
+    ],
+)
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_arithmetic_only_a_branch_uses_is_checked_where_the_branch_runs(
+    src: str, off: object, on: object, name: str, backend: str
+) -> None:
+    (check,) = wrap_checks(dhir.parse_string(src, "prog.mlir"))
+    taken = check.loop.regions[1 if name == "scf.index_switch" else 0]  # its default first
+    assert check.loop.name == name and check.region is taken
+    lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
+    got = _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, off, ranks=1)
+    assert list(got[1][:4]) == [0, 0, 0, 0]
+    with pytest.raises(DhirError) as caught:
+        _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, on, ranks=1)
+    where = f"prog.mlir:9:5: error: '{name}'" if backend == "interp" else "line 9, column 5"
+    if name == "scf.index_switch":
+        where = where.replace("9:5", "8:5").replace("line 9", "line 8")
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, src, a, np.zeros(16, np.int64), 0, 3, on, ranks=1)
+    assert list(got[1][:4]) == [101, 104, 107, 0]
+
+
+# BEFORE_IF where 3 * i + 1 also reaches what runs outside the branch: an access after
+# it, or the branch's result (a load of which runs whatever %go is). Checked at the
+# loop's entry still: from lo = 6148914691236517206 both backends stop there.
+USED_AFTER = BEFORE_IF.replace(
+    "    }\n  }\n  return",
+    "    }\n    %y = memref.load %A[%j] : memref<16xi64>\n"
+    "    memref.store %y, %B[%c1] : memref<16xi64>\n  }\n  return",
+)
+YIELDED = BEFORE_IF.replace(
+    """    scf.if %go {
+      %x = memref.load %A[%j] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+    }""",
+    """    %k = scf.if %go -> index {
+      %e = arith.addi %j, %c1 : index
+      scf.yield %e : index
+    } else {
+      scf.yield %c1 : index
+    }
+    %x = memref.load %A[%k] : memref<16xi64>
+    memref.store %x, %B[%d] : memref<16xi64>""",
+)
+
+
+# 3 * i used in two cases of an scf.index_switch: no one branch holds its uses, so it is
+# checked at the loop's entry. Native code, which makes the switch a chain of scf.ifs
+# (if go == 1 {} else { if go == 2 {...} else {...} }), checked it at the start of the
+# outer else, and from lo = 6148914691236517206 with go = 1 ran (exit 0) where the
+# interpreter stopped at the loop.
+TWO_CASES = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %go: index) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    %m = arith.muli %i, %c3 : index
+    scf.index_switch %go
+    case 1 {
+      scf.yield
+    }
+    case 2 {
+      %x = memref.load %A[%m] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+      scf.yield
+    }
+    default {
+      %x = memref.load %A[%m] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+      scf.yield
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "go"),
+    [(USED_AFTER, False), (YIELDED, False), (TWO_CASES, 1)],
+    ids=["used after", "yielded", "two cases"],
+)
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_arithmetic_no_one_branch_uses_is_checked_at_the_loop(
+    src: str, go: object, backend: str
+) -> None:
+    module = dhir.parse_string(src, "prog.mlir")
+    (loop,) = find_ops(module, scf.ForOp)
+    assert [(c.loop, c.region) for c in wrap_checks(module)][0] == (loop, None)
+    lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
+    with pytest.raises(DhirError) as caught:
+        _run(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, go, ranks=1)
+    where = "prog.mlir:5:3: error: 'scf.for'" if backend == "interp" else "loop at line 5, column 3"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+
+
+# 3 * i in the body of a counted scf.while (k from 0 to %n) in the loop: CodeDrop makes
+# the while loop an scf.for before native code is checked, and an scf.for's body is
+# checked at the entry of the loop around, whether it runs or not. So a while loop's
+# body is too, in both backends: with n = 0 (no iteration of it) both stop at the loop.
+IN_WHILE = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %i = %lo to %hi step %c1 {
+    %d = arith.subi %i, %lo : index
+    %r = scf.while (%k = %c0) : (index) -> index {
+      %more = arith.cmpi slt, %k, %n : index
+      scf.condition(%more) %k : index
+    } do {
+    ^bb0(%k2: index):
+      %j = arith.muli %i, %c3 : index
+      %x = memref.load %A[%j] : memref<16xi64>
+      memref.store %x, %B[%d] : memref<16xi64>
+      %next = arith.addi %k2, %c1 : index
+      scf.yield %next : index
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_while_loops_body_is_checked_as_a_for_loops_is(backend: str) -> None:
+    module = dhir.parse_string(IN_WHILE, "prog.mlir")
+    (loop,) = find_ops(module, scf.ForOp)
+    assert [(c.loop, c.region) for c in wrap_checks(module)] == [(loop, None)]
+    lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
+    with pytest.raises(DhirError) as caught:
+        _run(backend, IN_WHILE, a, np.zeros(16, np.int64), lo, lo + 3, 0, ranks=1)
+    where = "prog.mlir:6:3: error: 'scf.for'" if backend == "interp" else "loop at line 6, column 3"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, IN_WHILE, a, np.zeros(16, np.int64), 0, 3, 1, ranks=1)
     assert list(got[1][:4]) == [100, 103, 106, 0]

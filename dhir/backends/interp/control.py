@@ -147,9 +147,9 @@ class ControlImpls(InterpreterFunctions):
             fail(op, _WRAPS)
 
     def _check_region(self, interp: Interpreter, op: Operation, region: Region) -> None:
-        """Stop at `op`, an `scf.if` or `affine.if` about to run `region`, when an
-        expression the analysis takes as exact in it leaves 64 bits at the values its
-        leaves have here (dhir-wrap-checks checks the same there)."""
+        """Stop at `op`, a branch (`scf.if`, `affine.if`, `scf.index_switch`) about to
+        run `region`, when an expression the analysis checks there leaves 64 bits at the
+        values its leaves have here (dhir-wrap-checks checks the same there)."""
         lifter, checks = self._table(op)
         check = checks.get(region)
         if check is None:
@@ -203,6 +203,7 @@ class ControlImpls(InterpreterFunctions):
     def run_index_switch(self, interp: Interpreter, op: scf.IndexSwitchOp, args: Values) -> Values:
         cases = op.cases.get_values()
         region = op.case_regions[cases.index(args[0])] if args[0] in cases else op.default_region
+        self._check_region(interp, op, region)
         return interp.run_ssacfg_region(region, (), "scf.index_switch")
 
     @handles(scf.WhileOp)
