@@ -16,9 +16,9 @@ holds (the variables of loops around that one are fixed there), when every other
 a number there: a loop variable of constant range (its range) or a value from outside the
 loop (its value). One that holds no such variable (`3 * n + i`, `n` an argument, `i` of a
 loop of constant bounds: the independence proof of a parallel loop takes it as exact) is
-checked at the outermost loop around it whose body makes none of its leaves. One that
-only a branch uses (an `scf.if`, `affine.if` or `scf.index_switch` case inside that
-loop) is checked where the branch starts, each time it runs. Expressions
+checked at the outermost loop around it, within its `dhir.task`, whose body makes none of
+its leaves. One that only a branch uses (an `scf.if`, `affine.if` or `scf.index_switch`
+case inside that loop) is checked where the branch starts, each time it runs. Expressions
 in no such loop (a function's argument used directly, a value made in the innermost
 loop), and a linalg op's names, are not checked: no analysis takes them as exact
 (docs/semantics.md). A size `memref.dim` measures at run time is a leaf of its own, as
@@ -52,7 +52,7 @@ from dhir.dialects import affine as dhir_affine
 from dhir.dialects.access import is_pure
 from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
-from dhir.dialects.dhir import defined_inside
+from dhir.dialects.dhir import TaskOp, defined_inside
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 
@@ -499,7 +499,7 @@ def _loop_of(key: SSAValue | str) -> Operation | None:
 
 def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | None:
     """The loop whose entry checks `expr` (computed at `op`): the outermost host loop
-    around `op` at whose entry each leaf of no constant range is a number
+    around `op`, in its task, at whose entry each leaf of no constant range is a number
     or one of the loop's variables (the innermost loop whose variable of no constant
     range `expr` holds, where the other leaves are made outside it; for `3 * n + i`, `n`
     an argument and `i` of constant range, the outermost loop around). None where no
@@ -511,7 +511,9 @@ def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | N
     fixed = [k for k in keys if isinstance(k, SSAValue) and lifter.leaf_range(k) is None]
     found = None
     loop = op.parent_op()
-    while loop is not None:
+    # Native code runs a task's body as a function of its own, whose loops check it: the
+    # loops around the task are never its checking loops.
+    while loop is not None and not isinstance(loop, TaskOp):
         if isinstance(loop, LOOPS):
             own = loop_variables(loop)
             if any(key not in own and _made_inside(key, loop, lifter) for key in fixed):

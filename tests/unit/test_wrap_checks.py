@@ -775,3 +775,46 @@ def test_a_while_loops_body_is_checked_as_a_for_loops_is(backend: str) -> None:
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, IN_WHILE, a, np.zeros(16, np.int64), 0, 3, 1, ranks=1)
     assert list(got[1][:4]) == [100, 103, 106, 0]
+
+
+# 3 * n + i in a task's loop of constant bounds, the task in a host loop: the interpreter
+# checked it at the host loop's entry (prog.mlir:4:3), native code, which runs the task
+# as a function of its own, at the task's loop ("line 12, column 9"). Both check it at
+# the task's loop now.
+TASK_IN_A_LOOP = """func.func @main(%A: memref<16xi64>, %n: index, %T: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %T step %c1 {
+    dhir.schedule %A {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %A {
+        %c0b = arith.constant 0 : index
+        %c1b = arith.constant 1 : index
+        %c3 = arith.constant 3 : index
+        %c4 = arith.constant 4 : index
+        scf.for %i = %c0b to %c4 step %c1b {
+          %m = arith.muli %n, %c3 : index
+          %s = arith.addi %m, %i : index
+          %x = memref.load %A[%s] : memref<16xi64>
+          %one = arith.constant 1 : i64
+          %y = arith.addi %x, %one : i64
+          memref.store %y, %A[%i] : memref<16xi64>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_tasks_arithmetic_is_checked_in_the_task(backend: str) -> None:
+    with pytest.raises(DhirError) as caught:
+        _run(
+            backend, TASK_IN_A_LOOP, np.arange(16, dtype=np.int64), 6148914691236517206, 2, ranks=1
+        )
+    where = "prog.mlir:12:9: error: 'scf.for'" if backend == "interp" else "line 12, column 9"
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run(backend, TASK_IN_A_LOOP, np.arange(16, dtype=np.int64), 1, 2, ranks=1)
+    assert list(got[0][:6]) == [8, 5, 6, 7, 4, 5]
