@@ -27,9 +27,9 @@ host copy ("dirty"):
   touches its memrefs, `time_loop`), the steps are planned as a cycle
   (`plan_loop_copies`): what the next step first uses on a device that still holds it
   stays there, copied in under `scf.if` on the loop's first step and out on its last
-  (`_Steps`; every step for an scf.while with no test for its last step). What a host
-  or another rank touches between two GPU uses is copied every step, as in a schedule
-  alone.
+  (`_Steps`; for an scf.while with no test for its last step, by a schedule of its own
+  after the loop). What a host or another rank touches between two GPU uses is copied
+  every step, as in a schedule alone.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
@@ -68,7 +68,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue, Use
+from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -79,7 +79,7 @@ from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as xmemref
 from dhir.dialects.access import is_view
-from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp
+from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, RANK_ATTR, ScheduleOp, TargetOp, TaskOp
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import (
     PieceRows,
@@ -173,6 +173,9 @@ class CopyPlan:
     # and out after it on its last step only (plan_loop_copies).
     first_in: dict[int, list[SSAValue]] = field(default_factory=dict)
     last_out: dict[int, list[SSAValue]] = field(default_factory=dict)
+    # In a time loop with no test for its last step: memrefs copied out once after the
+    # loop, from the device of the rank of the task they are keyed by.
+    after_loop: dict[int, list[SSAValue]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -224,8 +227,9 @@ def plan_loop_copies(
     the device between steps. Such a memref is copied in on the loop's first step only
     (`first_in`) and out on its last step only (`last_out`), where code after the loop
     may read it; without `last_step` (no test tells the last step: an scf.while that does
-    not count), out every step instead. Everything else is copied every step, as
-    `plan_copies` does; so is everything when no state repeats from step to step."""
+    not count), out once after the loop instead (`after_loop`). Everything else is
+    copied every step, as `plan_copies` does; so is everything when no state repeats
+    from step to step."""
     state = _Devices.empty(order)
     for _ in range(LOOP_ROUNDS):
         start = state.copy()
@@ -319,11 +323,9 @@ def _plan_step(
                     # that rank, which copies it in on the first step: were the copy
                     # out elsewhere, dhir-lower-to-mpi would take that rank's host
                     # copy for the newest and send it there every step.
-                    if m in needed_after and last_step:
-                        plan.last_out.setdefault(_last_on(facts, k, m, there), []).append(m)
-                    elif m in needed_after:
-                        plan.copy_out[_last_on(facts, k, m, there)].append(m)
-                        device_only.discard(m)
+                    if m in needed_after:
+                        out = plan.last_out if last_step else plan.after_loop
+                        out.setdefault(_last_on(facts, k, m, there), []).append(m)
                     continue
             elif later is None:
                 if m not in needed_after:
@@ -424,7 +426,7 @@ class _ScheduleData:
         if isinstance(self.anchor, scf.ForOp | scf.WhileOp):
             steps = self.steps = _Steps(self.anchor, self.schedule)
             plan = plan_loop_copies(facts, order, needed, device_messages, steps.last_known)
-            if any(plan.first_in.values()):
+            if any(plan.first_in.values()) or plan.after_loop:
                 self.anchor = steps.prepare_first()
         else:
             plan = plan_copies(facts, order, needed, device_messages)
@@ -437,6 +439,8 @@ class _ScheduleData:
         for k, task in enumerate(self.tasks):
             if facts[k].gpu:
                 self._rewrite(task, k, facts[k], plan)
+        if plan.after_loop:
+            self._copy_out_after_loop(plan.after_loop, facts)
 
     def _facts(self, task: TaskOp) -> TaskFacts:
         rank = rank_of(task)
@@ -543,6 +547,53 @@ class _ScheduleData:
             end += self._message(SEND_HOOK, mine[m], m, destination)
         block.insert_ops_before(end, last)
 
+    def _copy_out_after_loop(
+        self, copies: dict[int, list[SSAValue]], facts: Sequence[TaskFacts]
+    ) -> None:
+        """A schedule right after the time loop, before its device buffers are freed,
+        whose tasks copy out what the devices hold when the loop ends (`copies`, keyed by
+        the task whose rank holds them), where the loop ran a step at all: a loop that
+        ran none filled no device buffer. A task of a schedule, so that
+        dhir-lower-to-mpi sees the rank that writes the host copies."""
+        assert self.steps is not None
+        loop = self.anchor
+        guard, ran = self.steps.ran()
+        block = Block()
+        targets: dict[Operation, TargetOp] = {}
+        memrefs: list[SSAValue] = []
+        for k in sorted(copies):
+            task, rank = self.tasks[k], facts[k].rank
+            hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
+            ops: list[Operation] = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+            moved = [op for m in copies[k] for op in _copy(m, self.buffers[(rank, m)], None)]
+            ops += moved if ran is None else [scf.IfOp(ran, [], [*moved, scf.YieldOp()])]
+            copy = TaskOp(self._target_in(block, task, targets), copies[k], Region(Block(ops)))
+            copy.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+            copy.location = task.location
+            block.add_op(copy)
+            memrefs += [m for m in copies[k] if m not in memrefs]
+        schedule = ScheduleOp([m for m in self.order if m in memrefs], Region(block))
+        schedule.location = self.schedule.location
+        Rewriter.insert_op([*guard, schedule], InsertPoint.after(loop))
+
+    @staticmethod
+    def _target_in(
+        block: Block, task: TaskOp, targets: dict[Operation, TargetOp]
+    ) -> SSAValue | str:
+        """`task`'s target for a task of the schedule whose body is `block`: its name, or
+        a copy of its `dhir.target` op there (`targets`: those copied so far)."""
+        if task.target is None:
+            assert task.target_name is not None  # verified
+            return task.target_name.data
+        owner = task.target.owner
+        assert isinstance(owner, Operation)
+        if owner not in targets:
+            made = owner.clone()
+            assert isinstance(made, TargetOp)
+            targets[owner] = made
+            block.add_op(made)
+        return targets[owner].result
+
     def _on_step(self, ops: list[Operation], first: bool) -> list[Operation]:
         """`ops` under `scf.if` on the time loop's first step (`first`) or its last; the
         test is the loop's own (signed, the next value against the upper bound)."""
@@ -619,6 +670,19 @@ class _Steps:
             return [], self._flag
         test.result.name_hint = "first_step"
         return [test], test.result
+
+    def ran(self) -> tuple[list[Operation], SSAValue | None]:
+        """Ops after the loop computing whether its schedule ran at all, and that
+        value; None where it always runs (a do-while's, in its before region). The
+        first-step flag the loop returns stays true only where no step ran."""
+        loop = self.loop
+        assert isinstance(loop, scf.WhileOp) and self._flag is not None
+        if self._schedule.parent_region() is loop.before_region:
+            return [], None
+        true = arith.ConstantOp(IntegerAttr(1, i1))
+        ran = arith.XOrIOp(loop.results[-1], true.result)
+        ran.result.name_hint = "ran"
+        return [true, ran], ran.result
 
     def last(self) -> tuple[list[Operation], SSAValue]:
         """Ops computing whether this is the loop's last step (the loop's own signed

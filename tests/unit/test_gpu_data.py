@@ -198,19 +198,22 @@ def test_a_time_loop_keeps_what_it_sent_on_both_devices() -> None:
     assert plan.copy_in == {0: [], 1: []} and plan.first_in == {0: [a], 1: []}
 
 
-def test_a_loop_with_no_last_step_to_test_for_copies_out_every_step() -> None:
+def test_a_loop_with_no_last_step_to_test_for_copies_out_after_it() -> None:
     """An scf.while that does not count: no test tells its last step before its
-    condition, so what code after it reads goes out every step (from the rank that
-    copies it in), and still in on the first step only."""
+    condition, so what code after it reads goes out once after the loop (from the rank
+    that copies it in: `after_loop`, keyed by that rank's task), and in on the first
+    step only. Until 2026-12-01 it went out every step."""
     a, b = _values(2)
     facts = [_fact(0, True, reads=[a], writes=[b]), _fact(0, True, reads=[b], writes=[a])]
     plan = plan_loop_copies(facts, [a, b], {a, b}, last_step=False)
     assert plan.first_in == {0: [a, b], 1: []} and plan.copy_in == {0: [], 1: []}
-    assert plan.last_out == {} and plan.copy_out == {0: [], 1: [a, b]}
+    assert plan.last_out == {} and plan.copy_out == {0: [], 1: []}
+    assert plan.after_loop == {1: [a, b]}
     sent = [_fact(0, True, reads=[a], writes=[a]), _fact(1, True, reads=[a])]
     plan = plan_loop_copies(sent, [a], {a}, last_step=False)
-    assert plan.send == {0: [(a, 1)]} and plan.copy_out == {0: [a], 1: []}
+    assert plan.send == {0: [(a, 1)]} and plan.copy_out == {0: [], 1: []}
     assert plan.first_in == {0: [a], 1: []} and plan.last_out == {}
+    assert plan.after_loop == {0: [a]}
 
 
 def test_a_time_loop_waits_for_its_last_step_s_sends() -> None:

@@ -501,20 +501,26 @@ def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
     assert (counts["h2d"], counts["d2h"], counts["launches"]) == (copies, copies, 2 * 5)
 
 
-@pytest.mark.parametrize(("kind", "copies_out"), [("counted", 2), ("while", 10), ("do", 10)])
-def test_a_gpu_while_loop_keeps_its_data_on_the_device(
-    fake: Fake, kind: str, copies_out: int
-) -> None:
-    """The Jacobi sweep's time loop written as an scf.while: copied in on its first step
-    only (a flag the loop carries, or the counter's first value); out on its last step
-    only where the loop counts as an scf.for (its test on the counter's next value),
-    else every step (no test tells the last step before the loop's condition). Until
-    2026-12-01, every scf.while copied both arrays in and out every step: 10 and 10."""
-    head, rest = JACOBI.replace("RANK", "").split("  scf.for %t = %c0 to %steps step %c1 {\n")
+def _jacobi_while(kind: str, rank: int | None) -> str:
+    """The Jacobi sweep's time loop written as an scf.while of `kind` (LOOP_KINDS), its
+    tasks on `rank` (placed by dhir-place where None)."""
+    where = f"attributes {{dhir.rank = {rank} : i64}}" if rank is not None else ""
+    head, rest = JACOBI.replace("RANK", where).split("  scf.for %t = %c0 to %steps step %c1 {\n")
     body, tail = rest.split("    HOST\n  }\n")
     body = body.replace("%c0", "%step0").replace("%c1", "%step1")
     header = "  %step0 = arith.constant 0 : index\n  %step1 = arith.constant 1 : index\n"
-    text = head + header + "\n".join(_loop_lines(kind, body.splitlines())) + "\n" + tail
+    return head + header + "\n".join(_loop_lines(kind, body.splitlines())) + "\n" + tail
+
+
+@pytest.mark.parametrize("kind", ["counted", "while", "do"])
+def test_a_gpu_while_loop_keeps_its_data_on_the_device(fake: Fake, kind: str) -> None:
+    """The Jacobi sweep's time loop written as an scf.while: copied in on its first step
+    only (a flag the loop carries, or the counter's first value) and out once: on its
+    last step where the loop counts as an scf.for (its test on the counter's next
+    value), else after the loop (no test tells the last step before the loop's
+    condition). Until 2026-12-01, every scf.while copied both arrays in and out every
+    step (10 and 10); then the uncounted ones copied out every step (2 and 10)."""
+    text = _jacobi_while(kind, None)
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal(256), rng.standard_normal(256)
     steps = np.int64(5)
@@ -523,7 +529,33 @@ def test_a_gpu_while_loop_keeps_its_data_on_the_device(
     for got, want in zip(results, oracle):
         assert got.tobytes() == want.tobytes()
     (counts,) = fake.counts()
-    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, copies_out, 2 * 5)
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 2, 2 * 5)
+
+
+@pytest.mark.parametrize("kind", ["while", "do"])
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_an_uncounted_while_on_another_rank_copies_out_after_the_loop(
+    fake: Fake, kind: str, steps: int
+) -> None:
+    """On rank 1 of 2 (rank 0 writes the results), the copy out after an scf.while
+    that does not count is a task of its own on rank 1, whose host copies then go to
+    rank 0; where the loop ran no step (`while`, 0 steps), nothing is copied in or out
+    and the inputs come back as they were. (The sweeps' kernels do not run here: the
+    arrays make their round trip through device memory.)"""
+    text = _jacobi_while(kind, 1)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal(256), rng.standard_normal(256)
+    oracle = run_interp(_without_gpu_work(text), "main", [a.copy(), b.copy(), np.int64(steps)])
+    results = _run(text, a, b, np.int64(steps), ranks=2)  # type: ignore[arg-type]
+    for got, want in zip(results, oracle):
+        assert got.tobytes() == want.tobytes()
+    runs = max(steps, 1) if kind == "do" else steps
+    counts = fake.counts()
+    if runs == 0:
+        assert counts == [] or (counts[0]["h2d"], counts[0]["d2h"]) == (0, 0)
+        return
+    ((h2d, d2h, launches),) = [(c["h2d"], c["d2h"], c["launches"]) for c in counts]
+    assert (h2d, d2h, launches) == (2, 2, 2 * runs)
 
 
 def test_a_device_message_in_a_time_loop_sends_no_host_copy_back(fake: Fake) -> None:

@@ -3,7 +3,8 @@
 // tests its counter for its first step and its last: %a and %b go in on the first step
 // only, %b (which the GPU writes) out on the last only. Any other while loop (here, an
 // unsigned test) carries a flag that is true on its first step, for the copies in; no
-// test tells its last step before its condition, so %b goes out every step.
+// test tells its last step before its condition, so %b goes out once after the loop,
+// in a schedule of its own, where the loop ran a step (its flag came back false).
 // RUN: dhir-opt %s -p 'dhir-gpu-data' | filecheck %s
 
 // CHECK-LABEL: func.func @counted
@@ -27,7 +28,7 @@
 
 // CHECK-LABEL: func.func @unsigned
 // CHECK:         %first = arith.constant true
-// CHECK:         %left, %{{.*}} = scf.while (%i = %c0, %[[FLAG:.*]] = %first) : (index, i1) -> (index, i1) {
+// CHECK:         %left, %[[LEFT:.*]] = scf.while (%i = %c0, %[[FLAG:.*]] = %first) : (index, i1) -> (index, i1) {
 // CHECK-NEXT:      %go = arith.cmpi ult, %i, %n : index
 // CHECK-NEXT:      scf.condition(%go) %i, %[[FLAG]] : index, i1
 // CHECK-NEXT:    } do {
@@ -37,11 +38,20 @@
 // CHECK-NEXT:          gpu.memcpy %b_dev0, %b
 // CHECK-NEXT:        }
 // CHECK:             gpu.launch
-// CHECK:             gpu.memcpy %b, %b_dev0
-// CHECK-NEXT:      }
-// CHECK-NOT:       gpu.memcpy
+// CHECK-NOT:         gpu.memcpy
 // CHECK:           %[[LATER:.*]] = arith.constant false
 // CHECK-NEXT:      scf.yield %next, %[[LATER]] : index, i1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[TRUE:.*]] = arith.constant true
+// CHECK-NEXT:    %ran = arith.xori %[[LEFT]], %[[TRUE]] : i1
+// CHECK-NEXT:    dhir.schedule %b {
+// CHECK-NEXT:      %{{.*}} = dhir.target {kind = "gpu"}
+// CHECK-NEXT:      %{{.*}} = dhir.task %{{.*}}, %b attributes {dhir.rank = 0 : i64} {
+// CHECK:             func.call @dhir_rt_gpu_task
+// CHECK-NEXT:        scf.if %ran {
+// CHECK-NEXT:          gpu.memcpy %b, %b_dev0
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    gpu.dealloc %a_dev0
 
