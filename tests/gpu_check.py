@@ -236,13 +236,15 @@ def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object
             # Every third in a time loop (an scf.for or scf.while of each kind in turn):
             # device buffers that last every step, data kept on its ranks and devices
             # between steps; every sixth with host code in the loop touching a memref
-            # between steps, so copied around every step.
+            # between steps, so copied around every step; the other scf.while loops
+            # with a condition reading a memref, which alone is copied out every step.
             text = drawn.text()
             if k % 3 == 2:
                 touch = HostTouch(0, drawn.buffers - 1, k % drawn.size, before=False)
                 touches = (touch,) if k % 6 == 5 else ()
                 kind = LOOP_KINDS[k // 3 % len(LOOP_KINDS)]
-                loop = TimeLoop(3, lb=1, step=2, touches=touches, kind=kind)
+                seen = (0, k % drawn.size) if k % 6 == 2 and kind != "for" else None
+                loop = TimeLoop(3, lb=1, step=2, touches=touches, kind=kind, seen=seen)
                 text = _in_time_loop(text, loop.steps, loop)
             cases.append(
                 dict(name=f"random-{k}", text=text, ranks=ranks, inputs=inputs, run_env=way)

@@ -273,6 +273,27 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     global) but dhir's runtime hooks (HOOK_ATTR: dhir-instrument's timers). None when
     there is no such loop. Such a schedule's data may stay distributed between the
     loop's iterations."""
+    found = _loop_around(schedule, loads=False)
+    return found[0] if found is not None else None
+
+
+def loop_reading_between_steps(
+    schedule: ScheduleOp,
+) -> tuple[Operation, frozenset[SSAValue]] | None:
+    """The scf.for or scf.while around `schedule` that `time_loop` would give but for
+    host code that loads elements of some of the schedule's memrefs (an scf.while's
+    condition testing a residual), and those memrefs: each loaded by `memref.load` of
+    the memref itself, which shares no memory with another of the schedule's memrefs.
+    The loads run between two steps' schedules, so a device may keep everything else
+    from one step to the next. None where there is no such loop, or no such load."""
+    found = _loop_around(schedule, loads=True)
+    return found if found is not None and found[1] else None
+
+
+def _loop_around(schedule: ScheduleOp, loads: bool) -> tuple[Operation, frozenset[SSAValue]] | None:
+    """The loop of `time_loop`; with `loads`, one whose other ops may also load from
+    schedule memrefs that share memory with no other (`loop_reading_between_steps`),
+    and those memrefs."""
     loop = schedule.parent_op()
     if not isinstance(loop, scf.ForOp | scf.WhileOp):
         return None
@@ -280,9 +301,15 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
     if any(defined_inside(v, loop) for v in seeds):
         return None  # made anew each iteration (an arith.select, a view): maybe other memory
     memory = memory_of(seeds)
+    alone = _alone(seeds) if loads else set[SSAValue]()
+    read: set[SSAValue] = set()
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue
+        if loads and isinstance(op, memref.LoadOp) and op.memref in alone:
+            if not any(may_alias(v, memory) for v in op.indices):
+                read.add(op.memref)
+                continue
         if isinstance(op, func.CallOp) and HOOK_ATTR not in op.attributes:
             return None
         if op.dialect_name() == "builtin":
@@ -291,7 +318,12 @@ def time_loop(schedule: ScheduleOp) -> Operation | None:
             return None
         if meets_passed_global(op, memory):
             return None  # a call may pass the global as the argument
-    return loop
+    return loop, frozenset(read)
+
+
+def _alone(memrefs: list[SSAValue]) -> set[SSAValue]:
+    """The `memrefs` that share memory with none of the others."""
+    return {v for v in memrefs if not may_alias(v, memory_of(w for w in memrefs if w is not v))}
 
 
 def final_to_root(

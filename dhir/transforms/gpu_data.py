@@ -24,12 +24,13 @@ host copy ("dirty"):
   waits for it (`dhir_rt_gpu_ready`), and so does freeing the buffer.
 - A write anywhere else (a CPU task, a GPU task on another rank) invalidates R's device copy.
 - In a time loop (an scf.for or scf.while holding the schedule and nothing else that
-  touches its memrefs, `time_loop`), the steps are planned as a cycle
+  touches its memrefs, `time_loop`, or nothing else but loads of some of them,
+  `loop_reading_between_steps`), the steps are planned as a cycle
   (`plan_loop_copies`): what the next step first uses on a device that still holds it
   stays there, copied in under `scf.if` on the loop's first step and out on its last
   (`_Steps`; for an scf.while with no test for its last step, by a schedule of its own
   after the loop). What a host or another rank touches between two GPU uses is copied
-  every step, as in a schedule alone.
+  every step, as in a schedule alone; so is what the loop's own loads read.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
@@ -74,7 +75,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.handoff import drop_facts
-from dhir.analysis.outputs import time_loop
+from dhir.analysis.outputs import loop_reading_between_steps, time_loop
 from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as xmemref
@@ -414,9 +415,14 @@ class _ScheduleData:
     # (dhir-lower-to-mpi then keeps the data distributed between steps).
     anchor: Operation = field(init=False)
     steps: "_Steps | None" = None  # the tests for the time loop's first and last steps
+    # The memrefs host code in the time loop loads from between steps (its condition).
+    host_reads: frozenset[SSAValue] = frozenset()
 
     def __post_init__(self) -> None:
-        self.anchor = time_loop(self.schedule) or self.schedule
+        loop = time_loop(self.schedule)
+        if loop is None and (reading := loop_reading_between_steps(self.schedule)):
+            loop, self.host_reads = reading
+        self.anchor = loop or self.schedule
 
     def run(self, device_messages: bool) -> None:
         self.numbers = task_numbers(self.schedule)
@@ -425,7 +431,11 @@ class _ScheduleData:
         needed = self.local.needed_after(self.schedule, order)
         if isinstance(self.anchor, scf.ForOp | scf.WhileOp):
             steps = self.steps = _Steps(self.anchor, self.schedule)
-            plan = plan_loop_copies(facts, order, needed, device_messages, steps.last_known)
+            # Host code reading between steps: a CPU task at the step's end, so that what
+            # it reads goes out every step and the rest stays on the devices.
+            host = [TaskFacts(0, False, Effects(self.host_reads, frozenset()))]
+            cycle = [*facts, *host] if self.host_reads else facts
+            plan = plan_loop_copies(cycle, order, needed, device_messages, steps.last_known)
             if any(plan.first_in.values()) or plan.after_loop:
                 self.anchor = steps.prepare_first()
         else:

@@ -6,6 +6,7 @@ with stale data)."""
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
@@ -354,6 +355,69 @@ def test_a_time_loop_with_device_messages_still_keeps_data_on_the_device() -> No
         np.testing.assert_array_equal(got, want)
 
 
+# A GPU counts %a up each step, and the loop's condition reads %a[0]: it stops once that
+# reaches 5 (or after 10 steps), so stale host data would show in the step count.
+CONVERGING = """
+func.func @main(%a: memref<8xi32>, %b: memref<8xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  %five = arith.constant 5 : i32
+  %left = scf.while (%step = %c0) : (index) -> index {
+    %more = arith.cmpi ult, %step, %c10 : index
+    %r = memref.load %a[%c0] : memref<8xi32>
+    %low = arith.cmpi slt, %r, %five : i32
+    %go = arith.andi %more, %low : i1
+    scf.condition(%go) %step : index
+  } do {
+  ^bb0(%i: index):
+    dhir.schedule %a, %b {
+      %gpu = dhir.target {arch = "sm_90"}
+      %count = dhir.task %gpu, %a, %b RANK {
+        %z = arith.constant 0 : index
+        %u = arith.constant 1 : index
+        %n = arith.constant 8 : index
+        %one = arith.constant 1 : i32
+        scf.parallel (%j) = (%z) to (%n) step (%u) {
+          %x = memref.load %a[%j] : memref<8xi32>
+          %y = arith.addi %x, %one : i32
+          memref.store %y, %a[%j] : memref<8xi32>
+          %v = memref.load %b[%j] : memref<8xi32>
+          %w = arith.addi %v, %y : i32
+          memref.store %w, %b[%j] : memref<8xi32>
+        }
+      }
+    }
+    %next = arith.addi %i, %c1 : index
+    scf.yield %next : index
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_while_loop_whose_condition_reads_gpu_data_copies_out_only_that(ranks: int) -> None:
+    """The condition reads %a: it goes out every step (from the last rank's GPU), %b
+    stays on the device and goes out once, after the loop; both go in on the first
+    step only. Until 2026-12-01 a host load in the loop made every step copy both in
+    and out."""
+    text = CONVERGING.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
+    module = dhir.parse_string(text)
+    dhir.run_pipeline(module, f"dhir-gpu-data{{ranks={ranks}}}")
+    zeros = [np.zeros(8, np.int32), np.zeros(8, np.int32)]
+    a, b = _run_on_interp(module, zeros)  # stale %a on the host: 10 steps, 10 and 55
+    np.testing.assert_array_equal(a, np.full(8, 5, np.int32))
+    np.testing.assert_array_equal(b, np.full(8, 1 + 2 + 3 + 4 + 5, np.int32))
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.WhileOp)]
+    copies = [op for op in loop.walk() if isinstance(op, gpu.MemcpyOp)]
+    every_step = [op for op in copies if not isinstance(op.parent_op(), scf.IfOp)]
+    assert [op.dst.name_hint for op in every_step] == ["a"]
+    assert len(copies) == 3  # %a and %b in on the first step, %a out
+    after = [op for op in module.walk() if isinstance(op, gpu.MemcpyOp) and op not in copies]
+    assert [op.dst.name_hint for op in after] == ["b"]
+
+
 # --- the rewritten program, run --------------------------------------------------------
 
 
@@ -476,13 +540,17 @@ LOOP_KINDS = ("for", "counted", "while", "do")
 class TimeLoop:
     """A loop from `lb` by `step` that runs `steps` times (its upper bound just past
     the last step's start, so that the last step's next value overshoots it), written
-    as `kind` says (LOOP_KINDS), with `touches` in its body."""
+    as `kind` says (LOOP_KINDS), with `touches` in its body. An scf.while with `seen`
+    (memref, element) loads that element each time its condition runs and adds it up
+    (an i32 the loop carries), stored to it after the loop: host code reading between
+    steps what the tasks wrote, as a test of convergence would."""
 
     steps: int
     lb: int = 0
     step: int = 1
     touches: tuple[HostTouch, ...] = ()
     kind: str = "for"
+    seen: tuple[int, int] | None = None
 
     @property
     def runs(self) -> int:
@@ -490,20 +558,28 @@ class TimeLoop:
 
     def reference(self, program: RandomSchedule, inputs: list[np.ndarray]) -> list[np.ndarray]:
         buffers = [a.copy() for a in inputs]
+        seen = np.int32(0)
         with np.errstate(over="ignore"):
+            if self.seen is not None and self.kind != "do":
+                seen += buffers[self.seen[0]][self.seen[1]]  # the condition before step 1
             for _ in range(self.runs):
                 for touch in [t for t in self.touches if t.before]:
                     touch.run(buffers)
                 buffers = program.reference(buffers)
                 for touch in [t for t in self.touches if not t.before]:
                     touch.run(buffers)
+                if self.seen is not None:
+                    seen += buffers[self.seen[0]][self.seen[1]]
+        if self.seen is not None:
+            buffers[self.seen[0]][self.seen[1]] = seen
         return buffers
 
 
 @st.composite
 def time_loops(draw: st.DrawFn, program: RandomSchedule) -> TimeLoop:
     """Time loops around `program`'s schedule, of every kind, half of them with host code
-    touching its memrefs between steps."""
+    touching its memrefs between steps, half of the scf.while loops with a condition
+    reading one of them."""
     touch = st.builds(
         HostTouch,
         st.integers(0, program.buffers - 1),
@@ -513,7 +589,10 @@ def time_loops(draw: st.DrawFn, program: RandomSchedule) -> TimeLoop:
     )
     touches = draw(st.lists(touch, max_size=2)) if draw(st.booleans()) else []
     steps, lb, step = draw(st.integers(0, 3)), draw(st.integers(0, 2)), draw(st.integers(1, 3))
-    return TimeLoop(steps, lb, step, tuple(touches), draw(st.sampled_from(LOOP_KINDS)))
+    kind = draw(st.sampled_from(LOOP_KINDS))
+    element = st.tuples(st.integers(0, program.buffers - 1), st.integers(0, program.size - 1))
+    seen = draw(st.none() | element) if kind != "for" else None
+    return TimeLoop(steps, lb, step, tuple(touches), kind, seen)
 
 
 def _in_time_loop(text: str, steps: int, loop: TimeLoop | None = None) -> str:
@@ -534,8 +613,44 @@ def _in_time_loop(text: str, steps: int, loop: TimeLoop | None = None) -> str:
     before = [x for k, t in enumerate(loop.touches) if t.before for x in t.lines(k, memref)]
     after = [x for k, t in enumerate(loop.touches) if not t.before for x in t.lines(k, memref)]
     body = [*before, *lines[start:end], *after]
-    looped = _loop_lines(loop.kind, body)
+    if loop.seen is None:
+        looped = _loop_lines(loop.kind, body)
+    else:
+        looped = _seeing_loop_lines(loop.kind, body, f"%m{loop.seen[0]}", loop.seen[1], memref)
     return "\n".join([*lines[:start], *header, *looped, *lines[end:]]) + "\n"
+
+
+def _seeing_loop_lines(kind: str, body: list[str], name: str, at: int, memref: str) -> list[str]:
+    """`body` in an scf.while of `kind` whose condition adds element `at` of memref
+    `name` to the i32 it carries, stored to that element after the loop (TimeLoop.seen)."""
+    looped = _loop_lines(kind, body)
+    carried = {
+        "  %left = scf.while (%step = %step0) : (index) -> index {": (
+            "  %left, %seen_all = scf.while (%step = %step0, %seen = %seen0)"
+            " : (index, i32) -> (index, i32) {"
+        ),
+        "    scf.condition(%go) %step : index": "    scf.condition(%go) %step, %seen_sum : index, i32",
+        "    scf.condition(%go) %next : index": "    scf.condition(%go) %next, %seen_sum : index, i32",
+        "  ^bb0(%step: index):": "  ^bb0(%step: index, %seen_in: i32):",
+        "  ^bb0(%then: index):": "  ^bb0(%then: index, %seen_then: i32):",
+        "    scf.yield %next : index": "    scf.yield %next, %seen_in : index, i32",
+        "    scf.yield %then : index": "    scf.yield %then, %seen_then : index, i32",
+    }
+    reading = [
+        f"    %seen_at = arith.constant {at} : index",
+        f"    %seen_v = memref.load {name}[%seen_at] : {memref}",
+        "    %seen_sum = arith.addi %seen, %seen_v : i32",
+    ]
+    out = ["  %seen0 = arith.constant 0 : i32"]
+    for line in looped:
+        if line.startswith("    scf.condition("):
+            out += reading
+        out.append(carried.get(line, line))
+    out += [
+        f"  %seen_put = arith.constant {at} : index",
+        f"  memref.store %seen_all, {name}[%seen_put] : {memref}",
+    ]
+    return out
 
 
 def _loop_lines(kind: str, body: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
 from test_gpu_data import (
+    CONVERGING,
     GPU_TARGETS,
     MESSAGES_IN_A_LOOP,
     _in_time_loop,
@@ -479,15 +480,26 @@ JACOBI_HOST = """%h0 = arith.constant 7 : index
     memref.store %hw, %a[%h0] : memref<256xf64>"""
 
 
+# Host code between steps that only reads what the GPU wrote.
+JACOBI_HOST_READS = """%h0 = arith.constant 7 : index
+    %hv = memref.load %b[%h0] : memref<256xf64>"""
+
+
 @pytest.mark.parametrize("ranks", [1, 2])
-@pytest.mark.parametrize("host", [False, True])
+@pytest.mark.parametrize(
+    ("host", "copies"),
+    [("", (2, 2)), (JACOBI_HOST_READS, (2, 5 + 1)), (JACOBI_HOST, (10, 10))],
+    ids=["no-host", "host-reads", "host-writes"],
+)
 def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
-    fake: Fake, ranks: int, host: bool
+    fake: Fake, ranks: int, host: str, copies: tuple[int, int]
 ) -> None:
     """A Jacobi sweep on one GPU (rank 1 of 2: rank 0 writes the results) keeps its
     arrays on the device between steps: in before the first, out after the last. Host
-    code in the loop reading and writing them between steps gets copies every step."""
-    text = JACOBI.replace("HOST", JACOBI_HOST if host else "")
+    code in the loop reading %b between steps gets %b out every step (until
+    2026-12-01, both in and out every step: 10 and 10); host code reading and writing
+    them gets copies of both every step."""
+    text = JACOBI.replace("HOST", host)
     text = text.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal(256), rng.standard_normal(256)
@@ -497,8 +509,7 @@ def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
     for got, want in zip(results, oracle):
         assert got.tobytes() == want.tobytes()
     (counts,) = fake.counts()
-    copies = 2 * 5 if host else 2
-    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (copies, copies, 2 * 5)
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (*copies, 2 * 5)
 
 
 def _jacobi_while(kind: str, rank: int | None) -> str:
@@ -556,6 +567,30 @@ def test_an_uncounted_while_on_another_rank_copies_out_after_the_loop(
         return
     ((h2d, d2h, launches),) = [(c["h2d"], c["d2h"], c["launches"]) for c in counts]
     assert (h2d, d2h, launches) == (2, 2, 2 * runs)
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_while_loop_reading_gpu_data_in_its_condition_copies_out_only_that(
+    fake: Fake, ranks: int
+) -> None:
+    """The loop's condition reads %a[0], which the GPU (the last rank's) writes: %a
+    goes out every step, %b once after the loop, both in once. The fake runs no kernel,
+    so %a[0] stays 0 and the loop runs its 10 steps. Until 2026-12-01, the host load
+    made every step copy both in and out (20 and 20), and on 2 ranks rank 1 sent both
+    to rank 0 every step: 640 bytes in 20 messages, now 352 bytes in 11."""
+    text = CONVERGING.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
+    inputs = [np.zeros(8, np.int32), np.zeros(8, np.int32)]
+    oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
+    options = RunOptions(ranks=ranks)
+    exe, signature = compile_native(dhir.parse_string(text), "main", options, timing=Timing())
+    traffic: list[str] = []
+    results = run_executable(exe, signature, [a.copy() for a in inputs], options, traffic=traffic)
+    for got, want in zip(results, oracle):
+        assert got.tobytes() == want.tobytes()
+    (counts,) = fake.counts()
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 10 + 1, 10)
+    if ranks == 2:
+        assert traffic[1].split(" sent ")[1].split(",")[0] == "352 bytes in 11 messages"
 
 
 def test_a_device_message_in_a_time_loop_sends_no_host_copy_back(fake: Fake) -> None:
