@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -31,6 +30,7 @@ from xdsl.passes import ModulePass
 
 from dhir.dialects import arith, func
 from dhir.dialects.gpu import MemcpyOp
+from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import aligned_address
@@ -115,9 +115,8 @@ def _contiguous_offset(copy: MemcpyOp, type_: MemRefType) -> int:
 
 
 def _element_bytes(copy: MemcpyOp, type_: MemRefType) -> int:
-    width = getattr(type_.element_type, "bitwidth", None)
-    if not isinstance(width, int) or width % 8:
-        if isinstance(type_.element_type, IndexType):
-            return 8
+    """The bytes between elements as MLIR lays them out (i24 takes 4, i1 1)."""
+    width = element_bytes(type_.element_type)
+    if width is None:
         raise PassFailedAt(copy, f"cannot copy elements of type {type_.element_type}")
-    return width // 8
+    return width

@@ -348,6 +348,17 @@ def test_row_copies_become_runtime_calls_with_addresses_and_bytes() -> None:
     assert "arith.constant 48 : i64" in text  # 3 x 4 elements
 
 
+def test_row_copies_count_the_bytes_llvm_gives_an_element() -> None:
+    # LLVM stores an i24 in 4 bytes and an i1 in 1: 3 bytes (bits / 8) would copy short.
+    for element in ("i24", "i1"):
+        module = dhir.parse_string(ROW_COPY.replace("f32", element))
+        dhir.run_pipeline(module, "dhir-gpu-row-copies")
+        text = dhir.print_module(module)
+        width = 4 if element == "i24" else 1
+        assert f"arith.constant {8 * width} : i64" in text  # the offset, 8 elements
+        assert f"arith.constant {12 * width} : i64" in text  # 3 x 4 elements
+
+
 def test_a_copy_of_a_view_that_is_not_one_block_is_refused() -> None:
     text = ROW_COPY.replace("[3, 4] [1, 1]", "[3, 2] [1, 1]").replace(
         "memref<3x4xf32, strided<[4, 1], offset: 8>>",
