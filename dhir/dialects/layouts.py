@@ -69,14 +69,17 @@ def is_identity_layout(memref: MemRefType) -> bool:
 def is_contiguous_layout(memref: MemRefType) -> bool:
     """The identity layout, or a `strided<...>` one whose strides are the identity's, all
     static, at any offset (`memref<4xi32, strided<[1], offset: ?>>`): the elements lie
-    row-major in one run from the view's offset, as in a memref of the identity layout."""
+    row-major in one run from the view's offset, as in a memref of the identity layout.
+    A dimension of size 1 is never stepped along, so its stride may be any (one row of 4
+    of rows of 8, `memref<1x4xi32, strided<[8, 1]>>`, is one run)."""
     if is_identity_layout(memref):
         return True
     layout = memref.layout
     if not isinstance(layout, StridedLayoutAttr):
         return False
-    strides = list(layout.get_strides())
-    return None not in strides and strides == identity_strides(memref.get_shape())
+    shape = memref.get_shape()
+    pairs = zip(layout.get_strides(), identity_strides(shape), shape, strict=True)
+    return all(size == 1 or (stride is not None and stride == row) for stride, row, size in pairs)
 
 
 def _map_layout(map: AffineMap) -> Layout | None:

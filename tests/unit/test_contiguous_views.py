@@ -74,6 +74,17 @@ CASES = {
         SECOND="%k1, %k3",
         THIRD="%k0, %k3",
     ),
+    # one row of 4 of rows of 8: its row stride is never stepped along
+    "one-row": dict(
+        VIEW="memref<1x4xi32, strided<[8, 1], offset: ?>>",
+        BUFFER="memref<4x8xi32>",
+        OFFSETS="%o, 2",
+        SIZES="1, 4",
+        STEPS="1, 1",
+        FIRST="%k0, %k1",
+        SECOND="%k0, %k3",
+        THIRD="%k0, %k0",
+    ),
     # not contiguous: every other element, and rows of 4 of 8
     "every-other": dict(
         VIEW="memref<4xi32, strided<[2], offset: ?>>",
@@ -106,13 +117,13 @@ def _program(name: str, ranks: int) -> str:
 
 
 def _inputs(name: str) -> list[np.ndarray]:
-    shape = {"rank-1": (10,), "rank-2": (4, 4)}[name]
-    return [np.arange(1, 17, dtype=np.int32)[: np.prod(shape)].reshape(shape), np.int64(1)]
+    shape = {"rank-1": (10,), "rank-2": (4, 4), "one-row": (4, 8)}[name]
+    return [np.arange(1, 33, dtype=np.int32)[: np.prod(shape)].reshape(shape), np.int64(1)]
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("ranks", [2, 3])
-@pytest.mark.parametrize("name", ["rank-1", "rank-2"])
+@pytest.mark.parametrize("name", ["rank-1", "rank-2", "one-row"])
 def test_contiguous_views_travel_from_their_offset(name: str, ranks: int) -> None:
     text, inputs = _program(name, ranks), _inputs(name)
     oracle = dhir.run(text, *inputs, backend="interp")
@@ -140,6 +151,7 @@ def test_strided_views_stay_refused(name: str) -> None:
         ([4, 2], 0, False),
         ([None, 1], 0, False),
         ([1, 2], 0, False),
+        ([5, 1], 0, False),
     ],
 )
 def test_contiguous_layouts(
@@ -148,3 +160,20 @@ def test_contiguous_layouts(
     type_ = MemRefType(i32, [2, 4], StridedLayoutAttr(strides, offset))
     assert is_contiguous_layout(type_) is contiguous
     assert is_contiguous_layout(MemRefType(i32, [2, 4]))
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "contiguous"),
+    [
+        ([1, 4], [8, 1], True),
+        ([1, 4], [None, 1], True),
+        ([2, 1, 4], [4, 99, 1], True),
+        ([1, 4], [8, 2], False),
+        ([2, 4], [8, 1], False),
+    ],
+)
+def test_a_dimension_of_size_1_may_have_any_stride(
+    shape: list[int], strides: list[int | None], contiguous: bool
+) -> None:
+    type_ = MemRefType(i32, shape, StridedLayoutAttr(strides, None))
+    assert is_contiguous_layout(type_) is contiguous
