@@ -1,6 +1,6 @@
 """Small helpers the rewriting passes share to build IR: ops appended to a block, index
-constants, constant arrays in the module, loops' bounds and last values, and where a
-value is defined."""
+constants, constant arrays in the module, memrefs' addresses, loops' bounds and last
+values, and where a value is defined."""
 
 from collections.abc import Sequence
 from typing import TypeVar, cast
@@ -26,7 +26,9 @@ from xdsl.ir.affine import AffineMap
 from xdsl.traits import SymbolTable
 
 from dhir.dialects import affine, arith, func, memref
+from dhir.dialects.layouts import is_contiguous_layout
 from dhir.ir.diagnostics import error_at
+from dhir.ir.layout import element_bytes
 
 _Op = TypeVar("_Op", bound=Operation)
 
@@ -118,6 +120,42 @@ def aligned_address(ops: list[Operation], value: SSAValue) -> SSAValue:
     wide = arith.IndexCastOp(pointer.aligned_pointer, i64)
     ops += [pointer, wide]
     return wide.result
+
+
+def first_address(ops: list[Operation], value: SSAValue) -> SSAValue:
+    """The address (i64) of the first element of memref `value`, whose elements lie in one
+    run (`is_contiguous_layout`) and have a size `element_bytes` knows; appends the ops
+    computing it to `ops`. A view's aligned pointer is its buffer's: its offset comes on
+    top, a constant where the type gives it, else read at run time."""
+    address = aligned_address(ops, value)
+    type_ = value.type
+    assert isinstance(type_, MemRefType) and is_contiguous_layout(type_)
+    width = element_bytes(type_.element_type)
+    assert width is not None, "checked by the caller"
+    layout = type_.layout
+    if not isinstance(layout, StridedLayoutAttr) or layout.get_offset() == 0:
+        return address
+    skipped = _offset_bytes(ops, value, layout.get_offset(), width)
+    moved = arith.AddiOp(address, skipped)
+    ops.append(moved)
+    return moved.result
+
+
+def _offset_bytes(
+    ops: list[Operation], value: SSAValue, offset: int | None, width: int
+) -> SSAValue:
+    """A view's offset in bytes (i64): `offset` elements, or, where that is None, the
+    offset `memref.extract_strided_metadata` reads; appends the ops to `ops`."""
+    if offset is not None:
+        shift = arith.ConstantOp(IntegerAttr(offset * width, i64))
+        ops.append(shift)
+        return shift.result
+    meta = memref.ExtractStridedMetaDataOp(value)
+    elements = arith.IndexCastOp(meta.offset, i64)
+    scale = arith.ConstantOp(IntegerAttr(width, i64))
+    skipped = arith.MuliOp(elements.result, scale.result)
+    ops += [meta, elements, scale, skipped]
+    return skipped.result
 
 
 class ConstantArrays:

@@ -30,10 +30,11 @@ from xdsl.passes import ModulePass
 
 from dhir.dialects import arith, func
 from dhir.dialects.gpu import MemcpyOp
+from dhir.dialects.layouts import is_contiguous_layout
 from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import aligned_address
+from dhir.transforms.building import first_address
 
 COPY_HOOK = "dhir_rt_gpu_copy"
 
@@ -62,14 +63,15 @@ def _has_layout(copy: MemcpyOp) -> bool:
 def _rewrite(copy: MemcpyOp) -> None:
     if copy.asyncDependencies or copy.asyncToken is not None:
         raise PassFailedAt(copy, "an asynchronous copy of a view cannot be lowered")
+    widths = [_element_bytes(copy, v) for v in (copy.dst, copy.src)]
     ops: list[Operation] = []
-    addresses = [_address(copy, v, ops) for v in (copy.dst, copy.src)]
+    addresses = [first_address(ops, v) for v in (copy.dst, copy.src)]
     type_ = copy.src.type
     assert isinstance(type_, MemRefType)
     count = 1
     for extent in type_.get_shape():
         count *= extent
-    size = arith.ConstantOp(IntegerAttr(count * _element_bytes(copy, type_), i64))
+    size = arith.ConstantOp(IntegerAttr(count * widths[1], i64))
     call = func.CallOp(COPY_HOOK, [*addresses, size.result], [])
     block = copy.parent_block()
     assert block is not None
@@ -78,44 +80,20 @@ def _rewrite(copy: MemcpyOp) -> None:
     copy.erase()
 
 
-def _address(copy: MemcpyOp, value: SSAValue, ops: list[Operation]) -> SSAValue:
-    """The address (i64) of the first element of `value`; appends the ops computing it."""
+def _element_bytes(copy: MemcpyOp, value: SSAValue) -> int:
+    """The bytes of an element of `value`, a memref of static shape whose elements are one
+    row-major block at a static offset, as LLVM lays them out (i24 takes 4, i1 1); any
+    other memref is an error at `copy`."""
     type_ = value.type
     assert isinstance(type_, MemRefType)
-    offset = _contiguous_offset(copy, type_)
-    base = aligned_address(ops, value)
-    if offset == 0:
-        return base
-    shift = arith.ConstantOp(IntegerAttr(offset * _element_bytes(copy, type_), i64))
-    moved = arith.AddiOp(base, shift.result)
-    ops += [shift, moved]
-    return moved.result
-
-
-def _contiguous_offset(copy: MemcpyOp, type_: MemRefType) -> int:
-    """The static offset of a memref whose elements are one row-major block."""
-    shape = type_.get_shape()
+    if any(e < 0 for e in type_.get_shape()):
+        raise PassFailedAt(copy, f"cannot copy {type_}: only views of a static shape are copied")
     layout = type_.layout
-    if isinstance(layout, NoneAttr):
-        return 0
-    if not isinstance(layout, StridedLayoutAttr) or any(e < 0 for e in shape):
-        raise PassFailedAt(copy, f"cannot copy {type_}: only static strided views are copied")
-    expected = [1] * len(shape)
-    for k in range(len(shape) - 2, -1, -1):
-        expected[k] = expected[k + 1] * shape[k + 1]
-    strides = list(layout.get_strides())
-    offset = layout.get_offset()
-    # A dimension of extent 1 may have any stride.
-    same = all(s == e or n == 1 for s, e, n in zip(strides, expected, shape, strict=True))
-    if not same or not isinstance(offset, int):
+    dynamic = isinstance(layout, StridedLayoutAttr) and layout.get_offset() is None
+    if not is_contiguous_layout(type_) or dynamic:
         raise PassFailedAt(
             copy, f"cannot copy {type_}: the view is not one contiguous block with a static offset"
         )
-    return offset
-
-
-def _element_bytes(copy: MemcpyOp, type_: MemRefType) -> int:
-    """The bytes between elements as MLIR lays them out (i24 takes 4, i1 1)."""
     width = element_bytes(type_.element_type)
     if width is None:
         raise PassFailedAt(copy, f"cannot copy elements of type {type_.element_type}")

@@ -43,7 +43,6 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
-    NoneAttr,
     StringAttr,
     i32,
     i64,
@@ -78,7 +77,7 @@ from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_unscoped
-from dhir.transforms.building import aligned_address
+from dhir.transforms.building import first_address
 from dhir.transforms.outline import outline
 from dhir.transforms.pass_options import check_entry, check_ranks
 
@@ -509,7 +508,7 @@ class _ScheduleLowering:
         for rank, blocks in plan:
             self._runtime.add(WRITE)
             ops: list[Operation] = []
-            address = _first_address(ops, value)
+            address = first_address(ops, value)
             for block in blocks:
                 words = _block_words(block, width)
                 ops += [*words, func.CallOp(WRITE, [index, address, *_results(words)], [])]
@@ -531,7 +530,7 @@ class _ScheduleLowering:
         self._runtime.add(name)
         for rank, run in enumerate(runs):
             ops: list[Operation] = []
-            address = _first_address(ops, value)
+            address = first_address(ops, value)
             width = element_bytes(_element_type(value))
             assert width is not None
             offset = run.offset * width if run is not None else 0
@@ -803,7 +802,7 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
     the length in bytes (i64) of one of its runs, or of the whole buffer when `block` is
     None; and the ops computing them."""
     ops: list[Operation] = []
-    address = _first_address(ops, value)
+    address = first_address(ops, value)
     if block is None:
         size, size_ops = _byte_count(value)
         return address, size, [*ops, *size_ops]
@@ -814,25 +813,6 @@ def _buffer(value: SSAValue, block: Block | None) -> tuple[SSAValue, SSAValue, l
         address = _append(ops, arith.AddiOp(address, offset))
     size = _append(ops, arith.ConstantOp(IntegerAttr(block.length * width, i64)))
     return address, size, ops
-
-
-def _first_address(ops: list[Operation], value: SSAValue) -> SSAValue:
-    """The address (i64) of the first element of memref `value`, a contiguous one
-    (checked by _check_sendable); appends the ops computing it to `ops`. A view's aligned
-    pointer is its buffer's: its offset, known perhaps only at run time, comes on top."""
-    address = aligned_address(ops, value)
-    type_ = value.type
-    assert isinstance(type_, MemRefType)
-    if isinstance(type_.layout, NoneAttr):
-        return address
-    width = element_bytes(type_.element_type)
-    assert width is not None, "checked by _check_sendable"
-    meta = memref.ExtractStridedMetaDataOp(value)
-    ops.append(meta)
-    offset = _append(ops, arith.IndexCastOp(meta.offset, i64))
-    scale = _append(ops, arith.ConstantOp(IntegerAttr(width, i64)))
-    skipped = _append(ops, arith.MuliOp(offset, scale))
-    return _append(ops, arith.AddiOp(address, skipped))
 
 
 def _block_words(block: Block, width: int) -> list[Operation]:
