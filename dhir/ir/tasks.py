@@ -17,8 +17,11 @@ from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import holds_op
 from dhir.targets import DeviceKind
 
-# What a rank runs on its OpenMP threads when the native backend builds with OpenMP; the
-# rest of a task runs on one core. dhir-split and dhir-split-devices size pieces by it.
+# The ops whose iterations a device spreads over its threads: a CPU rank runs them on its
+# OpenMP threads when the native backend builds with OpenMP (the rest of a task runs on one
+# core), and dhir-gpu-kernels makes GPU kernels of them, so dhir-split-devices cuts only
+# these for a GPU. One set: the cost model's rates (dhir-split and dhir-split-devices size
+# pieces by them) assume the threads a kernel or OpenMP gives exactly these ops.
 PARALLEL_LOOPS = (scf.ParallelOp, affine.ParallelOp)
 THREADED_KINDS = (*PARALLEL_LOOPS, LinalgStructuredOperation)
 

@@ -27,7 +27,7 @@ from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import error_at
-from dhir.ir.tasks import is_gpu_task, task_label, task_numbers
+from dhir.ir.tasks import THREADED_KINDS, is_gpu_task, task_label, task_numbers
 from dhir.ir.text import through_mlir_opt
 from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
@@ -100,7 +100,7 @@ def module_name(chip: str) -> str:
 
 
 def _is_loop(op: Operation) -> bool:
-    return isinstance(op, scf.ParallelOp | affine.ParallelOp | LinalgStructuredOperation)
+    return isinstance(op, THREADED_KINDS)
 
 
 def _needs_mapping(task: TaskOp, label: str) -> bool:

@@ -30,10 +30,16 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.regions import row_span, rows_region, task_regions
-from dhir.dialects import affine, memref, scf
+from dhir.dialects import memref
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
-from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, PieceRows, is_gpu_task, set_rows
+from dhir.ir.tasks import (
+    PIECE_ATTR,
+    RANK_ATTR,
+    THREADED_KINDS,
+    PieceRows,
+    is_gpu_task,
+    set_rows,
+)
 from dhir.machine.description import Device
 from dhir.placement.from_ir import has_machine, machine_for
 from dhir.targets import DeviceKind
@@ -121,10 +127,7 @@ def _candidate(task: TaskOp) -> bool:
     found = splittable(task)
     if found is None or found[1].parent_op() is not task:
         return False
-    return isinstance(found[1], _KERNEL_LOOPS) and not effects_after(task, found[1])
-
-
-_KERNEL_LOOPS = (scf.ParallelOp, affine.ParallelOp, LinalgStructuredOperation)
+    return isinstance(found[1], THREADED_KINDS) and not effects_after(task, found[1])
 
 
 def _bind(pieces: dict[int, TaskOp], devices: list[Device]) -> None:
