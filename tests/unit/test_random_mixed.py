@@ -7,15 +7,15 @@ without a machine description of uneven ranks, equal the interpreter bit for bit
 DHIR_HYPOTHESIS=heavy runs many more random programs, with a fresh seed each time.
 """
 
-import os
 import shutil
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 from mixed_programs import Program, programs
+from profiles import profile
 
 import dhir
 from dhir import parse_string
@@ -28,22 +28,11 @@ from dhir.machine.description import (
 )
 from dhir.machine.dlti import attach
 
-HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
 MPIS = ("mpich", "openmpi")
 PLACEMENTS = ("round-robin", "best", "heft", "peft")
 TIMEOUT = 90  # seconds per native run: a hang is a failure, not a stuck test run
 
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
-
-
-def _profile(examples: int) -> settings:
-    return settings(
-        max_examples=examples * 10 if HEAVY else examples,
-        derandomize=not HEAVY,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
-        print_blob=True,
-    )
 
 
 def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -59,7 +48,7 @@ def _uneven(ranks: int, fast: int) -> System:
     return System((Node("n0", (quick, slow)),), GUESSED_NETWORK, GUESSED_INTRA_NODE)
 
 
-@_profile(10)
+@profile(10)
 @given(programs(ranks=4), st.integers(0, 99))
 def test_random_mixed_programs_mean_the_same_without_dhir_ops(program: Program, seed: int) -> None:
     """The generator writes only programs the oracle runs (no out-of-bounds view), and
@@ -71,7 +60,7 @@ def test_random_mixed_programs_mean_the_same_without_dhir_ops(program: Program, 
 
 
 @needs_mpi
-@_profile(7)
+@profile(7)
 @given(
     st.integers(2, 4).flatmap(
         lambda n: st.tuples(

@@ -12,14 +12,14 @@ its timeout. Fixed cases below spell out the shapes region-based messages must g
 DHIR_HYPOTHESIS=heavy runs many more random programs, with a fresh seed each time.
 """
 
-import os
 import re
 import shutil
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import event, given, note
 from hypothesis import strategies as st
+from profiles import profile
 from region_programs import Program, programs
 
 import dhir
@@ -27,21 +27,8 @@ from dhir import DhirError
 
 MPIS = ("mpich", "openmpi")
 TIMEOUT = 90  # seconds per native run: a hang is a failure, not a stuck test run
-HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
 
 needs_mpi = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
-
-
-def _profile(examples: int) -> settings:
-    # Derandomized by default: the same programs every run keep the suite's time steady;
-    # the heavy profile explores new ones.
-    return settings(
-        max_examples=examples * 10 if HEAVY else examples,
-        derandomize=not HEAVY,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-        print_blob=True,
-    )
 
 
 def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
@@ -72,7 +59,7 @@ LOCATED = re.compile(r"<string>:\d+:\d+: error: ")
 # --- random programs ------------------------------------------------------------------
 
 
-@_profile(40)
+@profile(40, filtering=True)
 @given(programs(ranks=4), st.integers(0, 2**16))
 def test_random_region_programs_interp_equals_their_meaning(program: Program, seed: int) -> None:
     note(f"the program:\n{program.text()}")
@@ -81,7 +68,7 @@ def test_random_region_programs_interp_equals_their_meaning(program: Program, se
 
 
 @needs_mpi
-@_profile(100)
+@profile(100, filtering=True)
 @given(
     st.integers(1, 4).flatmap(
         lambda n: st.tuples(
@@ -106,7 +93,7 @@ def test_random_region_programs_native_equals_interp(
 
 
 @needs_mpi
-@_profile(15)
+@profile(15, filtering=True)
 @given(st.integers(2, 3).flatmap(lambda n: st.tuples(st.just(n), programs(n, alias="both"))))
 def test_random_aliasing_operands_run_right_or_are_refused_at_the_schedule(
     case: tuple[int, Program],
@@ -131,7 +118,7 @@ def test_random_aliasing_operands_run_right_or_are_refused_at_the_schedule(
 
 
 @needs_mpi
-@_profile(20)
+@profile(20, filtering=True)
 @given(
     st.integers(2, 3).flatmap(
         lambda n: st.tuples(

@@ -6,15 +6,15 @@ ranks equal the interpreter."""
 
 import functools
 import itertools
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import islpy as isl
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import profile
 from xdsl.dialects import arith, memref, scf
 
 import dhir
@@ -35,21 +35,10 @@ from dhir.machine.description import (
 )
 from dhir.machine.dlti import attach
 
-HEAVY = os.environ.get("DHIR_HYPOTHESIS") == "heavy"
 ROWS, COLS = 9, 3
 LOOPS = ("scf.for", "scf.parallel", "affine.for", "affine.parallel")
 MPIS = ("mpich", "openmpi")
 SPREAD = "round-robin"  # piece k on rank k mod N: tiny pieces would all stay on one rank
-
-
-def _profile(examples: int) -> settings:
-    return settings(
-        max_examples=examples * 10 if HEAVY else examples,
-        derandomize=not HEAVY,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
-        print_blob=True,
-    )
 
 
 @dataclass(frozen=True)
@@ -171,7 +160,7 @@ def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
         assert g.dtype == w.dtype and g.tobytes() == w.tobytes(), f"argument {k}:\n{g}\n{w}"
 
 
-@_profile(60)
+@profile(60)
 @given(one_loops())
 def test_split_loops_give_the_whole_tasks_results_bit_for_bit(case: OneLoop) -> None:
     text = case.text()
@@ -543,7 +532,7 @@ def linalg_tasks(draw: st.DrawFn) -> LinalgTask:
     )
 
 
-@_profile(40)
+@profile(40)
 @given(linalg_tasks())
 def test_split_linalg_ops_give_the_whole_tasks_results_bit_for_bit(case: LinalgTask) -> None:
     split, tasks = _split(case.text())
@@ -933,7 +922,7 @@ def _written(text: str, pipeline: str) -> list[isl.Set]:
     return [task_regions(t).written(t.memrefs[1]) for t in tasks]
 
 
-@_profile(60)
+@profile(60)
 @given(tiled_loops())
 def test_tiled_loops_split_by_tiles_and_give_the_whole_tasks_results(case: TiledLoop) -> None:
     """Tiles whose rows do not overlap are independent iterations of the tile loop, though
@@ -1064,7 +1053,7 @@ def _regions(text: str, pipeline: str, which: int) -> list[tuple[isl.Set, isl.Se
     return [(r.read(m), r.written(m)) for r, m in regions]
 
 
-@_profile(40)
+@profile(40)
 @given(viewed_ops())
 def test_linalg_ops_on_views_made_in_the_task_split_by_rows(case: ViewedOp) -> None:
     """Each piece views its rows of the task's views: it reads and writes exactly its
@@ -1380,7 +1369,7 @@ def _under_if(text: str) -> str:
     return text.replace(end, "\n      }\n      }" + end[8:])
 
 
-@_profile(30)
+@profile(30)
 @given(one_loops())
 def test_loops_under_an_scf_if_split_as_they_do_alone(case: OneLoop) -> None:
     """Bounds, steps, carried rows, loop kinds and counter types: under an scf.if, a
