@@ -528,14 +528,10 @@ class _NestForms:
             reads.append(("D", ["%i", "%j"]))
         leaves = _leaves(nest, reads, t)
         value, lines = _expr(rng, leaves, t)
-        if rng.random() < 0.7:  # a plain update keeps the nest a contraction
-            prod = f"%p{rng.randrange(10**9)}"
-            lines.append(f"{prod} = arith.mulf {leaves[1]}, {leaves[2]} : {t}")
-            upd = f"%u{rng.randrange(10**9)}"
-            lines.append(f"{upd} = arith.{rng.choice(['addf', 'subf'])} {leaves[0]}, {prod} : {t}")
-            value = upd
         for line in lines:
             nest.put(line)
+        if rng.random() < 0.7:  # a plain update keeps the nest a contraction
+            value = _mul_into(nest, leaves[0], leaves[1], leaves[2], ("addf", "subf"))
         target = rng.choice(["C", "C", "C", "D"])
         nest.store(value, target, ["%i", "%j"])
         nest.close()
@@ -561,14 +557,10 @@ class _NestForms:
         b = ("B", ["%k", "%j"]) if rng.random() < 0.8 else ("S", ["%j", "%k"])
         leaves = _leaves(nest, [("A", ["%i", "%k"]), b], t)
         value, lines = _expr(rng, [*leaves, acc], t)
-        if rng.random() < 0.7:
-            prod = f"%p{rng.randrange(10**9)}"
-            lines.append(f"{prod} = arith.mulf {leaves[0]}, {leaves[1]} : {t}")
-            upd = f"%u{rng.randrange(10**9)}"
-            lines.append(f"{upd} = arith.addf {acc}, {prod} : {t}")
-            value = upd
         for line in lines:
             nest.put(line)
+        if rng.random() < 0.7:
+            value = _mul_into(nest, acc, leaves[0], leaves[1], ("addf",))
         nest.close(f"{'affine' if nest.affine else 'scf'}.yield {value} : {t}")
         out = res
         if rng.random() < 0.4:
@@ -603,37 +595,14 @@ class _NestForms:
 
     @staticmethod
     def memory(nest: _Nest, m: int, n: int, k: int, square: int) -> None:
-        rng = nest.rng
-        t = nest.type_
-        nest.open("%k", "0", str(m))
-        nest.open("%j", "0", str(n))
-        old = nest.load("y", ["%j"])
-        a = nest.load("C", ["%k", "%j"])
-        v = nest.load("x", ["%k"])
-        p = f"%p{rng.randrange(10**9)}"
-        nest.put(f"{p} = arith.mulf {a}, {v} : {t}")
-        s = f"%q{rng.randrange(10**9)}"
-        nest.put(f"{s} = arith.{rng.choice(['addf', 'subf', 'maximumf'])} {old}, {p} : {t}")
-        nest.store(s, "y", ["%j"])
-        nest.close()
-        nest.close()
+        """y[j] op= C[k, j] * x[k], C's rows outside."""
+        loops = [("%k", m), ("%j", n)]
+        _vector_update(nest, ("y", "%j"), ("x", "%k"), loops, ("addf", "subf", "maximumf"))
 
     @staticmethod
     def norow(nest: _Nest, m: int, n: int, k: int, square: int) -> None:
-        rng = nest.rng
-        t = nest.type_
-        nest.open("%i", "0", str(n))
-        nest.open("%j", "0", str(m))
-        old = nest.load("x", ["%i"])
-        a = nest.load("C", ["%j", "%i"])
-        v = nest.load("y", ["%j"])
-        p = f"%p{rng.randrange(10**9)}"
-        nest.put(f"{p} = arith.mulf {a}, {v} : {t}")
-        s = f"%q{rng.randrange(10**9)}"
-        nest.put(f"{s} = arith.addf {old}, {p} : {t}")
-        nest.store(s, "x", ["%i"])
-        nest.close()
-        nest.close()
+        """x[i] += C[j, i] * y[j], C's columns outside."""
+        _vector_update(nest, ("x", "%i"), ("y", "%j"), [("%i", n), ("%j", m)], ("addf",))
 
     @staticmethod
     def square(nest: _Nest, m: int, n: int, k: int, square: int) -> None:
@@ -652,14 +621,42 @@ class _NestForms:
             ],
             t,
         )
-        prod = f"%p{rng.randrange(10**9)}"
-        nest.put(f"{prod} = arith.mulf {leaves[1]}, {leaves[2]} : {t}")
-        upd = f"%u{rng.randrange(10**9)}"
-        nest.put(f"{upd} = arith.subf {leaves[0]}, {prod} : {t}")
+        upd = _mul_into(nest, leaves[0], leaves[1], leaves[2], ("subf",))
         nest.store(upd, "S", ["%i", "%j"])
         nest.close()
         nest.close()
         nest.close()
+
+
+def _mul_into(nest: _Nest, acc: str, x: str, y: str, ops: tuple[str, ...]) -> str:
+    """`acc OP x * y`, put in the nest, with OP one of `ops` (drawn only from several);
+    the result's name."""
+    product = f"%p{nest.rng.randrange(10**9)}"
+    nest.put(f"{product} = arith.mulf {x}, {y} : {nest.type_}")
+    result = f"%u{nest.rng.randrange(10**9)}"
+    op = ops[0] if len(ops) == 1 else nest.rng.choice(ops)
+    nest.put(f"{result} = arith.{op} {acc}, {product} : {nest.type_}")
+    return result
+
+
+def _vector_update(
+    nest: _Nest,
+    out: tuple[str, str],
+    vector: tuple[str, str],
+    loops: list[tuple[str, int]],
+    ops: tuple[str, ...],
+) -> None:
+    """`out[o] = out[o] OP C[v, o] * vector[v]` in two loops from 0 (`loops`: variable and
+    end, outer first), where `out` and `vector` are (memref, its loop variable)."""
+    for var, end in loops:
+        nest.open(var, "0", str(end))
+    (name, o), (vector_name, v) = out, vector
+    old = nest.load(name, [o])
+    a = nest.load("C", [v, o])
+    x = nest.load(vector_name, [v])
+    nest.store(_mul_into(nest, old, a, x, ops), name, [o])
+    nest.close()
+    nest.close()
 
 
 def _zero(nest: _Nest, type_: str) -> str:
@@ -1239,55 +1236,27 @@ def parallel_case(rng: random.Random) -> Case:
         f"  %cols = arith.constant {cols} : index",
         f"  %init = arith.constant {init} : {elem}",
     ]
-    if affine:
-        if two_d:
-            lines += [
-                f'  %tot = affine.parallel (%i, %j) = (0, 0) to ({rows}, {cols}) reduce ("{_affine_kind(op)}") -> ({elem}) {{',
-                f"    %v = affine.load %a[%i, %j] : {mt}",
-                f"    affine.yield %v : {elem}",
-                "  }",
-            ]
-        else:
-            lines += [
-                f"  affine.parallel (%i) = (0) to ({rows}) {{",
-                f'    %row = affine.parallel (%j) = (0) to ({cols}) reduce ("{_affine_kind(op)}") -> ({elem}) {{',
-                f"      %v = affine.load %a[%i, %j] : {mt}",
-                f"      affine.yield %v : {elem}",
-                "    }",
-                f"    affine.store %row, %r[%i] : memref<{rows}x{elem}>",
-                "  }",
-                f"  %tot = affine.load %r[0] : memref<{rows}x{elem}>",
-            ]
-    else:
-        body = [
-            f"    %new = arith.{op} %x, %y : {elem}",
-            f"    scf.reduce.return %new : {elem}",
+    reduction = _affine_reduction if affine else _scf_reduction
+    if two_d:
+        both = f"(%i, %j) = (0, 0) to ({rows}, {cols})" if affine else _scf_range(2)
+        lines += _indented(reduction("%tot", both, mt, elem, op), 1)
+    elif affine:
+        lines += [
+            f"  affine.parallel (%i) = (0) to ({rows}) {{",
+            *_indented(reduction("%row", f"(%j) = (0) to ({cols})", mt, elem, op), 2),
+            f"    affine.store %row, %r[%i] : memref<{rows}x{elem}>",
+            "  }",
+            f"  %tot = affine.load %r[0] : memref<{rows}x{elem}>",
         ]
-        if two_d:
-            lines += [
-                f"  %tot = scf.parallel (%i, %j) = (%c0, %c0) to (%rows, %cols) step (%c1, %c1) init (%init) -> {elem} {{",
-                f"    %v = memref.load %a[%i, %j] : {mt}",
-                f"    scf.reduce(%v : {elem}) {{",
-                f"    ^bb0(%x: {elem}, %y: {elem}):",
-                *("  " + b for b in body),
-                "    }",
-                "  }",
-            ]
-        else:
-            lines += [
-                "  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {",
-                f"    %row = scf.parallel (%j) = (%c0) to (%cols) step (%c1) init (%init) -> {elem} {{",
-                f"      %v = memref.load %a[%i, %j] : {mt}",
-                f"      scf.reduce(%v : {elem}) {{",
-                f"      ^bb0(%x: {elem}, %y: {elem}):",
-                *("    " + b for b in body),
-                "      }",
-                "    }",
-                f"    memref.store %row, %r[%i] : memref<{rows}x{elem}>",
-                "    scf.reduce",
-                "  }",
-                f"  %tot = memref.load %r[%c0] : memref<{rows}x{elem}>",
-            ]
+    else:
+        lines += [
+            "  scf.parallel (%i) = (%c0) to (%rows) step (%c1) {",
+            *_indented(reduction("%row", _scf_range(1, "%j", "%cols"), mt, elem, op), 2),
+            f"    memref.store %row, %r[%i] : memref<{rows}x{elem}>",
+            "    scf.reduce",
+            "  }",
+            f"  %tot = memref.load %r[%c0] : memref<{rows}x{elem}>",
+        ]
     lines += [f"  memref.store %tot, %s[%c0] : memref<1x{elem}>", "  return", "}"]
     if is_float:
         a = _float_data(rng, DTYPES[elem], (rows, cols))
@@ -1302,8 +1271,37 @@ def parallel_case(rng: random.Random) -> Case:
 _AFFINE_KINDS = ("addi", "muli", "andi", "ori", "addf", "mulf", "maximumf", "minimumf")
 
 
-def _affine_kind(op: str) -> str:
-    return op
+def _scf_range(dims: int, ivs: str = "%i, %j", ends: str = "%rows, %cols") -> str:
+    zeros, ones = ", ".join(["%c0"] * dims), ", ".join(["%c1"] * dims)
+    return f"({ivs}) = ({zeros}) to ({ends}) step ({ones})"
+
+
+def _scf_reduction(result: str, loop: str, mt: str, elem: str, op: str) -> list[str]:
+    """`result`, the `op` of %a's elements over `loop` in an scf.parallel from %init."""
+    return [
+        f"{result} = scf.parallel {loop} init (%init) -> {elem} {{",
+        f"  %v = memref.load %a[%i, %j] : {mt}",
+        f"  scf.reduce(%v : {elem}) {{",
+        f"  ^bb0(%x: {elem}, %y: {elem}):",
+        f"    %new = arith.{op} %x, %y : {elem}",
+        f"    scf.reduce.return %new : {elem}",
+        "  }",
+        "}",
+    ]
+
+
+def _affine_reduction(result: str, loop: str, mt: str, elem: str, op: str) -> list[str]:
+    """`result`, the `op` of %a's elements over `loop` in an affine.parallel."""
+    return [
+        f'{result} = affine.parallel {loop} reduce ("{op}") -> ({elem}) {{',
+        f"  %v = affine.load %a[%i, %j] : {mt}",
+        f"  affine.yield %v : {elem}",
+        "}",
+    ]
+
+
+def _indented(lines: list[str], depth: int) -> list[str]:
+    return ["  " * depth + line for line in lines]
 
 
 FAMILIES["parallel"] = parallel_case
