@@ -226,9 +226,8 @@ def _within(text: str, type_: Attribute) -> isl.Set:
 
 def task_regions(task: TaskOp) -> Regions:
     walker = _Walker()
-    for memref in task.memrefs:
-        walker.views[memref] = (_View(memref, None),)
-    walker.walk(task.body.block.ops, _Nest((), (), True))
+    walker.watch(task.memrefs)
+    walker.walk_top(task.body.block.ops)
     return walker.result()
 
 
@@ -265,9 +264,8 @@ class _Template:
         walker = _Walker(params=names)
         for constant, name in zip(constants, names, strict=True):
             walker.lift.name(constant.result, name)
-        for memref in task.memrefs:
-            walker.views[memref] = (_View(memref, None),)
-        walker.walk(task.body.block.ops, _Nest((), (), True))
+        walker.watch(task.memrefs)
+        walker.walk_top(task.body.block.ops)
         found = walker.result()
         first = {value: k for k, value in reversed(list(enumerate(task.memrefs)))}
         # By their text: equal text, equal sets with equal constraints, which fixing
@@ -339,11 +337,10 @@ def iteration_regions(
     two iterations' regions can be compared. `before`: ops outside `body` (views of
     `memrefs` and the values they take, in order) whose views the body may access."""
     walker = _Walker(params=tuple(variables.values()))
-    for memref in memrefs:
-        walker.views[memref] = (_View(memref, None),)
-    walker.walk(before, _Nest((), (), True))
+    walker.watch(memrefs)
+    walker.walk_top(before)
     walker.values.update(variables)
-    walker.walk(body.ops, _Nest((), (), True))
+    walker.walk_top(body.ops)
     return walker.result()
 
 
@@ -431,11 +428,10 @@ def sure_accesses(
         sure={False: {}, True: {}},
         reshapes=True,
     )
-    for memref in memrefs:
-        walker.views[memref] = (_View(memref, None),)
+    walker.watch(memrefs)
     walker.values.update(variables)
-    walker.walk(views, _Nest((), (), True))
-    walker.walk(body.ops if ops is None else ops, _Nest((), (), True))
+    walker.walk_top(views)
+    walker.walk_top(body.ops if ops is None else ops)
     assert walker.sure is not None
     return SureAccesses(_union(walker.sure[False]), _union(walker.sure[True]))
 
@@ -463,11 +459,10 @@ def may_accesses(
     `sure_accesses` takes its arguments; `params`: every isl parameter the texts may
     name (those of `variables`, and the leaves `lift` names as wholes)."""
     walker = _Walker(params=tuple(params), lift=lift, atomics={}, reshapes=True)
-    for memref in memrefs:
-        walker.views[memref] = (_View(memref, None),)
+    walker.watch(memrefs)
     walker.values.update(variables)
-    walker.walk(views, _Nest((), (), True))
-    walker.walk(body.ops, _Nest((), (), True))
+    walker.walk_top(views)
+    walker.walk_top(body.ops)
     assert walker.atomics is not None
     return MayAccesses(_union(walker.reads), _union(walker.writes), _union(walker.atomics))
 
@@ -522,9 +517,8 @@ def walk_sure_points(
     walker = _Walker(on_sure=tell, reshapes=True, functions=functions or {})
     for value, number in (known or {}).items():
         walker.lift.define(value, Lifted.at(number_at(number)))
-    for memref in roots:
-        walker.views[memref] = (_View(memref, None),)
-    walker.walk(ops, _Nest((), (), True))
+    walker.watch(roots)
+    walker.walk_top(ops)
 
 
 @dataclass(frozen=True)
@@ -624,8 +618,8 @@ def _copy_maps(op: Copy) -> tuple[SSAValue, isl.Map, isl.Map] | None:
     if base is not other:
         return None
     walker = _Walker(reshapes=True)
-    walker.views[base] = (_View(base, None),)
-    walker.walk([*first, *second], _Nest((), (), True))
+    walker.watch([base])
+    walker.walk_top([*first, *second])
     maps = [walker.element_map(value) for value in (source, target)]
     if maps[0] is None or maps[1] is None:
         return None
@@ -714,6 +708,15 @@ class _Walker:
 
     def result(self) -> Regions:
         return Regions(_union(self.reads), _union(self.writes), _union(self.musts))
+
+    def watch(self, memrefs: Iterable[SSAValue]) -> None:
+        """Record the accesses of each of `memrefs` (and of its views) as its own."""
+        for memref in memrefs:
+            self.views[memref] = (_View(memref, None),)
+
+    def walk_top(self, ops: Iterable[Operation]) -> None:
+        """Walk `ops` in no loop and under no condition: every op of theirs runs."""
+        self.walk(ops, _Nest((), (), True))
 
     def fresh(self, prefix: str = "v") -> str:
         return f"{prefix}{next(self._fresh)}"
