@@ -1523,6 +1523,22 @@ def test_a_copy_between_overlapping_views_is_an_error() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+NEGATIVE_EXPAND = """
+func.func @main(%a: memref<?xi32>) {
+  %m2 = arith.constant -2 : index
+  %m4 = arith.constant -4 : index
+  %e = memref.expand_shape %a [[0, 1]] output_shape [%m2, %m4] : memref<?xi32> into memref<?x?xi32>
+  return
+}
+"""
+
+
+def test_an_expand_shape_to_negative_sizes_says_so() -> None:
+    # Their product is the 8 elements: the error is the sizes, not a strided view.
+    with pytest.raises(DhirError, match=re.escape("reshapes (8,) into (-2, -4)")):
+        dhir.run(NEGATIVE_EXPAND, np.arange(8, dtype=np.int32), backend="interp")
+
+
 # A reinterpret_cast of no elements is inside any buffer, an empty one too.
 EMPTY_VIEW = """
 func.func @main(%a: memref<0x3xi32>, %b: memref<2xi32>) {

@@ -368,12 +368,7 @@ class MemrefImpls(InterpreterFunctions):
             reassociation = op.reassociation  # type: ignore[attr-defined]
             groups = [[i.value.data for i in group] for group in reassociation]
             shape = [math.prod(array.shape[i] for i in g) for g in groups]
-        if math.prod(shape) != array.size:
-            fail(op, f"reshapes {array.shape} into {tuple(shape)}")
-        try:
-            return (array.reshape(shape, copy=False),)  # a view, as in MLIR
-        except ValueError:
-            fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
+        return (_reshaped(op, array, shape),)
 
     @handles(ReshapeOp)
     def run_memref_reshape(self, interp: Interpreter, op: ReshapeOp, args: Values) -> Values:
@@ -385,12 +380,7 @@ class MemrefImpls(InterpreterFunctions):
             or any(s != DYNAMIC_INDEX and s != n for s, n in zip(static, sizes))
         ):
             fail(op, f"reshapes into sizes {sizes}, which {result} does not have")
-        if math.prod(sizes) != array.size or min(sizes, default=0) < 0:
-            fail(op, f"reshapes {array.shape} into {tuple(sizes)}")
-        try:
-            return (array.reshape(sizes, copy=False),)  # a view, as in MLIR
-        except ValueError:
-            fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
+        return (_reshaped(op, array, sizes),)
 
     @handles(TransposeOp)
     def run_transpose(self, interp: Interpreter, op: TransposeOp, args: Values) -> Values:
@@ -495,6 +485,17 @@ class MemrefImpls(InterpreterFunctions):
     @handles(AtomicYieldOp)
     def run_atomic_yield(self, interp: Interpreter, op: Operation, args: Values) -> Returned:
         return ReturnedValues(args), ()
+
+
+def _reshaped(op: Operation, array: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """`array` as `shape`, a view of it, as in MLIR; an error at `op` where the sizes do
+    not hold its elements or no view can be."""
+    if math.prod(shape) != array.size or min(shape, default=0) < 0:
+        fail(op, f"reshapes {array.shape} into {tuple(shape)}")
+    try:
+        return array.reshape(shape, copy=False)
+    except ValueError:
+        fail(op, f"cannot reshape a strided view of shape {array.shape} without copying")
 
 
 def _global_array(op: Operation, global_op: memref.GlobalOp) -> np.ndarray:
