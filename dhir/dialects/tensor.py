@@ -1,12 +1,22 @@
-"""xDSL's tensor dialect, with the `tensor.generate` xDSL 0.74 lacks: the rest of dhir
-reaches it through this module, as it reaches every dialect through dhir.dialects."""
+"""xDSL's tensor dialect, with the `tensor.generate` xDSL 0.74 lacks and MLIR's verifiers
+of `tensor.reshape` and `tensor.collapse_shape` (xDSL's refuses a valid reshape from a
+dynamic shape and has none for collapse_shape): the rest of dhir reaches it through this
+module, as it reaches every dialect through dhir.dialects."""
+
+import math
 
 from xdsl.dialects import tensor
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, TensorType
+from xdsl.dialects.utils.reshape_ops_utils import (
+    ContiguousArrayOfIntArray,
+    verify_reshape_like_types,
+)
 from xdsl.ir import Dialect
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    operand_def,
+    prop_def,
     region_def,
     result_def,
     traits_def,
@@ -23,8 +33,12 @@ from dhir.dialects import with_replaced_ops
 from xdsl.dialects.tensor import (
     CastOp as CastOp,
     ConcatOp as ConcatOp,
+    DimOp as DimOp,
     EmptyOp as EmptyOp,
+    ExpandShapeOp as ExpandShapeOp,
+    ExtractOp as ExtractOp,
     ExtractSliceOp as ExtractSliceOp,
+    FromElementsOp as FromElementsOp,
     InsertSliceOp as InsertSliceOp,
     PadOp as PadOp,
     SplatOp as SplatOp,
@@ -87,4 +101,53 @@ class GenerateOp(IRDLOperation):
         printer.print_attribute(self.result.type)
 
 
-Tensor: Dialect = with_replaced_ops(tensor.Tensor, GenerateOp)
+@irdl_op_definition
+class ReshapeOp(tensor.ReshapeOp):
+    """xDSL's `tensor.reshape`, verified as MLIR does: xDSL's multiplied a dynamic extent
+    in and refused `tensor<?xf64>` reshaped to `tensor<2x3xf64>`."""
+
+    source = operand_def(TensorType)
+    shape = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    assembly_format = None  # the parent's, which its parse and print read
+
+    def verify_(self) -> None:
+        source, shape, result = self.source.type, self.shape.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(shape, TensorType)
+        assert isinstance(result, TensorType)
+        if source.element_type != result.element_type:
+            raise VerifyException(
+                "element types of source and result tensor types should be the same"
+            )
+        if len(shape.get_shape()) != 1:
+            raise VerifyException("shape tensor must have a rank one")
+        static = DYNAMIC_INDEX not in (*source.get_shape(), *result.get_shape())
+        if static and math.prod(source.get_shape()) != math.prod(result.get_shape()):
+            raise VerifyException(
+                "source and result tensor should have the same number of elements"
+            )
+        if shape.get_shape()[0] != len(result.get_shape()):
+            raise VerifyException("length of shape operand differs from the result's tensor rank")
+
+
+@irdl_op_definition
+class CollapseShapeOp(tensor.CollapseShapeOp):
+    """xDSL's `tensor.collapse_shape`, verified as MLIR does (xDSL's has no verifier: a
+    `tensor<?x3xf64>` collapsed into `tensor<6xf64>` failed later, in mlir-opt-22)."""
+
+    src = operand_def(TensorType)
+    result = result_def(TensorType)
+    reassociation = prop_def(ContiguousArrayOfIntArray())
+
+    assembly_format = None  # the parent's, which its parse and print read
+
+    def verify_(self) -> None:
+        source, result = self.src.type, self.result.type
+        assert isinstance(source, TensorType) and isinstance(result, TensorType)
+        verify_reshape_like_types(
+            collapsed_type=result, expanded_type=source, reassociation=self.reassociation
+        )
+
+
+Tensor: Dialect = with_replaced_ops(tensor.Tensor, GenerateOp, ReshapeOp, CollapseShapeOp)

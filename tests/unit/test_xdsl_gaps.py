@@ -63,6 +63,20 @@ STRIDES = "dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi
 
 # Samples for gaps the corpus does not show (its uses of these ops are ones xDSL reads).
 SAMPLES: dict[str, list[str]] = {
+    # MLIR takes a reshape from a dynamic shape; xDSL multiplies the dynamic marker in
+    "tensor.reshape": [
+        _func(
+            "%a: tensor<?xf64>, %s: tensor<2xindex>",
+            "  %r = tensor.reshape %a(%s) : (tensor<?xf64>, tensor<2xindex>) -> tensor<2x3xf64>",
+        )
+    ],
+    # MLIR refuses a static extent collapsed from a dynamic one; xDSL verifies nothing
+    "tensor.collapse_shape": [
+        _func(
+            "%a: tensor<?x3xf64>",
+            "  %r = tensor.collapse_shape %a [[0, 1]] : tensor<?x3xf64> into tensor<6xf64>",
+        )
+    ],
     # a loop variable is no valid symbol: MLIR refuses it as one
     "affine.apply": [
         _func(
