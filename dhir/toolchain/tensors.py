@@ -1,13 +1,15 @@
 """An entry function on tensors, bufferized by mlir-opt-22 so that dhir runs it on memrefs.
 
 `dhir run` and `dhir compile` take an entry whose arguments and results are ranked tensors
-(linalg, tensor and arith on tensors, as MLIR writes them before bufferization). MLIR's
-one-shot bufferization turns every tensor into a buffer, the function boundaries included
-(identity layouts), and `buffer-results-to-out-params` turns each result into a memref
-argument after the others, where the result is written (a result's buffer allocated in the
-function becomes that argument). The memref program then goes through CodeDrop, placement
-and the rest like any plain entry. The entry's signature as the user sees it (tensor
-arguments given, results written to `resK.npy`) is dhir.toolchain.entry's.
+(linalg, tensor and arith on tensors, as MLIR writes them before bufferization). Elementwise
+arith and math ops on tensors become linalg.generic ops first (one-shot bufferization has no
+rule for them); then MLIR's one-shot bufferization turns every tensor into a buffer, the
+function boundaries included (identity layouts), and `buffer-results-to-out-params` turns
+each result into a memref argument after the others, where the result is written (a
+result's buffer allocated in the function becomes that argument). The memref program then
+goes through CodeDrop, placement and the rest like any plain entry. The entry's signature
+as the user sees it (tensor arguments given, results written to `resK.npy`) is
+dhir.toolchain.entry's.
 
 An argument of dynamic shape (`tensor<?x14xf32>`) takes the shape of the input it is given
 (`specialise`): results are allocated before the run, so their shapes must follow from the
@@ -19,17 +21,41 @@ collectives become calls of dhir's runtime once bufferized. dhir's own ops (`dhi
 tasks) are written on memrefs already, and mlir-opt-22 does not know them.
 """
 
-from collections.abc import Sequence
+import math
+import operator
+from collections.abc import Callable, Sequence
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, ShapedType, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    ShapedType,
+    TensorType,
+)
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.traits import SymbolTable
 
-from dhir.dialects import func, shard
+from dhir.dialects import arith, func, shard
+from dhir.dialects import math as math_dialect
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.dialects.tensor import CastOp, ConcatOp, PadOp, SplatOp
+from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
+from dhir.dialects.tensor import (
+    CastOp,
+    CollapseShapeOp,
+    ConcatOp,
+    DimOp,
+    ExpandShapeOp,
+    ExtractSliceOp,
+    FromElementsOp,
+    InsertSliceOp,
+    PadOp,
+    ReshapeOp,
+    SplatOp,
+)
 from dhir.ir.diagnostics import error_at
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops
@@ -39,6 +65,7 @@ from dhir.transforms.shard_collectives import lower_collectives
 
 PIPELINE = (
     "builtin.module("
+    "func.func(convert-elementwise-to-linalg),"
     "one-shot-bufferize{bufferize-function-boundaries allow-return-allocs-from-loops "
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-results-to-out-params{modify-public-functions hoist-static-allocs},"
@@ -59,6 +86,8 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
                 "mlir-opt-22, which does not know dhir's ops: write schedules on memrefs, "
                 "or leave the tensor program without them (CodeDrop makes the tasks)",
             )
+    for function in find_ops(module, func.FuncOp):  # else mlir-opt-22's error, or none
+        check_agreeing_shapes(function, {})
     if is_shard_program(module):
         module = partition(module, entry, ranks)
     pipeline = PIPELINE
@@ -90,7 +119,9 @@ def _returns_a_value_twice(module: ModuleOp, entry: str) -> bool:
     return any(len(set(r.operands)) < len(r.operands) for r in returns)
 
 
-REFINE = "builtin.module(canonicalize)"
+# Elementwise arith on tensors made linalg first: canonicalize carries static shapes through
+# linalg ops, not through arith's.
+REFINE = "builtin.module(func.func(convert-elementwise-to-linalg),canonicalize)"
 
 
 def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> ModuleOp:
@@ -146,30 +177,79 @@ _Extent = tuple[int, tuple[int, int] | None]
 
 def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ...]]) -> None:
     """Refuse inputs `shapes` (by argument) of the entry `function` whose extents its
-    linalg ops need equal and that differ (`tensor<?x4xf64>` arrays of 3 and 5 rows
-    added), naming the argument, its shape and the extent it needs, as a DhirError at
-    the op: a dimension that a map gives as a loop's takes that loop's extent, as MLIR's
-    verifier holds; a `tensor.cast`'s result has its source's extents, so a static one that
-    an input does not have is refused at the cast (mlir-opt folds the cast away and fails at
-    a later op, or at the `return`); a `tensor.concat`'s result has its operands' extents but
-    along its dimension, where it has their sum. Other ops' needs are left to mlir-opt's
-    refinement."""
+    ops need otherwise (`tensor<?x4xf64>` arrays of 3 and 5 rows added), naming the
+    argument, its shape and what the op needs, as a DhirError at the op: a dimension that
+    a linalg op's map gives as a loop's takes that loop's extent, as MLIR's verifier holds
+    (a broadcast's input dimension its init's), and an elementwise arith or math op's
+    operands and results have the same extents; a
+    `tensor.cast`'s result has its source's extents, so a static one that an input does
+    not have is refused at the cast (mlir-opt folds the cast away and fails at a later op,
+    or at the `return`); a `tensor.concat`'s result has its operands' extents but along
+    its dimension, where it has their sum; a reshape keeps the count of elements
+    (expand_shape's and collapse_shape's in each group of dimensions); a slice with
+    offsets, sizes and strides known before the run stays inside its tensor. Extents that
+    only static types give and disagree (through casts) are refused at the op too, naming
+    no argument: with no `shapes`, this checks a program's static shapes. Other ops' needs
+    are left to mlir-opt's refinement."""
     found = _Extents(function, shapes)
+    later: list[Operation] = []  # checked once every extent the ops join is known
     for op in function.walk():
         if isinstance(op, CastOp):
             _join_cast(found, op)
-        if isinstance(op, ConcatOp):
-            _check_concat(found, op)
-        if not isinstance(op, LinalgStructuredOperation):
-            continue
-        maps = [m.data for m in op.get_indexing_maps()]
-        for value, map_ in zip(op.operands, maps):
-            for dim, expr in enumerate(map_.results):
-                if isinstance(expr, AffineDimExpr):
-                    found.join((value, dim), (op, expr.position), op)
-        for result, init in zip(op.results, op.outputs):
-            for dim in range(_rank(result)):
-                found.join((result, dim), (init, dim), op)
+        elif isinstance(op, ConcatOp):
+            _join_concat(found, op)
+        elif isinstance(op, (ExpandShapeOp, CollapseShapeOp)):
+            _join_reshape(found, op)
+        elif type(op) in _ELEMENTWISE:
+            _join_elementwise(found, op)
+        elif isinstance(op, LinalgStructuredOperation):
+            _join_linalg(found, op)
+        elif isinstance(op, BroadcastOp):
+            _join_broadcast(found, op)
+        if isinstance(op, _CHECKED_LATER):
+            later.append(op)
+    for op in later:
+        _CHECKS[type(op)](found, op)
+
+
+def _join_linalg(found: "_Extents", op: LinalgStructuredOperation) -> None:
+    maps = [m.data for m in op.get_indexing_maps()]
+    for value, map_ in zip(op.operands, maps):
+        for dim, expr in enumerate(map_.results):
+            if isinstance(expr, AffineDimExpr):
+                found.join((value, dim), (op, expr.position), op)
+    for result, init in zip(op.results, op.outputs):
+        for dim in range(_rank(result)):
+            found.join((result, dim), (init, dim), op)
+
+
+def _join_broadcast(found: "_Extents", op: BroadcastOp) -> None:
+    """Join each dimension of `op`'s input to the init's it is not added beside, and the
+    result's to the init's (xDSL's broadcast gives no indexing maps)."""
+    added = set(op.dimensions.get_values())
+    kept = [d for d in range(_rank(op.init)) if d not in added]
+    for dim, to in zip(range(_rank(op.input)), kept):
+        found.join((op.input, dim), (op.init, to), op)
+    for result in op.result:
+        for dim in range(_rank(result)):
+            found.join((result, dim), (op.init, dim), op)
+
+
+# Ops mlir-opt-22's convert-elementwise-to-linalg makes linalg.generic: every arith and
+# math op but a constant.
+_ELEMENTWISE = frozenset(
+    {*arith.Arith.operations, *math_dialect.Math.operations} - {arith.ConstantOp}
+)
+
+
+def _join_elementwise(found: "_Extents", op: Operation) -> None:
+    """Join each dimension of `op`'s tensor operands and results (of one shape, as MLIR's
+    verifier holds, their condition too for a select)."""
+    tensors = [v for v in (*op.operands, *op.results) if isinstance(v.type, TensorType)]
+    for value in tensors[1:]:
+        if _rank(value) == _rank(tensors[0]):
+            for dim in range(_rank(value)):
+                found.join((tensors[0], dim), (value, dim), op)
 
 
 def _join_cast(found: "_Extents", op: CastOp) -> None:
@@ -180,15 +260,21 @@ def _join_cast(found: "_Extents", op: CastOp) -> None:
             found.join((op.source, dim), (op.dest, dim), op)
 
 
-def _check_concat(found: "_Extents", op: ConcatOp) -> None:
-    """Join the dimensions of `op`'s operands and result that are not concatenated, and
-    refuse a result whose extent along `op.dim` is not its operands' sum, where all are
-    known and one comes from an input (static ones alone are the verifier's)."""
+def _join_concat(found: "_Extents", op: ConcatOp) -> None:
+    """Join the dimensions of `op`'s operands and result that are not concatenated."""
     along = op.dim.value.data
     for value in op.inputs:
         for dim in range(_rank(value)):
             if dim != along:
                 found.join((value, dim), (op.result, dim), op)
+
+
+def _check_concat(found: "_Extents", op: Operation) -> None:
+    """Refuse a concat whose result's extent along its dimension is not its operands'
+    sum, where all are known and one comes from an input (static ones alone are the
+    verifier's)."""
+    assert isinstance(op, ConcatOp)
+    along = op.dim.value.data
     sizes = [found.known((value, along)) for value in op.inputs]
     total = found.known((op.result, along))
     if total is None or any(size is None for size in sizes):
@@ -197,13 +283,215 @@ def _check_concat(found: "_Extents", op: ConcatOp) -> None:
     if sum(size[0] for size in known) == total[0]:
         return
     given = [size[1] for size in (*known, total) if size[1] is not None]
-    if given:
-        raise found.concat_disagrees(given[-1], [size[0] for size in known], total[0], op)
+    parts = [size[0] for size in known]
+    raise found.refuse(
+        given[-1] if given else None,
+        op,
+        f"joins operands of {' + '.join(map(str, parts))} = {sum(parts)} along "
+        f"dimension {along} into a result of {total[0]} there",
+    )
+
+
+def _groups(op: ExpandShapeOp | CollapseShapeOp) -> list[list[int]]:
+    """The expanded dimensions of each collapsed one."""
+    return [[d.value.data for d in group] for group in op.reassociation]
+
+
+def _collapsed_expanded(op: ExpandShapeOp | CollapseShapeOp) -> tuple[SSAValue, SSAValue]:
+    if isinstance(op, ExpandShapeOp):
+        return op.src, op.result
+    return op.result, op.src
+
+
+def _join_reshape(found: "_Extents", op: ExpandShapeOp | CollapseShapeOp) -> None:
+    """Join each collapsed dimension that is one expanded dimension to it."""
+    collapsed, expanded = _collapsed_expanded(op)
+    for dim, group in enumerate(_groups(op)):
+        if len(group) == 1:
+            found.join((collapsed, dim), (expanded, group[0]), op)
+
+
+def _check_reshape_groups(found: "_Extents", op: Operation) -> None:
+    """Refuse an expand_shape or collapse_shape whose collapsed dimension's extent is not
+    the product of its expanded dimensions', where all are known and one comes from an
+    input."""
+    assert isinstance(op, (ExpandShapeOp, CollapseShapeOp))
+    collapsed, expanded = _collapsed_expanded(op)
+    sizes: list[_Extent | None] = [found.known((expanded, d)) for d in range(_rank(expanded))]
+    if isinstance(op, ExpandShapeOp):  # its output_shape gives what the type leaves dynamic
+        given = _mixed(found, op.static_output_shape, op.dynamic_output_shape)
+        sizes = [size if size is not None else g for size, g in zip(sizes, given)]
+    for dim, group in enumerate(_groups(op)):
+        whole = found.known((collapsed, dim))
+        parts = [sizes[d] for d in group]
+        given = _mismatch([p for p in parts if p is not None], whole, len(parts))
+        if given is None:
+            continue
+        assert whole is not None
+        numbers = [p[0] for p in parts if p is not None]
+        product = _product(numbers)
+        dims = ", ".join(map(str, group))
+        if isinstance(op, ExpandShapeOp):
+            what = f"splits dimension {dim} of its operand, of {whole[0]}, into dimensions {dims}"
+            what += f" of {product}"
+        else:
+            what = f"joins dimensions {dims} of its operand, of {product}, into dimension {dim}"
+            what += f" of its result, of {whole[0]}"
+        raise found.refuse(given[-1] if given else None, op, what)
+
+
+def _product(numbers: list[int]) -> str:
+    """`2 x 3 = 6`, or `6` alone."""
+    if len(numbers) == 1:
+        return str(numbers[0])
+    return f"{' x '.join(map(str, numbers))} = {math.prod(numbers)}"
+
+
+def _mismatch(
+    parts: list["_Extent"], whole: "_Extent | None", count: int
+) -> list[tuple[int, int]] | None:
+    """The arguments' dimensions that gave `parts` and `whole`, where all `count` parts
+    and the whole are known and the parts' product is not the whole; None where it is."""
+    if whole is None or len(parts) != count or math.prod(p[0] for p in parts) == whole[0]:
+        return None
+    return [e[1] for e in (*parts, whole) if e[1] is not None]
+
+
+def _check_reshape(found: "_Extents", op: Operation) -> None:
+    """Refuse a `tensor.reshape` whose result has not its operand's count of elements,
+    where both are known (the result's shape from its type, or a constant shape operand)
+    and an input gave one of them."""
+    assert isinstance(op, ReshapeOp)
+    source = [found.known((op.source, d)) for d in range(_rank(op.source))]
+    shape = _shape_operand(found, op.shape, _rank(op.result))
+    result = [found.known((op.result, d)) for d in range(_rank(op.result))]
+    result = [r if r is not None else s for r, s in zip(result, shape)]
+    if any(e is None for e in (*source, *result)):
+        return
+    elements = [e for e in source if e is not None]
+    into = [e for e in result if e is not None]
+    count = math.prod(e[0] for e in into)
+    given = _mismatch(elements, (count, None), len(elements))
+    if given is None:
+        return
+    numbers = [e[0] for e in elements]
+    raise found.refuse(
+        given[-1] if given else None,
+        op,
+        f"reshapes its operand of {_product(numbers)} "
+        f"elements into a result of shape {tuple(e[0] for e in into)} ({count} elements)",
+    )
+
+
+def _shape_operand(found: "_Extents", shape: SSAValue, rank: int) -> list["_Extent | None"]:
+    """The `rank` extents a reshape's shape operand gives, where a constant or
+    `tensor.from_elements` does."""
+    op = shape.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, DenseIntOrFPElementsAttr):
+        numbers = [a.value.data for a in op.value.get_attrs() if isinstance(a, IntegerAttr)]
+        numbers = numbers * rank if len(numbers) == 1 else numbers  # a splat
+        if len(numbers) == rank:
+            return [(n, None) for n in numbers]
+    if isinstance(op, FromElementsOp) and len(op.elements) == rank:
+        return [_index(found, v) for v in op.elements]
+    return [None] * rank
+
+
+def _check_slice(found: "_Extents", op: Operation) -> None:
+    """Refuse a slice that runs past its tensor, where its offset, size and stride in a
+    dimension and that dimension's extent are known and an input gave one of them."""
+    assert isinstance(op, (ExtractSliceOp, InsertSliceOp))
+    whole, of = (
+        (op.source, "operand") if isinstance(op, ExtractSliceOp) else (op.dest, "destination")
+    )
+    offsets = _mixed(found, op.static_offsets, op.offsets)
+    sizes = _mixed(found, op.static_sizes, op.sizes)
+    strides = _mixed(found, op.static_strides, op.strides)
+    for dim, (offset, size, stride) in enumerate(zip(offsets, sizes, strides)):
+        extent = found.known((whole, dim))
+        if offset is None or size is None or stride is None or extent is None or size[0] == 0:
+            continue
+        last = offset[0] + (size[0] - 1) * stride[0]
+        if 0 <= offset[0] and 0 <= last < extent[0]:
+            continue
+        given = [e[1] for e in (extent, offset, size, stride) if e[1] is not None]
+        reads = "takes" if isinstance(op, ExtractSliceOp) else "writes"
+        raise found.refuse(
+            given[0] if given else None,
+            op,
+            f"{reads} elements {offset[0]} to {last} of dimension {dim} of its {of}, "
+            f"which has {extent[0]}",
+        )
+
+
+def _mixed(
+    found: "_Extents", static: DenseArrayBase[IntegerType], dynamic: Sequence[SSAValue]
+) -> list["_Extent | None"]:
+    """The values of a list of static ones where those marked dynamic are `dynamic`'s, in
+    turn; None for one the run gives."""
+    values = iter(dynamic)
+    return [
+        (n, None) if n != DYNAMIC_INDEX else _index(found, next(values))
+        for n in static.get_values()
+    ]
+
+
+# Index arithmetic that _index folds; a division rounds as the op does.
+_FOLDS: dict[type[Operation], Callable[[int, int], int]] = {
+    arith.AddiOp: operator.add,
+    arith.SubiOp: operator.sub,
+    arith.MuliOp: operator.mul,
+    arith.DivUIOp: operator.floordiv,
+    arith.FloorDivSIOp: operator.floordiv,
+    arith.DivSIOp: lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1),
+    arith.CeilDivUIOp: lambda a, b: -(-a // b),
+    arith.CeilDivSIOp: lambda a, b: -(-a // b),
+}
+
+
+def _index(found: "_Extents", value: SSAValue) -> "_Extent | None":
+    """`value`, an index that constants and the extents `found` knows give, with the
+    argument's dimension that gave one of them; None where only the run gives it."""
+    op = value.owner
+    if not isinstance(op, Operation):
+        return None  # a block's argument: the run gives it
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data, None
+    if isinstance(op, DimOp):
+        dim = _index(found, op.index)
+        if dim is None or not 0 <= dim[0] < _rank(op.source):
+            return None
+        return found.known((op.source, dim[0]))
+    fold = _FOLDS.get(type(op))
+    if fold is None:
+        return None
+    lhs, rhs = (_index(found, v) for v in op.operands)
+    if lhs is None or rhs is None:
+        return None
+    try:
+        number = fold(lhs[0], rhs[0])
+    except ZeroDivisionError:
+        return None
+    return number, lhs[1] if lhs[1] is not None else rhs[1]
+
+
+_CHECKS: dict[type[Operation], Callable[["_Extents", Operation], None]] = {
+    ConcatOp: _check_concat,
+    ExpandShapeOp: _check_reshape_groups,
+    CollapseShapeOp: _check_reshape_groups,
+    ReshapeOp: _check_reshape,
+    ExtractSliceOp: _check_slice,
+    InsertSliceOp: _check_slice,
+}
+_CHECKED_LATER = tuple(_CHECKS)
 
 
 def _rank(value: SSAValue) -> int:
     type_ = value.type
     return len(type_.get_shape()) if isinstance(type_, ShapedType) else 0
+
+
+_FIX = "make the program's static shapes agree"
 
 
 class _Extents:
@@ -244,20 +532,18 @@ class _Extents:
         """The extent of `node`'s class, where one is known."""
         return self.extent.get(self.find(node))
 
-    def concat_disagrees(
-        self, blamed: tuple[int, int], sizes: list[int], total: int, op: ConcatOp
-    ) -> Exception:
-        """The error for a concat of operands of `sizes` along its dimension into `total`,
-        naming argument `blamed` (an index and a dimension) whose input gave one of them."""
+    def refuse(self, blamed: tuple[int, int] | None, op: Operation, what: str) -> Exception:
+        """The error for `op`, which `what` (it "joins ...") with the input of argument
+        `blamed` (an index and a dimension), or with the program's static shapes (None)."""
+        if blamed is None:
+            return error_at(op, f"'{op.name}' here {what}, as the program's types say; {_FIX}")
         arg, _dim = blamed
         type_ = self.function.function_type.inputs.data[arg]
         return error_at(
             op,
             f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given an array "
-            f"of shape {self.shapes[arg]}, where '{op.name}' here joins operands of "
-            f"{' + '.join(map(str, sizes))} = {sum(sizes)} along dimension "
-            f"{op.dim.value.data} into a result of {total} there; give arrays whose shapes "
-            "agree as the program's ops use them",
+            f"of shape {self.shapes[arg]}, where '{op.name}' here {what}; give arrays whose "
+            "shapes agree as the program's ops use them",
         )
 
     def join(self, a: _Node, b: _Node, op: Operation) -> None:
@@ -275,7 +561,12 @@ class _Extents:
         """The error for extents `one` and `other` that `op` needs equal, naming an
         argument: the later one given, where both are."""
         blamed, need = sorted((one, other), key=lambda e: -1 if e[1] is None else e[1][0])[::-1]
-        assert blamed[1] is not None  # a type's extents disagreeing fail the verifier first
+        if blamed[1] is None:  # types that only casts between them make disagree
+            return error_at(
+                op,
+                f"'{op.name}' here needs extents {one[0]} and {other[0]} equal, as the "
+                f"program's types say; {_FIX}",
+            )
         arg, dim = blamed[1]
         given = self.shapes[arg]
         wanted = tuple(need[0] if k == dim else n for k, n in enumerate(given))

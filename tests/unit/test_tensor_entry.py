@@ -243,6 +243,74 @@ func.func @main(%a: tensor<?x2xf64>, %b: tensor<?x?xf64>) -> tensor<6x2xf64> {
 """
 
 
+# Reshapes whose sizes the input's extent does not have: mlir-opt-22 said
+# "'memref.expand_shape' op collapsed dim size (8) must equal reassociation group size (6)",
+# naming no argument; native code ran EXPAND_BY_SCALAR given 8 elements (exit 0).
+EXPAND = """
+func.func @main(%a: tensor<?xf64>) -> tensor<?x3xf64> {
+  %c0 = arith.constant 0 : index
+  %c3 = arith.constant 3 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf64>
+  %m = arith.divui %n, %c3 : index
+  %r = tensor.expand_shape %a [[0, 1]] output_shape [%m, 3] : tensor<?xf64> into tensor<?x3xf64>
+  return %r : tensor<?x3xf64>
+}
+"""
+EXPAND_BY_SCALAR = """
+func.func @main(%a: tensor<?xf64>, %m: index) -> tensor<2x3xf64> {
+  %r = tensor.expand_shape %a [[0, 1]] output_shape [%m, 3] : tensor<?xf64> into tensor<?x3xf64>
+  %c = tensor.cast %r : tensor<?x3xf64> to tensor<2x3xf64>
+  return %c : tensor<2x3xf64>
+}
+"""
+COLLAPSE = """
+func.func @main(%a: tensor<?x?xf64>) -> tensor<6xf64> {
+  %r = tensor.collapse_shape %a [[0, 1]] : tensor<?x?xf64> into tensor<?xf64>
+  %e = tensor.empty() : tensor<6xf64>
+  %s = linalg.add ins(%r, %r : tensor<?xf64>, tensor<?xf64>) outs(%e : tensor<6xf64>) -> tensor<6xf64>
+  return %s : tensor<6xf64>
+}
+"""
+# xDSL 0.74 refused this valid reshape ("source and result tensor should have the same
+# number of elements").
+RESHAPE = """
+func.func @main(%a: tensor<?xf64>) -> tensor<2x3xf64> {
+  %s = arith.constant dense<[2, 3]> : tensor<2xindex>
+  %r = tensor.reshape %a(%s) : (tensor<?xf64>, tensor<2xindex>) -> tensor<2x3xf64>
+  return %r : tensor<2x3xf64>
+}
+"""
+# Static slices past an input of dynamic shape: mlir-opt-22's "slice along dimension 0
+# runs out-of-bounds: 5 >= 5".
+SLICES = """
+func.func @main(%a: tensor<?xf64>, %b: tensor<?xf64>) -> (tensor<4xf64>, tensor<?xf64>) {
+  %r = tensor.extract_slice %a[2] [4] [1] : tensor<?xf64> to tensor<4xf64>
+  %w = tensor.insert_slice %r into %b[1] [4] [1] : tensor<4xf64> into tensor<?xf64>
+  return %r, %w : tensor<4xf64>, tensor<?xf64>
+}
+"""
+# A broadcast of a dynamic vector added to a matrix: mlir-opt-22 said "'linalg.broadcast'
+# op input dim 0 should match init dim 1. input: 4, init: 3", naming no argument.
+BROADCAST = """
+func.func @main(%v: tensor<?xf64>, %w: tensor<2x?xf64>) -> tensor<2x?xf64> {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %w, %c1 : tensor<2x?xf64>
+  %e = tensor.empty(%n) : tensor<2x?xf64>
+  %b = linalg.broadcast ins(%v : tensor<?xf64>) outs(%e : tensor<2x?xf64>) dimensions = [0]
+  %r = linalg.add ins(%b, %w : tensor<2x?xf64>, tensor<2x?xf64>) outs(%e : tensor<2x?xf64>) -> tensor<2x?xf64>
+  return %r : tensor<2x?xf64>
+}
+"""
+# Elementwise arith on tensors, made linalg.generic before bufferization.
+ELEMENTWISE = """
+func.func @main(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>) -> tensor<?x?xf64> {
+  %r = arith.mulf %a, %b : tensor<?x?xf64>
+  %s = math.sqrt %r : tensor<?x?xf64>
+  return %s : tensor<?x?xf64>
+}
+"""
+
+
 @pytest.mark.parametrize("backend", ["interp", "native"])
 @pytest.mark.parametrize(
     ("program", "inputs", "said"),
@@ -273,6 +341,38 @@ func.func @main(%a: tensor<?x2xf64>, %b: tensor<?x?xf64>) -> tensor<6x2xf64> {
         (CONCAT, [np.ones((3, 2)), np.ones((3, 5))],
          "3:8: error: argument #1 of @main (tensor<?x?xf64>) is given an array of shape (3, 5), "
          "where 'tensor.concat' here needs shape (3, 2): its dimension 1 must be 2"),
+        (EXPAND, [np.ones(8)],
+         "7:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (8,), "
+         "where 'tensor.expand_shape' here splits dimension 0 of its operand, of 8, into "
+         "dimensions 0, 1 of 2 x 3 = 6; give arrays whose shapes agree"),
+        (EXPAND_BY_SCALAR, [np.ones(8), np.int64(2)],
+         "3:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (8,), "
+         "where 'tensor.expand_shape' here splits dimension 0 of its operand, of 8, into "
+         "dimensions 0, 1 of 2 x 3 = 6"),
+        (COLLAPSE, [np.ones((2, 4))],
+         "3:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (2, 4), "
+         "where 'tensor.collapse_shape' here joins dimensions 0, 1 of its operand, of "
+         "2 x 4 = 8, into dimension 0 of its result, of 6"),
+        (RESHAPE, [np.ones(4)],
+         "4:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (4,), "
+         "where 'tensor.reshape' here reshapes its operand of 4 elements into a result of "
+         "shape (2, 3) (6 elements)"),
+        (SLICES, [np.ones(5), np.ones(6)],
+         "3:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (5,), "
+         "where 'tensor.extract_slice' here takes elements 2 to 5 of dimension 0 of its "
+         "operand, which has 5"),
+        (SLICES, [np.ones(6), np.ones(4)],
+         "4:8: error: argument #1 of @main (tensor<?xf64>) is given an array of shape (4,), "
+         "where 'tensor.insert_slice' here writes elements 1 to 4 of dimension 0 of its "
+         "destination, which has 4"),
+        (BROADCAST, [np.ones(4), np.ones((2, 3))],
+         "7:8: error: argument #1 of @main (tensor<2x?xf64>) is given an array of shape (2, 3), "
+         "where 'linalg.add' here needs shape (2, 4): its dimension 1 must be 4, as argument "
+         "#0's is (an array of shape (4,))"),
+        (ELEMENTWISE, [np.ones((2, 3)), np.ones((2, 4))],
+         "3:8: error: argument #1 of @main (tensor<?x?xf64>) is given an array of shape (2, 4), "
+         "where 'arith.mulf' here needs shape (2, 3): its dimension 1 must be 3, as argument "
+         "#0's is (an array of shape (2, 3))"),
     ],
 )  # fmt: skip
 def test_inputs_whose_shapes_disagree_are_named_before_the_build(
@@ -350,6 +450,92 @@ def test_inputs_whose_shapes_agree_run() -> None:
     np.testing.assert_array_equal(dhir.run(CAST_TO_CALLEE, a, backend="interp")[-1], a + a)
     a, b = np.arange(6.0).reshape(3, 2), np.arange(6.0, 12.0).reshape(3, 2)
     np.testing.assert_array_equal(dhir.run(CONCAT, a, b, backend="interp")[-1], np.vstack([a, b]))
+
+
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_reshapes_slices_and_elementwise_ops_whose_shapes_agree_run(backend: str) -> None:
+    """The programs refused above, given inputs that fit, equal NumPy on both backends;
+    `tensor.reshape` needs sizes in its type natively (MLIR 22 lowers no other)."""
+    a = np.arange(6.0)
+    np.testing.assert_array_equal(dhir.run(EXPAND, a, backend=backend)[-1], a.reshape(2, 3))
+    got = dhir.run(EXPAND_BY_SCALAR, a, np.int64(2), backend=backend)[-1]
+    np.testing.assert_array_equal(got, a.reshape(2, 3))
+    got = dhir.run(COLLAPSE, a.reshape(3, 2), backend=backend)[-1]
+    np.testing.assert_array_equal(got, a + a)
+    np.testing.assert_array_equal(dhir.run(RESHAPE, a, backend=backend)[-1], a.reshape(2, 3))
+    _, _, r, w = dhir.run(SLICES, a, np.zeros(5), backend=backend)
+    np.testing.assert_array_equal(r, a[2:])
+    np.testing.assert_array_equal(w, np.concatenate([[0.0], a[2:]]))
+    got = dhir.run(BROADCAST, a[:3], a.reshape(2, 3), backend=backend)[-1]
+    np.testing.assert_array_equal(got, a[:3] + a.reshape(2, 3))
+    b = np.arange(6.0, 12.0).reshape(3, 2)
+    got = dhir.run(ELEMENTWISE, a.reshape(3, 2), b, backend=backend, ranks=2)[-1]
+    np.testing.assert_array_equal(got, np.sqrt(a.reshape(3, 2) * b))
+
+
+# Every elementwise arith and math op on tensors: mlir-opt-22 said "op was not bufferized".
+ARITH_ON_TENSORS = """
+func.func @main(%a: tensor<4xf64>, %b: tensor<4xf64>, %c: tensor<4xi1>, %i: tensor<4xi32>)
+    -> (tensor<4xf64>, tensor<4xf32>) {
+  %r = arith.addf %a, %b : tensor<4xf64>
+  %m = math.exp %r : tensor<4xf64>
+  %s = arith.select %c, %m, %a : tensor<4xi1>, tensor<4xf64>
+  %k = arith.constant dense<2.0> : tensor<4xf64>
+  %t = arith.mulf %s, %k : tensor<4xf64>
+  %g = arith.cmpf ogt, %t, %k : tensor<4xf64>
+  %u = arith.select %g, %t, %k : tensor<4xi1>, tensor<4xf64>
+  %three = arith.constant dense<3> : tensor<4xi32>
+  %n = arith.muli %i, %three : tensor<4xi32>
+  %f = arith.sitofp %n : tensor<4xi32> to tensor<4xf32>
+  return %u, %f : tensor<4xf64>, tensor<4xf32>
+}
+"""
+
+
+@needs_llvm
+@pytest.mark.parametrize(("backend", "ranks"), [("interp", 1), ("native", 2)])
+def test_elementwise_arith_on_tensors(backend: str, ranks: int) -> None:
+    a, b = np.arange(4.0) - 2, np.array([0.5, -1.0, 2.0, 0.0])
+    c, i = np.array([True, False, True, True]), np.arange(4, dtype=np.int32)
+    results = dhir.run(ARITH_ON_TENSORS, a, b, c, i, backend=backend, ranks=ranks)
+    t = np.where(c, np.exp(a + b), a) * 2
+    np.testing.assert_allclose(results[4], np.maximum(t, 2.0), rtol=1e-15)
+    np.testing.assert_array_equal(results[5], (i * 3).astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("func.func @main(%a: tensor<8xf64>) -> tensor<6xf64> {\n"
+         "  %r = tensor.extract_slice %a[3] [6] [1] : tensor<8xf64> to tensor<6xf64>\n"
+         "  return %r : tensor<6xf64>\n}\n",
+         "p.mlir:2:8: error: 'tensor.extract_slice' here takes elements 3 to 8 of dimension 0 "
+         "of its operand, which has 8, as the program's types say"),
+        ("func.func @main(%a: tensor<2x4xf64>) -> tensor<6xf64> {\n"
+         "  %r = tensor.collapse_shape %a [[0, 1]] : tensor<2x4xf64> into tensor<8xf64>\n"
+         "  %c = tensor.cast %r : tensor<8xf64> to tensor<?xf64>\n"
+         "  %d = tensor.cast %c : tensor<?xf64> to tensor<6xf64>\n"
+         "  return %d : tensor<6xf64>\n}\n",
+         "p.mlir:4:8: error: 'tensor.cast' here needs extents 8 and 6 equal, as the program's "
+         "types say; make the program's static shapes agree"),
+    ],
+)  # fmt: skip
+@needs_llvm
+def test_dhir_compile_refuses_static_shapes_that_disagree_at_the_op(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """mlir-opt-22 said "slice along dimension 0 runs out-of-bounds: 9 >= 8", and
+    "'memref.copy' op requires the same shape for all operands" at the `return`."""
+    program = tmp_path / "p.mlir"
+    program.write_text(text, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "dhir", "compile", str(program), "-o", str(tmp_path / "exe")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    assert said in done.stderr and "mlir-opt" not in done.stderr
 
 
 @needs_llvm
