@@ -42,12 +42,13 @@ from xdsl.traits import SymbolTable
 from dhir.dialects import arith, func, shard
 from dhir.dialects import math as math_dialect
 from dhir.dialects.dhir import ScheduleOp, TaskOp
-from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
+from dhir.dialects.linalg import BroadcastOp, FillOp, LinalgStructuredOperation
 from dhir.dialects.tensor import (
     CastOp,
     CollapseShapeOp,
     ConcatOp,
     DimOp,
+    EmptyOp,
     ExpandShapeOp,
     ExtractSliceOp,
     FromElementsOp,
@@ -146,6 +147,7 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
     function = _function(refined, entry)
     for k, shape in shapes.items():
         _give_shape(function, k, shape)
+    _fill_dynamic_splats(refined)
     # Each round moves the casts past every shard op they reach: one round per shard op
     # at most.
     for _ in range(1 + len(find_ops(refined, shard.ShardOp))):
@@ -624,6 +626,23 @@ def _give_shape(function: func.FuncOp, index: int, shape: tuple[int, ...]) -> No
     new.name_hint = old.name_hint
     block.erase_arg(old)
     function.update_function_type()
+
+
+def _fill_dynamic_splats(module: ModuleOp) -> None:
+    """Each `tensor.splat` of dynamic shape as a `linalg.fill` of a `tensor.empty` of its
+    sizes: mlir-opt-22's canonicalize gives the empty tensor the static shape its sizes
+    fold to, where it leaves a splat's type as written."""
+    for op in find_ops(module, SplatOp):
+        if not op.dynamicSizes:
+            continue
+        empty = EmptyOp(list(op.dynamicSizes), op.result.type)
+        fill = FillOp([op.input], [empty.tensor])
+        empty.location = fill.location = op.location
+        parent = op.parent_block()
+        assert parent is not None
+        parent.insert_ops_before([empty, fill], op)
+        op.result.replace_all_uses_with(fill.results[0])
+        parent.erase_op(op)
 
 
 def _through_shards(module: ModuleOp) -> bool:

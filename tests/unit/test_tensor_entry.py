@@ -774,6 +774,22 @@ def test_tensor_pad_and_splat(backend: str) -> None:
     np.testing.assert_array_equal(results[2], np.full((2, 3), 0.5))
 
 
+@needs_llvm
+@pytest.mark.parametrize("backend", ["interp", "native"])
+def test_a_splat_of_an_input_s_extent(backend: str) -> None:
+    """mlir-opt-22's canonicalize leaves a splat's dynamic type as written, so its result
+    was refused as one whose shape the inputs do not give."""
+    text = """func.func @main(%x: f64, %a: tensor<?x3xf64>) -> tensor<?x3xf64> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?x3xf64>
+  %t = tensor.splat %x[%n] : tensor<?x3xf64>
+  return %t : tensor<?x3xf64>
+}
+"""
+    got = dhir.run(text, np.float64(4.0), np.zeros((2, 3)), backend=backend)[-1]
+    np.testing.assert_array_equal(got, np.full((2, 3), 4.0))
+
+
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
 def test_a_dynamic_result_that_follows_from_static_arguments(backend: str) -> None:
     """Only entries with dynamic arguments were refined: this was refused as a result
