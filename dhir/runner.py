@@ -29,12 +29,14 @@ from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.entry import on_tensors as entry_on_tensors
 from dhir.toolchain.linking import LinkInputs
 from dhir.toolchain.options import (
+    DEFAULT_CHECKS,
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
     DEFAULT_RANKS,
     DEFAULT_TARGET,
     DEFAULT_TIMEOUT_S,
     RunOptions,
+    check_mode,
 )
 from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
@@ -111,7 +113,7 @@ def run(
     cpu: str | None = None,
     optimize: bool = True,
     fast_math: str = "none",
-    runtime_checks: bool = False,
+    runtime_checks: bool | str = DEFAULT_CHECKS,
     trace: str | Path | None = None,
     keep_build: str | Path | None = None,
     constraints: str | Path | None = None,
@@ -133,9 +135,11 @@ def run(
     "native" (default: this machine's; docs/machine.md); `optimize=False` builds task
     bodies as written (no dhir-optimize-bodies); `fast_math` (native): the floating-point
     relaxations the program allows, "contract", "reassoc" or "fast" (see dhir-fast-math;
-    the interpreter stays exact). `runtime_checks` (native): check every memref access,
-    cast and view as it runs, so that one out of its memref stops the run with a DhirError
-    at its line, as the interpreter always does (docs/commands.md, "Runtime checks").
+    the interpreter stays exact). `runtime_checks` (native): which memref accesses are
+    checked as they run, so that one out of its memref stops the run with a DhirError at
+    its line, as the interpreter always does: "undecided" (the default) those whose
+    subscripts dhir does not prove in bounds, "all" (or True) every access, cast and
+    view, "none" none (docs/commands.md, "Runtime checks").
     `trace` (native): a file to write a Chrome trace of the
     run to (each rank's tasks, messages, input reads and result writes; see
     docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the
@@ -164,7 +168,7 @@ def run(
         cpu=cpu,
         optimize=optimize,
         fast_math=fast_math,
-        runtime_checks=runtime_checks,
+        runtime_checks=check_mode(runtime_checks),
         trace=_path(trace, "trace"),
         keep_build=_path(keep_build, "keep_build"),
         constraints=_path(constraints, "constraints"),
@@ -372,7 +376,7 @@ def run_module(
         bounds = None  # a module of other shapes
     signature = entry_signature(module, entry, bounds=bounds)
     # The interpreter and --runtime-checks check each access as it runs.
-    if not tensors and backend == "native" and not options.runtime_checks:
+    if not tensors and backend == "native" and not options.all_checks:
         with (timing if timing is not None else Timing()).stage("checks"):
             if check_inputs_bounds(module, entry, signature, inputs):
                 # Other inputs must be checked again: not for `dhir run`'s cached path,
@@ -425,7 +429,7 @@ def _check_bufferized_bounds(
     native code runs unchecked, but for a shard program (`sharded`), whose entry takes a
     device's shards of them. The tensor entry was checked before it had buffers."""
     check_bounds(module, entry)
-    if backend == "native" and not options.runtime_checks and not sharded:
+    if backend == "native" and not options.all_checks and not sharded:
         check_inputs_bounds(module, entry, entry_signature(module, entry), inputs)
 
 

@@ -65,6 +65,7 @@ from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.alloc_sizes import AllocSizesPass
 from dhir.transforms.blas import SYMBOLS
+from dhir.transforms.bounds_checks import BoundsChecksPass
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass
 from dhir.transforms.check_mpi import CheckMpiPass
@@ -194,7 +195,7 @@ def compile_native(
             run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
             bands = _take_bands(module, entry, ranks, timing)
     with timing.stage("print"):
-        text = print_module(module, debuginfo=options.runtime_checks)
+        text = print_module(module, debuginfo=options.all_checks)
     exe = build_executable(
         text,
         signature,
@@ -225,9 +226,15 @@ def _after_passes(
     copies = (GpuRowCopiesPass(),) if kernels else ()
     # MLIR 22 checks no vector access nor reinterpret_cast: these are checked here, after
     # the optimizer made its own, and before packed vectors turns some into gathers of
-    # the lanes in bounds.
-    checks = (VectorChecksPass(), CastChecksPass())
-    vector_checks = checks if options.runtime_checks else ()
+    # the lanes in bounds. By default only the accesses not proven in bounds are checked,
+    # scalar ones after the OpenMP passes (their report calls the runtime).
+    modes: dict[str, tuple[ModulePass, ...]] = {
+        "all": (VectorChecksPass(), CastChecksPass()),
+        "undecided": (VectorChecksPass(undecided=True),),
+        "none": (),
+    }
+    vector_checks = modes[options.runtime_checks]
+    scalar_checks = (BoundsChecksPass(),) if options.runtime_checks == "undecided" else ()
     return (
         AccurateMathPass(),
         rows,
@@ -238,6 +245,7 @@ def _after_passes(
         *copies,
         *threaded,
         CopyChecksPass(),  # after too, for the same reason
+        *scalar_checks,  # after, for the same reason
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
         WrapChecksPass(),  # after, for the same reason
         AllocSizesPass(),  # after, for the same reason
@@ -277,13 +285,13 @@ class _Build:
                 if piece is None:
                     break
                 with timing.stage("print"):
-                    builds.add(print_module(piece, debuginfo=self.options.runtime_checks))
+                    builds.add(print_module(piece, debuginfo=self.options.all_checks))
             with timing.stage("dhir passes"):
                 run_pipeline(module, finish, verify_each=False)
                 bands = _take_bands(module, lower.entry_name, self.options.ranks, timing)
                 unmark_steps(module)
             with timing.stage("print"):
-                builds.add(print_module(module, debuginfo=self.options.runtime_checks))
+                builds.add(print_module(module, debuginfo=self.options.all_checks))
             with timing.stage("harness, cache lookup"):
                 harness = generate_harness(self.signature, self.options.ranks, self.tasks, bands)
             return builds.finish(harness, self.callers)

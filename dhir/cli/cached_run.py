@@ -76,7 +76,7 @@ _KEYED_VALUES = (
     "--backend",
 )
 _FILE_VALUES = ("--system", "--costs")  # their files' content is keyed too
-_KEYED_FLAGS = ("--no-optimize", "--no-codedrop", "--runtime-checks")
+_KEYED_FLAGS = ("--no-optimize", "--no-codedrop", "--runtime-checks", "--no-runtime-checks")
 # Options that only feed the run: read here, left out of the key.
 _RUN_VALUES = ("--input", "--output-dir", "--timeout")
 _RUN_FLAGS = ("--print", "-q", "--quiet")

@@ -64,6 +64,7 @@ from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.launch import run_executable
 from dhir.toolchain.linking import LinkInputs, library_name
 from dhir.toolchain.options import (
+    DEFAULT_CHECKS,
     DEFAULT_GPU_FALLBACK,
     DEFAULT_MPI,
     DEFAULT_RANKS,
@@ -325,11 +326,22 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
         "multiply-adds), reassoc (also sums in another order), fast (all of LLVM's); "
         "default none: every result as the program's operations round it",
     )
-    parser.add_argument(
+    checks = parser.add_mutually_exclusive_group()
+    checks.add_argument(
         "--runtime-checks",
-        action="store_true",
+        action="store_const",
+        const="all",
         help="check every memref access, cast and view as it runs, stopping the run at "
-        "the line of the first out of its memref (as the interpreter does); slower",
+        "the line of the first out of its memref (as the interpreter does); slower. By "
+        "default only the accesses dhir does not prove in bounds are checked",
+    )
+    checks.add_argument(
+        "--no-runtime-checks",
+        dest="runtime_checks",
+        action="store_const",
+        const="none",
+        help="check no access as it runs, not even those dhir does not prove in bounds "
+        "(one out of its memref then reads or writes other memory)",
     )
     parser.add_argument(
         "--no-optimize",
@@ -368,7 +380,7 @@ def _options(args: argparse.Namespace) -> RunOptions:
         cpu=args.cpu,
         optimize=not args.no_optimize,
         fast_math=args.fast_math,
-        runtime_checks=args.runtime_checks,
+        runtime_checks=args.runtime_checks or DEFAULT_CHECKS,
     )
 
 
@@ -614,6 +626,8 @@ _BUILD_OPTIONS = {
 def _unchangeable(path: Path, args: argparse.Namespace, built: Built) -> list[Diagnostic]:
     """Why the options given cannot apply to the executable `path` (none: they can)."""
     given = [option for name, option in _BUILD_OPTIONS.items() if getattr(args, name)]
+    if args.runtime_checks == "none":
+        given = ["--no-runtime-checks" if g == "--runtime-checks" else g for g in given]
     given += ["--fast-math"] if args.fast_math != "none" else []
     refused = []
     if given:

@@ -509,6 +509,26 @@ static void report_crashes(void) {
     signal(CRASH_SIGNALS[k], on_crash);
 }
 
+void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size) {
+  /* One write each, as a crash's report: lines of threads failing together stay whole. */
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: out-of-bounds access on rank %d: index %lld of dimension %lld, "
+                        "whose size is %lld\n",
+                        world_rank, (long long)index, (long long)dim, (long long)size);
+  if (length < 0 || length >= (int)sizeof line)
+    return;
+  ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
+  if (crash_path[0] != '\0') {
+    int file = open(crash_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (file >= 0) {
+      ignored = write(file, line, (size_t)length);
+      close(file);
+    }
+  }
+  (void)ignored;
+}
+
 /* Whether DHIR_RT_STATS asks for the counts. Checked at start-up too (dhir checks it
  * before the build: options.py), so that a misspelt value does not stop the run at its end. */
 static int stats_wanted(void) {

@@ -106,6 +106,11 @@ _Noreturn void dhir_rt_index_wraps(int64_t line, int64_t column);
 /* The same, before the region of an scf.if or affine.if runs (dhir-wrap-checks). */
 _Noreturn void dhir_rt_branch_index_wraps(int64_t line, int64_t column);
 
+/* An access is about to run out of its memref (dhir-bounds-checks): writes its dimension's
+ * index and size, which the failed check that stops the rank right after does not say.
+ * Thread-safe: a parallel loop's iterations may call it. */
+void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size);
+
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first
  * elements, then each dimension's size and stride (in elements) of the source and of the

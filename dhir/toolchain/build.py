@@ -332,7 +332,7 @@ def _recipe(
 ) -> "_Recipe":
     tools = find_llvm_tools()
     mpi_install = find_mpi(options.mpi)
-    checks = RUNTIME_CHECKS if options.runtime_checks else ()
+    checks = RUNTIME_CHECKS if options.all_checks else ()
     passes = (
         *checks,
         *(OPENMP_PASSES if openmp else ()),

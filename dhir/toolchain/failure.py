@@ -45,6 +45,13 @@ _FAILED_CHECK = re.compile(
     r'Location: loc\((?:"((?:[^"\\]|\\.)*)":(\d+):(\d+)|[^\r\n]*)\)'
 )
 
+# What dhir-bounds-checks' call writes before its check stops the rank: the numbers the
+# check's message does not hold (dhir_rt_out_of_bounds).
+_BOUNDS_DETAIL = re.compile(
+    r"dhir: out-of-bounds access on rank \d+: (index -?\d+ of dimension \d+, whose size is \d+)"
+)
+OUT_OF_BOUNDS = "out-of-bounds access"
+
 
 @dataclass(frozen=True)
 class FailedCheck:
@@ -54,15 +61,21 @@ class FailedCheck:
     loc: SourceLoc | None
 
 
-def failed_check(output: str) -> FailedCheck | None:
-    """The first runtime check the ranks' `output` says failed (None: none did)."""
+def failed_check(output: str, errors: str = "") -> FailedCheck | None:
+    """The first runtime check the ranks' `output` says failed (None: none did), with the
+    index and size of an out-of-bounds access where `output` or the ranks' error files
+    (`errors`) hold them."""
     match = _FAILED_CHECK.search(output)
     if match is None:
         return None
+    what = match.group(1)
+    detail = _BOUNDS_DETAIL.search(errors + output) if what == OUT_OF_BOUNDS else None
+    if detail is not None:
+        what += f": {detail.group(1)}"
     file, line, column = match.group(2, 3, 4)
     if file is None:  # an op without a location: dhir made it
-        return FailedCheck(match.group(1), None)
-    return FailedCheck(match.group(1), SourceLoc(_unescaped(file), int(line), int(column)))
+        return FailedCheck(what, None)
+    return FailedCheck(what, SourceLoc(_unescaped(file), int(line), int(column)))
 
 
 def _unescaped(text: str) -> str:

@@ -399,7 +399,7 @@ def _launch(
         lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
         rest = "".join(line + "\n" for line in where)
         # A failed --runtime-checks check is the cause, at the user's op: it leads.
-        check = failed_check(output)
+        check = failed_check(output, text)
         found = f"a runtime check failed: {check.what}; " if check is not None else ""
         raise DhirError(
             [

@@ -25,6 +25,10 @@ DEFAULT_TIMEOUT_S = 300.0
 GPU_FALLBACKS = ("none", "cpu")
 DEFAULT_GPU_FALLBACK = "none"
 DEFAULT_TARGET = "any"  # CodeDrop's tasks may run on any device
+# What the native build checks as it runs (`RunOptions.runtime_checks`): nothing, the
+# accesses dhir does not prove in bounds (the default), or every access, cast and view.
+CHECK_MODES = ("none", "undecided", "all")
+DEFAULT_CHECKS = "undecided"
 # DHIR_IO's values (dhir_rt.c's io_by_rank0 reads it): who reads and writes the ranks' files.
 IO_MODES = ("each", "rank0")
 
@@ -42,10 +46,12 @@ class RunOptions:
     or "native"; None: as the machine description says, see dhir.toolchain.cpu), its task
     bodies' loop nests made fast by dhir-optimize-bodies (exact) unless `optimize` is
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
-    contract, reassoc, fast). With `runtime_checks`, every memref access, cast and view
-    is checked as it runs (MLIR's generate-runtime-verification, and dhir-vector-checks
-    for vector accesses): one out of its memref
-    stops the run at its line, as the interpreter does. With `trace`, the run writes
+    contract, reassoc, fast). `runtime_checks` says which memref accesses are checked as
+    they run (`check_mode`): by default ("undecided") those whose subscripts dhir does not
+    prove in bounds (dhir-bounds-checks, and dhir-vector-checks for vector accesses);
+    with "all" (or True), every memref access, cast and view (MLIR's
+    generate-runtime-verification too); with "none", none. One out of its memref stops
+    the run at its line, as the interpreter does. With `trace`, the run writes
     there a Chrome trace of what every rank did (dhir.toolchain.trace); `constraints`: a
     file of placement constraints (dhir.placement.constraints); with `keep_build`, what
     the build made (the lowered MLIR, LLVM IR, the harness, the executable) is copied into
@@ -66,7 +72,7 @@ class RunOptions:
     cpu: str | None = None
     optimize: bool = True
     fast_math: str = "none"
-    runtime_checks: bool = False
+    runtime_checks: str = DEFAULT_CHECKS
     trace: Path | None = None
     keep_build: Path | None = None
     constraints: Path | None = None
@@ -77,8 +83,9 @@ class RunOptions:
         object.__setattr__(self, "timeout", timeout_seconds(self.timeout))
         if self.threads is not None:
             object.__setattr__(self, "threads", thread_count(self.threads))
-        for name in ("codedrop", "optimize", "runtime_checks"):
+        for name in ("codedrop", "optimize"):
             object.__setattr__(self, name, flag(getattr(self, name), name))
+        object.__setattr__(self, "runtime_checks", check_mode(self.runtime_checks))
         _choose("MPI", self.mpi, MPI_CHOICES)
         _choose("placement", self.placement, tuple(ALGORITHMS))
         _choose("GPU fallback", self.gpu_fallback, GPU_FALLBACKS)
@@ -86,6 +93,11 @@ class RunOptions:
         target_name(self.target)
         if self.cpu is not None:
             cpu_name(self.cpu)
+
+    @property
+    def all_checks(self) -> bool:
+        """Whether every memref access, cast and view is checked as it runs."""
+        return self.runtime_checks == "all"
 
     @property
     def cpu_fallback(self) -> bool:
@@ -259,6 +271,24 @@ def flag(value: object, name: str) -> bool:
     if isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_)):
         return bool(value)
     raise DhirError([Diagnostic(f"{name} takes True or False, got {value!r}")])
+
+
+def check_mode(value: object) -> str:
+    """`value` as a runtime-checks mode (CHECK_MODES). True is "all" and False the default
+    "undecided", as they were when the option was a bool (False checked nothing then, but
+    an access out of bounds with exit 0 is no mode to fall back to unasked): "none" says so."""
+    numpy = sys.modules.get("numpy")
+    if isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_)):
+        return "all" if value else DEFAULT_CHECKS
+    if isinstance(value, str) and value in CHECK_MODES:
+        return value
+    raise DhirError(
+        [
+            Diagnostic(
+                f"runtime_checks takes {', '.join(CHECK_MODES)} (or True for all), got {value!r}"
+            )
+        ]
+    )
 
 
 def cpu_name(value: object) -> str:

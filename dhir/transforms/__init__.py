@@ -134,6 +134,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return CopyChecksPass
 
+    def bounds_checks() -> type[ModulePass]:
+        from dhir.transforms.bounds_checks import BoundsChecksPass
+
+        return BoundsChecksPass
+
     def vector_checks() -> type[ModulePass]:
         from dhir.transforms.vector_checks import VectorChecksPass
 
@@ -191,6 +196,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-openmp-reductions": openmp_reductions,
         "dhir-vector-rows": vector_rows,
         "dhir-packed-vectors": packed_vectors,
+        "dhir-bounds-checks": bounds_checks,
         "dhir-vector-checks": vector_checks,
         "dhir-cast-checks": cast_checks,
         "dhir-copy-checks": copy_checks,

@@ -118,8 +118,9 @@ def _as_dims(amap: AffineMap) -> AffineMap:
     return AffineMap(amap.num_dims + amap.num_symbols, 0, results)
 
 
-def lower_access(op: affine.VectorLoadOp | affine.VectorStoreOp) -> Operation:
-    """`op` as --lower-affine lowers it: a vector.load or vector.store whose subscripts
+def lower_access(op: _Access) -> Operation:
+    """`op` as --lower-affine lowers it: a memref.load, memref.store, vector.load or
+    vector.store (for an affine.load, store, vector_load or vector_store) whose subscripts
     affine.apply computes; the new op."""
     return _lower(op)
 

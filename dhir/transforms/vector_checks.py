@@ -53,6 +53,8 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
 
+from dhir.analysis.lift import Lifted
+from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, arith, cf, memref, vector
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
@@ -85,13 +87,81 @@ class VectorChecksPass(ModulePass):
 
     name = "dhir-vector-checks"
 
+    # Only the accesses dhir does not prove in bounds (dhir.analysis.proven_bounds): the
+    # native backend's default; else every one (--runtime-checks).
+    undecided: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for found in list(find_ops(op, (*_CHECKED, *_AFFINE))):
-            if in_device_code(found) or _under_mask(found):
-                continue
+        proof = InBounds()
+        if self.undecided:
+            proof.prepare(list(op.walk()))
+        found_ops = [
+            found
+            for found in find_ops(op, (*_CHECKED, *_AFFINE))
+            if not in_device_code(found)
+            and not _under_mask(found)
+            and not (self.undecided and vector_proven(found, proof))
+        ]
+        for found in found_ops:
             if isinstance(found, _AFFINE):
                 found = lower_access(found)  # a vector.load or store, as --lower-affine
             _check(found)
+
+
+def vector_proven(op: Operation, proof: InBounds) -> bool:
+    """Whether every lane the vector access `op` may touch is proven in its memref: a
+    load or store (the vector along the innermost dimensions) or a transfer (its lanes
+    along the dimensions its map moves along; along one not `in_bounds`, only the index
+    from 0 on, as lanes past the end are skipped). Masks and gathers are not followed."""
+    if isinstance(op, _AFFINE):
+        indices = proof.lifter.map_each(op.map.data, list(op.indices))
+        value = op.value if isinstance(op, affine.VectorStoreOp) else op.result
+        return _contiguous_proven(op.memref, value.type, indices, proof)
+    if isinstance(op, vector.LoadOp | vector.StoreOp):
+        value = op.result if isinstance(op, vector.LoadOp) else op.vector
+        indices = [proof.lifter.value(v) for v in op.indices]
+        return _contiguous_proven(op.base, value.type, indices, proof)
+    if isinstance(op, vector.TransferReadOp | vector.TransferWriteOp):
+        return _transfer_proven(op, proof)
+    return False
+
+
+def _contiguous_proven(
+    memory: SSAValue, value: Attribute, indices: Sequence[Lifted | None], proof: InBounds
+) -> bool:
+    kind = memory.type
+    if not isinstance(kind, MemRefType) or not isinstance(value, VectorType):
+        return False
+    shape = () if isinstance(kind.element_type, VectorType) else tuple(value.get_shape())
+    lead = len(indices) - len(shape)
+    if lead < 0:
+        return False
+    return all(
+        proof.proven(memory, d, index, shape[d - lead] if d >= lead else 1)
+        for d, index in enumerate(indices)
+    )
+
+
+def _transfer_proven(op: vector.TransferReadOp | vector.TransferWriteOp, proof: InBounds) -> bool:
+    memory = op.source
+    value = op.result if isinstance(op, vector.TransferReadOp) else op.vector
+    if not isinstance(memory.type, MemRefType) or not isinstance(value.type, VectorType):
+        return False
+    shape = list(value.type.get_shape())
+    moved = _moved_dims(op, len(op.indices), len(shape))
+    if moved is None:
+        return False
+    in_bounds = _in_bounds(op, len(shape))
+    lane_of = {d: k for k, d in enumerate(moved) if d is not None}
+    for d, index in enumerate(op.indices):
+        lifted = proof.lifter.value(index)
+        k = lane_of.get(d)
+        if k is not None and not in_bounds[k]:
+            if not proof.not_negative(lifted):
+                return False
+        elif not proof.proven(memory, d, lifted, shape[k] if k is not None else 1):
+            return False
+    return True
 
 
 @dataclass

@@ -191,8 +191,8 @@ def test_a_quoted_name_ending_in_c_is_no_string() -> None:
     assert patch_llvm_ir(ll, mpi) == ll.replace("@main", "@dhir_mlir_main")
 
 
-def test_runtime_checks_takes_a_bool() -> None:
-    with pytest.raises(DhirError, match="runtime_checks takes True or False"):
+def test_runtime_checks_takes_a_mode() -> None:
+    with pytest.raises(DhirError, match="runtime_checks takes none, undecided, all"):
         RunOptions(runtime_checks="yes")  # pyright: ignore[reportArgumentType]
 
 

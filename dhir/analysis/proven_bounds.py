@@ -1,0 +1,402 @@
+"""Which subscripts of an access are proven in bounds before the run: the native backend
+checks the others as they run (dhir-bounds-checks), unless the user asks for no checks.
+
+A subscript is proven when some lower bound of it is at least 0 and some upper bound of
+it (plus the lanes a vector moves along that dimension, less one) is below the
+dimension's size. The bounds come from dhir.analysis.lift's reading of the subscript:
+each loop variable it holds is replaced by its loop's bounds (`scf.for`, `scf.parallel`,
+`affine.for`, `affine.parallel`: lower bound <= variable <= upper bound - 1 in every
+iteration that runs, whatever the positive step), innermost first, so that the bounds of
+triangular and tiled nests (`j < min(ii + 32, n)`) meet the size they are checked
+against. A size is a number (static), or for a dynamic one the value `memref.dim`
+measures (the same leaf for every `memref.dim` of that memref and dimension) or the
+allocation's operand. A subscript the lifter cannot read (one loaded from memory, a
+call's result), a loop variable of a `scf.while`, a guard of an `scf.if`: not proven,
+so checked; the analysis never proves what may not hold (a wrong answer with exit 0
+is the worst bug).
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from dhir.analysis.lift import (
+    Affine,
+    Atom,
+    Div,
+    Extreme,
+    Leaf,
+    Lifted,
+    Lifter,
+    Mod,
+    constant,
+    leaf,
+)
+from dhir.dialects import affine, arith, memref, scf
+from dhir.dialects.affine import parallel_bounds
+from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
+
+_SIGNED_ROUNDING = (arith.FloorDivSIOp, arith.CeilDivSIOp)
+_REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
+_DIVISIONS = (*_SIGNED_ROUNDING, arith.DivUIOp, arith.DivSIOp, arith.CeilDivUIOp, *_REMAINDERS)
+# arith.cmpi's signed predicates (and eq, ne), by number: whether `left - right` in
+# [least, most] surely makes it true, and whether it surely makes it false.
+_Decide = Callable[[int, int], bool]
+_SIGNED_ORDER: dict[int, tuple[_Decide, _Decide]] = {
+    0: (lambda lo, hi: lo == hi == 0, lambda lo, hi: lo > 0 or hi < 0),  # eq
+    1: (lambda lo, hi: lo > 0 or hi < 0, lambda lo, hi: lo == hi == 0),  # ne
+    2: (lambda lo, hi: hi < 0, lambda lo, hi: lo >= 0),  # slt
+    3: (lambda lo, hi: hi <= 0, lambda lo, hi: lo > 0),  # sle
+    4: (lambda lo, hi: lo > 0, lambda lo, hi: hi <= 0),  # sgt
+    5: (lambda lo, hi: lo >= 0, lambda lo, hi: hi < 0),  # sge
+}
+# The most bounds followed for one subscript: each `min` of an upper bound doubles them.
+MOST_CANDIDATES = 32
+
+
+@dataclass
+class InBounds:
+    """Proves subscripts in bounds; one per module that does not change meanwhile."""
+
+    lifter: Lifter = field(default_factory=Lifter)
+    _sizes: dict[tuple[SSAValue, int], str] = field(default_factory=dict[tuple[SSAValue, int], str])
+    _unknowns: int = 0
+
+    def prepare(self, ops: Sequence[Operation]) -> None:
+        """Lift each `memref.dim` of a dynamic extent among `ops` as its memref's size, and
+        each division by a positive constant as the lifter's Div where it is one (the
+        loops dhir-optimize-bodies makes end at `(n divui 4) * 4`); `ops` in program order."""
+        for op in ops:
+            if isinstance(op, memref.DimOp):
+                dim = self.lifter.constant(op.index)
+                if dim is not None:
+                    self.lifter.name(op.result, self._size_name(op.source, dim))
+            elif isinstance(op, _DIVISIONS):
+                self._divide(op)
+            elif isinstance(op, arith.SelectOp):
+                self._select(op)
+            self._name_unknown(op)
+
+    def _name_unknown(self, op: Operation) -> None:
+        """Lift each 64-bit result of `op` that the lifter cannot read (a call's, a load's,
+        a division by a run-time value) as a leaf of its own: a number with no known
+        bounds, the same wherever it is used, so that `32 * ceildiv(x, 32)` is a multiple of
+        32 and `x - x` is 0."""
+        for result in op.results:
+            if scalar_int_width(result.type) == INDEX_WIDTH and self.lifter.value(result) is None:
+                self._unknowns += 1
+                self.lifter.define(result, Lifted.at(leaf(f"value{self._unknowns}")))
+
+    def _select(self, op: arith.SelectOp) -> None:
+        """A select whose condition the bounds decide is the value it picks (the
+        allocation of a packed block sized `select(lb < ub, ub - lb, 0)`)."""
+        picked = self._decided(op.cond)
+        if picked is None:
+            return
+        value = op.lhs if picked else op.rhs
+        self.lifter.define(op.result, self.lifter.value(value))
+
+    def _decided(self, condition: SSAValue) -> bool | None:
+        """What an `arith.cmpi` of signed integers or index is wherever it runs, where its
+        operands' bounds decide it; None otherwise."""
+        op = condition.owner
+        if not isinstance(op, arith.CmpiOp) or op.predicate.value.data not in _SIGNED_ORDER:
+            return None
+        left, right = (self.lifter.value(v) for v in (op.lhs, op.rhs))
+        if left is None or right is None:
+            return None
+        highs = _numbers(self.bounds(left.high - right.low, upper=True))
+        lows = _numbers(self.bounds(left.low - right.high, upper=False))
+        if not highs or not lows:
+            return None
+        least, most = max(lows), min(highs)  # of left - right
+        holds, fails = _SIGNED_ORDER[op.predicate.value.data]
+        if holds(least, most):
+            return True
+        if fails(least, most):
+            return False
+        return None
+
+    def _divide(self, op: Operation) -> None:
+        width = scalar_int_width(op.results[0].type)
+        divisor = self.lifter.constant(op.operands[1])
+        dividend = self.lifter.value(op.operands[0])
+        if width != INDEX_WIDTH or divisor is None or divisor <= 0 or dividend is None:
+            return
+        # Signed floor and ceiling divisions are exact; the others are floors of a dividend
+        # of 0 or more (truncation, an unsigned read of it).
+        if not isinstance(op, _SIGNED_ROUNDING) and not self.not_negative(dividend):
+            return
+        if isinstance(op, _REMAINDERS):
+            if dividend.exact:
+                self.lifter.define(op.results[0], Lifted.at(_modulo(dividend.low, divisor)))
+            return
+        ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
+        low, high = (_divided(e, divisor, ceil) for e in (dividend.low, dividend.high))
+        self.lifter.define(op.results[0], Lifted(low, high))
+
+    def proven(self, memory: SSAValue, dim: int, index: Lifted | None, lanes: int = 1) -> bool:
+        """Whether `index` (and the `lanes` - 1 elements after it) lies in dimension `dim`
+        of `memory` wherever the access runs."""
+        if not self.not_negative(index):
+            return False
+        assert index is not None
+        size = self.size(memory, dim)
+        if size is None:
+            return False
+        for high in self.bounds(index.high, upper=True):
+            gap = (high + constant(lanes) - size).number
+            if gap is not None and gap <= 0:
+                return True
+        return False
+
+    def not_negative(self, index: Lifted | None) -> bool:
+        """Whether `index` is 0 or more wherever it is computed."""
+        if index is None:
+            return False
+        low = self.bounds(index.low, upper=False)
+        return any(b.number is not None and b.number >= 0 for b in low)
+
+    def size(self, memory: SSAValue, dim: int) -> Affine | None:
+        """Dimension `dim` of `memory`'s type, as a number or the leaf of its size."""
+        kind = memory.type
+        if not isinstance(kind, MemRefType) or not 0 <= dim < kind.get_num_dims():
+            return None
+        extent = kind.get_shape()[dim]
+        if extent != DYNAMIC_INDEX:
+            return constant(extent)
+        allocated = _allocated_size(memory, dim)
+        if allocated is not None:
+            # At least its least value: an index below that is inside.
+            found = self.lifter.value(allocated)
+            if found is not None:
+                return found.low
+        return leaf(self._size_name(memory, dim))
+
+    def bounds(self, expr: Affine, upper: bool) -> list[Affine]:
+        """Upper (or lower) bounds of `expr`, with the loop variables, extremes, divisions
+        and remainders it holds replaced by their bounds where known."""
+        found: list[Affine] = []
+        self._bounds(expr, upper, found, frozenset())
+        return found
+
+    def _bounds(
+        self, expr: Affine, upper: bool, found: list[Affine], opaque: frozenset[Atom]
+    ) -> None:
+        if len(found) >= MOST_CANDIDATES:
+            return
+        picked = _next_atom(expr, opaque)
+        if picked is None:
+            found.append(expr)
+            return
+        atom, k = picked
+        # A positive coefficient takes the atom's bound the same way; a negative one the other.
+        replacements = self._atom_bounds(atom, upper == (k > 0))
+        if not replacements:
+            self._bounds(expr, upper, found, opaque | {atom})
+            return
+        rest = expr - Affine.of(atom).scaled(k)
+        for bound in replacements:
+            self._bounds(rest + bound.scaled(k), upper, found, opaque)
+
+    def _atom_bounds(self, atom: Atom, upper: bool) -> list[Affine]:
+        """Bounds of `atom` (upper or lower); empty when none is known."""
+        if isinstance(atom, Leaf):
+            if not isinstance(atom.key, BlockArgument):
+                return []
+            return self._variable_bounds(atom.key, upper)
+        if isinstance(atom, Mod):
+            return [constant(atom.divisor - 1 if upper else 0)]
+        if isinstance(atom, Div):
+            numbers = _numbers(self.bounds(atom.arg, upper))
+            if not numbers:
+                return []
+            value = min(numbers) if upper else max(numbers)
+            rounded = -(-value // atom.divisor) if atom.ceil else value // atom.divisor
+            return [constant(rounded)]
+        # min is at most each of its arguments, max at least each; the other way round, it
+        # is bounded only through every argument's bound.
+        if upper != atom.greatest:
+            return list(atom.args)
+        numbers = [_numbers(self.bounds(arg, upper)) for arg in atom.args]
+        if not all(numbers):
+            return []
+        pick = max if upper else min
+        return [constant(pick(min(n) if upper else max(n) for n in numbers))]
+
+    def _variable_bounds(self, variable: BlockArgument, upper: bool) -> list[Affine]:
+        """The bounds of a loop's variable where its body runs; none for another value."""
+        op = variable.block.parent_op()
+        at = variable.index
+        if isinstance(op, scf.ForOp) and at == 0:
+            lows, highs = self._scf_bounds(op.lb), self._scf_bounds(op.ub)
+            step = self.lifter.constant(op.step)
+        elif isinstance(op, scf.ParallelOp) and at < len(op.lowerBound):
+            lows, highs = self._scf_bounds(op.lowerBound[at]), self._scf_bounds(op.upperBound[at])
+            step = self.lifter.constant(op.step[at])
+        elif isinstance(op, affine.ForOp) and at == 0:
+            lows = self._affine_bounds(op.lowerBoundMap.data, op.lowerBoundOperands)
+            highs = self._affine_bounds(op.upperBoundMap.data, op.upperBoundOperands)
+            step = op.step.value.data
+        elif isinstance(op, affine.ParallelOp) and at < len(op.steps):
+            (low_map, low_args), (high_map, high_args), step = parallel_bounds(op, at)
+            lows = self._affine_bounds(low_map, low_args)
+            highs = self._affine_bounds(high_map, high_args)
+        else:
+            return []
+        # The variable is at least each lower bound and below each upper bound; with a
+        # step s > 1 from an exact lower bound lb, at most lb + s * floor((ub - 1 - lb) / s)
+        # (an unrolled body's i + 3 stays below ub when ub - lb is a multiple of 4).
+        if not upper:
+            return [low for low, _ in lows]
+        found = [high - constant(1) for _, high in highs]
+        if step is None or step <= 1:
+            return found
+        if len(lows) == 1 and lows[0][0] == lows[0][1]:
+            first = lows[0][0]
+            for _, high in highs:
+                last = high - constant(1) - first
+                found.append(first + _divided(last, step, False).scaled(step))
+        # Every value is congruent to the lower bound modulo the step: the last one below
+        # an upper bound congruent to it is a whole step below it (chunks of a parallel
+        # loop that dhir-optimize-bodies cuts into vectors: `i < min(lb + chunk, n)`).
+        starts = {self.residue(low, step) for low, high in lows if low == high}
+        start = starts.pop() if len(starts) == 1 and all(a == b for a, b in lows) else None
+        if start is None:
+            return found
+        for _, high in highs:
+            end = self.residue(high, step)
+            if end is not None:
+                found.append(high - constant(1 + (end - 1 - start) % step))
+        return found
+
+    def residue(self, expr: Affine, modulus: int) -> int | None:
+        """`expr` modulo `modulus` (> 0) wherever it is computed, where its terms say. Only
+        for a power of 2 (or a number): 64-bit arithmetic that wraps keeps those residues."""
+        if expr.number is not None:
+            return expr.number % modulus
+        if modulus & (modulus - 1):
+            return None
+        total = expr.constant
+        for atom, k in expr.terms:
+            if k % modulus == 0:
+                continue
+            found = self._atom_residue(atom, modulus)
+            if found is None:
+                return None
+            total += k * found
+        return total % modulus
+
+    def _atom_residue(self, atom: Atom, modulus: int) -> int | None:
+        if isinstance(atom, Extreme):
+            found = {self.residue(arg, modulus) for arg in atom.args}
+            return found.pop() if len(found) == 1 else None
+        if isinstance(atom, Mod):
+            return self.residue(atom.arg, modulus) if atom.divisor % modulus == 0 else None
+        if isinstance(atom, Leaf) and isinstance(atom.key, BlockArgument):
+            return self._variable_residue(atom.key, modulus)
+        return None
+
+    def _variable_residue(self, variable: BlockArgument, modulus: int) -> int | None:
+        """A loop variable modulo `modulus`, where its step is a multiple of it: its
+        lower bound's."""
+        op = variable.block.parent_op()
+        at = variable.index
+        if isinstance(op, scf.ForOp) and at == 0:
+            low, step = self.lifter.value(op.lb), self.lifter.value(op.step)
+        elif isinstance(op, scf.ParallelOp) and at < len(op.lowerBound):
+            low, step = self.lifter.value(op.lowerBound[at]), self.lifter.value(op.step[at])
+        else:
+            return None
+        if low is None or step is None or not low.exact or not step.exact:
+            return None
+        if self.residue(step.low, modulus) != 0:
+            return None
+        return self.residue(low.low, modulus)
+
+    def _scf_bounds(self, value: SSAValue) -> list[tuple[Affine, Affine]]:
+        lifted = self.lifter.value(value)
+        return [] if lifted is None else [(lifted.low, lifted.high)]
+
+    def _affine_bounds(
+        self, amap: object, operands: Sequence[SSAValue]
+    ) -> list[tuple[Affine, Affine]]:
+        results = self.lifter.map_each(amap, operands)  # pyright: ignore[reportArgumentType]
+        return [(r.low, r.high) for r in results if r is not None]
+
+    def _size_name(self, memory: SSAValue, dim: int) -> str:
+        root = _uncast(memory)
+        key = (root, dim)
+        if key not in self._sizes:
+            self._sizes[key] = f"size{len(self._sizes)}.{dim}"
+        return self._sizes[key]
+
+
+def _next_atom(expr: Affine, opaque: frozenset[Atom]) -> tuple[Atom, int] | None:
+    """The atom of `expr` to replace next: one that is not a leaf, else the variable of
+    the innermost loop (its bounds hold only outer loops' variables); none of `opaque`."""
+    best: tuple[Atom, int] | None = None
+    depth = -1
+    for atom, k in expr.terms:
+        if atom in opaque:
+            continue
+        if not isinstance(atom, Leaf):
+            return atom, k
+        level = _loop_depth(atom.key)
+        if level > depth:
+            best, depth = (atom, k), level
+    return best
+
+
+def _divided(arg: Affine, divisor: int, ceil: bool) -> Affine:
+    known = arg.number
+    if known is not None:
+        return constant(-(-known // divisor) if ceil else known // divisor)
+    return arg if divisor == 1 else Affine.of(Div(arg, divisor, ceil))
+
+
+def _modulo(arg: Affine, divisor: int) -> Affine:
+    known = arg.number
+    if known is not None:
+        return constant(known % divisor)
+    return Affine.of(Mod(arg, divisor))
+
+
+def _numbers(exprs: Sequence[Affine]) -> list[int]:
+    return [e.number for e in exprs if e.number is not None]
+
+
+def _loop_depth(key: object) -> int:
+    """How deep the loop whose variable `key` is lies; -1 for any other value."""
+    if not isinstance(key, BlockArgument):
+        return -1
+    op = key.block.parent_op()
+    if not isinstance(op, scf.ForOp | scf.ParallelOp | affine.ForOp | affine.ParallelOp):
+        return -1
+    depth = 0
+    while op is not None:
+        op = op.parent_op()
+        depth += 1
+    return depth
+
+
+def _uncast(memory: SSAValue) -> SSAValue:
+    """`memory` through the `memref.cast` ops that make it (they keep its sizes)."""
+    while isinstance(memory.owner, memref.CastOp):
+        memory = memory.owner.source
+    return memory
+
+
+def _allocated_size(memory: SSAValue, dim: int) -> SSAValue | None:
+    """The operand an allocation gives dimension `dim` of dynamic extent."""
+    op = memory.owner
+    if not isinstance(op, memref.AllocOp | memref.AllocaOp):
+        return None
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    shape = kind.get_shape()
+    position = sum(1 for d in shape[:dim] if d == DYNAMIC_INDEX)
+    sizes = op.dynamic_sizes
+    return sizes[position] if position < len(sizes) else None

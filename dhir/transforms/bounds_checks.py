@@ -1,0 +1,125 @@
+"""`dhir-bounds-checks`: each load, store and atomic update of host code whose subscripts
+dhir does not prove in bounds (dhir.analysis.proven_bounds) checks them as it runs, and
+stops the rank at its op when one is out of its memref, as the interpreter does.
+
+Without it, native code ran such an access unchecked unless the user asked for
+`--runtime-checks`: `A[idx[i]]` with an index past A's end read other memory, or wrote
+over it, and the run exited 0. The native backend runs this pass by default (the
+runtime-checks mode `undecided`); `--runtime-checks` (all) checks every access through
+MLIR's generate-runtime-verification instead, and `--runtime-checks=none` checks none.
+Accesses proven in bounds (every polybench kernel's) get no check and cost nothing.
+
+Per subscript not proven, `index < size` unsigned (so a negative index fails too) before
+the access; where it fails, `dhir_rt_out_of_bounds(dim, index, size)` writes the numbers
+(to standard error and the rank's error file, which dhir.toolchain.failure reads), then a
+`cf.assert` stops the rank with the message MLIR's own checks give, at the op's location:
+the run fails with `file:line:col: error: a runtime check failed: out-of-bounds access:
+index 9 of dimension 0, whose size is 8`. The check runs after the OpenMP passes: its call
+writes only its line, and must not make a parallel loop sequential. `affine.load` and
+`affine.store` that need a check become the `memref.load` and `store` --lower-affine
+would make. Device code is left alone: it cannot print.
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, i1, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from dhir.analysis.lift import Lifted
+from dhir.analysis.proven_bounds import InBounds
+from dhir.dialects import affine, arith, func, memref, scf
+from dhir.dialects.gpu import in_device_code
+from dhir.ir.walk import find_ops
+from dhir.transforms.affine_scope import lower_access
+from dhir.transforms.building import declare, put
+from dhir.transforms.vector_checks import CheckBuilder
+
+OUT_OF_BOUNDS = "dhir_rt_out_of_bounds"
+
+_SCALAR = (memref.LoadOp, memref.StoreOp, memref.AtomicRMWOp, memref.GenericAtomicRMWOp)
+_AFFINE = (affine.LoadOp, affine.StoreOp)
+
+
+@dataclass(frozen=True)
+class BoundsChecksPass(ModulePass):
+    """Host loads and stores whose subscripts are not proven in bounds check them as they run."""
+
+    name = "dhir-bounds-checks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        proof = InBounds()
+        proof.prepare(list(op.walk()))
+        # Decided first, on the module as it is: the checks add ops the lifter would read.
+        pending = [
+            (access, dims)
+            for access in find_ops(op, (*_SCALAR, *_AFFINE))
+            if not in_device_code(access) and (dims := undecided_dims(access, proof))
+        ]
+        for access, dims in pending:
+            if isinstance(access, _AFFINE):
+                access = lower_access(access)
+            _check(access, dims)
+        if pending:
+            declare(op, OUT_OF_BOUNDS, [i64, i64, i64], [], owner="dhir's runtime")
+
+
+def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
+    """The dimensions along which `op`, a scalar access, is not proven in bounds."""
+    memory, lifted = _subscripts(op, proof)
+    return [d for d, index in enumerate(lifted) if not proof.proven(memory, d, index)]
+
+
+def _subscripts(op: Operation, proof: InBounds) -> tuple[SSAValue, list[Lifted | None]]:
+    if isinstance(op, _AFFINE):
+        amap = op.map.data
+        return op.memref, proof.lifter.map_each(amap, list(op.indices))
+    indices = op.indices  # pyright: ignore[reportAttributeAccessIssue]
+    memory = op.memref  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(memory, SSAValue)
+    return memory, [proof.lifter.value(v) for v in indices]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def _check(op: Operation, dims: list[int]) -> None:
+    memory: SSAValue = op.memref  # pyright: ignore[reportAttributeAccessIssue]
+    indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
+    check = CheckBuilder(op)
+    found = [(d, indices[d], check.size(memory, d)) for d in dims]
+    inside = [check.cmp(index, size, "ult") for _, index, size in found]
+    ok = check.all(inside)
+    # The numbers are written only where the check fails: this branch is never taken in a
+    # run that goes on.
+    report = Block()
+    if len(found) == 1:
+        _report(report, *found[0])
+    else:
+        for (d, index, size), fits in zip(found, inside, strict=True):
+            _report_if(report, fits, d, index, size)
+    put(report, scf.YieldOp())
+    put(check.block, scf.IfOp(_negated(check.block, ok), [], Region(report)))
+    check.assert_(ok)
+
+
+def _negated(block: Block, value: SSAValue) -> SSAValue:
+    true = put(block, arith.ConstantOp.from_int_and_width(1, i1)).result
+    return put(block, arith.XOrIOp(value, true)).result
+
+
+def _report_if(block: Block, fits: SSAValue, dim: int, index: SSAValue, size: SSAValue) -> None:
+    """Where `fits` is false, the runtime call that writes the dimension, index and size,
+    appended to `block`."""
+    body = Block()
+    _report(body, dim, index, size)
+    put(body, scf.YieldOp())
+    put(block, scf.IfOp(_negated(block, fits), [], Region(body)))
+
+
+def _report(block: Block, dim: int, index: SSAValue, size: SSAValue) -> None:
+    """The runtime call that writes the dimension, index and size, appended to `block`."""
+    numbers = [
+        put(block, arith.ConstantOp.from_int_and_width(dim, 64)).result,
+        put(block, arith.IndexCastOp(index, i64)).result,
+        put(block, arith.IndexCastOp(size, i64)).result,
+    ]
+    put(block, func.CallOp(OUT_OF_BOUNDS, numbers, []))

@@ -1,0 +1,220 @@
+"""By default the native backend checks, as they run, the accesses whose subscripts dhir
+does not prove in bounds (dhir-bounds-checks, dhir.analysis.proven_bounds): a subscript
+loaded from an input array and out of its memref stops the run at the access's line with
+the index and the size, where it ran on and exited 0 unless --runtime-checks was given."""
+
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.analysis.proven_bounds import InBounds
+from dhir.backends.native import _after_passes  # pyright: ignore[reportPrivateUsage]
+from dhir.dialects import memref
+from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.ir.text import parse_string as parse_module
+from dhir.toolchain.failure import FailedCheck, failed_check
+from dhir.toolchain.options import RunOptions
+from dhir.transforms.bounds_checks import BoundsChecksPass, undecided_dims
+
+# b[i] = a[idx[i]] (line 11) or b[idx[i]] = a[i] (line 12), in a task.
+GATHER = """\
+func.func @main(%idx: memref<8xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  dhir.schedule %idx, %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %idx, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      scf.for %i = %c0 to %c8 step %c1 {
+        %k = memref.load %idx[%i] : memref<8xi64>
+        %j = arith.index_cast %k : i64 to index
+        ACCESS
+      }
+    }
+  }
+  return
+}
+"""
+LOAD = """%x = memref.load %a[%j] : memref<8xf64>
+        memref.store %x, %b[%i] : memref<8xf64>"""
+STORE = """%x = memref.load %a[%i] : memref<8xf64>
+        memref.store %x, %b[%j] : memref<8xf64>"""
+# The same store with no schedule: CodeDrop makes the task.
+PLAIN = """\
+func.func @main(%idx: memref<8xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %k = memref.load %idx[%i] : memref<8xi64>
+    %j = arith.index_cast %k : i64 to index
+    %x = memref.load %a[%i] : memref<8xf64>
+    memref.store %x, %b[%j] : memref<8xf64>
+  }
+  return
+}
+"""
+# A parallel loop (on OpenMP threads: its iterations write apart) reading a[1, idx[i]]
+# (line 11) of a 2-D a.
+PARALLEL = """\
+func.func @main(%idx: memref<64xi64>, %a: memref<4x64xf64>, %b: memref<64xf64>) {
+  dhir.schedule %idx, %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %idx, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+        %k = memref.load %idx[%i] : memref<64xi64>
+        %j = arith.index_cast %k : i64 to index
+        %x = memref.load %a[%c1, %j] : memref<4x64xf64>
+        memref.store %x, %b[%i] : memref<64xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+INSIDE = np.array([7, 6, 5, 4, 3, 2, 1, 0], np.int64)
+PAST_END = np.array([7, 6, 5, 4, 3, 2, 1, 9], np.int64)
+A = np.arange(8.0)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "program.mlir"
+    path.write_text(text)
+    return path
+
+
+def stopped_at(run: partial[list[np.ndarray]], *inputs: object) -> tuple[SourceLoc | None, str]:
+    with pytest.raises(DhirError) as caught:
+        run(*inputs)
+    diagnostic = caught.value.diagnostics[0]
+    return diagnostic.loc, diagnostic.message
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize(("access", "line", "column"), [(LOAD, 11, 14), (STORE, 12, 9)])
+def test_an_input_dependent_access_out_of_bounds_stops_the_run(
+    tmp_path: Path, ranks: int, access: str, line: int, column: int
+) -> None:
+    program = write(tmp_path, GATHER.replace("ACCESS", access))
+    run = partial(dhir.run, program, ranks=ranks)
+    want = dhir.run(program, INSIDE, A, np.zeros(8), backend="interp")
+    got = run(INSIDE, A, np.zeros(8))
+    assert want[2].tobytes() == got[2].tobytes()
+    with pytest.raises(DhirError, match="index 9 of dimension 0, whose size is 8"):
+        dhir.run(program, PAST_END, A, np.zeros(8), backend="interp")
+    loc, message = stopped_at(run, PAST_END, A, np.zeros(8))
+    assert loc == SourceLoc(str(program), line, column)
+    assert message.startswith(
+        "a runtime check failed: out-of-bounds access: index 9 of dimension 0, whose size is 8;"
+    )
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_plain_program_s_store_out_of_bounds_stops_the_run(tmp_path: Path) -> None:
+    program = write(tmp_path, PLAIN)
+    loc, message = stopped_at(partial(dhir.run, program), PAST_END, A, np.zeros(8))
+    assert loc == SourceLoc(str(program), 9, 5)
+    assert "index 9 of dimension 0, whose size is 8" in message
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_parallel_loop_s_load_out_of_bounds_stops_the_run(tmp_path: Path) -> None:
+    program = write(tmp_path, PARALLEL)
+    run = partial(dhir.run, program, threads=2)
+    inside = np.arange(64, dtype=np.int64)[::-1].copy()
+    a = np.arange(256.0).reshape(4, 64)
+    assert run(inside, a, np.zeros(64))[2].tolist() == a[1][::-1].tolist()
+    below = inside.copy()
+    below[40] = -3
+    loc, message = stopped_at(run, below, a, np.zeros(64))
+    assert loc == SourceLoc(str(program), 11, 14)
+    assert "index -3 of dimension 1, whose size is 64" in message
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_cli_stops_by_default_and_runs_unchecked_when_asked(tmp_path: Path) -> None:
+    program = write(tmp_path, GATHER.replace("ACCESS", LOAD))
+    for name, value in (("idx", PAST_END), ("a", A), ("b", np.zeros(8))):
+        np.save(tmp_path / f"{name}.npy", value)
+    command = [sys.executable, "-m", "dhir.cli.main", "run", str(program), "-q"]
+    for name in ("idx", "a", "b"):
+        command += ["--input", str(tmp_path / f"{name}.npy")]
+    checked = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert checked.returncode != 0
+    assert checked.stderr.startswith(
+        f"{program}:11:14: error: a runtime check failed: out-of-bounds access: index 9"
+    )
+    both = subprocess.run(
+        [*command, "--runtime-checks", "--no-runtime-checks"], capture_output=True, text=True
+    )
+    assert both.returncode == 2  # argparse: not allowed together
+    assert "not allowed with argument" in both.stderr
+
+
+def test_only_the_loaded_subscript_is_undecided() -> None:
+    module = parse_module(GATHER.replace("ACCESS", STORE))
+    proof = InBounds()
+    proof.prepare(list(module.walk()))
+    found = {
+        str(op.indices[0].name_hint): undecided_dims(op, proof)
+        for op in module.walk()
+        if isinstance(op, memref.LoadOp | memref.StoreOp)
+    }
+    assert found == {"i": [], "j": [0]}
+
+
+def test_the_default_build_runs_the_checks_of_undecided_accesses_only() -> None:
+    def names(mode: str) -> list[str]:
+        options = RunOptions(runtime_checks=mode)
+        return [p.name for p in _after_passes(options, True, False, frozenset())]
+
+    assert "dhir-bounds-checks" in names("undecided")
+    assert "dhir-bounds-checks" not in names("all")  # MLIR checks every access then
+    assert "dhir-bounds-checks" not in names("none")
+    assert "dhir-vector-checks" not in names("none")
+
+
+def test_runtime_checks_modes() -> None:
+    assert RunOptions().runtime_checks == "undecided"
+    assert RunOptions(runtime_checks=True).runtime_checks == "all"
+    assert RunOptions(runtime_checks=False).runtime_checks == "undecided"
+    assert RunOptions(runtime_checks="none").runtime_checks == "none"
+    with pytest.raises(DhirError, match="runtime_checks takes none, undecided, all"):
+        RunOptions(runtime_checks="some")
+
+
+def test_a_failed_check_says_the_index_and_size_the_runtime_wrote() -> None:
+    output = (
+        "ERROR: Runtime op verification failed\n^ out-of-bounds access\n"
+        'Location: loc("/tmp/p.mlir":11:14)\n'
+    )
+    errors = "dhir: out-of-bounds access on rank 1: index 9 of dimension 0, whose size is 8\n"
+    assert failed_check(output, errors) == FailedCheck(
+        "out-of-bounds access: index 9 of dimension 0, whose size is 8",
+        SourceLoc("/tmp/p.mlir", 11, 14),
+    )
+    assert failed_check(output) == FailedCheck(
+        "out-of-bounds access", SourceLoc("/tmp/p.mlir", 11, 14)
+    )
+
+
+def test_the_pass_adds_no_check_where_all_is_proven() -> None:
+    proven = """%x = arith.sitofp %k : i64 to f64
+        memref.store %x, %b[%i] : memref<8xf64>"""
+    module = parse_module(GATHER.replace("ACCESS", proven))
+    BoundsChecksPass().apply(None, module)  # pyright: ignore[reportArgumentType]
+    assert "cf.assert" not in str(module)
