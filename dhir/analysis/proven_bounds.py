@@ -19,7 +19,7 @@ is the worst bug).
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, SymbolRefAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from dhir.analysis.lift import (
@@ -34,7 +34,7 @@ from dhir.analysis.lift import (
     constant,
     leaf,
 )
-from dhir.dialects import affine, arith, memref, scf
+from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 
@@ -63,11 +63,18 @@ class InBounds:
     lifter: Lifter = field(default_factory=Lifter)
     _sizes: dict[tuple[SSAValue, int], str] = field(default_factory=dict[tuple[SSAValue, int], str])
     _unknowns: int = 0
+    # The calls of each function, and the functions named otherwise than by a call.
+    _calls: dict[str, list[func.CallOp]] = field(default_factory=dict[str, list[func.CallOp]])
+    _named: set[str] = field(default_factory=set[str])
+    _following: set[BlockArgument] = field(default_factory=set[BlockArgument])
 
     def prepare(self, ops: Sequence[Operation]) -> None:
         """Lift each `memref.dim` of a dynamic extent among `ops` as its memref's size, and
         each division by a positive constant as the lifter's Div where it is one (the
-        loops dhir-optimize-bodies makes end at `(n divui 4) * 4`); `ops` in program order."""
+        loops dhir-optimize-bodies makes end at `(n divui 4) * 4`); `ops` in program order,
+        all of the module's (the calls of each function too)."""
+        for op in ops:  # first: the bounds below may follow any call
+            self._note_symbols(op)
         for op in ops:
             if isinstance(op, memref.DimOp):
                 dim = self.lifter.constant(op.index)
@@ -78,6 +85,14 @@ class InBounds:
             elif isinstance(op, arith.SelectOp):
                 self._select(op)
             self._name_unknown(op)
+
+    def _note_symbols(self, op: Operation) -> None:
+        if isinstance(op, func.CallOp):
+            self._calls.setdefault(op.callee.string_value(), []).append(op)
+            return
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, SymbolRefAttr):
+                self._named.add(attr.root_reference.data)
 
     def _name_unknown(self, op: Operation) -> None:
         """Lift each 64-bit result of `op` that the lifter cannot read (a call's, a load's,
@@ -206,7 +221,7 @@ class InBounds:
         if isinstance(atom, Leaf):
             if not isinstance(atom.key, BlockArgument):
                 return []
-            return self._variable_bounds(atom.key, upper)
+            return self._variable_bounds(atom.key, upper) or self._argument_bounds(atom.key, upper)
         if isinstance(atom, Mod):
             return [constant(atom.divisor - 1 if upper else 0)]
         if isinstance(atom, Div):
@@ -316,6 +331,46 @@ class InBounds:
             return None
         return self.residue(low.low, modulus)
 
+    def _argument_bounds(self, argument: BlockArgument, upper: bool) -> list[Affine]:
+        """The bound of a private function's argument over every call of it in the module
+        (a numbers each call's bounds give): the step of a schedule that
+        dhir-lower-to-mpi outlines takes the time loop's variable so. Private, it has no
+        caller elsewhere; named otherwise than by a call (a pointer to it), it is not
+        followed."""
+        function = argument.block.parent_op()
+        if (
+            not isinstance(function, func.FuncOp)
+            or argument.block is not function.body.blocks.first
+            or function.sym_visibility is None
+            or function.sym_visibility.data != "private"
+            or argument in self._following
+        ):
+            return []
+        name = function.sym_name.data
+        calls = self._calls.get(name, [])
+        if not calls or name in self._named:
+            return []
+        self._following.add(argument)  # a recursive call says nothing more
+        try:
+            found = [self._call_bound(call, argument.index, upper) for call in calls]
+        finally:
+            self._following.discard(argument)
+        if any(f is None for f in found):
+            return []
+        numbers = [f for f in found if f is not None]
+        return [constant(max(numbers) if upper else min(numbers))]
+
+    def _call_bound(self, call: func.CallOp, position: int, upper: bool) -> int | None:
+        if position >= len(call.arguments):
+            return None
+        lifted = self.lifter.value(call.arguments[position])
+        if lifted is None:
+            return None
+        numbers = _numbers(self.bounds(lifted.high if upper else lifted.low, upper))
+        if not numbers:
+            return None
+        return min(numbers) if upper else max(numbers)
+
     def _scf_bounds(self, value: SSAValue) -> list[tuple[Affine, Affine]]:
         lifted = self.lifter.value(value)
         return [] if lifted is None else [(lifted.low, lifted.high)]
@@ -369,10 +424,13 @@ def _numbers(exprs: Sequence[Affine]) -> list[int]:
 
 
 def _loop_depth(key: object) -> int:
-    """How deep the loop whose variable `key` is lies; -1 for any other value."""
+    """How deep the loop whose variable `key` is lies; 0 for a function's argument
+    (replaced last, by its calls' bounds), -1 for any other value."""
     if not isinstance(key, BlockArgument):
         return -1
     op = key.block.parent_op()
+    if isinstance(op, func.FuncOp):
+        return 0
     if not isinstance(op, scf.ForOp | scf.ParallelOp | affine.ForOp | affine.ParallelOp):
         return -1
     depth = 0

@@ -81,3 +81,38 @@ func.func @affine_past_end(%a: memref<16xf64>) {
   }
   return
 }
+
+// A private function's argument takes the bounds of every call's: %t of the time loop
+// (0 to 15) is in @step's bounds, where a call with 16 is not, nor a public function's.
+// CHECK-LABEL: func.func private @step
+// CHECK-NOT:  cf.assert
+// CHECK:      return
+// CHECK-LABEL: func.func private @past
+// CHECK:      cf.assert
+// CHECK-LABEL: func.func @public
+// CHECK:      cf.assert
+// CHECK-LABEL: func.func @time_loop
+func.func private @step(%a: memref<16xf64>, %t: index) {
+  %x = memref.load %a[%t] : memref<16xf64>
+  return
+}
+func.func private @past(%a: memref<16xf64>, %t: index) {
+  %x = memref.load %a[%t] : memref<16xf64>
+  return
+}
+func.func @public(%a: memref<16xf64>, %t: index) {
+  %x = memref.load %a[%t] : memref<16xf64>
+  return
+}
+func.func @time_loop(%a: memref<16xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  scf.for %t = %c0 to %c16 step %c1 {
+    func.call @step(%a, %t) : (memref<16xf64>, index) -> ()
+    func.call @past(%a, %t) : (memref<16xf64>, index) -> ()
+    func.call @public(%a, %t) : (memref<16xf64>, index) -> ()
+  }
+  func.call @past(%a, %c16) : (memref<16xf64>, index) -> ()
+  return
+}
