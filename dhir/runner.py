@@ -14,7 +14,6 @@ from dhir.analysis.bounds import EntryBounds, check_bounds, check_given_bounds, 
 from dhir.backends.addresses import check_addresses
 from dhir.backends.element_types import check_memref_elements
 from dhir.backends.function_names import check_function_names
-from dhir.backends.interp import run_interp
 from dhir.backends.native import OnBuilt, run_native
 from dhir.backends.parallel_loops import check_copies, check_kernels, check_parallel_loops
 from dhir.dialects.func import FuncOp
@@ -463,6 +462,10 @@ def _run_on(
     if backend == "interp":
         _check_nothing_placed(options)
         _check_native_only(options)
+        # Here, not at the top: a native build or run never loads the interpreter (and
+        # xDSL's interpreters under it), a third of `dhir compile`'s imports.
+        from dhir.backends.interp import run_interp
+
         # A stage of the caller's --timing report, and the terminal's status line.
         with (timing if timing is not None else Timing()).stage("the interpreter"):
             arrays = run_interp(
