@@ -908,9 +908,16 @@ class _Walker:
             if isinstance(op, TaskOp) and not nest.names and nest.exact:
                 if self._literal_task(op, self.on_sure):
                     return
-                # Fresh names from 0 again: tasks that differ only in their literals
-                # then give one text, which isl parses once (thousands of tasks).
-                self._fresh = count()
+                # Each task names from one place again: tasks that differ only in their
+                # literals then give one text, which isl parses once (thousands of
+                # tasks). That place lies past every name made outside tasks so far (a
+                # view's offset before the schedule is a literal too, and must keep
+                # its value), and the names after the task go on from it.
+                floor = next(self._fresh)
+                self._fresh = count(floor)
+                self._walk_regions(op, nest)
+                self._fresh = count(floor)
+                return
             self._walk_regions(op, nest)
         elif self.on_sure is not None and isinstance(op, func.CallOp):
             self.call(op, nest)

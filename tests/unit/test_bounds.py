@@ -960,3 +960,49 @@ def test_inputs_are_walked_again_only_where_an_argument_decides_a_bound(
     with pytest.raises(DhirError, match="out of bounds"):
         dhir.run(DIM_BOUND, np.arange(4.0), np.zeros(2), backend="interp")
     assert walks == ["given"]
+
+
+# Views made before the schedule, at offsets that are numbers (or an argument's value given
+# to a run), read in a task's loops: every access is in bounds (%A rows 1..3 of 5, %B rows
+# 1..3 of 4). The walk names each task's literals from scratch, so that tasks differing
+# only in them give one text; the views' offsets, named before the task, once took the
+# values of the task's literals of those names (%B read at row 4, "out of bounds").
+VIEWS_BEFORE_THE_TASK = """
+func.func @main(%A_: memref<5x3xf64>, %B_: memref<4x2xf64>, %o: index) {
+  %A = memref.subview %A_[OFFSET, 0] [4, 3] [1, 1] : memref<5x3xf64> to memref<4x3xf64, strided<[3, 1], offset: ?>>
+  %B = memref.subview %B_[OFFSET, 0] [3, 2] [1, 1] : memref<4x2xf64> to memref<3x2xf64, strided<[2, 1], offset: ?>>
+  dhir.schedule %A, %B {
+    %cpu = dhir.target {kind = "cpu"}
+    %s0 = dhir.task %cpu, %A, %B {
+      %k0 = arith.constant 0 : index
+      %k1 = arith.constant 1 : index
+      %n = arith.constant 2 : index
+      %kk = arith.constant 3 : index
+      scf.for %k = %k0 to %kk step %k1 {
+        scf.for %j = %k0 to %n step %k1 {
+          %a = memref.load %A[%k, %j] : memref<4x3xf64, strided<[3, 1], offset: ?>>
+          %b = memref.load %B[%k, %j] : memref<3x2xf64, strided<[2, 1], offset: ?>>
+          %c = arith.addf %a, %b : f64
+          memref.store %c, %B[%k, %j] : memref<3x2xf64, strided<[2, 1], offset: ?>>
+        }
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("offset", ["1", "%o"])
+def test_views_made_before_a_task_keep_their_offsets(offset: str) -> None:
+    text = VIEWS_BEFORE_THE_TASK.replace("OFFSET", offset)
+    if offset == "1":  # the views' types then say their offsets
+        text = text.replace("[3, 1], offset: ?", "[3, 1], offset: 3")
+        text = text.replace("[2, 1], offset: ?", "[2, 1], offset: 2")
+    assert entry_bounds(parse_string(text), "main").outside is None
+    given = bounds.given_bounds(parse_string(text), "main", {}, {2: 1})
+    assert given.outside is None
+    inputs = [np.ones((5, 3)), np.ones((4, 2)), np.int64(1)]
+    want = dhir.run(text, *inputs, backend="interp")
+    got = dhir.run(text, *inputs, backend="native", ranks=1)
+    assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
