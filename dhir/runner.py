@@ -279,9 +279,9 @@ def _check_nothing_placed(options: RunOptions, placement_given: bool = False) ->
         )
 
 
-def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -> None:
+def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -> str | None:
     """CodeDrop on an entry without schedules (dhir-codedrop) as `options` say, saying so
-    on stderr."""
+    on stderr; the line said, if any."""
     options = options if options is not None else RunOptions()
     if not options.codedrop:
         if options.target != DEFAULT_TARGET:
@@ -293,10 +293,11 @@ def drop_code(module: ModuleOp, entry: str, options: RunOptions | None = None) -
                     )
                 ]
             )
-        return
+        return None
     line = auto_codedrop(module, entry, options.target)
     if line is not None:
         print(line, file=sys.stderr)
+    return line
 
 
 def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
@@ -477,5 +478,6 @@ def _run_on(
     # The native backend (run_module checked the name). CodeDrop moves the entry's ops
     # into tasks run once in order: the same loads and stores surely run at the same
     # subscripts, so `bounds` stays the module's.
-    drop_code(module, entry, options)
-    return run_native(module, entry, inputs, options, output_dir, timing, on_built, bounds)
+    said = drop_code(module, entry, options)
+    notes = () if said is None else (said,)  # for `dhir run`'s cached path to say again
+    return run_native(module, entry, inputs, options, output_dir, timing, on_built, bounds, notes)

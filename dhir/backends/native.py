@@ -297,8 +297,9 @@ class _Build:
             return builds.finish(harness, self.callers)
 
 
-# Told, after a run, the executable, its signature and the options it ran with.
-OnBuilt = Callable[[Path, EntrySignature, RunOptions], None]
+# Told, after a run, the executable, its signature, the options it ran with and the notes
+# the run printed before the build (CodeDrop's), which a run from the cache prints again.
+OnBuilt = Callable[[Path, EntrySignature, RunOptions, tuple[str, ...]], None]
 
 
 def external_callers(module: ModuleOp) -> Callers:
@@ -440,12 +441,14 @@ def run_native(
     timing: Timing | None = None,
     on_built: OnBuilt | None = None,
     bounds: EntryBounds | None = None,
+    notes: tuple[str, ...] = (),
 ) -> list[np.ndarray]:
     """Build (or reuse) and run, as `options` say (see compile_native and
     run_executable), with `options.threads_per_rank()` threads per rank for parallel
     loops; `options.profile`: write the measured time of every task there (see
     dhir-instrument). After the run, `on_built` (if given) is told the executable, its
-    signature and the options it ran with. `bounds`: as compile_native takes them."""
+    signature, the options it ran with and `notes`, the lines the caller printed about
+    the program. `bounds`: as compile_native takes them."""
     options = options if options is not None else RunOptions()
     reporting = timing is not None  # `dhir run --timing` also prints each rank's traffic
     timing = timing if timing is not None else Timing()
@@ -469,7 +472,7 @@ def run_native(
             traffic=timing.notes if reporting else None,
         )
     if on_built is not None:
-        on_built(exe, signature, threaded)
+        on_built(exe, signature, threaded, notes)
     return results
 
 

@@ -1,7 +1,8 @@
 """`dhir run` of a program it ran before with the same options: its executable at once.
 
 A native run of a .mlir file records, in dhir's cache (`runs/KEY.json`), the executable it
-built, the entry's signature and how the ranks were launched. KEY hashes everything that
+built, the entry's signature, how the ranks were launched and the notes it printed about
+the program (CodeDrop's line), which the cached run prints again. KEY hashes everything that
 shaped the build: the program's text, the command line less the options that only feed
 the run (`--input`, `--output-dir`, `--print`, `-q`, `--timeout`), the content of every
 file the kept options name (`--system`, `--costs`), dhir's own files (by size and time),
@@ -113,11 +114,11 @@ def run_cached(argv: list[str]) -> int | None:
     record = _compiled(command) or _lookup(run_key(command.program, command.keyed))
     if record is None:
         return None
-    built, exe, options = record
-    return guarded(lambda: _run(command, built, exe, options))
+    built, exe, options, notes = record
+    return guarded(lambda: _run(command, built, exe, options, notes))
 
 
-def _compiled(command: _Command) -> tuple[Built, Path, RunOptions] | None:
+def _compiled(command: _Command) -> tuple[Built, Path, RunOptions, tuple[str, ...]] | None:
     """An executable from `dhir compile` run with options that only feed the run: its
     description, and how it runs (on the ranks it was built for, their share of the
     cores each); None otherwise (the full path checks the other options)."""
@@ -128,11 +129,17 @@ def _compiled(command: _Command) -> tuple[Built, Path, RunOptions] | None:
     except DhirError:
         return None  # the full path says what is wrong
     options = RunOptions(ranks=built.ranks, mpi=built.mpi)
-    return built, command.program, replace(options, threads=options.threads_per_rank())
+    # No notes: `dhir compile` said them when it built the executable.
+    return built, command.program, replace(options, threads=options.threads_per_rank()), ()
 
 
-def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int:
+def _run(
+    command: _Command, built: Built, exe: Path, options: RunOptions, notes: tuple[str, ...]
+) -> int:
     from dhir.toolchain.launch import run_executable, run_npy_files  # after the lookup
+
+    for line in notes:  # what the full path said of the program (CodeDrop's line)
+        print(line, file=sys.stderr)
 
     if command.timeout is not None:
         options = replace(options, timeout=timeout_seconds(real_number(command.timeout)))
@@ -149,7 +156,9 @@ def _run(command: _Command, built: Built, exe: Path, options: RunOptions) -> int
     return 0
 
 
-def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], None] | None:
+def recorder(
+    argv: list[str],
+) -> Callable[[Path, EntrySignature, RunOptions, tuple[str, ...]], None] | None:
     """For the full `dhir run ARGV...`: what records its build for this path, or None when
     a later run with these options could not take it. Call it before reading the program
     and the files its options name."""
@@ -158,7 +167,9 @@ def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], No
         return None
     key = run_key(command.program, command.keyed)
 
-    def record(exe: Path, signature: EntrySignature, options: RunOptions) -> None:
+    def record(
+        exe: Path, signature: EntrySignature, options: RunOptions, notes: tuple[str, ...] = ()
+    ) -> None:
         # The key was made before the build read its files (the caller makes it first)
         # and is made again now: a file edited in between could have been built under
         # the other text's key, and a later run would take the wrong executable.
@@ -170,6 +181,7 @@ def recorder(argv: list[str]) -> Callable[[Path, EntrySignature, RunOptions], No
             "exe_stamp": _stat_stamp(exe),
             "threads": options.threads,
             "hostfile": None if options.hostfile is None else str(options.hostfile),
+            "notes": list(notes),
         }
         keep_json(_record_path(key), entry)  # not kept: the next run takes the full path
 
@@ -385,7 +397,7 @@ def _record_path(key: str) -> Path:
     return cache_root() / "runs" / f"{key}.json"
 
 
-def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
+def _lookup(key: str) -> tuple[Built, Path, RunOptions, tuple[str, ...]] | None:
     """The recorded build, if it is whole and its files are still there."""
     try:
         entry = json.loads(read_regular(_record_path(key)))
@@ -400,6 +412,10 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
         )
         exe = Path(entry["exe"])
         stamp = entry["exe_stamp"]
+        listed = entry["notes"]  # a record from before notes were kept: built again
+        if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+            return None
+        notes = tuple(listed)
     # DhirError: a count out of range (RunOptions checks it), as a garbled record gives.
     except (OSError, ValueError, TypeError, KeyError, DhirError):
         return None
@@ -410,7 +426,7 @@ def _lookup(key: str) -> tuple[Built, Path, RunOptions] | None:
         return None
     if hostfile is not None and not _whole_hostfile(hostfile):
         return None
-    return built, exe, options
+    return built, exe, options, notes
 
 
 def _whole_hostfile(path: Path) -> bool:

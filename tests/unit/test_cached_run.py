@@ -329,6 +329,23 @@ def test_an_executable_from_dhir_compile_takes_the_cached_path(cache: Path, tmp_
     assert "was built for 2 ranks" in done.stderr
 
 
+@needs_llvm
+@pytest.mark.mpi
+def test_a_cached_run_says_again_what_codedrop_made(cache: Path, tmp_path: Path) -> None:
+    """README: a plain program's run prints CodeDrop's line; the second run, from the
+    cache, printed nothing of it."""
+    path = tmp_path / "plain.mlir"
+    lines = PROGRAM.replace("FACTOR", "3.0").splitlines()
+    path.write_text("\n".join([lines[0], *lines[4:-4], *lines[-2:]]))  # no dhir ops
+    given, a = inputs(tmp_path, 7)
+    said = "dhir: no dhir.schedule in @main; CodeDrop made 1 task in 1 schedule"
+    for run in ("full", "cached"):
+        done, cached = dhir_run(cache, str(path), *given, "--output-dir", str(tmp_path / run))
+        assert done.returncode == 0 and cached == (run == "cached"), done.stderr
+        assert said in done.stderr, (run, done.stderr)
+        np.testing.assert_array_equal(np.load(tmp_path / run / "arg1.npy"), a * 3.0)
+
+
 @pytest.mark.parametrize("edited", ["program", "costs"])
 def test_a_file_edited_during_the_build_leaves_no_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edited: str
