@@ -39,7 +39,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_
 from dhir.ir.tasks import PARALLEL_LOOPS, THREADED_KINDS, is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops, holds_op
-from dhir.machine.dlti import SYSTEM_ATTR, at_description, system_of
+from dhir.machine.dlti import SYSTEM_ATTR, at_description, device_key_loc, system_of
 from dhir.placement.constraints import read_constraints
 from dhir.targets import host_arch
 from dhir.toolchain.build import (
@@ -50,7 +50,7 @@ from dhir.toolchain.build import (
     keep_build,
     start_builds,
 )
-from dhir.toolchain.cpu import cpu_facts, cpu_for
+from dhir.toolchain.cpu import DeviceKeyError, cpu_facts, cpu_for
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.gpu import gpu_build
 from dhir.toolchain.harness import generate_harness
@@ -502,11 +502,39 @@ def _with_cpu(module: ModuleOp, options: RunOptions) -> RunOptions:
         return options
     if SYSTEM_ATTR not in module.attributes:
         return replace(options, cpu=cpu_for(None))
-    # What is wrong with the description's CPUs is reported at the description.
+    # What is wrong with the description's CPUs is reported at the description: at the
+    # key of the device at fault in the file it was read from.
     with at_description(module):
-        cpu = cpu_for(system_of(module))
-        cpu_facts(clang, cpu)
+        system = system_of(module)
+        try:
+            cpu = cpu_for(system)
+        except DeviceKeyError as error:
+            raise _at_key(module, error, error.device, error.key) from None
+        try:
+            cpu_facts(clang, cpu)
+        except DhirError as error:
+            named = [d.name for node in system.nodes for d in node.devices if d.cpu == cpu]
+            if not named:  # this machine's CPU or the arch's baseline: no device's key
+                raise
+            raise _at_key(module, error, named[0], "cpu", f"device '{named[0]}': ") from None
     return replace(options, cpu=cpu)
+
+
+def _at_key(
+    module: ModuleOp, error: DhirError, device: str, key: str, prefix: str = ""
+) -> DhirError:
+    """`error`, about `device`'s `key` in `module`'s machine description, at that key's
+    line (quoted) in the file the description was read from; as it was where that is
+    not known."""
+    loc = device_key_loc(module, device, key)
+    try:
+        text = None if loc is None else Path(loc.file).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if loc is None or text is None:
+        return error
+    located = [Diagnostic(f"{prefix}{d.message}", loc) for d in error.diagnostics]
+    return DhirError(located, {loc.file: text})
 
 
 def _check_wide_integers(module: ModuleOp) -> None:

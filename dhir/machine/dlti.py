@@ -157,6 +157,13 @@ def described_at(module: ModuleOp, device: str, key: str | None = None) -> str |
     return file if found is None else str(found)
 
 
+def device_key_loc(module: ModuleOp, device: str, key: str) -> SourceLoc | None:
+    """Where `device`'s `key` is written in the file `attach` read `module`'s machine
+    description from; None for a description written elsewhere, or not found there."""
+    attached, file = _attached(module)
+    return device_loc(Path(file), device, key) if attached and file is not None else None
+
+
 def _attached(module: ModuleOp) -> tuple[bool, str | None]:
     """Whether `attach` put `module`'s machine description there, and from which file."""
     spec = module.attributes.get(SYSTEM_ATTR)

@@ -14,6 +14,7 @@ import hashlib
 import re
 import socket
 import subprocess
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,6 +34,23 @@ BASELINE = {
     "ppc64le": "ppc64le",
 }
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class DeviceKeyError(DhirError):
+    """An error about one key of one device of a machine description, which the caller,
+    knowing where the description was written, reports at that key."""
+
+    def __init__(
+        self,
+        diagnostics: Iterable[Diagnostic],
+        sources: Mapping[str, str] | None = None,
+        *,
+        device: str = "",
+        key: str = "",
+    ) -> None:
+        super().__init__(diagnostics, sources)  # as DhirError takes them: remade by at_description
+        self.device = device
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -110,15 +128,12 @@ def cpu_for(system: System | None) -> str:
 
 def _check_arch(device: Device, node: str) -> None:
     if device.arch != host_arch():
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"node {node}'s CPU {device.name} is {device.arch}, this machine "
-                    f"{host_arch()}: dhir builds only for its own arch. Run dhir compile on "
-                    'a machine of that arch (docs/machine.md, "Building for other CPUs")'
-                )
-            ]
+        message = (
+            f"node {node}'s CPU {device.name} is {device.arch}, this machine "
+            f"{host_arch()}: dhir builds only for its own arch. Run dhir compile on "
+            'a machine of that arch (docs/machine.md, "Building for other CPUs")'
         )
+        raise DeviceKeyError([Diagnostic(message)], device=device.name, key="arch")
 
 
 def _device_cpu(device: Device | None, local: bool) -> str:

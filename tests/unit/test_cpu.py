@@ -157,4 +157,23 @@ def test_a_system_file_of_another_arch_is_named_in_the_error(tmp_path: Path) -> 
     )
     done = _compile(tmp_path, str(program), "--system", str(system))
     assert done.returncode == 1
-    assert f"\nerror: {system}: node n1's CPU cpu0 is {other}" in done.stderr
+    assert f"\n{system}:5:1: error: node n1's CPU cpu0 is {other}" in done.stderr
+    assert f'\narch = "{other}"\n^' in done.stderr  # the line quoted
+
+
+def test_a_system_file_naming_an_unknown_cpu_is_reported_at_its_line(tmp_path: Path) -> None:
+    """docs/machine.md: description errors are at the file:line:col of the value at fault;
+    a `cpu` clang does not know named the file alone (`error: m.toml: cannot build ...`)."""
+    program = tmp_path / "p.mlir"
+    program.write_text("func.func @main() {\n  return\n}\n")
+    system = tmp_path / "m.toml"
+    system.write_text(
+        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{host_arch()}"\n'
+        'cpu = "no-such-cpu"\n'
+    )
+    done = _compile(tmp_path, str(program), "--system", str(system))
+    assert done.returncode == 1
+    assert f"\n{system}:6:1: error: device 'cpu0': cannot build for CPU 'no-such-cpu'" in (
+        done.stderr
+    )
+    assert '\ncpu = "no-such-cpu"\n^' in done.stderr
