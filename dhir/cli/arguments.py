@@ -86,6 +86,10 @@ def check_apart(
         spare_inputs([Path(text) for text in files], output_dir)
 
 
+# How a scalar's --input starts (i32=, f64=, index=, ...).
+_SCALAR_GIVEN = re.compile(r"(index|[su]?i[0-9]+|f[0-9]+|bf16|tf32)=")
+
+
 def _read_input(text: str, spec: ArgSpec) -> object:
     where = f"--input for argument #{spec.index} ({spec.mlir_type})"
     if not spec.is_memref:
@@ -94,6 +98,15 @@ def _read_input(text: str, spec: ArgSpec) -> object:
             raise DhirError([Diagnostic(f"{where} must be {spec.mlir_type}=VALUE, got '{text}'")])
         # The range is checked with the API's inputs (check_inputs).
         return _parse_scalar(value, spec, where)
+    if _SCALAR_GIVEN.match(text) and not Path(text).exists():  # not a file of that name
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"{where}: '{text}' is a scalar's TYPE=VALUE, but the argument is a "
+                    "memref: give a .npy file of its array (numpy.save)"
+                )
+            ]
+        )
     try:
         with open(text, "rb") as file:
             magic = file.read(len(MAGIC))

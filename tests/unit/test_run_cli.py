@@ -590,6 +590,23 @@ def test_a_failed_run_leaves_no_earlier_trace_or_profile(
     assert f"note: a partial trace was written to {trace}: the run failed" in failed.stderr
 
 
+def test_a_scalar_given_for_a_memref_says_so(tmp_path: Path, call_inputs: list[str]) -> None:
+    """`--input f32=2.0` where a memref is due read as a missing file: "cannot read
+    'f32=2.0' as a .npy file: No such file or directory"."""
+    program = str(EXAMPLES / "call.mlir")
+    result = dhir("run", program, "--backend", "interp", "--input", "f32=2.0", *call_inputs[2:])
+    assert result.returncode == 1
+    wanted = (
+        "error: --input for argument #0 (memref<4x4xf32>): 'f32=2.0' is a scalar's "
+        "TYPE=VALUE, but the argument is a memref: give a .npy file of its array"
+    )
+    assert wanted in result.stderr
+    (tmp_path / "f32=2.0").write_bytes((tmp_path / "m.npy").read_bytes())  # a file so named
+    named = str(tmp_path / "f32=2.0")
+    result = dhir("run", program, "--backend", "interp", "--input", named, *call_inputs[2:])
+    assert result.returncode == 0, result.stderr
+
+
 def test_file_errors_say_what_is_wrong_in_words(tmp_path: Path, call_inputs: list[str]) -> None:
     """Not Python's "[Errno 17] File exists: 'x'" and the like."""
     from dhir.toolchain import trace
