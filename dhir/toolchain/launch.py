@@ -24,7 +24,7 @@ from dhir.toolchain.failure import (
     read_states,
 )
 from dhir.toolchain.harness import command_line_args
-from dhir.toolchain.options import RunOptions, check_runtime_environment
+from dhir.toolchain.options import TIMEOUT_HINT, RunOptions, check_runtime_environment
 from dhir.toolchain.reaper import kill_marked, watched
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import ArgSpec, EntrySignature, clear_outputs, write_outputs
@@ -322,7 +322,7 @@ def _run_once(
                 [
                     Diagnostic(
                         f"the program timed out after {timeout:g} s on {_ranks(ranks)} and was "
-                        f"killed\n{where}{_tail(log, errors)}"
+                        f"killed; {TIMEOUT_HINT}\n{where}{_tail(log, errors)}"
                     )
                 ]
             ) from None

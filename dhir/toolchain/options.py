@@ -342,6 +342,10 @@ def _counted(value: object, what: str, most: int) -> int:
     return count
 
 
+# What a run that timed out says to do.
+TIMEOUT_HINT = "give it longer with --timeout S (timeout= in dhir.run), or inf to wait for ever"
+
+
 def timeout_seconds(value: object) -> float:
     """`value` as a timeout: a number of seconds more than 0 (NaN is not one; infinity
     waits for ever)."""

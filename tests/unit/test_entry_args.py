@@ -347,6 +347,8 @@ def test_the_interpreter_honours_the_timeout(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "the interpreter timed out after 1 s" in result.stderr
     assert f"{program}:" in result.stderr and "Traceback" not in result.stderr
+    # What to do: not only that it stopped.
+    assert "; give it longer with --timeout S (timeout= in dhir.run)" in result.stderr
     with pytest.raises(DhirError, match="timed out after 0.5 s"):
         dhir.run(ENDLESS_PROGRAM, np.zeros(4, np.float32), backend="interp", timeout=0.5)
 
@@ -359,8 +361,9 @@ def test_a_native_run_past_its_timeout_says_one_rank() -> None:
         "^bb0(%j: index):\n        %one = arith.constant 1.0 : f32\n"
         "        memref.store %one, %a[%c0] : memref<4xf32>\n",
     )
-    with pytest.raises(DhirError, match="timed out after 1 s on 1 rank and was killed"):
+    with pytest.raises(DhirError, match="timed out after 1 s on 1 rank and was killed") as error:
         dhir.run(storing, np.zeros(4, np.float32), timeout=1)
+    assert "; give it longer with --timeout S (timeout= in dhir.run)" in str(error.value)
 
 
 def test_a_text_file_is_not_a_npy_file(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.verifier import libm_type
 from dhir.toolchain.entry import entry_signature
 from dhir.toolchain.linking import C_INTERFACE, LinkInputs
-from dhir.toolchain.options import timeout_seconds
+from dhir.toolchain.options import TIMEOUT_HINT, timeout_seconds
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import EntrySignature
 from dhir.toolchain.values import check_inputs
@@ -232,7 +232,7 @@ def _interpret(
         raise error_at(trap.op, trap.message) from None
     except _TimedOut:
         message = f"the interpreter timed out after {timeout:g} s and stopped the run here"
-        raise _error_here(stack, message) from None
+        raise _error_here(stack, message, f"; {TIMEOUT_HINT}") from None
     except RecursionError:
         message = f"nesting deeper than the interpreter's limit of about {MAX_DEPTH}"
         raise _error(stack, message) from None
@@ -253,11 +253,12 @@ def _interpret(
         sys.setrecursionlimit(limit)
 
 
-def _error_here(stack: _OpStack, message: str) -> DhirError:
+def _error_here(stack: _OpStack, message: str, then: str = "") -> DhirError:
+    """`message` at the op the interpreter was running, named after it; then `then`."""
     if not stack.ops:
-        return DhirError([Diagnostic(message)])
+        return DhirError([Diagnostic(message + then)])
     op = stack.ops[-1]
-    return error_at(op, f"{message} (at '{op.name}')")
+    return error_at(op, f"{message} (at '{op.name}'){then}")
 
 
 def _too_big(stack: _OpStack, why: str) -> DhirError:

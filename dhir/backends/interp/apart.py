@@ -33,6 +33,7 @@ import numpy as np
 
 from dhir.backends.interp.external import CallRecord, RecordedCall
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of
+from dhir.toolchain.options import TIMEOUT_HINT
 
 # How long the parent waits past the run's deadline, by which the child stops itself at
 # the op it was about to run, before it kills a child stuck in a call.
@@ -257,11 +258,11 @@ def _died(seen: RecordedCall, code: int) -> DhirError:
 def _timed_out(seen: RecordedCall, timeout: float | None) -> DhirError:
     after = f" after {timeout:g} s" if timeout is not None else ""
     if seen.call is None or not seen.under_way:
-        message = f"the interpreter timed out{after}; {_KILLED}"
+        message = f"the interpreter timed out{after}; {_KILLED}; {TIMEOUT_HINT}"
         return DhirError([Diagnostic(message)])
     callee = f"@{seen.call.callee.string_value()}"
     message = f"the interpreter timed out{after} in the call of {callee}{_task(seen)}, "
-    message += f"which had not returned; {_KILLED}"
+    message += f"which had not returned; {_KILLED}; {TIMEOUT_HINT}"
     return error_at(seen.call, message)
 
 
