@@ -256,7 +256,8 @@ def _globs(table: dict[str, object], entry: str, source: str, least: int) -> tup
         message = f"{entry}: tasks must be a glob or a list of globs"
         raise EntryError(source, message, path, "tasks", at_value=True)
     if len(globs) < least:
-        raise EntryError(source, f"{entry}: tasks names none", path, "tasks", at_value=True)
+        message = f'{entry}: tasks is empty; give a glob or a list of globs (tasks = "load*")'
+        raise EntryError(source, message, path, "tasks", at_value=True)
     return tuple(str(g) for g in globs)
 
 

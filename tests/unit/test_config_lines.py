@@ -65,7 +65,7 @@ _PIN = '[[pin]]\ntasks = "a"\nrank = 0\n\n'
         ("c.toml", '[[pin]]\ntasks = "b"\nrank = 0\nnode = "n"\n', "4:1", "node", "gives rank"),
         ("c.toml", _PIN + '[[pin]]\ntasks = "b"\n', "5:1", "[[pin]]", "#2 must give one of"),
         ("c.toml", _PIN + "[[apart]]\nrank = 0\n", "6:1", "rank", "unknown key rank"),
-        ("c.toml", _PIN + "[[apart]]\ntasks = []\n", "6:9", "[]", "tasks names none"),
+        ("c.toml", _PIN + "[[apart]]\ntasks = []\n", "6:9", "[]", "tasks is empty; give a glob"),
         ("c.toml", _PIN + "[[togther]]\n", "5:1", "[[togther]]", "(did you mean 'together'?)"),
         ("c.toml", 'pin = "a"\n', "1:7", '"a"', "'pin' must be a list of tables"),
         (

@@ -95,7 +95,7 @@ def test_a_toml_file_reads_as_a_json_one(tmp_path: Path) -> None:
         ({"pin": [{"tasks": "a", "kind": "tpu"}]}, 'kind must be one of cpu, gpu, got "tpu"'),
         ({"pin": [{"tasks": "a", "node": 3}]}, "node must be a string"),
         ({"pin": [{"rank": 0}]}, "needs tasks"),
-        ({"apart": [{"tasks": []}]}, "tasks names none"),
+        ({"apart": [{"tasks": []}]}, "tasks is empty; give a glob or a list of globs"),
         ({"apart": [{"tasks": [1]}]}, "tasks must be a glob or a list of globs"),
         ({"together": [{"tasks": ["a"], "rank": 0}]}, "unknown key rank"),
         ({"together": ["a"]}, "must be a table"),
