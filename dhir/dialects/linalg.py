@@ -822,9 +822,69 @@ def _elementwise(name: str) -> type[_Elementwise]:
 _ELEMENTWISE_OPS = [_elementwise(name) for name in _ELEMENTWISE]
 
 
+def _counted(base: type[NamedOperation], inputs: int) -> type[NamedOperation]:
+    """xDSL's `base`, refusing at its line any operands but `inputs` inputs and one output.
+    xDSL 0.74 builds the body from the operands' types: with too few inputs it failed
+    (an IndexError: `linalg.max outs(%b ...)`), or made a body that the interpreter ran
+    as nothing (`linalg.exp outs(%b ...)` left %b as it was)."""
+
+    def parse(cls: type[NamedOperation], parser: Parser) -> NamedOperation:
+        start = parser.pos
+        op = super(counted, cls).parse(parser)  # pyright: ignore[reportArgumentType]
+        if len(op.inputs) != inputs or len(op.outputs) != 1:
+            plural = "s" if inputs != 1 else ""
+            message = f"{cls.name} takes {inputs} input{plural} and one output"
+            parser.raise_error(message, start, parser.pos)
+        return op
+
+    def get_hidden_region(
+        cls: type[NamedOperation], ins: Sequence[SSAValue], outs: Sequence[SSAValue]
+    ) -> Region:
+        if len(ins) != inputs or len(outs) != 1:
+            return Region()  # refused by parse
+        return super(counted, cls).get_hidden_region(ins, outs)  # pyright: ignore[reportArgumentType]
+
+    body = {
+        "parse": classmethod(parse),
+        "get_hidden_region": classmethod(get_hidden_region),
+        "__doc__": base.__doc__,
+        "__module__": __name__,
+    }
+    counted = type(base.__name__, (base,), body)
+    return counted
+
+
+# xDSL's elementwise ops, by their inputs (linalg.fill's count is FillOp's).
+_COUNTED = [
+    _counted(op, inputs)
+    for op, inputs in (
+        (linalg_ops.AddOp, 2),
+        (linalg_ops.SubOp, 2),
+        (linalg_ops.MulOp, 2),
+        (linalg_ops.MaxOp, 2),
+        (linalg_ops.MinOp, 2),
+        (linalg_ops.ExpOp, 1),
+        (linalg_ops.LogOp, 1),
+        (linalg_ops.SqrtOp, 1),
+        (linalg_ops.CopyOp, 1),
+        (linalg_ops.SelectOp, 3),
+    )
+]
+
+
 class FillOp(linalg_ops.FillOp):
     """`linalg.fill`, also of vectors (a tensor of vectors filled with one vector). xDSL 0.74
-    fails on fills of vectors (an assertion)."""
+    fails on fills of vectors (an assertion), and read one without its value as a fill
+    that the interpreter ran as nothing."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "FillOp":
+        start = parser.pos
+        op = super().parse(parser)
+        assert isinstance(op, FillOp)
+        if len(op.inputs) != 1 or len(op.outputs) != 1:
+            parser.raise_error(f"{cls.name} takes 1 input and one output", start, parser.pos)
+        return op
 
     @classmethod
     def get_hidden_region(cls, inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]) -> Region:
@@ -1702,6 +1762,7 @@ _OPS: Dialect = with_replaced_ops(
     GenericOp,
     MatmulOp,
     FillOp,
+    *_COUNTED,
     *_WINDOWED,
     *_ELEMENTWISE_OPS,
     BatchMatmulOp,

@@ -331,3 +331,21 @@ def test_elementwise_runs_natively_as_the_interpreter_does(ranks: int) -> None:
     got = dhir.run(ELEMENTWISE, *_elementwise_inputs(), backend="native", ranks=ranks)
     for k, (have, want) in enumerate(zip(got, expected, strict=True)):
         assert have.dtype == want.dtype and have.tobytes() == want.tobytes(), f"argument {k}"
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs"),
+    [("max", 2), ("add", 2), ("mul", 2), ("exp", 1), ("copy", 1), ("fill", 1), ("select", 3)],
+)
+def test_named_ops_short_of_inputs_are_refused_at_their_line(op: str, inputs: int) -> None:
+    """Before: `linalg.max outs(%c ...)` (its `ins(...)` left out) ended dhir-opt in an
+    internal error (xDSL's IndexError); `linalg.exp outs(%c ...)`, `copy` and `fill`
+    parsed, and the interpreter ran them as nothing (exit 0, %c as it was)."""
+    plural = "s" if inputs != 1 else ""
+    with pytest.raises(DhirError) as caught:
+        dhir.parse_string(_main(f"linalg.{op} outs(%c : memref<4xf64>)"), "prog.mlir")
+    wanted = f"prog.mlir:2:{len(op) + 11}: error: linalg.{op} takes {inputs} input{plural} and one"
+    assert wanted in str(caught.value), str(caught.value)
+    too_many = f"linalg.{op} ins(%a, %a, %a, %a : {', '.join(['memref<4xf64>'] * 4)})"
+    with pytest.raises(DhirError, match=f"linalg.{op} takes {inputs} input"):
+        dhir.parse_string(_main(f"{too_many} outs(%c : memref<4xf64>)"), "prog.mlir")
