@@ -9,7 +9,11 @@ the independence proofs of parallel loops. From i = 6148914691236517206 it wraps
 proofs from every loop of run-time bounds, so the range is checked when the loop starts,
 where its bounds are known: `WrapCheck` names the loop, the expressions to check and the
 loop's variables that range over its bounds; `verdict` is the check, in Python ints, that
-the interpreter runs and that dhir-wrap-checks builds as IR for native code.
+the interpreter runs and that dhir-wrap-checks builds as IR for native code. An
+scf.while that counts as an scf.for (dhir.analysis.counted_whiles) is such a loop, its
+counter the variable: native code makes it that scf.for before it is checked, and the
+interpreter, which runs it as written, ran `A[3 * k]` of it wrapped where native code
+stopped.
 
 An expression is checked at the innermost loop whose variable, of no constant range, it
 holds (the variables of loops around that one are fixed there), when every other leaf is
@@ -34,6 +38,7 @@ from xdsl.ir import BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.traits import IsTerminator
 
+from dhir.analysis.counted_whiles import counted_bounds, counted_step
 from dhir.analysis.lift import (
     Affine,
     Atom,
@@ -56,7 +61,8 @@ from dhir.dialects.dhir import TaskOp, defined_inside
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 
-# The loops whose entry is checked: those whose variables the lifter ranges over.
+# The loops whose entry is checked: those whose variables the lifter ranges over, and
+# the scf.while loops that count as scf.for loops do (`is_loop`).
 LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
 
 HALF_64 = 1 << (INDEX_WIDTH - 1)
@@ -104,6 +110,8 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
     found: dict[Operation | Region, dict[Affine, None]] = {}
     # Two walks of xDSL's over a lowered module's every op took most of the time here.
     for op in find_ops(root, _LIFTED):
+        if _advances(op):
+            continue
         for expr in _assumed(op, lifter):
             loop = _checking_loop(op, expr, lifter)
             if loop is not None:
@@ -111,7 +119,7 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
     checks: list[WrapCheck] = []
     if not found:
         return checks
-    for loop in find_ops(root, (*LOOPS, *_CONDITIONS)):
+    for loop in find_ops(root, (*LOOPS, scf.WhileOp, *_CONDITIONS)):
         for region in (*loop.regions, loop):
             if region not in found:
                 continue
@@ -127,8 +135,19 @@ def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck
 # The ops whose regions may not run where the loop around does: branches. A while
 # loop's body is not one: it is checked as an scf.for's body is, at the loop around's
 # entry whether it runs or not, since CodeDrop and dhir-optimize-bodies make a counted
-# one that scf.for (dhir.transforms.counted_whiles) before native code is checked.
+# one that scf.for (dhir.transforms.counted_whiles) before native code is checked; a
+# counted one is itself a loop (`is_loop`), checked at its entry as that scf.for is.
 _CONDITIONS = (scf.IfOp, affine.IfOp, scf.IndexSwitchOp)
+
+
+def _advances(op: Operation) -> bool:
+    """Whether `op` adds the step to a counted while's counter: no arithmetic of the
+    scf.for native code makes of the loop, which counts within its bounds."""
+    loop = op.parent_op()
+    if not isinstance(loop, scf.WhileOp) or not isinstance(op, arith.AddiOp):
+        return False
+    counted = counted_step(loop)
+    return counted is not None and counted[1] is op
 
 
 def _branch_of(op: Operation, loop: Operation) -> Region | None:
@@ -404,6 +423,8 @@ def _span(key: SSAValue, lifter: Lifter) -> Interval | None:
         bounds = (loop.lb, loop.ub) if isinstance(loop, scf.ForOp) else None
         if isinstance(loop, scf.ParallelOp):
             bounds = (loop.lowerBound[dim], loop.upperBound[dim])
+        if isinstance(loop, scf.WhileOp) and (counted := counted_bounds(loop)) is not None:
+            bounds = (loop.arguments[0], counted[0])
         assert bounds is not None
         lows, highs = [lifter.value(bounds[0])], [lifter.value(bounds[1])]
     firsts = [_extreme(low.low, lifter, greatest=False) for low in lows if low is not None]
@@ -478,21 +499,32 @@ def _maps(op: Operation) -> list[tuple[AffineMap, list[SSAValue]]]:
     return []
 
 
+def is_loop(op: Operation) -> bool:
+    """Whether `op` is a loop whose entry checks: one of LOOPS, or an scf.while that
+    counts as the scf.for native code makes it (dhir.analysis.counted_whiles), its
+    counter the variable."""
+    if isinstance(op, scf.WhileOp):
+        return counted_bounds(op) is not None
+    return isinstance(op, LOOPS)
+
+
 def loop_variables(loop: Operation) -> list[BlockArgument]:
-    """The variables of `loop`, one of LOOPS, outermost dimension first."""
+    """The variables of `loop` (`is_loop`), outermost dimension first."""
     if isinstance(loop, scf.ParallelOp):
         return list(loop.body.block.args[: len(loop.lowerBound)])
     if isinstance(loop, affine.ParallelOp):
         return list(loop.body.block.args[: len(loop.steps)])
+    if isinstance(loop, scf.WhileOp):
+        return [loop.after_region.block.args[0]]
     return [loop.regions[0].block.args[0]]
 
 
 def _loop_of(key: SSAValue | str) -> Operation | None:
-    """The loop `key` is a variable of, among LOOPS."""
+    """The loop `key` is a variable of (`is_loop`)."""
     if not isinstance(key, BlockArgument):
         return None
     loop = key.block.parent_op()
-    if isinstance(loop, LOOPS) and key in loop_variables(loop):
+    if loop is not None and is_loop(loop) and key in loop_variables(loop):
         return loop
     return None
 
@@ -514,7 +546,7 @@ def _checking_loop(op: Operation, expr: Affine, lifter: Lifter) -> Operation | N
     # Native code runs a task's body as a function of its own, whose loops check it: the
     # loops around the task are never its checking loops.
     while loop is not None and not isinstance(loop, TaskOp):
-        if isinstance(loop, LOOPS):
+        if is_loop(loop):
             own = loop_variables(loop)
             if any(key not in own and _made_inside(key, loop, lifter) for key in fixed):
                 break  # made in the loop: no number at its entry, nor at any outside it

@@ -73,6 +73,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.handoff import drop_facts
 from dhir.analysis.outputs import loop_reading_between_steps, time_loop
@@ -95,7 +96,6 @@ from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
 from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
-from dhir.transforms.counted_whiles import counted_bounds
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
 from dhir.transforms.pass_options import check_entry, check_ranks

@@ -26,6 +26,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.passes import ModulePass
 
+from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.lift import Affine, Atom, Div, Leaf, Lifter, Mod
 from dhir.analysis.wrap_checks import (
     HALF_64,
@@ -78,6 +79,14 @@ def _bounds(loop: Operation, ops: Block) -> list[_Bounds]:
         return list(zip(loop.lowerBound, loop.upperBound, loop.step, strict=True))
     if isinstance(loop, affine.ParallelOp):
         return [_affine_bounds(ops, *parallel_bounds(loop, k)) for k in range(len(loop.steps))]
+    if isinstance(loop, scf.WhileOp):  # one that counts (is_loop): the scf.for it is
+        counted = counted_bounds(loop)
+        assert counted is not None
+        first = loop.arguments[0]
+        kind = first.type
+        assert isinstance(kind, IntegerType | IndexType)  # a counter's (counted_bounds)
+        step = put(ops, arith.ConstantOp(IntegerAttr(counted[1], kind), kind))
+        return [(first, counted[0], step.result)]
     assert isinstance(loop, affine.ForOp)
     lower = (loop.lowerBoundMap.data, list(loop.lowerBoundOperands))
     upper = (loop.upperBoundMap.data, list(loop.upperBoundOperands))

@@ -818,3 +818,136 @@ def test_a_tasks_arithmetic_is_checked_in_the_task(backend: str) -> None:
     assert where in str(caught.value) and _WHAT in str(caught.value)
     got = _run(backend, TASK_IN_A_LOOP, np.arange(16, dtype=np.int64), 1, 2, ranks=1)
     assert list(got[0][:6]) == [8, 5, 6, 7, 4, 5]
+
+
+# B[k - lo] = A[3 * k] in a counted scf.while (k from lo to hi, step 1) outside any loop.
+# Native code makes it an scf.for (CodeDrop) and stopped at it from lo =
+# 6148914691236517206, where 3 * k wraps to 2, 5, 8; the interpreter, which took only
+# loop variables for checked ones, ran it: B = [102, 105, 108], exit 0.
+COUNTED = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.while (%k = %lo) : (index) -> index {
+    %more = arith.cmpi slt, %k, %hi : index
+    scf.condition(%more) %k : index
+  } do {
+  ^bb0(%k2: index):
+    %j = arith.muli %k2, %c3 : index
+    %x = memref.load %A[%j] : memref<16xi64>
+    %d = arith.subi %k2, %lo : index
+    memref.store %x, %B[%d] : memref<16xi64>
+    %next = arith.addi %k2, %c1 : index
+    scf.yield %next : index
+  }
+  return
+}
+"""
+# The same while in a loop of constant bounds, and in a task (which
+# dhir-optimize-bodies, not CodeDrop, makes an scf.for natively).
+COUNTED_IN_A_LOOP = COUNTED.replace(
+    "  %r = scf.while",
+    "  %c0 = arith.constant 0 : index\n  %c2 = arith.constant 2 : index\n"
+    "  scf.for %t = %c0 to %c2 step %c1 {\n  %r = scf.while",
+).replace("    scf.yield %next : index\n  }\n", "    scf.yield %next : index\n  }\n  }\n")
+COUNTED_IN_A_TASK = COUNTED.replace(
+    "  %c1 = arith.constant 1 : index\n",
+    '  dhir.schedule %A, %B {\n  %cpu = dhir.target {kind = "cpu"}\n'
+    "  %t0 = dhir.task %cpu, %A, %B {\n  %c1 = arith.constant 1 : index\n",
+).replace("  }\n  return\n", "  }\n  }\n  }\n  return\n")
+# (source, where the interpreter stops, where native code does)
+_COUNTED_CASES = {
+    "outside-loops": (COUNTED, "prog.mlir:4:8: error: 'scf.while'", "line 4, column 8"),
+    "in-a-loop": (COUNTED_IN_A_LOOP, "prog.mlir:7:8: error: 'scf.while'", "line 7, column 8"),
+    "in-a-task": (COUNTED_IN_A_TASK, "prog.mlir:7:8: error: 'scf.while'", "line 7, column 8"),
+}
+
+
+def _run_as(backend: str, src: str, *inputs: object, codedrop: bool = True) -> list[np.ndarray]:
+    module = dhir.parse_string(src, "prog.mlir")
+    if backend == "interp":
+        return dhir.run(module, *inputs, backend="interp")
+    return dhir.run(module, *inputs, backend="native", ranks=1, codedrop=codedrop)
+
+
+def test_a_counted_whiles_counter_is_a_loop_variable() -> None:
+    module = dhir.parse_string(COUNTED, "prog.mlir")
+    (loop,) = find_ops(module, scf.WhileOp)
+    (check,) = wrap_checks(module)
+    assert (check.loop, check.variables, check.region) == (
+        loop,
+        (loop.after_region.block.args[0],),
+        None,
+    )
+
+
+@pytest.mark.parametrize("case", list(_COUNTED_CASES))
+@pytest.mark.parametrize(
+    ("backend", "codedrop"),
+    [
+        ("interp", True),
+        pytest.param("native", True, marks=needs_llvm),
+        pytest.param("native", False, marks=needs_llvm),  # the while loop as written
+    ],
+)
+def test_both_backends_stop_at_a_counted_while_that_wraps(
+    case: str, backend: str, codedrop: bool
+) -> None:
+    src, interp_at, native_at = _COUNTED_CASES[case]
+    a = np.arange(16, dtype=np.int64) + 100
+    lo = 6148914691236517206
+    with pytest.raises(DhirError) as caught:
+        _run_as(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, codedrop=codedrop)
+    where = interp_at if backend == "interp" else native_at
+    assert where in str(caught.value) and _WHAT in str(caught.value)
+    got = _run_as(backend, src, a, np.zeros(16, np.int64), 1, 4, codedrop=codedrop)
+    assert list(got[1][:4]) == [103, 106, 109, 0]
+
+
+# Whiles that count as no scf.for (a step given at run time; the body in the condition's
+# region, a do-while) have no loop variable: outside any loop neither backend checks them
+# (no analysis takes 3 * k as exact there), and both give the wrapped elements 2, 5, 8.
+UNCOUNTED = COUNTED.replace("%hi: index)", "%hi: index, %s: index)").replace(
+    "arith.addi %k2, %c1", "arith.addi %k2, %s"
+)
+DO_WHILE = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>, %lo: index, %hi: index,
+                %s: index) {
+  %c3 = arith.constant 3 : index
+  %r = scf.while (%k = %lo) : (index) -> index {
+    %j = arith.muli %k, %c3 : index
+    %x = memref.load %A[%j] : memref<16xi64>
+    %d = arith.subi %k, %lo : index
+    memref.store %x, %B[%d] : memref<16xi64>
+    %next = arith.addi %k, %s : index
+    %more = arith.cmpi slt, %next, %hi : index
+    scf.condition(%more) %next : index
+  } do {
+  ^bb0(%k2: index):
+    scf.yield %k2 : index
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("src", [UNCOUNTED, DO_WHILE], ids=["run-time-step", "do-while"])
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_whiles_that_count_as_no_for_loop_run_alike(src: str, backend: str) -> None:
+    assert wrap_checks(dhir.parse_string(src, "prog.mlir")) == []
+    a = np.arange(16, dtype=np.int64) + 100
+    lo = 6148914691236517206
+    got = _run_as(backend, src, a, np.zeros(16, np.int64), lo, lo + 3, 1)
+    assert list(got[1][:4]) == [102, 105, 108, 0]
+
+
+# IN_WHILE's while loop counting to %n by `ne`: no scf.for, yet its body is checked at
+# the entry of the loop around, as a counted one's is.
+UNCOUNTED_IN_WHILE = IN_WHILE.replace("arith.cmpi slt, %k, %n", "arith.cmpi ne, %k, %n")
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_an_uncounted_whiles_body_is_checked_at_the_loop_around(backend: str) -> None:
+    lo, a = 6148914691236517206, np.arange(16, dtype=np.int64) + 100
+    with pytest.raises(DhirError) as caught:
+        _run_as(backend, UNCOUNTED_IN_WHILE, a, np.zeros(16, np.int64), lo, lo + 3, 0)
+    where = "prog.mlir:6:3: error: 'scf.for'" if backend == "interp" else "loop at line 6, column 3"
+    assert where in str(caught.value) and _WHAT in str(caught.value)

@@ -14,6 +14,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.ir.affine.affine_set import AffineConstraintKind
 
+from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.lift import Interval, Lifter
 from dhir.analysis.wrap_checks import (
     WrapCheck,
@@ -208,6 +209,14 @@ class ControlImpls(InterpreterFunctions):
 
     @handles(scf.WhileOp)
     def run_while(self, interp: Interpreter, op: scf.WhileOp, args: Values) -> Values:
+        if op in self._table(op)[1]:
+            # A counted while is checked as the scf.for native code makes it.
+            counted = counted_bounds(op)
+            assert counted is not None  # only counted ones are checked at their entry
+            (upper,) = interp.get_values([counted[0]])
+            width = scalar_int_width(counted[0].type) or INDEX_WIDTH
+            bounds = (signed(args[0], width), signed(upper, width), counted[1])
+            self._check_wraps(interp, op, [bounds])
         values = tuple(args)
         while True:
             condition, *forwarded = interp.run_ssacfg_region(op.before_region, values, "scf.while")
