@@ -81,6 +81,18 @@ def flags_allowing(ops: Iterable[Operation]) -> str | None:
     return f"{', '.join(sorted(flags))}: {'; '.join(said)}"
 
 
+def as_allowed(text: str, allowed: str | None) -> str:
+    """`text`, whose "exact" holds only where no fastmath flag lets LLVM change the
+    results (`allowed`: what `flags_allowing` says they let it change): under --fast-math
+    contract, a multiply and an add may become an FMA, so it is no longer the
+    interpreter's bits that a rewrite keeps. The optimizer's and dhir-time-tiles's lines
+    say it alike."""
+    head, exact, tail = text.rpartition(", exact")
+    if allowed is None or not exact or tail[:1] not in ("", ";"):
+        return text
+    return f"{head}, in the program's order, as its fastmath allows ({allowed}){tail}"
+
+
 def common_flags(ops: Iterable[Operation]) -> arith.FastMathFlagsAttr:
     """The fastmath flags every float add and multiply among `ops` carries: what an op
     made in their place may take. (`fast` would allow more than the program does: with

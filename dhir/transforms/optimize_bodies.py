@@ -73,6 +73,7 @@ from dhir.transforms.affine_scope import in_affine_loop, lower_nest, unlowerable
 from dhir.transforms.blas import (
     Corner,
     allows_any_order,
+    as_allowed,
     common_flags,
     count,
     emit_gemm,
@@ -237,22 +238,12 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 allowed = flags_allowing(nest.walk())  # before the rewrite replaces it
                 with _located_at(task, nest):
                     text = _optimize_nest(row, nest, vector_bits, module)
-                text = _as_allowed(text, allowed)
+                text = as_allowed(text, allowed)
                 decisions.append(Decision(loc_of(nest), True, text))
             except _Left as why:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
         _put_hints_back(hints)
     return decisions
-
-
-def _as_allowed(text: str, allowed: str | None) -> str:
-    """`text`, whose "exact" holds only where no fastmath flag lets LLVM change the
-    results: under --fast-math contract, the kernel's multiply and add may become an FMA
-    as the loop's may, so it was no longer the interpreter's bits it said."""
-    head, exact, tail = text.rpartition(", exact")
-    if allowed is None or not exact or tail[:1] not in ("", ";"):
-        return text
-    return f"{head}, in the program's order, as its fastmath allows ({allowed}){tail}"
 
 
 def _contractions(

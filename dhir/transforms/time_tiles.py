@@ -75,6 +75,7 @@ from dhir.machine.description import DeviceKind
 from dhir.machine.detect import local_caches
 from dhir.machine.dlti import SYSTEM_ATTR, system_of
 from dhir.transforms.affine_scope import in_affine_loop, kept_in, lower_nest
+from dhir.transforms.blas import as_allowed, flags_allowing
 from dhir.transforms.building import const_index, insert_before, put, replace_by
 from dhir.transforms.generic_sweeps import write_as_loops
 from dhir.transforms.optimize_bodies import Decision
@@ -130,10 +131,11 @@ def time_tiles(module: ModuleOp, steps: int = 0, ranks: int = 1) -> list[Decisio
             else:
                 loop = cast(scf.ForOp, written)
             band = _Band.of(loop, schedule, steps, ranks, caches)
+            allowed = flags_allowing(o for s in band.statements for op in s.ops for o in op.walk())
             if held is not None:
                 replace_by(written, held)  # the scf form stands for the loop written
             text = band.rewrite() if ranks == 1 else band.rewrite_parts()
-            decisions.append(Decision(where, True, text))
+            decisions.append(Decision(where, True, as_allowed(text, allowed)))
         except _Left as why:
             if held is not None:
                 _drop(held)

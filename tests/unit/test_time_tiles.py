@@ -754,3 +754,19 @@ def test_reports_the_band_a_shorter_loop_runs() -> None:
     assert "run in skewed bands of 4 steps (rows" in decision.text
     (decision,) = time_tiles(parse_string(nine), 15, 2)
     assert decision.done and "bands of 9 steps on 2 ranks" in decision.text, decision.text
+
+
+def test_says_what_fastmath_allows_rather_than_exact() -> None:
+    """Under --fast-math contract a sweep's multiply and add may become one FMA: the line
+    said "exact" on one rank and on two; it says what the flags allow, as the
+    optimizer's does, and "exact" still where no flag is set."""
+    from dhir.transforms.fast_math import relax
+
+    for ranks in (1, 2):
+        module = parse_string(JACOBI.text())
+        relax(module, "contract")
+        (decision,) = time_tiles(module, 2, ranks)
+        assert decision.done and not decision.text.endswith("exact"), decision.text
+        assert "contract: a multiply and an add may become one FMA" in decision.text
+        (decision,) = time_tiles(parse_string(JACOBI.text()), 2, ranks)
+        assert decision.text.endswith(", exact"), decision.text
