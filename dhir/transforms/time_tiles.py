@@ -35,8 +35,9 @@ surely wrote) needs no halo: its copy holds from the first band the elements no
 statement writes, and the band computes the rest of its ghost rows before reading them.
 Bands are kept short enough that the ghost rows cost at most about an eighth more work,
 and within a quarter of that length, of the one that sends the fewest halo rows over the
-loop (a last, shorter band still sends a whole halo); where not even two steps are, the
-loop is left. So is a loop whose rows, cut in blocks, fit half of each core's share of
+loop (a last, shorter band still sends a whole halo; a loop of fewer steps than a band
+runs them in one, whose halo reaches only as far as they need); where not even two steps
+are, the loop is left. So is a loop whose rows, cut in blocks, fit half of each core's share of
 the last-level cache: each rank's sweeps already run from cache.
 """
 
@@ -359,6 +360,9 @@ class _Band:
             )
         if any(not _static(m) for s in self.statements for m in s.writes):
             raise _Left("a memref the tasks write has a dynamic shape")
+        trips = self._trips()
+        if trips is not None and 0 < trips < self.steps:
+            self.steps = trips  # one band runs them all: its halo need reach no further
         bounds = [first + rows * k // ranks for k in range(ranks + 1)]
         halo = per_step * self.steps
         self.parts = [_Part(lo, hi, halo) for lo, hi in zip(bounds, bounds[1:])]

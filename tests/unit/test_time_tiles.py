@@ -770,3 +770,14 @@ def test_says_what_fastmath_allows_rather_than_exact() -> None:
         assert "contract: a multiply and an add may become one FMA" in decision.text
         (decision,) = time_tiles(parse_string(JACOBI.text()), 2, ranks)
         assert decision.text.endswith(", exact"), decision.text
+
+
+def test_a_shorter_loop_on_several_ranks_sends_halos_of_its_steps() -> None:
+    """A loop of 9 steps in bands of 15 runs one band of 9: its ghost rows need reach
+    only 9 steps' rows (18), not 15's (30, as it said and sent), and the result is still
+    the interpreter's."""
+    nine = replace(JACOBI, steps=9)
+    module = parse_string(nine.text())
+    (decision,) = time_tiles(module, 15, 2)
+    assert decision.done and "with halos of 18 rows once a band" in decision.text, decision.text
+    _as_written(nine.text(), print_module(module), nine.inputs(2), "interp")
