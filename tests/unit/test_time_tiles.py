@@ -63,9 +63,11 @@ class Program:
     # Each sweep over rows without forcing or weights written as a linalg.generic over
     # views of the arrays shifted by its reads' offsets (its own element: the output's).
     generic: bool = False
+    rows: int = ROWS  # the arrays' rows (tests/unit/test_optimizer_fuzz.py varies them)
 
     def text(self) -> str:
-        kind = f"memref<{ROWS}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{ROWS}x{COLS}xf64>"
+        rows = self.rows
+        kind = f"memref<{rows}x{COLS}x{DEPTH}xf64>" if self.depth else f"memref<{rows}x{COLS}xf64>"
         names = [f"%M{a}" for a in range(self.arrays)]
         args = (
             ", ".join(f"{n}: {kind}" for n in names)
@@ -231,7 +233,7 @@ class Program:
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
-        shape = (ROWS, COLS, DEPTH) if self.depth else (ROWS, COLS)
+        shape = (self.rows, COLS, DEPTH) if self.depth else (self.rows, COLS)
         return [rng.standard_normal(shape) for _ in range(self.arrays)] + [
             rng.standard_normal(self.steps + 1),
             rng.standard_normal(COLS),
