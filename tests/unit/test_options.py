@@ -19,6 +19,7 @@ import pytest
 
 import dhir
 from dhir import runner
+from dhir.backends import interp
 from dhir.cli import commands as cli  # the commands, which `dhir` (dhir.cli.main) runs
 from dhir.ir.diagnostics import DhirError
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
@@ -136,7 +137,7 @@ def test_the_api_refuses_bad_options_before_running(
     keywords: dict[str, object], message: str, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On either backend, whether or not that backend uses the option."""
-    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    monkeypatch.setattr(interp, "run_interp", _must_not_run)
     monkeypatch.setattr(runner, "run_native", _must_not_run)
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
     with pytest.raises(DhirError, match=message):
@@ -152,7 +153,7 @@ def test_the_api_refuses_bad_options_before_running(
 def test_the_interpreter_refuses_placement_options_as_dhir_run_does(
     keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    monkeypatch.setattr(interp, "run_interp", _must_not_run)
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
     message = f"the interpreter places no task (it runs them in program order): {named}"
     with pytest.raises(DhirError, match=re.escape(message)):
@@ -173,7 +174,7 @@ def test_the_interpreter_refuses_native_options_it_would_ignore(
     keywords: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """They ran as if not given; refused before anything is parsed or removed."""
-    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    monkeypatch.setattr(interp, "run_interp", _must_not_run)
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
     (tmp_path / "arg0.npy").write_bytes(b"last run's")
     with pytest.raises(DhirError, match=re.escape(named)) as raised:
@@ -598,7 +599,7 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """It was made after the run, which failed then with Python's "[Errno 2] ..."."""
-    monkeypatch.setattr(runner, "run_interp", _must_not_run)
+    monkeypatch.setattr(interp, "run_interp", _must_not_run)
     arrays = [np.zeros(20, np.int32) for _ in range(3)]
     message = "cannot write results to /proc/dhir-no-such/out: No such file or directory"
     with pytest.raises(DhirError, match=f"{re.escape(message)}$"):
