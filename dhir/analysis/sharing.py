@@ -23,7 +23,7 @@ is refused too, and an argument that some call passes a global counts as that gl
 (docs/semantics.md).
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType, ModuleOp
@@ -101,24 +101,50 @@ def _check_operands(schedule: ScheduleOp, passed: dict[SSAValue, frozenset[objec
 def _swapped_apart(
     first: SSAValue, second: SSAValue, passed: dict[SSAValue, frozenset[object]]
 ) -> bool:
-    """Whether `first` and `second` are memref iter_args of one scf.for that are distinct
-    buffers in every iteration: the loop starts its memref iter_args as buffers that share
-    nothing, and its yield hands each on as one of them, a permutation (a ping-pong
-    `scf.yield %b, %a`), so in each iteration they are those buffers in some order."""
+    """Whether `first` and `second` are memref arguments of one block of an scf.for or
+    scf.while that are distinct buffers in every iteration: the loop starts its memref
+    iter_args as buffers that share nothing, and each hand-on (an scf.for's yield; an
+    scf.while's condition and yield) passes each of them on as one of them, a
+    permutation (a ping-pong `scf.yield %b, %a`), so in each iteration they are those
+    buffers in some order."""
     loop = _carrying_loop(first)
-    if not isinstance(loop, scf.ForOp) or _carrying_loop(second) is not loop:
+    if loop is None or _carrying_loop(second) is not loop:
         return False
-    carried = list(loop.body.block.args[1:])
-    end = loop.body.block.last_op
-    if not isinstance(end, scf.YieldOp):
+    if isinstance(loop, scf.ForOp):
+        hops = [(loop.body.block.args[1:], loop.body.block.args[1:], 0)]
+        starts = loop.iter_args
+    elif isinstance(loop, scf.WhileOp):
+        before, after = loop.before_region.block, loop.after_region.block
+        # Before to after through scf.condition (its flag first), after to before.
+        hops = [(before.args, after.args, 1), (after.args, before.args, 0)]
+        starts = loop.arguments
+    else:
         return False
-    kept = [k for k, arg in enumerate(carried) if isinstance(arg.type, MemRefType)]
-    handed = [end.operands[k] for k in kept]
-    position: dict[SSAValue, int] = {arg: k for k, arg in enumerate(carried)}
-    if sorted(position.get(v, -1) for v in handed) != kept:
+    if not all(_permutes(source, target, skip) for source, target, skip in hops):
         return False
-    starts = [_with_passed(buffers(loop.iter_args[k]), passed) for k in kept]
-    return not any(shared(one, other) for i, one in enumerate(starts) for other in starts[i + 1 :])
+    kept = [v for v in starts if isinstance(v.type, MemRefType)]
+    found = [_with_passed(buffers(v), passed) for v in kept]
+    return not any(shared(one, other) for i, one in enumerate(found) for other in found[i + 1 :])
+
+
+def _permutes(source: Sequence[SSAValue], target: Sequence[SSAValue], skip: int) -> bool:
+    """Whether the terminator of `source`'s block hands `target` (a block's arguments)
+    exactly the memrefs of `source`, each once: its operands past the first `skip`,
+    at the memref places of `target`."""
+    if not source:
+        return False
+    block = source[0].owner
+    assert isinstance(block, Block)
+    end = block.last_op
+    if end is None or not end.has_trait(IsTerminator):
+        return False
+    handed = list(end.operands[skip:])
+    if len(handed) != len(target):
+        return False
+    places = [k for k, arg in enumerate(target) if isinstance(arg.type, MemRefType)]
+    own = [arg for arg in source if isinstance(arg.type, MemRefType)]
+    given = [handed[k] for k in places]
+    return len(given) == len(own) and set(given) == set(own)
 
 
 def _passed_globals(

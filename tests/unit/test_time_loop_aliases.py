@@ -308,6 +308,98 @@ def test_ping_ponged_buffers_run_natively(steps: int) -> None:
     assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
 
 
+# The HALO tasks in an scf.while: the condition passes %x, %y on as %p, %q (PASS), the
+# body yields them swapped (YIELD); the schedule stands in the body (AFTER) or before the
+# condition (BEFORE), there on %x and %y, and runs once more than the body.
+WHILE = """
+func.func @main(%a: memref<8xi32>, %b: memref<8xi32>, %steps: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:3 = scf.while (%it = %c0, %x = %a, %y = %b) : (index, memref<8xi32>, memref<8xi32>)
+      -> (index, memref<8xi32>, memref<8xi32>) {
+    BEFORE
+    %go = arith.cmpi slt, %it, %steps : index
+    scf.condition(%go) %it, PASS : index, memref<8xi32>, memref<8xi32>
+  } do {
+  ^bb0(%jt: index, %p: memref<8xi32>, %q: memref<8xi32>):
+    AFTER
+    %n = arith.addi %jt, %c1 : index
+    scf.yield %n, YIELD : index, memref<8xi32>, memref<8xi32>
+  }
+  func.return
+}
+"""
+
+
+def _halo_schedule(x: str, y: str) -> str:
+    """HALO's schedule, on `x` (read) and `y` (written)."""
+    start = HALO.index("    dhir.schedule")
+    text = HALO[start : HALO.index("    scf.yield")]
+    return text.replace("%x", "%X").replace("%y", "%Y").replace("%X", x).replace("%Y", y)
+
+
+def _while(
+    *, before: str = "", after: str = "", passed: str = "%x, %y", handed: str = "%q, %p"
+) -> str:
+    text = WHILE.replace("BEFORE", before).replace("AFTER", after)
+    return text.replace("PASS", passed).replace("YIELD", handed)
+
+
+WHILE_SAFE = {
+    "body": _while(after=_halo_schedule("%p", "%q")),
+    "before": _while(before=_halo_schedule("%x", "%y")),
+    # the condition swaps them and the body hands them on in order: still a permutation
+    "condition-swaps": _while(after=_halo_schedule("%p", "%q"), passed="%y, %x", handed="%p, %q"),
+}
+
+
+@needs_mpi
+@pytest.mark.parametrize("name", sorted(WHILE_SAFE))
+def test_buffers_ping_ponged_through_a_while_run_natively(name: str) -> None:
+    for steps in (3, 4):
+        inputs = [np.arange(1, 9, dtype=np.int32), np.zeros(8, np.int32), np.int64(steps)]
+        want = dhir.run(WHILE_SAFE[name], *inputs, backend="interp")
+        got = dhir.run(WHILE_SAFE[name], *inputs, backend="native", ranks=2, timeout=120)
+        assert [a.tobytes() for a in got] == [a.tobytes() for a in want]
+
+
+WHILE_UNSAFE = {
+    # an iter_arg beside one of the buffers the loop starts it as
+    "beside-start": _while(after=_halo_schedule("%p", "%a")),
+    # the body yields one buffer twice: %x and %y are both %b from the second step
+    "yield-twice": _while(after=_halo_schedule("%p", "%q"), handed="%q, %q"),
+    # the body hands on a starting buffer instead of an iter_arg
+    "yield-start": _while(after=_halo_schedule("%p", "%q"), handed="%q, %a"),
+    # the condition passes %x twice: %p and %q are one buffer
+    "condition-twice": _while(after=_halo_schedule("%p", "%q"), passed="%x, %x"),
+    # ... which the schedule before it sees as %x and %y from the second step
+    "condition-twice-before": _while(before=_halo_schedule("%x", "%y"), passed="%x, %x"),
+    # both started as %a
+    "same-start": _while(after=_halo_schedule("%p", "%q")).replace("%y = %b", "%y = %a"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHILE_UNSAFE))
+def test_aliasing_while_iter_args_are_refused(name: str) -> None:
+    text = WHILE_UNSAFE[name]
+    inputs = [np.arange(1, 9, dtype=np.int32), np.zeros(8, np.int32), np.int64(3)]
+    dhir.run(text, *inputs, backend="interp")  # a valid program, run sequentially
+    with pytest.raises(PassFailedAt, match="may be views of one buffer") as caught:
+        check_shared_data(parse_string(text))
+    if name != "beside-start":
+        assert "The scf.while at <string>:5:10 carries" in str(caught.value)
+
+
+@needs_mpi
+def test_an_aliasing_while_is_refused_at_its_schedule() -> None:
+    inputs = [np.arange(1, 9, dtype=np.int32), np.zeros(8, np.int32), np.int64(3)]
+    with pytest.raises(DhirError) as caught:
+        dhir.run(WHILE_UNSAFE["yield-twice"], *inputs, backend="native", ranks=2, timeout=120)
+    assert "<string>:12:9: error: schedule operands %p and %q may be views of one buffer (%b)" in (
+        str(caught.value)
+    )
+
+
 # What the ping-pong error advises instead: both buffers listed, picked by the step's parity.
 BY_PARITY = """
 func.func @main(%a: memref<4xi32>, %b: memref<4xi32>, %steps: index) {
