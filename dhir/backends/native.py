@@ -8,7 +8,6 @@ from typing import cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
@@ -22,23 +21,20 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.bounds import EntryBounds
-from dhir.analysis.communication import communicates, communicating_functions
 from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
-from dhir.analysis.sharing import aliased_arguments, may_alias, memory_of
+from dhir.analysis.threads import forget_threads, openmp_safe, runs_on_threads
 from dhir.api import diagnosed, run_pipeline
 from dhir.backends.function_names import check_linked_callers
 from dhir.backends.parallel_loops import mark_unproven_loops
-from dhir.dialects import affine, func, memref, scf
+from dhir.dialects import func, memref
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
-from dhir.dialects.linalg import LinalgStructuredOperation
-from dhir.dialects.memref import GenericAtomicRMWOp
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
-from dhir.ir.tasks import PARALLEL_LOOPS, THREADED_KINDS, is_gpu_task, task_ids, task_label
+from dhir.ir.tasks import is_gpu_task, task_ids, task_label
 from dhir.ir.text import print_module
-from dhir.ir.walk import enclosing, find_ops, holds_op
+from dhir.ir.walk import enclosing, find_ops
 from dhir.machine.dlti import SYSTEM_ATTR, at_description, device_key_loc, system_of
 from dhir.placement.constraints import read_constraints
 from dhir.targets import host_arch
@@ -71,7 +67,7 @@ from dhir.transforms.cast_checks import CastChecksPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.copy_checks import CopyChecksPass, refuse_undecided_gpu_copies
 from dhir.transforms.fast_math import relax
-from dhir.transforms.float_atomics import FloatAtomicsPass, float_atomics, ordered_atomics
+from dhir.transforms.float_atomics import FloatAtomicsPass
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
@@ -103,7 +99,7 @@ def compile_native(
     bounds: EntryBounds | None = None,
 ) -> tuple[Path, EntrySignature]:
     """Build an executable for `options.ranks` ranks of `options.mpi`; `module` is
-    lowered in place. Parallel loops run on OpenMP threads (see `openmp_safe`). Tasks are
+    lowered in place. Parallel loops run on OpenMP threads (see dhir.analysis.threads). Tasks are
     placed by `options.placement` (see dhir-place), with measured task times from the
     profile `options.costs`. With a `profile` recorder, every task is timed (see
     dhir-instrument) and the recorder learns the names of the tasks as they were
@@ -142,8 +138,6 @@ def compile_native(
             )
             gpu = gpu_build(module)
     openmp = openmp_safe(module)
-    # Whether the "yes" has a parallel loop among its reasons, or only linalg ops.
-    loops = openmp and holds_op(module, PARALLEL_LOOPS)
     # Marked before the optimizer and the time tiles change the loops; noted once the
     # decision is final (below).
     in_order = mark_unproven_loops(module) if openmp else []
@@ -164,7 +158,7 @@ def compile_native(
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     with handing_over():
         # dhir-split before placement, so that it places the pieces.
-        tiled = splits.tasks(module, tiles=options.optimize)
+        tiled = splits.tasks(module, tiles=options.optimize, safe=openmp)
         timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
         with timing.stage("dhir passes"):
             if plan is not None:
@@ -175,12 +169,13 @@ def compile_native(
             timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
             options = _optimize(module, options, timing)
-        if openmp and not holds_op(module, THREADED_KINDS if loops else _LINALG):
-            # The linalg ops that made it say yes are loops now (a time-tiled sweep, a
-            # contraction and its fills): built as their loops written by hand are,
-            # without OpenMP (the parallel loops the optimizer made of their rows run in
-            # order there too).
+        if openmp and not runs_on_threads(module):
+            # Decided after the time tiles, with the optimizer in view, as the cost
+            # model and dhir-split timed the tasks (dhir.analysis.threads): the linalg
+            # ops that made it say yes are loops now (a time-tiled sweep, a contraction
+            # and its fills), built as their loops written by hand are, without OpenMP.
             openmp, runtime = False, EarlyRuntime(options, False)
+        forget_threads(module)
         timing.notes += in_order if openmp else []
         after = _after_passes(options, openmp, gpu is not None, names)
         if profile is not None:
@@ -378,58 +373,6 @@ def _read_bands(attr: Attribute | None) -> dict[int, tuple[Rows, ...]]:
 def _pairs(array: DenseArrayBase[IntegerType]) -> Rows:
     words = list(array.iter_values())
     return tuple(zip(words[::2], words[1::2], strict=True))
-
-
-def openmp_safe(module: ModuleOp) -> bool:
-    """Whether to run parallel loops on threads: when there are any, none reduces
-    floats, whose sum would then depend on the thread count, and no linalg op reaches
-    MPI. (Results must equal the sequential interpreter's bit for bit; such modules run
-    their loops sequentially.) Nor with a float `generic_atomic_rmw` in host code, which
-    dhir-float-atomics makes a plain load and store. Other loops that reach MPI run
-    sequentially: see dhir-serial-loops. Nor with an atomic update whose result depends
-    on the order of the updates (`ordered_atomics`: float sums, assign), with a call
-    passing views of one buffer as two arguments, or a linalg op whose output may share
-    memory with an input: threads would take apart what the program does in order."""
-    # One walk for every kind asked about (each walk of a large module costs 50 ms).
-    found = find_ops(module, _OPENMP_KINDS)
-    atomic = any(isinstance(op, memref.AtomicRMWOp | GenericAtomicRMWOp) for op in found)
-    if atomic and (float_atomics(module) or ordered_atomics(module)):
-        return False
-    calls = (op for op in found if isinstance(op, func.CallOp))
-    if any(aliased_arguments(call) for call in calls):
-        return False
-    parallel = False
-    linalg: list[LinalgStructuredOperation] = []
-    for op in found:
-        if isinstance(op, scf.ParallelOp):
-            parallel = True
-            if any(isinstance(v.type, AnyFloat) for v in op.initVals):
-                return False
-        elif isinstance(op, affine.ParallelOp):
-            parallel = True
-            if any(isinstance(t, AnyFloat) for t in op.result_types):
-                return False
-        elif isinstance(op, LinalgStructuredOperation):
-            parallel = True
-            linalg.append(op)
-            outputs = memory_of(op.outputs)
-            if any(may_alias(v, outputs) for v in op.inputs):  # threads would race
-                return False
-    return parallel and not _linalg_communicates(module, linalg)
-
-
-_LINALG = LinalgStructuredOperation
-_OPENMP_KINDS = (memref.AtomicRMWOp, GenericAtomicRMWOp, func.CallOp, *THREADED_KINDS)
-
-
-def _linalg_communicates(module: ModuleOp, ops: list[LinalgStructuredOperation]) -> bool:
-    """Whether a linalg op's body reaches MPI or the runtime (a call of a function holding
-    a schedule): OpenMP would run it on threads, and dhir-serial-loops, which keeps such
-    scf and affine loops sequential, cannot reach the loops linalg becomes."""
-    if not ops:
-        return False
-    functions = communicating_functions(module)
-    return any(communicates(op, functions) for op in ops)
 
 
 def run_native(

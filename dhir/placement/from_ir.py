@@ -35,6 +35,7 @@ from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.profile import Profile
+from dhir.analysis.threads import runs_on_threads, task_runs_on_threads
 from dhir.analysis.work import Work, body_work, region_bytes
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
@@ -203,11 +204,14 @@ def task_graph(
     working_set = sum(memref_bytes(value.type) for value in touched)
     shapes = deps.shapes or list(range(-len(tasks), 0))  # unknown: a shape each
     bodies: dict[int, Work] = {}  # the counted body of each shape, found once
+    module = schedule.get_toplevel_object()
+    # On threads as the native backend builds it (the answer dhir-split sized pieces by).
+    threads = isinstance(module, ModuleOp) and runs_on_threads(module)
     for task, effects, regions, shape in zip(
         tasks, deps.effects, deps.regions, shapes, strict=True
     ):
         if shape not in bodies:
-            bodies[shape] = body_work(task)
+            bodies[shape] = _threaded(body_work(task), task, threads)
         costs.work(task, effects, working_set, regions, bodies[shape])  # reuses what was found
     graph_devices = tuple(device_name(rank) for rank in range(len(devices)))
     busy = concurrency(deps)
@@ -234,6 +238,15 @@ def task_graph(
     _check_room(schedule, names, memory, cost, capacity, devices)
     links = _links(graph_devices, costs.pair_links(devices))
     return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes, links)
+
+
+def _threaded(body: Work, task: TaskOp, threads: bool) -> Work:
+    """`body` (a CPU task's) on its rank's threads where it runs on them
+    (`task_runs_on_threads`: a parallel loop or a linalg op, in a module built with
+    OpenMP), else on one core; a GPU task's as counted."""
+    if is_gpu_task(task):
+        return body
+    return dataclasses.replace(body, parallel=task_runs_on_threads(task, threads))
 
 
 def _links(names: tuple[str, ...], found: PairLinks | None) -> Links | None:

@@ -5,11 +5,16 @@ dhir-split-devices (loops on any device over a node's GPU and CPUs), then dhir-t
 (time loops run in bands of steps), then dhir-split (the rest of the tasks). The native
 backend makes its GPU kernels between the first and the second."""
 
+from functools import partial
+
 from xdsl.dialects.builtin import ModuleOp
 
+from dhir.analysis.threads import decide_threads, has_parallel_loops, openmp_safe
 from dhir.api import diagnosed
+from dhir.dialects.linalg import LinalgStructuredOperation as _Linalg
+from dhir.ir.walk import holds_op
 from dhir.toolchain.build import Timing
-from dhir.transforms.optimize_bodies import Decision
+from dhir.transforms.optimize_bodies import Decision, linalg_left
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
 from dhir.transforms.time_tiles import time_tiles
@@ -36,14 +41,28 @@ class RankSplits:
                 SplitDevicesPass(self.ranks).split(module, self.plan)
         self._devices_asked = True
 
-    def tasks(self, module: ModuleOp, *, tiles: bool = True) -> list[Decision]:
-        """dhir-time-tiles (when `tiles`: not with --no-optimize), then dhir-split, after
-        `devices`; what dhir-time-tiles did with each time loop."""
+    def tasks(
+        self, module: ModuleOp, *, tiles: bool = True, safe: bool | None = None
+    ) -> list[Decision]:
+        """dhir-time-tiles (when `tiles`: not with --no-optimize, which also leaves out
+        dhir-optimize-bodies), then dhir-split, after `devices`; what dhir-time-tiles did
+        with each time loop. In between, whether the module runs on threads is decided
+        and kept on it (dhir.analysis.threads), for dhir-split, dhir-place and the build;
+        `safe`: `openmp_safe`'s answer, when known already."""
         assert self._devices_asked, "dhir-split-devices runs before dhir-split"
+        safe = openmp_safe(module) if safe is None else safe
+        loops = safe and has_parallel_loops(module)
         tiled: list[Decision] = []
         if tiles:
             with self.timing.stage("dhir time tiles"):
                 tiled = time_tiles(module, ranks=self.ranks)
+        # The optimizer runs where the time tiles do (not with --no-optimize).
+        left = partial(linalg_left if tiles else _holds_linalg, module)
+        decide_threads(module, safe, loops, left)
         with self.timing.stage("dhir passes"), diagnosed():
             SplitTasksPass(self.ranks).split(module, self.plan)
         return tiled
+
+
+def _holds_linalg(module: ModuleOp) -> bool:
+    return holds_op(module, _Linalg)

@@ -35,22 +35,6 @@ _AS_GENERIC: dict[str, type[_Applied]] = {
     "maxnumf": arith.MaxnumfOp,
     "minnumf": arith.MinnumfOp,
 }
-# Kinds whose result depends on the order of the updates: float sums and products
-# round in between, and the last `assign` wins; of several NaNs, maxnumf and minnumf
-# keep the last (and their plain form needs one thread anyway).
-_ORDERED = ("addf", "mulf", "assign", "maxnumf", "minnumf")
-
-
-def ordered_atomics(module: ModuleOp) -> bool:
-    """Whether host code holds an atomic update whose result depends on the order of the
-    updates (an atomic_rmw of an `_ORDERED` kind, any generic_atomic_rmw): threads would
-    make it differ from the program's order."""
-    for op in find_ops(module, (memref.AtomicRMWOp, GenericAtomicRMWOp)):
-        if in_device_code(op):
-            continue
-        if isinstance(op, GenericAtomicRMWOp) or _kind(op) in _ORDERED:
-            return True
-    return False
 
 
 def _kind(op: memref.AtomicRMWOp) -> str:

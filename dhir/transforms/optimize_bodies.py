@@ -68,7 +68,7 @@ from dhir.dialects import affine, arith, func, linalg, memref, scf, vector
 from dhir.dialects.dhir import ScheduleOp, TaskOp, defined_inside, walk_outside_tasks
 from dhir.ir.diagnostics import REPORT_ENV, SourceLoc, loc_of, report_everything
 from dhir.ir.tasks import is_gpu_task
-from dhir.ir.walk import find_ops
+from dhir.ir.walk import find_ops, holds_op
 from dhir.transforms.affine_scope import in_affine_loop, lower_nest, unlowerable
 from dhir.transforms.blas import (
     Corner,
@@ -244,6 +244,27 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
         _put_hints_back(hints)
     return decisions
+
+
+def linalg_left(module: ModuleOp) -> bool:
+    """Whether a linalg op of `module` stays one after `optimize_bodies` (asked before
+    it runs, on a copy: dhir.analysis.threads' decision): its contractions and the
+    element-wise generics beside them are rewritten as `optimize_bodies` rewrites them,
+    which does not depend on the vector width."""
+    if not holds_op(module, linalg.LinalgStructuredOperation):
+        return False
+    copy = module.clone()
+    todo = [
+        (task, _interesting(task)[0])
+        for task in _bodies(copy)
+        if not (isinstance(task, TaskOp) and is_gpu_task(task))
+    ]
+    made = [_contractions(task, matmuls, copy)[1] for task, matmuls in todo]
+    looped = any(made)
+    for task, matmuls in todo:
+        for op in (op for op in matmuls if _elementwise(op)):
+            _elementwise_kept(cast(linalg.GenericOp, op), task, looped)
+    return holds_op(copy, linalg.LinalgStructuredOperation)
 
 
 def _contractions(

@@ -30,6 +30,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.regions import row_span, rows_region, task_regions
+from dhir.analysis.threads import runs_on_threads
 from dhir.dialects import memref
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.tasks import (
@@ -75,11 +76,12 @@ class SplitDevicesPass(ModulePass):
         devices = mixed_devices(module, self.ranks)
         if devices is None:
             return
+        threads = runs_on_threads(module)
         for schedule in [s for s in walk_outside_tasks(module) if isinstance(s, ScheduleOp)]:
             for index, task in enumerate(list(schedule.tasks())):
                 if not _candidate(task):
                     continue
-                rates = piece_rates(task, devices)
+                rates = piece_rates(task, devices, threads)
                 cut = cut_sized(task, index, integer_weights(rates))
                 if cut is None:
                     continue

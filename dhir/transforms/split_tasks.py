@@ -83,6 +83,7 @@ from dhir.analysis.counts import constant_int
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.lift import Lifter
 from dhir.analysis.regions import clashing
+from dhir.analysis.threads import runs_on_threads, task_runs_on_threads
 from dhir.analysis.work import Work
 from dhir.choices import MAX_RANKS
 from dhir.dialects import affine, arith, memref, scf
@@ -90,8 +91,7 @@ from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
 from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everything, warn
 from dhir.ir.pass_failure import PassFailedAt
-from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, THREADED_KINDS, is_gpu_task, task_ids
-from dhir.ir.walk import holds_op
+from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
 from dhir.machine.description import Device
 from dhir.machine.roofline import rates
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
@@ -157,6 +157,8 @@ class SplitTasksPass(ModulePass):
         check_ranks(self.name, self.pieces, "pieces", least=0)
         count = self.pieces or self.ranks
         devices = _devices(op, self.ranks) if count == self.ranks else None
+        # Only where ranks' devices differ do the threads size the pieces.
+        threads = devices is not None and runs_on_threads(op)
         warn_ignored(op)
         # Tasks are found through their schedules: a walk into every task's body (most
         # of a large schedule's ops) found no more (docs/performance.md).
@@ -167,7 +169,7 @@ class SplitTasksPass(ModulePass):
         for schedule in schedules:
             busy: int | None = None
             for index, task in enumerate(list(schedule.tasks())):
-                weights = _weights(task, count, devices)
+                weights = _weights(task, count, devices, threads)
                 if not isinstance(weights, list):
                     if is_gpu_task(task) and _forced(task) > 1:
                         _warn_forced(task, names, "GPU tasks are not split")
@@ -302,10 +304,11 @@ def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:
 
 
 def _weights(
-    task: TaskOp, count: int, devices: Sequence[Device] | None
+    task: TaskOp, count: int, devices: Sequence[Device] | None, threads: bool
 ) -> list[int] | Whole | None:
     """The relative sizes of the pieces `task` becomes, or why it stays whole (None: a
-    piece already, or nothing to cut it for)."""
+    piece already, or nothing to cut it for); `threads`: `runs_on_threads`' answer for
+    the module."""
     if PIECE_ATTR in task.attributes:
         return None
     if is_gpu_task(task):
@@ -334,7 +337,7 @@ def _weights(
     # its host, not at its GPU's rate, so the CPU ranks alone take them, by their rates.
     cpus = [d for d in able if d.kind != DeviceKind.GPU]
     if len(cpus) > 1:
-        return integer_weights(piece_rates(task, cpus))
+        return integer_weights(piece_rates(task, cpus, threads))
     if len(cpus) < len(able):
         return Whole(_CPU_CODE)
     return Whole("the device of one rank at most can run it", None, f"target {target}")
@@ -346,12 +349,13 @@ _CPU_CODE = (
 )
 
 
-def piece_rates(task: TaskOp, devices: Sequence[Device]) -> list[float]:
+def piece_rates(task: TaskOp, devices: Sequence[Device], threads: bool) -> list[float]:
     """The GFLOP/s a piece of `task` gets on a rank of each of `devices`, as the cost model
-    times it: on a CPU one core's rate, or its rank's threads' where the task holds code
-    that runs on them (THREADED_KINDS), within the rank's share of the device; on a GPU
-    the rank's share (dhir.machine.roofline.rates)."""
-    work = Work(parallel=holds_op(task, THREADED_KINDS))
+    times it: on a CPU one core's rate, or its rank's threads' where the task runs on them
+    (`task_runs_on_threads`: it holds code that does, in a module built with OpenMP,
+    `threads`: dhir.analysis.threads' `runs_on_threads`), within the rank's share of the
+    device; on a GPU the rank's share (dhir.machine.roofline.rates)."""
+    work = Work(parallel=task_runs_on_threads(task, threads))
     return [rates(work, device)[0] for device in devices]
 
 
