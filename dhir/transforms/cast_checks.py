@@ -1,5 +1,6 @@
-"""`dhir-cast-checks`: under `--runtime-checks`, a `memref.reinterpret_cast` of host code
-stops the run at its op when its view reaches outside the buffer it views.
+"""`dhir-cast-checks`: a `memref.reinterpret_cast` of host code stops the run at its op
+when its view reaches outside the buffer it views; so do a `memref.view` and, by default,
+a `memref.subview`.
 
 MLIR 22's `--generate-runtime-verification` makes no check for `reinterpret_cast`, and
 the accesses through the view are checked only against the view's own sizes: a view
@@ -24,12 +25,15 @@ the interpreter requires.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.lift import Lifted, constant
+from dhir.analysis.proven_bounds import InBounds
 from dhir.analysis.sharing import CastReach
 from dhir.dialects import arith, func, memref
 from dhir.dialects.gpu import in_device_code
@@ -41,6 +45,7 @@ from dhir.transforms.vector_checks import CheckBuilder
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
 VIEW_OUTSIDE = "result of view is out-of-bounds of the source memref"
+SUBVIEW_OUTSIDE = "subview runs out-of-bounds along dimension {dim}"  # MLIR's words
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -62,21 +67,147 @@ class CastChecksPass(ModulePass):
     """Host reinterpret_casts and memref.views check that they stay in their buffer.
 
     A reinterpret_cast is checked where its buffer is an allocation or a whole argument
-    (its size known at run time); a memref.view, against its source."""
+    (its size known at run time); a memref.view, against its source. With `undecided`,
+    only those not proven inside, and the subviews not proven inside their source."""
 
     name = "dhir-cast-checks"
 
+    undecided: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         reach = CastReach(op)
+        proof = InBounds()
+        if self.undecided:
+            # Decided first, on the module as it is: the checks add ops the lifter would read.
+            proof.prepare(list(op.walk()))
+            subviews = [
+                (view, dims)
+                for view in find_ops(op, memref.SubviewOp)
+                if not in_device_code(view) and (dims := undecided_subview_dims(view, proof))
+            ]
+            for view, dims in subviews:
+                _check_subview(view, dims)
         for cast in list(find_ops(op, memref.ReinterpretCastOp)):
             if in_device_code(cast):
                 continue
             buffer = _buffer(cast.source, reach)
-            if buffer is not None:
+            if buffer is not None and not (self.undecided and _cast_proven(cast, buffer, proof)):
                 _check(cast, buffer)
         for view in list(find_ops(op, memref.ViewOp)):
-            if not in_device_code(view):
+            if not in_device_code(view) and not (self.undecided and _view_proven(view, proof)):
                 _check_view(view)
+
+
+def undecided_subview_dims(view: memref.SubviewOp, proof: InBounds) -> list[int]:
+    """The dimensions of its source along which `view` is not proven inside it."""
+    offsets = _lifted(proof, view.static_offsets.get_values(), view.offsets)
+    sizes = _lifted(proof, view.static_sizes.get_values(), view.sizes)
+    strides = view.static_strides.get_values()
+    found: list[int] = []
+    for dim, (offset, size, stride) in enumerate(zip(offsets, sizes, strides, strict=True)):
+        if not _subview_dim_proven(proof, view.source, dim, offset, size, stride):
+            found.append(dim)
+    return found
+
+
+def _subview_dim_proven(
+    proof: InBounds,
+    source: SSAValue,
+    dim: int,
+    offset: Lifted | None,
+    size: Lifted | None,
+    stride: int,
+) -> bool:
+    """Whether elements offset, offset + stride, ... (size of them) lie in dimension `dim`
+    of `source`, or there are none."""
+    if size is None or offset is None:
+        return False
+    if size.number == 0:
+        return True
+    if size.number == 1:
+        return proof.proven(source, dim, offset)
+    if stride == DYNAMIC_INDEX or stride < 1:
+        return False
+    # The last element is at offset + (size - 1) * stride: at most this high.
+    last = Lifted(offset.low, offset.high + size.high.scaled(stride) - constant(stride))
+    return proof.proven(source, dim, last)
+
+
+def _lifted(
+    proof: InBounds, static: Sequence[int], dynamic: Sequence[SSAValue]
+) -> list[Lifted | None]:
+    given = iter(dynamic)
+    return [
+        proof.lifter.value(next(given)) if value == DYNAMIC_INDEX else Lifted.at(constant(value))
+        for value in static
+    ]
+
+
+def _numbers(proof: InBounds, static: Sequence[int], dynamic: Sequence[SSAValue]) -> list[int]:
+    """The values of a view's offsets, sizes or strides; empty unless all are known."""
+    found = [lifted.number if lifted else None for lifted in _lifted(proof, static, dynamic)]
+    return [n for n in found if n is not None] if None not in found else []
+
+
+def _cast_proven(cast: memref.ReinterpretCastOp, buffer: SSAValue, proof: InBounds) -> bool:
+    """Whether `cast`'s numbers and its buffer's sizes are known before the run and keep
+    its elements inside the buffer, where its source is that buffer."""
+    kind = buffer.type
+    if buffer is not cast.source or not isinstance(kind, MemRefType):
+        return False  # a view's offset counts from its buffer's start, not its own
+    shape = kind.get_shape()
+    offsets = _numbers(proof, cast.static_offsets.get_values(), cast.offsets)
+    sizes = _numbers(proof, cast.static_sizes.get_values(), cast.sizes)
+    strides = _numbers(proof, cast.static_strides.get_values(), cast.strides)
+    if DYNAMIC_INDEX in shape or not offsets or not sizes or len(strides) != len(sizes):
+        return False
+    if any(size <= 0 for size in sizes):
+        return 0 <= offsets[0] <= prod(shape)
+    steps = [(size - 1) * stride for size, stride in zip(sizes, strides, strict=True)]
+    low = offsets[0] + sum(min(step, 0) for step in steps)
+    high = offsets[0] + sum(max(step, 0) for step in steps)
+    return low >= 0 and high < prod(shape)
+
+
+def _view_proven(view: memref.ViewOp, proof: InBounds) -> bool:
+    """Whether `view`'s shift and sizes are known before the run and keep its bytes inside
+    its source of static size."""
+    kind, source = view.result.type, view.source.type
+    assert isinstance(kind, MemRefType) and isinstance(source, MemRefType)
+    element = kind.element_type
+    width = 64 if isinstance(element, IndexType) else getattr(element, "bitwidth", None)
+    shift = proof.lifter.constant(view.byte_shift)
+    sizes = _numbers(proof, kind.get_shape(), view.sizes)
+    if not isinstance(width, int) or shift is None or len(sizes) != kind.get_num_dims():
+        return False
+    (total,) = source.get_shape()
+    return total != DYNAMIC_INDEX and shift >= 0 and shift + width // 8 * prod(sizes) <= total
+
+
+def _check_subview(view: memref.SubviewOp, dims: list[int]) -> None:
+    """At `view`, along each of `dims`: its elements lie in its source, or it has none."""
+    offsets = view.static_offsets.get_values()
+    sizes = view.static_sizes.get_values()
+    strides = view.static_strides.get_values()
+    for dim in dims:
+        check = CheckBuilder(view, SUBVIEW_OUTSIDE.format(dim=dim))
+        (offset,) = _values(check, [offsets[dim]], _dynamic_at(view.offsets, offsets, dim))
+        (size,) = _values(check, [sizes[dim]], _dynamic_at(view.sizes, sizes, dim))
+        (stride,) = _values(check, [strides[dim]], _dynamic_at(view.strides, strides, dim))
+        zero, one = check.index(0), check.index(1)
+        last = check.add(arith.MuliOp(check.add(arith.SubiOp(size, one)), stride))
+        low = check.add(arith.AddiOp(offset, check.add(arith.MinSIOp(last, zero))))
+        high = check.add(arith.AddiOp(offset, check.add(arith.MaxSIOp(last, zero))))
+        extent = check.size(view.source, dim)
+        inside = check.all([check.cmp(low, zero, "sge"), check.cmp(high, extent, "slt")])
+        check.assert_(check.any([check.cmp(size, zero, "sle"), inside]))
+
+
+def _dynamic_at(dynamic: Sequence[SSAValue], static: Sequence[int], dim: int) -> list[SSAValue]:
+    """The operand of entry `dim` of a view's `static` numbers, where it is dynamic."""
+    if static[dim] != DYNAMIC_INDEX:
+        return []
+    return [dynamic[sum(1 for value in static[:dim] if value == DYNAMIC_INDEX)]]
 
 
 def _buffer(value: SSAValue, reach: CastReach) -> SSAValue | None:

@@ -20,6 +20,7 @@ from dhir.ir.text import parse_string as parse_module
 from dhir.toolchain.failure import FailedCheck, failed_check
 from dhir.toolchain.options import RunOptions
 from dhir.transforms.bounds_checks import BoundsChecksPass, undecided_dims
+from dhir.transforms.cast_checks import CastChecksPass, undecided_subview_dims
 
 # b[i] = a[idx[i]] (line 11) or b[idx[i]] = a[i] (line 12), in a task.
 GATHER = """\
@@ -77,6 +78,65 @@ func.func @main(%idx: memref<64xi64>, %a: memref<4x64xf64>, %b: memref<64xf64>) 
       }
     }
   }
+  return
+}
+"""
+
+# b[i] = s[i] (line 12) or s[i] = b[i] (line 13) through a subview of a at an offset read
+# from an input (line 10): each access is proven inside the view, not the view in a.
+SUBVIEW = """\
+func.func @main(%off: memref<1xi64>, %a: memref<8xf32>, %b: memref<4xf32>) {
+  dhir.schedule %off, %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %off, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      %k = memref.load %off[%c0] : memref<1xi64>
+      %n = arith.index_cast %k : i64 to index
+      %s = memref.subview %a[%n] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+      scf.for %i = %c0 to %c4 step %c1 {
+        ACCESS
+      }
+    }
+  }
+  return
+}
+"""
+VIEW_LOAD = """%x = memref.load %s[%i] : memref<4xf32, strided<[1], offset: ?>>
+        memref.store %x, %b[%i] : memref<4xf32>"""
+VIEW_STORE = """%x = memref.load %b[%i] : memref<4xf32>
+        memref.store %x, %s[%i] : memref<4xf32, strided<[1], offset: ?>>"""
+# The store through the view with no schedule: CodeDrop makes the task.
+PLAIN_SUBVIEW = """\
+func.func @main(%off: memref<1xi64>, %a: memref<8xf32>, %b: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %k = memref.load %off[%c0] : memref<1xi64>
+  %n = arith.index_cast %k : i64 to index
+  %s = memref.subview %a[%n] [4] [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %b[%i] : memref<4xf32>
+    memref.store %x, %s[%i] : memref<4xf32, strided<[1], offset: ?>>
+  }
+  return
+}
+"""
+# Static views and a tile of a loop inside a: all proven.
+PROVEN_VIEWS = """\
+func.func @main(%a: memref<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %s = memref.subview %a[2, 0] [4, 8] [1, 1] : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 16>>
+  scf.for %i = %c0 to %c8 step %c2 {
+    %t = memref.subview %a[%i, 0] [2, 8] [1, 1] : memref<8x8xf32> to memref<2x8xf32, strided<[8, 1], offset: ?>>
+  }
+  %buf = memref.alloc() : memref<64xf32>
+  %r = memref.reinterpret_cast %buf to offset: [8], sizes: [7, 8], strides: [8, 1] : memref<64xf32> to memref<7x8xf32, strided<[8, 1], offset: 8>>
+  %bytes = memref.alloc() : memref<64xi8>
+  %v = memref.view %bytes[%c8][] : memref<64xi8> to memref<14xf32>
   return
 }
 """
@@ -146,6 +206,54 @@ def test_a_parallel_loop_s_load_out_of_bounds_stops_the_run(tmp_path: Path) -> N
 
 @pytest.mark.mlir
 @pytest.mark.mpi
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("access", [VIEW_LOAD, VIEW_STORE])
+def test_a_subview_past_its_buffer_stops_the_run(tmp_path: Path, ranks: int, access: str) -> None:
+    program = write(tmp_path, SUBVIEW.replace("ACCESS", access))
+    a, b = np.arange(8, dtype=np.float32), np.arange(10, 14, dtype=np.float32)
+    run = partial(dhir.run, program, ranks=ranks)
+    inside = np.array([4], np.int64)
+    want = dhir.run(program, inside, a, b, backend="interp")
+    got = run(inside, a, b)
+    assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+    past = np.array([6], np.int64)
+    with pytest.raises(DhirError, match="'memref.subview' takes offset 6, size 4"):
+        dhir.run(program, past, a, b, backend="interp")
+    loc, message = stopped_at(run, past, a, b)
+    assert loc == SourceLoc(str(program), 10, 12)
+    assert message.startswith(
+        "a runtime check failed: subview runs out-of-bounds along dimension 0;"
+    )
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_plain_program_s_subview_past_its_buffer_stops_the_run(tmp_path: Path) -> None:
+    program = write(tmp_path, PLAIN_SUBVIEW)
+    a, b = np.arange(8, dtype=np.float32), np.arange(10, 14, dtype=np.float32)
+    want = dhir.run(program, np.array([3], np.int64), a, b, backend="interp")
+    got = dhir.run(program, np.array([3], np.int64), a, b)
+    assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+    loc, message = stopped_at(partial(dhir.run, program), np.array([5], np.int64), a, b)
+    assert loc == SourceLoc(str(program), 7, 8)
+    assert "subview runs out-of-bounds along dimension 0" in message
+
+
+def test_only_views_not_proven_inside_are_checked_by_default() -> None:
+    proven = parse_module(PROVEN_VIEWS)
+    CastChecksPass(undecided=True).apply(None, proven)  # pyright: ignore[reportArgumentType]
+    assert "cf.assert" not in str(proven)
+    module = parse_module(SUBVIEW.replace("ACCESS", VIEW_LOAD))
+    proof = InBounds()
+    proof.prepare(list(module.walk()))
+    (view,) = (op for op in module.walk() if isinstance(op, memref.SubviewOp))
+    assert undecided_subview_dims(view, proof) == [0]
+    CastChecksPass(undecided=True).apply(None, module)  # pyright: ignore[reportArgumentType]
+    assert str(module).count("subview runs out-of-bounds along dimension 0") == 1
+
+
 def test_cli_stops_by_default_and_runs_unchecked_when_asked(tmp_path: Path) -> None:
     program = write(tmp_path, GATHER.replace("ACCESS", LOAD))
     for name, value in (("idx", PAST_END), ("a", A), ("b", np.zeros(8))):
@@ -185,6 +293,8 @@ def test_the_default_build_runs_the_checks_of_undecided_accesses_only() -> None:
     assert "dhir-bounds-checks" in names("undecided")
     assert "dhir-bounds-checks" not in names("all")  # MLIR checks every access then
     assert "dhir-bounds-checks" not in names("none")
+    assert "dhir-cast-checks" in names("undecided")  # views not proven inside
+    assert "dhir-cast-checks" not in names("none")
     assert "dhir-vector-checks" not in names("none")
 
 
