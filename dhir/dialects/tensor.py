@@ -1,12 +1,20 @@
 """xDSL's tensor dialect, with the `tensor.generate` xDSL 0.74 lacks and MLIR's verifiers
-of `tensor.reshape` and `tensor.collapse_shape` (xDSL's refuses a valid reshape from a
-dynamic shape and has none for collapse_shape): the rest of dhir reaches it through this
+of `tensor.reshape`, `tensor.collapse_shape` and `tensor.pad` (xDSL's refuses a valid
+reshape from a dynamic shape and a pad by run-time amounts whose result type is static,
+and has none for collapse_shape): the rest of dhir reaches it through this
 module, as it reaches every dialect through dhir.dialects."""
 
 import math
 
 from xdsl.dialects import tensor
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseArrayBase,
+    IndexType,
+    TensorType,
+    UnitAttr,
+    i64,
+)
 from xdsl.dialects.utils.reshape_ops_utils import (
     ContiguousArrayOfIntArray,
     verify_reshape_like_types,
@@ -16,6 +24,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -40,7 +49,6 @@ from xdsl.dialects.tensor import (
     ExtractSliceOp as ExtractSliceOp,
     FromElementsOp as FromElementsOp,
     InsertSliceOp as InsertSliceOp,
-    PadOp as PadOp,
     SplatOp as SplatOp,
     YieldOp as YieldOp,
 )
@@ -150,4 +158,47 @@ class CollapseShapeOp(tensor.CollapseShapeOp):
         )
 
 
-Tensor: Dialect = with_replaced_ops(tensor.Tensor, GenerateOp, ReshapeOp, CollapseShapeOp)
+@irdl_op_definition
+class PadOp(tensor.PadOp):
+    """xDSL's `tensor.pad`, verified as MLIR does: a result's dimension may be static where
+    a pad amount is given at run time (mlir-opt-22's canonicalize makes it so, from a
+    cast of the result), where xDSL's refused it."""
+
+    source = operand_def(TensorType)
+    low = var_operand_def(IndexType)
+    high = var_operand_def(IndexType)
+    static_low = prop_def(DenseArrayBase.constr(i64))
+    static_high = prop_def(DenseArrayBase.constr(i64))
+    nofold = opt_prop_def(UnitAttr)
+    region = region_def("single_block")
+    result = result_def(TensorType)
+
+    assembly_format = None  # the parent's, which its parse and print read
+
+    def verify_(self) -> None:
+        source = self.source.type
+        assert isinstance(source, TensorType)
+        shape = source.get_shape()
+        low, high = self.static_low.get_values(), self.static_high.get_values()
+        if not len(low) == len(high) == len(shape):
+            raise VerifyException(
+                f"expected {len(shape)} pad amounts before and after, one for each dimension "
+                f"of the source, got {len(low)} and {len(high)}"
+            )
+        inferred = [
+            DYNAMIC_INDEX if DYNAMIC_INDEX in sizes else sum(sizes)
+            for sizes in zip(shape, low, high)
+        ]
+        result = self.result.type.get_shape()
+        if len(result) != len(inferred) or any(
+            n != DYNAMIC_INDEX and r != n for r, n in zip(result, inferred)
+        ):
+            raise VerifyException(
+                f"specified type {self.result.type} does not match the inferred shape "
+                f"({', '.join('?' if n == DYNAMIC_INDEX else str(n) for n in inferred)})"
+            )
+        if len(self.region.block.args) != len(shape):
+            raise VerifyException("expected an index argument of the body for each dimension")
+
+
+Tensor: Dialect = with_replaced_ops(tensor.Tensor, GenerateOp, ReshapeOp, CollapseShapeOp, PadOp)

@@ -885,6 +885,41 @@ def test_reshapes_verify_as_mlir_s(op: str, source: str, result: str, why: str |
         parse_string(text, "prog.mlir")
 
 
+PADDING = """func.func @main(%a: tensor<{source}xf64>, %n: index) -> tensor<{result}xf64> {{
+  %z = arith.constant 0.0 : f64
+  %p = tensor.pad %a low[%n] high[{high}] {{
+  ^bb0(%i: index):
+    tensor.yield %z : f64
+  }} : tensor<{source}xf64> to tensor<{result}xf64>
+  return %p : tensor<{result}xf64>
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "high", "result", "why"),
+    [
+        ("3", "1", "6", None),
+        ("3", "1", "?", None),
+        ("3", "1", "6x2", "specified type tensor<6x2xf64> does not match the inferred shape"),
+        ("?", "1", "6", None),
+    ],
+)
+def test_tensor_pad_verifies_as_mlir_s(
+    source: str, high: str, result: str, why: str | None
+) -> None:
+    """xDSL 0.74 refused a pad by a run-time amount into a static type ("number of dynamic
+    sizes (1) must equal number of unknown dimensions in result tensor (0)"), which
+    mlir-opt-22's canonicalize makes of a pad whose result is cast: a right program
+    failed as dhir refined the entry."""
+    text = PADDING.format(source=source, high=high, result=result)
+    if why is None:
+        parse_string(text, "prog.mlir")
+        return
+    with pytest.raises(DhirError, match=f"prog.mlir:3:8: error: {why}"):
+        parse_string(text, "prog.mlir")
+
+
 # Writes one element of its result (`at`), or all of them first with `{fill}`; returns it
 # once (the result's buffer is the out-param itself) or twice (a copy into each).
 PART = """\
