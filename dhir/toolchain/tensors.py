@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     ModuleOp,
@@ -52,6 +53,7 @@ from dhir.dialects.tensor import (
     ExpandShapeOp,
     ExtractSliceOp,
     FromElementsOp,
+    GenerateOp,
     InsertSliceOp,
     PadOp,
     ReshapeOp,
@@ -140,9 +142,11 @@ def specialise(module: ModuleOp, entry: str, inputs: Sequence[object]) -> Module
         if _dynamic(t) and k < len(inputs) and _fits(t, getattr(inputs[k], "shape", None))
     }
     outputs = function.function_type.outputs.data
+    # Else mlir-opt names no argument, and sizes that scalar arguments give go unchecked
+    # (native code reshapes or casts by the types alone).
+    check_agreeing_shapes(function, shapes, _scalars(types, inputs))
     if not shapes and not any(_dynamic(t) for t in outputs):
         return module
-    check_agreeing_shapes(function, shapes)  # else mlir-opt names no argument
     refined = module.clone()
     function = _function(refined, entry)
     for k, shape in shapes.items():
@@ -177,7 +181,23 @@ _Node = tuple[SSAValue | Operation, int]
 _Extent = tuple[int, tuple[int, int] | None]
 
 
-def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ...]]) -> None:
+def _scalars(types: Sequence[Attribute], inputs: Sequence[object]) -> dict[int, int]:
+    """The values of the integer and index arguments among `inputs`, by argument."""
+    scalars: dict[int, int] = {}
+    for k, (type_, value) in enumerate(zip(types, inputs)):
+        if isinstance(type_, (IndexType, IntegerType)) and getattr(value, "shape", ()) == ():
+            try:
+                scalars[k] = operator.index(value)  # pyright: ignore[reportArgumentType]
+            except TypeError:
+                continue  # the signature check says what is wrong with it
+    return scalars
+
+
+def check_agreeing_shapes(
+    function: func.FuncOp,
+    shapes: dict[int, tuple[int, ...]],
+    scalars: dict[int, int] | None = None,
+) -> None:
     """Refuse inputs `shapes` (by argument) of the entry `function` whose extents its
     ops need otherwise (`tensor<?x4xf64>` arrays of 3 and 5 rows added), naming the
     argument, its shape and what the op needs, as a DhirError at the op: a dimension that
@@ -191,9 +211,12 @@ def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ..
     (expand_shape's and collapse_shape's in each group of dimensions); a slice with
     offsets, sizes and strides known before the run stays inside its tensor. Extents that
     only static types give and disagree (through casts) are refused at the op too, naming
-    no argument: with no `shapes`, this checks a program's static shapes. Other ops' needs
-    are left to mlir-opt's refinement."""
-    found = _Extents(function, shapes)
+    no argument: with no `shapes`, this checks a program's static shapes. The values of
+    integer arguments, `scalars`, give the sizes they are (an expand_shape's output_shape,
+    a tensor.empty's, splat's or generate's sizes, a slice's, a pad's amounts, a reshape's
+    shape), which must agree as the extents do. Other ops' needs are left to mlir-opt's
+    refinement."""
+    found = _Extents(function, shapes, scalars or {})
     later: list[Operation] = []  # checked once every extent the ops join is known
     for op in function.walk():
         if isinstance(op, CastOp):
@@ -208,10 +231,64 @@ def check_agreeing_shapes(function: func.FuncOp, shapes: dict[int, tuple[int, ..
             _join_linalg(found, op)
         elif isinstance(op, BroadcastOp):
             _join_broadcast(found, op)
+        _give_sizes(found, op)
         if isinstance(op, _CHECKED_LATER):
             later.append(op)
     for op in later:
         _CHECKS[type(op)](found, op)
+
+
+def _give_sizes(found: "_Extents", op: Operation) -> None:
+    """Give each dimension of `op`'s result the size its operands say, where they do."""
+    for dim, size in enumerate(_sizes(found, op)):
+        if size is not None:
+            found.give((op.results[0], dim), size, op)
+
+
+def _sizes(found: "_Extents", op: Operation) -> list["_Extent | None"]:
+    """The extents of `op`'s result that its size operands give, where they do (and
+    constants and inputs give them); none for an op of other kinds."""
+    if isinstance(op, ExpandShapeOp):
+        return _mixed(found, op.static_output_shape, op.dynamic_output_shape)
+    if isinstance(op, ReshapeOp):
+        return _shape_operand(found, op.shape, _rank(op.result))
+    if isinstance(op, EmptyOp):
+        return _dynamic_sizes(found, op.tensor, op.dynamic_sizes)
+    if isinstance(op, SplatOp):
+        return _dynamic_sizes(found, op.result, op.dynamicSizes)
+    if isinstance(op, GenerateOp):
+        return _dynamic_sizes(found, op.result, op.dynamic_extents)
+    if isinstance(op, ExtractSliceOp) and _rank(op.result) == len(op.static_sizes):
+        return _mixed(found, op.static_sizes, op.sizes)
+    if isinstance(op, PadOp):
+        return _padded(found, op)
+    return []
+
+
+def _dynamic_sizes(
+    found: "_Extents", result: SSAValue, sizes: Sequence[SSAValue]
+) -> list["_Extent | None"]:
+    """The extents `sizes` give the dynamic dimensions of `result`, in turn."""
+    assert isinstance(result.type, ShapedType)
+    values = iter(sizes)
+    return [
+        _index(found, next(values)) if n == DYNAMIC_INDEX else None for n in result.type.get_shape()
+    ]
+
+
+def _padded(found: "_Extents", op: PadOp) -> list["_Extent | None"]:
+    """Each extent of a pad's result: its source's and the amounts before and after."""
+    low = _mixed(found, op.static_low, op.low)
+    high = _mixed(found, op.static_high, op.high)
+    extents: list[_Extent | None] = []
+    for dim, (before, after) in enumerate(zip(low, high)):
+        source = found.known((op.source, dim))
+        if source is None or before is None or after is None:
+            extents.append(None)
+            continue
+        given = [e[1] for e in (after, before, source) if e[1] is not None]
+        extents.append((source[0] + before[0] + after[0], given[0] if given else None))
+    return extents
 
 
 def _join_linalg(found: "_Extents", op: LinalgStructuredOperation) -> None:
@@ -456,7 +533,7 @@ def _index(found: "_Extents", value: SSAValue) -> "_Extent | None":
     argument's dimension that gave one of them; None where only the run gives it."""
     op = value.owner
     if not isinstance(op, Operation):
-        return None  # a block's argument: the run gives it
+        return found.scalar(value)  # a block's argument: an input, or the run gives it
     if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
         return op.value.value.data, None
     if isinstance(op, DimOp):
@@ -499,9 +576,12 @@ _FIX = "make the program's static shapes agree"
 class _Extents:
     """Dimensions found equal, in classes, each with its extent where one is known."""
 
-    def __init__(self, function: func.FuncOp, shapes: dict[int, tuple[int, ...]]) -> None:
+    def __init__(
+        self, function: func.FuncOp, shapes: dict[int, tuple[int, ...]], scalars: dict[int, int]
+    ) -> None:
         self.function = function
         self.shapes = shapes
+        self.scalars = scalars
         self.parent: dict[_Node, _Node] = {}
         self.extent: dict[_Node, _Extent] = {}
 
@@ -530,6 +610,29 @@ class _Extents:
             return value.index
         return None
 
+    def scalar(self, value: SSAValue) -> _Extent | None:
+        """The input `value` is given, where it is an integer argument's."""
+        arg = self._argument(value)
+        if arg is None or arg not in self.scalars:
+            return None
+        return self.scalars[arg], (arg, 0)
+
+    def given(self, arg: int) -> str:
+        """What argument `arg` of the entry is given, in words."""
+        if arg in self.scalars:
+            return str(self.scalars[arg])
+        return f"an array of shape {self.shapes[arg]}"
+
+    def give(self, node: _Node, extent: _Extent, op: Operation) -> None:
+        """Give `node`'s class `extent`, which `op` says it has: refused where the class has
+        another. Extents from the types alone are the verifier's."""
+        root = self.find(node)
+        had = self.extent.get(root)
+        if had is None:
+            self.extent[root] = extent
+        elif had[0] != extent[0] and (had[1] is not None or extent[1] is not None):
+            raise self._disagree(had, extent, op)
+
     def known(self, node: _Node) -> _Extent | None:
         """The extent of `node`'s class, where one is known."""
         return self.extent.get(self.find(node))
@@ -543,9 +646,8 @@ class _Extents:
         type_ = self.function.function_type.inputs.data[arg]
         return error_at(
             op,
-            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given an array "
-            f"of shape {self.shapes[arg]}, where '{op.name}' here {what}; give arrays whose "
-            "shapes agree as the program's ops use them",
+            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given "
+            f"{self.given(arg)}, where '{op.name}' here {what}; {self._fix(arg)}",
         )
 
     def join(self, a: _Node, b: _Node, op: Operation) -> None:
@@ -570,11 +672,13 @@ class _Extents:
                 f"program's types say; {_FIX}",
             )
         arg, dim = blamed[1]
+        if arg in self.scalars:
+            return self._size_disagrees(arg, blamed[0], need, op)
         given = self.shapes[arg]
         wanted = tuple(need[0] if k == dim else n for k, n in enumerate(given))
         type_ = self.function.function_type.inputs.data[arg]
         if need[1] is not None:
-            source = f"argument #{need[1][0]}'s is (an array of shape {self.shapes[need[1][0]]})"
+            source = f"argument #{need[1][0]}'s is ({self.given(need[1][0])})"
         elif isinstance(op, CastOp):
             source = "the cast's result type says"
         else:
@@ -586,6 +690,28 @@ class _Extents:
             f"{dim} must be {need[0]}, as {source}; give arrays whose shapes agree as the "
             "program's ops use them",
         )
+
+    def _size_disagrees(self, arg: int, size: int, need: _Extent, op: Operation) -> Exception:
+        """The error for a `size` that the integer argument `arg` gives, where `op` needs
+        `need`."""
+        type_ = self.function.function_type.inputs.data[arg]
+        if need[1] is not None:
+            source = f"argument #{need[1][0]} is given {self.given(need[1][0])}"
+        else:
+            source = "the program's types say"
+        value = self.scalars[arg]
+        makes = f" (which makes a size of {size})" if size != value else ""
+        return error_at(
+            op,
+            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given "
+            f"{value}{makes}, where '{op.name}' here needs a size of {need[0]}, as {source}; "
+            f"{self._fix(arg)}",
+        )
+
+    def _fix(self, arg: int) -> str:
+        if arg in self.scalars:
+            return "give sizes that agree with the inputs' shapes as the program's ops use them"
+        return "give arrays whose shapes agree as the program's ops use them"
 
 
 def _casts(module: ModuleOp) -> int:
