@@ -445,7 +445,9 @@ def _refused(entries: list[str], name: str, fixed: int | None, runnable: set[int
             f"{entries[0]} names ranks its target cannot run on (it can run on "
             f"rank{plural} {_ranks(runnable)})"
         )
-    return f"task {name} cannot be placed: {why}"
+    task = base_name(name)  # the task the user wrote, not the piece split_tasks made
+    named = task if task == name else f"{task} (piece {name})"
+    return f"task {named} cannot be placed: {why}"
 
 
 def _ranks(ranks: set[int]) -> str:

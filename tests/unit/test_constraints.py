@@ -608,3 +608,15 @@ def test_entries_that_cannot_all_hold_are_at_their_lines(
     assert len(lines) == len(expected)
     for line, start in zip(lines, expected, strict=True):
         assert line.startswith(f"{tmp_path}/{start}")
+
+
+def test_a_pin_conflict_names_the_task_the_user_wrote_not_its_piece() -> None:
+    names = ["add.piece0", "add.piece1"]
+    pins = (
+        Pin(("add",), "rank", 0, "[[pin]] #1"),
+        Pin(("add",), "rank", 1, "[[pin]] #2"),
+    )
+    constraints = Constraints(pins, (), "c.toml")
+    said = r"task add \(piece add\.piece0\) cannot be placed: \[\[pin\]\] #1, \[\[pin\]\] #2"
+    with pytest.raises(DhirError, match=said):
+        settle(constraints, names, [{0, 1}] * 2, [None] * 2, [0, 1], [CPU, CPU])
