@@ -97,6 +97,12 @@ def _check_count(
         )
 
 
+def _shape_text(dims: Sequence[str]) -> str:
+    """A shape as NumPy writes one, `(20,)` or `(?, 4)`: the wanted shape reads like the
+    given array's `.shape` printed beside it."""
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+
+
 def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.ndarray:
     where = _named(spec, entry)
     if not spec.is_memref:
@@ -112,11 +118,11 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
     )
     # Another byte order (a big-endian .npy) holds the same values: converted below.
     if not shape_ok or value.dtype.newbyteorder("=") != spec.dtype:
-        want_shape = "x".join("?" if d == DYNAMIC else str(d) for d in spec.shape)
+        want_shape = _shape_text(["?" if d == DYNAMIC else str(d) for d in spec.shape])
         raise DhirError(
             [
                 Diagnostic(
-                    f"{where} needs an array of shape ({want_shape}) and dtype {spec.dtype}, "
+                    f"{where} needs an array of shape {want_shape} and dtype {spec.dtype}, "
                     f"got shape {value.shape} and dtype {value.dtype}"
                 )
             ]

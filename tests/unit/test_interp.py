@@ -1319,7 +1319,7 @@ def test_an_array_too_large_for_the_interpreter_is_a_located_error(
 
 
 def test_bad_inputs() -> None:
-    assert "needs an array of shape (4) and dtype float32" in run_error(
+    assert "needs an array of shape (4,) and dtype float32, got shape (5,)" in run_error(
         OOB, np.zeros(5, np.float32)
     )
     assert "dtype float32" in run_error(OOB, np.zeros(4, np.float64))

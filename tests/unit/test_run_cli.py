@@ -121,7 +121,7 @@ def test_timing_counts_the_interpreter(call_inputs: list[str]) -> None:
         (["--input", "{m}", "--input", "{out}", "--input", "f32=abc"], "'abc' is not an f32"),
         (
             ["--input", "{out}", "--input", "{out}", "--input", "f32=1"],
-            "needs an array of shape (4x4)",
+            "needs an array of shape (4, 4)",
         ),
         (["--input", "/nonexistent.npy", "--input", "{out}", "--input", "f32=1"], "cannot read"),
     ],
