@@ -177,9 +177,30 @@ def task_footprint(
     return touched + _allocated_bytes(task)
 
 
-def _allocated_bytes(task: TaskOp) -> int:
+def unknown_touched_bytes(effects: Effects, regions: Regions | None = None) -> int:
+    """What the footprint counts for the memrefs of unknown size a task touches:
+    `DEFAULT_TRIP_COUNT` elements a dynamic extent, a guess fit to weigh costs, not to
+    refuse a program for the memory it would need."""
     return sum(
-        memref_bytes(op.results[0].type) for op in task.body.walk() if is_alloc(op) and op.results
+        _touched_bytes(value, regions) for value in effects.touches() if not _sized(value.type)
+    )
+
+
+def unknown_allocated_bytes(task: TaskOp) -> int:
+    """What the footprint counts for the memrefs of unknown size `task` allocates (see
+    `unknown_touched_bytes`): the same for tasks of one shape."""
+    return _allocated_bytes(task, lambda type_: not _sized(type_))
+
+
+def _sized(type_: Attribute) -> bool:
+    return not isinstance(type_, ShapedType) or DYNAMIC_INDEX not in type_.get_shape()
+
+
+def _allocated_bytes(task: TaskOp, counted: Callable[[Attribute], bool] = lambda _: True) -> int:
+    return sum(
+        memref_bytes(op.results[0].type)
+        for op in task.body.walk()
+        if is_alloc(op) and op.results and counted(op.results[0].type)
     )
 
 

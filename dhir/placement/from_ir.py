@@ -36,7 +36,13 @@ from dhir.analysis.dependences import task_graph as dependence_graph
 from dhir.analysis.outputs import dead_after, root_only, time_loop
 from dhir.analysis.profile import Profile
 from dhir.analysis.threads import runs_on_threads, task_runs_on_threads
-from dhir.analysis.work import Work, body_work, region_bytes
+from dhir.analysis.work import (
+    Work,
+    body_work,
+    region_bytes,
+    unknown_allocated_bytes,
+    unknown_touched_bytes,
+)
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at
 from dhir.ir.tasks import RANK_ATTR, is_gpu_task, rank_of, schedule_task_ids
@@ -228,7 +234,7 @@ def task_graph(
         cost[END_TASK] = {device_name(0): broadcasts}
         order += (END_TASK,)
         edges += ends
-    memory = {name: float(costs.work(task).footprint) for task, name in zip(tasks, names)}
+    memory = _memory(tasks, names, deps, shapes, costs)
     capacity = {
         device_name(rank): float(d.memory_bytes)
         for rank, d in enumerate(devices)
@@ -254,6 +260,27 @@ def _links(names: tuple[str, ...], found: PairLinks | None) -> Links | None:
         return None
     of, latency, per_byte = found
     return Links(dict(zip(names, of, strict=True)), latency, per_byte)
+
+
+def _memory(
+    tasks: Sequence[TaskOp],
+    names: Sequence[str],
+    deps: DependenceGraph,
+    shapes: Sequence[int],
+    costs: CostModel,
+) -> dict[str, float]:
+    """Each task's bytes for the memory check: its footprint less what the footprint
+    guesses for memrefs of unknown size (memory.py's docstring: those are not counted)."""
+    allocated: dict[int, int] = {}  # once per shape, as body_work
+    memory = {}
+    for task, name, effects, regions, shape in zip(
+        tasks, names, deps.effects, deps.regions, shapes, strict=True
+    ):
+        if shape not in allocated:
+            allocated[shape] = unknown_allocated_bytes(task)
+        guessed = unknown_touched_bytes(effects, regions) + allocated[shape]
+        memory[name] = float(costs.work(task).footprint - guessed)
+    return memory
 
 
 def _check_room(

@@ -315,3 +315,34 @@ def test_a_task_too_large_for_any_device_names_the_description_file_and_line(
     assert re.search(r"task '\S+' needs \d+ bytes of memory, more than any device", err), err
     assert f"the memory_bytes of 'cpu0' at {system}:{line}:1" in err, err
     assert "in the machine description 'small'" in err
+
+
+DYNAMIC = """func.func @main(%a: memref<?xi32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %fill = dhir.task %cpu, %a {
+      %zero = arith.constant 0 : index
+      %one = arith.constant 1 : index
+      %n = memref.dim %a, %zero : memref<?xi32>
+      %v = arith.constant 7 : i32
+      scf.for %i = %zero to %n step %one {
+        memref.store %v, %a[%i] : memref<?xi32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_memref_of_unknown_size_makes_up_no_bytes_that_refuse_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """memory.py's docstring: memrefs of unknown size are not counted. A memref<?xi32> was
+    counted as 100 elements, and 'needs 400 bytes of memory, more than any device' refused
+    a program whose size nobody knew."""
+    program = tmp_path / "fill.mlir"
+    program.write_text(DYNAMIC)
+    system = tmp_path / "small.toml"
+    system.write_text(to_toml(read_system(_system(tmp_path / "one.json", 2, memory=16))))
+    assert main(["schedule", str(program), "--system", str(system)]) == 0, capsys.readouterr().err
