@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, warn
 from dhir.toolchain.failure import (
     explain,
     failed_check,
@@ -24,7 +24,12 @@ from dhir.toolchain.failure import (
     read_states,
 )
 from dhir.toolchain.harness import command_line_args
-from dhir.toolchain.options import TIMEOUT_HINT, RunOptions, check_runtime_environment
+from dhir.toolchain.options import (
+    TIMEOUT_HINT,
+    RunOptions,
+    check_runtime_environment,
+    crowding,
+)
 from dhir.toolchain.reaper import kill_marked, watched
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import ArgSpec, EntrySignature, clear_outputs, write_outputs
@@ -79,6 +84,9 @@ def run_executable(
     options = options if options is not None else RunOptions()
     check_runtime_environment()
     arrays = check_inputs(signature, list(inputs), copy=False)  # only saved to files
+    crowded = crowding(options)
+    if crowded is not None:  # said before the launch, which may run for minutes silently
+        warn(Diagnostic(crowded, severity="warning"))
     if output_dir is not None:
         clear_outputs(signature, Path(output_dir))
     # A caller that does not turn SIGTERM into an exception itself (dhir.run and the

@@ -318,6 +318,32 @@ def target_name(value: object) -> str:
     return value
 
 
+# Ranks (times their threads) a core of this host runs before a run is said to be slow:
+# MPI ranks wait for messages by polling, each busy on a core, so past a few a core every
+# exchange waits for the ranks it needs to be scheduled (1000 ranks on 2 cores: minutes).
+CROWDED = 4
+
+
+def crowding(options: RunOptions) -> str | None:
+    """A warning for a run whose ranks on this host (all of them, unless a hostfile sends
+    them elsewhere: then the machine description chose) exceed `CROWDED` a core; None
+    when they do not."""
+    if options.hostfile is not None:
+        return None
+    cores = os.cpu_count() or 1
+    threads = options.threads or 1
+    if options.ranks * threads <= CROWDED * cores:
+        return None
+    most = max(1, CROWDED * cores // threads)
+    each = f" of {threads} threads each" if threads > 1 else ""
+    fewer = " (or fewer --threads)" if threads > 1 else ""
+    return (
+        f"{options.ranks} ranks{each} on this host's {cores} cores will run slowly (MPI "
+        f"ranks wait by polling, each on a core); choose fewer ranks, -n {most} or "
+        f"less{fewer}, or a --system description whose nodes share them"
+    )
+
+
 def default_threads(ranks: int) -> int:
     """The node's cores shared among `ranks` ranks."""
     return max(1, (os.cpu_count() or 1) // ranks)

@@ -604,3 +604,44 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(
     message = "cannot write results to /proc/dhir-no-such/out: No such file or directory"
     with pytest.raises(DhirError, match=f"{re.escape(message)}$"):
         dhir.run(VECTOR_ADD, *arrays, backend="interp", output_dir="/proc/dhir-no-such/out")
+
+
+def test_many_more_ranks_than_cores_are_said_before_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`dhir run -n 1000` on 2 cores ran for minutes saying nothing: a rank count (times
+    --threads) over 4 a core of this host is warned of, naming -n; ranks a hostfile sends
+    to other hosts, and counts within 4 a core, are not."""
+    from dhir.toolchain.options import RunOptions, crowding
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    said = crowding(RunOptions(ranks=1000))
+    assert said is not None
+    assert "1000 ranks" in said and "2 cores" in said and "-n 8" in said, said
+    assert crowding(RunOptions(ranks=8)) is None
+    assert crowding(RunOptions(ranks=9)) is not None
+    assert crowding(RunOptions(ranks=4, threads=4)) is not None
+    assert "--threads" in (crowding(RunOptions(ranks=4, threads=4)) or "")
+    assert crowding(RunOptions(ranks=4, threads=2)) is None
+    assert crowding(RunOptions(ranks=1000, hostfile=Path("hosts"))) is None
+
+
+def test_run_executable_warns_of_crowded_ranks_before_the_launch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dhir.toolchain.launch as launch
+    from dhir.toolchain.options import RunOptions
+    from dhir.toolchain.signature import EntrySignature
+
+    def launched(*_: object) -> Path:
+        print("launched", file=sys.stderr)
+        raise RuntimeError("not run")
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(launch, "_run_in", launched)
+    signature = EntrySignature("main", ())
+    with pytest.raises(RuntimeError, match="not run"):
+        launch.run_executable(Path("exe"), signature, [], RunOptions(ranks=1000))
+    err = capsys.readouterr().err
+    assert err.startswith("warning: 1000 ranks on this host's 2 cores"), err
+    assert err.count("warning:") == 1 and err.endswith("launched\n"), err
