@@ -174,14 +174,16 @@ def leaf(key: Key) -> Affine:
     return Affine.of(Leaf(key))
 
 
-def _divided(arg: Affine, divisor: int, ceil: bool) -> Affine:
+def divided(arg: Affine, divisor: int, ceil: bool) -> Affine:
+    """`arg` divided by `divisor` (> 0), rounded down, or up with `ceil`."""
     known = arg.number
     if known is not None:
         return constant(-(-known // divisor) if ceil else known // divisor)
     return arg if divisor == 1 else Affine.of(Div(arg, divisor, ceil))
 
 
-def _modulo(arg: Affine, divisor: int) -> Affine:
+def modulo(arg: Affine, divisor: int) -> Affine:
+    """`arg` modulo `divisor` (> 0), as floor division leaves it."""
     known = arg.number
     if known is not None:
         return constant(known % divisor)
@@ -388,7 +390,7 @@ def _atom_interval(
         return inner if fits and inner is not None else (0, atom.divisor - 1)
     if inner is None:
         return None
-    low, high = (_divided(constant(v), atom.divisor, atom.ceil).constant for v in inner)
+    low, high = (divided(constant(v), atom.divisor, atom.ceil).constant for v in inner)
     return low, high
 
 
@@ -550,13 +552,13 @@ class Lifter:
         size = 1 << width
         if entry.wrapped:
             if unsigned:
-                return Lifted.at(_modulo(lifted.low, size))
+                return Lifted.at(modulo(lifted.low, size))
             half = size >> 1
-            return Lifted.at(_modulo(lifted.low + constant(half), size) - constant(half))
+            return Lifted.at(modulo(lifted.low + constant(half), size) - constant(half))
         if not unsigned:
             return lifted
         if lifted.exact:
-            return Lifted.at(_modulo(lifted.low, size))
+            return Lifted.at(modulo(lifted.low, size))
         found = self.interval(lifted.low)
         return lifted if found is not None and found[0] >= 0 else _domain(width, unsigned=True)
 
@@ -683,7 +685,7 @@ class Lifter:
             found = self.interval(arg)
             if found is not None and 0 <= found[0] and found[1] < atom.divisor:
                 return arg
-            return _modulo(arg, atom.divisor)
+            return modulo(arg, atom.divisor)
         return Affine.of(atom)
 
     def _loop_range(self, variable: BlockArgument) -> Interval | None:
@@ -787,10 +789,10 @@ def apply(
         return None
     if kind == AffineBinaryOpKind.Mod:
         if lhs.exact:
-            return Lifted.at(_modulo(lhs.low, divisor))
+            return Lifted.at(modulo(lhs.low, divisor))
         return Lifted(constant(0), constant(divisor - 1))
     ceil = kind == AffineBinaryOpKind.CeilDiv
-    return Lifted(_divided(lhs.low, divisor, ceil), _divided(lhs.high, divisor, ceil))
+    return Lifted(divided(lhs.low, divisor, ceil), divided(lhs.high, divisor, ceil))
 
 
 _Step = Callable[[Lifter, Operation, int], _Entry | None]

@@ -32,7 +32,9 @@ from dhir.analysis.lift import (
     Lifter,
     Mod,
     constant,
+    divided,
     leaf,
+    modulo,
 )
 from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
@@ -146,10 +148,10 @@ class InBounds:
             return
         if isinstance(op, _REMAINDERS):
             if dividend.exact:
-                self.lifter.define(op.results[0], Lifted.at(_modulo(dividend.low, divisor)))
+                self.lifter.define(op.results[0], Lifted.at(modulo(dividend.low, divisor)))
             return
         ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
-        low, high = (_divided(e, divisor, ceil) for e in (dividend.low, dividend.high))
+        low, high = (divided(e, divisor, ceil) for e in (dividend.low, dividend.high))
         self.lifter.define(op.results[0], Lifted(low, high))
 
     def proven(self, memory: SSAValue, dim: int, index: Lifted | None, lanes: int = 1) -> bool:
@@ -273,7 +275,7 @@ class InBounds:
             first = lows[0][0]
             for _, high in highs:
                 last = high - constant(1) - first
-                found.append(first + _divided(last, step, False).scaled(step))
+                found.append(first + divided(last, step, False).scaled(step))
         # Every value is congruent to the lower bound modulo the step: the last one below
         # an upper bound congruent to it is a whole step below it (chunks of a parallel
         # loop that dhir-optimize-bodies cuts into vectors: `i < min(lb + chunk, n)`).
@@ -403,20 +405,6 @@ def _next_atom(expr: Affine, opaque: frozenset[Atom]) -> tuple[Atom, int] | None
         if level > depth:
             best, depth = (atom, k), level
     return best
-
-
-def _divided(arg: Affine, divisor: int, ceil: bool) -> Affine:
-    known = arg.number
-    if known is not None:
-        return constant(-(-known // divisor) if ceil else known // divisor)
-    return arg if divisor == 1 else Affine.of(Div(arg, divisor, ceil))
-
-
-def _modulo(arg: Affine, divisor: int) -> Affine:
-    known = arg.number
-    if known is not None:
-        return constant(known % divisor)
-    return Affine.of(Mod(arg, divisor))
 
 
 def _numbers(exprs: Sequence[Affine]) -> list[int]:
