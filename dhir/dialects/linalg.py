@@ -847,7 +847,8 @@ def _counted(base: type[NamedOperation], inputs: int) -> type[NamedOperation]:
     body = {
         "parse": classmethod(parse),
         "get_hidden_region": classmethod(get_hidden_region),
-        "__doc__": base.__doc__,
+        "__doc__": f"{base.__doc__ or base.name}\n\nxDSL 0.74 reads it with any count of "
+        "operands, failing (an IndexError) or building a body that does nothing.",
         "__module__": __name__,
     }
     counted = type(base.__name__, (base,), body)

@@ -77,6 +77,22 @@ SAMPLES: dict[str, list[str]] = {
             "  %r = tensor.collapse_shape %a [[0, 1]] : tensor<?x3xf64> into tensor<6xf64>",
         )
     ],
+    # MLIR accepts a pad by a run-time amount into a static type; xDSL refuses it
+    "tensor.pad": [
+        _func(
+            "%a: tensor<3xf64>, %n: index",
+            "  %z = arith.constant 0.0 : f64\n"
+            "  %p = tensor.pad %a low[%n] high[1] {\n"
+            "  ^bb0(%i: index):\n"
+            "    tensor.yield %z : f64\n"
+            "  } : tensor<3xf64> to tensor<6xf64>",
+        )
+    ],
+    # named elementwise ops short of inputs: xDSL crashes or reads a body that does nothing
+    **{
+        f"linalg.{name}": [_func("%b: memref<4xf32>", f"  linalg.{name} outs(%b : memref<4xf32>)")]
+        for name in ("add", "sub", "mul", "max", "min", "select", "exp", "log", "sqrt", "copy")
+    },
     # a loop variable is no valid symbol: MLIR refuses it as one
     "affine.apply": [
         _func(
