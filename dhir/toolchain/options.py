@@ -285,7 +285,7 @@ def check_mode(value: object) -> str:
     raise DhirError(
         [
             Diagnostic(
-                f"runtime_checks takes {', '.join(CHECK_MODES)} (or True for all), got {value!r}"
+                f'runtime_checks takes "none", "undecided" or "all" (True for "all"), got {value!r}'
             )
         ]
     )

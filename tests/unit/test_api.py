@@ -229,7 +229,11 @@ def test_run_pipeline_takes_only_a_bool_to_verify_each(value: object) -> None:
         (VECTOR_ADD, {"codedrop": "no"}, r"codedrop takes True or False, got 'no'$"),
         (VECTOR_ADD, {"optimize": None}, r"optimize takes True or False, got None$"),
         (VECTOR_ADD, {"optimize": 1}, r"optimize takes True or False, got 1$"),
-        (VECTOR_ADD, {"runtime_checks": 0.0}, r"runtime_checks takes True or False, got 0.0$"),
+        (
+            VECTOR_ADD,
+            {"runtime_checks": 0.0},
+            r'runtime_checks takes "none", "undecided" or "all" \(True for "all"\), got 0.0$',
+        ),
         (
             VECTOR_ADD,
             {"codedrop": np.int64(0)},

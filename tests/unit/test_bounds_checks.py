@@ -303,7 +303,7 @@ def test_runtime_checks_modes() -> None:
     assert RunOptions(runtime_checks=True).runtime_checks == "all"
     assert RunOptions(runtime_checks=False).runtime_checks == "undecided"
     assert RunOptions(runtime_checks="none").runtime_checks == "none"
-    with pytest.raises(DhirError, match="runtime_checks takes none, undecided, all"):
+    with pytest.raises(DhirError, match='runtime_checks takes "none", "undecided" or "all"'):
         RunOptions(runtime_checks="some")
 
 

@@ -192,7 +192,7 @@ def test_a_quoted_name_ending_in_c_is_no_string() -> None:
 
 
 def test_runtime_checks_takes_a_mode() -> None:
-    with pytest.raises(DhirError, match="runtime_checks takes none, undecided, all"):
+    with pytest.raises(DhirError, match='runtime_checks takes "none", "undecided" or "all"'):
         RunOptions(runtime_checks="yes")  # pyright: ignore[reportArgumentType]
 
 
