@@ -174,14 +174,13 @@ def _view_proven(view: memref.ViewOp, proof: InBounds) -> bool:
     its source of static size."""
     kind, source = view.result.type, view.source.type
     assert isinstance(kind, MemRefType) and isinstance(source, MemRefType)
-    element = kind.element_type
-    width = 64 if isinstance(element, IndexType) else getattr(element, "bitwidth", None)
+    element = _view_element_bytes(kind)
     shift = proof.lifter.constant(view.byte_shift)
     sizes = _numbers(proof, kind.get_shape(), view.sizes)
-    if not isinstance(width, int) or shift is None or len(sizes) != kind.get_num_dims():
+    if element is None or shift is None or len(sizes) != kind.get_num_dims():
         return False
     (total,) = source.get_shape()
-    return total != DYNAMIC_INDEX and shift >= 0 and shift + width // 8 * prod(sizes) <= total
+    return total != DYNAMIC_INDEX and shift >= 0 and shift + element * prod(sizes) <= total
 
 
 def _check_subview(view: memref.SubviewOp, dims: list[int]) -> None:
@@ -257,20 +256,29 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     check.assert_(check.any([inside, nothing]))
 
 
+def _view_element_bytes(kind: MemRefType) -> int | None:
+    """Bytes of an element of the view `kind` where they are 1, 2, 4 or 8 (the
+    interpreter runs no view of others); None otherwise."""
+    element = kind.element_type
+    width = 64 if isinstance(element, IndexType) else getattr(element, "bitwidth", None)
+    if not isinstance(width, int) or width < 8 or width & (width - 1):
+        return None
+    return width // 8
+
+
 def _check_view(view: memref.ViewOp) -> None:
     """The view's bytes, from its shift on, lie in its source; for elements of 1, 2, 4 or
     8 bytes (the interpreter runs no view of others)."""
     kind = view.result.type
     assert isinstance(kind, MemRefType)
-    element = kind.element_type
-    width = 64 if isinstance(element, IndexType) else getattr(element, "bitwidth", None)
-    if not isinstance(width, int) or width < 8 or width & (width - 1):
+    element = _view_element_bytes(kind)
+    if element is None:
         return
     check = CheckBuilder(view, VIEW_OUTSIDE)
     zero = check.index(0)
     sizes = _values(check, kind.get_shape(), view.sizes)
     ok = [check.cmp(view.byte_shift, zero, "sge")]
-    end = check.index(width // 8)
+    end = check.index(element)
     for size in sizes:
         ok.append(check.cmp(size, zero, "sge"))
         end = check.add(arith.MuliOp(end, size))
