@@ -348,15 +348,22 @@ class _Band:
         first, last = self._rows()
         rows = last - first
         per_step = self.skew * len(self.stages)
+        if rows < ranks:
+            held = "no row" if rows == 0 else f"{rows} row{'s' * (rows != 1)}"
+            raise _Left(
+                f"its statements run on {held}, fewer than its {ranks} ranks: a block of "
+                "rows each would leave a rank none"
+            )
         if not fixed:
             self._worth_it(rows // ranks)
             self.steps = self._fewest_halo_rows(
                 min(self.steps, rows // ranks // (GHOSTS * per_step))
             )
-        if self.steps < 2 or rows < ranks:
+        if self.steps < 2:
             raise _Left(
                 f"blocks of {rows // ranks} rows on {ranks} ranks are too thin for bands "
-                "of two steps: the ranks exchange halos every step"
+                f"of two steps (their ghost rows, {2 * per_step} a side, would add more "
+                f"than 1/{GHOSTS} to a block's work): the ranks exchange halos every step"
             )
         if any(not _static(m) for s in self.statements for m in s.writes):
             raise _Left("a memref the tasks write has a dynamic shape")
