@@ -35,10 +35,14 @@ surely wrote) needs no halo: its copy holds from the first band the elements no
 statement writes, and the band computes the rest of its ghost rows before reading them.
 Bands are kept short enough that the ghost rows cost at most about an eighth more work,
 and within a quarter of that length, of the one that sends the fewest halo rows over the
-loop (a last, shorter band still sends a whole halo; a loop of fewer steps than a band
-runs them in one, whose halo reaches only as far as they need); where not even two steps
-are, the loop is left. So is a loop whose rows, cut in blocks, fit half of each core's share of
-the last-level cache: each rank's sweeps already run from cache.
+loop, each length made as even as its number of bands allows (9 steps under 4: bands of
+3, not 4, 4 and 1). A last, shorter band still sends a whole halo: the lowering sends a
+band's halo as the same message in every band, and a last band after the loop, its own
+schedule, makes the loop's end assemble the arrays instead (more bytes, not fewer). A
+loop of fewer steps than a band runs them in one, whose halo reaches only as far as they
+need; where not even two steps are, the loop is left. So is a loop whose rows, cut in
+blocks, fit half of each core's share of the last-level cache: each rank's sweeps already
+run from cache.
 """
 
 import os
@@ -98,8 +102,9 @@ class _Left(Exception):
 class TimeTilesPass(ModulePass):
     """Run stencil time loops of row statements in skewed bands of steps, exactly.
 
-    Module docstring; `steps`: the steps in a band (0: as the caches allow); `ranks`:
-    the ranks the loop runs on."""
+    Module docstring; `steps`: the steps in a band (0: as the caches allow; on several
+    ranks at most that many, as even as the loop's steps allow); `ranks`: the ranks the
+    loop runs on."""
 
     name = "dhir-time-tiles"
     steps: int = 0
@@ -368,8 +373,10 @@ class _Band:
         if any(not _static(m) for s in self.statements for m in s.writes):
             raise _Left("a memref the tasks write has a dynamic shape")
         trips = self._trips()
-        if trips is not None and 0 < trips < self.steps:
-            self.steps = trips  # one band runs them all: its halo need reach no further
+        if trips is not None and trips > 0:
+            # As many bands, as even as they go: the lowering sends a band's halo as the
+            # same message in every band, so a short last band's shrinks only with all.
+            self.steps = _even(trips, self.steps)
         bounds = [first + rows * k // ranks for k in range(ranks + 1)]
         halo = per_step * self.steps
         self.parts = [_Part(lo, hi, halo) for lo, hi in zip(bounds, bounds[1:])]
@@ -381,13 +388,15 @@ class _Band:
         return min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
 
     def _fewest_halo_rows(self, longest: int) -> int:
-        """The band length, within a quarter below `longest`, that sends the fewest halo
-        rows over the loop: a band of fewer steps at the end still sends a whole halo."""
+        """The band length, within a quarter below `longest` and made as even as its
+        number of bands allows (`_even`), that sends the fewest halo rows over the loop:
+        a band of fewer steps at the end still sends a whole halo."""
         trips = self._trips()
-        if longest < 2 or trips is None:
+        if longest < 2 or trips is None or trips <= 0:
             return longest
         shortest = max(2, -(-3 * longest // 4))
-        return min(range(longest, shortest - 1, -1), key=lambda k: -(-trips // k) * k)
+        lengths = (_even(trips, k) for k in range(longest, shortest - 1, -1))
+        return min(lengths, key=lambda k: -(-trips // k) * k)
 
     def _trips(self) -> int | None:
         """How many steps the time loop runs, where its bounds are constants."""
@@ -952,3 +961,8 @@ def _caches(module: ModuleOp) -> _Caches:
         local = local_caches()
         core, llc = core or local[0], llc or local[1]
     return _Caches(core or _L2, llc or _L3, cores)
+
+
+def _even(trips: int, longest: int) -> int:
+    """The shortest band that runs `trips` steps in as many bands as `longest` does."""
+    return -(-trips // -(-trips // longest))

@@ -607,18 +607,49 @@ def test_reports_the_blocks_and_leaves_thin_ones() -> None:
 
 def test_bands_on_several_ranks_take_the_length_sending_fewest_halo_rows() -> None:
     """A last band of fewer steps still sends a whole halo: of the lengths within a
-    quarter below the longest, the one whose bands cover the fewest steps in all."""
+    quarter below the longest, each made as short as its number of bands allows, the one
+    whose bands cover the fewest steps in all (9 steps under 8: 2 bands of 5, not 6)."""
     from dhir.transforms.time_tiles import (
         _Band,  # pyright: ignore[reportPrivateUsage]
         _caches,  # pyright: ignore[reportPrivateUsage]
         _time_loops,  # pyright: ignore[reportPrivateUsage]
     )
 
-    for steps, longest, chosen in ((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2)):
+    cases = ((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2), (9, 8, 5), (10, 8, 5))
+    for steps, longest, chosen in cases:
         module = parse_string(replace(JACOBI, steps=steps).text())
         ((loop, schedule),) = _time_loops(module)
         band = _Band.of(loop, schedule, 2, 1, _caches(module))
         assert band._fewest_halo_rows(longest) == chosen, (steps, longest)  # pyright: ignore[reportPrivateUsage]
+
+
+# JACOBI on 41 rows: blocks of 20 rows on 2 ranks, room for halos of up to 10 steps.
+TALL = replace(
+    JACOBI,
+    rows=41,
+    sweeps=(Sweep(1, ((0, -1), (0, 0), (0, 1)), 1, 40), Sweep(0, ((1, -1), (1, 1)), 1, 40)),
+)
+
+
+def test_bands_on_several_ranks_as_even_as_their_count_allows() -> None:
+    """9 steps in bands of at most 4 are 3 bands: of 3 steps each, not 4, 4 and 1. Every
+    band sends the same halo message, so the last band's 1 step sent halos of 4 steps'
+    rows too (8 rows of the first array, 960 bytes a rank; the second needs none): now 6
+    rows, 720 bytes, and the result is still the interpreter's, bit for bit."""
+    from dhir.runner import run_module
+
+    nine = replace(TALL, steps=9)
+    module = parse_string(nine.text())
+    (decision,) = time_tiles(module, 4, 2)
+    assert decision.done and "bands of 3 steps on 2 ranks" in decision.text, decision.text
+    assert "halos of 6 rows once a band" in decision.text, decision.text
+    timing, inputs = Timing(), nine.inputs(3)
+    got = run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
+    sent = [int(line.split()[4]) for line in timing.notes if line.startswith("dhir: rank")]
+    assert sent == [3 * 6 * COLS * 8] * 2, sent
+    want = dhir.run(nine.text(), *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
 
 
 def test_bands_fit_the_caches_of_the_machine_description() -> None:
