@@ -1,8 +1,9 @@
 """Linalg's contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
 `batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs, and a `linalg.generic` with one
 reduction dimension whose maps only pick dimensions, become the loops they mean, each
-output element's sum carried in a register along the reduction, innermost and ascending,
-as the interpreter computes it (the kernels and row sums take these loops next); or, for
+output element's sum running up the reduction, as the interpreter computes it: for a
+generic, in whichever order of its dimensions the kernels and row sums take next
+(`_order`), not necessarily the one it lists; or, for
 the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
 any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot); without `nsz`, the
 calls where no output element is -0 before them, else the loops (see dhir.transforms.blas)."""
@@ -23,6 +24,7 @@ from xdsl.ir.affine import AffineDimExpr, AffineMap
 
 from dhir.analysis.sharing import may_alias, memory_of
 from dhir.dialects import arith, linalg, memref, scf
+from dhir.dialects.access import is_pure
 from dhir.transforms.blas import (
     Corner,
     allows_any_order,
@@ -178,27 +180,70 @@ def _default_maps(op: Contraction) -> list[AffineMap]:
 
 
 def _loops(op: Contraction, block: Block) -> None:
-    """At the end of `block`: a loop per parallel dimension, in order, around a loop over
-    the reduction carrying the output element from its load to its store; or, where the
-    reduction is not the last dimension, a loop per dimension in the op's order with the
-    element loaded and stored in the innermost (each element's sum still runs up the
-    reduction, and the nest is the one a user writes in that order)."""
+    """At the end of `block`: the loops `op` means, in the order `_order` picks, the
+    output element carried along the reduction from its load to its store where the
+    reduction is innermost, else loaded, updated and stored in the innermost loop (each
+    element's sum still runs up the reduction, and the nest is one a user writes)."""
     maps = [m.data for m in op.get_indexing_maps()]
     parallel = [kind.data.value == "parallel" for kind in op.get_iterator_types()]
     sizes = _dim_sizes(op, maps)
-    if parallel[-1]:
-        _loops_in_order(op, block, maps, sizes)
-        return
+    order, carried = _order(op, maps, parallel)
+    if carried:
+        _carried_loops(op, block, maps, sizes, order)
+    else:
+        _loops_in_order(op, block, maps, sizes, order)
+
+
+def _order(
+    op: Contraction, maps: Sequence[AffineMap], parallel: Sequence[bool]
+) -> tuple[list[int], bool]:
+    """The dimensions of `op`'s loops, outermost first, and whether the reduction is
+    innermost, carrying the element. A named op: its parallel dimensions in order, then
+    the reduction. A generic whose output picks every parallel dimension once and whose
+    body only computes: the output's dimensions in its order (rows outer, its last index
+    the columns) and the reduction just before the columns (i-k-j) where every input read
+    along the columns is read along its last index, else innermost. Every element is
+    written at one point of the parallel dimensions and no input shares its memory
+    (`_refusal`), so its updates run up the reduction in any such order, as the
+    interpreter runs them. Otherwise the generic's order, the element carried only where
+    the reduction is last."""
+    dims = list(range(len(parallel)))
+    reduction = [d for d in dims if not parallel[d]]
+    across = [d for d in dims if parallel[d]]
+    if not isinstance(op, linalg.GenericOp):
+        return [*across, *reduction], True
+    out = [cast(AffineDimExpr, r).position for r in maps[-1].results]
+    body = [inner for inner in op.body.block.ops if not isinstance(inner, linalg.YieldOp)]
+    if sorted(out) != across or not all(is_pure(inner) for inner in body):
+        return dims, not parallel[-1]
+    if not out:
+        return reduction, True
+    columns = out[-1]
+    along = [[cast(AffineDimExpr, r).position for r in m.results] for m in maps[:-1]]
+    if all(picks[-1] == columns for picks in along if columns in picks):
+        return [*out[:-1], *reduction, columns], False
+    return [*out, *reduction], True
+
+
+def _carried_loops(
+    op: Contraction,
+    block: Block,
+    maps: Sequence[AffineMap],
+    sizes: dict[int, int],
+    order: Sequence[int],
+) -> None:
+    """At the end of `block`: a loop per dimension of `order` (the reduction last), the
+    innermost carrying the output element from its load to its store."""
     index = IndexType()
     zero = const_index(block, 0)
     one = const_index(block, 1)
     ivs: dict[int, SSAValue] = {}
     out = op.outputs[0]
     element = cast(MemRefType, out.type).element_type
-    (reduction,) = [d for d, p in enumerate(parallel) if not p]
+    *across, reduction = order
     here = block
     loops: list[tuple[Block, scf.ForOp]] = []
-    for dim in (d for d, p in enumerate(parallel) if p):
+    for dim in across:
         body = Block(arg_types=[index])
         ivs[dim] = body.args[0]
         loops.append((here, scf.ForOp(zero, const_index(block, sizes[dim]), one, [], Region(body))))
@@ -222,16 +267,20 @@ def _loops(op: Contraction, block: Block) -> None:
 
 
 def _loops_in_order(
-    op: Contraction, block: Block, maps: Sequence[AffineMap], sizes: dict[int, int]
+    op: Contraction,
+    block: Block,
+    maps: Sequence[AffineMap],
+    sizes: dict[int, int],
+    order: Sequence[int],
 ) -> None:
-    """At the end of `block`: a loop per dimension of `op`, in order, the innermost
-    loading the output element, adding to it and storing it."""
+    """At the end of `block`: a loop per dimension of `order`, the innermost loading the
+    output element, adding to it and storing it."""
     zero = const_index(block, 0)
     one = const_index(block, 1)
     ivs: dict[int, SSAValue] = {}
     here = block
     loops: list[tuple[Block, scf.ForOp]] = []
-    for dim in range(len(sizes)):
+    for dim in order:
         body = Block(arg_types=[IndexType()])
         ivs[dim] = body.args[0]
         loops.append((here, scf.ForOp(zero, const_index(block, sizes[dim]), one, [], Region(body))))
