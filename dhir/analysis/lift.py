@@ -11,7 +11,9 @@ constant), down to block arguments (loop variables, function arguments), which a
 leaves.
 What it gives is a `Lifted`: bounds `low <= value <= high` over the leaves, exact when
 both are the same expression. Anything else is unknown (None), and every caller must
-take unknown as the worst case (any value at all).
+take unknown as the worst case (any value at all). A caller that knows more of some ops
+gives a `Reader`, asked first as each value is lifted, on demand (dhir.analysis.
+proven_bounds reads divisions and dynamic sizes so).
 
 The semantics, made explicit:
 - index and 64-bit values are exact integers: their arithmetic is taken not to overflow,
@@ -37,9 +39,10 @@ leaves, mods that cannot wrap dropped, from the loop variables' constant ranges)
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -407,13 +410,37 @@ class _Entry:
     wrapped: bool = False
 
 
+class Reader(Protocol):
+    """What a caller knows of some ops' results beyond the lifter's own reading (a
+    `memref.dim` of a dynamic extent as its memref's size): asked first, as each value is
+    lifted."""
+
+    def inputs(self, op: Operation) -> Sequence[SSAValue]:
+        """The values `read` lifts for `op`'s results: lifted first, so that a long chain
+        of such ops needs no recursion."""
+        ...
+
+    def read(self, value: OpResult) -> Lifted | None:
+        """`value`'s bounds where this knows them; None for the lifter's own reading."""
+        ...
+
+
 class Lifter:
     """Lifts SSA values, remembering each value it has lifted: one per analysis of IR
-    that does not change meanwhile."""
+    that does not change meanwhile.
 
-    def __init__(self) -> None:
+    A `reader` is asked first for each op's result (Reader). With `named_unknowns`, each
+    64-bit result that neither reads is a leaf of its own (a call's, a load's): a number
+    with no known bounds, the same wherever it is used, so that `32 * ceildiv(x, 32)` is
+    a multiple of 32 and `x - x` is 0."""
+
+    def __init__(self, reader: Reader | None = None, named_unknowns: bool = False) -> None:
         self._memo: dict[SSAValue, _Entry | None] = {}
         self._ranges: dict[Key, Interval | None] = {}
+        self._reader = reader
+        self._named_unknowns = named_unknowns
+        self._unknowns = 0
+        self._reading: set[SSAValue] = set()  # the reader's, being read
 
     # --- public ---------------------------------------------------------------------
 
@@ -511,19 +538,50 @@ class Lifter:
                 expanded.add(top)
                 # An input already expanded but not lifted is a cycle (IR that breaks
                 # dominance): it stays unknown.
-                stack.extend(v for v in _inputs(top) if v not in self._memo and v not in expanded)
+                inputs = self._inputs(top)
+                stack.extend(v for v in inputs if v not in self._memo and v not in expanded)
                 continue
             stack.pop()
             self._memo[top] = self._step(top)
         return self._memo[value]
 
+    def _inputs(self, value: SSAValue) -> Sequence[SSAValue]:
+        """The values lifting `value` needs first."""
+        found = _inputs(value)
+        op = value.owner
+        if self._reader is None or not isinstance(op, Operation):
+            return found
+        return (*found, *self._reader.inputs(op))
+
     def _step(self, value: SSAValue) -> _Entry | None:
         width = scalar_int_width(value.type)
-        op = value.owner
         if width is None:
             return None
-        if isinstance(op, Block):
+        if not isinstance(value, OpResult):
             return _Entry(Lifted.at(leaf(value)))
+        if value in self._reading:
+            return None  # its reader's reading reaches it (IR that breaks dominance)
+        read = self._read_first(value)
+        if read is not None:
+            return _Entry(read)
+        found = self._own_step(value, width)
+        if found is None and self._named_unknowns and width == INDEX_WIDTH:
+            self._unknowns += 1
+            return _Entry(Lifted.at(leaf(f"value{self._unknowns}")))
+        return found
+
+    def _read_first(self, value: OpResult) -> Lifted | None:
+        """The reader's reading of `value`; None where it has none."""
+        if self._reader is None:
+            return None
+        self._reading.add(value)
+        try:
+            return self._reader.read(value)
+        finally:
+            self._reading.discard(value)
+
+    def _own_step(self, value: OpResult, width: int) -> _Entry | None:
+        op = value.op
         if isinstance(op, arith.ConstantOp | index.ConstantOp):
             attr = op.value
             if not isinstance(attr, IntegerAttr):

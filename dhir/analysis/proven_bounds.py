@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, SymbolRefAttr
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from dhir.analysis.lift import (
     Affine,
@@ -60,60 +60,66 @@ MOST_CANDIDATES = 32
 
 @dataclass
 class InBounds:
-    """Proves subscripts in bounds; one per module that does not change meanwhile."""
+    """Proves subscripts of `module` in bounds; `module` must not change meanwhile. Each
+    value is lifted when a question first reaches it (Reader): a `memref.dim` at a
+    constant dimension as its memref's size, a division by a positive constant as the
+    lifter's Div where it is one (the loops dhir-optimize-bodies makes end at
+    `(n divui 4) * 4`), a select whose condition the bounds decide as the value it picks,
+    and each other 64-bit value the lifter cannot read (a call's, a load's, a division
+    by a run-time value) as a leaf of its own."""
 
-    lifter: Lifter = field(default_factory=Lifter)
+    module: Operation
+    lifter: Lifter = field(init=False)
     _sizes: dict[tuple[SSAValue, int], str] = field(default_factory=dict[tuple[SSAValue, int], str])
-    _unknowns: int = 0
-    # The calls of each function, and the functions named otherwise than by a call.
-    _calls: dict[str, list[func.CallOp]] = field(default_factory=dict[str, list[func.CallOp]])
+    # The calls of each function, and the functions named otherwise than by a call: found
+    # when first needed.
+    _calls: dict[str, list[func.CallOp]] | None = None
     _named: set[str] = field(default_factory=set[str])
     _following: set[BlockArgument] = field(default_factory=set[BlockArgument])
 
-    def prepare(self, ops: Sequence[Operation]) -> None:
-        """Lift each `memref.dim` of a dynamic extent among `ops` as its memref's size, and
-        each division by a positive constant as the lifter's Div where it is one (the
-        loops dhir-optimize-bodies makes end at `(n divui 4) * 4`); `ops` in program order,
-        all of the module's (the calls of each function too)."""
-        for op in ops:  # first: the bounds below may follow any call
-            self._note_symbols(op)
-        for op in ops:
-            if isinstance(op, memref.DimOp):
-                dim = self.lifter.constant(op.index)
-                if dim is not None:
-                    self.lifter.name(op.result, self._size_name(op.source, dim))
-            elif isinstance(op, _DIVISIONS):
-                self._divide(op)
-            elif isinstance(op, arith.SelectOp):
-                self._select(op)
-            self._name_unknown(op)
+    def __post_init__(self) -> None:
+        self.lifter = Lifter(reader=self, named_unknowns=True)
 
-    def _note_symbols(self, op: Operation) -> None:
-        if isinstance(op, func.CallOp):
-            self._calls.setdefault(op.callee.string_value(), []).append(op)
-            return
-        for attr in (*op.properties.values(), *op.attributes.values()):
-            if isinstance(attr, SymbolRefAttr):
-                self._named.add(attr.root_reference.data)
+    def inputs(self, op: Operation) -> Sequence[SSAValue]:
+        """The values `read` lifts first (Reader)."""
+        if isinstance(op, _DIVISIONS):
+            return op.operands[:2]
+        if isinstance(op, arith.SelectOp) and isinstance(op.cond.owner, arith.CmpiOp):
+            return op.cond.owner.operands
+        return ()
 
-    def _name_unknown(self, op: Operation) -> None:
-        """Lift each 64-bit result of `op` that the lifter cannot read (a call's, a load's,
-        a division by a run-time value) as a leaf of its own: a number with no known
-        bounds, the same wherever it is used, so that `32 * ceildiv(x, 32)` is a multiple of
-        32 and `x - x` is 0."""
-        for result in op.results:
-            if scalar_int_width(result.type) == INDEX_WIDTH and self.lifter.value(result) is None:
-                self._unknowns += 1
-                self.lifter.define(result, Lifted.at(leaf(f"value{self._unknowns}")))
+    def read(self, value: OpResult) -> Lifted | None:
+        """What `value` is, where this knows more than the lifter (Reader)."""
+        op = value.op
+        if isinstance(op, memref.DimOp):
+            dim = self.lifter.constant(op.index)
+            return None if dim is None else Lifted.at(leaf(self._size_name(op.source, dim)))
+        if isinstance(op, _DIVISIONS):
+            return self._divide(op)
+        if isinstance(op, arith.SelectOp):
+            return self._select(op)
+        return None
 
-    def _select(self, op: arith.SelectOp) -> None:
+    def _note_symbols(self) -> dict[str, list[func.CallOp]]:
+        """The calls of each function, and the functions named otherwise (`_named`)."""
+        if self._calls is None:
+            self._calls = {}
+            for op in self.module.walk():
+                if isinstance(op, func.CallOp):
+                    self._calls.setdefault(op.callee.string_value(), []).append(op)
+                    continue
+                for attr in (*op.properties.values(), *op.attributes.values()):
+                    if isinstance(attr, SymbolRefAttr):
+                        self._named.add(attr.root_reference.data)
+        return self._calls
+
+    def _select(self, op: arith.SelectOp) -> Lifted | None:
         """A select whose condition the bounds decide is the value it picks (the
         allocation of a packed block sized `select(lb < ub, ub - lb, 0)`)."""
         picked = self._decided(op.cond)
         if picked is None:
-            return
-        value = op.lhs if picked else op.rhs
-        self.lifter.define(op.result, self.lifter.value(value))
+            return None
+        return self.lifter.value(op.lhs if picked else op.rhs)
 
     def _decided(self, condition: SSAValue) -> bool | None:
         """What an `arith.cmpi` of signed integers or index is wherever it runs, where its
@@ -136,23 +142,23 @@ class InBounds:
             return False
         return None
 
-    def _divide(self, op: Operation) -> None:
+    def _divide(self, op: Operation) -> Lifted | None:
         width = scalar_int_width(op.results[0].type)
+        if width != INDEX_WIDTH:
+            return None
         divisor = self.lifter.constant(op.operands[1])
         dividend = self.lifter.value(op.operands[0])
-        if width != INDEX_WIDTH or divisor is None or divisor <= 0 or dividend is None:
-            return
+        if divisor is None or divisor <= 0 or dividend is None:
+            return None
         # Signed floor and ceiling divisions are exact; the others are floors of a dividend
         # of 0 or more (truncation, an unsigned read of it).
         if not isinstance(op, _SIGNED_ROUNDING) and not self.not_negative(dividend):
-            return
+            return None
         if isinstance(op, _REMAINDERS):
-            if dividend.exact:
-                self.lifter.define(op.results[0], Lifted.at(modulo(dividend.low, divisor)))
-            return
+            return Lifted.at(modulo(dividend.low, divisor)) if dividend.exact else None
         ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
         low, high = (divided(e, divisor, ceil) for e in (dividend.low, dividend.high))
-        self.lifter.define(op.results[0], Lifted(low, high))
+        return Lifted(low, high)
 
     def proven(self, memory: SSAValue, dim: int, index: Lifted | None, lanes: int = 1) -> bool:
         """Whether `index` (and the `lanes` - 1 elements after it) lies in dimension `dim`
@@ -349,7 +355,7 @@ class InBounds:
         ):
             return []
         name = function.sym_name.data
-        calls = self._calls.get(name, [])
+        calls = self._note_symbols().get(name, [])
         if not calls or name in self._named:
             return []
         self._following.add(argument)  # a recursive call says nothing more

@@ -49,8 +49,7 @@ class BoundsChecksPass(ModulePass):
     name = "dhir-bounds-checks"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        proof = InBounds()
-        proof.prepare(list(op.walk()))
+        proof = InBounds(op)
         # Decided first, on the module as it is: the checks add ops the lifter would read.
         pending = [
             (access, dims)

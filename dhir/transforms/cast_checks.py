@@ -76,26 +76,39 @@ class CastChecksPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         reach = CastReach(op)
-        proof = InBounds()
-        if self.undecided:
-            # Decided first, on the module as it is: the checks add ops the lifter would read.
-            proof.prepare(list(op.walk()))
-            subviews = [
-                (view, dims)
-                for view in find_ops(op, memref.SubviewOp)
-                if not in_device_code(view) and (dims := undecided_subview_dims(view, proof))
-            ]
-            for view, dims in subviews:
-                _check_subview(view, dims)
-        for cast in list(find_ops(op, memref.ReinterpretCastOp)):
-            if in_device_code(cast):
-                continue
-            buffer = _buffer(cast.source, reach)
-            if buffer is not None and not (self.undecided and _cast_proven(cast, buffer, proof)):
-                _check(cast, buffer)
-        for view in list(find_ops(op, memref.ViewOp)):
-            if not in_device_code(view) and not (self.undecided and _view_proven(view, proof)):
-                _check_view(view)
+        proof = InBounds(op)
+        # All decided first, on the module as it is: the checks add ops the lifter would read.
+        subviews = _undecided_subviews(op, proof) if self.undecided else []
+        casts = [
+            (cast, buffer)
+            for cast in find_ops(op, memref.ReinterpretCastOp)
+            if not in_device_code(cast)
+            and (buffer := _buffer(cast.source, reach)) is not None
+            and not (self.undecided and _cast_proven(cast, buffer, proof))
+        ]
+        views = [
+            view
+            for view in find_ops(op, memref.ViewOp)
+            if not in_device_code(view) and not (self.undecided and _view_proven(view, proof))
+        ]
+        for view, dims in subviews:
+            _check_subview(view, dims)
+        for cast, buffer in casts:
+            _check(cast, buffer)
+        for view in views:
+            _check_view(view)
+
+
+def _undecided_subviews(
+    module: ModuleOp, proof: InBounds
+) -> list[tuple[memref.SubviewOp, list[int]]]:
+    """The subviews of host code not proven inside their source, with the dimensions
+    along which they are not."""
+    return [
+        (view, dims)
+        for view in find_ops(module, memref.SubviewOp)
+        if not in_device_code(view) and (dims := undecided_subview_dims(view, proof))
+    ]
 
 
 def undecided_subview_dims(view: memref.SubviewOp, proof: InBounds) -> list[int]:

@@ -92,9 +92,7 @@ class VectorChecksPass(ModulePass):
     undecided: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        proof = InBounds()
-        if self.undecided:
-            proof.prepare(list(op.walk()))
+        proof = InBounds(op)
         found_ops = [
             found
             for found in find_ops(op, (*_CHECKED, *_AFFINE))

@@ -246,8 +246,7 @@ def test_only_views_not_proven_inside_are_checked_by_default() -> None:
     CastChecksPass(undecided=True).apply(None, proven)  # pyright: ignore[reportArgumentType]
     assert "cf.assert" not in str(proven)
     module = parse_module(SUBVIEW.replace("ACCESS", VIEW_LOAD))
-    proof = InBounds()
-    proof.prepare(list(module.walk()))
+    proof = InBounds(module)
     (view,) = (op for op in module.walk() if isinstance(op, memref.SubviewOp))
     assert undecided_subview_dims(view, proof) == [0]
     CastChecksPass(undecided=True).apply(None, module)  # pyright: ignore[reportArgumentType]
@@ -275,8 +274,7 @@ def test_cli_stops_by_default_and_runs_unchecked_when_asked(tmp_path: Path) -> N
 
 def test_only_the_loaded_subscript_is_undecided() -> None:
     module = parse_module(GATHER.replace("ACCESS", STORE))
-    proof = InBounds()
-    proof.prepare(list(module.walk()))
+    proof = InBounds(module)
     found = {
         str(op.indices[0].name_hint): undecided_dims(op, proof)
         for op in module.walk()
@@ -328,3 +326,35 @@ def test_the_pass_adds_no_check_where_all_is_proven() -> None:
     module = parse_module(GATHER.replace("ACCESS", proven))
     BoundsChecksPass().apply(None, module)  # pyright: ignore[reportArgumentType]
     assert "cf.assert" not in str(module)
+
+
+def test_the_proof_reads_only_the_values_its_questions_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Three passes ask of every piece of a large build; the values their accesses do not
+    # use (most of a schedule's) are never read.
+    unrelated = "\n".join(
+        f"    %k{k} = arith.constant {k + 2} : index\n"
+        f"    %q{k} = arith.floordivsi %n, %k{k} : index"
+        for k in range(50)
+    )
+    module = parse_module(f"""
+func.func @main(%a: memref<8xf64>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %x = arith.constant 1.0 : f64
+  scf.for %i = %c0 to %c8 step %c1 {{
+{unrelated}
+    memref.store %x, %a[%i] : memref<8xf64>
+  }}
+  return
+}}
+""")
+    reads: list[object] = []
+    read = InBounds.read
+    monkeypatch.setattr(InBounds, "read", lambda self, v: reads.append(v) or read(self, v))
+    proof = InBounds(module)
+    (store,) = (op for op in module.walk() if isinstance(op, memref.StoreOp))
+    assert undecided_dims(store, proof) == []
+    assert len(reads) < 5

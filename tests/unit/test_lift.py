@@ -3,13 +3,15 @@ cast, min/max/select as bounds, unknown as None, and a property test that the co
 value of random index expressions lies within what the lifter says."""
 
 import sys
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 
-from dhir.analysis.lift import Lifted, Lifter, evaluate, isl_text
+from dhir.analysis.lift import Lifted, Lifter, divided, evaluate, isl_text
 from dhir.api import parse_string
+from dhir.dialects import arith
 
 
 def values(body: str, args: str = "") -> dict[str, SSAValue]:
@@ -439,3 +441,48 @@ def test_random_expressions_lie_within_their_lifted_bounds(
         assert low <= concrete <= high, (name, body)
         if lifted.exact:
             assert low == concrete, (name, body)
+
+
+class _Floors:
+    """A reader of `arith.floordivsi` by a constant, as the lifter's floor division."""
+
+    def __init__(self) -> None:
+        self.lifter = Lifter(reader=self)
+
+    def inputs(self, op: Operation) -> Sequence[SSAValue]:
+        return op.operands if isinstance(op, arith.FloorDivSIOp) else ()
+
+    def read(self, value: OpResult) -> Lifted | None:
+        op = value.op
+        if not isinstance(op, arith.FloorDivSIOp):
+            return None
+        dividend, divisor = self.lifter.exact(op.lhs), self.lifter.constant(op.rhs)
+        if dividend is None or divisor is None or divisor <= 0:
+            return None
+        return Lifted.at(divided(dividend, divisor, ceil=False))
+
+
+def test_a_reader_s_long_chain_is_lifted_without_recursion() -> None:
+    steps = 300  # five frames a step, were the reader's inputs lifted as it reads
+    lines = ["  %c2 = arith.constant 2 : index", "  %d0 = arith.addi %n, %c2 : index"]
+    lines += [f"  %d{k + 1} = arith.floordivsi %d{k}, %c2 : index" for k in range(steps)]
+    found = values("\n".join(lines), "%n: index")
+    lifter = _Floors().lifter
+    assert lifter.value(found[f"d{steps}"]) is not None
+    assert lifter.constant(found[f"d{steps}"], {found["n"]: 3 * 2**steps - 2}) == 3
+
+
+def test_unknown_results_are_leaves_of_their_own_only_when_asked() -> None:
+    body = """
+  %c0 = arith.constant 0 : index
+  %x = memref.load %m[%c0] : memref<2xindex>
+  %y = memref.load %m[%c0] : memref<2xindex>
+  %d = arith.subi %x, %x : index
+  %e = arith.subi %x, %y : index
+"""
+    found = values(body, "%m: memref<2xindex>")
+    named = Lifter(named_unknowns=True)
+    assert text(named.value(found["d"])) == "0"
+    assert named.value(found["e"]) is not None
+    assert named.constant(found["e"]) is None  # two different unknowns
+    assert Lifter().value(found["d"]) is None
