@@ -1,9 +1,9 @@
 """Linalg's contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
 `batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs, and a `linalg.generic` with one
 reduction dimension whose maps only pick dimensions, become the loops they mean, each
-output element's sum running up the reduction, as the interpreter computes it: for a
-generic, in whichever order of its dimensions the kernels and row sums take next
-(`_order`), not necessarily the one it lists; or, for
+output element's sum running up the reduction, as the interpreter computes it, in
+whichever order of its dimensions the kernels and row sums take next (`_order`; a named
+op as its generic form), not necessarily the one a generic lists; or, for
 the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
 any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot); without `nsz`, the
 calls where no output element is -0 before them, else the loops (see dhir.transforms.blas)."""
@@ -198,10 +198,10 @@ def _order(
     op: Contraction, maps: Sequence[AffineMap], parallel: Sequence[bool]
 ) -> tuple[list[int], bool]:
     """The dimensions of `op`'s loops, outermost first, and whether the reduction is
-    innermost, carrying the element. A named op: its parallel dimensions in order, then
-    the reduction. A generic whose output picks every parallel dimension once and whose
-    body only computes: the output's dimensions in its order (rows outer, its last index
-    the columns) and the reduction just before the columns (i-k-j) where every input read
+    innermost, carrying the element. A contraction (a named op as its generic form: its
+    maps and body) whose output picks every parallel dimension once and whose body only
+    computes: the output's dimensions in its order (rows outer, its last index the
+    columns) and the reduction just before the columns (i-k-j) where every input read
     along the columns is read along its last index, else innermost. Every element is
     written at one point of the parallel dimensions and no input shares its memory
     (`_refusal`), so its updates run up the reduction in any such order, as the
@@ -210,8 +210,6 @@ def _order(
     dims = list(range(len(parallel)))
     reduction = [d for d in dims if not parallel[d]]
     across = [d for d in dims if parallel[d]]
-    if not isinstance(op, linalg.GenericOp):
-        return [*across, *reduction], True
     out = [cast(AffineDimExpr, r).position for r in maps[-1].results]
     body = [inner for inner in op.body.block.ops if not isinstance(inner, linalg.YieldOp)]
     if sorted(out) != across or not all(is_pure(inner) for inner in body):

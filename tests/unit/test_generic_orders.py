@@ -1,13 +1,14 @@
 """linalg.generic contractions whose dimensions come in any order (gemm as (j, k, i), a
-batch with the batch inside, a matrix-vector product with the reduction first): the
-optimizer writes each as the loops its kernels take, and the native result is the
+batch with the batch inside, a matrix-vector product with the reduction first), and the
+named contractions (matmul, batch_matmul, matvec, vecmat, dot) as their generic forms:
+the optimizer writes each as the loops its kernels take, and the native result is the
 interpreter's, bit for bit."""
 
 import itertools
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,15 @@ KINDS = {
     "vecmat": (("k",), ("k", "j"), ("j",)),
     "spread": (("i", "k"), ("k", "j"), ("i",)),
 }
+# The named ops, by the kind of generic each one is.
+NAMED = {
+    "gemm": "matmul",
+    "batch": "batch_matmul",
+    "matvec": "matvec",
+    "vecmat": "vecmat",
+    "dot": "dot",
+}
+SUBSCRIPTS = {**KINDS, "dot": (("k",), ("k",), ())}
 BODIES = {
     "add": ["%p = arith.mulf %a, %b : {t}", "%s = arith.addf %c, %p : {t}"],
     "sub": ["%p = arith.mulf %a, %b : {t}", "%s = arith.subf %c, %p : {t}"],
@@ -47,7 +57,8 @@ BODIES = {
 class Product:
     """A linalg.generic contraction: its kind, its dimensions in the order it lists them,
     their sizes, which operands are stored transposed (their subscripts reversed), its
-    body and its element type."""
+    body and its element type; or, `named`, the named op of its kind (NAMED), whose
+    dimensions, operands and body are its own."""
 
     kind: str
     order: tuple[str, ...]
@@ -55,11 +66,12 @@ class Product:
     transposed: tuple[bool, bool, bool] = (False, False, False)
     body: str = "add"
     dtype: str = "f64"
+    named: bool = False
 
     def subscripts(self) -> list[tuple[str, ...]]:
         return [
             tuple(reversed(picks)) if flip else picks
-            for picks, flip in zip(KINDS[self.kind], self.transposed, strict=True)
+            for picks, flip in zip(SUBSCRIPTS[self.kind], self.transposed, strict=True)
         ]
 
     def shapes(self) -> list[tuple[int, ...]]:
@@ -73,17 +85,25 @@ class Product:
         maps = [f"affine_map<({dims}) -> ({', '.join(p)})>" for p in self.subscripts()]
         kinds = ", ".join('"reduction"' if d == "k" else '"parallel"' for d in self.order)
         body = [line.format(t=t) for line in BODIES[self.body]]
-        return "\n".join(
-            [
-                f"func.func @main(%A: {types[0]}, %B: {types[1]}, %C: {types[2]}) {{",
-                f"  %alpha = arith.constant 1.5 : {t}",
+        operands = f"ins(%A, %B : {types[0]}, {types[1]}) outs(%C : {types[2]})"
+        op = (
+            [f"  linalg.{NAMED[self.kind]} {operands}"]
+            if self.named
+            else [
                 f"  linalg.generic {{indexing_maps = [{', '.join(maps)}],",
                 f"                  iterator_types = [{kinds}]}}",
-                f"      ins(%A, %B : {types[0]}, {types[1]}) outs(%C : {types[2]}) {{",
+                f"      {operands} {{",
                 f"  ^bb0(%a: {t}, %b: {t}, %c: {t}):",
                 *(f"    {line}" for line in body),
                 f"    linalg.yield %s : {t}",
                 "  }",
+            ]
+        )
+        return "\n".join(
+            [
+                f"func.func @main(%A: {types[0]}, %B: {types[1]}, %C: {types[2]}) {{",
+                f"  %alpha = arith.constant 1.5 : {t}",
+                *op,
                 "  return",
                 "}",
                 "",
@@ -198,3 +218,57 @@ def test_timing_says_a_gemm_generic_with_its_columns_outer_was_blocked(tmp_path:
     lines = [s for s in map(str.strip, done.stderr.splitlines()) if s.startswith("optimizer: ")]
     assert len(lines) == 1, done.stderr
     assert "gemm_jki.mlir:3:3: nest (i-k-j) blocked 4 rows x " in lines[0], lines
+
+
+# Odd sizes: no dimension a whole number of the kernels' 4 rows or 8 columns.
+NAMED_SIZES = (("b", 3), ("i", 7), ("j", 21), ("k", 11))
+
+
+def _named(kind: str) -> Product:
+    dims = sorted({d for picks in SUBSCRIPTS[kind] for d in picks})
+    return Product(kind, tuple(dims), tuple(s for s in NAMED_SIZES if s[0] in dims), named=True)
+
+
+@needs_llvm
+@pytest.mark.parametrize("ranks", [1, 2])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("kind", sorted(NAMED))
+def test_a_named_contraction_is_exact(kind: str, dtype: str, ranks: int) -> None:
+    """Each named contraction, its loops now in the order the optimizer picks for its
+    generic form (the reduction before the columns for matmul, batch_matmul and vecmat),
+    gives each element its updates up the reduction, as the interpreter does, on 1 rank
+    and on 2 (a task's rows split in pieces)."""
+    product = replace(_named(kind), dtype=dtype)
+    inputs = product.inputs(7)
+    want = dhir.run(product.text(), *inputs, backend="interp", ranks=1)
+    got = dhir.run(product.text(), *inputs, backend="native", ranks=ranks)
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_array_equal(np.signbit(got[2]), np.signbit(want[2]))
+
+
+@pytest.mark.parametrize(
+    ("kind", "want"),
+    [
+        ("gemm", f"nest (i-k-j) {BLOCKED}, column blocks outer, exact"),
+        ("batch", f"nest (i-k-j) {BLOCKED}, column blocks outer, exact"),
+        ("matvec", "sums of 4 rows run in vector lanes (4 steps of k transposed in registers"),
+        ("vecmat", "nest (i-k-j) blocked 1 row x 8 columns (2 vectors of 4 x f64) in registers, k in chunks of 8"),
+    ],
+)  # fmt: skip
+def test_a_named_contraction_gets_the_kernel_of_its_generic_form(kind: str, want: str) -> None:
+    """matmul, batch_matmul and vecmat run the reduction before the columns, as their
+    generic forms do (they ran k innermost: vecmat read its matrix down the columns);
+    matvec, whose matrix the columns index along its rows, keeps k innermost, its rows'
+    sums side by side. The same line as the generic form's."""
+    sizes = (("b", 2), ("i", 9), ("j", 37), ("k", 13))
+    named = _named(kind)
+    named = Product(kind, named.order, tuple(s for s in sizes if s[0] in named.order), named=True)
+    (text,) = _decisions(named)
+    assert text.startswith(want), text
+    assert _decisions(Product(kind, named.order, named.sizes)) == [text]
+
+
+def test_a_named_dot_gets_no_line() -> None:
+    """dot has no parallel dimension: its sum runs in a register, as before, and makes no
+    nest the optimizer reports."""
+    assert _decisions(_named("dot")) == []
