@@ -25,6 +25,11 @@ from dhir.ir import layout
 # dwarf loops whose counts are known.
 DEFAULT_TRIP_COUNT = 100
 
+# On a loop nest or linalg op that dhir-optimize-bodies will turn into register-blocked
+# vector code, as its dry run found (dhir.transforms.blocked_nests): the work count and
+# the reuse count time it as that code runs. Dropped before the lowering.
+BLOCKED_ATTR = "dhir.blocked"
+
 
 # --- constants and trip counts ------------------------------------------------------
 

@@ -38,6 +38,17 @@ def handing_over() -> Iterator[None]:
         _open.reset(token)
 
 
+@contextmanager
+def not_handing_over() -> Iterator[None]:
+    """Record nothing while this lasts: for a dry run on a copy of the module, whose
+    tasks' facts no pass will take."""
+    token = _open.set(None)
+    try:
+        yield
+    finally:
+        _open.reset(token)
+
+
 def hand_over(
     tasks: Sequence[TaskOp], effects: Sequence[Effects], regions: Sequence[Regions]
 ) -> None:

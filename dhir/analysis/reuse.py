@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, ShapedType
 from xdsl.ir import Block, Operation, SSAValue
 
 from dhir.analysis import counts as counting
+from dhir.analysis.counts import BLOCKED_ATTR
 from dhir.analysis.lift import Lifter
 from dhir.dialects import affine, scf
 from dhir.dialects.access import Access, Kind, is_dealloc, kind, scalar_access
@@ -65,6 +66,9 @@ class _Group:
     stored: bool = False
     element: int = 8
     shape: tuple[int, ...] = field(default_factory=tuple[int, ...])
+    # In a nest that runs as register-blocked code (work.BLOCKED_ATTR), whose blocks keep
+    # what they reuse close: its lines move once, whatever the cache.
+    kept: bool = False
 
     def span(self, inner: Sequence[_Loop]) -> float:
         """Bytes of the lines the group touches while the `inner` loops run once."""
@@ -82,7 +86,7 @@ class _Group:
 
     def traffic(self, capacity: float) -> float:
         """Bytes moved with a cache of `capacity` bytes (STREAM-counted)."""
-        keep = len(self.loops)
+        keep = 0 if self.kept else len(self.loops)
         while keep > 0 and self.loops[keep - 1].iteration_bytes <= capacity:
             keep -= 1
         runs = math.prod(loop.runs for loop in self.loops[:keep])
@@ -111,12 +115,23 @@ class _Collector:
         self.loops: list[_Loop] = []
         self.means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
         self.lift = Lifter()
+        self.blocked = False  # inside a nest marked BLOCKED_ATTR
+
+    def op(self, op: Operation, loops: tuple[_Loop, ...]) -> None:
+        if BLOCKED_ATTR not in op.attributes or self.blocked:
+            self._op(op, loops)
+            return
+        self.blocked = True
+        try:
+            self._op(op, loops)
+        finally:
+            self.blocked = False
 
     def block(self, block: Block, loops: tuple[_Loop, ...]) -> None:
         for op in block.ops:
             self.op(op, loops)
 
-    def op(self, op: Operation, loops: tuple[_Loop, ...]) -> None:
+    def _op(self, op: Operation, loops: tuple[_Loop, ...]) -> None:
         access = scalar_access(op)
         if access is not None:
             self.access(access, loops)
@@ -166,6 +181,7 @@ class _Collector:
         if group is None:
             element = counting.memref_bytes(type_) // max(1, math.prod(shape))
             group = _Group(memref, tuple(subscripts), loops, element=element, shape=shape)
+            group.kept = self.blocked
             self.groups[key] = group
         group.stored |= store
 

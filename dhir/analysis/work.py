@@ -18,21 +18,23 @@ docs/costs.md.
 """
 
 import math
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    AnyFloat,
     IndexType,
     ShapedType,
     VectorType,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr
 
 from dhir.analysis import reuse
 from dhir.analysis.counts import (
+    BLOCKED_ATTR,
     DEFAULT_TRIP_COUNT,
     affine_trips,
     element_bytes_of,
@@ -90,6 +92,15 @@ class Work:
     # (cache bytes, bytes moved with a cache that large, STREAM-counted) where that
     # changes, smallest cache first (dhir.analysis.reuse); () when not known.
     reuse: tuple[tuple[float, float], ...] = ()
+    # Of `flops`, those of the nests dhir-optimize-bodies turns into register-blocked
+    # vector code (BLOCKED_ATTR), and the same weighed by their element width over f32's
+    # (an f64 flop is 2): they run at the core's f32 peak times an efficiency.
+    blocked: float = 0.0
+    blocked_f32: float = 0.0
+    # Float ops that wait for one another across the iterations of a loop (a value carried
+    # from one iteration to the next: iter_args, or one memory element loaded and stored
+    # again), summed over the iterations: they run at the FP latency, one after another.
+    chain: float = 0.0
 
     def __add__(self, other: "Work") -> "Work":
         return Work(
@@ -101,6 +112,9 @@ class Work:
             self.allocated + other.allocated,
             max(self.working_set, other.working_set),
             _added_reuse(self, other),
+            self.blocked + other.blocked,
+            self.blocked_f32 + other.blocked_f32,
+            self.chain + other.chain,
         )
 
     def moved(self, cache: float) -> float | None:
@@ -120,6 +134,9 @@ class Work:
             self.allocated * count,
             self.working_set,
             tuple((size, moved * count) for size, moved in self.reuse),
+            self.blocked * count,
+            self.blocked_f32 * count,
+            self.chain * count,
         )
 
 
@@ -154,6 +171,9 @@ def body_work(task: TaskOp) -> Work:
         body.parallel,
         body.allocated,
         reuse=curve or (),
+        blocked=body.blocked,
+        blocked_f32=body.blocked_f32,
+        chain=body.chain,
     )
 
 
@@ -220,6 +240,7 @@ class _Counter:
         self._recursion: frozenset[func.FuncOp] = frozenset()  # calls in it count nothing
         self._symbols = Symbols()
         self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
+        self._blocked = False  # counting a nest marked BLOCKED_ATTR
 
     def region(self, region: Region) -> Work:
         total = Work()
@@ -232,30 +253,50 @@ class _Counter:
         # Work each, which dominated the costing of large schedules.
         flops = traffic = allocated = 0.0
         nested = Work()
-        loaded: set[tuple[object, ...]] = set()  # loads the compiler can reuse
+        loaded: dict[tuple[object, ...], SSAValue] = {}  # loads the compiler can reuse
+        chain = 0
+        carried = isinstance(block.parent_op(), scf.ForOp | affine.ForOp)
         for op in block.ops:
             access = moved(op)
             if access is not None and access.read:
                 key = _key(access)
                 if key in loaded:
                     continue  # the same element again, with no store in between: reused
-                loaded.add(key)
+                assert access.value is not None
+                loaded[key] = access.value
                 traffic += _access_bytes(access)
             elif access is not None:
                 key = _key(access)
                 stored = _access_bytes(access)
                 allocated += 0.0 if key in loaded else stored  # update in place: line loaded
-                loaded = {k for k in loaded if k[0] is not key[0]} | {key}
+                if carried and key in loaded and not _varies(access.indices, block):
+                    # One element updated at every iteration: the next one waits.
+                    assert access.value is not None
+                    chain = max(chain, _chain_length(block, loaded[key], access.value))
+                loaded = {k: v for k, v in loaded.items() if k[0] is not key[0]}
+                assert access.value is not None
+                loaded[key] = access.value
                 traffic += stored
             elif is_arithmetic(op):
+                if self._blocked and carried and not _varies(op.operands, block, loads=True):
+                    continue  # blocked code computes it once per run of the loop
                 flops += _flops(op)
             else:
                 if op.regions or isinstance(op, func.CallOp):
-                    loaded = set()  # may store anywhere
+                    loaded = {}  # may store anywhere
                 nested += self.op(op)
-        return nested + Work(flops=flops, bytes=traffic, allocated=allocated)
+        return nested + Work(flops=flops, bytes=traffic, allocated=allocated, chain=chain)
 
     def op(self, op: Operation) -> Work:
+        if BLOCKED_ATTR not in op.attributes or self._blocked:
+            return self._op(op)
+        self._blocked = True
+        try:
+            return _as_blocked(op, self._op(op))
+        finally:
+            self._blocked = False
+
+    def _op(self, op: Operation) -> Work:
         access = moved(op)
         if access is not None:
             return Work(bytes=_access_bytes(access))
@@ -264,7 +305,8 @@ class _Counter:
         if isinstance(op, scf.ForOp):
             iv = op.regions[0].block.args[0]
             trips = loop_trips(op.operands[:3], iv, self._means)
-            return self.region(op.regions[0]).times(trips)
+            carried = Work(chain=_carried_chain(op.regions[0].block))
+            return (self.region(op.regions[0]) + carried).times(trips)
         if isinstance(op, scf.ParallelOp):
             bounds = zip(op.lowerBound, op.upperBound, op.step, op.body.block.args)
             trips = [loop_trips(b[:3], b[3], self._means) for b in bounds]
@@ -408,6 +450,98 @@ def _components(
                 on_path.discard(group[-1])
             found.append((group, len(group) > 1 or function in calls_itself))
     return found
+
+
+def _as_blocked(op: Operation, work: Work) -> Work:
+    """`work` of `op`, a nest that runs as register-blocked vector code: its flops at the
+    blocked rate, no chain (the sums run side by side), and a linalg op's operands moved
+    once (its count of one access per iteration is what blocking saves)."""
+    bits = next(
+        (
+            result.type.bitwidth
+            for inner in op.walk()
+            if is_arithmetic(inner)
+            for result in inner.results
+            if isinstance(result.type, AnyFloat)
+        ),
+        32,
+    )
+    if isinstance(op, LinalgStructuredOperation):
+        inputs = sum(memref_bytes(v.type) for v in op.inputs if _is_shaped(v))
+        outputs = sum(memref_bytes(v.type) for v in op.outputs if _is_shaped(v))
+        work = replace(work, bytes=float(inputs + 2 * outputs))
+    flops = work.flops
+    return replace(work, blocked=flops, blocked_f32=flops * bits / 32, chain=0.0)
+
+
+def _carried_chain(body: Block) -> int:
+    """The float ops on the longest chain from a value an scf.for carries (iter_args) to
+    what the next iteration gets of it."""
+    end = body.last_op
+    if end is None:
+        return 0
+    carried = zip(body.args[1:], end.operands)
+    return max((_chain_length(body, arg, out) for arg, out in carried), default=0)
+
+
+def _chain_length(block: Block, source: SSAValue, target: SSAValue) -> int:
+    """Float ops of `block` (straight-line, not in nested regions) on the longest path
+    from `source` to `target`; 0 when there is none."""
+    depth: dict[SSAValue, int] = {source: 0}
+    for op in block.ops:
+        if not is_arithmetic(op) or not op.results:
+            continue
+        found = [depth[v] for v in op.operands if v in depth]
+        result = op.results[0]
+        if not found or not _is_float(result.type):
+            continue
+        depth[result] = max(found) + (0 if op.name in _FREE_ARITH else 1)
+    return depth.get(target, 0) if target is not source else 0
+
+
+def _varies(values: Sequence[SSAValue], block: Block, loads: bool = False) -> bool:
+    """Whether any of `values` may change from one run of `block` to the next: computed
+    in it from its arguments (a loop's variable), or by anything but arithmetic (with
+    `loads`, but loads at such places of memrefs `block` does not store to)."""
+    seen: set[SSAValue] = set()
+    todo = list(values)
+    while todo:
+        value = todo.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value, BlockArgument):
+            if value.block is block:
+                return True
+            continue
+        op = value.owner
+        assert isinstance(op, Operation)
+        if op.parent_block() is not block:
+            continue  # defined outside: the same at every run
+        access = moved(op) if loads else None
+        if access is not None and access.read and not _stores_to(block, access.memref):
+            todo += access.indices
+            continue
+        if not is_arithmetic(op):
+            return True
+        todo += op.operands
+    return False
+
+
+def _stores_to(block: Block, memref: SSAValue) -> bool:
+    """Whether `block` (or what it holds) may store to `memref`."""
+    for op in block.walk():
+        access = moved(op)
+        if access is not None and access.write and access.memref is memref:
+            return True
+        if access is None and isinstance(op, func.CallOp):
+            return True
+    return False
+
+
+def _is_float(type_: Attribute) -> bool:
+    element = type_.get_element_type() if isinstance(type_, VectorType) else type_
+    return isinstance(element, AnyFloat)
 
 
 def _weight(work: Work) -> float:

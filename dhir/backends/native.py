@@ -61,6 +61,7 @@ from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.alloc_sizes import AllocSizesPass
 from dhir.transforms.blas import SYMBOLS
+from dhir.transforms.blocked_nests import forget_blocked
 from dhir.transforms.bounds_checks import BoundsChecksPass
 from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass
@@ -158,7 +159,9 @@ def compile_native(
     track = TrackTasksPass()  # so that a rank that dies can be named with its task
     with handing_over():
         # dhir-split before placement, so that it places the pieces.
-        tiled = splits.tasks(module, tiles=options.optimize, safe=openmp)
+        assert options.cpu is not None
+        bits = cpu_facts(find_llvm_tools().clang, options.cpu).vector_bits
+        tiled = splits.tasks(module, tiles=options.optimize, safe=openmp, vector_bits=bits)
         timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
         with timing.stage("dhir passes"):
             if plan is not None:
@@ -176,6 +179,7 @@ def compile_native(
             # and its fills), built as their loops written by hand are, without OpenMP.
             openmp, runtime = False, EarlyRuntime(options, False)
         forget_threads(module)
+        forget_blocked(module)
         timing.notes += in_order if openmp else []
         after = _after_passes(options, openmp, gpu is not None, names)
         if profile is not None:

@@ -21,6 +21,14 @@ from dhir.targets import DeviceKind
 STREAM_COUNTED = 24 / 32
 # GPUs pay to start a kernel even when a machine description does not say how much.
 DEFAULT_LAUNCH_OVERHEAD_S = 5e-6
+# The share of a core's f32 FMA peak (as `core_gflops` gives it) that the register-blocked
+# code of dhir-optimize-bodies reaches, weighed by element width (f64 at half the f32
+# rate): measured on gemm and 2mm (docs/costs.md, "Blocked nests and chains").
+BLOCKED_EFFICIENCY = 1.0
+# Seconds a float add or multiply takes before an op that needs its result can start:
+# what each step of a loop-carried chain costs (docs/costs.md, "Blocked nests and
+# chains"; 3 to 4 cycles at 3 to 4 GHz on current x86-64 and Arm cores).
+FP_LATENCY_S = 0.85e-9
 # A core's first-level data cache, which machine descriptions leave out: 32 KiB on most
 # x86-64 and Arm cores. Data kept there is reused at no cost; what it cannot keep comes
 # from the core's own cache.
@@ -33,10 +41,25 @@ def roofline_time(work: Work, device: Device, busy: int | None = None) -> float:
     how many of the device's ranks run at the same time (None: all of them)."""
     compute, memory = rates(work, device, busy)
     if not _is_gpu(device):
-        return max(work.flops / (compute * 1e9), _cpu_traffic(work, device, busy, memory))
+        traffic = _cpu_traffic(work, device, busy, memory)
+        return max(_cpu_compute(work, compute), traffic, _chain_time(work, device))
     seconds = max(work.flops / (compute * 1e9), work.bytes / (memory * 1e9))
     # Whatever runs on a GPU runs as at least one kernel.
     return seconds + max(work.launches, 1.0) * _launch_overhead(device)
+
+
+def _cpu_compute(work: Work, compute: float) -> float:
+    """Seconds of a CPU task's arithmetic at `compute` GFLOP/s (f32 FMA peak), its
+    register-blocked nests at BLOCKED_EFFICIENCY of it per f32-wide flop."""
+    rest = max(0.0, work.flops - work.blocked)
+    return (rest + work.blocked_f32 / BLOCKED_EFFICIENCY) / (compute * 1e9)
+
+
+def _chain_time(work: Work, device: Device) -> float:
+    """Seconds of a CPU task's loop-carried chains, one float op after another (each
+    thread runs its share of a parallel loop's)."""
+    threads = (_threads(device) if work.parallel else 1) or 1
+    return work.chain * FP_LATENCY_S / threads
 
 
 def rates(work: Work, device: Device, busy: int | None = None) -> tuple[float, float]:

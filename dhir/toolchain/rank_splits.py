@@ -12,8 +12,12 @@ from xdsl.dialects.builtin import ModuleOp
 from dhir.analysis.threads import decide_threads, has_parallel_loops, openmp_safe
 from dhir.api import diagnosed
 from dhir.dialects.linalg import LinalgStructuredOperation as _Linalg
+from dhir.ir.diagnostics import DhirError
 from dhir.ir.walk import holds_op
 from dhir.toolchain.build import Timing
+from dhir.toolchain.cpu import cpu_facts, cpu_for
+from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.blocked_nests import mark_blocked
 from dhir.transforms.optimize_bodies import Decision, linalg_left
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
@@ -42,13 +46,21 @@ class RankSplits:
         self._devices_asked = True
 
     def tasks(
-        self, module: ModuleOp, *, tiles: bool = True, safe: bool | None = None
+        self,
+        module: ModuleOp,
+        *,
+        tiles: bool = True,
+        safe: bool | None = None,
+        vector_bits: int | None = None,
     ) -> list[Decision]:
         """dhir-time-tiles (when `tiles`: not with --no-optimize, which also leaves out
         dhir-optimize-bodies), then dhir-split, after `devices`; what dhir-time-tiles did
         with each time loop. In between, whether the module runs on threads is decided
         and kept on it (dhir.analysis.threads), for dhir-split, dhir-place and the build;
-        `safe`: `openmp_safe`'s answer, when known already."""
+        `safe`: `openmp_safe`'s answer, when known already. Then, with `tiles`, the nests
+        dhir-optimize-bodies will block (for `vector_bits`-wide vectors: the build's
+        CPU's; by default this machine's) are marked for the cost model, before dhir-split
+        (dhir.transforms.blocked_nests)."""
         assert self._devices_asked, "dhir-split-devices runs before dhir-split"
         safe = openmp_safe(module) if safe is None else safe
         loops = safe and has_parallel_loops(module)
@@ -59,9 +71,23 @@ class RankSplits:
         # The optimizer runs where the time tiles do (not with --no-optimize).
         left = partial(linalg_left if tiles else _holds_linalg, module)
         decide_threads(module, safe, loops, left)
+        if tiles:
+            # Before dhir-split, whose pieces keep the marks: once per task, not per piece.
+            bits = vector_bits if vector_bits is not None else native_vector_bits()
+            with self.timing.stage("dhir optimizer (dry run)"):
+                mark_blocked(module, bits)
         with self.timing.stage("dhir passes"), diagnosed():
             SplitTasksPass(self.ranks).split(module, self.plan)
         return tiled
+
+
+def native_vector_bits() -> int:
+    """The vector width of the CPU dhir builds for by default (this machine's); 256 when
+    clang cannot say (the cost model's guess only: the build asks again)."""
+    try:
+        return cpu_facts(find_llvm_tools().clang, cpu_for(None)).vector_bits
+    except DhirError:
+        return 256
 
 
 def _holds_linalg(module: ModuleOp) -> bool:

@@ -1,0 +1,156 @@
+"""The cost model times what the build runs: a nest dhir-optimize-bodies blocks in
+registers at the core's peak (its own dry run says which), a loop-carried float chain at
+the FP latency (docs/costs.md, "Blocked nests and chains"). Predicted times only, compared
+between programs: nothing here runs or times a program."""
+
+import pytest
+from devices import rank_device
+
+from dhir.analysis.counts import BLOCKED_ATTR
+from dhir.analysis.work import task_work
+from dhir.api import parse_string
+from dhir.ir.tasks import task_ids
+from dhir.machine.roofline import BLOCKED_EFFICIENCY, FP_LATENCY_S, roofline_time
+from dhir.targets import DeviceKind
+from dhir.toolchain.rank_splits import RankSplits
+from dhir.transforms.blocked_nests import forget_blocked, mark_blocked
+
+# One core of a CPU whose caches are far slower than its arithmetic: a nest timed by its
+# loads, not its flops, shows it.
+CORE = rank_device(
+    DeviceKind.CPU,
+    peak_gflops=32.0,
+    mem_bw_gbs=10.0,
+    cores=1,
+    core_gflops=32.0,
+    core_mem_bw_gbs=10.0,
+    core_cache_bytes=1 << 20,
+    core_cache_bw_gbs=40.0,
+    llc_bytes=32 << 20,
+    llc_bw_gbs=20.0,
+)
+
+
+def gemm(n: int, element: str = "f64") -> str:
+    """C = C + alpha A B as loops i, k, j (PolyBench's order), in one CPU task."""
+    t = f"memref<{n}x{n}x{element}>"
+    return f"""func.func @main(%C: {t}, %A: {t}, %B: {t}) {{
+  dhir.schedule %C, %A, %B {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %g = dhir.task %cpu, %C, %A, %B {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant {n} : index
+      %alpha = arith.constant 1.5 : {element}
+      scf.for %i = %c0 to %n step %c1 {{
+        scf.for %k = %c0 to %n step %c1 {{
+          scf.for %j = %c0 to %n step %c1 {{
+            %c = memref.load %C[%i, %j] : {t}
+            %a = memref.load %A[%i, %k] : {t}
+            %b = memref.load %B[%k, %j] : {t}
+            %aa = arith.mulf %alpha, %a : {element}
+            %p = arith.mulf %aa, %b : {element}
+            %s = arith.addf %c, %p : {element}
+            memref.store %s, %C[%i, %j] : {t}
+          }}
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def recurrence(n: int, ops: int, carried: str = "register") -> str:
+    """x[i] = s with s = s * a + b[i] (`ops` 2) or s = (s * a + b[i]) * a + b[i] (4): each
+    step waits for the last. `carried`: in iter_args ("register"), in acc[0] ("memory"),
+    or not at all ("none": s = b[i] * a + b[i] ..., independent steps)."""
+    t = f"memref<{n}xf64>"
+    start = {"register": "%acc", "memory": "%old", "none": "%bi"}[carried]
+    lines = [f"%m0 = arith.mulf {start}, %a : f64", "%v0 = arith.addf %m0, %bi : f64"]
+    if ops == 4:
+        lines += ["%m1 = arith.mulf %v0, %a : f64", "%v1 = arith.addf %m1, %bi : f64"]
+    last = "%v1" if ops == 4 else "%v0"
+    body = "\n".join(f"        {line}" for line in lines)
+    if carried == "register":
+        loop = f"""      %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f64) {{
+        %bi = memref.load %b[%i] : {t}
+{body}
+        memref.store {last}, %x[%i] : {t}
+        scf.yield {last} : f64
+      }}"""
+    else:
+        loop = f"""      scf.for %i = %c0 to %n step %c1 {{
+        %bi = memref.load %b[%i] : {t}
+        %old = memref.load %x[%c0] : {t}
+{body}
+        memref.store {last}, %x[{"%c0" if carried == "memory" else "%i"}] : {t}
+      }}"""
+    return f"""func.func @main(%x: {t}, %b: {t}) {{
+  dhir.schedule %x, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %r = dhir.task %cpu, %x, %b {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant {n} : index
+      %a = arith.constant 0.5 : f64
+      %zero = arith.constant 0.0 : f64
+{loop}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def predicted(text: str, optimize: bool = True) -> float:
+    """Seconds the cost model gives the program's tasks on CORE, as `dhir run` splits
+    them for 1 rank (`optimize`: with dhir-optimize-bodies, as by default)."""
+    module = parse_string(text)
+    splits = RankSplits(1)
+    splits.devices(module)
+    splits.tasks(module, tiles=optimize, vector_bits=256)
+    return sum(roofline_time(task_work(task), CORE, 1) for task in task_ids(module))
+
+
+def test_a_nest_the_optimizer_blocks_is_timed_at_the_blocked_rate() -> None:
+    n = 600
+    blocked = predicted(gemm(n))
+    as_written = predicted(gemm(n), optimize=False)
+    # 2 n^3 f64 flops (alpha A[i, k] once per k, not per j), each worth two f32 ones,
+    # at the efficiency of the core's peak.
+    at_peak = 2 * n**3 * 2 / (BLOCKED_EFFICIENCY * 32e9)
+    assert blocked == pytest.approx(at_peak, rel=0.02)
+    # The loops as written are timed by B's rows, fetched again for every row of C.
+    assert as_written > 2 * blocked
+
+
+def test_blocked_nests_are_timed_by_their_element_width() -> None:
+    assert predicted(gemm(400, "f64")) == pytest.approx(2 * predicted(gemm(400, "f32")), rel=0.02)
+
+
+def test_the_dry_run_marks_the_nest_and_the_build_drops_the_marks() -> None:
+    module = parse_string(gemm(64))
+    assert mark_blocked(module, 256) == 1
+    marked = [op for op in module.walk() if BLOCKED_ATTR in op.attributes]
+    assert [op.name for op in marked] == ["scf.for"]  # the k loop, the nest it blocks
+    forget_blocked(module)
+    assert not any(BLOCKED_ATTR in op.attributes for op in module.walk())
+
+
+def test_a_nest_it_leaves_is_not_marked() -> None:
+    # x[i] = s ... is no contraction: the optimizer says why it leaves it.
+    module = parse_string(recurrence(64, 2))
+    assert mark_blocked(module, 256) == 0
+
+
+@pytest.mark.parametrize("carried", ["register", "memory"])
+def test_a_loop_carried_chain_is_timed_at_the_fp_latency(carried: str) -> None:
+    n = 100_000
+    two = predicted(recurrence(n, 2, carried))
+    four = predicted(recurrence(n, 4, carried))
+    assert two == pytest.approx(2 * n * FP_LATENCY_S, rel=0.02)
+    assert four == pytest.approx(2 * two, rel=0.02)
+    # The same arithmetic on independent steps is bound by its traffic, far less.
+    assert predicted(recurrence(n, 4, "none")) < four / 2
