@@ -21,7 +21,7 @@ from dhir.analysis.handoff import not_handing_over
 from dhir.dialects import affine, scf
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError
-from dhir.transforms.optimize_bodies import optimize_bodies
+from dhir.transforms.optimize_bodies import finds_work, optimize_bodies
 
 _NUMBERED = "<dhir dry run>"  # the file name of the copy's locations
 _NESTS = (scf.ForOp, affine.ForOp, LinalgStructuredOperation)
@@ -30,6 +30,8 @@ _NESTS = (scf.ForOp, affine.ForOp, LinalgStructuredOperation)
 def mark_blocked(module: ModuleOp, vector_bits: int) -> int:
     """Mark each nest of `module` that dhir-optimize-bodies (for `vector_bits`-wide
     vectors) blocks in registers or hands to BLAS; how many it marked."""
+    if not finds_work(module):
+        return 0
     ops = list(module.walk())
     copy = module.clone()
     numbered = list(copy.walk())

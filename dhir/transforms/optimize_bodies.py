@@ -197,13 +197,7 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     """Optimize every CPU task's contraction nests in place, and a shard program's
     device part's (an SPMD entry: each rank runs all of it); what was done and left."""
     decisions: list[Decision] = []
-    found = [(task, *_interesting(task)) for task in _bodies(module)]
-    todo = [
-        (task, matmuls, nests, affines, whiles)
-        for task, matmuls, nests, affines, whiles in found
-        if (matmuls or nests or affines or whiles)
-        and not (isinstance(task, TaskOp) and is_gpu_task(task))
-    ]
+    todo = _todo(module)
     # The rewritten bodies touch the same elements, but their index arithmetic (blocks,
     # leftovers, affine maps made arith) is bounded less tightly: the lowering gets the
     # facts found now, found together, once per body shape.
@@ -244,6 +238,23 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
                 decisions.append(Decision(loc_of(nest), False, f"left as written: {why}"))
         _put_hints_back(hints)
     return decisions
+
+
+def finds_work(module: ModuleOp) -> bool:
+    """Whether `optimize_bodies` has anything to look at in `module`: a dry run need not
+    copy a module where it has not (a copy of 10,000 tasks costs a second)."""
+    return bool(_todo(module))
+
+
+def _todo(module: ModuleOp) -> list[tuple[_Body, list[Contraction], bool, list[_Affine], bool]]:
+    """The CPU bodies with something for the optimizer, with what `_interesting` found."""
+    found = [(task, *_interesting(task)) for task in _bodies(module)]
+    return [
+        (task, matmuls, nests, affines, whiles)
+        for task, matmuls, nests, affines, whiles in found
+        if (matmuls or nests or affines or whiles)
+        and not (isinstance(task, TaskOp) and is_gpu_task(task))
+    ]
 
 
 def linalg_left(module: ModuleOp) -> bool:
