@@ -371,8 +371,8 @@ def check_given_bounds(
 
 def check_bounds(module: ModuleOp, entry: str) -> EntryBounds:
     """Refuse an entry with an access that surely runs outside its memref, at its line:
-    native code does not check bounds (without --runtime-checks), and would read
-    another array's elements or write over them. What was found, for `entry_signature`'s
+    it would stop the run there, or with --no-runtime-checks read another array's
+    elements or write over them. What was found, for `entry_signature`'s
     needs."""
     found = entry_bounds(module, entry)
     if found.outside is not None:
@@ -407,7 +407,8 @@ def _access_words(found: OutOfBounds) -> str:
         fix = "Give a larger array, or fix"
     written = "x".join("?" if d == DYNAMIC_INDEX else str(d) for d in shape)
     indices = ", ".join(map(str, found.index))
-    unchecked = f"{runs}: native code does not check bounds and would read or write other memory."
+    # Not "native code does not check it": by default it does, and stops the run there.
+    unchecked = f"{runs}."
     if found.through is not None:
         return (
             f"'{found.op.name}' accesses, through the view {_view_words(found.through)}, "

@@ -143,8 +143,9 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
 
 
 def _check_needs(spec: ArgSpec, shape: tuple[int, ...], where: str) -> None:
-    """Refuse an input too small for an access the program surely runs: natively, no
-    access is checked (without --runtime-checks), and it would read or write other memory."""
+    """Refuse an input too small for an access the program surely runs, before the run
+    rather than at the access (with --no-runtime-checks, native code would read or write
+    other memory there)."""
     for dim, size, why in spec.needs:
         if shape[dim] < size:
             raise DhirError(
