@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 INPUT_HELP = (
-    "one per entry argument, in order: a .npy file for a memref argument, TYPE=VALUE for "
-    "a scalar (f32=2.5, i64=7, index=3)"
+    "one per entry argument, in order: a .npy file for a memref or tensor argument, "
+    "TYPE=VALUE for a scalar (f32=2.5, i64=7, index=3)"
 )
 
 
@@ -103,7 +103,7 @@ def _read_input(text: str, spec: ArgSpec) -> object:
             [
                 Diagnostic(
                     f"{where}: '{text}' is a scalar's TYPE=VALUE, but the argument is a "
-                    "memref: give a .npy file of its array (numpy.save)"
+                    f"{spec.array_kind}: give a .npy file of its array (numpy.save)"
                 )
             ]
         )

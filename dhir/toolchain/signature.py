@@ -45,6 +45,11 @@ class ArgSpec:
     needs: tuple[tuple[int, int, str], ...] = ()
 
     @property
+    def array_kind(self) -> str:
+        """What errors call an argument given an array: "tensor" or "memref"."""
+        return "tensor" if self.mlir_type.startswith("tensor") else "memref"
+
+    @property
     def dtype(self) -> "np.dtype":
         import numpy as np  # only here: the cached path reads `kind` and `itemsize`
 

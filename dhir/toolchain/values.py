@@ -109,7 +109,12 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
         return _check_scalar(spec, value, where)
     if not isinstance(value, np.ndarray):
         raise DhirError(
-            [Diagnostic(f"{where} is a memref; give a NumPy array, not {type(value).__name__}")]
+            [
+                Diagnostic(
+                    f"{where} is a {spec.array_kind}; give a NumPy array, "
+                    f"not {type(value).__name__}"
+                )
+            ]
         )
     _check_unmasked(value, where)
     assert spec.shape is not None

@@ -129,6 +129,23 @@ def test_the_api_names_a_tensor_argument_by_its_tensor_type() -> None:
 
 
 @needs_llvm
+def test_inputs_of_the_wrong_kind_call_a_tensor_argument_a_tensor(tmp_path: Path) -> None:
+    """They said "the argument is a memref" of a tensor<3x5xf64>."""
+    with pytest.raises(DhirError, match=r"\(tensor<4x3xf64>\) is a tensor; give a NumPy array"):
+        dhir.run(MATMUL, [[1.0]], np.zeros((3, 5)), np.zeros(5), backend="interp")
+    program = tmp_path / "mm.mlir"
+    program.write_text(MATMUL)
+    np.save(tmp_path / "a.npy", np.zeros((4, 3)))
+    run = [sys.executable, "-m", "dhir", "run", str(program), "--backend", "interp"]
+    inputs = ["--input", str(tmp_path / "a.npy"), "--input", "f64=1.0", "--input", "x.npy"]
+    result = subprocess.run([*run, *inputs], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "'f64=1.0' is a scalar's TYPE=VALUE, but the argument is a tensor:" in result.stderr
+    result = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert "a .npy file for a memref or tensor argument" in result.stderr
+
+
+@needs_llvm
 def test_dhir_run_and_compile_write_results_as_res_files(tmp_path: Path) -> None:
     program = tmp_path / "mm.mlir"
     program.write_text(MATMUL)
