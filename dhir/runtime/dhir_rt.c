@@ -134,6 +134,25 @@ _Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column) {
   dhir_rt_fatal("an allocation: %s", why);
 }
 
+_Noreturn void dhir_rt_alloc_failed(int64_t line, int64_t column, int64_t bytes) {
+  /* As dhir.units.byte_size writes them: 1023 B, 1.9 KiB, 728 TiB. */
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double size = (double)bytes;
+  int unit = 0;
+  while (size >= 1024.0 && unit < 6) {
+    size /= 1024.0;
+    unit++;
+  }
+  char amount[32];
+  snprintf(amount, sizeof amount, unit == 0 ? "%.0f %s" : "%.3g %s", size, units[unit]);
+  const char *why = "malloc gave no memory (the rank's memory, or what the system lets it "
+                    "have, is smaller): give smaller sizes, or run on more ranks or nodes";
+  if (line > 0)
+    dhir_rt_fatal("the allocation at line %lld, column %lld of %s failed: %s", (long long)line,
+                  (long long)column, amount, why);
+  dhir_rt_fatal("an allocation of %s failed: %s", amount, why);
+}
+
 /* dhir_rt_copy_overlaps: a view as a set of element positions. `start` is in elements from
  * an origin common to both views; its dimensions have sizes above 1 and positive strides,
  * largest stride first. */

@@ -99,6 +99,9 @@ _Noreturn void dhir_rt_counter_overflow(int64_t last, int64_t step, int64_t line
  * more bytes than the largest signed 64-bit number (dhir-alloc-sizes): MLIR's lowering
  * multiplies the sizes without a check. `line` and `column` are the op's, 0 when unknown. */
 _Noreturn void dhir_rt_alloc_too_large(int64_t line, int64_t column);
+/* Called after a host memref.alloc of `bytes` (not 0) for which malloc returned NULL
+ * (dhir-alloc-sizes): the lowering stores through the null pointer otherwise. */
+_Noreturn void dhir_rt_alloc_failed(int64_t line, int64_t column, int64_t bytes);
 
 /* Called before a loop whose bounds take 64-bit index arithmetic in it that dhir's analysis
  * takes as exact past 64 bits, where it wraps (dhir-wrap-checks). */

@@ -233,6 +233,39 @@ def test_an_allocation_of_run_time_size_runs() -> None:
     assert same_as_native(_ALLOC, np.zeros(1), 4)[0][0] == 7.0
 
 
+_FILLED = """\
+func.func @main(%o: memref<1xf64>, %n: index) {
+  dhir.schedule %o, %n {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %o {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %b = memref.alloc(%n) : memref<?xf64>
+      %v = arith.constant 7.0 : f64
+      scf.for %i = %c0 to %n step %c1 {
+        memref.store %v, %b[%i] : memref<?xf64>
+      }
+      %w = memref.load %b[%c0] : memref<?xf64>
+      memref.store %w, %o[%c0] : memref<1xf64>
+      memref.dealloc %b : memref<?xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@needs_llvm
+def test_native_code_stops_at_an_allocation_malloc_cannot_give() -> None:
+    """512 PiB, past any address space: the rank stored through malloc's NULL and died of
+    SIGSEGV, naming nothing."""
+    with pytest.raises(DhirError) as caught:
+        native(_FILLED, np.zeros(1), 2**56)
+    message = str(caught.value)
+    assert "SIGSEGV" not in message
+    assert "the allocation at line 7, column 12 of 512 PiB failed: malloc gave no memory" in message
+
+
 # --- reductions OpenMP's atomics cannot take -------------------------------------------------
 
 _SCF_REDUCE = """      %c0 = arith.constant 0 : index
