@@ -78,6 +78,41 @@ def failed_check(output: str, errors: str = "") -> FailedCheck | None:
     return FailedCheck(what, SourceLoc(_unescaped(file), int(line), int(column)))
 
 
+# What dhir_rt.c's reports of an op write of it: "the loop at line 7, column 3 runs where
+# ...", "the allocation at line 7, column 12 of 728 TiB failed: ...".
+_LOCATED_REPORT = re.compile(
+    r"dhir: error on rank \d+: ([^\n]*?) at line (\d+), column (\d+)([^\n]*)"
+)
+
+
+def located_report(text: str, states: Mapping[int, "RankState"]) -> FailedCheck | None:
+    """The first report of the ranks' runtime (`text`) that names an op by its line and
+    column, as the op's `file:line:col`: the file is the program's, which the task table
+    names with each task. None where no report names one, or no task has a location."""
+    match = _LOCATED_REPORT.search(text)
+    if match is None:
+        return None
+    file = _program_file(states)
+    if file is None:
+        return None
+    what, line, column, rest = match.groups()
+    return FailedCheck(what + rest, SourceLoc(file, int(line), int(column)))
+
+
+def _program_file(states: Mapping[int, "RankState"]) -> str | None:
+    """The file of the first located task in the ranks' task table (its entries are
+    "name<TAB>file:line:col<TAB>...")."""
+    for state in states.values():
+        for task in state.tasks:
+            fields = task.split("\t")
+            where = fields[1] if len(fields) > 1 else ""
+            file, _, rest = where.rpartition(":")
+            file, _, line = file.rpartition(":")
+            if file and line.isdigit() and rest.isdigit():
+                return file
+    return None
+
+
 def _unescaped(text: str) -> str:
     """The text of a string MLIR printed: `\\XX` is the byte XX (a UTF-8 name's too),
     `\\\\` a backslash."""

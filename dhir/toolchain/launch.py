@@ -20,6 +20,7 @@ from dhir.toolchain.failure import (
     explain,
     failed_check,
     first_dead,
+    located_report,
     read_pids,
     read_states,
 )
@@ -406,9 +407,13 @@ def _launch(
         # The dead rank and its task lead: what the user needs first.
         lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
         rest = "".join(line + "\n" for line in where)
-        # A failed --runtime-checks check is the cause, at the user's op: it leads.
+        # A failed --runtime-checks check is the cause, at the user's op: it leads; so does
+        # the runtime's report of an op (a loop's step, an allocation), at the op.
         check = failed_check(output, text)
         found = f"a runtime check failed: {check.what}; " if check is not None else ""
+        if check is None and errors is not None:
+            check = located_report(text + output, read_states(errors))
+            found = f"{check.what}; " if check is not None else ""
         raise DhirError(
             [
                 Diagnostic(

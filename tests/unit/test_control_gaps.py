@@ -224,8 +224,12 @@ def test_interpreter_refuses_an_allocation_past_64_bits(size: int) -> None:
 @needs_llvm
 @pytest.mark.parametrize("size", WRAPPING_SIZES)
 def test_native_code_stops_at_an_allocation_past_64_bits(size: int) -> None:
-    with pytest.raises(DhirError, match="the allocation at line 8, column 12: a size is negative"):
+    with pytest.raises(
+        DhirError, match="the allocation at line 8, column 12: a size is negative"
+    ) as caught:
         native(_ALLOC, np.zeros(1), size)
+    # The runtime's report names the op's line and column: the error leads with them.
+    assert str(caught.value).startswith("prog.mlir:8:12: error: the allocation: a size is negative")
 
 
 @needs_llvm
@@ -264,6 +268,7 @@ def test_native_code_stops_at_an_allocation_malloc_cannot_give() -> None:
     message = str(caught.value)
     assert "SIGSEGV" not in message
     assert "the allocation at line 7, column 12 of 512 PiB failed: malloc gave no memory" in message
+    assert message.startswith("prog.mlir:7:12: error: the allocation of 512 PiB failed: malloc")
 
 
 # --- reductions OpenMP's atomics cannot take -------------------------------------------------
