@@ -14,3 +14,10 @@ def byte_size(count: int) -> str:
     value, unit = count / 1024**power, _UNITS[power - 1]
     text = f"{value:.3g}"
     return f"{value:.0f} {unit}" if "e" in text else f"{text} {unit}"
+
+
+def bytes_words(count: float) -> str:
+    """A byte count that a model holds as a float, for errors: `130 bytes` below 1 KiB,
+    else as `byte_size` writes it (`728 TiB`, not `8e+14`)."""
+    whole = round(count)
+    return f"{whole} bytes" if whole < 1024 else byte_size(whole)

@@ -53,6 +53,7 @@ from dhir.machine.files import SYSTEM_ENV, default_system_path
 from dhir.placement.cost_model import CostModel, PairLinks
 from dhir.placement.graph import Edge, Links, Placement, TaskGraph
 from dhir.targets import DeviceKind, TargetInfo
+from dhir.units import bytes_words
 
 END_TASK = "(end)"
 MACHINE_ATTR = "dhir.machine"  # as dhir.machine.dlti writes it
@@ -302,7 +303,7 @@ def _check_room(
         able = list(cost.get(name, {}))
         if not able or any(d not in capacity or memory[name] <= capacity[d] for d in able):
             continue
-        room = ", ".join(f"{d}: {capacity[d]:g}" for d in able)
+        room = ", ".join(f"{d}: {bytes_words(capacity[d])}" for d in able)
         described = dict.fromkeys(devices[rank_of_device(d)].name for d in able)
         where = ", ".join(
             f"'{device}'" + (f" at {at}" if at is not None else "")
@@ -311,7 +312,7 @@ def _check_room(
         )
         diagnostics.append(
             Diagnostic(
-                f"task '{name}' needs {memory[name]:g} bytes of memory, more than any device "
+                f"task '{name}' needs {bytes_words(memory[name])} of memory, more than any device "
                 f"that can run it has ({room}: the memory_bytes of {where} in the machine "
                 f"description '{system_of(module).name}'). Run on devices with more memory, "
                 "or on smaller arrays"

@@ -27,6 +27,7 @@ from heapq import heapify, heappop, heappush
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
+from dhir.units import bytes_words
 
 INF = math.inf
 
@@ -145,9 +146,9 @@ def _unschedulable(graph: TaskGraph, task: str) -> Diagnostic:
             f"no device can run task '{task}' (its costs name none of the "
             f"devices {', '.join(graph.devices) or '(none)'})"
         )
-    room = ", ".join(f"{d}: {graph.capacity[d]:g}" for d in named if d in graph.capacity)
+    room = ", ".join(f"{d}: {bytes_words(graph.capacity[d])}" for d in named if d in graph.capacity)
     return Diagnostic(
-        f"task '{task}' needs {graph.memory[task]:g} bytes of memory, more than any device "
+        f"task '{task}' needs {bytes_words(graph.memory[task])} of memory, more than any device "
         f"that can run it has ({room})"
     )
 

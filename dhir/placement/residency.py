@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.placement.graph import Placement, TaskGraph
+from dhir.units import bytes_words
 
 # At most this many rounds of placing (each places the whole graph) before giving up.
 MAX_ROUNDS = 200
@@ -176,9 +177,9 @@ def oversized_task(graph: TaskGraph) -> tuple[str, str] | None:
         )
         devices = list(graph.cost.get(task, {}))
         if devices and all(need > graph.capacity.get(d, math.inf) for d in devices):
-            room = ", ".join(f"{d}: {graph.capacity[d]:g}" for d in devices)
+            room = ", ".join(f"{d}: {bytes_words(graph.capacity[d])}" for d in devices)
             return task, (
-                f"task '{task}' needs {need:g} bytes resident while it runs (its data and "
+                f"task '{task}' needs {bytes_words(need)} resident while it runs (its data and "
                 f"its inputs'), more than any device that can run it has ({room})"
             )
     return None

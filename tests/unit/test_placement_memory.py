@@ -312,7 +312,7 @@ def test_a_task_too_large_for_any_device_names_the_description_file_and_line(
     assert main(["schedule", str(program), "--system", str(system)]) == 1
     err = capsys.readouterr().err
     line = system.read_text().splitlines().index("memory_bytes = 1000") + 1
-    assert re.search(r"task '\S+' needs \d+ bytes of memory, more than any device", err), err
+    assert re.search(r"task '\S+' needs [\d.]+ KiB of memory, more than any device", err), err
     assert f"the memory_bytes of 'cpu0' at {system}:{line}:1" in err, err
     assert "in the machine description 'small'" in err
 

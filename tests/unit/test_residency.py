@@ -81,6 +81,22 @@ def test_fitting_moves_tasks_off_a_full_device() -> None:
     assert fitting(heft)(replace(graph, capacity={})) == heft(replace(graph, capacity={}))
 
 
+def test_memory_too_large_for_every_device_is_written_in_units() -> None:
+    """`dhir run -n 2` of a task allocating 800 TB said "needs 8e+14 bytes of memory, more
+    than any device that can run it has (rank0: 2.52761e+10, rank1: 2.52761e+10)"."""
+    huge = replace(GRAPH, memory={"T1": 8e14, "T2": 60.0, "T3": 10.0})
+    huge = replace(huge, capacity={"a": 25276059648.0, "b": 25276059648.0})
+    with pytest.raises(DhirError) as caught:
+        fitting(heft)(huge)
+    message = str(caught.value)
+    assert "task 'T1' needs 728 TiB" in message
+    assert "(a: 23.5 GiB, b: 23.5 GiB)" in message
+    with pytest.raises(DhirError) as caught:
+        heft(huge)
+    assert "task 'T1' needs 728 TiB of memory" in str(caught.value)
+    assert "(a: 23.5 GiB, b: 23.5 GiB)" in str(caught.value)
+
+
 def test_a_graph_that_cannot_fit_is_refused_naming_the_task_or_device() -> None:
     tight = replace(GRAPH, capacity={"a": 100.0, "b": 100.0})
     with pytest.raises(DhirError, match=r"task 'T3' needs 130 bytes resident while it runs"):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dhir.units import byte_size
+from dhir.units import byte_size, bytes_words
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,8 @@ from dhir.units import byte_size
 )
 def test_byte_size(count: int, text: str) -> None:
     assert byte_size(count) == text
+
+
+def test_bytes_words_keeps_small_counts_in_bytes() -> None:
+    assert bytes_words(130.0) == "130 bytes"
+    assert bytes_words(8e14) == "728 TiB"
