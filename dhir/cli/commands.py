@@ -546,7 +546,7 @@ def _launch_plan(
                 )
             ]
         )
-    return launch_plan(system, ranks, mpi, cache_root())
+    return launch_plan(system, ranks, mpi, cache_root(), str(args.system))
 
 
 def _run_built(

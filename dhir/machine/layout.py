@@ -66,16 +66,20 @@ def threads_per_rank(system: System, ranks: int) -> int:
     return min(max(1, node.cores // n) for node, n in rank_slots(system, ranks))
 
 
-def launch_plan(system: System, ranks: int | None, mpi: str, directory: Path) -> LaunchPlan:
+def launch_plan(
+    system: System, ranks: int | None, mpi: str, directory: Path, source: str | None = None
+) -> LaunchPlan:
     """How to run all of `system`'s ranks (`ranks`, when given, must be their number: the
     program is placed on the whole description). With more than one node, a hostfile is
-    written to `directory` (named by its content); one node is this one, reached with -n."""
+    written to `directory` (named by its content); one node is this one, reached with -n.
+    `source`: the file `system` was read from, which errors name."""
     count = system.rank_count
     if ranks is not None and ranks != count:
+        named = f"'{system.name}'" + (f" ({source})" if source is not None else "")
         raise DhirError(
             [
                 Diagnostic(
-                    f"the machine description '{system.name}' runs {_ranks(count)} "
+                    f"the machine description {named} runs {_ranks(count)} "
                     f"({_per_node(system)}), not {ranks}: a program runs on all of them. Leave "
                     f"out -n (or give -n {count}); build an executable for {_ranks(count)}; "
                     "or describe fewer devices"
