@@ -117,11 +117,17 @@ def find_entry(module: ModuleOp, entry: str) -> func.FuncOp:
                 )
             return function
     names = ", ".join(f"@{f.sym_name.data}" for f in functions if not f.is_declaration)
+    # With none to choose from, --entry is no help: the program must define one.
+    fix = (
+        "choose one with --entry, or entry= in dhir.run"
+        if names
+        else f"write one: func.func {_symbol(entry)}(...) {{ ... }}"
+    )
     raise DhirError(
         [
             Diagnostic(
                 f"no function {_symbol(entry)} to run; the module defines "
-                f"{names or 'no functions'} (choose one with --entry, or entry= in dhir.run)"
+                f"{names or 'no function with a body'} ({fix})"
             )
         ]
     )

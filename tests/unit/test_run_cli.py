@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import dhir as dhir_api
 from dhir import DhirError
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -168,6 +169,21 @@ def test_unknown_entry_and_bad_program(tmp_path: Path) -> None:
     )
     result = dhir("run", str(bad))
     assert result.returncode == 1 and f"{bad}:3:10: error: unknown arch" in result.stderr
+
+
+def test_a_program_of_no_function_is_told_to_write_one(tmp_path: Path) -> None:
+    """An empty file said "defines no functions (choose one with --entry ...)": there was
+    none to choose."""
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("// nothing yet\n")
+    result = dhir("run", str(empty), "--backend", "interp")
+    assert result.returncode == 1
+    assert "no function @main to run; the module defines no function with a body" in result.stderr
+    assert "(write one: func.func @main(...) { ... })" in result.stderr
+    assert "--entry" not in result.stderr
+    declared = "func.func private @f()\n"  # a declaration is no function to run
+    with pytest.raises(DhirError, match=r"defines no function with a body \(write one"):
+        dhir_api.run(declared, entry="g", backend="interp")
 
 
 @needs_llvm
