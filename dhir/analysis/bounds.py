@@ -401,7 +401,8 @@ def _access_words(found: OutOfBounds) -> str:
     size = "below 0" if k < 0 else f"whose size is {extent}"
     runs = "each time the program runs" + (" with these inputs" if found.inputs else "")
     # Out of an input's shape, not of the type's: the input is named, and may be larger.
-    fix = "Fix"
+    # Decided by the inputs (a scalar argument's value): other inputs are a fix too.
+    fix = "Give other inputs, or fix" if found.inputs else "Fix"
     if found.given is not None:
         runs += f" ({_argument_words(found.memref)} given an array of shape {found.given})"
         fix = "Give a larger array, or fix"

@@ -935,7 +935,8 @@ def test_a_scalar_input_bounding_a_loop_is_checked_with_its_value(tmp_path: Path
     error = _refused(program, a, b, np.int64(11))  # natively: refused before the build
     assert error.diagnostics[0].loc == SourceLoc(str(program), 8, 14)
     says = "index 10 of dimension 0, whose size is 10, out of bounds (memref of shape 10, "
-    says += "indices [10]), each time the program runs with these inputs. Fix"
+    says += "indices [10]), each time the program runs with these inputs. Give other inputs, "
+    says += "or fix the loop bounds or subscripts"
     assert says in error.diagnostics[0].message
     np.testing.assert_array_equal(dhir.run(program, a, b, np.int64(10), backend="interp")[1], a)
 
