@@ -18,6 +18,11 @@ elements must then lie in it (a view of no element may start anywhere up to its 
 Casts of other memrefs (an argument some call passes a view, a call's results) are not
 checked, nor device code.
 
+With `undecided` (the default build's mode; MLIR checks them under "all"), a
+`memref.cast` to a static size, offset or stride its source's type leaves dynamic is
+checked at the cast too: native code read the view by the type's with exit status 0,
+where the interpreter stops at the cast.
+
 MLIR 22 checks no `memref.view` either: its bytes, from its shift on, must lie in its
 source (a 1-D memref of i8 of the identity layout, whose size its descriptor has), as
 the interpreter requires.
@@ -28,7 +33,14 @@ from dataclasses import dataclass
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    MemRefType,
+    ModuleOp,
+    StridedLayoutAttr,
+    UnrankedMemRefType,
+)
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
@@ -37,15 +49,21 @@ from dhir.analysis.proven_bounds import InBounds
 from dhir.analysis.sharing import CastReach
 from dhir.dialects import arith, func, memref
 from dhir.dialects.gpu import in_device_code
-from dhir.dialects.layouts import is_identity_layout
+from dhir.dialects.layouts import is_identity_layout, strided_layout
 from dhir.dialects.memref import TransposeOp
 from dhir.ir.walk import find_ops
+from dhir.transforms.building import put
 from dhir.transforms.vector_checks import CheckBuilder
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
 VIEW_OUTSIDE = "result of view is out-of-bounds of the source memref"
 SUBVIEW_OUTSIDE = "subview runs out-of-bounds along dimension {dim}"  # MLIR's words
+# MLIR's words for a memref.cast to a static size, offset or stride the view has not.
+SIZE_MISMATCH = "size mismatch of dim {dim}"
+OFFSET_MISMATCH = "offset mismatch"
+STRIDE_MISMATCH = "stride mismatch of dim {dim}"
+RANK_MISMATCH = "rank mismatch"
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -79,6 +97,9 @@ class CastChecksPass(ModulePass):
         proof = InBounds(op)
         # All decided first, on the module as it is: the checks add ops the lifter would read.
         subviews = _undecided_subviews(op, proof) if self.undecided else []
+        # MLIR checks these under "all"; with none, a view cast to a size or layout it
+        # has not was read by the type's, with exit status 0.
+        memref_casts = _undecided_casts(op, proof) if self.undecided else []
         casts = [
             (cast, buffer)
             for cast in find_ops(op, memref.ReinterpretCastOp)
@@ -93,6 +114,8 @@ class CastChecksPass(ModulePass):
         ]
         for view, dims in subviews:
             _check_subview(view, dims)
+        for cast, claims in memref_casts:
+            _check_cast(cast, claims)
         for cast, buffer in casts:
             _check(cast, buffer)
         for view in views:
@@ -111,6 +134,16 @@ def _undecided_subviews(
     ]
 
 
+def _undecided_casts(module: ModuleOp, proof: InBounds) -> list[tuple[memref.CastOp, "Claims"]]:
+    """The memref.casts of host code to a static size or layout not proven of their
+    source, with what each claims."""
+    return [
+        (cast, claims)
+        for cast in find_ops(module, memref.CastOp)
+        if not in_device_code(cast) and (claims := undecided_cast_claims(cast, proof))
+    ]
+
+
 def undecided_subview_dims(view: memref.SubviewOp, proof: InBounds) -> list[int]:
     """The dimensions of its source along which `view` is not proven inside it."""
     offsets = _lifted(proof, view.static_offsets.get_values(), view.offsets)
@@ -121,6 +154,113 @@ def undecided_subview_dims(view: memref.SubviewOp, proof: InBounds) -> list[int]
         if not _subview_dim_proven(proof, view.source, dim, offset, size, stride):
             found.append(dim)
     return found
+
+
+@dataclass(frozen=True)
+class Claims:
+    """What a memref.cast's result type says of its view and the source's type does not:
+    the static sizes, by dimension, the offset and the strides."""
+
+    sizes: dict[int, int]
+    offset: int | None
+    strides: dict[int, int]
+    rank: int | None = None  # of the result, where the source is unranked
+
+    def __bool__(self) -> bool:
+        claims = (self.sizes, self.offset is not None, self.strides, self.rank is not None)
+        return any(claims)
+
+
+def undecided_cast_claims(cast: memref.CastOp, proof: InBounds) -> Claims:
+    """What `cast`'s result type says that is not proven of its source: a static size
+    where the source's is dynamic (and not a number the proof knows), a static offset or
+    stride where the source's is dynamic; from an unranked memref, the rank and all
+    that is static."""
+    source, result = cast.source.type, cast.dest.type
+    empty = Claims({}, None, {})
+    if isinstance(source, UnrankedMemRefType) and isinstance(result, MemRefType):
+        layout = strided_layout(result)
+        if layout is None:
+            return empty
+        static = enumerate(result.get_shape())
+        sizes = {dim: size for dim, size in static if size != DYNAMIC_INDEX}
+        strides = {dim: stride for dim, stride in enumerate(layout[0]) if stride is not None}
+        return Claims(sizes, layout[1], strides, result.get_num_dims())
+    if not isinstance(source, MemRefType) or not isinstance(result, MemRefType):
+        return empty
+    had, got = strided_layout(source), strided_layout(result)
+    if had is None or got is None or source.get_num_dims() != result.get_num_dims():
+        return empty
+    sizes: dict[int, int] = {}
+    for dim, (was, size) in enumerate(zip(source.get_shape(), result.get_shape(), strict=True)):
+        if was == DYNAMIC_INDEX and size != DYNAMIC_INDEX:
+            if _allocated_number(cast.source, dim, proof) != size:
+                sizes[dim] = size
+    (had_strides, had_offset), (strides, offset) = had, got
+    claimed = {
+        dim: stride
+        for dim, (was, stride) in enumerate(zip(had_strides, strides, strict=True))
+        if was is None and stride is not None
+    }
+    return Claims(sizes, offset if had_offset is None else None, claimed)
+
+
+def _allocated_number(memory: SSAValue, dim: int, proof: InBounds) -> int | None:
+    """The number an allocation gives dimension `dim` (dynamic) of `memory`, where it is
+    one before the run."""
+    op = memory.owner
+    kind = memory.type
+    if not isinstance(op, memref.AllocOp | memref.AllocaOp) or not isinstance(kind, MemRefType):
+        return None
+    position = sum(1 for d in kind.get_shape()[:dim] if d == DYNAMIC_INDEX)
+    sizes = op.dynamic_sizes
+    return proof.lifter.constant(sizes[position]) if position < len(sizes) else None
+
+
+def _check_cast(cast: memref.CastOp, claims: Claims) -> None:
+    """At `cast`: the source has each size its result claims; where it has elements, the
+    offset too, and each stride of a dimension of more than one element (the interpreter
+    refuses the same)."""
+    source = cast.source
+    if claims.rank is not None:
+        check = CheckBuilder(cast, RANK_MISMATCH)
+        rank = check.add(memref.RankOp(source))
+        check.assert_(check.cmp(rank, check.index(claims.rank), "eq"))
+        source = _ranked(cast, claims.rank)
+    for dim, size in claims.sizes.items():
+        check = CheckBuilder(cast, SIZE_MISMATCH.format(dim=dim))
+        check.assert_(check.cmp(check.size(source, dim), check.index(size), "eq"))
+    if claims.offset is None and not claims.strides:
+        return
+    kind = source.type
+    assert isinstance(kind, MemRefType)
+    layouts = [(OFFSET_MISMATCH, None, claims.offset)] if claims.offset is not None else []
+    layouts += [(STRIDE_MISMATCH.format(dim=d), d, s) for d, s in claims.strides.items()]
+    for what, dim, want in layouts:
+        check = CheckBuilder(cast, what)
+        zero, one = check.index(0), check.index(1)
+        sizes = [check.size(source, d) for d in range(kind.get_num_dims())]
+        metadata = put(check.block, memref.ExtractStridedMetaDataOp(source))
+        have = metadata.offset if dim is None else metadata.strides[dim]
+        fine = [check.cmp(have, check.index(want), "eq")]
+        fine += [check.cmp(size, zero, "eq") for size in sizes]
+        if dim is not None:
+            fine.append(check.cmp(sizes[dim], one, "sle"))
+        check.assert_(check.any(fine))
+
+
+def _ranked(cast: memref.CastOp, rank: int) -> SSAValue:
+    """`cast`'s unranked source cast to `rank` dimensions of any size and layout, before
+    `cast` (after the check of its rank)."""
+    source = cast.source.type
+    assert isinstance(source, UnrankedMemRefType)
+    layout = StridedLayoutAttr([None] * rank, None)
+    kind = MemRefType(source.element_type, [DYNAMIC_INDEX] * rank, layout, source.memory_space)
+    ranked = memref.CastOp(cast.source, kind)
+    block = cast.parent_block()
+    assert block is not None
+    block.insert_op_before(ranked, cast)
+    return ranked.dest
 
 
 def _subview_dim_proven(

@@ -20,7 +20,12 @@ from dhir.ir.text import parse_string as parse_module
 from dhir.toolchain.failure import FailedCheck, failed_check
 from dhir.toolchain.options import RunOptions
 from dhir.transforms.bounds_checks import BoundsChecksPass, undecided_dims
-from dhir.transforms.cast_checks import CastChecksPass, undecided_subview_dims
+from dhir.transforms.cast_checks import (
+    CastChecksPass,
+    Claims,
+    undecided_cast_claims,
+    undecided_subview_dims,
+)
 
 # b[i] = a[idx[i]] (line 11) or b[idx[i]] = a[i] (line 12), in a task.
 GATHER = """\
@@ -141,6 +146,43 @@ func.func @main(%a: memref<8x8xf32>) {
 }
 """
 
+# A view of a[off] of n elements (both read from %p, line 8) cast to 4 elements at
+# offset 0 (line 9), then read whole: right only where n is 4 and off 0.
+CAST = """\
+func.func @main(%p: memref<2xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %k = memref.load %p[%c0] : memref<2xi64>
+  %o = memref.load %p[%c1] : memref<2xi64>
+  %n = arith.index_cast %k : i64 to index
+  %off = arith.index_cast %o : i64 to index
+  %s = memref.subview %a[%off] [%n] [1] : memref<8xf64> to memref<?xf64, strided<[1], offset: ?>>
+  %t = memref.cast %s : memref<?xf64, strided<[1], offset: ?>> to memref<4xf64>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %t[%i] : memref<4xf64>
+    memref.store %x, %b[%i] : memref<8xf64>
+  }
+  return
+}
+"""
+# The same through an unranked memref (the cast to 4 elements at line 11).
+UNRANKED_CAST = CAST.replace(
+    "  %t = memref.cast %s : memref<?xf64, strided<[1], offset: ?>> to memref<4xf64>\n",
+    "  %u = memref.cast %s : memref<?xf64, strided<[1], offset: ?>> to memref<*xf64>\n"
+    "  %t = memref.cast %u : memref<*xf64> to memref<4xf64>\n",
+)
+# Casts of what an allocation of 4 elements, a number, makes: nothing to check.
+PROVEN_CAST = """\
+func.func @main() {
+  %c4 = arith.constant 4 : index
+  %m = memref.alloc(%c4) : memref<?xf64>
+  %t = memref.cast %m : memref<?xf64> to memref<4xf64>
+  %u = memref.cast %t : memref<4xf64> to memref<?xf64, strided<[?], offset: ?>>
+  return
+}
+"""
+
 INSIDE = np.array([7, 6, 5, 4, 3, 2, 1, 0], np.int64)
 PAST_END = np.array([7, 6, 5, 4, 3, 2, 1, 9], np.int64)
 A = np.arange(8.0)
@@ -239,6 +281,46 @@ def test_a_plain_program_s_subview_past_its_buffer_stops_the_run(tmp_path: Path)
     loc, message = stopped_at(partial(dhir.run, program), np.array([5], np.int64), a, b)
     assert loc == SourceLoc(str(program), 7, 8)
     assert "subview runs out-of-bounds along dimension 0" in message
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(("text", "line"), [(CAST, 10), (UNRANKED_CAST, 11)])
+def test_a_cast_to_a_size_or_offset_the_view_has_not_stops_the_run(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    """Natively the cast read a[0..3] whatever the view, with exit status 0."""
+    program = write(tmp_path, text)
+    a = np.arange(8.0)
+    run = partial(dhir.run, program)
+    fits = np.array([4, 0], np.int64)
+    want = dhir.run(program, fits, a, np.zeros(8), backend="interp")
+    assert [w.tobytes() for w in want] == [g.tobytes() for g in run(fits, a, np.zeros(8))]
+    for p, what in (([2, 0], "size mismatch of dim 0"), ([4, 3], "offset mismatch")):
+        with pytest.raises(DhirError, match="'memref.cast'"):
+            dhir.run(program, np.array(p, np.int64), a, np.zeros(8), backend="interp")
+        loc, message = stopped_at(run, np.array(p, np.int64), a, np.zeros(8))
+        assert loc == SourceLoc(str(program), line, 8)
+        assert message.startswith(f"a runtime check failed: {what};")
+
+
+def test_only_casts_not_proven_are_checked_by_default() -> None:
+    proven = parse_module(PROVEN_CAST)
+    CastChecksPass(undecided=True).apply(None, proven)  # pyright: ignore[reportArgumentType]
+    assert "cf.assert" not in str(proven)
+    module = parse_module(CAST)
+    proof = InBounds()
+    proof.prepare(list(module.walk()))
+    (cast,) = (op for op in module.walk() if isinstance(op, memref.CastOp))
+    assert undecided_cast_claims(cast, proof) == Claims({0: 4}, 0, {})
+    CastChecksPass(undecided=True).apply(None, module)  # pyright: ignore[reportArgumentType]
+    assert str(module).count("size mismatch of dim 0") == 1
+    assert str(module).count("offset mismatch") == 1
+    module = parse_module(UNRANKED_CAST)
+    proof = InBounds()
+    proof.prepare(list(module.walk()))
+    cast = [op for op in module.walk() if isinstance(op, memref.CastOp)][-1]
+    assert undecided_cast_claims(cast, proof) == Claims({0: 4}, 0, {0: 1}, rank=1)
 
 
 def test_only_views_not_proven_inside_are_checked_by_default() -> None:
