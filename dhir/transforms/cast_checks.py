@@ -36,10 +36,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IndexType,
+    IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     StridedLayoutAttr,
     UnrankedMemRefType,
+    i64,
 )
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
@@ -64,6 +67,8 @@ SIZE_MISMATCH = "size mismatch of dim {dim}"
 OFFSET_MISMATCH = "offset mismatch"
 STRIDE_MISMATCH = "stride mismatch of dim {dim}"
 RANK_MISMATCH = "rank mismatch"
+
+i128 = IntegerType(128)
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -337,7 +342,10 @@ def _view_proven(view: memref.ViewOp, proof: InBounds) -> bool:
 
 
 def _check_subview(view: memref.SubviewOp, dims: list[int]) -> None:
-    """At `view`, along each of `dims`: its elements lie in its source, or it has none."""
+    """At `view`, along each of `dims`, what the interpreter asks: a size, stride and
+    offset of 0 or more, the offset at most the source's extent and, where the view has
+    elements, its last one inside; in 128 bits, so that an offset near 2**63 cannot wrap
+    past the check."""
     offsets = view.static_offsets.get_values()
     sizes = view.static_sizes.get_values()
     strides = view.static_strides.get_values()
@@ -346,13 +354,26 @@ def _check_subview(view: memref.SubviewOp, dims: list[int]) -> None:
         (offset,) = _values(check, [offsets[dim]], _dynamic_at(view.offsets, offsets, dim))
         (size,) = _values(check, [sizes[dim]], _dynamic_at(view.sizes, sizes, dim))
         (stride,) = _values(check, [strides[dim]], _dynamic_at(view.strides, strides, dim))
-        zero, one = check.index(0), check.index(1)
+        offset, size, stride = (_wide(check, v) for v in (offset, size, stride))
+        extent = _wide(check, check.size(view.source, dim))
+        zero, one = _wide_number(check, 0), _wide_number(check, 1)
         last = check.add(arith.MuliOp(check.add(arith.SubiOp(size, one)), stride))
-        low = check.add(arith.AddiOp(offset, check.add(arith.MinSIOp(last, zero))))
-        high = check.add(arith.AddiOp(offset, check.add(arith.MaxSIOp(last, zero))))
-        extent = check.size(view.source, dim)
-        inside = check.all([check.cmp(low, zero, "sge"), check.cmp(high, extent, "slt")])
-        check.assert_(check.any([check.cmp(size, zero, "sle"), inside]))
+        last = check.add(arith.AddiOp(offset, last))
+        ok = [check.cmp(v, zero, "sge") for v in (size, stride, offset)]
+        ok.append(check.cmp(offset, extent, "sle"))
+        ok.append(check.any([check.cmp(size, zero, "eq"), check.cmp(last, extent, "slt")]))
+        check.assert_(check.all(ok))
+
+
+def _wide(check: CheckBuilder, value: SSAValue) -> SSAValue:
+    """`value`, an index, as a signed 128-bit integer: the sums and products of a view's
+    numbers cannot wrap there (at offset 2**63 - 9 a view of 16 elements ended at a
+    negative one in 64 bits, and passed)."""
+    return check.add(arith.ExtSIOp(check.add(arith.IndexCastOp(value, i64)), i128))
+
+
+def _wide_number(check: CheckBuilder, value: int) -> SSAValue:
+    return check.add(arith.ConstantOp(IntegerAttr(value, i128)))
 
 
 def _dynamic_at(dynamic: Sequence[SSAValue], static: Sequence[int], dim: int) -> list[SSAValue]:
@@ -385,19 +406,23 @@ def _identity(value: SSAValue) -> bool:
 
 
 def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
+    """In 128 bits, as a subview's: the view's lowest and highest elements lie in the
+    buffer, or it has none and starts at most at the buffer's end."""
     check = CheckBuilder(cast, OUTSIDE_ITS_BUFFER)
     kind = buffer.type
     assert isinstance(kind, MemRefType)
-    total = check.index(1)
+    total = _wide_number(check, 1)
     for dim in range(kind.get_num_dims()):
-        total = check.add(arith.MuliOp(total, check.size(buffer, dim)))
+        total = check.add(arith.MuliOp(total, _wide(check, check.size(buffer, dim))))
     (offset,) = _values(check, cast.static_offsets.get_values(), cast.offsets)
     sizes = _values(check, cast.static_sizes.get_values(), cast.sizes)
     strides = _values(check, cast.static_strides.get_values(), cast.strides)
-    zero, one = check.index(0), check.index(1)
+    offset = _wide(check, offset)
+    zero, one = _wide_number(check, 0), _wide_number(check, 1)
     low, high = offset, offset
     empty: list[SSAValue] = []
     for size, stride in zip(sizes, strides, strict=True):
+        size, stride = _wide(check, size), _wide(check, stride)
         empty.append(check.cmp(size, zero, "sle"))
         last = check.add(arith.MaxSIOp(check.add(arith.SubiOp(size, one)), zero))
         step = check.add(arith.MuliOp(last, stride))
@@ -421,22 +446,23 @@ def _view_element_bytes(kind: MemRefType) -> int | None:
 
 def _check_view(view: memref.ViewOp) -> None:
     """The view's bytes, from its shift on, lie in its source; for elements of 1, 2, 4 or
-    8 bytes (the interpreter runs no view of others)."""
+    8 bytes (the interpreter runs no view of others). In 128 bits, as a subview's."""
     kind = view.result.type
     assert isinstance(kind, MemRefType)
     element = _view_element_bytes(kind)
     if element is None:
         return
     check = CheckBuilder(view, VIEW_OUTSIDE)
-    zero = check.index(0)
-    sizes = _values(check, kind.get_shape(), view.sizes)
-    ok = [check.cmp(view.byte_shift, zero, "sge")]
-    end = check.index(element)
+    zero = _wide_number(check, 0)
+    sizes = [_wide(check, size) for size in _values(check, kind.get_shape(), view.sizes)]
+    shift = _wide(check, view.byte_shift)
+    ok = [check.cmp(shift, zero, "sge")]
+    end = _wide_number(check, element)
     for size in sizes:
         ok.append(check.cmp(size, zero, "sge"))
         end = check.add(arith.MuliOp(end, size))
-    end = check.add(arith.AddiOp(view.byte_shift, end))
-    ok.append(check.cmp(end, check.size(view.source, 0), "sle"))
+    end = check.add(arith.AddiOp(shift, end))
+    ok.append(check.cmp(end, _wide(check, check.size(view.source, 0)), "sle"))
     check.assert_(check.all(ok))
 
 

@@ -172,6 +172,56 @@ UNRANKED_CAST = CAST.replace(
     "  %u = memref.cast %s : memref<?xf64, strided<[1], offset: ?>> to memref<*xf64>\n"
     "  %t = memref.cast %u : memref<*xf64> to memref<4xf64>\n",
 )
+# A view of a at an offset and of a size read from %p (line 8), read to its end.
+SIZED_SUBVIEW = """\
+func.func @main(%p: memref<2xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %k = memref.load %p[%c0] : memref<2xi64>
+  %o = memref.load %p[%c1] : memref<2xi64>
+  %off = arith.index_cast %k : i64 to index
+  %n = arith.index_cast %o : i64 to index
+  %s = memref.subview %a[%off] [%n] [1] : memref<8xf64> to memref<?xf64, strided<[1], offset: ?>>
+  %m = memref.dim %s, %c0 : memref<?xf64, strided<[1], offset: ?>>
+  scf.for %i = %c0 to %m step %c1 {
+    %x = memref.load %s[%i] : memref<?xf64, strided<[1], offset: ?>>
+    memref.store %x, %b[%i] : memref<8xf64>
+  }
+  return
+}
+"""
+# Four elements of a at an offset read from %p (line 7), written.
+SHIFTED_CAST = """\
+func.func @main(%p: memref<1xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %k = memref.load %p[%c0] : memref<1xi64>
+  %off = arith.index_cast %k : i64 to index
+  %s = memref.reinterpret_cast %a to offset: [%off], sizes: [4], strides: [1] : memref<8xf64> to memref<4xf64, strided<[1], offset: ?>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %b[%i] : memref<8xf64>
+    memref.store %x, %s[%i] : memref<4xf64, strided<[1], offset: ?>>
+  }
+  return
+}
+"""
+# A view of n elements of f64 (n read from %p, line 7) of 64 bytes, read.
+SIZED_VIEW = """\
+func.func @main(%p: memref<1xi64>, %a: memref<64xi8>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %k = memref.load %p[%c0] : memref<1xi64>
+  %n = arith.index_cast %k : i64 to index
+  %v = memref.view %a[%c0][%n] : memref<64xi8> to memref<?xf64>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %v[%i] : memref<?xf64>
+    memref.store %x, %b[%i] : memref<8xf64>
+  }
+  return
+}
+"""
 # Casts of what an allocation of 4 elements, a number, makes: nothing to check.
 PROVEN_CAST = """\
 func.func @main() {
@@ -302,6 +352,38 @@ def test_a_cast_to_a_size_or_offset_the_view_has_not_stops_the_run(
         loc, message = stopped_at(run, np.array(p, np.int64), a, np.zeros(8))
         assert loc == SourceLoc(str(program), line, 8)
         assert message.startswith(f"a runtime check failed: {what};")
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("text", "line", "fits", "wrong", "what"),
+    [
+        (SIZED_SUBVIEW, 8, [[3, 4], [8, 0]], [[-1, 0], [9, -1], [2**63 - 2, 4]], "subview runs"),
+        (SHIFTED_CAST, 7, [[4]], [[2**63 - 2], [5]], "result of reinterpret_cast"),
+        (SIZED_VIEW, 7, [[4], [8]], [[2**61 + 1], [9]], "result of view"),
+    ],
+)
+def test_views_the_interpreter_refuses_stop_the_run(
+    tmp_path: Path, text: str, line: int, fits: list[list[int]], wrong: list[list[int]], what: str
+) -> None:
+    """An empty subview before its source, one of a negative size, and views at offsets
+    near 2**63 or of sizes whose bytes pass 2**64, whose ends wrapped in 64 bits:
+    natively they ran with exit status 0 (and read other memory, or wrote below the
+    buffer and the rank aborted at its end)."""
+    program = write(tmp_path, text)
+    a = np.arange(64, dtype=np.int8) if "memref.view" in text else np.arange(8.0)
+    run = partial(dhir.run, program)
+    for p in fits:
+        want = dhir.run(program, np.array(p, np.int64), a, np.zeros(8), backend="interp")
+        got = run(np.array(p, np.int64), a, np.zeros(8))
+        assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
+    for p in wrong:
+        with pytest.raises(DhirError, match="out of bounds|outside its buffer|bytes"):
+            dhir.run(program, np.array(p, np.int64), a, np.zeros(8), backend="interp")
+        loc, message = stopped_at(run, np.array(p, np.int64), a, np.zeros(8))
+        assert loc == SourceLoc(str(program), line, 8), p
+        assert message.startswith(f"a runtime check failed: {what}"), p
 
 
 def test_only_casts_not_proven_are_checked_by_default() -> None:

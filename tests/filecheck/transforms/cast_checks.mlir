@@ -7,13 +7,19 @@
 // CHECK-LABEL: func.func @alloc
 // CHECK:      %[[BUF:.*]] = memref.alloc(%n) : memref<?xf32>
 // CHECK:      %[[SIZE:.*]] = memref.dim %[[BUF]], %{{.*}} : memref<?xf32>
-// CHECK:      %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[SIZE]] : index
-// CHECK:      %[[STEP:.*]] = arith.muli %{{.*}}, %s : index
-// CHECK:      %[[LOW:.*]] = arith.addi %o, %{{.*}} : index
-// CHECK:      %[[HIGH:.*]] = arith.addi %o, %{{.*}} : index
-// CHECK-NEXT: arith.cmpi sge, %[[LOW]], %{{.*}} : index
-// CHECK-NEXT: arith.cmpi slt, %[[HIGH]], %[[TOTAL]] : index
-// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:21:8)"
+// CHECK-NEXT: %[[SIZE64:.*]] = arith.index_cast %[[SIZE]] : index to i64
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extsi %[[SIZE64]] : i64 to i128
+// CHECK-NEXT: %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[WIDE]] : i128
+// CHECK:      %[[O64:.*]] = arith.index_cast %o : index to i64
+// CHECK-NEXT: %[[O:.*]] = arith.extsi %[[O64]] : i64 to i128
+// CHECK:      %[[S64:.*]] = arith.index_cast %s : index to i64
+// CHECK-NEXT: %[[S:.*]] = arith.extsi %[[S64]] : i64 to i128
+// CHECK:      %[[STEP:.*]] = arith.muli %{{.*}}, %[[S]] : i128
+// CHECK:      %[[LOW:.*]] = arith.addi %[[O]], %{{.*}} : i128
+// CHECK:      %[[HIGH:.*]] = arith.addi %[[O]], %{{.*}} : i128
+// CHECK-NEXT: arith.cmpi sge, %[[LOW]], %{{.*}} : i128
+// CHECK-NEXT: arith.cmpi slt, %[[HIGH]], %[[TOTAL]] : i128
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of the base memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:27:8)"
 // CHECK-NEXT: memref.reinterpret_cast %c
 func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], offset: ?>> {
   %a = memref.alloc(%n) : memref<?xf32>
@@ -26,8 +32,10 @@ func.func @alloc(%n: index, %o: index, %s: index) -> memref<4xf32, strided<[?], 
 // the harness passes them).
 // CHECK-LABEL: func.func @argument
 // CHECK:      %[[EIGHT:.*]] = arith.constant 8 : index
-// CHECK:      %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[EIGHT]] : index
-// CHECK:      arith.cmpi slt, %{{.*}}, %[[TOTAL]] : index
+// CHECK-NEXT: %[[EIGHT64:.*]] = arith.index_cast %[[EIGHT]] : index to i64
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extsi %[[EIGHT64]] : i64 to i128
+// CHECK-NEXT: %[[TOTAL:.*]] = arith.muli %{{.*}}, %[[WIDE]] : i128
+// CHECK:      arith.cmpi slt, %{{.*}}, %[[TOTAL]] : i128
 // CHECK:      cf.assert %{{.*}}, "{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:8)"
 func.func @argument(%a: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
   %v = memref.reinterpret_cast %a to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
@@ -51,17 +59,21 @@ func.func @caller(%b: memref<4x8xf32>, %o: index) -> memref<4xf32, strided<[1], 
 
 // A memref.view's bytes, from its shift on, lie in its source: 4 bytes an element.
 // CHECK-LABEL: func.func @view
-// CHECK:      %[[ZERO:.*]] = arith.constant 0 : index
-// CHECK-NEXT: %[[EIGHT:.*]] = arith.constant 8 : index
-// CHECK-NEXT: %[[FROM:.*]] = arith.cmpi sge, %s, %[[ZERO]] : index
-// CHECK-NEXT: %[[FOUR:.*]] = arith.constant 4 : index
-// CHECK-NEXT: arith.cmpi sge, %[[EIGHT]], %[[ZERO]] : index
-// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[FOUR]], %[[EIGHT]] : index
-// CHECK-NEXT: arith.cmpi sge, %n, %[[ZERO]] : index
-// CHECK-NEXT: %[[BYTES:.*]] = arith.muli %[[ROW]], %n : index
-// CHECK-NEXT: %[[END:.*]] = arith.addi %s, %[[BYTES]] : index
+// CHECK:      %[[ZERO:.*]] = arith.constant 0 : i128
+// CHECK:      %[[EIGHT:.*]] = arith.extsi %{{.*}} : i64 to i128
+// CHECK:      %[[N:.*]] = arith.extsi %{{.*}} : i64 to i128
+// CHECK:      %[[S:.*]] = arith.extsi %{{.*}} : i64 to i128
+// CHECK-NEXT: %[[FROM:.*]] = arith.cmpi sge, %[[S]], %[[ZERO]] : i128
+// CHECK-NEXT: %[[FOUR:.*]] = arith.constant 4 : i128
+// CHECK-NEXT: arith.cmpi sge, %[[EIGHT]], %[[ZERO]] : i128
+// CHECK-NEXT: %[[ROW:.*]] = arith.muli %[[FOUR]], %[[EIGHT]] : i128
+// CHECK-NEXT: arith.cmpi sge, %[[N]], %[[ZERO]] : i128
+// CHECK-NEXT: %[[BYTES:.*]] = arith.muli %[[ROW]], %[[N]] : i128
+// CHECK-NEXT: %[[END:.*]] = arith.addi %[[S]], %[[BYTES]] : i128
 // CHECK:      %[[SIZE:.*]] = memref.dim %b, %{{.*}} : memref<?xi8>
-// CHECK-NEXT: arith.cmpi sle, %[[END]], %[[SIZE]] : index
+// CHECK-NEXT: %[[SIZE64:.*]] = arith.index_cast %[[SIZE]] : index to i64
+// CHECK-NEXT: %[[WIDE:.*]] = arith.extsi %[[SIZE64]] : i64 to i128
+// CHECK-NEXT: arith.cmpi sle, %[[END]], %[[WIDE]] : i128
 // CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of view is out-of-bounds of the source memref\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:[[# @LINE + 2]]:8)"
 func.func @view(%b: memref<?xi8>, %s: index, %n: index) -> memref<8x?xf32> {
   %v = memref.view %b[%s][%n] : memref<?xi8> to memref<8x?xf32>
