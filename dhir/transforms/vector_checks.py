@@ -386,8 +386,10 @@ def _check_by_scalars(check: CheckBuilder, dims: Sequence[_Dim], empty: Sequence
             inside.append(check.cmp(d.index, d.size, "slt"))
         elif not d.padded:
             lanes = d.lanes if isinstance(d.lanes, SSAValue) else check.index(d.lanes)
-            end = check.add(arith.AddiOp(d.index, lanes))
-            inside.append(check.cmp(end, d.size, "sle"))
+            # index <= size - lanes, not index + lanes <= size: that sum wrapped for an
+            # index near 2**63 and passed. A size and a count of lanes cannot wrap.
+            room = check.add(arith.SubiOp(d.size, lanes))
+            inside.append(check.cmp(d.index, room, "sle"))
     check.assert_(check.any([*skipped, check.all(inside)]))
 
 

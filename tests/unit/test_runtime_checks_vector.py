@@ -130,6 +130,8 @@ def test_an_out_of_bounds_vector_load_stops_the_run_at_its_line(tmp_path: Path) 
     assert failed_at(program, a, np.zeros(16, np.float32), np.int64(12)) == where
     inside = dhir.run(program, a, np.zeros(16, np.float32), np.int64(8), runtime_checks=True)
     assert (inside[1][:8] == a[8:]).all()
+    # n + 8 wrapped below 16 and the load read other memory with exit status 0.
+    assert failed_at(program, a, np.zeros(16, np.float32), np.int64(2**63 - 4)) == where
 
 
 @pytest.mark.mlir

@@ -11,8 +11,8 @@
 // CHECK-NEXT: %[[I0:.*]] = arith.cmpi sge, %i, %[[ZERO]] : index
 // CHECK-NEXT: %[[J0:.*]] = arith.cmpi sge, %j, %[[ZERO]] : index
 // CHECK-NEXT: %[[IN:.*]] = arith.cmpi slt, %i, %[[FOUR]] : index
-// CHECK-NEXT: %[[END:.*]] = arith.addi %j, %[[EIGHT]] : index
-// CHECK-NEXT: %[[JN:.*]] = arith.cmpi sle, %[[END]], %[[EIGHT]] : index
+// CHECK-NEXT: %[[ROOM:.*]] = arith.subi %[[EIGHT]], %[[EIGHT]] : index
+// CHECK-NEXT: %[[JN:.*]] = arith.cmpi sle, %j, %[[ROOM]] : index
 // CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ out-of-bounds access\0ALocation: loc(\22{{.*}}vector_checks.mlir\22:19:8)"
 // CHECK-NEXT: %v = vector.load %a[%i, %j]
 func.func @load(%a: memref<4x8xf32>, %i: index, %j: index) -> vector<8xf32> {
