@@ -164,3 +164,41 @@ class _Planner:
             wait = max(key, send.recv_key)
             self.events.append(Event((*wait[:3], wait[3] + 1), "wait", rank, slot=send.slot))
         self.pending[(value, rank)] = keep
+
+
+def skipped_first(
+    steps: Sequence[TaskStep], events: Sequence[Event], first: Validity, start: Validity
+) -> frozenset[int]:
+    """The slots of the transfers, of `events` planned from `start` (the validity every
+    iteration of a time loop begins with), that the loop's first iteration, beginning
+    with `first` (what the ranks hold on entering the loop: the input's rows, which
+    `start` meets with what an iteration leaves), needs not: their receivers already
+    hold what they carry. Checked by running the first iteration from `first` with the
+    other transfers: empty where a task would then lack an element it needs, or the
+    iteration ends holding less than `start` (the later iterations' plan)."""
+    state = first.copy()
+    received: dict[int, list[Transfer]] = {}
+    slots: dict[int, int] = {}
+    for event in events:
+        if event.kind == "recv" and event.transfer is not None:
+            received.setdefault(event.key[0], []).append(event.transfer)
+            slots[id(event.transfer)] = event.slot
+    skipped: set[int] = set()
+    for k, step in enumerate(steps):
+        for value in step.effects.touches():
+            for transfer in (t for t in received.get(k, []) if t.memref is value):
+                assert transfer.dest is not None
+                region = carried(value, transfer)
+                if state.holds(value, transfer.dest, region):
+                    skipped.add(slots[id(transfer)])
+                elif state.holds(value, transfer.source, region):
+                    state.receive(value, transfer.dest, region)
+                else:
+                    return frozenset()
+            regions = step.regions
+            reads, writes = regions.read(value), regions.written(value)
+            needed = state.needs(value, reads, writes, regions.must_written(value))
+            if not state.holds(value, step.rank, needed):
+                return frozenset()
+            step.run(value, state)
+    return frozenset(skipped) if state.meet(start).same(start) else frozenset()

@@ -177,13 +177,31 @@ class Validity:
         `musts` of `memref`: the transfers it needs first; afterwards only `rank` holds
         what it wrote."""
         region = self.widen(memref, writes)
+        needed = self.needs(memref, reads, writes, musts)
+        transfers = self.bring(memref, rank, needed) if not needed.is_empty() else []
+        self._wrote(memref, rank, region)
+        return transfers
+
+    def needs(self, memref: SSAValue, reads: isl.Set, writes: isl.Set, musts: isl.Set) -> isl.Set:
+        """The elements of `memref` a task that reads `reads`, may write `writes` and
+        surely writes `musts` needs valid on its rank first (`run_task`): what it reads,
+        and what it may write but need not (a partial write leaves the rest as it was)."""
+        region = self.widen(memref, writes)
         needed = units(memref.type, reads)
         if not region.is_empty():
             surely = musts if divisible(memref.type) else region.empty(region.get_space())
             needed = needed | (region - surely)
-        transfers = self.bring(memref, rank, needed) if not needed.is_empty() else []
-        self._wrote(memref, rank, region)
-        return transfers
+        return needed
+
+    def holds(self, memref: SSAValue, rank: int, region: isl.Set) -> bool:
+        """Whether `rank` holds every element of `region` of `memref` up to date."""
+        wanted = units(memref.type, region)
+        return wanted.is_subset(self.held[memref].near(rank, wanted))
+
+    def receive(self, memref: SSAValue, rank: int, region: isl.Set) -> None:
+        """`rank` holds `region` of `memref` (a transfer brought it)."""
+        if not region.is_empty():
+            self.held[memref].update(region, {rank: _add})
 
     def _wrote(self, memref: SSAValue, rank: int, region: isl.Set) -> None:
         if region.is_empty():

@@ -10,7 +10,9 @@ At the end of a schedule, what some rank holds only partly is made consistent ag
 (broadcasts, or one collective on three ranks or more), except where nothing reads it
 afterwards: in the entry function's top level, a memref argument with no later use only
 needs to reach rank 0, which writes the results. A schedule alone in a time loop's body
-keeps its data distributed between iterations and is assembled after the loop.
+keeps its data distributed between iterations and is assembled after the loop; on an
+scf.for's first iteration, the messages whose receivers hold what they carry on entering
+the loop (the input's rows) are skipped (analysis/transfers.py, `skipped_first`).
 
 With `partition` (the native backend's choice), a memref argument of the entry that each
 rank can hold in part (dhir.analysis.partition: the rows its tasks touch) starts each
@@ -65,7 +67,7 @@ from dhir.analysis.outputs import (
 )
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.sharing import check_shared_data
-from dhir.analysis.transfers import Event, TaskStep, plan_events
+from dhir.analysis.transfers import Event, TaskStep, plan_events, skipped_first
 from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
@@ -447,11 +449,13 @@ class _ScheduleLowering:
         )
         tasks = list(self.schedule.tasks())
         finished = 0
-        for event in plan_events(plans, self.state, position):
+        events = plan_events(plans, self.state, position)
+        later, skipped = self._later_only(plans, events, start, loop)
+        for event in events:
             if event.kind == "task":
                 self._lower_task(tasks[event.task], event.rank)
             else:
-                self._place_event(event, position)
+                self._place_event(event, position, later if event.slot in skipped else None)
             for _, part in self._steps[finished:]:
                 yield part
             finished = len(self._steps)
@@ -580,13 +584,39 @@ class _ScheduleLowering:
         self.emit([guard])
         return guard.true_region.block
 
-    def _place_event(self, event: Event, position: dict[SSAValue, int]) -> None:
-        """A send posted, a receive, or a send completed, on the event's rank."""
+    def _later_only(
+        self,
+        plans: Sequence[TaskStep],
+        events: Sequence[Event],
+        start: Validity | None,
+        loop: Operation | None,
+    ) -> tuple[SSAValue | None, frozenset[int]]:
+        """For a schedule in an scf.for time loop: `iv != lb`, made at the top of the
+        loop's body, and the slots of the transfers only later iterations need, whose
+        sends, receives and waits it guards (analysis.transfers.skipped_first: the first
+        iteration's receivers hold the data on entering the loop, as time tiles' ranks
+        hold their first band's halo rows from the input). None and no slots otherwise."""
+        if start is None or not isinstance(loop, scf.ForOp) or self.ranks == 1:
+            return None, frozenset()
+        first = Validity(list(self.schedule.args), self.ranks, self.held)
+        skipped = skipped_first(plans, events, first, start)
+        if not skipped:
+            return None, skipped
+        later = arith.CmpiOp(loop.body.block.args[0], loop.lb, "ne")
+        later.result.name_hint = "later"
+        loop.body.block.insert_op_before(later, loop.body.block.first_op)  # type: ignore[arg-type]
+        return later.result, skipped
+
+    def _place_event(
+        self, event: Event, position: dict[SSAValue, int], later: SSAValue | None = None
+    ) -> None:
+        """A send posted, a receive, or a send completed, on the event's rank; with
+        `later`, only where it holds (iterations after a time loop's first)."""
         if event.kind == "wait":
             self._runtime.add(WAIT)
             slot = arith.ConstantOp(IntegerAttr(event.slot, i64))
             call = func.CallOp(WAIT, [slot.result], [])
-            self.emit(self._guarded(event.rank, [slot, call], self.last()))
+            self.emit(self._guarded(event.rank, _when(later, [slot, call]), self.last()))
             return
         transfer = event.transfer
         assert transfer is not None and transfer.dest is not None
@@ -606,7 +636,7 @@ class _ScheduleLowering:
             source = [self.guards.const(transfer.source), tag]
             for block in blocks:
                 ops += self._message(RECV, value, block, source)
-        self.emit(self._guarded(event.rank, ops, self.last()))
+        self.emit(self._guarded(event.rank, _when(later, ops), self.last()))
 
     def _outline_steps(self) -> None:
         """Move the steps emitted since the last call (each task's incoming messages and
@@ -761,6 +791,13 @@ def _messages(transfer: Transfer) -> Sequence[Block | None]:
     if transfer.blocks is None:
         return [None]
     return merge_blocks(transfer.blocks)
+
+
+def _when(condition: SSAValue | None, ops: list[Operation]) -> list[Operation]:
+    """`ops` under `scf.if condition`, or as they are without one."""
+    if condition is None:
+        return ops
+    return [scf.IfOp(condition, [], [*ops, scf.YieldOp()])]
 
 
 def _join(guard: scf.IfOp, ops: list[Operation]) -> None:

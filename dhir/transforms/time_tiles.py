@@ -29,7 +29,9 @@ into buffers of its own, runs the band there on rows that shrink by `s` each sta
 that every instance it computes sees only rows it computed or copied), and copies its
 block's rows back. Ghost rows are computed on both sides, by the same operations, so the
 result stays the program's bit for bit; the ranks exchange `halo`-wide halos once a band
-instead of thin ones every step. A memref that each step rewrites before reading it
+instead of thin ones every step, but for the first band: each rank holds its first ghost
+rows from the input, and dhir-lower-to-mpi sends nothing its receiver holds on a time
+loop's first iteration. A memref that each step rewrites before reading it
 (every element a stage reads that some statement writes, an earlier stage of the step
 surely wrote) needs no halo: its copy holds from the first band the elements no
 statement writes, and the band computes the rest of its ghost rows before reading them.
@@ -37,12 +39,12 @@ Bands are kept short enough that the ghost rows cost at most about an eighth mor
 and within a quarter of that length, of the one that sends the fewest halo rows over the
 loop, each length made as even as its number of bands allows (9 steps under 4: bands of
 3, not 4, 4 and 1). A last, shorter band still sends a whole halo: the lowering sends a
-band's halo as the same message in every band, and a last band after the loop, its own
-schedule, makes the loop's end assemble the arrays instead (more bytes, not fewer). A
-loop of fewer steps than a band runs them in one, whose halo reaches only as far as they
-need; where not even two steps are, the loop is left. So is a loop whose rows, cut in
-blocks, fit half of each core's share of the last-level cache: each rank's sweeps already
-run from cache.
+band's halo as the same message in every band after the first, and a last band after the
+loop, its own schedule, makes the loop's end assemble the arrays instead (more bytes, not
+fewer). A loop of fewer steps than a band runs them in one, whose halo reaches only as
+far as they need; where not even two steps are, the loop is left. So is a loop whose rows,
+cut in blocks, fit half of each core's share of the last-level cache: each rank's sweeps
+already run from cache.
 """
 
 import os

@@ -633,9 +633,10 @@ TALL = replace(
 
 def test_bands_on_several_ranks_as_even_as_their_count_allows() -> None:
     """9 steps in bands of at most 4 are 3 bands: of 3 steps each, not 4, 4 and 1. Every
-    band sends the same halo message, so the last band's 1 step sent halos of 4 steps'
-    rows too (8 rows of the first array, 960 bytes a rank; the second needs none): now 6
-    rows, 720 bytes, and the result is still the interpreter's, bit for bit."""
+    band after the first sends the same halo message, so the last band's 1 step sent
+    halos of 4 steps' rows too (8 rows of the first array, 640 bytes a rank over the
+    loop; the second needs none): now 6 rows, 480 bytes, and the result is still the
+    interpreter's, bit for bit."""
     from dhir.runner import run_module
 
     nine = replace(TALL, steps=9)
@@ -646,10 +647,39 @@ def test_bands_on_several_ranks_as_even_as_their_count_allows() -> None:
     timing, inputs = Timing(), nine.inputs(3)
     got = run_module(module, "main", inputs, "native", RunOptions(ranks=2), timing=timing)
     sent = [int(line.split()[4]) for line in timing.notes if line.startswith("dhir: rank")]
-    assert sent == [3 * 6 * COLS * 8] * 2, sent
+    assert sent == [2 * 6 * COLS * 8] * 2, sent  # the first band's halo: from the input
     want = dhir.run(nine.text(), *inputs, backend="interp", ranks=1)
     for expected, actual in zip(want, got, strict=True):
         np.testing.assert_array_equal(actual, expected)
+
+
+def _sent_by_rank(program: Program, band: int, ranks: int) -> list[tuple[int, int]]:
+    """The bytes and messages each rank sends running `program` natively in bands of
+    `band` steps on `ranks` ranks, whose results are the interpreter's, bit for bit."""
+    from dhir.runner import run_module
+
+    module = parse_string(program.text())
+    (decision,) = time_tiles(module, band, ranks)
+    assert decision.done, decision.text
+    timing, inputs = Timing(), program.inputs(ranks)
+    got = run_module(module, "main", inputs, "native", RunOptions(ranks=ranks), timing=timing)
+    want = dhir.run(program.text(), *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    return [(int(words[4]), int(words[7])) for words in lines]
+
+
+def test_the_first_band_takes_its_halo_from_the_input() -> None:
+    """Each rank reads its block's rows and its first band's ghost rows from the input
+    (dhir.bands): only the bands after the first send halos. 6 steps in bands of 3 sent
+    2 halos of 6 rows (240 bytes each) to each neighbour, the first the rows the
+    receiver had read; now 1. A loop of one band sends none."""
+    six = replace(TALL, steps=6)
+    halo = 6 * COLS * 8
+    assert _sent_by_rank(six, 3, 2) == [(halo, 1)] * 2
+    assert _sent_by_rank(six, 3, 3) == [(halo, 1), (2 * halo, 2), (halo, 1)]
+    assert _sent_by_rank(replace(TALL, steps=3), 3, 2) == [(0, 0)] * 2
 
 
 def test_bands_fit_the_caches_of_the_machine_description() -> None:

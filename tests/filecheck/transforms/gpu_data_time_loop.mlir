@@ -35,7 +35,10 @@
 // CHECK-NEXT:    func.return
 
 // LOWERED-LABEL: func.func @main
+// Rank 0's element 0 of %b goes to rank 1 after every step but the first, in which rank 1
+// holds it from the input.
 // LOWERED:         scf.for %step = %s0 to %steps step %s1 {
+// LOWERED-NEXT:      %later = arith.cmpi ne, %step, %s0 : index
 // LOWERED-NEXT:      func.call @main.schedule0.part0
 // LOWERED-NEXT:    }
 // LOWERED-NEXT:    scf.if %on1 {
@@ -43,6 +46,9 @@
 // LOWERED:         scf.if %on0 {
 // LOWERED:           func.call @dhir_rt_recv
 // LOWERED-LABEL: func.func private @main.schedule0.part0
+// LOWERED:         scf.if %on0 {
+// LOWERED-NEXT:      scf.if %later {
+// LOWERED:             func.call @dhir_rt_isend
 // LOWERED:         scf.if %on1 {
 // LOWERED:           gpu.memcpy %b, %b_dev1 : memref<8xf64>, memref<8xf64>
 // LOWERED:           func.call @dhir_rt_isend
