@@ -343,6 +343,8 @@ class _Band:
         statements = [_statement(task, outer) for task in tasks]
         skew = _skew(statements)
         band = _Band(loop, schedule, statements, _stages(statements), skew, caches)
+        if steps == 1:  # asked for: no cache too small for two steps' rows
+            raise _Left("steps=1 asks for bands of one step, which are the loop as written")
         band.steps = steps if steps > 0 else band.fitting_steps()
         if band.steps < 2:
             raise _Left("not even two steps' rows fit the core's caches")

@@ -682,6 +682,16 @@ def test_the_first_band_takes_its_halo_from_the_input() -> None:
     assert _sent_by_rank(replace(TALL, steps=3), 3, 2) == [(0, 0)] * 2
 
 
+def test_bands_of_one_step_asked_for_say_so() -> None:
+    """steps=1 leaves the loop as written: it said "not even two steps' rows fit the
+    core's caches", which no cache decided."""
+    for ranks in (1, 2):
+        (decision,) = time_tiles(parse_string(JACOBI.text()), 1, ranks)
+        assert not decision.done, decision.text
+        assert "steps=1 asks for bands of one step" in decision.text, decision.text
+        assert "caches" not in decision.text, decision.text
+
+
 def test_bands_fit_the_caches_of_the_machine_description() -> None:
     """Bands hold as many steps as fit half the core's cache of the CPU the description
     attached to the module names (JACOBI: 2 stages of 2 rows of 5 f64 a step, 160 bytes),
