@@ -391,16 +391,14 @@ def test_only_casts_not_proven_are_checked_by_default() -> None:
     CastChecksPass(undecided=True).apply(None, proven)  # pyright: ignore[reportArgumentType]
     assert "cf.assert" not in str(proven)
     module = parse_module(CAST)
-    proof = InBounds()
-    proof.prepare(list(module.walk()))
+    proof = InBounds(module)
     (cast,) = (op for op in module.walk() if isinstance(op, memref.CastOp))
     assert undecided_cast_claims(cast, proof) == Claims({0: 4}, 0, {})
     CastChecksPass(undecided=True).apply(None, module)  # pyright: ignore[reportArgumentType]
     assert str(module).count("size mismatch of dim 0") == 1
     assert str(module).count("offset mismatch") == 1
     module = parse_module(UNRANKED_CAST)
-    proof = InBounds()
-    proof.prepare(list(module.walk()))
+    proof = InBounds(module)
     cast = [op for op in module.walk() if isinstance(op, memref.CastOp)][-1]
     assert undecided_cast_claims(cast, proof) == Claims({0: 4}, 0, {0: 1}, rank=1)
 
